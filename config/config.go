@@ -1,0 +1,121 @@
+// Package config loads and validates the exporter's YAML rule file.
+//
+// A loaded *Config is immutable: a reload builds a new one and the caller swaps it in only
+// when Load returned no error, so a bad file never changes what is running.
+package config
+
+import (
+	"regexp"
+	"time"
+)
+
+// Config is one validated, compiled rule file.
+type Config struct {
+	// File is the path the config was loaded from; errors and logs name it.
+	File     string
+	Global   Global
+	Inputs   []Input
+	Patterns map[string]string
+	Rules    []*Rule
+}
+
+// Global holds the defaults every rule inherits.
+type Global struct {
+	// Windows are the default windows, sorted ascending, without duplicates.
+	Windows []time.Duration
+	// MaxSeriesPerRule bounds the label sets one rule may hold before folding into overflow.
+	MaxSeriesPerRule int
+}
+
+// StartAt says where reading a file that exists at start begins.
+type StartAt int
+
+const (
+	// StartAtEnd skips what the file holds at start (the default, like tail -F).
+	StartAtEnd StartAt = iota
+	// StartAtBeginning reads the file from offset 0, to rebuild windows from history.
+	StartAtBeginning
+)
+
+// Input is one file or glob to follow.
+type Input struct {
+	// Name is optional; rules may restrict themselves to named inputs.
+	Name    string
+	Path    string
+	StartAt StartAt
+}
+
+// Aggregations selects the families a rule exports besides `_total`.
+type Aggregations struct {
+	Window    bool
+	PerSecond bool
+	Events    bool
+	Max       bool
+	Min       bool
+	Mean      bool
+}
+
+// Rule is one compiled rule: a regex, how its captures become labels and a value, and the
+// windows it is kept over.
+type Rule struct {
+	// Name is the metric base name; families are Name+"_total", Name+"_window", ...
+	Name string
+	// Help is the user's HELP text (a default is derived from Name when empty).
+	Help string
+	// Match is the regex as written; Expanded is it after %{PATTERN} expansion.
+	Match    string
+	Expanded string
+	Regexp   *regexp.Regexp
+	// Labels are sorted by name; each value is rendered from captures.
+	Labels []Label
+	// Where filters: every capture must match its regex for the line to count.
+	Where []Where
+	// ValueCapture is the capture index summed per line; -1 for a counting rule.
+	ValueCapture int
+	ValueName    string
+	// Timestamp is nil for processing-time rules.
+	Timestamp *Timestamp
+	// Windows are sorted ascending, without duplicates.
+	Windows      []time.Duration
+	Aggregations Aggregations
+	// Inputs restricts the rule to these input names; nil means every input.
+	Inputs []string
+	// Fingerprint identifies the rule's definition: equal fingerprints across a reload mean
+	// the rule's window state can be kept.
+	Fingerprint string
+	// Line is the 1-based line of the rule in File, for messages.
+	Line int
+}
+
+// IsValueRule reports whether the rule sums a capture rather than counting lines.
+func (r *Rule) IsValueRule() bool { return r.ValueCapture >= 0 }
+
+// Label is one output label and its template over captures.
+type Label struct {
+	Name     string
+	Template Template
+}
+
+// Template is a label template compiled to alternating literal text and capture references,
+// so rendering a value needs no parsing per line.
+type Template []TemplatePart
+
+// TemplatePart is either literal text (Capture < 0) or a reference to a capture index.
+type TemplatePart struct {
+	Literal string
+	Capture int
+}
+
+// Where is one capture filter of a rule.
+type Where struct {
+	CaptureName string
+	Capture     int
+	Regexp      *regexp.Regexp
+}
+
+// Timestamp tells how a rule reads the event time from a capture.
+type Timestamp struct {
+	CaptureName string
+	Capture     int
+	Layout      string
+}
