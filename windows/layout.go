@@ -1,0 +1,190 @@
+// Package windows keeps, for one series, the events of the recent past in a hierarchy of
+// time wheels and answers "sum, count, max and min over the last W" for every configured
+// window W at once.
+//
+// # Structure
+//
+// A Layout, shared by all series of a rule, decides which wheels exist and how large they
+// are; a Series holds one ring of slots per wheel. The wheels are, from fine to coarse,
+// seconds, minutes, hours and days; slots are aligned to absolute time (epoch second,
+// minute, hour, day), never to the first event, so two series agree on slot edges.
+// A window W is served by the finest wheel whose slots it spans at most 300 times:
+//
+//	1s … 5m     second slots  (exact)
+//	5m1s … 5h   minute slots
+//	5h1s … 300h hour slots
+//	above 300h  day slots, up to MaxWindow
+//
+// so the defaults 1m and 5m are exact, 15m and 1h use minute slots and 24h hour slots.
+// A wheel exists only if some window needs it, with just enough slots for its longest
+// window: the defaults need 300 second, 61 minute and 25 hour slots.
+//
+// Every event is written into its slot of every wheel (the roll-up happens when the event
+// is added, not by a ticker), so a coarse slot always holds the exact total of its seconds
+// and a window reads a single wheel: the recent part of a coarse window is as exact as if
+// it were read from finer slots, because the newest coarse slot only holds events up to the
+// series' newest second.
+//
+// # Exactness
+//
+// A window of W seconds read during second S covers the seconds S−W+1 … S. For a window
+// served by second slots the result equals a naive sum over those seconds. For a window
+// served by slots of D seconds, every slot fully inside the window counts fully and the
+// one slot that straddles the old edge S−W+1 counts pro rata to the part of it inside the
+// window, so a steady stream reads as a smooth value instead of a sawtooth at each minute
+// or hour. The error of Sum and Events is therefore at most the events of that one slot
+// (Σ|v| of it for Sum), and Max and Min are taken over the window stretched back to that
+// slot's start (at most D−1 seconds more).
+//
+// # Time
+//
+// Nothing here reads a clock: every call passes the current second (Unix seconds), and a
+// series never goes back in time: its time is the newest now any Add passed, and a Read
+// evaluates at the later of its own now and that. Catching up after an idle gap of any
+// length costs at most one pass over each wheel, and a Read needs no Add to have advanced
+// the wheels first.
+//
+// An event may carry its own time. It lands in its slot while that slot is still held; an
+// event older than the longest window (at ≤ time − Longest) is not placed and Add returns
+// Late; an event after now is placed at now and Add returns Future.
+//
+// PerSecond divides Sum by the window's seconds, or by the seconds observed when fewer: the
+// observation runs from the earlier of the start second passed to Read (the exporter's
+// start) and the oldest event ever placed in the series, up to the second read, inclusive.
+// A replay of old events therefore yields full-window rates.
+//
+// Times are clamped to ±2^50 seconds (some 35 million years) so that no input, however
+// absurd, can overflow the arithmetic. Values are expected to be finite: a NaN or an
+// infinity poisons the windows that include it until it expires.
+package windows
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+)
+
+// MaxWindow is the longest window a layout can serve: a year, so that "365d" and "52w" are
+// accepted, while memory stays bounded (367 day slots per quantity at most).
+const MaxWindow = 366 * 24 * time.Hour
+
+// slotsPerWindow is how many slots of a wheel a window may span before the next coarser
+// wheel serves it: it bounds both memory and read cost per window, and it is the reason the
+// default 5m window (300 seconds) is still exact.
+const slotsPerWindow = 300
+
+// wheelSteps are the slot widths in seconds, finest first; each divides the next so that a
+// slot of a coarse wheel is a whole number of slots of a finer one.
+var wheelSteps = [...]int64{1, 60, 3600, 86400}
+
+// ErrUnsupportedWindow is matched (errors.Is) by every error NewLayout returns for a window
+// it cannot serve, so config can tell these apart from other failures.
+var ErrUnsupportedWindow = errors.New("unsupported window")
+
+// WindowError names the window NewLayout rejected and why, for a message at config load.
+type WindowError struct {
+	Window time.Duration
+	Reason string
+}
+
+// Error reads like "window 1.5s: not a whole number of seconds".
+func (e *WindowError) Error() string {
+	return fmt.Sprintf("window %v: %s", e.Window, e.Reason)
+}
+
+// Unwrap lets errors.Is(err, ErrUnsupportedWindow) hold.
+func (e *WindowError) Unwrap() error { return ErrUnsupportedWindow }
+
+// Options chooses what a slot keeps besides the sum of values.
+type Options struct {
+	// Events keeps a count of events per slot, for value rules; for counting rules every
+	// value is 1, so the count equals Sum and is not stored twice.
+	Events bool
+	// Extrema keeps the maximum and minimum value per slot.
+	Extrema bool
+}
+
+// Layout is the shape shared by every series of a rule: its windows and the wheels that
+// serve them. It is immutable and safe for concurrent use.
+type Layout struct {
+	windows []time.Duration
+	secs    []int64 // windows in seconds, same order
+	longest int64
+	opts    Options
+	stride  int // float64s per slot: sum, then events, then max and min
+	events  int // offset of the count in a slot, or 0 when not kept
+	extrema int // offset of the max in a slot (min follows), or 0 when not kept
+	wheels  []wheel
+	size    int // float64s per series, over all wheels
+}
+
+// wheel is one ring of slots of a Series.
+type wheel struct {
+	step  int64 // seconds per slot
+	n     int64 // slots in the ring
+	off   int   // first float64 of this ring in Series.data
+	serve []int // indexes of the windows this wheel serves, shortest first
+}
+
+// NewLayout checks the windows and sizes the wheels for them. Windows must be whole
+// seconds, at least 1s and at most MaxWindow; the error for any other names the window
+// and wraps ErrUnsupportedWindow. Stats come back in the order windows are given.
+func NewLayout(windows []time.Duration, opts Options) (*Layout, error) {
+	if len(windows) == 0 {
+		return nil, errors.New("no windows")
+	}
+	l := &Layout{
+		windows: slices.Clone(windows),
+		secs:    make([]int64, len(windows)),
+		opts:    opts,
+		stride:  1,
+	}
+	if opts.Events {
+		l.events = l.stride
+		l.stride++
+	}
+	if opts.Extrema {
+		l.extrema = l.stride
+		l.stride += 2
+	}
+	var serve [len(wheelSteps)][]int
+	for i, w := range windows {
+		switch {
+		case w < time.Second:
+			return nil, &WindowError{Window: w, Reason: "shorter than 1s"}
+		case w%time.Second != 0:
+			return nil, &WindowError{Window: w, Reason: "not a whole number of seconds"}
+		case w > MaxWindow:
+			return nil, &WindowError{Window: w, Reason: fmt.Sprintf("longer than the longest supported window (%d days)", MaxWindow/(24*time.Hour))}
+		}
+		sec := int64(w / time.Second)
+		l.secs[i] = sec
+		l.longest = max(l.longest, sec)
+		k := 0
+		for k < len(wheelSteps)-1 && sec > slotsPerWindow*wheelSteps[k] {
+			k++
+		}
+		serve[k] = append(serve[k], i)
+	}
+	for k, idx := range serve {
+		if len(idx) == 0 {
+			continue
+		}
+		slices.SortStableFunc(idx, func(a, b int) int { return int(l.secs[a] - l.secs[b]) })
+		step := wheelSteps[k]
+		// The ring must still hold the slot of the window's oldest second right after the
+		// wheel moved into a new slot: (n−1)·step ≥ W−1.
+		n := (l.secs[idx[len(idx)-1]]-1+step-1)/step + 1
+		l.wheels = append(l.wheels, wheel{step: step, n: n, off: l.size, serve: idx})
+		l.size += int(n) * l.stride
+	}
+	return l, nil
+}
+
+// Windows returns the windows in the order Read reports them.
+func (l *Layout) Windows() []time.Duration { return slices.Clone(l.windows) }
+
+// Longest returns the longest window in seconds: events older than that are Late, and a
+// series idle for that long holds nothing.
+func (l *Layout) Longest() int64 { return l.longest }

@@ -1,0 +1,183 @@
+package windows
+
+import (
+	"fmt"
+	"math"
+	"time"
+)
+
+// model is the specification the wheels are checked against: it keeps every placed event
+// and answers a window by scanning them all.
+type model struct {
+	longest int64
+	t       int64 // newest now passed to add
+	started bool
+	oldest  int64
+	events  []event
+}
+
+type event struct {
+	at int64
+	v  float64
+}
+
+func newModel(l *Layout) *model {
+	return &model{longest: l.Longest(), oldest: math.MaxInt64}
+}
+
+// add follows the placement rules of SPEC: the series' time is the newest now, events
+// older than the longest window are Late, events after now are placed at now.
+func (m *model) add(now, at int64, v float64) Placement {
+	if !m.started || now > m.t {
+		m.t, m.started = now, true
+	}
+	p := Placed
+	if at > now {
+		at, p = now, Future
+	}
+	if at <= m.t-m.longest {
+		return Late
+	}
+	m.events = append(m.events, event{at, v})
+	m.oldest = min(m.oldest, at)
+	return p
+}
+
+// agg is a naive aggregate over a span of seconds.
+type agg struct {
+	sum, abs, n float64
+	max, min    float64
+}
+
+func (m *model) span(from, to int64) agg {
+	a := agg{max: math.Inf(-1), min: math.Inf(1)}
+	for _, e := range m.events {
+		if e.at < from || e.at > to {
+			continue
+		}
+		a.sum += e.v
+		a.abs += math.Abs(e.v)
+		a.n++
+		a.max = max(a.max, e.v)
+		a.min = min(a.min, e.v)
+	}
+	return a
+}
+
+// servingStep is the slot width the package documentation promises for a window.
+func servingStep(sec int64) int64 {
+	switch {
+	case sec <= 5*60:
+		return 1
+	case sec <= 5*3600:
+		return 60
+	case sec <= 300*3600:
+		return 3600
+	}
+	return 86400
+}
+
+// check compares what Read returned at now against the model: windows served by second
+// slots exactly, coarser windows within one old-edge slot and at its pro-rated value.
+func (m *model) check(l *Layout, got []Stats, now, start int64) error {
+	wins := l.Windows()
+	if len(got) != len(wins) {
+		return fmt.Errorf("read returned %d stats for %d windows", len(got), len(wins))
+	}
+	if !m.started {
+		for i, g := range got {
+			if g.Sum != 0 || g.Events != 0 || g.PerSecond != 0 || !math.IsNaN(g.Max) || !math.IsNaN(g.Min) {
+				return fmt.Errorf("window %v: %+v before any add", wins[i], g)
+			}
+		}
+		return nil
+	}
+	s := max(now, m.t)
+	observed := max(s-min(start, m.oldest)+1, 1)
+	for i, g := range got {
+		sec := int64(wins[i] / time.Second)
+		lo := s - sec + 1
+		step := servingStep(sec)
+		edge := floorDiv(lo, step) * step
+		exact := m.span(lo, s)
+		wantEvents := func(a agg) float64 {
+			if l.opts.Events {
+				return a.n
+			}
+			return a.sum
+		}
+		if step == 1 {
+			if g.Sum != exact.sum || g.Events != wantEvents(exact) {
+				return fmt.Errorf("window %v at %d: sum %v events %v, naive %v %v", wins[i], s, g.Sum, g.Events, exact.sum, wantEvents(exact))
+			}
+		} else {
+			edgeSlot := m.span(edge, edge+step-1)
+			if !within(g.Sum, exact.sum, edgeSlot.abs) || !within(g.Events, wantEvents(exact), wantEvents(edgeSlot)) {
+				return fmt.Errorf("window %v at %d: sum %v events %v, naive %v %v, edge slot %+v beyond bound",
+					wins[i], s, g.Sum, g.Events, exact.sum, wantEvents(exact), edgeSlot)
+			}
+			part := float64(edge+step-lo) / float64(step)
+			inside := m.span(edge+step, s)
+			if !near(g.Sum, inside.sum+part*edgeSlot.sum) || !near(g.Events, wantEvents(inside)+part*wantEvents(edgeSlot)) {
+				return fmt.Errorf("window %v at %d: sum %v events %v, want %v+%v*%v", wins[i], s, g.Sum, g.Events, inside.sum, part, edgeSlot.sum)
+			}
+		}
+		wantMax, wantMin := math.NaN(), math.NaN()
+		if ext := m.span(edge, s); l.opts.Extrema && ext.n > 0 {
+			wantMax, wantMin = ext.max, ext.min
+		}
+		if !same(g.Max, wantMax) || !same(g.Min, wantMin) {
+			return fmt.Errorf("window %v at %d: max %v min %v, want %v %v", wins[i], s, g.Max, g.Min, wantMax, wantMin)
+		}
+		if want := g.Sum / float64(min(sec, observed)); !same(g.PerSecond, want) {
+			return fmt.Errorf("window %v at %d: per second %v, want %v (observed %d)", wins[i], s, g.PerSecond, want, observed)
+		}
+	}
+	return nil
+}
+
+// within reports |got−want| ≤ bound, allowing for rounding of the pro-rated slot.
+func within(got, want, bound float64) bool {
+	return math.Abs(got-want) <= bound+1e-9*(1+math.Abs(want)+bound)
+}
+
+func near(got, want float64) bool { return within(got, want, 0) }
+
+func same(a, b float64) bool { return a == b || math.IsNaN(a) && math.IsNaN(b) }
+
+// op is one step of a stream: an Add, or a Read at now with the exporter's start second.
+type op struct {
+	read    bool
+	now, at int64
+	v       float64
+}
+
+// replay applies ops to a fresh series and the model, checking every placement and read.
+func replay(l *Layout, start int64, ops []op) error {
+	s, m := l.NewSeries(), newModel(l)
+	var dst []Stats
+	for i, o := range ops {
+		if o.read {
+			dst = s.Read(o.now, start, dst)
+			if err := m.check(l, dst, o.now, start); err != nil {
+				return fmt.Errorf("op %d (read at %d): %w", i, o.now, err)
+			}
+			continue
+		}
+		if got, want := s.Add(o.now, o.at, o.v), m.add(o.now, o.at, o.v); got != want {
+			return fmt.Errorf("op %d add(now %d, at %d): %v, want %v", i, o.now, o.at, got, want)
+		}
+		if got, want := s.LastAdd(), m.last(); got != want {
+			return fmt.Errorf("op %d: LastAdd %d, want %d", i, got, want)
+		}
+	}
+	return nil
+}
+
+func (m *model) last() int64 {
+	last := int64(math.MinInt64)
+	for _, e := range m.events {
+		last = max(last, e.at)
+	}
+	return last
+}

@@ -1,0 +1,224 @@
+package windows
+
+import (
+	"math/rand/v2"
+	"testing"
+	"time"
+)
+
+var defaultWindows = []time.Duration{time.Minute, 5 * time.Minute, 15 * time.Minute, time.Hour, 24 * time.Hour}
+
+// referenceLayouts cover every wheel, windows on both sides of each wheel's limit, windows
+// that are not a whole number of slots, unsorted and duplicate windows, and every option.
+var referenceLayouts = []struct {
+	name    string
+	windows []time.Duration
+}{
+	{"defaults", defaultWindows},
+	{"seconds only", []time.Duration{time.Minute, 5 * time.Minute}},
+	{"one day", []time.Duration{24 * time.Hour}},
+	{"wheel limits", []time.Duration{
+		time.Second, 7 * time.Second, 299 * time.Second, 300 * time.Second, 301 * time.Second,
+		17*time.Minute + 13*time.Second, 5 * time.Hour, 5*time.Hour + time.Second,
+		7 * 24 * time.Hour, 300 * time.Hour, 300*time.Hour + time.Second, MaxWindow,
+	}},
+	{"unsorted", []time.Duration{time.Hour, 90 * time.Second, time.Hour, 10 * time.Minute, 2 * time.Second}},
+}
+
+var allOptions = []Options{{}, {Events: true}, {Extrema: true}, {Events: true, Extrema: true}}
+
+// gen builds one random stream for a layout whose longest window is longest seconds.
+type gen func(r *rand.Rand, longest int64) []op
+
+var generators = []struct {
+	name string
+	gen  gen
+}{
+	{"random", genRandom},
+	{"slot edges", genEdges},
+	{"idle then one", genIdle},
+	{"out of order", genOutOfOrder},
+}
+
+// TestReferenceModel compares every window of the wheels with the naive model over
+// thousands of random and adversarial streams.
+func TestReferenceModel(t *testing.T) {
+	cases := 40
+	if testing.Short() {
+		cases = 5
+	}
+	for _, g := range generators {
+		for _, lay := range referenceLayouts {
+			for _, opts := range allOptions {
+				t.Run(g.name+"/"+lay.name+"/"+optName(opts), func(t *testing.T) {
+					t.Parallel()
+					l, err := NewLayout(lay.windows, opts)
+					if err != nil {
+						t.Fatal(err)
+					}
+					for c := range cases {
+						r := rand.New(rand.NewPCG(uint64(c), uint64(len(g.name)*131+len(lay.name))))
+						ops := g.gen(r, l.Longest())
+						if !opts.Events {
+							for i := range ops {
+								ops[i].v = 1
+							}
+						}
+						start := ops[0].now - r.Int64N(2*l.Longest())
+						if r.IntN(4) == 0 {
+							start = ops[0].now + r.Int64N(1000)
+						}
+						if err := replay(l, start, ops); err != nil {
+							t.Fatalf("case %d (start %d): %v", c, start, err)
+						}
+					}
+				})
+			}
+		}
+	}
+}
+
+func optName(o Options) string {
+	switch {
+	case o.Events && o.Extrema:
+		return "events+extrema"
+	case o.Events:
+		return "events"
+	case o.Extrema:
+		return "extrema"
+	}
+	return "sum"
+}
+
+// baseTime is a start second: usually now-ish, sometimes around or before 1970 so that
+// negative seconds align like others.
+func baseTime(r *rand.Rand) int64 {
+	switch r.IntN(4) {
+	case 0:
+		return r.Int64N(200000) - 100000
+	case 1:
+		return -1_000_000_000 + r.Int64N(1_000_000)
+	}
+	return 1_700_000_000 + r.Int64N(100_000_000)
+}
+
+// value is a multiple of 1/8, so that sums in any order are exact and the exact windows
+// can be compared with ==.
+func value(r *rand.Rand) float64 { return float64(r.IntN(161)-40) / 8 }
+
+// gap draws how far the clock moves: mostly not or a little, sometimes about a slot of each
+// wheel, sometimes longer than every wheel.
+func gap(r *rand.Rand) int64 {
+	switch x := r.IntN(100); {
+	case x < 50:
+		return 0
+	case x < 75:
+		return 1 + r.Int64N(3)
+	case x < 85:
+		return 55 + r.Int64N(10)
+	case x < 91:
+		return 3590 + r.Int64N(20)
+	case x < 95:
+		return 86390 + r.Int64N(20)
+	case x < 98:
+		return r.Int64N(2_000_000)
+	}
+	return 30_000_000 + r.Int64N(10_000_000)
+}
+
+// genRandom mixes everything: gaps of all sizes, events a little or a lot in the past, in
+// the future, at the Late edge, stale nows from racing callers, reads ahead of the clock.
+func genRandom(r *rand.Rand, longest int64) []op {
+	now := baseTime(r)
+	ops := make([]op, 0, 300)
+	for range 300 {
+		now += gap(r)
+		o := op{now: now, at: now, v: value(r)}
+		switch x := r.IntN(100); {
+		case x < 20:
+			o.read = true
+			switch r.IntN(3) {
+			case 0:
+				o.now += r.Int64N(2 * longest)
+			case 1:
+				o.now -= r.Int64N(5)
+			}
+		case x < 40:
+			o.at -= r.Int64N(10)
+		case x < 45:
+			o.at += 1 + r.Int64N(5)
+		case x < 50:
+			o.at = now - longest + r.Int64N(3) - 1
+		case x < 55:
+			o.at -= r.Int64N(longest + 100)
+		case x < 60:
+			o.now -= 1 + r.Int64N(5)
+			o.at = o.now - r.Int64N(3)
+		}
+		ops = append(ops, o)
+	}
+	return ops
+}
+
+// genEdges puts events and reads on the last and first seconds of minutes, hours and
+// days, and reads where a window's old edge falls on a slot edge.
+func genEdges(r *rand.Rand, longest int64) []op {
+	steps := []int64{60, 3600, 86400}
+	now := floorDiv(baseTime(r), 86400) * 86400
+	ops := make([]op, 0, 400)
+	for range 100 {
+		step := steps[r.IntN(len(steps))]
+		edge := (floorDiv(now, step) + 1 + r.Int64N(3)) * step
+		for d := int64(-1); d <= 1; d++ {
+			now = max(now, edge+d)
+			for range 1 + r.IntN(5) {
+				ops = append(ops, op{now: now, at: now - r.Int64N(2), v: value(r)})
+			}
+		}
+		w := []int64{60, 300, 900, 3600, 86400, longest}[r.IntN(6)]
+		ops = append(ops,
+			op{read: true, now: edge + w - 1},
+			op{read: true, now: edge + w},
+			op{read: true, now: edge + w - 2},
+			op{read: true, now: now})
+	}
+	return ops
+}
+
+// genIdle fills the wheels, idles for hours to a year, adds one event and reads around it.
+func genIdle(r *rand.Rand, longest int64) []op {
+	now := baseTime(r)
+	var ops []op
+	for range 3 {
+		for range 20 + r.IntN(50) {
+			now += r.Int64N(3)
+			ops = append(ops, op{now: now, at: now, v: value(r)})
+		}
+		ops = append(ops, op{read: true, now: now})
+		idle := []int64{3 * 3600, 25 * 3600, 8 * 86400, 400 * 86400}[r.IntN(4)]
+		ops = append(ops, op{read: true, now: now + idle/2})
+		now += idle + r.Int64N(3600)
+		ops = append(ops, op{now: now, at: now, v: value(r)})
+		for range 10 {
+			ops = append(ops, op{read: true, now: now + r.Int64N(longest+2)})
+		}
+	}
+	return ops
+}
+
+// genOutOfOrder is a busy stream whose events arrive up to ten seconds late, read often.
+func genOutOfOrder(r *rand.Rand, longest int64) []op {
+	now := baseTime(r)
+	ops := make([]op, 0, 600)
+	for range 600 {
+		if r.IntN(3) == 0 {
+			now++
+		}
+		if r.IntN(8) == 0 {
+			ops = append(ops, op{read: true, now: now})
+			continue
+		}
+		ops = append(ops, op{now: now, at: now - r.Int64N(11), v: value(r)})
+	}
+	return ops
+}

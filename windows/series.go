@@ -1,0 +1,287 @@
+package windows
+
+import (
+	"math"
+	"sync"
+)
+
+// Placement says what Add did with an event.
+type Placement uint8
+
+const (
+	// Placed: the event is in every window that covers its second.
+	Placed Placement = iota
+	// Late: the event is older than the longest window and was dropped.
+	Late
+	// Future: the event was stamped after now and was placed at now.
+	Future
+)
+
+// String names the placement for logs and drop reasons.
+func (p Placement) String() string {
+	switch p {
+	case Placed:
+		return "placed"
+	case Late:
+		return "late"
+	case Future:
+		return "future"
+	}
+	return "unknown"
+}
+
+// Stats is one window's aggregate as Read reports it.
+type Stats struct {
+	// Sum of the values; for a counting rule, the number of events.
+	Sum float64
+	// Events counted in the window: equal to Sum unless the layout keeps Events.
+	Events float64
+	// Max and Min of the values; NaN when the window holds no event or the layout does not
+	// keep Extrema.
+	Max, Min float64
+	// PerSecond is Sum divided by the window's seconds, or by the seconds observed when the
+	// observation is shorter than the window (see the package documentation).
+	PerSecond float64
+}
+
+// timeLimit bounds every time the package computes with, so that adding or subtracting a
+// window can never overflow int64.
+const timeLimit = 1 << 50
+
+// never is the time of a series no Add has reached yet; no clamped time equals it.
+const never = math.MinInt64
+
+// Series is the wheels of one series. It is safe for concurrent Add and Read; the zero
+// value is not usable, build one with Layout.NewSeries.
+type Series struct {
+	mu     sync.Mutex
+	layout *Layout
+	t      int64 // newest now passed to Add; never before the first Add
+	last   int64 // newest event second placed
+	oldest int64 // oldest event second placed, math.MaxInt64 before the first
+	// head holds, per wheel, the ring index of the slot of second t, so that the common add
+	// (event at the current second) needs no division.
+	head [len(wheelSteps)]int32
+	data []float64
+}
+
+// NewSeries returns an empty series laid out by l.
+func (l *Layout) NewSeries() *Series {
+	return &Series{
+		layout: l,
+		t:      never,
+		last:   never,
+		oldest: math.MaxInt64,
+		data:   make([]float64, l.size),
+	}
+}
+
+// Add records value v for an event at second at, now being the current second. It reports
+// Late when the event is older than the longest window (it is then not recorded) and Future
+// when at is after now (the event is then recorded at now). For processing time, at == now.
+func (s *Series) Add(now, at int64, v float64) Placement {
+	s.mu.Lock()
+	if now != s.t || at != now || now == never {
+		p := s.addSlow(now, at, v)
+		s.mu.Unlock()
+		return p
+	}
+	l := s.layout
+	for i := range l.wheels {
+		s.put(l.wheels[i].off+int(s.head[i])*l.stride, v)
+	}
+	s.last = at
+	s.mu.Unlock()
+	return Placed
+}
+
+func (s *Series) addSlow(now, at int64, v float64) Placement {
+	now, at = clampTime(now), clampTime(at)
+	if now > s.t {
+		s.advance(now)
+	}
+	p := Placed
+	if at > now {
+		at, p = now, Future
+	}
+	l := s.layout
+	if at <= s.t-l.longest {
+		return Late
+	}
+	for i := range l.wheels {
+		w := &l.wheels[i]
+		back := floorDiv(s.t, w.step) - floorDiv(at, w.step)
+		if back >= w.n {
+			// This wheel no longer holds the slot, and serves only windows shorter than
+			// the event's age, so the event belongs to none of them.
+			continue
+		}
+		idx := int64(s.head[i]) - back
+		if idx < 0 {
+			idx += w.n
+		}
+		s.put(w.off+int(idx)*l.stride, v)
+	}
+	s.last = max(s.last, at)
+	s.oldest = min(s.oldest, at)
+	return p
+}
+
+// put adds one event of value v to the slot starting at data[i].
+func (s *Series) put(i int, v float64) {
+	l := s.layout
+	s.data[i] += v
+	if l.events != 0 {
+		s.data[i+l.events]++
+	}
+	if l.extrema != 0 {
+		x := s.data[i+l.extrema : i+l.extrema+2]
+		x[0] = max(x[0], v)
+		x[1] = min(x[1], v)
+	}
+}
+
+// advance moves the series to second t > s.t, emptying the slots each wheel leaves behind.
+// Each wheel clears at most its own length, whatever the gap.
+func (s *Series) advance(t int64) {
+	l := s.layout
+	for i := range l.wheels {
+		w := &l.wheels[i]
+		head := floorDiv(t, w.step)
+		moved := w.n // a new series starts with every slot cleared
+		if s.t != never {
+			moved = head - floorDiv(s.t, w.step)
+		}
+		if moved == 0 {
+			continue
+		}
+		idx := int64(s.head[i])
+		for range min(moved, w.n) {
+			if idx++; idx == w.n {
+				idx = 0
+			}
+			s.clear(w.off + int(idx)*l.stride)
+		}
+		s.head[i] = int32(floorMod(head, w.n))
+	}
+	s.t = t
+}
+
+// clear empties the slot starting at data[i].
+func (s *Series) clear(i int) {
+	l := s.layout
+	clear(s.data[i : i+l.stride])
+	if l.extrema != 0 {
+		s.data[i+l.extrema] = math.Inf(-1)
+		s.data[i+l.extrema+1] = math.Inf(1)
+	}
+}
+
+// Read appends to dst[:0] the Stats of every window at second now, in Layout.Windows order,
+// and returns it. start is the exporter's start second, from which PerSecond counts the
+// seconds observed.
+func (s *Series) Read(now, start int64, dst []Stats) []Stats {
+	l := s.layout
+	dst = dst[:0]
+	for range l.windows {
+		dst = append(dst, Stats{Max: math.NaN(), Min: math.NaN()})
+	}
+	now, start = clampTime(now), clampTime(start)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.t == never {
+		return dst
+	}
+	now = max(now, s.t)
+	for i := range l.wheels {
+		s.readWheel(i, now, dst)
+	}
+	observed := max(now-min(start, s.oldest)+1, 1)
+	for i := range dst {
+		dst[i].PerSecond = dst[i].Sum / float64(min(l.secs[i], observed))
+	}
+	return dst
+}
+
+// readWheel fills the Stats of the windows wheel i serves, at second now ≥ s.t. It walks the
+// ring once from the newest slot back, shortest window first, so nested windows share the
+// walk; a window's oldest slot is added pro rata, and then fully for the longer windows.
+func (s *Series) readWheel(i int, now int64, dst []Stats) {
+	l := s.layout
+	w := &l.wheels[i]
+	// Slots after s.t are empty: the walk starts at the slot of s.t, not of now.
+	u := floorDiv(s.t, w.step)
+	idx := int64(s.head[i])
+	var acc slot
+	acc.reset()
+	for _, k := range w.serve {
+		lo := now - l.secs[k] + 1
+		oldest := floorDiv(lo, w.step)
+		for u > oldest {
+			acc.add(s.data[w.off+int(idx)*l.stride:], l, 1)
+			u--
+			if idx--; idx < 0 {
+				idx = w.n - 1
+			}
+		}
+		win := acc
+		if u == oldest {
+			part := float64((oldest+1)*w.step-lo) / float64(w.step)
+			win.add(s.data[w.off+int(idx)*l.stride:], l, part)
+		}
+		dst[k].Sum = win.sum
+		dst[k].Events = win.events
+		if l.events == 0 {
+			dst[k].Events = win.sum
+		}
+		if l.extrema != 0 && win.max >= win.min {
+			dst[k].Max, dst[k].Min = win.max, win.min
+		}
+	}
+}
+
+// slot is an accumulator shaped like one slot of the ring.
+type slot struct{ sum, events, max, min float64 }
+
+func (a *slot) reset() { *a = slot{max: math.Inf(-1), min: math.Inf(1)} }
+
+// add folds in the ring slot starting at d[0], weighting sum and count by part; extrema
+// count whole, since which events of a partial slot are inside the window is not known.
+func (a *slot) add(d []float64, l *Layout, part float64) {
+	a.sum += part * d[0]
+	if l.events != 0 {
+		a.events += part * d[l.events]
+	}
+	if l.extrema != 0 {
+		a.max = max(a.max, d[l.extrema])
+		a.min = min(a.min, d[l.extrema+1])
+	}
+}
+
+// LastAdd returns the newest event second placed, or math.MinInt64 if none was: a series
+// whose LastAdd is older than now−Longest() holds nothing and can be dropped. Compare as
+// LastAdd() < now−Longest(), which cannot overflow.
+func (s *Series) LastAdd() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.last
+}
+
+func clampTime(t int64) int64 { return min(max(t, -timeLimit), timeLimit) }
+
+// floorDiv rounds toward minus infinity, so that slots before 1970 are aligned like others.
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if a%b < 0 {
+		q--
+	}
+	return q
+}
+
+func floorMod(a, b int64) int64 {
+	m := a % b
+	if m < 0 {
+		m += b
+	}
+	return m
+}
