@@ -1,0 +1,251 @@
+package exporter
+
+import (
+	"math"
+	"strings"
+	"sync/atomic"
+	"time"
+	"unicode/utf8"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/logwindow/logwindow_exporter/windows"
+)
+
+// InputStats is what the pipeline knows of one input at scrape time, so that this package
+// exports the tailing self-metrics without importing the follower.
+type InputStats struct {
+	// Input is the input's name, or its path when it has none.
+	Input       string
+	Lines       uint64 // complete lines read
+	TooLong     uint64 // lines skipped for exceeding the line cap
+	Rotations   uint64
+	Truncations uint64
+	Errors      uint64
+	Files       []FileStats
+}
+
+// FileStats is one file an input is reading.
+type FileStats struct {
+	Path string
+	// BehindBytes is the file's size minus the offset read so far.
+	BehindBytes int64
+}
+
+// ReloadStats is the outcome of the latest config (re)load.
+type ReloadStats struct {
+	Successful bool
+	// LastSuccess is when a config was last loaded successfully; zero before any.
+	LastSuccess time.Time
+}
+
+// CollectorOptions wires a Collector to the rest of the program. Every field is read at
+// scrape time, so a reload or a new input shows in the next scrape.
+type CollectorOptions struct {
+	// Set returns the Set in use; nil exports no rule families.
+	Set func() *Set
+	// Now returns the current processing time in Unix seconds; windows are read at it and
+	// series idle for longer than their longest window are expired at it.
+	Now func() int64
+	// Start is the second the exporter started: per-second rates divide by the seconds
+	// observed since then while that is shorter than the window.
+	Start int64
+	// Inputs and Reload are optional sources of self-metrics.
+	Inputs func() []InputStats
+	Reload func() ReloadStats
+}
+
+// Collector exports every rule's families and the exporter's self-metrics. It is an
+// unchecked collector (Describe sends nothing) because the families change on reload.
+type Collector struct {
+	opts CollectorOptions
+	self selfDescs
+	// failed counts metrics that could not be built; they are skipped so that one bad
+	// value never fails a whole scrape.
+	failed atomic.Uint64
+}
+
+type selfDescs struct {
+	matched, dropped, series, limit, overflow                      *prometheus.Desc
+	inputLines, tooLong, rotations, truncations, inputErrs, behind *prometheus.Desc
+	reloadOK, reloadTime, collectErrs                              *prometheus.Desc
+}
+
+// NewCollector returns a Collector reading what opts gives it.
+func NewCollector(opts CollectorOptions) *Collector {
+	rule := []string{"rule"}
+	input := []string{"input"}
+	return &Collector{
+		opts: opts,
+		self: selfDescs{
+			matched:     prometheus.NewDesc("logwindow_rule_matched_lines_total", "Lines matched by the rule and counted in its _total, including lines too old for any window.", rule, nil),
+			dropped:     prometheus.NewDesc("logwindow_rule_dropped_lines_total", "Matched lines not counted as is, by reason: no_value, bad_number and bad_timestamp lines are not counted; late lines (older than the longest window) are only in _total; future lines were placed at the current second.", []string{"rule", "reason"}, nil),
+			series:      prometheus.NewDesc("logwindow_rule_series", "Series the rule holds, the overflow series included.", rule, nil),
+			limit:       prometheus.NewDesc("logwindow_rule_series_limit", "The rule's max_series_per_rule; past it, new label sets are folded into the __overflow__ series.", rule, nil),
+			overflow:    prometheus.NewDesc("logwindow_series_overflow_total", "Matched lines whose label set was folded into the rule's __overflow__ series because the rule held max_series_per_rule series.", rule, nil),
+			inputLines:  prometheus.NewDesc("logwindow_input_lines_total", "Complete lines read from the input.", input, nil),
+			tooLong:     prometheus.NewDesc("logwindow_input_too_long_lines_total", "Lines skipped because they exceed the line length cap.", input, nil),
+			rotations:   prometheus.NewDesc("logwindow_input_rotations_total", "Rotations (rename and create, delete and recreate, symlink retarget) seen on the input's files.", input, nil),
+			truncations: prometheus.NewDesc("logwindow_input_truncations_total", "Truncations (copytruncate) seen on the input's files.", input, nil),
+			inputErrs:   prometheus.NewDesc("logwindow_input_errors_total", "Errors while following the input; each is logged and retried.", input, nil),
+			behind:      prometheus.NewDesc("logwindow_input_behind_bytes", "Bytes of the file not read yet.", []string{"input", "path"}, nil),
+			reloadOK:    prometheus.NewDesc("logwindow_config_last_reload_successful", "Whether the last configuration load succeeded (1) or was refused (0).", nil, nil),
+			reloadTime:  prometheus.NewDesc("logwindow_config_last_reload_success_timestamp_seconds", "Unix time of the last successful configuration load.", nil, nil),
+			collectErrs: prometheus.NewDesc("logwindow_collect_errors_total", "Metrics left out of scrapes because they could not be built.", nil, nil),
+		},
+	}
+}
+
+// Describe sends nothing: rule families come and go with reloads, so the Collector is
+// unchecked and the registry does not hold it to a fixed set of descriptors.
+func (c *Collector) Describe(chan<- *prometheus.Desc) {}
+
+// Collect reads every series at the current time, expiring those idle for longer than
+// their rule's longest window, then the self-metrics.
+func (c *Collector) Collect(ch chan<- prometheus.Metric) {
+	e := emitter{ch: ch, failed: &c.failed}
+	if set := c.opts.Set(); set != nil {
+		now := c.opts.Now()
+		var sc scratch
+		for i := range set.rules {
+			c.collectRule(e, &set.rules[i], now, &sc)
+		}
+	}
+	if c.opts.Inputs != nil {
+		c.collectInputs(e, c.opts.Inputs())
+	}
+	if c.opts.Reload != nil {
+		r := c.opts.Reload()
+		e.emit(c.self.reloadOK, prometheus.GaugeValue, boolValue(r.Successful))
+		if !r.LastSuccess.IsZero() {
+			e.emit(c.self.reloadTime, prometheus.GaugeValue, float64(r.LastSuccess.UnixNano())/1e9)
+		}
+	}
+	e.emit(c.self.collectErrs, prometheus.CounterValue, float64(c.failed.Load()))
+}
+
+// scratch holds buffers reused across the series of one scrape.
+type scratch struct {
+	series, idle []*series
+	stats        []windows.Stats
+	labels       []string
+}
+
+func (c *Collector) collectRule(e emitter, r *ruleEntry, now int64, sc *scratch) {
+	st := r.store
+	var matched uint64
+	sc.series, matched = st.snapshot(sc.series[:0])
+	sc.idle = sc.idle[:0]
+	for _, s := range sc.series {
+		matched += s.lines.Load()
+		if st.idle(s, now) {
+			sc.idle = append(sc.idle, s)
+			continue
+		}
+		c.collectSeries(e, r, s, now, sc)
+	}
+	if len(sc.idle) > 0 {
+		for _, s := range st.expire(sc.idle, now) {
+			c.collectSeries(e, r, s, now, sc)
+		}
+	}
+	name := r.rule.Name
+	e.emit(c.self.matched, prometheus.CounterValue, float64(matched), name)
+	for i, why := range reasonNames {
+		e.emit(c.self.dropped, prometheus.CounterValue, float64(st.drops[i].Load()), name, why)
+	}
+	e.emit(c.self.series, prometheus.GaugeValue, float64(st.count()), name)
+	e.emit(c.self.limit, prometheus.GaugeValue, float64(r.limit), name)
+	e.emit(c.self.overflow, prometheus.CounterValue, float64(st.folds.Load()), name)
+}
+
+func (c *Collector) collectSeries(e emitter, r *ruleEntry, s *series, now int64, sc *scratch) {
+	f := &r.fam
+	e.emit(f.total, prometheus.CounterValue, r.store.total(s), s.labels...)
+	sc.stats = s.win.Read(now, c.opts.Start, sc.stats[:0])
+	lv := append(append(sc.labels[:0], s.labels...), "")
+	sc.labels = lv
+	w := len(lv) - 1
+	for i, st := range sc.stats {
+		lv[w] = f.windows[i]
+		e.emit(f.window, prometheus.GaugeValue, st.Sum, lv...)
+		e.emit(f.perSecond, prometheus.GaugeValue, st.PerSecond, lv...)
+		e.emit(f.events, prometheus.GaugeValue, st.Events, lv...)
+		// An empty window has no largest, smallest or mean value: the sample is left out
+		// rather than exported as NaN, which dashboards draw badly. Max and Min are NaN
+		// exactly then; Events is kept whenever mean is exported.
+		if !math.IsNaN(st.Max) {
+			e.emit(f.max, prometheus.GaugeValue, st.Max, lv...)
+			e.emit(f.min, prometheus.GaugeValue, st.Min, lv...)
+		}
+		if st.Events > 0 {
+			e.emit(f.mean, prometheus.GaugeValue, st.Sum/st.Events, lv...)
+		}
+	}
+}
+
+// collectInputs sums stats that share label values, since two samples with one label set
+// in a family would fail the scrape.
+func (c *Collector) collectInputs(e emitter, inputs []InputStats) {
+	type fileKey struct{ input, path string }
+	byInput := map[string]*InputStats{}
+	behind := map[fileKey]int64{}
+	for i := range inputs {
+		in := &inputs[i]
+		name := validUTF8(in.Input)
+		sum := byInput[name]
+		if sum == nil {
+			sum = &InputStats{}
+			byInput[name] = sum
+		}
+		sum.Lines += in.Lines
+		sum.TooLong += in.TooLong
+		sum.Rotations += in.Rotations
+		sum.Truncations += in.Truncations
+		sum.Errors += in.Errors
+		for _, f := range in.Files {
+			behind[fileKey{name, validUTF8(f.Path)}] += f.BehindBytes
+		}
+	}
+	for name, in := range byInput {
+		e.emit(c.self.inputLines, prometheus.CounterValue, float64(in.Lines), name)
+		e.emit(c.self.tooLong, prometheus.CounterValue, float64(in.TooLong), name)
+		e.emit(c.self.rotations, prometheus.CounterValue, float64(in.Rotations), name)
+		e.emit(c.self.truncations, prometheus.CounterValue, float64(in.Truncations), name)
+		e.emit(c.self.inputErrs, prometheus.CounterValue, float64(in.Errors), name)
+	}
+	for k, b := range behind {
+		e.emit(c.self.behind, prometheus.GaugeValue, float64(b), k.input, k.path)
+	}
+}
+
+// emitter sends metrics built without panicking: a metric that cannot be built is counted
+// and skipped, so a scrape never fails because of one value.
+type emitter struct {
+	ch     chan<- prometheus.Metric
+	failed *atomic.Uint64
+}
+
+// emit sends one sample of d; a nil d is a family the rule does not export.
+func (e emitter) emit(d *prometheus.Desc, t prometheus.ValueType, v float64, labels ...string) {
+	if d == nil {
+		return
+	}
+	m, err := prometheus.NewConstMetric(d, t, v, labels...)
+	if err != nil {
+		e.failed.Add(1)
+		return
+	}
+	e.ch <- m
+}
+
+func boolValue(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// validUTF8 replaces invalid bytes, which would make the metric unbuildable; it returns
+// s itself when s is valid.
+func validUTF8(s string) string { return strings.ToValidUTF8(s, string(utf8.RuneError)) }

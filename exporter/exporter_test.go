@@ -1,0 +1,489 @@
+package exporter
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/logwindow/logwindow_exporter/config"
+	"github.com/logwindow/logwindow_exporter/parser"
+)
+
+// start is the exporter's start second in every test.
+const start = 1000
+
+var (
+	oneMin  = []time.Duration{time.Minute}
+	tenSec  = []time.Duration{10 * time.Second, time.Minute}
+	minFive = []time.Duration{time.Minute, 5 * time.Minute}
+)
+
+// countRule is a counting rule with the default aggregations; its fingerprint is its name,
+// so a test changes the definition by changing Fingerprint.
+func countRule(name string, windows []time.Duration, labels ...string) *config.Rule {
+	r := &config.Rule{
+		Name:         name,
+		Help:         "Requests.",
+		ValueCapture: -1,
+		Windows:      windows,
+		Aggregations: config.Aggregations{Window: true, PerSecond: true},
+		Fingerprint:  name,
+	}
+	for _, l := range labels {
+		r.Labels = append(r.Labels, config.Label{Name: l})
+	}
+	return r
+}
+
+// valueRule sums request_time and exports every aggregation.
+func valueRule(name string, windows []time.Duration, labels ...string) *config.Rule {
+	r := countRule(name, windows, labels...)
+	r.Help = "Request time."
+	r.ValueCapture = 1
+	r.ValueName = "request_time"
+	r.Aggregations = config.Aggregations{Window: true, PerSecond: true, Events: true, Max: true, Min: true, Mean: true}
+	return r
+}
+
+func testConfig(budget int, rules ...*config.Rule) *config.Config {
+	return &config.Config{Global: config.Global{MaxSeriesPerRule: budget}, Rules: rules}
+}
+
+// line is one parser event as a test writes it.
+type line struct {
+	rule   int
+	labels []string
+	now    int64   // processing second
+	at     int64   // event second; 0 for a processing-time rule
+	value  float64 // 0 means 1
+}
+
+func (l line) event() *parser.Event {
+	e := &parser.Event{Rule: l.rule, Value: l.value, Time: l.at, HasTime: l.at != 0}
+	if e.Value == 0 {
+		e.Value = 1
+	}
+	for _, v := range l.labels {
+		e.Labels = append(e.Labels, []byte(v))
+	}
+	e.Key = []byte(strings.Join(l.labels, keySep))
+	return e
+}
+
+func feed(k *Sink, lines []line) {
+	for _, l := range lines {
+		k.SetNow(l.now)
+		k.Event(l.event())
+	}
+}
+
+func mustSet(t testing.TB, cfg *config.Config, prev *Set) *Set {
+	t.Helper()
+	s, err := NewSet(cfg, prev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// collectorAt reads set at the second *now points to.
+func collectorAt(set func() *Set, now *int64) *Collector {
+	return NewCollector(CollectorOptions{Set: set, Now: func() int64 { return *now }, Start: start})
+}
+
+func fixed(s *Set) func() *Set { return func() *Set { return s } }
+
+func TestCollect(t *testing.T) {
+	requests := countRule("http_requests", minFive, "status")
+	duration := valueRule("request_seconds", tenSec, "method")
+	traffic := []line{
+		{labels: []string{"200"}, now: 1000},
+		{labels: []string{"200"}, now: 1000},
+		{labels: []string{"200"}, now: 1000},
+		{labels: []string{"500"}, now: 1100},
+		{labels: []string{"200"}, now: 1100},
+		{labels: []string{"500"}, now: 1100},
+		{labels: []string{"200"}, now: 1290},
+		{rule: 1, labels: []string{"POST"}, now: 1250, value: 0.25},
+		{rule: 1, labels: []string{"GET"}, now: 1295, value: 0.5},
+		{rule: 1, labels: []string{"GET"}, now: 1296, value: 1.5},
+	}
+	cases := []struct {
+		name   string
+		budget int
+		rules  []*config.Rule
+		lines  []line
+		drops  [][2]int // rule, parser.DropReason
+		now    int64
+		names  []string
+		want   string
+	}{{
+		name:   "counting rule: total and exact windows",
+		budget: 100,
+		rules:  []*config.Rule{requests, duration},
+		lines:  traffic,
+		now:    1300,
+		names:  []string{"http_requests_total", "http_requests_window", "http_requests_window_per_second"},
+		want: `
+# HELP http_requests_total Requests. Matched lines since the exporter started.
+# TYPE http_requests_total counter
+http_requests_total{status="200"} 5
+http_requests_total{status="500"} 2
+# HELP http_requests_window Requests. Matched lines over the sliding window in the window label, computed by the exporter at scrape time.
+# TYPE http_requests_window gauge
+http_requests_window{status="200",window="1m"} 1
+http_requests_window{status="200",window="5m"} 2
+http_requests_window{status="500",window="1m"} 0
+http_requests_window{status="500",window="5m"} 2
+# HELP http_requests_window_per_second Requests. Per-second rate of matched lines (divided by the seconds observed while fewer than the window) over the sliding window in the window label, computed by the exporter at scrape time.
+# TYPE http_requests_window_per_second gauge
+http_requests_window_per_second{status="200",window="1m"} 0.016666666666666666
+http_requests_window_per_second{status="200",window="5m"} 0.006666666666666667
+http_requests_window_per_second{status="500",window="1m"} 0
+http_requests_window_per_second{status="500",window="5m"} 0.006666666666666667
+`,
+	}, {
+		name:   "value rule: sum, events, extrema and mean; empty windows have no extrema",
+		budget: 100,
+		rules:  []*config.Rule{requests, duration},
+		lines:  traffic,
+		now:    1300,
+		names: []string{"request_seconds_total", "request_seconds_window", "request_seconds_window_events",
+			"request_seconds_window_max", "request_seconds_window_min", "request_seconds_window_mean"},
+		want: `
+# HELP request_seconds_total Request time. Sum of request_time since the exporter started.
+# TYPE request_seconds_total counter
+request_seconds_total{method="GET"} 2
+request_seconds_total{method="POST"} 0.25
+# HELP request_seconds_window Request time. Sum of request_time over the sliding window in the window label, computed by the exporter at scrape time.
+# TYPE request_seconds_window gauge
+request_seconds_window{method="GET",window="10s"} 2
+request_seconds_window{method="GET",window="1m"} 2
+request_seconds_window{method="POST",window="10s"} 0
+request_seconds_window{method="POST",window="1m"} 0.25
+# HELP request_seconds_window_events Request time. Matched lines over the sliding window in the window label, computed by the exporter at scrape time.
+# TYPE request_seconds_window_events gauge
+request_seconds_window_events{method="GET",window="10s"} 2
+request_seconds_window_events{method="GET",window="1m"} 2
+request_seconds_window_events{method="POST",window="10s"} 0
+request_seconds_window_events{method="POST",window="1m"} 1
+# HELP request_seconds_window_max Request time. Largest request_time (absent while the window holds no line) over the sliding window in the window label, computed by the exporter at scrape time.
+# TYPE request_seconds_window_max gauge
+request_seconds_window_max{method="GET",window="10s"} 1.5
+request_seconds_window_max{method="GET",window="1m"} 1.5
+request_seconds_window_max{method="POST",window="1m"} 0.25
+# HELP request_seconds_window_min Request time. Smallest request_time (absent while the window holds no line) over the sliding window in the window label, computed by the exporter at scrape time.
+# TYPE request_seconds_window_min gauge
+request_seconds_window_min{method="GET",window="10s"} 0.5
+request_seconds_window_min{method="GET",window="1m"} 0.5
+request_seconds_window_min{method="POST",window="1m"} 0.25
+# HELP request_seconds_window_mean Request time. Mean request_time (absent while the window holds no line) over the sliding window in the window label, computed by the exporter at scrape time.
+# TYPE request_seconds_window_mean gauge
+request_seconds_window_mean{method="GET",window="10s"} 1
+request_seconds_window_mean{method="GET",window="1m"} 1
+request_seconds_window_mean{method="POST",window="1m"} 0.25
+`,
+	}, {
+		name:   "series idle longer than the longest window are expired with their total",
+		budget: 100,
+		rules:  []*config.Rule{requests, duration},
+		lines:  traffic,
+		now:    1401, // 500 last seen at 1100, GET at 1296: both idle longer than 5m and 1m
+		names: []string{"http_requests_total", "http_requests_window", "request_seconds_total",
+			"logwindow_rule_series", "logwindow_rule_matched_lines_total"},
+		want: `
+# HELP http_requests_total Requests. Matched lines since the exporter started.
+# TYPE http_requests_total counter
+http_requests_total{status="200"} 5
+# HELP http_requests_window Requests. Matched lines over the sliding window in the window label, computed by the exporter at scrape time.
+# TYPE http_requests_window gauge
+http_requests_window{status="200",window="1m"} 0
+http_requests_window{status="200",window="5m"} 1
+# HELP logwindow_rule_matched_lines_total Lines matched by the rule and counted in its _total, including lines too old for any window.
+# TYPE logwindow_rule_matched_lines_total counter
+logwindow_rule_matched_lines_total{rule="http_requests"} 7
+logwindow_rule_matched_lines_total{rule="request_seconds"} 3
+# HELP logwindow_rule_series Series the rule holds, the overflow series included.
+# TYPE logwindow_rule_series gauge
+logwindow_rule_series{rule="http_requests"} 1
+logwindow_rule_series{rule="request_seconds"} 0
+`,
+	}, {
+		name:   "label sets past the budget fold into the overflow series",
+		budget: 2,
+		rules:  []*config.Rule{countRule("http_requests", oneMin, "status", "path")},
+		lines: []line{
+			{labels: []string{"200", "/"}, now: 1000},
+			{labels: []string{"404", "/x"}, now: 1000},
+			{labels: []string{"500", "/"}, now: 1001},
+			{labels: []string{"200", "/"}, now: 1001},
+			{labels: []string{"503", "/y"}, now: 1002},
+			{labels: []string{"500", "/"}, now: 1002},
+		},
+		now:   1002,
+		names: []string{"http_requests_total", "logwindow_rule_series", "logwindow_rule_series_limit", "logwindow_series_overflow_total"},
+		want: `
+# HELP http_requests_total Requests. Matched lines since the exporter started.
+# TYPE http_requests_total counter
+http_requests_total{path="/",status="200"} 2
+http_requests_total{path="/x",status="404"} 1
+http_requests_total{path="__overflow__",status="__overflow__"} 3
+# HELP logwindow_rule_series Series the rule holds, the overflow series included.
+# TYPE logwindow_rule_series gauge
+logwindow_rule_series{rule="http_requests"} 3
+# HELP logwindow_rule_series_limit The rule's max_series_per_rule; past it, new label sets are folded into the __overflow__ series.
+# TYPE logwindow_rule_series_limit gauge
+logwindow_rule_series_limit{rule="http_requests"} 2
+# HELP logwindow_series_overflow_total Matched lines whose label set was folded into the rule's __overflow__ series because the rule held max_series_per_rule series.
+# TYPE logwindow_series_overflow_total counter
+logwindow_series_overflow_total{rule="http_requests"} 3
+`,
+	}, {
+		name:   "a line whose labels read __overflow__ is the overflow series, not a duplicate",
+		budget: 1,
+		rules:  []*config.Rule{countRule("http_requests", oneMin, "status")},
+		lines: []line{
+			{labels: []string{OverflowValue}, now: 1000},
+			{labels: []string{"200"}, now: 1000},
+			{labels: []string{"500"}, now: 1000},
+			{labels: []string{OverflowValue}, now: 1000},
+		},
+		now:   1000,
+		names: []string{"http_requests_total", "logwindow_series_overflow_total"},
+		want: `
+# HELP http_requests_total Requests. Matched lines since the exporter started.
+# TYPE http_requests_total counter
+http_requests_total{status="200"} 1
+http_requests_total{status="__overflow__"} 3
+# HELP logwindow_series_overflow_total Matched lines whose label set was folded into the rule's __overflow__ series because the rule held max_series_per_rule series.
+# TYPE logwindow_series_overflow_total counter
+logwindow_series_overflow_total{rule="http_requests"} 1
+`,
+	}, {
+		name:   "event time: late lines only in _total, future lines at now, parser drops counted",
+		budget: 100,
+		rules:  []*config.Rule{countRule("http_requests", oneMin)},
+		lines: []line{
+			{now: 1300, at: 1310},
+			{now: 1300, at: 1241},
+			{now: 1300, at: 1240},
+			{now: 1300, at: 900},
+		},
+		drops: [][2]int{{0, int(parser.NoValue)}, {0, int(parser.BadNumber)}, {0, int(parser.BadNumber)}, {0, int(parser.BadTimestamp)}},
+		now:   1300,
+		names: []string{"http_requests_total", "http_requests_window", "logwindow_rule_dropped_lines_total"},
+		want: `
+# HELP http_requests_total Requests. Matched lines since the exporter started.
+# TYPE http_requests_total counter
+http_requests_total 4
+# HELP http_requests_window Requests. Matched lines over the sliding window in the window label, computed by the exporter at scrape time.
+# TYPE http_requests_window gauge
+http_requests_window{window="1m"} 2
+# HELP logwindow_rule_dropped_lines_total Matched lines not counted as is, by reason: no_value, bad_number and bad_timestamp lines are not counted; late lines (older than the longest window) are only in _total; future lines were placed at the current second.
+# TYPE logwindow_rule_dropped_lines_total counter
+logwindow_rule_dropped_lines_total{reason="bad_number",rule="http_requests"} 2
+logwindow_rule_dropped_lines_total{reason="bad_timestamp",rule="http_requests"} 1
+logwindow_rule_dropped_lines_total{reason="future",rule="http_requests"} 1
+logwindow_rule_dropped_lines_total{reason="late",rule="http_requests"} 2
+logwindow_rule_dropped_lines_total{reason="no_value",rule="http_requests"} 1
+`,
+	}, {
+		name:   "a label set the rule cannot export is skipped and counted, the scrape goes on",
+		budget: 100,
+		rules:  []*config.Rule{countRule("http_requests", oneMin, "status")},
+		lines: []line{
+			{labels: []string{"200"}, now: 1000},
+			{labels: []string{"200", "extra"}, now: 1000},
+		},
+		now:   1000,
+		names: []string{"http_requests_total", "logwindow_collect_errors_total"},
+		want: `
+# HELP http_requests_total Requests. Matched lines since the exporter started.
+# TYPE http_requests_total counter
+http_requests_total{status="200"} 1
+# HELP logwindow_collect_errors_total Metrics left out of scrapes because they could not be built.
+# TYPE logwindow_collect_errors_total counter
+logwindow_collect_errors_total 3
+`,
+	}}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			set := mustSet(t, testConfig(tc.budget, tc.rules...), nil)
+			k := set.NewSink()
+			feed(k, tc.lines)
+			for _, d := range tc.drops {
+				k.Drop(d[0], parser.DropReason(d[1]))
+			}
+			now := tc.now
+			c := collectorAt(fixed(set), &now)
+			if err := testutil.CollectAndCompare(c, strings.NewReader(tc.want), tc.names...); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+}
+
+// TestHostileLabelValues checks that no label value a log line can carry fails a scrape,
+// and that values which differ only in invalid bytes share one series.
+func TestHostileLabelValues(t *testing.T) {
+	long := strings.Repeat("x", 64<<10)
+	cases := []struct {
+		name   string
+		values []string
+		want   string // the exported value
+		total  int
+	}{
+		{"invalid UTF-8", []string{"a\xffb", "a\xfeb"}, "a\uFFFDb", 2},
+		{"NUL byte", []string{"a\x00b"}, "a\x00b", 1},
+		{"64KiB", []string{long}, long, 1},
+		{"quotes, backslashes, newlines", []string{"a\"b\\c\nd"}, `a\"b\\c\nd`, 1},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			set := mustSet(t, testConfig(100, countRule("http_requests", oneMin, "path")), nil)
+			k := set.NewSink()
+			for _, v := range tc.values {
+				feed(k, []line{{labels: []string{v}, now: 1000}})
+			}
+			now := int64(1000)
+			want := "# HELP http_requests_total Requests. Matched lines since the exporter started.\n" +
+				"# TYPE http_requests_total counter\n" +
+				`http_requests_total{path="` + tc.want + `"} ` + string(rune('0'+tc.total)) + "\n"
+			if err := testutil.CollectAndCompare(collectorAt(fixed(set), &now), strings.NewReader(want), "http_requests_total"); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+}
+
+func TestGatherAndLint(t *testing.T) {
+	set := mustSet(t, testConfig(1, countRule("http_requests", minFive, "status"), valueRule("request_seconds", tenSec)), nil)
+	k := set.NewSink()
+	feed(k, []line{
+		{labels: []string{"200"}, now: 1000},
+		{labels: []string{"500"}, now: 1000},
+		{rule: 1, now: 1000, value: 0.3},
+	})
+	now := int64(1001)
+	c := NewCollector(CollectorOptions{
+		Set:   fixed(set),
+		Now:   func() int64 { return now },
+		Start: start,
+		Inputs: func() []InputStats {
+			return []InputStats{{Input: "nginx", Lines: 3, Files: []FileStats{{Path: "/var/log/nginx/access.log", BehindBytes: 10}}}}
+		},
+		Reload: func() ReloadStats { return ReloadStats{Successful: true, LastSuccess: time.Unix(start, 0)} },
+	})
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(c)
+	problems, err := testutil.GatherAndLint(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range problems {
+		t.Errorf("%s: %s", p.Metric, p.Text)
+	}
+	if n := testutil.CollectAndCount(c); n == 0 {
+		t.Error("collected nothing")
+	}
+}
+
+func TestSelfMetrics(t *testing.T) {
+	cases := []struct {
+		name   string
+		inputs []InputStats
+		reload ReloadStats
+		want   string
+	}{{
+		name: "inputs sharing a name are summed, invalid UTF-8 in paths replaced",
+		inputs: []InputStats{
+			{Input: "nginx", Lines: 10, TooLong: 1, Rotations: 2, Truncations: 3, Errors: 4,
+				Files: []FileStats{{Path: "/a.log", BehindBytes: 5}, {Path: "/b\xff.log", BehindBytes: 6}}},
+			{Input: "nginx", Lines: 1, Files: []FileStats{{Path: "/a.log", BehindBytes: 7}}},
+			{Input: "app", Lines: 2},
+		},
+		reload: ReloadStats{Successful: false, LastSuccess: time.Unix(1500, 500e6)},
+		want: `
+# HELP logwindow_input_lines_total Complete lines read from the input.
+# TYPE logwindow_input_lines_total counter
+logwindow_input_lines_total{input="app"} 2
+logwindow_input_lines_total{input="nginx"} 11
+# HELP logwindow_input_too_long_lines_total Lines skipped because they exceed the line length cap.
+# TYPE logwindow_input_too_long_lines_total counter
+logwindow_input_too_long_lines_total{input="app"} 0
+logwindow_input_too_long_lines_total{input="nginx"} 1
+# HELP logwindow_input_rotations_total Rotations (rename and create, delete and recreate, symlink retarget) seen on the input's files.
+# TYPE logwindow_input_rotations_total counter
+logwindow_input_rotations_total{input="app"} 0
+logwindow_input_rotations_total{input="nginx"} 2
+# HELP logwindow_input_truncations_total Truncations (copytruncate) seen on the input's files.
+# TYPE logwindow_input_truncations_total counter
+logwindow_input_truncations_total{input="app"} 0
+logwindow_input_truncations_total{input="nginx"} 3
+# HELP logwindow_input_errors_total Errors while following the input; each is logged and retried.
+# TYPE logwindow_input_errors_total counter
+logwindow_input_errors_total{input="app"} 0
+logwindow_input_errors_total{input="nginx"} 4
+# HELP logwindow_input_behind_bytes Bytes of the file not read yet.
+# TYPE logwindow_input_behind_bytes gauge
+logwindow_input_behind_bytes{input="nginx",path="/a.log"} 12
+logwindow_input_behind_bytes{input="nginx",path="/b` + "\uFFFD" + `.log"} 6
+# HELP logwindow_config_last_reload_successful Whether the last configuration load succeeded (1) or was refused (0).
+# TYPE logwindow_config_last_reload_successful gauge
+logwindow_config_last_reload_successful 0
+# HELP logwindow_config_last_reload_success_timestamp_seconds Unix time of the last successful configuration load.
+# TYPE logwindow_config_last_reload_success_timestamp_seconds gauge
+logwindow_config_last_reload_success_timestamp_seconds 1500.5
+`,
+	}, {
+		name:   "no input and no successful load yet",
+		reload: ReloadStats{},
+		want: `
+# HELP logwindow_config_last_reload_successful Whether the last configuration load succeeded (1) or was refused (0).
+# TYPE logwindow_config_last_reload_successful gauge
+logwindow_config_last_reload_successful 0
+`,
+	}}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c := NewCollector(CollectorOptions{
+				Set:    func() *Set { return nil },
+				Now:    func() int64 { return start },
+				Inputs: func() []InputStats { return tc.inputs },
+				Reload: func() ReloadStats { return tc.reload },
+			})
+			names := []string{"logwindow_input_lines_total", "logwindow_input_too_long_lines_total",
+				"logwindow_input_rotations_total", "logwindow_input_truncations_total", "logwindow_input_errors_total",
+				"logwindow_input_behind_bytes", "logwindow_config_last_reload_successful",
+				"logwindow_config_last_reload_success_timestamp_seconds"}
+			if err := testutil.CollectAndCompare(c, strings.NewReader(tc.want), names...); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+}
+
+func TestNewSetErrors(t *testing.T) {
+	windowLabelRule := countRule("http_requests", oneMin, "window")
+	badWindow := countRule("http_requests", []time.Duration{1500 * time.Millisecond})
+	cases := []struct {
+		name string
+		rule *config.Rule
+		want string
+	}{
+		{"reserved prefix", countRule("logwindow_rule_matched_lines", oneMin), `rule "logwindow_rule_matched_lines": the prefix "logwindow_" is reserved`},
+		{"label named window", windowLabelRule, `rule "http_requests": duplicate label names`},
+		{"window the wheels cannot serve", badWindow, `rule "http_requests": window 1.5s`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := NewSet(testConfig(10, tc.rule), nil)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("NewSet error = %v, want it to contain %q", err, tc.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,343 @@
+// Package exporter keeps the matched series of every rule and turns them into metrics at
+// scrape time.
+//
+// A Set holds one store per rule of a *config.Config: label set → series (a windows.Series
+// plus the `_total`), the rule's cardinality budget with its `__overflow__` series, idle
+// expiry and drop counters. Sinks, one per writing goroutine, feed parser events into a
+// Set; the Collector reads the current Set at scrape time. A reload builds a new Set that
+// takes over the stores of unchanged rules, so their windows survive.
+package exporter
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"unicode/utf8"
+
+	"github.com/logwindow/logwindow_exporter/config"
+	"github.com/logwindow/logwindow_exporter/windows"
+)
+
+// OverflowValue is the value of every label of the series that collects a rule's label
+// sets once the rule holds max_series_per_rule series.
+const OverflowValue = "__overflow__"
+
+// keySep joins label values into a map key, as the parser does: it can never occur in
+// valid UTF-8, so distinct label sets always give distinct keys.
+const keySep = "\xff"
+
+// reservedPrefix starts the exporter's own metric names; a rule named with it could
+// produce a family that collides with a self-metric and break every scrape.
+const reservedPrefix = "logwindow_"
+
+// reason is why a matched line did not reach a window as is.
+type reason uint8
+
+const (
+	reasonNoValue reason = iota
+	reasonBadNumber
+	reasonBadTimestamp
+	reasonLate
+	reasonFuture
+	numReasons
+)
+
+// reasonNames are the `reason` label values, indexed by reason.
+var reasonNames = [numReasons]string{
+	reasonNoValue:      "no_value",
+	reasonBadNumber:    "bad_number",
+	reasonBadTimestamp: "bad_timestamp",
+	reasonLate:         "late",
+	reasonFuture:       "future",
+}
+
+// Set is the series state of one config: what the sinks write to and the collector reads.
+// It is immutable after NewSet; the stores it points to are shared with the Set it was
+// built from, which is what keeps writers of the previous Set safe during a reload.
+type Set struct {
+	rules []ruleEntry
+}
+
+// ruleEntry is one rule of a Set: the rule as this config defines it, its store (possibly
+// inherited) and the descriptors of its families.
+type ruleEntry struct {
+	rule  *config.Rule
+	limit int
+	store *store
+	fam   families
+}
+
+// store is the state of one rule that outlives a reload when the rule does not change.
+type store struct {
+	fingerprint string
+	opts        windows.Options
+	layout      *windows.Layout
+	// value: the rule sums a capture, so `_total` is a float sum rather than the line count.
+	value bool
+	// overflowKey and overflowLabels describe the overflow series; a log line whose label
+	// values are all OverflowValue lands in that same series, so the two can never be
+	// exported as duplicate label sets.
+	overflowKey    string
+	overflowLabels []string
+
+	mu     sync.RWMutex
+	series map[string]*series
+	// normal counts the series other than the overflow one; it is what the budget limits.
+	normal int
+	// retired is the line count of expired series, so matched lines stay monotonic.
+	retired uint64
+
+	drops [numReasons]atomic.Uint64
+	folds atomic.Uint64
+}
+
+// series is one label set of a rule.
+type series struct {
+	key    string
+	labels []string // substrings of key: no second copy of the values
+	win    *windows.Series
+	lines  atomic.Uint64
+	sum    atomic.Uint64 // float64 bits; value rules only
+}
+
+// NewSet builds the state for cfg. Rules whose Fingerprint (and window layout) equal a
+// rule of prev take over its store, keeping their series, totals and drop counters; the
+// others start empty. prev may be nil. prev stays usable: writers still holding its sinks
+// keep writing to the stores both Sets share, and only rules that changed or were removed
+// lose those in-flight lines.
+func NewSet(cfg *config.Config, prev *Set) (*Set, error) {
+	inherit := map[string]*store{}
+	if prev != nil {
+		for _, r := range prev.rules {
+			inherit[r.store.fingerprint] = r.store
+		}
+	}
+	s := &Set{rules: make([]ruleEntry, 0, len(cfg.Rules))}
+	var errs []error
+	for _, r := range cfg.Rules {
+		if strings.HasPrefix(r.Name, reservedPrefix) {
+			errs = append(errs, fmt.Errorf("rule %q: the prefix %q is reserved for the exporter's own metrics", r.Name, reservedPrefix))
+			continue
+		}
+		opts := layoutOptions(r)
+		st := inherit[r.Fingerprint]
+		if st != nil && st.fits(r, opts) {
+			// One store serves one rule, even if two rules had equal fingerprints.
+			delete(inherit, r.Fingerprint)
+		} else {
+			var err error
+			if st, err = newStore(r, opts); err != nil {
+				errs = append(errs, fmt.Errorf("rule %q: %w", r.Name, err))
+				continue
+			}
+		}
+		fam, err := newFamilies(r, st.layout.Windows())
+		if err != nil {
+			errs = append(errs, fmt.Errorf("rule %q: %w", r.Name, err))
+			continue
+		}
+		s.rules = append(s.rules, ruleEntry{rule: r, limit: cfg.Global.MaxSeriesPerRule, store: st, fam: fam})
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// layoutOptions keeps in the wheels only what the rule's aggregations read.
+func layoutOptions(r *config.Rule) windows.Options {
+	a := r.Aggregations
+	return windows.Options{
+		Events:  r.IsValueRule() && (a.Events || a.Mean),
+		Extrema: r.IsValueRule() && (a.Max || a.Min),
+	}
+}
+
+func newStore(r *config.Rule, opts windows.Options) (*store, error) {
+	layout, err := windows.NewLayout(r.Windows, opts)
+	if err != nil {
+		return nil, err
+	}
+	overflow := make([]string, len(r.Labels))
+	for i := range overflow {
+		overflow[i] = OverflowValue
+	}
+	return &store{
+		fingerprint:    r.Fingerprint,
+		opts:           opts,
+		layout:         layout,
+		value:          r.IsValueRule(),
+		overflowKey:    strings.Join(overflow, keySep),
+		overflowLabels: overflow,
+		series:         map[string]*series{},
+	}, nil
+}
+
+// fits reports whether the store's series can serve r: besides an equal Fingerprint, the
+// wheels must keep the same windows and the same per-slot data, since a store cannot
+// grow extrema or event counts for the past.
+func (st *store) fits(r *config.Rule, opts windows.Options) bool {
+	return st.opts == opts && st.value == r.IsValueRule() &&
+		len(st.overflowLabels) == len(r.Labels) && slices.Equal(st.layout.Windows(), r.Windows)
+}
+
+// observe adds one event. The common case is one map lookup under the read lock and one
+// Add; the Add happens under the lock (read or write) so that expiry, which takes the
+// write lock, can never remove a series an event is being added to.
+func (st *store) observe(key []byte, labels [][]byte, now, at int64, v float64, limit int) {
+	st.mu.RLock()
+	s := st.series[string(key)]
+	folded := false
+	// Keys are looked up as given only when valid UTF-8; otherwise the slow path finds the
+	// sanitised key, which may already be a series of its own.
+	if s == nil && st.normal >= limit && utf8.Valid(key) {
+		s = st.series[st.overflowKey]
+		folded = s != nil
+	}
+	if s != nil {
+		st.add(s, now, at, v)
+		st.mu.RUnlock()
+		if folded {
+			st.folds.Add(1)
+		}
+		return
+	}
+	st.mu.RUnlock()
+	st.create(labels, now, at, v, limit)
+}
+
+// create is the first event of a label set (or of the overflow series): the only path that
+// allocates, and the only one that takes the write lock on the write side.
+func (st *store) create(labels [][]byte, now, at int64, v float64, limit int) {
+	key, values := cloneLabels(labels)
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	s := st.series[key]
+	folded := false
+	if s == nil && key != st.overflowKey && st.normal >= limit {
+		key, values, folded = st.overflowKey, st.overflowLabels, true
+		s = st.series[key]
+	}
+	if s == nil {
+		s = &series{key: key, labels: values, win: st.layout.NewSeries()}
+		st.series[key] = s
+		if key != st.overflowKey {
+			st.normal++
+		}
+	}
+	st.add(s, now, at, v)
+	if folded {
+		st.folds.Add(1)
+	}
+}
+
+// cloneLabels copies the values out of the line's buffer into one string, replacing
+// invalid UTF-8 so that no value can fail a scrape, and returns the map key and the label
+// values as substrings of it.
+func cloneLabels(labels [][]byte) (string, []string) {
+	var b strings.Builder
+	ends := make([]int, len(labels))
+	for i, l := range labels {
+		if i > 0 {
+			b.WriteString(keySep)
+		}
+		if utf8.Valid(l) {
+			b.Write(l)
+		} else {
+			b.WriteString(strings.ToValidUTF8(string(l), string(utf8.RuneError)))
+		}
+		ends[i] = b.Len()
+	}
+	key := b.String()
+	values := make([]string, len(labels))
+	begin := 0
+	for i, end := range ends {
+		values[i] = key[begin:end]
+		begin = end + len(keySep)
+	}
+	return key, values
+}
+
+func (st *store) add(s *series, now, at int64, v float64) {
+	s.lines.Add(1)
+	if st.value {
+		addFloat(&s.sum, v)
+	}
+	switch s.win.Add(now, at, v) {
+	case windows.Late:
+		st.drops[reasonLate].Add(1)
+	case windows.Future:
+		st.drops[reasonFuture].Add(1)
+	}
+}
+
+// addFloat adds v to the float64 stored as bits in u; writers of one series race only on
+// this word, so a CAS loop beats a lock.
+func addFloat(u *atomic.Uint64, v float64) {
+	for {
+		old := u.Load()
+		if u.CompareAndSwap(old, math.Float64bits(math.Float64frombits(old)+v)) {
+			return
+		}
+	}
+}
+
+// total is the `_total` of the series: the sum of values, or the line count.
+func (st *store) total(s *series) float64 {
+	if st.value {
+		return math.Float64frombits(s.sum.Load())
+	}
+	return float64(s.lines.Load())
+}
+
+// snapshot returns the live series and the matched lines of the series expired so far,
+// read together so that the rule's matched-lines counter never goes back.
+func (st *store) snapshot(dst []*series) ([]*series, uint64) {
+	st.mu.RLock()
+	defer st.mu.RUnlock()
+	for _, s := range st.series {
+		dst = append(dst, s)
+	}
+	return dst, st.retired
+}
+
+// idle reports whether s has had no event for longer than the longest window, so that
+// every window of it reads zero.
+func (st *store) idle(s *series, now int64) bool {
+	return s.win.LastAdd() < now-st.layout.Longest()
+}
+
+// expire removes the candidates that are still idle and returns those that received an
+// event since they were found idle. It costs one write lock per scrape that found idle
+// series and work proportional to their number, and the scrape already visits every
+// series, so expiry needs no goroutine and no timer.
+func (st *store) expire(candidates []*series, now int64) (revived []*series) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	for _, s := range candidates {
+		if st.series[s.key] != s {
+			continue // another scrape removed it already
+		}
+		if !st.idle(s, now) {
+			revived = append(revived, s)
+			continue
+		}
+		delete(st.series, s.key)
+		st.retired += s.lines.Load()
+		if s.key != st.overflowKey {
+			st.normal--
+		}
+	}
+	return revived
+}
+
+// count returns the number of live series, the overflow series included.
+func (st *store) count() int {
+	st.mu.RLock()
+	defer st.mu.RUnlock()
+	return len(st.series)
+}
