@@ -1,0 +1,279 @@
+package deploy
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"sigs.k8s.io/yaml"
+)
+
+// testVars are the variable values the tests give the dashboard.
+var testVars = Vars{Job: "nginx", Instance: ".+", Window: "5m", RateInterval: "1m"}
+
+func TestDashboardVariables(t *testing.T) {
+	d, err := parseDashboard()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.UID == "" || d.Title == "" {
+		t.Error("dashboard without uid or title: the sidecar and links need a stable uid")
+	}
+	vars := map[string]variable{}
+	for _, v := range d.Templating.List {
+		vars[v.Name] = v
+	}
+	if ds := vars["datasource"]; ds.Type != "datasource" || string(ds.Query) != `"prometheus"` {
+		t.Errorf("datasource variable is %q over %s, want type datasource over \"prometheus\"", ds.Type, ds.Query)
+	}
+	for _, name := range []string{"job", "instance"} {
+		v := vars[name]
+		if v.Type != "query" || v.Datasource == nil || v.Datasource.UID != "${datasource}" {
+			t.Errorf("variable %s: want a query variable on ${datasource}, got %+v", name, v)
+		}
+	}
+	w := vars["window"]
+	if w.Type != "custom" {
+		t.Fatalf("window variable: type %q, want custom", w.Type)
+	}
+	var windows string
+	if err := json.Unmarshal(w.Query, &windows); err != nil {
+		t.Fatal(err)
+	}
+	var current string
+	if err := json.Unmarshal(w.Current.Value, &current); err != nil || !slices.Contains(strings.Split(windows, ","), current) {
+		t.Errorf("window variable: current %s is not one of %q", w.Current.Value, windows)
+	}
+	if !slices.Contains(strings.Split(windows, ","), testVars.Window) {
+		t.Errorf("window variable offers %q, not the tests' %q", windows, testVars.Window)
+	}
+}
+
+func TestDashboardPanels(t *testing.T) {
+	d, err := parseDashboard()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range d.Panels {
+		if p.Type == "row" {
+			if len(p.Targets) > 0 {
+				t.Errorf("row %q has queries", p.Title)
+			}
+			continue
+		}
+		if p.Datasource == nil || p.Datasource.UID != "${datasource}" {
+			t.Errorf("panel %q: datasource %+v, want the ${datasource} variable", p.Title, p.Datasource)
+		}
+		if len(p.Targets) == 0 {
+			t.Errorf("panel %q has no query", p.Title)
+		}
+		for _, tg := range p.Targets {
+			if tg.Datasource == nil || tg.Datasource.UID != "${datasource}" {
+				t.Errorf("panel %q query %s: datasource %+v, want the ${datasource} variable", p.Title, tg.RefID, tg.Datasource)
+			}
+			if strings.TrimSpace(tg.Expr) == "" {
+				t.Errorf("panel %q query %s is empty", p.Title, tg.RefID)
+			}
+		}
+	}
+}
+
+// TestDashboardCoverage checks that the dashboard shows what the issue asks for: each
+// entry names a family (or function) some query must use.
+func TestDashboardCoverage(t *testing.T) {
+	qs, err := DashboardQueries(testVars)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct{ what, needle string }{
+		{"requests over the window", `nginx_http_requests_window{`},
+		{"request rate over the window", `nginx_http_requests_window_per_second{`},
+		{"5xx over the window", `nginx_http_server_errors_window{`},
+		{"bytes over the window", `nginx_http_response_body_bytes_window{`},
+		{"request duration", `nginx_http_request_duration_seconds_window_max{`},
+		{"upstream duration", `nginx_http_upstream_response_time_seconds_window{`},
+		{"top series", `topk(`},
+		{"lines read per second", `logwindow_input_lines_total{`},
+		{"drops by reason", `logwindow_rule_dropped_lines_total{`},
+		{"bytes behind", `logwindow_input_behind_bytes{`},
+		{"series vs budget", `logwindow_rule_series_limit{`},
+		{"config reload", `logwindow_config_last_reload_successful{`},
+	}
+	for _, c := range cases {
+		t.Run(c.what, func(t *testing.T) {
+			for _, q := range qs {
+				if strings.Contains(q.Expr, c.needle) {
+					return
+				}
+			}
+			t.Errorf("no dashboard query uses %s", c.needle)
+		})
+	}
+	for _, q := range qs {
+		if strings.Contains(q.Expr, "window=") && !strings.Contains(q.Expr, `window="`+testVars.Window+`"`) {
+			t.Errorf("%s: a window matcher that does not follow $window: %s", q.Source, q.Expr)
+		}
+	}
+}
+
+func TestDashboardQueriesSubstitute(t *testing.T) {
+	cases := []struct {
+		name    string
+		vars    Vars
+		wantErr bool
+	}{
+		{"all set", testVars, false},
+		{"rate interval missing", Vars{Job: "j", Instance: "i", Window: "1m"}, true},
+		{"window missing", Vars{Job: "j", Instance: "i", RateInterval: "1m"}, true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			qs, err := DashboardQueries(c.vars)
+			if c.wantErr {
+				if err == nil {
+					t.Fatal("no error for a variable without a value")
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(qs) == 0 {
+				t.Fatal("no queries")
+			}
+			for _, q := range qs {
+				if strings.Contains(q.Expr, "$") {
+					t.Errorf("%s: variable left in %s", q.Source, q.Expr)
+				}
+				if c.vars.Job != "" && strings.Contains(q.Expr, "job=~") && !strings.Contains(q.Expr, `job=~"`+c.vars.Job+`"`) {
+					t.Errorf("%s: job not substituted: %s", q.Source, q.Expr)
+				}
+			}
+		})
+	}
+}
+
+func TestAlertRules(t *testing.T) {
+	f, err := parseAlerts()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var has5xx bool
+	for _, g := range f.Groups {
+		for _, r := range g.Rules {
+			t.Run(g.Name+"/"+r.Alert, func(t *testing.T) {
+				if r.Alert == "" {
+					t.Fatal("not an alerting rule")
+				}
+				if r.Expr.Type != intstr.String || strings.TrimSpace(r.Expr.StrVal) == "" {
+					t.Error("no expression")
+				}
+				if r.For == nil {
+					t.Error("no for: a single bad evaluation would page")
+				}
+				if !slices.Contains([]string{"critical", "warning", "info"}, r.Labels["severity"]) {
+					t.Errorf("severity %q", r.Labels["severity"])
+				}
+				if r.Annotations["summary"] == "" || r.Annotations["description"] == "" {
+					t.Error("summary or description annotation missing")
+				}
+			})
+			has5xx = has5xx || (strings.Contains(r.Expr.StrVal, "nginx_http_server_errors_window{") && strings.Contains(r.Expr.StrVal, `window="5m"`))
+		}
+	}
+	if !has5xx {
+		t.Error("no alert on the 5xx ratio over the 5m window")
+	}
+	qs, err := AlertQueries()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := countRules(f.Groups); len(qs) != n {
+		t.Errorf("AlertQueries gave %d queries for %d rules", len(qs), n)
+	}
+}
+
+func countRules(groups []monitoringv1.RuleGroup) int {
+	n := 0
+	for _, g := range groups {
+		n += len(g.Rules)
+	}
+	return n
+}
+
+func TestPromtoolAlerts(t *testing.T) {
+	promtool := needTool(t, "promtool", "prometheus")
+	runTool(t, ".", promtool, "check", "rules", "alerts.yaml")
+	runTool(t, ".", promtool, "test", "rules", "alerts-tests.yaml")
+}
+
+// TestPromtoolDashboardQueries has promtool parse every dashboard query, by making each
+// the expression of a recording rule in a scratch rule file.
+func TestPromtoolDashboardQueries(t *testing.T) {
+	promtool := needTool(t, "promtool", "prometheus")
+	qs, err := DashboardQueries(testVars)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rules []monitoringv1.Rule
+	for i, q := range qs {
+		rules = append(rules, monitoringv1.Rule{
+			Record: fmt.Sprintf("logwindow_dashboard_query_%d", i),
+			Expr:   intstr.FromString(q.Expr),
+		})
+	}
+	body, err := yaml.Marshal(ruleFile{Groups: []monitoringv1.RuleGroup{{Name: "dashboard", Rules: rules}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(t.TempDir(), "dashboard-queries.yaml")
+	if err := os.WriteFile(p, body, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := runTool(t, ".", promtool, "check", "rules", p)
+	if want := fmt.Sprintf("%d rules found", len(qs)); !strings.Contains(out, want) {
+		t.Errorf("promtool: %q, want %q", out, want)
+	}
+}
+
+// metricRefRe finds the names of the exporter's metrics (rule families of
+// example-rules.yaml and self-metrics) in a query.
+var metricRefRe = regexp.MustCompile(`\b((?:nginx|logwindow)_[a-zA-Z0-9_:]*)`)
+
+// queryMetricNames returns the metric names the dashboard (panels and variables) and the
+// alert rules select, for tests that compare them with what the exporter exposes.
+func queryMetricNames(t *testing.T) map[string][]string {
+	t.Helper()
+	names := map[string][]string{}
+	add := func(src, expr string) {
+		for _, m := range metricRefRe.FindAllStringSubmatch(expr, -1) {
+			names[m[1]] = append(names[m[1]], src)
+		}
+	}
+	dq, err := DashboardQueries(testVars)
+	if err != nil {
+		t.Fatal(err)
+	}
+	aq, err := AlertQueries()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range append(dq, aq...) {
+		add(q.Source, q.Expr)
+	}
+	d, err := parseDashboard()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range d.Templating.List {
+		add("variable "+v.Name, string(v.Query))
+	}
+	return names
+}

@@ -1,0 +1,146 @@
+package deploy
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"path"
+	"reflect"
+	"testing"
+
+	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
+)
+
+// update rewrites the generated manifests instead of comparing them:
+//
+//	go test ./deploy -run TestGenerated -update
+var update = flag.Bool("update", false, "rewrite the generated manifests under k8s/ from their sources")
+
+// exampleLabels are the labels every object of the example carries.
+var exampleLabels = map[string]string{
+	"app.kubernetes.io/name":     "nginx",
+	"app.kubernetes.io/instance": "logwindow-example",
+}
+
+// generated is one manifest made from a source file, so that the two never drift apart.
+type generated struct {
+	path   string // the manifest, relative to this package
+	source string // the file it is made from
+	make   func(source []byte) (any, error)
+}
+
+var generatedManifests = []generated{
+	{
+		path:   "k8s/configmap-rules.yaml",
+		source: "../example-rules.yaml",
+		make: func(src []byte) (any, error) {
+			return &corev1.ConfigMap{
+				TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+				ObjectMeta: metav1.ObjectMeta{Name: "logwindow-rules", Labels: exampleLabels},
+				Data:       map[string]string{"rules.yaml": string(src)},
+			}, nil
+		},
+	},
+	{
+		// The Grafana sidecar (kube-prometheus-stack's default) loads ConfigMaps labelled
+		// grafana_dashboard: "1" from its own namespace, so this one is applied there.
+		path:   "k8s/grafana/configmap-dashboard.yaml",
+		source: "grafana-dashboard.json",
+		make: func(src []byte) (any, error) {
+			return &corev1.ConfigMap{
+				TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+				ObjectMeta: metav1.ObjectMeta{
+					Name:   "logwindow-grafana-dashboard",
+					Labels: map[string]string{"grafana_dashboard": "1"},
+				},
+				Data: map[string]string{"logwindow-nginx.json": string(src)},
+			}, nil
+		},
+	},
+	{
+		path:   "k8s/operator/prometheusrule.yaml",
+		source: "alerts.yaml",
+		make: func(src []byte) (any, error) {
+			var f ruleFile
+			if err := yaml.UnmarshalStrict(src, &f); err != nil {
+				return nil, err
+			}
+			return &monitoringv1.PrometheusRule{
+				TypeMeta:   metav1.TypeMeta{APIVersion: "monitoring.coreos.com/v1", Kind: "PrometheusRule"},
+				ObjectMeta: metav1.ObjectMeta{Name: "logwindow-alerts", Labels: exampleLabels},
+				Spec:       monitoringv1.PrometheusRuleSpec{Groups: f.Groups},
+			}, nil
+		},
+	},
+}
+
+// render makes the text of a generated manifest.
+func (g generated) render() ([]byte, error) {
+	src, err := os.ReadFile(g.source)
+	if err != nil {
+		return nil, err
+	}
+	obj, err := g.make(src)
+	if err != nil {
+		return nil, err
+	}
+	body, err := yaml.Marshal(obj)
+	if err != nil {
+		return nil, err
+	}
+	// The API server fills creationTimestamp; an explicit null is noise in a manifest.
+	body = bytes.Replace(body, []byte("  creationTimestamp: null\n"), nil, 1)
+	header := "# Code generated from " + path.Join("deploy", g.source) + " by `go test ./deploy -run TestGenerated -update`. DO NOT EDIT.\n"
+	return append([]byte(header), body...), nil
+}
+
+func TestGeneratedManifests(t *testing.T) {
+	for _, g := range generatedManifests {
+		t.Run(g.path, func(t *testing.T) {
+			want, err := g.render()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if *update {
+				if err := os.MkdirAll(path.Dir(g.path), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(g.path, want, 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			got, err := os.ReadFile(g.path)
+			if err != nil {
+				t.Fatalf("%v (generate it: go test ./deploy -run TestGenerated -update)", err)
+			}
+			if !bytes.Equal(got, want) {
+				t.Errorf("%s is out of date with %s: run go test ./deploy -run TestGenerated -update", g.path, g.source)
+			}
+			// The YAML encoding must give back the source exactly (block scalars, escapes).
+			obj, err := g.make(mustRead(t, g.source))
+			if err != nil {
+				t.Fatal(err)
+			}
+			back := reflect.New(reflect.TypeOf(obj).Elem()).Interface()
+			if err := yaml.UnmarshalStrict(got, back); err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(back, obj) {
+				t.Errorf("%s does not decode to what %s holds", g.path, g.source)
+			}
+		})
+	}
+}
+
+func mustRead(t *testing.T, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
