@@ -1,0 +1,142 @@
+package deploy
+
+import (
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// localNginxConf rewrites the example's nginx.conf to run here: the pod's volumes become
+// directories under dir and nginx listens on a loopback port. Nothing else changes, so what
+// nginx accepts and logs here is what it accepts and logs in the pod.
+func localNginxConf(t *testing.T, dir string, port int) (conf, accessLog string) {
+	t.Helper()
+	m := loadManifests(t)
+	d := m.deployments["nginx"]
+	if d == nil {
+		t.Fatal("no Deployment nginx")
+	}
+	ngx := nginxContainer(t, d)
+	confPath, _ := flagValue(ngx.Command, "-c")
+	text, _ := m.configMapFile(t, &d.Spec.Template.Spec, ngx, confPath)
+	logFile, _, err := nginxAccessLog(text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pairs []string
+	for _, vm := range ngx.VolumeMounts {
+		if vm.ReadOnly {
+			continue
+		}
+		local := filepath.Join(dir, vm.Name)
+		if err := os.MkdirAll(local, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		pairs = append(pairs, strings.TrimSuffix(vm.MountPath, "/")+"/", local+"/")
+	}
+	// One pass, so that a local directory (itself under /tmp) is not rewritten again.
+	r := strings.NewReplacer(pairs...)
+	text, logFile = r.Replace(text), r.Replace(logFile)
+	if n := strings.Count(text, "listen 8080;"); n != 1 {
+		t.Fatalf("nginx.conf has %d \"listen 8080;\", want one", n)
+	}
+	text = strings.Replace(text, "listen 8080;", fmt.Sprintf("listen 127.0.0.1:%d;", port), 1)
+	conf = filepath.Join(dir, "nginx.conf")
+	if err := os.WriteFile(conf, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return conf, logFile
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+func TestNginxConfigValid(t *testing.T) {
+	nginx := needTool(t, "nginx", "nginx")
+	dir := t.TempDir()
+	conf, _ := localNginxConf(t, dir, freePort(t))
+	runTool(t, dir, nginx, "-t", "-q", "-e", "stderr", "-p", dir, "-c", conf)
+}
+
+// runNginx serves the example's nginx.conf on a loopback port, sends it requests, stops
+// it, and returns the lines it logged, as the exporter would read them.
+func runNginx(t *testing.T, paths []string) []string {
+	t.Helper()
+	nginx := needTool(t, "nginx", "nginx")
+	dir := t.TempDir()
+	port := freePort(t)
+	conf, accessLog := localNginxConf(t, dir, port)
+	cmd := exec.Command(nginx, "-e", "stderr", "-p", dir, "-c", conf, "-g", "daemon off;")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	stopped := false
+	stop := func() {
+		if !stopped {
+			stopped = true
+			_ = cmd.Process.Signal(syscall.SIGQUIT) // graceful: workers flush and exit
+			_ = cmd.Wait()
+		}
+	}
+	defer stop()
+
+	client := &http.Client{Timeout: 5 * time.Second}
+	base := fmt.Sprintf("http://127.0.0.1:%d", port)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		resp, err := client.Get(base + "/healthz")
+		if err == nil {
+			resp.Body.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("nginx did not answer on %s: %v\n%s", base, err, stderr.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	for _, p := range paths {
+		resp, err := client.Get(base + p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+	stop()
+	data, err := os.ReadFile(accessLog)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr.String())
+	}
+	return strings.Split(strings.TrimSuffix(string(data), "\n"), "\n")
+}
+
+func TestNginxLogsToTheFile(t *testing.T) {
+	lines := runNginx(t, []string{"/", "/missing?q=1"})
+	// The probe path is not logged; the two requests are, with the timing fields.
+	if len(lines) != 2 {
+		t.Fatalf("logged %d lines, want 2:\n%s", len(lines), strings.Join(lines, "\n"))
+	}
+	for i, want := range []string{`"GET / HTTP/1.1" 200 `, `"GET /missing?q=1 HTTP/1.1" 404 `} {
+		if !strings.Contains(lines[i], want) {
+			t.Errorf("line %d %q does not hold %q", i, lines[i], want)
+		}
+		if !strings.HasSuffix(lines[i], " -") {
+			t.Errorf("line %d %q does not end with the $upstream_response_time of a static file, -", i, lines[i])
+		}
+	}
+}
