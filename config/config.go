@@ -7,6 +7,8 @@ package config
 import (
 	"regexp"
 	"time"
+
+	"github.com/logwindow/logwindow_exporter/windows"
 )
 
 // Config is one validated, compiled rule file.
@@ -78,6 +80,9 @@ type Rule struct {
 	// Windows are sorted ascending, without duplicates.
 	Windows      []time.Duration
 	Aggregations Aggregations
+	// Layout sizes the wheels for Windows with what Aggregations keep (event counts for
+	// events and mean, extrema for max and min); every series of the rule shares it.
+	Layout *windows.Layout
 	// Inputs restricts the rule to these input names; nil means every input.
 	Inputs []string
 	// Fingerprint identifies the rule's definition: equal fingerprints across a reload mean

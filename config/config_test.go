@@ -1,0 +1,379 @@
+package config
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+func mustParseFile(t *testing.T, path string) *Config {
+	t.Helper()
+	c, err := Load(path)
+	if err != nil {
+		t.Fatalf("Load(%s): %v", path, err)
+	}
+	return c
+}
+
+func ruleByName(t *testing.T, c *Config, name string) *Rule {
+	t.Helper()
+	for _, r := range c.Rules {
+		if r.Name == name {
+			return r
+		}
+	}
+	t.Fatalf("no rule %q", name)
+	return nil
+}
+
+func TestDefaults(t *testing.T) {
+	c := mustParseFile(t, "testdata/good/minimal.yaml")
+	want := []time.Duration{time.Minute, 5 * time.Minute, 15 * time.Minute, time.Hour, 24 * time.Hour}
+	if !reflect.DeepEqual(c.Global.Windows, want) {
+		t.Errorf("global windows = %v, want %v", c.Global.Windows, want)
+	}
+	if c.Global.MaxSeriesPerRule != 10000 {
+		t.Errorf("max series = %d, want 10000", c.Global.MaxSeriesPerRule)
+	}
+	r := c.Rules[0]
+	if !reflect.DeepEqual(r.Windows, want) {
+		t.Errorf("rule windows = %v, want the global ones", r.Windows)
+	}
+	if got := (Aggregations{Window: true, PerSecond: true}); r.Aggregations != got {
+		t.Errorf("aggregations = %+v, want %+v", r.Aggregations, got)
+	}
+	if r.Help != "Lines matched by rule app_errors." {
+		t.Errorf("help = %q", r.Help)
+	}
+	if r.IsValueRule() || r.Timestamp != nil || r.Inputs != nil || r.Layout == nil || r.Regexp == nil {
+		t.Errorf("rule = %+v, want a compiled counting rule for every input", r)
+	}
+	if r.Line != 2 || c.File != "testdata/good/minimal.yaml" {
+		t.Errorf("rule line %d in %q, want 2 in testdata/good/minimal.yaml", r.Line, c.File)
+	}
+	// Each config owns its defaults: changing one must not reach the next load.
+	c.Global.Windows[0] = time.Hour
+	if again := mustParseFile(t, "testdata/good/minimal.yaml"); again.Global.Windows[0] != time.Minute {
+		t.Errorf("a second load saw the first one's change: %v", again.Global.Windows)
+	}
+}
+
+func TestFullSchema(t *testing.T) {
+	c := mustParseFile(t, "testdata/good/full.yaml")
+	if want := []time.Duration{time.Minute, 5 * time.Minute}; !reflect.DeepEqual(c.Global.Windows, want) {
+		t.Errorf("global windows = %v, want sorted %v", c.Global.Windows, want)
+	}
+	if c.Global.MaxSeriesPerRule != 500 {
+		t.Errorf("max series = %d", c.Global.MaxSeriesPerRule)
+	}
+	wantInputs := []Input{
+		{Name: "web", Path: "/var/log/nginx/*.log", StartAt: StartAtBeginning},
+		{Path: "/var/log/app.log", StartAt: StartAtEnd},
+	}
+	if !reflect.DeepEqual(c.Inputs, wantInputs) {
+		t.Errorf("inputs = %+v, want %+v", c.Inputs, wantInputs)
+	}
+
+	lines := ruleByName(t, c, "app_lines")
+	if lines.Help != "Lines by level." || !reflect.DeepEqual(lines.Inputs, []string{"web"}) {
+		t.Errorf("app_lines = %+v", lines)
+	}
+	if want := `^(?:(?P<level>(?:[a-z]+)) (?P<msg>[^ ]*)) took=(?P<took>[0-9.]+) at=(?P<ts>[^ ]+)$`; lines.Expanded != want {
+		t.Errorf("expanded = %s\nwant       %s", lines.Expanded, want)
+	}
+
+	slow := ruleByName(t, c, "app_slow_seconds")
+	level := slow.Regexp.SubexpIndex("level")
+	wantLabels := []Label{
+		{Name: "level", Template: Template{{Capture: level}}},
+		{Name: "tag", Template: Template{{Literal: "lvl-", Capture: -1}, {Capture: level}, {Literal: "-$", Capture: -1}}},
+	}
+	if !reflect.DeepEqual(slow.Labels, wantLabels) {
+		t.Errorf("labels (merged from an anchor, sorted) = %+v, want %+v", slow.Labels, wantLabels)
+	}
+	if len(slow.Where) != 2 || slow.Where[0].CaptureName != "level" || slow.Where[1].CaptureName != "took" ||
+		slow.Where[1].Capture != slow.Regexp.SubexpIndex("took") || !slow.Where[0].Regexp.MatchString("error") {
+		t.Errorf("where = %+v, want level then took", slow.Where)
+	}
+	if slow.ValueName != "took" || slow.ValueCapture != slow.Regexp.SubexpIndex("took") {
+		t.Errorf("value = %s (%d)", slow.ValueName, slow.ValueCapture)
+	}
+	wantTS := &Timestamp{CaptureName: "ts", Capture: slow.Regexp.SubexpIndex("ts"), Layout: "2006-01-02T15:04:05Z07:00"}
+	if !reflect.DeepEqual(slow.Timestamp, wantTS) {
+		t.Errorf("timestamp = %+v, want %+v", slow.Timestamp, wantTS)
+	}
+	if want := []time.Duration{30 * time.Second, time.Hour, 24 * time.Hour}; !reflect.DeepEqual(slow.Windows, want) {
+		t.Errorf("windows = %v, want %v", slow.Windows, want)
+	}
+	if want := (Aggregations{Window: true, Events: true, Max: true, Min: true, Mean: true}); slow.Aggregations != want {
+		t.Errorf("aggregations = %+v, want %+v", slow.Aggregations, want)
+	}
+	if !reflect.DeepEqual(slow.Layout.Windows(), slow.Windows) {
+		t.Errorf("layout windows = %v", slow.Layout.Windows())
+	}
+}
+
+func TestExampleRules(t *testing.T) {
+	c := mustParseFile(t, "../example-rules.yaml")
+	var names []string
+	for _, r := range c.Rules {
+		names = append(names, r.Name)
+		if r.Timestamp == nil {
+			t.Errorf("rule %s: no timestamp; the example places every line by its own time", r.Name)
+		}
+	}
+	want := []string{"nginx_http_requests", "nginx_http_server_errors", "nginx_http_response_body_bytes",
+		"nginx_http_request_duration_seconds", "nginx_http_upstream_response_time_seconds"}
+	if !reflect.DeepEqual(names, want) {
+		t.Errorf("rules = %v, want %v", names, want)
+	}
+}
+
+// TestBadConfigs has one file per class of mistake, each with every problem it must report:
+// the whole message is compared, since the message is what a user acts on.
+func TestBadConfigs(t *testing.T) {
+	tests := map[string][]string{
+		"syntax.yaml": {
+			`:1: not valid YAML: did not find expected '-' indicator`,
+		},
+		"multi_document.yaml": {
+			`:4: the file holds more than one YAML document (a --- separator); put everything in one`,
+		},
+		"empty.yaml": {
+			`: no rules: add a rules: list (see example-rules.yaml)`,
+		},
+		"unknown_key.yaml": {
+			`:2: global: unknown key "window" (did you mean "windows"?) (known keys: windows, max_series_per_rule)`,
+			`:6: rule "a": unknown key "lables" (did you mean "labels"?) (known keys: name, help, match, labels, where, value, timestamp, windows, aggregations, inputs)`,
+			`:7: rule "a": timestamp: unknown key "layuot" (did you mean "layout"?) (known keys: capture, layout)`,
+			`:7: rule "a": timestamp: capture "t" is not in the match regex (have: none: name groups with (?P<name>...))`,
+			`:7: rule "a": timestamp: layout: is missing; give a Go time layout (e.g. '02/Jan/2006:15:04:05 -0700')`,
+			`:8: unknown key "rulez" (did you mean "rules"?) (known keys: global, inputs, patterns, rules)`,
+		},
+		"duplicate_key.yaml": {
+			`:4: rule #1: key "name" is given twice (first on line 2)`,
+		},
+		"kinds.yaml": {
+			`:1: global: must be a mapping, not a list`,
+			`:2: inputs: must be a list of inputs (- path: ...), not a mapping`,
+			`:5: rule "a": match: must be a single value, not a list`,
+			`:6: rule "a": labels: must be a mapping, not a list`,
+			`:7: rule "a": windows: must be a list (e.g. [a, b]), not a single value`,
+			`:8: rule #2: must be a mapping, not a single value`,
+		},
+		"durations.yaml": {
+			`:2: global: windows: "5 minutes" is not a duration (write e.g. 30s, 5m, 1h, 1d)`,
+			`:6: rule "a": windows: window 500ms: shorter than 1s`,
+			`:9: rule "b": windows: window 9600h0m0s: longer than the longest supported window (366 days)`,
+			`:12: rule "c": windows: 1m is listed twice`,
+			`:15: rule "d": windows: the list is empty; give at least one window (e.g. [1m, 5m])`,
+		},
+		"global.yaml": {
+			`:2: global: windows: the list is empty; give at least one window (e.g. [1m, 5m])`,
+			`:3: global: max_series_per_rule: "lots" is not a whole number`,
+		},
+		"regex.yaml": {
+			":2: pattern \"BROKEN\": invalid regex: missing closing ] in `[a-`",
+			`:4: pattern "LOOP_A": refers to itself (through %{...} references)`,
+			`:6: pattern "9BAD": a pattern name is letters, digits and _, not starting with a digit`,
+			":9: rule \"a\": match: invalid regex: missing closing ) in `(unclosed`",
+			`:11: rule "b": match: unknown pattern %{NGINX} (have: BROKEN, LOOP_A, LOOP_B, USES_BROKEN)`,
+			`:15: rule "d": match: capture "x" is defined twice in the regex (after pattern expansion); rename one`,
+			`:17: rule "e": match: is empty; give the regex lines must match`,
+		},
+		"captures.yaml": {
+			`:4: rule "nginx_5xx": where: capture "stauts" is not in the match regex (did you mean "status"?) (have: method, path, status, took)`,
+			`:5: rule "nginx_5xx": value: capture "tok" is not in the match regex (did you mean "took"?) (have: method, path, status, took)`,
+			`:7: rule "nginx_5xx": labels: route: capture "pth" is not in the match regex (did you mean "path"?) (have: method, path, status, took)`,
+			`:8: rule "nginx_5xx": timestamp: capture "when" is not in the match regex (have: method, path, status, took)`,
+			`:11: rule "unnamed": value: capture "x" is not in the match regex (have: none: name groups with (?P<name>...))`,
+		},
+		"templates.yaml": {
+			`:5: rule "a": labels: price: "$5" has a $ that is neither ${capture} nor $$ (a literal $)`,
+			`:6: rule "a": labels: open: "${x" opens ${ without a closing }`,
+			`:7: rule "a": labels: empty: the template is empty; write e.g. '${empty}'`,
+		},
+		"names.yaml": {
+			`:2: rule "1st_rule": name: "1st_rule" is not a valid metric name (letters, digits and _, not starting with a digit)`,
+			`:4: rule "http:requests": name: "http:requests" is not a valid metric name (letters, digits and _, not starting with a digit)`,
+			`:6: rule "requests_total": name: drop the _total suffix: the exporter adds it to the counter (requests_total_total)`,
+			`:8: rule "logwindow_lines": name: names starting with logwindow_ are reserved for the exporter's own metrics`,
+			`:10: rule "go_things": name: names starting with go_ are reserved for the exporter's own metrics`,
+			`:12: rule #6: name: is missing; give the metric base name (e.g. nginx_http_requests)`,
+		},
+		"collisions.yaml": {
+			`:4: rule "a_window": name: clashes with rule "a" (line 2) over the metric name a_window`,
+			`:6: rule "a": name: another rule has this name (line 2)`,
+			`:10: rule "b": name: clashes with rule "b_window_max" (line 8) over the metric name b_window_max`,
+		},
+		"labels.yaml": {
+			`:5: rule "a": labels: window: "window" is the label the exporter puts the window in; pick another name`,
+			`:6: rule "a": labels: __name: label names starting with __ are reserved by Prometheus`,
+			`:7: rule "a": labels: bad-name: not a valid label name (letters, digits and _, not starting with a digit)`,
+		},
+		"aggregations.yaml": {
+			`:4: rule "counted": aggregations: events needs a value: capture (a counting rule's window already is its count of lines)`,
+			`:4: rule "counted": aggregations: max needs a value: capture (a counting rule's window already is its count of lines)`,
+			`:8: rule "summed": aggregations: unknown aggregation "median" (did you mean "mean"?) (known: window, per_second, events, max, min, mean)`,
+			`:8: rule "summed": aggregations: window is listed twice`,
+			`:12: rule "none": aggregations: the list is empty; leave it out for the defaults or list some of: window, per_second, events, max, min, mean`,
+		},
+		"timestamps.yaml": {
+			`:4: rule "a": timestamp: layout: "Jan _2 15:04:05" does not give a full date and time to the second; write it with Go's reference time, e.g. '02/Jan/2006:15:04:05 -0700' for nginx`,
+			`:7: rule "b": timestamp: layout: is missing; give a Go time layout (e.g. '02/Jan/2006:15:04:05 -0700')`,
+			`:10: rule "c": timestamp: capture: is missing; name the capture holding the line's time`,
+			`:10: rule "c": timestamp: layout: "2006-01-02 15:04" does not give a full date and time to the second; write it with Go's reference time, e.g. '02/Jan/2006:15:04:05 -0700' for nginx`,
+		},
+		"inputs.yaml": {
+			`:4: input "web": name: another input already has this name (line 2)`,
+			`:6: input "other": path: is missing; give the file or glob to follow`,
+			`:7: input "other": start_at: "middle" is neither end nor beginning`,
+			`:8: input #4: path: "/var/log/a.log" is already followed by the input on line 3 (its lines would count twice)`,
+			`:9: input #5: path: "/var/log/[a.log" is not a valid glob: syntax error in pattern`,
+			`:13: rule "a": inputs: no input is named "wbe" (did you mean "web"?) (named inputs: other, web)`,
+			`:13: rule "a": inputs: "web" is listed twice`,
+			`:16: rule "b": inputs: the list is empty; leave it out to read every input`,
+		},
+	}
+	files, err := filepath.Glob("testdata/bad/*.yaml")
+	if err != nil || len(files) != len(tests) {
+		t.Fatalf("%d files in testdata/bad, %d cases (%v): every file needs a case and every case a file", len(files), len(tests), err)
+	}
+	for _, path := range files {
+		wantLines, ok := tests[filepath.Base(path)]
+		if !ok {
+			t.Errorf("%s has no case", path)
+			continue
+		}
+		t.Run(filepath.Base(path), func(t *testing.T) {
+			c, err := Load(path)
+			if c != nil {
+				t.Errorf("Load returned a config along with the error")
+			}
+			var cerr *Error
+			if !errors.As(err, &cerr) {
+				t.Fatalf("error %v is not an *Error", err)
+			}
+			want := make([]string, len(wantLines))
+			for i, w := range wantLines {
+				want[i] = path + w
+			}
+			if got := strings.Split(err.Error(), "\n"); !reflect.DeepEqual(got, want) {
+				t.Errorf("got:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+			}
+			if len(cerr.Problems) != len(want) {
+				t.Errorf("%d problems, want %d", len(cerr.Problems), len(want))
+			}
+		})
+	}
+}
+
+func TestLoadMissingFile(t *testing.T) {
+	_, err := Load(filepath.Join(t.TempDir(), "absent.yaml"))
+	if !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("err = %v, want one wrapping os.ErrNotExist", err)
+	}
+}
+
+// TestFingerprint checks which edits keep a rule's window state across a reload.
+func TestFingerprint(t *testing.T) {
+	const base = `
+global: {windows: [1m, 5m]}
+inputs: [{name: web, path: /a}, {name: api, path: /b}]
+rules:
+  - name: r
+    help: Some help.
+    match: '(?P<m>[A-Z]+) (?P<s>[0-9]+) (?P<v>[0-9.]+) (?P<t>[^ ]+)'
+    labels: {method: '${m}'}
+    where: {s: '^5'}
+    value: v
+    timestamp: {capture: t, layout: '2006-01-02T15:04:05Z07:00'}
+    aggregations: [window, max]
+    inputs: [web, api]
+`
+	fp := func(t *testing.T, text string) string {
+		t.Helper()
+		c, err := Parse([]byte(text), "fp.yaml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c.Rules[0].Fingerprint
+	}
+	orig := fp(t, base)
+	tests := []struct {
+		name     string
+		old, new string
+		same     bool
+	}{
+		{"help text", "help: Some help.", "help: Other words.", true},
+		{"input order", "inputs: [web, api]", "inputs: [api, web]", true},
+		{"series budget", "global: {windows: [1m, 5m]}", "global: {windows: [1m, 5m], max_series_per_rule: 7}", true},
+		{"window order as written", "global: {windows: [1m, 5m]}", "global: {windows: [5m, 1m]}", true},
+		{"inherited global windows", "global: {windows: [1m, 5m]}", "global: {windows: [1m, 15m]}", false},
+		{"own windows", "value: v", "value: v\n    windows: [1m, 5m, 1h]", false},
+		{"name", "name: r", "name: r2", false},
+		{"match", "(?P<v>[0-9.]+)", "(?P<v>[0-9]+)", false},
+		{"label template", "method: '${m}'", "method: 'x${m}'", false},
+		{"label name", "method: '${m}'", "verb: '${m}'", false},
+		{"where", "s: '^5'", "s: '^4'", false},
+		{"value", "value: v", "value: s", false},
+		{"timestamp layout", "2006-01-02T15:04:05Z07:00", "2006-01-02T15:04:05.000Z07:00", false},
+		{"aggregations", "[window, max]", "[window, min]", false},
+		{"inputs", "inputs: [web, api]", "inputs: [web]", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if !strings.Contains(base, tt.old) {
+				t.Fatalf("base has no %q", tt.old)
+			}
+			got := fp(t, strings.Replace(base, tt.old, tt.new, 1))
+			if (got == orig) != tt.same {
+				t.Errorf("fingerprint same = %v, want %v", got == orig, tt.same)
+			}
+		})
+	}
+}
+
+func TestWindowsInheritance(t *testing.T) {
+	c, err := Parse([]byte(`
+global: {windows: [10m, 30s]}
+rules:
+  - {name: inherits, match: x}
+  - {name: own, match: x, windows: [2h]}
+`), "w.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []time.Duration{30 * time.Second, 10 * time.Minute}; !reflect.DeepEqual(c.Rules[0].Windows, want) {
+		t.Errorf("inherited windows = %v, want %v", c.Rules[0].Windows, want)
+	}
+	if want := []time.Duration{2 * time.Hour}; !reflect.DeepEqual(c.Rules[1].Windows, want) {
+		t.Errorf("own windows = %v, want %v", c.Rules[1].Windows, want)
+	}
+}
+
+func TestSuggest(t *testing.T) {
+	tests := []struct {
+		word string
+		want string
+	}{
+		{"stauts", ` (did you mean "status"?)`},
+		{"lables", ` (did you mean "labels"?)`},
+		{"statu", ` (did you mean "status"?)`},
+		{"ab", ""},      // too short to guess from
+		{"request", ""}, // not close to anything
+		{"status", ""},  // not a typo
+	}
+	candidates := []string{"status", "labels", "method", "path"}
+	for _, tt := range tests {
+		t.Run(tt.word, func(t *testing.T) {
+			if got := suggest(tt.word, candidates); got != tt.want {
+				t.Errorf("suggest(%q) = %q, want %q", tt.word, got, tt.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,61 @@
+package config
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"slices"
+	"strconv"
+)
+
+// fingerprint hashes every field that shapes a rule's series and windows, so that a reload
+// keeps window state exactly when the state would mean the same thing under the new rule.
+// Left out on purpose: help (text only) and the series budget (a store can apply a new
+// budget to the series it has).
+func fingerprint(r *Rule) string {
+	h := sha256.New()
+	field := func(s string) {
+		// Length-prefixed, so that ("ab","c") and ("a","bc") hash differently.
+		var n [binary.MaxVarintLen64]byte
+		h.Write(n[:binary.PutUvarint(n[:], uint64(len(s)))])
+		h.Write([]byte(s))
+	}
+	field(r.Name)
+	field(r.Expanded)
+	field(strconv.Itoa(len(r.Labels)))
+	for _, l := range r.Labels {
+		field(l.Name)
+		field(strconv.Itoa(len(l.Template)))
+		for _, p := range l.Template {
+			field(p.Literal)
+			field(strconv.Itoa(p.Capture))
+		}
+	}
+	field(strconv.Itoa(len(r.Where)))
+	for _, w := range r.Where {
+		field(w.CaptureName)
+		field(w.Regexp.String())
+	}
+	field(r.ValueName)
+	if r.Timestamp != nil {
+		field(r.Timestamp.CaptureName)
+		field(r.Timestamp.Layout)
+	} else {
+		field("")
+		field("")
+	}
+	field(strconv.Itoa(len(r.Windows)))
+	for _, w := range r.Windows {
+		field(w.String())
+	}
+	a := r.Aggregations
+	for _, on := range []bool{a.Window, a.PerSecond, a.Events, a.Max, a.Min, a.Mean} {
+		field(strconv.FormatBool(on))
+	}
+	inputs := slices.Sorted(slices.Values(r.Inputs))
+	field(strconv.Itoa(len(inputs)))
+	for _, in := range inputs {
+		field(in)
+	}
+	return hex.EncodeToString(h.Sum(nil)[:16])
+}

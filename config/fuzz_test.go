@@ -1,0 +1,55 @@
+package config
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// FuzzParse feeds the loader random YAML: it must never panic, and it must either reject
+// the input with problems that each name a place, or return a config whose rules are all
+// compiled.
+func FuzzParse(f *testing.F) {
+	seeds, _ := filepath.Glob("testdata/*/*.yaml")
+	seeds = append(seeds, "../example-rules.yaml")
+	for _, s := range seeds {
+		data, err := os.ReadFile(s)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(data)
+	}
+	f.Add([]byte("rules: &a [*a]"))
+	f.Add([]byte("rules:\n  - {<<: [{name: a}, {match: x}]}\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		c, err := Parse(data, "fuzz.yaml")
+		if err != nil {
+			if c != nil {
+				t.Fatal("config returned with an error")
+			}
+			var cerr *Error
+			if !errors.As(err, &cerr) || len(cerr.Problems) == 0 {
+				t.Fatalf("error %v is not an *Error with problems", err)
+			}
+			for _, line := range strings.Split(err.Error(), "\n") {
+				if !strings.HasPrefix(line, "fuzz.yaml") {
+					t.Fatalf("problem %q does not name the file", line)
+				}
+			}
+			return
+		}
+		if len(c.Rules) == 0 {
+			t.Fatal("valid config without rules")
+		}
+		for _, r := range c.Rules {
+			if r.Regexp == nil || r.Layout == nil || r.Fingerprint == "" || len(r.Windows) == 0 || r.Help == "" {
+				t.Fatalf("rule %q not fully compiled: %+v", r.Name, r)
+			}
+			if r.IsValueRule() != (r.ValueName != "") {
+				t.Fatalf("rule %q: value capture %d for value %q", r.Name, r.ValueCapture, r.ValueName)
+			}
+		}
+	})
+}

@@ -1,0 +1,318 @@
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/common/model"
+	"go.yaml.in/yaml/v3"
+
+	"github.com/logwindow/logwindow_exporter/windows"
+)
+
+// defaultWindows are the windows of a rule when neither it nor global sets any (SPEC
+// "Configuration"); each Config gets its own copy, so no caller can change another's.
+var defaultWindows = []time.Duration{time.Minute, 5 * time.Minute, 15 * time.Minute, time.Hour, 24 * time.Hour}
+
+// DefaultMaxSeriesPerRule is the cardinality budget of a rule when global does not set one.
+const DefaultMaxSeriesPerRule = 10000
+
+// Load reads and validates the config file at path. On any problem it returns a nil
+// *Config and an error listing every problem (an *Error when the file could be read), so a
+// reload can keep the running config.
+func Load(path string) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading config: %w", err)
+	}
+	return Parse(data, path)
+}
+
+// Parse validates a config held in memory; file names it in messages. It is Load without
+// the file system, for tests and for callers that read the file themselves.
+func Parse(data []byte, file string) (*Config, error) {
+	d := &decoder{patterns: map[string]string{}, patternLines: map[string]int{}, badPatterns: map[string]bool{}}
+	root := d.document(data)
+	if root == nil {
+		return nil, d.err(file)
+	}
+	c := d.config(root)
+	c.File = file
+	if err := d.err(file); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// decoder holds the state of one Parse: the problems found so far and the patterns, which
+// every rule's match refers to.
+type decoder struct {
+	problems
+	// patterns holds each valid pattern expanded (nested %{...} resolved, wrapped in (?:)).
+	patterns map[string]string
+	// patternLines locates each pattern for messages.
+	patternLines map[string]int
+	// badPatterns are patterns already reported as invalid; rules using them are not
+	// reported again.
+	badPatterns map[string]bool
+}
+
+// yamlLine pulls the line number out of yaml.v3's "yaml: line N: msg" errors so a syntax
+// error is reported like every other problem.
+var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
+
+// document parses the YAML text; it returns nil (after adding a problem) when the text is
+// not YAML, and an empty mapping node for an empty file.
+func (d *decoder) document(data []byte) *yaml.Node {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	var doc yaml.Node
+	err := dec.Decode(&doc)
+	if errors.Is(err, io.EOF) {
+		return &yaml.Node{Kind: yaml.MappingNode}
+	}
+	if err != nil {
+		d.yamlError(err)
+		return nil
+	}
+	var next yaml.Node
+	switch err := dec.Decode(&next); {
+	case errors.Is(err, io.EOF):
+	case err != nil:
+		d.yamlError(err)
+		return nil
+	default:
+		d.add(next.Line, "", "the file holds more than one YAML document (a --- separator); put everything in one")
+		return nil
+	}
+	if len(doc.Content) == 0 {
+		return &yaml.Node{Kind: yaml.MappingNode}
+	}
+	return doc.Content[0]
+}
+
+func (d *decoder) yamlError(err error) {
+	if m := yamlLine.FindStringSubmatch(err.Error()); m != nil {
+		line, _ := strconv.Atoi(m[1])
+		d.add(line, "", "not valid YAML: %s", m[2])
+		return
+	}
+	d.add(0, "", "not valid YAML: %s", err)
+}
+
+// config decodes the top level; sections are decoded even when an earlier one has problems.
+func (d *decoder) config(root *yaml.Node) *Config {
+	c := &Config{
+		Global:   Global{Windows: slices.Clone(defaultWindows), MaxSeriesPerRule: DefaultMaxSeriesPerRule},
+		Patterns: map[string]string{},
+	}
+	top, ok := d.mapping(root, "", "")
+	if !ok {
+		return c
+	}
+	d.known(top, "", "", "global", "inputs", "patterns", "rules")
+	if e, ok := find(top, "global"); ok {
+		d.global(e, &c.Global)
+	}
+	if e, ok := find(top, "inputs"); ok {
+		c.Inputs = d.inputs(e)
+	}
+	if e, ok := find(top, "patterns"); ok {
+		c.Patterns = d.patternSection(e)
+	}
+	d.expandPatterns(c.Patterns)
+	e, ok := find(top, "rules")
+	if !ok {
+		d.add(0, "", "no rules: add a rules: list (see example-rules.yaml)")
+		return c
+	}
+	c.Rules = d.rules(e, c)
+	return c
+}
+
+func (d *decoder) global(e entry, g *Global) {
+	entries, ok := d.mapping(e.val, "global", "")
+	if !ok {
+		return
+	}
+	d.known(entries, "global", "", "windows", "max_series_per_rule")
+	if w, ok := find(entries, "windows"); ok {
+		if ws, ok := d.windows(w, "global"); ok {
+			g.Windows = ws
+		}
+	}
+	if m, ok := find(entries, "max_series_per_rule"); ok {
+		s, ok := d.scalar(m, "global", "max_series_per_rule")
+		n, err := strconv.Atoi(s)
+		switch {
+		case !ok:
+		case err != nil:
+			d.add(m.key.Line, "global", "max_series_per_rule: %q is not a whole number", s)
+		case n < 1:
+			d.add(m.key.Line, "global", "max_series_per_rule: must be at least 1, not %d", n)
+		default:
+			g.MaxSeriesPerRule = n
+		}
+	}
+}
+
+// windows decodes a list of Prometheus durations and checks the wheels can serve them.
+func (d *decoder) windows(e entry, subject string) ([]time.Duration, bool) {
+	texts, ok := d.list(e, subject, "windows")
+	if !ok {
+		return nil, false
+	}
+	if len(texts) == 0 {
+		d.add(e.key.Line, subject, "windows: the list is empty; give at least one window (e.g. [1m, 5m])")
+		return nil, false
+	}
+	ws := make([]time.Duration, 0, len(texts))
+	for _, t := range texts {
+		md, err := model.ParseDuration(t)
+		if err != nil {
+			d.add(e.key.Line, subject, "windows: %q is not a duration (write e.g. 30s, 5m, 1h, 1d)", t)
+			ok = false
+			continue
+		}
+		ws = append(ws, time.Duration(md))
+	}
+	if !ok {
+		return nil, false
+	}
+	slices.Sort(ws)
+	for i := 1; i < len(ws); i++ {
+		if ws[i] == ws[i-1] {
+			d.add(e.key.Line, subject, "windows: %s is listed twice", model.Duration(ws[i]))
+			return nil, false
+		}
+	}
+	if _, err := windows.NewLayout(ws, windows.Options{}); err != nil {
+		d.add(e.key.Line, subject, "windows: %s", err)
+		return nil, false
+	}
+	return ws, true
+}
+
+func (d *decoder) inputs(e entry) []Input {
+	v := resolve(e.val)
+	if v.Kind != yaml.SequenceNode {
+		d.add(e.key.Line, "", "inputs: must be a list of inputs (- path: ...), not %s", kindName(v))
+		return nil
+	}
+	var out []Input
+	names := map[string]int{}
+	paths := map[string]int{}
+	for i, item := range v.Content {
+		subject := fmt.Sprintf("input #%d", i+1)
+		entries, ok := d.mapping(item, subject, "")
+		if !ok {
+			continue
+		}
+		in := Input{}
+		line := resolve(item).Line
+		if n, ok := find(entries, "name"); ok {
+			in.Name, _ = d.scalar(n, subject, "name")
+			if in.Name != "" {
+				subject = fmt.Sprintf("input %q", in.Name)
+				if first, dup := names[in.Name]; dup {
+					d.add(n.key.Line, subject, "name: another input already has this name (line %d)", first)
+				}
+				names[in.Name] = n.key.Line
+			}
+		}
+		d.known(entries, subject, "", "name", "path", "start_at")
+		pathOK := true
+		if p, ok := find(entries, "path"); ok {
+			in.Path, pathOK = d.scalar(p, subject, "path")
+			line = p.key.Line
+		}
+		switch _, err := filepath.Match(in.Path, ""); {
+		case !pathOK:
+		case in.Path == "":
+			d.add(line, subject, "path: is missing; give the file or glob to follow")
+		case err != nil:
+			d.add(line, subject, "path: %q is not a valid glob: %s", in.Path, err)
+		default:
+			if first, dup := paths[in.Path]; dup {
+				d.add(line, subject, "path: %q is already followed by the input on line %d (its lines would count twice)", in.Path, first)
+			}
+			paths[in.Path] = line
+		}
+		if s, ok := find(entries, "start_at"); ok {
+			text, ok := d.scalar(s, subject, "start_at")
+			switch {
+			case !ok:
+			case text == "end":
+				in.StartAt = StartAtEnd
+			case text == "beginning":
+				in.StartAt = StartAtBeginning
+			default:
+				d.add(s.key.Line, subject, "start_at: %q is neither end nor beginning", text)
+			}
+		}
+		out = append(out, in)
+	}
+	return out
+}
+
+// patternName is the shape of a %{NAME} reference.
+var patternName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+func (d *decoder) patternSection(e entry) map[string]string {
+	entries, ok := d.mapping(e.val, "", "patterns")
+	out := map[string]string{}
+	if !ok {
+		return out
+	}
+	for _, p := range entries {
+		subject := fmt.Sprintf("pattern %q", p.key.Value)
+		if !patternName.MatchString(p.key.Value) {
+			d.add(p.key.Line, subject, "a pattern name is letters, digits and _, not starting with a digit")
+			continue
+		}
+		s, ok := d.scalar(p, subject, "")
+		if !ok {
+			continue
+		}
+		if s == "" {
+			d.add(p.key.Line, subject, "the pattern is empty")
+			continue
+		}
+		out[p.key.Value] = s
+		d.patternLines[p.key.Value] = p.key.Line
+	}
+	return out
+}
+
+func (d *decoder) rules(e entry, c *Config) []*Rule {
+	v := resolve(e.val)
+	if v.Kind != yaml.SequenceNode {
+		d.add(e.key.Line, "", "rules: must be a list of rules (- name: ...), not %s", kindName(v))
+		return nil
+	}
+	if len(v.Content) == 0 {
+		d.add(e.key.Line, "", "rules: the list is empty; add at least one rule")
+		return nil
+	}
+	inputNames := map[string]bool{}
+	for _, in := range c.Inputs {
+		if in.Name != "" {
+			inputNames[in.Name] = true
+		}
+	}
+	var out []*Rule
+	for i, item := range v.Content {
+		if r := d.rule(item, i, c.Global, inputNames); r != nil {
+			out = append(out, r)
+		}
+	}
+	d.collisions(out)
+	return out
+}

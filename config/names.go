@@ -1,0 +1,85 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+)
+
+// nameRE is the classic Prometheus metric and label name. Colons are left out: Prometheus
+// reserves them for recording rules.
+var nameRE = regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_]*$`)
+
+// reservedPrefixes belong to metrics the exporter registers itself (its own, and the Go,
+// process and promhttp collectors'); a rule there could duplicate a family and fail scrapes.
+var reservedPrefixes = []string{"logwindow_", "go_", "process_", "promhttp_"}
+
+// familySuffixes are appended to a rule's name for its families (SPEC "Metrics"). Every
+// suffix counts for collisions, used or not, so turning an aggregation on never makes a
+// valid file invalid.
+var familySuffixes = []string{"_total", "_window", "_window_per_second", "_window_events",
+	"_window_max", "_window_min", "_window_mean"}
+
+func checkMetricName(name string) error {
+	if !nameRE.MatchString(name) {
+		return fmt.Errorf("%q is not a valid metric name (letters, digits and _, not starting with a digit)", name)
+	}
+	for _, p := range reservedPrefixes {
+		if strings.HasPrefix(name, p) {
+			return fmt.Errorf("names starting with %s are reserved for the exporter's own metrics", p)
+		}
+	}
+	if strings.HasSuffix(name, "_total") {
+		return fmt.Errorf("drop the _total suffix: the exporter adds it to the counter (%s_total)", name)
+	}
+	return nil
+}
+
+func checkLabelName(name string) error {
+	switch {
+	case !nameRE.MatchString(name):
+		return errors.New("not a valid label name (letters, digits and _, not starting with a digit)")
+	case strings.HasPrefix(name, "__"):
+		return errors.New("label names starting with __ are reserved by Prometheus")
+	case name == "window":
+		return errors.New(`"window" is the label the exporter puts the window in; pick another name`)
+	}
+	return nil
+}
+
+// collisions reports rules whose names or families clash: a name used twice, or one rule's
+// name equal to another's family (rule a_window next to rule a's a_window gauge).
+func (d *decoder) collisions(rules []*Rule) {
+	owner := map[string]*Rule{}
+	for _, r := range rules {
+		if r.Name == "" {
+			continue
+		}
+		subject := fmt.Sprintf("rule %q", r.Name)
+		if first, dup := owner[r.Name]; dup && first.Name == r.Name {
+			d.add(r.Line, subject, "name: another rule has this name (line %d)", first.Line)
+			continue
+		}
+		names := append([]string{r.Name}, families(r.Name)...)
+		for _, n := range names {
+			if first, clash := owner[n]; clash {
+				d.add(r.Line, subject, "name: clashes with rule %q (line %d) over the metric name %s", first.Name, first.Line, n)
+				break
+			}
+		}
+		for _, n := range names {
+			if _, taken := owner[n]; !taken {
+				owner[n] = r
+			}
+		}
+	}
+}
+
+func families(name string) []string {
+	out := make([]string, len(familySuffixes))
+	for i, s := range familySuffixes {
+		out[i] = name + s
+	}
+	return out
+}

@@ -1,0 +1,462 @@
+package config
+
+import (
+	"fmt"
+	"maps"
+	"regexp"
+	"regexp/syntax"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/logwindow/logwindow_exporter/windows"
+)
+
+var ruleKeys = []string{"name", "help", "match", "labels", "where", "value", "timestamp", "windows", "aggregations", "inputs"}
+
+// aggregationNames are the `aggregations:` values, in the order their families are listed.
+var aggregationNames = []string{"window", "per_second", "events", "max", "min", "mean"}
+
+// patternRef is a %{NAME} reference inside a regex.
+var patternRef = regexp.MustCompile(`%\{([A-Za-z_][A-Za-z0-9_]*)\}`)
+
+// expandPatterns resolves every pattern, nested references included, and compiles each on
+// its own so a mistake is reported once, at the pattern, rather than at each rule using it.
+func (d *decoder) expandPatterns(raw map[string]string) {
+	visiting := map[string]bool{}
+	var visit func(name string) (exp string, known, valid bool)
+	visit = func(name string) (string, bool, bool) {
+		text, known := raw[name]
+		switch {
+		case !known:
+			return "", false, false
+		case d.badPatterns[name]:
+			return "", true, false
+		case d.patterns[name] != "":
+			return d.patterns[name], true, true
+		case visiting[name]:
+			d.add(d.patternLines[name], fmt.Sprintf("pattern %q", name), "refers to itself (through %%{...} references)")
+			d.badPatterns[name] = true
+			return "", true, false
+		}
+		visiting[name] = true
+		defer delete(visiting, name)
+		subject := fmt.Sprintf("pattern %q", name)
+		exp, unknown, invalid := expandRefs(text, visit)
+		for _, u := range unknown {
+			d.add(d.patternLines[name], subject, "unknown pattern %%{%s}%s", u, suggest(u, sortedKeys(raw)))
+		}
+		if len(unknown) > 0 || invalid || d.badPatterns[name] {
+			d.badPatterns[name] = true
+			return "", true, false
+		}
+		if _, err := regexp.Compile(exp); err != nil {
+			d.add(d.patternLines[name], subject, "invalid regex: %s", regexError(err))
+			d.badPatterns[name] = true
+			return "", true, false
+		}
+		// Wrapped so that %{P}+ or a|%{P} treat the pattern as one unit, as a reader expects.
+		d.patterns[name] = "(?:" + exp + ")"
+		return d.patterns[name], true, true
+	}
+	for _, name := range sortedKeys(raw) {
+		visit(name)
+	}
+}
+
+// expandRefs replaces every %{NAME} in s with get's expansion; it returns the names get did
+// not know and whether one named a pattern that is itself invalid.
+func expandRefs(s string, get func(name string) (exp string, known, valid bool)) (out string, unknown []string, invalid bool) {
+	out = patternRef.ReplaceAllStringFunc(s, func(ref string) string {
+		name := ref[2 : len(ref)-1]
+		exp, known, valid := get(name)
+		switch {
+		case !known:
+			unknown = append(unknown, name)
+		case !valid:
+			invalid = true
+		}
+		return exp
+	})
+	return out, unknown, invalid
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	return slices.Sorted(maps.Keys(m))
+}
+
+// regexError words a regexp compile error without Go's "error parsing regexp:" prefix.
+func regexError(err error) string {
+	if se, ok := err.(*syntax.Error); ok {
+		return fmt.Sprintf("%s in `%s`", se.Code, se.Expr)
+	}
+	return err.Error()
+}
+
+// captures are the named groups of a rule's match regex.
+type captures struct {
+	names []string // SubexpNames: index 0 and unnamed groups are ""
+}
+
+func (c captures) index(name string) int {
+	if name == "" {
+		return -1
+	}
+	return slices.Index(c.names, name)
+}
+
+func (c captures) named() []string {
+	var out []string
+	for _, n := range c.names {
+		if n != "" {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// ruleDecoder carries what the checks of one rule share.
+type ruleDecoder struct {
+	*decoder
+	subject string
+	// caps is nil when the match regex is missing or invalid: checks of capture names are
+	// then skipped, since every one would fail for the same reason.
+	caps *captures
+}
+
+// capture returns the index of the named capture, reporting a name the regex lacks.
+func (rd *ruleDecoder) capture(line int, what, name string) int {
+	if rd.caps == nil {
+		return -1
+	}
+	if i := rd.caps.index(name); i >= 0 {
+		return i
+	}
+	have := rd.caps.named()
+	list := strings.Join(have, ", ")
+	if len(have) == 0 {
+		list = "none: name groups with (?P<name>...)"
+	}
+	rd.add(line, rd.subject, "%scapture %q is not in the match regex%s (have: %s)", at(what), name, suggest(name, have), list)
+	return -1
+}
+
+// rule decodes and compiles one rule; it returns nil only when the item is not a mapping.
+func (d *decoder) rule(n *yaml.Node, index int, g Global, inputNames map[string]bool) *Rule {
+	rd := &ruleDecoder{decoder: d, subject: fmt.Sprintf("rule #%d", index+1)}
+	entries, ok := d.mapping(n, rd.subject, "")
+	if !ok {
+		return nil
+	}
+	r := &Rule{Line: resolve(n).Line, ValueCapture: -1, Windows: g.Windows}
+	name, nameOK := "", true
+	if e, ok := find(entries, "name"); ok {
+		r.Line = e.key.Line
+		name, nameOK = d.scalar(e, rd.subject, "name")
+	}
+	switch {
+	case name != "":
+		r.Name = name
+		rd.subject = fmt.Sprintf("rule %q", name)
+		if err := checkMetricName(name); err != nil {
+			d.add(r.Line, rd.subject, "name: %s", err)
+		}
+	case nameOK:
+		d.add(r.Line, rd.subject, "name: is missing; give the metric base name (e.g. nginx_http_requests)")
+	}
+	d.known(entries, rd.subject, "", ruleKeys...)
+
+	if e, ok := find(entries, "match"); ok {
+		rd.match(e, r)
+	} else {
+		d.add(r.Line, rd.subject, "match: is missing; give the regex lines must match")
+	}
+	if e, ok := find(entries, "help"); ok {
+		r.Help, _ = d.scalar(e, rd.subject, "help")
+	}
+	if e, ok := find(entries, "labels"); ok {
+		rd.labels(e, r)
+	}
+	if e, ok := find(entries, "where"); ok {
+		rd.where(e, r)
+	}
+	if e, ok := find(entries, "value"); ok {
+		switch s, ok := d.scalar(e, rd.subject, "value"); {
+		case s != "":
+			r.ValueName = s
+			r.ValueCapture = rd.capture(e.key.Line, "value", s)
+		case ok:
+			d.add(e.key.Line, rd.subject, "value: is empty; name the capture to sum, or leave value out to count lines")
+		}
+	}
+	if e, ok := find(entries, "timestamp"); ok {
+		r.Timestamp = rd.timestamp(e)
+	}
+	if e, ok := find(entries, "windows"); ok {
+		if ws, ok := d.windows(e, rd.subject); ok {
+			r.Windows = ws
+		}
+	}
+	// A value named but missing from the regex still makes this a value rule for the
+	// aggregation checks, so one mistake gives one message.
+	isValue := r.ValueName != ""
+	r.Aggregations = Aggregations{Window: true, PerSecond: true, Events: isValue}
+	if e, ok := find(entries, "aggregations"); ok {
+		rd.aggregations(e, r, isValue)
+	}
+	if e, ok := find(entries, "inputs"); ok {
+		rd.inputs(e, r, inputNames)
+	}
+	if r.Help == "" {
+		r.Help = defaultHelp(r)
+	}
+	a := r.Aggregations
+	layout, err := windows.NewLayout(r.Windows, windows.Options{Events: a.Events || a.Mean, Extrema: a.Max || a.Min})
+	if err != nil {
+		d.add(r.Line, rd.subject, "windows: %s", err)
+	}
+	r.Layout = layout
+	r.Fingerprint = fingerprint(r)
+	return r
+}
+
+func defaultHelp(r *Rule) string {
+	if r.ValueName != "" {
+		return fmt.Sprintf("Sum of %s over lines matched by rule %s.", r.ValueName, r.Name)
+	}
+	return fmt.Sprintf("Lines matched by rule %s.", r.Name)
+}
+
+func (rd *ruleDecoder) match(e entry, r *Rule) {
+	s, ok := rd.scalar(e, rd.subject, "match")
+	if !ok {
+		return
+	}
+	if s == "" {
+		rd.add(e.key.Line, rd.subject, "match: is empty; give the regex lines must match")
+		return
+	}
+	r.Match = s
+	exp, unknown, invalid := expandRefs(s, func(name string) (string, bool, bool) {
+		if rd.badPatterns[name] {
+			return "", true, false
+		}
+		exp, ok := rd.patterns[name]
+		return exp, ok, ok
+	})
+	for _, u := range unknown {
+		have := sortedKeys(rd.patternLines)
+		list := strings.Join(have, ", ")
+		if len(have) == 0 {
+			list = "none: define it under patterns:"
+		}
+		rd.add(e.key.Line, rd.subject, "match: unknown pattern %%{%s}%s (have: %s)", u, suggest(u, have), list)
+	}
+	if len(unknown) > 0 || invalid {
+		return
+	}
+	re, err := regexp.Compile(exp)
+	if err != nil {
+		rd.add(e.key.Line, rd.subject, "match: invalid regex: %s", regexError(err))
+		return
+	}
+	caps := &captures{names: re.SubexpNames()}
+	seen := map[string]bool{}
+	for _, name := range caps.names {
+		if name != "" && seen[name] {
+			rd.add(e.key.Line, rd.subject, "match: capture %q is defined twice in the regex (after pattern expansion); rename one", name)
+			return
+		}
+		seen[name] = true
+	}
+	r.Expanded, r.Regexp, rd.caps = exp, re, caps
+}
+
+func (rd *ruleDecoder) labels(e entry, r *Rule) {
+	entries, ok := rd.mapping(e.val, rd.subject, "labels")
+	if !ok {
+		return
+	}
+	for _, l := range entries {
+		what := "labels: " + l.key.Value
+		if err := checkLabelName(l.key.Value); err != nil {
+			rd.add(l.key.Line, rd.subject, "%s: %s", what, err)
+			continue
+		}
+		text, ok := rd.scalar(l, rd.subject, what)
+		if !ok {
+			continue
+		}
+		if text == "" {
+			rd.add(l.key.Line, rd.subject, "%s: the template is empty; write e.g. '${%s}'", what, l.key.Value)
+			continue
+		}
+		if t, ok := rd.template(text, l.key.Line, what); ok {
+			r.Labels = append(r.Labels, Label{Name: l.key.Value, Template: t})
+		}
+	}
+	sort.Slice(r.Labels, func(i, j int) bool { return r.Labels[i].Name < r.Labels[j].Name })
+}
+
+// template compiles a label template: ${name} is a capture, $$ a literal $.
+func (rd *ruleDecoder) template(text string, line int, what string) (Template, bool) {
+	var t Template
+	var lit strings.Builder
+	flush := func() {
+		if lit.Len() > 0 {
+			t = append(t, TemplatePart{Literal: lit.String(), Capture: -1})
+			lit.Reset()
+		}
+	}
+	ok := true
+	for i := 0; i < len(text); {
+		rest := text[i:]
+		switch {
+		case rest[0] != '$':
+			lit.WriteByte(rest[0])
+			i++
+		case strings.HasPrefix(rest, "$$"):
+			lit.WriteByte('$')
+			i += 2
+		case strings.HasPrefix(rest, "${"):
+			end := strings.IndexByte(rest, '}')
+			if end < 0 {
+				rd.add(line, rd.subject, "%s: %q opens ${ without a closing }", what, text)
+				return nil, false
+			}
+			flush()
+			idx := rd.capture(line, what, rest[2:end])
+			ok = ok && idx >= 0
+			t = append(t, TemplatePart{Capture: idx})
+			i += end + 1
+		default:
+			rd.add(line, rd.subject, "%s: %q has a $ that is neither ${capture} nor $$ (a literal $)", what, text)
+			return nil, false
+		}
+	}
+	flush()
+	return t, ok
+}
+
+func (rd *ruleDecoder) where(e entry, r *Rule) {
+	entries, ok := rd.mapping(e.val, rd.subject, "where")
+	if !ok {
+		return
+	}
+	for _, w := range entries {
+		what := "where: " + w.key.Value
+		idx := rd.capture(w.key.Line, "where", w.key.Value)
+		text, ok := rd.scalar(w, rd.subject, what)
+		if !ok {
+			continue
+		}
+		if text == "" {
+			rd.add(w.key.Line, rd.subject, "%s: the regex is empty (it would match every line)", what)
+			continue
+		}
+		re, err := regexp.Compile(text)
+		if err != nil {
+			rd.add(w.key.Line, rd.subject, "%s: invalid regex: %s", what, regexError(err))
+			continue
+		}
+		r.Where = append(r.Where, Where{CaptureName: w.key.Value, Capture: idx, Regexp: re})
+	}
+	sort.Slice(r.Where, func(i, j int) bool { return r.Where[i].CaptureName < r.Where[j].CaptureName })
+}
+
+// layoutProbe has every field distinct from time.Parse's defaults, so a layout that drops
+// one (no year, no seconds) does not read it back.
+var layoutProbe = time.Date(2024, time.March, 17, 13, 4, 5, 0, time.UTC)
+
+func (rd *ruleDecoder) timestamp(e entry) *Timestamp {
+	entries, ok := rd.mapping(e.val, rd.subject, "timestamp")
+	if !ok {
+		return nil
+	}
+	rd.known(entries, rd.subject, "timestamp", "capture", "layout")
+	ts := &Timestamp{Capture: -1}
+	capOK, layoutOK := true, true
+	if c, ok := find(entries, "capture"); ok {
+		ts.CaptureName, capOK = rd.scalar(c, rd.subject, "timestamp: capture")
+		if ts.CaptureName != "" {
+			ts.Capture = rd.capture(c.key.Line, "timestamp", ts.CaptureName)
+		}
+	}
+	if ts.CaptureName == "" && capOK {
+		rd.add(e.key.Line, rd.subject, "timestamp: capture: is missing; name the capture holding the line's time")
+	}
+	if l, ok := find(entries, "layout"); ok {
+		ts.Layout, layoutOK = rd.scalar(l, rd.subject, "timestamp: layout")
+		if ts.Layout != "" {
+			got, err := time.ParseInLocation(ts.Layout, layoutProbe.Format(ts.Layout), time.UTC)
+			if err != nil || !got.Equal(layoutProbe) {
+				rd.add(l.key.Line, rd.subject, "timestamp: layout: %q does not give a full date and time to the second; "+
+					"write it with Go's reference time, e.g. '02/Jan/2006:15:04:05 -0700' for nginx", ts.Layout)
+			}
+		}
+	}
+	if ts.Layout == "" && layoutOK {
+		rd.add(e.key.Line, rd.subject, "timestamp: layout: is missing; give a Go time layout (e.g. '02/Jan/2006:15:04:05 -0700')")
+	}
+	return ts
+}
+
+func (rd *ruleDecoder) aggregations(e entry, r *Rule, isValue bool) {
+	names, ok := rd.list(e, rd.subject, "aggregations")
+	if !ok {
+		return
+	}
+	if len(names) == 0 {
+		rd.add(e.key.Line, rd.subject, "aggregations: the list is empty; leave it out for the defaults or list some of: %s",
+			strings.Join(aggregationNames, ", "))
+		return
+	}
+	var a Aggregations
+	flags := map[string]*bool{
+		"window": &a.Window, "per_second": &a.PerSecond, "events": &a.Events,
+		"max": &a.Max, "min": &a.Min, "mean": &a.Mean,
+	}
+	for _, name := range names {
+		f, known := flags[name]
+		switch {
+		case !known:
+			rd.add(e.key.Line, rd.subject, "aggregations: unknown aggregation %q%s (known: %s)",
+				name, suggest(name, aggregationNames), strings.Join(aggregationNames, ", "))
+		case *f:
+			rd.add(e.key.Line, rd.subject, "aggregations: %s is listed twice", name)
+		case !isValue && name != "window" && name != "per_second":
+			rd.add(e.key.Line, rd.subject, "aggregations: %s needs a value: capture (a counting rule's window already is its count of lines)", name)
+		default:
+			*f = true
+		}
+	}
+	r.Aggregations = a
+}
+
+func (rd *ruleDecoder) inputs(e entry, r *Rule, inputNames map[string]bool) {
+	names, ok := rd.list(e, rd.subject, "inputs")
+	if !ok {
+		return
+	}
+	if len(names) == 0 {
+		rd.add(e.key.Line, rd.subject, "inputs: the list is empty; leave it out to read every input")
+		return
+	}
+	known := sortedKeys(inputNames)
+	for i, name := range names {
+		switch {
+		case slices.Contains(names[:i], name):
+			rd.add(e.key.Line, rd.subject, "inputs: %q is listed twice", name)
+		case !inputNames[name]:
+			list := strings.Join(known, ", ")
+			if len(known) == 0 {
+				list = "none; add name: to an input"
+			}
+			rd.add(e.key.Line, rd.subject, "inputs: no input is named %q%s (named inputs: %s)", name, suggest(name, known), list)
+		}
+	}
+	r.Inputs = names
+}

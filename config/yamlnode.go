@@ -1,0 +1,181 @@
+package config
+
+import (
+	"slices"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// The file is decoded by walking yaml.Nodes rather than with yaml.Unmarshal into structs:
+// that keeps the line of every key for messages, reports every unknown or duplicate key
+// instead of stopping at the first, and words errors for users instead of in Go types.
+
+// entry is one key of a mapping with its value; key carries the line for messages.
+type entry struct {
+	key *yaml.Node
+	val *yaml.Node
+}
+
+// resolve follows aliases to the node they name.
+func resolve(n *yaml.Node) *yaml.Node {
+	for n != nil && n.Kind == yaml.AliasNode {
+		n = n.Alias
+	}
+	return n
+}
+
+// kindName words a node's kind for "must be a list, not a mapping" messages.
+func kindName(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.MappingNode:
+		return "a mapping"
+	case yaml.SequenceNode:
+		return "a list"
+	case yaml.ScalarNode:
+		if n.ShortTag() == "!!null" {
+			return "empty"
+		}
+		return "a single value"
+	}
+	return "something else"
+}
+
+// isNull reports whether a value was left empty (`key:` or `key: ~`).
+func isNull(n *yaml.Node) bool {
+	return n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null"
+}
+
+// mapping returns the entries of a mapping node in file order, with YAML merge keys
+// (`<<: *anchor`) expanded: keys written in the mapping override merged ones, as YAML
+// specifies. A key written twice is a problem (YAML forbids it; yaml.Node does not check).
+func (d *decoder) mapping(n *yaml.Node, subject, what string) ([]entry, bool) {
+	n = resolve(n)
+	if n.Kind != yaml.MappingNode {
+		if isNull(n) {
+			return nil, true
+		}
+		d.add(n.Line, subject, "%smust be a mapping, not %s", at(what), kindName(n))
+		return nil, false
+	}
+	var own, merged []entry
+	seen := map[string]*yaml.Node{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		if k.Kind == yaml.ScalarNode && k.ShortTag() == "!!merge" {
+			merged = d.merge(v, subject, what, merged, map[*yaml.Node]bool{})
+			continue
+		}
+		if k = resolve(k); k.Kind != yaml.ScalarNode {
+			d.add(k.Line, subject, "%sa key must be a plain name, not %s", at(what), kindName(k))
+			continue
+		}
+		if first, dup := seen[k.Value]; dup {
+			d.add(k.Line, subject, "%skey %q is given twice (first on line %d)", at(what), k.Value, first.Line)
+			continue
+		}
+		seen[k.Value] = k
+		own = append(own, entry{k, v})
+	}
+	out := make([]entry, 0, len(own)+len(merged))
+	for _, e := range merged {
+		if _, overridden := seen[e.key.Value]; !overridden {
+			seen[e.key.Value] = e.key
+			out = append(out, e)
+		}
+	}
+	return append(out, own...), true
+}
+
+// merge appends the entries of the mapping(s) a merge key names. Each mapping is merged at
+// most once (visited), so nested merges stay linear in the size of the file.
+func (d *decoder) merge(v *yaml.Node, subject, what string, out []entry, visited map[*yaml.Node]bool) []entry {
+	src := []*yaml.Node{v}
+	if rv := resolve(v); rv.Kind == yaml.SequenceNode {
+		src = rv.Content
+	}
+	for _, s := range src {
+		m := resolve(s)
+		if m.Kind != yaml.MappingNode {
+			d.add(s.Line, subject, "%s<< must name a mapping (<<: *anchor), not %s", at(what), kindName(m))
+			continue
+		}
+		if visited[m] {
+			continue
+		}
+		visited[m] = true
+		for i := 0; i+1 < len(m.Content); i += 2 {
+			k, val := m.Content[i], m.Content[i+1]
+			if k.Kind == yaml.ScalarNode && k.ShortTag() == "!!merge" {
+				out = d.merge(val, subject, what, out, visited)
+				continue
+			}
+			if k = resolve(k); k.Kind == yaml.ScalarNode {
+				out = append(out, entry{k, val})
+			}
+		}
+	}
+	return out
+}
+
+// known reports keys that are not in the allowed set; a typo gets a suggestion.
+func (d *decoder) known(entries []entry, subject, what string, allowed ...string) {
+	for _, e := range entries {
+		if !slices.Contains(allowed, e.key.Value) {
+			d.add(e.key.Line, subject, "%sunknown key %q%s (known keys: %s)",
+				at(what), e.key.Value, suggest(e.key.Value, allowed), strings.Join(allowed, ", "))
+		}
+	}
+}
+
+// find returns the entry for key, if present.
+func find(entries []entry, key string) (entry, bool) {
+	for _, e := range entries {
+		if e.key.Value == key {
+			return e, true
+		}
+	}
+	return entry{}, false
+}
+
+// scalar returns the text of a single value; an empty value reads as "".
+func (d *decoder) scalar(e entry, subject, what string) (string, bool) {
+	v := resolve(e.val)
+	if v.Kind != yaml.ScalarNode {
+		d.add(e.key.Line, subject, "%smust be a single value, not %s", at(what), kindName(v))
+		return "", false
+	}
+	if isNull(v) {
+		return "", true
+	}
+	return v.Value, true
+}
+
+// list returns the texts of a list of single values.
+func (d *decoder) list(e entry, subject, what string) ([]string, bool) {
+	v := resolve(e.val)
+	if v.Kind != yaml.SequenceNode {
+		d.add(e.key.Line, subject, "%smust be a list (e.g. [a, b]), not %s", at(what), kindName(v))
+		return nil, false
+	}
+	out := make([]string, 0, len(v.Content))
+	ok := true
+	for _, item := range v.Content {
+		it := resolve(item)
+		if it.Kind != yaml.ScalarNode || isNull(it) {
+			d.add(item.Line, subject, "%seach item must be a single value, not %s", at(what), kindName(it))
+			ok = false
+			continue
+		}
+		out = append(out, it.Value)
+	}
+	return out, ok
+}
+
+// at prefixes a message with the key path it is about ("windows: "), or nothing at the top.
+func at(what string) string {
+	if what == "" {
+		return ""
+	}
+	return what + ": "
+}
