@@ -304,9 +304,9 @@ logwindow_rule_dropped_lines_total{reason="no_value",rule="http_requests"} 1
 # HELP http_requests_total Requests. Matched lines since the exporter started.
 # TYPE http_requests_total counter
 http_requests_total{status="200"} 1
-# HELP logwindow_collect_errors_total Metrics left out of scrapes because they could not be built.
+# HELP logwindow_collect_errors_total Series (once per scrape) and self-metrics left out of scrapes because they could not be exported.
 # TYPE logwindow_collect_errors_total counter
-logwindow_collect_errors_total 3
+logwindow_collect_errors_total 1
 `,
 	}}
 	for _, tc := range cases {
@@ -483,6 +483,33 @@ func TestNewSetErrors(t *testing.T) {
 			_, err := NewSet(testConfig(10, tc.rule), nil)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("NewSet error = %v, want it to contain %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// TestSinkEventAllocs: once a series exists, or the rule's overflow series does, an event
+// costs no allocation.
+func TestSinkEventAllocs(t *testing.T) {
+	cases := []struct {
+		name   string
+		budget int
+		rule   *config.Rule
+		labels []string
+	}{
+		{"count rule", 10, countRule("http_requests", minFive, "method", "status"), []string{"GET", "200"}},
+		{"value rule", 10, valueRule("request_seconds", tenSec, "method", "status"), []string{"GET", "200"}},
+		{"no labels", 10, countRule("http_requests", minFive), nil},
+		{"folded into overflow", 1, countRule("http_requests", minFive, "method", "status"), []string{"GET", "404"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			set := mustSet(t, testConfig(tc.budget, tc.rule), nil)
+			k := set.NewSink()
+			feed(k, []line{{labels: []string{"POST", "201"}[:len(tc.labels)], now: start}, {labels: tc.labels, now: start}})
+			e := line{labels: tc.labels, value: 0.5}.event()
+			if n := testing.AllocsPerRun(100, func() { k.Event(e) }); n != 0 {
+				t.Errorf("Event allocates %v times per call", n)
 			}
 		})
 	}

@@ -102,6 +102,8 @@ type series struct {
 	win    *windows.Series
 	lines  atomic.Uint64
 	sum    atomic.Uint64 // float64 bits; value rules only
+	// pairs caches the exported label pairs, so a scrape does not rebuild them.
+	pairs atomic.Pointer[seriesPairs]
 }
 
 // NewSet builds the state for cfg. Rules whose Fingerprint (and window layout) equal a
@@ -192,9 +194,9 @@ func (st *store) observe(key []byte, labels [][]byte, now, at int64, v float64, 
 	st.mu.RLock()
 	s := st.series[string(key)]
 	folded := false
-	// Keys are looked up as given only when valid UTF-8; otherwise the slow path finds the
-	// sanitised key, which may already be a series of its own.
-	if s == nil && st.normal >= limit && utf8.Valid(key) {
+	// Only valid values fold here: invalid ones are sanitised by the slow path first, and
+	// their sanitised label set may already be a series of its own.
+	if s == nil && st.normal >= limit && validLabels(labels) {
 		s = st.series[st.overflowKey]
 		folded = s != nil
 	}
@@ -233,6 +235,15 @@ func (st *store) create(labels [][]byte, now, at int64, v float64, limit int) {
 	if folded {
 		st.folds.Add(1)
 	}
+}
+
+func validLabels(labels [][]byte) bool {
+	for _, l := range labels {
+		if !utf8.Valid(l) {
+			return false
+		}
+	}
+	return true
 }
 
 // cloneLabels copies the values out of the line's buffer into one string, replacing
