@@ -10,6 +10,7 @@ import (
 
 	"github.com/logwindow/logwindow_exporter/config"
 	"github.com/logwindow/logwindow_exporter/parser"
+	"github.com/logwindow/logwindow_exporter/windows"
 )
 
 // start is the exporter's start second in every test.
@@ -23,29 +24,39 @@ var (
 
 // countRule is a counting rule with the default aggregations; its fingerprint is its name,
 // so a test changes the definition by changing Fingerprint.
-func countRule(name string, windows []time.Duration, labels ...string) *config.Rule {
+func countRule(name string, ws []time.Duration, labels ...string) *config.Rule {
 	r := &config.Rule{
 		Name:         name,
 		Help:         "Requests.",
 		ValueCapture: -1,
-		Windows:      windows,
+		Windows:      ws,
 		Aggregations: config.Aggregations{Window: true, PerSecond: true},
 		Fingerprint:  name,
 	}
 	for _, l := range labels {
 		r.Labels = append(r.Labels, config.Label{Name: l})
 	}
+	r.Layout = mustLayout(ws, windows.Options{})
 	return r
 }
 
 // valueRule sums request_time and exports every aggregation.
-func valueRule(name string, windows []time.Duration, labels ...string) *config.Rule {
-	r := countRule(name, windows, labels...)
+func valueRule(name string, ws []time.Duration, labels ...string) *config.Rule {
+	r := countRule(name, ws, labels...)
 	r.Help = "Request time."
 	r.ValueCapture = 1
 	r.ValueName = "request_time"
 	r.Aggregations = config.Aggregations{Window: true, PerSecond: true, Events: true, Max: true, Min: true, Mean: true}
+	r.Layout = mustLayout(ws, windows.Options{Events: true, Extrema: true})
 	return r
+}
+
+func mustLayout(ws []time.Duration, opts windows.Options) *windows.Layout {
+	l, err := windows.NewLayout(ws, opts)
+	if err != nil {
+		panic(err)
+	}
+	return l
 }
 
 func testConfig(budget int, rules ...*config.Rule) *config.Config {
@@ -467,16 +478,15 @@ logwindow_config_last_reload_successful 0
 }
 
 func TestNewSetErrors(t *testing.T) {
-	windowLabelRule := countRule("http_requests", oneMin, "window")
-	badWindow := countRule("http_requests", []time.Duration{1500 * time.Millisecond})
+	noLayout := countRule("http_requests", oneMin)
+	noLayout.Layout = nil
 	cases := []struct {
 		name string
 		rule *config.Rule
 		want string
 	}{
-		{"reserved prefix", countRule("logwindow_rule_matched_lines", oneMin), `rule "logwindow_rule_matched_lines": the prefix "logwindow_" is reserved`},
-		{"label named window", windowLabelRule, `rule "http_requests": duplicate label names`},
-		{"window the wheels cannot serve", badWindow, `rule "http_requests": window 1.5s`},
+		{"label named window", countRule("http_requests", oneMin, "window"), `rule "http_requests": duplicate label names`},
+		{"no layout", noLayout, `rule "http_requests": no window layout`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

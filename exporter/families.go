@@ -3,7 +3,6 @@ package exporter
 import (
 	"cmp"
 	"errors"
-	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -46,10 +45,9 @@ func newFamilies(r *config.Rule, ws []time.Duration) (families, error) {
 		labels[i] = l.Name
 	}
 	withWindow := append(labels[:len(labels):len(labels)], windowLabel)
+	// HELP is the rule's own text, then what the family holds.
 	help := strings.TrimSpace(r.Help)
-	if help == "" {
-		help = fmt.Sprintf("Lines matched by rule %s.", r.Name)
-	} else if !strings.HasSuffix(help, ".") {
+	if help != "" && !strings.HasSuffix(help, ".") {
 		help += "."
 	}
 	quantity := "Matched lines"
@@ -62,12 +60,12 @@ func newFamilies(r *config.Rule, ws []time.Duration) (families, error) {
 		if !on {
 			return nil
 		}
-		return prometheus.NewDesc(r.Name+suffix, help+" "+what+sliding+".", withWindow, nil)
+		return prometheus.NewDesc(r.Name+suffix, strings.TrimSpace(help+" "+what+sliding+"."), withWindow, nil)
 	}
 	a := r.Aggregations
 	v := r.IsValueRule()
 	f := families{
-		total:     prometheus.NewDesc(r.Name+"_total", help+" "+quantity+" since the exporter started.", labels, nil),
+		total:     prometheus.NewDesc(r.Name+"_total", strings.TrimSpace(help+" "+quantity+" since the exporter started."), labels, nil),
 		window:    gauge(a.Window, "_window", quantity),
 		perSecond: gauge(a.PerSecond, "_window_per_second", "Per-second rate of "+lower+" (divided by the seconds observed while fewer than the window)"),
 		events:    gauge(v && a.Events, "_window_events", "Matched lines"),

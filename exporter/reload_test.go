@@ -34,8 +34,6 @@ request_seconds_window{method="GET",window="1m"} 3
 		{"same definition", func(*config.Rule) {}, kept("Request time.")},
 		{"help changed, fingerprint kept", func(r *config.Rule) { r.Help = "Upstream time." }, kept("Upstream time.")},
 		{"fingerprint changed", func(r *config.Rule) { r.Fingerprint += "'" }, ""},
-		{"windows changed under the same fingerprint", func(r *config.Rule) { r.Windows = oneMin }, ""},
-		{"max dropped under the same fingerprint", func(r *config.Rule) { r.Aggregations.Max, r.Aggregations.Min = false, false }, ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -12,7 +12,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -29,10 +28,6 @@ const OverflowValue = "__overflow__"
 // keySep joins label values into a map key, as the parser does: it can never occur in
 // valid UTF-8, so distinct label sets always give distinct keys.
 const keySep = "\xff"
-
-// reservedPrefix starts the exporter's own metric names; a rule named with it could
-// produce a family that collides with a self-metric and break every scrape.
-const reservedPrefix = "logwindow_"
 
 // reason is why a matched line did not reach a window as is.
 type reason uint8
@@ -74,7 +69,6 @@ type ruleEntry struct {
 // store is the state of one rule that outlives a reload when the rule does not change.
 type store struct {
 	fingerprint string
-	opts        windows.Options
 	layout      *windows.Layout
 	// value: the rule sums a capture, so `_total` is a float sum rather than the line count.
 	value bool
@@ -106,9 +100,10 @@ type series struct {
 	pairs atomic.Pointer[seriesPairs]
 }
 
-// NewSet builds the state for cfg. Rules whose Fingerprint (and window layout) equal a
-// rule of prev take over its store, keeping their series, totals and drop counters; the
-// others start empty. prev may be nil. prev stays usable: writers still holding its sinks
+// NewSet builds the state for cfg. Rules whose Fingerprint equals a rule's of prev take
+// over its store, keeping their series, totals and drop counters; the others start empty.
+// The fingerprint covers the windows and aggregations, so a kept store's layout is the
+// one the rule asks for; help text and the series budget may change. prev may be nil. prev stays usable: writers still holding its sinks
 // keep writing to the stores both Sets share, and only rules that changed or were removed
 // lose those in-flight lines.
 func NewSet(cfg *config.Config, prev *Set) (*Set, error) {
@@ -121,21 +116,16 @@ func NewSet(cfg *config.Config, prev *Set) (*Set, error) {
 	s := &Set{rules: make([]ruleEntry, 0, len(cfg.Rules))}
 	var errs []error
 	for _, r := range cfg.Rules {
-		if strings.HasPrefix(r.Name, reservedPrefix) {
-			errs = append(errs, fmt.Errorf("rule %q: the prefix %q is reserved for the exporter's own metrics", r.Name, reservedPrefix))
+		if r.Layout == nil {
+			errs = append(errs, fmt.Errorf("rule %q: no window layout", r.Name))
 			continue
 		}
-		opts := layoutOptions(r)
 		st := inherit[r.Fingerprint]
-		if st != nil && st.fits(r, opts) {
+		if st != nil {
 			// One store serves one rule, even if two rules had equal fingerprints.
 			delete(inherit, r.Fingerprint)
 		} else {
-			var err error
-			if st, err = newStore(r, opts); err != nil {
-				errs = append(errs, fmt.Errorf("rule %q: %w", r.Name, err))
-				continue
-			}
+			st = newStore(r)
 		}
 		fam, err := newFamilies(r, st.layout.Windows())
 		if err != nil {
@@ -150,41 +140,19 @@ func NewSet(cfg *config.Config, prev *Set) (*Set, error) {
 	return s, nil
 }
 
-// layoutOptions keeps in the wheels only what the rule's aggregations read.
-func layoutOptions(r *config.Rule) windows.Options {
-	a := r.Aggregations
-	return windows.Options{
-		Events:  r.IsValueRule() && (a.Events || a.Mean),
-		Extrema: r.IsValueRule() && (a.Max || a.Min),
-	}
-}
-
-func newStore(r *config.Rule, opts windows.Options) (*store, error) {
-	layout, err := windows.NewLayout(r.Windows, opts)
-	if err != nil {
-		return nil, err
-	}
+func newStore(r *config.Rule) *store {
 	overflow := make([]string, len(r.Labels))
 	for i := range overflow {
 		overflow[i] = OverflowValue
 	}
 	return &store{
 		fingerprint:    r.Fingerprint,
-		opts:           opts,
-		layout:         layout,
+		layout:         r.Layout,
 		value:          r.IsValueRule(),
 		overflowKey:    strings.Join(overflow, keySep),
 		overflowLabels: overflow,
 		series:         map[string]*series{},
-	}, nil
-}
-
-// fits reports whether the store's series can serve r: besides an equal Fingerprint, the
-// wheels must keep the same windows and the same per-slot data, since a store cannot
-// grow extrema or event counts for the past.
-func (st *store) fits(r *config.Rule, opts windows.Options) bool {
-	return st.opts == opts && st.value == r.IsValueRule() &&
-		len(st.overflowLabels) == len(r.Labels) && slices.Equal(st.layout.Windows(), r.Windows)
+	}
 }
 
 // observe adds one event. The common case is one map lookup under the read lock and one
