@@ -43,9 +43,9 @@ var generators = []struct {
 // TestReferenceModel compares every window of the wheels with the naive model over
 // thousands of random and adversarial streams.
 func TestReferenceModel(t *testing.T) {
-	cases := 40
-	if testing.Short() {
-		cases = 5
+	cases := 60
+	if testing.Short() || raceEnabled {
+		cases = 4
 	}
 	for _, g := range generators {
 		for _, lay := range referenceLayouts {

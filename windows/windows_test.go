@@ -1,0 +1,266 @@
+package windows
+
+import (
+	"errors"
+	"math"
+	"sync"
+	"testing"
+	"time"
+)
+
+func TestNewLayoutRejects(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		window time.Duration
+	}{
+		{"zero", 0},
+		{"negative", -time.Minute},
+		{"sub-second", 500 * time.Millisecond},
+		{"fraction of a second", 90*time.Second + time.Millisecond},
+		{"beyond the longest", MaxWindow + time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := NewLayout([]time.Duration{time.Minute, tc.window}, Options{})
+			var we *WindowError
+			if !errors.Is(err, ErrUnsupportedWindow) || !errors.As(err, &we) || we.Window != tc.window {
+				t.Fatalf("NewLayout(%v) = %v, want a WindowError naming it", tc.window, err)
+			}
+		})
+	}
+	if _, err := NewLayout(nil, Options{}); err == nil {
+		t.Fatal("NewLayout(nil) succeeded")
+	}
+}
+
+// TestWheelSizes pins the memory the package documentation promises: only the wheels the
+// windows need, each just long enough.
+func TestWheelSizes(t *testing.T) {
+	type ring struct{ step, n int64 }
+	for _, tc := range []struct {
+		name    string
+		windows []time.Duration
+		want    []ring
+	}{
+		{"defaults", defaultWindows, []ring{{1, 300}, {60, 61}, {3600, 25}}},
+		{"seconds only", []time.Duration{time.Minute, 5 * time.Minute}, []ring{{1, 300}}},
+		{"one day", []time.Duration{24 * time.Hour}, []ring{{3600, 25}}},
+		{"a week", []time.Duration{7 * 24 * time.Hour}, []ring{{3600, 169}}},
+		{"a year", []time.Duration{365 * 24 * time.Hour}, []ring{{86400, 366}}},
+		{"odd seconds", []time.Duration{301 * time.Second}, []ring{{60, 6}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l, err := NewLayout(tc.windows, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []ring
+			for _, w := range l.wheels {
+				got = append(got, ring{w.step, w.n})
+			}
+			if len(got) != len(tc.want) {
+				t.Fatalf("wheels %v, want %v", got, tc.want)
+			}
+			for i := range got {
+				if got[i] != tc.want[i] {
+					t.Fatalf("wheels %v, want %v", got, tc.want)
+				}
+			}
+		})
+	}
+}
+
+// TestSteadyStreamIsSmooth feeds a constant rate for days and reads every few
+// seconds: with pro-rating every window reads rate×W at every instant, with no sawtooth at
+// minute or hour boundaries. The stream starts on a day boundary, so that the warm-up is
+// exact too.
+func TestSteadyStreamIsSmooth(t *testing.T) {
+	days := int64(8)
+	if testing.Short() || raceEnabled {
+		days = 2
+	}
+	for _, perSecond := range []int{1, 3} {
+		l, err := NewLayout(append(defaultWindows, 7*24*time.Hour), Options{Events: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := l.NewSeries()
+		const start = 1_700_000_000 / 86400 * 86400
+		var dst []Stats
+		for now := int64(start); now < start+days*86400; now++ {
+			for range perSecond {
+				s.Add(now, now, 0.5)
+			}
+			if now%13 != 0 {
+				continue
+			}
+			dst = s.Read(now, start, dst)
+			for i, w := range l.Windows() {
+				sec := int64(w / time.Second)
+				n := float64(min(sec, now-start+1) * int64(perSecond))
+				if !near(dst[i].Events, n) || !near(dst[i].Sum, n/2) || !near(dst[i].PerSecond, float64(perSecond)/2) {
+					t.Fatalf("%d/s, window %v at +%ds: %+v, want %v events", perSecond, w, now-start, dst[i], n)
+				}
+			}
+		}
+	}
+}
+
+func TestPerSecondObserved(t *testing.T) {
+	l, err := NewLayout([]time.Duration{time.Minute, time.Hour}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const now = 1_000_000
+	for _, tc := range []struct {
+		name       string
+		start, at  int64
+		wantPerSec [2]float64
+	}{
+		{"started 10s ago", now - 9, now, [2]float64{0.1, 0.1}},
+		{"started 2m ago", now - 119, now, [2]float64{1.0 / 60, 1.0 / 120}},
+		{"started long ago", now - 86400, now, [2]float64{1.0 / 60, 1.0 / 3600}},
+		{"replay of an event 30m old", now, now - 1799, [2]float64{0, 1.0 / 1800}},
+		{"start after now", now + 100, now, [2]float64{1, 1}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := l.NewSeries()
+			if p := s.Add(now, tc.at, 1); p != Placed {
+				t.Fatalf("Add: %v", p)
+			}
+			got := s.Read(now, tc.start, nil)
+			for i := range got {
+				if !near(got[i].PerSecond, tc.wantPerSec[i]) {
+					t.Errorf("window %v: per second %v, want %v", l.Windows()[i], got[i].PerSecond, tc.wantPerSec[i])
+				}
+			}
+		})
+	}
+}
+
+func TestPlacement(t *testing.T) {
+	l, err := NewLayout([]time.Duration{time.Minute, 5 * time.Minute}, Options{Events: true, Extrema: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const now = 1_000_000
+	for _, tc := range []struct {
+		name    string
+		now, at int64
+		want    Placement
+		held    float64 // events the 5m window holds afterwards
+	}{
+		{"now", now, now, Placed, 2},
+		{"a little late", now, now - 5, Placed, 2},
+		{"oldest second of the longest window", now, now - 299, Placed, 2},
+		{"older than the longest window", now, now - 300, Late, 1},
+		{"ahead of now", now, now + 30, Future, 2},
+		{"stale now, at its now", now - 3, now - 3, Placed, 2},
+		{"stale now, too old for the series' time", now - 3, now - 301, Late, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := l.NewSeries()
+			s.Add(now, now, 1)
+			if got := s.Add(tc.now, tc.at, 2); got != tc.want {
+				t.Fatalf("Add(%d, %d) = %v, want %v", tc.now, tc.at, got, tc.want)
+			}
+			if got := s.Read(now, 0, nil)[1]; got.Events != tc.held {
+				t.Fatalf("5m window holds %v events, want %v", got.Events, tc.held)
+			}
+		})
+	}
+	for p, want := range map[Placement]string{Placed: "placed", Late: "late", Future: "future", 9: "unknown"} {
+		if p.String() != want {
+			t.Errorf("Placement(%d).String() = %q, want %q", p, p.String(), want)
+		}
+	}
+}
+
+// TestAbsurdTimes makes sure no time, however far out, panics or yields non-finite sums.
+func TestAbsurdTimes(t *testing.T) {
+	l, err := NewLayout(append(defaultWindows, MaxWindow), Options{Events: true, Extrema: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	times := []int64{math.MinInt64, math.MinInt64 + 1, -timeLimit - 1, -1, 0, 1, timeLimit + 1, math.MaxInt64}
+	s := l.NewSeries()
+	var dst []Stats
+	for _, now := range times {
+		for _, at := range times {
+			s.Add(now, at, 1)
+			for _, read := range times {
+				dst = s.Read(read, now, dst)
+				for i, st := range dst {
+					if math.IsNaN(st.Sum) || math.IsInf(st.Sum, 0) || st.Sum < 0 || st.Events != st.Sum || math.IsNaN(st.PerSecond) {
+						t.Fatalf("add(%d, %d), read at %d: window %v: %+v", now, at, read, l.Windows()[i], st)
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestConcurrentAddRead runs several adders and a reader on one series while a shared
+// clock moves; under -race it proves the locking, and the final count proves no add is lost.
+func TestConcurrentAddRead(t *testing.T) {
+	l, err := NewLayout(defaultWindows, Options{Events: true, Extrema: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := l.NewSeries()
+	const (
+		base    = 1_700_000_000
+		adders  = 4
+		perEach = 20000
+	)
+	var (
+		clock sync.Mutex
+		tick  int64
+		wg    sync.WaitGroup
+	)
+	// now advances one second every 2000 adds overall, so every event stays in every window.
+	now := func() int64 {
+		clock.Lock()
+		defer clock.Unlock()
+		tick++
+		return base + tick/2000
+	}
+	done := make(chan struct{})
+	readerDone := make(chan error, 1)
+	go func() {
+		var dst []Stats
+		for {
+			select {
+			case <-done:
+				readerDone <- nil
+				return
+			default:
+			}
+			dst = s.Read(base+adders*perEach/2000, base, dst)
+			for i := 1; i < len(dst); i++ {
+				if dst[i].Events < dst[i-1].Events {
+					readerDone <- errors.New("a longer window holds fewer events than a shorter one")
+					return
+				}
+			}
+		}
+	}()
+	for g := range adders {
+		wg.Go(func() {
+			for i := range perEach {
+				n := now()
+				s.Add(n, n-int64(i%3), float64(g))
+			}
+		})
+	}
+	wg.Wait()
+	close(done)
+	if err := <-readerDone; err != nil {
+		t.Fatal(err)
+	}
+	got := s.Read(base+adders*perEach/2000, base, nil)
+	for i, st := range got {
+		if st.Events != adders*perEach || st.Max != adders-1 || st.Min != 0 {
+			t.Errorf("window %v: %+v, want %d events, max %d, min 0", l.Windows()[i], st, adders*perEach, adders-1)
+		}
+	}
+}
