@@ -130,7 +130,6 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 type scratch struct {
 	series, idle []*series
 	stats        []windows.Stats
-	labels       []string
 }
 
 func (c *Collector) collectRule(e emitter, r *ruleEntry, now int64, sc *scratch) {

@@ -1,6 +1,7 @@
 package exporter
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -362,7 +363,7 @@ func TestHostileLabelValues(t *testing.T) {
 			now := int64(1000)
 			want := "# HELP http_requests_total Requests. Matched lines since the exporter started.\n" +
 				"# TYPE http_requests_total counter\n" +
-				`http_requests_total{path="` + tc.want + `"} ` + string(rune('0'+tc.total)) + "\n"
+				`http_requests_total{path="` + tc.want + `"} ` + strconv.Itoa(tc.total) + "\n"
 			if err := testutil.CollectAndCompare(collectorAt(fixed(set), &now), strings.NewReader(want), "http_requests_total"); err != nil {
 				t.Error(err)
 			}

@@ -103,9 +103,11 @@ type series struct {
 // NewSet builds the state for cfg. Rules whose Fingerprint equals a rule's of prev take
 // over its store, keeping their series, totals and drop counters; the others start empty.
 // The fingerprint covers the windows and aggregations, so a kept store's layout is the
-// one the rule asks for; help text and the series budget may change. prev may be nil. prev stays usable: writers still holding its sinks
-// keep writing to the stores both Sets share, and only rules that changed or were removed
-// lose those in-flight lines.
+// one the rule asks for; help text and the series budget may change.
+//
+// prev may be nil. prev stays usable and unchanged: writers still holding its sinks keep
+// writing to the stores both Sets share, and only rules that changed or were removed lose
+// those in-flight lines. A Set that is built but never put in use changes nothing.
 func NewSet(cfg *config.Config, prev *Set) (*Set, error) {
 	inherit := map[string]*store{}
 	if prev != nil {
