@@ -6,6 +6,10 @@
 // expiry and drop counters. Sinks, one per writing goroutine, feed parser events into a
 // Set; the Collector reads the current Set at scrape time. A reload builds a new Set that
 // takes over the stores of unchanged rules, so their windows survive.
+//
+// Idle series are expired by the scrape, which visits every series anyway: no goroutine,
+// no timer, and a window read after any gap is still right because the wheels catch up on
+// read. Between scrapes the budget alone bounds memory.
 package exporter
 
 import (
