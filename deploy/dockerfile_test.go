@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -419,38 +420,70 @@ func TestDockerignoreMatching(t *testing.T) {
 	}
 }
 
-// builtBinary builds the exporter with the Dockerfile's own go build command and build args
-// with recognisable values, so the tests see what the image would hold.
-func builtBinary(t *testing.T, buildArgs map[string]string) string {
+// testBuildArgs are recognisable build args, so --version shows they reached the binary.
+var testBuildArgs = map[string]string{
+	"VERSION":    "9.8.7-dockerfile-test",
+	"REVISION":   "0123456789abcdef",
+	"BRANCH":     "test-branch",
+	"BUILD_USER": "deploy-test",
+	"BUILD_DATE": "20240301-12:00:00",
+}
+
+// binary is the exporter built once per test run by builtBinary.
+var binary struct {
+	once sync.Once
+	dir  string // removed by TestMain
+	path string
+	skip string // why the exporter could not be built
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binary.dir != "" {
+		os.RemoveAll(binary.dir)
+	}
+	os.Exit(code)
+}
+
+// builtBinary builds the exporter with the Dockerfile's own go build command and
+// testBuildArgs, so the tests see what the image would hold. It skips while the exporter
+// does not build (and fails then under LOGWINDOW_E2E=1).
+func builtBinary(t *testing.T) string {
 	t.Helper()
 	if _, err := os.Stat("../main.go"); err != nil {
 		t.Skip("no main.go yet: the exporter is not written")
 	}
-	env, argv, out := loadDockerfile(t).buildCommand(t, buildArgs)
-	bin := filepath.Join(t.TempDir(), filepath.Base(out))
-	i := slices.Index(argv, "-o")
-	argv = slices.Concat(argv[:i+1], []string{bin}, argv[i+2:])
-	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Dir = ".."
-	cmd.Env = append(os.Environ(), env...)
-	if msg, err := cmd.CombinedOutput(); err != nil {
-		if e2e {
-			t.Fatalf("%q: %v\n%s", argv, err, msg)
+	env, argv, out := loadDockerfile(t).buildCommand(t, testBuildArgs)
+	binary.once.Do(func() {
+		dir, err := os.MkdirTemp("", "logwindow-deploy-test")
+		if err != nil {
+			binary.skip = err.Error()
+			return
 		}
-		t.Skipf("the exporter does not build yet (%v): %s", err, msg)
+		binary.dir = dir
+		bin := filepath.Join(dir, filepath.Base(out))
+		i := slices.Index(argv, "-o")
+		argv = slices.Concat(argv[:i+1], []string{bin}, argv[i+2:])
+		cmd := exec.Command(argv[0], argv[1:]...)
+		cmd.Dir = ".."
+		cmd.Env = append(os.Environ(), env...)
+		if msg, err := cmd.CombinedOutput(); err != nil {
+			binary.skip = fmt.Sprintf("the exporter does not build (%q: %v):\n%s", argv, err, msg)
+			return
+		}
+		binary.path = bin
+	})
+	if binary.path == "" {
+		if e2e {
+			t.Fatal(binary.skip)
+		}
+		t.Skip(binary.skip)
 	}
-	return bin
+	return binary.path
 }
 
 func TestDockerfileBuild(t *testing.T) {
-	buildArgs := map[string]string{
-		"VERSION":    "9.8.7-dockerfile-test",
-		"REVISION":   "0123456789abcdef",
-		"BRANCH":     "test-branch",
-		"BUILD_USER": "deploy-test",
-		"BUILD_DATE": "20240301-12:00:00",
-	}
-	bin := builtBinary(t, buildArgs)
+	bin := builtBinary(t)
 
 	t.Run("static", func(t *testing.T) {
 		f, err := elf.Open(bin)
@@ -469,7 +502,7 @@ func TestDockerfileBuild(t *testing.T) {
 	})
 	t.Run("version", func(t *testing.T) {
 		out := runTool(t, ".", bin, "--version")
-		for name, v := range buildArgs {
+		for name, v := range testBuildArgs {
 			if !strings.Contains(out, v) {
 				t.Errorf("--version does not show build arg %s=%s:\n%s", name, v, out)
 			}
