@@ -1,0 +1,309 @@
+// Package parser turns log lines into events: for every rule a line matches, the rule, its
+// label values, its value and, for event-time rules, the line's own time.
+//
+// Rules whose regexes are the same after %{PATTERN} expansion form one group and share one
+// match per line, so adding rules over the nginx pattern adds only the per-rule work
+// (filters, value, labels), never another regex run. Each group's regex runs on
+// parser/fastmatch when fastmatch accepts it and on regexp otherwise; regexp is then
+// guarded by a literal every match must contain, so most lines that cannot match never
+// reach it.
+package parser
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/logwindow/logwindow_exporter/config"
+)
+
+// DropReason says why a matched line produced no event for a rule.
+type DropReason uint8
+
+const (
+	// NoValue: the value capture is empty, did not participate, or is "-" (nginx's "none").
+	NoValue DropReason = iota
+	// BadNumber: the value capture is not a finite number.
+	BadNumber
+	// BadTimestamp: the timestamp capture does not parse with the rule's layout.
+	BadTimestamp
+)
+
+// String gives the reason as a label value of the exporter's drop counter.
+func (r DropReason) String() string {
+	switch r {
+	case NoValue:
+		return "no_value"
+	case BadNumber:
+		return "bad_number"
+	case BadTimestamp:
+		return "bad_timestamp"
+	}
+	return "unknown"
+}
+
+// Event is one rule matching one line. The Event and every slice in it belong to the
+// parser and are valid only during the Sink.Event call: a sink keeping a label set must
+// copy it (the store does when it creates a series), and looking up m[string(e.Key)] does
+// not allocate.
+type Event struct {
+	// Rule is the index of the rule in the slice given to New.
+	Rule int
+	// Key is the label values in rule order joined by 0xff, a byte valid UTF-8 never
+	// holds, so two different label sets never share a key.
+	Key []byte
+	// Labels are the label values in rule.Labels order: valid UTF-8 (invalid bytes
+	// replaced by U+FFFD) and at most MaxLabelValueLen bytes.
+	Labels [][]byte
+	// Value is 1 for counting rules, else the number read from the value capture.
+	Value float64
+	// Time is the line's own time in Unix seconds, set when HasTime (event-time rules).
+	Time    int64
+	HasTime bool
+}
+
+// Sink receives what Parse finds. Parse calls it synchronously, from the goroutine calling
+// Parse; one line can give several calls (one per rule).
+type Sink interface {
+	// Event is a rule matching the line; e is valid only during the call.
+	Event(e *Event)
+	// Drop is a rule matching the line without an event, for the reason given.
+	Drop(rule int, reason DropReason)
+}
+
+// MaxLabelValueLen caps a label value in bytes: whatever a line holds, a series' label set
+// stays small. Longer values are cut at a UTF-8 boundary, so values that differ only past
+// the cap share a series.
+const MaxLabelValueLen = 1024
+
+// Parser matches lines against a fixed set of rules. It is immutable once built and safe
+// for concurrent use by one goroutine per input.
+type Parser struct {
+	groups []group
+	// scratch holds the per-call buffers, so Parse allocates nothing per line and
+	// concurrent calls never share a buffer.
+	scratch sync.Pool
+}
+
+// group is the rules sharing one regex, hence one match per line.
+type group struct {
+	m    compiled
+	ncap int // ints of caps the matcher fills; 0 when no rule reads a capture
+	// inputs is the union of the rules' inputs; nil when some rule reads every input.
+	inputs []string
+	rules  []rule
+}
+
+// rule is a config.Rule reduced to what the per-line work reads.
+type rule struct {
+	index  int
+	inputs []string // nil: every input
+	where  []where
+	value  int // capture index, -1 for a counting rule
+	ts     *timestampSpec
+	labels []config.Template
+}
+
+type where struct {
+	capture int
+	m       compiled
+	ncap    int
+}
+
+type timestampSpec struct {
+	capture int
+	layout  string
+	// slot indexes the per-call cache; rules of a group with the same capture and layout
+	// share one, so a line's time is parsed once, and not again while it repeats.
+	slot int
+}
+
+// New builds a parser for rules (normally config.Config.Rules); events name rules by
+// their index in this slice. It fails only on rules that config.Load would not produce.
+func New(rules []*config.Rule) (*Parser, error) {
+	return build(rules, true)
+}
+
+// build is New with the choice of matcher, so tests and benchmarks can compare fastmatch
+// with plain regexp in one run.
+func build(rules []*config.Rule, fast bool) (*Parser, error) {
+	p := &Parser{}
+	byRegex := map[string]int{}
+	slots := map[string]int{}
+	var sz sizes
+	for i, cr := range rules {
+		if err := check(cr); err != nil {
+			return nil, fmt.Errorf("rule %d: %w", i, err)
+		}
+		src := cr.Regexp.String()
+		gi, ok := byRegex[src]
+		if !ok {
+			gi = len(p.groups)
+			byRegex[src] = gi
+			p.groups = append(p.groups, group{m: compile(cr.Regexp, fast)})
+		}
+		g := &p.groups[gi]
+		r := rule{index: i, inputs: cr.Inputs, value: cr.ValueCapture}
+		for _, l := range cr.Labels {
+			r.labels = append(r.labels, l.Template)
+		}
+		for _, w := range cr.Where {
+			m := compile(w.Regexp, fast)
+			n := m.capsNeeded(false)
+			r.where = append(r.where, where{capture: w.Capture, m: m, ncap: n})
+			sz.whereCaps = max(sz.whereCaps, n)
+		}
+		if ts := cr.Timestamp; ts != nil {
+			key := fmt.Sprintf("%d\x00%d\x00%s", gi, ts.Capture, ts.Layout)
+			slot, ok := slots[key]
+			if !ok {
+				slot = len(slots)
+				slots[key] = slot
+			}
+			r.ts = &timestampSpec{capture: ts.Capture, layout: ts.Layout, slot: slot}
+		}
+		if len(g.rules) == 0 || g.inputs != nil {
+			g.inputs = unionInputs(g.inputs, cr.Inputs)
+		}
+		g.rules = append(g.rules, r)
+		sz.labels = max(sz.labels, len(r.labels))
+	}
+	for i := range p.groups {
+		g := &p.groups[i]
+		g.ncap = g.m.capsNeeded(slices.ContainsFunc(g.rules, rule.readsCaptures))
+		sz.caps = max(sz.caps, g.ncap)
+	}
+	sz.slots = len(slots)
+	p.scratch.New = func() any { return newScratch(sz) }
+	return p, nil
+}
+
+// check rejects rules whose capture indexes would fall outside the regex: config.Load
+// never builds those, but Parse must not panic on a hand-made rule.
+func check(r *config.Rule) error {
+	if r == nil || r.Regexp == nil {
+		return fmt.Errorf("no compiled regex")
+	}
+	n := r.Regexp.NumSubexp()
+	bad := func(c int) bool { return c < 0 || c > n }
+	for _, l := range r.Labels {
+		for _, part := range l.Template {
+			if part.Capture > n {
+				return fmt.Errorf("label %s: capture %d out of range", l.Name, part.Capture)
+			}
+		}
+	}
+	for _, w := range r.Where {
+		if bad(w.Capture) || w.Regexp == nil {
+			return fmt.Errorf("where %s: capture %d out of range or no regex", w.CaptureName, w.Capture)
+		}
+	}
+	if r.ValueCapture > n {
+		return fmt.Errorf("value capture %d out of range", r.ValueCapture)
+	}
+	if ts := r.Timestamp; ts != nil && bad(ts.Capture) {
+		return fmt.Errorf("timestamp capture %d out of range", ts.Capture)
+	}
+	return nil
+}
+
+// unionInputs merges a rule's inputs into its group's; nil (every input) absorbs all.
+func unionInputs(group, rule []string) []string {
+	if rule == nil {
+		return nil
+	}
+	out := slices.Clone(group)
+	for _, in := range rule {
+		if !slices.Contains(out, in) {
+			out = append(out, in)
+		}
+	}
+	return out
+}
+
+func (r rule) readsCaptures() bool {
+	return len(r.labels) > 0 || len(r.where) > 0 || r.value >= 0 || r.ts != nil
+}
+
+// Parse matches line, read from the named input, against every rule and reports the
+// results to sink before returning. line is only read, and not kept.
+func (p *Parser) Parse(input string, line []byte, sink Sink) {
+	s := p.scratch.Get().(*scratch)
+	defer p.scratch.Put(s)
+	for i := range p.groups {
+		g := &p.groups[i]
+		if g.inputs != nil && !slices.Contains(g.inputs, input) {
+			continue
+		}
+		caps := s.caps[:g.ncap]
+		if !g.m.Match(line, caps) {
+			continue
+		}
+		for j := range g.rules {
+			s.apply(&g.rules[j], input, line, caps, sink)
+		}
+	}
+}
+
+// apply runs one rule of a matched group: input, filters, value, time, labels.
+func (s *scratch) apply(r *rule, input string, line []byte, caps []int, sink Sink) {
+	if r.inputs != nil && !slices.Contains(r.inputs, input) {
+		return
+	}
+	for i := range r.where {
+		w := &r.where[i]
+		if !w.m.Match(capture(line, caps, w.capture), s.whereCaps[:w.ncap]) {
+			return
+		}
+	}
+	value := 1.0
+	if r.value >= 0 {
+		raw := capture(line, caps, r.value)
+		if len(raw) == 0 || len(raw) == 1 && raw[0] == '-' {
+			sink.Drop(r.index, NoValue)
+			return
+		}
+		v, err := strconv.ParseFloat(string(raw), 64)
+		if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
+			sink.Drop(r.index, BadNumber)
+			return
+		}
+		value = v
+	}
+	var at int64
+	if r.ts != nil {
+		var ok bool
+		if at, ok = s.time(r.ts, capture(line, caps, r.ts.capture)); !ok {
+			sink.Drop(r.index, BadTimestamp)
+			return
+		}
+	}
+	s.render(r.labels, line, caps)
+	s.event = Event{Rule: r.index, Key: s.key, Labels: s.labels[:len(r.labels)], Value: value, Time: at, HasTime: r.ts != nil}
+	sink.Event(&s.event)
+}
+
+// capture returns group i of the match; a group that did not participate reads as empty.
+func capture(line []byte, caps []int, i int) []byte {
+	if caps[2*i] < 0 {
+		return nil
+	}
+	return line[caps[2*i]:caps[2*i+1]]
+}
+
+// time parses a timestamp capture, remembering the last text and result per slot: log
+// lines come in time order, so consecutive lines mostly repeat the same second.
+func (s *scratch) time(ts *timestampSpec, raw []byte) (int64, bool) {
+	c := &s.times[ts.slot]
+	if c.valid && string(c.raw) == string(raw) {
+		return c.unix, c.ok
+	}
+	// Layouts without a zone read as UTC; with a numeric zone the offset is applied.
+	t, err := time.ParseInLocation(ts.layout, string(raw), time.UTC)
+	c.raw = append(c.raw[:0], raw...)
+	c.unix, c.ok, c.valid = t.Unix(), err == nil, true
+	return c.unix, c.ok
+}

@@ -1,0 +1,602 @@
+package parser
+
+import (
+	"bytes"
+	"fmt"
+	"reflect"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/logwindow/logwindow_exporter/config"
+)
+
+// record is one Sink call in a comparable form.
+type record struct {
+	Rule    string
+	Labels  string // name=value pairs, comma separated, in rule order
+	Value   float64
+	Time    int64
+	HasTime bool
+	Drop    string
+}
+
+func (r record) String() string {
+	if r.Drop != "" {
+		return fmt.Sprintf("%s drop %s", r.Rule, r.Drop)
+	}
+	return fmt.Sprintf("%s{%s} %g t=%d/%v", r.Rule, r.Labels, r.Value, r.Time, r.HasTime)
+}
+
+// recorder is a Sink keeping every call; it also checks the Event invariants the store
+// relies on, since every test goes through it.
+type recorder struct {
+	t     testing.TB
+	rules []*config.Rule
+	got   []record
+}
+
+func (r *recorder) Event(e *Event) {
+	rule := r.rules[e.Rule]
+	if len(e.Labels) != len(rule.Labels) {
+		r.t.Fatalf("rule %s: %d label values for %d labels", rule.Name, len(e.Labels), len(rule.Labels))
+	}
+	if !bytes.Equal(e.Key, bytes.Join(e.Labels, []byte{0xff})) {
+		r.t.Fatalf("rule %s: key %q is not the labels %q joined by 0xff", rule.Name, e.Key, e.Labels)
+	}
+	pairs := make([]string, len(e.Labels))
+	for i, v := range e.Labels {
+		if !utf8.Valid(v) || len(v) > MaxLabelValueLen {
+			r.t.Fatalf("rule %s: label value %q is not valid UTF-8 within the cap", rule.Name, v)
+		}
+		pairs[i] = rule.Labels[i].Name + "=" + string(v)
+	}
+	r.got = append(r.got, record{Rule: rule.Name, Labels: strings.Join(pairs, ","), Value: e.Value, Time: e.Time, HasTime: e.HasTime})
+}
+
+func (r *recorder) Drop(rule int, reason DropReason) {
+	r.got = append(r.got, record{Rule: r.rules[rule].Name, Drop: reason.String()})
+}
+
+func (r *recorder) take() []record {
+	got := r.got
+	r.got = nil
+	return got
+}
+
+func mustParse(t testing.TB, yaml string) *config.Config {
+	t.Helper()
+	c, err := config.Parse([]byte(yaml), "test.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func loadExample(t testing.TB) *config.Config {
+	t.Helper()
+	c, err := config.Load("../example-rules.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// matchers runs a test on both the fastmatch and the plain regexp parser: they must agree.
+var matchers = []struct {
+	name string
+	fast bool
+}{{"fastmatch", true}, {"regexp", false}}
+
+const mar1 = 1709294400 // 01/Mar/2024:12:00:00 +0000
+
+// TestExampleRules checks every rule of example-rules.yaml against lines of nginx's
+// combined format and of the main format with timings that the generator writes.
+func TestExampleRules(t *testing.T) {
+	c := loadExample(t)
+	const (
+		req   = "nginx_http_requests"
+		errs  = "nginx_http_server_errors"
+		body  = "nginx_http_response_body_bytes"
+		dur   = "nginx_http_request_duration_seconds"
+		upstr = "nginx_http_upstream_response_time_seconds"
+	)
+	ev := func(rule, labels string, v float64, at int64) record {
+		return record{Rule: rule, Labels: labels, Value: v, Time: at, HasTime: true}
+	}
+	drop := func(rule string, r DropReason) record { return record{Rule: rule, Drop: r.String()} }
+	tests := []struct {
+		name string
+		line string
+		want []record
+	}{
+		{"main", `23.124.205.19 - - [01/Mar/2024:12:00:00 +0000] "GET /api/v1/cart HTTP/1.1" 200 460 "-" "Mozilla/5.0 (X11; Linux x86_64)" 0.022 0.019`, []record{
+			ev(req, "method=GET,status=200,status_class=2xx", 1, mar1),
+			ev(body, "status_class=2xx", 460, mar1),
+			ev(dur, "status_class=2xx", 0.022, mar1),
+			ev(upstr, "", 0.019, mar1),
+		}},
+		{"main, served by nginx itself (upstream -)", `91.1.2.3 - - [01/Mar/2024:12:00:00 +0000] "GET /static/js/app.1f2e.js HTTP/2.0" 304 0 "https://shop.example.com/" "curl/8.5.0" 0.001 -`, []record{
+			ev(req, "method=GET,status=304,status_class=3xx", 1, mar1),
+			ev(body, "status_class=3xx", 0, mar1),
+			ev(dur, "status_class=3xx", 0.001, mar1),
+		}},
+		{"main, retried upstream, query string, user, zone", `10.0.0.1 - alice [01/Mar/2024:13:00:01 +0100] "POST /api/v1/checkout?x=1&y=2 HTTP/1.1" 502 173 "-" "okhttp/4.12.0" 0.045 0.004, 0.041`, []record{
+			ev(req, "method=POST,status=502,status_class=5xx", 1, mar1+1),
+			ev(errs, "status=502", 1, mar1+1),
+			ev(body, "status_class=5xx", 173, mar1+1),
+			ev(dur, "status_class=5xx", 0.045, mar1+1),
+			ev(upstr, "", 0.004, mar1+1),
+		}},
+		{"main, internal redirect", `10.0.0.1 - - [01/Mar/2024:12:00:02 +0000] "HEAD /healthz HTTP/1.1" 200 0 "-" "kube-probe/1.29" 0.010 0.002 : 0.007`, []record{
+			ev(req, "method=HEAD,status=200,status_class=2xx", 1, mar1+2),
+			ev(body, "status_class=2xx", 0, mar1+2),
+			ev(dur, "status_class=2xx", 0.010, mar1+2),
+			ev(upstr, "", 0.002, mar1+2),
+		}},
+		{"combined", `93.184.216.34 - - [01/Mar/2024:12:00:03 +0000] "GET /index.html HTTP/1.1" 200 612 "-" "Mozilla/5.0"`, []record{
+			ev(req, "method=GET,status=200,status_class=2xx", 1, mar1+3),
+			ev(body, "status_class=2xx", 612, mar1+3),
+		}},
+		{"combined 5xx", `93.184.216.34 - - [01/Mar/2024:12:00:03 +0000] "DELETE /api/v1/cart HTTP/2.0" 503 197 "https://x.example/" "python-requests/2.31.0"`, []record{
+			ev(req, "method=DELETE,status=503,status_class=5xx", 1, mar1+3),
+			ev(errs, "status=503", 1, mar1+3),
+			ev(body, "status_class=5xx", 197, mar1+3),
+		}},
+		{"unparsable request time", `10.0.0.1 - - [01/Mar/2024:12:00:00 +0000] "GET / HTTP/1.1" 200 5 "-" "-" 0.0.1 0.001`, []record{
+			ev(req, "method=GET,status=200,status_class=2xx", 1, mar1),
+			ev(body, "status_class=2xx", 5, mar1),
+			drop(dur, BadNumber),
+			ev(upstr, "", 0.001, mar1),
+		}},
+		{"bad timestamp", `10.0.0.1 - - [32/Foo/2024:12:00:00 +0000] "GET / HTTP/1.1" 200 5 "-" "-" 0.002 0.001`, []record{
+			drop(req, BadTimestamp), drop(body, BadTimestamp), drop(dur, BadTimestamp), drop(upstr, BadTimestamp),
+		}},
+		{"request nginx could not parse", `10.0.0.1 - - [01/Mar/2024:12:00:00 +0000] "-" 400 0 "-" "-" 0.000 -`, nil},
+		{"error log line", `2024/03/01 12:00:00 [error] 12#12: *1 open() "/usr/share/nginx/html/x" failed (2: No such file or directory)`, nil},
+		{"trailing field neither format has", `10.0.0.1 - - [01/Mar/2024:12:00:00 +0000] "GET / HTTP/1.1" 200 5 "-" "-" "10.1.1.1"`, nil},
+		{"empty", ``, nil},
+	}
+	for _, m := range matchers {
+		p, err := build(c.Rules, m.fast)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec := &recorder{t: t, rules: c.Rules}
+		for _, tt := range tests {
+			t.Run(m.name+"/"+tt.name, func(t *testing.T) {
+				rec.t = t
+				p.Parse("nginx", []byte(tt.line), rec)
+				if got := rec.take(); !reflect.DeepEqual(got, tt.want) {
+					t.Errorf("got  %v\nwant %v", got, tt.want)
+				}
+			})
+		}
+	}
+}
+
+// TestExampleUsesFastmatch guards the performance of the shipped rules: one group, on
+// fastmatch (a change to the pattern that fastmatch refuses would quietly cost 10x).
+func TestExampleUsesFastmatch(t *testing.T) {
+	p, err := New(loadExample(t).Rules)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.groups) != 1 || p.groups[0].m.viaRegexp {
+		t.Errorf("%d groups, first on regexp: %v; want one group on fastmatch", len(p.groups), p.groups[0].m.viaRegexp)
+	}
+}
+
+func TestValues(t *testing.T) {
+	c := mustParse(t, `
+rules:
+  - name: v
+    match: '^(?:v=(?P<v>[^ ]*))?(?: t=(?P<t>.*))?$'
+    value: v
+`)
+	tests := []struct {
+		line string
+		want record
+	}{
+		{"v=42", record{Rule: "v", Value: 42}},
+		{"v=-1.5e3", record{Rule: "v", Value: -1500}},
+		{"v=.5", record{Rule: "v", Value: 0.5}},
+		{"v=-", record{Rule: "v", Drop: "no_value"}},
+		{"v=", record{Rule: "v", Drop: "no_value"}},
+		{" t=x", record{Rule: "v", Drop: "no_value"}}, // the group did not participate
+		{"v=--", record{Rule: "v", Drop: "bad_number"}},
+		{"v=12ms", record{Rule: "v", Drop: "bad_number"}},
+		{"v=NaN", record{Rule: "v", Drop: "bad_number"}},
+		{"v=+Inf", record{Rule: "v", Drop: "bad_number"}},
+		{"v=1e999", record{Rule: "v", Drop: "bad_number"}},
+		{"v=0.004,", record{Rule: "v", Drop: "bad_number"}},
+	}
+	for _, m := range matchers {
+		p, err := build(c.Rules, m.fast)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tt := range tests {
+			t.Run(m.name+"/"+tt.line, func(t *testing.T) {
+				rec := &recorder{t: t, rules: c.Rules}
+				p.Parse("", []byte(tt.line), rec)
+				if want := []record{tt.want}; !reflect.DeepEqual(rec.got, want) {
+					t.Errorf("got %v, want %v", rec.got, want)
+				}
+			})
+		}
+	}
+}
+
+func TestTimestamps(t *testing.T) {
+	c := mustParse(t, `
+rules:
+  - name: nginx
+    match: '^\[(?P<t>[^\]]*)\]'
+    timestamp: {capture: t, layout: '02/Jan/2006:15:04:05 -0700'}
+  - name: iso
+    match: '^(?P<t>[^ ]+) iso'
+    timestamp: {capture: t, layout: '2006-01-02T15:04:05.999Z07:00'}
+  - name: nozone
+    match: '^(?P<t>.+) nozone$'
+    timestamp: {capture: t, layout: '2006-01-02 15:04:05'}
+`)
+	at := func(rule string, unix int64) []record {
+		return []record{{Rule: rule, Value: 1, Time: unix, HasTime: true}}
+	}
+	bad := func(rule string) []record { return []record{{Rule: rule, Drop: "bad_timestamp"}} }
+	tests := []struct {
+		line string
+		want []record
+	}{
+		{"[01/Mar/2024:12:00:00 +0000]", at("nginx", mar1)},
+		{"[01/Mar/2024:12:00:00 +0000]", at("nginx", mar1)}, // from the cache
+		{"[01/Mar/2024:14:30:00 +0230]", at("nginx", mar1)}, // offsets that are not whole hours
+		{"[01/Mar/2024:07:00:00 -0500]", at("nginx", mar1)},
+		{"[01/Mar/2024:12:00:59 +0000]", at("nginx", mar1+59)},
+		{"[]", bad("nginx")},
+		{"[-]", bad("nginx")},
+		{"[01/Mar/2024:12:00:00]", bad("nginx")},
+		{"[01/Mar/2024:12:00:00]", bad("nginx")}, // a cached failure stays a failure
+		{"2024-03-01T12:00:00.250Z iso", at("iso", mar1)},
+		{"2024-03-01T13:00:00+01:00 iso", at("iso", mar1)},
+		{"2024-03-01 12:00:01 nozone", at("nozone", mar1+1)}, // read as UTC
+	}
+	for _, m := range matchers {
+		p, err := build(c.Rules, m.fast)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec := &recorder{t: t, rules: c.Rules}
+		for _, tt := range tests {
+			t.Run(m.name+"/"+tt.line, func(t *testing.T) {
+				rec.t = t
+				p.Parse("", []byte(tt.line), rec)
+				if got := rec.take(); !reflect.DeepEqual(got, tt.want) {
+					t.Errorf("got %v, want %v", got, tt.want)
+				}
+			})
+		}
+	}
+}
+
+func TestLabelValues(t *testing.T) {
+	c := mustParse(t, `
+rules:
+  - name: l
+    match: '^(?P<a>[^|]*)\|(?P<b>[^|]*)(?:\|(?P<c>.*))?$'
+    labels:
+      a: '${a}'
+      b: 'pre-${b}-post'
+      c: '${c}$$'
+`)
+	long := strings.Repeat("x", MaxLabelValueLen+10)
+	// 341 three-byte runes end at byte 1023; the next one would cross the cap.
+	runes := strings.Repeat("€", MaxLabelValueLen/3+5)
+	tests := []struct {
+		name string
+		line string
+		want string
+	}{
+		{"plain", "GET|200|x", "a=GET,b=pre-200-post,c=x$"},
+		{"group not taken", "GET|200", "a=GET,b=pre-200-post,c=$"},
+		{"empty values", "||", "a=,b=pre--post,c=$"},
+		{"invalid UTF-8 run becomes one U+FFFD", "a\xff\xfeb|\xc3|ok", "a=a\uFFFDb,b=pre-\uFFFD-post,c=ok$"},
+		{"0xff cannot fake a separator", "x\xffy|z", "a=x\uFFFDy,b=pre-z-post,c=$"},
+		{"valid non-ASCII kept", "été|日本|ø", "a=été,b=pre-日本-post,c=ø$"},
+		{"capped", long + "|1|", "a=" + long[:MaxLabelValueLen] + ",b=pre-1-post,c=$"},
+		{"capped at a rune boundary", runes + "|1|", "a=" + runes[:MaxLabelValueLen/3*3] + ",b=pre-1-post,c=$"},
+		{"cap counts the template", "a|" + long + "|", "a=a,b=" + ("pre-" + long)[:MaxLabelValueLen] + ",c=$"},
+	}
+	for _, m := range matchers {
+		p, err := build(c.Rules, m.fast)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tt := range tests {
+			t.Run(m.name+"/"+tt.name, func(t *testing.T) {
+				rec := &recorder{t: t, rules: c.Rules}
+				p.Parse("", []byte(tt.line), rec)
+				if len(rec.got) != 1 || rec.got[0].Labels != tt.want {
+					t.Errorf("got %v, want labels %s", rec.got, tt.want)
+				}
+			})
+		}
+	}
+}
+
+func TestAppendValidUTF8(t *testing.T) {
+	tests := []string{"", "abc", "\xff", "a\xff\xfe\xfdb", "\xe2\x82", "\xe2\x82\xac", "\uFFFD\xff", "\xf0\x9f\x98", "x\xc3"}
+	for _, in := range tests {
+		t.Run(fmt.Sprintf("%q", in), func(t *testing.T) {
+			if got, want := string(appendValidUTF8(nil, []byte(in))), strings.ToValidUTF8(in, "\uFFFD"); got != want {
+				t.Errorf("got %q, want %q", got, want)
+			}
+		})
+	}
+}
+
+func TestInputs(t *testing.T) {
+	c := mustParse(t, `
+inputs:
+  - {name: web, path: /a}
+  - {name: api, path: /b}
+  - {path: /c}
+rules:
+  - {name: any, match: 'x'}
+  - {name: web_only, match: 'x', inputs: [web]}
+  - {name: api_web, match: 'x', inputs: [api, web]}
+  - {name: api_only, match: 'y', inputs: [api]}
+`)
+	tests := []struct {
+		input string
+		line  string
+		want  []string
+	}{
+		{"web", "xy", []string{"any", "web_only", "api_web"}},
+		{"api", "xy", []string{"any", "api_web", "api_only"}},
+		{"", "xy", []string{"any"}},
+		{"other", "y", nil},
+	}
+	p, err := New(c.Rules)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range tests {
+		t.Run(tt.input+"/"+tt.line, func(t *testing.T) {
+			rec := &recorder{t: t, rules: c.Rules}
+			p.Parse(tt.input, []byte(tt.line), rec)
+			var got []string
+			for _, r := range rec.got {
+				got = append(got, r.Rule)
+			}
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("rules %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestWhere(t *testing.T) {
+	c := mustParse(t, `
+rules:
+  - name: w
+    match: '^(?P<s>[0-9]+)(?: (?P<u>[^ ]+))?$'
+    where: {s: '^5', u: '^(?:[a-z]+)$|^$'}
+`)
+	tests := []struct {
+		line string
+		want bool
+	}{
+		{"503 abc", true},
+		{"503", true}, // u did not participate: it reads as empty
+		{"403 abc", false},
+		{"503 ABC", false},
+		{"15 abc", false},
+	}
+	for _, m := range matchers {
+		p, err := build(c.Rules, m.fast)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tt := range tests {
+			t.Run(m.name+"/"+tt.line, func(t *testing.T) {
+				rec := &recorder{t: t, rules: c.Rules}
+				p.Parse("", []byte(tt.line), rec)
+				if got := len(rec.got) == 1; got != tt.want {
+					t.Errorf("matched = %v (%v), want %v", got, rec.got, tt.want)
+				}
+			})
+		}
+	}
+}
+
+// countingMatcher counts the lines a group's matcher is run on.
+type countingMatcher struct {
+	matcher
+	n *int
+}
+
+func (c countingMatcher) Match(line []byte, caps []int) bool {
+	*c.n++
+	return c.matcher.Match(line, caps)
+}
+
+// TestSharedMatch checks that rules with the same expanded regex cost one match per line,
+// however many there are, and that a different regex gets its own group.
+func TestSharedMatch(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("patterns:\n  P: '(?P<w>[a-z]+) (?P<n>[0-9]+)'\nrules:\n")
+	for i := range 20 {
+		fmt.Fprintf(&b, "  - {name: r%d, match: '^%%{P}$', labels: {w: '${w}'}, value: n}\n", i)
+	}
+	b.WriteString("  - {name: other, match: '^(?P<w>[a-z]+) (?P<n>[0-9]+)$'}\n")
+	c := mustParse(t, b.String())
+	p, err := New(c.Rules)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.groups) != 2 || len(p.groups[0].rules) != 20 || len(p.groups[1].rules) != 1 {
+		t.Fatalf("groups: %d, want 20 rules sharing one and 1 in another", len(p.groups))
+	}
+	runs := 0
+	p.groups[0].m.matcher = countingMatcher{p.groups[0].m.matcher, &runs}
+	rec := &recorder{t: t, rules: c.Rules}
+	for range 5 {
+		p.Parse("", []byte("abc 12"), rec)
+	}
+	if runs != 5 || len(rec.got) != 5*21 {
+		t.Errorf("%d regex runs and %d events for 5 lines, want 5 and %d", runs, len(rec.got), 5*21)
+	}
+}
+
+func TestRequiredLiteral(t *testing.T) {
+	tests := []struct {
+		expr string
+		want string
+	}{
+		{`^(?P<ip>[^ ]+) \[(?P<t>[^\]]+)\] "GET `, `] "GET `},
+		{`level=(error|warn) code=\d+`, `level=`},
+		{`(?P<x>abc)def[0-9]`, `abcdef`},
+		{`x(?:ab)+y`, `ab`},
+		{`(?:hello){2,}`, `hello`},
+		{`a(?:bcd)?e`, `a`},
+		{`(?i)error`, ``},
+		{`error|warn`, ``},
+		{`[0-9]+`, ``},
+		{`ab\x{FFFD}cd`, ``},
+		{`(?m)^abc$\ndef`, "abc\ndef"},
+		{`level=error`, `level=error`},
+		{`^$`, ``},
+	}
+	for _, tt := range tests {
+		t.Run(tt.expr, func(t *testing.T) {
+			if got := string(requiredLiteral(regexp.MustCompile(tt.expr))); got != tt.want {
+				t.Errorf("got %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestNewRejectsBrokenRules(t *testing.T) {
+	ok := mustParse(t, "rules: [{name: a, match: '(?P<x>.)', value: x, labels: {l: '${x}'}}]").Rules[0]
+	with := func(edit func(r *config.Rule)) *config.Rule {
+		r := *ok
+		r.Labels = []config.Label{{Name: "l", Template: config.Template{{Capture: 1}}}}
+		edit(&r)
+		return &r
+	}
+	tests := []struct {
+		name string
+		rule *config.Rule
+	}{
+		{"nil rule", nil},
+		{"no regex", with(func(r *config.Rule) { r.Regexp = nil })},
+		{"value out of range", with(func(r *config.Rule) { r.ValueCapture = 2 })},
+		{"label out of range", with(func(r *config.Rule) { r.Labels[0].Template[0].Capture = 5 })},
+		{"where out of range", with(func(r *config.Rule) {
+			r.Where = []config.Where{{CaptureName: "y", Capture: -1, Regexp: regexp.MustCompile("x")}}
+		})},
+		{"timestamp out of range", with(func(r *config.Rule) { r.Timestamp = &config.Timestamp{Capture: 9, Layout: "2006"} })},
+	}
+	if _, err := New([]*config.Rule{ok}); err != nil {
+		t.Fatalf("a valid rule was refused: %v", err)
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, err := New([]*config.Rule{ok, tt.rule}); err == nil || !strings.HasPrefix(err.Error(), "rule 1: ") {
+				t.Errorf("err = %v, want one naming rule 1", err)
+			}
+		})
+	}
+}
+
+func TestDropReasonString(t *testing.T) {
+	for r, want := range map[DropReason]string{NoValue: "no_value", BadNumber: "bad_number", BadTimestamp: "bad_timestamp", 99: "unknown"} {
+		if got := r.String(); got != want {
+			t.Errorf("%d: %q, want %q", r, got, want)
+		}
+	}
+}
+
+// TestConcurrentParse runs one parser from several goroutines (one per input, as the
+// pipeline does); under -race it proves the per-call buffers are not shared.
+func TestConcurrentParse(t *testing.T) {
+	c := loadExample(t)
+	p, err := New(c.Rules)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := []string{
+		`23.124.205.19 - - [01/Mar/2024:12:00:00 +0000] "GET /api/v1/cart HTTP/1.1" 200 460 "-" "Mozilla/5.0" 0.022 0.019`,
+		`10.0.0.1 - alice [01/Mar/2024:13:00:01 +0100] "POST /x?y HTTP/1.1" 502 173 "-" "okhttp/4.12.0" 0.045 0.004, 0.041`,
+		`93.184.216.34 - - [01/Mar/2024:12:00:03 +0000] "GET /i\xff\xfe HTTP/1.1" 404 612 "-" "Mozilla/5.0"`,
+	}
+	want := make([][]record, len(lines))
+	for i, l := range lines {
+		rec := &recorder{t: t, rules: c.Rules}
+		p.Parse("nginx", []byte(l), rec)
+		want[i] = rec.got
+	}
+	var wg sync.WaitGroup
+	errs := make(chan string, 4)
+	for g := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rec := &recorder{t: t, rules: c.Rules}
+			for i := range 2000 {
+				k := (i + g) % len(lines)
+				p.Parse("nginx", []byte(lines[k]), rec)
+				if got := rec.take(); !reflect.DeepEqual(got, want[k]) {
+					errs <- fmt.Sprintf("goroutine %d line %d: got %v, want %v", g, k, got, want[k])
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Error(e)
+	}
+}
+
+// nopSink keeps nothing, so AllocsPerRun sees only what Parse allocates.
+type nopSink struct{ events, drops int }
+
+func (s *nopSink) Event(*Event)         { s.events++ }
+func (s *nopSink) Drop(int, DropReason) { s.drops++ }
+func (s *nopSink) reset() (events, drops int) {
+	e, d := s.events, s.drops
+	s.events, s.drops = 0, 0
+	return e, d
+}
+
+func TestParseDoesNotAllocate(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector makes sync.Pool drop buffers on purpose")
+	}
+	c := loadExample(t)
+	p, err := New(c.Rules)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := [][]byte{
+		[]byte(`23.124.205.19 - - [01/Mar/2024:12:00:00 +0000] "GET /api/v1/cart HTTP/1.1" 200 460 "-" "Mozilla/5.0" 0.022 0.019`),
+		[]byte(`23.124.205.19 - - [01/Mar/2024:12:00:01 +0000] "GET /api/v1/cart HTTP/1.1" 502 4 "-" "Mozilla/5.0" 0.5 0.004, 0.041`),
+		[]byte(`93.184.216.34 - - [01/Mar/2024:12:00:03 +0000] "GET /index.html HTTP/1.1" 200 612 "-" "Mozilla/5.0"`),
+		[]byte(`2024/03/01 12:00:00 [error] 12#12: *1 open() failed`),
+	}
+	sink := &nopSink{}
+	i := 0
+	allocs := testing.AllocsPerRun(1000, func() {
+		p.Parse("nginx", lines[i%len(lines)], sink)
+		i++
+	})
+	if events, _ := sink.reset(); events == 0 || allocs != 0 {
+		t.Errorf("%v allocs per line over %d events, want 0", allocs, events)
+	}
+}

@@ -1,0 +1,119 @@
+package parser
+
+import (
+	"unicode/utf8"
+
+	"github.com/logwindow/logwindow_exporter/config"
+)
+
+// sizes bounds the buffers of a scratch for one parser's rules.
+type sizes struct {
+	caps      int // the most ints a group's matcher fills
+	whereCaps int // the same for where filters
+	labels    int // the most labels of a rule
+	slots     int // distinct timestamp specs
+}
+
+// scratch is what one Parse call writes to. Buffers keep their capacity between calls, so
+// once they have grown to the longest label set seen, a line allocates nothing.
+type scratch struct {
+	caps      []int
+	whereCaps []int
+	key       []byte
+	ends      []int
+	labels    [][]byte
+	fix       []byte // invalid UTF-8 being rewritten
+	times     []timeCache
+	event     Event
+}
+
+type timeCache struct {
+	raw   []byte
+	unix  int64
+	ok    bool
+	valid bool // raw, unix and ok hold a result
+}
+
+func newScratch(sz sizes) *scratch {
+	return &scratch{
+		caps:      make([]int, sz.caps),
+		whereCaps: make([]int, sz.whereCaps),
+		key:       make([]byte, 0, 256),
+		ends:      make([]int, 0, sz.labels),
+		labels:    make([][]byte, sz.labels),
+		times:     make([]timeCache, sz.slots),
+	}
+}
+
+// render writes the label values of a rule into s.key, joined by 0xff, and points
+// s.labels at them. Each value is made valid UTF-8 and capped before the next is written,
+// so the key is exactly the label set the store will see.
+func (s *scratch) render(labels []config.Template, line []byte, caps []int) {
+	key := s.key[:0]
+	s.ends = s.ends[:0]
+	for i, t := range labels {
+		if i > 0 {
+			key = append(key, 0xff)
+		}
+		start := len(key)
+		for _, part := range t {
+			if part.Capture < 0 {
+				key = append(key, part.Literal...)
+			} else {
+				key = append(key, capture(line, caps, part.Capture)...)
+			}
+		}
+		key = s.sanitize(key, start)
+		s.ends = append(s.ends, len(key))
+	}
+	s.key = key
+	// Labels are cut only now: appends above may have moved key's array.
+	start := 0
+	for i, end := range s.ends {
+		s.labels[i] = key[start:end:end]
+		start = end + 1
+	}
+}
+
+// sanitize makes key[start:] valid UTF-8 and at most MaxLabelValueLen bytes.
+func (s *scratch) sanitize(key []byte, start int) []byte {
+	if !utf8.Valid(key[start:]) {
+		s.fix = append(s.fix[:0], key[start:]...)
+		key = appendValidUTF8(key[:start], s.fix)
+	}
+	if len(key)-start > MaxLabelValueLen {
+		end := start + MaxLabelValueLen
+		for !utf8.RuneStart(key[end]) {
+			end--
+		}
+		key = key[:end]
+	}
+	return key
+}
+
+// appendValidUTF8 appends src with each run of invalid bytes replaced by one U+FFFD, as
+// strings.ToValidUTF8 does, so values read the same here and in any tool applying it.
+func appendValidUTF8(dst, src []byte) []byte {
+	inInvalid := false
+	for i := 0; i < len(src); {
+		if src[i] < utf8.RuneSelf {
+			dst = append(dst, src[i])
+			i++
+			inInvalid = false
+			continue
+		}
+		_, w := utf8.DecodeRune(src[i:])
+		if w == 1 {
+			if !inInvalid {
+				dst = utf8.AppendRune(dst, utf8.RuneError)
+				inInvalid = true
+			}
+			i++
+			continue
+		}
+		dst = append(dst, src[i:i+w]...)
+		i += w
+		inInvalid = false
+	}
+	return dst
+}
