@@ -1,0 +1,215 @@
+// Command logwindow_exporter follows log files, matches their lines against YAML rules and
+// exposes, for each matched series, sums and rates over sliding windows as Prometheus gauges.
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/alecthomas/kingpin/v2"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	versioncollector "github.com/prometheus/client_golang/prometheus/collectors/version"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/prometheus/common/promslog"
+	promslogflag "github.com/prometheus/common/promslog/flag"
+	"github.com/prometheus/common/version"
+	"github.com/prometheus/exporter-toolkit/web"
+	"github.com/prometheus/exporter-toolkit/web/kingpinflag"
+
+	"github.com/logwindow/logwindow_exporter/config"
+	"github.com/logwindow/logwindow_exporter/pipeline"
+)
+
+const exporterName = "logwindow_exporter"
+
+// defaultListenAddress is not used by any peer log exporter (mtail 3903, grok_exporter 9144,
+// nginxlog-exporter 4040, the nginx exporters 9113/9147/9913).
+const defaultListenAddress = ":9907"
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// run is main without the process exit, so flags and exit codes are testable.
+func run(args []string, stdout, stderr io.Writer) int {
+	app := kingpin.New(exporterName, "Prometheus exporter of sliding-window sums and rates over log lines matched by YAML rules.")
+	app.UsageWriter(stderr)
+	app.ErrorWriter(stderr)
+	var (
+		configFile    = app.Flag("config.file", "Rule file (YAML).").Default("logwindow.yml").String()
+		configCheck   = app.Flag("config.check", "Validate the rule file, print every error, and exit (0 valid, 1 invalid).").Bool()
+		replayFiles   = app.Flag("replay", "One-shot: read this file to its end (repeatable), print the exposition text of every rule and exit.").PlaceHolder("FILE").Strings()
+		metricsPath   = app.Flag("web.telemetry-path", "Path under which to expose metrics.").Default("/metrics").String()
+		lifecycle     = app.Flag("web.enable-lifecycle", "Enable POST /-/reload.").Bool()
+		maxLineBytes  = app.Flag("input.max-line-bytes", "Lines longer than this are skipped and counted.").Default("65536").Int()
+		rotationGrace = app.Flag("input.rotation-grace", "How long a rotated-away file keeps being read after its last line.").Default("5s").Duration()
+		pollInterval  = app.Flag("input.poll-interval", "How often files are checked for growth, rotation and truncation when no change event arrives.").Default("250ms").Duration()
+		webFlags      = kingpinflag.AddFlags(app, defaultListenAddress)
+	)
+	logConfig := &promslog.Config{}
+	promslogflag.AddFlags(app, logConfig)
+	app.Version(version.Print(exporterName))
+	app.HelpFlag.Short('h')
+	if _, err := app.Parse(args); err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", exporterName, err)
+		return 2
+	}
+	logConfig.Writer = stderr
+	logger := promslog.New(logConfig)
+
+	cfg, err := config.Load(*configFile)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 1
+	}
+	if *configCheck {
+		fmt.Fprintf(stdout, "%s: %d rules, %d inputs: OK\n", *configFile, len(cfg.Rules), len(cfg.Inputs))
+		return 0
+	}
+	opts := pipeline.Options{
+		Now:           time.Now,
+		Logger:        logger,
+		MaxLineBytes:  *maxLineBytes,
+		RotationGrace: *rotationGrace,
+		PollInterval:  *pollInterval,
+	}
+	if len(*replayFiles) > 0 {
+		if err := pipeline.Replay(cfg, *replayFiles, opts, stdout); err != nil {
+			fmt.Fprintln(stderr, err)
+			return 1
+		}
+		return 0
+	}
+	if err := serve(cfg, opts, logger, webFlags, *metricsPath, *lifecycle); err != nil {
+		logger.Error("exiting", "err", err)
+		return 1
+	}
+	return 0
+}
+
+// serve follows the inputs and answers HTTP until SIGTERM or SIGINT.
+func serve(cfg *config.Config, opts pipeline.Options, logger *slog.Logger, webFlags *web.FlagConfig, metricsPath string, lifecycle bool) error {
+	logger.Info("starting "+exporterName, "version", version.Info(), "config", cfg.File)
+	p, err := pipeline.Start(cfg, opts)
+	if err != nil {
+		return err
+	}
+	defer p.Stop()
+
+	reg := newRegistry(p)
+
+	ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer cancel()
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	go func() {
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-hup:
+				reloadAndLog(p, logger)
+			}
+		}
+	}()
+
+	mux, err := newMux(p, reg, logger, metricsPath, lifecycle)
+	if err != nil {
+		return err
+	}
+
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	errc := make(chan error, 1)
+	go func() { errc <- web.ListenAndServe(srv, webFlags, logger) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+		logger.Info("shutting down")
+		shutdownCtx, stop := context.WithTimeout(context.Background(), 5*time.Second)
+		defer stop()
+		return srv.Shutdown(shutdownCtx)
+	}
+}
+
+// newRegistry holds every collector a scrape of /metrics reads.
+func newRegistry(p *pipeline.Pipeline) *prometheus.Registry {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(
+		p.Collector(),
+		versioncollector.NewCollector("logwindow"),
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+	)
+	return reg
+}
+
+// newMux serves metrics, the landing page and the lifecycle endpoints of p.
+func newMux(p *pipeline.Pipeline, reg *prometheus.Registry, logger *slog.Logger, metricsPath string, lifecycle bool) (*http.ServeMux, error) {
+	mux := http.NewServeMux()
+	mux.Handle(metricsPath, promhttp.HandlerFor(reg, promhttp.HandlerOpts{
+		ErrorLog:      slog.NewLogLogger(logger.Handler(), slog.LevelError),
+		ErrorHandling: promhttp.ContinueOnError,
+		Registry:      reg,
+	}))
+	mux.HandleFunc("/-/healthy", func(w http.ResponseWriter, _ *http.Request) {
+		fmt.Fprintln(w, "Healthy.")
+	})
+	mux.HandleFunc("/-/ready", func(w http.ResponseWriter, _ *http.Request) {
+		if !p.Ready() {
+			http.Error(w, "Not ready: inputs are still being opened.", http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintln(w, "Ready.")
+	})
+	mux.HandleFunc("/-/reload", func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case !lifecycle:
+			http.Error(w, "Lifecycle API is not enabled (--web.enable-lifecycle).", http.StatusForbidden)
+		case r.Method != http.MethodPost && r.Method != http.MethodPut:
+			w.Header().Set("Allow", "POST, PUT")
+			http.Error(w, "Use POST to reload.", http.StatusMethodNotAllowed)
+		default:
+			if err := reloadAndLog(p, logger); err != nil {
+				http.Error(w, err.Error(), http.StatusBadRequest)
+				return
+			}
+			fmt.Fprintln(w, "Reloaded.")
+		}
+	})
+	landing, err := web.NewLandingPage(web.LandingConfig{
+		Name:        exporterName,
+		Description: "Sliding-window sums and rates over log lines matched by YAML rules",
+		Version:     version.Info(),
+		Links: []web.LandingLinks{
+			{Address: metricsPath, Text: "Metrics"},
+			{Address: "/-/healthy", Text: "Health"},
+			{Address: "/-/ready", Text: "Readiness"},
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	mux.Handle("/", landing)
+	return mux, nil
+
+}
+
+// reloadAndLog is the one reload path shared by SIGHUP and POST /-/reload.
+func reloadAndLog(p *pipeline.Pipeline, logger *slog.Logger) error {
+	if err := p.ReloadFile(); err != nil {
+		logger.Error("reload failed; the previous configuration keeps running", "err", err)
+		return err
+	}
+	logger.Info("configuration reloaded")
+	return nil
+}

@@ -1,0 +1,377 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+	"github.com/prometheus/common/promslog"
+
+	"github.com/logwindow/logwindow_exporter/config"
+	"github.com/logwindow/logwindow_exporter/pipeline"
+)
+
+// fakeClock is the injected processing-time clock: it moves only when the test says so.
+type fakeClock struct{ nanos atomic.Int64 }
+
+func newFakeClock(t time.Time) *fakeClock {
+	c := &fakeClock{}
+	c.nanos.Store(t.UnixNano())
+	return c
+}
+
+func (c *fakeClock) Now() time.Time          { return time.Unix(0, c.nanos.Load()) }
+func (c *fakeClock) Advance(d time.Duration) { c.nanos.Add(int64(d)) }
+
+// e2eRules counts requests by status over 1m and 5m, sums bytes, and keeps at most two
+// paths so the third folds into the overflow series.
+const e2eRules = `
+global:
+  windows: [1m, 5m]
+  max_series_per_rule: 2
+inputs:
+  - name: web
+    path: %s
+patterns:
+  REQ: '"(?P<method>[A-Z]+) (?P<path>[^ "]*) [^"]*" (?P<status>[0-9]{3}) (?P<bytes>[0-9]+)'
+rules:
+  - name: http_requests
+    help: Requests by status.
+    match: '%%{REQ}'
+    labels: {status: '${status}'}
+  - name: http_response_bytes
+    match: '%%{REQ}'
+    value: bytes
+  - name: http_requests_by_path
+    match: '%%{REQ}'
+    labels: {path: '${path}'}
+`
+
+// exporterUnderTest is the real HTTP handler over a real pipeline following a real file.
+type exporterUnderTest struct {
+	t       *testing.T
+	dir     string
+	logPath string
+	cfgPath string
+	clock   *fakeClock
+	url     string
+	written int
+}
+
+func startExporter(t *testing.T, lifecycle bool) *exporterUnderTest {
+	t.Helper()
+	dir := t.TempDir()
+	e := &exporterUnderTest{
+		t:       t,
+		dir:     dir,
+		logPath: filepath.Join(dir, "access.log"),
+		cfgPath: filepath.Join(dir, "rules.yaml"),
+		// A second boundary, so that "the same second" is unambiguous in the assertions.
+		clock: newFakeClock(time.Unix(1_700_000_000, 0)),
+	}
+	e.writeConfig(fmt.Sprintf(e2eRules, e.logPath))
+	if err := os.WriteFile(e.logPath, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Load(e.cfgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logger := promslog.NewNopLogger()
+	p, err := pipeline.Start(cfg, pipeline.Options{Now: e.clock.Now, Logger: logger, PollInterval: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Stop)
+	reg := newRegistry(p)
+	mux, err := newMux(p, reg, logger, "/metrics", lifecycle)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	e.url = srv.URL
+	e.waitFor(func(map[string]*dto.MetricFamily) bool { return e.get("/-/ready") == http.StatusOK }, "ready")
+	t.Cleanup(func() {
+		if problems, err := testutil.GatherAndLint(reg); err != nil || len(problems) > 0 {
+			t.Errorf("lint: %v %v", err, problems)
+		}
+	})
+	return e
+}
+
+func (e *exporterUnderTest) writeConfig(text string) {
+	e.t.Helper()
+	if err := os.WriteFile(e.cfgPath, []byte(text), 0o644); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// request appends n access-log lines and waits until the exporter has read them all.
+func (e *exporterUnderTest) request(n int, method, path string, status, bytes int) {
+	e.t.Helper()
+	f, err := os.OpenFile(e.logPath, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer f.Close()
+	for range n {
+		fmt.Fprintf(f, "10.0.0.1 - - [14/Nov/2023:22:13:20 +0000] \"%s %s HTTP/1.1\" %d %d \"-\" \"curl/8\"\n", method, path, status, bytes)
+	}
+	e.written += n
+	want := float64(e.written)
+	e.waitFor(func(m map[string]*dto.MetricFamily) bool {
+		return value(m, "logwindow_input_lines_total", map[string]string{"input": "web"}) == want
+	}, fmt.Sprintf("%v lines read", want))
+}
+
+func (e *exporterUnderTest) get(path string) int {
+	resp, err := http.Get(e.url + path)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, resp.Body)
+	return resp.StatusCode
+}
+
+func (e *exporterUnderTest) post(path string) int {
+	resp, err := http.Post(e.url+path, "text/plain", nil)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, resp.Body)
+	return resp.StatusCode
+}
+
+// scrape fetches /metrics over HTTP and parses the exposition text.
+func (e *exporterUnderTest) scrape() map[string]*dto.MetricFamily {
+	e.t.Helper()
+	resp, err := http.Get(e.url + "/metrics")
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		e.t.Fatalf("scrape: HTTP %d", resp.StatusCode)
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		e.t.Fatalf("scrape: %v", err)
+	}
+	return families
+}
+
+// waitFor scrapes until cond holds: the follower reads files on its own goroutine.
+func (e *exporterUnderTest) waitFor(cond func(map[string]*dto.MetricFamily) bool, what string) {
+	e.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if cond(e.scrape()) {
+			return
+		}
+		if time.Now().After(deadline) {
+			e.t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// value returns the sample of family name whose labels include want, or -1 when absent.
+func value(families map[string]*dto.MetricFamily, name string, want map[string]string) float64 {
+	mf := families[name]
+	if mf == nil {
+		return -1
+	}
+next:
+	for _, m := range mf.GetMetric() {
+		have := map[string]string{}
+		for _, lp := range m.GetLabel() {
+			have[lp.GetName()] = lp.GetValue()
+		}
+		for k, v := range want {
+			if have[k] != v {
+				continue next
+			}
+		}
+		switch {
+		case m.Counter != nil:
+			return m.GetCounter().GetValue()
+		case m.Gauge != nil:
+			return m.GetGauge().GetValue()
+		case m.Untyped != nil:
+			return m.GetUntyped().GetValue()
+		}
+	}
+	return -1
+}
+
+func labelValues(families map[string]*dto.MetricFamily, name, label string) []string {
+	var out []string
+	for _, m := range families[name].GetMetric() {
+		for _, lp := range m.GetLabel() {
+			if lp.GetName() == label {
+				out = append(out, lp.GetValue())
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func TestEndToEndWindowsOverHTTP(t *testing.T) {
+	e := startExporter(t, false)
+	ok := map[string]string{"status": "200"}
+	window := func(w string) map[string]string { return map[string]string{"status": "200", "window": w} }
+
+	e.request(10, "GET", "/a", 200, 100)
+	e.request(3, "GET", "/a", 500, 10)
+	m := e.scrape()
+	checks := []struct {
+		name   string
+		family string
+		labels map[string]string
+		want   float64
+	}{
+		{"total 200", "http_requests_total", ok, 10},
+		{"1m 200", "http_requests_window", window("1m"), 10},
+		{"5m 200", "http_requests_window", window("5m"), 10},
+		{"1m 500", "http_requests_window", map[string]string{"status": "500", "window": "1m"}, 3},
+		// One second observed so far: the rate divides by it, not by the window.
+		{"1m rate 200", "http_requests_window_per_second", window("1m"), 10},
+		{"bytes total", "http_response_bytes_total", nil, 1030},
+		{"bytes 5m", "http_response_bytes_window", map[string]string{"window": "5m"}, 1030},
+		{"bytes events 5m", "http_response_bytes_window_events", map[string]string{"window": "5m"}, 13},
+	}
+	for _, c := range checks {
+		t.Run("first burst/"+c.name, func(t *testing.T) {
+			if got := value(m, c.family, c.labels); got != c.want {
+				t.Errorf("%s%v = %v, want %v", c.family, c.labels, got, c.want)
+			}
+		})
+	}
+
+	// Two minutes later the first burst has left the 1m window but not the 5m one.
+	e.clock.Advance(2 * time.Minute)
+	e.request(5, "GET", "/a", 200, 100)
+	m = e.scrape()
+	later := []struct {
+		name   string
+		family string
+		labels map[string]string
+		want   float64
+	}{
+		{"total 200", "http_requests_total", ok, 15},
+		{"1m 200", "http_requests_window", window("1m"), 5},
+		{"5m 200", "http_requests_window", window("5m"), 15},
+		{"1m 500", "http_requests_window", map[string]string{"status": "500", "window": "1m"}, 0},
+		{"1m rate 200", "http_requests_window_per_second", window("1m"), 5.0 / 60},
+		{"5m rate 200", "http_requests_window_per_second", window("5m"), 15.0 / 121},
+	}
+	for _, c := range later {
+		t.Run("two minutes later/"+c.name, func(t *testing.T) {
+			if got := value(m, c.family, c.labels); got != c.want {
+				t.Errorf("%s%v = %v, want %v", c.family, c.labels, got, c.want)
+			}
+		})
+	}
+
+	// Idle past the longest window (5m): every series expires.
+	e.clock.Advance(6 * time.Minute)
+	m = e.scrape()
+	if got := labelValues(m, "http_requests_total", "status"); len(got) != 0 {
+		t.Errorf("after idle: series %v still exported, want expired", got)
+	}
+}
+
+func TestEndToEndOverflowSeries(t *testing.T) {
+	e := startExporter(t, false)
+	for i, path := range []string{"/a", "/b", "/c", "/d"} {
+		e.request(i+1, "GET", path, 200, 1)
+	}
+	m := e.scrape()
+	if got, want := strings.Join(labelValues(m, "http_requests_by_path_total", "path"), ","), "/a,/b,__overflow__"; got != want {
+		t.Fatalf("paths = %s, want %s", got, want)
+	}
+	if got := value(m, "http_requests_by_path_total", map[string]string{"path": "__overflow__"}); got != 3+4 {
+		t.Errorf("overflow total = %v, want 7 (the lines of /c and /d)", got)
+	}
+	if got := value(m, "logwindow_rule_series", map[string]string{"rule": "http_requests_by_path"}); got != 3 {
+		t.Errorf("series gauge = %v, want 3 (two plus overflow)", got)
+	}
+}
+
+func TestEndToEndLifecycle(t *testing.T) {
+	t.Run("reload disabled", func(t *testing.T) {
+		e := startExporter(t, false)
+		if code := e.post("/-/reload"); code != http.StatusForbidden {
+			t.Errorf("POST /-/reload without --web.enable-lifecycle = %d, want 403", code)
+		}
+		for _, path := range []string{"/-/healthy", "/-/ready", "/"} {
+			if code := e.get(path); code != http.StatusOK {
+				t.Errorf("GET %s = %d, want 200", path, code)
+			}
+		}
+	})
+	t.Run("bad config keeps the old one", func(t *testing.T) {
+		e := startExporter(t, true)
+		e.request(4, "GET", "/a", 200, 1)
+		e.writeConfig("rules: [{name: broken, match: '('}]\n")
+		if code := e.post("/-/reload"); code != http.StatusBadRequest {
+			t.Errorf("reload of a bad config = %d, want 400", code)
+		}
+		m := e.scrape()
+		if got := value(m, "logwindow_config_last_reload_successful", nil); got != 0 {
+			t.Errorf("reload successful = %v, want 0", got)
+		}
+		e.request(1, "GET", "/a", 200, 1)
+		if got := value(e.scrape(), "http_requests_window", map[string]string{"status": "200", "window": "1m"}); got != 5 {
+			t.Errorf("after failed reload, 1m window = %v, want 5: the old rules must keep running", got)
+		}
+		if code := e.get("/-/reload"); code != http.StatusMethodNotAllowed {
+			t.Errorf("GET /-/reload = %d, want 405", code)
+		}
+	})
+	t.Run("good reload keeps unchanged rules' windows", func(t *testing.T) {
+		e := startExporter(t, true)
+		e.request(4, "GET", "/a", 200, 1)
+		// Drop the bytes rule and change the path rule; http_requests is unchanged.
+		text := fmt.Sprintf(e2eRules, e.logPath)
+		text = text[:strings.Index(text, "  - name: http_response_bytes")] + `  - name: http_requests_by_method
+    match: '%{REQ}'
+    labels: {method: '${method}'}
+`
+		e.writeConfig(text)
+		if code := e.post("/-/reload"); code != http.StatusOK {
+			t.Fatalf("reload = %d, want 200", code)
+		}
+		m := e.scrape()
+		if got := value(m, "http_requests_window", map[string]string{"status": "200", "window": "5m"}); got != 4 {
+			t.Errorf("unchanged rule's 5m window after reload = %v, want 4", got)
+		}
+		if _, ok := m["http_response_bytes_total"]; ok {
+			t.Error("removed rule still exported")
+		}
+		if got := value(m, "logwindow_config_last_reload_successful", nil); got != 1 {
+			t.Errorf("reload successful = %v, want 1", got)
+		}
+		e.request(2, "POST", "/b", 200, 1)
+		if got := value(e.scrape(), "http_requests_by_method_window", map[string]string{"method": "POST", "window": "1m"}); got != 2 {
+			t.Errorf("new rule's window = %v, want 2", got)
+		}
+	})
+}

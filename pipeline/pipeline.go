@@ -1,0 +1,209 @@
+// Package pipeline wires the exporter together: it follows every input of a config, runs
+// each line through the parser into the series stores, swaps configs on reload, and
+// replays files one-shot.
+//
+// Lines flow one way (follow → parser → exporter.Set); the only state shared between the
+// input goroutines and reloads is the current generation, swapped atomically.
+package pipeline
+
+import (
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/logwindow/logwindow_exporter/config"
+	"github.com/logwindow/logwindow_exporter/exporter"
+	"github.com/logwindow/logwindow_exporter/follow"
+	"github.com/logwindow/logwindow_exporter/parser"
+)
+
+// Options are the settings that do not come from the rule file.
+type Options struct {
+	// Now is the processing-time clock. Only differences between its readings are used
+	// (plus the first reading as the origin), so a time.Now with its monotonic reading makes
+	// processing time immune to wall-clock steps; tests inject a fake.
+	Now    func() time.Time
+	Logger *slog.Logger
+	// MaxLineBytes, RotationGrace and PollInterval are passed to every follower; zero means
+	// the follower's default.
+	MaxLineBytes  int
+	RotationGrace time.Duration
+	PollInterval  time.Duration
+}
+
+// generation is one loaded config with the parser and series state built from it. The
+// parser's rule indexes are only meaningful for the Set of the same generation.
+type generation struct {
+	cfg    *config.Config
+	parser *parser.Parser
+	set    *exporter.Set
+}
+
+func newGeneration(cfg *config.Config, prev *generation) (*generation, error) {
+	p, err := parser.New(cfg.Rules)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", cfg.File, err)
+	}
+	var prevSet *exporter.Set
+	if prev != nil {
+		prevSet = prev.set
+	}
+	set, err := exporter.NewSet(cfg, prevSet)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", cfg.File, err)
+	}
+	return &generation{cfg: cfg, parser: p, set: set}, nil
+}
+
+// Pipeline follows the inputs of the current config into its series stores.
+type Pipeline struct {
+	opts  Options
+	clock clock
+	gen   atomic.Pointer[generation]
+
+	mu          sync.Mutex // serialises Reload and Stop, guards inputs and reload state
+	inputs      map[inputKey]*input
+	reloadOK    bool
+	lastSuccess time.Time
+}
+
+// Start builds the state for cfg and starts following its inputs.
+func Start(cfg *config.Config, opts Options) (*Pipeline, error) {
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	gen, err := newGeneration(cfg, nil)
+	if err != nil {
+		return nil, err
+	}
+	p := &Pipeline{opts: opts, clock: newClock(opts.Now), inputs: map[inputKey]*input{}}
+	p.gen.Store(gen)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if err := p.syncInputs(cfg); err != nil {
+		p.stopInputs(nil)
+		return nil, err
+	}
+	p.reloadOK, p.lastSuccess = true, opts.Now()
+	return p, nil
+}
+
+// ReloadFile loads the config file in use again and applies it; a file that fails to load
+// or build changes nothing.
+func (p *Pipeline) ReloadFile() error {
+	cfg, err := config.Load(p.gen.Load().cfg.File)
+	if err != nil {
+		p.recordReload(false)
+		return err
+	}
+	return p.Reload(cfg)
+}
+
+// Reload swaps in cfg: rules whose definition did not change keep their window state,
+// inputs that are no longer configured stop, new ones start.
+func (p *Pipeline) Reload(cfg *config.Config) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	gen, err := newGeneration(cfg, p.gen.Load())
+	if err != nil {
+		p.reloadOK = false
+		return err
+	}
+	p.gen.Store(gen)
+	if err := p.syncInputs(cfg); err != nil {
+		// The rules are in force; an input that cannot start is reported as a failed reload
+		// so the operator looks, while every other input keeps running.
+		p.reloadOK = false
+		return err
+	}
+	p.reloadOK, p.lastSuccess = true, p.opts.Now()
+	return nil
+}
+
+func (p *Pipeline) recordReload(ok bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.reloadOK = ok
+}
+
+// Ready reports whether every input has opened and positioned the files that exist.
+func (p *Pipeline) Ready() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, in := range p.inputs {
+		if !in.follower.Ready() {
+			return false
+		}
+	}
+	return true
+}
+
+// Stop stops every input and waits for their goroutines.
+func (p *Pipeline) Stop() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.stopInputs(nil)
+}
+
+// Collector returns the collector exporting the current rules' families and the
+// self-metrics of inputs and reloads.
+func (p *Pipeline) Collector() prometheus.Collector {
+	return exporter.NewCollector(exporter.CollectorOptions{
+		Set:    func() *exporter.Set { return p.gen.Load().set },
+		Now:    p.clock.second,
+		Start:  p.clock.second(),
+		Inputs: p.inputStats,
+		Reload: p.reloadStats,
+	})
+}
+
+func (p *Pipeline) reloadStats() exporter.ReloadStats {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return exporter.ReloadStats{Successful: p.reloadOK, LastSuccess: p.lastSuccess}
+}
+
+func (p *Pipeline) inputStats() []exporter.InputStats {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := make([]exporter.InputStats, 0, len(p.inputs))
+	for _, in := range p.inputs {
+		out = append(out, toInputStats(in.label, in.follower.Stats()))
+	}
+	return out
+}
+
+func toInputStats(label string, s follow.Stats) exporter.InputStats {
+	files := make([]exporter.FileStats, len(s.Files))
+	for i, f := range s.Files {
+		files[i] = exporter.FileStats{Path: f.Path, BehindBytes: f.BytesBehind}
+	}
+	return exporter.InputStats{
+		Input:       label,
+		Lines:       s.LinesRead,
+		TooLong:     s.TooLong,
+		Rotations:   s.Rotations,
+		Truncations: s.Truncations,
+		Errors:      s.Errors,
+		Files:       files,
+	}
+}
+
+// clock turns a wall-clock source into processing-time seconds: the first reading is the
+// origin and later ones only contribute their (monotonic, where available) difference.
+type clock struct {
+	origin time.Time
+	now    func() time.Time
+}
+
+func newClock(now func() time.Time) clock {
+	return clock{origin: now(), now: now}
+}
+
+func (c clock) second() int64 {
+	return c.origin.Add(c.now().Sub(c.origin)).Unix()
+}
