@@ -1,0 +1,83 @@
+package fastmatch
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"testing"
+)
+
+// generatedLines returns n lines (seed 1) of the project's nginx log
+// generator, found through $NGINX_LOG_GEN or next to the repository in the
+// shared workspace; it skips when the generator or python3 is missing.
+func generatedLines(tb testing.TB, n int) [][]byte {
+	tb.Helper()
+	gen := os.Getenv("NGINX_LOG_GEN")
+	if gen == "" {
+		gen = filepath.Join("..", "..", "..", "shared", "tools", "gen-nginx-log.py")
+	}
+	if _, err := os.Stat(gen); err != nil {
+		tb.Skipf("nginx log generator not available: %v", err)
+	}
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		tb.Skip("python3 not found")
+	}
+	out := filepath.Join(tb.TempDir(), "access.log")
+	if msg, err := exec.Command(py, gen, strconv.Itoa(n), "1", out).CombinedOutput(); err != nil {
+		tb.Fatalf("generator: %v: %s", err, msg)
+	}
+	data, err := os.ReadFile(out)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return bytes.Split(bytes.TrimSuffix(data, []byte("\n")), []byte("\n"))
+}
+
+// lazyCombined is the combined format as often written with lazy dots.
+const lazyCombined = `^(?P<ip>[\d.]+) - (?P<user>\S+) \[(?P<ts>.*?)\] "(?P<req>.*?)" (?P<status>\d+) (?P<bytes>\d+) "(?P<referer>.*?)" "(?P<agent>.*?)"`
+
+// BenchmarkNginx compares Match with regexp.FindSubmatchIndex on generated
+// lines; ns/op is per line.
+func BenchmarkNginx(b *testing.B) {
+	lines := generatedLines(b, 20000)
+	for _, p := range []struct{ name, expr string }{
+		{"main", nginxMain},
+		{"combined", combined},
+		{"lazy", lazyCombined},
+	} {
+		re := regexp.MustCompile(p.expr)
+		m, err := Compile(p.expr)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run(p.name+"/fastmatch", func(b *testing.B) {
+			caps := make([]int, 2*(m.NumSubexp()+1))
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				if !m.Match(lines[i], caps) {
+					b.Fatalf("no match: %q", lines[i])
+				}
+				if i++; i == len(lines) {
+					i = 0
+				}
+			}
+		})
+		b.Run(p.name+"/regexp", func(b *testing.B) {
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				if re.FindSubmatchIndex(lines[i]) == nil {
+					b.Fatalf("no match: %q", lines[i])
+				}
+				if i++; i == len(lines) {
+					i = 0
+				}
+			}
+		})
+	}
+}

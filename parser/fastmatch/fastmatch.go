@@ -1,0 +1,143 @@
+// Package fastmatch runs the regular expressions typical of log parsing
+// (literals, character classes and runs such as \S+ or [^"]*, capture
+// groups, optional and repeated groups, anchors) several times faster than
+// regexp, with exactly regexp's results.
+//
+// Compile decides on regexp's own simplified parse tree whether an
+// expression is inside the supported subset; the caller keeps using regexp
+// for anything else. The matcher is a backtracking matcher that tries
+// alternatives in regexp's priority order, which gives Go's leftmost-first
+// submatch semantics. Most of the speed comes from decisions taken at
+// compile time: a run followed by something that cannot start with a rune
+// of its class never gives anything back, and a choice whose branches start
+// with different runes is decided by looking at one rune. Backtracking that
+// remains is bounded by a budget proportional to the line; past it, or past a
+// small fixed stack, Match hands the line to regexp, so results stay exact.
+//
+// Text is handled as regexp handles it: runes decoded with utf8.DecodeRune,
+// an invalid byte being U+FFFD one byte wide.
+package fastmatch
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"regexp"
+	"regexp/syntax"
+)
+
+// ErrUnsupported is wrapped by Compile's error when the expression is valid
+// but outside the specialised subset; errors.Is tells it apart from a syntax error.
+var ErrUnsupported = errors.New("fastmatch: expression outside the specialised subset")
+
+// Matcher matches one expression. It holds no mutable state and is safe for
+// concurrent use.
+type Matcher struct {
+	re   *regexp.Regexp // for lines past the budget, and the group names
+	prog []inst
+	ncap int // 2 * (NumSubexp() + 1)
+	// anchored: only position 0 can start a match.
+	anchored bool
+	// prefix: every match starts with it; bytes.Index finds candidates.
+	prefix []byte
+	// start: the runes a match can start with, when there is no prefix and
+	// the expression cannot match empty; nil means any position is a candidate.
+	start *class
+	// required: a literal every match contains; when prefilter is set, lines
+	// without it are rejected by bytes.Contains before any matching.
+	required  []byte
+	prefilter bool
+}
+
+// Compile returns a matcher equivalent to regexp.MustCompile(expr) for every
+// input, or an error: regexp's own for an invalid expression, or one
+// wrapping ErrUnsupported that says why expr is outside the subset.
+func Compile(expr string) (*Matcher, error) {
+	re, err := regexp.Compile(expr)
+	if err != nil {
+		return nil, err
+	}
+	tree, err := syntax.Parse(expr, syntax.Perl)
+	if err != nil {
+		return nil, err
+	}
+	n, err := convert(tree.Simplify())
+	if err != nil {
+		return nil, err
+	}
+	n = lower(n)
+	c := &compiler{}
+	if err := c.compile(n); err != nil {
+		return nil, err
+	}
+	c.emit(inst{op: opMatch})
+	analyse(c.prog)
+	m := &Matcher{
+		re:       re,
+		prog:     c.prog,
+		ncap:     2 * (re.NumSubexp() + 1),
+		anchored: anchoredAt(c.prog, 0, make([]bool, len(c.prog))),
+		required: requiredLiteral(n),
+	}
+	if !m.anchored {
+		pc := 0
+		for c.prog[pc].op == opCap {
+			pc++
+		}
+		if c.prog[pc].op == opLit {
+			m.prefix = c.prog[pc].lit
+		} else if f := first(c.prog, 0); !f.all {
+			m.start = newClass(f)
+		}
+		m.prefilter = m.prefix == nil && len(m.required) > 0
+	}
+	return m, nil
+}
+
+// NumSubexp returns the number of capture groups, as regexp's NumSubexp.
+func (m *Matcher) NumSubexp() int { return m.re.NumSubexp() }
+
+// SubexpNames returns the names of the capture groups, as regexp's
+// SubexpNames (index 0 is the whole match, unnamed groups are "").
+func (m *Matcher) SubexpNames() []string { return m.re.SubexpNames() }
+
+// String returns the source expression.
+func (m *Matcher) String() string { return m.re.String() }
+
+// RequiredLiteral returns a byte string that every match contains (the
+// longest one found in the expression's top-level sequence), or nil. A caller
+// running many expressions over a line can use it to skip some cheaply.
+func (m *Matcher) RequiredLiteral() []byte { return bytes.Clone(m.required) }
+
+// Match reports whether line matches and fills caps like
+// regexp.FindSubmatchIndex: a start and an end per group, group 0 (the whole
+// match) first, -1 for a group that did not participate. caps must have room
+// for 2*(NumSubexp()+1) ints; after a false result its content is
+// unspecified. Match does not allocate, except for the rare line it hands
+// to regexp (see the package comment).
+func (m *Matcher) Match(line []byte, caps []int) bool {
+	if len(caps) < m.ncap {
+		panic(fmt.Sprintf("fastmatch: caps has %d ints, %s needs %d", len(caps), m.re, m.ncap))
+	}
+	if m.prefilter && !bytes.Contains(line, m.required) {
+		return false
+	}
+	switch m.exec(line, caps, budgetPerByte*len(line)+budgetPerInst*len(m.prog)) {
+	case matched:
+		return true
+	case noMatch:
+		return false
+	}
+	loc := m.re.FindSubmatchIndex(line)
+	copy(caps, loc)
+	return loc != nil
+}
+
+// The work budget of one Match, in steps (a program step, a rune scanned or
+// given back, a start position skipped). A line of the usual log shape takes
+// about one step per byte plus one per program step; the margin leaves room
+// for honest backtracking and cuts off the exponential kind.
+const (
+	budgetPerByte = 8
+	budgetPerInst = 8
+)
