@@ -1,0 +1,220 @@
+package follow
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+)
+
+// watchLoop is the discovery goroutine: it never calls the Handler, so files
+// are found and opened while the reader is stalled by a slow consumer.
+func (f *Follower) watchLoop() {
+	defer f.wg.Done()
+	tick := time.NewTicker(f.o.PollInterval)
+	defer tick.Stop()
+	var events <-chan fsnotify.Event
+	var errs <-chan error
+	if f.w != nil {
+		events, errs = f.w.Events, f.w.Errors
+	}
+	for {
+		select {
+		case <-f.stop:
+			return
+		case ev, ok := <-events:
+			// A write needs only a read; anything else (create, rename,
+			// remove, chmod) may change which files the input names.
+			if !ok {
+				events = nil // the watcher died; the poll goes on
+			} else if ev.Op != fsnotify.Write {
+				f.discover(false)
+			}
+		case err, ok := <-errs:
+			// An overflow lost events, not data: the scan catches up.
+			if !ok {
+				errs = nil
+			} else if !errors.Is(err, fsnotify.ErrEventOverflow) {
+				f.fail("inotify", err)
+			}
+			f.discover(false)
+		case <-tick.C:
+			f.discover(false)
+		}
+		f.poke()
+	}
+}
+
+// discover opens the files the input names that are not open yet and marks
+// the open ones that left every path as rotated.
+func (f *Follower) discover(initial bool) {
+	paths := expand(f.o)
+	f.watchDirs(paths)
+	found := make(map[fileID]string, len(paths)) // first path of each open file
+	atPath := make(map[string]fileID, len(paths))
+	present := make(map[fileID]bool, len(paths))
+	opened, identified := true, true
+	for _, p := range paths {
+		id, exists, isOpen, err := f.track(p, initial)
+		if err != nil {
+			opened = false
+			identified = identified && exists
+			f.fail(p, err)
+		} else {
+			delete(f.failed, p)
+		}
+		if exists {
+			present[id] = true
+		}
+		if !isOpen {
+			continue
+		}
+		atPath[p] = id
+		if _, dup := found[id]; !dup {
+			found[id] = p
+		}
+	}
+	if opened {
+		f.ready.Store(true)
+	}
+	if !identified {
+		// A path that could not be stat'ed may still hold any of our
+		// files: saying one is gone must wait for a clean scan.
+		return
+	}
+	for id := range f.atStart {
+		if !present[id] {
+			delete(f.atStart, id) // gone before it could be opened
+		}
+	}
+	now := f.o.now()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, t := range f.files {
+		p, ok := found[t.id]
+		switch {
+		case ok:
+			if atPath[t.path] != t.id {
+				t.path = p // renamed to another path of the glob
+			}
+			t.rotated = false
+		case !t.rotated:
+			t.rotated, t.rotatedAt = true, now
+			f.c.rotations.Add(1)
+			f.o.Logger.Info("file left its path, reading it to its end", "path", t.path, "grace", f.o.RotationGrace)
+		}
+	}
+}
+
+// track makes sure the file at path is open. exists says whether a file is
+// there (id is then its identity), isOpen whether it is being read; err is a
+// stat error (exists false) or an open error (exists true).
+func (f *Follower) track(path string, initial bool) (id fileID, exists, isOpen bool, err error) {
+	fi, err := os.Stat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return id, false, false, nil
+	case err != nil:
+		return id, false, false, err
+	case fi.IsDir() && isGlob(f.o.Path):
+		return id, false, false, nil
+	}
+	id = idOf(fi)
+	if !fi.Mode().IsRegular() {
+		return id, true, false, notRegular(path, fi)
+	}
+	if initial {
+		f.atStart[id] = fi.Size()
+	}
+	f.mu.Lock()
+	_, isOpen = f.byID[id]
+	f.mu.Unlock()
+	if isOpen {
+		return id, true, true, nil
+	}
+	// O_NONBLOCK: a FIFO swapped in after the stat must not block discovery.
+	file, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return id, true, false, err
+	}
+	if fi, err = file.Stat(); err == nil && !fi.Mode().IsRegular() {
+		err = notRegular(path, fi)
+	}
+	if err != nil {
+		_ = file.Close()
+		return id, true, false, err
+	}
+	// What we opened may already be the next file: its identity is the one
+	// that counts.
+	id = idOf(fi)
+	t := &tracked{id: id, f: file, path: path, lastData: f.o.now()}
+	if size, ok := f.atStart[id]; ok {
+		if !f.o.FromBeginning {
+			t.positionAt(min(size, fi.Size()))
+		}
+		delete(f.atStart, id)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if _, dup := f.byID[id]; dup {
+		_ = file.Close()
+		return id, true, true, nil
+	}
+	f.byID[id] = t
+	f.files = append(f.files, t)
+	f.o.Logger.Debug("following file", "path", path, "offset", t.off)
+	return id, true, true, nil
+}
+
+func notRegular(path string, fi os.FileInfo) error {
+	return fmt.Errorf("%s: not a regular file (%s)", path, fi.Mode().Type())
+}
+
+// watchDirs watches the directories where the input's files live, and where
+// the symlinks among them point: a directory watch reports creations, renames
+// and writes of its files. Without a watch the poll still sees everything.
+func (f *Follower) watchDirs(paths []string) {
+	if f.w == nil {
+		return
+	}
+	dirs := []string{filepath.Dir(f.o.Path)}
+	if isGlob(dirs[0]) {
+		dirs, _ = filepath.Glob(dirs[0])
+	}
+	for _, p := range paths {
+		if target, err := filepath.EvalSymlinks(p); err == nil && target != p {
+			dirs = append(dirs, filepath.Dir(target))
+		}
+	}
+	watched := make(map[string]bool)
+	for _, d := range f.w.WatchList() {
+		watched[d] = true
+	}
+	for _, d := range dirs {
+		if watched[d] {
+			continue
+		}
+		watched[d] = true
+		switch err := f.w.Add(d); {
+		case err == nil, errors.Is(err, fs.ErrNotExist):
+			delete(f.failed, d)
+		default:
+			f.fail(d, err)
+		}
+	}
+}
+
+// fail counts and logs an error of discovery once until it changes or clears.
+func (f *Follower) fail(key string, err error) {
+	if f.failed[key] == err.Error() {
+		return
+	}
+	f.failed[key] = err.Error()
+	f.c.errors.Add(1)
+	f.o.Logger.Warn("cannot follow, retrying", "path", key, "err", err)
+}

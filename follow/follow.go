@@ -1,0 +1,423 @@
+package follow
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+)
+
+// Defaults and limits of Options.
+const (
+	DefaultMaxLineBytes  = 64 << 10
+	DefaultRotationGrace = 5 * time.Second
+	DefaultPollInterval  = 250 * time.Millisecond
+	// MaxMaxLineBytes bounds MaxLineBytes: the reader allocates a buffer of
+	// that size per input, so a typo must not become gigabytes.
+	MaxMaxLineBytes = 64 << 20
+)
+
+// passBudget is how many bytes one file may read before the others get their
+// turn, so that one busy file cannot starve the rest of a glob.
+const passBudget = 1 << 20
+
+// Options says what to follow and how.
+type Options struct {
+	// Path is a file or a glob (filepath.Match syntax). A glob is expanded
+	// again on every scan, so files that appear later are followed too.
+	Path string
+	// FromBeginning reads the files that exist at Start from their first
+	// byte (start_at: beginning); otherwise from their size at Start. Files
+	// that appear later are always read from their first byte, so that none
+	// of their first lines is skipped.
+	FromBeginning bool
+	// MaxLineBytes caps a line's length, newline excluded (0 means
+	// DefaultMaxLineBytes). Longer lines are skipped and counted as TooLong.
+	MaxLineBytes int
+	// RotationGrace is how long a file that left its path must have been
+	// idle before it is closed (0 means DefaultRotationGrace), so that a
+	// writer that reopens late loses nothing.
+	RotationGrace time.Duration
+	// PollInterval is the period of the scan that runs whether or not
+	// inotify is available (0 means DefaultPollInterval): the whole change
+	// detection without inotify, a safety net with it.
+	PollInterval time.Duration
+	// Logger receives rotations, truncations and errors; nil discards them.
+	Logger *slog.Logger
+
+	now      func() time.Time // a test clock for the grace period
+	noNotify bool             // tests force polling
+}
+
+// Handler receives one complete line of the file found at path, without its
+// "\n" and without a "\r" before it. line is valid during the call only: its
+// buffer is reused. Lines of one input arrive in order from one goroutine. A
+// Handler that blocks stalls the reading of its input, which is the
+// backpressure; files keep being discovered meanwhile, so rotations during the
+// stall lose nothing.
+type Handler func(path string, line []byte)
+
+// Stats is a snapshot of what a Follower did since Start.
+type Stats struct {
+	LinesRead uint64 // lines handed to the Handler
+	TooLong   uint64 // lines skipped for being longer than MaxLineBytes
+	// Rotations counts files that left their path (renamed, deleted or
+	// replaced); what they still hold or receive is read all the same.
+	Rotations uint64
+	// Truncations counts files found shorter than what was read, or
+	// rewritten under the read offset; they are read again from offset 0.
+	Truncations uint64
+	// Errors counts failures to watch, stat, open or read, once per
+	// episode; each is retried at every scan.
+	Errors uint64
+	// Polling is true when inotify could not be set up, so that only the
+	// PollInterval scan sees changes.
+	Polling bool
+	// Files has one entry per path being read, sorted by path.
+	Files []FileStats
+}
+
+// FileStats describes what is being read under one path.
+type FileStats struct {
+	Path string
+	// Open counts the files read under Path: the current one and rotated
+	// ones still being read until idle.
+	Open int
+	// BytesBehind is what those files hold beyond what was handed on: the
+	// lag of a slow consumer.
+	BytesBehind int64
+}
+
+// counters are shared by the goroutines of one input and read by Stats.
+type counters struct {
+	lines, tooLong, rotations, truncations, errors atomic.Uint64
+}
+
+func (c *counters) snapshot() Stats {
+	return Stats{
+		LinesRead:   c.lines.Load(),
+		TooLong:     c.tooLong.Load(),
+		Rotations:   c.rotations.Load(),
+		Truncations: c.truncations.Load(),
+		Errors:      c.errors.Load(),
+	}
+}
+
+func (o Options) normalize() (Options, error) {
+	if o.Path == "" {
+		return o, errors.New("follow: empty path")
+	}
+	if isGlob(o.Path) {
+		if _, err := filepath.Match(o.Path, ""); err != nil {
+			return o, fmt.Errorf("follow: path %q: %w", o.Path, err)
+		}
+	}
+	switch {
+	case o.MaxLineBytes < 0 || o.MaxLineBytes > MaxMaxLineBytes:
+		return o, fmt.Errorf("follow: max line bytes %d out of range 0..%d (0: default)", o.MaxLineBytes, MaxMaxLineBytes)
+	case o.RotationGrace < 0:
+		return o, fmt.Errorf("follow: negative rotation grace %s", o.RotationGrace)
+	case o.PollInterval < 0:
+		return o, fmt.Errorf("follow: negative poll interval %s", o.PollInterval)
+	}
+	if o.MaxLineBytes == 0 {
+		o.MaxLineBytes = DefaultMaxLineBytes
+	}
+	if o.RotationGrace == 0 {
+		o.RotationGrace = DefaultRotationGrace
+	}
+	if o.PollInterval == 0 {
+		o.PollInterval = DefaultPollInterval
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.now == nil {
+		o.now = time.Now
+	}
+	return o, nil
+}
+
+func isGlob(path string) bool { return strings.ContainsAny(path, `*?[\`) }
+
+// expand lists the paths the input names now: the glob's matches, or the
+// path itself, whether or not it exists.
+func expand(o Options) []string {
+	if !isGlob(o.Path) {
+		return []string{o.Path}
+	}
+	// The pattern was validated by normalize, the only error Glob returns.
+	paths, _ := filepath.Glob(o.Path)
+	return paths
+}
+
+// Follower follows one input until Stop.
+type Follower struct {
+	o Options
+	h Handler
+	r *lineReader
+	w *fsnotify.Watcher // nil when polling
+	c counters
+
+	mu    sync.Mutex
+	files []*tracked // in the order they were found: older files are read first
+	byID  map[fileID]*tracked
+
+	// Owned by the discovery goroutine (and Start before it).
+	failed  map[string]string // path → error already counted and logged
+	atStart map[fileID]int64  // size at Start of files present then, for start at end
+
+	ready    atomic.Bool
+	stopping atomic.Bool
+	turns    atomic.Uint64 // turns of the reader over all files, for tests that must see one complete
+
+	stop     chan struct{}
+	wake     chan struct{}
+	stopOnce sync.Once
+	wg       sync.WaitGroup
+}
+
+// Start opens and positions every file the input names now, then follows
+// them in the background. It fails only for invalid options; a missing or
+// unreadable file is waited for.
+func Start(opts Options, h Handler) (*Follower, error) {
+	o, err := opts.normalize()
+	if err != nil {
+		return nil, err
+	}
+	if h == nil {
+		return nil, errors.New("follow: nil handler")
+	}
+	f := &Follower{
+		o:       o,
+		h:       h,
+		byID:    make(map[fileID]*tracked),
+		failed:  make(map[string]string),
+		atStart: make(map[fileID]int64),
+		stop:    make(chan struct{}),
+		wake:    make(chan struct{}, 1),
+	}
+	f.r = newLineReader(o.MaxLineBytes, h, &f.c, &f.stopping)
+	if !o.noNotify {
+		// fsnotify returns an error where nxadm/tail would exit: with the
+		// per-user inotify instance limit reached, polling is all we have.
+		w, err := fsnotify.NewWatcher()
+		if err != nil {
+			f.c.errors.Add(1)
+			o.Logger.Warn("inotify unavailable, polling for changes", "path", o.Path, "interval", o.PollInterval, "err", err)
+		} else {
+			f.w = w
+		}
+	}
+	f.discover(true)
+	f.wg.Add(2)
+	go f.watchLoop()
+	go f.readLoop()
+	return f, nil
+}
+
+// Ready reports whether every file the input names has been opened and
+// positioned at least once. It stays true afterwards.
+func (f *Follower) Ready() bool { return f.ready.Load() }
+
+// Stats returns a snapshot of the counters and of the lag per path.
+func (f *Follower) Stats() Stats {
+	s := f.c.snapshot()
+	s.Polling = f.w == nil
+	f.mu.Lock()
+	byPath := make(map[string]*FileStats)
+	for _, t := range f.files {
+		fs := byPath[t.path]
+		if fs == nil {
+			fs = &FileStats{Path: t.path}
+			byPath[t.path] = fs
+		}
+		fs.Open++
+		if fi, err := t.f.Stat(); err == nil {
+			// A truncation not yet seen by the reader would give a negative lag.
+			fs.BytesBehind += max(0, fi.Size()-t.done.Load())
+		}
+	}
+	f.mu.Unlock()
+	for _, fs := range byPath {
+		s.Files = append(s.Files, *fs)
+	}
+	sort.Slice(s.Files, func(i, j int) bool { return s.Files[i].Path < s.Files[j].Path })
+	return s
+}
+
+// Stop ends following and waits for its goroutines and the Handler to
+// return. Lines not yet handed on are dropped. Stop may be called more than
+// once.
+func (f *Follower) Stop() {
+	f.stopOnce.Do(func() {
+		f.stopping.Store(true)
+		close(f.stop)
+		f.wg.Wait()
+		if f.w != nil {
+			_ = f.w.Close()
+		}
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		for _, t := range f.files {
+			_ = t.f.Close()
+		}
+		f.files, f.byID = nil, nil
+	})
+}
+
+// poke tells the reader there may be something to read; pokes coalesce.
+func (f *Follower) poke() {
+	select {
+	case f.wake <- struct{}{}:
+	default:
+	}
+}
+
+// readLoop is the one goroutine that calls the Handler.
+func (f *Follower) readLoop() {
+	defer f.wg.Done()
+	for {
+		more := f.readAll()
+		if f.stopping.Load() {
+			return
+		}
+		if more {
+			continue
+		}
+		select {
+		case <-f.stop:
+			return
+		case <-f.wake:
+		}
+	}
+}
+
+// readAll gives every open file one turn and retires rotated files that
+// have been idle for the grace period. It reports whether a file has more to
+// read right away.
+func (f *Follower) readAll() (more bool) {
+	f.mu.Lock()
+	turn := make([]*tracked, len(f.files))
+	paths := make([]string, len(f.files))
+	copy(turn, f.files)
+	for i, t := range turn {
+		paths[i] = t.path
+	}
+	f.mu.Unlock()
+
+	for i, t := range turn {
+		if f.stopping.Load() {
+			return false
+		}
+		m := f.step(t, paths[i])
+		more = more || m
+		if !m {
+			f.retireIfIdle(t, paths[i])
+		}
+	}
+	f.turns.Add(1)
+	return more
+}
+
+// retireIfIdle closes t if it left its path and has not grown for the grace
+// period, handing on its final line if it lacks a newline: nothing will
+// complete it now.
+func (f *Follower) retireIfIdle(t *tracked, path string) {
+	now := f.o.now()
+	f.mu.Lock()
+	idle := t.rotated && now.Sub(t.lastData) >= f.o.RotationGrace && now.Sub(t.rotatedAt) >= f.o.RotationGrace
+	if idle {
+		f.remove(t)
+	}
+	f.mu.Unlock()
+	if !idle {
+		return
+	}
+	f.r.finish(t, path)
+	_ = t.f.Close()
+	f.o.Logger.Debug("closed rotated file after its grace period", "path", path, "offset", t.off)
+}
+
+// remove drops t from the open files; f.mu must be held.
+func (f *Follower) remove(t *tracked) {
+	delete(f.byID, t.id)
+	for i, u := range f.files {
+		if u == t {
+			f.files = append(f.files[:i], f.files[i+1:]...)
+			break
+		}
+	}
+}
+
+// step gives t one turn: truncation checks, then a read. It reports whether
+// t has more to read right away.
+func (f *Follower) step(t *tracked, path string) bool {
+	fi, err := t.f.Stat()
+	if err != nil {
+		f.readFailed(t, path, err)
+		return false
+	}
+	size, mtime := fi.Size(), fi.ModTime()
+	if t.unchanged(size, mtime) && size == t.off {
+		t.suspect = mark{}
+		return false
+	}
+	rewritten, err := t.rewritten(size, mtime)
+	if err != nil {
+		f.readFailed(t, path, err)
+		return false
+	}
+	if rewritten {
+		f.c.truncations.Add(1)
+		f.o.Logger.Info("file truncated, reading it again from the start", "path", path, "offset", t.off, "size", size)
+		t.restart()
+	}
+	read, atEOF, err := f.r.pass(t, path, passBudget)
+	if read > 0 {
+		t.lastData = f.o.now()
+	}
+	if err != nil {
+		f.readFailed(t, path, err)
+		return false
+	}
+	t.readErr = ""
+	if !atEOF {
+		t.last = mark{size: size, mtime: mtime, valid: true}
+		return !f.stopping.Load()
+	}
+	// Read back after reaching the end: if the file is exactly as long as
+	// what was read, the mark describes it at our offset, and a later mtime
+	// without growth is a rewrite. If it grew meanwhile, what grew has not
+	// been checked yet (it may be a refill after a truncation): no mark.
+	if fi, err = t.f.Stat(); err != nil {
+		f.readFailed(t, path, err)
+		return false
+	}
+	if fi.Size() != t.off {
+		t.last = mark{}
+		return fi.Size() > t.off
+	}
+	if read == 0 && t.suspect.valid {
+		return false // the suspicion is judged against the old mark next turn
+	}
+	t.last, t.suspect = mark{size: fi.Size(), mtime: fi.ModTime(), valid: true}, mark{}
+	return false
+}
+
+// readFailed counts and logs an error of t once until a read succeeds.
+func (f *Follower) readFailed(t *tracked, path string, err error) {
+	if t.readErr == err.Error() {
+		return
+	}
+	t.readErr = err.Error()
+	f.c.errors.Add(1)
+	f.o.Logger.Warn("cannot read file, retrying", "path", path, "err", err)
+}

@@ -1,0 +1,470 @@
+package follow
+
+import (
+	"bytes"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+// filler makes numbered lines look like access log lines, so that a line
+// cut or glued anywhere is recognised as malformed.
+const filler = `10.1.2.3 - - [21/Nov/2025:10:00:00 +0000] "GET /api/v1/items?id=42 HTTP/1.1" 200 512 "-" "curl/8.5.0" 0.004`
+
+func numbered(n int) []byte { return fmt.Appendf(nil, "%08d %s\n", n, filler) }
+
+// lineLen is the length of every numbered line, newline included.
+var lineLen = int64(len(numbered(0)))
+
+func parseNumbered(line []byte) (int, bool) {
+	if len(line) != int(lineLen)-1 || line[8] != ' ' || string(line[9:]) != filler {
+		return 0, false
+	}
+	n := 0
+	for _, b := range line[:8] {
+		if b < '0' || b > '9' {
+			return 0, false
+		}
+		n = n*10 + int(b-'0')
+	}
+	return n, true
+}
+
+// collector is a Handler that counts numbered lines exactly.
+type collector struct {
+	mu        sync.Mutex
+	seen      map[int]int
+	malformed []string
+	paths     map[string]int
+	gate      *gate
+}
+
+func newCollector() *collector {
+	return &collector{seen: make(map[int]int), paths: make(map[string]int)}
+}
+
+func (c *collector) handle(path string, line []byte) {
+	n, ok := parseNumbered(line)
+	c.mu.Lock()
+	if ok {
+		c.seen[n]++
+	} else {
+		c.malformed = append(c.malformed, string(line))
+	}
+	c.paths[path]++
+	g := c.gate
+	c.mu.Unlock()
+	if g != nil && ok {
+		g.pass(n)
+	}
+}
+
+// has reports whether every line from..to arrived.
+func (c *collector) has(from, to int) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for n := from; n <= to; n++ {
+		if c.seen[n] == 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// span is a range of line numbers, both ends included.
+type span struct{ from, to int }
+
+// tally counts the lines of want never seen, extra copies (including lines
+// outside want), and lines that are not numbered lines at all.
+func (c *collector) tally(want ...span) (lost, dup, malformed int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	wanted := make(map[int]bool)
+	for _, sp := range want {
+		for n := sp.from; n <= sp.to; n++ {
+			wanted[n] = true
+			if c.seen[n] == 0 {
+				lost++
+			}
+		}
+	}
+	for n, k := range c.seen {
+		if wanted[n] {
+			k--
+		}
+		dup += k
+	}
+	return lost, dup, len(c.malformed)
+}
+
+// expectExactly fails unless every line of want arrived once and nothing
+// else did; it logs the measured numbers for the report.
+func (c *collector) expectExactly(t *testing.T, want ...span) {
+	t.Helper()
+	lost, dup, malformed := c.tally(want...)
+	t.Logf("lines %v: lost=%d duplicated=%d malformed=%d", want, lost, dup, malformed)
+	if lost+dup+malformed != 0 {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		t.Fatalf("want every line exactly once; first malformed: %.80q", append(c.malformed, "")[0])
+	}
+}
+
+// gate blocks the handler on one line until released.
+type gate struct {
+	at      int
+	reached chan struct{}
+	release chan struct{}
+}
+
+func newGate(at int) *gate {
+	return &gate{at: at, reached: make(chan struct{}), release: make(chan struct{})}
+}
+
+func (g *gate) pass(n int) {
+	if n == g.at {
+		close(g.reached)
+		<-g.release
+	}
+}
+
+func (g *gate) wait(t *testing.T) {
+	t.Helper()
+	select {
+	case <-g.reached:
+	case <-time.After(waitLimit):
+		t.Fatalf("handler never reached line %d", g.at)
+	}
+}
+
+// waitLimit bounds every wait for a real file event; under -race on a busy
+// two-core machine events can take far longer than usual.
+const waitLimit = 20 * time.Second
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(waitLimit)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// mode is a way of noticing changes: inotify with a slow safety poll, so that
+// inotify does the work, or polling alone.
+type mode struct {
+	name     string
+	noNotify bool
+	poll     time.Duration
+}
+
+var modes = []mode{
+	{name: "inotify", poll: 500 * time.Millisecond},
+	{name: "poll", noNotify: true, poll: 10 * time.Millisecond},
+}
+
+func (m mode) options(path string) Options {
+	return Options{Path: path, PollInterval: m.poll, RotationGrace: 150 * time.Millisecond, noNotify: m.noNotify}
+}
+
+// testLogger sends a Follower's log to the test's log, shown on failure or with -v.
+func testLogger(t *testing.T) *slog.Logger {
+	return slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
+
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimSuffix(string(p), "\n"))
+	return len(p), nil
+}
+
+func start(t *testing.T, o Options, h Handler) *Follower {
+	t.Helper()
+	if o.Logger == nil {
+		o.Logger = testLogger(t)
+	}
+	f, err := Start(o, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(f.Stop)
+	return f
+}
+
+func create(t *testing.T, path string) *os.File {
+	t.Helper()
+	w, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = w.Close() })
+	return w
+}
+
+// writeLines writes lines from..to, one write() per line, as nginx does.
+func writeLines(t *testing.T, w *os.File, from, to int) {
+	t.Helper()
+	for n := from; n <= to; n++ {
+		if _, err := w.Write(numbered(n)); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func rename(t *testing.T, from, to string) {
+	t.Helper()
+	if err := os.Rename(from, to); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// waitFollowed waits until the file written by w is open in f. Rotations come
+// hours apart; a file created and rotated away again within one scan cannot
+// be seen by polling.
+func waitFollowed(t *testing.T, f *Follower, w *os.File) {
+	t.Helper()
+	fi, err := w.Stat()
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := idOf(fi)
+	waitFor(t, "the new file followed", func() bool {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		_, ok := f.byID[id]
+		return ok
+	})
+}
+
+// openUnder reports how many files are open under path.
+func openUnder(f *Follower, path string) int {
+	for _, fs := range f.Stats().Files {
+		if fs.Path == path {
+			return fs.Open
+		}
+	}
+	return 0
+}
+
+func TestOptions(t *testing.T) {
+	dir := t.TempDir()
+	tests := []struct {
+		name string
+		o    Options
+		h    Handler
+		want string // error substring; empty: valid
+	}{
+		{name: "defaults", o: Options{Path: filepath.Join(dir, "a.log")}},
+		{name: "glob", o: Options{Path: filepath.Join(dir, "*.log")}},
+		{name: "empty path", o: Options{}, want: "empty path"},
+		{name: "bad glob", o: Options{Path: filepath.Join(dir, "[a.log")}, want: "syntax error"},
+		{name: "negative line cap", o: Options{Path: "a", MaxLineBytes: -1}, want: "max line bytes"},
+		{name: "huge line cap", o: Options{Path: "a", MaxLineBytes: MaxMaxLineBytes + 1}, want: "max line bytes"},
+		{name: "negative grace", o: Options{Path: "a", RotationGrace: -time.Second}, want: "rotation grace"},
+		{name: "negative poll", o: Options{Path: "a", PollInterval: -time.Second}, want: "poll interval"},
+		{name: "nil handler", o: Options{Path: "a"}, h: nil, want: "nil handler"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			h := tc.h
+			if h == nil && tc.want != "nil handler" {
+				h = func(string, []byte) {}
+			}
+			f, err := Start(tc.o, h)
+			if f != nil {
+				f.Stop()
+			}
+			_, rerr := ReadToEnd(tc.o, h)
+			if tc.want == "" {
+				if err != nil {
+					t.Fatalf("Start: %v", err)
+				}
+				return
+			}
+			for _, e := range []error{err, rerr} {
+				if e == nil || !strings.Contains(e.Error(), tc.want) {
+					t.Errorf("got error %v, want one containing %q", e, tc.want)
+				}
+			}
+		})
+	}
+}
+
+func TestOptionDefaults(t *testing.T) {
+	o, err := Options{Path: "a"}.normalize()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.MaxLineBytes != DefaultMaxLineBytes || o.RotationGrace != DefaultRotationGrace || o.PollInterval != DefaultPollInterval || o.Logger == nil {
+		t.Fatalf("defaults not applied: %+v", o)
+	}
+}
+
+// TestReadToEnd checks line splitting, the cap and the last line on the
+// reader that the Follower shares.
+func TestReadToEnd(t *testing.T) {
+	long := strings.Repeat("z", 9)
+	tests := []struct {
+		name    string
+		files   map[string]string
+		path    string // relative, may be a glob
+		want    []string
+		tooLong uint64
+		err     string
+	}{
+		{name: "lines", files: map[string]string{"a": "one\ntwo\n"}, path: "a", want: []string{"a:one", "a:two"}},
+		{name: "crlf and empty lines", files: map[string]string{"a": "one\r\n\n\r\ntwo\n"}, path: "a", want: []string{"a:one", "a:", "a:", "a:two"}},
+		{name: "last line without newline", files: map[string]string{"a": "one\ntw"}, path: "a", want: []string{"a:one", "a:tw"}},
+		{name: "exactly the cap", files: map[string]string{"a": "12345678\n"}, path: "a", want: []string{"a:12345678"}},
+		{name: "one over the cap", files: map[string]string{"a": "x\n123456789\ny\n"}, path: "a", want: []string{"a:x", "a:y"}, tooLong: 1},
+		{name: "cap counts before the carriage return", files: map[string]string{"a": "12345678\r\n"}, path: "a", tooLong: 1},
+		{name: "long last line", files: map[string]string{"a": "x\n" + long}, path: "a", want: []string{"a:x"}, tooLong: 1},
+		{name: "long lines in a row", files: map[string]string{"a": long + "\n" + long + "\nok\n"}, path: "a", want: []string{"a:ok"}, tooLong: 2},
+		{name: "empty file", files: map[string]string{"a": ""}, path: "a"},
+		{name: "glob in name order", files: map[string]string{"b.log": "2\n", "a.log": "1\n", "c.txt": "3\n"}, path: "*.log", want: []string{"a.log:1", "b.log:2"}},
+		{name: "missing file", path: "nope", err: "no such file"},
+		{name: "glob without match", path: "*.log", err: "no file matches"},
+		{name: "directory", files: map[string]string{"d/a": "1\n"}, path: "d", err: "not a regular file"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			for name, content := range tc.files {
+				p := filepath.Join(dir, name)
+				if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var got []string
+			s, err := ReadToEnd(Options{Path: filepath.Join(dir, tc.path), MaxLineBytes: 8}, func(path string, line []byte) {
+				rel, _ := filepath.Rel(dir, path)
+				got = append(got, rel+":"+string(line))
+			})
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("got error %v, want %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.Join(got, "|") != strings.Join(tc.want, "|") {
+				t.Errorf("lines %q, want %q", got, tc.want)
+			}
+			if s.TooLong != tc.tooLong || s.LinesRead != uint64(len(tc.want)) {
+				t.Errorf("stats %+v, want %d lines, %d too long", s, len(tc.want), tc.tooLong)
+			}
+		})
+	}
+}
+
+// TestReadToEndBuffered crosses the reader's buffer boundary with lines of
+// every length around it.
+func TestReadToEndBuffered(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "a")
+	var content bytes.Buffer
+	var want []string
+	for n := 1; n <= 3*minBuffer/100; n++ {
+		line := strings.Repeat(string(rune('a'+n%26)), n%300)
+		want = append(want, line)
+		content.WriteString(line + "\n")
+	}
+	if err := os.WriteFile(p, content.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	if _, err := ReadToEnd(Options{Path: p, MaxLineBytes: 300}, func(_ string, line []byte) { got = append(got, string(line)) }); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("got %d lines, want %d, or they differ", len(got), len(want))
+	}
+}
+
+func TestStartAt(t *testing.T) {
+	for _, fromBeginning := range []bool{false, true} {
+		t.Run(fmt.Sprintf("from beginning %v", fromBeginning), func(t *testing.T) {
+			p := filepath.Join(t.TempDir(), "access.log")
+			w := create(t, p)
+			writeLines(t, w, 1, 100)
+			c := newCollector()
+			o := modes[0].options(p)
+			o.FromBeginning = fromBeginning
+			f := start(t, o, c.handle)
+			if !f.Ready() {
+				t.Fatal("not ready after Start with the file present")
+			}
+			writeLines(t, w, 101, 200)
+			waitFor(t, "appended lines", func() bool { return c.has(101, 200) })
+			first := 101
+			if fromBeginning {
+				first = 1
+			}
+			c.expectExactly(t, span{first, 200})
+		})
+	}
+}
+
+// TestGlob follows files that appear later from their first line, drains a
+// file renamed out of the pattern, and keeps a file renamed within it.
+func TestGlob(t *testing.T) {
+	for _, m := range modes {
+		t.Run(m.name, func(t *testing.T) {
+			dir := t.TempDir()
+			a := create(t, filepath.Join(dir, "a.log"))
+			writeLines(t, a, 1, 10)
+			c := newCollector()
+			f := start(t, m.options(filepath.Join(dir, "*.log")), c.handle)
+			b := create(t, filepath.Join(dir, "b.log"))
+			writeLines(t, b, 11, 20)
+			writeLines(t, a, 21, 30)
+			waitFor(t, "lines of both files", func() bool { return c.has(11, 30) })
+			rename(t, filepath.Join(dir, "a.log"), filepath.Join(dir, "a.log.1"))
+			rename(t, filepath.Join(dir, "b.log"), filepath.Join(dir, "c.log"))
+			writeLines(t, a, 31, 40)
+			writeLines(t, b, 41, 50)
+			waitFor(t, "a.log drained and closed, b.log followed as c.log", func() bool {
+				s := f.Stats()
+				return c.has(31, 50) && len(s.Files) == 1 && s.Files[0].Path == filepath.Join(dir, "c.log")
+			})
+			c.expectExactly(t, span{11, 50})
+			if s := f.Stats(); s.Rotations != 1 {
+				t.Errorf("rotations %d, want 1 (a.log left the glob; b.log only changed name)", s.Rotations)
+			}
+		})
+	}
+}
+
+// TestNotRegular: a FIFO where a log is expected is an error, and neither
+// blocks discovery nor Stop.
+func TestNotRegular(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "access.log")
+	if err := syscall.Mkfifo(p, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f := start(t, modes[1].options(p), func(string, []byte) {})
+	waitFor(t, "an error", func() bool { return f.Stats().Errors == 1 })
+	if f.Ready() {
+		t.Error("ready although the input could not be opened")
+	}
+}

@@ -1,0 +1,242 @@
+package follow
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"os"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// tailLen is how many bytes before the read offset are kept to recognise a
+// file that was truncated and refilled past that offset between two reads.
+// Log lines often share long endings (user agent, status, sizes); a window
+// of several lines includes their differing starts (timestamps).
+const tailLen = 1024
+
+// minBuffer keeps reads large when MaxLineBytes is small.
+const minBuffer = 64 << 10
+
+// fileID identifies a file whatever its name: device and inode. An inode
+// number cannot be reused while we hold the file open.
+type fileID struct{ dev, ino uint64 }
+
+func idOf(fi os.FileInfo) fileID {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return fileID{}
+	}
+	return fileID{dev: uint64(st.Dev), ino: uint64(st.Ino)}
+}
+
+// mark is what the file looked like when a turn ended.
+type mark struct {
+	size  int64
+	mtime time.Time
+	valid bool
+}
+
+// tracked is one open file. Fields under "reader" belong to the goroutine
+// that reads; path and rotation fields are guarded by Follower.mu.
+type tracked struct {
+	id fileID
+	f  *os.File
+
+	path      string
+	rotated   bool      // no longer found at any path of the input
+	rotatedAt time.Time // when it was found gone
+
+	// reader
+	off      int64  // bytes read from the file
+	partial  []byte // an incomplete line carried to the next turn
+	skipping bool   // inside a line longer than the cap
+	tail     [tailLen]byte
+	tailN    int
+	last     mark
+	suspect  mark      // same length as read but a newer mtime: a rewrite, or a write in progress
+	lastData time.Time // when bytes were last read, or when it was opened
+	readErr  string    // error already counted
+
+	done atomic.Int64 // offset up to which lines were handed on or skipped
+}
+
+// unchanged reports whether the file is as the last turn left it.
+func (t *tracked) unchanged(size int64, mtime time.Time) bool {
+	return t.last.valid && size == t.last.size && mtime.Equal(t.last.mtime)
+}
+
+// rewritten reports whether what was read is no longer in the file: it is
+// shorter than the offset, the bytes before the offset changed, or it was
+// rewritten to exactly the offset's length.
+//
+// The last case shows only as a newer mtime with an unchanged size. A write
+// in progress looks the same for a moment (the kernel updates mtime before
+// the size), so the first sighting is only a suspicion, confirmed when a
+// later turn finds the file still at that size and mtime.
+func (t *tracked) rewritten(size int64, mtime time.Time) (bool, error) {
+	switch {
+	case size < t.off:
+		return true, nil
+	case t.off == 0 || t.unchanged(size, mtime):
+		return false, nil
+	}
+	if t.tailN > 0 {
+		var b [tailLen]byte
+		n, err := t.f.ReadAt(b[:t.tailN], t.off-int64(t.tailN))
+		if err != nil && !errors.Is(err, io.EOF) {
+			return false, err
+		}
+		if !bytes.Equal(b[:n], t.tail[:t.tailN]) {
+			return true, nil
+		}
+	}
+	if !t.last.valid || t.last.size != t.off || size != t.off {
+		t.suspect = mark{}
+		return false, nil
+	}
+	if t.suspect.valid && mtime.Equal(t.suspect.mtime) {
+		return true, nil
+	}
+	t.suspect = mark{size: size, mtime: mtime, valid: true}
+	return false, nil
+}
+
+// restart makes the next read start at offset 0, forgetting the old content.
+func (t *tracked) restart() {
+	t.off = 0
+	t.partial = t.partial[:0]
+	t.skipping = false
+	t.tailN = 0
+	t.last, t.suspect = mark{}, mark{}
+	t.done.Store(0)
+}
+
+// positionAt makes reading start at off, as for a file followed from its end.
+func (t *tracked) positionAt(off int64) {
+	t.off = off
+	t.done.Store(off)
+	n := int64(min(tailLen, off))
+	got, err := t.f.ReadAt(t.tail[:n], off-n)
+	if err != nil && !errors.Is(err, io.EOF) {
+		got = 0
+	}
+	t.tailN = got
+}
+
+// noteRead keeps the last tailLen bytes read.
+func (t *tracked) noteRead(p []byte) {
+	if len(p) >= tailLen {
+		t.tailN = copy(t.tail[:], p[len(p)-tailLen:])
+		return
+	}
+	keep := min(t.tailN, tailLen-len(p))
+	copy(t.tail[:keep], t.tail[t.tailN-keep:t.tailN])
+	t.tailN = keep + copy(t.tail[keep:], p)
+}
+
+// lineReader splits files into lines with one buffer of bounded size.
+type lineReader struct {
+	buf  []byte
+	max  int
+	h    Handler
+	c    *counters
+	stop *atomic.Bool // nil when reading cannot be stopped
+}
+
+func newLineReader(maxLine int, h Handler, c *counters, stop *atomic.Bool) *lineReader {
+	return &lineReader{
+		// One byte more than the cap, for the newline that ends the
+		// longest line allowed.
+		buf:  make([]byte, max(maxLine+1, minBuffer)),
+		max:  maxLine,
+		h:    h,
+		c:    c,
+		stop: stop,
+	}
+}
+
+func (r *lineReader) stopped() bool { return r.stop != nil && r.stop.Load() }
+
+// pass reads t from its offset until the end of the file or until budget
+// bytes were read, handing complete lines to the handler. An incomplete last
+// line is kept in t for the next pass.
+func (r *lineReader) pass(t *tracked, path string, budget int64) (read int64, atEOF bool, err error) {
+	buf := r.buf
+	start, end := 0, copy(buf, t.partial)
+	defer func() { t.partial = append(t.partial[:0], buf[start:end]...) }()
+	for read < budget {
+		n, err := t.f.ReadAt(buf[end:], t.off)
+		if n > 0 {
+			t.noteRead(buf[end : end+n])
+			t.off += int64(n)
+			end += n
+			read += int64(n)
+		}
+		start, end = r.scan(t, path, start, end)
+		switch {
+		case r.stopped():
+			return read, false, nil
+		case errors.Is(err, io.EOF):
+			return read, true, nil
+		case err != nil:
+			return read, false, err
+		}
+	}
+	return read, false, nil
+}
+
+// scan hands on the complete lines of buf[start:end] and returns what is
+// left, moved to the front of the buffer: the start of a line no longer than
+// the cap, or nothing while a too long line is skipped. The buffer therefore
+// always has room for the next read.
+func (r *lineReader) scan(t *tracked, path string, start, end int) (int, int) {
+	buf := r.buf
+	for {
+		i := bytes.IndexByte(buf[start:end], '\n')
+		if i < 0 {
+			break
+		}
+		line := buf[start : start+i]
+		start += i + 1
+		r.line(t, path, line)
+		t.done.Store(t.off - int64(end-start))
+		if r.stopped() {
+			return start, end
+		}
+	}
+	if !t.skipping && end-start > r.max {
+		t.skipping = true
+	}
+	if t.skipping {
+		t.done.Store(t.off)
+		return 0, 0
+	}
+	n := copy(buf, buf[start:end])
+	return 0, n
+}
+
+// line hands on one line, or counts it when it was too long.
+func (r *lineReader) line(t *tracked, path string, line []byte) {
+	if t.skipping || len(line) > r.max {
+		t.skipping = false
+		r.c.tooLong.Add(1)
+		return
+	}
+	if n := len(line); n > 0 && line[n-1] == '\r' {
+		line = line[:n-1]
+	}
+	r.c.lines.Add(1)
+	r.h(path, line)
+}
+
+// finish ends a file that will not grow any more: its last line, complete or
+// not, is handed on.
+func (r *lineReader) finish(t *tracked, path string) {
+	if t.skipping || len(t.partial) > 0 {
+		r.line(t, path, t.partial)
+	}
+	t.partial = t.partial[:0]
+	t.done.Store(t.off)
+}

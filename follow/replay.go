@@ -1,0 +1,58 @@
+package follow
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"os"
+)
+
+// ReadToEnd reads every file opts.Path names, in name order, from its first
+// byte to its end as found, and hands each line to h in the calling
+// goroutine; a last line without a newline is handed on too. It is the
+// replay mode's reader and the tests' reference: the same line splitting and
+// cap as a Follower, without following. FromBeginning, RotationGrace and
+// PollInterval are ignored. Files that cannot be read are skipped, counted in
+// Errors and reported in the error, which also says when nothing matched.
+func ReadToEnd(opts Options, h Handler) (Stats, error) {
+	o, err := opts.normalize()
+	if err != nil {
+		return Stats{}, err
+	}
+	if h == nil {
+		return Stats{}, errors.New("follow: nil handler")
+	}
+	var c counters
+	r := newLineReader(o.MaxLineBytes, h, &c, nil)
+	paths := expand(o)
+	if isGlob(o.Path) && len(paths) == 0 {
+		return c.snapshot(), fmt.Errorf("follow: no file matches %q", o.Path)
+	}
+	var errs []error
+	for _, p := range paths {
+		if err := readFile(r, p); err != nil {
+			c.errors.Add(1)
+			errs = append(errs, err)
+		}
+	}
+	return c.snapshot(), errors.Join(errs...)
+}
+
+func readFile(r *lineReader, path string) error {
+	file, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer file.Close()
+	if fi, err := file.Stat(); err != nil {
+		return err
+	} else if !fi.Mode().IsRegular() {
+		return notRegular(path, fi)
+	}
+	t := &tracked{f: file, path: path}
+	if _, _, err := r.pass(t, path, math.MaxInt64); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	r.finish(t, path)
+	return nil
+}

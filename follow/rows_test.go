@@ -1,0 +1,545 @@
+package follow
+
+// The rows of the tailing test matrix (issue 5). Each logs its measured lost
+// and duplicated lines; run with -v to read them.
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+)
+
+// Row 1.
+func TestAppendedLines(t *testing.T) {
+	const n = 100_000
+	for _, m := range modes {
+		t.Run(m.name, func(t *testing.T) {
+			p := filepath.Join(t.TempDir(), "access.log")
+			w := create(t, p)
+			c := newCollector()
+			f := start(t, m.options(p), c.handle)
+			writeLines(t, w, 1, n)
+			waitFor(t, "every line", func() bool { return f.Stats().LinesRead >= n })
+			c.expectExactly(t, span{1, n})
+			if s := f.Stats(); s.LinesRead != n || s.Files[0].BytesBehind != 0 {
+				t.Errorf("stats %+v, want %d lines and nothing behind", s, n)
+			}
+		})
+	}
+}
+
+// Rows 2 and 3: rename+create, the writer reopening at once or only after
+// writing more lines to the renamed file (nginx until USR1), with or without
+// logrotate creating the new file first.
+func TestRenameCreate(t *testing.T) {
+	tests := []struct {
+		name      string
+		late      int  // lines the writer still writes to the renamed file
+		precreate bool // logrotate's "create": the new file exists before the writer reopens
+	}{
+		{name: "writer reopens at once"},
+		{name: "writer late 3000 lines", late: 3000},
+		{name: "logrotate creates, writer late 3000 lines", late: 3000, precreate: true},
+	}
+	const rotations, perFile = 3, 2000
+	for _, tc := range tests {
+		for _, m := range modes {
+			t.Run(tc.name+"/"+m.name, func(t *testing.T) {
+				p := filepath.Join(t.TempDir(), "access.log")
+				w := create(t, p)
+				c := newCollector()
+				f := start(t, m.options(p), c.handle)
+				n := 0
+				for r := 1; r <= rotations; r++ {
+					writeLines(t, w, n+1, n+perFile)
+					n += perFile
+					waitFollowed(t, f, w)
+					rename(t, p, fmt.Sprintf("%s.%d", p, r))
+					if tc.precreate {
+						create(t, p)
+					}
+					writeLines(t, w, n+1, n+tc.late)
+					n += tc.late
+					w = create(t, p)
+				}
+				writeLines(t, w, n+1, n+perFile)
+				n += perFile
+				waitFor(t, "every line, rotated files closed", func() bool { return c.has(1, n) && openUnder(f, p) == 1 })
+				c.expectExactly(t, span{1, n})
+				if s := f.Stats(); s.Rotations != rotations || s.Truncations != 0 {
+					t.Errorf("stats %+v, want %d rotations, no truncation", s, rotations)
+				}
+			})
+		}
+	}
+}
+
+// Row 4: the handler is blocked while the file is rotated twice; the middle
+// file, which the reader never saw at the path, is read in full.
+func TestRotationsWhileHandlerBlocked(t *testing.T) {
+	for _, m := range modes {
+		t.Run(m.name, func(t *testing.T) {
+			p := filepath.Join(t.TempDir(), "access.log")
+			w := create(t, p)
+			c := newCollector()
+			c.gate = newGate(50)
+			f := start(t, m.options(p), c.handle)
+			writeLines(t, w, 1, 100)
+			c.gate.wait(t)
+			rename(t, p, p+".1")
+			w = create(t, p)
+			writeLines(t, w, 101, 200)
+			// Rotations come hours apart, far beyond one discovery scan.
+			waitFor(t, "the middle file opened", func() bool { return openUnder(f, p) == 2 })
+			rename(t, p, p+".2")
+			w = create(t, p)
+			writeLines(t, w, 201, 300)
+			waitFor(t, "the third file opened", func() bool { return openUnder(f, p) == 3 })
+			if got := f.Stats().LinesRead; got != 50 {
+				t.Fatalf("%d lines read while the handler was blocked on line 50", got)
+			}
+			close(c.gate.release)
+			waitFor(t, "every line, rotated files closed", func() bool { return c.has(1, 300) && openUnder(f, p) == 1 })
+			c.expectExactly(t, span{1, 300})
+		})
+	}
+}
+
+// Row 5: logrotate's copytruncate while the writer keeps appending. Lines
+// written between the copy and the truncation are lost by design; the test
+// measures the loss and checks that nothing else is lost.
+func TestCopyTruncate(t *testing.T) {
+	for _, m := range modes {
+		t.Run(m.name, func(t *testing.T) {
+			p := filepath.Join(t.TempDir(), "access.log")
+			w := create(t, p)
+			c := newCollector()
+			f := start(t, m.options(p), c.handle)
+
+			var written atomic.Int64
+			stop := make(chan struct{})
+			var wg sync.WaitGroup
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for n := 1; ; n++ {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					if _, err := w.Write(numbered(n)); err != nil {
+						t.Error(err)
+						return
+					}
+					written.Store(int64(n))
+				}
+			}()
+			waitFor(t, "2000 lines read", func() bool { return f.Stats().LinesRead >= 2000 })
+			copied := copyFile(t, p, p+".1")
+			// Let the writer append 200 lines between copy and truncate,
+			// a slow logrotate.
+			afterCopy := written.Load()
+			waitFor(t, "writes after the copy", func() bool { return written.Load() >= afterCopy+200 })
+			if err := os.Truncate(p, 0); err != nil {
+				t.Fatal(err)
+			}
+			// The line being written may have gone either side of the
+			// truncation; the ones after it were written after it.
+			truncatedAt := int(written.Load()) + 1
+			waitFor(t, "2000 lines after the truncation", func() bool { return written.Load() >= int64(truncatedAt)+2000 })
+			close(stop)
+			wg.Wait()
+			last := int(written.Load())
+			waitFor(t, "the last line", func() bool { return c.has(last, last) })
+
+			lost, dup, malformed := c.tally(span{1, last})
+			firstLost, lastLost := 0, 0
+			c.mu.Lock()
+			for n := 1; n <= last; n++ {
+				if c.seen[n] == 0 {
+					if firstLost == 0 {
+						firstLost = n
+					}
+					lastLost = n
+				}
+			}
+			c.mu.Unlock()
+			t.Logf("copytruncate: %d lines in the copy, %d written between copy and truncate; lost=%d (lines %d..%d) duplicated=%d malformed=%d",
+				copied, truncatedAt-1-copied, lost, firstLost, lastLost, dup, malformed)
+			if s := f.Stats(); s.Truncations != 1 {
+				t.Errorf("truncations %d, want 1", s.Truncations)
+			}
+			if dup != 0 || malformed != 0 {
+				t.Errorf("duplicated=%d malformed=%d, want none", dup, malformed)
+			}
+			if lost > 0 && lastLost > truncatedAt {
+				t.Errorf("line %d, written after the truncation, was lost", lastLost)
+			}
+		})
+	}
+}
+
+// copyFile copies as logrotate does and returns the number of whole lines copied.
+func copyFile(t *testing.T, from, to string) int {
+	t.Helper()
+	src, err := os.Open(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	dst, err := os.Create(to)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dst.Close()
+	n, err := io.Copy(dst, src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return int(n / lineLen)
+}
+
+// Row 6: the file is truncated and refilled past its old size before the
+// reader looks again (here the reader is held in the handler, which is the
+// same as the change happening between two polls).
+func TestTruncateRefill(t *testing.T) {
+	for _, m := range modes {
+		t.Run(m.name, func(t *testing.T) {
+			p := filepath.Join(t.TempDir(), "access.log")
+			w := create(t, p)
+			c := newCollector()
+			c.gate = newGate(10)
+			f := start(t, m.options(p), c.handle)
+			writeLines(t, w, 1, 10)
+			c.gate.wait(t)
+			if err := w.Truncate(0); err != nil {
+				t.Fatal(err)
+			}
+			writeLines(t, w, 101, 130)
+			close(c.gate.release)
+			waitFor(t, "the refilled lines", func() bool { return c.has(101, 130) })
+			c.expectExactly(t, span{1, 10}, span{101, 130})
+			if s := f.Stats(); s.Truncations != 1 {
+				t.Errorf("truncations %d, want 1", s.Truncations)
+			}
+		})
+	}
+}
+
+// Row 7: `echo x > f` twenty times, the same two bytes each time (upstream
+// #62): only the mtime tells that the file was rewritten.
+func TestEchoRewrite(t *testing.T) {
+	for _, m := range modes {
+		t.Run(m.name, func(t *testing.T) {
+			p := filepath.Join(t.TempDir(), "f")
+			create(t, p)
+			var lines atomic.Int64
+			f := start(t, m.options(p), func(_ string, line []byte) {
+				if string(line) == "x" {
+					lines.Add(1)
+				}
+			})
+			for i := 1; i <= 20; i++ {
+				if err := os.WriteFile(p, []byte("x\n"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				waitFor(t, fmt.Sprintf("echo %d", i), func() bool { return lines.Load() >= int64(i) })
+			}
+			// A last line appended, not rewritten: once it is read, any
+			// spurious re-read of the file would have happened before it.
+			w := create(t, p)
+			if _, err := w.WriteString("end\n"); err != nil {
+				t.Fatal(err)
+			}
+			waitFor(t, "the last line", func() bool { return f.Stats().LinesRead == uint64(lines.Load())+1 })
+			t.Logf("echo x > f: %d of 20 read", lines.Load())
+			if got := lines.Load(); got != 20 {
+				t.Errorf("%d of 20 read", got)
+			}
+		})
+	}
+}
+
+// Row 8: every line written with two write() calls.
+func TestSplitWrites(t *testing.T) {
+	const n = 20_000
+	for _, m := range modes {
+		t.Run(m.name, func(t *testing.T) {
+			p := filepath.Join(t.TempDir(), "access.log")
+			w := create(t, p)
+			c := newCollector()
+			start(t, m.options(p), c.handle)
+			for i := 1; i <= n; i++ {
+				line := numbered(i)
+				cut := 1 + i%(len(line)-1)
+				for _, part := range [][]byte{line[:cut], line[cut:]} {
+					if _, err := w.Write(part); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			waitFor(t, "every line", func() bool { return c.has(1, n) })
+			c.expectExactly(t, span{1, n})
+		})
+	}
+}
+
+// Row 9: the file is deleted and created again, three times.
+func TestDeleteRecreate(t *testing.T) {
+	for _, m := range modes {
+		t.Run(m.name, func(t *testing.T) {
+			p := filepath.Join(t.TempDir(), "access.log")
+			w := create(t, p)
+			c := newCollector()
+			f := start(t, m.options(p), c.handle)
+			n := 0
+			for r := 0; r < 3; r++ {
+				writeLines(t, w, n+1, n+1000)
+				n += 1000
+				waitFollowed(t, f, w)
+				if err := os.Remove(p); err != nil {
+					t.Fatal(err)
+				}
+				w = create(t, p)
+			}
+			writeLines(t, w, n+1, n+1000)
+			n += 1000
+			waitFor(t, "every line, deleted files closed", func() bool { return c.has(1, n) && openUnder(f, p) == 1 })
+			c.expectExactly(t, span{1, n})
+		})
+	}
+}
+
+// Row 10: the path is a symlink into another directory, retargeted to a file
+// that already holds lines; the old target's late lines are read too.
+func TestSymlinkRetarget(t *testing.T) {
+	for _, m := range modes {
+		t.Run(m.name, func(t *testing.T) {
+			dir := t.TempDir()
+			targets := filepath.Join(dir, "pods")
+			if err := os.Mkdir(targets, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			p := filepath.Join(dir, "access.log")
+			a := create(t, filepath.Join(targets, "0.log"))
+			b := create(t, filepath.Join(targets, "1.log"))
+			if err := os.Symlink(filepath.Join(targets, "0.log"), p); err != nil {
+				t.Fatal(err)
+			}
+			c := newCollector()
+			f := start(t, m.options(p), c.handle)
+			writeLines(t, a, 1, 1000)
+			writeLines(t, b, 1001, 1100) // before the switch: read from its start
+			waitFor(t, "lines of the first target", func() bool { return c.has(1, 1000) })
+			if err := os.Symlink(filepath.Join(targets, "1.log"), p+".tmp"); err != nil {
+				t.Fatal(err)
+			}
+			rename(t, p+".tmp", p) // atomic retarget, as ln -sfn does it
+			writeLines(t, a, 1101, 1200)
+			writeLines(t, b, 1201, 2000)
+			waitFor(t, "every line, old target closed", func() bool { return c.has(1, 2000) && openUnder(f, p) == 1 })
+			c.expectExactly(t, span{1, 2000})
+		})
+	}
+}
+
+// Row 11: the file does not exist at Start; its first lines count even
+// though the input starts at the end.
+func TestLateFile(t *testing.T) {
+	for _, m := range modes {
+		t.Run(m.name, func(t *testing.T) {
+			p := filepath.Join(t.TempDir(), "access.log")
+			c := newCollector()
+			f := start(t, m.options(p), c.handle)
+			if !f.Ready() {
+				t.Error("not ready: a file that does not exist is not waited for")
+			}
+			w := create(t, p)
+			writeLines(t, w, 1, 500)
+			waitFor(t, "every line", func() bool { return c.has(1, 500) })
+			c.expectExactly(t, span{1, 500})
+		})
+	}
+}
+
+// Row 12: 100 MiB without a newline. The heap must not grow with it, the
+// line is counted as too long, and the lines after it are read.
+func TestNoNewline100MiB(t *testing.T) {
+	const total, chunk = 100 << 20, 1 << 20
+	p := filepath.Join(t.TempDir(), "access.log")
+	w := create(t, p)
+	c := newCollector()
+	f := start(t, modes[0].options(p), c.handle)
+	junk := make([]byte, chunk)
+	for i := range junk {
+		junk[i] = 'a'
+	}
+
+	runtime.GC()
+	var before runtime.MemStats
+	runtime.ReadMemStats(&before)
+	var peak atomic.Uint64
+	sampled := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(sampled)
+		var ms runtime.MemStats
+		for {
+			runtime.ReadMemStats(&ms)
+			if ms.HeapInuse > peak.Load() {
+				peak.Store(ms.HeapInuse)
+			}
+			select {
+			case <-done:
+				return
+			case <-time.After(5 * time.Millisecond):
+			}
+		}
+	}()
+	for written := 0; written < total; written += chunk {
+		if _, err := w.Write(junk); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := w.WriteString("\n"); err != nil {
+		t.Fatal(err)
+	}
+	writeLines(t, w, 1, 100)
+	waitFor(t, "the lines after the long one", func() bool { return c.has(1, 100) })
+	close(done)
+	<-sampled
+	var after runtime.MemStats
+	runtime.ReadMemStats(&after)
+
+	growth := int64(peak.Load()) - int64(before.HeapInuse)
+	allocated := after.TotalAlloc - before.TotalAlloc
+	t.Logf("100 MiB without newline: heap in use %.1f MiB before, peak %.1f MiB (growth %.1f MiB), %.1f MiB allocated while reading",
+		mib(before.HeapInuse), mib(peak.Load()), float64(growth)/(1<<20), mib(allocated))
+	c.expectExactly(t, span{1, 100})
+	if s := f.Stats(); s.TooLong != 1 {
+		t.Errorf("too long %d, want 1", s.TooLong)
+	}
+	const limit = 8 << 20
+	if growth > limit || allocated > limit {
+		t.Errorf("heap grew by %d bytes, %d allocated: want both under %d", growth, allocated, limit)
+	}
+}
+
+func mib(b uint64) float64 { return float64(b) / (1 << 20) }
+
+// Row 14: start, rotate, stop, 200 times: no deadlock, no goroutine left.
+func TestStartRotateStop(t *testing.T) {
+	dir := t.TempDir()
+	for i := 0; i < 200; i++ {
+		m := modes[i%2]
+		p := filepath.Join(dir, fmt.Sprintf("access%d.log", i))
+		w := create(t, p)
+		writeLines(t, w, 1, 10)
+		f, err := Start(m.options(p), func(string, []byte) {})
+		if err != nil {
+			t.Fatal(err)
+		}
+		writeLines(t, w, 11, 20)
+		rename(t, p, p+".1")
+		w = create(t, p)
+		writeLines(t, w, 21, 30)
+		if i%3 == 0 {
+			waitFor(t, "the rotation seen", func() bool { return f.Stats().Rotations == 1 })
+		}
+		f.Stop()
+		f.Stop()
+	}
+	goleak.VerifyNone(t)
+}
+
+// Row 15: a slow consumer during a rotation: nothing is lost and the lag is
+// visible, exactly, as bytes behind.
+func TestSlowConsumer(t *testing.T) {
+	for _, m := range modes {
+		t.Run(m.name, func(t *testing.T) {
+			p := filepath.Join(t.TempDir(), "access.log")
+			w := create(t, p)
+			c := newCollector()
+			c.gate = newGate(1)
+			f := start(t, m.options(p), c.handle)
+			writeLines(t, w, 1, 1000)
+			c.gate.wait(t)
+			rename(t, p, p+".1")
+			w = create(t, p)
+			writeLines(t, w, 1001, 1500)
+			waitFor(t, "the new file opened", func() bool { return openUnder(f, p) == 2 })
+			want := 1500 * lineLen // blocked in line 1: nothing handed on yet
+			if s := f.Stats(); s.Files[0].BytesBehind != want {
+				t.Errorf("bytes behind %d, want %d", s.Files[0].BytesBehind, want)
+			}
+			close(c.gate.release)
+			waitFor(t, "every line, nothing behind", func() bool {
+				s := f.Stats()
+				return c.has(1, 1500) && s.Files[0].BytesBehind == 0 && s.Files[0].Open == 1
+			})
+			c.expectExactly(t, span{1, 1500})
+		})
+	}
+}
+
+// The grace period, on an injected clock: a rotated file stays open while a
+// late writer keeps it busy, and closes once idle for the grace period.
+func TestRotationGrace(t *testing.T) {
+	clock := &fakeClock{t: time.Unix(1_700_000_000, 0)}
+	p := filepath.Join(t.TempDir(), "access.log")
+	old := create(t, p)
+	c := newCollector()
+	o := modes[1].options(p)
+	o.RotationGrace, o.now = time.Hour, clock.now
+	f := start(t, o, c.handle)
+	writeLines(t, old, 1, 10)
+	rename(t, p, p+".1")
+	create(t, p)
+	waitFor(t, "the new file opened", func() bool { return openUnder(f, p) == 2 })
+
+	// sync moves the clock and waits for a turn of the reader that began
+	// after the move, so that the rotated file was judged at the new time.
+	sync := func(advance time.Duration) {
+		clock.advance(advance)
+		turn := f.turns.Load()
+		waitFor(t, "a full turn of the reader", func() bool { return f.turns.Load() >= turn+2 })
+	}
+	sync(59 * time.Minute)
+	writeLines(t, old, 11, 20) // the late writer
+	waitFor(t, "late lines", func() bool { return c.has(11, 20) })
+	sync(2 * time.Minute) // an hour since the rotation, but not since the last line
+	if got := openUnder(f, p); got != 2 {
+		t.Fatalf("%d files open: the rotated file was closed while not idle for the grace period", got)
+	}
+	clock.advance(time.Hour)
+	waitFor(t, "the rotated file closed", func() bool { return openUnder(f, p) == 1 })
+	if !c.has(1, 20) {
+		t.Error("lines of the rotated file lost")
+	}
+}
+
+type fakeClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *fakeClock) now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *fakeClock) advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
