@@ -27,6 +27,10 @@ type inst struct {
 	// follow (opRun, not poss): the runes the rest of the pattern can start
 	// with; ends where it cannot start are skipped without trying them.
 	follow *class
+	// followBytes: the run's ends can be found byte by byte with follow's
+	// table, because one of the two classes has no non-ASCII member (so no
+	// end can fall inside a multi-byte rune) and follow needs no decoding.
+	followBytes bool
 }
 
 type opcode uint8
@@ -243,6 +247,8 @@ func analyse(prog []inst) {
 			if in.cls.noHigh || in.cls.high && in.max == maxInt && in.min <= 1 {
 				in.scan = scanBytes
 			}
+			in.followBytes = in.follow != nil && in.scan == scanBytes &&
+				in.follow.hi == nil && (in.cls.noHigh || in.follow.noHigh)
 		}
 	}
 }

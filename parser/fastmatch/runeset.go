@@ -101,10 +101,10 @@ func foldOrbit(r rune) []rune {
 // one table load; bytes from 0x80 up are decoded exactly like regexp decodes
 // them (utf8.DecodeRune, an invalid byte being U+FFFD of width 1).
 type class struct {
-	// tbl answers for bytes below 0x80; from 0x80 up it holds high, so a
-	// byte-wise scan is exact for classes that take all or none of the
-	// non-ASCII runes.
-	tbl [256]bool
+	// tbl answers (1 or 0) for bytes below 0x80; from 0x80 up it holds
+	// high, so a byte-wise scan is exact for classes that take all or none
+	// of the non-ASCII runes.
+	tbl [256]uint8
 	// high: every rune from 0x80 up (surrogates cannot be decoded) is a member.
 	high bool
 	// noHigh: no rune from 0x80 up is a member; each member is one byte.
@@ -122,7 +122,7 @@ func newClass(s runeSet) *class {
 	for i := 0; i < len(s.ranges); i += 2 {
 		lo, hi := s.ranges[i], s.ranges[i+1]
 		for r := lo; r <= hi && r < utf8.RuneSelf; r++ {
-			c.tbl[r] = true
+			c.tbl[r] = 1
 		}
 		if hi >= utf8.RuneSelf {
 			c.hi = append(c.hi, max(lo, utf8.RuneSelf), hi)
@@ -133,8 +133,10 @@ func newClass(s runeSet) *class {
 	if c.high || c.noHigh {
 		c.hi = nil
 	}
-	for b := utf8.RuneSelf; b < len(c.tbl); b++ {
-		c.tbl[b] = c.high
+	if c.high {
+		for b := utf8.RuneSelf; b < len(c.tbl); b++ {
+			c.tbl[b] = 1
+		}
 	}
 	return c
 }
@@ -160,10 +162,35 @@ func (c *class) at(line []byte, pos int) bool {
 	if pos >= len(line) {
 		return c.eof
 	}
-	b := line[pos]
-	if b < utf8.RuneSelf || c.high || c.noHigh {
-		return c.tbl[b]
+	if b := line[pos]; b < utf8.RuneSelf || c.hi == nil {
+		return c.tbl[b] != 0
 	}
-	r, _ := utf8.DecodeRune(line[pos:])
+	return c.hasHighAt(line[pos:])
+}
+
+func (c *class) hasHighAt(s []byte) bool {
+	r, _ := utf8.DecodeRune(s)
 	return c.hasHigh(r)
+}
+
+// step returns the width of the rune at p if it is a member, else 0 (also at
+// the end of the line).
+func (c *class) step(line []byte, p int) int {
+	if uint(p) < uint(len(line)) {
+		if b := line[p]; b < utf8.RuneSelf {
+			return int(c.tbl[b])
+		}
+	}
+	return c.stepSlow(line, p)
+}
+
+func (c *class) stepSlow(line []byte, p int) int {
+	if p >= len(line) || c.noHigh {
+		return 0
+	}
+	r, w := utf8.DecodeRune(line[p:])
+	if c.hasHigh(r) {
+		return w
+	}
+	return 0
 }

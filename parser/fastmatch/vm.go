@@ -85,49 +85,25 @@ func (m *Matcher) exec(line []byte, caps []int, budget int) result {
 				}
 			case opRun:
 				cls := in.cls
-				p, n := pos, 0
-				for n < in.min {
-					w := cls.step(line, p)
-					if w == 0 {
-						break
+				p := pos
+				if in.scan == scanBytes && (in.greedy || in.poss) {
+					// max is bounded only for ASCII-only classes, where
+					// bytes are runes.
+					lim := len(line)
+					if in.max < lim-p {
+						lim = p + in.max
 					}
-					p += w
-					n++
-				}
-				if n < in.min {
-					break // backtrack
-				}
-				lo := p
-				if !in.greedy && !in.poss {
-					if n < in.max {
-						if sp == len(stack) {
-							return giveUp
-						}
-						stack[sp] = frame{kind: fLazy, pc: int32(pc), pos: int32(p), lo: int32(n)}
-						sp++
-						choices++
-					}
-				} else {
-					if in.scan == scanBytes {
-						// max is bounded only for ASCII-only classes,
-						// where bytes are runes.
-						lim := len(line)
-						if in.max-n < lim-p {
-							lim = p + in.max - n
-						}
-						for p < lim && cls.tbl[line[p]] {
-							p++
-						}
-					} else {
-						for ; n < in.max; n++ {
-							w := cls.step(line, p)
-							if w == 0 {
-								break
-							}
-							p += w
-						}
+					for p < lim && cls.tbl[line[p]] != 0 {
+						p++
 					}
 					budget -= p - pos
+					lo := pos + in.min
+					if cls.high && in.min == 1 {
+						lo = pos + runeWidth(line, pos)
+					}
+					if p < lo {
+						break // backtrack
+					}
 					if !in.poss && p > lo {
 						if sp == len(stack) {
 							return giveUp
@@ -136,6 +112,43 @@ func (m *Matcher) exec(line []byte, caps []int, budget int) result {
 						sp++
 						choices++
 					}
+					pos = p
+					pc++
+					continue
+				}
+				n := 0
+				for ; n < in.min; n++ {
+					w := cls.step(line, p)
+					if w == 0 {
+						break
+					}
+					p += w
+				}
+				if n < in.min {
+					break // backtrack
+				}
+				lo := p
+				if in.greedy || in.poss {
+					for ; n < in.max; n++ {
+						w := cls.step(line, p)
+						if w == 0 {
+							break
+						}
+						p += w
+					}
+					budget -= p - pos
+				}
+				if !in.poss && (in.greedy && p > lo || !in.greedy && n < in.max) {
+					if sp == len(stack) {
+						return giveUp
+					}
+					if in.greedy {
+						stack[sp] = frame{kind: fGreedy, pc: int32(pc), pos: int32(p), lo: int32(lo), from: int32(pos)}
+					} else {
+						stack[sp] = frame{kind: fLazy, pc: int32(pc), pos: int32(p), lo: int32(n)}
+					}
+					sp++
+					choices++
 				}
 				pos = p
 				pc++
@@ -203,9 +216,16 @@ func (m *Matcher) exec(line []byte, caps []int, budget int) result {
 							_, w := utf8.DecodeLastRune(line[f.from:end])
 							end -= w
 						}
-						budget--
-						ok = in.follow == nil || in.follow.at(line, end)
+						switch {
+						case in.follow == nil:
+							ok = true
+						case in.followBytes:
+							ok = in.follow.tbl[line[end]] != 0
+						default:
+							ok = in.follow.at(line, end)
+						}
 					}
+					budget -= int(f.pos) - end
 					if !ok {
 						choices--
 						continue
@@ -222,16 +242,33 @@ func (m *Matcher) exec(line []byte, caps []int, budget int) result {
 					in := &prog[f.pc]
 					end, n := int(f.pos), int(f.lo)
 					ok := false
-					for !ok && n < in.max {
-						w := in.cls.step(line, end)
-						if w == 0 {
-							break
+					if in.followBytes {
+						lim := len(line)
+						if in.max-n < lim-end {
+							lim = end + in.max - n
 						}
-						end += w
-						n++
-						budget--
-						ok = in.follow == nil || in.follow.at(line, end)
+						from := end
+						for !ok && end < lim && in.cls.tbl[line[end]] != 0 {
+							end++
+							if end < len(line) {
+								ok = in.follow.tbl[line[end]] != 0
+							} else {
+								ok = in.follow.eof
+							}
+						}
+						n += end - from
+					} else {
+						for !ok && n < in.max {
+							w := in.cls.step(line, end)
+							if w == 0 {
+								break
+							}
+							end += w
+							n++
+							ok = in.follow == nil || in.follow.at(line, end)
+						}
 					}
+					budget -= end - int(f.pos)
 					if !ok {
 						choices--
 						continue
@@ -252,32 +289,6 @@ func (m *Matcher) exec(line []byte, caps []int, budget int) result {
 			return noMatch
 		}
 	}
-}
-
-// step returns the width of the rune at p if it is a member, else 0 (also at
-// the end of the line).
-func (c *class) step(line []byte, p int) int {
-	if p >= len(line) {
-		return 0
-	}
-	if b := line[p]; b < utf8.RuneSelf {
-		if c.tbl[b] {
-			return 1
-		}
-		return 0
-	}
-	return c.stepHigh(line[p:])
-}
-
-func (c *class) stepHigh(s []byte) int {
-	if c.noHigh {
-		return 0
-	}
-	r, w := utf8.DecodeRune(s)
-	if c.hasHigh(r) {
-		return w
-	}
-	return 0
 }
 
 // runeWidth is the width regexp steps over at pos (1 at the end, where the
