@@ -40,7 +40,8 @@ func (f *Follower) watchLoop() {
 			if !ok {
 				errs = nil
 			} else if !errors.Is(err, fsnotify.ErrEventOverflow) {
-				f.fail("inotify", err)
+				f.c.errors.Add(1)
+				f.o.Logger.Warn("inotify error, rescanning", "path", f.o.Path, "err", err)
 			}
 			f.discover(false)
 		case <-tick.C:
@@ -54,16 +55,21 @@ func (f *Follower) watchLoop() {
 // the open ones that left every path as rotated.
 func (f *Follower) discover(initial bool) {
 	paths := expand(f.o)
-	f.watchDirs(paths)
+	f.watchDirs()
 	found := make(map[fileID]string, len(paths)) // first path of each open file
 	atPath := make(map[string]fileID, len(paths))
 	present := make(map[fileID]bool, len(paths))
-	opened, identified := true, true
+	scanned := make(map[string]bool, len(paths))
+	unknown := make(map[string]bool) // paths that could not be stat'ed
+	opened := true
 	for _, p := range paths {
 		id, exists, isOpen, err := f.track(p, initial)
+		scanned[p] = true
 		if err != nil {
 			opened = false
-			identified = identified && exists
+			if !exists {
+				unknown[p] = true
+			}
 			f.fail(p, err)
 		} else {
 			delete(f.failed, p)
@@ -79,16 +85,16 @@ func (f *Follower) discover(initial bool) {
 			found[id] = p
 		}
 	}
+	for p := range f.failed {
+		if !scanned[p] {
+			delete(f.failed, p) // left the glob
+		}
+	}
 	if opened {
 		f.ready.Store(true)
 	}
-	if !identified {
-		// A path that could not be stat'ed may still hold any of our
-		// files: saying one is gone must wait for a clean scan.
-		return
-	}
 	for id := range f.atStart {
-		if !present[id] {
+		if !present[id] && len(unknown) == 0 {
 			delete(f.atStart, id) // gone before it could be opened
 		}
 	}
@@ -103,7 +109,9 @@ func (f *Follower) discover(initial bool) {
 				t.path = p // renamed to another path of the glob
 			}
 			t.rotated = false
-		case !t.rotated:
+		case !t.rotated && !unknown[t.path]:
+			// A path that could not be stat'ed may still hold the file
+			// last seen there.
 			t.rotated, t.rotatedAt = true, now
 			f.c.rotations.Add(1)
 			f.o.Logger.Info("file left its path, reading it to its end", "path", t.path, "grace", f.o.RotationGrace)
@@ -160,14 +168,18 @@ func (f *Follower) track(path string, initial bool) (id fileID, exists, isOpen b
 		delete(f.atStart, id)
 	}
 	f.mu.Lock()
-	defer f.mu.Unlock()
-	if _, dup := f.byID[id]; dup {
+	_, dup := f.byID[id]
+	if !dup {
+		f.byID[id] = t
+		f.files = append(f.files, t)
+	}
+	f.mu.Unlock()
+	if dup {
 		_ = file.Close()
 		return id, true, true, nil
 	}
-	f.byID[id] = t
-	f.files = append(f.files, t)
 	f.o.Logger.Debug("following file", "path", path, "offset", t.off)
+	f.watchTarget(path)
 	return id, true, true, nil
 }
 
@@ -175,10 +187,10 @@ func notRegular(path string, fi os.FileInfo) error {
 	return fmt.Errorf("%s: not a regular file (%s)", path, fi.Mode().Type())
 }
 
-// watchDirs watches the directories where the input's files live, and where
-// the symlinks among them point: a directory watch reports creations, renames
-// and writes of its files. Without a watch the poll still sees everything.
-func (f *Follower) watchDirs(paths []string) {
+// watchDirs watches the directories where the input's files are named: a
+// directory watch reports creations, renames and writes of its files, which
+// a watch on a file cannot. Without a watch the poll still sees everything.
+func (f *Follower) watchDirs() {
 	if f.w == nil {
 		return
 	}
@@ -186,35 +198,45 @@ func (f *Follower) watchDirs(paths []string) {
 	if isGlob(dirs[0]) {
 		dirs, _ = filepath.Glob(dirs[0])
 	}
-	for _, p := range paths {
-		if target, err := filepath.EvalSymlinks(p); err == nil && target != p {
-			dirs = append(dirs, filepath.Dir(target))
-		}
-	}
 	watched := make(map[string]bool)
 	for _, d := range f.w.WatchList() {
 		watched[d] = true
 	}
 	for _, d := range dirs {
-		if watched[d] {
-			continue
-		}
-		watched[d] = true
-		switch err := f.w.Add(d); {
-		case err == nil, errors.Is(err, fs.ErrNotExist):
-			delete(f.failed, d)
-		default:
-			f.fail(d, err)
+		if !watched[d] {
+			f.watch(d)
 		}
 	}
 }
 
-// fail counts and logs an error of discovery once until it changes or clears.
-func (f *Follower) fail(key string, err error) {
-	if f.failed[key] == err.Error() {
+// watchTarget watches the directory of a symlink's target, where its writes
+// are reported. A retargeted link names a new file, which comes here again.
+func (f *Follower) watchTarget(path string) {
+	if f.w == nil {
 		return
 	}
-	f.failed[key] = err.Error()
+	if target, err := filepath.EvalSymlinks(path); err == nil && filepath.Dir(target) != filepath.Dir(path) {
+		f.watch(filepath.Dir(target))
+	}
+}
+
+func (f *Follower) watch(dir string) {
+	switch err := f.w.Add(dir); {
+	case err == nil, errors.Is(err, fs.ErrNotExist):
+		delete(f.watchFailed, dir)
+	case f.watchFailed[dir] != err.Error():
+		f.watchFailed[dir] = err.Error()
+		f.c.errors.Add(1)
+		f.o.Logger.Warn("cannot watch directory, polling covers it", "dir", dir, "err", err)
+	}
+}
+
+// fail counts and logs an error of discovery once until it changes or clears.
+func (f *Follower) fail(path string, err error) {
+	if f.failed[path] == err.Error() {
+		return
+	}
+	f.failed[path] = err.Error()
 	f.c.errors.Add(1)
-	f.o.Logger.Warn("cannot follow, retrying", "path", key, "err", err)
+	f.o.Logger.Warn("cannot follow, retrying", "path", path, "err", err)
 }

@@ -171,8 +171,9 @@ type Follower struct {
 	byID  map[fileID]*tracked
 
 	// Owned by the discovery goroutine (and Start before it).
-	failed  map[string]string // path → error already counted and logged
-	atStart map[fileID]int64  // size at Start of files present then, for start at end
+	failed      map[string]string // path → error already counted and logged
+	watchFailed map[string]string // directory → error already counted and logged
+	atStart     map[fileID]int64  // size at Start of files present then, for start at end
 
 	ready    atomic.Bool
 	stopping atomic.Bool
@@ -196,13 +197,14 @@ func Start(opts Options, h Handler) (*Follower, error) {
 		return nil, errors.New("follow: nil handler")
 	}
 	f := &Follower{
-		o:       o,
-		h:       h,
-		byID:    make(map[fileID]*tracked),
-		failed:  make(map[string]string),
-		atStart: make(map[fileID]int64),
-		stop:    make(chan struct{}),
-		wake:    make(chan struct{}, 1),
+		o:           o,
+		h:           h,
+		byID:        make(map[fileID]*tracked),
+		failed:      make(map[string]string),
+		watchFailed: make(map[string]string),
+		atStart:     make(map[fileID]int64),
+		stop:        make(chan struct{}),
+		wake:        make(chan struct{}, 1),
 	}
 	f.r = newLineReader(o.MaxLineBytes, h, &f.c, &f.stopping)
 	if !o.noNotify {

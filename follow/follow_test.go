@@ -455,6 +455,29 @@ func TestGlob(t *testing.T) {
 	}
 }
 
+// TestBrokenPathInGlob: a glob entry that cannot be stat'ed (a symlink loop)
+// is an error, and does not keep the other files of the glob from being
+// rotated and closed.
+func TestBrokenPathInGlob(t *testing.T) {
+	dir := t.TempDir()
+	loop := filepath.Join(dir, "loop.log")
+	if err := os.Symlink(loop, loop); err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(dir, "a.log")
+	w := create(t, p)
+	c := newCollector()
+	f := start(t, modes[1].options(filepath.Join(dir, "*.log")), c.handle)
+	writeLines(t, w, 1, 10)
+	rename(t, p, p+".1")
+	writeLines(t, w, 11, 20)
+	waitFor(t, "the rotated file read and closed", func() bool { return c.has(1, 20) && len(f.Stats().Files) == 0 })
+	c.expectExactly(t, span{1, 20})
+	if s := f.Stats(); s.Errors != 1 || s.Rotations != 1 {
+		t.Errorf("stats %+v: want the loop counted once as an error, one rotation", s)
+	}
+}
+
 // TestNotRegular: a FIFO where a log is expected is an error, and neither
 // blocks discovery nor Stop.
 func TestNotRegular(t *testing.T) {
