@@ -167,10 +167,14 @@ func (s *Series) advance(t int64) {
 	s.t = t
 }
 
-// clear empties the slot starting at data[i].
+// clear empties the slot starting at data[i]. It is called once per slot the wheels move
+// past, so it assigns the few fields instead of calling the bulk clear.
 func (s *Series) clear(i int) {
 	l := s.layout
-	clear(s.data[i : i+l.stride])
+	s.data[i] = 0
+	if l.events != 0 {
+		s.data[i+l.events] = 0
+	}
 	if l.extrema != 0 {
 		s.data[i+l.extrema] = math.Inf(-1)
 		s.data[i+l.extrema+1] = math.Inf(1)
@@ -209,7 +213,9 @@ func (s *Series) Read(now, start int64, dst []Stats) []Stats {
 func (s *Series) readWheel(i int, now int64, dst []Stats) {
 	l := s.layout
 	w := &l.wheels[i]
-	// Slots after s.t are empty: the walk starts at the slot of s.t, not of now.
+	ring := s.data[w.off : w.off+int(w.n)*l.stride]
+	// Slots after s.t are empty: the walk starts at the slot of s.t, not of now. u is the
+	// newest slot not folded into acc yet, at ring index idx.
 	u := floorDiv(s.t, w.step)
 	idx := int64(s.head[i])
 	var acc slot
@@ -217,17 +223,21 @@ func (s *Series) readWheel(i int, now int64, dst []Stats) {
 	for _, k := range w.serve {
 		lo := now - l.secs[k] + 1
 		oldest := floorDiv(lo, w.step)
-		for u > oldest {
-			acc.add(s.data[w.off+int(idx)*l.stride:], l, 1)
-			u--
-			if idx--; idx < 0 {
-				idx = w.n - 1
+		if whole := u - oldest; whole > 0 {
+			// The ring holds every slot of the window (see NewLayout), so whole < n and the
+			// slots u−whole+1 … u are at most two runs of the ring.
+			first := idx - whole + 1
+			if first < 0 {
+				acc.fold(ring[(first+w.n)*int64(l.stride):], l)
+				first = 0
 			}
+			acc.fold(ring[first*int64(l.stride):(idx+1)*int64(l.stride)], l)
+			u, idx = oldest, floorMod(idx-whole, w.n)
 		}
 		win := acc
 		if u == oldest {
 			part := float64((oldest+1)*w.step-lo) / float64(w.step)
-			win.add(s.data[w.off+int(idx)*l.stride:], l, part)
+			win.prorate(ring[idx*int64(l.stride):], l, part)
 		}
 		dst[k].Sum = win.sum
 		dst[k].Events = win.events
@@ -245,9 +255,23 @@ type slot struct{ sum, events, max, min float64 }
 
 func (a *slot) reset() { *a = slot{max: math.Inf(-1), min: math.Inf(1)} }
 
-// add folds in the ring slot starting at d[0], weighting sum and count by part; extrema
-// count whole, since which events of a partial slot are inside the window is not known.
-func (a *slot) add(d []float64, l *Layout, part float64) {
+// fold adds the whole slots of a run of the ring.
+func (a *slot) fold(run []float64, l *Layout) {
+	if l.stride == 1 {
+		// Counting rules without extrema, the common case, get a loop over plain floats.
+		for _, x := range run {
+			a.sum += x
+		}
+		return
+	}
+	for i := 0; i < len(run); i += l.stride {
+		a.prorate(run[i:], l, 1)
+	}
+}
+
+// prorate adds the slot starting at d[0], weighting sum and count by part; extrema count
+// whole, since which events of a partial slot are inside the window is not known.
+func (a *slot) prorate(d []float64, l *Layout, part float64) {
 	a.sum += part * d[0]
 	if l.events != 0 {
 		a.events += part * d[l.events]
