@@ -122,7 +122,7 @@ func (m *Matcher) Match(line []byte, caps []int) bool {
 	if m.prefilter && !bytes.Contains(line, m.required) {
 		return false
 	}
-	switch m.exec(line, caps, budgetPerByte*len(line)+budgetPerInst*len(m.prog)) {
+	switch m.exec(line, caps, m.budget(line)) {
 	case matched:
 		return true
 	case noMatch:
@@ -131,6 +131,11 @@ func (m *Matcher) Match(line []byte, caps []int) bool {
 	loc := m.re.FindSubmatchIndex(line)
 	copy(caps, loc)
 	return loc != nil
+}
+
+// budget is the work allowed on line before Match hands it to regexp.
+func (m *Matcher) budget(line []byte) int {
+	return budgetPerByte*len(line) + budgetPerInst*len(m.prog)
 }
 
 // The work budget of one Match, in steps (a program step, a rune scanned or

@@ -60,8 +60,8 @@ var (
 		{"{2}", 2, 2}, {"{1,3}", 1, 3}, {"{2,}", 2, 4}, {"{0,2}", 0, 2}}
 	groupOps = []quant{{"", 1, 1}, {"", 1, 1}, {"?", 0, 1}, {"*", 0, 2}, {"+", 1, 3}, {"??", 0, 1},
 		{"*?", 0, 2}, {"+?", 1, 2}, {"{1,2}", 1, 2}}
-	assertions  = []piece{{`\b`, nil}, {`\B`, nil}, {`^`, nil}, {`$`, nil}, {`(?m:^)`, []string{"\n"}}, {`(?m:$)`, []string{"\n"}}}
-	noise       = []string{"", " ", ",", "a", "é", "\xff", "\n", `"`, "]", "0"}
+	assertions = []piece{{`\b`, nil}, {`\B`, nil}, {`^`, nil}, {`$`, nil}, {`(?m:^)`, []string{"\n"}}, {`(?m:$)`, []string{"\n"}}}
+	noise      = []string{"", " ", ",", "a", "é", "\xff", "\n", `"`, "]", "0"}
 )
 
 // shape hands out the fuzzer's bytes as small choices (0 when exhausted).
