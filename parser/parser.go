@@ -11,9 +11,7 @@ package parser
 
 import (
 	"fmt"
-	"math"
 	"slices"
-	"strconv"
 	"sync"
 	"time"
 
@@ -109,8 +107,7 @@ type rule struct {
 
 type where struct {
 	capture int
-	m       compiled
-	ncap    int
+	f       filter
 }
 
 type timestampSpec struct {
@@ -151,10 +148,9 @@ func build(rules []*config.Rule, fast bool) (*Parser, error) {
 			r.labels = append(r.labels, l.Template)
 		}
 		for _, w := range cr.Where {
-			m := compile(w.Regexp, fast)
-			n := m.capsNeeded(false)
-			r.where = append(r.where, where{capture: w.Capture, m: m, ncap: n})
-			sz.whereCaps = max(sz.whereCaps, n)
+			f := newFilter(w.Regexp, fast)
+			r.where = append(r.where, where{capture: w.Capture, f: f})
+			sz.whereCaps = max(sz.whereCaps, f.ncap)
 		}
 		if ts := cr.Timestamp; ts != nil {
 			key := fmt.Sprintf("%d\x00%d\x00%s", gi, ts.Capture, ts.Layout)
@@ -255,7 +251,7 @@ func (s *scratch) apply(r *rule, input string, line []byte, caps []int, sink Sin
 	}
 	for i := range r.where {
 		w := &r.where[i]
-		if !w.m.Match(capture(line, caps, w.capture), s.whereCaps[:w.ncap]) {
+		if !w.f.match(capture(line, caps, w.capture), s.whereCaps) {
 			return
 		}
 	}
@@ -266,8 +262,8 @@ func (s *scratch) apply(r *rule, input string, line []byte, caps []int, sink Sin
 			sink.Drop(r.index, NoValue)
 			return
 		}
-		v, err := strconv.ParseFloat(string(raw), 64)
-		if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
+		v, ok := parseNumber(raw)
+		if !ok {
 			sink.Drop(r.index, BadNumber)
 			return
 		}

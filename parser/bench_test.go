@@ -1,0 +1,164 @@
+//go:build unix
+
+package parser
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/logwindow/logwindow_exporter/config"
+)
+
+// generatorEnv names the generator script when it is not found next to the repository.
+const generatorEnv = "LOGWINDOW_NGINX_LOG_GEN"
+
+// nginxLog returns the lines of `gen-nginx-log.py lines seed`, generated into a temporary
+// directory (the log is never part of the repository). The script is $LOGWINDOW_NGINX_LOG_GEN
+// or tools/ or shared/tools/ in the working directory or one of its parents.
+func nginxLog(b *testing.B, lines, seed int) [][]byte {
+	b.Helper()
+	python, err := exec.LookPath("python3")
+	if err != nil {
+		b.Skip("python3 is not installed: it runs gen-nginx-log.py, which makes the benchmark's log")
+	}
+	gen := os.Getenv(generatorEnv)
+	for dir, _ := os.Getwd(); gen == "" && dir != filepath.Dir(dir); dir = filepath.Dir(dir) {
+		for _, sub := range []string{"tools", filepath.Join("shared", "tools")} {
+			if p := filepath.Join(dir, sub, "gen-nginx-log.py"); fileExists(p) {
+				gen = p
+				break
+			}
+		}
+	}
+	if gen == "" {
+		b.Skipf("gen-nginx-log.py not found; set %s to its path", generatorEnv)
+	}
+	out := filepath.Join(b.TempDir(), "access.log")
+	if msg, err := exec.Command(python, gen, strconv.Itoa(lines), strconv.Itoa(seed), out).CombinedOutput(); err != nil {
+		b.Fatalf("%s: %v\n%s", gen, err, msg)
+	}
+	data, err := os.ReadFile(out)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return bytes.Split(bytes.TrimSuffix(data, []byte("\n")), []byte("\n"))
+}
+
+// parseLoop is the timed part of the benchmarks: one op per line, cycling through lines,
+// reported also as lines per second and as CPU time per line.
+func parseLoop(b *testing.B, p *Parser, lines [][]byte, sink Sink) {
+	b.ReportAllocs()
+	cpu0 := cpuTime(b)
+	i := 0
+	for b.Loop() {
+		p.Parse("nginx", lines[i%len(lines)], sink)
+		i++
+	}
+	cpu := cpuTime(b) - cpu0
+	b.ReportMetric(float64(i)/b.Elapsed().Seconds(), "lines/s")
+	b.ReportMetric(float64(cpu.Nanoseconds())/float64(i), "cpu-ns/line")
+}
+
+// cpuTime is the CPU time the process has used. On a machine shared with other work the
+// wall time per op includes waiting for a core; CPU time per line is what one core spends.
+func cpuTime(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
+}
+
+// seriesSink does what the store does per event: find the series by m[string(e.Key)] and
+// create it (copying the key) when new, so allocations per line count only new series.
+type seriesSink struct {
+	series []map[string]*float64
+	drops  int
+}
+
+func newSeriesSink(rules int) *seriesSink {
+	s := &seriesSink{series: make([]map[string]*float64, rules)}
+	for i := range s.series {
+		s.series[i] = map[string]*float64{}
+	}
+	return s
+}
+
+func (s *seriesSink) Event(e *Event) {
+	m := s.series[e.Rule]
+	sum, ok := m[string(e.Key)]
+	if !ok {
+		sum = new(float64)
+		m[string(e.Key)] = sum
+	}
+	*sum += e.Value
+}
+
+func (s *seriesSink) Drop(int, DropReason) { s.drops++ }
+
+// BenchmarkParseNginx parses gen-nginx-log.py's 100,000 lines with example-rules.yaml,
+// on fastmatch and on plain regexp in the same run. One op is one line. Every label set
+// is created during a warm-up pass, so the timed passes measure lines that make no new
+// series.
+func BenchmarkParseNginx(b *testing.B) {
+	lines := nginxLog(b, 100000, 1)
+	rules := loadExample(b).Rules
+	for _, m := range matchers {
+		b.Run(m.name, func(b *testing.B) {
+			p, err := build(rules, m.fast)
+			if err != nil {
+				b.Fatal(err)
+			}
+			sink := newSeriesSink(len(rules))
+			for _, l := range lines {
+				p.Parse("nginx", l, sink)
+			}
+			if sink.drops != 0 || len(sink.series[0]) == 0 {
+				b.Fatalf("warm-up: %d drops, %d request series", sink.drops, len(sink.series[0]))
+			}
+			parseLoop(b, p, lines, sink)
+		})
+	}
+}
+
+// BenchmarkSharedPattern adds rules over the same pattern: the regex runs once per line
+// whatever their number, so each extra rule costs only its own filter, value and labels.
+func BenchmarkSharedPattern(b *testing.B) {
+	lines := nginxLog(b, 20000, 2)
+	example := loadExample(b)
+	for _, n := range []int{1, 4, 16} {
+		b.Run(fmt.Sprintf("rules=%d", n), func(b *testing.B) {
+			var y strings.Builder
+			fmt.Fprintf(&y, "patterns:\n  NGINX_ACCESS: '%s'\nrules:\n", strings.ReplaceAll(example.Patterns["NGINX_ACCESS"], "'", "''"))
+			for i := range n {
+				fmt.Fprintf(&y, "  - {name: r%d, match: '^%%{NGINX_ACCESS}$', labels: {status: '${status}'}}\n", i)
+			}
+			c, err := config.Parse([]byte(y.String()), "bench.yaml")
+			if err != nil {
+				b.Fatal(err)
+			}
+			p, err := New(c.Rules)
+			if err != nil {
+				b.Fatal(err)
+			}
+			sink := newSeriesSink(n)
+			for _, l := range lines {
+				p.Parse("nginx", l, sink)
+			}
+			parseLoop(b, p, lines, sink)
+		})
+	}
+}

@@ -1,0 +1,91 @@
+package parser
+
+import (
+	"bytes"
+	"reflect"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/logwindow/logwindow_exporter/config"
+)
+
+// fuzzRules are the shipped nginx rules plus rules over a key=value shape that fastmatch
+// and the literal prefilter both see differently from the nginx pattern (unanchored, with
+// literals, labels mixing text and captures).
+const fuzzRules = `
+rules:
+  - name: kv_requests
+    match: 'status=(?P<status>[0-9]+) path=(?P<path>[^ ]*)(?: took=(?P<took>[^ ]+)ms)?'
+    labels: {route: 'r:${path}', code: '${status}'}
+  - name: kv_took
+    match: 'status=(?P<status>[0-9]+) path=(?P<path>[^ ]*)(?: took=(?P<took>[^ ]+)ms)?'
+    where: {status: '^[45]'}
+    value: took
+  - name: kv_when
+    match: '^(?P<ts>\S+) (?:(?i)level)=(?P<level>\w+)'
+    labels: {level: '${level}'}
+    timestamp: {capture: ts, layout: '2006-01-02T15:04:05Z07:00'}
+`
+
+// FuzzParse feeds random lines to the parser: it must never panic, every event must pass
+// the recorder's checks (valid UTF-8 capped labels, key = labels joined by 0xff), and the
+// fastmatch parser must agree exactly with the plain regexp one.
+func FuzzParse(f *testing.F) {
+	example := loadExample(f)
+	extra := mustParse(f, fuzzRules)
+	rules := append(append([]*config.Rule{}, example.Rules...), extra.Rules...)
+	fast, err := build(rules, true)
+	if err != nil {
+		f.Fatal(err)
+	}
+	slow, err := build(rules, false)
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, seed := range []string{
+		`23.124.205.19 - - [01/Mar/2024:12:00:00 +0000] "GET /api/v1/cart HTTP/1.1" 200 460 "-" "Mozilla/5.0" 0.022 0.019`,
+		`10.0.0.1 - alice [01/Mar/2024:13:00:01 +0100] "POST /x?y=1 HTTP/1.1" 502 173 "-" "okhttp/4.12.0" 0.045 0.004, 0.041`,
+		`93.184.216.34 - - [01/Mar/2024:12:00:03 +0000] "GET /index.html HTTP/1.1" 200 612 "-" "Mozilla/5.0"`,
+		"2024-03-01T12:00:00Z LEVEL=warn status=503 path=/a\xff\xfe took=12.5ms",
+		"status=404 path= took=-ms",
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, line []byte) {
+		orig := bytes.Clone(line)
+		a := &recorder{t: t, rules: rules}
+		b := &recorder{t: t, rules: rules}
+		fast.Parse("nginx", line, a)
+		slow.Parse("nginx", line, b)
+		if !reflect.DeepEqual(a.got, b.got) {
+			t.Fatalf("line %q:\nfastmatch %v\nregexp    %v", line, a.got, b.got)
+		}
+		if !bytes.Equal(line, orig) {
+			t.Fatalf("Parse changed the line")
+		}
+		if got, want := string(appendValidUTF8(nil, line)), strings.ToValidUTF8(string(line), "\uFFFD"); got != want {
+			t.Fatalf("appendValidUTF8(%q) = %q, want %q", line, got, want)
+		}
+	})
+}
+
+// FuzzRequiredLiteral checks the prefilter is sound: a line the regex matches always
+// contains the literal the prefilter looks for.
+func FuzzRequiredLiteral(f *testing.F) {
+	f.Add(`^(?P<ip>[^ ]+) \[(?P<t>[^\]]+)\] "GET `, []byte(`1.2.3.4 [x] "GET /`))
+	f.Add(`level=(error|warn) code=\d+`, []byte(`level=warn code=5`))
+	f.Add(`x(?:ab)+y(?:cd){2,}`, []byte(`xababycdcdcd`))
+	f.Add(`(?m)^abc$\ndef`, []byte("abc\ndef"))
+	f.Add(`a\x{FFFD}b`, []byte("a\xffb"))
+	f.Fuzz(func(t *testing.T, expr string, line []byte) {
+		re, err := regexp.Compile(expr)
+		if err != nil {
+			return
+		}
+		lit := requiredLiteral(re)
+		if lit != nil && re.Match(line) && !bytes.Contains(line, lit) {
+			t.Fatalf("%q matches %q, which lacks the required literal %q", expr, line, lit)
+		}
+	})
+}

@@ -1,0 +1,58 @@
+package parser
+
+import (
+	"math"
+	"strconv"
+)
+
+// pow10 are the powers of ten a float64 holds exactly.
+var pow10 = [...]float64{1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11,
+	1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22}
+
+// parseNumber reads a value capture as a finite float64. Plain decimals of up to 15
+// digits (byte counts, "0.004" seconds: nearly every log value) take a direct path; it
+// computes exactly what strconv does for them (an integer mantissa below 2^52 divided by
+// an exact power of ten is correctly rounded), and everything else goes to strconv.
+func parseNumber(b []byte) (float64, bool) {
+	neg := len(b) > 0 && b[0] == '-'
+	i := 0
+	if neg {
+		i = 1
+	}
+	var mant uint64
+	digits, frac := 0, -1
+	for ; i < len(b); i++ {
+		c := b[i]
+		switch {
+		case c >= '0' && c <= '9':
+			mant = mant*10 + uint64(c-'0')
+			digits++
+			if frac >= 0 {
+				frac++
+			}
+		case c == '.' && frac < 0:
+			frac = 0
+		default:
+			digits = 16 // not a plain decimal
+		}
+		if digits > 15 {
+			return parseNumberSlow(b)
+		}
+	}
+	if digits == 0 || frac == 0 {
+		return parseNumberSlow(b)
+	}
+	f := float64(mant)
+	if frac > 0 {
+		f /= pow10[frac]
+	}
+	if neg {
+		f = -f
+	}
+	return f, true
+}
+
+func parseNumberSlow(b []byte) (float64, bool) {
+	f, err := strconv.ParseFloat(string(b), 64)
+	return f, err == nil && !math.IsNaN(f) && !math.IsInf(f, 0)
+}
