@@ -167,10 +167,11 @@ func (f *Follower) track(path string, initial bool) (id fileID, exists, isOpen b
 		}
 		delete(f.atStart, id)
 	}
+	f.o.Logger.Debug("following file", "path", path, "offset", t.off)
 	f.mu.Lock()
 	_, dup := f.byID[id]
 	if !dup {
-		f.byID[id] = t
+		f.byID[id] = t // from here on, t belongs to the reader
 		f.files = append(f.files, t)
 	}
 	f.mu.Unlock()
@@ -178,7 +179,6 @@ func (f *Follower) track(path string, initial bool) (id fileID, exists, isOpen b
 		_ = file.Close()
 		return id, true, true, nil
 	}
-	f.o.Logger.Debug("following file", "path", path, "offset", t.off)
 	f.watchTarget(path)
 	return id, true, true, nil
 }
