@@ -45,14 +45,18 @@ func (d *decoder) expandPatterns(raw map[string]string) {
 		visiting[name] = true
 		defer delete(visiting, name)
 		subject := fmt.Sprintf("pattern %q", name)
-		exp, unknown, invalid := expandRefs(text, visit)
-		for _, u := range unknown {
+		e := expandRefs(text, visit)
+		for _, u := range e.unknown {
 			d.add(d.patternLines[name], subject, "unknown pattern %%{%s}%s", u, suggest(u, sortedKeys(raw)))
 		}
-		if len(unknown) > 0 || invalid || d.badPatterns[name] {
+		if e.tooLong {
+			d.add(d.patternLines[name], subject, "expands to more than %d MiB of regex", maxExpanded>>20)
+		}
+		if len(e.unknown) > 0 || e.invalid || e.tooLong || d.badPatterns[name] {
 			d.badPatterns[name] = true
 			return "", true, false
 		}
+		exp := e.text
 		if _, err := regexp.Compile(exp); err != nil {
 			d.add(d.patternLines[name], subject, "invalid regex: %s", regexError(err))
 			d.badPatterns[name] = true
@@ -67,21 +71,51 @@ func (d *decoder) expandPatterns(raw map[string]string) {
 	}
 }
 
-// expandRefs replaces every %{NAME} in s with get's expansion; it returns the names get did
-// not know and whether one named a pattern that is itself invalid.
-func expandRefs(s string, get func(name string) (exp string, known, valid bool)) (out string, unknown []string, invalid bool) {
-	out = patternRef.ReplaceAllStringFunc(s, func(ref string) string {
-		name := ref[2 : len(ref)-1]
+// maxExpanded bounds a regex after pattern expansion: nested patterns that each repeat the
+// next double in size per level, and must fail with a message instead of exhausting memory.
+const maxExpanded = 1 << 20
+
+// expansion is a regex with its %{NAME} references replaced.
+type expansion struct {
+	text    string
+	unknown []string // referenced names that are not patterns
+	invalid bool     // a reference names a pattern that is itself invalid
+	tooLong bool     // the result would pass maxExpanded; text is then empty
+}
+
+// expandRefs replaces every %{NAME} in s with get's expansion.
+func expandRefs(s string, get func(name string) (exp string, known, valid bool)) expansion {
+	var e expansion
+	refs := patternRef.FindAllStringSubmatchIndex(s, -1)
+	parts := make([]string, len(refs))
+	size := len(s)
+	for i, ref := range refs {
+		name := s[ref[2]:ref[3]]
 		exp, known, valid := get(name)
 		switch {
 		case !known:
-			unknown = append(unknown, name)
+			e.unknown = append(e.unknown, name)
 		case !valid:
-			invalid = true
+			e.invalid = true
 		}
-		return exp
-	})
-	return out, unknown, invalid
+		parts[i] = exp
+		size += len(exp)
+	}
+	if size > maxExpanded {
+		e.tooLong = true
+		return e
+	}
+	var b strings.Builder
+	b.Grow(size)
+	last := 0
+	for i, ref := range refs {
+		b.WriteString(s[last:ref[0]])
+		b.WriteString(parts[i])
+		last = ref[1]
+	}
+	b.WriteString(s[last:])
+	e.text = b.String()
+	return e
 }
 
 func sortedKeys[V any](m map[string]V) []string {
@@ -240,14 +274,14 @@ func (rd *ruleDecoder) match(e entry, r *Rule) {
 		return
 	}
 	r.Match = s
-	exp, unknown, invalid := expandRefs(s, func(name string) (string, bool, bool) {
+	x := expandRefs(s, func(name string) (string, bool, bool) {
 		if rd.badPatterns[name] {
 			return "", true, false
 		}
 		exp, ok := rd.patterns[name]
 		return exp, ok, ok
 	})
-	for _, u := range unknown {
+	for _, u := range x.unknown {
 		have := sortedKeys(rd.patternLines)
 		list := strings.Join(have, ", ")
 		if len(have) == 0 {
@@ -255,10 +289,13 @@ func (rd *ruleDecoder) match(e entry, r *Rule) {
 		}
 		rd.add(e.key.Line, rd.subject, "match: unknown pattern %%{%s}%s (have: %s)", u, suggest(u, have), list)
 	}
-	if len(unknown) > 0 || invalid {
+	if x.tooLong {
+		rd.add(e.key.Line, rd.subject, "match: expands to more than %d MiB of regex", maxExpanded>>20)
+	}
+	if len(x.unknown) > 0 || x.invalid || x.tooLong {
 		return
 	}
-	re, err := regexp.Compile(exp)
+	re, err := regexp.Compile(x.text)
 	if err != nil {
 		rd.add(e.key.Line, rd.subject, "match: invalid regex: %s", regexError(err))
 		return
@@ -272,7 +309,7 @@ func (rd *ruleDecoder) match(e entry, r *Rule) {
 		}
 		seen[name] = true
 	}
-	r.Expanded, r.Regexp, rd.caps = exp, re, caps
+	r.Expanded, r.Regexp, rd.caps = x.text, re, caps
 }
 
 func (rd *ruleDecoder) labels(e entry, r *Rule) {

@@ -78,7 +78,7 @@ type Sink interface {
 const MaxLabelValueLen = 1024
 
 // Parser matches lines against a fixed set of rules. It is immutable once built and safe
-// for concurrent use by one goroutine per input.
+// for concurrent use (the pipeline parses each input from its own goroutine).
 type Parser struct {
 	groups []group
 	// scratch holds the per-call buffers, so Parse allocates nothing per line and
@@ -224,8 +224,9 @@ func (r rule) readsCaptures() bool {
 	return len(r.labels) > 0 || len(r.where) > 0 || r.value >= 0 || r.ts != nil
 }
 
-// Parse matches line, read from the named input, against every rule and reports the
-// results to sink before returning. line is only read, and not kept.
+// Parse matches line against every rule that reads input (the config.Input's Name, "" for
+// an unnamed input) and reports the results to sink before returning. line is only read,
+// and not kept.
 func (p *Parser) Parse(input string, line []byte, sink Sink) {
 	s := p.scratch.Get().(*scratch)
 	defer p.scratch.Put(s)
