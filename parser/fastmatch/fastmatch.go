@@ -43,6 +43,10 @@ type Matcher struct {
 	// start: the runes a match can start with, when there is no prefix and
 	// the expression cannot match empty; nil means any position is a candidate.
 	start *class
+	// lead: the class of a leading x* (or x*?). A match starting anywhere
+	// x* reaches from a failed start would have been found from that start
+	// (x* could have consumed the difference), so the search resumes past it.
+	lead *class
 	// required: a literal every match contains; when prefilter is set, lines
 	// without it are rejected by bytes.Contains before any matching.
 	required  []byte
@@ -84,9 +88,13 @@ func Compile(expr string) (*Matcher, error) {
 		for c.prog[pc].op == opCap {
 			pc++
 		}
-		if c.prog[pc].op == opLit {
-			m.prefix = c.prog[pc].lit
-		} else if f := first(c.prog, 0); !f.all {
+		switch in := &c.prog[pc]; {
+		case in.op == opLit:
+			m.prefix = in.lit
+		case in.op == opRun && in.min == 0 && in.max == maxInt:
+			m.lead = in.cls
+		}
+		if f := first(c.prog, 0); m.prefix == nil && !f.all {
 			m.start = newClass(f)
 		}
 		m.prefilter = m.prefix == nil && len(m.required) > 0

@@ -248,3 +248,26 @@ func TestGrammar(t *testing.T) {
 		t.Errorf("grammar coverage too low: %d accepted, %d decided, %d matched of %d", accepted, decided, matchedN, n)
 	}
 }
+
+// FuzzCompile feeds arbitrary expressions: Compile must accept or reject
+// every one regexp accepts (and fail on the others), and what it accepts
+// must match like regexp. It reaches syntax the grammar does not write.
+func FuzzCompile(f *testing.F) {
+	for _, s := range []struct{ expr, line string }{
+		{nginxMain, trickyLines[len(trickyLines)-8]},
+		{`\A(?U)(a+)(?:b|c{2,3})*\z`, "aabccc"},
+		{`(?i)[[:^alpha:]]+\Q.*\E`, "12.*"},
+		{`((?:a|b){1,3}?)\1?`, "abab"},
+		{`(?m)^\s*(\w+)=(.*)$`, "k=v\nx = y"},
+	} {
+		f.Add(s.expr, []byte(s.line))
+	}
+	f.Fuzz(func(t *testing.T, expr string, line []byte) {
+		re, m := pair(t, expr)
+		if m == nil {
+			return
+		}
+		sameAsRegexp(t, re, m, line)
+		sameAsRegexp(t, re, m, append([]byte(expr), line...))
+	})
+}

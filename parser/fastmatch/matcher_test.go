@@ -29,6 +29,31 @@ func TestGeneratedLines(t *testing.T) {
 	}
 }
 
+// TestLinearSearch covers unanchored searches that stay linear without
+// regexp's help: a leading x* resumes the search past what it reached.
+func TestLinearSearch(t *testing.T) {
+	long := strings.Repeat("abc def ", 500)
+	cases := []struct{ expr, line string }{
+		{`.*foo`, long},
+		{`.*foo`, long + "foo"},
+		{`(.*?) took (\d+)ms`, long + " took 15ms"},
+		{`(?s)(.*)x`, long},
+		{`[^\n]*(ERROR|WARN)`, long + "\n" + long + " WARN"},
+		{`\w*z`, long},
+	}
+	for _, c := range cases {
+		t.Run(c.expr, func(t *testing.T) {
+			re, m := pair(t, c.expr)
+			line := []byte(c.line)
+			sameAsRegexp(t, re, m, line)
+			caps := make([]int, 2*(m.NumSubexp()+1))
+			if r := m.exec(line, caps, m.budget(line)); r == giveUp {
+				t.Fatal("exec gave up within Match's budget")
+			}
+		})
+	}
+}
+
 // TestFallback covers lines the matcher gives up on: exponential
 // backtracking and a stack deeper than its own. Match must still give
 // regexp's answer.

@@ -285,7 +285,21 @@ func (m *Matcher) exec(line []byte, caps []int, budget int) result {
 			}
 			break
 		}
-		if m.anchored || start >= len(line) {
+		if m.anchored {
+			return noMatch
+		}
+		if m.lead != nil {
+			from := start
+			for start < len(line) {
+				w := m.lead.step(line, start)
+				if w == 0 {
+					break
+				}
+				start += w
+			}
+			budget -= start - from
+		}
+		if start >= len(line) {
 			return noMatch
 		}
 	}
