@@ -100,7 +100,7 @@ func TestAnalysis(t *testing.T) {
 		{combined, 1, 0},
 		{`^(\S+) (\S+)$`, 0, 0},
 		{`(?P<path>[^ "?]*)[^ "]* `, 0, 0}, // the second run takes back whatever the first gives
-		{`([^ "?]*)[^ "]+ `, 1, 0},        // not with a minimum
+		{`([^ "?]*)[^ "]+ `, 1, 0},         // not with a minimum
 		{`(GET|POST|PUT|DELETE) `, 0, 0},
 		{`(\w+,|\d+;)`, 0, 1},
 		{`(\d+)(?:\.(\d+))?s`, 0, 0},
