@@ -13,15 +13,17 @@
 //     (its inode held) at once and read in full when the handler comes back.
 //   - Truncation is detected before every read, not only when a file shrinks
 //     below the last size seen: a file shorter than the read offset, a file
-//     whose bytes just before the offset changed (truncated and refilled past
+//     whose last KiB before the offset changed (truncated and refilled past
 //     the old size), and a file rewritten to exactly the same length (mtime
 //     changed, size did not grow, as `echo x > f` does) are all read again
-//     from offset 0. The last rule relies on the kernel giving a rewrite a
-//     newer mtime than the one read back after the previous read, which Linux
-//     6.13+ guarantees (multigrain timestamps); older kernels have a
-//     timer-tick granularity, so a rewrite within the same tick can be missed.
-//     A `touch` on a fully read file is indistinguishable from such a rewrite
-//     and makes the file be read again.
+//     from offset 0. A write in progress briefly shows a new mtime with the
+//     old size, so the last case is confirmed one scan later (within
+//     PollInterval). It relies on the kernel giving a rewrite a newer mtime
+//     than the one read back after the previous read, which Linux 6.13+
+//     guarantees (multigrain timestamps); with timer-tick timestamps a
+//     rewrite within the same tick can be missed. A `touch` on a fully read
+//     file is indistinguishable from such a rewrite and makes the file be
+//     read again.
 //   - Only complete lines are delivered; a final line without a newline is
 //     held until its newline comes (ReadToEnd and a rotated file's retirement
 //     deliver it, as the file is final then). Lines longer than
@@ -31,8 +33,11 @@
 //     instance limit) falls back to polling; stat, open and read failures are
 //     logged and counted once per episode and retried on every scan.
 //
-// Lines written between logrotate's copy and truncate (copytruncate) are lost
-// by design of that method; only the truncation itself is detected and counted.
+// With logrotate's copytruncate, lines not yet read when the truncation
+// happens are lost: those written between the copy and the truncation (by
+// design of that method, see logrotate(8)), plus the reader's lag, which is
+// near zero with inotify and up to one PollInterval of writes without. The
+// truncation is detected and counted; the loss cannot be measured from here.
 //
 // # Why not nxadm/tail
 //

@@ -16,9 +16,15 @@ import (
 
 // Defaults and limits of Options.
 const (
-	DefaultMaxLineBytes  = 64 << 10
+	// DefaultMaxLineBytes is far above any sane access log line and small
+	// enough to keep per input.
+	DefaultMaxLineBytes = 64 << 10
+	// DefaultRotationGrace covers a writer that reopens its log a few
+	// seconds after the rename (nginx on USR1 from a postrotate script).
 	DefaultRotationGrace = 5 * time.Second
-	DefaultPollInterval  = 250 * time.Millisecond
+	// DefaultPollInterval bounds the delay of what inotify does not report:
+	// a rewrite to the same length, files on network file systems.
+	DefaultPollInterval = 250 * time.Millisecond
 	// MaxMaxLineBytes bounds MaxLineBytes: the reader allocates a buffer of
 	// that size per input, so a typo must not become gigabytes.
 	MaxMaxLineBytes = 64 << 20

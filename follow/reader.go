@@ -31,7 +31,7 @@ func idOf(fi os.FileInfo) fileID {
 	return fileID{dev: uint64(st.Dev), ino: uint64(st.Ino)}
 }
 
-// mark is what the file looked like when a turn ended.
+// mark is a size and mtime of the file known to match what was read.
 type mark struct {
 	size  int64
 	mtime time.Time

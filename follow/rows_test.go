@@ -173,8 +173,8 @@ func TestCopyTruncate(t *testing.T) {
 				}
 			}
 			c.mu.Unlock()
-			t.Logf("copytruncate: %d lines in the copy, %d written between copy and truncate; lost=%d (lines %d..%d) duplicated=%d malformed=%d",
-				copied, truncatedAt-1-copied, lost, firstLost, lastLost, dup, malformed)
+			t.Logf("copytruncate (%s): %d lines in the copy, %d written between copy and truncate; lost=%d (lines %d..%d) duplicated=%d malformed=%d",
+				m.name, copied, truncatedAt-1-copied, lost, firstLost, lastLost, dup, malformed)
 			if s := f.Stats(); s.Truncations != 1 {
 				t.Errorf("truncations %d, want 1", s.Truncations)
 			}
