@@ -3,12 +3,7 @@
 package parser
 
 import (
-	"bytes"
 	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -16,41 +11,6 @@ import (
 
 	"github.com/logwindow/logwindow_exporter/config"
 )
-
-// generatorEnv names the generator script when it is not found next to the repository.
-const generatorEnv = "LOGWINDOW_NGINX_LOG_GEN"
-
-// nginxLog returns the lines of `gen-nginx-log.py lines seed`, generated into a temporary
-// directory (the log is never part of the repository). The script is $LOGWINDOW_NGINX_LOG_GEN
-// or tools/ or shared/tools/ in the working directory or one of its parents.
-func nginxLog(b *testing.B, lines, seed int) [][]byte {
-	b.Helper()
-	python, err := exec.LookPath("python3")
-	if err != nil {
-		b.Skip("python3 is not installed: it runs gen-nginx-log.py, which makes the benchmark's log")
-	}
-	gen := os.Getenv(generatorEnv)
-	for dir, _ := os.Getwd(); gen == "" && dir != filepath.Dir(dir); dir = filepath.Dir(dir) {
-		for _, sub := range []string{"tools", filepath.Join("shared", "tools")} {
-			if p := filepath.Join(dir, sub, "gen-nginx-log.py"); fileExists(p) {
-				gen = p
-				break
-			}
-		}
-	}
-	if gen == "" {
-		b.Skipf("gen-nginx-log.py not found; set %s to its path", generatorEnv)
-	}
-	out := filepath.Join(b.TempDir(), "access.log")
-	if msg, err := exec.Command(python, gen, strconv.Itoa(lines), strconv.Itoa(seed), out).CombinedOutput(); err != nil {
-		b.Fatalf("%s: %v\n%s", gen, err, msg)
-	}
-	data, err := os.ReadFile(out)
-	if err != nil {
-		b.Fatal(err)
-	}
-	return bytes.Split(bytes.TrimSuffix(data, []byte("\n")), []byte("\n"))
-}
 
 // parseLoop is the timed part of the benchmarks: one op per line, cycling through lines,
 // reported also as lines per second and as CPU time per line.
@@ -75,11 +35,6 @@ func cpuTime(b *testing.B) time.Duration {
 		b.Fatal(err)
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
-func fileExists(p string) bool {
-	_, err := os.Stat(p)
-	return err == nil
 }
 
 // seriesSink does what the store does per event: find the series by m[string(e.Key)] and

@@ -177,6 +177,51 @@ func TestExampleRules(t *testing.T) {
 	}
 }
 
+// TestExampleRulesOnGeneratedLog runs the example rules over the generator's log, whose
+// every line is a request with timings; the expected counts come from reading the lines
+// without the regex.
+func TestExampleRulesOnGeneratedLog(t *testing.T) {
+	lines := nginxLog(t, 20000, 3)
+	c := loadExample(t)
+	p, err := New(c.Rules)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]int{
+		"nginx_http_requests":                 len(lines),
+		"nginx_http_response_body_bytes":      len(lines),
+		"nginx_http_request_duration_seconds": len(lines),
+	}
+	for _, l := range lines {
+		proto := bytes.Index(l, []byte(" HTTP/"))
+		status := l[proto+bytes.IndexByte(l[proto:], '"')+2]
+		if status == '5' {
+			want["nginx_http_server_errors"]++
+		}
+		timings := bytes.Fields(l[bytes.LastIndex(l, []byte(`" `))+2:])
+		if c := timings[1][0]; c >= '0' && c <= '9' {
+			want["nginx_http_upstream_response_time_seconds"]++
+		}
+	}
+	if want["nginx_http_server_errors"] == 0 || want["nginx_http_upstream_response_time_seconds"] == 0 {
+		t.Fatalf("the log has no 5xx or no upstream times (%v): the filters would go untested", want)
+	}
+	rec := &recorder{t: t, rules: c.Rules}
+	got := map[string]int{}
+	for _, l := range lines {
+		p.Parse("nginx", l, rec)
+		for _, r := range rec.take() {
+			if r.Drop != "" {
+				t.Fatalf("%s on %q", r, l)
+			}
+			got[r.Rule]++
+		}
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("events per rule %v, want %v", got, want)
+	}
+}
+
 // TestExampleUsesFastmatch guards the performance of the shipped rules: one group, on
 // fastmatch (a change to the pattern that fastmatch refuses would quietly cost 10x).
 func TestExampleUsesFastmatch(t *testing.T) {
