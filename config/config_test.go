@@ -138,7 +138,7 @@ func TestExampleRules(t *testing.T) {
 func TestBadConfigs(t *testing.T) {
 	tests := map[string][]string{
 		"syntax.yaml": {
-			`:1: not valid YAML: did not find expected '-' indicator`,
+			`:4: not valid YAML: did not find expected '-' indicator`,
 		},
 		"multi_document.yaml": {
 			`:4: the file holds more than one YAML document (a --- separator); put everything in one`,

@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/prometheus/common/model"
@@ -65,8 +66,7 @@ type decoder struct {
 	badPatterns map[string]bool
 }
 
-// yamlLine pulls the line number out of yaml.v3's "yaml: line N: msg" errors so a syntax
-// error is reported like every other problem.
+// yamlLine splits yaml.v3's "yaml: line N: msg" errors.
 var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
 
 // document parses the YAML text; it returns nil (after adding a problem) when the text is
@@ -79,14 +79,14 @@ func (d *decoder) document(data []byte) *yaml.Node {
 		return &yaml.Node{Kind: yaml.MappingNode}
 	}
 	if err != nil {
-		d.yamlError(err)
+		d.yamlError(data, err)
 		return nil
 	}
 	var next yaml.Node
 	switch err := dec.Decode(&next); {
 	case errors.Is(err, io.EOF):
 	case err != nil:
-		d.yamlError(err)
+		d.yamlError(data, err)
 		return nil
 	default:
 		d.add(next.Line, "", "the file holds more than one YAML document (a --- separator); put everything in one")
@@ -98,13 +98,62 @@ func (d *decoder) document(data []byte) *yaml.Node {
 	return doc.Content[0]
 }
 
-func (d *decoder) yamlError(err error) {
+// yamlError reports a YAML syntax error. yaml.v3 often names the line where the enclosing
+// block starts, or no line at all; the line reported is instead the first at which the
+// file, cut after it, already fails with the same message: where the text went wrong.
+func (d *decoder) yamlError(data []byte, err error) {
+	line, msg := splitYAMLError(err)
+	if at := firstFailingLine(data, msg); at > 0 {
+		line = at
+	}
+	d.add(line, "", "not valid YAML: %s", msg)
+}
+
+func splitYAMLError(err error) (int, string) {
 	if m := yamlLine.FindStringSubmatch(err.Error()); m != nil {
 		line, _ := strconv.Atoi(m[1])
-		d.add(line, "", "not valid YAML: %s", m[2])
-		return
+		return line, m[2]
 	}
-	d.add(0, "", "not valid YAML: %s", err)
+	return 0, strings.TrimPrefix(err.Error(), "yaml: ")
+}
+
+// maxLocateLines bounds firstFailingLine, which parses the file once per line.
+const maxLocateLines = 5000
+
+// firstFailingLine returns the first line n such that lines 1..n fail to parse with msg,
+// or 0 when there is none (or the file is too long to search).
+func firstFailingLine(data []byte, msg string) int {
+	if bytes.Count(data, []byte("\n")) > maxLocateLines {
+		return 0
+	}
+	end := 0
+	for line := 1; end < len(data); line++ {
+		if nl := bytes.IndexByte(data[end:], '\n'); nl >= 0 {
+			end += nl + 1
+		} else {
+			end = len(data)
+		}
+		if err := firstYAMLError(data[:end]); err != nil {
+			if _, m := splitYAMLError(err); m == msg {
+				return line
+			}
+		}
+	}
+	return 0
+}
+
+// firstYAMLError parses every document of data and returns the first error.
+func firstYAMLError(data []byte) error {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	for {
+		var n yaml.Node
+		if err := dec.Decode(&n); err != nil {
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			return err
+		}
+	}
 }
 
 // config decodes the top level; sections are decoded even when an earlier one has problems.
