@@ -1,0 +1,289 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/logwindow/logwindow_exporter/config"
+)
+
+// line builds an access-log line of the generator's format.
+func line(method, target, status, bytes, timings string) string {
+	return `203.0.113.7 - - [01/Mar/2024:12:00:00 +0000] "` + method + ` ` + target + ` HTTP/1.1" ` +
+		status + ` ` + bytes + ` "-" "Mozilla/5.0 (X11; Linux x86_64)" ` + timings
+}
+
+func TestSplitAccess(t *testing.T) {
+	cases := []struct {
+		name string
+		line string
+		want access
+		ok   bool
+	}{
+		{"upstream", line("GET", "/api/v1/users/4821", "200", "1532", "0.034 0.032"),
+			access{method: "GET", path: "/api/v1/users/4821", status: "200", bytes: 1532, requestTime: 0.034, upstream: "0.032"}, true},
+		{"query and no upstream", line("HEAD", "/search?q=a&page=2", "304", "0", "0.000 -"),
+			access{method: "HEAD", path: "/search", status: "304", bytes: 0, requestTime: 0, upstream: "-"}, true},
+		{"retried upstream", line("POST", "/api/v1/cart", "502", "157", "0.050 0.004, 0.045"),
+			access{method: "POST", path: "/api/v1/cart", status: "502", bytes: 157, requestTime: 0.05, upstream: "0.004"}, true},
+		{"no request", `203.0.113.7 - - [01/Mar/2024:12:00:00 +0000] "-" 400 0 "-" "-" 0.000 -`, access{}, false},
+		{"no timings", line("GET", "/", "200", "10", ""), access{}, false},
+		{"bad bytes", line("GET", "/", "200", "x", "0.1 0.1"), access{}, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got, ok := splitAccess(tc.line)
+			if ok != tc.ok || ok && got != tc.want {
+				t.Errorf("splitAccess = %+v, %v; want %+v, %v", got, ok, tc.want, tc.ok)
+			}
+		})
+	}
+}
+
+func TestExampleTotals(t *testing.T) {
+	tl := newTally()
+	for _, l := range []string{
+		line("GET", "/a?x=1", "200", "100", "0.5 0.4"),
+		line("GET", "/a", "200", "50", "0.25 -"),
+		line("POST", "/b", "503", "7", "1 0.5, 0.25"),
+		"garbage",
+	} {
+		tl.add(l)
+	}
+	want := samples{
+		`nginx_http_requests_total{method="GET",status="200",status_class="2xx"}`:  2,
+		`nginx_http_requests_total{method="POST",status="503",status_class="5xx"}`: 1,
+		`nginx_http_server_errors_total{status="503"}`:                             1,
+		`nginx_http_response_body_bytes_total{status_class="2xx"}`:                 150,
+		`nginx_http_response_body_bytes_total{status_class="5xx"}`:                 7,
+		`nginx_http_request_duration_seconds_total{status_class="2xx"}`:            0.75,
+		`nginx_http_request_duration_seconds_total{status_class="5xx"}`:            1,
+		`nginx_http_upstream_response_time_seconds_total{}`:                        0.9,
+	}
+	got := tl.exampleTotals()
+	if tl.lines != 4 || tl.unparsed != 1 {
+		t.Errorf("lines %d, unparsed %d; want 4, 1", tl.lines, tl.unparsed)
+	}
+	if err := got.check(want); err != nil {
+		t.Error(err)
+	}
+	paths := tl.pathTotals(1)
+	if err := paths.check(samples{
+		pathRuleName + `_total{path="/a"}`:           2,
+		pathRuleName + `_total{path="__overflow__"}`: 1,
+	}); err != nil {
+		t.Error(err)
+	}
+	if n := tl.pathSeries(1); n != 2 {
+		t.Errorf("pathSeries(1) = %d, want 2", n)
+	}
+}
+
+// TestCheck shows the check fails on every kind of difference: a benchmark whose check
+// cannot fail proves nothing.
+func TestCheck(t *testing.T) {
+	want := newExpected("a_total", "b_total")
+	want.set(3, "a_total", "k", "x")
+	want.set(0.1+0.2, "b_total")
+	cases := []struct {
+		name  string
+		expo  string
+		fails string // substring of the error; "" for none
+	}{
+		{"equal, other labels order, prog ignored, other families ignored",
+			"a_total{prog=\"p\",k=\"x\"} 3\nb_total 0.30000000000000004\nc_total 9\n", ""},
+		{"sum in another order", "a_total{k=\"x\"} 3\nb_total 0.3\n", ""},
+		{"missing", "a_total{k=\"x\"} 3\n", "missing b_total{}"},
+		{"different", "a_total{k=\"x\"} 4\nb_total 0.3\n", `a_total{k="x"} = 4, want 3`},
+		{"extra", "a_total{k=\"x\"} 3\na_total{k=\"y\"} 1\nb_total 0.3\n", `unexpected a_total{k="y"}`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := parseExposition(strings.NewReader(tc.expo))
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = want.check(s.values)
+			switch {
+			case tc.fails == "" && err != nil:
+				t.Errorf("unexpected error: %v", err)
+			case tc.fails != "" && (err == nil || !strings.Contains(err.Error(), tc.fails)):
+				t.Errorf("error %v, want one mentioning %q", err, tc.fails)
+			}
+		})
+	}
+}
+
+func TestCheckWindows(t *testing.T) {
+	cases := []struct {
+		name string
+		expo string
+		ok   bool
+	}{
+		{"equal", "r_total{s=\"1\"} 5\nr_window{s=\"1\",window=\"1d\"} 5\nr_window{s=\"1\",window=\"1m\"} 2\n", true},
+		{"no label", "r_total 5\nr_window{window=\"1d\"} 5\n", true},
+		{"lost lines", "r_total{s=\"1\"} 5\nr_window{s=\"1\",window=\"1d\"} 4\n", false},
+		{"no total", "r_window{s=\"1\",window=\"1d\"} 4\n", false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := parseExposition(strings.NewReader(tc.expo))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := s.checkWindows(); (err == nil) != tc.ok {
+				t.Errorf("checkWindows() = %v, want ok %v", err, tc.ok)
+			}
+		})
+	}
+}
+
+func TestRedate(t *testing.T) {
+	in := line("GET", "/", "200", "1", "0.1 0.1") + "\n" +
+		strings.Replace(line("GET", "/", "200", "1", "0.1 0.1"), "12:00:00", "12:00:59", 1) + "\n"
+	var out bytes.Buffer
+	tl, err := redate(strings.NewReader(in), &out, 25*time.Hour+30*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := strings.ReplaceAll(in, "01/Mar/2024:12:00:00", "02/Mar/2024:13:00:30")
+	want = strings.ReplaceAll(want, "01/Mar/2024:12:00:59", "02/Mar/2024:13:01:29")
+	if out.String() != want {
+		t.Errorf("redate wrote\n%s\nwant\n%s", out.String(), want)
+	}
+	if tl.lines != 2 || tl.unparsed != 0 {
+		t.Errorf("counted %d lines, %d unparsed; want 2, 0", tl.lines, tl.unparsed)
+	}
+}
+
+// TestBenchConfig loads the configs the benchmark writes with the exporter's own loader.
+func TestBenchConfig(t *testing.T) {
+	dir := t.TempDir()
+	cases := []struct {
+		name      string
+		c         benchConfig
+		rules     []string
+		maxSeries int
+	}{
+		{"example rules, two inputs", benchConfig{inputs: []string{"/a.log", "/b.log"}},
+			[]string{"nginx_http_requests", "nginx_http_server_errors", "nginx_http_response_body_bytes",
+				"nginx_http_request_duration_seconds", "nginx_http_upstream_response_time_seconds"}, 10000},
+		{"path rule", benchConfig{inputs: []string{"/a.log"}, pathRule: true, maxSeries: 123},
+			[]string{pathRuleName}, 123},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			dst := filepath.Join(dir, "rules.yaml")
+			if err := tc.c.write(filepath.Join("..", "example-rules.yaml"), dst); err != nil {
+				t.Fatal(err)
+			}
+			cfg, err := config.Load(dst)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var names []string
+			for _, r := range cfg.Rules {
+				names = append(names, r.Name)
+				if r.Timestamp == nil {
+					t.Errorf("rule %s lost its timestamp", r.Name)
+				}
+			}
+			if strings.Join(names, " ") != strings.Join(tc.rules, " ") {
+				t.Errorf("rules %v, want %v", names, tc.rules)
+			}
+			if cfg.Global.MaxSeriesPerRule != tc.maxSeries {
+				t.Errorf("max_series_per_rule %d, want %d", cfg.Global.MaxSeriesPerRule, tc.maxSeries)
+			}
+			if len(cfg.Inputs) != len(tc.c.inputs) {
+				t.Fatalf("%d inputs, want %d", len(cfg.Inputs), len(tc.c.inputs))
+			}
+			for i, in := range cfg.Inputs {
+				if in.Path != tc.c.inputs[i] || in.StartAt != config.StartAtBeginning {
+					t.Errorf("input %d = %+v, want %s from the beginning", i, in, tc.c.inputs[i])
+				}
+			}
+		})
+	}
+}
+
+// generator returns gen-nginx-log.py or skips: it lives outside the repository.
+func generator(tb testing.TB) string {
+	tb.Helper()
+	if _, err := exec.LookPath("python3"); err != nil {
+		tb.Skip("python3 is not installed: it runs gen-nginx-log.py")
+	}
+	gen := os.Getenv(generatorEnv)
+	if gen == "" {
+		gen = filepath.Join("..", "..", "shared", "tools", "gen-nginx-log.py")
+	}
+	if _, err := os.Stat(gen); err != nil {
+		tb.Skipf("gen-nginx-log.py not found (%v); set %s", err, generatorEnv)
+	}
+	return gen
+}
+
+// TestHarness runs the benchmark on a small log in both modes, with two files, and the
+// scrape benchmark with a budget the log exceeds: it passes only when every `_total` of
+// the real binary equals the generated log's counts.
+func TestHarness(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the exporter")
+	}
+	gen := generator(t)
+	bin := filepath.Join(t.TempDir(), "logwindow_exporter")
+	build := exec.Command("go", "build", "-o", bin, "..")
+	if msg, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, msg)
+	}
+	common := []string{"-gen", gen, "-bin", bin, "-config", filepath.Join("..", "example-rules.yaml"), "-runs", "1", "-timeout", "30s"}
+	cases := []struct {
+		name string
+		args []string
+		want []string
+	}{
+		{"live", []string{"-lines", "20000"}, []string{"logwindow live  median", "(20000 lines)"}},
+		{"replay", []string{"-lines", "5000", "-mode", "replay"}, []string{"logwindow replay  median", "(5000 lines)"}},
+		{"two files", []string{"-lines", "5000", "-files", "2"}, []string{"GOMAXPROCS=2", "(10000 lines)"}},
+		{"scrape", []string{"-lines", "5000", "-scrape", "-series", "300", "-scrapes", "2"},
+			[]string{"301 series of nginx_http_requests_by_path (budget 300)"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var out, errOut bytes.Buffer
+			if code := run(append(common, tc.args...), &out, &errOut); code != 0 {
+				t.Fatalf("exit %d\n%s\n%s", code, out.String(), errOut.String())
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(out.String(), w) {
+					t.Errorf("output lacks %q:\n%s", w, out.String())
+				}
+			}
+		})
+	}
+}
+
+func TestFlags(t *testing.T) {
+	cases := []struct {
+		name string
+		args []string
+		code int
+	}{
+		{"bad mode", []string{"-mode", "stream"}, 2},
+		{"zero lines", []string{"-lines", "0"}, 2},
+		{"stray argument", []string{"x"}, 2},
+		{"help", []string{"-h"}, 0},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var out, errOut bytes.Buffer
+			if code := run(tc.args, &out, &errOut); code != tc.code {
+				t.Errorf("exit %d, want %d\n%s", code, tc.code, errOut.String())
+			}
+		})
+	}
+}

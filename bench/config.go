@@ -1,0 +1,107 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// pathRuleName is the rule of the scrape benchmark: one series per URL path, which the
+// generator's long tail of paths drives to the series budget.
+const pathRuleName = "nginx_http_requests_by_path"
+
+// pathRule is that rule, over the example config's NGINX_ACCESS pattern and event time.
+const pathRule = `
+- name: ` + pathRuleName + `
+  help: HTTP requests by URL path, a rule with as many series as the budget allows.
+  match: '^%{NGINX_ACCESS}$'
+  labels: {path: '${path}'}
+  timestamp: {capture: time_local, layout: '` + timeLayout + `'}
+`
+
+// benchConfig is a rule file for the benchmark, made from the example config.
+type benchConfig struct {
+	// inputs are the log files, each its own input (and so its own goroutine), read from
+	// the beginning.
+	inputs []string
+	// pathRule replaces the rules by pathRule, with maxSeries as the series budget.
+	pathRule  bool
+	maxSeries int
+}
+
+// write reads the example config at src and writes it to dst with the benchmark's inputs
+// (and rules). Editing the YAML tree keeps everything else, anchors included, as written.
+func (c benchConfig) write(src, dst string) error {
+	data, err := os.ReadFile(src)
+	if err != nil {
+		return err
+	}
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		return fmt.Errorf("%s: %w", src, err)
+	}
+	if doc.Kind != yaml.DocumentNode || len(doc.Content) != 1 || doc.Content[0].Kind != yaml.MappingNode {
+		return fmt.Errorf("%s: not a YAML mapping", src)
+	}
+	root := doc.Content[0]
+	inputs := &yaml.Node{Kind: yaml.SequenceNode}
+	for i, path := range c.inputs {
+		name := "nginx"
+		if i > 0 {
+			name += strconv.Itoa(i + 1)
+		}
+		inputs.Content = append(inputs.Content, mapping("name", name, "path", path, "start_at", "beginning"))
+	}
+	setKey(root, "inputs", inputs)
+	if c.pathRule {
+		var rules yaml.Node
+		if err := yaml.Unmarshal([]byte(pathRule), &rules); err != nil {
+			return err
+		}
+		setKey(root, "rules", rules.Content[0])
+		global := getKey(root, "global")
+		if global == nil {
+			global = mapping()
+			setKey(root, "global", global)
+		}
+		setKey(global, "max_series_per_rule", scalar(strconv.Itoa(c.maxSeries)))
+	}
+	out, err := yaml.Marshal(&doc)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(dst, out, 0o644)
+}
+
+func scalar(v string) *yaml.Node { return &yaml.Node{Kind: yaml.ScalarNode, Value: v} }
+
+// mapping builds a mapping node from key, value, key, value...
+func mapping(kv ...string) *yaml.Node {
+	m := &yaml.Node{Kind: yaml.MappingNode}
+	for i := 0; i+1 < len(kv); i += 2 {
+		m.Content = append(m.Content, scalar(kv[i]), scalar(kv[i+1]))
+	}
+	return m
+}
+
+func getKey(m *yaml.Node, key string) *yaml.Node {
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if m.Content[i].Value == key {
+			return m.Content[i+1]
+		}
+	}
+	return nil
+}
+
+// setKey replaces the value of key in mapping m, or appends the key.
+func setKey(m *yaml.Node, key string, v *yaml.Node) {
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if m.Content[i].Value == key {
+			m.Content[i+1] = v
+			return
+		}
+	}
+	m.Content = append(m.Content, scalar(key), v)
+}

@@ -1,0 +1,342 @@
+// Command bench measures logwindow_exporter end to end: it generates an nginx access log
+// with gen-nginx-log.py, has the real binary read it from the beginning through
+// example-rules.yaml (file → rules → wheels → scrape), optionally has Debian's mtail read the
+// same file with the equivalent program in nginx.mtail, and prints lines/s, CPU time per
+// line and peak RSS, with medians over the runs and the ratio to mtail.
+//
+// Every run is checked: its `_total`s must equal the counts of the generated log, taken by
+// plain string splitting, or the benchmark fails.
+//
+//	go run ./bench -lines 1000000 -runs 3 -mtail    # one file, one core (GOMAXPROCS=1)
+//	go run ./bench -files 2                          # two inputs, two cores
+//	go run ./bench -scrape                           # scrape time and RSS with 10k series
+//
+// The machine may be shared: wall time (lines/s) then depends on the neighbours, CPU time
+// per line much less, and the two tools are interleaved run by run so that both see the
+// same load.
+package main
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+//go:embed nginx.mtail
+var mtailProgram []byte
+
+// generatorEnv names gen-nginx-log.py when it is not at ../shared/tools next to the module
+// (the parser's benchmarks read the same variable).
+const generatorEnv = "LOGWINDOW_NGINX_LOG_GEN"
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// options are the command line.
+type options struct {
+	lines, seed, runs, files, procs int
+	mode                            string
+	mtail, scrape                   bool
+	series, scrapes                 int
+	gen, bin, config, mtailBin      string
+	poll, timeout                   time.Duration
+}
+
+func parseFlags(args []string, stderr io.Writer) (options, error) {
+	var o options
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.IntVar(&o.lines, "lines", 1000000, "lines per generated log file")
+	fs.IntVar(&o.seed, "seed", 1, "generator seed of the first file (the next ones use seed+1, ...)")
+	fs.IntVar(&o.runs, "runs", 3, "runs of each program; the table shows medians")
+	fs.IntVar(&o.files, "files", 1, "log files, each its own input read concurrently (live mode)")
+	fs.IntVar(&o.procs, "procs", 0, "GOMAXPROCS of the measured programs (0: one per file)")
+	fs.StringVar(&o.mode, "mode", "live", "live: serve and scrape until every line is counted; replay: --replay, one-shot")
+	fs.BoolVar(&o.mtail, "mtail", false, "also run mtail --one_shot with nginx.mtail on the same files")
+	fs.BoolVar(&o.scrape, "scrape", false, "also time scrapes of a rule holding -series series (first file only)")
+	fs.IntVar(&o.series, "series", 10000, "series budget of the scrape benchmark's rule")
+	fs.IntVar(&o.scrapes, "scrapes", 10, "scrapes timed by the scrape benchmark")
+	fs.StringVar(&o.gen, "gen", os.Getenv(generatorEnv), "gen-nginx-log.py (default: $"+generatorEnv+" or ../shared/tools/ next to the module)")
+	fs.StringVar(&o.bin, "bin", "", "logwindow_exporter binary (default: build the module)")
+	fs.StringVar(&o.config, "config", "", "rule file whose inputs are replaced (default: the module's example-rules.yaml)")
+	fs.StringVar(&o.mtailBin, "mtail.bin", "mtail", "mtail binary")
+	fs.DurationVar(&o.poll, "poll", 20*time.Millisecond, "scrape interval while waiting for the lines to be counted")
+	fs.DurationVar(&o.timeout, "timeout", 10*time.Minute, "limit of one run")
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	if fs.NArg() > 0 {
+		return o, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if o.procs == 0 {
+		o.procs = o.files
+	}
+	switch {
+	case o.lines < 1 || o.runs < 1 || o.files < 1 || o.procs < 1 || o.series < 1 || o.scrapes < 1:
+		return o, errors.New("-lines, -runs, -files, -procs, -series and -scrapes must be positive")
+	case o.mode != "live" && o.mode != "replay":
+		return o, fmt.Errorf("-mode %q: want live or replay", o.mode)
+	case o.poll <= 0 || o.timeout <= 0:
+		return o, errors.New("-poll and -timeout must be positive")
+	}
+	return o, nil
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	o, err := parseFlags(args, stderr)
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		fmt.Fprintln(stderr, "bench:", err)
+		return 2
+	}
+	if err := bench(o, stdout); err != nil {
+		fmt.Fprintln(stderr, "bench: FAIL:", err)
+		return 1
+	}
+	return 0
+}
+
+// bench is the whole benchmark; any failed check ends it with an error.
+func bench(o options, out io.Writer) error {
+	dir, err := os.MkdirTemp("", "logwindow-bench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	if err := o.locate(dir); err != nil {
+		return err
+	}
+	python, err := exec.LookPath("python3")
+	if err != nil {
+		return fmt.Errorf("python3 runs the log generator: %w", err)
+	}
+
+	paths := make([]string, o.files)
+	for i := range paths {
+		paths[i] = filepath.Join(dir, fmt.Sprintf("access-%d.log", i+1))
+	}
+	began := time.Now()
+	perFile, err := generate(python, o.gen, o.lines, o.seed, paths, time.Now())
+	if err != nil {
+		return err
+	}
+	counts := newTally()
+	for _, t := range perFile {
+		counts.merge(t)
+	}
+	if counts.unparsed > 0 {
+		return fmt.Errorf("%d generated lines do not have the expected shape", counts.unparsed)
+	}
+	total := counts.lines
+	fmt.Fprintf(out, "log: %d file(s) × %d lines of gen-nginx-log.py (seed %d), re-dated to end now; generated in %.1fs\n",
+		o.files, o.lines, o.seed, time.Since(began).Seconds())
+	fmt.Fprintf(out, "machine: %d CPUs, load average %s; measured programs run with GOMAXPROCS=%d\n\n",
+		runtime.NumCPU(), loadAverage(), o.procs)
+
+	rules := filepath.Join(dir, "rules.yaml")
+	if err := (benchConfig{inputs: paths}).write(o.config, rules); err != nil {
+		return err
+	}
+	want := counts.exampleTotals()
+	ours := "logwindow " + o.mode
+	progs := filepath.Join(dir, "progs")
+	if o.mtail {
+		if err := os.Mkdir(progs, 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(progs, "nginx.mtail"), mtailProgram, 0o644); err != nil {
+			return err
+		}
+	}
+
+	names := []string{ours}
+	if o.mtail {
+		names = append(names, "mtail")
+	}
+	results := map[string][]usage{}
+	for i := range o.runs {
+		for _, name := range names {
+			var u usage
+			if name == "mtail" {
+				u, err = o.runMtail(progs, paths, want)
+			} else {
+				u, err = o.runOurs(rules, paths, total, want)
+			}
+			if err != nil {
+				return fmt.Errorf("%s run %d: %w", name, i+1, err)
+			}
+			results[name] = append(results[name], u)
+			fmt.Fprintf(out, "run %d: %s checked, %.2fs wall, %.2fs CPU\n", i+1, name, u.wall.Seconds(), u.cpu.Seconds())
+		}
+	}
+	fmt.Fprintln(out)
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "program\trun\twall s\tlines/s\tCPU s\tCPU-µs/line\tlines/CPU-s\tpeak RSS MB\t")
+	med := map[string]usage{}
+	for _, name := range names {
+		for i, u := range results[name] {
+			row(tw, name, fmt.Sprint(i+1), u, total)
+		}
+	}
+	for _, name := range names {
+		med[name] = median(results[name])
+		row(tw, name, "median", med[name], total)
+	}
+	tw.Flush()
+	fmt.Fprintf(out, "every run's _totals equal the generated log's counts (%d lines)\n", total)
+	if o.mtail {
+		m, r := med["mtail"], med[ours]
+		fmt.Fprintf(out, "ours vs mtail (medians): %.1f× the lines/s, %.1f× less CPU per line, %.1f× less peak RSS\n",
+			m.wall.Seconds()/r.wall.Seconds(), m.cpu.Seconds()/r.cpu.Seconds(), float64(m.rss)/float64(r.rss))
+	}
+	if o.scrape {
+		fmt.Fprintln(out)
+		return o.scrapeBench(dir, paths[0], perFile[0], out)
+	}
+	return nil
+}
+
+// locate fills in the binary, the example config and the generator from the module's
+// directory, building the binary into dir.
+func (o *options) locate(dir string) error {
+	if o.bin != "" && o.config != "" && o.gen != "" {
+		return nil
+	}
+	mod, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}").Output()
+	if err != nil {
+		return fmt.Errorf("finding the module (run inside it, or give -bin, -config and -gen): %w", err)
+	}
+	root := strings.TrimSpace(string(mod))
+	if o.config == "" {
+		o.config = filepath.Join(root, "example-rules.yaml")
+	}
+	if o.gen == "" {
+		o.gen = filepath.Join(root, "..", "shared", "tools", "gen-nginx-log.py")
+	}
+	if _, err := os.Stat(o.gen); err != nil {
+		return fmt.Errorf("log generator: %w (give -gen or $%s)", err, generatorEnv)
+	}
+	if o.bin == "" {
+		o.bin = filepath.Join(dir, "logwindow_exporter")
+		build := exec.Command("go", "build", "-o", o.bin, ".")
+		build.Dir = root
+		if msg, err := build.CombinedOutput(); err != nil {
+			return fmt.Errorf("go build: %v\n%s", err, msg)
+		}
+	}
+	return nil
+}
+
+// runOurs is one run of the exporter over the files, checked against want.
+func (o options) runOurs(rules string, paths []string, lines int, want expected) (usage, error) {
+	check := func(s scrape) error {
+		if err := want.check(s.values); err != nil {
+			return err
+		}
+		if dropped := s.values.sum("logwindow_rule_dropped_lines_total"); dropped != 0 {
+			return fmt.Errorf("%v lines dropped (late, future, no value...): the log should give none", dropped)
+		}
+		return s.checkWindows()
+	}
+	if o.mode == "replay" {
+		args := []string{"--config.file=" + rules}
+		for _, p := range paths {
+			args = append(args, "--replay="+p)
+		}
+		u, s, err := runOneShot(o.procs, o.bin, args...)
+		if err != nil {
+			return u, err
+		}
+		return u, check(s)
+	}
+	l, err := startLive(o.bin, rules, o.procs)
+	if err != nil {
+		return usage{}, err
+	}
+	defer l.kill()
+	ctx, cancel := context.WithTimeout(context.Background(), o.timeout)
+	defer cancel()
+	wall, err := l.waitLines(ctx, lines, o.poll)
+	if err != nil {
+		return usage{}, err
+	}
+	if _, err := l.settle(check, o.poll); err != nil {
+		return usage{}, err
+	}
+	return l.stop(wall)
+}
+
+// runMtail is one run of mtail --one_shot over the files, checked against want.
+func (o options) runMtail(progs string, paths []string, want expected) (usage, error) {
+	u, s, err := runOneShot(o.procs, o.mtailBin,
+		"--one_shot", "--one_shot_format=prometheus", "--progs="+progs, "--logs="+strings.Join(paths, ","),
+		// one_shot still listens; a free port keeps runs from clashing with other mtails.
+		"--address=127.0.0.1", "--port=0", "--logtostderr", "--stderrthreshold=ERROR")
+	if err != nil {
+		return u, err
+	}
+	return u, want.check(s.values)
+}
+
+// row prints one line of the results table.
+func row(w io.Writer, name, run string, u usage, lines int) {
+	fmt.Fprintf(w, "%s\t%s\t%.3f\t%s\t%.3f\t%.3f\t%s\t%.1f\t\n", name, run,
+		u.wall.Seconds(), thousands(float64(lines)/u.wall.Seconds()),
+		u.cpu.Seconds(), u.cpu.Seconds()*1e6/float64(lines), thousands(float64(lines)/u.cpu.Seconds()),
+		float64(u.rss)/(1<<20))
+}
+
+// median takes the median of each measure on its own.
+func median(us []usage) usage {
+	pick := func(f func(usage) float64) float64 {
+		v := make([]float64, len(us))
+		for i, u := range us {
+			v[i] = f(u)
+		}
+		slices.Sort(v)
+		if n := len(v); n%2 == 0 {
+			return (v[n/2-1] + v[n/2]) / 2
+		}
+		return v[len(v)/2]
+	}
+	return usage{
+		wall: time.Duration(pick(func(u usage) float64 { return float64(u.wall) })),
+		cpu:  time.Duration(pick(func(u usage) float64 { return float64(u.cpu) })),
+		rss:  int64(pick(func(u usage) float64 { return float64(u.rss) })),
+	}
+}
+
+// thousands formats a rate as 1,234,567.
+func thousands(v float64) string {
+	s := fmt.Sprintf("%.0f", v)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
+}
+
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "unknown"
+	}
+	return strings.Join(f[:3], " ")
+}

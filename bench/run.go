@@ -1,0 +1,243 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// usage is what one run of a program cost.
+type usage struct {
+	wall time.Duration
+	cpu  time.Duration // user + system
+	rss  int64         // peak resident set, bytes
+}
+
+// child runs a program with GOMAXPROCS set, capturing its output and sampling its peak RSS.
+//
+// The peak RSS comes from the kernel's high-water mark of the child's own memory
+// (VmHWM), not from the rusage of wait: Go starts children with vfork, and Linux then
+// counts the parent's peak RSS (here the harness's, with its line counts) in the child's
+// ru_maxrss. VmHWM only exists while the child runs, so it is sampled every rssPoll; a
+// one-shot program can outgrow the last sample in its final moments.
+type child struct {
+	cmd            *exec.Cmd
+	stdout, stderr bytes.Buffer
+	start          time.Time
+	rss            atomic.Int64 // latest VmHWM seen, bytes
+	sampled        chan struct{}
+	done           chan struct{}
+}
+
+// rssPoll is the interval of the VmHWM samples.
+const rssPoll = 5 * time.Millisecond
+
+func startChild(procs int, name string, args ...string) (*child, error) {
+	c := &child{cmd: exec.Command(name, args...), sampled: make(chan struct{}), done: make(chan struct{})}
+	c.cmd.Env = append(os.Environ(), "GOMAXPROCS="+strconv.Itoa(procs))
+	c.cmd.Stdout, c.cmd.Stderr = &c.stdout, &c.stderr
+	c.start = time.Now()
+	if err := c.cmd.Start(); err != nil {
+		return nil, err
+	}
+	go c.sampleRSS()
+	return c, nil
+}
+
+func (c *child) sampleRSS() {
+	defer close(c.sampled)
+	status := fmt.Sprintf("/proc/%d/status", c.cmd.Process.Pid)
+	for {
+		c.readRSS(status)
+		select {
+		case <-c.done:
+			return
+		case <-time.After(rssPoll):
+		}
+	}
+}
+
+// readRSS records the child's VmHWM; it keeps the last value once the child is gone.
+func (c *child) readRSS(status string) {
+	b, err := os.ReadFile(status)
+	if err != nil {
+		return
+	}
+	for line := range strings.Lines(string(b)) {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			if kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64); err == nil {
+				c.rss.Store(kb << 10)
+			}
+		}
+	}
+}
+
+// wait waits for the child to exit and reports a failure with its stderr.
+func (c *child) wait() error {
+	err := c.cmd.Wait()
+	close(c.done)
+	<-c.sampled
+	if err != nil {
+		return fmt.Errorf("%s: %v\n%s", c.cmd.Path, err, lastLines(c.stderr.String(), 20))
+	}
+	return nil
+}
+
+// usage reads the CPU time and peak RSS of the exited child.
+func (c *child) usage(wall time.Duration) usage {
+	u := usage{wall: wall, rss: c.rss.Load()}
+	if ru, ok := c.cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		u.cpu = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	}
+	return u
+}
+
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+}
+
+// runOneShot runs a program that reads its input to the end and prints an exposition:
+// our --replay mode, or mtail --one_shot. Wall time is the process's whole life.
+func runOneShot(procs int, name string, args ...string) (usage, scrape, error) {
+	c, err := startChild(procs, name, args...)
+	if err != nil {
+		return usage{}, scrape{}, err
+	}
+	if err := c.wait(); err != nil {
+		return usage{}, scrape{}, err
+	}
+	u := c.usage(time.Since(c.start))
+	s, err := parseExposition(&c.stdout)
+	if err != nil {
+		return u, scrape{}, fmt.Errorf("%s output: %w", name, err)
+	}
+	return u, s, nil
+}
+
+// live is one exporter started in serving mode, scraped over HTTP.
+type live struct {
+	*child
+	url string
+}
+
+// startLive starts the exporter serving the config on a free loopback port.
+func startLive(bin, config string, procs int) (*live, error) {
+	addr, err := freeAddr()
+	if err != nil {
+		return nil, err
+	}
+	c, err := startChild(procs, bin, "--config.file="+config, "--web.listen-address="+addr, "--log.level=warn")
+	if err != nil {
+		return nil, err
+	}
+	return &live{child: c, url: "http://" + addr + "/metrics"}, nil
+}
+
+// freeAddr finds a loopback port no one listens on; it could be taken again before the
+// exporter binds it, which then fails the run loudly rather than measuring the wrong thing.
+func freeAddr() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer l.Close()
+	return l.Addr().String(), nil
+}
+
+// get fetches /metrics; the error of a refused connection means "not listening yet".
+func (l *live) get() ([]byte, error) {
+	resp, err := http.Get(l.url)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err == nil && resp.StatusCode != http.StatusOK {
+		err = fmt.Errorf("GET %s: %s", l.url, resp.Status)
+	}
+	return body, err
+}
+
+func (l *live) scrape() (scrape, error) {
+	body, err := l.get()
+	if err != nil {
+		return scrape{}, err
+	}
+	return parseExposition(bytes.NewReader(body))
+}
+
+// exited reports whether the child is gone (it then cannot reach any count).
+func (l *live) exited() bool {
+	return l.cmd.ProcessState != nil || l.cmd.Process.Signal(syscall.Signal(0)) != nil
+}
+
+// waitLines scrapes every poll until the inputs have read lines lines and returns the
+// elapsed time since the start. A scrape costs the exporter CPU, which is counted: a
+// scrape is part of the pipeline being measured.
+func (l *live) waitLines(ctx context.Context, lines int, poll time.Duration) (time.Duration, error) {
+	for {
+		select {
+		case <-ctx.Done():
+			return 0, fmt.Errorf("inputs did not reach %d lines: %w\n%s", lines, ctx.Err(), lastLines(l.stderr.String(), 20))
+		case <-time.After(poll):
+		}
+		s, err := l.scrape()
+		if err != nil {
+			if l.exited() {
+				return 0, fmt.Errorf("exporter exited: %v\n%s", err, lastLines(l.stderr.String(), 20))
+			}
+			continue
+		}
+		if read := s.values.sum("logwindow_input_lines_total"); read >= float64(lines) {
+			return time.Since(l.start), nil
+		}
+	}
+}
+
+// stop ends the exporter with SIGTERM, its clean shutdown, and returns its usage. The
+// peak RSS is read just before: after every line and scrape, so nothing is missed.
+func (l *live) stop(wall time.Duration) (usage, error) {
+	l.readRSS(fmt.Sprintf("/proc/%d/status", l.cmd.Process.Pid))
+	if err := l.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		return usage{}, err
+	}
+	if err := l.wait(); err != nil {
+		return usage{}, err
+	}
+	return l.usage(wall), nil
+}
+
+// kill ends an exporter whose run failed.
+func (l *live) kill() {
+	if l.cmd.ProcessState == nil {
+		_ = l.cmd.Process.Kill()
+		_ = l.wait()
+	}
+}
+
+// settle scrapes until check passes or tries run out: once every line is read, the last
+// one may still be between two of its rules for a moment.
+func (l *live) settle(check func(scrape) error, poll time.Duration) (scrape, error) {
+	var err error
+	for range 5 {
+		var s scrape
+		if s, err = l.scrape(); err == nil {
+			if err = check(s); err == nil {
+				return s, nil
+			}
+		}
+		time.Sleep(poll)
+	}
+	return scrape{}, err
+}
