@@ -52,6 +52,8 @@ type regexpMatcher struct {
 	required []byte // every match contains it; nil when the regex requires no literal
 }
 
+// Match runs the prefilter, then regexp; without caps it takes regexp's allocation-free
+// Match.
 func (m *regexpMatcher) Match(line []byte, caps []int) bool {
 	if m.required != nil && !bytes.Contains(line, m.required) {
 		return false
