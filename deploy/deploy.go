@@ -8,6 +8,7 @@ import (
 	_ "embed"
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"strings"
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
@@ -23,6 +24,12 @@ var DashboardJSON []byte
 //
 //go:embed alerts.yaml
 var AlertsYAML []byte
+
+// nginxConfigMap is the example's nginx configuration: a ConfigMap whose nginx.conf key is
+// the file nginx runs with.
+//
+//go:embed k8s/configmap-nginx.yaml
+var nginxConfigMap []byte
 
 // Vars are the values Grafana would give the dashboard's variables. Queries are evaluated
 // by Prometheus, which knows none of them, so every one used must be set.
@@ -164,4 +171,50 @@ func AlertQueries() ([]Query, error) {
 		}
 	}
 	return qs, nil
+}
+
+var (
+	accessLogRe   = regexp.MustCompile(`(?m)^\s*access_log\s+(\S+)\s+(\w+)\s*;`)
+	logFormatRe   = regexp.MustCompile(`(?m)^\s*log_format\s+(\w+)\s+((?:'[^']*'\s*)+);`)
+	quotedPieceRe = regexp.MustCompile(`'([^']*)'`)
+)
+
+// nginxAccessLog returns the access log path of an nginx.conf and its log_format, the
+// quoted pieces joined as nginx joins them.
+func nginxAccessLog(conf string) (file, format string, err error) {
+	al := accessLogRe.FindAllStringSubmatch(conf, -1)
+	if len(al) != 1 {
+		return "", "", fmt.Errorf("want one access_log with a format, found %d", len(al))
+	}
+	for _, lf := range logFormatRe.FindAllStringSubmatch(conf, -1) {
+		if lf[1] == al[0][2] {
+			for _, piece := range quotedPieceRe.FindAllStringSubmatch(lf[2], -1) {
+				format += piece[1]
+			}
+			return al[0][1], format, nil
+		}
+	}
+	return "", "", fmt.Errorf("access_log uses format %q, which no log_format defines", al[0][2])
+}
+
+// NginxLogFormat returns the log_format of the access log the example nginx.conf writes
+// (k8s/configmap-nginx.yaml), the format example-rules.yaml parses. A test that runs an
+// nginx of its own uses it, so its log lines have the shape the deployed nginx writes.
+// The format holds no single quote, so it can be written back as one quoted string.
+func NginxLogFormat() (string, error) {
+	var cm struct {
+		Data map[string]string `json:"data"`
+	}
+	if err := yaml.Unmarshal(nginxConfigMap, &cm); err != nil {
+		return "", fmt.Errorf("k8s/configmap-nginx.yaml: %w", err)
+	}
+	conf, ok := cm.Data["nginx.conf"]
+	if !ok {
+		return "", fmt.Errorf("k8s/configmap-nginx.yaml: no data key nginx.conf")
+	}
+	_, format, err := nginxAccessLog(conf)
+	if err != nil {
+		return "", fmt.Errorf("k8s/configmap-nginx.yaml, nginx.conf: %w", err)
+	}
+	return format, nil
 }

@@ -252,29 +252,6 @@ func flagValue(args []string, name string) (string, bool) {
 	return "", false
 }
 
-var (
-	accessLogRe = regexp.MustCompile(`(?m)^\s*access_log\s+(\S+)\s+(\w+)\s*;`)
-	logFormatRe = regexp.MustCompile(`(?m)^\s*log_format\s+(\w+)\s+((?:'[^']*'\s*)+);`)
-)
-
-// nginxAccessLog returns the access log path of an nginx.conf and its log_format, the
-// quoted pieces joined as nginx joins them.
-func nginxAccessLog(conf string) (file, format string, err error) {
-	al := accessLogRe.FindAllStringSubmatch(conf, -1)
-	if len(al) != 1 {
-		return "", "", fmt.Errorf("want one access_log with a format, found %d", len(al))
-	}
-	for _, lf := range logFormatRe.FindAllStringSubmatch(conf, -1) {
-		if lf[1] == al[0][2] {
-			for _, piece := range regexp.MustCompile(`'([^']*)'`).FindAllStringSubmatch(lf[2], -1) {
-				format += piece[1]
-			}
-			return al[0][1], format, nil
-		}
-	}
-	return "", "", fmt.Errorf("access_log uses format %q, which no log_format defines", al[0][2])
-}
-
 func TestNginxAccessLog(t *testing.T) {
 	cases := []struct {
 		name, conf, file, format, wantErr string
@@ -378,9 +355,13 @@ func TestExporterSidecar(t *testing.T) {
 				t.Fatal("nginx runs without -c")
 			}
 			conf, _ := m.configMapFile(t, spec, ngx, confPath)
-			logFile, _, err := nginxAccessLog(conf)
+			logFile, format, err := nginxAccessLog(conf)
 			if err != nil {
 				t.Fatalf("%s: %v", confPath, err)
+			}
+			// Tests running their own nginx take the format from NginxLogFormat.
+			if exported, err := NginxLogFormat(); err != nil || exported != format {
+				t.Errorf("NginxLogFormat() = %q, %v; the pod's nginx logs with %q", exported, err, format)
 			}
 			logVol, logRel, err := resolveMount(spec, ngx, logFile)
 			if err != nil {
