@@ -108,9 +108,13 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	e := emitter{ch: ch, failed: &c.failed}
 	if set := c.opts.Set(); set != nil {
 		now := c.opts.Now()
+		// Rates divide by the seconds observed, which began at the exporter's start or at
+		// the oldest event placed since, whichever is earlier: a replay from the beginning
+		// of a log has observed all of it, also for series first seen near its end.
+		start := min(c.opts.Start, set.oldest.Load())
 		var sc scratch
 		for i := range set.rules {
-			c.collectRule(e, &set.rules[i], now, &sc)
+			c.collectRule(e, &set.rules[i], now, start, &sc)
 		}
 	}
 	if c.opts.Inputs != nil {
@@ -132,7 +136,7 @@ type scratch struct {
 	stats        []windows.Stats
 }
 
-func (c *Collector) collectRule(e emitter, r *ruleEntry, now int64, sc *scratch) {
+func (c *Collector) collectRule(e emitter, r *ruleEntry, now, start int64, sc *scratch) {
 	st := r.store
 	var matched uint64
 	sc.series, matched = st.snapshot(sc.series[:0])
@@ -144,11 +148,11 @@ func (c *Collector) collectRule(e emitter, r *ruleEntry, now int64, sc *scratch)
 			sc.idle = append(sc.idle, s)
 			continue
 		}
-		c.collectSeries(e.ch, r, s, now, sc)
+		c.collectSeries(e.ch, r, s, now, start, sc)
 	}
 	if len(sc.idle) > 0 {
 		for _, s := range st.expire(sc.idle, now) {
-			c.collectSeries(e.ch, r, s, now, sc)
+			c.collectSeries(e.ch, r, s, now, start, sc)
 		}
 	}
 	name := r.rule.Name
@@ -164,14 +168,14 @@ func (c *Collector) collectRule(e emitter, r *ruleEntry, now int64, sc *scratch)
 // collectSeries sends the samples of one series. They share the series' cached label
 // pairs and are allocated together, which makes a scrape of many series several times
 // cheaper than one NewConstMetric per sample.
-func (c *Collector) collectSeries(ch chan<- prometheus.Metric, r *ruleEntry, s *series, now int64, sc *scratch) {
+func (c *Collector) collectSeries(ch chan<- prometheus.Metric, r *ruleEntry, s *series, now, start int64, sc *scratch) {
 	f := &r.fam
 	pairs := s.labelPairs(f)
 	if pairs == nil {
 		c.failed.Add(1)
 		return
 	}
-	sc.stats = s.win.Read(now, c.opts.Start, sc.stats[:0])
+	sc.stats = s.win.Read(now, start, sc.stats[:0])
 	n := len(pairs) + 1
 	windowed := make([]*dto.LabelPair, len(sc.stats)*n)
 	ms := make([]sample, 1, 1+len(sc.stats)*f.perWindow)

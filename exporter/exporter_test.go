@@ -525,3 +525,28 @@ func TestSinkEventAllocs(t *testing.T) {
 		})
 	}
 }
+
+// TestRateObservedSince pins SPEC's "seconds observed run from the earlier of the
+// exporter's start and the oldest event placed": the oldest event of any series, so that a
+// replay of a log from its beginning gives a series first seen near the log's end the
+// rate over the whole log, not over its own short life.
+func TestRateObservedSince(t *testing.T) {
+	r := countRule("errors", []time.Duration{time.Hour}, "status")
+	r.Timestamp = &config.Timestamp{}
+	set := mustSet(t, testConfig(10, r), nil)
+	replayAt := int64(5_000_000)
+	feed(set.NewSink(), []line{
+		{labels: []string{"200"}, now: replayAt, at: replayAt - 599},
+		{labels: []string{"502"}, now: replayAt, at: replayAt},
+	})
+	c := NewCollector(CollectorOptions{Set: fixed(set), Now: func() int64 { return replayAt }, Start: replayAt})
+	want := `
+# HELP errors_window_per_second Requests. Per-second rate of matched lines (divided by the seconds observed while fewer than the window) over the sliding window in the window label, computed by the exporter at scrape time.
+# TYPE errors_window_per_second gauge
+errors_window_per_second{status="200",window="1h"} 0.0016666666666666668
+errors_window_per_second{status="502",window="1h"} 0.0016666666666666668
+`
+	if err := testutil.CollectAndCompare(c, strings.NewReader(want), "errors_window_per_second"); err != nil {
+		t.Error(err)
+	}
+}

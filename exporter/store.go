@@ -59,6 +59,9 @@ var reasonNames = [numReasons]string{
 // built from, which is what keeps writers of the previous Set safe during a reload.
 type Set struct {
 	rules []ruleEntry
+	// oldest is the second of the oldest event placed in any wheel since the exporter
+	// started (math.MaxInt64 before the first); every Set built by reloads shares it.
+	oldest *atomic.Int64
 }
 
 // ruleEntry is one rule of a Set: the rule as this config defines it, its store (possibly
@@ -91,6 +94,8 @@ type store struct {
 
 	drops [numReasons]atomic.Uint64
 	folds atomic.Uint64
+	// oldest is the Set's shared oldest placed event (see Set.oldest).
+	oldest *atomic.Int64
 }
 
 // series is one label set of a rule.
@@ -114,12 +119,15 @@ type series struct {
 // those in-flight lines. A Set that is built but never put in use changes nothing.
 func NewSet(cfg *config.Config, prev *Set) (*Set, error) {
 	inherit := map[string]*store{}
+	oldest := new(atomic.Int64)
+	oldest.Store(math.MaxInt64)
 	if prev != nil {
+		oldest = prev.oldest
 		for _, r := range prev.rules {
 			inherit[r.store.fingerprint] = r.store
 		}
 	}
-	s := &Set{rules: make([]ruleEntry, 0, len(cfg.Rules))}
+	s := &Set{rules: make([]ruleEntry, 0, len(cfg.Rules)), oldest: oldest}
 	var errs []error
 	for _, r := range cfg.Rules {
 		if r.Layout == nil {
@@ -131,7 +139,7 @@ func NewSet(cfg *config.Config, prev *Set) (*Set, error) {
 			// One store serves one rule, even if two rules had equal fingerprints.
 			delete(inherit, r.Fingerprint)
 		} else {
-			st = newStore(r)
+			st = newStore(r, oldest)
 		}
 		fam, err := newFamilies(r, st.layout.Windows())
 		if err != nil {
@@ -146,12 +154,13 @@ func NewSet(cfg *config.Config, prev *Set) (*Set, error) {
 	return s, nil
 }
 
-func newStore(r *config.Rule) *store {
+func newStore(r *config.Rule, oldest *atomic.Int64) *store {
 	overflow := make([]string, len(r.Labels))
 	for i := range overflow {
 		overflow[i] = OverflowValue
 	}
 	return &store{
+		oldest:         oldest,
 		fingerprint:    r.Fingerprint,
 		layout:         r.Layout,
 		value:          r.IsValueRule(),
@@ -253,10 +262,24 @@ func (st *store) add(s *series, now, at int64, v float64) {
 		addFloat(&s.sum, v)
 	}
 	switch s.win.Add(now, at, v) {
+	case windows.Placed:
+		st.placedAt(at)
 	case windows.Late:
 		st.drops[reasonLate].Add(1)
 	case windows.Future:
 		st.drops[reasonFuture].Add(1)
+		st.placedAt(now)
+	}
+}
+
+// placedAt lowers the exporter's oldest placed event to t; after the first events of a
+// log that is a single load per event.
+func (st *store) placedAt(t int64) {
+	for {
+		old := st.oldest.Load()
+		if t >= old || st.oldest.CompareAndSwap(old, t) {
+			return
+		}
 	}
 }
 
