@@ -211,6 +211,14 @@ func TestBadConfigs(t *testing.T) {
 			`:6: rule "a": name: another rule has this name (line 2)`,
 			`:10: rule "b": name: clashes with rule "b_window_max" (line 8) over the metric name b_window_max`,
 		},
+		"lint.yaml": {
+			`:3: rule "latency_ms": promtool check metrics would flag latency_ms_total: metric names should not contain abbreviated units`,
+			`:4: rule "reqCount": promtool check metrics would flag reqCount_total: label names should be written in 'snake_case' not 'camelCase'`,
+			`:4: rule "reqCount": promtool check metrics would flag reqCount_total: metric names should be written in 'snake_case' not 'camelCase'`,
+			`:4: rule "reqCount": promtool check metrics would flag reqCount_total: non-histogram metrics should not have "le" label`,
+			`:5: rule "size_kilobytes": promtool check metrics would flag size_kilobytes_total: use base unit "bytes" instead of "kilobytes"`,
+			`:6: rule "temp_gauge": promtool check metrics would flag temp_gauge_window: metric name should not include type 'gauge'`,
+		},
 		"labels.yaml": {
 			`:5: rule "a": labels: window: "window" is the label the exporter puts the window in; pick another name`,
 			`:6: rule "a": labels: __name: label names starting with __ are reserved by Prometheus`,

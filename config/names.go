@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
 )
 
 // nameRE is the classic Prometheus metric and label name. Colons are left out: Prometheus
@@ -80,6 +83,42 @@ func families(name string) []string {
 	out := make([]string, len(familySuffixes))
 	for i, s := range familySuffixes {
 		out[i] = name + s
+	}
+	return out
+}
+
+// lint runs the linter of `promtool check metrics` on the families a rule exports, with
+// its label names: SPEC promises lint-clean output, and a name only the user chose (an
+// abbreviated unit, camelCase, a "le" label) is better refused at load than flagged later.
+// Each distinct finding is returned once, with the first family showing it.
+func lint(r *Rule) []string {
+	labels := make([]*dto.LabelPair, 0, len(r.Labels)+1)
+	for _, l := range r.Labels {
+		labels = append(labels, &dto.LabelPair{Name: &l.Name})
+	}
+	window := "window"
+	windowed := append(labels[:len(labels):len(labels)], &dto.LabelPair{Name: &window})
+	var mfs []*dto.MetricFamily
+	for i, name := range families(r.Name) {
+		mf := &dto.MetricFamily{Name: &name, Help: &r.Help, Type: dto.MetricType_GAUGE.Enum(),
+			Metric: []*dto.Metric{{Label: windowed, Gauge: &dto.Gauge{}}}}
+		if i == 0 { // _total
+			mf.Type = dto.MetricType_COUNTER.Enum()
+			mf.Metric = []*dto.Metric{{Label: labels, Counter: &dto.Counter{}}}
+		}
+		mfs = append(mfs, mf)
+	}
+	problems, err := promlint.NewWithMetricFamilies(mfs).Lint()
+	if err != nil {
+		return []string{err.Error()}
+	}
+	var out []string
+	seen := map[string]bool{}
+	for _, p := range problems {
+		if !seen[p.Text] {
+			seen[p.Text] = true
+			out = append(out, fmt.Sprintf("promtool check metrics would flag %s: %s", p.Metric, p.Text))
+		}
 	}
 	return out
 }

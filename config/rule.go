@@ -247,6 +247,11 @@ func (d *decoder) rule(n *yaml.Node, index int, g Global, inputNames map[string]
 	if r.Help == "" {
 		r.Help = defaultHelp(r)
 	}
+	if checkMetricName(r.Name) == nil {
+		for _, msg := range lint(r) {
+			d.add(r.Line, rd.subject, "%s", msg)
+		}
+	}
 	a := r.Aggregations
 	layout, err := windows.NewLayout(r.Windows, windows.Options{Events: a.Events || a.Mean, Extrema: a.Max || a.Min})
 	if err != nil {
