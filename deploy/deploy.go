@@ -218,3 +218,20 @@ func NginxLogFormat() (string, error) {
 	}
 	return format, nil
 }
+
+// ServeRulesFrom rewrites the text of example-rules.yaml so that its input follows path
+// from the beginning, leaving the rules themselves as they are: how a test serves the
+// example's rules on a log of its own and counts every line of it.
+func ServeRulesFrom(exampleRules []byte, path string) ([]byte, error) {
+	text := string(exampleRules)
+	for _, r := range []struct{ old, repl string }{
+		{"path: /var/log/nginx/access.log", "path: " + path},
+		{"start_at: end", "start_at: beginning"},
+	} {
+		if n := strings.Count(text, r.old); n != 1 {
+			return nil, fmt.Errorf("example-rules.yaml holds %q %d times, want once", r.old, n)
+		}
+		text = strings.Replace(text, r.old, r.repl, 1)
+	}
+	return []byte(text), nil
+}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"syscall"
@@ -78,18 +79,12 @@ func windowSum(f *dto.MetricFamily, window string) float64 {
 // servedConfig is example-rules.yaml following path from its beginning.
 func servedConfig(t *testing.T, dir, path string) string {
 	t.Helper()
-	text := string(mustRead(t, "../example-rules.yaml"))
-	for old, repl := range map[string]string{
-		"path: /var/log/nginx/access.log": "path: " + path,
-		"start_at: end":                   "start_at: beginning",
-	} {
-		if n := strings.Count(text, old); n != 1 {
-			t.Fatalf("example-rules.yaml holds %q %d times, want once", old, n)
-		}
-		text = strings.Replace(text, old, repl, 1)
+	text, err := ServeRulesFrom(mustRead(t, "../example-rules.yaml"), path)
+	if err != nil {
+		t.Fatal(err)
 	}
 	p := filepath.Join(dir, "rules.yaml")
-	if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+	if err := os.WriteFile(p, text, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	return p
@@ -152,5 +147,44 @@ func TestDashboardMetricsExist(t *testing.T) {
 	}
 	if got := counterSum(fams["nginx_http_requests_total"]); got != float64(len(lines)) {
 		t.Errorf("nginx_http_requests_total is %v, want %d", got, len(lines))
+	}
+}
+
+func TestServeRulesFrom(t *testing.T) {
+	example := string(mustRead(t, "../example-rules.yaml"))
+	cases := []struct {
+		name, rules, wantErr string
+	}{
+		{"example", example, ""},
+		{"no input path", strings.Replace(example, "/var/log/nginx/access.log", "/logs/*.log", 1), `"path: /var/log/nginx/access.log" 0 times`},
+		{"start_at twice", example + "# start_at: end\n", `"start_at: end" 2 times`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got, err := ServeRulesFrom([]byte(c.rules), "/tmp/x/access.log")
+			if c.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), c.wantErr) {
+					t.Fatalf("error %v, want one holding %q", err, c.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Only the two lines of the input change, in place.
+			was, is := strings.Split(c.rules, "\n"), strings.Split(string(got), "\n")
+			if len(was) != len(is) {
+				t.Fatalf("%d lines became %d", len(was), len(is))
+			}
+			var changed []string
+			for i := range was {
+				if was[i] != is[i] {
+					changed = append(changed, strings.TrimSpace(is[i]))
+				}
+			}
+			if want := []string{"path: /tmp/x/access.log", "start_at: beginning"}; !slices.Equal(changed, want) {
+				t.Errorf("changed lines %q, want %q", changed, want)
+			}
+		})
 	}
 }
