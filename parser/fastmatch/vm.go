@@ -93,7 +93,11 @@ func (m *Matcher) exec(line []byte, caps []int, budget int) result {
 					if in.max < lim-p {
 						lim = p + in.max
 					}
-					for p < lim && cls.tbl[line[p]] != 0 {
+					tbl := &cls.tbl
+					for p+4 <= lim && tbl[line[p]]&tbl[line[p+1]]&tbl[line[p+2]]&tbl[line[p+3]] != 0 {
+						p += 4
+					}
+					for p < lim && tbl[line[p]] != 0 {
 						p++
 					}
 					budget -= p - pos
