@@ -250,7 +250,7 @@ func TestHarness(t *testing.T) {
 		{"replay", []string{"-lines", "5000", "-mode", "replay"}, []string{"logwindow replay  median", "(5000 lines)"}},
 		{"two files", []string{"-lines", "5000", "-files", "2"}, []string{"GOMAXPROCS=2", "(10000 lines)"}},
 		{"scrape", []string{"-lines", "5000", "-scrape", "-series", "300", "-scrapes", "2"},
-			[]string{"301 series of nginx_http_requests_by_path (budget 300)"}},
+			[]string{"301 series of nginx_http_requests_by_path (budget 300)", "exporter CPU per scrape"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

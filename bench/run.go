@@ -56,9 +56,8 @@ func startChild(procs int, name string, args ...string) (*child, error) {
 
 func (c *child) sampleRSS() {
 	defer close(c.sampled)
-	status := fmt.Sprintf("/proc/%d/status", c.cmd.Process.Pid)
 	for {
-		c.readRSS(status)
+		c.readRSS()
 		select {
 		case <-c.done:
 			return
@@ -68,8 +67,8 @@ func (c *child) sampleRSS() {
 }
 
 // readRSS records the child's VmHWM; it keeps the last value once the child is gone.
-func (c *child) readRSS(status string) {
-	b, err := os.ReadFile(status)
+func (c *child) readRSS() {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", c.cmd.Process.Pid))
 	if err != nil {
 		return
 	}
@@ -157,7 +156,20 @@ func freeAddr() (string, error) {
 
 // get fetches /metrics; the error of a refused connection means "not listening yet".
 func (l *live) get() ([]byte, error) {
-	resp, err := http.Get(l.url)
+	return l.getEncoded("")
+}
+
+// getEncoded fetches /metrics asking for the given Content-Encoding ("": gzip, as
+// Prometheus and Go's client ask by default) and returns the decoded body.
+func (l *live) getEncoded(encoding string) ([]byte, error) {
+	req, err := http.NewRequest(http.MethodGet, l.url, nil)
+	if err != nil {
+		return nil, err
+	}
+	if encoding != "" {
+		req.Header.Set("Accept-Encoding", encoding)
+	}
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return nil, err
 	}
@@ -175,6 +187,29 @@ func (l *live) scrape() (scrape, error) {
 		return scrape{}, err
 	}
 	return parseExposition(bytes.NewReader(body))
+}
+
+// cpuTime is the CPU time the exporter used so far, from /proc (in clock ticks of 10 ms).
+func (l *live) cpuTime() (time.Duration, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", l.cmd.Process.Pid))
+	if err != nil {
+		return 0, err
+	}
+	// The command name, field 2, is in parentheses and may hold spaces: count from after it.
+	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+	if len(f) < 13 {
+		return 0, fmt.Errorf("short /proc stat: %q", b)
+	}
+	var ticks int64
+	for _, field := range f[11:13] { // utime and stime, fields 14 and 15
+		n, err := strconv.ParseInt(field, 10, 64)
+		if err != nil {
+			return 0, err
+		}
+		ticks += n
+	}
+	const userHZ = 100 // the unit of /proc times on Linux, whatever the kernel's HZ
+	return time.Duration(ticks) * time.Second / userHZ, nil
 }
 
 // exited reports whether the child is gone (it then cannot reach any count).
@@ -208,7 +243,7 @@ func (l *live) waitLines(ctx context.Context, lines int, poll time.Duration) (ti
 // stop ends the exporter with SIGTERM, its clean shutdown, and returns its usage. The
 // peak RSS is read just before: after every line and scrape, so nothing is missed.
 func (l *live) stop(wall time.Duration) (usage, error) {
-	l.readRSS(fmt.Sprintf("/proc/%d/status", l.cmd.Process.Pid))
+	l.readRSS()
 	if err := l.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		return usage{}, err
 	}

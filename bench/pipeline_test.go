@@ -1,0 +1,130 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/logwindow/logwindow_exporter/config"
+	"github.com/logwindow/logwindow_exporter/exporter"
+	"github.com/logwindow/logwindow_exporter/parser"
+	"github.com/logwindow/logwindow_exporter/pipeline"
+)
+
+// benchLog generates a re-dated log of lines lines into a temporary directory, writes the
+// benchmark's version of example-rules.yaml for it and loads that.
+func benchLog(b *testing.B, lines int, c benchConfig) (string, *config.Config, *tally) {
+	b.Helper()
+	gen := generator(b)
+	dir := b.TempDir()
+	path := filepath.Join(dir, "access.log")
+	counts, err := generate("python3", gen, lines, 1, []string{path}, time.Now())
+	if err != nil {
+		b.Fatal(err)
+	}
+	c.inputs = []string{path}
+	rules := filepath.Join(dir, "rules.yaml")
+	if err := c.write(filepath.Join("..", "example-rules.yaml"), rules); err != nil {
+		b.Fatal(err)
+	}
+	cfg, err := config.Load(rules)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return path, cfg, counts[0]
+}
+
+// BenchmarkPipeline is the live path in process, for profiling: each op starts a pipeline
+// on a 200,000-line log read from the beginning with example-rules.yaml (follow → parser
+// → store → wheels) and stops it once a scrape shows every line read. The follower's
+// goroutines run under follow.(*Follower).readLoop, so
+//
+//	go test -run '^$' -bench Pipeline -benchtime 10x -cpuprofile cpu.out ./bench
+//	go tool pprof -top -focus readLoop bench.test cpu.out
+//
+// leaves out the generation of the log.
+func BenchmarkPipeline(b *testing.B) {
+	const lines = 200000
+	_, cfg, _ := benchLog(b, lines, benchConfig{})
+	b.ReportAllocs()
+	for b.Loop() {
+		p, err := pipeline.Start(cfg, pipeline.Options{Now: time.Now})
+		if err != nil {
+			b.Fatal(err)
+		}
+		reg := prometheus.NewRegistry()
+		reg.MustRegister(p.Collector())
+		deadline := time.Now().Add(time.Minute)
+		for linesRead(b, reg) < lines {
+			if time.Now().After(deadline) {
+				b.Fatal("the pipeline did not read the log within a minute")
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		p.Stop()
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*lines), "ns/line")
+}
+
+func linesRead(b *testing.B, g prometheus.Gatherer) float64 {
+	families, err := g.Gather()
+	if err != nil {
+		b.Fatal(err)
+	}
+	var n float64
+	for _, mf := range families {
+		if mf.GetName() == "logwindow_input_lines_total" {
+			for _, m := range mf.GetMetric() {
+				n += m.GetCounter().GetValue()
+			}
+		}
+	}
+	return n
+}
+
+// BenchmarkBytesPerSeries is the heap one series takes in the store (map entry, label
+// values, totals and the wheels of the default windows) for a counting rule: the rule
+// labelled by URL path is fed until it holds its budget of 10,000 series.
+func BenchmarkBytesPerSeries(b *testing.B) {
+	const budget = 10000
+	path, cfg, counts := benchLog(b, 100000, benchConfig{pathRule: true, maxSeries: budget})
+	series := counts.pathSeries(budget)
+	if series <= budget {
+		b.Fatalf("the log has only %d paths; the rule must reach its budget", series)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	lines := bytes.Split(bytes.TrimSuffix(data, []byte("\n")), []byte("\n"))
+	p, err := parser.New(cfg.Rules)
+	if err != nil {
+		b.Fatal(err)
+	}
+	now := time.Now().Unix()
+	var perSeries float64
+	for b.Loop() {
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		set, err := exporter.NewSet(cfg, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		sink := set.NewSink()
+		sink.SetNow(now)
+		for _, l := range lines {
+			p.Parse("nginx", l, sink)
+		}
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		perSeries = float64(after.HeapAlloc-before.HeapAlloc) / float64(series)
+		runtime.KeepAlive(set)
+	}
+	b.ReportMetric(perSeries, "B/series")
+}
