@@ -6,8 +6,8 @@ import (
 	"regexp"
 	"strings"
 
-	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
+	dto "github.com/prometheus/client_model/go"
 )
 
 // nameRE is the classic Prometheus metric and label name. Colons are left out: Prometheus
