@@ -1,0 +1,607 @@
+// Package e2e runs the exporter as it is deployed: a real nginx writes its access log in
+// the example's format, the built exporter follows it with example-rules.yaml, and a real
+// Prometheus scrapes the exporter and evaluates the example's alerting rules. The test
+// sends known requests, rotates the log once, and reads everything back through
+// Prometheus's HTTP API. It skips when nginx or Prometheus is not installed, unless
+// LOGWINDOW_E2E=1 (set by .ci/run) requires it.
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"maps"
+	"math"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"text/template"
+	"time"
+
+	"github.com/prometheus/client_golang/api"
+	promv1 "github.com/prometheus/client_golang/api/prometheus/v1"
+	"github.com/prometheus/common/model"
+
+	"github.com/logwindow/logwindow_exporter/deploy"
+)
+
+// job is the scrape job's name, which the dashboard's $job matches.
+const job = "logwindow"
+
+// window is the window the exact checks and the dashboard read: every request of the
+// test falls within it.
+const window = "1m"
+
+// Timeouts are generous for a loaded CI machine; a passing run takes a fraction of them.
+const (
+	startTimeout    = 20 * time.Second // a program answers on its port
+	convergeTimeout = 30 * time.Second // Prometheus shows what the test sent
+)
+
+// batch is a run of identical requests and the status nginx must answer each with.
+type batch struct {
+	path    string
+	status  int
+	n       int
+	proxied bool // nginx passes it upstream and logs an $upstream_response_time
+}
+
+// The traffic: 4xx and 5xx among 200s, a rotation between the two parts. Together they
+// pass NginxHighServerErrorRatio's floor of 100 requests with 5xx above its 5%, so its
+// expression returns a value and the rule goes pending.
+var (
+	beforeRotation = []batch{
+		{path: "/", status: 200, n: 80},
+		{path: "/missing", status: 404, n: 7},
+		{path: "/boom", status: 500, n: 5},
+		{path: "/bad-gateway", status: 502, n: 3, proxied: true},
+	}
+	afterRotation = []batch{
+		{path: "/", status: 200, n: 10},
+		{path: "/boom", status: 500, n: 2},
+	}
+)
+
+func TestNginxPrometheus(t *testing.T) {
+	if testing.Short() && !required {
+		t.Skip("-short: the end-to-end test runs nginx, the built exporter and Prometheus")
+	}
+	tools := lookTools(t, "nginx", "prometheus", "promtool")
+	began := time.Now()
+	dir := t.TempDir() // created first, so removed after every program has stopped
+	bin := buildExporter(t, dir)
+	ngx := startNginx(t, tools["nginx"], dir)
+	exporterAddr := startExporter(t, bin, dir, ngx.accessLog)
+	prom := startPrometheus(t, tools["prometheus"], dir, exporterAddr)
+	ctx := t.Context()
+
+	// One scrape before any traffic: by the time the counts are right, every self-metric
+	// has the two samples the dashboard's rate() panels need.
+	up := exact{fmt.Sprintf("up{job=%q}", job), map[string]float64{series("__name__", "up", "instance", exporterAddr, "job", job): 1}}
+	waitExact(ctx, t, prom, []exact{up})
+	t.Logf("set-up (build, nginx, exporter, Prometheus, first scrape) took %v", since(began))
+
+	trafficBegan := time.Now()
+	s := newSent()
+	client := &http.Client{Timeout: 5 * time.Second}
+	defer client.CloseIdleConnections()
+	s.send(t, client, ngx.base, beforeRotation)
+	ngx.rotate(t)
+	s.send(t, client, ngx.base, afterRotation)
+	t.Logf("sent %d requests with a rotation in %v: by status %v, body bytes by class %v", s.requests, since(trafficBegan), s.byStatus, s.bodyBytes)
+
+	// nginx's side: the rotation split the lines between the two files exactly.
+	for _, f := range []struct {
+		path string
+		want int
+	}{{ngx.accessLog + ".1", requests(beforeRotation)}, {ngx.accessLog, requests(afterRotation)}} {
+		data, err := os.ReadFile(f.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := bytes.Count(data, []byte("\n")); got != f.want {
+			t.Fatalf("%s holds %d lines, want %d:\n%s", filepath.Base(f.path), got, f.want, data)
+		}
+		t.Logf("nginx wrote %d lines to %s", f.want, filepath.Base(f.path))
+	}
+
+	converging := time.Now()
+	checks := append(s.exactChecks(), up)
+	waitExact(ctx, t, prom, checks)
+	converged := time.Now()
+	t.Logf("Prometheus returned the exact counts %v after the last request", since(converging))
+	for _, c := range checks {
+		t.Logf("%s => %s", c.query, formatSeries(c.want))
+	}
+
+	t.Run("dashboard", func(t *testing.T) {
+		qs, err := deploy.DashboardQueries(deploy.Vars{Job: job, Instance: exporterAddr, Window: window, RateInterval: "1m"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, q := range qs {
+			got, err := query(ctx, prom, q.Expr)
+			if err != nil {
+				t.Errorf("%s: %s: %v", q.Source, q.Expr, err)
+				continue
+			}
+			t.Logf("%s: %s => %s", q.Source, q.Expr, formatSeries(got))
+			if len(got) == 0 {
+				t.Errorf("%s returned no data", q.Source)
+			}
+			for series, v := range got {
+				if math.IsNaN(v) || math.IsInf(v, 0) {
+					t.Errorf("%s returned %v for %s", q.Source, v, series)
+				}
+			}
+		}
+	})
+
+	t.Run("alert expressions", func(t *testing.T) {
+		qs, err := deploy.AlertQueries()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, q := range qs {
+			want := map[string]float64{}
+			if strings.Contains(q.Source, `"NginxHighServerErrorRatio"`) {
+				want[target(exporterAddr)] = s.serverErrors() / float64(s.requests)
+			}
+			got, err := query(ctx, prom, q.Expr)
+			if err != nil {
+				t.Errorf("%s: %v", q.Source, err)
+				continue
+			}
+			t.Logf("%s: %s => %s", q.Source, strings.Join(strings.Fields(q.Expr), " "), formatSeries(got))
+			if !maps.Equal(got, want) {
+				t.Errorf("%s returned %s, want %s", q.Source, formatSeries(got), formatSeries(want))
+			}
+		}
+	})
+
+	t.Run("alerting rules", func(t *testing.T) {
+		// Prometheus evaluates deploy/alerts.yaml itself: each rule must be healthy once
+		// evaluated on the final data, and only the 5xx ratio alert be pending (its for:
+		// keeps it from firing within the test).
+		checkRules(ctx, t, prom, converged, map[string]string{"NginxHighServerErrorRatio": "pending"})
+	})
+
+	t.Run("promtool check metrics", func(t *testing.T) {
+		body := get(t, "http://"+exporterAddr+"/metrics")
+		cmd := exec.Command(tools["promtool"], "check", "metrics")
+		cmd.Stdin = bytes.NewReader(body)
+		out, err := cmd.CombinedOutput()
+		if err != nil || len(out) > 0 {
+			t.Fatalf("promtool check metrics: %v\n%s", err, out)
+		}
+		t.Logf("promtool check metrics: no findings in a scrape of %d bytes, %d families", len(body), bytes.Count(body, []byte("\n# TYPE ")))
+	})
+	t.Logf("end-to-end run took %v before the programs are stopped", since(began))
+}
+
+// sent is what the test sent and nginx answered, as the rules should count it.
+type sent struct {
+	requests  int
+	byStatus  map[string]float64 // status code → requests
+	bodyBytes map[string]float64 // status class ("5xx") → response body bytes read
+	proxied   int                // requests that went upstream
+}
+
+func newSent() *sent {
+	return &sent{byStatus: map[string]float64{}, bodyBytes: map[string]float64{}}
+}
+
+// send sends the batches' requests one at a time, taking one from each batch in turn, and
+// fails the test when nginx answers one with another status than planned.
+func (s *sent) send(t *testing.T, client *http.Client, base string, plan []batch) {
+	t.Helper()
+	left := make([]int, len(plan))
+	for i, b := range plan {
+		left[i] = b.n
+	}
+	for more := true; more; {
+		more = false
+		for i, b := range plan {
+			if left[i] == 0 {
+				continue
+			}
+			left[i]--
+			more = true
+			resp, err := client.Get(base + b.path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			n, err := io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if err != nil {
+				t.Fatalf("GET %s: %v", b.path, err)
+			}
+			if resp.StatusCode != b.status {
+				t.Fatalf("GET %s: %s, want %d", b.path, resp.Status, b.status)
+			}
+			code := strconv.Itoa(b.status)
+			s.requests++
+			s.byStatus[code]++
+			s.bodyBytes[code[:1]+"xx"] += float64(n)
+			if b.proxied {
+				s.proxied++
+			}
+		}
+	}
+}
+
+// serverErrors is the number of 5xx answers.
+func (s *sent) serverErrors() float64 {
+	var n float64
+	for code, c := range s.byStatus {
+		if code[0] == '5' {
+			n += c
+		}
+	}
+	return n
+}
+
+// exactChecks are the queries whose results must equal what was sent, exactly, once
+// Prometheus has scraped it all.
+func (s *sent) exactChecks() []exact {
+	byStatus, serverErrors, bodyBytes := map[string]float64{}, map[string]float64{}, map[string]float64{}
+	for code, n := range s.byStatus {
+		byStatus[series("status", code)] = n
+		if code[0] == '5' {
+			serverErrors[series("status", code)] = n
+		}
+	}
+	for class, n := range s.bodyBytes {
+		bodyBytes[series("status_class", class)] = n
+	}
+	all := func(n float64) map[string]float64 { return map[string]float64{series(): n} }
+	nginxInput := func(n float64) map[string]float64 { return map[string]float64{series("input", "nginx"): n} }
+	w := fmt.Sprintf("{window=%q}", window)
+	return []exact{
+		{"sum by (status) (nginx_http_requests_window" + w + ")", byStatus},
+		{"sum by (status) (nginx_http_requests_total)", byStatus},
+		{"sum by (status) (nginx_http_server_errors_window" + w + ")", serverErrors},
+		{"sum by (status) (nginx_http_server_errors_total)", serverErrors},
+		{"sum by (status_class) (nginx_http_response_body_bytes_window" + w + ")", bodyBytes},
+		{"sum by (status_class) (nginx_http_response_body_bytes_total)", bodyBytes},
+		{"sum(nginx_http_request_duration_seconds_window_events" + w + ")", all(float64(s.requests))},
+		{"sum(nginx_http_upstream_response_time_seconds_window_events" + w + ")", all(float64(s.proxied))},
+		{"sum by (input) (logwindow_input_lines_total)", nginxInput(float64(s.requests))},
+		{"sum by (input) (logwindow_input_rotations_total)", nginxInput(1)},
+		// Nothing dropped (all zero, but present for every rule and reason), nothing unread.
+		{"sum(logwindow_rule_dropped_lines_total)", all(0)},
+		{"max(logwindow_input_behind_bytes)", all(0)},
+	}
+}
+
+// requests is the number of requests in a plan.
+func requests(plan []batch) int {
+	n := 0
+	for _, b := range plan {
+		n += b.n
+	}
+	return n
+}
+
+// exact is a PromQL query and the result it must return, by series (see series).
+type exact struct {
+	query string
+	want  map[string]float64
+}
+
+// series is the key of a series in query results: its labels, given as name, value pairs.
+func series(nameValues ...string) string {
+	m := model.Metric{}
+	for i := 0; i+1 < len(nameValues); i += 2 {
+		m[model.LabelName(nameValues[i])] = model.LabelValue(nameValues[i+1])
+	}
+	return m.String()
+}
+
+// target is the key of a series that carries only the scrape target's labels.
+func target(addr string) string {
+	return series("instance", addr, "job", job)
+}
+
+// query runs an instant query, which must return a vector without warnings.
+func query(ctx context.Context, prom promv1.API, q string) (map[string]float64, error) {
+	v, warnings, _, err := prom.Query(ctx, q, time.Now())
+	if err != nil {
+		return nil, err
+	}
+	if len(warnings) > 0 {
+		return nil, fmt.Errorf("warnings: %v", warnings)
+	}
+	vec, ok := v.(model.Vector)
+	if !ok {
+		return nil, fmt.Errorf("returned a %s, not an instant vector", v.Type())
+	}
+	got := make(map[string]float64, len(vec))
+	for _, s := range vec {
+		got[s.Metric.String()] = float64(s.Value)
+	}
+	return got, nil
+}
+
+// waitExact polls until every check returns exactly what it wants, failing the test with
+// the differences after convergeTimeout. A query error fails it at once: it will not pass
+// by waiting.
+func waitExact(ctx context.Context, t *testing.T, prom promv1.API, checks []exact) {
+	t.Helper()
+	for deadline := time.Now().Add(convergeTimeout); ; {
+		var diffs []string
+		for _, c := range checks {
+			got, err := query(ctx, prom, c.query)
+			if err != nil {
+				t.Fatalf("%s: %v", c.query, err)
+			}
+			if !maps.Equal(got, c.want) {
+				diffs = append(diffs, fmt.Sprintf("%s => %s, want %s", c.query, formatSeries(got), formatSeries(c.want)))
+			}
+		}
+		if len(diffs) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after %v, Prometheus still returns:\n%s", convergeTimeout, strings.Join(diffs, "\n"))
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
+// checkRules waits until Prometheus has evaluated every alerting rule after converged,
+// then wants each healthy and in state inactive, or in the state wantState names.
+func checkRules(ctx context.Context, t *testing.T, prom promv1.API, converged time.Time, wantState map[string]string) {
+	t.Helper()
+	var alerting []promv1.AlertingRule
+	for deadline := time.Now().Add(convergeTimeout); ; {
+		rules, err := prom.Rules(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		alerting = alerting[:0]
+		stale := 0
+		for _, g := range rules.Groups {
+			for _, r := range g.Rules {
+				a, ok := r.(promv1.AlertingRule)
+				if !ok {
+					t.Fatalf("group %s: unexpected rule %#v", g.Name, r)
+				}
+				alerting = append(alerting, a)
+				if !a.LastEvaluation.After(converged) {
+					stale++
+				}
+			}
+		}
+		if len(alerting) == 0 {
+			t.Fatal("Prometheus loaded no alerting rule from deploy/alerts.yaml")
+		}
+		if stale == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after %v, %d of %d rules were not evaluated since the data was complete", convergeTimeout, stale, len(alerting))
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	seen := map[string]bool{}
+	for _, a := range alerting {
+		seen[a.Name] = true
+		want := wantState[a.Name]
+		if want == "" {
+			want = "inactive"
+		}
+		var values []string
+		for _, al := range a.Alerts {
+			values = append(values, al.Value)
+		}
+		t.Logf("rule %s: health %s, state %s, alert values %v", a.Name, a.Health, a.State, values)
+		if a.Health != promv1.RuleHealthGood || a.LastError != "" {
+			t.Errorf("rule %s: health %s: %s", a.Name, a.Health, a.LastError)
+		}
+		if a.State != want {
+			t.Errorf("rule %s is %s, want %s", a.Name, a.State, want)
+		}
+	}
+	for name := range wantState {
+		if !seen[name] {
+			t.Errorf("Prometheus has no rule %s", name)
+		}
+	}
+}
+
+// formatSeries prints query results in a stable order, for logs and failures.
+func formatSeries(m map[string]float64) string {
+	if len(m) == 0 {
+		return "(no data)"
+	}
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		parts = append(parts, k+" "+strconv.FormatFloat(m[k], 'g', -1, 64))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// since is the time since t, rounded for logs.
+func since(t time.Time) time.Duration {
+	return time.Since(t).Round(time.Millisecond)
+}
+
+// get returns the body of a GET that must answer 200.
+func get(t *testing.T, url string) []byte {
+	t.Helper()
+	resp, err := (&http.Client{Timeout: 5 * time.Second}).Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %s, %v", url, resp.Status, err)
+	}
+	return body
+}
+
+// render executes testdata/name with data into the file out.
+func render(t *testing.T, name, out string, data any) {
+	t.Helper()
+	tmpl, err := template.New(name).Option("missingkey=error").ParseFiles(filepath.Join("testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	if err := tmpl.Execute(&b, data); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(out, b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// buildExporter builds the exporter from the repository root, with the race detector when
+// the test runs with it.
+func buildExporter(t *testing.T, dir string) string {
+	t.Helper()
+	bin := filepath.Join(dir, "logwindow_exporter")
+	args := append(append([]string{"build", "-o", bin}, raceFlags...), ".")
+	cmd := exec.Command("go", args...)
+	cmd.Dir = ".."
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return bin
+}
+
+// nginx is a running nginx and the files it uses.
+type nginx struct {
+	bin, prefix, conf, errorLog, accessLog string
+	base                                   string // its URL
+	workers                                int
+}
+
+// startNginx runs nginx in the foreground on a free loopback port, with the example's log
+// format and its access log under dir.
+func startNginx(t *testing.T, bin, dir string) *nginx {
+	t.Helper()
+	format, err := deploy.NginxLogFormat()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := &nginx{bin: bin, prefix: filepath.Join(dir, "nginx"), workers: 2}
+	if err := os.Mkdir(n.prefix, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	n.conf = filepath.Join(n.prefix, "nginx.conf")
+	n.errorLog = filepath.Join(n.prefix, "error.log")
+	n.accessLog = filepath.Join(n.prefix, "access.log")
+	user := ""
+	if os.Geteuid() == 0 {
+		user = "root"
+	}
+	port := freePort(t)
+	render(t, "nginx.conf.tmpl", n.conf, map[string]any{
+		"User":       user,
+		"Workers":    n.workers,
+		"Dir":        n.prefix,
+		"ErrorLog":   n.errorLog,
+		"LogFormat":  format,
+		"AccessLog":  n.accessLog,
+		"Port":       port,
+		"ClosedPort": freePort(t),
+	})
+	p := startProc(t, dir, "nginx", append(n.args(), "-g", "daemon off;"), n.errorLog)
+	n.base = fmt.Sprintf("http://127.0.0.1:%d", port)
+	waitHTTP(t, p, n.base+"/healthz", startTimeout)
+	return n
+}
+
+// args are the arguments that point nginx at the test's prefix, config and error log.
+func (n *nginx) args() []string {
+	return []string{n.bin, "-p", n.prefix, "-c", n.conf, "-e", n.errorLog}
+}
+
+// rotate renames the access log away and runs nginx -s reopen, as logrotate does, then
+// waits until the master and every worker have logged "reopening logs". A worker logs it
+// in the same turn of its event loop in which it reopens, so every request sent after that
+// is logged to the new file.
+func (n *nginx) rotate(t *testing.T) {
+	t.Helper()
+	reopened := func() int {
+		data, err := os.ReadFile(n.errorLog)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return bytes.Count(data, []byte("reopening logs"))
+	}
+	want := reopened() + 1 + n.workers
+	if err := os.Rename(n.accessLog, n.accessLog+".1"); err != nil {
+		t.Fatal(err)
+	}
+	argv := append(n.args(), "-s", "reopen")
+	if out, err := exec.Command(argv[0], argv[1:]...).CombinedOutput(); err != nil {
+		t.Fatalf("%s: %v\n%s", strings.Join(argv, " "), err, out)
+	}
+	for deadline := time.Now().Add(startTimeout); ; {
+		got := reopened()
+		if got >= want {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("nginx logged \"reopening logs\" %d times within %v, want %d (master and %d workers)", got, startTimeout, want, n.workers)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// startExporter runs the built exporter with example-rules.yaml following accessLog from
+// its beginning, on a free loopback port, and returns that address once it is ready.
+func startExporter(t *testing.T, bin, dir, accessLog string) string {
+	t.Helper()
+	example, err := os.ReadFile("../example-rules.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rules, err := deploy.ServeRulesFrom(example, accessLog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	config := filepath.Join(dir, "rules.yaml")
+	if err := os.WriteFile(config, rules, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	p := startProc(t, dir, "logwindow_exporter", []string{bin, "--config.file=" + config, "--web.listen-address=" + addr})
+	waitHTTP(t, p, "http://"+addr+"/-/ready", startTimeout)
+	return addr
+}
+
+// startPrometheus runs Prometheus scraping target every second and evaluating
+// deploy/alerts.yaml, and returns a client of its HTTP API once it is ready.
+func startPrometheus(t *testing.T, bin, dir, target string) promv1.API {
+	t.Helper()
+	rules := filepath.Join(dir, "alerts.yaml")
+	if err := os.WriteFile(rules, deploy.AlertsYAML, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	config := filepath.Join(dir, "prometheus.yml")
+	render(t, "prometheus.yml.tmpl", config, map[string]any{"Rules": strconv.Quote(rules), "Job": job, "Target": target})
+	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	p := startProc(t, dir, "prometheus", []string{
+		bin,
+		"--config.file=" + config,
+		"--storage.tsdb.path=" + filepath.Join(dir, "prometheus-data"),
+		"--web.listen-address=" + addr,
+	})
+	waitHTTP(t, p, "http://"+addr+"/-/ready", startTimeout)
+	client, err := api.NewClient(api.Config{Address: "http://" + addr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return promv1.NewAPI(client)
+}
