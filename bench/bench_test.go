@@ -56,16 +56,18 @@ func TestExampleTotals(t *testing.T) {
 		tl.add(l)
 	}
 	want := samples{
-		`nginx_http_requests_total{method="GET",status="200",status_class="2xx"}`:  2,
-		`nginx_http_requests_total{method="POST",status="503",status_class="5xx"}`: 1,
-		`nginx_http_server_errors_total{status="503"}`:                             1,
-		`nginx_http_response_body_bytes_total{status_class="2xx"}`:                 150,
-		`nginx_http_response_body_bytes_total{status_class="5xx"}`:                 7,
-		`nginx_http_request_duration_seconds_total{status_class="2xx"}`:            0.75,
-		`nginx_http_request_duration_seconds_total{status_class="5xx"}`:            1,
-		`nginx_http_upstream_response_time_seconds_total{}`:                        0.9,
+		`nginx_http_requests_total{method="GET",status="200",status_class="2xx"}`:        2,
+		`nginx_http_requests_total{method="POST",status="503",status_class="5xx"}`:       1,
+		`nginx_http_requests_copy1_total{method="GET",status="200",status_class="2xx"}`:  2,
+		`nginx_http_requests_copy1_total{method="POST",status="503",status_class="5xx"}`: 1,
+		`nginx_http_server_errors_total{status="503"}`:                                   1,
+		`nginx_http_response_body_bytes_total{status_class="2xx"}`:                       150,
+		`nginx_http_response_body_bytes_total{status_class="5xx"}`:                       7,
+		`nginx_http_request_duration_seconds_total{status_class="2xx"}`:                  0.75,
+		`nginx_http_request_duration_seconds_total{status_class="5xx"}`:                  1,
+		`nginx_http_upstream_response_time_seconds_total{}`:                              0.9,
 	}
-	got := tl.exampleTotals()
+	got := tl.exampleTotals(1)
 	if tl.lines != 4 || tl.unparsed != 1 {
 		t.Errorf("lines %d, unparsed %d; want 4, 1", tl.lines, tl.unparsed)
 	}
@@ -175,6 +177,10 @@ func TestBenchConfig(t *testing.T) {
 				"nginx_http_request_duration_seconds", "nginx_http_upstream_response_time_seconds"}, 10000},
 		{"path rule", benchConfig{inputs: []string{"/a.log"}, pathRule: true, maxSeries: 123},
 			[]string{pathRuleName}, 123},
+		{"extra rules", benchConfig{inputs: []string{"/a.log"}, extraRules: 2},
+			[]string{"nginx_http_requests", "nginx_http_server_errors", "nginx_http_response_body_bytes",
+				"nginx_http_request_duration_seconds", "nginx_http_upstream_response_time_seconds",
+				"nginx_http_requests_copy1", "nginx_http_requests_copy2"}, 10000},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -242,18 +248,27 @@ func TestHarness(t *testing.T) {
 	}
 	common := []string{"-gen", gen, "-bin", bin, "-config", filepath.Join("..", "example-rules.yaml"), "-runs", "1", "-timeout", "30s"}
 	cases := []struct {
-		name string
-		args []string
-		want []string
+		name  string
+		args  []string
+		want  []string
+		needs string // a program the case runs besides the exporter
 	}{
-		{"live", []string{"-lines", "20000"}, []string{"logwindow live  median", "(20000 lines)"}},
-		{"replay", []string{"-lines", "5000", "-mode", "replay"}, []string{"logwindow replay  median", "(5000 lines)"}},
-		{"two files", []string{"-lines", "5000", "-files", "2"}, []string{"GOMAXPROCS=2", "(10000 lines)"}},
+		{"live", []string{"-lines", "20000"}, []string{"logwindow live  median", "(20000 lines)"}, ""},
+		{"replay", []string{"-lines", "5000", "-mode", "replay"}, []string{"logwindow replay  median", "(5000 lines)"}, ""},
+		{"two files", []string{"-lines", "5000", "-files", "2"}, []string{"GOMAXPROCS=2", "(10000 lines)"}, ""},
 		{"scrape", []string{"-lines", "5000", "-scrape", "-series", "300", "-scrapes", "2"},
-			[]string{"301 series of nginx_http_requests_by_path (budget 300)", "exporter CPU per scrape"}},
+			[]string{"301 series of nginx_http_requests_by_path (budget 300)", "exporter CPU per scrape"}, ""},
+		// The mtail program and its extra blocks must count what the rules count.
+		{"mtail, extra rules", []string{"-lines", "5000", "-mtail", "-rules", "2"},
+			[]string{"plus 2 copies", "mtail  median", "ours vs mtail"}, "mtail"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
+			if tc.needs != "" {
+				if _, err := exec.LookPath(tc.needs); err != nil {
+					t.Skipf("%s is not installed", tc.needs)
+				}
+			}
 			var out, errOut bytes.Buffer
 			if code := run(append(common, tc.args...), &out, &errOut); code != 0 {
 				t.Fatalf("exit %d\n%s\n%s", code, out.String(), errOut.String())

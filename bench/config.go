@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -21,6 +22,30 @@ const pathRule = `
   timestamp: {capture: time_local, layout: '` + timeLayout + `'}
 `
 
+// copyRule is the i-th extra rule of -rules: the example's request count under another
+// name, so that it adds the per-rule work of a rule and no new regex.
+func copyRule(i int) string {
+	return `
+- name: ` + copyName(i) + `
+  help: A copy of nginx_http_requests, to measure the cost of one more rule over the pattern.
+  match: '^%{NGINX_ACCESS}$'
+  labels: {method: '${method}', status: '${status}', status_class: '${status_class}xx'}
+  timestamp: {capture: time_local, layout: '` + timeLayout + `'}
+`
+}
+
+func copyName(i int) string { return fmt.Sprintf("nginx_http_requests_copy%d", i) }
+
+// mtailCopies is mtail's version of the extra rules: one more block over the same pattern
+// each, as an mtail user adds a rule.
+func mtailCopies(n int) string {
+	var b strings.Builder
+	for i := 1; i <= n; i++ {
+		fmt.Fprintf(&b, "\ncounter %s_total by method, status, status_class\nNGINX_ACCESS {\n  %[1]s_total[$method][$status][$status_class + \"xx\"]++\n}\n", copyName(i))
+	}
+	return b.String()
+}
+
 // benchConfig is a rule file for the benchmark, made from the example config.
 type benchConfig struct {
 	// inputs are the log files, each its own input (and so its own goroutine), read from
@@ -29,6 +54,8 @@ type benchConfig struct {
 	// pathRule replaces the rules by pathRule, with maxSeries as the series budget.
 	pathRule  bool
 	maxSeries int
+	// extraRules appends that many copyRules.
+	extraRules int
 }
 
 // write reads the example config at src and writes it to dst with the benchmark's inputs
@@ -67,6 +94,19 @@ func (c benchConfig) write(src, dst string) error {
 			setKey(root, "global", global)
 		}
 		setKey(global, "max_series_per_rule", scalar(strconv.Itoa(c.maxSeries)))
+	}
+	if c.extraRules > 0 {
+		rules := getKey(root, "rules")
+		if rules == nil || rules.Kind != yaml.SequenceNode {
+			return fmt.Errorf("%s: no list of rules to add to", src)
+		}
+		for i := 1; i <= c.extraRules; i++ {
+			var r yaml.Node
+			if err := yaml.Unmarshal([]byte(copyRule(i)), &r); err != nil {
+				return err
+			}
+			rules.Content = append(rules.Content, r.Content[0].Content...)
+		}
 	}
 	out, err := yaml.Marshal(&doc)
 	if err != nil {

@@ -8,6 +8,7 @@
 // plain string splitting, or the benchmark fails.
 //
 //	go run ./bench -lines 1000000 -runs 3 -mtail    # one file, one core (GOMAXPROCS=1)
+//	go run ./bench -rules 5 -mtail                   # ten rules over the pattern
 //	go run ./bench -files 2                          # two inputs, two cores
 //	go run ./bench -scrape                           # scrape time and RSS with 10k series
 //
@@ -47,6 +48,7 @@ func main() {
 // options are the command line.
 type options struct {
 	lines, seed, runs, files, procs int
+	extraRules                      int
 	mode                            string
 	mtail, scrape                   bool
 	series, scrapes                 int
@@ -63,6 +65,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.runs, "runs", 3, "runs of each program; the table shows medians")
 	fs.IntVar(&o.files, "files", 1, "log files, each its own input read concurrently (live mode)")
 	fs.IntVar(&o.procs, "procs", 0, "GOMAXPROCS of the measured programs (0: one per file)")
+	fs.IntVar(&o.extraRules, "rules", 0, "extra counting rules over the same pattern (and extra mtail blocks), to see the cost per rule")
 	fs.StringVar(&o.mode, "mode", "live", "live: serve and scrape until every line is counted; replay: --replay, one-shot")
 	fs.BoolVar(&o.mtail, "mtail", false, "also run mtail --one_shot with nginx.mtail on the same files")
 	fs.BoolVar(&o.scrape, "scrape", false, "also time scrapes of a rule holding -series series (first file only)")
@@ -86,6 +89,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	switch {
 	case o.lines < 1 || o.runs < 1 || o.files < 1 || o.procs < 1 || o.series < 1 || o.scrapes < 1:
 		return o, errors.New("-lines, -runs, -files, -procs, -series and -scrapes must be positive")
+	case o.extraRules < 0:
+		return o, errors.New("-rules must not be negative")
 	case o.mode != "live" && o.mode != "replay":
 		return o, fmt.Errorf("-mode %q: want live or replay", o.mode)
 	case o.poll <= 0 || o.timeout <= 0:
@@ -144,21 +149,23 @@ func bench(o options, out io.Writer) error {
 	total := counts.lines
 	fmt.Fprintf(out, "log: %d file(s) × %d lines of gen-nginx-log.py (seed %d), re-dated to end now; generated in %.1fs\n",
 		o.files, o.lines, o.seed, time.Since(began).Seconds())
+	fmt.Fprintf(out, "rules: %s plus %d copies of its request count over the same pattern\n", filepath.Base(o.config), o.extraRules)
 	fmt.Fprintf(out, "machine: %d CPUs, load average %s; measured programs run with GOMAXPROCS=%d\n\n",
 		runtime.NumCPU(), loadAverage(), o.procs)
 
 	rules := filepath.Join(dir, "rules.yaml")
-	if err := (benchConfig{inputs: paths}).write(o.config, rules); err != nil {
+	if err := (benchConfig{inputs: paths, extraRules: o.extraRules}).write(o.config, rules); err != nil {
 		return err
 	}
-	want := counts.exampleTotals()
+	want := counts.exampleTotals(o.extraRules)
 	ours := "logwindow " + o.mode
 	progs := filepath.Join(dir, "progs")
 	if o.mtail {
 		if err := os.Mkdir(progs, 0o755); err != nil {
 			return err
 		}
-		if err := os.WriteFile(filepath.Join(progs, "nginx.mtail"), mtailProgram, 0o644); err != nil {
+		prog := append(slices.Clip(mtailProgram), mtailCopies(o.extraRules)...)
+		if err := os.WriteFile(filepath.Join(progs, "nginx.mtail"), prog, 0o644); err != nil {
 			return err
 		}
 	}

@@ -139,17 +139,24 @@ func (t *tally) merge(u *tally) {
 }
 
 // exampleTotals is the `_total` of every series example-rules.yaml makes of the lines (and
-// the mtail program in nginx.mtail, which exports the same series).
-func (t *tally) exampleTotals() expected {
+// the mtail program in nginx.mtail, which exports the same series), with extra copies of
+// the request count (see copyRule).
+func (t *tally) exampleTotals(extra int) expected {
 	e := newExpected(
-		"nginx_http_requests_total",
 		"nginx_http_server_errors_total",
 		"nginx_http_response_body_bytes_total",
 		"nginx_http_request_duration_seconds_total",
 		"nginx_http_upstream_response_time_seconds_total",
 	)
+	requests := []string{"nginx_http_requests_total"}
+	for i := 1; i <= extra; i++ {
+		requests = append(requests, copyName(i)+"_total")
+	}
+	e.families = append(e.families, requests...)
 	for k, v := range t.requests {
-		e.set(v, "nginx_http_requests_total", "method", k.method, "status", k.status, "status_class", k.status[:1]+"xx")
+		for _, name := range requests {
+			e.set(v, name, "method", k.method, "status", k.status, "status_class", k.status[:1]+"xx")
+		}
 	}
 	for status, v := range t.serverErrors {
 		e.set(v, "nginx_http_server_errors_total", "status", status)
