@@ -2,6 +2,7 @@ package deploy
 
 import (
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -115,7 +116,14 @@ func runNginx(t *testing.T, paths []string) []string {
 		if err != nil {
 			t.Fatal(err)
 		}
+		// Read to the end, so the next request reuses the connection: one worker then
+		// logs the requests in order. On a new connection another worker could log its
+		// request before this one's, which nginx logs once the body is sent.
+		_, err = io.Copy(io.Discard, resp.Body)
 		resp.Body.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
 	}
 	stop()
 	data, err := os.ReadFile(accessLog)
