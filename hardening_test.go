@@ -1,0 +1,304 @@
+package main
+
+// Issue 5, rows 17-22: hostile logs, configs and clocks against the real pipeline. Each row
+// is one test; the configs are in testdata/hardening, with LOGFILE standing for the path of
+// the log the test writes. Rows 23 and 24 run the built binary: hardening_process_test.go.
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/logwindow/logwindow_exporter/config"
+	"github.com/logwindow/logwindow_exporter/exporter"
+	"github.com/logwindow/logwindow_exporter/parser"
+)
+
+// hardeningConfig returns the text of testdata/hardening/name for a log at logPath.
+func hardeningConfig(t *testing.T, name string) func(logPath string) string {
+	t.Helper()
+	text, err := os.ReadFile(filepath.Join("testdata", "hardening", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return func(logPath string) string { return strings.ReplaceAll(string(text), "LOGFILE", logPath) }
+}
+
+// loadHardeningConfig loads testdata/hardening/name for a log that is never followed.
+func loadHardeningConfig(t *testing.T, name string) *config.Config {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(path, []byte(hardeningConfig(t, name)(filepath.Join(t.TempDir(), "access.log"))), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+// uriLine is an access-log line whose path is unique to n, as a crawler's would be.
+const uriLine = `10.0.%d.%d - - [14/Nov/2023:22:13:20 +0000] "GET /item/%d?ref=crawl HTTP/1.1" 200 512 "-" "crawler/1.0" 0.001 0.001`
+
+func appendURILine(dst []byte, n int) []byte {
+	return fmt.Appendf(dst, uriLine, n>>8&0xff, n&0xff, n)
+}
+
+// heapAfterGC is the live heap: what the program holds, not what it has allocated.
+func heapAfterGC() uint64 {
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.HeapAlloc
+}
+
+// Row 17: a million unique URIs as a label. Lines go through the parser into the series
+// store directly (a file of a million lines would take minutes under -race); the same
+// properties are checked through a real file in TestUniqueURIsThroughFile.
+func TestUniqueURIsStayWithinBudget(t *testing.T) {
+	cfg := loadHardeningConfig(t, "uris.yaml")
+	budget := cfg.Global.MaxSeriesPerRule
+	p, err := parser.New(cfg.Rules)
+	if err != nil {
+		t.Fatal(err)
+	}
+	set, err := exporter.NewSet(cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const now = 1_700_000_000
+	sink := set.NewSink()
+	sink.SetNow(now)
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(exporter.NewCollector(exporter.CollectorOptions{
+		Set:   func() *exporter.Set { return set },
+		Now:   func() int64 { return now },
+		Start: now,
+	}))
+
+	base := heapAfterGC()
+	var line []byte
+	fed := 0
+	heapAt := map[int]uint64{}
+	for _, lines := range []int{100_000, 1_000_000} {
+		t.Run(fmt.Sprintf("%d lines", lines), func(t *testing.T) {
+			for ; fed < lines; fed++ {
+				line = appendURILine(line[:0], fed)
+				p.Parse("web", line, sink)
+			}
+			heapAt[lines] = heapAfterGC()
+			m := gather(t, reg)
+			overflow := map[string]string{"path": exporter.OverflowValue, "status": exporter.OverflowValue}
+			beyond := float64(lines - budget)
+			checks := []struct {
+				name   string
+				family string
+				labels map[string]string
+				want   float64
+			}{
+				{"series, overflow included", "logwindow_rule_series", nil, float64(budget + 1)},
+				{"lines folded", "logwindow_series_overflow_total", nil, beyond},
+				{"overflow series total", "http_requests_by_path_total", overflow, beyond},
+				{"overflow series 1m", "http_requests_by_path_window", withWindow(overflow, "1m"), beyond},
+				{"matched lines", "logwindow_rule_matched_lines_total", nil, float64(lines)},
+			}
+			for _, c := range checks {
+				if got := value(m, c.family, c.labels); got != c.want {
+					t.Errorf("%s: %s%v = %v, want %v", c.name, c.family, c.labels, got, c.want)
+				}
+			}
+			if got := len(m["http_requests_by_path_total"].GetMetric()); got != budget+1 {
+				t.Errorf("exported series = %d, want budget %d + overflow", got, budget)
+			}
+		})
+	}
+	// What the store holds is the budget's series; a tenfold longer log must not add to it.
+	grown := int64(heapAt[1_000_000]) - int64(heapAt[100_000])
+	held := int64(heapAt[100_000]) - int64(base)
+	t.Logf("heap: %d B before, %d B held after 100k lines, %+d B more after 1M", base, held, grown)
+	const perSeries = 4 << 10 // 300 second slots of float64, plus key, labels and map entry
+	if limit := int64(budget+1) * perSeries; held > limit {
+		t.Errorf("heap held for %d series = %d B, want at most %d B", budget+1, held, limit)
+	}
+	if grown > 256<<10 {
+		t.Errorf("heap grew by %d B between 100k and 1M unique URIs, want no growth (< 256 KiB noise)", grown)
+	}
+}
+
+func withWindow(labels map[string]string, window string) map[string]string {
+	out := map[string]string{"window": window}
+	for k, v := range labels {
+		out[k] = v
+	}
+	return out
+}
+
+// gather reads reg as a scrape would, keyed by family name.
+func gather(t *testing.T, reg prometheus.Gatherer) map[string]*dto.MetricFamily {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make(map[string]*dto.MetricFamily, len(mfs))
+	for _, mf := range mfs {
+		out[mf.GetName()] = mf
+	}
+	return out
+}
+
+// Row 17 through a real file and the HTTP handler: the same budget properties, and a
+// scrape of a rule at its budget passes lint (startExporter's cleanup).
+func TestUniqueURIsThroughFile(t *testing.T) {
+	const budget, lines = 50, 2000
+	rules := hardeningConfig(t, "uris.yaml")
+	e := startExporterWith(t, func(logPath string) string {
+		return strings.Replace(rules(logPath), "max_series_per_rule: 1000", fmt.Sprintf("max_series_per_rule: %d", budget), 1)
+	}, false)
+	batch := make([]string, lines)
+	for i := range batch {
+		batch[i] = string(appendURILine(nil, i))
+	}
+	e.appendLines(batch...)
+	m := e.scrape()
+	overflow := map[string]string{"path": exporter.OverflowValue, "status": exporter.OverflowValue}
+	if got := len(m["http_requests_by_path_total"].GetMetric()); got != budget+1 {
+		t.Errorf("exported series = %d, want budget %d + overflow", got, budget)
+	}
+	for family, want := range map[string]float64{
+		"logwindow_rule_series":           budget + 1,
+		"logwindow_series_overflow_total": lines - budget,
+	} {
+		if got := value(m, family, nil); got != want {
+			t.Errorf("%s = %v, want %v", family, got, want)
+		}
+	}
+	if got := value(m, "http_requests_by_path_window", withWindow(overflow, "5m")); got != lines-budget {
+		t.Errorf("overflow series 5m window = %v, want %d", got, lines-budget)
+	}
+}
+
+// BenchmarkScrapeAtBudget measures one scrape over HTTP (collect, encode, transfer) of a
+// rule holding the SPEC's default budget of 10,000 series with the five default windows,
+// filled through a real file.
+func BenchmarkScrapeAtBudget(b *testing.B) {
+	const budget = 10_000
+	text, err := os.ReadFile(filepath.Join("testdata", "hardening", "uris.yaml"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defaults := strings.NewReplacer("windows: [1m, 5m]", "windows: [1m, 5m, 15m, 1h, 24h]",
+		"max_series_per_rule: 1000", fmt.Sprintf("max_series_per_rule: %d", budget))
+	e := startExporterWith(b, func(logPath string) string {
+		return strings.ReplaceAll(defaults.Replace(string(text)), "LOGFILE", logPath)
+	}, false)
+	batch := make([]string, budget+1000)
+	for i := range batch {
+		batch[i] = string(appendURILine(nil, i))
+	}
+	e.appendLines(batch...)
+	for b.Loop() {
+		if code := e.get("/metrics"); code != 200 {
+			b.Fatalf("scrape: HTTP %d", code)
+		}
+	}
+}
+
+// hostileLine is a request whose path and user agent are given as raw bytes.
+func hostileLine(path, agent string) string {
+	return `10.0.0.1 - - [14/Nov/2023:22:13:20 +0000] "GET ` + path + ` HTTP/1.1" 200 5 "-" "` + agent + `" 0.001 0.001`
+}
+
+// Row 18: invalid UTF-8, NUL bytes and 64 KiB values in label values. Every scrape must
+// answer 200 and parse (scrape fails the test otherwise), every label value must be valid
+// UTF-8 and capped, values equal after that must share one series (two samples with one
+// label set would fail the scrape), and the registry must lint clean (startExporter's
+// cleanup).
+func TestHostileLabelValues(t *testing.T) {
+	const agent = "Mozilla/5.0"
+	long := strings.Repeat("a", 60<<10)
+	wide := strings.Repeat("é", 30<<10) // two bytes a rune: the cap falls inside one
+	series := []struct {
+		name        string
+		lines       []string // raw path and user agent, alternating
+		path, agent string   // the label values they must give
+	}{
+		{"Latin-1 bytes, and the replacement character itself", []string{"/caf\xe9", agent, "/caf\xe8", agent, "/caf\uFFFD", agent}, "/caf\uFFFD", agent},
+		{"a run of invalid bytes", []string{"/x", "\xff\xfe\xfd"}, "/x", "\uFFFD"},
+		{"NUL bytes", []string{"/nul\x00byte", "\x00"}, "/nul\x00byte", "\x00"},
+		{"exposition escapes", []string{`/back\slash`, `quote\x22`}, `/back\slash`, `quote\x22`},
+		{"60 KiB values differing past the cap", []string{"/" + long, agent, "/" + long + "b", agent}, ("/" + long)[:parser.MaxLabelValueLen], agent},
+		{"60 KiB of two-byte runes", []string{"/" + wide, agent}, ("/" + wide)[:parser.MaxLabelValueLen-1], agent},
+		{"the overflow value", []string{exporter.OverflowValue, exporter.OverflowValue}, exporter.OverflowValue, exporter.OverflowValue},
+	}
+	e := startExporterWith(t, hardeningConfig(t, "hostile.yaml"), false)
+	matched := 0
+	for _, s := range series {
+		for i := 0; i < len(s.lines); i += 2 {
+			e.appendLines(hostileLine(s.lines[i], s.lines[i+1]))
+			matched++
+		}
+	}
+	// Not matched: a line over the 64 KiB line cap, and a run of NULs such as a crash
+	// leaves in a preallocated log; the line after them still counts.
+	e.appendLines(hostileLine("/"+long+long, agent), strings.Repeat("\x00", 4096), hostileLine("/after", agent))
+	matched++
+
+	m := e.scrape()
+	for _, s := range series {
+		t.Run(s.name, func(t *testing.T) {
+			labels := map[string]string{"path": s.path, "user_agent": s.agent}
+			if got, want := value(m, "http_requests_by_client_total", labels), float64(len(s.lines)/2); got != want {
+				t.Errorf("series %q total = %v, want %v", labels, got, want)
+			}
+		})
+	}
+	for _, mf := range m {
+		for _, sample := range mf.GetMetric() {
+			for _, lp := range sample.GetLabel() {
+				if v := lp.GetValue(); !utf8.ValidString(v) || len(v) > parser.MaxLabelValueLen {
+					t.Errorf("%s: label %s has %d bytes, valid UTF-8 %v", mf.GetName(), lp.GetName(), len(v), utf8.ValidString(v))
+				}
+			}
+		}
+	}
+	for family, want := range map[string]float64{
+		"logwindow_rule_series":                float64(len(series) + 1), // and /after
+		"logwindow_rule_matched_lines_total":   float64(matched),
+		"logwindow_input_too_long_lines_total": 1,
+		"logwindow_collect_errors_total":       0,
+	} {
+		if got := value(m, family, nil); got != want {
+			t.Errorf("%s = %v, want %v", family, got, want)
+		}
+	}
+}
+
+// Row 18 for file names: a glob input picks up a file whose name is not UTF-8, which the
+// self-metrics carry as a path label.
+func TestHostileFileName(t *testing.T) {
+	config := hardeningConfig(t, "hostile.yaml")
+	e := startExporterWith(t, func(logPath string) string { return config(filepath.Join(filepath.Dir(logPath), "*.log")) }, false)
+	hostile := filepath.Join(e.dir, "caf\xe9.log")
+	if err := os.WriteFile(hostile, []byte(hostileLine("/", "x")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	e.waitFor(func(m map[string]*dto.MetricFamily) bool { return sum(m, "logwindow_input_lines_total") == 1 }, "the line of the new file")
+	m := e.scrape()
+	want := filepath.Join(e.dir, "caf\uFFFD.log")
+	if got := labelValues(m, "logwindow_input_behind_bytes", "path"); !slices.Contains(got, want) {
+		t.Errorf("behind_bytes paths = %q, want one of them %q", got, want)
+	}
+	if got := value(m, "logwindow_collect_errors_total", nil); got != 0 {
+		t.Errorf("collect errors = %v, want 0", got)
+	}
+}
