@@ -23,9 +23,9 @@ import (
 
 // Options are the settings that do not come from the rule file.
 type Options struct {
-	// Now is the processing-time clock. Only differences between its readings are used
-	// (plus the first reading as the origin), so a time.Now with its monotonic reading makes
-	// processing time immune to wall-clock steps; tests inject a fake.
+	// Now is the processing-time clock. Only forward differences between its readings are
+	// used (plus the first reading as the origin), so a time.Now with its monotonic reading
+	// makes processing time immune to wall-clock steps; tests inject a fake.
 	Now    func() time.Time
 	Logger *slog.Logger
 	// MaxLineBytes, RotationGrace and PollInterval are passed to every follower; zero means
@@ -62,7 +62,7 @@ func newGeneration(cfg *config.Config, prev *generation) (*generation, error) {
 // Pipeline follows the inputs of the current config into its series stores.
 type Pipeline struct {
 	opts  Options
-	clock clock
+	clock *clock
 	gen   atomic.Pointer[generation]
 
 	mu          sync.Mutex // serialises Reload and Stop, guards inputs and reload state
@@ -193,17 +193,32 @@ func toInputStats(label string, s follow.Stats) exporter.InputStats {
 	}
 }
 
-// clock turns a wall-clock source into processing-time seconds: the first reading is the
-// origin and later ones only contribute their (monotonic, where available) difference.
+// clock turns a time source into processing-time seconds. It starts at the first reading
+// and moves by the difference between consecutive readings when that is positive. With
+// time.Now the difference is monotonic, so a wall-clock step does not move it; a source
+// that steps back (an injected clock) makes it stand still until the source moves on, and
+// from there it moves with the source again. Processing time therefore never goes back,
+// which the windows need: a series keeps its newest second, so an event placed an hour
+// behind it would be dropped as late and reads would stay at that second for the hour.
 type clock struct {
-	origin time.Time
-	now    func() time.Time
+	now  func() time.Time
+	mu   sync.Mutex // readings are taken under it, so each difference is counted once
+	last time.Time  // the previous reading
+	at   time.Time  // the processing time of the previous reading
 }
 
-func newClock(now func() time.Time) clock {
-	return clock{origin: now(), now: now}
+func newClock(now func() time.Time) *clock {
+	t := now()
+	return &clock{now: now, last: t, at: t}
 }
 
-func (c clock) second() int64 {
-	return c.origin.Add(c.now().Sub(c.origin)).Unix()
+func (c *clock) second() int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t := c.now()
+	if d := t.Sub(c.last); d > 0 {
+		c.at = c.at.Add(d)
+	}
+	c.last = t
+	return c.at.Unix()
 }
