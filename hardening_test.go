@@ -6,12 +6,17 @@ package main
 
 import (
 	"fmt"
+	"io"
+	"math"
+	"net/http"
 	"os"
 	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -301,4 +306,169 @@ func TestHostileFileName(t *testing.T) {
 	if got := value(m, "logwindow_collect_errors_total", nil); got != 0 {
 		t.Errorf("collect errors = %v, want 0", got)
 	}
+}
+
+// Row 19: a rule whose families would share a metric name with another rule's, or with the
+// exporter's own metrics, would make every scrape fail with duplicate families. Such a
+// config is refused at load: at start (--config.check shows the same load) and on reload,
+// where the running config keeps counting.
+func TestCollidingRulesRefused(t *testing.T) {
+	cases := []struct {
+		name string
+		rule string // appended to e2eRules
+		want string // in the error
+	}{
+		{"same name", "  - name: http_requests\n    match: 'x'\n", `rule "http_requests": name: another rule has this name`},
+		{"name of another rule's gauge", "  - name: http_requests_window\n    match: 'x'\n", `clashes with rule "http_requests"`},
+		{"name of another rule's unused family", "  - name: http_response_bytes_window_max\n    match: 'x'\n", `clashes with rule "http_response_bytes"`},
+		{"a self-metric's name", "  - name: logwindow_rule_series\n    match: 'x'\n", `reserved for the exporter's own metrics`},
+		{"a Go collector's name", "  - name: go_goroutines\n    match: 'x'\n", `reserved for the exporter's own metrics`},
+	}
+	e := startExporter(t, true)
+	good := fmt.Sprintf(e2eRules, e.logPath)
+	ok := map[string]string{"status": "200", "window": "1m"}
+	for i, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			e.writeConfig(good + c.rule)
+			var stdout, stderr strings.Builder
+			if code := run([]string{"--config.check", "--config.file=" + e.cfgPath}, &stdout, &stderr); code != 1 || !strings.Contains(stderr.String(), c.want) {
+				t.Errorf("--config.check: exit %d, stderr %q; want 1 and %q", code, stderr.String(), c.want)
+			}
+			resp, err := http.Post(e.url+"/-/reload", "text/plain", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(body), c.want) {
+				t.Errorf("reload: HTTP %d %q, want 400 and %q", resp.StatusCode, body, c.want)
+			}
+			e.request(1, "GET", "/a", 200, 1)
+			m := e.scrape()
+			if got := value(m, "logwindow_config_last_reload_successful", nil); got != 0 {
+				t.Errorf("reload successful = %v, want 0", got)
+			}
+			if got, want := value(m, "http_requests_window", ok), float64(i+1); got != want {
+				t.Errorf("old rules' 1m window = %v, want %v: they must keep counting", got, want)
+			}
+		})
+	}
+	e.writeConfig(good)
+	if code := e.post("/-/reload"); code != http.StatusOK {
+		t.Errorf("reload of the good config = %d, want 200", code)
+	}
+}
+
+// windowWant is one expected sample of a scrape.
+type windowWant struct {
+	family string
+	labels map[string]string
+	want   float64
+}
+
+func checkSamples(t *testing.T, m map[string]*dto.MetricFamily, wants []windowWant) {
+	t.Helper()
+	for _, w := range wants {
+		if got := value(m, w.family, w.labels); math.Abs(got-w.want) > 1e-9 {
+			t.Errorf("%s%v = %v, want %v", w.family, w.labels, got, w.want)
+		}
+	}
+}
+
+// checkNoNegative fails on any rule sample that is negative or not a number.
+func checkNoNegative(t *testing.T, m map[string]*dto.MetricFamily) {
+	t.Helper()
+	for name, mf := range m {
+		if strings.HasPrefix(name, "go_") || strings.HasPrefix(name, "process_") {
+			continue
+		}
+		for _, s := range mf.GetMetric() {
+			if v := s.GetCounter().GetValue() + s.GetGauge().GetValue(); v < 0 || math.IsNaN(v) {
+				t.Errorf("%s%v = %v", name, s.GetLabel(), v)
+			}
+		}
+	}
+}
+
+// Row 20: the processing-time clock (pipeline.Options.Now, injected here) steps back an hour,
+// forward a year, or jumps while lines wait to be read (a suspend). Processing time moves
+// by the clock's forward differences only: a backwards step makes it stand still until the
+// clock moves on, and then it moves with it, so no event is dropped and no window goes
+// stale; a forward jump expires what is older than the windows.
+func TestClockSteps(t *testing.T) {
+	ok := map[string]string{"status": "200"}
+	win := func(w string) map[string]string { return withWindow(ok, w) }
+	late := map[string]string{"rule": "http_requests", "reason": "late"}
+
+	t.Run("back one hour", func(t *testing.T) {
+		e := startExporter(t, false)
+		e.request(10, "GET", "/a", 200, 1)
+		e.clock.Advance(-time.Hour)
+		e.request(5, "GET", "/a", 200, 1)
+		m := e.scrape()
+		checkNoNegative(t, m)
+		checkSamples(t, m, []windowWant{
+			{"http_requests_total", ok, 15},
+			{"http_requests_window", win("1m"), 15},
+			{"http_requests_window", win("5m"), 15},
+			{"logwindow_rule_dropped_lines_total", late, 0},
+		})
+		// The windows move on with the clock from where it stepped back.
+		e.clock.Advance(61 * time.Second)
+		m = e.scrape()
+		checkNoNegative(t, m)
+		checkSamples(t, m, []windowWant{
+			{"http_requests_window", win("1m"), 0},
+			{"http_requests_window", win("5m"), 15},
+			{"http_requests_window_per_second", win("5m"), 15.0 / 62},
+		})
+	})
+
+	t.Run("forward one year", func(t *testing.T) {
+		e := startExporter(t, false)
+		e.request(10, "GET", "/a", 200, 1)
+		e.clock.Advance(365 * 24 * time.Hour)
+		m := e.scrape()
+		checkNoNegative(t, m)
+		if got := labelValues(m, "http_requests_total", "status"); len(got) != 0 {
+			t.Errorf("a year later, series %v still exported, want expired", got)
+		}
+		e.request(5, "GET", "/a", 200, 1)
+		m = e.scrape()
+		checkNoNegative(t, m)
+		checkSamples(t, m, []windowWant{
+			{"http_requests_total", ok, 5},
+			{"http_requests_window", win("1m"), 5},
+			{"http_requests_window", win("5m"), 5},
+			{"http_requests_window_per_second", win("1m"), 5.0 / 60},
+			{"logwindow_rule_matched_lines_total", map[string]string{"rule": "http_requests"}, 15},
+		})
+	})
+
+	t.Run("suspended while lines wait", func(t *testing.T) {
+		e := startExporter(t, false)
+		e.request(10, "GET", "/a", 200, 1)
+		pause := e.clock.PauseNextReading()
+		resume := sync.OnceFunc(func() { close(pause.resume) })
+		defer resume()
+		e.writeLines(accessLine("GET", "/a", 200, 1))
+		select {
+		case <-pause.reached:
+		case <-time.After(10 * time.Second):
+			t.Fatal("the input never read the clock")
+		}
+		// Frozen in the middle of a line; two hours pass and more lines arrive.
+		e.clock.Advance(2 * time.Hour)
+		e.writeLines(accessLine("GET", "/a", 200, 1), accessLine("GET", "/a", 200, 1))
+		resume()
+		e.waitFor(func(m map[string]*dto.MetricFamily) bool { return sum(m, "logwindow_input_lines_total") == 13 }, "13 lines read")
+		m := e.scrape()
+		checkNoNegative(t, m)
+		checkSamples(t, m, []windowWant{
+			{"http_requests_total", ok, 13},
+			{"http_requests_window", win("1m"), 3},
+			{"http_requests_window", win("5m"), 3},
+			{"logwindow_rule_dropped_lines_total", late, 0},
+		})
+	})
 }

@@ -157,12 +157,16 @@ func (e *exporterUnderTest) writeConfig(text string) {
 // request appends n access-log lines and waits until the exporter has read them all.
 func (e *exporterUnderTest) request(n int, method, path string, status, bytes int) {
 	e.t.Helper()
-	line := fmt.Sprintf("10.0.0.1 - - [14/Nov/2023:22:13:20 +0000] \"%s %s HTTP/1.1\" %d %d \"-\" \"curl/8\"", method, path, status, bytes)
 	lines := make([]string, n)
 	for i := range lines {
-		lines[i] = line
+		lines[i] = accessLine(method, path, status, bytes)
 	}
 	e.appendLines(lines...)
+}
+
+// accessLine is a combined-format line at the fake clock's start time.
+func accessLine(method, path string, status, bytes int) string {
+	return fmt.Sprintf("10.0.0.1 - - [14/Nov/2023:22:13:20 +0000] \"%s %s HTTP/1.1\" %d %d \"-\" \"curl/8\"", method, path, status, bytes)
 }
 
 // appendLines appends lines (any bytes but newlines) to the log and waits until the
