@@ -75,7 +75,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.bin, "bin", "", "logwindow_exporter binary (default: build the module)")
 	fs.StringVar(&o.config, "config", "", "rule file whose inputs are replaced (default: the module's example-rules.yaml)")
 	fs.StringVar(&o.mtailBin, "mtail.bin", "mtail", "mtail binary")
-	fs.DurationVar(&o.poll, "poll", 20*time.Millisecond, "scrape interval while waiting for the lines to be counted")
+	fs.DurationVar(&o.poll, "poll", 5*time.Millisecond, "interval of the checks whether the lines are counted (live mode)")
 	fs.DurationVar(&o.timeout, "timeout", 10*time.Minute, "limit of one run")
 	if err := fs.Parse(args); err != nil {
 		return o, err
@@ -277,7 +277,11 @@ func (o options) runOurs(rules string, paths []string, lines int, want expected)
 	defer l.kill()
 	ctx, cancel := context.WithTimeout(context.Background(), o.timeout)
 	defer cancel()
-	wall, err := l.waitLines(ctx, lines, o.poll)
+	size, err := totalSize(paths)
+	if err != nil {
+		return usage{}, err
+	}
+	wall, err := l.waitLines(ctx, lines, size, o.poll)
 	if err != nil {
 		return usage{}, err
 	}
@@ -297,6 +301,18 @@ func (o options) runMtail(progs string, paths []string, want expected) (usage, e
 		return u, err
 	}
 	return u, want.check(s.values)
+}
+
+func totalSize(paths []string) (int64, error) {
+	var n int64
+	for _, p := range paths {
+		fi, err := os.Stat(p)
+		if err != nil {
+			return 0, err
+		}
+		n += fi.Size()
+	}
+	return n, nil
 }
 
 // row prints one line of the results table.

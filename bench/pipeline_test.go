@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -40,9 +41,9 @@ func benchLog(b *testing.B, lines int, c benchConfig) (string, *config.Config, *
 }
 
 // BenchmarkPipeline is the live path in process, for profiling: each op starts a pipeline
-// on a 200,000-line log read from the beginning with example-rules.yaml (follow → parser
-// → store → wheels) and stops it once a scrape shows every line read. The follower's
-// goroutines run under follow.(*Follower).readLoop, so
+// on a 200,000-line log read from the beginning with example-rules.yaml, and with 5 more
+// rules over its pattern (follow → parser → store → wheels), and stops it once a scrape
+// shows every line read. The follower's goroutines run under follow.(*Follower).readLoop, so
 //
 //	go test -run '^$' -bench Pipeline -benchtime 10x -cpuprofile cpu.out ./bench
 //	go tool pprof -top -focus readLoop bench.test cpu.out
@@ -50,25 +51,29 @@ func benchLog(b *testing.B, lines int, c benchConfig) (string, *config.Config, *
 // leaves out the generation of the log.
 func BenchmarkPipeline(b *testing.B) {
 	const lines = 200000
-	_, cfg, _ := benchLog(b, lines, benchConfig{})
-	b.ReportAllocs()
-	for b.Loop() {
-		p, err := pipeline.Start(cfg, pipeline.Options{Now: time.Now})
-		if err != nil {
-			b.Fatal(err)
-		}
-		reg := prometheus.NewRegistry()
-		reg.MustRegister(p.Collector())
-		deadline := time.Now().Add(time.Minute)
-		for linesRead(b, reg) < lines {
-			if time.Now().After(deadline) {
-				b.Fatal("the pipeline did not read the log within a minute")
+	for _, extra := range []int{0, 5} {
+		b.Run(fmt.Sprintf("rules=%d", 5+extra), func(b *testing.B) {
+			_, cfg, _ := benchLog(b, lines, benchConfig{extraRules: extra})
+			b.ReportAllocs()
+			for b.Loop() {
+				p, err := pipeline.Start(cfg, pipeline.Options{Now: time.Now})
+				if err != nil {
+					b.Fatal(err)
+				}
+				reg := prometheus.NewRegistry()
+				reg.MustRegister(p.Collector())
+				deadline := time.Now().Add(time.Minute)
+				for linesRead(b, reg) < lines {
+					if time.Now().After(deadline) {
+						b.Fatal("the pipeline did not read the log within a minute")
+					}
+					time.Sleep(20 * time.Millisecond)
+				}
+				p.Stop()
 			}
-			time.Sleep(20 * time.Millisecond)
-		}
-		p.Stop()
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*lines), "ns/line")
+		})
 	}
-	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*lines), "ns/line")
 }
 
 func linesRead(b *testing.B, g prometheus.Gatherer) float64 {

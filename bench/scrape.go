@@ -10,11 +10,6 @@ import (
 	"time"
 )
 
-// scrapeWait is the least interval between the scrapes that wait for the scrape
-// benchmark's log to be read: with thousands of series a scrape is expensive, and scraping
-// back to back would mostly measure the waiting.
-const scrapeWait = time.Second
-
 // scrapeBench reads one log through a rule with one series per URL path, up to o.series
 // series, then times o.scrapes scrapes of /metrics the way Prometheus makes them (HTTP,
 // gzip) and as many uncompressed, and reports them with the exporter's peak RSS.
@@ -33,7 +28,11 @@ func (o options) scrapeBench(dir, path string, file *tally, out io.Writer) error
 	defer l.kill()
 	ctx, cancel := context.WithTimeout(context.Background(), o.timeout)
 	defer cancel()
-	if _, err := l.waitLines(ctx, file.lines, max(o.poll, scrapeWait)); err != nil {
+	size, err := totalSize([]string{path})
+	if err != nil {
+		return err
+	}
+	if _, err := l.waitLines(ctx, file.lines, size, o.poll); err != nil {
 		return err
 	}
 	_, err = l.settle(func(s scrape) error {
