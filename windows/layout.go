@@ -120,7 +120,6 @@ type Layout struct {
 	windows []time.Duration
 	secs    []int64 // windows in seconds, same order
 	longest int64
-	opts    Options
 	stride  int // float64s per slot: sum, then events, then max and min
 	events  int // offset of the count in a slot, or 0 when not kept
 	extrema int // offset of the max in a slot (min follows), or 0 when not kept
@@ -146,7 +145,6 @@ func NewLayout(windows []time.Duration, opts Options) (*Layout, error) {
 	l := &Layout{
 		windows: slices.Clone(windows),
 		secs:    make([]int64, len(windows)),
-		opts:    opts,
 		stride:  1,
 	}
 	if opts.Events {

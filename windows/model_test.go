@@ -101,7 +101,7 @@ func (m *model) check(l *Layout, got []Stats, now, start int64) error {
 		edge := floorDiv(lo, step) * step
 		exact := m.span(lo, s)
 		wantEvents := func(a agg) float64 {
-			if l.opts.Events {
+			if l.events != 0 {
 				return a.n
 			}
 			return a.sum
@@ -123,7 +123,7 @@ func (m *model) check(l *Layout, got []Stats, now, start int64) error {
 			}
 		}
 		wantMax, wantMin := math.NaN(), math.NaN()
-		if ext := m.span(edge, s); l.opts.Extrema && ext.n > 0 {
+		if ext := m.span(edge, s); l.extrema != 0 && ext.n > 0 {
 			wantMax, wantMin = ext.max, ext.min
 		}
 		if !same(g.Max, wantMax) || !same(g.Min, wantMin) {
