@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"math/rand/v2"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -471,4 +472,142 @@ func TestClockSteps(t *testing.T) {
 			{"logwindow_rule_dropped_lines_total", late, 0},
 		})
 	})
+}
+
+// naiveWindows is the reference for event-time windows: every event kept in a list, placed
+// as SPEC says, and counted second by second.
+type naiveWindows struct {
+	longest int64
+	placed  []int64 // the seconds the kept events were placed at
+	late    int     // older than the longest window when they arrived: only in _total
+	future  int     // ahead of the processing time when they arrived: placed at it
+}
+
+// add is an event of time at arriving at processing second now.
+func (n *naiveWindows) add(now, at int64) {
+	switch {
+	case at <= now-n.longest:
+		n.late++
+	case at > now:
+		n.future++
+		n.placed = append(n.placed, now)
+	default:
+		n.placed = append(n.placed, at)
+	}
+}
+
+// count returns the events placed in the seconds from … to.
+func (n *naiveWindows) count(from, to int64) float64 {
+	c := 0.0
+	for _, p := range n.placed {
+		if from <= p && p <= to {
+			c++
+		}
+	}
+	return c
+}
+
+// check compares the window gauges of series labels, read at second now, with the
+// reference: windows of up to 5m exactly, longer ones within the events of the minute slot
+// at their old edge (SPEC "Exactness"). started is the exporter's start second, from which
+// the rates count the seconds observed.
+func (n *naiveWindows) check(t *testing.T, m map[string]*dto.MetricFamily, name string, labels map[string]string, now, started int64) {
+	t.Helper()
+	observed := now - min(started, slices.Min(append([]int64{now}, n.placed...))) + 1
+	for _, w := range []struct {
+		label string
+		secs  int64
+	}{{"1m", 60}, {"5m", 300}, {"15m", 900}} {
+		lo := now - w.secs + 1
+		want := n.count(lo, now)
+		slack := 0.0
+		if w.secs > 300 {
+			edge := lo - ((lo%60)+60)%60
+			slack = n.count(edge, edge+59)
+		}
+		got := value(m, name+"_window", withWindow(labels, w.label))
+		if got == -1 && want == 0 {
+			got = 0 // absent: the series expired, as it should once every window is empty
+		}
+		if math.Abs(got-want) > slack {
+			t.Errorf("%s window at %d = %v, want %v (± %v)", w.label, now, got, want, slack)
+		}
+		if slack == 0 {
+			rate := max(value(m, name+"_window_per_second", withWindow(labels, w.label)), 0)
+			if wantRate := want / float64(min(w.secs, observed)); math.Abs(rate-wantRate) > 1e-9 {
+				t.Errorf("%s rate at %d = %v, want %v", w.label, now, rate, wantRate)
+			}
+		}
+	}
+}
+
+// timeLocal formats Unix second at as nginx's $time_local in the given zone.
+func timeLocal(at int64, zone *time.Location) string {
+	return time.Unix(at, 0).In(zone).Format("02/Jan/2006:15:04:05 -0700")
+}
+
+func eventLine(at int64, zone *time.Location, status int) string {
+	return fmt.Sprintf(`10.0.0.1 - - [%s] "GET / HTTP/1.1" %d 5 "-" "x"`, timeLocal(at, zone), status)
+}
+
+// Row 21: event-time lines out of order by up to ±60 s, from the far past and from the far
+// future. Each is placed or counted as SPEC says: late lines (older than the longest
+// window) only in _total and the late counter, future lines at the current second and in
+// the future counter; the windows match a naive count, now and two minutes later.
+func TestEventTimeOrder(t *testing.T) {
+	const start = 1_700_000_000 // the fake clock's start
+	india := time.FixedZone("IST", 5*3600+1800)
+	rng := rand.New(rand.NewPCG(21, 5))
+	shuffled := make([]int64, 600)
+	for i := range shuffled {
+		// A steady stream over the last 16 minutes, each line off by up to a minute
+		// either way, so some fall past both ends of the 15m window.
+		shuffled[i] = start - 16*60 + int64(i)*16*60/int64(len(shuffled)) + rng.Int64N(121) - 60
+	}
+	year := int64(365 * 24 * 3600)
+	cases := []struct {
+		name  string
+		times []int64
+		zone  *time.Location
+	}{
+		{"shuffled ±60 s", shuffled, time.UTC},
+		{"shuffled, in another zone", shuffled, india},
+		{"far past", []int64{start - 901, start - 900, start - 899, start - 3600, start - 10*year, 0, -62135596800}, time.UTC},
+		{"far future", []int64{start + 1, start + 61, start + 3600, start + year, 253402300799}, time.UTC},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			e := startExporterWith(t, hardeningConfig(t, "event-time.yaml"), false)
+			ref := naiveWindows{longest: 900}
+			lines := make([]string, len(c.times))
+			for i, at := range c.times {
+				lines[i] = eventLine(at, c.zone, 200)
+				ref.add(start, at)
+			}
+			e.appendLines(lines...)
+			ok := map[string]string{"status": "200"}
+			for _, later := range []int64{0, 120} {
+				e.clock.Advance(time.Duration(later) * time.Second)
+				m := e.scrape()
+				checkNoNegative(t, m)
+				if len(ref.placed) > 0 {
+					ref.check(t, m, "http_requests", ok, start+later, start)
+				}
+				rule := map[string]string{"rule": "http_requests"}
+				checkSamples(t, m, []windowWant{
+					{"logwindow_rule_matched_lines_total", rule, float64(len(c.times))},
+					{"logwindow_rule_dropped_lines_total", withReason(rule, "late"), float64(ref.late)},
+					{"logwindow_rule_dropped_lines_total", withReason(rule, "future"), float64(ref.future)},
+				})
+			}
+		})
+	}
+}
+
+func withReason(labels map[string]string, reason string) map[string]string {
+	out := map[string]string{"reason": reason}
+	for k, v := range labels {
+		out[k] = v
+	}
+	return out
 }
