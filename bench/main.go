@@ -52,7 +52,8 @@ type options struct {
 	mode                            string
 	mtail, scrape                   bool
 	series, scrapes                 int
-	gen, bin, config, mtailBin      string
+	gen, config, mtailBin           string
+	bins                            []string
 	poll, timeout                   time.Duration
 }
 
@@ -72,7 +73,10 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.series, "series", 10000, "series budget of the scrape benchmark's rule")
 	fs.IntVar(&o.scrapes, "scrapes", 10, "scrapes timed by the scrape benchmark")
 	fs.StringVar(&o.gen, "gen", os.Getenv(generatorEnv), "gen-nginx-log.py (default: $"+generatorEnv+" or ../shared/tools/ next to the module)")
-	fs.StringVar(&o.bin, "bin", "", "logwindow_exporter binary (default: build the module)")
+	fs.Func("bin", "logwindow_exporter binary (default: build the module); repeat to compare builds run by run", func(v string) error {
+		o.bins = append(o.bins, v)
+		return nil
+	})
 	fs.StringVar(&o.config, "config", "", "rule file whose inputs are replaced (default: the module's example-rules.yaml)")
 	fs.StringVar(&o.mtailBin, "mtail.bin", "mtail", "mtail binary")
 	fs.DurationVar(&o.poll, "poll", 5*time.Millisecond, "interval of the checks whether the lines are counted (live mode)")
@@ -158,7 +162,6 @@ func bench(o options, out io.Writer) error {
 		return err
 	}
 	want := counts.exampleTotals(o.extraRules)
-	ours := "logwindow " + o.mode
 	progs := filepath.Join(dir, "progs")
 	if o.mtail {
 		if err := os.Mkdir(progs, 0o755); err != nil {
@@ -170,45 +173,48 @@ func bench(o options, out io.Writer) error {
 		}
 	}
 
-	names := []string{ours}
-	if o.mtail {
-		names = append(names, "mtail")
+	var programs []program
+	for _, bin := range o.bins {
+		name := "logwindow " + o.mode
+		if len(o.bins) > 1 {
+			name += " " + filepath.Base(bin)
+		}
+		programs = append(programs, program{name, func() (usage, error) { return o.runOurs(bin, rules, paths, total, want) }})
 	}
-	results := map[string][]usage{}
+	if o.mtail {
+		programs = append(programs, program{"mtail", func() (usage, error) { return o.runMtail(progs, paths, want) }})
+	}
+	results := make([][]usage, len(programs))
 	for i := range o.runs {
-		for _, name := range names {
-			var u usage
-			if name == "mtail" {
-				u, err = o.runMtail(progs, paths, want)
-			} else {
-				u, err = o.runOurs(rules, paths, total, want)
-			}
+		for j, p := range programs {
+			u, err := p.run()
 			if err != nil {
-				return fmt.Errorf("%s run %d: %w", name, i+1, err)
+				return fmt.Errorf("%s run %d: %w", p.name, i+1, err)
 			}
-			results[name] = append(results[name], u)
-			fmt.Fprintf(out, "run %d: %s checked, %.2fs wall, %.2fs CPU\n", i+1, name, u.wall.Seconds(), u.cpu.Seconds())
+			results[j] = append(results[j], u)
+			fmt.Fprintf(out, "run %d: %s checked, %.2fs wall, %.2fs CPU\n", i+1, p.name, u.wall.Seconds(), u.cpu.Seconds())
 		}
 	}
 	fmt.Fprintln(out)
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "program\trun\twall s\tlines/s\tCPU s\tCPU-µs/line\tlines/CPU-s\tpeak RSS MB\t")
-	med := map[string]usage{}
-	for _, name := range names {
-		for i, u := range results[name] {
-			row(tw, name, fmt.Sprint(i+1), u, total)
+	for j, p := range programs {
+		for i, u := range results[j] {
+			row(tw, p.name, fmt.Sprint(i+1), u, total)
 		}
 	}
-	for _, name := range names {
-		med[name] = median(results[name])
-		row(tw, name, "median", med[name], total)
+	med := make([]usage, len(programs))
+	for j, p := range programs {
+		med[j] = median(results[j])
+		row(tw, p.name, "median", med[j], total)
 	}
 	tw.Flush()
 	fmt.Fprintf(out, "every run's _totals equal the generated log's counts (%d lines)\n", total)
-	if o.mtail {
-		m, r := med["mtail"], med[ours]
-		fmt.Fprintf(out, "ours vs mtail (medians): %.1f× the lines/s, %.1f× less CPU per line, %.1f× less peak RSS\n",
-			m.wall.Seconds()/r.wall.Seconds(), m.cpu.Seconds()/r.cpu.Seconds(), float64(m.rss)/float64(r.rss))
+	// Ratios of medians: each other program against the first.
+	for j := 1; j < len(programs); j++ {
+		a, b := med[0], med[j]
+		fmt.Fprintf(out, "%s vs %s (medians): %.2f× the lines/s, %.2f× less CPU per line, %.2f× less peak RSS\n",
+			programs[0].name, programs[j].name, b.wall.Seconds()/a.wall.Seconds(), b.cpu.Seconds()/a.cpu.Seconds(), float64(b.rss)/float64(a.rss))
 	}
 	if o.scrape {
 		fmt.Fprintln(out)
@@ -220,7 +226,7 @@ func bench(o options, out io.Writer) error {
 // locate fills in the binary, the example config and the generator from the module's
 // directory, building the binary into dir.
 func (o *options) locate(dir string) error {
-	if o.bin != "" && o.config != "" && o.gen != "" {
+	if len(o.bins) > 0 && o.config != "" && o.gen != "" {
 		return nil
 	}
 	mod, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}").Output()
@@ -237,9 +243,10 @@ func (o *options) locate(dir string) error {
 	if _, err := os.Stat(o.gen); err != nil {
 		return fmt.Errorf("log generator: %w (give -gen or $%s)", err, generatorEnv)
 	}
-	if o.bin == "" {
-		o.bin = filepath.Join(dir, "logwindow_exporter")
-		build := exec.Command("go", "build", "-o", o.bin, ".")
+	if len(o.bins) == 0 {
+		bin := filepath.Join(dir, "logwindow_exporter")
+		o.bins = []string{bin}
+		build := exec.Command("go", "build", "-o", bin, ".")
 		build.Dir = root
 		if msg, err := build.CombinedOutput(); err != nil {
 			return fmt.Errorf("go build: %v\n%s", err, msg)
@@ -248,8 +255,14 @@ func (o *options) locate(dir string) error {
 	return nil
 }
 
-// runOurs is one run of the exporter over the files, checked against want.
-func (o options) runOurs(rules string, paths []string, lines int, want expected) (usage, error) {
+// program is one of the programs compared.
+type program struct {
+	name string
+	run  func() (usage, error)
+}
+
+// runOurs is one run of the exporter bin over the files, checked against want.
+func (o options) runOurs(bin, rules string, paths []string, lines int, want expected) (usage, error) {
 	check := func(s scrape) error {
 		if err := want.check(s.values); err != nil {
 			return err
@@ -264,13 +277,13 @@ func (o options) runOurs(rules string, paths []string, lines int, want expected)
 		for _, p := range paths {
 			args = append(args, "--replay="+p)
 		}
-		u, s, err := runOneShot(o.procs, o.bin, args...)
+		u, s, err := runOneShot(o.procs, bin, args...)
 		if err != nil {
 			return u, err
 		}
 		return u, check(s)
 	}
-	l, err := startLive(o.bin, rules, o.procs)
+	l, err := startLive(bin, rules, o.procs)
 	if err != nil {
 		return usage{}, err
 	}
