@@ -260,9 +260,9 @@ func TestHarness(t *testing.T) {
 			[]string{"301 series of nginx_http_requests_by_path (budget 300)", "exporter CPU per scrape"}, ""},
 		// The mtail program and its extra blocks must count what the rules count.
 		{"mtail, extra rules", []string{"-lines", "5000", "-mtail", "-rules", "2"},
-			[]string{"plus 2 copies", "mtail  median", "logwindow live vs mtail"}, "mtail"},
+			[]string{"plus 2 copies", "mtail  median", "mtail / logwindow live (medians)"}, "mtail"},
 		{"two builds", []string{"-lines", "5000", "-bin", bin},
-			[]string{"logwindow live logwindow_exporter  median", "vs logwindow live logwindow_exporter"}, ""},
+			[]string{"logwindow live logwindow_exporter  median", "/ logwindow live logwindow_exporter (medians)"}, ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

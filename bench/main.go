@@ -213,8 +213,8 @@ func bench(o options, out io.Writer) error {
 	// Ratios of medians: each other program against the first.
 	for j := 1; j < len(programs); j++ {
 		a, b := med[0], med[j]
-		fmt.Fprintf(out, "%s vs %s (medians): %.2f× the lines/s, %.2f× less CPU per line, %.2f× less peak RSS\n",
-			programs[0].name, programs[j].name, b.wall.Seconds()/a.wall.Seconds(), b.cpu.Seconds()/a.cpu.Seconds(), float64(b.rss)/float64(a.rss))
+		fmt.Fprintf(out, "%s / %s (medians): %.2f× the wall time, %.2f× the CPU per line, %.2f× the peak RSS\n",
+			programs[j].name, programs[0].name, b.wall.Seconds()/a.wall.Seconds(), b.cpu.Seconds()/a.cpu.Seconds(), float64(b.rss)/float64(a.rss))
 	}
 	if o.scrape {
 		fmt.Fprintln(out)
