@@ -507,13 +507,19 @@ func (n *naiveWindows) count(from, to int64) float64 {
 	return c
 }
 
+// oldest is the second of the oldest event placed, or now when none was.
+func (n *naiveWindows) oldest(now int64) int64 {
+	return slices.Min(append([]int64{now}, n.placed...))
+}
+
 // check compares the window gauges of series labels, read at second now, with the
 // reference: windows of up to 5m exactly, longer ones within the events of the minute slot
-// at their old edge (SPEC "Exactness"). started is the exporter's start second, from which
-// the rates count the seconds observed.
-func (n *naiveWindows) check(t *testing.T, m map[string]*dto.MetricFamily, name string, labels map[string]string, now, started int64) {
+// at their old edge (SPEC "Exactness"). The rates divide by the seconds observed since
+// observedFrom: the exporter's start or the oldest event placed in any series, whichever
+// is earlier.
+func (n *naiveWindows) check(t *testing.T, m map[string]*dto.MetricFamily, name string, labels map[string]string, now, observedFrom int64) {
 	t.Helper()
-	observed := now - min(started, slices.Min(append([]int64{now}, n.placed...))) + 1
+	observed := now - observedFrom + 1
 	for _, w := range []struct {
 		label string
 		secs  int64
@@ -591,7 +597,7 @@ func TestEventTimeOrder(t *testing.T) {
 				m := e.scrape()
 				checkNoNegative(t, m)
 				if len(ref.placed) > 0 {
-					ref.check(t, m, "http_requests", ok, start+later, start)
+					ref.check(t, m, "http_requests", ok, start+later, ref.oldest(start))
 				}
 				rule := map[string]string{"rule": "http_requests"}
 				checkSamples(t, m, []windowWant{
