@@ -128,6 +128,9 @@ func runOneShot(procs int, name string, args ...string) (usage, scrape, error) {
 type live struct {
 	*child
 	url string
+	// unscraped is the peak RSS when the inputs had been read and no scrape made yet:
+	// the memory of the series without a scrape's garbage.
+	unscraped int64
 }
 
 // startLive starts the exporter serving the config on a free loopback port.
@@ -233,6 +236,10 @@ func (l *live) waitLines(ctx context.Context, lines int, size int64, poll time.D
 		}
 		if read, err := readChars(ioStats); err == nil && read < size {
 			continue
+		}
+		if l.unscraped == 0 {
+			l.readRSS()
+			l.unscraped = l.rss.Load()
 		}
 		s, err := l.scrape()
 		if err != nil {

@@ -64,8 +64,8 @@ func (o options) scrapeBench(dir, path string, file *tally, out io.Writer) error
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "scrape: exporter peak RSS %.1f MB once the lines were in, %.1f MB after the timed scrapes\n",
-		float64(loaded)/(1<<20), float64(u.rss)/(1<<20))
+	fmt.Fprintf(out, "scrape: exporter peak RSS %.1f MB once the lines were read (before any scrape), %.1f MB after the first scrapes, %.1f MB after the timed ones\n",
+		float64(l.unscraped)/(1<<20), float64(loaded)/(1<<20), float64(u.rss)/(1<<20))
 	return nil
 }
 
