@@ -97,19 +97,8 @@ func TestNginxPrometheus(t *testing.T) {
 	t.Logf("sent %d requests with a rotation in %v: by status %v, body bytes by class %v", s.requests, since(trafficBegan), s.byStatus, s.bodyBytes)
 
 	// nginx's side: the rotation split the lines between the two files exactly.
-	for _, f := range []struct {
-		path string
-		want int
-	}{{ngx.accessLog + ".1", requests(beforeRotation)}, {ngx.accessLog, requests(afterRotation)}} {
-		data, err := os.ReadFile(f.path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := bytes.Count(data, []byte("\n")); got != f.want {
-			t.Fatalf("%s holds %d lines, want %d:\n%s", filepath.Base(f.path), got, f.want, data)
-		}
-		t.Logf("nginx wrote %d lines to %s", f.want, filepath.Base(f.path))
-	}
+	waitLines(t, ngx.accessLog+".1", requests(beforeRotation))
+	waitLines(t, ngx.accessLog, requests(afterRotation))
 
 	converging := time.Now()
 	checks := append(s.exactChecks(), up)
@@ -277,6 +266,27 @@ func (s *sent) exactChecks() []exact {
 		// Nothing dropped (all zero, but present for every rule and reason), nothing unread.
 		{"sum(logwindow_rule_dropped_lines_total)", all(0)},
 		{"max(logwindow_input_behind_bytes)", all(0)},
+	}
+}
+
+// waitLines waits until nginx has logged want lines to path. nginx logs a request once it
+// has sent the answer, so the client can read the answer a moment before the line is
+// written.
+func waitLines(t *testing.T, path string, want int) {
+	t.Helper()
+	for deadline := time.Now().Add(startTimeout); ; time.Sleep(20 * time.Millisecond) {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := bytes.Count(data, []byte("\n"))
+		if got == want {
+			t.Logf("nginx wrote %d lines to %s", got, filepath.Base(path))
+			return
+		}
+		if got > want || time.Now().After(deadline) {
+			t.Fatalf("%s holds %d lines, want %d:\n%s", filepath.Base(path), got, want, data)
+		}
 	}
 }
 
@@ -528,8 +538,8 @@ func (n *nginx) args() []string {
 
 // rotate renames the access log away and runs nginx -s reopen, as logrotate does, then
 // waits until the master and every worker have logged "reopening logs". A worker logs it
-// in the same turn of its event loop in which it reopens, so every request sent after that
-// is logged to the new file.
+// and reopens in one turn of its event loop, so every request sent after that is logged to
+// the new file.
 func (n *nginx) rotate(t *testing.T) {
 	t.Helper()
 	reopened := func() int {
@@ -537,7 +547,8 @@ func (n *nginx) rotate(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return bytes.Count(data, []byte("reopening logs"))
+		// Not the master's "signal 10 (SIGUSR1) received from ..., reopening logs".
+		return bytes.Count(data, []byte(": reopening logs\n"))
 	}
 	want := reopened() + 1 + n.workers
 	if err := os.Rename(n.accessLog, n.accessLog+".1"); err != nil {
