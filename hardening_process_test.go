@@ -86,6 +86,9 @@ func startProcess(t *testing.T, bin string, args ...string) *exporterProcess {
 	p := &exporterProcess{t: t, done: make(chan struct{}), logs: &processLog{address: make(chan string, 1)}}
 	p.cmd = exec.Command(bin, append([]string{"--web.listen-address=127.0.0.1:0", "--log.format=json"}, args...)...)
 	p.cmd.Stderr = p.logs
+	// Should the test binary die before its cleanups run (a timeout), the kernel kills
+	// the exporter with it.
+	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
