@@ -75,7 +75,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 	opts := pipeline.Options{
-		Now:           time.Now,
+		Now:           pipeline.SystemClock(),
 		Logger:        logger,
 		MaxLineBytes:  *maxLineBytes,
 		RotationGrace: *rotationGrace,
