@@ -40,10 +40,11 @@ func benchLog(b *testing.B, lines int, c benchConfig) (string, *config.Config, *
 	return path, cfg, counts[0]
 }
 
-// BenchmarkPipeline is the live path in process, for profiling: each op starts a pipeline
-// on a 200,000-line log read from the beginning with example-rules.yaml, and with 5 more
-// rules over its pattern (follow → parser → store → wheels), and stops it once a scrape
-// shows every line read. The follower's goroutines run under follow.(*Follower).readLoop, so
+// BenchmarkPipeline is the live path in process, with the binary's clock, for profiling:
+// each op starts a pipeline on a 200,000-line log read from the beginning with
+// example-rules.yaml, and with 5 more rules over its pattern (follow → parser → store →
+// wheels), and stops it once a scrape shows every line read. The follower's goroutines
+// run under follow.(*Follower).readLoop, so
 //
 //	go test -run '^$' -bench Pipeline -benchtime 10x -cpuprofile cpu.out ./bench
 //	go tool pprof -top -focus readLoop bench.test cpu.out
@@ -56,7 +57,7 @@ func BenchmarkPipeline(b *testing.B) {
 			_, cfg, _ := benchLog(b, lines, benchConfig{extraRules: extra})
 			b.ReportAllocs()
 			for b.Loop() {
-				p, err := pipeline.Start(cfg, pipeline.Options{Now: time.Now})
+				p, err := pipeline.Start(cfg, pipeline.Options{Now: pipeline.SystemClock()})
 				if err != nil {
 					b.Fatal(err)
 				}
