@@ -298,7 +298,7 @@ func (o options) runOurs(bin, rules string, paths []string, lines int, want expe
 	if err != nil {
 		return usage{}, err
 	}
-	if _, err := l.settle(check, o.poll); err != nil {
+	if err := l.settle(check, o.poll); err != nil {
 		return usage{}, err
 	}
 	return l.stop(wall)

@@ -36,20 +36,25 @@ type child struct {
 	start          time.Time
 	rss            atomic.Int64 // latest VmHWM seen, bytes
 	sampled        chan struct{}
-	done           chan struct{}
+	gone           chan struct{} // closed once the child exited and was waited for
+	waitErr        error         // cmd.Wait's error, set before gone is closed
 }
 
 // rssPoll is the interval of the VmHWM samples.
 const rssPoll = 5 * time.Millisecond
 
 func startChild(procs int, name string, args ...string) (*child, error) {
-	c := &child{cmd: exec.Command(name, args...), sampled: make(chan struct{}), done: make(chan struct{})}
+	c := &child{cmd: exec.Command(name, args...), sampled: make(chan struct{}), gone: make(chan struct{})}
 	c.cmd.Env = append(os.Environ(), "GOMAXPROCS="+strconv.Itoa(procs))
 	c.cmd.Stdout, c.cmd.Stderr = &c.stdout, &c.stderr
 	c.start = time.Now()
 	if err := c.cmd.Start(); err != nil {
 		return nil, err
 	}
+	go func() {
+		c.waitErr = c.cmd.Wait()
+		close(c.gone)
+	}()
 	go c.sampleRSS()
 	return c, nil
 }
@@ -59,7 +64,7 @@ func (c *child) sampleRSS() {
 	for {
 		c.readRSS()
 		select {
-		case <-c.done:
+		case <-c.gone:
 			return
 		case <-time.After(rssPoll):
 		}
@@ -83,13 +88,22 @@ func (c *child) readRSS() {
 
 // wait waits for the child to exit and reports a failure with its stderr.
 func (c *child) wait() error {
-	err := c.cmd.Wait()
-	close(c.done)
+	<-c.gone
 	<-c.sampled
-	if err != nil {
-		return fmt.Errorf("%s: %v\n%s", c.cmd.Path, err, lastLines(c.stderr.String(), 20))
+	if c.waitErr != nil {
+		return fmt.Errorf("%s: %v\n%s", c.cmd.Path, c.waitErr, lastLines(c.stderr.String(), 20))
 	}
 	return nil
+}
+
+// exited reports whether the child is gone (a server then cannot reach any count).
+func (c *child) exited() bool {
+	select {
+	case <-c.gone:
+		return true
+	default:
+		return false
+	}
 }
 
 // usage reads the CPU time and peak RSS of the exited child.
@@ -215,11 +229,6 @@ func (l *live) cpuTime() (time.Duration, error) {
 	return time.Duration(ticks) * time.Second / userHZ, nil
 }
 
-// exited reports whether the child is gone (it then cannot reach any count).
-func (l *live) exited() bool {
-	return l.cmd.ProcessState != nil || l.cmd.Process.Signal(syscall.Signal(0)) != nil
-}
-
 // waitLines waits until the inputs have read lines lines, which fill size bytes, and
 // returns the time elapsed since the start.
 //
@@ -231,7 +240,7 @@ func (l *live) waitLines(ctx context.Context, lines int, size int64, poll time.D
 	for {
 		select {
 		case <-ctx.Done():
-			return 0, fmt.Errorf("inputs did not reach %d lines: %w\n%s", lines, ctx.Err(), lastLines(l.stderr.String(), 20))
+			return 0, l.failed(fmt.Errorf("inputs did not reach %d lines: %w", lines, ctx.Err()))
 		case <-time.After(poll):
 		}
 		if read, err := readChars(ioStats); err == nil && read < size {
@@ -244,7 +253,7 @@ func (l *live) waitLines(ctx context.Context, lines int, size int64, poll time.D
 		s, err := l.scrape()
 		if err != nil {
 			if l.exited() {
-				return 0, fmt.Errorf("exporter exited: %v\n%s", err, lastLines(l.stderr.String(), 20))
+				return 0, l.failed(fmt.Errorf("exporter exited: %w", err))
 			}
 			continue
 		}
@@ -282,26 +291,34 @@ func (l *live) stop(wall time.Duration) (usage, error) {
 	return l.usage(wall), nil
 }
 
-// kill ends an exporter whose run failed.
-func (l *live) kill() {
-	if l.cmd.ProcessState == nil {
-		_ = l.cmd.Process.Kill()
-		_ = l.wait()
+// failed ends the exporter and adds how it ended, with the end of its stderr, to err.
+func (l *live) failed(err error) error {
+	if werr := l.kill(); werr != nil {
+		return fmt.Errorf("%w; %v", err, werr)
 	}
+	return err
+}
+
+// kill ends an exporter whose run failed and returns the error of its end, if any.
+func (l *live) kill() error {
+	if !l.exited() {
+		_ = l.cmd.Process.Kill()
+	}
+	return l.wait()
 }
 
 // settle scrapes until check passes or tries run out: once every line is read, the last
 // one may still be between two of its rules for a moment.
-func (l *live) settle(check func(scrape) error, poll time.Duration) (scrape, error) {
+func (l *live) settle(check func(scrape) error, poll time.Duration) error {
 	var err error
 	for range 5 {
 		var s scrape
 		if s, err = l.scrape(); err == nil {
 			if err = check(s); err == nil {
-				return s, nil
+				return nil
 			}
 		}
 		time.Sleep(poll)
 	}
-	return scrape{}, err
+	return err
 }

@@ -35,7 +35,7 @@ func (o options) scrapeBench(dir, path string, file *tally, out io.Writer) error
 	if _, err := l.waitLines(ctx, file.lines, size, o.poll); err != nil {
 		return err
 	}
-	_, err = l.settle(func(s scrape) error {
+	err = l.settle(func(s scrape) error {
 		if err := want.check(s.values); err != nil {
 			return err
 		}
