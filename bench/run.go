@@ -33,7 +33,7 @@ type usage struct {
 type child struct {
 	cmd            *exec.Cmd
 	stdout, stderr bytes.Buffer
-	start          time.Time
+	start, end     time.Time    // end is set before gone is closed
 	rss            atomic.Int64 // latest VmHWM seen, bytes
 	sampled        chan struct{}
 	gone           chan struct{} // closed once the child exited and was waited for
@@ -53,6 +53,7 @@ func startChild(procs int, name string, args ...string) (*child, error) {
 	}
 	go func() {
 		c.waitErr = c.cmd.Wait()
+		c.end = time.Now()
 		close(c.gone)
 	}()
 	go c.sampleRSS()
@@ -130,7 +131,7 @@ func runOneShot(procs int, name string, args ...string) (usage, scrape, error) {
 	if err := c.wait(); err != nil {
 		return usage{}, scrape{}, err
 	}
-	u := c.usage(time.Since(c.start))
+	u := c.usage(c.end.Sub(c.start))
 	s, err := parseExposition(&c.stdout)
 	if err != nil {
 		return u, scrape{}, fmt.Errorf("%s output: %w", name, err)
