@@ -75,7 +75,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 	opts := pipeline.Options{
-		Now:           pipeline.SystemClock(),
+		Now:           time.Now,
 		Logger:        logger,
 		MaxLineBytes:  *maxLineBytes,
 		RotationGrace: *rotationGrace,
