@@ -1,0 +1,90 @@
+// Package testexec runs programs as subprocesses for the tests and the benchmark: it builds
+// the exporter, finds a free loopback port, starts a program so that it is always stopped
+// or killed, children included, and shows the end of its output when a test fails. It
+// holds what the end-to-end, deployment and hardening suites and bench used to repeat.
+package testexec
+
+import (
+	"bytes"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// exporterPackage is the exporter's main package. Building it by import path works from
+// any directory of the module, so a caller need not know where the module root is.
+const exporterPackage = "github.com/logwindow/logwindow_exporter"
+
+// Build builds the exporter into dir, with the race detector when race is set, and
+// returns the binary's path. It must run inside the module.
+func Build(dir string, race bool) (string, error) {
+	bin := filepath.Join(dir, "logwindow_exporter")
+	args := []string{"build", "-o", bin}
+	if race {
+		args = append(args, "-race")
+	}
+	args = append(args, exporterPackage)
+	if out, err := exec.Command("go", args...).CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return bin, nil
+}
+
+// BuildExporter builds the exporter into a temporary directory of tb (see Build) and
+// fails tb when it does not build.
+func BuildExporter(tb testing.TB, race bool) string {
+	tb.Helper()
+	bin, err := Build(tb.TempDir(), race)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return bin
+}
+
+// FreeAddr returns a loopback address, "127.0.0.1:port", that nothing listened on a
+// moment ago. Another program may take it before the caller's program binds it, which
+// then fails loudly rather than talking to the wrong server.
+func FreeAddr() (string, error) {
+	a, err := freeTCPAddr()
+	if err != nil {
+		return "", err
+	}
+	return a.String(), nil
+}
+
+// FreePort is the port of a FreeAddr, failing tb when there is none.
+func FreePort(tb testing.TB) int {
+	tb.Helper()
+	a, err := freeTCPAddr()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return a.Port
+}
+
+func freeTCPAddr() (*net.TCPAddr, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr), nil
+}
+
+// Tail returns about the last n lines of a file, for failure reports; the error's text
+// when the file cannot be read, since a report should not fail for want of it.
+func Tail(path string, n int) string {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err.Error()
+	}
+	lines := bytes.Split(bytes.TrimRight(data, "\n"), []byte("\n"))
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return string(bytes.Join(lines, []byte("\n")))
+}

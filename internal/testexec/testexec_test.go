@@ -1,0 +1,235 @@
+package testexec
+
+import (
+	"bytes"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// deadline bounds the waits for a real program's output or exit: generous for a loaded
+// CI machine.
+const deadline = 20 * time.Second
+
+// launchScript runs a shell script and returns once it printed a line (the pid of a
+// child, if any), which it does after setting its traps.
+func launchScript(t *testing.T, script string) (p *Proc, line string) {
+	t.Helper()
+	p, err := Launch(t.TempDir(), "sh", []string{"sh", "-c", script})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Kill() }) // when the test fails early
+	var out []byte
+	for end := time.Now().Add(deadline); len(out) == 0; time.Sleep(10 * time.Millisecond) {
+		if out, err = os.ReadFile(p.Output); err != nil || time.Now().After(end) {
+			t.Fatalf("no line from the script: %v", err)
+		}
+	}
+	return p, strings.TrimSpace(string(out))
+}
+
+// TestProcStop checks that Stop ends a program however it treats SIGTERM, children
+// included, and says when it did not exit cleanly.
+func TestProcStop(t *testing.T) {
+	cases := []struct {
+		name    string
+		script  string // prints a line (the pid of a child, if any) once its traps are set
+		exits   bool   // by itself: Stop is called after that
+		wantErr string // "" for a clean stop
+	}{
+		{"exits on SIGTERM", `trap 'exit 0' TERM; echo; while :; do sleep 0.01; done`, false, ""},
+		{"dies of SIGTERM", `echo; exec sleep 30`, false, "exit after SIGTERM: signal: terminated"},
+		{"ignores SIGTERM, as does its child", `trap '' TERM; sleep 30 & echo $!; wait`, false, "after SIGTERM: killed"},
+		{"exited before", `echo; exit 3`, true, "exited before the test stopped it: exit status 3"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			p, out := launchScript(t, c.script)
+			if c.exits {
+				<-p.Done()
+			}
+			err := p.Stop(300 * time.Millisecond)
+			if c.wantErr == "" && err != nil || c.wantErr != "" && (err == nil || !strings.Contains(err.Error(), c.wantErr)) {
+				t.Fatalf("Stop: %v, want %q", err, c.wantErr)
+			}
+			if again := p.Stop(time.Second); again != err {
+				t.Errorf("second Stop: %v, want the first's %v", again, err)
+			}
+			if gone, _ := p.Exited(); !gone {
+				t.Fatal("Stop returned while the program runs")
+			}
+			if child, err := strconv.Atoi(out); err == nil {
+				waitGone(t, child)
+			}
+		})
+	}
+}
+
+// TestProcKill checks that Kill ends the program's whole group at once, may be called
+// again, and leaves the times of its life.
+func TestProcKill(t *testing.T) {
+	p, out := launchScript(t, `trap '' TERM; sleep 30 & echo $!; wait`)
+	child, err := strconv.Atoi(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Ended() != (time.Time{}) {
+		t.Errorf("Ended() = %v while it runs, want the zero time", p.Ended())
+	}
+	for i := range 2 {
+		if err := p.Kill(); err == nil || err.Error() != "signal: killed" {
+			t.Errorf("Kill #%d: %v, want signal: killed", i+1, err)
+		}
+	}
+	waitGone(t, child)
+	if !p.Ended().After(p.Started()) {
+		t.Errorf("Ended() %v is not after Started() %v", p.Ended(), p.Started())
+	}
+	if p.Cmd.ProcessState == nil {
+		t.Error("no ProcessState after Kill")
+	}
+}
+
+// waitGone waits until process pid no longer runs: gone, or a zombie its new parent has
+// not reaped yet.
+func waitGone(t *testing.T, pid int) {
+	t.Helper()
+	for end := time.Now().Add(deadline); ; time.Sleep(10 * time.Millisecond) {
+		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			return
+		}
+		// The state follows the parenthesised command name.
+		if i := bytes.LastIndexByte(stat, ')'); i >= 0 && bytes.HasPrefix(stat[i+1:], []byte(" Z")) {
+			return
+		}
+		if time.Now().After(end) {
+			t.Fatalf("child %d still runs after its group was killed: %s", pid, stat)
+		}
+	}
+}
+
+// recorder is a testing.TB whose cleanups, failures and logs the test runs and reads.
+type recorder struct {
+	testing.TB
+	cleanups []func()
+	errors   []string
+	logs     []string
+}
+
+func (r *recorder) Cleanup(f func())          { r.cleanups = append(r.cleanups, f) }
+func (r *recorder) Errorf(f string, a ...any) { r.errors = append(r.errors, fmt.Sprintf(f, a...)) }
+func (r *recorder) Logf(f string, a ...any)   { r.logs = append(r.logs, fmt.Sprintf(f, a...)) }
+func (r *recorder) Failed() bool              { return len(r.errors) > 0 }
+
+// TestStartTestCleanup checks what StartTest's cleanup reports: only the stop for a
+// program that exits cleanly on SIGTERM; for one that died before, a failure with the end
+// of its output and of the other logs.
+func TestStartTestCleanup(t *testing.T) {
+	other := filepath.Join(t.TempDir(), "other.log")
+	if err := os.WriteFile(other, []byte("other 1\nother 2\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name     string
+		script   string // prints a line once its trap is set
+		exits    bool   // by itself: the cleanup runs after that
+		wantErr  string // "" for none
+		wantLogs []string
+	}{
+		{"clean stop", `trap 'exit 0' TERM; echo up; while :; do sleep 0.01; done`, false,
+			"", []string{"stopped sh (pid "}},
+		{"died before", `echo first; echo last; exit 3`, true,
+			"sh (pid ", []string{"exited before the test stopped it: exit status 3", "end of sh.out:\nfirst\nlast", "end of other.log:\nother 1\nother 2"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := &recorder{TB: t}
+			p := StartTest(r, t.TempDir(), "sh", []string{"sh", "-c", c.script}, other)
+			for end := time.Now().Add(deadline); Tail(p.Output, 1) == ""; time.Sleep(10 * time.Millisecond) {
+				if time.Now().After(end) {
+					t.Fatal("no line from the script")
+				}
+			}
+			if c.exits {
+				<-p.Done()
+			}
+			if len(r.cleanups) != 1 {
+				t.Fatalf("%d cleanups registered, want 1", len(r.cleanups))
+			}
+			r.cleanups[0]()
+			if got := strings.Join(r.errors, "\n"); c.wantErr == "" && got != "" || !strings.Contains(got, c.wantErr) {
+				t.Errorf("errors %q, want %q", got, c.wantErr)
+			}
+			logs := strings.Join(append(r.errors, r.logs...), "\n")
+			for _, want := range c.wantLogs {
+				if !strings.Contains(logs, want) {
+					t.Errorf("logs do not hold %q:\n%s", want, logs)
+				}
+			}
+		})
+	}
+}
+
+func TestTail(t *testing.T) {
+	dir := t.TempDir()
+	cases := []struct {
+		name, text string
+		n          int
+		want       string
+	}{
+		{"longer", "a\nb\nc\nd\n", 2, "c\nd"},
+		{"shorter", "a\nb\n", 5, "a\nb"},
+		{"no final newline", "a\nb\nc", 1, "c"},
+		{"empty", "", 3, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			path := filepath.Join(dir, strings.ReplaceAll(c.name, " ", "_"))
+			if err := os.WriteFile(path, []byte(c.text), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if got := Tail(path, c.n); got != c.want {
+				t.Errorf("Tail(%q, %d) = %q, want %q", c.text, c.n, got, c.want)
+			}
+		})
+	}
+	if got := Tail(filepath.Join(dir, "missing"), 3); !strings.Contains(got, "no such file") {
+		t.Errorf("Tail of a missing file = %q, want the error", got)
+	}
+}
+
+// TestFreePort checks that the port and the address can be listened on.
+func TestFreePort(t *testing.T) {
+	addr, err := FreeAddr()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range []string{addr, fmt.Sprintf("127.0.0.1:%d", FreePort(t))} {
+		l, err := net.Listen("tcp", a)
+		if err != nil {
+			t.Fatalf("listen on %s: %v", a, err)
+		}
+		l.Close()
+	}
+}
+
+// TestBuildExporter builds the exporter from this package's directory, which is not the
+// module root, and runs it.
+func TestBuildExporter(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: builds the exporter")
+	}
+	bin := BuildExporter(t, false)
+	out, err := exec.Command(bin, "--version").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "logwindow_exporter") {
+		t.Fatalf("%s --version: %v\n%s", bin, err, out)
+	}
+}
