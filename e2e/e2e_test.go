@@ -29,6 +29,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/logwindow/logwindow_exporter/deploy"
+	"github.com/logwindow/logwindow_exporter/internal/testexec"
 )
 
 // job is the scrape job's name, which the dashboard's $job matches.
@@ -75,7 +76,7 @@ func TestNginxPrometheus(t *testing.T) {
 	tools := lookTools(t, "nginx", "prometheus", "promtool")
 	began := time.Now()
 	dir := t.TempDir() // created first, so removed after every program has stopped
-	bin := buildExporter(t, dir)
+	bin := testexec.BuildExporter(t, testexec.Race)
 	ngx := startNginx(t, tools["nginx"], dir)
 	exporterAddr := startExporter(t, bin, dir, ngx.accessLog)
 	prom := startPrometheus(t, tools["prometheus"], dir, exporterAddr)
@@ -474,20 +475,6 @@ func render(t *testing.T, name, out string, data any) {
 	}
 }
 
-// buildExporter builds the exporter from the repository root, with the race detector when
-// the test runs with it.
-func buildExporter(t *testing.T, dir string) string {
-	t.Helper()
-	bin := filepath.Join(dir, "logwindow_exporter")
-	args := append(append([]string{"build", "-o", bin}, raceFlags...), ".")
-	cmd := exec.Command("go", args...)
-	cmd.Dir = ".."
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-	return bin
-}
-
 // nginx is a running nginx and the files it uses.
 type nginx struct {
 	bin, prefix, conf, errorLog, accessLog string
@@ -514,7 +501,7 @@ func startNginx(t *testing.T, bin, dir string) *nginx {
 	if os.Geteuid() == 0 {
 		user = "root"
 	}
-	port := freePort(t)
+	port := testexec.FreePort(t)
 	render(t, "nginx.conf.tmpl", n.conf, map[string]any{
 		"User":       user,
 		"Workers":    n.workers,
@@ -523,9 +510,9 @@ func startNginx(t *testing.T, bin, dir string) *nginx {
 		"LogFormat":  format,
 		"AccessLog":  n.accessLog,
 		"Port":       port,
-		"ClosedPort": freePort(t),
+		"ClosedPort": testexec.FreePort(t),
 	})
-	p := startProc(t, dir, "nginx", append(n.args(), "-g", "daemon off;"), n.errorLog)
+	p := testexec.StartTest(t, dir, "nginx", append(n.args(), "-g", "daemon off;"), n.errorLog)
 	n.base = fmt.Sprintf("http://127.0.0.1:%d", port)
 	waitHTTP(t, p, n.base+"/healthz", startTimeout)
 	return n
@@ -586,8 +573,8 @@ func startExporter(t *testing.T, bin, dir, accessLog string) string {
 	if err := os.WriteFile(config, rules, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
-	p := startProc(t, dir, "logwindow_exporter", []string{bin, "--config.file=" + config, "--web.listen-address=" + addr})
+	addr := fmt.Sprintf("127.0.0.1:%d", testexec.FreePort(t))
+	p := testexec.StartTest(t, dir, "logwindow_exporter", []string{bin, "--config.file=" + config, "--web.listen-address=" + addr})
 	waitHTTP(t, p, "http://"+addr+"/-/ready", startTimeout)
 	return addr
 }
@@ -602,8 +589,8 @@ func startPrometheus(t *testing.T, bin, dir, target string) promv1.API {
 	}
 	config := filepath.Join(dir, "prometheus.yml")
 	render(t, "prometheus.yml.tmpl", config, map[string]any{"Rules": strconv.Quote(rules), "Job": job, "Target": target})
-	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
-	p := startProc(t, dir, "prometheus", []string{
+	addr := fmt.Sprintf("127.0.0.1:%d", testexec.FreePort(t))
+	p := testexec.StartTest(t, dir, "prometheus", []string{
 		bin,
 		"--config.file=" + config,
 		"--storage.tsdb.path=" + filepath.Join(dir, "prometheus-data"),
