@@ -6,18 +6,18 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+
+	"github.com/logwindow/logwindow_exporter/internal/testexec"
 )
 
 // nginxTimeLayout is nginx's $time_local.
@@ -105,17 +105,12 @@ func TestDashboardMetricsExist(t *testing.T) {
 	if err := os.WriteFile(log, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
-	cmd := exec.Command(bin, "--config.file="+servedConfig(t, dir, log), "--web.listen-address="+addr)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
+	addr := fmt.Sprintf("127.0.0.1:%d", testexec.FreePort(t))
+	p, err := testexec.Launch(dir, "logwindow_exporter", []string{bin, "--config.file=" + servedConfig(t, dir, log), "--web.listen-address=" + addr})
+	if err != nil {
 		t.Fatal(err)
 	}
-	defer func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		_ = cmd.Wait()
-	}()
+	defer func() { _ = p.Stop(testexec.StopTimeout) }()
 
 	want := queryMetricNames(t)
 	client := &http.Client{Timeout: 5 * time.Second}
@@ -141,7 +136,7 @@ func TestDashboardMetricsExist(t *testing.T) {
 			for _, name := range missing {
 				t.Errorf("%s, used by %q, is not exposed", name, want[name])
 			}
-			t.Fatalf("exporter log:\n%s", stderr.String())
+			t.Fatalf("end of the exporter's log:\n%s", testexec.Tail(p.Output, 40))
 		}
 		time.Sleep(100 * time.Millisecond)
 	}

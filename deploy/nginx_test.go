@@ -3,15 +3,15 @@ package deploy
 import (
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/logwindow/logwindow_exporter/internal/testexec"
 )
 
 // localNginxConf rewrites the example's nginx.conf to run here: the pod's volumes become
@@ -56,20 +56,10 @@ func localNginxConf(t *testing.T, dir string, port int) (conf, accessLog string)
 	return conf, logFile
 }
 
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
 func TestNginxConfigValid(t *testing.T) {
 	nginx := needTool(t, "nginx", "nginx")
 	dir := t.TempDir()
-	conf, _ := localNginxConf(t, dir, freePort(t))
+	conf, _ := localNginxConf(t, dir, testexec.FreePort(t))
 	runTool(t, dir, nginx, "-t", "-q", "-e", "stderr", "-p", dir, "-c", conf)
 }
 
@@ -79,21 +69,16 @@ func runNginx(t *testing.T, paths []string) []string {
 	t.Helper()
 	nginx := needTool(t, "nginx", "nginx")
 	dir := t.TempDir()
-	port := freePort(t)
+	port := testexec.FreePort(t)
 	conf, accessLog := localNginxConf(t, dir, port)
-	cmd := exec.Command(nginx, "-e", "stderr", "-p", dir, "-c", conf, "-g", "daemon off;")
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
+	p, err := testexec.Launch(dir, "nginx", []string{nginx, "-e", "stderr", "-p", dir, "-c", conf, "-g", "daemon off;"})
+	if err != nil {
 		t.Fatal(err)
 	}
-	stopped := false
+	// Graceful: the workers flush and exit. Called again, it only waits on the exited nginx.
 	stop := func() {
-		if !stopped {
-			stopped = true
-			_ = cmd.Process.Signal(syscall.SIGQUIT) // graceful: workers flush and exit
-			_ = cmd.Wait()
-		}
+		_ = p.Cmd.Process.Signal(syscall.SIGQUIT)
+		_ = p.Wait()
 	}
 	defer stop()
 
@@ -107,7 +92,7 @@ func runNginx(t *testing.T, paths []string) []string {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("nginx did not answer on %s: %v\n%s", base, err, stderr.String())
+			t.Fatalf("nginx did not answer on %s: %v\n%s", base, err, testexec.Tail(p.Output, 40))
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -128,7 +113,7 @@ func runNginx(t *testing.T, paths []string) []string {
 	stop()
 	data, err := os.ReadFile(accessLog)
 	if err != nil {
-		t.Fatalf("%v\n%s", err, stderr.String())
+		t.Fatalf("%v\n%s", err, testexec.Tail(p.Output, 40))
 	}
 	return strings.Split(strings.TrimSuffix(string(data), "\n"), "\n")
 }
