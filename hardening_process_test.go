@@ -17,7 +17,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -25,25 +24,15 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 	"golang.org/x/crypto/bcrypt"
-)
 
-// buildExporter builds the command into a temporary directory.
-func buildExporter(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), exporterName)
-	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
-}
+	"github.com/logwindow/logwindow_exporter/internal/testexec"
+)
 
 // exporterProcess is the binary running on a free loopback port.
 type exporterProcess struct {
+	*testexec.Proc
 	t    *testing.T
-	cmd  *exec.Cmd
 	url  string
-	done chan struct{} // closed once the process has exited and been waited for
 	logs *processLog
 }
 
@@ -83,35 +72,26 @@ func (l *processLog) String() string {
 // the test ends, whatever its outcome.
 func startProcess(t *testing.T, bin string, args ...string) *exporterProcess {
 	t.Helper()
-	p := &exporterProcess{t: t, done: make(chan struct{}), logs: &processLog{address: make(chan string, 1)}}
-	p.cmd = exec.Command(bin, append([]string{"--web.listen-address=127.0.0.1:0", "--log.format=json"}, args...)...)
-	p.cmd.Stderr = p.logs
+	p := &exporterProcess{t: t, logs: &processLog{address: make(chan string, 1)}}
+	cmd := exec.Command(bin, append([]string{"--web.listen-address=127.0.0.1:0", "--log.format=json"}, args...)...)
+	cmd.Stderr = p.logs
 	// Should the test binary die before its cleanups run (a timeout), the kernel kills
-	// the exporter with it.
-	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := p.cmd.Start(); err != nil {
+	// the exporter with it: testexec.Start asks for that.
+	proc, err := testexec.Start(cmd)
+	if err != nil {
 		t.Fatal(err)
 	}
-	go func() {
-		_ = p.cmd.Wait()
-		close(p.done)
-	}()
-	t.Cleanup(p.kill)
+	p.Proc = proc
+	t.Cleanup(func() { _ = p.Kill() })
 	select {
 	case addr := <-p.logs.address:
 		p.url = "http://" + addr
-	case <-p.done:
+	case <-p.Done():
 		t.Fatalf("exporter exited before listening:\n%s", p.logs)
 	case <-time.After(20 * time.Second):
 		t.Fatalf("exporter not listening after 20s:\n%s", p.logs)
 	}
 	return p
-}
-
-// kill sends SIGKILL and waits for the process to be gone.
-func (p *exporterProcess) kill() {
-	_ = p.cmd.Process.Signal(syscall.SIGKILL)
-	<-p.done
 }
 
 // scrape fetches /metrics and reports the second it was taken in, the same by the test's
@@ -158,7 +138,7 @@ func (p *exporterProcess) waitForLines(want float64) map[string]*dto.MetricFamil
 // scrape. Line times are relative to the real clock (within the last few minutes, plus a
 // few too old for any window), because the process's now is its own clock.
 func TestKillAndRestartRebuildsWindows(t *testing.T) {
-	bin := buildExporter(t)
+	bin := testexec.BuildExporter(t, false)
 	dir := t.TempDir()
 	logPath := filepath.Join(dir, "access.log")
 	cfgPath := filepath.Join(dir, "rules.yaml")
@@ -208,7 +188,7 @@ func TestKillAndRestartRebuildsWindows(t *testing.T) {
 	}
 	cut := lines[half+500]
 	write(cut[:len(cut)/2])
-	first.kill()
+	_ = first.Kill()
 	write(cut[len(cut)/2:])
 	write(strings.Join(lines[half+501:], ""))
 
@@ -259,7 +239,7 @@ func TestBasicAuthFlood(t *testing.T) {
 		wrongs   = 200 // twice the cache's 100 entries, so the right password gets evicted
 		timeout  = 10 * time.Second
 	)
-	bin := buildExporter(t)
+	bin := testexec.BuildExporter(t, false)
 	dir := t.TempDir()
 	hash, err := bcrypt.GenerateFromPassword([]byte(password), cost)
 	if err != nil {
