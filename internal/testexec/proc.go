@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -37,8 +38,7 @@ type Proc struct {
 
 // Start starts cmd in a process group of its own, so that Stop and Kill reach its
 // children too (nginx's workers), and with SIGKILL as its parent-death signal, so that a
-// test binary killed by its timeout before its cleanups run leaves no program behind (the
-// kernel sends it when the thread that started the program exits; Go keeps its threads).
+// test binary killed by its timeout before its cleanups run leaves no program behind.
 func Start(cmd *exec.Cmd) (*Proc, error) {
 	return start(cmd, filepath.Base(cmd.Path))
 }
@@ -49,15 +49,27 @@ func start(cmd *exec.Cmd, name string) (*Proc, error) {
 	}
 	cmd.SysProcAttr.Setpgid = true
 	cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
-	p := &Proc{Cmd: cmd, Name: name, done: make(chan struct{}), started: time.Now()}
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start %s: %w", name, err)
-	}
+	p := &Proc{Cmd: cmd, Name: name, done: make(chan struct{})}
+	started := make(chan error)
 	go func() {
+		// The kernel sends the parent-death signal when the thread that started the
+		// program ends, not the process: the waiter keeps that thread until the program
+		// has exited, so that no other goroutine can end it (golang/go#27505).
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		p.started = time.Now()
+		if err := cmd.Start(); err != nil {
+			started <- err
+			return
+		}
+		started <- nil
 		p.err = cmd.Wait()
 		p.ended = time.Now()
 		close(p.done)
 	}()
+	if err := <-started; err != nil {
+		return nil, fmt.Errorf("start %s: %w", name, err)
+	}
 	return p, nil
 }
 

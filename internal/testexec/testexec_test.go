@@ -97,6 +97,36 @@ func TestProcKill(t *testing.T) {
 	}
 }
 
+// TestProcDiesWithParent checks that a program outlives no process that started it, even
+// one that exits without stopping it, as a test binary killed by its timeout does: this
+// test runs its own binary as that process.
+func TestProcDiesWithParent(t *testing.T) {
+	if dir := os.Getenv("TESTEXEC_PARENT_DIR"); dir != "" {
+		p, err := Launch(dir, "sleep", []string{"sleep", "30"})
+		if err != nil {
+			fmt.Println(err)
+			os.Exit(2)
+		}
+		fmt.Println(p.Cmd.Process.Pid)
+		os.Exit(0) // no cleanup, no Stop
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(exe, "-test.run=^"+t.Name()+"$")
+	cmd.Env = append(os.Environ(), "TESTEXEC_PARENT_DIR="+t.TempDir())
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("parent: %v\n%s", err, out)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(out)))
+	if err != nil {
+		t.Fatalf("parent printed %q, want a pid", out)
+	}
+	waitGone(t, pid)
+}
+
 // waitGone waits until process pid no longer runs: gone, or a zombie its new parent has
 // not reaped yet.
 func waitGone(t *testing.T, pid int) {
@@ -111,7 +141,7 @@ func waitGone(t *testing.T, pid int) {
 			return
 		}
 		if time.Now().After(end) {
-			t.Fatalf("child %d still runs after its group was killed: %s", pid, stat)
+			t.Fatalf("process %d still runs: %s", pid, stat)
 		}
 	}
 }
