@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/logwindow/logwindow_exporter/config"
+	"github.com/logwindow/logwindow_exporter/internal/testexec"
 )
 
 // line builds an access-log line of the generator's format.
@@ -241,11 +242,7 @@ func TestHarness(t *testing.T) {
 		t.Skip("builds and runs the exporter")
 	}
 	gen := generator(t)
-	bin := filepath.Join(t.TempDir(), "logwindow_exporter")
-	build := exec.Command("go", "build", "-o", bin, "..")
-	if msg, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, msg)
-	}
+	bin := testexec.BuildExporter(t, false)
 	common := []string{"-gen", gen, "-bin", bin, "-config", filepath.Join("..", "example-rules.yaml"), "-runs", "1", "-timeout", "30s"}
 	cases := []struct {
 		name  string

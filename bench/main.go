@@ -32,6 +32,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/logwindow/logwindow_exporter/internal/testexec"
 )
 
 //go:embed nginx.mtail
@@ -244,13 +246,11 @@ func (o *options) locate(dir string) error {
 		return fmt.Errorf("log generator: %w (give -gen or $%s)", err, generatorEnv)
 	}
 	if len(o.bins) == 0 {
-		bin := filepath.Join(dir, "logwindow_exporter")
-		o.bins = []string{bin}
-		build := exec.Command("go", "build", "-o", bin, ".")
-		build.Dir = root
-		if msg, err := build.CombinedOutput(); err != nil {
-			return fmt.Errorf("go build: %v\n%s", err, msg)
+		bin, err := testexec.Build(dir, false)
+		if err != nil {
+			return err
 		}
+		o.bins = []string{bin}
 	}
 	return nil
 }

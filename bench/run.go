@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -14,6 +13,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/logwindow/logwindow_exporter/internal/testexec"
 )
 
 // usage is what one run of a program cost.
@@ -31,31 +32,25 @@ type usage struct {
 // ru_maxrss. VmHWM only exists while the child runs, so it is sampled every rssPoll; a
 // one-shot program can outgrow the last sample in its final moments.
 type child struct {
-	cmd            *exec.Cmd
+	proc           *testexec.Proc
 	stdout, stderr bytes.Buffer
-	start, end     time.Time    // end is set before gone is closed
 	rss            atomic.Int64 // latest VmHWM seen, bytes
 	sampled        chan struct{}
-	gone           chan struct{} // closed once the child exited and was waited for
-	waitErr        error         // cmd.Wait's error, set before gone is closed
 }
 
 // rssPoll is the interval of the VmHWM samples.
 const rssPoll = 5 * time.Millisecond
 
 func startChild(procs int, name string, args ...string) (*child, error) {
-	c := &child{cmd: exec.Command(name, args...), sampled: make(chan struct{}), gone: make(chan struct{})}
-	c.cmd.Env = append(os.Environ(), "GOMAXPROCS="+strconv.Itoa(procs))
-	c.cmd.Stdout, c.cmd.Stderr = &c.stdout, &c.stderr
-	c.start = time.Now()
-	if err := c.cmd.Start(); err != nil {
+	c := &child{sampled: make(chan struct{})}
+	cmd := exec.Command(name, args...)
+	cmd.Env = append(os.Environ(), "GOMAXPROCS="+strconv.Itoa(procs))
+	cmd.Stdout, cmd.Stderr = &c.stdout, &c.stderr
+	p, err := testexec.Start(cmd)
+	if err != nil {
 		return nil, err
 	}
-	go func() {
-		c.waitErr = c.cmd.Wait()
-		c.end = time.Now()
-		close(c.gone)
-	}()
+	c.proc = p
 	go c.sampleRSS()
 	return c, nil
 }
@@ -65,7 +60,7 @@ func (c *child) sampleRSS() {
 	for {
 		c.readRSS()
 		select {
-		case <-c.gone:
+		case <-c.proc.Done():
 			return
 		case <-time.After(rssPoll):
 		}
@@ -74,7 +69,7 @@ func (c *child) sampleRSS() {
 
 // readRSS records the child's VmHWM; it keeps the last value once the child is gone.
 func (c *child) readRSS() {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", c.cmd.Process.Pid))
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", c.proc.Cmd.Process.Pid))
 	if err != nil {
 		return
 	}
@@ -89,28 +84,18 @@ func (c *child) readRSS() {
 
 // wait waits for the child to exit and reports a failure with its stderr.
 func (c *child) wait() error {
-	<-c.gone
+	err := c.proc.Wait()
 	<-c.sampled
-	if c.waitErr != nil {
-		return fmt.Errorf("%s: %v\n%s", c.cmd.Path, c.waitErr, lastLines(c.stderr.String(), 20))
+	if err != nil {
+		return fmt.Errorf("%s: %v\n%s", c.proc.Cmd.Path, err, lastLines(c.stderr.String(), 20))
 	}
 	return nil
-}
-
-// exited reports whether the child is gone (a server then cannot reach any count).
-func (c *child) exited() bool {
-	select {
-	case <-c.gone:
-		return true
-	default:
-		return false
-	}
 }
 
 // usage reads the CPU time and peak RSS of the exited child.
 func (c *child) usage(wall time.Duration) usage {
 	u := usage{wall: wall, rss: c.rss.Load()}
-	if ru, ok := c.cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+	if ru, ok := c.proc.Cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
 		u.cpu = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 	}
 	return u
@@ -131,7 +116,7 @@ func runOneShot(procs int, name string, args ...string) (usage, scrape, error) {
 	if err := c.wait(); err != nil {
 		return usage{}, scrape{}, err
 	}
-	u := c.usage(c.end.Sub(c.start))
+	u := c.usage(c.proc.Ended().Sub(c.proc.Started()))
 	s, err := parseExposition(&c.stdout)
 	if err != nil {
 		return u, scrape{}, fmt.Errorf("%s output: %w", name, err)
@@ -150,7 +135,7 @@ type live struct {
 
 // startLive starts the exporter serving the config on a free loopback port.
 func startLive(bin, config string, procs int) (*live, error) {
-	addr, err := freeAddr()
+	addr, err := testexec.FreeAddr()
 	if err != nil {
 		return nil, err
 	}
@@ -159,17 +144,6 @@ func startLive(bin, config string, procs int) (*live, error) {
 		return nil, err
 	}
 	return &live{child: c, url: "http://" + addr + "/metrics"}, nil
-}
-
-// freeAddr finds a loopback port no one listens on; it could be taken again before the
-// exporter binds it, which then fails the run loudly rather than measuring the wrong thing.
-func freeAddr() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer l.Close()
-	return l.Addr().String(), nil
 }
 
 // get fetches /metrics; the error of a refused connection means "not listening yet".
@@ -209,7 +183,7 @@ func (l *live) scrape() (scrape, error) {
 
 // cpuTime is the CPU time the exporter used so far, from /proc (in clock ticks of 10 ms).
 func (l *live) cpuTime() (time.Duration, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", l.cmd.Process.Pid))
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", l.proc.Cmd.Process.Pid))
 	if err != nil {
 		return 0, err
 	}
@@ -237,7 +211,7 @@ func (l *live) cpuTime() (time.Duration, error) {
 // the kernel's count of bytes the exporter read (/proc/PID/io rchar) and scrapes only once
 // that covers the files: one or two scrapes per run instead of one per poll.
 func (l *live) waitLines(ctx context.Context, lines int, size int64, poll time.Duration) (time.Duration, error) {
-	ioStats := fmt.Sprintf("/proc/%d/io", l.cmd.Process.Pid)
+	ioStats := fmt.Sprintf("/proc/%d/io", l.proc.Cmd.Process.Pid)
 	for {
 		select {
 		case <-ctx.Done():
@@ -253,13 +227,13 @@ func (l *live) waitLines(ctx context.Context, lines int, size int64, poll time.D
 		}
 		s, err := l.scrape()
 		if err != nil {
-			if l.exited() {
+			if gone, _ := l.proc.Exited(); gone {
 				return 0, l.failed(fmt.Errorf("exporter exited: %w", err))
 			}
 			continue
 		}
 		if read := s.values.sum("logwindow_input_lines_total"); read >= float64(lines) {
-			return time.Since(l.start), nil
+			return time.Since(l.proc.Started()), nil
 		}
 	}
 }
@@ -283,7 +257,7 @@ func readChars(path string) (int64, error) {
 // peak RSS is read just before: after every line and scrape, so nothing is missed.
 func (l *live) stop(wall time.Duration) (usage, error) {
 	l.readRSS()
-	if err := l.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+	if err := l.proc.Cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		return usage{}, err
 	}
 	if err := l.wait(); err != nil {
@@ -302,9 +276,7 @@ func (l *live) failed(err error) error {
 
 // kill ends an exporter whose run failed and returns the error of its end, if any.
 func (l *live) kill() error {
-	if !l.exited() {
-		_ = l.cmd.Process.Kill()
-	}
+	_ = l.proc.Kill()
 	return l.wait()
 }
 
