@@ -29,7 +29,7 @@ func FuzzSeries(f *testing.F) {
 		if data[1]&0x80 != 0 {
 			now = -now / 7
 		}
-		start := now
+		since := now
 		var ops []op
 		for b := data[2:]; len(b) >= 4; b = b[4:] {
 			now += fuzzGaps[int(b[0]&0x7f)%len(fuzzGaps)]
@@ -52,7 +52,7 @@ func FuzzSeries(f *testing.F) {
 			}
 			ops = append(ops, o)
 		}
-		if err := replay(l, start, ops); err != nil {
+		if err := replay(l, since, ops); err != nil {
 			t.Fatal(err)
 		}
 	})

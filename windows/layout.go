@@ -50,9 +50,11 @@
 // placed at now and Add returns Future.
 //
 // PerSecond divides Sum by the window's seconds, or by the seconds observed when fewer: the
-// observation runs from the earlier of the start second passed to Read (the exporter's
-// start) and the oldest event ever placed in the series, up to the second read, inclusive.
-// A replay of old events therefore yields full-window rates.
+// observation runs from the since second passed to Read up to the second read, inclusive.
+// The caller chooses since because what was observed is not a property of one series: a
+// series first seen a minute ago may still have been watched for an hour, and a replay of
+// old events has observed the time they span, so since may lie before the series' first
+// event and before the caller started.
 //
 // # Cost
 //

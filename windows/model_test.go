@@ -12,7 +12,6 @@ type model struct {
 	longest int64
 	t       int64 // newest now passed to add
 	started bool
-	oldest  int64
 	events  []event
 }
 
@@ -22,7 +21,7 @@ type event struct {
 }
 
 func newModel(l *Layout) *model {
-	return &model{longest: l.Longest(), oldest: math.MaxInt64}
+	return &model{longest: l.Longest()}
 }
 
 // add follows the placement rules of SPEC: the series' time is the newest now, events
@@ -39,7 +38,6 @@ func (m *model) add(now, at int64, v float64) Placement {
 		return Late
 	}
 	m.events = append(m.events, event{at, v})
-	m.oldest = min(m.oldest, at)
 	return p
 }
 
@@ -78,8 +76,9 @@ func servingStep(sec int64) int64 {
 }
 
 // check compares what Read returned at now against the model: windows served by second
-// slots exactly, coarser windows within one old-edge slot and at its pro-rated value.
-func (m *model) check(l *Layout, got []Stats, now, start int64) error {
+// slots exactly, coarser windows within one old-edge slot and at its pro-rated value, and
+// rates over the seconds from since.
+func (m *model) check(l *Layout, got []Stats, now, since int64) error {
 	wins := l.Windows()
 	if len(got) != len(wins) {
 		return fmt.Errorf("read returned %d stats for %d windows", len(got), len(wins))
@@ -93,7 +92,7 @@ func (m *model) check(l *Layout, got []Stats, now, start int64) error {
 		return nil
 	}
 	s := max(now, m.t)
-	observed := max(s-min(start, m.oldest)+1, 1)
+	observed := max(s-since+1, 1)
 	for i, g := range got {
 		sec := int64(wins[i] / time.Second)
 		lo := s - sec + 1
@@ -145,21 +144,22 @@ func near(got, want float64) bool { return within(got, want, 0) }
 
 func same(a, b float64) bool { return a == b || math.IsNaN(a) && math.IsNaN(b) }
 
-// op is one step of a stream: an Add, or a Read at now with the exporter's start second.
+// op is one step of a stream: an Add, or a Read at now.
 type op struct {
 	read    bool
 	now, at int64
 	v       float64
 }
 
-// replay applies ops to a fresh series and the model, checking every placement and read.
-func replay(l *Layout, start int64, ops []op) error {
+// replay applies ops to a fresh series and the model, checking every placement and read;
+// reads pass since as the first second observed.
+func replay(l *Layout, since int64, ops []op) error {
 	s, m := l.NewSeries(), newModel(l)
 	var dst []Stats
 	for i, o := range ops {
 		if o.read {
-			dst = s.Read(o.now, start, dst)
-			if err := m.check(l, dst, o.now, start); err != nil {
+			dst = s.Read(o.now, since, dst)
+			if err := m.check(l, dst, o.now, since); err != nil {
 				return fmt.Errorf("op %d (read at %d): %w", i, o.now, err)
 			}
 			continue

@@ -64,12 +64,12 @@ func TestReferenceModel(t *testing.T) {
 								ops[i].v = 1
 							}
 						}
-						start := ops[0].now - r.Int64N(2*l.Longest())
+						since := ops[0].now - r.Int64N(2*l.Longest())
 						if r.IntN(4) == 0 {
-							start = ops[0].now + r.Int64N(1000)
+							since = ops[0].now + r.Int64N(1000)
 						}
-						if err := replay(l, start, ops); err != nil {
-							t.Fatalf("case %d (start %d): %v", c, start, err)
+						if err := replay(l, since, ops); err != nil {
+							t.Fatalf("case %d (since %d): %v", c, since, err)
 						}
 					}
 				})

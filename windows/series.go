@@ -58,7 +58,6 @@ type Series struct {
 	layout *Layout
 	t      int64 // newest now passed to Add; never before the first Add
 	last   int64 // newest event second placed
-	oldest int64 // oldest event second placed, math.MaxInt64 before the first
 	// head holds, per wheel, the ring index of the slot of second t, so that the common add
 	// (event at the current second) needs no division.
 	head [len(wheelSteps)]int32
@@ -71,7 +70,6 @@ func (l *Layout) NewSeries() *Series {
 		layout: l,
 		t:      never,
 		last:   never,
-		oldest: math.MaxInt64,
 		data:   make([]float64, l.size),
 	}
 }
@@ -123,7 +121,6 @@ func (s *Series) addSlow(now, at int64, v float64) Placement {
 		s.put(w.off+int(idx)*l.stride, v)
 	}
 	s.last = max(s.last, at)
-	s.oldest = min(s.oldest, at)
 	return p
 }
 
@@ -182,15 +179,16 @@ func (s *Series) clear(i int) {
 }
 
 // Read appends to dst[:0] the Stats of every window at second now, in Layout.Windows order,
-// and returns it. start is the exporter's start second, from which PerSecond counts the
-// seconds observed.
-func (s *Series) Read(now, start int64, dst []Stats) []Stats {
+// and returns it. since is the first second the caller has observed (see the package
+// documentation): PerSecond divides by the seconds from since to now while they are fewer
+// than the window.
+func (s *Series) Read(now, since int64, dst []Stats) []Stats {
 	l := s.layout
 	dst = dst[:0]
 	for range l.windows {
 		dst = append(dst, Stats{Max: math.NaN(), Min: math.NaN()})
 	}
-	now, start = clampTime(now), clampTime(start)
+	now, since = clampTime(now), clampTime(since)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.t == never {
@@ -200,7 +198,7 @@ func (s *Series) Read(now, start int64, dst []Stats) []Stats {
 	for i := range l.wheels {
 		s.readWheel(i, now, dst)
 	}
-	observed := max(now-min(start, s.oldest)+1, 1)
+	observed := max(now-since+1, 1)
 	for i := range dst {
 		dst[i].PerSecond = dst[i].Sum / float64(min(l.secs[i], observed))
 	}

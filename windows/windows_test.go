@@ -105,6 +105,8 @@ func TestSteadyStreamIsSmooth(t *testing.T) {
 	}
 }
 
+// TestPerSecondObserved: rates divide by the seconds from the caller's since while fewer
+// than the window, whatever the series holds.
 func TestPerSecondObserved(t *testing.T) {
 	l, err := NewLayout([]time.Duration{time.Minute, time.Hour}, Options{})
 	if err != nil {
@@ -113,21 +115,22 @@ func TestPerSecondObserved(t *testing.T) {
 	const now = 1_000_000
 	for _, tc := range []struct {
 		name       string
-		start, at  int64
+		since, at  int64
 		wantPerSec [2]float64
 	}{
-		{"started 10s ago", now - 9, now, [2]float64{0.1, 0.1}},
-		{"started 2m ago", now - 119, now, [2]float64{1.0 / 60, 1.0 / 120}},
-		{"started long ago", now - 86400, now, [2]float64{1.0 / 60, 1.0 / 3600}},
-		{"replay of an event 30m old", now, now - 1799, [2]float64{0, 1.0 / 1800}},
-		{"start after now", now + 100, now, [2]float64{1, 1}},
+		{"observed for 10s", now - 9, now, [2]float64{0.1, 0.1}},
+		{"observed for 2m", now - 119, now, [2]float64{1.0 / 60, 1.0 / 120}},
+		{"observed for long", now - 86400, now, [2]float64{1.0 / 60, 1.0 / 3600}},
+		{"since an event 30m old", now - 1799, now - 1799, [2]float64{0, 1.0 / 1800}},
+		{"an event 30m old does not move since", now, now - 1799, [2]float64{0, 1}},
+		{"since after now", now + 100, now, [2]float64{1, 1}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := l.NewSeries()
 			if p := s.Add(now, tc.at, 1); p != Placed {
 				t.Fatalf("Add: %v", p)
 			}
-			got := s.Read(now, tc.start, nil)
+			got := s.Read(now, tc.since, nil)
 			for i := range got {
 				if !near(got[i].PerSecond, tc.wantPerSec[i]) {
 					t.Errorf("window %v: per second %v, want %v", l.Windows()[i], got[i].PerSecond, tc.wantPerSec[i])
