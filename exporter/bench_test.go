@@ -33,11 +33,12 @@ func BenchmarkSinkEvent(b *testing.B) {
 			k := set.NewSink()
 			feed(k, []line{{labels: []string{"POST", "201"}, now: start}})
 			e := line{labels: tc.labels, value: 0.25}.event()
-			k.SetNow(start)
+			k.SetNow(start, start)
 			k.Event(e)
 			b.ReportAllocs()
 			for i := 0; b.Loop(); i++ {
-				k.SetNow(start + int64(i>>16)) // a new second every 65536 lines
+				now := start + int64(i>>16) // a new second every 65536 lines
+				k.SetNow(now, now)
 				k.Event(e)
 			}
 		})
@@ -51,7 +52,7 @@ func BenchmarkSinkEventParallel(b *testing.B) {
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
 		k := set.NewSink()
-		k.SetNow(start)
+		k.SetNow(start, start)
 		for pb.Next() {
 			k.Event(e)
 		}

@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/logwindow/logwindow_exporter/parser"
 	"github.com/logwindow/logwindow_exporter/windows"
 )
 
@@ -46,11 +47,16 @@ type ReloadStats struct {
 type CollectorOptions struct {
 	// Set returns the Set in use; nil exports no rule families.
 	Set func() *Set
-	// Now returns the current processing time in Unix seconds; windows are read at it and
-	// series idle for longer than their longest window are expired at it.
+	// Now returns the current processing time in Unix seconds; processing-time rules'
+	// windows are read at it and their series idle for longer than their longest window
+	// are expired at it.
 	Now func() int64
-	// Start is the second the exporter started: per-second rates divide by the seconds
-	// observed since then while that is shorter than the window.
+	// Wall returns the wall-clock time in Unix seconds, which does the same for event-time
+	// rules, whose lines carry wall-clock times; nil means use Now.
+	Wall func() int64
+	// Start is the second the exporter started, on both clocks: per-second rates divide by
+	// the seconds observed since then while that is shorter than the window (event-time
+	// rules count from an older line they placed, see the package documentation).
 	Start int64
 	// Inputs and Reload are optional sources of self-metrics.
 	Inputs func() []InputStats
@@ -80,8 +86,8 @@ func NewCollector(opts CollectorOptions) *Collector {
 	return &Collector{
 		opts: opts,
 		self: selfDescs{
-			matched:     prometheus.NewDesc("logwindow_rule_matched_lines_total", "Lines matched by the rule and counted in its _total, including lines too old for any window.", rule, nil),
-			dropped:     prometheus.NewDesc("logwindow_rule_dropped_lines_total", "Matched lines not counted as is, by reason: no_value, bad_number and bad_timestamp lines are not counted; late lines (older than the longest window) are only in _total; future lines were placed at the current second.", []string{"rule", "reason"}, nil),
+			matched:     prometheus.NewDesc("logwindow_rule_matched_lines_total", "Lines matched by the rule, including lines too old for any window (those of a label set with no live series are in no _total).", rule, nil),
+			dropped:     prometheus.NewDesc("logwindow_rule_dropped_lines_total", "Matched lines not counted as is, by reason: no_value, bad_number and bad_timestamp lines are not counted; late lines (older than the longest window) are in no window, and in a _total only if their label set has a live series; future lines were placed at the current second.", []string{"rule", "reason"}, nil),
 			series:      prometheus.NewDesc("logwindow_rule_series", "Series the rule holds, the overflow series included.", rule, nil),
 			limit:       prometheus.NewDesc("logwindow_rule_series_limit", "The rule's max_series_per_rule; past it, new label sets are folded into the __overflow__ series.", rule, nil),
 			overflow:    prometheus.NewDesc("logwindow_series_overflow_total", "Matched lines whose label set was folded into the rule's __overflow__ series because the rule held max_series_per_rule series.", rule, nil),
@@ -102,19 +108,28 @@ func NewCollector(opts CollectorOptions) *Collector {
 // unchecked and the registry does not hold it to a fixed set of descriptors.
 func (c *Collector) Describe(chan<- *prometheus.Desc) {}
 
-// Collect reads every series at the current time, expiring those idle for longer than
-// their rule's longest window, then the self-metrics.
+// Collect reads every series at the current time of its rule's clock, expiring those idle
+// for longer than their rule's longest window, then the self-metrics.
 func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	e := emitter{ch: ch, failed: &c.failed}
 	if set := c.opts.Set(); set != nil {
 		now := c.opts.Now()
-		// Rates divide by the seconds observed, which began at the exporter's start or at
-		// the oldest event placed since, whichever is earlier: a replay from the beginning
-		// of a log has observed all of it, also for series first seen near its end.
-		start := min(c.opts.Start, set.oldest.Load())
+		wall := now
+		if c.opts.Wall != nil {
+			wall = c.opts.Wall()
+		}
+		// Event-time rules have observed their log from the oldest line any of them
+		// placed, when that is before the start: a replay from the beginning of a log
+		// gives a series first seen near its end the rate over the whole log.
+		eventSince := min(c.opts.Start, set.oldest.Load())
 		var sc scratch
 		for i := range set.rules {
-			c.collectRule(e, &set.rules[i], now, start, &sc)
+			r := &set.rules[i]
+			if r.store.eventTime {
+				c.collectRule(e, r, wall, eventSince, &sc)
+			} else {
+				c.collectRule(e, r, now, c.opts.Start, &sc)
+			}
 		}
 	}
 	if c.opts.Inputs != nil {
@@ -136,7 +151,8 @@ type scratch struct {
 	stats        []windows.Stats
 }
 
-func (c *Collector) collectRule(e emitter, r *ruleEntry, now, start int64, sc *scratch) {
+// collectRule exports one rule read at second now, its rates counted from second since.
+func (c *Collector) collectRule(e emitter, r *ruleEntry, now, since int64, sc *scratch) {
 	st := r.store
 	var matched uint64
 	sc.series, matched = st.snapshot(sc.series[:0])
@@ -148,18 +164,20 @@ func (c *Collector) collectRule(e emitter, r *ruleEntry, now, start int64, sc *s
 			sc.idle = append(sc.idle, s)
 			continue
 		}
-		c.collectSeries(e.ch, r, s, now, start, sc)
+		c.collectSeries(e.ch, r, s, now, since, sc)
 	}
 	if len(sc.idle) > 0 {
 		for _, s := range st.expire(sc.idle, now) {
-			c.collectSeries(e.ch, r, s, now, start, sc)
+			c.collectSeries(e.ch, r, s, now, since, sc)
 		}
 	}
 	name := r.rule.Name
 	e.emit(c.self.matched, prometheus.CounterValue, float64(matched), name)
-	for i, why := range reasonNames {
-		e.emit(c.self.dropped, prometheus.CounterValue, float64(st.drops[i].Load()), name, why)
+	for i := range st.parserDrops {
+		e.emit(c.self.dropped, prometheus.CounterValue, float64(st.parserDrops[i].Load()), name, parser.DropReason(i).String())
 	}
+	e.emit(c.self.dropped, prometheus.CounterValue, float64(st.late.Load()), name, reasonLate)
+	e.emit(c.self.dropped, prometheus.CounterValue, float64(st.future.Load()), name, reasonFuture)
 	e.emit(c.self.series, prometheus.GaugeValue, float64(st.count()), name)
 	e.emit(c.self.limit, prometheus.GaugeValue, float64(r.limit), name)
 	e.emit(c.self.overflow, prometheus.CounterValue, float64(st.folds.Load()), name)
@@ -168,14 +186,14 @@ func (c *Collector) collectRule(e emitter, r *ruleEntry, now, start int64, sc *s
 // collectSeries sends the samples of one series. They share the series' cached label
 // pairs and are allocated together, which makes a scrape of many series several times
 // cheaper than one NewConstMetric per sample.
-func (c *Collector) collectSeries(ch chan<- prometheus.Metric, r *ruleEntry, s *series, now, start int64, sc *scratch) {
+func (c *Collector) collectSeries(ch chan<- prometheus.Metric, r *ruleEntry, s *series, now, since int64, sc *scratch) {
 	f := &r.fam
 	pairs := s.labelPairs(f)
 	if pairs == nil {
 		c.failed.Add(1)
 		return
 	}
-	sc.stats = s.win.Read(now, start, sc.stats[:0])
+	sc.stats = s.win.Read(now, since, sc.stats[:0])
 	n := len(pairs) + 1
 	windowed := make([]*dto.LabelPair, len(sc.stats)*n)
 	ms := make([]sample, 1, 1+len(sc.stats)*f.perWindow)

@@ -41,6 +41,13 @@ func countRule(name string, ws []time.Duration, labels ...string) *config.Rule {
 	return r
 }
 
+// eventRule is a counting rule that windows its lines by their own time.
+func eventRule(name string, ws []time.Duration, labels ...string) *config.Rule {
+	r := countRule(name, ws, labels...)
+	r.Timestamp = &config.Timestamp{CaptureName: "time", Layout: time.RFC3339}
+	return r
+}
+
 // valueRule sums request_time and exports every aggregation.
 func valueRule(name string, ws []time.Duration, labels ...string) *config.Rule {
 	r := countRule(name, ws, labels...)
@@ -69,6 +76,7 @@ type line struct {
 	rule   int
 	labels []string
 	now    int64   // processing second
+	wall   int64   // wall-clock second; 0 means now
 	at     int64   // event second; 0 for a processing-time rule
 	value  float64 // 0 means 1
 }
@@ -87,7 +95,11 @@ func (l line) event() *parser.Event {
 
 func feed(k *Sink, lines []line) {
 	for _, l := range lines {
-		k.SetNow(l.now)
+		wall := l.wall
+		if wall == 0 {
+			wall = l.now
+		}
+		k.SetNow(l.now, wall)
 		k.Event(l.event())
 	}
 }
@@ -214,7 +226,7 @@ http_requests_total{status="200"} 5
 # TYPE http_requests_window gauge
 http_requests_window{status="200",window="1m"} 0
 http_requests_window{status="200",window="5m"} 1
-# HELP logwindow_rule_matched_lines_total Lines matched by the rule and counted in its _total, including lines too old for any window.
+# HELP logwindow_rule_matched_lines_total Lines matched by the rule, including lines too old for any window (those of a label set with no live series are in no _total).
 # TYPE logwindow_rule_matched_lines_total counter
 logwindow_rule_matched_lines_total{rule="http_requests"} 7
 logwindow_rule_matched_lines_total{rule="request_seconds"} 3
@@ -277,7 +289,7 @@ logwindow_series_overflow_total{rule="http_requests"} 1
 	}, {
 		name:   "event time: late lines only in _total, future lines at now, parser drops counted",
 		budget: 100,
-		rules:  []*config.Rule{countRule("http_requests", oneMin)},
+		rules:  []*config.Rule{eventRule("http_requests", oneMin)},
 		lines: []line{
 			{now: 1300, at: 1310},
 			{now: 1300, at: 1241},
@@ -294,13 +306,49 @@ http_requests_total 4
 # HELP http_requests_window Requests. Matched lines over the sliding window in the window label, computed by the exporter at scrape time.
 # TYPE http_requests_window gauge
 http_requests_window{window="1m"} 2
-# HELP logwindow_rule_dropped_lines_total Matched lines not counted as is, by reason: no_value, bad_number and bad_timestamp lines are not counted; late lines (older than the longest window) are only in _total; future lines were placed at the current second.
+# HELP logwindow_rule_dropped_lines_total Matched lines not counted as is, by reason: no_value, bad_number and bad_timestamp lines are not counted; late lines (older than the longest window) are in no window, and in a _total only if their label set has a live series; future lines were placed at the current second.
 # TYPE logwindow_rule_dropped_lines_total counter
 logwindow_rule_dropped_lines_total{reason="bad_number",rule="http_requests"} 2
 logwindow_rule_dropped_lines_total{reason="bad_timestamp",rule="http_requests"} 1
 logwindow_rule_dropped_lines_total{reason="future",rule="http_requests"} 1
 logwindow_rule_dropped_lines_total{reason="late",rule="http_requests"} 2
 logwindow_rule_dropped_lines_total{reason="no_value",rule="http_requests"} 1
+`,
+	}, {
+		name:   "late lines of label sets with no series create none and take no place in the budget",
+		budget: 2,
+		rules:  []*config.Rule{eventRule("http_requests", oneMin, "status")},
+		lines: []line{
+			{labels: []string{"200"}, now: 1300, at: 1200},
+			{labels: []string{"404"}, now: 1300, at: 1000},
+			{labels: []string{"500"}, now: 1300, at: 1290},
+			{labels: []string{"503"}, now: 1300, at: 1300},
+			{labels: []string{"500"}, now: 1300, at: 1100}, // late, of a live series
+		},
+		now: 1300,
+		names: []string{"http_requests_total", "logwindow_rule_series", "logwindow_series_overflow_total",
+			"logwindow_rule_matched_lines_total", "logwindow_rule_dropped_lines_total"},
+		want: `
+# HELP http_requests_total Requests. Matched lines since the exporter started.
+# TYPE http_requests_total counter
+http_requests_total{status="500"} 2
+http_requests_total{status="503"} 1
+# HELP logwindow_rule_series Series the rule holds, the overflow series included.
+# TYPE logwindow_rule_series gauge
+logwindow_rule_series{rule="http_requests"} 2
+# HELP logwindow_series_overflow_total Matched lines whose label set was folded into the rule's __overflow__ series because the rule held max_series_per_rule series.
+# TYPE logwindow_series_overflow_total counter
+logwindow_series_overflow_total{rule="http_requests"} 0
+# HELP logwindow_rule_matched_lines_total Lines matched by the rule, including lines too old for any window (those of a label set with no live series are in no _total).
+# TYPE logwindow_rule_matched_lines_total counter
+logwindow_rule_matched_lines_total{rule="http_requests"} 5
+# HELP logwindow_rule_dropped_lines_total Matched lines not counted as is, by reason: no_value, bad_number and bad_timestamp lines are not counted; late lines (older than the longest window) are in no window, and in a _total only if their label set has a live series; future lines were placed at the current second.
+# TYPE logwindow_rule_dropped_lines_total counter
+logwindow_rule_dropped_lines_total{reason="bad_number",rule="http_requests"} 0
+logwindow_rule_dropped_lines_total{reason="bad_timestamp",rule="http_requests"} 0
+logwindow_rule_dropped_lines_total{reason="future",rule="http_requests"} 0
+logwindow_rule_dropped_lines_total{reason="late",rule="http_requests"} 3
+logwindow_rule_dropped_lines_total{reason="no_value",rule="http_requests"} 0
 `,
 	}, {
 		name:   "a label set the rule cannot export is skipped and counted, the scrape goes on",
@@ -526,27 +574,171 @@ func TestSinkEventAllocs(t *testing.T) {
 	}
 }
 
-// TestRateObservedSince pins SPEC's "seconds observed run from the earlier of the
-// exporter's start and the oldest event placed": the oldest event of any series, so that a
-// replay of a log from its beginning gives a series first seen near the log's end the
-// rate over the whole log, not over its own short life.
+// TestRateObservedSince pins how rates count the seconds observed: event-time rules from
+// the earlier of the start and the oldest line any event-time rule placed, so that a replay
+// of a log from its beginning gives a series first seen near the log's end the rate over
+// the whole log; processing-time rules from the start, whatever old lines event-time rules
+// placed.
 func TestRateObservedSince(t *testing.T) {
-	r := countRule("errors", []time.Duration{time.Hour}, "status")
-	r.Timestamp = &config.Timestamp{}
-	set := mustSet(t, testConfig(10, r), nil)
-	replayAt := int64(5_000_000)
-	feed(set.NewSink(), []line{
-		{labels: []string{"200"}, now: replayAt, at: replayAt - 599},
-		{labels: []string{"502"}, now: replayAt, at: replayAt},
-	})
-	c := NewCollector(CollectorOptions{Set: fixed(set), Now: func() int64 { return replayAt }, Start: replayAt})
-	want := `
-# HELP errors_window_per_second Requests. Per-second rate of matched lines (divided by the seconds observed while fewer than the window) over the sliding window in the window label, computed by the exporter at scrape time.
-# TYPE errors_window_per_second gauge
+	hour := []time.Duration{time.Hour}
+	const now = 5_000_000
+	cases := []struct {
+		name  string
+		start int64
+		lines []line
+		want  string
+	}{{
+		name:  "event time: a replay observed the whole log",
+		start: now,
+		lines: []line{
+			{labels: []string{"200"}, now: now, at: now - 599},
+			{labels: []string{"502"}, now: now, at: now},
+		},
+		want: `
 errors_window_per_second{status="200",window="1h"} 0.0016666666666666668
 errors_window_per_second{status="502",window="1h"} 0.0016666666666666668
-`
-	if err := testutil.CollectAndCompare(c, strings.NewReader(want), "errors_window_per_second"); err != nil {
-		t.Error(err)
+`,
+	}, {
+		name:  "processing time: an old event-time line does not stretch the observation",
+		start: now - 9,
+		lines: []line{
+			{labels: []string{"200"}, now: now, at: now - 599},
+			{rule: 1, now: now},
+		},
+		want: `
+errors_window_per_second{status="200",window="1h"} 0.0016666666666666668
+requests_window_per_second{window="1h"} 0.1
+`,
+	}}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			set := mustSet(t, testConfig(10, eventRule("errors", hour, "status"), countRule("requests", hour)), nil)
+			feed(set.NewSink(), tc.lines)
+			c := NewCollector(CollectorOptions{Set: fixed(set), Now: func() int64 { return now }, Start: tc.start})
+			want := `
+# HELP errors_window_per_second Requests. Per-second rate of matched lines (divided by the seconds observed while fewer than the window) over the sliding window in the window label, computed by the exporter at scrape time.
+# TYPE errors_window_per_second gauge
+# HELP requests_window_per_second Requests. Per-second rate of matched lines (divided by the seconds observed while fewer than the window) over the sliding window in the window label, computed by the exporter at scrape time.
+# TYPE requests_window_per_second gauge
+` + tc.want
+			if err := testutil.CollectAndCompare(c, strings.NewReader(want), "errors_window_per_second", "requests_window_per_second"); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+}
+
+// TestClocks: event-time rules are placed, judged, read and expired on the wall clock, the
+// clock their lines' times come from; processing-time rules on the processing clock. So a
+// wall-clock step makes no event-time line late or future, and moves nothing of
+// processing-time rules.
+func TestClocks(t *testing.T) {
+	const processing = 100_000
+	cases := []struct {
+		name       string
+		lineWall   int64 // wall second while the lines are written
+		scrapeNow  int64
+		scrapeWall int64
+		want       string
+	}{{
+		name:       "wall clock stepped back 2h",
+		lineWall:   processing - 7200,
+		scrapeNow:  processing,
+		scrapeWall: processing - 7200,
+		want: `
+events_window{status="200",window="1m"} 2
+requests_window{window="1m"} 1
+logwindow_rule_series{rule="events"} 1
+logwindow_rule_series{rule="requests"} 1
+`,
+	}, {
+		name:       "wall clock stepped forward 2h",
+		lineWall:   processing + 7200,
+		scrapeNow:  processing,
+		scrapeWall: processing + 7200,
+		want: `
+events_window{status="200",window="1m"} 2
+requests_window{window="1m"} 1
+logwindow_rule_series{rule="events"} 1
+logwindow_rule_series{rule="requests"} 1
+`,
+	}, {
+		name:       "event-time series expire on the wall clock",
+		lineWall:   processing,
+		scrapeNow:  processing,
+		scrapeWall: processing + 61,
+		want: `
+requests_window{window="1m"} 1
+logwindow_rule_series{rule="events"} 0
+logwindow_rule_series{rule="requests"} 1
+`,
+	}, {
+		name:       "processing-time series expire on the processing clock",
+		lineWall:   processing,
+		scrapeNow:  processing + 61,
+		scrapeWall: processing,
+		want: `
+events_window{status="200",window="1m"} 2
+logwindow_rule_series{rule="events"} 1
+logwindow_rule_series{rule="requests"} 0
+`,
+	}}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			set := mustSet(t, testConfig(10, eventRule("events", oneMin, "status"), countRule("requests", oneMin)), nil)
+			feed(set.NewSink(), []line{
+				{labels: []string{"200"}, now: processing, wall: tc.lineWall, at: tc.lineWall - 10},
+				{labels: []string{"200"}, now: processing, wall: tc.lineWall, at: tc.lineWall},
+				{rule: 1, now: processing, wall: tc.lineWall},
+			})
+			c := NewCollector(CollectorOptions{
+				Set:   fixed(set),
+				Now:   func() int64 { return tc.scrapeNow },
+				Wall:  func() int64 { return tc.scrapeWall },
+				Start: processing,
+			})
+			want := `
+# HELP events_window Requests. Matched lines over the sliding window in the window label, computed by the exporter at scrape time.
+# TYPE events_window gauge
+# HELP requests_window Requests. Matched lines over the sliding window in the window label, computed by the exporter at scrape time.
+# TYPE requests_window gauge
+# HELP logwindow_rule_series Series the rule holds, the overflow series included.
+# TYPE logwindow_rule_series gauge
+` + tc.want
+			if err := testutil.CollectAndCompare(c, strings.NewReader(want), "events_window", "requests_window", "logwindow_rule_series"); err != nil {
+				t.Error(err)
+			}
+			for _, r := range set.rules {
+				if late, future := r.store.late.Load(), r.store.future.Load(); late != 0 || future != 0 {
+					t.Errorf("rule %s: %d late and %d future lines, want none", r.rule.Name, late, future)
+				}
+			}
+		})
+	}
+}
+
+// TestParserDropReasons: every reason the parser gives has a counter and a name of its
+// own, and a reason the exporter does not know is ignored, not a panic. A new parser
+// reason fails this test until numParserReasons counts it.
+func TestParserDropReasons(t *testing.T) {
+	if got := parser.DropReason(numParserReasons).String(); got != "unknown" {
+		t.Errorf("parser.DropReason(%d) is %q: the exporter does not count it", numParserReasons, got)
+	}
+	set := mustSet(t, testConfig(10, countRule("http_requests", oneMin)), nil)
+	k := set.NewSink()
+	names := map[string]bool{reasonLate: true, reasonFuture: true}
+	for i := range numParserReasons {
+		why := parser.DropReason(i)
+		if names[why.String()] || why.String() == "unknown" {
+			t.Errorf("parser.DropReason(%d) is named %q, not a name of its own", i, why)
+		}
+		names[why.String()] = true
+		k.Drop(0, why)
+	}
+	k.Drop(0, parser.DropReason(numParserReasons))
+	for i := range set.rules[0].store.parserDrops {
+		if got := set.rules[0].store.parserDrops[i].Load(); got != 1 {
+			t.Errorf("%v drops = %d, want 1", parser.DropReason(i), got)
+		}
 	}
 }

@@ -124,7 +124,8 @@ func TestConcurrentWritersScrapesReloads(t *testing.T) {
 				if next := current.Load(); next != g {
 					g, k = next, next.set.NewSink()
 				}
-				k.SetNow(clock.Load())
+				now := clock.Load()
+				k.SetNow(now, now)
 				// Up to 2×budget label sets: some fold into overflow, some expire.
 				l := line{rule: rng.IntN(2), labels: []string{fmt.Sprint(rng.IntN(2 * budget))}, value: 0.5}
 				if i%7 == 0 {
@@ -173,7 +174,7 @@ func TestConcurrentWritersScrapesReloads(t *testing.T) {
 
 	now := clock.Load()
 	want := fmt.Sprintf(`
-# HELP logwindow_rule_matched_lines_total Lines matched by the rule and counted in its _total, including lines too old for any window.
+# HELP logwindow_rule_matched_lines_total Lines matched by the rule, including lines too old for any window (those of a label set with no live series are in no _total).
 # TYPE logwindow_rule_matched_lines_total counter
 logwindow_rule_matched_lines_total{rule="kept"} %d
 `, written.Load())

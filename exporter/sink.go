@@ -11,8 +11,8 @@ import (
 // a reload, switches to a new pair, never a parser of one config with a Sink of another.
 // A Sink is not safe for concurrent use; give each input goroutine its own.
 type Sink struct {
-	rules []ruleEntry
-	now   int64
+	rules            []ruleEntry
+	processing, wall int64
 }
 
 // NewSink returns a Sink writing to s.
@@ -20,32 +20,27 @@ func (s *Set) NewSink() *Sink {
 	return &Sink{rules: s.rules}
 }
 
-// SetNow sets the processing time, in Unix seconds, of the events that follow. Calling it
-// once per batch of lines rather than per line keeps the clock off the per-line path.
-func (k *Sink) SetNow(now int64) { k.now = now }
+// SetNow sets, in Unix seconds, the clocks the events that follow are placed and judged by,
+// until the next call. An event without a time of its own is placed at processing. An
+// event with one (HasTime) is placed at it and judged late or future against wall, the
+// clock its time comes from. They must be the clocks the Collector reads, Now and Wall, so
+// that a series is written and read on one clock.
+func (k *Sink) SetNow(processing, wall int64) { k.processing, k.wall = processing, wall }
 
-// Event adds a matched line to its series: at its own time when it has one, else now.
+// Event adds a matched line to its series: at its own time when it has one, else at the
+// processing second.
 func (k *Sink) Event(e *parser.Event) {
 	r := &k.rules[e.Rule]
-	at := k.now
+	now, at := k.processing, k.processing
 	if e.HasTime {
-		at = e.Time
+		now, at = k.wall, e.Time
 	}
-	r.store.observe(e.Key, e.Labels, k.now, at, e.Value, r.limit)
+	r.store.observe(e.Key, e.Labels, now, at, e.Value, r.limit)
 }
 
 // Drop counts a line the parser matched but could not turn into an event.
 func (k *Sink) Drop(rule int, why parser.DropReason) {
-	var r reason
-	switch why {
-	case parser.NoValue:
-		r = reasonNoValue
-	case parser.BadNumber:
-		r = reasonBadNumber
-	case parser.BadTimestamp:
-		r = reasonBadTimestamp
-	default:
-		return
+	if int(why) < numParserReasons {
+		k.rules[rule].store.parserDrops[why].Add(1)
 	}
-	k.rules[rule].store.drops[r].Add(1)
 }

@@ -10,6 +10,27 @@
 // Idle series are expired by the scrape, which visits every series anyway: no goroutine,
 // no timer, and a window read after any gap is still right because the wheels catch up on
 // read. Between scrapes the budget alone bounds memory.
+//
+// # Clocks
+//
+// A processing-time rule places each line at the processing second (monotonic, so a
+// wall-clock step moves nothing) and is read and expired at it. An event-time rule lives
+// entirely on the wall clock, the clock its log's times come from: its lines are judged
+// late or future against the wall second, and its series are read and expired at it. A
+// rule never mixes the two, so neither clock's steps reach the other's rules. Rates divide
+// by the seconds observed: since the exporter's start for processing-time rules; for
+// event-time rules since the earlier of that and the oldest line any event-time rule
+// placed, so that a replay from the beginning of a log gives a series first seen near its
+// end the rate over the whole log.
+//
+// # Late lines
+//
+// A line older than its rule's longest window is in no window. It still counts in the
+// `_total` of its series when its label set has a live one. When it has none, the line
+// creates none: the series would be idle beyond the longest window at birth, which removes
+// it, and on the way it would take a place in the budget from a live label set (a backfill
+// of an old log would fill the budget with dead series). Such a line counts in the rule's
+// matched lines and late drops only, since there is no series to carry a `_total`.
 package exporter
 
 import (
@@ -22,6 +43,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/logwindow/logwindow_exporter/config"
+	"github.com/logwindow/logwindow_exporter/parser"
 	"github.com/logwindow/logwindow_exporter/windows"
 )
 
@@ -33,34 +55,25 @@ const OverflowValue = "__overflow__"
 // valid UTF-8, so distinct label sets always give distinct keys.
 const keySep = "\xff"
 
-// reason is why a matched line did not reach a window as is.
-type reason uint8
+// numParserReasons is the number of parser.DropReason values, which run from 0 to
+// BadTimestamp; a test fails when the parser gains one.
+const numParserReasons = int(parser.BadTimestamp) + 1
 
+// The `reason` label values of the drops the store itself finds; the parser's reasons are
+// named by parser.DropReason.String.
 const (
-	reasonNoValue reason = iota
-	reasonBadNumber
-	reasonBadTimestamp
-	reasonLate
-	reasonFuture
-	numReasons
+	reasonLate   = "late"
+	reasonFuture = "future"
 )
-
-// reasonNames are the `reason` label values, indexed by reason.
-var reasonNames = [numReasons]string{
-	reasonNoValue:      "no_value",
-	reasonBadNumber:    "bad_number",
-	reasonBadTimestamp: "bad_timestamp",
-	reasonLate:         "late",
-	reasonFuture:       "future",
-}
 
 // Set is the series state of one config: what the sinks write to and the collector reads.
 // It is immutable after NewSet; the stores it points to are shared with the Set it was
 // built from, which is what keeps writers of the previous Set safe during a reload.
 type Set struct {
 	rules []ruleEntry
-	// oldest is the second of the oldest event placed in any wheel since the exporter
-	// started (math.MaxInt64 before the first); every Set built by reloads shares it.
+	// oldest is the second of the oldest line an event-time rule placed in a wheel since
+	// the exporter started (math.MaxInt64 before the first); every Set built by reloads
+	// shares it.
 	oldest *atomic.Int64
 }
 
@@ -79,6 +92,10 @@ type store struct {
 	layout      *windows.Layout
 	// value: the rule sums a capture, so `_total` is a float sum rather than the line count.
 	value bool
+	// eventTime: the rule places lines by their own time, on the wall clock (see the
+	// package documentation). The fingerprint covers the timestamp, so an inherited store
+	// keeps its clock.
+	eventTime bool
 	// overflowKey and overflowLabels describe the overflow series; a log line whose label
 	// values are all OverflowValue lands in that same series, so the two can never be
 	// exported as duplicate label sets.
@@ -91,9 +108,14 @@ type store struct {
 	normal int
 	// retired is the line count of expired series, so matched lines stay monotonic.
 	retired uint64
+	// lateUnseated counts late lines of label sets that had no series: matched lines that
+	// are in no `_total` (see the package documentation).
+	lateUnseated atomic.Uint64
 
-	drops [numReasons]atomic.Uint64
-	folds atomic.Uint64
+	// parserDrops is indexed by parser.DropReason.
+	parserDrops  [numParserReasons]atomic.Uint64
+	late, future atomic.Uint64
+	folds        atomic.Uint64
 	// oldest is the Set's shared oldest placed event (see Set.oldest).
 	oldest *atomic.Int64
 }
@@ -164,6 +186,7 @@ func newStore(r *config.Rule, oldest *atomic.Int64) *store {
 		fingerprint:    r.Fingerprint,
 		layout:         r.Layout,
 		value:          r.IsValueRule(),
+		eventTime:      r.Timestamp != nil,
 		overflowKey:    strings.Join(overflow, keySep),
 		overflowLabels: overflow,
 		series:         map[string]*series{},
@@ -176,6 +199,12 @@ func newStore(r *config.Rule, oldest *atomic.Int64) *store {
 func (st *store) observe(key []byte, labels [][]byte, now, at int64, v float64, limit int) {
 	st.mu.RLock()
 	s := st.series[string(key)]
+	if s == nil && st.tooOld(now, at) {
+		st.mu.RUnlock()
+		st.lateUnseated.Add(1)
+		st.late.Add(1)
+		return
+	}
 	folded := false
 	// Only valid values fold here: invalid ones are sanitised by the slow path first, and
 	// their sanitised label set may already be a series of its own.
@@ -195,8 +224,16 @@ func (st *store) observe(key []byte, labels [][]byte, now, at int64, v float64, 
 	st.create(labels, now, at, v, limit)
 }
 
+// tooOld reports whether an event at second at is older than every window at second now,
+// as windows.Series.Add judges it for a new series. The difference is taken unsigned so
+// that no pair of times can overflow it.
+func (st *store) tooOld(now, at int64) bool {
+	return at < now && uint64(now-at) >= uint64(st.layout.Longest())
+}
+
 // create is the first event of a label set (or of the overflow series): the only path that
-// allocates, and the only one that takes the write lock on the write side.
+// allocates, and the only one that takes the write lock on the write side. observe has
+// made sure the event is not too old for a new series.
 func (st *store) create(labels [][]byte, now, at int64, v float64, limit int) {
 	key, values := cloneLabels(labels)
 	st.mu.Lock()
@@ -263,17 +300,20 @@ func (st *store) add(s *series, now, at int64, v float64) {
 	}
 	switch s.win.Add(now, at, v) {
 	case windows.Placed:
-		st.placedAt(at)
+		if st.eventTime {
+			st.placedAt(at)
+		}
 	case windows.Late:
-		st.drops[reasonLate].Add(1)
+		st.late.Add(1)
 	case windows.Future:
-		st.drops[reasonFuture].Add(1)
+		st.future.Add(1)
 		st.placedAt(now)
 	}
 }
 
-// placedAt lowers the exporter's oldest placed event to t; after the first events of a
-// log that is a single load per event.
+// placedAt lowers the oldest line placed by an event-time rule to t; after the first lines
+// of a log that is a single load per line. Processing-time rules do not call it: their
+// lines are placed at now, never before the exporter's start.
 func (st *store) placedAt(t int64) {
 	for {
 		old := st.oldest.Load()
@@ -302,15 +342,16 @@ func (st *store) total(s *series) float64 {
 	return float64(s.lines.Load())
 }
 
-// snapshot returns the live series and the matched lines of the series expired so far,
-// read together so that the rule's matched-lines counter never goes back.
+// snapshot returns the live series and the matched lines not in them (those of expired
+// series and late lines that had no series), read together so that the rule's
+// matched-lines counter never goes back.
 func (st *store) snapshot(dst []*series) ([]*series, uint64) {
 	st.mu.RLock()
 	defer st.mu.RUnlock()
 	for _, s := range st.series {
 		dst = append(dst, s)
 	}
-	return dst, st.retired
+	return dst, st.retired + st.lateUnseated.Load()
 }
 
 // idle reports whether s has had no event for longer than the longest window, so that
