@@ -137,7 +137,7 @@ func TestUniqueURIsStayWithinBudget(t *testing.T) {
 	}
 	const now = 1_700_000_000
 	sink := set.NewSink()
-	sink.SetNow(now)
+	sink.SetNow(now, now)
 	reg := prometheus.NewPedanticRegistry()
 	reg.MustRegister(exporter.NewCollector(exporter.CollectorOptions{
 		Set:   func() *exporter.Set { return set },
@@ -420,6 +420,22 @@ func TestClockSteps(t *testing.T) {
 			{"http_requests_window", win("5m"), 5},
 			{"http_requests_window_per_second", win("1m"), 5.0 / 60},
 			{"logwindow_rule_matched_lines_total", map[string]string{"rule": "http_requests"}, 15},
+		})
+	})
+
+	// Event-time rules live on the wall clock, because their lines carry wall-clock times:
+	// after the host's clock steps back, a line stamped with the new wall time is current,
+	// not two hours late.
+	t.Run("event time after the wall clock steps back", func(t *testing.T) {
+		e := startExporterWith(t, hardeningConfig(t, "event-time.yaml"), false)
+		e.clock.Advance(-2 * time.Hour)
+		wall := e.clock.Now().Unix()
+		e.appendLines(eventLine(wall, time.UTC, 200), eventLine(wall, time.UTC, 200))
+		m := e.scrape()
+		checkSamples(t, m, []sampleWant{
+			{"http_requests_total", ok, 2},
+			{"http_requests_window", win("1m"), 2},
+			{"logwindow_rule_dropped_lines_total", late, 0},
 		})
 	})
 

@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"slices"
+	"strings"
 	"syscall"
 	"time"
 
@@ -62,6 +64,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "%s: %v\n", exporterName, err)
 		return 2
 	}
+	if err := checkTelemetryPath(*metricsPath); err != nil {
+		fmt.Fprintf(stderr, "%s: --web.telemetry-path: %v\n", exporterName, err)
+		return 2
+	}
 	logConfig.Writer = stderr
 	logger := promslog.New(logConfig)
 
@@ -98,6 +104,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 // serve follows the inputs and answers HTTP until SIGTERM or SIGINT.
 func serve(cfg *config.Config, opts pipeline.Options, logger *slog.Logger, webFlags *web.FlagConfig, metricsPath string, lifecycle bool) error {
 	logger.Info("starting "+exporterName, "version", version.Info(), "config", cfg.File)
+	// Signals are caught before the inputs start: a SIGHUP or SIGTERM during start-up must
+	// not kill the process with the default action.
+	ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer cancel()
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+
 	p, err := pipeline.Start(cfg, opts)
 	if err != nil {
 		return err
@@ -105,12 +119,6 @@ func serve(cfg *config.Config, opts pipeline.Options, logger *slog.Logger, webFl
 	defer p.Stop()
 
 	reg := newRegistry(p)
-
-	ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
-	defer cancel()
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-	defer signal.Stop(hup)
 	go func() {
 		for {
 			select {
@@ -202,6 +210,21 @@ func newMux(p *pipeline.Pipeline, reg *prometheus.Registry, logger *slog.Logger,
 	mux.Handle("/", landing)
 	return mux, nil
 
+}
+
+// reservedPaths are served by the exporter itself; the metrics path may not shadow them.
+var reservedPaths = []string{"/", "/-/healthy", "/-/ready", "/-/reload"}
+
+// checkTelemetryPath refuses a metrics path the mux cannot serve, which would otherwise
+// panic after the inputs started.
+func checkTelemetryPath(path string) error {
+	if !strings.HasPrefix(path, "/") {
+		return fmt.Errorf("%q must start with /", path)
+	}
+	if slices.Contains(reservedPaths, path) {
+		return fmt.Errorf("%q is already served by the exporter (%s)", path, strings.Join(reservedPaths, ", "))
+	}
+	return nil
 }
 
 // reloadAndLog is the one reload path shared by SIGHUP and POST /-/reload.

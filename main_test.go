@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"net/http"
@@ -445,4 +446,47 @@ func TestEndToEndLifecycle(t *testing.T) {
 			t.Errorf("new rule's window = %v, want 2", got)
 		}
 	})
+}
+
+// An input renamed by a reload, with start_at changed as well, keeps its follower: its
+// lines are neither read again from the beginning nor skipped, and rules follow the new name.
+func TestReloadRenamedInputKeepsItsPlace(t *testing.T) {
+	e := startExporter(t, true)
+	e.request(3, "GET", "/a", 200, 1)
+	text := strings.Replace(fmt.Sprintf(e2eRules, e.logPath), "  - name: web\n    path: "+e.logPath+"\n",
+		"  - name: site\n    path: "+e.logPath+"\n    start_at: beginning\n", 1)
+	text += `  - name: site_requests
+    match: '%{REQ}'
+    inputs: [site]
+`
+	e.writeConfig(text)
+	if code := e.post("/-/reload"); code != http.StatusOK {
+		t.Fatalf("reload = %d, want 200", code)
+	}
+	e.writeLines(accessLine("GET", "/a", 200, 1), accessLine("GET", "/a", 200, 1))
+	e.waitFor(func(m map[string]*dto.MetricFamily) bool {
+		return value(m, "logwindow_input_lines_total", map[string]string{"input": "site"}) == 5
+	}, "5 lines read by the renamed input")
+	m := e.scrape()
+	if got := value(m, "http_requests_total", map[string]string{"status": "200"}); got != 5 {
+		t.Errorf("http_requests_total = %v, want 5: the unchanged rule counts each line once", got)
+	}
+	if got := value(m, "site_requests_total", nil); got != 2 {
+		t.Errorf("site_requests_total = %v, want 2: a rule restricted to the new name sees the new lines", got)
+	}
+	if got := labelValues(m, "logwindow_input_lines_total", "input"); strings.Join(got, ",") != "site" {
+		t.Errorf("inputs exported = %v, want only the new name", got)
+	}
+}
+
+func TestTelemetryPathRefused(t *testing.T) {
+	for _, path := range []string{"metrics", "/", "/-/healthy", "/-/ready", "/-/reload"} {
+		t.Run(path, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			code := run([]string{"--config.file=examples/quickstart.yaml", "--web.telemetry-path=" + path}, &stdout, &stderr)
+			if code != 2 || !strings.Contains(stderr.String(), "--web.telemetry-path") {
+				t.Errorf("exit %d, stderr %q; want exit 2 naming the flag", code, stderr.String())
+			}
+		})
+	}
 }

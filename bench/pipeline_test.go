@@ -123,7 +123,7 @@ func BenchmarkBytesPerSeries(b *testing.B) {
 			b.Fatal(err)
 		}
 		sink := set.NewSink()
-		sink.SetNow(now)
+		sink.SetNow(now, now)
 		for _, l := range lines {
 			p.Parse("nginx", l, sink)
 		}

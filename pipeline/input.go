@@ -8,36 +8,47 @@ import (
 	"github.com/logwindow/logwindow_exporter/follow"
 )
 
-// inputKey identifies an input across reloads: an input whose key is unchanged keeps its
-// follower (and so its read offsets).
-type inputKey struct {
-	name, path string
-	startAt    config.StartAt
-}
-
-func keyOf(in config.Input) inputKey {
-	return inputKey{name: in.Name, path: in.Path, startAt: in.StartAt}
-}
-
-// input is one followed input. gen and sink are touched only by the follower's goroutine:
-// it picks up a new generation at the first line after a reload.
+// input is one followed path. An input is identified across reloads by its path alone
+// (config refuses two inputs with one path): a reload that renames it or changes its
+// start_at keeps its follower and read offsets, so no line is read twice or skipped, and
+// start_at applies only when a path is first followed.
 type input struct {
-	name     string // for rules' inputs: restriction
-	label    string // for self-metrics: the name, or the path when unnamed
+	path     string
+	label    string // for self-metrics: the name, or the path when unnamed; guarded by Pipeline.mu
 	follower *follow.Follower
-	gen      *generation
-	sink     *exporter.Sink
+	// Touched only by the follower's goroutine, which picks up a new generation at the
+	// first line after a reload.
+	gen  *generation
+	sink *exporter.Sink
+	name string // the input's name in gen's config, for rules' inputs: restriction
+}
+
+func labelOf(ci config.Input) string {
+	if ci.Name != "" {
+		return ci.Name
+	}
+	return ci.Path
+}
+
+// inputName is the name cfg gives the input following path.
+func (g *generation) inputName(path string) string {
+	for _, ci := range g.cfg.Inputs {
+		if ci.Path == path {
+			return ci.Name
+		}
+	}
+	return ""
 }
 
 // syncInputs starts the inputs of cfg that are not running and stops those cfg no longer
 // names. It keeps going past an input that fails to start and returns every failure.
 func (p *Pipeline) syncInputs(cfg *config.Config) error {
-	wanted := map[inputKey]bool{}
+	wanted := map[string]bool{}
 	var errs []error
 	for _, ci := range cfg.Inputs {
-		k := keyOf(ci)
-		wanted[k] = true
-		if _, running := p.inputs[k]; running {
+		wanted[ci.Path] = true
+		if in, running := p.inputs[ci.Path]; running {
+			in.label = labelOf(ci)
 			continue
 		}
 		in, err := p.startInput(ci)
@@ -45,14 +56,14 @@ func (p *Pipeline) syncInputs(cfg *config.Config) error {
 			errs = append(errs, err)
 			continue
 		}
-		p.inputs[k] = in
+		p.inputs[ci.Path] = in
 	}
 	p.stopInputs(wanted)
 	return errors.Join(errs...)
 }
 
-// stopInputs stops every running input whose key keep does not hold (all when keep is nil).
-func (p *Pipeline) stopInputs(keep map[inputKey]bool) {
+// stopInputs stops every running input whose path keep does not hold (all when keep is nil).
+func (p *Pipeline) stopInputs(keep map[string]bool) {
 	for k, in := range p.inputs {
 		if !keep[k] {
 			in.follower.Stop()
@@ -62,10 +73,7 @@ func (p *Pipeline) stopInputs(keep map[inputKey]bool) {
 }
 
 func (p *Pipeline) startInput(ci config.Input) (*input, error) {
-	in := &input{name: ci.Name, label: ci.Name}
-	if in.label == "" {
-		in.label = ci.Path
-	}
+	in := &input{path: ci.Path, label: labelOf(ci)}
 	f, err := follow.Start(p.followOptions(ci.Path, ci.StartAt == config.StartAtBeginning), in.handle(p))
 	if err != nil {
 		return nil, err
@@ -90,9 +98,9 @@ func (p *Pipeline) followOptions(path string, fromBeginning bool) follow.Options
 func (in *input) handle(p *Pipeline) follow.Handler {
 	return func(_ string, line []byte) {
 		if g := p.gen.Load(); g != in.gen {
-			in.gen, in.sink = g, g.set.NewSink()
+			in.gen, in.sink, in.name = g, g.set.NewSink(), g.inputName(in.path)
 		}
-		in.sink.SetNow(p.clock.second())
+		in.sink.SetNow(p.clock.read())
 		in.gen.parser.Parse(in.name, line, in.sink)
 	}
 }

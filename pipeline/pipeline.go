@@ -7,6 +7,7 @@
 package pipeline
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -65,11 +66,16 @@ type Pipeline struct {
 	clock *clock
 	gen   atomic.Pointer[generation]
 
-	mu          sync.Mutex // serialises Reload and Stop, guards inputs and reload state
-	inputs      map[inputKey]*input
+	mu          sync.Mutex        // serialises reloads and Stop; guards the fields below
+	inputs      map[string]*input // by path
+	stopped     bool
 	reloadOK    bool
 	lastSuccess time.Time
 }
+
+// errStopped refuses a reload that comes in (by SIGHUP or HTTP) during shutdown, which would
+// otherwise start followers again after Stop.
+var errStopped = errors.New("the exporter is shutting down")
 
 // Start builds the state for cfg and starts following its inputs.
 func Start(cfg *config.Config, opts Options) (*Pipeline, error) {
@@ -80,7 +86,7 @@ func Start(cfg *config.Config, opts Options) (*Pipeline, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Pipeline{opts: opts, clock: newClock(opts.Now), inputs: map[inputKey]*input{}}
+	p := &Pipeline{opts: opts, clock: newClock(opts.Now), inputs: map[string]*input{}}
 	p.gen.Store(gen)
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -93,14 +99,20 @@ func Start(cfg *config.Config, opts Options) (*Pipeline, error) {
 }
 
 // ReloadFile loads the config file in use again and applies it; a file that fails to load
-// or build changes nothing.
+// or build changes nothing. The file is read under the reload lock, so of two reloads at
+// once the later one applies the newer file.
 func (p *Pipeline) ReloadFile() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.stopped {
+		return errStopped
+	}
 	cfg, err := config.Load(p.gen.Load().cfg.File)
 	if err != nil {
-		p.recordReload(false)
+		p.reloadOK = false
 		return err
 	}
-	return p.Reload(cfg)
+	return p.reload(cfg)
 }
 
 // Reload swaps in cfg: rules whose definition did not change keep their window state,
@@ -108,6 +120,14 @@ func (p *Pipeline) ReloadFile() error {
 func (p *Pipeline) Reload(cfg *config.Config) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.stopped {
+		return errStopped
+	}
+	return p.reload(cfg)
+}
+
+// reload is Reload with p.mu held.
+func (p *Pipeline) reload(cfg *config.Config) error {
 	gen, err := newGeneration(cfg, p.gen.Load())
 	if err != nil {
 		p.reloadOK = false
@@ -124,12 +144,6 @@ func (p *Pipeline) Reload(cfg *config.Config) error {
 	return nil
 }
 
-func (p *Pipeline) recordReload(ok bool) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.reloadOK = ok
-}
-
 // Ready reports whether every input has opened and positioned the files that exist.
 func (p *Pipeline) Ready() bool {
 	p.mu.Lock()
@@ -142,10 +156,11 @@ func (p *Pipeline) Ready() bool {
 	return true
 }
 
-// Stop stops every input and waits for their goroutines.
+// Stop stops every input and waits for their goroutines; later reloads are refused.
 func (p *Pipeline) Stop() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.stopped = true
 	p.stopInputs(nil)
 }
 
@@ -155,6 +170,7 @@ func (p *Pipeline) Collector() prometheus.Collector {
 	return exporter.NewCollector(exporter.CollectorOptions{
 		Set:    func() *exporter.Set { return p.gen.Load().set },
 		Now:    p.clock.second,
+		Wall:   p.clock.wall,
 		Start:  p.clock.second(),
 		Inputs: p.inputStats,
 		Reload: p.reloadStats,
@@ -212,7 +228,9 @@ func newClock(now func() time.Time) *clock {
 	return &clock{now: now, last: t, at: t}
 }
 
-func (c *clock) second() int64 {
+// read returns the processing second and, from the same reading, the wall-clock second:
+// event-time rules compare a line's own (wall-clock) time with the latter.
+func (c *clock) read() (processing, wall int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	t := c.now()
@@ -220,5 +238,14 @@ func (c *clock) second() int64 {
 		c.at = c.at.Add(d)
 	}
 	c.last = t
-	return c.at.Unix()
+	return c.at.Unix(), t.Unix()
+}
+
+func (c *clock) second() int64 {
+	processing, _ := c.read()
+	return processing
+}
+
+func (c *clock) wall() int64 {
+	return c.now().Unix()
 }

@@ -38,7 +38,7 @@ func Replay(cfg *config.Config, files []string, opts Options, w io.Writer) error
 		}
 	}
 	sink := gen.set.NewSink()
-	sink.SetNow(now)
+	sink.SetNow(now, now)
 	if err := replayFiles(cfg, gen.parser, files, opts, sink); err != nil {
 		return err
 	}
@@ -46,6 +46,7 @@ func Replay(cfg *config.Config, files []string, opts Options, w io.Writer) error
 	reg.MustRegister(exporter.NewCollector(exporter.CollectorOptions{
 		Set:   func() *exporter.Set { return gen.set },
 		Now:   func() int64 { return now },
+		Wall:  func() int64 { return now },
 		Start: now,
 	}))
 	families, err := reg.Gather()
