@@ -112,11 +112,6 @@ func (m *Matcher) SubexpNames() []string { return m.re.SubexpNames() }
 // String returns the source expression.
 func (m *Matcher) String() string { return m.re.String() }
 
-// RequiredLiteral returns a byte string that every match contains (the
-// longest one found in the expression's top-level sequence), or nil. A caller
-// running many expressions over a line can use it to skip some cheaply.
-func (m *Matcher) RequiredLiteral() []byte { return bytes.Clone(m.required) }
-
 // Match reports whether line matches and fills caps like
 // regexp.FindSubmatchIndex: a start and an end per group, group 0 (the whole
 // match) first, -1 for a group that did not participate. caps must have room

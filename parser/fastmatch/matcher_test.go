@@ -143,8 +143,8 @@ func TestRequiredLiteral(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := m.RequiredLiteral(); string(got) != c.want {
-				t.Errorf("RequiredLiteral() = %q, want %q", got, c.want)
+			if got := m.required; string(got) != c.want {
+				t.Errorf("required literal = %q, want %q", got, c.want)
 			}
 		})
 	}
