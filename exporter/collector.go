@@ -25,7 +25,9 @@ type InputStats struct {
 	Rotations   uint64
 	Truncations uint64
 	Errors      uint64
-	Files       []FileStats
+	// Polling is true while the input has no inotify watch and sees changes only by polling.
+	Polling bool
+	Files   []FileStats
 }
 
 // FileStats is one file an input is reading.
@@ -74,9 +76,9 @@ type Collector struct {
 }
 
 type selfDescs struct {
-	matched, dropped, series, limit, overflow                      *prometheus.Desc
-	inputLines, tooLong, rotations, truncations, inputErrs, behind *prometheus.Desc
-	reloadOK, reloadTime, collectErrs                              *prometheus.Desc
+	matched, dropped, series, limit, overflow                               *prometheus.Desc
+	inputLines, tooLong, rotations, truncations, inputErrs, polling, behind *prometheus.Desc
+	reloadOK, reloadTime, collectErrs                                       *prometheus.Desc
 }
 
 // NewCollector returns a Collector reading what opts gives it.
@@ -96,6 +98,7 @@ func NewCollector(opts CollectorOptions) *Collector {
 			rotations:   prometheus.NewDesc("logwindow_input_rotations_total", "Rotations (rename and create, delete and recreate, symlink retarget) seen on the input's files.", input, nil),
 			truncations: prometheus.NewDesc("logwindow_input_truncations_total", "Truncations (copytruncate) seen on the input's files.", input, nil),
 			inputErrs:   prometheus.NewDesc("logwindow_input_errors_total", "Errors while following the input; each is logged and retried.", input, nil),
+			polling:     prometheus.NewDesc("logwindow_input_polling", "1 while the input sees changes only by polling, because inotify could not be set up (e.g. the per-user instance limit is reached): changes show up to --input.poll-interval later.", input, nil),
 			behind:      prometheus.NewDesc("logwindow_input_behind_bytes", "Bytes of the file not read yet.", []string{"input", "path"}, nil),
 			reloadOK:    prometheus.NewDesc("logwindow_config_last_reload_successful", "Whether the last configuration load succeeded (1) or was refused (0).", nil, nil),
 			reloadTime:  prometheus.NewDesc("logwindow_config_last_reload_success_timestamp_seconds", "Unix time of the last successful configuration load.", nil, nil),
@@ -273,6 +276,7 @@ func (c *Collector) collectInputs(e emitter, inputs []InputStats) {
 		sum.Rotations += in.Rotations
 		sum.Truncations += in.Truncations
 		sum.Errors += in.Errors
+		sum.Polling = sum.Polling || in.Polling
 		for _, f := range in.Files {
 			behind[fileKey{name, validUTF8(f.Path)}] += f.BehindBytes
 		}
@@ -283,6 +287,7 @@ func (c *Collector) collectInputs(e emitter, inputs []InputStats) {
 		e.emit(c.self.rotations, prometheus.CounterValue, float64(in.Rotations), name)
 		e.emit(c.self.truncations, prometheus.CounterValue, float64(in.Truncations), name)
 		e.emit(c.self.inputErrs, prometheus.CounterValue, float64(in.Errors), name)
+		e.emit(c.self.polling, prometheus.GaugeValue, boolValue(in.Polling), name)
 	}
 	for k, b := range behind {
 		e.emit(c.self.behind, prometheus.GaugeValue, float64(b), k.input, k.path)

@@ -462,7 +462,7 @@ func TestSelfMetrics(t *testing.T) {
 		inputs: []InputStats{
 			{Input: "nginx", Lines: 10, TooLong: 1, Rotations: 2, Truncations: 3, Errors: 4,
 				Files: []FileStats{{Path: "/a.log", BehindBytes: 5}, {Path: "/b\xff.log", BehindBytes: 6}}},
-			{Input: "nginx", Lines: 1, Files: []FileStats{{Path: "/a.log", BehindBytes: 7}}},
+			{Input: "nginx", Lines: 1, Polling: true, Files: []FileStats{{Path: "/a.log", BehindBytes: 7}}},
 			{Input: "app", Lines: 2},
 		},
 		reload: ReloadStats{Successful: false, LastSuccess: time.Unix(1500, 500e6)},
@@ -487,6 +487,10 @@ logwindow_input_truncations_total{input="nginx"} 3
 # TYPE logwindow_input_errors_total counter
 logwindow_input_errors_total{input="app"} 0
 logwindow_input_errors_total{input="nginx"} 4
+# HELP logwindow_input_polling 1 while the input sees changes only by polling, because inotify could not be set up (e.g. the per-user instance limit is reached): changes show up to --input.poll-interval later.
+# TYPE logwindow_input_polling gauge
+logwindow_input_polling{input="app"} 0
+logwindow_input_polling{input="nginx"} 1
 # HELP logwindow_input_behind_bytes Bytes of the file not read yet.
 # TYPE logwindow_input_behind_bytes gauge
 logwindow_input_behind_bytes{input="nginx",path="/a.log"} 12
@@ -517,7 +521,7 @@ logwindow_config_last_reload_successful 0
 			})
 			names := []string{"logwindow_input_lines_total", "logwindow_input_too_long_lines_total",
 				"logwindow_input_rotations_total", "logwindow_input_truncations_total", "logwindow_input_errors_total",
-				"logwindow_input_behind_bytes", "logwindow_config_last_reload_successful",
+				"logwindow_input_polling", "logwindow_input_behind_bytes", "logwindow_config_last_reload_successful",
 				"logwindow_config_last_reload_success_timestamp_seconds"}
 			if err := testutil.CollectAndCompare(c, strings.NewReader(tc.want), names...); err != nil {
 				t.Error(err)

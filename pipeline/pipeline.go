@@ -205,6 +205,7 @@ func toInputStats(label string, s follow.Stats) exporter.InputStats {
 		Rotations:   s.Rotations,
 		Truncations: s.Truncations,
 		Errors:      s.Errors,
+		Polling:     s.Polling,
 		Files:       files,
 	}
 }
