@@ -11,30 +11,17 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/logwindow/logwindow_exporter/follow"
 	"github.com/logwindow/logwindow_exporter/parser"
 	"github.com/logwindow/logwindow_exporter/windows"
 )
 
-// InputStats is what the pipeline knows of one input at scrape time, so that this package
-// exports the tailing self-metrics without importing the follower.
+// InputStats is one input's follower snapshot at scrape time, under the name it is
+// exported by.
 type InputStats struct {
 	// Input is the input's name, or its path when it has none.
-	Input       string
-	Lines       uint64 // complete lines read
-	TooLong     uint64 // lines skipped for exceeding the line cap
-	Rotations   uint64
-	Truncations uint64
-	Errors      uint64
-	// Polling is true while the input has no inotify watch and sees changes only by polling.
-	Polling bool
-	Files   []FileStats
-}
-
-// FileStats is one file an input is reading.
-type FileStats struct {
-	Path string
-	// BehindBytes is the file's size minus the offset read so far.
-	BehindBytes int64
+	Input string
+	follow.Stats
 }
 
 // ReloadStats is the outcome of the latest config (re)load.
@@ -271,18 +258,18 @@ func (c *Collector) collectInputs(e emitter, inputs []InputStats) {
 			sum = &InputStats{}
 			byInput[name] = sum
 		}
-		sum.Lines += in.Lines
+		sum.LinesRead += in.LinesRead
 		sum.TooLong += in.TooLong
 		sum.Rotations += in.Rotations
 		sum.Truncations += in.Truncations
 		sum.Errors += in.Errors
 		sum.Polling = sum.Polling || in.Polling
 		for _, f := range in.Files {
-			behind[fileKey{name, validUTF8(f.Path)}] += f.BehindBytes
+			behind[fileKey{name, validUTF8(f.Path)}] += f.BytesBehind
 		}
 	}
 	for name, in := range byInput {
-		e.emit(c.self.inputLines, prometheus.CounterValue, float64(in.Lines), name)
+		e.emit(c.self.inputLines, prometheus.CounterValue, float64(in.LinesRead), name)
 		e.emit(c.self.tooLong, prometheus.CounterValue, float64(in.TooLong), name)
 		e.emit(c.self.rotations, prometheus.CounterValue, float64(in.Rotations), name)
 		e.emit(c.self.truncations, prometheus.CounterValue, float64(in.Truncations), name)

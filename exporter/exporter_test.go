@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/logwindow/logwindow_exporter/config"
+	"github.com/logwindow/logwindow_exporter/follow"
 	"github.com/logwindow/logwindow_exporter/parser"
 	"github.com/logwindow/logwindow_exporter/windows"
 )
@@ -433,7 +434,7 @@ func TestGatherAndLint(t *testing.T) {
 		Now:   func() int64 { return now },
 		Start: start,
 		Inputs: func() []InputStats {
-			return []InputStats{{Input: "nginx", Lines: 3, Files: []FileStats{{Path: "/var/log/nginx/access.log", BehindBytes: 10}}}}
+			return []InputStats{{Input: "nginx", Stats: follow.Stats{LinesRead: 3, Files: []follow.FileStats{{Path: "/var/log/nginx/access.log", BytesBehind: 10}}}}}
 		},
 		Reload: func() ReloadStats { return ReloadStats{Successful: true, LastSuccess: time.Unix(start, 0)} },
 	})
@@ -460,10 +461,10 @@ func TestSelfMetrics(t *testing.T) {
 	}{{
 		name: "inputs sharing a name are summed, invalid UTF-8 in paths replaced",
 		inputs: []InputStats{
-			{Input: "nginx", Lines: 10, TooLong: 1, Rotations: 2, Truncations: 3, Errors: 4,
-				Files: []FileStats{{Path: "/a.log", BehindBytes: 5}, {Path: "/b\xff.log", BehindBytes: 6}}},
-			{Input: "nginx", Lines: 1, Polling: true, Files: []FileStats{{Path: "/a.log", BehindBytes: 7}}},
-			{Input: "app", Lines: 2},
+			{Input: "nginx", Stats: follow.Stats{LinesRead: 10, TooLong: 1, Rotations: 2, Truncations: 3, Errors: 4,
+				Files: []follow.FileStats{{Path: "/a.log", BytesBehind: 5}, {Path: "/b\xff.log", BytesBehind: 6}}}},
+			{Input: "nginx", Stats: follow.Stats{LinesRead: 1, Polling: true, Files: []follow.FileStats{{Path: "/a.log", BytesBehind: 7}}}},
+			{Input: "app", Stats: follow.Stats{LinesRead: 2}},
 		},
 		reload: ReloadStats{Successful: false, LastSuccess: time.Unix(1500, 500e6)},
 		want: `

@@ -18,7 +18,6 @@ import (
 
 	"github.com/logwindow/logwindow_exporter/config"
 	"github.com/logwindow/logwindow_exporter/exporter"
-	"github.com/logwindow/logwindow_exporter/follow"
 	"github.com/logwindow/logwindow_exporter/parser"
 )
 
@@ -188,26 +187,9 @@ func (p *Pipeline) inputStats() []exporter.InputStats {
 	defer p.mu.Unlock()
 	out := make([]exporter.InputStats, 0, len(p.inputs))
 	for _, in := range p.inputs {
-		out = append(out, toInputStats(in.label, in.follower.Stats()))
+		out = append(out, exporter.InputStats{Input: in.label, Stats: in.follower.Stats()})
 	}
 	return out
-}
-
-func toInputStats(label string, s follow.Stats) exporter.InputStats {
-	files := make([]exporter.FileStats, len(s.Files))
-	for i, f := range s.Files {
-		files[i] = exporter.FileStats{Path: f.Path, BehindBytes: f.BytesBehind}
-	}
-	return exporter.InputStats{
-		Input:       label,
-		Lines:       s.LinesRead,
-		TooLong:     s.TooLong,
-		Rotations:   s.Rotations,
-		Truncations: s.Truncations,
-		Errors:      s.Errors,
-		Polling:     s.Polling,
-		Files:       files,
-	}
 }
 
 // clock turns a time source into processing-time seconds. It starts at the first reading
