@@ -75,22 +75,6 @@ func gather(t *testing.T, reg prometheus.Gatherer) map[string]*dto.MetricFamily 
 	return out
 }
 
-// sampleWant is one expected sample of a scrape.
-type sampleWant struct {
-	family string
-	labels map[string]string
-	want   float64
-}
-
-func checkSamples(t *testing.T, m map[string]*dto.MetricFamily, wants []sampleWant) {
-	t.Helper()
-	for _, w := range wants {
-		if got := value(m, w.family, w.labels); math.Abs(got-w.want) > 1e-9 {
-			t.Errorf("%s%v = %v, want %v", w.family, w.labels, got, w.want)
-		}
-	}
-}
-
 // checkNoNegative fails on any rule sample that is negative or not a number.
 func checkNoNegative(t *testing.T, m map[string]*dto.MetricFamily) {
 	t.Helper()
