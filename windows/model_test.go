@@ -25,8 +25,12 @@ func newModel(l *Layout) *model {
 }
 
 // add follows the placement rules of SPEC: the series' time is the newest now, events
-// older than the longest window are Late, events after now are placed at now.
+// older than the longest window are Late, events after now are placed at now. A now that
+// went back by the longest window or more starts the series over.
 func (m *model) add(now, at int64, v float64) Placement {
+	if m.wentBack(now) {
+		m.started, m.events = false, nil
+	}
 	if !m.started || now > m.t {
 		m.t, m.started = now, true
 	}
@@ -39,6 +43,12 @@ func (m *model) add(now, at int64, v float64) Placement {
 	}
 	m.events = append(m.events, event{at, v})
 	return p
+}
+
+// wentBack reports whether now is the longest window or more behind the series' time, so
+// that every event held is after every window at now.
+func (m *model) wentBack(now int64) bool {
+	return m.started && now <= m.t-m.longest
 }
 
 // agg is a naive aggregate over a span of seconds.
@@ -83,10 +93,10 @@ func (m *model) check(l *Layout, got []Stats, now, since int64) error {
 	if len(got) != len(wins) {
 		return fmt.Errorf("read returned %d stats for %d windows", len(got), len(wins))
 	}
-	if !m.started {
+	if !m.started || m.wentBack(now) {
 		for i, g := range got {
 			if g.Sum != 0 || g.Events != 0 || g.PerSecond != 0 || !math.IsNaN(g.Max) || !math.IsNaN(g.Min) {
-				return fmt.Errorf("window %v: %+v before any add", wins[i], g)
+				return fmt.Errorf("window %v: %+v before any add, or read after the clock went back past every window", wins[i], g)
 			}
 		}
 		return nil

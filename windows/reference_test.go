@@ -38,6 +38,7 @@ var generators = []struct {
 	{"slot edges", genEdges},
 	{"idle then one", genIdle},
 	{"out of order", genOutOfOrder},
+	{"clock steps back", genStepBack},
 }
 
 // TestReferenceModel compares every window of the wheels with the naive model over
@@ -219,6 +220,31 @@ func genOutOfOrder(r *rand.Rand, longest int64) []op {
 			continue
 		}
 		ops = append(ops, op{now: now, at: now - r.Int64N(11), v: value(r)})
+	}
+	return ops
+}
+
+// genStepBack fills the wheels, then steps the clock back (as a wall clock does after an
+// NTP correction) by less than, exactly, or more than the longest window, and goes on
+// adding and reading from there.
+func genStepBack(r *rand.Rand, longest int64) []op {
+	now := baseTime(r)
+	var ops []op
+	for range 3 {
+		for range 30 + r.IntN(60) {
+			now += r.Int64N(3)
+			ops = append(ops, op{now: now, at: now - r.Int64N(3), v: value(r)})
+		}
+		back := []int64{1 + r.Int64N(10), longest - 1 - r.Int64N(longest/2), longest, longest + 1 + r.Int64N(3600), 2 * 3600}[r.IntN(5)]
+		now -= back
+		ops = append(ops, op{read: true, now: now}, op{read: true, now: now + r.Int64N(longest+2)})
+		for range 10 + r.IntN(20) {
+			now += r.Int64N(3)
+			ops = append(ops, op{now: now, at: now + r.Int64N(3) - 1, v: value(r)})
+			if r.IntN(4) == 0 {
+				ops = append(ops, op{read: true, now: now})
+			}
+		}
 	}
 	return ops
 }

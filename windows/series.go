@@ -95,6 +95,11 @@ func (s *Series) Add(now, at int64, v float64) Placement {
 
 func (s *Series) addSlow(now, at int64, v float64) Placement {
 	now, at = clampTime(now), clampTime(at)
+	if s.wentBack(now) {
+		// Everything held is newer than every window seen from now: start over at now, or
+		// the series would stay frozen at its old second, dropping current events as late.
+		s.t, s.last = never, never
+	}
 	if now > s.t {
 		s.advance(now)
 	}
@@ -191,7 +196,7 @@ func (s *Series) Read(now, since int64, dst []Stats) []Stats {
 	now, since = clampTime(now), clampTime(since)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.t == never {
+	if s.t == never || s.wentBack(now) {
 		return dst
 	}
 	now = max(now, s.t)
@@ -281,6 +286,12 @@ func (a *slot) prorate(d []float64, l *Layout, part float64) {
 		a.max = max(a.max, d[l.extrema])
 		a.min = min(a.min, d[l.extrema+1])
 	}
+}
+
+// wentBack reports whether now is so far behind the series' second (a clock stepped back
+// by the longest window or more) that every event held is after every window at now.
+func (s *Series) wentBack(now int64) bool {
+	return s.t != never && now <= s.t-s.layout.longest
 }
 
 // LastAdd returns the newest event second placed, or math.MinInt64 if none was: a series
