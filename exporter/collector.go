@@ -85,7 +85,7 @@ func NewCollector(opts CollectorOptions) *Collector {
 			rotations:   prometheus.NewDesc("logwindow_input_rotations_total", "Rotations (rename and create, delete and recreate, symlink retarget) seen on the input's files.", input, nil),
 			truncations: prometheus.NewDesc("logwindow_input_truncations_total", "Truncations (copytruncate) seen on the input's files.", input, nil),
 			inputErrs:   prometheus.NewDesc("logwindow_input_errors_total", "Errors while following the input; each is logged and retried.", input, nil),
-			polling:     prometheus.NewDesc("logwindow_input_polling", "1 while the input sees changes only by polling, because inotify could not be set up (e.g. the per-user instance limit is reached): changes show up to --input.poll-interval later.", input, nil),
+			polling:     prometheus.NewDesc("logwindow_input_polling", "1 while the input has no inotify instance (e.g. the per-user instance limit is reached) and sees changes only by polling, up to --input.poll-interval later; a directory whose watch cannot be added is polled too and counted in errors.", input, nil),
 			behind:      prometheus.NewDesc("logwindow_input_behind_bytes", "Bytes of the file not read yet.", []string{"input", "path"}, nil),
 			reloadOK:    prometheus.NewDesc("logwindow_config_last_reload_successful", "Whether the last configuration load succeeded (1) or was refused (0).", nil, nil),
 			reloadTime:  prometheus.NewDesc("logwindow_config_last_reload_success_timestamp_seconds", "Unix time of the last successful configuration load.", nil, nil),

@@ -316,7 +316,7 @@ logwindow_rule_dropped_lines_total{reason="late",rule="http_requests"} 2
 logwindow_rule_dropped_lines_total{reason="no_value",rule="http_requests"} 1
 `,
 	}, {
-		name:   "late lines of label sets with no series create none and take no place in the budget",
+		name:   "series holding only late lines give way to live label sets at the budget",
 		budget: 2,
 		rules:  []*config.Rule{eventRule("http_requests", oneMin, "status")},
 		lines: []line{
@@ -350,6 +350,35 @@ logwindow_rule_dropped_lines_total{reason="bad_timestamp",rule="http_requests"} 
 logwindow_rule_dropped_lines_total{reason="future",rule="http_requests"} 0
 logwindow_rule_dropped_lines_total{reason="late",rule="http_requests"} 3
 logwindow_rule_dropped_lines_total{reason="no_value",rule="http_requests"} 0
+`,
+	}, {
+		// A log read from its beginning brings a label set's old lines before its recent
+		// ones: SPEC counts them all in _total.
+		name:   "old lines read before recent ones count in the label set's _total",
+		budget: 2,
+		rules:  []*config.Rule{eventRule("http_requests", oneMin, "status")},
+		lines: []line{
+			{labels: []string{"200"}, now: 1300, at: 700},
+			{labels: []string{"200"}, now: 1300, at: 700},
+			{labels: []string{"200"}, now: 1300, at: 701},
+			{labels: []string{"404"}, now: 1300, at: 702},
+			{labels: []string{"200"}, now: 1300, at: 1300},
+			{labels: []string{"500"}, now: 1300, at: 1300},
+		},
+		now:   1300,
+		names: []string{"http_requests_total", "http_requests_window", "logwindow_series_overflow_total"},
+		want: `
+# HELP http_requests_total Requests. Matched lines since the exporter started.
+# TYPE http_requests_total counter
+http_requests_total{status="200"} 4
+http_requests_total{status="500"} 1
+# HELP http_requests_window Requests. Matched lines over the sliding window in the window label, computed by the exporter at scrape time.
+# TYPE http_requests_window gauge
+http_requests_window{status="200",window="1m"} 1
+http_requests_window{status="500",window="1m"} 1
+# HELP logwindow_series_overflow_total Matched lines whose label set was folded into the rule's __overflow__ series because the rule held max_series_per_rule series.
+# TYPE logwindow_series_overflow_total counter
+logwindow_series_overflow_total{rule="http_requests"} 0
 `,
 	}, {
 		name:   "a label set the rule cannot export is skipped and counted, the scrape goes on",
@@ -488,7 +517,7 @@ logwindow_input_truncations_total{input="nginx"} 3
 # TYPE logwindow_input_errors_total counter
 logwindow_input_errors_total{input="app"} 0
 logwindow_input_errors_total{input="nginx"} 4
-# HELP logwindow_input_polling 1 while the input sees changes only by polling, because inotify could not be set up (e.g. the per-user instance limit is reached): changes show up to --input.poll-interval later.
+# HELP logwindow_input_polling 1 while the input has no inotify instance (e.g. the per-user instance limit is reached) and sees changes only by polling, up to --input.poll-interval later; a directory whose watch cannot be added is polled too and counted in errors.
 # TYPE logwindow_input_polling gauge
 logwindow_input_polling{input="app"} 0
 logwindow_input_polling{input="nginx"} 1
@@ -635,8 +664,8 @@ requests_window_per_second{window="1h"} 0.1
 
 // TestClocks: event-time rules are placed, judged, read and expired on the wall clock, the
 // clock their lines' times come from; processing-time rules on the processing clock. So a
-// wall-clock step makes no event-time line late or future, and moves nothing of
-// processing-time rules.
+// wall-clock step makes no line of a new event-time series late or future, and moves
+// nothing of processing-time rules.
 func TestClocks(t *testing.T) {
 	const processing = 100_000
 	cases := []struct {

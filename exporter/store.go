@@ -25,12 +25,15 @@
 //
 // # Late lines
 //
-// A line older than its rule's longest window is in no window. It still counts in the
-// `_total` of its series when its label set has a live one. When it has none, the line
-// creates none: the series would be idle beyond the longest window at birth, which removes
-// it, and on the way it would take a place in the budget from a live label set (a backfill
-// of an old log would fill the budget with dead series). Such a line counts in the rule's
-// matched lines and late drops only, since there is no series to carry a `_total`.
+// A line older than its rule's longest window is in no window, but counts in the `_total`
+// of its series: a log read from its beginning brings a label set's old lines before its
+// recent ones, and those old lines belong in its `_total`. Such a series is idle from birth
+// until a recent line arrives, so it must not keep a live label set out of the budget: when
+// a new label set finds the budget full, idle series are reaped there and then, not only at
+// the next scrape (at most once per second, or per quarter budget of new label sets, since
+// it walks every series). Only a late line of a new label set that finds the budget full
+// creates no series (nor goes to the overflow series, whose windows it cannot reach): it
+// counts in the rule's matched lines and late drops.
 package exporter
 
 import (
@@ -108,6 +111,10 @@ type store struct {
 	normal int
 	// retired is the line count of expired series, so matched lines stay monotonic.
 	retired uint64
+	// reapedAt is the now of the last reap at the budget and foldsSinceReap the new label
+	// sets folded since: together they bound how often a reap walks the series.
+	reapedAt       atomic.Int64
+	foldsSinceReap atomic.Int64
 	// lateUnseated counts late lines of label sets that had no series: matched lines that
 	// are in no `_total` (see the package documentation).
 	lateUnseated atomic.Uint64
@@ -199,7 +206,8 @@ func newStore(r *config.Rule, oldest *atomic.Int64) *store {
 func (st *store) observe(key []byte, labels [][]byte, now, at int64, v float64, limit int) {
 	st.mu.RLock()
 	s := st.series[string(key)]
-	if s == nil && st.tooOld(now, at) {
+	full := s == nil && st.normal >= limit
+	if full && st.tooOld(now, at) {
 		st.mu.RUnlock()
 		st.lateUnseated.Add(1)
 		st.late.Add(1)
@@ -207,8 +215,9 @@ func (st *store) observe(key []byte, labels [][]byte, now, at int64, v float64, 
 	}
 	folded := false
 	// Only valid values fold here: invalid ones are sanitised by the slow path first, and
-	// their sanitised label set may already be a series of its own.
-	if s == nil && st.normal >= limit && validLabels(labels) {
+	// their sanitised label set may already be a series of its own. When a reap is due, the
+	// slow path runs it first.
+	if full && validLabels(labels) && !st.reapDue(now, limit) {
 		s = st.series[st.overflowKey]
 		folded = s != nil
 	}
@@ -221,7 +230,7 @@ func (st *store) observe(key []byte, labels [][]byte, now, at int64, v float64, 
 		return
 	}
 	st.mu.RUnlock()
-	st.create(labels, now, at, v, limit)
+	st.create(key, labels, now, at, v, limit)
 }
 
 // tooOld reports whether an event at second at is older than every window at second now,
@@ -231,18 +240,72 @@ func (st *store) tooOld(now, at int64) bool {
 	return at < now && uint64(now-at) >= uint64(st.layout.Longest())
 }
 
-// create is the first event of a label set (or of the overflow series): the only path that
-// allocates, and the only one that takes the write lock on the write side. observe has
-// made sure the event is not too old for a new series.
-func (st *store) create(labels [][]byte, now, at int64, v float64, limit int) {
-	key, values := cloneLabels(labels)
+// reapDue reports whether a new label set that found the budget full should reap idle
+// series first: once per second of now, or once per quarter budget of label sets folded.
+func (st *store) reapDue(now int64, limit int) bool {
+	return now != st.reapedAt.Load() || st.foldsSinceReap.Add(1) >= int64(max(limit/4, 1))
+}
+
+// reap removes the idle series; st.mu is held for writing.
+func (st *store) reap(now int64) {
+	st.reapedAt.Store(now)
+	st.foldsSinceReap.Store(0)
+	for _, s := range st.series {
+		if st.idle(s, now) {
+			st.remove(s)
+		}
+	}
+}
+
+// remove deletes s, keeping its lines in the matched count; st.mu is held for writing.
+func (st *store) remove(s *series) {
+	delete(st.series, s.key)
+	st.retired += s.lines.Load()
+	if s.key != st.overflowKey {
+		st.normal--
+	}
+}
+
+// create is the first event of a label set (or of the overflow series), or a new label set
+// that found the budget full: the only path that allocates, and the only one that takes the
+// write lock on the write side.
+func (st *store) create(rawKey []byte, labels [][]byte, now, at int64, v float64, limit int) {
+	// Valid values (what the parser delivers) are looked up by the line's own key and copied
+	// only when a series is made for them, so a label set folded at the budget costs no
+	// allocation. Invalid ones are sanitised first: that label set may exist already.
+	var key string
+	var values []string
+	cloned := !validLabels(labels)
+	if cloned {
+		key, values = cloneLabels(labels)
+	}
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	s := st.series[key]
+	var s *series
+	var isOverflow bool
+	if cloned {
+		s, isOverflow = st.series[key], key == st.overflowKey
+	} else {
+		s, isOverflow = st.series[string(rawKey)], string(rawKey) == st.overflowKey
+	}
+	full := s == nil && !isOverflow && st.normal >= limit
+	if full {
+		st.reap(now)
+		full = st.normal >= limit
+	}
 	folded := false
-	if s == nil && key != st.overflowKey && st.normal >= limit {
-		key, values, folded = st.overflowKey, st.overflowLabels, true
-		s = st.series[key]
+	if full {
+		if st.tooOld(now, at) {
+			st.lateUnseated.Add(1)
+			st.late.Add(1)
+			return
+		}
+		s, folded = st.series[st.overflowKey], true
+		if s == nil {
+			key, values = st.overflowKey, st.overflowLabels
+		}
+	} else if s == nil && !cloned {
+		key, values = cloneLabels(labels)
 	}
 	if s == nil {
 		s = &series{key: key, labels: values, win: st.layout.NewSeries()}
@@ -375,11 +438,7 @@ func (st *store) expire(candidates []*series, now int64) (revived []*series) {
 			revived = append(revived, s)
 			continue
 		}
-		delete(st.series, s.key)
-		st.retired += s.lines.Load()
-		if s.key != st.overflowKey {
-			st.normal--
-		}
+		st.remove(s)
 	}
 	return revived
 }
