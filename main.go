@@ -216,13 +216,20 @@ func newMux(p *pipeline.Pipeline, reg *prometheus.Registry, logger *slog.Logger,
 var reservedPaths = []string{"/", "/-/healthy", "/-/ready", "/-/reload"}
 
 // checkTelemetryPath refuses a metrics path the mux cannot serve, which would otherwise
-// panic after the inputs started.
-func checkTelemetryPath(path string) error {
+// panic after the inputs started: it registers the path next to the reserved ones on a
+// scratch mux, which panics on a pattern it rejects or a conflict.
+func checkTelemetryPath(path string) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%q cannot be served next to %s: %v", path, strings.Join(reservedPaths, ", "), r)
+		}
+	}()
 	if !strings.HasPrefix(path, "/") {
 		return fmt.Errorf("%q must start with /", path)
 	}
-	if slices.Contains(reservedPaths, path) {
-		return fmt.Errorf("%q is already served by the exporter (%s)", path, strings.Join(reservedPaths, ", "))
+	mux := http.NewServeMux()
+	for _, p := range append(slices.Clone(reservedPaths), path) {
+		mux.Handle(p, http.NotFoundHandler())
 	}
 	return nil
 }

@@ -472,8 +472,16 @@ func TestReloadRenamedInputKeepsItsPlace(t *testing.T) {
 	}
 }
 
+func TestTelemetryPathAccepted(t *testing.T) {
+	for _, path := range []string{"/metrics", "/probe/metrics", "/-/metrics"} {
+		if err := checkTelemetryPath(path); err != nil {
+			t.Errorf("%s: %v", path, err)
+		}
+	}
+}
+
 func TestTelemetryPathRefused(t *testing.T) {
-	for _, path := range []string{"metrics", "/", "/-/healthy", "/-/ready", "/-/reload"} {
+	for _, path := range []string{"metrics", "/", "/-/healthy", "/-/ready", "/-/reload", "/{x...}", "/a b", "/metrics/{"} {
 		t.Run(path, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer
 			code := run([]string{"--config.file=examples/quickstart.yaml", "--web.telemetry-path=" + path}, &stdout, &stderr)
