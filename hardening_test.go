@@ -412,13 +412,18 @@ func TestClockSteps(t *testing.T) {
 	// not two hours late.
 	t.Run("event time after the wall clock steps back", func(t *testing.T) {
 		e := startExporterWith(t, hardeningConfig(t, "event-time.yaml"), false)
+		before := e.clock.Now().Unix()
+		e.appendLines(eventLine(before, time.UTC, 200), eventLine(before, time.UTC, 200), eventLine(before, time.UTC, 200))
 		e.clock.Advance(-2 * time.Hour)
+		// The series holds lines two hours ahead of the clock: beyond every window from
+		// now, so it starts over rather than freezing at its old second.
 		wall := e.clock.Now().Unix()
 		e.appendLines(eventLine(wall, time.UTC, 200), eventLine(wall, time.UTC, 200))
 		m := e.scrape()
 		checkSamples(t, m, []sampleWant{
-			{"http_requests_total", ok, 2},
+			{"http_requests_total", ok, 5},
 			{"http_requests_window", win("1m"), 2},
+			{"http_requests_window", win("15m"), 2},
 			{"logwindow_rule_dropped_lines_total", late, 0},
 		})
 	})

@@ -94,7 +94,8 @@ func (p *Pipeline) followOptions(path string, fromBeginning bool) follow.Options
 }
 
 // handle returns the follower's handler: every line goes through the current generation's
-// parser into its Set, at the processing time of its arrival.
+// parser into its Set, with the processing and wall-clock seconds of its arrival (one
+// clock reading) as now for processing-time and event-time rules.
 func (in *input) handle(p *Pipeline) follow.Handler {
 	return func(_ string, line []byte) {
 		if g := p.gen.Load(); g != in.gen {
