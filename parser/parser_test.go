@@ -90,6 +90,26 @@ var matchers = []struct {
 	fast bool
 }{{"fastmatch", true}, {"regexp", false}}
 
+// parseOnEachMatcher parses the line of each of n cases with the parser built on each
+// matcher (fastmatch and plain regexp), in a subtest named after the matcher and the case,
+// and hands check what the parser emitted.
+func parseOnEachMatcher(t *testing.T, rules []*config.Rule, input string, n int, name, line func(i int) string, check func(t *testing.T, i int, got []record)) {
+	t.Helper()
+	for _, m := range matchers {
+		p, err := build(rules, m.fast)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range n {
+			t.Run(m.name+"/"+name(i), func(t *testing.T) {
+				rec := &recorder{t: t, rules: rules}
+				p.Parse(input, []byte(line(i)), rec)
+				check(t, i, rec.got)
+			})
+		}
+	}
+}
+
 const mar1 = 1709294400 // 01/Mar/2024:12:00:00 +0000
 
 // TestExampleRules checks every rule of example-rules.yaml against lines of nginx's
@@ -159,22 +179,13 @@ func TestExampleRules(t *testing.T) {
 		{"trailing field neither format has", `10.0.0.1 - - [01/Mar/2024:12:00:00 +0000] "GET / HTTP/1.1" 200 5 "-" "-" "10.1.1.1"`, nil},
 		{"empty", ``, nil},
 	}
-	for _, m := range matchers {
-		p, err := build(c.Rules, m.fast)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rec := &recorder{t: t, rules: c.Rules}
-		for _, tt := range tests {
-			t.Run(m.name+"/"+tt.name, func(t *testing.T) {
-				rec.t = t
-				p.Parse("nginx", []byte(tt.line), rec)
-				if got := rec.take(); !reflect.DeepEqual(got, tt.want) {
-					t.Errorf("got  %v\nwant %v", got, tt.want)
-				}
-			})
-		}
-	}
+	parseOnEachMatcher(t, c.Rules, "nginx", len(tests),
+		func(i int) string { return tests[i].name }, func(i int) string { return tests[i].line },
+		func(t *testing.T, i int, got []record) {
+			if !reflect.DeepEqual(got, tests[i].want) {
+				t.Errorf("got  %v\nwant %v", got, tests[i].want)
+			}
+		})
 }
 
 // TestExampleRulesOnGeneratedLog runs the example rules over the generator's log, whose
@@ -258,21 +269,12 @@ rules:
 		{"v=1e999", record{Rule: "v", Drop: "bad_number"}},
 		{"v=0.004,", record{Rule: "v", Drop: "bad_number"}},
 	}
-	for _, m := range matchers {
-		p, err := build(c.Rules, m.fast)
-		if err != nil {
-			t.Fatal(err)
+	line := func(i int) string { return tests[i].line }
+	parseOnEachMatcher(t, c.Rules, "", len(tests), line, line, func(t *testing.T, i int, got []record) {
+		if want := []record{tests[i].want}; !reflect.DeepEqual(got, want) {
+			t.Errorf("got %v, want %v", got, want)
 		}
-		for _, tt := range tests {
-			t.Run(m.name+"/"+tt.line, func(t *testing.T) {
-				rec := &recorder{t: t, rules: c.Rules}
-				p.Parse("", []byte(tt.line), rec)
-				if want := []record{tt.want}; !reflect.DeepEqual(rec.got, want) {
-					t.Errorf("got %v, want %v", rec.got, want)
-				}
-			})
-		}
-	}
+	})
 }
 
 func TestTimestamps(t *testing.T) {
@@ -309,22 +311,12 @@ rules:
 		{"2024-03-01T13:00:00+01:00 iso", at("iso", mar1)},
 		{"2024-03-01 12:00:01 nozone", at("nozone", mar1+1)}, // read as UTC
 	}
-	for _, m := range matchers {
-		p, err := build(c.Rules, m.fast)
-		if err != nil {
-			t.Fatal(err)
+	line := func(i int) string { return tests[i].line }
+	parseOnEachMatcher(t, c.Rules, "", len(tests), line, line, func(t *testing.T, i int, got []record) {
+		if !reflect.DeepEqual(got, tests[i].want) {
+			t.Errorf("got %v, want %v", got, tests[i].want)
 		}
-		rec := &recorder{t: t, rules: c.Rules}
-		for _, tt := range tests {
-			t.Run(m.name+"/"+tt.line, func(t *testing.T) {
-				rec.t = t
-				p.Parse("", []byte(tt.line), rec)
-				if got := rec.take(); !reflect.DeepEqual(got, tt.want) {
-					t.Errorf("got %v, want %v", got, tt.want)
-				}
-			})
-		}
-	}
+	})
 }
 
 func TestLabelValues(t *testing.T) {
@@ -355,21 +347,13 @@ rules:
 		{"capped at a rune boundary", runes + "|1|", "a=" + runes[:MaxLabelValueLen/3*3] + ",b=pre-1-post,c=$"},
 		{"cap counts the template", "a|" + long + "|", "a=a,b=" + ("pre-" + long)[:MaxLabelValueLen] + ",c=$"},
 	}
-	for _, m := range matchers {
-		p, err := build(c.Rules, m.fast)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, tt := range tests {
-			t.Run(m.name+"/"+tt.name, func(t *testing.T) {
-				rec := &recorder{t: t, rules: c.Rules}
-				p.Parse("", []byte(tt.line), rec)
-				if len(rec.got) != 1 || rec.got[0].Labels != tt.want {
-					t.Errorf("got %v, want labels %s", rec.got, tt.want)
-				}
-			})
-		}
-	}
+	parseOnEachMatcher(t, c.Rules, "", len(tests),
+		func(i int) string { return tests[i].name }, func(i int) string { return tests[i].line },
+		func(t *testing.T, i int, got []record) {
+			if len(got) != 1 || got[0].Labels != tests[i].want {
+				t.Errorf("got %v, want labels %s", got, tests[i].want)
+			}
+		})
 }
 
 func TestAppendValidUTF8(t *testing.T) {
@@ -441,21 +425,12 @@ rules:
 		{"503 ABC", false},
 		{"15 abc", false},
 	}
-	for _, m := range matchers {
-		p, err := build(c.Rules, m.fast)
-		if err != nil {
-			t.Fatal(err)
+	line := func(i int) string { return tests[i].line }
+	parseOnEachMatcher(t, c.Rules, "", len(tests), line, line, func(t *testing.T, i int, got []record) {
+		if matched := len(got) == 1; matched != tests[i].want {
+			t.Errorf("matched = %v (%v), want %v", matched, got, tests[i].want)
 		}
-		for _, tt := range tests {
-			t.Run(m.name+"/"+tt.line, func(t *testing.T) {
-				rec := &recorder{t: t, rules: c.Rules}
-				p.Parse("", []byte(tt.line), rec)
-				if got := len(rec.got) == 1; got != tt.want {
-					t.Errorf("matched = %v (%v), want %v", got, rec.got, tt.want)
-				}
-			})
-		}
-	}
+	})
 }
 
 // countingMatcher counts the lines a group's matcher is run on.
