@@ -82,27 +82,38 @@ func TestRenameCreate(t *testing.T) {
 	}
 }
 
+// startBlocked follows a new file holding lines 1..lines with a handler that blocks on
+// line blockAt, and returns once it is blocked there.
+func startBlocked(t *testing.T, m mode, blockAt, lines int) (string, *collector, *Follower) {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "access.log")
+	w := create(t, p)
+	c := newCollector()
+	c.gate = newGate(blockAt)
+	f := start(t, m.options(p), c.handle)
+	writeLines(t, w, 1, lines)
+	c.gate.wait(t)
+	return p, c, f
+}
+
+// rotate renames the file at p to p.n, creates a new one holding lines from..to, and waits
+// until the follower has it open beside the n rotated ones: rotations come hours apart,
+// far beyond one discovery scan.
+func rotate(t *testing.T, f *Follower, p string, n, from, to int) {
+	t.Helper()
+	rename(t, p, fmt.Sprintf("%s.%d", p, n))
+	writeLines(t, create(t, p), from, to)
+	waitFor(t, fmt.Sprintf("file %d opened", n+1), func() bool { return openUnder(f, p) == n+1 })
+}
+
 // Row 4: the handler is blocked while the file is rotated twice; the middle
 // file, which the reader never saw at the path, is read in full.
 func TestRotationsWhileHandlerBlocked(t *testing.T) {
 	for _, m := range modes {
 		t.Run(m.name, func(t *testing.T) {
-			p := filepath.Join(t.TempDir(), "access.log")
-			w := create(t, p)
-			c := newCollector()
-			c.gate = newGate(50)
-			f := start(t, m.options(p), c.handle)
-			writeLines(t, w, 1, 100)
-			c.gate.wait(t)
-			rename(t, p, p+".1")
-			w = create(t, p)
-			writeLines(t, w, 101, 200)
-			// Rotations come hours apart, far beyond one discovery scan.
-			waitFor(t, "the middle file opened", func() bool { return openUnder(f, p) == 2 })
-			rename(t, p, p+".2")
-			w = create(t, p)
-			writeLines(t, w, 201, 300)
-			waitFor(t, "the third file opened", func() bool { return openUnder(f, p) == 3 })
+			p, c, f := startBlocked(t, m, 50, 100)
+			rotate(t, f, p, 1, 101, 200)
+			rotate(t, f, p, 2, 201, 300)
 			if got := f.Stats().LinesRead; got != 50 {
 				t.Fatalf("%d lines read while the handler was blocked on line 50", got)
 			}
@@ -466,17 +477,8 @@ func TestStartRotateStop(t *testing.T) {
 func TestSlowConsumer(t *testing.T) {
 	for _, m := range modes {
 		t.Run(m.name, func(t *testing.T) {
-			p := filepath.Join(t.TempDir(), "access.log")
-			w := create(t, p)
-			c := newCollector()
-			c.gate = newGate(1)
-			f := start(t, m.options(p), c.handle)
-			writeLines(t, w, 1, 1000)
-			c.gate.wait(t)
-			rename(t, p, p+".1")
-			w = create(t, p)
-			writeLines(t, w, 1001, 1500)
-			waitFor(t, "the new file opened", func() bool { return openUnder(f, p) == 2 })
+			p, c, f := startBlocked(t, m, 1, 1000)
+			rotate(t, f, p, 1, 1001, 1500)
 			want := 1500 * lineLen // blocked in line 1: nothing handed on yet
 			if s := f.Stats(); s.Files[0].BytesBehind != want {
 				t.Errorf("bytes behind %d, want %d", s.Files[0].BytesBehind, want)
