@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -58,8 +59,9 @@ type Options struct {
 	// Logger receives rotations, truncations and errors; nil discards them.
 	Logger *slog.Logger
 
-	now      func() time.Time // a test clock for the grace period
-	noNotify bool             // tests force polling
+	now      func() time.Time                    // a test clock for the grace period
+	noNotify bool                                // tests force polling
+	stat     func(*os.File) (os.FileInfo, error) // tests show what a write in progress looks like
 }
 
 // Handler receives one complete line of the file found at path, without its
@@ -147,6 +149,9 @@ func (o Options) normalize() (Options, error) {
 	}
 	if o.now == nil {
 		o.now = time.Now
+	}
+	if o.stat == nil {
+		o.stat = (*os.File).Stat
 	}
 	return o, nil
 }
@@ -368,7 +373,7 @@ func (f *Follower) remove(t *tracked) {
 // step gives t one turn: truncation checks, then a read. It reports whether
 // t has more to read right away.
 func (f *Follower) step(t *tracked, path string) bool {
-	fi, err := t.f.Stat()
+	fi, err := f.o.stat(t.f)
 	if err != nil {
 		f.readFailed(t, path, err)
 		return false
@@ -405,7 +410,7 @@ func (f *Follower) step(t *tracked, path string) bool {
 	// what was read, the mark describes it at our offset, and a later mtime
 	// without growth is a rewrite. If it grew meanwhile, what grew has not
 	// been checked yet (it may be a refill after a truncation): no mark.
-	if fi, err = t.f.Stat(); err != nil {
+	if fi, err = f.o.stat(t.f); err != nil {
 		f.readFailed(t, path, err)
 		return false
 	}

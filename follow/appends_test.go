@@ -1,0 +1,155 @@
+package follow
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+)
+
+// statAs is what stat shows of a file while a write() to it is under way: the
+// kernel sets the new mtime at the start of the write, before the new bytes
+// and the new size are visible.
+type statAs struct {
+	os.FileInfo
+	size  int64
+	mtime time.Time
+}
+
+func (s statAs) Size() int64        { return s.size }
+func (s statAs) ModTime() time.Time { return s.mtime }
+
+// A write in progress seen on several consecutive looks (a newer mtime with
+// the old size, as a coarse or merely unlucky clock shows it) is an append,
+// not a rewrite: nothing is read twice.
+func TestWriteInProgress(t *testing.T) {
+	const looks = 3 // a turn's first stat, its read-back, the next turn's first stat
+	for _, m := range modes {
+		t.Run(m.name, func(t *testing.T) {
+			p := filepath.Join(t.TempDir(), "access.log")
+			w := create(t, p)
+			writeLines(t, w, 1, 10)
+
+			var (
+				mu      sync.Mutex
+				armed   bool
+				faked   int
+				writeEr error
+			)
+			o := m.options(p)
+			o.FromBeginning = true
+			o.stat = func(f *os.File) (os.FileInfo, error) {
+				mu.Lock()
+				defer mu.Unlock()
+				fi, err := f.Stat()
+				if err != nil || !armed {
+					return fi, err
+				}
+				if faked < looks {
+					faked++
+					return statAs{FileInfo: fi, size: fi.Size(), mtime: fi.ModTime().Add(time.Second)}, nil
+				}
+				// The write completes: its bytes and the new size appear together.
+				armed = false
+				_, writeEr = w.Write(numbered(11))
+				return f.Stat()
+			}
+			c := newCollector()
+			f := start(t, o, c.handle)
+			waitFor(t, "the first lines", func() bool { return c.has(1, 10) })
+			// A whole turn after the last line, so that the write starts
+			// on a file whose state after the read is known.
+			turn := f.turns.Load()
+			waitFor(t, "a quiet turn", func() bool { return f.turns.Load() > turn })
+			mu.Lock()
+			armed = true
+			mu.Unlock()
+
+			waitFor(t, "the line written meanwhile", func() bool { return c.has(11, 11) })
+			mu.Lock()
+			n, err := faked, writeEr
+			mu.Unlock()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n != looks {
+				t.Fatalf("%d looks saw the write in progress, want %d", n, looks)
+			}
+			c.expectExactly(t, span{1, 11})
+			if s := f.Stats(); s.Truncations != 0 {
+				t.Errorf("%d truncations declared, want 0", s.Truncations)
+			}
+		})
+	}
+}
+
+// Several writers append to one file at once, one write() per line with
+// O_APPEND, as nginx's workers do, paced so that the reader keeps reaching
+// the end of the file, where a write in progress is seen.
+func TestConcurrentAppenders(t *testing.T) {
+	const (
+		writers = 6
+		each    = 4000
+		burst   = 8 // lines a writer writes between pauses
+	)
+	rounds := 3
+	if testing.Short() {
+		rounds = 1
+	}
+	for _, m := range modes {
+		t.Run(m.name, func(t *testing.T) {
+			for r := 0; r < rounds; r++ {
+				p := filepath.Join(t.TempDir(), "access.log")
+				create(t, p)
+				c := newCollector()
+				f := start(t, m.options(p), c.handle)
+				var wg sync.WaitGroup
+				errs := make(chan error, writers)
+				for i := range writers {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						errs <- appendLines(p, i*each+1, (i+1)*each, burst)
+					}()
+				}
+				wg.Wait()
+				close(errs)
+				for err := range errs {
+					if err != nil {
+						t.Fatal(err)
+					}
+				}
+				waitFor(t, "every line", func() bool { return c.has(1, writers*each) })
+				// A full turn after the last line: a false truncation would
+				// have been declared by then.
+				turn := f.turns.Load()
+				waitFor(t, "a quiet turn", func() bool { return f.turns.Load() > turn+1 })
+				c.expectExactly(t, span{1, writers * each})
+				if s := f.Stats(); s.Truncations != 0 || s.LinesRead != writers*each {
+					t.Fatalf("round %d: stats %+v, want %d lines and no truncation", r, s, writers*each)
+				}
+				f.Stop()
+			}
+		})
+	}
+}
+
+// appendLines writes lines from..to through a descriptor of its own opened
+// with O_APPEND, one write() per line, pausing briefly after every burst.
+func appendLines(path string, from, to, burst int) error {
+	w, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		return err
+	}
+	for n := from; n <= to; n++ {
+		if _, err := w.Write(numbered(n)); err != nil {
+			return errors.Join(err, w.Close())
+		}
+		if (n-from)%burst == burst-1 {
+			time.Sleep(50 * time.Microsecond)
+		}
+	}
+	return w.Close()
+}
