@@ -11,19 +11,18 @@
 //   - Files are discovered by a goroutine of their own, so a rotation that
 //     happens while the handler blocks is still seen: the new file is opened
 //     (its inode held) at once and read in full when the handler comes back.
-//   - Truncation is detected before every read, not only when a file shrinks
-//     below the last size seen: a file shorter than the read offset, a file
-//     whose last KiB before the offset changed (truncated and refilled past
-//     the old size), and a file rewritten to exactly the same length (mtime
-//     changed, size did not grow, as `echo x > f` does) are all read again
-//     from offset 0. A write in progress briefly shows a new mtime with the
-//     old size, so the last case is confirmed one scan later (within
-//     PollInterval). It relies on the kernel giving a rewrite a newer mtime
-//     than the one read back after the previous read, which Linux 6.13+
-//     guarantees (multigrain timestamps); with timer-tick timestamps a
-//     rewrite within the same tick can be missed. A `touch` on a fully read
-//     file is indistinguishable from such a rewrite and makes the file be
-//     read again.
+//   - Truncation is detected before every read, by content and never by
+//     timestamps: a file shorter than the read offset, or one whose last KiB
+//     before the offset or whose first KiB differs from what was read there
+//     (truncated and refilled, to any length), is read again from offset 0.
+//     Timestamps cannot tell a rewrite from an append: Linux sets the mtime
+//     at the start of a write(), before its bytes and the new size are
+//     visible, so a look during a busy writer's write sees a newer mtime at
+//     the old size, and with coarse timestamps the next look sees it again.
+//     What content cannot see is not read again: a rewrite to exactly the
+//     length read that leaves the first and the last KiB read as they were
+//     (`echo x > f` with the same x each time, or a `touch`). A log's lines
+//     carry their times, so such a rewrite repeats the very bytes it replaces.
 //   - Only complete lines are delivered; a final line without a newline is
 //     held until its newline comes (ReadToEnd and a rotated file's retirement
 //     deliver it, as the file is final then). Lines longer than

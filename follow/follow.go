@@ -23,8 +23,8 @@ const (
 	// DefaultRotationGrace covers a writer that reopens its log a few
 	// seconds after the rename (nginx on USR1 from a postrotate script).
 	DefaultRotationGrace = 5 * time.Second
-	// DefaultPollInterval bounds the delay of what inotify does not report:
-	// a rewrite to the same length, files on network file systems.
+	// DefaultPollInterval bounds the delay of what inotify does not report,
+	// such as changes to files on network file systems.
 	DefaultPollInterval = 250 * time.Millisecond
 	// MaxMaxLineBytes bounds MaxLineBytes: the reader allocates a buffer of
 	// that size per input, so a typo must not become gigabytes.
@@ -378,12 +378,8 @@ func (f *Follower) step(t *tracked, path string) bool {
 		f.readFailed(t, path, err)
 		return false
 	}
-	size, mtime := fi.Size(), fi.ModTime()
-	if t.unchanged(size, mtime) && size == t.off {
-		t.suspect = mark{}
-		return false
-	}
-	rewritten, err := t.rewritten(size, mtime)
+	size := fi.Size()
+	rewritten, err := t.rewritten(size)
 	if err != nil {
 		f.readFailed(t, path, err)
 		return false
@@ -392,6 +388,8 @@ func (f *Follower) step(t *tracked, path string) bool {
 		f.c.truncations.Add(1)
 		f.o.Logger.Info("file truncated, reading it again from the start", "path", path, "offset", t.off, "size", size)
 		t.restart()
+	} else if size == t.off {
+		return false
 	}
 	read, atEOF, err := f.r.pass(t, path, passBudget)
 	if read > 0 {
@@ -403,26 +401,14 @@ func (f *Follower) step(t *tracked, path string) bool {
 	}
 	t.readErr = ""
 	if !atEOF {
-		t.last = mark{size: size, mtime: mtime, valid: true}
 		return !f.stopping.Load()
 	}
-	// Read back after reaching the end: if the file is exactly as long as
-	// what was read, the mark describes it at our offset, and a later mtime
-	// without growth is a rewrite. If it grew meanwhile, what grew has not
-	// been checked yet (it may be a refill after a truncation): no mark.
+	// What was written while we read is read in the next turn right away.
 	if fi, err = f.o.stat(t.f); err != nil {
 		f.readFailed(t, path, err)
 		return false
 	}
-	if fi.Size() != t.off {
-		t.last = mark{}
-		return fi.Size() > t.off
-	}
-	if read == 0 && t.suspect.valid {
-		return false // the suspicion is judged against the old mark next turn
-	}
-	t.last, t.suspect = mark{size: fi.Size(), mtime: fi.ModTime(), valid: true}, mark{}
-	return false
+	return fi.Size() > t.off
 }
 
 // readFailed counts and logs an error of t once until a read succeeds.

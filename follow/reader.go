@@ -16,6 +16,10 @@ import (
 // of several lines includes their differing starts (timestamps).
 const tailLen = 1024
 
+// headLen is how many of a file's first bytes are kept for the same purpose:
+// the checksum identity of Filebeat and Vector, compared byte for byte.
+const headLen = 1024
+
 // minBuffer keeps reads large when MaxLineBytes is small.
 const minBuffer = 64 << 10
 
@@ -29,13 +33,6 @@ func idOf(fi os.FileInfo) fileID {
 		return fileID{}
 	}
 	return fileID{dev: uint64(st.Dev), ino: uint64(st.Ino)}
-}
-
-// mark is a size and mtime of the file known to match what was read.
-type mark struct {
-	size  int64
-	mtime time.Time
-	valid bool
 }
 
 // tracked is one open file. Fields under "reader" belong to the goroutine
@@ -54,53 +51,46 @@ type tracked struct {
 	skipping bool   // inside a line longer than the cap
 	tail     [tailLen]byte
 	tailN    int
-	last     mark
-	suspect  mark      // same length as read but a newer mtime: a rewrite, or a write in progress
+	head     [headLen]byte
+	headN    int
 	lastData time.Time // when bytes were last read, or when it was opened
 	readErr  string    // error already counted
 
 	done atomic.Int64 // offset up to which lines were handed on or skipped
 }
 
-// unchanged reports whether the file is as the last turn left it.
-func (t *tracked) unchanged(size int64, mtime time.Time) bool {
-	return t.last.valid && size == t.last.size && mtime.Equal(t.last.mtime)
-}
-
 // rewritten reports whether what was read is no longer in the file: it is
-// shorter than the offset, the bytes before the offset changed, or it was
-// rewritten to exactly the offset's length.
+// shorter than the offset, or the last bytes read before the offset or the
+// file's first bytes differ from what was read there.
 //
-// The last case shows only as a newer mtime with an unchanged size. A write
-// in progress looks the same for a moment (the kernel updates mtime before
-// the size), so the first sighting is only a suspicion, confirmed when a
-// later turn finds the file still at that size and mtime.
-func (t *tracked) rewritten(size int64, mtime time.Time) (bool, error) {
+// Only content counts. Timestamps cannot tell a rewrite from an append: the
+// kernel sets a file's mtime at the start of a write(), before its bytes and
+// the new size are visible, so a look during a write sees a newer mtime at
+// the old size, and a coarse clock shows the same on the next look.
+func (t *tracked) rewritten(size int64) (bool, error) {
 	switch {
 	case size < t.off:
 		return true, nil
-	case t.off == 0 || t.unchanged(size, mtime):
+	case t.off == 0:
 		return false, nil
 	}
-	if t.tailN > 0 {
-		var b [tailLen]byte
-		n, err := t.f.ReadAt(b[:t.tailN], t.off-int64(t.tailN))
-		if err != nil && !errors.Is(err, io.EOF) {
-			return false, err
-		}
-		if !bytes.Equal(b[:n], t.tail[:t.tailN]) {
-			return true, nil
-		}
+	if changed, err := t.differs(t.tail[:t.tailN], t.off-int64(t.tailN)); changed || err != nil {
+		return changed, err
 	}
-	if !t.last.valid || t.last.size != t.off || size != t.off {
-		t.suspect = mark{}
-		return false, nil
+	if int64(t.tailN) >= t.off {
+		return false, nil // the tail holds the whole file read so far
 	}
-	if t.suspect.valid && mtime.Equal(t.suspect.mtime) {
-		return true, nil
+	return t.differs(t.head[:t.headN], 0)
+}
+
+// differs reports whether the file's bytes at off are not want.
+func (t *tracked) differs(want []byte, off int64) (bool, error) {
+	var b [max(tailLen, headLen)]byte
+	n, err := t.f.ReadAt(b[:len(want)], off)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return false, err
 	}
-	t.suspect = mark{size: size, mtime: mtime, valid: true}
-	return false, nil
+	return !bytes.Equal(b[:n], want), nil
 }
 
 // restart makes the next read start at offset 0, forgetting the old content.
@@ -108,8 +98,7 @@ func (t *tracked) restart() {
 	t.off = 0
 	t.partial = t.partial[:0]
 	t.skipping = false
-	t.tailN = 0
-	t.last, t.suspect = mark{}, mark{}
+	t.tailN, t.headN = 0, 0
 	t.done.Store(0)
 }
 
@@ -123,10 +112,18 @@ func (t *tracked) positionAt(off int64) {
 		got = 0
 	}
 	t.tailN = got
+	if got, err = t.f.ReadAt(t.head[:min(headLen, off)], 0); err != nil && !errors.Is(err, io.EOF) {
+		got = 0
+	}
+	t.headN = got
 }
 
-// noteRead keeps the last tailLen bytes read.
+// noteRead keeps the first headLen bytes of the file and the last tailLen
+// bytes read; p was read at t.off.
 func (t *tracked) noteRead(p []byte) {
+	if t.off < headLen && int64(t.headN) == t.off {
+		t.headN += copy(t.head[t.headN:], p)
+	}
 	if len(p) >= tailLen {
 		t.tailN = copy(t.tail[:], p[len(p)-tailLen:])
 		return

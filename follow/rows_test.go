@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -246,24 +247,24 @@ func TestTruncateRefill(t *testing.T) {
 	}
 }
 
-// Row 7: `echo x > f` twenty times, the same two bytes each time (upstream
-// #62): only the mtime tells that the file was rewritten.
+// Row 7: `echo $x > f` twenty times, a line of the same length each time
+// (upstream #62): the size never changes, only the bytes do.
 func TestEchoRewrite(t *testing.T) {
 	for _, m := range modes {
 		t.Run(m.name, func(t *testing.T) {
 			p := filepath.Join(t.TempDir(), "f")
 			create(t, p)
-			var lines atomic.Int64
-			f := start(t, m.options(p), func(_ string, line []byte) {
-				if string(line) == "x" {
-					lines.Add(1)
-				}
-			})
-			for i := 1; i <= 20; i++ {
-				if err := os.WriteFile(p, []byte("x\n"), 0o644); err != nil {
+			got := make(chan string, 21)
+			f := start(t, m.options(p), func(_ string, line []byte) { got <- string(line) })
+			var want, read []string
+			for i := range 20 {
+				x := string(rune('a' + i))
+				if err := os.WriteFile(p, []byte(x+"\n"), 0o644); err != nil {
 					t.Fatal(err)
 				}
-				waitFor(t, fmt.Sprintf("echo %d", i), func() bool { return lines.Load() >= int64(i) })
+				want = append(want, x)
+				waitFor(t, "echo "+x, func() bool { return len(got) > 0 })
+				read = append(read, <-got)
 			}
 			// A last line appended, not rewritten: once it is read, any
 			// spurious re-read of the file would have happened before it.
@@ -271,10 +272,42 @@ func TestEchoRewrite(t *testing.T) {
 			if _, err := w.WriteString("end\n"); err != nil {
 				t.Fatal(err)
 			}
-			waitFor(t, "the last line", func() bool { return f.Stats().LinesRead == uint64(lines.Load())+1 })
-			t.Logf("echo x > f: %d of 20 read", lines.Load())
-			if got := lines.Load(); got != 20 {
-				t.Errorf("%d of 20 read", got)
+			waitFor(t, "the last line", func() bool { return f.Stats().LinesRead == 21 })
+			read = append(read, <-got)
+			want = append(want, "end")
+			t.Logf("echo $x > f: %d of 20 read", len(read)-1)
+			if strings.Join(read, " ") != strings.Join(want, " ") || len(got) != 0 {
+				t.Errorf("read %q, want %q", read, want)
+			}
+		})
+	}
+}
+
+// A file whose mtime changes and whose bytes do not (touch, or a rewrite
+// with the same bytes) is not read again: nothing tells it from a write in
+// progress.
+func TestTouchIsNoRewrite(t *testing.T) {
+	for _, m := range modes {
+		t.Run(m.name, func(t *testing.T) {
+			p := filepath.Join(t.TempDir(), "access.log")
+			w := create(t, p)
+			writeLines(t, w, 1, 10)
+			c := newCollector()
+			f := start(t, Options{Path: p, FromBeginning: true, PollInterval: m.poll, noNotify: m.noNotify}, c.handle)
+			waitFor(t, "the lines", func() bool { return c.has(1, 10) })
+			for i := range 3 {
+				later := time.Now().Add(time.Duration(i+1) * time.Hour)
+				if err := os.Chtimes(p, later, later); err != nil {
+					t.Fatal(err)
+				}
+				turn := f.turns.Load()
+				waitFor(t, "a turn after the touch", func() bool { return f.turns.Load() > turn+1 })
+			}
+			writeLines(t, w, 11, 11)
+			waitFor(t, "the line after", func() bool { return c.has(11, 11) })
+			c.expectExactly(t, span{1, 11})
+			if s := f.Stats(); s.Truncations != 0 {
+				t.Errorf("%d truncations, want 0", s.Truncations)
 			}
 		})
 	}
