@@ -27,6 +27,7 @@ import (
 	"github.com/prometheus/exporter-toolkit/web/kingpinflag"
 
 	"github.com/logwindow/logwindow_exporter/config"
+	"github.com/logwindow/logwindow_exporter/configwatch"
 	"github.com/logwindow/logwindow_exporter/pipeline"
 )
 
@@ -35,6 +36,13 @@ const exporterName = "logwindow_exporter"
 // defaultListenAddress is not used by any peer log exporter (mtail 3903, grok_exporter 9144,
 // nginxlog-exporter 4040, the nginx exporters 9113/9147/9913).
 const defaultListenAddress = ":9907"
+
+// The rule file watch waits for a quiet second after a change (the kubelet swaps a
+// ConfigMap in several steps) and reads the file every half minute in case no event comes.
+const (
+	configWatchSettle = time.Second
+	configWatchPoll   = 30 * time.Second
+)
 
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
@@ -51,6 +59,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		replayFiles   = app.Flag("replay", "One-shot: read this file to its end (repeatable), print the exposition text of every rule and exit.").PlaceHolder("FILE").Strings()
 		metricsPath   = app.Flag("web.telemetry-path", "Path under which to expose metrics.").Default("/metrics").String()
 		lifecycle     = app.Flag("web.enable-lifecycle", "Enable POST /-/reload.").Bool()
+		configWatch   = app.Flag("config.watch", "Reload when the rule file's content changes on disk (a mounted ConfigMap updated by the kubelet), with no reload endpoint open.").Bool()
 		maxLineBytes  = app.Flag("input.max-line-bytes", "Lines longer than this are skipped and counted.").Default("65536").Int()
 		rotationGrace = app.Flag("input.rotation-grace", "How long a rotated-away file keeps being read after its last line.").Default("5s").Duration()
 		pollInterval  = app.Flag("input.poll-interval", "How often files are checked for growth, rotation and truncation when no change event arrives.").Default("250ms").Duration()
@@ -71,6 +80,16 @@ func run(args []string, stdout, stderr io.Writer) int {
 	logConfig.Writer = stderr
 	logger := promslog.New(logConfig)
 
+	var watch *configwatch.Watcher
+	if *configWatch && !*configCheck && len(*replayFiles) == 0 {
+		// Before the load: a change in between reloads once more instead of going unseen.
+		w, err := configwatch.New(*configFile)
+		if err != nil {
+			fmt.Fprintf(stderr, "%s: --config.watch: %v\n", exporterName, err)
+			return 1
+		}
+		watch = w
+	}
 	cfg, err := config.Load(*configFile)
 	if err != nil {
 		fmt.Fprintln(stderr, err)
@@ -94,15 +113,16 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		return 0
 	}
-	if err := serve(cfg, opts, logger, webFlags, *metricsPath, *lifecycle); err != nil {
+	if err := serve(cfg, opts, logger, webFlags, *metricsPath, *lifecycle, watch); err != nil {
 		logger.Error("exiting", "err", err)
 		return 1
 	}
 	return 0
 }
 
-// serve follows the inputs and answers HTTP until SIGTERM or SIGINT.
-func serve(cfg *config.Config, opts pipeline.Options, logger *slog.Logger, webFlags *web.FlagConfig, metricsPath string, lifecycle bool) error {
+// serve follows the inputs and answers HTTP until SIGTERM or SIGINT; watch, when not nil,
+// reloads the rules when their file changes.
+func serve(cfg *config.Config, opts pipeline.Options, logger *slog.Logger, webFlags *web.FlagConfig, metricsPath string, lifecycle bool, watch *configwatch.Watcher) error {
 	logger.Info("starting "+exporterName, "version", version.Info(), "config", cfg.File)
 	// Signals are caught before the inputs start: a SIGHUP or SIGTERM during start-up must
 	// not kill the process with the default action.
@@ -129,6 +149,20 @@ func serve(cfg *config.Config, opts pipeline.Options, logger *slog.Logger, webFl
 			}
 		}
 	}()
+	if watch != nil {
+		go func() {
+			err := watch.Run(ctx, configwatch.Options{
+				Reload: func() { _ = reloadAndLog(p, logger) },
+				Settle: configWatchSettle,
+				Poll:   configWatchPoll,
+				After:  time.After,
+				Logger: logger,
+			})
+			if err != nil {
+				logger.Error("the rule file is not watched", "err", err)
+			}
+		}()
+	}
 
 	mux, err := newMux(p, reg, logger, metricsPath, lifecycle)
 	if err != nil {
