@@ -5,6 +5,7 @@
 package config
 
 import (
+	"io/fs"
 	"regexp"
 	"time"
 
@@ -39,12 +40,28 @@ const (
 	StartAtBeginning
 )
 
-// Input is one file or glob to follow.
+// Input is one file or glob to follow, or one syslog socket to receive from.
 type Input struct {
 	// Name is optional; rules may restrict themselves to named inputs.
-	Name    string
+	Name string
+	// Path is the file or glob; empty for a syslog input.
 	Path    string
 	StartAt StartAt
+	// Syslog is the socket address as written (unixgram:///path or udp://host:port);
+	// empty for a file input.
+	Syslog string
+	// SocketMode is the mode of a unixgram socket file; 0 means the syslog package's
+	// default.
+	SocketMode fs.FileMode
+}
+
+// Source identifies the input: its path, or its syslog address. Config refuses two inputs
+// with one source, so it is also the identity of an input across reloads.
+func (in Input) Source() string {
+	if in.Syslog != "" {
+		return in.Syslog
+	}
+	return in.Path
 }
 
 // Aggregations selects the families a rule exports besides `_total`.

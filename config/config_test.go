@@ -73,6 +73,8 @@ func TestFullSchema(t *testing.T) {
 	wantInputs := []Input{
 		{Name: "web", Path: "/var/log/nginx/*.log", StartAt: StartAtBeginning},
 		{Path: "/var/log/app.log", StartAt: StartAtEnd},
+		{Name: "nginx_socket", Syslog: "unixgram:///run/logwindow/nginx.sock", SocketMode: 0o660},
+		{Syslog: "udp://127.0.0.1:5140"},
 	}
 	if !reflect.DeepEqual(c.Inputs, wantInputs) {
 		t.Errorf("inputs = %+v, want %+v", c.Inputs, wantInputs)
@@ -239,13 +241,23 @@ func TestBadConfigs(t *testing.T) {
 		},
 		"inputs.yaml": {
 			`:4: input "web": name: another input already has this name (line 2)`,
-			`:6: input "other": path: is missing; give the file or glob to follow`,
+			`:6: input "other": path: is missing; give the file or glob to follow (or syslog: a socket to receive on)`,
 			`:7: input "other": start_at: "middle" is neither end nor beginning`,
 			`:8: input #4: path: "/var/log/a.log" is already followed by the input on line 3 (its lines would count twice)`,
 			`:9: input #5: path: "/var/log/[a.log" is not a valid glob: syntax error in pattern`,
 			`:13: rule "a": inputs: no input is named "wbe" (did you mean "web"?) (named inputs: other, web)`,
 			`:13: rule "a": inputs: "web" is listed twice`,
 			`:16: rule "b": inputs: the list is empty; leave it out to read every input`,
+		},
+		"syslog.yaml": {
+			`:4: input "both": path and syslog: an input reads a file or a socket, not both; make two inputs`,
+			`:5: input "relative": syslog: "unixgram://run/x.sock": a unix socket needs an absolute path, e.g. unixgram:///run/logwindow/nginx.sock`,
+			`:6: input "relative": socket_mode: applies only to a syslog: unixgram:// socket`,
+			`:8: input "tcp": syslog: "tcp://127.0.0.1:514": the scheme is unixgram:// or udp://, not "tcp"`,
+			`:12: input "twice": syslog: "udp://127.0.0.1:5140" is already received on by the input on line 10`,
+			`:13: input "twice": start_at: applies to files; a socket receives what is sent once it is bound`,
+			`:16: input "udp mode": socket_mode: applies only to a syslog: unixgram:// socket`,
+			`:19: input "mode": socket_mode: "0999" is not an octal permission like '0660' (quote it, or YAML reads 0660 as a number)`,
 		},
 	}
 	files, err := filepath.Glob("testdata/bad/*.yaml")

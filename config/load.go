@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -16,6 +17,7 @@ import (
 	"github.com/prometheus/common/model"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/logwindow/logwindow_exporter/syslog"
 	"github.com/logwindow/logwindow_exporter/windows"
 )
 
@@ -276,25 +278,34 @@ func (d *decoder) inputs(e entry) []Input {
 				names[in.Name] = n.key.Line
 			}
 		}
-		d.known(entries, subject, "", "name", "path", "start_at")
-		pathOK := true
+		d.known(entries, subject, "", "name", "path", "start_at", "syslog", "socket_mode")
+		sources := 0
 		if p, ok := find(entries, "path"); ok {
-			in.Path, pathOK = d.scalar(p, subject, "path")
+			sources++
 			line = p.key.Line
-		}
-		switch _, err := filepath.Match(in.Path, ""); {
-		case !pathOK:
-		case in.Path == "":
-			d.add(line, subject, "path: is missing; give the file or glob to follow")
-		case err != nil:
-			d.add(line, subject, "path: %q is not a valid glob: %s", in.Path, err)
-		default:
-			if first, dup := paths[in.Path]; dup {
-				d.add(line, subject, "path: %q is already followed by the input on line %d (its lines would count twice)", in.Path, first)
+			var pathOK bool
+			if in.Path, pathOK = d.scalar(p, subject, "path"); pathOK {
+				d.path(in.Path, line, subject, paths)
 			}
-			paths[in.Path] = line
+		}
+		if s, ok := find(entries, "syslog"); ok {
+			sources++
+			line = s.key.Line
+			d.syslogInput(s, subject, &in, paths)
+		}
+		switch sources {
+		case 0:
+			d.add(line, subject, "path: is missing; give the file or glob to follow (or syslog: a socket to receive on)")
+		case 2:
+			d.add(line, subject, "path and syslog: an input reads a file or a socket, not both; make two inputs")
+		}
+		if m, ok := find(entries, "socket_mode"); ok {
+			d.socketMode(m, subject, &in)
 		}
 		if s, ok := find(entries, "start_at"); ok {
+			if in.Syslog != "" {
+				d.add(s.key.Line, subject, "start_at: applies to files; a socket receives what is sent once it is bound")
+			}
 			text, ok := d.scalar(s, subject, "start_at")
 			switch {
 			case !ok:
@@ -309,6 +320,62 @@ func (d *decoder) inputs(e entry) []Input {
 		out = append(out, in)
 	}
 	return out
+}
+
+// path checks a file input's path; sources maps each path or socket address to the line
+// of the input that has it.
+func (d *decoder) path(path string, line int, subject string, sources map[string]int) {
+	if path == "" {
+		d.add(line, subject, "path: is empty; give the file or glob to follow")
+		return
+	}
+	if _, err := filepath.Match(path, ""); err != nil {
+		d.add(line, subject, "path: %q is not a valid glob: %s", path, err)
+		return
+	}
+	if first, dup := sources[path]; dup {
+		d.add(line, subject, "path: %q is already followed by the input on line %d (its lines would count twice)", path, first)
+	}
+	sources[path] = line
+}
+
+// syslogInput decodes `syslog:` and `socket_mode:`.
+func (d *decoder) syslogInput(e entry, subject string, in *Input, sources map[string]int) {
+	addr, ok := d.scalar(e, subject, "syslog")
+	if !ok {
+		return
+	}
+	a, err := syslog.ParseAddress(addr)
+	if err != nil {
+		d.add(e.key.Line, subject, "syslog: %s", err)
+		return
+	}
+	in.Syslog = addr
+	// Two spellings of one socket (udp://localhost:514 and udp://localhost:syslog) are not
+	// caught here; binding the second fails at start.
+	key := a.Network + " " + a.Addr
+	if first, dup := sources[key]; dup {
+		d.add(e.key.Line, subject, "syslog: %q is already received on by the input on line %d", addr, first)
+	}
+	sources[key] = e.key.Line
+}
+
+// socketMode decodes `socket_mode:`, an octal permission like '0660'.
+func (d *decoder) socketMode(e entry, subject string, in *Input) {
+	text, ok := d.scalar(e, subject, "socket_mode")
+	if !ok {
+		return
+	}
+	if in.Syslog == "" || !strings.HasPrefix(in.Syslog, "unixgram:") {
+		d.add(e.key.Line, subject, "socket_mode: applies only to a syslog: unixgram:// socket")
+		return
+	}
+	m, err := strconv.ParseUint(text, 8, 32)
+	if err != nil || m == 0 || m > 0o777 {
+		d.add(e.key.Line, subject, "socket_mode: %q is not an octal permission like '0660' (quote it, or YAML reads 0660 as a number)", text)
+		return
+	}
+	in.SocketMode = fs.FileMode(m)
 }
 
 // patternName is the shape of a %{NAME} reference.

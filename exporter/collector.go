@@ -13,6 +13,7 @@ import (
 
 	"github.com/logwindow/logwindow_exporter/follow"
 	"github.com/logwindow/logwindow_exporter/parser"
+	"github.com/logwindow/logwindow_exporter/syslog"
 	"github.com/logwindow/logwindow_exporter/windows"
 )
 
@@ -22,6 +23,8 @@ type InputStats struct {
 	// Input is the input's name, or its path when it has none.
 	Input string
 	follow.Stats
+	// Syslog is set for an input that receives on a syslog socket.
+	Syslog *syslog.Stats
 }
 
 // ReloadStats is the outcome of the latest config (re)load.
@@ -57,6 +60,7 @@ type CollectorOptions struct {
 type Collector struct {
 	opts CollectorOptions
 	self selfDescs
+	sock socketDescs
 	// failed counts series and self-metrics that could not be exported; they are skipped
 	// so that one bad value never fails a whole scrape.
 	failed atomic.Uint64
@@ -74,6 +78,7 @@ func NewCollector(opts CollectorOptions) *Collector {
 	input := []string{"input"}
 	return &Collector{
 		opts: opts,
+		sock: newSocketDescs(),
 		self: selfDescs{
 			matched:     prometheus.NewDesc("logwindow_rule_matched_lines_total", "Lines matched by the rule, including lines too old for any window (those of a label set with no live series are in no _total).", rule, nil),
 			dropped:     prometheus.NewDesc("logwindow_rule_dropped_lines_total", "Matched lines not counted as is, by reason: no_value, bad_number and bad_timestamp lines are not counted; late lines (older than the longest window) are in no window, and in a _total only if their label set has a live series; future lines were placed at the current second.", []string{"rule", "reason"}, nil),
@@ -123,7 +128,9 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		}
 	}
 	if c.opts.Inputs != nil {
-		c.collectInputs(e, c.opts.Inputs())
+		inputs := c.opts.Inputs()
+		c.collectInputs(e, inputs)
+		c.collectSockets(e, inputs)
 	}
 	if c.opts.Reload != nil {
 		r := c.opts.Reload()

@@ -2,20 +2,25 @@ package pipeline
 
 import (
 	"errors"
+	"fmt"
 
 	"github.com/logwindow/logwindow_exporter/config"
 	"github.com/logwindow/logwindow_exporter/exporter"
 	"github.com/logwindow/logwindow_exporter/follow"
+	"github.com/logwindow/logwindow_exporter/syslog"
 )
 
-// input is one followed path. An input is identified across reloads by its path alone
-// (config refuses two inputs with one path): a reload that renames it or changes its
-// start_at keeps its follower and read offsets, so no line is read twice or skipped, and
-// start_at applies only when a path is first followed.
+// input is one followed path or one syslog socket. An input is identified across reloads
+// by its source alone (config.Input.Source; config refuses two inputs with one source): a
+// reload that renames it or changes its start_at keeps its follower and read offsets (or
+// its bound socket), so no line is read twice or skipped, and start_at applies only when a
+// path is first followed.
 type input struct {
-	path     string
-	label    string // for self-metrics: the name, or the path when unnamed; guarded by Pipeline.mu
+	source string
+	label  string // for self-metrics: the name, or the source when unnamed; guarded by Pipeline.mu
+	// Exactly one of follower and listener is set.
 	follower *follow.Follower
+	listener *syslog.Listener
 	// Touched only by the follower's goroutine, which picks up a new generation at the
 	// first line after a reload.
 	gen  *generation
@@ -27,17 +32,44 @@ func labelOf(ci config.Input) string {
 	if ci.Name != "" {
 		return ci.Name
 	}
-	return ci.Path
+	return ci.Source()
 }
 
-// inputName is the name cfg gives the input following path.
-func (g *generation) inputName(path string) string {
+// inputName is the name cfg gives the input reading source.
+func (g *generation) inputName(source string) string {
 	for _, ci := range g.cfg.Inputs {
-		if ci.Path == path {
+		if ci.Source() == source {
 			return ci.Name
 		}
 	}
 	return ""
+}
+
+func (in *input) stop() {
+	if in.listener != nil {
+		in.listener.Stop()
+		return
+	}
+	in.follower.Stop()
+}
+
+func (in *input) ready() bool {
+	if in.listener != nil {
+		return in.listener.Ready()
+	}
+	return in.follower.Ready()
+}
+
+func (in *input) stats() exporter.InputStats {
+	if in.listener != nil {
+		s := in.listener.Stats()
+		return exporter.InputStats{
+			Input:  in.label,
+			Stats:  follow.Stats{LinesRead: s.Received - s.TooLong - s.DroppedQueue, TooLong: s.TooLong, Errors: s.Errors},
+			Syslog: &s,
+		}
+	}
+	return exporter.InputStats{Input: in.label, Stats: in.follower.Stats()}
 }
 
 // syncInputs starts the inputs of cfg that are not running and stops those cfg no longer
@@ -46,8 +78,8 @@ func (p *Pipeline) syncInputs(cfg *config.Config) error {
 	wanted := map[string]bool{}
 	var errs []error
 	for _, ci := range cfg.Inputs {
-		wanted[ci.Path] = true
-		if in, running := p.inputs[ci.Path]; running {
+		wanted[ci.Source()] = true
+		if in, running := p.inputs[ci.Source()]; running {
 			in.label = labelOf(ci)
 			continue
 		}
@@ -56,24 +88,39 @@ func (p *Pipeline) syncInputs(cfg *config.Config) error {
 			errs = append(errs, err)
 			continue
 		}
-		p.inputs[ci.Path] = in
+		p.inputs[ci.Source()] = in
 	}
 	p.stopInputs(wanted)
 	return errors.Join(errs...)
 }
 
-// stopInputs stops every running input whose path keep does not hold (all when keep is nil).
+// stopInputs stops every running input whose source keep does not hold (all when keep is
+// nil).
 func (p *Pipeline) stopInputs(keep map[string]bool) {
 	for k, in := range p.inputs {
 		if !keep[k] {
-			in.follower.Stop()
+			in.stop()
 			delete(p.inputs, k)
 		}
 	}
 }
 
 func (p *Pipeline) startInput(ci config.Input) (*input, error) {
-	in := &input{path: ci.Path, label: labelOf(ci)}
+	in := &input{source: ci.Source(), label: labelOf(ci)}
+	if ci.Syslog != "" {
+		h := in.handle(p)
+		l, err := syslog.Listen(syslog.Options{
+			Address:      ci.Syslog,
+			SocketMode:   ci.SocketMode,
+			MaxLineBytes: p.opts.MaxLineBytes,
+			Logger:       p.opts.Logger.With("input", ci.Syslog),
+		}, func(line []byte) { h("", line) })
+		if err != nil {
+			return nil, fmt.Errorf("input %s: %w", in.label, err)
+		}
+		in.listener = l
+		return in, nil
+	}
 	f, err := follow.Start(p.followOptions(ci.Path, ci.StartAt == config.StartAtBeginning), in.handle(p))
 	if err != nil {
 		return nil, err
@@ -99,7 +146,7 @@ func (p *Pipeline) followOptions(path string, fromBeginning bool) follow.Options
 func (in *input) handle(p *Pipeline) follow.Handler {
 	return func(_ string, line []byte) {
 		if g := p.gen.Load(); g != in.gen {
-			in.gen, in.sink, in.name = g, g.set.NewSink(), g.inputName(in.path)
+			in.gen, in.sink, in.name = g, g.set.NewSink(), g.inputName(in.source)
 		}
 		in.sink.SetNow(p.clock.read())
 		in.gen.parser.Parse(in.name, line, in.sink)

@@ -66,7 +66,7 @@ type Pipeline struct {
 	gen   atomic.Pointer[generation]
 
 	mu          sync.Mutex        // serialises reloads and Stop; guards the fields below
-	inputs      map[string]*input // by path
+	inputs      map[string]*input // by config.Input.Source
 	stopped     bool
 	reloadOK    bool
 	lastSuccess time.Time
@@ -143,12 +143,13 @@ func (p *Pipeline) reload(cfg *config.Config) error {
 	return nil
 }
 
-// Ready reports whether every input has opened and positioned the files that exist.
+// Ready reports whether every input has opened and positioned the files that exist, or
+// bound its socket.
 func (p *Pipeline) Ready() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, in := range p.inputs {
-		if !in.follower.Ready() {
+		if !in.ready() {
 			return false
 		}
 	}
@@ -187,7 +188,7 @@ func (p *Pipeline) inputStats() []exporter.InputStats {
 	defer p.mu.Unlock()
 	out := make([]exporter.InputStats, 0, len(p.inputs))
 	for _, in := range p.inputs {
-		out = append(out, exporter.InputStats{Input: in.label, Stats: in.follower.Stats()})
+		out = append(out, in.stats())
 	}
 	return out
 }

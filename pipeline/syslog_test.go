@@ -1,0 +1,181 @@
+package pipeline
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/logwindow/logwindow_exporter/config"
+)
+
+const syslogRules = `
+inputs:
+  - name: sock
+    syslog: unixgram://%s
+  - name: udp
+    syslog: udp://%s
+rules:
+  - name: requests
+    match: '" (?P<status>[0-9]{3}) '
+    labels: {status: '${status}'}
+`
+
+// sample returns the value of the sample of family name whose labels include want, or -1.
+func sample(t *testing.T, reg *prometheus.Registry, name string, want map[string]string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+	next:
+		for _, m := range mf.GetMetric() {
+			for k, v := range want {
+				if !hasLabel(m, k, v) {
+					continue next
+				}
+			}
+			if m.Counter != nil {
+				return m.Counter.GetValue()
+			}
+			return m.Gauge.GetValue()
+		}
+	}
+	return -1
+}
+
+func hasLabel(m *dto.Metric, name, value string) bool {
+	for _, l := range m.GetLabel() {
+		if l.GetName() == name && l.GetValue() == value {
+			return true
+		}
+	}
+	return false
+}
+
+// waitSample waits (bounded) until the sample reaches want: datagrams are parsed on the
+// listener's goroutine.
+func waitSample(t *testing.T, reg *prometheus.Registry, name string, labels map[string]string, want float64) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		got := sample(t, reg, name, labels)
+		if got == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s%v = %v, want %v", name, labels, got, want)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func freeUDP(t *testing.T) string {
+	t.Helper()
+	c, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	return c.LocalAddr().String()
+}
+
+// Lines sent as syslog datagrams to a unix socket and to a UDP port reach the rules
+// through the parser, headers stripped, and the socket counters are exported per input.
+// A reload keeps the bound socket; removing the input stops it and removes its file.
+func TestSyslogInputs(t *testing.T) {
+	dir := t.TempDir()
+	sock, udp := filepath.Join(dir, "nginx.sock"), freeUDP(t)
+	text := fmt.Sprintf(syslogRules, sock, udp)
+	cfg, err := config.Parse([]byte(text), "rules.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := Start(cfg, Options{Now: time.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Stop()
+	if !p.Ready() {
+		t.Error("not ready once the sockets are bound")
+	}
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(p.Collector())
+
+	line := `127.0.0.1 - - [24/Nov/2026:05:28:09 +0000] "GET / HTTP/1.1" %d 2 "-" "ua" 0.000 -`
+	sendTo(t, "unixgram", sock,
+		"<190>Nov 24 05:28:09 vm nginx: "+fmt.Sprintf(line, 200),
+		"<190>Nov 24 05:28:09 nginx: "+fmt.Sprintf(line, 200),
+		fmt.Sprintf(line, 502)) // not syslog: taken whole
+	sendTo(t, "udp", udp, "<190>Nov 24 05:28:09 vm nginx: "+fmt.Sprintf(line, 404))
+	waitSample(t, reg, "requests_total", map[string]string{"status": "200"}, 2)
+	waitSample(t, reg, "requests_total", map[string]string{"status": "502"}, 1)
+	waitSample(t, reg, "requests_total", map[string]string{"status": "404"}, 1)
+	for _, c := range []struct {
+		name   string
+		labels map[string]string
+		want   float64
+	}{
+		{"logwindow_input_datagrams_total", map[string]string{"input": "sock"}, 3},
+		{"logwindow_input_malformed_datagrams_total", map[string]string{"input": "sock"}, 1},
+		{"logwindow_input_dropped_datagrams_total", map[string]string{"input": "sock", "reason": "queue"}, 0},
+		{"logwindow_input_dropped_datagrams_total", map[string]string{"input": "udp", "reason": "receive_buffer"}, 0},
+		{"logwindow_input_datagrams_total", map[string]string{"input": "udp"}, 1},
+		{"logwindow_input_lines_total", map[string]string{"input": "sock"}, 3},
+	} {
+		if got := sample(t, reg, c.name, c.labels); got != c.want {
+			t.Errorf("%s%v = %v, want %v", c.name, c.labels, got, c.want)
+		}
+	}
+
+	before, err := os.Lstat(sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	renamed, err := config.Parse([]byte(fmt.Sprintf(syslogRules, sock, udp)+"    help: renamed rule text\n"), "rules.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Reload(renamed); err != nil {
+		t.Fatal(err)
+	}
+	if after, err := os.Lstat(sock); err != nil || !os.SameFile(before, after) {
+		t.Errorf("a reload rebound the socket: %v", err)
+	}
+	sendTo(t, "unixgram", sock, "<190>Nov 24 05:28:09 vm nginx: "+fmt.Sprintf(line, 200))
+	waitSample(t, reg, "requests_total", map[string]string{"status": "200"}, 3)
+
+	udpOnly, err := config.Parse([]byte(fmt.Sprintf("inputs: [{name: udp, syslog: 'udp://%s'}]\nrules: [{name: requests, match: x}]\n", udp)), "rules.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Reload(udpOnly); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(sock); !os.IsNotExist(err) {
+		t.Errorf("the socket of a removed input is still there: %v", err)
+	}
+}
+
+func sendTo(t *testing.T, network, addr string, datagrams ...string) {
+	t.Helper()
+	c, err := net.Dial(network, addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for _, d := range datagrams {
+		if _, err := c.Write([]byte(d)); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,136 @@
+package syslog
+
+import (
+	"errors"
+	"net"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// The kernel's drop count, as the Listener reads it, on sockets nobody reads while a
+// burst larger than the receive buffer arrives: UDP drops and says so with the next
+// datagram queued after the drops; a unix datagram socket drops nothing and makes the (non-blocking) sender fail
+// instead, which is why the Listener drains it into a queue of its own.
+func TestKernelDropCount(t *testing.T) {
+	const burst = 2000
+	for _, tc := range []struct {
+		network string
+		listen  func(t *testing.T) net.PacketConn
+		drops   bool
+	}{
+		{"udp", func(t *testing.T) net.PacketConn {
+			c, err := net.ListenPacket("udp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			return c
+		}, true},
+		{"unixgram", func(t *testing.T) net.PacketConn {
+			path := filepath.Join(t.TempDir(), "s.sock")
+			c, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: path, Net: "unixgram"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return c
+		}, false},
+	} {
+		t.Run(tc.network, func(t *testing.T) {
+			rc := tc.listen(t)
+			defer rc.Close()
+			if err := enableDropCount(rc); err != nil {
+				t.Fatal(err)
+			}
+			setReceiveBuffer(t, rc, 4096)
+			sendErrs := sendNonBlocking(t, rc.LocalAddr(), burst)
+			received, _ := drain(t, rc)
+			// The count travels with a datagram queued after the drops.
+			sendErrs += sendNonBlocking(t, rc.LocalAddr(), 1)
+			more, drops := drain(t, rc)
+			received += more
+			if tc.drops {
+				if drops == 0 || received+int(drops) != burst+1 {
+					t.Errorf("received %d + kernel drops %d != sent %d", received, drops, burst+1)
+				}
+				return
+			}
+			if drops != 0 || sendErrs == 0 || received+sendErrs != burst+1 {
+				t.Errorf("received %d, drops %d, failed sends %d of %d", received, drops, sendErrs, burst+1)
+			}
+		})
+	}
+}
+
+func setReceiveBuffer(t *testing.T, c net.PacketConn, n int) {
+	t.Helper()
+	raw, err := c.(syscall.Conn).SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw.Control(func(fd uintptr) {
+		err = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, n)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// sendNonBlocking sends n datagrams the way nginx does (no waiting on a full queue) and
+// returns how many sends failed with EAGAIN.
+func sendNonBlocking(t *testing.T, to net.Addr, n int) int {
+	t.Helper()
+	c, err := net.Dial(to.Network(), to.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	raw, err := c.(syscall.Conn).SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	failed := 0
+	for range n {
+		raw.Write(func(fd uintptr) bool {
+			_, err := syscall.Write(int(fd), []byte("<190>Nov 24 05:28:09 vm nginx: a line of about the usual length"))
+			switch {
+			case errors.Is(err, syscall.EAGAIN):
+				failed++
+			case err != nil:
+				t.Fatal(err)
+			}
+			return true
+		})
+	}
+	return failed
+}
+
+// drain reads every queued datagram and returns their number and the latest drop count.
+func drain(t *testing.T, c net.PacketConn) (received int, drops uint64) {
+	t.Helper()
+	read := func(b, oob []byte) (int, error) {
+		switch c := c.(type) {
+		case *net.UDPConn:
+			_, oobn, _, _, err := c.ReadMsgUDP(b, oob)
+			return oobn, err
+		case *net.UnixConn:
+			_, oobn, _, _, err := c.ReadMsgUnix(b, oob)
+			return oobn, err
+		}
+		t.Fatalf("%T", c)
+		return 0, nil
+	}
+	buf, oob := make([]byte, 1024), make([]byte, 64)
+	for {
+		// Everything was queued before draining began: an empty queue ends the read.
+		c.SetReadDeadline(time.Now().Add(100 * time.Millisecond))
+		oobn, err := read(buf, oob)
+		if err != nil {
+			return received, drops
+		}
+		received++
+		if d, ok := dropCount(oob[:oobn]); ok {
+			drops = d
+		}
+	}
+}

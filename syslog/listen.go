@@ -1,0 +1,349 @@
+// Package syslog receives log lines as syslog datagrams on a unix datagram socket or a UDP
+// port: nginx's `access_log syslog:server=unix:/path,tag=nginx main;` reaches the exporter
+// with no file, no rotation and no volume to fill.
+//
+// One goroutine drains the socket into a bounded in-process queue and another hands the
+// messages on, so parsing never holds up the socket. That matters most for unix datagram
+// sockets: the kernel queues only net.unix.max_dgram_qlen datagrams (10 by default) for an
+// unconnected receiver, and a sender that meets a full queue (nginx writes without
+// blocking) loses the line on its side, where no counter of ours can see it.
+package syslog
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"net"
+	"net/url"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// DefaultSocketMode lets any user write to a unix socket: nginx's workers run as their own
+// user, not the exporter's. Who may reach the socket is decided by its directory (in
+// Kubernetes, a volume only the pod mounts).
+const DefaultSocketMode fs.FileMode = 0o666
+
+// Queue bounds. Datagrams wait here between the socket and the handler; past either bound
+// they are dropped and counted, rather than left to the kernel where the loss may be
+// invisible.
+const (
+	defaultQueueDatagrams = 4096
+	queueBytes            = 16 << 20
+)
+
+// defaultMaxDatagram is the largest datagram read when Options.MaxLineBytes is not set,
+// matching follow's default line cap.
+const defaultMaxDatagram = 64 << 10
+
+// Options configure a Listener.
+type Options struct {
+	// Address is `unixgram:///absolute/path` or `udp://host:port`; see ParseAddress.
+	Address string
+	// SocketMode is the unix socket file's mode; 0 means DefaultSocketMode.
+	SocketMode fs.FileMode
+	// MaxLineBytes caps a datagram; longer ones are skipped and counted. 0: 64 KiB.
+	MaxLineBytes int
+	// QueueDatagrams bounds the datagrams waiting for the handler; 0: 4096.
+	QueueDatagrams int
+	Logger         *slog.Logger
+}
+
+// Handler receives each message (the datagram without its syslog header). line is valid
+// only during the call. Calls come from one goroutine.
+type Handler func(line []byte)
+
+// Stats is a snapshot of a Listener's counters.
+type Stats struct {
+	// Received counts datagrams read from the socket.
+	Received uint64
+	// Malformed counts datagrams without a syslog header, handed on whole.
+	Malformed uint64
+	// TooLong counts datagrams longer than MaxLineBytes, skipped.
+	TooLong uint64
+	// DroppedKernel is the kernel's count of datagrams it dropped because the socket's
+	// receive buffer was full (Linux SO_RXQ_OVFL; UDP). It arrives with the next datagram
+	// received after the drops. A unix datagram socket never drops on the receiving side:
+	// its sender's write fails instead.
+	DroppedKernel uint64
+	// DroppedQueue counts datagrams read but dropped because the in-process queue was full.
+	DroppedQueue uint64
+	// Errors counts failed reads other than the socket being closed.
+	Errors uint64
+}
+
+// Listener is one bound syslog socket.
+type Listener struct {
+	opts     Options
+	conn     net.PacketConn
+	readMsg  func(b, oob []byte) (n, oobn, flags int, err error)
+	unixPath string
+	unixID   fileID // the socket file bound, so Stop removes only that one
+	queue    chan []byte
+	free     chan []byte
+	queued   atomic.Int64 // bytes in queue
+	wg       sync.WaitGroup
+	stopOnce sync.Once
+
+	received, malformed, tooLong, droppedKernel, droppedQueue, errs atomic.Uint64
+}
+
+// Address is a parsed syslog address.
+type Address struct {
+	Network string // "unixgram" or "udp"
+	Addr    string // socket path or host:port
+}
+
+// ParseAddress checks an address as written in the config: `unixgram:///abs/path` or
+// `udp://host:port`.
+func ParseAddress(s string) (Address, error) {
+	u, err := url.Parse(s)
+	if err != nil {
+		return Address{}, fmt.Errorf("%q is not a URL (write unixgram:///run/logwindow/nginx.sock or udp://127.0.0.1:5140)", s)
+	}
+	switch u.Scheme {
+	case "unixgram":
+		if u.Host != "" || !strings.HasPrefix(u.Path, "/") || u.RawQuery != "" || u.Fragment != "" {
+			return Address{}, fmt.Errorf("%q: a unix socket needs an absolute path, e.g. unixgram:///run/logwindow/nginx.sock", s)
+		}
+		return Address{Network: "unixgram", Addr: u.Path}, nil
+	case "udp":
+		host, port, err := net.SplitHostPort(u.Host)
+		if err != nil || u.Path != "" || u.RawQuery != "" || port == "" {
+			return Address{}, fmt.Errorf("%q: a UDP address is udp://host:port, e.g. udp://127.0.0.1:5140", s)
+		}
+		if _, err := net.LookupPort("udp", port); err != nil {
+			return Address{}, fmt.Errorf("%q: %q is not a port number", s, port)
+		}
+		return Address{Network: "udp", Addr: net.JoinHostPort(host, port)}, nil
+	}
+	return Address{}, fmt.Errorf("%q: the scheme is unixgram:// or udp://, not %q", s, u.Scheme)
+}
+
+// Listen binds the socket and starts handing messages to h. A unix socket file left by a
+// process that died is replaced; a live socket or any other file at the path is an error.
+// Once Listen returns, the socket is bound: datagrams sent from then on are received.
+func Listen(opts Options, h Handler) (*Listener, error) {
+	addr, err := ParseAddress(opts.Address)
+	if err != nil {
+		return nil, err
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.MaxLineBytes <= 0 {
+		opts.MaxLineBytes = defaultMaxDatagram
+	}
+	if opts.SocketMode == 0 {
+		opts.SocketMode = DefaultSocketMode
+	}
+	if opts.QueueDatagrams <= 0 {
+		opts.QueueDatagrams = defaultQueueDatagrams
+	}
+	l := &Listener{opts: opts, queue: make(chan []byte, opts.QueueDatagrams), free: make(chan []byte, opts.QueueDatagrams)}
+	switch addr.Network {
+	case "unixgram":
+		err = l.listenUnix(addr.Addr)
+	case "udp":
+		err = l.listenUDP(addr.Addr)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := enableDropCount(l.conn); err != nil {
+		opts.Logger.Warn("the kernel will not report dropped datagrams", "err", err)
+	}
+	l.wg.Add(2)
+	go l.read()
+	go l.deliver(h)
+	return l, nil
+}
+
+func (l *Listener) listenUDP(addr string) error {
+	ua, err := net.ResolveUDPAddr("udp", addr)
+	if err != nil {
+		return err
+	}
+	c, err := net.ListenUDP("udp", ua)
+	if err != nil {
+		return err
+	}
+	l.conn = c
+	l.readMsg = func(b, oob []byte) (int, int, int, error) {
+		n, oobn, flags, _, err := c.ReadMsgUDP(b, oob)
+		return n, oobn, flags, err
+	}
+	return nil
+}
+
+func (l *Listener) listenUnix(path string) error {
+	if err := removeStale(path); err != nil {
+		return err
+	}
+	c, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: path, Net: "unixgram"})
+	if err != nil {
+		return err
+	}
+	// bind applied the umask; the mode asked for is set explicitly.
+	if err := os.Chmod(path, l.opts.SocketMode); err != nil {
+		c.Close()
+		os.Remove(path)
+		return err
+	}
+	id, err := statID(path)
+	if err != nil {
+		c.Close()
+		return err
+	}
+	l.conn, l.unixPath, l.unixID = c, path, id
+	l.readMsg = func(b, oob []byte) (int, int, int, error) {
+		n, oobn, flags, _, err := c.ReadMsgUnix(b, oob)
+		return n, oobn, flags, err
+	}
+	return nil
+}
+
+// removeStale clears path for bind: nothing there is fine; a socket that no one receives
+// on is what a crashed exporter leaves, and goes; a live socket or a file that is not a
+// socket is refused, so a wrong path never deletes anyone's data.
+func removeStale(path string) error {
+	fi, err := os.Lstat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if fi.Mode().Type() != fs.ModeSocket {
+		return fmt.Errorf("%s exists and is not a socket; refusing to replace it", path)
+	}
+	c, err := net.Dial("unixgram", path)
+	if err == nil {
+		c.Close()
+		return fmt.Errorf("%s is in use by another process", path)
+	}
+	if !errors.Is(err, syscall.ECONNREFUSED) {
+		return fmt.Errorf("%s: checking the existing socket: %w", path, err)
+	}
+	return os.Remove(path)
+}
+
+type fileID struct{ dev, ino uint64 }
+
+func statID(path string) (fileID, error) {
+	fi, err := os.Lstat(path)
+	if err != nil {
+		return fileID{}, err
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return fileID{}, nil
+	}
+	return fileID{dev: uint64(st.Dev), ino: st.Ino}, nil
+}
+
+// read drains the socket into the queue until the socket is closed.
+func (l *Listener) read() {
+	defer l.wg.Done()
+	defer close(l.queue)
+	buf := make([]byte, l.opts.MaxLineBytes+1)
+	oob := make([]byte, 64)
+	for {
+		n, oobn, flags, err := l.readMsg(buf, oob)
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			l.errs.Add(1)
+			l.opts.Logger.Warn("reading the syslog socket", "err", err)
+			// A persistent error must not spin a core.
+			time.Sleep(10 * time.Millisecond)
+			continue
+		}
+		l.received.Add(1)
+		if drops, ok := dropCount(oob[:oobn]); ok {
+			l.droppedKernel.Store(drops)
+		}
+		if n > l.opts.MaxLineBytes || flags&syscall.MSG_TRUNC != 0 {
+			l.tooLong.Add(1)
+			continue
+		}
+		if l.queued.Load()+int64(n) > queueBytes {
+			l.droppedQueue.Add(1)
+			continue
+		}
+		var b []byte
+		select {
+		case b = <-l.free:
+		default:
+		}
+		b = append(b[:0], buf[:n]...)
+		l.queued.Add(int64(n))
+		select {
+		case l.queue <- b:
+		default:
+			l.queued.Add(-int64(n))
+			l.droppedQueue.Add(1)
+		}
+	}
+}
+
+// maxKeptBuffer is the largest buffer the queue reuses; larger datagrams are rare and
+// their buffers go to the garbage collector, so the free list stays small.
+const maxKeptBuffer = 4 << 10
+
+// deliver hands queued datagrams to h, header stripped.
+func (l *Listener) deliver(h Handler) {
+	defer l.wg.Done()
+	for b := range l.queue {
+		l.queued.Add(-int64(len(b)))
+		msg, ok := Message(b)
+		if !ok {
+			l.malformed.Add(1)
+		}
+		h(msg)
+		if cap(b) <= maxKeptBuffer {
+			select {
+			case l.free <- b:
+			default:
+			}
+		}
+	}
+}
+
+// Ready reports whether the socket is bound, which it is from Listen on.
+func (l *Listener) Ready() bool { return true }
+
+// Stats returns the counters.
+func (l *Listener) Stats() Stats {
+	return Stats{
+		Received:      l.received.Load(),
+		Malformed:     l.malformed.Load(),
+		TooLong:       l.tooLong.Load(),
+		DroppedKernel: l.droppedKernel.Load(),
+		DroppedQueue:  l.droppedQueue.Load(),
+		Errors:        l.errs.Load(),
+	}
+}
+
+// Stop closes the socket, hands on what is queued, waits for both goroutines and removes
+// the unix socket file, unless another has replaced it meanwhile.
+func (l *Listener) Stop() {
+	l.stopOnce.Do(func() {
+		l.conn.Close()
+		l.wg.Wait()
+		if l.unixPath == "" {
+			return
+		}
+		if id, err := statID(l.unixPath); err == nil && id == l.unixID {
+			if err := os.Remove(l.unixPath); err != nil {
+				l.opts.Logger.Warn("removing the syslog socket", "path", l.unixPath, "err", err)
+			}
+		}
+	})
+}

@@ -1,0 +1,272 @@
+package syslog
+
+import (
+	"io/fs"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// collector gathers what a Listener hands on.
+type collector struct {
+	mu    sync.Mutex
+	lines []string
+	got   chan struct{}
+}
+
+func newCollector() *collector { return &collector{got: make(chan struct{}, 1<<16)} }
+
+func (c *collector) handle(line []byte) {
+	c.mu.Lock()
+	c.lines = append(c.lines, string(line))
+	c.mu.Unlock()
+	c.got <- struct{}{}
+}
+
+// wait blocks until n lines have arrived, failing after a generous bound (a wait for
+// delivery, not a timing assertion).
+func (c *collector) wait(t *testing.T, n int) []string {
+	t.Helper()
+	for range n {
+		select {
+		case <-c.got:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("got %d lines, waiting for %d", len(c.snapshot()), n)
+		}
+	}
+	return c.snapshot()
+}
+
+func (c *collector) snapshot() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.lines)
+}
+
+func listen(t *testing.T, opts Options, h Handler) *Listener {
+	t.Helper()
+	l, err := Listen(opts, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(l.Stop)
+	return l
+}
+
+func send(t *testing.T, network, addr string, datagrams ...string) {
+	t.Helper()
+	c, err := net.Dial(network, addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for _, d := range datagrams {
+		if _, err := c.Write([]byte(d)); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func TestListenReceives(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		address func(dir string) string
+	}{
+		{"unixgram", func(dir string) string { return "unixgram://" + filepath.Join(dir, "s.sock") }},
+		{"udp", func(string) string { return "udp://127.0.0.1:0" }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newCollector()
+			l := listen(t, Options{Address: tc.address(t.TempDir())}, c.handle)
+			if !l.Ready() {
+				t.Fatal("not ready once bound")
+			}
+			a := l.conn.LocalAddr()
+			send(t, a.Network(), a.String(), nginxDatagram, "not syslog at all", nginxNoHostname)
+			got := c.wait(t, 3)
+			want := []string{nginxLine, "not syslog at all", nginxLine}
+			if !slices.Equal(got, want) {
+				t.Errorf("lines = %q, want %q", got, want)
+			}
+			if s := l.Stats(); s != (Stats{Received: 3, Malformed: 1}) {
+				t.Errorf("stats = %+v", s)
+			}
+		})
+	}
+}
+
+func TestListenTooLong(t *testing.T) {
+	c := newCollector()
+	path := filepath.Join(t.TempDir(), "s.sock")
+	l := listen(t, Options{Address: "unixgram://" + path, MaxLineBytes: 100}, c.handle)
+	long := "<13>Nov 24 01:02:03 h t: " + string(make([]byte, 100))
+	send(t, "unixgram", path, long, "<13>Nov 24 01:02:03 h t: short")
+	if got := c.wait(t, 1); !slices.Equal(got, []string{"short"}) {
+		t.Errorf("lines = %q", got)
+	}
+	if s := l.Stats(); s.Received != 2 || s.TooLong != 1 {
+		t.Errorf("stats = %+v", s)
+	}
+}
+
+// A handler that stalls fills the in-process queue; what does not fit is dropped and
+// counted, every datagram is accounted for, and the socket is drained all the while (a
+// blocking unix sender never loses one).
+func TestListenQueueFull(t *testing.T) {
+	const queue, sent = 8, 200
+	path := filepath.Join(t.TempDir(), "s.sock")
+	release := make(chan struct{})
+	c := newCollector()
+	l := listen(t, Options{Address: "unixgram://" + path, QueueDatagrams: queue}, func(line []byte) {
+		<-release
+		c.handle(line)
+	})
+	datagrams := make([]string, sent)
+	for i := range datagrams {
+		datagrams[i] = "x"
+	}
+	send(t, "unixgram", path, datagrams...)
+	for l.Stats().Received < sent {
+		time.Sleep(time.Millisecond) // polling for the reader goroutine, not a timing assertion
+	}
+	close(release)
+	s := l.Stats()
+	delivered := len(c.wait(t, sent-int(s.DroppedQueue)))
+	if s.DroppedQueue == 0 || uint64(delivered)+s.DroppedQueue != sent {
+		t.Errorf("delivered %d + dropped %d != sent %d (stats %+v)", delivered, s.DroppedQueue, sent, s)
+	}
+	// At most the queue plus the one datagram the stalled handler holds got through.
+	if delivered > queue+1 {
+		t.Errorf("delivered %d with a queue of %d", delivered, queue)
+	}
+}
+
+func TestSocketFile(t *testing.T) {
+	old := syscall.Umask(0o077) // a restrictive umask must not narrow the mode asked for
+	defer syscall.Umask(old)
+	for _, tc := range []struct {
+		name string
+		mode fs.FileMode
+		want fs.FileMode
+	}{
+		{"default lets nginx's workers write", 0, 0o666},
+		{"configured", 0o660, 0o660},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "s.sock")
+			l, err := Listen(Options{Address: "unixgram://" + path, SocketMode: tc.mode}, func([]byte) {})
+			if err != nil {
+				t.Fatal(err)
+			}
+			fi, err := os.Lstat(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if fi.Mode().Type() != fs.ModeSocket || fi.Mode().Perm() != tc.want {
+				t.Errorf("mode = %v, want socket %v", fi.Mode(), tc.want)
+			}
+			l.Stop()
+			if _, err := os.Lstat(path); !os.IsNotExist(err) {
+				t.Errorf("socket still there after Stop: %v", err)
+			}
+		})
+	}
+}
+
+func TestSocketPathTaken(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		prepare func(t *testing.T, path string)
+		ok      bool
+	}{
+		{"stale socket from a crash is replaced", func(t *testing.T, path string) {
+			c, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: path, Net: "unixgram"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.Close() // a unixgram socket leaves its file behind, as a killed process does
+		}, true},
+		{"live socket is refused", func(t *testing.T, path string) {
+			c, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: path, Net: "unixgram"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { c.Close() })
+		}, false},
+		{"regular file is refused and kept", func(t *testing.T, path string) {
+			if err := os.WriteFile(path, []byte("data"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "s.sock")
+			tc.prepare(t, path)
+			before, _ := os.Lstat(path)
+			l, err := Listen(Options{Address: "unixgram://" + path}, func([]byte) {})
+			if tc.ok != (err == nil) {
+				t.Fatalf("Listen: err = %v, want ok %v", err, tc.ok)
+			}
+			if err == nil {
+				l.Stop()
+				return
+			}
+			after, statErr := os.Lstat(path)
+			if statErr != nil || !os.SameFile(before, after) {
+				t.Errorf("the file at the path was touched: %v", statErr)
+			}
+		})
+	}
+}
+
+// Stop removes the socket it bound, never a file that replaced it meanwhile.
+func TestStopKeepsReplacedFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "s.sock")
+	l, err := Listen(Options{Address: "unixgram://" + path}, func([]byte) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte("someone else's"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	l.Stop()
+	if b, err := os.ReadFile(path); err != nil || string(b) != "someone else's" {
+		t.Errorf("replaced file: %q, %v", b, err)
+	}
+}
+
+func TestParseAddress(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want Address
+		ok   bool
+	}{
+		{"unixgram:///run/logwindow/nginx.sock", Address{"unixgram", "/run/logwindow/nginx.sock"}, true},
+		{"udp://127.0.0.1:5140", Address{"udp", "127.0.0.1:5140"}, true},
+		{"udp://[::1]:5140", Address{"udp", "[::1]:5140"}, true},
+		{"udp://:5140", Address{"udp", ":5140"}, true},
+		{"unixgram://relative.sock", Address{}, false},
+		{"unixgram:relative.sock", Address{}, false},
+		{"udp://127.0.0.1", Address{}, false},
+		{"udp://127.0.0.1:notaport", Address{}, false},
+		{"udp://127.0.0.1:5140/x", Address{}, false},
+		{"tcp://127.0.0.1:5140", Address{}, false},
+		{"/run/x.sock", Address{}, false},
+		{"%zz", Address{}, false},
+	} {
+		t.Run(tc.in, func(t *testing.T) {
+			got, err := ParseAddress(tc.in)
+			if (err == nil) != tc.ok || got != tc.want {
+				t.Errorf("ParseAddress(%q) = %+v, %v", tc.in, got, err)
+			}
+		})
+	}
+}
