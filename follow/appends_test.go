@@ -2,7 +2,6 @@ package follow
 
 import (
 	"errors"
-	"flag"
 	"os"
 	"path/filepath"
 	"sync"
@@ -86,61 +85,50 @@ func TestWriteInProgress(t *testing.T) {
 	}
 }
 
-// appendRounds sets how often each mode of TestConcurrentAppenders runs. A
-// reader that takes a write in progress for a rewrite fails about one round
-// in a hundred, so CI runs many more rounds than the default.
-var appendRounds = flag.Int("follow.append-rounds", 3, "rounds of TestConcurrentAppenders per mode")
-
 // Several writers append to one file at once with O_APPEND, as nginx's
 // workers do: most of them one write() per line, one in three 32 KiB at a
-// time (access_log ... buffer=32k). They pause between writes, so that the reader keeps
-// reaching the end of the file, where a write in progress is seen.
+// time (access_log ... buffer=32k). They pause between writes, so that the
+// reader keeps reaching the end of the file, where a write in progress is
+// seen. CI runs it, and TestAppendedLines, many times over.
 func TestConcurrentAppenders(t *testing.T) {
 	const (
 		writers = 6
 		each    = 4000
 	)
-	rounds := *appendRounds
-	if testing.Short() {
-		rounds = 1
-	}
 	for _, m := range modes {
 		t.Run(m.name, func(t *testing.T) {
-			for r := 0; r < rounds; r++ {
-				p := filepath.Join(t.TempDir(), "access.log")
-				create(t, p)
-				c := newCollector()
-				f := start(t, m.options(p), c.handle)
-				var wg sync.WaitGroup
-				errs := make(chan error, writers)
-				for i := range writers {
-					wg.Add(1)
-					go func() {
-						defer wg.Done()
-						per := 1
-						if i%3 == 2 {
-							per = 32 << 10 / int(lineLen)
-						}
-						errs <- appendLines(p, i*each+1, (i+1)*each, per)
-					}()
-				}
-				wg.Wait()
-				close(errs)
-				for err := range errs {
-					if err != nil {
-						t.Fatal(err)
+			p := filepath.Join(t.TempDir(), "access.log")
+			create(t, p)
+			c := newCollector()
+			f := start(t, m.options(p), c.handle)
+			var wg sync.WaitGroup
+			errs := make(chan error, writers)
+			for i := range writers {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					per := 1
+					if i%3 == 2 {
+						per = 32 << 10 / int(lineLen)
 					}
+					errs <- appendLines(p, i*each+1, (i+1)*each, per)
+				}()
+			}
+			wg.Wait()
+			close(errs)
+			for err := range errs {
+				if err != nil {
+					t.Fatal(err)
 				}
-				waitFor(t, "every line", func() bool { return c.has(1, writers*each) })
-				// A full turn after the last line: a false truncation would
-				// have been declared by then.
-				turn := f.turns.Load()
-				waitFor(t, "a quiet turn", func() bool { return f.turns.Load() > turn+1 })
-				c.expectExactly(t, span{1, writers * each})
-				if s := f.Stats(); s.Truncations != 0 || s.LinesRead != writers*each {
-					t.Fatalf("round %d: stats %+v, want %d lines and no truncation", r, s, writers*each)
-				}
-				f.Stop()
+			}
+			waitFor(t, "every line", func() bool { return c.has(1, writers*each) })
+			// A full turn after the last line: a false truncation would
+			// have been declared by then.
+			turn := f.turns.Load()
+			waitFor(t, "a quiet turn", func() bool { return f.turns.Load() > turn+1 })
+			c.expectExactly(t, span{1, writers * each})
+			if s := f.Stats(); s.Truncations != 0 || s.LinesRead != writers*each {
+				t.Fatalf("stats %+v, want %d lines and no truncation", s, writers*each)
 			}
 		})
 	}
