@@ -28,6 +28,7 @@ import (
 
 	"github.com/logwindow/logwindow_exporter/config"
 	"github.com/logwindow/logwindow_exporter/configwatch"
+	"github.com/logwindow/logwindow_exporter/dashboard"
 	"github.com/logwindow/logwindow_exporter/pipeline"
 )
 
@@ -56,6 +57,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	var (
 		configFile    = app.Flag("config.file", "Rule file (YAML).").Default("logwindow.yml").String()
 		configCheck   = app.Flag("config.check", "Validate the rule file, print every error, and exit (0 valid, 1 invalid).").Bool()
+		dashboardOut  = app.Flag("dashboard", "Print a Grafana dashboard (JSON) for the rules of --config.file and exit.").Bool()
 		replayFiles   = app.Flag("replay", "One-shot: read this file to its end (repeatable), print the exposition text of every rule and exit.").PlaceHolder("FILE").Strings()
 		metricsPath   = app.Flag("web.telemetry-path", "Path under which to expose metrics.").Default("/metrics").String()
 		lifecycle     = app.Flag("web.enable-lifecycle", "Enable POST /-/reload.").Bool()
@@ -81,7 +83,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	logger := promslog.New(logConfig)
 
 	var watch *configwatch.Watcher
-	if *configWatch && !*configCheck && len(*replayFiles) == 0 {
+	if *configWatch && !*configCheck && !*dashboardOut && len(*replayFiles) == 0 {
 		// Before the load: a change in between reloads once more instead of going unseen.
 		w, err := configwatch.New(*configFile)
 		if err != nil {
@@ -97,6 +99,15 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	if *configCheck {
 		fmt.Fprintf(stdout, "%s: %d rules, %d inputs: OK\n", *configFile, len(cfg.Rules), len(cfg.Inputs))
+		return 0
+	}
+	if *dashboardOut {
+		out, err := dashboard.New(cfg, dashboard.Options{})
+		if err != nil {
+			fmt.Fprintln(stderr, err)
+			return 1
+		}
+		_, _ = stdout.Write(out)
 		return 0
 	}
 	opts := pipeline.Options{

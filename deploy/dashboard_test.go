@@ -1,6 +1,7 @@
 package deploy
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -13,10 +14,36 @@ import (
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/yaml"
+
+	"github.com/logwindow/logwindow_exporter/config"
+	dashgen "github.com/logwindow/logwindow_exporter/dashboard"
 )
 
 // testVars are the variable values the tests give the dashboard.
 var testVars = Vars{Job: "nginx", Instance: ".+", Window: "5m", RateInterval: "1m"}
+
+// TestGeneratedDashboard: grafana-dashboard.json is what --dashboard prints for
+// example-rules.yaml. With -update it is rewritten (before TestGeneratedManifests makes the
+// ConfigMap from it).
+func TestGeneratedDashboard(t *testing.T) {
+	cfg, err := config.Load("../example-rules.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := dashgen.New(cfg, dashgen.Options{Title: "logwindow_exporter / nginx", UID: "logwindow-nginx"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if *update {
+		if err := os.WriteFile("grafana-dashboard.json", want, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	if !bytes.Equal(DashboardJSON, want) {
+		t.Error("grafana-dashboard.json is not the dashboard of example-rules.yaml: run go test ./deploy -run TestGenerated -update")
+	}
+}
 
 func TestDashboardVariables(t *testing.T) {
 	d, err := parseDashboard()

@@ -1,0 +1,289 @@
+package dashboard
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
+	"github.com/logwindow/logwindow_exporter/config"
+	"github.com/logwindow/logwindow_exporter/pipeline"
+)
+
+// lines are what every case's rules read: each rule matches all of them.
+const lines = `GET /a 200 0.010 512
+GET /b 500 0.250 0
+POST /a 200 0.030 128
+`
+
+const inputs = "inputs:\n  - path: %s\n    start_at: beginning\n"
+
+var cases = []struct {
+	name  string
+	rules string
+}{
+	{"count rule without labels", `
+rules:
+  - name: requests
+    match: '^\S+ \S+ \d+'
+`},
+	{"count rule with labels and windows of its own", `
+global: {windows: [1m, 5m]}
+rules:
+  - name: requests
+    match: '^(?P<method>\S+) \S+ (?P<status>\d+)'
+    labels: {method: '${method}', status: '${status}'}
+    windows: [30s, 2h]
+  - name: errors
+    match: '^\S+ \S+ (?P<status>5\d\d)'
+    aggregations: [window]
+`},
+	{"value rules with every aggregation", `
+global: {windows: [1m, 15m]}
+rules:
+  - name: request_duration_seconds
+    match: '^\S+ (?P<path>\S+) \d+ (?P<took>[\d.]+)'
+    value: took
+    labels: {path: '${path}'}
+    aggregations: [window, per_second, events, max, min, mean]
+  - name: response_bytes
+    match: ' (?P<bytes>\d+)$'
+    value: bytes
+    aggregations: [per_second, mean]
+`},
+}
+
+// load writes a rule file reading a log of lines and loads it.
+func load(t *testing.T, rules string) (*config.Config, string) {
+	t.Helper()
+	dir := t.TempDir()
+	log := filepath.Join(dir, "access.log")
+	if err := os.WriteFile(log, []byte(lines), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "rules.yaml")
+	if err := os.WriteFile(path, []byte(strings.Replace(inputs, "%s", log, 1)+rules), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg, log
+}
+
+// exposed runs the rules over the log with the exporter's replay and returns each family
+// it exposes with the window label values seen.
+func exposed(t *testing.T, cfg *config.Config, log string) map[string][]string {
+	t.Helper()
+	var out bytes.Buffer
+	opts := pipeline.Options{Now: time.Now, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	if err := pipeline.Replay(cfg, []string{log}, opts, &out); err != nil {
+		t.Fatal(err)
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(&out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string][]string{}
+	for name, mf := range families {
+		got[name] = nil
+		for _, m := range mf.GetMetric() {
+			for _, lp := range m.GetLabel() {
+				if lp.GetName() == "window" && !slices.Contains(got[name], lp.GetValue()) {
+					got[name] = append(got[name], lp.GetValue())
+				}
+			}
+		}
+	}
+	return got
+}
+
+// parsed is the part of the JSON the tests read, decoded strictly.
+type parsed struct {
+	dashboardJSON
+	Templating struct {
+		List []struct {
+			variable
+			Query   json.RawMessage `json:"query"`
+			Current current0        `json:"current"`
+		} `json:"list"`
+	} `json:"templating"`
+}
+
+func decode(t *testing.T, b []byte) *parsed {
+	t.Helper()
+	var d parsed
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&d); err != nil {
+		t.Fatal(err)
+	}
+	return &d
+}
+
+// metricRef finds metric names selected in PromQL: a name followed by its matchers.
+var metricRef = regexp.MustCompile(`([a-zA-Z_:][a-zA-Z0-9_:]*)\{`)
+
+// TestPanelsMatchExporter compares the dashboard with what the exporter exposes for the
+// same rules: every windowed family of every rule has a panel, every family a query
+// selects is exposed, and the window variable offers exactly the window label values.
+func TestPanelsMatchExporter(t *testing.T) {
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			cfg, log := load(t, c.rules)
+			out, err := New(cfg, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			d := decode(t, out)
+			have := exposed(t, cfg, log)
+
+			used := map[string]bool{}
+			for _, p := range d.Panels {
+				for _, tg := range p.Targets {
+					for _, m := range metricRef.FindAllStringSubmatch(tg.Expr, -1) {
+						used[m[1]] = true
+						if _, ok := have[m[1]]; !ok && !strings.HasPrefix(m[1], "logwindow_") {
+							t.Errorf("panel %q selects %s, which the exporter does not expose", p.Title, m[1])
+						}
+					}
+				}
+			}
+			var windows []string
+			for name, ws := range have {
+				if len(ws) == 0 {
+					continue // _total and self-metrics: not windowed
+				}
+				if !used[name] {
+					t.Errorf("no panel shows %s", name)
+				}
+				for _, w := range ws {
+					if !slices.Contains(windows, w) {
+						windows = append(windows, w)
+					}
+				}
+			}
+			var offered []string
+			for _, v := range d.Templating.List {
+				if v.Name == "window" {
+					for _, o := range v.Options {
+						offered = append(offered, o.Value)
+					}
+				}
+			}
+			slices.Sort(windows)
+			slices.Sort(offered)
+			if !slices.Equal(windows, offered) {
+				t.Errorf("window variable offers %v, the exporter labels windows %v", offered, windows)
+			}
+		})
+	}
+}
+
+// TestSchemaFacts checks what Grafana's dashboard model requires of the JSON: a UID of 8
+// to 40 URL-safe characters, unique panel ids, panels on the 24-column grid without
+// overlapping, queries with unique refIds on the ${datasource} variable, and variables
+// whose current value is one of their options.
+func TestSchemaFacts(t *testing.T) {
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			cfg, _ := load(t, c.rules)
+			out, err := New(cfg, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			d := decode(t, out)
+			if !regexp.MustCompile(`^[a-zA-Z0-9_-]{8,40}$`).MatchString(d.UID) {
+				t.Errorf("uid %q is not 8-40 URL-safe characters", d.UID)
+			}
+			if d.Title == "" || d.SchemaVersion == 0 || d.Time.From == "" {
+				t.Error("title, schemaVersion or time missing")
+			}
+			ids := map[int]bool{}
+			type cell struct{ x, y int }
+			taken := map[cell]string{}
+			for _, p := range d.Panels {
+				if ids[p.ID] {
+					t.Errorf("panel id %d twice", p.ID)
+				}
+				ids[p.ID] = true
+				g := p.GridPos
+				if g.W < 1 || g.H < 1 || g.X < 0 || g.X+g.W > 24 || g.Y < 0 {
+					t.Errorf("panel %q off the grid: %+v", p.Title, g)
+				}
+				for x := g.X; x < g.X+g.W; x++ {
+					for y := g.Y; y < g.Y+g.H; y++ {
+						if other, ok := taken[cell{x, y}]; ok {
+							t.Fatalf("panel %q overlaps %q at %d,%d", p.Title, other, x, y)
+						}
+						taken[cell{x, y}] = p.Title
+					}
+				}
+				if p.Type == "row" {
+					if len(p.Targets) > 0 {
+						t.Errorf("row %q has queries", p.Title)
+					}
+					continue
+				}
+				if p.Datasource == nil || p.Datasource.UID != "${datasource}" || len(p.Targets) == 0 {
+					t.Errorf("panel %q: no query or not on ${datasource}", p.Title)
+				}
+				refs := map[string]bool{}
+				for _, tg := range p.Targets {
+					if tg.RefID == "" || refs[tg.RefID] || tg.Datasource == nil || tg.Datasource.UID != "${datasource}" {
+						t.Errorf("panel %q: target %+v", p.Title, tg)
+					}
+					refs[tg.RefID] = true
+				}
+			}
+			names := map[string]bool{}
+			for _, v := range d.Templating.List {
+				if names[v.Name] {
+					t.Errorf("variable %s twice", v.Name)
+				}
+				names[v.Name] = true
+				if len(v.Options) > 0 && !slices.ContainsFunc(v.Options, func(o option) bool { return o.Value == v.Current.Value && o.Selected }) {
+					t.Errorf("variable %s: current %q is not its selected option", v.Name, v.Current.Value)
+				}
+			}
+			for _, want := range []string{"datasource", "job", "instance", "window"} {
+				if !names[want] {
+					t.Errorf("no variable %s", want)
+				}
+			}
+		})
+	}
+}
+
+func TestOptionsDefaults(t *testing.T) {
+	cases := []struct {
+		file, title, uid string
+	}{
+		{"/etc/logwindow_exporter/rules.yaml", "logwindow_exporter: rules", "logwindow-rules"},
+		{"my rules (v2).yml", "logwindow_exporter: my rules (v2)", "logwindow-my-rules-v2"},
+		{strings.Repeat("x", 60) + ".yaml", "logwindow_exporter: " + strings.Repeat("x", 60), "logwindow-" + strings.Repeat("x", 30)},
+	}
+	for _, c := range cases {
+		t.Run(c.file, func(t *testing.T) {
+			o := Options{}.defaults(c.file)
+			if o.Title != c.title || o.UID != c.uid {
+				t.Errorf("got %q %q, want %q %q", o.Title, o.UID, c.title, c.uid)
+			}
+			if set := (Options{Title: "t", UID: "u"}).defaults(c.file); set.Title != "t" || set.UID != "u" {
+				t.Errorf("given title and uid replaced: %+v", set)
+			}
+		})
+	}
+}
