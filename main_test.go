@@ -355,12 +355,19 @@ func TestEndToEndWindowsOverHTTP(t *testing.T) {
 		{"http_requests_window_per_second", window("5m"), 15.0 / 121},
 	})
 
-	// Idle past the longest window (5m): every series expires.
+	// Idle past the longest window (5m): every series loses its windows, and keeps its
+	// _total; the label-less rule keeps every family, at 0.
 	e.clock.Advance(6 * time.Minute)
 	m = e.scrape()
-	if got := labelValues(m, "http_requests_total", "status"); len(got) != 0 {
-		t.Errorf("after idle: series %v still exported, want expired", got)
+	if got := labelValues(m, "http_requests_window", "status"); len(got) != 0 {
+		t.Errorf("after idle: windows of %v still exported, want released", got)
 	}
+	checkSamples(t, m, []sampleWant{
+		{"http_requests_total", ok, 15},
+		{"http_requests_total", map[string]string{"status": "500"}, 3},
+		{"http_response_bytes_total", nil, 1530},
+		{"http_response_bytes_window", map[string]string{"window": "5m"}, 0},
+	})
 }
 
 func TestEndToEndOverflowSeries(t *testing.T) {

@@ -128,10 +128,10 @@ func TestCheckWindows(t *testing.T) {
 		expo string
 		ok   bool
 	}{
-		{"equal", "r_total{s=\"1\"} 5\nr_window{s=\"1\",window=\"1d\"} 5\nr_window{s=\"1\",window=\"1m\"} 2\n", true},
-		{"no label", "r_total 5\nr_window{window=\"1d\"} 5\n", true},
-		{"lost lines", "r_total{s=\"1\"} 5\nr_window{s=\"1\",window=\"1d\"} 4\n", false},
-		{"no total", "r_window{s=\"1\",window=\"1d\"} 4\n", false},
+		{"equal", "r_total{s=\"1\"} 5\nr_window{s=\"1\",window=\"24h\"} 5\nr_window{s=\"1\",window=\"1m\"} 2\n", true},
+		{"no label", "r_total 5\nr_window{window=\"24h\"} 5\n", true},
+		{"lost lines", "r_total{s=\"1\"} 5\nr_window{s=\"1\",window=\"24h\"} 4\n", false},
+		{"no total", "r_window{s=\"1\",window=\"24h\"} 4\n", false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -20,13 +20,13 @@ type samples map[string]float64
 // scrape is one exposition, read.
 type scrape struct {
 	values samples
-	// dayWindows holds every `X_window{window="1d",...}` value under the key of its
+	// dayWindows holds every `X_window{window="24h",...}` value under the key of its
 	// `X_total{...}` series.
 	dayWindows samples
 }
 
 // dayWindow is the window label value whose series must equal `_total` (see checkWindows).
-const dayWindow = "1d"
+const dayWindow = "24h"
 
 // ignoredLabels are left out of series keys: mtail adds `prog` to every series.
 var ignoredLabels = []string{"prog"}
@@ -174,14 +174,14 @@ func (e expected) check(got samples) error {
 
 func num(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
 
-// checkWindows requires every `X_window{window="1d"}` series to equal its `X_total`: the
+// checkWindows requires every `X_window{window="24h"}` series to equal its `X_total`: the
 // benchmark's logs span less than a day, so a line missing from the day window was lost
 // between the parser and the wheels (dropped as late, say) although `_total` counted it.
 func (s scrape) checkWindows() error {
 	var diffs []string
 	for total, day := range s.dayWindows {
 		if v, ok := s.values[total]; !ok || !near(v, day) {
-			diffs = append(diffs, fmt.Sprintf("%s is %s but its 1d window holds %s", total, num(v), num(day)))
+			diffs = append(diffs, fmt.Sprintf("%s is %s but its 24h window holds %s", total, num(v), num(day)))
 		}
 	}
 	if len(diffs) > 0 {

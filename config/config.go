@@ -26,8 +26,14 @@ type Config struct {
 type Global struct {
 	// Windows are the default windows, sorted ascending, without duplicates.
 	Windows []time.Duration
+	// WindowNames are Windows as the user wrote them ("90s" stays "90s"), in the same
+	// order: the `window` label values.
+	WindowNames []string
 	// MaxSeriesPerRule bounds the label sets one rule may hold before folding into overflow.
 	MaxSeriesPerRule int
+	// CounterTTL is how long a label set's `_total` is kept after its last line once its
+	// windows are released; 0 keeps it while the process lives.
+	CounterTTL time.Duration
 }
 
 // StartAt says where reading a file that exists at start begins.
@@ -94,14 +100,19 @@ type Rule struct {
 	ValueName    string
 	// Timestamp is nil for processing-time rules.
 	Timestamp *Timestamp
-	// Windows are sorted ascending, without duplicates.
+	// Windows are sorted ascending, without duplicates; WindowNames are them as written,
+	// in the same order.
 	Windows      []time.Duration
+	WindowNames  []string
 	Aggregations Aggregations
 	// Layout sizes the wheels for Windows with what Aggregations keep (event counts for
 	// events and mean, extrema for max and min); every series of the rule shares it.
 	Layout *windows.Layout
 	// Inputs restricts the rule to these input names; nil means every input.
 	Inputs []string
+	// Initial are label sets that exist from the start and never expire, each with its
+	// values in Labels order.
+	Initial [][]string
 	// Fingerprint identifies the rule's definition: equal fingerprints across a reload mean
 	// the rule's window state can be kept.
 	Fingerprint string

@@ -149,8 +149,8 @@ func TestBadConfigs(t *testing.T) {
 			`: no rules: add a rules: list (see example-rules.yaml)`,
 		},
 		"unknown_key.yaml": {
-			`:2: global: unknown key "window" (did you mean "windows"?) (known keys: windows, max_series_per_rule)`,
-			`:6: rule "a": unknown key "lables" (did you mean "labels"?) (known keys: name, help, match, labels, where, value, timestamp, windows, aggregations, inputs)`,
+			`:2: global: unknown key "window" (did you mean "windows"?) (known keys: windows, max_series_per_rule, counter_ttl)`,
+			`:6: rule "a": unknown key "lables" (did you mean "labels"?) (known keys: name, help, match, labels, where, value, timestamp, windows, aggregations, inputs, initial)`,
 			`:7: rule "a": timestamp: unknown key "layuot" (did you mean "layout"?) (known keys: capture, layout)`,
 			`:7: rule "a": timestamp: capture "t" is not in the match regex (have: none: name groups with (?P<name>...))`,
 			`:7: rule "a": timestamp: layout: is missing; give a Go time layout (e.g. '02/Jan/2006:15:04:05 -0700')`,
@@ -171,7 +171,7 @@ func TestBadConfigs(t *testing.T) {
 			`:2: global: windows: "5 minutes" is not a duration (write e.g. 30s, 5m, 1h, 1d)`,
 			`:6: rule "a": windows: window 500ms: shorter than 1s`,
 			`:9: rule "b": windows: window 9600h0m0s: longer than the longest supported window (366 days)`,
-			`:12: rule "c": windows: 1m is listed twice`,
+			`:12: rule "c": windows: 1m and 60s are the same window; list it once`,
 			`:15: rule "d": windows: the list is empty; give at least one window (e.g. [1m, 5m])`,
 		},
 		"global.yaml": {
@@ -239,6 +239,17 @@ func TestBadConfigs(t *testing.T) {
 			`:10: rule "c": timestamp: capture: is missing; name the capture holding the line's time`,
 			`:10: rule "c": timestamp: layout: "2006-01-02 15:04" does not give a full date and time to the second; write it with Go's reference time, e.g. '02/Jan/2006:15:04:05 -0700' for nginx`,
 		},
+		"initial.yaml": {
+			`:3: global: counter_ttl: "a while" is not a duration (write e.g. 24h, 7d, or 0 to keep counters while the process lives)`,
+			`:8: rule "a": initial: 3 label sets, more than max_series_per_rule (2), which they count against`,
+			`:10: rule "a": initial #2: "metod" is not a label of the rule (did you mean "method"?) (labels: method, status)`,
+			`:10: rule "a": initial #2: gives no value for method; give every label of the rule`,
+			`:11: rule "a": initial #3: gives no value for method; give every label of the rule`,
+			`:12: rule "a": initial #4: the same label set as initial #1`,
+			`:13: rule "a": initial #5: every value is __overflow__, the label set of the overflow series`,
+			`:18: rule "b": initial: the rule has no labels; its one series always exists already`,
+			`:22: rule "c": initial: must be a list of label sets (- {label: value, ...}), not a mapping`,
+		},
 		"inputs.yaml": {
 			`:4: input "web": name: another input already has this name (line 2)`,
 			`:6: input "other": path: is missing; give the file or glob to follow (or syslog: a socket to receive on)`,
@@ -300,9 +311,8 @@ func TestLoadMissingFile(t *testing.T) {
 	}
 }
 
-// TestFingerprint checks which edits keep a rule's window state across a reload.
-func TestFingerprint(t *testing.T) {
-	const base = `
+// fingerprintBase is a rule using every key, for the fingerprint tests' edits.
+const fingerprintBase = `
 global: {windows: [1m, 5m]}
 inputs: [{name: web, path: /a}, {name: api, path: /b}]
 rules:
@@ -315,47 +325,101 @@ rules:
     timestamp: {capture: t, layout: '2006-01-02T15:04:05Z07:00'}
     aggregations: [window, max]
     inputs: [web, api]
+    initial: [{method: GET}]
 `
-	fp := func(t *testing.T, text string) string {
-		t.Helper()
-		c, err := Parse([]byte(text), "fp.yaml")
-		if err != nil {
-			t.Fatal(err)
-		}
-		return c.Rules[0].Fingerprint
+
+// fingerprintEdits are edits of fingerprintBase (every occurrence of old), each naming the Rule field it changes
+// and whether the rule keeps its window state (same fingerprint) across it.
+var fingerprintEdits = []struct {
+	name     string
+	field    string
+	old, new string
+	same     bool
+}{
+	{"help text", "Help", "help: Some help.", "help: Other words.", true},
+	{"input order", "Inputs", "inputs: [web, api]", "inputs: [api, web]", true},
+	{"series budget", "", "global: {windows: [1m, 5m]}", "global: {windows: [1m, 5m], max_series_per_rule: 7}", true},
+	{"counter ttl", "", "global: {windows: [1m, 5m]}", "global: {windows: [1m, 5m], counter_ttl: 1h}", true},
+	{"window order as written", "", "global: {windows: [1m, 5m]}", "global: {windows: [5m, 1m]}", true},
+	{"window spelling", "WindowNames", "global: {windows: [1m, 5m]}", "global: {windows: [60s, 5m]}", true},
+	{"inherited global windows", "Windows", "global: {windows: [1m, 5m]}", "global: {windows: [1m, 15m]}", false},
+	{"own windows", "Windows", "value: v", "value: v\n    windows: [1m, 5m, 1h]", false},
+	{"name", "Name", "name: r", "name: r2", false},
+	{"match", "Expanded", "(?P<v>[0-9.]+)", "(?P<v>[0-9]+)", false},
+	{"label template", "Labels", "method: '${m}'", "method: 'x${m}'", false},
+	{"label name", "Labels", "method:", "verb:", false},
+	{"where", "Where", "s: '^5'", "s: '^4'", false},
+	{"value", "ValueName", "value: v", "value: s", false},
+	{"timestamp layout", "Timestamp", "2006-01-02T15:04:05Z07:00", "2006-01-02T15:04:05.000Z07:00", false},
+	{"aggregations", "Aggregations", "[window, max]", "[window, min]", false},
+	{"inputs", "Inputs", "inputs: [web, api]", "inputs: [web]", false},
+	{"initial label sets", "Initial", "initial: [{method: GET}]", "initial: [{method: PUT}]", false},
+}
+
+// notState are the Rule fields that do not shape its series or windows, or are derived
+// from fields that do, so a change to them alone never needs a change of Fingerprint.
+var notState = map[string]string{
+	"Help":         "HELP text only",
+	"Match":        "as written; Expanded is what runs",
+	"Regexp":       "compiled from Expanded",
+	"ValueCapture": "the index of ValueName in Expanded",
+	"WindowNames":  "label text of Windows",
+	"Layout":       "built from Windows and Aggregations",
+	"Fingerprint":  "the fingerprint itself",
+	"Line":         "where the rule is written",
+}
+
+func fingerprintOf(t *testing.T, text string) string {
+	t.Helper()
+	c, err := Parse([]byte(text), "fp.yaml")
+	if err != nil {
+		t.Fatal(err)
 	}
-	orig := fp(t, base)
-	tests := []struct {
-		name     string
-		old, new string
-		same     bool
-	}{
-		{"help text", "help: Some help.", "help: Other words.", true},
-		{"input order", "inputs: [web, api]", "inputs: [api, web]", true},
-		{"series budget", "global: {windows: [1m, 5m]}", "global: {windows: [1m, 5m], max_series_per_rule: 7}", true},
-		{"window order as written", "global: {windows: [1m, 5m]}", "global: {windows: [5m, 1m]}", true},
-		{"inherited global windows", "global: {windows: [1m, 5m]}", "global: {windows: [1m, 15m]}", false},
-		{"own windows", "value: v", "value: v\n    windows: [1m, 5m, 1h]", false},
-		{"name", "name: r", "name: r2", false},
-		{"match", "(?P<v>[0-9.]+)", "(?P<v>[0-9]+)", false},
-		{"label template", "method: '${m}'", "method: 'x${m}'", false},
-		{"label name", "method: '${m}'", "verb: '${m}'", false},
-		{"where", "s: '^5'", "s: '^4'", false},
-		{"value", "value: v", "value: s", false},
-		{"timestamp layout", "2006-01-02T15:04:05Z07:00", "2006-01-02T15:04:05.000Z07:00", false},
-		{"aggregations", "[window, max]", "[window, min]", false},
-		{"inputs", "inputs: [web, api]", "inputs: [web]", false},
-	}
-	for _, tt := range tests {
+	return c.Rules[0].Fingerprint
+}
+
+// TestFingerprint checks which edits keep a rule's window state across a reload.
+func TestFingerprint(t *testing.T) {
+	orig := fingerprintOf(t, fingerprintBase)
+	for _, tt := range fingerprintEdits {
 		t.Run(tt.name, func(t *testing.T) {
-			if !strings.Contains(base, tt.old) {
+			if !strings.Contains(fingerprintBase, tt.old) {
 				t.Fatalf("base has no %q", tt.old)
 			}
-			got := fp(t, strings.Replace(base, tt.old, tt.new, 1))
+			got := fingerprintOf(t, strings.ReplaceAll(fingerprintBase, tt.old, tt.new))
 			if (got == orig) != tt.same {
 				t.Errorf("fingerprint same = %v, want %v", got == orig, tt.same)
 			}
 		})
+	}
+}
+
+// TestFingerprintCoversRule makes a new Rule field a decision: it must either have an edit
+// in fingerprintEdits that changes the fingerprint, or be listed in notState with why it
+// does not shape the rule's state. A field in neither would keep stale windows across a
+// reload that changed it.
+func TestFingerprintCoversRule(t *testing.T) {
+	changes := map[string]bool{}
+	for _, e := range fingerprintEdits {
+		if !e.same {
+			changes[e.field] = true
+		}
+	}
+	rt := reflect.TypeFor[Rule]()
+	for i := range rt.NumField() {
+		f := rt.Field(i)
+		_, exempt := notState[f.Name]
+		switch {
+		case changes[f.Name] && exempt:
+			t.Errorf("Rule.%s is both in notState and changed by a fingerprint edit", f.Name)
+		case !changes[f.Name] && !exempt:
+			t.Errorf("Rule.%s: add an edit to fingerprintEdits that changes the fingerprint (and hash it in fingerprint), or list it in notState with the reason it does not shape the rule's state", f.Name)
+		}
+	}
+	for name := range notState {
+		if _, ok := rt.FieldByName(name); !ok {
+			t.Errorf("notState lists %s, which Rule does not have", name)
+		}
 	}
 }
 
@@ -396,5 +460,60 @@ func TestSuggest(t *testing.T) {
 				t.Errorf("suggest(%q) = %q, want %q", tt.word, got, tt.want)
 			}
 		})
+	}
+}
+
+// TestWindowNames: the window label is the duration as written, sorted with its window,
+// whether the rule has its own windows or inherits global's.
+func TestWindowNames(t *testing.T) {
+	c, err := Parse([]byte(`
+global: {windows: [24h, 90s, 1m]}
+rules:
+  - {name: inherits, match: x}
+  - {name: own, match: x, windows: [1d, 60m, 30s]}
+`), "w.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		rule  string
+		ws    []time.Duration
+		names []string
+	}{
+		{"inherits", []time.Duration{time.Minute, 90 * time.Second, 24 * time.Hour}, []string{"1m", "90s", "24h"}},
+		{"own", []time.Duration{30 * time.Second, time.Hour, 24 * time.Hour}, []string{"30s", "60m", "1d"}},
+	} {
+		t.Run(tt.rule, func(t *testing.T) {
+			r := ruleByName(t, c, tt.rule)
+			if !reflect.DeepEqual(r.Windows, tt.ws) || !reflect.DeepEqual(r.WindowNames, tt.names) {
+				t.Errorf("windows %v named %q, want %v named %q", r.Windows, r.WindowNames, tt.ws, tt.names)
+			}
+		})
+	}
+}
+
+// TestInitialAndCounterTTL: initial label sets come out in the rule's label order, and
+// counter_ttl defaults to a day, with 0 meaning forever.
+func TestInitialAndCounterTTL(t *testing.T) {
+	c, err := Parse([]byte(`
+rules:
+  - name: r
+    match: '(?P<s>\d+) (?P<m>\w+)'
+    labels: {status: '${s}', method: '${m}'}
+    initial: [{status: '500', method: GET}, {method: PUT, status: '502'}]
+`), "i.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Labels are sorted by name: method, status.
+	if want := [][]string{{"GET", "500"}, {"PUT", "502"}}; !reflect.DeepEqual(c.Rules[0].Initial, want) {
+		t.Errorf("initial = %q, want %q", c.Rules[0].Initial, want)
+	}
+	if c.Global.CounterTTL != 24*time.Hour {
+		t.Errorf("counter_ttl = %v, want 24h", c.Global.CounterTTL)
+	}
+	c, err = Parse([]byte("global: {counter_ttl: 0}\nrules: [{name: r, match: x}]\n"), "t.yaml")
+	if err != nil || c.Global.CounterTTL != 0 {
+		t.Errorf("counter_ttl: 0 gives %v, %v; want 0", c, err)
 	}
 }

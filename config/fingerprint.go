@@ -10,8 +10,9 @@ import (
 
 // fingerprint hashes every field that shapes a rule's series and windows, so that a reload
 // keeps window state exactly when the state would mean the same thing under the new rule.
-// Left out on purpose: help (text only) and the series budget (a store can apply a new
-// budget to the series it has).
+// Left out on purpose: help (text only), the window label text (the same windows under
+// other names) and the series budget (a store can apply a new budget to the series it has);
+// the test TestFingerprintCoversRule lists every field of Rule either way.
 func fingerprint(r *Rule) string {
 	h := sha256.New()
 	field := func(s string) {
@@ -56,6 +57,13 @@ func fingerprint(r *Rule) string {
 	field(strconv.Itoa(len(inputs)))
 	for _, in := range inputs {
 		field(in)
+	}
+	// The initial label sets are series the store pins at its creation.
+	field(strconv.Itoa(len(r.Initial)))
+	for _, set := range r.Initial {
+		for _, v := range set {
+			field(v)
+		}
 	}
 	return hex.EncodeToString(h.Sum(nil)[:16])
 }

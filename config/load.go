@@ -2,6 +2,7 @@ package config
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -24,6 +25,13 @@ import (
 // defaultWindows are the windows of a rule when neither it nor global sets any (SPEC
 // "Configuration"); each Config gets its own copy, so no caller can change another's.
 var defaultWindows = []time.Duration{time.Minute, 5 * time.Minute, 15 * time.Minute, time.Hour, 24 * time.Hour}
+
+// defaultWindowNames are defaultWindows as the `window` label shows them.
+var defaultWindowNames = []string{"1m", "5m", "15m", "1h", "24h"}
+
+// DefaultCounterTTL is how long an idle label set's `_total` is kept when global does not
+// say: a day covers the `increase(...[1d])` a dashboard asks of sparse events.
+const DefaultCounterTTL = 24 * time.Hour
 
 // DefaultMaxSeriesPerRule is the cardinality budget of a rule when global does not set one.
 const DefaultMaxSeriesPerRule = 10000
@@ -161,7 +169,10 @@ func firstYAMLError(data []byte) error {
 // config decodes the top level; sections are decoded even when an earlier one has problems.
 func (d *decoder) config(root *yaml.Node) *Config {
 	c := &Config{
-		Global:   Global{Windows: slices.Clone(defaultWindows), MaxSeriesPerRule: DefaultMaxSeriesPerRule},
+		Global: Global{
+			Windows: slices.Clone(defaultWindows), WindowNames: slices.Clone(defaultWindowNames),
+			MaxSeriesPerRule: DefaultMaxSeriesPerRule, CounterTTL: DefaultCounterTTL,
+		},
 		Patterns: map[string]string{},
 	}
 	top, ok := d.mapping(root, "", "")
@@ -193,10 +204,21 @@ func (d *decoder) global(e entry, g *Global) {
 	if !ok {
 		return
 	}
-	d.known(entries, "global", "", "windows", "max_series_per_rule")
+	d.known(entries, "global", "", "windows", "max_series_per_rule", "counter_ttl")
 	if w, ok := find(entries, "windows"); ok {
-		if ws, ok := d.windows(w, "global"); ok {
-			g.Windows = ws
+		if ws, names, ok := d.windows(w, "global"); ok {
+			g.Windows, g.WindowNames = ws, names
+		}
+	}
+	if e, ok := find(entries, "counter_ttl"); ok {
+		s, ok := d.scalar(e, "global", "counter_ttl")
+		md, err := model.ParseDuration(s)
+		switch {
+		case !ok:
+		case err != nil:
+			d.add(e.key.Line, "global", "counter_ttl: %q is not a duration (write e.g. 24h, 7d, or 0 to keep counters while the process lives)", s)
+		default:
+			g.CounterTTL = time.Duration(md)
 		}
 	}
 	if m, ok := find(entries, "max_series_per_rule"); ok {
@@ -214,17 +236,22 @@ func (d *decoder) global(e entry, g *Global) {
 	}
 }
 
-// windows decodes a list of Prometheus durations and checks the wheels can serve them.
-func (d *decoder) windows(e entry, subject string) ([]time.Duration, bool) {
+// windows decodes a list of Prometheus durations and checks the wheels can serve them. It
+// returns them sorted, with their text as written in the same order.
+func (d *decoder) windows(e entry, subject string) ([]time.Duration, []string, bool) {
 	texts, ok := d.list(e, subject, "windows")
 	if !ok {
-		return nil, false
+		return nil, nil, false
 	}
 	if len(texts) == 0 {
 		d.add(e.key.Line, subject, "windows: the list is empty; give at least one window (e.g. [1m, 5m])")
-		return nil, false
+		return nil, nil, false
 	}
-	ws := make([]time.Duration, 0, len(texts))
+	type window struct {
+		d    time.Duration
+		text string
+	}
+	parsed := make([]window, 0, len(texts))
 	for _, t := range texts {
 		md, err := model.ParseDuration(t)
 		if err != nil {
@@ -232,23 +259,30 @@ func (d *decoder) windows(e entry, subject string) ([]time.Duration, bool) {
 			ok = false
 			continue
 		}
-		ws = append(ws, time.Duration(md))
+		parsed = append(parsed, window{time.Duration(md), t})
 	}
 	if !ok {
-		return nil, false
+		return nil, nil, false
 	}
-	slices.Sort(ws)
-	for i := 1; i < len(ws); i++ {
-		if ws[i] == ws[i-1] {
-			d.add(e.key.Line, subject, "windows: %s is listed twice", model.Duration(ws[i]))
-			return nil, false
+	slices.SortStableFunc(parsed, func(a, b window) int { return cmp.Compare(a.d, b.d) })
+	ws := make([]time.Duration, len(parsed))
+	names := make([]string, len(parsed))
+	for i, w := range parsed {
+		ws[i], names[i] = w.d, w.text
+		if i > 0 && w.d == parsed[i-1].d {
+			if first := parsed[i-1].text; first != w.text {
+				d.add(e.key.Line, subject, "windows: %s and %s are the same window; list it once", first, w.text)
+			} else {
+				d.add(e.key.Line, subject, "windows: %s is listed twice", first)
+			}
+			return nil, nil, false
 		}
 	}
 	if _, err := windows.NewLayout(ws, windows.Options{}); err != nil {
 		d.add(e.key.Line, subject, "windows: %s", err)
-		return nil, false
+		return nil, nil, false
 	}
-	return ws, true
+	return ws, names, true
 }
 
 func (d *decoder) inputs(e entry) []Input {

@@ -15,7 +15,7 @@ import (
 	"github.com/logwindow/logwindow_exporter/windows"
 )
 
-var ruleKeys = []string{"name", "help", "match", "labels", "where", "value", "timestamp", "windows", "aggregations", "inputs"}
+var ruleKeys = []string{"name", "help", "match", "labels", "where", "value", "timestamp", "windows", "aggregations", "inputs", "initial"}
 
 // aggregationNames are the `aggregations:` values, in the order their families are listed.
 var aggregationNames = []string{"window", "per_second", "events", "max", "min", "mean"}
@@ -185,7 +185,7 @@ func (d *decoder) rule(n *yaml.Node, index int, g Global, inputNames map[string]
 	if !ok {
 		return nil
 	}
-	r := &Rule{Line: resolve(n).Line, ValueCapture: -1, Windows: g.Windows}
+	r := &Rule{Line: resolve(n).Line, ValueCapture: -1, Windows: g.Windows, WindowNames: g.WindowNames}
 	name, nameOK := "", true
 	if e, ok := find(entries, "name"); ok {
 		r.Line = e.key.Line
@@ -230,8 +230,8 @@ func (d *decoder) rule(n *yaml.Node, index int, g Global, inputNames map[string]
 		r.Timestamp = rd.timestamp(e)
 	}
 	if e, ok := find(entries, "windows"); ok {
-		if ws, ok := d.windows(e, rd.subject); ok {
-			r.Windows = ws
+		if ws, names, ok := d.windows(e, rd.subject); ok {
+			r.Windows, r.WindowNames = ws, names
 		}
 	}
 	// A value named but missing from the regex still makes this a value rule for the
@@ -243,6 +243,9 @@ func (d *decoder) rule(n *yaml.Node, index int, g Global, inputNames map[string]
 	}
 	if e, ok := find(entries, "inputs"); ok {
 		rd.inputs(e, r, inputNames)
+	}
+	if e, ok := find(entries, "initial"); ok {
+		rd.initial(e, r, g.MaxSeriesPerRule)
 	}
 	if r.Help == "" {
 		r.Help = defaultHelp(r)
@@ -501,4 +504,85 @@ func (rd *ruleDecoder) inputs(e entry, r *Rule, inputNames map[string]bool) {
 		}
 	}
 	r.Inputs = names
+}
+
+// maxLabelValueBytes is the parser's cap on a label value (parser.MaxLabelValueLen, which
+// config cannot import): a longer initial value could never meet a line's label set.
+const maxLabelValueBytes = 1024
+
+// overflowValue is the label value of a rule's overflow series (exporter.OverflowValue).
+const overflowValue = "__overflow__"
+
+// initial decodes `initial:`, label sets that exist from the start. Each must give every
+// label of the rule, once, and they count against the budget.
+func (rd *ruleDecoder) initial(e entry, r *Rule, limit int) {
+	v := resolve(e.val)
+	if v.Kind != yaml.SequenceNode {
+		rd.add(e.key.Line, rd.subject, "initial: must be a list of label sets (- {label: value, ...}), not %s", kindName(v))
+		return
+	}
+	if len(r.Labels) == 0 {
+		rd.add(e.key.Line, rd.subject, "initial: the rule has no labels; its one series always exists already")
+		return
+	}
+	names := make([]string, len(r.Labels))
+	for i, l := range r.Labels {
+		names[i] = l.Name
+	}
+	seen := map[string]int{}
+	for i, item := range v.Content {
+		what := fmt.Sprintf("initial #%d", i+1)
+		entries, ok := rd.mapping(item, rd.subject, what)
+		if !ok {
+			continue
+		}
+		line := resolve(item).Line
+		values := make([]string, len(names))
+		given := make([]bool, len(names))
+		valid := true
+		for _, le := range entries {
+			j := slices.Index(names, le.key.Value)
+			if j < 0 {
+				rd.add(le.key.Line, rd.subject, "%s: %q is not a label of the rule%s (labels: %s)", what, le.key.Value, suggest(le.key.Value, names), strings.Join(names, ", "))
+				valid = false
+				continue
+			}
+			val, ok := rd.scalar(le, rd.subject, what+": "+le.key.Value)
+			switch {
+			case !ok:
+				valid = false
+			case len(val) > maxLabelValueBytes:
+				rd.add(le.key.Line, rd.subject, "%s: %s: the value is longer than %d bytes, the cap on a label value, so no line could ever count in it", what, le.key.Value, maxLabelValueBytes)
+				valid = false
+			}
+			values[j], given[j] = val, true
+		}
+		var missing []string
+		for j, ok := range given {
+			if !ok {
+				missing = append(missing, names[j])
+			}
+		}
+		if len(missing) > 0 {
+			rd.add(line, rd.subject, "%s: gives no value for %s; give every label of the rule", what, strings.Join(missing, ", "))
+			valid = false
+		}
+		if !valid {
+			continue
+		}
+		if !slices.ContainsFunc(values, func(s string) bool { return s != overflowValue }) {
+			rd.add(line, rd.subject, "%s: every value is %s, the label set of the overflow series", what, overflowValue)
+			continue
+		}
+		key := strings.Join(values, "\xff")
+		if first, dup := seen[key]; dup {
+			rd.add(line, rd.subject, "%s: the same label set as initial #%d", what, first)
+			continue
+		}
+		seen[key] = i + 1
+		r.Initial = append(r.Initial, values)
+	}
+	if len(r.Initial) > limit {
+		rd.add(e.key.Line, rd.subject, "initial: %d label sets, more than max_series_per_rule (%d), which they count against", len(r.Initial), limit)
+	}
 }

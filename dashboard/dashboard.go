@@ -5,6 +5,7 @@
 package dashboard
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"path/filepath"
@@ -89,19 +90,29 @@ func New(cfg *config.Config, opts Options) ([]byte, error) {
 // variables are the data source, the job and instance of the exporters, and the window,
 // offered from the windows the rules keep.
 func variables(cfg *config.Config) []variable {
-	var windows []time.Duration
+	// The window label is the window as written, so two spellings of one duration are two
+	// options.
+	type window struct {
+		d    time.Duration
+		text string
+	}
+	var windows []window
 	for _, r := range cfg.Rules {
-		for _, w := range r.Windows {
-			if !slices.Contains(windows, w) {
-				windows = append(windows, w)
+		for i, w := range r.Windows {
+			text := model.Duration(w).String()
+			if len(r.WindowNames) == len(r.Windows) {
+				text = r.WindowNames[i]
+			}
+			if !slices.Contains(windows, window{w, text}) {
+				windows = append(windows, window{w, text})
 			}
 		}
 	}
-	slices.Sort(windows)
+	slices.SortStableFunc(windows, func(a, b window) int { return cmp.Compare(a.d, b.d) })
 	current := ""
 	var options []option
-	for _, w := range windows {
-		text := model.Duration(w).String()
+	for _, win := range windows {
+		w, text := win.d, win.text
 		// 5m is what most panels of this kind show first; else the shortest window.
 		if current == "" || w == 5*time.Minute {
 			current = text

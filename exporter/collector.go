@@ -82,7 +82,7 @@ func NewCollector(opts CollectorOptions) *Collector {
 		self: selfDescs{
 			matched:     prometheus.NewDesc("logwindow_rule_matched_lines_total", "Lines matched by the rule, including lines too old for any window (those of a label set with no live series are in no _total).", rule, nil),
 			dropped:     prometheus.NewDesc("logwindow_rule_dropped_lines_total", "Matched lines not counted as is, by reason: no_value, bad_number and bad_timestamp lines are not counted; late lines (older than the longest window) are in no window, and in a _total only if their label set has a live series; future lines were placed at the current second.", []string{"rule", "reason"}, nil),
-			series:      prometheus.NewDesc("logwindow_rule_series", "Series the rule holds, the overflow series included.", rule, nil),
+			series:      prometheus.NewDesc("logwindow_rule_series", "Label sets the rule holds, with windows or as kept counters (only _total, after idling past the longest window), the overflow series included.", rule, nil),
 			limit:       prometheus.NewDesc("logwindow_rule_series_limit", "The rule's max_series_per_rule; past it, new label sets are folded into the __overflow__ series.", rule, nil),
 			overflow:    prometheus.NewDesc("logwindow_series_overflow_total", "Matched lines whose label set was folded into the rule's __overflow__ series because the rule held max_series_per_rule series.", rule, nil),
 			inputLines:  prometheus.NewDesc("logwindow_input_lines_total", "Complete lines read from the input.", input, nil),
@@ -103,8 +103,9 @@ func NewCollector(opts CollectorOptions) *Collector {
 // unchecked and the registry does not hold it to a fixed set of descriptors.
 func (c *Collector) Describe(chan<- *prometheus.Desc) {}
 
-// Collect reads every series at the current time of its rule's clock, expiring those idle
-// for longer than their rule's longest window, then the self-metrics.
+// Collect reads every series at the current time of its rule's clock, releasing the
+// windows of those idle for longer than their rule's longest window and removing kept
+// counters idle past the counter TTL, then the self-metrics.
 func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	e := emitter{ch: ch, failed: &c.failed}
 	if set := c.opts.Set(); set != nil {
@@ -157,14 +158,14 @@ func (c *Collector) collectRule(e emitter, r *ruleEntry, now, since int64, sc *s
 	sc.idle = sc.idle[:0]
 	for _, s := range sc.series {
 		matched += s.lines.Load()
-		if st.idle(s, now) {
+		if st.stale(s, now, r.budget.ttl) {
 			sc.idle = append(sc.idle, s)
 			continue
 		}
 		c.collectSeries(e.ch, r, s, now, since, sc)
 	}
 	if len(sc.idle) > 0 {
-		for _, s := range st.expire(sc.idle, now) {
+		for _, s := range st.expire(sc.idle, now, r.budget.ttl) {
 			c.collectSeries(e.ch, r, s, now, since, sc)
 		}
 	}
@@ -176,13 +177,14 @@ func (c *Collector) collectRule(e emitter, r *ruleEntry, now, since int64, sc *s
 	e.emit(c.self.dropped, prometheus.CounterValue, float64(st.late.Load()), name, reasonLate)
 	e.emit(c.self.dropped, prometheus.CounterValue, float64(st.future.Load()), name, reasonFuture)
 	e.emit(c.self.series, prometheus.GaugeValue, float64(st.count()), name)
-	e.emit(c.self.limit, prometheus.GaugeValue, float64(r.limit), name)
+	e.emit(c.self.limit, prometheus.GaugeValue, float64(r.budget.limit), name)
 	e.emit(c.self.overflow, prometheus.CounterValue, float64(st.folds.Load()), name)
 }
 
-// collectSeries sends the samples of one series. They share the series' cached label
-// pairs and are allocated together, which makes a scrape of many series several times
-// cheaper than one NewConstMetric per sample.
+// collectSeries sends the samples of one series: its `_total`, and its windows unless it
+// is a kept counter. They share the series' cached label pairs and are allocated together,
+// which makes a scrape of many series several times cheaper than one NewConstMetric per
+// sample.
 func (c *Collector) collectSeries(ch chan<- prometheus.Metric, r *ruleEntry, s *series, now, since int64, sc *scratch) {
 	f := &r.fam
 	pairs := s.labelPairs(f)
@@ -190,7 +192,12 @@ func (c *Collector) collectSeries(ch chan<- prometheus.Metric, r *ruleEntry, s *
 		c.failed.Add(1)
 		return
 	}
-	sc.stats = s.win.Read(now, since, sc.stats[:0])
+	w := s.win.Load()
+	if w == nil {
+		ch <- &sample{desc: f.total, labels: pairs, value: r.store.total(s), counter: true}
+		return
+	}
+	sc.stats = w.Read(now, since, sc.stats[:0])
 	n := len(pairs) + 1
 	windowed := make([]*dto.LabelPair, len(sc.stats)*n)
 	ms := make([]sample, 1, 1+len(sc.stats)*f.perWindow)

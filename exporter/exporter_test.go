@@ -90,7 +90,7 @@ func (l line) event() *parser.Event {
 	for _, v := range l.labels {
 		e.Labels = append(e.Labels, []byte(v))
 	}
-	e.Key = []byte(strings.Join(l.labels, keySep))
+	e.Key = []byte(strings.Join(l.labels, parser.KeySep))
 	return e
 }
 
@@ -212,17 +212,18 @@ request_seconds_window_mean{method="GET",window="1m"} 1
 request_seconds_window_mean{method="POST",window="1m"} 0.25
 `,
 	}, {
-		name:   "series idle longer than the longest window are expired with their total",
+		name:   "series idle longer than the longest window keep their _total and lose their windows",
 		budget: 100,
 		rules:  []*config.Rule{requests, duration},
 		lines:  traffic,
 		now:    1401, // 500 last seen at 1100, GET at 1296: both idle longer than 5m and 1m
-		names: []string{"http_requests_total", "http_requests_window", "request_seconds_total",
+		names: []string{"http_requests_total", "http_requests_window", "request_seconds_total", "request_seconds_window",
 			"logwindow_rule_series", "logwindow_rule_matched_lines_total"},
 		want: `
 # HELP http_requests_total Requests. Matched lines since the exporter started.
 # TYPE http_requests_total counter
 http_requests_total{status="200"} 5
+http_requests_total{status="500"} 2
 # HELP http_requests_window Requests. Matched lines over the sliding window in the window label, computed by the exporter at scrape time.
 # TYPE http_requests_window gauge
 http_requests_window{status="200",window="1m"} 0
@@ -231,10 +232,14 @@ http_requests_window{status="200",window="5m"} 1
 # TYPE logwindow_rule_matched_lines_total counter
 logwindow_rule_matched_lines_total{rule="http_requests"} 7
 logwindow_rule_matched_lines_total{rule="request_seconds"} 3
-# HELP logwindow_rule_series Series the rule holds, the overflow series included.
+# HELP logwindow_rule_series Label sets the rule holds, with windows or as kept counters (only _total, after idling past the longest window), the overflow series included.
 # TYPE logwindow_rule_series gauge
-logwindow_rule_series{rule="http_requests"} 1
-logwindow_rule_series{rule="request_seconds"} 0
+logwindow_rule_series{rule="http_requests"} 2
+logwindow_rule_series{rule="request_seconds"} 2
+# HELP request_seconds_total Request time. Sum of request_time since the exporter started.
+# TYPE request_seconds_total counter
+request_seconds_total{method="GET"} 2
+request_seconds_total{method="POST"} 0.25
 `,
 	}, {
 		name:   "label sets past the budget fold into the overflow series",
@@ -256,7 +261,7 @@ logwindow_rule_series{rule="request_seconds"} 0
 http_requests_total{path="/",status="200"} 2
 http_requests_total{path="/x",status="404"} 1
 http_requests_total{path="__overflow__",status="__overflow__"} 3
-# HELP logwindow_rule_series Series the rule holds, the overflow series included.
+# HELP logwindow_rule_series Label sets the rule holds, with windows or as kept counters (only _total, after idling past the longest window), the overflow series included.
 # TYPE logwindow_rule_series gauge
 logwindow_rule_series{rule="http_requests"} 3
 # HELP logwindow_rule_series_limit The rule's max_series_per_rule; past it, new label sets are folded into the __overflow__ series.
@@ -334,7 +339,7 @@ logwindow_rule_dropped_lines_total{reason="no_value",rule="http_requests"} 1
 # TYPE http_requests_total counter
 http_requests_total{status="500"} 2
 http_requests_total{status="503"} 1
-# HELP logwindow_rule_series Series the rule holds, the overflow series included.
+# HELP logwindow_rule_series Label sets the rule holds, with windows or as kept counters (only _total, after idling past the longest window), the overflow series included.
 # TYPE logwindow_rule_series gauge
 logwindow_rule_series{rule="http_requests"} 2
 # HELP logwindow_series_overflow_total Matched lines whose label set was folded into the rule's __overflow__ series because the rule held max_series_per_rule series.
@@ -631,6 +636,7 @@ func TestRateObservedSince(t *testing.T) {
 		want: `
 errors_window_per_second{status="200",window="1h"} 0.0016666666666666668
 errors_window_per_second{status="502",window="1h"} 0.0016666666666666668
+requests_window_per_second{window="1h"} 0
 `,
 	}, {
 		name:  "processing time: an old event-time line does not stretch the observation",
@@ -703,7 +709,7 @@ logwindow_rule_series{rule="requests"} 1
 		scrapeWall: processing + 61,
 		want: `
 requests_window{window="1m"} 1
-logwindow_rule_series{rule="events"} 0
+logwindow_rule_series{rule="events"} 1
 logwindow_rule_series{rule="requests"} 1
 `,
 	}, {
@@ -713,8 +719,9 @@ logwindow_rule_series{rule="requests"} 1
 		scrapeWall: processing,
 		want: `
 events_window{status="200",window="1m"} 2
+requests_window{window="1m"} 0
 logwindow_rule_series{rule="events"} 1
-logwindow_rule_series{rule="requests"} 0
+logwindow_rule_series{rule="requests"} 1
 `,
 	}}
 	for _, tc := range cases {
@@ -736,7 +743,7 @@ logwindow_rule_series{rule="requests"} 0
 # TYPE events_window gauge
 # HELP requests_window Requests. Matched lines over the sliding window in the window label, computed by the exporter at scrape time.
 # TYPE requests_window gauge
-# HELP logwindow_rule_series Series the rule holds, the overflow series included.
+# HELP logwindow_rule_series Label sets the rule holds, with windows or as kept counters (only _total, after idling past the longest window), the overflow series included.
 # TYPE logwindow_rule_series gauge
 ` + tc.want
 			if err := testutil.CollectAndCompare(c, strings.NewReader(want), "events_window", "requests_window", "logwindow_rule_series"); err != nil {

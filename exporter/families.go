@@ -85,7 +85,13 @@ func newFamilies(r *config.Rule, ws []time.Duration) (families, error) {
 		}
 	}
 	for i, w := range ws {
-		f.windowPairs = append(f.windowPairs, &dto.LabelPair{Name: new(windowLabel), Value: new(model.Duration(w).String())})
+		// The label is the window as the user wrote it; the fingerprint makes the windows
+		// of an inherited store the rule's, so the names line up with ws.
+		text := model.Duration(w).String()
+		if len(r.WindowNames) == len(ws) {
+			text = r.WindowNames[i]
+		}
+		f.windowPairs = append(f.windowPairs, &dto.LabelPair{Name: new(windowLabel), Value: new(text)})
 		f.windowOrder = append(f.windowOrder, i)
 	}
 	slices.SortFunc(f.windowOrder, func(a, b int) int {

@@ -15,8 +15,14 @@ import (
 )
 
 func TestReload(t *testing.T) {
+	// The new rule has no labels: its series is there from the start.
+	const newRule = `
+# HELP new_rule_total Requests. Matched lines since the exporter started.
+# TYPE new_rule_total counter
+new_rule_total 0
+`
 	kept := func(help string) string {
-		return strings.ReplaceAll(`
+		return newRule + strings.ReplaceAll(`
 # HELP request_seconds_total Request time. Sum of request_time since the exporter started.
 # TYPE request_seconds_total counter
 request_seconds_total{method="GET"} 3
@@ -29,11 +35,11 @@ request_seconds_window{method="GET",window="1m"} 3
 	cases := []struct {
 		name   string
 		change func(r *config.Rule)
-		want   string // empty: the rule restarted with no series
+		want   string // without request_seconds: the rule restarted with no series
 	}{
 		{"same definition", func(*config.Rule) {}, kept("Request time.")},
 		{"help changed, fingerprint kept", func(r *config.Rule) { r.Help = "Upstream time." }, kept("Upstream time.")},
-		{"fingerprint changed", func(r *config.Rule) { r.Fingerprint += "'" }, ""},
+		{"fingerprint changed", func(r *config.Rule) { r.Fingerprint += "'" }, newRule},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

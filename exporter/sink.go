@@ -35,7 +35,7 @@ func (k *Sink) Event(e *parser.Event) {
 	if e.HasTime {
 		now, at = k.wall, e.Time
 	}
-	r.store.observe(e.Key, e.Labels, now, at, e.Value, r.limit)
+	r.store.observe(e.Key, e.Labels, now, at, e.Value, r.budget, false)
 }
 
 // Drop counts a line the parser matched but could not turn into an event.

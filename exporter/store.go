@@ -11,6 +11,21 @@
 // no timer, and a window read after any gap is still right because the wheels catch up on
 // read. Between scrapes the budget alone bounds memory.
 //
+// # Counters outlive windows
+//
+// A label set's `_total` never goes back while the process lives, so sparse events stay
+// visible to increase(). Once a series has been idle longer than its longest window its
+// wheels are released and it becomes a kept counter: its label set, its total and the
+// second of its last line. A line revives it with new wheels. A kept counter is removed
+// once idle for the counter TTL (global counter_ttl; 0 keeps it), or earlier when a new
+// label set needs its room in the budget, least recently active first: kept counters
+// count against max_series_per_rule like live series, so the budget still bounds them.
+// Removed series keep their lines in the rule's matched-lines counter.
+//
+// A rule without labels and a rule's initial label sets are pinned: created with the
+// store, never expired, their wheels never released, so they always export their series
+// (0 before any line).
+//
 // # Clocks
 //
 // A processing-time rule places each line at the processing second (monotonic, so a
@@ -31,18 +46,22 @@
 // until a recent line arrives, so it must not keep a live label set out of the budget: when
 // a new label set finds the budget full, idle series are reaped there and then, not only at
 // the next scrape (at most once per second, or per quarter budget of new label sets, since
-// it walks every series). Only a late line of a new label set that finds the budget full
-// creates no series (nor goes to the overflow series, whose windows it cannot reach): it
-// counts in the rule's matched lines and late drops.
+// it walks every series). A label set whose first line is late starts as a kept counter
+// (no wheels), so it is the first to give way. Only a late line of a new label set that
+// finds the budget full creates no series (nor goes to the overflow series, whose windows
+// it cannot reach): it counts in the rule's matched lines and late drops.
 package exporter
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 	"unicode/utf8"
 
 	"github.com/logwindow/logwindow_exporter/config"
@@ -53,10 +72,6 @@ import (
 // OverflowValue is the value of every label of the series that collects a rule's label
 // sets once the rule holds max_series_per_rule series.
 const OverflowValue = "__overflow__"
-
-// keySep joins label values into a map key, as the parser does: it can never occur in
-// valid UTF-8, so distinct label sets always give distinct keys.
-const keySep = "\xff"
 
 // numParserReasons is the number of parser.DropReason values, which run from 0 to
 // BadTimestamp; a test fails when the parser gains one.
@@ -83,10 +98,19 @@ type Set struct {
 // ruleEntry is one rule of a Set: the rule as this config defines it, its store (possibly
 // inherited) and the descriptors of its families.
 type ruleEntry struct {
-	rule  *config.Rule
+	rule   *config.Rule
+	budget budget
+	store  *store
+	fam    families
+}
+
+// budget is what a config says about how long and how many series a store keeps; it is
+// not part of the store, so a reload may change it for an inherited one.
+type budget struct {
+	// limit is max_series_per_rule.
 	limit int
-	store *store
-	fam   families
+	// ttl is how long, in seconds, a kept counter stays after its last line; 0 is forever.
+	ttl int64
 }
 
 // store is the state of one rule that outlives a reload when the rule does not change.
@@ -131,11 +155,39 @@ type store struct {
 type series struct {
 	key    string
 	labels []string // substrings of key: no second copy of the values
-	win    *windows.Series
-	lines  atomic.Uint64
-	sum    atomic.Uint64 // float64 bits; value rules only
+	// win holds the wheels; nil while the series is a kept counter. It is set to nil only
+	// under the store's write lock, and set by a line under the read lock (by CAS), so a
+	// line is never added to wheels that are being released.
+	win   atomic.Pointer[windows.Series]
+	lines atomic.Uint64
+	sum   atomic.Uint64 // float64 bits; value rules only
+	// last is the second of the newest line while win is nil (the wheels know it
+	// otherwise): what the counter TTL and the eviction order go by.
+	last atomic.Int64
+	// pinned series (a label-less rule's, initial label sets) never expire.
+	pinned bool
 	// pairs caches the exported label pairs, so a scrape does not rebuild them.
 	pairs atomic.Pointer[seriesPairs]
+}
+
+// newSeries returns a series with no line yet; it has wheels unless kept.
+func newSeries(key string, labels []string, layout *windows.Layout, kept bool) *series {
+	s := &series{key: key, labels: labels}
+	s.last.Store(math.MinInt64)
+	if !kept {
+		s.win.Store(layout.NewSeries())
+	}
+	return s
+}
+
+// raiseLast moves the last line's second of a kept counter forward to t.
+func (s *series) raiseLast(t int64) {
+	for {
+		old := s.last.Load()
+		if t <= old || s.last.CompareAndSwap(old, t) {
+			return
+		}
+	}
 }
 
 // NewSet builds the state for cfg. Rules whose Fingerprint equals a rule's of prev take
@@ -175,7 +227,8 @@ func NewSet(cfg *config.Config, prev *Set) (*Set, error) {
 			errs = append(errs, fmt.Errorf("rule %q: %w", r.Name, err))
 			continue
 		}
-		s.rules = append(s.rules, ruleEntry{rule: r, limit: cfg.Global.MaxSeriesPerRule, store: st, fam: fam})
+		b := budget{limit: cfg.Global.MaxSeriesPerRule, ttl: int64(cfg.Global.CounterTTL / time.Second)}
+		s.rules = append(s.rules, ruleEntry{rule: r, budget: b, store: st, fam: fam})
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
@@ -188,49 +241,80 @@ func newStore(r *config.Rule, oldest *atomic.Int64) *store {
 	for i := range overflow {
 		overflow[i] = OverflowValue
 	}
-	return &store{
+	st := &store{
 		oldest:         oldest,
 		fingerprint:    r.Fingerprint,
 		layout:         r.Layout,
 		value:          r.IsValueRule(),
 		eventTime:      r.Timestamp != nil,
-		overflowKey:    strings.Join(overflow, keySep),
+		overflowKey:    strings.Join(overflow, parser.KeySep),
 		overflowLabels: overflow,
 		series:         map[string]*series{},
+	}
+	// The one series of a label-less rule has the overflow series' key (no values), which
+	// keeps it out of the budget as it always was.
+	if len(r.Labels) == 0 {
+		st.pin("", []string{})
+	}
+	for _, values := range r.Initial {
+		vs := make([][]byte, len(values))
+		for i, v := range values {
+			vs[i] = []byte(v)
+		}
+		st.pin(cloneLabels(vs))
+	}
+	return st
+}
+
+// pin creates a series that exists from the start and never expires; config refuses
+// duplicate initial label sets and more of them than the budget.
+func (st *store) pin(key string, values []string) {
+	s := newSeries(key, values, st.layout, false)
+	s.pinned = true
+	st.series[key] = s
+	if key != st.overflowKey {
+		st.normal++
 	}
 }
 
 // observe adds one event. The common case is one map lookup under the read lock and one
 // Add; the Add happens under the lock (read or write) so that expiry, which takes the
-// write lock, can never remove a series an event is being added to.
-func (st *store) observe(key []byte, labels [][]byte, now, at int64, v float64, limit int) {
+// write lock, can never remove a series (or release its wheels) while an event is being
+// added to it. A backfilled event (warm start) goes into the windows only.
+func (st *store) observe(key []byte, labels [][]byte, now, at int64, v float64, b budget, backfill bool) {
+	limit := b.limit
 	st.mu.RLock()
 	s := st.series[string(key)]
 	full := s == nil && st.normal >= limit
 	if full && st.tooOld(now, at) {
 		st.mu.RUnlock()
-		st.lateUnseated.Add(1)
-		st.late.Add(1)
+		if !backfill {
+			st.lateUnseated.Add(1)
+			st.late.Add(1)
+		}
 		return
 	}
-	folded := false
+	folded, due := false, false
 	// Only valid values fold here: invalid ones are sanitised by the slow path first, and
 	// their sanitised label set may already be a series of its own. When a reap is due, the
 	// slow path runs it first.
-	if full && validLabels(labels) && !st.reapDue(now, limit) {
-		s = st.series[st.overflowKey]
-		folded = s != nil
+	if full {
+		due = st.reapDue(now, limit)
+		if !due && validLabels(labels) {
+			s = st.series[st.overflowKey]
+			folded = s != nil
+		}
 	}
 	if s != nil {
-		st.add(s, now, at, v)
+		st.add(s, now, at, v, backfill)
 		st.mu.RUnlock()
-		if folded {
+		if folded && !backfill {
 			st.folds.Add(1)
 		}
 		return
 	}
 	st.mu.RUnlock()
-	st.create(key, labels, now, at, v, limit)
+	st.create(key, labels, now, at, v, b, due, backfill)
 }
 
 // tooOld reports whether an event at second at is older than every window at second now,
@@ -246,14 +330,30 @@ func (st *store) reapDue(now int64, limit int) bool {
 	return now != st.reapedAt.Load() || st.foldsSinceReap.Add(1) >= int64(max(limit/4, 1))
 }
 
-// reap removes the idle series; st.mu is held for writing.
-func (st *store) reap(now int64) {
+// reap makes room at a full budget; st.mu is held for writing. It releases the wheels of
+// idle series and removes kept counters past the TTL, then, if the budget is still full,
+// the least recently active kept counters: as many as new label sets asked for room since
+// the last reap (at least one, at most a quarter budget), so a burst of new label sets
+// between two reaps does not fold more of them than needed.
+func (st *store) reap(now int64, b budget) {
 	st.reapedAt.Store(now)
-	st.foldsSinceReap.Store(0)
+	demand := st.foldsSinceReap.Swap(0) + 1
+	var kept []*series
 	for _, s := range st.series {
-		if st.idle(s, now) {
-			st.remove(s)
+		if s.pinned || s.key == st.overflowKey {
+			continue
 		}
+		if st.settle(s, now, b.ttl) == settledKept {
+			kept = append(kept, s)
+		}
+	}
+	evict := min(int64(st.normal-b.limit)+demand, int64(max(b.limit/4, 1)), int64(len(kept)))
+	if evict <= 0 {
+		return
+	}
+	slices.SortFunc(kept, func(a, b *series) int { return cmp.Compare(a.last.Load(), b.last.Load()) })
+	for _, s := range kept[:evict] {
+		st.remove(s)
 	}
 }
 
@@ -268,8 +368,11 @@ func (st *store) remove(s *series) {
 
 // create is the first event of a label set (or of the overflow series), or a new label set
 // that found the budget full: the only path that allocates, and the only one that takes the
-// write lock on the write side.
-func (st *store) create(rawKey []byte, labels [][]byte, now, at int64, v float64, limit int) {
+// write lock on the write side. It reaps at a full budget only when observe found a reap
+// due, so that reaps stay rate-limited when every new label set comes here (the overflow
+// series does not exist yet, or reaps keep making room for one label set at a time).
+func (st *store) create(rawKey []byte, labels [][]byte, now, at int64, v float64, b budget, due, backfill bool) {
+	limit := b.limit
 	// Valid values (what the parser delivers) are looked up by the line's own key and copied
 	// only when a series is made for them, so a label set folded at the budget costs no
 	// allocation. Invalid ones are sanitised first: that label set may exist already.
@@ -289,15 +392,17 @@ func (st *store) create(rawKey []byte, labels [][]byte, now, at int64, v float64
 		s, isOverflow = st.series[string(rawKey)], string(rawKey) == st.overflowKey
 	}
 	full := s == nil && !isOverflow && st.normal >= limit
-	if full {
-		st.reap(now)
+	if full && due {
+		st.reap(now, b)
 		full = st.normal >= limit
 	}
 	folded := false
 	if full {
 		if st.tooOld(now, at) {
-			st.lateUnseated.Add(1)
-			st.late.Add(1)
+			if !backfill {
+				st.lateUnseated.Add(1)
+				st.late.Add(1)
+			}
 			return
 		}
 		s, folded = st.series[st.overflowKey], true
@@ -308,14 +413,16 @@ func (st *store) create(rawKey []byte, labels [][]byte, now, at int64, v float64
 		key, values = cloneLabels(labels)
 	}
 	if s == nil {
-		s = &series{key: key, labels: values, win: st.layout.NewSeries()}
+		// A label set whose first line is too old for every window starts as a kept
+		// counter: wheels would hold nothing.
+		s = newSeries(key, values, st.layout, st.tooOld(now, at))
 		st.series[key] = s
 		if key != st.overflowKey {
 			st.normal++
 		}
 	}
-	st.add(s, now, at, v)
-	if folded {
+	st.add(s, now, at, v, backfill)
+	if folded && !backfill {
 		st.folds.Add(1)
 	}
 }
@@ -337,7 +444,7 @@ func cloneLabels(labels [][]byte) (string, []string) {
 	ends := make([]int, len(labels))
 	for i, l := range labels {
 		if i > 0 {
-			b.WriteString(keySep)
+			b.WriteString(parser.KeySep)
 		}
 		if utf8.Valid(l) {
 			b.Write(l)
@@ -351,25 +458,47 @@ func cloneLabels(labels [][]byte) (string, []string) {
 	begin := 0
 	for i, end := range ends {
 		values[i] = key[begin:end]
-		begin = end + len(keySep)
+		begin = end + len(parser.KeySep)
 	}
 	return key, values
 }
 
-func (st *store) add(s *series, now, at int64, v float64) {
-	s.lines.Add(1)
-	if st.value {
-		addFloat(&s.sum, v)
+// add counts one event of s: in its `_total` (unless backfilled) and in its wheels, which
+// a kept counter gets back unless the event is too old for every window.
+func (st *store) add(s *series, now, at int64, v float64, backfill bool) {
+	if !backfill {
+		s.lines.Add(1)
+		if st.value {
+			addFloat(&s.sum, v)
+		}
 	}
-	switch s.win.Add(now, at, v) {
+	w := s.win.Load()
+	if w == nil {
+		if st.tooOld(now, at) {
+			if !backfill {
+				st.late.Add(1)
+				s.raiseLast(at)
+			}
+			return
+		}
+		w = st.layout.NewSeries()
+		if !s.win.CompareAndSwap(nil, w) {
+			w = s.win.Load()
+		}
+	}
+	switch w.Add(now, at, v) {
 	case windows.Placed:
 		if st.eventTime {
 			st.placedAt(at)
 		}
 	case windows.Late:
-		st.late.Add(1)
+		if !backfill {
+			st.late.Add(1)
+		}
 	case windows.Future:
-		st.future.Add(1)
+		if !backfill {
+			st.future.Add(1)
+		}
 		st.placedAt(now)
 	}
 }
@@ -417,33 +546,63 @@ func (st *store) snapshot(dst []*series) ([]*series, uint64) {
 	return dst, st.retired + st.lateUnseated.Load()
 }
 
-// idle reports whether s has had no event for longer than the longest window, so that
-// every window of it reads zero.
-func (st *store) idle(s *series, now int64) bool {
-	return s.win.LastAdd() < now-st.layout.Longest()
+// stale reports whether s has something to expire at now: wheels idle for longer than the
+// longest window (every window reads zero), or a kept counter idle for longer than ttl.
+func (st *store) stale(s *series, now, ttl int64) bool {
+	if s.pinned {
+		return false
+	}
+	if w := s.win.Load(); w != nil {
+		return w.LastAdd() < now-st.layout.Longest()
+	}
+	return ttl > 0 && s.last.Load() < now-ttl
 }
 
-// expire removes the candidates that are still idle and returns those that received an
-// event since they were found idle. It costs one write lock per scrape that found idle
-// series and work proportional to their number, and the scrape already visits every
-// series, so expiry needs no goroutine and no timer.
-func (st *store) expire(candidates []*series, now int64) (revived []*series) {
+// What settle did to a series.
+const (
+	settledLive    = iota // it has had a line within its longest window
+	settledKept           // it is a kept counter (maybe just now)
+	settledRemoved        // it was idle for longer than the TTL
+)
+
+// settle releases the wheels of s if idle and removes it if idle past ttl; st.mu is held
+// for writing and s is not pinned.
+func (st *store) settle(s *series, now, ttl int64) int {
+	if w := s.win.Load(); w != nil {
+		last := w.LastAdd()
+		if last >= now-st.layout.Longest() {
+			return settledLive
+		}
+		s.last.Store(last)
+		s.win.Store(nil)
+	}
+	if ttl > 0 && s.last.Load() < now-ttl {
+		st.remove(s)
+		return settledRemoved
+	}
+	return settledKept
+}
+
+// expire settles the candidates the scrape found stale and returns those still there, to
+// be exported: revived ones with their wheels, the others as kept counters. It costs one
+// write lock per scrape that found stale series and work proportional to their number,
+// and the scrape already visits every series, so expiry needs no goroutine and no timer.
+func (st *store) expire(candidates []*series, now, ttl int64) (still []*series) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	for _, s := range candidates {
 		if st.series[s.key] != s {
 			continue // another scrape removed it already
 		}
-		if !st.idle(s, now) {
-			revived = append(revived, s)
-			continue
+		if st.settle(s, now, ttl) != settledRemoved {
+			still = append(still, s)
 		}
-		st.remove(s)
 	}
-	return revived
+	return still
 }
 
-// count returns the number of live series, the overflow series included.
+// count returns the number of series (with wheels or kept counters), the overflow series
+// included.
 func (st *store) count() int {
 	st.mu.RLock()
 	defer st.mu.RUnlock()

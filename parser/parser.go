@@ -50,8 +50,7 @@ func (r DropReason) String() string {
 type Event struct {
 	// Rule is the index of the rule in the slice given to New.
 	Rule int
-	// Key is the label values in rule order joined by 0xff, a byte valid UTF-8 never
-	// holds, so two different label sets never share a key.
+	// Key is the label values in rule order joined by KeySep.
 	Key []byte
 	// Labels are the label values in rule.Labels order: valid UTF-8 (invalid bytes
 	// replaced by U+FFFD) and at most MaxLabelValueLen bytes.
@@ -62,6 +61,12 @@ type Event struct {
 	Time    int64
 	HasTime bool
 }
+
+// KeySep joins the label values of Event.Key. It is a byte valid UTF-8 never holds, so two
+// different label sets never share a key. The exporter builds the keys of series no line
+// made (overflow, initial label sets) with it: one definition, so those keys and the
+// parser's can never drift apart.
+const KeySep = "\xff"
 
 // Sink receives what Parse finds. Parse calls it synchronously, from the goroutine calling
 // Parse; one line can give several calls (one per rule).

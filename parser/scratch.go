@@ -45,7 +45,7 @@ func newScratch(sz sizes) *scratch {
 	}
 }
 
-// render writes the label values of a rule into s.key, joined by 0xff, and points
+// render writes the label values of a rule into s.key, joined by KeySep, and points
 // s.labels at them. Each value is made valid UTF-8 and capped before the next is written,
 // so the key is exactly the label set the store will see.
 func (s *scratch) render(labels []config.Template, line []byte, caps []int) {
@@ -53,7 +53,7 @@ func (s *scratch) render(labels []config.Template, line []byte, caps []int) {
 	s.ends = s.ends[:0]
 	for i, t := range labels {
 		if i > 0 {
-			key = append(key, 0xff)
+			key = append(key, KeySep...)
 		}
 		start := len(key)
 		for _, part := range t {
