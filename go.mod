@@ -5,6 +5,7 @@ go 1.26.8
 require (
 	github.com/alecthomas/kingpin/v2 v2.4.0
 	github.com/fsnotify/fsnotify v1.10.1
+	github.com/go-logfmt/logfmt v0.6.1
 	github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring v0.94.1
 	github.com/prometheus/client_golang v1.25.0
 	github.com/prometheus/client_model v0.6.3

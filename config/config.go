@@ -59,6 +59,32 @@ type Input struct {
 	// SocketMode is the mode of a unixgram socket file; 0 means the syslog package's
 	// default.
 	SocketMode fs.FileMode
+	// Format is how the input's lines are structured; fields rules read only inputs of a
+	// structured format.
+	Format Format
+}
+
+// Format is the structure of an input's lines.
+type Format int
+
+const (
+	// FormatText lines are read by match regexes only (the default).
+	FormatText Format = iota
+	// FormatJSON lines are one JSON object each.
+	FormatJSON
+	// FormatLogfmt lines are key=value pairs.
+	FormatLogfmt
+)
+
+// formatNames are the `format:` values, indexed by Format.
+var formatNames = []string{"text", "json", "logfmt"}
+
+// String gives the format as written in the config.
+func (f Format) String() string {
+	if f < 0 || int(f) >= len(formatNames) {
+		return "unknown"
+	}
+	return formatNames[f]
 }
 
 // Source identifies the input: its path, or its syslog address. Config refuses two inputs
@@ -95,6 +121,12 @@ type Rule struct {
 	Labels []Label
 	// Where filters: every capture must match its regex for the line to count.
 	Where []Where
+	// WhereNot filters: a line whose capture matches one of these regexes does not count.
+	WhereNot []Where
+	// Fields, for a rule reading structured lines instead of matching a regex (Regexp is
+	// then nil): capture i+1 is Fields[i], sorted by capture name; Format is their inputs'.
+	Fields []Field
+	Format Format
 	// ValueCapture is the capture index summed per line; -1 for a counting rule.
 	ValueCapture int
 	ValueName    string
@@ -137,6 +169,23 @@ type Template []TemplatePart
 type TemplatePart struct {
 	Literal string
 	Capture int
+}
+
+// Field is one capture of a fields rule: a logfmt key, or a JSON key with dots for nesting.
+type Field struct {
+	Capture string
+	// Path is the key as written; Segments is it split at the dots.
+	Path     string
+	Segments []string
+}
+
+// Captures is the number of captures a rule's labels, filters, value and timestamp may
+// refer to (indexes 1..Captures; 0 is the whole line).
+func (r *Rule) Captures() int {
+	if r.Regexp != nil {
+		return r.Regexp.NumSubexp()
+	}
+	return len(r.Fields)
 }
 
 // Where is one capture filter of a rule.

@@ -150,7 +150,7 @@ func TestBadConfigs(t *testing.T) {
 		},
 		"unknown_key.yaml": {
 			`:2: global: unknown key "window" (did you mean "windows"?) (known keys: windows, max_series_per_rule, counter_ttl)`,
-			`:6: rule "a": unknown key "lables" (did you mean "labels"?) (known keys: name, help, match, labels, where, value, timestamp, windows, aggregations, inputs, initial)`,
+			`:6: rule "a": unknown key "lables" (did you mean "labels"?) (known keys: name, help, match, fields, labels, where, where_not, value, timestamp, windows, aggregations, inputs, initial)`,
 			`:7: rule "a": timestamp: unknown key "layuot" (did you mean "layout"?) (known keys: capture, layout)`,
 			`:7: rule "a": timestamp: capture "t" is not in the match regex (have: none: name groups with (?P<name>...))`,
 			`:7: rule "a": timestamp: layout: is missing; give a Go time layout (e.g. '02/Jan/2006:15:04:05 -0700')`,
@@ -260,6 +260,19 @@ func TestBadConfigs(t *testing.T) {
 			`:13: rule "a": inputs: "web" is listed twice`,
 			`:16: rule "b": inputs: the list is empty; leave it out to read every input`,
 		},
+		"structured.yaml": {
+			`:5: input "odd": format: "jsno" is not one of text, json, logfmt (did you mean "json"?)`,
+			`:9: rule "both": match and fields: a rule matches a regex over the line or reads fields of structured lines, not both`,
+			`:12: rule "no_inputs": fields: a fields rule must name its inputs (inputs: [...]), all json or all logfmt`,
+			`:14: rule "on_text": fields: input "web" has no format: (text); fields are read from format: json or logfmt inputs`,
+			`:17: rule "mixed": fields: inputs "app" are json and "kv" are logfmt; a fields rule reads inputs of one format`,
+			`:20: rule "bad_fields": fields: 1st: a capture name is letters, digits and _, not starting with a digit`,
+			`:20: rule "bad_fields": fields: route: "http..route" is not a field: give a key, with dots between nested keys (e.g. http.route)`,
+			`:20: rule "bad_fields": fields: ok: "" is not a field: give a key, with dots between nested keys (e.g. http.route)`,
+			`:24: rule "typo": labels: route: capture "rotue" is not in fields (did you mean "route"?) (have: route, status)`,
+			`:25: rule "typo": where_not: capture "staus" is not in fields (did you mean "status"?) (have: route, status)`,
+			":29: rule \"bad_where_not\": where_not: s: invalid regex: missing closing ) in `(`",
+		},
 		"syslog.yaml": {
 			`:4: input "both": path and syslog: an input reads a file or a socket, not both; make two inputs`,
 			`:5: input "relative": syslog: "unixgram://run/x.sock": a unix socket needs an absolute path, e.g. unixgram:///run/logwindow/nginx.sock`,
@@ -354,6 +367,27 @@ var fingerprintEdits = []struct {
 	{"aggregations", "Aggregations", "[window, max]", "[window, min]", false},
 	{"inputs", "Inputs", "inputs: [web, api]", "inputs: [web]", false},
 	{"initial label sets", "Initial", "initial: [{method: GET}]", "initial: [{method: PUT}]", false},
+	{"where_not", "WhereNot", "where: {s: '^5'}", "where: {s: '^5'}\n    where_not: {m: '^GET$'}", false},
+	{"fields for match", "Fields", fingerprintHead, fingerprintFields("json"), false},
+	{"structured format", "Format", fingerprintHead, fingerprintFields("logfmt"), false},
+}
+
+// fingerprintHead is the part of fingerprintBase that a fields rule changes: its inputs
+// get a format, and fields with the regex's capture names replace match.
+const fingerprintHead = `inputs: [{name: web, path: /a}, {name: api, path: /b}]
+rules:
+  - name: r
+    help: Some help.
+    match: '(?P<m>[A-Z]+) (?P<s>[0-9]+) (?P<v>[0-9.]+) (?P<t>[^ ]+)'
+`
+
+func fingerprintFields(format string) string {
+	return `inputs: [{name: web, path: /a, format: ` + format + `}, {name: api, path: /b, format: ` + format + `}]
+rules:
+  - name: r
+    help: Some help.
+    fields: {m: m, s: s, v: v, t: t}
+`
 }
 
 // notState are the Rule fields that do not shape its series or windows, or are derived
@@ -515,5 +549,51 @@ rules:
 	c, err = Parse([]byte("global: {counter_ttl: 0}\nrules: [{name: r, match: x}]\n"), "t.yaml")
 	if err != nil || c.Global.CounterTTL != 0 {
 		t.Errorf("counter_ttl: 0 gives %v, %v; want 0", c, err)
+	}
+}
+
+func TestFieldsRule(t *testing.T) {
+	const text = `
+inputs:
+  - {name: app, path: /var/log/app.log, format: json}
+  - {name: app2, syslog: 'udp://127.0.0.1:5140', format: json}
+  - {name: kv, path: /var/log/kv.log, format: logfmt}
+rules:
+  - name: app_requests
+    fields: {status: status, route: http.route, took: duration_ms}
+    labels: {route: '${route}'}
+    where: {status: '^5'}
+    where_not: {route: '^/health'}
+    value: took
+    inputs: [app, app2]
+  - name: kv_lines
+    fields: {level: level}
+    inputs: [kv]
+`
+	c, err := Parse([]byte(text), "s.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := c.Rules[0]
+	wantFields := []Field{
+		{Capture: "route", Path: "http.route", Segments: []string{"http", "route"}},
+		{Capture: "status", Path: "status", Segments: []string{"status"}},
+		{Capture: "took", Path: "duration_ms", Segments: []string{"duration_ms"}},
+	}
+	if !reflect.DeepEqual(r.Fields, wantFields) || r.Regexp != nil || r.Format != FormatJSON || r.Captures() != 3 {
+		t.Errorf("fields %+v, regexp %v, format %v, captures %d", r.Fields, r.Regexp, r.Format, r.Captures())
+	}
+	if r.ValueCapture != 3 || r.Where[0].Capture != 2 || r.WhereNot[0].Capture != 1 || r.Labels[0].Template[0].Capture != 1 {
+		t.Errorf("capture indexes: value %d, where %d, where_not %d, label %d", r.ValueCapture, r.Where[0].Capture, r.WhereNot[0].Capture, r.Labels[0].Template[0].Capture)
+	}
+	if c.Rules[1].Format != FormatLogfmt || c.Inputs[1].Format != FormatJSON {
+		t.Errorf("formats: rule %v, input %v", c.Rules[1].Format, c.Inputs[1].Format)
+	}
+	moved, err := Parse([]byte(strings.Replace(text, "http.route", "http.path", 1)), "s.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if moved.Rules[0].Fingerprint == r.Fingerprint {
+		t.Error("a field moved to another path kept the fingerprint")
 	}
 }

@@ -65,5 +65,16 @@ func fingerprint(r *Rule) string {
 			field(v)
 		}
 	}
+	field(r.Format.String())
+	field(strconv.Itoa(len(r.Fields)))
+	for _, f := range r.Fields {
+		field(f.Capture)
+		field(f.Path)
+	}
+	field(strconv.Itoa(len(r.WhereNot)))
+	for _, w := range r.WhereNot {
+		field(w.CaptureName)
+		field(w.Regexp.String())
+	}
 	return hex.EncodeToString(h.Sum(nil)[:16])
 }

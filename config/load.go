@@ -74,6 +74,8 @@ type decoder struct {
 	// badPatterns are patterns already reported as invalid; rules using them are not
 	// reported again.
 	badPatterns map[string]bool
+	// inputFormats is the format of each named input, for the checks of fields rules.
+	inputFormats map[string]Format
 }
 
 // yamlLine splits yaml.v3's "yaml: line N: msg" errors.
@@ -312,7 +314,7 @@ func (d *decoder) inputs(e entry) []Input {
 				names[in.Name] = n.key.Line
 			}
 		}
-		d.known(entries, subject, "", "name", "path", "start_at", "syslog", "socket_mode")
+		d.known(entries, subject, "", "name", "path", "start_at", "syslog", "socket_mode", "format")
 		sources := 0
 		if p, ok := find(entries, "path"); ok {
 			sources++
@@ -332,6 +334,9 @@ func (d *decoder) inputs(e entry) []Input {
 			d.add(line, subject, "path: is missing; give the file or glob to follow (or syslog: a socket to receive on)")
 		case 2:
 			d.add(line, subject, "path and syslog: an input reads a file or a socket, not both; make two inputs")
+		}
+		if f, ok := find(entries, "format"); ok {
+			in.Format = d.format(f, subject)
 		}
 		if m, ok := find(entries, "socket_mode"); ok {
 			d.socketMode(m, subject, &in)
@@ -452,9 +457,11 @@ func (d *decoder) rules(e entry, c *Config) []*Rule {
 		return nil
 	}
 	inputNames := map[string]bool{}
+	d.inputFormats = map[string]Format{}
 	for _, in := range c.Inputs {
 		if in.Name != "" {
 			inputNames[in.Name] = true
+			d.inputFormats[in.Name] = in.Format
 		}
 	}
 	var out []*Rule

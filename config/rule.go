@@ -15,7 +15,7 @@ import (
 	"github.com/logwindow/logwindow_exporter/windows"
 )
 
-var ruleKeys = []string{"name", "help", "match", "labels", "where", "value", "timestamp", "windows", "aggregations", "inputs", "initial"}
+var ruleKeys = []string{"name", "help", "match", "fields", "labels", "where", "where_not", "value", "timestamp", "windows", "aggregations", "inputs", "initial"}
 
 // aggregationNames are the `aggregations:` values, in the order their families are listed.
 var aggregationNames = []string{"window", "per_second", "events", "max", "min", "mean"}
@@ -133,6 +133,8 @@ func regexError(err error) string {
 // captures are the named groups of a rule's match regex.
 type captures struct {
 	names []string // SubexpNames: index 0 and unnamed groups are ""
+	// fields: the captures are a fields rule's, not a regex's groups.
+	fields bool
 }
 
 func (c captures) index(name string) int {
@@ -174,7 +176,11 @@ func (rd *ruleDecoder) capture(line int, what, name string) int {
 	if len(have) == 0 {
 		list = "none: name groups with (?P<name>...)"
 	}
-	rd.add(line, rd.subject, "%scapture %q is not in the match regex%s (have: %s)", at(what), name, suggest(name, have), list)
+	source := "the match regex"
+	if rd.caps.fields {
+		source = "fields"
+	}
+	rd.add(line, rd.subject, "%scapture %q is not in %s%s (have: %s)", at(what), name, source, suggest(name, have), list)
 	return -1
 }
 
@@ -203,9 +209,16 @@ func (d *decoder) rule(n *yaml.Node, index int, g Global, inputNames map[string]
 	}
 	d.known(entries, rd.subject, "", ruleKeys...)
 
-	if e, ok := find(entries, "match"); ok {
-		rd.match(e, r)
-	} else {
+	m, hasMatch := find(entries, "match")
+	f, hasFields := find(entries, "fields")
+	switch {
+	case hasMatch && hasFields:
+		d.add(f.key.Line, rd.subject, "match and fields: a rule matches a regex over the line or reads fields of structured lines, not both")
+	case hasFields:
+		rd.fields(f, r)
+	case hasMatch:
+		rd.match(m, r)
+	default:
 		d.add(r.Line, rd.subject, "match: is missing; give the regex lines must match")
 	}
 	if e, ok := find(entries, "help"); ok {
@@ -215,7 +228,10 @@ func (d *decoder) rule(n *yaml.Node, index int, g Global, inputNames map[string]
 		rd.labels(e, r)
 	}
 	if e, ok := find(entries, "where"); ok {
-		rd.where(e, r)
+		r.Where = rd.where(e, "where")
+	}
+	if e, ok := find(entries, "where_not"); ok {
+		r.WhereNot = rd.where(e, "where_not")
 	}
 	if e, ok := find(entries, "value"); ok {
 		switch s, ok := d.scalar(e, rd.subject, "value"); {
@@ -243,6 +259,9 @@ func (d *decoder) rule(n *yaml.Node, index int, g Global, inputNames map[string]
 	}
 	if e, ok := find(entries, "inputs"); ok {
 		rd.inputs(e, r, inputNames)
+	}
+	if hasFields && !hasMatch {
+		rd.fieldsInputs(f, r)
 	}
 	if e, ok := find(entries, "initial"); ok {
 		rd.initial(e, r, g.MaxSeriesPerRule)
@@ -386,14 +405,16 @@ func (rd *ruleDecoder) template(text string, line int, what string) (Template, b
 	return t, ok
 }
 
-func (rd *ruleDecoder) where(e entry, r *Rule) {
-	entries, ok := rd.mapping(e.val, rd.subject, "where")
+// where decodes `where:` or `where_not:` (key), a mapping of capture to regex.
+func (rd *ruleDecoder) where(e entry, key string) []Where {
+	entries, ok := rd.mapping(e.val, rd.subject, key)
 	if !ok {
-		return
+		return nil
 	}
+	var out []Where
 	for _, w := range entries {
-		what := "where: " + w.key.Value
-		idx := rd.capture(w.key.Line, "where", w.key.Value)
+		what := key + ": " + w.key.Value
+		idx := rd.capture(w.key.Line, key, w.key.Value)
 		text, ok := rd.scalar(w, rd.subject, what)
 		if !ok {
 			continue
@@ -407,9 +428,10 @@ func (rd *ruleDecoder) where(e entry, r *Rule) {
 			rd.add(w.key.Line, rd.subject, "%s: invalid regex: %s", what, regexError(err))
 			continue
 		}
-		r.Where = append(r.Where, Where{CaptureName: w.key.Value, Capture: idx, Regexp: re})
+		out = append(out, Where{CaptureName: w.key.Value, Capture: idx, Regexp: re})
 	}
-	sort.Slice(r.Where, func(i, j int) bool { return r.Where[i].CaptureName < r.Where[j].CaptureName })
+	sort.Slice(out, func(i, j int) bool { return out[i].CaptureName < out[j].CaptureName })
+	return out
 }
 
 // layoutProbe has every field distinct from time.Parse's defaults, so a layout that drops

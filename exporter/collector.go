@@ -25,6 +25,8 @@ type InputStats struct {
 	follow.Stats
 	// Syslog is set for an input that receives on a syslog socket.
 	Syslog *syslog.Stats
+	// MalformedLines counts lines its fields rules could not read (parser.Parse false).
+	MalformedLines uint64
 }
 
 // ReloadStats is the outcome of the latest config (re)load.
@@ -60,7 +62,7 @@ type CollectorOptions struct {
 type Collector struct {
 	opts CollectorOptions
 	self selfDescs
-	sock socketDescs
+	more inputDescs
 	// failed counts series and self-metrics that could not be exported; they are skipped
 	// so that one bad value never fails a whole scrape.
 	failed atomic.Uint64
@@ -78,7 +80,7 @@ func NewCollector(opts CollectorOptions) *Collector {
 	input := []string{"input"}
 	return &Collector{
 		opts: opts,
-		sock: newSocketDescs(),
+		more: newInputDescs(),
 		self: selfDescs{
 			matched:     prometheus.NewDesc("logwindow_rule_matched_lines_total", "Lines matched by the rule, including lines too old for any window (those of a label set with no live series are in no _total).", rule, nil),
 			dropped:     prometheus.NewDesc("logwindow_rule_dropped_lines_total", "Matched lines not counted as is, by reason: no_value, bad_number and bad_timestamp lines are not counted; late lines (older than the longest window) are in no window, and in a _total only if their label set has a live series; future lines were placed at the current second.", []string{"rule", "reason"}, nil),
@@ -131,7 +133,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	if c.opts.Inputs != nil {
 		inputs := c.opts.Inputs()
 		c.collectInputs(e, inputs)
-		c.collectSockets(e, inputs)
+		c.collectMoreInputs(e, inputs)
 	}
 	if c.opts.Reload != nil {
 		r := c.opts.Reload()

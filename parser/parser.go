@@ -91,10 +91,14 @@ type Parser struct {
 	scratch sync.Pool
 }
 
-// group is the rules sharing one regex, hence one match per line.
+// group is the rules sharing one regex, hence one match per line; or the fields rules of
+// one structured format, which share one read of the line.
 type group struct {
-	m    compiled
-	ncap int // ints of caps the matcher fills; 0 when no rule reads a capture
+	m compiled
+	// fields is set for a group of fields rules (m is then unused), ex once built.
+	fields *fieldsGroup
+	ex     extractor
+	ncap   int // ints of caps the matcher fills; 0 when no rule reads a capture
 	// inputs is the union of the rules' inputs; nil when some rule reads every input.
 	inputs []string
 	rules  []rule
@@ -105,9 +109,11 @@ type rule struct {
 	index  int
 	inputs []string // nil: every input
 	where  []where
-	value  int // capture index, -1 for a counting rule
-	ts     *timestampSpec
-	labels []config.Template
+	// whereNot filters drop the line when their capture matches.
+	whereNot []where
+	value    int // capture index, -1 for a counting rule
+	ts       *timestampSpec
+	labels   []config.Template
 }
 
 type where struct {
@@ -140,31 +146,48 @@ func build(rules []*config.Rule, fast bool) (*Parser, error) {
 		if err := check(cr); err != nil {
 			return nil, fmt.Errorf("rule %d: %w", i, err)
 		}
-		src := cr.Regexp.String()
-		gi, ok := byRegex[src]
+		// Regex groups are keyed by the regex; a fields group by its format, which no
+		// regex's text can equal (it starts with a NUL).
+		key := "\x00fields " + cr.Format.String()
+		if cr.Regexp != nil {
+			key = cr.Regexp.String()
+		}
+		gi, ok := byRegex[key]
 		if !ok {
 			gi = len(p.groups)
-			byRegex[src] = gi
-			p.groups = append(p.groups, group{m: compile(cr.Regexp, fast)})
+			byRegex[key] = gi
+			if cr.Regexp != nil {
+				p.groups = append(p.groups, group{m: compile(cr.Regexp, fast)})
+			} else {
+				p.groups = append(p.groups, group{fields: &fieldsGroup{format: cr.Format}})
+			}
 		}
 		g := &p.groups[gi]
 		r := rule{index: i, inputs: cr.Inputs, value: cr.ValueCapture}
 		for _, l := range cr.Labels {
 			r.labels = append(r.labels, l.Template)
 		}
-		for _, w := range cr.Where {
-			f := newFilter(w.Regexp, fast)
-			r.where = append(r.where, where{capture: w.Capture, f: f})
-			sz.whereCaps = max(sz.whereCaps, f.ncap)
+		r.where = filters(cr.Where, fast, &sz)
+		r.whereNot = filters(cr.WhereNot, fast, &sz)
+		tsCapture := -1
+		if ts := cr.Timestamp; ts != nil {
+			tsCapture = ts.Capture
+		}
+		if g.fields != nil {
+			slot := g.fields.slots(cr)
+			r.remap(slot)
+			if tsCapture >= 0 {
+				tsCapture = slot[tsCapture]
+			}
 		}
 		if ts := cr.Timestamp; ts != nil {
-			key := fmt.Sprintf("%d\x00%d\x00%s", gi, ts.Capture, ts.Layout)
+			key := fmt.Sprintf("%d\x00%d\x00%s", gi, tsCapture, ts.Layout)
 			slot, ok := slots[key]
 			if !ok {
 				slot = len(slots)
 				slots[key] = slot
 			}
-			r.ts = &timestampSpec{capture: ts.Capture, layout: ts.Layout, slot: slot}
+			r.ts = &timestampSpec{capture: tsCapture, layout: ts.Layout, slot: slot}
 		}
 		if len(g.rules) == 0 || g.inputs != nil {
 			g.inputs = unionInputs(g.inputs, cr.Inputs)
@@ -174,7 +197,15 @@ func build(rules []*config.Rule, fast bool) (*Parser, error) {
 	}
 	for i := range p.groups {
 		g := &p.groups[i]
-		g.ncap = g.m.capsNeeded(slices.ContainsFunc(g.rules, rule.readsCaptures))
+		if g.fields != nil {
+			ex, err := g.fields.extractor()
+			if err != nil {
+				return nil, err
+			}
+			g.ex, g.ncap = ex, 2*(len(g.fields.paths)+1)
+		} else {
+			g.ncap = g.m.capsNeeded(slices.ContainsFunc(g.rules, rule.readsCaptures))
+		}
 		sz.caps = max(sz.caps, g.ncap)
 	}
 	sz.slots = len(slots)
@@ -182,13 +213,24 @@ func build(rules []*config.Rule, fast bool) (*Parser, error) {
 	return p, nil
 }
 
-// check rejects rules whose capture indexes would fall outside the regex: config.Load
-// never builds those, but Parse must not panic on a hand-made rule.
-func check(r *config.Rule) error {
-	if r == nil || r.Regexp == nil {
-		return fmt.Errorf("no compiled regex")
+// filters compiles where or where_not filters, growing sz for those that need a matcher.
+func filters(ws []config.Where, fast bool, sz *sizes) []where {
+	var out []where
+	for _, w := range ws {
+		f := newFilter(w.Regexp, fast)
+		out = append(out, where{capture: w.Capture, f: f})
+		sz.whereCaps = max(sz.whereCaps, f.ncap)
 	}
-	n := r.Regexp.NumSubexp()
+	return out
+}
+
+// check rejects rules whose capture indexes would fall outside the regex or fields:
+// config.Load never builds those, but Parse must not panic on a hand-made rule.
+func check(r *config.Rule) error {
+	if r == nil || r.Regexp == nil && len(r.Fields) == 0 {
+		return fmt.Errorf("no compiled regex and no fields")
+	}
+	n := r.Captures()
 	bad := func(c int) bool { return c < 0 || c > n }
 	for _, l := range r.Labels {
 		for _, part := range l.Template {
@@ -197,7 +239,7 @@ func check(r *config.Rule) error {
 			}
 		}
 	}
-	for _, w := range r.Where {
+	for _, w := range slices.Concat(r.Where, r.WhereNot) {
 		if bad(w.Capture) || w.Regexp == nil {
 			return fmt.Errorf("where %s: capture %d out of range or no regex", w.CaptureName, w.Capture)
 		}
@@ -226,31 +268,43 @@ func unionInputs(group, rule []string) []string {
 }
 
 func (r rule) readsCaptures() bool {
-	return len(r.labels) > 0 || len(r.where) > 0 || r.value >= 0 || r.ts != nil
+	return len(r.labels) > 0 || len(r.where) > 0 || len(r.whereNot) > 0 || r.value >= 0 || r.ts != nil
 }
 
 // Parse matches line against every rule that reads input (the config.Input's Name, "" for
 // an unnamed input) and reports the results to sink before returning. line is only read,
-// and not kept.
-func (p *Parser) Parse(input string, line []byte, sink Sink) {
+// and not kept. It returns false when fields rules read the input and the line is not of
+// their format (not JSON, not logfmt): those rules see nothing of it, rules with a match
+// regex still do.
+func (p *Parser) Parse(input string, line []byte, sink Sink) bool {
 	s := p.scratch.Get().(*scratch)
 	defer p.scratch.Put(s)
+	wellFormed := true
 	for i := range p.groups {
 		g := &p.groups[i]
 		if g.inputs != nil && !slices.Contains(g.inputs, input) {
 			continue
 		}
 		caps := s.caps[:g.ncap]
-		if !g.m.Match(line, caps) {
+		src := line
+		if g.ex != nil {
+			if !g.ex.extract(line, caps, s) {
+				wellFormed = false
+				continue
+			}
+			src = s.vals
+		} else if !g.m.Match(line, caps) {
 			continue
 		}
 		for j := range g.rules {
-			s.apply(&g.rules[j], input, line, caps, sink)
+			s.apply(&g.rules[j], input, src, caps, sink)
 		}
 	}
+	return wellFormed
 }
 
-// apply runs one rule of a matched group: input, filters, value, time, labels.
+// apply runs one rule of a matched group: input, filters, value, time, labels. line is what
+// caps index: the line for a regex group, the extracted values for a fields group.
 func (s *scratch) apply(r *rule, input string, line []byte, caps []int, sink Sink) {
 	if r.inputs != nil && !slices.Contains(r.inputs, input) {
 		return
@@ -258,6 +312,12 @@ func (s *scratch) apply(r *rule, input string, line []byte, caps []int, sink Sin
 	for i := range r.where {
 		w := &r.where[i]
 		if !w.f.match(capture(line, caps, w.capture), s.whereCaps) {
+			return
+		}
+	}
+	for i := range r.whereNot {
+		w := &r.whereNot[i]
+		if w.f.match(capture(line, caps, w.capture), s.whereCaps) {
 			return
 		}
 	}

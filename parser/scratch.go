@@ -25,6 +25,10 @@ type scratch struct {
 	fix       []byte // invalid UTF-8 being rewritten
 	times     []timeCache
 	event     Event
+	// vals holds the captures of fields rules (decoded JSON strings, copied values);
+	// jsonKey a JSON key with escapes, decoded for comparison.
+	vals    []byte
+	jsonKey []byte
 }
 
 type timeCache struct {

@@ -3,6 +3,7 @@ package pipeline
 import (
 	"errors"
 	"fmt"
+	"sync/atomic"
 
 	"github.com/logwindow/logwindow_exporter/config"
 	"github.com/logwindow/logwindow_exporter/exporter"
@@ -26,6 +27,8 @@ type input struct {
 	gen  *generation
 	sink *exporter.Sink
 	name string // the input's name in gen's config, for rules' inputs: restriction
+	// malformed counts lines the parser found not to be of the input's format.
+	malformed atomic.Uint64
 }
 
 func labelOf(ci config.Input) string {
@@ -64,12 +67,13 @@ func (in *input) stats() exporter.InputStats {
 	if in.listener != nil {
 		s := in.listener.Stats()
 		return exporter.InputStats{
-			Input:  in.label,
-			Stats:  follow.Stats{LinesRead: s.Received - s.TooLong - s.DroppedQueue, TooLong: s.TooLong, Errors: s.Errors},
-			Syslog: &s,
+			Input:          in.label,
+			Stats:          follow.Stats{LinesRead: s.Lines, TooLong: s.TooLong, Errors: s.Errors},
+			Syslog:         &s,
+			MalformedLines: in.malformed.Load(),
 		}
 	}
-	return exporter.InputStats{Input: in.label, Stats: in.follower.Stats()}
+	return exporter.InputStats{Input: in.label, Stats: in.follower.Stats(), MalformedLines: in.malformed.Load()}
 }
 
 // syncInputs starts the inputs of cfg that are not running and stops those cfg no longer
@@ -149,6 +153,8 @@ func (in *input) handle(p *Pipeline) follow.Handler {
 			in.gen, in.sink, in.name = g, g.set.NewSink(), g.inputName(in.source)
 		}
 		in.sink.SetNow(p.clock.read())
-		in.gen.parser.Parse(in.name, line, in.sink)
+		if !in.gen.parser.Parse(in.name, line, in.sink) {
+			in.malformed.Add(1)
+		}
 	}
 }

@@ -75,6 +75,8 @@ type Stats struct {
 	DroppedQueue uint64
 	// Errors counts failed reads other than the socket being closed.
 	Errors uint64
+	// Lines counts messages handed to the handler.
+	Lines uint64
 }
 
 // Listener is one bound syslog socket.
@@ -90,7 +92,7 @@ type Listener struct {
 	wg       sync.WaitGroup
 	stopOnce sync.Once
 
-	received, malformed, tooLong, droppedKernel, droppedQueue, errs atomic.Uint64
+	received, malformed, tooLong, droppedKernel, droppedQueue, errs, lines atomic.Uint64
 }
 
 // Address is a parsed syslog address.
@@ -306,6 +308,7 @@ func (l *Listener) deliver(h Handler) {
 		if !ok {
 			l.malformed.Add(1)
 		}
+		l.lines.Add(1)
 		h(msg)
 		if cap(b) <= maxKeptBuffer {
 			select {
@@ -328,6 +331,7 @@ func (l *Listener) Stats() Stats {
 		DroppedKernel: l.droppedKernel.Load(),
 		DroppedQueue:  l.droppedQueue.Load(),
 		Errors:        l.errs.Load(),
+		Lines:         l.lines.Load(),
 	}
 }
 

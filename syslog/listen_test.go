@@ -93,7 +93,7 @@ func TestListenReceives(t *testing.T) {
 			if !slices.Equal(got, want) {
 				t.Errorf("lines = %q, want %q", got, want)
 			}
-			if s := l.Stats(); s != (Stats{Received: 3, Malformed: 1}) {
+			if s := l.Stats(); s != (Stats{Received: 3, Malformed: 1, Lines: 3}) {
 				t.Errorf("stats = %+v", s)
 			}
 		})

@@ -1,0 +1,336 @@
+package parser
+
+// jsonExtractor reads the fields rules use from lines that are each one JSON object, in one
+// pass over the line: it validates the whole document as encoding/json would, descends
+// only into objects on the way to a field, and decodes only the values of fields (a string
+// with escapes into the scratch buffer, every other value as its text). Nothing else of
+// the document is decoded.
+type jsonExtractor struct {
+	root jsonNode
+}
+
+// jsonNode is one key on the way to fields: a trie over the fields' key paths.
+type jsonNode struct {
+	key string
+	// slot is the capture slot of the field ending here, 0 when none does.
+	slot     int
+	children []*jsonNode
+	// subtree lists the slots at and under this node: they are cleared whenever the key
+	// appears, so that of duplicate keys the last one wins, as in encoding/json.
+	subtree []int
+}
+
+// maxJSONDepth is encoding/json's nesting limit; deeper documents are malformed there too.
+const maxJSONDepth = 10000
+
+// newJSONExtractor builds the trie for paths; paths[i] fills slot i+1.
+func newJSONExtractor(paths [][]string) *jsonExtractor {
+	x := &jsonExtractor{}
+	for i, segs := range paths {
+		n := &x.root
+		for _, seg := range segs {
+			var next *jsonNode
+			for _, c := range n.children {
+				if c.key == seg {
+					next = c
+					break
+				}
+			}
+			if next == nil {
+				next = &jsonNode{key: seg}
+				n.children = append(n.children, next)
+			}
+			next.subtree = append(next.subtree, i+1)
+			n = next
+		}
+		n.slot = i + 1
+	}
+	return x
+}
+
+// jsonScan is the state of one extraction.
+type jsonScan struct {
+	line  []byte
+	i     int
+	depth int
+	vals  []byte // decoded values, which caps index
+	caps  []int
+	key   []byte // a key with escapes, decoded
+}
+
+// extract reads line into caps (slot k at caps[2k:2k+2], -1 when absent) as offsets into
+// sc.vals. It is false when the line is not one JSON object.
+func (x *jsonExtractor) extract(line []byte, caps []int, sc *scratch) bool {
+	for i := range caps {
+		caps[i] = -1
+	}
+	s := jsonScan{line: line, vals: sc.vals[:0], caps: caps, key: sc.jsonKey[:0]}
+	s.ws()
+	ok := s.i < len(line) && line[s.i] == '{' && s.object(&x.root)
+	s.ws()
+	sc.vals, sc.jsonKey = s.vals, s.key
+	return ok && s.i == len(line)
+}
+
+func (s *jsonScan) ws() {
+	for s.i < len(s.line) {
+		switch s.line[s.i] {
+		case ' ', '\t', '\n', '\r':
+			s.i++
+		default:
+			return
+		}
+	}
+}
+
+// object scans the object at s.i, extracting the fields under n (nil: none).
+func (s *jsonScan) object(n *jsonNode) bool {
+	if s.depth++; s.depth > maxJSONDepth {
+		return false
+	}
+	ok := s.members(n)
+	s.depth--
+	return ok
+}
+
+// members scans an object's members after its '{'.
+func (s *jsonScan) members(n *jsonNode) bool {
+	s.i++ // '{'
+	s.ws()
+	if s.i < len(s.line) && s.line[s.i] == '}' {
+		s.i++
+		return true
+	}
+	for {
+		if s.i >= len(s.line) || s.line[s.i] != '"' {
+			return false
+		}
+		kstart := s.i + 1
+		if !s.str() {
+			return false
+		}
+		var child *jsonNode
+		if n != nil && len(n.children) > 0 {
+			child = n.child(s.keyText(s.line[kstart : s.i-1]))
+		}
+		s.ws()
+		if s.i >= len(s.line) || s.line[s.i] != ':' {
+			return false
+		}
+		s.i++
+		s.ws()
+		if child == nil {
+			if !s.value(nil) {
+				return false
+			}
+		} else {
+			for _, slot := range child.subtree {
+				s.caps[2*slot], s.caps[2*slot+1] = -1, -1
+			}
+			start := s.i
+			if !s.value(child) {
+				return false
+			}
+			if child.slot > 0 {
+				s.capture(child.slot, s.line[start:s.i])
+			}
+		}
+		s.ws()
+		if s.i >= len(s.line) {
+			return false
+		}
+		switch s.line[s.i] {
+		case ',':
+			s.i++
+			s.ws()
+		case '}':
+			s.i++
+			return true
+		default:
+			return false
+		}
+	}
+}
+
+func (n *jsonNode) child(key []byte) *jsonNode {
+	for _, c := range n.children {
+		if c.key == string(key) {
+			return c
+		}
+	}
+	return nil
+}
+
+// keyText returns a key's text as encoding/json decodes it.
+func (s *jsonScan) keyText(raw []byte) []byte {
+	if !needsDecoding(raw) {
+		return raw
+	}
+	s.key, _ = appendUnquoted(s.key[:0], raw, false)
+	return s.key
+}
+
+// value scans any value at s.i; an object descends into n's fields.
+func (s *jsonScan) value(n *jsonNode) bool {
+	if s.i >= len(s.line) {
+		return false
+	}
+	switch c := s.line[s.i]; {
+	case c == '{':
+		return s.object(n)
+	case c == '[':
+		return s.array()
+	case c == '"':
+		return s.str()
+	case c == '-' || '0' <= c && c <= '9':
+		return s.number()
+	case c == 't':
+		return s.literal("true")
+	case c == 'f':
+		return s.literal("false")
+	case c == 'n':
+		return s.literal("null")
+	}
+	return false
+}
+
+func (s *jsonScan) array() bool {
+	if s.depth++; s.depth > maxJSONDepth {
+		return false
+	}
+	ok := s.elements()
+	s.depth--
+	return ok
+}
+
+// elements scans an array's elements after its '['.
+func (s *jsonScan) elements() bool {
+	s.i++ // '['
+	s.ws()
+	if s.i < len(s.line) && s.line[s.i] == ']' {
+		s.i++
+		return true
+	}
+	for {
+		if !s.value(nil) {
+			return false
+		}
+		s.ws()
+		if s.i >= len(s.line) {
+			return false
+		}
+		switch s.line[s.i] {
+		case ',':
+			s.i++
+			s.ws()
+		case ']':
+			s.i++
+			return true
+		default:
+			return false
+		}
+	}
+}
+
+// str scans a string at s.i (its opening quote) to just past its closing quote.
+func (s *jsonScan) str() bool {
+	i := s.i + 1
+	for i < len(s.line) {
+		c := s.line[i]
+		switch {
+		case c == '"':
+			s.i = i + 1
+			return true
+		case c == '\\':
+			if i+1 >= len(s.line) {
+				return false
+			}
+			switch s.line[i+1] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				i += 2
+			case 'u':
+				if hex4(s.line[i:]) < 0 {
+					return false
+				}
+				i += 6
+			default:
+				return false
+			}
+		case c < ' ':
+			return false
+		default:
+			i++
+		}
+	}
+	return false
+}
+
+// number scans -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?
+func (s *jsonScan) number() bool {
+	b, i := s.line, s.i
+	if b[i] == '-' {
+		i++
+	}
+	switch {
+	case i < len(b) && b[i] == '0':
+		i++
+	case i < len(b) && '1' <= b[i] && b[i] <= '9':
+		for i < len(b) && isDigit(b[i]) {
+			i++
+		}
+	default:
+		return false
+	}
+	if i < len(b) && b[i] == '.' {
+		i++
+		if i >= len(b) || !isDigit(b[i]) {
+			return false
+		}
+		for i < len(b) && isDigit(b[i]) {
+			i++
+		}
+	}
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		i++
+		if i < len(b) && (b[i] == '+' || b[i] == '-') {
+			i++
+		}
+		if i >= len(b) || !isDigit(b[i]) {
+			return false
+		}
+		for i < len(b) && isDigit(b[i]) {
+			i++
+		}
+	}
+	s.i = i
+	return true
+}
+
+func isDigit(c byte) bool { return '0' <= c && c <= '9' }
+
+func (s *jsonScan) literal(word string) bool {
+	if len(s.line)-s.i < len(word) || string(s.line[s.i:s.i+len(word)]) != word {
+		return false
+	}
+	s.i += len(word)
+	return true
+}
+
+// capture records the value raw (already validated) in slot: a string decoded, null
+// empty, anything else as its text.
+func (s *jsonScan) capture(slot int, raw []byte) {
+	start := len(s.vals)
+	switch raw[0] {
+	case '"':
+		inner := raw[1 : len(raw)-1]
+		if needsDecoding(inner) {
+			s.vals, _ = appendUnquoted(s.vals, inner, false)
+		} else {
+			s.vals = append(s.vals, inner...)
+		}
+	case 'n':
+	default:
+		s.vals = append(s.vals, raw...)
+	}
+	s.caps[2*slot], s.caps[2*slot+1] = start, len(s.vals)
+}

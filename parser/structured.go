@@ -1,0 +1,87 @@
+package parser
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/logwindow/logwindow_exporter/config"
+)
+
+// extractor reads the fields of a structured line, the counterpart of a regex match for
+// fields rules: it fills caps (slot k at caps[2k:2k+2], -1 for a field the line lacks) with
+// offsets into the scratch's vals, so the rules read captures exactly as they read a
+// regex's groups, from one buffer. It is false when the line is malformed.
+type extractor interface {
+	extract(line []byte, caps []int, s *scratch) bool
+}
+
+// fieldsGroup collects the fields rules of one format while the parser is built: every
+// field any of them uses gets one slot, so a line is read once for all of them.
+type fieldsGroup struct {
+	format config.Format
+	paths  [][]string // slot k+1 reads paths[k]
+}
+
+// slots returns, for each capture index of r, its slot in the group (index 0, the whole
+// line, maps to 0), adding the fields the group does not read yet.
+func (fg *fieldsGroup) slots(r *config.Rule) []int {
+	out := make([]int, len(r.Fields)+1)
+	for i, f := range r.Fields {
+		k := slices.IndexFunc(fg.paths, func(p []string) bool { return slices.Equal(p, f.Segments) })
+		if k < 0 {
+			k = len(fg.paths)
+			fg.paths = append(fg.paths, f.Segments)
+		}
+		out[i+1] = k + 1
+	}
+	return out
+}
+
+// extractor builds the group's reader once every rule is in.
+func (fg *fieldsGroup) extractor() (extractor, error) {
+	switch fg.format {
+	case config.FormatJSON:
+		return newJSONExtractor(fg.paths), nil
+	case config.FormatLogfmt:
+		keys := make([]string, len(fg.paths))
+		for i, p := range fg.paths {
+			// A logfmt key is flat: dots in it are part of the key.
+			keys[i] = joinDots(p)
+		}
+		return newLogfmtExtractor(keys), nil
+	}
+	return nil, fmt.Errorf("fields rules over %s lines", fg.format)
+}
+
+func joinDots(segs []string) string {
+	out := segs[0]
+	for _, s := range segs[1:] {
+		out += "." + s
+	}
+	return out
+}
+
+// remap rewrites the capture indexes of a rule read from a fields group to the group's
+// slots; templates are copied, since config's belong to the config.
+func (r *rule) remap(slot []int) {
+	at := func(c int) int {
+		if c < 0 {
+			return c
+		}
+		return slot[c]
+	}
+	r.value = at(r.value)
+	for i := range r.where {
+		r.where[i].capture = at(r.where[i].capture)
+	}
+	for i := range r.whereNot {
+		r.whereNot[i].capture = at(r.whereNot[i].capture)
+	}
+	for i, t := range r.labels {
+		t = slices.Clone(t)
+		for j := range t {
+			t[j].Capture = at(t[j].Capture)
+		}
+		r.labels[i] = t
+	}
+}
