@@ -56,6 +56,9 @@ type benchConfig struct {
 	maxSeries int
 	// extraRules appends that many copyRules.
 	extraRules int
+	// format, when set, is the inputs' format (json, logfmt); every rule then reads all the
+	// inputs, as fields rules name theirs.
+	format string
 }
 
 // write reads the example config at src and writes it to dst with the benchmark's inputs
@@ -74,14 +77,29 @@ func (c benchConfig) write(src, dst string) error {
 	}
 	root := doc.Content[0]
 	inputs := &yaml.Node{Kind: yaml.SequenceNode}
+	names := &yaml.Node{Kind: yaml.SequenceNode, Style: yaml.FlowStyle}
 	for i, path := range c.inputs {
 		name := "nginx"
 		if i > 0 {
 			name += strconv.Itoa(i + 1)
 		}
-		inputs.Content = append(inputs.Content, mapping("name", name, "path", path, "start_at", "beginning"))
+		in := mapping("name", name, "path", path, "start_at", "beginning")
+		if c.format != "" {
+			in = mapping("name", name, "path", path, "start_at", "beginning", "format", c.format)
+		}
+		inputs.Content = append(inputs.Content, in)
+		names.Content = append(names.Content, scalar(name))
 	}
 	setKey(root, "inputs", inputs)
+	if c.format != "" {
+		rules := getKey(root, "rules")
+		if rules == nil || rules.Kind != yaml.SequenceNode {
+			return fmt.Errorf("%s: no list of rules", src)
+		}
+		for _, r := range rules.Content {
+			setKey(r, "inputs", names)
+		}
+	}
 	if c.pathRule {
 		var rules yaml.Node
 		if err := yaml.Unmarshal([]byte(pathRule), &rules); err != nil {

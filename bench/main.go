@@ -55,8 +55,11 @@ type options struct {
 	mtail, scrape                   bool
 	series, scrapes                 int
 	gen, config, mtailBin           string
-	bins                            []string
-	poll, timeout                   time.Duration
+	// configJSON is the rule file of the json and logfmt forms of the log.
+	configJSON    string
+	formats       []string
+	bins          []string
+	poll, timeout time.Duration
 }
 
 func parseFlags(args []string, stderr io.Writer) (options, error) {
@@ -81,6 +84,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	})
 	fs.StringVar(&o.config, "config", "", "rule file whose inputs are replaced (default: the module's example-rules.yaml)")
 	fs.StringVar(&o.mtailBin, "mtail.bin", "mtail", "mtail binary")
+	fs.StringVar(&o.configJSON, "config.json", "", "rule file of the json and logfmt forms (default: the module's example-rules-json.yaml)")
+	formats := fs.String("formats", "text", "comma-separated log formats to run, each a program of its own on the same records: "+strings.Join(formatNames, ", "))
 	fs.DurationVar(&o.poll, "poll", 5*time.Millisecond, "interval of the checks whether the lines are counted (live mode)")
 	fs.DurationVar(&o.timeout, "timeout", 10*time.Minute, "limit of one run")
 	if err := fs.Parse(args); err != nil {
@@ -91,6 +96,15 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	}
 	if o.procs == 0 {
 		o.procs = o.files
+	}
+	o.formats = strings.Split(*formats, ",")
+	for _, f := range o.formats {
+		if !slices.Contains(formatNames, f) {
+			return o, fmt.Errorf("-formats: %q is not one of %s", f, strings.Join(formatNames, ", "))
+		}
+		if f != "text" && o.extraRules > 0 {
+			return o, errors.New("-rules adds regex rules: it runs with -formats text only")
+		}
 	}
 	switch {
 	case o.lines < 1 || o.runs < 1 || o.files < 1 || o.procs < 1 || o.series < 1 || o.scrapes < 1:
@@ -176,12 +190,23 @@ func bench(o options, out io.Writer) error {
 	}
 
 	var programs []program
-	for _, bin := range o.bins {
-		name := "logwindow " + o.mode
-		if len(o.bins) > 1 {
-			name += " " + filepath.Base(bin)
+	for _, format := range o.formats {
+		fpaths, frules := paths, rules
+		if format != "text" {
+			if fpaths, frules, err = o.structuredForm(dir, format, paths); err != nil {
+				return err
+			}
 		}
-		programs = append(programs, program{name, func() (usage, error) { return o.runOurs(bin, rules, paths, total, want) }})
+		for _, bin := range o.bins {
+			name := "logwindow " + o.mode
+			if len(o.formats) > 1 {
+				name += " " + format
+			}
+			if len(o.bins) > 1 {
+				name += " " + filepath.Base(bin)
+			}
+			programs = append(programs, program{name, func() (usage, error) { return o.runOurs(bin, frules, fpaths, total, want) }})
+		}
 	}
 	if o.mtail {
 		programs = append(programs, program{"mtail", func() (usage, error) { return o.runMtail(progs, paths, want) }})
@@ -225,6 +250,20 @@ func bench(o options, out io.Writer) error {
 	return nil
 }
 
+// structuredForm writes the logs at paths in format (json or logfmt) and the rule file
+// reading them, and returns both.
+func (o options) structuredForm(dir, format string, paths []string) ([]string, string, error) {
+	out := make([]string, len(paths))
+	for i, p := range paths {
+		out[i] = strings.TrimSuffix(p, ".log") + "." + format
+		if err := convert(p, out[i], format); err != nil {
+			return nil, "", err
+		}
+	}
+	rules := filepath.Join(dir, "rules-"+format+".yaml")
+	return out, rules, benchConfig{inputs: out, format: format}.write(o.configJSON, rules)
+}
+
 // locate fills in the binary, the example config and the generator from the module's
 // directory, building the binary into dir.
 func (o *options) locate(dir string) error {
@@ -238,6 +277,9 @@ func (o *options) locate(dir string) error {
 	root := strings.TrimSpace(string(mod))
 	if o.config == "" {
 		o.config = filepath.Join(root, "example-rules.yaml")
+	}
+	if o.configJSON == "" {
+		o.configJSON = filepath.Join(root, "example-rules-json.yaml")
 	}
 	if o.gen == "" {
 		o.gen = filepath.Join(root, "..", "shared", "tools", "gen-nginx-log.py")
