@@ -179,22 +179,30 @@ var (
 	quotedPieceRe = regexp.MustCompile(`'([^']*)'`)
 )
 
-// nginxAccessLog returns the access log path of an nginx.conf and its log_format, the
-// quoted pieces joined as nginx joins them.
-func nginxAccessLog(conf string) (file, format string, err error) {
+// nginxAccessLogs returns where an nginx.conf sends its access log (a file, /dev/stdout, or
+// syslog:server=...) and the log_format they all use, the quoted pieces joined as nginx
+// joins them.
+func nginxAccessLogs(conf string) (targets []string, format string, err error) {
 	al := accessLogRe.FindAllStringSubmatch(conf, -1)
-	if len(al) != 1 {
-		return "", "", fmt.Errorf("want one access_log with a format, found %d", len(al))
+	if len(al) == 0 {
+		return nil, "", fmt.Errorf("no access_log with a format")
+	}
+	name := al[0][2]
+	for _, a := range al {
+		if a[2] != name {
+			return nil, "", fmt.Errorf("access_log %s uses format %s, %s uses %s: want one format", al[0][1], name, a[1], a[2])
+		}
+		targets = append(targets, a[1])
 	}
 	for _, lf := range logFormatRe.FindAllStringSubmatch(conf, -1) {
-		if lf[1] == al[0][2] {
+		if lf[1] == name {
 			for _, piece := range quotedPieceRe.FindAllStringSubmatch(lf[2], -1) {
 				format += piece[1]
 			}
-			return al[0][1], format, nil
+			return targets, format, nil
 		}
 	}
-	return "", "", fmt.Errorf("access_log uses format %q, which no log_format defines", al[0][2])
+	return nil, "", fmt.Errorf("access_log uses format %q, which no log_format defines", name)
 }
 
 // NginxLogFormat returns the log_format of the access log the example nginx.conf writes
@@ -212,7 +220,7 @@ func NginxLogFormat() (string, error) {
 	if !ok {
 		return "", fmt.Errorf("k8s/configmap-nginx.yaml: no data key nginx.conf")
 	}
-	_, format, err := nginxAccessLog(conf)
+	_, format, err := nginxAccessLogs(conf)
 	if err != nil {
 		return "", fmt.Errorf("k8s/configmap-nginx.yaml, nginx.conf: %w", err)
 	}

@@ -3,9 +3,11 @@ package deploy
 import (
 	"bytes"
 	"flag"
+	"fmt"
 	"os"
 	"path"
 	"reflect"
+	"strings"
 	"testing"
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
@@ -32,16 +34,61 @@ type generated struct {
 	make   func(source []byte) (any, error)
 }
 
+// The access log as the base sends it (to the exporter's socket, and to stdout) and as the
+// file overlay writes it; and the input of the rules that reads each.
+const (
+	socketAccessLog = "    access_log syslog:server=127.0.0.1:5140,tag=nginx main;\n    access_log /dev/stdout main;\n"
+	fileAccessLog   = "    access_log /var/log/nginx/access.log main;\n"
+	socketInput     = "    syslog: udp://127.0.0.1:5140\n"
+	fileInput       = "    path: /var/log/nginx/access.log\n    start_at: end\n"
+)
+
+// replaceOnce replaces old, which must occur exactly once in text.
+func replaceOnce(text, old, repl, what string) (string, error) {
+	if n := strings.Count(text, old); n != 1 {
+		return "", fmt.Errorf("%s holds %q %d times, want once", what, old, n)
+	}
+	return strings.Replace(text, old, repl, 1), nil
+}
+
+// rulesConfigMap is the ConfigMap of a rule file, as the exporter mounts it.
+func rulesConfigMap(rules string) *corev1.ConfigMap {
+	return &corev1.ConfigMap{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+		ObjectMeta: metav1.ObjectMeta{Name: "logwindow-rules", Labels: exampleLabels},
+		Data:       map[string]string{"rules.yaml": rules},
+	}
+}
+
 var generatedManifests = []generated{
 	{
+		// The base: example-rules.yaml receiving from the socket nginx sends to.
 		path:   "k8s/configmap-rules.yaml",
 		source: "../example-rules.yaml",
 		make: func(src []byte) (any, error) {
-			return &corev1.ConfigMap{
-				TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
-				ObjectMeta: metav1.ObjectMeta{Name: "logwindow-rules", Labels: exampleLabels},
-				Data:       map[string]string{"rules.yaml": string(src)},
-			}, nil
+			rules, err := replaceOnce(string(src), fileInput, socketInput, "example-rules.yaml")
+			return rulesConfigMap(rules), err
+		},
+	},
+	{
+		path:   "overlays/file/configmap-rules.yaml",
+		source: "../example-rules.yaml",
+		make: func(src []byte) (any, error) {
+			return rulesConfigMap(string(src)), nil
+		},
+	},
+	{
+		// The file overlay's nginx.conf is the base's, writing a file instead.
+		path:   "overlays/file/configmap-nginx.yaml",
+		source: "k8s/configmap-nginx.yaml",
+		make: func(src []byte) (any, error) {
+			var cm corev1.ConfigMap
+			if err := yaml.UnmarshalStrict(src, &cm); err != nil {
+				return nil, err
+			}
+			conf, err := replaceOnce(cm.Data["nginx.conf"], socketAccessLog, fileAccessLog, "nginx.conf")
+			cm.Data["nginx.conf"] = conf
+			return &cm, err
 		},
 	},
 	{

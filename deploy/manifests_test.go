@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"io/fs"
+	"net"
 	"os"
 	"path"
 	"path/filepath"
@@ -17,7 +18,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
 	"sigs.k8s.io/yaml"
+
+	"github.com/logwindow/logwindow_exporter/config"
 )
 
 // manifests are the objects under k8s/, by kind, each strictly decoded.
@@ -27,6 +32,7 @@ type manifests struct {
 	configMaps      map[string]*corev1.ConfigMap
 	podMonitors     map[string]*monitoringv1.PodMonitor
 	prometheusRules map[string]*monitoringv1.PrometheusRule
+	objects         []string // kind/name of each, as rendered
 }
 
 // decodeManifest strictly decodes one single-object manifest into the type its apiVersion
@@ -81,32 +87,80 @@ func newManifests() *manifests {
 	}
 }
 
-// loadManifests decodes every YAML file under k8s/.
-func loadManifests(t *testing.T) *manifests {
+// renderTargets are the kustomizations a user applies: the base, the file overlay and an
+// overlay as a user writes one (namespace, image, rules, the operator component). The
+// Grafana kustomization holds only the dashboard ConfigMap and is rendered on its own.
+var renderTargets = []string{"k8s", "overlays/file", "testdata/overlay"}
+
+// render builds a kustomization as `kubectl kustomize` does (kustomize's own Go API) and
+// strictly decodes every object it outputs.
+func render(t *testing.T, dir string) *manifests {
 	t.Helper()
+	k := krusty.MakeKustomizer(krusty.MakeDefaultOptions())
+	rm, err := k.Run(filesys.MakeFsOnDisk(), dir)
+	if err != nil {
+		t.Fatalf("kustomize build %s: %v", dir, err)
+	}
 	m := newManifests()
-	n := 0
-	err := filepath.WalkDir("k8s", func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() || !(strings.HasSuffix(p, ".yaml") || strings.HasSuffix(p, ".yml")) {
+	if rm.Size() == 0 {
+		t.Fatalf("kustomize build %s: no objects", dir)
+	}
+	for _, r := range rm.Resources() {
+		data, err := r.AsYAML()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := decodeManifest(data, m); err != nil {
+			t.Fatalf("kustomize build %s: %s %s: %v", dir, r.GetKind(), r.GetName(), err)
+		}
+		m.objects = append(m.objects, r.GetKind()+"/"+r.GetName())
+	}
+	return m
+}
+
+// forEachRender runs f on every rendered target, as a subtest named by the target.
+func forEachRender(t *testing.T, f func(t *testing.T, m *manifests)) {
+	for _, dir := range renderTargets {
+		t.Run(dir, func(t *testing.T) { f(t, render(t, dir)) })
+	}
+}
+
+// TestEveryManifestRendered: every manifest under k8s/ and overlays/ is part of some rendered target, so
+// no file escapes the checks (or the user's kubectl apply -k).
+func TestEveryManifestRendered(t *testing.T) {
+	rendered := map[string]bool{}
+	for _, dir := range append(slices.Clone(renderTargets), "k8s/grafana") {
+		for _, name := range render(t, dir).objects {
+			rendered[name] = true
+		}
+	}
+	walk := func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(p, ".yaml") || path.Base(p) == "kustomization.yaml" {
 			return err
 		}
 		data, err := os.ReadFile(p)
 		if err != nil {
 			return err
 		}
-		n++
-		if err := decodeManifest(data, m); err != nil {
+		var obj struct {
+			Kind     string `json:"kind"`
+			Metadata struct {
+				Name string `json:"name"`
+			} `json:"metadata"`
+		}
+		if err := yaml.Unmarshal(data, &obj); err != nil {
 			return fmt.Errorf("%s: %w", p, err)
 		}
+		if !rendered[obj.Kind+"/"+obj.Metadata.Name] {
+			t.Errorf("%s (%s %s) is in no rendered kustomization", p, obj.Kind, obj.Metadata.Name)
+		}
 		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
 	}
-	if n == 0 {
-		t.Fatal("no manifest under k8s/")
+	for _, dir := range []string{"k8s", "overlays"} {
+		if err := filepath.WalkDir(dir, walk); err != nil {
+			t.Fatal(err)
+		}
 	}
-	return m
 }
 
 func TestDecodeManifestIsStrict(t *testing.T) {
@@ -252,32 +306,38 @@ func flagValue(args []string, name string) (string, bool) {
 	return "", false
 }
 
-func TestNginxAccessLog(t *testing.T) {
+func TestNginxAccessLogs(t *testing.T) {
 	cases := []struct {
-		name, conf, file, format, wantErr string
+		name, conf, format, wantErr string
+		targets                     []string
 	}{
-		{"joined", "log_format main '$a '\n   '$b';\naccess_log /l/a.log main;\n", "/l/a.log", "$a $b", ""},
-		{"undefined format", "log_format main '$a';\naccess_log /l/a.log combined;\n", "", "", "no log_format"},
-		{"no access log", "log_format main '$a';\n", "", "", "found 0"},
+		{"joined", "log_format main '$a '\n   '$b';\naccess_log /l/a.log main;\n", "$a $b", "", []string{"/l/a.log"}},
+		{"socket and stdout", "log_format main '$a';\naccess_log syslog:server=unix:/s.sock,tag=nginx main;\naccess_log /dev/stdout main;\n", "$a", "", []string{"syslog:server=unix:/s.sock,tag=nginx", "/dev/stdout"}},
+		{"two formats", "log_format main '$a';\naccess_log /a main;\naccess_log /b combined;\n", "", "want one format", nil},
+		{"undefined format", "log_format main '$a';\naccess_log /l/a.log combined;\n", "", "no log_format", nil},
+		{"no access log", "log_format main '$a';\n", "", "no access_log", nil},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			file, format, err := nginxAccessLog(c.conf)
+			targets, format, err := nginxAccessLogs(c.conf)
 			if c.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), c.wantErr) {
 					t.Fatalf("error %v, want %q", err, c.wantErr)
 				}
 				return
 			}
-			if err != nil || file != c.file || format != c.format {
-				t.Fatalf("got %q %q %v, want %q %q", file, format, err, c.file, c.format)
+			if err != nil || !slices.Equal(targets, c.targets) || format != c.format {
+				t.Fatalf("got %q %q %v, want %q %q", targets, format, err, c.targets, c.format)
 			}
 		})
 	}
 }
 
 func TestPodWiring(t *testing.T) {
-	m := loadManifests(t)
+	forEachRender(t, podWiring)
+}
+
+func podWiring(t *testing.T, m *manifests) {
 	if len(m.deployments) == 0 {
 		t.Fatal("no Deployment")
 	}
@@ -307,9 +367,15 @@ func TestPodWiring(t *testing.T) {
 						t.Errorf("container %s mounts %s, which is no volume", c.Name, vm.Name)
 					}
 				}
-				for what, pr := range map[string]*corev1.Probe{"liveness": c.LivenessProbe, "readiness": c.ReadinessProbe} {
-					if pr == nil || pr.HTTPGet == nil {
-						t.Errorf("container %s: no HTTP %s probe", c.Name, what)
+				if len(c.Ports) > 0 && c.LivenessProbe == nil {
+					t.Errorf("container %s serves ports but has no liveness probe", c.Name)
+				}
+				for what, pr := range map[string]*corev1.Probe{"liveness": c.LivenessProbe, "readiness": c.ReadinessProbe, "startup": c.StartupProbe} {
+					if pr == nil {
+						continue
+					}
+					if pr.HTTPGet == nil {
+						t.Errorf("container %s: %s probe is not HTTP", c.Name, what)
 						continue
 					}
 					if !ports[pr.HTTPGet.Port.String()] {
@@ -321,99 +387,160 @@ func TestPodWiring(t *testing.T) {
 	}
 }
 
-// TestExporterSidecar checks that the exporter reads the file nginx writes, through a
-// volume both mount, with the rules from the generated ConfigMap.
+// expectedRules is the rule file each rendered target mounts: the base receives from the
+// socket, the file overlay follows the file, the user's overlay brings its own.
+func expectedRules(t *testing.T, target string) string {
+	t.Helper()
+	switch target {
+	case "overlays/file":
+		return string(mustRead(t, "../example-rules.yaml"))
+	case "testdata/overlay":
+		return string(mustRead(t, "testdata/overlay/rules.yaml"))
+	default:
+		rules, err := replaceOnce(string(mustRead(t, "../example-rules.yaml")), fileInput, socketInput, "example-rules.yaml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rules
+	}
+}
+
+// loadRules loads a mounted rule file as the exporter would, so a rendered ConfigMap that
+// the exporter refuses fails here.
+func loadRules(t *testing.T, text string) *config.Config {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "rules.yaml")
+	if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Load(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+// TestExporterSidecar checks, for every rendered target, that the exporter receives what
+// nginx logs, through a volume both mount, with the expected rules; and the probes and
+// flags that keep the sidecar from taking nginx out of the Service or opening a reload
+// endpoint.
 func TestExporterSidecar(t *testing.T) {
-	m := loadManifests(t)
-	for _, d := range m.deployments {
-		t.Run(d.Name, func(t *testing.T) {
-			spec := &d.Spec.Template.Spec
-			exp, ngx := exporterContainer(t, d), nginxContainer(t, d)
-
-			if got := exp.LivenessProbe.HTTPGet.Path; got != "/-/healthy" {
-				t.Errorf("exporter liveness probe on %s, want /-/healthy", got)
+	for _, target := range renderTargets {
+		t.Run(target, func(t *testing.T) {
+			m := render(t, target)
+			if len(m.deployments) == 0 {
+				t.Fatal("no Deployment")
 			}
-			if got := exp.ReadinessProbe.HTTPGet.Path; got != "/-/ready" {
-				t.Errorf("exporter readiness probe on %s, want /-/ready", got)
-			}
-
-			rulesPath, ok := flagValue(exp.Args, "--config.file")
-			if !ok {
-				t.Fatal("exporter has no --config.file")
-			}
-			rules, cm := m.configMapFile(t, spec, exp, rulesPath)
-			example, err := os.ReadFile("../example-rules.yaml")
-			if err != nil {
-				t.Fatal(err)
-			}
-			if rules != string(example) {
-				t.Errorf("ConfigMap %s differs from example-rules.yaml: run go test ./deploy -run TestGenerated -update", cm.Name)
-			}
-
-			confPath, ok := flagValue(ngx.Command, "-c")
-			if !ok {
-				t.Fatal("nginx runs without -c")
-			}
-			conf, _ := m.configMapFile(t, spec, ngx, confPath)
-			logFile, format, err := nginxAccessLog(conf)
-			if err != nil {
-				t.Fatalf("%s: %v", confPath, err)
-			}
-			// Tests running their own nginx take the format from NginxLogFormat.
-			if exported, err := NginxLogFormat(); err != nil || exported != format {
-				t.Errorf("NginxLogFormat() = %q, %v; the pod's nginx logs with %q", exported, err, format)
-			}
-			logVol, logRel, err := resolveMount(spec, ngx, logFile)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if logVol.EmptyDir == nil {
-				t.Fatalf("nginx writes %s to volume %s, not an emptyDir shared with the exporter", logFile, logVol.Name)
-			}
-			if logVol.EmptyDir.SizeLimit == nil {
-				t.Errorf("volume %s: no sizeLimit, an unrotated log could fill the node's disk", logVol.Name)
-			}
-
-			inputs := inputPaths(t, rules)
-			for _, in := range inputs {
-				v, rel, err := resolveMount(spec, exp, in)
-				if err != nil {
-					t.Error(err)
-					continue
-				}
-				matched, err := path.Match(rel, logRel)
-				if v.Name != logVol.Name || err != nil || !matched {
-					t.Errorf("exporter input %s is %s on volume %s; nginx writes %s on volume %s", in, rel, v.Name, logRel, logVol.Name)
-				}
+			for _, d := range m.deployments {
+				checkSidecar(t, m, d, expectedRules(t, target))
 			}
 		})
 	}
 }
 
-// inputPaths reads the input paths of a rule file. Only that key is decoded here: the
-// exporter's own --config.check validates the whole file (see TestDockerfileBuild).
-func inputPaths(t *testing.T, rules string) []string {
+func checkSidecar(t *testing.T, m *manifests, d *appsv1.Deployment, wantRules string) {
 	t.Helper()
-	var f struct {
-		Inputs []struct {
-			Path string `json:"path"`
-		} `json:"inputs"`
+	spec := &d.Spec.Template.Spec
+	exp, ngx := exporterContainer(t, d), nginxContainer(t, d)
+
+	// A sidecar's readiness is the pod's: a readinessProbe would let the exporter take
+	// nginx out of the Service. The startup probe holds the pod back only until the
+	// inputs are open, and liveness restarts the exporter alone.
+	if exp.ReadinessProbe != nil {
+		t.Error("exporter has a readinessProbe: it would take nginx out of the Service")
 	}
-	if err := yaml.Unmarshal([]byte(rules), &f); err != nil {
-		t.Fatal(err)
+	for what, want := range map[*corev1.Probe]string{exp.StartupProbe: "/-/ready", exp.LivenessProbe: "/-/healthy"} {
+		if what == nil || what.HTTPGet == nil || what.HTTPGet.Path != want || what.HTTPGet.Port.String() != "metrics" {
+			t.Errorf("exporter probe %+v, want an HTTP probe of %s on port metrics", what, want)
+		}
 	}
-	var paths []string
-	for _, in := range f.Inputs {
-		paths = append(paths, in.Path)
+	if exp.StartupProbe != nil && exp.StartupProbe.FailureThreshold*max(exp.StartupProbe.PeriodSeconds, 1) > 60 {
+		t.Error("startup probe may hold the pod for more than a minute")
 	}
-	if len(paths) == 0 {
-		t.Fatal("rule file has no inputs")
+	if slices.Contains(exp.Args, "--web.enable-lifecycle") {
+		t.Error("--web.enable-lifecycle opens an unauthenticated POST /-/reload to anything reaching the pod")
 	}
-	return paths
+	if !slices.Contains(exp.Args, "--config.watch") {
+		t.Error("no --config.watch: a rules ConfigMap update would not be loaded")
+	}
+
+	rulesPath, ok := flagValue(exp.Args, "--config.file")
+	if !ok {
+		t.Fatal("exporter has no --config.file")
+	}
+	rules, cm := m.configMapFile(t, spec, exp, rulesPath)
+	if rules != wantRules {
+		t.Errorf("ConfigMap %s is not the expected rules (generated ones: go test ./deploy -run TestGenerated -update)", cm.Name)
+	}
+	cfg := loadRules(t, rules)
+
+	confPath, ok := flagValue(ngx.Command, "-c")
+	if !ok {
+		t.Fatal("nginx runs without -c")
+	}
+	conf, _ := m.configMapFile(t, spec, ngx, confPath)
+	targets, format, err := nginxAccessLogs(conf)
+	if err != nil {
+		t.Fatalf("%s: %v", confPath, err)
+	}
+	// Tests running their own nginx take the format from NginxLogFormat.
+	if exported, err := NginxLogFormat(); err != nil || exported != format {
+		t.Errorf("NginxLogFormat() = %q, %v; the pod's nginx logs with %q", exported, err, format)
+	}
+
+	// Each place nginx logs to is stdout or one of the exporter's inputs: the same UDP
+	// address on the pod's loopback, or the same file on a volume both containers mount.
+	received := 0
+	for _, target := range targets {
+		if target == "/dev/stdout" {
+			continue
+		}
+		if server, ok := strings.CutPrefix(target, "syslog:server="); ok {
+			server, _, _ = strings.Cut(server, ",")
+			host, _, err := net.SplitHostPort(server)
+			if err != nil || !net.ParseIP(host).IsLoopback() {
+				t.Errorf("nginx sends its log to %s: want an address on the pod's loopback", server)
+			}
+			if slices.ContainsFunc(cfg.Inputs, func(in config.Input) bool { return in.Syslog == "udp://"+server }) {
+				received++
+			}
+			continue
+		}
+		vol, rel, err := resolveMount(spec, ngx, target)
+		if err != nil {
+			t.Error(err)
+			continue
+		}
+		if vol.EmptyDir == nil || vol.EmptyDir.SizeLimit == nil {
+			t.Errorf("nginx logs to %s on volume %s, not a size-limited emptyDir shared with the exporter", target, vol.Name)
+		}
+		for _, in := range cfg.Inputs {
+			if in.Path == "" {
+				continue
+			}
+			v, r, err := resolveMount(spec, exp, in.Path)
+			if err != nil {
+				t.Error(err)
+				continue
+			}
+			if matched, err := path.Match(r, rel); v.Name == vol.Name && err == nil && matched {
+				received++
+			}
+		}
+	}
+	if received != len(cfg.Inputs) {
+		t.Errorf("nginx logs to %q; the exporter's %d inputs receive %d of them", targets, len(cfg.Inputs), received)
+	}
+	if slices.ContainsFunc(cfg.Inputs, func(in config.Input) bool { return in.Syslog != "" }) && !slices.Contains(targets, "/dev/stdout") {
+		t.Error("nginx logs only to the exporter: kubectl logs would show nothing")
+	}
 }
 
 func TestSecurityAndResources(t *testing.T) {
-	m := loadManifests(t)
+	forEachRender(t, securityAndResources)
+}
+
+func securityAndResources(t *testing.T, m *manifests) {
 	for _, d := range m.deployments {
 		spec := &d.Spec.Template.Spec
 		t.Run(d.Name, func(t *testing.T) {
@@ -473,10 +600,14 @@ func TestSecurityAndResources(t *testing.T) {
 }
 
 func TestScrapeTargets(t *testing.T) {
-	m := loadManifests(t)
-	if len(m.podMonitors) == 0 {
-		t.Fatal("no PodMonitor")
+	forEachRender(t, scrapeTargets)
+	// The base leaves the operator out (its CRDs may be missing); the user's overlay adds it.
+	if len(render(t, "testdata/overlay").podMonitors) == 0 {
+		t.Error("no PodMonitor in an overlay with the operator component")
 	}
+}
+
+func scrapeTargets(t *testing.T, m *manifests) {
 	for _, pm := range m.podMonitors {
 		t.Run("podmonitor/"+pm.Name, func(t *testing.T) {
 			if len(pm.Spec.NamespaceSelector.MatchNames) > 0 || pm.Spec.NamespaceSelector.Any {
@@ -513,8 +644,14 @@ func TestScrapeTargets(t *testing.T) {
 					t.Errorf("port %s: targetPort should name a container port, not repeat its number", p.Name)
 					continue
 				}
-				if c, _ := containerPort(&d.Spec.Template.Spec, p.TargetPort.StrVal); c == nil {
+				c, _ := containerPort(&d.Spec.Template.Spec, p.TargetPort.StrVal)
+				if c == nil {
 					t.Errorf("port %s: targetPort %q is no container port of deployment %s", p.Name, p.TargetPort.StrVal, d.Name)
+					continue
+				}
+				// Metrics are scraped on the pods; the Service is for traffic.
+				if c == exporterContainer(t, d) {
+					t.Errorf("port %s exposes the exporter's port %s on the traffic Service", p.Name, p.TargetPort.StrVal)
 				}
 			}
 		})
@@ -525,5 +662,43 @@ func TestScrapeTargets(t *testing.T) {
 				t.Error("no rule groups")
 			}
 		})
+	}
+}
+
+// TestUserOverlay: the settings a user's overlay makes (testdata/overlay) reach the
+// rendered objects: the namespace on each, the image of the exporter, and the rules under
+// the name the Deployment mounts, without a hash suffix so that an update is reloaded in
+// place (checked with the rules themselves in TestExporterSidecar).
+func TestUserOverlay(t *testing.T) {
+	m := render(t, "testdata/overlay")
+	var metas []metav1.Object
+	for _, d := range m.deployments {
+		metas = append(metas, d)
+		if got := exporterContainer(t, d).Image; got != "registry.example.com/logwindow_exporter:0.1.0" {
+			t.Errorf("exporter image %s, want the overlay's", got)
+		}
+	}
+	for _, o := range m.services {
+		metas = append(metas, o)
+	}
+	for _, o := range m.configMaps {
+		metas = append(metas, o)
+	}
+	for _, o := range m.podMonitors {
+		metas = append(metas, o)
+	}
+	for _, o := range m.prometheusRules {
+		metas = append(metas, o)
+	}
+	if len(metas) != len(m.objects) {
+		t.Fatalf("%d objects checked of %d rendered", len(metas), len(m.objects))
+	}
+	for _, o := range metas {
+		if o.GetNamespace() != "web" {
+			t.Errorf("%s in namespace %q, want the overlay's web", o.GetName(), o.GetNamespace())
+		}
+	}
+	if m.configMaps["logwindow-rules"] == nil {
+		t.Error("no ConfigMap logwindow-rules: a hash suffix would roll the pods at each rules change")
 	}
 }

@@ -19,7 +19,7 @@ import (
 // nginx accepts and logs here is what it accepts and logs in the pod.
 func localNginxConf(t *testing.T, dir string, port int) (conf, accessLog string) {
 	t.Helper()
-	m := loadManifests(t)
+	m := render(t, "overlays/file")
 	d := m.deployments["nginx"]
 	if d == nil {
 		t.Fatal("no Deployment nginx")
@@ -27,10 +27,11 @@ func localNginxConf(t *testing.T, dir string, port int) (conf, accessLog string)
 	ngx := nginxContainer(t, d)
 	confPath, _ := flagValue(ngx.Command, "-c")
 	text, _ := m.configMapFile(t, &d.Spec.Template.Spec, ngx, confPath)
-	logFile, _, err := nginxAccessLog(text)
+	targets, _, err := nginxAccessLogs(text)
 	if err != nil {
 		t.Fatal(err)
 	}
+	logFile := targets[0]
 	var pairs []string
 	for _, vm := range ngx.VolumeMounts {
 		if vm.ReadOnly {

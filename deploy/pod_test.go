@@ -1,0 +1,330 @@
+package deploy
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/logwindow/logwindow_exporter/internal/testexec"
+)
+
+// localPod is a rendered pod run as local processes: each emptyDir volume is a directory
+// under dir, and each container sees its mounts of them rewritten to those directories.
+// Nothing else of the manifests changes, so nginx, the exporter and the rotator run with
+// the configuration the pod gives them.
+type localPod struct {
+	dir     string
+	spec    *corev1.PodSpec
+	volumes map[string]string // emptyDir volume name → local directory
+	port    int               // nginx's loopback port, for the pod's 8080
+}
+
+func newLocalPod(t *testing.T, target string) (*localPod, *manifests) {
+	t.Helper()
+	m := render(t, target)
+	d := m.deployments["nginx"]
+	if d == nil {
+		t.Fatal("no Deployment nginx")
+	}
+	p := &localPod{dir: t.TempDir(), spec: &d.Spec.Template.Spec, volumes: map[string]string{}, port: testexec.FreePort(t)}
+	for _, v := range p.spec.Volumes {
+		if v.EmptyDir != nil {
+			p.volumes[v.Name] = filepath.Join(p.dir, v.Name)
+			if err := os.Mkdir(p.volumes[v.Name], 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	return p, m
+}
+
+// local rewrites the paths of c's emptyDir mounts in text to the local directories.
+func (p *localPod) local(c *corev1.Container, text string) string {
+	var pairs []string
+	for _, vm := range c.VolumeMounts {
+		if dir, ok := p.volumes[vm.Name]; ok {
+			pairs = append(pairs, strings.TrimSuffix(vm.MountPath, "/")+"/", dir+"/")
+		}
+	}
+	// One pass, so that a local directory (itself under /tmp) is not rewritten again.
+	return strings.NewReplacer(pairs...).Replace(text)
+}
+
+// startNginx runs nginx with the pod's nginx.conf, listening on the loopback port.
+func (p *localPod) startNginx(t *testing.T, m *manifests) (*lockedBuffer, string) {
+	t.Helper()
+	bin := needTool(t, "nginx", "nginx")
+	ngx := nginxContainer(t, m.deployments["nginx"])
+	confPath, _ := flagValue(ngx.Command, "-c")
+	text, _ := m.configMapFile(t, p.spec, ngx, confPath)
+	text = p.local(ngx, text)
+	if n := strings.Count(text, "listen 8080;"); n != 1 {
+		t.Fatalf("nginx.conf has %d \"listen 8080;\", want one", n)
+	}
+	text = strings.Replace(text, "listen 8080;", fmt.Sprintf("listen 127.0.0.1:%d;", p.port), 1)
+	if os.Geteuid() == 0 {
+		// Workers reopen the log after a rotation; as root's default "nobody" they could
+		// not enter the test's private directory (the pod's nginx is one user throughout).
+		text = "user root;\n" + text
+	}
+	conf := filepath.Join(p.dir, "nginx.conf")
+	if err := os.WriteFile(conf, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// stdout is a pipe, as a container's is: nginx opens /dev/stdout, which for a file
+	// would be a second description writing from offset 0 over the first.
+	cmd := exec.Command(bin, "-e", "stderr", "-p", p.dir, "-c", conf, "-g", "daemon off;")
+	stdout := &lockedBuffer{}
+	cmd.Stdout = stdout
+	stderr, err := os.Create(filepath.Join(p.dir, "nginx.err"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stderr.Close()
+	cmd.Stderr = stderr
+	proc, err := testexec.Start(cmd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proc.Output = stderr.Name()
+	t.Cleanup(func() {
+		if err := proc.Stop(testexec.StopTimeout); err != nil {
+			t.Errorf("nginx: %v", err)
+		}
+		if t.Failed() {
+			t.Logf("end of nginx's stderr:\n%s", testexec.Tail(stderr.Name(), 40))
+		}
+	})
+	base := fmt.Sprintf("http://127.0.0.1:%d", p.port)
+	waitGet(t, proc, base+"/healthz")
+	return stdout, base
+}
+
+// lockedBuffer collects what a program writes to its stdout pipe.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// startExporter runs the built exporter with the pod's arguments and rules, on a loopback
+// port; it returns the address.
+func (p *localPod) startExporter(t *testing.T, m *manifests) (*testexec.Proc, string) {
+	t.Helper()
+	bin := builtBinary(t)
+	exp := exporterContainer(t, m.deployments["nginx"])
+	rulesPath, _ := flagValue(exp.Args, "--config.file")
+	rules, _ := m.configMapFile(t, p.spec, exp, rulesPath)
+	local := filepath.Join(p.dir, "rules.yaml")
+	if err := os.WriteFile(local, []byte(p.local(exp, rules)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	addr := fmt.Sprintf("127.0.0.1:%d", testexec.FreePort(t))
+	var args []string
+	for _, a := range exp.Args {
+		if !strings.HasPrefix(a, "--config.file=") {
+			args = append(args, a)
+		}
+	}
+	proc := testexec.StartTest(t, p.dir, "logwindow_exporter", append([]string{bin, "--config.file=" + local, "--web.listen-address=" + addr}, args...))
+	// The pod's startup probe.
+	waitGet(t, proc, "http://"+addr+exp.StartupProbe.HTTPGet.Path)
+	return proc, addr
+}
+
+// waitGet waits until url answers 200 while proc runs.
+func waitGet(t *testing.T, proc *testexec.Proc, url string) {
+	t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); ; {
+		if resp, err := http.Get(url); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return
+			}
+		}
+		if exited, err := proc.Exited(); exited {
+			t.Fatalf("%s: exited (%v) before %s answered\n%s", proc.Cmd.Path, err, url, testexec.Tail(proc.Output, 40))
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s did not answer\n%s", url, testexec.Tail(proc.Output, 40))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// getN sends n requests to url, reading each answer to its end.
+func getN(t *testing.T, url string, n int) {
+	t.Helper()
+	client := &http.Client{Timeout: 5 * time.Second}
+	defer client.CloseIdleConnections()
+	for range n {
+		resp, err := client.Get(url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// waitCounted scrapes until the exporter has counted want requests, and returns the scrape.
+func waitCounted(t *testing.T, addr string, want float64) map[string]*dto.MetricFamily {
+	t.Helper()
+	var got float64
+	var fams map[string]*dto.MetricFamily
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		if resp, err := http.Get("http://" + addr + "/metrics"); err == nil {
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			fams = parseExposition(t, body)
+			if got = counterSum(fams["nginx_http_requests_total"]); got == want {
+				return fams
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("nginx_http_requests_total = %v, want %v (datagrams received %v, dropped %v)", got, want,
+				counterSum(fams["logwindow_input_datagrams_total"]), counterSum(fams["logwindow_input_dropped_datagrams_total"]))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// TestSyslogPod runs the base pod: nginx sends its access log to the exporter's syslog
+// socket and to stdout. Every request is counted, no file is written on any volume (but
+// nginx's pid and temp files), and nginx's stdout holds every line (what kubectl logs
+// shows).
+func TestSyslogPod(t *testing.T) {
+	pod, m := newLocalPod(t, "k8s")
+	// The exporter first, as its startup probe makes the pod wait for it.
+	_, addr := pod.startExporter(t, m)
+	ngx, base := pod.startNginx(t, m)
+
+	const n = 250
+	getN(t, base+"/", n-50)
+	getN(t, base+"/missing", 50)
+	fams := waitCounted(t, addr, n)
+	if got := counterSum(fams["logwindow_input_datagrams_total"]); got != n {
+		t.Errorf("datagrams received: %v, want %d", got, n)
+	}
+
+	for name, dir := range pod.volumes {
+		err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() {
+				return err
+			}
+			info, err := d.Info()
+			if err != nil {
+				return err
+			}
+			if name != "nginx-tmp" || !strings.HasSuffix(p, "nginx.pid") {
+				t.Errorf("volume %s holds %s (%d bytes): want no file but nginx's pid", name, p, info.Size())
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	out := ngx.String()
+	if got := strings.Count(out, `"GET /`); got != n {
+		t.Errorf("nginx's stdout holds %d access log lines, want %d", got, n)
+	}
+	t.Logf("%d requests: counted %v, %v datagrams, %d lines on nginx's stdout, no file written", n,
+		counterSum(fams["nginx_http_requests_total"]), counterSum(fams["logwindow_input_datagrams_total"]), strings.Count(out, `"GET /`))
+}
+
+// TestFileRotationPod runs the file overlay's pod with its rotator, at a size limit small
+// enough to rotate many times: every request is counted across the rotations, and the
+// volume never holds more than the two files the rotator keeps.
+func TestFileRotationPod(t *testing.T) {
+	pod, m := newLocalPod(t, "overlays/file")
+	var rot *corev1.Container
+	for i, c := range pod.spec.Containers {
+		if c.Name == "logrotate" {
+			rot = &pod.spec.Containers[i]
+		}
+	}
+	if rot == nil {
+		t.Fatal("no logrotate container")
+	}
+	_, addr := pod.startExporter(t, m)
+	_, base := pod.startNginx(t, m)
+
+	const maxBytes = 20000 // about 100 lines
+	env := []string{"PATH=" + os.Getenv("PATH")}
+	for _, e := range rot.Env {
+		v := pod.local(rot, e.Value)
+		switch e.Name {
+		case "MAX_BYTES":
+			v = fmt.Sprint(maxBytes)
+		case "INTERVAL":
+			v = "0.05"
+		}
+		env = append(env, e.Name+"="+v)
+	}
+	cmd := exec.Command(rot.Command[0], rot.Command[1:]...)
+	cmd.Env = env
+	proc, err := testexec.Start(cmd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = proc.Kill() })
+
+	logs := pod.volumes["logs"]
+	peak := int64(0)
+	const rounds, perRound = 20, 60
+	for range rounds {
+		getN(t, base+"/", perRound)
+		var total int64
+		entries, err := os.ReadDir(logs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range entries {
+			if info, err := e.Info(); err == nil {
+				total += info.Size()
+			}
+		}
+		peak = max(peak, total)
+	}
+	fams := waitCounted(t, addr, rounds*perRound)
+	rotations := counterSum(fams["logwindow_input_rotations_total"])
+	if rotations < 3 {
+		t.Errorf("%v rotations seen by the exporter, want many at %d bytes", rotations, maxBytes)
+	}
+	entries, _ := os.ReadDir(logs)
+	if len(entries) > 2 {
+		t.Errorf("the volume holds %d files, want access.log and access.log.1", len(entries))
+	}
+	// Two files of about maxBytes, plus what nginx wrote between two checks.
+	if peak > 4*maxBytes {
+		t.Errorf("the volume held %d bytes at its peak, want at most about 2 × %d", peak, maxBytes)
+	}
+	t.Logf("%d requests counted across %v rotations; the volume peaked at %d bytes (limit %d per file)", rounds*perRound, rotations, peak, maxBytes)
+}
