@@ -29,6 +29,7 @@ import (
 	"github.com/logwindow/logwindow_exporter/config"
 	"github.com/logwindow/logwindow_exporter/configwatch"
 	"github.com/logwindow/logwindow_exporter/dashboard"
+	"github.com/logwindow/logwindow_exporter/explain"
 	"github.com/logwindow/logwindow_exporter/pipeline"
 )
 
@@ -59,6 +60,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 		configCheck   = app.Flag("config.check", "Validate the rule file, print every error, and exit (0 valid, 1 invalid).").Bool()
 		dashboardOut  = app.Flag("dashboard", "Print a Grafana dashboard (JSON) for the rules of --config.file and exit.").Bool()
 		replayFiles   = app.Flag("replay", "One-shot: read this file to its end (repeatable), print the exposition text of every rule and exit.").PlaceHolder("FILE").Strings()
+		explainFile   = app.Flag("explain", "One-shot: for each line of this file, print which rules count it and with what, and why the others do not, and exit.").PlaceHolder("FILE").String()
+		explainLines  = app.Flag("explain.lines", "How many lines of the --explain file to explain.").Default("100").Int()
+		explainFormat = app.Flag("explain.format", "Output of --explain: text or json (one object per line).").Default("text").Enum(explain.Formats...)
 		metricsPath   = app.Flag("web.telemetry-path", "Path under which to expose metrics.").Default("/metrics").String()
 		lifecycle     = app.Flag("web.enable-lifecycle", "Enable POST /-/reload.").Bool()
 		configWatch   = app.Flag("config.watch", "Reload when the rule file's content changes on disk (a mounted ConfigMap updated by the kubelet), with no reload endpoint open.").Bool()
@@ -82,8 +86,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 	logConfig.Writer = stderr
 	logger := promslog.New(logConfig)
 
+	if *explainLines < 1 {
+		fmt.Fprintf(stderr, "%s: --explain.lines must be at least 1\n", exporterName)
+		return 2
+	}
 	var watch *configwatch.Watcher
-	if *configWatch && !*configCheck && !*dashboardOut && len(*replayFiles) == 0 {
+	if *configWatch && !*configCheck && !*dashboardOut && len(*replayFiles) == 0 && *explainFile == "" {
 		// Before the load: a change in between reloads once more instead of going unseen.
 		w, err := configwatch.New(*configFile)
 		if err != nil {
@@ -116,6 +124,17 @@ func run(args []string, stdout, stderr io.Writer) int {
 		MaxLineBytes:  *maxLineBytes,
 		RotationGrace: *rotationGrace,
 		PollInterval:  *pollInterval,
+	}
+	if *explainFile != "" {
+		lines, err := pipeline.Explain(cfg, *explainFile, *explainLines, opts)
+		if err == nil {
+			err = explain.Write(stdout, *explainFormat, lines)
+		}
+		if err != nil {
+			fmt.Fprintln(stderr, err)
+			return 1
+		}
+		return 0
 	}
 	if len(*replayFiles) > 0 {
 		if err := pipeline.Replay(cfg, *replayFiles, opts, stdout); err != nil {

@@ -2,6 +2,7 @@ package exporter
 
 import (
 	"github.com/logwindow/logwindow_exporter/parser"
+	"github.com/logwindow/logwindow_exporter/windows"
 )
 
 // Sink feeds one goroutine's parser events into a Set. It implements parser.Sink.
@@ -31,11 +32,16 @@ func (k *Sink) SetNow(processing, wall int64) { k.processing, k.wall = processin
 // processing second.
 func (k *Sink) Event(e *parser.Event) {
 	r := &k.rules[e.Rule]
-	now, at := k.processing, k.processing
-	if e.HasTime {
-		now, at = k.wall, e.Time
-	}
+	now, at := k.clocks(e)
 	r.store.observe(e.Key, e.Labels, now, at, e.Value, r.budget, false)
+}
+
+// clocks gives the second e is judged at and the second it belongs to.
+func (k *Sink) clocks(e *parser.Event) (now, at int64) {
+	if e.HasTime {
+		return k.wall, e.Time
+	}
+	return k.processing, k.processing
 }
 
 // Drop counts a line the parser matched but could not turn into an event.
@@ -43,4 +49,38 @@ func (k *Sink) Drop(rule int, why parser.DropReason) {
 	if int(why) < numParserReasons {
 		k.rules[rule].store.parserDrops[why].Add(1)
 	}
+}
+
+// Fate is what the store does with an event: where the windows place it and whether its
+// label set is folded into the overflow series.
+type Fate struct {
+	// Placement is windows.Placed, Late (older than every window: only `_total` counts
+	// it) or Future (ahead of the clock: placed at Now).
+	Placement windows.Placement
+	// Now is the second the event was judged at: the wall clock's for an event with a
+	// time of its own, else processing time.
+	Now int64
+	// Folded: the label set has no series and the rule's budget is full, so the event
+	// goes to the overflow series, unless a reap makes room first (idle series, kept
+	// counters least recently active first).
+	Folded bool
+}
+
+// Judge says what Event would do with e at the clocks of the last SetNow, without doing it.
+func (k *Sink) Judge(e *parser.Event) Fate {
+	r := &k.rules[e.Rule]
+	now, at := k.clocks(e)
+	st := r.store
+	f := Fate{Now: now}
+	switch {
+	case at > now:
+		f.Placement = windows.Future
+	case st.tooOld(now, at):
+		f.Placement = windows.Late
+	}
+	st.mu.RLock()
+	s := st.series[string(e.Key)]
+	f.Folded = s == nil && string(e.Key) != st.overflowKey && st.normal >= r.budget.limit && f.Placement != windows.Late
+	st.mu.RUnlock()
+	return f
 }

@@ -11,6 +11,7 @@ package parser
 
 import (
 	"fmt"
+	"regexp"
 	"slices"
 	"sync"
 	"time"
@@ -86,6 +87,10 @@ const MaxLabelValueLen = 1024
 // for concurrent use (the pipeline parses each input from its own goroutine).
 type Parser struct {
 	groups []group
+	rules  int // how many rules New was given
+	// names are, per rule, its named captures and where they are in its group's caps:
+	// what Explain shows. Parse does not read them.
+	names [][]namedCapture
 	// scratch holds the per-call buffers, so Parse allocates nothing per line and
 	// concurrent calls never share a buffer.
 	scratch sync.Pool
@@ -95,6 +100,8 @@ type Parser struct {
 // one structured format, which share one read of the line.
 type group struct {
 	m compiled
+	// re is the regex m runs, for Explain; nil for a fields group.
+	re *regexp.Regexp
 	// fields is set for a group of fields rules (m is then unused), ex once built.
 	fields *fieldsGroup
 	ex     extractor
@@ -157,7 +164,7 @@ func build(rules []*config.Rule, fast bool) (*Parser, error) {
 			gi = len(p.groups)
 			byRegex[key] = gi
 			if cr.Regexp != nil {
-				p.groups = append(p.groups, group{m: compile(cr.Regexp, fast)})
+				p.groups = append(p.groups, group{m: compile(cr.Regexp, fast), re: cr.Regexp})
 			} else {
 				p.groups = append(p.groups, group{fields: &fieldsGroup{format: cr.Format}})
 			}
@@ -173,13 +180,15 @@ func build(rules []*config.Rule, fast bool) (*Parser, error) {
 		if ts := cr.Timestamp; ts != nil {
 			tsCapture = ts.Capture
 		}
+		var slot []int
 		if g.fields != nil {
-			slot := g.fields.slots(cr)
+			slot = g.fields.slots(cr)
 			r.remap(slot)
 			if tsCapture >= 0 {
 				tsCapture = slot[tsCapture]
 			}
 		}
+		p.names = append(p.names, captureNames(cr, slot))
 		if ts := cr.Timestamp; ts != nil {
 			key := fmt.Sprintf("%d\x00%d\x00%s", gi, tsCapture, ts.Layout)
 			slot, ok := slots[key]
@@ -209,6 +218,7 @@ func build(rules []*config.Rule, fast bool) (*Parser, error) {
 		sz.caps = max(sz.caps, g.ncap)
 	}
 	sz.slots = len(slots)
+	p.rules = len(rules)
 	p.scratch.New = func() any { return newScratch(sz) }
 	return p, nil
 }
@@ -267,6 +277,11 @@ func unionInputs(group, rule []string) []string {
 	return out
 }
 
+// reads reports whether the rule takes lines of input.
+func (r *rule) reads(input string) bool {
+	return r.inputs == nil || slices.Contains(r.inputs, input)
+}
+
 func (r rule) readsCaptures() bool {
 	return len(r.labels) > 0 || len(r.where) > 0 || len(r.whereNot) > 0 || r.value >= 0 || r.ts != nil
 }
@@ -304,21 +319,24 @@ func (p *Parser) Parse(input string, line []byte, sink Sink) bool {
 }
 
 // apply runs one rule of a matched group: input, filters, value, time, labels. line is what
-// caps index: the line for a regex group, the extracted values for a fields group.
-func (s *scratch) apply(r *rule, input string, line []byte, caps []int, sink Sink) {
-	if r.inputs != nil && !slices.Contains(r.inputs, input) {
-		return
+// caps index: the line for a regex group, the extracted values for a fields group. It
+// tells the sink and returns what it decided, with a detail: the index of the filter that
+// failed (WhereFailed, WhereNotMatched) or the DropReason (Dropped). Explain reports the
+// decisions Parse takes by calling it too.
+func (s *scratch) apply(r *rule, input string, line []byte, caps []int, sink Sink) (Outcome, int) {
+	if !r.reads(input) {
+		return OtherInput, 0
 	}
 	for i := range r.where {
 		w := &r.where[i]
 		if !w.f.match(capture(line, caps, w.capture), s.whereCaps) {
-			return
+			return WhereFailed, i
 		}
 	}
 	for i := range r.whereNot {
 		w := &r.whereNot[i]
 		if w.f.match(capture(line, caps, w.capture), s.whereCaps) {
-			return
+			return WhereNotMatched, i
 		}
 	}
 	value := 1.0
@@ -326,12 +344,12 @@ func (s *scratch) apply(r *rule, input string, line []byte, caps []int, sink Sin
 		raw := capture(line, caps, r.value)
 		if len(raw) == 0 || len(raw) == 1 && raw[0] == '-' {
 			sink.Drop(r.index, NoValue)
-			return
+			return Dropped, int(NoValue)
 		}
 		v, ok := parseNumber(raw)
 		if !ok {
 			sink.Drop(r.index, BadNumber)
-			return
+			return Dropped, int(BadNumber)
 		}
 		value = v
 	}
@@ -340,12 +358,13 @@ func (s *scratch) apply(r *rule, input string, line []byte, caps []int, sink Sin
 		var ok bool
 		if at, ok = s.time(r.ts, capture(line, caps, r.ts.capture)); !ok {
 			sink.Drop(r.index, BadTimestamp)
-			return
+			return Dropped, int(BadTimestamp)
 		}
 	}
 	s.render(r.labels, line, caps)
 	s.event = Event{Rule: r.index, Key: s.key, Labels: s.labels[:len(r.labels)], Value: value, Time: at, HasTime: r.ts != nil}
 	sink.Event(&s.event)
+	return Counted, 0
 }
 
 // capture returns group i of the match; a group that did not participate reads as empty.

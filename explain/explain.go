@@ -1,0 +1,261 @@
+// Package explain says, for a log line, which rules counted it and with what, and why the
+// others did not: the parser's own decisions (parser.Explain) together with what the
+// series store makes of each event (late, future, folded into the overflow series). It
+// serves the --explain one-shot and the status page's line tester, in plain text, JSON or
+// the page's HTML, all from one Line value.
+package explain
+
+import (
+	"strconv"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/logwindow/logwindow_exporter/config"
+	"github.com/logwindow/logwindow_exporter/exporter"
+	"github.com/logwindow/logwindow_exporter/parser"
+	"github.com/logwindow/logwindow_exporter/windows"
+)
+
+// Line is the explanation of one line.
+type Line struct {
+	// Number is the line's position in its file (1-based); 0 for a pasted line.
+	Number int    `json:"line,omitempty"`
+	Input  string `json:"input"`
+	// Text is the line for display: as it is when it is valid UTF-8 without control
+	// characters, else Go-quoted (Escaped set), so nothing unprintable reaches a terminal
+	// or a page.
+	Text    string `json:"text"`
+	Escaped bool   `json:"escaped,omitempty"`
+	// Counted: some rule counted the line. Unmatched: no rule reading the input matched
+	// it (no regex matched, no fields were read).
+	Counted   bool   `json:"counted"`
+	Unmatched bool   `json:"unmatched"`
+	Rules     []Rule `json:"rules"`
+}
+
+// Rule is what one rule made of the line. Exactly one of the detail groups is set, by
+// Outcome.
+type Rule struct {
+	Name string `json:"rule"`
+	// Outcome is counted, or why not: other_input, no_match, malformed (not the format of
+	// a fields rule), where, where_not, no_value, bad_number, bad_timestamp.
+	Outcome string `json:"outcome"`
+	// Captures are the regex's named groups when it matched.
+	Captures []Capture `json:"captures,omitempty"`
+
+	// counted
+	Labels []Label   `json:"labels,omitempty"`
+	Value  *float64  `json:"value,omitempty"`
+	Time   string    `json:"time,omitempty"` // the line's own time (event-time rules), RFC 3339
+	Fate   *Fate     `json:"placement,omitempty"`
+	Miss   *NoMatch  `json:"no_match,omitempty"`
+	Filter *Filter   `json:"where,omitempty"`
+	Drop   *DropInfo `json:"drop,omitempty"`
+	// Format is the structured format the line is not in (malformed).
+	Format string `json:"format,omitempty"`
+}
+
+// Capture is one named group and its text (Escaped as Line.Text).
+type Capture struct {
+	Name    string `json:"name"`
+	Value   string `json:"value"`
+	Escaped bool   `json:"escaped,omitempty"`
+	// Unset: the group took no part in the match (it reads as empty).
+	Unset bool `json:"unset,omitempty"`
+}
+
+// Label is one label of the series the line counts in.
+type Label struct {
+	Name  string `json:"name"`
+	Value string `json:"value"`
+}
+
+// Fate is where the store puts a counted line.
+type Fate struct {
+	// Placement is placed, late (older than the rule's longest window: counted in _total
+	// only) or future (ahead of the clock: placed at now).
+	Placement string `json:"placement"`
+	// At is the second the line is placed at, Now the clock it was judged by (RFC 3339).
+	At  string `json:"at"`
+	Now string `json:"now"`
+	// Folded: the label set is new and the rule has max_series_per_rule series, so the
+	// line counts in the __overflow__ series.
+	Folded bool `json:"folded_into_overflow"`
+}
+
+// NoMatch is how far the rule's regex got (see parser.Prefix).
+type NoMatch struct {
+	// Regex is the rule's regex after %{PATTERN} expansion.
+	Regex string `json:"regex"`
+	// Start and End delimit (in bytes) the longest stretch of the line the regex could
+	// read; Read is that text.
+	Start int    `json:"start"`
+	End   int    `json:"end"`
+	Read  string `json:"read"`
+	// Found is what the line has at End (empty at its end); Expected what the regex could
+	// have taken there.
+	Found     string    `json:"found"`
+	Expected  []string  `json:"expected"`
+	Inside    string    `json:"inside_capture,omitempty"`
+	Captures  []Capture `json:"captures_read,omitempty"`
+	Truncated bool      `json:"truncated,omitempty"`
+}
+
+// Filter is the where filter that failed.
+type Filter struct {
+	Capture string `json:"capture"`
+	Regex   string `json:"regex"`
+	Value   string `json:"value"`
+}
+
+// DropInfo says which capture did not give a value or a time.
+type DropInfo struct {
+	Capture string `json:"capture"`
+	Value   string `json:"value"`
+	Layout  string `json:"layout,omitempty"`
+}
+
+// Explainer explains lines against one config's rules, parser and series store. It is not
+// safe for concurrent use (its sink is one writer's).
+type Explainer struct {
+	rules  []*config.Rule
+	parser *parser.Parser
+	sink   *exporter.Sink
+}
+
+// New returns an Explainer for rules (the config p and set were built from). sink judges
+// each event at the clocks of its last SetNow.
+func New(rules []*config.Rule, p *parser.Parser, sink *exporter.Sink) *Explainer {
+	return &Explainer{rules: rules, parser: p, sink: sink}
+}
+
+// Explain explains one line of input. With feed, the line then goes into the store as it
+// would when read (so later lines see the series and budget it leaves behind); without,
+// nothing changes.
+func (x *Explainer) Explain(input string, line []byte, feed bool) Line {
+	ex := x.parser.Explain(input, line)
+	out := Line{Input: input, Unmatched: true}
+	out.Text, out.Escaped = display(line)
+	for i := range ex.Rules {
+		res := &ex.Rules[i]
+		cr := x.rules[res.Rule]
+		r := Rule{Name: cr.Name, Outcome: res.Outcome.String(), Captures: captures(res.Captures)}
+		if res.Outcome != parser.NoMatch && res.Outcome != parser.OtherInput && res.Outcome != parser.Malformed {
+			out.Unmatched = false
+		}
+		switch res.Outcome {
+		case parser.Counted:
+			out.Counted = true
+			x.counted(&r, cr, &res.Event)
+			if feed {
+				x.sink.Event(&res.Event)
+			}
+		case parser.NoMatch:
+			r.Miss = noMatch(cr, line, res.Prefix)
+		case parser.WhereFailed, parser.WhereNotMatched:
+			w, what := cr.Where, "where"
+			if res.Outcome == parser.WhereNotMatched {
+				w, what = cr.WhereNot, "where_not"
+			}
+			f := w[res.Where]
+			r.Outcome = what
+			r.Filter = &Filter{Capture: f.CaptureName, Regex: f.Regexp.String(), Value: captureText(res.Captures, f.CaptureName)}
+		case parser.Malformed:
+			r.Format = cr.Format.String()
+		case parser.Dropped:
+			r.Outcome = res.Drop.String()
+			r.Drop = dropInfo(cr, res)
+			if feed {
+				x.sink.Drop(res.Rule, res.Drop)
+			}
+		}
+		out.Rules = append(out.Rules, r)
+	}
+	return out
+}
+
+func (x *Explainer) counted(r *Rule, cr *config.Rule, e *parser.Event) {
+	for i, l := range cr.Labels {
+		r.Labels = append(r.Labels, Label{Name: l.Name, Value: string(e.Labels[i])})
+	}
+	if cr.IsValueRule() {
+		v := e.Value
+		r.Value = &v
+	}
+	if e.HasTime {
+		r.Time = rfc3339(e.Time)
+	}
+	f := x.sink.Judge(e)
+	at := f.Now
+	if e.HasTime && f.Placement == windows.Placed {
+		at = e.Time
+	}
+	r.Fate = &Fate{Placement: f.Placement.String(), At: rfc3339(at), Now: rfc3339(f.Now), Folded: f.Folded}
+}
+
+func noMatch(cr *config.Rule, line []byte, p *parser.Prefix) *NoMatch {
+	m := &NoMatch{Regex: cr.Regexp.String()}
+	if p == nil {
+		return m
+	}
+	m.Start, m.End, m.Expected, m.Inside, m.Truncated = p.Start, p.End, p.Expected, p.Open, p.Truncated
+	m.Read, _ = display(line[p.Start:p.End])
+	if p.End < len(line) {
+		_, w := utf8.DecodeRune(line[p.End:])
+		m.Found = strconv.Quote(string(line[p.End : p.End+w]))
+	}
+	m.Captures = captures(p.Captures)
+	return m
+}
+
+func dropInfo(cr *config.Rule, res *parser.RuleResult) *DropInfo {
+	var name, layout string
+	if res.Drop == parser.BadTimestamp {
+		name, layout = cr.Timestamp.CaptureName, cr.Timestamp.Layout
+	} else {
+		name = cr.ValueName
+	}
+	return &DropInfo{Capture: name, Value: captureText(res.Captures, name), Layout: layout}
+}
+
+func captures(cs []parser.Capture) []Capture {
+	var out []Capture
+	for _, c := range cs {
+		v, esc := display(c.Value)
+		out = append(out, Capture{Name: c.Name, Value: v, Escaped: esc, Unset: !c.Matched})
+	}
+	return out
+}
+
+func captureText(cs []parser.Capture, name string) string {
+	for _, c := range cs {
+		if c.Name == name {
+			v, _ := display(c.Value)
+			return v
+		}
+	}
+	return ""
+}
+
+// display returns b as it is when it is valid UTF-8 without control characters, else
+// Go-quoted (escaped true): invalid bytes as \xNN, control characters as \n, \x1b, ...
+func display(b []byte) (string, bool) {
+	if utf8.Valid(b) {
+		clean := true
+		for _, r := range string(b) {
+			if unicode.IsControl(r) || r == utf8.RuneError {
+				clean = false
+				break
+			}
+		}
+		if clean {
+			return string(b), false
+		}
+	}
+	return strconv.Quote(string(b)), true
+}
+
+func rfc3339(sec int64) string {
+	return time.Unix(sec, 0).UTC().Format(time.RFC3339)
+}

@@ -1,0 +1,176 @@
+package explain
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+)
+
+// Formats are the values of --explain.format.
+var Formats = []string{"text", "json"}
+
+// Write writes lines to w in format ("text" or "json": one JSON object per line).
+func Write(w io.Writer, format string, lines []Line) error {
+	switch format {
+	case "json":
+		enc := json.NewEncoder(w)
+		enc.SetEscapeHTML(false)
+		for i := range lines {
+			if err := enc.Encode(&lines[i]); err != nil {
+				return err
+			}
+		}
+		return nil
+	case "text":
+		var b strings.Builder
+		for i := range lines {
+			b.Reset()
+			writeText(&b, &lines[i])
+			if _, err := io.WriteString(w, b.String()); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return fmt.Errorf("unknown format %q (have: %s)", format, strings.Join(Formats, ", "))
+}
+
+func writeText(b *strings.Builder, l *Line) {
+	if l.Number > 0 {
+		fmt.Fprintf(b, "line %d", l.Number)
+	} else {
+		b.WriteString("line")
+	}
+	if l.Input != "" {
+		fmt.Fprintf(b, " (input %s)", l.Input)
+	}
+	fmt.Fprintf(b, ": %s\n", l.Text)
+	switch {
+	case l.Unmatched:
+		b.WriteString("  UNMATCHED: no rule matches this line\n")
+	case !l.Counted:
+		b.WriteString("  NOT COUNTED: regexes match, but no rule counts this line\n")
+	}
+	// Rules sharing a regex share their captures: each set is shown once, under the first.
+	shown := map[string]string{}
+	for i := range l.Rules {
+		writeRule(b, &l.Rules[i], shown)
+	}
+	b.WriteByte('\n')
+}
+
+func writeRule(b *strings.Builder, r *Rule, shown map[string]string) {
+	switch r.Outcome {
+	case "counted":
+		fmt.Fprintf(b, "  + %s%s", r.Name, labelText(r.Labels))
+		if r.Value != nil {
+			fmt.Fprintf(b, " value %s", strconv.FormatFloat(*r.Value, 'g', -1, 64))
+		}
+		if r.Time != "" {
+			fmt.Fprintf(b, " time %s", r.Time)
+		}
+		f := r.Fate
+		switch f.Placement {
+		case "late":
+			fmt.Fprintf(b, ": LATE, older than every window at %s; counted in _total only", f.Now)
+		case "future":
+			fmt.Fprintf(b, ": FUTURE, ahead of the clock (%s); placed at %s", f.Now, f.At)
+		default:
+			fmt.Fprintf(b, ": placed at %s", f.At)
+		}
+		if f.Folded {
+			b.WriteString("; FOLDED into the __overflow__ series (max_series_per_rule reached)")
+		}
+		b.WriteByte('\n')
+		writeCaptures(b, "captures", r.Captures, shown)
+	case "other_input":
+		fmt.Fprintf(b, "  - %s: reads other inputs only\n", r.Name)
+	case "no_match":
+		m := r.Miss
+		if first, ok := shownRegex(shown, m.Regex, r.Name); ok {
+			fmt.Fprintf(b, "  - %s: regex does not match (the same as %s's)\n", r.Name, first)
+			return
+		}
+		fmt.Fprintf(b, "  - %s: regex does not match\n", r.Name)
+		fmt.Fprintf(b, "      regex: %s\n", m.Regex)
+		if m.End > m.Start {
+			fmt.Fprintf(b, "      it reads bytes %d-%d: %s\n", m.Start, m.End, m.Read)
+		} else {
+			fmt.Fprintf(b, "      it reads nothing of the line from byte %d\n", m.Start)
+		}
+		found := m.Found
+		if found == "" {
+			found = "the end of the line"
+		}
+		fmt.Fprintf(b, "      then at byte %d expects %s, but the line has %s", m.End, strings.Join(m.Expected, " or "), found)
+		if m.Inside != "" {
+			fmt.Fprintf(b, " (inside capture %s)", m.Inside)
+		}
+		b.WriteByte('\n')
+		if m.Truncated {
+			b.WriteString("      (only the line's first 64 KiB were followed)\n")
+		}
+		writeCaptures(b, "captures read", m.Captures, shown)
+	case "where":
+		fmt.Fprintf(b, "  - %s: where %s: %s does not match %s\n", r.Name, r.Filter.Capture, strconv.Quote(r.Filter.Value), r.Filter.Regex)
+		writeCaptures(b, "captures", r.Captures, shown)
+	case "where_not":
+		fmt.Fprintf(b, "  - %s: where_not %s: %s matches %s\n", r.Name, r.Filter.Capture, strconv.Quote(r.Filter.Value), r.Filter.Regex)
+		writeCaptures(b, "captures", r.Captures, shown)
+	case "malformed":
+		fmt.Fprintf(b, "  - %s: the line is not %s\n", r.Name, r.Format)
+	default:
+		fmt.Fprintf(b, "  - %s: dropped, %s: %s %s", r.Name, strings.ReplaceAll(r.Outcome, "_", " "), r.Drop.Capture, strconv.Quote(r.Drop.Value))
+		if r.Drop.Layout != "" {
+			fmt.Fprintf(b, " does not parse with layout %s", strconv.Quote(r.Drop.Layout))
+		}
+		b.WriteByte('\n')
+		writeCaptures(b, "captures", r.Captures, shown)
+	}
+}
+
+func labelText(ls []Label) string {
+	if len(ls) == 0 {
+		return ""
+	}
+	parts := make([]string, len(ls))
+	for i, l := range ls {
+		parts[i] = l.Name + "=" + strconv.Quote(l.Value)
+	}
+	return "{" + strings.Join(parts, ", ") + "}"
+}
+
+// shownRegex reports the rule under which regex was explained, or notes rule as that one.
+func shownRegex(shown map[string]string, regex, rule string) (string, bool) {
+	first, ok := shown["regex\x00"+regex]
+	if !ok {
+		shown["regex\x00"+regex] = rule
+	}
+	return first, ok
+}
+
+// writeCaptures writes a set of captures unless an earlier rule of the line showed it.
+func writeCaptures(b *strings.Builder, what string, cs []Capture, shown map[string]string) {
+	if len(cs) == 0 {
+		return
+	}
+	var line strings.Builder
+	fmt.Fprintf(&line, "      %s:", what)
+	for _, c := range cs {
+		switch {
+		case c.Unset:
+			fmt.Fprintf(&line, " %s=(unset)", c.Name)
+		case c.Escaped:
+			fmt.Fprintf(&line, " %s=%s", c.Name, c.Value)
+		default:
+			fmt.Fprintf(&line, " %s=%s", c.Name, strconv.Quote(c.Value))
+		}
+	}
+	if s := line.String(); shown[s] == "" {
+		shown[s] = what
+		b.WriteString(s)
+		b.WriteByte('\n')
+	}
+}

@@ -1,0 +1,194 @@
+package parser
+
+import (
+	"slices"
+
+	"github.com/logwindow/logwindow_exporter/config"
+)
+
+// Outcome is what a rule made of one line.
+type Outcome uint8
+
+const (
+	// Counted: the rule produced an event (Parse called Sink.Event).
+	Counted Outcome = iota
+	// OtherInput: the rule reads only other inputs.
+	OtherInput
+	// NoMatch: the rule's regex does not match the line.
+	NoMatch
+	// WhereFailed: a where filter's regex does not match its capture.
+	WhereFailed
+	// Dropped: the regex and filters matched, but the line has no usable value or time
+	// (Parse called Sink.Drop).
+	Dropped
+	// WhereNotMatched: a where_not filter's regex matches its capture.
+	WhereNotMatched
+	// Malformed: the line is not of the fields rule's format (JSON, logfmt).
+	Malformed
+)
+
+// String names the outcome as --explain's JSON does.
+func (o Outcome) String() string {
+	switch o {
+	case Counted:
+		return "counted"
+	case OtherInput:
+		return "other_input"
+	case NoMatch:
+		return "no_match"
+	case WhereFailed:
+		return "where_failed"
+	case Dropped:
+		return "dropped"
+	case WhereNotMatched:
+		return "where_not_matched"
+	case Malformed:
+		return "malformed"
+	}
+	return "unknown"
+}
+
+// Explanation is what every rule made of one line, and what it was decided on.
+type Explanation struct {
+	// Rules has one result per rule, indexed like the rules given to New.
+	Rules []RuleResult
+}
+
+// Counted reports whether some rule counted the line.
+func (e *Explanation) Counted() bool {
+	return slices.ContainsFunc(e.Rules, func(r RuleResult) bool { return r.Outcome == Counted })
+}
+
+// RuleResult is one rule's outcome for a line. Byte slices are copies: they stay valid.
+type RuleResult struct {
+	Rule    int
+	Outcome Outcome
+	// Drop is the reason when Outcome is Dropped.
+	Drop DropReason
+	// Where is the index of the filter that decided, in the rule's config.Rule.Where when
+	// Outcome is WhereFailed, in its WhereNot when WhereNotMatched; the capture it read is
+	// among Captures.
+	Where int
+	// Captures are the rule's named captures when its regex matched (in the regex's
+	// order) or its fields were read (in the order of config.Rule.Fields).
+	Captures []Capture
+	// Event is what Sink.Event received, when Outcome is Counted.
+	Event Event
+	// Prefix says how far the regex got, when Outcome is NoMatch.
+	Prefix *Prefix
+}
+
+// Capture is one named group of a match.
+type Capture struct {
+	Name  string
+	Value []byte
+	// Matched is false for a group that did not take part in the match (it reads as
+	// empty in labels, filters and values).
+	Matched bool
+}
+
+// discard is the sink of Explain's calls to apply: the outcome apply returns and the event
+// it leaves in the scratch say everything the sink would have been told.
+type discard struct{}
+
+func (discard) Event(*Event)         {}
+func (discard) Drop(int, DropReason) {}
+
+// Explain runs line through every rule as Parse does, with the same matchers and the same
+// per-rule decisions, and returns what each rule made of it and why. It is not on the hot
+// path: it allocates, and for a regex that does not match it also works out how far the
+// regex got (see Prefix).
+func (p *Parser) Explain(input string, line []byte) *Explanation {
+	s := p.scratch.Get().(*scratch)
+	defer p.scratch.Put(s)
+	out := &Explanation{Rules: make([]RuleResult, p.rules)}
+	for i := range p.groups {
+		g := &p.groups[i]
+		// A regex group fills every group, also those no rule reads, so all can be shown.
+		caps := make([]int, max(g.ncap, g.m.ncap))
+		src := line
+		var matched bool
+		if g.ex != nil {
+			matched = g.ex.extract(line, caps, s)
+			src = s.vals
+		} else {
+			matched = g.m.Match(line, caps)
+		}
+		var prefix *Prefix
+		for j := range g.rules {
+			r := &g.rules[j]
+			res := &out.Rules[r.index]
+			res.Rule = r.index
+			switch {
+			case !r.reads(input):
+				res.Outcome = OtherInput
+			case !matched && g.ex != nil:
+				res.Outcome = Malformed
+			case !matched:
+				if prefix == nil {
+					prefix = longestPrefix(g.re, line)
+				}
+				res.Outcome, res.Prefix = NoMatch, prefix
+			default:
+				res.Captures = copyCaptures(p.names[r.index], src, caps)
+				outcome, detail := s.apply(r, input, src, caps, discard{})
+				res.Outcome = outcome
+				switch outcome {
+				case WhereFailed, WhereNotMatched:
+					res.Where = detail
+				case Dropped:
+					res.Drop = DropReason(detail)
+				case Counted:
+					res.Event = cloneEvent(&s.event)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// namedCapture is a capture's name and its index in its group's caps.
+type namedCapture struct {
+	name  string
+	index int
+}
+
+// captureNames lists a rule's named captures: a regex's named groups, or a fields rule's
+// captures at their slots in the group (slot maps the rule's capture indexes to them).
+func captureNames(r *config.Rule, slot []int) []namedCapture {
+	var out []namedCapture
+	if r.Regexp != nil {
+		for i, name := range r.Regexp.SubexpNames() {
+			if name != "" {
+				out = append(out, namedCapture{name, i})
+			}
+		}
+		return out
+	}
+	for i, f := range r.Fields {
+		out = append(out, namedCapture{f.Capture, slot[i+1]})
+	}
+	return out
+}
+
+// copyCaptures copies the named captures out of src, which caps indexes.
+func copyCaptures(names []namedCapture, src []byte, caps []int) []Capture {
+	out := make([]Capture, 0, len(names))
+	for _, n := range names {
+		out = append(out, Capture{Name: n.name, Value: slices.Clone(capture(src, caps, n.index)), Matched: caps[2*n.index] >= 0})
+	}
+	return out
+}
+
+// cloneEvent copies e out of the scratch it points into.
+func cloneEvent(e *Event) Event {
+	c := *e
+	c.Key = slices.Clone(e.Key)
+	c.Labels = make([][]byte, len(e.Labels))
+	start := 0
+	for i, l := range e.Labels {
+		c.Labels[i] = c.Key[start : start+len(l) : start+len(l)]
+		start += len(l) + 1
+	}
+	return c
+}

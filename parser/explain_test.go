@@ -1,0 +1,183 @@
+package parser
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/logwindow/logwindow_exporter/config"
+)
+
+const explainRules = `
+inputs:
+  - {name: web, path: /a.log}
+  - {name: app, path: /b.log}
+rules:
+  - name: requests
+    match: '^(?P<method>[A-Z]+) (?P<path>\S+) (?P<status>\d{3}) (?P<took>\S+) \[(?P<ts>[^\]]+)\]$'
+    labels: {method: '${method}', status: '${status}'}
+  - name: server_errors
+    match: '^(?P<method>[A-Z]+) (?P<path>\S+) (?P<status>\d{3}) (?P<took>\S+) \[(?P<ts>[^\]]+)\]$'
+    where: {status: '^5', path: '^/api'}
+  - name: duration
+    match: '^(?P<method>[A-Z]+) (?P<path>\S+) (?P<status>\d{3}) (?P<took>\S+) \[(?P<ts>[^\]]+)\]$'
+    value: took
+  - name: dated
+    match: '^(?P<method>[A-Z]+) (?P<path>\S+) (?P<status>\d{3}) (?P<took>\S+) \[(?P<ts>[^\]]+)\]$'
+    timestamp: {capture: ts, layout: '2006-01-02T15:04:05Z07:00'}
+  - name: app_only
+    match: 'level=error'
+    inputs: [app]
+`
+
+// TestExplainOutcomes runs a line per outcome through Explain on both matchers and checks
+// each rule's outcome and what it was decided on.
+func TestExplainOutcomes(t *testing.T) {
+	cfg := mustParse(t, explainRules)
+	cases := []struct {
+		name, line string
+		want       map[string]string // rule -> outcome and detail, see describe
+	}{
+		{"all counted", "GET /api/x 503 0.25 [2026-11-24T05:00:00Z]", map[string]string{
+			"requests": "counted method=GET,status=503 1", "server_errors": "counted  1",
+			"duration": "counted  0.25", "dated": "counted  1 t=1795496400", "app_only": "other_input"}},
+		{"where fails on status", "GET /api/x 200 0.25 [2026-11-24T05:00:00Z]", map[string]string{
+			"requests": "counted method=GET,status=200 1", "server_errors": "where_failed status=200",
+			"duration": "counted  0.25", "dated": "counted  1 t=1795496400", "app_only": "other_input"}},
+		{"where fails on path", "GET /static/x 500 0.25 [2026-11-24T05:00:00Z]", map[string]string{
+			"requests": "counted method=GET,status=500 1", "server_errors": "where_failed path=/static/x",
+			"duration": "counted  0.25", "dated": "counted  1 t=1795496400", "app_only": "other_input"}},
+		{"no value and bad timestamp", "GET /api 200 - [yesterday]", map[string]string{
+			"requests": "counted method=GET,status=200 1", "server_errors": "where_failed status=200",
+			"duration": "dropped no_value", "dated": "dropped bad_timestamp", "app_only": "other_input"}},
+		{"bad number", "GET / 200 fast [2026-11-24T05:00:00Z]", map[string]string{
+			"requests": "counted method=GET,status=200 1", "server_errors": "where_failed path=/",
+			"duration": "dropped bad_number", "dated": "counted  1 t=1795496400", "app_only": "other_input"}},
+		{"no match", "GET / 20x 0.1 [2026-11-24T05:00:00Z]", map[string]string{
+			"requests": "no_match 0-8 in status", "server_errors": "no_match 0-8 in status",
+			"duration": "no_match 0-8 in status", "dated": "no_match 0-8 in status", "app_only": "other_input"}},
+	}
+	for _, m := range matchers {
+		p, err := build(cfg.Rules, m.fast)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range cases {
+			t.Run(m.name+"/"+c.name, func(t *testing.T) {
+				ex := p.Explain("web", []byte(c.line))
+				for i, res := range ex.Rules {
+					name := cfg.Rules[i].Name
+					if got := describe(cfg.Rules[i], res); got != c.want[name] {
+						t.Errorf("%s: got %q, want %q", name, got, c.want[name])
+					}
+				}
+			})
+		}
+	}
+}
+
+// describe is a rule result in the tests' short form.
+func describe(rule *config.Rule, res RuleResult) string {
+	switch res.Outcome {
+	case Counted:
+		var pairs []string
+		for i, l := range res.Event.Labels {
+			pairs = append(pairs, rule.Labels[i].Name+"="+string(l))
+		}
+		s := fmt.Sprintf("counted %s %g", strings.Join(pairs, ","), res.Event.Value)
+		if res.Event.HasTime {
+			s += fmt.Sprintf(" t=%d", res.Event.Time)
+		}
+		return s
+	case WhereFailed:
+		w := rule.Where[res.Where]
+		for _, c := range res.Captures {
+			if c.Name == w.CaptureName {
+				return fmt.Sprintf("where_failed %s=%s", c.Name, c.Value)
+			}
+		}
+		return "where_failed on a capture not shown"
+	case Dropped:
+		return "dropped " + res.Drop.String()
+	case NoMatch:
+		return fmt.Sprintf("no_match %d-%d in %s", res.Prefix.Start, res.Prefix.End, res.Prefix.Open)
+	}
+	return res.Outcome.String()
+}
+
+// TestExplainPrefix checks how far a regex that does not match got, against stretches
+// worked out by hand.
+func TestExplainPrefix(t *testing.T) {
+	cases := []struct {
+		name, re, line string
+		start, end     int
+		expected, open string
+		captures       string
+	}{
+		{"anchored, fails in a group", `^(?P<a>[a-z]+) (?P<n>\d+)$`, "abc 12x", 0, 6, `[0-9] | end of line ($)`, "n", "a=abc"},
+		{"anchored, extra text at the end", `^ab$`, "abc", 0, 2, `end of line ($)`, "", ""},
+		{"anchored, fails at once", `^x`, "abc", 0, 0, `'x'`, "", ""},
+		{"unanchored, longest attempt", `b(?P<q>"[^"]*")!`, `ab"x" b"yz"?`, 6, 11, `'!'`, "", `q="yz"`},
+		{"unanchored, earliest of equal stretches", `ab+c`, "abx abx", 0, 2, `'b' | 'c'`, "", ""},
+		{"escaped quote stops a class", `^"(?P<msg>[^"]*)"$`, `"say \"hi\""`, 0, 7, `end of line ($)`, "", `msg=say \`},
+		{"a class shown by what it refuses", `^"(?P<m>[^"]*)"$`, `"ab`, 0, 3, `[^"] | '"'`, "m", ""},
+		{"empty line", `^GET`, "", 0, 0, `'G'`, "", ""},
+		{"case-folded rune", `^(?i)x`, "y", 0, 0, `(?i)'X'`, "", ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			p := longestPrefix(regexp.MustCompile(c.re), []byte(c.line))
+			var caps []string
+			for _, cp := range p.Captures {
+				caps = append(caps, cp.Name+"="+string(cp.Value))
+			}
+			got := fmt.Sprintf("%d-%d expected %s open %q captures %s", p.Start, p.End, strings.Join(p.Expected, " | "), p.Open, strings.Join(caps, ","))
+			want := fmt.Sprintf("%d-%d expected %s open %q captures %s", c.start, c.end, c.expected, c.open, c.captures)
+			if got != want {
+				t.Errorf("got  %s\nwant %s", got, want)
+			}
+			if regexp.MustCompile(c.re).MatchString(c.line) {
+				t.Fatal("the case's regex matches its line")
+			}
+		})
+	}
+}
+
+// TestExplainTruncatesLongLines: the prefix search follows at most MaxPrefixBytes.
+func TestExplainTruncatesLongLines(t *testing.T) {
+	line := strings.Repeat("a", MaxPrefixBytes+10) + "!"
+	p := longestPrefix(regexp.MustCompile(`^a+$`), []byte(line))
+	if !p.Truncated || p.End != MaxPrefixBytes {
+		t.Errorf("got end %d truncated %v, want end %d truncated", p.End, p.Truncated, MaxPrefixBytes)
+	}
+}
+
+// TestExplainAgreesWithParse: on the generated nginx log with the example rules, every
+// rule Explain says counted a line is an event Parse gives, with the same labels, value
+// and time, and every drop a drop of the same reason.
+func TestExplainAgreesWithParse(t *testing.T) {
+	cfg := loadExample(t)
+	p, err := New(cfg.Rules)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := &recorder{t: t, rules: cfg.Rules}
+	for i, line := range nginxLog(t, 2000, 19) {
+		p.Parse("nginx", line, rec)
+		want := rec.take()
+		var got []record
+		for _, res := range p.Explain("nginx", line).Rules {
+			switch res.Outcome {
+			case Counted:
+				rec.Event(&res.Event)
+				got = append(got, rec.take()...)
+			case Dropped:
+				got = append(got, record{Rule: cfg.Rules[res.Rule].Name, Drop: res.Drop.String()})
+			}
+		}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("line %d %q:\nexplain %v\nparse   %v", i, line, got, want)
+		}
+	}
+}

@@ -1,0 +1,67 @@
+package pipeline
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/logwindow/logwindow_exporter/config"
+	"github.com/logwindow/logwindow_exporter/explain"
+	"github.com/logwindow/logwindow_exporter/follow"
+)
+
+// Explain explains the first maxLines lines of file as a replay of
+// them would count them: in order, each line's events going into the series store before
+// the next line is explained, so budgets and overflow are those the lines themselves
+// bring about. Like Replay it happens at one instant: the newest line's own time when a
+// rule has a timestamp, else the clock's now. The file is read to its end, lines beyond
+// maxLines unexamined.
+func Explain(cfg *config.Config, file string, maxLines int, opts Options) ([]explain.Line, error) {
+	gen, err := newGeneration(cfg, nil)
+	if err != nil {
+		return nil, err
+	}
+	var lines [][]byte
+	name := inputNameOf(cfg, file)
+	_, err = follow.ReadToEnd(follow.Options{Path: file, MaxLineBytes: opts.MaxLineBytes, Logger: opts.Logger},
+		func(_ string, line []byte) {
+			if len(lines) < maxLines {
+				lines = append(lines, slices.Clone(line))
+			}
+		})
+	if err != nil {
+		return nil, fmt.Errorf("explain %s: %w", file, err)
+	}
+	now := newClock(opts.Now).second()
+	if hasEventTime(cfg) {
+		newest := &newestTime{}
+		for _, l := range lines {
+			gen.parser.Parse(name, l, newest)
+		}
+		if newest.seen {
+			now = newest.time
+		}
+	}
+	sink := gen.set.NewSink()
+	sink.SetNow(now, now)
+	x := explain.New(cfg.Rules, gen.parser, sink)
+	out := make([]explain.Line, len(lines))
+	for i, l := range lines {
+		out[i] = x.Explain(name, l, true)
+		out[i].Number = i + 1
+	}
+	return out, nil
+}
+
+// Explain explains one line as the running rules would count it if input read it now,
+// without counting it.
+func (p *Pipeline) Explain(input string, line []byte) explain.Line {
+	gen := p.gen.Load()
+	sink := gen.set.NewSink()
+	sink.SetNow(p.clock.read())
+	return explain.New(gen.cfg.Rules, gen.parser, sink).Explain(input, line, false)
+}
+
+// Config returns the config in force.
+func (p *Pipeline) Config() *config.Config {
+	return p.gen.Load().cfg
+}
