@@ -31,6 +31,7 @@ import (
 	"github.com/logwindow/logwindow_exporter/dashboard"
 	"github.com/logwindow/logwindow_exporter/explain"
 	"github.com/logwindow/logwindow_exporter/pipeline"
+	"github.com/logwindow/logwindow_exporter/status"
 )
 
 const exporterName = "logwindow_exporter"
@@ -194,11 +195,7 @@ func serve(cfg *config.Config, opts pipeline.Options, logger *slog.Logger, webFl
 		}()
 	}
 
-	mux, err := newMux(p, reg, logger, metricsPath, lifecycle)
-	if err != nil {
-		return err
-	}
-
+	mux := newMux(p, reg, logger, metricsPath, lifecycle)
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 1)
 	go func() { errc <- web.ListenAndServe(srv, webFlags, logger) }()
@@ -225,8 +222,9 @@ func newRegistry(p *pipeline.Pipeline) *prometheus.Registry {
 	return reg
 }
 
-// newMux serves metrics, the landing page and the lifecycle endpoints of p.
-func newMux(p *pipeline.Pipeline, reg *prometheus.Registry, logger *slog.Logger, metricsPath string, lifecycle bool) (*http.ServeMux, error) {
+// newMux serves metrics, the status page with its line tester and the lifecycle endpoints
+// of p.
+func newMux(p *pipeline.Pipeline, reg *prometheus.Registry, logger *slog.Logger, metricsPath string, lifecycle bool) *http.ServeMux {
 	mux := http.NewServeMux()
 	mux.Handle(metricsPath, promhttp.HandlerFor(reg, promhttp.HandlerOpts{
 		ErrorLog:      slog.NewLogLogger(logger.Handler(), slog.LevelError),
@@ -258,26 +256,18 @@ func newMux(p *pipeline.Pipeline, reg *prometheus.Registry, logger *slog.Logger,
 			fmt.Fprintln(w, "Reloaded.")
 		}
 	})
-	landing, err := web.NewLandingPage(web.LandingConfig{
+	status.Register(mux, status.Options{
 		Name:        exporterName,
-		Description: "Sliding-window sums and rates over log lines matched by YAML rules",
-		Version:     version.Info(),
-		Links: []web.LandingLinks{
-			{Address: metricsPath, Text: "Metrics"},
-			{Address: "/-/healthy", Text: "Health"},
-			{Address: "/-/ready", Text: "Readiness"},
-		},
+		Source:      p,
+		Gatherer:    reg,
+		MetricsPath: metricsPath,
+		Logger:      logger,
 	})
-	if err != nil {
-		return nil, err
-	}
-	mux.Handle("/", landing)
-	return mux, nil
-
+	return mux
 }
 
 // reservedPaths are served by the exporter itself; the metrics path may not shadow them.
-var reservedPaths = []string{"/", "/-/healthy", "/-/ready", "/-/reload"}
+var reservedPaths = []string{"/", "/-/healthy", "/-/ready", "/-/reload", status.ExplainPath}
 
 // checkTelemetryPath refuses a metrics path the mux cannot serve, which would otherwise
 // panic after the inputs started: it registers the path next to the reserved ones on a

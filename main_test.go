@@ -129,11 +129,7 @@ func startExporterWith(t testing.TB, rules func(logPath string) string, lifecycl
 	}
 	t.Cleanup(p.Stop)
 	reg := newRegistry(p)
-	mux, err := newMux(p, reg, logger, "/metrics", lifecycle)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(mux)
+	srv := httptest.NewServer(newMux(p, reg, logger, "/metrics", lifecycle))
 	t.Cleanup(srv.Close)
 	e.url = srv.URL
 	e.waitFor(func(map[string]*dto.MetricFamily) bool { return e.get("/-/ready") == http.StatusOK }, "ready")

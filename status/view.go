@@ -1,0 +1,225 @@
+package status
+
+import (
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/model"
+
+	"github.com/logwindow/logwindow_exporter/config"
+	"github.com/logwindow/logwindow_exporter/explain"
+)
+
+// view is what the template renders.
+type view struct {
+	Name, MetricsPath string
+	Rendered          string
+	GatherError       string
+	ConfigFile        string
+	Reload            string
+	ReloadOK          bool
+	Inputs            []inputRow
+	InputNames        []string
+	Rules             []ruleRow
+	Build             []pair
+
+	// The line tester: what was posted and what it gave.
+	Tested  bool
+	Input   string
+	Lines   string
+	Clipped bool
+	Results []explain.Line
+}
+
+type pair struct{ Name, Value string }
+
+type inputRow struct {
+	Name, Source                                 string
+	Files                                        []pair // path and bytes behind
+	FilesFollowed                                string
+	Lines, Unmatched, Malformed, TooLong, Errors string
+	Behind                                       string
+}
+
+type ruleRow struct {
+	Name, Match, Expanded, Windows, Inputs, Kind string
+	Matched, Series, Limit, Overflow             string
+	Dropped                                      []pair
+}
+
+// metrics indexes gathered families by name, then by their labels' values.
+type metrics map[string][]*dto.Metric
+
+func (m metrics) get(name string, labels ...string) (float64, bool) {
+	for _, s := range m[name] {
+		if matchLabels(s, labels) {
+			return sampleValue(s), true
+		}
+	}
+	return 0, false
+}
+
+// text is a sample's value for the page; "–" when the exporter does not have the metric
+// (yet: an input that has not started, or a build without it).
+func (m metrics) text(name string, labels ...string) string {
+	v, ok := m.get(name, labels...)
+	if !ok {
+		return "–"
+	}
+	return number(v)
+}
+
+func matchLabels(s *dto.Metric, labels []string) bool {
+	for i := 0; i+1 < len(labels); i += 2 {
+		found := false
+		for _, lp := range s.GetLabel() {
+			if lp.GetName() == labels[i] && lp.GetValue() == labels[i+1] {
+				found = true
+				break
+			}
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
+}
+
+func label(s *dto.Metric, name string) string {
+	for _, lp := range s.GetLabel() {
+		if lp.GetName() == name {
+			return lp.GetValue()
+		}
+	}
+	return ""
+}
+
+func sampleValue(s *dto.Metric) float64 {
+	switch {
+	case s.Counter != nil:
+		return s.GetCounter().GetValue()
+	case s.Gauge != nil:
+		return s.GetGauge().GetValue()
+	case s.Untyped != nil:
+		return s.GetUntyped().GetValue()
+	}
+	return math.NaN()
+}
+
+func number(v float64) string {
+	if v == math.Trunc(v) && math.Abs(v) < 1e15 {
+		return strconv.FormatInt(int64(v), 10)
+	}
+	return strconv.FormatFloat(v, 'g', 6, 64)
+}
+
+// inputLabel is the input label of an input's self-metrics: its name, or its source.
+func inputLabel(in config.Input) string {
+	if in.Name != "" {
+		return in.Name
+	}
+	return in.Source()
+}
+
+// view gathers the registry and lays out the page.
+func (o *Options) view() *view {
+	cfg := o.Source.Config()
+	v := &view{Name: o.Name, MetricsPath: o.MetricsPath, ConfigFile: cfg.File, Build: buildInfo(),
+		Rendered: time.Now().UTC().Format(time.RFC3339)}
+	m := metrics{}
+	families, err := o.Gatherer.Gather()
+	if err != nil {
+		// What could be gathered is still shown; the rest reads as missing.
+		v.GatherError = err.Error()
+	}
+	for _, f := range families {
+		m[f.GetName()] = f.GetMetric()
+	}
+	ok, okFound := m.get("logwindow_config_last_reload_successful")
+	at, atFound := m.get("logwindow_config_last_reload_success_timestamp_seconds")
+	switch {
+	case !okFound:
+		v.Reload = "unknown"
+	case ok == 1:
+		v.ReloadOK = true
+		v.Reload = "loaded"
+	default:
+		v.Reload = "the last reload was refused; the previous config keeps running"
+	}
+	if atFound && at > 0 {
+		v.Reload += ", last success " + time.Unix(int64(at), 0).UTC().Format(time.RFC3339)
+	}
+	for _, in := range cfg.Inputs {
+		v.Inputs = append(v.Inputs, newInputRow(m, in))
+		if in.Name != "" {
+			v.InputNames = append(v.InputNames, in.Name)
+		}
+	}
+	for _, r := range cfg.Rules {
+		v.Rules = append(v.Rules, newRuleRow(m, r))
+	}
+	return v
+}
+
+func newInputRow(m metrics, in config.Input) inputRow {
+	l := inputLabel(in)
+	row := inputRow{Name: in.Name, Source: in.Source(),
+		Lines:     m.text("logwindow_input_lines_total", "input", l),
+		Unmatched: m.text("logwindow_input_unmatched_lines_total", "input", l),
+		Malformed: m.text("logwindow_input_malformed_lines_total", "input", l),
+		TooLong:   m.text("logwindow_input_too_long_lines_total", "input", l),
+		Errors:    m.text("logwindow_input_errors_total", "input", l),
+	}
+	if row.Malformed == "–" {
+		row.Malformed = m.text("logwindow_input_malformed_datagrams_total", "input", l)
+	}
+	var behind float64
+	for _, s := range m["logwindow_input_behind_bytes"] {
+		if label(s, "input") == l {
+			row.Files = append(row.Files, pair{label(s, "path"), number(sampleValue(s))})
+			behind += sampleValue(s)
+		}
+	}
+	slices.SortFunc(row.Files, func(a, b pair) int { return strings.Compare(a.Name, b.Name) })
+	row.FilesFollowed = m.text("logwindow_input_files", "input", l)
+	if row.FilesFollowed == "–" && in.Syslog == "" {
+		row.FilesFollowed = strconv.Itoa(len(row.Files))
+	}
+	row.Behind = number(behind)
+	return row
+}
+
+func newRuleRow(m metrics, r *config.Rule) ruleRow {
+	row := ruleRow{Name: r.Name, Match: r.Match, Expanded: r.Expanded,
+		Matched:  m.text("logwindow_rule_matched_lines_total", "rule", r.Name),
+		Series:   m.text("logwindow_rule_series", "rule", r.Name),
+		Limit:    m.text("logwindow_rule_series_limit", "rule", r.Name),
+		Overflow: m.text("logwindow_series_overflow_total", "rule", r.Name),
+		Kind:     "counts lines",
+	}
+	if r.IsValueRule() {
+		row.Kind = "sums " + r.ValueName
+	}
+	if r.Timestamp != nil {
+		row.Kind += ", by the line's " + r.Timestamp.CaptureName
+	}
+	var ws []string
+	for _, w := range r.Windows {
+		ws = append(ws, model.Duration(w).String())
+	}
+	row.Windows = strings.Join(ws, " ")
+	row.Inputs = "all"
+	if r.Inputs != nil {
+		row.Inputs = strings.Join(r.Inputs, ", ")
+	}
+	for _, s := range m["logwindow_rule_dropped_lines_total"] {
+		if label(s, "rule") == r.Name && sampleValue(s) > 0 {
+			row.Dropped = append(row.Dropped, pair{label(s, "reason"), number(sampleValue(s))})
+		}
+	}
+	return row
+}
