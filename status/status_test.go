@@ -1,0 +1,74 @@
+package status
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/logwindow/logwindow_exporter/config"
+	"github.com/logwindow/logwindow_exporter/explain"
+)
+
+// fakeSource explains every line as counted by one rule with the line as its label.
+type fakeSource struct {
+	cfg   *config.Config
+	input string // the input of the last line explained
+}
+
+func (f *fakeSource) Config() *config.Config { return f.cfg }
+
+func (f *fakeSource) Explain(input string, line []byte) explain.Line {
+	f.input = input
+	return explain.Line{Input: input, Text: string(line), Counted: true, Rules: []explain.Rule{{
+		Name: "r", Outcome: "counted", Labels: []explain.Label{{Name: "l", Value: string(line)}},
+		Fate: &explain.Fate{Placement: "placed"},
+	}}}
+}
+
+// TestHandlers checks methods, paths, the body bound and what the tester echoes.
+func TestHandlers(t *testing.T) {
+	cfg, err := config.Parse([]byte("inputs: [{name: web, path: /x.log}]\nrules: [{name: r, match: 'x'}]\n"), "rules.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := &fakeSource{cfg: cfg}
+	reg := prometheus.NewRegistry()
+	mux := http.NewServeMux()
+	Register(mux, Options{Name: "test", Source: src, Gatherer: reg, MetricsPath: "/metrics"})
+	big := "input=web&lines=" + strings.Repeat("a", MaxExplainBody)
+	cases := []struct {
+		name, method, path, body string
+		code                     int
+		contains                 string
+	}{
+		{"page", http.MethodGet, "/", "", http.StatusOK, `<option value="web">web</option>`},
+		{"page by HEAD", http.MethodHead, "/", "", http.StatusOK, ""},
+		{"other path", http.MethodGet, "/nope", "", http.StatusNotFound, ""},
+		{"page by POST", http.MethodPost, "/", "", http.StatusMethodNotAllowed, ""},
+		{"tester by GET", http.MethodGet, ExplainPath, "", http.StatusMethodNotAllowed, "Use POST"},
+		{"tester", http.MethodPost, ExplainPath, "input=web&lines=a%0D%0Ab", http.StatusOK, `<code>l="b"</code>`},
+		{"over the bound", http.MethodPost, ExplainPath, big, http.StatusRequestEntityTooLarge, "at most 1 MiB"},
+		{"bad form", http.MethodPost, ExplainPath, "lines=%zz", http.StatusBadRequest, "Bad form"},
+		{"too many lines", http.MethodPost, ExplainPath, "lines=" + strings.Repeat("x%0A", MaxExplainLines+1), http.StatusOK, "Only the first 100 lines"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			req := httptest.NewRequest(c.method, c.path, strings.NewReader(c.body))
+			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+			rec := httptest.NewRecorder()
+			mux.ServeHTTP(rec, req)
+			if rec.Code != c.code {
+				t.Fatalf("HTTP %d, want %d: %.200s", rec.Code, c.code, rec.Body)
+			}
+			if !strings.Contains(rec.Body.String(), c.contains) {
+				t.Errorf("the answer lacks %q:\n%.2000s", c.contains, rec.Body)
+			}
+		})
+	}
+	if src.input != "" {
+		t.Errorf("the last tester request had no input, the source was asked for %q", src.input)
+	}
+}
