@@ -181,3 +181,43 @@ func TestExplainAgreesWithParse(t *testing.T) {
 		}
 	}
 }
+
+// TestExplainFields: a fields rule's captures come from the extracted values, by name; a
+// line not of the format is malformed; where_not names the filter that matched.
+func TestExplainFields(t *testing.T) {
+	cfg := mustParse(t, `
+inputs:
+  - {name: app, path: /a.log, format: json}
+rules:
+  - name: requests
+    inputs: [app]
+    fields: {route: http.route, status: status}
+    labels: {status: '${status}'}
+    where_not: {route: '^/health'}
+`)
+	p, err := New(cfg.Rules)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct{ line, want string }{
+		{`{"status":503,"http":{"route":"/a\"b"}}`, `counted status=503 1 [route="/a\"b" status="503"]`},
+		{`{"http":{"route":"/healthz"}}`, `where_not_matched 0 [route="/healthz" status=""]`},
+		{`status=200`, `malformed 0 []`},
+	}
+	for _, c := range cases {
+		t.Run(c.line, func(t *testing.T) {
+			res := p.Explain("app", []byte(c.line)).Rules[0]
+			var caps []string
+			for _, cp := range res.Captures {
+				caps = append(caps, fmt.Sprintf("%s=%q", cp.Name, cp.Value))
+			}
+			got := fmt.Sprintf("%s %d [%s]", res.Outcome, res.Where, strings.Join(caps, " "))
+			if res.Outcome == Counted {
+				got = fmt.Sprintf("%s [%s]", describe(cfg.Rules[0], res), strings.Join(caps, " "))
+			}
+			if got != c.want {
+				t.Errorf("got  %s\nwant %s", got, c.want)
+			}
+		})
+	}
+}
