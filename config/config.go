@@ -96,16 +96,6 @@ func (in Input) Source() string {
 	return in.Path
 }
 
-// Aggregations selects the families a rule exports besides `_total`.
-type Aggregations struct {
-	Window    bool
-	PerSecond bool
-	Events    bool
-	Max       bool
-	Min       bool
-	Mean      bool
-}
-
 // Rule is one compiled rule: a regex, how its captures become labels and a value, and the
 // windows it is kept over.
 type Rule struct {
@@ -137,8 +127,13 @@ type Rule struct {
 	Windows      []time.Duration
 	WindowNames  []string
 	Aggregations Aggregations
+	// Quantiles are the quantiles exported with Aggregations.Quantiles, in (0, 1), as
+	// listed; Buckets are the ascending upper bounds of the window histogram, nil for none.
+	Quantiles []float64
+	Buckets   []float64
 	// Layout sizes the wheels for Windows with what Aggregations keep (event counts for
-	// events and mean, extrema for max and min); every series of the rule shares it.
+	// events and mean, extrema for max and min, a sketch for quantiles, the buckets);
+	// every series of the rule shares it.
 	Layout *windows.Layout
 	// Inputs restricts the rule to these input names; nil means every input.
 	Inputs []string

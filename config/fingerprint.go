@@ -49,9 +49,14 @@ func fingerprint(r *Rule) string {
 	for _, w := range r.Windows {
 		field(w.String())
 	}
-	a := r.Aggregations
-	for _, on := range []bool{a.Window, a.PerSecond, a.Events, a.Max, a.Min, a.Mean} {
-		field(strconv.FormatBool(on))
+	for _, a := range aggregationTable {
+		field(strconv.FormatBool(*a.flag(&r.Aggregations)))
+	}
+	for _, fs := range [][]float64{r.Quantiles, r.Buckets} {
+		field(strconv.Itoa(len(fs)))
+		for _, f := range fs {
+			field(strconv.FormatFloat(f, 'g', -1, 64))
+		}
 	}
 	inputs := slices.Sorted(slices.Values(r.Inputs))
 	field(strconv.Itoa(len(inputs)))

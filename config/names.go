@@ -18,12 +18,6 @@ var nameRE = regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_]*$`)
 // process and promhttp collectors'); a rule there could duplicate a family and fail scrapes.
 var reservedPrefixes = []string{"logwindow_", "go_", "process_", "promhttp_"}
 
-// familySuffixes are appended to a rule's name for its families (SPEC "Metrics"). Every
-// suffix counts for collisions, used or not, so turning an aggregation on never makes a
-// valid file invalid.
-var familySuffixes = []string{"_total", "_window", "_window_per_second", "_window_events",
-	"_window_max", "_window_min", "_window_mean"}
-
 func checkMetricName(name string) error {
 	if !nameRE.MatchString(name) {
 		return fmt.Errorf("%q is not a valid metric name (letters, digits and _, not starting with a digit)", name)
@@ -64,7 +58,10 @@ func (d *decoder) collisions(rules []*Rule) {
 			d.add(r.Line, subject, "name: another rule has this name (line %d)", first.Line)
 			continue
 		}
-		names := append([]string{r.Name}, families(r.Name)...)
+		names := append([]string{r.Name}, r.families()...)
+		for _, s := range histogramSeries {
+			names = append(names, r.Name+HistogramSuffix+s)
+		}
 		for _, n := range names {
 			if first, clash := owner[n]; clash {
 				d.add(r.Line, subject, "name: clashes with rule %q (line %d) over the metric name %s", first.Name, first.Line, n)
@@ -79,12 +76,14 @@ func (d *decoder) collisions(rules []*Rule) {
 	}
 }
 
-func families(name string) []string {
-	out := make([]string, len(familySuffixes))
-	for i, s := range familySuffixes {
-		out[i] = name + s
+// families are the names of every family r may export: _total first, the gauges (see
+// gaugeSuffixes), the histogram last.
+func (r *Rule) families() []string {
+	out := []string{r.Name + "_total"}
+	for _, s := range r.gaugeSuffixes() {
+		out = append(out, r.Name+s)
 	}
-	return out
+	return append(out, r.Name+HistogramSuffix)
 }
 
 // lint runs the linter of `promtool check metrics` on the families a rule exports, with
@@ -99,12 +98,17 @@ func lint(r *Rule) []string {
 	window := "window"
 	windowed := append(labels[:len(labels):len(labels)], &dto.LabelPair{Name: &window})
 	var mfs []*dto.MetricFamily
-	for i, name := range families(r.Name) {
+	names := r.families()
+	for i, name := range names {
 		mf := &dto.MetricFamily{Name: &name, Help: &r.Help, Type: dto.MetricType_GAUGE.Enum(),
 			Metric: []*dto.Metric{{Label: windowed, Gauge: &dto.Gauge{}}}}
-		if i == 0 { // _total
+		switch i {
+		case 0: // _total
 			mf.Type = dto.MetricType_COUNTER.Enum()
 			mf.Metric = []*dto.Metric{{Label: labels, Counter: &dto.Counter{}}}
+		case len(names) - 1:
+			mf.Type = dto.MetricType_HISTOGRAM.Enum()
+			mf.Metric = []*dto.Metric{{Label: windowed, Histogram: &dto.Histogram{}}}
 		}
 		mfs = append(mfs, mf)
 	}

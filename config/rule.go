@@ -15,10 +15,7 @@ import (
 	"github.com/logwindow/logwindow_exporter/windows"
 )
 
-var ruleKeys = []string{"name", "help", "match", "fields", "labels", "where", "where_not", "value", "timestamp", "windows", "aggregations", "inputs", "initial"}
-
-// aggregationNames are the `aggregations:` values, in the order their families are listed.
-var aggregationNames = []string{"window", "per_second", "events", "max", "min", "mean"}
+var ruleKeys = []string{"name", "help", "match", "fields", "labels", "where", "where_not", "value", "timestamp", "windows", "aggregations", "quantiles", "buckets", "inputs", "initial"}
 
 // patternRef is a %{NAME} reference inside a regex.
 var patternRef = regexp.MustCompile(`%\{([A-Za-z_][A-Za-z0-9_]*)\}`)
@@ -257,6 +254,7 @@ func (d *decoder) rule(n *yaml.Node, index int, g Global, inputNames map[string]
 	if e, ok := find(entries, "aggregations"); ok {
 		rd.aggregations(e, r, isValue)
 	}
+	rd.distribution(entries, r, isValue)
 	if e, ok := find(entries, "inputs"); ok {
 		rd.inputs(e, r, inputNames)
 	}
@@ -274,8 +272,7 @@ func (d *decoder) rule(n *yaml.Node, index int, g Global, inputNames map[string]
 			d.add(r.Line, rd.subject, "%s", msg)
 		}
 	}
-	a := r.Aggregations
-	layout, err := windows.NewLayout(r.Windows, windows.Options{Events: a.Events || a.Mean, Extrema: a.Max || a.Min})
+	layout, err := windows.NewLayout(r.Windows, r.options())
 	if err != nil {
 		d.add(r.Line, rd.subject, "windows: %s", err)
 	}
@@ -478,26 +475,23 @@ func (rd *ruleDecoder) aggregations(e entry, r *Rule, isValue bool) {
 	}
 	if len(names) == 0 {
 		rd.add(e.key.Line, rd.subject, "aggregations: the list is empty; leave it out for the defaults or list some of: %s",
-			strings.Join(aggregationNames, ", "))
+			strings.Join(aggregationNames(), ", "))
 		return
 	}
 	var a Aggregations
-	flags := map[string]*bool{
-		"window": &a.Window, "per_second": &a.PerSecond, "events": &a.Events,
-		"max": &a.Max, "min": &a.Min, "mean": &a.Mean,
-	}
 	for _, name := range names {
-		f, known := flags[name]
+		i := slices.IndexFunc(aggregationTable, func(a aggregation) bool { return a.name == name })
 		switch {
-		case !known:
+		case i < 0:
+			known := aggregationNames()
 			rd.add(e.key.Line, rd.subject, "aggregations: unknown aggregation %q%s (known: %s)",
-				name, suggest(name, aggregationNames), strings.Join(aggregationNames, ", "))
-		case *f:
+				name, suggest(name, known), strings.Join(known, ", "))
+		case *aggregationTable[i].flag(&a):
 			rd.add(e.key.Line, rd.subject, "aggregations: %s is listed twice", name)
-		case !isValue && name != "window" && name != "per_second":
+		case !isValue && aggregationTable[i].value:
 			rd.add(e.key.Line, rd.subject, "aggregations: %s needs a value: capture (a counting rule's window already is its count of lines)", name)
 		default:
-			*f = true
+			*aggregationTable[i].flag(&a) = true
 		}
 	}
 	r.Aggregations = a

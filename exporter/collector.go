@@ -14,6 +14,7 @@ import (
 	"github.com/logwindow/logwindow_exporter/follow"
 	"github.com/logwindow/logwindow_exporter/parser"
 	"github.com/logwindow/logwindow_exporter/syslog"
+	"github.com/logwindow/logwindow_exporter/sketch"
 	"github.com/logwindow/logwindow_exporter/windows"
 )
 
@@ -149,6 +150,8 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 type scratch struct {
 	series, idle []*series
 	stats        []windows.Stats
+	// sums are the summaries of the rule being read, nil for a rule without any.
+	sums []windows.Summary
 }
 
 // collectRule exports one rule read at second now, its rates counted from second since.
@@ -158,6 +161,10 @@ func (c *Collector) collectRule(e emitter, r *ruleEntry, now, since int64, sc *s
 	sc.series, matched = st.snapshot(sc.series[:0])
 	slices.SortFunc(sc.series, r.fam.compare)
 	sc.idle = sc.idle[:0]
+	sc.sums = nil
+	if r.fam.summaries {
+		sc.sums = st.layout.NewSummaries()
+	}
 	for _, s := range sc.series {
 		matched += s.lines.Load()
 		if st.stale(s, now, r.budget.ttl) {
@@ -200,6 +207,9 @@ func (c *Collector) collectSeries(ch chan<- prometheus.Metric, r *ruleEntry, s *
 		return
 	}
 	sc.stats = w.Read(now, since, sc.stats[:0])
+	if sc.sums != nil {
+		w.ReadSummaries(now, sc.sums)
+	}
 	n := len(pairs) + 1
 	windowed := make([]*dto.LabelPair, len(sc.stats)*n)
 	ms := make([]sample, 1, 1+len(sc.stats)*f.perWindow)
@@ -223,10 +233,37 @@ func (c *Collector) collectSeries(ch chan<- prometheus.Metric, r *ruleEntry, s *
 		if st.Events > 0 {
 			ms = appendGauge(ms, f.mean, lp, st.Sum/st.Events)
 		}
+		if sc.sums != nil {
+			kinds := len(sc.sums) / len(sc.stats)
+			ms = f.appendSummaries(ms, lp, sc.sums[i*kinds:(i+1)*kinds])
+		}
 	}
 	for i := range ms {
 		ch <- &ms[i]
 	}
+}
+
+// appendSummaries adds the samples read from one window's summaries: its quantiles, absent
+// while the window holds no value, and its histogram.
+func (f *families) appendSummaries(ms []sample, labels []*dto.LabelPair, sums []windows.Summary) []sample {
+	for _, sum := range sums {
+		switch x := sum.(type) {
+		case *sketch.Quantiles:
+			if x.Count() == 0 {
+				continue
+			}
+			for j, q := range f.qs {
+				ms = append(ms, sample{desc: f.quantiles[j], labels: labels, value: x.Quantile(q)})
+			}
+		case *sketch.Buckets:
+			h := &dto.Histogram{SampleCount: new(x.Count()), SampleSum: new(x.Sum())}
+			x.Cumulative(func(le float64, n uint64) {
+				h.Bucket = append(h.Bucket, &dto.Bucket{UpperBound: new(le), CumulativeCount: new(n)})
+			})
+			ms = append(ms, sample{desc: f.distribution, labels: labels, hist: h})
+		}
+	}
+	return ms
 }
 
 // appendGauge adds a sample of d unless the rule does not export d.
@@ -244,6 +281,7 @@ type sample struct {
 	labels  []*dto.LabelPair
 	value   float64
 	counter bool
+	hist    *dto.Histogram
 }
 
 // Desc returns the family's descriptor.
@@ -252,7 +290,9 @@ func (m *sample) Desc() *prometheus.Desc { return m.desc }
 // Write fills out for the registry.
 func (m *sample) Write(out *dto.Metric) error {
 	out.Label = m.labels
-	if m.counter {
+	if m.hist != nil {
+		out.Histogram = m.hist
+	} else if m.counter {
 		out.Counter = &dto.Counter{Value: &m.value}
 	} else {
 		out.Gauge = &dto.Gauge{Value: &m.value}

@@ -3,6 +3,7 @@ package exporter
 import (
 	"cmp"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -22,6 +23,12 @@ const windowLabel = "window"
 // does not export.
 type families struct {
 	total, window, perSecond, events, max, min, mean *prometheus.Desc
+	// quantiles has a gauge per quantile of qs; distribution is the window histogram.
+	// Both are read from the series' summaries, which summaries says to read.
+	quantiles    []*prometheus.Desc
+	qs           []float64
+	distribution *prometheus.Desc
+	summaries    bool
 	// perWindow counts the windowed families exported, to size a series' samples.
 	perWindow int
 	// names are the rule's label names, in the order of a series' values; order lists
@@ -75,6 +82,19 @@ func newFamilies(r *config.Rule, ws []time.Duration) (families, error) {
 		names:     labels,
 		order:     make([]int, len(labels)),
 	}
+	if v && a.Quantiles {
+		for _, q := range r.Quantiles {
+			f.quantiles = append(f.quantiles, gauge(true, config.QuantileSuffix(q),
+				fmt.Sprintf("Quantile %v of %s (the value of rank ⌈%v·n⌉ among the window's n values, within 1%%; absent while the window holds no line)", q, r.ValueName, q)))
+			f.qs = append(f.qs, q)
+		}
+	}
+	if v && len(r.Buckets) > 0 {
+		f.distribution = prometheus.NewDesc(r.Name+config.HistogramSuffix, strings.TrimSpace(help+" "+r.ValueName+
+			" of the lines"+sliding+", as a gauge histogram: the buckets count the window's values, so never apply rate() or increase() to it;"+
+			" sum it by le across instances for histogram_quantile."), withWindow, nil)
+	}
+	f.summaries = len(f.quantiles) > 0 || f.distribution != nil
 	for i := range f.order {
 		f.order[i] = i
 	}
@@ -98,7 +118,7 @@ func newFamilies(r *config.Rule, ws []time.Duration) (families, error) {
 		return strings.Compare(f.windowPairs[a].GetValue(), f.windowPairs[b].GetValue())
 	})
 	var errs []error
-	for _, d := range []*prometheus.Desc{f.total, f.window, f.perSecond, f.events, f.max, f.min, f.mean} {
+	for _, d := range append([]*prometheus.Desc{f.total, f.window, f.perSecond, f.events, f.max, f.min, f.mean, f.distribution}, f.quantiles...) {
 		if d == nil {
 			continue
 		}

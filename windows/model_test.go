@@ -166,11 +166,18 @@ type op struct {
 func replay(l *Layout, since int64, ops []op) error {
 	s, m := l.NewSeries(), newModel(l)
 	var dst []Stats
+	sums := l.NewSummaries()
 	for i, o := range ops {
 		if o.read {
 			dst = s.Read(o.now, since, dst)
 			if err := m.check(l, dst, o.now, since); err != nil {
 				return fmt.Errorf("op %d (read at %d): %w", i, o.now, err)
+			}
+			if len(sums) > 0 {
+				s.ReadSummaries(o.now, sums)
+				if err := m.checkSummaries(l, sums, o.now); err != nil {
+					return fmt.Errorf("op %d (read at %d): %w", i, o.now, err)
+				}
 			}
 			continue
 		}

@@ -60,8 +60,12 @@ type Series struct {
 	last   int64 // newest event second placed
 	// head holds, per wheel, the ring index of the slot of second t, so that the common add
 	// (event at the current second) needs no division.
-	head [len(wheelSteps)]int32
+	head [len(grid{})]int32
 	data []float64
+	// sums are the slots of the summary wheels, len(layout.kinds) per slot, nil until the
+	// slot's first value; sumHead is head for those wheels.
+	sums    []Summary
+	sumHead [len(grid{})]int32
 }
 
 // NewSeries returns an empty series laid out by l.
@@ -71,6 +75,7 @@ func (l *Layout) NewSeries() *Series {
 		t:      never,
 		last:   never,
 		data:   make([]float64, l.size),
+		sums:   make([]Summary, l.sumSize),
 	}
 }
 
@@ -87,6 +92,9 @@ func (s *Series) Add(now, at int64, v float64) Placement {
 	l := s.layout
 	for i := range l.wheels {
 		s.put(l.wheels[i].off+int(s.head[i])*l.stride, v)
+	}
+	for i := range l.sumWheels {
+		s.summarize(l.sumWheels[i].off+int(s.sumHead[i])*len(l.kinds), v)
 	}
 	s.last = at
 	s.mu.Unlock()
@@ -112,21 +120,43 @@ func (s *Series) addSlow(now, at int64, v float64) Placement {
 		return Late
 	}
 	for i := range l.wheels {
-		w := &l.wheels[i]
-		back := floorDiv(s.t, w.step) - floorDiv(at, w.step)
-		if back >= w.n {
-			// This wheel no longer holds the slot, and serves only windows shorter than
-			// the event's age, so the event belongs to none of them.
-			continue
+		if idx, ok := l.wheels[i].slotOf(s.head[i], s.t, at); ok {
+			s.put(l.wheels[i].off+idx*l.stride, v)
 		}
-		idx := int64(s.head[i]) - back
-		if idx < 0 {
-			idx += w.n
+	}
+	for i := range l.sumWheels {
+		if idx, ok := l.sumWheels[i].slotOf(s.sumHead[i], s.t, at); ok {
+			s.summarize(l.sumWheels[i].off+idx*len(l.kinds), v)
 		}
-		s.put(w.off+int(idx)*l.stride, v)
 	}
 	s.last = max(s.last, at)
 	return p
+}
+
+// slotOf returns the ring index of the slot of second at, for a wheel whose head slot
+// holds second t ≥ at; false when the wheel no longer holds that slot, and so serves only
+// windows shorter than the event's age, none of which the event belongs to.
+func (w *wheel) slotOf(head int32, t, at int64) (int, bool) {
+	back := floorDiv(t, w.step) - floorDiv(at, w.step)
+	if back >= w.n {
+		return 0, false
+	}
+	idx := int64(head) - back
+	if idx < 0 {
+		idx += w.n
+	}
+	return int(idx), true
+}
+
+// summarize adds value v to every summary of the slot starting at sums[i], creating them on
+// the slot's first value.
+func (s *Series) summarize(i int, v float64) {
+	for k, kind := range s.layout.kinds {
+		if s.sums[i+k] == nil {
+			s.sums[i+k] = kind()
+		}
+		s.sums[i+k].Add(v)
+	}
 }
 
 // put adds one event of value v to the slot starting at data[i].
@@ -149,24 +179,45 @@ func (s *Series) advance(t int64) {
 	l := s.layout
 	for i := range l.wheels {
 		w := &l.wheels[i]
-		head := floorDiv(t, w.step)
-		moved := w.n // a new series starts with every slot cleared
-		if s.t != never {
-			moved = head - floorDiv(s.t, w.step)
+		first, n := w.move(&s.head[i], s.t, t)
+		for j := range n {
+			s.clear(w.off + w.index(first+j)*l.stride)
 		}
-		if moved == 0 {
-			continue
-		}
-		idx := int64(s.head[i])
-		for range min(moved, w.n) {
-			if idx++; idx == w.n {
-				idx = 0
+	}
+	for i := range l.sumWheels {
+		w := &l.sumWheels[i]
+		first, n := w.move(&s.sumHead[i], s.t, t)
+		for j := range n {
+			for _, sum := range s.sums[w.off+w.index(first+j)*len(l.kinds):][:len(l.kinds)] {
+				if sum != nil {
+					sum.Reset()
+				}
 			}
-			s.clear(w.off + int(idx)*l.stride)
 		}
-		s.head[i] = int32(floorMod(head, w.n))
 	}
 	s.t = t
+}
+
+// move points *head at the slot of second to, coming from second from (never for a new
+// series), and returns the ring indexes of the slots it moved into, which the caller
+// empties: n of them from first (see index), at most the whole ring.
+func (w *wheel) move(head *int32, from, to int64) (first, n int64) {
+	slot := floorDiv(to, w.step)
+	moved := w.n // a new series starts with every slot cleared
+	if from != never {
+		moved = slot - floorDiv(from, w.step)
+	}
+	first = int64(*head) + 1
+	*head = int32(floorMod(slot, w.n))
+	return first, min(moved, w.n)
+}
+
+// index maps a ring position that may run one length past the end back into the ring.
+func (w *wheel) index(i int64) int {
+	if i >= w.n {
+		i -= w.n
+	}
+	return int(i)
 }
 
 // clear empties the slot starting at data[i]. It is called once per slot the wheels move
@@ -249,6 +300,65 @@ func (s *Series) readWheel(i int, now int64, dst []Stats) {
 		}
 		if l.extrema != 0 && win.max >= win.min {
 			dst[k].Max, dst[k].Min = win.max, win.min
+		}
+	}
+}
+
+// NewSummaries returns what Series.ReadSummaries fills: one summary of each kind per window,
+// window-major (the summary of kind k for window i at i·len(kinds)+k), windows in Windows
+// order and kinds in Options.Summaries order. A caller reuses it across reads.
+func (l *Layout) NewSummaries() []Summary {
+	dst := make([]Summary, 0, len(l.windows)*len(l.kinds))
+	for range l.windows {
+		for _, kind := range l.kinds {
+			dst = append(dst, kind())
+		}
+	}
+	return dst
+}
+
+// ReadSummaries sets dst (made by Layout.NewSummaries) to the summaries of every window at
+// second now. A window is served from the start of the slot holding its oldest second: it
+// holds the events of the window stretched back by less than one slot of its wheel (see
+// summaryGrid).
+func (s *Series) ReadSummaries(now int64, dst []Summary) {
+	l := s.layout
+	for _, d := range dst {
+		d.Reset()
+	}
+	now = clampTime(now)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.t == never || s.wentBack(now) {
+		return
+	}
+	now = max(now, s.t)
+	kinds := len(l.kinds)
+	for i := range l.sumWheels {
+		w := &l.sumWheels[i]
+		// As in readWheel: u is the newest slot not merged yet, at ring index idx; the
+		// slots after s.t are empty. Each window starts from the shorter one before it.
+		u := floorDiv(s.t, w.step)
+		idx := int64(s.sumHead[i])
+		prev := -1
+		for _, k := range w.serve {
+			win := dst[k*kinds : (k+1)*kinds]
+			if prev >= 0 {
+				for j, d := range win {
+					d.Merge(dst[prev*kinds+j])
+				}
+			}
+			prev = k
+			for oldest := floorDiv(now-l.secs[k]+1, w.step); u >= oldest; u-- {
+				for j, sum := range s.sums[w.off+int(idx)*kinds:][:kinds] {
+					if sum != nil {
+						win[j].Merge(sum)
+					}
+				}
+				if idx--; idx < 0 {
+					idx += w.n
+				}
+			}
 		}
 	}
 }

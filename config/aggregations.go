@@ -1,0 +1,200 @@
+package config
+
+import (
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/logwindow/logwindow_exporter/sketch"
+	"github.com/logwindow/logwindow_exporter/windows"
+)
+
+// Aggregations selects the families a rule exports besides `_total`.
+type Aggregations struct {
+	Window    bool
+	PerSecond bool
+	Events    bool
+	Max       bool
+	Min       bool
+	Mean      bool
+	Quantiles bool
+}
+
+// aggregation is one row of the table every use of an aggregation is derived from: the
+// name in `aggregations:`, the families it adds, whether it needs a value rule, what the
+// wheels must keep for it and its flag in Aggregations.
+type aggregation struct {
+	name string
+	// suffixes are the families it adds to the rule name; nil for quantiles, whose
+	// families depend on the rule's quantiles (quantileSuffix).
+	suffixes []string
+	// value: the aggregation means something only for a value rule.
+	value bool
+	// keep adds to opts what the wheels must keep for it.
+	keep func(opts *windows.Options)
+	flag func(a *Aggregations) *bool
+}
+
+// aggregationTable lists the aggregations in the order their families are listed.
+var aggregationTable = []aggregation{
+	{name: "window", suffixes: []string{"_window"}, flag: func(a *Aggregations) *bool { return &a.Window }},
+	{name: "per_second", suffixes: []string{"_window_per_second"}, flag: func(a *Aggregations) *bool { return &a.PerSecond }},
+	{name: "events", suffixes: []string{"_window_events"}, value: true, keep: keepEvents, flag: func(a *Aggregations) *bool { return &a.Events }},
+	{name: "max", suffixes: []string{"_window_max"}, value: true, keep: keepExtrema, flag: func(a *Aggregations) *bool { return &a.Max }},
+	{name: "min", suffixes: []string{"_window_min"}, value: true, keep: keepExtrema, flag: func(a *Aggregations) *bool { return &a.Min }},
+	{name: "mean", suffixes: []string{"_window_mean"}, value: true, keep: keepEvents, flag: func(a *Aggregations) *bool { return &a.Mean }},
+	{name: "quantiles", value: true, keep: keepQuantiles, flag: func(a *Aggregations) *bool { return &a.Quantiles }},
+}
+
+func keepEvents(o *windows.Options)    { o.Events = true }
+func keepExtrema(o *windows.Options)   { o.Extrema = true }
+func keepQuantiles(o *windows.Options) { o.Summaries = append(o.Summaries, sketch.NewQuantiles) }
+
+// HistogramSuffix is the family of a rule with `buckets:`: the window's values as a
+// histogram (its _bucket, _sum and _count series). SPEC names it _window_histogram, which
+// promtool check metrics flags on a histogram ("metric name should not include type").
+const HistogramSuffix = "_window_distribution"
+
+// histogramSeries are the suffixes of the histogram family's series names.
+var histogramSeries = []string{"_bucket", "_sum", "_count"}
+
+// DefaultQuantiles are a rule's quantiles when it lists `quantiles` among its aggregations
+// without a `quantiles:` key.
+var DefaultQuantiles = []float64{0.5, 0.9, 0.99}
+
+// aggregationNames are the `aggregations:` values, in table order.
+func aggregationNames() []string {
+	names := make([]string, len(aggregationTable))
+	for i, a := range aggregationTable {
+		names[i] = a.name
+	}
+	return names
+}
+
+// QuantileSuffix names the gauge family of quantile q by its percent, the point written
+// as _: 0.5 → _window_p50, 0.999 → _window_p99_9, 0.05 → _window_p5. It works on the
+// shortest decimal text of q, so no rounding of q·100 can merge two quantiles.
+func QuantileSuffix(q float64) string {
+	s := strconv.FormatFloat(q, 'f', -1, 64) // q is in (0, 1): "0.xyz"
+	frac, _ := strings.CutPrefix(s, "0.")
+	for len(frac) < 2 {
+		frac += "0"
+	}
+	whole := strings.TrimLeft(frac[:2], "0")
+	if whole == "" {
+		whole = "0"
+	}
+	if rest := frac[2:]; rest != "" {
+		return "_window_p" + whole + "_" + rest
+	}
+	return "_window_p" + whole
+}
+
+// gaugeSuffixes lists the suffix of every gauge family of r, whether it exports the family
+// or not (so that turning an aggregation on never makes a valid file invalid): those of
+// the table and one per quantile of the rule (the default quantiles when it lists none).
+func (r *Rule) gaugeSuffixes() []string {
+	var out []string
+	for _, a := range aggregationTable {
+		out = append(out, a.suffixes...)
+	}
+	qs := r.Quantiles
+	if len(qs) == 0 {
+		qs = DefaultQuantiles
+	}
+	for _, q := range qs {
+		out = append(out, QuantileSuffix(q))
+	}
+	return out
+}
+
+// options returns what the wheels of r must keep for its aggregations, and for its buckets
+// (a summary of their own, whatever the aggregations).
+func (r *Rule) options() windows.Options {
+	var o windows.Options
+	for _, a := range aggregationTable {
+		if *a.flag(&r.Aggregations) && a.keep != nil {
+			a.keep(&o)
+		}
+	}
+	if len(r.Buckets) > 0 {
+		o.Summaries = append(o.Summaries, sketch.BucketsKind(r.Buckets))
+	}
+	return o
+}
+
+// distribution reads `quantiles:` and `buckets:`, which shape a value rule's distribution
+// families: the quantiles exported (DefaultQuantiles unless listed) and the bounds of the
+// window histogram.
+func (rd *ruleDecoder) distribution(entries []entry, r *Rule, isValue bool) {
+	if e, ok := find(entries, "quantiles"); ok {
+		qs, ok := rd.numbers(e, "quantiles")
+		switch {
+		case !isValue:
+			rd.add(e.key.Line, rd.subject, "quantiles: needs a value: capture (the quantiles are of the values)")
+		case !r.Aggregations.Quantiles:
+			rd.add(e.key.Line, rd.subject, "quantiles: add quantiles to aggregations to export them")
+		default:
+			for i, q := range qs {
+				switch {
+				case !(q > 0 && q < 1):
+					rd.add(e.key.Line, rd.subject, "quantiles: %v is not between 0 and 1 (exclusive); write e.g. 0.99 for p99", q)
+					ok = false
+				case slices.Contains(qs[:i], q):
+					rd.add(e.key.Line, rd.subject, "quantiles: %v is listed twice", q)
+					ok = false
+				}
+			}
+			if ok {
+				r.Quantiles = qs
+			}
+		}
+	}
+	if r.Aggregations.Quantiles && r.Quantiles == nil {
+		r.Quantiles = slices.Clone(DefaultQuantiles)
+	}
+	if e, ok := find(entries, "buckets"); ok {
+		bs, ok := rd.numbers(e, "buckets")
+		if !isValue {
+			rd.add(e.key.Line, rd.subject, "buckets: needs a value: capture (the buckets count the values)")
+			return
+		}
+		for i, b := range bs {
+			switch {
+			case math.IsInf(b, 0):
+				rd.add(e.key.Line, rd.subject, "buckets: %v: every bound must be finite (the +Inf bucket is always there)", b)
+				ok = false
+			case i > 0 && b == bs[i-1]:
+				rd.add(e.key.Line, rd.subject, "buckets: %v is listed twice", b)
+				ok = false
+			case i > 0 && b < bs[i-1]:
+				rd.add(e.key.Line, rd.subject, "buckets: %v comes after %v; list the bounds in ascending order", b, bs[i-1])
+				ok = false
+			}
+		}
+		if ok && len(bs) == 0 {
+			rd.add(e.key.Line, rd.subject, "buckets: the list is empty; give the upper bounds (e.g. [0.01, 0.1, 1])")
+			ok = false
+		}
+		if ok {
+			r.Buckets = bs
+		}
+	}
+}
+
+// numbers reads a list of numbers.
+func (rd *ruleDecoder) numbers(e entry, what string) ([]float64, bool) {
+	texts, ok := rd.list(e, rd.subject, what)
+	out := make([]float64, 0, len(texts))
+	for _, t := range texts {
+		f, err := strconv.ParseFloat(t, 64)
+		if err != nil || math.IsNaN(f) {
+			rd.add(e.key.Line, rd.subject, "%s: %q is not a number", what, t)
+			ok = false
+			continue
+		}
+		out = append(out, f)
+	}
+	return out, ok
+}

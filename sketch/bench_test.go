@@ -1,0 +1,176 @@
+package sketch
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"runtime"
+	"testing"
+
+	"github.com/DataDog/sketches-go/ddsketch"
+
+	"github.com/logwindow/logwindow_exporter/windows"
+)
+
+// ddSummary is sketches-go's DDSketch at the same 1 % bound, as a windows.Summary: the
+// alternative the README compares Quantiles with.
+type ddSummary struct{ *ddsketch.DDSketch }
+
+func newDD() windows.Summary {
+	s, err := ddsketch.NewDefaultDDSketch(RelativeError)
+	if err != nil {
+		panic(err)
+	}
+	return ddSummary{s}
+}
+
+func (d ddSummary) Add(v float64) {
+	if err := d.DDSketch.Add(v); err != nil {
+		panic(err)
+	}
+}
+
+func (d ddSummary) Merge(from windows.Summary) {
+	if err := d.MergeWith(from.(ddSummary).DDSketch); err != nil {
+		panic(err)
+	}
+}
+
+func (d ddSummary) Reset() { d.Clear() }
+
+var sketchKinds = []struct {
+	name string
+	kind windows.SummaryKind
+}{{"own", NewQuantiles}, {"ddsketch", newDD}}
+
+// BenchmarkSketchAdd is the cost of one value (log-uniform 1 ms–10 s) added to a sketch.
+func BenchmarkSketchAdd(b *testing.B) {
+	for _, k := range sketchKinds {
+		b.Run(k.name, func(b *testing.B) {
+			r := rand.New(rand.NewPCG(1, 1))
+			vs := make([]float64, 4096)
+			for i := range vs {
+				vs[i] = logUniform(r, 1e-3, 10)
+			}
+			s := k.kind()
+			b.ReportAllocs()
+			for i := range b.N {
+				s.Add(vs[i&4095])
+			}
+		})
+	}
+}
+
+// BenchmarkQuantileSeriesBytes is the live heap of one series of the default windows keeping
+// a quantile sketch, after 25 hours of a steady stream of log-uniform 1 ms–10 s values at
+// 1, 100 and 1,000 lines per second (every slot of every wheel then holds its share).
+func BenchmarkQuantileSeriesBytes(b *testing.B) {
+	for _, k := range sketchKinds {
+		l, err := windows.NewLayout(defaultWindows, windows.Options{Events: true, Summaries: []windows.SummaryKind{k.kind}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		plain, err := windows.NewLayout(defaultWindows, windows.Options{Events: true})
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, rate := range []int{1, 100, 1000} {
+			b.Run(fmt.Sprintf("%s/%d_per_s", k.name, rate), func(b *testing.B) {
+				r := rand.New(rand.NewPCG(2, 2))
+				keep := make([]*windows.Series, b.N)
+				var before, after runtime.MemStats
+				runtime.GC()
+				runtime.ReadMemStats(&before)
+				for i := range keep {
+					keep[i] = l.NewSeries()
+					for now := int64(base); now < base+25*3600; now++ {
+						for range rate {
+							keep[i].Add(now, now, logUniform(r, 1e-3, 10))
+						}
+					}
+				}
+				runtime.GC()
+				runtime.ReadMemStats(&after)
+				b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/float64(b.N), "B/series")
+				runtime.KeepAlive(keep)
+				// The floats of the same series without the sketch, for comparison.
+				runtime.GC()
+				runtime.ReadMemStats(&before)
+				floats := plain.NewSeries()
+				runtime.ReadMemStats(&after)
+				b.ReportMetric(float64(after.TotalAlloc-before.TotalAlloc), "B/plain")
+				runtime.KeepAlive(floats)
+			})
+		}
+	}
+}
+
+// BenchmarkSeriesAdd is what a line costs in the wheels of a value rule with the default
+// windows, without and with quantiles (and buckets), at 100 lines per second.
+func BenchmarkSeriesAdd(b *testing.B) {
+	for _, tc := range []struct {
+		name  string
+		kinds []windows.SummaryKind
+	}{
+		{"plain", nil},
+		{"quantiles", []windows.SummaryKind{NewQuantiles}},
+		{"quantiles+buckets", []windows.SummaryKind{NewQuantiles, BucketsKind([]float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10})}},
+		{"ddsketch", []windows.SummaryKind{newDD}},
+	} {
+		l, err := windows.NewLayout(defaultWindows, windows.Options{Events: true, Extrema: true, Summaries: tc.kinds})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run(tc.name, func(b *testing.B) {
+			r := rand.New(rand.NewPCG(3, 3))
+			vs := make([]float64, 4096)
+			for i := range vs {
+				vs[i] = logUniform(r, 1e-3, 10)
+			}
+			s := l.NewSeries()
+			b.ReportAllocs()
+			for i := range int64(b.N) {
+				now := base + i/100
+				s.Add(now, now, vs[i&4095])
+			}
+		})
+	}
+}
+
+// BenchmarkReadQuantiles is the scrape-time work for one series: merging its slots into
+// every default window and asking four quantiles of each.
+func BenchmarkReadQuantiles(b *testing.B) {
+	for _, k := range sketchKinds {
+		l, err := windows.NewLayout(defaultWindows, windows.Options{Summaries: []windows.SummaryKind{k.kind}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run(k.name, func(b *testing.B) {
+			r := rand.New(rand.NewPCG(4, 4))
+			s := l.NewSeries()
+			const end = base + 25*3600
+			for now := int64(base); now < end; now++ {
+				for range 10 {
+					s.Add(now, now, logUniform(r, 1e-3, 10))
+				}
+			}
+			dst := l.NewSummaries()
+			b.ReportAllocs()
+			b.ResetTimer()
+			for range b.N {
+				s.ReadSummaries(end, dst)
+				for _, d := range dst {
+					switch q := d.(type) {
+					case *Quantiles:
+						for _, p := range []float64{0.5, 0.9, 0.99, 0.999} {
+							q.Quantile(p)
+						}
+					case ddSummary:
+						if _, err := q.GetValuesAtQuantiles([]float64{0.5, 0.9, 0.99, 0.999}); err != nil {
+							b.Fatal(err)
+						}
+					}
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,70 @@
+package sketch
+
+import (
+	"math"
+	"slices"
+
+	"github.com/logwindow/logwindow_exporter/windows"
+)
+
+// Buckets counts values exactly into fixed buckets, as a Prometheus histogram does, and
+// keeps their count and sum: what a window's histogram family exposes.
+type Buckets struct {
+	bounds []float64 // upper bounds, ascending, shared by every Buckets of a kind
+	counts []uint64  // values ≤ bounds[i] and > bounds[i−1]; the rest are above the last
+	n      uint64
+	sum    float64
+}
+
+// BucketsKind returns the windows.SummaryKind of Buckets with these upper bounds, which
+// must be sorted ascending without duplicates (config checks that).
+func BucketsKind(bounds []float64) windows.SummaryKind {
+	bounds = slices.Clone(bounds)
+	return func() windows.Summary {
+		return &Buckets{bounds: bounds, counts: make([]uint64, len(bounds))}
+	}
+}
+
+// Add records v in the first bucket whose bound is at least v; NaN is ignored.
+func (b *Buckets) Add(v float64) {
+	if math.IsNaN(v) {
+		return
+	}
+	if i, _ := slices.BinarySearch(b.bounds, v); i < len(b.bounds) {
+		b.counts[i]++
+	}
+	b.n++
+	b.sum += v
+}
+
+// Merge adds the counts of from, a *Buckets of the same kind.
+func (b *Buckets) Merge(from windows.Summary) {
+	f := from.(*Buckets)
+	for i, c := range f.counts {
+		b.counts[i] += c
+	}
+	b.n += f.n
+	b.sum += f.sum
+}
+
+// Reset empties the buckets.
+func (b *Buckets) Reset() {
+	clear(b.counts)
+	b.n, b.sum = 0, 0
+}
+
+// Count returns how many values were added, and Sum their sum.
+func (b *Buckets) Count() uint64 { return b.n }
+
+// Sum returns the sum of the values added.
+func (b *Buckets) Sum() float64 { return b.sum }
+
+// Cumulative calls f with every upper bound and the number of values at or below it, in
+// ascending order (the +Inf bucket is Count).
+func (b *Buckets) Cumulative(f func(le float64, n uint64)) {
+	acc := uint64(0)
+	for i, c := range b.counts {
+		acc += c
+		f(b.bounds[i], acc)
+	}
+}

@@ -1,0 +1,169 @@
+package sketch
+
+import (
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+)
+
+// probes are the quantiles every check asks for, the edges included.
+var probes = []float64{0.001, 0.01, 0.25, 0.5, 0.9, 0.99, 0.999, 1}
+
+// exactRank is the reference: the value of rank ⌈p·n⌉ (at least 1) of sorted.
+func exactRank(sorted []float64, p float64) float64 {
+	r := int(math.Ceil(p * float64(len(sorted))))
+	return sorted[min(max(r, 1), len(sorted))-1]
+}
+
+// withinBound reports whether got is the exact value within RelativeError (0 exactly).
+func withinBound(got, want float64) bool {
+	if want == 0 {
+		return got == 0
+	}
+	return math.Abs(got-want) <= RelativeError*math.Abs(want)
+}
+
+func logUniform(r *rand.Rand, lo, hi float64) float64 {
+	return math.Exp(math.Log(lo) + r.Float64()*(math.Log(hi)-math.Log(lo)))
+}
+
+// streams are value distributions the bound must hold for.
+var streams = []struct {
+	name string
+	gen  func(r *rand.Rand) float64
+}{
+	{"log-uniform 1ms-10s", func(r *rand.Rand) float64 { return logUniform(r, 1e-3, 10) }},
+	{"any sign", func(r *rand.Rand) float64 {
+		return float64(1-2*r.IntN(2)) * logUniform(r, 1e-6, 1e6)
+	}},
+	{"mostly zeros", func(r *rand.Rand) float64 {
+		if r.IntN(10) != 0 {
+			return 0
+		}
+		return r.NormFloat64()
+	}},
+	{"one value repeated", func(*rand.Rand) float64 { return 0.137 }},
+	{"negatives only", func(r *rand.Rand) float64 { return -logUniform(r, 1e-3, 10) }},
+	{"bin edges", func(r *rand.Rand) float64 { return math.Pow(gamma, float64(r.IntN(400)-200)) }},
+	{"whole range", func(r *rand.Rand) float64 {
+		return float64(1-2*r.IntN(2)) * logUniform(r, MinMagnitude, MaxMagnitude)
+	}},
+	{"integers", func(r *rand.Rand) float64 { return float64(r.IntN(1000)) }},
+}
+
+// TestQuantilesBound checks every probe against the exact rank, for few and many values.
+func TestQuantilesBound(t *testing.T) {
+	for _, st := range streams {
+		for _, n := range []int{1, 2, 3, 10, 101, 5000, 70000} {
+			t.Run(st.name, func(t *testing.T) {
+				r := rand.New(rand.NewPCG(uint64(n), 7))
+				var q Quantiles
+				vs := make([]float64, n)
+				for i := range vs {
+					vs[i] = st.gen(r)
+					q.Add(vs[i])
+				}
+				slices.Sort(vs)
+				if q.Count() != uint64(n) {
+					t.Fatalf("count %d, want %d", q.Count(), n)
+				}
+				for _, p := range probes {
+					if got, want := q.Quantile(p), exactRank(vs, p); !withinBound(got, want) {
+						t.Fatalf("n=%d: q%v = %v, exact %v", n, p, got, want)
+					}
+				}
+			})
+		}
+	}
+}
+
+// TestQuantilesMerge: merged sketches answer exactly like one sketch fed every value, also
+// after counts outgrew a byte and two bytes, and a reset sketch is empty and reusable.
+func TestQuantilesMerge(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	var all, acc Quantiles
+	parts := make([]Quantiles, 5)
+	for i := range parts {
+		for j := range 20000 * i {
+			v := 0.25
+			if j%3 != 0 {
+				v = float64(1-2*r.IntN(2)) * logUniform(r, 1e-4, 1e4)
+			}
+			parts[i].Add(v)
+			all.Add(v)
+		}
+		parts[i].Add(0)
+		all.Add(0)
+	}
+	for round := range 2 {
+		for i := range parts {
+			acc.Merge(&parts[i])
+		}
+		if acc.Count() != all.Count() {
+			t.Fatalf("round %d: merged count %d, want %d", round, acc.Count(), all.Count())
+		}
+		for _, p := range append(probes, 0.3333, 0.6667) {
+			if got, want := acc.Quantile(p), all.Quantile(p); got != want {
+				t.Fatalf("round %d: merged q%v = %v, one sketch %v", round, p, got, want)
+			}
+		}
+		acc.Reset()
+		if acc.Count() != 0 || !math.IsNaN(acc.Quantile(0.5)) {
+			t.Fatalf("reset sketch: count %d, median %v", acc.Count(), acc.Quantile(0.5))
+		}
+	}
+	for _, w := range []struct {
+		n    int
+		want uint8
+	}{{255, 1}, {256, 2}, {65536, 4}} {
+		var q Quantiles
+		for range w.n {
+			q.Add(3)
+		}
+		if q.pos.width != w.want || q.Quantile(1) < 2.97 || q.Quantile(1) > 3.03 {
+			t.Errorf("%d equal values: width %d (want %d), max %v", w.n, q.pos.width, w.want, q.Quantile(1))
+		}
+	}
+}
+
+// TestQuantilesIgnoresNaN: NaN is not a value (the parser drops it first), infinities are
+// clamped into the outermost bins and stay finite.
+func TestQuantilesIgnoresNaN(t *testing.T) {
+	var q Quantiles
+	q.Add(math.NaN())
+	if q.Count() != 0 {
+		t.Fatalf("NaN counted: %d", q.Count())
+	}
+	q.Add(math.Inf(1))
+	q.Add(math.Inf(-1))
+	if lo, hi := q.Quantile(0.5), q.Quantile(1); math.IsInf(lo, 0) || math.IsInf(hi, 0) || lo >= 0 || hi <= 0 {
+		t.Fatalf("infinities: q0.5 %v, q1 %v", lo, hi)
+	}
+}
+
+func TestBuckets(t *testing.T) {
+	kind := BucketsKind([]float64{0.1, 1, 10})
+	a, b := kind().(*Buckets), kind().(*Buckets)
+	for _, v := range []float64{-1, 0.1, 0.10001, 1, 5, 10, 11, math.Inf(1), math.NaN()} {
+		a.Add(v)
+	}
+	b.Add(0.05)
+	b.Merge(a)
+	type bucket struct {
+		le float64
+		n  uint64
+	}
+	var got []bucket
+	b.Cumulative(func(le float64, n uint64) { got = append(got, bucket{le, n}) })
+	want := []bucket{{0.1, 3}, {1, 5}, {10, 7}}
+	if !slices.Equal(got, want) || b.Count() != 9 || !math.IsInf(b.Sum(), 1) {
+		t.Fatalf("buckets %v count %d sum %v, want %v count 9 sum +Inf", got, b.Count(), b.Sum(), want)
+	}
+	b.Reset()
+	got = got[:0]
+	b.Cumulative(func(le float64, n uint64) { got = append(got, bucket{le, n}) })
+	if b.Count() != 0 || b.Sum() != 0 || got[2].n != 0 {
+		t.Fatalf("reset: %v count %d sum %v", got, b.Count(), b.Sum())
+	}
+}

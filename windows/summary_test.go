@@ -1,0 +1,130 @@
+package windows
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+)
+
+// bag is the exact summary: it keeps every value, so a read shows precisely which events
+// the wheels put in a window.
+type bag struct{ vs []float64 }
+
+func newBag() Summary { return &bag{} }
+
+func (b *bag) Add(v float64)      { b.vs = append(b.vs, v) }
+func (b *bag) Merge(from Summary) { b.vs = append(b.vs, from.(*bag).vs...) }
+func (b *bag) Reset()             { b.vs = b.vs[:0] }
+
+// summaryStep is the slot width the package documentation promises summaries for a window.
+func summaryStep(sec int64) int64 {
+	for _, w := range summaryGrid {
+		if sec <= w.upTo {
+			return w.step
+		}
+	}
+	panic("unreachable")
+}
+
+// checkSummaries compares every window's summary with the model: exactly the values placed
+// from the start of the slot holding the window's oldest second through now.
+func (m *model) checkSummaries(l *Layout, got []Summary, now int64) error {
+	wins := l.Windows()
+	if len(got) != len(wins)*len(l.kinds) {
+		return fmt.Errorf("%d summaries for %d windows × %d kinds", len(got), len(wins), len(l.kinds))
+	}
+	s := max(now, m.t)
+	for i, w := range wins {
+		var want []float64
+		if m.started && !m.wentBack(now) {
+			sec := int64(w / time.Second)
+			step := summaryStep(sec)
+			edge := floorDiv(s-sec+1, step) * step
+			for _, e := range m.events {
+				if e.at >= edge && e.at <= s {
+					want = append(want, e.v)
+				}
+			}
+		}
+		slices.Sort(want)
+		for k := range l.kinds {
+			vs := slices.Sorted(slices.Values(got[i*len(l.kinds)+k].(*bag).vs))
+			if !slices.Equal(vs, want) {
+				return fmt.Errorf("window %v kind %d at %d: values %v, want %v", w, k, s, vs, want)
+			}
+		}
+	}
+	return nil
+}
+
+// TestSummaryReferenceModel runs the reference streams through layouts that keep two
+// summaries next to every float quantity: the summaries must hold exactly the window's
+// events (stretched to its edge slot), and the floats must be what they are without them.
+func TestSummaryReferenceModel(t *testing.T) {
+	cases := 30
+	if testing.Short() || raceEnabled {
+		cases = 3
+	}
+	for _, g := range generators {
+		for _, lay := range referenceLayouts {
+			t.Run(g.name+"/"+lay.name, func(t *testing.T) {
+				t.Parallel()
+				l, err := NewLayout(lay.windows, Options{Events: true, Extrema: true, Summaries: []SummaryKind{newBag, newBag}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				for c := range cases {
+					r := rand.New(rand.NewPCG(uint64(c), uint64(len(g.name)*7+len(lay.name))))
+					ops := g.gen(r, l.Longest())
+					since := ops[0].now - r.Int64N(2*l.Longest())
+					if err := replay(l, since, ops); err != nil {
+						t.Fatalf("case %d: %v", c, err)
+					}
+				}
+			})
+		}
+	}
+}
+
+// TestSummaryWheelSizes pins the slots summaries take: 10-second slots up to 5m, minutes up
+// to 1h, hours up to 300h, days beyond.
+func TestSummaryWheelSizes(t *testing.T) {
+	type ring struct{ step, n int64 }
+	for _, tc := range []struct {
+		name    string
+		windows []time.Duration
+		want    []ring
+	}{
+		{"defaults", defaultWindows, []ring{{10, 31}, {60, 61}, {3600, 25}}},
+		{"1m only", []time.Duration{time.Minute}, []ring{{10, 7}}},
+		{"just over 5m", []time.Duration{301 * time.Second}, []ring{{60, 6}}},
+		{"just over 1h", []time.Duration{time.Hour + time.Second}, []ring{{3600, 2}}},
+		{"a year", []time.Duration{365 * 24 * time.Hour}, []ring{{86400, 366}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l, err := NewLayout(tc.windows, Options{Summaries: []SummaryKind{newBag}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []ring
+			for _, w := range l.sumWheels {
+				got = append(got, ring{w.step, w.n})
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Fatalf("summary wheels %v, want %v", got, tc.want)
+			}
+			if len(l.NewSummaries()) != len(tc.windows) {
+				t.Fatalf("NewSummaries: %d, want one per window", len(l.NewSummaries()))
+			}
+		})
+	}
+	l, err := NewLayout(defaultWindows, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(l.sumWheels) != 0 || l.sumSize != 0 || len(l.NewSummaries()) != 0 {
+		t.Fatalf("a layout without summaries has summary wheels %v", l.sumWheels)
+	}
+}
