@@ -62,21 +62,30 @@ type Series struct {
 	// (event at the current second) needs no division.
 	head [len(grid{})]int32
 	data []float64
-	// sums are the slots of the summary wheels, len(layout.kinds) per slot, nil until the
-	// slot's first value; sumHead is head for those wheels.
-	sums    []Summary
-	sumHead [len(grid{})]int32
+	// rings holds the summary wheels; nil for a layout without summaries, so that a
+	// series without them is no larger than before they existed.
+	rings *summaryRings
+}
+
+// summaryRings are the slots of the summary wheels, len(layout.kinds) per slot, each nil
+// until the slot's first value, and head as Series.head for those wheels.
+type summaryRings struct {
+	sums []Summary
+	head [len(grid{})]int32
 }
 
 // NewSeries returns an empty series laid out by l.
 func (l *Layout) NewSeries() *Series {
-	return &Series{
+	s := &Series{
 		layout: l,
 		t:      never,
 		last:   never,
 		data:   make([]float64, l.size),
-		sums:   make([]Summary, l.sumSize),
 	}
+	if l.sumSize > 0 {
+		s.rings = &summaryRings{sums: make([]Summary, l.sumSize)}
+	}
+	return s
 }
 
 // Add records value v for an event at second at, now being the current second. It reports
@@ -93,8 +102,10 @@ func (s *Series) Add(now, at int64, v float64) Placement {
 	for i := range l.wheels {
 		s.put(l.wheels[i].off+int(s.head[i])*l.stride, v)
 	}
-	for i := range l.sumWheels {
-		s.summarize(l.sumWheels[i].off+int(s.sumHead[i])*len(l.kinds), v)
+	if r := s.rings; r != nil {
+		for i := range l.sumWheels {
+			r.summarize(l, l.sumWheels[i].off+int(r.head[i])*len(l.kinds), v)
+		}
 	}
 	s.last = at
 	s.mu.Unlock()
@@ -125,8 +136,8 @@ func (s *Series) addSlow(now, at int64, v float64) Placement {
 		}
 	}
 	for i := range l.sumWheels {
-		if idx, ok := l.sumWheels[i].slotOf(s.sumHead[i], s.t, at); ok {
-			s.summarize(l.sumWheels[i].off+idx*len(l.kinds), v)
+		if idx, ok := l.sumWheels[i].slotOf(s.rings.head[i], s.t, at); ok {
+			s.rings.summarize(l, l.sumWheels[i].off+idx*len(l.kinds), v)
 		}
 	}
 	s.last = max(s.last, at)
@@ -150,12 +161,12 @@ func (w *wheel) slotOf(head int32, t, at int64) (int, bool) {
 
 // summarize adds value v to every summary of the slot starting at sums[i], creating them on
 // the slot's first value.
-func (s *Series) summarize(i int, v float64) {
-	for k, kind := range s.layout.kinds {
-		if s.sums[i+k] == nil {
-			s.sums[i+k] = kind()
+func (r *summaryRings) summarize(l *Layout, i int, v float64) {
+	for k, kind := range l.kinds {
+		if r.sums[i+k] == nil {
+			r.sums[i+k] = kind()
 		}
-		s.sums[i+k].Add(v)
+		r.sums[i+k].Add(v)
 	}
 }
 
@@ -186,9 +197,9 @@ func (s *Series) advance(t int64) {
 	}
 	for i := range l.sumWheels {
 		w := &l.sumWheels[i]
-		first, n := w.move(&s.sumHead[i], s.t, t)
+		first, n := w.move(&s.rings.head[i], s.t, t)
 		for j := range n {
-			for _, sum := range s.sums[w.off+w.index(first+j)*len(l.kinds):][:len(l.kinds)] {
+			for _, sum := range s.rings.sums[w.off+w.index(first+j)*len(l.kinds):][:len(l.kinds)] {
 				if sum != nil {
 					sum.Reset()
 				}
@@ -339,7 +350,7 @@ func (s *Series) ReadSummaries(now int64, dst []Summary) {
 		// As in readWheel: u is the newest slot not merged yet, at ring index idx; the
 		// slots after s.t are empty. Each window starts from the shorter one before it.
 		u := floorDiv(s.t, w.step)
-		idx := int64(s.sumHead[i])
+		idx := int64(s.rings.head[i])
 		prev := -1
 		for _, k := range w.serve {
 			win := dst[k*kinds : (k+1)*kinds]
@@ -350,7 +361,7 @@ func (s *Series) ReadSummaries(now int64, dst []Summary) {
 			}
 			prev = k
 			for oldest := floorDiv(now-l.secs[k]+1, w.step); u >= oldest; u-- {
-				for j, sum := range s.sums[w.off+int(idx)*kinds:][:kinds] {
+				for j, sum := range s.rings.sums[w.off+int(idx)*kinds:][:kinds] {
 					if sum != nil {
 						win[j].Merge(sum)
 					}

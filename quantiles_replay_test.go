@@ -1,0 +1,162 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
+	"github.com/logwindow/logwindow_exporter/internal/testexec"
+)
+
+// quantileReplayRules keep every quantile of a value that carries its own time.
+const quantileReplayRules = `
+rules:
+  - name: app_request_duration_seconds
+    match: '^(?P<ts>[^ ]+) (?P<took>[^ ]+)$'
+    value: took
+    timestamp: {capture: ts, layout: '2006-01-02T15:04:05Z07:00'}
+    aggregations: [events, quantiles]
+    quantiles: [0.01, 0.5, 0.9, 0.99, 0.999]
+`
+
+// TestReplayQuantilesReference writes an event-time log of adversarial streams (latency
+// levels changing every 20 s, bursts on 10-second and minute edges, a gap longer than
+// the 1h window, zeros, negatives, one value repeated, lines a few seconds out of order),
+// replays it through the built exporter, and checks every window's quantiles against the
+// exact rank ⌈q·n⌉ over the lines from the start of the window's edge slot (10 s for 1m
+// and 5m, a minute for 15m and 1h, an hour for 24h) to the newest line, none older than
+// the longest window: within 1 %.
+func TestReplayQuantilesReference(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the exporter")
+	}
+	bin := testexec.BuildExporter(t, false)
+	for seed := range uint64(3) {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			r := rand.New(rand.NewPCG(seed, 5))
+			dir := t.TempDir()
+			type line struct {
+				at int64
+				v  float64
+			}
+			var lines []line
+			end := int64(1_700_000_000 + r.IntN(86400))
+			start := end - 26*3600
+			for now := start; now <= end; now++ {
+				if now > end-3*3600 && now < end-3600-600 {
+					continue // a gap longer than the 1h window
+				}
+				n := 0
+				switch {
+				case now < end-4*3600:
+					n = r.IntN(2) * r.IntN(2) // sparse history for the day window
+				case now%10 == 0 || now%10 == 9 || now%60 == 59:
+					n = 30 + r.IntN(30) // bursts at slot edges
+				default:
+					n = r.IntN(4)
+				}
+				level := []float64{0.003, 0.08, 2.5, 0.02}[now/20%4]
+				for range n {
+					v := level * (0.5 + r.Float64())
+					switch r.IntN(20) {
+					case 0:
+						v = 0
+					case 1:
+						v = -v
+					case 2, 3:
+						v = 0.125
+					}
+					lines = append(lines, line{now - r.Int64N(4), v})
+				}
+			}
+			var log bytes.Buffer
+			for _, l := range lines {
+				fmt.Fprintf(&log, "%s %v\n", time.Unix(l.at, 0).UTC().Format(time.RFC3339), l.v)
+			}
+			newest := int64(math.MinInt64)
+			for _, l := range lines {
+				newest = max(newest, l.at)
+			}
+			logPath, rules := filepath.Join(dir, "app.log"), filepath.Join(dir, "rules.yaml")
+			if err := os.WriteFile(logPath, log.Bytes(), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(rules, []byte(quantileReplayRules), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			out, err := exec.Command(bin, "--config.file="+rules, "--replay="+logPath).Output()
+			if err != nil {
+				t.Fatalf("replay: %v", err)
+			}
+			mfs, err := new(expfmt.TextParser).TextToMetricFamilies(bytes.NewReader(out))
+			if err != nil {
+				t.Fatal(err)
+			}
+			checked := 0
+			for _, w := range []time.Duration{time.Minute, 5 * time.Minute, 15 * time.Minute, time.Hour, 24 * time.Hour} {
+				sec := int64(w / time.Second)
+				step := int64(3600)
+				switch {
+				case sec <= 300:
+					step = 10
+				case sec <= 3600:
+					step = 60
+				}
+				edge := newest - sec + 1
+				edge -= (edge%step + step) % step
+				var vs []float64
+				for _, l := range lines {
+					// Lines older than the longest window are late: in no window.
+					if l.at >= edge && l.at <= newest && l.at > newest-86400 {
+						vs = append(vs, l.v)
+					}
+				}
+				slices.Sort(vs)
+				for _, q := range []struct {
+					suffix string
+					p      float64
+				}{{"p1", 0.01}, {"p50", 0.5}, {"p90", 0.9}, {"p99", 0.99}, {"p99_9", 0.999}} {
+					got, ok := gaugeAt(mfs["app_request_duration_seconds_window_"+q.suffix], model.Duration(w).String())
+					if len(vs) == 0 {
+						if ok {
+							t.Errorf("window %v: %s = %v for an empty window", w, q.suffix, got)
+						}
+						continue
+					}
+					want := vs[int(math.Ceil(q.p*float64(len(vs))))-1]
+					if !ok || math.Abs(got-want) > 0.01*math.Abs(want) || (want == 0) != (got == 0) {
+						t.Errorf("window %v (n=%d): %s = %v (present %v), exact %v", w, len(vs), q.suffix, got, ok, want)
+					}
+					checked++
+				}
+			}
+			if checked < 20 {
+				t.Fatalf("only %d quantiles checked:\n%s", checked, strings.Join(strings.Split(string(out), "\n")[:20], "\n"))
+			}
+		})
+	}
+}
+
+// gaugeAt returns the value of mf's sample whose window label is window.
+func gaugeAt(mf *dto.MetricFamily, window string) (float64, bool) {
+	for _, m := range mf.GetMetric() {
+		for _, l := range m.GetLabel() {
+			if l.GetName() == "window" && l.GetValue() == window {
+				return m.GetGauge().GetValue(), true
+			}
+		}
+	}
+	return 0, false
+}
