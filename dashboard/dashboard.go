@@ -254,6 +254,22 @@ func (b *builder) rule(r *config.Rule) {
 		}
 		b.add(timeseries("Max, mean, min over $window", "Of the values the window's lines carried; over several instances, the mean is the average of their means.", sumUnit, ts...), 12, 8)
 	}
+	if a.Quantiles {
+		var ts []target
+		for _, q := range r.Quantiles {
+			suffix := config.QuantileSuffix(q)
+			ts = append(ts, target{Expr: family(suffix), Legend: strings.TrimPrefix(suffix, "_window_") + " {{instance}} " + legend})
+		}
+		b.add(timeseries("Quantiles over $window, per instance", "Each instance's quantiles of the values over the window (within 1%). Quantiles of several instances do not add: see the fleet-wide panel when the rule has buckets.", sumUnit, ts...), 12, 8)
+	}
+	if len(r.Buckets) > 0 {
+		buckets := "sum by (le) (" + family(config.HistogramSuffix+"_bucket") + ")"
+		var ts []target
+		for _, q := range []float64{0.5, 0.9, 0.99} {
+			ts = append(ts, target{Expr: fmt.Sprintf("histogram_quantile(%v, %s)", q, buckets), Legend: strings.TrimPrefix(config.QuantileSuffix(q), "_window_")})
+		}
+		b.add(timeseries("Fleet-wide quantiles over $window", "From every instance's window histogram (buckets add up across instances; never rate() them): histogram_quantile's estimate, as exact as the buckets.", sumUnit, ts...), 12, 8)
+	}
 	if len(r.Labels) > 0 && a.Window {
 		t := target{Expr: "topk(10, sum" + grouping + " (" + family("_window") + "))", Legend: legend, Instant: true, Format: "table"}
 		b.add(table("Top 10 in $window", "The label sets with the largest sums over the window.", sumUnit, t), 12, 8)

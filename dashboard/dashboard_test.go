@@ -55,7 +55,9 @@ rules:
     match: '^\S+ (?P<path>\S+) \d+ (?P<took>[\d.]+)'
     value: took
     labels: {path: '${path}'}
-    aggregations: [window, per_second, events, max, min, mean]
+    aggregations: [window, per_second, events, max, min, mean, quantiles]
+    quantiles: [0.5, 0.999]
+    buckets: [0.1, 1]
   - name: response_bytes
     match: ' (?P<bytes>\d+)$'
     value: bytes
@@ -155,6 +157,11 @@ func TestPanelsMatchExporter(t *testing.T) {
 				for _, tg := range p.Targets {
 					for _, m := range metricRef.FindAllStringSubmatch(tg.Expr, -1) {
 						used[m[1]] = true
+						// A histogram's _bucket series belong to its family.
+						if base, ok := strings.CutSuffix(m[1], "_bucket"); ok && have[base] != nil {
+							used[base] = true
+							continue
+						}
 						if _, ok := have[m[1]]; !ok && !strings.HasPrefix(m[1], "logwindow_") {
 							t.Errorf("panel %q selects %s, which the exporter does not expose", p.Title, m[1])
 						}

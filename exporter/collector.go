@@ -13,8 +13,8 @@ import (
 
 	"github.com/logwindow/logwindow_exporter/follow"
 	"github.com/logwindow/logwindow_exporter/parser"
-	"github.com/logwindow/logwindow_exporter/syslog"
 	"github.com/logwindow/logwindow_exporter/sketch"
+	"github.com/logwindow/logwindow_exporter/syslog"
 	"github.com/logwindow/logwindow_exporter/windows"
 )
 
