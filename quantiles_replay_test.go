@@ -100,7 +100,8 @@ func TestReplayQuantilesReference(t *testing.T) {
 			if err != nil {
 				t.Fatalf("replay: %v", err)
 			}
-			mfs, err := new(expfmt.TextParser).TextToMetricFamilies(bytes.NewReader(out))
+			parser := expfmt.NewTextParser(model.UTF8Validation)
+			mfs, err := parser.TextToMetricFamilies(bytes.NewReader(out))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -109,7 +109,7 @@ func TestWindowedQuantiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	seeds := 3
-	if testing.Short() {
+	if testing.Short() || raceEnabled {
 		seeds = 1
 	}
 	for _, st := range windowStreams {

@@ -93,7 +93,9 @@ func (l *Layout) NewSeries() *Series {
 // when at is after now (the event is then recorded at now). For processing time, at == now.
 func (s *Series) Add(now, at int64, v float64) Placement {
 	s.mu.Lock()
-	if now != s.t || at != now || now == never {
+	// A series with summaries takes the general path: a sketch's add costs far more than
+	// the division it saves, and the float-only path stays as it was.
+	if now != s.t || at != now || now == never || s.rings != nil {
 		p := s.addSlow(now, at, v)
 		s.mu.Unlock()
 		return p
@@ -101,11 +103,6 @@ func (s *Series) Add(now, at int64, v float64) Placement {
 	l := s.layout
 	for i := range l.wheels {
 		s.put(l.wheels[i].off+int(s.head[i])*l.stride, v)
-	}
-	if r := s.rings; r != nil {
-		for i := range l.sumWheels {
-			r.summarize(l, l.sumWheels[i].off+int(r.head[i])*len(l.kinds), v)
-		}
 	}
 	s.last = at
 	s.mu.Unlock()
