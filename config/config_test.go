@@ -382,6 +382,8 @@ var fingerprintEdits = []struct {
 	{"value", "ValueName", "value: v", "value: s", false},
 	{"timestamp layout", "Timestamp", "2006-01-02T15:04:05Z07:00", "2006-01-02T15:04:05.000Z07:00", false},
 	{"aggregations", "Aggregations", "[window, max]", "[window, min]", false},
+	{"quantiles on", "Quantiles", "[window, max]", "[window, max, quantiles]", false},
+	{"buckets", "Buckets", "value: v", "value: v\n    buckets: [0.1, 1]", false},
 	{"inputs", "Inputs", "inputs: [web, api]", "inputs: [web]", false},
 	{"initial label sets", "Initial", "initial: [{method: GET}]", "initial: [{method: PUT}]", false},
 	{"where_not", "WhereNot", "where: {s: '^5'}", "where: {s: '^5'}\n    where_not: {m: '^GET$'}", false},
