@@ -106,8 +106,13 @@ func TestReplayQuantilesReference(t *testing.T) {
 				t.Fatal(err)
 			}
 			checked := 0
-			for _, w := range []time.Duration{time.Minute, 5 * time.Minute, 15 * time.Minute, time.Hour, 24 * time.Hour} {
-				sec := int64(w / time.Second)
+			// The default windows, labelled as global.windows spells them.
+			for _, w := range []string{"1m", "5m", "15m", "1h", "24h"} {
+				d, err := model.ParseDuration(w)
+				if err != nil {
+					t.Fatal(err)
+				}
+				sec := int64(time.Duration(d) / time.Second)
 				step := int64(3600)
 				switch {
 				case sec <= 300:
@@ -129,7 +134,7 @@ func TestReplayQuantilesReference(t *testing.T) {
 					suffix string
 					p      float64
 				}{{"p1", 0.01}, {"p50", 0.5}, {"p90", 0.9}, {"p99", 0.99}, {"p99_9", 0.999}} {
-					got, ok := gaugeAt(mfs["app_request_duration_seconds_window_"+q.suffix], model.Duration(w).String())
+					got, ok := gaugeAt(mfs["app_request_duration_seconds_window_"+q.suffix], w)
 					if len(vs) == 0 {
 						if ok {
 							t.Errorf("window %v: %s = %v for an empty window", w, q.suffix, got)
