@@ -62,7 +62,20 @@ type Input struct {
 	// Format is how the input's lines are structured; fields rules read only inputs of a
 	// structured format.
 	Format Format
+	// Wrapper is how each line is wrapped around what rules see: "" or "cri".
+	Wrapper string
 }
+
+// WrapperCRI is the wrapper of Kubernetes container logs; CRITimeCapture is the capture
+// holding such a line's own time, for timestamp: on rules reading only CRI inputs.
+const (
+	WrapperCRI     = "cri"
+	CRITimeCapture = "cri_time"
+)
+
+// WrapperTime is the Timestamp.Capture of a rule that takes its time from the line's
+// wrapper (cri_time) rather than from a capture of the message.
+const WrapperTime = -2
 
 // Format is the structure of an input's lines.
 type Format int
@@ -193,6 +206,7 @@ type Where struct {
 // Timestamp tells how a rule reads the event time from a capture.
 type Timestamp struct {
 	CaptureName string
-	Capture     int
-	Layout      string
+	// Capture is the capture index, or WrapperTime.
+	Capture int
+	Layout  string
 }

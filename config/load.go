@@ -74,8 +74,10 @@ type decoder struct {
 	// badPatterns are patterns already reported as invalid; rules using them are not
 	// reported again.
 	badPatterns map[string]bool
-	// inputFormats is the format of each named input, for the checks of fields rules.
-	inputFormats map[string]Format
+	// inputFormats is the format of each named input, for the checks of fields rules;
+	// inputWrappers its wrapper, for rules reading cri_time.
+	inputFormats  map[string]Format
+	inputWrappers map[string]string
 }
 
 // yamlLine splits yaml.v3's "yaml: line N: msg" errors.
@@ -314,7 +316,7 @@ func (d *decoder) inputs(e entry) []Input {
 				names[in.Name] = n.key.Line
 			}
 		}
-		d.known(entries, subject, "", "name", "path", "start_at", "syslog", "socket_mode", "format")
+		d.known(entries, subject, "", "name", "path", "start_at", "syslog", "socket_mode", "format", "wrapper")
 		sources := 0
 		if p, ok := find(entries, "path"); ok {
 			sources++
@@ -337,6 +339,9 @@ func (d *decoder) inputs(e entry) []Input {
 		}
 		if f, ok := find(entries, "format"); ok {
 			in.Format = d.format(f, subject)
+		}
+		if w, ok := find(entries, "wrapper"); ok {
+			in.Wrapper = d.wrapper(w, subject)
 		}
 		if m, ok := find(entries, "socket_mode"); ok {
 			d.socketMode(m, subject, &in)
@@ -457,11 +462,12 @@ func (d *decoder) rules(e entry, c *Config) []*Rule {
 		return nil
 	}
 	inputNames := map[string]bool{}
-	d.inputFormats = map[string]Format{}
+	d.inputFormats, d.inputWrappers = map[string]Format{}, map[string]string{}
 	for _, in := range c.Inputs {
 		if in.Name != "" {
 			inputNames[in.Name] = true
 			d.inputFormats[in.Name] = in.Format
+			d.inputWrappers[in.Name] = in.Wrapper
 		}
 	}
 	var out []*Rule

@@ -158,6 +158,9 @@ type ruleDecoder struct {
 	// caps is nil when the match regex is missing or invalid: checks of capture names are
 	// then skipped, since every one would fail for the same reason.
 	caps *captures
+	// wrapperTimeLine is the line of a timestamp reading cri_time, checked against the
+	// rule's inputs once they are known.
+	wrapperTimeLine int
 }
 
 // capture returns the index of the named capture, reporting a name the regex lacks.
@@ -261,6 +264,7 @@ func (d *decoder) rule(n *yaml.Node, index int, g Global, inputNames map[string]
 	if hasFields && !hasMatch {
 		rd.fieldsInputs(f, r)
 	}
+	rd.checkWrapperTime(r)
 	if e, ok := find(entries, "initial"); ok {
 		rd.initial(e, r, g.MaxSeriesPerRule)
 	}
@@ -445,7 +449,10 @@ func (rd *ruleDecoder) timestamp(e entry) *Timestamp {
 	capOK, layoutOK := true, true
 	if c, ok := find(entries, "capture"); ok {
 		ts.CaptureName, capOK = rd.scalar(c, rd.subject, "timestamp: capture")
-		if ts.CaptureName != "" {
+		switch {
+		case rd.isWrapperTime(ts.CaptureName):
+			ts.Capture, rd.wrapperTimeLine = WrapperTime, c.key.Line
+		case ts.CaptureName != "":
 			ts.Capture = rd.capture(c.key.Line, "timestamp", ts.CaptureName)
 		}
 	}

@@ -97,3 +97,38 @@ func quoteAll(names []string) []string {
 	}
 	return out
 }
+
+// wrapper decodes an input's `wrapper:`.
+func (d *decoder) wrapper(e entry, subject string) string {
+	text, ok := d.scalar(e, subject, "wrapper")
+	if !ok {
+		return ""
+	}
+	if text != WrapperCRI {
+		d.add(e.key.Line, subject, "wrapper: %q is not known (the one wrapper is cri: Kubernetes container logs)", text)
+		return ""
+	}
+	return text
+}
+
+// isWrapperTime reports whether a timestamp capture names the wrapper's time: cri_time,
+// unless the rule has a capture of that name itself.
+func (rd *ruleDecoder) isWrapperTime(name string) bool {
+	return name == CRITimeCapture && (rd.caps == nil || rd.caps.index(name) < 0)
+}
+
+// checkWrapperTime checks that a rule timed by cri_time reads only CRI inputs, named.
+func (rd *ruleDecoder) checkWrapperTime(r *Rule) {
+	if rd.wrapperTimeLine == 0 {
+		return
+	}
+	for _, name := range r.Inputs {
+		if w, ok := rd.inputWrappers[name]; ok && w != WrapperCRI {
+			rd.add(rd.wrapperTimeLine, rd.subject, "timestamp: capture: input %q has no wrapper: cri, so its lines have no cri_time", name)
+			return
+		}
+	}
+	if len(r.Inputs) == 0 {
+		rd.add(rd.wrapperTimeLine, rd.subject, "timestamp: capture: cri_time needs the rule to name its inputs (inputs: [...]), all with wrapper: cri")
+	}
+}

@@ -257,7 +257,7 @@ func check(r *config.Rule) error {
 	if r.ValueCapture > n {
 		return fmt.Errorf("value capture %d out of range", r.ValueCapture)
 	}
-	if ts := r.Timestamp; ts != nil && bad(ts.Capture) {
+	if ts := r.Timestamp; ts != nil && bad(ts.Capture) && ts.Capture != config.WrapperTime {
 		return fmt.Errorf("timestamp capture %d out of range", ts.Capture)
 	}
 	return nil
@@ -292,8 +292,15 @@ func (r rule) readsCaptures() bool {
 // their format (not JSON, not logfmt): those rules see nothing of it, rules with a match
 // regex still do.
 func (p *Parser) Parse(input string, line []byte, sink Sink) bool {
+	return p.ParseWrapped(input, line, nil, sink)
+}
+
+// ParseWrapped is Parse for a line that came wrapped (a CRI container log line): line is
+// the message, and wrapperTime the wrapper's time text, which rules timed by cri_time read.
+func (p *Parser) ParseWrapped(input string, line, wrapperTime []byte, sink Sink) bool {
 	s := p.scratch.Get().(*scratch)
 	defer p.scratch.Put(s)
+	s.wrapperTime = wrapperTime
 	wellFormed := true
 	for i := range p.groups {
 		g := &p.groups[i]
@@ -355,8 +362,12 @@ func (s *scratch) apply(r *rule, input string, line []byte, caps []int, sink Sin
 	}
 	var at int64
 	if r.ts != nil {
+		raw := s.wrapperTime
+		if r.ts.capture != config.WrapperTime {
+			raw = capture(line, caps, r.ts.capture)
+		}
 		var ok bool
-		if at, ok = s.time(r.ts, capture(line, caps, r.ts.capture)); !ok {
+		if at, ok = s.time(r.ts, raw); !ok {
 			sink.Drop(r.index, BadTimestamp)
 			return Dropped, int(BadTimestamp)
 		}

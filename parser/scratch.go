@@ -29,6 +29,8 @@ type scratch struct {
 	// jsonKey a JSON key with escapes, decoded for comparison.
 	vals    []byte
 	jsonKey []byte
+	// wrapperTime is the time text of the line's wrapper, during one ParseWrapped call.
+	wrapperTime []byte
 }
 
 type timeCache struct {

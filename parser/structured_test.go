@@ -317,3 +317,34 @@ rules:
 		t.Errorf("%v allocs per line over %d events, want 0", allocs, events)
 	}
 }
+
+// A rule timed by cri_time takes the time of the line's wrapper, not of its message.
+func TestWrapperTime(t *testing.T) {
+	c := mustParse(t, `
+inputs: [{name: pod, path: /var/log/containers/*.log, wrapper: cri}]
+rules:
+  - name: lines
+    match: 'status=(?P<status>[0-9]+)'
+    labels: {status: '${status}'}
+    timestamp: {capture: cri_time, layout: '2006-01-02T15:04:05Z07:00'}
+    inputs: [pod]
+`)
+	p, err := New(c.Rules)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		time string
+		want string
+	}{
+		{"2024-03-01T12:00:00.123456789Z", "lines{status=500} 1 t=1709294400/true"},
+		{"2024-03-01T13:00:00+01:00", "lines{status=500} 1 t=1709294400/true"},
+		{"yesterday", "lines drop bad_timestamp"},
+	} {
+		r := &recorder{t: t, rules: c.Rules}
+		p.ParseWrapped("pod", []byte("GET / status=500"), []byte(tc.time), r)
+		if got := r.take(); len(got) != 1 || got[0].String() != tc.want {
+			t.Errorf("%s: got %v, want %s", tc.time, got, tc.want)
+		}
+	}
+}

@@ -21,7 +21,7 @@ func Explain(cfg *config.Config, file string, maxLines int, opts Options) ([]exp
 		return nil, err
 	}
 	var lines [][]byte
-	name := inputNameOf(cfg, file)
+	name := inputOf(cfg, file).Name
 	_, err = follow.ReadToEnd(follow.Options{Path: file, MaxLineBytes: opts.MaxLineBytes, Logger: opts.Logger},
 		func(_ string, line []byte) {
 			if len(lines) < maxLines {

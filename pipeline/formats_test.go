@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -197,4 +198,81 @@ func lineDiff(a, b string) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// Kubernetes container logs: the same requests as CRI lines, whole (F) or cut at random
+// points into partial (P) lines with stdout and stderr parts interleaved, give exactly the
+// metrics of the plain log.
+func TestCRIWrappedGiveIdenticalMetrics(t *testing.T) {
+	const n = 2000
+	records := randomRecords(n, 17)
+	r := rand.New(rand.NewPCG(17, 3))
+	dir := t.TempDir()
+	cri := func(at time.Time, stream, tag, msg string) string {
+		return at.Format(time.RFC3339Nano) + " " + stream + " " + tag + " " + msg + "\n"
+	}
+	var plain, whole, split strings.Builder
+	var pendingErr []string // stderr parts waiting, written between stdout parts
+	for i, rec := range records {
+		line := rec.text()
+		plain.WriteString(line + "\n")
+		whole.WriteString(cri(rec.at, "stdout", "F", line))
+		cuts := []int{0}
+		for k := r.IntN(4); k > 0; k-- {
+			cuts = append(cuts, r.IntN(len(line)+1))
+		}
+		slices.Sort(cuts)
+		cuts = append(cuts, len(line))
+		for c := 0; c+1 < len(cuts); c++ {
+			tag := "P"
+			if c+2 == len(cuts) {
+				tag = "F"
+			}
+			split.WriteString(cri(rec.at, "stdout", tag, line[cuts[c]:cuts[c+1]]))
+			if len(pendingErr) > 0 {
+				split.WriteString(pendingErr[0])
+				pendingErr = pendingErr[1:]
+			}
+		}
+		// A stderr message in two parts that the rules do not match, its parts between
+		// stdout's.
+		if i%7 == 0 {
+			pendingErr = append(pendingErr, cri(rec.at, "stderr", "P", "worker "), cri(rec.at, "stderr", "F", "warning"))
+		}
+	}
+	for _, p := range pendingErr {
+		split.WriteString(p)
+	}
+	example, err := os.ReadFile("../example-rules.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	outputs := map[string]string{}
+	for name, content := range map[string]string{"plain": plain.String(), "whole": whole.String(), "split": split.String()} {
+		log := filepath.Join(dir, name+".log")
+		if err := os.WriteFile(log, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		input := "path: " + log
+		if name != "plain" {
+			input += "\n    wrapper: cri"
+		}
+		cfg, err := config.Parse([]byte(strings.Replace(string(example), "path: /var/log/nginx/access.log", input, 1)), "example-rules.yaml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out bytes.Buffer
+		if err := Replay(cfg, []string{log}, Options{Now: time.Now}, &out); err != nil {
+			t.Fatal(err)
+		}
+		outputs[name] = out.String()
+	}
+	if !strings.Contains(outputs["plain"], fmt.Sprintf(`logwindow_rule_matched_lines_total{rule="nginx_http_requests"} %d`, n)) {
+		t.Fatalf("the plain log did not count its %d requests:\n%s", n, outputs["plain"])
+	}
+	for _, name := range []string{"whole", "split"} {
+		if outputs[name] != outputs["plain"] {
+			t.Errorf("CRI %s gives other metrics than the plain log:\n%s", name, lineDiff(outputs["plain"], outputs[name]))
+		}
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 
 	"github.com/logwindow/logwindow_exporter/config"
+	"github.com/logwindow/logwindow_exporter/cri"
 	"github.com/logwindow/logwindow_exporter/exporter"
 	"github.com/logwindow/logwindow_exporter/follow"
 	"github.com/logwindow/logwindow_exporter/syslog"
@@ -27,8 +28,30 @@ type input struct {
 	gen  *generation
 	sink *exporter.Sink
 	name string // the input's name in gen's config, for rules' inputs: restriction
-	// malformed counts lines the parser found not to be of the input's format.
+	// malformed counts lines the parser found not to be of the input's format, or not
+	// CRI lines on a cri input.
 	malformed atomic.Uint64
+	// cri joins the partial lines of a wrapper: cri input (nil otherwise); used by the
+	// follower's goroutine only. tooLong counts joined messages past the line cap.
+	cri     *cri.Joiner
+	tooLong atomic.Uint64
+}
+
+// unwrap returns what the parser is to read of a line: for a cri input, the message
+// (joined from its parts) and its time; ok is false while a message is incomplete or when
+// the line cannot be read, which is counted.
+func (in *input) unwrap(path string, line []byte) (msg, wrapperTime []byte, ok bool) {
+	if in.cri == nil {
+		return line, nil, true
+	}
+	msg, wrapperTime, r := in.cri.Feed(path, line)
+	switch r {
+	case cri.Malformed:
+		in.malformed.Add(1)
+	case cri.TooLong:
+		in.tooLong.Add(1)
+	}
+	return msg, wrapperTime, r == cri.Complete
 }
 
 func labelOf(ci config.Input) string {
@@ -73,7 +96,9 @@ func (in *input) stats() exporter.InputStats {
 			MalformedLines: in.malformed.Load(),
 		}
 	}
-	return exporter.InputStats{Input: in.label, Stats: in.follower.Stats(), MalformedLines: in.malformed.Load()}
+	st := in.follower.Stats()
+	st.TooLong += in.tooLong.Load()
+	return exporter.InputStats{Input: in.label, Stats: st, MalformedLines: in.malformed.Load()}
 }
 
 // syncInputs starts the inputs of cfg that are not running and stops those cfg no longer
@@ -111,6 +136,9 @@ func (p *Pipeline) stopInputs(keep map[string]bool) {
 
 func (p *Pipeline) startInput(ci config.Input) (*input, error) {
 	in := &input{source: ci.Source(), label: labelOf(ci)}
+	if ci.Wrapper == config.WrapperCRI {
+		in.cri = cri.New(maxLineBytes(p.opts))
+	}
 	if ci.Syslog != "" {
 		h := in.handle(p)
 		l, err := syslog.Listen(syslog.Options{
@@ -148,13 +176,25 @@ func (p *Pipeline) followOptions(path string, fromBeginning bool) follow.Options
 // parser into its Set, with the processing and wall-clock seconds of its arrival (one
 // clock reading) as now for processing-time and event-time rules.
 func (in *input) handle(p *Pipeline) follow.Handler {
-	return func(_ string, line []byte) {
+	return func(path string, line []byte) {
 		if g := p.gen.Load(); g != in.gen {
 			in.gen, in.sink, in.name = g, g.set.NewSink(), g.inputName(in.source)
 		}
+		msg, wrapperTime, ok := in.unwrap(path, line)
+		if !ok {
+			return
+		}
 		in.sink.SetNow(p.clock.read())
-		if !in.gen.parser.Parse(in.name, line, in.sink) {
+		if !in.gen.parser.ParseWrapped(in.name, msg, wrapperTime, in.sink) {
 			in.malformed.Add(1)
 		}
 	}
+}
+
+// maxLineBytes is the line cap of opts, which also caps a joined CRI message.
+func maxLineBytes(opts Options) int {
+	if opts.MaxLineBytes > 0 {
+		return opts.MaxLineBytes
+	}
+	return follow.DefaultMaxLineBytes
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 
 	"github.com/logwindow/logwindow_exporter/config"
+	"github.com/logwindow/logwindow_exporter/cri"
 	"github.com/logwindow/logwindow_exporter/exporter"
 	"github.com/logwindow/logwindow_exporter/follow"
 	"github.com/logwindow/logwindow_exporter/parser"
@@ -64,9 +65,17 @@ func Replay(cfg *config.Config, files []string, opts Options, w io.Writer) error
 
 func replayFiles(cfg *config.Config, p *parser.Parser, files []string, opts Options, sink parser.Sink) error {
 	for _, file := range files {
-		name := inputNameOf(cfg, file)
+		ci := inputOf(cfg, file)
+		in := &input{}
+		if ci.Wrapper == config.WrapperCRI {
+			in.cri = cri.New(maxLineBytes(opts))
+		}
 		_, err := follow.ReadToEnd(follow.Options{Path: file, MaxLineBytes: opts.MaxLineBytes, Logger: opts.Logger},
-			func(_ string, line []byte) { p.Parse(name, line, sink) })
+			func(path string, line []byte) {
+				if msg, wrapperTime, ok := in.unwrap(path, line); ok {
+					p.ParseWrapped(ci.Name, msg, wrapperTime, sink)
+				}
+			})
 		if err != nil {
 			return fmt.Errorf("replay %s: %w", file, err)
 		}
@@ -74,16 +83,16 @@ func replayFiles(cfg *config.Config, p *parser.Parser, files []string, opts Opti
 	return nil
 }
 
-// inputNameOf gives a replayed file the name of the first configured input whose path (or
-// glob) names it, so rules restricted to that input apply; other files feed only the rules
-// that take every input.
-func inputNameOf(cfg *config.Config, file string) string {
+// inputOf gives a replayed file the first configured input whose path (or glob) names it,
+// so rules restricted to that input apply and its wrapper is read; other files feed only
+// the rules that take every input.
+func inputOf(cfg *config.Config, file string) config.Input {
 	for _, in := range cfg.Inputs {
 		if ok, _ := filepath.Match(in.Path, file); ok || in.Path == file {
-			return in.Name
+			return in
 		}
 	}
-	return ""
+	return config.Input{}
 }
 
 func hasEventTime(cfg *config.Config) bool {
