@@ -221,3 +221,24 @@ rules:
 		})
 	}
 }
+
+// BenchmarkExplain is the cost of explaining one nginx line with the example rules: one
+// every rule counts, and one no regex matches (which adds the search for how far the
+// regex got). It is what --explain and the line tester pay per line; Parse does not.
+func BenchmarkExplain(b *testing.B) {
+	p, err := New(loadExample(b).Rules)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, c := range []struct{ name, line string }{
+		{"counted", `23.124.205.19 - - [01/Mar/2024:12:00:00 +0000] "GET /api/v1/cart HTTP/1.1" 200 460 "-" "Mozilla/5.0" 0.022 0.019`},
+		{"no_match", `23.124.205.19 - - [01/Mar/2024:12:00:00 +0000] "GET /api/v1/cart HTTP/1.1" 2x0 460 "-" "Mozilla/5.0" 0.022 0.019`},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				p.Explain("nginx", []byte(c.line))
+			}
+		})
+	}
+}

@@ -89,3 +89,37 @@ func FuzzRequiredLiteral(f *testing.F) {
 		}
 	})
 }
+
+// FuzzExplain feeds random lines to Explain: it must never panic, it must take the same
+// decisions as Parse (the same events and drops), and every stretch it reports for a regex
+// that does not match must lie within the line, and within the part it follows.
+func FuzzExplain(f *testing.F) {
+	example := loadExample(f)
+	extra := mustParse(f, fuzzRules)
+	rules := append(append([]*config.Rule{}, example.Rules...), extra.Rules...)
+	p, err := New(rules)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, line []byte) {
+		want := &recorder{t: t, rules: rules}
+		p.Parse("nginx", line, want)
+		got := &recorder{t: t, rules: rules}
+		for _, res := range p.Explain("nginx", line).Rules {
+			switch res.Outcome {
+			case Counted:
+				got.Event(&res.Event)
+			case Dropped:
+				got.Drop(res.Rule, res.Drop)
+			case NoMatch:
+				pr := res.Prefix
+				if pr.Start < 0 || pr.Start > pr.End || pr.End > min(len(line), MaxPrefixBytes) {
+					t.Fatalf("line %q, rule %s: stretch %d-%d", line, rules[res.Rule].Name, pr.Start, pr.End)
+				}
+			}
+		}
+		if !reflect.DeepEqual(got.got, want.got) {
+			t.Fatalf("line %q:\nexplain %v\nparse   %v", line, got.got, want.got)
+		}
+	})
+}
