@@ -579,16 +579,16 @@ func startExporter(t *testing.T, bin, dir, accessLog string) string {
 	return addr
 }
 
-// startPrometheus runs Prometheus scraping target every second and evaluating
+// startPrometheus runs Prometheus scraping the targets every second and evaluating
 // deploy/alerts.yaml, and returns a client of its HTTP API once it is ready.
-func startPrometheus(t *testing.T, bin, dir, target string) promv1.API {
+func startPrometheus(t *testing.T, bin, dir string, targets ...string) promv1.API {
 	t.Helper()
 	rules := filepath.Join(dir, "alerts.yaml")
 	if err := os.WriteFile(rules, deploy.AlertsYAML, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	config := filepath.Join(dir, "prometheus.yml")
-	render(t, "prometheus.yml.tmpl", config, map[string]any{"Rules": strconv.Quote(rules), "Job": job, "Target": target})
+	render(t, "prometheus.yml.tmpl", config, map[string]any{"Rules": strconv.Quote(rules), "Job": job, "Targets": targets})
 	addr := fmt.Sprintf("127.0.0.1:%d", testexec.FreePort(t))
 	p := testexec.StartTest(t, dir, "prometheus", []string{
 		bin,
