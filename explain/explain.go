@@ -100,6 +100,9 @@ type NoMatch struct {
 	Inside    string    `json:"inside_capture,omitempty"`
 	Captures  []Capture `json:"captures_read,omitempty"`
 	Truncated bool      `json:"truncated,omitempty"`
+	// SameAs names an earlier rule of the line with the same regex, hence the same
+	// explanation: text and HTML show it once.
+	SameAs string `json:"same_as,omitempty"`
 }
 
 // Filter is the where filter that failed.
@@ -137,6 +140,7 @@ func (x *Explainer) Explain(input string, line []byte, feed bool) Line {
 	ex := x.parser.Explain(input, line)
 	out := Line{Input: input, Unmatched: true}
 	out.Text, out.Escaped = display(line)
+	firstMiss := map[string]string{} // regex -> the first rule it did not match
 	for i := range ex.Rules {
 		res := &ex.Rules[i]
 		cr := x.rules[res.Rule]
@@ -153,6 +157,11 @@ func (x *Explainer) Explain(input string, line []byte, feed bool) Line {
 			}
 		case parser.NoMatch:
 			r.Miss = noMatch(cr, line, res.Prefix)
+			if first, ok := firstMiss[r.Miss.Regex]; ok {
+				r.Miss.SameAs = first
+			} else {
+				firstMiss[r.Miss.Regex] = cr.Name
+			}
 		case parser.WhereFailed, parser.WhereNotMatched:
 			w, what := cr.Where, "where"
 			if res.Outcome == parser.WhereNotMatched {

@@ -54,14 +54,14 @@ func writeText(b *strings.Builder, l *Line) {
 		b.WriteString("  NOT COUNTED: regexes match, but no rule counts this line\n")
 	}
 	// Rules sharing a regex share their captures: each set is shown once, under the first.
-	shown := map[string]string{}
+	shown := map[string]bool{}
 	for i := range l.Rules {
 		writeRule(b, &l.Rules[i], shown)
 	}
 	b.WriteByte('\n')
 }
 
-func writeRule(b *strings.Builder, r *Rule, shown map[string]string) {
+func writeRule(b *strings.Builder, r *Rule, shown map[string]bool) {
 	switch r.Outcome {
 	case "counted":
 		fmt.Fprintf(b, "  + %s%s", r.Name, labelText(r.Labels))
@@ -89,8 +89,8 @@ func writeRule(b *strings.Builder, r *Rule, shown map[string]string) {
 		fmt.Fprintf(b, "  - %s: reads other inputs only\n", r.Name)
 	case "no_match":
 		m := r.Miss
-		if first, ok := shownRegex(shown, m.Regex, r.Name); ok {
-			fmt.Fprintf(b, "  - %s: regex does not match (the same as %s's)\n", r.Name, first)
+		if m.SameAs != "" {
+			fmt.Fprintf(b, "  - %s: regex does not match (the same as %s's)\n", r.Name, m.SameAs)
 			return
 		}
 		fmt.Fprintf(b, "  - %s: regex does not match\n", r.Name)
@@ -142,17 +142,8 @@ func labelText(ls []Label) string {
 	return "{" + strings.Join(parts, ", ") + "}"
 }
 
-// shownRegex reports the rule under which regex was explained, or notes rule as that one.
-func shownRegex(shown map[string]string, regex, rule string) (string, bool) {
-	first, ok := shown["regex\x00"+regex]
-	if !ok {
-		shown["regex\x00"+regex] = rule
-	}
-	return first, ok
-}
-
 // writeCaptures writes a set of captures unless an earlier rule of the line showed it.
-func writeCaptures(b *strings.Builder, what string, cs []Capture, shown map[string]string) {
+func writeCaptures(b *strings.Builder, what string, cs []Capture, shown map[string]bool) {
 	if len(cs) == 0 {
 		return
 	}
@@ -168,8 +159,8 @@ func writeCaptures(b *strings.Builder, what string, cs []Capture, shown map[stri
 			fmt.Fprintf(&line, " %s=%s", c.Name, strconv.Quote(c.Value))
 		}
 	}
-	if s := line.String(); shown[s] == "" {
-		shown[s] = what
+	if s := line.String(); !shown[s] {
+		shown[s] = true
 		b.WriteString(s)
 		b.WriteByte('\n')
 	}
