@@ -289,6 +289,12 @@ func (b *builder) health(cfg *config.Config) {
 		b.add(timeseries("Bytes behind by file", "Bytes of a followed file not read yet.", "bytes",
 			target1("max by (input, path) (logwindow_input_behind_bytes"+sel+")", "{{input}} {{path}}")), 8, 8)
 	}
+	if slices.ContainsFunc(cfg.Inputs, func(in config.Input) bool { return in.Syslog != "" }) {
+		b.add(timeseries("Datagrams/s by syslog input", "Received; taken whole without a syslog header (malformed); lost before parsing (dropped, by reason).", "short",
+			target{Expr: "sum by (input) (" + rate("logwindow_input_datagrams_total") + ")", Legend: "{{input}} received", Range: true},
+			target{Expr: "sum by (input) (" + rate("logwindow_input_malformed_datagrams_total") + ")", Legend: "{{input}} malformed", Range: true},
+			target{Expr: "sum by (input, reason) (" + rate("logwindow_input_dropped_datagrams_total") + ")", Legend: "{{input}} dropped ({{reason}})", Range: true}), 8, 8)
+	}
 	b.add(timeseries("Series vs budget by rule", "Live label sets over max_series_per_rule; at 100% new label sets fold into __overflow__.", "percentunit",
 		target1("max by (rule) (logwindow_rule_series"+sel+" / logwindow_rule_series_limit"+sel+")", "{{rule}}")), 12, 8)
 	b.add(stat("Last config reload", "1: the running rules are the file's; 0: the last reload was refused.", "none",

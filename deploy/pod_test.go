@@ -2,6 +2,7 @@ package deploy
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"io"
 	"io/fs"
@@ -9,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -256,6 +258,39 @@ func TestSyslogPod(t *testing.T) {
 	if got := strings.Count(out, `"GET /`); got != n {
 		t.Errorf("nginx's stdout holds %d access log lines, want %d", got, n)
 	}
+	// The dashboard --dashboard makes for the pod's rules selects only what the pod exposes.
+	dash, err := exec.Command(builtBinary(t), "--dashboard", "--config.file="+filepath.Join(pod.dir, "rules.yaml")).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A family may be absent only when its rule has counted nothing (the test's traffic
+	// has no 5xx and no upstream), as a window that holds no value is.
+	names, rules := dashboardMetrics(t, dash)
+	exposed := 0
+	for _, name := range names {
+		family := name
+		for _, suffix := range []string{"_bucket", "_sum", "_count"} {
+			if f, ok := strings.CutSuffix(name, suffix); ok && fams[f] != nil {
+				family = f
+			}
+		}
+		if fams[family] != nil {
+			exposed++
+			continue
+		}
+		rule := ""
+		for _, r := range rules {
+			if strings.HasPrefix(name, r+"_") && len(r) > len(rule) {
+				rule = r
+			}
+		}
+		if rule == "" || counterSum(fams[rule+"_total"]) > 0 {
+			t.Errorf("the dashboard of the pod's rules selects %s, which the pod does not expose", name)
+		}
+	}
+	if exposed < len(names)/2 {
+		t.Errorf("%d of the %d metrics the dashboard selects are exposed", exposed, len(names))
+	}
 	t.Logf("%d requests: counted %v, %v datagrams, %d lines on nginx's stdout, no file written", n,
 		counterSum(fams["nginx_http_requests_total"]), counterSum(fams["logwindow_input_datagrams_total"]), strings.Count(out, `"GET /`))
 }
@@ -357,3 +392,31 @@ func TestFileRotationPod(t *testing.T) {
 	}
 	t.Logf("%d requests counted across %d rotations (the exporter counted %v); the volume peaked at %d bytes (limit %d per file)", rounds*perRound, rotated, rotations, peak, maxBytes)
 }
+
+// dashboardMetrics returns the metric names a dashboard's panel queries select, and the
+// rules its rows are titled by.
+func dashboardMetrics(t *testing.T, dashboardJSON []byte) (names, rules []string) {
+	t.Helper()
+	var d dashboard
+	if err := json.Unmarshal(dashboardJSON, &d); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, p := range d.Panels {
+		if p.Type == "row" {
+			rules = append(rules, p.Title)
+		}
+		for _, tg := range p.Targets {
+			for _, m := range selectorRe.FindAllStringSubmatch(tg.Expr, -1) {
+				if !seen[m[1]] {
+					seen[m[1]] = true
+					names = append(names, m[1])
+				}
+			}
+		}
+	}
+	return names, rules
+}
+
+// selectorRe finds a metric name followed by its label matchers in PromQL.
+var selectorRe = regexp.MustCompile(`([a-zA-Z_:][a-zA-Z0-9_:]*)\{`)
