@@ -5,9 +5,16 @@ package main
 // from the start, window labels are as written.
 
 import (
+	"encoding/json"
 	"fmt"
+	"html"
+	"io"
+	"math/rand/v2"
+	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -127,4 +134,237 @@ func TestProcessCountersAndSeries(t *testing.T) {
 			{"http_server_errors_total", nil, 9},
 		})
 	})
+}
+
+// An input whose path matches no file: a warning at start, at reload and from
+// --config.check; logwindow_input_files 0 until the file appears, then 1; the exporter is
+// ready meanwhile. Lines no rule matches are counted exactly.
+func TestProcessMissingInputAndUnmatchedLines(t *testing.T) {
+	bin := testexec.BuildExporter(t, false)
+	dir := t.TempDir()
+	logPath := filepath.Join(dir, "acess.log") // the typo the warning is for
+	cfgPath := filepath.Join(dir, "rules.yaml")
+	rules := strings.ReplaceAll(`
+inputs: [{name: web, path: LOGFILE}]
+rules:
+  - {name: http_server_errors, match: '" (?P<status>[0-9]{3}) ', where: {status: '^5'}}
+`, "LOGFILE", logPath)
+	if err := os.WriteFile(cfgPath, []byte(rules), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	warning := fmt.Sprintf(`input "web": path %q matches no file; it is followed once one appears, and logwindow_input_files{input="web"} is 0 until then`, logPath)
+
+	t.Run("config.check", func(t *testing.T) {
+		out, err := exec.Command(bin, "--config.file="+cfgPath, "--config.check").CombinedOutput()
+		if err != nil {
+			t.Fatalf("--config.check: %v\n%s", err, out)
+		}
+		if want := cfgPath + ": warning: " + warning + "\n"; !strings.Contains(string(out), want) {
+			t.Errorf("--config.check said:\n%s\nwant the line:\n%s", out, want)
+		}
+	})
+
+	p := startProcess(t, bin, "--config.file="+cfgPath, "--input.poll-interval=50ms", "--web.enable-lifecycle")
+	warnings := func() int {
+		n := 0
+		for _, l := range strings.Split(p.logs.String(), "\n") {
+			var entry struct{ Level, Msg string }
+			if json.Unmarshal([]byte(l), &entry) == nil && entry.Level == "WARN" && entry.Msg == warning {
+				n++
+			}
+		}
+		return n
+	}
+	// Listening is logged after the inputs started, so the start's warning is in already.
+	if n := warnings(); n != 1 {
+		t.Errorf("%d warnings at start, want 1:\n%s", n, p.logs)
+	}
+	if code := httpStatus(t, p.url+"/-/ready", http.MethodGet); code != http.StatusOK {
+		t.Errorf("/-/ready = %d with the input's file missing, want 200", code)
+	}
+	m, _ := p.scrape()
+	checkSamples(t, m, []sampleWant{{"logwindow_input_files", map[string]string{"input": "web"}, 0}})
+	if code := httpStatus(t, p.url+"/-/reload", http.MethodPost); code != http.StatusOK {
+		t.Fatalf("reload = %d", code)
+	}
+	// The log arrives through a pipe: wait for the reload's own message before counting.
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(p.logs.String(), `"msg":"configuration reloaded"`); {
+		if time.Now().After(deadline) {
+			t.Fatalf("no reload logged:\n%s", p.logs)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := warnings(); n != 2 {
+		t.Errorf("%d warnings after a reload, want 2:\n%s", n, p.logs)
+	}
+
+	lines := []string{
+		`1.2.3.4 - - [x] "GET / HTTP/1.1" 500 5 "-" "-"`,
+		`1.2.3.4 - - [x] "GET / HTTP/1.1" 200 5 "-" "-"`, // matched by the regex, not by where
+		`garbage`,
+		`1.2.3.4 - - [x] "GET / HTTP/1.1" 503 5 "-" "-"`,
+		``,
+	}
+	writeFileLines(t, logPath, strings.Join(lines, "\n"), 10)
+	m = p.waitForLines(50)
+	checkSamples(t, m, []sampleWant{
+		{"logwindow_input_files", map[string]string{"input": "web"}, 1},
+		{"logwindow_input_unmatched_lines_total", map[string]string{"input": "web"}, 30},
+		{"http_server_errors_total", nil, 20},
+	})
+}
+
+// httpStatus sends an empty request and returns the status code.
+func httpStatus(t *testing.T, url, method string) int {
+	t.Helper()
+	req, err := http.NewRequest(method, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// Warm start: the exporter is killed and started again with start_at: end; at once, before
+// any new line, its 1m and 5m windows equal a naive count of the file's lines, and its
+// _total counts none of them (they were counted by the process that read them first).
+func TestProcessWarmStart(t *testing.T) {
+	bin := testexec.BuildExporter(t, false)
+	dir := t.TempDir()
+	logPath := filepath.Join(dir, "access.log")
+	cfgPath := filepath.Join(dir, "rules.yaml")
+	rules := strings.ReplaceAll(`
+global: {windows: [1m, 5m]}
+inputs: [{name: web, path: LOGFILE, start_at: end}]
+rules:
+  - name: http_requests
+    match: '^[^ ]+ [^ ]+ [^ ]+ \[(?P<time_local>[^\]]+)\] "[^"]*" (?P<status>[0-9]{3}) '
+    labels: {status: '${status}'}
+    timestamp: {capture: time_local, layout: '02/Jan/2006:15:04:05 -0700'}
+`, "LOGFILE", logPath)
+	if err := os.WriteFile(cfgPath, []byte(rules), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var times []int64
+	var codes []int
+	rng := rand.New(rand.NewPCG(15, 5))
+	// write appends n lines spread over the span seconds before now, none ahead of it.
+	write := func(n int, span int64) {
+		now := time.Now().Unix()
+		var b strings.Builder
+		for i := range n {
+			at := now - span + int64(i)*span/int64(n) + rng.Int64N(11) - 5
+			at = min(at, now)
+			code := []int{200, 200, 404, 500}[rng.IntN(4)]
+			b.WriteString(eventLine(at, time.UTC, code) + "\n")
+			times, codes = append(times, at), append(codes, code)
+		}
+		f, err := os.OpenFile(logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		if _, err := f.WriteString(b.String()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	args := []string{"--config.file=" + cfgPath, "--input.poll-interval=50ms"}
+	write(3000, 400) // older than the process: only a warm start brings them
+	first := startProcess(t, bin, args...)
+	write(200, 20)
+	first.waitForLines(200)
+	_ = first.Kill()
+	write(300, 30) // while no exporter runs
+
+	second := startProcess(t, bin, args...)
+	// Ready once every file is opened, positioned and backfilled.
+	for deadline := time.Now().Add(20 * time.Second); httpStatus(t, second.url+"/-/ready", http.MethodGet) != http.StatusOK; {
+		if time.Now().After(deadline) {
+			t.Fatalf("not ready after 20s:\n%s", second.logs)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	m, at := second.scrape()
+	for _, status := range []int{200, 404, 500} {
+		for _, w := range []struct {
+			label string
+			secs  int64
+		}{{"1m", 60}, {"5m", 300}} {
+			want := 0.0
+			for i, ti := range times {
+				if codes[i] == status && ti > at-w.secs && ti <= at {
+					want++
+				}
+			}
+			labels := map[string]string{"status": fmt.Sprint(status), "window": w.label}
+			if got := value(m, "http_requests_window", labels); got != want {
+				t.Errorf("%v at %d = %v, want %v", labels, at, got, want)
+			}
+		}
+		if got := value(m, "http_requests_total", map[string]string{"status": fmt.Sprint(status)}); got != 0 {
+			t.Errorf("total of %d = %v, want 0", status, got)
+		}
+	}
+}
+
+// Every link of the landing page answers 200 (the profiling links included: profiles are
+// served), and a build without -ldflags reports the module's version from its build info,
+// the one `go version -m` reads from the binary.
+func TestProcessLandingPageAndVersion(t *testing.T) {
+	bin := testexec.BuildExporter(t, false)
+	dir := t.TempDir()
+	cfgPath := filepath.Join(dir, "rules.yaml")
+	if err := os.WriteFile(cfgPath, []byte("inputs: [{path: "+filepath.Join(dir, "a.log")+"}]\nrules: [{name: lines, match: x}]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p := startProcess(t, bin, "--config.file="+cfgPath)
+	resp, err := http.Get(p.url + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	links := regexp.MustCompile(`href="([^"]+)"`).FindAllStringSubmatch(string(page), -1)
+	checked := 0
+	for _, l := range links {
+		href := html.UnescapeString(l[1])
+		if strings.HasPrefix(href, "http") || strings.HasSuffix(href, ".css") {
+			continue // off-site links and the stylesheet
+		}
+		href = "/" + strings.TrimPrefix(strings.ReplaceAll(href, "seconds=60", "seconds=1"), "/")
+		if code := httpStatus(t, p.url+href, http.MethodGet); code != http.StatusOK {
+			t.Errorf("landing page link %s answers %d", href, code)
+		}
+		checked++
+	}
+	if !strings.Contains(string(page), "debug/pprof/heap") || checked < 5 {
+		t.Errorf("checked %d links; the page has no profiling link or too few links:\n%s", checked, page)
+	}
+
+	out, err := exec.Command("go", "version", "-m", bin).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^\s+mod\s+\S+\s+(\S+)`).FindSubmatch(out)
+	if m == nil {
+		t.Fatalf("no module version in:\n%s", out)
+	}
+	want := strings.TrimPrefix(string(m[1]), "v")
+	got, err := exec.Command(bin, "--version").CombinedOutput()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(got), "version "+want+" ") {
+		t.Errorf("--version says:\n%s\nwant version %s (the module's, from its build info)", got, want)
+	}
+	if !strings.Contains(string(page), "version="+want+",") {
+		t.Errorf("the landing page does not show version %s", want)
+	}
 }

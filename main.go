@@ -70,6 +70,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		maxLineBytes  = app.Flag("input.max-line-bytes", "Lines longer than this are skipped and counted.").Default("65536").Int()
 		rotationGrace = app.Flag("input.rotation-grace", "How long a rotated-away file keeps being read after its last line.").Default("5s").Duration()
 		pollInterval  = app.Flag("input.poll-interval", "How often files are checked for growth, rotation and truncation when no change event arrives.").Default("250ms").Duration()
+		backfill      = app.Flag("input.backfill-bytes", "At start, how far back from the end of a file with start_at: end to read to fill the windows of event-time rules (0: off).").Default("256MiB").Bytes()
 		webFlags      = kingpinflag.AddFlags(app, defaultListenAddress)
 	)
 	logConfig := &promslog.Config{}
@@ -107,6 +108,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	if *configCheck {
+		for _, w := range pipeline.MissingInputs(cfg) {
+			fmt.Fprintf(stderr, "%s: warning: %s\n", *configFile, w)
+		}
 		fmt.Fprintf(stdout, "%s: %d rules, %d inputs: OK\n", *configFile, len(cfg.Rules), len(cfg.Inputs))
 		return 0
 	}
@@ -125,6 +129,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		MaxLineBytes:  *maxLineBytes,
 		RotationGrace: *rotationGrace,
 		PollInterval:  *pollInterval,
+		BackfillBytes: int64(*backfill),
 	}
 	if *explainFile != "" {
 		lines, err := pipeline.Explain(cfg, *explainFile, *explainLines, opts)

@@ -28,6 +28,8 @@ type InputStats struct {
 	Syslog *syslog.Stats
 	// MalformedLines counts lines its fields rules could not read (parser.Parse false).
 	MalformedLines uint64
+	// Unmatched counts the lines of the input's format that no rule matched.
+	Unmatched uint64
 }
 
 // ReloadStats is the outcome of the latest config (re)load.
@@ -72,6 +74,7 @@ type Collector struct {
 type selfDescs struct {
 	matched, dropped, series, limit, overflow                               *prometheus.Desc
 	inputLines, tooLong, rotations, truncations, inputErrs, polling, behind *prometheus.Desc
+	inputFiles, unmatched                                                   *prometheus.Desc
 	reloadOK, reloadTime, collectErrs                                       *prometheus.Desc
 }
 
@@ -95,6 +98,8 @@ func NewCollector(opts CollectorOptions) *Collector {
 			inputErrs:   prometheus.NewDesc("logwindow_input_errors_total", "Errors while following the input; each is logged and retried.", input, nil),
 			polling:     prometheus.NewDesc("logwindow_input_polling", "1 while the input has no inotify instance (e.g. the per-user instance limit is reached) and sees changes only by polling, up to --input.poll-interval later; a directory whose watch cannot be added is polled too and counted in errors.", input, nil),
 			behind:      prometheus.NewDesc("logwindow_input_behind_bytes", "Bytes of the file not read yet.", []string{"input", "path"}, nil),
+			inputFiles:  prometheus.NewDesc("logwindow_input_files", "Files the input follows now (paths with an open file); 0 when its path matches no file, which is logged as a warning at start and on reload.", input, nil),
+			unmatched:   prometheus.NewDesc("logwindow_input_unmatched_lines_total", "Lines of the input that no rule matched (a line not of the input's format is counted as malformed instead).", input, nil),
 			reloadOK:    prometheus.NewDesc("logwindow_config_last_reload_successful", "Whether the last configuration load succeeded (1) or was refused (0).", nil, nil),
 			reloadTime:  prometheus.NewDesc("logwindow_config_last_reload_success_timestamp_seconds", "Unix time of the last successful configuration load.", nil, nil),
 			collectErrs: prometheus.NewDesc("logwindow_collect_errors_total", "Series (once per scrape) and self-metrics left out of scrapes because they could not be exported.", nil, nil),
@@ -320,9 +325,14 @@ func (c *Collector) collectInputs(e emitter, inputs []InputStats) {
 		sum.Truncations += in.Truncations
 		sum.Errors += in.Errors
 		sum.Polling = sum.Polling || in.Polling
+		sum.Unmatched += in.Unmatched
 		for _, f := range in.Files {
 			behind[fileKey{name, validUTF8(f.Path)}] += f.BytesBehind
 		}
+	}
+	files := map[string]int{}
+	for k := range behind {
+		files[k.input]++
 	}
 	for name, in := range byInput {
 		e.emit(c.self.inputLines, prometheus.CounterValue, float64(in.LinesRead), name)
@@ -331,6 +341,8 @@ func (c *Collector) collectInputs(e emitter, inputs []InputStats) {
 		e.emit(c.self.truncations, prometheus.CounterValue, float64(in.Truncations), name)
 		e.emit(c.self.inputErrs, prometheus.CounterValue, float64(in.Errors), name)
 		e.emit(c.self.polling, prometheus.GaugeValue, boolValue(in.Polling), name)
+		e.emit(c.self.inputFiles, prometheus.GaugeValue, float64(files[name]), name)
+		e.emit(c.self.unmatched, prometheus.CounterValue, float64(in.Unmatched), name)
 	}
 	for k, b := range behind {
 		e.emit(c.self.behind, prometheus.GaugeValue, float64(b), k.input, k.path)

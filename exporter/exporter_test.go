@@ -496,8 +496,8 @@ func TestSelfMetrics(t *testing.T) {
 		name: "inputs sharing a name are summed, invalid UTF-8 in paths replaced",
 		inputs: []InputStats{
 			{Input: "nginx", Stats: follow.Stats{LinesRead: 10, TooLong: 1, Rotations: 2, Truncations: 3, Errors: 4,
-				Files: []follow.FileStats{{Path: "/a.log", BytesBehind: 5}, {Path: "/b\xff.log", BytesBehind: 6}}}},
-			{Input: "nginx", Stats: follow.Stats{LinesRead: 1, Polling: true, Files: []follow.FileStats{{Path: "/a.log", BytesBehind: 7}}}},
+				Files: []follow.FileStats{{Path: "/a.log", BytesBehind: 5}, {Path: "/b\xff.log", BytesBehind: 6}}}, Unmatched: 5},
+			{Input: "nginx", Stats: follow.Stats{LinesRead: 1, Polling: true, Files: []follow.FileStats{{Path: "/a.log", BytesBehind: 7}}}, Unmatched: 1},
 			{Input: "app", Stats: follow.Stats{LinesRead: 2}},
 		},
 		reload: ReloadStats{Successful: false, LastSuccess: time.Unix(1500, 500e6)},
@@ -530,6 +530,14 @@ logwindow_input_polling{input="nginx"} 1
 # TYPE logwindow_input_behind_bytes gauge
 logwindow_input_behind_bytes{input="nginx",path="/a.log"} 12
 logwindow_input_behind_bytes{input="nginx",path="/b` + "\uFFFD" + `.log"} 6
+# HELP logwindow_input_files Files the input follows now (paths with an open file); 0 when its path matches no file, which is logged as a warning at start and on reload.
+# TYPE logwindow_input_files gauge
+logwindow_input_files{input="app"} 0
+logwindow_input_files{input="nginx"} 2
+# HELP logwindow_input_unmatched_lines_total Lines of the input that no rule matched (a line not of the input's format is counted as malformed instead).
+# TYPE logwindow_input_unmatched_lines_total counter
+logwindow_input_unmatched_lines_total{input="app"} 0
+logwindow_input_unmatched_lines_total{input="nginx"} 6
 # HELP logwindow_config_last_reload_successful Whether the last configuration load succeeded (1) or was refused (0).
 # TYPE logwindow_config_last_reload_successful gauge
 logwindow_config_last_reload_successful 0
@@ -556,7 +564,8 @@ logwindow_config_last_reload_successful 0
 			})
 			names := []string{"logwindow_input_lines_total", "logwindow_input_too_long_lines_total",
 				"logwindow_input_rotations_total", "logwindow_input_truncations_total", "logwindow_input_errors_total",
-				"logwindow_input_polling", "logwindow_input_behind_bytes", "logwindow_config_last_reload_successful",
+				"logwindow_input_polling", "logwindow_input_behind_bytes", "logwindow_input_files", "logwindow_input_unmatched_lines_total",
+				"logwindow_config_last_reload_successful",
 				"logwindow_config_last_reload_success_timestamp_seconds"}
 			if err := testutil.CollectAndCompare(c, strings.NewReader(tc.want), names...); err != nil {
 				t.Error(err)

@@ -14,11 +14,23 @@ import (
 type Sink struct {
 	rules            []ruleEntry
 	processing, wall int64
+	// backfill: a warm start's sink (NewBackfillSink).
+	backfill bool
 }
 
 // NewSink returns a Sink writing to s.
 func (s *Set) NewSink() *Sink {
 	return &Sink{rules: s.rules}
+}
+
+// NewBackfillSink returns a Sink for a warm start: lines a file held before the exporter
+// started, read again so that event-time windows are right at once. Their events go into
+// the windows of event-time rules only: not into any `_total` or self-metric (they were
+// counted by the process that read them first, and a counter reset must stay a clean
+// reset for rate()), and not into processing-time rules, whose lines have no time of
+// their own to be placed by.
+func (s *Set) NewBackfillSink() *Sink {
+	return &Sink{rules: s.rules, backfill: true}
 }
 
 // SetNow sets, in Unix seconds, the clocks the events that follow are placed and judged by,
@@ -32,8 +44,11 @@ func (k *Sink) SetNow(processing, wall int64) { k.processing, k.wall = processin
 // processing second.
 func (k *Sink) Event(e *parser.Event) {
 	r := &k.rules[e.Rule]
+	if k.backfill && !e.HasTime {
+		return
+	}
 	now, at := k.clocks(e)
-	r.store.observe(e.Key, e.Labels, now, at, e.Value, r.budget, false)
+	r.store.observe(e.Key, e.Labels, now, at, e.Value, r.budget, k.backfill)
 }
 
 // clocks gives the second e is judged at and the second it belongs to.
@@ -46,7 +61,7 @@ func (k *Sink) clocks(e *parser.Event) (now, at int64) {
 
 // Drop counts a line the parser matched but could not turn into an event.
 func (k *Sink) Drop(rule int, why parser.DropReason) {
-	if int(why) < numParserReasons {
+	if int(why) < numParserReasons && !k.backfill {
 		k.rules[rule].store.parserDrops[why].Add(1)
 	}
 }

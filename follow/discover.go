@@ -164,6 +164,7 @@ func (f *Follower) track(path string, initial bool) (id fileID, exists, isOpen b
 	if size, ok := f.atStart[id]; ok {
 		if !f.o.FromBeginning {
 			t.positionAt(min(size, fi.Size()))
+			t.backfill = f.o.Backfill != nil
 		}
 		delete(f.atStart, id)
 	}
@@ -173,6 +174,9 @@ func (f *Follower) track(path string, initial bool) (id fileID, exists, isOpen b
 	if !dup {
 		f.byID[id] = t // from here on, t belongs to the reader
 		f.files = append(f.files, t)
+		if t.backfill {
+			f.backfills.Add(1)
+		}
 	}
 	f.mu.Unlock()
 	if dup {

@@ -3,6 +3,7 @@ package follow
 import (
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -58,6 +59,11 @@ type Options struct {
 	PollInterval time.Duration
 	// Logger receives rotations, truncations and errors; nil discards them.
 	Logger *slog.Logger
+	// Backfill, when set, is called once for each file present at Start and positioned
+	// at its end, with the file and that offset, from the reading goroutine before the
+	// file's first line: the caller may read what precedes the offset (a warm start of
+	// windows). Ready waits for it.
+	Backfill func(path string, file io.ReaderAt, end int64)
 
 	now      func() time.Time                    // a test clock for the grace period
 	noNotify bool                                // tests force polling
@@ -186,9 +192,10 @@ type Follower struct {
 	watchFailed map[string]string // directory → error already counted and logged
 	atStart     map[fileID]int64  // size at Start of files present then, for start at end
 
-	ready    atomic.Bool
-	stopping atomic.Bool
-	turns    atomic.Uint64 // turns of the reader over all files, for tests that must see one complete
+	ready     atomic.Bool
+	backfills atomic.Int64 // Backfill calls still due
+	stopping  atomic.Bool
+	turns     atomic.Uint64 // turns of the reader over all files, for tests that must see one complete
 
 	stop     chan struct{}
 	wake     chan struct{}
@@ -237,8 +244,9 @@ func Start(opts Options, h Handler) (*Follower, error) {
 }
 
 // Ready reports whether every file the input names has been opened and
-// positioned at least once. It stays true afterwards.
-func (f *Follower) Ready() bool { return f.ready.Load() }
+// positioned at least once, and backfilled when Options.Backfill asks. It stays
+// true afterwards.
+func (f *Follower) Ready() bool { return f.ready.Load() && f.backfills.Load() == 0 }
 
 // Stats returns a snapshot of the counters and of the lag per path.
 func (f *Follower) Stats() Stats {
@@ -329,6 +337,11 @@ func (f *Follower) readAll() (more bool) {
 	for i, t := range turn {
 		if f.stopping.Load() {
 			return false
+		}
+		if t.backfill {
+			t.backfill = false
+			f.o.Backfill(paths[i], t.f, t.off)
+			f.backfills.Add(-1)
 		}
 		m := f.step(t, paths[i])
 		more = more || m

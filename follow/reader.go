@@ -57,6 +57,9 @@ type tracked struct {
 	readErr  string    // error already counted
 
 	done atomic.Int64 // offset up to which lines were handed on or skipped
+
+	// backfill: Options.Backfill is still to be called for what precedes off.
+	backfill bool
 }
 
 // rewritten reports whether what was read is no longer in the file: it is

@@ -3,12 +3,14 @@ package pipeline
 import (
 	"errors"
 	"fmt"
+	"path/filepath"
 	"sync/atomic"
 
 	"github.com/logwindow/logwindow_exporter/config"
 	"github.com/logwindow/logwindow_exporter/cri"
 	"github.com/logwindow/logwindow_exporter/exporter"
 	"github.com/logwindow/logwindow_exporter/follow"
+	"github.com/logwindow/logwindow_exporter/parser"
 	"github.com/logwindow/logwindow_exporter/syslog"
 )
 
@@ -23,18 +25,44 @@ type input struct {
 	// Exactly one of follower and listener is set.
 	follower *follow.Follower
 	listener *syslog.Listener
-	// Touched only by the follower's goroutine, which picks up a new generation at the
-	// first line after a reload.
-	gen  *generation
-	sink *exporter.Sink
-	name string // the input's name in gen's config, for rules' inputs: restriction
+	// bound is what the input's reading goroutine writes to: the generation it picked up
+	// at the first line after a reload. A reload clears it, so that an input that receives
+	// no line does not keep the previous generation (its parser and stores) alive.
+	bound atomic.Pointer[binding]
 	// malformed counts lines the parser found not to be of the input's format, or not
-	// CRI lines on a cri input.
-	malformed atomic.Uint64
+	// CRI lines on a cri input; unmatched the lines of the input's format that no rule
+	// matched.
+	malformed, unmatched atomic.Uint64
 	// cri joins the partial lines of a wrapper: cri input (nil otherwise); used by the
 	// follower's goroutine only. tooLong counts joined messages past the line cap.
 	cri     *cri.Joiner
 	tooLong atomic.Uint64
+}
+
+// binding is an input's view of one generation.
+type binding struct {
+	gen  *generation
+	sink lineSink
+	name string // the input's name in gen's config, for rules' inputs: restriction
+}
+
+// lineSink passes a line's events and drops on to the Set's sink and notes whether any
+// rule matched the line, which is how unmatched lines are counted without a second pass.
+type lineSink struct {
+	*exporter.Sink
+	matched bool
+}
+
+// Event passes e on.
+func (s *lineSink) Event(e *parser.Event) {
+	s.matched = true
+	s.Sink.Event(e)
+}
+
+// Drop passes the drop on: the rule matched the line, it just could not count it.
+func (s *lineSink) Drop(rule int, why parser.DropReason) {
+	s.matched = true
+	s.Sink.Drop(rule, why)
 }
 
 // unwrap returns what the parser is to read of a line: for a cri input, the message
@@ -94,11 +122,12 @@ func (in *input) stats() exporter.InputStats {
 			Stats:          follow.Stats{LinesRead: s.Lines, TooLong: s.TooLong, Errors: s.Errors},
 			Syslog:         &s,
 			MalformedLines: in.malformed.Load(),
+			Unmatched:      in.unmatched.Load(),
 		}
 	}
 	st := in.follower.Stats()
 	st.TooLong += in.tooLong.Load()
-	return exporter.InputStats{Input: in.label, Stats: st, MalformedLines: in.malformed.Load()}
+	return exporter.InputStats{Input: in.label, Stats: st, MalformedLines: in.malformed.Load(), Unmatched: in.unmatched.Load()}
 }
 
 // syncInputs starts the inputs of cfg that are not running and stops those cfg no longer
@@ -153,7 +182,9 @@ func (p *Pipeline) startInput(ci config.Input) (*input, error) {
 		in.listener = l
 		return in, nil
 	}
-	f, err := follow.Start(p.followOptions(ci.Path, ci.StartAt == config.StartAtBeginning), in.handle(p))
+	opts := p.followOptions(ci.Path, ci.StartAt == config.StartAtBeginning)
+	opts.Backfill = p.warmStart(ci)
+	f, err := follow.Start(opts, in.handle(p))
 	if err != nil {
 		return nil, err
 	}
@@ -177,18 +208,51 @@ func (p *Pipeline) followOptions(path string, fromBeginning bool) follow.Options
 // clock reading) as now for processing-time and event-time rules.
 func (in *input) handle(p *Pipeline) follow.Handler {
 	return func(path string, line []byte) {
-		if g := p.gen.Load(); g != in.gen {
-			in.gen, in.sink, in.name = g, g.set.NewSink(), g.inputName(in.source)
-		}
 		msg, wrapperTime, ok := in.unwrap(path, line)
 		if !ok {
 			return
 		}
-		in.sink.SetNow(p.clock.read())
-		if !in.gen.parser.ParseWrapped(in.name, msg, wrapperTime, in.sink) {
+		g := p.gen.Load()
+		b := in.bound.Load()
+		if b == nil || b.gen != g {
+			b = &binding{gen: g, sink: lineSink{Sink: g.set.NewSink()}, name: g.inputName(in.source)}
+			in.bound.Store(b)
+		}
+		b.sink.SetNow(p.clock.read())
+		b.sink.matched = false
+		switch {
+		case !g.parser.ParseWrapped(b.name, msg, wrapperTime, &b.sink):
 			in.malformed.Add(1)
+		case !b.sink.matched:
+			in.unmatched.Add(1)
+		}
+		// A reload between the Load of the generation and the Store of the binding would
+		// leave the old generation bound after the reload cleared it: let it go.
+		if p.gen.Load() != g {
+			in.bound.CompareAndSwap(b, nil)
 		}
 	}
+}
+
+// release drops the input's binding to a generation that is no longer current; the next
+// line binds the current one.
+func (in *input) release() { in.bound.Store(nil) }
+
+// MissingInputs words a warning for every file input of cfg whose path matches no file
+// now: such an input is followed all the same (the file may appear later), but a mistyped
+// path would otherwise give a healthy exporter with forever empty panels.
+func MissingInputs(cfg *config.Config) []string {
+	var out []string
+	for _, ci := range cfg.Inputs {
+		if ci.Path == "" {
+			continue // a socket
+		}
+		if matches, err := filepath.Glob(ci.Path); err == nil && len(matches) > 0 {
+			continue
+		}
+		out = append(out, fmt.Sprintf("input %q: path %q matches no file; it is followed once one appears, and logwindow_input_files{input=%q} is 0 until then", labelOf(ci), ci.Path, labelOf(ci)))
+	}
+	return out
 }
 
 // maxLineBytes is the line cap of opts, which also caps a joined CRI message.

@@ -33,6 +33,9 @@ type Options struct {
 	MaxLineBytes  int
 	RotationGrace time.Duration
 	PollInterval  time.Duration
+	// BackfillBytes bounds how far back from its end a file is read at start to fill the
+	// windows of event-time rules (warm start); 0 turns the warm start off.
+	BackfillBytes int64
 }
 
 // generation is one loaded config with the parser and series state built from it. The
@@ -67,6 +70,7 @@ type Pipeline struct {
 
 	mu          sync.Mutex        // serialises reloads and Stop; guards the fields below
 	inputs      map[string]*input // by config.Input.Source
+	starting    bool              // Start is starting the inputs: warm start applies
 	stopped     bool
 	reloadOK    bool
 	lastSuccess time.Time
@@ -87,9 +91,13 @@ func Start(cfg *config.Config, opts Options) (*Pipeline, error) {
 	}
 	p := &Pipeline{opts: opts, clock: newClock(opts.Now), inputs: map[string]*input{}}
 	p.gen.Store(gen)
+	p.warnMissing(cfg)
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if err := p.syncInputs(cfg); err != nil {
+	p.starting = true
+	err = p.syncInputs(cfg)
+	p.starting = false
+	if err != nil {
 		p.stopInputs(nil)
 		return nil, err
 	}
@@ -133,6 +141,10 @@ func (p *Pipeline) reload(cfg *config.Config) error {
 		return err
 	}
 	p.gen.Store(gen)
+	for _, in := range p.inputs {
+		in.release()
+	}
+	p.warnMissing(cfg)
 	if err := p.syncInputs(cfg); err != nil {
 		// The rules are in force; an input that cannot start is reported as a failed reload
 		// so the operator looks, while every other input keeps running.
@@ -141,6 +153,13 @@ func (p *Pipeline) reload(cfg *config.Config) error {
 	}
 	p.reloadOK, p.lastSuccess = true, p.opts.Now()
 	return nil
+}
+
+// warnMissing logs MissingInputs: at start and at every reload.
+func (p *Pipeline) warnMissing(cfg *config.Config) {
+	for _, w := range MissingInputs(cfg) {
+		p.opts.Logger.Warn(w)
+	}
 }
 
 // Ready reports whether every input has opened and positioned the files that exist, or

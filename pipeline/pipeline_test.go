@@ -2,11 +2,18 @@ package pipeline
 
 import (
 	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
 	"path/filepath"
+	"runtime"
+	"strings"
 	"testing"
 	"time"
+	"weak"
 
 	"github.com/logwindow/logwindow_exporter/config"
+	"github.com/logwindow/logwindow_exporter/exporter"
 )
 
 // A reload that arrives during shutdown (a SIGHUP racing SIGTERM) must not start followers
@@ -29,5 +36,162 @@ func TestReloadAfterStopRefused(t *testing.T) {
 	}
 	if n := len(p.inputs); n != 0 {
 		t.Errorf("%d inputs running after Stop and a reload", n)
+	}
+}
+
+// startFile starts a pipeline on rules (LOG replaced by a new file's path) and returns it
+// with the file's path; the pipeline stops when the test ends.
+func startFile(t *testing.T, rules string) (*Pipeline, string) {
+	t.Helper()
+	log := filepath.Join(t.TempDir(), "a.log")
+	if err := os.WriteFile(log, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Parse([]byte(strings.ReplaceAll(rules, "LOG", log)), "rules.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := Start(cfg, Options{Now: time.Now, PollInterval: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Stop)
+	return p, log
+}
+
+func appendTo(t *testing.T, path, text string) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.WriteString(text); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// waitRead waits until the pipeline's one input has handed on n lines.
+func waitRead(t *testing.T, p *Pipeline, n uint64) exporter.InputStats {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		s := p.inputStats()
+		if len(s) == 1 && s[0].LinesRead == n {
+			return s[0]
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("input stats %+v, want %d lines read", s, n)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// An input that receives no line after a reload must not keep the previous generation
+// (its parser and stores) reachable.
+func TestReloadReleasesPreviousGeneration(t *testing.T) {
+	p, log := startFile(t, "inputs: [{path: LOG}]\nrules: [{name: lines, match: x}]\n")
+	appendTo(t, log, "x\n")
+	waitRead(t, p, 1)
+	old := weak.Make(p.gen.Load())
+	next, err := config.Parse([]byte("inputs: [{path: "+log+"}]\nrules: [{name: other, match: y}]\n"), "rules.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Reload(next); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		runtime.GC()
+	}
+	if old.Value() != nil {
+		t.Error("the previous generation is still reachable after a reload with no line since")
+	}
+}
+
+// Unmatched lines are those no rule matched, filters included, counted per input exactly:
+// checked against each rule's regex and where filters applied to every line directly.
+func TestUnmatchedLines(t *testing.T) {
+	const rules = `
+inputs: [{name: web, path: LOG}]
+rules:
+  - {name: errors, match: 'status=(?P<s>\d+)', where: {s: '^5'}}
+  - {name: slow, match: 'took=(?P<t>\S+)', value: t}
+`
+	p, log := startFile(t, rules)
+	cfg := p.gen.Load().cfg
+	rng := rand.New(rand.NewPCG(15, 3))
+	var text strings.Builder
+	want := uint64(0)
+	const n = 2000
+	for range n {
+		var line string
+		switch rng.IntN(5) {
+		case 0:
+			line = fmt.Sprintf("status=%d", 200+rng.IntN(400))
+		case 1:
+			line = fmt.Sprintf("took=%d", rng.IntN(9))
+		case 2:
+			line = "took=bad" // matched by slow, dropped as a bad number: not unmatched
+		case 3:
+			line = fmt.Sprintf("status=%d took=%d", 200+rng.IntN(400), rng.IntN(9))
+		default:
+			line = "nothing here"
+		}
+		if !matchedByAny(cfg, line) {
+			want++
+		}
+		text.WriteString(line + "\n")
+	}
+	appendTo(t, log, text.String())
+	if got := waitRead(t, p, n).Unmatched; got != want {
+		t.Errorf("unmatched = %d, want %d", got, want)
+	}
+}
+
+// matchedByAny is the reference for unmatched lines: does a rule's regex match the line
+// with every where filter satisfied?
+func matchedByAny(cfg *config.Config, line string) bool {
+next:
+	for _, r := range cfg.Rules {
+		m := r.Regexp.FindStringSubmatch(line)
+		if m == nil {
+			continue
+		}
+		for _, w := range r.Where {
+			if !w.Regexp.MatchString(m[w.Capture]) {
+				continue next
+			}
+		}
+		return true
+	}
+	return false
+}
+
+// MissingInputs names each input whose path matches no file, by name or path.
+func TestMissingInputs(t *testing.T) {
+	dir := t.TempDir()
+	present := filepath.Join(dir, "present.log")
+	if err := os.WriteFile(present, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Parse([]byte(fmt.Sprintf(`
+inputs:
+  - {name: ok, path: %[1]s/present.log}
+  - {name: glob, path: %[1]s/*.log}
+  - {name: typo, path: %[1]s/acess.log}
+  - {path: %[1]s/none-*.log}
+rules: [{name: lines, match: x}]
+`, dir)), "rules.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := MissingInputs(cfg)
+	want := []string{
+		fmt.Sprintf(`input "typo": path %q matches no file; it is followed once one appears, and logwindow_input_files{input="typo"} is 0 until then`, dir+"/acess.log"),
+		fmt.Sprintf(`input %[1]q: path %[1]q matches no file; it is followed once one appears, and logwindow_input_files{input=%[1]q} is 0 until then`, dir+"/none-*.log"),
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("got:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }

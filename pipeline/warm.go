@@ -1,0 +1,142 @@
+package pipeline
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"io"
+	"slices"
+
+	"github.com/logwindow/logwindow_exporter/config"
+	"github.com/logwindow/logwindow_exporter/parser"
+)
+
+// DefaultBackfillBytes bounds how far back a warm start reads a file.
+const DefaultBackfillBytes = 256 << 20
+
+// probeBytes is how far a probe of the warm start reads to find a line with a time, and
+// its first step back from the end.
+const probeBytes = 64 << 10
+
+// warmStart returns the follower's Backfill for input ci at process start, or nil when no
+// warm start applies: start_at beginning (the whole file is read anyway), backfill off, a
+// wrapper: cri input (its lines need the joining of partial lines), or no event-time rule
+// reading this input. Its lines carry their own time, so the windows of those rules can
+// be filled from the end of the file; processing-time rules cannot be.
+func (p *Pipeline) warmStart(ci config.Input) func(path string, file io.ReaderAt, end int64) {
+	if !p.starting || ci.StartAt != config.StartAtEnd || p.opts.BackfillBytes <= 0 || ci.Wrapper != "" {
+		return nil
+	}
+	var longest int64
+	for _, r := range p.gen.Load().cfg.Rules {
+		if r.Timestamp != nil && (r.Inputs == nil || slices.Contains(r.Inputs, ci.Name)) {
+			longest = max(longest, r.Layout.Longest())
+		}
+	}
+	if longest == 0 {
+		return nil
+	}
+	return func(path string, file io.ReaderAt, end int64) {
+		g := p.gen.Load()
+		sink := g.set.NewBackfillSink()
+		processing, wall := p.clock.read()
+		sink.SetNow(processing, wall)
+		name := g.inputName(ci.Source())
+		from := backfillFrom(file, end, p.opts.BackfillBytes, wall-longest, g.parser, name, p.opts.MaxLineBytes)
+		lines := readLines(file, from, end, p.opts.MaxLineBytes, func(line []byte) { g.parser.Parse(name, line, sink) })
+		p.opts.Logger.Info("warm start: windows of event-time rules filled from the end of the file",
+			"path", path, "from", from, "to", end, "lines", lines)
+	}
+}
+
+// backfillFrom finds where a warm start reads from: going back from end in doubling steps,
+// the first offset whose next line with a time is at or before cutoff (older than every
+// window), or end−limit (or 0) when none is. Lines are in time order give or take a few
+// seconds, so what precedes that line is older still; at most twice the bytes needed are
+// read.
+func backfillFrom(file io.ReaderAt, end, limit, cutoff int64, ps *parser.Parser, input string, maxLine int) int64 {
+	floor := max(0, end-limit)
+	for step := int64(probeBytes); ; step *= 2 {
+		at := end - step
+		if at <= floor {
+			return floor
+		}
+		if t, ok := firstTime(file, at, min(end, at+probeBytes), ps, input, maxLine); ok && t <= cutoff {
+			return at
+		}
+	}
+}
+
+// firstTime is the time of the first complete line after offset from (before to) that an
+// event-time rule gives one.
+func firstTime(file io.ReaderAt, from, to int64, ps *parser.Parser, input string, maxLine int) (int64, bool) {
+	var found timeSink
+	readLines(file, from, to, maxLine, func(line []byte) {
+		if !found.seen {
+			ps.Parse(input, line, &found)
+		}
+	})
+	return found.time, found.seen
+}
+
+// timeSink keeps the time of the first event that has one.
+type timeSink struct {
+	time int64
+	seen bool
+}
+
+func (s *timeSink) Event(e *parser.Event) {
+	if e.HasTime && !s.seen {
+		s.time, s.seen = e.Time, true
+	}
+}
+
+func (s *timeSink) Drop(int, parser.DropReason) {}
+
+// readLines hands h every complete line between from and to, skipping the first when from
+// is inside a line (not at 0 and not after a newline) and lines longer than maxLine; it
+// returns the number of lines handed on. A read error ends it: a warm start is best effort.
+func readLines(file io.ReaderAt, from, to int64, maxLine int, h func(line []byte)) int {
+	if maxLine <= 0 {
+		maxLine = 64 << 10
+	}
+	skip := false
+	if from > 0 {
+		var b [1]byte
+		if _, err := file.ReadAt(b[:], from-1); err != nil {
+			return 0
+		}
+		skip = b[0] != '\n'
+	}
+	r := bufio.NewReaderSize(io.NewSectionReader(file, from, to-from), 64<<10)
+	var long []byte
+	tooLong := false
+	n := 0
+	for {
+		chunk, err := r.ReadSlice('\n')
+		if errors.Is(err, bufio.ErrBufferFull) {
+			if len(long)+len(chunk) > maxLine+1 {
+				tooLong, long = true, long[:0]
+			} else if !tooLong {
+				long = append(long, chunk...)
+			}
+			continue
+		}
+		if err != nil {
+			return n // EOF: a last line without newline is not complete
+		}
+		line := chunk
+		if len(long) > 0 || tooLong {
+			line = append(long, chunk...)
+		}
+		switch {
+		case skip:
+			skip = false
+		case tooLong || len(line)-1 > maxLine:
+		default:
+			h(bytes.TrimSuffix(line[:len(line)-1], []byte("\r")))
+			n++
+		}
+		long, tooLong = long[:0], false
+	}
+}

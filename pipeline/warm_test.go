@@ -1,0 +1,201 @@
+package pipeline
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/logwindow/logwindow_exporter/config"
+)
+
+const warmRules = `
+global: {windows: [1m, 5m, 15m]}
+inputs: [{name: web, path: LOG}]
+rules:
+  - name: requests
+    match: 'ts=(?P<ts>\S+) status=(?P<s>\d+)'
+    labels: {status: '${s}'}
+    timestamp: {capture: ts, layout: '2006-01-02T15:04:05Z07:00'}
+  - name: arrivals
+    match: 'status='
+`
+
+// warmLog is a log of the two hours before now, three lines a second on average, a few
+// seconds out of order; it returns the text and each line's time and status.
+func warmLog(now int64) (string, []int64, []string) {
+	rng := rand.New(rand.NewPCG(5, 15))
+	var b strings.Builder
+	var times []int64
+	var statuses []string
+	for t := now - 7200; t <= now; t++ {
+		for range rng.IntN(7) {
+			at := min(now, t-rng.Int64N(5))
+			s := []string{"200", "200", "404", "500"}[rng.IntN(4)]
+			fmt.Fprintf(&b, "ts=%s status=%s\n", time.Unix(at, 0).UTC().Format(time.RFC3339), s)
+			times, statuses = append(times, at), append(statuses, s)
+		}
+	}
+	return b.String(), times, statuses
+}
+
+// gatherPipeline returns every sample of p's collector by family and label text.
+func gatherPipeline(t *testing.T, p *Pipeline) map[string]float64 {
+	t.Helper()
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(p.Collector())
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]float64{}
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			out[mf.GetName()+labelText(m.GetLabel())] = m.GetCounter().GetValue() + m.GetGauge().GetValue()
+		}
+	}
+	return out
+}
+
+func labelText(pairs []*dto.LabelPair) string {
+	parts := make([]string, len(pairs))
+	for i, p := range pairs {
+		parts[i] = fmt.Sprintf("%s=%q", p.GetName(), p.GetValue())
+	}
+	return "{" + strings.Join(parts, ",") + "}"
+}
+
+// startWarm writes text to a new log, then starts a pipeline on warmRules at now with
+// the given backfill bound, and waits until it is ready (backfill done).
+func startWarm(t *testing.T, text string, now time.Time, backfill int64) (*Pipeline, *config.Config) {
+	t.Helper()
+	log := filepath.Join(t.TempDir(), "access.log")
+	if err := os.WriteFile(log, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Parse([]byte(strings.ReplaceAll(warmRules, "LOG", log)), "rules.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := Start(cfg, Options{Now: func() time.Time { return now }, PollInterval: 10 * time.Millisecond, BackfillBytes: backfill})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Stop)
+	for deadline := time.Now().Add(10 * time.Second); !p.Ready(); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("not ready after 10s")
+		}
+	}
+	return p, cfg
+}
+
+// TestWarmStart: at start, with start_at: end, the windows of the event-time rule equal a
+// naive count of the file's lines (1m and 5m exactly, 15m within the minute slot at its
+// old edge); nothing is added to a _total or to the processing-time rule.
+func TestWarmStart(t *testing.T) {
+	const nowSec = 1_700_000_000
+	now := time.Unix(nowSec, 0)
+	text, times, statuses := warmLog(nowSec)
+	for _, tc := range []struct {
+		name     string
+		backfill int64
+		// from is the offset of the first line the naive count includes.
+		from int
+	}{
+		{"whole windows", DefaultBackfillBytes, 0},
+		{"bounded by backfill bytes", 5000, strings.Index(text[len(text)-5000:], "\n") + 1 + len(text) - 5000},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, _ := startWarm(t, text, now, tc.backfill)
+			got := gatherPipeline(t, p)
+			// The lines at or after tc.from, by the offset each starts at.
+			first := strings.Count(text[:tc.from], "\n")
+			for _, s := range []string{"200", "404", "500"} {
+				for _, w := range []struct {
+					label string
+					secs  int64
+				}{{"1m", 60}, {"5m", 300}, {"15m", 900}} {
+					want, edge := 0.0, 0.0
+					lo := int64(nowSec) - w.secs + 1
+					edgeStart := lo - ((lo%60)+60)%60
+					for i := first; i < len(times); i++ {
+						if statuses[i] != s {
+							continue
+						}
+						if times[i] >= lo {
+							want++
+						}
+						if times[i] >= edgeStart && times[i] < edgeStart+60 {
+							edge++
+						}
+					}
+					slack := 0.0
+					if w.secs > 300 {
+						slack = edge
+					}
+					key := fmt.Sprintf(`requests_window{status=%q,window=%q}`, s, w.label)
+					if g := got[key]; math.Abs(g-want) > slack {
+						t.Errorf("%s = %v, want %v (± %v)", key, g, want, slack)
+					}
+				}
+				if key := fmt.Sprintf(`requests_total{status=%q}`, s); got[key] != 0 {
+					t.Errorf("%s = %v, want 0: backfilled lines are not counted again", key, got[key])
+				}
+			}
+			for _, key := range []string{`arrivals_total{}`, `arrivals_window{window="5m"}`, `logwindow_rule_matched_lines_total{rule="requests"}`, `logwindow_input_lines_total{input="web"}`} {
+				if got[key] != 0 {
+					t.Errorf("%s = %v, want 0", key, got[key])
+				}
+			}
+		})
+	}
+}
+
+// A reload does not warm-start: only the process start does.
+func TestWarmStartNotOnReload(t *testing.T) {
+	const nowSec = 1_700_000_000
+	text, _, _ := warmLog(nowSec)
+	p, cfg := startWarm(t, text, time.Unix(nowSec, 0), DefaultBackfillBytes)
+	if got := gatherPipeline(t, p)[`requests_window{status="200",window="5m"}`]; got == 0 {
+		t.Fatal("no warm start at all")
+	}
+	changed, err := config.Parse([]byte(strings.ReplaceAll(strings.ReplaceAll(warmRules, "LOG", cfg.Inputs[0].Path), "[1m, 5m, 15m]", "[1m, 5m, 10m]")), "rules.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Reload(changed); err != nil {
+		t.Fatal(err)
+	}
+	if got := gatherPipeline(t, p)[`requests_window{status="200",window="5m"}`]; got != 0 {
+		t.Errorf("5m window after a reload that changed the rule = %v, want 0 (no warm start on reload)", got)
+	}
+}
+
+// readLines hands on complete lines only, skips the one it starts inside and those over
+// the cap.
+func TestReadLines(t *testing.T) {
+	text := "first\nsecond line\n" + strings.Repeat("x", 100) + "\nthird\nunfinished"
+	r := strings.NewReader(text)
+	for _, tc := range []struct {
+		from int64
+		want string
+	}{
+		{0, "first|second line|third"},
+		{3, "second line|third"},
+		{6, "second line|third"},
+	} {
+		var got []string
+		readLines(r, tc.from, int64(len(text)), 20, func(l []byte) { got = append(got, string(l)) })
+		if strings.Join(got, "|") != tc.want {
+			t.Errorf("from %d: %q, want %q", tc.from, strings.Join(got, "|"), tc.want)
+		}
+	}
+}
