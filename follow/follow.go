@@ -101,9 +101,6 @@ type Stats struct {
 // FileStats describes what is being read under one path.
 type FileStats struct {
 	Path string
-	// Open counts the files read under Path: the current one and rotated
-	// ones still being read until idle.
-	Open int
 	// BytesBehind is what those files hold beyond what was handed on: the
 	// lag of a slow consumer.
 	BytesBehind int64
@@ -260,7 +257,6 @@ func (f *Follower) Stats() Stats {
 			fs = &FileStats{Path: t.path}
 			byPath[t.path] = fs
 		}
-		fs.Open++
 		if fi, err := t.f.Stat(); err == nil {
 			// A truncation not yet seen by the reader would give a negative lag.
 			fs.BytesBehind += max(0, fi.Size()-t.done.Load())

@@ -253,12 +253,15 @@ func waitFollowed(t *testing.T, f *Follower, w *os.File) {
 
 // openUnder reports how many files are open under path.
 func openUnder(f *Follower, path string) int {
-	for _, fs := range f.Stats().Files {
-		if fs.Path == path {
-			return fs.Open
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n := 0
+	for _, t := range f.files {
+		if t.path == path {
+			n++
 		}
 	}
-	return 0
+	return n
 }
 
 func TestOptions(t *testing.T) {

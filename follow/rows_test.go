@@ -519,7 +519,7 @@ func TestSlowConsumer(t *testing.T) {
 			close(c.gate.release)
 			waitFor(t, "every line, nothing behind", func() bool {
 				s := f.Stats()
-				return c.has(1, 1500) && s.Files[0].BytesBehind == 0 && s.Files[0].Open == 1
+				return c.has(1, 1500) && s.Files[0].BytesBehind == 0 && openUnder(f, s.Files[0].Path) == 1
 			})
 			c.expectExactly(t, span{1, 1500})
 		})

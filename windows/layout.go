@@ -111,23 +111,11 @@ var valueGrid = grid{{1, 300}, {60, 300 * 60}, {3600, 300 * 3600}, {86400, math.
 // beyond 300 hours, by days.
 var summaryGrid = grid{{10, 300}, {60, 3600}, {3600, 300 * 3600}, {86400, math.MaxInt64}}
 
-// ErrUnsupportedWindow is matched (errors.Is) by every error NewLayout returns for a window
-// it cannot serve, so config can tell these apart from other failures.
-var ErrUnsupportedWindow = errors.New("unsupported window")
-
-// WindowError names the window NewLayout rejected and why, for a message at config load.
-type WindowError struct {
-	Window time.Duration
-	Reason string
+// windowError names the window NewLayout rejected and why, for a message at config load:
+// "window 1.5s: not a whole number of seconds".
+func windowError(w time.Duration, reason string) error {
+	return fmt.Errorf("window %v: %s", w, reason)
 }
-
-// Error reads like "window 1.5s: not a whole number of seconds".
-func (e *WindowError) Error() string {
-	return fmt.Sprintf("window %v: %s", e.Window, e.Reason)
-}
-
-// Unwrap lets errors.Is(err, ErrUnsupportedWindow) hold.
-func (e *WindowError) Unwrap() error { return ErrUnsupportedWindow }
 
 // Summary is what a slot of a summary wheel holds: a mergeable digest of the values added
 // to the slot, such as a quantile sketch. A series creates a slot's summary with its
@@ -185,7 +173,7 @@ type wheel struct {
 
 // NewLayout checks the windows and sizes the wheels for them. Windows must be whole
 // seconds, at least 1s and at most MaxWindow; the error for any other names the window
-// and wraps ErrUnsupportedWindow. Stats come back in the order windows are given.
+// and why. Stats come back in the order windows are given.
 func NewLayout(windows []time.Duration, opts Options) (*Layout, error) {
 	if len(windows) == 0 {
 		return nil, errors.New("no windows")
@@ -206,11 +194,11 @@ func NewLayout(windows []time.Duration, opts Options) (*Layout, error) {
 	for i, w := range windows {
 		switch {
 		case w < time.Second:
-			return nil, &WindowError{Window: w, Reason: "shorter than 1s"}
+			return nil, windowError(w, "shorter than 1s")
 		case w%time.Second != 0:
-			return nil, &WindowError{Window: w, Reason: "not a whole number of seconds"}
+			return nil, windowError(w, "not a whole number of seconds")
 		case w > MaxWindow:
-			return nil, &WindowError{Window: w, Reason: fmt.Sprintf("longer than the longest supported window (%d days)", MaxWindow/(24*time.Hour))}
+			return nil, windowError(w, fmt.Sprintf("longer than the longest supported window (%d days)", MaxWindow/(24*time.Hour)))
 		}
 		l.secs[i] = int64(w / time.Second)
 		l.longest = max(l.longest, l.secs[i])

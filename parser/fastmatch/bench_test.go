@@ -56,7 +56,7 @@ func BenchmarkNginx(b *testing.B) {
 			b.Fatal(err)
 		}
 		b.Run(p.name+"/fastmatch", func(b *testing.B) {
-			caps := make([]int, 2*(m.NumSubexp()+1))
+			caps := make([]int, 2*(re.NumSubexp()+1))
 			b.ReportAllocs()
 			i := 0
 			for b.Loop() {
@@ -71,7 +71,7 @@ func BenchmarkNginx(b *testing.B) {
 		// One op is a block of lines through each engine in turn, so that
 		// load from other processes hits both alike; speedup is their ratio.
 		b.Run(p.name+"/ratio", func(b *testing.B) {
-			caps := make([]int, 2*(m.NumSubexp()+1))
+			caps := make([]int, 2*(re.NumSubexp()+1))
 			var fast, slow time.Duration
 			const block = 500
 			i := 0

@@ -102,21 +102,11 @@ func Compile(expr string) (*Matcher, error) {
 	return m, nil
 }
 
-// NumSubexp returns the number of capture groups, as regexp's NumSubexp.
-func (m *Matcher) NumSubexp() int { return m.re.NumSubexp() }
-
-// SubexpNames returns the names of the capture groups, as regexp's
-// SubexpNames (index 0 is the whole match, unnamed groups are "").
-func (m *Matcher) SubexpNames() []string { return m.re.SubexpNames() }
-
-// String returns the source expression.
-func (m *Matcher) String() string { return m.re.String() }
-
 // Match reports whether line matches and fills caps like
 // regexp.FindSubmatchIndex: a start and an end per group, group 0 (the whole
 // match) first, -1 for a group that did not participate. caps must have room
-// for 2*(NumSubexp()+1) ints; after a false result its content is
-// unspecified. Match does not allocate, except for the rare line it hands
+// for 2*(n+1) ints, n the regex's number of groups (regexp's NumSubexp);
+// after a false result its content is unspecified. Match does not allocate, except for the rare line it hands
 // to regexp (see the package comment).
 func (m *Matcher) Match(line []byte, caps []int) bool {
 	if len(caps) < m.ncap {

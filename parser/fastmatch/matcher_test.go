@@ -16,7 +16,7 @@ func TestGeneratedLines(t *testing.T) {
 	for _, expr := range []string{nginxMain, combined, lazyCombined} {
 		t.Run(expr[:20], func(t *testing.T) {
 			re, m := pair(t, expr)
-			caps := make([]int, 2*(m.NumSubexp()+1))
+			caps := make([]int, 2*(re.NumSubexp()+1))
 			for _, l := range lines {
 				if _, ok := sameAsRegexp(t, re, m, l); !ok {
 					t.Fatalf("no match on %q", l)
@@ -46,7 +46,7 @@ func TestLinearSearch(t *testing.T) {
 			re, m := pair(t, c.expr)
 			line := []byte(c.line)
 			sameAsRegexp(t, re, m, line)
-			caps := make([]int, 2*(m.NumSubexp()+1))
+			caps := make([]int, 2*(re.NumSubexp()+1))
 			if r := m.exec(line, caps, m.budget(line)); r == giveUp {
 				t.Fatal("exec gave up within Match's budget")
 			}
@@ -74,7 +74,7 @@ func TestFallback(t *testing.T) {
 				t.Fatal("rejected")
 			}
 			line := []byte(c.line)
-			caps := make([]int, 2*(m.NumSubexp()+1))
+			caps := make([]int, 2*(re.NumSubexp()+1))
 			if r := m.exec(line, caps, m.budget(line)); r != giveUp {
 				t.Fatalf("exec = %v, want giveUp", r)
 			}
@@ -165,7 +165,7 @@ func TestMatchAllocs(t *testing.T) {
 		t.Fatal(err)
 	}
 	line := []byte(trickyLines[len(trickyLines)-8])
-	caps := make([]int, 2*(m.NumSubexp()+1))
+	caps := make([]int, 2*(regexp.MustCompile(nginxMain).NumSubexp()+1))
 	if !m.Match(line, caps) {
 		t.Fatalf("no match on %q", line)
 	}
@@ -197,7 +197,7 @@ func TestConcurrentMatch(t *testing.T) {
 	var wg sync.WaitGroup
 	for g := range 4 {
 		wg.Go(func() {
-			caps := make([]int, 2*(m.NumSubexp()+1))
+			caps := make([]int, 2*(re.NumSubexp()+1))
 			for i := range 200 {
 				line := []byte(trickyLines[(g+i)%len(trickyLines)])
 				want := re.FindSubmatchIndex(line)
