@@ -2,7 +2,6 @@ package deploy
 
 import (
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -98,18 +97,7 @@ func runNginx(t *testing.T, paths []string) []string {
 		time.Sleep(50 * time.Millisecond)
 	}
 	for _, p := range paths {
-		resp, err := client.Get(base + p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		// Read to the end, so the next request reuses the connection: one worker then
-		// logs the requests in order. On a new connection another worker could log its
-		// request before this one's, which nginx logs once the body is sent.
-		_, err = io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
+		getN(t, client, base+p, 1)
 	}
 	stop()
 	data, err := os.ReadFile(accessLog)

@@ -178,11 +178,10 @@ func waitGet(t *testing.T, proc *testexec.Proc, url string) {
 	}
 }
 
-// getN sends n requests to url, reading each answer to its end.
-func getN(t *testing.T, url string, n int) {
+// getN sends n requests to url, reading each answer to its end, so that the next one
+// reuses the connection: one nginx worker then logs them in order.
+func getN(t *testing.T, client *http.Client, url string, n int) {
 	t.Helper()
-	client := &http.Client{Timeout: 5 * time.Second}
-	defer client.CloseIdleConnections()
 	for range n {
 		resp, err := client.Get(url)
 		if err != nil {
@@ -227,10 +226,12 @@ func TestSyslogPod(t *testing.T) {
 	// The exporter first, as its startup probe makes the pod wait for it.
 	_, addr := pod.startExporter(t, m)
 	ngx, base := pod.startNginx(t, m)
+	client := &http.Client{Timeout: 5 * time.Second}
+	defer client.CloseIdleConnections()
 
 	const n = 250
-	getN(t, base+"/", n-50)
-	getN(t, base+"/missing", 50)
+	getN(t, client, base+"/", n-50)
+	getN(t, client, base+"/missing", 50)
 	fams := waitCounted(t, addr, n)
 	if got := counterSum(fams["logwindow_input_datagrams_total"]); got != n {
 		t.Errorf("datagrams received: %v, want %d", got, n)
@@ -311,6 +312,8 @@ func TestFileRotationPod(t *testing.T) {
 	}
 	_, addr := pod.startExporter(t, m)
 	_, base := pod.startNginx(t, m)
+	client := &http.Client{Timeout: 5 * time.Second}
+	defer client.CloseIdleConnections()
 
 	const maxBytes = 20000 // about 100 lines
 	env := []string{"PATH=" + os.Getenv("PATH")}
@@ -369,7 +372,7 @@ func TestFileRotationPod(t *testing.T) {
 		}
 	}
 	for range rounds {
-		getN(t, base+"/", perRound)
+		getN(t, client, base+"/", perRound)
 		peak = max(peak, max(size("access.log"), 0)+max(size("access.log.1"), 0))
 		settle()
 	}
