@@ -6,7 +6,7 @@
 //
 // Quantiles is a log-linear bucket array, the mapping of DDSketch: a value v > 0 falls in
 // bin i = ⌈log_γ v⌉, which covers (γ^(i−1), γ^i], and a bin is reported as 2γ^i/(γ+1), within
-// (γ−1)/(γ+1) of every value it holds. With γ chosen for 0.99 %, the value reported for rank
+// (γ−1)/(γ+1) of every value it holds. With γ = 2^(1/35) (0.99 %), the value reported for rank
 // r is within 1 % of the value of rank r among the values added, whatever their number or
 // order: ranks are exact, only values are rounded. Negative values use the same bins for
 // their magnitude; 0 is counted apart and reported as 0 exactly. Magnitudes outside
@@ -31,17 +31,41 @@ import (
 // values whose magnitude lies in [MinMagnitude, MaxMagnitude] (0 is exact).
 const RelativeError = 0.01
 
-// mappingError is what the bins are cut for: a little under RelativeError, so that
-// rounding in the logarithm of a value at a bin edge cannot take the error over it.
-const mappingError = 0.0099
+// binsPerOctave cuts each power of two into 35 bins: γ = 2^(1/35) ≈ 1.0200 reports every
+// value within (γ−1)/(γ+1) ≈ 0.9901 %, a little under RelativeError, so that rounding at a
+// bin edge cannot take the error over it. Whole bins per octave let index read the
+// octave from the float's exponent and the bin from its mantissa, without a logarithm.
+const binsPerOctave = 35
 
 var (
-	gamma       = (1 + mappingError) / (1 - mappingError)
-	logGamma    = math.Log(gamma)
-	invLogGamma = 1 / logGamma
+	gamma    = math.Exp2(1.0 / binsPerOctave)
+	logGamma = math.Log(gamma)
 	// represent turns γ^i, a bin's upper edge, into the value the bin reports.
 	represent = 2 / (1 + gamma)
+	// edges are the mantissas 2^(j/35), j = 0…35: bin j of an octave holds the mantissas
+	// in (edges[j−1], edges[j]]. cellBin maps the top mantissaBits bits of a mantissa to the
+	// first bin its cell can hold; a cell is narrower than a bin, so the mantissa is in
+	// that bin or the next.
+	edges   [binsPerOctave + 1]float64
+	cellBin [1 << mantissaBits]uint8
 )
+
+const mantissaBits = 8
+
+func init() {
+	for j := range edges {
+		edges[j] = math.Exp2(float64(j) / binsPerOctave)
+	}
+	edges[binsPerOctave] = 2
+	for c := range cellBin {
+		lo := 1 + float64(c)/(1<<mantissaBits) // the cell's smallest mantissa
+		j := 0
+		for edges[j] < lo {
+			j++
+		}
+		cellBin[c] = uint8(j)
+	}
+}
 
 // maxIndex bounds bin indexes to ±maxIndex, so that one sketch holds at most 2·maxIndex+1
 // bins per sign whatever it is fed.
@@ -80,10 +104,24 @@ func (q *Quantiles) Add(v float64) {
 	q.n++
 }
 
-// index returns the bin of a magnitude m > 0.
+// index returns the bin of a magnitude m > 0: ⌈log_γ m⌉, exactly up to the rounding of the
+// edges, clamped to ±maxIndex.
 func index(m float64) int32 {
-	i := math.Ceil(math.Log(m) * invLogGamma)
-	return int32(min(max(i, -maxIndex), maxIndex))
+	bits := math.Float64bits(m)
+	exp := int32(bits>>52) & 0x7ff
+	switch exp {
+	case 0: // subnormal: far below the clamp
+		return -maxIndex
+	case 0x7ff: // +Inf
+		return maxIndex
+	}
+	mant := math.Float64frombits(bits&(1<<52-1) | 1023<<52) // in [1, 2)
+	j := cellBin[bits>>(52-mantissaBits)&(1<<mantissaBits-1)]
+	if mant > edges[j] {
+		j++
+	}
+	i := (exp-1023)*binsPerOctave + int32(j)
+	return min(max(i, -maxIndex), maxIndex)
 }
 
 // Merge adds the values from holds; from must be a *Quantiles. The receiver's counts

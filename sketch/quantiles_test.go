@@ -167,3 +167,36 @@ func TestBuckets(t *testing.T) {
 		t.Fatalf("reset: %v count %d sum %v", got, b.Count(), b.Sum())
 	}
 }
+
+// TestIndex compares the bin of a value with ⌈log_γ v⌉ from the logarithm: equal, or one
+// apart only for a value within rounding of a bin edge.
+func TestIndex(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 9))
+	check := func(v float64) {
+		ref := math.Log(v) / logGamma
+		got := index(v)
+		if want := int32(math.Ceil(ref)); got != want && math.Abs(ref-math.Round(ref)) > 1e-9 {
+			t.Fatalf("index(%v) = %d, want %d (log_γ %v)", v, got, want, ref)
+		}
+		if lo, hi := value(got)/represent/gamma, value(got)/represent; !(v > lo*(1-1e-12) && v <= hi*(1+1e-12)) {
+			t.Fatalf("index(%v) = %d, whose bin is (%v, %v]", v, got, lo, hi)
+		}
+	}
+	for range 200000 {
+		check(logUniform(r, MinMagnitude, MaxMagnitude))
+	}
+	for i := -maxIndex + 1; i < maxIndex; i++ {
+		edge := math.Pow(gamma, float64(i))
+		for _, v := range []float64{edge, math.Nextafter(edge, 0), math.Nextafter(edge, math.Inf(1)), edge * (1 + 1e-6), edge * (1 - 1e-6)} {
+			check(v)
+		}
+	}
+	for _, tc := range []struct {
+		v    float64
+		want int32
+	}{{1, 0}, {2, binsPerOctave}, {0.5, -binsPerOctave}, {math.SmallestNonzeroFloat64, -maxIndex}, {math.MaxFloat64, maxIndex}, {math.Inf(1), maxIndex}} {
+		if got := index(tc.v); got != tc.want {
+			t.Errorf("index(%v) = %d, want %d", tc.v, got, tc.want)
+		}
+	}
+}
