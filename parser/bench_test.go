@@ -3,7 +3,9 @@
 package parser
 
 import (
+	"encoding/json"
 	"fmt"
+	"os"
 	"strings"
 	"syscall"
 	"testing"
@@ -116,4 +118,90 @@ func BenchmarkSharedPattern(b *testing.B) {
 			parseLoop(b, p, lines, sink)
 		})
 	}
+}
+
+// BenchmarkParseFormats parses the same records as text through example-rules.yaml and as
+// JSON and logfmt (written from the text lines' own captures, under the field names of
+// example-rules-json.yaml's log_format) through example-rules-json.yaml, in one run.
+func BenchmarkParseFormats(b *testing.B) {
+	text := nginxLog(b, 100000, 1)
+	example := loadExample(b)
+	data, err := os.ReadFile("../example-rules-json.yaml")
+	if err != nil {
+		b.Fatal(err)
+	}
+	forms := []struct {
+		name  string
+		rules string
+		lines [][]byte
+	}{
+		{"text", "", text},
+		{"json", string(data), structuredLines(b, example.Rules[0], text, "json")},
+		{"logfmt", strings.Replace(string(data), "format: json", "format: logfmt", 1), structuredLines(b, example.Rules[0], text, "logfmt")},
+	}
+	for _, f := range forms {
+		b.Run(f.name, func(b *testing.B) {
+			rules := example.Rules
+			if f.rules != "" {
+				rules = mustParse(b, f.rules).Rules
+			}
+			p, err := New(rules)
+			if err != nil {
+				b.Fatal(err)
+			}
+			sink := newSeriesSink(len(rules))
+			for _, l := range f.lines {
+				p.Parse("nginx", l, sink)
+			}
+			if sink.drops != 0 || len(sink.series[0]) == 0 {
+				b.Fatalf("warm-up: %d drops, %d request series", sink.drops, len(sink.series[0]))
+			}
+			parseLoop(b, p, f.lines, sink)
+		})
+	}
+}
+
+// structuredLines writes each text line's captures (by the example's regex) as a JSON
+// object or logfmt pairs with the field names of example-rules-json.yaml.
+func structuredLines(b *testing.B, r *config.Rule, text [][]byte, format string) [][]byte {
+	names := map[string]string{
+		"time_local": "time_local", "remote_addr": "remote_addr", "method": "request_method", "path": "request_uri",
+		"status": "status", "status_class": "status_class", "body_bytes_sent": "body_bytes_sent",
+		"request_time": "request_time", "upstream_time": "upstream_response_time", "referer": "http_referer", "user_agent": "http_user_agent",
+	}
+	out := make([][]byte, 0, len(text))
+	for _, l := range text {
+		m := r.Regexp.FindSubmatch(l)
+		if m == nil {
+			b.Fatalf("a generated line the example does not match: %q", l)
+		}
+		var o []byte
+		if format == "json" {
+			o = append(o, '{')
+		}
+		for i, group := range r.Regexp.SubexpNames() {
+			key, ok := names[group]
+			if !ok {
+				continue
+			}
+			v, _ := json.Marshal(string(m[i]))
+			if format == "json" {
+				if len(o) > 1 {
+					o = append(o, ',')
+				}
+				k, _ := json.Marshal(key)
+				o = append(append(append(o, k...), ':'), v...)
+				continue
+			}
+			if len(o) > 0 {
+				o = append(o, ' ')
+			}
+			o = append(append(append(o, key...), '='), v...)
+		}
+		if format == "json" {
+			o = append(o, '}')
+		}
+		out = append(out, o)
+	}
+	return out
 }

@@ -232,37 +232,49 @@ func (s *jsonScan) elements() bool {
 	}
 }
 
+// plainStringByte marks the bytes a JSON string holds as themselves: not '"', '\\' nor a
+// control character. The common run of them is skipped by table lookups alone.
+var plainStringByte = func() (t [256]bool) {
+	for c := ' '; c < 256; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
+
 // str scans a string at s.i (its opening quote) to just past its closing quote.
 func (s *jsonScan) str() bool {
+	line := s.line
 	i := s.i + 1
-	for i < len(s.line) {
-		c := s.line[i]
-		switch {
-		case c == '"':
+	for {
+		for i < len(line) && plainStringByte[line[i]] {
+			i++
+		}
+		if i >= len(line) {
+			return false
+		}
+		switch line[i] {
+		case '"':
 			s.i = i + 1
 			return true
-		case c == '\\':
-			if i+1 >= len(s.line) {
+		case '\\':
+			if i+1 >= len(line) {
 				return false
 			}
-			switch s.line[i+1] {
+			switch line[i+1] {
 			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
 				i += 2
 			case 'u':
-				if hex4(s.line[i:]) < 0 {
+				if hex4(line[i:]) < 0 {
 					return false
 				}
 				i += 6
 			default:
 				return false
 			}
-		case c < ' ':
+		default: // a control character
 			return false
-		default:
-			i++
 		}
 	}
-	return false
 }
 
 // number scans -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?
