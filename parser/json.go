@@ -135,19 +135,8 @@ func (s *jsonScan) members(n *jsonNode) bool {
 				s.capture(child.slot, s.line[start:s.i])
 			}
 		}
-		s.ws()
-		if s.i >= len(s.line) {
-			return false
-		}
-		switch s.line[s.i] {
-		case ',':
-			s.i++
-			s.ws()
-		case '}':
-			s.i++
-			return true
-		default:
-			return false
+		if more, ok := s.next('}'); !more {
+			return ok
 		}
 	}
 }
@@ -215,21 +204,29 @@ func (s *jsonScan) elements() bool {
 		if !s.value(nil) {
 			return false
 		}
-		s.ws()
-		if s.i >= len(s.line) {
-			return false
-		}
-		switch s.line[s.i] {
-		case ',':
-			s.i++
-			s.ws()
-		case ']':
-			s.i++
-			return true
-		default:
-			return false
+		if more, ok := s.next(']'); !more {
+			return ok
 		}
 	}
+}
+
+// next reads what follows a member or element: a ',' before another (more), or the
+// container's closing byte (done, ok); anything else is malformed.
+func (s *jsonScan) next(closing byte) (more, ok bool) {
+	s.ws()
+	if s.i >= len(s.line) {
+		return false, false
+	}
+	switch s.line[s.i] {
+	case ',':
+		s.i++
+		s.ws()
+		return true, true
+	case closing:
+		s.i++
+		return false, true
+	}
+	return false, false
 }
 
 // plainStringByte marks the bytes a JSON string holds as themselves: not '"', '\\' nor a
