@@ -281,8 +281,9 @@ func (b *builder) health(cfg *config.Config) {
 	b.row("Exporter health", "logwindow_exporter's self-metrics.")
 	sel := "{" + scope + "}"
 	rate := func(family string) string { return "rate(" + family + sel + "[$__rate_interval])" }
-	b.add(timeseries("Lines read/s by input", "", "short",
-		target1("sum by (input) ("+rate("logwindow_input_lines_total")+")", "{{input}}")), 8, 8)
+	b.add(timeseries("Lines read/s by input, and those no rule matched", "A rising unmatched rate is a log format the rules do not parse.", "short",
+		target{Expr: "sum by (input) (" + rate("logwindow_input_lines_total") + ")", Legend: "{{input}} read", Range: true},
+		target{Expr: "sum by (input) (" + rate("logwindow_input_unmatched_lines_total") + ")", Legend: "{{input}} unmatched", Range: true}), 8, 8)
 	b.add(timeseries("Dropped lines/s by rule and reason", "Lines a rule matched but could not count (no value, bad number, late, future ...).", "short",
 		target1("sum by (rule, reason) ("+rate("logwindow_rule_dropped_lines_total")+")", "{{rule}} {{reason}}")), 8, 8)
 	if slices.ContainsFunc(cfg.Inputs, func(in config.Input) bool { return in.Path != "" }) {
