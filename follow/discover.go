@@ -51,10 +51,31 @@ func (f *Follower) watchLoop() {
 	}
 }
 
+// staleListings bounds how often discover lists a glob again because a path it
+// listed was gone when looked at.
+const staleListings = 3
+
 // discover opens the files the input names that are not open yet and marks
 // the open ones that left every path as rotated.
 func (f *Follower) discover(initial bool) {
+	for range staleListings - 1 {
+		if f.scan(initial, false) {
+			return
+		}
+	}
+	f.scan(initial, true)
+}
+
+// scan is one pass of discover. A glob's listing goes stale when a file is
+// renamed between the listing and the look at its path (b.log to c.log): the
+// file is then at no listed path, though it never left the glob. Unless last,
+// a scan that finds a listed path gone marks nothing as rotated and reports
+// false, so that discover lists again.
+func (f *Follower) scan(initial, last bool) bool {
 	paths := expand(f.o)
+	if f.o.listed != nil {
+		f.o.listed()
+	}
 	f.watchDirs()
 	found := make(map[fileID]string, len(paths)) // first path of each open file
 	atPath := make(map[string]fileID, len(paths))
@@ -62,9 +83,11 @@ func (f *Follower) discover(initial bool) {
 	scanned := make(map[string]bool, len(paths))
 	unknown := make(map[string]bool) // paths that could not be stat'ed
 	opened := true
+	stale := false
 	for _, p := range paths {
 		id, exists, isOpen, err := f.track(p, initial)
 		scanned[p] = true
+		stale = stale || (!exists && err == nil && isGlob(f.o.Path) && vanished(p))
 		if err != nil {
 			opened = false
 			if !exists {
@@ -89,6 +112,9 @@ func (f *Follower) discover(initial bool) {
 		if !scanned[p] {
 			delete(f.failed, p) // left the glob
 		}
+	}
+	if stale && !last {
+		return false
 	}
 	if opened {
 		f.ready.Store(true)
@@ -117,6 +143,14 @@ func (f *Follower) discover(initial bool) {
 			f.o.Logger.Info("file left its path, reading it to its end", "path", t.path, "grace", f.o.RotationGrace)
 		}
 	}
+	return true
+}
+
+// vanished reports whether no file of that name is there any more (a dangling
+// symlink is still there).
+func vanished(path string) bool {
+	_, err := os.Lstat(path)
+	return errors.Is(err, fs.ErrNotExist)
 }
 
 // track makes sure the file at path is open. exists says whether a file is

@@ -68,6 +68,7 @@ type Options struct {
 	now      func() time.Time                    // a test clock for the grace period
 	noNotify bool                                // tests force polling
 	stat     func(*os.File) (os.FileInfo, error) // tests show what a write in progress looks like
+	listed   func()                              // tests rename files between a listing and the looks
 }
 
 // Handler receives one complete line of the file found at path, without its

@@ -461,6 +461,55 @@ func TestGlob(t *testing.T) {
 // TestBrokenPathInGlob: a glob entry that cannot be stat'ed (a symlink loop)
 // is an error, and does not keep the other files of the glob from being
 // rotated and closed.
+// A file renamed within a glob between the listing and the look at its old
+// name is not taken for a rotation.
+func TestGlobListingStale(t *testing.T) {
+	for _, m := range modes {
+		t.Run(m.name, func(t *testing.T) {
+			dir := t.TempDir()
+			b := create(t, filepath.Join(dir, "b.log"))
+			writeLines(t, b, 1, 10)
+			var (
+				mu      sync.Mutex
+				armed   bool
+				renamed error
+			)
+			o := m.options(filepath.Join(dir, "*.log"))
+			o.FromBeginning = true
+			o.listed = func() {
+				mu.Lock()
+				defer mu.Unlock()
+				if armed {
+					armed = false
+					renamed = os.Rename(filepath.Join(dir, "b.log"), filepath.Join(dir, "c.log"))
+				}
+			}
+			c := newCollector()
+			f := start(t, o, c.handle)
+			waitFor(t, "b.log", func() bool { return c.has(1, 10) })
+			mu.Lock()
+			armed = true
+			mu.Unlock()
+			waitFor(t, "b.log followed as c.log", func() bool {
+				s := f.Stats()
+				return len(s.Files) == 1 && s.Files[0].Path == filepath.Join(dir, "c.log")
+			})
+			mu.Lock()
+			err := renamed
+			mu.Unlock()
+			if err != nil {
+				t.Fatal(err)
+			}
+			writeLines(t, b, 11, 20)
+			waitFor(t, "the lines written after", func() bool { return c.has(11, 20) })
+			c.expectExactly(t, span{1, 20})
+			if s := f.Stats(); s.Rotations != 0 {
+				t.Errorf("rotations %d, want 0: b.log only changed name within the glob", s.Rotations)
+			}
+		})
+	}
+}
+
 func TestBrokenPathInGlob(t *testing.T) {
 	dir := t.TempDir()
 	loop := filepath.Join(dir, "loop.log")
