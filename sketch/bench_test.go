@@ -42,15 +42,21 @@ var sketchKinds = []struct {
 	kind windows.SummaryKind
 }{{"own", NewQuantiles}, {"ddsketch", newDD}}
 
+// benchValues are 4,096 log-uniform values from 1 ms to 10 s, drawn before the timing.
+func benchValues() []float64 {
+	r := rand.New(rand.NewPCG(1, 1))
+	vs := make([]float64, 4096)
+	for i := range vs {
+		vs[i] = logUniform(r, 1e-3, 10)
+	}
+	return vs
+}
+
 // BenchmarkSketchAdd is the cost of one value (log-uniform 1 ms–10 s) added to a sketch.
 func BenchmarkSketchAdd(b *testing.B) {
 	for _, k := range sketchKinds {
 		b.Run(k.name, func(b *testing.B) {
-			r := rand.New(rand.NewPCG(1, 1))
-			vs := make([]float64, 4096)
-			for i := range vs {
-				vs[i] = logUniform(r, 1e-3, 10)
-			}
+			vs := benchValues()
 			s := k.kind()
 			b.ReportAllocs()
 			for i := range b.N {
@@ -121,11 +127,7 @@ func BenchmarkSeriesAdd(b *testing.B) {
 			b.Fatal(err)
 		}
 		b.Run(tc.name, func(b *testing.B) {
-			r := rand.New(rand.NewPCG(3, 3))
-			vs := make([]float64, 4096)
-			for i := range vs {
-				vs[i] = logUniform(r, 1e-3, 10)
-			}
+			vs := benchValues()
 			s := l.NewSeries()
 			b.ReportAllocs()
 			for i := range int64(b.N) {
