@@ -272,7 +272,7 @@ func (s *bins) cover(lo, hi int32) {
 	if lo >= s.lo && hi <= top {
 		return
 	}
-	slack := int32(8 + s.len()/8)
+	slack := int32(4 + s.len()/16)
 	newLo, newHi := s.lo, top
 	if lo < s.lo {
 		newLo = max(lo-slack, -maxIndex)
