@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -66,9 +67,15 @@ func startBrowser(t *testing.T) *browser {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Not t.TempDir: Chromium's helpers may still write to the profile for a moment after
+	// the browser has exited, which makes the testing package's own removal fail the test.
+	profile, err := os.MkdirTemp("", "chromium-profile-")
+	if err != nil {
+		t.Fatal(err)
+	}
 	cmd := exec.Command(bin, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
 		"--disable-extensions", "--disable-background-networking", "--remote-debugging-pipe",
-		"--user-data-dir="+t.TempDir(), "--window-size=1280,1000", "about:blank")
+		"--user-data-dir="+profile, "--window-size=1280,1000", "about:blank")
 	cmd.ExtraFiles = []*os.File{toBrowser, theirEnd} // fd 3 and fd 4
 	proc, err := testexec.Start(cmd)
 	if err != nil {
@@ -80,6 +87,8 @@ func startBrowser(t *testing.T) *browser {
 	t.Cleanup(func() {
 		ourEnd.Close()
 		_ = proc.Stop(testexec.StopTimeout)
+		_ = syscall.Kill(-proc.Cmd.Process.Pid, syscall.SIGKILL) // helpers left in the group
+		removeProfile(t, profile)
 	})
 	go b.read(fromBrowser)
 
@@ -92,6 +101,20 @@ func startBrowser(t *testing.T) *browser {
 		b.call(b.session, domain+".enable", nil, nil)
 	}
 	return b
+}
+
+// removeProfile removes Chromium's profile directory, trying again for a few seconds
+// while a departing helper process still writes into it; what cannot be removed is logged.
+func removeProfile(t *testing.T, dir string) {
+	var err error
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		if err = os.RemoveAll(dir); err == nil || time.Now().After(deadline) {
+			break
+		}
+	}
+	if err != nil {
+		t.Logf("chromium profile left behind: %v", err)
+	}
 }
 
 func (b *browser) read(r *os.File) {
