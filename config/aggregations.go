@@ -49,7 +49,7 @@ var aggregationTable = []aggregation{
 
 func keepEvents(o *windows.Options)    { o.Events = true }
 func keepExtrema(o *windows.Options)   { o.Extrema = true }
-func keepQuantiles(o *windows.Options) { o.Summaries = append(o.Summaries, sketch.NewQuantiles) }
+func keepQuantiles(o *windows.Options) { o.Summaries = append(o.Summaries, sketch.QuantilesKind) }
 
 // HistogramSuffix is the family of a rule with `buckets:`: the window's values as a
 // histogram (its _bucket, _sum and _count series). SPEC names it _window_histogram, which

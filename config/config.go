@@ -144,6 +144,10 @@ type Rule struct {
 	// listed; Buckets are the ascending upper bounds of the window histogram, nil for none.
 	Quantiles []float64
 	Buckets   []float64
+	// Items are texts rendered per line for the summaries that read one: SummaryKind.Item
+	// n of the Layout reads Items[n-1] (the text a distinct count counts, the value a
+	// top-values summary ranks).
+	Items []Item
 	// Layout sizes the wheels for Windows with what Aggregations keep (event counts for
 	// events and mean, extrema for max and min, a sketch for quantiles, the buckets);
 	// every series of the rule shares it.
@@ -167,6 +171,15 @@ func (r *Rule) IsValueRule() bool { return r.ValueCapture >= 0 }
 type Label struct {
 	Name     string
 	Template Template
+}
+
+// Item is a text a rule renders per line for a summary of its windows.
+type Item struct {
+	Template Template
+	// Label: the item is shown as a label value (a top value), so it is rendered as one,
+	// valid UTF-8 and capped in length, and equal label values are one item. Otherwise its
+	// full bytes are kept, so that no two texts become one by capping.
+	Label bool
 }
 
 // Template is a label template compiled to alternating literal text and capture references,

@@ -423,6 +423,9 @@ var notState = map[string]string{
 	"Layout":       "built from Windows and Aggregations",
 	"Fingerprint":  "the fingerprint itself",
 	"Line":         "where the rule is written",
+	// Until a key of the rule file sets Items there is no edit to test; the fingerprint
+	// hashes them already. The keys that set them bring their own edits.
+	"Items": "set by no key yet; hashed by fingerprint",
 }
 
 func fingerprintOf(t *testing.T, text string) string {

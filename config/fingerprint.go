@@ -23,14 +23,23 @@ func fingerprint(r *Rule) string {
 	}
 	field(r.Name)
 	field(r.Expanded)
-	field(strconv.Itoa(len(r.Labels)))
-	for _, l := range r.Labels {
-		field(l.Name)
-		field(strconv.Itoa(len(l.Template)))
-		for _, p := range l.Template {
+	template := func(t Template) {
+		field(strconv.Itoa(len(t)))
+		for _, p := range t {
 			field(p.Literal)
 			field(strconv.Itoa(p.Capture))
 		}
+	}
+	field(strconv.Itoa(len(r.Labels)))
+	for _, l := range r.Labels {
+		field(l.Name)
+		template(l.Template)
+	}
+	// What a summary counts or ranks is its state's meaning, as a label's template is.
+	field(strconv.Itoa(len(r.Items)))
+	for _, it := range r.Items {
+		field(strconv.FormatBool(it.Label))
+		template(it.Template)
 	}
 	field(strconv.Itoa(len(r.Where)))
 	for _, w := range r.Where {

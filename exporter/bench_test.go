@@ -137,7 +137,7 @@ func BenchmarkCollectQuantiles(b *testing.B) {
 			opts := windows.Options{Events: true, Extrema: true}
 			if tc.q {
 				r.Aggregations.Quantiles, r.Quantiles = true, config.DefaultQuantiles
-				opts.Summaries = append(opts.Summaries, sketch.NewQuantiles)
+				opts.Summaries = append(opts.Summaries, sketch.QuantilesKind)
 			}
 			if tc.buckets != nil {
 				r.Buckets = tc.buckets

@@ -48,7 +48,7 @@ func (k *Sink) Event(e *parser.Event) {
 		return
 	}
 	now, at := k.clocks(e)
-	r.store.observe(e.Key, e.Labels, now, at, e.Value, r.budget, k.backfill)
+	r.store.observe(e.Key, e.Labels, now, at, e.Value, e.Items, r.budget, k.backfill)
 }
 
 // clocks gives the second e is judged at and the second it belongs to.

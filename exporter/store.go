@@ -281,7 +281,7 @@ func (st *store) pin(key string, values []string) {
 // Add; the Add happens under the lock (read or write) so that expiry, which takes the
 // write lock, can never remove a series (or release its wheels) while an event is being
 // added to it. A backfilled event (warm start) goes into the windows only.
-func (st *store) observe(key []byte, labels [][]byte, now, at int64, v float64, b budget, backfill bool) {
+func (st *store) observe(key []byte, labels [][]byte, now, at int64, v float64, items [][]byte, b budget, backfill bool) {
 	limit := b.limit
 	st.mu.RLock()
 	s := st.series[string(key)]
@@ -306,7 +306,7 @@ func (st *store) observe(key []byte, labels [][]byte, now, at int64, v float64, 
 		}
 	}
 	if s != nil {
-		st.add(s, now, at, v, backfill)
+		st.add(s, now, at, v, items, backfill)
 		st.mu.RUnlock()
 		if folded && !backfill {
 			st.folds.Add(1)
@@ -314,7 +314,7 @@ func (st *store) observe(key []byte, labels [][]byte, now, at int64, v float64, 
 		return
 	}
 	st.mu.RUnlock()
-	st.create(key, labels, now, at, v, b, due, backfill)
+	st.create(key, labels, now, at, v, items, b, due, backfill)
 }
 
 // tooOld reports whether an event at second at is older than every window at second now,
@@ -371,7 +371,7 @@ func (st *store) remove(s *series) {
 // write lock on the write side. It reaps at a full budget only when observe found a reap
 // due, so that reaps stay rate-limited when every new label set comes here (the overflow
 // series does not exist yet, or reaps keep making room for one label set at a time).
-func (st *store) create(rawKey []byte, labels [][]byte, now, at int64, v float64, b budget, due, backfill bool) {
+func (st *store) create(rawKey []byte, labels [][]byte, now, at int64, v float64, items [][]byte, b budget, due, backfill bool) {
 	limit := b.limit
 	// Valid values (what the parser delivers) are looked up by the line's own key and copied
 	// only when a series is made for them, so a label set folded at the budget costs no
@@ -421,7 +421,7 @@ func (st *store) create(rawKey []byte, labels [][]byte, now, at int64, v float64
 			st.normal++
 		}
 	}
-	st.add(s, now, at, v, backfill)
+	st.add(s, now, at, v, items, backfill)
 	if folded && !backfill {
 		st.folds.Add(1)
 	}
@@ -465,7 +465,7 @@ func cloneLabels(labels [][]byte) (string, []string) {
 
 // add counts one event of s: in its `_total` (unless backfilled) and in its wheels, which
 // a kept counter gets back unless the event is too old for every window.
-func (st *store) add(s *series, now, at int64, v float64, backfill bool) {
+func (st *store) add(s *series, now, at int64, v float64, items [][]byte, backfill bool) {
 	if !backfill {
 		s.lines.Add(1)
 		if st.value {
@@ -486,7 +486,7 @@ func (st *store) add(s *series, now, at int64, v float64, backfill bool) {
 			w = s.win.Load()
 		}
 	}
-	switch w.Add(now, at, v) {
+	switch w.AddItems(now, at, v, items) {
 	case windows.Placed:
 		if st.eventTime {
 			st.placedAt(at)

@@ -56,6 +56,8 @@ type Event struct {
 	// Labels are the label values in rule.Labels order: valid UTF-8 (invalid bytes
 	// replaced by U+FFFD) and at most MaxLabelValueLen bytes.
 	Labels [][]byte
+	// Items are the rule's config.Rule.Items rendered, in that order; nil without items.
+	Items [][]byte
 	// Value is 1 for counting rules, else the number read from the value capture.
 	Value float64
 	// Time is the line's own time in Unix seconds, set when HasTime (event-time rules).
@@ -121,6 +123,7 @@ type rule struct {
 	value    int // capture index, -1 for a counting rule
 	ts       *timestampSpec
 	labels   []config.Template
+	items    []config.Item
 }
 
 type where struct {
@@ -174,6 +177,7 @@ func build(rules []*config.Rule, fast bool) (*Parser, error) {
 		for _, l := range cr.Labels {
 			r.labels = append(r.labels, l.Template)
 		}
+		r.items = cr.Items
 		r.where = filters(cr.Where, fast, &sz)
 		r.whereNot = filters(cr.WhereNot, fast, &sz)
 		tsCapture := -1
@@ -203,6 +207,7 @@ func build(rules []*config.Rule, fast bool) (*Parser, error) {
 		}
 		g.rules = append(g.rules, r)
 		sz.labels = max(sz.labels, len(r.labels))
+		sz.items = max(sz.items, len(r.items))
 	}
 	for i := range p.groups {
 		g := &p.groups[i]
@@ -283,7 +288,7 @@ func (r *rule) reads(input string) bool {
 }
 
 func (r rule) readsCaptures() bool {
-	return len(r.labels) > 0 || len(r.where) > 0 || len(r.whereNot) > 0 || r.value >= 0 || r.ts != nil
+	return len(r.labels) > 0 || len(r.items) > 0 || len(r.where) > 0 || len(r.whereNot) > 0 || r.value >= 0 || r.ts != nil
 }
 
 // Parse matches line against every rule that reads input (the config.Input's Name, "" for
@@ -374,6 +379,9 @@ func (s *scratch) apply(r *rule, input string, line []byte, caps []int, sink Sin
 	}
 	s.render(r.labels, line, caps)
 	s.event = Event{Rule: r.index, Key: s.key, Labels: s.labels[:len(r.labels)], Value: value, Time: at, HasTime: r.ts != nil}
+	if len(r.items) > 0 {
+		s.event.Items = s.renderItems(r.items, line, caps)
+	}
 	sink.Event(&s.event)
 	return Counted, 0
 }

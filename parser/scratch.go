@@ -11,6 +11,7 @@ type sizes struct {
 	caps      int // the most ints a group's matcher fills
 	whereCaps int // the same for where filters
 	labels    int // the most labels of a rule
+	items     int // the most items of a rule
 	slots     int // distinct timestamp specs
 }
 
@@ -22,9 +23,13 @@ type scratch struct {
 	key       []byte
 	ends      []int
 	labels    [][]byte
-	fix       []byte // invalid UTF-8 being rewritten
-	times     []timeCache
-	event     Event
+	// itemText holds the items of Event.Items, which point into it.
+	itemText []byte
+	itemEnds []int
+	items    [][]byte
+	fix      []byte // invalid UTF-8 being rewritten
+	times    []timeCache
+	event    Event
 	// vals holds the captures of fields rules (decoded JSON strings, copied values);
 	// jsonKey a JSON key with escapes, decoded for comparison.
 	vals    []byte
@@ -47,6 +52,7 @@ func newScratch(sz sizes) *scratch {
 		key:       make([]byte, 0, 256),
 		ends:      make([]int, 0, sz.labels),
 		labels:    make([][]byte, sz.labels),
+		items:     make([][]byte, sz.items),
 		times:     make([]timeCache, sz.slots),
 	}
 }
@@ -62,14 +68,7 @@ func (s *scratch) render(labels []config.Template, line []byte, caps []int) {
 			key = append(key, KeySep...)
 		}
 		start := len(key)
-		for _, part := range t {
-			if part.Capture < 0 {
-				key = append(key, part.Literal...)
-			} else {
-				key = append(key, capture(line, caps, part.Capture)...)
-			}
-		}
-		key = s.sanitize(key, start)
+		key = s.sanitize(appendTemplate(key, t, line, caps), start)
 		s.ends = append(s.ends, len(key))
 	}
 	s.key = key
@@ -79,6 +78,40 @@ func (s *scratch) render(labels []config.Template, line []byte, caps []int) {
 		s.labels[i] = key[start:end:end]
 		start = end + 1
 	}
+}
+
+// renderItems writes the items of a rule into s.itemText and returns them, cut from it:
+// those shown as labels made valid UTF-8 and capped, the others in full.
+func (s *scratch) renderItems(items []config.Item, line []byte, caps []int) [][]byte {
+	text := s.itemText[:0]
+	s.itemEnds = s.itemEnds[:0]
+	for _, it := range items {
+		start := len(text)
+		text = appendTemplate(text, it.Template, line, caps)
+		if it.Label {
+			text = s.sanitize(text, start)
+		}
+		s.itemEnds = append(s.itemEnds, len(text))
+	}
+	s.itemText = text
+	start := 0
+	for i, end := range s.itemEnds {
+		s.items[i] = text[start:end:end]
+		start = end
+	}
+	return s.items[:len(items)]
+}
+
+// appendTemplate appends t rendered from the captures of line.
+func appendTemplate(dst []byte, t config.Template, line []byte, caps []int) []byte {
+	for _, part := range t {
+		if part.Capture < 0 {
+			dst = append(dst, part.Literal...)
+		} else {
+			dst = append(dst, capture(line, caps, part.Capture)...)
+		}
+	}
+	return dst
 }
 
 // sanitize makes key[start:] valid UTF-8 and at most MaxLabelValueLen bytes.

@@ -77,11 +77,18 @@ func (r *rule) remap(slot []int) {
 	for i := range r.whereNot {
 		r.whereNot[i].capture = at(r.whereNot[i].capture)
 	}
-	for i, t := range r.labels {
+	remapped := func(t config.Template) config.Template {
 		t = slices.Clone(t)
 		for j := range t {
 			t[j].Capture = at(t[j].Capture)
 		}
-		r.labels[i] = t
+		return t
+	}
+	for i, t := range r.labels {
+		r.labels[i] = remapped(t)
+	}
+	r.items = slices.Clone(r.items)
+	for i := range r.items {
+		r.items[i].Template = remapped(r.items[i].Template)
 	}
 }

@@ -23,7 +23,7 @@ func newDD() windows.Summary {
 	return ddSummary{s}
 }
 
-func (d ddSummary) Add(v float64) {
+func (d ddSummary) Add(v float64, _ []byte) {
 	if err := d.DDSketch.Add(v); err != nil {
 		panic(err)
 	}
@@ -40,7 +40,7 @@ func (d ddSummary) Reset() { d.Clear() }
 var sketchKinds = []struct {
 	name string
 	kind windows.SummaryKind
-}{{"own", NewQuantiles}, {"ddsketch", newDD}}
+}{{"own", QuantilesKind}, {"ddsketch", windows.SummaryKind{New: newDD}}}
 
 // benchValues are 4,096 log-uniform values from 1 ms to 10 s, drawn before the timing.
 func benchValues() []float64 {
@@ -57,10 +57,10 @@ func BenchmarkSketchAdd(b *testing.B) {
 	for _, k := range sketchKinds {
 		b.Run(k.name, func(b *testing.B) {
 			vs := benchValues()
-			s := k.kind()
+			s := k.kind.New()
 			b.ReportAllocs()
 			for i := range b.N {
-				s.Add(vs[i&4095])
+				s.Add(vs[i&4095], nil)
 			}
 		})
 	}
@@ -118,9 +118,9 @@ func BenchmarkSeriesAdd(b *testing.B) {
 		kinds []windows.SummaryKind
 	}{
 		{"plain", nil},
-		{"quantiles", []windows.SummaryKind{NewQuantiles}},
-		{"quantiles+buckets", []windows.SummaryKind{NewQuantiles, BucketsKind([]float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10})}},
-		{"ddsketch", []windows.SummaryKind{newDD}},
+		{"quantiles", []windows.SummaryKind{QuantilesKind}},
+		{"quantiles+buckets", []windows.SummaryKind{QuantilesKind, BucketsKind([]float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10})}},
+		{"ddsketch", []windows.SummaryKind{{New: newDD}}},
 	} {
 		l, err := windows.NewLayout(defaultWindows, windows.Options{Events: true, Extrema: true, Summaries: tc.kinds})
 		if err != nil {

@@ -20,13 +20,14 @@ type Buckets struct {
 // must be sorted ascending without duplicates (config checks that).
 func BucketsKind(bounds []float64) windows.SummaryKind {
 	bounds = slices.Clone(bounds)
-	return func() windows.Summary {
+	return windows.SummaryKind{New: func() windows.Summary {
 		return &Buckets{bounds: bounds, counts: make([]uint64, len(bounds))}
-	}
+	}}
 }
 
-// Add records v in the first bucket whose bound is at least v; NaN is ignored.
-func (b *Buckets) Add(v float64) {
+// Add records v in the first bucket whose bound is at least v; NaN is ignored. Buckets
+// read no item.
+func (b *Buckets) Add(v float64, _ []byte) {
 	if math.IsNaN(v) {
 		return
 	}

@@ -86,11 +86,11 @@ type Quantiles struct {
 	n        uint64
 }
 
-// NewQuantiles returns an empty sketch as a windows.Summary, for windows.Options.
-func NewQuantiles() windows.Summary { return new(Quantiles) }
+// QuantilesKind makes empty Quantiles for windows.Options.
+var QuantilesKind = windows.SummaryKind{New: func() windows.Summary { return new(Quantiles) }}
 
-// Add records v.
-func (q *Quantiles) Add(v float64) {
+// Add records v; the sketch reads no item.
+func (q *Quantiles) Add(v float64, _ []byte) {
 	switch {
 	case v > 0:
 		q.pos.add(index(v), 1)

@@ -62,7 +62,7 @@ func TestQuantilesBound(t *testing.T) {
 				vs := make([]float64, n)
 				for i := range vs {
 					vs[i] = st.gen(r)
-					q.Add(vs[i])
+					q.Add(vs[i], nil)
 				}
 				slices.Sort(vs)
 				if q.Count() != uint64(n) {
@@ -90,11 +90,11 @@ func TestQuantilesMerge(t *testing.T) {
 			if j%3 != 0 {
 				v = float64(1-2*r.IntN(2)) * logUniform(r, 1e-4, 1e4)
 			}
-			parts[i].Add(v)
-			all.Add(v)
+			parts[i].Add(v, nil)
+			all.Add(v, nil)
 		}
-		parts[i].Add(0)
-		all.Add(0)
+		parts[i].Add(0, nil)
+		all.Add(0, nil)
 	}
 	for round := range 2 {
 		for i := range parts {
@@ -119,7 +119,7 @@ func TestQuantilesMerge(t *testing.T) {
 	}{{255, 1}, {256, 2}, {65536, 4}} {
 		var q Quantiles
 		for range w.n {
-			q.Add(3)
+			q.Add(3, nil)
 		}
 		if q.pos.width != w.want || q.Quantile(1) < 2.97 || q.Quantile(1) > 3.03 {
 			t.Errorf("%d equal values: width %d (want %d), max %v", w.n, q.pos.width, w.want, q.Quantile(1))
@@ -131,12 +131,12 @@ func TestQuantilesMerge(t *testing.T) {
 // clamped into the outermost bins and stay finite.
 func TestQuantilesIgnoresNaN(t *testing.T) {
 	var q Quantiles
-	q.Add(math.NaN())
+	q.Add(math.NaN(), nil)
 	if q.Count() != 0 {
 		t.Fatalf("NaN counted: %d", q.Count())
 	}
-	q.Add(math.Inf(1))
-	q.Add(math.Inf(-1))
+	q.Add(math.Inf(1), nil)
+	q.Add(math.Inf(-1), nil)
 	if lo, hi := q.Quantile(0.5), q.Quantile(1); math.IsInf(lo, 0) || math.IsInf(hi, 0) || lo >= 0 || hi <= 0 {
 		t.Fatalf("infinities: q0.5 %v, q1 %v", lo, hi)
 	}
@@ -144,11 +144,11 @@ func TestQuantilesIgnoresNaN(t *testing.T) {
 
 func TestBuckets(t *testing.T) {
 	kind := BucketsKind([]float64{0.1, 1, 10})
-	a, b := kind().(*Buckets), kind().(*Buckets)
+	a, b := kind.New().(*Buckets), kind.New().(*Buckets)
 	for _, v := range []float64{-1, 0.1, 0.10001, 1, 5, 10, 11, math.Inf(1), math.NaN()} {
-		a.Add(v)
+		a.Add(v, nil)
 	}
-	b.Add(0.05)
+	b.Add(0.05, nil)
 	b.Merge(a)
 	type bucket struct {
 		le float64

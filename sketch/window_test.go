@@ -104,7 +104,7 @@ func stream(r *rand.Rand, from, secs int64, add func(now int64) []timed) []tick 
 // slot (SPEC: up to 10 s for windows ≤ 5m, 1 min ≤ 1h, 1 h beyond) through now.
 func TestWindowedQuantiles(t *testing.T) {
 	bounds := []float64{0.005, 0.01, 0.1, 1, 10}
-	l, err := windows.NewLayout(defaultWindows, windows.Options{Summaries: []windows.SummaryKind{NewQuantiles, BucketsKind(bounds)}})
+	l, err := windows.NewLayout(defaultWindows, windows.Options{Summaries: []windows.SummaryKind{QuantilesKind, BucketsKind(bounds)}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -117,21 +117,31 @@ func windowError(w time.Duration, reason string) error {
 	return fmt.Errorf("window %v: %s", w, reason)
 }
 
-// Summary is what a slot of a summary wheel holds: a mergeable digest of the values added
-// to the slot, such as a quantile sketch. A series creates a slot's summary with its
-// SummaryKind on the slot's first value, empties it with Reset when the wheel moves past
-// the slot, and Read merges the slots of a window into a summary of the same kind.
+// Summary is what a slot of a summary wheel holds: a mergeable digest of the events added
+// to the slot, such as a quantile sketch or a distinct count. A series creates a slot's
+// summary with its SummaryKind on the slot's first event, empties it with Reset when the
+// wheel moves past the slot, and Read merges the slots of a window into a summary of the
+// same kind.
 type Summary interface {
-	// Add records one value.
-	Add(v float64)
+	// Add records one event: its value and, for a kind that reads one, its item (nil
+	// otherwise). item is valid only during the call.
+	Add(v float64, item []byte)
 	// Merge adds everything from holds; from is of the receiver's kind.
 	Merge(from Summary)
 	// Reset empties the summary; it may keep its memory for the next slot.
 	Reset()
 }
 
-// SummaryKind makes empty summaries of one kind.
-type SummaryKind func() Summary
+// SummaryKind makes empty summaries of one kind and says what of an event they read
+// besides its value.
+type SummaryKind struct {
+	// New makes an empty summary.
+	New func() Summary
+	// Item n ≥ 1 gives Summary.Add the n-th of the items passed to Series.AddItems: a
+	// distinct count reads the text it counts, a top-values summary the value it ranks.
+	// 0 gives it nil: the summary reads values only.
+	Item int
+}
 
 // Options chooses what a slot keeps besides the sum of values.
 type Options struct {

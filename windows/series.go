@@ -96,7 +96,7 @@ func (s *Series) Add(now, at int64, v float64) Placement {
 	// A series with summaries takes the general path: a sketch's add costs far more than
 	// the division it saves, and the float-only path stays as it was.
 	if now != s.t || at != now || now == never || s.rings != nil {
-		p := s.addSlow(now, at, v)
+		p := s.addSlow(now, at, v, nil)
 		s.mu.Unlock()
 		return p
 	}
@@ -109,7 +109,19 @@ func (s *Series) Add(now, at int64, v float64) Placement {
 	return Placed
 }
 
-func (s *Series) addSlow(now, at int64, v float64) Placement {
+// AddItems is Add for a layout whose summaries read items (SummaryKind.Item): items are
+// the event's, valid only during the call. Without items it is Add.
+func (s *Series) AddItems(now, at int64, v float64, items [][]byte) Placement {
+	if items == nil {
+		return s.Add(now, at, v)
+	}
+	s.mu.Lock()
+	p := s.addSlow(now, at, v, items)
+	s.mu.Unlock()
+	return p
+}
+
+func (s *Series) addSlow(now, at int64, v float64, items [][]byte) Placement {
 	now, at = clampTime(now), clampTime(at)
 	if s.wentBack(now) {
 		// Everything held is newer than every window seen from now: start over at now, or
@@ -134,7 +146,7 @@ func (s *Series) addSlow(now, at int64, v float64) Placement {
 	}
 	for i := range l.sumWheels {
 		if idx, ok := l.sumWheels[i].slotOf(s.rings.head[i], s.t, at); ok {
-			s.rings.summarize(l, l.sumWheels[i].off+idx*len(l.kinds), v)
+			s.rings.summarize(l, l.sumWheels[i].off+idx*len(l.kinds), v, items)
 		}
 	}
 	s.last = max(s.last, at)
@@ -156,14 +168,18 @@ func (w *wheel) slotOf(head int32, t, at int64) (int, bool) {
 	return int(idx), true
 }
 
-// summarize adds value v to every summary of the slot starting at sums[i], creating them on
-// the slot's first value.
-func (r *summaryRings) summarize(l *Layout, i int, v float64) {
+// summarize adds an event to every summary of the slot starting at sums[i], creating them
+// on the slot's first event.
+func (r *summaryRings) summarize(l *Layout, i int, v float64, items [][]byte) {
 	for k, kind := range l.kinds {
 		if r.sums[i+k] == nil {
-			r.sums[i+k] = kind()
+			r.sums[i+k] = kind.New()
 		}
-		r.sums[i+k].Add(v)
+		var item []byte
+		if kind.Item > 0 {
+			item = items[kind.Item-1]
+		}
+		r.sums[i+k].Add(v, item)
 	}
 }
 
@@ -319,7 +335,7 @@ func (l *Layout) NewSummaries() []Summary {
 	dst := make([]Summary, 0, len(l.windows)*len(l.kinds))
 	for range l.windows {
 		for _, kind := range l.kinds {
-			dst = append(dst, kind())
+			dst = append(dst, kind.New())
 		}
 	}
 	return dst

@@ -4,17 +4,37 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 )
 
 // bag is the exact summary: it keeps every value, so a read shows precisely which events
-// the wheels put in a window.
-type bag struct{ vs []float64 }
+// the wheels put in a window. Of the kind that reads an item it keeps the item, the text
+// of the value (see replay), read back as a number.
+type bag struct {
+	vs    []float64
+	items bool
+}
 
-func newBag() Summary { return &bag{} }
+var (
+	bagOfValues = SummaryKind{New: func() Summary { return &bag{} }}
+	bagOfItems  = SummaryKind{New: func() Summary { return &bag{items: true} }, Item: 1}
+)
 
-func (b *bag) Add(v float64)      { b.vs = append(b.vs, v) }
+func (b *bag) Add(v float64, item []byte) {
+	switch {
+	case b.items:
+		var err error
+		if v, err = strconv.ParseFloat(string(item), 64); err != nil {
+			panic(fmt.Sprintf("item %q: %v", item, err))
+		}
+	case item != nil:
+		panic(fmt.Sprintf("item %q given to a summary of values", item))
+	}
+	b.vs = append(b.vs, v)
+}
+
 func (b *bag) Merge(from Summary) { b.vs = append(b.vs, from.(*bag).vs...) }
 func (b *bag) Reset()             { b.vs = b.vs[:0] }
 
@@ -71,7 +91,7 @@ func TestSummaryReferenceModel(t *testing.T) {
 		for _, lay := range referenceLayouts {
 			t.Run(g.name+"/"+lay.name, func(t *testing.T) {
 				t.Parallel()
-				l, err := NewLayout(lay.windows, Options{Events: true, Extrema: true, Summaries: []SummaryKind{newBag, newBag}})
+				l, err := NewLayout(lay.windows, Options{Events: true, Extrema: true, Summaries: []SummaryKind{bagOfValues, bagOfItems}})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -104,7 +124,7 @@ func TestSummaryWheelSizes(t *testing.T) {
 		{"a year", []time.Duration{365 * 24 * time.Hour}, []ring{{86400, 366}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			l, err := NewLayout(tc.windows, Options{Summaries: []SummaryKind{newBag}})
+			l, err := NewLayout(tc.windows, Options{Summaries: []SummaryKind{bagOfValues}})
 			if err != nil {
 				t.Fatal(err)
 			}
