@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	"github.com/logwindow/logwindow_exporter/internal/reference"
 	"github.com/logwindow/logwindow_exporter/internal/testexec"
 )
 
@@ -112,16 +113,7 @@ func TestReplayQuantilesReference(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				sec := int64(time.Duration(d) / time.Second)
-				step := int64(3600)
-				switch {
-				case sec <= 300:
-					step = 10
-				case sec <= 3600:
-					step = 60
-				}
-				edge := newest - sec + 1
-				edge -= (edge%step + step) % step
+				edge := reference.SummaryEdge(newest, time.Duration(d))
 				var vs []float64
 				for _, l := range lines {
 					// Lines older than the longest window are late: in no window.

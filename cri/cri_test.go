@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/logwindow/logwindow_exporter/cri/critest"
 )
 
 func TestFeed(t *testing.T) {
@@ -61,19 +63,7 @@ func TestRandomSplits(t *testing.T) {
 			msg := strings.Repeat(fmt.Sprintf("m%d.%d ", round, i), r.IntN(20))
 			want = append(want, msg)
 			stream := []string{"stdout", "stderr"}[i%2]
-			cuts := []int{0}
-			for k := r.IntN(4); k > 0; k-- {
-				cuts = append(cuts, r.IntN(len(msg)+1))
-			}
-			slices.Sort(cuts)
-			cuts = append(cuts, len(msg))
-			for c := 0; c+1 < len(cuts); c++ {
-				tag := "P"
-				if c+2 == len(cuts) {
-					tag = "F"
-				}
-				lines = append(lines, fmt.Sprintf("2024-03-01T12:00:00Z %s %s %s", stream, tag, msg[cuts[c]:cuts[c+1]]))
-			}
+			lines = append(lines, critest.Split(r, "2024-03-01T12:00:00Z", stream, msg)...)
 		}
 		j := New(1 << 20)
 		var got []string

@@ -7,7 +7,6 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +15,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/logwindow/logwindow_exporter/config"
+	"github.com/logwindow/logwindow_exporter/cri/critest"
 )
 
 // accessRecord is one request as nginx knows it, before any log format.
@@ -209,7 +209,7 @@ func TestCRIWrappedGiveIdenticalMetrics(t *testing.T) {
 	r := rand.New(rand.NewPCG(17, 3))
 	dir := t.TempDir()
 	cri := func(at time.Time, stream, tag, msg string) string {
-		return at.Format(time.RFC3339Nano) + " " + stream + " " + tag + " " + msg + "\n"
+		return critest.Line(at.Format(time.RFC3339Nano), stream, tag, msg) + "\n"
 	}
 	var plain, whole, split strings.Builder
 	var pendingErr []string // stderr parts waiting, written between stdout parts
@@ -217,18 +217,8 @@ func TestCRIWrappedGiveIdenticalMetrics(t *testing.T) {
 		line := rec.text()
 		plain.WriteString(line + "\n")
 		whole.WriteString(cri(rec.at, "stdout", "F", line))
-		cuts := []int{0}
-		for k := r.IntN(4); k > 0; k-- {
-			cuts = append(cuts, r.IntN(len(line)+1))
-		}
-		slices.Sort(cuts)
-		cuts = append(cuts, len(line))
-		for c := 0; c+1 < len(cuts); c++ {
-			tag := "P"
-			if c+2 == len(cuts) {
-				tag = "F"
-			}
-			split.WriteString(cri(rec.at, "stdout", tag, line[cuts[c]:cuts[c+1]]))
+		for _, part := range critest.Split(r, rec.at.Format(time.RFC3339Nano), "stdout", line) {
+			split.WriteString(part + "\n")
 			if len(pendingErr) > 0 {
 				split.WriteString(pendingErr[0])
 				pendingErr = pendingErr[1:]

@@ -12,6 +12,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/logwindow/logwindow_exporter/config"
+	"github.com/logwindow/logwindow_exporter/syslog/syslogtest"
 )
 
 const syslogRules = `
@@ -112,11 +113,11 @@ func TestSyslogInputs(t *testing.T) {
 	reg.MustRegister(p.Collector())
 
 	line := `127.0.0.1 - - [24/Nov/2026:05:28:09 +0000] "GET / HTTP/1.1" %d 2 "-" "ua" 0.000 -`
-	sendTo(t, "unixgram", sock,
+	syslogtest.Send(t, "unixgram", sock,
 		"<190>Nov 24 05:28:09 vm nginx: "+fmt.Sprintf(line, 200),
 		"<190>Nov 24 05:28:09 nginx: "+fmt.Sprintf(line, 200),
 		fmt.Sprintf(line, 502)) // not syslog: taken whole
-	sendTo(t, "udp", udp, "<190>Nov 24 05:28:09 vm nginx: "+fmt.Sprintf(line, 404))
+	syslogtest.Send(t, "udp", udp, "<190>Nov 24 05:28:09 vm nginx: "+fmt.Sprintf(line, 404))
 	waitSample(t, reg, "requests_total", map[string]string{"status": "200"}, 2)
 	waitSample(t, reg, "requests_total", map[string]string{"status": "502"}, 1)
 	waitSample(t, reg, "requests_total", map[string]string{"status": "404"}, 1)
@@ -151,7 +152,7 @@ func TestSyslogInputs(t *testing.T) {
 	if after, err := os.Lstat(sock); err != nil || !os.SameFile(before, after) {
 		t.Errorf("a reload rebound the socket: %v", err)
 	}
-	sendTo(t, "unixgram", sock, "<190>Nov 24 05:28:09 vm nginx: "+fmt.Sprintf(line, 200))
+	syslogtest.Send(t, "unixgram", sock, "<190>Nov 24 05:28:09 vm nginx: "+fmt.Sprintf(line, 200))
 	waitSample(t, reg, "requests_total", map[string]string{"status": "200"}, 3)
 
 	udpOnly, err := config.Parse([]byte(fmt.Sprintf("inputs: [{name: udp, syslog: 'udp://%s'}]\nrules: [{name: requests, match: x}]\n", udp)), "rules.yaml")
@@ -163,19 +164,5 @@ func TestSyslogInputs(t *testing.T) {
 	}
 	if _, err := os.Lstat(sock); !os.IsNotExist(err) {
 		t.Errorf("the socket of a removed input is still there: %v", err)
-	}
-}
-
-func sendTo(t *testing.T, network, addr string, datagrams ...string) {
-	t.Helper()
-	c, err := net.Dial(network, addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	for _, d := range datagrams {
-		if _, err := c.Write([]byte(d)); err != nil {
-			t.Fatal(err)
-		}
 	}
 }

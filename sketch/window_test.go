@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/logwindow/logwindow_exporter/internal/reference"
 	"github.com/logwindow/logwindow_exporter/windows"
 )
 
@@ -151,16 +152,7 @@ func TestWindowedQuantiles(t *testing.T) {
 
 func checkWindows(dst []windows.Summary, held []timed, now int64, bounds []float64) error {
 	for i, w := range defaultWindows {
-		sec := int64(w / time.Second)
-		step := int64(3600)
-		switch {
-		case sec <= 300:
-			step = 10
-		case sec <= 3600:
-			step = 60
-		}
-		edge := now - sec + 1
-		edge -= (edge%step + step) % step
+		edge := reference.SummaryEdge(now, w)
 		var vs []float64
 		sum := 0.0
 		for _, h := range held {

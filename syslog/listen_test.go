@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/logwindow/logwindow_exporter/syslog/syslogtest"
 )
 
 // collector gathers what a Listener hands on.
@@ -58,20 +60,6 @@ func listen(t *testing.T, opts Options, h Handler) *Listener {
 	return l
 }
 
-func send(t *testing.T, network, addr string, datagrams ...string) {
-	t.Helper()
-	c, err := net.Dial(network, addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	for _, d := range datagrams {
-		if _, err := c.Write([]byte(d)); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
 func TestListenReceives(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
@@ -87,7 +75,7 @@ func TestListenReceives(t *testing.T) {
 				t.Fatal("not ready once bound")
 			}
 			a := l.conn.LocalAddr()
-			send(t, a.Network(), a.String(), nginxDatagram, "not syslog at all", nginxNoHostname)
+			syslogtest.Send(t, a.Network(), a.String(), nginxDatagram, "not syslog at all", nginxNoHostname)
 			got := c.wait(t, 3)
 			want := []string{nginxLine, "not syslog at all", nginxLine}
 			if !slices.Equal(got, want) {
@@ -105,7 +93,7 @@ func TestListenTooLong(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "s.sock")
 	l := listen(t, Options{Address: "unixgram://" + path, MaxLineBytes: 100}, c.handle)
 	long := "<13>Nov 24 01:02:03 h t: " + string(make([]byte, 100))
-	send(t, "unixgram", path, long, "<13>Nov 24 01:02:03 h t: short")
+	syslogtest.Send(t, "unixgram", path, long, "<13>Nov 24 01:02:03 h t: short")
 	if got := c.wait(t, 1); !slices.Equal(got, []string{"short"}) {
 		t.Errorf("lines = %q", got)
 	}
@@ -130,7 +118,7 @@ func TestListenQueueFull(t *testing.T) {
 	for i := range datagrams {
 		datagrams[i] = "x"
 	}
-	send(t, "unixgram", path, datagrams...)
+	syslogtest.Send(t, "unixgram", path, datagrams...)
 	for l.Stats().Received < sent {
 		time.Sleep(time.Millisecond) // polling for the reader goroutine, not a timing assertion
 	}
