@@ -1,10 +1,12 @@
 package sketch
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
 	"runtime"
 	"testing"
+	"time"
 
 	"github.com/DataDog/sketches-go/ddsketch"
 
@@ -171,6 +173,120 @@ func BenchmarkReadQuantiles(b *testing.B) {
 							b.Fatal(err)
 						}
 					}
+				}
+			}
+		})
+	}
+}
+
+// distinctStream feeds s perFive different values in every 5 minutes, a new set each 5
+// minutes (so a day holds 288 times as many), for secs seconds from base, at
+// ⌈perFive/300⌉ lines per second cycling through the set.
+func distinctStream(s *windows.Series, perFive, secs int64) {
+	rate := (perFive + 299) / 300
+	var buf [8]byte
+	items := [][]byte{buf[:]}
+	for now := int64(base); now < base+secs; now++ {
+		for j := range rate {
+			k := ((now-base)%300*rate + j) % perFive
+			binary.LittleEndian.PutUint64(buf[:], uint64((now-base)/300*perFive+k))
+			s.AddItems(now, now, 1, items)
+		}
+	}
+}
+
+// BenchmarkDistinctSeriesBytes is the live heap of one series keeping a distinct count
+// after a stream of 10, 10,000 and 1,000,000 different values per 5 minutes: with the
+// default windows after 25 hours (every slot of every wheel then holds its share; the
+// million is left out there, 300 million lines), and with a 5m window only after 5 minutes.
+func BenchmarkDistinctSeriesBytes(b *testing.B) {
+	for _, tc := range []struct {
+		name    string
+		windows []time.Duration
+		secs    int64
+		perFive []int64
+	}{
+		{"default_windows", defaultWindows, 25 * 3600, []int64{10, 10_000}},
+		{"5m", []time.Duration{5 * time.Minute}, 310, []int64{10, 10_000, 1_000_000}},
+	} {
+		l, err := windows.NewLayout(tc.windows, windows.Options{Summaries: []windows.SummaryKind{DistinctKind(1)}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, perFive := range tc.perFive {
+			b.Run(fmt.Sprintf("%s/%d_per_5m", tc.name, perFive), func(b *testing.B) {
+				keep := make([]*windows.Series, b.N)
+				var before, after runtime.MemStats
+				runtime.GC()
+				runtime.ReadMemStats(&before)
+				for i := range keep {
+					keep[i] = l.NewSeries()
+					distinctStream(keep[i], perFive, tc.secs)
+				}
+				runtime.GC()
+				runtime.ReadMemStats(&after)
+				b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/float64(b.N), "B/series")
+				runtime.KeepAlive(keep)
+			})
+		}
+	}
+}
+
+// BenchmarkDistinctAdd is what a line costs in the wheels of a counting rule with the
+// default windows, 10,000 different values per 5 minutes: without a distinct count (Add,
+// and AddItems without items, the path of rules without one) and with it.
+func BenchmarkDistinctAdd(b *testing.B) {
+	plain, err := windows.NewLayout(defaultWindows, windows.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	distinct, err := windows.NewLayout(defaultWindows, windows.Options{Summaries: []windows.SummaryKind{DistinctKind(1)}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		l    *windows.Layout
+		add  func(s *windows.Series, now int64, items [][]byte)
+	}{
+		{"plain", plain, func(s *windows.Series, now int64, _ [][]byte) { s.Add(now, now, 1) }},
+		{"plain_no_items", plain, func(s *windows.Series, now int64, _ [][]byte) { s.AddItems(now, now, 1, nil) }},
+		{"distinct", distinct, func(s *windows.Series, now int64, items [][]byte) { s.AddItems(now, now, 1, items) }},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			s := tc.l.NewSeries()
+			var buf [8]byte
+			items := [][]byte{buf[:]}
+			b.ReportAllocs()
+			for i := range int64(b.N) {
+				// 34 lines a second, a new set of 10,000 values every 5 minutes.
+				now := base + i/34
+				binary.LittleEndian.PutUint64(buf[:], uint64(i%10_200))
+				tc.add(s, now, items)
+			}
+		})
+	}
+}
+
+// BenchmarkReadDistinct is the scrape-time work for one distinct series after 25 hours of
+// 10 and 10,000 different values per 5 minutes: merging its slots into every default
+// window and counting each.
+func BenchmarkReadDistinct(b *testing.B) {
+	l, err := windows.NewLayout(defaultWindows, windows.Options{Summaries: []windows.SummaryKind{DistinctKind(1)}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, perFive := range []int64{10, 10_000} {
+		b.Run(fmt.Sprintf("%d_per_5m", perFive), func(b *testing.B) {
+			s := l.NewSeries()
+			distinctStream(s, perFive, 25*3600)
+			dst := l.NewSummaries()
+			b.ReportAllocs()
+			b.ResetTimer()
+			for range b.N {
+				s.ReadSummaries(base+25*3600, dst)
+				for _, d := range dst {
+					d.(*Distinct).Count()
 				}
 			}
 		})

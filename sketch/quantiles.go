@@ -1,6 +1,6 @@
 // Package sketch holds the mergeable summaries the windows keep per slot for quantities
-// that are not a sum: a quantile sketch with a relative-error guarantee, and exact counts
-// over fixed histogram buckets. Both implement windows.Summary.
+// that are not a sum: a quantile sketch with a relative-error guarantee, exact counts over
+// fixed histogram buckets, and distinct counts (Distinct). All implement windows.Summary.
 //
 // # Quantiles
 //

@@ -1,0 +1,240 @@
+package sketch
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/logwindow/logwindow_exporter/internal/reference"
+	"github.com/logwindow/logwindow_exporter/windows"
+)
+
+// distinctBound is the SPEC's bound on a distinct count: within max(2, 2 %) of the exact
+// count, so exact or off by at most 2 up to 100 values.
+func distinctBound(got uint64, exact int) bool {
+	return math.Abs(float64(got)-float64(exact)) <= max(2, 0.02*float64(exact))
+}
+
+// itemOf is the text counted for id: 8 bytes, except id 0, which is the empty item (a
+// template that renders to nothing is one value too).
+func itemOf(id uint64, buf *[8]byte) []byte {
+	if id == 0 {
+		return buf[:0]
+	}
+	binary.LittleEndian.PutUint64(buf[:], id)
+	return buf[:]
+}
+
+func TestDistinct(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		ids   func(i int) uint64
+		adds  int
+		exact int
+	}{
+		{"nothing", func(int) uint64 { return 1 }, 0, 0},
+		{"the empty item", func(int) uint64 { return 0 }, 5, 1},
+		{"one value 100,000 times", func(int) uint64 { return 7 }, 100_000, 1},
+		{"2 values", func(i int) uint64 { return uint64(i % 2) }, 100, 2},
+		{"100 values", func(i int) uint64 { return uint64(i % 100) }, 1000, 100},
+		{"10,000 values", func(i int) uint64 { return uint64(i % 10_000) }, 30_000, 10_000},
+		{"1,000,000 unique", func(i int) uint64 { return uint64(i + 1) }, 1_000_000, 1_000_000},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := NewDistinct()
+			var buf [8]byte
+			for i := range tc.adds {
+				d.Add(0, itemOf(tc.ids(i), &buf))
+			}
+			if got := d.Count(); !distinctBound(got, tc.exact) {
+				t.Fatalf("count %d, exact %d", got, tc.exact)
+			}
+			d.Reset()
+			if got := d.Count(); got != 0 {
+				t.Fatalf("count %d after Reset", got)
+			}
+		})
+	}
+}
+
+// TestDistinctMerge merges overlapping sketches, sparse and dense, as a window's slots are.
+func TestDistinctMerge(t *testing.T) {
+	for _, size := range []int{50, 5_000, 80_000} {
+		t.Run(fmt.Sprint(size), func(t *testing.T) {
+			parts := make([]*Distinct, 4)
+			var buf [8]byte
+			for k := range parts {
+				parts[k] = NewDistinct()
+				// Part k holds ids [k·size/2, k·size/2 + size): each overlaps the next by half.
+				for id := k * size / 2; id < k*size/2+size; id++ {
+					parts[k].Add(0, itemOf(uint64(id)+1, &buf))
+				}
+			}
+			into := NewDistinct()
+			into.Merge(NewDistinct()) // an empty slot changes nothing
+			for _, p := range parts {
+				into.Merge(p)
+			}
+			exact := 3*size/2 + size
+			if got := into.Count(); !distinctBound(got, exact) {
+				t.Fatalf("merged count %d, exact %d", got, exact)
+			}
+			for k, p := range parts {
+				if got := p.Count(); !distinctBound(got, size) {
+					t.Fatalf("part %d changed by the merge: %d, exact %d", k, got, size)
+				}
+			}
+		})
+	}
+}
+
+// distinctStreams are the streams of the distinct reference test: each event's v is the id
+// of the item it carries (itemOf), so the streams of the quantile test's shape carry items.
+var distinctStreams = []struct {
+	name string
+	gen  func(r *rand.Rand) []tick
+}{
+	{"random clients, skewed, the empty item among them", func(r *rand.Rand) []tick {
+		return stream(r, 0, 3*3600, func(now int64) []timed {
+			vs := make([]timed, r.IntN(12))
+			for i := range vs {
+				// Half the lines from 50 busy clients, half from 20,000 others.
+				id := r.Uint64N(50)
+				if r.IntN(2) == 0 {
+					id = 50 + r.Uint64N(20_000)
+				}
+				vs[i] = timed{now - r.Int64N(5), float64(id)}
+			}
+			return vs
+		})
+	}},
+	{"all values unique", func(r *rand.Rand) []tick {
+		next := uint64(1)
+		return stream(r, 0, 2*3600, func(now int64) []timed {
+			vs := make([]timed, 15+r.IntN(10))
+			for i := range vs {
+				vs[i] = timed{now, float64(next)}
+				next++
+			}
+			return vs
+		})
+	}},
+	{"one value repeated", func(r *rand.Rand) []tick {
+		// About a million lines of the same value (a quarter of that in short mode).
+		return stream(r, 0, 2*3600, func(now int64) []timed {
+			return slices.Repeat([]timed{{now - r.Int64N(3), 42}}, 1+r.IntN(280))
+		})
+	}},
+	{"values return after the window", func(r *rand.Rand) []tick {
+		return stream(r, 0, 3*3600, func(now int64) []timed {
+			// 400 values live for 7 minutes, then rest for 14 (longer than 5m and 15m);
+			// 300 others every other 70 minutes (longer than 1h).
+			var vs []timed
+			for range 3 {
+				vs = append(vs, timed{now, float64(1 + uint64(now/420%3)*1000 + r.Uint64N(400))})
+			}
+			if now/4200%2 == 0 {
+				vs = append(vs, timed{now, float64(10_000 + r.Uint64N(300))})
+			}
+			return vs
+		})
+	}},
+	{"bursts at slot edges", func(r *rand.Rand) []tick {
+		next := uint64(1_000_000)
+		return stream(r, 0, 3*3600, func(now int64) []timed {
+			var vs []timed
+			for _, step := range []int64{10, 60, 3600} {
+				if m := now % step; m == 0 || m == step-1 {
+					// New values, and some of the last burst's again.
+					for range 20 + r.IntN(200) {
+						vs = append(vs, timed{now, float64(next)})
+						next++
+					}
+					for range 20 {
+						vs = append(vs, timed{now, float64(next - 1 - r.Uint64N(300))})
+					}
+				}
+			}
+			return vs
+		})
+	}},
+}
+
+// TestWindowedDistinct is the reference model for windowed distinct counts: every event is
+// stored with its item, and each read compares every window's count with the exact number
+// of different items among the events from the start of the window's edge slot (as for
+// quantiles) through now, which must be within max(2, 2 %).
+func TestWindowedDistinct(t *testing.T) {
+	l, err := windows.NewLayout(defaultWindows, windows.Options{Summaries: []windows.SummaryKind{DistinctKind(1)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seeds := 2
+	if testing.Short() || raceEnabled {
+		seeds = 1
+	}
+	for _, st := range distinctStreams {
+		for seed := range seeds {
+			t.Run(st.name, func(t *testing.T) {
+				r := rand.New(rand.NewPCG(uint64(seed), 12))
+				ticks := st.gen(r)
+				if testing.Short() || raceEnabled {
+					ticks = ticks[:len(ticks)/4]
+				}
+				s := l.NewSeries()
+				// last holds each item's newest second, and newest[t−from] how many items have
+				// second t as their newest: the items of a window are those whose newest
+				// second is at or after its edge.
+				last := map[uint64]int64{}
+				from := ticks[0].now - 10
+				newest := make([]int, ticks[len(ticks)-1].now-from+1)
+				dst := l.NewSummaries()
+				var buf [8]byte
+				reads, worst := 0, 0.0
+				for _, tk := range ticks {
+					for _, a := range tk.adds {
+						id := uint64(a.v)
+						if p := s.AddItems(tk.now, a.at, 1, [][]byte{itemOf(id, &buf)}); p != windows.Placed {
+							t.Fatalf("add at %d of %d: %v", a.at, tk.now, p)
+						}
+						if prev, ok := last[id]; !ok || prev < a.at {
+							if ok {
+								newest[prev-from]--
+							}
+							newest[a.at-from]++
+							last[id] = a.at
+						}
+					}
+					if !tk.read {
+						continue
+					}
+					reads++
+					s.ReadSummaries(tk.now, dst)
+					for i, w := range defaultWindows {
+						exact := 0
+						for _, n := range newest[max(0, reference.SummaryEdge(tk.now, w)-from):] {
+							exact += n
+						}
+						got := dst[i].(*Distinct).Count()
+						if !distinctBound(got, exact) {
+							t.Fatalf("read at %d, window %v: %d distinct, exact %d", tk.now, w, got, exact)
+						}
+						if exact > 0 && math.Abs(float64(got)/float64(exact)-1) > 0.002 {
+							t.Logf("w %v exact %d got %d", w, exact, got)
+						}
+						if exact > 0 {
+							worst = max(worst, math.Abs(float64(got)/float64(exact)-1))
+						}
+					}
+				}
+				if reads < 5 {
+					t.Fatalf("only %d reads", reads)
+				}
+				t.Logf("%d reads, %d values, worst relative error %.3f %%", reads, len(last), 100*worst)
+			})
+		}
+	}
+}
