@@ -1,0 +1,153 @@
+package sketch
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"runtime"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/logwindow/logwindow_exporter/windows"
+)
+
+// benchItems are n distinct path-like values, made before the timing.
+func benchItems(n int) [][]byte {
+	out := make([][]byte, n)
+	for i := range out {
+		out[i] = []byte("/api/v1/items/" + strconv.Itoa(i))
+	}
+	return out
+}
+
+// topBenchWindows are the window sets the top benchmarks run with: the example rules' 5m
+// alone, and 1m, 5m, 15m and 1h (the 10 s and the minute wheels).
+var topBenchWindows = []struct {
+	name string
+	ws   []time.Duration
+}{
+	{"5m", []time.Duration{5 * time.Minute}},
+	{"1m,5m,15m,1h", []time.Duration{time.Minute, 5 * time.Minute, 15 * time.Minute, time.Hour}},
+}
+
+// BenchmarkTopSeriesBytes is the live heap of one series keeping a top-values summary after
+// lines each carrying a value never seen before (the worst case for the summary: every
+// line is a new counter), as many as the distinct values, spread evenly over the longest
+// window and its edge slot so that every slot holds its share. The heap follows the
+// capacity and not the number of distinct values.
+func BenchmarkTopSeriesBytes(b *testing.B) {
+	for _, wins := range topBenchWindows {
+		for _, capacity := range []int{100, 1000} {
+			for _, distinct := range []int{100_000, 1_000_000} {
+				b.Run(fmt.Sprintf("%s/capacity_%d/%d_values", wins.name, capacity, distinct), func(b *testing.B) {
+					l, err := windows.NewLayout(wins.ws, windows.Options{Summaries: []windows.SummaryKind{TopKind(capacity, 1)}})
+					if err != nil {
+						b.Fatal(err)
+					}
+					items := benchItems(distinct)
+					secs := int64(wins.ws[len(wins.ws)-1]/time.Second) + 60
+					keep := make([]*windows.Series, b.N)
+					var before, after runtime.MemStats
+					runtime.GC()
+					runtime.ReadMemStats(&before)
+					item := make([][]byte, 1)
+					for i := range keep {
+						keep[i] = l.NewSeries()
+						for j, it := range items {
+							now := base + int64(j)*secs/int64(distinct)
+							item[0] = it
+							keep[i].AddItems(now, now, 1, item)
+						}
+					}
+					runtime.GC()
+					runtime.ReadMemStats(&after)
+					b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/float64(b.N), "B/series")
+					runtime.KeepAlive(keep)
+					runtime.KeepAlive(items)
+				})
+			}
+		}
+	}
+}
+
+// BenchmarkSeriesAddTop is what a line costs in the wheels with the 1m, 5m, 15m and 1h
+// windows at 100 lines per second, without a summary (a rule without top) and with a
+// top-values summary of capacity 1000 (k = 10) over Zipf(1.1) draws from 1M values.
+func BenchmarkSeriesAddTop(b *testing.B) {
+	ws := topBenchWindows[1].ws
+	for _, tc := range []struct {
+		name  string
+		kinds []windows.SummaryKind
+	}{
+		{"plain", nil},
+		{"top", []windows.SummaryKind{TopKind(1000, 1)}},
+	} {
+		l, err := windows.NewLayout(ws, windows.Options{Summaries: tc.kinds})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run(tc.name, func(b *testing.B) {
+			items := zipfItems(1_000_000, 1.1, 1<<16)
+			s := l.NewSeries()
+			item := make([][]byte, 1)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := range int64(b.N) {
+				now := base + i/100
+				if tc.kinds == nil {
+					s.Add(now, now, 1)
+					continue
+				}
+				item[0] = items[i&(1<<16-1)]
+				s.AddItems(now, now, 1, item)
+			}
+		})
+	}
+}
+
+// zipfItems draws n values from Zipf(s) over distinct values, before the timing.
+func zipfItems(distinct int, s float64, n int) [][]byte {
+	r := rand.New(rand.NewPCG(7, 7))
+	z := rand.NewZipf(r, s, 1, uint64(distinct-1))
+	out := make([][]byte, n)
+	for i := range out {
+		out[i] = []byte("/api/v1/items/" + strconv.FormatUint(z.Uint64(), 10))
+	}
+	return out
+}
+
+// BenchmarkReadTop is the scrape-time work for one series with a top-values summary of
+// capacity 1000 after an hour of 100 lines per second (Zipf(1.1) over 1M values): merging
+// its slots into every window and picking the top 10 of each.
+func BenchmarkReadTop(b *testing.B) {
+	for _, wins := range topBenchWindows {
+		b.Run(wins.name, func(b *testing.B) {
+			l, err := windows.NewLayout(wins.ws, windows.Options{Summaries: []windows.SummaryKind{TopKind(1000, 1)}})
+			if err != nil {
+				b.Fatal(err)
+			}
+			items := zipfItems(1_000_000, 1.1, 1<<16)
+			s := l.NewSeries()
+			item := make([][]byte, 1)
+			const end = base + 3600
+			i := 0
+			for now := int64(base); now < end; now++ {
+				for range 100 {
+					item[0] = items[i&(1<<16-1)]
+					s.AddItems(now, now, 1, item)
+					i++
+				}
+			}
+			dst := l.NewSummaries()
+			var top []TopValue
+			b.ReportAllocs()
+			b.ResetTimer()
+			for range b.N {
+				s.ReadSummaries(end, dst)
+				for _, d := range dst {
+					top = d.(*Top).Top(10, 0, top[:0])
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,400 @@
+package sketch
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/logwindow/logwindow_exporter/internal/reference"
+	"github.com/logwindow/logwindow_exporter/windows"
+)
+
+// topValues is the number of distinct values the streams draw from.
+const topValues = 100_000
+
+var topNames = func() []string {
+	names := make([]string, topValues)
+	for i := range names {
+		names[i] = "/p/" + strconv.Itoa(i)
+	}
+	return names
+}()
+
+// zipf draws value ids with probability ∝ 1/(rank+1)^s over topValues values (any s > 0,
+// where math/rand's Zipf needs s > 1).
+type zipf []float64
+
+func newZipf(s float64) zipf {
+	cdf := make(zipf, topValues)
+	acc := 0.0
+	for i := range cdf {
+		acc += math.Pow(float64(i+1), -s)
+		cdf[i] = acc
+	}
+	return cdf
+}
+
+func (z zipf) draw(r *rand.Rand) int32 {
+	i, _ := slices.BinarySearch(z, r.Float64()*z[len(z)-1])
+	return int32(min(i, len(z)-1))
+}
+
+// hit is one line: its second, its value's id and its weight (1 for a counting rule).
+type hit struct {
+	at int64
+	id int32
+	w  float64
+}
+
+type topTick struct {
+	now  int64
+	adds []hit
+	read bool
+}
+
+// topStream runs secs seconds from base, adding what add returns for each second and
+// reading the windows now and then, around slot edges and at the seconds reads says.
+func topStream(r *rand.Rand, secs int64, reads func(now int64) bool, add func(now int64) []hit) []topTick {
+	out := make([]topTick, 0, secs)
+	for now := int64(base); now < base+secs; now++ {
+		m := now % 3600
+		read := r.IntN(200) == 0 || now%600 == 599 || m == 0 || m == 9 || (reads != nil && reads(now))
+		out = append(out, topTick{now: now, adds: add(now), read: read})
+	}
+	return out
+}
+
+// zipfLines returns n lines at or up to two seconds before now, drawn from z, each weighing
+// weight(r).
+func zipfLines(r *rand.Rand, z zipf, now int64, n int, weight func(r *rand.Rand) float64) []hit {
+	out := make([]hit, n)
+	for i := range out {
+		out[i] = hit{now - r.Int64N(3), z.draw(r), weight(r)}
+	}
+	return out
+}
+
+func one(*rand.Rand) float64 { return 1 }
+
+const topSecs = 3 * 3600
+
+// edgeBurst is when the value hot only at the old edge of the windows is hot: ten seconds
+// of 40 lines each, in one 10 s slot.
+const edgeBurst = base + 600
+
+// topStreams are the reference test's streams. separated marks those whose top values are
+// far enough apart that the exact top k must come out, in order.
+var topStreams = []struct {
+	name      string
+	separated bool
+	gen       func(r *rand.Rand) []topTick
+}{
+	{"zipf 0.8", false, zipfStream(0.8, one)},
+	{"zipf 1.0", false, zipfStream(1.0, one)},
+	{"zipf 1.2", false, zipfStream(1.2, one)},
+	{"zipf 1.5", false, zipfStream(1.5, one)},
+	{"zipf 1.1 weighted", false, zipfStream(1.1, func(r *rand.Rand) float64 { return float64(1 + r.IntN(1000)) })},
+	{"heavy value changes every minute", false, func(r *rand.Rand) []topTick {
+		uniform := newZipf(1e-9)
+		return topStream(r, topSecs, nil, func(now int64) []hit {
+			hs := zipfLines(r, uniform, now, r.IntN(6), one)
+			hot := int32(now / 60 % topValues)
+			for range 4 + r.IntN(6) {
+				hs = append(hs, hit{now, hot, 1})
+			}
+			return hs
+		})
+	}},
+	{"many values tied", false, func(r *rand.Rand) []topTick {
+		next := int32(0)
+		return topStream(r, topSecs, nil, func(now int64) []hit {
+			hs := make([]hit, 7)
+			for i := range hs {
+				hs[i] = hit{now, next, 1}
+				next = (next + 1) % 1000
+			}
+			return hs
+		})
+	}},
+	{"hot only at the old edge", false, func(r *rand.Rand) []topTick {
+		z := newZipf(1.1)
+		// Read every second around the moment the burst reaches each window's old edge.
+		reads := func(now int64) bool {
+			for _, w := range topWindows {
+				if d := now - edgeBurst - int64(w/time.Second); d >= -15 && d <= 25 {
+					return true
+				}
+			}
+			return false
+		}
+		return topStream(r, topSecs, reads, func(now int64) []hit {
+			hs := zipfLines(r, z, now, r.IntN(10), one)
+			if now >= edgeBurst && now < edgeBurst+10 {
+				for range 40 {
+					hs = append(hs, hit{now, topValues - 1, 1})
+				}
+			}
+			return hs
+		})
+	}},
+	{"well separated heavy values", true, func(r *rand.Rand) []topTick {
+		uniform := newZipf(1e-9)
+		return topStream(r, topSecs, nil, func(now int64) []hit {
+			hs := zipfLines(r, uniform, now, r.IntN(5), one)
+			for i, n := range []int{13, 10, 8, 6, 4, 2, 1} {
+				for range n {
+					hs = append(hs, hit{now, int32(i), 1})
+				}
+			}
+			return hs
+		})
+	}},
+}
+
+func zipfStream(s float64, weight func(r *rand.Rand) float64) func(r *rand.Rand) []topTick {
+	return func(r *rand.Rand) []topTick {
+		z := newZipf(s)
+		return topStream(r, topSecs, nil, func(now int64) []hit {
+			return zipfLines(r, z, now, r.IntN(12), weight)
+		})
+	}
+}
+
+var topWindows = []time.Duration{time.Minute, 5 * time.Minute, time.Hour, 2 * time.Hour}
+
+// topCapacities are the capacities the reference test runs at once; topK values are
+// reported from each.
+var topCapacities = []int{40, 400}
+
+const topK = 5
+
+// TestWindowedTop is the reference model for the windowed top values: every line is stored
+// with its second, value and weight, and each read compares every window's summary with
+// the exact sums per value from the start of the window's edge slot through now (SPEC:
+// 10 s slots for windows ≤ 5m, 1 min ≤ 1h, 1 h beyond): the window's total; the error
+// bound at most total/(capacity+1); every reported sum at most the bound below the exact
+// one and never above it; no value left out whose exact sum beats the k-th reported (or
+// the threshold) by more than the bound; and, wherever the exact top k+1 are further apart
+// than the bound, exactly the top k in order.
+func TestWindowedTop(t *testing.T) {
+	var kinds []windows.SummaryKind
+	for _, c := range topCapacities {
+		kinds = append(kinds, TopKind(c, 1))
+	}
+	l, err := windows.NewLayout(topWindows, windows.Options{Summaries: kinds})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, st := range topStreams {
+		t.Run(st.name, func(t *testing.T) {
+			r := rand.New(rand.NewPCG(3, 13))
+			ticks := st.gen(r)
+			if testing.Short() || raceEnabled {
+				ticks = ticks[:len(ticks)/4]
+			}
+			s := l.NewSeries()
+			dst := l.NewSummaries()
+			var held []hit
+			item := make([][]byte, 1)
+			reads, separated, checks := 0, 0, 0
+			exact := make([]map[int32]float64, len(topWindows))
+			sorted := make([][]valueSum, len(topWindows))
+			totals := make([]float64, len(topWindows))
+			for _, tk := range ticks {
+				for _, h := range tk.adds {
+					item[0] = []byte(topNames[h.id])
+					if p := s.AddItems(tk.now, h.at, h.w, item); p != windows.Placed {
+						t.Fatalf("add at %d of %d: %v", h.at, tk.now, p)
+					}
+					held = append(held, h)
+				}
+				if !tk.read {
+					continue
+				}
+				reads++
+				held = slices.DeleteFunc(held, func(h hit) bool { return h.at < tk.now-3*3600 })
+				for i, w := range topWindows {
+					exact[i], totals[i] = map[int32]float64{}, 0
+					edge := reference.SummaryEdge(tk.now, w)
+					for _, h := range held {
+						if h.at >= edge && h.at <= tk.now {
+							exact[i][h.id] += h.w
+							totals[i] += h.w
+						}
+					}
+					sorted[i] = sortedSums(exact[i])
+				}
+				s.ReadSummaries(tk.now, dst)
+				for i, w := range topWindows {
+					for j := range topCapacities {
+						tp := dst[i*len(kinds)+j].(*Top)
+						for _, atLeast := range []float64{0, totals[i] / 50} {
+							sep, err := checkTop(tp, exact[i], sorted[i], totals[i], topK, atLeast)
+							if err != nil {
+								t.Fatalf("read at %+d, window %v, capacity %d, min %v: %v", tk.now-base, w, topCapacities[j], atLeast, err)
+							}
+							checks++
+							if sep {
+								separated++
+							}
+						}
+					}
+				}
+			}
+			if reads < 10 {
+				t.Fatalf("only %d reads", reads)
+			}
+			// The exact order is checked wherever the values are far enough apart; on the
+			// stream made for it, that must be most windows read.
+			if st.separated && separated < checks/4 {
+				t.Fatalf("top k checked in order at %d of %d window reads", separated, checks)
+			}
+			t.Logf("%d reads; exact top %d checked in order at %d of %d", reads, topK, separated, checks)
+		})
+	}
+}
+
+// checkTop compares a window's summary with its exact sums; separated reports whether
+// the exact top k+1 were further apart than the bound, so that the order was checked.
+// valueSum is a value's exact sum in a window.
+type valueSum struct {
+	id int32
+	c  float64
+}
+
+// sortedSums returns the exact sums in the order Top reports them.
+func sortedSums(exact map[int32]float64) []valueSum {
+	all := make([]valueSum, 0, len(exact))
+	for id, c := range exact {
+		all = append(all, valueSum{id, c})
+	}
+	slices.SortFunc(all, func(a, b valueSum) int {
+		return topOrder(TopValue{topNames[a.id], a.c}, TopValue{topNames[b.id], b.c})
+	})
+	return all
+}
+
+func checkTop(tp *Top, exact map[int32]float64, sorted []valueSum, total float64, k int, atLeast float64) (separated bool, err error) {
+	if tp.Total() != total {
+		return false, fmt.Errorf("total %v, want %v", tp.Total(), total)
+	}
+	eps := tp.Bound()
+	if limit := total / float64(tp.capacity+1); eps > limit*(1+1e-12) {
+		return false, fmt.Errorf("bound %v above total/(capacity+1) = %v", eps, limit)
+	}
+	got := tp.Top(k, atLeast, nil)
+	if len(got) > k {
+		return false, fmt.Errorf("%d values reported, k is %d", len(got), k)
+	}
+	reported := map[string]bool{}
+	for i, g := range got {
+		if i > 0 && topOrder(got[i-1], g) >= 0 {
+			return false, fmt.Errorf("reported out of order: %v", got)
+		}
+		id, _ := strconv.Atoi(g.Item[len("/p/"):])
+		c := exact[int32(id)]
+		if g.Sum > c || c-g.Sum > eps+1e-9 || g.Sum < atLeast {
+			return false, fmt.Errorf("%s reported %v, exact %v, bound %v, min %v", g.Item, g.Sum, c, eps, atLeast)
+		}
+		reported[g.Item] = true
+	}
+	floor := atLeast
+	if len(got) == k {
+		floor = max(floor, got[k-1].Sum)
+	}
+	for _, v := range sorted {
+		if v.c <= floor+eps+1e-9 {
+			break
+		}
+		if !reported[topNames[v.id]] {
+			return false, fmt.Errorf("%s left out with exact %v, above %v + bound %v; reported %v", topNames[v.id], v.c, floor, eps, got)
+		}
+	}
+	if atLeast > 0 || len(sorted) < k {
+		return false, nil
+	}
+	all := append(sorted[:len(sorted):len(sorted)], valueSum{-1, 0})
+	for i := range k {
+		if all[i].c-all[i+1].c <= eps {
+			return false, nil
+		}
+	}
+	for i := range k {
+		if got[i].Item != topNames[all[i].id] {
+			return false, fmt.Errorf("separated by more than %v: reported %v, exact top %v", eps, got, all[:k])
+		}
+	}
+	return true, nil
+}
+
+// TestTopMerge merges summaries of parts of a stream in random trees, as windows do across
+// slots and again across windows, and checks the merged bound against the exact sums.
+func TestTopMerge(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		capacity int
+		s        float64
+		parts    int
+	}{
+		{"capacity 1", 1, 1.1, 5},
+		{"zipf 0.8 into 64 parts", 50, 0.8, 64},
+		{"zipf 1.5 into 300 parts", 20, 1.5, 300},
+		{"uniform into 8 parts", 100, 1e-9, 8},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := rand.New(rand.NewPCG(5, uint64(tc.parts)))
+			z := newZipf(tc.s)
+			exact := map[int32]float64{}
+			total := 0.0
+			parts := make([]*Top, tc.parts)
+			for i := range parts {
+				parts[i] = NewTop(tc.capacity)
+				for range r.IntN(2000) {
+					id, w := z.draw(r), float64(1+r.IntN(3))
+					parts[i].Add(w, []byte(topNames[id]))
+					exact[id] += w
+					total += w
+				}
+			}
+			for len(parts) > 1 {
+				i := r.IntN(len(parts) - 1)
+				parts[i].Merge(parts[i+1])
+				parts = slices.Delete(parts, i+1, i+2)
+			}
+			if _, err := checkTop(parts[0], exact, sortedSums(exact), total, topK, 0); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// TestTopIgnores checks that values which cannot rank (zero, negative, NaN, infinite) are
+// left out of the sums and the total, and that Reset empties the summary.
+func TestTopIgnores(t *testing.T) {
+	tp := NewTop(3)
+	for _, v := range []float64{0, -1, math.NaN(), math.Inf(1), math.Inf(-1)} {
+		tp.Add(v, []byte("x"))
+	}
+	tp.Add(2, []byte("a"))
+	tp.Add(1, []byte("b"))
+	tp.Add(2, []byte("b"))
+	want := []TopValue{{"a", 2}, {"b", 3}}
+	slices.SortFunc(want, topOrder)
+	if got := tp.Top(10, 0, nil); !slices.Equal(got, want) || tp.Total() != 5 || tp.Bound() != 0 {
+		t.Fatalf("top %v total %v bound %v, want %v total 5 bound 0", got, tp.Total(), tp.Bound(), want)
+	}
+	if got := tp.Top(1, 0, nil); !slices.Equal(got, want[:1]) {
+		t.Fatalf("top 1: %v", got)
+	}
+	if got := tp.Top(2, 2.5, nil); !slices.Equal(got, want[:1]) {
+		t.Fatalf("top 2 from 2.5: %v", got)
+	}
+	tp.Reset()
+	if got := tp.Top(10, 0, nil); len(got) != 0 || tp.Total() != 0 || len(tp.index) != 0 {
+		t.Fatalf("after reset: %v total %v", got, tp.Total())
+	}
+}
