@@ -93,7 +93,8 @@ func QuantileSuffix(q float64) string {
 
 // gaugeSuffixes lists the suffix of every gauge family of r, whether it exports the family
 // or not (so that turning an aggregation on never makes a valid file invalid): those of
-// the table and one per quantile of the rule (the default quantiles when it lists none).
+// the table, one per quantile of the rule (the default quantiles when it lists none) and
+// the top values'.
 func (r *Rule) gaugeSuffixes() []string {
 	var out []string
 	for _, a := range aggregationTable {
@@ -106,7 +107,7 @@ func (r *Rule) gaugeSuffixes() []string {
 	for _, q := range qs {
 		out = append(out, QuantileSuffix(q))
 	}
-	return out
+	return append(out, TopSuffix)
 }
 
 // options returns what the wheels of r must keep for its aggregations, and for its buckets
@@ -120,6 +121,9 @@ func (r *Rule) options() windows.Options {
 	}
 	if len(r.Buckets) > 0 {
 		o.Summaries = append(o.Summaries, sketch.BucketsKind(r.Buckets))
+	}
+	if r.Top != nil {
+		o.Summaries = append(o.Summaries, sketch.TopKind(r.Top.Capacity, r.Top.Item))
 	}
 	return o
 }

@@ -148,6 +148,9 @@ type Rule struct {
 	// n of the Layout reads Items[n-1] (the text a distinct count counts, the value a
 	// top-values summary ranks).
 	Items []Item
+	// Top is nil unless the rule ranks the values of one of its labels (`top:`); that
+	// label is then not in Labels.
+	Top *Top
 	// Layout sizes the wheels for Windows with what Aggregations keep (event counts for
 	// events and mean, extrema for max and min, a sketch for quantiles, the buckets);
 	// every series of the rule shares it.

@@ -150,7 +150,7 @@ func TestBadConfigs(t *testing.T) {
 		},
 		"unknown_key.yaml": {
 			`:2: global: unknown key "window" (did you mean "windows"?) (known keys: windows, max_series_per_rule, counter_ttl)`,
-			`:6: rule "a": unknown key "lables" (did you mean "labels"?) (known keys: name, help, match, fields, labels, where, where_not, value, timestamp, windows, aggregations, quantiles, buckets, inputs, initial)`,
+			`:6: rule "a": unknown key "lables" (did you mean "labels"?) (known keys: name, help, match, fields, labels, where, where_not, value, timestamp, windows, aggregations, quantiles, buckets, inputs, initial, top)`,
 			`:7: rule "a": timestamp: unknown key "layuot" (did you mean "layout"?) (known keys: capture, layout)`,
 			`:7: rule "a": timestamp: capture "t" is not in the match regex (have: none: name groups with (?P<name>...))`,
 			`:7: rule "a": timestamp: layout: is missing; give a Go time layout (e.g. '02/Jan/2006:15:04:05 -0700')`,
@@ -293,6 +293,20 @@ func TestBadConfigs(t *testing.T) {
 			`:33: rule "cri_time_on_text": timestamp: capture: input "web" has no wrapper: cri, so its lines have no cri_time`,
 			`:37: rule "cri_time_unnamed": timestamp: capture: cri_time needs the rule to name its inputs (inputs: [...]), all with wrapper: cri`,
 		},
+		"top.yaml": {
+			`:5: rule "no_label": top: label: is missing; name the label whose values are ranked (one of the rule's labels: path, status)`,
+			`:9: rule "not_a_label": top: unknown key "kk" (known keys: label, k, min, capacity)`,
+			`:9: rule "not_a_label": top: label: "paht" is not a label of the rule (did you mean "path"?) (labels: path)`,
+			`:13: rule "bad_numbers": top: k: must be from 1 to 1000000, not 0`,
+			`:13: rule "bad_numbers": top: capacity: "ten" is not a whole number`,
+			`:13: rule "bad_numbers": top: min: "-1" is not a number of at least 0 (the smallest window sum exported)`,
+			`:17: rule "small_capacity": top: capacity: 5 is less than k (10); the summary must hold at least the values it exports`,
+			`:21: rule "no_k": top: k: is missing; give how many values to export per window (e.g. k: 10)`,
+			`:21: rule "no_k": top: capacity: must be from 1 to 1000000, not 1000001`,
+			`:21: rule "no_k": top: min: "NaN" is not a number of at least 0 (the smallest window sum exported)`,
+			`:26: rule "initial_top": initial #2: path is the top label, whose values are ranked rather than kept as label sets; leave it out`,
+			`:30: rule "not_a_mapping": top: must be a mapping, not a single value`,
+		},
 		"syslog.yaml": {
 			`:4: input "both": path and syslog: an input reads a file or a socket, not both; make two inputs`,
 			`:5: input "relative": syslog: "unixgram://run/x.sock": a unix socket needs an absolute path, e.g. unixgram:///run/logwindow/nginx.sock`,
@@ -352,13 +366,14 @@ rules:
   - name: r
     help: Some help.
     match: '(?P<m>[A-Z]+) (?P<s>[0-9]+) (?P<v>[0-9.]+) (?P<t>[^ ]+)'
-    labels: {method: '${m}'}
+    labels: {method: '${m}', status: '${s}'}
     where: {s: '^5'}
     value: v
     timestamp: {capture: t, layout: '2006-01-02T15:04:05Z07:00'}
     aggregations: [window, max]
     inputs: [web, api]
     initial: [{method: GET}]
+    top: {label: status, k: 3, capacity: 300}
 `
 
 // fingerprintEdits are edits of fingerprintBase (every occurrence of old), each naming the Rule field it changes
@@ -390,6 +405,10 @@ var fingerprintEdits = []struct {
 	{"inputs", "Inputs", "inputs: [web, api]", "inputs: [web]", false},
 	{"initial label sets", "Initial", "initial: [{method: GET}]", "initial: [{method: PUT}]", false},
 	{"where_not", "WhereNot", "where: {s: '^5'}", "where: {s: '^5'}\n    where_not: {m: '^GET$'}", false},
+	{"top label's template", "Items", "status: '${s}'", "status: 'x${s}'", false},
+	{"top capacity", "Top", "capacity: 300}", "capacity: 50}", false},
+	{"top k and min", "", "k: 3,", "k: 4, min: 5,", true},
+	{"top label kept as series", "Labels", "initial: [{method: GET}]\n    top: {label: status, k: 3, capacity: 300}", "initial: [{method: GET, status: '500'}]", false},
 	{"fields for match", "Fields", fingerprintHead, fingerprintFields("json"), false},
 	{"structured format", "Format", fingerprintHead, fingerprintFields("logfmt"), false},
 }
@@ -423,9 +442,6 @@ var notState = map[string]string{
 	"Layout":       "built from Windows and Aggregations",
 	"Fingerprint":  "the fingerprint itself",
 	"Line":         "where the rule is written",
-	// Until a key of the rule file sets Items there is no edit to test; the fingerprint
-	// hashes them already. The keys that set them bring their own edits.
-	"Items": "set by no key yet; hashed by fingerprint",
 }
 
 func fingerprintOf(t *testing.T, text string) string {

@@ -41,6 +41,14 @@ func fingerprint(r *Rule) string {
 		field(strconv.FormatBool(it.Label))
 		template(it.Template)
 	}
+	// Which label is ranked and in how many counters; k and min only choose what is shown.
+	if r.Top != nil {
+		field(r.Top.Label)
+		field(strconv.Itoa(r.Top.Capacity))
+	} else {
+		field("")
+		field("")
+	}
 	field(strconv.Itoa(len(r.Where)))
 	for _, w := range r.Where {
 		field(w.CaptureName)

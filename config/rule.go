@@ -15,7 +15,7 @@ import (
 	"github.com/logwindow/logwindow_exporter/windows"
 )
 
-var ruleKeys = []string{"name", "help", "match", "fields", "labels", "where", "where_not", "value", "timestamp", "windows", "aggregations", "quantiles", "buckets", "inputs", "initial"}
+var ruleKeys = []string{"name", "help", "match", "fields", "labels", "where", "where_not", "value", "timestamp", "windows", "aggregations", "quantiles", "buckets", "inputs", "initial", "top"}
 
 // patternRef is a %{NAME} reference inside a regex.
 var patternRef = regexp.MustCompile(`%\{([A-Za-z_][A-Za-z0-9_]*)\}`)
@@ -258,6 +258,9 @@ func (d *decoder) rule(n *yaml.Node, index int, g Global, inputNames map[string]
 		rd.aggregations(e, r, isValue)
 	}
 	rd.distribution(entries, r, isValue)
+	if e, ok := find(entries, "top"); ok {
+		rd.top(e, r)
+	}
 	if e, ok := find(entries, "inputs"); ok {
 		rd.inputs(e, r, inputNames)
 	}
@@ -565,6 +568,11 @@ func (rd *ruleDecoder) initial(e entry, r *Rule, limit int) {
 		valid := true
 		for _, le := range entries {
 			j := slices.Index(names, le.key.Value)
+			if r.Top != nil && le.key.Value == r.Top.Label {
+				rd.add(le.key.Line, rd.subject, "%s: %s is the top label, whose values are ranked rather than kept as label sets; leave it out", what, le.key.Value)
+				valid = false
+				continue
+			}
 			if j < 0 {
 				rd.add(le.key.Line, rd.subject, "%s: %q is not a label of the rule%s (labels: %s)", what, le.key.Value, suggest(le.key.Value, names), strings.Join(names, ", "))
 				valid = false

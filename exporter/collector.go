@@ -266,6 +266,8 @@ func (f *families) appendSummaries(ms []sample, labels []*dto.LabelPair, sums []
 				h.Bucket = append(h.Bucket, &dto.Bucket{UpperBound: new(le), CumulativeCount: new(n)})
 			})
 			ms = append(ms, sample{desc: f.distribution, labels: labels, hist: h})
+		case *sketch.Top:
+			ms = f.top.append(ms, labels, x)
 		}
 	}
 	return ms

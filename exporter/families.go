@@ -29,6 +29,8 @@ type families struct {
 	qs           []float64
 	distribution *prometheus.Desc
 	summaries    bool
+	// top is the top values' family, nil without `top:` (see top.go).
+	top topFamily
 	// perWindow counts the windowed families exported, to size a series' samples.
 	perWindow int
 	// names are the rule's label names, in the order of a series' values; order lists
@@ -94,7 +96,8 @@ func newFamilies(r *config.Rule, ws []time.Duration) (families, error) {
 			" of the lines"+sliding+", as a gauge histogram: the buckets count the window's values, so never apply rate() or increase() to it;"+
 			" sum it by le across instances for histogram_quantile."), withWindow, nil)
 	}
-	f.summaries = len(f.quantiles) > 0 || f.distribution != nil
+	f.top = newTopFamily(r, withWindow, help, sliding)
+	f.summaries = len(f.quantiles) > 0 || f.distribution != nil || f.top.desc != nil
 	for i := range f.order {
 		f.order[i] = i
 	}
@@ -118,7 +121,7 @@ func newFamilies(r *config.Rule, ws []time.Duration) (families, error) {
 		return strings.Compare(f.windowPairs[a].GetValue(), f.windowPairs[b].GetValue())
 	})
 	var errs []error
-	for _, d := range append([]*prometheus.Desc{f.total, f.window, f.perSecond, f.events, f.max, f.min, f.mean, f.distribution}, f.quantiles...) {
+	for _, d := range append([]*prometheus.Desc{f.total, f.window, f.perSecond, f.events, f.max, f.min, f.mean, f.distribution, f.top.desc}, f.quantiles...) {
 		if d == nil {
 			continue
 		}

@@ -1,0 +1,121 @@
+package exporter
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/logwindow/logwindow_exporter/config"
+	"github.com/logwindow/logwindow_exporter/parser"
+)
+
+const topRules = `
+global: {windows: [1m, 5m], max_series_per_rule: 100}
+rules:
+  - name: hot_paths
+    match: '^(?P<host>\S+) (?P<zone>\S+) (?P<path>\S+)$'
+    labels: {host: '${host}', zone: '${zone}', path: '${path}'}
+    top: {label: path, k: 2, min: 3}
+`
+
+// TestTopFamily feeds lines through parser, sink and collector: the store keeps one series
+// per host and zone whose _total and _window sum over every path, _window_top holds at most
+// k paths per window and label set, those with the largest sums of at least min, with the
+// path's pair sorted among the others; the next scrape shows other paths as the traffic
+// moves; and the scrape is lint-clean.
+func TestTopFamily(t *testing.T) {
+	cfg, err := config.Parse([]byte(topRules), "rules.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := parser.New(cfg.Rules)
+	if err != nil {
+		t.Fatal(err)
+	}
+	set := mustSet(t, cfg, nil)
+	k := set.NewSink()
+	feed := func(at int64, lines map[string]int) {
+		k.SetNow(at, at)
+		for line, n := range lines {
+			for range n {
+				p.Parse("web", []byte(line), k)
+			}
+		}
+	}
+	// Four minutes ago /old was hot; now /a, /b and /c are, and /d below min.
+	feed(start, map[string]int{"h1 eu /old": 9, "h1 eu /a": 1})
+	feed(start+240, map[string]int{"h1 eu /a": 5, "h1 eu /b": 4, "h1 eu /c": 3, "h1 eu /d": 2, "h2 us /a": 1})
+	now := int64(start + 240)
+	c := collectorAt(fixed(set), &now)
+	want := map[string]float64{
+		"hot_paths_total{host=h1,zone=eu}":                          24,
+		"hot_paths_total{host=h2,zone=us}":                          1,
+		"hot_paths_window{host=h1,window=1m,zone=eu}":               14,
+		"hot_paths_window{host=h1,window=5m,zone=eu}":               24,
+		"hot_paths_window_top{host=h1,path=/a,window=1m,zone=eu}":   5,
+		"hot_paths_window_top{host=h1,path=/b,window=1m,zone=eu}":   4,
+		"hot_paths_window_top{host=h1,path=/old,window=5m,zone=eu}": 9,
+		"hot_paths_window_top{host=h1,path=/a,window=5m,zone=eu}":   6,
+	}
+	checkTopScrape(t, c, want)
+	// 70 s later (past the edge slots of both windows) /old has left the 5m window and
+	// /c is the hottest.
+	feed(start+310, map[string]int{"h1 eu /c": 7})
+	now = start + 310
+	want = map[string]float64{
+		"hot_paths_window_top{host=h1,path=/c,window=1m,zone=eu}": 7,
+		"hot_paths_window_top{host=h1,path=/c,window=5m,zone=eu}": 10,
+		"hot_paths_window_top{host=h1,path=/a,window=5m,zone=eu}": 5,
+	}
+	checkTopScrape(t, c, want)
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(c)
+	problems, err := testutil.GatherAndLint(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range problems {
+		t.Errorf("lint: %s: %s", p.Metric, p.Text)
+	}
+}
+
+// checkTopScrape collects c once and compares the hot_paths samples named in want, and
+// every _window_top sample, with want; every sample's pairs must be sorted by name.
+func checkTopScrape(t *testing.T, c *Collector, want map[string]float64) {
+	t.Helper()
+	ch := make(chan prometheus.Metric)
+	go func() {
+		c.Collect(ch)
+		close(ch)
+	}()
+	got := map[string]float64{}
+	for m := range ch {
+		var out dto.Metric
+		if err := m.Write(&out); err != nil {
+			t.Fatal(err)
+		}
+		var key []string
+		for _, l := range out.GetLabel() {
+			key = append(key, l.GetName()+"="+l.GetValue())
+		}
+		if !slices.IsSortedFunc(out.GetLabel(), func(a, b *dto.LabelPair) int { return strings.Compare(a.GetName(), b.GetName()) }) {
+			t.Errorf("%s: label pairs not sorted: %v", m.Desc(), key)
+		}
+		name := m.Desc().String()
+		name = name[strings.Index(name, `"`)+1:]
+		name = name[:strings.Index(name, `"`)] + "{" + strings.Join(key, ",") + "}"
+		got[name] = out.GetGauge().GetValue() + out.GetCounter().GetValue()
+		if _, ok := want[name]; !ok && strings.HasPrefix(name, "hot_paths_window_top") {
+			t.Errorf("%s = %v, not expected", name, got[name])
+		}
+	}
+	for name, v := range want {
+		if g, ok := got[name]; !ok || g != v {
+			t.Errorf("%s = %v (present %v), want %v", name, g, ok, v)
+		}
+	}
+}
