@@ -174,12 +174,12 @@ func TestBenchConfig(t *testing.T) {
 		maxSeries int
 	}{
 		{"example rules, two inputs", benchConfig{inputs: []string{"/a.log", "/b.log"}},
-			[]string{"nginx_http_requests", "nginx_http_server_errors", "nginx_http_response_body_bytes",
+			[]string{"nginx_http_requests", "nginx_http_server_errors", "nginx_http_clients", "nginx_http_response_body_bytes",
 				"nginx_http_request_duration_seconds", "nginx_http_upstream_response_time_seconds"}, 10000},
 		{"path rule", benchConfig{inputs: []string{"/a.log"}, pathRule: true, maxSeries: 123},
 			[]string{pathRuleName}, 123},
 		{"extra rules", benchConfig{inputs: []string{"/a.log"}, extraRules: 2},
-			[]string{"nginx_http_requests", "nginx_http_server_errors", "nginx_http_response_body_bytes",
+			[]string{"nginx_http_requests", "nginx_http_server_errors", "nginx_http_clients", "nginx_http_response_body_bytes",
 				"nginx_http_request_duration_seconds", "nginx_http_upstream_response_time_seconds",
 				"nginx_http_requests_copy1", "nginx_http_requests_copy2"}, 10000},
 	}

@@ -19,6 +19,8 @@ type Aggregations struct {
 	Min       bool
 	Mean      bool
 	Quantiles bool
+	// Distinct is set by the rule's `distinct:` key, not listed in `aggregations:`.
+	Distinct bool
 }
 
 // aggregation is one row of the table every use of an aggregation is derived from: the
@@ -34,6 +36,9 @@ type aggregation struct {
 	// keep adds to opts what the wheels must keep for it.
 	keep func(opts *windows.Options)
 	flag func(a *Aggregations) *bool
+	// key names the rule key that turns the aggregation on (it needs more than a name, as
+	// `distinct:` its template); such a row is not an `aggregations:` value.
+	key string
 }
 
 // aggregationTable lists the aggregations in the order their families are listed.
@@ -45,6 +50,7 @@ var aggregationTable = []aggregation{
 	{name: "min", suffixes: []string{"_window_min"}, value: true, keep: keepExtrema, flag: func(a *Aggregations) *bool { return &a.Min }},
 	{name: "mean", suffixes: []string{"_window_mean"}, value: true, keep: keepEvents, flag: func(a *Aggregations) *bool { return &a.Mean }},
 	{name: "quantiles", value: true, keep: keepQuantiles, flag: func(a *Aggregations) *bool { return &a.Quantiles }},
+	{name: "distinct", suffixes: []string{DistinctSuffix}, key: "distinct", flag: func(a *Aggregations) *bool { return &a.Distinct }},
 }
 
 func keepEvents(o *windows.Options)    { o.Events = true }
@@ -65,9 +71,11 @@ var DefaultQuantiles = []float64{0.5, 0.9, 0.99}
 
 // aggregationNames are the `aggregations:` values, in table order.
 func aggregationNames() []string {
-	names := make([]string, len(aggregationTable))
-	for i, a := range aggregationTable {
-		names[i] = a.name
+	var names []string
+	for _, a := range aggregationTable {
+		if a.key == "" {
+			names = append(names, a.name)
+		}
 	}
 	return names
 }
@@ -124,6 +132,9 @@ func (r *Rule) options() windows.Options {
 	}
 	if r.Top != nil {
 		o.Summaries = append(o.Summaries, sketch.TopKind(r.Top.Capacity, r.Top.Item))
+	}
+	if r.Aggregations.Distinct {
+		o.Summaries = append(o.Summaries, sketch.DistinctKind(r.DistinctItem))
 	}
 	return o
 }

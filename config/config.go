@@ -151,6 +151,9 @@ type Rule struct {
 	// Top is nil unless the rule ranks the values of one of its labels (`top:`); that
 	// label is then not in Labels.
 	Top *Top
+	// DistinctItem n ≥ 1: Items[n-1] is the text `distinct:` counts per window (with
+	// Aggregations.Distinct); 0 for none.
+	DistinctItem int
 	// Layout sizes the wheels for Windows with what Aggregations keep (event counts for
 	// events and mean, extrema for max and min, a sketch for quantiles, the buckets);
 	// every series of the rule shares it.

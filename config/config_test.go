@@ -128,7 +128,7 @@ func TestExampleRules(t *testing.T) {
 			t.Errorf("rule %s: no timestamp; the example places every line by its own time", r.Name)
 		}
 	}
-	want := []string{"nginx_http_requests", "nginx_http_server_errors", "nginx_http_response_body_bytes",
+	want := []string{"nginx_http_requests", "nginx_http_server_errors", "nginx_http_clients", "nginx_http_response_body_bytes",
 		"nginx_http_request_duration_seconds", "nginx_http_upstream_response_time_seconds"}
 	if !reflect.DeepEqual(names, want) {
 		t.Errorf("rules = %v, want %v", names, want)
@@ -150,7 +150,7 @@ func TestBadConfigs(t *testing.T) {
 		},
 		"unknown_key.yaml": {
 			`:2: global: unknown key "window" (did you mean "windows"?) (known keys: windows, max_series_per_rule, counter_ttl)`,
-			`:6: rule "a": unknown key "lables" (did you mean "labels"?) (known keys: name, help, match, fields, labels, where, where_not, value, timestamp, windows, aggregations, quantiles, buckets, inputs, initial, top)`,
+			`:6: rule "a": unknown key "lables" (did you mean "labels"?) (known keys: name, help, match, fields, labels, where, where_not, value, timestamp, windows, aggregations, quantiles, buckets, distinct, inputs, initial, top)`,
 			`:7: rule "a": timestamp: unknown key "layuot" (did you mean "layout"?) (known keys: capture, layout)`,
 			`:7: rule "a": timestamp: capture "t" is not in the match regex (have: none: name groups with (?P<name>...))`,
 			`:7: rule "a": timestamp: layout: is missing; give a Go time layout (e.g. '02/Jan/2006:15:04:05 -0700')`,
@@ -232,6 +232,13 @@ func TestBadConfigs(t *testing.T) {
 			`:8: rule "summed": aggregations: unknown aggregation "median" (did you mean "mean"?) (known: window, per_second, events, max, min, mean, quantiles)`,
 			`:8: rule "summed": aggregations: window is listed twice`,
 			`:12: rule "none": aggregations: the list is empty; leave it out for the defaults or list some of: window, per_second, events, max, min, mean, quantiles`,
+		},
+		"distinct.yaml": {
+			`:4: rule "empty": distinct: the template is empty; write what is counted once, e.g. '${remote_addr}'`,
+			`:7: rule "typo": distinct: capture "adr" is not in the match regex (did you mean "addr"?) (have: addr)`,
+			`:10: rule "listed": aggregations: distinct is not listed here; give the rule its own distinct: key`,
+			`:13: rule "not_text": distinct: must be a single value, not a list`,
+			`:16: rule "open": distinct: "ip ${addr" opens ${ without a closing }`,
 		},
 		"distributions.yaml": {
 			`:4: rule "counted": aggregations: quantiles needs a value: capture (a counting rule's window already is its count of lines)`,
@@ -371,6 +378,7 @@ rules:
     value: v
     timestamp: {capture: t, layout: '2006-01-02T15:04:05Z07:00'}
     aggregations: [window, max]
+    distinct: '${m}'
     inputs: [web, api]
     initial: [{method: GET}]
     top: {label: status, k: 3, capacity: 300}
@@ -402,6 +410,8 @@ var fingerprintEdits = []struct {
 	{"aggregations", "Aggregations", "[window, max]", "[window, min]", false},
 	{"quantiles on", "Quantiles", "[window, max]", "[window, max, quantiles]", false},
 	{"buckets", "Buckets", "value: v", "value: v\n    buckets: [0.1, 1]", false},
+	{"distinct template", "Items", "distinct: '${m}'", "distinct: '${m}${s}'", false},
+	{"distinct off", "Aggregations", "\n    distinct: '${m}'", "", false},
 	{"inputs", "Inputs", "inputs: [web, api]", "inputs: [web]", false},
 	{"initial label sets", "Initial", "initial: [{method: GET}]", "initial: [{method: PUT}]", false},
 	{"where_not", "WhereNot", "where: {s: '^5'}", "where: {s: '^5'}\n    where_not: {m: '^GET$'}", false},
@@ -442,6 +452,7 @@ var notState = map[string]string{
 	"Layout":       "built from Windows and Aggregations",
 	"Fingerprint":  "the fingerprint itself",
 	"Line":         "where the rule is written",
+	"DistinctItem": "where the text of distinct, hashed as Items, is among them",
 }
 
 func fingerprintOf(t *testing.T, text string) string {

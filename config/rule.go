@@ -15,7 +15,7 @@ import (
 	"github.com/logwindow/logwindow_exporter/windows"
 )
 
-var ruleKeys = []string{"name", "help", "match", "fields", "labels", "where", "where_not", "value", "timestamp", "windows", "aggregations", "quantiles", "buckets", "inputs", "initial", "top"}
+var ruleKeys = []string{"name", "help", "match", "fields", "labels", "where", "where_not", "value", "timestamp", "windows", "aggregations", "quantiles", "buckets", "distinct", "inputs", "initial", "top"}
 
 // patternRef is a %{NAME} reference inside a regex.
 var patternRef = regexp.MustCompile(`%\{([A-Za-z_][A-Za-z0-9_]*)\}`)
@@ -261,6 +261,9 @@ func (d *decoder) rule(n *yaml.Node, index int, g Global, inputNames map[string]
 	if e, ok := find(entries, "top"); ok {
 		rd.top(e, r)
 	}
+	if e, ok := find(entries, "distinct"); ok {
+		rd.distinct(e, r)
+	}
 	if e, ok := find(entries, "inputs"); ok {
 		rd.inputs(e, r, inputNames)
 	}
@@ -492,6 +495,8 @@ func (rd *ruleDecoder) aggregations(e entry, r *Rule, isValue bool) {
 	for _, name := range names {
 		i := slices.IndexFunc(aggregationTable, func(a aggregation) bool { return a.name == name })
 		switch {
+		case i >= 0 && aggregationTable[i].key != "":
+			rd.add(e.key.Line, rd.subject, "aggregations: %s is not listed here; give the rule its own %s: key", name, aggregationTable[i].key)
 		case i < 0:
 			known := aggregationNames()
 			rd.add(e.key.Line, rd.subject, "aggregations: unknown aggregation %q%s (known: %s)",

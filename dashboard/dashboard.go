@@ -270,6 +270,10 @@ func (b *builder) rule(r *config.Rule) {
 		}
 		b.add(timeseries("Fleet-wide quantiles over $window", "From every instance's window histogram (buckets add up across instances; never rate() them): histogram_quantile's estimate, as exact as the buckets.", sumUnit, ts...), 12, 8)
 	}
+	if a.Distinct {
+		b.add(timeseries("Different values over $window, per instance", "How many different values of the rule's distinct: template each instance saw over the window (within max(2, 2%)). Counts of several instances do not add: a value seen by two counts twice in their sum.",
+			"short", target{Expr: family(config.DistinctSuffix), Legend: "{{instance}} " + legend}), 12, 8)
+	}
 	if len(r.Labels) > 0 && a.Window {
 		t := target{Expr: "topk(10, sum" + grouping + " (" + family("_window") + "))", Legend: legend, Instant: true, Format: "table"}
 		b.add(table("Top 10 in $window", "The label sets with the largest sums over the window.", sumUnit, t), 12, 8)

@@ -63,6 +63,13 @@ rules:
     value: bytes
     aggregations: [per_second, mean]
 `},
+	{"distinct values", `
+rules:
+  - name: clients
+    match: '^\S+ (?P<path>\S+) (?P<status>\d)'
+    labels: {status_class: '${status}xx'}
+    distinct: '${path}'
+`},
 }
 
 // load writes a rule file reading a log of lines and loads it.

@@ -249,7 +249,7 @@ func (c *Collector) collectSeries(ch chan<- prometheus.Metric, r *ruleEntry, s *
 }
 
 // appendSummaries adds the samples read from one window's summaries: its quantiles, absent
-// while the window holds no value, and its histogram.
+// while the window holds no value, its histogram and its distinct count.
 func (f *families) appendSummaries(ms []sample, labels []*dto.LabelPair, sums []windows.Summary) []sample {
 	for _, sum := range sums {
 		switch x := sum.(type) {
@@ -268,6 +268,9 @@ func (f *families) appendSummaries(ms []sample, labels []*dto.LabelPair, sums []
 			ms = append(ms, sample{desc: f.distribution, labels: labels, hist: h})
 		case *sketch.Top:
 			ms = f.top.append(ms, labels, x)
+		case *sketch.Distinct:
+			// 0 while the window holds no line, as its _window count is.
+			ms = append(ms, sample{desc: f.distinct, labels: labels, value: float64(x.Count())})
 		}
 	}
 	return ms

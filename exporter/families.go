@@ -31,6 +31,8 @@ type families struct {
 	summaries    bool
 	// top is the top values' family, nil without `top:` (see top.go).
 	top topFamily
+	// distinct is the count of different values of the rule's distinct: template.
+	distinct *prometheus.Desc
 	// perWindow counts the windowed families exported, to size a series' samples.
 	perWindow int
 	// names are the rule's label names, in the order of a series' values; order lists
@@ -97,7 +99,8 @@ func newFamilies(r *config.Rule, ws []time.Duration) (families, error) {
 			" sum it by le across instances for histogram_quantile."), withWindow, nil)
 	}
 	f.top = newTopFamily(r, withWindow, help, sliding)
-	f.summaries = len(f.quantiles) > 0 || f.distribution != nil || f.top.desc != nil
+	f.distinct = gauge(a.Distinct, config.DistinctSuffix, "Different values of the rule's distinct: template among the lines (within max(2, 2%) of the exact count)")
+	f.summaries = len(f.quantiles) > 0 || f.distribution != nil || f.top.desc != nil || f.distinct != nil
 	for i := range f.order {
 		f.order[i] = i
 	}
@@ -121,7 +124,7 @@ func newFamilies(r *config.Rule, ws []time.Duration) (families, error) {
 		return strings.Compare(f.windowPairs[a].GetValue(), f.windowPairs[b].GetValue())
 	})
 	var errs []error
-	for _, d := range append([]*prometheus.Desc{f.total, f.window, f.perSecond, f.events, f.max, f.min, f.mean, f.distribution, f.top.desc}, f.quantiles...) {
+	for _, d := range append([]*prometheus.Desc{f.total, f.window, f.perSecond, f.events, f.max, f.min, f.mean, f.distribution, f.top.desc, f.distinct}, f.quantiles...) {
 		if d == nil {
 			continue
 		}

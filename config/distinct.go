@@ -1,0 +1,26 @@
+package config
+
+// DistinctSuffix is the family of a rule with `distinct:`: how many different texts its
+// template rendered over the window's lines.
+const DistinctSuffix = "_window_distinct"
+
+// distinct reads `distinct:`, a template over captures whose text each line contributes to
+// a count of different values per window. The text is kept in full bytes (not capped as a
+// label value is), so that two texts differing only past a cap are two values.
+func (rd *ruleDecoder) distinct(e entry, r *Rule) {
+	text, ok := rd.scalar(e, rd.subject, "distinct")
+	if !ok {
+		return
+	}
+	if text == "" {
+		rd.add(e.key.Line, rd.subject, "distinct: the template is empty; write what is counted once, e.g. '${remote_addr}'")
+		return
+	}
+	t, ok := rd.template(text, e.key.Line, "distinct")
+	if !ok {
+		return
+	}
+	r.Items = append(r.Items, Item{Template: t})
+	r.DistinctItem = len(r.Items)
+	r.Aggregations.Distinct = true
+}
