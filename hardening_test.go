@@ -122,12 +122,14 @@ func TestUniqueURIsStayWithinBudget(t *testing.T) {
 	const now = 1_700_000_000
 	sink := set.NewSink()
 	sink.SetNow(now, now)
-	reg := prometheus.NewPedanticRegistry()
-	reg.MustRegister(exporter.NewCollector(exporter.CollectorOptions{
+	coll := exporter.NewCollector(exporter.CollectorOptions{
 		Set:   func() *exporter.Set { return set },
 		Now:   func() int64 { return now },
 		Start: now,
-	}))
+	})
+	self := prometheus.NewPedanticRegistry()
+	self.MustRegister(coll)
+	reg := coll.Gatherer(self)
 
 	base := heapAfterGC()
 	var line []byte

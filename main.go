@@ -20,7 +20,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	versioncollector "github.com/prometheus/client_golang/prometheus/collectors/version"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/prometheus/common/promslog"
 	promslogflag "github.com/prometheus/common/promslog/flag"
 	"github.com/prometheus/common/version"
@@ -31,6 +30,7 @@ import (
 	"github.com/logwindow/logwindow_exporter/configwatch"
 	"github.com/logwindow/logwindow_exporter/dashboard"
 	"github.com/logwindow/logwindow_exporter/explain"
+	"github.com/logwindow/logwindow_exporter/exporter"
 	"github.com/logwindow/logwindow_exporter/pipeline"
 	"github.com/logwindow/logwindow_exporter/status"
 )
@@ -189,7 +189,8 @@ func serve(cfg *config.Config, opts pipeline.Options, logger *slog.Logger, webFl
 	}
 	defer p.Stop()
 
-	reg := newRegistry(p)
+	coll := p.Collector()
+	reg := newRegistry(coll)
 	go func() {
 		for {
 			select {
@@ -215,7 +216,7 @@ func serve(cfg *config.Config, opts pipeline.Options, logger *slog.Logger, webFl
 		}()
 	}
 
-	mux := newMux(p, reg, logger, metricsPath, lifecycle)
+	mux := newMux(p, coll, reg, logger, metricsPath, lifecycle)
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 1)
 	go func() { errc <- web.ListenAndServe(srv, webFlags, logger) }()
@@ -230,11 +231,12 @@ func serve(cfg *config.Config, opts pipeline.Options, logger *slog.Logger, webFl
 	}
 }
 
-// newRegistry holds every collector a scrape of /metrics reads.
-func newRegistry(p *pipeline.Pipeline) *prometheus.Registry {
+// newRegistry holds the collectors of the self-metrics a scrape of /metrics reads; the rule
+// families are written by the pipeline's collector next to them.
+func newRegistry(coll *exporter.Collector) *prometheus.Registry {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(
-		p.Collector(),
+		coll,
 		versioncollector.NewCollector("logwindow"),
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
@@ -244,13 +246,9 @@ func newRegistry(p *pipeline.Pipeline) *prometheus.Registry {
 
 // newMux serves metrics, the status page with its line tester and the lifecycle endpoints
 // of p.
-func newMux(p *pipeline.Pipeline, reg *prometheus.Registry, logger *slog.Logger, metricsPath string, lifecycle bool) *http.ServeMux {
+func newMux(p *pipeline.Pipeline, coll *exporter.Collector, reg *prometheus.Registry, logger *slog.Logger, metricsPath string, lifecycle bool) *http.ServeMux {
 	mux := http.NewServeMux()
-	mux.Handle(metricsPath, promhttp.HandlerFor(reg, promhttp.HandlerOpts{
-		ErrorLog:      slog.NewLogLogger(logger.Handler(), slog.LevelError),
-		ErrorHandling: promhttp.ContinueOnError,
-		Registry:      reg,
-	}))
+	mux.Handle(metricsPath, coll.Handler(reg, slog.NewLogLogger(logger.Handler(), slog.LevelError)))
 	mux.HandleFunc("/-/healthy", func(w http.ResponseWriter, _ *http.Request) {
 		fmt.Fprintln(w, "Healthy.")
 	})

@@ -128,8 +128,9 @@ func startExporterWith(t testing.TB, rules func(logPath string) string, lifecycl
 		t.Fatal(err)
 	}
 	t.Cleanup(p.Stop)
-	reg := newRegistry(p)
-	srv := httptest.NewServer(newMux(p, reg, logger, "/metrics", lifecycle))
+	coll := p.Collector()
+	reg := newRegistry(coll)
+	srv := httptest.NewServer(newMux(p, coll, reg, logger, "/metrics", lifecycle))
 	t.Cleanup(srv.Close)
 	e.url = srv.URL
 	e.waitFor(func(map[string]*dto.MetricFamily) bool { return e.get("/-/ready") == http.StatusOK }, "ready")
@@ -137,7 +138,7 @@ func startExporterWith(t testing.TB, rules func(logPath string) string, lifecycl
 	// compares every pair of samples, would take minutes; the tests lint every scrape state.
 	if _, bench := t.(*testing.B); !bench {
 		t.Cleanup(func() {
-			if problems, err := testutil.GatherAndLint(reg); err != nil || len(problems) > 0 {
+			if problems, err := testutil.GatherAndLint(coll.Gatherer(reg)); err != nil || len(problems) > 0 {
 				t.Errorf("lint: %v %v", err, problems)
 			}
 		})

@@ -1,21 +1,17 @@
 package exporter
 
 import (
-	"math"
-	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
+	kgzip "github.com/klauspost/compress/gzip"
 	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
 
 	"github.com/logwindow/logwindow_exporter/follow"
 	"github.com/logwindow/logwindow_exporter/parser"
-	"github.com/logwindow/logwindow_exporter/sketch"
 	"github.com/logwindow/logwindow_exporter/syslog"
-	"github.com/logwindow/logwindow_exporter/windows"
 )
 
 // InputStats is one input's follower snapshot at scrape time, under the name it is
@@ -60,8 +56,9 @@ type CollectorOptions struct {
 	Reload func() ReloadStats
 }
 
-// Collector exports every rule's families and the exporter's self-metrics. It is an
-// unchecked collector (Describe sends nothing) because the families change on reload.
+// Collector exports the exporter's self-metrics as a prometheus.Collector and writes every
+// rule's families (WriteText). It is an unchecked collector (Describe sends nothing)
+// because the per-rule self-metrics change on reload.
 type Collector struct {
 	opts CollectorOptions
 	self selfDescs
@@ -69,6 +66,13 @@ type Collector struct {
 	// failed counts series and self-metrics that could not be exported; they are skipped
 	// so that one bad value never fails a whole scrape.
 	failed atomic.Uint64
+	// textPlan, bufs and reads are WriteText's: the families of the Set last written, and
+	// buffers kept from one scrape to the next, so that a scrape leaves little garbage.
+	textPlan atomic.Pointer[textPlan]
+	bufs     spare[[]byte]
+	reads    spare[[]*ruleRead]
+	snap     spare[[]*series]
+	gzip     spare[kgzip.Writer]
 }
 
 type selfDescs struct {
@@ -111,30 +115,17 @@ func NewCollector(opts CollectorOptions) *Collector {
 // unchecked and the registry does not hold it to a fixed set of descriptors.
 func (c *Collector) Describe(chan<- *prometheus.Desc) {}
 
-// Collect reads every series at the current time of its rule's clock, releasing the
-// windows of those idle for longer than their rule's longest window and removing kept
-// counters idle past the counter TTL, then the self-metrics.
+// Collect sends the self-metrics: per rule, its matched and dropped lines, series, budget
+// and folds; the inputs' and the reloads'. The rule families are written by WriteText.
 func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	e := emitter{ch: ch, failed: &c.failed}
 	if set := c.opts.Set(); set != nil {
-		now := c.opts.Now()
-		wall := now
-		if c.opts.Wall != nil {
-			wall = c.opts.Wall()
-		}
-		// Event-time rules have observed their log from the oldest line any of them
-		// placed, when that is before the start: a replay from the beginning of a log
-		// gives a series first seen near its end the rate over the whole log.
-		eventSince := min(c.opts.Start, set.oldest.Load())
-		var sc scratch
+		sc := c.snap.get(func() *[]*series { return new([]*series) })
 		for i := range set.rules {
-			r := &set.rules[i]
-			if r.store.eventTime {
-				c.collectRule(e, r, wall, eventSince, &sc)
-			} else {
-				c.collectRule(e, r, now, c.opts.Start, &sc)
-			}
+			*sc = c.collectRule(e, set, &set.rules[i], (*sc)[:0])
+			clear(*sc) // removed series may go
 		}
+		c.snap.put(sc)
 	}
 	if c.opts.Inputs != nil {
 		inputs := c.opts.Inputs()
@@ -151,36 +142,23 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	e.emit(c.self.collectErrs, prometheus.CounterValue, float64(c.failed.Load()))
 }
 
-// scratch holds buffers reused across the series of one scrape.
-type scratch struct {
-	series, idle []*series
-	stats        []windows.Stats
-	// sums are the summaries of the rule being read, nil for a rule without any.
-	sums []windows.Summary
-}
-
-// collectRule exports one rule read at second now, its rates counted from second since.
-func (c *Collector) collectRule(e emitter, r *ruleEntry, now, since int64, sc *scratch) {
+// collectRule sends the self-metrics of one rule. Its series are those WriteText exports at
+// the same instant: kept counters past the TTL are left out whether Expire removed them
+// yet or not, and their lines stay in the matched count either way.
+func (c *Collector) collectRule(e emitter, set *Set, r *ruleEntry, buf []*series) []*series {
 	st := r.store
-	var matched uint64
-	sc.series, matched = st.snapshot(sc.series[:0])
-	slices.SortFunc(sc.series, r.fam.compare)
-	sc.idle = sc.idle[:0]
-	sc.sums = nil
-	if r.fam.summaries {
-		sc.sums = st.layout.NewSummaries()
-	}
-	for _, s := range sc.series {
+	now, _ := c.clocks(set, r)
+	all, matched := st.snapshot(buf)
+	held := 0
+	for _, s := range all {
 		matched += s.lines.Load()
-		if st.stale(s, now, r.budget.ttl) {
-			sc.idle = append(sc.idle, s)
+		if st.gone(s, now, r.budget.ttl) {
 			continue
 		}
-		c.collectSeries(e.ch, r, s, now, since, sc)
-	}
-	if len(sc.idle) > 0 {
-		for _, s := range st.expire(sc.idle, now, r.budget.ttl) {
-			c.collectSeries(e.ch, r, s, now, since, sc)
+		held++
+		if len(s.labels) != len(r.fam.names) {
+			// WriteText leaves it out: counted here, once per scrape.
+			c.failed.Add(1)
 		}
 	}
 	name := r.rule.Name
@@ -190,124 +168,10 @@ func (c *Collector) collectRule(e emitter, r *ruleEntry, now, since int64, sc *s
 	}
 	e.emit(c.self.dropped, prometheus.CounterValue, float64(st.late.Load()), name, reasonLate)
 	e.emit(c.self.dropped, prometheus.CounterValue, float64(st.future.Load()), name, reasonFuture)
-	e.emit(c.self.series, prometheus.GaugeValue, float64(st.count()), name)
+	e.emit(c.self.series, prometheus.GaugeValue, float64(held), name)
 	e.emit(c.self.limit, prometheus.GaugeValue, float64(r.budget.limit), name)
 	e.emit(c.self.overflow, prometheus.CounterValue, float64(st.folds.Load()), name)
-}
-
-// collectSeries sends the samples of one series: its `_total`, and its windows unless it
-// is a kept counter. They share the series' cached label pairs and are allocated together,
-// which makes a scrape of many series several times cheaper than one NewConstMetric per
-// sample.
-func (c *Collector) collectSeries(ch chan<- prometheus.Metric, r *ruleEntry, s *series, now, since int64, sc *scratch) {
-	f := &r.fam
-	pairs := s.labelPairs(f)
-	if pairs == nil {
-		c.failed.Add(1)
-		return
-	}
-	w := s.win.Load()
-	if w == nil {
-		ch <- &sample{desc: f.total, labels: pairs, value: r.store.total(s), counter: true}
-		return
-	}
-	sc.stats = w.Read(now, since, sc.stats[:0])
-	if sc.sums != nil {
-		w.ReadSummaries(now, sc.sums)
-	}
-	n := len(pairs) + 1
-	windowed := make([]*dto.LabelPair, len(sc.stats)*n)
-	ms := make([]sample, 1, 1+len(sc.stats)*f.perWindow)
-	ms[0] = sample{desc: f.total, labels: pairs, value: r.store.total(s), counter: true}
-	for _, i := range f.windowOrder {
-		st := &sc.stats[i]
-		lp := windowed[i*n : (i+1)*n : (i+1)*n]
-		copy(lp, pairs[:f.windowAt])
-		lp[f.windowAt] = f.windowPairs[i]
-		copy(lp[f.windowAt+1:], pairs[f.windowAt:])
-		ms = appendGauge(ms, f.window, lp, st.Sum)
-		ms = appendGauge(ms, f.perSecond, lp, st.PerSecond)
-		ms = appendGauge(ms, f.events, lp, st.Events)
-		// An empty window has no largest, smallest or mean value: the sample is left out
-		// rather than exported as NaN, which dashboards draw badly. Max and Min are NaN
-		// exactly then; Events is kept whenever mean is exported.
-		if !math.IsNaN(st.Max) {
-			ms = appendGauge(ms, f.max, lp, st.Max)
-			ms = appendGauge(ms, f.min, lp, st.Min)
-		}
-		if st.Events > 0 {
-			ms = appendGauge(ms, f.mean, lp, st.Sum/st.Events)
-		}
-		if sc.sums != nil {
-			kinds := len(sc.sums) / len(sc.stats)
-			ms = f.appendSummaries(ms, lp, sc.sums[i*kinds:(i+1)*kinds])
-		}
-	}
-	for i := range ms {
-		ch <- &ms[i]
-	}
-}
-
-// appendSummaries adds the samples read from one window's summaries: its quantiles, absent
-// while the window holds no value, its histogram and its distinct count.
-func (f *families) appendSummaries(ms []sample, labels []*dto.LabelPair, sums []windows.Summary) []sample {
-	for _, sum := range sums {
-		switch x := sum.(type) {
-		case *sketch.Quantiles:
-			if x.Count() == 0 {
-				continue
-			}
-			for j, q := range f.qs {
-				ms = append(ms, sample{desc: f.quantiles[j], labels: labels, value: x.Quantile(q)})
-			}
-		case *sketch.Buckets:
-			h := &dto.Histogram{SampleCount: new(x.Count()), SampleSum: new(x.Sum())}
-			x.Cumulative(func(le float64, n uint64) {
-				h.Bucket = append(h.Bucket, &dto.Bucket{UpperBound: new(le), CumulativeCount: new(n)})
-			})
-			ms = append(ms, sample{desc: f.distribution, labels: labels, hist: h})
-		case *sketch.Top:
-			ms = f.top.append(ms, labels, x)
-		case *sketch.Distinct:
-			// 0 while the window holds no line, as its _window count is.
-			ms = append(ms, sample{desc: f.distinct, labels: labels, value: float64(x.Count())})
-		}
-	}
-	return ms
-}
-
-// appendGauge adds a sample of d unless the rule does not export d.
-func appendGauge(ms []sample, d *prometheus.Desc, labels []*dto.LabelPair, v float64) []sample {
-	if d == nil {
-		return ms
-	}
-	return append(ms, sample{desc: d, labels: labels, value: v})
-}
-
-// sample is one value of a rule family. Unlike a const metric it does not own its label
-// pairs: they are the series' cached pairs, which the registry treats as immutable.
-type sample struct {
-	desc    *prometheus.Desc
-	labels  []*dto.LabelPair
-	value   float64
-	counter bool
-	hist    *dto.Histogram
-}
-
-// Desc returns the family's descriptor.
-func (m *sample) Desc() *prometheus.Desc { return m.desc }
-
-// Write fills out for the registry.
-func (m *sample) Write(out *dto.Metric) error {
-	out.Label = m.labels
-	if m.hist != nil {
-		out.Histogram = m.hist
-	} else if m.counter {
-		out.Counter = &dto.Counter{Value: &m.value}
-	} else {
-		out.Gauge = &dto.Gauge{Value: &m.value}
-	}
-	return nil
+	return all
 }
 
 // collectInputs sums stats that share label values, since two samples with one label set

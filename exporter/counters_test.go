@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	dto "github.com/prometheus/client_model/go"
 
@@ -24,11 +23,9 @@ func ttlConfig(budget int, ttl time.Duration, rules ...*config.Rule) *config.Con
 
 // gather collects c and returns the samples of family by their label set rendered as
 // `k="v",...` (window label included), "" for no labels.
-func gather(t testing.TB, c prometheus.Collector, family string) map[string]float64 {
+func gather(t testing.TB, c *Collector, family string) map[string]float64 {
 	t.Helper()
-	reg := prometheus.NewPedanticRegistry()
-	reg.MustRegister(c)
-	mfs, err := reg.Gather()
+	mfs, err := scraped(c).Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -239,16 +236,16 @@ errors_total %[1]v
 errors_window{window="1m"} %[2]v
 `
 	names := []string{"errors_total", "errors_window", "by_status_total", "by_status_window"}
-	if err := testutil.CollectAndCompare(c, strings.NewReader(fmt.Sprintf(want, 0, 0)), names...); err != nil {
+	if err := testutil.GatherAndCompare(scraped(c), strings.NewReader(fmt.Sprintf(want, 0, 0)), names...); err != nil {
 		t.Errorf("before any line: %v", err)
 	}
 	k := set.NewSink()
 	feed(k, []line{{now: start}, {rule: 1, labels: []string{"500"}, now: start}})
-	if err := testutil.CollectAndCompare(c, strings.NewReader(fmt.Sprintf(want, 1, 1)), names...); err != nil {
+	if err := testutil.GatherAndCompare(scraped(c), strings.NewReader(fmt.Sprintf(want, 1, 1)), names...); err != nil {
 		t.Errorf("after a line: %v", err)
 	}
 	now = start + 86400
-	if err := testutil.CollectAndCompare(c, strings.NewReader(fmt.Sprintf(want, 1, 0)), names...); err != nil {
+	if err := testutil.GatherAndCompare(scraped(c), strings.NewReader(fmt.Sprintf(want, 1, 0)), names...); err != nil {
 		t.Errorf("a day later: %v", err)
 	}
 	// Two of three places are initial: one more label set fits, the next folds.
@@ -277,11 +274,12 @@ func BenchmarkKeptCounter(b *testing.B) {
 		}
 		now := int64(start)
 		c := collectorAt(fixed(set), &now)
-		testutil.CollectAndCount(c, "http_requests_total")
+		mustCount(b, c, "http_requests_total")
 		runtime.GC()
 		runtime.ReadMemStats(&m1)
 		now = start + 86400 + 1 // idle past 24h: windows released
-		if got := testutil.CollectAndCount(c, "http_requests_total"); got != n {
+		set.Expire(now, now)
+		if got := mustCount(b, c, "http_requests_total"); got != n {
 			b.Fatalf("%d counters, want %d", got, n)
 		}
 		runtime.GC()

@@ -5,7 +5,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/logwindow/logwindow_exporter/config"
@@ -56,8 +55,9 @@ func TestDistinctFamily(t *testing.T) {
 		p.Parse("app", []byte(line), k)
 	}
 	now := int64(start + 120)
-	reg := prometheus.NewPedanticRegistry()
-	reg.MustRegister(collectorAt(fixed(set), &now))
+	c := collectorAt(fixed(set), &now)
+	checkAsRegistry(t, c)
+	reg := scraped(c)
 	want := `
 # HELP http_clients_window_distinct Clients. Different values of the rule's distinct: template among the lines (within max(2, 2%) of the exact count) over the sliding window in the window label, computed by the exporter at scrape time.
 # TYPE http_clients_window_distinct gauge

@@ -121,6 +121,24 @@ func collectorAt(set func() *Set, now *int64) *Collector {
 
 func fixed(s *Set) func() *Set { return func() *Set { return s } }
 
+// mustCount counts the samples a scrape of c shows in the families named (all if none).
+func mustCount(t testing.TB, c *Collector, names ...string) int {
+	t.Helper()
+	n, err := testutil.GatherAndCount(scraped(c), names...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// scraped is what a scrape of c shows, as metric families: its self-metrics gathered by a
+// pedantic registry and the rule families WriteText writes, parsed back.
+func scraped(c *Collector) prometheus.Gatherer {
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(c)
+	return c.Gatherer(reg)
+}
+
 func TestCollect(t *testing.T) {
 	requests := countRule("http_requests", minFive, "status")
 	duration := valueRule("request_seconds", tenSec, "method")
@@ -414,7 +432,7 @@ logwindow_collect_errors_total 1
 			}
 			now := tc.now
 			c := collectorAt(fixed(set), &now)
-			if err := testutil.CollectAndCompare(c, strings.NewReader(tc.want), tc.names...); err != nil {
+			if err := testutil.GatherAndCompare(scraped(c), strings.NewReader(tc.want), tc.names...); err != nil {
 				t.Error(err)
 			}
 		})
@@ -447,7 +465,7 @@ func TestHostileLabelValues(t *testing.T) {
 			want := "# HELP http_requests_total Requests. Matched lines since the exporter started.\n" +
 				"# TYPE http_requests_total counter\n" +
 				`http_requests_total{path="` + tc.want + `"} ` + strconv.Itoa(tc.total) + "\n"
-			if err := testutil.CollectAndCompare(collectorAt(fixed(set), &now), strings.NewReader(want), "http_requests_total"); err != nil {
+			if err := testutil.GatherAndCompare(scraped(collectorAt(fixed(set), &now)), strings.NewReader(want), "http_requests_total"); err != nil {
 				t.Error(err)
 			}
 		})
@@ -472,16 +490,14 @@ func TestGatherAndLint(t *testing.T) {
 		},
 		Reload: func() ReloadStats { return ReloadStats{Successful: true, LastSuccess: time.Unix(start, 0)} },
 	})
-	reg := prometheus.NewPedanticRegistry()
-	reg.MustRegister(c)
-	problems, err := testutil.GatherAndLint(reg)
+	problems, err := testutil.GatherAndLint(scraped(c))
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, p := range problems {
 		t.Errorf("%s: %s", p.Metric, p.Text)
 	}
-	if n := testutil.CollectAndCount(c); n == 0 {
+	if n := mustCount(t, c); n == 0 {
 		t.Error("collected nothing")
 	}
 }
@@ -567,7 +583,7 @@ logwindow_config_last_reload_successful 0
 				"logwindow_input_polling", "logwindow_input_behind_bytes", "logwindow_input_files", "logwindow_input_unmatched_lines_total",
 				"logwindow_config_last_reload_successful",
 				"logwindow_config_last_reload_success_timestamp_seconds"}
-			if err := testutil.CollectAndCompare(c, strings.NewReader(tc.want), names...); err != nil {
+			if err := testutil.GatherAndCompare(scraped(c), strings.NewReader(tc.want), names...); err != nil {
 				t.Error(err)
 			}
 		})
@@ -670,7 +686,7 @@ requests_window_per_second{window="1h"} 0.1
 # HELP requests_window_per_second Requests. Per-second rate of matched lines (divided by the seconds observed while fewer than the window) over the sliding window in the window label, computed by the exporter at scrape time.
 # TYPE requests_window_per_second gauge
 ` + tc.want
-			if err := testutil.CollectAndCompare(c, strings.NewReader(want), "errors_window_per_second", "requests_window_per_second"); err != nil {
+			if err := testutil.GatherAndCompare(scraped(c), strings.NewReader(want), "errors_window_per_second", "requests_window_per_second"); err != nil {
 				t.Error(err)
 			}
 		})
@@ -755,7 +771,7 @@ logwindow_rule_series{rule="requests"} 1
 # HELP logwindow_rule_series Label sets the rule holds, with windows or as kept counters (only _total, after idling past the longest window), the overflow series included.
 # TYPE logwindow_rule_series gauge
 ` + tc.want
-			if err := testutil.CollectAndCompare(c, strings.NewReader(want), "events_window", "requests_window", "logwindow_rule_series"); err != nil {
+			if err := testutil.GatherAndCompare(scraped(c), strings.NewReader(want), "events_window", "requests_window", "logwindow_rule_series"); err != nil {
 				t.Error(err)
 			}
 			for _, r := range set.rules {

@@ -3,13 +3,10 @@ package exporter
 import (
 	"cmp"
 	"errors"
-	"fmt"
 	"slices"
 	"strings"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/model"
 
 	"github.com/logwindow/logwindow_exporter/config"
@@ -18,36 +15,45 @@ import (
 // windowLabel names the label that carries the window of the `_window*` families.
 const windowLabel = "window"
 
-// families are the descriptors of one rule's metrics and the label pairs its series
-// share, built once per Set rather than per scrape. A nil descriptor is a family the rule
-// does not export.
+// families is how one rule's metrics are written, built once per Set rather than per
+// scrape: the `_total` counter and the windowed families of config's aggregation table,
+// with the label order the text format sorts samples by.
 type families struct {
-	total, window, perSecond, events, max, min, mean *prometheus.Desc
-	// quantiles has a gauge per quantile of qs; distribution is the window histogram.
-	// Both are read from the series' summaries, which summaries says to read.
-	quantiles    []*prometheus.Desc
-	qs           []float64
-	distribution *prometheus.Desc
-	summaries    bool
-	// top is the top values' family, nil without `top:` (see top.go).
-	top topFamily
-	// distinct is the count of different values of the rule's distinct: template.
-	distinct *prometheus.Desc
-	// perWindow counts the windowed families exported, to size a series' samples.
-	perWindow int
+	total    family
+	windowed []family
+	// summaries: some family reads the series' summaries, so a scrape reads them.
+	summaries bool
 	// names are the rule's label names, in the order of a series' values; order lists
-	// their indexes sorted by name, the order exported label pairs must have.
+	// their indexes sorted by name, the order exported label pairs have.
 	names []string
 	order []int
-	// windowAt is where the window pair goes among the sorted pairs; windowPairs are the
-	// window label pairs, in the order windows.Series.Read returns stats, shared by every
-	// series of the rule.
-	windowAt    int
-	windowPairs []*dto.LabelPair
-	// windowOrder lists the windows by label text ("15m" < "1d" < "1h" < "1m"): with the
-	// series in label order too, every family reaches the registry already in the order it
-	// sorts samples in, which turns its sort of a large scrape into one linear pass.
+	// windowAt is how many label names sort before the window label: where its pair goes.
+	windowAt int
+	// windowPairs are the window label pairs as text (window="5m"), in the order
+	// windows.Series.Read returns stats; windowOrder lists the windows by label text
+	// ("15m" < "1d" < "1h" < "1m"), the order of a series' samples in a family.
+	windowPairs []string
 	windowOrder []int
+	// buckets are the histogram's upper bounds as le label pairs, the +Inf one last.
+	buckets []string
+	// windowTexts are the window label values; topOrder, for a rule with `top:`, lists
+	// the pairs of a top values' sample in name order: a label's index, topWindow or
+	// topLabel.
+	windowTexts []string
+	topOrder    []int
+	topName     string
+}
+
+// The pairs of a top values' sample besides the rule's labels.
+const (
+	topWindow = -1
+	topLabel  = -2
+)
+
+// family is one metric family of a rule.
+type family struct {
+	name, help string
+	config.Family
 }
 
 func newFamilies(r *config.Rule, ws []time.Duration) (families, error) {
@@ -55,52 +61,26 @@ func newFamilies(r *config.Rule, ws []time.Duration) (families, error) {
 	for i, l := range r.Labels {
 		labels[i] = l.Name
 	}
-	withWindow := append(labels[:len(labels):len(labels)], windowLabel)
-	// HELP is the rule's own text, then what the family holds.
-	help := strings.TrimSpace(r.Help)
-	if help != "" && !strings.HasSuffix(help, ".") {
-		help += "."
-	}
-	quantity := "Matched lines"
-	if r.IsValueRule() {
-		quantity = "Sum of " + r.ValueName
-	}
-	lower := strings.ToLower(quantity[:1]) + quantity[1:]
-	const sliding = " over the sliding window in the window label, computed by the exporter at scrape time"
-	gauge := func(on bool, suffix, what string) *prometheus.Desc {
-		if !on {
-			return nil
-		}
-		return prometheus.NewDesc(r.Name+suffix, strings.TrimSpace(help+" "+what+sliding+"."), withWindow, nil)
-	}
-	a := r.Aggregations
-	v := r.IsValueRule()
 	f := families{
-		total:     prometheus.NewDesc(r.Name+"_total", strings.TrimSpace(help+" "+quantity+" since the exporter started."), labels, nil),
-		window:    gauge(a.Window, "_window", quantity),
-		perSecond: gauge(a.PerSecond, "_window_per_second", "Per-second rate of "+lower+" (divided by the seconds observed while fewer than the window)"),
-		events:    gauge(v && a.Events, "_window_events", "Matched lines"),
-		max:       gauge(v && a.Max, "_window_max", "Largest "+r.ValueName+" (absent while the window holds no line)"),
-		min:       gauge(v && a.Min, "_window_min", "Smallest "+r.ValueName+" (absent while the window holds no line)"),
-		mean:      gauge(v && a.Mean, "_window_mean", "Mean "+r.ValueName+" (absent while the window holds no line)"),
-		names:     labels,
-		order:     make([]int, len(labels)),
+		total: family{name: r.Name + "_total", help: r.TotalHelp()},
+		names: labels,
+		order: make([]int, len(labels)),
 	}
-	if v && a.Quantiles {
-		for _, q := range r.Quantiles {
-			f.quantiles = append(f.quantiles, gauge(true, config.QuantileSuffix(q),
-				fmt.Sprintf("Quantile %v of %s (the value of rank ⌈%v·n⌉ among the window's n values, within 1%%; absent while the window holds no line)", q, r.ValueName, q)))
-			f.qs = append(f.qs, q)
+	if slices.Contains(labels, windowLabel) || len(slices.Compact(slices.Sorted(slices.Values(labels)))) != len(labels) {
+		return f, errors.New("duplicate label names (the window label is the exporter's)")
+	}
+	for _, wf := range r.WindowFamilies() {
+		f.windowed = append(f.windowed, family{name: r.Name + wf.Suffix, help: wf.Help, Family: wf})
+		if wf.Stat == nil {
+			f.summaries = true
+		}
+		if wf.Histogram {
+			for _, b := range r.Buckets {
+				f.buckets = append(f.buckets, `le="`+string(appendFloat(nil, b))+`"`)
+			}
+			f.buckets = append(f.buckets, `le="+Inf"`)
 		}
 	}
-	if v && len(r.Buckets) > 0 {
-		f.distribution = prometheus.NewDesc(r.Name+config.HistogramSuffix, strings.TrimSpace(help+" "+r.ValueName+
-			" of the lines"+sliding+", as a gauge histogram: the buckets count the window's values, so never apply rate() or increase() to it;"+
-			" sum it by le across instances for histogram_quantile."), withWindow, nil)
-	}
-	f.top = newTopFamily(r, withWindow, help, sliding)
-	f.distinct = gauge(a.Distinct, config.DistinctSuffix, "Different values of the rule's distinct: template among the lines (within max(2, 2%) of the exact count)")
-	f.summaries = len(f.quantiles) > 0 || f.distribution != nil || f.top.desc != nil || f.distinct != nil
 	for i := range f.order {
 		f.order[i] = i
 	}
@@ -110,34 +90,37 @@ func newFamilies(r *config.Rule, ws []time.Duration) (families, error) {
 			f.windowAt++
 		}
 	}
+	texts := make([]string, len(ws))
 	for i, w := range ws {
 		// The label is the window as the user wrote it; the fingerprint makes the windows
 		// of an inherited store the rule's, so the names line up with ws.
-		text := model.Duration(w).String()
+		texts[i] = model.Duration(w).String()
 		if len(r.WindowNames) == len(ws) {
-			text = r.WindowNames[i]
+			texts[i] = r.WindowNames[i]
 		}
-		f.windowPairs = append(f.windowPairs, &dto.LabelPair{Name: new(windowLabel), Value: new(text)})
+		f.windowPairs = append(f.windowPairs, windowLabel+`="`+string(appendEscaped(nil, texts[i], true))+`"`)
 		f.windowOrder = append(f.windowOrder, i)
 	}
-	slices.SortFunc(f.windowOrder, func(a, b int) int {
-		return strings.Compare(f.windowPairs[a].GetValue(), f.windowPairs[b].GetValue())
-	})
-	var errs []error
-	for _, d := range append([]*prometheus.Desc{f.total, f.window, f.perSecond, f.events, f.max, f.min, f.mean, f.distribution, f.top.desc, f.distinct}, f.quantiles...) {
-		if d == nil {
-			continue
+	slices.SortFunc(f.windowOrder, func(a, b int) int { return strings.Compare(texts[a], texts[b]) })
+	f.windowTexts = texts
+	if r.Top != nil {
+		name := func(i int) string {
+			switch i {
+			case topWindow:
+				return windowLabel
+			case topLabel:
+				return r.Top.Label
+			}
+			return labels[i]
 		}
-		if d.Err() != nil {
-			errs = append(errs, d.Err())
-		} else if d != f.total {
-			f.perWindow++
-		}
+		f.topName = r.Top.Label
+		f.topOrder = append(slices.Clone(f.order), topWindow, topLabel)
+		slices.SortFunc(f.topOrder, func(a, b int) int { return strings.Compare(name(a), name(b)) })
 	}
-	return f, errors.Join(errs...)
+	return f, nil
 }
 
-// compare orders series as the registry orders their samples: by label values taken in
+// compare orders series as the text format orders their samples: by label values taken in
 // label name order. Series whose values do not fit the labels (they are not exported) sort
 // by their number of values, so the order stays total.
 func (f *families) compare(a, b *series) int {
@@ -150,30 +133,4 @@ func (f *families) compare(a, b *series) int {
 		}
 	}
 	return 0
-}
-
-// seriesPairs are a series' label pairs, sorted by name, for the families they were built
-// for: a reload that keeps the series brings new families and so a rebuild.
-type seriesPairs struct {
-	fam   *families
-	pairs []*dto.LabelPair
-}
-
-// labelPairs returns s's label pairs for f, building them on the first scrape; nil if the
-// series' values do not fit f's labels (a parser that broke its contract).
-func (s *series) labelPairs(f *families) []*dto.LabelPair {
-	if p := s.pairs.Load(); p != nil && p.fam == f {
-		return p.pairs
-	}
-	if len(s.labels) != len(f.names) {
-		return nil
-	}
-	backing := make([]dto.LabelPair, len(f.order))
-	p := &seriesPairs{fam: f, pairs: make([]*dto.LabelPair, len(f.order))}
-	for j, i := range f.order {
-		backing[j].Name, backing[j].Value = &f.names[i], &s.labels[i]
-		p.pairs[j] = &backing[j]
-	}
-	s.pairs.Store(p)
-	return p.pairs
 }

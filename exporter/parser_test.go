@@ -70,7 +70,7 @@ logwindow_rule_dropped_lines_total{reason="no_value",rule="http_requests"} 0
 logwindow_rule_dropped_lines_total{reason="no_value",rule="request_seconds"} 0
 `
 	names := []string{"http_requests_total", "request_seconds_total", "logwindow_rule_dropped_lines_total"}
-	if err := testutil.CollectAndCompare(collectorAt(fixed(set), &now), strings.NewReader(want), names...); err != nil {
+	if err := testutil.GatherAndCompare(scraped(collectorAt(fixed(set), &now)), strings.NewReader(want), names...); err != nil {
 		t.Error(err)
 	}
 	// The parser's key is the store's key, so the next line of a known label set takes the

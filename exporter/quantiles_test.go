@@ -7,7 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/logwindow/logwindow_exporter/config"
@@ -57,8 +56,7 @@ func TestQuantileFamilies(t *testing.T) {
 	p.Parse("app", []byte("200 0"), k)
 	p.Parse("app", []byte("200 5"), k)
 	now := int64(start + 120)
-	reg := prometheus.NewPedanticRegistry()
-	reg.MustRegister(collectorAt(fixed(set), &now))
+	reg := scraped(collectorAt(fixed(set), &now))
 	mfs, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)

@@ -55,7 +55,7 @@ request_seconds_window{method="GET",window="1m"} 3
 			next := mustSet(t, testConfig(10, countRule("new_rule", oneMin), &changed), prev)
 			now := int64(1300)
 			names := []string{"request_seconds_total", "request_seconds_window", "new_rule_total"}
-			if err := testutil.CollectAndCompare(collectorAt(fixed(next), &now), strings.NewReader(tc.want), names...); err != nil {
+			if err := testutil.GatherAndCompare(scraped(collectorAt(fixed(next), &now)), strings.NewReader(tc.want), names...); err != nil {
 				t.Error(err)
 			}
 		})
@@ -84,7 +84,7 @@ changed_total 1
 # TYPE kept_total counter
 kept_total 3
 `
-	if err := testutil.CollectAndCompare(collectorAt(fixed(next), &now), strings.NewReader(want), "changed_total", "kept_total", "removed_total"); err != nil {
+	if err := testutil.GatherAndCompare(scraped(collectorAt(fixed(next), &now)), strings.NewReader(want), "changed_total", "kept_total", "removed_total"); err != nil {
 		t.Error(err)
 	}
 }
@@ -154,7 +154,10 @@ func TestConcurrentWritersScrapesReloads(t *testing.T) {
 			default:
 			}
 			clock.Add(3)
-			testutil.CollectAndCount(c)
+			if _, err := testutil.GatherAndCount(scraped(c)); err != nil {
+				t.Error(err)
+				return
+			}
 		}
 	})
 	side.Go(func() { // reloads, flipping one rule's definition
@@ -187,7 +190,7 @@ logwindow_rule_matched_lines_total{rule="kept"} %d
 	// Only the kept rule's count is exact: lines written to the other through a sink of a
 	// replaced Set are lost by design. A last reload keeps just that rule.
 	final := mustSet(t, testConfig(budget, kept), current.Load().set)
-	if err := testutil.CollectAndCompare(collectorAt(fixed(final), &now), strings.NewReader(want), "logwindow_rule_matched_lines_total"); err != nil {
+	if err := testutil.GatherAndCompare(scraped(collectorAt(fixed(final), &now)), strings.NewReader(want), "logwindow_rule_matched_lines_total"); err != nil {
 		t.Error(err)
 	}
 	if n := final.rules[0].store.count(); n > budget+1 {

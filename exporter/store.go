@@ -161,13 +161,11 @@ type series struct {
 	win   atomic.Pointer[windows.Series]
 	lines atomic.Uint64
 	sum   atomic.Uint64 // float64 bits; value rules only
-	// last is the second of the newest line while win is nil (the wheels know it
-	// otherwise): what the counter TTL and the eviction order go by.
+	// last is the second of the newest line: what the counter TTL and the eviction order
+	// of a kept counter go by (while it has wheels, theirs is newest placed line's).
 	last atomic.Int64
 	// pinned series (a label-less rule's, initial label sets) never expire.
 	pinned bool
-	// pairs caches the exported label pairs, so a scrape does not rebuild them.
-	pairs atomic.Pointer[seriesPairs]
 }
 
 // newSeries returns a series with no line yet; it has wheels unless kept.
@@ -305,6 +303,13 @@ func (st *store) observe(key []byte, labels [][]byte, now, at int64, v float64, 
 			folded = s != nil
 		}
 	}
+	if s != nil && st.idlePastTTL(s, now, b.ttl) {
+		// A label set idle past the counter TTL is a new one (Expire may not have removed
+		// it yet): its total starts again, as a scrape stopped showing the old one.
+		st.mu.RUnlock()
+		st.create(key, labels, now, at, v, items, b, due, backfill)
+		return
+	}
 	if s != nil {
 		st.add(s, now, at, v, items, backfill)
 		st.mu.RUnlock()
@@ -391,6 +396,10 @@ func (st *store) create(rawKey []byte, labels [][]byte, now, at int64, v float64
 	} else {
 		s, isOverflow = st.series[string(rawKey)], string(rawKey) == st.overflowKey
 	}
+	if s != nil && st.gone(s, now, b.ttl) {
+		st.remove(s)
+		s = nil
+	}
 	full := s == nil && !isOverflow && st.normal >= limit
 	if full && due {
 		st.reap(now, b)
@@ -471,13 +480,13 @@ func (st *store) add(s *series, now, at int64, v float64, items [][]byte, backfi
 		if st.value {
 			addFloat(&s.sum, v)
 		}
+		s.raiseLast(at)
 	}
 	w := s.win.Load()
 	if w == nil {
 		if st.tooOld(now, at) {
 			if !backfill {
 				st.late.Add(1)
-				s.raiseLast(at)
 			}
 			return
 		}
@@ -583,22 +592,67 @@ func (st *store) settle(s *series, now, ttl int64) int {
 	return settledKept
 }
 
-// expire settles the candidates the scrape found stale and returns those still there, to
-// be exported: revived ones with their wheels, the others as kept counters. It costs one
-// write lock per scrape that found stale series and work proportional to their number,
-// and the scrape already visits every series, so expiry needs no goroutine and no timer.
-func (st *store) expire(candidates []*series, now, ttl int64) (still []*series) {
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	for _, s := range candidates {
-		if st.series[s.key] != s {
-			continue // another scrape removed it already
-		}
-		if st.settle(s, now, ttl) != settledRemoved {
-			still = append(still, s)
+// idlePastTTL is a cheap first test of gone for the write path: no line of s is newer
+// than ttl (gone then reads its wheels).
+func (st *store) idlePastTTL(s *series, now, ttl int64) bool {
+	return ttl > 0 && !s.pinned && s.last.Load() < now-ttl && st.gone(s, now, ttl)
+}
+
+// gone reports whether s is a kept counter idle past ttl at now, or would be one once
+// expired: Expire removes it, and a reader leaves it out until then.
+func (st *store) gone(s *series, now, ttl int64) bool {
+	if s.pinned || ttl <= 0 {
+		return false
+	}
+	last := s.last.Load()
+	if w := s.win.Load(); w != nil {
+		if last = w.LastAdd(); last >= now-st.layout.Longest() {
+			return false
 		}
 	}
-	return still
+	return last < now-ttl
+}
+
+// expire releases the wheels of every series idle for longer than its longest window and
+// removes kept counters idle past ttl, under one write lock. Nothing reads a store
+// differently before and after (readers judge staleness themselves), so it only returns
+// memory.
+func (st *store) expire(now, ttl int64) {
+	st.mu.RLock()
+	due := false
+	for _, s := range st.series {
+		if st.stale(s, now, ttl) {
+			due = true
+			break
+		}
+	}
+	st.mu.RUnlock()
+	if !due {
+		return
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	for _, s := range st.series {
+		if !s.pinned {
+			st.settle(s, now, ttl)
+		}
+	}
+}
+
+// Expire releases the wheels of series idle for longer than their rule's longest window
+// and removes kept counters idle past the counter TTL, in every rule: processing-time
+// rules at second processing, event-time rules at wall. Scrapes do not expire (a scrape
+// changes nothing); the pipeline calls Expire now and then, and between two calls the
+// budgets bound memory as before.
+func (s *Set) Expire(processing, wall int64) {
+	for i := range s.rules {
+		r := &s.rules[i]
+		now := processing
+		if r.store.eventTime {
+			now = wall
+		}
+		r.store.expire(now, r.budget.ttl)
+	}
 }
 
 // count returns the number of series (with wheels or kept counters), the overflow series

@@ -5,7 +5,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	dto "github.com/prometheus/client_model/go"
 
@@ -72,9 +71,7 @@ func TestTopFamily(t *testing.T) {
 		"hot_paths_window_top{host=h1,path=/a,window=5m,zone=eu}": 5,
 	}
 	checkTopScrape(t, c, want)
-	reg := prometheus.NewPedanticRegistry()
-	reg.MustRegister(c)
-	problems, err := testutil.GatherAndLint(reg)
+	problems, err := testutil.GatherAndLint(scraped(c))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,34 +80,31 @@ func TestTopFamily(t *testing.T) {
 	}
 }
 
-// checkTopScrape collects c once and compares the hot_paths samples named in want, and
-// every _window_top sample, with want; every sample's pairs must be sorted by name.
+// checkTopScrape scrapes c once and compares the hot_paths samples named in want, and
+// every _window_top sample, with want; every sample's pairs must be sorted by name (the
+// text is parsed back with its pairs in the order they were written).
 func checkTopScrape(t *testing.T, c *Collector, want map[string]float64) {
 	t.Helper()
-	ch := make(chan prometheus.Metric)
-	go func() {
-		c.Collect(ch)
-		close(ch)
-	}()
+	checkAsRegistry(t, c)
+	mfs, err := scraped(c).Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
 	got := map[string]float64{}
-	for m := range ch {
-		var out dto.Metric
-		if err := m.Write(&out); err != nil {
-			t.Fatal(err)
-		}
-		var key []string
-		for _, l := range out.GetLabel() {
-			key = append(key, l.GetName()+"="+l.GetValue())
-		}
-		if !slices.IsSortedFunc(out.GetLabel(), func(a, b *dto.LabelPair) int { return strings.Compare(a.GetName(), b.GetName()) }) {
-			t.Errorf("%s: label pairs not sorted: %v", m.Desc(), key)
-		}
-		name := m.Desc().String()
-		name = name[strings.Index(name, `"`)+1:]
-		name = name[:strings.Index(name, `"`)] + "{" + strings.Join(key, ",") + "}"
-		got[name] = out.GetGauge().GetValue() + out.GetCounter().GetValue()
-		if _, ok := want[name]; !ok && strings.HasPrefix(name, "hot_paths_window_top") {
-			t.Errorf("%s = %v, not expected", name, got[name])
+	for _, mf := range mfs {
+		for _, out := range mf.GetMetric() {
+			var key []string
+			for _, l := range out.GetLabel() {
+				key = append(key, l.GetName()+"="+l.GetValue())
+			}
+			if !slices.IsSortedFunc(out.GetLabel(), func(a, b *dto.LabelPair) int { return strings.Compare(a.GetName(), b.GetName()) }) {
+				t.Errorf("%s: label pairs not sorted: %v", mf.GetName(), key)
+			}
+			name := mf.GetName() + "{" + strings.Join(key, ",") + "}"
+			got[name] = out.GetGauge().GetValue() + out.GetCounter().GetValue()
+			if _, ok := want[name]; !ok && strings.HasPrefix(name, "hot_paths_window_top") {
+				t.Errorf("%s = %v, not expected", name, got[name])
+			}
 		}
 	}
 	for name, v := range want {

@@ -14,8 +14,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/logwindow/logwindow_exporter/config"
 	"github.com/logwindow/logwindow_exporter/exporter"
 	"github.com/logwindow/logwindow_exporter/parser"
@@ -68,6 +66,10 @@ type Pipeline struct {
 	clock *clock
 	gen   atomic.Pointer[generation]
 
+	// expiring ends with Stop: the goroutine that expires idle series (Expire).
+	expiring chan struct{}
+	expired  sync.WaitGroup
+
 	mu          sync.Mutex        // serialises reloads and Stop; guards the fields below
 	inputs      map[string]*input // by config.Input.Source
 	starting    bool              // Start is starting the inputs: warm start applies
@@ -102,7 +104,31 @@ func Start(cfg *config.Config, opts Options) (*Pipeline, error) {
 		return nil, err
 	}
 	p.reloadOK, p.lastSuccess = true, opts.Now()
+	p.expiring = make(chan struct{})
+	p.expired.Go(func() {
+		t := time.NewTicker(expireEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-p.expiring:
+				return
+			case <-t.C:
+				p.Expire()
+			}
+		}
+	})
 	return p, nil
+}
+
+// expireEvery is how often the stores release the wheels of idle series and drop kept
+// counters past the TTL. Scrapes read the same either way; it only returns memory.
+const expireEvery = 15 * time.Second
+
+// Expire has the current stores release the wheels of idle series and remove kept
+// counters past the counter TTL, now; a goroutine of Start calls it every expireEvery.
+func (p *Pipeline) Expire() {
+	processing, wall := p.clock.read()
+	p.gen.Load().set.Expire(processing, wall)
 }
 
 // ReloadFile loads the config file in use again and applies it; a file that fails to load
@@ -179,13 +205,17 @@ func (p *Pipeline) Ready() bool {
 func (p *Pipeline) Stop() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if !p.stopped {
+		close(p.expiring)
+		p.expired.Wait()
+	}
 	p.stopped = true
 	p.stopInputs(nil)
 }
 
-// Collector returns the collector exporting the current rules' families and the
-// self-metrics of inputs and reloads.
-func (p *Pipeline) Collector() prometheus.Collector {
+// Collector returns the collector of the self-metrics of rules, inputs and reloads, which
+// also writes the current rules' families (exporter.Collector.Handler serves both).
+func (p *Pipeline) Collector() *exporter.Collector {
 	return exporter.NewCollector(exporter.CollectorOptions{
 		Set:    func() *exporter.Set { return p.gen.Load().set },
 		Now:    p.clock.second,

@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/common/expfmt"
 
 	"github.com/logwindow/logwindow_exporter/config"
 	"github.com/logwindow/logwindow_exporter/cri"
@@ -43,24 +42,19 @@ func Replay(cfg *config.Config, files []string, opts Options, w io.Writer) error
 	if err := replayFiles(cfg, gen.parser, files, opts, sink); err != nil {
 		return err
 	}
-	reg := prometheus.NewPedanticRegistry()
-	reg.MustRegister(exporter.NewCollector(exporter.CollectorOptions{
+	c := exporter.NewCollector(exporter.CollectorOptions{
 		Set:   func() *exporter.Set { return gen.set },
 		Now:   func() int64 { return now },
 		Wall:  func() int64 { return now },
 		Start: now,
-	}))
+	})
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(c)
 	families, err := reg.Gather()
 	if err != nil {
 		return err
 	}
-	enc := expfmt.NewEncoder(w, expfmt.NewFormat(expfmt.TypeTextPlain))
-	for _, mf := range families {
-		if err := enc.Encode(mf); err != nil {
-			return err
-		}
-	}
-	return nil
+	return c.WriteText(w, families, nil)
 }
 
 func replayFiles(cfg *config.Config, p *parser.Parser, files []string, opts Options, sink parser.Sink) error {

@@ -28,7 +28,7 @@ rules:
 `
 
 // sample returns the value of the sample of family name whose labels include want, or -1.
-func sample(t *testing.T, reg *prometheus.Registry, name string, want map[string]string) float64 {
+func sample(t *testing.T, reg prometheus.Gatherer, name string, want map[string]string) float64 {
 	t.Helper()
 	mfs, err := reg.Gather()
 	if err != nil {
@@ -65,7 +65,7 @@ func hasLabel(m *dto.Metric, name, value string) bool {
 
 // waitSample waits (bounded) until the sample reaches want: datagrams are parsed on the
 // listener's goroutine.
-func waitSample(t *testing.T, reg *prometheus.Registry, name string, labels map[string]string, want float64) {
+func waitSample(t *testing.T, reg prometheus.Gatherer, name string, labels map[string]string, want float64) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
@@ -109,8 +109,10 @@ func TestSyslogInputs(t *testing.T) {
 	if !p.Ready() {
 		t.Error("not ready once the sockets are bound")
 	}
-	reg := prometheus.NewPedanticRegistry()
-	reg.MustRegister(p.Collector())
+	self := prometheus.NewPedanticRegistry()
+	coll := p.Collector()
+	self.MustRegister(coll)
+	reg := coll.Gatherer(self)
 
 	line := `127.0.0.1 - - [24/Nov/2026:05:28:09 +0000] "GET / HTTP/1.1" %d 2 "-" "ua" 0.000 -`
 	syslogtest.Send(t, "unixgram", sock,

@@ -50,8 +50,9 @@ func warmLog(now int64) (string, []int64, []string) {
 func gatherPipeline(t *testing.T, p *Pipeline) map[string]float64 {
 	t.Helper()
 	reg := prometheus.NewPedanticRegistry()
-	reg.MustRegister(p.Collector())
-	mfs, err := reg.Gather()
+	coll := p.Collector()
+	reg.MustRegister(coll)
+	mfs, err := coll.Gatherer(reg).Gather()
 	if err != nil {
 		t.Fatal(err)
 	}

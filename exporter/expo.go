@@ -1,0 +1,598 @@
+package exporter
+
+import (
+	"bytes"
+	"io"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"sync/atomic"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+
+	"github.com/logwindow/logwindow_exporter/sketch"
+	"github.com/logwindow/logwindow_exporter/windows"
+)
+
+// The rule families are written here straight from the stores in the text format, not
+// through the registry: a dto.Metric per sample, the registry's consistency checks and its
+// sort cost several times the text itself and leave tens of MB of garbage per scrape of
+// 10,000 series. The registry still gathers the self-metrics and the Go and process
+// collectors, and WriteText merges its families in by name, so the whole is the text the
+// registry would have written (the golden replay files did not change).
+
+// flushAt is the size at which the text buffered so far goes to the writer.
+const flushAt = 32 << 10
+
+// WriteText writes, in the Prometheus text format (0.0.4), the families of every rule of
+// the Set in use, read at the current time of each rule's clock, merged by name with
+// gathered (sorted by name, as a Gatherer returns them). keep, when not nil, says which
+// families to write (by name). It does not change any state: series idle past their
+// windows are written as kept counters and those past the counter TTL left out, whether
+// Expire released them yet or not.
+func (c *Collector) WriteText(w io.Writer, gathered []*dto.MetricFamily, keep func(name string) bool) error {
+	return c.Read(keep).Write(w, gathered)
+}
+
+// Scrape is the rule families read at one instant, until they are written.
+type Scrape struct {
+	c     *Collector
+	rules []ruleText
+	reads map[*ruleEntry]*ruleRead
+	// spare holds the reads, handed back to the Collector once written.
+	spare *[]*ruleRead
+}
+
+// Read reads every rule that has a family keep passes (all when keep is nil), now; Write
+// writes them. A handler reads the rules before it gathers the self-metrics, so that in one
+// scrape the inputs' and rules' counters never lag the rule families'.
+func (c *Collector) Read(keep func(name string) bool) *Scrape {
+	s := &Scrape{c: c, reads: map[*ruleEntry]*ruleRead{}}
+	s.spare = c.reads.get(func() *[]*ruleRead { return new([]*ruleRead) })
+	set := c.opts.Set()
+	if set == nil {
+		return s
+	}
+	free := *s.spare
+	for _, rt := range c.plan(set) {
+		if keep != nil && !keep(rt.name) {
+			continue
+		}
+		s.rules = append(s.rules, rt)
+		if s.reads[rt.rule] != nil {
+			continue
+		}
+		var x *ruleRead
+		if n := len(free); n > 0 {
+			x, free = free[n-1], free[:n-1]
+		} else {
+			x = new(ruleRead)
+			*s.spare = append(*s.spare, x)
+		}
+		c.read(set, x, rt.rule)
+		s.reads[rt.rule] = x
+	}
+	return s
+}
+
+// Write writes the families read, merged by name with gathered (sorted by name, as a
+// Gatherer returns them), and hands the read back.
+func (s *Scrape) Write(w io.Writer, gathered []*dto.MetricFamily) error {
+	c := s.c
+	defer func() {
+		for _, x := range *s.spare {
+			clear(x.series) // removed series may go
+			x.series = x.series[:0]
+			clear(x.tops)
+			x.tops = x.tops[:0]
+		}
+		c.reads.put(s.spare)
+	}()
+	t := &textWriter{w: w}
+	t.buf = c.bufs.get(newTextBuf)
+	defer func() {
+		*t.buf = (*t.buf)[:0]
+		c.bufs.put(t.buf)
+	}()
+	rules := s.rules
+	for len(rules) > 0 || len(gathered) > 0 {
+		if len(gathered) == 0 || len(rules) > 0 && rules[0].name < gathered[0].GetName() {
+			rt := &rules[0]
+			rules = rules[1:]
+			write(t, rt, s.reads[rt.rule])
+			continue
+		}
+		mf := gathered[0]
+		gathered = gathered[1:]
+		if err := t.flush(); err != nil {
+			return err
+		}
+		if _, err := expfmt.MetricFamilyToText(w, mf); err != nil {
+			return err
+		}
+	}
+	if err := t.flush(); err != nil {
+		return err
+	}
+	return t.err
+}
+
+// ruleText is one family of one rule, in the order the families are written.
+type ruleText struct {
+	name string
+	rule *ruleEntry
+	// f is the family; nil for the rule's `_total`.
+	f *family
+}
+
+// textPlan caches a Set's families in name order.
+type textPlan struct {
+	set   *Set
+	rules []ruleText
+}
+
+// plan returns the families of set in name order, built once per Set.
+func (c *Collector) plan(set *Set) []ruleText {
+	if p := c.textPlan.Load(); p != nil && p.set == set {
+		return p.rules
+	}
+	var out []ruleText
+	for i := range set.rules {
+		r := &set.rules[i]
+		out = append(out, ruleText{name: r.fam.total.name, rule: r})
+		for j := range r.fam.windowed {
+			out = append(out, ruleText{name: r.fam.windowed[j].name, rule: r, f: &r.fam.windowed[j]})
+		}
+	}
+	slices.SortStableFunc(out, func(a, b ruleText) int { return strings.Compare(a.name, b.name) })
+	c.textPlan.Store(&textPlan{set: set, rules: out})
+	return out
+}
+
+// ruleRead is one rule read at one instant: its exported series in label order, with the
+// text of their labels, their totals and their windows.
+type ruleRead struct {
+	series []*series
+	// labels holds each series' label pairs as text in name order; cuts[3i:3i+3] are
+	// where series i's pairs start, where the window pair goes and where they end.
+	labels []byte
+	cuts   []int
+	totals []float64
+	// live[i]: series i has windows (else it is a kept counter: `_total` only).
+	live []bool
+	// stats holds len(windows) Stats per series (those of kept counters unused).
+	stats []windows.Stats
+	// values holds, per series, window and summary-read family (in family order), the
+	// family's value, NaN for none; hists the histogram per series and window: its
+	// cumulative bucket counts, count and sum.
+	values []float64
+	hists  []float64
+	// order lists (series, window) pairs in the order of a windowed family's samples,
+	// for the rules whose window label does not sort after every other label.
+	order [][2]int32
+	sums  []windows.Summary
+	// tops are the samples of the top values' family, sorted as it is written.
+	tops   []topSample
+	topBuf []sketch.TopValue
+}
+
+// topSample is one value of a window's top values.
+type topSample struct {
+	series, window int
+	item           string
+	v              float64
+}
+
+// clocks returns the second rule r is read at and the second its rates count from.
+func (c *Collector) clocks(set *Set, r *ruleEntry) (now, since int64) {
+	if r.store.eventTime {
+		now = c.opts.Now()
+		if c.opts.Wall != nil {
+			now = c.opts.Wall()
+		}
+		// Event-time rules have observed their log from the oldest line any of them
+		// placed, when that is before the start: a replay from the beginning of a log
+		// gives a series first seen near its end the rate over the whole log.
+		return now, min(c.opts.Start, set.oldest.Load())
+	}
+	return c.opts.Now(), c.opts.Start
+}
+
+// read fills x with rule r of set as it is now.
+func (c *Collector) read(set *Set, x *ruleRead, r *ruleEntry) {
+	st, f := r.store, &r.fam
+	now, since := c.clocks(set, r)
+	all, _ := st.snapshot(x.series[:0])
+	// Kept counters past the TTL are not exported (Expire removes them); series whose
+	// label values do not fit the rule's labels cannot be (Collect counts them).
+	x.series = slices.DeleteFunc(all, func(s *series) bool {
+		return len(s.labels) != len(f.names) || st.gone(s, now, r.budget.ttl)
+	})
+	slices.SortFunc(x.series, f.compare)
+	n, nw := len(x.series), len(f.windowPairs)
+	x.labels, x.cuts = x.labels[:0], x.cuts[:0]
+	x.totals = slices.Grow(x.totals[:0], n)[:n]
+	x.live = slices.Grow(x.live[:0], n)[:n]
+	x.stats = slices.Grow(x.stats[:0], n*nw)[:n*nw]
+	var summaryFams, histWidth int
+	for i := range f.windowed {
+		switch fam := &f.windowed[i]; {
+		case fam.Histogram:
+			histWidth = len(f.buckets) + 1
+		case fam.SummaryValue != nil:
+			summaryFams++
+		}
+	}
+	x.values = slices.Grow(x.values[:0], n*nw*summaryFams)[:n*nw*summaryFams]
+	x.hists = slices.Grow(x.hists[:0], n*nw*histWidth)[:n*nw*histWidth]
+	x.sums = x.sums[:0]
+	if f.summaries {
+		x.sums = st.layout.NewSummaries()
+	}
+	for i, s := range x.series {
+		x.cuts = append(x.cuts, len(x.labels))
+		for j, li := range f.order {
+			if j == f.windowAt {
+				x.cuts = append(x.cuts, len(x.labels))
+			} else if j > 0 {
+				x.labels = append(x.labels, ',')
+			}
+			x.labels = append(x.labels, f.names[li]...)
+			x.labels = append(x.labels, '=', '"')
+			x.labels = appendEscaped(x.labels, s.labels[li], true)
+			x.labels = append(x.labels, '"')
+		}
+		if f.windowAt == len(f.order) {
+			x.cuts = append(x.cuts, len(x.labels))
+		}
+		x.cuts = append(x.cuts, len(x.labels))
+		x.totals[i] = st.total(s)
+		w := s.win.Load()
+		x.live[i] = w != nil && !st.stale(s, now, r.budget.ttl)
+		if !x.live[i] {
+			continue
+		}
+		stats := w.Read(now, since, x.stats[i*nw:i*nw])
+		if len(stats) != nw {
+			// A layout always reads one Stats per window; anything else is not exported.
+			x.live[i] = false
+			continue
+		}
+		if x.sums == nil {
+			continue
+		}
+		w.ReadSummaries(now, x.sums)
+		kinds := len(x.sums) / nw
+		for wi := range nw {
+			sums := x.sums[wi*kinds : (wi+1)*kinds]
+			vals := x.values[(i*nw+wi)*summaryFams:]
+			for _, fam := range f.windowed {
+				switch {
+				case fam.Histogram:
+					h := x.hists[(i*nw+wi)*histWidth : (i*nw+wi+1)*histWidth]
+					writeHistogram(h, sums[fam.Summary])
+				case fam.Top != nil:
+					if top, ok := sums[fam.Summary].(*sketch.Top); ok {
+						x.topBuf = top.Top(fam.Top.K, fam.Top.Min, x.topBuf[:0])
+						for _, tv := range x.topBuf {
+							x.tops = append(x.tops, topSample{series: i, window: wi, item: tv.Item, v: tv.Sum})
+						}
+					}
+				case fam.SummaryValue != nil:
+					// A gauge read from a summary (quantiles).
+					v, ok := fam.SummaryValue(sums[fam.Summary])
+					if !ok {
+						v = math.NaN()
+					}
+					vals[0], vals = v, vals[1:]
+				}
+			}
+		}
+	}
+	if len(x.tops) > 0 {
+		slices.SortStableFunc(x.tops, func(a, b topSample) int { return f.compareTop(x, &a, &b) })
+	}
+	x.order = x.order[:0]
+	if f.windowAt < len(f.order) {
+		// The window label sorts among the others: samples go by the labels before it,
+		// then the window, then the labels after it.
+		for i := range n {
+			if x.live[i] {
+				for _, wi := range f.windowOrder {
+					x.order = append(x.order, [2]int32{int32(i), int32(wi)})
+				}
+			}
+		}
+		rank := make([]int, nw)
+		for k, wi := range f.windowOrder {
+			rank[wi] = k
+		}
+		slices.SortStableFunc(x.order, func(a, b [2]int32) int {
+			if c := bytes.Compare(x.before(int(a[0])), x.before(int(b[0]))); c != 0 {
+				return c
+			}
+			if a[1] != b[1] {
+				return rank[a[1]] - rank[b[1]]
+			}
+			return 0 // the series are in label order already
+		})
+	}
+}
+
+// compareTop orders top values' samples as the text format does: by their label values in
+// name order, the ranked label's and the window's among them.
+func (f *families) compareTop(x *ruleRead, a, b *topSample) int {
+	for _, i := range f.topOrder {
+		var c int
+		switch i {
+		case topWindow:
+			c = strings.Compare(f.windowTexts[a.window], f.windowTexts[b.window])
+		case topLabel:
+			c = strings.Compare(a.item, b.item)
+		default:
+			c = strings.Compare(x.series[a.series].labels[i], x.series[b.series].labels[i])
+		}
+		if c != 0 {
+			return c
+		}
+	}
+	return 0
+}
+
+// appendTopLabels appends the label pairs of a top values' sample to b.
+func (f *families) appendTopLabels(b []byte, x *ruleRead, ts *topSample) []byte {
+	for j, i := range f.topOrder {
+		if j > 0 {
+			b = append(b, ',')
+		}
+		switch i {
+		case topWindow:
+			b = append(b, f.windowPairs[ts.window]...)
+			continue
+		case topLabel:
+			b = append(b, f.topName...)
+			b = append(b, '=', '"')
+			b = appendEscaped(b, ts.item, true)
+		default:
+			b = append(b, f.names[i]...)
+			b = append(b, '=', '"')
+			b = appendEscaped(b, x.series[ts.series].labels[i], true)
+		}
+		b = append(b, '"')
+	}
+	return b
+}
+
+// bucketsReader is what the window histogram reads of its summary (sketch.Buckets).
+type bucketsReader interface {
+	Count() uint64
+	Sum() float64
+	Cumulative(func(le float64, n uint64))
+}
+
+// writeHistogram stores a window histogram in h: the cumulative counts of the bounds, the
+// count (the +Inf bucket) and the sum.
+func writeHistogram(h []float64, s windows.Summary) {
+	b, ok := s.(bucketsReader)
+	if !ok {
+		clear(h)
+		return
+	}
+	i := 0
+	b.Cumulative(func(_ float64, n uint64) {
+		if i < len(h)-2 {
+			h[i] = float64(n)
+			i++
+		}
+	})
+	h[len(h)-2], h[len(h)-1] = float64(b.Count()), b.Sum()
+}
+
+// before is the label text of series i before the window pair; after the rest.
+func (x *ruleRead) before(i int) []byte { return x.labels[x.cuts[3*i]:x.cuts[3*i+1]] }
+func (x *ruleRead) after(i int) []byte  { return x.labels[x.cuts[3*i+1]:x.cuts[3*i+2]] }
+
+// write writes one family of a rule read into x.
+func write(t *textWriter, rt *ruleText, x *ruleRead) {
+	f := &rt.rule.fam
+	if rt.f == nil {
+		t.header(rt.name, f.total.help, "counter")
+		for i := range x.series {
+			t.sample(rt.name, x.before(i), "", x.after(i), "", x.totals[i])
+		}
+		return
+	}
+	fam := rt.f
+	if fam.Top != nil {
+		t.header(rt.name, fam.help, "gauge")
+		for i := range x.tops {
+			x.labels = f.appendTopLabels(x.labels[:x.cuts[len(x.cuts)-1]], x, &x.tops[i])
+			t.sample(rt.name, x.labels[x.cuts[len(x.cuts)-1]:], "", nil, "", x.tops[i].v)
+		}
+		x.labels = x.labels[:x.cuts[len(x.cuts)-1]]
+		return
+	}
+	kind := "gauge"
+	if fam.Histogram {
+		kind = "histogram"
+	}
+	t.header(rt.name, fam.help, kind)
+	summaryAt, summaryFams, histWidth := 0, 0, len(f.buckets)+1
+	for i := range f.windowed {
+		if f.windowed[i].SummaryValue != nil {
+			if &f.windowed[i] == fam {
+				summaryAt = summaryFams
+			}
+			summaryFams++
+		}
+	}
+	nw := len(f.windowPairs)
+	one := func(i, wi int) {
+		before, after, win := x.before(i), x.after(i), f.windowPairs[wi]
+		switch {
+		case fam.Stat != nil:
+			if v, ok := fam.Stat(&x.stats[i*nw+wi]); ok {
+				t.sample(rt.name, before, win, after, "", v)
+			}
+		case fam.Histogram:
+			h := x.hists[(i*nw+wi)*histWidth : (i*nw+wi+1)*histWidth]
+			bucket := rt.name + "_bucket"
+			for k, le := range f.buckets {
+				t.sample(bucket, before, win, after, le, h[k])
+			}
+			t.sample(rt.name+"_sum", before, win, after, "", h[len(h)-1])
+			t.sample(rt.name+"_count", before, win, after, "", h[len(h)-2])
+		default:
+			if v := x.values[(i*nw+wi)*summaryFams+summaryAt]; !math.IsNaN(v) {
+				t.sample(rt.name, before, win, after, "", v)
+			}
+		}
+	}
+	if f.windowAt < len(f.order) {
+		for _, p := range x.order {
+			one(int(p[0]), int(p[1]))
+		}
+		return
+	}
+	for i := range x.series {
+		if x.live[i] {
+			for _, wi := range f.windowOrder {
+				one(i, wi)
+			}
+		}
+	}
+}
+
+// textWriter buffers the text of the rule families.
+type textWriter struct {
+	w   io.Writer
+	buf *[]byte
+	err error
+	// pending is the family whose header is still to be written, with its help and type.
+	pending, help, kind string
+}
+
+func (t *textWriter) flush() error {
+	if t.err == nil && len(*t.buf) > 0 {
+		_, t.err = t.w.Write(*t.buf)
+	}
+	*t.buf = (*t.buf)[:0]
+	return t.err
+}
+
+// header starts a family: its HELP and TYPE lines are written with its first sample, so
+// that a family without samples is left out, as the registry leaves it out.
+func (t *textWriter) header(name, help, kind string) {
+	t.pending, t.help, t.kind = name, help, kind
+}
+
+func (t *textWriter) writeHeader() {
+	name, help, kind := t.pending, t.help, t.kind
+	t.pending = ""
+	b := append(*t.buf, "# HELP "...)
+	b = append(b, name...)
+	b = append(b, ' ')
+	b = appendEscaped(b, help, false)
+	b = append(b, "\n# TYPE "...)
+	b = append(b, name...)
+	b = append(b, ' ')
+	b = append(b, kind...)
+	*t.buf = append(b, '\n')
+}
+
+// sample writes one line: name, the label pairs before the window, the window pair, the
+// rest and an extra pair (le), each part possibly empty, then the value.
+func (t *textWriter) sample(name string, before []byte, window string, after []byte, extra string, v float64) {
+	if t.pending != "" {
+		t.writeHeader()
+	}
+	b := append(*t.buf, name...)
+	sep := byte('{')
+	if len(before) > 0 {
+		b = append(b, sep)
+		b = append(b, before...)
+		sep = ','
+	}
+	if window != "" {
+		b = append(b, sep)
+		b = append(b, window...)
+		sep = ','
+	}
+	if len(after) > 0 {
+		b = append(b, sep)
+		b = append(b, after...)
+		sep = ','
+	}
+	if extra != "" {
+		b = append(b, sep)
+		b = append(b, extra...)
+		sep = ','
+	}
+	if sep == ',' {
+		b = append(b, '}')
+	}
+	b = append(b, ' ')
+	b = appendFloat(b, v)
+	*t.buf = append(b, '\n')
+	if len(*t.buf) >= flushAt {
+		_ = t.flush()
+	}
+}
+
+// appendFloat writes v as the text format does: Go's shortest representation, with +Inf,
+// -Inf and NaN spelled as Prometheus reads them.
+func appendFloat(b []byte, v float64) []byte {
+	switch {
+	case v == 0:
+		return append(b, '0')
+	case v == 1:
+		return append(b, '1')
+	case math.IsNaN(v):
+		return append(b, "NaN"...)
+	case math.IsInf(v, 1):
+		return append(b, "+Inf"...)
+	case math.IsInf(v, -1):
+		return append(b, "-Inf"...)
+	}
+	return strconv.AppendFloat(b, v, 'g', -1, 64)
+}
+
+// appendEscaped escapes a backslash and a newline, and in a label value a double quote.
+func appendEscaped(b []byte, s string, quote bool) []byte {
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '\\':
+			b = append(b, `\\`...)
+		case c == '\n':
+			b = append(b, `\n`...)
+		case c == '"' && quote:
+			b = append(b, `\"`...)
+		default:
+			b = append(b, c)
+		}
+	}
+	return b
+}
+
+// spare keeps one value from one scrape for the next. Unlike a sync.Pool it keeps it
+// across garbage collections: a scrape of many series then allocates nothing, so the
+// garbage of scrapes does not set the RSS. A second scrape at once makes its own.
+type spare[T any] struct{ p atomic.Pointer[T] }
+
+// get returns the spare value, or a new one.
+func (s *spare[T]) get(fresh func() *T) *T {
+	if v := s.p.Swap(nil); v != nil {
+		return v
+	}
+	return fresh()
+}
+
+// put keeps v as the spare, unless there is one already.
+func (s *spare[T]) put(v *T) { s.p.CompareAndSwap(nil, v) }
+
+func newTextBuf() *[]byte {
+	b := make([]byte, 0, flushAt+4096)
+	return &b
+}

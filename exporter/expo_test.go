@@ -1,0 +1,156 @@
+package exporter
+
+import (
+	"bytes"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
+	"github.com/logwindow/logwindow_exporter/sketch"
+	"github.com/logwindow/logwindow_exporter/windows"
+)
+
+// TestWriteTextAsRegistry holds WriteText to what the registry and expfmt would write for
+// the same samples: its text, parsed, normalised by a registry (which sorts families and
+// their samples) and encoded again by expfmt, must come back byte for byte. The rules
+// cover a label sorting after the window label, label values that need escaping, empty
+// windows (no max, min, mean or quantiles), the window histogram, kept counters and a
+// counter past its TTL.
+func TestWriteTextAsRegistry(t *testing.T) {
+	zoned := valueRule("request_seconds", defaultWindows, "zone", "method")
+	zoned.Aggregations.Quantiles, zoned.Quantiles = true, []float64{0.5, 0.99}
+	zoned.Buckets = []float64{0.1, 1, 2.5}
+	zoned.Layout = mustLayout(defaultWindows, windows.Options{Events: true, Extrema: true,
+		Summaries: []windows.SummaryKind{sketch.QuantilesKind, sketch.BucketsKind(zoned.Buckets)}})
+	plain := countRule("http_requests", minFive, "status", "path")
+	bare := countRule("heartbeats", oneMin)
+	cfg := testConfig(100, zoned, plain, bare)
+	cfg.Global.CounterTTL = time.Hour
+	set := mustSet(t, cfg, nil)
+	k := set.NewSink()
+	feed(k, []line{
+		{rule: 0, labels: []string{"eu", "GET"}, now: start, value: 0.25},
+		{rule: 0, labels: []string{"eu", "GET"}, now: start + 30, value: 3},
+		{rule: 0, labels: []string{"us", `PO"ST\`}, now: start + 200, value: 0.05},
+		{rule: 0, labels: []string{"a\nb", "GET"}, now: start + 1000, value: 1},
+		{rule: 1, labels: []string{"200", "/"}, now: start},
+		{rule: 1, labels: []string{"404", "/x"}, now: start + 1000},
+		{rule: 1, labels: []string{"500", "/old"}, now: start - 7200}, // kept, then past the TTL
+		{rule: 2, now: start + 1000},
+	})
+	for _, now := range []int64{start + 1000, start + 1000 + 600, start + 1000 + 4000} {
+		c := collectorAt(fixed(set), &now)
+		text := checkAsRegistry(t, c)
+		if now == start+1000 && !strings.Contains(text, `request_seconds_window_distribution_bucket{method="GET",window="1d",zone="eu",le="+Inf"} 2`) {
+			t.Errorf("no histogram with the window among the labels:\n%s", text)
+		}
+	}
+}
+
+// checkAsRegistry returns what WriteText writes for c, failing t unless it is what the
+// registry and expfmt write for the same samples parsed back.
+func checkAsRegistry(t *testing.T, c *Collector) string {
+	t.Helper()
+	var text bytes.Buffer
+	if err := c.WriteText(&text, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	parsed, err := parser.TextToMetricFamilies(bytes.NewReader(text.Bytes()))
+	if err != nil {
+		t.Fatalf("%v\n%s", err, text.String())
+	}
+	mfs, err := prometheus.Gatherers{prometheus.GathererFunc(func() ([]*dto.MetricFamily, error) {
+		return slices.Collect(maps.Values(parsed)), nil
+	})}.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want bytes.Buffer
+	for _, mf := range mfs {
+		if _, err := expfmt.MetricFamilyToText(&want, mf); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if text.String() != want.String() {
+		t.Errorf("WriteText differs from the registry's text:\n%s", firstLineDiff(text.String(), want.String()))
+	}
+	return text.String()
+}
+
+func firstLineDiff(got, want string) string {
+	g, w := strings.Split(got, "\n"), strings.Split(want, "\n")
+	for i := 0; i < len(g) && i < len(w); i++ {
+		if g[i] != w[i] {
+			return "line " + strconv.Itoa(i+1) + ":\ngot:  " + g[i] + "\nwant: " + w[i]
+		}
+	}
+	return "one is a prefix of the other"
+}
+
+// TestScrapeChangesNothing: writing the families and gathering the self-metrics leave the
+// stores as they were, idle series included; Expire then releases wheels and removes
+// counters past the TTL, and the next scrape shows the same as before it.
+func TestScrapeChangesNothing(t *testing.T) {
+	cfg := testConfig(10, countRule("http_requests", oneMin, "status"))
+	cfg.Global.CounterTTL = 10 * time.Minute
+	set := mustSet(t, cfg, nil)
+	feed(set.NewSink(), []line{
+		{labels: []string{"200"}, now: start},
+		{labels: []string{"404"}, now: start + 300},
+		{labels: []string{"500"}, now: start + 700},
+	})
+	st := set.rules[0].store
+	state := func() map[string]bool { // label set → has wheels
+		st.mu.RLock()
+		defer st.mu.RUnlock()
+		out := map[string]bool{}
+		for k, s := range st.series {
+			out[k] = s.win.Load() != nil
+		}
+		return out
+	}
+	now := int64(start + 720) // 200 past the TTL, 404 idle, 500 live
+	c := collectorAt(fixed(set), &now)
+	before := state()
+	var first bytes.Buffer
+	if err := c.WriteText(&first, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	mustCount(t, c)
+	if after := state(); !mapsEqual(before, after) {
+		t.Errorf("a scrape changed the store: %v, then %v", before, after)
+	}
+	set.Expire(now, now)
+	want := map[string]bool{"404": false, "500": true}
+	if got := state(); !mapsEqual(got, want) {
+		t.Errorf("after Expire: %v, want %v", got, want)
+	}
+	var second bytes.Buffer
+	if err := c.WriteText(&second, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if first.String() != second.String() {
+		t.Errorf("Expire changed what a scrape shows:\n%s\nthen\n%s", first.String(), second.String())
+	}
+}
+
+func mapsEqual(a, b map[string]bool) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if w, ok := b[k]; !ok || w != v {
+			return false
+		}
+	}
+	return true
+}

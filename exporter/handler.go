@@ -1,0 +1,180 @@
+package exporter
+
+import (
+	"bytes"
+	"io"
+	"log"
+	"maps"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+
+	kgzip "github.com/klauspost/compress/gzip"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+)
+
+// Handler serves a scrape: reg's families (the self-metrics, Go and process collectors)
+// and the rule families, as promhttp would serve reg alone with ContinueOnError. It
+// negotiates the format among those promhttp offers by default (the text format; the
+// protobuf one, for which the rule families are parsed back from their text) and the
+// encoding (gzip, at its fastest level, or none), and honours the name[] filter.
+// errorLog may be nil.
+func (c *Collector) Handler(reg prometheus.Gatherer, errorLog *log.Logger) http.Handler {
+	errs := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "promhttp_metric_handler_errors_total",
+		Help: "Total number of internal errors encountered by the promhttp metric handler.",
+	}, []string{"cause"})
+	errs.WithLabelValues("gathering")
+	errs.WithLabelValues("encoding")
+	if r, ok := reg.(prometheus.Registerer); ok {
+		if err := r.Register(errs); err != nil {
+			if are, ok := err.(prometheus.AlreadyRegisteredError); ok {
+				errs = are.ExistingCollector.(*prometheus.CounterVec)
+			}
+		}
+	}
+	logf := func(format string, v ...any) {
+		if errorLog != nil {
+			errorLog.Printf(format, v...)
+		}
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		var keep func(string) bool
+		if names := req.URL.Query()["name[]"]; len(names) > 0 {
+			keep = func(name string) bool { return slices.Contains(names, name) }
+		}
+		rules := c.Read(keep)
+		mfs, err := reg.Gather()
+		if err != nil {
+			logf("error gathering metrics: %v", err)
+			errs.WithLabelValues("gathering").Inc()
+			if len(mfs) == 0 {
+				_ = rules.Write(io.Discard, nil) // hands the read back
+				http.Error(w, "An error has occurred while gathering metrics:\n\n"+err.Error(), http.StatusInternalServerError)
+				return
+			}
+		}
+		if keep != nil {
+			mfs = slices.DeleteFunc(mfs, func(mf *dto.MetricFamily) bool { return !keep(mf.GetName()) })
+		}
+		format := expfmt.NegotiateAccept(req.Header, expfmt.DefaultAcceptedFormats()...)
+		h := w.Header()
+		h.Add("Vary", "Accept")
+		h.Add("Vary", "Accept-Encoding")
+		h.Set("Content-Type", string(format))
+		var out io.Writer = w
+		if acceptsGzip(req.Header.Values("Accept-Encoding")) {
+			h.Set("Content-Encoding", "gzip")
+			gz := c.gzip.get(newGzipWriter)
+			gz.Reset(w)
+			defer func() {
+				if err := gz.Close(); err != nil {
+					logf("error compressing metrics: %v", err)
+				}
+				c.gzip.put(gz)
+			}()
+			out = gz
+		}
+		if format.FormatType() == expfmt.TypeTextPlain {
+			err = rules.Write(out, mfs)
+		} else {
+			err = encode(out, format, rules, mfs)
+		}
+		if err != nil {
+			logf("error encoding and sending metrics: %v", err)
+			errs.WithLabelValues("encoding").Inc()
+		}
+	})
+}
+
+// newGzipWriter returns a gzip writer at its fastest level (klauspost/compress: about
+// twice compress/gzip's speed at level 1 on the exposition text, see BenchmarkCompress).
+func newGzipWriter() *kgzip.Writer {
+	w, err := kgzip.NewWriterLevel(nil, kgzip.BestSpeed)
+	if err != nil {
+		panic(err) // BestSpeed is a valid level
+	}
+	return w
+}
+
+// acceptsGzip decides the encoding as promhttp does between identity and gzip: gzip when
+// its quality (or a *'s) is positive and above identity's (or a *'s).
+func acceptsGzip(headers []string) bool {
+	qGzip, qIdentity := -1.0, -1.0
+	for _, h := range headers {
+		for spec := range strings.SplitSeq(h, ",") {
+			coding, params, _ := strings.Cut(spec, ";")
+			coding = strings.TrimSpace(coding)
+			q := 1.0
+			for p := range strings.SplitSeq(params, ";") {
+				if k, v, ok := strings.Cut(strings.TrimSpace(p), "="); ok && strings.EqualFold(strings.TrimSpace(k), "q") {
+					f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+					if err != nil {
+						f = 0
+					}
+					q = f
+				}
+			}
+			all := coding == "*"
+			if (all || strings.EqualFold(coding, "gzip")) && q > qGzip {
+				qGzip = q
+			}
+			if (all || strings.EqualFold(coding, "identity")) && q > qIdentity {
+				qIdentity = q
+			}
+		}
+	}
+	return qGzip > 0 && qGzip > qIdentity
+}
+
+// Gatherer returns the whole of a scrape as metric families: reg's, and the rule families
+// as WriteText writes them, parsed back. It serves formats other than text, and tests.
+func (c *Collector) Gatherer(reg prometheus.Gatherer) prometheus.Gatherer {
+	return prometheus.GathererFunc(func() ([]*dto.MetricFamily, error) {
+		rules := c.Read(nil)
+		mfs, err := reg.Gather()
+		all, perr := withRules(rules, mfs)
+		if perr != nil {
+			return mfs, perr
+		}
+		return all, err
+	})
+}
+
+// withRules returns mfs with the rule families read merged in, in name order.
+func withRules(rules *Scrape, mfs []*dto.MetricFamily) ([]*dto.MetricFamily, error) {
+	var text bytes.Buffer
+	if err := rules.Write(&text, nil); err != nil {
+		return nil, err
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	parsed, err := parser.TextToMetricFamilies(&text)
+	if err != nil {
+		return nil, err
+	}
+	out := slices.AppendSeq(slices.Clone(mfs), maps.Values(parsed))
+	slices.SortFunc(out, func(a, b *dto.MetricFamily) int { return strings.Compare(a.GetName(), b.GetName()) })
+	return out, nil
+}
+
+// encode writes the families in a format other than text.
+func encode(w io.Writer, format expfmt.Format, rules *Scrape, mfs []*dto.MetricFamily) error {
+	all, err := withRules(rules, mfs)
+	if err != nil {
+		return err
+	}
+	enc := expfmt.NewEncoder(w, format)
+	for _, mf := range all {
+		if err := enc.Encode(mf); err != nil {
+			return err
+		}
+	}
+	if closer, ok := enc.(expfmt.Closer); ok {
+		return closer.Close()
+	}
+	return nil
+}
