@@ -23,6 +23,7 @@ package sketch
 import (
 	"encoding/binary"
 	"math"
+	"math/bits"
 
 	"github.com/logwindow/logwindow_exporter/windows"
 )
@@ -173,43 +174,71 @@ func (q *Quantiles) Quantile(p float64) float64 {
 // value is what bin i reports.
 func value(i int32) float64 { return math.Exp(float64(i)*logGamma) * represent }
 
-// bins is a dense run of counts for the bin indexes lo, lo+1, …, each count width bytes
-// (little-endian), widened as a count outgrows it.
+// bins is a dense run of counts for the bin indexes lo, lo+1, …, lo+n−1, packed width bits
+// each: count j is bits j·width … (j+1)·width−1 of b, read little-endian. A count that
+// outgrows the width widens every count by the bits it needs, so a sketch of a thousand
+// values over 465 bins takes 3 or 4 bits a bin, not a byte. Past maxPacked bits counts are
+// whole 8-byte words (width 64): a packed count is read with one unaligned 8-byte load
+// from the byte that holds its first bit, which reaches at most 7+maxPacked bits. Every bit
+// of b past the last count is 0, so that a run extended within b's capacity starts empty.
 type bins struct {
 	lo    int32
-	width uint8 // 0 while empty
+	n     uint16 // at most 2·maxIndex+1 bins
+	width uint8  // 0 while empty
 	b     []byte
 }
 
-func (s *bins) len() int {
-	if s.width == 0 {
-		return 0
+// maxPacked is the widest packed count: 7 bits of offset in the first byte plus 57 fill an
+// 8-byte load.
+const maxPacked = 57
+
+func (s *bins) len() int { return int(s.n) }
+
+func (s *bins) get(j int) uint64 { return getCount(s.b, uint(s.width), uint(j)) }
+
+func (s *bins) set(j int, c uint64) { setCount(s.b, uint(s.width), uint(j), c) }
+
+// getCount reads count j of width w from b.
+func getCount(b []byte, w, j uint) uint64 {
+	if w == 64 {
+		return binary.LittleEndian.Uint64(b[8*j:])
 	}
-	return len(s.b) / int(s.width)
+	p := j * w
+	return load(b, p>>3) >> (p & 7) & (1<<w - 1)
 }
 
-func (s *bins) get(j int) uint64 {
-	switch s.width {
-	case 1:
-		return uint64(s.b[j])
-	case 2:
-		return uint64(binary.LittleEndian.Uint16(s.b[2*j:]))
-	case 4:
-		return uint64(binary.LittleEndian.Uint32(s.b[4*j:]))
+// setCount writes count j of width w into b; c must fit in w bits.
+func setCount(b []byte, w, j uint, c uint64) {
+	if w == 64 {
+		binary.LittleEndian.PutUint64(b[8*j:], c)
+		return
 	}
-	return binary.LittleEndian.Uint64(s.b[8*j:])
+	p := j * w
+	i, sh := p>>3, p&7
+	store(b, i, load(b, i)&^((1<<w-1)<<sh)|c<<sh)
 }
 
-func (s *bins) set(j int, c uint64) {
-	switch s.width {
-	case 1:
-		s.b[j] = byte(c)
-	case 2:
-		binary.LittleEndian.PutUint16(s.b[2*j:], uint16(c))
-	case 4:
-		binary.LittleEndian.PutUint32(s.b[4*j:], uint32(c))
-	default:
-		binary.LittleEndian.PutUint64(s.b[8*j:], c)
+// load reads the 8 bytes of b from i little-endian, those past the end as 0.
+func load(b []byte, i uint) uint64 {
+	if i+8 <= uint(len(b)) {
+		return binary.LittleEndian.Uint64(b[i:])
+	}
+	var x uint64
+	for k, c := range b[i:] {
+		x |= uint64(c) << (8 * k)
+	}
+	return x
+}
+
+// store writes x into the 8 bytes of b from i, little-endian, dropping those past the end
+// (they are bits of no count).
+func store(b []byte, i uint, x uint64) {
+	if i+8 <= uint(len(b)) {
+		binary.LittleEndian.PutUint64(b[i:], x)
+		return
+	}
+	for k := range b[i:] {
+		b[i+uint(k)] = byte(x >> (8 * k))
 	}
 }
 
@@ -218,8 +247,8 @@ func (s *bins) add(i int32, c uint64) {
 	s.cover(i, i)
 	j := int(i - s.lo)
 	x := s.get(j) + c
-	if x > maxCount(s.width) {
-		s.widen(widthFor(x))
+	if x>>s.width != 0 && s.width < 64 {
+		s.layout(s.lo, s.len(), widthFor(x))
 	}
 	s.set(j, x)
 }
@@ -230,42 +259,77 @@ func (s *bins) merge(o *bins) {
 	if n == 0 {
 		return
 	}
-	s.cover(o.lo, o.lo+int32(n)-1)
-	s.widen(8)
+	if s.width == 0 {
+		s.layout(o.lo, n, 64)
+	} else {
+		s.cover(o.lo, o.lo+int32(n)-1)
+		if s.width != 64 {
+			s.layout(s.lo, s.len(), 64)
+		}
+	}
 	dst := s.b[8*int(o.lo-s.lo):][:8*n]
 	// Each count is resliced to its exact width, so that the loads and stores need no
 	// bounds checks of their own: this loop is most of a scrape's cost.
-	switch o.width {
-	case 1:
-		for j, c := range o.b {
-			d := dst[8*j : 8*j+8 : 8*j+8]
-			binary.LittleEndian.PutUint64(d, binary.LittleEndian.Uint64(d)+uint64(c))
-		}
-	case 2:
-		src := o.b[:2*n]
+	if o.width == 64 {
+		src := o.b[:8*n]
 		for j := range n {
 			d := dst[8*j : 8*j+8 : 8*j+8]
-			binary.LittleEndian.PutUint64(d, binary.LittleEndian.Uint64(d)+uint64(binary.LittleEndian.Uint16(src[2*j:2*j+2:2*j+2])))
+			binary.LittleEndian.PutUint64(d, binary.LittleEndian.Uint64(d)+binary.LittleEndian.Uint64(src[8*j:8*j+8:8*j+8]))
 		}
-	default:
-		for j := range n {
-			d := dst[8*j : 8*j+8 : 8*j+8]
-			binary.LittleEndian.PutUint64(d, binary.LittleEndian.Uint64(d)+o.get(j))
+		return
+	}
+	addPacked(dst, o.b, uint(o.width))
+}
+
+// addPacked adds the counts of width w < 64 packed in src to the 8-byte counts of dst, as
+// many as dst holds. One load reads k counts at once and the loop over them stops at the
+// last that is not 0, so the empty bins of a slot of few values cost little; the bits
+// past the last count are 0, so no count past dst is ever added. It is a function of its
+// own so that the loop keeps its variables in registers: it is most of a scrape's cost.
+func addPacked(dst, src []byte, w uint) {
+	w &= 63
+	k := maxPacked / w
+	chunk := uint64(1)<<(k*w&63) - 1
+	o, p := 0, uint(0)
+	for ; o < len(dst); o, p = o+8*int(k), p+k*w {
+		i := p >> 3
+		if i+8 > uint(len(src)) {
+			break
 		}
+		if x := binary.LittleEndian.Uint64(src[i:i+8:i+8]) >> (p & 7) & chunk; x != 0 {
+			addChunk(dst[o:], x, w)
+		}
+	}
+	// The last counts, whose load would reach past src.
+	for j := uint(o / 8); 8*j < uint(len(dst)); j++ {
+		d := dst[8*j : 8*j+8 : 8*j+8]
+		binary.LittleEndian.PutUint64(d, binary.LittleEndian.Uint64(d)+getCount(src, w, j))
+	}
+}
+
+// addChunk adds the counts of width w packed in x to the 8-byte counts of dst. Inlined,
+// its loop would lose registers to the caller's and keep x in memory.
+//
+//go:noinline
+func addChunk(dst []byte, x uint64, w uint) {
+	mask := uint64(1)<<(w&63) - 1
+	for d := 0; x != 0; d += 8 {
+		c := x & mask
+		x >>= w & 63
+		binary.LittleEndian.PutUint64(dst[d:d+8:d+8], binary.LittleEndian.Uint64(dst[d:d+8:d+8])+c)
 	}
 }
 
 func (s *bins) reset() {
 	s.b = s.b[:0]
-	s.width = 0
+	s.n, s.width = 0, 0
 }
 
 // cover makes bins lo…hi part of the run, with a little room beyond on the side that grew
-// so that a run growing one bin at a time is not copied every time.
+// so that a run growing one bin at a time is not laid out again every time.
 func (s *bins) cover(lo, hi int32) {
 	if s.width == 0 {
-		s.width, s.lo = 1, lo
-		s.resize(lo, hi)
+		s.layout(lo, int(hi-lo)+1, 1)
 		return
 	}
 	top := s.lo + int32(s.len()) - 1
@@ -275,68 +339,56 @@ func (s *bins) cover(lo, hi int32) {
 	slack := int32(4 + s.len()/16)
 	newLo, newHi := s.lo, top
 	if lo < s.lo {
-		newLo = max(lo-slack, -maxIndex)
+		// A whole number of bytes of room, so that the counts move by copying bytes.
+		newLo = max(s.lo-(s.lo-lo+slack+7)/8*8, -maxIndex)
 	}
 	if hi > top {
 		newHi = min(hi+slack, maxIndex)
 	}
-	s.resize(newLo, newHi)
+	s.layout(newLo, int(newHi-newLo)+1, s.width)
 }
 
-// resize makes the run cover exactly lo…hi ⊇ the current run, keeping the counts.
-func (s *bins) resize(lo, hi int32) {
-	w := int(s.width)
-	old := len(s.b)
-	shift := int(s.lo-lo) * w
-	size := int(hi-lo+1) * w
-	if size <= cap(s.b) {
-		s.b = s.b[:size]
-		copy(s.b[shift:], s.b[:old])
-		clear(s.b[:shift])
-		clear(s.b[shift+old:])
-	} else {
-		b := make([]byte, size)
-		copy(b[shift:], s.b)
-		s.b = b
+// layout makes the run cover the n bins from lo, which include the current run, with
+// counts w ≥ s.width bits wide, keeping the counts; in place when b's capacity allows.
+func (s *bins) layout(lo int32, n int, w uint8) {
+	if w > maxPacked {
+		w = 64
 	}
-	s.lo = lo
-}
-
-// widen makes counts w bytes wide, if they are narrower.
-func (s *bins) widen(w uint8) {
-	if w <= s.width {
-		return
-	}
-	n := s.len()
-	size := n * int(w)
-	old := *s
-	if size <= cap(s.b) {
-		s.b = s.b[:size]
-	} else {
+	size := (n*int(w) + 7) / 8
+	old, oldW, oldN := s.b, uint(s.width), uint(s.n)
+	shift := uint(s.lo - lo)
+	if size > cap(s.b) {
 		s.b = make([]byte, size)
+	} else {
+		// Bytes past the old end may hold what a reset left: the bits a run extends over
+		// must be 0.
+		s.b = s.b[:size]
+		clear(s.b[len(old):])
 	}
-	s.width = w
-	// From the top down, so that in place no count is overwritten before it is read.
-	for j := n - 1; j >= 0; j-- {
-		s.set(j, old.get(j))
-	}
-}
-
-func maxCount(w uint8) uint64 {
-	if w >= 8 {
-		return math.MaxUint64
-	}
-	return 1<<(8*uint(w)) - 1
-}
-
-func widthFor(x uint64) uint8 {
+	s.lo, s.n, s.width = lo, uint16(n), w
 	switch {
-	case x <= math.MaxUint8:
-		return 1
-	case x <= math.MaxUint16:
-		return 2
-	case x <= math.MaxUint32:
-		return 4
+	case oldN == 0:
+	case uint(w) == oldW && shift*oldW%8 == 0:
+		// The run grew by whole bytes below and any bins above: its bytes move up.
+		by := shift * oldW / 8
+		copy(s.b[by:], old)
+		if &old[0] == &s.b[0] {
+			clear(s.b[:by])
+		}
+	default:
+		// From the top down: a count moves only up in the buffer (the run starts no later
+		// and counts are no narrower), so in place no count is overwritten before it is
+		// read, and what is written only overwrites counts read already.
+		for j := oldN; j > 0; j-- {
+			setCount(s.b, uint(w), j-1+shift, getCount(old, oldW, j-1))
+		}
+		if &old[0] == &s.b[0] {
+			// The first bins, new to the run, still hold the old run's first counts.
+			for j := range shift {
+				setCount(s.b, uint(w), j, 0)
+			}
+		}
 	}
-	return 8
 }
+
+func widthFor(x uint64) uint8 { return uint8(bits.Len64(x)) }

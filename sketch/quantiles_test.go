@@ -116,7 +116,7 @@ func TestQuantilesMerge(t *testing.T) {
 	for _, w := range []struct {
 		n    int
 		want uint8
-	}{{255, 1}, {256, 2}, {65536, 4}} {
+	}{{1, 1}, {255, 8}, {256, 9}, {65536, 17}} {
 		var q Quantiles
 		for range w.n {
 			q.Add(3, nil)
@@ -199,4 +199,88 @@ func TestIndex(t *testing.T) {
 			t.Errorf("index(%v) = %d, want %d", tc.v, got, tc.want)
 		}
 	}
+}
+
+// TestBinsModel checks the packed counts against a map of exact counts: adds that grow the
+// run on either side and widen the counts (up to 64 bits), merges of packed runs into
+// 8-byte ones, and resets that leave a buffer holding old counts for the next run.
+func TestBinsModel(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		spread int32  // bins of either side of 0 the indexes are drawn from
+		big    uint64 // largest count added at once
+	}{
+		{"ones in a few bins", 3, 1},
+		{"ones over a wide run", 600, 1},
+		{"counts that widen", 40, 300},
+		{"counts past 32 bits", 40, 1 << 40},
+		{"counts past 56 bits", 5, 1 << 58},
+		{"the whole index range", maxIndex, 1000},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := rand.New(rand.NewPCG(uint64(tc.spread), tc.big))
+			var s, merged bins
+			model, mergedModel := map[int32]uint64{}, map[int32]uint64{}
+			check := func(what string, s *bins, m map[int32]uint64) {
+				t.Helper()
+				if s.len() > 0 && len(s.b) != (s.len()*int(s.width)+7)/8 {
+					t.Fatalf("%s: %d bins of %d bits in %d bytes", what, s.len(), s.width, len(s.b))
+				}
+				for i, c := range m {
+					if j := int(i - s.lo); c != 0 && (j < 0 || j >= s.len() || s.get(j) != c) {
+						t.Fatalf("%s: bin %d holds %d, want %d (run %d+%d, %d bits)", what, i, s.getAt(i), c, s.lo, s.len(), s.width)
+					}
+				}
+				for j := range s.len() {
+					if got, want := s.get(j), m[s.lo+int32(j)]; got != want {
+						t.Fatalf("%s: bin %d holds %d, want %d", what, s.lo+int32(j), got, want)
+					}
+				}
+			}
+			for round := range 40 {
+				// A run that starts anywhere and spreads; a third of the rounds keep to
+				// a narrow band so that counts grow.
+				center := r.Int32N(2*tc.spread+1) - tc.spread
+				width := tc.spread
+				if round%3 == 0 {
+					width = 2
+				}
+				for range 1 + r.IntN(300) {
+					i := min(max(center+r.Int32N(2*width+1)-width, -maxIndex), maxIndex)
+					c := uint64(1)
+					if r.IntN(4) == 0 {
+						c = 1 + r.Uint64N(tc.big)
+					}
+					if model[i] > math.MaxUint64/4-c {
+						continue // keep the sums of the merges below 2^64
+					}
+					s.add(i, c)
+					model[i] += c
+				}
+				check("add", &s, model)
+				merged.merge(&s)
+				for i, c := range model {
+					mergedModel[i] += c
+				}
+				check("merge", &merged, mergedModel)
+				if r.IntN(3) == 0 {
+					s.reset()
+					clear(model)
+					check("reset", &s, model)
+				}
+				if r.IntN(5) == 0 {
+					merged.reset()
+					clear(mergedModel)
+				}
+			}
+		})
+	}
+}
+
+// getAt is bin i's count, 0 outside the run.
+func (s *bins) getAt(i int32) uint64 {
+	if j := int(i - s.lo); j >= 0 && j < s.len() {
+		return s.get(j)
+	}
+	return 0
 }
