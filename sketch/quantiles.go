@@ -82,9 +82,12 @@ var (
 // Quantiles is a quantile sketch of values of any sign (see the package documentation).
 // The zero value is empty and ready to use. It is not safe for concurrent use.
 type Quantiles struct {
-	pos, neg bins // by magnitude
-	zero     uint64
-	n        uint64
+	pos bins // by magnitude
+	// neg is made by the first negative value: latencies and sizes have none, and a
+	// series holds over a hundred sketches.
+	neg  *bins
+	zero uint64
+	n    uint64
 }
 
 // QuantilesKind makes empty Quantiles for windows.Options.
@@ -96,6 +99,9 @@ func (q *Quantiles) Add(v float64, _ []byte) {
 	case v > 0:
 		q.pos.add(index(v), 1)
 	case v < 0:
+		if q.neg == nil {
+			q.neg = new(bins)
+		}
 		q.neg.add(index(-v), 1)
 	case v == 0:
 		q.zero++
@@ -130,7 +136,12 @@ func index(m float64) int32 {
 func (q *Quantiles) Merge(from windows.Summary) {
 	f := from.(*Quantiles)
 	q.pos.merge(&f.pos)
-	q.neg.merge(&f.neg)
+	if f.neg != nil {
+		if q.neg == nil {
+			q.neg = new(bins)
+		}
+		q.neg.merge(f.neg)
+	}
 	q.zero += f.zero
 	q.n += f.n
 }
@@ -138,8 +149,21 @@ func (q *Quantiles) Merge(from windows.Summary) {
 // Reset empties the sketch, keeping its memory for reuse.
 func (q *Quantiles) Reset() {
 	q.pos.reset()
-	q.neg.reset()
+	if q.neg != nil {
+		q.neg.reset()
+	}
 	q.zero, q.n = 0, 0
+}
+
+// Seal moves the counts into buffers of exactly their size, the run trimmed to its first
+// and last bins that are not empty and the counts no wider than the largest needs: the
+// wheels call it when a slot closes, which takes off the room a growing run keeps. Add
+// still works after it.
+func (q *Quantiles) Seal() {
+	q.pos.seal()
+	if q.neg != nil {
+		q.neg.seal()
+	}
 }
 
 // Count returns how many values were added.
@@ -154,9 +178,11 @@ func (q *Quantiles) Quantile(p float64) float64 {
 	rank := uint64(min(max(math.Ceil(p*float64(q.n)), 1), float64(q.n)))
 	// Ascending order: negatives from the largest magnitude down, zeros, positives up.
 	seen := uint64(0)
-	for j := q.neg.len() - 1; j >= 0; j-- {
-		if seen += q.neg.get(j); seen >= rank {
-			return -value(q.neg.lo + int32(j))
+	if q.neg != nil {
+		for j := q.neg.len() - 1; j >= 0; j-- {
+			if seen += q.neg.get(j); seen >= rank {
+				return -value(q.neg.lo + int32(j))
+			}
 		}
 	}
 	if seen += q.zero; seen >= rank {
@@ -317,6 +343,29 @@ func addChunk(dst []byte, x uint64, w uint) {
 		c := x & mask
 		x >>= w & 63
 		binary.LittleEndian.PutUint64(dst[d:d+8:d+8], binary.LittleEndian.Uint64(dst[d:d+8:d+8])+c)
+	}
+}
+
+// seal lays the run out anew in a buffer of its size, without the empty bins at its ends
+// and with counts as wide as the largest needs.
+func (s *bins) seal() {
+	n := s.len()
+	first, last, top := n, -1, uint64(0)
+	for j := range n {
+		if c := s.get(j); c != 0 {
+			first, last, top = min(first, j), j, max(top, c)
+		}
+	}
+	if last < 0 {
+		s.reset()
+		return
+	}
+	old, oldW := s.b, uint(s.width)
+	s.b, s.n, s.width = nil, 0, 0
+	s.layout(s.lo+int32(first), last-first+1, widthFor(top))
+	w := uint(s.width)
+	for j := range uint(last - first + 1) {
+		setCount(s.b, w, j, getCount(old, oldW, j+uint(first)))
 	}
 }
 

@@ -1,6 +1,7 @@
 package sketch
 
 import (
+	"maps"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -202,8 +203,9 @@ func TestIndex(t *testing.T) {
 }
 
 // TestBinsModel checks the packed counts against a map of exact counts: adds that grow the
-// run on either side and widen the counts (up to 64 bits), merges of packed runs into
-// 8-byte ones, and resets that leave a buffer holding old counts for the next run.
+// run on either side and widen the counts (up to 64 bits), seals that trim and narrow the
+// run (and adds after them), merges of packed runs into 8-byte ones, and resets that leave
+// a buffer holding old counts for the next run.
 func TestBinsModel(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
@@ -258,6 +260,14 @@ func TestBinsModel(t *testing.T) {
 					model[i] += c
 				}
 				check("add", &s, model)
+				if r.IntN(2) == 0 {
+					// Sealed as a closing slot is, then added to and merged as before.
+					s.seal()
+					check("seal", &s, model)
+					if first, last := s.get(0), s.get(s.len()-1); first == 0 || last == 0 || s.width != widthFor(slices.Max(slices.Collect(maps.Values(model)))) && s.width != 64 {
+						t.Fatalf("sealed run %d+%d of %d bits ends with counts %d and %d", s.lo, s.len(), s.width, first, last)
+					}
+				}
 				merged.merge(&s)
 				for i, c := range model {
 					mergedModel[i] += c
@@ -267,6 +277,10 @@ func TestBinsModel(t *testing.T) {
 					s.reset()
 					clear(model)
 					check("reset", &s, model)
+				}
+				if r.IntN(4) == 0 {
+					merged.seal()
+					check("sealed merge", &merged, mergedModel)
 				}
 				if r.IntN(5) == 0 {
 					merged.reset()

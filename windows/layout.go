@@ -132,6 +132,14 @@ type Summary interface {
 	Reset()
 }
 
+// Sealer is a Summary that can make itself smaller once its slot is no longer the newest of
+// its wheel: from then on the slot is read, and added to only by events that come late,
+// until the wheel comes round and Resets it. The series calls Seal on a slot's summaries
+// when its wheel moves on from the slot; Add must still work after it.
+type Sealer interface {
+	Seal()
+}
+
 // SummaryKind makes empty summaries of one kind and says what of an event they read
 // besides its value.
 type SummaryKind struct {

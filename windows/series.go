@@ -210,7 +210,16 @@ func (s *Series) advance(t int64) {
 	}
 	for i := range l.sumWheels {
 		w := &l.sumWheels[i]
+		closed := s.rings.head[i]
 		first, n := w.move(&s.rings.head[i], s.t, t)
+		if n > 0 && n < w.n {
+			// The slot the head left is kept: it is closed.
+			for _, sum := range s.rings.sums[w.off+int(closed)*len(l.kinds):][:len(l.kinds)] {
+				if sealer, ok := sum.(Sealer); ok {
+					sealer.Seal()
+				}
+			}
+		}
 		for j := range n {
 			for _, sum := range s.rings.sums[w.off+w.index(first+j)*len(l.kinds):][:len(l.kinds)] {
 				if sum != nil {

@@ -13,8 +13,9 @@ import (
 // the wheels put in a window. Of the kind that reads an item it keeps the item, the text
 // of the value (see replay), read back as a number.
 type bag struct {
-	vs    []float64
-	items bool
+	vs     []float64
+	items  bool
+	sealed bool // since the last Reset; Add stays allowed (late events)
 }
 
 var (
@@ -36,7 +37,10 @@ func (b *bag) Add(v float64, item []byte) {
 }
 
 func (b *bag) Merge(from Summary) { b.vs = append(b.vs, from.(*bag).vs...) }
-func (b *bag) Reset()             { b.vs = b.vs[:0] }
+func (b *bag) Reset()             { b.vs, b.sealed = b.vs[:0], false }
+
+// Seal moves the values to a slice of their exact size, as a summary shrinking would.
+func (b *bag) Seal() { b.vs, b.sealed = slices.Clone(b.vs), true }
 
 // summaryStep is the slot width the package documentation promises summaries for a window.
 func summaryStep(sec int64) int64 {
@@ -146,5 +150,53 @@ func TestSummaryWheelSizes(t *testing.T) {
 	}
 	if len(l.sumWheels) != 0 || l.sumSize != 0 || len(l.NewSummaries()) != 0 {
 		t.Fatalf("a layout without summaries has summary wheels %v", l.sumWheels)
+	}
+}
+
+// TestSummarySeal: a slot's summaries are sealed when the wheel's head moves on from the
+// slot, never while it is the head, and a slot that a late event lands in after sealing
+// holds it.
+func TestSummarySeal(t *testing.T) {
+	l, err := NewLayout(defaultWindows, Options{Summaries: []SummaryKind{bagOfValues}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		step func(r *rand.Rand) int64 // seconds to the next add
+		late int64                    // how far back events may be stamped
+	}{
+		{"every second", func(*rand.Rand) int64 { return 1 }, 0},
+		{"jumps within a slot or two", func(r *rand.Rand) int64 { return r.Int64N(130) }, 0},
+		{"late events", func(r *rand.Rand) int64 { return r.Int64N(20) }, 3600},
+		{"gaps longer than a ring", func(r *rand.Rand) int64 { return []int64{1, 9, 400, 7000, 100000}[r.IntN(5)] }, 30},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := rand.New(rand.NewPCG(5, uint64(tc.late)))
+			s := l.NewSeries()
+			now := int64(1_700_000_000)
+			var heads [len(grid{})]int32
+			var filled [len(grid{})]bool // the head slot held values before the add
+			for range 5000 {
+				prev := s.t
+				now += tc.step(r)
+				at := now - r.Int64N(tc.late+1)
+				s.Add(now, at, 1)
+				for i := range l.sumWheels {
+					w := &l.sumWheels[i]
+					if head := s.rings.sums[w.off+int(s.rings.head[i])]; head != nil && head.(*bag).sealed {
+						t.Fatalf("at %d: the head slot of the %d s wheel is sealed", now, w.step)
+					}
+					moved := floorDiv(now, w.step) - floorDiv(prev, w.step)
+					closed := s.rings.sums[w.off+int(heads[i])]
+					if prev != never && moved > 0 && moved < w.n && filled[i] && !closed.(*bag).sealed {
+						t.Fatalf("at %d: the %d s wheel moved %d slots on and left its slot unsealed", now, w.step, moved)
+					}
+					heads[i] = s.rings.head[i]
+					head := s.rings.sums[w.off+int(heads[i])]
+					filled[i] = head != nil && len(head.(*bag).vs) > 0
+				}
+			}
+		})
 	}
 }
