@@ -146,7 +146,7 @@ func (q *Quantiles) Merge(from windows.Summary) {
 	q.n += f.n
 }
 
-// Reset empties the sketch, keeping its memory for reuse.
+// Reset empties the sketch, keeping its memory, and the bins it spanned, for reuse.
 func (q *Quantiles) Reset() {
 	q.pos.reset()
 	if q.neg != nil {
@@ -268,8 +268,21 @@ func store(b []byte, i uint, x uint64) {
 	}
 }
 
-// add adds c to bin i.
+// add adds c to bin i. The common case, a bin inside the run whose count stays within its
+// width, is one load and one store: c added at the count's offset in the word holding it
+// carries into no other count.
 func (s *bins) add(i int32, c uint64) {
+	if j := uint(i - s.lo); s.width != 0 && j < uint(s.n) && s.width < 64 {
+		w := uint(s.width)
+		p := j * w
+		if k := p >> 3; k+8 <= uint(len(s.b)) {
+			word := binary.LittleEndian.Uint64(s.b[k : k+8 : k+8])
+			if x := word>>(p&7)&(1<<w-1) + c; x >= c && x < 1<<w {
+				binary.LittleEndian.PutUint64(s.b[k:k+8:k+8], word+c<<(p&7))
+				return
+			}
+		}
+	}
 	s.cover(i, i)
 	j := int(i - s.lo)
 	x := s.get(j) + c
@@ -357,22 +370,28 @@ func (s *bins) seal() {
 		}
 	}
 	if last < 0 {
-		s.reset()
+		*s = bins{}
 		return
+	}
+	w := widthFor(top)
+	if w > maxPacked {
+		w = 64
+	}
+	if first == 0 && last == n-1 && w == s.width && cap(s.b) == len(s.b) {
+		return // as small as it gets
 	}
 	old, oldW := s.b, uint(s.width)
 	s.b, s.n, s.width = nil, 0, 0
-	s.layout(s.lo+int32(first), last-first+1, widthFor(top))
-	w := uint(s.width)
+	s.layout(s.lo+int32(first), last-first+1, w)
 	for j := range uint(last - first + 1) {
-		setCount(s.b, w, j, getCount(old, oldW, j+uint(first)))
+		setCount(s.b, uint(w), j, getCount(old, oldW, j+uint(first)))
 	}
 }
 
-func (s *bins) reset() {
-	s.b = s.b[:0]
-	s.n, s.width = 0, 0
-}
+// reset zeroes the counts and keeps the run's bins and width: the next slot of a wheel
+// most likely spans the same bins with counts as wide, so its adds need not grow the run
+// again (a seal narrows what the slot did not need).
+func (s *bins) reset() { clear(s.b) }
 
 // cover makes bins lo…hi part of the run, with a little room beyond on the side that grew
 // so that a run growing one bin at a time is not laid out again every time.
