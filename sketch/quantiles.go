@@ -362,13 +362,7 @@ func addChunk(dst []byte, x uint64, w uint) {
 // seal lays the run out anew in a buffer of its size, without the empty bins at its ends
 // and with counts as wide as the largest needs.
 func (s *bins) seal() {
-	n := s.len()
-	first, last, top := n, -1, uint64(0)
-	for j := range n {
-		if c := s.get(j); c != 0 {
-			first, last, top = min(first, j), j, max(top, c)
-		}
-	}
+	first, last, top := s.extent()
 	if last < 0 {
 		*s = bins{}
 		return
@@ -377,15 +371,60 @@ func (s *bins) seal() {
 	if w > maxPacked {
 		w = 64
 	}
-	if first == 0 && last == n-1 && w == s.width && cap(s.b) == len(s.b) {
+	if first == 0 && last == s.len()-1 && w == s.width && cap(s.b) == len(s.b) {
 		return // as small as it gets
 	}
 	old, oldW := s.b, uint(s.width)
 	s.b, s.n, s.width = nil, 0, 0
 	s.layout(s.lo+int32(first), last-first+1, w)
+	if uint(w) == oldW {
+		// The same bits from the first count on.
+		for i := range uint(len(s.b)) {
+			p := uint(first)*oldW + 8*i
+			s.b[i] = byte(load(old, p>>3) >> (p & 7))
+		}
+		return
+	}
 	for j := range uint(last - first + 1) {
 		setCount(s.b, uint(w), j, getCount(old, oldW, j+uint(first)))
 	}
+}
+
+// extent returns the first and the last bin whose count is not 0 (−1 and −1 when all are)
+// and the OR of all counts, whose bit length is the largest count's. Packed counts are read
+// as addPacked reads them, a word of them at a time.
+func (s *bins) extent() (first, last int, top uint64) {
+	first, last = -1, -1
+	w := uint(s.width)
+	if w == 64 || w == 0 {
+		for j := range s.len() {
+			if c := s.get(j); c != 0 {
+				if first < 0 {
+					first = j
+				}
+				last, top = j, top|c
+			}
+		}
+		return first, last, top
+	}
+	k := maxPacked / w
+	chunk := uint64(1)<<(k*w) - 1
+	var or uint64
+	for j, p := uint(0), uint(0); j < uint(s.len()); j, p = j+k, p+k*w {
+		x := load(s.b, p>>3) >> (p & 7) & chunk
+		if x == 0 {
+			continue
+		}
+		if first < 0 {
+			first = int(j + uint(bits.TrailingZeros64(x))/w)
+		}
+		last = int(j + uint(63-bits.LeadingZeros64(x))/w)
+		or |= x
+	}
+	for ; or != 0; or >>= w {
+		top |= or & (1<<w - 1)
+	}
+	return first, last, top
 }
 
 // reset zeroes the counts and keeps the run's bins and width: the next slot of a wheel
