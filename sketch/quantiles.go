@@ -15,9 +15,12 @@
 //
 // It differs from sketches-go's DDSketch in how it stores counts, which is what a series'
 // memory is made of (each series holds a sketch per slot, over a hundred of them): a dense
-// run of bins from the lowest to the highest used, each count as wide as the largest
-// count needs (1, 2, 4 or 8 bytes), where DDSketch's dense store keeps a float64 per bin.
-// README gives the measured bytes and speed of both.
+// run of bins from the lowest to the highest used, the counts packed as many bits wide as
+// the largest needs (a slot of a thousand values over 465 bins takes 3 or 4 bits a bin),
+// where DDSketch's dense store keeps a float64 per bin. When its wheel moves on from its
+// slot (windows.Sealer) a sketch trims the run to the bins it uses in a buffer of exactly
+// their size, the room a growing run keeps being no longer needed. README gives the
+// measured bytes and speed of both.
 package sketch
 
 import (

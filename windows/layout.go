@@ -46,8 +46,10 @@
 // than a float, so summary wheels are coarser (summaryGrid): windows up to 5m are served
 // by 10-second slots, up to 1h by minutes, up to 300h by hours, beyond by days; a window
 // is read as the whole slots from the one holding its oldest second, so it holds its
-// events plus those of less than one slot before it. A layout without summaries has no
-// summary wheels and its Add is the float path alone.
+// events plus those of less than one slot before it. A summary that implements Sealer is
+// told when its wheel moves on from its slot, after which the slot is only read (and
+// added to by late events) until it is Reset: a sketch shrinks to its exact size then. A
+// layout without summaries has no summary wheels and its Add is the float path alone.
 //
 // # Time
 //
