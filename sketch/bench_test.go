@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/DataDog/sketches-go/ddsketch"
+	"github.com/axiomhq/hyperloglog"
 
 	"github.com/logwindow/logwindow_exporter/windows"
 )
@@ -84,22 +85,14 @@ func BenchmarkQuantileSeriesBytes(b *testing.B) {
 		for _, rate := range []int{1, 100, 1000} {
 			b.Run(fmt.Sprintf("%s/%d_per_s", k.name, rate), func(b *testing.B) {
 				r := rand.New(rand.NewPCG(2, 2))
-				keep := make([]*windows.Series, b.N)
-				var before, after runtime.MemStats
-				runtime.GC()
-				runtime.ReadMemStats(&before)
-				for i := range keep {
-					keep[i] = l.NewSeries()
+				reportSeriesBytes(b, l, func(s *windows.Series) {
 					for now := int64(base); now < base+25*3600; now++ {
 						for range rate {
-							keep[i].Add(now, now, logUniform(r, 1e-3, 10))
+							s.Add(now, now, logUniform(r, 1e-3, 10))
 						}
 					}
-				}
-				runtime.GC()
-				runtime.ReadMemStats(&after)
-				b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/float64(b.N), "B/series")
-				runtime.KeepAlive(keep)
+				})
+				var before, after runtime.MemStats
 				// The floats of the same series without the sketch, for comparison.
 				runtime.GC()
 				runtime.ReadMemStats(&before)
@@ -110,6 +103,22 @@ func BenchmarkQuantileSeriesBytes(b *testing.B) {
 			})
 		}
 	}
+}
+
+// reportSeriesBytes reports the live heap of b.N series of l, each filled by fill.
+func reportSeriesBytes(b *testing.B, l *windows.Layout, fill func(s *windows.Series)) {
+	keep := make([]*windows.Series, b.N)
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	for i := range keep {
+		keep[i] = l.NewSeries()
+		fill(keep[i])
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/float64(b.N), "B/series")
+	runtime.KeepAlive(keep)
 }
 
 // BenchmarkSeriesAdd is what a line costs in the wheels of a value rule with the default
@@ -179,6 +188,50 @@ func BenchmarkReadQuantiles(b *testing.B) {
 	}
 }
 
+// hllSummary is axiomhq/hyperloglog's sketch at the same precision, sparse while small, as
+// a windows.Summary: the alternative the README compares Distinct with.
+type hllSummary struct{ hll *hyperloglog.Sketch }
+
+func newHLL() windows.Summary { return &hllSummary{} }
+
+func (h *hllSummary) init() {
+	if h.hll == nil {
+		hll, err := hyperloglog.NewSketch(DistinctPrecision, true)
+		if err != nil {
+			panic(err)
+		}
+		h.hll = hll
+	}
+}
+
+func (h *hllSummary) Add(_ float64, item []byte) {
+	h.init()
+	h.hll.Insert(item)
+}
+
+func (h *hllSummary) Merge(from windows.Summary) {
+	if f := from.(*hllSummary); f.hll != nil {
+		h.init()
+		if err := h.hll.Merge(f.hll); err != nil {
+			panic(err)
+		}
+	}
+}
+
+func (h *hllSummary) Reset() { h.hll = nil }
+
+func (h *hllSummary) count() uint64 {
+	if h.hll == nil {
+		return 0
+	}
+	return h.hll.Estimate()
+}
+
+var distinctKinds = []struct {
+	name string
+	kind windows.SummaryKind
+}{{"own", DistinctKind(1)}, {"axiomhq", windows.SummaryKind{New: newHLL, Item: 1}}}
+
 // distinctStream feeds s perFive different values in every 5 minutes, a new set each 5
 // minutes (so a day holds 288 times as many), for secs seconds from base, at
 // ⌈perFive/300⌉ lines per second cycling through the set.
@@ -209,50 +262,45 @@ func BenchmarkDistinctSeriesBytes(b *testing.B) {
 		{"default_windows", defaultWindows, 25 * 3600, []int64{10, 10_000}},
 		{"5m", []time.Duration{5 * time.Minute}, 310, []int64{10, 10_000, 1_000_000}},
 	} {
-		l, err := windows.NewLayout(tc.windows, windows.Options{Summaries: []windows.SummaryKind{DistinctKind(1)}})
-		if err != nil {
-			b.Fatal(err)
-		}
-		for _, perFive := range tc.perFive {
-			b.Run(fmt.Sprintf("%s/%d_per_5m", tc.name, perFive), func(b *testing.B) {
-				keep := make([]*windows.Series, b.N)
-				var before, after runtime.MemStats
-				runtime.GC()
-				runtime.ReadMemStats(&before)
-				for i := range keep {
-					keep[i] = l.NewSeries()
-					distinctStream(keep[i], perFive, tc.secs)
-				}
-				runtime.GC()
-				runtime.ReadMemStats(&after)
-				b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/float64(b.N), "B/series")
-				runtime.KeepAlive(keep)
-			})
+		for _, k := range distinctKinds {
+			l, err := windows.NewLayout(tc.windows, windows.Options{Summaries: []windows.SummaryKind{k.kind}})
+			if err != nil {
+				b.Fatal(err)
+			}
+			for _, perFive := range tc.perFive {
+				b.Run(fmt.Sprintf("%s/%s/%d_per_5m", k.name, tc.name, perFive), func(b *testing.B) {
+					reportSeriesBytes(b, l, func(s *windows.Series) { distinctStream(s, perFive, tc.secs) })
+				})
+			}
 		}
 	}
 }
 
 // BenchmarkDistinctAdd is what a line costs in the wheels of a counting rule with the
 // default windows, 10,000 different values per 5 minutes: without a distinct count (Add,
-// and AddItems without items, the path of rules without one) and with it.
+// and AddItems without items, the path of rules without one) and with each sketch.
 func BenchmarkDistinctAdd(b *testing.B) {
 	plain, err := windows.NewLayout(defaultWindows, windows.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
-	distinct, err := windows.NewLayout(defaultWindows, windows.Options{Summaries: []windows.SummaryKind{DistinctKind(1)}})
-	if err != nil {
-		b.Fatal(err)
-	}
-	for _, tc := range []struct {
+	type addCase struct {
 		name string
 		l    *windows.Layout
 		add  func(s *windows.Series, now int64, items [][]byte)
-	}{
+	}
+	cases := []addCase{
 		{"plain", plain, func(s *windows.Series, now int64, _ [][]byte) { s.Add(now, now, 1) }},
 		{"plain_no_items", plain, func(s *windows.Series, now int64, _ [][]byte) { s.AddItems(now, now, 1, nil) }},
-		{"distinct", distinct, func(s *windows.Series, now int64, items [][]byte) { s.AddItems(now, now, 1, items) }},
-	} {
+	}
+	for _, k := range distinctKinds {
+		l, err := windows.NewLayout(defaultWindows, windows.Options{Summaries: []windows.SummaryKind{k.kind}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		cases = append(cases, addCase{k.name, l, func(s *windows.Series, now int64, items [][]byte) { s.AddItems(now, now, 1, items) }})
+	}
+	for _, tc := range cases {
 		b.Run(tc.name, func(b *testing.B) {
 			s := tc.l.NewSeries()
 			var buf [8]byte
@@ -272,23 +320,30 @@ func BenchmarkDistinctAdd(b *testing.B) {
 // 10 and 10,000 different values per 5 minutes: merging its slots into every default
 // window and counting each.
 func BenchmarkReadDistinct(b *testing.B) {
-	l, err := windows.NewLayout(defaultWindows, windows.Options{Summaries: []windows.SummaryKind{DistinctKind(1)}})
-	if err != nil {
-		b.Fatal(err)
-	}
-	for _, perFive := range []int64{10, 10_000} {
-		b.Run(fmt.Sprintf("%d_per_5m", perFive), func(b *testing.B) {
-			s := l.NewSeries()
-			distinctStream(s, perFive, 25*3600)
-			dst := l.NewSummaries()
-			b.ReportAllocs()
-			b.ResetTimer()
-			for range b.N {
-				s.ReadSummaries(base+25*3600, dst)
-				for _, d := range dst {
-					d.(*Distinct).Count()
+	for _, k := range distinctKinds {
+		l, err := windows.NewLayout(defaultWindows, windows.Options{Summaries: []windows.SummaryKind{k.kind}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, perFive := range []int64{10, 10_000} {
+			b.Run(fmt.Sprintf("%s/%d_per_5m", k.name, perFive), func(b *testing.B) {
+				s := l.NewSeries()
+				distinctStream(s, perFive, 25*3600)
+				dst := l.NewSummaries()
+				b.ReportAllocs()
+				b.ResetTimer()
+				for range b.N {
+					s.ReadSummaries(base+25*3600, dst)
+					for _, d := range dst {
+						switch c := d.(type) {
+						case *Distinct:
+							c.Count()
+						case *hllSummary:
+							c.count()
+						}
+					}
 				}
-			}
-		})
+			})
+		}
 	}
 }

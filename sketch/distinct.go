@@ -1,7 +1,10 @@
 package sketch
 
 import (
-	"github.com/axiomhq/hyperloglog"
+	"math"
+	"math/bits"
+
+	"github.com/cespare/xxhash/v2"
 
 	"github.com/logwindow/logwindow_exporter/windows"
 )
@@ -12,23 +15,41 @@ import (
 // windows sees crossed.
 const DistinctPrecision = 16
 
-// Distinct counts the different items added to it: a HyperLogLog sketch (axiomhq's, with
-// its sparse representation) kept per slot of a summary wheel and merged, register by
-// register, into a window at read time. An item is counted by its bytes, whatever it is;
-// an empty item is one value like any other, and the value added with it is ignored.
+const (
+	registers = 1 << DistinctPrecision
+	// sparseBits of an item's hash index its sparse key; the key keeps the rank of the
+	// remaining bits too, so that it turns into the register value the item would have set.
+	sparseBits = 25
+	// maxSparse keys fill a table of 2^14 (64 KiB, the registers' size) to three quarters:
+	// one more and the sketch turns dense.
+	maxSparse = registers / 4 * 3 / 4
+)
+
+// Distinct counts the different items added to it: a HyperLogLog sketch kept per slot of a
+// summary wheel and merged into a window at read time. An item is counted by the xxHash64
+// of its bytes, whatever they are; an empty item is one value like any other, and the
+// value added with it is ignored.
 //
-// While a sketch is sparse it holds each item as a 25-bit index and a rank, and counts them
-// by linear counting over 2^25 cells: exact but for collisions among those cells, under
-// one expected among 8,000 items and under 15 among 30,000 (n²/2^26), which linear
-// counting corrects on average. Past about 30,000 items (when the sparse list would take
-// more than the 64 KiB of the registers) it turns dense and its count is HyperLogLog's,
-// with the standard error above. A window is sparse as long as every slot in it is and
-// their merge still is.
+// While it holds at most maxSparse (12,288) different keys it is sparse: a hash set of
+// 32-bit keys, each the top 25 bits of an item's hash and the rank of the rest, and its
+// count is the number of keys: exact but for two items sharing a key, under one expected
+// among 8,000 (n²/2^26.6). Past that it is dense: 65,536 one-byte registers, the largest
+// rank seen per register, and its count is Ertl's improved estimator over their histogram
+// (“New cardinality estimation algorithms for HyperLogLog sketches”, 2017), unbiased from
+// the smallest counts to the largest, with the standard error above. A merge of sparse
+// sketches stays sparse while the union of their keys fits, so a window's count is exact
+// as long as it holds fewer than about 12,000 values.
 //
-// The sketch is allocated at the first item: an empty slot or window costs a pointer.
+// The memory is bounded whatever the number of items: the set grows by doubling up to
+// 64 KiB, the registers take 64 KiB, and an empty sketch holds nothing.
 type Distinct struct {
-	hll *hyperloglog.Sketch
-	p   uint8
+	// set is an open-addressing table of sparse keys (0: free), its length a power of two;
+	// n keys are in it. Both are unused once regs is set.
+	set []uint32
+	n   int
+	// regs are the registers, eight to a word (register i in byte i%8 of word i/8), so that
+	// a merge takes the bytewise maximum of whole words; nil while sparse.
+	regs []uint64
 }
 
 // DistinctKind is the summary of distinct counts over the item-th of the items a rule's
@@ -37,52 +58,178 @@ func DistinctKind(item int) windows.SummaryKind {
 	return windows.SummaryKind{New: func() windows.Summary { return NewDistinct() }, Item: item}
 }
 
-// NewDistinct returns an empty distinct count at DistinctPrecision.
-func NewDistinct() *Distinct { return newDistinct(DistinctPrecision) }
-
-func newDistinct(p uint8) *Distinct { return &Distinct{p: p} }
+// NewDistinct returns an empty distinct count.
+func NewDistinct() *Distinct { return &Distinct{} }
 
 // Add counts item; v is not read.
 func (d *Distinct) Add(_ float64, item []byte) {
-	if d.hll == nil {
-		d.hll = d.empty()
-	}
-	d.hll.Insert(item)
-}
-
-// empty makes the sketch; the precision is a constant in range, so NewSketch cannot fail.
-func (d *Distinct) empty() *hyperloglog.Sketch {
-	hll, err := hyperloglog.NewSketch(d.p, true)
-	if err != nil {
-		panic(err)
-	}
-	return hll
-}
-
-// Merge adds the items of from, a *Distinct of the same precision.
-func (d *Distinct) Merge(from windows.Summary) {
-	f := from.(*Distinct)
-	if f.hll == nil {
+	h := xxhash.Sum64(item)
+	if d.regs != nil {
+		d.raise(uint32(h>>(64-DistinctPrecision)), uint8(bits.LeadingZeros64(h<<DistinctPrecision|1<<(DistinctPrecision-1))+1))
 		return
 	}
-	if d.hll == nil {
-		d.hll = d.empty()
+	rank := bits.LeadingZeros64(h<<sparseBits|1<<(sparseBits-1)) + 1
+	d.insert(uint32(h>>(64-sparseBits))<<7 | uint32(rank))
+}
+
+// insert adds a sparse key, turning the sketch dense when it would hold more than
+// maxSparse.
+func (d *Distinct) insert(key uint32) {
+	if d.regs != nil {
+		d.raiseKey(key)
+		return
 	}
-	// Both sketches have d.p's precision, the only error Merge returns.
-	if err := d.hll.Merge(f.hll); err != nil {
-		panic(err)
+	if len(d.set) == 0 {
+		d.set = make([]uint32, 16)
+	}
+	mask := uint32(len(d.set) - 1)
+	// The key's index bits are hash bits: a uniform start.
+	for i := key >> 7 & mask; ; i = (i + 1) & mask {
+		switch d.set[i] {
+		case key:
+			return
+		case 0:
+			d.set[i] = key
+			d.n++
+			if d.n > maxSparse {
+				d.toDense()
+			} else if 4*d.n > 3*len(d.set) {
+				d.grow()
+			}
+			return
+		}
+	}
+}
+
+// grow doubles the table.
+func (d *Distinct) grow() {
+	old := d.set
+	d.set = make([]uint32, 2*len(old))
+	d.n = 0
+	for _, k := range old {
+		if k != 0 {
+			d.insert(k)
+		}
+	}
+}
+
+// toDense moves the keys into registers and lets the table go.
+func (d *Distinct) toDense() {
+	d.regs = make([]uint64, registers/8)
+	for _, k := range d.set {
+		if k != 0 {
+			d.raiseKey(k)
+		}
+	}
+	d.set, d.n = nil, 0
+}
+
+// raiseKey sets the register of a sparse key to at least the rank its item has at
+// DistinctPrecision: the leading zeros of the key's index bits below the register's, or,
+// when those are all zero, their number plus the rank the key keeps.
+func (d *Distinct) raiseKey(key uint32) {
+	index := key >> 7
+	const low = sparseBits - DistinctPrecision
+	rest := index & (1<<low - 1)
+	rank := uint8(bits.LeadingZeros32(rest<<(32-low))) + 1
+	if rest == 0 {
+		rank = low + uint8(key&0x7f)
+	}
+	d.raise(index>>low, rank)
+}
+
+// raise sets register i to at least rank.
+func (d *Distinct) raise(i uint32, rank uint8) {
+	w, shift := &d.regs[i/8], i%8*8
+	if uint8(*w>>shift) < rank {
+		*w = *w&^(0xff<<shift) | uint64(rank)<<shift
+	}
+}
+
+// Merge adds the items of from, a *Distinct.
+func (d *Distinct) Merge(from windows.Summary) {
+	f := from.(*Distinct)
+	if f.regs == nil {
+		for _, k := range f.set {
+			if k != 0 {
+				d.insert(k)
+			}
+		}
+		return
+	}
+	if d.regs == nil {
+		d.toDense()
+	}
+	// Registers are at most 64−16+1 = 49, so every byte's top bit is clear: (a|hi)−b
+	// leaves a byte's top bit set exactly where a ≥ b, without borrowing across bytes.
+	const hi = 0x8080808080808080
+	for i, b := range f.regs {
+		a := d.regs[i]
+		ge := ((a | hi) - b) & hi
+		mask := ge >> 7 * 0xff
+		d.regs[i] = a&mask | b&^mask
 	}
 }
 
 // Reset empties the count and lets its memory go: a slot that turned dense holds 64 KiB,
 // and the next slot may need far less.
-func (d *Distinct) Reset() { d.hll = nil }
+func (d *Distinct) Reset() { *d = Distinct{} }
 
-// Count returns the number of different items added (estimated, see Distinct). It may
-// compact the sketch, so it must not run concurrently with anything else on d.
+// Count returns the number of different items added (estimated, see Distinct).
 func (d *Distinct) Count() uint64 {
-	if d.hll == nil {
+	if d.regs == nil {
+		return uint64(d.n)
+	}
+	// The histogram of register values, 0 … q+1 with q = 64 − p.
+	const q = 64 - DistinctPrecision
+	var c [q + 2]float64
+	for _, w := range d.regs {
+		for range 8 {
+			c[uint8(w)]++
+			w >>= 8
+		}
+	}
+	const m = float64(registers)
+	z := m * tau(1-c[q+1]/m)
+	for k := q; k >= 1; k-- {
+		z = 0.5 * (z + c[k])
+	}
+	z += m * sigma(c[0]/m)
+	return uint64(math.Round(m * m / (2 * math.Ln2 * z)))
+}
+
+// sigma is σ(x) = x + Σ_{k≥1} x^(2^k)·2^(k−1) of Ertl's estimator, for the registers still
+// at 0 (x is their share).
+func sigma(x float64) float64 {
+	if x == 1 {
+		return math.Inf(1)
+	}
+	y, z := 1.0, x
+	for {
+		x *= x
+		prev := z
+		z += x * y
+		y += y
+		if z == prev {
+			return z
+		}
+	}
+}
+
+// tau is τ(x) = (1 − x − Σ_{k≥1} (1 − x^(2^−k))²·2^(−k))/3 of Ertl's estimator, for the
+// registers at the largest rank (1 − x is their share).
+func tau(x float64) float64 {
+	if x == 0 || x == 1 {
 		return 0
 	}
-	return d.hll.Estimate()
+	y, z := 1.0, 1-x
+	for {
+		x = math.Sqrt(x)
+		prev := z
+		y *= 0.5
+		z -= (1 - x) * (1 - x) * y
+		if z == prev {
+			return z / 3
+		}
+	}
 }
