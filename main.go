@@ -86,6 +86,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		rotationGrace = app.Flag("input.rotation-grace", "How long a rotated-away file keeps being read after its last line.").Default("5s").Duration()
 		pollInterval  = app.Flag("input.poll-interval", "How often files are checked for growth, rotation and truncation when no change event arrives.").Default("250ms").Duration()
 		backfill      = app.Flag("input.backfill-bytes", "At start, how far back from the end of a file with start_at: end to read to fill the windows of event-time rules (0: off).").Default("256MiB").Bytes()
+		maxBytes      = app.Flag("series.max-bytes", "Bound on the memory of the series of all rules; past it, new label sets fold into their rule's __overflow__ series (0: none).").Default("512MiB").Bytes()
 		webFlags      = kingpinflag.AddFlags(app, defaultListenAddress)
 	)
 	logConfig := &promslog.Config{}
@@ -139,12 +140,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 	opts := pipeline.Options{
-		Now:           time.Now,
-		Logger:        logger,
-		MaxLineBytes:  *maxLineBytes,
-		RotationGrace: *rotationGrace,
-		PollInterval:  *pollInterval,
-		BackfillBytes: int64(*backfill),
+		Now:            time.Now,
+		Logger:         logger,
+		MaxLineBytes:   *maxLineBytes,
+		RotationGrace:  *rotationGrace,
+		PollInterval:   *pollInterval,
+		BackfillBytes:  int64(*backfill),
+		SeriesMaxBytes: int64(*maxBytes),
 	}
 	if *explainFile != "" {
 		lines, err := pipeline.Explain(cfg, *explainFile, *explainLines, opts)

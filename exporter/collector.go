@@ -80,6 +80,7 @@ type selfDescs struct {
 	inputLines, tooLong, rotations, truncations, inputErrs, polling, behind *prometheus.Desc
 	inputFiles, unmatched                                                   *prometheus.Desc
 	reloadOK, reloadTime, collectErrs                                       *prometheus.Desc
+	memFolds, seriesBytes, maxBytes                                         *prometheus.Desc
 }
 
 // NewCollector returns a Collector reading what opts gives it.
@@ -94,7 +95,10 @@ func NewCollector(opts CollectorOptions) *Collector {
 			dropped:     prometheus.NewDesc("logwindow_rule_dropped_lines_total", "Matched lines not counted as is, by reason: no_value, bad_number and bad_timestamp lines are not counted; late lines (older than the longest window) are in no window, and in a _total only if their label set has a live series; future lines were placed at the current second.", []string{"rule", "reason"}, nil),
 			series:      prometheus.NewDesc("logwindow_rule_series", "Label sets the rule holds, with windows or as kept counters (only _total, after idling past the longest window), the overflow series included.", rule, nil),
 			limit:       prometheus.NewDesc("logwindow_rule_series_limit", "The rule's max_series_per_rule; past it, new label sets are folded into the __overflow__ series.", rule, nil),
-			overflow:    prometheus.NewDesc("logwindow_series_overflow_total", "Matched lines whose label set was folded into the rule's __overflow__ series because the rule held max_series_per_rule series.", rule, nil),
+			overflow:    prometheus.NewDesc("logwindow_series_overflow_total", "Matched lines whose label set was folded into the rule's __overflow__ series because the rule held max_series_per_rule series or the series of all rules held --series.max-bytes.", rule, nil),
+			memFolds:    prometheus.NewDesc("logwindow_series_memory_overflow_total", "Matched lines whose new label set was folded into the rule's __overflow__ series because the series of all rules held --series.max-bytes (also counted in logwindow_series_overflow_total).", rule, nil),
+			seriesBytes: prometheus.NewDesc("logwindow_series_bytes", "Estimated heap held by the series of all rules (label sets, counters, float wheels; not what quantile, distinct and top summaries add), which --series.max-bytes bounds.", nil, nil),
+			maxBytes:    prometheus.NewDesc("logwindow_series_max_bytes", "The --series.max-bytes bound; 0 is none.", nil, nil),
 			inputLines:  prometheus.NewDesc("logwindow_input_lines_total", "Complete lines read from the input.", input, nil),
 			tooLong:     prometheus.NewDesc("logwindow_input_too_long_lines_total", "Lines skipped because they exceed the line length cap.", input, nil),
 			rotations:   prometheus.NewDesc("logwindow_input_rotations_total", "Rotations (rename and create, delete and recreate, symlink retarget) seen on the input's files.", input, nil),
@@ -126,6 +130,8 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 			clear(*sc) // removed series may go
 		}
 		c.snap.put(sc)
+		e.emit(c.self.seriesBytes, prometheus.GaugeValue, float64(set.mem.used.Load()))
+		e.emit(c.self.maxBytes, prometheus.GaugeValue, float64(set.mem.max.Load()))
 	}
 	if c.opts.Inputs != nil {
 		inputs := c.opts.Inputs()
@@ -171,6 +177,7 @@ func (c *Collector) collectRule(e emitter, set *Set, r *ruleEntry, buf []*series
 	e.emit(c.self.series, prometheus.GaugeValue, float64(held), name)
 	e.emit(c.self.limit, prometheus.GaugeValue, float64(r.budget.limit), name)
 	e.emit(c.self.overflow, prometheus.CounterValue, float64(st.folds.Load()), name)
+	e.emit(c.self.memFolds, prometheus.CounterValue, float64(st.memFolds.Load()), name)
 	return all
 }
 

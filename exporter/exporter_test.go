@@ -285,7 +285,7 @@ logwindow_rule_series{rule="http_requests"} 3
 # HELP logwindow_rule_series_limit The rule's max_series_per_rule; past it, new label sets are folded into the __overflow__ series.
 # TYPE logwindow_rule_series_limit gauge
 logwindow_rule_series_limit{rule="http_requests"} 2
-# HELP logwindow_series_overflow_total Matched lines whose label set was folded into the rule's __overflow__ series because the rule held max_series_per_rule series.
+# HELP logwindow_series_overflow_total Matched lines whose label set was folded into the rule's __overflow__ series because the rule held max_series_per_rule series or the series of all rules held --series.max-bytes.
 # TYPE logwindow_series_overflow_total counter
 logwindow_series_overflow_total{rule="http_requests"} 3
 `,
@@ -306,7 +306,7 @@ logwindow_series_overflow_total{rule="http_requests"} 3
 # TYPE http_requests_total counter
 http_requests_total{status="200"} 1
 http_requests_total{status="__overflow__"} 3
-# HELP logwindow_series_overflow_total Matched lines whose label set was folded into the rule's __overflow__ series because the rule held max_series_per_rule series.
+# HELP logwindow_series_overflow_total Matched lines whose label set was folded into the rule's __overflow__ series because the rule held max_series_per_rule series or the series of all rules held --series.max-bytes.
 # TYPE logwindow_series_overflow_total counter
 logwindow_series_overflow_total{rule="http_requests"} 1
 `,
@@ -360,7 +360,7 @@ http_requests_total{status="503"} 1
 # HELP logwindow_rule_series Label sets the rule holds, with windows or as kept counters (only _total, after idling past the longest window), the overflow series included.
 # TYPE logwindow_rule_series gauge
 logwindow_rule_series{rule="http_requests"} 2
-# HELP logwindow_series_overflow_total Matched lines whose label set was folded into the rule's __overflow__ series because the rule held max_series_per_rule series.
+# HELP logwindow_series_overflow_total Matched lines whose label set was folded into the rule's __overflow__ series because the rule held max_series_per_rule series or the series of all rules held --series.max-bytes.
 # TYPE logwindow_series_overflow_total counter
 logwindow_series_overflow_total{rule="http_requests"} 0
 # HELP logwindow_rule_matched_lines_total Lines matched by the rule, including lines too old for any window (those of a label set with no live series are in no _total).
@@ -399,7 +399,7 @@ http_requests_total{status="500"} 1
 # TYPE http_requests_window gauge
 http_requests_window{status="200",window="1m"} 1
 http_requests_window{status="500",window="1m"} 1
-# HELP logwindow_series_overflow_total Matched lines whose label set was folded into the rule's __overflow__ series because the rule held max_series_per_rule series.
+# HELP logwindow_series_overflow_total Matched lines whose label set was folded into the rule's __overflow__ series because the rule held max_series_per_rule series or the series of all rules held --series.max-bytes.
 # TYPE logwindow_series_overflow_total counter
 logwindow_series_overflow_total{rule="http_requests"} 0
 `,

@@ -63,6 +63,7 @@ import (
 	"sync/atomic"
 	"time"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/logwindow/logwindow_exporter/config"
 	"github.com/logwindow/logwindow_exporter/parser"
@@ -93,6 +94,30 @@ type Set struct {
 	// the exporter started (math.MaxInt64 before the first); every Set built by reloads
 	// shares it.
 	oldest *atomic.Int64
+	// mem is the process-wide bound on series memory, shared likewise.
+	mem *memory
+}
+
+// memory is what the series of every rule take, estimated, and --series.max-bytes:
+// past it a new label set folds into its rule's overflow series.
+type memory struct {
+	used atomic.Int64
+	// max is the bound; 0 is none. A Set built with a new bound changes it for all.
+	max atomic.Int64
+}
+
+// full reports whether cost more bytes would pass the bound.
+func (m *memory) full(cost int64) bool {
+	max := m.max.Load()
+	return max > 0 && m.used.Load()+cost > max
+}
+
+// SetOptions are what a Set takes besides the config.
+type SetOptions struct {
+	// MaxBytes bounds the memory of the series of all rules (--series.max-bytes): past it,
+	// a new label set is folded into its rule's overflow series, as past the rule's budget.
+	// 0 is no bound.
+	MaxBytes int64
 }
 
 // ruleEntry is one rule of a Set: the rule as this config defines it, its store (possibly
@@ -149,6 +174,29 @@ type store struct {
 	folds        atomic.Uint64
 	// oldest is the Set's shared oldest placed event (see Set.oldest).
 	oldest *atomic.Int64
+	// mem is the Set's shared memory bound; used is what this store's series take of it,
+	// and wheelBytes what a series' wheels take.
+	mem        *memory
+	used       atomic.Int64
+	wheelBytes int64
+	// memFolds counts the lines folded because of the memory bound (also in folds).
+	memFolds atomic.Uint64
+}
+
+// seriesOverhead is a series' heap besides its label values and wheels: the series, its
+// labels slice header and its map entry (the map grows by doubling: measured by
+// TestMaxBytes and BenchmarkMaxBytes20Rules).
+const seriesOverhead = int64(unsafe.Sizeof(series{})) + 176
+
+// charge adds n bytes to the store's and the process' series memory.
+func (st *store) charge(n int64) {
+	st.used.Add(n)
+	st.mem.used.Add(n)
+}
+
+// seriesCost is what a new series of key takes, its wheels included.
+func (st *store) seriesCost(keyLen, labels int) int64 {
+	return seriesOverhead + int64(keyLen) + 16*int64(labels) + st.wheelBytes
 }
 
 // series is one label set of a rule.
@@ -188,7 +236,12 @@ func (s *series) raiseLast(t int64) {
 	}
 }
 
-// NewSet builds the state for cfg. Rules whose Fingerprint equals a rule's of prev take
+// NewSet builds the state for cfg without a memory bound; see NewSetWith.
+func NewSet(cfg *config.Config, prev *Set) (*Set, error) {
+	return NewSetWith(cfg, prev, SetOptions{})
+}
+
+// NewSetWith builds the state for cfg. Rules whose Fingerprint equals a rule's of prev take
 // over its store, keeping their series, totals and drop counters; the others start empty.
 // The fingerprint covers the windows and aggregations, so a kept store's layout is the
 // one the rule asks for; help text and the series budget may change.
@@ -196,17 +249,18 @@ func (s *series) raiseLast(t int64) {
 // prev may be nil. prev stays usable and unchanged: writers still holding its sinks keep
 // writing to the stores both Sets share, and only rules that changed or were removed lose
 // those in-flight lines. A Set that is built but never put in use changes nothing.
-func NewSet(cfg *config.Config, prev *Set) (*Set, error) {
+func NewSetWith(cfg *config.Config, prev *Set, opts SetOptions) (*Set, error) {
 	inherit := map[string]*store{}
 	oldest := new(atomic.Int64)
 	oldest.Store(math.MaxInt64)
+	mem := new(memory)
 	if prev != nil {
-		oldest = prev.oldest
+		oldest, mem = prev.oldest, prev.mem
 		for _, r := range prev.rules {
 			inherit[r.store.fingerprint] = r.store
 		}
 	}
-	s := &Set{rules: make([]ruleEntry, 0, len(cfg.Rules)), oldest: oldest}
+	s := &Set{rules: make([]ruleEntry, 0, len(cfg.Rules)), oldest: oldest, mem: mem}
 	var errs []error
 	for _, r := range cfg.Rules {
 		if r.Layout == nil {
@@ -218,7 +272,7 @@ func NewSet(cfg *config.Config, prev *Set) (*Set, error) {
 			// One store serves one rule, even if two rules had equal fingerprints.
 			delete(inherit, r.Fingerprint)
 		} else {
-			st = newStore(r, oldest)
+			st = newStore(r, oldest, mem)
 		}
 		fam, err := newFamilies(r, st.layout.Windows())
 		if err != nil {
@@ -229,17 +283,42 @@ func NewSet(cfg *config.Config, prev *Set) (*Set, error) {
 		s.rules = append(s.rules, ruleEntry{rule: r, budget: b, store: st, fam: fam})
 	}
 	if err := errors.Join(errs...); err != nil {
+		for _, r := range s.rules {
+			if !prevHas(prev, r.store) {
+				mem.used.Add(-r.store.used.Load()) // built for nothing
+			}
+		}
 		return nil, err
 	}
+	// The stores of prev that s does not take over are gone once s is in use (a Set that
+	// fails or is never used is the caller's to drop; the pipeline uses every Set it builds).
+	for _, st := range inherit {
+		mem.used.Add(-st.used.Load())
+	}
+	mem.max.Store(opts.MaxBytes)
 	return s, nil
 }
 
-func newStore(r *config.Rule, oldest *atomic.Int64) *store {
+func prevHas(prev *Set, st *store) bool {
+	if prev == nil {
+		return false
+	}
+	for _, r := range prev.rules {
+		if r.store == st {
+			return true
+		}
+	}
+	return false
+}
+
+func newStore(r *config.Rule, oldest *atomic.Int64, mem *memory) *store {
 	overflow := make([]string, len(r.Labels))
 	for i := range overflow {
 		overflow[i] = OverflowValue
 	}
 	st := &store{
+		mem:            mem,
+		wheelBytes:     int64(r.Layout.SeriesBytes()),
 		oldest:         oldest,
 		fingerprint:    r.Fingerprint,
 		layout:         r.Layout,
@@ -268,6 +347,7 @@ func newStore(r *config.Rule, oldest *atomic.Int64) *store {
 // duplicate initial label sets and more of them than the budget.
 func (st *store) pin(key string, values []string) {
 	s := newSeries(key, values, st.layout, false)
+	st.charge(st.seriesCost(len(key), len(values)))
 	s.pinned = true
 	st.series[key] = s
 	if key != st.overflowKey {
@@ -283,7 +363,8 @@ func (st *store) observe(key []byte, labels [][]byte, now, at int64, v float64, 
 	limit := b.limit
 	st.mu.RLock()
 	s := st.series[string(key)]
-	full := s == nil && st.normal >= limit
+	overBudget := s == nil && st.normal >= limit
+	full := overBudget || s == nil && st.mem.full(st.seriesCost(len(key), len(labels)))
 	if full && st.tooOld(now, at) {
 		st.mu.RUnlock()
 		if !backfill {
@@ -314,12 +395,20 @@ func (st *store) observe(key []byte, labels [][]byte, now, at int64, v float64, 
 		st.add(s, now, at, v, items, backfill)
 		st.mu.RUnlock()
 		if folded && !backfill {
-			st.folds.Add(1)
+			st.fold(!overBudget)
 		}
 		return
 	}
 	st.mu.RUnlock()
 	st.create(key, labels, now, at, v, items, b, due, backfill)
+}
+
+// fold counts a line folded into the overflow series, by the memory bound or the budget.
+func (st *store) fold(memory bool) {
+	st.folds.Add(1)
+	if memory {
+		st.memFolds.Add(1)
+	}
 }
 
 // tooOld reports whether an event at second at is older than every window at second now,
@@ -340,7 +429,7 @@ func (st *store) reapDue(now int64, limit int) bool {
 // the least recently active kept counters: as many as new label sets asked for room since
 // the last reap (at least one, at most a quarter budget), so a burst of new label sets
 // between two reaps does not fold more of them than needed.
-func (st *store) reap(now int64, b budget) {
+func (st *store) reap(now int64, b budget, memFull bool) {
 	st.reapedAt.Store(now)
 	demand := st.foldsSinceReap.Swap(0) + 1
 	var kept []*series
@@ -352,7 +441,11 @@ func (st *store) reap(now int64, b budget) {
 			kept = append(kept, s)
 		}
 	}
-	evict := min(int64(st.normal-b.limit)+demand, int64(max(b.limit/4, 1)), int64(len(kept)))
+	want := int64(st.normal-b.limit) + demand
+	if memFull {
+		want = max(want, demand) // the memory bound, not the budget, asks for room
+	}
+	evict := min(want, int64(max(b.limit/4, 1)), int64(len(kept)))
 	if evict <= 0 {
 		return
 	}
@@ -365,6 +458,11 @@ func (st *store) reap(now int64, b budget) {
 // remove deletes s, keeping its lines in the matched count; st.mu is held for writing.
 func (st *store) remove(s *series) {
 	delete(st.series, s.key)
+	cost := st.seriesCost(len(s.key), len(s.labels))
+	if s.win.Load() == nil {
+		cost -= st.wheelBytes
+	}
+	st.charge(-cost)
 	st.retired += s.lines.Load()
 	if s.key != st.overflowKey {
 		st.normal--
@@ -400,11 +498,18 @@ func (st *store) create(rawKey []byte, labels [][]byte, now, at int64, v float64
 		st.remove(s)
 		s = nil
 	}
-	full := s == nil && !isOverflow && st.normal >= limit
-	if full && due {
-		st.reap(now, b)
-		full = st.normal >= limit
+	cost := st.seriesCost(len(rawKey), len(labels))
+	if cloned {
+		cost = st.seriesCost(len(key), len(labels))
 	}
+	overBudget := s == nil && !isOverflow && st.normal >= limit
+	memFull := s == nil && !isOverflow && st.mem.full(cost)
+	if (overBudget || memFull) && due {
+		st.reap(now, b, memFull)
+		overBudget = st.normal >= limit
+		memFull = st.mem.full(cost)
+	}
+	full := overBudget || memFull
 	folded := false
 	if full {
 		if st.tooOld(now, at) {
@@ -424,7 +529,13 @@ func (st *store) create(rawKey []byte, labels [][]byte, now, at int64, v float64
 	if s == nil {
 		// A label set whose first line is too old for every window starts as a kept
 		// counter: wheels would hold nothing.
-		s = newSeries(key, values, st.layout, st.tooOld(now, at))
+		kept := st.tooOld(now, at)
+		s = newSeries(key, values, st.layout, kept)
+		cost := st.seriesCost(len(key), len(values))
+		if kept {
+			cost -= st.wheelBytes
+		}
+		st.charge(cost)
 		st.series[key] = s
 		if key != st.overflowKey {
 			st.normal++
@@ -432,7 +543,7 @@ func (st *store) create(rawKey []byte, labels [][]byte, now, at int64, v float64
 	}
 	st.add(s, now, at, v, items, backfill)
 	if folded && !backfill {
-		st.folds.Add(1)
+		st.fold(!overBudget)
 	}
 }
 
@@ -491,7 +602,9 @@ func (st *store) add(s *series, now, at int64, v float64, items [][]byte, backfi
 			return
 		}
 		w = st.layout.NewSeries()
-		if !s.win.CompareAndSwap(nil, w) {
+		if s.win.CompareAndSwap(nil, w) {
+			st.charge(st.wheelBytes)
+		} else {
 			w = s.win.Load()
 		}
 	}
@@ -584,6 +697,7 @@ func (st *store) settle(s *series, now, ttl int64) int {
 		}
 		s.last.Store(last)
 		s.win.Store(nil)
+		st.charge(-st.wheelBytes)
 	}
 	if ttl > 0 && s.last.Load() < now-ttl {
 		st.remove(s)

@@ -25,7 +25,7 @@ func BenchmarkUnmatchedCounting(b *testing.B) {
 	lines := bytes.Split(bytes.TrimSuffix(data, []byte("\n")), []byte("\n"))
 	for _, wrapped := range []bool{false, true} {
 		b.Run(map[bool]string{false: "sink", true: "lineSink"}[wrapped], func(b *testing.B) {
-			gen, err := newGeneration(cfg, nil)
+			gen, err := newGeneration(cfg, nil, Options{})
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -16,7 +16,7 @@ import (
 // rule has a timestamp, else the clock's now. The file is read to its end, lines beyond
 // maxLines unexamined.
 func Explain(cfg *config.Config, file string, maxLines int, opts Options) ([]explain.Line, error) {
-	gen, err := newGeneration(cfg, nil)
+	gen, err := newGeneration(cfg, nil, opts)
 	if err != nil {
 		return nil, err
 	}

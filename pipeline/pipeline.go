@@ -34,6 +34,9 @@ type Options struct {
 	// BackfillBytes bounds how far back from its end a file is read at start to fill the
 	// windows of event-time rules (warm start); 0 turns the warm start off.
 	BackfillBytes int64
+	// SeriesMaxBytes bounds the memory of all rules' series (exporter.SetOptions.MaxBytes);
+	// 0 is no bound.
+	SeriesMaxBytes int64
 }
 
 // generation is one loaded config with the parser and series state built from it. The
@@ -44,7 +47,7 @@ type generation struct {
 	set    *exporter.Set
 }
 
-func newGeneration(cfg *config.Config, prev *generation) (*generation, error) {
+func newGeneration(cfg *config.Config, prev *generation, opts Options) (*generation, error) {
 	p, err := parser.New(cfg.Rules)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", cfg.File, err)
@@ -53,7 +56,7 @@ func newGeneration(cfg *config.Config, prev *generation) (*generation, error) {
 	if prev != nil {
 		prevSet = prev.set
 	}
-	set, err := exporter.NewSet(cfg, prevSet)
+	set, err := exporter.NewSetWith(cfg, prevSet, exporter.SetOptions{MaxBytes: opts.SeriesMaxBytes})
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", cfg.File, err)
 	}
@@ -87,7 +90,7 @@ func Start(cfg *config.Config, opts Options) (*Pipeline, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	gen, err := newGeneration(cfg, nil)
+	gen, err := newGeneration(cfg, nil, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -161,7 +164,7 @@ func (p *Pipeline) Reload(cfg *config.Config) error {
 
 // reload is Reload with p.mu held.
 func (p *Pipeline) reload(cfg *config.Config) error {
-	gen, err := newGeneration(cfg, p.gen.Load())
+	gen, err := newGeneration(cfg, p.gen.Load(), p.opts)
 	if err != nil {
 		p.reloadOK = false
 		return err

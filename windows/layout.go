@@ -92,6 +92,7 @@ import (
 	"math"
 	"slices"
 	"time"
+	"unsafe"
 )
 
 // MaxWindow is the longest window a layout can serve: a year, so that "365d" and "52w" are
@@ -265,3 +266,9 @@ func (l *Layout) Windows() []time.Duration { return slices.Clone(l.windows) }
 // Longest returns the longest window in seconds: events older than that are Late, and a
 // series idle for that long holds nothing.
 func (l *Layout) Longest() int64 { return l.longest }
+
+// SeriesBytes is the heap a Series of l takes with its float wheels, not counting the
+// summaries its slots create as values come (their size depends on the values).
+func (l *Layout) SeriesBytes() int {
+	return int(unsafe.Sizeof(Series{})) + 8*l.size
+}
