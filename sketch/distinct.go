@@ -41,12 +41,15 @@ const (
 // as long as it holds fewer than about 12,000 values.
 //
 // The memory is bounded whatever the number of items: the set grows by doubling up to
-// 64 KiB, the registers take 64 KiB, and an empty sketch holds nothing.
+// 64 KiB (a sealed one is just its keys), the registers take 64 KiB, and an empty sketch
+// holds nothing.
 type Distinct struct {
-	// set is an open-addressing table of sparse keys (0: free), its length a power of two;
-	// n keys are in it. Both are unused once regs is set.
+	// set is an open-addressing table of sparse keys (0: free), its length a power of two,
+	// or, sealed, just the keys; n keys are in it. Both are unused once regs is set.
 	set []uint32
 	n   int
+	// sealed: set holds its n keys and nothing else (see Seal).
+	sealed bool
 	// regs are the registers, eight to a word (register i in byte i%8 of word i/8), so that
 	// a merge takes the bytewise maximum of whole words; nil while sparse.
 	regs []uint64
@@ -78,6 +81,9 @@ func (d *Distinct) insert(key uint32) {
 	if d.regs != nil {
 		d.raiseKey(key)
 		return
+	}
+	if d.sealed {
+		d.unseal()
 	}
 	if len(d.set) == 0 {
 		d.set = make([]uint32, 16)
@@ -121,7 +127,38 @@ func (d *Distinct) toDense() {
 			d.raiseKey(k)
 		}
 	}
-	d.set, d.n = nil, 0
+	d.set, d.n, d.sealed = nil, 0, false
+}
+
+// Seal shrinks a sparse sketch whose slot is closed to its keys alone: the table keeps a
+// quarter to five eighths of its room free for the adds a closed slot no longer gets
+// (windows.Sealer). A late item unseals it.
+func (d *Distinct) Seal() {
+	if d.regs != nil || d.sealed || d.n == 0 {
+		return
+	}
+	keys := make([]uint32, 0, d.n)
+	for _, k := range d.set {
+		if k != 0 {
+			keys = append(keys, k)
+		}
+	}
+	d.set, d.sealed = keys, true
+}
+
+// unseal puts a sealed sketch's keys back into a table, for a late item: once per slot
+// at most, so that lines far out of order cost the table's room again, not a search of
+// the keys per line.
+func (d *Distinct) unseal() {
+	keys := d.set
+	size := 16
+	for 4*len(keys) > 3*size {
+		size *= 2
+	}
+	d.set, d.n, d.sealed = make([]uint32, size), 0, false
+	for _, k := range keys {
+		d.insert(k)
+	}
 }
 
 // raiseKey sets the register of a sparse key to at least the rank its item has at

@@ -91,6 +91,45 @@ func TestDistinctMerge(t *testing.T) {
 	}
 }
 
+// TestDistinctSeal checks that a sealed sketch keeps just its keys and the same count, and
+// still takes late items (new ones and repeats, up to turning dense) and merges as before.
+func TestDistinctSeal(t *testing.T) {
+	for _, tc := range []struct{ before, late int }{{0, 3}, {1, 0}, {5, 5}, {2_000, 100}, {12_000, 1_000}} {
+		t.Run(fmt.Sprint(tc.before, "+", tc.late), func(t *testing.T) {
+			d, plain := NewDistinct(), NewDistinct()
+			var buf [8]byte
+			for id := range tc.before {
+				d.Add(0, itemOf(uint64(id)+1, &buf))
+				plain.Add(0, itemOf(uint64(id)+1, &buf))
+			}
+			count := d.Count()
+			d.Seal()
+			if d.regs == nil && len(d.set) != d.n {
+				t.Errorf("sealed: %d keys in room for %d", d.n, len(d.set))
+			}
+			if got := d.Count(); got != count {
+				t.Fatalf("count %d after Seal, %d before", got, count)
+			}
+			// The late items: every earlier one again, and new ones.
+			for id := range tc.before + tc.late {
+				d.Add(0, itemOf(uint64(id)+1, &buf))
+				plain.Add(0, itemOf(uint64(id)+1, &buf))
+			}
+			if got, want := d.Count(), plain.Count(); got != want {
+				t.Errorf("count %d after late items, %d unsealed", got, want)
+			}
+			if got := d.Count(); !distinctBound(got, tc.before+tc.late) {
+				t.Errorf("count %d, exact %d", got, tc.before+tc.late)
+			}
+			into := NewDistinct()
+			into.Merge(d)
+			if got, want := into.Count(), d.Count(); got != want {
+				t.Errorf("merged count %d, sealed %d", got, want)
+			}
+		})
+	}
+}
+
 // distinctStreams are the streams of the distinct reference test: each event's v is the id
 // of the item it carries (itemOf), so the streams of the quantile test's shape carry items.
 var distinctStreams = []struct {
