@@ -67,6 +67,8 @@ func TestExampleTotals(t *testing.T) {
 		`nginx_http_request_duration_seconds_total{status_class="2xx"}`:                  0.75,
 		`nginx_http_request_duration_seconds_total{status_class="5xx"}`:                  1,
 		`nginx_http_upstream_response_time_seconds_total{}`:                              0.9,
+		`nginx_http_path_requests_total{}`:                                               3,
+		`nginx_http_path_server_errors_total{}`:                                          1,
 	}
 	got := tl.exampleTotals(1)
 	if tl.lines != 4 || tl.unparsed != 1 {
@@ -175,12 +177,14 @@ func TestBenchConfig(t *testing.T) {
 	}{
 		{"example rules, two inputs", benchConfig{inputs: []string{"/a.log", "/b.log"}},
 			[]string{"nginx_http_requests", "nginx_http_server_errors", "nginx_http_clients", "nginx_http_response_body_bytes",
-				"nginx_http_request_duration_seconds", "nginx_http_upstream_response_time_seconds"}, 10000},
+				"nginx_http_request_duration_seconds", "nginx_http_upstream_response_time_seconds",
+				"nginx_http_path_requests", "nginx_http_path_server_errors"}, 10000},
 		{"path rule", benchConfig{inputs: []string{"/a.log"}, pathRule: true, maxSeries: 123},
 			[]string{pathRuleName}, 123},
 		{"extra rules", benchConfig{inputs: []string{"/a.log"}, extraRules: 2},
 			[]string{"nginx_http_requests", "nginx_http_server_errors", "nginx_http_clients", "nginx_http_response_body_bytes",
 				"nginx_http_request_duration_seconds", "nginx_http_upstream_response_time_seconds",
+				"nginx_http_path_requests", "nginx_http_path_server_errors",
 				"nginx_http_requests_copy1", "nginx_http_requests_copy2"}, 10000},
 	}
 	for _, tc := range cases {

@@ -13,7 +13,7 @@ var formatNames = []string{"text", "json", "logfmt"}
 
 // jsonFields are the fields of a line as example-rules-json.yaml's log_format writes them
 // (escape=json), in that order.
-var jsonFields = []string{"time_local", "remote_addr", "request_method", "request_uri", "status", "status_class",
+var jsonFields = []string{"time_local", "remote_addr", "request_method", "request_uri", "request_path", "status", "status_class",
 	"body_bytes_sent", "request_time", "upstream_response_time", "http_referer", "http_user_agent"}
 
 // structuredFields splits a generated line into jsonFields' values, taking every number as
@@ -34,7 +34,8 @@ func structuredFields(line string) ([]string, bool) {
 		return nil, false
 	}
 	timings := strings.Fields(quoted[4])
-	return []string{line[open+1 : end], addr, a.method, req[1], a.status, a.status[:1],
+	path, _, _ := strings.Cut(req[1], "?")
+	return []string{line[open+1 : end], addr, a.method, req[1], path, a.status, a.status[:1],
 		nums[1], timings[0], a.upstream, quoted[1], quoted[3]}, true
 }
 

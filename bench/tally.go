@@ -147,6 +147,9 @@ func (t *tally) exampleTotals(extra int) expected {
 		"nginx_http_response_body_bytes_total",
 		"nginx_http_request_duration_seconds_total",
 		"nginx_http_upstream_response_time_seconds_total",
+		// The path rules rank their one label (top:), so each has one series.
+		"nginx_http_path_requests_total",
+		"nginx_http_path_server_errors_total",
 	)
 	requests := []string{"nginx_http_requests_total"}
 	for i := 1; i <= extra; i++ {
@@ -158,9 +161,16 @@ func (t *tally) exampleTotals(extra int) expected {
 			e.set(v, name, "method", k.method, "status", k.status, "status_class", k.status[:1]+"xx")
 		}
 	}
+	var requestSum, errorSum float64
+	for _, v := range t.requests {
+		requestSum += v
+	}
 	for status, v := range t.serverErrors {
 		e.set(v, "nginx_http_server_errors_total", "status", status)
+		errorSum += v
 	}
+	e.set(requestSum, "nginx_http_path_requests_total")
+	e.set(errorSum, "nginx_http_path_server_errors_total")
 	for class, v := range t.bytes {
 		e.set(v, "nginx_http_response_body_bytes_total", "status_class", class)
 	}

@@ -129,7 +129,8 @@ func TestExampleRules(t *testing.T) {
 		}
 	}
 	want := []string{"nginx_http_requests", "nginx_http_server_errors", "nginx_http_clients", "nginx_http_response_body_bytes",
-		"nginx_http_request_duration_seconds", "nginx_http_upstream_response_time_seconds"}
+		"nginx_http_request_duration_seconds", "nginx_http_upstream_response_time_seconds",
+		"nginx_http_path_requests", "nginx_http_path_server_errors"}
 	if !reflect.DeepEqual(names, want) {
 		t.Errorf("rules = %v, want %v", names, want)
 	}

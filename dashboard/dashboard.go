@@ -274,6 +274,11 @@ func (b *builder) rule(r *config.Rule) {
 		b.add(timeseries("Different values over $window, per instance", "How many different values of the rule's distinct: template each instance saw over the window (within max(2, 2%)). Counts of several instances do not add: a value seen by two counts twice in their sum.",
 			"short", target{Expr: family(config.DistinctSuffix), Legend: "{{instance}} " + legend}), 12, 8)
 	}
+	if t := r.Top; t != nil {
+		q := target{Expr: fmt.Sprintf("topk(%d, sum by (%s) (%s))", t.K, t.Label, family(config.TopSuffix)), Legend: "{{" + t.Label + "}}", Instant: true, Format: "table"}
+		b.add(table(fmt.Sprintf("Top %d values of %s in $window", t.K, t.Label), "The values of "+t.Label+" with the largest sums over the window, summed over instances and the rule's other labels. "+
+			"Each instance exports its own top values, each at most its window's total/(capacity+1) below the true sum: a value under an instance's k-th is missing from that instance's share.", sumUnit, q), 12, 8)
+	}
 	if len(r.Labels) > 0 && a.Window {
 		t := target{Expr: "topk(10, sum" + grouping + " (" + family("_window") + "))", Legend: legend, Instant: true, Format: "table"}
 		b.add(table("Top 10 in $window", "The label sets with the largest sums over the window.", sumUnit, t), 12, 8)

@@ -70,6 +70,19 @@ rules:
     labels: {status_class: '${status}xx'}
     distinct: '${path}'
 `},
+	{"rules with top values", `
+global: {windows: [1m, 5m]}
+rules:
+  - name: path_requests
+    match: '^(?P<method>\S+) (?P<path>\S+)'
+    labels: {method: '${method}', path: '${path}'}
+    top: {label: path, k: 2}
+  - name: path_response_bytes
+    match: '^\S+ (?P<path>\S+) \d+ \S+ (?P<bytes>\d+)$'
+    value: bytes
+    labels: {path: '${path}'}
+    top: {label: path, k: 5, min: 100}
+`},
 }
 
 // load writes a rule file reading a log of lines and loads it.

@@ -165,7 +165,7 @@ func BenchmarkParseFormats(b *testing.B) {
 // object or logfmt pairs with the field names of example-rules-json.yaml.
 func structuredLines(b *testing.B, r *config.Rule, text [][]byte, format string) [][]byte {
 	names := map[string]string{
-		"time_local": "time_local", "remote_addr": "remote_addr", "method": "request_method", "path": "request_uri",
+		"time_local": "time_local", "remote_addr": "remote_addr", "method": "request_method", "path": "request_path",
 		"status": "status", "status_class": "status_class", "body_bytes_sent": "body_bytes_sent",
 		"request_time": "request_time", "upstream_time": "upstream_response_time", "referer": "http_referer", "user_agent": "http_user_agent",
 	}

@@ -123,6 +123,9 @@ func TestExampleRules(t *testing.T) {
 		dur   = "nginx_http_request_duration_seconds"
 		upstr = "nginx_http_upstream_response_time_seconds"
 		cli   = "nginx_http_clients"
+		// The path rules rank their path label (top:), so their events carry no label.
+		paths    = "nginx_http_path_requests"
+		pathErrs = "nginx_http_path_server_errors"
 	)
 	ev := func(rule, labels string, v float64, at int64) record {
 		return record{Rule: rule, Labels: labels, Value: v, Time: at, HasTime: true}
@@ -139,12 +142,14 @@ func TestExampleRules(t *testing.T) {
 			ev(body, "status_class=2xx", 460, mar1),
 			ev(dur, "status_class=2xx", 0.022, mar1),
 			ev(upstr, "", 0.019, mar1),
+			ev(paths, "", 1, mar1),
 		}},
 		{"main, served by nginx itself (upstream -)", `91.1.2.3 - - [01/Mar/2024:12:00:00 +0000] "GET /static/js/app.1f2e.js HTTP/2.0" 304 0 "https://shop.example.com/" "curl/8.5.0" 0.001 -`, []record{
 			ev(req, "method=GET,status=304,status_class=3xx", 1, mar1),
 			ev(cli, "status_class=3xx", 1, mar1),
 			ev(body, "status_class=3xx", 0, mar1),
 			ev(dur, "status_class=3xx", 0.001, mar1),
+			ev(paths, "", 1, mar1),
 		}},
 		{"main, retried upstream, query string, user, zone", `10.0.0.1 - alice [01/Mar/2024:13:00:01 +0100] "POST /api/v1/checkout?x=1&y=2 HTTP/1.1" 502 173 "-" "okhttp/4.12.0" 0.045 0.004, 0.041`, []record{
 			ev(req, "method=POST,status=502,status_class=5xx", 1, mar1+1),
@@ -153,6 +158,8 @@ func TestExampleRules(t *testing.T) {
 			ev(body, "status_class=5xx", 173, mar1+1),
 			ev(dur, "status_class=5xx", 0.045, mar1+1),
 			ev(upstr, "", 0.004, mar1+1),
+			ev(paths, "", 1, mar1+1),
+			ev(pathErrs, "", 1, mar1+1),
 		}},
 		{"main, internal redirect", `10.0.0.1 - - [01/Mar/2024:12:00:02 +0000] "HEAD /healthz HTTP/1.1" 200 0 "-" "kube-probe/1.29" 0.010 0.002 : 0.007`, []record{
 			ev(req, "method=HEAD,status=200,status_class=2xx", 1, mar1+2),
@@ -160,17 +167,21 @@ func TestExampleRules(t *testing.T) {
 			ev(body, "status_class=2xx", 0, mar1+2),
 			ev(dur, "status_class=2xx", 0.010, mar1+2),
 			ev(upstr, "", 0.002, mar1+2),
+			ev(paths, "", 1, mar1+2),
 		}},
 		{"combined", `93.184.216.34 - - [01/Mar/2024:12:00:03 +0000] "GET /index.html HTTP/1.1" 200 612 "-" "Mozilla/5.0"`, []record{
 			ev(req, "method=GET,status=200,status_class=2xx", 1, mar1+3),
 			ev(cli, "status_class=2xx", 1, mar1+3),
 			ev(body, "status_class=2xx", 612, mar1+3),
+			ev(paths, "", 1, mar1+3),
 		}},
 		{"combined 5xx", `93.184.216.34 - - [01/Mar/2024:12:00:03 +0000] "DELETE /api/v1/cart HTTP/2.0" 503 197 "https://x.example/" "python-requests/2.31.0"`, []record{
 			ev(req, "method=DELETE,status=503,status_class=5xx", 1, mar1+3),
 			ev(errs, "status=503", 1, mar1+3),
 			ev(cli, "status_class=5xx", 1, mar1+3),
 			ev(body, "status_class=5xx", 197, mar1+3),
+			ev(paths, "", 1, mar1+3),
+			ev(pathErrs, "", 1, mar1+3),
 		}},
 		{"unparsable request time", `10.0.0.1 - - [01/Mar/2024:12:00:00 +0000] "GET / HTTP/1.1" 200 5 "-" "-" 0.0.1 0.001`, []record{
 			ev(req, "method=GET,status=200,status_class=2xx", 1, mar1),
@@ -178,9 +189,10 @@ func TestExampleRules(t *testing.T) {
 			ev(body, "status_class=2xx", 5, mar1),
 			drop(dur, BadNumber),
 			ev(upstr, "", 0.001, mar1),
+			ev(paths, "", 1, mar1),
 		}},
 		{"bad timestamp", `10.0.0.1 - - [32/Foo/2024:12:00:00 +0000] "GET / HTTP/1.1" 200 5 "-" "-" 0.002 0.001`, []record{
-			drop(req, BadTimestamp), drop(cli, BadTimestamp), drop(body, BadTimestamp), drop(dur, BadTimestamp), drop(upstr, BadTimestamp),
+			drop(req, BadTimestamp), drop(cli, BadTimestamp), drop(body, BadTimestamp), drop(dur, BadTimestamp), drop(upstr, BadTimestamp), drop(paths, BadTimestamp),
 		}},
 		{"request nginx could not parse", `10.0.0.1 - - [01/Mar/2024:12:00:00 +0000] "-" 400 0 "-" "-" 0.000 -`, nil},
 		{"error log line", `2024/03/01 12:00:00 [error] 12#12: *1 open() "/usr/share/nginx/html/x" failed (2: No such file or directory)`, nil},
@@ -211,12 +223,14 @@ func TestExampleRulesOnGeneratedLog(t *testing.T) {
 		"nginx_http_clients":                  len(lines),
 		"nginx_http_response_body_bytes":      len(lines),
 		"nginx_http_request_duration_seconds": len(lines),
+		"nginx_http_path_requests":            len(lines),
 	}
 	for _, l := range lines {
 		proto := bytes.Index(l, []byte(" HTTP/"))
 		status := l[proto+bytes.IndexByte(l[proto:], '"')+2]
 		if status == '5' {
 			want["nginx_http_server_errors"]++
+			want["nginx_http_path_server_errors"]++
 		}
 		timings := bytes.Fields(l[bytes.LastIndex(l, []byte(`" `))+2:])
 		if c := timings[1][0]; c >= '0' && c <= '9' {

@@ -78,6 +78,7 @@ func (a accessRecord) fields() [][2]string {
 		{"remote_addr", "10.0.0.1"},
 		{"request_method", a.method},
 		{"request_uri", a.uri},
+		{"request_path", strings.SplitN(a.uri, "?", 2)[0]},
 		{"status", a.status},
 		{"status_class", a.status[:1]},
 		{"body_bytes_sent", fmt.Sprint(a.bytes)},
