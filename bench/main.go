@@ -208,6 +208,22 @@ func bench(o options, out io.Writer) error {
 			programs = append(programs, program{name, func() (usage, error) { return o.runOurs(bin, frules, fpaths, total, want) }})
 		}
 	}
+	// With several inputs, the first file alone on one core, in the same runs: what the
+	// inputs' lines/s and CPU per line are compared with.
+	single := -1
+	if o.files > 1 && o.mode == "live" && len(o.formats) == 1 && o.formats[0] == "text" {
+		one := filepath.Join(dir, "rules-one.yaml")
+		if err := (benchConfig{inputs: paths[:1], extraRules: o.extraRules}).write(o.config, one); err != nil {
+			return err
+		}
+		o1 := o
+		o1.procs = 1
+		wantOne, lines := perFile[0].exampleTotals(o.extraRules), perFile[0].lines
+		single = len(programs)
+		programs = append(programs, program{"logwindow live, 1 input", func() (usage, error) {
+			return o1.runOurs(o.bins[0], one, paths[:1], lines, wantOne)
+		}})
+	}
 	if o.mtail {
 		programs = append(programs, program{"mtail", func() (usage, error) { return o.runMtail(progs, paths, want) }})
 	}
@@ -239,9 +255,18 @@ func bench(o options, out io.Writer) error {
 	fmt.Fprintf(out, "every run's _totals equal the generated log's counts (%d lines)\n", total)
 	// Ratios of medians: each other program against the first.
 	for j := 1; j < len(programs); j++ {
+		if j == single {
+			continue // fewer lines: compared below, per line
+		}
 		a, b := med[0], med[j]
 		fmt.Fprintf(out, "%s / %s (medians): %.2f× the wall time, %.2f× the CPU per line, %.2f× the peak RSS\n",
 			programs[j].name, programs[0].name, b.wall.Seconds()/a.wall.Seconds(), b.cpu.Seconds()/a.cpu.Seconds(), float64(b.rss)/float64(a.rss))
+	}
+	if single >= 0 {
+		a, b := med[single], med[0]
+		one, all := float64(perFile[0].lines), float64(total)
+		fmt.Fprintf(out, "%d inputs on %d cores / 1 input on 1 core (medians): %.2f× the lines/s, %.2f× the CPU per line\n",
+			o.files, o.procs, (all/b.wall.Seconds())/(one/a.wall.Seconds()), (b.cpu.Seconds()/all)/(a.cpu.Seconds()/one))
 	}
 	if o.scrape {
 		fmt.Fprintln(out)

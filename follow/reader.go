@@ -143,6 +143,8 @@ type lineReader struct {
 	h    Handler
 	c    *counters
 	stop *atomic.Bool // nil when reading cannot be stopped
+	// chunk is Options.Chunk.
+	chunk func()
 }
 
 func newLineReader(maxLine int, h Handler, c *counters, stop *atomic.Bool) *lineReader {
@@ -173,6 +175,9 @@ func (r *lineReader) pass(t *tracked, path string, budget int64) (read int64, at
 			t.off += int64(n)
 			end += n
 			read += int64(n)
+			if r.chunk != nil {
+				r.chunk()
+			}
 		}
 		start, end = r.scan(t, path, start, end)
 		switch {

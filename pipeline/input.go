@@ -37,6 +37,11 @@ type input struct {
 	// follower's goroutine only. tooLong counts joined messages past the line cap.
 	cri     *cri.Joiner
 	tooLong atomic.Uint64
+	// chunked: a follower reads the clock once per chunk it reads (follow.Options.Chunk)
+	// into processing and wall, used by the reading goroutine only; a socket input reads
+	// it per datagram.
+	chunked          bool
+	processing, wall int64
 }
 
 // binding is an input's view of one generation.
@@ -184,6 +189,8 @@ func (p *Pipeline) startInput(ci config.Input) (*input, error) {
 	}
 	opts := p.followOptions(ci.Path, ci.StartAt == config.StartAtBeginning)
 	opts.Backfill = p.warmStart(ci)
+	in.chunked = true
+	opts.Chunk = func() { in.processing, in.wall = p.clock.read() }
 	f, err := follow.Start(opts, in.handle(p))
 	if err != nil {
 		return nil, err
@@ -205,7 +212,8 @@ func (p *Pipeline) followOptions(path string, fromBeginning bool) follow.Options
 
 // handle returns the follower's handler: every line goes through the current generation's
 // parser into its Set, with the processing and wall-clock seconds of its arrival (one
-// clock reading) as now for processing-time and event-time rules.
+// clock reading per chunk read from a file, or per datagram) as now for processing-time
+// and event-time rules.
 func (in *input) handle(p *Pipeline) follow.Handler {
 	return func(path string, line []byte) {
 		msg, wrapperTime, ok := in.unwrap(path, line)
@@ -218,7 +226,11 @@ func (in *input) handle(p *Pipeline) follow.Handler {
 			b = &binding{gen: g, sink: lineSink{Sink: g.set.NewSink()}, name: g.inputName(in.source)}
 			in.bound.Store(b)
 		}
-		b.sink.SetNow(p.clock.read())
+		if in.chunked {
+			b.sink.SetNow(in.processing, in.wall)
+		} else {
+			b.sink.SetNow(p.clock.read())
+		}
 		b.sink.matched = false
 		switch {
 		case !g.parser.ParseWrapped(b.name, msg, wrapperTime, &b.sink):

@@ -1,0 +1,65 @@
+package follow
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// TestChunk: Options.Chunk runs in the reading goroutine after each read and before the
+// lines it completed, so that a handler can read a clock once per chunk: every line sees
+// the chunk that completed it, a line written later a later chunk, and the lines of one
+// read share one.
+func TestChunk(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "a.log")
+	if err := os.WriteFile(path, []byte(strings.Repeat("x\n", 100)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	chunks := 0 // written by Chunk, read by the handler: one goroutine, no lock needed there
+	var seen []int
+	f, err := Start(Options{Path: path, FromBeginning: true, PollInterval: 5 * time.Millisecond, Chunk: func() { chunks++ }},
+		func(_ string, _ []byte) {
+			mu.Lock()
+			seen = append(seen, chunks)
+			mu.Unlock()
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Stop()
+	wait := func(n int) []int {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			mu.Lock()
+			got := append([]int(nil), seen...)
+			mu.Unlock()
+			if len(got) >= n {
+				return got
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%d of %d lines", len(got), n)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	first := wait(100)
+	if first[0] < 1 || first[99] != first[0] {
+		t.Errorf("the first 100 lines, one read, saw chunks %d..%d, want one chunk", first[0], first[99])
+	}
+	file, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := file.WriteString("y\n"); err != nil {
+		t.Fatal(err)
+	}
+	file.Close()
+	if got := wait(101); got[100] <= got[99] {
+		t.Errorf("a line written later saw chunk %d, the earlier ones %d", got[100], got[99])
+	}
+}
