@@ -103,9 +103,26 @@ func (t *Top) prune() {
 	clear(t.counts[len(kept):]) // release the dropped items' text
 	t.counts = kept
 	clear(t.index)
+	t.reindex()
+}
+
+// reindex fills the empty index from counts.
+func (t *Top) reindex() {
 	for i, c := range t.counts {
 		t.index[c.item] = int32(i)
 	}
+}
+
+// Seal shrinks a slot its wheel has moved on from: pruned to at most capacity counters (a
+// prune like any other, so the bound holds as before) in a slice and an index of their
+// size, which is about half of what a full slot held. A late Add still works.
+func (t *Top) Seal() {
+	if len(t.counts) > t.capacity {
+		t.prune()
+	}
+	t.counts = slices.Clone(t.counts)
+	t.index = make(map[string]int32, len(t.counts))
+	t.reindex()
 }
 
 // selectDesc reorders cs so that cs[m] holds the (m+1)-th largest count, those before it

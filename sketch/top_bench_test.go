@@ -30,44 +30,71 @@ var topBenchWindows = []struct {
 	{"1m,5m,15m,1h", []time.Duration{time.Minute, 5 * time.Minute, 15 * time.Minute, time.Hour}},
 }
 
+// unsealedTop is Top without its Seal, for comparison: every slot keeps up to twice the
+// capacity until it is Reset.
+type unsealedTop struct{ t *Top }
+
+func (u unsealedTop) Add(v float64, item []byte) { u.t.Add(v, item) }
+func (u unsealedTop) Merge(from windows.Summary) { u.t.Merge(from.(unsealedTop).t) }
+func (u unsealedTop) Reset()                     { u.t.Reset() }
+
 // BenchmarkTopSeriesBytes is the live heap of one series keeping a top-values summary after
-// lines each carrying a value never seen before (the worst case for the summary: every
-// line is a new counter), as many as the distinct values, spread evenly over the longest
-// window and its edge slot so that every slot holds its share. The heap follows the
-// capacity and not the number of distinct values.
+// a million lines (or 100,000) spread evenly over the longest window and its edge slot, so
+// that every slot holds its share: each line a value never seen before (every line a new
+// counter, none of which survives a prune) or Zipf(1.1) draws from a million values
+// (whose heavy values survive); with Seal shrinking the closed slots, and without. The
+// heap follows the capacity and not the number of distinct values.
 func BenchmarkTopSeriesBytes(b *testing.B) {
+	streams := []struct {
+		name  string
+		items [][]byte
+	}{
+		{"100000_unique", benchItems(100_000)},
+		{"1000000_unique", benchItems(1_000_000)},
+		{"1000000_zipf_1.1", zipfItems(1_000_000, 1.1, 1_000_000)},
+	}
 	for _, wins := range topBenchWindows {
 		for _, capacity := range []int{100, 1000} {
-			for _, distinct := range []int{100_000, 1_000_000} {
-				b.Run(fmt.Sprintf("%s/capacity_%d/%d_values", wins.name, capacity, distinct), func(b *testing.B) {
-					l, err := windows.NewLayout(wins.ws, windows.Options{Summaries: []windows.SummaryKind{TopKind(capacity, 1)}})
-					if err != nil {
-						b.Fatal(err)
+			for _, st := range streams {
+				for _, sealed := range []bool{true, false} {
+					kind := TopKind(capacity, 1)
+					name := fmt.Sprintf("%s/capacity_%d/%s", wins.name, capacity, st.name)
+					if !sealed {
+						kind = windows.SummaryKind{Item: 1, New: func() windows.Summary { return unsealedTop{NewTop(capacity)} }}
+						name += "/unsealed"
 					}
-					items := benchItems(distinct)
-					secs := int64(wins.ws[len(wins.ws)-1]/time.Second) + 60
-					keep := make([]*windows.Series, b.N)
-					var before, after runtime.MemStats
-					runtime.GC()
-					runtime.ReadMemStats(&before)
-					item := make([][]byte, 1)
-					for i := range keep {
-						keep[i] = l.NewSeries()
-						for j, it := range items {
-							now := base + int64(j)*secs/int64(distinct)
-							item[0] = it
-							keep[i].AddItems(now, now, 1, item)
-						}
-					}
-					runtime.GC()
-					runtime.ReadMemStats(&after)
-					b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/float64(b.N), "B/series")
-					runtime.KeepAlive(keep)
-					runtime.KeepAlive(items)
-				})
+					benchTopBytes(b, name, wins.ws, kind, st.items)
+				}
 			}
 		}
 	}
+}
+
+func benchTopBytes(b *testing.B, name string, ws []time.Duration, kind windows.SummaryKind, items [][]byte) {
+	b.Run(name, func(b *testing.B) {
+		l, err := windows.NewLayout(ws, windows.Options{Summaries: []windows.SummaryKind{kind}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		secs := int64(ws[len(ws)-1]/time.Second) + 60
+		keep := make([]*windows.Series, b.N)
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		item := make([][]byte, 1)
+		for i := range keep {
+			keep[i] = l.NewSeries()
+			for j, it := range items {
+				now := base + int64(j)*secs/int64(len(items))
+				item[0] = it
+				keep[i].AddItems(now, now, 1, item)
+			}
+		}
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/float64(b.N), "B/series")
+		runtime.KeepAlive(keep)
+	})
 }
 
 // BenchmarkSeriesAddTop is what a line costs in the wheels with the 1m, 5m, 15m and 1h
