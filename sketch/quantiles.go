@@ -326,8 +326,9 @@ func (s *bins) merge(o *bins) {
 // addPacked adds the counts of width w < 64 packed in src to the 8-byte counts of dst, as
 // many as dst holds. One load reads k counts at once and the loop over them stops at the
 // last that is not 0, so the empty bins of a slot of few values cost little; the bits
-// past the last count are 0, so no count past dst is ever added. It is a function of its
-// own so that the loop keeps its variables in registers: it is most of a scrape's cost.
+// past the last count are 0, so no count past dst is ever added. This loop is most of a
+// scrape's cost: its rarer parts are functions of their own, so that it keeps its
+// variables in registers.
 func addPacked(dst, src []byte, w uint) {
 	w &= 63
 	k := maxPacked / w
@@ -339,26 +340,38 @@ func addPacked(dst, src []byte, w uint) {
 			break
 		}
 		if x := binary.LittleEndian.Uint64(src[i:i+8:i+8]) >> (p & 7) & chunk; x != 0 {
-			addChunk(dst[o:], x, w)
+			addChunk(dst[o:min(o+8*int(k), len(dst))], x, w)
 		}
 	}
-	// The last counts, whose load would reach past src.
-	for j := uint(o / 8); 8*j < uint(len(dst)); j++ {
+	addTail(dst, src, w, uint(o/8))
+}
+
+// addTail adds the counts from j on, whose load would reach past src, one at a time.
+//
+//go:noinline
+func addTail(dst, src []byte, w, j uint) {
+	for ; 8*j < uint(len(dst)); j++ {
 		d := dst[8*j : 8*j+8 : 8*j+8]
 		binary.LittleEndian.PutUint64(d, binary.LittleEndian.Uint64(d)+getCount(src, w, j))
 	}
 }
 
-// addChunk adds the counts of width w packed in x to the 8-byte counts of dst. Inlined,
-// its loop would lose registers to the caller's and keep x in memory.
-//
-//go:noinline
+// addChunk adds the counts of width w packed in x to the 8-byte counts of dst, two at a
+// time.
 func addChunk(dst []byte, x uint64, w uint) {
-	mask := uint64(1)<<(w&63) - 1
-	for d := 0; x != 0; d += 8 {
-		c := x & mask
-		x >>= w & 63
-		binary.LittleEndian.PutUint64(dst[d:d+8:d+8], binary.LittleEndian.Uint64(dst[d:d+8:d+8])+c)
+	w &= 63
+	mask := uint64(1)<<w - 1
+	d := 0
+	for ; x != 0 && d+16 <= len(dst); d += 16 {
+		c0, c1 := x&mask, x>>w&mask
+		x = x >> w >> w
+		e := dst[d : d+16 : d+16]
+		binary.LittleEndian.PutUint64(e[:8], binary.LittleEndian.Uint64(e[:8])+c0)
+		binary.LittleEndian.PutUint64(e[8:], binary.LittleEndian.Uint64(e[8:])+c1)
+	}
+	if x != 0 && d+8 <= len(dst) {
+		e := dst[d : d+8 : d+8]
+		binary.LittleEndian.PutUint64(e, binary.LittleEndian.Uint64(e)+x&mask)
 	}
 }
 
