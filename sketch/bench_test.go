@@ -149,42 +149,45 @@ func BenchmarkSeriesAdd(b *testing.B) {
 	}
 }
 
-// BenchmarkReadQuantiles is the scrape-time work for one series: merging its slots into
-// every default window and asking four quantiles of each.
+// BenchmarkReadQuantiles is the scrape-time work for one series that held 10 or 100 lines
+// per second (log-uniform 1 ms–10 s) for 25 hours: merging its slots into every default
+// window and asking four quantiles of each.
 func BenchmarkReadQuantiles(b *testing.B) {
 	for _, k := range sketchKinds {
 		l, err := windows.NewLayout(defaultWindows, windows.Options{Summaries: []windows.SummaryKind{k.kind}})
 		if err != nil {
 			b.Fatal(err)
 		}
-		b.Run(k.name, func(b *testing.B) {
-			r := rand.New(rand.NewPCG(4, 4))
-			s := l.NewSeries()
-			const end = base + 25*3600
-			for now := int64(base); now < end; now++ {
-				for range 10 {
-					s.Add(now, now, logUniform(r, 1e-3, 10))
+		for _, rate := range []int{10, 100} {
+			b.Run(fmt.Sprintf("%s/%d_per_s", k.name, rate), func(b *testing.B) {
+				r := rand.New(rand.NewPCG(4, 4))
+				s := l.NewSeries()
+				const end = base + 25*3600
+				for now := int64(base); now < end; now++ {
+					for range rate {
+						s.Add(now, now, logUniform(r, 1e-3, 10))
+					}
 				}
-			}
-			dst := l.NewSummaries()
-			b.ReportAllocs()
-			b.ResetTimer()
-			for range b.N {
-				s.ReadSummaries(end, dst)
-				for _, d := range dst {
-					switch q := d.(type) {
-					case *Quantiles:
-						for _, p := range []float64{0.5, 0.9, 0.99, 0.999} {
-							q.Quantile(p)
-						}
-					case ddSummary:
-						if _, err := q.GetValuesAtQuantiles([]float64{0.5, 0.9, 0.99, 0.999}); err != nil {
-							b.Fatal(err)
+				dst := l.NewSummaries()
+				b.ReportAllocs()
+				b.ResetTimer()
+				for range b.N {
+					s.ReadSummaries(end, dst)
+					for _, d := range dst {
+						switch q := d.(type) {
+						case *Quantiles:
+							for _, p := range []float64{0.5, 0.9, 0.99, 0.999} {
+								q.Quantile(p)
+							}
+						case ddSummary:
+							if _, err := q.GetValuesAtQuantiles([]float64{0.5, 0.9, 0.99, 0.999}); err != nil {
+								b.Fatal(err)
+							}
 						}
 					}
 				}
-			}
-		})
+			})
+		}
 	}
 }
 
