@@ -91,6 +91,30 @@ func TestDistinctMerge(t *testing.T) {
 	}
 }
 
+// TestDistinctMemoryBounded checks that a sketch holds at most 64 KiB of keys or registers
+// whatever the number of items, sealed or not.
+func TestDistinctMemoryBounded(t *testing.T) {
+	sizes := []int{1, 1_000, maxSparse, maxSparse + 1, 100_000, 2_000_000}
+	if testing.Short() || raceEnabled {
+		sizes = sizes[:5]
+	}
+	for _, n := range sizes {
+		t.Run(fmt.Sprint(n), func(t *testing.T) {
+			d := NewDistinct()
+			var buf [8]byte
+			for id := range n {
+				d.Add(0, itemOf(uint64(id)+1, &buf))
+			}
+			for _, stage := range []string{"open", "sealed"} {
+				if bytes := 4*cap(d.set) + 8*cap(d.regs); bytes > 64<<10 {
+					t.Errorf("%s: %d bytes of keys and registers for %d items", stage, bytes, n)
+				}
+				d.Seal()
+			}
+		})
+	}
+}
+
 // TestDistinctSeal checks that a sealed sketch keeps just its keys and the same count, and
 // still takes late items (new ones and repeats, up to turning dense) and merges as before.
 func TestDistinctSeal(t *testing.T) {
