@@ -151,7 +151,7 @@ func (g *gate) wait(t *testing.T) {
 
 // waitLimit bounds every wait for a real file event; under -race on a busy
 // two-core machine events can take far longer than usual.
-const waitLimit = 20 * time.Second
+const waitLimit = 60 * time.Second
 
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
