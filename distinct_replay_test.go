@@ -5,13 +5,9 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"testing"
 	"time"
 
-	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
 	"github.com/logwindow/logwindow_exporter/internal/reference"
@@ -80,23 +76,7 @@ func TestReplayDistinctReference(t *testing.T) {
 				fmt.Fprintf(&log, "%s %s\n", time.Unix(l.at, 0).UTC().Format(time.RFC3339), l.addr)
 				newest = max(newest, l.at)
 			}
-			dir := t.TempDir()
-			logPath, rules := filepath.Join(dir, "app.log"), filepath.Join(dir, "rules.yaml")
-			if err := os.WriteFile(logPath, log.Bytes(), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(rules, []byte(distinctReplayRules), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			out, err := exec.Command(bin, "--config.file="+rules, "--replay="+logPath).Output()
-			if err != nil {
-				t.Fatalf("replay: %v", err)
-			}
-			parser := expfmt.NewTextParser(model.UTF8Validation)
-			mfs, err := parser.TextToMetricFamilies(bytes.NewReader(out))
-			if err != nil {
-				t.Fatal(err)
-			}
+			mfs := replayFamilies(t, bin, distinctReplayRules, log.Bytes())
 			// The default windows, labelled as global.windows spells them.
 			for _, w := range []string{"1m", "5m", "15m", "1h", "24h"} {
 				d, err := model.ParseDuration(w)

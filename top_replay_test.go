@@ -5,15 +5,11 @@ import (
 	"cmp"
 	"fmt"
 	"math/rand/v2"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
 	"github.com/logwindow/logwindow_exporter/internal/reference"
@@ -56,7 +52,6 @@ func TestReplayTopReference(t *testing.T) {
 
 func replayTop(t *testing.T, bin string, seed uint64) {
 	r := rand.New(rand.NewPCG(seed, 13))
-	dir := t.TempDir()
 	type line struct {
 		at         int64
 		host, path string
@@ -116,22 +111,7 @@ func replayTop(t *testing.T, bin string, seed uint64) {
 	for _, l := range lines {
 		fmt.Fprintf(&log, "%s %s %s\n", time.Unix(l.at, 0).UTC().Format(time.RFC3339), l.host, l.path)
 	}
-	logPath, rules := filepath.Join(dir, "app.log"), filepath.Join(dir, "rules.yaml")
-	if err := os.WriteFile(logPath, log.Bytes(), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(rules, []byte(topReplayRules), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	out, err := exec.Command(bin, "--config.file="+rules, "--replay="+logPath).Output()
-	if err != nil {
-		t.Fatalf("replay: %v", err)
-	}
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	mfs, err := parser.TextToMetricFamilies(bytes.NewReader(out))
-	if err != nil {
-		t.Fatal(err)
-	}
+	mfs := replayFamilies(t, bin, topReplayRules, log.Bytes())
 	// reported[host][window] are the exported paths and sums.
 	reported := map[string]map[string]map[string]float64{}
 	for _, m := range mfs["app_hot_paths_window_top"].GetMetric() {
