@@ -227,6 +227,13 @@ func bench(o options, out io.Writer) error {
 	if o.mtail {
 		programs = append(programs, program{"mtail", func() (usage, error) { return o.runMtail(progs, paths, want) }})
 	}
+	// linesOf is how many lines program j read: the one-input program, the first file's.
+	linesOf := func(j int) int {
+		if j == single {
+			return perFile[0].lines
+		}
+		return total
+	}
 	results := make([][]usage, len(programs))
 	for i := range o.runs {
 		for j, p := range programs {
@@ -243,13 +250,13 @@ func bench(o options, out io.Writer) error {
 	fmt.Fprintln(tw, "program\trun\twall s\tlines/s\tCPU s\tCPU-µs/line\tlines/CPU-s\tpeak RSS MB\t")
 	for j, p := range programs {
 		for i, u := range results[j] {
-			row(tw, p.name, fmt.Sprint(i+1), u, total)
+			row(tw, p.name, fmt.Sprint(i+1), u, linesOf(j))
 		}
 	}
 	med := make([]usage, len(programs))
 	for j, p := range programs {
 		med[j] = median(results[j])
-		row(tw, p.name, "median", med[j], total)
+		row(tw, p.name, "median", med[j], linesOf(j))
 	}
 	tw.Flush()
 	fmt.Fprintf(out, "every run's _totals equal the generated log's counts (%d lines)\n", total)
