@@ -41,6 +41,13 @@ rules:
   - name: other_errors
     match: 'level=error'
     inputs: [other]
+  - name: hot_paths
+    match: '%{LINE}'
+    labels: {method: '${method}', path: '${path}'}
+    top: {label: path, k: 3}
+  - name: clients
+    match: '%{LINE}'
+    distinct: '${method} ${path}'
 `
 
 // explainLines are the log, one line per case of TestExplainThroughBinary, in order.
@@ -102,6 +109,8 @@ func TestExplainThroughBinary(t *testing.T) {
 		{"regex fails inside a capture", 7, "requests", `no_match 0-8 "GET /a 5" then "x" expected [0-9] in status`},
 		{"regex fails at the end", 8, "server_errors", `no_match 0-40 "GET /<script>alert(1)</script> 200 0.1 [" then "" expected [^\]] in ts`},
 		{"other input", 1, "other_errors", "other_input"},
+		{"ranked under its top label", 1, "hot_paths", "counted method=GET top path=/a placed at=2026-11-24T12:10:00Z"},
+		{"counted once per distinct text", 1, "clients", `counted distinct="GET /a" placed at=2026-11-24T12:10:00Z`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -142,6 +151,8 @@ func TestExplainThroughBinary(t *testing.T) {
 			"line 7 (input web): GET /a 5x0 0.1 [2026-11-24T12:10:00Z]\n  UNMATCHED: no rule matches this line",
 			`      then at byte 8 expects [0-9], but the line has "x" (inside capture status)`,
 			`  - other_errors: reads other inputs only`,
+			`  + hot_paths{method="GET"} top {path="/a"}: placed at `,
+			`  + clients distinct "GET /a": placed at `,
 		} {
 			if !strings.Contains(text, want) {
 				t.Errorf("text output lacks %q:\n%s", want, text)
@@ -233,6 +244,12 @@ func short(r explain.Rule) string {
 	case r.Fate != nil:
 		for _, l := range r.Labels {
 			b.WriteString(" " + l.Name + "=" + l.Value)
+		}
+		if r.Top != nil {
+			b.WriteString(" top " + r.Top.Name + "=" + r.Top.Value)
+		}
+		if r.Distinct != nil {
+			b.WriteString(" distinct=" + quote(*r.Distinct))
 		}
 		if r.Value != nil {
 			b.WriteString(" value=" + strconv.FormatFloat(*r.Value, 'g', -1, 64))

@@ -45,13 +45,19 @@ type Rule struct {
 	Captures []Capture `json:"captures,omitempty"`
 
 	// counted
-	Labels []Label   `json:"labels,omitempty"`
-	Value  *float64  `json:"value,omitempty"`
-	Time   string    `json:"time,omitempty"` // the line's own time (event-time rules), RFC 3339
-	Fate   *Fate     `json:"placement,omitempty"`
-	Miss   *NoMatch  `json:"no_match,omitempty"`
-	Filter *Filter   `json:"where,omitempty"`
-	Drop   *DropInfo `json:"drop,omitempty"`
+	Labels []Label `json:"labels,omitempty"`
+	// Top is the ranked label and its value (a rule with top:), which is not one of
+	// Labels: the line counts in the series of Labels and ranks under Top.
+	Top *Label `json:"top,omitempty"`
+	// Distinct is the text a distinct: rule counts once per window, all its bytes (the
+	// text output quotes it; JSON shows invalid UTF-8 as U+FFFD).
+	Distinct *string   `json:"distinct,omitempty"`
+	Value    *float64  `json:"value,omitempty"`
+	Time     string    `json:"time,omitempty"` // the line's own time (event-time rules), RFC 3339
+	Fate     *Fate     `json:"placement,omitempty"`
+	Miss     *NoMatch  `json:"no_match,omitempty"`
+	Filter   *Filter   `json:"where,omitempty"`
+	Drop     *DropInfo `json:"drop,omitempty"`
 	// Format is the structured format the line is not in (malformed).
 	Format string `json:"format,omitempty"`
 }
@@ -187,6 +193,13 @@ func (x *Explainer) Explain(input string, line []byte, feed bool) Line {
 func (x *Explainer) counted(r *Rule, cr *config.Rule, e *parser.Event) {
 	for i, l := range cr.Labels {
 		r.Labels = append(r.Labels, Label{Name: l.Name, Value: string(e.Labels[i])})
+	}
+	if t := cr.Top; t != nil {
+		r.Top = &Label{Name: t.Label, Value: string(e.Items[t.Item-1])}
+	}
+	if cr.DistinctItem > 0 {
+		d := string(e.Items[cr.DistinctItem-1])
+		r.Distinct = &d
 	}
 	if cr.IsValueRule() {
 		v := e.Value

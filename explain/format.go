@@ -65,6 +65,12 @@ func writeRule(b *strings.Builder, r *Rule, shown map[string]bool) {
 	switch r.Outcome {
 	case "counted":
 		fmt.Fprintf(b, "  + %s%s", r.Name, labelText(r.Labels))
+		if r.Top != nil {
+			fmt.Fprintf(b, " top %s", labelText([]Label{*r.Top}))
+		}
+		if r.Distinct != nil {
+			fmt.Fprintf(b, " distinct %q", *r.Distinct)
+		}
 		if r.Value != nil {
 			fmt.Fprintf(b, " value %s", strconv.FormatFloat(*r.Value, 'g', -1, 64))
 		}

@@ -184,6 +184,10 @@ func copyCaptures(names []namedCapture, src []byte, caps []int) []Capture {
 func cloneEvent(e *Event) Event {
 	c := *e
 	c.Key = slices.Clone(e.Key)
+	c.Items = make([][]byte, len(e.Items))
+	for i, it := range e.Items {
+		c.Items[i] = slices.Clone(it)
+	}
 	c.Labels = make([][]byte, len(e.Labels))
 	start := 0
 	for i, l := range e.Labels {

@@ -14,6 +14,7 @@ import (
 	"html/template"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -54,6 +55,8 @@ var files embed.FS
 
 var page = template.Must(template.New("page.html").Funcs(template.FuncMap{
 	"join": strings.Join,
+	// quote shows a distinct text as Go quotes it, so bytes that are not text show too.
+	"quote": func(s *string) string { return strconv.Quote(*s) },
 }).ParseFS(files, "page.html"))
 
 // Register serves the page at / and the line tester at ExplainPath on mux.

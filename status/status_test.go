@@ -12,7 +12,8 @@ import (
 	"github.com/logwindow/logwindow_exporter/explain"
 )
 
-// fakeSource explains every line as counted by one rule with the line as its label.
+// fakeSource explains every line as counted by one rule with the line as its label, its
+// top value and its distinct text.
 type fakeSource struct {
 	cfg   *config.Config
 	input string // the input of the last line explained
@@ -22,8 +23,10 @@ func (f *fakeSource) Config() *config.Config { return f.cfg }
 
 func (f *fakeSource) Explain(input string, line []byte) explain.Line {
 	f.input = input
+	text := string(line)
 	return explain.Line{Input: input, Text: string(line), Counted: true, Rules: []explain.Rule{{
-		Name: "r", Outcome: "counted", Labels: []explain.Label{{Name: "l", Value: string(line)}},
+		Name: "r", Outcome: "counted", Labels: []explain.Label{{Name: "l", Value: text}},
+		Top: &explain.Label{Name: "t", Value: text}, Distinct: &text,
 		Fate: &explain.Fate{Placement: "placed"},
 	}}}
 }
@@ -50,6 +53,8 @@ func TestHandlers(t *testing.T) {
 		{"page by POST", http.MethodPost, "/", "", http.StatusMethodNotAllowed, ""},
 		{"tester by GET", http.MethodGet, ExplainPath, "", http.StatusMethodNotAllowed, "Use POST"},
 		{"tester", http.MethodPost, ExplainPath, "input=web&lines=a%0D%0Ab", http.StatusOK, `<code>l="b"</code>`},
+		{"tester shows the top value", http.MethodPost, ExplainPath, "input=web&lines=b", http.StatusOK, `<code class="top">t="b"</code>`},
+		{"tester shows the distinct text", http.MethodPost, ExplainPath, "input=web&lines=b", http.StatusOK, `<code class="distinct">&#34;b&#34;</code>`},
 		{"over the bound", http.MethodPost, ExplainPath, big, http.StatusRequestEntityTooLarge, "at most 1 MiB"},
 		{"bad form", http.MethodPost, ExplainPath, "lines=%zz", http.StatusBadRequest, "Bad form"},
 		{"too many lines", http.MethodPost, ExplainPath, "lines=" + strings.Repeat("x%0A", MaxExplainLines+1), http.StatusOK, "Only the first 100 lines"},
