@@ -7,7 +7,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"github.com/logwindow/logwindow_exporter/config"
 	"github.com/logwindow/logwindow_exporter/parser"
 )
 
@@ -30,15 +29,7 @@ rules:
 // rule's other families and the rules without distinct: are as before, and the scrape is
 // lint-clean.
 func TestDistinctFamily(t *testing.T) {
-	cfg, err := config.Parse([]byte(distinctRules), "rules.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := parser.New(cfg.Rules)
-	if err != nil {
-		t.Fatal(err)
-	}
-	set := mustSet(t, cfg, nil)
+	p, set := parserSet(t, distinctRules)
 	k := set.NewSink()
 	long := strings.Repeat("a", parser.MaxLabelValueLen)
 	// Two minutes ago: 30 clients of 2xx, each three times, and one 5xx client.

@@ -26,9 +26,11 @@ rules:
     labels: {method: '${method}'}
 `
 
-func parserSet(t testing.TB) (*parser.Parser, *Set) {
+// parserSet loads rules and returns their parser and a new Set, for tests feeding lines
+// through parser, sink and collector.
+func parserSet(t testing.TB, rules string) (*parser.Parser, *Set) {
 	t.Helper()
-	cfg, err := config.Parse([]byte(parserRules), "rules.yaml")
+	cfg, err := config.Parse([]byte(rules), "rules.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,7 +42,7 @@ func parserSet(t testing.TB) (*parser.Parser, *Set) {
 }
 
 func TestParserToCollector(t *testing.T) {
-	p, set := parserSet(t)
+	p, set := parserSet(t, parserRules)
 	k := set.NewSink()
 	k.SetNow(start, start)
 	for _, l := range []string{"GET 200 0.5", "GET 200 1.5", "GET 200 1.2.3", "POST 500 0.25", "not a request"} {
@@ -98,7 +100,7 @@ func (c keyCheck) Event(e *parser.Event) {
 // BenchmarkParseAndStore is a line through the parser into the store, both rules matching:
 // the store's share of the per-line cost next to BenchmarkSinkEvent.
 func BenchmarkParseAndStore(b *testing.B) {
-	p, set := parserSet(b)
+	p, set := parserSet(b, parserRules)
 	k := set.NewSink()
 	lines := [][]byte{[]byte("GET 200 0.5"), []byte("GET 404 0.01"), []byte("POST 201 1.25"), []byte("GET 200 0.75")}
 	b.ReportAllocs()

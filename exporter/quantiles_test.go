@@ -8,9 +8,6 @@ import (
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
-
-	"github.com/logwindow/logwindow_exporter/config"
-	"github.com/logwindow/logwindow_exporter/parser"
 )
 
 const quantileRules = `
@@ -31,15 +28,7 @@ rules:
 // a window without values has no quantiles, a NaN is dropped as bad_number, and the whole
 // scrape is lint-clean.
 func TestQuantileFamilies(t *testing.T) {
-	cfg, err := config.Parse([]byte(quantileRules), "rules.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := parser.New(cfg.Rules)
-	if err != nil {
-		t.Fatal(err)
-	}
-	set := mustSet(t, cfg, nil)
+	p, set := parserSet(t, quantileRules)
 	k := set.NewSink()
 	// 200s: 2..401 ms two minutes ago and 0 and 5 s now; 500s only long ago.
 	var old []float64

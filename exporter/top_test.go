@@ -7,9 +7,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	dto "github.com/prometheus/client_model/go"
-
-	"github.com/logwindow/logwindow_exporter/config"
-	"github.com/logwindow/logwindow_exporter/parser"
 )
 
 const topRules = `
@@ -27,15 +24,7 @@ rules:
 // path's pair sorted among the others; the next scrape shows other paths as the traffic
 // moves; and the scrape is lint-clean.
 func TestTopFamily(t *testing.T) {
-	cfg, err := config.Parse([]byte(topRules), "rules.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := parser.New(cfg.Rules)
-	if err != nil {
-		t.Fatal(err)
-	}
-	set := mustSet(t, cfg, nil)
+	p, set := parserSet(t, topRules)
 	k := set.NewSink()
 	feed := func(at int64, lines map[string]int) {
 		k.SetNow(at, at)
