@@ -124,6 +124,18 @@ var histogramSeries = []string{"_bucket", "_sum", "_count"}
 // without a `quantiles:` key.
 var DefaultQuantiles = []float64{0.5, 0.9, 0.99}
 
+// Suffix returns the family suffix of the aggregation of this `aggregations:` name, as the
+// table has it ("max" → "_window_max"), for code that writes queries over the families;
+// "" for a name whose families depend on the rule (quantiles) or that is not in the table.
+func Suffix(aggregation string) string {
+	for _, a := range aggregationTable {
+		if a.name == aggregation && len(a.suffixes) == 1 {
+			return a.suffixes[0]
+		}
+	}
+	return ""
+}
+
 // aggregationNames are the `aggregations:` values, in table order.
 func aggregationNames() []string {
 	var names []string

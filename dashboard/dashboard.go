@@ -231,26 +231,26 @@ func (b *builder) rule(r *config.Rule) {
 	a := r.Aggregations
 	if a.Window {
 		b.add(stat(r.Name+" in $window", "The rule's sum over the window, all series and instances.",
-			sumUnit, "sum("+family("_window")+")"), 6, 8)
+			sumUnit, "sum("+family(config.Suffix("window"))+")"), 6, 8)
 	}
 	if a.PerSecond {
 		b.add(timeseries("Per second over $window", "The window's sum divided by its seconds, by the rule's labels: each point is the mean rate over the window ending there.",
-			rateUnit, target1("sum"+grouping+" ("+family("_window_per_second")+")", legend)), 9, 8)
+			rateUnit, target1("sum"+grouping+" ("+family(config.Suffix("per_second"))+")", legend)), 9, 8)
 	}
 	if a.Events {
 		b.add(timeseries("Lines in $window", "Matched lines in the window (the sum counts their values).",
-			"short", target1("sum"+grouping+" ("+family("_window_events")+")", legend)), 9, 8)
+			"short", target1("sum"+grouping+" ("+family(config.Suffix("events"))+")", legend)), 9, 8)
 	}
 	if a.Max || a.Min || a.Mean {
 		var ts []target
 		if a.Max {
-			ts = append(ts, target{Expr: "max" + grouping + " (" + family("_window_max") + ")", Legend: "max " + legend})
+			ts = append(ts, target{Expr: "max" + grouping + " (" + family(config.Suffix("max")) + ")", Legend: "max " + legend})
 		}
 		if a.Mean {
-			ts = append(ts, target{Expr: "avg" + grouping + " (" + family("_window_mean") + ")", Legend: "mean " + legend})
+			ts = append(ts, target{Expr: "avg" + grouping + " (" + family(config.Suffix("mean")) + ")", Legend: "mean " + legend})
 		}
 		if a.Min {
-			ts = append(ts, target{Expr: "min" + grouping + " (" + family("_window_min") + ")", Legend: "min " + legend})
+			ts = append(ts, target{Expr: "min" + grouping + " (" + family(config.Suffix("min")) + ")", Legend: "min " + legend})
 		}
 		b.add(timeseries("Max, mean, min over $window", "Of the values the window's lines carried; over several instances, the mean is the average of their means.", sumUnit, ts...), 12, 8)
 	}
@@ -280,7 +280,7 @@ func (b *builder) rule(r *config.Rule) {
 			"Each instance exports its own top values, each at most its window's total/(capacity+1) below the true sum: a value under an instance's k-th is missing from that instance's share.", sumUnit, q), 12, 8)
 	}
 	if len(r.Labels) > 0 && a.Window {
-		t := target{Expr: "topk(10, sum" + grouping + " (" + family("_window") + "))", Legend: legend, Instant: true, Format: "table"}
+		t := target{Expr: "topk(10, sum" + grouping + " (" + family(config.Suffix("window")) + "))", Legend: legend, Instant: true, Format: "table"}
 		b.add(table("Top 10 in $window", "The label sets with the largest sums over the window.", sumUnit, t), 12, 8)
 	}
 }
