@@ -68,18 +68,24 @@ func BenchmarkSinkEventParallel(b *testing.B) {
 	})
 }
 
-// BenchmarkCollect is one scrape of 10,000 series × 5 windows: the rule families written
-// as text (WriteText, to io.Discard and through gzip at its fastest level), and the
-// self-metrics gathered by a registry. allocs/sample is the allocations of one scrape per
-// sample written.
-func BenchmarkCollect(b *testing.B) {
+// scrapeSet is the scrape benchmarks' store: 10,000 path series × 5 windows fed over an
+// hour, and the second they are read at.
+func scrapeSet(b *testing.B) (*Set, int64) {
 	const series = 10000
 	set := mustSet(b, testConfig(series, countRule("http_requests", defaultWindows, "method", "status", "path")), nil)
 	k := set.NewSink()
 	for i := range series {
 		feed(k, []line{{labels: []string{"GET", fmt.Sprint(200 + i%5), fmt.Sprintf("/api/v1/items/%d", i)}, now: start + int64(i%3600)}})
 	}
-	now := int64(start + 3600)
+	return set, start + 3600
+}
+
+// BenchmarkCollect is one scrape of 10,000 series × 5 windows: the rule families written
+// as text (WriteText, to io.Discard and through gzip at its fastest level), and the
+// self-metrics gathered by a registry. allocs/sample is the allocations of one scrape per
+// sample written.
+func BenchmarkCollect(b *testing.B) {
+	set, now := scrapeSet(b)
 	c := collectorAt(fixed(set), &now)
 	var text bytes.Buffer
 	if err := c.WriteText(&text, nil, nil); err != nil {
@@ -150,13 +156,7 @@ func (p pooled) Close() error {
 // fastest level with the standard library and with klauspost/compress, which the handler
 // uses: the ratio of their CPU times is why.
 func BenchmarkCompress(b *testing.B) {
-	const series = 10000
-	set := mustSet(b, testConfig(series, countRule("http_requests", defaultWindows, "method", "status", "path")), nil)
-	k := set.NewSink()
-	for i := range series {
-		feed(k, []line{{labels: []string{"GET", fmt.Sprint(200 + i%5), fmt.Sprintf("/api/v1/items/%d", i)}, now: start + int64(i%3600)}})
-	}
-	now := int64(start + 3600)
+	set, now := scrapeSet(b)
 	var text bytes.Buffer
 	if err := collectorAt(fixed(set), &now).WriteText(&text, nil, nil); err != nil {
 		b.Fatal(err)

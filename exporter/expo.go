@@ -509,28 +509,12 @@ func (t *textWriter) sample(name string, before []byte, window string, after []b
 		t.writeHeader()
 	}
 	b := append(*t.buf, name...)
-	sep := byte('{')
-	if len(before) > 0 {
-		b = append(b, sep)
-		b = append(b, before...)
-		sep = ','
-	}
-	if window != "" {
-		b = append(b, sep)
-		b = append(b, window...)
-		sep = ','
-	}
-	if len(after) > 0 {
-		b = append(b, sep)
-		b = append(b, after...)
-		sep = ','
-	}
-	if extra != "" {
-		b = append(b, sep)
-		b = append(b, extra...)
-		sep = ','
-	}
-	if sep == ',' {
+	n := len(b)
+	b = appendPairs(b, n, before)
+	b = appendPairs(b, n, window)
+	b = appendPairs(b, n, after)
+	b = appendPairs(b, n, extra)
+	if len(b) > n {
 		b = append(b, '}')
 	}
 	b = append(b, ' ')
@@ -539,6 +523,19 @@ func (t *textWriter) sample(name string, before []byte, window string, after []b
 	if len(*t.buf) >= flushAt {
 		_ = t.flush()
 	}
+}
+
+// appendPairs appends label pairs to a sample line whose name ends at b[:n]: after '{'
+// when they are the first, else after ','; nothing when pairs is empty.
+func appendPairs[P string | []byte](b []byte, n int, pairs P) []byte {
+	if len(pairs) == 0 {
+		return b
+	}
+	sep := byte(',')
+	if len(b) == n {
+		sep = '{'
+	}
+	return append(append(b, sep), pairs...)
 }
 
 // appendFloat writes v as the text format does: Go's shortest representation, with +Inf,
