@@ -69,7 +69,7 @@ func (rd *ruleDecoder) top(e entry, r *Rule) {
 	} else if t.K, ok = rd.wholeNumber(ke, "top: k", 1, maxTopCapacity); !ok {
 		valid = false
 	}
-	t.Capacity = min(100*t.K, max(maxTopCapacity, t.K))
+	t.Capacity = min(100*t.K, maxTopCapacity) // k is at most maxTopCapacity
 	if ce, ok := find(entries, "capacity"); ok {
 		c, ok := rd.wholeNumber(ce, "top: capacity", 1, maxTopCapacity)
 		switch {

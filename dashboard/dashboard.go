@@ -265,7 +265,7 @@ func (b *builder) rule(r *config.Rule) {
 	if len(r.Buckets) > 0 {
 		buckets := "sum by (le) (" + family(config.HistogramSuffix+"_bucket") + ")"
 		var ts []target
-		for _, q := range []float64{0.5, 0.9, 0.99} {
+		for _, q := range config.DefaultQuantiles {
 			ts = append(ts, target{Expr: fmt.Sprintf("histogram_quantile(%v, %s)", q, buckets), Legend: strings.TrimPrefix(config.QuantileSuffix(q), "_window_")})
 		}
 		b.add(timeseries("Fleet-wide quantiles over $window", "From every instance's window histogram (buckets add up across instances; never rate() them): histogram_quantile's estimate, as exact as the buckets.", sumUnit, ts...), 12, 8)

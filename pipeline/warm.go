@@ -42,8 +42,9 @@ func (p *Pipeline) warmStart(ci config.Input) func(path string, file io.ReaderAt
 		processing, wall := p.clock.read()
 		sink.SetNow(processing, wall)
 		name := g.inputName(ci.Source())
-		from := backfillFrom(file, end, p.opts.BackfillBytes, wall-longest, g.parser, name, p.opts.MaxLineBytes)
-		lines := readLines(file, from, end, p.opts.MaxLineBytes, func(line []byte) { g.parser.Parse(name, line, sink) })
+		maxLine := maxLineBytes(p.opts)
+		from := backfillFrom(file, end, p.opts.BackfillBytes, wall-longest, g.parser, name, maxLine)
+		lines := readLines(file, from, end, maxLine, func(line []byte) { g.parser.Parse(name, line, sink) })
 		p.opts.Logger.Info("warm start: windows of event-time rules filled from the end of the file",
 			"path", path, "from", from, "to", end, "lines", lines)
 	}
@@ -97,9 +98,6 @@ func (s *timeSink) Drop(int, parser.DropReason) {}
 // is inside a line (not at 0 and not after a newline) and lines longer than maxLine; it
 // returns the number of lines handed on. A read error ends it: a warm start is best effort.
 func readLines(file io.ReaderAt, from, to int64, maxLine int, h func(line []byte)) int {
-	if maxLine <= 0 {
-		maxLine = 64 << 10
-	}
 	skip := false
 	if from > 0 {
 		var b [1]byte

@@ -384,9 +384,6 @@ func (s *bins) seal() {
 		return
 	}
 	w := widthFor(top)
-	if w > maxPacked {
-		w = 64
-	}
 	if first == 0 && last == s.len()-1 && w == s.width && cap(s.b) == len(s.b) {
 		return // as small as it gets
 	}
@@ -474,9 +471,6 @@ func (s *bins) cover(lo, hi int32) {
 // layout makes the run cover the n bins from lo, which include the current run, with
 // counts w ≥ s.width bits wide, keeping the counts; in place when b's capacity allows.
 func (s *bins) layout(lo int32, n int, w uint8) {
-	if w > maxPacked {
-		w = 64
-	}
 	size := (n*int(w) + 7) / 8
 	old, oldW, oldN := s.b, uint(s.width), uint(s.n)
 	shift := uint(s.lo - lo)
@@ -514,4 +508,10 @@ func (s *bins) layout(lo int32, n int, w uint8) {
 	}
 }
 
-func widthFor(x uint64) uint8 { return uint8(bits.Len64(x)) }
+// widthFor is the width a count of x needs: its bits while they can be packed, else 64.
+func widthFor(x uint64) uint8 {
+	if w := uint8(bits.Len64(x)); w <= maxPacked {
+		return w
+	}
+	return 64
+}

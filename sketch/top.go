@@ -195,7 +195,7 @@ func (t *Top) Top(k int, atLeast float64, dst []TopValue) []TopValue {
 		return dst
 	}
 	for _, c := range t.counts {
-		if c.count < atLeast || c.count <= 0 {
+		if c.count < atLeast {
 			continue
 		}
 		v := TopValue{c.item, c.count}
