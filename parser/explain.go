@@ -126,7 +126,7 @@ func (p *Parser) Explain(input string, line []byte) *Explanation {
 				res.Outcome = Malformed
 			case !matched:
 				if prefix == nil {
-					prefix = longestPrefix(g.re, line)
+					prefix = longestPrefix(g.prog(), line)
 				}
 				res.Outcome, res.Prefix = NoMatch, prefix
 			default:

@@ -127,7 +127,7 @@ func TestExplainPrefix(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			p := longestPrefix(regexp.MustCompile(c.re), []byte(c.line))
+			p := longestPrefix(program(regexp.MustCompile(c.re)), []byte(c.line))
 			var caps []string
 			for _, cp := range p.Captures {
 				caps = append(caps, cp.Name+"="+string(cp.Value))
@@ -147,7 +147,7 @@ func TestExplainPrefix(t *testing.T) {
 // TestExplainTruncatesLongLines: the prefix search follows at most MaxPrefixBytes.
 func TestExplainTruncatesLongLines(t *testing.T) {
 	line := strings.Repeat("a", MaxPrefixBytes+10) + "!"
-	p := longestPrefix(regexp.MustCompile(`^a+$`), []byte(line))
+	p := longestPrefix(program(regexp.MustCompile(`^a+$`)), []byte(line))
 	if !p.Truncated || p.End != MaxPrefixBytes {
 		t.Errorf("got end %d truncated %v, want end %d truncated", p.End, p.Truncated, MaxPrefixBytes)
 	}

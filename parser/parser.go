@@ -11,7 +11,6 @@ package parser
 
 import (
 	"fmt"
-	"regexp"
 	"slices"
 	"sync"
 	"time"
@@ -102,8 +101,9 @@ type Parser struct {
 // one structured format, which share one read of the line.
 type group struct {
 	m compiled
-	// re is the regex m runs, for Explain; nil for a fields group.
-	re *regexp.Regexp
+	// prog is the regex m runs as a syntax program, for Explain, compiled on its first
+	// use and then kept; nil for a fields group.
+	prog func() *regexProgram
 	// fields is set for a group of fields rules (m is then unused), ex once built.
 	fields *fieldsGroup
 	ex     extractor
@@ -167,7 +167,7 @@ func build(rules []*config.Rule, fast bool) (*Parser, error) {
 			gi = len(p.groups)
 			byRegex[key] = gi
 			if cr.Regexp != nil {
-				p.groups = append(p.groups, group{m: compile(cr.Regexp, fast), re: cr.Regexp})
+				p.groups = append(p.groups, group{m: compile(cr.Regexp, fast), prog: sync.OnceValue(func() *regexProgram { return program(cr.Regexp) })})
 			} else {
 				p.groups = append(p.groups, group{fields: &fieldsGroup{format: cr.Format}})
 			}

@@ -61,8 +61,16 @@ type prefixRun struct {
 	failed     []syntax.EmptyOp
 }
 
-// longestPrefix computes the Prefix of line for re (see Prefix); re does not match line.
-func longestPrefix(re *regexp.Regexp, line []byte) *Prefix {
+// regexProgram is a regex as longestPrefix follows it: its syntax program and the names
+// of its groups.
+type regexProgram struct {
+	prog  *syntax.Prog
+	names []string
+}
+
+// program compiles re for longestPrefix; nil if it cannot, which a compiled regexp never
+// gives.
+func program(re *regexp.Regexp) *regexProgram {
 	tree, err := syntax.Parse(re.String(), syntax.Perl)
 	if err != nil {
 		return nil
@@ -71,6 +79,16 @@ func longestPrefix(re *regexp.Regexp, line []byte) *Prefix {
 	if err != nil {
 		return nil
 	}
+	return &regexProgram{prog: prog, names: re.SubexpNames()}
+}
+
+// longestPrefix computes the Prefix of line for the program of a regex that does not match
+// line (see Prefix); nil without a program.
+func longestPrefix(rp *regexProgram, line []byte) *Prefix {
+	if rp == nil {
+		return nil
+	}
+	prog := rp.prog
 	out := &Prefix{}
 	if len(line) > MaxPrefixBytes {
 		line, out.Truncated = line[:MaxPrefixBytes], true
@@ -102,7 +120,7 @@ func longestPrefix(re *regexp.Regexp, line []byte) *Prefix {
 	}
 	out.Start, out.End = run.start, run.end
 	out.Expected = run.expected()
-	names := re.SubexpNames()
+	names := rp.names
 	open := -1
 	for i := 1; i < len(names) && 2*i+1 < len(run.caps); i++ {
 		start, end := run.caps[2*i], run.caps[2*i+1]
