@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -95,8 +97,16 @@ func linesRead(b *testing.B, g prometheus.Gatherer) float64 {
 
 // BenchmarkBytesPerSeries is the heap one series takes in the store (map entry, label
 // values, totals and the wheels of the default windows) for a counting rule: the rule
-// labelled by URL path is fed until it holds its budget of 10,000 series.
+// labelled by URL path is fed until it holds its budget of 10,000 series, by one input, or
+// by two that write the same label sets (each then has a part of every series, with
+// wheels of its own).
 func BenchmarkBytesPerSeries(b *testing.B) {
+	for _, inputs := range []int{1, 2} {
+		b.Run(fmt.Sprintf("inputs=%d", inputs), func(b *testing.B) { bytesPerSeries(b, inputs) })
+	}
+}
+
+func bytesPerSeries(b *testing.B, inputs int) {
 	const budget = 10000
 	path, cfg, counts := benchLog(b, 100000, benchConfig{pathRule: true, maxSeries: budget})
 	series := counts.pathSeries(budget)
@@ -122,10 +132,12 @@ func BenchmarkBytesPerSeries(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		sink := set.NewSink()
-		sink.SetNow(now, now)
-		for _, l := range lines {
-			p.Parse("nginx", l, sink)
+		for range inputs {
+			sink := set.NewSink()
+			sink.SetNow(now, now)
+			for _, l := range lines {
+				p.Parse("nginx", l, sink)
+			}
 		}
 		runtime.GC()
 		runtime.ReadMemStats(&after)
@@ -133,4 +145,64 @@ func BenchmarkBytesPerSeries(b *testing.B) {
 		runtime.KeepAlive(set)
 	}
 	b.ReportMetric(perSeries, "B/series")
+}
+
+// BenchmarkInputsOneSet is the parser and store of the live path without the follower:
+// GOMAXPROCS goroutines (set with -cpu) each parse the same 200,000-line log into one Set
+// through a sink of their own, as inputs whose lines have the same label sets do. One op is
+// every goroutine's pass; ns/line is wall time per line read in all, CPU-ns/line the
+// process' CPU time per line. Compare -cpu 1 with -cpu 2 within one run:
+//
+//	go test -run '^$' -bench InputsOneSet -cpu 1,2 ./bench
+func BenchmarkInputsOneSet(b *testing.B) {
+	const lines = 200000
+	path, cfg, _ := benchLog(b, lines, benchConfig{})
+	data, err := os.ReadFile(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	log := bytes.Split(bytes.TrimSuffix(data, []byte("\n")), []byte("\n"))
+	p, err := parser.New(cfg.Rules)
+	if err != nil {
+		b.Fatal(err)
+	}
+	inputs := runtime.GOMAXPROCS(0)
+	now := time.Now().Unix()
+	var cpu time.Duration
+	for b.Loop() {
+		b.StopTimer()
+		set, err := exporter.NewSet(cfg, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		runtime.GC()
+		cpu0 := processCPU(b)
+		b.StartTimer()
+		var wg sync.WaitGroup
+		for range inputs {
+			sink := set.NewSink()
+			wg.Go(func() {
+				sink.SetNow(now, now)
+				for _, l := range log {
+					p.Parse("nginx", l, sink)
+				}
+			})
+		}
+		wg.Wait()
+		b.StopTimer()
+		cpu += processCPU(b) - cpu0
+		b.StartTimer()
+	}
+	all := float64(b.N * inputs * len(log))
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/all, "ns/line")
+	b.ReportMetric(float64(cpu.Nanoseconds())/all, "CPU-ns/line")
+}
+
+// processCPU is the CPU time the process used so far, user and system.
+func processCPU(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

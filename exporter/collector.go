@@ -157,7 +157,7 @@ func (c *Collector) collectRule(e emitter, set *Set, r *ruleEntry, buf []*series
 	all, matched := st.snapshot(buf)
 	held := 0
 	for _, s := range all {
-		matched += s.lines.Load()
+		matched += s.lines()
 		if st.gone(s, now, r.budget.ttl) {
 			continue
 		}

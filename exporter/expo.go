@@ -173,6 +173,10 @@ type ruleRead struct {
 	// for the rules whose window label does not sort after every other label.
 	order [][2]int32
 	sums  []windows.Summary
+	// partStats and partSums hold a series' second and later parts as read, before they
+	// are merged into stats and sums (partSums is made on the first such part of a read).
+	partStats []windows.Stats
+	partSums  []windows.Summary
 	// tops are the samples of the top values' family, sorted as it is written.
 	tops   []topSample
 	topBuf []sketch.TopValue
@@ -227,7 +231,7 @@ func (c *Collector) read(set *Set, x *ruleRead, r *ruleEntry) {
 	}
 	x.values = slices.Grow(x.values[:0], n*nw*summaryFams)[:n*nw*summaryFams]
 	x.hists = slices.Grow(x.hists[:0], n*nw*histWidth)[:n*nw*histWidth]
-	x.sums = x.sums[:0]
+	x.sums, x.partSums = x.sums[:0], nil
 	if f.summaries {
 		x.sums = st.layout.NewSummaries()
 	}
@@ -249,12 +253,11 @@ func (c *Collector) read(set *Set, x *ruleRead, r *ruleEntry) {
 		}
 		x.cuts = append(x.cuts, len(x.labels))
 		x.totals[i] = st.total(s)
-		w := s.win.Load()
-		x.live[i] = w != nil && !st.stale(s, now, r.budget.ttl)
+		x.live[i] = st.live(s, now)
 		if !x.live[i] {
 			continue
 		}
-		stats := w.Read(now, since, x.stats[i*nw:i*nw])
+		stats := st.read(s, now, since, x.stats[i*nw:i*nw], &x.partStats)
 		if len(stats) != nw {
 			// A layout always reads one Stats per window; anything else is not exported.
 			x.live[i] = false
@@ -263,7 +266,7 @@ func (c *Collector) read(set *Set, x *ruleRead, r *ruleEntry) {
 		if x.sums == nil {
 			continue
 		}
-		w.ReadSummaries(now, x.sums)
+		st.readSummaries(s, now, x.sums, &x.partSums)
 		kinds := len(x.sums) / nw
 		for wi := range nw {
 			sums := x.sums[wi*kinds : (wi+1)*kinds]

@@ -110,11 +110,10 @@ func TestScrapeChangesNothing(t *testing.T) {
 	})
 	st := set.rules[0].store
 	state := func() map[string]bool { // label set → has wheels
-		st.mu.RLock()
-		defer st.mu.RUnlock()
+		defer st.rlock().RUnlock()
 		out := map[string]bool{}
 		for k, s := range st.series {
-			out[k] = s.win.Load() != nil
+			out[k] = s.own.win.Load() != nil
 		}
 		return out
 	}

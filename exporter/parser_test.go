@@ -90,8 +90,7 @@ type keyCheck struct {
 func (c keyCheck) Event(e *parser.Event) {
 	c.Sink.Event(e)
 	st := c.rules[e.Rule].store
-	st.mu.RLock()
-	defer st.mu.RUnlock()
+	defer st.rlock().RUnlock()
 	if st.series[string(e.Key)] == nil {
 		c.t.Errorf("rule %d: no series under the parser's key %q", e.Rule, e.Key)
 	}

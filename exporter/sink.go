@@ -10,17 +10,20 @@ import (
 // A Sink is bound to the Set that made it, because parser.Event.Rule indexes the rules of
 // one config: the caller pairs a Sink with the parser built from the same config and, on
 // a reload, switches to a new pair, never a parser of one config with a Sink of another.
-// A Sink is not safe for concurrent use; give each input goroutine its own.
+// A Sink is not safe for concurrent use; give each input goroutine its own. Sinks are dealt
+// to the stores' shards in turn (see series), so that inputs writing the same label sets on
+// different cores do not contend.
 type Sink struct {
 	rules            []ruleEntry
 	processing, wall int64
+	shard            uint8
 	// backfill: a warm start's sink (NewBackfillSink).
 	backfill bool
 }
 
 // NewSink returns a Sink writing to s.
 func (s *Set) NewSink() *Sink {
-	return &Sink{rules: s.rules}
+	return &Sink{rules: s.rules, shard: s.nextShard()}
 }
 
 // NewBackfillSink returns a Sink for a warm start: lines a file held before the exporter
@@ -30,7 +33,7 @@ func (s *Set) NewSink() *Sink {
 // reset for rate()), and not into processing-time rules, whose lines have no time of
 // their own to be placed by.
 func (s *Set) NewBackfillSink() *Sink {
-	return &Sink{rules: s.rules, backfill: true}
+	return &Sink{rules: s.rules, backfill: true, shard: s.nextShard()}
 }
 
 // SetNow sets, in Unix seconds, the clocks the events that follow are placed and judged by,
@@ -48,7 +51,7 @@ func (k *Sink) Event(e *parser.Event) {
 		return
 	}
 	now, at := k.clocks(e)
-	r.store.observe(e.Key, e.Labels, now, at, e.Value, e.Items, r.budget, k.backfill)
+	r.store.observe(e.Key, e.Labels, now, at, e.Value, e.Items, r.budget, k.backfill, k.shard)
 }
 
 // clocks gives the second e is judged at and the second it belongs to.
@@ -93,9 +96,10 @@ func (k *Sink) Judge(e *parser.Event) Fate {
 	case st.tooOld(now, at):
 		f.Placement = windows.Late
 	}
-	st.mu.RLock()
+	lock := &st.locks[k.shard]
+	lock.RLock()
 	s := st.series[string(e.Key)]
 	f.Folded = s == nil && string(e.Key) != st.overflowKey && st.normal >= r.budget.limit && f.Placement != windows.Late
-	st.mu.RUnlock()
+	lock.RUnlock()
 	return f
 }

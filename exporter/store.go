@@ -7,9 +7,20 @@
 // Set; the Collector reads the current Set at scrape time. A reload builds a new Set that
 // takes over the stores of unchanged rules, so their windows survive.
 //
-// Idle series are expired by the scrape, which visits every series anyway: no goroutine,
-// no timer, and a window read after any gap is still right because the wheels catch up on
-// read. Between scrapes the budget alone bounds memory.
+// Idle series are expired by Set.Expire, which the pipeline calls now and then; a scrape
+// changes nothing, judging idleness itself, and a window read after any gap is still right
+// because the wheels catch up on read. Between two Expires the budget bounds memory.
+//
+// # Writers on several cores
+//
+// Inputs read on goroutines of their own, and often write the same label sets (a busy
+// nginx's method and status). So that they do not contend, a store has shards of writers
+// (sinks are dealt to them in turn): a line takes only its shard's read lock, and writes
+// only its shard's part of the series: its own wheels and counters, in cache lines of its
+// own. The part of the shard that made the series is inline; another shard's is made, with
+// wheels, on that shard's first line to it. Readers (scrapes, expiry, the budget's
+// eviction order) merge the parts: totals and window sums add up, extrema and summaries
+// merge. Making or removing a series takes every shard's write lock.
 //
 // # Counters outlive windows
 //
@@ -45,7 +56,7 @@
 // recent ones, and those old lines belong in its `_total`. Such a series is idle from birth
 // until a recent line arrives, so it must not keep a live label set out of the budget: when
 // a new label set finds the budget full, idle series are reaped there and then, not only at
-// the next scrape (at most once per second, or per quarter budget of new label sets, since
+// the next Expire (at most once per second, or per quarter budget of new label sets, since
 // it walks every series). A label set whose first line is late starts as a kept counter
 // (no wheels), so it is the first to give way. Only a late line of a new label set that
 // finds the budget full creates no series (nor goes to the overflow series, whose windows
@@ -96,6 +107,14 @@ type Set struct {
 	oldest *atomic.Int64
 	// mem is the process-wide bound on series memory, shared likewise.
 	mem *memory
+	// sinks counts the sinks made, to deal them to shards in turn; shared likewise, so
+	// that the sinks inputs take after a reload stay on shards of their own.
+	sinks *atomic.Uint32
+}
+
+// nextShard is the shard of a new sink.
+func (s *Set) nextShard() uint8 {
+	return uint8((s.sinks.Add(1) - 1) % numShards)
 }
 
 // memory is what the series of every rule take, estimated, and --series.max-bytes:
@@ -154,7 +173,12 @@ type store struct {
 	overflowKey    string
 	overflowLabels []string
 
-	mu     sync.RWMutex
+	// locks guard series, one per shard of writers: a sink read-locks only its shard's, so
+	// that writers on different cores do not share the lock's reader count; changing the map
+	// takes them all (lockAll), so any one of them is enough to read it. They are allocated
+	// on their own, which puts them at a multiple of their size and so each in a cache
+	// line of its own, away from the fields every writer reads.
+	locks  *[numShards]shardLock
 	series map[string]*series
 	// normal counts the series other than the overflow one; it is what the budget limits.
 	normal int
@@ -183,10 +207,52 @@ type store struct {
 	memFolds atomic.Uint64
 }
 
+// numShards is how many shards of writers a store has: each sink writes to the parts and
+// takes the lock of its own shard (sinks are dealt to shards in turn, so the few inputs of
+// a process each have one), and two sinks that share a shard are merely slower.
+const numShards = 8
+
+// cacheLine is the size that keeps what different writers change in different cache lines.
+const cacheLine = 64
+
+// shardLock is a shard's lock, alone in its cache line.
+type shardLock struct {
+	sync.RWMutex
+	_ [cacheLine - unsafe.Sizeof(sync.RWMutex{})]byte
+}
+
+// lockAll takes every shard's write lock: what changing the map or the parts' wheels takes.
+func (st *store) lockAll() {
+	for i := range st.locks {
+		st.locks[i].Lock()
+	}
+}
+
+func (st *store) unlockAll() {
+	for i := range st.locks {
+		st.locks[i].Unlock()
+	}
+}
+
+// rlock takes a read lock that is enough to read the map; readers outside the write path
+// (scrapes, expiry) use the first shard's.
+func (st *store) rlock() *shardLock {
+	l := &st.locks[0]
+	l.RLock()
+	return l
+}
+
 // seriesOverhead is a series' heap besides its label values and wheels: the series, its
 // labels slice header and its map entry (the map grows by doubling: measured by
 // TestMaxBytes and BenchmarkMaxBytes20Rules).
 const seriesOverhead = int64(unsafe.Sizeof(series{})) + 176
+
+// Heap a series takes for a second writing shard: the table of the other shards' parts
+// (once) and each such part.
+const (
+	othersBytes  = int64(unsafe.Sizeof(others{}))
+	farPartBytes = int64(unsafe.Sizeof(farPart{}))
+)
 
 // charge adds n bytes to the store's and the process' series memory.
 func (st *store) charge(n int64) {
@@ -199,41 +265,152 @@ func (st *store) seriesCost(keyLen, labels int) int64 {
 	return seriesOverhead + int64(keyLen) + 16*int64(labels) + st.wheelBytes
 }
 
-// series is one label set of a rule.
+// heldBytes is what s is charged now: its cost, less the wheels of its first part if it
+// has none, plus its other parts and their wheels. The store's write locks are held, so
+// no part or wheels come or go meanwhile.
+func (st *store) heldBytes(s *series) int64 {
+	n := st.seriesCost(len(s.key), len(s.labels)) - st.wheelBytes
+	if o := s.others.Load(); o != nil {
+		n += othersBytes
+		for i := range o {
+			if o[i].Load() != nil {
+				n += farPartBytes
+			}
+		}
+	}
+	for p := range s.parts {
+		if p.win.Load() != nil {
+			n += st.wheelBytes
+		}
+	}
+	return n
+}
+
+// series is one label set of a rule. Its state is kept in parts, one per shard of writers
+// that wrote to it, merged by the readers: a line touches only its own shard's part, so
+// inputs on different cores writing the same label set do not share its cache lines. The
+// part of the shard that created the series is inline; the others are made on their
+// shard's first line.
 type series struct {
+	seriesHead
+	_   [cacheLine - unsafe.Sizeof(seriesHead{})%cacheLine]byte
+	own part
+	// The padding makes a series 128 bytes, a size the allocator places at multiples of
+	// 128, so that the part is in a cache line of its own.
+	_ [cacheLine - unsafe.Sizeof(part{})%cacheLine]byte
+}
+
+// seriesHead is what writers of every shard read and none changes on the way of a line.
+type seriesHead struct {
 	key    string
 	labels []string // substrings of key: no second copy of the values
-	// win holds the wheels; nil while the series is a kept counter. It is set to nil only
-	// under the store's write lock, and set by a line under the read lock (by CAS), so a
-	// line is never added to wheels that are being released.
+	// others holds the parts of the shards other than owner's; nil until one writes.
+	others atomic.Pointer[others]
+	// owner is the shard of the inline part.
+	owner uint8
+	// pinned series (a label-less rule's, initial label sets) never expire.
+	pinned bool
+}
+
+// others are a series' parts of the shards other than its owner's, indexed by shard.
+type others [numShards]atomic.Pointer[farPart]
+
+// farPart is a part made by a shard after the series, in a cache line of its own.
+type farPart struct {
+	part
+	_ [cacheLine - unsafe.Sizeof(part{})%cacheLine]byte
+}
+
+// part is one shard's share of a series.
+type part struct {
+	// win holds the wheels; nil while the part is a kept counter. It is set to nil only
+	// under the store's write locks, and set by a line under its shard's read lock (by
+	// CAS), so a line is never added to wheels that are being released.
 	win   atomic.Pointer[windows.Series]
 	lines atomic.Uint64
 	sum   atomic.Uint64 // float64 bits; value rules only
 	// last is the second of the newest line: what the counter TTL and the eviction order
 	// of a kept counter go by (while it has wheels, theirs is newest placed line's).
 	last atomic.Int64
-	// pinned series (a label-less rule's, initial label sets) never expire.
-	pinned bool
 }
 
-// newSeries returns a series with no line yet; it has wheels unless kept.
-func newSeries(key string, labels []string, layout *windows.Layout, kept bool) *series {
-	s := &series{key: key, labels: labels}
-	s.last.Store(math.MinInt64)
+// newSeries returns a series with no line yet, its part owned by shard; it has wheels
+// unless kept.
+func newSeries(key string, labels []string, layout *windows.Layout, kept bool, shard uint8) *series {
+	s := &series{seriesHead: seriesHead{key: key, labels: labels, owner: shard}}
+	s.own.last.Store(math.MinInt64)
 	if !kept {
-		s.win.Store(layout.NewSeries())
+		s.own.win.Store(layout.NewSeries())
 	}
 	return s
 }
 
+// parts yields the parts of s.
+func (s *series) parts(yield func(*part) bool) {
+	if !yield(&s.own) {
+		return
+	}
+	if o := s.others.Load(); o != nil {
+		for i := range o {
+			if p := o[i].Load(); p != nil && !yield(&p.part) {
+				return
+			}
+		}
+	}
+}
+
+// part returns shard's part of s, or nil if it has none yet.
+func (s *series) part(shard uint8) *part {
+	if shard == s.owner {
+		return &s.own
+	}
+	if o := s.others.Load(); o != nil {
+		if p := o[shard].Load(); p != nil {
+			return &p.part
+		}
+	}
+	return nil
+}
+
+// partFor returns shard's part of s, making it (a kept counter: no wheels yet) on the
+// shard's first line; the shard's read lock is held, and sinks sharing the shard may race
+// to make it.
+func (st *store) partFor(s *series, shard uint8) *part {
+	if p := s.part(shard); p != nil {
+		return p
+	}
+	o := s.others.Load()
+	if o == nil {
+		if s.others.CompareAndSwap(nil, new(others)) {
+			st.charge(othersBytes)
+		}
+		o = s.others.Load()
+	}
+	p := new(farPart)
+	p.last.Store(math.MinInt64)
+	if o[shard].CompareAndSwap(nil, p) {
+		st.charge(farPartBytes)
+	}
+	return &o[shard].Load().part
+}
+
 // raiseLast moves the last line's second of a kept counter forward to t.
-func (s *series) raiseLast(t int64) {
+func (p *part) raiseLast(t int64) {
 	for {
-		old := s.last.Load()
-		if t <= old || s.last.CompareAndSwap(old, t) {
+		old := p.last.Load()
+		if t <= old || p.last.CompareAndSwap(old, t) {
 			return
 		}
 	}
+}
+
+// last is the second of the newest line of s (math.MinInt64 before any).
+func (s *series) last() int64 {
+	last := int64(math.MinInt64)
+	for p := range s.parts {
+		last = max(last, p.last.Load())
+	}
+	return last
 }
 
 // NewSet builds the state for cfg without a memory bound; see NewSetWith.
@@ -254,13 +431,14 @@ func NewSetWith(cfg *config.Config, prev *Set, opts SetOptions) (*Set, error) {
 	oldest := new(atomic.Int64)
 	oldest.Store(math.MaxInt64)
 	mem := new(memory)
+	sinks := new(atomic.Uint32)
 	if prev != nil {
-		oldest, mem = prev.oldest, prev.mem
+		oldest, mem, sinks = prev.oldest, prev.mem, prev.sinks
 		for _, r := range prev.rules {
 			inherit[r.store.fingerprint] = r.store
 		}
 	}
-	s := &Set{rules: make([]ruleEntry, 0, len(cfg.Rules)), oldest: oldest, mem: mem}
+	s := &Set{rules: make([]ruleEntry, 0, len(cfg.Rules)), oldest: oldest, mem: mem, sinks: sinks}
 	var errs []error
 	for _, r := range cfg.Rules {
 		if r.Layout == nil {
@@ -327,6 +505,7 @@ func newStore(r *config.Rule, oldest *atomic.Int64, mem *memory) *store {
 		overflowKey:    strings.Join(overflow, parser.KeySep),
 		overflowLabels: overflow,
 		series:         map[string]*series{},
+		locks:          new([numShards]shardLock),
 	}
 	// The one series of a label-less rule has the overflow series' key (no values), which
 	// keeps it out of the budget as it always was.
@@ -346,7 +525,7 @@ func newStore(r *config.Rule, oldest *atomic.Int64, mem *memory) *store {
 // pin creates a series that exists from the start and never expires; config refuses
 // duplicate initial label sets and more of them than the budget.
 func (st *store) pin(key string, values []string) {
-	s := newSeries(key, values, st.layout, false)
+	s := newSeries(key, values, st.layout, false, 0)
 	st.charge(st.seriesCost(len(key), len(values)))
 	s.pinned = true
 	st.series[key] = s
@@ -355,18 +534,20 @@ func (st *store) pin(key string, values []string) {
 	}
 }
 
-// observe adds one event. The common case is one map lookup under the read lock and one
-// Add; the Add happens under the lock (read or write) so that expiry, which takes the
-// write lock, can never remove a series (or release its wheels) while an event is being
-// added to it. A backfilled event (warm start) goes into the windows only.
-func (st *store) observe(key []byte, labels [][]byte, now, at int64, v float64, items [][]byte, b budget, backfill bool) {
+// observe adds one event of a sink of shard. The common case is one map lookup under the
+// shard's read lock and one Add to the shard's part; the Add happens under the lock (read
+// or write) so that expiry, which takes the write locks, can never remove a series (or
+// release its wheels) while an event is being added to it. A backfilled event (warm start)
+// goes into the windows only.
+func (st *store) observe(key []byte, labels [][]byte, now, at int64, v float64, items [][]byte, b budget, backfill bool, shard uint8) {
 	limit := b.limit
-	st.mu.RLock()
+	lock := &st.locks[shard]
+	lock.RLock()
 	s := st.series[string(key)]
 	overBudget := s == nil && st.normal >= limit
 	full := overBudget || s == nil && st.mem.full(st.seriesCost(len(key), len(labels)))
 	if full && st.tooOld(now, at) {
-		st.mu.RUnlock()
+		lock.RUnlock()
 		if !backfill {
 			st.lateUnseated.Add(1)
 			st.late.Add(1)
@@ -384,23 +565,23 @@ func (st *store) observe(key []byte, labels [][]byte, now, at int64, v float64, 
 			folded = s != nil
 		}
 	}
-	if s != nil && st.idlePastTTL(s, now, b.ttl) {
+	if s != nil && st.idlePastTTL(s, shard, now, b.ttl) {
 		// A label set idle past the counter TTL is a new one (Expire may not have removed
 		// it yet): its total starts again, as a scrape stopped showing the old one.
-		st.mu.RUnlock()
-		st.create(key, labels, now, at, v, items, b, due, backfill)
+		lock.RUnlock()
+		st.create(key, labels, now, at, v, items, b, due, backfill, shard)
 		return
 	}
 	if s != nil {
-		st.add(s, now, at, v, items, backfill)
-		st.mu.RUnlock()
+		st.add(s, shard, now, at, v, items, backfill)
+		lock.RUnlock()
 		if folded && !backfill {
 			st.fold(!overBudget)
 		}
 		return
 	}
-	st.mu.RUnlock()
-	st.create(key, labels, now, at, v, items, b, due, backfill)
+	lock.RUnlock()
+	st.create(key, labels, now, at, v, items, b, due, backfill, shard)
 }
 
 // fold counts a line folded into the overflow series, by the memory bound or the budget.
@@ -424,7 +605,7 @@ func (st *store) reapDue(now int64, limit int) bool {
 	return now != st.reapedAt.Load() || st.foldsSinceReap.Add(1) >= int64(max(limit/4, 1))
 }
 
-// reap makes room at a full budget; st.mu is held for writing. It releases the wheels of
+// reap makes room at a full budget; the write locks are held. It releases the wheels of
 // idle series and removes kept counters past the TTL, then, if the budget is still full,
 // the least recently active kept counters: as many as new label sets asked for room since
 // the last reap (at least one, at most a quarter budget), so a burst of new label sets
@@ -449,21 +630,17 @@ func (st *store) reap(now int64, b budget, memFull bool) {
 	if evict <= 0 {
 		return
 	}
-	slices.SortFunc(kept, func(a, b *series) int { return cmp.Compare(a.last.Load(), b.last.Load()) })
+	slices.SortFunc(kept, func(a, b *series) int { return cmp.Compare(a.last(), b.last()) })
 	for _, s := range kept[:evict] {
 		st.remove(s)
 	}
 }
 
-// remove deletes s, keeping its lines in the matched count; st.mu is held for writing.
+// remove deletes s, keeping its lines in the matched count; the write locks are held.
 func (st *store) remove(s *series) {
 	delete(st.series, s.key)
-	cost := st.seriesCost(len(s.key), len(s.labels))
-	if s.win.Load() == nil {
-		cost -= st.wheelBytes
-	}
-	st.charge(-cost)
-	st.retired += s.lines.Load()
+	st.charge(-st.heldBytes(s))
+	st.retired += s.lines()
 	if s.key != st.overflowKey {
 		st.normal--
 	}
@@ -474,7 +651,7 @@ func (st *store) remove(s *series) {
 // write lock on the write side. It reaps at a full budget only when observe found a reap
 // due, so that reaps stay rate-limited when every new label set comes here (the overflow
 // series does not exist yet, or reaps keep making room for one label set at a time).
-func (st *store) create(rawKey []byte, labels [][]byte, now, at int64, v float64, items [][]byte, b budget, due, backfill bool) {
+func (st *store) create(rawKey []byte, labels [][]byte, now, at int64, v float64, items [][]byte, b budget, due, backfill bool, shard uint8) {
 	limit := b.limit
 	// Valid values (what the parser delivers) are looked up by the line's own key and copied
 	// only when a series is made for them, so a label set folded at the budget costs no
@@ -485,8 +662,8 @@ func (st *store) create(rawKey []byte, labels [][]byte, now, at int64, v float64
 	if cloned {
 		key, values = cloneLabels(labels)
 	}
-	st.mu.Lock()
-	defer st.mu.Unlock()
+	st.lockAll()
+	defer st.unlockAll()
 	var s *series
 	var isOverflow bool
 	if cloned {
@@ -530,7 +707,7 @@ func (st *store) create(rawKey []byte, labels [][]byte, now, at int64, v float64
 		// A label set whose first line is too old for every window starts as a kept
 		// counter: wheels would hold nothing.
 		kept := st.tooOld(now, at)
-		s = newSeries(key, values, st.layout, kept)
+		s = newSeries(key, values, st.layout, kept, shard)
 		cost := st.seriesCost(len(key), len(values))
 		if kept {
 			cost -= st.wheelBytes
@@ -541,7 +718,7 @@ func (st *store) create(rawKey []byte, labels [][]byte, now, at int64, v float64
 			st.normal++
 		}
 	}
-	st.add(s, now, at, v, items, backfill)
+	st.add(s, shard, now, at, v, items, backfill)
 	if folded && !backfill {
 		st.fold(!overBudget)
 	}
@@ -583,17 +760,18 @@ func cloneLabels(labels [][]byte) (string, []string) {
 	return key, values
 }
 
-// add counts one event of s: in its `_total` (unless backfilled) and in its wheels, which
-// a kept counter gets back unless the event is too old for every window.
-func (st *store) add(s *series, now, at int64, v float64, items [][]byte, backfill bool) {
+// add counts one event of s in shard's part: in its `_total` (unless backfilled) and in
+// its wheels, which a kept counter gets back unless the event is too old for every window.
+func (st *store) add(s *series, shard uint8, now, at int64, v float64, items [][]byte, backfill bool) {
+	p := st.partFor(s, shard)
 	if !backfill {
-		s.lines.Add(1)
+		p.lines.Add(1)
 		if st.value {
-			addFloat(&s.sum, v)
+			addFloat(&p.sum, v)
 		}
-		s.raiseLast(at)
+		p.raiseLast(at)
 	}
-	w := s.win.Load()
+	w := p.win.Load()
 	if w == nil {
 		if st.tooOld(now, at) {
 			if !backfill {
@@ -602,10 +780,10 @@ func (st *store) add(s *series, now, at int64, v float64, items [][]byte, backfi
 			return
 		}
 		w = st.layout.NewSeries()
-		if s.win.CompareAndSwap(nil, w) {
+		if p.win.CompareAndSwap(nil, w) {
 			st.charge(st.wheelBytes)
 		} else {
-			w = s.win.Load()
+			w = p.win.Load()
 		}
 	}
 	switch w.AddItems(now, at, v, items) {
@@ -648,24 +826,127 @@ func addFloat(u *atomic.Uint64, v float64) {
 	}
 }
 
+// lines is the number of lines of s.
+func (s *series) lines() uint64 {
+	var n uint64
+	for p := range s.parts {
+		n += p.lines.Load()
+	}
+	return n
+}
+
 // total is the `_total` of the series: the sum of values, or the line count.
 func (st *store) total(s *series) float64 {
-	if st.value {
-		return math.Float64frombits(s.sum.Load())
+	if !st.value {
+		return float64(s.lines())
 	}
-	return float64(s.lines.Load())
+	var sum float64
+	for p := range s.parts {
+		sum += math.Float64frombits(p.sum.Load())
+	}
+	return sum
 }
 
 // snapshot returns the live series and the matched lines not in them (those of expired
 // series and late lines that had no series), read together so that the rule's
 // matched-lines counter never goes back.
 func (st *store) snapshot(dst []*series) ([]*series, uint64) {
-	st.mu.RLock()
-	defer st.mu.RUnlock()
+	defer st.rlock().RUnlock()
 	for _, s := range st.series {
 		dst = append(dst, s)
 	}
 	return dst, st.retired + st.lateUnseated.Load()
+}
+
+// live reports whether s exports windows at now: it is pinned, or has wheels that had a
+// line within the longest window; else it is written as a kept counter.
+func (st *store) live(s *series, now int64) bool {
+	for p := range s.parts {
+		if st.wheels(s, p, now) != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// wheels returns the wheels of part p of s that are read at now: none when p has none or
+// they are idle past the longest window (they hold nothing then), unless s is pinned.
+func (st *store) wheels(s *series, p *part, now int64) *windows.Series {
+	w := p.win.Load()
+	if w == nil || !s.pinned && w.LastAdd() < now-st.layout.Longest() {
+		return nil
+	}
+	return w
+}
+
+// read appends to dst[:0] the Stats of every window of s at second now, its parts merged:
+// sums and counts added, the per-second rate that of the sum, extrema of all. Parts without
+// wheels to read (see wheels) are left out; more holds the other parts' reads.
+func (st *store) read(s *series, now, since int64, dst []windows.Stats, more *[]windows.Stats) []windows.Stats {
+	dst = dst[:0]
+	merged := false
+	for p := range s.parts {
+		w := st.wheels(s, p, now)
+		if w == nil {
+			continue
+		}
+		if len(dst) == 0 {
+			dst = w.Read(now, since, dst)
+			continue
+		}
+		*more = w.Read(now, since, (*more)[:0])
+		for i := range min(len(dst), len(*more)) {
+			d, m := &dst[i], (*more)[i]
+			d.Sum += m.Sum
+			d.Events += m.Events
+			d.Max, d.Min = extremum(d.Max, m.Max, true), extremum(d.Min, m.Min, false)
+		}
+		merged = true
+	}
+	if merged {
+		for i := range dst {
+			dst[i].PerSecond = st.layout.PerSecond(i, dst[i].Sum, now, since)
+		}
+	}
+	return dst
+}
+
+// extremum merges two maxima (or minima), either NaN when its window has no event.
+func extremum(a, b float64, isMax bool) float64 {
+	switch {
+	case math.IsNaN(a):
+		return b
+	case math.IsNaN(b):
+		return a
+	case isMax:
+		return max(a, b)
+	}
+	return min(a, b)
+}
+
+// readSummaries sets dst (made by the layout's NewSummaries) to the summaries of every
+// window of s at second now, its parts merged; more holds the other parts' reads (made on
+// the first series with two parts that are not idle).
+func (st *store) readSummaries(s *series, now int64, dst []windows.Summary, more *[]windows.Summary) {
+	first := true
+	for p := range s.parts {
+		w := st.wheels(s, p, now)
+		if w == nil {
+			continue
+		}
+		if first {
+			w.ReadSummaries(now, dst)
+			first = false
+			continue
+		}
+		if *more == nil {
+			*more = st.layout.NewSummaries()
+		}
+		w.ReadSummaries(now, *more)
+		for i, d := range dst {
+			d.Merge((*more)[i])
+		}
+	}
 }
 
 // stale reports whether s has something to expire at now: wheels idle for longer than the
@@ -674,10 +955,16 @@ func (st *store) stale(s *series, now, ttl int64) bool {
 	if s.pinned {
 		return false
 	}
-	if w := s.win.Load(); w != nil {
-		return w.LastAdd() < now-st.layout.Longest()
+	kept := true
+	for p := range s.parts {
+		if w := p.win.Load(); w != nil {
+			if w.LastAdd() < now-st.layout.Longest() {
+				return true
+			}
+			kept = false
+		}
 	}
-	return ttl > 0 && s.last.Load() < now-ttl
+	return kept && ttl > 0 && s.last() < now-ttl
 }
 
 // What settle did to a series.
@@ -687,29 +974,43 @@ const (
 	settledRemoved        // it was idle for longer than the TTL
 )
 
-// settle releases the wheels of s if idle and removes it if idle past ttl; st.mu is held
-// for writing and s is not pinned.
+// settle releases the idle wheels of s and removes it if idle past ttl; the write locks
+// are held and s is not pinned.
 func (st *store) settle(s *series, now, ttl int64) int {
-	if w := s.win.Load(); w != nil {
-		last := w.LastAdd()
-		if last >= now-st.layout.Longest() {
-			return settledLive
+	live := false
+	for p := range s.parts {
+		w := p.win.Load()
+		if w == nil {
+			continue
 		}
-		s.last.Store(last)
-		s.win.Store(nil)
-		st.charge(-st.wheelBytes)
+		if last := w.LastAdd(); last < now-st.layout.Longest() {
+			p.last.Store(last)
+			p.win.Store(nil)
+			st.charge(-st.wheelBytes)
+		} else {
+			live = true
+		}
 	}
-	if ttl > 0 && s.last.Load() < now-ttl {
+	switch {
+	case live:
+		return settledLive
+	case ttl > 0 && s.last() < now-ttl:
 		st.remove(s)
 		return settledRemoved
 	}
 	return settledKept
 }
 
-// idlePastTTL is a cheap first test of gone for the write path: no line of s is newer
-// than ttl (gone then reads its wheels).
-func (st *store) idlePastTTL(s *series, now, ttl int64) bool {
-	return ttl > 0 && !s.pinned && s.last.Load() < now-ttl && st.gone(s, now, ttl)
+// idlePastTTL is a cheap first test of gone for the write path: no line of shard's part
+// of s is newer than ttl (gone then reads every part).
+func (st *store) idlePastTTL(s *series, shard uint8, now, ttl int64) bool {
+	if ttl <= 0 || s.pinned {
+		return false
+	}
+	if p := s.part(shard); p != nil && p.last.Load() >= now-ttl {
+		return false
+	}
+	return st.gone(s, now, ttl)
 }
 
 // gone reports whether s is a kept counter idle past ttl at now, or would be one once
@@ -718,21 +1019,25 @@ func (st *store) gone(s *series, now, ttl int64) bool {
 	if s.pinned || ttl <= 0 {
 		return false
 	}
-	last := s.last.Load()
-	if w := s.win.Load(); w != nil {
-		if last = w.LastAdd(); last >= now-st.layout.Longest() {
-			return false
+	last := int64(math.MinInt64)
+	for p := range s.parts {
+		l := p.last.Load()
+		if w := p.win.Load(); w != nil {
+			if l = w.LastAdd(); l >= now-st.layout.Longest() {
+				return false
+			}
 		}
+		last = max(last, l)
 	}
 	return last < now-ttl
 }
 
 // expire releases the wheels of every series idle for longer than its longest window and
-// removes kept counters idle past ttl, under one write lock. Nothing reads a store
+// removes kept counters idle past ttl, under the write locks. Nothing reads a store
 // differently before and after (readers judge staleness themselves), so it only returns
 // memory.
 func (st *store) expire(now, ttl int64) {
-	st.mu.RLock()
+	lock := st.rlock()
 	due := false
 	for _, s := range st.series {
 		if st.stale(s, now, ttl) {
@@ -740,12 +1045,12 @@ func (st *store) expire(now, ttl int64) {
 			break
 		}
 	}
-	st.mu.RUnlock()
+	lock.RUnlock()
 	if !due {
 		return
 	}
-	st.mu.Lock()
-	defer st.mu.Unlock()
+	st.lockAll()
+	defer st.unlockAll()
 	for _, s := range st.series {
 		if !s.pinned {
 			st.settle(s, now, ttl)
@@ -772,7 +1077,6 @@ func (s *Set) Expire(processing, wall int64) {
 // count returns the number of series (with wheels or kept counters), the overflow series
 // included.
 func (st *store) count() int {
-	st.mu.RLock()
-	defer st.mu.RUnlock()
+	defer st.rlock().RUnlock()
 	return len(st.series)
 }

@@ -14,8 +14,9 @@ import (
 	"github.com/logwindow/logwindow_exporter/config"
 )
 
-// TestTwoInputsOneSeries: two inputs write the same series at once while scrapes run and
-// the rules are reloaded (the counting rule kept, another one changed back and forth);
+// TestTwoInputsOneSeries: two inputs write the same series (each its own part of them) at
+// once while scrapes and expiry run and the rules are reloaded (the counting rule kept,
+// another one changed back and forth);
 // once every line is read, each line is counted exactly once: in the kept rule's _total
 // per status and its 1h window, in its matched lines, and in the inputs' lines read.
 func TestTwoInputsOneSeries(t *testing.T) {
@@ -70,13 +71,14 @@ rules:
 		want[fmt.Sprint(200+j%3)] += 2 * rounds
 	}
 	done := make(chan struct{})
-	side.Go(func() { // scrapes
+	side.Go(func() { // scrapes and expiry
 		for {
 			select {
 			case <-done:
 				return
 			default:
 			}
+			p.Expire()
 			if _, err := scrape.Gather(); err != nil {
 				t.Error(err)
 				return

@@ -287,11 +287,18 @@ func (s *Series) Read(now, since int64, dst []Stats) []Stats {
 	for i := range l.wheels {
 		s.readWheel(i, now, dst)
 	}
-	observed := max(now-since+1, 1)
 	for i := range dst {
-		dst[i].PerSecond = dst[i].Sum / float64(min(l.secs[i], observed))
+		dst[i].PerSecond = l.PerSecond(i, dst[i].Sum, now, since)
 	}
 	return dst
+}
+
+// PerSecond is the per-second rate of a sum over window i (in Windows order) read at second
+// now, observed since second since, as Read computes it; a caller that adds the Stats of
+// several series read at now computes the rate of the sum with it.
+func (l *Layout) PerSecond(i int, sum float64, now, since int64) float64 {
+	observed := max(clampTime(now)-clampTime(since)+1, 1)
+	return sum / float64(min(l.secs[i], observed))
 }
 
 // readWheel fills the Stats of the windows wheel i serves, at second now ≥ s.t. It walks the
