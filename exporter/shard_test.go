@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/prometheus/common/expfmt"
+
+	"github.com/logwindow/logwindow_exporter/config"
 )
 
 // shardRules has a rule of every kind a series' parts are merged for: counts, sums with
@@ -45,10 +47,17 @@ rules:
 // summary's capacity, so that merged parts are exact and the texts equal byte for byte.
 // A series written by one sink gets no table of other parts.
 func TestShardsMergeAtRead(t *testing.T) {
-	for _, sinks := range []int{2, 3, 9} { // 9: two sinks share a shard
+	for _, sinks := range []int{2, 3, maxShards + 1} { // the last: two sinks share a shard
 		t.Run(fmt.Sprintf("%d sinks", sinks), func(t *testing.T) {
 			p, one := parserSet(t, shardRules)
-			_, many := parserSet(t, shardRules)
+			cfg, err := config.Parse([]byte(shardRules), "rules.yaml")
+			if err != nil {
+				t.Fatal(err)
+			}
+			many, err := NewSetWith(cfg, nil, SetOptions{shards: maxShards})
+			if err != nil {
+				t.Fatal(err)
+			}
 			k1 := one.NewSink()
 			ks := make([]*Sink, sinks)
 			for i := range ks {
@@ -150,8 +159,11 @@ func checkCharges(t *testing.T, set *Set) {
 func TestShardsConcurrent(t *testing.T) {
 	cfg := testConfig(20, countRule("requests", oneMin, "status"), valueRule("seconds", tenSec, "status"))
 	cfg.Global.CounterTTL = 2 * time.Minute
-	set := mustSet(t, cfg, nil)
-	const sinks, perSink = numShards + 1, 4000
+	set, err := NewSetWith(cfg, nil, SetOptions{shards: maxShards})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const sinks, perSink = maxShards + 1, 4000
 	var clock sync.Mutex
 	latest := int64(start)
 	var writers sync.WaitGroup

@@ -68,6 +68,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -107,14 +108,17 @@ type Set struct {
 	oldest *atomic.Int64
 	// mem is the process-wide bound on series memory, shared likewise.
 	mem *memory
-	// sinks counts the sinks made, to deal them to shards in turn; shared likewise, so
-	// that the sinks inputs take after a reload stay on shards of their own.
-	sinks *atomic.Uint32
+	// shards is the number of shards of writers of every store (see series), and sinks
+	// counts the sinks made, to deal them to shards in turn; both shared likewise, so that
+	// a store taken over has the shards of the Set it was made by, and the sinks inputs
+	// take after a reload stay on shards of their own.
+	shards int
+	sinks  *atomic.Uint32
 }
 
 // nextShard is the shard of a new sink.
 func (s *Set) nextShard() uint8 {
-	return uint8((s.sinks.Add(1) - 1) % numShards)
+	return uint8((s.sinks.Add(1) - 1) % uint32(s.shards))
 }
 
 // memory is what the series of every rule take, estimated, and --series.max-bytes:
@@ -137,6 +141,10 @@ type SetOptions struct {
 	// a new label set is folded into its rule's overflow series, as past the rule's budget.
 	// 0 is no bound.
 	MaxBytes int64
+	// shards is the number of shards of writers of a Set built without a previous one;
+	// 0 is one per processor (GOMAXPROCS), at most maxShards. Tests set it, so that their
+	// sinks have shards of their own whatever the machine.
+	shards int
 }
 
 // ruleEntry is one rule of a Set: the rule as this config defines it, its store (possibly
@@ -176,9 +184,10 @@ type store struct {
 	// locks guard series, one per shard of writers: a sink read-locks only its shard's, so
 	// that writers on different cores do not share the lock's reader count; changing the map
 	// takes them all (lockAll), so any one of them is enough to read it. They are allocated
-	// on their own, which puts them at a multiple of their size and so each in a cache
-	// line of its own, away from the fields every writer reads.
-	locks  *[numShards]shardLock
+	// on their own: a block of a multiple of 64 bytes (up to 512), which the allocator
+	// places at a multiple of its size, so that each lock is in a cache line of its own,
+	// away from the fields every writer reads.
+	locks  []shardLock
 	series map[string]*series
 	// normal counts the series other than the overflow one; it is what the budget limits.
 	normal int
@@ -207,10 +216,12 @@ type store struct {
 	memFolds atomic.Uint64
 }
 
-// numShards is how many shards of writers a store has: each sink writes to the parts and
-// takes the lock of its own shard (sinks are dealt to shards in turn, so the few inputs of
-// a process each have one), and two sinks that share a shard are merely slower.
-const numShards = 8
+// maxShards bounds the shards of writers of a store: one per processor (GOMAXPROCS), each
+// sink writing to the parts and taking the lock of its own shard (sinks are dealt to
+// shards in turn, so the few inputs of a process each have one while they are no more
+// than the processors); two sinks that share a shard are merely slower. With one
+// processor there is one shard, and a store is as it was without shards.
+const maxShards = 8
 
 // cacheLine is the size that keeps what different writers change in different cache lines.
 const cacheLine = 64
@@ -313,7 +324,7 @@ type seriesHead struct {
 }
 
 // others are a series' parts of the shards other than its owner's, indexed by shard.
-type others [numShards]atomic.Pointer[farPart]
+type others [maxShards]atomic.Pointer[farPart]
 
 // farPart is a part made by a shard after the series, in a cache line of its own.
 type farPart struct {
@@ -372,13 +383,10 @@ func (s *series) part(shard uint8) *part {
 	return nil
 }
 
-// partFor returns shard's part of s, making it (a kept counter: no wheels yet) on the
+// newPart returns shard's part of s, making it (a kept counter: no wheels yet) on the
 // shard's first line; the shard's read lock is held, and sinks sharing the shard may race
 // to make it.
-func (st *store) partFor(s *series, shard uint8) *part {
-	if p := s.part(shard); p != nil {
-		return p
-	}
+func (st *store) newPart(s *series, shard uint8) *part {
 	o := s.others.Load()
 	if o == nil {
 		if s.others.CompareAndSwap(nil, new(others)) {
@@ -432,13 +440,17 @@ func NewSetWith(cfg *config.Config, prev *Set, opts SetOptions) (*Set, error) {
 	oldest.Store(math.MaxInt64)
 	mem := new(memory)
 	sinks := new(atomic.Uint32)
+	shards := opts.shards
+	if shards <= 0 {
+		shards = min(runtime.GOMAXPROCS(0), maxShards)
+	}
 	if prev != nil {
-		oldest, mem, sinks = prev.oldest, prev.mem, prev.sinks
+		oldest, mem, sinks, shards = prev.oldest, prev.mem, prev.sinks, prev.shards
 		for _, r := range prev.rules {
 			inherit[r.store.fingerprint] = r.store
 		}
 	}
-	s := &Set{rules: make([]ruleEntry, 0, len(cfg.Rules)), oldest: oldest, mem: mem, sinks: sinks}
+	s := &Set{rules: make([]ruleEntry, 0, len(cfg.Rules)), oldest: oldest, mem: mem, shards: shards, sinks: sinks}
 	var errs []error
 	for _, r := range cfg.Rules {
 		if r.Layout == nil {
@@ -450,7 +462,7 @@ func NewSetWith(cfg *config.Config, prev *Set, opts SetOptions) (*Set, error) {
 			// One store serves one rule, even if two rules had equal fingerprints.
 			delete(inherit, r.Fingerprint)
 		} else {
-			st = newStore(r, oldest, mem)
+			st = newStore(r, oldest, mem, shards)
 		}
 		fam, err := newFamilies(r, st.layout.Windows())
 		if err != nil {
@@ -489,7 +501,7 @@ func prevHas(prev *Set, st *store) bool {
 	return false
 }
 
-func newStore(r *config.Rule, oldest *atomic.Int64, mem *memory) *store {
+func newStore(r *config.Rule, oldest *atomic.Int64, mem *memory, shards int) *store {
 	overflow := make([]string, len(r.Labels))
 	for i := range overflow {
 		overflow[i] = OverflowValue
@@ -505,7 +517,7 @@ func newStore(r *config.Rule, oldest *atomic.Int64, mem *memory) *store {
 		overflowKey:    strings.Join(overflow, parser.KeySep),
 		overflowLabels: overflow,
 		series:         map[string]*series{},
-		locks:          new([numShards]shardLock),
+		locks:          make([]shardLock, shards),
 	}
 	// The one series of a label-less rule has the overflow series' key (no values), which
 	// keeps it out of the budget as it always was.
@@ -763,7 +775,10 @@ func cloneLabels(labels [][]byte) (string, []string) {
 // add counts one event of s in shard's part: in its `_total` (unless backfilled) and in
 // its wheels, which a kept counter gets back unless the event is too old for every window.
 func (st *store) add(s *series, shard uint8, now, at int64, v float64, items [][]byte, backfill bool) {
-	p := st.partFor(s, shard)
+	p := s.part(shard)
+	if p == nil {
+		p = st.newPart(s, shard)
+	}
 	if !backfill {
 		p.lines.Add(1)
 		if st.value {
@@ -1004,9 +1019,11 @@ func (st *store) settle(s *series, now, ttl int64) int {
 // idlePastTTL is a cheap first test of gone for the write path: no line of shard's part
 // of s is newer than ttl (gone then reads every part).
 func (st *store) idlePastTTL(s *series, shard uint8, now, ttl int64) bool {
-	if ttl <= 0 || s.pinned {
-		return false
-	}
+	return ttl > 0 && !s.pinned && st.partIdlePastTTL(s, shard, now, ttl)
+}
+
+// partIdlePastTTL is idlePastTTL past its first tests, which are inlined.
+func (st *store) partIdlePastTTL(s *series, shard uint8, now, ttl int64) bool {
 	if p := s.part(shard); p != nil && p.last.Load() >= now-ttl {
 		return false
 	}
