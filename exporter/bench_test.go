@@ -70,14 +70,43 @@ func BenchmarkSinkEventParallel(b *testing.B) {
 
 // scrapeSet is the scrape benchmarks' store: 10,000 path series × 5 windows fed over an
 // hour, and the second they are read at.
-func scrapeSet(b *testing.B) (*Set, int64) {
+func scrapeSet(b *testing.B) (*Set, int64) { return scrapeSetOf(b, 1) }
+
+// scrapeSetOf is scrapeSet fed by inputs sinks, each on a shard of its own and writing
+// every series, which then has a part per input.
+func scrapeSetOf(b *testing.B, inputs int) (*Set, int64) {
 	const series = 10000
-	set := mustSet(b, testConfig(series, countRule("http_requests", defaultWindows, "method", "status", "path")), nil)
-	k := set.NewSink()
-	for i := range series {
-		feed(k, []line{{labels: []string{"GET", fmt.Sprint(200 + i%5), fmt.Sprintf("/api/v1/items/%d", i)}, now: start + int64(i%3600)}})
+	cfg := testConfig(series, countRule("http_requests", defaultWindows, "method", "status", "path"))
+	set, err := NewSetWith(cfg, nil, SetOptions{shards: inputs})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for range inputs {
+		k := set.NewSink()
+		for i := range series {
+			feed(k, []line{{labels: []string{"GET", fmt.Sprint(200 + i%5), fmt.Sprintf("/api/v1/items/%d", i)}, now: start + int64(i%3600)}})
+		}
 	}
 	return set, start + 3600
+}
+
+// BenchmarkCollectParts is BenchmarkCollect's text scrape of series written by one input,
+// and by two whose parts a scrape reads and merges.
+func BenchmarkCollectParts(b *testing.B) {
+	for _, inputs := range []int{1, 2} {
+		b.Run(fmt.Sprintf("inputs=%d", inputs), func(b *testing.B) {
+			set, now := scrapeSetOf(b, inputs)
+			c := collectorAt(fixed(set), &now)
+			b.ReportAllocs()
+			cpu := cpuTime()
+			for b.Loop() {
+				if err := c.WriteText(io.Discard, nil, nil); err != nil {
+					b.Fatal(err)
+				}
+			}
+			reportCPU(b, cpu)
+		})
+	}
 }
 
 // BenchmarkCollect is one scrape of 10,000 series × 5 windows: the rule families written
