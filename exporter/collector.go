@@ -162,7 +162,7 @@ func (c *Collector) collectRule(e emitter, set *Set, r *ruleEntry, buf []*series
 			continue
 		}
 		held++
-		if len(s.labels) != len(r.fam.names) {
+		if len(s.labels) != len(r.rule.Labels) {
 			// WriteText leaves it out: counted here, once per scrape.
 			c.failed.Add(1)
 		}

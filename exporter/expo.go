@@ -56,7 +56,10 @@ func (c *Collector) Read(keep func(name string) bool) *Scrape {
 		return s
 	}
 	free := *s.spare
-	for _, rt := range c.plan(set) {
+	plan := c.plan(set)
+	// Rules whose families cannot be named are left out, counted once per scrape.
+	c.failed.Add(uint64(plan.unnamed))
+	for _, rt := range plan.rules {
 		if keep != nil && !keep(rt.name) {
 			continue
 		}
@@ -71,7 +74,7 @@ func (c *Collector) Read(keep func(name string) bool) *Scrape {
 			x = new(ruleRead)
 			*s.spare = append(*s.spare, x)
 		}
-		c.read(set, x, rt.rule)
+		c.read(set, x, rt.rule, rt.fam)
 		s.reads[rt.rule] = x
 	}
 	return s
@@ -123,32 +126,42 @@ func (s *Scrape) Write(w io.Writer, gathered []*dto.MetricFamily) error {
 type ruleText struct {
 	name string
 	rule *ruleEntry
-	// f is the family; nil for the rule's `_total`.
-	f *family
+	// fam are the rule's families, f the one written; f is nil for the rule's `_total`.
+	fam *families
+	f   *family
 }
 
-// textPlan caches a Set's families in name order.
+// textPlan caches a Set's families in name order: the store knows its rules, what they
+// are called in the exposition is the Collector's.
 type textPlan struct {
 	set   *Set
 	rules []ruleText
+	// unnamed counts the rules whose families could not be built (config refuses such
+	// rules: a label named like the window label, or twice), which are not written.
+	unnamed int
 }
 
 // plan returns the families of set in name order, built once per Set.
-func (c *Collector) plan(set *Set) []ruleText {
+func (c *Collector) plan(set *Set) *textPlan {
 	if p := c.textPlan.Load(); p != nil && p.set == set {
-		return p.rules
+		return p
 	}
-	var out []ruleText
+	p := &textPlan{set: set}
 	for i := range set.rules {
 		r := &set.rules[i]
-		out = append(out, ruleText{name: r.fam.total.name, rule: r})
-		for j := range r.fam.windowed {
-			out = append(out, ruleText{name: r.fam.windowed[j].name, rule: r, f: &r.fam.windowed[j]})
+		fam, err := newFamilies(r.rule, r.store.layout.Windows())
+		if err != nil {
+			p.unnamed++
+			continue
+		}
+		p.rules = append(p.rules, ruleText{name: fam.total.name, rule: r, fam: &fam})
+		for j := range fam.windowed {
+			p.rules = append(p.rules, ruleText{name: fam.windowed[j].name, rule: r, fam: &fam, f: &fam.windowed[j]})
 		}
 	}
-	slices.SortStableFunc(out, func(a, b ruleText) int { return strings.Compare(a.name, b.name) })
-	c.textPlan.Store(&textPlan{set: set, rules: out})
-	return out
+	slices.SortStableFunc(p.rules, func(a, b ruleText) int { return strings.Compare(a.name, b.name) })
+	c.textPlan.Store(p)
+	return p
 }
 
 // ruleRead is one rule read at one instant: its exported series in label order, with the
@@ -204,9 +217,9 @@ func (c *Collector) clocks(set *Set, r *ruleEntry) (now, since int64) {
 	return c.opts.Now(), c.opts.Start
 }
 
-// read fills x with rule r of set as it is now.
-func (c *Collector) read(set *Set, x *ruleRead, r *ruleEntry) {
-	st, f := r.store, &r.fam
+// read fills x with rule r of set, whose families are f, as it is now.
+func (c *Collector) read(set *Set, x *ruleRead, r *ruleEntry, f *families) {
+	st := r.store
 	now, since := c.clocks(set, r)
 	all, _ := st.snapshot(x.series[:0])
 	// Kept counters past the TTL are not exported (Expire removes them); series whose
@@ -399,7 +412,7 @@ func (x *ruleRead) after(i int) []byte  { return x.labels[x.cuts[3*i+1]:x.cuts[3
 
 // write writes one family of a rule read into x.
 func write(t *textWriter, rt *ruleText, x *ruleRead) {
-	f := &rt.rule.fam
+	f := rt.fam
 	if rt.f == nil {
 		t.header(rt.name, f.total.help, "counter")
 		for i := range x.series {

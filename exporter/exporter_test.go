@@ -421,6 +421,24 @@ http_requests_total{status="200"} 1
 # TYPE logwindow_collect_errors_total counter
 logwindow_collect_errors_total 1
 `,
+	}, {
+		name:   "a rule whose families cannot be named (config refuses it) is left out and counted, the others are written",
+		budget: 100,
+		rules:  []*config.Rule{countRule("bad", oneMin, "window"), countRule("http_requests", oneMin, "status")},
+		lines: []line{
+			{rule: 0, labels: []string{"x"}, now: 1000},
+			{rule: 1, labels: []string{"200"}, now: 1000},
+		},
+		now:   1000,
+		names: []string{"bad_total", "bad_window", "http_requests_total", "logwindow_collect_errors_total"},
+		want: `
+# HELP http_requests_total Requests. Matched lines since the exporter started.
+# TYPE http_requests_total counter
+http_requests_total{status="200"} 1
+# HELP logwindow_collect_errors_total Series (once per scrape) and self-metrics left out of scrapes because they could not be exported.
+# TYPE logwindow_collect_errors_total counter
+logwindow_collect_errors_total 1
+`,
 	}}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -598,7 +616,6 @@ func TestNewSetErrors(t *testing.T) {
 		rule *config.Rule
 		want string
 	}{
-		{"label named window", countRule("http_requests", oneMin, "window"), `rule "http_requests": duplicate label names`},
 		{"no layout", noLayout, `rule "http_requests": no window layout`},
 	}
 	for _, tc := range cases {

@@ -147,13 +147,12 @@ type SetOptions struct {
 	shards int
 }
 
-// ruleEntry is one rule of a Set: the rule as this config defines it, its store (possibly
-// inherited) and the descriptors of its families.
+// ruleEntry is one rule of a Set: the rule as this config defines it and its store
+// (possibly inherited). What the rule's families are called is the Collector's.
 type ruleEntry struct {
 	rule   *config.Rule
 	budget budget
 	store  *store
-	fam    families
 }
 
 // budget is what a config says about how long and how many series a store keeps; it is
@@ -464,13 +463,8 @@ func NewSetWith(cfg *config.Config, prev *Set, opts SetOptions) (*Set, error) {
 		} else {
 			st = newStore(r, oldest, mem, shards)
 		}
-		fam, err := newFamilies(r, st.layout.Windows())
-		if err != nil {
-			errs = append(errs, fmt.Errorf("rule %q: %w", r.Name, err))
-			continue
-		}
 		b := budget{limit: cfg.Global.MaxSeriesPerRule, ttl: int64(cfg.Global.CounterTTL / time.Second)}
-		s.rules = append(s.rules, ruleEntry{rule: r, budget: b, store: st, fam: fam})
+		s.rules = append(s.rules, ruleEntry{rule: r, budget: b, store: st})
 	}
 	if err := errors.Join(errs...); err != nil {
 		for _, r := range s.rules {
