@@ -58,14 +58,9 @@ func TestBackfill(t *testing.T) {
 			if err := os.WriteFile(filepath.Join(dir, "b.log"), []byte("new\n"), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			a, err := os.OpenFile(old, os.O_APPEND|os.O_WRONLY, 0)
-			if err != nil {
+			if _, err := create(t, old).WriteString("three\n"); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := a.WriteString("three\n"); err != nil {
-				t.Fatal(err)
-			}
-			a.Close()
 			want := 2
 			if fromBeginning {
 				want = 4

@@ -51,14 +51,9 @@ func TestChunk(t *testing.T) {
 	if first[0] < 1 || first[99] != first[0] {
 		t.Errorf("the first 100 lines, one read, saw chunks %d..%d, want one chunk", first[0], first[99])
 	}
-	file, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
-	if err != nil {
+	if _, err := create(t, path).WriteString("y\n"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := file.WriteString("y\n"); err != nil {
-		t.Fatal(err)
-	}
-	file.Close()
 	if got := wait(101); got[100] <= got[99] {
 		t.Errorf("a line written later saw chunk %d, the earlier ones %d", got[100], got[99])
 	}
