@@ -79,6 +79,7 @@ func New(cfg *config.Config, opts Options) ([]byte, error) {
 			IconColor: "rgba(0, 211, 255, 1)", Name: "Annotations & Alerts", Type: "dashboard",
 		}}},
 		Templating: templating{List: variables(cfg)},
+		Links:      []any{},
 	}
 	out, err := json.MarshalIndent(d, "", "  ")
 	if err != nil {
@@ -131,9 +132,9 @@ func variables(cfg *config.Config) []variable {
 	}
 	job, instance := labelValues("", "job"), labelValues(`{job=~"$job"}`, "instance")
 	return []variable{
-		{Name: "datasource", Label: "Data source", Type: "datasource", Query: "prometheus", Current: &current0{}, Refresh: 1, Options: []option{}},
-		{Name: "job", Label: "Job", Type: "query", Datasource: ds, Definition: job.Query, Query: job, Current: &current0{}, Refresh: 2, Sort: 1, Options: []option{}},
-		{Name: "instance", Label: "Instance", Type: "query", Datasource: ds, Definition: instance.Query, Query: instance, Current: &current0{}, Refresh: 2, Sort: 1, IncludeAll: true, AllValue: ".+", Multi: true, Options: []option{}},
+		{Name: "datasource", Label: "Data source", Type: "datasource", Query: "prometheus", Refresh: 1, Options: []option{}},
+		{Name: "job", Label: "Job", Type: "query", Datasource: ds, Query: job, Refresh: 2, Sort: 1, Options: []option{}},
+		{Name: "instance", Label: "Instance", Type: "query", Datasource: ds, Query: instance, Refresh: 2, Sort: 1, IncludeAll: true, AllValue: ".+", Multi: true, Options: []option{}},
 		{
 			Name: "window", Label: "Window", Type: "custom", Query: strings.Join(texts, ","),
 			Current:     &current0{Selected: true, Text: current, Value: current},
@@ -358,7 +359,7 @@ type (
 		Editable      bool        `json:"editable"`
 		GraphTooltip  int         `json:"graphTooltip"`
 		ID            *int        `json:"id"`
-		Links         []any       `json:"links"`
+		Links         []any       `json:"links"` // Grafana's schema: an array, never null
 		Panels        []panel     `json:"panels"`
 		Refresh       string      `json:"refresh"`
 		SchemaVersion int         `json:"schemaVersion"`
@@ -395,21 +396,22 @@ type (
 		List []variable `json:"list"`
 	}
 	variable struct {
-		Name        string    `json:"name"`
-		Label       string    `json:"label"`
-		Description string    `json:"description,omitempty"`
-		Type        string    `json:"type"`
-		Datasource  *ref      `json:"datasource,omitempty"`
-		Definition  string    `json:"definition,omitempty"`
-		Query       any       `json:"query"`
-		Current     *current0 `json:"current"`
-		Hide        int       `json:"hide"`
-		Refresh     int       `json:"refresh,omitempty"`
-		Sort        int       `json:"sort,omitempty"`
-		IncludeAll  bool      `json:"includeAll"`
-		AllValue    string    `json:"allValue,omitempty"`
-		Multi       bool      `json:"multi"`
-		Options     []option  `json:"options"`
+		Name        string `json:"name"`
+		Label       string `json:"label"`
+		Description string `json:"description,omitempty"`
+		Type        string `json:"type"`
+		Datasource  *ref   `json:"datasource,omitempty"`
+		Query       any    `json:"query"`
+		// Current is left out when Grafana is to choose: the schema's VariableOption has
+		// text and value.
+		Current    *current0 `json:"current,omitempty"`
+		Hide       int       `json:"hide"`
+		Refresh    int       `json:"refresh,omitempty"`
+		Sort       int       `json:"sort,omitempty"`
+		IncludeAll bool      `json:"includeAll"`
+		AllValue   string    `json:"allValue,omitempty"`
+		Multi      bool      `json:"multi"`
+		Options    []option  `json:"options"`
 	}
 	variableQuery struct {
 		QryType int    `json:"qryType"`
@@ -418,8 +420,8 @@ type (
 	}
 	current0 struct {
 		Selected bool   `json:"selected,omitempty"`
-		Text     string `json:"text,omitempty"`
-		Value    string `json:"value,omitempty"`
+		Text     string `json:"text"`
+		Value    string `json:"value"`
 	}
 	option struct {
 		Selected bool   `json:"selected"`

@@ -19,6 +19,10 @@ import (
 	dashgen "github.com/logwindow/logwindow_exporter/dashboard"
 )
 
+// grafanaSchemaDir is where, under the user's cache directory, .ci/run installs the npm
+// packages TestDashboardGrafanaSchema uses.
+const grafanaSchemaDir = "logwindow/grafana-schema-13.2.3"
+
 // testVars are the variable values the tests give the dashboard.
 var testVars = Vars{Job: "nginx", Instance: ".+", Window: "5m", RateInterval: "1m"}
 
@@ -303,4 +307,38 @@ func queryMetricNames(t *testing.T) map[string][]string {
 		add("variable "+v.Name, string(v.Query))
 	}
 	return names
+}
+
+// TestDashboardGrafanaSchema type-checks grafana-dashboard.json against Grafana's own
+// dashboard schema, the Dashboard type of the npm package @grafana/schema, with
+// TypeScript's compiler: the JSON is written as a literal of that type, so a required field
+// missing, a value of the wrong type or a field the schema does not have fails the check.
+// They are looked for in the node_modules of $LOGWINDOW_GRAFANA_SCHEMA, by default
+// grafanaSchemaDir under the user's cache directory, where .ci/run installs them with npm;
+// without them the test is skipped, or fails under LOGWINDOW_E2E=1.
+func TestDashboardGrafanaSchema(t *testing.T) {
+	dir := os.Getenv("LOGWINDOW_GRAFANA_SCHEMA")
+	if cache, err := os.UserCacheDir(); dir == "" && err == nil {
+		dir = filepath.Join(cache, grafanaSchemaDir)
+	}
+	modules := filepath.Join(dir, "node_modules")
+	if _, err := os.Stat(filepath.Join(modules, "@grafana", "schema", "package.json")); err != nil {
+		if e2e {
+			t.Fatalf("no @grafana/schema in %s with LOGWINDOW_E2E=1: .ci/run installs it", modules)
+		}
+		t.Skipf("no @grafana/schema in %s (npm install --prefix %s typescript @grafana/schema)", modules, dir)
+	}
+	node := needTool(t, "node", "nodejs")
+	work := t.TempDir()
+	if err := os.Symlink(modules, filepath.Join(work, "node_modules")); err != nil {
+		t.Fatal(err)
+	}
+	check := "import type { Dashboard } from '@grafana/schema';\nexport const dashboard: Dashboard = " + string(DashboardJSON) + ";\n"
+	tsconfig := `{"compilerOptions": {"strict": true, "noEmit": true, "module": "nodenext", "moduleResolution": "nodenext", "skipLibCheck": true, "target": "es2022"}, "files": ["check.ts"]}`
+	for name, text := range map[string]string{"check.ts": check, "tsconfig.json": tsconfig} {
+		if err := os.WriteFile(filepath.Join(work, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	runTool(t, work, node, filepath.Join(modules, "typescript", "bin", "tsc"), "-p", ".")
 }
