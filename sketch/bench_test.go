@@ -254,7 +254,8 @@ func distinctStream(s *windows.Series, perFive, secs int64) {
 // BenchmarkDistinctSeriesBytes is the live heap of one series keeping a distinct count
 // after a stream of 10, 10,000 and 1,000,000 different values per 5 minutes: with the
 // default windows after 25 hours (every slot of every wheel then holds its share; the
-// million is BenchmarkDistinctMillionSeriesBytes), and with a 5m window only after 5 minutes.
+// million is BenchmarkDistinctMillionSeriesBytes), with the example rule's 1m, 5m and 1h
+// after an hour, and with a 5m window only after 5 minutes.
 func BenchmarkDistinctSeriesBytes(b *testing.B) {
 	for _, tc := range []struct {
 		name    string
@@ -263,6 +264,8 @@ func BenchmarkDistinctSeriesBytes(b *testing.B) {
 		perFive []int64
 	}{
 		{"default_windows", defaultWindows, 25 * 3600, []int64{10, 10_000}},
+		// The windows of example-rules.yaml's distinct rule, after an hour and 10 s.
+		{"1m_5m_1h", []time.Duration{time.Minute, 5 * time.Minute, time.Hour}, 3610, []int64{10, 10_000}},
 		{"5m", []time.Duration{5 * time.Minute}, 310, []int64{10, 10_000, 1_000_000}},
 	} {
 		for _, k := range distinctKinds {
