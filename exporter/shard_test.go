@@ -8,6 +8,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/prometheus/common/expfmt"
 
@@ -232,5 +233,24 @@ func TestShardsConcurrent(t *testing.T) {
 	}
 	if used := set.mem.used.Load(); used != 0 {
 		t.Errorf("%d bytes charged with no series", used)
+	}
+}
+
+// TestPartLayout: what writers of different shards change is in cache lines of its own: a
+// series' inline part starts a cache line and a series is a whole number of them (so the
+// allocator's size class places it at a multiple of its size), as are the other parts and
+// the shards' locks.
+func TestPartLayout(t *testing.T) {
+	for _, c := range []struct {
+		name         string
+		size, offset uintptr
+	}{
+		{"series", unsafe.Sizeof(series{}), unsafe.Offsetof(series{}.own)},
+		{"farPart", unsafe.Sizeof(farPart{}), 0},
+		{"shardLock", unsafe.Sizeof(shardLock{}), 0},
+	} {
+		if c.size%cacheLine != 0 || c.offset%cacheLine != 0 || c.size > 2*cacheLine {
+			t.Errorf("%s: %d bytes, part at %d: not cache lines of their own", c.name, c.size, c.offset)
+		}
 	}
 }
