@@ -10,13 +10,16 @@ import (
 	"testing"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/model"
 
 	"github.com/logwindow/logwindow_exporter/internal/reference"
 	"github.com/logwindow/logwindow_exporter/internal/testexec"
 )
 
-// topReplayRules rank paths per host, with a small capacity so that the summaries prune.
+// topReplayRules rank paths per host, with small capacities so that the summaries prune:
+// 50, where the separated host's top 5 stand further apart than the bound, and 10, whose
+// summaries prune so often that their errors come near it.
 const topReplayRules = `
 rules:
   - name: app_hot_paths
@@ -25,21 +28,33 @@ rules:
     timestamp: {capture: ts, layout: '2006-01-02T15:04:05Z07:00'}
     windows: [1m, 5m, 1h]
     top: {label: path, k: 5, capacity: 50}
+  - name: app_hot_paths_tight
+    match: '^(?P<ts>[^ ]+) (?P<host>[^ ]+) (?P<path>[^ ]+)$'
+    labels: {host: '${host}', path: '${path}'}
+    timestamp: {capture: ts, layout: '2006-01-02T15:04:05Z07:00'}
+    windows: [1m, 5m, 1h]
+    top: {label: path, k: 5, capacity: 10}
 `
 
-const (
-	topReplayK        = 5
-	topReplayCapacity = 50
-)
+const topReplayK = 5
+
+// topReplayCapacities are the capacity of each rule of topReplayRules, and whether the
+// separated host's exact top k stand further apart than its bound in every window.
+var topReplayCapacities = []struct {
+	rule      string
+	capacity  int
+	separated bool
+}{{"app_hot_paths", 50, true}, {"app_hot_paths_tight", 10, false}}
 
 // TestReplayTopReference writes an event-time log in which each host carries one stream
 // (Zipf over 100k paths with s = 1.1 and 1.5, a heavy path changing every minute, 500
 // paths tied, a path hot only in the old edge slot of each window, well-separated heavy
 // paths over uniform noise; lines a few seconds out of order), replays it through the built
 // exporter and checks every window of every host against the exact sums per path over the
-// lines from the start of the window's edge slot to the newest line: at most k paths; each reported sum at most total/(capacity+1) below the exact one
-// and never above; no path left out whose exact sum beats the k-th reported by more than
-// that; and where the exact top k+1 are further apart than that, exactly the top k.
+// lines from the start of the window's edge slot to the newest line, for each rule: at most
+// k paths; each reported sum at most total/(capacity+1) below the exact one and never
+// above; no path left out whose exact sum beats the k-th reported by more than that; and
+// where the exact top k+1 are further apart than that, exactly the top k.
 func TestReplayTopReference(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the exporter")
@@ -52,11 +67,7 @@ func TestReplayTopReference(t *testing.T) {
 
 func replayTop(t *testing.T, bin string, seed uint64) {
 	r := rand.New(rand.NewPCG(seed, 13))
-	type line struct {
-		at         int64
-		host, path string
-	}
-	var lines []line
+	var lines []topLine
 	end := int64(1_700_000_000 + r.IntN(86400))
 	start := end - 2*3600
 	zipf := []struct {
@@ -79,7 +90,7 @@ func replayTop(t *testing.T, bin string, seed uint64) {
 				if now < end {
 					at -= r.Int64N(min(4, end-now+1))
 				}
-				lines = append(lines, line{at, host, path})
+				lines = append(lines, topLine{at, host, path})
 			}
 		}
 		for _, z := range zipf {
@@ -106,15 +117,31 @@ func replayTop(t *testing.T, bin string, seed uint64) {
 		}
 		add("separated", fmt.Sprintf("/p/%d", r.IntN(100_000)), r.IntN(4))
 	}
-	lines = append(lines, line{end, "tied", "/t/0"})
+	lines = append(lines, topLine{end, "tied", "/t/0"})
 	var log bytes.Buffer
 	for _, l := range lines {
 		fmt.Fprintf(&log, "%s %s %s\n", time.Unix(l.at, 0).UTC().Format(time.RFC3339), l.host, l.path)
 	}
 	mfs := replayFamilies(t, bin, topReplayRules, log.Bytes())
+	for _, rc := range topReplayCapacities {
+		checkTopReplay(t, mfs[rc.rule+"_window_top"], lines, end, rc.capacity, rc.separated)
+	}
+}
+
+// topLine is a line of the top replay log.
+type topLine struct {
+	at         int64
+	host, path string
+}
+
+// checkTopReplay checks the top family of a rule of the given capacity against the exact
+// sums of the lines, as TestReplayTopReference says; wantSeparated: the separated host's
+// top k must have been checked exactly in each of its windows.
+func checkTopReplay(t *testing.T, family *dto.MetricFamily, lines []topLine, end int64, capacity int, wantSeparated bool) {
+	t.Helper()
 	// reported[host][window] are the exported paths and sums.
 	reported := map[string]map[string]map[string]float64{}
-	for _, m := range mfs["app_hot_paths_window_top"].GetMetric() {
+	for _, m := range family.GetMetric() {
 		l := map[string]string{}
 		for _, p := range m.GetLabel() {
 			l[p.GetName()] = p.GetValue()
@@ -148,8 +175,8 @@ func replayTop(t *testing.T, bin string, seed uint64) {
 				}
 			}
 			got := reported[host][w]
-			where := fmt.Sprintf("host %s, window %s (total %v)", host, w, total)
-			if sep, err := checkTopReport(got, exact, total); err != nil {
+			where := fmt.Sprintf("capacity %d, host %s, window %s (total %v)", capacity, host, w, total)
+			if sep, err := checkTopReport(got, exact, total, capacity); err != nil {
 				t.Errorf("%s: %v", where, err)
 			} else if sep {
 				separated++
@@ -159,9 +186,9 @@ func replayTop(t *testing.T, bin string, seed uint64) {
 			}
 		}
 	}
-	t.Logf("%d lines; exact top %d checked in %d of 18 windows", len(lines), topReplayK, separated)
+	t.Logf("capacity %d: %d lines; exact top %d checked in %d of 18 windows", capacity, len(lines), topReplayK, separated)
 	// The separated host is, in every window; the Zipf hosts may be.
-	if separated < 3 {
+	if wantSeparated && separated < 3 {
 		t.Errorf("the exact top %d was checked in %d windows, want at least the separated host's 3", topReplayK, separated)
 	}
 }
@@ -169,8 +196,8 @@ func replayTop(t *testing.T, bin string, seed uint64) {
 // checkTopReport compares the reported paths and sums of one window with the exact sums,
 // by the bound README states: total/(capacity+1). separated says whether the exact top k+1
 // are further apart than that, so that the top k were checked exactly.
-func checkTopReport(got, exact map[string]float64, total float64) (separated bool, err error) {
-	eps := total / (topReplayCapacity + 1)
+func checkTopReport(got, exact map[string]float64, total float64, capacity int) (separated bool, err error) {
+	eps := total / float64(capacity+1)
 	if len(got) > topReplayK {
 		return false, fmt.Errorf("%d paths reported, k is %d", len(got), topReplayK)
 	}

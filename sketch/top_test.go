@@ -398,3 +398,24 @@ func TestTopIgnores(t *testing.T) {
 		t.Fatalf("after reset: %v total %v", got, tp.Total())
 	}
 }
+
+// TestTopPruneStep works one prune through by hand: with capacity 2, four values held and
+// a fifth arriving, the third largest count (5) is taken from every count, which leaves a
+// at 4 and b at 2 and drops c and d, and the bound is the mass lost over capacity+1, 16/3,
+// at least each value's error (5 at most). Taking the second largest instead (7) would
+// leave b's error, 7, above its bound, 20/3, and taking the fourth (1) would keep three
+// counters, more than the capacity: the randomized tests' errors stay too far below the
+// bound to tell these apart.
+func TestTopPruneStep(t *testing.T) {
+	tp := NewTop(2)
+	for _, v := range []struct {
+		item string
+		n    float64
+	}{{"a", 9}, {"b", 7}, {"c", 5}, {"d", 1}, {"e", 1}} {
+		tp.Add(v.n, []byte(v.item))
+	}
+	want := []TopValue{{"a", 4}, {"b", 2}, {"e", 1}}
+	if got := tp.Top(5, 0, nil); !slices.Equal(got, want) || tp.Total() != 23 || tp.Bound() != 16.0/3 {
+		t.Fatalf("top %v total %v bound %v, want %v total 23 bound 16/3", got, tp.Total(), tp.Bound(), want)
+	}
+}
