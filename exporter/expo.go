@@ -381,17 +381,12 @@ func (f *families) appendTopLabels(b []byte, x *ruleRead, ts *topSample) []byte 
 	return b
 }
 
-// bucketsReader is what the window histogram reads of its summary (sketch.Buckets).
-type bucketsReader interface {
-	Count() uint64
-	Sum() float64
-	Cumulative(func(le float64, n uint64))
-}
-
 // writeHistogram stores a window histogram in h: the cumulative counts of the bounds, the
-// count (the +Inf bucket) and the sum.
+// count (the +Inf bucket) and the sum. The summary is taken as the concrete sketch.Buckets,
+// not an interface, so that the callback below stays on the stack: a scrape reads one
+// histogram per series and window.
 func writeHistogram(h []float64, s windows.Summary) {
-	b, ok := s.(bucketsReader)
+	b, ok := s.(*sketch.Buckets)
 	if !ok {
 		clear(h)
 		return
@@ -445,6 +440,10 @@ func write(t *textWriter, rt *ruleText, x *ruleRead) {
 		}
 	}
 	nw := len(f.windowPairs)
+	var bucketName, sumName, countName string
+	if fam.Histogram {
+		bucketName, sumName, countName = rt.name+"_bucket", rt.name+"_sum", rt.name+"_count"
+	}
 	one := func(i, wi int) {
 		before, after, win := x.before(i), x.after(i), f.windowPairs[wi]
 		switch {
@@ -454,12 +453,11 @@ func write(t *textWriter, rt *ruleText, x *ruleRead) {
 			}
 		case fam.Histogram:
 			h := x.hists[(i*nw+wi)*histWidth : (i*nw+wi+1)*histWidth]
-			bucket := rt.name + "_bucket"
 			for k, le := range f.buckets {
-				t.sample(bucket, before, win, after, le, h[k])
+				t.sample(bucketName, before, win, after, le, h[k])
 			}
-			t.sample(rt.name+"_sum", before, win, after, "", h[len(h)-1])
-			t.sample(rt.name+"_count", before, win, after, "", h[len(h)-2])
+			t.sample(sumName, before, win, after, "", h[len(h)-1])
+			t.sample(countName, before, win, after, "", h[len(h)-2])
 		default:
 			if v := x.values[(i*nw+wi)*summaryFams+summaryAt]; !math.IsNaN(v) {
 				t.sample(rt.name, before, win, after, "", v)
