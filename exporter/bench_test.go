@@ -96,15 +96,7 @@ func BenchmarkCollectParts(b *testing.B) {
 	for _, inputs := range []int{1, 2} {
 		b.Run(fmt.Sprintf("inputs=%d", inputs), func(b *testing.B) {
 			set, now := scrapeSetOf(b, inputs)
-			c := collectorAt(fixed(set), &now)
-			b.ReportAllocs()
-			cpu := cpuTime()
-			for b.Loop() {
-				if err := c.WriteText(io.Discard, nil, nil); err != nil {
-					b.Fatal(err)
-				}
-			}
-			reportCPU(b, cpu)
+			benchWriteText(b, set, now)
 		})
 	}
 }
@@ -232,6 +224,19 @@ func cpuTime() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
+// benchWriteText measures the text scrape of set at second now: allocations and CPU.
+func benchWriteText(b *testing.B, set *Set, now int64) {
+	c := collectorAt(fixed(set), &now)
+	b.ReportAllocs()
+	cpu := cpuTime()
+	for b.Loop() {
+		if err := c.WriteText(io.Discard, nil, nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+	reportCPU(b, cpu)
+}
+
 func reportCPU(b *testing.B, since time.Duration) {
 	b.ReportMetric(float64(cpuTime()-since)/float64(b.N)/1e6, "cpu-ms/op")
 }
@@ -271,15 +276,7 @@ func BenchmarkCollectQuantiles(b *testing.B) {
 				}
 			}
 			now := int64(start + span)
-			c := collectorAt(fixed(set), &now)
-			b.ReportAllocs()
-			cpu := cpuTime()
-			for b.Loop() {
-				if err := c.WriteText(io.Discard, nil, nil); err != nil {
-					b.Fatal(err)
-				}
-			}
-			reportCPU(b, cpu)
+			benchWriteText(b, set, now)
 		})
 	}
 }
