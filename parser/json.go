@@ -1,5 +1,7 @@
 package parser
 
+import "unicode/utf8"
+
 // jsonExtractor reads the fields rules use from lines that are each one JSON object, in one
 // pass over the line: it validates the whole document as encoding/json would, descends
 // only into objects on the way to a field, and decodes only the values of fields (a string
@@ -15,6 +17,9 @@ type jsonNode struct {
 	// slot is the capture slot of the field ending here, 0 when none does.
 	slot     int
 	children []*jsonNode
+	// byLen lists children by their key's length: a key is compared only with the few
+	// (mostly one or none) of its length, not with every child.
+	byLen [][]*jsonNode
 	// subtree lists the slots at and under this node: they are cleared whenever the key
 	// appears, so that of duplicate keys the last one wins, as in encoding/json.
 	subtree []int
@@ -39,6 +44,10 @@ func newJSONExtractor(paths [][]string) *jsonExtractor {
 			if next == nil {
 				next = &jsonNode{key: seg}
 				n.children = append(n.children, next)
+				for len(n.byLen) <= len(seg) {
+					n.byLen = append(n.byLen, nil)
+				}
+				n.byLen[len(seg)] = append(n.byLen[len(seg)], next)
 			}
 			next.subtree = append(next.subtree, i+1)
 			n = next
@@ -56,6 +65,9 @@ type jsonScan struct {
 	vals  []byte // decoded values, which caps index
 	caps  []int
 	key   []byte // a key with escapes, decoded
+	// mayDecode is set by str when the string it scanned holds an escape or a non-ASCII
+	// byte: only then can its decoded text differ from its bytes.
+	mayDecode bool
 }
 
 // extract reads line into caps (slot k at caps[2k:2k+2], -1 when absent) as offsets into
@@ -111,7 +123,7 @@ func (s *jsonScan) members(n *jsonNode) bool {
 		}
 		var child *jsonNode
 		if n != nil && len(n.children) > 0 {
-			child = n.child(s.keyText(s.line[kstart : s.i-1]))
+			child = n.child(s.keyText(s.line[kstart:s.i-1], s.mayDecode))
 		}
 		s.ws()
 		if s.i >= len(s.line) || s.line[s.i] != ':' {
@@ -132,7 +144,7 @@ func (s *jsonScan) members(n *jsonNode) bool {
 				return false
 			}
 			if child.slot > 0 {
-				s.capture(child.slot, s.line[start:s.i])
+				s.capture(child.slot, s.line[start:s.i], s.mayDecode)
 			}
 		}
 		if more, ok := s.next('}'); !more {
@@ -142,7 +154,10 @@ func (s *jsonScan) members(n *jsonNode) bool {
 }
 
 func (n *jsonNode) child(key []byte) *jsonNode {
-	for _, c := range n.children {
+	if len(key) >= len(n.byLen) {
+		return nil
+	}
+	for _, c := range n.byLen[len(key)] {
 		if c.key == string(key) {
 			return c
 		}
@@ -150,9 +165,9 @@ func (n *jsonNode) child(key []byte) *jsonNode {
 	return nil
 }
 
-// keyText returns a key's text as encoding/json decodes it.
-func (s *jsonScan) keyText(raw []byte) []byte {
-	if !needsDecoding(raw) {
+// keyText returns a key's text as encoding/json decodes it; mayDecode is str's verdict on it.
+func (s *jsonScan) keyText(raw []byte, mayDecode bool) []byte {
+	if !mayDecode || !needsDecoding(raw) {
 		return raw
 	}
 	s.key, _ = appendUnquoted(s.key[:0], raw, false)
@@ -231,29 +246,39 @@ func (s *jsonScan) next(closing byte) (more, ok bool) {
 
 // plainStringByte marks the bytes a JSON string holds as themselves: not '"', '\\' nor a
 // control character. The common run of them is skipped by table lookups alone.
-var plainStringByte = func() (t [256]bool) {
+// plainASCIIByte is the same without the bytes of multibyte characters, so that the first
+// of those stops the run and is noted.
+var plainStringByte, plainASCIIByte = func() (t, ascii [256]bool) {
 	for c := ' '; c < 256; c++ {
 		t[c] = c != '"' && c != '\\'
+		ascii[c] = t[c] && c < utf8.RuneSelf
 	}
-	return t
+	return t, ascii
 }()
 
-// str scans a string at s.i (its opening quote) to just past its closing quote.
+// str scans a string at s.i (its opening quote) to just past its closing quote, and sets
+// s.mayDecode.
 func (s *jsonScan) str() bool {
 	line := s.line
 	i := s.i + 1
+	plain := &plainASCIIByte
+	s.mayDecode = false
 	for {
-		for i < len(line) && plainStringByte[line[i]] {
+		for i < len(line) && plain[line[i]] {
 			i++
 		}
 		if i >= len(line) {
 			return false
 		}
-		switch line[i] {
-		case '"':
+		switch c := line[i]; {
+		case c == '"':
 			s.i = i + 1
 			return true
-		case '\\':
+		case c >= utf8.RuneSelf:
+			s.mayDecode, plain = true, &plainStringByte
+			i++
+		case c == '\\':
+			s.mayDecode = true
 			if i+1 >= len(line) {
 				return false
 			}
@@ -326,13 +351,13 @@ func (s *jsonScan) literal(word string) bool {
 }
 
 // capture records the value raw (already validated) in slot: a string decoded, null
-// empty, anything else as its text.
-func (s *jsonScan) capture(slot int, raw []byte) {
+// empty, anything else as its text. mayDecode is str's verdict on a string.
+func (s *jsonScan) capture(slot int, raw []byte, mayDecode bool) {
 	start := len(s.vals)
 	switch raw[0] {
 	case '"':
 		inner := raw[1 : len(raw)-1]
-		if needsDecoding(inner) {
+		if mayDecode && needsDecoding(inner) {
 			s.vals, _ = appendUnquoted(s.vals, inner, false)
 		} else {
 			s.vals = append(s.vals, inner...)
