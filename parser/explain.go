@@ -109,8 +109,7 @@ func (p *Parser) Explain(input string, line []byte) *Explanation {
 		src := line
 		var matched bool
 		if g.ex != nil {
-			matched = g.ex.extract(line, caps, s)
-			src = s.vals
+			src, matched = g.ex.extract(line, caps, s)
 		} else {
 			matched = g.m.Match(line, caps)
 		}

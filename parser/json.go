@@ -1,6 +1,10 @@
 package parser
 
-import "unicode/utf8"
+import (
+	"encoding/binary"
+	"math/bits"
+	"unicode/utf8"
+)
 
 // jsonExtractor reads the fields rules use from lines that are each one JSON object, in one
 // pass over the line: it validates the whole document as encoding/json would, descends
@@ -62,7 +66,7 @@ type jsonScan struct {
 	line  []byte
 	i     int
 	depth int
-	vals  []byte // decoded values, which caps index
+	vals  []byte // decoded strings, which caps index from len(line) on
 	caps  []int
 	key   []byte // a key with escapes, decoded
 	// mayDecode is set by str when the string it scanned holds an escape or a non-ASCII
@@ -70,9 +74,12 @@ type jsonScan struct {
 	mayDecode bool
 }
 
-// extract reads line into caps (slot k at caps[2k:2k+2], -1 when absent) as offsets into
-// sc.vals. It is false when the line is not one JSON object.
-func (x *jsonExtractor) extract(line []byte, caps []int, sc *scratch) bool {
+// extract reads line into caps (slot k at caps[2k:2k+2], -1 when absent). A value that
+// reads as its own bytes (nearly all of them) is captured where it is in line; a string
+// that decodes to other bytes is decoded into sc.vals and indexed as if sc.vals followed
+// line, and only then are the two joined, so most lines copy nothing. It returns what
+// caps index, and false when the line is not one JSON object.
+func (x *jsonExtractor) extract(line []byte, caps []int, sc *scratch) ([]byte, bool) {
 	for i := range caps {
 		caps[i] = -1
 	}
@@ -81,19 +88,24 @@ func (x *jsonExtractor) extract(line []byte, caps []int, sc *scratch) bool {
 	ok := s.i < len(line) && line[s.i] == '{' && s.object(&x.root)
 	s.ws()
 	sc.vals, sc.jsonKey = s.vals, s.key
-	return ok && s.i == len(line)
+	if !ok || s.i != len(line) {
+		return nil, false
+	}
+	if len(s.vals) == 0 {
+		return line, true
+	}
+	sc.joined = append(append(sc.joined[:0], line...), s.vals...)
+	return sc.joined, true
 }
 
 func (s *jsonScan) ws() {
-	for s.i < len(s.line) {
-		switch s.line[s.i] {
-		case ' ', '\t', '\n', '\r':
-			s.i++
-		default:
-			return
-		}
+	for s.i < len(s.line) && jsonSpace[s.line[s.i]] {
+		s.i++
 	}
 }
+
+// jsonSpace marks JSON's whitespace: one lookup tells the common case, none, apart.
+var jsonSpace = [256]bool{' ': true, '\t': true, '\n': true, '\r': true}
 
 // object scans the object at s.i, extracting the fields under n (nil: none).
 func (s *jsonScan) object(n *jsonNode) bool {
@@ -144,7 +156,7 @@ func (s *jsonScan) members(n *jsonNode) bool {
 				return false
 			}
 			if child.slot > 0 {
-				s.capture(child.slot, s.line[start:s.i], s.mayDecode)
+				s.capture(child.slot, start, s.mayDecode)
 			}
 		}
 		if more, ok := s.next('}'); !more {
@@ -244,16 +256,14 @@ func (s *jsonScan) next(closing byte) (more, ok bool) {
 	return false, false
 }
 
-// plainStringByte marks the bytes a JSON string holds as themselves: not '"', '\\' nor a
-// control character. The common run of them is skipped by table lookups alone.
-// plainASCIIByte is the same without the bytes of multibyte characters, so that the first
-// of those stops the run and is noted.
-var plainStringByte, plainASCIIByte = func() (t, ascii [256]bool) {
-	for c := ' '; c < 256; c++ {
+// plainASCIIByte marks the ASCII bytes a JSON string holds as themselves: not '"', '\\'
+// nor a control character. The common run of them is skipped by table lookups alone; a
+// byte of a multibyte character stops it, to be noted.
+var plainASCIIByte = func() (t [256]bool) {
+	for c := ' '; c < utf8.RuneSelf; c++ {
 		t[c] = c != '"' && c != '\\'
-		ascii[c] = t[c] && c < utf8.RuneSelf
 	}
-	return t, ascii
+	return t
 }()
 
 // str scans a string at s.i (its opening quote) to just past its closing quote, and sets
@@ -261,12 +271,9 @@ var plainStringByte, plainASCIIByte = func() (t, ascii [256]bool) {
 func (s *jsonScan) str() bool {
 	line := s.line
 	i := s.i + 1
-	plain := &plainASCIIByte
 	s.mayDecode = false
 	for {
-		for i < len(line) && plain[line[i]] {
-			i++
-		}
+		i = skipPlainASCII(line, i)
 		if i >= len(line) {
 			return false
 		}
@@ -275,7 +282,7 @@ func (s *jsonScan) str() bool {
 			s.i = i + 1
 			return true
 		case c >= utf8.RuneSelf:
-			s.mayDecode, plain = true, &plainStringByte
+			s.mayDecode = true
 			i++
 		case c == '\\':
 			s.mayDecode = true
@@ -297,6 +304,27 @@ func (s *jsonScan) str() bool {
 			return false
 		}
 	}
+}
+
+// skipPlainASCII returns the index of the first byte of line from i on that plainASCIIByte
+// does not mark, or len(line): eight bytes at a time while eight remain. In the word x, a
+// byte below 0x20, or equal to '"' or '\\' after the xor, wraps when the bytewise
+// subtraction reaches it and so sets its top bit, as a multibyte character's bytes have
+// theirs. Borrows only travel upward, so no byte below the first of those is marked, and
+// the lowest top bit set is that byte's.
+func skipPlainASCII(line []byte, i int) int {
+	const ones, tops = 0x0101010101010101, 0x8080808080808080
+	for i+8 <= len(line) {
+		x := binary.LittleEndian.Uint64(line[i:])
+		if t := ((x ^ ones*'"' - ones) | (x ^ ones*'\\' - ones) | (x - ones*' ') | x) & tops; t != 0 {
+			return i + bits.TrailingZeros64(t)/8
+		}
+		i += 8
+	}
+	for i < len(line) && plainASCIIByte[line[i]] {
+		i++
+	}
+	return i
 }
 
 // number scans -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?
@@ -350,21 +378,20 @@ func (s *jsonScan) literal(word string) bool {
 	return true
 }
 
-// capture records the value raw (already validated) in slot: a string decoded, null
-// empty, anything else as its text. mayDecode is str's verdict on a string.
-func (s *jsonScan) capture(slot int, raw []byte, mayDecode bool) {
-	start := len(s.vals)
-	switch raw[0] {
+// capture records the value from start to s.i (already validated) in slot: a string
+// decoded, null empty, anything else as its text. mayDecode is str's verdict on a string.
+func (s *jsonScan) capture(slot, start int, mayDecode bool) {
+	end := s.i
+	switch s.line[start] {
 	case '"':
-		inner := raw[1 : len(raw)-1]
-		if mayDecode && needsDecoding(inner) {
-			s.vals, _ = appendUnquoted(s.vals, inner, false)
-		} else {
-			s.vals = append(s.vals, inner...)
+		start, end = start+1, end-1
+		if mayDecode && needsDecoding(s.line[start:end]) {
+			at := len(s.line) + len(s.vals)
+			s.vals, _ = appendUnquoted(s.vals, s.line[start:end], false)
+			start, end = at, len(s.line)+len(s.vals)
 		}
 	case 'n':
-	default:
-		s.vals = append(s.vals, raw...)
+		end = start
 	}
-	s.caps[2*slot], s.caps[2*slot+1] = start, len(s.vals)
+	s.caps[2*slot], s.caps[2*slot+1] = start, end
 }

@@ -16,11 +16,11 @@ func newLogfmtExtractor(keys []string) *logfmtExtractor {
 }
 
 // extract reads line into caps (slot k at caps[2k:2k+2], -1 when absent) as offsets into
-// sc.vals. It is false when the line is not logfmt.
-func (x *logfmtExtractor) extract(line []byte, caps []int, sc *scratch) bool {
+// sc.vals, which it returns. It is false when the line is not logfmt.
+func (x *logfmtExtractor) extract(line []byte, caps []int, sc *scratch) ([]byte, bool) {
 	vals, ok := x.scan(line, sc.vals[:0], caps)
 	sc.vals = vals
-	return ok
+	return vals, ok
 }
 
 func (x *logfmtExtractor) scan(line, vals []byte, caps []int) ([]byte, bool) {

@@ -315,11 +315,11 @@ func (p *Parser) ParseWrapped(input string, line, wrapperTime []byte, sink Sink)
 		caps := s.caps[:g.ncap]
 		src := line
 		if g.ex != nil {
-			if !g.ex.extract(line, caps, s) {
+			var ok bool
+			if src, ok = g.ex.extract(line, caps, s); !ok {
 				wellFormed = false
 				continue
 			}
-			src = s.vals
 		} else if !g.m.Match(line, caps) {
 			continue
 		}

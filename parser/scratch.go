@@ -31,8 +31,10 @@ type scratch struct {
 	times    []timeCache
 	event    Event
 	// vals holds the captures of fields rules (decoded JSON strings, copied values);
-	// jsonKey a JSON key with escapes, decoded for comparison.
+	// joined a line followed by its decoded JSON strings, when it has some; jsonKey a JSON
+	// key with escapes, decoded for comparison.
 	vals    []byte
+	joined  []byte
 	jsonKey []byte
 	// wrapperTime is the time text of the line's wrapper, during one ParseWrapped call.
 	wrapperTime []byte

@@ -9,10 +9,11 @@ import (
 
 // extractor reads the fields of a structured line, the counterpart of a regex match for
 // fields rules: it fills caps (slot k at caps[2k:2k+2], -1 for a field the line lacks) with
-// offsets into the scratch's vals, so the rules read captures exactly as they read a
-// regex's groups, from one buffer. It is false when the line is malformed.
+// offsets into the one buffer it returns (the line itself, or the scratch's), so the rules
+// read captures exactly as they read a regex's groups. It is false when the line is
+// malformed.
 type extractor interface {
-	extract(line []byte, caps []int, s *scratch) bool
+	extract(line []byte, caps []int, s *scratch) ([]byte, bool)
 }
 
 // fieldsGroup collects the fields rules of one format while the parser is built: every

@@ -28,15 +28,19 @@ func (f field) String() string {
 
 var absent = field{}
 
-// extractAll runs x over line and returns each slot's capture.
+// extractAll runs x over line and returns each slot's capture; none when the line is
+// malformed, since caps then mean nothing.
 func extractAll(x extractor, nslots int, line string) ([]field, bool) {
 	s := &scratch{}
 	caps := make([]int, 2*(nslots+1))
-	ok := x.extract([]byte(line), caps, s)
+	src, ok := x.extract([]byte(line), caps, s)
+	if !ok {
+		return nil, false
+	}
 	out := make([]field, nslots)
 	for k := 1; k <= nslots; k++ {
 		if caps[2*k] >= 0 {
-			out[k-1] = present(string(s.vals[caps[2*k]:caps[2*k+1]]))
+			out[k-1] = present(string(src[caps[2*k]:caps[2*k+1]]))
 		}
 	}
 	return out, ok
@@ -58,6 +62,11 @@ func TestExtractJSON(t *testing.T) {
 			[]field{present("2"), absent, present(`{"x":0}`), absent, absent, absent, absent}},
 		{"prefix not an object", `{"http":"plain"}`, []field{absent, absent, present("plain"), absent, absent, absent, absent}},
 		{"whitespace", " {\t\"status\" :\r\n 200 } \n", []field{present("200"), absent, absent, absent, absent, absent, absent}},
+		{"decoded and in-place values together", `{"status":"2\u0030","msg":"plain","ok":"x\ty","status":"200"}`,
+			[]field{present("200"), absent, absent, absent, present("x\ty"), absent, present("plain")}},
+		{"multibyte characters kept", `{"msg":"café 東京, longer than a word","status":"é"}`,
+			[]field{present("é"), absent, absent, absent, absent, absent, present("café 東京, longer than a word")}},
+		{"invalid UTF-8 replaced", "{\"msg\":\"abcdefgh\xffijklmnop\"}", []field{absent, absent, absent, absent, absent, absent, present("abcdefgh�ijklmnop")}},
 		{"numbers as written", `{"status":-1.5e+3}`, []field{present("-1.5e+3"), absent, absent, absent, absent, absent, absent}},
 		{"empty object", `{}`, []field{absent, absent, absent, absent, absent, absent, absent}},
 		{"not an object", `[1,2]`, nil},
@@ -83,6 +92,42 @@ func TestExtractJSON(t *testing.T) {
 				t.Errorf("got %v\nwant %v", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestExtractJSONStopsAtEveryOffset puts each byte that ends a string's plain run (a quote,
+// a backslash, a control character, a multibyte character's first byte) at every offset
+// of a long string, so that the word-at-a-time scan is seen to stop exactly there.
+func TestExtractJSONStopsAtEveryOffset(t *testing.T) {
+	x := newJSONExtractor([][]string{{"msg"}})
+	const plain = "abcdefghijklmnopqrstuvwxyz012345"
+	for _, tc := range []struct {
+		name, raw, decoded string // raw as written inside the quotes; "" decoded: malformed
+	}{
+		{"escaped quote", `\"`, `"`},
+		{"escaped backslash", `\\`, `\`},
+		{"control character", "\x01", ""},
+		{"multibyte character", "é", "é"},
+		{"closing quote", `","more":"x`, ""}, // ends msg early: its value is the prefix
+	} {
+		for at := 0; at <= len(plain); at++ {
+			line := `{"msg":"` + plain[:at] + tc.raw + plain[at:] + `"}`
+			got, ok := extractAll(x, 1, line)
+			switch {
+			case tc.name == "closing quote":
+				if want := present(plain[:at]); !ok || got[0] != want {
+					t.Fatalf("%s at %d: got %v %v, want %v", tc.name, at, got, ok, want)
+				}
+			case tc.decoded == "":
+				if ok {
+					t.Fatalf("%s at %d: %q read as well-formed", tc.name, at, line)
+				}
+			default:
+				if want := present(plain[:at] + tc.decoded + plain[at:]); !ok || got[0] != want {
+					t.Fatalf("%s at %d: got %v %v, want %v", tc.name, at, got, ok, want)
+				}
+			}
+		}
 	}
 }
 
