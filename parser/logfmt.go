@@ -15,12 +15,21 @@ func newLogfmtExtractor(keys []string) *logfmtExtractor {
 	return &logfmtExtractor{keys: keys}
 }
 
-// extract reads line into caps (slot k at caps[2k:2k+2], -1 when absent) as offsets into
-// sc.vals, which it returns. It is false when the line is not logfmt.
+// extract reads line into caps (slot k at caps[2k:2k+2], -1 when absent): as the JSON
+// extractor does, a value is captured where it is in line, one with escapes decoded into
+// sc.vals as if that followed line, and the two are joined only then. It returns what caps
+// index, and false when the line is not logfmt.
 func (x *logfmtExtractor) extract(line []byte, caps []int, sc *scratch) ([]byte, bool) {
 	vals, ok := x.scan(line, sc.vals[:0], caps)
 	sc.vals = vals
-	return vals, ok
+	switch {
+	case !ok:
+		return nil, false
+	case len(vals) == 0:
+		return line, true
+	}
+	sc.joined = append(append(sc.joined[:0], line...), vals...)
+	return sc.joined, true
 }
 
 func (x *logfmtExtractor) scan(line, vals []byte, caps []int) ([]byte, bool) {
@@ -54,12 +63,12 @@ func (x *logfmtExtractor) scan(line, vals []byte, caps []int) ([]byte, bool) {
 		}
 		slot := x.slot(key)
 		if i >= len(line) || line[i] != '=' {
-			vals = x.set(vals, caps, slot, nil)
+			setCapture(caps, slot, i, i)
 			continue
 		}
 		i++ // '='
 		if i >= len(line) || line[i] <= ' ' {
-			vals = x.set(vals, caps, slot, nil)
+			setCapture(caps, slot, i, i)
 			continue
 		}
 		if line[i] != '"' {
@@ -70,28 +79,27 @@ func (x *logfmtExtractor) scan(line, vals []byte, caps []int) ([]byte, bool) {
 				}
 				i++
 			}
-			vals = x.set(vals, caps, slot, line[vstart:i])
+			setCapture(caps, slot, vstart, i)
 			continue
 		}
 		vstart, esc := i+1, false
-		for i++; ; i++ {
-			if i >= len(line) {
+		for i++; ; {
+			// Control and multibyte bytes stop JSON's plain run too; here they are kept.
+			if i = skipPlainASCII(line, i); i >= len(line) {
 				return vals, false // unterminated quoted value
 			}
-			c := line[i]
-			if c == '\\' {
+			if c := line[i]; c == '"' {
+				break
+			} else if c == '\\' {
 				esc = true
 				i++
-				continue
 			}
-			if c == '"' {
-				break
-			}
+			i++
 		}
 		inner := line[vstart:i]
 		i++ // closing '"'
 		if !esc {
-			vals = x.set(vals, caps, slot, inner)
+			setCapture(caps, slot, vstart, i-1)
 			continue
 		}
 		// go-logfmt decodes only values with escapes, and refuses those that do not
@@ -105,7 +113,7 @@ func (x *logfmtExtractor) scan(line, vals []byte, caps []int) ([]byte, bool) {
 			continue
 		}
 		vals = decoded
-		caps[2*slot], caps[2*slot+1] = at, len(vals)
+		setCapture(caps, slot, len(line)+at, len(line)+len(vals))
 	}
 }
 
@@ -119,13 +127,9 @@ func (x *logfmtExtractor) slot(key []byte) int {
 	return 0
 }
 
-// set records v as it is in slot (when slot > 0).
-func (x *logfmtExtractor) set(vals []byte, caps []int, slot int, v []byte) []byte {
-	if slot == 0 {
-		return vals
+// setCapture records the value from start to end in slot (when slot > 0).
+func setCapture(caps []int, slot, start, end int) {
+	if slot > 0 {
+		caps[2*slot], caps[2*slot+1] = start, end
 	}
-	start := len(vals)
-	vals = append(vals, v...)
-	caps[2*slot], caps[2*slot+1] = start, len(vals)
-	return vals
 }

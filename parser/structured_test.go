@@ -141,6 +141,8 @@ func TestExtractLogfmt(t *testing.T) {
 		{"bare and quoted", `ts=2024-03-01T12:00:00Z level=error msg="upstream \"timed\" out\n" http.route=/api flag empty=`,
 			[]field{present("error"), present("upstream \"timed\" out\n"), present("/api"), present(""), present("")}},
 		{"quoted without escapes kept raw", "msg=\"a\tb\"", []field{absent, present("a\tb"), absent, absent, absent}},
+		{"decoded, unused and in-place values together", `msg="a\"b" other="x\n" level=warn msg="c\\d" flag="e" level="\u00e9"`,
+			[]field{present("é"), present(`c\d`), absent, present("e"), absent}},
 		{"last duplicate wins", `level=info level=warn`, []field{present("warn"), absent, absent, absent, absent}},
 		{"no space after quote", `msg="x"level=debug`, []field{present("debug"), present("x"), absent, absent, absent}},
 		{"plain words are keys", `hello world`, []field{absent, absent, absent, absent, absent}},
