@@ -878,11 +878,15 @@ func (st *store) live(s *series, now int64) bool {
 	return false
 }
 
+// oldestLive is the oldest second of a line in some window at now: wheels whose newest
+// line is older hold nothing, and are read, expired and released as idle.
+func (st *store) oldestLive(now int64) int64 { return now - st.layout.Longest() }
+
 // wheels returns the wheels of part p of s that are read at now: none when p has none or
 // they are idle past the longest window (they hold nothing then), unless s is pinned.
 func (st *store) wheels(s *series, p *part, now int64) *windows.Series {
 	w := p.win.Load()
-	if w == nil || !s.pinned && w.LastAdd() < now-st.layout.Longest() {
+	if w == nil || !s.pinned && w.LastAdd() < st.oldestLive(now) {
 		return nil
 	}
 	return w
@@ -967,7 +971,7 @@ func (st *store) stale(s *series, now, ttl int64) bool {
 	kept := true
 	for p := range s.parts {
 		if w := p.win.Load(); w != nil {
-			if w.LastAdd() < now-st.layout.Longest() {
+			if w.LastAdd() < st.oldestLive(now) {
 				return true
 			}
 			kept = false
@@ -992,7 +996,7 @@ func (st *store) settle(s *series, now, ttl int64) int {
 		if w == nil {
 			continue
 		}
-		if last := w.LastAdd(); last < now-st.layout.Longest() {
+		if last := w.LastAdd(); last < st.oldestLive(now) {
 			p.last.Store(last)
 			p.win.Store(nil)
 			st.charge(-st.wheelBytes)
@@ -1034,7 +1038,7 @@ func (st *store) gone(s *series, now, ttl int64) bool {
 	for p := range s.parts {
 		l := p.last.Load()
 		if w := p.win.Load(); w != nil {
-			if l = w.LastAdd(); l >= now-st.layout.Longest() {
+			if l = w.LastAdd(); l >= st.oldestLive(now) {
 				return false
 			}
 		}

@@ -91,11 +91,7 @@ func (x *jsonExtractor) extract(line []byte, caps []int, sc *scratch) ([]byte, b
 	if !ok || s.i != len(line) {
 		return nil, false
 	}
-	if len(s.vals) == 0 {
-		return line, true
-	}
-	sc.joined = append(append(sc.joined[:0], line...), s.vals...)
-	return sc.joined, true
+	return sc.capturesOf(line), true
 }
 
 func (s *jsonScan) ws() {

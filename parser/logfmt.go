@@ -22,14 +22,10 @@ func newLogfmtExtractor(keys []string) *logfmtExtractor {
 func (x *logfmtExtractor) extract(line []byte, caps []int, sc *scratch) ([]byte, bool) {
 	vals, ok := x.scan(line, sc.vals[:0], caps)
 	sc.vals = vals
-	switch {
-	case !ok:
+	if !ok {
 		return nil, false
-	case len(vals) == 0:
-		return line, true
 	}
-	sc.joined = append(append(sc.joined[:0], line...), vals...)
-	return sc.joined, true
+	return sc.capturesOf(line), true
 }
 
 func (x *logfmtExtractor) scan(line, vals []byte, caps []int) ([]byte, bool) {

@@ -158,3 +158,14 @@ func appendValidUTF8(dst, src []byte) []byte {
 	}
 	return dst
 }
+
+// capturesOf returns what a structured line's captures index: the line itself when no
+// value had to be decoded, else the line followed by the decoded values (vals), joined in
+// joined, so that most lines copy nothing.
+func (s *scratch) capturesOf(line []byte) []byte {
+	if len(s.vals) == 0 {
+		return line
+	}
+	s.joined = append(append(s.joined[:0], line...), s.vals...)
+	return s.joined
+}
