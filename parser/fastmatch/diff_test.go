@@ -4,6 +4,7 @@ import (
 	"errors"
 	"regexp"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -177,6 +178,58 @@ func TestDifferential(t *testing.T) {
 			}
 			for _, l := range trickyLines {
 				sameAsRegexp(t, re, m, []byte(l))
+			}
+		})
+	}
+}
+
+// TestWordAtATime puts the byte that ends a run, or that a literal must find, at every
+// offset of the first words of a line, among ASCII, multibyte and invalid bytes, so that
+// the word-at-a-time run scan and literal compare are checked against regexp at each
+// position within a word and at the line's end (where fewer than 8 bytes are left).
+func TestWordAtATime(t *testing.T) {
+	exprs := []string{
+		`([^"]*)"(.*)`,          // one stop: bytes.IndexByte
+		`^([^ "]*) (.?)`,        // two stops in a word
+		`^([^ "?]*)(.)`,         // three
+		`^([^ "?,]*)(.)`,        // four: the table
+		`(\S+)(\s|$)`,           // \S: six ASCII bytes are not members, the table again
+		`^([^ "]+)$`,            // to the end
+		`(ab)(c?)`,              // literals of 1 to 9 bytes
+		`(abcdefgh)(.)`,         // a full word
+		`(abcdefghi)`,           // longer than a word: bytes.HasPrefix
+		`^x(?:abc|abd)([^"]*)"`, // a literal after a choice
+	}
+	fillers := []string{"a", "é", "\xff", "\x80", "ab\xc3"}
+	var lines []string
+	for _, f := range fillers {
+		for n := range 20 {
+			body := strings.Repeat(f, n)
+			for _, end := range []string{`"`, " ", "?", ",", "\t", ""} {
+				lines = append(lines, body+end, body+end+"rest", "x"+body+end+`q"`)
+			}
+		}
+	}
+	for _, lit := range []string{"abcdefghi", "abcdefgh", "abc", "abd", "ab", "a"} {
+		for n := range 12 {
+			pad := strings.Repeat(" ", n)
+			lines = append(lines, pad+lit, pad+lit+"x", "x"+lit+`"`, pad+lit[:len(lit)-1]+"z"+pad)
+		}
+	}
+	for _, expr := range exprs {
+		t.Run(expr, func(t *testing.T) {
+			re, m := pair(t, expr)
+			if m == nil {
+				t.Fatal("rejected")
+			}
+			matched := 0
+			for _, l := range lines {
+				if _, ok := sameAsRegexp(t, re, m, []byte(l)); ok {
+					matched++
+				}
+			}
+			if matched == 0 {
+				t.Error("no line matched")
 			}
 		})
 	}

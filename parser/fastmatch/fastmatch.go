@@ -24,6 +24,7 @@ import (
 	"fmt"
 	"regexp"
 	"regexp/syntax"
+	"slices"
 )
 
 // ErrUnsupported is wrapped by Compile's error when the expression is valid
@@ -36,6 +37,8 @@ type Matcher struct {
 	re   *regexp.Regexp // for lines past the budget, and the group names
 	prog []inst
 	ncap int // 2 * (NumSubexp() + 1)
+	// unset is ncap times -1, copied into caps before each try: cheaper than a loop.
+	unset []int
 	// anchored: only position 0 can start a match.
 	anchored bool
 	// prefix: every match starts with it; bytes.Index finds candidates.
@@ -76,10 +79,12 @@ func Compile(expr string) (*Matcher, error) {
 	}
 	c.emit(inst{op: opMatch})
 	analyse(c.prog)
+	fuseCaps(c.prog)
 	m := &Matcher{
 		re:       re,
 		prog:     c.prog,
 		ncap:     2 * (re.NumSubexp() + 1),
+		unset:    slices.Repeat([]int{-1}, 2*(re.NumSubexp()+1)),
 		anchored: anchoredAt(c.prog, 0, make([]bool, len(c.prog))),
 		required: requiredLiteral(n),
 	}

@@ -1,6 +1,7 @@
 package fastmatch
 
 import (
+	"encoding/binary"
 	"regexp/syntax"
 	"unicode/utf8"
 )
@@ -19,8 +20,17 @@ type inst struct {
 	min    int // opRun
 	max    int // opRun; maxInt when unbounded
 	lit    []byte
-	set    []rune // opRun: the class as ranges, for the analysis
-	cls    *class // opRun
+	// litWord and litMask (opLit of at most 8 bytes): lit as a little-endian word and the
+	// bytes of it that count, so that a literal is compared with one load where the line
+	// has 8 bytes left, rather than by a call.
+	litWord, litMask uint64
+	// caps and next (opLit, opRun, opAssert, opCap): the slots of the opCaps that
+	// directly follow (for an opCap, its own first), which the matcher sets as part of
+	// this step, and the pc after them.
+	caps []int
+	next int
+	set  []rune // opRun: the class as ranges, for the analysis
+	cls  *class // opRun
 	// peek (opSplit): when set, the two branches cannot start on the same
 	// rune, and the rune at the current position decides: x if it is in peek.
 	peek *class
@@ -77,7 +87,14 @@ func (c *compiler) compile(n *node) error {
 	}
 	switch n.kind {
 	case nLit:
-		c.emit(inst{op: opLit, lit: n.lit})
+		i := inst{op: opLit, lit: n.lit}
+		if len(n.lit) <= 8 {
+			var w [8]byte
+			copy(w[:], n.lit)
+			i.litWord = binary.LittleEndian.Uint64(w[:])
+			i.litMask = ^uint64(0) >> (64 - 8*len(n.lit))
+		}
+		c.emit(i)
 	case nRun:
 		i := inst{op: opRun, min: n.min, max: n.max, greedy: n.greedy, set: n.set, cls: newClass(runeSet{ranges: n.set})}
 		if i.max < 0 {
@@ -223,6 +240,25 @@ func anchoredAt(prog []inst, pc int, seen []bool) bool {
 		}
 	}
 	return true // a cycle of empty steps cannot reach a match
+}
+
+// fuseCaps gives each step that moves on to the next one the capture marks that follow
+// it, so that the matcher sets them without a step of their own.
+func fuseCaps(prog []inst) {
+	for pc := range prog {
+		in := &prog[pc]
+		switch in.op {
+		case opLit, opRun, opAssert, opCap:
+			if in.op == opCap {
+				in.caps = []int{in.x}
+			}
+			in.next = pc + 1
+			for prog[in.next].op == opCap {
+				in.caps = append(in.caps, prog[in.next].x)
+				in.next++
+			}
+		}
+	}
 }
 
 // analyse decides, once per program, where the matcher may skip

@@ -1,6 +1,9 @@
 package fastmatch
 
 import (
+	"bytes"
+	"encoding/binary"
+	"math/bits"
 	"slices"
 	"unicode"
 	"unicode/utf8"
@@ -112,7 +115,19 @@ type class struct {
 	// hi holds the member ranges from 0x80 up, when neither high nor noHigh.
 	hi  []rune
 	eof bool
+	// stops, for a class that has every rune from 0x80 up and all but one to maxStops
+	// ASCII bytes ([^"], [^ "], \S), are those bytes: a run of it ends exactly at the first
+	// of them. Finding that byte with bytes.IndexByte or a word at a time is several times
+	// cheaper than the table on the long runs of a log line (a user agent, a referer).
+	stops []byte
+	// swar holds each stop repeated in every byte of a word (the last repeated to fill
+	// it), for span's word-at-a-time scan.
+	swar [maxStops]uint64
 }
+
+// maxStops bounds the stops span looks for in a word: each costs four operations per
+// eight bytes, so beyond a few the table is as fast.
+const maxStops = 3
 
 func newClass(s runeSet) *class {
 	c := &class{eof: s.eof || s.all}
@@ -137,8 +152,58 @@ func newClass(s runeSet) *class {
 		for b := utf8.RuneSelf; b < len(c.tbl); b++ {
 			c.tbl[b] = 1
 		}
+		for b := range utf8.RuneSelf {
+			if c.tbl[b] == 0 {
+				c.stops = append(c.stops, byte(b))
+			}
+		}
+		if len(c.stops) > maxStops {
+			c.stops = nil
+		}
+		for i := range c.swar {
+			if len(c.stops) > 0 {
+				c.swar[i] = everyByte * uint64(c.stops[min(i, len(c.stops)-1)])
+			}
+		}
 	}
 	return c
+}
+
+// span returns where the run of members starting at p ends, looking no further than
+// lim. It reads bytes, not runes: only for classes a byte table decides (scanBytes).
+func (c *class) span(line []byte, p, lim int) int {
+	switch len(c.stops) {
+	case 0:
+	case 1:
+		if i := bytes.IndexByte(line[p:lim], c.stops[0]); i >= 0 {
+			return p + i
+		}
+		return lim
+	default:
+		for p+8 <= lim {
+			w := binary.LittleEndian.Uint64(line[p:])
+			if m := zeroByte(w^c.swar[0]) | zeroByte(w^c.swar[1]) | zeroByte(w^c.swar[2]); m != 0 {
+				return p + bits.TrailingZeros64(m)/8
+			}
+			p += 8
+		}
+	}
+	tbl := &c.tbl
+	for p+4 <= lim && tbl[line[p]]&tbl[line[p+1]]&tbl[line[p+2]]&tbl[line[p+3]] != 0 {
+		p += 4
+	}
+	for p < lim && tbl[line[p]] != 0 {
+		p++
+	}
+	return p
+}
+
+const everyByte = 0x0101010101010101
+
+// zeroByte sets the top bit of the lowest zero byte of w. Bytes above it may be flagged
+// too (a borrow runs into them), never a byte below it, so the lowest flag is exact.
+func zeroByte(w uint64) uint64 {
+	return (w - everyByte) &^ w & (everyByte << 7)
 }
 
 // hasHigh reports membership of a decoded rune from 0x80 up.

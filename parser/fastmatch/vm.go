@@ -2,6 +2,7 @@ package fastmatch
 
 import (
 	"bytes"
+	"encoding/binary"
 	"math"
 	"regexp/syntax"
 	"unicode/utf8"
@@ -63,9 +64,7 @@ func (m *Matcher) exec(line []byte, caps []int, budget int) result {
 				budget--
 			}
 		}
-		for i := range caps {
-			caps[i] = -1
-		}
+		copy(caps, m.unset)
 		caps[0] = start
 		sp, choices := 0, 0 // choices: alt and run frames on the stack
 		pc, pos := 0, start
@@ -78,10 +77,15 @@ func (m *Matcher) exec(line []byte, caps []int, budget int) result {
 			in := &prog[pc]
 			switch in.op {
 			case opLit:
-				if bytes.HasPrefix(line[pos:], in.lit) {
+				var ok bool
+				if len(in.lit) <= 8 && len(line)-pos >= 8 {
+					ok = binary.LittleEndian.Uint64(line[pos:])&in.litMask == in.litWord
+				} else {
+					ok = bytes.HasPrefix(line[pos:], in.lit)
+				}
+				if ok {
 					pos += len(in.lit)
-					pc++
-					continue
+					goto next
 				}
 			case opRun:
 				cls := in.cls
@@ -93,13 +97,7 @@ func (m *Matcher) exec(line []byte, caps []int, budget int) result {
 					if in.max < lim-p {
 						lim = p + in.max
 					}
-					tbl := &cls.tbl
-					for p+4 <= lim && tbl[line[p]]&tbl[line[p+1]]&tbl[line[p+2]]&tbl[line[p+3]] != 0 {
-						p += 4
-					}
-					for p < lim && tbl[line[p]] != 0 {
-						p++
-					}
+					p = cls.span(line, p, lim)
 					budget -= p - pos
 					lo := pos + in.min
 					if cls.high && in.min == 1 {
@@ -117,8 +115,7 @@ func (m *Matcher) exec(line []byte, caps []int, budget int) result {
 						choices++
 					}
 					pos = p
-					pc++
-					continue
+					goto next
 				}
 				n := 0
 				for ; n < in.min; n++ {
@@ -155,19 +152,9 @@ func (m *Matcher) exec(line []byte, caps []int, budget int) result {
 					choices++
 				}
 				pos = p
-				pc++
-				continue
+				goto next
 			case opCap:
-				if choices > 0 {
-					if sp == len(stack) {
-						return giveUp
-					}
-					stack[sp] = frame{kind: fRestore, pc: int32(in.x), pos: int32(caps[in.x])}
-					sp++
-				}
-				caps[in.x] = pos
-				pc++
-				continue
+				goto next
 			case opSplit:
 				if in.peek != nil {
 					if in.peek.at(line, pos) {
@@ -190,8 +177,7 @@ func (m *Matcher) exec(line []byte, caps []int, budget int) result {
 				continue
 			case opAssert:
 				if assertHolds(in.assert, line, pos) {
-					pc++
-					continue
+					goto next
 				}
 			case opMatch:
 				caps[1] = pos
@@ -288,6 +274,21 @@ func (m *Matcher) exec(line []byte, caps []int, budget int) result {
 				}
 			}
 			break
+		next:
+			// The capture marks right after a step that succeeded are set here rather
+			// than each in a step of its own: a usual log regex has as many of them as
+			// it has other steps. (An opCap reached by a jump has itself in caps.)
+			for _, x := range in.caps {
+				if choices > 0 {
+					if sp == len(stack) {
+						return giveUp
+					}
+					stack[sp] = frame{kind: fRestore, pc: int32(x), pos: int32(caps[x])}
+					sp++
+				}
+				caps[x] = pos
+			}
+			pc = in.next
 		}
 		if m.anchored {
 			return noMatch
