@@ -114,6 +114,7 @@ func (p *Parser) Explain(input string, line []byte) *Explanation {
 			matched = g.m.Match(line, caps)
 		}
 		var prefix *Prefix
+		s.newMatch()
 		for j := range g.rules {
 			r := &g.rules[j]
 			res := &out.Rules[r.index]

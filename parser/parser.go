@@ -14,6 +14,7 @@ import (
 	"slices"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/logwindow/logwindow_exporter/config"
 )
@@ -124,6 +125,13 @@ type rule struct {
 	ts       *timestampSpec
 	labels   []config.Template
 	items    []config.Item
+	// labelSet and itemSet number the rule's label templates and its items, equal lists
+	// sharing a number, so that rules of a group with the same labels (or items) render
+	// them once per line.
+	labelSet, itemSet int
+	// literalsValid: the literal text of the labels and items is valid UTF-8, so a label
+	// value cut from an ASCII line needs no check.
+	literalsValid bool
 }
 
 type where struct {
@@ -151,6 +159,8 @@ func build(rules []*config.Rule, fast bool) (*Parser, error) {
 	p := &Parser{}
 	byRegex := map[string]int{}
 	slots := map[string]int{}
+	var labelSets [][]config.Template
+	var itemSets [][]config.Item
 	var sz sizes
 	for i, cr := range rules {
 		if err := check(cr); err != nil {
@@ -178,6 +188,11 @@ func build(rules []*config.Rule, fast bool) (*Parser, error) {
 			r.labels = append(r.labels, l.Template)
 		}
 		r.items = cr.Items
+		r.labelSet = setIndex(&labelSets, r.labels, func(a, b config.Template) bool { return slices.Equal(a, b) })
+		r.itemSet = setIndex(&itemSets, r.items, func(a, b config.Item) bool {
+			return a.Label == b.Label && slices.Equal(a.Template, b.Template)
+		})
+		r.literalsValid = literalsValid(r.labels, r.items)
 		r.where = filters(cr.Where, fast, &sz)
 		r.whereNot = filters(cr.WhereNot, fast, &sz)
 		tsCapture := -1
@@ -226,6 +241,36 @@ func build(rules []*config.Rule, fast bool) (*Parser, error) {
 	p.rules = len(rules)
 	p.scratch.New = func() any { return newScratch(sz) }
 	return p, nil
+}
+
+// setIndex returns the index of list in sets, adding it if no equal list is there yet.
+func setIndex[E any](sets *[][]E, list []E, eq func(a, b E) bool) int {
+	for i, l := range *sets {
+		if slices.EqualFunc(l, list, eq) {
+			return i
+		}
+	}
+	*sets = append(*sets, list)
+	return len(*sets) - 1
+}
+
+// literalsValid reports whether the literal parts of labels and items are valid UTF-8.
+func literalsValid(labels []config.Template, items []config.Item) bool {
+	for _, t := range labels {
+		for _, part := range t {
+			if !utf8.ValidString(part.Literal) {
+				return false
+			}
+		}
+	}
+	for _, it := range items {
+		for _, part := range it.Template {
+			if !utf8.ValidString(part.Literal) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // filters compiles where or where_not filters, growing sz for those that need a matcher.
@@ -323,6 +368,7 @@ func (p *Parser) ParseWrapped(input string, line, wrapperTime []byte, sink Sink)
 		} else if !g.m.Match(line, caps) {
 			continue
 		}
+		s.newMatch()
 		for j := range g.rules {
 			s.apply(&g.rules[j], input, src, caps, sink)
 		}
@@ -377,10 +423,20 @@ func (s *scratch) apply(r *rule, input string, line []byte, caps []int, sink Sin
 			return Dropped, int(BadTimestamp)
 		}
 	}
-	s.render(r.labels, line, caps)
+	// Rules of a group often share their labels (and items): what the previous rule
+	// rendered from this match is used again.
+	valid := len(r.labels)+len(r.items) > 0 && r.literalsValid && s.asciiLine(line)
+	if s.keyMatch != s.match || s.keySet != r.labelSet {
+		s.render(r.labels, line, caps, valid)
+		s.keyMatch, s.keySet = s.match, r.labelSet
+	}
 	s.event = Event{Rule: r.index, Key: s.key, Labels: s.labels[:len(r.labels)], Value: value, Time: at, HasTime: r.ts != nil}
 	if len(r.items) > 0 {
-		s.event.Items = s.renderItems(r.items, line, caps)
+		if s.itemsMatch != s.match || s.itemsSet != r.itemSet {
+			s.renderItems(r.items, line, caps, valid)
+			s.itemsMatch, s.itemsSet = s.match, r.itemSet
+		}
+		s.event.Items = s.items[:len(r.items)]
 	}
 	sink.Event(&s.event)
 	return Counted, 0
@@ -398,6 +454,11 @@ func capture(line []byte, caps []int, i int) []byte {
 // lines come in time order, so consecutive lines mostly repeat the same second.
 func (s *scratch) time(ts *timestampSpec, raw []byte) (int64, bool) {
 	c := &s.times[ts.slot]
+	if c.match == s.match {
+		// Another rule of this match read the same capture with the same layout.
+		return c.unix, c.ok
+	}
+	c.match = s.match
 	if c.valid && string(c.raw) == string(raw) {
 		return c.unix, c.ok
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"reflect"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -641,5 +642,93 @@ func TestParseDoesNotAllocate(t *testing.T) {
 	})
 	if events, _ := sink.reset(); events == 0 || allocs != 0 {
 		t.Errorf("%v allocs per line over %d events, want 0", allocs, events)
+	}
+}
+
+// fullSink writes down everything of each call, items included, one string per call.
+type fullSink struct {
+	rules []*config.Rule
+	got   []string
+}
+
+func (s *fullSink) Event(e *Event) {
+	s.got = append(s.got, fmt.Sprintf("%s key=%q labels=%q items=%q %g t=%d/%v",
+		s.rules[e.Rule].Name, e.Key, e.Labels, e.Items, e.Value, e.Time, e.HasTime))
+}
+
+func (s *fullSink) Drop(rule int, reason DropReason) {
+	s.got = append(s.got, s.rules[rule].Name+" drop "+reason.String())
+}
+
+// TestWorkSharedBetweenRules: the rules of a group render equal labels and items, and
+// read a time capture, once per line and use the result again. Each rule must still see
+// exactly what it sees when it is parsed alone: with other labels in between, in another
+// group with the same templates, after a filter or a drop, on lines that are ASCII, valid
+// UTF-8, invalid UTF-8 or too long for a label.
+func TestWorkSharedBetweenRules(t *testing.T) {
+	c := mustParse(t, `
+rules:
+  - {name: a1, match: '^(?P<a>\S*) (?P<b>\S*) \[(?P<t>[^\]]*)\]', labels: {x: '${a}', y: 'b-${b}'}}
+  - name: a2
+    match: '^(?P<a>\S*) (?P<b>\S*) \[(?P<t>[^\]]*)\]'
+    labels: {other: '${a}', y: 'b-${b}'}
+    timestamp: {capture: t, layout: '02/Jan/2006:15:04:05 -0700'}
+  - name: b_only
+    match: '^(?P<a>\S*) (?P<b>\S*) \[(?P<t>[^\]]*)\]'
+    labels: {x: '${b}'}
+    timestamp: {capture: t, layout: '02/Jan/2006:15:04:05 -0700'}
+  - {name: filtered, match: '^(?P<a>\S*) (?P<b>\S*) \[(?P<t>[^\]]*)\]', where: {b: '^5'}, labels: {x: '${b}'}}
+  - name: a_again
+    match: '^(?P<a>\S*) (?P<b>\S*) \[(?P<t>[^\]]*)\]'
+    labels: {x: '${a}', y: 'b-${b}'}
+    timestamp: {capture: t, layout: '02/Jan/2006:15:04:05 -0700'}
+  - {name: none, match: '^(?P<a>\S*) (?P<b>\S*) \[(?P<t>[^\]]*)\]'}
+  - {name: a_last, match: '^(?P<a>\S*) (?P<b>\S*) \[(?P<t>[^\]]*)\]', labels: {x: '${a}', y: 'b-${b}'}}
+  - {name: swapped, match: '^(?P<b>\S*) (?P<a>\S*) \[', labels: {x: '${a}', y: 'b-${b}'}}
+`)
+	// Items as the exporter's top and distinct rules have them, equal on some rules.
+	c.Rules[0].Items = []config.Item{{Template: c.Rules[0].Labels[0].Template, Label: true}}
+	c.Rules[4].Items = []config.Item{{Template: c.Rules[4].Labels[0].Template, Label: true}}
+	c.Rules[6].Items = []config.Item{{Template: c.Rules[6].Labels[0].Template}}
+	c.Rules[7].Items = []config.Item{{Template: c.Rules[7].Labels[0].Template, Label: true}}
+	long := strings.Repeat("é", MaxLabelValueLen)
+	lines := []string{
+		"u1 500 [01/Mar/2024:12:00:00 +0000]",
+		"u2 200 [01/Mar/2024:12:00:00 +0000]",
+		"u2 200 [01/Mar/2024:12:00:01 +0000]",
+		"u3 503 [not a time]",
+		"u3 503 [not a time]",
+		"été 日本 [01/Mar/2024:12:00:01 +0000]",
+		"a\xffb 5\xfe [01/Mar/2024:12:00:02 +0000]",
+		long + " 5" + long + " [01/Mar/2024:12:00:02 +0000]",
+		"u4 404 [01/Mar/2024:12:00:03 +0000]",
+	}
+	for _, m := range matchers {
+		t.Run(m.name, func(t *testing.T) {
+			all, err := build(c.Rules, m.fast)
+			if err != nil {
+				t.Fatal(err)
+			}
+			alone := make([]*Parser, len(c.Rules))
+			for i, r := range c.Rules {
+				if alone[i], err = build([]*config.Rule{r}, m.fast); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for _, l := range lines {
+				got := &fullSink{rules: c.Rules}
+				all.Parse("", []byte(l), got)
+				want := &fullSink{}
+				for i, r := range c.Rules {
+					want.rules = []*config.Rule{r}
+					alone[i].Parse("", []byte(l), want)
+				}
+				slices.Sort(got.got)
+				slices.Sort(want.got)
+				if !slices.Equal(got.got, want.got) {
+					t.Fatalf("%q:\n got  %q\n want %q", l, got.got, want.got)
+				}
+			}
+		})
 	}
 }

@@ -1,6 +1,7 @@
 package parser
 
 import (
+	"encoding/binary"
 	"unicode/utf8"
 
 	"github.com/logwindow/logwindow_exporter/config"
@@ -38,13 +39,25 @@ type scratch struct {
 	jsonKey []byte
 	// wrapperTime is the time text of the line's wrapper, during one ParseWrapped call.
 	wrapperTime []byte
+	// match numbers the group matches this scratch has seen (newMatch). What is
+	// remembered below for one match is used again by the other rules of the group, which
+	// read the same captures of the same line.
+	match uint64
+	// keySet is the label set that key and labels hold, rendered for match keyMatch;
+	// itemsSet the same for items.
+	keyMatch, itemsMatch uint64
+	keySet, itemsSet     int
+	// ascii: the line of match asciiMatch has only ASCII bytes.
+	asciiMatch uint64
+	ascii      bool
 }
 
 type timeCache struct {
 	raw   []byte
 	unix  int64
 	ok    bool
-	valid bool // raw, unix and ok hold a result
+	valid bool   // raw, unix and ok hold a result
+	match uint64 // the result is that of the capture of this match
 }
 
 func newScratch(sz sizes) *scratch {
@@ -59,10 +72,40 @@ func newScratch(sz sizes) *scratch {
 	}
 }
 
+// newMatch starts the rules of a group on a match: nothing remembered of the previous
+// match is used for this one.
+func (s *scratch) newMatch() {
+	s.match++
+}
+
+// asciiLine reports whether line, the text of the current match, has only ASCII bytes,
+// looking once per match. Then every capture is valid UTF-8, and so is any label value
+// made of captures and valid literal text.
+func (s *scratch) asciiLine(line []byte) bool {
+	if s.asciiMatch != s.match {
+		s.asciiMatch, s.ascii = s.match, isASCII(line)
+	}
+	return s.ascii
+}
+
+// isASCII reports whether b has no byte from 0x80 up, a word at a time.
+func isASCII(b []byte) bool {
+	var acc uint64
+	for len(b) >= 8 {
+		acc |= binary.LittleEndian.Uint64(b)
+		b = b[8:]
+	}
+	for _, c := range b {
+		acc |= uint64(c)
+	}
+	return acc&0x8080808080808080 == 0
+}
+
 // render writes the label values of a rule into s.key, joined by KeySep, and points
 // s.labels at them. Each value is made valid UTF-8 and capped before the next is written,
-// so the key is exactly the label set the store will see.
-func (s *scratch) render(labels []config.Template, line []byte, caps []int) {
+// so the key is exactly the label set the store will see; valid says the values are
+// known to be valid UTF-8 already.
+func (s *scratch) render(labels []config.Template, line []byte, caps []int, valid bool) {
 	key := s.key[:0]
 	s.ends = s.ends[:0]
 	for i, t := range labels {
@@ -70,7 +113,7 @@ func (s *scratch) render(labels []config.Template, line []byte, caps []int) {
 			key = append(key, KeySep...)
 		}
 		start := len(key)
-		key = s.sanitize(appendTemplate(key, t, line, caps), start)
+		key = s.sanitize(appendTemplate(key, t, line, caps), start, valid)
 		s.ends = append(s.ends, len(key))
 	}
 	s.key = key
@@ -82,16 +125,17 @@ func (s *scratch) render(labels []config.Template, line []byte, caps []int) {
 	}
 }
 
-// renderItems writes the items of a rule into s.itemText and returns them, cut from it:
-// those shown as labels made valid UTF-8 and capped, the others in full.
-func (s *scratch) renderItems(items []config.Item, line []byte, caps []int) [][]byte {
+// renderItems writes the items of a rule into s.itemText and points s.items at them:
+// those shown as labels made valid UTF-8 (unless known to be valid) and capped, the
+// others in full.
+func (s *scratch) renderItems(items []config.Item, line []byte, caps []int, valid bool) {
 	text := s.itemText[:0]
 	s.itemEnds = s.itemEnds[:0]
 	for _, it := range items {
 		start := len(text)
 		text = appendTemplate(text, it.Template, line, caps)
 		if it.Label {
-			text = s.sanitize(text, start)
+			text = s.sanitize(text, start, valid)
 		}
 		s.itemEnds = append(s.itemEnds, len(text))
 	}
@@ -101,7 +145,6 @@ func (s *scratch) renderItems(items []config.Item, line []byte, caps []int) [][]
 		s.items[i] = text[start:end:end]
 		start = end
 	}
-	return s.items[:len(items)]
 }
 
 // appendTemplate appends t rendered from the captures of line.
@@ -116,9 +159,10 @@ func appendTemplate(dst []byte, t config.Template, line []byte, caps []int) []by
 	return dst
 }
 
-// sanitize makes key[start:] valid UTF-8 and at most MaxLabelValueLen bytes.
-func (s *scratch) sanitize(key []byte, start int) []byte {
-	if !utf8.Valid(key[start:]) {
+// sanitize makes key[start:] valid UTF-8, unless the caller knows it is, and at most
+// MaxLabelValueLen bytes.
+func (s *scratch) sanitize(key []byte, start int, valid bool) []byte {
+	if !valid && !utf8.Valid(key[start:]) {
 		s.fix = append(s.fix[:0], key[start:]...)
 		key = appendValidUTF8(key[:start], s.fix)
 	}
