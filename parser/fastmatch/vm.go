@@ -100,7 +100,8 @@ func (m *Matcher) exec(line []byte, caps []int, budget int) result {
 					p = cls.span(line, p, lim)
 					budget -= p - pos
 					lo := pos + in.min
-					if cls.high && in.min == 1 {
+					if cls.high && in.min == 1 && p > pos && line[pos] >= utf8.RuneSelf {
+						// The one rune the run needs may be wider than a byte.
 						lo = pos + runeWidth(line, pos)
 					}
 					if p < lo {
