@@ -413,12 +413,8 @@ func (s *scratch) apply(r *rule, input string, line []byte, caps []int, sink Sin
 	}
 	var at int64
 	if r.ts != nil {
-		raw := s.wrapperTime
-		if r.ts.capture != config.WrapperTime {
-			raw = capture(line, caps, r.ts.capture)
-		}
 		var ok bool
-		if at, ok = s.time(r.ts, raw); !ok {
+		if at, ok = s.time(r.ts, line, caps); !ok {
 			sink.Drop(r.index, BadTimestamp)
 			return Dropped, int(BadTimestamp)
 		}
@@ -426,19 +422,25 @@ func (s *scratch) apply(r *rule, input string, line []byte, caps []int, sink Sin
 	// Rules of a group often share their labels (and items): what the previous rule
 	// rendered from this match is used again.
 	valid := len(r.labels)+len(r.items) > 0 && r.literalsValid && s.asciiLine(line)
+	// The event's slices are written only when they change: a rule with the labels of
+	// the previous one leaves them as they are.
+	e := &s.event
 	if s.keyMatch != s.match || s.keySet != r.labelSet {
 		s.render(r.labels, line, caps, valid)
 		s.keyMatch, s.keySet = s.match, r.labelSet
+		e.Key, e.Labels = s.key, s.labels[:len(r.labels)]
 	}
-	s.event = Event{Rule: r.index, Key: s.key, Labels: s.labels[:len(r.labels)], Value: value, Time: at, HasTime: r.ts != nil}
 	if len(r.items) > 0 {
 		if s.itemsMatch != s.match || s.itemsSet != r.itemSet {
 			s.renderItems(r.items, line, caps, valid)
 			s.itemsMatch, s.itemsSet = s.match, r.itemSet
 		}
-		s.event.Items = s.items[:len(r.items)]
+		e.Items = s.items[:len(r.items)]
+	} else if e.Items != nil {
+		e.Items = nil
 	}
-	sink.Event(&s.event)
+	e.Rule, e.Value, e.Time, e.HasTime = r.index, value, at, r.ts != nil
+	sink.Event(e)
 	return Counted, 0
 }
 
@@ -450,15 +452,20 @@ func capture(line []byte, caps []int, i int) []byte {
 	return line[caps[2*i]:caps[2*i+1]]
 }
 
-// time parses a timestamp capture, remembering the last text and result per slot: log
-// lines come in time order, so consecutive lines mostly repeat the same second.
-func (s *scratch) time(ts *timestampSpec, raw []byte) (int64, bool) {
+// time parses a rule's timestamp capture of line, remembering the last text and result
+// per slot: log lines come in time order, so consecutive lines mostly repeat the same
+// second.
+func (s *scratch) time(ts *timestampSpec, line []byte, caps []int) (int64, bool) {
 	c := &s.times[ts.slot]
 	if c.match == s.match {
 		// Another rule of this match read the same capture with the same layout.
 		return c.unix, c.ok
 	}
 	c.match = s.match
+	raw := s.wrapperTime
+	if ts.capture != config.WrapperTime {
+		raw = capture(line, caps, ts.capture)
+	}
 	if c.valid && string(c.raw) == string(raw) {
 		return c.unix, c.ok
 	}

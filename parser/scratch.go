@@ -91,7 +91,11 @@ func (s *scratch) asciiLine(line []byte) bool {
 // isASCII reports whether b has no byte from 0x80 up, a word at a time.
 func isASCII(b []byte) bool {
 	var acc uint64
-	for len(b) >= 8 {
+	for len(b) >= 16 {
+		acc |= binary.LittleEndian.Uint64(b) | binary.LittleEndian.Uint64(b[8:])
+		b = b[16:]
+	}
+	if len(b) >= 8 {
 		acc |= binary.LittleEndian.Uint64(b)
 		b = b[8:]
 	}
