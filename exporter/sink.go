@@ -16,7 +16,9 @@ import (
 type Sink struct {
 	rules            []ruleEntry
 	processing, wall int64
-	shard            uint8
+	// received counts the events and drops passed in (Received).
+	received uint64
+	shard    uint8
 	// backfill: a warm start's sink (NewBackfillSink).
 	backfill bool
 }
@@ -43,9 +45,15 @@ func (s *Set) NewBackfillSink() *Sink {
 // that a series is written and read on one clock.
 func (k *Sink) SetNow(processing, wall int64) { k.processing, k.wall = processing, wall }
 
+// Received is how many events and drops the Sink was given since it was made. A caller
+// that reads it before and after parsing a line knows whether any rule matched the line,
+// without a wrapper of its own around every Event and Drop.
+func (k *Sink) Received() uint64 { return k.received }
+
 // Event adds a matched line to its series: at its own time when it has one, else at the
 // processing second.
 func (k *Sink) Event(e *parser.Event) {
+	k.received++
 	r := &k.rules[e.Rule]
 	if k.backfill && !e.HasTime {
 		return
@@ -64,6 +72,7 @@ func (k *Sink) clocks(e *parser.Event) (now, at int64) {
 
 // Drop counts a line the parser matched but could not turn into an event.
 func (k *Sink) Drop(rule int, why parser.DropReason) {
+	k.received++
 	if int(why) < numParserReasons && !k.backfill {
 		k.rules[rule].store.parserDrops[why].Add(1)
 	}

@@ -10,7 +10,6 @@ import (
 	"github.com/logwindow/logwindow_exporter/cri"
 	"github.com/logwindow/logwindow_exporter/exporter"
 	"github.com/logwindow/logwindow_exporter/follow"
-	"github.com/logwindow/logwindow_exporter/parser"
 	"github.com/logwindow/logwindow_exporter/syslog"
 )
 
@@ -47,27 +46,8 @@ type input struct {
 // binding is an input's view of one generation.
 type binding struct {
 	gen  *generation
-	sink lineSink
+	sink *exporter.Sink
 	name string // the input's name in gen's config, for rules' inputs: restriction
-}
-
-// lineSink passes a line's events and drops on to the Set's sink and notes whether any
-// rule matched the line, which is how unmatched lines are counted without a second pass.
-type lineSink struct {
-	*exporter.Sink
-	matched bool
-}
-
-// Event passes e on.
-func (s *lineSink) Event(e *parser.Event) {
-	s.matched = true
-	s.Sink.Event(e)
-}
-
-// Drop passes the drop on: the rule matched the line, it just could not count it.
-func (s *lineSink) Drop(rule int, why parser.DropReason) {
-	s.matched = true
-	s.Sink.Drop(rule, why)
 }
 
 // unwrap returns what the parser is to read of a line: for a cri input, the message
@@ -223,7 +203,7 @@ func (in *input) handle(p *Pipeline) follow.Handler {
 		g := p.gen.Load()
 		b := in.bound.Load()
 		if b == nil || b.gen != g {
-			b = &binding{gen: g, sink: lineSink{Sink: g.set.NewSink()}, name: g.inputName(in.source)}
+			b = &binding{gen: g, sink: g.set.NewSink(), name: g.inputName(in.source)}
 			in.bound.Store(b)
 		}
 		if in.chunked {
@@ -231,11 +211,13 @@ func (in *input) handle(p *Pipeline) follow.Handler {
 		} else {
 			b.sink.SetNow(p.clock.read())
 		}
-		b.sink.matched = false
+		// A line no rule matched gives the sink no event and no drop: that is how unmatched
+		// lines are counted without a second pass.
+		received := b.sink.Received()
 		switch {
-		case !g.parser.ParseWrapped(b.name, msg, wrapperTime, &b.sink):
+		case !g.parser.ParseWrapped(b.name, msg, wrapperTime, b.sink):
 			in.malformed.Add(1)
-		case !b.sink.matched:
+		case b.sink.Received() == received:
 			in.unmatched.Add(1)
 		}
 		// A reload between the Load of the generation and the Store of the binding would
