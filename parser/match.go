@@ -35,6 +35,15 @@ func (c compiled) capsNeeded(readsCaptures bool) int {
 	return c.ncap
 }
 
+// only returns c recording only the groups keep reports true for, when its matcher can
+// leave the others out (fastmatch); c itself otherwise.
+func (c compiled) only(keep func(group int) bool) compiled {
+	if m, ok := c.matcher.(*fastmatch.Matcher); ok {
+		c.matcher = m.Only(keep)
+	}
+	return c
+}
+
 // compile prefers fastmatch and falls back to regexp for what fastmatch does not accept.
 func compile(re *regexp.Regexp, fast bool) compiled {
 	ncap := 2 * (re.NumSubexp() + 1)

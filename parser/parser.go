@@ -102,6 +102,9 @@ type Parser struct {
 // one structured format, which share one read of the line.
 type group struct {
 	m compiled
+	// parse is m recording only the groups the rules read, for Parse; Explain shows
+	// every group, so it runs m.
+	parse compiled
 	// prog is the regex m runs as a syntax program, for Explain, compiled on its first
 	// use and then kept; nil for a fields group.
 	prog func() *regexProgram
@@ -234,6 +237,11 @@ func build(rules []*config.Rule, fast bool) (*Parser, error) {
 			g.ex, g.ncap = ex, 2*(len(g.fields.paths)+1)
 		} else {
 			g.ncap = g.m.capsNeeded(slices.ContainsFunc(g.rules, rule.readsCaptures))
+			read := make([]bool, g.m.ncap/2)
+			for _, r := range g.rules {
+				r.captures(func(c int) { read[c] = true })
+			}
+			g.parse = g.m.only(func(group int) bool { return read[group] })
 		}
 		sz.caps = max(sz.caps, g.ncap)
 	}
@@ -332,6 +340,33 @@ func (r *rule) reads(input string) bool {
 	return r.inputs == nil || slices.Contains(r.inputs, input)
 }
 
+// captures calls f with every capture index the rule reads.
+func (r *rule) captures(f func(int)) {
+	for _, t := range r.labels {
+		for _, part := range t {
+			if part.Capture >= 0 {
+				f(part.Capture)
+			}
+		}
+	}
+	for _, it := range r.items {
+		for _, part := range it.Template {
+			if part.Capture >= 0 {
+				f(part.Capture)
+			}
+		}
+	}
+	for _, w := range slices.Concat(r.where, r.whereNot) {
+		f(w.capture)
+	}
+	if r.value >= 0 {
+		f(r.value)
+	}
+	if r.ts != nil && r.ts.capture != config.WrapperTime {
+		f(r.ts.capture)
+	}
+}
+
 func (r rule) readsCaptures() bool {
 	return len(r.labels) > 0 || len(r.items) > 0 || len(r.where) > 0 || len(r.whereNot) > 0 || r.value >= 0 || r.ts != nil
 }
@@ -365,7 +400,7 @@ func (p *Parser) ParseWrapped(input string, line, wrapperTime []byte, sink Sink)
 				wellFormed = false
 				continue
 			}
-		} else if !g.m.Match(line, caps) {
+		} else if !g.parse.Match(line, caps) {
 			continue
 		}
 		s.newMatch()

@@ -486,7 +486,7 @@ func TestSharedMatch(t *testing.T) {
 		t.Fatalf("groups: %d, want 20 rules sharing one and 1 in another", len(p.groups))
 	}
 	runs := 0
-	p.groups[0].m.matcher = countingMatcher{p.groups[0].m.matcher, &runs}
+	p.groups[0].parse.matcher = countingMatcher{p.groups[0].parse.matcher, &runs}
 	rec := &recorder{t: t, rules: c.Rules}
 	for range 5 {
 		p.Parse("", []byte("abc 12"), rec)

@@ -234,3 +234,39 @@ func TestWordAtATime(t *testing.T) {
 		})
 	}
 }
+
+// TestOnly: a matcher recording only some groups matches where regexp does and gives
+// regexp's positions for those groups, -1 for the others.
+func TestOnly(t *testing.T) {
+	exprs := []string{nginxMain, combined, `^(?:(\w+)(?:[ _-]|$))+$`, `(a|ab)(c|bcd)?`, `((a)|b)+`, `(\S+) (\S+)?$`, `(.*?) (x)`}
+	keeps := map[string]func(int) bool{
+		"none": func(int) bool { return false },
+		"odd":  func(g int) bool { return g%2 == 1 },
+		"even": func(g int) bool { return g%2 == 0 },
+		"all":  func(int) bool { return true },
+	}
+	for _, expr := range exprs {
+		for name, keep := range keeps {
+			t.Run(name+"/"+expr, func(t *testing.T) {
+				re, full := pair(t, expr)
+				m := full.Only(keep)
+				caps := make([]int, 2*(re.NumSubexp()+1))
+				for _, l := range trickyLines {
+					want := re.FindSubmatchIndex([]byte(l))
+					for g := 1; want != nil && g <= re.NumSubexp(); g++ {
+						if !keep(g) {
+							want[2*g], want[2*g+1] = -1, -1
+						}
+					}
+					r := m.exec([]byte(l), caps, testBudget)
+					if r != giveUp && ((r == matched) != (want != nil) || r == matched && !slices.Equal(caps, want)) {
+						t.Fatalf("%q: exec = %v %v, want %v", l, r, caps, want)
+					}
+					if ok := m.Match([]byte(l), caps); ok != (want != nil) || ok && !slices.Equal(caps, want) {
+						t.Fatalf("%q: Match = %v %v, want %v", l, ok, caps, want)
+					}
+				}
+			})
+		}
+	}
+}

@@ -54,6 +54,9 @@ type Matcher struct {
 	// without it are rejected by bytes.Contains before any matching.
 	required  []byte
 	prefilter bool
+	// dropped are the slots of the groups an Only matcher does not record, cleared in
+	// what regexp gives for a line handed to it.
+	dropped []int
 }
 
 // Compile returns a matcher equivalent to regexp.MustCompile(expr) for every
@@ -107,6 +110,26 @@ func Compile(expr string) (*Matcher, error) {
 	return m, nil
 }
 
+// Only returns a matcher for the same expression that records only the groups keep
+// reports true for, besides the whole match: the others read as not participating (-1).
+// Matches and the recorded groups are the same as m's; a caller reading few of a regex's
+// groups then does not pay for setting (and, past a choice, saving) the others.
+func (m *Matcher) Only(keep func(group int) bool) *Matcher {
+	t := *m
+	t.prog = slices.Clone(m.prog)
+	for i := range t.prog {
+		in := &t.prog[i]
+		in.caps = slices.DeleteFunc(slices.Clone(in.caps), func(slot int) bool { return !keep(slot / 2) })
+	}
+	t.dropped = nil
+	for slot := 2; slot < m.ncap; slot++ {
+		if !keep(slot / 2) {
+			t.dropped = append(t.dropped, slot)
+		}
+	}
+	return &t
+}
+
 // Match reports whether line matches and fills caps like
 // regexp.FindSubmatchIndex: a start and an end per group, group 0 (the whole
 // match) first, -1 for a group that did not participate. caps must have room
@@ -128,6 +151,9 @@ func (m *Matcher) Match(line []byte, caps []int) bool {
 	}
 	loc := m.re.FindSubmatchIndex(line)
 	copy(caps, loc)
+	for _, slot := range m.dropped {
+		caps[slot] = -1
+	}
 	return loc != nil
 }
 
