@@ -169,6 +169,16 @@ func newClass(s runeSet) *class {
 	return c
 }
 
+// spanASCII is span for a class without non-ASCII members (noHigh). Their runs are
+// usually short (a status, a method, a number), so it goes a byte at a time and is small
+// enough to be inlined, where a call would cost more than the scan.
+func (c *class) spanASCII(line []byte, p, lim int) int {
+	for p < lim && c.tbl[line[p]] != 0 {
+		p++
+	}
+	return p
+}
+
 // span returns where the run of members starting at p ends, looking no further than
 // lim. It reads bytes, not runes: only for classes a byte table decides (scanBytes).
 func (c *class) span(line []byte, p, lim int) int {

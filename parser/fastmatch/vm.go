@@ -97,7 +97,11 @@ func (m *Matcher) exec(line []byte, caps []int, budget int) result {
 					if in.max < lim-p {
 						lim = p + in.max
 					}
-					p = cls.span(line, p, lim)
+					if cls.noHigh {
+						p = cls.spanASCII(line, p, lim)
+					} else {
+						p = cls.span(line, p, lim)
+					}
 					budget -= p - pos
 					lo := pos + in.min
 					if cls.high && in.min == 1 && p > pos && line[pos] >= utf8.RuneSelf {
