@@ -164,8 +164,17 @@ func appendTemplate(dst []byte, t config.Template, line []byte, caps []int) []by
 }
 
 // sanitize makes key[start:] valid UTF-8, unless the caller knows it is, and at most
-// MaxLabelValueLen bytes.
+// MaxLabelValueLen bytes. The usual case, a short value known to be valid, is decided
+// inline; the rest is in fixValue.
 func (s *scratch) sanitize(key []byte, start int, valid bool) []byte {
+	if valid && len(key)-start <= MaxLabelValueLen {
+		return key
+	}
+	return s.fixValue(key, start, valid)
+}
+
+// fixValue is sanitize for a value that may be invalid or too long.
+func (s *scratch) fixValue(key []byte, start int, valid bool) []byte {
 	if !valid && !utf8.Valid(key[start:]) {
 		s.fix = append(s.fix[:0], key[start:]...)
 		key = appendValidUTF8(key[:start], s.fix)
