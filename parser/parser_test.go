@@ -732,3 +732,23 @@ rules:
 		})
 	}
 }
+
+// TestIsASCII puts one byte from 0x80 up at every position of lines of every length up to
+// past two blocks of the word-at-a-time check.
+func TestIsASCII(t *testing.T) {
+	for n := range 72 {
+		line := bytes.Repeat([]byte{0x7f}, n)
+		if !isASCII(line) {
+			t.Fatalf("%d ASCII bytes: not ASCII", n)
+		}
+		for i := range n {
+			for _, b := range []byte{0x80, 0xc3, 0xff} {
+				line[i] = b
+				if isASCII(line) {
+					t.Fatalf("%#x at %d of %d: ASCII", b, i, n)
+				}
+			}
+			line[i] = 0x7f
+		}
+	}
+}

@@ -91,15 +91,16 @@ func (s *scratch) asciiLine(line []byte) bool {
 // isASCII reports whether b has no byte from 0x80 up, a word at a time.
 func isASCII(b []byte) bool {
 	var acc uint64
-	for len(b) >= 16 {
-		acc |= binary.LittleEndian.Uint64(b) | binary.LittleEndian.Uint64(b[8:])
-		b = b[16:]
+	i := 0
+	for ; i+32 <= len(b); i += 32 {
+		w := b[i : i+32 : i+32]
+		acc |= binary.LittleEndian.Uint64(w) | binary.LittleEndian.Uint64(w[8:]) |
+			binary.LittleEndian.Uint64(w[16:]) | binary.LittleEndian.Uint64(w[24:])
 	}
-	if len(b) >= 8 {
-		acc |= binary.LittleEndian.Uint64(b)
-		b = b[8:]
+	for ; i+8 <= len(b); i += 8 {
+		acc |= binary.LittleEndian.Uint64(b[i : i+8 : i+8])
 	}
-	for _, c := range b {
+	for _, c := range b[i:] {
 		acc |= uint64(c)
 	}
 	return acc&0x8080808080808080 == 0
