@@ -282,16 +282,23 @@ func (m *Matcher) exec(line []byte, caps []int, budget int) result {
 		next:
 			// The capture marks right after a step that succeeded are set here rather
 			// than each in a step of its own: a usual log regex has as many of them as
-			// it has other steps. (An opCap reached by a jump has itself in caps.)
-			for _, x := range in.caps {
-				if choices > 0 {
-					if sp == len(stack) {
+			// it has other steps. (An opCap reached by a jump has itself in caps.) With no
+			// choice to come back to, the old values need not be saved.
+			if len(in.caps) > 0 {
+				if choices == 0 {
+					for _, x := range in.caps {
+						caps[x] = pos
+					}
+				} else {
+					if sp+len(in.caps) > len(stack) {
 						return giveUp
 					}
-					stack[sp] = frame{kind: fRestore, pc: int32(x), pos: int32(caps[x])}
-					sp++
+					for _, x := range in.caps {
+						stack[sp] = frame{kind: fRestore, pc: int32(x), pos: int32(caps[x])}
+						sp++
+						caps[x] = pos
+					}
 				}
-				caps[x] = pos
 			}
 			pc = in.next
 		}
