@@ -19,8 +19,14 @@ import (
 	"github.com/logwindow/logwindow_exporter/pipeline"
 )
 
+// rulesEnv names a rule file the in-process benchmarks read instead of example-rules.yaml
+// (its inputs replaced as the example's are), so that a few rules can be measured or
+// profiled alone.
+const rulesEnv = "LOGWINDOW_BENCH_RULES"
+
 // benchLog generates a re-dated log of lines lines into a temporary directory, writes the
-// benchmark's version of example-rules.yaml for it and loads that.
+// benchmark's version of example-rules.yaml (or of $LOGWINDOW_BENCH_RULES) for it and
+// loads that.
 func benchLog(b *testing.B, lines int, c benchConfig) (string, *config.Config, *tally) {
 	b.Helper()
 	gen := generator(b)
@@ -32,7 +38,11 @@ func benchLog(b *testing.B, lines int, c benchConfig) (string, *config.Config, *
 	}
 	c.inputs = []string{path}
 	rules := filepath.Join(dir, "rules.yaml")
-	if err := c.write(filepath.Join("..", "example-rules.yaml"), rules); err != nil {
+	src := filepath.Join("..", "example-rules.yaml")
+	if env := os.Getenv(rulesEnv); env != "" {
+		src = env
+	}
+	if err := c.write(src, rules); err != nil {
 		b.Fatal(err)
 	}
 	cfg, err := config.Load(rules)
@@ -150,10 +160,15 @@ func bytesPerSeries(b *testing.B, inputs int) {
 // BenchmarkInputsOneSet is the parser and store of the live path without the follower:
 // one goroutine on one processor, or two on two, each parse the same 200,000-line log into
 // one Set through a sink of their own, as inputs whose lines have the same label sets do.
-// One op is every goroutine's pass; ns/line is wall time per line read in all, CPU-ns/line
-// the process' CPU time per line (compare the two within one run):
+// "inputs=2,apart" gives each goroutine a parser and a Set of its own, sharing nothing that
+// is written, as two processes would: what two inputs cost beyond it is what they cost
+// each other in one process. One op is every goroutine's pass; ns/line is wall time per
+// line read in all, CPU-ns/line the process' CPU time per line (compare them within one
+// run, and only in runs where two inputs took about half the wall time per line of one:
+// else they did not run at once):
 //
 //	go test -run '^$' -bench InputsOneSet ./bench
+//	LOGWINDOW_BENCH_RULES=rules.yaml go test -run '^$' -bench InputsOneSet ./bench
 func BenchmarkInputsOneSet(b *testing.B) {
 	const lines = 200000
 	path, cfg, _ := benchLog(b, lines, benchConfig{})
@@ -162,28 +177,38 @@ func BenchmarkInputsOneSet(b *testing.B) {
 		b.Fatal(err)
 	}
 	log := bytes.Split(bytes.TrimSuffix(data, []byte("\n")), []byte("\n"))
-	p, err := parser.New(cfg.Rules)
-	if err != nil {
-		b.Fatal(err)
-	}
-	for _, inputs := range []int{1, 2} {
-		b.Run(fmt.Sprintf("inputs=%d", inputs), func(b *testing.B) {
+	for _, c := range []struct {
+		name   string
+		inputs int
+		apart  bool
+	}{{"inputs=1", 1, false}, {"inputs=2", 2, false}, {"inputs=2,apart", 2, true}} {
+		b.Run(c.name, func(b *testing.B) {
 			// Set here, not with -cpu: a benchmark using b.Loop runs before -cpu applies.
-			defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(inputs))
+			defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(c.inputs))
 			now := time.Now().Unix()
 			var cpu time.Duration
 			for b.Loop() {
 				b.StopTimer()
-				set, err := exporter.NewSet(cfg, nil)
-				if err != nil {
-					b.Fatal(err)
+				parsers, sinks := make([]*parser.Parser, c.inputs), make([]*exporter.Sink, c.inputs)
+				var p *parser.Parser
+				var set *exporter.Set
+				for i := range c.inputs {
+					if i == 0 || c.apart {
+						if p, err = parser.New(cfg.Rules); err != nil {
+							b.Fatal(err)
+						}
+						if set, err = exporter.NewSet(cfg, nil); err != nil {
+							b.Fatal(err)
+						}
+					}
+					parsers[i], sinks[i] = p, set.NewSink()
 				}
 				runtime.GC()
 				cpu0 := processCPU(b)
 				b.StartTimer()
 				var wg sync.WaitGroup
-				for range inputs {
-					sink := set.NewSink()
+				for i := range c.inputs {
+					p, sink := parsers[i], sinks[i]
 					wg.Go(func() {
 						sink.SetNow(now, now)
 						for _, l := range log {
@@ -196,7 +221,7 @@ func BenchmarkInputsOneSet(b *testing.B) {
 				cpu += processCPU(b) - cpu0
 				b.StartTimer()
 			}
-			all := float64(b.N * inputs * len(log))
+			all := float64(b.N * c.inputs * len(log))
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/all, "ns/line")
 			b.ReportMetric(float64(cpu.Nanoseconds())/all, "CPU-ns/line")
 		})
