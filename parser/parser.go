@@ -385,6 +385,11 @@ func (p *Parser) Parse(input string, line []byte, sink Sink) bool {
 func (p *Parser) ParseWrapped(input string, line, wrapperTime []byte, sink Sink) bool {
 	s := p.scratch.Get().(*scratch)
 	defer p.scratch.Put(s)
+	return p.parse(s, input, line, wrapperTime, sink)
+}
+
+// parse is ParseWrapped with the buffers s.
+func (p *Parser) parse(s *scratch, input string, line, wrapperTime []byte, sink Sink) bool {
 	s.wrapperTime = wrapperTime
 	wellFormed := true
 	for i := range p.groups {

@@ -10,6 +10,7 @@ import (
 	"github.com/logwindow/logwindow_exporter/cri"
 	"github.com/logwindow/logwindow_exporter/exporter"
 	"github.com/logwindow/logwindow_exporter/follow"
+	"github.com/logwindow/logwindow_exporter/parser"
 	"github.com/logwindow/logwindow_exporter/syslog"
 )
 
@@ -45,9 +46,12 @@ type input struct {
 
 // binding is an input's view of one generation.
 type binding struct {
-	gen  *generation
-	sink *exporter.Sink
-	name string // the input's name in gen's config, for rules' inputs: restriction
+	gen *generation
+	// parse is gen's parser with buffers of the input's own: its lines come from one
+	// goroutine.
+	parse *parser.Session
+	sink  *exporter.Sink
+	name  string // the input's name in gen's config, for rules' inputs: restriction
 }
 
 // unwrap returns what the parser is to read of a line: for a cri input, the message
@@ -203,7 +207,7 @@ func (in *input) handle(p *Pipeline) follow.Handler {
 		g := p.gen.Load()
 		b := in.bound.Load()
 		if b == nil || b.gen != g {
-			b = &binding{gen: g, sink: g.set.NewSink(), name: g.inputName(in.source)}
+			b = &binding{gen: g, parse: g.parser.NewSession(), sink: g.set.NewSink(), name: g.inputName(in.source)}
 			in.bound.Store(b)
 		}
 		if in.chunked {
@@ -215,7 +219,7 @@ func (in *input) handle(p *Pipeline) follow.Handler {
 		// lines are counted without a second pass.
 		received := b.sink.Received()
 		switch {
-		case !g.parser.ParseWrapped(b.name, msg, wrapperTime, b.sink):
+		case !b.parse.ParseWrapped(b.name, msg, wrapperTime, b.sink):
 			in.malformed.Add(1)
 		case b.sink.Received() == received:
 			in.unmatched.Add(1)

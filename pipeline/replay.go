@@ -58,6 +58,7 @@ func Replay(cfg *config.Config, files []string, opts Options, w io.Writer) error
 }
 
 func replayFiles(cfg *config.Config, p *parser.Parser, files []string, opts Options, sink parser.Sink) error {
+	ps := p.NewSession()
 	for _, file := range files {
 		ci := inputOf(cfg, file)
 		in := &input{}
@@ -67,7 +68,7 @@ func replayFiles(cfg *config.Config, p *parser.Parser, files []string, opts Opti
 		_, err := follow.ReadToEnd(follow.Options{Path: file, MaxLineBytes: opts.MaxLineBytes, Logger: opts.Logger},
 			func(path string, line []byte) {
 				if msg, wrapperTime, ok := in.unwrap(path, line); ok {
-					p.ParseWrapped(ci.Name, msg, wrapperTime, sink)
+					ps.ParseWrapped(ci.Name, msg, wrapperTime, sink)
 				}
 			})
 		if err != nil {
