@@ -136,14 +136,21 @@ func index(m float64) int32 {
 
 // Merge adds the values from holds; from must be a *Quantiles. The receiver's counts
 // become 8 bytes wide: merging is for building a window from its slots, not for keeping.
-func (q *Quantiles) Merge(from windows.Summary) {
+func (q *Quantiles) Merge(from windows.Summary) { q.merge(from, false) }
+
+// Absorb is Merge into a sketch the wheels keep (windows.Absorber): the counts of from are
+// added bin by bin, keeping the receiver's packed, so that a slot that absorbs slots of a
+// finer wheel takes no more room than one that was added their values.
+func (q *Quantiles) Absorb(from windows.Summary) { q.merge(from, true) }
+
+func (q *Quantiles) merge(from windows.Summary, packed bool) {
 	f := from.(*Quantiles)
-	q.pos.merge(&f.pos)
+	q.pos.merge(&f.pos, packed)
 	if f.neg != nil {
 		if q.neg == nil {
 			q.neg = new(bins)
 		}
-		q.neg.merge(f.neg)
+		q.neg.merge(f.neg, packed)
 	}
 	q.zero += f.zero
 	q.n += f.n
@@ -295,10 +302,22 @@ func (s *bins) add(i int32, c uint64) {
 	s.set(j, x)
 }
 
-// merge adds every count of o, with 8-byte counts so that no sum can overflow a width.
-func (s *bins) merge(o *bins) {
+// merge adds every count of o, with 8-byte counts so that no sum can overflow a width; or,
+// packed, one count at a time as add does, which keeps the counts as wide as they need.
+func (s *bins) merge(o *bins, packed bool) {
 	n := o.len()
 	if n == 0 {
+		return
+	}
+	if packed && s.width != 64 {
+		// From the first count to the last that are not 0 only: a run keeps the bins it
+		// spanned across a Reset.
+		first, last, _ := o.extent()
+		for j := max(first, 0); j <= last; j++ {
+			if c := o.get(j); c != 0 {
+				s.add(o.lo+int32(j), c)
+			}
+		}
 		return
 	}
 	if s.width == 0 {

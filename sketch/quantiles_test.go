@@ -268,7 +268,8 @@ func TestBinsModel(t *testing.T) {
 						t.Fatalf("sealed run %d+%d of %d bits ends with counts %d and %d", s.lo, s.len(), s.width, first, last)
 					}
 				}
-				merged.merge(&s)
+				// Either way of merging: widening to 8-byte counts (Merge), or bin by bin (Absorb).
+				merged.merge(&s, r.IntN(2) == 0)
 				for i, c := range model {
 					mergedModel[i] += c
 				}

@@ -41,15 +41,20 @@
 // A quantity that is not a float (a quantile sketch, bucket counts) is kept as a Summary:
 // the layout is given SummaryKinds (Options.Summaries), and the series keeps, next to
 // its float wheels, wheels of summary slots that it creates on a slot's first value,
-// Resets when the wheel moves past the slot and Merges into one summary per window at
-// read time (ReadSummaries), in the manner of a bucket generator. A summary costs far more
-// than a float, so summary wheels are coarser (summaryGrid): windows up to 5m are served
-// by 10-second slots, up to 1h by minutes, up to 300h by hours, beyond by days; a window
-// is read as the whole slots from the one holding its oldest second, so it holds its
-// events plus those of less than one slot before it. A summary that implements Sealer is
-// told when its wheel moves on from its slot, after which the slot is only read (and
-// added to by late events) until it is Reset: a sketch shrinks to its exact size then. A
-// layout without summaries has no summary wheels and its Add is the float path alone.
+// Resets when the wheel moves past the slot and Merges into one summary per window at read
+// time (ReadSummaries), in the manner of a bucket generator. A summary costs far more than
+// a float, so an event is not added to every summary wheel: a wheel's newest slot that
+// events came to is open, its events are added to it alone, and the coarser wheels get them
+// in one merge per wheel (Absorb, for an Absorber) when a newer slot opens or the wheel
+// moves, a read merging the open slot with the coarser slot that holds its seconds
+// meanwhile; an event in an older slot is added to every wheel that holds it. Summary
+// wheels are also coarser (summaryGrid): windows up to 5m are served by 10-second slots, up
+// to 1h by minutes, up to 300h by hours, beyond by days; a window is read as the whole
+// slots from the one holding its oldest second, so it holds its events plus those of less
+// than one slot before it. A summary that implements Sealer is told when its wheel moves on
+// from its slot, after which the slot is only read (and added to by late events) until it
+// is Reset: a sketch shrinks to its exact size then. A layout without summaries has no
+// summary wheels and its Add is the float path alone.
 //
 // # Time
 //
@@ -77,7 +82,7 @@
 // with Options.Extrema): the default windows take 386 slots, about 3.1 KiB per quantity
 // plus an 80-byte header per series; summaries take what their kind takes per slot used,
 // in 117 slots with the default windows (31 of 10 s, 61 minutes, 25 hours). Add takes the
-// series' mutex and updates one slot per wheel; Read walks each ring once for all the
+// series' mutex and updates one slot per float wheel and, mostly, one summary slot; Read walks each ring once for all the
 // windows it serves, ReadSummaries merges each summary slot once. There is no goroutine
 // per series and no ticker.
 //
@@ -141,6 +146,14 @@ type Summary interface {
 // when its wheel moves on from the slot; Add must still work after it.
 type Sealer interface {
 	Seal()
+}
+
+// Absorber is a Summary that merges into a summary the series keeps otherwise than into
+// one a read builds: the series merges a slot into a coarser wheel's slot with Absorb
+// (see Series), and a read merges slots with Merge. A sketch whose Merge lays its counts
+// out to be quick to add to, at the cost of room, keeps them compact in Absorb.
+type Absorber interface {
+	Absorb(from Summary)
 }
 
 // SummaryKind makes empty summaries of one kind and says what of an event they read

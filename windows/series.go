@@ -72,6 +72,17 @@ type Series struct {
 type summaryRings struct {
 	sums []Summary
 	head [len(grid{})]int32
+	// open holds, per wheel but the coarsest, its open slot (see place).
+	open [len(grid{}) - 1]openSlot
+}
+
+// openSlot is the newest slot of a summary wheel that events or merges were placed in: the
+// slot numbered slot, at ring index idx; slot is never before the first. While pending, the
+// coarser wheels lack what the slot holds.
+type openSlot struct {
+	slot    int64
+	idx     int32
+	pending bool
 }
 
 // NewSeries returns an empty series laid out by l.
@@ -84,6 +95,7 @@ func (l *Layout) NewSeries() *Series {
 	}
 	if l.sumSize > 0 {
 		s.rings = &summaryRings{sums: make([]Summary, l.sumSize)}
+		s.rings.reopen()
 	}
 	return s
 }
@@ -139,25 +151,41 @@ func (s *Series) addSlow(now, at int64, v float64, items [][]byte) Placement {
 	if at <= s.t-l.longest {
 		return Late
 	}
+	// back is how many slots at is behind the head of wheel i (−1: not computed yet).
+	// Wheels go from fine to coarse and a slot lies within one slot of every coarser wheel
+	// of its grid, so once at is in a head slot it is in the head slots of the rest: back
+	// stays 0 without the divisions.
+	back := int64(-1)
 	for i := range l.wheels {
-		if idx, ok := l.wheels[i].slotOf(s.head[i], s.t, at); ok {
+		if back != 0 {
+			back = l.wheels[i].slotsBack(s.t, at)
+		}
+		if idx, ok := l.wheels[i].slotOf(s.head[i], back); ok {
 			s.put(l.wheels[i].off+idx*l.stride, v)
 		}
 	}
-	for i := range l.sumWheels {
-		if idx, ok := l.sumWheels[i].slotOf(s.rings.head[i], s.t, at); ok {
-			s.rings.summarize(l, l.sumWheels[i].off+idx*len(l.kinds), v, items)
-		}
+	if s.rings != nil {
+		s.rings.place(l, s.t, 0, at, v, items, nil)
 	}
 	s.last = max(s.last, at)
 	return p
 }
 
-// slotOf returns the ring index of the slot of second at, for a wheel whose head slot
-// holds second t ≥ at; false when the wheel no longer holds that slot, and so serves only
-// windows shorter than the event's age, none of which the event belongs to.
-func (w *wheel) slotOf(head int32, t, at int64) (int, bool) {
-	back := floorDiv(t, w.step) - floorDiv(at, w.step)
+// slotsBack returns how many slots the slot of second at is behind that of second t ≥ at.
+func (w *wheel) slotsBack(t, at int64) int64 {
+	if w.step == 1 {
+		return t - at
+	}
+	return floorDiv(t, w.step) - floorDiv(at, w.step)
+}
+
+// slot returns the number of the slot of second t.
+func (w *wheel) slot(t int64) int64 { return floorDiv(t, w.step) }
+
+// slotOf returns the ring index of the slot back slots behind the head slot; false when the
+// wheel no longer holds that slot, and so serves only windows shorter than the event's age,
+// none of which the event belongs to.
+func (w *wheel) slotOf(head int32, back int64) (int, bool) {
 	if back >= w.n {
 		return 0, false
 	}
@@ -180,6 +208,94 @@ func (r *summaryRings) summarize(l *Layout, i int, v float64, items [][]byte) {
 			item = items[kind.Item-1]
 		}
 		r.sums[i+k].Add(v, item)
+	}
+}
+
+// place adds an event of second at (value v, items; from nil) to the slot of wheel i that
+// holds at, or merges the summaries from, which hold seconds of one slot of wheel i from
+// at on, into that slot; and then to the coarser wheels, unless the slot is open and
+// pending. t is the series' second. A wheel that no longer holds the slot is passed over.
+//
+// A summary's add costs far more than a float's, and events come mostly in time order, so
+// that a slot gets many in a row: a wheel's newest slot is open, and while it is pending
+// the events placed in it are not added to the coarser wheels, which get the slot in one
+// merge per wheel when a newer slot opens or the wheel moves (rollUp); until then a read
+// merges the pending slot with the coarser slot that holds its seconds. Events come to the
+// finest wheel that holds their slot: for events at the current second its head slot is
+// open, for a log read after it was written the open slot is behind the head, in whichever
+// wheel holds the log's recent past. An event in an older slot, or in the open slot after
+// it was rolled up, is added to every wheel that holds its slot.
+//
+// The invariant: a wheel's slots after its open slot are empty, so a slot is opened only
+// when nothing it holds is in a coarser wheel; and whatever the slots of a wheel hold is in
+// the coarser wheels, but for what the open slot holds while pending.
+func (r *summaryRings) place(l *Layout, t int64, i int, at int64, v float64, items [][]byte, from []Summary) {
+	kinds := len(l.kinds)
+	for ; i < len(l.sumWheels); i++ {
+		w := &l.sumWheels[i]
+		num := w.slot(at)
+		idx, ok := w.slotOf(r.head[i], w.slot(t)-num)
+		if !ok {
+			continue
+		}
+		if i == len(l.sumWheels)-1 {
+			r.put(l, w.off+idx*kinds, v, items, from)
+			return
+		}
+		o := &r.open[i]
+		if num > o.slot {
+			r.rollUp(l, t, i)
+			*o = openSlot{slot: num, idx: int32(idx), pending: true}
+		}
+		r.put(l, w.off+idx*kinds, v, items, from)
+		if num == o.slot && o.pending {
+			return
+		}
+	}
+}
+
+// rollUp places the open slot of wheel i, if pending, in the coarser wheels (see place).
+func (r *summaryRings) rollUp(l *Layout, t int64, i int) {
+	o := &r.open[i]
+	if !o.pending {
+		return
+	}
+	o.pending = false
+	w := &l.sumWheels[i]
+	r.place(l, t, i+1, o.slot*w.step, 0, nil, r.openSums(l, i))
+}
+
+// openSums returns the summaries of the open slot of wheel i.
+func (r *summaryRings) openSums(l *Layout, i int) []Summary {
+	return r.sums[l.sumWheels[i].off+int(r.open[i].idx)*len(l.kinds):][:len(l.kinds)]
+}
+
+// reopen forgets the open slots: no slot is open, and any may open.
+func (r *summaryRings) reopen() {
+	for i := range r.open {
+		r.open[i] = openSlot{slot: never}
+	}
+}
+
+// put adds an event (from nil) or merges the summaries from into the slot starting at
+// sums[i], creating its summaries on the slot's first event or merge.
+func (r *summaryRings) put(l *Layout, i int, v float64, items [][]byte, from []Summary) {
+	if from == nil {
+		r.summarize(l, i, v, items)
+		return
+	}
+	for k, sum := range from {
+		if sum == nil {
+			continue
+		}
+		if r.sums[i+k] == nil {
+			r.sums[i+k] = l.kinds[k].New()
+		}
+		if a, ok := r.sums[i+k].(Absorber); ok {
+			a.Absorb(sum)
+		} else {
+			r.sums[i+k].Merge(sum)
+		}
 	}
 }
 
@@ -208,6 +324,9 @@ func (s *Series) advance(t int64) {
 			s.clear(w.off + w.index(first+j)*l.stride)
 		}
 	}
+	if s.rings != nil {
+		s.rings.moving(l, s.t, t)
+	}
 	for i := range l.sumWheels {
 		w := &l.sumWheels[i]
 		closed := s.rings.head[i]
@@ -229,6 +348,23 @@ func (s *Series) advance(t int64) {
 		}
 	}
 	s.t = t
+}
+
+// moving rolls up the open slot of every summary wheel about to move from second from to
+// second to, before the move may empty it. The coarser wheels of one that does not move do
+// not move either. After a clock stepped back (from is never) the slots hold nothing.
+func (r *summaryRings) moving(l *Layout, from, to int64) {
+	if from == never {
+		r.reopen()
+		return
+	}
+	for i := range r.open[:len(l.sumWheels)-1] {
+		w := &l.sumWheels[i]
+		if w.slot(to) == w.slot(from) {
+			return
+		}
+		r.rollUp(l, from, i)
+	}
 }
 
 // move points *head at the slot of second to, coming from second from (never for a new
@@ -381,6 +517,15 @@ func (s *Series) ReadSummaries(now int64, dst []Summary) {
 		u := floorDiv(s.t, w.step)
 		idx := int64(s.rings.head[i])
 		prev := -1
+		// A slot is read with the pending open slots of the finer wheels whose seconds it
+		// holds (see place): open[j] is the slot of this wheel that holds wheel j's.
+		var open [len(grid{}) - 1]int64
+		for j := range open[:i] {
+			open[j] = never
+			if o := s.rings.open[j]; o.pending {
+				open[j] = w.slot(o.slot * l.sumWheels[j].step)
+			}
+		}
 		for _, k := range w.serve {
 			win := dst[k*kinds : (k+1)*kinds]
 			if prev >= 0 {
@@ -390,15 +535,25 @@ func (s *Series) ReadSummaries(now int64, dst []Summary) {
 			}
 			prev = k
 			for oldest := floorDiv(now-l.secs[k]+1, w.step); u >= oldest; u-- {
-				for j, sum := range s.rings.sums[w.off+int(idx)*kinds:][:kinds] {
-					if sum != nil {
-						win[j].Merge(sum)
+				mergeSlot(win, s.rings.sums[w.off+int(idx)*kinds:][:kinds])
+				for j := range open[:i] {
+					if u == open[j] {
+						mergeSlot(win, s.rings.openSums(l, j))
 					}
 				}
 				if idx--; idx < 0 {
 					idx += w.n
 				}
 			}
+		}
+	}
+}
+
+// mergeSlot merges the summaries of a slot, those it holds, into win, kind by kind.
+func mergeSlot(win, slot []Summary) {
+	for k, sum := range slot {
+		if sum != nil {
+			win[k].Merge(sum)
 		}
 	}
 }
