@@ -233,6 +233,9 @@ func (r *summaryRings) place(l *Layout, t int64, i int, at int64, v float64, ite
 	kinds := len(l.kinds)
 	for ; i < len(l.sumWheels); i++ {
 		w := &l.sumWheels[i]
+		if t-at >= w.n*w.step {
+			continue // the wheel cannot hold the slot, known without the divisions
+		}
 		num := w.slot(at)
 		idx, ok := w.slotOf(r.head[i], w.slot(t)-num)
 		if !ok {
