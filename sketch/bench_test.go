@@ -149,6 +149,27 @@ func BenchmarkSeriesAdd(b *testing.B) {
 	}
 }
 
+// BenchmarkSeriesAddSparse is BenchmarkSeriesAdd's quantile rule at low rates: a line
+// every second, 10 s and 100 s, where a summary slot holds few values and the merge of a
+// closing slot into the coarser wheels costs more than the adds it spares.
+func BenchmarkSeriesAddSparse(b *testing.B) {
+	l, err := windows.NewLayout(defaultWindows, windows.Options{Events: true, Extrema: true, Summaries: []windows.SummaryKind{QuantilesKind}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, every := range []int64{1, 10, 100} {
+		b.Run(fmt.Sprintf("every_%ds", every), func(b *testing.B) {
+			vs := benchValues()
+			s := l.NewSeries()
+			b.ReportAllocs()
+			for i := range int64(b.N) {
+				now := base + i*every
+				s.Add(now, now, vs[i&4095])
+			}
+		})
+	}
+}
+
 // BenchmarkReadQuantiles is the scrape-time work for one series that held 10 or 100 lines
 // per second (log-uniform 1 ms–10 s) for 25 hours: merging its slots into every default
 // window and asking four quantiles of each.
