@@ -44,7 +44,8 @@ func (p *Pipeline) warmStart(ci config.Input) func(path string, file io.ReaderAt
 		name := g.inputName(ci.Source())
 		maxLine := maxLineBytes(p.opts)
 		from := backfillFrom(file, end, p.opts.BackfillBytes, wall-longest, g.parser, name, maxLine)
-		lines := readLines(file, from, end, maxLine, func(line []byte) { g.parser.Parse(name, line, sink) })
+		ps := g.parser.NewSession()
+		lines := readLines(file, from, end, maxLine, func(line []byte) { ps.ParseWrapped(name, line, nil, sink) })
 		p.opts.Logger.Info("warm start: windows of event-time rules filled from the end of the file",
 			"path", path, "from", from, "to", end, "lines", lines)
 	}
