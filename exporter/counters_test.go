@@ -2,6 +2,7 @@ package exporter
 
 import (
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"runtime"
 	"strings"
@@ -293,5 +294,28 @@ func BenchmarkKeptCounter(b *testing.B) {
 			b.Fatalf("%d series after a burst of new label sets, budget %d", got, n)
 		}
 		runtime.KeepAlive(set)
+	}
+}
+
+// TestSinkLastSeriesRemoved: a sink keeps the series of its rule's last event to spare the
+// lookup of the next; once that series was removed (here by a reap at the budget, which
+// evicts a kept counter), the next line of its label set goes where a lookup sends it.
+func TestSinkLastSeriesRemoved(t *testing.T) {
+	set := mustSet(t, ttlConfig(1, 0, countRule("http_requests", []time.Duration{time.Minute}, "status")), nil)
+	first, second := set.NewSink(), set.NewSink()
+	// The second line finds the series in the store's map, and the sink keeps it.
+	feed(first, []line{{labels: []string{"500"}, now: start}, {labels: []string{"500"}, now: start}})
+	now := int64(start + 120) // 500 idle past its window: a kept counter, evicted first
+	feed(second, []line{{labels: []string{"404"}, now: now}})
+	if first.last[0] == nil || !first.last[0].removed {
+		t.Fatal("the sink does not hold the evicted series: the test no longer tests its removal")
+	}
+	feed(first, []line{{labels: []string{"500"}, now: now}})
+	got := gather(t, collectorAt(fixed(set), &now), "http_requests_total")
+	// 404 holds the budget, so the next 500 folds into the overflow series; added to the
+	// evicted series it would be in no _total.
+	want := map[string]float64{`status="404"`: 1, `status="__overflow__"`: 1}
+	if !maps.Equal(got, want) {
+		t.Errorf("totals %v, want %v", got, want)
 	}
 }

@@ -14,7 +14,9 @@ import (
 // to the stores' shards in turn (see series), so that inputs writing the same label sets on
 // different cores do not contend.
 type Sink struct {
-	rules            []ruleEntry
+	rules []ruleEntry
+	// last holds, per rule, the series of the rule's last event (see store.observe).
+	last             []*series
 	processing, wall int64
 	// received counts the events and drops passed in (Received).
 	received uint64
@@ -25,7 +27,7 @@ type Sink struct {
 
 // NewSink returns a Sink writing to s.
 func (s *Set) NewSink() *Sink {
-	return &Sink{rules: s.rules, shard: s.nextShard()}
+	return &Sink{rules: s.rules, last: make([]*series, len(s.rules)), shard: s.nextShard()}
 }
 
 // NewBackfillSink returns a Sink for a warm start: lines a file held before the exporter
@@ -35,7 +37,7 @@ func (s *Set) NewSink() *Sink {
 // reset for rate()), and not into processing-time rules, whose lines have no time of
 // their own to be placed by.
 func (s *Set) NewBackfillSink() *Sink {
-	return &Sink{rules: s.rules, backfill: true, shard: s.nextShard()}
+	return &Sink{rules: s.rules, last: make([]*series, len(s.rules)), backfill: true, shard: s.nextShard()}
 }
 
 // SetNow sets, in Unix seconds, the clocks the events that follow are placed and judged by,
@@ -59,7 +61,7 @@ func (k *Sink) Event(e *parser.Event) {
 		return
 	}
 	now, at := k.clocks(e)
-	r.store.observe(e.Key, e.Labels, now, at, e.Value, e.Items, r.budget, k.backfill, k.shard)
+	r.store.observe(e.Key, e.Labels, now, at, e.Value, e.Items, r.budget, k.backfill, k.shard, &k.last[e.Rule])
 }
 
 // clocks gives the second e is judged at and the second it belongs to.

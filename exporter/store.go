@@ -320,6 +320,9 @@ type seriesHead struct {
 	owner uint8
 	// pinned series (a label-less rule's, initial label sets) never expire.
 	pinned bool
+	// removed: the series was deleted from the store's map (under the write locks), so a
+	// sink's pointer to it (see observe) is stale.
+	removed bool
 }
 
 // others are a series' parts of the shards other than its owner's, indexed by shard.
@@ -541,15 +544,23 @@ func (st *store) pin(key string, values []string) {
 }
 
 // observe adds one event of a sink of shard. The common case is one map lookup under the
-// shard's read lock and one Add to the shard's part; the Add happens under the lock (read
+// shard's read lock and one Add to the shard's part; last is the sink's series of the
+// rule's previous event, which spares the lookup when the event has its key (consecutive
+// lines mostly share a rule's label set) and it was not removed since (removed is set
+// under the write locks, so the read lock makes it current), and is set to what the
+// lookup finds; the Add happens under the lock (read
 // or write) so that expiry, which takes the write locks, can never remove a series (or
 // release its wheels) while an event is being added to it. A backfilled event (warm start)
 // goes into the windows only.
-func (st *store) observe(key []byte, labels [][]byte, now, at int64, v float64, items [][]byte, b budget, backfill bool, shard uint8) {
+func (st *store) observe(key []byte, labels [][]byte, now, at int64, v float64, items [][]byte, b budget, backfill bool, shard uint8, last **series) {
 	limit := b.limit
 	lock := &st.locks[shard]
 	lock.RLock()
-	s := st.series[string(key)]
+	s := *last
+	if s == nil || s.removed || s.key != string(key) {
+		s = st.series[string(key)]
+		*last = s
+	}
 	overBudget := s == nil && st.normal >= limit
 	full := overBudget || s == nil && st.mem.full(st.seriesCost(len(key), len(labels)))
 	if full && st.tooOld(now, at) {
@@ -645,6 +656,7 @@ func (st *store) reap(now int64, b budget, memFull bool) {
 // remove deletes s, keeping its lines in the matched count; the write locks are held.
 func (st *store) remove(s *series) {
 	delete(st.series, s.key)
+	s.removed = true
 	st.charge(-st.heldBytes(s))
 	st.retired += s.lines()
 	if s.key != st.overflowKey {
