@@ -239,7 +239,7 @@ func TestShardsConcurrent(t *testing.T) {
 // TestPartLayout: what writers of different shards change is in cache lines of its own: a
 // series' inline part starts a cache line and a series is a whole number of them (so the
 // allocator's size class places it at a multiple of its size), as are the other parts and
-// the shards' locks.
+// the shards' locks and the sinks.
 func TestPartLayout(t *testing.T) {
 	for _, c := range []struct {
 		name         string
@@ -248,9 +248,46 @@ func TestPartLayout(t *testing.T) {
 		{"series", unsafe.Sizeof(series{}), unsafe.Offsetof(series{}.own)},
 		{"farPart", unsafe.Sizeof(farPart{}), 0},
 		{"shardLock", unsafe.Sizeof(shardLock{}), 0},
+		{"Sink", unsafe.Sizeof(Sink{}), 0},
 	} {
 		if c.size%cacheLine != 0 || c.offset%cacheLine != 0 || c.size > 2*cacheLine {
 			t.Errorf("%s: %d bytes, part at %d: not cache lines of their own", c.name, c.size, c.offset)
 		}
 	}
 }
+
+// TestSinksOwnLines: sinks made one after the other, as a process makes its inputs', share
+// no cache line, neither in the Sink nor in its per-rule last series, which each input
+// writes on its own core.
+func TestSinksOwnLines(t *testing.T) {
+	for _, rules := range []int{1, 8, 9, 17} {
+		t.Run(fmt.Sprintf("rules=%d", rules), func(t *testing.T) {
+			var rs []*config.Rule
+			for i := range rules {
+				rs = append(rs, countRule(fmt.Sprintf("r%d", i), []time.Duration{time.Minute}, "status"))
+			}
+			set := mustSet(t, testConfig(10, rs...), nil)
+			owner := map[uintptr]int{} // cache line → sink
+			for n := range 8 {
+				k := set.NewSink()
+				madeSinks = append(madeSinks, k) // on the heap, as an input's
+				last := unsafe.SliceData(k.last[:cap(k.last)])
+				for _, b := range []struct{ addr, bytes uintptr }{
+					{uintptr(unsafe.Pointer(k)), unsafe.Sizeof(*k)},
+					{uintptr(unsafe.Pointer(last)), uintptr(cap(k.last)) * unsafe.Sizeof(last)},
+				} {
+					for line := b.addr / cacheLine; line <= (b.addr+b.bytes-1)/cacheLine; line++ {
+						if other, ok := owner[line]; ok && other != n {
+							t.Fatalf("sink %d shares a cache line with sink %d", n, other)
+						}
+						owner[line] = n
+					}
+				}
+			}
+		})
+	}
+}
+
+// madeSinks keeps TestSinksOwnLines' sinks where an input's are, on the heap rather than
+// on the test's stack.
+var madeSinks []*Sink

@@ -1,6 +1,8 @@
 package exporter
 
 import (
+	"unsafe"
+
 	"github.com/logwindow/logwindow_exporter/parser"
 	"github.com/logwindow/logwindow_exporter/windows"
 )
@@ -14,6 +16,15 @@ import (
 // to the stores' shards in turn (see series), so that inputs writing the same label sets on
 // different cores do not contend.
 type Sink struct {
+	sinkState
+	// The padding makes a Sink a whole number of cache lines, which the allocator places at
+	// a multiple of its size: the sinks of inputs on different cores, often made one after
+	// the other, then share no line, though each writes its own on every event.
+	_ [cacheLine - unsafe.Sizeof(sinkState{})%cacheLine]byte
+}
+
+// sinkState is what a Sink holds.
+type sinkState struct {
 	rules []ruleEntry
 	// last holds, per rule, the series of the rule's last event (see store.observe).
 	last             []*series
@@ -27,7 +38,7 @@ type Sink struct {
 
 // NewSink returns a Sink writing to s.
 func (s *Set) NewSink() *Sink {
-	return &Sink{rules: s.rules, last: make([]*series, len(s.rules)), shard: s.nextShard()}
+	return s.newSink(false)
 }
 
 // NewBackfillSink returns a Sink for a warm start: lines a file held before the exporter
@@ -37,7 +48,15 @@ func (s *Set) NewSink() *Sink {
 // reset for rate()), and not into processing-time rules, whose lines have no time of
 // their own to be placed by.
 func (s *Set) NewBackfillSink() *Sink {
-	return &Sink{rules: s.rules, last: make([]*series, len(s.rules)), backfill: true, shard: s.nextShard()}
+	return s.newSink(true)
+}
+
+// newSink makes a sink whose last series fill whole cache lines of their own, as the Sink
+// does: they are written whenever a rule's label set changes from one line to the next.
+func (s *Set) newSink(backfill bool) *Sink {
+	perLine := cacheLine / int(unsafe.Sizeof((*series)(nil)))
+	last := make([]*series, len(s.rules), (len(s.rules)+perLine-1)/perLine*perLine)
+	return &Sink{sinkState: sinkState{rules: s.rules, last: last, backfill: backfill, shard: s.nextShard()}}
 }
 
 // SetNow sets, in Unix seconds, the clocks the events that follow are placed and judged by,
