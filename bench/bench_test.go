@@ -174,18 +174,24 @@ func TestBenchConfig(t *testing.T) {
 		c         benchConfig
 		rules     []string
 		maxSeries int
+		// sketches is how many rules have distinct: or top:.
+		sketches int
 	}{
 		{"example rules, two inputs", benchConfig{inputs: []string{"/a.log", "/b.log"}},
 			[]string{"nginx_http_requests", "nginx_http_server_errors", "nginx_http_clients", "nginx_http_response_body_bytes",
 				"nginx_http_request_duration_seconds", "nginx_http_upstream_response_time_seconds",
-				"nginx_http_path_requests", "nginx_http_path_server_errors"}, 10000},
+				"nginx_http_path_requests", "nginx_http_path_server_errors"}, 10000, 3},
 		{"path rule", benchConfig{inputs: []string{"/a.log"}, pathRule: true, maxSeries: 123},
-			[]string{pathRuleName}, 123},
+			[]string{pathRuleName}, 123, 0},
 		{"extra rules", benchConfig{inputs: []string{"/a.log"}, extraRules: 2},
 			[]string{"nginx_http_requests", "nginx_http_server_errors", "nginx_http_clients", "nginx_http_response_body_bytes",
 				"nginx_http_request_duration_seconds", "nginx_http_upstream_response_time_seconds",
 				"nginx_http_path_requests", "nginx_http_path_server_errors",
-				"nginx_http_requests_copy1", "nginx_http_requests_copy2"}, 10000},
+				"nginx_http_requests_copy1", "nginx_http_requests_copy2"}, 10000, 3},
+		{"like mtail", benchConfig{inputs: []string{"/a.log"}, likeMtail: true},
+			[]string{"nginx_http_requests", "nginx_http_server_errors", "nginx_http_response_body_bytes",
+				"nginx_http_request_duration_seconds", "nginx_http_upstream_response_time_seconds",
+				"nginx_http_path_requests", "nginx_http_path_server_errors"}, 10000, 0},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -198,11 +204,22 @@ func TestBenchConfig(t *testing.T) {
 				t.Fatal(err)
 			}
 			var names []string
+			sketches := 0
 			for _, r := range cfg.Rules {
 				names = append(names, r.Name)
 				if r.Timestamp == nil {
 					t.Errorf("rule %s lost its timestamp", r.Name)
 				}
+				if r.Top != nil || r.DistinctItem != 0 {
+					sketches++
+				}
+				// mtail's program keeps the path rules' counts without the path.
+				if tc.c.likeMtail && strings.HasPrefix(r.Name, "nginx_http_path_") && len(r.Labels) > 0 {
+					t.Errorf("rule %s kept %d labels", r.Name, len(r.Labels))
+				}
+			}
+			if sketches != tc.sketches {
+				t.Errorf("%d rules with distinct: or top:, want %d", sketches, tc.sketches)
 			}
 			if strings.Join(names, " ") != strings.Join(tc.rules, " ") {
 				t.Errorf("rules %v, want %v", names, tc.rules)
@@ -262,6 +279,8 @@ func TestHarness(t *testing.T) {
 		// The mtail program and its extra blocks must count what the rules count.
 		{"mtail, extra rules", []string{"-lines", "5000", "-mtail", "-rules", "2"},
 			[]string{"plus 2 copies", "mtail  median", "mtail / logwindow live (medians)"}, "mtail"},
+		{"mtail, like mtail", []string{"-lines", "5000", "-mtail", "-like-mtail"},
+			[]string{"without the distinct: rules and top: (-like-mtail)", "mtail  median", "mtail / logwindow live (medians)"}, "mtail"},
 		{"two builds", []string{"-lines", "5000", "-bin", bin},
 			[]string{"logwindow live logwindow_exporter  median", "/ logwindow live logwindow_exporter (medians)"}, ""},
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -59,6 +60,11 @@ type benchConfig struct {
 	// format, when set, is the inputs' format (json, logfmt); every rule then reads all the
 	// inputs, as fields rules name theirs.
 	format string
+	// likeMtail removes what nginx.mtail cannot compute: the rules that count distinct
+	// values (mtail's program has no counter of theirs), and top: with the label it ranks
+	// (which leaves the count mtail keeps). The comparison with mtail is then of the same
+	// counters, the exporter's windows, quantiles and buckets besides.
+	likeMtail bool
 }
 
 // write reads the example config at src and writes it to dst with the benchmark's inputs
@@ -100,6 +106,16 @@ func (c benchConfig) write(src, dst string) error {
 			setKey(r, "inputs", names)
 		}
 	}
+	if c.likeMtail {
+		rules := getKey(root, "rules")
+		if rules == nil || rules.Kind != yaml.SequenceNode {
+			return fmt.Errorf("%s: no list of rules", src)
+		}
+		rules.Content = slices.DeleteFunc(rules.Content, func(r *yaml.Node) bool { return getKey(r, "distinct") != nil })
+		for _, r := range rules.Content {
+			withoutTop(r)
+		}
+	}
 	if c.pathRule {
 		var rules yaml.Node
 		if err := yaml.Unmarshal([]byte(pathRule), &rules); err != nil {
@@ -133,6 +149,23 @@ func (c benchConfig) write(src, dst string) error {
 	return os.WriteFile(dst, out, 0o644)
 }
 
+// withoutTop removes top: from rule r, and the label it ranks.
+func withoutTop(r *yaml.Node) {
+	top := getKey(r, "top")
+	if top == nil {
+		return
+	}
+	deleteKey(r, "top")
+	if labels := getKey(r, "labels"); labels != nil {
+		if ranked := getKey(top, "label"); ranked != nil {
+			deleteKey(labels, ranked.Value)
+		}
+		if len(labels.Content) == 0 {
+			deleteKey(r, "labels")
+		}
+	}
+}
+
 func scalar(v string) *yaml.Node { return &yaml.Node{Kind: yaml.ScalarNode, Value: v} }
 
 // mapping builds a mapping node from key, value, key, value...
@@ -151,6 +184,16 @@ func getKey(m *yaml.Node, key string) *yaml.Node {
 		}
 	}
 	return nil
+}
+
+// deleteKey removes key and its value from mapping m.
+func deleteKey(m *yaml.Node, key string) {
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if m.Content[i].Value == key {
+			m.Content = slices.Delete(m.Content, i, i+2)
+			return
+		}
+	}
 }
 
 // setKey replaces the value of key in mapping m, or appends the key.

@@ -52,7 +52,7 @@ type options struct {
 	lines, seed, runs, files, procs int
 	extraRules                      int
 	mode                            string
-	mtail, scrape                   bool
+	mtail, scrape, likeMtail        bool
 	series, scrapes                 int
 	gen, config, mtailBin           string
 	// configJSON is the rule file of the json and logfmt forms of the log.
@@ -74,6 +74,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.extraRules, "rules", 0, "extra counting rules over the same pattern (and extra mtail blocks), to see the cost per rule")
 	fs.StringVar(&o.mode, "mode", "live", "live: serve and scrape until every line is counted; replay: --replay, one-shot")
 	fs.BoolVar(&o.mtail, "mtail", false, "also run mtail --one_shot with nginx.mtail on the same files")
+	fs.BoolVar(&o.likeMtail, "like-mtail", false, "remove what mtail's program cannot compute (the rules with distinct:, and top: with the label it ranks), so that -mtail compares the same counters")
 	fs.BoolVar(&o.scrape, "scrape", false, "also time scrapes of a rule holding -series series (first file only)")
 	fs.IntVar(&o.series, "series", 10000, "series budget of the scrape benchmark's rule")
 	fs.IntVar(&o.scrapes, "scrapes", 10, "scrapes timed by the scrape benchmark")
@@ -170,11 +171,14 @@ func bench(o options, out io.Writer) error {
 	fmt.Fprintf(out, "log: %d file(s) × %d lines of gen-nginx-log.py (seed %d), re-dated to end now; generated in %.1fs\n",
 		o.files, o.lines, o.seed, time.Since(began).Seconds())
 	fmt.Fprintf(out, "rules: %s plus %d copies of its request count over the same pattern\n", filepath.Base(o.config), o.extraRules)
+	if o.likeMtail {
+		fmt.Fprintln(out, "rules: without the distinct: rules and top: (-like-mtail), as mtail's program computes neither")
+	}
 	fmt.Fprintf(out, "machine: %d CPUs, load average %s; measured programs run with GOMAXPROCS=%d\n\n",
 		runtime.NumCPU(), loadAverage(), o.procs)
 
 	rules := filepath.Join(dir, "rules.yaml")
-	if err := (benchConfig{inputs: paths, extraRules: o.extraRules}).write(o.config, rules); err != nil {
+	if err := (benchConfig{inputs: paths, extraRules: o.extraRules, likeMtail: o.likeMtail}).write(o.config, rules); err != nil {
 		return err
 	}
 	want := counts.exampleTotals(o.extraRules)
@@ -213,7 +217,7 @@ func bench(o options, out io.Writer) error {
 	single := -1
 	if o.files > 1 && o.mode == "live" && len(o.formats) == 1 && o.formats[0] == "text" {
 		one := filepath.Join(dir, "rules-one.yaml")
-		if err := (benchConfig{inputs: paths[:1], extraRules: o.extraRules}).write(o.config, one); err != nil {
+		if err := (benchConfig{inputs: paths[:1], extraRules: o.extraRules, likeMtail: o.likeMtail}).write(o.config, one); err != nil {
 			return err
 		}
 		o1 := o
