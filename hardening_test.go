@@ -26,6 +26,7 @@ import (
 	"github.com/logwindow/logwindow_exporter/config"
 	"github.com/logwindow/logwindow_exporter/exporter"
 	"github.com/logwindow/logwindow_exporter/parser"
+	"github.com/logwindow/logwindow_exporter/store"
 )
 
 // hardeningConfig returns the text of testdata/hardening/name for a log at logPath.
@@ -115,7 +116,7 @@ func TestUniqueURIsStayWithinBudget(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	set, err := exporter.NewSet(cfg, nil)
+	set, err := store.NewSet(cfg, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,7 +124,7 @@ func TestUniqueURIsStayWithinBudget(t *testing.T) {
 	sink := set.NewSink()
 	sink.SetNow(now, now)
 	coll := exporter.NewCollector(exporter.CollectorOptions{
-		Set:   func() *exporter.Set { return set },
+		Set:   func() *store.Set { return set },
 		Now:   func() int64 { return now },
 		Start: now,
 	})
@@ -142,7 +143,7 @@ func TestUniqueURIsStayWithinBudget(t *testing.T) {
 				p.Parse("web", line, sink)
 			}
 			m := gather(t, reg)
-			overflow := map[string]string{"path": exporter.OverflowValue, "status": exporter.OverflowValue}
+			overflow := map[string]string{"path": store.OverflowValue, "status": store.OverflowValue}
 			beyond := float64(lines - budget)
 			checkSamples(t, m, []sampleWant{
 				{"logwindow_rule_series", nil, float64(budget + 1)}, // the overflow series too
@@ -185,7 +186,7 @@ func TestUniqueURIsThroughFile(t *testing.T) {
 	}
 	e.appendLines(batch...)
 	m := e.scrape()
-	overflow := map[string]string{"path": exporter.OverflowValue, "status": exporter.OverflowValue}
+	overflow := map[string]string{"path": store.OverflowValue, "status": store.OverflowValue}
 	if got := len(m["http_requests_by_path_total"].GetMetric()); got != budget+1 {
 		t.Errorf("exported series = %d, want budget %d + overflow", got, budget)
 	}
@@ -242,7 +243,7 @@ func TestHostileLabelValues(t *testing.T) {
 		{"exposition escapes", []string{`/back\slash`, `quote\x22`}, `/back\slash`, `quote\x22`},
 		{"60 KiB values differing past the cap", []string{"/" + long, agent, "/" + long + "b", agent}, ("/" + long)[:parser.MaxLabelValueLen], agent},
 		{"60 KiB of two-byte runes", []string{"/" + wide, agent}, ("/" + wide)[:parser.MaxLabelValueLen-1], agent},
-		{"the overflow value", []string{exporter.OverflowValue, exporter.OverflowValue}, exporter.OverflowValue, exporter.OverflowValue},
+		{"the overflow value", []string{store.OverflowValue, store.OverflowValue}, store.OverflowValue, store.OverflowValue},
 	}
 	e := startExporterWith(t, hardeningConfig(t, "hostile.yaml"), false)
 	matched := 0

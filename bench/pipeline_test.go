@@ -14,9 +14,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/logwindow/logwindow_exporter/config"
-	"github.com/logwindow/logwindow_exporter/exporter"
 	"github.com/logwindow/logwindow_exporter/parser"
 	"github.com/logwindow/logwindow_exporter/pipeline"
+	"github.com/logwindow/logwindow_exporter/store"
 )
 
 // rulesEnv names a rule file the in-process benchmarks read instead of example-rules.yaml
@@ -138,7 +138,7 @@ func bytesPerSeries(b *testing.B, inputs int) {
 		var before, after runtime.MemStats
 		runtime.GC()
 		runtime.ReadMemStats(&before)
-		set, err := exporter.NewSet(cfg, nil)
+		set, err := store.NewSet(cfg, nil)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -189,15 +189,15 @@ func BenchmarkInputsOneSet(b *testing.B) {
 			var cpu time.Duration
 			for b.Loop() {
 				b.StopTimer()
-				parsers, sinks := make([]*parser.Parser, c.inputs), make([]*exporter.Sink, c.inputs)
+				parsers, sinks := make([]*parser.Parser, c.inputs), make([]*store.Sink, c.inputs)
 				var p *parser.Parser
-				var set *exporter.Set
+				var set *store.Set
 				for i := range c.inputs {
 					if i == 0 || c.apart {
 						if p, err = parser.New(cfg.Rules); err != nil {
 							b.Fatal(err)
 						}
-						if set, err = exporter.NewSet(cfg, nil); err != nil {
+						if set, err = store.NewSet(cfg, nil); err != nil {
 							b.Fatal(err)
 						}
 					}

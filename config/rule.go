@@ -541,7 +541,7 @@ func (rd *ruleDecoder) inputs(e entry, r *Rule, inputNames map[string]bool) {
 // config cannot import): a longer initial value could never meet a line's label set.
 const maxLabelValueBytes = 1024
 
-// overflowValue is the label value of a rule's overflow series (exporter.OverflowValue).
+// overflowValue is the label value of a rule's overflow series (store.OverflowValue).
 const overflowValue = "__overflow__"
 
 // initial decodes `initial:`, label sets that exist from the start. Each must give every

@@ -12,8 +12,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/logwindow/logwindow_exporter/config"
-	"github.com/logwindow/logwindow_exporter/exporter"
 	"github.com/logwindow/logwindow_exporter/parser"
+	"github.com/logwindow/logwindow_exporter/store"
 	"github.com/logwindow/logwindow_exporter/windows"
 )
 
@@ -130,12 +130,12 @@ type DropInfo struct {
 type Explainer struct {
 	rules  []*config.Rule
 	parser *parser.Parser
-	sink   *exporter.Sink
+	sink   *store.Sink
 }
 
 // New returns an Explainer for rules (the config p and set were built from). sink judges
 // each event at the clocks of its last SetNow.
-func New(rules []*config.Rule, p *parser.Parser, sink *exporter.Sink) *Explainer {
+func New(rules []*config.Rule, p *parser.Parser, sink *store.Sink) *Explainer {
 	return &Explainer{rules: rules, parser: p, sink: sink}
 }
 

@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	"github.com/logwindow/logwindow_exporter/config"
-	"github.com/logwindow/logwindow_exporter/exporter"
 	"github.com/logwindow/logwindow_exporter/parser"
+	"github.com/logwindow/logwindow_exporter/store"
 )
 
 // TestDisplay: text reaches a terminal or page as it is only when it is valid UTF-8
@@ -53,7 +53,7 @@ rules:
 	if err != nil {
 		t.Fatal(err)
 	}
-	set, err := exporter.NewSet(cfg, nil)
+	set, err := store.NewSet(cfg, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

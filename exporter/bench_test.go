@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"compress/gzip"
 	"fmt"
+	"github.com/logwindow/logwindow_exporter/internal/storetest"
+	"github.com/logwindow/logwindow_exporter/store"
 	"io"
 	"math"
 	"math/rand/v2"
@@ -20,9 +22,6 @@ import (
 	"github.com/logwindow/logwindow_exporter/windows"
 )
 
-// defaultWindows are SPEC's default windows.
-var defaultWindows = []time.Duration{time.Minute, 5 * time.Minute, 15 * time.Minute, time.Hour, 24 * time.Hour}
-
 // BenchmarkSinkEvent is the per-line cost of the store on an existing series: the target
 // is a few tens of ns and no allocation.
 func BenchmarkSinkEvent(b *testing.B) {
@@ -32,13 +31,13 @@ func BenchmarkSinkEvent(b *testing.B) {
 		budget int
 		labels []string
 	}{
-		{"count rule", countRule("http_requests", defaultWindows, "method", "status"), 100, []string{"GET", "200"}},
-		{"value rule", valueRule("request_seconds", defaultWindows, "method", "status"), 100, []string{"GET", "200"}},
-		{"folded into overflow", countRule("http_requests", defaultWindows, "method", "status"), 1, []string{"GET", "404"}},
+		{"count rule", storetest.CountRule("http_requests", storetest.DefaultWindows, "method", "status"), 100, []string{"GET", "200"}},
+		{"value rule", storetest.ValueRule("request_seconds", storetest.DefaultWindows, "method", "status"), 100, []string{"GET", "200"}},
+		{"folded into overflow", storetest.CountRule("http_requests", storetest.DefaultWindows, "method", "status"), 1, []string{"GET", "404"}},
 	}
 	for _, tc := range cases {
 		b.Run(tc.name, func(b *testing.B) {
-			set := mustSet(b, testConfig(tc.budget, tc.rule), nil)
+			set := mustSet(b, storetest.Config(tc.budget, tc.rule), nil)
 			k := set.NewSink()
 			feed(k, []line{{labels: []string{"POST", "201"}, now: start}})
 			e := line{labels: tc.labels, value: 0.25}.event()
@@ -56,7 +55,7 @@ func BenchmarkSinkEvent(b *testing.B) {
 
 // BenchmarkSinkEventParallel shows the cost when every writer hits the same series.
 func BenchmarkSinkEventParallel(b *testing.B) {
-	set := mustSet(b, testConfig(100, countRule("http_requests", defaultWindows, "status")), nil)
+	set := mustSet(b, storetest.Config(100, storetest.CountRule("http_requests", storetest.DefaultWindows, "status")), nil)
 	e := line{labels: []string{"200"}}.event()
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
@@ -70,14 +69,14 @@ func BenchmarkSinkEventParallel(b *testing.B) {
 
 // scrapeSet is the scrape benchmarks' store: 10,000 path series × 5 windows fed over an
 // hour, and the second they are read at.
-func scrapeSet(b *testing.B) (*Set, int64) { return scrapeSetOf(b, 1) }
+func scrapeSet(b *testing.B) (*store.Set, int64) { return scrapeSetOf(b, 1) }
 
 // scrapeSetOf is scrapeSet fed by inputs sinks, each on a shard of its own and writing
 // every series, which then has a part per input.
-func scrapeSetOf(b *testing.B, inputs int) (*Set, int64) {
+func scrapeSetOf(b *testing.B, inputs int) (*store.Set, int64) {
 	const series = 10000
-	cfg := testConfig(series, countRule("http_requests", defaultWindows, "method", "status", "path"))
-	set, err := NewSetWith(cfg, nil, SetOptions{shards: inputs})
+	cfg := storetest.Config(series, storetest.CountRule("http_requests", storetest.DefaultWindows, "method", "status", "path"))
+	set, err := store.NewSetWith(cfg, nil, store.SetOptions{Shards: inputs})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -225,7 +224,7 @@ func cpuTime() time.Duration {
 }
 
 // benchWriteText measures the text scrape of set at second now: allocations and CPU.
-func benchWriteText(b *testing.B, set *Set, now int64) {
+func benchWriteText(b *testing.B, set *store.Set, now int64) {
 	c := collectorAt(fixed(set), &now)
 	b.ReportAllocs()
 	cpu := cpuTime()
@@ -253,7 +252,7 @@ func BenchmarkCollectQuantiles(b *testing.B) {
 		buckets []float64
 	}{{"plain", false, nil}, {"quantiles", true, nil}, {"quantiles+buckets", true, buckets}} {
 		b.Run(tc.name, func(b *testing.B) {
-			r := valueRule("request_seconds", defaultWindows, "path")
+			r := storetest.ValueRule("request_seconds", storetest.DefaultWindows, "path")
 			opts := windows.Options{Events: true, Extrema: true}
 			if tc.q {
 				r.Aggregations.Quantiles, r.Quantiles = true, config.DefaultQuantiles
@@ -263,8 +262,8 @@ func BenchmarkCollectQuantiles(b *testing.B) {
 				r.Buckets = tc.buckets
 				opts.Summaries = append(opts.Summaries, sketch.BucketsKind(tc.buckets))
 			}
-			r.Layout = mustLayout(defaultWindows, opts)
-			set := mustSet(b, testConfig(series, r), nil)
+			r.Layout = storetest.MustLayout(storetest.DefaultWindows, opts)
+			set := mustSet(b, storetest.Config(series, r), nil)
 			k := set.NewSink()
 			rnd := rand.New(rand.NewPCG(1, 1))
 			const span = 25 * 3600

@@ -1,3 +1,8 @@
+// Package exporter is the Prometheus exposition of the series a store.Set keeps: the
+// Collector reads the Set in use at scrape time, through the store's read API only, and
+// writes every rule's families in the text format along with the exporter's
+// self-metrics. It changes nothing it reads: a scrape shows the same before and after
+// store.Set.Expire.
 package exporter
 
 import (
@@ -11,6 +16,7 @@ import (
 
 	"github.com/logwindow/logwindow_exporter/follow"
 	"github.com/logwindow/logwindow_exporter/parser"
+	"github.com/logwindow/logwindow_exporter/store"
 	"github.com/logwindow/logwindow_exporter/syslog"
 )
 
@@ -28,6 +34,13 @@ type InputStats struct {
 	Unmatched uint64
 }
 
+// The `reason` label values of the drops the store itself finds; the parser's reasons are
+// named by parser.DropReason.String.
+const (
+	reasonLate   = "late"
+	reasonFuture = "future"
+)
+
 // ReloadStats is the outcome of the latest config (re)load.
 type ReloadStats struct {
 	Successful bool
@@ -39,7 +52,7 @@ type ReloadStats struct {
 // scrape time, so a reload or a new input shows in the next scrape.
 type CollectorOptions struct {
 	// Set returns the Set in use; nil exports no rule families.
-	Set func() *Set
+	Set func() *store.Set
 	// Now returns the current processing time in Unix seconds; processing-time rules'
 	// windows are read at it and their series idle for longer than their longest window
 	// are expired at it.
@@ -71,7 +84,7 @@ type Collector struct {
 	textPlan atomic.Pointer[textPlan]
 	bufs     spare[[]byte]
 	reads    spare[[]*ruleRead]
-	snap     spare[[]*series]
+	snap     spare[[]*store.Series]
 	gzip     spare[kgzip.Writer]
 }
 
@@ -124,14 +137,14 @@ func (c *Collector) Describe(chan<- *prometheus.Desc) {}
 func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	e := emitter{ch: ch, failed: &c.failed}
 	if set := c.opts.Set(); set != nil {
-		sc := c.snap.get(func() *[]*series { return new([]*series) })
-		for i := range set.rules {
-			*sc = c.collectRule(e, set, &set.rules[i], (*sc)[:0])
+		sc := c.snap.get(func() *[]*store.Series { return new([]*store.Series) })
+		for i := range set.NumRules() {
+			*sc = c.collectRule(e, set, set.Rule(i), (*sc)[:0])
 			clear(*sc) // removed series may go
 		}
 		c.snap.put(sc)
-		e.emit(c.self.seriesBytes, prometheus.GaugeValue, float64(set.mem.used.Load()))
-		e.emit(c.self.maxBytes, prometheus.GaugeValue, float64(set.mem.max.Load()))
+		e.emit(c.self.seriesBytes, prometheus.GaugeValue, float64(set.MemoryUsed()))
+		e.emit(c.self.maxBytes, prometheus.GaugeValue, float64(set.MaxBytes()))
 	}
 	if c.opts.Inputs != nil {
 		inputs := c.opts.Inputs()
@@ -151,33 +164,33 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 // collectRule sends the self-metrics of one rule. Its series are those WriteText exports at
 // the same instant: kept counters past the TTL are left out whether Expire removed them
 // yet or not, and their lines stay in the matched count either way.
-func (c *Collector) collectRule(e emitter, set *Set, r *ruleEntry, buf []*series) []*series {
-	st := r.store
+func (c *Collector) collectRule(e emitter, set *store.Set, r *store.Rule, buf []*store.Series) []*store.Series {
 	now, _ := c.clocks(set, r)
-	all, matched := st.snapshot(buf)
+	all, matched := r.Snapshot(buf)
 	held := 0
 	for _, s := range all {
-		matched += s.lines()
-		if st.gone(s, now, r.budget.ttl) {
+		matched += s.Lines()
+		if r.Gone(s, now) {
 			continue
 		}
 		held++
-		if len(s.labels) != len(r.rule.Labels) {
+		if len(s.Labels()) != len(r.Config().Labels) {
 			// WriteText leaves it out: counted here, once per scrape.
 			c.failed.Add(1)
 		}
 	}
-	name := r.rule.Name
+	name := r.Config().Name
+	d := r.Drops()
 	e.emit(c.self.matched, prometheus.CounterValue, float64(matched), name)
-	for i := range st.parserDrops {
-		e.emit(c.self.dropped, prometheus.CounterValue, float64(st.parserDrops[i].Load()), name, parser.DropReason(i).String())
+	for i, n := range d.Parser {
+		e.emit(c.self.dropped, prometheus.CounterValue, float64(n), name, parser.DropReason(i).String())
 	}
-	e.emit(c.self.dropped, prometheus.CounterValue, float64(st.late.Load()), name, reasonLate)
-	e.emit(c.self.dropped, prometheus.CounterValue, float64(st.future.Load()), name, reasonFuture)
+	e.emit(c.self.dropped, prometheus.CounterValue, float64(d.Late), name, reasonLate)
+	e.emit(c.self.dropped, prometheus.CounterValue, float64(d.Future), name, reasonFuture)
 	e.emit(c.self.series, prometheus.GaugeValue, float64(held), name)
-	e.emit(c.self.limit, prometheus.GaugeValue, float64(r.budget.limit), name)
-	e.emit(c.self.overflow, prometheus.CounterValue, float64(st.folds.Load()), name)
-	e.emit(c.self.memFolds, prometheus.CounterValue, float64(st.memFolds.Load()), name)
+	e.emit(c.self.limit, prometheus.GaugeValue, float64(r.Limit()), name)
+	e.emit(c.self.overflow, prometheus.CounterValue, float64(d.Folds), name)
+	e.emit(c.self.memFolds, prometheus.CounterValue, float64(d.MemoryFolds), name)
 	return all
 }
 

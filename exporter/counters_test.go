@@ -2,7 +2,7 @@ package exporter
 
 import (
 	"fmt"
-	"maps"
+	"github.com/logwindow/logwindow_exporter/internal/storetest"
 	"math/rand/v2"
 	"runtime"
 	"strings"
@@ -11,17 +11,9 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	dto "github.com/prometheus/client_model/go"
-
-	"github.com/logwindow/logwindow_exporter/config"
 )
 
-// ttlConfig is testConfig with a counter TTL.
-func ttlConfig(budget int, ttl time.Duration, rules ...*config.Rule) *config.Config {
-	c := testConfig(budget, rules...)
-	c.Global.CounterTTL = ttl
-	return c
-}
-
+// storetest.TTLConfig is storetest.Config with a counter TTL.
 // gather collects c and returns the samples of family by their label set rendered as
 // `k="v",...` (window label included), "" for no labels.
 func gather(t testing.TB, c *Collector, family string) map[string]float64 {
@@ -82,7 +74,7 @@ func TestKeptCounters(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			set := mustSet(t, ttlConfig(10, tc.ttl, countRule("http_requests", oneMin, "status")), nil)
+			set := mustSet(t, storetest.TTLConfig(10, tc.ttl, storetest.CountRule("http_requests", storetest.OneMin, "status")), nil)
 			feed(set.NewSink(), []line{{labels: []string{"500"}, now: 1000}, {labels: []string{"500"}, now: 1010}})
 			for _, sc := range tc.scrapes {
 				now := sc.now
@@ -102,7 +94,7 @@ func TestKeptCounters(t *testing.T) {
 		})
 	}
 	t.Run("a kept counter revives without going back", func(t *testing.T) {
-		set := mustSet(t, ttlConfig(10, time.Hour, countRule("http_requests", oneMin, "status")), nil)
+		set := mustSet(t, storetest.TTLConfig(10, time.Hour, storetest.CountRule("http_requests", storetest.OneMin, "status")), nil)
 		k := set.NewSink()
 		feed(k, []line{{labels: []string{"500"}, now: 1000}})
 		now := int64(1100)
@@ -125,7 +117,7 @@ func TestKeptCounters(t *testing.T) {
 // set at a full budget takes the room of the least recently active kept counter, and
 // live series are never evicted (new label sets fold instead).
 func TestKeptCountersAtBudget(t *testing.T) {
-	set := mustSet(t, ttlConfig(3, 0, countRule("http_requests", oneMin, "status")), nil)
+	set := mustSet(t, storetest.TTLConfig(3, 0, storetest.CountRule("http_requests", storetest.OneMin, "status")), nil)
 	k := set.NewSink()
 	feed(k, []line{
 		{labels: []string{"a"}, now: 1000},
@@ -168,7 +160,7 @@ func TestCountersAgainstModel(t *testing.T) {
 		t.Run(fmt.Sprint("budget ", budget), func(t *testing.T) {
 			for seed := range uint64(20) {
 				rng := rand.New(rand.NewPCG(seed, 15))
-				set := mustSet(t, ttlConfig(budget, 0, countRule("r", minFive, "k")), nil)
+				set := mustSet(t, storetest.TTLConfig(budget, 0, storetest.CountRule("r", storetest.MinFive, "k")), nil)
 				k := set.NewSink()
 				now := int64(start)
 				c := collectorAt(fixed(set), &now)
@@ -215,9 +207,9 @@ func TestCountersAgainstModel(t *testing.T) {
 // family at 0 before any line, and keep exporting it after idling past every window and
 // the counter TTL; initial label sets count against the budget.
 func TestPinnedSeries(t *testing.T) {
-	withInitial := countRule("by_status", oneMin, "status")
+	withInitial := storetest.CountRule("by_status", storetest.OneMin, "status")
 	withInitial.Initial = [][]string{{"500"}, {"502"}}
-	set := mustSet(t, ttlConfig(3, time.Minute, countRule("errors", oneMin), withInitial), nil)
+	set := mustSet(t, storetest.TTLConfig(3, time.Minute, storetest.CountRule("errors", storetest.OneMin), withInitial), nil)
 	now := int64(start)
 	c := collectorAt(fixed(set), &now)
 	want := `
@@ -268,7 +260,7 @@ func BenchmarkKeptCounter(b *testing.B) {
 		runtime.GC()
 		var m0, m1, m2 runtime.MemStats
 		runtime.ReadMemStats(&m0)
-		set := mustSet(b, ttlConfig(n, 0, countRule("http_requests", defaultWindows, "method", "path", "status")), nil)
+		set := mustSet(b, storetest.TTLConfig(n, 0, storetest.CountRule("http_requests", storetest.DefaultWindows, "method", "path", "status")), nil)
 		k := set.NewSink()
 		for i := range n {
 			feed(k, []line{{labels: labels(i), now: start}})
@@ -290,32 +282,9 @@ func BenchmarkKeptCounter(b *testing.B) {
 		for i := range n {
 			feed(k, []line{{labels: labels(n + i), now: now}})
 		}
-		if got := set.rules[0].store.count(); got > n+1 {
-			b.Fatalf("%d series after a burst of new label sets, budget %d", got, n)
+		if all, _ := set.Rule(0).Snapshot(nil); len(all) > n+1 {
+			b.Fatalf("%d series after a burst of new label sets, budget %d", len(all), n)
 		}
 		runtime.KeepAlive(set)
-	}
-}
-
-// TestSinkLastSeriesRemoved: a sink keeps the series of its rule's last event to spare the
-// lookup of the next; once that series was removed (here by a reap at the budget, which
-// evicts a kept counter), the next line of its label set goes where a lookup sends it.
-func TestSinkLastSeriesRemoved(t *testing.T) {
-	set := mustSet(t, ttlConfig(1, 0, countRule("http_requests", []time.Duration{time.Minute}, "status")), nil)
-	first, second := set.NewSink(), set.NewSink()
-	// The second line finds the series in the store's map, and the sink keeps it.
-	feed(first, []line{{labels: []string{"500"}, now: start}, {labels: []string{"500"}, now: start}})
-	now := int64(start + 120) // 500 idle past its window: a kept counter, evicted first
-	feed(second, []line{{labels: []string{"404"}, now: now}})
-	if first.last[0] == nil || !first.last[0].removed {
-		t.Fatal("the sink does not hold the evicted series: the test no longer tests its removal")
-	}
-	feed(first, []line{{labels: []string{"500"}, now: now}})
-	got := gather(t, collectorAt(fixed(set), &now), "http_requests_total")
-	// 404 holds the budget, so the next 500 folds into the overflow series; added to the
-	// evicted series it would be in no _total.
-	want := map[string]float64{`status="404"`: 1, `status="__overflow__"`: 1}
-	if !maps.Equal(got, want) {
-		t.Errorf("totals %v, want %v", got, want)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 
 	"github.com/logwindow/logwindow_exporter/sketch"
+	"github.com/logwindow/logwindow_exporter/store"
 	"github.com/logwindow/logwindow_exporter/windows"
 )
 
@@ -40,7 +41,7 @@ func (c *Collector) WriteText(w io.Writer, gathered []*dto.MetricFamily, keep fu
 type Scrape struct {
 	c     *Collector
 	rules []ruleText
-	reads map[*ruleEntry]*ruleRead
+	reads map[*store.Rule]*ruleRead
 	// spare holds the reads, handed back to the Collector once written.
 	spare *[]*ruleRead
 }
@@ -49,7 +50,7 @@ type Scrape struct {
 // writes them. A handler reads the rules before it gathers the self-metrics, so that in one
 // scrape the inputs' and rules' counters never lag the rule families'.
 func (c *Collector) Read(keep func(name string) bool) *Scrape {
-	s := &Scrape{c: c, reads: map[*ruleEntry]*ruleRead{}}
+	s := &Scrape{c: c, reads: map[*store.Rule]*ruleRead{}}
 	s.spare = c.reads.get(func() *[]*ruleRead { return new([]*ruleRead) })
 	set := c.opts.Set()
 	if set == nil {
@@ -125,7 +126,7 @@ func (s *Scrape) Write(w io.Writer, gathered []*dto.MetricFamily) error {
 // ruleText is one family of one rule, in the order the families are written.
 type ruleText struct {
 	name string
-	rule *ruleEntry
+	rule *store.Rule
 	// fam are the rule's families, f the one written; f is nil for the rule's `_total`.
 	fam *families
 	f   *family
@@ -134,7 +135,7 @@ type ruleText struct {
 // textPlan caches a Set's families in name order: the store knows its rules, what they
 // are called in the exposition is the Collector's.
 type textPlan struct {
-	set   *Set
+	set   *store.Set
 	rules []ruleText
 	// unnamed counts the rules whose families could not be built (config refuses such
 	// rules: a label named like the window label, or twice), which are not written.
@@ -142,14 +143,14 @@ type textPlan struct {
 }
 
 // plan returns the families of set in name order, built once per Set.
-func (c *Collector) plan(set *Set) *textPlan {
+func (c *Collector) plan(set *store.Set) *textPlan {
 	if p := c.textPlan.Load(); p != nil && p.set == set {
 		return p
 	}
 	p := &textPlan{set: set}
-	for i := range set.rules {
-		r := &set.rules[i]
-		fam, err := newFamilies(r.rule, r.store.layout.Windows())
+	for i := range set.NumRules() {
+		r := set.Rule(i)
+		fam, err := newFamilies(r.Config(), r.Layout().Windows())
 		if err != nil {
 			p.unnamed++
 			continue
@@ -167,7 +168,7 @@ func (c *Collector) plan(set *Set) *textPlan {
 // ruleRead is one rule read at one instant: its exported series in label order, with the
 // text of their labels, their totals and their windows.
 type ruleRead struct {
-	series []*series
+	series []*store.Series
 	// labels holds each series' label pairs as text in name order; cuts[3i:3i+3] are
 	// where series i's pairs start, where the window pair goes and where they end.
 	labels []byte
@@ -203,8 +204,8 @@ type topSample struct {
 }
 
 // clocks returns the second rule r is read at and the second its rates count from.
-func (c *Collector) clocks(set *Set, r *ruleEntry) (now, since int64) {
-	if r.store.eventTime {
+func (c *Collector) clocks(set *store.Set, r *store.Rule) (now, since int64) {
+	if r.EventTime() {
 		now = c.opts.Now()
 		if c.opts.Wall != nil {
 			now = c.opts.Wall()
@@ -212,20 +213,19 @@ func (c *Collector) clocks(set *Set, r *ruleEntry) (now, since int64) {
 		// Event-time rules have observed their log from the oldest line any of them
 		// placed, when that is before the start: a replay from the beginning of a log
 		// gives a series first seen near its end the rate over the whole log.
-		return now, min(c.opts.Start, set.oldest.Load())
+		return now, min(c.opts.Start, set.Oldest())
 	}
 	return c.opts.Now(), c.opts.Start
 }
 
 // read fills x with rule r of set, whose families are f, as it is now.
-func (c *Collector) read(set *Set, x *ruleRead, r *ruleEntry, f *families) {
-	st := r.store
+func (c *Collector) read(set *store.Set, x *ruleRead, r *store.Rule, f *families) {
 	now, since := c.clocks(set, r)
-	all, _ := st.snapshot(x.series[:0])
+	all, _ := r.Snapshot(x.series[:0])
 	// Kept counters past the TTL are not exported (Expire removes them); series whose
 	// label values do not fit the rule's labels cannot be (Collect counts them).
-	x.series = slices.DeleteFunc(all, func(s *series) bool {
-		return len(s.labels) != len(f.names) || st.gone(s, now, r.budget.ttl)
+	x.series = slices.DeleteFunc(all, func(s *store.Series) bool {
+		return len(s.Labels()) != len(f.names) || r.Gone(s, now)
 	})
 	slices.SortFunc(x.series, f.compare)
 	n, nw := len(x.series), len(f.windowPairs)
@@ -246,9 +246,10 @@ func (c *Collector) read(set *Set, x *ruleRead, r *ruleEntry, f *families) {
 	x.hists = slices.Grow(x.hists[:0], n*nw*histWidth)[:n*nw*histWidth]
 	x.sums, x.partSums = x.sums[:0], nil
 	if f.summaries {
-		x.sums = st.layout.NewSummaries()
+		x.sums = r.Layout().NewSummaries()
 	}
 	for i, s := range x.series {
+		labels := s.Labels()
 		x.cuts = append(x.cuts, len(x.labels))
 		for j, li := range f.order {
 			if j == f.windowAt {
@@ -258,19 +259,19 @@ func (c *Collector) read(set *Set, x *ruleRead, r *ruleEntry, f *families) {
 			}
 			x.labels = append(x.labels, f.names[li]...)
 			x.labels = append(x.labels, '=', '"')
-			x.labels = appendEscaped(x.labels, s.labels[li], true)
+			x.labels = appendEscaped(x.labels, labels[li], true)
 			x.labels = append(x.labels, '"')
 		}
 		if f.windowAt == len(f.order) {
 			x.cuts = append(x.cuts, len(x.labels))
 		}
 		x.cuts = append(x.cuts, len(x.labels))
-		x.totals[i] = st.total(s)
-		x.live[i] = st.live(s, now)
+		x.totals[i] = r.Total(s)
+		x.live[i] = r.Live(s, now)
 		if !x.live[i] {
 			continue
 		}
-		stats := st.read(s, now, since, x.stats[i*nw:i*nw], &x.partStats)
+		stats := r.Read(s, now, since, x.stats[i*nw:i*nw], &x.partStats)
 		if len(stats) != nw {
 			// A layout always reads one Stats per window; anything else is not exported.
 			x.live[i] = false
@@ -279,7 +280,7 @@ func (c *Collector) read(set *Set, x *ruleRead, r *ruleEntry, f *families) {
 		if x.sums == nil {
 			continue
 		}
-		st.readSummaries(s, now, x.sums, &x.partSums)
+		r.ReadSummaries(s, now, x.sums, &x.partSums)
 		kinds := len(x.sums) / nw
 		for wi := range nw {
 			sums := x.sums[wi*kinds : (wi+1)*kinds]
@@ -348,7 +349,7 @@ func (f *families) compareTop(x *ruleRead, a, b *topSample) int {
 		case topLabel:
 			c = strings.Compare(a.item, b.item)
 		default:
-			c = strings.Compare(x.series[a.series].labels[i], x.series[b.series].labels[i])
+			c = strings.Compare(x.series[a.series].Labels()[i], x.series[b.series].Labels()[i])
 		}
 		if c != 0 {
 			return c
@@ -374,7 +375,7 @@ func (f *families) appendTopLabels(b []byte, x *ruleRead, ts *topSample) []byte 
 		default:
 			b = append(b, f.names[i]...)
 			b = append(b, '=', '"')
-			b = appendEscaped(b, x.series[ts.series].labels[i], true)
+			b = appendEscaped(b, x.series[ts.series].Labels()[i], true)
 		}
 		b = append(b, '"')
 	}

@@ -2,6 +2,7 @@ package exporter
 
 import (
 	"bytes"
+	"github.com/logwindow/logwindow_exporter/internal/storetest"
 	"maps"
 	"slices"
 	"strconv"
@@ -25,14 +26,14 @@ import (
 // windows (no max, min, mean or quantiles), the window histogram, kept counters and a
 // counter past its TTL.
 func TestWriteTextAsRegistry(t *testing.T) {
-	zoned := valueRule("request_seconds", defaultWindows, "zone", "method")
+	zoned := storetest.ValueRule("request_seconds", storetest.DefaultWindows, "zone", "method")
 	zoned.Aggregations.Quantiles, zoned.Quantiles = true, []float64{0.5, 0.99}
 	zoned.Buckets = []float64{0.1, 1, 2.5}
-	zoned.Layout = mustLayout(defaultWindows, windows.Options{Events: true, Extrema: true,
+	zoned.Layout = storetest.MustLayout(storetest.DefaultWindows, windows.Options{Events: true, Extrema: true,
 		Summaries: []windows.SummaryKind{sketch.QuantilesKind, sketch.BucketsKind(zoned.Buckets)}})
-	plain := countRule("http_requests", minFive, "status", "path")
-	bare := countRule("heartbeats", oneMin)
-	cfg := testConfig(100, zoned, plain, bare)
+	plain := storetest.CountRule("http_requests", storetest.MinFive, "status", "path")
+	bare := storetest.CountRule("heartbeats", storetest.OneMin)
+	cfg := storetest.Config(100, zoned, plain, bare)
 	cfg.Global.CounterTTL = time.Hour
 	set := mustSet(t, cfg, nil)
 	k := set.NewSink()
@@ -100,7 +101,7 @@ func firstLineDiff(got, want string) string {
 // stores as they were, idle series included; Expire then releases wheels and removes
 // counters past the TTL, and the next scrape shows the same as before it.
 func TestScrapeChangesNothing(t *testing.T) {
-	cfg := testConfig(10, countRule("http_requests", oneMin, "status"))
+	cfg := storetest.Config(10, storetest.CountRule("http_requests", storetest.OneMin, "status"))
 	cfg.Global.CounterTTL = 10 * time.Minute
 	set := mustSet(t, cfg, nil)
 	feed(set.NewSink(), []line{
@@ -108,30 +109,32 @@ func TestScrapeChangesNothing(t *testing.T) {
 		{labels: []string{"404"}, now: start + 300},
 		{labels: []string{"500"}, now: start + 700},
 	})
-	st := set.rules[0].store
-	state := func() map[string]bool { // label set → has wheels
-		defer st.rlock().RUnlock()
-		out := map[string]bool{}
-		for k, s := range st.series {
-			out[k] = s.own.win.Load() != nil
-		}
-		return out
-	}
 	now := int64(start + 720) // 200 past the TTL, 404 idle, 500 live
+	// state is the label sets held, each live or not at now, and what the store charges for
+	// them, which releasing wheels or removing a series changes.
+	r := set.Rule(0)
+	state := func() (map[string]bool, int64) {
+		out := map[string]bool{}
+		all, _ := r.Snapshot(nil)
+		for _, s := range all {
+			out[s.Labels()[0]] = r.Live(s, now)
+		}
+		return out, set.MemoryUsed()
+	}
 	c := collectorAt(fixed(set), &now)
-	before := state()
+	before, used := state()
 	var first bytes.Buffer
 	if err := c.WriteText(&first, nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	mustCount(t, c)
-	if after := state(); !mapsEqual(before, after) {
-		t.Errorf("a scrape changed the store: %v, then %v", before, after)
+	if after, usedAfter := state(); !mapsEqual(before, after) || usedAfter != used {
+		t.Errorf("a scrape changed the store: %v (%d bytes), then %v (%d bytes)", before, used, after, usedAfter)
 	}
 	set.Expire(now, now)
 	want := map[string]bool{"404": false, "500": true}
-	if got := state(); !mapsEqual(got, want) {
-		t.Errorf("after Expire: %v, want %v", got, want)
+	if got, usedAfter := state(); !mapsEqual(got, want) || usedAfter >= used {
+		t.Errorf("after Expire: %v (%d bytes, %d before), want %v and fewer bytes", got, usedAfter, used, want)
 	}
 	var second bytes.Buffer
 	if err := c.WriteText(&second, nil, nil); err != nil {

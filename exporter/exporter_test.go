@@ -1,6 +1,8 @@
 package exporter
 
 import (
+	"github.com/logwindow/logwindow_exporter/internal/storetest"
+	"github.com/logwindow/logwindow_exporter/store"
 	"strconv"
 	"strings"
 	"testing"
@@ -12,65 +14,10 @@ import (
 	"github.com/logwindow/logwindow_exporter/config"
 	"github.com/logwindow/logwindow_exporter/follow"
 	"github.com/logwindow/logwindow_exporter/parser"
-	"github.com/logwindow/logwindow_exporter/windows"
 )
 
 // start is the exporter's start second in every test.
-const start = 1000
-
-var (
-	oneMin  = []time.Duration{time.Minute}
-	tenSec  = []time.Duration{10 * time.Second, time.Minute}
-	minFive = []time.Duration{time.Minute, 5 * time.Minute}
-)
-
-// countRule is a counting rule with the default aggregations; its fingerprint is its name,
-// so a test changes the definition by changing Fingerprint.
-func countRule(name string, ws []time.Duration, labels ...string) *config.Rule {
-	r := &config.Rule{
-		Name:         name,
-		Help:         "Requests.",
-		ValueCapture: -1,
-		Windows:      ws,
-		Aggregations: config.Aggregations{Window: true, PerSecond: true},
-		Fingerprint:  name,
-	}
-	for _, l := range labels {
-		r.Labels = append(r.Labels, config.Label{Name: l})
-	}
-	r.Layout = mustLayout(ws, windows.Options{})
-	return r
-}
-
-// eventRule is a counting rule that windows its lines by their own time.
-func eventRule(name string, ws []time.Duration, labels ...string) *config.Rule {
-	r := countRule(name, ws, labels...)
-	r.Timestamp = &config.Timestamp{CaptureName: "time", Layout: time.RFC3339}
-	return r
-}
-
-// valueRule sums request_time and exports every aggregation.
-func valueRule(name string, ws []time.Duration, labels ...string) *config.Rule {
-	r := countRule(name, ws, labels...)
-	r.Help = "Request time."
-	r.ValueCapture = 1
-	r.ValueName = "request_time"
-	r.Aggregations = config.Aggregations{Window: true, PerSecond: true, Events: true, Max: true, Min: true, Mean: true}
-	r.Layout = mustLayout(ws, windows.Options{Events: true, Extrema: true})
-	return r
-}
-
-func mustLayout(ws []time.Duration, opts windows.Options) *windows.Layout {
-	l, err := windows.NewLayout(ws, opts)
-	if err != nil {
-		panic(err)
-	}
-	return l
-}
-
-func testConfig(budget int, rules ...*config.Rule) *config.Config {
-	return &config.Config{Global: config.Global{MaxSeriesPerRule: budget}, Rules: rules}
-}
+const start = storetest.Start
 
 // line is one parser event as a test writes it.
 type line struct {
@@ -82,19 +29,9 @@ type line struct {
 	value  float64 // 0 means 1
 }
 
-func (l line) event() *parser.Event {
-	e := &parser.Event{Rule: l.rule, Value: l.value, Time: l.at, HasTime: l.at != 0}
-	if e.Value == 0 {
-		e.Value = 1
-	}
-	for _, v := range l.labels {
-		e.Labels = append(e.Labels, []byte(v))
-	}
-	e.Key = []byte(strings.Join(l.labels, parser.KeySep))
-	return e
-}
+func (l line) event() *parser.Event { return storetest.Event(l.rule, l.at, l.value, l.labels...) }
 
-func feed(k *Sink, lines []line) {
+func feed(k *store.Sink, lines []line) {
 	for _, l := range lines {
 		wall := l.wall
 		if wall == 0 {
@@ -105,9 +42,9 @@ func feed(k *Sink, lines []line) {
 	}
 }
 
-func mustSet(t testing.TB, cfg *config.Config, prev *Set) *Set {
+func mustSet(t testing.TB, cfg *config.Config, prev *store.Set) *store.Set {
 	t.Helper()
-	s, err := NewSet(cfg, prev)
+	s, err := store.NewSet(cfg, prev)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,11 +52,11 @@ func mustSet(t testing.TB, cfg *config.Config, prev *Set) *Set {
 }
 
 // collectorAt reads set at the second *now points to.
-func collectorAt(set func() *Set, now *int64) *Collector {
+func collectorAt(set func() *store.Set, now *int64) *Collector {
 	return NewCollector(CollectorOptions{Set: set, Now: func() int64 { return *now }, Start: start})
 }
 
-func fixed(s *Set) func() *Set { return func() *Set { return s } }
+func fixed(s *store.Set) func() *store.Set { return func() *store.Set { return s } }
 
 // mustCount counts the samples a scrape of c shows in the families named (all if none).
 func mustCount(t testing.TB, c *Collector, names ...string) int {
@@ -140,8 +77,8 @@ func scraped(c *Collector) prometheus.Gatherer {
 }
 
 func TestCollect(t *testing.T) {
-	requests := countRule("http_requests", minFive, "status")
-	duration := valueRule("request_seconds", tenSec, "method")
+	requests := storetest.CountRule("http_requests", storetest.MinFive, "status")
+	duration := storetest.ValueRule("request_seconds", storetest.TenSec, "method")
 	traffic := []line{
 		{labels: []string{"200"}, now: 1000},
 		{labels: []string{"200"}, now: 1000},
@@ -262,7 +199,7 @@ request_seconds_total{method="POST"} 0.25
 	}, {
 		name:   "label sets past the budget fold into the overflow series",
 		budget: 2,
-		rules:  []*config.Rule{countRule("http_requests", oneMin, "status", "path")},
+		rules:  []*config.Rule{storetest.CountRule("http_requests", storetest.OneMin, "status", "path")},
 		lines: []line{
 			{labels: []string{"200", "/"}, now: 1000},
 			{labels: []string{"404", "/x"}, now: 1000},
@@ -292,12 +229,12 @@ logwindow_series_overflow_total{rule="http_requests"} 3
 	}, {
 		name:   "a line whose labels read __overflow__ is the overflow series, not a duplicate",
 		budget: 1,
-		rules:  []*config.Rule{countRule("http_requests", oneMin, "status")},
+		rules:  []*config.Rule{storetest.CountRule("http_requests", storetest.OneMin, "status")},
 		lines: []line{
-			{labels: []string{OverflowValue}, now: 1000},
+			{labels: []string{store.OverflowValue}, now: 1000},
 			{labels: []string{"200"}, now: 1000},
 			{labels: []string{"500"}, now: 1000},
-			{labels: []string{OverflowValue}, now: 1000},
+			{labels: []string{store.OverflowValue}, now: 1000},
 		},
 		now:   1000,
 		names: []string{"http_requests_total", "logwindow_series_overflow_total"},
@@ -313,7 +250,7 @@ logwindow_series_overflow_total{rule="http_requests"} 1
 	}, {
 		name:   "event time: late lines only in _total, future lines at now, parser drops counted",
 		budget: 100,
-		rules:  []*config.Rule{eventRule("http_requests", oneMin)},
+		rules:  []*config.Rule{storetest.EventRule("http_requests", storetest.OneMin)},
 		lines: []line{
 			{now: 1300, at: 1310},
 			{now: 1300, at: 1241},
@@ -341,7 +278,7 @@ logwindow_rule_dropped_lines_total{reason="no_value",rule="http_requests"} 1
 	}, {
 		name:   "series holding only late lines give way to live label sets at the budget",
 		budget: 2,
-		rules:  []*config.Rule{eventRule("http_requests", oneMin, "status")},
+		rules:  []*config.Rule{storetest.EventRule("http_requests", storetest.OneMin, "status")},
 		lines: []line{
 			{labels: []string{"200"}, now: 1300, at: 1200},
 			{labels: []string{"404"}, now: 1300, at: 1000},
@@ -379,7 +316,7 @@ logwindow_rule_dropped_lines_total{reason="no_value",rule="http_requests"} 0
 		// ones: SPEC counts them all in _total.
 		name:   "old lines read before recent ones count in the label set's _total",
 		budget: 2,
-		rules:  []*config.Rule{eventRule("http_requests", oneMin, "status")},
+		rules:  []*config.Rule{storetest.EventRule("http_requests", storetest.OneMin, "status")},
 		lines: []line{
 			{labels: []string{"200"}, now: 1300, at: 700},
 			{labels: []string{"200"}, now: 1300, at: 700},
@@ -406,7 +343,7 @@ logwindow_series_overflow_total{rule="http_requests"} 0
 	}, {
 		name:   "a label set the rule cannot export is skipped and counted, the scrape goes on",
 		budget: 100,
-		rules:  []*config.Rule{countRule("http_requests", oneMin, "status")},
+		rules:  []*config.Rule{storetest.CountRule("http_requests", storetest.OneMin, "status")},
 		lines: []line{
 			{labels: []string{"200"}, now: 1000},
 			{labels: []string{"200", "extra"}, now: 1000},
@@ -424,7 +361,7 @@ logwindow_collect_errors_total 1
 	}, {
 		name:   "a rule whose families cannot be named (config refuses it) is left out and counted, the others are written",
 		budget: 100,
-		rules:  []*config.Rule{countRule("bad", oneMin, "window"), countRule("http_requests", oneMin, "status")},
+		rules:  []*config.Rule{storetest.CountRule("bad", storetest.OneMin, "window"), storetest.CountRule("http_requests", storetest.OneMin, "status")},
 		lines: []line{
 			{rule: 0, labels: []string{"x"}, now: 1000},
 			{rule: 1, labels: []string{"200"}, now: 1000},
@@ -442,7 +379,7 @@ logwindow_collect_errors_total 1
 	}}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			set := mustSet(t, testConfig(tc.budget, tc.rules...), nil)
+			set := mustSet(t, storetest.Config(tc.budget, tc.rules...), nil)
 			k := set.NewSink()
 			feed(k, tc.lines)
 			for _, d := range tc.drops {
@@ -474,7 +411,7 @@ func TestHostileLabelValues(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			set := mustSet(t, testConfig(100, countRule("http_requests", oneMin, "path")), nil)
+			set := mustSet(t, storetest.Config(100, storetest.CountRule("http_requests", storetest.OneMin, "path")), nil)
 			k := set.NewSink()
 			for _, v := range tc.values {
 				feed(k, []line{{labels: []string{v}, now: 1000}})
@@ -491,7 +428,7 @@ func TestHostileLabelValues(t *testing.T) {
 }
 
 func TestGatherAndLint(t *testing.T) {
-	set := mustSet(t, testConfig(1, countRule("http_requests", minFive, "status"), valueRule("request_seconds", tenSec)), nil)
+	set := mustSet(t, storetest.Config(1, storetest.CountRule("http_requests", storetest.MinFive, "status"), storetest.ValueRule("request_seconds", storetest.TenSec)), nil)
 	k := set.NewSink()
 	feed(k, []line{
 		{labels: []string{"200"}, now: 1000},
@@ -591,7 +528,7 @@ logwindow_config_last_reload_successful 0
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			c := NewCollector(CollectorOptions{
-				Set:    func() *Set { return nil },
+				Set:    func() *store.Set { return nil },
 				Now:    func() int64 { return start },
 				Inputs: func() []InputStats { return tc.inputs },
 				Reload: func() ReloadStats { return tc.reload },
@@ -609,7 +546,7 @@ logwindow_config_last_reload_successful 0
 }
 
 func TestNewSetErrors(t *testing.T) {
-	noLayout := countRule("http_requests", oneMin)
+	noLayout := storetest.CountRule("http_requests", storetest.OneMin)
 	noLayout.Layout = nil
 	cases := []struct {
 		name string
@@ -620,9 +557,9 @@ func TestNewSetErrors(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := NewSet(testConfig(10, tc.rule), nil)
+			_, err := store.NewSet(storetest.Config(10, tc.rule), nil)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
-				t.Errorf("NewSet error = %v, want it to contain %q", err, tc.want)
+				t.Errorf("store.NewSet error = %v, want it to contain %q", err, tc.want)
 			}
 		})
 	}
@@ -637,14 +574,14 @@ func TestSinkEventAllocs(t *testing.T) {
 		rule   *config.Rule
 		labels []string
 	}{
-		{"count rule", 10, countRule("http_requests", minFive, "method", "status"), []string{"GET", "200"}},
-		{"value rule", 10, valueRule("request_seconds", tenSec, "method", "status"), []string{"GET", "200"}},
-		{"no labels", 10, countRule("http_requests", minFive), nil},
-		{"folded into overflow", 1, countRule("http_requests", minFive, "method", "status"), []string{"GET", "404"}},
+		{"count rule", 10, storetest.CountRule("http_requests", storetest.MinFive, "method", "status"), []string{"GET", "200"}},
+		{"value rule", 10, storetest.ValueRule("request_seconds", storetest.TenSec, "method", "status"), []string{"GET", "200"}},
+		{"no labels", 10, storetest.CountRule("http_requests", storetest.MinFive), nil},
+		{"folded into overflow", 1, storetest.CountRule("http_requests", storetest.MinFive, "method", "status"), []string{"GET", "404"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			set := mustSet(t, testConfig(tc.budget, tc.rule), nil)
+			set := mustSet(t, storetest.Config(tc.budget, tc.rule), nil)
 			k := set.NewSink()
 			feed(k, []line{{labels: []string{"POST", "201"}[:len(tc.labels)], now: start}, {labels: tc.labels, now: start}})
 			e := line{labels: tc.labels, value: 0.5}.event()
@@ -694,7 +631,7 @@ requests_window_per_second{window="1h"} 0.1
 	}}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			set := mustSet(t, testConfig(10, eventRule("errors", hour, "status"), countRule("requests", hour)), nil)
+			set := mustSet(t, storetest.Config(10, storetest.EventRule("errors", hour, "status"), storetest.CountRule("requests", hour)), nil)
 			feed(set.NewSink(), tc.lines)
 			c := NewCollector(CollectorOptions{Set: fixed(set), Now: func() int64 { return now }, Start: tc.start})
 			want := `
@@ -768,7 +705,7 @@ logwindow_rule_series{rule="requests"} 1
 	}}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			set := mustSet(t, testConfig(10, eventRule("events", oneMin, "status"), countRule("requests", oneMin)), nil)
+			set := mustSet(t, storetest.Config(10, storetest.EventRule("events", storetest.OneMin, "status"), storetest.CountRule("requests", storetest.OneMin)), nil)
 			feed(set.NewSink(), []line{
 				{labels: []string{"200"}, now: processing, wall: tc.lineWall, at: tc.lineWall - 10},
 				{labels: []string{"200"}, now: processing, wall: tc.lineWall, at: tc.lineWall},
@@ -791,9 +728,10 @@ logwindow_rule_series{rule="requests"} 1
 			if err := testutil.GatherAndCompare(scraped(c), strings.NewReader(want), "events_window", "requests_window", "logwindow_rule_series"); err != nil {
 				t.Error(err)
 			}
-			for _, r := range set.rules {
-				if late, future := r.store.late.Load(), r.store.future.Load(); late != 0 || future != 0 {
-					t.Errorf("rule %s: %d late and %d future lines, want none", r.rule.Name, late, future)
+			for i := range set.NumRules() {
+				r := set.Rule(i)
+				if d := r.Drops(); d.Late != 0 || d.Future != 0 {
+					t.Errorf("rule %s: %d late and %d future lines, want none", r.Config().Name, d.Late, d.Future)
 				}
 			}
 		})
@@ -802,15 +740,15 @@ logwindow_rule_series{rule="requests"} 1
 
 // TestParserDropReasons: every reason the parser gives has a counter and a name of its
 // own, and a reason the exporter does not know is ignored, not a panic. A new parser
-// reason fails this test until numParserReasons counts it.
+// reason fails this test until store.NumParserReasons counts it.
 func TestParserDropReasons(t *testing.T) {
-	if got := parser.DropReason(numParserReasons).String(); got != "unknown" {
-		t.Errorf("parser.DropReason(%d) is %q: the exporter does not count it", numParserReasons, got)
+	if got := parser.DropReason(store.NumParserReasons).String(); got != "unknown" {
+		t.Errorf("parser.DropReason(%d) is %q: the exporter does not count it", store.NumParserReasons, got)
 	}
-	set := mustSet(t, testConfig(10, countRule("http_requests", oneMin)), nil)
+	set := mustSet(t, storetest.Config(10, storetest.CountRule("http_requests", storetest.OneMin)), nil)
 	k := set.NewSink()
 	names := map[string]bool{reasonLate: true, reasonFuture: true}
-	for i := range numParserReasons {
+	for i := range store.NumParserReasons {
 		why := parser.DropReason(i)
 		if names[why.String()] || why.String() == "unknown" {
 			t.Errorf("parser.DropReason(%d) is named %q, not a name of its own", i, why)
@@ -818,9 +756,9 @@ func TestParserDropReasons(t *testing.T) {
 		names[why.String()] = true
 		k.Drop(0, why)
 	}
-	k.Drop(0, parser.DropReason(numParserReasons))
-	for i := range set.rules[0].store.parserDrops {
-		if got := set.rules[0].store.parserDrops[i].Load(); got != 1 {
+	k.Drop(0, parser.DropReason(store.NumParserReasons))
+	for i, got := range set.Rule(0).Drops().Parser {
+		if got != 1 {
 			t.Errorf("%v drops = %d, want 1", parser.DropReason(i), got)
 		}
 	}

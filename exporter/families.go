@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/logwindow/logwindow_exporter/config"
+	"github.com/logwindow/logwindow_exporter/store"
 )
 
 // windowLabel names the label that carries the window of the `_window*` families.
@@ -123,12 +124,13 @@ func newFamilies(r *config.Rule, ws []time.Duration) (families, error) {
 // compare orders series as the text format orders their samples: by label values taken in
 // label name order. Series whose values do not fit the labels (they are not exported) sort
 // by their number of values, so the order stays total.
-func (f *families) compare(a, b *series) int {
-	if len(a.labels) != len(f.names) || len(b.labels) != len(f.names) {
-		return cmp.Compare(len(a.labels), len(b.labels))
+func (f *families) compare(a, b *store.Series) int {
+	al, bl := a.Labels(), b.Labels()
+	if len(al) != len(f.names) || len(bl) != len(f.names) {
+		return cmp.Compare(len(al), len(bl))
 	}
 	for _, i := range f.order {
-		if c := strings.Compare(a.labels[i], b.labels[i]); c != 0 {
+		if c := strings.Compare(al[i], bl[i]); c != 0 {
 			return c
 		}
 	}

@@ -3,6 +3,7 @@ package exporter
 import (
 	"bytes"
 	"compress/gzip"
+	"github.com/logwindow/logwindow_exporter/internal/storetest"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -20,7 +21,7 @@ import (
 // Accept-Encoding prefers it, name[] filters, and the Go collector's families come from
 // the registry next to the rule families.
 func TestHandlerNegotiates(t *testing.T) {
-	set := mustSet(t, testConfig(10, countRule("http_requests", minFive, "status")), nil)
+	set := mustSet(t, storetest.Config(10, storetest.CountRule("http_requests", storetest.MinFive, "status")), nil)
 	feed(set.NewSink(), []line{{labels: []string{"200"}, now: start}, {labels: []string{"500"}, now: start}})
 	now := int64(start + 1)
 	c := collectorAt(fixed(set), &now)

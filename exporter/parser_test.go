@@ -1,12 +1,13 @@
 package exporter
 
 import (
+	"github.com/logwindow/logwindow_exporter/internal/storetest"
+	"github.com/logwindow/logwindow_exporter/store"
 	"strings"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"github.com/logwindow/logwindow_exporter/config"
 	"github.com/logwindow/logwindow_exporter/parser"
 )
 
@@ -26,18 +27,11 @@ rules:
     labels: {method: '${method}'}
 `
 
-// parserSet loads rules and returns their parser and a new Set, for tests feeding lines
+// parserSet loads rules and returns their parser and a new store.Set, for tests feeding lines
 // through parser, sink and collector.
-func parserSet(t testing.TB, rules string) (*parser.Parser, *Set) {
+func parserSet(t testing.TB, rules string) (*parser.Parser, *store.Set) {
 	t.Helper()
-	cfg, err := config.Parse([]byte(rules), "rules.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := parser.New(cfg.Rules)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg, p := storetest.ParseRules(t, rules)
 	return p, mustSet(t, cfg, nil)
 }
 
@@ -77,23 +71,26 @@ logwindow_rule_dropped_lines_total{reason="no_value",rule="request_seconds"} 0
 	}
 	// The parser's key is the store's key, so the next line of a known label set takes the
 	// lookup path, not the allocating one.
-	p.Parse("app", []byte("GET 200 0.5"), keyCheck{k, t})
+	p.Parse("app", []byte("GET 200 0.5"), keyCheck{k, set, t})
 }
 
 // keyCheck fails the test when the store has no series under the key of an event it was
 // just given.
 type keyCheck struct {
-	*Sink
-	t *testing.T
+	*store.Sink
+	set *store.Set
+	t   *testing.T
 }
 
 func (c keyCheck) Event(e *parser.Event) {
 	c.Sink.Event(e)
-	st := c.rules[e.Rule].store
-	defer st.rlock().RUnlock()
-	if st.series[string(e.Key)] == nil {
-		c.t.Errorf("rule %d: no series under the parser's key %q", e.Rule, e.Key)
+	all, _ := c.set.Rule(e.Rule).Snapshot(nil)
+	for _, s := range all {
+		if strings.Join(s.Labels(), parser.KeySep) == string(e.Key) {
+			return
+		}
 	}
+	c.t.Errorf("rule %d: no series under the parser's key %q", e.Rule, e.Key)
 }
 
 // BenchmarkParseAndStore is a line through the parser into the store, both rules matching:

@@ -2,6 +2,8 @@ package exporter
 
 import (
 	"fmt"
+	"github.com/logwindow/logwindow_exporter/internal/storetest"
+	"github.com/logwindow/logwindow_exporter/store"
 	"math/rand/v2"
 	"runtime"
 	"strings"
@@ -43,8 +45,8 @@ request_seconds_window{method="GET",window="1m"} 3
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			old := valueRule("request_seconds", tenSec, "method")
-			prev := mustSet(t, testConfig(10, old), nil)
+			old := storetest.ValueRule("request_seconds", storetest.TenSec, "method")
+			prev := mustSet(t, storetest.Config(10, old), nil)
 			feed(prev.NewSink(), []line{
 				{labels: []string{"GET"}, now: 1295, value: 1},
 				{labels: []string{"GET"}, now: 1296, value: 2},
@@ -52,7 +54,7 @@ request_seconds_window{method="GET",window="1m"} 3
 			changed := *old
 			tc.change(&changed)
 			// The rule moves to another index, behind a new rule.
-			next := mustSet(t, testConfig(10, countRule("new_rule", oneMin), &changed), prev)
+			next := mustSet(t, storetest.Config(10, storetest.CountRule("new_rule", storetest.OneMin), &changed), prev)
 			now := int64(1300)
 			names := []string{"request_seconds_total", "request_seconds_window", "new_rule_total"}
 			if err := testutil.GatherAndCompare(scraped(collectorAt(fixed(next), &now)), strings.NewReader(tc.want), names...); err != nil {
@@ -62,16 +64,16 @@ request_seconds_window{method="GET",window="1m"} 3
 	}
 }
 
-// TestReloadWhileWriting: a writer still holding the previous Set's sink keeps counting
-// into the rules the new Set kept.
+// TestReloadWhileWriting: a writer still holding the previous store.Set's sink keeps counting
+// into the rules the new store.Set kept.
 func TestReloadWhileWriting(t *testing.T) {
-	prev := mustSet(t, testConfig(10, countRule("kept", oneMin), countRule("changed", oneMin), countRule("removed", oneMin)), nil)
+	prev := mustSet(t, storetest.Config(10, storetest.CountRule("kept", storetest.OneMin), storetest.CountRule("changed", storetest.OneMin), storetest.CountRule("removed", storetest.OneMin)), nil)
 	old := prev.NewSink()
 	feed(old, []line{{rule: 0, now: 1000}, {rule: 1, now: 1000}, {rule: 2, now: 1000}})
 
-	changed := countRule("changed", oneMin)
+	changed := storetest.CountRule("changed", storetest.OneMin)
 	changed.Fingerprint = "changed v2"
-	next := mustSet(t, testConfig(10, changed, countRule("kept", oneMin)), prev)
+	next := mustSet(t, storetest.Config(10, changed, storetest.CountRule("kept", storetest.OneMin)), prev)
 	feed(old, []line{{rule: 0, now: 1001}, {rule: 1, now: 1001}, {rule: 2, now: 1001}})
 	feed(next.NewSink(), []line{{rule: 0, now: 1001}, {rule: 1, now: 1001}})
 
@@ -97,16 +99,16 @@ func TestConcurrentWritersScrapesReloads(t *testing.T) {
 		lines   = 20000
 		budget  = 50
 	)
-	kept := countRule("kept", tenSec, "k")
+	kept := storetest.CountRule("kept", storetest.TenSec, "k")
 	configs := [2]*config.Config{
-		testConfig(budget, kept, valueRule("flip", oneMin, "k")),
-		testConfig(budget, countRule("flip", tenSec, "k"), kept),
+		storetest.Config(budget, kept, storetest.ValueRule("flip", storetest.OneMin, "k")),
+		storetest.Config(budget, storetest.CountRule("flip", storetest.TenSec, "k"), kept),
 	}
 	configs[1].Rules[0].Fingerprint = "flip v2"
 	keptIndex := [2]int{0, 1}
 
 	type generation struct {
-		set  *Set
+		set  *store.Set
 		kept int
 	}
 	var current atomic.Pointer[generation]
@@ -114,7 +116,7 @@ func TestConcurrentWritersScrapesReloads(t *testing.T) {
 	var clock atomic.Int64
 	clock.Store(start)
 	c := NewCollector(CollectorOptions{
-		Set:   func() *Set { return current.Load().set },
+		Set:   func() *store.Set { return current.Load().set },
 		Now:   clock.Load,
 		Start: start,
 	})
@@ -125,7 +127,7 @@ func TestConcurrentWritersScrapesReloads(t *testing.T) {
 		wg.Go(func() {
 			rng := rand.New(rand.NewPCG(uint64(w), 1))
 			var g *generation
-			var k *Sink
+			var k *store.Sink
 			for i := range lines {
 				if next := current.Load(); next != g {
 					g, k = next, next.set.NewSink()
@@ -168,7 +170,7 @@ func TestConcurrentWritersScrapesReloads(t *testing.T) {
 			default:
 			}
 			prev := current.Load()
-			set, err := NewSet(configs[i%2], prev.set)
+			set, err := store.NewSet(configs[i%2], prev.set)
 			if err != nil {
 				t.Error(err)
 				return
@@ -188,12 +190,12 @@ func TestConcurrentWritersScrapesReloads(t *testing.T) {
 logwindow_rule_matched_lines_total{rule="kept"} %d
 `, written.Load())
 	// Only the kept rule's count is exact: lines written to the other through a sink of a
-	// replaced Set are lost by design. A last reload keeps just that rule.
-	final := mustSet(t, testConfig(budget, kept), current.Load().set)
+	// replaced store.Set are lost by design. A last reload keeps just that rule.
+	final := mustSet(t, storetest.Config(budget, kept), current.Load().set)
 	if err := testutil.GatherAndCompare(scraped(collectorAt(fixed(final), &now)), strings.NewReader(want), "logwindow_rule_matched_lines_total"); err != nil {
 		t.Error(err)
 	}
-	if n := final.rules[0].store.count(); n > budget+1 {
-		t.Errorf("kept rule holds %d series, budget %d plus overflow", n, budget)
+	if all, _ := final.Rule(0).Snapshot(nil); len(all) > budget+1 {
+		t.Errorf("kept rule holds %d series, budget %d plus overflow", len(all), budget)
 	}
 }

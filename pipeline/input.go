@@ -11,6 +11,7 @@ import (
 	"github.com/logwindow/logwindow_exporter/exporter"
 	"github.com/logwindow/logwindow_exporter/follow"
 	"github.com/logwindow/logwindow_exporter/parser"
+	"github.com/logwindow/logwindow_exporter/store"
 	"github.com/logwindow/logwindow_exporter/syslog"
 )
 
@@ -50,7 +51,7 @@ type binding struct {
 	// parse is gen's parser with buffers of the input's own: its lines come from one
 	// goroutine.
 	parse *parser.Session
-	sink  *exporter.Sink
+	sink  *store.Sink
 	name  string // the input's name in gen's config, for rules' inputs: restriction
 }
 

@@ -2,7 +2,7 @@
 // each line through the parser into the series stores, swaps configs on reload, and
 // replays files one-shot.
 //
-// Lines flow one way (follow → parser → exporter.Set); the only state shared between the
+// Lines flow one way (follow → parser → store.Set); the only state shared between the
 // input goroutines and reloads is the current generation, swapped atomically.
 package pipeline
 
@@ -17,6 +17,7 @@ import (
 	"github.com/logwindow/logwindow_exporter/config"
 	"github.com/logwindow/logwindow_exporter/exporter"
 	"github.com/logwindow/logwindow_exporter/parser"
+	"github.com/logwindow/logwindow_exporter/store"
 )
 
 // Options are the settings that do not come from the rule file.
@@ -34,7 +35,7 @@ type Options struct {
 	// BackfillBytes bounds how far back from its end a file is read at start to fill the
 	// windows of event-time rules (warm start); 0 turns the warm start off.
 	BackfillBytes int64
-	// SeriesMaxBytes bounds the memory of all rules' series (exporter.SetOptions.MaxBytes);
+	// SeriesMaxBytes bounds the memory of all rules' series (store.SetOptions.MaxBytes);
 	// 0 is no bound.
 	SeriesMaxBytes int64
 }
@@ -44,7 +45,7 @@ type Options struct {
 type generation struct {
 	cfg    *config.Config
 	parser *parser.Parser
-	set    *exporter.Set
+	set    *store.Set
 }
 
 func newGeneration(cfg *config.Config, prev *generation, opts Options) (*generation, error) {
@@ -52,11 +53,11 @@ func newGeneration(cfg *config.Config, prev *generation, opts Options) (*generat
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", cfg.File, err)
 	}
-	var prevSet *exporter.Set
+	var prevSet *store.Set
 	if prev != nil {
 		prevSet = prev.set
 	}
-	set, err := exporter.NewSetWith(cfg, prevSet, exporter.SetOptions{MaxBytes: opts.SeriesMaxBytes})
+	set, err := store.NewSetWith(cfg, prevSet, store.SetOptions{MaxBytes: opts.SeriesMaxBytes})
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", cfg.File, err)
 	}
@@ -220,7 +221,7 @@ func (p *Pipeline) Stop() {
 // also writes the current rules' families (exporter.Collector.Handler serves both).
 func (p *Pipeline) Collector() *exporter.Collector {
 	return exporter.NewCollector(exporter.CollectorOptions{
-		Set:    func() *exporter.Set { return p.gen.Load().set },
+		Set:    func() *store.Set { return p.gen.Load().set },
 		Now:    p.clock.second,
 		Wall:   p.clock.wall,
 		Start:  p.clock.second(),

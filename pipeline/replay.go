@@ -12,6 +12,7 @@ import (
 	"github.com/logwindow/logwindow_exporter/exporter"
 	"github.com/logwindow/logwindow_exporter/follow"
 	"github.com/logwindow/logwindow_exporter/parser"
+	"github.com/logwindow/logwindow_exporter/store"
 )
 
 // Replay reads every file to its end through cfg's rules and writes the exposition text of
@@ -43,7 +44,7 @@ func Replay(cfg *config.Config, files []string, opts Options, w io.Writer) error
 		return err
 	}
 	c := exporter.NewCollector(exporter.CollectorOptions{
-		Set:   func() *exporter.Set { return gen.set },
+		Set:   func() *store.Set { return gen.set },
 		Now:   func() int64 { return now },
 		Wall:  func() int64 { return now },
 		Start: now,

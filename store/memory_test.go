@@ -1,4 +1,4 @@
-package exporter
+package store
 
 import (
 	"fmt"
@@ -6,15 +6,19 @@ import (
 	"testing"
 
 	"github.com/logwindow/logwindow_exporter/config"
+	"github.com/logwindow/logwindow_exporter/internal/storetest"
 )
+
+// start is the exporter's start second in every test.
+const start = storetest.Start
 
 // memoryRules returns n counting rules by path, each with a budget of budget series.
 func memoryRules(n, budget int) *config.Config {
 	var rules []*config.Rule
 	for i := range n {
-		rules = append(rules, countRule(fmt.Sprintf("requests_%d", i), defaultWindows, "path"))
+		rules = append(rules, storetest.CountRule(fmt.Sprintf("requests_%d", i), storetest.DefaultWindows, "path"))
 	}
-	return testConfig(budget, rules...)
+	return storetest.Config(budget, rules...)
 }
 
 // fillRules writes labelSets label sets into every rule of set, one line each.
@@ -23,7 +27,7 @@ func fillRules(set *Set, rules, labelSets int) {
 	k.SetNow(start, start)
 	for j := range labelSets {
 		for r := range rules {
-			k.Event(line{rule: r, labels: []string{fmt.Sprintf("/api/v1/items/%d", j)}}.event())
+			k.Event(storetest.Event(r, 0, 0, fmt.Sprintf("/api/v1/items/%d", j)))
 		}
 	}
 }
@@ -99,7 +103,7 @@ func TestMaxBytes(t *testing.T) {
 	}
 	k := set.NewSink()
 	k.SetNow(later, later)
-	k.Event(line{labels: []string{"/new"}}.event())
+	k.Event(storetest.Event(0, 0, 0, "/new"))
 	if st := set.rules[0].store; st.series["/new"] == nil {
 		t.Error("a new label set folded although expiry made room")
 	}
@@ -115,7 +119,7 @@ func TestMaxBytesAcrossReloads(t *testing.T) {
 	fillRules(set, 2, 50)
 	both := set.mem.used.Load()
 	kept := set.rules[0].store.used.Load()
-	next, err := NewSetWith(testConfig(100, set.rules[0].rule), set, SetOptions{MaxBytes: 1 << 20})
+	next, err := NewSetWith(storetest.Config(100, set.rules[0].rule), set, SetOptions{MaxBytes: 1 << 20})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,10 +1,12 @@
-// Package exporter keeps the matched series of every rule and turns them into metrics at
-// scrape time.
+// Package store keeps the matched series of every rule, for the exposition (package
+// exporter) to read at scrape time through the read API of read.go. It knows nothing of
+// Prometheus: what the series' families are called and how they are written is the
+// exposition's.
 //
 // A Set holds one store per rule of a *config.Config: label set → series (a windows.Series
 // plus the `_total`), the rule's cardinality budget with its `__overflow__` series, idle
 // expiry and drop counters. Sinks, one per writing goroutine, feed parser events into a
-// Set; the Collector reads the current Set at scrape time. A reload builds a new Set that
+// Set; the exposition reads the current Set at scrape time. A reload builds a new Set that
 // takes over the stores of unchanged rules, so their windows survive.
 //
 // Idle series are expired by Set.Expire, which the pipeline calls now and then; a scrape
@@ -61,7 +63,7 @@
 // (no wheels), so it is the first to give way. Only a late line of a new label set that
 // finds the budget full creates no series (nor goes to the overflow series, whose windows
 // it cannot reach): it counts in the rule's matched lines and late drops.
-package exporter
+package store
 
 import (
 	"cmp"
@@ -86,29 +88,22 @@ import (
 // sets once the rule holds max_series_per_rule series.
 const OverflowValue = "__overflow__"
 
-// numParserReasons is the number of parser.DropReason values, which run from 0 to
-// BadTimestamp; a test fails when the parser gains one.
-const numParserReasons = int(parser.BadTimestamp) + 1
+// NumParserReasons is the number of parser.DropReason values, which run from 0 to
+// BadTimestamp: the size of Drops.Parser. A test fails when the parser gains one.
+const NumParserReasons = int(parser.BadTimestamp) + 1
 
-// The `reason` label values of the drops the store itself finds; the parser's reasons are
-// named by parser.DropReason.String.
-const (
-	reasonLate   = "late"
-	reasonFuture = "future"
-)
-
-// Set is the series state of one config: what the sinks write to and the collector reads.
+// Set is the series state of one config: what the sinks write to and the exposition reads.
 // It is immutable after NewSet; the stores it points to are shared with the Set it was
 // built from, which is what keeps writers of the previous Set safe during a reload.
 type Set struct {
-	rules []ruleEntry
+	rules []Rule
 	// oldest is the second of the oldest line an event-time rule placed in a wheel since
 	// the exporter started (math.MaxInt64 before the first); every Set built by reloads
 	// shares it.
 	oldest *atomic.Int64
 	// mem is the process-wide bound on series memory, shared likewise.
 	mem *memory
-	// shards is the number of shards of writers of every store (see series), and sinks
+	// shards is the number of shards of writers of every store (see Series), and sinks
 	// counts the sinks made, to deal them to shards in turn; both shared likewise, so that
 	// a store taken over has the shards of the Set it was made by, and the sinks inputs
 	// take after a reload stay on shards of their own.
@@ -141,15 +136,15 @@ type SetOptions struct {
 	// a new label set is folded into its rule's overflow series, as past the rule's budget.
 	// 0 is no bound.
 	MaxBytes int64
-	// shards is the number of shards of writers of a Set built without a previous one;
-	// 0 is one per processor (GOMAXPROCS), at most maxShards. Tests set it, so that their
-	// sinks have shards of their own whatever the machine.
-	shards int
+	// Shards is the number of shards of writers of a Set built without a previous one;
+	// 0 is one per processor (GOMAXPROCS), at most MaxShards. Tests and benchmarks set it,
+	// so that their sinks have shards of their own whatever the machine.
+	Shards int
 }
 
-// ruleEntry is one rule of a Set: the rule as this config defines it and its store
-// (possibly inherited). What the rule's families are called is the Collector's.
-type ruleEntry struct {
+// Rule is one rule of a Set: the rule as this config defines it and its store
+// (possibly inherited). What the rule's families are called is the exposition's.
+type Rule struct {
 	rule   *config.Rule
 	budget budget
 	store  *store
@@ -187,7 +182,7 @@ type store struct {
 	// places at a multiple of its size, so that each lock is in a cache line of its own,
 	// away from the fields every writer reads.
 	locks  []shardLock
-	series map[string]*series
+	series map[string]*Series
 	// normal counts the series other than the overflow one; it is what the budget limits.
 	normal int
 	// retired is the line count of expired series, so matched lines stay monotonic.
@@ -201,7 +196,7 @@ type store struct {
 	lateUnseated atomic.Uint64
 
 	// parserDrops is indexed by parser.DropReason.
-	parserDrops  [numParserReasons]atomic.Uint64
+	parserDrops  [NumParserReasons]atomic.Uint64
 	late, future atomic.Uint64
 	folds        atomic.Uint64
 	// oldest is the Set's shared oldest placed event (see Set.oldest).
@@ -215,12 +210,12 @@ type store struct {
 	memFolds atomic.Uint64
 }
 
-// maxShards bounds the shards of writers of a store: one per processor (GOMAXPROCS), each
+// MaxShards bounds the shards of writers of a store: one per processor (GOMAXPROCS), each
 // sink writing to the parts and taking the lock of its own shard (sinks are dealt to
 // shards in turn, so the few inputs of a process each have one while they are no more
 // than the processors); two sinks that share a shard are merely slower. With one
 // processor there is one shard, and a store is as it was without shards.
-const maxShards = 8
+const MaxShards = 8
 
 // cacheLine is the size that keeps what different writers change in different cache lines.
 const cacheLine = 64
@@ -255,7 +250,7 @@ func (st *store) rlock() *shardLock {
 // seriesOverhead is a series' heap besides its label values and wheels: the series, its
 // labels slice header and its map entry (the map grows by doubling: measured by
 // TestMaxBytes and BenchmarkMaxBytes20Rules).
-const seriesOverhead = int64(unsafe.Sizeof(series{})) + 176
+const seriesOverhead = int64(unsafe.Sizeof(Series{})) + 176
 
 // Heap a series takes for a second writing shard: the table of the other shards' parts
 // (once) and each such part.
@@ -278,7 +273,7 @@ func (st *store) seriesCost(keyLen, labels int) int64 {
 // heldBytes is what s is charged now: its cost, less the wheels of its first part if it
 // has none, plus its other parts and their wheels. The store's write locks are held, so
 // no part or wheels come or go meanwhile.
-func (st *store) heldBytes(s *series) int64 {
+func (st *store) heldBytes(s *Series) int64 {
 	n := st.seriesCost(len(s.key), len(s.labels)) - st.wheelBytes
 	if o := s.others.Load(); o != nil {
 		n += othersBytes
@@ -301,7 +296,7 @@ func (st *store) heldBytes(s *series) int64 {
 // inputs on different cores writing the same label set do not share its cache lines. The
 // part of the shard that created the series is inline; the others are made on their
 // shard's first line.
-type series struct {
+type Series struct {
 	seriesHead
 	_   [cacheLine - unsafe.Sizeof(seriesHead{})%cacheLine]byte
 	own part
@@ -326,7 +321,7 @@ type seriesHead struct {
 }
 
 // others are a series' parts of the shards other than its owner's, indexed by shard.
-type others [maxShards]atomic.Pointer[farPart]
+type others [MaxShards]atomic.Pointer[farPart]
 
 // farPart is a part made by a shard after the series, in a cache line of its own.
 type farPart struct {
@@ -349,8 +344,8 @@ type part struct {
 
 // newSeries returns a series with no line yet, its part owned by shard; it has wheels
 // unless kept.
-func newSeries(key string, labels []string, layout *windows.Layout, kept bool, shard uint8) *series {
-	s := &series{seriesHead: seriesHead{key: key, labels: labels, owner: shard}}
+func newSeries(key string, labels []string, layout *windows.Layout, kept bool, shard uint8) *Series {
+	s := &Series{seriesHead: seriesHead{key: key, labels: labels, owner: shard}}
 	s.own.last.Store(math.MinInt64)
 	if !kept {
 		s.own.win.Store(layout.NewSeries())
@@ -359,7 +354,7 @@ func newSeries(key string, labels []string, layout *windows.Layout, kept bool, s
 }
 
 // parts yields the parts of s.
-func (s *series) parts(yield func(*part) bool) {
+func (s *Series) parts(yield func(*part) bool) {
 	if !yield(&s.own) {
 		return
 	}
@@ -373,7 +368,7 @@ func (s *series) parts(yield func(*part) bool) {
 }
 
 // part returns shard's part of s, or nil if it has none yet.
-func (s *series) part(shard uint8) *part {
+func (s *Series) part(shard uint8) *part {
 	if shard == s.owner {
 		return &s.own
 	}
@@ -388,7 +383,7 @@ func (s *series) part(shard uint8) *part {
 // newPart returns shard's part of s, making it (a kept counter: no wheels yet) on the
 // shard's first line; the shard's read lock is held, and sinks sharing the shard may race
 // to make it.
-func (st *store) newPart(s *series, shard uint8) *part {
+func (st *store) newPart(s *Series, shard uint8) *part {
 	o := s.others.Load()
 	if o == nil {
 		if s.others.CompareAndSwap(nil, new(others)) {
@@ -415,7 +410,7 @@ func (p *part) raiseLast(t int64) {
 }
 
 // last is the second of the newest line of s (math.MinInt64 before any).
-func (s *series) last() int64 {
+func (s *Series) last() int64 {
 	last := int64(math.MinInt64)
 	for p := range s.parts {
 		last = max(last, p.last.Load())
@@ -442,9 +437,9 @@ func NewSetWith(cfg *config.Config, prev *Set, opts SetOptions) (*Set, error) {
 	oldest.Store(math.MaxInt64)
 	mem := new(memory)
 	sinks := new(atomic.Uint32)
-	shards := opts.shards
+	shards := opts.Shards
 	if shards <= 0 {
-		shards = min(runtime.GOMAXPROCS(0), maxShards)
+		shards = min(runtime.GOMAXPROCS(0), MaxShards)
 	}
 	if prev != nil {
 		oldest, mem, sinks, shards = prev.oldest, prev.mem, prev.sinks, prev.shards
@@ -452,7 +447,7 @@ func NewSetWith(cfg *config.Config, prev *Set, opts SetOptions) (*Set, error) {
 			inherit[r.store.fingerprint] = r.store
 		}
 	}
-	s := &Set{rules: make([]ruleEntry, 0, len(cfg.Rules)), oldest: oldest, mem: mem, shards: shards, sinks: sinks}
+	s := &Set{rules: make([]Rule, 0, len(cfg.Rules)), oldest: oldest, mem: mem, shards: shards, sinks: sinks}
 	var errs []error
 	for _, r := range cfg.Rules {
 		if r.Layout == nil {
@@ -467,7 +462,7 @@ func NewSetWith(cfg *config.Config, prev *Set, opts SetOptions) (*Set, error) {
 			st = newStore(r, oldest, mem, shards)
 		}
 		b := budget{limit: cfg.Global.MaxSeriesPerRule, ttl: int64(cfg.Global.CounterTTL / time.Second)}
-		s.rules = append(s.rules, ruleEntry{rule: r, budget: b, store: st})
+		s.rules = append(s.rules, Rule{rule: r, budget: b, store: st})
 	}
 	if err := errors.Join(errs...); err != nil {
 		for _, r := range s.rules {
@@ -513,7 +508,7 @@ func newStore(r *config.Rule, oldest *atomic.Int64, mem *memory, shards int) *st
 		eventTime:      r.Timestamp != nil,
 		overflowKey:    strings.Join(overflow, parser.KeySep),
 		overflowLabels: overflow,
-		series:         map[string]*series{},
+		series:         map[string]*Series{},
 		locks:          make([]shardLock, shards),
 	}
 	// The one series of a label-less rule has the overflow series' key (no values), which
@@ -552,7 +547,7 @@ func (st *store) pin(key string, values []string) {
 // or write) so that expiry, which takes the write locks, can never remove a series (or
 // release its wheels) while an event is being added to it. A backfilled event (warm start)
 // goes into the windows only.
-func (st *store) observe(key []byte, labels [][]byte, now, at int64, v float64, items [][]byte, b budget, backfill bool, shard uint8, last **series) {
+func (st *store) observe(key []byte, labels [][]byte, now, at int64, v float64, items [][]byte, b budget, backfill bool, shard uint8, last **Series) {
 	limit := b.limit
 	lock := &st.locks[shard]
 	lock.RLock()
@@ -630,7 +625,7 @@ func (st *store) reapDue(now int64, limit int) bool {
 func (st *store) reap(now int64, b budget, memFull bool) {
 	st.reapedAt.Store(now)
 	demand := st.foldsSinceReap.Swap(0) + 1
-	var kept []*series
+	var kept []*Series
 	for _, s := range st.series {
 		if s.pinned || s.key == st.overflowKey {
 			continue
@@ -647,14 +642,14 @@ func (st *store) reap(now int64, b budget, memFull bool) {
 	if evict <= 0 {
 		return
 	}
-	slices.SortFunc(kept, func(a, b *series) int { return cmp.Compare(a.last(), b.last()) })
+	slices.SortFunc(kept, func(a, b *Series) int { return cmp.Compare(a.last(), b.last()) })
 	for _, s := range kept[:evict] {
 		st.remove(s)
 	}
 }
 
 // remove deletes s, keeping its lines in the matched count; the write locks are held.
-func (st *store) remove(s *series) {
+func (st *store) remove(s *Series) {
 	delete(st.series, s.key)
 	s.removed = true
 	st.charge(-st.heldBytes(s))
@@ -682,7 +677,7 @@ func (st *store) create(rawKey []byte, labels [][]byte, now, at int64, v float64
 	}
 	st.lockAll()
 	defer st.unlockAll()
-	var s *series
+	var s *Series
 	var isOverflow bool
 	if cloned {
 		s, isOverflow = st.series[key], key == st.overflowKey
@@ -780,7 +775,7 @@ func cloneLabels(labels [][]byte) (string, []string) {
 
 // add counts one event of s in shard's part: in its `_total` (unless backfilled) and in
 // its wheels, which a kept counter gets back unless the event is too old for every window.
-func (st *store) add(s *series, shard uint8, now, at int64, v float64, items [][]byte, backfill bool) {
+func (st *store) add(s *Series, shard uint8, now, at int64, v float64, items [][]byte, backfill bool) {
 	p := s.part(shard)
 	if p == nil {
 		p = st.newPart(s, shard)
@@ -848,7 +843,7 @@ func addFloat(u *atomic.Uint64, v float64) {
 }
 
 // lines is the number of lines of s.
-func (s *series) lines() uint64 {
+func (s *Series) lines() uint64 {
 	var n uint64
 	for p := range s.parts {
 		n += p.lines.Load()
@@ -857,7 +852,7 @@ func (s *series) lines() uint64 {
 }
 
 // total is the `_total` of the series: the sum of values, or the line count.
-func (st *store) total(s *series) float64 {
+func (st *store) total(s *Series) float64 {
 	if !st.value {
 		return float64(s.lines())
 	}
@@ -871,7 +866,7 @@ func (st *store) total(s *series) float64 {
 // snapshot returns the live series and the matched lines not in them (those of expired
 // series and late lines that had no series), read together so that the rule's
 // matched-lines counter never goes back.
-func (st *store) snapshot(dst []*series) ([]*series, uint64) {
+func (st *store) snapshot(dst []*Series) ([]*Series, uint64) {
 	defer st.rlock().RUnlock()
 	for _, s := range st.series {
 		dst = append(dst, s)
@@ -881,7 +876,7 @@ func (st *store) snapshot(dst []*series) ([]*series, uint64) {
 
 // live reports whether s exports windows at now: it is pinned, or has wheels that had a
 // line within the longest window; else it is written as a kept counter.
-func (st *store) live(s *series, now int64) bool {
+func (st *store) live(s *Series, now int64) bool {
 	for p := range s.parts {
 		if st.wheels(s, p, now) != nil {
 			return true
@@ -896,7 +891,7 @@ func (st *store) oldestLive(now int64) int64 { return now - st.layout.Longest() 
 
 // wheels returns the wheels of part p of s that are read at now: none when p has none or
 // they are idle past the longest window (they hold nothing then), unless s is pinned.
-func (st *store) wheels(s *series, p *part, now int64) *windows.Series {
+func (st *store) wheels(s *Series, p *part, now int64) *windows.Series {
 	w := p.win.Load()
 	if w == nil || !s.pinned && w.LastAdd() < st.oldestLive(now) {
 		return nil
@@ -907,7 +902,7 @@ func (st *store) wheels(s *series, p *part, now int64) *windows.Series {
 // read appends to dst[:0] the Stats of every window of s at second now, its parts merged:
 // sums and counts added, the per-second rate that of the sum, extrema of all. Parts without
 // wheels to read (see wheels) are left out; more holds the other parts' reads.
-func (st *store) read(s *series, now, since int64, dst []windows.Stats, more *[]windows.Stats) []windows.Stats {
+func (st *store) read(s *Series, now, since int64, dst []windows.Stats, more *[]windows.Stats) []windows.Stats {
 	dst = dst[:0]
 	merged := false
 	for p := range s.parts {
@@ -952,7 +947,7 @@ func extremum(a, b float64, isMax bool) float64 {
 // readSummaries sets dst (made by the layout's NewSummaries) to the summaries of every
 // window of s at second now, its parts merged; more holds the other parts' reads (made on
 // the first series with two parts that are not idle).
-func (st *store) readSummaries(s *series, now int64, dst []windows.Summary, more *[]windows.Summary) {
+func (st *store) readSummaries(s *Series, now int64, dst []windows.Summary, more *[]windows.Summary) {
 	first := true
 	for p := range s.parts {
 		w := st.wheels(s, p, now)
@@ -976,7 +971,7 @@ func (st *store) readSummaries(s *series, now int64, dst []windows.Summary, more
 
 // stale reports whether s has something to expire at now: wheels idle for longer than the
 // longest window (every window reads zero), or a kept counter idle for longer than ttl.
-func (st *store) stale(s *series, now, ttl int64) bool {
+func (st *store) stale(s *Series, now, ttl int64) bool {
 	if s.pinned {
 		return false
 	}
@@ -1001,7 +996,7 @@ const (
 
 // settle releases the idle wheels of s and removes it if idle past ttl; the write locks
 // are held and s is not pinned.
-func (st *store) settle(s *series, now, ttl int64) int {
+func (st *store) settle(s *Series, now, ttl int64) int {
 	live := false
 	for p := range s.parts {
 		w := p.win.Load()
@@ -1028,12 +1023,12 @@ func (st *store) settle(s *series, now, ttl int64) int {
 
 // idlePastTTL is a cheap first test of gone for the write path: no line of shard's part
 // of s is newer than ttl (gone then reads every part).
-func (st *store) idlePastTTL(s *series, shard uint8, now, ttl int64) bool {
+func (st *store) idlePastTTL(s *Series, shard uint8, now, ttl int64) bool {
 	return ttl > 0 && !s.pinned && st.partIdlePastTTL(s, shard, now, ttl)
 }
 
 // partIdlePastTTL is idlePastTTL past its first tests, which are inlined.
-func (st *store) partIdlePastTTL(s *series, shard uint8, now, ttl int64) bool {
+func (st *store) partIdlePastTTL(s *Series, shard uint8, now, ttl int64) bool {
 	if p := s.part(shard); p != nil && p.last.Load() >= now-ttl {
 		return false
 	}
@@ -1042,7 +1037,7 @@ func (st *store) partIdlePastTTL(s *series, shard uint8, now, ttl int64) bool {
 
 // gone reports whether s is a kept counter idle past ttl at now, or would be one once
 // expired: Expire removes it, and a reader leaves it out until then.
-func (st *store) gone(s *series, now, ttl int64) bool {
+func (st *store) gone(s *Series, now, ttl int64) bool {
 	if s.pinned || ttl <= 0 {
 		return false
 	}

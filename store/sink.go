@@ -1,4 +1,4 @@
-package exporter
+package store
 
 import (
 	"unsafe"
@@ -13,7 +13,7 @@ import (
 // one config: the caller pairs a Sink with the parser built from the same config and, on
 // a reload, switches to a new pair, never a parser of one config with a Sink of another.
 // A Sink is not safe for concurrent use; give each input goroutine its own. Sinks are dealt
-// to the stores' shards in turn (see series), so that inputs writing the same label sets on
+// to the stores' shards in turn (see Series), so that inputs writing the same label sets on
 // different cores do not contend.
 type Sink struct {
 	sinkState
@@ -25,9 +25,9 @@ type Sink struct {
 
 // sinkState is what a Sink holds.
 type sinkState struct {
-	rules []ruleEntry
+	rules []Rule
 	// last holds, per rule, the series of the rule's last event (see store.observe).
-	last             []*series
+	last             []*Series
 	processing, wall int64
 	// received counts the events and drops passed in (Received).
 	received uint64
@@ -54,16 +54,16 @@ func (s *Set) NewBackfillSink() *Sink {
 // newSink makes a sink whose last series fill whole cache lines of their own, as the Sink
 // does: they are written whenever a rule's label set changes from one line to the next.
 func (s *Set) newSink(backfill bool) *Sink {
-	perLine := cacheLine / int(unsafe.Sizeof((*series)(nil)))
-	last := make([]*series, len(s.rules), (len(s.rules)+perLine-1)/perLine*perLine)
+	perLine := cacheLine / int(unsafe.Sizeof((*Series)(nil)))
+	last := make([]*Series, len(s.rules), (len(s.rules)+perLine-1)/perLine*perLine)
 	return &Sink{sinkState: sinkState{rules: s.rules, last: last, backfill: backfill, shard: s.nextShard()}}
 }
 
 // SetNow sets, in Unix seconds, the clocks the events that follow are placed and judged by,
 // until the next call. An event without a time of its own is placed at processing. An
 // event with one (HasTime) is placed at it and judged late or future against wall, the
-// clock its time comes from. They must be the clocks the Collector reads, Now and Wall, so
-// that a series is written and read on one clock.
+// clock its time comes from. They must be the clocks the exposition reads (the exporter's
+// Now and Wall), so that a series is written and read on one clock.
 func (k *Sink) SetNow(processing, wall int64) { k.processing, k.wall = processing, wall }
 
 // Received is how many events and drops the Sink was given since it was made. A caller
@@ -94,7 +94,7 @@ func (k *Sink) clocks(e *parser.Event) (now, at int64) {
 // Drop counts a line the parser matched but could not turn into an event.
 func (k *Sink) Drop(rule int, why parser.DropReason) {
 	k.received++
-	if int(why) < numParserReasons && !k.backfill {
+	if int(why) < NumParserReasons && !k.backfill {
 		k.rules[rule].store.parserDrops[why].Add(1)
 	}
 }

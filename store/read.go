@@ -1,0 +1,103 @@
+package store
+
+import (
+	"github.com/logwindow/logwindow_exporter/config"
+	"github.com/logwindow/logwindow_exporter/windows"
+)
+
+// This is what the exposition reads of a Set at scrape time. A read changes nothing: it
+// judges idleness itself, so a scrape shows the same before and after an Expire. The
+// methods are small enough to inline, so that a scrape reads a series as cheaply as when
+// the exposition lived in this package.
+
+// NumRules is the number of rules of the Set, in config order.
+func (s *Set) NumRules() int { return len(s.rules) }
+
+// Rule returns rule i of the Set. Its pointer identifies the rule for as long as the Set
+// lives, so that a reader may key what it keeps per rule by it.
+func (s *Set) Rule(i int) *Rule { return &s.rules[i] }
+
+// Oldest is the second of the oldest line an event-time rule placed in a wheel since the
+// exporter started (math.MaxInt64 before the first): event-time rules' rates count from
+// it when it is before the start.
+func (s *Set) Oldest() int64 { return s.oldest.Load() }
+
+// MemoryUsed is the estimated heap the series of all rules take, which MaxBytes bounds.
+func (s *Set) MemoryUsed() int64 { return s.mem.used.Load() }
+
+// MaxBytes is the bound on MemoryUsed in force (the latest Set's); 0 is none.
+func (s *Set) MaxBytes() int64 { return s.mem.max.Load() }
+
+// Config is the rule as the Set's config defines it: its name, labels and families.
+func (r *Rule) Config() *config.Rule { return r.rule }
+
+// Limit is the rule's max_series_per_rule.
+func (r *Rule) Limit() int { return r.budget.limit }
+
+// Layout is the rule's windows; an inherited store keeps its layout, which the fingerprint
+// makes the one the rule asks for.
+func (r *Rule) Layout() *windows.Layout { return r.store.layout }
+
+// EventTime reports whether the rule lives on the wall clock (see the package
+// documentation): it is read at the wall second, and its rates count from Set.Oldest.
+func (r *Rule) EventTime() bool { return r.store.eventTime }
+
+// Snapshot appends the rule's series to dst and returns them with the matched lines not in
+// any (those of expired series and late lines that had no series), read together so that
+// the rule's matched-lines counter never goes back. The series are in no order; the
+// caller should clear dst after use, so that removed series may go.
+func (r *Rule) Snapshot(dst []*Series) ([]*Series, uint64) { return r.store.snapshot(dst) }
+
+// Gone reports whether s is a kept counter idle past the counter TTL at now: Expire
+// removes it, and a reader leaves it out until then.
+func (r *Rule) Gone(s *Series, now int64) bool { return r.store.gone(s, now, r.budget.ttl) }
+
+// Total is the `_total` of s: the sum of its values for a value rule, else its lines.
+func (r *Rule) Total(s *Series) float64 { return r.store.total(s) }
+
+// Live reports whether s has windows to export at now; else it is a kept counter, whose
+// `_total` only is exported.
+func (r *Rule) Live(s *Series, now int64) bool { return r.store.live(s, now) }
+
+// Read appends to dst[:0] the Stats of every window of s at now, rates counted from since,
+// the parts of the writers' shards merged; more is scratch kept by the caller between
+// calls, so that a series written by several shards allocates nothing either.
+func (r *Rule) Read(s *Series, now, since int64, dst []windows.Stats, more *[]windows.Stats) []windows.Stats {
+	return r.store.read(s, now, since, dst, more)
+}
+
+// ReadSummaries sets dst, made by the layout's NewSummaries, to the summaries of every
+// window of s at now, the shards' parts merged; more is the caller's scratch, as for Read.
+func (r *Rule) ReadSummaries(s *Series, now int64, dst []windows.Summary, more *[]windows.Summary) {
+	r.store.readSummaries(s, now, dst, more)
+}
+
+// Drops are a rule's counters of lines not counted as is, since its store was made.
+type Drops struct {
+	// Parser is indexed by parser.DropReason.
+	Parser [NumParserReasons]uint64
+	// Late lines were older than every window; Future lines, ahead of the clock, were
+	// placed at the current second.
+	Late, Future uint64
+	// Folds are lines folded into the overflow series, MemoryFolds those of them folded
+	// because of the memory bound rather than the rule's budget.
+	Folds, MemoryFolds uint64
+}
+
+// Drops reads the rule's drop and fold counters.
+func (r *Rule) Drops() Drops {
+	st := r.store
+	d := Drops{Late: st.late.Load(), Future: st.future.Load(), Folds: st.folds.Load(), MemoryFolds: st.memFolds.Load()}
+	for i := range st.parserDrops {
+		d.Parser[i] = st.parserDrops[i].Load()
+	}
+	return d
+}
+
+// Labels are the label values of s, in the order of its rule's labels. A series whose
+// values do not fit its rule's labels (a log line gave too many or too few) cannot be
+// exported; the caller must not change them.
+func (s *Series) Labels() []string { return s.labels }
+
+// Lines is the number of lines of s.
+func (s *Series) Lines() uint64 { return s.lines() }
