@@ -64,10 +64,9 @@ type timeCache struct {
 // newScratch sizes every buffer to whole cache lines. Inputs on different cores parse
 // with scratches of their own, made one after the other and often placed side by side by
 // the allocator; a buffer that shared a cache line with another scratch's would have the
-// two cores take that line from each other on every line parsed (measured with a distinct
-// rule: two inputs in one process took 1.16–1.37× the CPU per line of one, 1.07–1.11×
-// without shared lines). The byte buffers start at textBuf, from which append grows them to
-// sizes that are whole lines too.
+// two cores take that line from each other on every line parsed (bench/RESULTS.md has the
+// measurements). The byte buffers start at textBuf, from which append grows them to sizes
+// that are whole lines too.
 func newScratch(sz sizes) *scratch {
 	return &scratch{
 		caps:      ownLines[int](sz.caps, sz.caps),

@@ -7,8 +7,7 @@ import (
 
 // This is what the exposition reads of a Set at scrape time. A read changes nothing: it
 // judges idleness itself, so a scrape shows the same before and after an Expire. The
-// methods are small enough to inline, so that a scrape reads a series as cheaply as when
-// the exposition lived in this package.
+// methods are small enough to inline: a scrape reads every series through them.
 
 // NumRules is the number of rules of the Set, in config order.
 func (s *Set) NumRules() int { return len(s.rules) }

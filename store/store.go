@@ -291,7 +291,7 @@ func (st *store) heldBytes(s *Series) int64 {
 	return n
 }
 
-// series is one label set of a rule. Its state is kept in parts, one per shard of writers
+// Series is one label set of a rule. Its state is kept in parts, one per shard of writers
 // that wrote to it, merged by the readers: a line touches only its own shard's part, so
 // inputs on different cores writing the same label set do not share its cache lines. The
 // part of the shard that created the series is inline; the others are made on their
@@ -538,15 +538,16 @@ func (st *store) pin(key string, values []string) {
 	}
 }
 
-// observe adds one event of a sink of shard. The common case is one map lookup under the
-// shard's read lock and one Add to the shard's part; last is the sink's series of the
-// rule's previous event, which spares the lookup when the event has its key (consecutive
-// lines mostly share a rule's label set) and it was not removed since (removed is set
-// under the write locks, so the read lock makes it current), and is set to what the
-// lookup finds; the Add happens under the lock (read
-// or write) so that expiry, which takes the write locks, can never remove a series (or
-// release its wheels) while an event is being added to it. A backfilled event (warm start)
-// goes into the windows only.
+// observe adds one event of a sink of shard: a lookup and an Add to the shard's part,
+// under the shard's read lock, so that expiry, which takes the write locks, can never
+// remove a series (or release its wheels) while an event is being added to it. A
+// backfilled event (warm start) goes into the windows only.
+//
+// last is the sink's series of the rule's previous event. Consecutive lines mostly share a
+// rule's label set, so it spares the map lookup while the key repeats and the series was
+// not removed (removed is set under the write locks, so the read lock makes it current).
+// A removed series stays reachable from last until the rule's next event on that sink,
+// though remove no longer charges its bytes: at most one series per rule and sink.
 func (st *store) observe(key []byte, labels [][]byte, now, at int64, v float64, items [][]byte, b budget, backfill bool, shard uint8, last **Series) {
 	limit := b.limit
 	lock := &st.locks[shard]
