@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/logwindow/logwindow_exporter/internal/testexec"
+	"github.com/logwindow/logwindow_exporter/internal/testutil/testexec"
 )
 
 // browser drives a headless Chromium over the DevTools protocol on a pipe

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/logwindow/logwindow_exporter/internal/testexec"
+	"github.com/logwindow/logwindow_exporter/internal/testutil/testexec"
 )
 
 // TestConfigWatchProcess runs the binary with --config.watch on a rule file laid out as a

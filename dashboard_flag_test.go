@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/logwindow/logwindow_exporter/config"
-	"github.com/logwindow/logwindow_exporter/dashboard"
+	"github.com/logwindow/logwindow_exporter/internal/dashboard"
 )
 
 // TestDashboardFlag: --dashboard prints the generator's dashboard for the loaded rules and

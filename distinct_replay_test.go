@@ -10,8 +10,8 @@ import (
 
 	"github.com/prometheus/common/model"
 
-	"github.com/logwindow/logwindow_exporter/internal/reference"
-	"github.com/logwindow/logwindow_exporter/internal/testexec"
+	"github.com/logwindow/logwindow_exporter/internal/testutil/reference"
+	"github.com/logwindow/logwindow_exporter/internal/testutil/testexec"
 )
 
 // distinctReplayRules count the different clients of an event-time log.

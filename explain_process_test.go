@@ -11,8 +11,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/logwindow/logwindow_exporter/explain"
-	"github.com/logwindow/logwindow_exporter/internal/testexec"
+	"github.com/logwindow/logwindow_exporter/internal/explain"
+	"github.com/logwindow/logwindow_exporter/internal/testutil/testexec"
 )
 
 // explainRules has a rule for each reason a line may not count. Its event-time rule keeps

@@ -27,12 +27,12 @@ import (
 	"github.com/prometheus/exporter-toolkit/web/kingpinflag"
 
 	"github.com/logwindow/logwindow_exporter/config"
-	"github.com/logwindow/logwindow_exporter/configwatch"
-	"github.com/logwindow/logwindow_exporter/dashboard"
-	"github.com/logwindow/logwindow_exporter/explain"
 	"github.com/logwindow/logwindow_exporter/exporter"
-	"github.com/logwindow/logwindow_exporter/pipeline"
-	"github.com/logwindow/logwindow_exporter/status"
+	"github.com/logwindow/logwindow_exporter/internal/configwatch"
+	"github.com/logwindow/logwindow_exporter/internal/dashboard"
+	"github.com/logwindow/logwindow_exporter/internal/explain"
+	"github.com/logwindow/logwindow_exporter/internal/pipeline"
+	"github.com/logwindow/logwindow_exporter/internal/server/status"
 )
 
 const exporterName = "logwindow_exporter"

@@ -22,7 +22,7 @@ import (
 	"github.com/prometheus/common/promslog"
 
 	"github.com/logwindow/logwindow_exporter/config"
-	"github.com/logwindow/logwindow_exporter/pipeline"
+	"github.com/logwindow/logwindow_exporter/internal/pipeline"
 )
 
 // fakeClock is the injected processing-time clock: it moves only when the test says so.

@@ -12,8 +12,8 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/model"
 
-	"github.com/logwindow/logwindow_exporter/internal/reference"
-	"github.com/logwindow/logwindow_exporter/internal/testexec"
+	"github.com/logwindow/logwindow_exporter/internal/testutil/reference"
+	"github.com/logwindow/logwindow_exporter/internal/testutil/testexec"
 )
 
 // quantileReplayRules keep every quantile of a value that carries its own time.

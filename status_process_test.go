@@ -15,7 +15,7 @@ import (
 
 	"golang.org/x/crypto/bcrypt"
 
-	"github.com/logwindow/logwindow_exporter/internal/testexec"
+	"github.com/logwindow/logwindow_exporter/internal/testutil/testexec"
 )
 
 // statusRules: a rule per label set, a filter rule and an event-time rule, over one input.

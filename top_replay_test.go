@@ -13,8 +13,8 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/model"
 
-	"github.com/logwindow/logwindow_exporter/internal/reference"
-	"github.com/logwindow/logwindow_exporter/internal/testexec"
+	"github.com/logwindow/logwindow_exporter/internal/testutil/reference"
+	"github.com/logwindow/logwindow_exporter/internal/testutil/testexec"
 )
 
 // topReplayRules rank paths per host, with small capacities so that the summaries prune:

@@ -33,7 +33,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/logwindow/logwindow_exporter/internal/testexec"
+	"github.com/logwindow/logwindow_exporter/internal/testutil/testexec"
 )
 
 //go:embed nginx.mtail

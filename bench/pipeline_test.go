@@ -14,9 +14,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/logwindow/logwindow_exporter/config"
+	"github.com/logwindow/logwindow_exporter/internal/pipeline"
+	"github.com/logwindow/logwindow_exporter/internal/store"
 	"github.com/logwindow/logwindow_exporter/parser"
-	"github.com/logwindow/logwindow_exporter/pipeline"
-	"github.com/logwindow/logwindow_exporter/store"
 )
 
 // rulesEnv names a rule file the in-process benchmarks read instead of example-rules.yaml

@@ -14,7 +14,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/logwindow/logwindow_exporter/internal/testexec"
+	"github.com/logwindow/logwindow_exporter/internal/testutil/testexec"
 )
 
 // usage is what one run of a program cost.

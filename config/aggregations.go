@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/logwindow/logwindow_exporter/sketch"
+	"github.com/logwindow/logwindow_exporter/internal/sketch"
 	"github.com/logwindow/logwindow_exporter/windows"
 )
 

@@ -18,7 +18,7 @@ import (
 	"github.com/prometheus/common/model"
 	"go.yaml.in/yaml/v3"
 
-	"github.com/logwindow/logwindow_exporter/syslog"
+	"github.com/logwindow/logwindow_exporter/internal/input/syslog"
 	"github.com/logwindow/logwindow_exporter/windows"
 )
 

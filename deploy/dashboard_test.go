@@ -16,7 +16,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/logwindow/logwindow_exporter/config"
-	dashgen "github.com/logwindow/logwindow_exporter/dashboard"
+	dashgen "github.com/logwindow/logwindow_exporter/internal/dashboard"
 )
 
 // grafanaSchemaDir is where, under the user's cache directory, .ci/run installs the npm

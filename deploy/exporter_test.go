@@ -17,7 +17,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
-	"github.com/logwindow/logwindow_exporter/internal/testexec"
+	"github.com/logwindow/logwindow_exporter/internal/testutil/testexec"
 )
 
 // nginxTimeLayout is nginx's $time_local.

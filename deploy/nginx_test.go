@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/logwindow/logwindow_exporter/internal/testexec"
+	"github.com/logwindow/logwindow_exporter/internal/testutil/testexec"
 )
 
 // localNginxConf rewrites the example's nginx.conf to run here: the pod's volumes become

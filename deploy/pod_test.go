@@ -20,7 +20,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/logwindow/logwindow_exporter/internal/testexec"
+	"github.com/logwindow/logwindow_exporter/internal/testutil/testexec"
 )
 
 // localPod is a rendered pod run as local processes: each emptyDir volume is a directory

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/logwindow/logwindow_exporter/internal/testexec"
+	"github.com/logwindow/logwindow_exporter/internal/testutil/testexec"
 )
 
 // TestFleetQuantiles runs two exporters on one nginx log, as the sidecars of two pods

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/logwindow/logwindow_exporter/internal/testexec"
+	"github.com/logwindow/logwindow_exporter/internal/testutil/testexec"
 )
 
 // required is set in CI, which installs every program the test runs: a missing one fails

@@ -4,8 +4,8 @@ import (
 	"bytes"
 	"compress/gzip"
 	"fmt"
-	"github.com/logwindow/logwindow_exporter/internal/storetest"
-	"github.com/logwindow/logwindow_exporter/store"
+	"github.com/logwindow/logwindow_exporter/internal/store"
+	"github.com/logwindow/logwindow_exporter/internal/testutil/storetest"
 	"io"
 	"math"
 	"math/rand/v2"
@@ -18,7 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/logwindow/logwindow_exporter/config"
-	"github.com/logwindow/logwindow_exporter/sketch"
+	"github.com/logwindow/logwindow_exporter/internal/sketch"
 	"github.com/logwindow/logwindow_exporter/windows"
 )
 

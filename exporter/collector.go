@@ -14,10 +14,10 @@ import (
 	kgzip "github.com/klauspost/compress/gzip"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/logwindow/logwindow_exporter/follow"
+	"github.com/logwindow/logwindow_exporter/internal/input/follow"
+	"github.com/logwindow/logwindow_exporter/internal/input/syslog"
+	"github.com/logwindow/logwindow_exporter/internal/store"
 	"github.com/logwindow/logwindow_exporter/parser"
-	"github.com/logwindow/logwindow_exporter/store"
-	"github.com/logwindow/logwindow_exporter/syslog"
 )
 
 // InputStats is one input's follower snapshot at scrape time, under the name it is

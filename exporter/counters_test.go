@@ -2,7 +2,7 @@ package exporter
 
 import (
 	"fmt"
-	"github.com/logwindow/logwindow_exporter/internal/storetest"
+	"github.com/logwindow/logwindow_exporter/internal/testutil/storetest"
 	"math/rand/v2"
 	"runtime"
 	"strings"

@@ -2,7 +2,7 @@ package exporter
 
 import (
 	"bytes"
-	"github.com/logwindow/logwindow_exporter/internal/storetest"
+	"github.com/logwindow/logwindow_exporter/internal/testutil/storetest"
 	"maps"
 	"slices"
 	"strconv"
@@ -15,7 +15,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
-	"github.com/logwindow/logwindow_exporter/sketch"
+	"github.com/logwindow/logwindow_exporter/internal/sketch"
 	"github.com/logwindow/logwindow_exporter/windows"
 )
 

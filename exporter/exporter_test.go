@@ -1,8 +1,8 @@
 package exporter
 
 import (
-	"github.com/logwindow/logwindow_exporter/internal/storetest"
-	"github.com/logwindow/logwindow_exporter/store"
+	"github.com/logwindow/logwindow_exporter/internal/store"
+	"github.com/logwindow/logwindow_exporter/internal/testutil/storetest"
 	"strconv"
 	"strings"
 	"testing"
@@ -12,7 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/logwindow/logwindow_exporter/config"
-	"github.com/logwindow/logwindow_exporter/follow"
+	"github.com/logwindow/logwindow_exporter/internal/input/follow"
 	"github.com/logwindow/logwindow_exporter/parser"
 )
 

@@ -10,7 +10,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/logwindow/logwindow_exporter/config"
-	"github.com/logwindow/logwindow_exporter/store"
+	"github.com/logwindow/logwindow_exporter/internal/store"
 )
 
 // windowLabel names the label that carries the window of the `_window*` families.

@@ -3,7 +3,7 @@ package exporter
 import (
 	"bytes"
 	"compress/gzip"
-	"github.com/logwindow/logwindow_exporter/internal/storetest"
+	"github.com/logwindow/logwindow_exporter/internal/testutil/storetest"
 	"io"
 	"net/http"
 	"net/http/httptest"

@@ -3,7 +3,7 @@ package exporter
 import (
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/logwindow/logwindow_exporter/syslog"
+	"github.com/logwindow/logwindow_exporter/internal/input/syslog"
 )
 
 // inputDescs are the self-metrics of inputs beyond following files: syslog sockets, and

@@ -1,8 +1,8 @@
 package exporter
 
 import (
-	"github.com/logwindow/logwindow_exporter/internal/storetest"
-	"github.com/logwindow/logwindow_exporter/store"
+	"github.com/logwindow/logwindow_exporter/internal/store"
+	"github.com/logwindow/logwindow_exporter/internal/testutil/storetest"
 	"strings"
 	"testing"
 

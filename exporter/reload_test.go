@@ -2,8 +2,8 @@ package exporter
 
 import (
 	"fmt"
-	"github.com/logwindow/logwindow_exporter/internal/storetest"
-	"github.com/logwindow/logwindow_exporter/store"
+	"github.com/logwindow/logwindow_exporter/internal/store"
+	"github.com/logwindow/logwindow_exporter/internal/testutil/storetest"
 	"math/rand/v2"
 	"runtime"
 	"strings"

@@ -7,8 +7,8 @@ import (
 
 	"github.com/prometheus/common/expfmt"
 
-	"github.com/logwindow/logwindow_exporter/internal/storetest"
-	"github.com/logwindow/logwindow_exporter/store"
+	"github.com/logwindow/logwindow_exporter/internal/store"
+	"github.com/logwindow/logwindow_exporter/internal/testutil/storetest"
 )
 
 // TestShardsMergeAtRead: lines written through several sinks (shards of the series) and

@@ -16,8 +16,8 @@ import (
 
 	"github.com/logwindow/logwindow_exporter/config"
 	"github.com/logwindow/logwindow_exporter/exporter"
+	"github.com/logwindow/logwindow_exporter/internal/store"
 	"github.com/logwindow/logwindow_exporter/parser"
-	"github.com/logwindow/logwindow_exporter/store"
 )
 
 // Options are the settings that do not come from the rule file.

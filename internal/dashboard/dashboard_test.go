@@ -17,7 +17,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/logwindow/logwindow_exporter/config"
-	"github.com/logwindow/logwindow_exporter/pipeline"
+	"github.com/logwindow/logwindow_exporter/internal/pipeline"
 )
 
 // lines are what every case's rules read: each rule matches all of them.

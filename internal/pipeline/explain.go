@@ -5,8 +5,8 @@ import (
 	"slices"
 
 	"github.com/logwindow/logwindow_exporter/config"
-	"github.com/logwindow/logwindow_exporter/explain"
-	"github.com/logwindow/logwindow_exporter/follow"
+	"github.com/logwindow/logwindow_exporter/internal/explain"
+	"github.com/logwindow/logwindow_exporter/internal/input/follow"
 )
 
 // Explain explains the first maxLines lines of file as a replay of

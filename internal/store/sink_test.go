@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/logwindow/logwindow_exporter/internal/storetest"
+	"github.com/logwindow/logwindow_exporter/internal/testutil/storetest"
 )
 
 // TestSinkLastSeriesRemoved: a sink keeps the series of its rule's last event to spare the

@@ -8,11 +8,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/logwindow/logwindow_exporter/config"
-	"github.com/logwindow/logwindow_exporter/cri"
 	"github.com/logwindow/logwindow_exporter/exporter"
-	"github.com/logwindow/logwindow_exporter/follow"
+	"github.com/logwindow/logwindow_exporter/internal/input/cri"
+	"github.com/logwindow/logwindow_exporter/internal/input/follow"
+	"github.com/logwindow/logwindow_exporter/internal/store"
 	"github.com/logwindow/logwindow_exporter/parser"
-	"github.com/logwindow/logwindow_exporter/store"
 )
 
 // Replay reads every file to its end through cfg's rules and writes the exposition text of

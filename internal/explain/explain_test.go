@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	"github.com/logwindow/logwindow_exporter/config"
+	"github.com/logwindow/logwindow_exporter/internal/store"
 	"github.com/logwindow/logwindow_exporter/parser"
-	"github.com/logwindow/logwindow_exporter/store"
 )
 
 // TestDisplay: text reaches a terminal or page as it is only when it is valid UTF-8

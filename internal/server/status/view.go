@@ -11,7 +11,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/logwindow/logwindow_exporter/config"
-	"github.com/logwindow/logwindow_exporter/explain"
+	"github.com/logwindow/logwindow_exporter/internal/explain"
 )
 
 // view is what the template renders.

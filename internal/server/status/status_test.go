@@ -9,7 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/logwindow/logwindow_exporter/config"
-	"github.com/logwindow/logwindow_exporter/explain"
+	"github.com/logwindow/logwindow_exporter/internal/explain"
 )
 
 // fakeSource explains every line as counted by one rule with the line as its label, its

@@ -12,7 +12,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/logwindow/logwindow_exporter/config"
-	"github.com/logwindow/logwindow_exporter/syslog/syslogtest"
+	"github.com/logwindow/logwindow_exporter/internal/input/syslog/syslogtest"
 )
 
 const syslogRules = `

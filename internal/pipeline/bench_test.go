@@ -13,11 +13,11 @@ import (
 // sink's Received read before and after each line as the inputs do (one op is one line).
 // Compare the two as a ratio within one run.
 func BenchmarkUnmatchedCounting(b *testing.B) {
-	cfg, err := config.Load("../example-rules.yaml")
+	cfg, err := config.Load("../../example-rules.yaml")
 	if err != nil {
 		b.Fatal(err)
 	}
-	data, err := os.ReadFile("../examples/access.log")
+	data, err := os.ReadFile("../../examples/access.log")
 	if err != nil {
 		b.Fatal(err)
 	}

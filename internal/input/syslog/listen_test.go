@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/logwindow/logwindow_exporter/syslog/syslogtest"
+	"github.com/logwindow/logwindow_exporter/internal/input/syslog/syslogtest"
 )
 
 // collector gathers what a Listener hands on.

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/logwindow/logwindow_exporter/cri/critest"
+	"github.com/logwindow/logwindow_exporter/internal/input/cri/critest"
 )
 
 func TestFeed(t *testing.T) {

@@ -21,7 +21,7 @@ import (
 	"github.com/prometheus/common/version"
 
 	"github.com/logwindow/logwindow_exporter/config"
-	"github.com/logwindow/logwindow_exporter/explain"
+	"github.com/logwindow/logwindow_exporter/internal/explain"
 )
 
 // MaxExplainBody bounds a POST to /-/explain; a larger body is refused with 413.

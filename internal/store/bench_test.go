@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/logwindow/logwindow_exporter/config"
-	"github.com/logwindow/logwindow_exporter/internal/storetest"
+	"github.com/logwindow/logwindow_exporter/internal/testutil/storetest"
 )
 
 // BenchmarkSinkEvent is the per-line cost of the store on an existing series: the target

@@ -7,12 +7,12 @@ import (
 	"sync/atomic"
 
 	"github.com/logwindow/logwindow_exporter/config"
-	"github.com/logwindow/logwindow_exporter/cri"
 	"github.com/logwindow/logwindow_exporter/exporter"
-	"github.com/logwindow/logwindow_exporter/follow"
+	"github.com/logwindow/logwindow_exporter/internal/input/cri"
+	"github.com/logwindow/logwindow_exporter/internal/input/follow"
+	"github.com/logwindow/logwindow_exporter/internal/input/syslog"
+	"github.com/logwindow/logwindow_exporter/internal/store"
 	"github.com/logwindow/logwindow_exporter/parser"
-	"github.com/logwindow/logwindow_exporter/store"
-	"github.com/logwindow/logwindow_exporter/syslog"
 )
 
 // input is one followed path or one syslog socket. An input is identified across reloads

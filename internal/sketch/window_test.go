@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/logwindow/logwindow_exporter/internal/reference"
+	"github.com/logwindow/logwindow_exporter/internal/testutil/reference"
 	"github.com/logwindow/logwindow_exporter/windows"
 )
 

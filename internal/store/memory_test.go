@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/logwindow/logwindow_exporter/config"
-	"github.com/logwindow/logwindow_exporter/internal/storetest"
+	"github.com/logwindow/logwindow_exporter/internal/testutil/storetest"
 )
 
 // start is the exporter's start second in every test.

@@ -15,7 +15,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/logwindow/logwindow_exporter/config"
-	"github.com/logwindow/logwindow_exporter/cri/critest"
+	"github.com/logwindow/logwindow_exporter/internal/input/cri/critest"
 )
 
 // accessRecord is one request as nginx knows it, before any log format.
@@ -122,9 +122,9 @@ func TestFormatsGiveIdenticalMetrics(t *testing.T) {
 		edit        func(string) string
 	}
 	variants := []variant{
-		{"text", "../example-rules.yaml", accessRecord.text, func(s string) string { return s }},
-		{"json", "../example-rules-json.yaml", accessRecord.json, func(s string) string { return s }},
-		{"logfmt", "../example-rules-json.yaml", accessRecord.logfmt, func(s string) string {
+		{"text", "../../example-rules.yaml", accessRecord.text, func(s string) string { return s }},
+		{"json", "../../example-rules-json.yaml", accessRecord.json, func(s string) string { return s }},
+		{"logfmt", "../../example-rules-json.yaml", accessRecord.logfmt, func(s string) string {
 			return strings.Replace(s, "format: json", "format: logfmt", 1)
 		}},
 	}
@@ -234,7 +234,7 @@ func TestCRIWrappedGiveIdenticalMetrics(t *testing.T) {
 	for _, p := range pendingErr {
 		split.WriteString(p)
 	}
-	example, err := os.ReadFile("../example-rules.yaml")
+	example, err := os.ReadFile("../../example-rules.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
