@@ -3,36 +3,25 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"io"
-	"log/slog"
-	"net/http"
 	"os"
-	"os/signal"
 	"runtime/debug"
-	"slices"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/alecthomas/kingpin/v2"
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
-	versioncollector "github.com/prometheus/client_golang/prometheus/collectors/version"
 	"github.com/prometheus/common/promslog"
 	promslogflag "github.com/prometheus/common/promslog/flag"
 	"github.com/prometheus/common/version"
-	"github.com/prometheus/exporter-toolkit/web"
 	"github.com/prometheus/exporter-toolkit/web/kingpinflag"
 
 	"github.com/logwindow/logwindow_exporter/config"
-	"github.com/logwindow/logwindow_exporter/exporter"
 	"github.com/logwindow/logwindow_exporter/internal/configwatch"
 	"github.com/logwindow/logwindow_exporter/internal/dashboard"
 	"github.com/logwindow/logwindow_exporter/internal/explain"
 	"github.com/logwindow/logwindow_exporter/internal/pipeline"
-	"github.com/logwindow/logwindow_exporter/internal/server/status"
+	"github.com/logwindow/logwindow_exporter/internal/server"
 )
 
 const exporterName = "logwindow_exporter"
@@ -40,13 +29,6 @@ const exporterName = "logwindow_exporter"
 // defaultListenAddress is not used by any peer log exporter (mtail 3903, grok_exporter 9144,
 // nginxlog-exporter 4040, the nginx exporters 9113/9147/9913).
 const defaultListenAddress = ":9907"
-
-// The rule file watch waits for a quiet second after a change (the kubelet swaps a
-// ConfigMap in several steps) and reads the file every half minute in case no event comes.
-const (
-	configWatchSettle = time.Second
-	configWatchPoll   = 30 * time.Second
-)
 
 func main() {
 	versionFromBuildInfo()
@@ -97,7 +79,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "%s: %v\n", exporterName, err)
 		return 2
 	}
-	if err := checkTelemetryPath(*metricsPath); err != nil {
+	if err := server.CheckTelemetryPath(*metricsPath); err != nil {
 		fmt.Fprintf(stderr, "%s: --web.telemetry-path: %v\n", exporterName, err)
 		return 2
 	}
@@ -166,154 +148,16 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		return 0
 	}
-	if err := serve(cfg, opts, logger, webFlags, *metricsPath, *lifecycle, watch); err != nil {
+	err = server.Serve(cfg, opts, webFlags, server.Options{
+		Name:        exporterName,
+		Logger:      logger,
+		MetricsPath: *metricsPath,
+		Lifecycle:   *lifecycle,
+		Watch:       watch,
+	})
+	if err != nil {
 		logger.Error("exiting", "err", err)
 		return 1
 	}
 	return 0
-}
-
-// serve follows the inputs and answers HTTP until SIGTERM or SIGINT; watch, when not nil,
-// reloads the rules when their file changes.
-func serve(cfg *config.Config, opts pipeline.Options, logger *slog.Logger, webFlags *web.FlagConfig, metricsPath string, lifecycle bool, watch *configwatch.Watcher) error {
-	logger.Info("starting "+exporterName, "version", version.Info(), "config", cfg.File)
-	// Signals are caught before the inputs start: a SIGHUP or SIGTERM during start-up must
-	// not kill the process with the default action.
-	ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
-	defer cancel()
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-	defer signal.Stop(hup)
-
-	p, err := pipeline.Start(cfg, opts)
-	if err != nil {
-		return err
-	}
-	defer p.Stop()
-
-	coll := p.Collector()
-	reg := newRegistry(coll)
-	go func() {
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-hup:
-				reloadAndLog(p, logger)
-			}
-		}
-	}()
-	if watch != nil {
-		go func() {
-			err := watch.Run(ctx, configwatch.Options{
-				Reload: func() { _ = reloadAndLog(p, logger) },
-				Settle: configWatchSettle,
-				Poll:   configWatchPoll,
-				After:  time.After,
-				Logger: logger,
-			})
-			if err != nil {
-				logger.Error("the rule file is not watched", "err", err)
-			}
-		}()
-	}
-
-	mux := newMux(p, coll, reg, logger, metricsPath, lifecycle)
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	errc := make(chan error, 1)
-	go func() { errc <- web.ListenAndServe(srv, webFlags, logger) }()
-	select {
-	case err := <-errc:
-		return err
-	case <-ctx.Done():
-		logger.Info("shutting down")
-		shutdownCtx, stop := context.WithTimeout(context.Background(), 5*time.Second)
-		defer stop()
-		return srv.Shutdown(shutdownCtx)
-	}
-}
-
-// newRegistry holds the collectors of the self-metrics a scrape of /metrics reads; the rule
-// families are written by the pipeline's collector next to them.
-func newRegistry(coll *exporter.Collector) *prometheus.Registry {
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(
-		coll,
-		versioncollector.NewCollector("logwindow"),
-		collectors.NewGoCollector(),
-		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-	)
-	return reg
-}
-
-// newMux serves metrics, the status page with its line tester and the lifecycle endpoints
-// of p.
-func newMux(p *pipeline.Pipeline, coll *exporter.Collector, reg *prometheus.Registry, logger *slog.Logger, metricsPath string, lifecycle bool) *http.ServeMux {
-	mux := http.NewServeMux()
-	mux.Handle(metricsPath, coll.Handler(reg, slog.NewLogLogger(logger.Handler(), slog.LevelError)))
-	mux.HandleFunc("/-/healthy", func(w http.ResponseWriter, _ *http.Request) {
-		fmt.Fprintln(w, "Healthy.")
-	})
-	mux.HandleFunc("/-/ready", func(w http.ResponseWriter, _ *http.Request) {
-		if !p.Ready() {
-			http.Error(w, "Not ready: inputs are still being opened.", http.StatusServiceUnavailable)
-			return
-		}
-		fmt.Fprintln(w, "Ready.")
-	})
-	mux.HandleFunc("/-/reload", func(w http.ResponseWriter, r *http.Request) {
-		switch {
-		case !lifecycle:
-			http.Error(w, "Lifecycle API is not enabled (--web.enable-lifecycle).", http.StatusForbidden)
-		case r.Method != http.MethodPost && r.Method != http.MethodPut:
-			w.Header().Set("Allow", "POST, PUT")
-			http.Error(w, "Use POST to reload.", http.StatusMethodNotAllowed)
-		default:
-			if err := reloadAndLog(p, logger); err != nil {
-				http.Error(w, err.Error(), http.StatusBadRequest)
-				return
-			}
-			fmt.Fprintln(w, "Reloaded.")
-		}
-	})
-	status.Register(mux, status.Options{
-		Name:        exporterName,
-		Source:      p,
-		Gatherer:    reg,
-		MetricsPath: metricsPath,
-		Logger:      logger,
-	})
-	return mux
-}
-
-// reservedPaths are served by the exporter itself; the metrics path may not shadow them.
-var reservedPaths = []string{"/", "/-/healthy", "/-/ready", "/-/reload", status.ExplainPath}
-
-// checkTelemetryPath refuses a metrics path the mux cannot serve, which would otherwise
-// panic after the inputs started: it registers the path next to the reserved ones on a
-// scratch mux, which panics on a pattern it rejects or a conflict.
-func checkTelemetryPath(path string) (err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("%q cannot be served next to %s: %v", path, strings.Join(reservedPaths, ", "), r)
-		}
-	}()
-	if !strings.HasPrefix(path, "/") {
-		return fmt.Errorf("%q must start with /", path)
-	}
-	mux := http.NewServeMux()
-	for _, p := range append(slices.Clone(reservedPaths), path) {
-		mux.Handle(p, http.NotFoundHandler())
-	}
-	return nil
-}
-
-// reloadAndLog is the one reload path shared by SIGHUP and POST /-/reload.
-func reloadAndLog(p *pipeline.Pipeline, logger *slog.Logger) error {
-	if err := p.ReloadFile(); err != nil {
-		logger.Error("reload failed; the previous configuration keeps running", "err", err)
-		return err
-	}
-	logger.Info("configuration reloaded")
-	return nil
 }

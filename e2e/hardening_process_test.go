@@ -1,4 +1,4 @@
-package main
+package e2e
 
 // Issue 5, rows 23 and 24: the built binary as a process, attacked over loopback and killed.
 
@@ -26,6 +26,9 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/logwindow/logwindow_exporter/internal/testutil/testexec"
+
+	"github.com/logwindow/logwindow_exporter/internal/testutil/hardening"
+	"github.com/logwindow/logwindow_exporter/internal/testutil/metrictest"
 )
 
 // exporterProcess is the binary running on a free loopback port.
@@ -123,7 +126,7 @@ func (p *exporterProcess) waitForLines(want float64) map[string]*dto.MetricFamil
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		m, _ := p.scrape()
-		if got := sum(m, "logwindow_input_lines_total"); got == want {
+		if got := metrictest.Sum(m, "logwindow_input_lines_total"); got == want {
 			return m
 		} else if time.Now().After(deadline) {
 			p.t.Fatalf("read %v lines, want %v", got, want)
@@ -142,7 +145,7 @@ func TestKillAndRestartRebuildsWindows(t *testing.T) {
 	dir := t.TempDir()
 	logPath := filepath.Join(dir, "access.log")
 	cfgPath := filepath.Join(dir, "rules.yaml")
-	if err := os.WriteFile(cfgPath, []byte(hardeningConfig(t, "event-time.yaml")(logPath)), 0o644); err != nil {
+	if err := os.WriteFile(cfgPath, []byte(hardening.Config(t, "event-time.yaml")(logPath)), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	log, err := os.OpenFile(logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
@@ -166,7 +169,7 @@ func TestKillAndRestartRebuildsWindows(t *testing.T) {
 	var times []int64
 	var codes []int
 	add := func(at int64, status int) {
-		lines = append(lines, eventLine(at, time.UTC, status)+"\n")
+		lines = append(lines, hardening.EventLine(at, time.UTC, status)+"\n")
 		times, codes = append(times, at), append(codes, status)
 	}
 	for i := range n {
@@ -197,26 +200,26 @@ func TestKillAndRestartRebuildsWindows(t *testing.T) {
 	m, at := second.scrape()
 	// Rates count the seconds observed from the oldest event placed in any series, which
 	// is before the second process started.
-	every := naiveWindows{longest: 900}
+	every := hardening.EventWindows{Longest: 900}
 	for _, at0 := range times {
-		every.add(at, at0)
+		every.Add(at, at0)
 	}
 	for _, status := range []int{200, 404, 500} {
 		t.Run(fmt.Sprint(status), func(t *testing.T) {
-			ref := naiveWindows{longest: 900}
+			ref := hardening.EventWindows{Longest: 900}
 			for i, s := range codes {
 				if s == status {
-					ref.add(at, times[i])
+					ref.Add(at, times[i])
 				}
 			}
 			labels := map[string]string{"status": fmt.Sprint(status)}
-			if got, want := value(m, "http_requests_total", labels), float64(len(ref.placed)+ref.late); got != want {
+			if got, want := metrictest.Value(m, "http_requests_total", labels), float64(ref.Placed()+ref.Late); got != want {
 				t.Errorf("total = %v, want %v", got, want)
 			}
-			ref.check(t, m, "http_requests", labels, at, every.oldest(at))
+			ref.Check(t, m, "http_requests", labels, at, every.Oldest(at))
 		})
 	}
-	if got := value(m, "logwindow_rule_dropped_lines_total", map[string]string{"reason": "late"}); got != 3 {
+	if got := metrictest.Value(m, "logwindow_rule_dropped_lines_total", map[string]string{"reason": "late"}); got != 3 {
 		t.Errorf("late lines = %v, want 3", got)
 	}
 }
@@ -250,7 +253,7 @@ func TestBasicAuthFlood(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfgPath := filepath.Join(dir, "rules.yaml")
-	if err := os.WriteFile(cfgPath, []byte(hardeningConfig(t, "uris.yaml")(filepath.Join(dir, "access.log"))), 0o644); err != nil {
+	if err := os.WriteFile(cfgPath, []byte(hardening.Config(t, "uris.yaml")(filepath.Join(dir, "access.log"))), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	p := startProcess(t, bin, "--config.file="+cfgPath, "--web.config.file="+webConfig)

@@ -1,4 +1,4 @@
-package main
+package e2e
 
 import (
 	"fmt"
@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/logwindow/logwindow_exporter/internal/testutil/testexec"
+
+	"github.com/logwindow/logwindow_exporter/internal/testutil/metrictest"
 )
 
 // TestConfigWatchProcess runs the binary with --config.watch on a rule file laid out as a
@@ -53,7 +55,7 @@ func TestConfigWatchProcess(t *testing.T) {
 	p := startProcess(t, bin, "--config.file="+filepath.Join(mount, "rules.yaml"), "--config.watch")
 	limit := func(rule string) float64 {
 		m, _ := p.scrape()
-		return value(m, "logwindow_rule_series_limit", map[string]string{"rule": rule})
+		return metrictest.Value(m, "logwindow_rule_series_limit", map[string]string{"rule": rule})
 	}
 	if limit("first_rule") < 0 || limit("second_rule") >= 0 {
 		t.Fatal("before the update: want first_rule only")
@@ -75,7 +77,7 @@ func TestConfigWatchProcess(t *testing.T) {
 	update("rules: [")
 	waitFor("the bad update is refused", func() bool {
 		m, _ := p.scrape()
-		return value(m, "logwindow_config_last_reload_successful", nil) == 0
+		return metrictest.Value(m, "logwindow_config_last_reload_successful", nil) == 0
 	})
 	if limit("second_rule") < 0 {
 		t.Error("after a refused update, the previous rules are gone")

@@ -1,4 +1,4 @@
-package main
+package e2e
 
 // Counters and series the way Prometheus users expect, through the built binary on
 // loopback: counters outlive their windows, label-less rules and initial label sets exist
@@ -22,6 +22,9 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/logwindow/logwindow_exporter/internal/testutil/testexec"
+
+	"github.com/logwindow/logwindow_exporter/internal/testutil/hardening"
+	"github.com/logwindow/logwindow_exporter/internal/testutil/metrictest"
 )
 
 // countersConfig has a 2 s window so that a window's expiry is seconds away, next to
@@ -87,20 +90,20 @@ func TestProcessCountersAndSeries(t *testing.T) {
 
 	t.Run("0 samples at start", func(t *testing.T) {
 		m, _ := p.scrape()
-		checkSamples(t, m, []sampleWant{
+		metrictest.Check(t, m, []metrictest.Sample{
 			{"http_server_errors_total", nil, 0},
 			{"http_server_errors_window", window("2s"), 0},
 			{"http_server_errors_window", window("90s"), 0},
 			{"http_server_errors_window", window("24h"), 0},
 			{"http_server_errors_window_per_second", window("24h"), 0},
 			{"http_requests_total", status("503"), 0},
-			{"http_requests_window", withLabel(status("503"), "window", "2s"), 0},
+			{"http_requests_window", metrictest.WithLabel(status("503"), "window", "2s"), 0},
 		})
 	})
 
 	t.Run("window labels as written", func(t *testing.T) {
 		m, _ := p.scrape()
-		got := labelValues(m, "http_server_errors_window", "window")
+		got := metrictest.LabelValues(m, "http_server_errors_window", "window")
 		if fmt.Sprint(got) != "[24h 2s 90s]" {
 			t.Errorf("window labels %v, want [24h 2s 90s]", got)
 		}
@@ -112,24 +115,24 @@ func TestProcessCountersAndSeries(t *testing.T) {
 		p.waitForLines(10)
 		// Within 2 s the window held the lines; then it expires and is released.
 		m := p.waitScrape("the 2s windows of status 500 are released", func(m map[string]*dto.MetricFamily) bool {
-			return value(m, "http_requests_window", withLabel(status("500"), "window", "2s")) == -1
+			return metrictest.Value(m, "http_requests_window", metrictest.WithLabel(status("500"), "window", "2s")) == -1
 		})
-		checkSamples(t, m, []sampleWant{
+		metrictest.Check(t, m, []metrictest.Sample{
 			{"http_requests_total", status("500"), 7},
 			{"http_requests_total", status("200"), 3},
 			{"http_requests_total", status("503"), 0},
-			{"http_requests_window", withLabel(status("503"), "window", "2s"), 0},
+			{"http_requests_window", metrictest.WithLabel(status("503"), "window", "2s"), 0},
 			{"http_server_errors_total", nil, 7},
 		})
 		// The label-less rule keeps exporting its windows, at 0 once they are empty.
 		m = p.waitScrape("the label-less rule's 2s window is back to 0", func(m map[string]*dto.MetricFamily) bool {
-			return value(m, "http_server_errors_window", window("2s")) == 0
+			return metrictest.Value(m, "http_server_errors_window", window("2s")) == 0
 		})
-		checkSamples(t, m, []sampleWant{{"http_server_errors_total", nil, 7}})
+		metrictest.Check(t, m, []metrictest.Sample{{"http_server_errors_total", nil, 7}})
 		// A new line revives the label set: the counter goes on from where it was.
 		writeFileLines(t, logPath, `1.2.3.4 - - [x] "GET / HTTP/1.1" 500 5 "-" "-"`, 2)
 		m = p.waitForLines(12)
-		checkSamples(t, m, []sampleWant{
+		metrictest.Check(t, m, []metrictest.Sample{
 			{"http_requests_total", status("500"), 9},
 			{"http_server_errors_total", nil, 9},
 		})
@@ -183,7 +186,7 @@ rules:
 		t.Errorf("/-/ready = %d with the input's file missing, want 200", code)
 	}
 	m, _ := p.scrape()
-	checkSamples(t, m, []sampleWant{{"logwindow_input_files", map[string]string{"input": "web"}, 0}})
+	metrictest.Check(t, m, []metrictest.Sample{{"logwindow_input_files", map[string]string{"input": "web"}, 0}})
 	if code := httpStatus(t, p.url+"/-/reload", http.MethodPost); code != http.StatusOK {
 		t.Fatalf("reload = %d", code)
 	}
@@ -207,7 +210,7 @@ rules:
 	}
 	writeFileLines(t, logPath, strings.Join(lines, "\n"), 10)
 	m = p.waitForLines(50)
-	checkSamples(t, m, []sampleWant{
+	metrictest.Check(t, m, []metrictest.Sample{
 		{"logwindow_input_files", map[string]string{"input": "web"}, 1},
 		{"logwindow_input_unmatched_lines_total", map[string]string{"input": "web"}, 30},
 		{"http_server_errors_total", nil, 20},
@@ -260,7 +263,7 @@ rules:
 			at := now - span + int64(i)*span/int64(n) + rng.Int64N(11) - 5
 			at = min(at, now)
 			code := []int{200, 200, 404, 500}[rng.IntN(4)]
-			b.WriteString(eventLine(at, time.UTC, code) + "\n")
+			b.WriteString(hardening.EventLine(at, time.UTC, code) + "\n")
 			times, codes = append(times, at), append(codes, code)
 		}
 		f, err := os.OpenFile(logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
@@ -301,11 +304,11 @@ rules:
 				}
 			}
 			labels := map[string]string{"status": fmt.Sprint(status), "window": w.label}
-			if got := value(m, "http_requests_window", labels); got != want {
+			if got := metrictest.Value(m, "http_requests_window", labels); got != want {
 				t.Errorf("%v at %d = %v, want %v", labels, at, got, want)
 			}
 		}
-		if got := value(m, "http_requests_total", map[string]string{"status": fmt.Sprint(status)}); got != 0 {
+		if got := metrictest.Value(m, "http_requests_total", map[string]string{"status": fmt.Sprint(status)}); got != 0 {
 			t.Errorf("total of %d = %v, want 0", status, got)
 		}
 	}

@@ -1,4 +1,4 @@
-package main
+package server
 
 // Issue 5, rows 17-22: hostile logs, configs and clocks against the real pipeline. Each row
 // is one test; the configs are in testdata/hardening, with LOGFILE standing for the path of
@@ -27,23 +27,16 @@ import (
 	"github.com/logwindow/logwindow_exporter/exporter"
 	"github.com/logwindow/logwindow_exporter/internal/store"
 	"github.com/logwindow/logwindow_exporter/parser"
-)
 
-// hardeningConfig returns the text of testdata/hardening/name for a log at logPath.
-func hardeningConfig(t testing.TB, name string) func(logPath string) string {
-	t.Helper()
-	text, err := os.ReadFile(filepath.Join("testdata", "hardening", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return func(logPath string) string { return strings.ReplaceAll(string(text), "LOGFILE", logPath) }
-}
+	"github.com/logwindow/logwindow_exporter/internal/testutil/hardening"
+	"github.com/logwindow/logwindow_exporter/internal/testutil/metrictest"
+)
 
 // loadHardeningConfig loads testdata/hardening/name for a log that is never followed.
 func loadHardeningConfig(t *testing.T, name string) *config.Config {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), name)
-	if err := os.WriteFile(path, []byte(hardeningConfig(t, name)(filepath.Join(t.TempDir(), "access.log"))), 0o644); err != nil {
+	if err := os.WriteFile(path, []byte(hardening.Config(t, name)(filepath.Join(t.TempDir(), "access.log"))), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	cfg, err := config.Load(path)
@@ -51,15 +44,6 @@ func loadHardeningConfig(t *testing.T, name string) *config.Config {
 		t.Fatal(err)
 	}
 	return cfg
-}
-
-// withLabel returns labels plus name="value".
-func withLabel(labels map[string]string, name, value string) map[string]string {
-	out := map[string]string{name: value}
-	for k, v := range labels {
-		out[k] = v
-	}
-	return out
 }
 
 // gather reads reg as a scrape would, keyed by family name.
@@ -145,12 +129,12 @@ func TestUniqueURIsStayWithinBudget(t *testing.T) {
 			m := gather(t, reg)
 			overflow := map[string]string{"path": store.OverflowValue, "status": store.OverflowValue}
 			beyond := float64(lines - budget)
-			checkSamples(t, m, []sampleWant{
-				{"logwindow_rule_series", nil, float64(budget + 1)}, // the overflow series too
-				{"logwindow_series_overflow_total", nil, beyond},
-				{"http_requests_by_path_total", overflow, beyond},
-				{"http_requests_by_path_window", withLabel(overflow, "window", "1m"), beyond},
-				{"logwindow_rule_matched_lines_total", nil, float64(lines)},
+			metrictest.Check(t, m, []metrictest.Sample{
+				{Family: "logwindow_rule_series", Labels: nil, Want: float64(budget + 1)}, // the overflow series too
+				{Family: "logwindow_series_overflow_total", Labels: nil, Want: beyond},
+				{Family: "http_requests_by_path_total", Labels: overflow, Want: beyond},
+				{Family: "http_requests_by_path_window", Labels: metrictest.WithLabel(overflow, "window", "1m"), Want: beyond},
+				{Family: "logwindow_rule_matched_lines_total", Labels: nil, Want: float64(lines)},
 			})
 			if got := len(m["http_requests_by_path_total"].GetMetric()); got != budget+1 {
 				t.Errorf("exported series = %d, want budget %d + overflow", got, budget)
@@ -176,7 +160,7 @@ func TestUniqueURIsStayWithinBudget(t *testing.T) {
 // scrape of a rule at its budget passes lint (startExporter's cleanup).
 func TestUniqueURIsThroughFile(t *testing.T) {
 	const budget, lines = 50, 2000
-	rules := hardeningConfig(t, "uris.yaml")
+	rules := hardening.Config(t, "uris.yaml")
 	e := startExporterWith(t, func(logPath string) string {
 		return strings.Replace(rules(logPath), "max_series_per_rule: 1000", fmt.Sprintf("max_series_per_rule: %d", budget), 1)
 	}, false)
@@ -190,10 +174,10 @@ func TestUniqueURIsThroughFile(t *testing.T) {
 	if got := len(m["http_requests_by_path_total"].GetMetric()); got != budget+1 {
 		t.Errorf("exported series = %d, want budget %d + overflow", got, budget)
 	}
-	checkSamples(t, m, []sampleWant{
-		{"logwindow_rule_series", nil, budget + 1},
-		{"logwindow_series_overflow_total", nil, lines - budget},
-		{"http_requests_by_path_window", withLabel(overflow, "window", "5m"), lines - budget},
+	metrictest.Check(t, m, []metrictest.Sample{
+		{Family: "logwindow_rule_series", Labels: nil, Want: budget + 1},
+		{Family: "logwindow_series_overflow_total", Labels: nil, Want: lines - budget},
+		{Family: "http_requests_by_path_window", Labels: metrictest.WithLabel(overflow, "window", "5m"), Want: lines - budget},
 	})
 }
 
@@ -202,7 +186,7 @@ func TestUniqueURIsThroughFile(t *testing.T) {
 // filled through a real file.
 func BenchmarkScrapeAtBudget(b *testing.B) {
 	const budget = 10_000
-	rules := hardeningConfig(b, "uris.yaml")
+	rules := hardening.Config(b, "uris.yaml")
 	defaults := strings.NewReplacer("windows: [1m, 5m]", "windows: [1m, 5m, 15m, 1h, 24h]",
 		"max_series_per_rule: 1000", fmt.Sprintf("max_series_per_rule: %d", budget))
 	e := startExporterWith(b, func(logPath string) string { return defaults.Replace(rules(logPath)) }, false)
@@ -245,7 +229,7 @@ func TestHostileLabelValues(t *testing.T) {
 		{"60 KiB of two-byte runes", []string{"/" + wide, agent}, ("/" + wide)[:parser.MaxLabelValueLen-1], agent},
 		{"the overflow value", []string{store.OverflowValue, store.OverflowValue}, store.OverflowValue, store.OverflowValue},
 	}
-	e := startExporterWith(t, hardeningConfig(t, "hostile.yaml"), false)
+	e := startExporterWith(t, hardening.Config(t, "hostile.yaml"), false)
 	matched := 0
 	for _, s := range series {
 		for i := 0; i < len(s.lines); i += 2 {
@@ -262,7 +246,7 @@ func TestHostileLabelValues(t *testing.T) {
 	for _, s := range series {
 		t.Run(s.name, func(t *testing.T) {
 			labels := map[string]string{"path": s.path, "user_agent": s.agent}
-			if got, want := value(m, "http_requests_by_client_total", labels), float64(len(s.lines)/2); got != want {
+			if got, want := metrictest.Value(m, "http_requests_by_client_total", labels), float64(len(s.lines)/2); got != want {
 				t.Errorf("series %q total = %v, want %v", labels, got, want)
 			}
 		})
@@ -276,37 +260,39 @@ func TestHostileLabelValues(t *testing.T) {
 			}
 		}
 	}
-	checkSamples(t, m, []sampleWant{
-		{"logwindow_rule_series", nil, float64(len(series) + 1)}, // and /after
-		{"logwindow_rule_matched_lines_total", nil, float64(matched)},
-		{"logwindow_input_too_long_lines_total", nil, 1},
-		{"logwindow_collect_errors_total", nil, 0},
+	metrictest.Check(t, m, []metrictest.Sample{
+		{Family: "logwindow_rule_series", Labels: nil, Want: float64(len(series) + 1)}, // and /after
+		{Family: "logwindow_rule_matched_lines_total", Labels: nil, Want: float64(matched)},
+		{Family: "logwindow_input_too_long_lines_total", Labels: nil, Want: 1},
+		{Family: "logwindow_collect_errors_total", Labels: nil, Want: 0},
 	})
 }
 
 // Row 18 for file names: a glob input picks up a file whose name is not UTF-8, which the
 // self-metrics carry as a path label.
 func TestHostileFileName(t *testing.T) {
-	config := hardeningConfig(t, "hostile.yaml")
+	config := hardening.Config(t, "hostile.yaml")
 	e := startExporterWith(t, func(logPath string) string { return config(filepath.Join(filepath.Dir(logPath), "*.log")) }, false)
 	hostile := filepath.Join(e.dir, "caf\xe9.log")
 	if err := os.WriteFile(hostile, []byte(hostileLine("/", "x")+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	e.waitFor(func(m map[string]*dto.MetricFamily) bool { return sum(m, "logwindow_input_lines_total") == 1 }, "the line of the new file")
+	e.waitFor(func(m map[string]*dto.MetricFamily) bool {
+		return metrictest.Sum(m, "logwindow_input_lines_total") == 1
+	}, "the line of the new file")
 	m := e.scrape()
 	want := filepath.Join(e.dir, "caf\uFFFD.log")
-	if got := labelValues(m, "logwindow_input_behind_bytes", "path"); !slices.Contains(got, want) {
+	if got := metrictest.LabelValues(m, "logwindow_input_behind_bytes", "path"); !slices.Contains(got, want) {
 		t.Errorf("behind_bytes paths = %q, want one of them %q", got, want)
 	}
-	if got := value(m, "logwindow_collect_errors_total", nil); got != 0 {
+	if got := metrictest.Value(m, "logwindow_collect_errors_total", nil); got != 0 {
 		t.Errorf("collect errors = %v, want 0", got)
 	}
 }
 
 // Row 19: a rule whose families would share a metric name with another rule's, or with the
 // exporter's own metrics, would make every scrape fail with duplicate families. Such a
-// config is refused at load: at start (--config.check shows the same load) and on reload,
+// config is refused at load (--config.check shows the same load) and on reload,
 // where the running config keeps counting.
 func TestCollidingRulesRefused(t *testing.T) {
 	cases := []struct {
@@ -326,9 +312,8 @@ func TestCollidingRulesRefused(t *testing.T) {
 	for i, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			e.writeConfig(good + c.rule)
-			var stdout, stderr strings.Builder
-			if code := run([]string{"--config.check", "--config.file=" + e.cfgPath}, &stdout, &stderr); code != 1 || !strings.Contains(stderr.String(), c.want) {
-				t.Errorf("--config.check: exit %d, stderr %q; want 1 and %q", code, stderr.String(), c.want)
+			if _, err := config.Load(e.cfgPath); err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("load: %v; want an error with %q", err, c.want)
 			}
 			resp, err := http.Post(e.url+"/-/reload", "text/plain", nil)
 			if err != nil {
@@ -341,10 +326,10 @@ func TestCollidingRulesRefused(t *testing.T) {
 			}
 			e.request(1, "GET", "/a", 200, 1)
 			m := e.scrape()
-			if got := value(m, "logwindow_config_last_reload_successful", nil); got != 0 {
+			if got := metrictest.Value(m, "logwindow_config_last_reload_successful", nil); got != 0 {
 				t.Errorf("reload successful = %v, want 0", got)
 			}
-			if got, want := value(m, "http_requests_window", ok), float64(i+1); got != want {
+			if got, want := metrictest.Value(m, "http_requests_window", ok), float64(i+1); got != want {
 				t.Errorf("old rules' 1m window = %v, want %v: they must keep counting", got, want)
 			}
 		})
@@ -362,7 +347,7 @@ func TestCollidingRulesRefused(t *testing.T) {
 // stale; a forward jump expires what is older than the windows.
 func TestClockSteps(t *testing.T) {
 	ok := map[string]string{"status": "200"}
-	win := func(w string) map[string]string { return withLabel(ok, "window", w) }
+	win := func(w string) map[string]string { return metrictest.WithLabel(ok, "window", w) }
 	late := map[string]string{"rule": "http_requests", "reason": "late"}
 
 	t.Run("back one hour", func(t *testing.T) {
@@ -372,20 +357,20 @@ func TestClockSteps(t *testing.T) {
 		e.request(5, "GET", "/a", 200, 1)
 		m := e.scrape()
 		checkNoNegative(t, m)
-		checkSamples(t, m, []sampleWant{
-			{"http_requests_total", ok, 15},
-			{"http_requests_window", win("1m"), 15},
-			{"http_requests_window", win("5m"), 15},
-			{"logwindow_rule_dropped_lines_total", late, 0},
+		metrictest.Check(t, m, []metrictest.Sample{
+			{Family: "http_requests_total", Labels: ok, Want: 15},
+			{Family: "http_requests_window", Labels: win("1m"), Want: 15},
+			{Family: "http_requests_window", Labels: win("5m"), Want: 15},
+			{Family: "logwindow_rule_dropped_lines_total", Labels: late, Want: 0},
 		})
 		// The windows move on with the clock from where it stepped back.
 		e.clock.Advance(61 * time.Second)
 		m = e.scrape()
 		checkNoNegative(t, m)
-		checkSamples(t, m, []sampleWant{
-			{"http_requests_window", win("1m"), 0},
-			{"http_requests_window", win("5m"), 15},
-			{"http_requests_window_per_second", win("5m"), 15.0 / 62},
+		metrictest.Check(t, m, []metrictest.Sample{
+			{Family: "http_requests_window", Labels: win("1m"), Want: 0},
+			{Family: "http_requests_window", Labels: win("5m"), Want: 15},
+			{Family: "http_requests_window_per_second", Labels: win("5m"), Want: 15.0 / 62},
 		})
 	})
 
@@ -395,18 +380,18 @@ func TestClockSteps(t *testing.T) {
 		e.clock.Advance(365 * 24 * time.Hour)
 		m := e.scrape()
 		checkNoNegative(t, m)
-		if got := labelValues(m, "http_requests_total", "status"); len(got) != 0 {
+		if got := metrictest.LabelValues(m, "http_requests_total", "status"); len(got) != 0 {
 			t.Errorf("a year later, series %v still exported, want expired", got)
 		}
 		e.request(5, "GET", "/a", 200, 1)
 		m = e.scrape()
 		checkNoNegative(t, m)
-		checkSamples(t, m, []sampleWant{
-			{"http_requests_total", ok, 5},
-			{"http_requests_window", win("1m"), 5},
-			{"http_requests_window", win("5m"), 5},
-			{"http_requests_window_per_second", win("1m"), 5.0 / 60},
-			{"logwindow_rule_matched_lines_total", map[string]string{"rule": "http_requests"}, 15},
+		metrictest.Check(t, m, []metrictest.Sample{
+			{Family: "http_requests_total", Labels: ok, Want: 5},
+			{Family: "http_requests_window", Labels: win("1m"), Want: 5},
+			{Family: "http_requests_window", Labels: win("5m"), Want: 5},
+			{Family: "http_requests_window_per_second", Labels: win("1m"), Want: 5.0 / 60},
+			{Family: "logwindow_rule_matched_lines_total", Labels: map[string]string{"rule": "http_requests"}, Want: 15},
 		})
 	})
 
@@ -414,20 +399,20 @@ func TestClockSteps(t *testing.T) {
 	// after the host's clock steps back, a line stamped with the new wall time is current,
 	// not two hours late.
 	t.Run("event time after the wall clock steps back", func(t *testing.T) {
-		e := startExporterWith(t, hardeningConfig(t, "event-time.yaml"), false)
+		e := startExporterWith(t, hardening.Config(t, "event-time.yaml"), false)
 		before := e.clock.Now().Unix()
-		e.appendLines(eventLine(before, time.UTC, 200), eventLine(before, time.UTC, 200), eventLine(before, time.UTC, 200))
+		e.appendLines(hardening.EventLine(before, time.UTC, 200), hardening.EventLine(before, time.UTC, 200), hardening.EventLine(before, time.UTC, 200))
 		e.clock.Advance(-2 * time.Hour)
 		// The series holds lines two hours ahead of the clock: beyond every window from
 		// now, so it starts over rather than freezing at its old second.
 		wall := e.clock.Now().Unix()
-		e.appendLines(eventLine(wall, time.UTC, 200), eventLine(wall, time.UTC, 200))
+		e.appendLines(hardening.EventLine(wall, time.UTC, 200), hardening.EventLine(wall, time.UTC, 200))
 		m := e.scrape()
-		checkSamples(t, m, []sampleWant{
-			{"http_requests_total", ok, 5},
-			{"http_requests_window", win("1m"), 2},
-			{"http_requests_window", win("15m"), 2},
-			{"logwindow_rule_dropped_lines_total", late, 0},
+		metrictest.Check(t, m, []metrictest.Sample{
+			{Family: "http_requests_total", Labels: ok, Want: 5},
+			{Family: "http_requests_window", Labels: win("1m"), Want: 2},
+			{Family: "http_requests_window", Labels: win("15m"), Want: 2},
+			{Family: "logwindow_rule_dropped_lines_total", Labels: late, Want: 0},
 		})
 	})
 
@@ -447,98 +432,18 @@ func TestClockSteps(t *testing.T) {
 		e.clock.Advance(2 * time.Hour)
 		e.writeLines(accessLine("GET", "/a", 200, 1), accessLine("GET", "/a", 200, 1))
 		resume()
-		e.waitFor(func(m map[string]*dto.MetricFamily) bool { return sum(m, "logwindow_input_lines_total") == 13 }, "13 lines read")
+		e.waitFor(func(m map[string]*dto.MetricFamily) bool {
+			return metrictest.Sum(m, "logwindow_input_lines_total") == 13
+		}, "13 lines read")
 		m := e.scrape()
 		checkNoNegative(t, m)
-		checkSamples(t, m, []sampleWant{
-			{"http_requests_total", ok, 13},
-			{"http_requests_window", win("1m"), 3},
-			{"http_requests_window", win("5m"), 3},
-			{"logwindow_rule_dropped_lines_total", late, 0},
+		metrictest.Check(t, m, []metrictest.Sample{
+			{Family: "http_requests_total", Labels: ok, Want: 13},
+			{Family: "http_requests_window", Labels: win("1m"), Want: 3},
+			{Family: "http_requests_window", Labels: win("5m"), Want: 3},
+			{Family: "logwindow_rule_dropped_lines_total", Labels: late, Want: 0},
 		})
 	})
-}
-
-// naiveWindows is the reference for event-time windows: every event kept in a list, placed
-// as SPEC says, and counted second by second.
-type naiveWindows struct {
-	longest int64
-	placed  []int64 // the seconds the kept events were placed at
-	late    int     // older than the longest window when they arrived: only in _total
-	future  int     // ahead of the processing time when they arrived: placed at it
-}
-
-// add is an event of time at arriving at processing second now.
-func (n *naiveWindows) add(now, at int64) {
-	switch {
-	case at <= now-n.longest:
-		n.late++
-	case at > now:
-		n.future++
-		n.placed = append(n.placed, now)
-	default:
-		n.placed = append(n.placed, at)
-	}
-}
-
-// count returns the events placed in the seconds from … to.
-func (n *naiveWindows) count(from, to int64) float64 {
-	c := 0.0
-	for _, p := range n.placed {
-		if from <= p && p <= to {
-			c++
-		}
-	}
-	return c
-}
-
-// oldest is the second of the oldest event placed, or now when none was.
-func (n *naiveWindows) oldest(now int64) int64 {
-	return slices.Min(append([]int64{now}, n.placed...))
-}
-
-// check compares the window gauges of series labels, read at second now, with the
-// reference: windows of up to 5m exactly, longer ones within the events of the minute slot
-// at their old edge (SPEC "Exactness"). The rates divide by the seconds observed since
-// observedFrom: the exporter's start or the oldest event placed in any series, whichever
-// is earlier.
-func (n *naiveWindows) check(t *testing.T, m map[string]*dto.MetricFamily, name string, labels map[string]string, now, observedFrom int64) {
-	t.Helper()
-	observed := now - observedFrom + 1
-	for _, w := range []struct {
-		label string
-		secs  int64
-	}{{"1m", 60}, {"5m", 300}, {"15m", 900}} {
-		lo := now - w.secs + 1
-		want := n.count(lo, now)
-		slack := 0.0
-		if w.secs > 300 {
-			edge := lo - ((lo%60)+60)%60
-			slack = n.count(edge, edge+59)
-		}
-		got := value(m, name+"_window", withLabel(labels, "window", w.label))
-		if got == -1 && want == 0 {
-			got = 0 // absent: the series expired, as it should once every window is empty
-		}
-		if math.Abs(got-want) > slack {
-			t.Errorf("%s window at %d = %v, want %v (± %v)", w.label, now, got, want, slack)
-		}
-		if slack == 0 {
-			rate := max(value(m, name+"_window_per_second", withLabel(labels, "window", w.label)), 0)
-			if wantRate := want / float64(min(w.secs, observed)); math.Abs(rate-wantRate) > 1e-9 {
-				t.Errorf("%s rate at %d = %v, want %v", w.label, now, rate, wantRate)
-			}
-		}
-	}
-}
-
-// timeLocal formats Unix second at as nginx's $time_local in the given zone.
-func timeLocal(at int64, zone *time.Location) string {
-	return time.Unix(at, 0).In(zone).Format("02/Jan/2006:15:04:05 -0700")
-}
-
-func eventLine(at int64, zone *time.Location, status int) string {
-	return fmt.Sprintf(`10.0.0.1 - - [%s] "GET / HTTP/1.1" %d 5 "-" "x"`, timeLocal(at, zone), status)
 }
 
 // Row 21: event-time lines out of order by up to ±60 s, from the far past and from the far
@@ -568,12 +473,12 @@ func TestEventTimeOrder(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			e := startExporterWith(t, hardeningConfig(t, "event-time.yaml"), false)
-			ref := naiveWindows{longest: 900}
+			e := startExporterWith(t, hardening.Config(t, "event-time.yaml"), false)
+			ref := hardening.EventWindows{Longest: 900}
 			lines := make([]string, len(c.times))
 			for i, at := range c.times {
-				lines[i] = eventLine(at, c.zone, 200)
-				ref.add(start, at)
+				lines[i] = hardening.EventLine(at, c.zone, 200)
+				ref.Add(start, at)
 			}
 			e.appendLines(lines...)
 			ok := map[string]string{"status": "200"}
@@ -581,14 +486,14 @@ func TestEventTimeOrder(t *testing.T) {
 				e.clock.Advance(time.Duration(later) * time.Second)
 				m := e.scrape()
 				checkNoNegative(t, m)
-				if len(ref.placed) > 0 {
-					ref.check(t, m, "http_requests", ok, start+later, ref.oldest(start))
+				if ref.Placed() > 0 {
+					ref.Check(t, m, "http_requests", ok, start+later, ref.Oldest(start))
 				}
 				rule := map[string]string{"rule": "http_requests"}
-				checkSamples(t, m, []sampleWant{
-					{"logwindow_rule_matched_lines_total", rule, float64(len(c.times))},
-					{"logwindow_rule_dropped_lines_total", withLabel(rule, "reason", "late"), float64(ref.late)},
-					{"logwindow_rule_dropped_lines_total", withLabel(rule, "reason", "future"), float64(ref.future)},
+				metrictest.Check(t, m, []metrictest.Sample{
+					{Family: "logwindow_rule_matched_lines_total", Labels: rule, Want: float64(len(c.times))},
+					{Family: "logwindow_rule_dropped_lines_total", Labels: metrictest.WithLabel(rule, "reason", "late"), Want: float64(ref.Late)},
+					{Family: "logwindow_rule_dropped_lines_total", Labels: metrictest.WithLabel(rule, "reason", "future"), Want: float64(ref.Future)},
 				})
 			}
 		})
@@ -614,7 +519,7 @@ func statusTotals(m map[string]*dto.MetricFamily) map[string]float64 {
 // is raw and the line is ambiguous; it may go uncounted, never under the forged status.
 // The rules are the shipped example-rules.yaml.
 func TestStatusSpoofing(t *testing.T) {
-	example, err := os.ReadFile("example-rules.yaml")
+	example, err := os.ReadFile("../../example-rules.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -638,7 +543,7 @@ func TestStatusSpoofing(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			m := e.scrape()
-			before, errorsBefore := statusTotals(m), sum(m, "nginx_http_server_errors_total")
+			before, errorsBefore := statusTotals(m), metrictest.Sum(m, "nginx_http_server_errors_total")
 			e.appendLines(prefix + c.line)
 			m = e.scrape()
 			after := statusTotals(m)
@@ -654,7 +559,7 @@ func TestStatusSpoofing(t *testing.T) {
 			if c.want != "" && after[c.want] != before[c.want]+1 {
 				t.Errorf("not counted under %s", c.want)
 			}
-			if got := sum(m, "nginx_http_server_errors_total"); got != errorsBefore {
+			if got := metrictest.Sum(m, "nginx_http_server_errors_total"); got != errorsBefore {
 				t.Errorf("server errors went from %v to %v", errorsBefore, got)
 			}
 		})

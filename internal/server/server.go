@@ -1,0 +1,195 @@
+// Package server is the exporter's HTTP side and lifecycle: the registry of self-metrics
+// next to the rule families, the mux (metrics, health, readiness, reload, the status page
+// and its line tester), the reload triggers (SIGHUP, POST /-/reload, a watched rule file)
+// and serving until a signal ends it.
+package server
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/signal"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	versioncollector "github.com/prometheus/client_golang/prometheus/collectors/version"
+	"github.com/prometheus/common/version"
+	"github.com/prometheus/exporter-toolkit/web"
+
+	"github.com/logwindow/logwindow_exporter/config"
+	"github.com/logwindow/logwindow_exporter/exporter"
+	"github.com/logwindow/logwindow_exporter/internal/configwatch"
+	"github.com/logwindow/logwindow_exporter/internal/pipeline"
+	"github.com/logwindow/logwindow_exporter/internal/server/status"
+)
+
+// The rule file watch waits for a quiet second after a change (the kubelet swaps a
+// ConfigMap in several steps) and reads the file every half minute in case no event comes.
+const (
+	configWatchSettle = time.Second
+	configWatchPoll   = 30 * time.Second
+)
+
+// Options are what the HTTP side is told by the command line.
+type Options struct {
+	// Name is the program's name, on the status page and in the start-up log line.
+	Name        string
+	Logger      *slog.Logger
+	MetricsPath string
+	// Lifecycle enables POST /-/reload.
+	Lifecycle bool
+	// Watch, when not nil, reloads the rules when their file changes.
+	Watch *configwatch.Watcher
+}
+
+// Serve follows the inputs of cfg and answers HTTP on the addresses of webFlags until
+// SIGTERM or SIGINT, reloading on SIGHUP.
+func Serve(cfg *config.Config, popts pipeline.Options, webFlags *web.FlagConfig, o Options) error {
+	logger := o.Logger
+	logger.Info("starting "+o.Name, "version", version.Info(), "config", cfg.File)
+	// Signals are caught before the inputs start: a SIGHUP or SIGTERM during start-up must
+	// not kill the process with the default action.
+	ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer cancel()
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+
+	p, err := pipeline.Start(cfg, popts)
+	if err != nil {
+		return err
+	}
+	defer p.Stop()
+
+	go func() {
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-hup:
+				_ = Reload(p, logger)
+			}
+		}
+	}()
+	if o.Watch != nil {
+		go func() {
+			err := o.Watch.Run(ctx, configwatch.Options{
+				Reload: func() { _ = Reload(p, logger) },
+				Settle: configWatchSettle,
+				Poll:   configWatchPoll,
+				After:  time.After,
+				Logger: logger,
+			})
+			if err != nil {
+				logger.Error("the rule file is not watched", "err", err)
+			}
+		}()
+	}
+
+	coll := p.Collector()
+	mux := NewMux(p, coll, NewRegistry(coll), o)
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	errc := make(chan error, 1)
+	go func() { errc <- web.ListenAndServe(srv, webFlags, logger) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+		logger.Info("shutting down")
+		shutdownCtx, stop := context.WithTimeout(context.Background(), 5*time.Second)
+		defer stop()
+		return srv.Shutdown(shutdownCtx)
+	}
+}
+
+// NewRegistry holds the collectors of the self-metrics a scrape of /metrics reads; the
+// rule families are written by the pipeline's collector next to them.
+func NewRegistry(coll *exporter.Collector) *prometheus.Registry {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(
+		coll,
+		versioncollector.NewCollector("logwindow"),
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+	)
+	return reg
+}
+
+// NewMux serves metrics, the status page with its line tester and the lifecycle endpoints
+// of p.
+func NewMux(p *pipeline.Pipeline, coll *exporter.Collector, reg *prometheus.Registry, o Options) *http.ServeMux {
+	logger := o.Logger
+	mux := http.NewServeMux()
+	mux.Handle(o.MetricsPath, coll.Handler(reg, slog.NewLogLogger(logger.Handler(), slog.LevelError)))
+	mux.HandleFunc("/-/healthy", func(w http.ResponseWriter, _ *http.Request) {
+		fmt.Fprintln(w, "Healthy.")
+	})
+	mux.HandleFunc("/-/ready", func(w http.ResponseWriter, _ *http.Request) {
+		if !p.Ready() {
+			http.Error(w, "Not ready: inputs are still being opened.", http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintln(w, "Ready.")
+	})
+	mux.HandleFunc("/-/reload", func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case !o.Lifecycle:
+			http.Error(w, "Lifecycle API is not enabled (--web.enable-lifecycle).", http.StatusForbidden)
+		case r.Method != http.MethodPost && r.Method != http.MethodPut:
+			w.Header().Set("Allow", "POST, PUT")
+			http.Error(w, "Use POST to reload.", http.StatusMethodNotAllowed)
+		default:
+			if err := Reload(p, logger); err != nil {
+				http.Error(w, err.Error(), http.StatusBadRequest)
+				return
+			}
+			fmt.Fprintln(w, "Reloaded.")
+		}
+	})
+	status.Register(mux, status.Options{
+		Name:        o.Name,
+		Source:      p,
+		Gatherer:    reg,
+		MetricsPath: o.MetricsPath,
+		Logger:      logger,
+	})
+	return mux
+}
+
+// reservedPaths are served by the exporter itself; the metrics path may not shadow them.
+var reservedPaths = []string{"/", "/-/healthy", "/-/ready", "/-/reload", status.ExplainPath}
+
+// CheckTelemetryPath refuses a metrics path the mux cannot serve, which would otherwise
+// panic after the inputs started: it registers the path next to the reserved ones on a
+// scratch mux, which panics on a pattern it rejects or a conflict.
+func CheckTelemetryPath(path string) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%q cannot be served next to %s: %v", path, strings.Join(reservedPaths, ", "), r)
+		}
+	}()
+	if !strings.HasPrefix(path, "/") {
+		return fmt.Errorf("%q must start with /", path)
+	}
+	mux := http.NewServeMux()
+	for _, p := range append(slices.Clone(reservedPaths), path) {
+		mux.Handle(p, http.NotFoundHandler())
+	}
+	return nil
+}
+
+// Reload is the one reload path shared by SIGHUP, POST /-/reload and the file watch.
+func Reload(p *pipeline.Pipeline, logger *slog.Logger) error {
+	if err := p.ReloadFile(); err != nil {
+		logger.Error("reload failed; the previous configuration keeps running", "err", err)
+		return err
+	}
+	logger.Info("configuration reloaded")
+	return nil
+}
