@@ -1,4 +1,7 @@
-// Package config loads and validates the exporter's YAML rule file.
+// Package config loads and validates the exporter's YAML rule file into data: regexes and
+// templates compiled, every name and window checked, every error found at once with its
+// file and line. It builds nothing that runs (the store sizes the wheels from a rule's
+// quantity.Spec).
 //
 // A loaded *Config is immutable: a reload builds a new one and the caller swaps it in only
 // when Load returned no error, so a bad file never changes what is running.
@@ -9,7 +12,7 @@ import (
 	"regexp"
 	"time"
 
-	"github.com/logwindow/logwindow_exporter/windows"
+	"github.com/logwindow/logwindow_exporter/internal/quantity"
 )
 
 // Config is one validated, compiled rule file.
@@ -114,8 +117,6 @@ func (in Input) Source() string {
 type Rule struct {
 	// Name is the metric base name; families are Name+"_total", Name+"_window", ...
 	Name string
-	// Help is the user's HELP text (a default is derived from Name when empty).
-	Help string
 	// Match is the regex as written; Expanded is it after %{PATTERN} expansion.
 	Match    string
 	Expanded string
@@ -132,32 +133,19 @@ type Rule struct {
 	Format Format
 	// ValueCapture is the capture index summed per line; -1 for a counting rule.
 	ValueCapture int
-	ValueName    string
 	// Timestamp is nil for processing-time rules.
 	Timestamp *Timestamp
 	// Windows are sorted ascending, without duplicates; WindowNames are them as written,
 	// in the same order.
-	Windows      []time.Duration
-	WindowNames  []string
-	Aggregations Aggregations
-	// Quantiles are the quantiles exported with Aggregations.Quantiles, in (0, 1), as
-	// listed; Buckets are the ascending upper bounds of the window histogram, nil for none.
-	Quantiles []float64
-	Buckets   []float64
+	Windows     []time.Duration
+	WindowNames []string
+	// Spec is what the rule computes over its windows (help, value name, aggregations,
+	// quantiles, buckets, top values, distinct count), in the table of quantities' terms.
+	quantity.Spec
 	// Items are texts rendered per line for the summaries that read one: SummaryKind.Item
-	// n of the Layout reads Items[n-1] (the text a distinct count counts, the value a
+	// n of the rule's wheels reads Items[n-1] (the text a distinct count counts, the value a
 	// top-values summary ranks).
 	Items []Item
-	// Top is nil unless the rule ranks the values of one of its labels (`top:`); that
-	// label is then not in Labels.
-	Top *Top
-	// DistinctItem n ≥ 1: Items[n-1] is the text `distinct:` counts per window (with
-	// Aggregations.Distinct); 0 for none.
-	DistinctItem int
-	// Layout sizes the wheels for Windows with what Aggregations keep (event counts for
-	// events and mean, extrema for max and min, a sketch for quantiles, the buckets);
-	// every series of the rule shares it.
-	Layout *windows.Layout
 	// Inputs restricts the rule to these input names; nil means every input.
 	Inputs []string
 	// Initial are label sets that exist from the start and never expire, each with its
@@ -169,6 +157,10 @@ type Rule struct {
 	// Line is the 1-based line of the rule in File, for messages.
 	Line int
 }
+
+// Longest is the rule's longest window (Windows is sorted ascending and never empty once
+// loaded).
+func (r *Rule) Longest() time.Duration { return r.Windows[len(r.Windows)-1] }
 
 // IsValueRule reports whether the rule sums a capture rather than counting lines.
 func (r *Rule) IsValueRule() bool { return r.ValueCapture >= 0 }

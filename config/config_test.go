@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/logwindow/logwindow_exporter/internal/quantity"
 )
 
 func mustParseFile(t *testing.T, path string) *Config {
@@ -43,13 +45,13 @@ func TestDefaults(t *testing.T) {
 	if !reflect.DeepEqual(r.Windows, want) {
 		t.Errorf("rule windows = %v, want the global ones", r.Windows)
 	}
-	if got := (Aggregations{Window: true, PerSecond: true}); r.Aggregations != got {
+	if got := (quantity.Aggregations{Window: true, PerSecond: true}); r.Aggregations != got {
 		t.Errorf("aggregations = %+v, want %+v", r.Aggregations, got)
 	}
 	if r.Help != "Lines matched by rule app_errors." {
 		t.Errorf("help = %q", r.Help)
 	}
-	if r.IsValueRule() || r.Timestamp != nil || r.Inputs != nil || r.Layout == nil || r.Regexp == nil {
+	if r.IsValueRule() || r.Timestamp != nil || r.Inputs != nil || r.Regexp == nil {
 		t.Errorf("rule = %+v, want a compiled counting rule for every input", r)
 	}
 	if r.Line != 2 || c.File != "testdata/good/minimal.yaml" {
@@ -111,11 +113,11 @@ func TestFullSchema(t *testing.T) {
 	if want := []time.Duration{30 * time.Second, time.Hour, 24 * time.Hour}; !reflect.DeepEqual(slow.Windows, want) {
 		t.Errorf("windows = %v, want %v", slow.Windows, want)
 	}
-	if want := (Aggregations{Window: true, Events: true, Max: true, Min: true, Mean: true}); slow.Aggregations != want {
+	if want := (quantity.Aggregations{Window: true, Events: true, Max: true, Min: true, Mean: true}); slow.Aggregations != want {
 		t.Errorf("aggregations = %+v, want %+v", slow.Aggregations, want)
 	}
-	if !reflect.DeepEqual(slow.Layout.Windows(), slow.Windows) {
-		t.Errorf("layout windows = %v", slow.Layout.Windows())
+	if o := slow.Options(); !o.Events || !o.Extrema || len(o.Summaries) != 0 {
+		t.Errorf("wheels keep %+v, want event counts and extrema", o)
 	}
 }
 
@@ -450,7 +452,6 @@ var notState = map[string]string{
 	"Regexp":       "compiled from Expanded",
 	"ValueCapture": "the index of ValueName in Expanded",
 	"WindowNames":  "label text of Windows",
-	"Layout":       "built from Windows and Aggregations",
 	"Fingerprint":  "the fingerprint itself",
 	"Line":         "where the rule is written",
 	"DistinctItem": "where the text of distinct, hashed as Items, is among them",
@@ -493,8 +494,10 @@ func TestFingerprintCoversRule(t *testing.T) {
 		}
 	}
 	rt := reflect.TypeFor[Rule]()
-	for i := range rt.NumField() {
-		f := rt.Field(i)
+	for _, f := range reflect.VisibleFields(rt) {
+		if f.Anonymous {
+			continue // quantity.Spec: its fields are promoted and checked one by one
+		}
 		_, exempt := notState[f.Name]
 		switch {
 		case changes[f.Name] && exempt:

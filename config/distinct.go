@@ -1,9 +1,5 @@
 package config
 
-// DistinctSuffix is the family of a rule with `distinct:`: how many different texts its
-// template rendered over the window's lines.
-const DistinctSuffix = "_window_distinct"
-
 // distinct reads `distinct:`, a template over captures whose text each line contributes to
 // a count of different values per window. The text is kept in full bytes (not capped as a
 // label value is), so that two texts differing only past a cap are two values.

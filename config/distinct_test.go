@@ -49,8 +49,8 @@ rules:
 					t.Errorf("template part %d: %+v, want %+v", i, it.Template[i], p)
 				}
 			}
-			if got := len(r.Layout.NewSummaries()); got != len(r.Windows) {
-				t.Errorf("%d summaries to read, want one per window (%d)", got, len(r.Windows))
+			if got := len(r.Options().Summaries); got != 1 {
+				t.Errorf("%d summary kinds, want the distinct count's", got)
 			}
 		})
 	}

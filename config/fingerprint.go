@@ -66,8 +66,8 @@ func fingerprint(r *Rule) string {
 	for _, w := range r.Windows {
 		field(w.String())
 	}
-	for _, a := range aggregationTable {
-		field(strconv.FormatBool(*a.flag(&r.Aggregations)))
+	for _, on := range r.Aggregations.Flags() {
+		field(strconv.FormatBool(on))
 	}
 	for _, fs := range [][]float64{r.Quantiles, r.Buckets} {
 		field(strconv.Itoa(len(fs)))

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/logwindow/logwindow_exporter/windows"
 )
 
 // FuzzParse feeds the loader random YAML: it must never panic, and it must either reject
@@ -44,7 +46,10 @@ func FuzzParse(f *testing.F) {
 			t.Fatal("valid config without rules")
 		}
 		for _, r := range c.Rules {
-			if r.Regexp == nil || r.Layout == nil || r.Fingerprint == "" || len(r.Windows) == 0 || r.Help == "" {
+			if _, err := windows.NewLayout(r.Windows, r.Options()); err != nil {
+				t.Fatalf("rule %q loads but its wheels cannot be built: %v", r.Name, err)
+			}
+			if r.Regexp == nil || r.Fingerprint == "" || len(r.Windows) == 0 || r.Help == "" {
 				t.Fatalf("rule %q not fully compiled: %+v", r.Name, r)
 			}
 			if r.IsValueRule() != (r.ValueName != "") {

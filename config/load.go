@@ -282,9 +282,11 @@ func (d *decoder) windows(e entry, subject string) ([]time.Duration, []string, b
 			return nil, nil, false
 		}
 	}
-	if _, err := windows.NewLayout(ws, windows.Options{}); err != nil {
-		d.add(e.key.Line, subject, "windows: %s", err)
-		return nil, nil, false
+	for _, w := range ws {
+		if err := windows.CheckWindow(w); err != nil {
+			d.add(e.key.Line, subject, "windows: %s", err)
+			return nil, nil, false
+		}
 	}
 	return ws, names, true
 }

@@ -8,6 +8,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
 	dto "github.com/prometheus/client_model/go"
+
+	"github.com/logwindow/logwindow_exporter/internal/quantity"
 )
 
 // nameRE is the classic Prometheus metric and label name. Colons are left out: Prometheus
@@ -58,10 +60,7 @@ func (d *decoder) collisions(rules []*Rule) {
 			d.add(r.Line, subject, "name: another rule has this name (line %d)", first.Line)
 			continue
 		}
-		names := append([]string{r.Name}, r.families()...)
-		for _, s := range histogramSeries {
-			names = append(names, r.Name+HistogramSuffix+s)
-		}
+		names := append([]string{r.Name}, r.FamilyNames(r.Name)...)
 		for _, n := range names {
 			if first, clash := owner[n]; clash {
 				d.add(r.Line, subject, "name: clashes with rule %q (line %d) over the metric name %s", first.Name, first.Line, n)
@@ -76,16 +75,6 @@ func (d *decoder) collisions(rules []*Rule) {
 	}
 }
 
-// families are the names of every family r may export: _total first, the gauges (see
-// gaugeSuffixes), the histogram last.
-func (r *Rule) families() []string {
-	out := []string{r.Name + "_total"}
-	for _, s := range r.gaugeSuffixes() {
-		out = append(out, r.Name+s)
-	}
-	return append(out, r.Name+HistogramSuffix)
-}
-
 // lint runs the linter of `promtool check metrics` on the families a rule exports, with
 // its label names: SPEC promises lint-clean output, and a name only the user chose (an
 // abbreviated unit, camelCase, a "le" label) is better refused at load than flagged later.
@@ -98,17 +87,19 @@ func lint(r *Rule) []string {
 	window := "window"
 	windowed := append(labels[:len(labels):len(labels)], &dto.LabelPair{Name: &window})
 	var mfs []*dto.MetricFamily
-	names := r.families()
-	for i, name := range names {
+	histogram := r.Name + quantity.HistogramSuffix
+	for i, name := range r.FamilyNames(r.Name) {
 		mf := &dto.MetricFamily{Name: &name, Help: &r.Help, Type: dto.MetricType_GAUGE.Enum(),
 			Metric: []*dto.Metric{{Label: windowed, Gauge: &dto.Gauge{}}}}
-		switch i {
-		case 0: // _total
+		switch {
+		case i == 0: // _total
 			mf.Type = dto.MetricType_COUNTER.Enum()
 			mf.Metric = []*dto.Metric{{Label: labels, Counter: &dto.Counter{}}}
-		case len(names) - 1:
+		case name == histogram:
 			mf.Type = dto.MetricType_HISTOGRAM.Enum()
 			mf.Metric = []*dto.Metric{{Label: windowed, Histogram: &dto.Histogram{}}}
+		case strings.HasPrefix(name, histogram):
+			continue // the histogram's own series, linted with it
 		}
 		mfs = append(mfs, mf)
 	}

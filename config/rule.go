@@ -12,7 +12,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/logwindow/logwindow_exporter/windows"
+	"github.com/logwindow/logwindow_exporter/internal/quantity"
 )
 
 var ruleKeys = []string{"name", "help", "match", "fields", "labels", "where", "where_not", "value", "timestamp", "windows", "aggregations", "quantiles", "buckets", "distinct", "inputs", "initial", "top"}
@@ -253,7 +253,7 @@ func (d *decoder) rule(n *yaml.Node, index int, g Global, inputNames map[string]
 	// A value named but missing from the regex still makes this a value rule for the
 	// aggregation checks, so one mistake gives one message.
 	isValue := r.ValueName != ""
-	r.Aggregations = Aggregations{Window: true, PerSecond: true, Events: isValue}
+	r.Aggregations = quantity.Aggregations{Window: true, PerSecond: true, Events: isValue}
 	if e, ok := find(entries, "aggregations"); ok {
 		rd.aggregations(e, r, isValue)
 	}
@@ -282,11 +282,6 @@ func (d *decoder) rule(n *yaml.Node, index int, g Global, inputNames map[string]
 			d.add(r.Line, rd.subject, "%s", msg)
 		}
 	}
-	layout, err := windows.NewLayout(r.Windows, r.options())
-	if err != nil {
-		d.add(r.Line, rd.subject, "windows: %s", err)
-	}
-	r.Layout = layout
 	r.Fingerprint = fingerprint(r)
 	return r
 }
@@ -479,37 +474,6 @@ func (rd *ruleDecoder) timestamp(e entry) *Timestamp {
 		rd.add(e.key.Line, rd.subject, "timestamp: layout: is missing; give a Go time layout (e.g. '02/Jan/2006:15:04:05 -0700')")
 	}
 	return ts
-}
-
-func (rd *ruleDecoder) aggregations(e entry, r *Rule, isValue bool) {
-	names, ok := rd.list(e, rd.subject, "aggregations")
-	if !ok {
-		return
-	}
-	if len(names) == 0 {
-		rd.add(e.key.Line, rd.subject, "aggregations: the list is empty; leave it out for the defaults or list some of: %s",
-			strings.Join(aggregationNames(), ", "))
-		return
-	}
-	var a Aggregations
-	for _, name := range names {
-		i := slices.IndexFunc(aggregationTable, func(a aggregation) bool { return a.name == name })
-		switch {
-		case i >= 0 && aggregationTable[i].key != "":
-			rd.add(e.key.Line, rd.subject, "aggregations: %s is not listed here; give the rule its own %s: key", name, aggregationTable[i].key)
-		case i < 0:
-			known := aggregationNames()
-			rd.add(e.key.Line, rd.subject, "aggregations: unknown aggregation %q%s (known: %s)",
-				name, suggest(name, known), strings.Join(known, ", "))
-		case *aggregationTable[i].flag(&a):
-			rd.add(e.key.Line, rd.subject, "aggregations: %s is listed twice", name)
-		case !isValue && aggregationTable[i].value:
-			rd.add(e.key.Line, rd.subject, "aggregations: %s needs a value: capture (a counting rule's window already is its count of lines)", name)
-		default:
-			*aggregationTable[i].flag(&a) = true
-		}
-	}
-	r.Aggregations = a
 }
 
 func (rd *ruleDecoder) inputs(e entry, r *Rule, inputNames map[string]bool) {

@@ -5,29 +5,9 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/logwindow/logwindow_exporter/internal/quantity"
 )
-
-// Top is a rule's `top:`: one of its labels is ranked rather than kept as series. The
-// label leaves Labels, so the store keys the rule's series by its other labels and their
-// `_total` and `_window` sum over all of its values; the label's template becomes
-// Items[Item-1] (rendered as a label value), which a top-values summary per series ranks,
-// and the exporter puts the label back, under Label, on the `_window_top` samples only.
-type Top struct {
-	// Label is the ranked label's name.
-	Label string
-	// Item is the 1-based index of its template in Rule.Items (windows.SummaryKind.Item).
-	Item int
-	// K is how many values are exported per window and label set, those with the largest
-	// sums; Min is the smallest sum exported (the hot threshold, 0 for none).
-	K   int
-	Min float64
-	// Capacity is the summary's counters; its sums err by at most the window's
-	// total/(Capacity+1).
-	Capacity int
-}
-
-// TopSuffix is the family of a rule with `top:`: the top values of each window.
-const TopSuffix = "_window_top"
 
 // maxTopCapacity bounds top.capacity and k: a summary holds up to twice its capacity per
 // slot. A default capacity (100·k) above it is cut to it.
@@ -44,7 +24,7 @@ func (rd *ruleDecoder) top(e entry, r *Rule) {
 		return
 	}
 	rd.known(entries, rd.subject, "top", topKeys...)
-	t := &Top{}
+	t := &quantity.Top{}
 	valid := true
 	names := make([]string, len(r.Labels))
 	for i, l := range r.Labels {

@@ -3,6 +3,8 @@ package config
 import (
 	"reflect"
 	"testing"
+
+	"github.com/logwindow/logwindow_exporter/internal/quantity"
 )
 
 // TestTop checks what `top:` makes of a rule: the ranked label leaves Labels for Items,
@@ -10,10 +12,10 @@ import (
 func TestTop(t *testing.T) {
 	for _, tc := range []struct {
 		name, top string
-		want      Top
+		want      quantity.Top
 	}{
-		{"defaults", "{label: path, k: 10}", Top{Label: "path", Item: 1, K: 10, Capacity: 1000}},
-		{"everything", "{label: path, k: 3, min: 50, capacity: 7}", Top{Label: "path", Item: 1, K: 3, Min: 50, Capacity: 7}},
+		{"defaults", "{label: path, k: 10}", quantity.Top{Label: "path", Item: 1, K: 10, Capacity: 1000}},
+		{"everything", "{label: path, k: 3, min: 50, capacity: 7}", quantity.Top{Label: "path", Item: 1, K: 3, Min: 50, Capacity: 7}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c, err := Parse([]byte(`
@@ -37,8 +39,8 @@ rules:
 			if !reflect.DeepEqual(r.Items, want) {
 				t.Errorf("Items = %+v, want %+v", r.Items, want)
 			}
-			if len(r.Layout.NewSummaries()) != len(r.Windows) {
-				t.Errorf("%d summaries for %d windows, want one top summary per window", len(r.Layout.NewSummaries()), len(r.Windows))
+			if got := len(r.Options().Summaries); got != 1 {
+				t.Errorf("%d summary kinds, want the top values'", got)
 			}
 		})
 	}

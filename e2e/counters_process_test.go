@@ -91,13 +91,13 @@ func TestProcessCountersAndSeries(t *testing.T) {
 	t.Run("0 samples at start", func(t *testing.T) {
 		m, _ := p.scrape()
 		metrictest.Check(t, m, []metrictest.Sample{
-			{"http_server_errors_total", nil, 0},
-			{"http_server_errors_window", window("2s"), 0},
-			{"http_server_errors_window", window("90s"), 0},
-			{"http_server_errors_window", window("24h"), 0},
-			{"http_server_errors_window_per_second", window("24h"), 0},
-			{"http_requests_total", status("503"), 0},
-			{"http_requests_window", metrictest.WithLabel(status("503"), "window", "2s"), 0},
+			{Family: "http_server_errors_total", Labels: nil, Want: 0},
+			{Family: "http_server_errors_window", Labels: window("2s"), Want: 0},
+			{Family: "http_server_errors_window", Labels: window("90s"), Want: 0},
+			{Family: "http_server_errors_window", Labels: window("24h"), Want: 0},
+			{Family: "http_server_errors_window_per_second", Labels: window("24h"), Want: 0},
+			{Family: "http_requests_total", Labels: status("503"), Want: 0},
+			{Family: "http_requests_window", Labels: metrictest.WithLabel(status("503"), "window", "2s"), Want: 0},
 		})
 	})
 
@@ -118,23 +118,23 @@ func TestProcessCountersAndSeries(t *testing.T) {
 			return metrictest.Value(m, "http_requests_window", metrictest.WithLabel(status("500"), "window", "2s")) == -1
 		})
 		metrictest.Check(t, m, []metrictest.Sample{
-			{"http_requests_total", status("500"), 7},
-			{"http_requests_total", status("200"), 3},
-			{"http_requests_total", status("503"), 0},
-			{"http_requests_window", metrictest.WithLabel(status("503"), "window", "2s"), 0},
-			{"http_server_errors_total", nil, 7},
+			{Family: "http_requests_total", Labels: status("500"), Want: 7},
+			{Family: "http_requests_total", Labels: status("200"), Want: 3},
+			{Family: "http_requests_total", Labels: status("503"), Want: 0},
+			{Family: "http_requests_window", Labels: metrictest.WithLabel(status("503"), "window", "2s"), Want: 0},
+			{Family: "http_server_errors_total", Labels: nil, Want: 7},
 		})
 		// The label-less rule keeps exporting its windows, at 0 once they are empty.
 		m = p.waitScrape("the label-less rule's 2s window is back to 0", func(m map[string]*dto.MetricFamily) bool {
 			return metrictest.Value(m, "http_server_errors_window", window("2s")) == 0
 		})
-		metrictest.Check(t, m, []metrictest.Sample{{"http_server_errors_total", nil, 7}})
+		metrictest.Check(t, m, []metrictest.Sample{{Family: "http_server_errors_total", Labels: nil, Want: 7}})
 		// A new line revives the label set: the counter goes on from where it was.
 		writeFileLines(t, logPath, `1.2.3.4 - - [x] "GET / HTTP/1.1" 500 5 "-" "-"`, 2)
 		m = p.waitForLines(12)
 		metrictest.Check(t, m, []metrictest.Sample{
-			{"http_requests_total", status("500"), 9},
-			{"http_server_errors_total", nil, 9},
+			{Family: "http_requests_total", Labels: status("500"), Want: 9},
+			{Family: "http_server_errors_total", Labels: nil, Want: 9},
 		})
 	})
 }
@@ -186,7 +186,7 @@ rules:
 		t.Errorf("/-/ready = %d with the input's file missing, want 200", code)
 	}
 	m, _ := p.scrape()
-	metrictest.Check(t, m, []metrictest.Sample{{"logwindow_input_files", map[string]string{"input": "web"}, 0}})
+	metrictest.Check(t, m, []metrictest.Sample{{Family: "logwindow_input_files", Labels: map[string]string{"input": "web"}, Want: 0}})
 	if code := httpStatus(t, p.url+"/-/reload", http.MethodPost); code != http.StatusOK {
 		t.Fatalf("reload = %d", code)
 	}
@@ -211,9 +211,9 @@ rules:
 	writeFileLines(t, logPath, strings.Join(lines, "\n"), 10)
 	m = p.waitForLines(50)
 	metrictest.Check(t, m, []metrictest.Sample{
-		{"logwindow_input_files", map[string]string{"input": "web"}, 1},
-		{"logwindow_input_unmatched_lines_total", map[string]string{"input": "web"}, 30},
-		{"http_server_errors_total", nil, 20},
+		{Family: "logwindow_input_files", Labels: map[string]string{"input": "web"}, Want: 1},
+		{Family: "logwindow_input_unmatched_lines_total", Labels: map[string]string{"input": "web"}, Want: 30},
+		{Family: "http_server_errors_total", Labels: nil, Want: 20},
 	})
 }
 

@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"compress/gzip"
 	"fmt"
-	"github.com/logwindow/logwindow_exporter/internal/store"
-	"github.com/logwindow/logwindow_exporter/internal/testutil/storetest"
 	"io"
 	"math"
 	"math/rand/v2"
@@ -14,12 +12,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/logwindow/logwindow_exporter/internal/store"
+	"github.com/logwindow/logwindow_exporter/internal/testutil/storetest"
+
 	kgzip "github.com/klauspost/compress/gzip"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/logwindow/logwindow_exporter/config"
-	"github.com/logwindow/logwindow_exporter/internal/sketch"
-	"github.com/logwindow/logwindow_exporter/windows"
+	"github.com/logwindow/logwindow_exporter/internal/quantity"
 )
 
 // scrapeSet is the scrape benchmarks' store: 10,000 path series × 5 windows fed over an
@@ -208,16 +207,12 @@ func BenchmarkCollectQuantiles(b *testing.B) {
 	}{{"plain", false, nil}, {"quantiles", true, nil}, {"quantiles+buckets", true, buckets}} {
 		b.Run(tc.name, func(b *testing.B) {
 			r := storetest.ValueRule("request_seconds", storetest.DefaultWindows, "path")
-			opts := windows.Options{Events: true, Extrema: true}
 			if tc.q {
-				r.Aggregations.Quantiles, r.Quantiles = true, config.DefaultQuantiles
-				opts.Summaries = append(opts.Summaries, sketch.QuantilesKind)
+				r.Aggregations.Quantiles, r.Quantiles = true, quantity.DefaultQuantiles
 			}
 			if tc.buckets != nil {
 				r.Buckets = tc.buckets
-				opts.Summaries = append(opts.Summaries, sketch.BucketsKind(tc.buckets))
 			}
-			r.Layout = storetest.MustLayout(storetest.DefaultWindows, opts)
 			set := mustSet(b, storetest.Config(series, r), nil)
 			k := set.NewSink()
 			rnd := rand.New(rand.NewPCG(1, 1))

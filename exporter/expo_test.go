@@ -2,7 +2,6 @@ package exporter
 
 import (
 	"bytes"
-	"github.com/logwindow/logwindow_exporter/internal/testutil/storetest"
 	"maps"
 	"slices"
 	"strconv"
@@ -10,13 +9,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/logwindow/logwindow_exporter/internal/testutil/storetest"
+
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
-
-	"github.com/logwindow/logwindow_exporter/internal/sketch"
-	"github.com/logwindow/logwindow_exporter/windows"
 )
 
 // TestWriteTextAsRegistry holds WriteText to what the registry and expfmt would write for
@@ -29,8 +27,6 @@ func TestWriteTextAsRegistry(t *testing.T) {
 	zoned := storetest.ValueRule("request_seconds", storetest.DefaultWindows, "zone", "method")
 	zoned.Aggregations.Quantiles, zoned.Quantiles = true, []float64{0.5, 0.99}
 	zoned.Buckets = []float64{0.1, 1, 2.5}
-	zoned.Layout = storetest.MustLayout(storetest.DefaultWindows, windows.Options{Events: true, Extrema: true,
-		Summaries: []windows.SummaryKind{sketch.QuantilesKind, sketch.BucketsKind(zoned.Buckets)}})
 	plain := storetest.CountRule("http_requests", storetest.MinFive, "status", "path")
 	bare := storetest.CountRule("heartbeats", storetest.OneMin)
 	cfg := storetest.Config(100, zoned, plain, bare)

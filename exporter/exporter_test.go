@@ -546,14 +546,14 @@ logwindow_config_last_reload_successful 0
 }
 
 func TestNewSetErrors(t *testing.T) {
-	noLayout := storetest.CountRule("http_requests", storetest.OneMin)
-	noLayout.Layout = nil
+	noWindows := storetest.CountRule("http_requests", storetest.OneMin)
+	noWindows.Windows = nil
 	cases := []struct {
 		name string
 		rule *config.Rule
 		want string
 	}{
-		{"no layout", noLayout, `rule "http_requests": no window layout`},
+		{"no windows", noWindows, `rule "http_requests": no windows`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/logwindow/logwindow_exporter/config"
+	"github.com/logwindow/logwindow_exporter/internal/quantity"
 	"github.com/logwindow/logwindow_exporter/internal/store"
 )
 
@@ -54,7 +55,7 @@ const (
 // family is one metric family of a rule.
 type family struct {
 	name, help string
-	config.Family
+	quantity.Family
 }
 
 func newFamilies(r *config.Rule, ws []time.Duration) (families, error) {

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/logwindow/logwindow_exporter/config"
+	"github.com/logwindow/logwindow_exporter/internal/quantity"
 )
 
 // topBenchRules are the same rule, keyed by host, with and without ranking its paths.
@@ -106,7 +107,7 @@ func BenchmarkCollectTop(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
-			top := bytes.Count(text.Bytes(), []byte("\nhttp_requests"+config.TopSuffix+"{"))
+			top := bytes.Count(text.Bytes(), []byte("\nhttp_requests"+quantity.TopSuffix+"{"))
 			reportCPU(b, cpu)
 			if limit := 10 * 2 * series; top > limit {
 				b.Fatalf("%d top samples, more than k·windows·label sets = %d", top, limit)

@@ -205,6 +205,20 @@ type wheel struct {
 	serve []int // indexes of the windows this wheel serves, shortest first
 }
 
+// CheckWindow reports whether the wheels can serve a window of length w, so that a rule
+// file is checked without building its layouts.
+func CheckWindow(w time.Duration) error {
+	switch {
+	case w < time.Second:
+		return windowError(w, "shorter than 1s")
+	case w%time.Second != 0:
+		return windowError(w, "not a whole number of seconds")
+	case w > MaxWindow:
+		return windowError(w, fmt.Sprintf("longer than the longest supported window (%d days)", MaxWindow/(24*time.Hour)))
+	}
+	return nil
+}
+
 // NewLayout checks the windows and sizes the wheels for them. Windows must be whole
 // seconds, at least 1s and at most MaxWindow; the error for any other names the window
 // and why. Stats come back in the order windows are given.
@@ -226,13 +240,8 @@ func NewLayout(windows []time.Duration, opts Options) (*Layout, error) {
 		l.stride += 2
 	}
 	for i, w := range windows {
-		switch {
-		case w < time.Second:
-			return nil, windowError(w, "shorter than 1s")
-		case w%time.Second != 0:
-			return nil, windowError(w, "not a whole number of seconds")
-		case w > MaxWindow:
-			return nil, windowError(w, fmt.Sprintf("longer than the longest supported window (%d days)", MaxWindow/(24*time.Hour)))
+		if err := CheckWindow(w); err != nil {
+			return nil, err
 		}
 		l.secs[i] = int64(w / time.Second)
 		l.longest = max(l.longest, l.secs[i])

@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/logwindow/logwindow_exporter/config"
+	"github.com/logwindow/logwindow_exporter/internal/quantity"
 )
 
 // Options name the dashboard; Grafana's sidecar and links find it by UID. Empty fields
@@ -232,56 +233,56 @@ func (b *builder) rule(r *config.Rule) {
 	a := r.Aggregations
 	if a.Window {
 		b.add(stat(r.Name+" in $window", "The rule's sum over the window, all series and instances.",
-			sumUnit, "sum("+family(config.Suffix("window"))+")"), 6, 8)
+			sumUnit, "sum("+family(quantity.Suffix("window"))+")"), 6, 8)
 	}
 	if a.PerSecond {
 		b.add(timeseries("Per second over $window", "The window's sum divided by its seconds, by the rule's labels: each point is the mean rate over the window ending there.",
-			rateUnit, target1("sum"+grouping+" ("+family(config.Suffix("per_second"))+")", legend)), 9, 8)
+			rateUnit, target1("sum"+grouping+" ("+family(quantity.Suffix("per_second"))+")", legend)), 9, 8)
 	}
 	if a.Events {
 		b.add(timeseries("Lines in $window", "Matched lines in the window (the sum counts their values).",
-			"short", target1("sum"+grouping+" ("+family(config.Suffix("events"))+")", legend)), 9, 8)
+			"short", target1("sum"+grouping+" ("+family(quantity.Suffix("events"))+")", legend)), 9, 8)
 	}
 	if a.Max || a.Min || a.Mean {
 		var ts []target
 		if a.Max {
-			ts = append(ts, target{Expr: "max" + grouping + " (" + family(config.Suffix("max")) + ")", Legend: "max " + legend})
+			ts = append(ts, target{Expr: "max" + grouping + " (" + family(quantity.Suffix("max")) + ")", Legend: "max " + legend})
 		}
 		if a.Mean {
-			ts = append(ts, target{Expr: "avg" + grouping + " (" + family(config.Suffix("mean")) + ")", Legend: "mean " + legend})
+			ts = append(ts, target{Expr: "avg" + grouping + " (" + family(quantity.Suffix("mean")) + ")", Legend: "mean " + legend})
 		}
 		if a.Min {
-			ts = append(ts, target{Expr: "min" + grouping + " (" + family(config.Suffix("min")) + ")", Legend: "min " + legend})
+			ts = append(ts, target{Expr: "min" + grouping + " (" + family(quantity.Suffix("min")) + ")", Legend: "min " + legend})
 		}
 		b.add(timeseries("Max, mean, min over $window", "Of the values the window's lines carried; over several instances, the mean is the average of their means.", sumUnit, ts...), 12, 8)
 	}
 	if a.Quantiles {
 		var ts []target
 		for _, q := range r.Quantiles {
-			suffix := config.QuantileSuffix(q)
+			suffix := quantity.QuantileSuffix(q)
 			ts = append(ts, target{Expr: family(suffix), Legend: strings.TrimPrefix(suffix, "_window_") + " {{instance}} " + legend})
 		}
 		b.add(timeseries("Quantiles over $window, per instance", "Each instance's quantiles of the values over the window (within 1%). Quantiles of several instances do not add: see the fleet-wide panel when the rule has buckets.", sumUnit, ts...), 12, 8)
 	}
 	if len(r.Buckets) > 0 {
-		buckets := "sum by (le) (" + family(config.HistogramSuffix+"_bucket") + ")"
+		buckets := "sum by (le) (" + family(quantity.HistogramSuffix+"_bucket") + ")"
 		var ts []target
-		for _, q := range config.DefaultQuantiles {
-			ts = append(ts, target{Expr: fmt.Sprintf("histogram_quantile(%v, %s)", q, buckets), Legend: strings.TrimPrefix(config.QuantileSuffix(q), "_window_")})
+		for _, q := range quantity.DefaultQuantiles {
+			ts = append(ts, target{Expr: fmt.Sprintf("histogram_quantile(%v, %s)", q, buckets), Legend: strings.TrimPrefix(quantity.QuantileSuffix(q), "_window_")})
 		}
 		b.add(timeseries("Fleet-wide quantiles over $window", "From every instance's window histogram (buckets add up across instances; never rate() them): histogram_quantile's estimate, as exact as the buckets.", sumUnit, ts...), 12, 8)
 	}
 	if a.Distinct {
 		b.add(timeseries("Different values over $window, per instance", "How many different values of the rule's distinct: template each instance saw over the window (within max(2, 2%)). Counts of several instances do not add: a value seen by two counts twice in their sum.",
-			"short", target{Expr: family(config.DistinctSuffix), Legend: "{{instance}} " + legend}), 12, 8)
+			"short", target{Expr: family(quantity.DistinctSuffix), Legend: "{{instance}} " + legend}), 12, 8)
 	}
 	if t := r.Top; t != nil {
-		q := target{Expr: fmt.Sprintf("topk(%d, sum by (%s) (%s))", t.K, t.Label, family(config.TopSuffix)), Legend: "{{" + t.Label + "}}", Instant: true, Format: "table"}
+		q := target{Expr: fmt.Sprintf("topk(%d, sum by (%s) (%s))", t.K, t.Label, family(quantity.TopSuffix)), Legend: "{{" + t.Label + "}}", Instant: true, Format: "table"}
 		b.add(table(fmt.Sprintf("Top %d values of %s in $window", t.K, t.Label), "The values of "+t.Label+" with the largest sums over the window, summed over instances and the rule's other labels. "+
 			"Each instance exports its own top values, each at most its window's total/(capacity+1) below the true sum: a value under an instance's k-th is missing from that instance's share.", sumUnit, q), 12, 8)
 	}
 	if len(r.Labels) > 0 && a.Window {
-		t := target{Expr: "topk(10, sum" + grouping + " (" + family(config.Suffix("window")) + "))", Legend: legend, Instant: true, Format: "table"}
+		t := target{Expr: "topk(10, sum" + grouping + " (" + family(quantity.Suffix("window")) + "))", Legend: legend, Instant: true, Format: "table"}
 		b.add(table("Top 10 in $window", "The label sets with the largest sums over the window.", sumUnit, t), 12, 8)
 	}
 }

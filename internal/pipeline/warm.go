@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"slices"
+	"time"
 
 	"github.com/logwindow/logwindow_exporter/config"
 	"github.com/logwindow/logwindow_exporter/parser"
@@ -30,7 +31,7 @@ func (p *Pipeline) warmStart(ci config.Input) func(path string, file io.ReaderAt
 	var longest int64
 	for _, r := range p.gen.Load().cfg.Rules {
 		if r.Timestamp != nil && (r.Inputs == nil || slices.Contains(r.Inputs, ci.Name)) {
-			longest = max(longest, r.Layout.Longest())
+			longest = max(longest, int64(r.Longest()/time.Second))
 		}
 	}
 	if longest == 0 {

@@ -46,7 +46,8 @@ func heap() uint64 {
 // 25 %), the per-rule budget still holds below the bound, and expiry gives the room back.
 func TestMaxBytes(t *testing.T) {
 	const rules, labelSets = 20, 1000
-	oneSeries := memoryRules(1, 10).Rules[0].Layout.SeriesBytes()
+	one := memoryRules(1, 10).Rules[0]
+	oneSeries := storetest.MustLayout(one.Windows, one.Options()).SeriesBytes()
 	bound := int64(rules * labelSets / 2 * (oneSeries + 200))
 	base := heap()
 	set, err := NewSetWith(memoryRules(rules, labelSets), nil, SetOptions{MaxBytes: bound})

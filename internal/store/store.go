@@ -450,16 +450,19 @@ func NewSetWith(cfg *config.Config, prev *Set, opts SetOptions) (*Set, error) {
 	s := &Set{rules: make([]Rule, 0, len(cfg.Rules)), oldest: oldest, mem: mem, shards: shards, sinks: sinks}
 	var errs []error
 	for _, r := range cfg.Rules {
-		if r.Layout == nil {
-			errs = append(errs, fmt.Errorf("rule %q: no window layout", r.Name))
-			continue
-		}
 		st := inherit[r.Fingerprint]
 		if st != nil {
 			// One store serves one rule, even if two rules had equal fingerprints.
 			delete(inherit, r.Fingerprint)
 		} else {
-			st = newStore(r, oldest, mem, shards)
+			// The rule's series share one layout of its windows with what its quantities
+			// keep; an inherited store has the same, as the fingerprint covers both.
+			layout, err := windows.NewLayout(r.Windows, r.Options())
+			if err != nil {
+				errs = append(errs, fmt.Errorf("rule %q: %w", r.Name, err))
+				continue
+			}
+			st = newStore(r, layout, oldest, mem, shards)
 		}
 		b := budget{limit: cfg.Global.MaxSeriesPerRule, ttl: int64(cfg.Global.CounterTTL / time.Second)}
 		s.rules = append(s.rules, Rule{rule: r, budget: b, store: st})
@@ -493,17 +496,17 @@ func prevHas(prev *Set, st *store) bool {
 	return false
 }
 
-func newStore(r *config.Rule, oldest *atomic.Int64, mem *memory, shards int) *store {
+func newStore(r *config.Rule, layout *windows.Layout, oldest *atomic.Int64, mem *memory, shards int) *store {
 	overflow := make([]string, len(r.Labels))
 	for i := range overflow {
 		overflow[i] = OverflowValue
 	}
 	st := &store{
 		mem:            mem,
-		wheelBytes:     int64(r.Layout.SeriesBytes()),
+		wheelBytes:     int64(layout.SeriesBytes()),
 		oldest:         oldest,
 		fingerprint:    r.Fingerprint,
-		layout:         r.Layout,
+		layout:         layout,
 		value:          r.IsValueRule(),
 		eventTime:      r.Timestamp != nil,
 		overflowKey:    strings.Join(overflow, parser.KeySep),

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/logwindow/logwindow_exporter/config"
+	"github.com/logwindow/logwindow_exporter/internal/quantity"
 	"github.com/logwindow/logwindow_exporter/parser"
 	"github.com/logwindow/logwindow_exporter/windows"
 )
@@ -32,16 +33,17 @@ var (
 func CountRule(name string, ws []time.Duration, labels ...string) *config.Rule {
 	r := &config.Rule{
 		Name:         name,
-		Help:         "Requests.",
 		ValueCapture: -1,
 		Windows:      ws,
-		Aggregations: config.Aggregations{Window: true, PerSecond: true},
-		Fingerprint:  name,
+		Spec: quantity.Spec{
+			Help:         "Requests.",
+			Aggregations: quantity.Aggregations{Window: true, PerSecond: true},
+		},
+		Fingerprint: name,
 	}
 	for _, l := range labels {
 		r.Labels = append(r.Labels, config.Label{Name: l})
 	}
-	r.Layout = MustLayout(ws, windows.Options{})
 	return r
 }
 
@@ -58,8 +60,7 @@ func ValueRule(name string, ws []time.Duration, labels ...string) *config.Rule {
 	r.Help = "Request time."
 	r.ValueCapture = 1
 	r.ValueName = "request_time"
-	r.Aggregations = config.Aggregations{Window: true, PerSecond: true, Events: true, Max: true, Min: true, Mean: true}
-	r.Layout = MustLayout(ws, windows.Options{Events: true, Extrema: true})
+	r.Aggregations = quantity.Aggregations{Window: true, PerSecond: true, Events: true, Max: true, Min: true, Mean: true}
 	return r
 }
 

@@ -1,4 +1,4 @@
-package config
+package quantity
 
 import "testing"
 
