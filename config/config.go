@@ -57,8 +57,9 @@ type Input struct {
 	Path    string
 	StartAt StartAt
 	// Syslog is the socket address as written (unixgram:///path or udp://host:port);
-	// empty for a file input.
+	// empty for a file input. Socket is it parsed.
 	Syslog string
+	Socket SocketAddress
 	// SocketMode is the mode of a unixgram socket file; 0 means the syslog package's
 	// default.
 	SocketMode fs.FileMode

@@ -75,8 +75,8 @@ func TestFullSchema(t *testing.T) {
 	wantInputs := []Input{
 		{Name: "web", Path: "/var/log/nginx/*.log", StartAt: StartAtBeginning},
 		{Path: "/var/log/app.log", StartAt: StartAtEnd},
-		{Name: "nginx_socket", Syslog: "unixgram:///run/logwindow/nginx.sock", SocketMode: 0o660},
-		{Syslog: "udp://127.0.0.1:5140"},
+		{Name: "nginx_socket", Syslog: "unixgram:///run/logwindow/nginx.sock", Socket: SocketAddress{"unixgram", "/run/logwindow/nginx.sock"}, SocketMode: 0o660},
+		{Syslog: "udp://127.0.0.1:5140", Socket: SocketAddress{"udp", "127.0.0.1:5140"}},
 	}
 	if !reflect.DeepEqual(c.Inputs, wantInputs) {
 		t.Errorf("inputs = %+v, want %+v", c.Inputs, wantInputs)

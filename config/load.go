@@ -18,7 +18,6 @@ import (
 	"github.com/prometheus/common/model"
 	"go.yaml.in/yaml/v3"
 
-	"github.com/logwindow/logwindow_exporter/internal/input/syslog"
 	"github.com/logwindow/logwindow_exporter/windows"
 )
 
@@ -391,12 +390,12 @@ func (d *decoder) syslogInput(e entry, subject string, in *Input, sources map[st
 	if !ok {
 		return
 	}
-	a, err := syslog.ParseAddress(addr)
+	a, err := parseSocketAddress(addr)
 	if err != nil {
 		d.add(e.key.Line, subject, "syslog: %s", err)
 		return
 	}
-	in.Syslog = addr
+	in.Syslog, in.Socket = addr, a
 	// Two spellings of one socket (udp://localhost:514 and udp://localhost:syslog) are not
 	// caught here; binding the second fails at start.
 	key := a.Network + " " + a.Addr

@@ -1,0 +1,40 @@
+package config
+
+import (
+	"fmt"
+	"net"
+	"net/url"
+	"strings"
+)
+
+// SocketAddress is a syslog input's socket, parsed.
+type SocketAddress struct {
+	Network string // "unixgram" or "udp"
+	Addr    string // socket path or host:port
+}
+
+// parseSocketAddress checks an address as written in the config: `unixgram:///abs/path`
+// or `udp://host:port`.
+func parseSocketAddress(s string) (SocketAddress, error) {
+	u, err := url.Parse(s)
+	if err != nil {
+		return SocketAddress{}, fmt.Errorf("%q is not a URL (write unixgram:///run/logwindow/nginx.sock or udp://127.0.0.1:5140)", s)
+	}
+	switch u.Scheme {
+	case "unixgram":
+		if u.Host != "" || !strings.HasPrefix(u.Path, "/") || u.RawQuery != "" || u.Fragment != "" {
+			return SocketAddress{}, fmt.Errorf("%q: a unix socket needs an absolute path, e.g. unixgram:///run/logwindow/nginx.sock", s)
+		}
+		return SocketAddress{Network: "unixgram", Addr: u.Path}, nil
+	case "udp":
+		host, port, err := net.SplitHostPort(u.Host)
+		if err != nil || u.Path != "" || u.RawQuery != "" || port == "" {
+			return SocketAddress{}, fmt.Errorf("%q: a UDP address is udp://host:port, e.g. udp://127.0.0.1:5140", s)
+		}
+		if _, err := net.LookupPort("udp", port); err != nil {
+			return SocketAddress{}, fmt.Errorf("%q: %q is not a port number", s, port)
+		}
+		return SocketAddress{Network: "udp", Addr: net.JoinHostPort(host, port)}, nil
+	}
+	return SocketAddress{}, fmt.Errorf("%q: the scheme is unixgram:// or udp://, not %q", s, u.Scheme)
+}

@@ -1,0 +1,31 @@
+package config
+
+import "testing"
+
+func TestSocketAddress(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want SocketAddress
+		ok   bool
+	}{
+		{"unixgram:///run/logwindow/nginx.sock", SocketAddress{"unixgram", "/run/logwindow/nginx.sock"}, true},
+		{"udp://127.0.0.1:5140", SocketAddress{"udp", "127.0.0.1:5140"}, true},
+		{"udp://[::1]:5140", SocketAddress{"udp", "[::1]:5140"}, true},
+		{"udp://:5140", SocketAddress{"udp", ":5140"}, true},
+		{"unixgram://relative.sock", SocketAddress{}, false},
+		{"unixgram:relative.sock", SocketAddress{}, false},
+		{"udp://127.0.0.1", SocketAddress{}, false},
+		{"udp://127.0.0.1:notaport", SocketAddress{}, false},
+		{"udp://127.0.0.1:5140/x", SocketAddress{}, false},
+		{"tcp://127.0.0.1:5140", SocketAddress{}, false},
+		{"/run/x.sock", SocketAddress{}, false},
+		{"%zz", SocketAddress{}, false},
+	} {
+		t.Run(tc.in, func(t *testing.T) {
+			got, err := parseSocketAddress(tc.in)
+			if (err == nil) != tc.ok || got != tc.want {
+				t.Errorf("parseSocketAddress(%q) = %+v, %v", tc.in, got, err)
+			}
+		})
+	}
+}
