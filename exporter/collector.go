@@ -14,24 +14,17 @@ import (
 	kgzip "github.com/klauspost/compress/gzip"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/logwindow/logwindow_exporter/internal/input/follow"
-	"github.com/logwindow/logwindow_exporter/internal/input/syslog"
+	"github.com/logwindow/logwindow_exporter/internal/input"
 	"github.com/logwindow/logwindow_exporter/internal/store"
 	"github.com/logwindow/logwindow_exporter/parser"
 )
 
-// InputStats is one input's follower snapshot at scrape time, under the name it is
+// InputStats is one input's snapshot at scrape time, under the name it is
 // exported by.
 type InputStats struct {
-	// Input is the input's name, or its path when it has none.
+	// Input is the input's name, or its path or address when it has none.
 	Input string
-	follow.Stats
-	// Syslog is set for an input that receives on a syslog socket.
-	Syslog *syslog.Stats
-	// MalformedLines counts lines its fields rules could not read (parser.Parse false).
-	MalformedLines uint64
-	// Unmatched counts the lines of the input's format that no rule matched.
-	Unmatched uint64
+	input.Stats
 }
 
 // The `reason` label values of the drops the store itself finds; the parser's reasons are

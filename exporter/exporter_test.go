@@ -1,18 +1,19 @@
 package exporter
 
 import (
-	"github.com/logwindow/logwindow_exporter/internal/store"
-	"github.com/logwindow/logwindow_exporter/internal/testutil/storetest"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/logwindow/logwindow_exporter/internal/input"
+	"github.com/logwindow/logwindow_exporter/internal/store"
+	"github.com/logwindow/logwindow_exporter/internal/testutil/storetest"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/logwindow/logwindow_exporter/config"
-	"github.com/logwindow/logwindow_exporter/internal/input/follow"
 	"github.com/logwindow/logwindow_exporter/parser"
 )
 
@@ -441,7 +442,7 @@ func TestGatherAndLint(t *testing.T) {
 		Now:   func() int64 { return now },
 		Start: start,
 		Inputs: func() []InputStats {
-			return []InputStats{{Input: "nginx", Stats: follow.Stats{LinesRead: 3, Files: []follow.FileStats{{Path: "/var/log/nginx/access.log", BytesBehind: 10}}}}}
+			return []InputStats{{Input: "nginx", Stats: input.Stats{LinesRead: 3, Files: []input.FileStats{{Path: "/var/log/nginx/access.log", BytesBehind: 10}}}}}
 		},
 		Reload: func() ReloadStats { return ReloadStats{Successful: true, LastSuccess: time.Unix(start, 0)} },
 	})
@@ -466,10 +467,10 @@ func TestSelfMetrics(t *testing.T) {
 	}{{
 		name: "inputs sharing a name are summed, invalid UTF-8 in paths replaced",
 		inputs: []InputStats{
-			{Input: "nginx", Stats: follow.Stats{LinesRead: 10, TooLong: 1, Rotations: 2, Truncations: 3, Errors: 4,
-				Files: []follow.FileStats{{Path: "/a.log", BytesBehind: 5}, {Path: "/b\xff.log", BytesBehind: 6}}}, Unmatched: 5},
-			{Input: "nginx", Stats: follow.Stats{LinesRead: 1, Polling: true, Files: []follow.FileStats{{Path: "/a.log", BytesBehind: 7}}}, Unmatched: 1},
-			{Input: "app", Stats: follow.Stats{LinesRead: 2}},
+			{Input: "nginx", Stats: input.Stats{LinesRead: 10, TooLong: 1, Rotations: 2, Truncations: 3, Errors: 4,
+				Files: []input.FileStats{{Path: "/a.log", BytesBehind: 5}, {Path: "/b\xff.log", BytesBehind: 6}}, Unmatched: 5}},
+			{Input: "nginx", Stats: input.Stats{LinesRead: 1, Polling: true, Files: []input.FileStats{{Path: "/a.log", BytesBehind: 7}}, Unmatched: 1}},
+			{Input: "app", Stats: input.Stats{LinesRead: 2}},
 		},
 		reload: ReloadStats{Successful: false, LastSuccess: time.Unix(1500, 500e6)},
 		want: `

@@ -1,9 +1,8 @@
 package exporter
 
 import (
+	"github.com/logwindow/logwindow_exporter/internal/input"
 	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/logwindow/logwindow_exporter/internal/input/syslog"
 )
 
 // inputDescs are the self-metrics of inputs beyond following files: syslog sockets, and
@@ -26,23 +25,23 @@ func newInputDescs() inputDescs {
 // collectMoreInputs exports the socket counters and malformed lines, summed by input label
 // like collectInputs.
 func (c *Collector) collectMoreInputs(e emitter, inputs []InputStats) {
-	byInput := map[string]*syslog.Stats{}
+	byInput := map[string]*input.DatagramStats{}
 	malformed := map[string]uint64{}
 	for _, in := range inputs {
 		malformed[validUTF8(in.Input)] += in.MalformedLines
-		if in.Syslog == nil {
+		if in.Datagrams == nil {
 			continue
 		}
 		name := validUTF8(in.Input)
 		sum := byInput[name]
 		if sum == nil {
-			sum = &syslog.Stats{}
+			sum = &input.DatagramStats{}
 			byInput[name] = sum
 		}
-		sum.Received += in.Syslog.Received
-		sum.Malformed += in.Syslog.Malformed
-		sum.DroppedKernel += in.Syslog.DroppedKernel
-		sum.DroppedQueue += in.Syslog.DroppedQueue
+		sum.Received += in.Datagrams.Received
+		sum.Malformed += in.Datagrams.Malformed
+		sum.DroppedKernel += in.Datagrams.DroppedKernel
+		sum.DroppedQueue += in.Datagrams.DroppedQueue
 	}
 	d := c.more
 	for name, n := range malformed {

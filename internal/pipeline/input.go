@@ -8,6 +8,7 @@ import (
 
 	"github.com/logwindow/logwindow_exporter/config"
 	"github.com/logwindow/logwindow_exporter/exporter"
+	"github.com/logwindow/logwindow_exporter/internal/input"
 	"github.com/logwindow/logwindow_exporter/internal/input/cri"
 	"github.com/logwindow/logwindow_exporter/internal/input/follow"
 	"github.com/logwindow/logwindow_exporter/internal/input/syslog"
@@ -15,17 +16,16 @@ import (
 	"github.com/logwindow/logwindow_exporter/parser"
 )
 
-// input is one followed path or one syslog socket. An input is identified across reloads
+// stream is one input of the config running: a followed path or a syslog socket. It is identified across reloads
 // by its source alone (config.Input.Source; config refuses two inputs with one source): a
 // reload that renames it or changes its start_at keeps its follower and read offsets (or
 // its bound socket), so no line is read twice or skipped, and start_at applies only when a
 // path is first followed.
-type input struct {
+type stream struct {
 	source string
 	label  string // for self-metrics: the name, or the source when unnamed; guarded by Pipeline.mu
-	// Exactly one of follower and listener is set.
-	follower *follow.Follower
-	listener *syslog.Listener
+	// running is the follower of a path or the listener on a socket.
+	running input.Input
 	// bound is what the input's reading goroutine writes to: the generation it picked up
 	// at the first line after a reload. A reload clears it, so that an input that receives
 	// no line does not keep the previous generation (its parser and stores) alive.
@@ -58,7 +58,7 @@ type binding struct {
 // unwrap returns what the parser is to read of a line: for a cri input, the message
 // (joined from its parts) and its time; ok is false while a message is incomplete or when
 // the line cannot be read, which is counted.
-func (in *input) unwrap(path string, line []byte) (msg, wrapperTime []byte, ok bool) {
+func (in *stream) unwrap(path string, line []byte) (msg, wrapperTime []byte, ok bool) {
 	if in.cri == nil {
 		return line, nil, true
 	}
@@ -89,35 +89,13 @@ func (g *generation) inputName(source string) string {
 	return ""
 }
 
-func (in *input) stop() {
-	if in.listener != nil {
-		in.listener.Stop()
-		return
-	}
-	in.follower.Stop()
-}
-
-func (in *input) ready() bool {
-	if in.listener != nil {
-		return in.listener.Ready()
-	}
-	return in.follower.Ready()
-}
-
-func (in *input) stats() exporter.InputStats {
-	if in.listener != nil {
-		s := in.listener.Stats()
-		return exporter.InputStats{
-			Input:          in.label,
-			Stats:          follow.Stats{LinesRead: s.Lines, TooLong: s.TooLong, Errors: s.Errors},
-			Syslog:         &s,
-			MalformedLines: in.malformed.Load(),
-			Unmatched:      in.unmatched.Load(),
-		}
-	}
-	st := in.follower.Stats()
+// stats is the input's snapshot with what the pipeline counts of it.
+func (in *stream) stats() exporter.InputStats {
+	st := in.running.Stats()
 	st.TooLong += in.tooLong.Load()
-	return exporter.InputStats{Input: in.label, Stats: st, MalformedLines: in.malformed.Load(), Unmatched: in.unmatched.Load()}
+	st.MalformedLines = in.malformed.Load()
+	st.Unmatched = in.unmatched.Load()
+	return exporter.InputStats{Input: in.label, Stats: st}
 }
 
 // syncInputs starts the inputs of cfg that are not running and stops those cfg no longer
@@ -147,29 +125,28 @@ func (p *Pipeline) syncInputs(cfg *config.Config) error {
 func (p *Pipeline) stopInputs(keep map[string]bool) {
 	for k, in := range p.inputs {
 		if !keep[k] {
-			in.stop()
+			in.running.Stop()
 			delete(p.inputs, k)
 		}
 	}
 }
 
-func (p *Pipeline) startInput(ci config.Input) (*input, error) {
-	in := &input{source: ci.Source(), label: labelOf(ci)}
+func (p *Pipeline) startInput(ci config.Input) (*stream, error) {
+	in := &stream{source: ci.Source(), label: labelOf(ci)}
 	if ci.Wrapper == config.WrapperCRI {
 		in.cri = cri.New(maxLineBytes(p.opts))
 	}
 	if ci.Syslog != "" {
-		h := in.handle(p)
 		l, err := syslog.Listen(syslog.Options{
 			Address:      ci.Syslog,
 			SocketMode:   ci.SocketMode,
 			MaxLineBytes: p.opts.MaxLineBytes,
 			Logger:       p.opts.Logger.With("input", ci.Syslog),
-		}, func(line []byte) { h("", line) })
+		}, in.handle(p))
 		if err != nil {
 			return nil, fmt.Errorf("input %s: %w", in.label, err)
 		}
-		in.listener = l
+		in.running = l
 		return in, nil
 	}
 	opts := p.followOptions(ci.Path, ci.StartAt == config.StartAtBeginning)
@@ -180,7 +157,7 @@ func (p *Pipeline) startInput(ci config.Input) (*input, error) {
 	if err != nil {
 		return nil, err
 	}
-	in.follower = f
+	in.running = f
 	return in, nil
 }
 
@@ -199,7 +176,7 @@ func (p *Pipeline) followOptions(path string, fromBeginning bool) follow.Options
 // parser into its Set, with the processing and wall-clock seconds of its arrival (one
 // clock reading per chunk read from a file, or per datagram) as now for processing-time
 // and event-time rules.
-func (in *input) handle(p *Pipeline) follow.Handler {
+func (in *stream) handle(p *Pipeline) input.Handler {
 	return func(path string, line []byte) {
 		msg, wrapperTime, ok := in.unwrap(path, line)
 		if !ok {
@@ -235,7 +212,7 @@ func (in *input) handle(p *Pipeline) follow.Handler {
 
 // release drops the input's binding to a generation that is no longer current; the next
 // line binds the current one.
-func (in *input) release() { in.bound.Store(nil) }
+func (in *stream) release() { in.bound.Store(nil) }
 
 // MissingInputs words a warning for every file input of cfg whose path matches no file
 // now: such an input is followed all the same (the file may appear later), but a mistyped

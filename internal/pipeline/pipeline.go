@@ -74,9 +74,9 @@ type Pipeline struct {
 	expiring chan struct{}
 	expired  sync.WaitGroup
 
-	mu          sync.Mutex        // serialises reloads and Stop; guards the fields below
-	inputs      map[string]*input // by config.Input.Source
-	starting    bool              // Start is starting the inputs: warm start applies
+	mu          sync.Mutex         // serialises reloads and Stop; guards the fields below
+	inputs      map[string]*stream // by config.Input.Source
+	starting    bool               // Start is starting the inputs: warm start applies
 	stopped     bool
 	reloadOK    bool
 	lastSuccess time.Time
@@ -95,7 +95,7 @@ func Start(cfg *config.Config, opts Options) (*Pipeline, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Pipeline{opts: opts, clock: newClock(opts.Now), inputs: map[string]*input{}}
+	p := &Pipeline{opts: opts, clock: newClock(opts.Now), inputs: map[string]*stream{}}
 	p.gen.Store(gen)
 	p.warnMissing(cfg)
 	p.mu.Lock()
@@ -198,7 +198,7 @@ func (p *Pipeline) Ready() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, in := range p.inputs {
-		if !in.ready() {
+		if !in.running.Ready() {
 			return false
 		}
 	}

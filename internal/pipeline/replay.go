@@ -62,7 +62,7 @@ func replayFiles(cfg *config.Config, p *parser.Parser, files []string, opts Opti
 	ps := p.NewSession()
 	for _, file := range files {
 		ci := inputOf(cfg, file)
-		in := &input{}
+		in := &stream{}
 		if ci.Wrapper == config.WrapperCRI {
 			in.cri = cri.New(maxLineBytes(opts))
 		}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/fsnotify/fsnotify"
+	"github.com/logwindow/logwindow_exporter/internal/input"
 )
 
 // Defaults and limits of Options.
@@ -76,49 +77,13 @@ type Options struct {
 	Chunk func()
 }
 
-// Handler receives one complete line of the file found at path, without its
-// "\n" and without a "\r" before it. line is valid during the call only: its
-// buffer is reused. Lines of one input arrive in order from one goroutine. A
-// Handler that blocks stalls the reading of its input, which is the
-// backpressure; files keep being discovered meanwhile, so rotations during the
-// stall lose nothing.
-type Handler func(path string, line []byte)
-
-// Stats is a snapshot of what a Follower did since Start.
-type Stats struct {
-	LinesRead uint64 // lines handed to the Handler
-	TooLong   uint64 // lines skipped for being longer than MaxLineBytes
-	// Rotations counts files that left their path (renamed, deleted or
-	// replaced); what they still hold or receive is read all the same.
-	Rotations uint64
-	// Truncations counts files found shorter than what was read, or
-	// rewritten under the read offset; they are read again from offset 0.
-	Truncations uint64
-	// Errors counts failures to watch, stat, open or read, once per
-	// episode; each is retried at every scan.
-	Errors uint64
-	// Polling is true when inotify could not be set up, so that only the
-	// PollInterval scan sees changes.
-	Polling bool
-	// Files has one entry per path being read, sorted by path.
-	Files []FileStats
-}
-
-// FileStats describes what is being read under one path.
-type FileStats struct {
-	Path string
-	// BytesBehind is what those files hold beyond what was handed on: the
-	// lag of a slow consumer.
-	BytesBehind int64
-}
-
 // counters are shared by the goroutines of one input and read by Stats.
 type counters struct {
 	lines, tooLong, rotations, truncations, errors atomic.Uint64
 }
 
-func (c *counters) snapshot() Stats {
-	return Stats{
+func (c *counters) snapshot() input.Stats {
+	return input.Stats{
 		LinesRead:   c.lines.Load(),
 		TooLong:     c.tooLong.Load(),
 		Rotations:   c.rotations.Load(),
@@ -181,7 +146,7 @@ func expand(o Options) []string {
 // Follower follows one input until Stop.
 type Follower struct {
 	o Options
-	h Handler
+	h input.Handler
 	r *lineReader
 	w *fsnotify.Watcher // nil when polling
 	c counters
@@ -207,9 +172,12 @@ type Follower struct {
 }
 
 // Start opens and positions every file the input names now, then follows
-// them in the background. It fails only for invalid options; a missing or
-// unreadable file is waited for.
-func Start(opts Options, h Handler) (*Follower, error) {
+// them in the background, handing h every complete line with the path of the
+// file it was found in, without its "\n" and without a "\r" before it. A
+// handler that blocks stalls the reading of its input; files keep being
+// discovered meanwhile, so rotations during the stall lose nothing. Start
+// fails only for invalid options; a missing or unreadable file is waited for.
+func Start(opts Options, h input.Handler) (*Follower, error) {
 	o, err := opts.normalize()
 	if err != nil {
 		return nil, err
@@ -253,15 +221,15 @@ func Start(opts Options, h Handler) (*Follower, error) {
 func (f *Follower) Ready() bool { return f.ready.Load() && f.backfills.Load() == 0 }
 
 // Stats returns a snapshot of the counters and of the lag per path.
-func (f *Follower) Stats() Stats {
+func (f *Follower) Stats() input.Stats {
 	s := f.c.snapshot()
 	s.Polling = f.w == nil
 	f.mu.Lock()
-	byPath := make(map[string]*FileStats)
+	byPath := make(map[string]*input.FileStats)
 	for _, t := range f.files {
 		fs := byPath[t.path]
 		if fs == nil {
-			fs = &FileStats{Path: t.path}
+			fs = &input.FileStats{Path: t.path}
 			byPath[t.path] = fs
 		}
 		if fi, err := t.f.Stat(); err == nil {

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/logwindow/logwindow_exporter/internal/input"
 	"go.uber.org/goleak"
 )
 
@@ -42,7 +43,7 @@ func parseNumbered(line []byte) (int, bool) {
 	return n, true
 }
 
-// collector is a Handler that counts numbered lines exactly.
+// collector is a input.Handler that counts numbered lines exactly.
 type collector struct {
 	mu        sync.Mutex
 	seen      map[int]int
@@ -193,7 +194,7 @@ func (w testWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-func start(t *testing.T, o Options, h Handler) *Follower {
+func start(t *testing.T, o Options, h input.Handler) *Follower {
 	t.Helper()
 	if o.Logger == nil {
 		o.Logger = testLogger(t)
@@ -269,7 +270,7 @@ func TestOptions(t *testing.T) {
 	tests := []struct {
 		name string
 		o    Options
-		h    Handler
+		h    input.Handler
 		want string // error substring; empty: valid
 	}{
 		{name: "defaults", o: Options{Path: filepath.Join(dir, "a.log")}},

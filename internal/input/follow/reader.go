@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/logwindow/logwindow_exporter/internal/input"
 )
 
 // tailLen is how many bytes before the read offset are kept to recognise a
@@ -140,14 +142,14 @@ func (t *tracked) noteRead(p []byte) {
 type lineReader struct {
 	buf  []byte
 	max  int
-	h    Handler
+	h    input.Handler
 	c    *counters
 	stop *atomic.Bool // nil when reading cannot be stopped
 	// chunk is Options.Chunk.
 	chunk func()
 }
 
-func newLineReader(maxLine int, h Handler, c *counters, stop *atomic.Bool) *lineReader {
+func newLineReader(maxLine int, h input.Handler, c *counters, stop *atomic.Bool) *lineReader {
 	return &lineReader{
 		// One byte more than the cap, for the newline that ends the
 		// longest line allowed.

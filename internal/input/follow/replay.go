@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"os"
+
+	"github.com/logwindow/logwindow_exporter/internal/input"
 )
 
 // ReadToEnd reads every file opts.Path names, in name order, from its first
@@ -14,13 +16,13 @@ import (
 // cap as a Follower, without following. FromBeginning, RotationGrace and
 // PollInterval are ignored. Files that cannot be read are skipped, counted in
 // Errors and reported in the error, which also says when nothing matched.
-func ReadToEnd(opts Options, h Handler) (Stats, error) {
+func ReadToEnd(opts Options, h input.Handler) (input.Stats, error) {
 	o, err := opts.normalize()
 	if err != nil {
-		return Stats{}, err
+		return input.Stats{}, err
 	}
 	if h == nil {
-		return Stats{}, errors.New("follow: nil handler")
+		return input.Stats{}, errors.New("follow: nil handler")
 	}
 	var c counters
 	r := newLineReader(o.MaxLineBytes, h, &c, nil)

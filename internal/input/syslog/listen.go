@@ -22,6 +22,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/logwindow/logwindow_exporter/internal/input"
 )
 
 // DefaultSocketMode lets any user write to a unix socket: nginx's workers run as their own
@@ -52,31 +54,6 @@ type Options struct {
 	// QueueDatagrams bounds the datagrams waiting for the handler; 0: 4096.
 	QueueDatagrams int
 	Logger         *slog.Logger
-}
-
-// Handler receives each message (the datagram without its syslog header). line is valid
-// only during the call. Calls come from one goroutine.
-type Handler func(line []byte)
-
-// Stats is a snapshot of a Listener's counters.
-type Stats struct {
-	// Received counts datagrams read from the socket.
-	Received uint64
-	// Malformed counts datagrams without a syslog header, handed on whole.
-	Malformed uint64
-	// TooLong counts datagrams longer than MaxLineBytes, skipped.
-	TooLong uint64
-	// DroppedKernel is the kernel's count of datagrams it dropped because the socket's
-	// receive buffer was full (Linux SO_RXQ_OVFL; UDP). It arrives with the next datagram
-	// received after the drops. A unix datagram socket never drops on the receiving side:
-	// its sender's write fails instead.
-	DroppedKernel uint64
-	// DroppedQueue counts datagrams read but dropped because the in-process queue was full.
-	DroppedQueue uint64
-	// Errors counts failed reads other than the socket being closed.
-	Errors uint64
-	// Lines counts messages handed to the handler.
-	Lines uint64
 }
 
 // Listener is one bound syslog socket.
@@ -127,10 +104,11 @@ func ParseAddress(s string) (Address, error) {
 	return Address{}, fmt.Errorf("%q: the scheme is unixgram:// or udp://, not %q", s, u.Scheme)
 }
 
-// Listen binds the socket and starts handing messages to h. A unix socket file left by a
+// Listen binds the socket and starts handing messages to h (the datagram without its
+// syslog header, with an empty source), from one goroutine. A unix socket file left by a
 // process that died is replaced; a live socket or any other file at the path is an error.
 // Once Listen returns, the socket is bound: datagrams sent from then on are received.
-func Listen(opts Options, h Handler) (*Listener, error) {
+func Listen(opts Options, h input.Handler) (*Listener, error) {
 	addr, err := ParseAddress(opts.Address)
 	if err != nil {
 		return nil, err
@@ -300,7 +278,7 @@ func (l *Listener) read() {
 const maxKeptBuffer = 4 << 10
 
 // deliver hands queued datagrams to h, header stripped.
-func (l *Listener) deliver(h Handler) {
+func (l *Listener) deliver(h input.Handler) {
 	defer l.wg.Done()
 	for b := range l.queue {
 		l.queued.Add(-int64(len(b)))
@@ -309,7 +287,7 @@ func (l *Listener) deliver(h Handler) {
 			l.malformed.Add(1)
 		}
 		l.lines.Add(1)
-		h(msg)
+		h("", msg)
 		if cap(b) <= maxKeptBuffer {
 			select {
 			case l.free <- b:
@@ -323,15 +301,17 @@ func (l *Listener) deliver(h Handler) {
 func (l *Listener) Ready() bool { return true }
 
 // Stats returns the counters.
-func (l *Listener) Stats() Stats {
-	return Stats{
-		Received:      l.received.Load(),
-		Malformed:     l.malformed.Load(),
-		TooLong:       l.tooLong.Load(),
-		DroppedKernel: l.droppedKernel.Load(),
-		DroppedQueue:  l.droppedQueue.Load(),
-		Errors:        l.errs.Load(),
-		Lines:         l.lines.Load(),
+func (l *Listener) Stats() input.Stats {
+	return input.Stats{
+		LinesRead: l.lines.Load(),
+		TooLong:   l.tooLong.Load(),
+		Errors:    l.errs.Load(),
+		Datagrams: &input.DatagramStats{
+			Received:      l.received.Load(),
+			Malformed:     l.malformed.Load(),
+			DroppedKernel: l.droppedKernel.Load(),
+			DroppedQueue:  l.droppedQueue.Load(),
+		},
 	}
 }
 

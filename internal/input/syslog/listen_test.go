@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/logwindow/logwindow_exporter/internal/input"
 	"github.com/logwindow/logwindow_exporter/internal/input/syslog/syslogtest"
 )
 
@@ -23,7 +24,7 @@ type collector struct {
 
 func newCollector() *collector { return &collector{got: make(chan struct{}, 1<<16)} }
 
-func (c *collector) handle(line []byte) {
+func (c *collector) handle(_ string, line []byte) {
 	c.mu.Lock()
 	c.lines = append(c.lines, string(line))
 	c.mu.Unlock()
@@ -50,7 +51,7 @@ func (c *collector) snapshot() []string {
 	return slices.Clone(c.lines)
 }
 
-func listen(t *testing.T, opts Options, h Handler) *Listener {
+func listen(t *testing.T, opts Options, h input.Handler) *Listener {
 	t.Helper()
 	l, err := Listen(opts, h)
 	if err != nil {
@@ -81,7 +82,7 @@ func TestListenReceives(t *testing.T) {
 			if !slices.Equal(got, want) {
 				t.Errorf("lines = %q, want %q", got, want)
 			}
-			if s := l.Stats(); s != (Stats{Received: 3, Malformed: 1, Lines: 3}) {
+			if s := l.Stats(); s.LinesRead != 3 || *s.Datagrams != (input.DatagramStats{Received: 3, Malformed: 1}) {
 				t.Errorf("stats = %+v", s)
 			}
 		})
@@ -97,7 +98,7 @@ func TestListenTooLong(t *testing.T) {
 	if got := c.wait(t, 1); !slices.Equal(got, []string{"short"}) {
 		t.Errorf("lines = %q", got)
 	}
-	if s := l.Stats(); s.Received != 2 || s.TooLong != 1 {
+	if s := l.Stats(); s.Datagrams.Received != 2 || s.TooLong != 1 {
 		t.Errorf("stats = %+v", s)
 	}
 }
@@ -110,20 +111,20 @@ func TestListenQueueFull(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "s.sock")
 	release := make(chan struct{})
 	c := newCollector()
-	l := listen(t, Options{Address: "unixgram://" + path, QueueDatagrams: queue}, func(line []byte) {
+	l := listen(t, Options{Address: "unixgram://" + path, QueueDatagrams: queue}, func(_ string, line []byte) {
 		<-release
-		c.handle(line)
+		c.handle("", line)
 	})
 	datagrams := make([]string, sent)
 	for i := range datagrams {
 		datagrams[i] = "x"
 	}
 	syslogtest.Send(t, "unixgram", path, datagrams...)
-	for l.Stats().Received < sent {
+	for l.Stats().Datagrams.Received < sent {
 		time.Sleep(time.Millisecond) // polling for the reader goroutine, not a timing assertion
 	}
 	close(release)
-	s := l.Stats()
+	s := *l.Stats().Datagrams
 	delivered := len(c.wait(t, sent-int(s.DroppedQueue)))
 	if s.DroppedQueue == 0 || uint64(delivered)+s.DroppedQueue != sent {
 		t.Errorf("delivered %d + dropped %d != sent %d (stats %+v)", delivered, s.DroppedQueue, sent, s)
@@ -147,7 +148,7 @@ func TestSocketFile(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "s.sock")
-			l, err := Listen(Options{Address: "unixgram://" + path, SocketMode: tc.mode}, func([]byte) {})
+			l, err := Listen(Options{Address: "unixgram://" + path, SocketMode: tc.mode}, func(string, []byte) {})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -196,7 +197,7 @@ func TestSocketPathTaken(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "s.sock")
 			tc.prepare(t, path)
 			before, _ := os.Lstat(path)
-			l, err := Listen(Options{Address: "unixgram://" + path}, func([]byte) {})
+			l, err := Listen(Options{Address: "unixgram://" + path}, func(string, []byte) {})
 			if tc.ok != (err == nil) {
 				t.Fatalf("Listen: err = %v, want ok %v", err, tc.ok)
 			}
@@ -215,7 +216,7 @@ func TestSocketPathTaken(t *testing.T) {
 // Stop removes the socket it bound, never a file that replaced it meanwhile.
 func TestStopKeepsReplacedFile(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "s.sock")
-	l, err := Listen(Options{Address: "unixgram://" + path}, func([]byte) {})
+	l, err := Listen(Options{Address: "unixgram://" + path}, func(string, []byte) {})
 	if err != nil {
 		t.Fatal(err)
 	}

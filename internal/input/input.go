@@ -1,0 +1,72 @@
+// Package input is what every source of lines has in common: the handler it feeds and the
+// interface and statistics through which the pipeline runs it and the exposition reports
+// on it. A kind of input (a followed file or glob, a syslog socket) lives in a package
+// below this one and never touches the exposition: it fills Stats, which the exposition
+// reads by name.
+package input
+
+// Handler receives one line. source is the file it was read from, or empty for a line
+// that came by socket; line is valid only during the call and holds no newline. Calls of
+// one input come from one goroutine, in order; a Handler that blocks holds up its input,
+// which is the backpressure.
+type Handler func(source string, line []byte)
+
+// Input is one running source of lines.
+type Input interface {
+	// Ready reports whether the input has opened what it reads (a warm start, a bound
+	// socket), so that its lines are being counted.
+	Ready() bool
+	// Stats is a snapshot of its counters.
+	Stats() Stats
+	// Stop ends the input and waits until its Handler is no longer called.
+	Stop()
+}
+
+// Stats are an input's counters in terms every kind shares; a kind leaves at zero what
+// does not apply to it. The pipeline adds what it counts itself (MalformedLines,
+// Unmatched, joined CRI messages past the line cap in TooLong).
+type Stats struct {
+	// LinesRead counts lines handed to the Handler; TooLong those skipped for their length.
+	LinesRead uint64
+	TooLong   uint64
+	// Rotations counts files that left their path (renamed, deleted or replaced); what
+	// they still hold or receive is read all the same.
+	Rotations uint64
+	// Truncations counts files found shorter than what was read, or rewritten under the
+	// read offset; they are read again from offset 0.
+	Truncations uint64
+	// Errors counts failures to watch, list, stat, open or read (once per episode; each
+	// is retried), or to receive.
+	Errors uint64
+	// Polling is true when change events could not be set up, so that only the poll sees
+	// changes.
+	Polling bool
+	// Files has one entry per path being read, sorted by path.
+	Files []FileStats
+	// Datagrams is set for an input that receives datagrams.
+	Datagrams *DatagramStats
+	// MalformedLines counts lines the input's fields rules could not read, or that are not
+	// of its wrapper's format; Unmatched the lines of its format that no rule matched.
+	MalformedLines uint64
+	Unmatched      uint64
+}
+
+// FileStats describes what is being read under one path.
+type FileStats struct {
+	Path string
+	// BytesBehind is what those files hold beyond what was handed on: the lag of a slow
+	// consumer.
+	BytesBehind int64
+}
+
+// DatagramStats are the counters of a socket input.
+type DatagramStats struct {
+	// Received counts datagrams read from the socket; Malformed those without a syslog
+	// header, handed on whole.
+	Received  uint64
+	Malformed uint64
+	// DroppedKernel counts datagrams the kernel dropped for a full receive buffer;
+	// DroppedQueue those read but dropped for a full queue to the parser.
+	DroppedKernel uint64
+	DroppedQueue  uint64
+}
