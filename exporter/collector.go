@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/logwindow/logwindow_exporter/internal/input"
+	"github.com/logwindow/logwindow_exporter/internal/selfmetric"
 	"github.com/logwindow/logwindow_exporter/internal/store"
 	"github.com/logwindow/logwindow_exporter/parser"
 )
@@ -91,32 +92,30 @@ type selfDescs struct {
 
 // NewCollector returns a Collector reading what opts gives it.
 func NewCollector(opts CollectorOptions) *Collector {
-	rule := []string{"rule"}
-	input := []string{"input"}
 	return &Collector{
 		opts: opts,
 		more: newInputDescs(),
 		self: selfDescs{
-			matched:     prometheus.NewDesc("logwindow_rule_matched_lines_total", "Lines matched by the rule, including lines too old for any window (those of a label set with no live series are in no _total).", rule, nil),
-			dropped:     prometheus.NewDesc("logwindow_rule_dropped_lines_total", "Matched lines not counted as is, by reason: no_value, bad_number and bad_timestamp lines are not counted; late lines (older than the longest window) are in no window, and in a _total only if their label set has a live series; future lines were placed at the current second.", []string{"rule", "reason"}, nil),
-			series:      prometheus.NewDesc("logwindow_rule_series", "Label sets the rule holds, with windows or as kept counters (only _total, after idling past the longest window), the overflow series included.", rule, nil),
-			limit:       prometheus.NewDesc("logwindow_rule_series_limit", "The rule's max_series_per_rule; past it, new label sets are folded into the __overflow__ series.", rule, nil),
-			overflow:    prometheus.NewDesc("logwindow_series_overflow_total", "Matched lines whose label set was folded into the rule's __overflow__ series because the rule held max_series_per_rule series or the series of all rules held --series.max-bytes.", rule, nil),
-			memFolds:    prometheus.NewDesc("logwindow_series_memory_overflow_total", "Matched lines whose new label set was folded into the rule's __overflow__ series because the series of all rules held --series.max-bytes (also counted in logwindow_series_overflow_total).", rule, nil),
-			seriesBytes: prometheus.NewDesc("logwindow_series_bytes", "Estimated heap held by the series of all rules (label sets, counters, float wheels; not what quantile, distinct and top summaries add), which --series.max-bytes bounds.", nil, nil),
-			maxBytes:    prometheus.NewDesc("logwindow_series_max_bytes", "The --series.max-bytes bound; 0 is none.", nil, nil),
-			inputLines:  prometheus.NewDesc("logwindow_input_lines_total", "Complete lines read from the input.", input, nil),
-			tooLong:     prometheus.NewDesc("logwindow_input_too_long_lines_total", "Lines skipped because they exceed the line length cap.", input, nil),
-			rotations:   prometheus.NewDesc("logwindow_input_rotations_total", "Rotations (rename and create, delete and recreate, symlink retarget) seen on the input's files.", input, nil),
-			truncations: prometheus.NewDesc("logwindow_input_truncations_total", "Truncations (copytruncate) seen on the input's files.", input, nil),
-			inputErrs:   prometheus.NewDesc("logwindow_input_errors_total", "Errors while following the input; each is logged and retried.", input, nil),
-			polling:     prometheus.NewDesc("logwindow_input_polling", "1 while the input has no inotify instance (e.g. the per-user instance limit is reached) and sees changes only by polling, up to --input.poll-interval later; a directory whose watch cannot be added is polled too and counted in errors.", input, nil),
-			behind:      prometheus.NewDesc("logwindow_input_behind_bytes", "Bytes of the file not read yet.", []string{"input", "path"}, nil),
-			inputFiles:  prometheus.NewDesc("logwindow_input_files", "Files the input follows now (paths with an open file); 0 when its path matches no file, which is logged as a warning at start and on reload.", input, nil),
-			unmatched:   prometheus.NewDesc("logwindow_input_unmatched_lines_total", "Lines of the input that no rule matched (a line not of the input's format is counted as malformed instead).", input, nil),
-			reloadOK:    prometheus.NewDesc("logwindow_config_last_reload_successful", "Whether the last configuration load succeeded (1) or was refused (0).", nil, nil),
-			reloadTime:  prometheus.NewDesc("logwindow_config_last_reload_success_timestamp_seconds", "Unix time of the last successful configuration load.", nil, nil),
-			collectErrs: prometheus.NewDesc("logwindow_collect_errors_total", "Series (once per scrape) and self-metrics left out of scrapes because they could not be exported.", nil, nil),
+			matched:     selfmetric.RuleMatchedLines.Desc(),
+			dropped:     selfmetric.RuleDroppedLines.Desc(),
+			series:      selfmetric.RuleSeries.Desc(),
+			limit:       selfmetric.RuleSeriesLimit.Desc(),
+			overflow:    selfmetric.SeriesOverflow.Desc(),
+			memFolds:    selfmetric.SeriesMemoryOverflow.Desc(),
+			seriesBytes: selfmetric.SeriesBytes.Desc(),
+			maxBytes:    selfmetric.SeriesMaxBytes.Desc(),
+			inputLines:  selfmetric.InputLines.Desc(),
+			tooLong:     selfmetric.InputTooLongLines.Desc(),
+			rotations:   selfmetric.InputRotations.Desc(),
+			truncations: selfmetric.InputTruncations.Desc(),
+			inputErrs:   selfmetric.InputErrors.Desc(),
+			polling:     selfmetric.InputPolling.Desc(),
+			behind:      selfmetric.InputBehindBytes.Desc(),
+			inputFiles:  selfmetric.InputFiles.Desc(),
+			unmatched:   selfmetric.InputUnmatchedLines.Desc(),
+			reloadOK:    selfmetric.ConfigLastReloadSuccessful.Desc(),
+			reloadTime:  selfmetric.ConfigLastReloadSuccessTimestamp.Desc(),
+			collectErrs: selfmetric.CollectErrors.Desc(),
 		},
 	}
 }

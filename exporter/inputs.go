@@ -1,8 +1,10 @@
 package exporter
 
 import (
-	"github.com/logwindow/logwindow_exporter/internal/input"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/logwindow/logwindow_exporter/internal/input"
+	"github.com/logwindow/logwindow_exporter/internal/selfmetric"
 )
 
 // inputDescs are the self-metrics of inputs beyond following files: syslog sockets, and
@@ -12,13 +14,11 @@ type inputDescs struct {
 }
 
 func newInputDescs() inputDescs {
-	input := []string{"input"}
 	return inputDescs{
-		malformedLines: prometheus.NewDesc("logwindow_input_malformed_lines_total", "Lines that the input's fields rules could not read: not JSON, or not logfmt, as the input's format says (always 0 for inputs no fields rule reads). Rules with a match regex still saw them.", input, nil),
-		received:       prometheus.NewDesc("logwindow_input_datagrams_total", "Datagrams received on the input's syslog socket.", input, nil),
-		malformed:      prometheus.NewDesc("logwindow_input_malformed_datagrams_total", "Datagrams without a syslog header; each was taken whole as the line.", input, nil),
-		dropped: prometheus.NewDesc("logwindow_input_dropped_datagrams_total", "Datagrams lost before parsing, by reason: receive_buffer (the kernel dropped them, a full socket buffer; UDP reports it with the next datagram, a unix socket never drops but makes its sender fail) or queue (the exporter's queue to the parser was full).",
-			[]string{"input", "reason"}, nil),
+		malformedLines: selfmetric.InputMalformedLines.Desc(),
+		received:       selfmetric.InputDatagrams.Desc(),
+		malformed:      selfmetric.InputMalformedDatagrams.Desc(),
+		dropped:        selfmetric.InputDroppedDatagrams.Desc(),
 	}
 }
 

@@ -18,6 +18,7 @@ import (
 
 	"github.com/logwindow/logwindow_exporter/config"
 	"github.com/logwindow/logwindow_exporter/internal/quantity"
+	"github.com/logwindow/logwindow_exporter/internal/selfmetric"
 )
 
 // Options name the dashboard; Grafana's sidecar and links find it by UID. Empty fields
@@ -293,19 +294,19 @@ func (b *builder) health(cfg *config.Config) {
 	sel := "{" + scope + "}"
 	rate := func(family string) string { return "rate(" + family + sel + "[$__rate_interval])" }
 	b.add(timeseries("Lines read/s by input, and those no rule matched", "A rising unmatched rate is a log format the rules do not parse.", "short",
-		target{Expr: "sum by (input) (" + rate("logwindow_input_lines_total") + ")", Legend: "{{input}} read", Range: true},
-		target{Expr: "sum by (input) (" + rate("logwindow_input_unmatched_lines_total") + ")", Legend: "{{input}} unmatched", Range: true}), 8, 8)
+		target{Expr: "sum by (input) (" + rate(selfmetric.InputLines.Name) + ")", Legend: "{{input}} read", Range: true},
+		target{Expr: "sum by (input) (" + rate(selfmetric.InputUnmatchedLines.Name) + ")", Legend: "{{input}} unmatched", Range: true}), 8, 8)
 	b.add(timeseries("Dropped lines/s by rule and reason", "Lines a rule matched but could not count (no value, bad number, late, future ...).", "short",
-		target1("sum by (rule, reason) ("+rate("logwindow_rule_dropped_lines_total")+")", "{{rule}} {{reason}}")), 8, 8)
+		target1("sum by (rule, reason) ("+rate(selfmetric.RuleDroppedLines.Name)+")", "{{rule}} {{reason}}")), 8, 8)
 	if slices.ContainsFunc(cfg.Inputs, func(in config.Input) bool { return in.Path != "" }) {
 		b.add(timeseries("Bytes behind by file", "Bytes of a followed file not read yet.", "bytes",
 			target1("max by (input, path) (logwindow_input_behind_bytes"+sel+")", "{{input}} {{path}}")), 8, 8)
 	}
 	if slices.ContainsFunc(cfg.Inputs, func(in config.Input) bool { return in.Syslog != "" }) {
 		b.add(timeseries("Datagrams/s by syslog input", "Received; taken whole without a syslog header (malformed); lost before parsing (dropped, by reason).", "short",
-			target{Expr: "sum by (input) (" + rate("logwindow_input_datagrams_total") + ")", Legend: "{{input}} received", Range: true},
-			target{Expr: "sum by (input) (" + rate("logwindow_input_malformed_datagrams_total") + ")", Legend: "{{input}} malformed", Range: true},
-			target{Expr: "sum by (input, reason) (" + rate("logwindow_input_dropped_datagrams_total") + ")", Legend: "{{input}} dropped ({{reason}})", Range: true}), 8, 8)
+			target{Expr: "sum by (input) (" + rate(selfmetric.InputDatagrams.Name) + ")", Legend: "{{input}} received", Range: true},
+			target{Expr: "sum by (input) (" + rate(selfmetric.InputMalformedDatagrams.Name) + ")", Legend: "{{input}} malformed", Range: true},
+			target{Expr: "sum by (input, reason) (" + rate(selfmetric.InputDroppedDatagrams.Name) + ")", Legend: "{{input}} dropped ({{reason}})", Range: true}), 8, 8)
 	}
 	b.add(timeseries("Series vs budget by rule", "Live label sets over max_series_per_rule; at 100% new label sets fold into __overflow__.", "percentunit",
 		target1("max by (rule) (logwindow_rule_series"+sel+" / logwindow_rule_series_limit"+sel+")", "{{rule}}")), 12, 8)

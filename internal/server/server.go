@@ -26,6 +26,7 @@ import (
 	"github.com/logwindow/logwindow_exporter/exporter"
 	"github.com/logwindow/logwindow_exporter/internal/configwatch"
 	"github.com/logwindow/logwindow_exporter/internal/pipeline"
+	"github.com/logwindow/logwindow_exporter/internal/selfmetric"
 	"github.com/logwindow/logwindow_exporter/internal/server/status"
 )
 
@@ -114,7 +115,7 @@ func NewRegistry(coll *exporter.Collector) *prometheus.Registry {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(
 		coll,
-		versioncollector.NewCollector("logwindow"),
+		versioncollector.NewCollector(selfmetric.Namespace),
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/logwindow/logwindow_exporter/config"
 	"github.com/logwindow/logwindow_exporter/internal/explain"
+	"github.com/logwindow/logwindow_exporter/internal/selfmetric"
 )
 
 // view is what the template renders.
@@ -139,8 +140,8 @@ func (o *Options) view() *view {
 	for _, f := range families {
 		m[f.GetName()] = f.GetMetric()
 	}
-	ok, okFound := m.get("logwindow_config_last_reload_successful")
-	at, atFound := m.get("logwindow_config_last_reload_success_timestamp_seconds")
+	ok, okFound := m.get(selfmetric.ConfigLastReloadSuccessful.Name)
+	at, atFound := m.get(selfmetric.ConfigLastReloadSuccessTimestamp.Name)
 	switch {
 	case !okFound:
 		v.Reload = "unknown"
@@ -168,24 +169,24 @@ func (o *Options) view() *view {
 func newInputRow(m metrics, in config.Input) inputRow {
 	l := inputLabel(in)
 	row := inputRow{Name: in.Name, Source: in.Source(),
-		Lines:     m.text("logwindow_input_lines_total", "input", l),
-		Unmatched: m.text("logwindow_input_unmatched_lines_total", "input", l),
-		Malformed: m.text("logwindow_input_malformed_lines_total", "input", l),
-		TooLong:   m.text("logwindow_input_too_long_lines_total", "input", l),
-		Errors:    m.text("logwindow_input_errors_total", "input", l),
+		Lines:     m.text(selfmetric.InputLines.Name, "input", l),
+		Unmatched: m.text(selfmetric.InputUnmatchedLines.Name, "input", l),
+		Malformed: m.text(selfmetric.InputMalformedLines.Name, "input", l),
+		TooLong:   m.text(selfmetric.InputTooLongLines.Name, "input", l),
+		Errors:    m.text(selfmetric.InputErrors.Name, "input", l),
 	}
 	if row.Malformed == "–" {
-		row.Malformed = m.text("logwindow_input_malformed_datagrams_total", "input", l)
+		row.Malformed = m.text(selfmetric.InputMalformedDatagrams.Name, "input", l)
 	}
 	var behind float64
-	for _, s := range m["logwindow_input_behind_bytes"] {
+	for _, s := range m[selfmetric.InputBehindBytes.Name] {
 		if label(s, "input") == l {
 			row.Files = append(row.Files, pair{label(s, "path"), number(sampleValue(s))})
 			behind += sampleValue(s)
 		}
 	}
 	slices.SortFunc(row.Files, func(a, b pair) int { return strings.Compare(a.Name, b.Name) })
-	row.FilesFollowed = m.text("logwindow_input_files", "input", l)
+	row.FilesFollowed = m.text(selfmetric.InputFiles.Name, "input", l)
 	if row.FilesFollowed == "–" && in.Syslog == "" {
 		row.FilesFollowed = strconv.Itoa(len(row.Files))
 	}
@@ -195,10 +196,10 @@ func newInputRow(m metrics, in config.Input) inputRow {
 
 func newRuleRow(m metrics, r *config.Rule) ruleRow {
 	row := ruleRow{Name: r.Name, Match: r.Match, Expanded: r.Expanded,
-		Matched:  m.text("logwindow_rule_matched_lines_total", "rule", r.Name),
-		Series:   m.text("logwindow_rule_series", "rule", r.Name),
-		Limit:    m.text("logwindow_rule_series_limit", "rule", r.Name),
-		Overflow: m.text("logwindow_series_overflow_total", "rule", r.Name),
+		Matched:  m.text(selfmetric.RuleMatchedLines.Name, "rule", r.Name),
+		Series:   m.text(selfmetric.RuleSeries.Name, "rule", r.Name),
+		Limit:    m.text(selfmetric.RuleSeriesLimit.Name, "rule", r.Name),
+		Overflow: m.text(selfmetric.SeriesOverflow.Name, "rule", r.Name),
 		Kind:     "counts lines",
 	}
 	if r.IsValueRule() {
@@ -216,7 +217,7 @@ func newRuleRow(m metrics, r *config.Rule) ruleRow {
 	if r.Inputs != nil {
 		row.Inputs = strings.Join(r.Inputs, ", ")
 	}
-	for _, s := range m["logwindow_rule_dropped_lines_total"] {
+	for _, s := range m[selfmetric.RuleDroppedLines.Name] {
 		if label(s, "rule") == r.Name && sampleValue(s) > 0 {
 			row.Dropped = append(row.Dropped, pair{label(s, "reason"), number(sampleValue(s))})
 		}

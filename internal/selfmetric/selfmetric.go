@@ -1,0 +1,95 @@
+// Package selfmetric names the exporter's own metric families, with their HELP and label
+// names, once: the exposition builds its descriptors from them, and the status page and
+// the dashboard read the same names back, so none of them spells a name of its own.
+package selfmetric
+
+import "github.com/prometheus/client_golang/prometheus"
+
+// Namespace starts every self-metric's name; config keeps rule names out of it.
+const Namespace = "logwindow"
+
+// Metric is one self-metric family.
+type Metric struct {
+	Name   string
+	Help   string
+	Labels []string
+}
+
+// Desc is the descriptor the exposition sends samples of m with.
+func (m Metric) Desc() *prometheus.Desc { return prometheus.NewDesc(m.Name, m.Help, m.Labels, nil) }
+
+// The self-metrics, by what they count.
+var (
+	RuleMatchedLines = Metric{"logwindow_rule_matched_lines_total",
+		"Lines matched by the rule, including lines too old for any window (those of a label set with no live series are in no _total).",
+		[]string{"rule"}}
+	RuleDroppedLines = Metric{"logwindow_rule_dropped_lines_total",
+		"Matched lines not counted as is, by reason: no_value, bad_number and bad_timestamp lines are not counted; late lines (older than the longest window) are in no window, and in a _total only if their label set has a live series; future lines were placed at the current second.",
+		[]string{"rule", "reason"}}
+	RuleSeries = Metric{"logwindow_rule_series",
+		"Label sets the rule holds, with windows or as kept counters (only _total, after idling past the longest window), the overflow series included.",
+		[]string{"rule"}}
+	RuleSeriesLimit = Metric{"logwindow_rule_series_limit",
+		"The rule's max_series_per_rule; past it, new label sets are folded into the __overflow__ series.",
+		[]string{"rule"}}
+	SeriesOverflow = Metric{"logwindow_series_overflow_total",
+		"Matched lines whose label set was folded into the rule's __overflow__ series because the rule held max_series_per_rule series or the series of all rules held --series.max-bytes.",
+		[]string{"rule"}}
+	SeriesMemoryOverflow = Metric{"logwindow_series_memory_overflow_total",
+		"Matched lines whose new label set was folded into the rule's __overflow__ series because the series of all rules held --series.max-bytes (also counted in logwindow_series_overflow_total).",
+		[]string{"rule"}}
+	SeriesBytes = Metric{"logwindow_series_bytes",
+		"Estimated heap held by the series of all rules (label sets, counters, float wheels; not what quantile, distinct and top summaries add), which --series.max-bytes bounds.",
+		nil}
+	SeriesMaxBytes = Metric{"logwindow_series_max_bytes",
+		"The --series.max-bytes bound; 0 is none.",
+		nil}
+	InputLines = Metric{"logwindow_input_lines_total",
+		"Complete lines read from the input.",
+		[]string{"input"}}
+	InputTooLongLines = Metric{"logwindow_input_too_long_lines_total",
+		"Lines skipped because they exceed the line length cap.",
+		[]string{"input"}}
+	InputRotations = Metric{"logwindow_input_rotations_total",
+		"Rotations (rename and create, delete and recreate, symlink retarget) seen on the input's files.",
+		[]string{"input"}}
+	InputTruncations = Metric{"logwindow_input_truncations_total",
+		"Truncations (copytruncate) seen on the input's files.",
+		[]string{"input"}}
+	InputErrors = Metric{"logwindow_input_errors_total",
+		"Errors while following the input; each is logged and retried.",
+		[]string{"input"}}
+	InputPolling = Metric{"logwindow_input_polling",
+		"1 while the input has no inotify instance (e.g. the per-user instance limit is reached) and sees changes only by polling, up to --input.poll-interval later; a directory whose watch cannot be added is polled too and counted in errors.",
+		[]string{"input"}}
+	InputBehindBytes = Metric{"logwindow_input_behind_bytes",
+		"Bytes of the file not read yet.",
+		[]string{"input", "path"}}
+	InputFiles = Metric{"logwindow_input_files",
+		"Files the input follows now (paths with an open file); 0 when its path matches no file, which is logged as a warning at start and on reload.",
+		[]string{"input"}}
+	InputUnmatchedLines = Metric{"logwindow_input_unmatched_lines_total",
+		"Lines of the input that no rule matched (a line not of the input's format is counted as malformed instead).",
+		[]string{"input"}}
+	ConfigLastReloadSuccessful = Metric{"logwindow_config_last_reload_successful",
+		"Whether the last configuration load succeeded (1) or was refused (0).",
+		nil}
+	ConfigLastReloadSuccessTimestamp = Metric{"logwindow_config_last_reload_success_timestamp_seconds",
+		"Unix time of the last successful configuration load.",
+		nil}
+	CollectErrors = Metric{"logwindow_collect_errors_total",
+		"Series (once per scrape) and self-metrics left out of scrapes because they could not be exported.",
+		nil}
+	InputMalformedLines = Metric{"logwindow_input_malformed_lines_total",
+		"Lines that the input's fields rules could not read: not JSON, or not logfmt, as the input's format says (always 0 for inputs no fields rule reads). Rules with a match regex still saw them.",
+		[]string{"input"}}
+	InputDatagrams = Metric{"logwindow_input_datagrams_total",
+		"Datagrams received on the input's syslog socket.",
+		[]string{"input"}}
+	InputMalformedDatagrams = Metric{"logwindow_input_malformed_datagrams_total",
+		"Datagrams without a syslog header; each was taken whole as the line.",
+		[]string{"input"}}
+	InputDroppedDatagrams = Metric{"logwindow_input_dropped_datagrams_total",
+		"Datagrams lost before parsing, by reason: receive_buffer (the kernel dropped them, a full socket buffer; UDP reports it with the next datagram, a unix socket never drops but makes its sender fail) or queue (the exporter's queue to the parser was full).",
+		[]string{"input", "reason"}}
+)
