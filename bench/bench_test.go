@@ -239,7 +239,7 @@ func TestBenchConfig(t *testing.T) {
 	}
 }
 
-// generator returns gen-nginx-log.py or skips: it lives outside the repository.
+// generator returns gen-nginx-log.py (tools/ at the module root, or $LOGWINDOW_NGINX_LOG_GEN) or skips.
 func generator(tb testing.TB) string {
 	tb.Helper()
 	if _, err := exec.LookPath("python3"); err != nil {
@@ -247,7 +247,7 @@ func generator(tb testing.TB) string {
 	}
 	gen := os.Getenv(generatorEnv)
 	if gen == "" {
-		gen = filepath.Join("..", "..", "shared", "tools", "gen-nginx-log.py")
+		gen = filepath.Join("..", "tools", "gen-nginx-log.py")
 	}
 	if _, err := os.Stat(gen); err != nil {
 		tb.Skipf("gen-nginx-log.py not found (%v); set %s", err, generatorEnv)

@@ -39,7 +39,7 @@ import (
 //go:embed nginx.mtail
 var mtailProgram []byte
 
-// generatorEnv names gen-nginx-log.py when it is not at ../shared/tools next to the module
+// generatorEnv names gen-nginx-log.py when it is not the module's tools/gen-nginx-log.py
 // (the parser's benchmarks read the same variable).
 const generatorEnv = "LOGWINDOW_NGINX_LOG_GEN"
 
@@ -78,7 +78,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.BoolVar(&o.scrape, "scrape", false, "also time scrapes of a rule holding -series series (first file only)")
 	fs.IntVar(&o.series, "series", 10000, "series budget of the scrape benchmark's rule")
 	fs.IntVar(&o.scrapes, "scrapes", 10, "scrapes timed by the scrape benchmark")
-	fs.StringVar(&o.gen, "gen", os.Getenv(generatorEnv), "gen-nginx-log.py (default: $"+generatorEnv+" or ../shared/tools/ next to the module)")
+	fs.StringVar(&o.gen, "gen", os.Getenv(generatorEnv), "gen-nginx-log.py (default: $"+generatorEnv+" or the module's tools/)")
 	fs.Func("bin", "logwindow_exporter binary (default: build the module); repeat to compare builds run by run", func(v string) error {
 		o.bins = append(o.bins, v)
 		return nil
@@ -318,7 +318,7 @@ func (o *options) locate(dir string) error {
 		o.configJSON = filepath.Join(root, "example-rules-json.yaml")
 	}
 	if o.gen == "" {
-		o.gen = filepath.Join(root, "..", "shared", "tools", "gen-nginx-log.py")
+		o.gen = filepath.Join(root, "tools", "gen-nginx-log.py")
 	}
 	if _, err := os.Stat(o.gen); err != nil {
 		return fmt.Errorf("log generator: %w (give -gen or $%s)", err, generatorEnv)

@@ -128,7 +128,7 @@ print(sorted(wall)[n // 2], sorted(cpu)[n // 2])
 `
 
 // zlibTime is what zlib's fastest level takes on body: the yardstick of a scrape's cost
-// (SPEC: at most 3× it), measured in the same run as the scrapes.
+// (the bound is at most 3× it), measured in the same run as the scrapes.
 func zlibTime(body []byte, n int) (scrapeTimes, error) {
 	cmd := exec.Command("python3", "-c", zlibScript, strconv.Itoa(n))
 	cmd.Stdin = bytes.NewReader(body)

@@ -21,8 +21,7 @@ import (
 	"github.com/logwindow/logwindow_exporter/windows"
 )
 
-// defaultWindows are the windows of a rule when neither it nor global sets any (SPEC
-// "Configuration"); each Config gets its own copy, so no caller can change another's.
+// defaultWindows are the windows of a rule when neither it nor global sets any; each Config gets its own copy, so no caller can change another's.
 var defaultWindows = []time.Duration{time.Minute, 5 * time.Minute, 15 * time.Minute, time.Hour, 24 * time.Hour}
 
 // defaultWindowNames are defaultWindows as the `window` label shows them.

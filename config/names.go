@@ -76,7 +76,7 @@ func (d *decoder) collisions(rules []*Rule) {
 }
 
 // lint runs the linter of `promtool check metrics` on the families a rule exports, with
-// its label names: SPEC promises lint-clean output, and a name only the user chose (an
+// its label names: the exposition is promised lint-clean, and a name only the user chose (an
 // abbreviated unit, camelCase, a "le" label) is better refused at load than flagged later.
 // Each distinct finding is returned once, with the first family showing it.
 func lint(r *Rule) []string {

@@ -14,7 +14,7 @@ import (
 
 // TestFleetQuantiles runs two exporters on one nginx log, as the sidecars of two pods
 // serving the same traffic would, and one Prometheus scraping both: the fleet-wide p99 of
-// SPEC, histogram_quantile over the window histograms summed by le, answers; it equals one
+// the docs, histogram_quantile over the window histograms summed by le, answers; it equals one
 // pod's (both saw the same lines), the fleet's _count is both pods' lines, and each pod has
 // its own p99 gauge.
 func TestFleetQuantiles(t *testing.T) {

@@ -1,6 +1,6 @@
 package e2e
 
-// Issue 5, rows 23 and 24: the built binary as a process, attacked over loopback and killed.
+// The built binary as a process, attacked over loopback and killed.
 
 import (
 	"bytes"
@@ -135,7 +135,7 @@ func (p *exporterProcess) waitForLines(want float64) map[string]*dto.MetricFamil
 	}
 }
 
-// Row 24: the exporter is killed with SIGKILL while it reads, lines keep coming, and it is
+// the exporter is killed with SIGKILL while it reads, lines keep coming, and it is
 // started again. With start_at: beginning and event-time rules it reads the whole file
 // again, and the windows equal a naive count of the file's lines at the instant of the
 // scrape. Line times are relative to the real clock (within the last few minutes, plus a
@@ -224,7 +224,7 @@ func TestKillAndRestartRebuildsWindows(t *testing.T) {
 	}
 }
 
-// Row 23: wrong basic-auth passwords flood the exporter while Prometheus scrapes it with the
+// wrong basic-auth passwords flood the exporter while Prometheus scrapes it with the
 // right one. exporter-toolkit checks passwords with bcrypt, one at a time across all
 // requests, and caches the outcome of 100 (user, password) pairs with random eviction; a
 // flood of distinct wrong passwords evicts the right one, so some scrapes wait for a bcrypt

@@ -314,7 +314,7 @@ logwindow_rule_dropped_lines_total{reason="no_value",rule="http_requests"} 0
 `,
 	}, {
 		// A log read from its beginning brings a label set's old lines before its recent
-		// ones: SPEC counts them all in _total.
+		// ones: _total counts them all.
 		name:   "old lines read before recent ones count in the label set's _total",
 		budget: 2,
 		rules:  []*config.Rule{storetest.EventRule("http_requests", storetest.OneMin, "status")},

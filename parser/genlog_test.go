@@ -14,7 +14,7 @@ const generatorEnv = "LOGWINDOW_NGINX_LOG_GEN"
 
 // nginxLog returns the lines of `gen-nginx-log.py lines seed`, generated into a temporary
 // directory (the log is never part of the repository). The script is $LOGWINDOW_NGINX_LOG_GEN
-// or tools/ or shared/tools/ in the working directory or one of its parents.
+// or tools/ in the working directory or one of its parents (the module root has it).
 func nginxLog(tb testing.TB, lines, seed int) [][]byte {
 	tb.Helper()
 	python, err := exec.LookPath("python3")
@@ -23,11 +23,8 @@ func nginxLog(tb testing.TB, lines, seed int) [][]byte {
 	}
 	gen := os.Getenv(generatorEnv)
 	for dir, _ := os.Getwd(); gen == "" && dir != filepath.Dir(dir); dir = filepath.Dir(dir) {
-		for _, sub := range []string{"tools", filepath.Join("shared", "tools")} {
-			if p := filepath.Join(dir, sub, "gen-nginx-log.py"); fileExists(p) {
-				gen = p
-				break
-			}
+		if p := filepath.Join(dir, "tools", "gen-nginx-log.py"); fileExists(p) {
+			gen = p
 		}
 	}
 	if gen == "" {

@@ -25,7 +25,7 @@ func newModel(l *Layout) *model {
 	return &model{longest: l.Longest()}
 }
 
-// add follows the placement rules of SPEC: the series' time is the newest now, events
+// add follows the documented placement rules: the series' time is the newest now, events
 // older than the longest window are Late, events after now are placed at now. A now that
 // went back by the longest window or more starts the series over.
 func (m *model) add(now, at int64, v float64) Placement {

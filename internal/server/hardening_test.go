@@ -1,8 +1,8 @@
 package server
 
-// Issue 5, rows 17-22: hostile logs, configs and clocks against the real pipeline. Each row
-// is one test; the configs are in testdata/hardening, with LOGFILE standing for the path of
-// the log the test writes. Rows 23 and 24 run the built binary: hardening_process_test.go.
+// Hostile logs, configs and clocks against the real pipeline, one test each; the configs
+// are internal/testutil/hardening's, with LOGFILE standing for the path of the log the test
+// writes. The cases that run the built binary are in e2e/hardening_process_test.go.
 
 import (
 	"fmt"
@@ -90,7 +90,7 @@ func heapAfterGC() uint64 {
 	return ms.HeapAlloc
 }
 
-// Row 17: a million unique URIs as a label. Lines go through the parser into the series
+// a million unique URIs as a label. Lines go through the parser into the series
 // store directly (a file of a million lines would take minutes under -race); the same
 // properties are checked through a real file in TestUniqueURIsThroughFile.
 func TestUniqueURIsStayWithinBudget(t *testing.T) {
@@ -156,7 +156,7 @@ func TestUniqueURIsStayWithinBudget(t *testing.T) {
 	}
 }
 
-// Row 17 through a real file and the HTTP handler: the same budget properties, and a
+// Through a real file and the HTTP handler: the same budget properties, and a
 // scrape of a rule at its budget passes lint (startExporter's cleanup).
 func TestUniqueURIsThroughFile(t *testing.T) {
 	const budget, lines = 50, 2000
@@ -182,7 +182,7 @@ func TestUniqueURIsThroughFile(t *testing.T) {
 }
 
 // BenchmarkScrapeAtBudget measures one scrape over HTTP (collect, encode, transfer) of a
-// rule holding the SPEC's default budget of 10,000 series with the five default windows,
+// rule holding the default budget of 10,000 series with the five default windows,
 // filled through a real file.
 func BenchmarkScrapeAtBudget(b *testing.B) {
 	const budget = 10_000
@@ -207,7 +207,7 @@ func hostileLine(path, agent string) string {
 	return `10.0.0.1 - - [14/Nov/2023:22:13:20 +0000] "GET ` + path + ` HTTP/1.1" 200 5 "-" "` + agent + `" 0.001 0.001`
 }
 
-// Row 18: invalid UTF-8, NUL bytes and 64 KiB values in label values. Every scrape must
+// invalid UTF-8, NUL bytes and 64 KiB values in label values. Every scrape must
 // answer 200 and parse (scrape fails the test otherwise), every label value must be valid
 // UTF-8 and capped, values equal after that must share one series (two samples with one
 // label set would fail the scrape), and the registry must lint clean (startExporter's
@@ -268,7 +268,7 @@ func TestHostileLabelValues(t *testing.T) {
 	})
 }
 
-// Row 18 for file names: a glob input picks up a file whose name is not UTF-8, which the
+// For file names: a glob input picks up a file whose name is not UTF-8, which the
 // self-metrics carry as a path label.
 func TestHostileFileName(t *testing.T) {
 	config := hardening.Config(t, "hostile.yaml")
@@ -290,7 +290,7 @@ func TestHostileFileName(t *testing.T) {
 	}
 }
 
-// Row 19: a rule whose families would share a metric name with another rule's, or with the
+// a rule whose families would share a metric name with another rule's, or with the
 // exporter's own metrics, would make every scrape fail with duplicate families. Such a
 // config is refused at load (--config.check shows the same load) and on reload,
 // where the running config keeps counting.
@@ -340,7 +340,7 @@ func TestCollidingRulesRefused(t *testing.T) {
 	}
 }
 
-// Row 20: the processing-time clock (pipeline.Options.Now, injected here) steps back an hour,
+// the processing-time clock (pipeline.Options.Now, injected here) steps back an hour,
 // forward a year, or jumps while lines wait to be read (a suspend). Processing time moves
 // by the clock's forward differences only: a backwards step makes it stand still until the
 // clock moves on, and then it moves with it, so no event is dropped and no window goes
@@ -446,8 +446,8 @@ func TestClockSteps(t *testing.T) {
 	})
 }
 
-// Row 21: event-time lines out of order by up to ±60 s, from the far past and from the far
-// future. Each is placed or counted as SPEC says: late lines (older than the longest
+// event-time lines out of order by up to ±60 s, from the far past and from the far
+// future. Each is placed or counted as documented: late lines (older than the longest
 // window) only in _total and the late counter, future lines at the current second and in
 // the future counter; the windows match a naive count, now and two minutes later.
 func TestEventTimeOrder(t *testing.T) {
@@ -513,7 +513,7 @@ func statusTotals(m map[string]*dto.MetricFamily) map[string]float64 {
 	return out
 }
 
-// Row 22: a client puts `" 500 ` in its request to have its line counted as a server error.
+// a client puts `" 500 ` in its request to have its line counted as a server error.
 // nginx escapes `"` in $request as \x22 by default, and since 1.21.1 answers a request
 // line with spaces with 400: such a line must count under 400. With escape=none the quote
 // is raw and the line is ambiguous; it may go uncounted, never under the forged status.

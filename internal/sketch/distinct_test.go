@@ -12,7 +12,7 @@ import (
 	"github.com/logwindow/logwindow_exporter/windows"
 )
 
-// distinctBound is the SPEC's bound on a distinct count: within max(2, 2 %) of the exact
+// distinctBound is the documented bound on a distinct count: within max(2, 2 %) of the exact
 // count, so exact or off by at most 2 up to 100 values.
 func distinctBound(got uint64, exact int) bool {
 	return math.Abs(float64(got)-float64(exact)) <= max(2, 0.02*float64(exact))

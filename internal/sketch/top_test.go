@@ -174,7 +174,7 @@ const topK = 5
 
 // TestWindowedTop is the reference model for the windowed top values: every line is stored
 // with its second, value and weight, and each read compares every window's summary with
-// the exact sums per value from the start of the window's edge slot through now (SPEC:
+// the exact sums per value from the start of the window's edge slot through now (as documented:
 // 10 s slots for windows ≤ 5m, 1 min ≤ 1h, 1 h beyond): the window's total; the error
 // bound at most total/(capacity+1); every reported sum at most the bound below the exact
 // one and never above it; no value left out whose exact sum beats the k-th reported (or

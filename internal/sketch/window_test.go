@@ -102,7 +102,7 @@ func stream(r *rand.Rand, from, secs int64, add func(now int64) []timed) []tick 
 // TestWindowedQuantiles is the reference model for the windowed quantiles: every value is
 // stored with its second, and each read compares every window's quantiles (and bucket
 // counts) with the exact rank ⌈q·n⌉ among the values from the start of the window's edge
-// slot (SPEC: up to 10 s for windows ≤ 5m, 1 min ≤ 1h, 1 h beyond) through now.
+// slot (as documented: up to 10 s for windows ≤ 5m, 1 min ≤ 1h, 1 h beyond) through now.
 func TestWindowedQuantiles(t *testing.T) {
 	bounds := []float64{0.005, 0.01, 0.1, 1, 10}
 	l, err := windows.NewLayout(defaultWindows, windows.Options{Summaries: []windows.SummaryKind{QuantilesKind, BucketsKind(bounds)}})

@@ -8,7 +8,7 @@ import (
 	"testing"
 )
 
-// nginxMain is the NGINX_MAIN pattern of SPEC.md, anchored as the example rules use it.
+// nginxMain is the NGINX_MAIN pattern of the example rules, anchored as the example rules use it.
 const nginxMain = `^(?P<remote_addr>\S+) \S+ (?P<remote_user>\S+) \[(?P<time_local>[^\]]+)\] "(?P<method>[A-Z]+) (?P<path>[^ "?]*)[^ "]* (?P<protocol>[^"]*)" (?P<status>\d{3}) (?P<body_bytes_sent>\d+) "(?P<referer>[^"]*)" "(?P<user_agent>[^"]*)" (?P<request_time>[\d.]+) (?P<upstream_time>\S+(?:, \S+)*)$`
 
 // combined is a combined-format regex as commonly written for nginx/Apache,

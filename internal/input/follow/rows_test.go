@@ -1,7 +1,8 @@
 package follow
 
-// The rows of the tailing test matrix (issue 5). Each logs its measured lost
-// and duplicated lines; run with -v to read them.
+// The tailing test matrix: how files are written, rotated and truncated in the
+// wild, one test each. Each logs its measured lost and duplicated lines; run
+// with -v to read them.
 
 import (
 	"fmt"
@@ -18,7 +19,7 @@ import (
 	"go.uber.org/goleak"
 )
 
-// Row 1.
+// Lines appended by one writer, nothing else.
 func TestAppendedLines(t *testing.T) {
 	const n = 100_000
 	for _, m := range modes {
@@ -37,7 +38,7 @@ func TestAppendedLines(t *testing.T) {
 	}
 }
 
-// Rows 2 and 3: rename+create, the writer reopening at once or only after
+// rename+create, the writer reopening at once or only after
 // writing more lines to the renamed file (nginx until USR1), with or without
 // logrotate creating the new file first.
 func TestRenameCreate(t *testing.T) {
@@ -107,7 +108,7 @@ func rotate(t *testing.T, f *Follower, p string, n, from, to int) {
 	waitFor(t, fmt.Sprintf("file %d opened", n+1), func() bool { return openUnder(f, p) == n+1 })
 }
 
-// Row 4: the handler is blocked while the file is rotated twice; the middle
+// the handler is blocked while the file is rotated twice; the middle
 // file, which the reader never saw at the path, is read in full.
 func TestRotationsWhileHandlerBlocked(t *testing.T) {
 	for _, m := range modes {
@@ -125,7 +126,7 @@ func TestRotationsWhileHandlerBlocked(t *testing.T) {
 	}
 }
 
-// Row 5: logrotate's copytruncate while the writer keeps appending. Lines
+// logrotate's copytruncate while the writer keeps appending. Lines
 // written between the copy and the truncation are lost by design; the test
 // measures the loss and checks that nothing else is lost.
 func TestCopyTruncate(t *testing.T) {
@@ -220,7 +221,7 @@ func copyFile(t *testing.T, from, to string) int {
 	return int(n / lineLen)
 }
 
-// Row 6: the file is truncated and refilled past its old size before the
+// the file is truncated and refilled past its old size before the
 // reader looks again (here the reader is held in the handler, which is the
 // same as the change happening between two polls).
 func TestTruncateRefill(t *testing.T) {
@@ -247,7 +248,7 @@ func TestTruncateRefill(t *testing.T) {
 	}
 }
 
-// Row 7: `echo $x > f` twenty times, a line of the same length each time
+// `echo $x > f` twenty times, a line of the same length each time
 // (upstream #62): the size never changes, only the bytes do.
 func TestEchoRewrite(t *testing.T) {
 	for _, m := range modes {
@@ -313,7 +314,7 @@ func TestTouchIsNoRewrite(t *testing.T) {
 	}
 }
 
-// Row 8: every line written with two write() calls.
+// every line written with two write() calls.
 func TestSplitWrites(t *testing.T) {
 	const n = 20_000
 	for _, m := range modes {
@@ -337,7 +338,7 @@ func TestSplitWrites(t *testing.T) {
 	}
 }
 
-// Row 9: the file is deleted and created again, three times.
+// the file is deleted and created again, three times.
 func TestDeleteRecreate(t *testing.T) {
 	for _, m := range modes {
 		t.Run(m.name, func(t *testing.T) {
@@ -363,7 +364,7 @@ func TestDeleteRecreate(t *testing.T) {
 	}
 }
 
-// Row 10: the path is a symlink into another directory, retargeted to a file
+// the path is a symlink into another directory, retargeted to a file
 // that already holds lines; the old target's late lines are read too.
 func TestSymlinkRetarget(t *testing.T) {
 	for _, m := range modes {
@@ -396,7 +397,7 @@ func TestSymlinkRetarget(t *testing.T) {
 	}
 }
 
-// Row 11: the file does not exist at Start; its first lines count even
+// the file does not exist at Start; its first lines count even
 // though the input starts at the end.
 func TestLateFile(t *testing.T) {
 	for _, m := range modes {
@@ -415,7 +416,7 @@ func TestLateFile(t *testing.T) {
 	}
 }
 
-// Row 12: 100 MiB without a newline. The heap must not grow with it, the
+// 100 MiB without a newline. The heap must not grow with it, the
 // line is counted as too long, and the lines after it are read.
 func TestNoNewline100MiB(t *testing.T) {
 	const total, chunk = 100 << 20, 1 << 20
@@ -480,7 +481,7 @@ func TestNoNewline100MiB(t *testing.T) {
 
 func mib(b uint64) float64 { return float64(b) / (1 << 20) }
 
-// Row 14: start, rotate, stop, 200 times: no deadlock, no goroutine left.
+// start, rotate, stop, 200 times: no deadlock, no goroutine left.
 func TestStartRotateStop(t *testing.T) {
 	dir := t.TempDir()
 	for i := 0; i < 200; i++ {
@@ -505,7 +506,7 @@ func TestStartRotateStop(t *testing.T) {
 	goleak.VerifyNone(t)
 }
 
-// Row 15: a slow consumer during a rotation: nothing is lost and the lag is
+// a slow consumer during a rotation: nothing is lost and the lag is
 // visible, exactly, as bytes behind.
 func TestSlowConsumer(t *testing.T) {
 	for _, m := range modes {

@@ -1,7 +1,7 @@
 package follow
 
-// Rows that need a process of their own: an exhausted inotify limit (row 13)
-// and a file we are not allowed to read (row 16), which root always may.
+// Cases of the tailing matrix that need a process of their own: an exhausted
+// inotify limit and a file we are not allowed to read, which root always may.
 
 import (
 	"errors"
@@ -38,7 +38,7 @@ func runChild(t *testing.T, exe string, env []string, attr *syscall.SysProcAttr)
 	return err // the child could not be started
 }
 
-// Row 13: with no inotify instance left, Start neither exits nor fails: it
+// with no inotify instance left, Start neither exits nor fails: it
 // polls, counts the error, and loses nothing.
 //
 // The child runs in a user namespace of its own, where it may lower
@@ -102,7 +102,7 @@ func inotifyExhausted(t *testing.T) {
 	c.expectExactly(t, span{1, 2000})
 }
 
-// Row 16: after a rotation the rotated file is made unreadable (we keep
+// after a rotation the rotated file is made unreadable (we keep
 // reading it through the descriptor we hold) and the new file is created
 // unreadable (as logrotate's "create 0600 root adm" does to a reader not in
 // the group): the follower stays up, counts the error once, and reads the

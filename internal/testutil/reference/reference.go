@@ -1,12 +1,12 @@
 // Package reference holds what the reference-model tests of several packages compute the
-// same way: the behaviour SPEC promises, written from SPEC rather than from the code under
+// same way: the behaviour the docs promise, written from them rather than from the code under
 // test, so that a model cannot share a mistake with the wheels it checks.
 package reference
 
 import "time"
 
 // SummaryEdge returns the oldest second a window of a summary (quantiles, distinct values,
-// top values) holds at second now: SPEC lets a window's old edge be served by slots up to
+// top values) holds at second now: the docs let a window's old edge be served by slots up to
 // 10 s wide for windows up to 5m, a minute up to 1h and an hour beyond (days beyond 300h),
 // aligned to absolute time, so the window reaches back to the start of the slot holding
 // its oldest second.

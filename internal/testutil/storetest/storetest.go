@@ -24,7 +24,7 @@ var (
 	OneMin  = []time.Duration{time.Minute}
 	TenSec  = []time.Duration{10 * time.Second, time.Minute}
 	MinFive = []time.Duration{time.Minute, 5 * time.Minute}
-	// DefaultWindows are SPEC's default windows.
+	// DefaultWindows are a rule's default windows.
 	DefaultWindows = []time.Duration{time.Minute, 5 * time.Minute, 15 * time.Minute, time.Hour, 24 * time.Hour}
 )
 
