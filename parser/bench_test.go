@@ -205,3 +205,92 @@ func structuredLines(b *testing.B, r *config.Rule, text [][]byte, format string)
 	}
 	return out
 }
+
+// BenchmarkJSONExtract reads the fields of example-rules-json.yaml's rules from the same
+// JSON lines with the exporter's extractor and with encoding/json: Valid (the validation
+// the extractor does too, without reading any field), Unmarshal into a struct of those
+// fields, and Unmarshal into a map[string]any. One op is one line. ratio runs blocks of
+// lines through each in turn, so that a neighbour's load hits all alike, and reports each
+// one's time per line over the extractor's.
+func BenchmarkJSONExtract(b *testing.B) {
+	lines := structuredLines(b, loadExample(b).Rules[0], nginxLog(b, 20000, 1), "json")
+	data, err := os.ReadFile("../example-rules-json.yaml")
+	if err != nil {
+		b.Fatal(err)
+	}
+	fields := mustParse(b, string(data)).Rules[0].Fields
+	paths := make([][]string, len(fields))
+	for i, f := range fields {
+		paths[i] = f.Segments
+	}
+	x := newJSONExtractor(paths)
+	sc := &scratch{}
+	caps := make([]int, 2*(len(paths)+1))
+	// record holds the fields the rules read; encoding/json skips the others.
+	type record struct {
+		Method       string `json:"request_method"`
+		Status       string `json:"status"`
+		StatusClass  string `json:"status_class"`
+		BodyBytes    string `json:"body_bytes_sent"`
+		RequestTime  string `json:"request_time"`
+		UpstreamTime string `json:"upstream_response_time"`
+		TimeLocal    string `json:"time_local"`
+		RemoteAddr   string `json:"remote_addr"`
+		Path         string `json:"request_path"`
+	}
+	engines := []struct {
+		name string
+		read func(line []byte) bool
+	}{
+		{"extractor", func(l []byte) bool { _, ok := x.extract(l, caps, sc); return ok }},
+		{"json.Valid", json.Valid},
+		{"json.Unmarshal-struct", func(l []byte) bool { var r record; return json.Unmarshal(l, &r) == nil }},
+		{"json.Unmarshal-map", func(l []byte) bool { var m map[string]any; return json.Unmarshal(l, &m) == nil }},
+	}
+	for _, l := range lines {
+		src, ok := x.extract(l, caps, sc)
+		var m map[string]any
+		if !ok || json.Unmarshal(l, &m) != nil {
+			b.Fatalf("not read: %q", l)
+		}
+		for k, p := range paths {
+			if got, want := string(src[caps[2*k+2]:caps[2*k+3]]), m[p[0]]; got != want {
+				b.Fatalf("field %s: extractor %q, encoding/json %q", p[0], got, want)
+			}
+		}
+	}
+	for _, e := range engines {
+		b.Run(e.name, func(b *testing.B) {
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				e.read(lines[i])
+				if i++; i == len(lines) {
+					i = 0
+				}
+			}
+		})
+	}
+	b.Run("ratio", func(b *testing.B) {
+		spent := make([]time.Duration, len(engines))
+		const block = 500
+		i := 0
+		for b.Loop() {
+			ls := lines[i : i+block]
+			if i += block; i+block > len(lines) {
+				i = 0
+			}
+			for k, e := range engines {
+				t0 := time.Now()
+				for _, l := range ls {
+					e.read(l)
+				}
+				spent[k] += time.Since(t0)
+			}
+		}
+		b.ReportMetric(float64(spent[0].Nanoseconds())/float64(b.N*block), "extractor-ns/line")
+		for k, e := range engines[1:] {
+			b.ReportMetric(float64(spent[k+1])/float64(spent[0]), e.name+"/extractor")
+		}
+	})
+}

@@ -7,8 +7,11 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/logwindow/logwindow_exporter/config"
 )
 
 // generatedLines returns n lines (seed 1) of the project's nginx log
@@ -108,4 +111,85 @@ func BenchmarkNginx(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkExampleRules compares Match with regexp.FindSubmatchIndex on the regexes of the
+// rule files the repository ships (each distinct regex once: example-rules.yaml's rules
+// share one), over generated lines; both fill every group. ratio runs blocks of lines
+// through each engine in turn, so that a neighbour's load hits both alike; its speedup is
+// regexp's time over Match's.
+func BenchmarkExampleRules(b *testing.B) {
+	lines := generatedLines(b, 20000)
+	seen := map[string]bool{}
+	for _, file := range []string{"example-rules.yaml", "examples/quickstart.yaml"} {
+		c, err := config.Load(filepath.Join("..", "..", file))
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, r := range c.Rules {
+			if r.Regexp == nil || seen[r.Expanded] {
+				continue
+			}
+			seen[r.Expanded] = true
+			m, err := Compile(r.Expanded)
+			if err != nil {
+				b.Fatalf("%s: rule %s: %v", file, r.Name, err)
+			}
+			benchEngines(b, strings.TrimSuffix(filepath.Base(file), ".yaml")+"/"+r.Name, r.Regexp, m, lines)
+		}
+	}
+}
+
+// benchEngines runs Match and regexp over lines, each alone and both in one loop.
+func benchEngines(b *testing.B, name string, re *regexp.Regexp, m *Matcher, lines [][]byte) {
+	caps := make([]int, 2*(re.NumSubexp()+1))
+	for _, l := range lines {
+		if m.Match(l, caps) != (re.FindSubmatchIndex(l) != nil) {
+			b.Fatalf("%s: the engines disagree on %q", name, l)
+		}
+	}
+	b.Run(name+"/fastmatch", func(b *testing.B) {
+		b.ReportAllocs()
+		i := 0
+		for b.Loop() {
+			m.Match(lines[i], caps)
+			if i++; i == len(lines) {
+				i = 0
+			}
+		}
+	})
+	b.Run(name+"/regexp", func(b *testing.B) {
+		b.ReportAllocs()
+		i := 0
+		for b.Loop() {
+			re.FindSubmatchIndex(lines[i])
+			if i++; i == len(lines) {
+				i = 0
+			}
+		}
+	})
+	b.Run(name+"/ratio", func(b *testing.B) {
+		var fast, slow time.Duration
+		const block = 500
+		i := 0
+		for b.Loop() {
+			ls := lines[i : i+block]
+			if i += block; i+block > len(lines) {
+				i = 0
+			}
+			t0 := time.Now()
+			for _, l := range ls {
+				m.Match(l, caps)
+			}
+			t1 := time.Now()
+			for _, l := range ls {
+				re.FindSubmatchIndex(l)
+			}
+			fast += t1.Sub(t0)
+			slow += time.Since(t1)
+		}
+		b.ReportMetric(float64(fast.Nanoseconds())/float64(b.N*block), "fast-ns/line")
+		b.ReportMetric(float64(slow.Nanoseconds())/float64(b.N*block), "regexp-ns/line")
+		b.ReportMetric(float64(slow)/float64(fast), "speedup")
+	})
 }
