@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -10,6 +9,7 @@ import (
 	"time"
 
 	"github.com/logwindow/logwindow_exporter/config"
+	"github.com/logwindow/logwindow_exporter/internal/testutil/nginxlog"
 	"github.com/logwindow/logwindow_exporter/internal/testutil/testexec"
 )
 
@@ -239,18 +239,15 @@ func TestBenchConfig(t *testing.T) {
 	}
 }
 
-// generator returns gen-nginx-log.py (tools/ at the module root, or $LOGWINDOW_NGINX_LOG_GEN) or skips.
+// generator returns tools/gen-nginx-log.py (or $LOGWINDOW_NGINX_LOG_GEN), or skips.
 func generator(tb testing.TB) string {
 	tb.Helper()
 	if _, err := exec.LookPath("python3"); err != nil {
 		tb.Skip("python3 is not installed: it runs gen-nginx-log.py")
 	}
-	gen := os.Getenv(generatorEnv)
-	if gen == "" {
-		gen = filepath.Join("..", "tools", "gen-nginx-log.py")
-	}
-	if _, err := os.Stat(gen); err != nil {
-		tb.Skipf("gen-nginx-log.py not found (%v); set %s", err, generatorEnv)
+	gen, err := nginxlog.Generator()
+	if err != nil {
+		tb.Skip(err)
 	}
 	return gen
 }

@@ -33,6 +33,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/logwindow/logwindow_exporter/internal/testutil/nginxlog"
 	"github.com/logwindow/logwindow_exporter/internal/testutil/testexec"
 )
 
@@ -40,8 +41,8 @@ import (
 var mtailProgram []byte
 
 // generatorEnv names gen-nginx-log.py when it is not the module's tools/gen-nginx-log.py
-// (the parser's benchmarks read the same variable).
-const generatorEnv = "LOGWINDOW_NGINX_LOG_GEN"
+// (the tests' generator reads the same variable).
+const generatorEnv = nginxlog.Env
 
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))

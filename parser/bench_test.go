@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/logwindow/logwindow_exporter/config"
+	"github.com/logwindow/logwindow_exporter/internal/testutil/nginxlog"
 )
 
 // parseLoop is the timed part of the benchmarks: one op per line, cycling through lines,
@@ -71,7 +72,7 @@ func (s *seriesSink) Drop(int, DropReason) { s.drops++ }
 // is created during a warm-up pass, so the timed passes measure lines that make no new
 // series.
 func BenchmarkParseNginx(b *testing.B) {
-	lines := nginxLog(b, 100000, 1)
+	lines := nginxlog.Lines(b, 100000, 1)
 	rules := loadExample(b).Rules
 	for _, m := range matchers {
 		b.Run(m.name, func(b *testing.B) {
@@ -94,7 +95,7 @@ func BenchmarkParseNginx(b *testing.B) {
 // BenchmarkSharedPattern adds rules over the same pattern: the regex runs once per line
 // whatever their number, so each extra rule costs only its own filter, value and labels.
 func BenchmarkSharedPattern(b *testing.B) {
-	lines := nginxLog(b, 20000, 2)
+	lines := nginxlog.Lines(b, 20000, 2)
 	example := loadExample(b)
 	for _, n := range []int{1, 4, 16} {
 		b.Run(fmt.Sprintf("rules=%d", n), func(b *testing.B) {
@@ -124,7 +125,7 @@ func BenchmarkSharedPattern(b *testing.B) {
 // JSON and logfmt (written from the text lines' own captures, under the field names of
 // example-rules-json.yaml's log_format) through example-rules-json.yaml, in one run.
 func BenchmarkParseFormats(b *testing.B) {
-	text := nginxLog(b, 100000, 1)
+	text := nginxlog.Lines(b, 100000, 1)
 	example := loadExample(b)
 	data, err := os.ReadFile("../example-rules-json.yaml")
 	if err != nil {
@@ -213,7 +214,7 @@ func structuredLines(b *testing.B, r *config.Rule, text [][]byte, format string)
 // lines through each in turn, so that a neighbour's load hits all alike, and reports each
 // one's time per line over the extractor's.
 func BenchmarkJSONExtract(b *testing.B) {
-	lines := structuredLines(b, loadExample(b).Rules[0], nginxLog(b, 20000, 1), "json")
+	lines := structuredLines(b, loadExample(b).Rules[0], nginxlog.Lines(b, 20000, 1), "json")
 	data, err := os.ReadFile("../example-rules-json.yaml")
 	if err != nil {
 		b.Fatal(err)

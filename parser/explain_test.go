@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/logwindow/logwindow_exporter/config"
+	"github.com/logwindow/logwindow_exporter/internal/testutil/nginxlog"
 )
 
 const explainRules = `
@@ -163,7 +164,7 @@ func TestExplainAgreesWithParse(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec := &recorder{t: t, rules: cfg.Rules}
-	for i, line := range nginxLog(t, 2000, 19) {
+	for i, line := range nginxlog.Lines(t, 2000, 19) {
 		p.Parse("nginx", line, rec)
 		want := rec.take()
 		var got []record

@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/logwindow/logwindow_exporter/config"
+	"github.com/logwindow/logwindow_exporter/internal/testutil/nginxlog"
 )
 
 // record is one Sink call in a comparable form.
@@ -213,7 +214,7 @@ func TestExampleRules(t *testing.T) {
 // every line is a request with timings; the expected counts come from reading the lines
 // without the regex.
 func TestExampleRulesOnGeneratedLog(t *testing.T) {
-	lines := nginxLog(t, 20000, 3)
+	lines := nginxlog.Lines(t, 20000, 3)
 	c := loadExample(t)
 	p, err := New(c.Rules)
 	if err != nil {

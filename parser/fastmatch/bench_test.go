@@ -1,45 +1,15 @@
 package fastmatch
 
 import (
-	"bytes"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/logwindow/logwindow_exporter/config"
+	"github.com/logwindow/logwindow_exporter/internal/testutil/nginxlog"
 )
-
-// generatedLines returns n lines (seed 1) of the project's nginx log
-// generator, found through $NGINX_LOG_GEN or next to the repository in the
-// shared workspace; it skips when the generator or python3 is missing.
-func generatedLines(tb testing.TB, n int) [][]byte {
-	tb.Helper()
-	gen := os.Getenv("NGINX_LOG_GEN")
-	if gen == "" {
-		gen = filepath.Join("..", "..", "..", "shared", "tools", "gen-nginx-log.py")
-	}
-	if _, err := os.Stat(gen); err != nil {
-		tb.Skipf("nginx log generator not available: %v", err)
-	}
-	py, err := exec.LookPath("python3")
-	if err != nil {
-		tb.Skip("python3 not found")
-	}
-	out := filepath.Join(tb.TempDir(), "access.log")
-	if msg, err := exec.Command(py, gen, strconv.Itoa(n), "1", out).CombinedOutput(); err != nil {
-		tb.Fatalf("generator: %v: %s", err, msg)
-	}
-	data, err := os.ReadFile(out)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return bytes.Split(bytes.TrimSuffix(data, []byte("\n")), []byte("\n"))
-}
 
 // lazyCombined is the combined format as often written with lazy dots.
 const lazyCombined = `^(?P<ip>[\d.]+) - (?P<user>\S+) \[(?P<ts>.*?)\] "(?P<req>.*?)" (?P<status>\d+) (?P<bytes>\d+) "(?P<referer>.*?)" "(?P<agent>.*?)"`
@@ -47,7 +17,7 @@ const lazyCombined = `^(?P<ip>[\d.]+) - (?P<user>\S+) \[(?P<ts>.*?)\] "(?P<req>.
 // BenchmarkNginx compares Match with regexp.FindSubmatchIndex on generated
 // lines; ns/op is per line.
 func BenchmarkNginx(b *testing.B) {
-	lines := generatedLines(b, 20000)
+	lines := nginxlog.Lines(b, 20000, 1)
 	for _, p := range []struct{ name, expr string }{
 		{"main", nginxMain},
 		{"combined", combined},
@@ -119,7 +89,7 @@ func BenchmarkNginx(b *testing.B) {
 // through each engine in turn, so that a neighbour's load hits both alike; its speedup is
 // regexp's time over Match's.
 func BenchmarkExampleRules(b *testing.B) {
-	lines := generatedLines(b, 20000)
+	lines := nginxlog.Lines(b, 20000, 1)
 	seen := map[string]bool{}
 	for _, file := range []string{"example-rules.yaml", "examples/quickstart.yaml"} {
 		c, err := config.Load(filepath.Join("..", "..", file))

@@ -7,12 +7,14 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/logwindow/logwindow_exporter/internal/testutil/nginxlog"
 )
 
 // TestGeneratedLines checks realistic lines: every one matches, gives
 // regexp's captures, and is decided by the matcher within Match's own budget.
 func TestGeneratedLines(t *testing.T) {
-	lines := generatedLines(t, 2000)
+	lines := nginxlog.Lines(t, 2000, 1)
 	for _, expr := range []string{nginxMain, combined, lazyCombined} {
 		t.Run(expr[:20], func(t *testing.T) {
 			re, m := pair(t, expr)
