@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -64,9 +65,14 @@ func TestListenReceives(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		address func(dir string) string
+		// target is where to send: a unix socket's own address is the name it was bound
+		// through, not its path.
+		target func(l *Listener) string
 	}{
-		{"unixgram", func(dir string) string { return "unixgram://" + filepath.Join(dir, "s.sock") }},
-		{"udp", func(string) string { return "udp://127.0.0.1:0" }},
+		{"unixgram", func(dir string) string { return "unixgram://" + filepath.Join(dir, "s.sock") },
+			func(l *Listener) string { return l.unixPath }},
+		{"udp", func(string) string { return "udp://127.0.0.1:0" },
+			func(l *Listener) string { return l.conn.LocalAddr().String() }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := newCollector()
@@ -74,8 +80,7 @@ func TestListenReceives(t *testing.T) {
 			if !l.Ready() {
 				t.Fatal("not ready once bound")
 			}
-			a := l.conn.LocalAddr()
-			syslogtest.Send(t, a.Network(), a.String(), nginxDatagram, "not syslog at all", nginxNoHostname)
+			syslogtest.Send(t, tc.name, tc.target(l), nginxDatagram, "not syslog at all", nginxNoHostname)
 			got := c.wait(t, 3)
 			want := []string{nginxLine, "not syslog at all", nginxLine}
 			if !slices.Equal(got, want) {
@@ -186,6 +191,17 @@ func TestSocketPathTaken(t *testing.T) {
 			}
 			t.Cleanup(func() { c.Close() })
 		}, false},
+		{"symlink is refused and kept", func(t *testing.T, path string) {
+			target := path + ".stale"
+			c, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: target, Net: "unixgram"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.Close()
+			if err := os.Symlink(target, path); err != nil {
+				t.Fatal(err)
+			}
+		}, false},
 		{"regular file is refused and kept", func(t *testing.T, path string) {
 			if err := os.WriteFile(path, []byte("data"), 0o600); err != nil {
 				t.Fatal(err)
@@ -249,6 +265,8 @@ func TestParseAddress(t *testing.T) {
 		{"tcp://127.0.0.1:5140", Address{}, false},
 		{"/run/x.sock", Address{}, false},
 		{"%zz", Address{}, false},
+		{"unixgram://" + longPath(maxSocketPath), Address{"unixgram", longPath(maxSocketPath)}, true},
+		{"unixgram://" + longPath(maxSocketPath+1), Address{}, false},
 	} {
 		t.Run(tc.in, func(t *testing.T) {
 			got, err := ParseAddress(tc.in)
@@ -258,3 +276,6 @@ func TestParseAddress(t *testing.T) {
 		})
 	}
 }
+
+// longPath is an absolute path of n bytes.
+func longPath(n int) string { return "/" + strings.Repeat("x", n-1) }
