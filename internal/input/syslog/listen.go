@@ -24,10 +24,12 @@ import (
 	"time"
 )
 
-// DefaultSocketMode lets any user write to a unix socket: nginx's workers run as their own
-// user, not the exporter's. Who may reach the socket is decided by its directory (in
-// Kubernetes, a volume only the pod mounts).
-const DefaultSocketMode fs.FileMode = 0o666
+// DefaultSocketMode lets the socket's owner and group write to it, not any local user: a
+// line sent to the socket creates series, so a stranger must not be able to send one.
+// nginx's workers run as their own user, so they must share the socket's group: in
+// Kubernetes the pod's fsGroup, which every container gets as a supplementary group and
+// which a volume's directory, set-group-ID, gives the files made in it.
+const DefaultSocketMode fs.FileMode = 0o660
 
 // Queue bounds. Datagrams wait here between the socket and the handler; past either bound
 // they are dropped and counted, rather than left to the kernel where the loss may be

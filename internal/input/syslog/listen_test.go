@@ -147,7 +147,8 @@ func TestSocketFile(t *testing.T) {
 		mode fs.FileMode
 		want fs.FileMode
 	}{
-		{"default lets nginx's workers write", 0, 0o666},
+		{"default: owner and group", 0, 0o660},
+		{"configured open to all", 0o666, 0o666},
 		{"configured", 0o660, 0o660},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
