@@ -61,7 +61,7 @@ func TestNginxSyslog(t *testing.T) {
 	addr := fmt.Sprintf("127.0.0.1:%d", testexec.FreePort(t))
 	exporter := testexec.StartTest(t, dir, "logwindow_exporter", []string{bin, "--config.file=" + config, "--web.listen-address=" + addr})
 	waitHTTP(t, exporter, "http://"+addr+"/-/ready", startTimeout)
-	if fi, err := os.Lstat(sock); err != nil || fi.Mode().Type() != os.ModeSocket || fi.Mode().Perm() != 0o666 {
+	if fi, err := os.Lstat(sock); err != nil || fi.Mode().Type() != os.ModeSocket || fi.Mode().Perm() != 0o660 {
 		t.Fatalf("socket %s: %v, %v", sock, fi, err)
 	}
 

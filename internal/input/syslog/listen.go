@@ -26,10 +26,12 @@ import (
 	"github.com/logwindow/logwindow_exporter/internal/input"
 )
 
-// DefaultSocketMode lets any user write to a unix socket: nginx's workers run as their own
-// user, not the exporter's. Who may reach the socket is decided by its directory (in
-// Kubernetes, a volume only the pod mounts).
-const DefaultSocketMode fs.FileMode = 0o666
+// DefaultSocketMode lets the socket's owner and group write to it, not any local user: a
+// line sent to the socket creates series, so a stranger must not be able to send one.
+// nginx's workers run as their own user, so they must share the socket's group: in
+// Kubernetes the pod's fsGroup, which every container gets as a supplementary group and
+// which a volume's directory, set-group-ID, gives the files made in it.
+const DefaultSocketMode fs.FileMode = 0o660
 
 // Queue bounds. Datagrams wait here between the socket and the handler; past either bound
 // they are dropped and counted, rather than left to the kernel where the loss may be
@@ -72,6 +74,9 @@ type Listener struct {
 	received, malformed, tooLong, droppedKernel, droppedQueue, errs, lines atomic.Uint64
 }
 
+// maxSocketPath is the longest path a unix socket address holds.
+const maxSocketPath = len(syscall.RawSockaddrUnix{}.Path)
+
 // Address is a parsed syslog address.
 type Address struct {
 	Network string // "unixgram" or "udp"
@@ -89,6 +94,11 @@ func ParseAddress(s string) (Address, error) {
 	case "unixgram":
 		if u.Host != "" || !strings.HasPrefix(u.Path, "/") || u.RawQuery != "" || u.Fragment != "" {
 			return Address{}, fmt.Errorf("%q: a unix socket needs an absolute path, e.g. unixgram:///run/logwindow/nginx.sock", s)
+		}
+		// The socket is bound through a short name of its own (see bindUnix), so a path
+		// too long for a socket address would bind and then be out of nginx's reach.
+		if len(u.Path) > maxSocketPath {
+			return Address{}, fmt.Errorf("%q: a unix socket's path is at most %d bytes", s, maxSocketPath)
 		}
 		return Address{Network: "unixgram", Addr: u.Path}, nil
 	case "udp":
@@ -162,22 +172,8 @@ func (l *Listener) listenUDP(addr string) error {
 }
 
 func (l *Listener) listenUnix(path string) error {
-	if err := removeStale(path); err != nil {
-		return err
-	}
-	c, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: path, Net: "unixgram"})
+	c, id, err := bindUnix(path, l.opts.SocketMode, l.opts.Logger)
 	if err != nil {
-		return err
-	}
-	// bind applied the umask; the mode asked for is set explicitly.
-	if err := os.Chmod(path, l.opts.SocketMode); err != nil {
-		c.Close()
-		os.Remove(path)
-		return err
-	}
-	id, err := statID(path)
-	if err != nil {
-		c.Close()
 		return err
 	}
 	l.conn, l.unixPath, l.unixID = c, path, id
@@ -186,31 +182,6 @@ func (l *Listener) listenUnix(path string) error {
 		return n, oobn, flags, err
 	}
 	return nil
-}
-
-// removeStale clears path for bind: nothing there is fine; a socket that no one receives
-// on is what a crashed exporter leaves, and goes; a live socket or a file that is not a
-// socket is refused, so a wrong path never deletes anyone's data.
-func removeStale(path string) error {
-	fi, err := os.Lstat(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	if fi.Mode().Type() != fs.ModeSocket {
-		return fmt.Errorf("%s exists and is not a socket; refusing to replace it", path)
-	}
-	c, err := net.Dial("unixgram", path)
-	if err == nil {
-		c.Close()
-		return fmt.Errorf("%s is in use by another process", path)
-	}
-	if !errors.Is(err, syscall.ECONNREFUSED) {
-		return fmt.Errorf("%s: checking the existing socket: %w", path, err)
-	}
-	return os.Remove(path)
 }
 
 type fileID struct{ dev, ino uint64 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -65,9 +66,14 @@ func TestListenReceives(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		address func(dir string) string
+		// target is where to send: a unix socket's own address is the name it was bound
+		// through, not its path.
+		target func(l *Listener) string
 	}{
-		{"unixgram", func(dir string) string { return "unixgram://" + filepath.Join(dir, "s.sock") }},
-		{"udp", func(string) string { return "udp://127.0.0.1:0" }},
+		{"unixgram", func(dir string) string { return "unixgram://" + filepath.Join(dir, "s.sock") },
+			func(l *Listener) string { return l.unixPath }},
+		{"udp", func(string) string { return "udp://127.0.0.1:0" },
+			func(l *Listener) string { return l.conn.LocalAddr().String() }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := newCollector()
@@ -75,8 +81,7 @@ func TestListenReceives(t *testing.T) {
 			if !l.Ready() {
 				t.Fatal("not ready once bound")
 			}
-			a := l.conn.LocalAddr()
-			syslogtest.Send(t, a.Network(), a.String(), nginxDatagram, "not syslog at all", nginxNoHostname)
+			syslogtest.Send(t, tc.name, tc.target(l), nginxDatagram, "not syslog at all", nginxNoHostname)
 			got := c.wait(t, 3)
 			want := []string{nginxLine, "not syslog at all", nginxLine}
 			if !slices.Equal(got, want) {
@@ -143,7 +148,8 @@ func TestSocketFile(t *testing.T) {
 		mode fs.FileMode
 		want fs.FileMode
 	}{
-		{"default lets nginx's workers write", 0, 0o666},
+		{"default: owner and group", 0, 0o660},
+		{"configured open to all", 0o666, 0o666},
 		{"configured", 0o660, 0o660},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -186,6 +192,17 @@ func TestSocketPathTaken(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { c.Close() })
+		}, false},
+		{"symlink is refused and kept", func(t *testing.T, path string) {
+			target := path + ".stale"
+			c, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: target, Net: "unixgram"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.Close()
+			if err := os.Symlink(target, path); err != nil {
+				t.Fatal(err)
+			}
 		}, false},
 		{"regular file is refused and kept", func(t *testing.T, path string) {
 			if err := os.WriteFile(path, []byte("data"), 0o600); err != nil {
@@ -250,6 +267,8 @@ func TestParseAddress(t *testing.T) {
 		{"tcp://127.0.0.1:5140", Address{}, false},
 		{"/run/x.sock", Address{}, false},
 		{"%zz", Address{}, false},
+		{"unixgram://" + longPath(maxSocketPath), Address{"unixgram", longPath(maxSocketPath)}, true},
+		{"unixgram://" + longPath(maxSocketPath+1), Address{}, false},
 	} {
 		t.Run(tc.in, func(t *testing.T) {
 			got, err := ParseAddress(tc.in)
@@ -259,3 +278,6 @@ func TestParseAddress(t *testing.T) {
 		})
 	}
 }
+
+// longPath is an absolute path of n bytes.
+func longPath(n int) string { return "/" + strings.Repeat("x", n-1) }

@@ -1,0 +1,16 @@
+//go:build !linux
+
+package syslog
+
+import (
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"net"
+)
+
+// bindUnix refuses: creating the socket without following a name on the way relies on
+// Linux's /proc/self/fd (see unixsocket_linux.go).
+func bindUnix(path string, _ fs.FileMode, _ *slog.Logger) (*net.UnixConn, fileID, error) {
+	return nil, fileID{}, fmt.Errorf("%s: unix sockets are received on Linux only; use udp://127.0.0.1:port", path)
+}
