@@ -5,7 +5,11 @@ import (
 	"net"
 	"net/url"
 	"strings"
+	"syscall"
 )
+
+// maxSocketPath is the longest path a unix socket address holds.
+const maxSocketPath = len(syscall.RawSockaddrUnix{}.Path)
 
 // SocketAddress is a syslog input's socket, parsed.
 type SocketAddress struct {
@@ -24,6 +28,11 @@ func parseSocketAddress(s string) (SocketAddress, error) {
 	case "unixgram":
 		if u.Host != "" || !strings.HasPrefix(u.Path, "/") || u.RawQuery != "" || u.Fragment != "" {
 			return SocketAddress{}, fmt.Errorf("%q: a unix socket needs an absolute path, e.g. unixgram:///run/logwindow/nginx.sock", s)
+		}
+		// The socket is bound through a short name of its own and renamed into place, so a
+		// path too long for a socket address would bind and then be out of nginx's reach.
+		if len(u.Path) > maxSocketPath {
+			return SocketAddress{}, fmt.Errorf("%q: a unix socket's path is at most %d bytes", s, maxSocketPath)
 		}
 		return SocketAddress{Network: "unixgram", Addr: u.Path}, nil
 	case "udp":

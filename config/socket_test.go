@@ -1,6 +1,9 @@
 package config
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 func TestSocketAddress(t *testing.T) {
 	for _, tc := range []struct {
@@ -20,6 +23,8 @@ func TestSocketAddress(t *testing.T) {
 		{"tcp://127.0.0.1:5140", SocketAddress{}, false},
 		{"/run/x.sock", SocketAddress{}, false},
 		{"%zz", SocketAddress{}, false},
+		{"unixgram://" + longPath(maxSocketPath), SocketAddress{"unixgram", longPath(maxSocketPath)}, true},
+		{"unixgram://" + longPath(maxSocketPath+1), SocketAddress{}, false},
 	} {
 		t.Run(tc.in, func(t *testing.T) {
 			got, err := parseSocketAddress(tc.in)
@@ -29,3 +34,6 @@ func TestSocketAddress(t *testing.T) {
 		})
 	}
 }
+
+// longPath is an absolute path of n bytes.
+func longPath(n int) string { return "/" + strings.Repeat("s", n-1) }

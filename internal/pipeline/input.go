@@ -138,7 +138,8 @@ func (p *Pipeline) startInput(ci config.Input) (*stream, error) {
 	}
 	if ci.Syslog != "" {
 		l, err := syslog.Listen(syslog.Options{
-			Address:      ci.Syslog,
+			Network:      ci.Socket.Network,
+			Addr:         ci.Socket.Addr,
 			SocketMode:   ci.SocketMode,
 			MaxLineBytes: p.opts.MaxLineBytes,
 			Logger:       p.opts.Logger.With("input", ci.Syslog),

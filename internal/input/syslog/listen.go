@@ -15,9 +15,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"net"
-	"net/url"
 	"os"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -47,8 +45,9 @@ const defaultMaxDatagram = 64 << 10
 
 // Options configure a Listener.
 type Options struct {
-	// Address is `unixgram:///absolute/path` or `udp://host:port`; see ParseAddress.
-	Address string
+	// Network is "unixgram" or "udp"; Addr the socket's absolute path or host:port, as
+	// config checked them.
+	Network, Addr string
 	// SocketMode is the unix socket file's mode; 0 means DefaultSocketMode.
 	SocketMode fs.FileMode
 	// MaxLineBytes caps a datagram; longer ones are skipped and counted. 0: 64 KiB.
@@ -74,55 +73,12 @@ type Listener struct {
 	received, malformed, tooLong, droppedKernel, droppedQueue, errs, lines atomic.Uint64
 }
 
-// maxSocketPath is the longest path a unix socket address holds.
-const maxSocketPath = len(syscall.RawSockaddrUnix{}.Path)
-
-// Address is a parsed syslog address.
-type Address struct {
-	Network string // "unixgram" or "udp"
-	Addr    string // socket path or host:port
-}
-
-// ParseAddress checks an address as written in the config: `unixgram:///abs/path` or
-// `udp://host:port`.
-func ParseAddress(s string) (Address, error) {
-	u, err := url.Parse(s)
-	if err != nil {
-		return Address{}, fmt.Errorf("%q is not a URL (write unixgram:///run/logwindow/nginx.sock or udp://127.0.0.1:5140)", s)
-	}
-	switch u.Scheme {
-	case "unixgram":
-		if u.Host != "" || !strings.HasPrefix(u.Path, "/") || u.RawQuery != "" || u.Fragment != "" {
-			return Address{}, fmt.Errorf("%q: a unix socket needs an absolute path, e.g. unixgram:///run/logwindow/nginx.sock", s)
-		}
-		// The socket is bound through a short name of its own (see bindUnix), so a path
-		// too long for a socket address would bind and then be out of nginx's reach.
-		if len(u.Path) > maxSocketPath {
-			return Address{}, fmt.Errorf("%q: a unix socket's path is at most %d bytes", s, maxSocketPath)
-		}
-		return Address{Network: "unixgram", Addr: u.Path}, nil
-	case "udp":
-		host, port, err := net.SplitHostPort(u.Host)
-		if err != nil || u.Path != "" || u.RawQuery != "" || port == "" {
-			return Address{}, fmt.Errorf("%q: a UDP address is udp://host:port, e.g. udp://127.0.0.1:5140", s)
-		}
-		if _, err := net.LookupPort("udp", port); err != nil {
-			return Address{}, fmt.Errorf("%q: %q is not a port number", s, port)
-		}
-		return Address{Network: "udp", Addr: net.JoinHostPort(host, port)}, nil
-	}
-	return Address{}, fmt.Errorf("%q: the scheme is unixgram:// or udp://, not %q", s, u.Scheme)
-}
-
 // Listen binds the socket and starts handing messages to h (the datagram without its
 // syslog header, with an empty source), from one goroutine. A unix socket file left by a
 // process that died is replaced; a live socket or any other file at the path is an error.
 // Once Listen returns, the socket is bound: datagrams sent from then on are received.
 func Listen(opts Options, h input.Handler) (*Listener, error) {
-	addr, err := ParseAddress(opts.Address)
-	if err != nil {
-		return nil, err
-	}
+	var err error
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -136,11 +92,13 @@ func Listen(opts Options, h input.Handler) (*Listener, error) {
 		opts.QueueDatagrams = defaultQueueDatagrams
 	}
 	l := &Listener{opts: opts, queue: make(chan []byte, opts.QueueDatagrams), free: make(chan []byte, opts.QueueDatagrams)}
-	switch addr.Network {
+	switch opts.Network {
 	case "unixgram":
-		err = l.listenUnix(addr.Addr)
+		err = l.listenUnix(opts.Addr)
 	case "udp":
-		err = l.listenUDP(addr.Addr)
+		err = l.listenUDP(opts.Addr)
+	default:
+		err = fmt.Errorf("syslog: network %q is neither unixgram nor udp", opts.Network)
 	}
 	if err != nil {
 		return nil, err

@@ -77,7 +77,7 @@ func TestSocketCreationFollowsNoName(t *testing.T) {
 			afterBind = func(path string) { tc.swap(t, path, victim) }
 			t.Cleanup(func() { afterBind = func(string) {} })
 			c := newCollector()
-			listen(t, Options{Address: "unixgram://" + path}, c.handle)
+			listen(t, Options{Network: "unixgram", Addr: path}, c.handle)
 
 			if fi, err := os.Stat(victim); err != nil || fi.Mode().Perm() != victimMode {
 				t.Errorf("the file swapped in: %v, %v; want its mode %v kept", fi.Mode(), err, fs.FileMode(victimMode))
@@ -166,7 +166,7 @@ func TestSocketTakesDirectoryGroup(t *testing.T) {
 		t.Fatal(err)
 	}
 	path := filepath.Join(dir, "s.sock")
-	listen(t, Options{Address: "unixgram://" + path}, func([]byte) {})
+	listen(t, Options{Network: "unixgram", Addr: path}, func(string, []byte) {})
 	fi, err := os.Lstat(path)
 	if err != nil {
 		t.Fatal(err)
