@@ -3,8 +3,10 @@ package follow
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"os"
+	"slices"
 )
 
 // ReadToEnd reads every file opts.Path names, in name order, from its first
@@ -23,16 +25,23 @@ func ReadToEnd(opts Options, h Handler) (Stats, error) {
 		return Stats{}, errors.New("follow: nil handler")
 	}
 	var c counters
-	r := newLineReader(o.MaxLineBytes, h, &c, nil)
-	paths := expand(o)
-	if isGlob(o.Path) && len(paths) == 0 {
+	r := newLineReader(o, h, &c, nil)
+	paths, unlisted := expand(o)
+	var errs []error
+	for _, dir := range slices.Sorted(maps.Keys(unlisted)) {
+		c.errors.Add(1)
+		errs = append(errs, unlisted[dir])
+	}
+	if isGlob(o.Path) && len(paths) == 0 && len(errs) == 0 {
 		return c.snapshot(), fmt.Errorf("follow: no file matches %q", o.Path)
 	}
-	var errs []error
 	for _, p := range paths {
 		if err := readFile(r, p); err != nil {
 			c.errors.Add(1)
 			errs = append(errs, err)
+		}
+		if o.Closed != nil {
+			o.Closed(p)
 		}
 	}
 	return c.snapshot(), errors.Join(errs...)
