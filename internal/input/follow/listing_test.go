@@ -52,7 +52,6 @@ func (l *lister) listings() int {
 // outage is what the tests below do to a glob's directory for a while: break
 // its listing, and mend it.
 type outage struct {
-	name         string
 	break_, mend func(t *testing.T)
 	// errors is the count of errors the outage gives, once however many scans
 	// see it.
