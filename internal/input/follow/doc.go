@@ -38,15 +38,16 @@
 //     skipped and counted; the reader holds one buffer of MaxLineBytes+1
 //     bytes (at least 64 KiB) whatever the input.
 //   - A glob is listed again at every scan. A directory it cannot list
-//     (EACCES, EMFILE, ENFILE, EIO: anything but "no such directory") is an
-//     error, counted and logged once until it can be listed again, and
-//     changes nothing: its files stay open and are read on, and none is taken
-//     for gone. A file has left its path only when a listing that succeeded
-//     lacks it and a look at the path it was last seen at confirms it (no
-//     file there, or another device and inode).
+//     (EACCES, EMFILE, ENFILE, EIO: anything but its absence, ENOENT or
+//     ENOTDIR) is an error, counted and logged once until it can be listed
+//     again, and changes nothing: its files stay open and are read on, and
+//     none is taken for gone. A file has left its path only when a listing
+//     that succeeded lacks it and a look at the path it was last seen at
+//     confirms it (no file there, or another device and inode).
 //   - No failure exits the process: inotify that cannot be set up (per-user
-//     instance limit) falls back to polling; stat, open and read failures are
-//     logged and counted once per episode and retried on every scan.
+//     instance limit) falls back to polling; list, stat, open and read
+//     failures are logged and counted once per episode and retried on every
+//     scan.
 //
 // With logrotate's copytruncate, lines not yet read when the truncation
 // happens are lost: those written between the copy and the truncation (by

@@ -110,7 +110,7 @@ type Stats struct {
 	// Truncations counts files found shorter than what was read, or
 	// rewritten under the read offset; they are read again from offset 0.
 	Truncations uint64
-	// Errors counts failures to watch, stat, open or read, once per
+	// Errors counts failures to watch, list, stat, open or read, once per
 	// episode; each is retried at every scan.
 	Errors uint64
 	// Polling is true when inotify could not be set up, so that only the

@@ -14,8 +14,9 @@ import (
 // goroutine; a last line without a newline is handed on too. It is the
 // replay mode's reader and the tests' reference: the same line splitting and
 // cap as a Follower, without following. FromBeginning, RotationGrace and
-// PollInterval are ignored. Files that cannot be read are skipped, counted in
-// Errors and reported in the error, which also says when nothing matched.
+// PollInterval are ignored. Files that cannot be read, and directories of a
+// glob that cannot be listed, are skipped, counted in Errors and reported in
+// the error, which also says when nothing matched.
 func ReadToEnd(opts Options, h Handler) (Stats, error) {
 	o, err := opts.normalize()
 	if err != nil {
