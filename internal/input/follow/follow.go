@@ -73,8 +73,9 @@ type Options struct {
 	// Closed, when set, is called in the reading goroutine, after the last line handed
 	// on under path, once no file is read under path any more: its last file was
 	// closed after leaving its path (renamed away or deleted, then idle for the grace
-	// period) or was renamed to another path of the glob; at Stop for every path read;
-	// and by ReadToEnd after each file. State kept per path (a CRI message being
+	// period) or was renamed to another path of the glob; for every path read at Stop
+	// (in Stop's goroutine, once the reading goroutine has ended); and by ReadToEnd
+	// after each file. State kept per path (a CRI message being
 	// joined) can be forgotten then: a later line under path comes from a file that
 	// appeared there since. A rotated file closed while its successor is read under
 	// the same path does not close the path: a message may go on in the successor.
