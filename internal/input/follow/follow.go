@@ -75,10 +75,10 @@ type Options struct {
 	// closed after leaving its path (renamed away or deleted, then idle for the grace
 	// period) or was renamed to another path of the glob; for every path read at Stop
 	// (in Stop's goroutine, once the reading goroutine has ended); and by ReadToEnd
-	// after each file. State kept per path (a CRI message being
-	// joined) can be forgotten then: a later line under path comes from a file that
-	// appeared there since. A rotated file closed while its successor is read under
-	// the same path does not close the path: a message may go on in the successor.
+	// after each file. State kept per path (a CRI message being joined) can be
+	// forgotten then: a later line under path comes from a file that appeared there
+	// since. A rotated file closed while its successor is read under the same path does
+	// not close the path: a message may go on in the successor.
 	Closed func(path string)
 
 	now      func() time.Time                    // a test clock for the grace period
