@@ -72,6 +72,15 @@ func (in *stream) unwrap(path string, line []byte) (msg, wrapperTime []byte, ok 
 	return msg, wrapperTime, r == cri.Complete
 }
 
+// joinOptions has the follower tell a cri input's joiner of the lines it skips for their
+// length, so that the rest of their message goes with them, and of the files it is done
+// with, so that their partial messages are forgotten.
+func (in *stream) joinOptions(o *follow.Options) {
+	if in.cri != nil {
+		o.TooLong, o.Closed = in.cri.Dropped, in.cri.Release
+	}
+}
+
 func labelOf(ci config.Input) string {
 	if ci.Name != "" {
 		return ci.Name
@@ -152,6 +161,7 @@ func (p *Pipeline) startInput(ci config.Input) (*stream, error) {
 	}
 	opts := p.followOptions(ci.Path, ci.StartAt == config.StartAtBeginning)
 	opts.Backfill = p.warmStart(ci)
+	in.joinOptions(&opts)
 	in.chunked = true
 	opts.Chunk = func() { in.processing, in.wall = p.clock.read() }
 	f, err := follow.Start(opts, in.handle(p))

@@ -66,7 +66,9 @@ func replayFiles(cfg *config.Config, p *parser.Parser, files []string, opts Opti
 		if ci.Wrapper == config.WrapperCRI {
 			in.cri = cri.New(maxLineBytes(opts))
 		}
-		_, err := follow.ReadToEnd(follow.Options{Path: file, MaxLineBytes: opts.MaxLineBytes, Logger: opts.Logger},
+		o := follow.Options{Path: file, MaxLineBytes: opts.MaxLineBytes, Logger: opts.Logger}
+		in.joinOptions(&o)
+		_, err := follow.ReadToEnd(o,
 			func(path string, line []byte) {
 				if msg, wrapperTime, ok := in.unwrap(path, line); ok {
 					ps.ParseWrapped(ci.Name, msg, wrapperTime, sink)

@@ -4,7 +4,10 @@
 // as the container wrote it.
 package cri
 
-import "bytes"
+import (
+	"bytes"
+	"sync/atomic"
+)
 
 // Result says what Feed made of a line.
 type Result uint8
@@ -12,45 +15,62 @@ type Result uint8
 const (
 	// Complete: msg and time hold a whole message.
 	Complete Result = iota
-	// Partial: the line was a part of a longer message, kept until its last part.
+	// Partial: the line was a part of a longer message, kept until its last part, or
+	// skipped with the rest of a message that is dropped.
 	Partial
 	// Malformed: the line is not a CRI line; it is dropped.
 	Malformed
 	// TooLong: the joined message passed the cap; it is dropped whole, the parts after the
-	// cap included.
+	// cap included, and this is its one count.
 	TooLong
+	// Discarded: the line ended a message that lost a part the reader skipped for its
+	// length (see Dropped); the reader counted that, so the message is dropped uncounted.
+	Discarded
 )
 
-// MaxPending bounds the messages being joined at once (one per file and stream); a part
-// that would start one more is dropped as TooLong, and so is the rest of its message.
+// MaxPending bounds the messages being joined at once (one per file and stream). A part
+// that would start one more is dropped and counted as TooLong, each part alike; as
+// nothing is kept of that message, its last (F) part cannot be told from a whole message
+// and is handed on as one.
 const MaxPending = 4096
 
+// Bytes HeldBytes counts for each message being joined besides its buffer and its
+// stream's name (the record, its map entry), and for each file with one (the file's map
+// of streams, its entry), as measured by TestHeldBytesIsTheHeap. File names are not
+// counted: they are the reader's.
+const (
+	streamOverhead = 40
+	sourceOverhead = 280
+)
+
 // Joiner joins partial lines per file and stream (stdout and stderr may interleave their
-// parts). It is not safe for concurrent use: each input has its own.
+// parts). It is not safe for concurrent use: each input has its own, used by the input's
+// reading goroutine; HeldBytes alone may be read from any goroutine.
 type Joiner struct {
 	max     int
-	pending map[string]*stream // by source and stream name
+	pending map[string]map[string]*stream // by source, then stream name; no empty inner map
+	n       int                           // messages being joined: streams in pending
+	held    atomic.Int64
 }
 
 type stream struct {
 	buf      []byte
 	overflow bool // the message being joined passed max; the rest of it is skipped
+	counted  bool // and its drop was counted by the reader (Dropped): Discarded at its end
 }
 
 // New returns a Joiner capping joined messages at max bytes.
-func New(max int) *Joiner { return &Joiner{max: max, pending: map[string]*stream{}} }
+func New(max int) *Joiner { return &Joiner{max: max, pending: map[string]map[string]*stream{}} }
 
-// Feed reads one line of source (the file it was read from). With Complete, msg is the
-// message (joined when it came in parts) and time the line's time text; both are valid
-// until the next Feed.
-func (j *Joiner) Feed(source string, line []byte) (msg, time []byte, r Result) {
+// parse splits a CRI line; partial says whether its tag is P (else F).
+func parse(line []byte) (time, name []byte, partial bool, msg []byte, ok bool) {
 	time, rest, ok := bytes.Cut(line, []byte(" "))
 	if !ok || len(time) == 0 {
-		return nil, nil, Malformed
+		return nil, nil, false, nil, false
 	}
-	name, rest, ok := bytes.Cut(rest, []byte(" "))
+	name, rest, ok = bytes.Cut(rest, []byte(" "))
 	if !ok || len(name) == 0 {
-		return nil, nil, Malformed
+		return nil, nil, false, nil, false
 	}
 	tag, msg, ok := bytes.Cut(rest, []byte(" "))
 	if !ok {
@@ -60,36 +80,134 @@ func (j *Joiner) Feed(source string, line []byte) (msg, time []byte, r Result) {
 	// The tag is flags separated by ':'; the first is P (partial) or F (full).
 	flag, _, _ := bytes.Cut(tag, []byte(":"))
 	if len(flag) != 1 || flag[0] != 'P' && flag[0] != 'F' {
+		return nil, nil, false, nil, false
+	}
+	return time, name, flag[0] == 'P', msg, true
+}
+
+// Feed reads one line of source (the file it was read from). With Complete, msg is the
+// message (joined when it came in parts) and time the line's time text; both are valid
+// until the next Feed.
+func (j *Joiner) Feed(source string, line []byte) (msg, time []byte, r Result) {
+	time, name, partial, msg, ok := parse(line)
+	if !ok {
 		return nil, nil, Malformed
 	}
-	if flag[0] == 'F' && len(j.pending) == 0 {
+	if !partial && len(j.pending) == 0 {
 		return msg, time, Complete
 	}
-	key := source + "\x00" + string(name)
-	s := j.pending[key]
-	if flag[0] == 'P' {
+	s := j.pending[source][string(name)]
+	if partial {
 		if s == nil {
-			if len(j.pending) >= MaxPending {
+			if s = j.open(source, name); s == nil {
 				return nil, nil, TooLong
 			}
-			s = &stream{}
-			j.pending[key] = s
 		}
-		if !s.overflow {
-			if len(s.buf)+len(msg) > j.max {
-				s.overflow, s.buf = true, nil
-			} else {
-				s.buf = append(s.buf, msg...)
-			}
+		switch {
+		case s.overflow:
+		case len(s.buf)+len(msg) > j.max:
+			j.overflow(s)
+		default:
+			before := cap(s.buf)
+			s.buf = append(s.buf, msg...)
+			j.held.Add(int64(cap(s.buf) - before))
 		}
 		return nil, nil, Partial
 	}
 	if s == nil {
 		return msg, time, Complete
 	}
-	delete(j.pending, key)
-	if s.overflow || len(s.buf)+len(msg) > j.max {
+	j.end(source, name)
+	switch {
+	case s.counted:
+		return nil, nil, Discarded
+	case s.overflow || len(s.buf)+len(msg) > j.max:
 		return nil, nil, TooLong
 	}
 	return append(s.buf, msg...), time, Complete
+}
+
+// Dropped tells the Joiner that the reader skipped a line of source too long to read,
+// whose first bytes are head, and counted it. When the line was a part (P) of a message,
+// the rest of the message is skipped up to and including its last (F) line (Partial,
+// then Discarded), so that the last part is not taken for a whole message; when it was
+// the last part, the message it ended is dropped. Without the line's tag in head, or
+// with MaxPending messages being joined already, nothing can be done.
+func (j *Joiner) Dropped(source string, head []byte) {
+	_, name, partial, _, ok := parse(head)
+	switch {
+	case !ok:
+	case !partial:
+		j.end(source, name)
+	default:
+		s := j.pending[source][string(name)]
+		if s == nil {
+			if s = j.open(source, name); s == nil {
+				return
+			}
+		}
+		j.overflow(s)
+		s.counted = true
+	}
+}
+
+// Release forgets what is kept of source's messages: their last parts will not come
+// (follow.Options.Closed says when).
+func (j *Joiner) Release(source string) {
+	streams, ok := j.pending[source]
+	if !ok {
+		return
+	}
+	freed := int64(sourceOverhead)
+	for name, s := range streams {
+		freed += int64(streamOverhead + len(name) + cap(s.buf))
+	}
+	delete(j.pending, source)
+	j.n -= len(streams)
+	j.held.Add(-freed)
+}
+
+// HeldBytes is about what the Joiner holds in memory now: the messages being joined, and
+// what keeps them. It is safe to call from any goroutine.
+func (j *Joiner) HeldBytes() int64 { return j.held.Load() }
+
+// open starts a message of source's stream name, or returns nil when MaxPending are.
+func (j *Joiner) open(source string, name []byte) *stream {
+	if j.n >= MaxPending {
+		return nil
+	}
+	streams := j.pending[source]
+	if streams == nil {
+		streams = map[string]*stream{}
+		j.pending[source] = streams
+		j.held.Add(sourceOverhead)
+	}
+	s := &stream{}
+	streams[string(name)] = s
+	j.n++
+	j.held.Add(int64(streamOverhead + len(name)))
+	return s
+}
+
+// end forgets the message of source's stream name, if one is being joined.
+func (j *Joiner) end(source string, name []byte) {
+	streams := j.pending[source]
+	s, ok := streams[string(name)]
+	if !ok {
+		return
+	}
+	delete(streams, string(name))
+	j.n--
+	freed := int64(streamOverhead + len(name) + cap(s.buf))
+	if len(streams) == 0 {
+		delete(j.pending, source)
+		freed += sourceOverhead
+	}
+	j.held.Add(-freed)
+}
+
+// overflow drops what s joined: the rest of its message is skipped.
+func (j *Joiner) overflow(s *stream) {
+	j.held.Add(-int64(cap(s.buf)))
+	s.overflow, s.buf = true, nil
 }

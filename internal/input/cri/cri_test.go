@@ -37,18 +37,68 @@ func TestFeed(t *testing.T) {
 			[]out{{"", "", Partial}, {"", "", TooLong}}},
 		{"not cri", 100, []string{"plain line", "t1 stdout X msg", "", "t1 stdout"},
 			[]out{{"", "", Malformed}, {"", "", Malformed}, {"", "", Malformed}, {"", "", Malformed}}},
+		// "dropped <head>" is a line the reader skipped for its length (Dropped), which it
+		// counted: the rest of its message goes with it, uncounted.
+		{"reader dropped a part", 5, []string{"dropped t1 stdout P aaaaaaa", "t2 stdout P bb", "t3 stdout F part2", "t4 stdout F ok"},
+			[]out{{"", "", Partial}, {"", "", Discarded}, {"ok", "t4", Complete}}},
+		{"reader dropped a middle part", 5, []string{"t1 stdout P ab", "dropped t2 stdout P cccccccc", "t3 stdout F d"},
+			[]out{{"", "", Partial}, {"", "", Discarded}}},
+		{"reader dropped a part past the joiner's cap", 5, []string{"t1 stdout P abcd", "t2 stdout P efgh", "dropped t3 stdout P cccccccc", "t4 stdout F d"},
+			[]out{{"", "", Partial}, {"", "", Partial}, {"", "", Discarded}}},
+		{"reader dropped the last part", 5, []string{"t1 stdout P ab", "dropped t2 stdout F cccccccc", "t3 stdout F next"},
+			[]out{{"", "", Partial}, {"next", "t3", Complete}}},
+		{"reader dropped a whole message", 5, []string{"dropped t1 stdout F cccccccc", "t2 stdout F next"},
+			[]out{{"next", "t2", Complete}}},
+		{"other streams go on", 5, []string{"t1 stderr P x", "dropped t1 stdout P aaaaaaa", "t2 stderr F y", "t3 stdout F z"},
+			[]out{{"", "", Partial}, {"xy", "t2", Complete}, {"", "", Discarded}}},
+		{"head too short to tell", 5, []string{"t1 stdout P ab", "dropped t2 stdo", "t3 stdout F c"},
+			[]out{{"", "", Partial}, {"abc", "t3", Complete}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			j := New(tc.max)
 			var got []out
 			for _, l := range tc.lines {
+				if head, ok := strings.CutPrefix(l, "dropped "); ok {
+					j.Dropped("f", []byte(head))
+					continue
+				}
 				msg, time, r := j.Feed("f", []byte(l))
 				got = append(got, out{string(msg), string(time), r})
 			}
 			if !slices.Equal(got, tc.want) {
 				t.Errorf("got %q\nwant %q", got, tc.want)
 			}
+			if j.n != 0 || len(j.pending) != 0 || j.HeldBytes() != 0 {
+				t.Errorf("%d messages, %d files, %d bytes held after every message ended", j.n, len(j.pending), j.HeldBytes())
+			}
 		})
+	}
+}
+
+// Release forgets one file's messages and nothing else; the file's next last part is a
+// message of its own.
+func TestRelease(t *testing.T) {
+	j := New(100)
+	for _, l := range []string{"t1 stdout P a1 ", "t1 stderr P a2 "} {
+		j.Feed("a", []byte(l))
+	}
+	j.Feed("b", []byte("t1 stdout P b1 "))
+	j.Release("a")
+	j.Release("none")
+	type out struct {
+		msg string
+		r   Result
+	}
+	var got []out
+	for _, fl := range [][2]string{{"a", "t2 stdout F x"}, {"a", "t2 stderr F y"}, {"b", "t2 stdout F z"}} {
+		msg, _, r := j.Feed(fl[0], []byte(fl[1]))
+		got = append(got, out{string(msg), r})
+	}
+	if want := []out{{"x", Complete}, {"y", Complete}, {"b1 z", Complete}}; !slices.Equal(got, want) {
+		t.Errorf("got %q, want %q", got, want)
+	}
+	if j.HeldBytes() != 0 {
+		t.Errorf("%d bytes held after every message ended", j.HeldBytes())
 	}
 }
 
@@ -83,18 +133,53 @@ func TestRandomSplits(t *testing.T) {
 
 // FuzzFeed: any sequence of lines (split on newlines) never panics, and no joined message
 // passes the cap (a single F line's message is shorter than the line, which the follower
-// caps). Seeds: testdata/fuzz/FuzzFeed.
+// caps). A line that starts with '!' is given to Dropped instead, one that is "~" releases
+// the file; lines alternate between two files. HeldBytes stays what the Joiner holds.
+// Seeds: testdata/fuzz/FuzzFeed.
 func FuzzFeed(f *testing.F) {
 	f.Fuzz(func(t *testing.T, lines string, max uint8) {
 		j := New(int(max))
-		for _, l := range strings.Split(lines, "\n") {
-			msg, _, r := j.Feed("f", []byte(l))
+		for i, l := range strings.Split(lines, "\n") {
+			source := []string{"f", "g"}[i%2]
+			if head, ok := strings.CutPrefix(l, "!"); ok {
+				j.Dropped(source, []byte(head))
+				continue
+			}
+			if l == "~" {
+				j.Release(source)
+				continue
+			}
+			msg, _, r := j.Feed(source, []byte(l))
 			if r == Complete && len(msg) > int(max) && len(msg) >= len(l) {
 				t.Fatalf("joined message of %d bytes past the cap %d", len(msg), max)
 			}
+			if held := recount(j); j.HeldBytes() != held {
+				t.Fatalf("HeldBytes %d, holding %d", j.HeldBytes(), held)
+			}
 		}
-		if len(j.pending) > MaxPending {
-			t.Fatalf("%d pending", len(j.pending))
+		if j.n > MaxPending {
+			t.Fatalf("%d pending", j.n)
+		}
+		j.Release("f")
+		j.Release("g")
+		if j.HeldBytes() != 0 || j.n != 0 {
+			t.Fatalf("%d bytes, %d messages held after releasing every file", j.HeldBytes(), j.n)
 		}
 	})
+}
+
+// recount is what HeldBytes should say of j, and checks j.n.
+func recount(j *Joiner) int64 {
+	held, n := int64(0), 0
+	for _, streams := range j.pending {
+		held += sourceOverhead
+		for name, s := range streams {
+			held += int64(streamOverhead + len(name) + cap(s.buf))
+			n++
+		}
+	}
+	if n != j.n {
+		return -1
+	}
+	return held
 }

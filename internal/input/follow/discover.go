@@ -71,11 +71,18 @@ func (f *Follower) discover(initial bool) {
 // file is then at no listed path, though it never left the glob. Unless last,
 // a scan that finds a listed path gone marks nothing as rotated and reports
 // false, so that discover lists again.
+//
+// An open file left its path only when the listing lacks it and a look at its
+// path confirms it: a directory that could not be listed, or a path that could
+// not be looked at, says nothing about the files there, so that a directory
+// unreadable for a while (EACCES, EMFILE) does not close them and, once
+// readable, have them read again from their first line.
 func (f *Follower) scan(initial, last bool) bool {
-	paths := expand(f.o)
+	paths, unlisted := expand(f.o)
 	if f.o.listed != nil {
 		f.o.listed()
 	}
+	f.listFailed(unlisted)
 	f.watchDirs()
 	found := make(map[fileID]string, len(paths)) // first path of each open file
 	atPath := make(map[string]fileID, len(paths))
@@ -120,30 +127,51 @@ func (f *Follower) scan(initial, last bool) bool {
 		f.ready.Store(true)
 	}
 	for id := range f.atStart {
-		if !present[id] && len(unknown) == 0 {
+		if !present[id] && len(unknown) == 0 && len(unlisted) == 0 {
 			delete(f.atStart, id) // gone before it could be opened
 		}
 	}
-	now := f.o.now()
+	var missing []*tracked
 	f.mu.Lock()
-	defer f.mu.Unlock()
 	for _, t := range f.files {
 		p, ok := found[t.id]
 		switch {
 		case ok:
 			if atPath[t.path] != t.id {
 				t.path = p // renamed to another path of the glob
+				f.pathsChanged++
 			}
 			t.rotated = false
-		case !t.rotated && !unknown[t.path]:
-			// A path that could not be stat'ed may still hold the file
-			// last seen there.
-			t.rotated, t.rotatedAt = true, now
-			f.c.rotations.Add(1)
-			f.o.Logger.Info("file left its path, reading it to its end", "path", t.path, "grace", f.o.RotationGrace)
+		case !t.rotated && !unknown[t.path] && !within(t.path, unlisted):
+			missing = append(missing, t)
 		}
 	}
+	f.mu.Unlock()
+	// t.path is written by this goroutine only: it may be read without the lock.
+	var left []*tracked
+	for _, t := range missing {
+		if t.left() {
+			left = append(left, t)
+		}
+	}
+	now := f.o.now()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, t := range left {
+		t.rotated, t.rotatedAt = true, now
+		f.c.rotations.Add(1)
+		f.o.Logger.Info("file left its path, reading it to its end", "path", t.path, "grace", f.o.RotationGrace)
+	}
 	return true
+}
+
+// left reports whether the file last seen at t's path is no longer there.
+func (t *tracked) left() bool {
+	fi, err := os.Stat(t.path)
+	if err != nil {
+		return errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR)
+	}
+	return idOf(fi) != t.id
 }
 
 // vanished reports whether no file of that name is there any more (a dangling
@@ -208,6 +236,7 @@ func (f *Follower) track(path string, initial bool) (id fileID, exists, isOpen b
 	if !dup {
 		f.byID[id] = t // from here on, t belongs to the reader
 		f.files = append(f.files, t)
+		f.pathsChanged++
 		if t.backfill {
 			f.backfills.Add(1)
 		}
@@ -234,7 +263,7 @@ func (f *Follower) watchDirs() {
 	}
 	dirs := []string{filepath.Dir(f.o.Path)}
 	if isGlob(dirs[0]) {
-		dirs, _ = filepath.Glob(dirs[0])
+		dirs, _ = glob(dirs[0], f.o.list)
 	}
 	watched := make(map[string]bool)
 	for _, d := range f.w.WatchList() {
@@ -262,19 +291,41 @@ func (f *Follower) watch(dir string) {
 	switch err := f.w.Add(dir); {
 	case err == nil, errors.Is(err, fs.ErrNotExist):
 		delete(f.watchFailed, dir)
-	case f.watchFailed[dir] != err.Error():
-		f.watchFailed[dir] = err.Error()
-		f.c.errors.Add(1)
+	case f.news(f.watchFailed, dir, err):
 		f.o.Logger.Warn("cannot watch directory, polling covers it", "dir", dir, "err", err)
 	}
 }
 
 // fail counts and logs an error of discovery once until it changes or clears.
 func (f *Follower) fail(path string, err error) {
-	if f.failed[path] == err.Error() {
-		return
+	if f.news(f.failed, path, err) {
+		f.o.Logger.Warn("cannot follow, retrying", "path", path, "err", err)
 	}
-	f.failed[path] = err.Error()
+}
+
+// listFailed counts and logs each directory of the glob that could not be
+// listed, once until it is listed again or the error changes.
+func (f *Follower) listFailed(unlisted map[string]error) {
+	for dir, err := range unlisted {
+		if f.news(f.unlisted, dir, err) {
+			f.o.Logger.Warn("cannot list directory, keeping its files as they are until it can be listed", "dir", dir, "err", err)
+		}
+	}
+	for dir := range f.unlisted {
+		if _, ok := unlisted[dir]; !ok {
+			delete(f.unlisted, dir)
+		}
+	}
+}
+
+// news reports whether err is a new episode for key in episodes (key → error
+// last counted), and counts it if so: an error is counted and logged once
+// until it changes or clears, however many scans see it.
+func (f *Follower) news(episodes map[string]string, key string, err error) bool {
+	if episodes[key] == err.Error() {
+		return false
+	}
+	episodes[key] = err.Error()
 	f.c.errors.Add(1)
-	f.o.Logger.Warn("cannot follow, retrying", "path", path, "err", err)
+	return true
 }

@@ -23,14 +23,31 @@
 //     length read that leaves the first and the last KiB read as they were
 //     (`echo x > f` with the same x each time, or a `touch`). A log's lines
 //     carry their times, so such a rewrite repeats the very bytes it replaces.
-//   - Only complete lines are delivered; a final line without a newline is
-//     held until its newline comes (ReadToEnd and a rotated file's retirement
-//     deliver it, as the file is final then). Lines longer than
-//     Options.MaxLineBytes are skipped and counted; the reader holds one
-//     buffer of MaxLineBytes+1 bytes (at least 64 KiB) whatever the input.
+//   - Only complete lines are delivered while a file may grow: a last line
+//     without a newline is held until its newline comes, however long that
+//     takes. Once no byte can complete it, it is handed on and counted as
+//     any line (or as too long past the cap): when its file, having left its
+//     path (renamed away or deleted), is closed after the grace period; when
+//     its file is found truncated or rewritten under the read offset, as the
+//     bytes that would have completed it are gone; and by ReadToEnd at the
+//     end of each file. Stop hands it nothing: the file may go on. This is
+//     what `tail -F` shows (it prints bytes as they come and keeps them on a
+//     truncation), and it shows a line cut by a writer that died mid-line, or
+//     read in part when a copytruncate came, as one malformed or unmatched
+//     line rather than nothing. Lines longer than Options.MaxLineBytes are
+//     skipped and counted; the reader holds one buffer of MaxLineBytes+1
+//     bytes (at least 64 KiB) whatever the input.
+//   - A glob is listed again at every scan. A directory it cannot list
+//     (EACCES, EMFILE, ENFILE, EIO: anything but its absence, ENOENT or
+//     ENOTDIR) is an error, counted and logged once until it can be listed
+//     again, and changes nothing: its files stay open and are read on, and
+//     none is taken for gone. A file has left its path only when a listing
+//     that succeeded lacks it and a look at the path it was last seen at
+//     confirms it (no file there, or another device and inode).
 //   - No failure exits the process: inotify that cannot be set up (per-user
-//     instance limit) falls back to polling; stat, open and read failures are
-//     logged and counted once per episode and retried on every scan.
+//     instance limit) falls back to polling; list, stat, open and read
+//     failures are logged and counted once per episode and retried on every
+//     scan.
 //
 // With logrotate's copytruncate, lines not yet read when the truncation
 // happens are lost: those written between the copy and the truncation (by

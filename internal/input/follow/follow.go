@@ -65,11 +65,28 @@ type Options struct {
 	// file's first line: the caller may read what precedes the offset (a warm start of
 	// windows). Ready waits for it.
 	Backfill func(path string, file io.ReaderAt, end int64)
+	// TooLong, when set, is called in the reading goroutine when a line longer than
+	// MaxLineBytes is skipped, before any later line of its file is handed on, with
+	// the line's first bytes (MaxLineBytes+1 of them at least, valid during the call
+	// only): a caller that joins lines into messages (the parts of a CRI message)
+	// learns that the message lost a part.
+	TooLong func(path string, head []byte)
+	// Closed, when set, is called in the reading goroutine, after the last line handed
+	// on under path, once no file is read under path any more: its last file was
+	// closed after leaving its path (renamed away or deleted, then idle for the grace
+	// period) or was renamed to another path of the glob; for every path read at Stop
+	// (in Stop's goroutine, once the reading goroutine has ended); and by ReadToEnd
+	// after each file. State kept per path (a CRI message being joined) can be
+	// forgotten then: a later line under path comes from a file that appeared there
+	// since. A rotated file closed while its successor is read under the same path does
+	// not close the path: a message may go on in the successor.
+	Closed func(path string)
 
 	now      func() time.Time                    // a test clock for the grace period
 	noNotify bool                                // tests force polling
 	stat     func(*os.File) (os.FileInfo, error) // tests show what a write in progress looks like
 	listed   func()                              // tests rename files between a listing and the looks
+	list     func(dir string) ([]string, error)  // tests make a directory fail to list
 	// Chunk, when set, is called in the reading goroutine after each read from a file
 	// and before the lines it completed are handed on (up to the read buffer, 64 KiB by
 	// default, some hundreds of lines): a handler that needs the time of a line's
@@ -127,20 +144,22 @@ func (o Options) normalize() (Options, error) {
 	if o.stat == nil {
 		o.stat = (*os.File).Stat
 	}
+	if o.list == nil {
+		o.list = listDir
+	}
 	return o, nil
 }
 
 func isGlob(path string) bool { return strings.ContainsAny(path, `*?[\`) }
 
 // expand lists the paths the input names now: the glob's matches, or the
-// path itself, whether or not it exists.
-func expand(o Options) []string {
+// path itself, whether or not it exists. unlisted holds the directories of a
+// glob that could not be listed, with why.
+func expand(o Options) (paths []string, unlisted map[string]error) {
 	if !isGlob(o.Path) {
-		return []string{o.Path}
+		return []string{o.Path}, nil
 	}
-	// The pattern was validated by normalize, the only error Glob returns.
-	paths, _ := filepath.Glob(o.Path)
-	return paths
+	return glob(o.Path, o.list)
 }
 
 // Follower follows one input until Stop.
@@ -154,10 +173,18 @@ type Follower struct {
 	mu    sync.Mutex
 	files []*tracked // in the order they were found: older files are read first
 	byID  map[fileID]*tracked
+	// pathsChanged counts changes to the paths of files: one added, removed or
+	// renamed within the glob. The reader looks for paths no longer read only then.
+	pathsChanged uint64
+
+	// Owned by the reading goroutine (and Stop after it).
+	readPaths   map[string]bool // paths of the files in the reader's last look at them
+	readChanged uint64          // pathsChanged at that look
 
 	// Owned by the discovery goroutine (and Start before it).
 	failed      map[string]string // path → error already counted and logged
 	watchFailed map[string]string // directory → error already counted and logged
+	unlisted    map[string]string // directory of a glob → listing error already counted and logged
 	atStart     map[fileID]int64  // size at Start of files present then, for start at end
 
 	ready     atomic.Bool
@@ -191,12 +218,13 @@ func Start(opts Options, h input.Handler) (*Follower, error) {
 		byID:        make(map[fileID]*tracked),
 		failed:      make(map[string]string),
 		watchFailed: make(map[string]string),
+		unlisted:    make(map[string]string),
 		atStart:     make(map[fileID]int64),
+		readPaths:   make(map[string]bool),
 		stop:        make(chan struct{}),
 		wake:        make(chan struct{}, 1),
 	}
-	f.r = newLineReader(o.MaxLineBytes, h, &f.c, &f.stopping)
-	f.r.chunk = o.Chunk
+	f.r = newLineReader(o, h, &f.c, &f.stopping)
 	if !o.noNotify {
 		// fsnotify returns an error where nxadm/tail would exit: with the
 		// per-user inotify instance limit reached, polling is all we have.
@@ -257,11 +285,17 @@ func (f *Follower) Stop() {
 			_ = f.w.Close()
 		}
 		f.mu.Lock()
-		defer f.mu.Unlock()
 		for _, t := range f.files {
 			_ = t.f.Close()
+			f.readPaths[t.path] = true
 		}
 		f.files, f.byID = nil, nil
+		f.mu.Unlock()
+		if f.o.Closed != nil {
+			for p := range f.readPaths {
+				f.o.Closed(p)
+			}
+		}
 	})
 }
 
@@ -303,7 +337,12 @@ func (f *Follower) readAll() (more bool) {
 	for i, t := range turn {
 		paths[i] = t.path
 	}
+	changed := f.pathsChanged
 	f.mu.Unlock()
+	if f.o.Closed != nil && changed != f.readChanged {
+		f.readChanged = changed
+		f.closeGone(paths)
+	}
 
 	for i, t := range turn {
 		if f.stopping.Load() {
@@ -322,6 +361,21 @@ func (f *Follower) readAll() (more bool) {
 	}
 	f.turns.Add(1)
 	return more
+}
+
+// closeGone tells Options.Closed of the paths read before that no file is
+// read under now.
+func (f *Follower) closeGone(paths []string) {
+	now := make(map[string]bool, len(paths))
+	for _, p := range paths {
+		now[p] = true
+	}
+	for p := range f.readPaths {
+		if !now[p] {
+			f.o.Closed(p)
+		}
+	}
+	f.readPaths = now
 }
 
 // retireIfIdle closes t if it left its path and has not grown for the grace
@@ -345,6 +399,7 @@ func (f *Follower) retireIfIdle(t *tracked, path string) {
 
 // remove drops t from the open files; f.mu must be held.
 func (f *Follower) remove(t *tracked) {
+	f.pathsChanged++
 	delete(f.byID, t.id)
 	for i, u := range f.files {
 		if u == t {
@@ -371,6 +426,9 @@ func (f *Follower) step(t *tracked, path string) bool {
 	if rewritten {
 		f.c.truncations.Add(1)
 		f.o.Logger.Info("file truncated, reading it again from the start", "path", path, "offset", t.off, "size", size)
+		// The bytes that could have completed a last line without a newline
+		// are gone: it is final, as when its file is retired.
+		f.r.finish(t, path)
 		t.restart()
 	} else if size == t.off {
 		return false

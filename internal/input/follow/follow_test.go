@@ -459,9 +459,6 @@ func TestGlob(t *testing.T) {
 	}
 }
 
-// TestBrokenPathInGlob: a glob entry that cannot be stat'ed (a symlink loop)
-// is an error, and does not keep the other files of the glob from being
-// rotated and closed.
 // A file renamed within a glob between the listing and the look at its old
 // name is not taken for a rotation.
 func TestGlobListingStale(t *testing.T) {
@@ -511,6 +508,9 @@ func TestGlobListingStale(t *testing.T) {
 	}
 }
 
+// TestBrokenPathInGlob: a glob entry that cannot be stat'ed (a symlink loop)
+// is an error, and does not keep the other files of the glob from being
+// rotated and closed.
 func TestBrokenPathInGlob(t *testing.T) {
 	dir := t.TempDir()
 	loop := filepath.Join(dir, "loop.log")

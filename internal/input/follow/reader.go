@@ -145,19 +145,23 @@ type lineReader struct {
 	h    input.Handler
 	c    *counters
 	stop *atomic.Bool // nil when reading cannot be stopped
-	// chunk is Options.Chunk.
-	chunk func()
+	// chunk and tooLong are Options.Chunk and Options.TooLong.
+	chunk   func()
+	tooLong func(path string, head []byte)
 }
 
-func newLineReader(maxLine int, h input.Handler, c *counters, stop *atomic.Bool) *lineReader {
+// newLineReader reads lines as o (normalized) says.
+func newLineReader(o Options, h input.Handler, c *counters, stop *atomic.Bool) *lineReader {
 	return &lineReader{
 		// One byte more than the cap, for the newline that ends the
 		// longest line allowed.
-		buf:  make([]byte, max(maxLine+1, minBuffer)),
-		max:  maxLine,
-		h:    h,
-		c:    c,
-		stop: stop,
+		buf:     make([]byte, max(o.MaxLineBytes+1, minBuffer)),
+		max:     o.MaxLineBytes,
+		h:       h,
+		c:       c,
+		stop:    stop,
+		chunk:   o.Chunk,
+		tooLong: o.TooLong,
 	}
 }
 
@@ -215,6 +219,7 @@ func (r *lineReader) scan(t *tracked, path string, start, end int) (int, int) {
 	}
 	if !t.skipping && end-start > r.max {
 		t.skipping = true
+		r.skip(path, buf[start:end])
 	}
 	if t.skipping {
 		t.done.Store(t.off)
@@ -227,6 +232,9 @@ func (r *lineReader) scan(t *tracked, path string, start, end int) (int, int) {
 // line hands on one line, or counts it when it was too long.
 func (r *lineReader) line(t *tracked, path string, line []byte) {
 	if t.skipping || len(line) > r.max {
+		if !t.skipping {
+			r.skip(path, line)
+		}
 		t.skipping = false
 		r.c.tooLong.Add(1)
 		return
@@ -236,6 +244,14 @@ func (r *lineReader) line(t *tracked, path string, line []byte) {
 	}
 	r.c.lines.Add(1)
 	r.h(path, line)
+}
+
+// skip tells Options.TooLong of a line too long to read, by its first bytes;
+// called once per line, when it is found too long.
+func (r *lineReader) skip(path string, head []byte) {
+	if r.tooLong != nil {
+		r.tooLong(path, head)
+	}
 }
 
 // finish ends a file that will not grow any more: its last line, complete or

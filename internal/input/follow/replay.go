@@ -3,8 +3,10 @@ package follow
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"os"
+	"slices"
 
 	"github.com/logwindow/logwindow_exporter/internal/input"
 )
@@ -14,8 +16,9 @@ import (
 // goroutine; a last line without a newline is handed on too. It is the
 // replay mode's reader and the tests' reference: the same line splitting and
 // cap as a Follower, without following. FromBeginning, RotationGrace and
-// PollInterval are ignored. Files that cannot be read are skipped, counted in
-// Errors and reported in the error, which also says when nothing matched.
+// PollInterval are ignored. Files that cannot be read, and directories of a
+// glob that cannot be listed, are skipped, counted in Errors and reported in
+// the error, which also says when nothing matched.
 func ReadToEnd(opts Options, h input.Handler) (input.Stats, error) {
 	o, err := opts.normalize()
 	if err != nil {
@@ -25,16 +28,23 @@ func ReadToEnd(opts Options, h input.Handler) (input.Stats, error) {
 		return input.Stats{}, errors.New("follow: nil handler")
 	}
 	var c counters
-	r := newLineReader(o.MaxLineBytes, h, &c, nil)
-	paths := expand(o)
-	if isGlob(o.Path) && len(paths) == 0 {
+	r := newLineReader(o, h, &c, nil)
+	paths, unlisted := expand(o)
+	var errs []error
+	for _, dir := range slices.Sorted(maps.Keys(unlisted)) {
+		c.errors.Add(1)
+		errs = append(errs, unlisted[dir])
+	}
+	if isGlob(o.Path) && len(paths) == 0 && len(errs) == 0 {
 		return c.snapshot(), fmt.Errorf("follow: no file matches %q", o.Path)
 	}
-	var errs []error
 	for _, p := range paths {
 		if err := readFile(r, p); err != nil {
 			c.errors.Add(1)
 			errs = append(errs, err)
+		}
+		if o.Closed != nil {
+			o.Closed(p)
 		}
 	}
 	return c.snapshot(), errors.Join(errs...)

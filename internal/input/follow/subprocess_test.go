@@ -107,14 +107,20 @@ func inotifyExhausted(t *testing.T) {
 // unreadable (as logrotate's "create 0600 root adm" does to a reader not in
 // the group): the follower stays up, counts the error once, and reads the
 // new file from its start once it is readable.
-//
-// Permission bits do not stop root, so as root the test runs itself as
-// nobody in a child process.
 func TestUnreadable(t *testing.T) {
-	if os.Geteuid() != 0 {
+	asNobody(t, func(t *testing.T) {
 		for _, m := range modes {
 			t.Run(m.name, func(t *testing.T) { unreadable(t, m) })
 		}
+	})
+}
+
+// asNobody runs the test's body: here when not root, else in a child process
+// running as nobody, since permission bits do not stop root.
+func asNobody(t *testing.T, body func(t *testing.T)) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		body(t)
 		return
 	}
 	if isChild(t) {

@@ -1,0 +1,88 @@
+package follow
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"syscall"
+)
+
+// glob is filepath.Glob that says which directories it could not list.
+// filepath.Glob takes a directory it cannot list (EACCES, EMFILE, ENFILE, EIO)
+// for one without matches, so a directory unreadable for a moment would look
+// like every file in it leaving its path. A directory that does not exist, or
+// is not a directory, has no matches and is no failure: nothing is there.
+//
+// unlisted maps each directory that could not be listed, cleaned, to why; the
+// names a failed listing returned before its error are matched all the same.
+// pattern must be valid (Options.normalize checks it).
+func glob(pattern string, list func(dir string) ([]string, error)) (matches []string, unlisted map[string]error) {
+	unlisted = make(map[string]error)
+	return globInto(pattern, list, nil, unlisted), unlisted
+}
+
+func globInto(pattern string, list func(string) ([]string, error), matches []string, unlisted map[string]error) []string {
+	dir, file := filepath.Split(pattern)
+	switch dir {
+	case "":
+		dir = "."
+	case "/":
+	default:
+		dir = dir[:len(dir)-1]
+	}
+	if !isGlob(dir) {
+		return matchDir(dir, file, list, matches, unlisted)
+	}
+	if dir == pattern {
+		return matches // a pattern that splits into itself names nothing
+	}
+	for _, d := range globInto(dir, list, nil, unlisted) {
+		matches = matchDir(d, file, list, matches, unlisted)
+	}
+	return matches
+}
+
+// matchDir appends the names in dir that match pattern, in name order.
+func matchDir(dir, pattern string, list func(string) ([]string, error), matches []string, unlisted map[string]error) []string {
+	names, err := list(dir)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR) {
+		unlisted[filepath.Clean(dir)] = err
+	}
+	slices.Sort(names)
+	for _, n := range names {
+		if ok, _ := filepath.Match(pattern, n); ok {
+			matches = append(matches, filepath.Join(dir, n))
+		}
+	}
+	return matches
+}
+
+// listDir returns the names in dir, or those it read before an error.
+func listDir(dir string) ([]string, error) {
+	d, err := os.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	return d.Readdirnames(-1)
+}
+
+// within reports whether path is named by an entry of one of dirs, directly
+// or below: the listing of that directory is what said whether path exists.
+func within(path string, dirs map[string]error) bool {
+	if len(dirs) == 0 {
+		return false
+	}
+	for {
+		parent := filepath.Dir(path)
+		if _, ok := dirs[parent]; ok {
+			return true
+		}
+		if parent == path {
+			return false
+		}
+		path = parent
+	}
+}
