@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/logwindow/logwindow_exporter/config"
+	"github.com/logwindow/logwindow_exporter/internal/store"
 	"github.com/logwindow/logwindow_exporter/internal/testutil/storetest"
 )
 
@@ -22,6 +23,21 @@ func TestExpiry(t *testing.T) {
 		expire bool
 		want   map[string]series
 		held   int // the series the store holds after the step
+	}
+	// overflowIdle: a live series holds the budget of one, a label set folds, the overflow
+	// series idles past the TTL (2m), and another label set folds into it, after an Expire
+	// at that second or not.
+	overflowIdle := func(expire bool) []step {
+		a := func(total float64, window ...float64) series { return series{total, window} }
+		steps := []step{
+			{now: 1000, lines: []string{"a", "b"}, want: map[string]series{"a": a(1, 1), store.OverflowValue: a(1, 1)}, held: 2},
+			{now: 1060, lines: []string{"a"}, want: map[string]series{"a": a(2, 1), store.OverflowValue: a(1, 0)}, held: 2},
+			{now: 1118, lines: []string{"a"}, want: map[string]series{"a": a(3, 2), store.OverflowValue: {1, nil}}, held: 2},
+		}
+		if expire {
+			steps = append(steps, step{now: 1121, expire: true, want: map[string]series{"a": a(3, 1)}, held: 1})
+		}
+		return append(steps, step{now: 1121, lines: []string{"c"}, want: map[string]series{"a": a(3, 1), store.OverflowValue: a(1, 1)}, held: 2})
 	}
 	cases := []struct {
 		name   string
@@ -80,6 +96,14 @@ func TestExpiry(t *testing.T) {
 			{now: 1000, lines: []string{""}, want: map[string]series{"": {1, []float64{1}}}, held: 1},
 			{now: 1000 + 86400, expire: true, want: map[string]series{"": {1, []float64{0}}}, held: 1},
 		},
+	}, {
+		name: "the overflow series idle past the TTL starts a new counter",
+		rule: byStatus, budget: 1, ttl: 2 * time.Minute,
+		steps: overflowIdle(false),
+	}, {
+		name: "the overflow series idle past the TTL and expired starts a new counter",
+		rule: byStatus, budget: 1, ttl: 2 * time.Minute,
+		steps: overflowIdle(true),
 	}}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -162,6 +162,9 @@ func (m *model) line(i int, key string, now int64) {
 			r.memFolds++
 		}
 		key = store.OverflowValue
+		if s := r.series[key]; s != nil && r.gone(s, now) {
+			m.remove(r, key)
+		}
 	}
 	m.add(r, key, now)
 }

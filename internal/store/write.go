@@ -127,6 +127,12 @@ func (st *store) create(rawKey []byte, labels [][]byte, now, at int64, v float64
 			return
 		}
 		s, folded = st.series[st.overflowKey], true
+		if s != nil && st.gone(s, now, b.ttl) {
+			// The overflow series idle past the TTL is a new one, as any label set is, whether
+			// Expire removed it yet or not: a scrape stopped showing the old one.
+			st.remove(s)
+			s = nil
+		}
 		if s == nil {
 			key, values = st.overflowKey, st.overflowLabels
 		}
