@@ -1,6 +1,8 @@
 package store
 
 import (
+	"math"
+
 	"github.com/logwindow/logwindow_exporter/config"
 	"github.com/logwindow/logwindow_exporter/windows"
 )
@@ -100,3 +102,121 @@ func (s *Series) Labels() []string { return s.labels }
 
 // Lines is the number of lines of s.
 func (s *Series) Lines() uint64 { return s.lines() }
+
+// total is the `_total` of the series: the sum of values, or the line count.
+func (st *store) total(s *Series) float64 {
+	if !st.value {
+		return float64(s.lines())
+	}
+	var sum float64
+	for p := range s.parts {
+		sum += math.Float64frombits(p.sum.Load())
+	}
+	return sum
+}
+
+// snapshot returns the live series and the matched lines not in them (those of expired
+// series and late lines that had no series), read together so that the rule's
+// matched-lines counter never goes back.
+func (st *store) snapshot(dst []*Series) ([]*Series, uint64) {
+	defer st.rlock().RUnlock()
+	for _, s := range st.series {
+		dst = append(dst, s)
+	}
+	return dst, st.retired + st.lateUnseated.Load()
+}
+
+// live reports whether s exports windows at now: it is pinned, or has wheels that had a
+// line within the longest window; else it is written as a kept counter.
+func (st *store) live(s *Series, now int64) bool {
+	for p := range s.parts {
+		if st.wheels(s, p, now) != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// oldestLive is the oldest second of a line in some window at now: wheels whose newest
+// line is older hold nothing, and are read, expired and released as idle.
+func (st *store) oldestLive(now int64) int64 { return now - st.layout.Longest() }
+
+// wheels returns the wheels of part p of s that are read at now: none when p has none or
+// they are idle past the longest window (they hold nothing then), unless s is pinned.
+func (st *store) wheels(s *Series, p *part, now int64) *windows.Series {
+	w := p.win.Load()
+	if w == nil || !s.pinned && w.LastAdd() < st.oldestLive(now) {
+		return nil
+	}
+	return w
+}
+
+// read appends to dst[:0] the Stats of every window of s at second now, its parts merged:
+// sums and counts added, the per-second rate that of the sum, extrema of all. Parts without
+// wheels to read (see wheels) are left out; more holds the other parts' reads.
+func (st *store) read(s *Series, now, since int64, dst []windows.Stats, more *[]windows.Stats) []windows.Stats {
+	dst = dst[:0]
+	merged := false
+	for p := range s.parts {
+		w := st.wheels(s, p, now)
+		if w == nil {
+			continue
+		}
+		if len(dst) == 0 {
+			dst = w.Read(now, since, dst)
+			continue
+		}
+		*more = w.Read(now, since, (*more)[:0])
+		for i := range min(len(dst), len(*more)) {
+			d, m := &dst[i], (*more)[i]
+			d.Sum += m.Sum
+			d.Events += m.Events
+			d.Max, d.Min = extremum(d.Max, m.Max, true), extremum(d.Min, m.Min, false)
+		}
+		merged = true
+	}
+	if merged {
+		for i := range dst {
+			dst[i].PerSecond = st.layout.PerSecond(i, dst[i].Sum, now, since)
+		}
+	}
+	return dst
+}
+
+// extremum merges two maxima (or minima), either NaN when its window has no event.
+func extremum(a, b float64, isMax bool) float64 {
+	switch {
+	case math.IsNaN(a):
+		return b
+	case math.IsNaN(b):
+		return a
+	case isMax:
+		return max(a, b)
+	}
+	return min(a, b)
+}
+
+// readSummaries sets dst (made by the layout's NewSummaries) to the summaries of every
+// window of s at second now, its parts merged; more holds the other parts' reads (made on
+// the first series with two parts that are not idle).
+func (st *store) readSummaries(s *Series, now int64, dst []windows.Summary, more *[]windows.Summary) {
+	first := true
+	for p := range s.parts {
+		w := st.wheels(s, p, now)
+		if w == nil {
+			continue
+		}
+		if first {
+			w.ReadSummaries(now, dst)
+			first = false
+			continue
+		}
+		if *more == nil {
+			*more = st.layout.NewSummaries()
+		}
+		w.ReadSummaries(now, *more)
+		for i, d := range dst {
+			d.Merge((*more)[i])
+		}
+	}
+}

@@ -224,3 +224,10 @@ func readAll(set *Set, now int64) {
 		}
 	}
 }
+
+// count returns the number of series (with wheels or kept counters), the overflow series
+// included.
+func (st *store) count() int {
+	defer st.rlock().RUnlock()
+	return len(st.series)
+}

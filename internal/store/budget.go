@@ -1,0 +1,131 @@
+package store
+
+import (
+	"cmp"
+	"slices"
+	"sync/atomic"
+	"unsafe"
+)
+
+// memory is what the series of every rule take, estimated, and --series.max-bytes:
+// past it a new label set folds into its rule's overflow series.
+type memory struct {
+	used atomic.Int64
+	// max is the bound; 0 is none. A Set built with a new bound changes it for all.
+	max atomic.Int64
+}
+
+// full reports whether cost more bytes would pass the bound.
+func (m *memory) full(cost int64) bool {
+	max := m.max.Load()
+	return max > 0 && m.used.Load()+cost > max
+}
+
+// budget is what a config says about how long and how many series a store keeps; it is
+// not part of the store, so a reload may change it for an inherited one.
+type budget struct {
+	// limit is max_series_per_rule.
+	limit int
+	// ttl is how long, in seconds, a kept counter stays after its last line; 0 is forever.
+	ttl int64
+}
+
+// seriesOverhead is a series' heap besides its label values and wheels: the series, its
+// labels slice header and its map entry (the map grows by doubling: measured by
+// TestMaxBytes and BenchmarkMaxBytes20Rules).
+const seriesOverhead = int64(unsafe.Sizeof(Series{})) + 176
+
+// Heap a series takes for a second writing shard: the table of the other shards' parts
+// (once) and each such part.
+const (
+	othersBytes  = int64(unsafe.Sizeof(others{}))
+	farPartBytes = int64(unsafe.Sizeof(farPart{}))
+)
+
+// charge adds n bytes to the store's and the process' series memory.
+func (st *store) charge(n int64) {
+	st.used.Add(n)
+	st.mem.used.Add(n)
+}
+
+// seriesCost is what a new series of key takes, its wheels included.
+func (st *store) seriesCost(keyLen, labels int) int64 {
+	return seriesOverhead + int64(keyLen) + 16*int64(labels) + st.wheelBytes
+}
+
+// heldBytes is what s is charged now: its cost, less the wheels of its first part if it
+// has none, plus its other parts and their wheels. The store's write locks are held, so
+// no part or wheels come or go meanwhile.
+func (st *store) heldBytes(s *Series) int64 {
+	n := st.seriesCost(len(s.key), len(s.labels)) - st.wheelBytes
+	if o := s.others.Load(); o != nil {
+		n += othersBytes
+		for i := range o {
+			if o[i].Load() != nil {
+				n += farPartBytes
+			}
+		}
+	}
+	for p := range s.parts {
+		if p.win.Load() != nil {
+			n += st.wheelBytes
+		}
+	}
+	return n
+}
+
+// fold counts a line folded into the overflow series, by the memory bound or the budget.
+func (st *store) fold(memory bool) {
+	st.folds.Add(1)
+	if memory {
+		st.memFolds.Add(1)
+	}
+}
+
+// reapDue reports whether a new label set that found the budget full should reap idle
+// series first: once per second of now, or once per quarter budget of label sets folded.
+func (st *store) reapDue(now int64, limit int) bool {
+	return now != st.reapedAt.Load() || st.foldsSinceReap.Add(1) >= int64(max(limit/4, 1))
+}
+
+// reap makes room at a full budget; the write locks are held. It releases the wheels of
+// idle series and removes kept counters past the TTL, then, if the budget is still full,
+// the least recently active kept counters: as many as new label sets asked for room since
+// the last reap (at least one, at most a quarter budget), so a burst of new label sets
+// between two reaps does not fold more of them than needed.
+func (st *store) reap(now int64, b budget, memFull bool) {
+	st.reapedAt.Store(now)
+	demand := st.foldsSinceReap.Swap(0) + 1
+	var kept []*Series
+	for _, s := range st.series {
+		if s.pinned || s.key == st.overflowKey {
+			continue
+		}
+		if st.settle(s, now, b.ttl) == settledKept {
+			kept = append(kept, s)
+		}
+	}
+	want := int64(st.normal-b.limit) + demand
+	if memFull {
+		want = max(want, demand) // the memory bound, not the budget, asks for room
+	}
+	evict := min(want, int64(max(b.limit/4, 1)), int64(len(kept)))
+	if evict <= 0 {
+		return
+	}
+	slices.SortFunc(kept, func(a, b *Series) int { return cmp.Compare(a.last(), b.last()) })
+	for _, s := range kept[:evict] {
+		st.remove(s)
+	}
+}
+
+// remove deletes s, keeping its lines in the matched count; the write locks are held.
+func (st *store) remove(s *Series) {
+	delete(st.series, s.key)
+	s.removed = true
+	st.charge(-st.heldBytes(s))
+	st.retired += s.lines()
+	if s.key != st.overflowKey {
+		st.normal--
+	}
+}

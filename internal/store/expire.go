@@ -1,0 +1,130 @@
+package store
+
+import "math"
+
+// Expire releases the wheels of series idle for longer than their rule's longest window
+// and removes kept counters idle past the counter TTL, in every rule: processing-time
+// rules at second processing, event-time rules at wall. Scrapes do not expire (a scrape
+// changes nothing); the pipeline calls Expire now and then, and between two calls the
+// budgets bound memory as before.
+func (s *Set) Expire(processing, wall int64) {
+	for i := range s.rules {
+		r := &s.rules[i]
+		now := processing
+		if r.store.eventTime {
+			now = wall
+		}
+		r.store.expire(now, r.budget.ttl)
+	}
+}
+
+// stale reports whether s has something to expire at now: wheels idle for longer than the
+// longest window (every window reads zero), or a kept counter idle for longer than ttl.
+func (st *store) stale(s *Series, now, ttl int64) bool {
+	if s.pinned {
+		return false
+	}
+	kept := true
+	for p := range s.parts {
+		if w := p.win.Load(); w != nil {
+			if w.LastAdd() < st.oldestLive(now) {
+				return true
+			}
+			kept = false
+		}
+	}
+	return kept && ttl > 0 && s.last() < now-ttl
+}
+
+// What settle did to a series.
+const (
+	settledLive    = iota // it has had a line within its longest window
+	settledKept           // it is a kept counter (maybe just now)
+	settledRemoved        // it was idle for longer than the TTL
+)
+
+// settle releases the idle wheels of s and removes it if idle past ttl; the write locks
+// are held and s is not pinned.
+func (st *store) settle(s *Series, now, ttl int64) int {
+	live := false
+	for p := range s.parts {
+		w := p.win.Load()
+		if w == nil {
+			continue
+		}
+		if last := w.LastAdd(); last < st.oldestLive(now) {
+			p.last.Store(last)
+			p.win.Store(nil)
+			st.charge(-st.wheelBytes)
+		} else {
+			live = true
+		}
+	}
+	switch {
+	case live:
+		return settledLive
+	case ttl > 0 && s.last() < now-ttl:
+		st.remove(s)
+		return settledRemoved
+	}
+	return settledKept
+}
+
+// idlePastTTL is a cheap first test of gone for the write path: no line of shard's part
+// of s is newer than ttl (gone then reads every part).
+func (st *store) idlePastTTL(s *Series, shard uint8, now, ttl int64) bool {
+	return ttl > 0 && !s.pinned && st.partIdlePastTTL(s, shard, now, ttl)
+}
+
+// partIdlePastTTL is idlePastTTL past its first tests, which are inlined.
+func (st *store) partIdlePastTTL(s *Series, shard uint8, now, ttl int64) bool {
+	if p := s.part(shard); p != nil && p.last.Load() >= now-ttl {
+		return false
+	}
+	return st.gone(s, now, ttl)
+}
+
+// gone reports whether s is a kept counter idle past ttl at now, or would be one once
+// expired: Expire removes it, and a reader leaves it out until then.
+func (st *store) gone(s *Series, now, ttl int64) bool {
+	if s.pinned || ttl <= 0 {
+		return false
+	}
+	last := int64(math.MinInt64)
+	for p := range s.parts {
+		l := p.last.Load()
+		if w := p.win.Load(); w != nil {
+			if l = w.LastAdd(); l >= st.oldestLive(now) {
+				return false
+			}
+		}
+		last = max(last, l)
+	}
+	return last < now-ttl
+}
+
+// expire releases the wheels of every series idle for longer than its longest window and
+// removes kept counters idle past ttl, under the write locks. Nothing reads a store
+// differently before and after (readers judge staleness themselves), so it only returns
+// memory.
+func (st *store) expire(now, ttl int64) {
+	lock := st.rlock()
+	due := false
+	for _, s := range st.series {
+		if st.stale(s, now, ttl) {
+			due = true
+			break
+		}
+	}
+	lock.RUnlock()
+	if !due {
+		return
+	}
+	st.lockAll()
+	defer st.unlockAll()
+	for _, s := range st.series {
+		if !s.pinned {
+			st.settle(s, now, ttl)
+		}
+	}
+}

@@ -1,0 +1,336 @@
+package store_test
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/logwindow/logwindow_exporter/config"
+	"github.com/logwindow/logwindow_exporter/internal/store"
+	"github.com/logwindow/logwindow_exporter/internal/testutil/storetest"
+)
+
+// model is what the package documentation says a store does with the lines of
+// processing-time counting rules with one label, written naively: a list of seconds per
+// label set, every question answered by walking them. It is fed one line per second, so
+// that no two label sets were last active in the same second (the eviction order is then
+// one) and every new label set at a full budget reaps first (the store rate-limits reaps to
+// one per second).
+type model struct {
+	rules []*modelRule
+	// maxBytes is the memory bound (0: none) and used what the series of every rule take:
+	// a series costs its rule's cost with wheels, less wheelBytes without. The budget test
+	// leaves them 0.
+	maxBytes, used int64
+}
+
+type modelRule struct {
+	limit            int
+	ttl              int64   // the counter TTL, in seconds; 0 keeps counters forever
+	windows          []int64 // in seconds, ascending
+	cost, wheelBytes int64
+	series           map[string]*modelSeries
+	lines            uint64
+	folds, memFolds  uint64
+}
+
+type modelSeries struct {
+	lines  []int64 // the seconds of its lines since it was made
+	wheels bool
+	pinned bool
+}
+
+func (s *modelSeries) last() int64 {
+	if len(s.lines) == 0 {
+		return math.MinInt64
+	}
+	return s.lines[len(s.lines)-1]
+}
+
+func newModelRule(limit int, ttl time.Duration, ws []time.Duration, initial [][]string) *modelRule {
+	r := &modelRule{limit: limit, ttl: int64(ttl / time.Second), series: map[string]*modelSeries{}}
+	for _, w := range ws {
+		r.windows = append(r.windows, int64(w/time.Second))
+	}
+	for _, values := range initial {
+		r.series[values[0]] = &modelSeries{wheels: true, pinned: true}
+	}
+	return r
+}
+
+// live: the series had a line within its longest window, so it exports its windows.
+func (r *modelRule) live(s *modelSeries, now int64) bool {
+	return s.pinned || s.last() >= now-r.windows[len(r.windows)-1]
+}
+
+// gone: the series is a kept counter idle for longer than the counter TTL.
+func (r *modelRule) gone(s *modelSeries, now int64) bool {
+	return !s.pinned && r.ttl > 0 && !r.live(s, now) && s.last() < now-r.ttl
+}
+
+// normal counts the series the budget limits: all but the overflow series.
+func (r *modelRule) normal() int {
+	n := len(r.series)
+	if r.series[store.OverflowValue] != nil {
+		n--
+	}
+	return n
+}
+
+func (m *model) remove(r *modelRule, key string) {
+	m.used -= r.cost
+	if !r.series[key].wheels {
+		m.used += r.wheelBytes
+	}
+	delete(r.series, key)
+}
+
+// settle releases the wheels of a series idle past its longest window and removes it when
+// idle past the TTL; it reports whether the series is left as a kept counter.
+func (m *model) settle(r *modelRule, key string, now int64) bool {
+	s := r.series[key]
+	if s.pinned || r.live(s, now) {
+		return false
+	}
+	if s.wheels {
+		s.wheels = false
+		m.used -= r.wheelBytes
+	}
+	if r.gone(s, now) {
+		m.remove(r, key)
+		return false
+	}
+	return true
+}
+
+func (m *model) expire(now int64) {
+	for _, r := range m.rules {
+		for key := range r.series {
+			m.settle(r, key, now)
+		}
+	}
+}
+
+func (m *model) add(r *modelRule, key string, now int64) {
+	s := r.series[key]
+	if s == nil {
+		s = &modelSeries{}
+		r.series[key] = s
+		m.used += r.cost - r.wheelBytes
+	}
+	if !s.wheels {
+		s.wheels = true
+		m.used += r.wheelBytes
+	}
+	s.lines = append(s.lines, now)
+}
+
+// line is a line of label set key of rule i at second now.
+func (m *model) line(i int, key string, now int64) {
+	r := m.rules[i]
+	r.lines++
+	if s := r.series[key]; s != nil && r.gone(s, now) {
+		m.remove(r, key) // a label set idle past the TTL is a new one
+	}
+	if r.series[key] != nil || key == store.OverflowValue {
+		m.add(r, key, now)
+		return
+	}
+	memFull := func() bool { return m.maxBytes > 0 && m.used+r.cost > m.maxBytes }
+	overBudget, overMemory := r.normal() >= r.limit, memFull()
+	if overBudget || overMemory {
+		// Room is made first: idle series release their wheels and go past the TTL,
+		// then the least recently active kept counter gives way.
+		var kept []string
+		for key := range r.series {
+			if key != store.OverflowValue && m.settle(r, key, now) {
+				kept = append(kept, key)
+			}
+		}
+		if len(kept) > 0 && (r.normal() >= r.limit || overMemory) {
+			m.remove(r, slices.MinFunc(kept, func(a, b string) int { return cmp.Compare(r.series[a].last(), r.series[b].last()) }))
+		}
+		overBudget, overMemory = r.normal() >= r.limit, memFull()
+	}
+	if overBudget || overMemory {
+		r.folds++
+		if !overBudget {
+			r.memFolds++
+		}
+		key = store.OverflowValue
+		if s := r.series[key]; s != nil && r.gone(s, now) {
+			m.remove(r, key)
+		}
+	}
+	m.add(r, key, now)
+}
+
+// view is what a scrape at now shows of rule i.
+func (m *model) view(i int, now int64) map[string]series {
+	r := m.rules[i]
+	out := map[string]series{}
+	for key, s := range r.series {
+		if r.gone(s, now) {
+			continue
+		}
+		v := series{total: float64(len(s.lines))}
+		if r.live(s, now) {
+			v.windows = make([]float64, len(r.windows))
+			for w, sec := range r.windows {
+				for _, t := range s.lines {
+					if t > now-sec {
+						v.windows[w]++
+					}
+				}
+			}
+		}
+		out[key] = v
+	}
+	return out
+}
+
+// check fails unless set shows at now what m says, for every rule.
+func (m *model) check(t *testing.T, set *store.Set, now int64, what string) {
+	t.Helper()
+	for i, r := range m.rules {
+		got := read(set, i, now)
+		if d := diff(got.series, m.view(i, now)); d != "" {
+			t.Fatalf("%s, rule %d at %d: series:%s", what, i, now, d)
+		}
+		if got.matched != r.lines || got.drops.Folds != r.folds || got.drops.MemoryFolds != r.memFolds {
+			t.Fatalf("%s, rule %d at %d: %d matched lines, %d folds (%d by memory); want %d, %d (%d)",
+				what, i, now, got.matched, got.drops.Folds, got.drops.MemoryFolds, r.lines, r.folds, r.memFolds)
+		}
+	}
+	if m.maxBytes > 0 && set.MemoryUsed() != m.used {
+		t.Fatalf("%s at %d: the series take %d bytes, want %d", what, now, set.MemoryUsed(), m.used)
+	}
+}
+
+// step is a random gap between two lines: mostly seconds, sometimes past a window or
+// the counter TTL.
+func step(rng *rand.Rand) int64 {
+	switch n := rng.IntN(10); {
+	case n < 7:
+		return 1 + rng.Int64N(20)
+	case n < 9:
+		return 21 + rng.Int64N(100)
+	default:
+		return 200 + rng.Int64N(1000)
+	}
+}
+
+// TestBudgetAgainstModel: over random streams of label sets of a rule, with random
+// budgets, counter TTLs, windows and initial label sets, long idle gaps and Expires at
+// random, every scrape shows what the model says: which label sets are shown, their
+// totals and windows (or none for kept counters), the matched lines and the folds. So the
+// budget (kept counters give way least recently active first, live series never), the
+// overflow series, idle expiry and the counter TTL are as documented, and a scrape does
+// not depend on when Expire ran.
+func TestBudgetAgainstModel(t *testing.T) {
+	windowSets := [][]time.Duration{storetest.OneMin, storetest.TenSec, storetest.MinFive}
+	ttls := []time.Duration{0, 30 * time.Second, 90 * time.Second, 5 * time.Minute, 15 * time.Minute}
+	for seed := range uint64(200) {
+		rng := rand.New(rand.NewPCG(seed, 23))
+		limit := 1 + rng.IntN(10)
+		ttl := ttls[rng.IntN(len(ttls))]
+		ws := windowSets[rng.IntN(len(windowSets))]
+		keys := make([]string, limit+1+rng.IntN(6))
+		for i := range keys {
+			keys[i] = fmt.Sprint("k", i)
+		}
+		rule := storetest.CountRule("r", ws, "k")
+		for i := range rng.IntN(min(2, limit) + 1) {
+			rule.Initial = append(rule.Initial, []string{keys[i]})
+		}
+		what := fmt.Sprintf("seed %d (budget %d, ttl %v, windows %v, %d initial)", seed, limit, ttl, ws, len(rule.Initial))
+		set := newSet(t, storetest.TTLConfig(limit, ttl, rule), nil)
+		m := &model{rules: []*modelRule{newModelRule(limit, ttl, ws, rule.Initial)}}
+		k := set.NewSink()
+		now := int64(start)
+		for range 300 {
+			now += step(rng)
+			key := keys[rng.IntN(len(keys))]
+			if rng.IntN(40) == 0 {
+				key = store.OverflowValue // a line whose label reads __overflow__
+			}
+			write(k, line{labels: []string{key}, now: now})
+			m.line(0, key, now)
+			if rng.IntN(6) == 0 {
+				set.Expire(now, now)
+				m.expire(now)
+			}
+			if rng.IntN(3) == 0 {
+				m.check(t, set, now, what)
+			}
+		}
+		m.check(t, set, now, what)
+	}
+}
+
+// TestMaxBytesAgainstModel: over random streams of label sets of three rules sharing a
+// memory bound, with idle gaps and Expires at random, what the series take is what the
+// model charges them (a series with its wheels, a kept counter without), new label sets
+// past the bound fold in every rule (counted as memory folds, unless the rule's budget is
+// full too), and a reap at the bound makes room from the rule's kept counters first.
+// Label values are as long as OverflowValue, so that every series of a rule costs the same.
+// There is no counter TTL: TestBudgetAgainstModel has it.
+func TestMaxBytesAgainstModel(t *testing.T) {
+	windowSets := [][]time.Duration{storetest.OneMin, storetest.TenSec}
+	// What a series of a rule costs, read through the API: the bytes one takes.
+	costs := map[int]int64{}
+	for i, ws := range windowSets {
+		one := newSet(t, storetest.Config(10, storetest.CountRule("r", ws, "k")), nil)
+		write(one.NewSink(), line{labels: []string{key(0)}, now: start})
+		costs[i] = one.MemoryUsed()
+	}
+	if len(key(0)) != len(store.OverflowValue) {
+		t.Fatal("label values and the overflow series' differ in length, and so in cost")
+	}
+	for seed := range uint64(100) {
+		rng := rand.New(rand.NewPCG(seed, 29))
+		var rules []*config.Rule
+		m := &model{}
+		limit := 2 + rng.IntN(11) // max_series_per_rule is one for all rules
+		for i := range 3 {
+			w := rng.IntN(len(windowSets))
+			rule := storetest.CountRule(fmt.Sprint("r", i), windowSets[w], "k")
+			r := newModelRule(limit, 0, windowSets[w], nil)
+			r.cost = costs[w]
+			m.rules = append(m.rules, r)
+			rules = append(rules, rule)
+		}
+		m.maxBytes = m.rules[0].cost * int64(4+rng.IntN(22))
+		what := fmt.Sprintf("seed %d (budget %d, bound %d B)", seed, limit, m.maxBytes)
+		set, err := store.NewSetWith(storetest.Config(limit, rules...), nil, store.SetOptions{MaxBytes: m.maxBytes})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, r := range m.rules {
+			r.wheelBytes = int64(set.Rule(i).Layout().SeriesBytes())
+		}
+		k := set.NewSink()
+		now := int64(start)
+		for range 400 {
+			now += step(rng)
+			i, v := rng.IntN(len(rules)), key(rng.IntN(15))
+			write(k, line{rule: i, labels: []string{v}, now: now})
+			m.line(i, v, now)
+			if rng.IntN(6) == 0 {
+				set.Expire(now, now)
+				m.expire(now)
+			}
+			if rng.IntN(3) == 0 {
+				m.check(t, set, now, what)
+			}
+		}
+		m.check(t, set, now, what)
+	}
+}
+
+// key is the label value i, as long as OverflowValue.
+func key(i int) string { return fmt.Sprintf("k%011d", i) }

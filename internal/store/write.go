@@ -1,0 +1,266 @@
+package store
+
+import (
+	"math"
+	"strings"
+	"sync/atomic"
+	"unicode/utf8"
+
+	"github.com/logwindow/logwindow_exporter/parser"
+	"github.com/logwindow/logwindow_exporter/windows"
+)
+
+// observe adds one event of a sink of shard: a lookup and an Add to the shard's part,
+// under the shard's read lock, so that expiry, which takes the write locks, can never
+// remove a series (or release its wheels) while an event is being added to it. A
+// backfilled event (warm start) goes into the windows only.
+//
+// last is the sink's series of the rule's previous event. Consecutive lines mostly share a
+// rule's label set, so it spares the map lookup while the key repeats and the series was
+// not removed (removed is set under the write locks, so the read lock makes it current).
+// A removed series stays reachable from last until the rule's next event on that sink,
+// though remove no longer charges its bytes: at most one series per rule and sink.
+func (st *store) observe(key []byte, labels [][]byte, now, at int64, v float64, items [][]byte, b budget, backfill bool, shard uint8, last **Series) {
+	limit := b.limit
+	lock := &st.locks[shard]
+	lock.RLock()
+	s := *last
+	if s == nil || s.removed || s.key != string(key) {
+		s = st.series[string(key)]
+		*last = s
+	}
+	overBudget := s == nil && st.normal >= limit
+	full := overBudget || s == nil && st.mem.full(st.seriesCost(len(key), len(labels)))
+	if full && st.tooOld(now, at) {
+		lock.RUnlock()
+		if !backfill {
+			st.lateUnseated.Add(1)
+			st.late.Add(1)
+		}
+		return
+	}
+	folded, due := false, false
+	// Only valid values fold here: invalid ones are sanitised by the slow path first, and
+	// their sanitised label set may already be a series of its own. When a reap is due, the
+	// slow path runs it first.
+	if full {
+		due = st.reapDue(now, limit)
+		if !due && validLabels(labels) {
+			s = st.series[st.overflowKey]
+			folded = s != nil
+		}
+	}
+	if s != nil && st.idlePastTTL(s, shard, now, b.ttl) {
+		// A label set idle past the counter TTL is a new one (Expire may not have removed
+		// it yet): its total starts again, as a scrape stopped showing the old one.
+		lock.RUnlock()
+		st.create(key, labels, now, at, v, items, b, due, backfill, shard)
+		return
+	}
+	if s != nil {
+		st.add(s, shard, now, at, v, items, backfill)
+		lock.RUnlock()
+		if folded && !backfill {
+			st.fold(!overBudget)
+		}
+		return
+	}
+	lock.RUnlock()
+	st.create(key, labels, now, at, v, items, b, due, backfill, shard)
+}
+
+// tooOld reports whether an event at second at is older than every window at second now,
+// as windows.Series.Add judges it for a new series. The difference is taken unsigned so
+// that no pair of times can overflow it.
+func (st *store) tooOld(now, at int64) bool {
+	return at < now && uint64(now-at) >= uint64(st.layout.Longest())
+}
+
+// create is the first event of a label set (or of the overflow series), or a new label set
+// that found the budget full: the only path that allocates, and the only one that takes the
+// write lock on the write side. It reaps at a full budget only when observe found a reap
+// due, so that reaps stay rate-limited when every new label set comes here (the overflow
+// series does not exist yet, or reaps keep making room for one label set at a time).
+func (st *store) create(rawKey []byte, labels [][]byte, now, at int64, v float64, items [][]byte, b budget, due, backfill bool, shard uint8) {
+	limit := b.limit
+	// Valid values (what the parser delivers) are looked up by the line's own key and copied
+	// only when a series is made for them, so a label set folded at the budget costs no
+	// allocation. Invalid ones are sanitised first: that label set may exist already.
+	var key string
+	var values []string
+	cloned := !validLabels(labels)
+	if cloned {
+		key, values = cloneLabels(labels)
+	}
+	st.lockAll()
+	defer st.unlockAll()
+	var s *Series
+	var isOverflow bool
+	if cloned {
+		s, isOverflow = st.series[key], key == st.overflowKey
+	} else {
+		s, isOverflow = st.series[string(rawKey)], string(rawKey) == st.overflowKey
+	}
+	if s != nil && st.gone(s, now, b.ttl) {
+		st.remove(s)
+		s = nil
+	}
+	cost := st.seriesCost(len(rawKey), len(labels))
+	if cloned {
+		cost = st.seriesCost(len(key), len(labels))
+	}
+	overBudget := s == nil && !isOverflow && st.normal >= limit
+	memFull := s == nil && !isOverflow && st.mem.full(cost)
+	if (overBudget || memFull) && due {
+		st.reap(now, b, memFull)
+		overBudget = st.normal >= limit
+		memFull = st.mem.full(cost)
+	}
+	full := overBudget || memFull
+	folded := false
+	if full {
+		if st.tooOld(now, at) {
+			if !backfill {
+				st.lateUnseated.Add(1)
+				st.late.Add(1)
+			}
+			return
+		}
+		s, folded = st.series[st.overflowKey], true
+		if s != nil && st.gone(s, now, b.ttl) {
+			// The overflow series idle past the TTL is a new one, as any label set is, whether
+			// Expire removed it yet or not: a scrape stopped showing the old one.
+			st.remove(s)
+			s = nil
+		}
+		if s == nil {
+			key, values = st.overflowKey, st.overflowLabels
+		}
+	} else if s == nil && !cloned {
+		key, values = cloneLabels(labels)
+	}
+	if s == nil {
+		// A label set whose first line is too old for every window starts as a kept
+		// counter: wheels would hold nothing.
+		kept := st.tooOld(now, at)
+		s = newSeries(key, values, st.layout, kept, shard)
+		cost := st.seriesCost(len(key), len(values))
+		if kept {
+			cost -= st.wheelBytes
+		}
+		st.charge(cost)
+		st.series[key] = s
+		if key != st.overflowKey {
+			st.normal++
+		}
+	}
+	st.add(s, shard, now, at, v, items, backfill)
+	if folded && !backfill {
+		st.fold(!overBudget)
+	}
+}
+
+func validLabels(labels [][]byte) bool {
+	for _, l := range labels {
+		if !utf8.Valid(l) {
+			return false
+		}
+	}
+	return true
+}
+
+// cloneLabels copies the values out of the line's buffer into one string, replacing
+// invalid UTF-8 so that no value can fail a scrape, and returns the map key and the label
+// values as substrings of it.
+func cloneLabels(labels [][]byte) (string, []string) {
+	var b strings.Builder
+	ends := make([]int, len(labels))
+	for i, l := range labels {
+		if i > 0 {
+			b.WriteString(parser.KeySep)
+		}
+		if utf8.Valid(l) {
+			b.Write(l)
+		} else {
+			b.WriteString(strings.ToValidUTF8(string(l), string(utf8.RuneError)))
+		}
+		ends[i] = b.Len()
+	}
+	key := b.String()
+	values := make([]string, len(labels))
+	begin := 0
+	for i, end := range ends {
+		values[i] = key[begin:end]
+		begin = end + len(parser.KeySep)
+	}
+	return key, values
+}
+
+// add counts one event of s in shard's part: in its `_total` (unless backfilled) and in
+// its wheels, which a kept counter gets back unless the event is too old for every window.
+func (st *store) add(s *Series, shard uint8, now, at int64, v float64, items [][]byte, backfill bool) {
+	p := s.part(shard)
+	if p == nil {
+		p = st.newPart(s, shard)
+	}
+	if !backfill {
+		p.lines.Add(1)
+		if st.value {
+			addFloat(&p.sum, v)
+		}
+		p.raiseLast(at)
+	}
+	w := p.win.Load()
+	if w == nil {
+		if st.tooOld(now, at) {
+			if !backfill {
+				st.late.Add(1)
+			}
+			return
+		}
+		w = st.layout.NewSeries()
+		if p.win.CompareAndSwap(nil, w) {
+			st.charge(st.wheelBytes)
+		} else {
+			w = p.win.Load()
+		}
+	}
+	switch w.AddItems(now, at, v, items) {
+	case windows.Placed:
+		if st.eventTime {
+			st.placedAt(at)
+		}
+	case windows.Late:
+		if !backfill {
+			st.late.Add(1)
+		}
+	case windows.Future:
+		if !backfill {
+			st.future.Add(1)
+		}
+		st.placedAt(now)
+	}
+}
+
+// placedAt lowers the oldest line placed by an event-time rule to t; after the first lines
+// of a log that is a single load per line. Processing-time rules do not call it: their
+// lines are placed at now, never before the exporter's start.
+func (st *store) placedAt(t int64) {
+	for {
+		old := st.oldest.Load()
+		if t >= old || st.oldest.CompareAndSwap(old, t) {
+			return
+		}
+	}
+}
+
+// addFloat adds v to the float64 stored as bits in u; writers of one series race only on
+// this word, so a CAS loop beats a lock.
+func addFloat(u *atomic.Uint64, v float64) {
+	for {
+		old := u.Load()
+		if u.CompareAndSwap(old, math.Float64bits(math.Float64frombits(old)+v)) {
+			return
+		}
+	}
+}
