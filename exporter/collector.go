@@ -31,8 +31,9 @@ type InputStats struct {
 // The `reason` label values of the drops the store itself finds; the parser's reasons are
 // named by parser.DropReason.String.
 const (
-	reasonLate   = "late"
-	reasonFuture = "future"
+	reasonLate     = "late"
+	reasonFuture   = "future"
+	reasonTooLarge = "too_large"
 )
 
 // ReloadStats is the outcome of the latest config (re)load.
@@ -179,6 +180,7 @@ func (c *Collector) collectRule(e emitter, set *store.Set, r *store.Rule, buf []
 	}
 	e.emit(c.self.dropped, prometheus.CounterValue, float64(d.Late), name, reasonLate)
 	e.emit(c.self.dropped, prometheus.CounterValue, float64(d.Future), name, reasonFuture)
+	e.emit(c.self.dropped, prometheus.CounterValue, float64(d.TooLarge), name, reasonTooLarge)
 	e.emit(c.self.series, prometheus.GaugeValue, float64(held), name)
 	e.emit(c.self.limit, prometheus.GaugeValue, float64(r.Limit()), name)
 	e.emit(c.self.overflow, prometheus.CounterValue, float64(d.Folds), name)

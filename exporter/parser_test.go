@@ -52,7 +52,7 @@ http_requests_total{method="POST",status="500"} 1
 # TYPE request_seconds_total counter
 request_seconds_total{method="GET"} 2
 request_seconds_total{method="POST"} 0.25
-# HELP logwindow_rule_dropped_lines_total Matched lines not counted as is, by reason: no_value, bad_number and bad_timestamp lines are not counted; late lines (older than the longest window) are in no window, and in a _total only if their label set has a live series; future lines were placed at the current second.
+# HELP logwindow_rule_dropped_lines_total Matched lines not counted as is, by reason: no_value, bad_number and bad_timestamp lines are not counted, nor too_large ones (a value that would make a sum of its series too large for a float); late lines (older than the longest window) are in no window, and in a _total only if their label set has a live series; future lines were placed at the current second.
 # TYPE logwindow_rule_dropped_lines_total counter
 logwindow_rule_dropped_lines_total{reason="bad_number",rule="http_requests"} 0
 logwindow_rule_dropped_lines_total{reason="bad_number",rule="request_seconds"} 1
@@ -64,6 +64,8 @@ logwindow_rule_dropped_lines_total{reason="late",rule="http_requests"} 0
 logwindow_rule_dropped_lines_total{reason="late",rule="request_seconds"} 0
 logwindow_rule_dropped_lines_total{reason="no_value",rule="http_requests"} 0
 logwindow_rule_dropped_lines_total{reason="no_value",rule="request_seconds"} 0
+logwindow_rule_dropped_lines_total{reason="too_large",rule="http_requests"} 0
+logwindow_rule_dropped_lines_total{reason="too_large",rule="request_seconds"} 0
 `
 	names := []string{"http_requests_total", "request_seconds_total", "logwindow_rule_dropped_lines_total"}
 	if err := testutil.GatherAndCompare(scraped(collectorAt(fixed(set), &now)), strings.NewReader(want), names...); err != nil {

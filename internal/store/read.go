@@ -83,12 +83,15 @@ type Drops struct {
 	// Folds are lines folded into the overflow series, MemoryFolds those of them folded
 	// because of the memory bound rather than the rule's budget.
 	Folds, MemoryFolds uint64
+	// TooLarge lines of a value rule were refused: their value would have made a sum of
+	// their series too large for a float.
+	TooLarge uint64
 }
 
 // Drops reads the rule's drop and fold counters.
 func (r *Rule) Drops() Drops {
 	st := r.store
-	d := Drops{Late: st.late.Load(), Future: st.future.Load(), Folds: st.folds.Load(), MemoryFolds: st.memFolds.Load()}
+	d := Drops{Late: st.late.Load(), Future: st.future.Load(), Folds: st.folds.Load(), MemoryFolds: st.memFolds.Load(), TooLarge: st.tooLarge.Load()}
 	for i := range st.parserDrops {
 		d.Parser[i] = st.parserDrops[i].Load()
 	}

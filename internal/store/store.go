@@ -121,6 +121,9 @@ type store struct {
 	// parserDrops is indexed by parser.DropReason.
 	parserDrops  [NumParserReasons]atomic.Uint64
 	late, future atomic.Uint64
+	// tooLarge counts lines of a value rule refused because their value would take the
+	// magnitude of a part's sums past maxPartMagnitude.
+	tooLarge atomic.Uint64
 	folds        atomic.Uint64
 	// oldest is the Set's shared oldest placed event (see Set.oldest).
 	oldest *atomic.Int64

@@ -203,6 +203,12 @@ func (st *store) add(s *Series, shard uint8, now, at int64, v float64, items [][
 	if p == nil {
 		p = st.newPart(s, shard)
 	}
+	if st.value && !addMagnitude(&p.mag, v) {
+		if !backfill {
+			st.tooLarge.Add(1)
+		}
+		return
+	}
 	if !backfill {
 		p.lines.Add(1)
 		if st.value {
@@ -250,6 +256,27 @@ func (st *store) placedAt(t int64) {
 		old := st.oldest.Load()
 		if t >= old || st.oldest.CompareAndSwap(old, t) {
 			return
+		}
+	}
+}
+
+// maxPartMagnitude bounds the sum of the magnitudes of a part's values. Every sum a reader
+// makes of a series (its _total, a window's sum, a slot's, a bucket's, a top value's) adds
+// values of at most MaxShards parts, so none can leave the finite floats: an addition that
+// would overflow is refused instead of turning the sums into ±Inf and then NaN for good.
+const maxPartMagnitude = math.MaxFloat64 / MaxShards
+
+// addMagnitude adds |v| to the magnitude stored as bits in u, unless that would pass
+// maxPartMagnitude; it reports whether it did.
+func addMagnitude(u *atomic.Uint64, v float64) bool {
+	for {
+		old := u.Load()
+		m := math.Float64frombits(old) + math.Abs(v)
+		if !(m <= maxPartMagnitude) {
+			return false
+		}
+		if u.CompareAndSwap(old, math.Float64bits(m)) {
+			return true
 		}
 	}
 }
