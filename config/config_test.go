@@ -217,12 +217,15 @@ func TestBadConfigs(t *testing.T) {
 			`:10: rule "b": name: clashes with rule "b_window_max" (line 8) over the metric name b_window_max`,
 		},
 		"lint.yaml": {
-			`:3: rule "latency_ms": promtool check metrics would flag latency_ms_total: metric names should not contain abbreviated units`,
-			`:4: rule "reqCount": promtool check metrics would flag reqCount_total: label names should be written in 'snake_case' not 'camelCase'`,
-			`:4: rule "reqCount": promtool check metrics would flag reqCount_total: metric names should be written in 'snake_case' not 'camelCase'`,
-			`:4: rule "reqCount": promtool check metrics would flag reqCount_total: non-histogram metrics should not have "le" label`,
-			`:5: rule "size_kilobytes": promtool check metrics would flag size_kilobytes_total: use base unit "bytes" instead of "kilobytes"`,
-			`:6: rule "temp_gauge": promtool check metrics would flag temp_gauge_window: metric name should not include type 'gauge'`,
+			`:3: rule "latency_ms": promtool check metrics would flag latency_ms_total: "ms" abbreviates a unit; spell the unit out, in base units: seconds`,
+			`:4: rule "reqCount": promtool check metrics would flag reqCount_total: metric names are snake_case; name the rule req_count`,
+			`:4: rule "reqCount": promtool check metrics would flag reqCount_total: label names are snake_case; write foo_bar instead of fooBar`,
+			`:4: rule "reqCount": promtool check metrics would flag reqCount_total: label "le" is reserved for the bucket bounds of histograms; rename it`,
+			`:5: rule "size_kilobytes": promtool check metrics would flag size_kilobytes_total: "kilobytes" is not a base unit; write "bytes" instead and convert the values to it`,
+			`:6: rule "temp_gauge": promtool check metrics would flag temp_gauge_window: the name says the family's type (gauge), which its TYPE line already gives; drop "gauge" from the rule name`,
+			// The ranked label is only on the _window_top samples.
+			`:7: rule "hot_paths": promtool check metrics would flag hot_paths_total: label "quantile" is reserved for the quantiles of summaries; rename it`,
+			`:7: rule "hot_paths": promtool check metrics would flag hot_paths_window_top: label names are snake_case; write path_name instead of pathName`,
 		},
 		"labels.yaml": {
 			`:5: rule "a": labels: window: "window" is the label the exporter puts the window in; pick another name`,

@@ -5,11 +5,6 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
-
-	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
-	dto "github.com/prometheus/client_model/go"
-
-	"github.com/logwindow/logwindow_exporter/internal/quantity"
 )
 
 // nameRE is the classic Prometheus metric and label name. Colons are left out: Prometheus
@@ -73,47 +68,4 @@ func (d *decoder) collisions(rules []*Rule) {
 			}
 		}
 	}
-}
-
-// lint runs the linter of `promtool check metrics` on the families a rule exports, with
-// its label names: the exposition is promised lint-clean, and a name only the user chose (an
-// abbreviated unit, camelCase, a "le" label) is better refused at load than flagged later.
-// Each distinct finding is returned once, with the first family showing it.
-func lint(r *Rule) []string {
-	labels := make([]*dto.LabelPair, 0, len(r.Labels)+1)
-	for _, l := range r.Labels {
-		labels = append(labels, &dto.LabelPair{Name: &l.Name})
-	}
-	window := "window"
-	windowed := append(labels[:len(labels):len(labels)], &dto.LabelPair{Name: &window})
-	var mfs []*dto.MetricFamily
-	histogram := r.Name + quantity.HistogramSuffix
-	for i, name := range r.FamilyNames(r.Name) {
-		mf := &dto.MetricFamily{Name: &name, Help: &r.Help, Type: dto.MetricType_GAUGE.Enum(),
-			Metric: []*dto.Metric{{Label: windowed, Gauge: &dto.Gauge{}}}}
-		switch {
-		case i == 0: // _total
-			mf.Type = dto.MetricType_COUNTER.Enum()
-			mf.Metric = []*dto.Metric{{Label: labels, Counter: &dto.Counter{}}}
-		case name == histogram:
-			mf.Type = dto.MetricType_HISTOGRAM.Enum()
-			mf.Metric = []*dto.Metric{{Label: windowed, Histogram: &dto.Histogram{}}}
-		case strings.HasPrefix(name, histogram):
-			continue // the histogram's own series, linted with it
-		}
-		mfs = append(mfs, mf)
-	}
-	problems, err := promlint.NewWithMetricFamilies(mfs).Lint()
-	if err != nil {
-		return []string{err.Error()}
-	}
-	var out []string
-	seen := map[string]bool{}
-	for _, p := range problems {
-		if !seen[p.Text] {
-			seen[p.Text] = true
-			out = append(out, fmt.Sprintf("promtool check metrics would flag %s: %s", p.Metric, p.Text))
-		}
-	}
-	return out
 }
