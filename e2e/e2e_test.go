@@ -78,7 +78,8 @@ func TestNginxPrometheus(t *testing.T) {
 	dir := t.TempDir() // created first, so removed after every program has stopped
 	bin := testexec.BuildExporter(t, testexec.Race)
 	ngx := startNginx(t, tools["nginx"], dir)
-	exporterAddr := startExporter(t, bin, dir, ngx.accessLog)
+	exporter := startExporter(t, bin, dir, ngx.accessLog)
+	exporterAddr := exporter.Addr()
 	prom := startPrometheus(t, tools["prometheus"], dir, exporterAddr)
 	ctx := t.Context()
 
@@ -163,7 +164,7 @@ func TestNginxPrometheus(t *testing.T) {
 	})
 
 	t.Run("promtool check metrics", func(t *testing.T) {
-		body := get(t, "http://"+exporterAddr+"/metrics")
+		body := exporter.Get(t, "/metrics")
 		cmd := exec.Command(tools["promtool"], "check", "metrics")
 		cmd.Stdin = bytes.NewReader(body)
 		out, err := cmd.CombinedOutput()
@@ -444,21 +445,6 @@ func since(t time.Time) time.Duration {
 	return time.Since(t).Round(time.Millisecond)
 }
 
-// get returns the body of a GET that must answer 200.
-func get(t *testing.T, url string) []byte {
-	t.Helper()
-	resp, err := (&http.Client{Timeout: 5 * time.Second}).Get(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil || resp.StatusCode != http.StatusOK {
-		t.Fatalf("GET %s: %s, %v", url, resp.Status, err)
-	}
-	return body
-}
-
 // render executes testdata/name with data into the file out.
 func render(t *testing.T, name, out string, data any) {
 	t.Helper()
@@ -514,7 +500,7 @@ func startNginx(t *testing.T, bin, dir string) *nginx {
 	})
 	p := testexec.StartTest(t, dir, "nginx", append(n.args(), "-g", "daemon off;"), n.errorLog)
 	n.base = fmt.Sprintf("http://127.0.0.1:%d", port)
-	waitHTTP(t, p, n.base+"/healthz", startTimeout)
+	testexec.WaitHTTP(t, p, n.base+"/healthz")
 	return n
 }
 
@@ -558,8 +544,8 @@ func (n *nginx) rotate(t *testing.T) {
 }
 
 // startExporter runs the built exporter with example-rules.yaml following accessLog from
-// its beginning, on a free loopback port, and returns that address once it is ready.
-func startExporter(t *testing.T, bin, dir, accessLog string) string {
+// its beginning, and returns it ready.
+func startExporter(t *testing.T, bin, dir, accessLog string) *testexec.Exporter {
 	t.Helper()
 	example, err := os.ReadFile("../example-rules.yaml")
 	if err != nil {
@@ -573,10 +559,7 @@ func startExporter(t *testing.T, bin, dir, accessLog string) string {
 	if err := os.WriteFile(config, rules, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	addr := fmt.Sprintf("127.0.0.1:%d", testexec.FreePort(t))
-	p := testexec.StartTest(t, dir, "logwindow_exporter", []string{bin, "--config.file=" + config, "--web.listen-address=" + addr})
-	waitHTTP(t, p, "http://"+addr+"/-/ready", startTimeout)
-	return addr
+	return testexec.StartExporter(t, bin, "--config.file="+config)
 }
 
 // startPrometheus runs Prometheus scraping the targets every second and evaluating
@@ -596,7 +579,7 @@ func startPrometheus(t *testing.T, bin, dir string, targets ...string) promv1.AP
 		"--storage.tsdb.path=" + filepath.Join(dir, "prometheus-data"),
 		"--web.listen-address=" + addr,
 	})
-	waitHTTP(t, p, "http://"+addr+"/-/ready", startTimeout)
+	testexec.WaitHTTP(t, p, "http://"+addr+"/-/ready")
 	client, err := api.NewClient(api.Config{Address: "http://" + addr})
 	if err != nil {
 		t.Fatal(err)

@@ -31,7 +31,7 @@ func TestFleetQuantiles(t *testing.T) {
 		if err := os.Mkdir(podDir, 0o755); err != nil {
 			t.Fatal(err)
 		}
-		addrs = append(addrs, startExporter(t, bin, podDir, ngx.accessLog))
+		addrs = append(addrs, startExporter(t, bin, podDir, ngx.accessLog).Addr())
 	}
 	prom := startPrometheus(t, tools["prometheus"], dir, addrs...)
 	ctx := t.Context()

@@ -2,15 +2,11 @@ package e2e
 
 import (
 	"fmt"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
-
-	"github.com/logwindow/logwindow_exporter/internal/testutil/testexec"
 )
 
 // required is set in CI, which installs every program the test runs: a missing one fails
@@ -43,31 +39,4 @@ func lookTools(t *testing.T, names ...string) map[string]string {
 		t.Skip(msg)
 	}
 	return paths
-}
-
-// waitHTTP polls url until it answers 200, failing the test when p exits first or when
-// timeout passes.
-func waitHTTP(t *testing.T, p *testexec.Proc, url string, timeout time.Duration) {
-	t.Helper()
-	client := &http.Client{Timeout: time.Second}
-	var last string
-	for deadline := time.Now().Add(timeout); ; {
-		resp, err := client.Get(url)
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return
-			}
-			last = resp.Status
-		} else {
-			last = err.Error()
-		}
-		if gone, err := p.Exited(); gone {
-			t.Fatalf("%s exited (%v) before %s answered", p.Name, err, url)
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s did not answer 200 within %v: %s", url, timeout, last)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
 }

@@ -42,18 +42,23 @@ func TestProcStop(t *testing.T) {
 		name    string
 		script  string // prints a line (the pid of a child, if any) once its traps are set
 		exits   bool   // by itself: Stop is called after that
+		killed  bool   // by Kill: Stop is called after that
 		wantErr string // "" for a clean stop
 	}{
-		{"exits on SIGTERM", `trap 'exit 0' TERM; echo; while :; do sleep 0.01; done`, false, ""},
-		{"dies of SIGTERM", `echo; exec sleep 30`, false, "exit after SIGTERM: signal: terminated"},
-		{"ignores SIGTERM, as does its child", `trap '' TERM; sleep 30 & echo $!; wait`, false, "after SIGTERM: killed"},
-		{"exited before", `echo; exit 3`, true, "exited before the test stopped it: exit status 3"},
+		{"exits on SIGTERM", `trap 'exit 0' TERM; echo; while :; do sleep 0.01; done`, false, false, ""},
+		{"dies of SIGTERM", `echo; exec sleep 30`, false, false, "exit after SIGTERM: signal: terminated"},
+		{"ignores SIGTERM, as does its child", `trap '' TERM; sleep 30 & echo $!; wait`, false, false, "after SIGTERM: killed"},
+		{"exited before", `echo; exit 3`, true, false, "exited before the test stopped it: exit status 3"},
+		{"killed before", `echo; exec sleep 30`, false, true, ""},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			p, out := launchScript(t, c.script)
 			if c.exits {
 				<-p.Done()
+			}
+			if c.killed {
+				_ = p.Kill()
 			}
 			err := p.Stop(300 * time.Millisecond)
 			if c.wantErr == "" && err != nil || c.wantErr != "" && (err == nil || !strings.Contains(err.Error(), c.wantErr)) {
