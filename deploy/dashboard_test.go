@@ -17,6 +17,7 @@ import (
 
 	"github.com/logwindow/logwindow_exporter/config"
 	dashgen "github.com/logwindow/logwindow_exporter/internal/dashboard"
+	"github.com/logwindow/logwindow_exporter/internal/testutil/deploytest"
 )
 
 // grafanaSchemaDir is where, under the user's cache directory, .ci/run installs the npm
@@ -24,7 +25,7 @@ import (
 const grafanaSchemaDir = "logwindow/grafana-schema-13.2.3"
 
 // testVars are the variable values the tests give the dashboard.
-var testVars = Vars{Job: "nginx", Instance: ".+", Window: "5m", RateInterval: "1m"}
+var testVars = deploytest.Vars{Job: "nginx", Instance: ".+", Window: "5m", RateInterval: "1m"}
 
 // TestGeneratedDashboard: grafana-dashboard.json is what --dashboard prints for
 // example-rules.yaml. With -update it is rewritten (before TestGeneratedManifests makes the
@@ -44,20 +45,20 @@ func TestGeneratedDashboard(t *testing.T) {
 		}
 		return
 	}
-	if !bytes.Equal(DashboardJSON, want) {
-		t.Error("grafana-dashboard.json is not the dashboard of example-rules.yaml: run go test ./deploy -run TestGenerated -update")
+	if !bytes.Equal(dashboardJSON, want) {
+		t.Error("grafana-dashboard.json is not the dashboard of example-rules.yaml: run (cd deploy && go test -run TestGenerated -update)")
 	}
 }
 
 func TestDashboardVariables(t *testing.T) {
-	d, err := parseDashboard()
+	d, err := deploytest.ParseDashboard(dashboardJSON)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if d.UID == "" || d.Title == "" {
 		t.Error("dashboard without uid or title: the sidecar and links need a stable uid")
 	}
-	vars := map[string]variable{}
+	vars := map[string]deploytest.Variable{}
 	for _, v := range d.Templating.List {
 		vars[v.Name] = v
 	}
@@ -88,7 +89,7 @@ func TestDashboardVariables(t *testing.T) {
 }
 
 func TestDashboardPanels(t *testing.T) {
-	d, err := parseDashboard()
+	d, err := deploytest.ParseDashboard(dashboardJSON)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +120,7 @@ func TestDashboardPanels(t *testing.T) {
 // TestDashboardCoverage checks that the dashboard shows what the issue asks for: each
 // entry names a family (or function) some query must use.
 func TestDashboardCoverage(t *testing.T) {
-	qs, err := DashboardQueries(testVars)
+	qs, err := deploytest.DashboardQueries(dashboardJSON, testVars)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,16 +158,16 @@ func TestDashboardCoverage(t *testing.T) {
 func TestDashboardQueriesSubstitute(t *testing.T) {
 	cases := []struct {
 		name    string
-		vars    Vars
+		vars    deploytest.Vars
 		wantErr bool
 	}{
 		{"all set", testVars, false},
-		{"rate interval missing", Vars{Job: "j", Instance: "i", Window: "1m"}, true},
-		{"window missing", Vars{Job: "j", Instance: "i", RateInterval: "1m"}, true},
+		{"rate interval missing", deploytest.Vars{Job: "j", Instance: "i", Window: "1m"}, true},
+		{"window missing", deploytest.Vars{Job: "j", Instance: "i", RateInterval: "1m"}, true},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			qs, err := DashboardQueries(c.vars)
+			qs, err := deploytest.DashboardQueries(dashboardJSON, c.vars)
 			if c.wantErr {
 				if err == nil {
 					t.Fatal("no error for a variable without a value")
@@ -222,7 +223,7 @@ func TestAlertRules(t *testing.T) {
 	if !has5xx {
 		t.Error("no alert on the 5xx ratio over the 5m window")
 	}
-	qs, err := AlertQueries()
+	qs, err := deploytest.AlertQueries(alertsYAML)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -249,7 +250,7 @@ func TestPromtoolAlerts(t *testing.T) {
 // the expression of a recording rule in a scratch rule file.
 func TestPromtoolDashboardQueries(t *testing.T) {
 	promtool := needTool(t, "promtool", "prometheus")
-	qs, err := DashboardQueries(testVars)
+	qs, err := deploytest.DashboardQueries(dashboardJSON, testVars)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -288,18 +289,18 @@ func queryMetricNames(t *testing.T) map[string][]string {
 			names[m[1]] = append(names[m[1]], src)
 		}
 	}
-	dq, err := DashboardQueries(testVars)
+	dq, err := deploytest.DashboardQueries(dashboardJSON, testVars)
 	if err != nil {
 		t.Fatal(err)
 	}
-	aq, err := AlertQueries()
+	aq, err := deploytest.AlertQueries(alertsYAML)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, q := range append(dq, aq...) {
 		add(q.Source, q.Expr)
 	}
-	d, err := parseDashboard()
+	d, err := deploytest.ParseDashboard(dashboardJSON)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -333,7 +334,7 @@ func TestDashboardGrafanaSchema(t *testing.T) {
 	if err := os.Symlink(modules, filepath.Join(work, "node_modules")); err != nil {
 		t.Fatal(err)
 	}
-	check := "import type { Dashboard } from '@grafana/schema';\nexport const dashboard: Dashboard = " + string(DashboardJSON) + ";\n"
+	check := "import type { Dashboard } from '@grafana/schema';\nexport const dashboard: Dashboard = " + string(dashboardJSON) + ";\n"
 	tsconfig := `{"compilerOptions": {"strict": true, "noEmit": true, "module": "nodenext", "moduleResolution": "nodenext", "skipLibCheck": true, "target": "es2022"}, "files": ["check.ts"]}`
 	for name, text := range map[string]string{"check.ts": check, "tsconfig.json": tsconfig} {
 		if err := os.WriteFile(filepath.Join(work, name), []byte(text), 0o644); err != nil {

@@ -28,7 +28,7 @@ import (
 	promv1 "github.com/prometheus/client_golang/api/prometheus/v1"
 	"github.com/prometheus/common/model"
 
-	"github.com/logwindow/logwindow_exporter/deploy"
+	"github.com/logwindow/logwindow_exporter/internal/testutil/deploytest"
 	"github.com/logwindow/logwindow_exporter/internal/testutil/testexec"
 )
 
@@ -112,7 +112,7 @@ func TestNginxPrometheus(t *testing.T) {
 	}
 
 	t.Run("dashboard", func(t *testing.T) {
-		qs, err := deploy.DashboardQueries(deploy.Vars{Job: job, Instance: exporterAddr, Window: window, RateInterval: "1m"})
+		qs, err := deploytest.DashboardQueries(repoFile(t, "deploy/grafana-dashboard.json"), deploytest.Vars{Job: job, Instance: exporterAddr, Window: window, RateInterval: "1m"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -135,7 +135,7 @@ func TestNginxPrometheus(t *testing.T) {
 	})
 
 	t.Run("alert expressions", func(t *testing.T) {
-		qs, err := deploy.AlertQueries()
+		qs, err := deploytest.AlertQueries(repoFile(t, "deploy/alerts.yaml"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -445,6 +445,27 @@ func since(t time.Time) time.Duration {
 	return time.Since(t).Round(time.Millisecond)
 }
 
+// repoFile returns a file of the repository, named from its root.
+func repoFile(t *testing.T, name string) []byte {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("..", filepath.FromSlash(name)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+// nginxLogFormat is the log format of the example deployment's nginx, for an nginx of the
+// test's own.
+func nginxLogFormat(t *testing.T) string {
+	t.Helper()
+	format, err := deploytest.NginxLogFormat(repoFile(t, "deploy/k8s/configmap-nginx.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return format
+}
+
 // render executes testdata/name with data into the file out.
 func render(t *testing.T, name, out string, data any) {
 	t.Helper()
@@ -472,10 +493,7 @@ type nginx struct {
 // format and its access log under dir.
 func startNginx(t *testing.T, bin, dir string) *nginx {
 	t.Helper()
-	format, err := deploy.NginxLogFormat()
-	if err != nil {
-		t.Fatal(err)
-	}
+	format := nginxLogFormat(t)
 	n := &nginx{bin: bin, prefix: filepath.Join(dir, "nginx"), workers: 2}
 	if err := os.Mkdir(n.prefix, 0o755); err != nil {
 		t.Fatal(err)
@@ -547,11 +565,7 @@ func (n *nginx) rotate(t *testing.T) {
 // its beginning, and returns it ready.
 func startExporter(t *testing.T, bin, dir, accessLog string) *testexec.Exporter {
 	t.Helper()
-	example, err := os.ReadFile("../example-rules.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	rules, err := deploy.ServeRulesFrom(example, accessLog)
+	rules, err := deploytest.ServeRulesFrom(repoFile(t, "example-rules.yaml"), accessLog)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -567,7 +581,7 @@ func startExporter(t *testing.T, bin, dir, accessLog string) *testexec.Exporter 
 func startPrometheus(t *testing.T, bin, dir string, targets ...string) promv1.API {
 	t.Helper()
 	rules := filepath.Join(dir, "alerts.yaml")
-	if err := os.WriteFile(rules, deploy.AlertsYAML, 0o644); err != nil {
+	if err := os.WriteFile(rules, repoFile(t, "deploy/alerts.yaml"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	config := filepath.Join(dir, "prometheus.yml")

@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/logwindow/logwindow_exporter/deploy"
 	"github.com/logwindow/logwindow_exporter/internal/testutil/metrictest"
 	"github.com/logwindow/logwindow_exporter/internal/testutil/testexec"
 )
@@ -42,10 +41,7 @@ func TestNginxSyslog(t *testing.T) {
 	syslogPort := freeUDPPort(t)
 
 	// The exporter first: nginx connects its syslog socket at its first log line.
-	example, err := os.ReadFile("../example-rules.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
+	example := repoFile(t, "example-rules.yaml")
 	rules := strings.Replace(string(example), "    path: /var/log/nginx/access.log\n    start_at: end\n",
 		fmt.Sprintf("    syslog: unixgram://%s\n  - name: burst\n    syslog: udp://127.0.0.1:%d\n", sock, syslogPort), 1)
 	if rules == string(example) {
@@ -166,10 +162,7 @@ func nginxSendFailures(t *testing.T, errorLog string) int {
 
 func startSyslogNginx(t *testing.T, bin, dir, sock string, syslogPort int) *syslogNginx {
 	t.Helper()
-	format, err := deploy.NginxLogFormat()
-	if err != nil {
-		t.Fatal(err)
-	}
+	format := nginxLogFormat(t)
 	prefix := filepath.Join(dir, "nginx")
 	if err := os.Mkdir(prefix, 0o755); err != nil {
 		t.Fatal(err)
