@@ -18,6 +18,7 @@ import (
 	"github.com/logwindow/logwindow_exporter/config"
 	dashgen "github.com/logwindow/logwindow_exporter/internal/dashboard"
 	"github.com/logwindow/logwindow_exporter/internal/testutil/deploytest"
+	"github.com/logwindow/logwindow_exporter/internal/testutil/testexec"
 )
 
 // grafanaSchemaDir is where, under the user's cache directory, .ci/run installs the npm
@@ -241,7 +242,7 @@ func countRules(groups []monitoringv1.RuleGroup) int {
 }
 
 func TestPromtoolAlerts(t *testing.T) {
-	promtool := needTool(t, "promtool", "prometheus")
+	promtool := testexec.LookTools(t, "Debian: apt-get install prometheus", "promtool")["promtool"]
 	runTool(t, ".", promtool, "check", "rules", "alerts.yaml")
 	runTool(t, ".", promtool, "test", "rules", "alerts-tests.yaml")
 }
@@ -249,7 +250,7 @@ func TestPromtoolAlerts(t *testing.T) {
 // TestPromtoolDashboardQueries has promtool parse every dashboard query, by making each
 // the expression of a recording rule in a scratch rule file.
 func TestPromtoolDashboardQueries(t *testing.T) {
-	promtool := needTool(t, "promtool", "prometheus")
+	promtool := testexec.LookTools(t, "Debian: apt-get install prometheus", "promtool")["promtool"]
 	qs, err := deploytest.DashboardQueries(dashboardJSON, testVars)
 	if err != nil {
 		t.Fatal(err)
@@ -324,12 +325,12 @@ func TestDashboardGrafanaSchema(t *testing.T) {
 	}
 	modules := filepath.Join(dir, "node_modules")
 	if _, err := os.Stat(filepath.Join(modules, "@grafana", "schema", "package.json")); err != nil {
-		if e2e {
+		if testexec.Required {
 			t.Fatalf("no @grafana/schema in %s with LOGWINDOW_E2E=1: .ci/run installs it", modules)
 		}
 		t.Skipf("no @grafana/schema in %s (npm install --prefix %s typescript @grafana/schema)", modules, dir)
 	}
-	node := needTool(t, "node", "nodejs")
+	node := testexec.LookTools(t, "Debian: apt-get install nodejs", "node")["node"]
 	work := t.TempDir()
 	if err := os.Symlink(modules, filepath.Join(work, "node_modules")); err != nil {
 		t.Fatal(err)

@@ -66,20 +66,6 @@ func windowSum(f *dto.MetricFamily, window string) float64 {
 	return sum
 }
 
-// servedConfig is example-rules.yaml following path from its beginning.
-func servedConfig(t *testing.T, dir, path string) string {
-	t.Helper()
-	text, err := deploytest.ServeRulesFrom(mustRead(t, "../example-rules.yaml"), path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := filepath.Join(dir, "rules.yaml")
-	if err := os.WriteFile(p, text, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
-
 // TestDashboardMetricsExist serves example-rules.yaml over a log with a line of each kind
 // the dashboard and alerts show, then checks that every metric name they use is exposed.
 func TestDashboardMetricsExist(t *testing.T) {
@@ -95,7 +81,7 @@ func TestDashboardMetricsExist(t *testing.T) {
 	if err := os.WriteFile(log, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	e := testexec.StartExporter(t, bin, "--config.file="+servedConfig(t, dir, log))
+	e := testexec.StartExporter(t, bin, "--config.file="+deploytest.WriteServedRules(t, mustRead(t, "../example-rules.yaml"), dir, log))
 	want := queryMetricNames(t)
 	fams := e.WaitCheck(t, func(m metrictest.Families) error {
 		var missing []string

@@ -58,7 +58,7 @@ func localNginxConf(t *testing.T, dir string, port int) (conf, accessLog string)
 }
 
 func TestNginxConfigValid(t *testing.T) {
-	nginx := needTool(t, "nginx", "nginx")
+	nginx := testexec.LookTools(t, "Debian: apt-get install nginx", "nginx")["nginx"]
 	dir := t.TempDir()
 	conf, _ := localNginxConf(t, dir, testexec.FreePort(t))
 	runTool(t, dir, nginx, "-t", "-q", "-e", "stderr", "-p", dir, "-c", conf)
@@ -68,7 +68,7 @@ func TestNginxConfigValid(t *testing.T) {
 // it, and returns the lines it logged, as the exporter would read them.
 func runNginx(t *testing.T, paths []string) []string {
 	t.Helper()
-	nginx := needTool(t, "nginx", "nginx")
+	nginx := testexec.LookTools(t, "Debian: apt-get install nginx", "nginx")["nginx"]
 	dir := t.TempDir()
 	port := testexec.FreePort(t)
 	conf, accessLog := localNginxConf(t, dir, port)

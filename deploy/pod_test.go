@@ -68,7 +68,7 @@ func (p *localPod) local(c *corev1.Container, text string) string {
 // startNginx runs nginx with the pod's nginx.conf, listening on the loopback port.
 func (p *localPod) startNginx(t *testing.T, m *manifests) (*lockedBuffer, string) {
 	t.Helper()
-	bin := needTool(t, "nginx", "nginx")
+	bin := testexec.LookTools(t, "Debian: apt-get install nginx", "nginx")["nginx"]
 	ngx := nginxContainer(t, m.deployments["nginx"])
 	confPath, _ := flagValue(ngx.Command, "-c")
 	text, _ := m.configMapFile(t, p.spec, ngx, confPath)

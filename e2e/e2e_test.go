@@ -70,10 +70,10 @@ var (
 )
 
 func TestNginxPrometheus(t *testing.T) {
-	if testing.Short() && !required {
+	if testing.Short() && !testexec.Required {
 		t.Skip("-short: the end-to-end test runs nginx, the built exporter and Prometheus")
 	}
-	tools := lookTools(t, "nginx", "prometheus", "promtool")
+	tools := testexec.LookTools(t, "Debian: apt-get install nginx prometheus", "nginx", "prometheus", "promtool")
 	began := time.Now()
 	dir := t.TempDir() // created first, so removed after every program has stopped
 	bin := testexec.BuildExporter(t, testexec.Race)
@@ -565,14 +565,7 @@ func (n *nginx) rotate(t *testing.T) {
 // its beginning, and returns it ready.
 func startExporter(t *testing.T, bin, dir, accessLog string) *testexec.Exporter {
 	t.Helper()
-	rules, err := deploytest.ServeRulesFrom(repoFile(t, "example-rules.yaml"), accessLog)
-	if err != nil {
-		t.Fatal(err)
-	}
-	config := filepath.Join(dir, "rules.yaml")
-	if err := os.WriteFile(config, rules, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	config := deploytest.WriteServedRules(t, repoFile(t, "example-rules.yaml"), dir, accessLog)
 	return testexec.StartExporter(t, bin, "--config.file="+config)
 }
 

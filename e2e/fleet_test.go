@@ -18,10 +18,10 @@ import (
 // pod's (both saw the same lines), the fleet's _count is both pods' lines, and each pod has
 // its own p99 gauge.
 func TestFleetQuantiles(t *testing.T) {
-	if testing.Short() && !required {
+	if testing.Short() && !testexec.Required {
 		t.Skip("-short: the end-to-end test runs nginx, two built exporters and Prometheus")
 	}
-	tools := lookTools(t, "nginx", "prometheus")
+	tools := testexec.LookTools(t, "Debian: apt-get install nginx prometheus", "nginx", "prometheus")
 	dir := t.TempDir()
 	bin := testexec.BuildExporter(t, testexec.Race)
 	ngx := startNginx(t, tools["nginx"], dir)

@@ -26,10 +26,10 @@ const burst = 3000
 // socket buffer, sent while the exporter cannot read, shows in the drop counter: received
 // plus dropped is every datagram nginx sent. On exit the exporter removes its socket.
 func TestNginxSyslog(t *testing.T) {
-	if testing.Short() && !required {
+	if testing.Short() && !testexec.Required {
 		t.Skip("-short: the end-to-end test runs nginx and the built exporter")
 	}
-	tools := lookTools(t, "nginx")
+	tools := testexec.LookTools(t, "Debian: apt-get install nginx prometheus", "nginx")
 	dir := t.TempDir()
 	// Built without the race detector: a unix datagram socket queues only
 	// net.unix.max_dgram_qlen (10) datagrams, and an exporter slowed down several times by

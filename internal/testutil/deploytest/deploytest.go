@@ -10,8 +10,11 @@ package deploytest
 import (
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
+	"testing"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -225,4 +228,20 @@ func ServeRulesFrom(exampleRules []byte, path string) ([]byte, error) {
 		text = strings.Replace(text, r.old, r.repl, 1)
 	}
 	return []byte(text), nil
+}
+
+// WriteServedRules writes exampleRules served from path (see ServeRulesFrom) to
+// dir/rules.yaml and returns that file's name: the configuration of an exporter that
+// counts every line of a test's log with the example's rules.
+func WriteServedRules(tb testing.TB, exampleRules []byte, dir, path string) string {
+	tb.Helper()
+	rules, err := ServeRulesFrom(exampleRules, path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	config := filepath.Join(dir, "rules.yaml")
+	if err := os.WriteFile(config, rules, 0o644); err != nil {
+		tb.Fatal(err)
+	}
+	return config
 }

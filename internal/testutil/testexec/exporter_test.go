@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -112,10 +111,4 @@ func TestExporter(t *testing.T) {
 			t.Errorf("no log shown after the failure:\n%s", logs)
 		}
 	})
-}
-
-// Fatalf records the failure and ends the goroutine, as testing.T's does.
-func (r *recorder) Fatalf(f string, a ...any) {
-	r.Errorf(f, a...)
-	runtime.Goexit()
 }
