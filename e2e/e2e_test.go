@@ -1,9 +1,16 @@
-// Package e2e runs the exporter as it is deployed: a real nginx writes its access log in
-// the example's format, the built exporter follows it with example-rules.yaml, and a real
-// Prometheus scrapes the exporter and evaluates the example's alerting rules. The test
-// sends known requests, rotates the log once, and reads everything back through
-// Prometheus's HTTP API. It skips when nginx or Prometheus is not installed, unless
-// LOGWINDOW_E2E=1 (set by .ci/run) requires it.
+// Package e2e holds the black-box tests: each runs the built binary as a process, started
+// and scraped through testexec.Exporter, with real programs around it where the test is
+// about them. By subject: the process under attack and killed (hardening), counters and
+// series over time (counters), rule files updated as the kubelet does (configwatch), the
+// status page in a browser and its line tester over HTTP (status, browser), --explain
+// (explain), replays against reference models (*_replay), nginx sending syslog (syslog),
+// two exporters behind one Prometheus (fleet), and, in this file, the deployment as it
+// runs: a real nginx writes its access log in the example's format, the exporter follows
+// it with example-rules.yaml, and a real Prometheus scrapes it and evaluates the example's
+// alerting rules and dashboard queries; the test sends known requests, rotates the log
+// once, and reads everything back through Prometheus's HTTP API. A test that needs a
+// program which is not installed skips, unless LOGWINDOW_E2E=1 (set by .ci/run) requires
+// it.
 package e2e
 
 import (
