@@ -62,31 +62,31 @@ func Serve(dir, bin string, o ServeOptions, args ...string) (*Exporter, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Exporter{Proc: p, opts: o, client: &http.Client{Timeout: o.Timeout}}
-	if err := s.waitReady(); err != nil {
+	e := &Exporter{Proc: p, opts: o, client: &http.Client{Timeout: o.Timeout}}
+	if err := e.waitReady(); err != nil {
 		_ = p.Kill()
 		return nil, fmt.Errorf("%s: %w\nend of its log:\n%s", strings.Join(argv, " "), err, Tail(p.Output, 40))
 	}
-	return s, nil
+	return e, nil
 }
 
 // waitReady waits for the "Listening on" line of the log, then for /-/ready to answer 200.
-func (s *Exporter) waitReady() error {
-	deadline := time.Now().Add(s.opts.Timeout)
+func (e *Exporter) waitReady() error {
+	deadline := time.Now().Add(e.opts.Timeout)
 	for {
-		s.addr = listening(s.Output)
-		if s.addr != "" {
+		e.addr = listening(e.Output)
+		if e.addr != "" {
 			break
 		}
-		if gone, err := s.Exited(); gone {
+		if gone, err := e.Exited(); gone {
 			return fmt.Errorf("exited (%v) before listening", err)
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("not listening after %v", s.opts.Timeout)
+			return fmt.Errorf("not listening after %v", e.opts.Timeout)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	return s.waitOK(s.URL()+"/-/ready", func() (*http.Response, error) { return s.do("/-/ready", nil) }, deadline)
+	return e.waitOK(e.URL()+"/-/ready", func() (*http.Response, error) { return e.do("/-/ready", nil) }, deadline)
 }
 
 // listening returns the address of the first "Listening on" line of a JSON log, or "".
@@ -107,18 +107,18 @@ func listening(logPath string) string {
 }
 
 // Addr is the address the exporter listens on, host:port.
-func (s *Exporter) Addr() string {
-	return s.addr
+func (e *Exporter) Addr() string {
+	return e.addr
 }
 
 // URL is the exporter's base URL, without a trailing slash.
-func (s *Exporter) URL() string {
-	return "http://" + s.addr
+func (e *Exporter) URL() string {
+	return "http://" + e.addr
 }
 
 // Log is what the exporter logged so far.
-func (s *Exporter) Log() string {
-	data, err := os.ReadFile(s.Output)
+func (e *Exporter) Log() string {
+	data, err := os.ReadFile(e.Output)
 	if err != nil {
 		return err.Error()
 	}
@@ -127,25 +127,25 @@ func (s *Exporter) Log() string {
 
 // do sends a GET of path with the header's fields (nil for none) and the credentials of
 // the options.
-func (s *Exporter) do(path string, header http.Header) (*http.Response, error) {
-	req, err := http.NewRequest(http.MethodGet, s.URL()+path, nil)
+func (e *Exporter) do(path string, header http.Header) (*http.Response, error) {
+	req, err := http.NewRequest(http.MethodGet, e.URL()+path, nil)
 	if err != nil {
 		return nil, err
 	}
 	for k, v := range header {
 		req.Header[k] = v
 	}
-	if s.opts.User != "" {
-		req.SetBasicAuth(s.opts.User, s.opts.Password)
+	if e.opts.User != "" {
+		req.SetBasicAuth(e.opts.User, e.opts.Password)
 	}
-	return s.client.Do(req)
+	return e.client.Do(req)
 }
 
 // Fetch sends a GET of path with the header's fields (nil for none) and returns the body
 // of its answer, decoded when it came gzipped because the transport asked for it: an
 // answer other than 200 is an error.
-func (s *Exporter) Fetch(path string, header http.Header) ([]byte, error) {
-	resp, err := s.do(path, header)
+func (e *Exporter) Fetch(path string, header http.Header) ([]byte, error) {
+	resp, err := e.do(path, header)
 	if err != nil {
 		return nil, err
 	}
@@ -158,8 +158,8 @@ func (s *Exporter) Fetch(path string, header http.Header) ([]byte, error) {
 }
 
 // scrape fetches /metrics and parses it.
-func (s *Exporter) scrape() (metrictest.Families, error) {
-	body, err := s.Fetch("/metrics", nil)
+func (e *Exporter) scrape() (metrictest.Families, error) {
+	body, err := e.Fetch("/metrics", nil)
 	if err != nil {
 		return nil, err
 	}

@@ -1,7 +1,9 @@
 // Package testexec runs programs as subprocesses for the tests and the benchmark: it builds
 // the exporter, finds a free loopback port, starts a program so that it is always stopped
-// or killed, children included, and shows the end of its output when a test fails. It
-// holds what the end-to-end, deployment and hardening suites and bench used to repeat.
+// or killed, children included, and shows the end of its output when a test fails. Its
+// Exporter starts the built exporter, waits until it listens and is ready, scrapes it and
+// waits on its metrics, for the black-box suites (e2e/, deploy/) and bench alike; LookTools
+// finds the other programs they run, or skips.
 package testexec
 
 import (
