@@ -4,10 +4,10 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -24,7 +24,7 @@ type usage struct {
 	rss  int64         // peak resident set, bytes
 }
 
-// child runs a program with GOMAXPROCS set, capturing its output and sampling its peak RSS.
+// child is a program run with GOMAXPROCS set, whose peak RSS it samples.
 //
 // The peak RSS comes from the kernel's high-water mark of the child's own memory
 // (VmHWM), not from the rusage of wait: Go starts children with vfork, and Linux then
@@ -32,27 +32,26 @@ type usage struct {
 // ru_maxrss. VmHWM only exists while the child runs, so it is sampled every rssPoll; a
 // one-shot program can outgrow the last sample in its final moments.
 type child struct {
-	proc           *testexec.Proc
-	stdout, stderr bytes.Buffer
-	rss            atomic.Int64 // latest VmHWM seen, bytes
-	sampled        chan struct{}
+	proc *testexec.Proc
+	// stderr returns what the program wrote to its standard error, for failures.
+	stderr  func() string
+	rss     atomic.Int64 // latest VmHWM seen, bytes
+	sampled chan struct{}
 }
 
 // rssPoll is the interval of the VmHWM samples.
 const rssPoll = 5 * time.Millisecond
 
-func startChild(procs int, name string, args ...string) (*child, error) {
-	c := &child{sampled: make(chan struct{})}
-	cmd := exec.Command(name, args...)
-	cmd.Env = append(os.Environ(), "GOMAXPROCS="+strconv.Itoa(procs))
-	cmd.Stdout, cmd.Stderr = &c.stdout, &c.stderr
-	p, err := testexec.Start(cmd)
-	if err != nil {
-		return nil, err
-	}
-	c.proc = p
+// watch samples the peak RSS of a started program until it exits.
+func watch(p *testexec.Proc, stderr func() string) *child {
+	c := &child{proc: p, stderr: stderr, sampled: make(chan struct{})}
 	go c.sampleRSS()
-	return c, nil
+	return c
+}
+
+// gomaxprocs is the environment entry that runs a Go program on procs threads.
+func gomaxprocs(procs int) string {
+	return "GOMAXPROCS=" + strconv.Itoa(procs)
 }
 
 func (c *child) sampleRSS() {
@@ -87,7 +86,7 @@ func (c *child) wait() error {
 	err := c.proc.Wait()
 	<-c.sampled
 	if err != nil {
-		return fmt.Errorf("%s: %v\n%s", c.proc.Cmd.Path, err, lastLines(c.stderr.String(), 20))
+		return fmt.Errorf("%s: %v\n%s", c.proc.Cmd.Path, err, lastLines(c.stderr(), 20))
 	}
 	return nil
 }
@@ -109,15 +108,20 @@ func lastLines(s string, n int) string {
 // runOneShot runs a program that reads its input to the end and prints an exposition:
 // our --replay mode, or mtail --one_shot. Wall time is the process's whole life.
 func runOneShot(procs int, name string, args ...string) (usage, scrape, error) {
-	c, err := startChild(procs, name, args...)
+	cmd := exec.Command(name, args...)
+	cmd.Env = append(os.Environ(), gomaxprocs(procs))
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	p, err := testexec.Start(cmd)
 	if err != nil {
 		return usage{}, scrape{}, err
 	}
+	c := watch(p, stderr.String)
 	if err := c.wait(); err != nil {
 		return usage{}, scrape{}, err
 	}
 	u := c.usage(c.proc.Ended().Sub(c.proc.Started()))
-	s, err := parseExposition(&c.stdout)
+	s, err := parseExposition(&stdout)
 	if err != nil {
 		return u, scrape{}, fmt.Errorf("%s output: %w", name, err)
 	}
@@ -127,54 +131,34 @@ func runOneShot(procs int, name string, args ...string) (usage, scrape, error) {
 // live is one exporter started in serving mode, scraped over HTTP.
 type live struct {
 	*child
-	url string
+	exporter *testexec.Exporter
 	// unscraped is the peak RSS when the inputs had been read and no scrape made yet:
 	// the memory of the series without a scrape's garbage.
 	unscraped int64
 }
 
-// startLive starts the exporter serving the config on a free loopback port.
+// startLive starts the exporter serving the config on a loopback port, its log next to
+// the config, and returns it once it is ready.
 func startLive(bin, config string, procs int) (*live, error) {
-	addr, err := testexec.FreeAddr()
+	e, err := testexec.Serve(filepath.Dir(config), bin, testexec.ServeOptions{Env: []string{gomaxprocs(procs)}}, "--config.file="+config)
 	if err != nil {
 		return nil, err
 	}
-	c, err := startChild(procs, bin, "--config.file="+config, "--web.listen-address="+addr, "--log.level=warn")
-	if err != nil {
-		return nil, err
-	}
-	return &live{child: c, url: "http://" + addr + "/metrics"}, nil
-}
-
-// get fetches /metrics; the error of a refused connection means "not listening yet".
-func (l *live) get() ([]byte, error) {
-	return l.getEncoded("")
+	return &live{child: watch(e.Proc, e.Log), exporter: e}, nil
 }
 
 // getEncoded fetches /metrics asking for the given Content-Encoding ("": gzip, as
 // Prometheus and Go's client ask by default) and returns the decoded body.
 func (l *live) getEncoded(encoding string) ([]byte, error) {
-	req, err := http.NewRequest(http.MethodGet, l.url, nil)
-	if err != nil {
-		return nil, err
-	}
+	var header http.Header
 	if encoding != "" {
-		req.Header.Set("Accept-Encoding", encoding)
+		header = http.Header{"Accept-Encoding": {encoding}}
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err == nil && resp.StatusCode != http.StatusOK {
-		err = fmt.Errorf("GET %s: %s", l.url, resp.Status)
-	}
-	return body, err
+	return l.exporter.Fetch("/metrics", header)
 }
 
 func (l *live) scrape() (scrape, error) {
-	body, err := l.get()
+	body, err := l.getEncoded("")
 	if err != nil {
 		return scrape{}, err
 	}
@@ -227,10 +211,7 @@ func (l *live) waitLines(ctx context.Context, lines int, size int64, poll time.D
 		}
 		s, err := l.scrape()
 		if err != nil {
-			if gone, _ := l.proc.Exited(); gone {
-				return 0, l.failed(fmt.Errorf("exporter exited: %w", err))
-			}
-			continue
+			return 0, l.failed(err)
 		}
 		if read := s.values.sum("logwindow_input_lines_total"); read >= float64(lines) {
 			return time.Since(l.proc.Started()), nil

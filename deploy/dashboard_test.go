@@ -17,6 +17,8 @@ import (
 
 	"github.com/logwindow/logwindow_exporter/config"
 	dashgen "github.com/logwindow/logwindow_exporter/internal/dashboard"
+	"github.com/logwindow/logwindow_exporter/internal/testutil/deploytest"
+	"github.com/logwindow/logwindow_exporter/internal/testutil/testexec"
 )
 
 // grafanaSchemaDir is where, under the user's cache directory, .ci/run installs the npm
@@ -24,7 +26,7 @@ import (
 const grafanaSchemaDir = "logwindow/grafana-schema-13.2.3"
 
 // testVars are the variable values the tests give the dashboard.
-var testVars = Vars{Job: "nginx", Instance: ".+", Window: "5m", RateInterval: "1m"}
+var testVars = deploytest.Vars{Job: "nginx", Instance: ".+", Window: "5m", RateInterval: "1m"}
 
 // TestGeneratedDashboard: grafana-dashboard.json is what --dashboard prints for
 // example-rules.yaml. With -update it is rewritten (before TestGeneratedManifests makes the
@@ -44,20 +46,20 @@ func TestGeneratedDashboard(t *testing.T) {
 		}
 		return
 	}
-	if !bytes.Equal(DashboardJSON, want) {
-		t.Error("grafana-dashboard.json is not the dashboard of example-rules.yaml: run go test ./deploy -run TestGenerated -update")
+	if !bytes.Equal(dashboardJSON, want) {
+		t.Error("grafana-dashboard.json is not the dashboard of example-rules.yaml: run (cd deploy && go test -run TestGenerated -update)")
 	}
 }
 
 func TestDashboardVariables(t *testing.T) {
-	d, err := parseDashboard()
+	d, err := deploytest.ParseDashboard(dashboardJSON)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if d.UID == "" || d.Title == "" {
 		t.Error("dashboard without uid or title: the sidecar and links need a stable uid")
 	}
-	vars := map[string]variable{}
+	vars := map[string]deploytest.Variable{}
 	for _, v := range d.Templating.List {
 		vars[v.Name] = v
 	}
@@ -88,7 +90,7 @@ func TestDashboardVariables(t *testing.T) {
 }
 
 func TestDashboardPanels(t *testing.T) {
-	d, err := parseDashboard()
+	d, err := deploytest.ParseDashboard(dashboardJSON)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +121,7 @@ func TestDashboardPanels(t *testing.T) {
 // TestDashboardCoverage checks that the dashboard shows what the issue asks for: each
 // entry names a family (or function) some query must use.
 func TestDashboardCoverage(t *testing.T) {
-	qs, err := DashboardQueries(testVars)
+	qs, err := deploytest.DashboardQueries(dashboardJSON, testVars)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,16 +159,16 @@ func TestDashboardCoverage(t *testing.T) {
 func TestDashboardQueriesSubstitute(t *testing.T) {
 	cases := []struct {
 		name    string
-		vars    Vars
+		vars    deploytest.Vars
 		wantErr bool
 	}{
 		{"all set", testVars, false},
-		{"rate interval missing", Vars{Job: "j", Instance: "i", Window: "1m"}, true},
-		{"window missing", Vars{Job: "j", Instance: "i", RateInterval: "1m"}, true},
+		{"rate interval missing", deploytest.Vars{Job: "j", Instance: "i", Window: "1m"}, true},
+		{"window missing", deploytest.Vars{Job: "j", Instance: "i", RateInterval: "1m"}, true},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			qs, err := DashboardQueries(c.vars)
+			qs, err := deploytest.DashboardQueries(dashboardJSON, c.vars)
 			if c.wantErr {
 				if err == nil {
 					t.Fatal("no error for a variable without a value")
@@ -222,7 +224,7 @@ func TestAlertRules(t *testing.T) {
 	if !has5xx {
 		t.Error("no alert on the 5xx ratio over the 5m window")
 	}
-	qs, err := AlertQueries()
+	qs, err := deploytest.AlertQueries(alertsYAML)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -240,7 +242,7 @@ func countRules(groups []monitoringv1.RuleGroup) int {
 }
 
 func TestPromtoolAlerts(t *testing.T) {
-	promtool := needTool(t, "promtool", "prometheus")
+	promtool := testexec.LookTools(t, "Debian: apt-get install prometheus", "promtool")["promtool"]
 	runTool(t, ".", promtool, "check", "rules", "alerts.yaml")
 	runTool(t, ".", promtool, "test", "rules", "alerts-tests.yaml")
 }
@@ -248,8 +250,8 @@ func TestPromtoolAlerts(t *testing.T) {
 // TestPromtoolDashboardQueries has promtool parse every dashboard query, by making each
 // the expression of a recording rule in a scratch rule file.
 func TestPromtoolDashboardQueries(t *testing.T) {
-	promtool := needTool(t, "promtool", "prometheus")
-	qs, err := DashboardQueries(testVars)
+	promtool := testexec.LookTools(t, "Debian: apt-get install prometheus", "promtool")["promtool"]
+	qs, err := deploytest.DashboardQueries(dashboardJSON, testVars)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -288,18 +290,18 @@ func queryMetricNames(t *testing.T) map[string][]string {
 			names[m[1]] = append(names[m[1]], src)
 		}
 	}
-	dq, err := DashboardQueries(testVars)
+	dq, err := deploytest.DashboardQueries(dashboardJSON, testVars)
 	if err != nil {
 		t.Fatal(err)
 	}
-	aq, err := AlertQueries()
+	aq, err := deploytest.AlertQueries(alertsYAML)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, q := range append(dq, aq...) {
 		add(q.Source, q.Expr)
 	}
-	d, err := parseDashboard()
+	d, err := deploytest.ParseDashboard(dashboardJSON)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -323,17 +325,17 @@ func TestDashboardGrafanaSchema(t *testing.T) {
 	}
 	modules := filepath.Join(dir, "node_modules")
 	if _, err := os.Stat(filepath.Join(modules, "@grafana", "schema", "package.json")); err != nil {
-		if e2e {
+		if testexec.Required {
 			t.Fatalf("no @grafana/schema in %s with LOGWINDOW_E2E=1: .ci/run installs it", modules)
 		}
 		t.Skipf("no @grafana/schema in %s (npm install --prefix %s typescript @grafana/schema)", modules, dir)
 	}
-	node := needTool(t, "node", "nodejs")
+	node := testexec.LookTools(t, "Debian: apt-get install nodejs", "node")["node"]
 	work := t.TempDir()
 	if err := os.Symlink(modules, filepath.Join(work, "node_modules")); err != nil {
 		t.Fatal(err)
 	}
-	check := "import type { Dashboard } from '@grafana/schema';\nexport const dashboard: Dashboard = " + string(DashboardJSON) + ";\n"
+	check := "import type { Dashboard } from '@grafana/schema';\nexport const dashboard: Dashboard = " + string(dashboardJSON) + ";\n"
 	tsconfig := `{"compilerOptions": {"strict": true, "noEmit": true, "module": "nodenext", "moduleResolution": "nodenext", "skipLibCheck": true, "target": "es2022"}, "files": ["check.ts"]}`
 	for name, text := range map[string]string{"check.ts": check, "tsconfig.json": tsconfig} {
 		if err := os.WriteFile(filepath.Join(work, name), []byte(text), 0o644); err != nil {

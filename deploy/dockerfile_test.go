@@ -13,6 +13,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/logwindow/logwindow_exporter/internal/testutil/testexec"
 )
 
 // instruction is one Dockerfile instruction, continuation lines joined.
@@ -474,7 +476,7 @@ func builtBinary(t *testing.T) string {
 		binary.path = bin
 	})
 	if binary.path == "" {
-		if e2e {
+		if testexec.Required {
 			t.Fatal(binary.skip)
 		}
 		t.Skip(binary.skip)

@@ -18,7 +18,7 @@ import (
 
 // update rewrites the generated manifests instead of comparing them:
 //
-//	go test ./deploy -run TestGenerated -update
+//	cd deploy && go test -run TestGenerated -update
 var update = flag.Bool("update", false, "rewrite the generated manifests under k8s/ from their sources")
 
 // exampleLabels are the labels every object of the example carries.
@@ -140,7 +140,7 @@ func (g generated) render() ([]byte, error) {
 	}
 	// The API server fills creationTimestamp; an explicit null is noise in a manifest.
 	body = bytes.Replace(body, []byte("  creationTimestamp: null\n"), nil, 1)
-	header := "# Code generated from " + path.Join("deploy", g.source) + " by `go test ./deploy -run TestGenerated -update`. DO NOT EDIT.\n"
+	header := "# Code generated from " + path.Join("deploy", g.source) + " by `cd deploy && go test -run TestGenerated -update`. DO NOT EDIT.\n"
 	return append([]byte(header), body...), nil
 }
 
@@ -162,10 +162,10 @@ func TestGeneratedManifests(t *testing.T) {
 			}
 			got, err := os.ReadFile(g.path)
 			if err != nil {
-				t.Fatalf("%v (generate it: go test ./deploy -run TestGenerated -update)", err)
+				t.Fatalf("%v (generate it: cd deploy && go test -run TestGenerated -update)", err)
 			}
 			if !bytes.Equal(got, want) {
-				t.Errorf("%s is out of date with %s: run go test ./deploy -run TestGenerated -update", g.path, g.source)
+				t.Errorf("%s is out of date with %s: run (cd deploy && go test -run TestGenerated -update)", g.path, g.source)
 			}
 			// The YAML encoding must give back the source exactly (block scalars, escapes).
 			obj, err := g.make(mustRead(t, g.source))

@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/logwindow/logwindow_exporter/config"
+	"github.com/logwindow/logwindow_exporter/internal/testutil/deploytest"
 )
 
 // manifests are the objects under k8s/, by kind, each strictly decoded.
@@ -306,33 +307,6 @@ func flagValue(args []string, name string) (string, bool) {
 	return "", false
 }
 
-func TestNginxAccessLogs(t *testing.T) {
-	cases := []struct {
-		name, conf, format, wantErr string
-		targets                     []string
-	}{
-		{"joined", "log_format main '$a '\n   '$b';\naccess_log /l/a.log main;\n", "$a $b", "", []string{"/l/a.log"}},
-		{"socket and stdout", "log_format main '$a';\naccess_log syslog:server=unix:/s.sock,tag=nginx main;\naccess_log /dev/stdout main;\n", "$a", "", []string{"syslog:server=unix:/s.sock,tag=nginx", "/dev/stdout"}},
-		{"two formats", "log_format main '$a';\naccess_log /a main;\naccess_log /b combined;\n", "", "want one format", nil},
-		{"undefined format", "log_format main '$a';\naccess_log /l/a.log combined;\n", "", "no log_format", nil},
-		{"no access log", "log_format main '$a';\n", "", "no access_log", nil},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			targets, format, err := nginxAccessLogs(c.conf)
-			if c.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), c.wantErr) {
-					t.Fatalf("error %v, want %q", err, c.wantErr)
-				}
-				return
-			}
-			if err != nil || !slices.Equal(targets, c.targets) || format != c.format {
-				t.Fatalf("got %q %q %v, want %q %q", targets, format, err, c.targets, c.format)
-			}
-		})
-	}
-}
-
 func TestPodWiring(t *testing.T) {
 	forEachRender(t, podWiring)
 }
@@ -470,7 +444,7 @@ func checkSidecar(t *testing.T, m *manifests, d *appsv1.Deployment, wantRules st
 	}
 	rules, cm := m.configMapFile(t, spec, exp, rulesPath)
 	if rules != wantRules {
-		t.Errorf("ConfigMap %s is not the expected rules (generated ones: go test ./deploy -run TestGenerated -update)", cm.Name)
+		t.Errorf("ConfigMap %s is not the expected rules (generated ones: cd deploy && go test -run TestGenerated -update)", cm.Name)
 	}
 	cfg := loadRules(t, rules)
 
@@ -479,13 +453,13 @@ func checkSidecar(t *testing.T, m *manifests, d *appsv1.Deployment, wantRules st
 		t.Fatal("nginx runs without -c")
 	}
 	conf, _ := m.configMapFile(t, spec, ngx, confPath)
-	targets, format, err := nginxAccessLogs(conf)
+	targets, format, err := deploytest.NginxAccessLogs(conf)
 	if err != nil {
 		t.Fatalf("%s: %v", confPath, err)
 	}
 	// Tests running their own nginx take the format from NginxLogFormat.
-	if exported, err := NginxLogFormat(); err != nil || exported != format {
-		t.Errorf("NginxLogFormat() = %q, %v; the pod's nginx logs with %q", exported, err, format)
+	if exported, err := deploytest.NginxLogFormat(nginxConfigMap); err != nil || exported != format {
+		t.Errorf("deploytest.NginxLogFormat(nginxConfigMap) = %q, %v; the pod's nginx logs with %q", exported, err, format)
 	}
 
 	// Each place nginx logs to is stdout or one of the exporter's inputs: the same UDP

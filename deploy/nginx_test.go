@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/logwindow/logwindow_exporter/internal/testutil/deploytest"
 	"github.com/logwindow/logwindow_exporter/internal/testutil/testexec"
 )
 
@@ -26,7 +27,7 @@ func localNginxConf(t *testing.T, dir string, port int) (conf, accessLog string)
 	ngx := nginxContainer(t, d)
 	confPath, _ := flagValue(ngx.Command, "-c")
 	text, _ := m.configMapFile(t, &d.Spec.Template.Spec, ngx, confPath)
-	targets, _, err := nginxAccessLogs(text)
+	targets, _, err := deploytest.NginxAccessLogs(text)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +58,7 @@ func localNginxConf(t *testing.T, dir string, port int) (conf, accessLog string)
 }
 
 func TestNginxConfigValid(t *testing.T) {
-	nginx := needTool(t, "nginx", "nginx")
+	nginx := testexec.LookTools(t, "Debian: apt-get install nginx", "nginx")["nginx"]
 	dir := t.TempDir()
 	conf, _ := localNginxConf(t, dir, testexec.FreePort(t))
 	runTool(t, dir, nginx, "-t", "-q", "-e", "stderr", "-p", dir, "-c", conf)
@@ -67,7 +68,7 @@ func TestNginxConfigValid(t *testing.T) {
 // it, and returns the lines it logged, as the exporter would read them.
 func runNginx(t *testing.T, paths []string) []string {
 	t.Helper()
-	nginx := needTool(t, "nginx", "nginx")
+	nginx := testexec.LookTools(t, "Debian: apt-get install nginx", "nginx")["nginx"]
 	dir := t.TempDir()
 	port := testexec.FreePort(t)
 	conf, accessLog := localNginxConf(t, dir, port)
@@ -84,18 +85,7 @@ func runNginx(t *testing.T, paths []string) []string {
 
 	client := &http.Client{Timeout: 5 * time.Second}
 	base := fmt.Sprintf("http://127.0.0.1:%d", port)
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		resp, err := client.Get(base + "/healthz")
-		if err == nil {
-			resp.Body.Close()
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("nginx did not answer on %s: %v\n%s", base, err, testexec.Tail(p.Output, 40))
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	testexec.WaitHTTP(t, p, base+"/healthz")
 	for _, p := range paths {
 		getN(t, client, base+p, 1)
 	}

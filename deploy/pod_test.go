@@ -2,7 +2,6 @@ package deploy
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"io"
 	"io/fs"
@@ -17,9 +16,10 @@ import (
 	"testing"
 	"time"
 
-	dto "github.com/prometheus/client_model/go"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/logwindow/logwindow_exporter/internal/testutil/deploytest"
+	"github.com/logwindow/logwindow_exporter/internal/testutil/metrictest"
 	"github.com/logwindow/logwindow_exporter/internal/testutil/testexec"
 )
 
@@ -68,7 +68,7 @@ func (p *localPod) local(c *corev1.Container, text string) string {
 // startNginx runs nginx with the pod's nginx.conf, listening on the loopback port.
 func (p *localPod) startNginx(t *testing.T, m *manifests) (*lockedBuffer, string) {
 	t.Helper()
-	bin := needTool(t, "nginx", "nginx")
+	bin := testexec.LookTools(t, "Debian: apt-get install nginx", "nginx")["nginx"]
 	ngx := nginxContainer(t, m.deployments["nginx"])
 	confPath, _ := flagValue(ngx.Command, "-c")
 	text, _ := m.configMapFile(t, p.spec, ngx, confPath)
@@ -111,7 +111,7 @@ func (p *localPod) startNginx(t *testing.T, m *manifests) (*lockedBuffer, string
 		}
 	})
 	base := fmt.Sprintf("http://127.0.0.1:%d", p.port)
-	waitGet(t, proc, base+"/healthz")
+	testexec.WaitHTTP(t, proc, base+"/healthz")
 	return stdout, base
 }
 
@@ -133,9 +133,9 @@ func (b *lockedBuffer) String() string {
 	return b.buf.String()
 }
 
-// startExporter runs the built exporter with the pod's arguments and rules, on a loopback
-// port; it returns the address.
-func (p *localPod) startExporter(t *testing.T, m *manifests) (*testexec.Proc, string) {
+// startExporter runs the built exporter with the pod's arguments and rules, and returns it
+// once it answers the pod's startup probe.
+func (p *localPod) startExporter(t *testing.T, m *manifests) *testexec.Exporter {
 	t.Helper()
 	bin := builtBinary(t)
 	exp := exporterContainer(t, m.deployments["nginx"])
@@ -145,37 +145,15 @@ func (p *localPod) startExporter(t *testing.T, m *manifests) (*testexec.Proc, st
 	if err := os.WriteFile(local, []byte(p.local(exp, rules)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	addr := fmt.Sprintf("127.0.0.1:%d", testexec.FreePort(t))
-	var args []string
+	args := []string{"--config.file=" + local}
 	for _, a := range exp.Args {
 		if !strings.HasPrefix(a, "--config.file=") {
 			args = append(args, a)
 		}
 	}
-	proc := testexec.StartTest(t, p.dir, "logwindow_exporter", append([]string{bin, "--config.file=" + local, "--web.listen-address=" + addr}, args...))
-	// The pod's startup probe.
-	waitGet(t, proc, "http://"+addr+exp.StartupProbe.HTTPGet.Path)
-	return proc, addr
-}
-
-// waitGet waits until url answers 200 while proc runs.
-func waitGet(t *testing.T, proc *testexec.Proc, url string) {
-	t.Helper()
-	for deadline := time.Now().Add(20 * time.Second); ; {
-		if resp, err := http.Get(url); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return
-			}
-		}
-		if exited, err := proc.Exited(); exited {
-			t.Fatalf("%s: exited (%v) before %s answered\n%s", proc.Cmd.Path, err, url, testexec.Tail(proc.Output, 40))
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s did not answer\n%s", url, testexec.Tail(proc.Output, 40))
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	e := testexec.StartExporter(t, bin, args...)
+	e.Get(t, exp.StartupProbe.HTTPGet.Path)
+	return e
 }
 
 // getN sends n requests to url, reading each answer to its end, so that the next one
@@ -196,36 +174,15 @@ func getN(t *testing.T, client *http.Client, url string, n int) {
 }
 
 // waitCounted scrapes until the exporter has counted want requests, and returns the scrape.
-func waitCounted(t *testing.T, addr string, want float64) map[string]*dto.MetricFamily {
+func waitCounted(t *testing.T, e *testexec.Exporter, want float64) metrictest.Families {
 	t.Helper()
-	fams, ok := scrapeUntil(t, addr, 30*time.Second, func(fams map[string]*dto.MetricFamily) bool {
-		return counterSum(fams["nginx_http_requests_total"]) == want
+	return e.WaitCheck(t, func(m metrictest.Families) error {
+		if got := metrictest.Sum(m, "nginx_http_requests_total"); got != want {
+			return fmt.Errorf("nginx_http_requests_total = %v, want %v (datagrams received %v, dropped %v)", got, want,
+				metrictest.Sum(m, "logwindow_input_datagrams_total"), metrictest.Sum(m, "logwindow_input_dropped_datagrams_total"))
+		}
+		return nil
 	})
-	if !ok {
-		t.Fatalf("nginx_http_requests_total = %v, want %v (datagrams received %v, dropped %v)", counterSum(fams["nginx_http_requests_total"]), want,
-			counterSum(fams["logwindow_input_datagrams_total"]), counterSum(fams["logwindow_input_dropped_datagrams_total"]))
-	}
-	return fams
-}
-
-// scrapeUntil scrapes the exporter until done holds, for at most d; it returns the last
-// scrape and whether done held.
-func scrapeUntil(t *testing.T, addr string, d time.Duration, done func(map[string]*dto.MetricFamily) bool) (map[string]*dto.MetricFamily, bool) {
-	t.Helper()
-	var fams map[string]*dto.MetricFamily
-	for deadline := time.Now().Add(d); ; time.Sleep(100 * time.Millisecond) {
-		if resp, err := http.Get("http://" + addr + "/metrics"); err == nil {
-			body, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			fams = parseExposition(t, body)
-			if done(fams) {
-				return fams, true
-			}
-		}
-		if time.Now().After(deadline) {
-			return fams, false
-		}
-	}
 }
 
 // TestSyslogPod runs the base pod: nginx sends its access log to the exporter's syslog
@@ -235,7 +192,7 @@ func scrapeUntil(t *testing.T, addr string, d time.Duration, done func(map[strin
 func TestSyslogPod(t *testing.T) {
 	pod, m := newLocalPod(t, "k8s")
 	// The exporter first, as its startup probe makes the pod wait for it.
-	_, addr := pod.startExporter(t, m)
+	exporter := pod.startExporter(t, m)
 	ngx, base := pod.startNginx(t, m)
 	client := &http.Client{Timeout: 5 * time.Second}
 	defer client.CloseIdleConnections()
@@ -243,8 +200,8 @@ func TestSyslogPod(t *testing.T) {
 	const n = 250
 	getN(t, client, base+"/", n-50)
 	getN(t, client, base+"/missing", 50)
-	fams := waitCounted(t, addr, n)
-	if got := counterSum(fams["logwindow_input_datagrams_total"]); got != n {
+	fams := waitCounted(t, exporter, n)
+	if got := metrictest.Sum(fams, "logwindow_input_datagrams_total"); got != n {
 		t.Errorf("datagrams received: %v, want %d", got, n)
 	}
 
@@ -296,7 +253,7 @@ func TestSyslogPod(t *testing.T) {
 				rule = r
 			}
 		}
-		if rule == "" || counterSum(fams[rule+"_total"]) > 0 {
+		if rule == "" || metrictest.Sum(fams, rule+"_total") > 0 {
 			t.Errorf("the dashboard of the pod's rules selects %s, which the pod does not expose", name)
 		}
 	}
@@ -304,7 +261,7 @@ func TestSyslogPod(t *testing.T) {
 		t.Errorf("%d of the %d metrics the dashboard selects are exposed", exposed, len(names))
 	}
 	t.Logf("%d requests: counted %v, %v datagrams, %d lines on nginx's stdout, no file written", n,
-		counterSum(fams["nginx_http_requests_total"]), counterSum(fams["logwindow_input_datagrams_total"]), strings.Count(out, `"GET /`))
+		metrictest.Sum(fams, "nginx_http_requests_total"), metrictest.Sum(fams, "logwindow_input_datagrams_total"), strings.Count(out, `"GET /`))
 }
 
 // TestFileRotationPod runs the file overlay's pod with its rotator, at a size limit small
@@ -321,7 +278,7 @@ func TestFileRotationPod(t *testing.T) {
 	if rot == nil {
 		t.Fatal("no logrotate container")
 	}
-	_, addr := pod.startExporter(t, m)
+	exporter := pod.startExporter(t, m)
 	_, base := pod.startNginx(t, m)
 	client := &http.Client{Timeout: 5 * time.Second}
 	defer client.CloseIdleConnections()
@@ -389,16 +346,16 @@ func TestFileRotationPod(t *testing.T) {
 	}
 	// Below the limit now, with no more traffic, the rotator has nothing left to do.
 	_ = proc.Kill()
-	fams := waitCounted(t, addr, rounds*perRound)
+	fams := waitCounted(t, exporter, rounds*perRound)
 	// Every rename is a rotation: each but the last is followed by lines the exporter can
 	// only have counted from the next file, which it opens in the same look that finds
 	// the renamed one gone. The last may be followed by no line, so it is seen by the
 	// next look (inotify's event, or the poll), which may come after the lines' count.
-	early := counterSum(fams["logwindow_input_rotations_total"])
-	fams, _ = scrapeUntil(t, addr, 10*time.Second, func(fams map[string]*dto.MetricFamily) bool {
-		return counterSum(fams["logwindow_input_rotations_total"]) >= float64(rotated)
+	early := metrictest.Sum(fams, "logwindow_input_rotations_total")
+	fams = exporter.WaitFor(t, fmt.Sprintf("the exporter saw the %d rotations", rotated), func(m metrictest.Families) bool {
+		return metrictest.Sum(m, "logwindow_input_rotations_total") >= float64(rotated)
 	})
-	rotations := counterSum(fams["logwindow_input_rotations_total"])
+	rotations := metrictest.Sum(fams, "logwindow_input_rotations_total")
 	if rotated < 3 || rotations != float64(rotated) {
 		t.Errorf("the rotator renamed the log %d times, the exporter saw %v rotations: want at least 3, and as many", rotated, rotations)
 	}
@@ -418,8 +375,8 @@ func TestFileRotationPod(t *testing.T) {
 // rules its rows are titled by.
 func dashboardMetrics(t *testing.T, dashboardJSON []byte) (names, rules []string) {
 	t.Helper()
-	var d dashboard
-	if err := json.Unmarshal(dashboardJSON, &d); err != nil {
+	d, err := deploytest.ParseDashboard(dashboardJSON)
+	if err != nil {
 		t.Fatal(err)
 	}
 	seen := map[string]bool{}

@@ -5,11 +5,9 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
-	"time"
-
-	"github.com/logwindow/logwindow_exporter/internal/testutil/testexec"
 
 	"github.com/logwindow/logwindow_exporter/internal/testutil/metrictest"
+	"github.com/logwindow/logwindow_exporter/internal/testutil/testexec"
 )
 
 // TestConfigWatchProcess runs the binary with --config.watch on a rule file laid out as a
@@ -52,34 +50,23 @@ func TestConfigWatchProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	p := startProcess(t, bin, "--config.file="+filepath.Join(mount, "rules.yaml"), "--config.watch")
-	limit := func(rule string) float64 {
-		m, _ := p.scrape()
+	p := testexec.StartExporter(t, bin, "--config.file="+filepath.Join(mount, "rules.yaml"), "--config.watch")
+	limit := func(m metrictest.Families, rule string) float64 {
 		return metrictest.Value(m, "logwindow_rule_series_limit", map[string]string{"rule": rule})
 	}
-	if limit("first_rule") < 0 || limit("second_rule") >= 0 {
+	if m := p.Scrape(t); limit(m, "first_rule") < 0 || limit(m, "second_rule") >= 0 {
 		t.Fatal("before the update: want first_rule only")
 	}
-	waitFor := func(what string, cond func() bool) {
-		t.Helper()
-		deadline := time.Now().Add(20 * time.Second) // the watch settles for 1 s
-		for !cond() {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: not after 20s\n%s", what, p.logs)
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
-	}
 
+	// The watch settles for 1 s before it reloads.
 	update(rules("first_rule", "second_rule"))
-	waitFor("the updated rules are loaded", func() bool { return limit("second_rule") >= 0 })
+	p.WaitFor(t, "the updated rules are loaded", func(m metrictest.Families) bool { return limit(m, "second_rule") >= 0 })
 
 	update("rules: [")
-	waitFor("the bad update is refused", func() bool {
-		m, _ := p.scrape()
+	m := p.WaitFor(t, "the bad update is refused", func(m metrictest.Families) bool {
 		return metrictest.Value(m, "logwindow_config_last_reload_successful", nil) == 0
 	})
-	if limit("second_rule") < 0 {
+	if limit(m, "second_rule") < 0 {
 		t.Error("after a refused update, the previous rules are gone")
 	}
 }

@@ -19,12 +19,9 @@ import (
 	"testing"
 	"time"
 
-	dto "github.com/prometheus/client_model/go"
-
-	"github.com/logwindow/logwindow_exporter/internal/testutil/testexec"
-
 	"github.com/logwindow/logwindow_exporter/internal/testutil/hardening"
 	"github.com/logwindow/logwindow_exporter/internal/testutil/metrictest"
+	"github.com/logwindow/logwindow_exporter/internal/testutil/testexec"
 )
 
 // countersConfig has a 2 s window so that a window's expiry is seconds away, next to
@@ -57,22 +54,6 @@ func writeFileLines(t *testing.T, path, line string, n int) {
 	}
 }
 
-// waitScrape scrapes p until cond holds, for at most 20 s.
-func (p *exporterProcess) waitScrape(what string, cond func(map[string]*dto.MetricFamily) bool) map[string]*dto.MetricFamily {
-	p.t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		m, _ := p.scrape()
-		if cond(m) {
-			return m
-		}
-		if time.Now().After(deadline) {
-			p.t.Fatalf("no scrape within 20s where %s", what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
 func TestProcessCountersAndSeries(t *testing.T) {
 	bin := testexec.BuildExporter(t, false)
 	dir := t.TempDir()
@@ -84,12 +65,12 @@ func TestProcessCountersAndSeries(t *testing.T) {
 	if err := os.WriteFile(cfgPath, []byte(strings.ReplaceAll(countersConfig, "LOGFILE", logPath)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	p := startProcess(t, bin, "--config.file="+cfgPath, "--input.poll-interval=50ms")
+	p := testexec.StartExporter(t, bin, "--config.file="+cfgPath, "--input.poll-interval=50ms")
 	status := func(s string) map[string]string { return map[string]string{"status": s} }
 	window := func(w string) map[string]string { return map[string]string{"window": w} }
 
 	t.Run("0 samples at start", func(t *testing.T) {
-		m, _ := p.scrape()
+		m := p.Scrape(t)
 		metrictest.Check(t, m, []metrictest.Sample{
 			{Family: "http_server_errors_total", Labels: nil, Want: 0},
 			{Family: "http_server_errors_window", Labels: window("2s"), Want: 0},
@@ -102,7 +83,7 @@ func TestProcessCountersAndSeries(t *testing.T) {
 	})
 
 	t.Run("window labels as written", func(t *testing.T) {
-		m, _ := p.scrape()
+		m := p.Scrape(t)
 		got := metrictest.LabelValues(m, "http_server_errors_window", "window")
 		if fmt.Sprint(got) != "[24h 2s 90s]" {
 			t.Errorf("window labels %v, want [24h 2s 90s]", got)
@@ -112,9 +93,9 @@ func TestProcessCountersAndSeries(t *testing.T) {
 	t.Run("counters outlive their windows", func(t *testing.T) {
 		writeFileLines(t, logPath, `1.2.3.4 - - [x] "GET / HTTP/1.1" 500 5 "-" "-"`, 7)
 		writeFileLines(t, logPath, `1.2.3.4 - - [x] "GET / HTTP/1.1" 200 5 "-" "-"`, 3)
-		p.waitForLines(10)
+		p.WaitLines(t, 10)
 		// Within 2 s the window held the lines; then it expires and is released.
-		m := p.waitScrape("the 2s windows of status 500 are released", func(m map[string]*dto.MetricFamily) bool {
+		m := p.WaitFor(t, "the 2s windows of status 500 are released", func(m metrictest.Families) bool {
 			return metrictest.Value(m, "http_requests_window", metrictest.WithLabel(status("500"), "window", "2s")) == -1
 		})
 		metrictest.Check(t, m, []metrictest.Sample{
@@ -125,13 +106,13 @@ func TestProcessCountersAndSeries(t *testing.T) {
 			{Family: "http_server_errors_total", Labels: nil, Want: 7},
 		})
 		// The label-less rule keeps exporting its windows, at 0 once they are empty.
-		m = p.waitScrape("the label-less rule's 2s window is back to 0", func(m map[string]*dto.MetricFamily) bool {
+		m = p.WaitFor(t, "the label-less rule's 2s window is back to 0", func(m metrictest.Families) bool {
 			return metrictest.Value(m, "http_server_errors_window", window("2s")) == 0
 		})
 		metrictest.Check(t, m, []metrictest.Sample{{Family: "http_server_errors_total", Labels: nil, Want: 7}})
 		// A new line revives the label set: the counter goes on from where it was.
 		writeFileLines(t, logPath, `1.2.3.4 - - [x] "GET / HTTP/1.1" 500 5 "-" "-"`, 2)
-		m = p.waitForLines(12)
+		m = p.WaitLines(t, 12)
 		metrictest.Check(t, m, []metrictest.Sample{
 			{Family: "http_requests_total", Labels: status("500"), Want: 9},
 			{Family: "http_server_errors_total", Labels: nil, Want: 9},
@@ -167,10 +148,10 @@ rules:
 		}
 	})
 
-	p := startProcess(t, bin, "--config.file="+cfgPath, "--input.poll-interval=50ms", "--web.enable-lifecycle")
+	p := testexec.StartExporter(t, bin, "--config.file="+cfgPath, "--input.poll-interval=50ms", "--web.enable-lifecycle")
 	warnings := func() int {
 		n := 0
-		for _, l := range strings.Split(p.logs.String(), "\n") {
+		for _, l := range strings.Split(p.Log(), "\n") {
 			var entry struct{ Level, Msg string }
 			if json.Unmarshal([]byte(l), &entry) == nil && entry.Level == "WARN" && entry.Msg == warning {
 				n++
@@ -180,25 +161,20 @@ rules:
 	}
 	// Listening is logged after the inputs started, so the start's warning is in already.
 	if n := warnings(); n != 1 {
-		t.Errorf("%d warnings at start, want 1:\n%s", n, p.logs)
+		t.Errorf("%d warnings at start, want 1:\n%s", n, p.Log())
 	}
-	if code := httpStatus(t, p.url+"/-/ready", http.MethodGet); code != http.StatusOK {
+	if code := httpStatus(t, p.URL()+"/-/ready", http.MethodGet); code != http.StatusOK {
 		t.Errorf("/-/ready = %d with the input's file missing, want 200", code)
 	}
-	m, _ := p.scrape()
+	m := p.Scrape(t)
 	metrictest.Check(t, m, []metrictest.Sample{{Family: "logwindow_input_files", Labels: map[string]string{"input": "web"}, Want: 0}})
-	if code := httpStatus(t, p.url+"/-/reload", http.MethodPost); code != http.StatusOK {
+	if code := httpStatus(t, p.URL()+"/-/reload", http.MethodPost); code != http.StatusOK {
 		t.Fatalf("reload = %d", code)
 	}
-	// The log arrives through a pipe: wait for the reload's own message before counting.
-	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(p.logs.String(), `"msg":"configuration reloaded"`); {
-		if time.Now().After(deadline) {
-			t.Fatalf("no reload logged:\n%s", p.logs)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	// The reload answers before it logs: wait for its own message before counting.
+	p.WaitLogged(t, `"msg":"configuration reloaded"`)
 	if n := warnings(); n != 2 {
-		t.Errorf("%d warnings after a reload, want 2:\n%s", n, p.logs)
+		t.Errorf("%d warnings after a reload, want 2:\n%s", n, p.Log())
 	}
 
 	lines := []string{
@@ -209,7 +185,7 @@ rules:
 		``,
 	}
 	writeFileLines(t, logPath, strings.Join(lines, "\n"), 10)
-	m = p.waitForLines(50)
+	m = p.WaitLines(t, 50)
 	metrictest.Check(t, m, []metrictest.Sample{
 		{Family: "logwindow_input_files", Labels: map[string]string{"input": "web"}, Want: 1},
 		{Family: "logwindow_input_unmatched_lines_total", Labels: map[string]string{"input": "web"}, Want: 30},
@@ -277,21 +253,15 @@ rules:
 	}
 	args := []string{"--config.file=" + cfgPath, "--input.poll-interval=50ms"}
 	write(3000, 400) // older than the process: only a warm start brings them
-	first := startProcess(t, bin, args...)
+	first := testexec.StartExporter(t, bin, args...)
 	write(200, 20)
-	first.waitForLines(200)
+	first.WaitLines(t, 200)
 	_ = first.Kill()
 	write(300, 30) // while no exporter runs
 
-	second := startProcess(t, bin, args...)
-	// Ready once every file is opened, positioned and backfilled.
-	for deadline := time.Now().Add(20 * time.Second); httpStatus(t, second.url+"/-/ready", http.MethodGet) != http.StatusOK; {
-		if time.Now().After(deadline) {
-			t.Fatalf("not ready after 20s:\n%s", second.logs)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	m, at := second.scrape()
+	// Started once ready: every file opened, positioned and backfilled.
+	second := testexec.StartExporter(t, bin, args...)
+	m, at := second.ScrapeAt(t)
 	for _, status := range []int{200, 404, 500} {
 		for _, w := range []struct {
 			label string
@@ -324,8 +294,8 @@ func TestProcessStatusLinksAndVersion(t *testing.T) {
 	if err := os.WriteFile(cfgPath, []byte("inputs: [{path: "+filepath.Join(dir, "a.log")+"}]\nrules: [{name: lines, match: x}]\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	p := startProcess(t, bin, "--config.file="+cfgPath)
-	resp, err := http.Get(p.url + "/")
+	p := testexec.StartExporter(t, bin, "--config.file="+cfgPath)
+	resp, err := http.Get(p.URL() + "/")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -342,7 +312,7 @@ func TestProcessStatusLinksAndVersion(t *testing.T) {
 			continue // off-site links
 		}
 		href = "/" + strings.TrimPrefix(href, "/")
-		if code := httpStatus(t, p.url+href, http.MethodGet); code != http.StatusOK {
+		if code := httpStatus(t, p.URL()+href, http.MethodGet); code != http.StatusOK {
 			t.Errorf("landing page link %s answers %d", href, code)
 		}
 		checked++

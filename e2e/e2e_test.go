@@ -1,9 +1,16 @@
-// Package e2e runs the exporter as it is deployed: a real nginx writes its access log in
-// the example's format, the built exporter follows it with example-rules.yaml, and a real
-// Prometheus scrapes the exporter and evaluates the example's alerting rules. The test
-// sends known requests, rotates the log once, and reads everything back through
-// Prometheus's HTTP API. It skips when nginx or Prometheus is not installed, unless
-// LOGWINDOW_E2E=1 (set by .ci/run) requires it.
+// Package e2e holds the black-box tests: each runs the built binary as a process, started
+// and scraped through testexec.Exporter, with real programs around it where the test is
+// about them. By subject: the process under attack and killed (hardening), counters and
+// series over time (counters), rule files updated as the kubelet does (configwatch), the
+// status page in a browser and its line tester over HTTP (status, browser), --explain
+// (explain), replays against reference models (*_replay), nginx sending syslog (syslog),
+// two exporters behind one Prometheus (fleet), and, in this file, the deployment as it
+// runs: a real nginx writes its access log in the example's format, the exporter follows
+// it with example-rules.yaml, and a real Prometheus scrapes it and evaluates the example's
+// alerting rules and dashboard queries; the test sends known requests, rotates the log
+// once, and reads everything back through Prometheus's HTTP API. A test that needs a
+// program which is not installed skips, unless LOGWINDOW_E2E=1 (set by .ci/run) requires
+// it.
 package e2e
 
 import (
@@ -28,7 +35,7 @@ import (
 	promv1 "github.com/prometheus/client_golang/api/prometheus/v1"
 	"github.com/prometheus/common/model"
 
-	"github.com/logwindow/logwindow_exporter/deploy"
+	"github.com/logwindow/logwindow_exporter/internal/testutil/deploytest"
 	"github.com/logwindow/logwindow_exporter/internal/testutil/testexec"
 )
 
@@ -70,15 +77,16 @@ var (
 )
 
 func TestNginxPrometheus(t *testing.T) {
-	if testing.Short() && !required {
+	if testing.Short() && !testexec.Required {
 		t.Skip("-short: the end-to-end test runs nginx, the built exporter and Prometheus")
 	}
-	tools := lookTools(t, "nginx", "prometheus", "promtool")
+	tools := testexec.LookTools(t, "Debian: apt-get install nginx prometheus", "nginx", "prometheus", "promtool")
 	began := time.Now()
 	dir := t.TempDir() // created first, so removed after every program has stopped
 	bin := testexec.BuildExporter(t, testexec.Race)
 	ngx := startNginx(t, tools["nginx"], dir)
-	exporterAddr := startExporter(t, bin, dir, ngx.accessLog)
+	exporter := startExporter(t, bin, dir, ngx.accessLog)
+	exporterAddr := exporter.Addr()
 	prom := startPrometheus(t, tools["prometheus"], dir, exporterAddr)
 	ctx := t.Context()
 
@@ -111,7 +119,7 @@ func TestNginxPrometheus(t *testing.T) {
 	}
 
 	t.Run("dashboard", func(t *testing.T) {
-		qs, err := deploy.DashboardQueries(deploy.Vars{Job: job, Instance: exporterAddr, Window: window, RateInterval: "1m"})
+		qs, err := deploytest.DashboardQueries(repoFile(t, "deploy/grafana-dashboard.json"), deploytest.Vars{Job: job, Instance: exporterAddr, Window: window, RateInterval: "1m"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -134,7 +142,7 @@ func TestNginxPrometheus(t *testing.T) {
 	})
 
 	t.Run("alert expressions", func(t *testing.T) {
-		qs, err := deploy.AlertQueries()
+		qs, err := deploytest.AlertQueries(repoFile(t, "deploy/alerts.yaml"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -163,7 +171,7 @@ func TestNginxPrometheus(t *testing.T) {
 	})
 
 	t.Run("promtool check metrics", func(t *testing.T) {
-		body := get(t, "http://"+exporterAddr+"/metrics")
+		body := exporter.Get(t, "/metrics")
 		cmd := exec.Command(tools["promtool"], "check", "metrics")
 		cmd.Stdin = bytes.NewReader(body)
 		out, err := cmd.CombinedOutput()
@@ -444,19 +452,25 @@ func since(t time.Time) time.Duration {
 	return time.Since(t).Round(time.Millisecond)
 }
 
-// get returns the body of a GET that must answer 200.
-func get(t *testing.T, url string) []byte {
+// repoFile returns a file of the repository, named from its root.
+func repoFile(t *testing.T, name string) []byte {
 	t.Helper()
-	resp, err := (&http.Client{Timeout: 5 * time.Second}).Get(url)
+	data, err := os.ReadFile(filepath.Join("..", filepath.FromSlash(name)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil || resp.StatusCode != http.StatusOK {
-		t.Fatalf("GET %s: %s, %v", url, resp.Status, err)
+	return data
+}
+
+// nginxLogFormat is the log format of the example deployment's nginx, for an nginx of the
+// test's own.
+func nginxLogFormat(t *testing.T) string {
+	t.Helper()
+	format, err := deploytest.NginxLogFormat(repoFile(t, "deploy/k8s/configmap-nginx.yaml"))
+	if err != nil {
+		t.Fatal(err)
 	}
-	return body
+	return format
 }
 
 // render executes testdata/name with data into the file out.
@@ -486,10 +500,7 @@ type nginx struct {
 // format and its access log under dir.
 func startNginx(t *testing.T, bin, dir string) *nginx {
 	t.Helper()
-	format, err := deploy.NginxLogFormat()
-	if err != nil {
-		t.Fatal(err)
-	}
+	format := nginxLogFormat(t)
 	n := &nginx{bin: bin, prefix: filepath.Join(dir, "nginx"), workers: 2}
 	if err := os.Mkdir(n.prefix, 0o755); err != nil {
 		t.Fatal(err)
@@ -514,7 +525,7 @@ func startNginx(t *testing.T, bin, dir string) *nginx {
 	})
 	p := testexec.StartTest(t, dir, "nginx", append(n.args(), "-g", "daemon off;"), n.errorLog)
 	n.base = fmt.Sprintf("http://127.0.0.1:%d", port)
-	waitHTTP(t, p, n.base+"/healthz", startTimeout)
+	testexec.WaitHTTP(t, p, n.base+"/healthz")
 	return n
 }
 
@@ -558,25 +569,11 @@ func (n *nginx) rotate(t *testing.T) {
 }
 
 // startExporter runs the built exporter with example-rules.yaml following accessLog from
-// its beginning, on a free loopback port, and returns that address once it is ready.
-func startExporter(t *testing.T, bin, dir, accessLog string) string {
+// its beginning, and returns it ready.
+func startExporter(t *testing.T, bin, dir, accessLog string) *testexec.Exporter {
 	t.Helper()
-	example, err := os.ReadFile("../example-rules.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	rules, err := deploy.ServeRulesFrom(example, accessLog)
-	if err != nil {
-		t.Fatal(err)
-	}
-	config := filepath.Join(dir, "rules.yaml")
-	if err := os.WriteFile(config, rules, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	addr := fmt.Sprintf("127.0.0.1:%d", testexec.FreePort(t))
-	p := testexec.StartTest(t, dir, "logwindow_exporter", []string{bin, "--config.file=" + config, "--web.listen-address=" + addr})
-	waitHTTP(t, p, "http://"+addr+"/-/ready", startTimeout)
-	return addr
+	config := deploytest.WriteServedRules(t, repoFile(t, "example-rules.yaml"), dir, accessLog)
+	return testexec.StartExporter(t, bin, "--config.file="+config)
 }
 
 // startPrometheus runs Prometheus scraping the targets every second and evaluating
@@ -584,7 +581,7 @@ func startExporter(t *testing.T, bin, dir, accessLog string) string {
 func startPrometheus(t *testing.T, bin, dir string, targets ...string) promv1.API {
 	t.Helper()
 	rules := filepath.Join(dir, "alerts.yaml")
-	if err := os.WriteFile(rules, deploy.AlertsYAML, 0o644); err != nil {
+	if err := os.WriteFile(rules, repoFile(t, "deploy/alerts.yaml"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	config := filepath.Join(dir, "prometheus.yml")
@@ -596,7 +593,7 @@ func startPrometheus(t *testing.T, bin, dir string, targets ...string) promv1.AP
 		"--storage.tsdb.path=" + filepath.Join(dir, "prometheus-data"),
 		"--web.listen-address=" + addr,
 	})
-	waitHTTP(t, p, "http://"+addr+"/-/ready", startTimeout)
+	testexec.WaitHTTP(t, p, "http://"+addr+"/-/ready")
 	client, err := api.NewClient(api.Config{Address: "http://" + addr})
 	if err != nil {
 		t.Fatal(err)

@@ -18,10 +18,10 @@ import (
 // pod's (both saw the same lines), the fleet's _count is both pods' lines, and each pod has
 // its own p99 gauge.
 func TestFleetQuantiles(t *testing.T) {
-	if testing.Short() && !required {
+	if testing.Short() && !testexec.Required {
 		t.Skip("-short: the end-to-end test runs nginx, two built exporters and Prometheus")
 	}
-	tools := lookTools(t, "nginx", "prometheus")
+	tools := testexec.LookTools(t, "Debian: apt-get install nginx prometheus", "nginx", "prometheus")
 	dir := t.TempDir()
 	bin := testexec.BuildExporter(t, testexec.Race)
 	ngx := startNginx(t, tools["nginx"], dir)
@@ -31,7 +31,7 @@ func TestFleetQuantiles(t *testing.T) {
 		if err := os.Mkdir(podDir, 0o755); err != nil {
 			t.Fatal(err)
 		}
-		addrs = append(addrs, startExporter(t, bin, podDir, ngx.accessLog))
+		addrs = append(addrs, startExporter(t, bin, podDir, ngx.accessLog).Addr())
 	}
 	prom := startPrometheus(t, tools["prometheus"], dir, addrs...)
 	ctx := t.Context()

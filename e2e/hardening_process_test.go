@@ -3,15 +3,12 @@ package e2e
 // The built binary as a process, attacked over loopback and killed.
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"math/rand/v2"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -20,122 +17,14 @@ import (
 	"testing"
 	"time"
 
-	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 	"golang.org/x/crypto/bcrypt"
-
-	"github.com/logwindow/logwindow_exporter/internal/testutil/testexec"
 
 	"github.com/logwindow/logwindow_exporter/internal/testutil/hardening"
 	"github.com/logwindow/logwindow_exporter/internal/testutil/metrictest"
+	"github.com/logwindow/logwindow_exporter/internal/testutil/testexec"
 )
 
-// exporterProcess is the binary running on a free loopback port.
-type exporterProcess struct {
-	*testexec.Proc
-	t    *testing.T
-	url  string
-	logs *processLog
-}
-
-// processLog keeps the process's JSON log lines and reports the address it listens on.
-type processLog struct {
-	mu      sync.Mutex
-	buf     bytes.Buffer
-	scanned int
-	address chan string
-}
-
-func (l *processLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.buf.Write(p)
-	for {
-		rest := l.buf.Bytes()[l.scanned:]
-		end := bytes.IndexByte(rest, '\n')
-		if end < 0 {
-			return len(p), nil
-		}
-		l.scanned += end + 1
-		var entry struct{ Msg, Address string }
-		if json.Unmarshal(rest[:end], &entry) == nil && entry.Msg == "Listening on" {
-			l.address <- entry.Address
-		}
-	}
-}
-
-func (l *processLog) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.String()
-}
-
-// startProcess runs bin with args and waits until it listens. The process is killed when
-// the test ends, whatever its outcome.
-func startProcess(t *testing.T, bin string, args ...string) *exporterProcess {
-	t.Helper()
-	p := &exporterProcess{t: t, logs: &processLog{address: make(chan string, 1)}}
-	cmd := exec.Command(bin, append([]string{"--web.listen-address=127.0.0.1:0", "--log.format=json"}, args...)...)
-	cmd.Stderr = p.logs
-	// Should the test binary die before its cleanups run (a timeout), the kernel kills
-	// the exporter with it: testexec.Start asks for that.
-	proc, err := testexec.Start(cmd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.Proc = proc
-	t.Cleanup(func() { _ = p.Kill() })
-	select {
-	case addr := <-p.logs.address:
-		p.url = "http://" + addr
-	case <-p.Done():
-		t.Fatalf("exporter exited before listening:\n%s", p.logs)
-	case <-time.After(20 * time.Second):
-		t.Fatalf("exporter not listening after 20s:\n%s", p.logs)
-	}
-	return p
-}
-
-// scrape fetches /metrics and reports the second it was taken in, the same by the test's
-// clock before and after: with event-time rules the windows are evaluated at the process's
-// now, which this pins down.
-func (p *exporterProcess) scrape() (map[string]*dto.MetricFamily, int64) {
-	p.t.Helper()
-	for {
-		before := time.Now().Unix()
-		resp, err := http.Get(p.url + "/metrics")
-		if err != nil {
-			p.t.Fatalf("scrape: %v\n%s", err, p.logs)
-		}
-		parser := expfmt.NewTextParser(model.UTF8Validation)
-		m, err := parser.TextToMetricFamilies(resp.Body)
-		resp.Body.Close()
-		if err != nil || resp.StatusCode != http.StatusOK {
-			p.t.Fatalf("scrape: HTTP %d, %v", resp.StatusCode, err)
-		}
-		if time.Now().Unix() == before {
-			return m, before
-		}
-	}
-}
-
-// waitForLines scrapes until the process has read want lines.
-func (p *exporterProcess) waitForLines(want float64) map[string]*dto.MetricFamily {
-	p.t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		m, _ := p.scrape()
-		if got := metrictest.Sum(m, "logwindow_input_lines_total"); got == want {
-			return m
-		} else if time.Now().After(deadline) {
-			p.t.Fatalf("read %v lines, want %v", got, want)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
-// the exporter is killed with SIGKILL while it reads, lines keep coming, and it is
+// The exporter is killed with SIGKILL while it reads, lines keep coming, and it is
 // started again. With start_at: beginning and event-time rules it reads the whole file
 // again, and the windows equal a naive count of the file's lines at the instant of the
 // scrape. Line times are relative to the real clock (within the last few minutes, plus a
@@ -182,8 +71,8 @@ func TestKillAndRestartRebuildsWindows(t *testing.T) {
 	args := []string{"--config.file=" + cfgPath, "--input.poll-interval=50ms"}
 	half := len(lines) / 2
 	write(strings.Join(lines[:half], ""))
-	first := startProcess(t, bin, args...)
-	first.waitForLines(float64(half))
+	first := testexec.StartExporter(t, bin, args...)
+	first.WaitLines(t, float64(half))
 	// Mid-stream: lines arrive in bursts, the last one cut in two writes, and the process
 	// dies between them.
 	for i := half; i < half+500; i += 50 {
@@ -195,9 +84,9 @@ func TestKillAndRestartRebuildsWindows(t *testing.T) {
 	write(cut[len(cut)/2:])
 	write(strings.Join(lines[half+501:], ""))
 
-	second := startProcess(t, bin, args...)
-	second.waitForLines(float64(len(lines)))
-	m, at := second.scrape()
+	second := testexec.StartExporter(t, bin, args...)
+	second.WaitLines(t, float64(len(lines)))
+	m, at := second.ScrapeAt(t)
 	// Rates count the seconds observed from the oldest event placed in any series, which
 	// is before the second process started.
 	every := hardening.EventWindows{Longest: 900}
@@ -224,7 +113,7 @@ func TestKillAndRestartRebuildsWindows(t *testing.T) {
 	}
 }
 
-// wrong basic-auth passwords flood the exporter while Prometheus scrapes it with the
+// Wrong basic-auth passwords flood the exporter while Prometheus scrapes it with the
 // right one. exporter-toolkit checks passwords with bcrypt, one at a time across all
 // requests, and caches the outcome of 100 (user, password) pairs with random eviction; a
 // flood of distinct wrong passwords evicts the right one, so some scrapes wait for a bcrypt
@@ -256,10 +145,10 @@ func TestBasicAuthFlood(t *testing.T) {
 	if err := os.WriteFile(cfgPath, []byte(hardening.Config(t, "uris.yaml")(filepath.Join(dir, "access.log"))), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	p := startProcess(t, bin, "--config.file="+cfgPath, "--web.config.file="+webConfig)
+	p := testexec.StartExporterWith(t, testexec.ServeOptions{User: user, Password: password}, bin, "--config.file="+cfgPath, "--web.config.file="+webConfig)
 	client := &http.Client{Timeout: timeout, Transport: &http.Transport{MaxIdleConnsPerHost: flooders + 1}}
 	get := func(pass string) (int, error) {
-		req, err := http.NewRequest(http.MethodGet, p.url+"/metrics", nil)
+		req, err := http.NewRequest(http.MethodGet, p.URL()+"/metrics", nil)
 		if err != nil {
 			return 0, err
 		}

@@ -39,8 +39,8 @@ rules:
 `
 
 // startStatusExporter starts the built binary on a log of three lines, with the extra
-// arguments, and returns it once it has read them (when it can scrape without a password).
-func startStatusExporter(t *testing.T, bin string, args ...string) *exporterProcess {
+// arguments.
+func startStatusExporter(t *testing.T, bin string, o testexec.ServeOptions, args ...string) *testexec.Exporter {
 	dir := t.TempDir()
 	logPath := filepath.Join(dir, "web.log")
 	now := time.Now().UTC().Format(time.RFC3339)
@@ -52,7 +52,7 @@ func startStatusExporter(t *testing.T, bin string, args ...string) *exporterProc
 	if err := os.WriteFile(cfgPath, []byte(strings.ReplaceAll(statusRules, "%s", logPath)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	return startProcess(t, bin, append([]string{"--config.file=" + cfgPath}, args...)...)
+	return testexec.StartExporterWith(t, o, bin, append([]string{"--config.file=" + cfgPath}, args...)...)
 }
 
 // TestStatusPageInBrowser loads the status page in headless Chromium, pastes a line into
@@ -62,18 +62,18 @@ func startStatusExporter(t *testing.T, bin string, args ...string) *exporterProc
 func TestStatusPageInBrowser(t *testing.T) {
 	b := startBrowser(t)
 	bin := testexec.BuildExporter(t, testexec.Race)
-	p := startStatusExporter(t, bin)
-	p.waitForLines(3)
+	p := startStatusExporter(t, bin, testexec.ServeOptions{})
+	p.WaitLines(t, 3)
 
 	// The detector is live: a page that fails to load is reported.
 	var problems []string
-	b.navigate(p.url+"/no-such-page", &problems)
+	b.navigate(p.URL()+"/no-such-page", &problems)
 	time.Sleep(200 * time.Millisecond)
 	if b.drain(&problems); len(problems) == 0 {
 		t.Fatal("a 404 page gave no console error: the detector sees nothing")
 	}
 	problems = nil
-	b.navigate(p.url+"/", &problems)
+	b.navigate(p.URL()+"/", &problems)
 	var page struct {
 		Title    string
 		Rules    [][]string
@@ -180,10 +180,10 @@ func TestLineTesterHTTP(t *testing.T) {
 	if err := os.WriteFile(webConfig, fmt.Appendf(nil, "basic_auth_users:\n  %s: %s\n", user, hash), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	p := startStatusExporter(t, bin, "--web.config.file="+webConfig)
+	p := startStatusExporter(t, bin, testexec.ServeOptions{User: user, Password: password}, "--web.config.file="+webConfig)
 	post := func(auth bool, body io.Reader) (int, string) {
 		t.Helper()
-		req, err := http.NewRequest(http.MethodPost, p.url+"/-/explain", body)
+		req, err := http.NewRequest(http.MethodPost, p.URL()+"/-/explain", body)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -243,7 +243,7 @@ func TestLineTesterHTTP(t *testing.T) {
 		})
 	}
 	t.Run("page needs the password too", func(t *testing.T) {
-		resp, err := http.Get(p.url + "/")
+		resp, err := http.Get(p.URL() + "/")
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -13,11 +13,7 @@ import (
 	"testing"
 	"time"
 
-	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
-
-	"github.com/logwindow/logwindow_exporter/deploy"
+	"github.com/logwindow/logwindow_exporter/internal/testutil/metrictest"
 	"github.com/logwindow/logwindow_exporter/internal/testutil/testexec"
 )
 
@@ -30,10 +26,10 @@ const burst = 3000
 // socket buffer, sent while the exporter cannot read, shows in the drop counter: received
 // plus dropped is every datagram nginx sent. On exit the exporter removes its socket.
 func TestNginxSyslog(t *testing.T) {
-	if testing.Short() && !required {
+	if testing.Short() && !testexec.Required {
 		t.Skip("-short: the end-to-end test runs nginx and the built exporter")
 	}
-	tools := lookTools(t, "nginx")
+	tools := testexec.LookTools(t, "Debian: apt-get install nginx prometheus", "nginx")
 	dir := t.TempDir()
 	// Built without the race detector: a unix datagram socket queues only
 	// net.unix.max_dgram_qlen (10) datagrams, and an exporter slowed down several times by
@@ -45,10 +41,7 @@ func TestNginxSyslog(t *testing.T) {
 	syslogPort := freeUDPPort(t)
 
 	// The exporter first: nginx connects its syslog socket at its first log line.
-	example, err := os.ReadFile("../example-rules.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
+	example := repoFile(t, "example-rules.yaml")
 	rules := strings.Replace(string(example), "    path: /var/log/nginx/access.log\n    start_at: end\n",
 		fmt.Sprintf("    syslog: unixgram://%s\n  - name: burst\n    syslog: udp://127.0.0.1:%d\n", sock, syslogPort), 1)
 	if rules == string(example) {
@@ -58,9 +51,11 @@ func TestNginxSyslog(t *testing.T) {
 	if err := os.WriteFile(config, []byte(rules), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	addr := fmt.Sprintf("127.0.0.1:%d", testexec.FreePort(t))
-	exporter := testexec.StartTest(t, dir, "logwindow_exporter", []string{bin, "--config.file=" + config, "--web.listen-address=" + addr})
-	waitHTTP(t, exporter, "http://"+addr+"/-/ready", startTimeout)
+	exporter := testexec.StartExporter(t, bin, "--config.file="+config)
+	waitSamples := func(wants ...metrictest.Sample) {
+		t.Helper()
+		exporter.WaitCheck(t, func(m metrictest.Families) error { return metrictest.Match(m, wants) })
+	}
 	if fi, err := os.Lstat(sock); err != nil || fi.Mode().Type() != os.ModeSocket || fi.Mode().Perm() != 0o660 {
 		t.Fatalf("socket %s: %v, %v", sock, fi, err)
 	}
@@ -83,26 +78,27 @@ func TestNginxSyslog(t *testing.T) {
 		} {
 			for left := b.n; left > 0; left -= pace {
 				s.send(t, client, ngx.unixBase, []batch{{path: b.path, status: b.status, n: min(pace, left)}})
-				waitMetrics(t, addr, map[string]float64{`logwindow_input_datagrams_total{input="nginx"}`: float64(s.requests)})
+				waitSamples(metrictest.Sample{Family: "logwindow_input_datagrams_total", Labels: nginxInput, Want: float64(s.requests)})
 			}
 		}
-		want := map[string]float64{}
-		for status, n := range s.byStatus {
-			want[fmt.Sprintf(`nginx_http_requests_total{method="GET",status="%s",status_class="%cxx"}`, status, status[0])] = n
+		want := []metrictest.Sample{
+			{Family: "logwindow_input_datagrams_total", Labels: nginxInput, Want: float64(s.requests)},
+			{Family: "logwindow_input_malformed_datagrams_total", Labels: nginxInput, Want: 0},
+			{Family: "logwindow_input_dropped_datagrams_total", Labels: metrictest.WithLabel(nginxInput, "reason", "queue"), Want: 0},
 		}
-		want[`logwindow_input_datagrams_total{input="nginx"}`] = float64(s.requests)
-		want[`logwindow_input_malformed_datagrams_total{input="nginx"}`] = 0
-		want[`logwindow_input_dropped_datagrams_total{input="nginx",reason="queue"}`] = 0
+		for status, n := range s.byStatus {
+			want = append(want, metrictest.Sample{Family: "nginx_http_requests_total", Labels: requestLabels(status), Want: n})
+		}
 		if lost := nginxSendFailures(t, ngx.errorLog); lost > 0 {
 			t.Fatalf("nginx could not send %d access log lines: the exporter fell more than net.unix.max_dgram_qlen datagrams behind", lost)
 		}
-		waitMetrics(t, addr, want)
+		waitSamples(want...)
 		t.Logf("%d requests counted exactly: %v", s.requests, s.byStatus)
 	})
 
 	t.Run("burst past the socket buffer", func(t *testing.T) {
-		before := scrapeMetrics(t, addr)
-		requests200 := before[`nginx_http_requests_total{method="GET",status="200",status_class="2xx"}`]
+		ok := requestLabels("200")
+		before := metrictest.Value(exporter.Scrape(t), "nginx_http_requests_total", ok)
 		if err := exporter.Cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 			t.Fatal(err)
 		}
@@ -110,30 +106,25 @@ func TestNginxSyslog(t *testing.T) {
 		if err := exporter.Cmd.Process.Signal(syscall.SIGCONT); err != nil {
 			t.Fatal(err)
 		}
-		// The kernel's count travels with the next datagram queued after the drops, so
-		// single requests follow until one arrives with the socket drained.
-		const (
-			received = `logwindow_input_datagrams_total{input="burst"}`
-			dropped  = `logwindow_input_dropped_datagrams_total{input="burst",reason="receive_buffer"}`
-			counted  = `nginx_http_requests_total{method="GET",status="200",status_class="2xx"}`
-		)
+		burstInput := map[string]string{"input": "burst"}
 		sent := burst
-		var m map[string]float64
-		for deadline := time.Now().Add(convergeTimeout); ; {
+		var received, dropped float64
+		exporter.WaitCheck(t, func(m metrictest.Families) error {
+			received = metrictest.Value(m, "logwindow_input_datagrams_total", burstInput)
+			dropped = metrictest.Value(m, "logwindow_input_dropped_datagrams_total", metrictest.WithLabel(burstInput, "reason", "receive_buffer"))
+			counted := metrictest.Value(m, "nginx_http_requests_total", ok) - before
+			if dropped > 0 && received+dropped == float64(sent) && counted == received {
+				return nil
+			}
+			// The kernel's count travels with the next datagram queued after the drops, so
+			// single requests follow, one a scrape, until one arrives with the socket drained.
 			sendParallel(t, client, ngx.udpBase, 1)
 			sent++
-			time.Sleep(100 * time.Millisecond)
-			m = scrapeMetrics(t, addr)
-			if m[dropped] > 0 && m[received]+m[dropped] == float64(sent) && m[counted] == requests200+m[received] {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("after %d requests: received %v + dropped %v, counted %v more (want received + dropped = %d, dropped > 0, every received one counted)",
-					sent, m[received], m[dropped], m[counted]-requests200, sent)
-			}
-		}
+			return fmt.Errorf("after %d requests: received %v + dropped %v, counted %v more (want received + dropped = %d, dropped > 0, every received one counted)",
+				sent-1, received, dropped, counted, sent-1)
+		})
 		t.Logf("%d requests (a burst of %d while the exporter was stopped): %v received and counted, %v dropped by the kernel and reported",
-			sent, burst, m[received], m[dropped])
+			sent, burst, received, dropped)
 	})
 
 	t.Run("socket removed on exit", func(t *testing.T) {
@@ -144,6 +135,14 @@ func TestNginxSyslog(t *testing.T) {
 			t.Errorf("socket still there after SIGTERM: %v", err)
 		}
 	})
+}
+
+// nginxInput are the labels of the input nginx logs to through the unix socket.
+var nginxInput = map[string]string{"input": "nginx"}
+
+// requestLabels are the labels of nginx_http_requests_total for the test's GET requests.
+func requestLabels(status string) map[string]string {
+	return map[string]string{"method": "GET", "status": status, "status_class": status[:1] + "xx"}
 }
 
 type syslogNginx struct {
@@ -163,10 +162,7 @@ func nginxSendFailures(t *testing.T, errorLog string) int {
 
 func startSyslogNginx(t *testing.T, bin, dir, sock string, syslogPort int) *syslogNginx {
 	t.Helper()
-	format, err := deploy.NginxLogFormat()
-	if err != nil {
-		t.Fatal(err)
-	}
+	format := nginxLogFormat(t)
 	prefix := filepath.Join(dir, "nginx")
 	if err := os.Mkdir(prefix, 0o755); err != nil {
 		t.Fatal(err)
@@ -183,8 +179,8 @@ func startSyslogNginx(t *testing.T, bin, dir, sock string, syslogPort int) *sysl
 	})
 	p := testexec.StartTest(t, dir, "nginx", []string{bin, "-p", prefix, "-c", conf, "-e", errorLog, "-g", "daemon off;"}, errorLog)
 	n := &syslogNginx{unixBase: fmt.Sprintf("http://127.0.0.1:%d", unixPort), udpBase: fmt.Sprintf("http://127.0.0.1:%d", udpPort), errorLog: errorLog}
-	waitHTTP(t, p, n.unixBase+"/healthz", startTimeout)
-	waitHTTP(t, p, n.udpBase+"/healthz", startTimeout)
+	testexec.WaitHTTP(t, p, n.unixBase+"/healthz")
+	testexec.WaitHTTP(t, p, n.udpBase+"/healthz")
 	return n
 }
 
@@ -227,55 +223,5 @@ func sendParallel(t *testing.T, client *http.Client, base string, n int) {
 	close(errs)
 	for err := range errs {
 		t.Fatal(err)
-	}
-}
-
-// scrapeMetrics returns every counter and gauge sample of the exporter by its text form,
-// name{labels} with labels sorted.
-func scrapeMetrics(t *testing.T, addr string) map[string]float64 {
-	t.Helper()
-	p := expfmt.NewTextParser(model.UTF8Validation)
-	fams, err := p.TextToMetricFamilies(bytes.NewReader(get(t, "http://"+addr+"/metrics")))
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[string]float64{}
-	for name, f := range fams {
-		for _, m := range f.GetMetric() {
-			out[sampleName(name, m)] = m.GetCounter().GetValue() + m.GetGauge().GetValue()
-		}
-	}
-	return out
-}
-
-func sampleName(name string, m *dto.Metric) string {
-	if len(m.GetLabel()) == 0 {
-		return name
-	}
-	var pairs []string
-	for _, l := range m.GetLabel() {
-		pairs = append(pairs, fmt.Sprintf("%s=%q", l.GetName(), l.GetValue()))
-	}
-	return name + "{" + strings.Join(pairs, ",") + "}"
-}
-
-// waitMetrics scrapes until every wanted sample has its value, and fails at the timeout.
-func waitMetrics(t *testing.T, addr string, want map[string]float64) {
-	t.Helper()
-	for deadline := time.Now().Add(convergeTimeout); ; {
-		got := scrapeMetrics(t, addr)
-		missing := []string{}
-		for k, v := range want {
-			if g, ok := got[k]; !ok || g != v {
-				missing = append(missing, fmt.Sprintf("%s = %v (have %v, %v)", k, v, g, ok))
-			}
-		}
-		if len(missing) == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after %v: %s", convergeTimeout, strings.Join(missing, "; "))
-		}
-		time.Sleep(100 * time.Millisecond)
 	}
 }

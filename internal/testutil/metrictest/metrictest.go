@@ -5,8 +5,11 @@
 package metrictest
 
 import (
+	"errors"
+	"fmt"
 	"math"
 	"sort"
+	"strings"
 	"testing"
 
 	dto "github.com/prometheus/client_model/go"
@@ -77,11 +80,29 @@ type Sample struct {
 // Check reports every sample of wants that m does not hold with its value.
 func Check(t testing.TB, m Families, wants []Sample) {
 	t.Helper()
+	for _, d := range mismatches(m, wants) {
+		t.Error(d)
+	}
+}
+
+// Match is nil when m holds every sample of wants with its value, else an error naming
+// each one it does not: a condition to wait for.
+func Match(m Families, wants []Sample) error {
+	if d := mismatches(m, wants); len(d) > 0 {
+		return errors.New(strings.Join(d, "; "))
+	}
+	return nil
+}
+
+// mismatches describes every sample of wants that m does not hold with its value.
+func mismatches(m Families, wants []Sample) []string {
+	var out []string
 	for _, w := range wants {
 		if got := Value(m, w.Family, w.Labels); math.Abs(got-w.Want) > 1e-9 {
-			t.Errorf("%s%v = %v, want %v", w.Family, w.Labels, got, w.Want)
+			out = append(out, fmt.Sprintf("%s%v = %v, want %v", w.Family, w.Labels, got, w.Want))
 		}
 	}
+	return out
 }
 
 // WithLabel returns labels plus name="value".

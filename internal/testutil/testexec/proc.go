@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -32,6 +33,7 @@ type Proc struct {
 	err     error         // what Wait returned, set before done is closed
 	done    chan struct{} // closed once it has exited and been waited for
 
+	killed   atomic.Bool // Kill was called while it ran
 	stopOnce sync.Once
 	stopErr  error
 }
@@ -77,6 +79,11 @@ func start(cmd *exec.Cmd, name string) (*Proc, error) {
 // dir/name.out: no goroutine of the caller copies them, and nothing is lost when the
 // program is killed.
 func Launch(dir, name string, argv []string) (*Proc, error) {
+	return launch(dir, name, argv, nil)
+}
+
+// launch is Launch with env added to the program's environment.
+func launch(dir, name string, argv, env []string) (*Proc, error) {
 	output := filepath.Join(dir, name+".out")
 	f, err := os.Create(output)
 	if err != nil {
@@ -85,6 +92,9 @@ func Launch(dir, name string, argv []string) (*Proc, error) {
 	defer f.Close() // the child has its own copy
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stdout, cmd.Stderr = f, f
+	if env != nil {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	p, err := start(cmd, name)
 	if err != nil {
 		return nil, err
@@ -102,13 +112,20 @@ func StartTest(tb testing.TB, dir, name string, argv []string, logs ...string) *
 	if err != nil {
 		tb.Fatal(err)
 	}
-	tb.Logf("started %s, pid %d: %s", name, p.Cmd.Process.Pid, strings.Join(argv, " "))
+	stopAtCleanup(tb, p, logs...)
+	return p
+}
+
+// stopAtCleanup logs that p started and has the test's cleanup stop it: see StartTest.
+func stopAtCleanup(tb testing.TB, p *Proc, logs ...string) {
+	tb.Helper()
+	tb.Logf("started %s, pid %d: %s", p.Name, p.Cmd.Process.Pid, strings.Join(p.Cmd.Args, " "))
 	tb.Cleanup(func() {
 		began := time.Now()
 		if err := p.Stop(StopTimeout); err != nil {
-			tb.Errorf("%s (pid %d): %v", name, p.Cmd.Process.Pid, err)
+			tb.Errorf("%s (pid %d): %v", p.Name, p.Cmd.Process.Pid, err)
 		} else {
-			tb.Logf("stopped %s (pid %d) in %v", name, p.Cmd.Process.Pid, time.Since(began).Round(time.Millisecond))
+			tb.Logf("stopped %s (pid %d) in %v", p.Name, p.Cmd.Process.Pid, time.Since(began).Round(time.Millisecond))
 		}
 		if tb.Failed() {
 			for _, f := range append([]string{p.Output}, logs...) {
@@ -116,7 +133,6 @@ func StartTest(tb testing.TB, dir, name string, argv []string, logs ...string) *
 			}
 		}
 	})
-	return p
 }
 
 // Done is closed once the program has exited and been waited for.
@@ -158,11 +174,15 @@ func (p *Proc) Ended() time.Time {
 // Stop ends the program by its PID: SIGTERM, then SIGKILL to its group after timeout.
 // It returns an error unless the program exited by itself with status 0 after SIGTERM;
 // a program that had already exited before is an error too, since a caller that stops a
-// program expects it to run. Later calls return the first call's result.
+// program expects it to run, unless the caller ended it with Kill (a test that kills
+// the exporter on purpose and starts another). Later calls return the first call's
+// result.
 func (p *Proc) Stop(timeout time.Duration) error {
 	p.stopOnce.Do(func() {
 		if gone, err := p.Exited(); gone {
-			p.stopErr = fmt.Errorf("exited before the test stopped it: %v", err)
+			if !p.killed.Load() {
+				p.stopErr = fmt.Errorf("exited before the test stopped it: %v", err)
+			}
 			return
 		}
 		if err := p.Cmd.Process.Signal(syscall.SIGTERM); err != nil {
@@ -186,6 +206,7 @@ func (p *Proc) Stop(timeout time.Duration) error {
 // for it and returns what Wait returned. Calling it again only returns that again.
 func (p *Proc) Kill() error {
 	if gone, _ := p.Exited(); !gone {
+		p.killed.Store(true)
 		_ = syscall.Kill(-p.Cmd.Process.Pid, syscall.SIGKILL)
 	}
 	return p.Wait()

@@ -1,7 +1,9 @@
 // Package testexec runs programs as subprocesses for the tests and the benchmark: it builds
 // the exporter, finds a free loopback port, starts a program so that it is always stopped
-// or killed, children included, and shows the end of its output when a test fails. It
-// holds what the end-to-end, deployment and hardening suites and bench used to repeat.
+// or killed, children included, and shows the end of its output when a test fails. Its
+// Exporter starts the built exporter, waits until it listens and is ready, scrapes it and
+// waits on its metrics, for the black-box suites (e2e/, deploy/) and bench alike; LookTools
+// finds the other programs they run, or skips.
 package testexec
 
 import (
@@ -73,6 +75,38 @@ func freeTCPAddr() (*net.TCPAddr, error) {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr), nil
+}
+
+// Required is set by LOGWINDOW_E2E=1, as CI runs the tests after installing every program
+// they use: a test that misses one fails then instead of skipping.
+var Required = os.Getenv("LOGWINDOW_E2E") == "1"
+
+// LookTools returns the path of each named program, looked for on PATH, then in /usr/sbin
+// (where Debian installs nginx, off a non-root user's PATH). When any is missing it skips
+// tb, naming them all and install (how to get them), or fails it when Required.
+func LookTools(tb testing.TB, install string, names ...string) map[string]string {
+	tb.Helper()
+	paths := map[string]string{}
+	var missing []string
+	for _, name := range names {
+		p, err := exec.LookPath(name)
+		if err != nil {
+			p, err = exec.LookPath(filepath.Join("/usr/sbin", name))
+		}
+		if err != nil {
+			missing = append(missing, name)
+			continue
+		}
+		paths[name] = p
+	}
+	if len(missing) > 0 {
+		msg := fmt.Sprintf("%s not on PATH nor in /usr/sbin (%s)", strings.Join(missing, ", "), install)
+		if Required {
+			tb.Fatal(msg + " with LOGWINDOW_E2E=1")
+		}
+		tb.Skip(msg)
+	}
+	return paths
 }
 
 // Tail returns about the last n lines of a file, for failure reports; the error's text

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -42,18 +43,23 @@ func TestProcStop(t *testing.T) {
 		name    string
 		script  string // prints a line (the pid of a child, if any) once its traps are set
 		exits   bool   // by itself: Stop is called after that
+		killed  bool   // by Kill: Stop is called after that
 		wantErr string // "" for a clean stop
 	}{
-		{"exits on SIGTERM", `trap 'exit 0' TERM; echo; while :; do sleep 0.01; done`, false, ""},
-		{"dies of SIGTERM", `echo; exec sleep 30`, false, "exit after SIGTERM: signal: terminated"},
-		{"ignores SIGTERM, as does its child", `trap '' TERM; sleep 30 & echo $!; wait`, false, "after SIGTERM: killed"},
-		{"exited before", `echo; exit 3`, true, "exited before the test stopped it: exit status 3"},
+		{"exits on SIGTERM", `trap 'exit 0' TERM; echo; while :; do sleep 0.01; done`, false, false, ""},
+		{"dies of SIGTERM", `echo; exec sleep 30`, false, false, "exit after SIGTERM: signal: terminated"},
+		{"ignores SIGTERM, as does its child", `trap '' TERM; sleep 30 & echo $!; wait`, false, false, "after SIGTERM: killed"},
+		{"exited before", `echo; exit 3`, true, false, "exited before the test stopped it: exit status 3"},
+		{"killed before", `echo; exec sleep 30`, false, true, ""},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			p, out := launchScript(t, c.script)
 			if c.exits {
 				<-p.Done()
+			}
+			if c.killed {
+				_ = p.Kill()
 			}
 			err := p.Stop(300 * time.Millisecond)
 			if c.wantErr == "" && err != nil || c.wantErr != "" && (err == nil || !strings.Contains(err.Error(), c.wantErr)) {
@@ -151,6 +157,7 @@ type recorder struct {
 	testing.TB
 	cleanups []func()
 	errors   []string
+	skips    []string
 	logs     []string
 }
 
@@ -158,6 +165,24 @@ func (r *recorder) Cleanup(f func())          { r.cleanups = append(r.cleanups, 
 func (r *recorder) Errorf(f string, a ...any) { r.errors = append(r.errors, fmt.Sprintf(f, a...)) }
 func (r *recorder) Logf(f string, a ...any)   { r.logs = append(r.logs, fmt.Sprintf(f, a...)) }
 func (r *recorder) Failed() bool              { return len(r.errors) > 0 }
+
+// Fatalf records the failure and ends the goroutine, as testing.T's does.
+func (r *recorder) Fatalf(f string, a ...any) {
+	r.Errorf(f, a...)
+	runtime.Goexit()
+}
+
+// Fatal records the failure and ends the goroutine, as testing.T's does.
+func (r *recorder) Fatal(a ...any) {
+	r.errors = append(r.errors, fmt.Sprint(a...))
+	runtime.Goexit()
+}
+
+// Skip records the skip and ends the goroutine, as testing.T's does.
+func (r *recorder) Skip(a ...any) {
+	r.skips = append(r.skips, fmt.Sprint(a...))
+	runtime.Goexit()
+}
 
 // TestStartTestCleanup checks what StartTest's cleanup reports: only the stop for a
 // program that exits cleanly on SIGTERM; for one that died before, a failure with the end
@@ -233,6 +258,35 @@ func TestTail(t *testing.T) {
 	}
 	if got := Tail(filepath.Join(dir, "missing"), 3); !strings.Contains(got, "no such file") {
 		t.Errorf("Tail of a missing file = %q, want the error", got)
+	}
+}
+
+// TestLookTools checks that a program is found on PATH, and that a missing one skips the
+// test, or fails it under LOGWINDOW_E2E=1, naming it and how to install it.
+func TestLookTools(t *testing.T) {
+	if got := LookTools(t, "coreutils", "sh")["sh"]; filepath.Base(got) != "sh" {
+		t.Errorf("sh found at %q", got)
+	}
+	for _, required := range []bool{false, true} {
+		t.Run(fmt.Sprintf("required=%v", required), func(t *testing.T) {
+			defer func(was bool) { Required = was }(Required)
+			Required = required
+			r := &recorder{TB: t}
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				LookTools(r, "apt-get install it", "sh", "no-such-program-here")
+				t.Error("LookTools returned")
+			}()
+			<-done
+			want := "no-such-program-here not on PATH nor in /usr/sbin (apt-get install it)"
+			if required {
+				want += " with LOGWINDOW_E2E=1"
+			}
+			if got := strings.Join(append(r.errors, r.skips...), "\n"); got != want || len(r.errors) > 0 != required {
+				t.Errorf("errors %q, skips %q; want %q", r.errors, r.skips, want)
+			}
+		})
 	}
 }
 

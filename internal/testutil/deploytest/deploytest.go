@@ -1,35 +1,23 @@
-// Package deploy holds the example deployment of logwindow_exporter: Kubernetes manifests
-// (k8s/), a Grafana dashboard and Prometheus alerting rules. Its tests check them statically;
-// this file hands their PromQL to tests that evaluate it against a real Prometheus, so a
-// renamed metric breaks a test instead of a user's dashboard.
-package deploy
+// Package deploytest reads the example deployment of deploy/ for the tests that run it
+// against real programs: the PromQL of the Grafana dashboard and of the alerting rules,
+// the log format of the example nginx.conf, and example-rules.yaml served on a test's own
+// log, so that a renamed metric breaks a test instead of a user's dashboard. It works on
+// the files' bytes, which each test reads from its checkout: the tests of deploy/, a
+// module of its own for its Kubernetes dependencies, share it with e2e/ without the
+// product's module importing deploy/.
+package deploytest
 
 import (
-	_ "embed"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
+	"testing"
 
-	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
-	"sigs.k8s.io/yaml"
+	"go.yaml.in/yaml/v3"
 )
-
-// DashboardJSON is the Grafana dashboard, as imported by hand or loaded by the sidecar.
-//
-//go:embed grafana-dashboard.json
-var DashboardJSON []byte
-
-// AlertsYAML is the Prometheus rule file with the alerting rule examples.
-//
-//go:embed alerts.yaml
-var AlertsYAML []byte
-
-// nginxConfigMap is the example's nginx configuration: a ConfigMap whose nginx.conf key is
-// the file nginx runs with.
-//
-//go:embed k8s/configmap-nginx.yaml
-var nginxConfigMap []byte
 
 // Vars are the values Grafana would give the dashboard's variables. Queries are evaluated
 // by Prometheus, which knows none of them, so every one used must be set.
@@ -49,54 +37,55 @@ type Query struct {
 	Expr   string
 }
 
-// dashboard is the part of the Grafana dashboard model that the tests inspect.
-type dashboard struct {
+// Dashboard is the part of the Grafana dashboard model that the tests inspect.
+type Dashboard struct {
 	Title      string  `json:"title"`
 	UID        string  `json:"uid"`
-	Panels     []panel `json:"panels"`
+	Panels     []Panel `json:"panels"`
 	Templating struct {
-		List []variable `json:"list"`
+		List []Variable `json:"list"`
 	} `json:"templating"`
 }
 
-// panel is one dashboard panel; rows are panels of type "row" without targets.
-type panel struct {
+// Panel is one dashboard panel; rows are panels of type "row" without targets.
+type Panel struct {
 	Title      string         `json:"title"`
 	Type       string         `json:"type"`
-	Datasource *datasourceRef `json:"datasource"`
-	Targets    []target       `json:"targets"`
+	Datasource *DatasourceRef `json:"datasource"`
+	Targets    []Target       `json:"targets"`
 }
 
-// target is one query of a panel.
-type target struct {
+// Target is one query of a panel.
+type Target struct {
 	RefID      string         `json:"refId"`
 	Expr       string         `json:"expr"`
-	Datasource *datasourceRef `json:"datasource"`
+	Datasource *DatasourceRef `json:"datasource"`
 }
 
-// datasourceRef names a data source by type and uid; the uid is "${datasource}" when it
+// DatasourceRef names a data source by type and uid; the uid is "${datasource}" when it
 // follows the dashboard's data source variable.
-type datasourceRef struct {
+type DatasourceRef struct {
 	Type string `json:"type"`
 	UID  string `json:"uid"`
 }
 
-// variable is one templating variable. Query is a string for query variables and an object
+// Variable is one templating variable. Query is a string for query variables and an object
 // for some other types, so it is kept raw.
-type variable struct {
+type Variable struct {
 	Name       string          `json:"name"`
 	Type       string          `json:"type"`
 	Query      json.RawMessage `json:"query"`
-	Datasource *datasourceRef  `json:"datasource"`
+	Datasource *DatasourceRef  `json:"datasource"`
 	Current    struct {
 		Value json.RawMessage `json:"value"`
 	} `json:"current"`
 }
 
-// parseDashboard decodes DashboardJSON.
-func parseDashboard() (*dashboard, error) {
-	var d dashboard
-	if err := json.Unmarshal(DashboardJSON, &d); err != nil {
+// ParseDashboard decodes a dashboard: deploy/grafana-dashboard.json, or what --dashboard
+// prints.
+func ParseDashboard(dashboardJSON []byte) (*Dashboard, error) {
+	var d Dashboard
+	if err := json.Unmarshal(dashboardJSON, &d); err != nil {
 		return nil, fmt.Errorf("grafana-dashboard.json: %w", err)
 	}
 	return &d, nil
@@ -105,8 +94,8 @@ func parseDashboard() (*dashboard, error) {
 // DashboardQueries returns every panel query of the dashboard with the variables replaced
 // by v. It fails when a query uses a variable v leaves empty or one it does not know, since
 // Prometheus would reject the query.
-func DashboardQueries(v Vars) ([]Query, error) {
-	d, err := parseDashboard()
+func DashboardQueries(dashboardJSON []byte, v Vars) ([]Query, error) {
+	d, err := ParseDashboard(dashboardJSON)
 	if err != nil {
 		return nil, err
 	}
@@ -139,26 +128,22 @@ func DashboardQueries(v Vars) ([]Query, error) {
 	return qs, nil
 }
 
-// ruleFile is a Prometheus rule file. Its groups use the prometheus-operator types so that
-// the same value becomes the spec of a PrometheusRule object.
-type ruleFile struct {
-	Groups []monitoringv1.RuleGroup `json:"groups"`
-}
-
-// parseAlerts strictly decodes AlertsYAML: an unknown key is an error, as in Prometheus.
-func parseAlerts() (*ruleFile, error) {
-	var f ruleFile
-	if err := yaml.UnmarshalStrict(AlertsYAML, &f); err != nil {
-		return nil, fmt.Errorf("alerts.yaml: %w", err)
+// AlertQueries returns the expression of every rule of a Prometheus rule file
+// (deploy/alerts.yaml). It reads only the names and expressions: deploy's tests check the
+// whole file, strictly, with the prometheus-operator types.
+func AlertQueries(alertsYAML []byte) ([]Query, error) {
+	var f struct {
+		Groups []struct {
+			Name  string `yaml:"name"`
+			Rules []struct {
+				Alert  string `yaml:"alert"`
+				Record string `yaml:"record"`
+				Expr   string `yaml:"expr"`
+			} `yaml:"rules"`
+		} `yaml:"groups"`
 	}
-	return &f, nil
-}
-
-// AlertQueries returns the expression of every rule in AlertsYAML.
-func AlertQueries() ([]Query, error) {
-	f, err := parseAlerts()
-	if err != nil {
-		return nil, err
+	if err := yaml.Unmarshal(alertsYAML, &f); err != nil {
+		return nil, fmt.Errorf("alerts.yaml: %w", err)
 	}
 	var qs []Query
 	for _, g := range f.Groups {
@@ -167,7 +152,7 @@ func AlertQueries() ([]Query, error) {
 			if name == "" {
 				name = r.Record
 			}
-			qs = append(qs, Query{Source: fmt.Sprintf("group %q rule %q", g.Name, name), Expr: r.Expr.String()})
+			qs = append(qs, Query{Source: fmt.Sprintf("group %q rule %q", g.Name, name), Expr: r.Expr})
 		}
 	}
 	return qs, nil
@@ -179,10 +164,10 @@ var (
 	quotedPieceRe = regexp.MustCompile(`'([^']*)'`)
 )
 
-// nginxAccessLogs returns where an nginx.conf sends its access log (a file, /dev/stdout, or
+// NginxAccessLogs returns where an nginx.conf sends its access log (a file, /dev/stdout, or
 // syslog:server=...) and the log_format they all use, the quoted pieces joined as nginx
 // joins them.
-func nginxAccessLogs(conf string) (targets []string, format string, err error) {
+func NginxAccessLogs(conf string) (targets []string, format string, err error) {
 	al := accessLogRe.FindAllStringSubmatch(conf, -1)
 	if len(al) == 0 {
 		return nil, "", fmt.Errorf("no access_log with a format")
@@ -205,22 +190,23 @@ func nginxAccessLogs(conf string) (targets []string, format string, err error) {
 	return nil, "", fmt.Errorf("access_log uses format %q, which no log_format defines", name)
 }
 
-// NginxLogFormat returns the log_format of the access log the example nginx.conf writes
-// (k8s/configmap-nginx.yaml), the format example-rules.yaml parses. A test that runs an
-// nginx of its own uses it, so its log lines have the shape the deployed nginx writes.
-// The format holds no single quote, so it can be written back as one quoted string.
-func NginxLogFormat() (string, error) {
+// NginxLogFormat returns the log_format of the access log the example nginx.conf writes,
+// given the ConfigMap that holds it (deploy/k8s/configmap-nginx.yaml): the format
+// example-rules.yaml parses. A test that runs an nginx of its own uses it, so its log
+// lines have the shape the deployed nginx writes. The format holds no single quote, so it
+// can be written back as one quoted string.
+func NginxLogFormat(configMapYAML []byte) (string, error) {
 	var cm struct {
-		Data map[string]string `json:"data"`
+		Data map[string]string `yaml:"data"`
 	}
-	if err := yaml.Unmarshal(nginxConfigMap, &cm); err != nil {
+	if err := yaml.Unmarshal(configMapYAML, &cm); err != nil {
 		return "", fmt.Errorf("k8s/configmap-nginx.yaml: %w", err)
 	}
 	conf, ok := cm.Data["nginx.conf"]
 	if !ok {
 		return "", fmt.Errorf("k8s/configmap-nginx.yaml: no data key nginx.conf")
 	}
-	_, format, err := nginxAccessLogs(conf)
+	_, format, err := NginxAccessLogs(conf)
 	if err != nil {
 		return "", fmt.Errorf("k8s/configmap-nginx.yaml, nginx.conf: %w", err)
 	}
@@ -242,4 +228,20 @@ func ServeRulesFrom(exampleRules []byte, path string) ([]byte, error) {
 		text = strings.Replace(text, r.old, r.repl, 1)
 	}
 	return []byte(text), nil
+}
+
+// WriteServedRules writes exampleRules served from path (see ServeRulesFrom) to
+// dir/rules.yaml and returns that file's name: the configuration of an exporter that
+// counts every line of a test's log with the example's rules.
+func WriteServedRules(tb testing.TB, exampleRules []byte, dir, path string) string {
+	tb.Helper()
+	rules, err := ServeRulesFrom(exampleRules, path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	config := filepath.Join(dir, "rules.yaml")
+	if err := os.WriteFile(config, rules, 0o644); err != nil {
+		tb.Fatal(err)
+	}
+	return config
 }
