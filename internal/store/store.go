@@ -124,7 +124,7 @@ type store struct {
 	// tooLarge counts lines of a value rule refused because their value would take the
 	// magnitude of a part's sums past maxPartMagnitude.
 	tooLarge atomic.Uint64
-	folds        atomic.Uint64
+	folds    atomic.Uint64
 	// oldest is the Set's shared oldest placed event (see Set.oldest).
 	oldest *atomic.Int64
 	// mem is the Set's shared memory bound; used is what this store's series take of it,
