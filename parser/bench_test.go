@@ -13,6 +13,7 @@ import (
 
 	"github.com/logwindow/logwindow_exporter/config"
 	"github.com/logwindow/logwindow_exporter/internal/testutil/nginxlog"
+	"github.com/logwindow/logwindow_exporter/internal/testutil/versus"
 )
 
 // parseLoop is the timed part of the benchmarks: one op per line, cycling through lines,
@@ -239,14 +240,11 @@ func BenchmarkJSONExtract(b *testing.B) {
 		RemoteAddr   string `json:"remote_addr"`
 		Path         string `json:"request_path"`
 	}
-	engines := []struct {
-		name string
-		read func(line []byte) bool
-	}{
-		{"extractor", func(l []byte) bool { _, ok := x.extract(l, caps, sc); return ok }},
-		{"json.Valid", json.Valid},
-		{"json.Unmarshal-struct", func(l []byte) bool { var r record; return json.Unmarshal(l, &r) == nil }},
-		{"json.Unmarshal-map", func(l []byte) bool { var m map[string]any; return json.Unmarshal(l, &m) == nil }},
+	engines := []versus.Engine{
+		{Name: "extractor", Read: func(l []byte) { x.extract(l, caps, sc) }},
+		{Name: "json.Valid", Read: func(l []byte) { json.Valid(l) }},
+		{Name: "json.Unmarshal-struct", Read: func(l []byte) { var r record; _ = json.Unmarshal(l, &r) }},
+		{Name: "json.Unmarshal-map", Read: func(l []byte) { var m map[string]any; _ = json.Unmarshal(l, &m) }},
 	}
 	for _, l := range lines {
 		src, ok := x.extract(l, caps, sc)
@@ -260,38 +258,5 @@ func BenchmarkJSONExtract(b *testing.B) {
 			}
 		}
 	}
-	for _, e := range engines {
-		b.Run(e.name, func(b *testing.B) {
-			b.ReportAllocs()
-			i := 0
-			for b.Loop() {
-				e.read(lines[i])
-				if i++; i == len(lines) {
-					i = 0
-				}
-			}
-		})
-	}
-	b.Run("ratio", func(b *testing.B) {
-		spent := make([]time.Duration, len(engines))
-		const block = 500
-		i := 0
-		for b.Loop() {
-			ls := lines[i : i+block]
-			if i += block; i+block > len(lines) {
-				i = 0
-			}
-			for k, e := range engines {
-				t0 := time.Now()
-				for _, l := range ls {
-					e.read(l)
-				}
-				spent[k] += time.Since(t0)
-			}
-		}
-		b.ReportMetric(float64(spent[0].Nanoseconds())/float64(b.N*block), "extractor-ns/line")
-		for k, e := range engines[1:] {
-			b.ReportMetric(float64(spent[k+1])/float64(spent[0]), e.name+"/extractor")
-		}
-	})
+	versus.Run(b, "", lines, engines...)
 }

@@ -5,10 +5,10 @@ import (
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/logwindow/logwindow_exporter/config"
 	"github.com/logwindow/logwindow_exporter/internal/testutil/nginxlog"
+	"github.com/logwindow/logwindow_exporter/internal/testutil/versus"
 )
 
 // lazyCombined is the combined format as often written with lazy dots.
@@ -28,66 +28,15 @@ func BenchmarkNginx(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		b.Run(p.name+"/fastmatch", func(b *testing.B) {
-			caps := make([]int, 2*(re.NumSubexp()+1))
-			b.ReportAllocs()
-			i := 0
-			for b.Loop() {
-				if !m.Match(lines[i], caps) {
-					b.Fatalf("no match: %q", lines[i])
-				}
-				if i++; i == len(lines) {
-					i = 0
-				}
-			}
-		})
-		// One op is a block of lines through each engine in turn, so that
-		// load from other processes hits both alike; speedup is their ratio.
-		b.Run(p.name+"/ratio", func(b *testing.B) {
-			caps := make([]int, 2*(re.NumSubexp()+1))
-			var fast, slow time.Duration
-			const block = 500
-			i := 0
-			for b.Loop() {
-				ls := lines[i : i+block]
-				if i += block; i+block > len(lines) {
-					i = 0
-				}
-				t0 := time.Now()
-				for _, l := range ls {
-					m.Match(l, caps)
-				}
-				t1 := time.Now()
-				for _, l := range ls {
-					re.FindSubmatchIndex(l)
-				}
-				fast += t1.Sub(t0)
-				slow += time.Since(t1)
-			}
-			b.ReportMetric(float64(fast.Nanoseconds())/float64(b.N*block), "fast-ns/line")
-			b.ReportMetric(float64(slow.Nanoseconds())/float64(b.N*block), "regexp-ns/line")
-			b.ReportMetric(float64(slow)/float64(fast), "speedup")
-		})
-		b.Run(p.name+"/regexp", func(b *testing.B) {
-			b.ReportAllocs()
-			i := 0
-			for b.Loop() {
-				if re.FindSubmatchIndex(lines[i]) == nil {
-					b.Fatalf("no match: %q", lines[i])
-				}
-				if i++; i == len(lines) {
-					i = 0
-				}
-			}
-		})
+		benchEngines(b, p.name, re, m, lines)
 	}
 }
 
 // BenchmarkExampleRules compares Match with regexp.FindSubmatchIndex on the regexes of the
 // rule files the repository ships (each distinct regex once: example-rules.yaml's rules
 // share one), over generated lines; both fill every group. ratio runs blocks of lines
-// through each engine in turn, so that a neighbour's load hits both alike; its speedup is
-// regexp's time over Match's.
+// through each engine in turn, so that a neighbour's load hits both alike; its
+// regexp/fastmatch is regexp's time over Match's.
 func BenchmarkExampleRules(b *testing.B) {
 	lines := nginxlog.Lines(b, 20000, 1)
 	seen := map[string]bool{}
@@ -118,48 +67,7 @@ func benchEngines(b *testing.B, name string, re *regexp.Regexp, m *Matcher, line
 			b.Fatalf("%s: the engines disagree on %q", name, l)
 		}
 	}
-	b.Run(name+"/fastmatch", func(b *testing.B) {
-		b.ReportAllocs()
-		i := 0
-		for b.Loop() {
-			m.Match(lines[i], caps)
-			if i++; i == len(lines) {
-				i = 0
-			}
-		}
-	})
-	b.Run(name+"/regexp", func(b *testing.B) {
-		b.ReportAllocs()
-		i := 0
-		for b.Loop() {
-			re.FindSubmatchIndex(lines[i])
-			if i++; i == len(lines) {
-				i = 0
-			}
-		}
-	})
-	b.Run(name+"/ratio", func(b *testing.B) {
-		var fast, slow time.Duration
-		const block = 500
-		i := 0
-		for b.Loop() {
-			ls := lines[i : i+block]
-			if i += block; i+block > len(lines) {
-				i = 0
-			}
-			t0 := time.Now()
-			for _, l := range ls {
-				m.Match(l, caps)
-			}
-			t1 := time.Now()
-			for _, l := range ls {
-				re.FindSubmatchIndex(l)
-			}
-			fast += t1.Sub(t0)
-			slow += time.Since(t1)
-		}
-		b.ReportMetric(float64(fast.Nanoseconds())/float64(b.N*block), "fast-ns/line")
-		b.ReportMetric(float64(slow.Nanoseconds())/float64(b.N*block), "regexp-ns/line")
-		b.ReportMetric(float64(slow)/float64(fast), "speedup")
-	})
+	versus.Run(b, name, lines,
+		versus.Engine{Name: "fastmatch", Read: func(l []byte) { m.Match(l, caps) }},
+		versus.Engine{Name: "regexp", Read: func(l []byte) { re.FindSubmatchIndex(l) }})
 }
