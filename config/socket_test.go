@@ -5,7 +5,7 @@ import (
 	"testing"
 )
 
-func TestSocketAddress(t *testing.T) {
+func TestParseAddress(t *testing.T) {
 	for _, tc := range []struct {
 		in   string
 		want SocketAddress
