@@ -19,13 +19,14 @@ func TestSumsStayFinite(t *testing.T) {
 		// wantRefused lines are refused; the rest are counted.
 		wantRefused uint64
 	}{
-		// A part's values may add up to MaxFloat64/MaxShards in magnitude (2.2e307), so that
-		// the sums of up to MaxShards parts stay finite.
+		// A part's large values may add up to 2^1019 (5.6e306) in magnitude, so that the
+		// sums of up to MaxShards parts stay finite.
 		{"up then down", [][]float64{{big, big, -big, -big}}, 4},
 		{"a second input after", [][]float64{{big, big, -big, -big}, {-big}}, 5},
-		{"up then down, smaller", [][]float64{{big / 10, big / 10, -big / 10, -big / 10}}, 2},
-		{"mixed signs in one window", [][]float64{{big / 10, -big / 10, big / 10}}, 1},
-		{"small values are untouched", [][]float64{{1, 2, -3, 1e300, -1e300}}, 0},
+		{"up then down, smaller", [][]float64{{2e306, 2e306, -2e306, -2e306}}, 2},
+		{"mixed signs in one window", [][]float64{{2e306, -2e306, 2e306}}, 1},
+		{"small values are untouched", [][]float64{{1, 2, -3, 1e280, -1e280, 1e280}}, 0},
+		{"large values add up", [][]float64{{1e300, 1e300, -1e300, -1e300}}, 0},
 		{"one line too large on its own", [][]float64{{math.MaxFloat64}}, 1},
 	}
 	for _, tc := range cases {

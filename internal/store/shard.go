@@ -92,8 +92,8 @@ type part struct {
 	win   atomic.Pointer[windows.Series]
 	lines atomic.Uint64
 	sum   atomic.Uint64 // float64 bits; value rules only
-	// mag is the sum of the magnitudes of the values added to sum and to the wheels
-	// (float64 bits), which bounds every sum read of the part; see maxPartMagnitude.
+	// mag is the sum of the magnitudes of the large values added to sum and to the
+	// wheels (float64 bits); see admit.
 	mag atomic.Uint64
 	// last is the second of the newest line: what the counter TTL and the eviction order
 	// of a kept counter go by (while it has wheels, theirs is newest placed line's).

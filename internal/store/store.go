@@ -122,7 +122,7 @@ type store struct {
 	parserDrops  [NumParserReasons]atomic.Uint64
 	late, future atomic.Uint64
 	// tooLarge counts lines of a value rule refused because their value would take the
-	// magnitude of a part's sums past maxPartMagnitude.
+	// magnitude of a part's sums past what admit allows.
 	tooLarge atomic.Uint64
 	folds    atomic.Uint64
 	// oldest is the Set's shared oldest placed event (see Set.oldest).

@@ -203,7 +203,7 @@ func (st *store) add(s *Series, shard uint8, now, at int64, v float64, items [][
 	if p == nil {
 		p = st.newPart(s, shard)
 	}
-	if st.value && !addMagnitude(&p.mag, v) {
+	if st.value && !admit(p, v) {
 		if !backfill {
 			st.tooLarge.Add(1)
 		}
@@ -260,22 +260,32 @@ func (st *store) placedAt(t int64) {
 	}
 }
 
-// maxPartMagnitude bounds the sum of the magnitudes of a part's values. Every sum a reader
-// makes of a series (its _total, a window's sum, a slot's, a bucket's, a top value's) adds
-// values of at most MaxShards parts, so none can leave the finite floats: an addition that
-// would overflow is refused instead of turning the sums into ±Inf and then NaN for good.
-const maxPartMagnitude = math.MaxFloat64 / MaxShards
+// A part's values may add up to at most 2^1020 in magnitude, so that the sums a reader makes
+// of a series (its _total, a window's sum, a slot's, a bucket's, a top value's), which add
+// values of at most MaxShards parts, stay below the largest float: an addition that would
+// overflow is refused instead of turning the sums into ±Inf and then NaN for good. A part
+// counts its lines in a uint64, so values of magnitude up to smallValue cannot pass 2^1019
+// between them, however many there are; only larger ones are added up, in mag, against the
+// other 2^1019. The common value costs one comparison.
+const (
+	smallValue = 0x1p955
+	bigBudget  = 0x1p1019
+)
 
-// addMagnitude adds |v| to the magnitude stored as bits in u, unless that would pass
-// maxPartMagnitude; it reports whether it did.
-func addMagnitude(u *atomic.Uint64, v float64) bool {
+// admit reports whether v may be added to part p's sums, counting it in p.mag when it is
+// large.
+func admit(p *part, v float64) bool {
+	a := math.Abs(v)
+	if a <= smallValue {
+		return true
+	}
 	for {
-		old := u.Load()
-		m := math.Float64frombits(old) + math.Abs(v)
-		if !(m <= maxPartMagnitude) {
+		old := p.mag.Load()
+		m := math.Float64frombits(old) + a
+		if !(m <= bigBudget) {
 			return false
 		}
-		if u.CompareAndSwap(old, math.Float64bits(m)) {
+		if p.mag.CompareAndSwap(old, math.Float64bits(m)) {
 			return true
 		}
 	}
