@@ -1,6 +1,6 @@
 module github.com/logwindow/logwindow_exporter/deploy
 
-go 1.26.8
+go 1.26.0
 
 require (
 	github.com/logwindow/logwindow_exporter v0.0.0-00010101000000-000000000000
