@@ -7,6 +7,7 @@
 //
 //	cd deploy && go run ./cmd/image -o ../dist/oci            # OCI image layout
 //	cd deploy && go run ./cmd/image -format docker -o ../dist/image.tar
+//	cd deploy && go run ./cmd/image -o ../dist/oci -binary ../dist/logwindow_exporter  # and the binary
 //
 // With SOURCE_DATE_EPOCH set (git log -1 --format=%ct), a rebuild of the same commit is
 // the same image, digest and all. deploy/README.md says how to push it and point the
@@ -59,6 +60,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	format := fs.String("format", formatOCI, "output: oci (an OCI image layout) or docker (a docker save tarball)")
 	arch := fs.String("arch", runtime.GOARCH, "GOARCH of the binary and the image (the OS is linux)")
 	src := fs.String("src", "..", "the exporter's source tree (a git checkout)")
+	binOut := fs.String("binary", "", "also write the image's binary here: the release binary for linux/-arch")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -74,9 +76,14 @@ func run(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	img, err := build(*src, stamp, *arch)
+	img, binary, err := build(*src, stamp, *arch)
 	if err != nil {
 		return err
+	}
+	if *binOut != "" {
+		if err := os.WriteFile(*binOut, binary, 0o755); err != nil {
+			return err
+		}
 	}
 	ref, err := reference(stamp)
 	if err != nil {
@@ -99,26 +106,28 @@ func reference(s release.Stamp) (name.Tag, error) {
 	return name.NewTag(release.ImageName + ":" + s.Version)
 }
 
-// build compiles the release binary of the tree at src for linux/arch and makes the image.
-func build(src string, s release.Stamp, arch string) (v1.Image, error) {
+// build compiles the release binary of the tree at src for linux/arch and makes the image
+// of it.
+func build(src string, s release.Stamp, arch string) (v1.Image, []byte, error) {
 	tmp, err := os.MkdirTemp("", "logwindow-image")
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer os.RemoveAll(tmp)
 	bin := filepath.Join(tmp, "logwindow_exporter")
 	if err := release.Build(src, s, "linux", arch, bin); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	binary, err := os.ReadFile(bin)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	rules, err := os.ReadFile(filepath.Join(src, "example-rules.yaml"))
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return makeImage(binary, rules, s, arch)
+	img, err := makeImage(binary, rules, s, arch)
+	return img, binary, err
 }
 
 // labels are the image's OCI annotations, as config labels and on the manifest.

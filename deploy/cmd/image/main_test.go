@@ -93,7 +93,7 @@ func contents(t *testing.T, img v1.Image) (v1.Hash, []v1.Hash) {
 // both formats, reads each back and checks what a runtime would run: the config, the
 // files, and the binary itself.
 func TestImage(t *testing.T) {
-	img, err := build(src, testStamp, runtime.GOARCH)
+	img, _, err := build(src, testStamp, runtime.GOARCH)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -309,6 +309,53 @@ func TestImage(t *testing.T) {
 			t.Error("another date made the same image: the stamp does not reach it")
 		}
 	})
+}
+
+// TestRun runs the command as the release build in docs/operations.md does: the stamp from
+// the checkout, the image and the binary.
+func TestRun(t *testing.T) {
+	if err := exec.Command("git", "-C", src, "rev-parse", "HEAD").Run(); err != nil {
+		t.Skip("not a git checkout")
+	}
+	head, err := exec.Command("git", "-C", src, "rev-parse", "HEAD").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	version, err := os.ReadFile(filepath.Join(src, "VERSION"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	oci, bin := filepath.Join(dir, "oci"), filepath.Join(dir, "logwindow_exporter")
+	var stdout, stderr bytes.Buffer
+	if err := run([]string{"-src", src, "-o", oci, "-binary", bin}, &stdout, &stderr); err != nil {
+		t.Fatalf("%v\n%s", err, stderr.String())
+	}
+	p, err := layout.FromPath(oci)
+	if err != nil {
+		t.Fatal(err)
+	}
+	idx, err := p.ImageIndex()
+	if err != nil {
+		t.Fatal(err)
+	}
+	im, err := idx.IndexManifest()
+	if err != nil || len(im.Manifests) != 1 {
+		t.Fatalf("index %+v, %v: want one image", im, err)
+	}
+	v := strings.TrimSpace(string(version))
+	if want := release.ImageName + ":" + v + "@" + im.Manifests[0].Digest.String(); !strings.HasPrefix(stdout.String(), want+" ") {
+		t.Errorf("output %q, want it to name %s", stdout.String(), want)
+	}
+	out, err := exec.Command(bin, "--version").CombinedOutput()
+	if err != nil {
+		t.Fatalf("--version: %v\n%s", err, out)
+	}
+	for _, want := range []string{"version " + v + " ", "revision: " + strings.TrimSpace(string(head))} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("--version of the release binary does not show %q:\n%s", want, out)
+		}
+	}
 }
 
 func TestRunFlags(t *testing.T) {
