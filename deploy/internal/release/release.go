@@ -51,9 +51,9 @@ type Stamp struct {
 	Date      time.Time
 }
 
-// Vars are the prometheus/common/version variables of a stamp, by name, as -ldflags -X
+// vars are the prometheus/common/version variables of a stamp, by name, as -ldflags -X
 // sets them.
-func (s Stamp) Vars() map[string]string {
+func (s Stamp) vars() map[string]string {
 	return map[string]string{
 		"Version":   s.Version,
 		"Revision":  s.Revision,
@@ -71,7 +71,7 @@ var VarNames = []string{"Version", "Revision", "Branch", "BuildUser", "BuildDate
 // a value with a space or a quote is an error rather than a flag split in two.
 func (s Stamp) LDFlags() (string, error) {
 	flags := []string{"-s", "-w"}
-	vars := s.Vars()
+	vars := s.vars()
 	for _, name := range VarNames {
 		v := vars[name]
 		if v == "" || strings.ContainsAny(v, " \t\n'\"\\") {
