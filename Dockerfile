@@ -1,10 +1,17 @@
 # logwindow_exporter: a static binary on distroless, running as a non-root user.
 #
-#   docker build -t logwindow_exporter:latest \
-#     --build-arg VERSION=0.1.0 --build-arg REVISION=$(git rev-parse HEAD) .
+#   docker build -t logwindow_exporter:$(cat VERSION) \
+#     --build-arg VERSION=$(cat VERSION) --build-arg REVISION=$(git rev-parse HEAD) \
+#     --build-arg BRANCH=$(git rev-parse --abbrev-ref HEAD) --build-arg BUILD_USER=$(id -un)@$(hostname) \
+#     --build-arg BUILD_DATE=$(date -u +%Y%m%d-%H:%M:%S) .
+#
+# Without Docker, `cd deploy && go run ./cmd/image` builds the same image on an empty base
+# (deploy/README.md). Build args left out are filled in by the binary where it can: the
+# version from the VERSION file, with "-devel".
 #
 # deploy/dockerfile_test.go runs the `go build` below exactly as written (build args as
-# environment variables, as docker does) and checks the binary it makes.
+# environment variables, as docker does) and checks the binary it makes, and that the
+# flags, paths, user and labels are those of deploy/cmd/image's image.
 
 ARG GO_VERSION=1.26
 
@@ -13,11 +20,11 @@ WORKDIR /src
 COPY go.mod go.sum ./
 RUN go mod download
 COPY . .
-ARG VERSION=dev
-ARG REVISION=unknown
-ARG BRANCH=unknown
+ARG VERSION
+ARG REVISION
+ARG BRANCH
 ARG BUILD_USER=docker
-ARG BUILD_DATE=unknown
+ARG BUILD_DATE
 RUN CGO_ENABLED=0 go build -trimpath \
       -ldflags "-s -w \
         -X github.com/prometheus/common/version.Version=${VERSION} \
@@ -28,6 +35,12 @@ RUN CGO_ENABLED=0 go build -trimpath \
       -o /out/logwindow_exporter .
 
 FROM gcr.io/distroless/static-debian12:nonroot
+ARG VERSION
+ARG REVISION
+LABEL org.opencontainers.image.title="logwindow_exporter" \
+      org.opencontainers.image.source="https://github.com/logwindow/logwindow_exporter" \
+      org.opencontainers.image.version="${VERSION}" \
+      org.opencontainers.image.revision="${REVISION}"
 COPY --from=build /out/logwindow_exporter /bin/logwindow_exporter
 COPY example-rules.yaml /etc/logwindow_exporter/rules.yaml
 # distroless's "nonroot" user, numeric so that Kubernetes' runAsNonRoot can verify it.

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"runtime/debug"
-	"strings"
 	"time"
 
 	"github.com/alecthomas/kingpin/v2"
@@ -31,21 +29,8 @@ const exporterName = "logwindow_exporter"
 const defaultListenAddress = ":9907"
 
 func main() {
-	versionFromBuildInfo()
+	stampFromBuildInfo()
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
-}
-
-// versionFromBuildInfo sets the version from the module's build info when the build set
-// none with -ldflags (go install ...@v1.2.3 stamps the module version, go build in a
-// checkout a pseudo-version from the VCS), so --version, the status page and
-// logwindow_build_info never show an empty version.
-func versionFromBuildInfo() {
-	if version.Version != "" {
-		return
-	}
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
-		version.Version = strings.TrimPrefix(bi.Main.Version, "v")
-	}
 }
 
 // run is main without the process exit, so flags and exit codes are testable.

@@ -18,11 +18,11 @@ var dashboardJSON []byte
 //go:embed alerts.yaml
 var alertsYAML []byte
 
-// nginxConfigMap is the example's nginx configuration: a ConfigMap whose nginx.conf key is
-// the file nginx runs with.
+// nginxConf is the example's nginx configuration, made a ConfigMap by the base's
+// kustomization.
 //
-//go:embed k8s/configmap-nginx.yaml
-var nginxConfigMap []byte
+//go:embed k8s/nginx.conf
+var nginxConf []byte
 
 // ruleFile is a Prometheus rule file. Its groups use the prometheus-operator types so that
 // the same value becomes the spec of a PrometheusRule object.

@@ -4,6 +4,7 @@ import (
 	"debug/elf"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,7 +14,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
+	"github.com/logwindow/logwindow_exporter/deploy/internal/release"
 	"github.com/logwindow/logwindow_exporter/internal/testutil/testexec"
 )
 
@@ -361,6 +364,63 @@ func TestDockerfile(t *testing.T) {
 	if !ok || copies[config] != "example-rules.yaml" {
 		t.Errorf("CMD runs with --config.file=%s, want the path example-rules.yaml is copied to (copies: %q)", config, copies)
 	}
+
+	// The image cmd/image builds without Docker is this one: the same paths, user, port,
+	// build flags and labels.
+	t.Run("as cmd/image", func(t *testing.T) {
+		if got := byCmd["USER"][0].args; got != release.User {
+			t.Errorf("USER %s, want cmd/image's %s", got, release.User)
+		}
+		if port, _, _ := strings.Cut(release.Port, "/"); byCmd["EXPOSE"][0].args != port {
+			t.Errorf("EXPOSE %s, want cmd/image's %s", byCmd["EXPOSE"][0].args, port)
+		}
+		if len(entry) != 1 || entry[0] != release.BinaryPath || config != release.RulesPath {
+			t.Errorf("ENTRYPOINT %q with --config.file=%s, want cmd/image's %s and %s", entry, config, release.BinaryPath, release.RulesPath)
+		}
+		date, err := time.Parse(release.DateLayout, testBuildArgs["BUILD_DATE"])
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := release.Stamp{
+			Version:   testBuildArgs["VERSION"],
+			Revision:  testBuildArgs["REVISION"],
+			Branch:    testBuildArgs["BRANCH"],
+			BuildUser: testBuildArgs["BUILD_USER"],
+			Date:      date,
+		}.LDFlags()
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, argv, _ := df.buildCommand(t, testBuildArgs)
+		if got, _ := flagValue(argv, "-ldflags"); !slices.Equal(strings.Fields(got), strings.Fields(want)) {
+			t.Errorf("go build -ldflags %q,\nwant cmd/image's %q", got, want)
+		}
+		args := map[string]bool{}
+		labels := map[string]string{}
+		for _, in := range final[1:] {
+			switch in.cmd {
+			case "ARG":
+				args[in.args] = true
+			case "LABEL":
+				for _, m := range regexp.MustCompile(`([\w.-]+)="([^"]*)"`).FindAllStringSubmatch(in.args, -1) {
+					labels[m[1]] = m[2]
+				}
+			}
+		}
+		wantLabels := map[string]string{
+			"org.opencontainers.image.title":    release.ImageName,
+			"org.opencontainers.image.source":   release.Source,
+			"org.opencontainers.image.version":  "${VERSION}",
+			"org.opencontainers.image.revision": "${REVISION}",
+		}
+		if !maps.Equal(labels, wantLabels) {
+			t.Errorf("LABEL %v, want %v", labels, wantLabels)
+		}
+		// An ARG of the build stage is unset in the runtime stage until declared again.
+		if !args["VERSION"] || !args["REVISION"] {
+			t.Errorf("runtime stage declares ARG %v: the labels would be empty", args)
+		}
+	})
 }
 
 // dockerignore reads ../.dockerignore; only the pattern forms it needs are supported

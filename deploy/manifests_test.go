@@ -10,19 +10,23 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 	"sigs.k8s.io/yaml"
 
 	"github.com/logwindow/logwindow_exporter/config"
+	"github.com/logwindow/logwindow_exporter/deploy/internal/release"
 	"github.com/logwindow/logwindow_exporter/internal/testutil/deploytest"
 )
 
@@ -31,6 +35,7 @@ type manifests struct {
 	deployments     map[string]*appsv1.Deployment
 	services        map[string]*corev1.Service
 	configMaps      map[string]*corev1.ConfigMap
+	budgets         map[string]*policyv1.PodDisruptionBudget
 	podMonitors     map[string]*monitoringv1.PodMonitor
 	prometheusRules map[string]*monitoringv1.PrometheusRule
 	objects         []string // kind/name of each, as rendered
@@ -59,6 +64,9 @@ func decodeManifest(data []byte, m *manifests) error {
 	case "v1 ConfigMap":
 		o := &corev1.ConfigMap{}
 		obj, add = o, func() { m.configMaps[o.Name] = o }
+	case "policy/v1 PodDisruptionBudget":
+		o := &policyv1.PodDisruptionBudget{}
+		obj, add = o, func() { m.budgets[o.Name] = o }
 	case "monitoring.coreos.com/v1 PodMonitor":
 		o := &monitoringv1.PodMonitor{}
 		obj, add = o, func() { m.podMonitors[o.Name] = o }
@@ -83,6 +91,7 @@ func newManifests() *manifests {
 		deployments:     map[string]*appsv1.Deployment{},
 		services:        map[string]*corev1.Service{},
 		configMaps:      map[string]*corev1.ConfigMap{},
+		budgets:         map[string]*policyv1.PodDisruptionBudget{},
 		podMonitors:     map[string]*monitoringv1.PodMonitor{},
 		prometheusRules: map[string]*monitoringv1.PrometheusRule{},
 	}
@@ -174,6 +183,7 @@ func TestDecodeManifestIsStrict(t *testing.T) {
 		{"duplicate field", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\ndata: {a: b}\ndata: {c: d}\n", "already set"},
 		{"wrong type", "apiVersion: v1\nkind: Service\nmetadata: {name: x}\nspec: {ports: [{port: eighty}]}\n", "cannot unmarshal"},
 		{"unknown kind", "apiVersion: v1\nkind: Sevice\nmetadata: {name: x}\n", "unexpected apiVersion and kind"},
+		{"budget field", "apiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata: {name: x}\nspec: {maxUnavailable: 1, selector: {}, unhealthyPodEvictionPolicy: AlwaysAllow, minReady: 1}\n", "unknown field"},
 		{"operator field", "apiVersion: monitoring.coreos.com/v1\nkind: PodMonitor\nmetadata: {name: x}\nspec: {selector: {}, podMetricsEndpoints: [{prot: metrics}]}\n", "unknown field"},
 		{"two objects", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: y}\n", "more than one object"},
 		{"no name", "apiVersion: v1\nkind: ConfigMap\ndata: {a: b}\n", "without metadata.name"},
@@ -457,9 +467,9 @@ func checkSidecar(t *testing.T, m *manifests, d *appsv1.Deployment, wantRules st
 	if err != nil {
 		t.Fatalf("%s: %v", confPath, err)
 	}
-	// Tests running their own nginx take the format from NginxLogFormat.
-	if exported, err := deploytest.NginxLogFormat(nginxConfigMap); err != nil || exported != format {
-		t.Errorf("deploytest.NginxLogFormat(nginxConfigMap) = %q, %v; the pod's nginx logs with %q", exported, err, format)
+	// Tests running their own nginx take the format from the base's nginx.conf.
+	if _, base, err := deploytest.NginxAccessLogs(string(nginxConf)); err != nil || base != format {
+		t.Errorf("k8s/nginx.conf logs with %q (%v); the pod's nginx with %q", base, err, format)
 	}
 
 	// Each place nginx logs to is stdout or one of the exporter's inputs: the same UDP
@@ -527,6 +537,9 @@ func securityAndResources(t *testing.T, m *manifests) {
 			}
 			if spec.HostNetwork || spec.HostPID || spec.HostIPC {
 				t.Error("pod shares a host namespace")
+			}
+			if spec.AutomountServiceAccountToken == nil || *spec.AutomountServiceAccountToken {
+				t.Error("pod mounts a service account token: nothing in it uses the Kubernetes API")
 			}
 		})
 		for _, c := range spec.Containers {
@@ -658,6 +671,9 @@ func TestUserOverlay(t *testing.T) {
 	for _, o := range m.configMaps {
 		metas = append(metas, o)
 	}
+	for _, o := range m.budgets {
+		metas = append(metas, o)
+	}
 	for _, o := range m.podMonitors {
 		metas = append(metas, o)
 	}
@@ -674,5 +690,134 @@ func TestUserOverlay(t *testing.T) {
 	}
 	if m.configMaps["logwindow-rules"] == nil {
 		t.Error("no ConfigMap logwindow-rules: a hash suffix would roll the pods at each rules change")
+	}
+}
+
+// TestDisruptionBudget: each Deployment runs more than one pod and has a budget that lets
+// a drain evict one at a time while the others serve: one that allowed no eviction would
+// block node drains and upgrades forever, one that allowed all would let them take nginx
+// down.
+func TestDisruptionBudget(t *testing.T) {
+	forEachRender(t, func(t *testing.T, m *manifests) {
+		budgetOf := map[*appsv1.Deployment]*policyv1.PodDisruptionBudget{}
+		for _, b := range m.budgets {
+			d := m.podOf(t, "PodDisruptionBudget "+b.Name, b.Spec.Selector)
+			if budgetOf[d] != nil {
+				t.Errorf("deployment %s has two budgets, %s and %s: the eviction API refuses its pods", d.Name, budgetOf[d].Name, b.Name)
+			}
+			budgetOf[d] = b
+		}
+		for _, d := range m.deployments {
+			t.Run(d.Name, func(t *testing.T) {
+				replicas := 1
+				if d.Spec.Replicas != nil {
+					replicas = int(*d.Spec.Replicas)
+				}
+				if replicas < 2 {
+					t.Errorf("%d replica: a drain or a rollout leaves nginx without a pod", replicas)
+				}
+				b := budgetOf[d]
+				if b == nil {
+					t.Fatal("no PodDisruptionBudget selects its pods")
+				}
+				var evictable int
+				switch s := b.Spec; {
+				case (s.MaxUnavailable == nil) == (s.MinAvailable == nil):
+					t.Fatal("want exactly one of maxUnavailable and minAvailable")
+				case s.MaxUnavailable != nil:
+					n, err := intstr.GetScaledValueFromIntOrPercent(s.MaxUnavailable, replicas, true)
+					if err != nil {
+						t.Fatal(err)
+					}
+					evictable = n
+				default:
+					n, err := intstr.GetScaledValueFromIntOrPercent(s.MinAvailable, replicas, true)
+					if err != nil {
+						t.Fatal(err)
+					}
+					evictable = replicas - n
+				}
+				if evictable < 1 || evictable >= replicas {
+					t.Errorf("budget %s lets %d of %d pods be evicted at once: want at least one, and fewer than all", b.Name, evictable, replicas)
+				}
+			})
+		}
+	})
+}
+
+// TestNginxWorkers: nginx's worker_processes is a number no larger than its container's
+// CPU limit. "auto" counts the node's CPUs, not the container's: on a large node that many
+// workers would share a 1-CPU limit and a 128Mi memory limit.
+func TestNginxWorkers(t *testing.T) {
+	re := regexp.MustCompile(`(?m)^\s*worker_processes\s+(\S+)\s*;`)
+	forEachRender(t, func(t *testing.T, m *manifests) {
+		for _, d := range m.deployments {
+			spec := &d.Spec.Template.Spec
+			ngx := nginxContainer(t, d)
+			confPath, _ := flagValue(ngx.Command, "-c")
+			conf, _ := m.configMapFile(t, spec, ngx, confPath)
+			w := re.FindAllStringSubmatch(conf, -1)
+			if len(w) != 1 {
+				t.Fatalf("%s: %d worker_processes, want one", confPath, len(w))
+			}
+			n, err := strconv.Atoi(w[0][1])
+			if err != nil {
+				t.Fatalf("worker_processes %s, want a number: auto counts the node's CPUs", w[0][1])
+			}
+			limit, ok := ngx.Resources.Limits[corev1.ResourceCPU]
+			if !ok {
+				t.Fatal("nginx has no CPU limit")
+			}
+			if cpus := int((limit.MilliValue() + 999) / 1000); n < 1 || n > cpus {
+				t.Errorf("worker_processes %d, want 1 to the container's CPU limit (%s)", n, limit.String())
+			}
+		}
+	})
+}
+
+// TestConfigMapNames: nginx.conf's ConfigMap is named by a hash of its content, so an edit
+// rolls the pods onto it (nginx never rereads it); the rules keep a stable name, so an
+// edit reaches the running exporter, which reloads it and keeps its windows.
+func TestConfigMapNames(t *testing.T) {
+	hashed := regexp.MustCompile(`^nginx-config-[a-z0-9]{10}$`)
+	forEachRender(t, func(t *testing.T, m *manifests) {
+		for _, d := range m.deployments {
+			spec := &d.Spec.Template.Spec
+			ngx, exp := nginxContainer(t, d), exporterContainer(t, d)
+			confPath, _ := flagValue(ngx.Command, "-c")
+			if _, cm := m.configMapFile(t, spec, ngx, confPath); !hashed.MatchString(cm.Name) {
+				t.Errorf("nginx.conf is in ConfigMap %s, want nginx-config-<hash> (configMapGenerator): an edit would not roll the pods", cm.Name)
+			}
+			rulesPath, _ := flagValue(exp.Args, "--config.file")
+			if _, cm := m.configMapFile(t, spec, exp, rulesPath); cm.Name != "logwindow-rules" {
+				t.Errorf("the rules are in ConfigMap %s, want logwindow-rules: a hash suffix would roll the pods at each rules change", cm.Name)
+			}
+		}
+	})
+}
+
+// TestExporterImage: the exporter's image is a version, never :latest or no tag (which a
+// node keeps as it first pulled it under IfNotPresent): in the shipped kustomizations the
+// name cmd/image and the Dockerfile build and the VERSION file's version, in the user's
+// overlay the registry's image its images: entry sets.
+func TestExporterImage(t *testing.T) {
+	version := strings.TrimSpace(string(mustRead(t, "../VERSION")))
+	want := map[string]string{
+		"k8s":              release.ImageName + ":" + version,
+		"overlays/file":    release.ImageName + ":" + version,
+		"testdata/overlay": "registry.example.com/logwindow_exporter:0.1.0",
+	}
+	for _, target := range renderTargets {
+		t.Run(target, func(t *testing.T) {
+			for _, d := range render(t, target).deployments {
+				c := exporterContainer(t, d)
+				if c.Image != want[target] {
+					t.Errorf("exporter image %s, want %s", c.Image, want[target])
+				}
+				if c.ImagePullPolicy != corev1.PullIfNotPresent {
+					t.Errorf("imagePullPolicy %q, want IfNotPresent for a version tag", c.ImagePullPolicy)
+				}
+			}
+		})
 	}
 }

@@ -466,7 +466,7 @@ func repoFile(t *testing.T, name string) []byte {
 // test's own.
 func nginxLogFormat(t *testing.T) string {
 	t.Helper()
-	format, err := deploytest.NginxLogFormat(repoFile(t, "deploy/k8s/configmap-nginx.yaml"))
+	_, format, err := deploytest.NginxAccessLogs(string(repoFile(t, "deploy/k8s/nginx.conf")))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -166,7 +166,10 @@ var (
 
 // NginxAccessLogs returns where an nginx.conf sends its access log (a file, /dev/stdout, or
 // syslog:server=...) and the log_format they all use, the quoted pieces joined as nginx
-// joins them.
+// joins them. Of the example's nginx.conf (deploy/k8s/nginx.conf), the format is the one
+// example-rules.yaml parses: a test that runs an nginx of its own logs with it, so its
+// lines have the shape the deployed nginx writes. The format holds no single quote, so it
+// can be written back as one quoted string.
 func NginxAccessLogs(conf string) (targets []string, format string, err error) {
 	al := accessLogRe.FindAllStringSubmatch(conf, -1)
 	if len(al) == 0 {
@@ -188,29 +191,6 @@ func NginxAccessLogs(conf string) (targets []string, format string, err error) {
 		}
 	}
 	return nil, "", fmt.Errorf("access_log uses format %q, which no log_format defines", name)
-}
-
-// NginxLogFormat returns the log_format of the access log the example nginx.conf writes,
-// given the ConfigMap that holds it (deploy/k8s/configmap-nginx.yaml): the format
-// example-rules.yaml parses. A test that runs an nginx of its own uses it, so its log
-// lines have the shape the deployed nginx writes. The format holds no single quote, so it
-// can be written back as one quoted string.
-func NginxLogFormat(configMapYAML []byte) (string, error) {
-	var cm struct {
-		Data map[string]string `yaml:"data"`
-	}
-	if err := yaml.Unmarshal(configMapYAML, &cm); err != nil {
-		return "", fmt.Errorf("k8s/configmap-nginx.yaml: %w", err)
-	}
-	conf, ok := cm.Data["nginx.conf"]
-	if !ok {
-		return "", fmt.Errorf("k8s/configmap-nginx.yaml: no data key nginx.conf")
-	}
-	_, format, err := NginxAccessLogs(conf)
-	if err != nil {
-		return "", fmt.Errorf("k8s/configmap-nginx.yaml, nginx.conf: %w", err)
-	}
-	return format, nil
 }
 
 // ServeRulesFrom rewrites the text of example-rules.yaml so that its input follows path

@@ -1,0 +1,381 @@
+package main
+
+import (
+	"archive/tar"
+	"bytes"
+	"debug/elf"
+	"io"
+	"maps"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/layout"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
+	"github.com/google/go-containerregistry/pkg/v1/types"
+
+	"github.com/logwindow/logwindow_exporter/deploy/internal/release"
+)
+
+// src is the exporter's tree, from this package.
+const src = "../../.."
+
+// testStamp is recognisable in --version and the labels.
+var testStamp = release.Stamp{
+	Version:   "9.8.7-image-test",
+	Revision:  "0123456789abcdef0123456789abcdef01234567",
+	Branch:    "test-branch",
+	BuildUser: "image-test@ci",
+	Date:      time.Date(2026, 3, 1, 12, 34, 56, 0, time.UTC),
+}
+
+// file is one entry of the image's filesystem.
+type file struct {
+	hdr  tar.Header
+	body []byte
+}
+
+// filesystem flattens img's layers, as a runtime unpacks them.
+func filesystem(t *testing.T, img v1.Image) map[string]file {
+	t.Helper()
+	rc := mutate.Extract(img)
+	defer rc.Close()
+	tr := tar.NewReader(rc)
+	fs := map[string]file{}
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			return fs
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, err := io.ReadAll(tr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fs["/"+strings.TrimSuffix(path.Clean(h.Name), "/")] = file{*h, body}
+	}
+}
+
+// contents are the digests of img's config and of its layers.
+func contents(t *testing.T, img v1.Image) (v1.Hash, []v1.Hash) {
+	t.Helper()
+	config, err := img.ConfigName()
+	if err != nil {
+		t.Fatal(err)
+	}
+	layers, err := img.Layers()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var digests []v1.Hash
+	for _, l := range layers {
+		d, err := l.Digest()
+		if err != nil {
+			t.Fatal(err)
+		}
+		digests = append(digests, d)
+	}
+	return config, digests
+}
+
+// TestImage builds the image as `go run ./cmd/image` does (with a fixed stamp), writes it in
+// both formats, reads each back and checks what a runtime would run: the config, the
+// files, and the binary itself.
+func TestImage(t *testing.T) {
+	img, _, err := build(src, testStamp, runtime.GOARCH)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, err := reference(testStamp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	ociDir, tarPath := filepath.Join(dir, "oci"), filepath.Join(dir, "image.tar")
+	if err := write(img, formatOCI, ociDir, ref); err != nil {
+		t.Fatal(err)
+	}
+	if err := write(img, formatDocker, tarPath, ref); err != nil {
+		t.Fatal(err)
+	}
+	if err := write(img, formatOCI, ociDir, ref); err == nil {
+		t.Error("a second OCI layout written over the first")
+	}
+
+	// The layout: one image, tagged with the version.
+	p, err := layout.FromPath(ociDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	idx, err := p.ImageIndex()
+	if err != nil {
+		t.Fatal(err)
+	}
+	im, err := idx.IndexManifest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(im.Manifests) != 1 {
+		t.Fatalf("layout holds %d manifests, want 1", len(im.Manifests))
+	}
+	desc := im.Manifests[0]
+	if got := desc.Annotations["org.opencontainers.image.ref.name"]; got != testStamp.Version {
+		t.Errorf("layout's ref.name %q, want the version %s", got, testStamp.Version)
+	}
+	fromLayout, err := idx.Image(desc.Digest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The tarball: the same image, under the name the kustomize base uses.
+	tag, err := name.NewTag(release.ImageName + ":" + testStamp.Version)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fromTar, err := tarball.ImageFromPath(tarPath, &tag)
+	if err != nil {
+		t.Fatalf("tarball has no %s: %v", tag, err)
+	}
+	want, err := img.Digest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d, err := fromLayout.Digest(); err != nil || d != want || desc.Digest != want {
+		t.Errorf("layout: image %v (%v), descriptor %v, want the one built, %v", d, err, desc.Digest, want)
+	}
+	// A docker save tarball keeps the config and the layers but no manifest (docker load
+	// makes its own), so the two are compared by those.
+	wantConfig, wantLayers := contents(t, img)
+	if config, layers := contents(t, fromTar); config != wantConfig || !slices.Equal(layers, wantLayers) {
+		t.Errorf("tarball: config %v, layers %v; want %v, %v", config, layers, wantConfig, wantLayers)
+	}
+
+	t.Run("manifest", func(t *testing.T) {
+		m, err := fromLayout.Manifest()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.MediaType != types.OCIManifestSchema1 || m.Config.MediaType != types.OCIConfigJSON {
+			t.Errorf("media types %s, %s: want an OCI image", m.MediaType, m.Config.MediaType)
+		}
+		if len(m.Layers) != 1 || m.Layers[0].MediaType != types.OCILayer {
+			t.Errorf("layers %+v, want one gzipped OCI layer", m.Layers)
+		}
+		if !maps.Equal(m.Annotations, labels(testStamp)) {
+			t.Errorf("manifest annotations %v, want the labels %v", m.Annotations, labels(testStamp))
+		}
+	})
+
+	t.Run("config", func(t *testing.T) {
+		cf, err := fromLayout.ConfigFile()
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := cf.Config
+		if cf.OS != "linux" || cf.Architecture != runtime.GOARCH {
+			t.Errorf("platform %s/%s, want linux/%s", cf.OS, cf.Architecture, runtime.GOARCH)
+		}
+		if !cf.Created.Equal(testStamp.Date) {
+			t.Errorf("created %v, want the stamp's %v", cf.Created, testStamp.Date)
+		}
+		// Numeric and not root, so that runAsNonRoot can check it without a passwd file.
+		if c.User != "65532:65532" {
+			t.Errorf("user %q, want 65532:65532", c.User)
+		}
+		if !slices.Equal(c.Entrypoint, []string{"/bin/logwindow_exporter"}) {
+			t.Errorf("entrypoint %q, want the binary alone (exec form: there is no shell)", c.Entrypoint)
+		}
+		if !slices.Equal(c.Cmd, []string{"--config.file=/etc/logwindow_exporter/rules.yaml"}) {
+			t.Errorf("cmd %q, want the image's rules", c.Cmd)
+		}
+		if _, ok := c.ExposedPorts["9907/tcp"]; !ok || len(c.ExposedPorts) != 1 {
+			t.Errorf("exposed ports %v, want 9907/tcp", c.ExposedPorts)
+		}
+		wantLabels := map[string]string{
+			"org.opencontainers.image.title":    "logwindow_exporter",
+			"org.opencontainers.image.source":   "https://github.com/logwindow/logwindow_exporter",
+			"org.opencontainers.image.version":  testStamp.Version,
+			"org.opencontainers.image.revision": testStamp.Revision,
+			"org.opencontainers.image.created":  "2026-03-01T12:34:56Z",
+		}
+		if !maps.Equal(c.Labels, wantLabels) {
+			t.Errorf("labels %v, want %v", c.Labels, wantLabels)
+		}
+	})
+
+	fs := filesystem(t, fromTar)
+	t.Run("filesystem", func(t *testing.T) {
+		wantFiles := []string{"/bin", "/bin/logwindow_exporter", "/etc", "/etc/logwindow_exporter", "/etc/logwindow_exporter/rules.yaml"}
+		if got := slices.Sorted(maps.Keys(fs)); !slices.Equal(got, wantFiles) {
+			t.Errorf("files %q, want only %q", got, wantFiles)
+		}
+		for p, f := range fs {
+			if base := path.Base(p); slices.Contains([]string{"sh", "bash", "ash", "dash", "busybox"}, base) {
+				t.Errorf("%s: a shell in the image", p)
+			}
+			if f.hdr.Uid != 0 || f.hdr.Gid != 0 || f.hdr.Mode&0o022 != 0 {
+				t.Errorf("%s: owner %d:%d mode %o, want root's and not writable by others (the exporter runs as 65532)", p, f.hdr.Uid, f.hdr.Gid, f.hdr.Mode)
+			}
+			if !f.hdr.ModTime.Equal(testStamp.Date) {
+				t.Errorf("%s: modified %v, want the stamp's date so the layer is reproducible", p, f.hdr.ModTime)
+			}
+		}
+		if m := fs["/bin/logwindow_exporter"].hdr.Mode; m != 0o755 {
+			t.Errorf("binary mode %o, want 755", m)
+		}
+		rules, err := os.ReadFile(filepath.Join(src, "example-rules.yaml"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(fs["/etc/logwindow_exporter/rules.yaml"].body, rules) {
+			t.Error("/etc/logwindow_exporter/rules.yaml is not example-rules.yaml")
+		}
+	})
+
+	// The binary as the image holds it, taken out of the layer.
+	bin := filepath.Join(dir, "logwindow_exporter")
+	if err := os.WriteFile(bin, fs["/bin/logwindow_exporter"].body, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Run("static", func(t *testing.T) {
+		f, err := elf.Open(bin)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		for _, p := range f.Progs {
+			if p.Type == elf.PT_INTERP {
+				t.Error("the binary has an ELF interpreter: on an image with no libc it would not start")
+			}
+		}
+		if libs, _ := f.ImportedLibraries(); len(libs) > 0 {
+			t.Errorf("the binary needs shared libraries %q", libs)
+		}
+	})
+	t.Run("version", func(t *testing.T) {
+		out, err := exec.Command(bin, "--version").CombinedOutput()
+		if err != nil {
+			t.Fatalf("--version: %v\n%s", err, out)
+		}
+		t.Logf("the image's logwindow_exporter --version:\n%s", out)
+		for what, v := range map[string]string{
+			"version":    "version " + testStamp.Version,
+			"revision":   "revision: " + testStamp.Revision,
+			"branch":     "branch: " + testStamp.Branch,
+			"build user": testStamp.BuildUser,
+			"build date": "20260301-12:34:56",
+		} {
+			if !strings.Contains(string(out), v) {
+				t.Errorf("--version does not show the %s %q", what, v)
+			}
+		}
+	})
+	t.Run("rules load", func(t *testing.T) {
+		rules := filepath.Join(dir, "rules.yaml")
+		if err := os.WriteFile(rules, fs["/etc/logwindow_exporter/rules.yaml"].body, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if out, err := exec.Command(bin, "--config.check", "--config.file="+rules).CombinedOutput(); err != nil {
+			t.Errorf("--config.check of the image's rules: %v\n%s", err, out)
+		}
+	})
+
+	t.Run("reproducible", func(t *testing.T) {
+		binary, rules := fs["/bin/logwindow_exporter"].body, fs["/etc/logwindow_exporter/rules.yaml"].body
+		again, err := makeImage(binary, rules, testStamp, runtime.GOARCH)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d, err := again.Digest(); err != nil || d != want {
+			t.Errorf("the same files and stamp make image %v (%v), want %v", d, err, want)
+		}
+		later := testStamp
+		later.Date = later.Date.Add(time.Second)
+		other, err := makeImage(binary, rules, later, runtime.GOARCH)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d, _ := other.Digest(); d == want {
+			t.Error("another date made the same image: the stamp does not reach it")
+		}
+	})
+}
+
+// TestRun runs the command as the release build in docs/operations.md does: the stamp from
+// the checkout, the image and the binary.
+func TestRun(t *testing.T) {
+	if err := exec.Command("git", "-C", src, "rev-parse", "HEAD").Run(); err != nil {
+		t.Skip("not a git checkout")
+	}
+	head, err := exec.Command("git", "-C", src, "rev-parse", "HEAD").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	version, err := os.ReadFile(filepath.Join(src, "VERSION"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	oci, bin := filepath.Join(dir, "oci"), filepath.Join(dir, "logwindow_exporter")
+	var stdout, stderr bytes.Buffer
+	if err := run([]string{"-src", src, "-o", oci, "-binary", bin}, &stdout, &stderr); err != nil {
+		t.Fatalf("%v\n%s", err, stderr.String())
+	}
+	p, err := layout.FromPath(oci)
+	if err != nil {
+		t.Fatal(err)
+	}
+	idx, err := p.ImageIndex()
+	if err != nil {
+		t.Fatal(err)
+	}
+	im, err := idx.IndexManifest()
+	if err != nil || len(im.Manifests) != 1 {
+		t.Fatalf("index %+v, %v: want one image", im, err)
+	}
+	v := strings.TrimSpace(string(version))
+	if want := release.ImageName + ":" + v + "@" + im.Manifests[0].Digest.String(); !strings.HasPrefix(stdout.String(), want+" ") {
+		t.Errorf("output %q, want it to name %s", stdout.String(), want)
+	}
+	out, err := exec.Command(bin, "--version").CombinedOutput()
+	if err != nil {
+		t.Fatalf("--version: %v\n%s", err, out)
+	}
+	for _, want := range []string{"version " + v + " ", "revision: " + strings.TrimSpace(string(head))} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("--version of the release binary does not show %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestRunFlags(t *testing.T) {
+	cases := []struct {
+		name    string
+		args    []string
+		wantErr string
+	}{
+		{"no output", nil, "-o is required"},
+		{"bad format", []string{"-o", "x", "-format", "zip"}, `-format "zip"`},
+		{"stray argument", []string{"-o", "x", "y"}, "unexpected arguments"},
+		{"unknown flag", []string{"-push"}, "not defined"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			err := run(c.args, &stdout, &stderr)
+			if err == nil || !strings.Contains(err.Error(), c.wantErr) {
+				t.Errorf("error %v, want %q", err, c.wantErr)
+			}
+		})
+	}
+}

@@ -1,0 +1,157 @@
+// Package release is how a release of logwindow_exporter is built: the stamp a release
+// binary carries (prometheus/common/version's variables, set with -ldflags as promu sets
+// them), the go build that makes it, and where the image puts it. cmd/image builds the
+// image with it; the deploy tests hold the Dockerfile and the documented release build to
+// the same flags, paths and user.
+package release
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// What the image holds and how it runs, the same in the Dockerfile's image and in the one
+// cmd/image writes.
+const (
+	// BinaryPath is the exporter in the image, its entrypoint.
+	BinaryPath = "/bin/logwindow_exporter"
+	// RulesPath is where example-rules.yaml is, the --config.file of the image's command.
+	RulesPath = "/etc/logwindow_exporter/rules.yaml"
+	// User is distroless's "nonroot", numeric so that Kubernetes' runAsNonRoot can check it.
+	User = "65532:65532"
+	// Port is the exporter's default listen port.
+	Port = "9907/tcp"
+	// Source is the repository, the images' org.opencontainers.image.source.
+	Source = "https://github.com/logwindow/logwindow_exporter"
+	// ImageName is the name the kustomize base refers to the image by (its images: entry
+	// renames it to a registry's).
+	ImageName = "logwindow_exporter"
+)
+
+// versionPackage holds the variables a release build sets.
+const versionPackage = "github.com/prometheus/common/version"
+
+// DateLayout is promu's layout of the build date.
+const DateLayout = "20060102-15:04:05"
+
+// Stamp is what a release binary says of itself in --version, on the status page and in
+// logwindow_build_info.
+type Stamp struct {
+	Version   string // the VERSION file, without a "v"
+	Revision  string // the commit, with "-modified" when the tree had uncommitted changes
+	Branch    string
+	BuildUser string // user@host, as promu writes it
+	Date      time.Time
+}
+
+// vars are the prometheus/common/version variables of a stamp, by name, as -ldflags -X
+// sets them.
+func (s Stamp) vars() map[string]string {
+	return map[string]string{
+		"Version":   s.Version,
+		"Revision":  s.Revision,
+		"Branch":    s.Branch,
+		"BuildUser": s.BuildUser,
+		"BuildDate": s.Date.UTC().Format(DateLayout),
+	}
+}
+
+// VarNames are the variables every release build sets, in the order the flags name them.
+var VarNames = []string{"Version", "Revision", "Branch", "BuildUser", "BuildDate"}
+
+// LDFlags is the -ldflags value of a release build: no symbol table or DWARF (as the
+// Dockerfile builds), and each variable of the stamp. The values are passed unquoted, so
+// a value with a space or a quote is an error rather than a flag split in two.
+func (s Stamp) LDFlags() (string, error) {
+	flags := []string{"-s", "-w"}
+	vars := s.vars()
+	for _, name := range VarNames {
+		v := vars[name]
+		if v == "" || strings.ContainsAny(v, " \t\n'\"\\") {
+			return "", fmt.Errorf("stamp %s %q: want a non-empty value without spaces or quotes", name, v)
+		}
+		flags = append(flags, "-X", versionPackage+"."+name+"="+v)
+	}
+	return strings.Join(flags, " "), nil
+}
+
+// FromRepo reads the stamp of a build of the checkout at root: the VERSION file, the
+// commit and branch git reports, user@host, and the time (SOURCE_DATE_EPOCH when set, so
+// that a rebuild of the same commit is the same image; else now).
+func FromRepo(root string, now time.Time) (Stamp, error) {
+	v, err := os.ReadFile(filepath.Join(root, "VERSION"))
+	if err != nil {
+		return Stamp{}, err
+	}
+	s := Stamp{Version: strings.TrimSpace(string(v)), Date: now.UTC()}
+	if epoch := os.Getenv("SOURCE_DATE_EPOCH"); epoch != "" {
+		sec, err := strconv.ParseInt(epoch, 10, 64)
+		if err != nil {
+			return Stamp{}, fmt.Errorf("SOURCE_DATE_EPOCH=%q: %w", epoch, err)
+		}
+		s.Date = time.Unix(sec, 0).UTC()
+	}
+	git := func(args ...string) (string, error) {
+		cmd := exec.Command("git", args...)
+		cmd.Dir = root
+		out, err := cmd.Output()
+		if err != nil {
+			var ee *exec.ExitError
+			if errors.As(err, &ee) {
+				err = fmt.Errorf("%w: %s", err, ee.Stderr)
+			}
+			return "", fmt.Errorf("git %s: %w", strings.Join(args, " "), err)
+		}
+		return strings.TrimSpace(string(out)), nil
+	}
+	if s.Revision, err = git("rev-parse", "HEAD"); err != nil {
+		return Stamp{}, err
+	}
+	if s.Branch, err = git("rev-parse", "--abbrev-ref", "HEAD"); err != nil {
+		return Stamp{}, err
+	}
+	// Untracked files are not in the build unless the module uses them, so only changes
+	// to tracked files mark the revision.
+	status, err := git("status", "--porcelain", "--untracked-files=no")
+	if err != nil {
+		return Stamp{}, err
+	}
+	if status != "" {
+		s.Revision += "-modified"
+	}
+	u, err := user.Current()
+	if err != nil {
+		return Stamp{}, err
+	}
+	host, err := os.Hostname()
+	if err != nil {
+		return Stamp{}, err
+	}
+	s.BuildUser = u.Username + "@" + host
+	return s, nil
+}
+
+// Build compiles the release binary of the module at root for goos and goarch, to out:
+// static (CGO_ENABLED=0, so it runs on an image with no libc), without the build
+// machine's paths (-trimpath), stamped with s.
+func Build(root string, s Stamp, goos, goarch, out string) error {
+	ldflags, err := s.LDFlags()
+	if err != nil {
+		return err
+	}
+	argv := []string{"go", "build", "-trimpath", "-ldflags", ldflags, "-o", out, "."}
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS="+goos, "GOARCH="+goarch)
+	if msg, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("%s: %w\n%s", strings.Join(argv, " "), err, msg)
+	}
+	return nil
+}
