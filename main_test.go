@@ -2,8 +2,16 @@ package main
 
 import (
 	"bytes"
+	"flag"
+	"os"
+	"path/filepath"
+	"regexp"
+	"runtime/debug"
 	"strings"
 	"testing"
+
+	"github.com/logwindow/logwindow_exporter/config"
+	"github.com/logwindow/logwindow_exporter/internal/dashboard"
 )
 
 func TestTelemetryPathRefused(t *testing.T) {
@@ -15,5 +23,156 @@ func TestTelemetryPathRefused(t *testing.T) {
 				t.Errorf("exit %d, stderr %q; want exit 2 naming the flag", code, stderr.String())
 			}
 		})
+	}
+}
+
+var update = flag.Bool("update", false, "rewrite the golden files under testdata/ from the current output")
+
+// TestReplayGolden replays bundled logs through the command line's one-shot mode and
+// compares the exposition text with a golden file. After an intended change of output, run
+// `go test -run TestReplayGolden -update .` and review the diff of testdata/.
+func TestReplayGolden(t *testing.T) {
+	cases := []struct {
+		name   string
+		config string
+		logs   []string
+	}{
+		{"example-rules", "example-rules.yaml", []string{"examples/access.log"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			args := []string{"--config.file=" + c.config}
+			for _, l := range c.logs {
+				args = append(args, "--replay="+l)
+			}
+			var stdout, stderr bytes.Buffer
+			if code := run(args, &stdout, &stderr); code != 0 {
+				t.Fatalf("exit %d: %s", code, stderr.String())
+			}
+			golden := filepath.Join("testdata", c.name+".prom")
+			if *update {
+				if err := os.WriteFile(golden, stdout.Bytes(), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatalf("%v (run with -update to create it)", err)
+			}
+			if !bytes.Equal(stdout.Bytes(), want) {
+				t.Errorf("replay output differs from %s; rerun with -update and review the diff.\n%s", golden, firstDiff(stdout.Bytes(), want))
+			}
+			// Replaying twice gives the same output: nothing depends on the wall clock.
+			var again bytes.Buffer
+			if code := run(args, &again, &stderr); code != 0 || !bytes.Equal(again.Bytes(), stdout.Bytes()) {
+				t.Errorf("second replay differs from the first (exit %d)", code)
+			}
+		})
+	}
+}
+
+// firstDiff shows the first line where got and want part.
+func firstDiff(got, want []byte) string {
+	g, w := bytes.Split(got, []byte("\n")), bytes.Split(want, []byte("\n"))
+	for i := 0; i < len(g) && i < len(w); i++ {
+		if !bytes.Equal(g[i], w[i]) {
+			return "got:  " + string(g[i]) + "\nwant: " + string(w[i])
+		}
+	}
+	return "one output is a prefix of the other"
+}
+
+// TestDashboardFlag: --dashboard prints the generator's dashboard for the loaded rules and
+// exits 0, and a rule file that does not load is an error, not a dashboard.
+func TestDashboardFlag(t *testing.T) {
+	cfg, err := config.Load("example-rules.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := dashboard.New(cfg, dashboard.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"--dashboard", "--config.file=example-rules.yaml"}, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	if !bytes.Equal(stdout.Bytes(), want) {
+		t.Errorf("--dashboard printed %d bytes, not the dashboard of example-rules.yaml", stdout.Len())
+	}
+
+	stdout.Reset()
+	stderr.Reset()
+	if code := run([]string{"--dashboard", "--config.file=testdata/missing.yaml"}, &stdout, &stderr); code != 1 || stdout.Len() > 0 || !strings.Contains(stderr.String(), "missing.yaml") {
+		t.Errorf("missing rule file: exit %d, stdout %d bytes, stderr %q; want 1, nothing, the error", code, stdout.Len(), stderr.String())
+	}
+}
+
+func TestFillStamp(t *testing.T) {
+	vcs := func(kv ...string) []debug.BuildSetting {
+		var s []debug.BuildSetting
+		for i := 0; i < len(kv); i += 2 {
+			s = append(s, debug.BuildSetting{Key: kv[i], Value: kv[i+1]})
+		}
+		return s
+	}
+	clone := vcs("vcs", "git", "vcs.revision", "0123abcd", "vcs.time", "2026-03-01T12:34:56Z", "vcs.modified", "false")
+	cases := []struct {
+		name string
+		in   stamp
+		bi   *debug.BuildInfo
+		want stamp
+	}{
+		{
+			name: "release build: ldflags win",
+			in:   stamp{"1.2.3", "feedface", "20260401-00:00:00"},
+			bi:   &debug.BuildInfo{Main: debug.Module{Version: "v0.0.0-20260301123456-0123abcd0000"}, Settings: clone},
+			want: stamp{"1.2.3", "feedface", "20260401-00:00:00"},
+		},
+		{
+			name: "go build in a clone",
+			bi:   &debug.BuildInfo{Main: debug.Module{Version: "v0.1.1-0.20260301123456-0123abcd0000"}, Settings: clone},
+			want: stamp{"0.1.1-0.20260301123456-0123abcd0000", "0123abcd", "20260301-12:34:56"},
+		},
+		{
+			name: "uncommitted changes",
+			bi: &debug.BuildInfo{Main: debug.Module{Version: "v0.1.1-0.20260301123456-0123abcd0000+dirty"},
+				Settings: vcs("vcs.revision", "0123abcd", "vcs.modified", "true", "vcs.time", "2026-03-01T13:34:56+01:00")},
+			want: stamp{"0.1.1-0.20260301123456-0123abcd0000+dirty", "0123abcd-modified", "20260301-12:34:56"},
+		},
+		{
+			name: "go install at a tag",
+			bi:   &debug.BuildInfo{Main: debug.Module{Version: "v0.2.0"}},
+			want: stamp{Version: "0.2.0"},
+		},
+		{
+			name: "go run, or -buildvcs=false",
+			bi:   &debug.BuildInfo{Main: debug.Module{Version: "(devel)"}},
+			want: stamp{Version: "0.1.0-devel"},
+		},
+		{
+			name: "docker build of a tree without .git, some args given",
+			in:   stamp{Version: "", Revision: "feedface"},
+			bi:   &debug.BuildInfo{Main: debug.Module{Version: "(devel)"}},
+			want: stamp{Version: "0.1.0-devel", Revision: "feedface"},
+		},
+		{
+			name: "no build info",
+			want: stamp{Version: "0.1.0-devel"},
+		},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if got := fillStamp(c.in, c.bi, "0.1.0\n"); got != c.want {
+				t.Errorf("got %+v, want %+v", got, c.want)
+			}
+		})
+	}
+}
+
+// The VERSION file names release images (the kustomize base's tag) and -devel builds.
+func TestReleaseVersion(t *testing.T) {
+	if !regexp.MustCompile(`^\d+\.\d+\.\d+\n$`).MatchString(releaseVersion) {
+		t.Errorf("VERSION is %q, want one line MAJOR.MINOR.PATCH", releaseVersion)
 	}
 }
