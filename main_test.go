@@ -17,3 +17,16 @@ func TestTelemetryPathRefused(t *testing.T) {
 		})
 	}
 }
+
+func TestWebLimitsRefused(t *testing.T) {
+	for _, flag := range []string{"--web.read-timeout=-1s", "--web.write-timeout=-1s", "--web.idle-timeout=-1s", "--web.max-connections=0", "--web.max-requests=-1"} {
+		t.Run(flag, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			name, _, _ := strings.Cut(strings.TrimPrefix(flag, "--"), "=")
+			code := run([]string{"--config.file=examples/quickstart.yaml", flag}, &stdout, &stderr)
+			if code != 2 || !strings.Contains(stderr.String(), name) {
+				t.Errorf("exit %d, stderr %q; want exit 2 naming the flag", code, stderr.String())
+			}
+		})
+	}
+}
