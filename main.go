@@ -48,6 +48,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 		explainFormat = app.Flag("explain.format", "Output of --explain: text or json (one object per line).").Default("text").Enum(explain.Formats...)
 		metricsPath   = app.Flag("web.telemetry-path", "Path under which to expose metrics.").Default("/metrics").String()
 		lifecycle     = app.Flag("web.enable-lifecycle", "Enable POST /-/reload.").Bool()
+		lineTester    = app.Flag("web.enable-line-tester", "Serve the status page's line tester, POST /-/explain.").Default("true").Bool()
+		readTimeout   = app.Flag("web.read-timeout", "Longest time to read a request, its headers and body (0: none).").Default("30s").Duration()
+		writeTimeout  = app.Flag("web.write-timeout", "Longest time from the end of a request's headers to the end of its reply, a scrape's included (0: none).").Default("60s").Duration()
+		idleTimeout   = app.Flag("web.idle-timeout", "How long a kept-alive connection waits for its next request; longer than the scrape interval, a scraper keeps its connection (0: none).").Default("2m").Duration()
+		maxConns      = app.Flag("web.max-connections", "Most connections held at once: past it a new connection takes the place of one waiting for a request, or is closed. Lowered to half the open-file limit when that is lower.").Default("512").Int()
+		maxRequests   = app.Flag("web.max-requests", "Most scrapes in flight: past it a scrape waits up to 5s, taking the place of one whose client has not read for a second, else gets 503 (0: none).").Default("10").Int()
 		configWatch   = app.Flag("config.watch", "Reload when the rule file's content changes on disk (a mounted ConfigMap updated by the kubelet), with no reload endpoint open.").Bool()
 		maxLineBytes  = app.Flag("input.max-line-bytes", "Lines longer than this are skipped and counted.").Default("65536").Int()
 		rotationGrace = app.Flag("input.rotation-grace", "How long a rotated-away file keeps being read after its last line.").Default("5s").Duration()
@@ -71,6 +77,19 @@ func run(args []string, stdout, stderr io.Writer) int {
 	logConfig.Writer = stderr
 	logger := promslog.New(logConfig)
 
+	for _, d := range []struct {
+		flag string
+		d    time.Duration
+	}{{"web.read-timeout", *readTimeout}, {"web.write-timeout", *writeTimeout}, {"web.idle-timeout", *idleTimeout}} {
+		if d.d < 0 {
+			fmt.Fprintf(stderr, "%s: --%s may not be negative\n", exporterName, d.flag)
+			return 2
+		}
+	}
+	if *maxConns < 1 || *maxRequests < 0 {
+		fmt.Fprintf(stderr, "%s: --web.max-connections must be at least 1, --web.max-requests at least 0\n", exporterName)
+		return 2
+	}
 	if *explainLines < 1 {
 		fmt.Fprintf(stderr, "%s: --explain.lines must be at least 1\n", exporterName)
 		return 2
@@ -134,11 +153,17 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 	err = server.Serve(cfg, opts, webFlags, server.Options{
-		Name:        exporterName,
-		Logger:      logger,
-		MetricsPath: *metricsPath,
-		Lifecycle:   *lifecycle,
-		Watch:       watch,
+		Name:           exporterName,
+		Logger:         logger,
+		MetricsPath:    *metricsPath,
+		Lifecycle:      *lifecycle,
+		Watch:          watch,
+		LineTester:     *lineTester,
+		ReadTimeout:    *readTimeout,
+		WriteTimeout:   *writeTimeout,
+		IdleTimeout:    *idleTimeout,
+		MaxConnections: *maxConns,
+		MaxRequests:    *maxRequests,
 	})
 	if err != nil {
 		logger.Error("exiting", "err", err)

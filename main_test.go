@@ -176,3 +176,16 @@ func TestReleaseVersion(t *testing.T) {
 		t.Errorf("VERSION is %q, want one line MAJOR.MINOR.PATCH", releaseVersion)
 	}
 }
+
+func TestWebLimitsRefused(t *testing.T) {
+	for _, flag := range []string{"--web.read-timeout=-1s", "--web.write-timeout=-1s", "--web.idle-timeout=-1s", "--web.max-connections=0", "--web.max-requests=-1"} {
+		t.Run(flag, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			name, _, _ := strings.Cut(strings.TrimPrefix(flag, "--"), "=")
+			code := run([]string{"--config.file=examples/quickstart.yaml", flag}, &stdout, &stderr)
+			if code != 2 || !strings.Contains(stderr.String(), name) {
+				t.Errorf("exit %d, stderr %q; want exit 2 naming the flag", code, stderr.String())
+			}
+		})
+	}
+}

@@ -37,6 +37,20 @@ const (
 	configWatchPoll   = 30 * time.Second
 )
 
+// What a client may hold of the server, besides the flags' timeouts and limits: its
+// request's headers arrive within maxHeaderTime and take at most maxHeaderBytes (a
+// scraper's take a few hundred bytes); past MaxConnections, a connection that has waited
+// connGrace for a request may be closed; a scrape past MaxRequests waits up to
+// scrapeWait for a place, and takes that of a scrape whose client has not read for
+// scrapeStall.
+const (
+	maxHeaderTime  = 10 * time.Second
+	maxHeaderBytes = 64 << 10
+	connGrace      = time.Second
+	scrapeStall    = time.Second
+	scrapeWait     = 5 * time.Second
+)
+
 // Options are what the HTTP side is told by the command line.
 type Options struct {
 	// Name is the program's name, on the status page and in the start-up log line.
@@ -47,6 +61,16 @@ type Options struct {
 	Lifecycle bool
 	// Watch, when not nil, reloads the rules when their file changes.
 	Watch *configwatch.Watcher
+	// LineTester serves the status page's line tester.
+	LineTester bool
+	// ReadTimeout bounds the reading of a request, WriteTimeout the time from its
+	// headers to the end of its reply, IdleTimeout a connection's wait for its next
+	// request; 0 is none.
+	ReadTimeout, WriteTimeout, IdleTimeout time.Duration
+	// MaxConnections bounds the connections held, lowered to half the open-file limit
+	// when that is lower (see connLimiter); MaxRequests the scrapes in flight (see
+	// scrapeLimiter). 0 is none.
+	MaxConnections, MaxRequests int
 }
 
 // Serve follows the inputs of cfg and answers HTTP on the addresses of webFlags until
@@ -95,7 +119,26 @@ func Serve(cfg *config.Config, popts pipeline.Options, webFlags *web.FlagConfig,
 
 	coll := p.Collector()
 	mux := NewMux(p, coll, NewRegistry(coll), o)
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{
+		Handler:           mux,
+		ReadHeaderTimeout: headerTimeout(o.ReadTimeout),
+		ReadTimeout:       o.ReadTimeout,
+		WriteTimeout:      o.WriteTimeout,
+		IdleTimeout:       o.IdleTimeout,
+		MaxHeaderBytes:    maxHeaderBytes,
+	}
+	if o.IdleTimeout == 0 {
+		srv.IdleTimeout = -1 // net/http would take the read timeout
+	}
+	if o.MaxConnections > 0 {
+		nofile := openFileLimit()
+		limit, lowered := connectionLimit(o.MaxConnections, nofile)
+		if lowered {
+			logger.Warn("--web.max-connections lowered to half the open-file limit, which leaves the other half to the inputs",
+				"max_connections", limit, "open_file_limit", nofile)
+		}
+		srv.ConnState = newConnLimiter(limit, connGrace, logger).track
+	}
 	errc := make(chan error, 1)
 	go func() { errc <- web.ListenAndServe(srv, webFlags, logger) }()
 	select {
@@ -127,7 +170,11 @@ func NewRegistry(coll *exporter.Collector) *prometheus.Registry {
 func NewMux(p *pipeline.Pipeline, coll *exporter.Collector, reg *prometheus.Registry, o Options) *http.ServeMux {
 	logger := o.Logger
 	mux := http.NewServeMux()
-	mux.Handle(o.MetricsPath, coll.Handler(reg, slog.NewLogLogger(logger.Handler(), slog.LevelError)))
+	var metrics http.Handler = coll.Handler(reg, slog.NewLogLogger(logger.Handler(), slog.LevelError))
+	if o.MaxRequests > 0 {
+		metrics = newScrapeLimiter(o.MaxRequests, scrapeStall, scrapeWait).handler(metrics)
+	}
+	mux.Handle(o.MetricsPath, metrics)
 	mux.HandleFunc("/-/healthy", func(w http.ResponseWriter, _ *http.Request) {
 		fmt.Fprintln(w, "Healthy.")
 	})
@@ -159,6 +206,7 @@ func NewMux(p *pipeline.Pipeline, coll *exporter.Collector, reg *prometheus.Regi
 		Gatherer:    reg,
 		MetricsPath: o.MetricsPath,
 		Logger:      logger,
+		LineTester:  o.LineTester,
 	})
 	return mux
 }

@@ -14,6 +14,7 @@ import (
 	"html/template"
 	"log/slog"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 
@@ -24,11 +25,24 @@ import (
 	"github.com/logwindow/logwindow_exporter/internal/explain"
 )
 
-// MaxExplainBody bounds a POST to /-/explain; a larger body is refused with 413.
-const MaxExplainBody = 1 << 20
+// MaxExplainBody bounds a POST to /-/explain; a larger body is refused with 413. 256 KiB
+// holds 100 lines of 2.6 KB. More would rarely be shown, since MaxExplainReply leaves out
+// what its explanations cannot hold (each repeats the line, and what every rule read of
+// it), while the work of explaining grows with every byte.
+const MaxExplainBody = 256 << 10
 
 // MaxExplainLines bounds how many pasted lines one POST explains.
 const MaxExplainLines = 100
+
+// MaxExplainReply bounds the reply to a POST to /-/explain: the explanations that would
+// go past it are left out, with a note saying how many. 100 nginx lines explained against
+// the example's 9 rules take 1.3 MB.
+const MaxExplainReply = 2 << 20
+
+// explainRequests is how many POSTs to /-/explain are served at once, reading their
+// lines or writing their replies; one more is answered 429. Two, so that one slow
+// client does not shut out everyone else; of the two, one explains at a time.
+const explainRequests = 2
 
 // ExplainPath is where the line tester posts.
 const ExplainPath = "/-/explain"
@@ -48,6 +62,9 @@ type Options struct {
 	Gatherer    prometheus.Gatherer // the registry /metrics serves
 	MetricsPath string
 	Logger      *slog.Logger
+	// LineTester shows the line tester and serves ExplainPath; off, the page has no form
+	// and ExplainPath answers 403.
+	LineTester bool
 }
 
 //go:embed page.html
@@ -74,56 +91,184 @@ func Register(mux *http.ServeMux, o Options) {
 			http.Error(w, "Use GET.", http.StatusMethodNotAllowed)
 			return
 		}
-		o.render(w, o.view(), http.StatusOK)
+		o.render(w, o.view())
 	})
-	mux.HandleFunc(ExplainPath, func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodPost {
-			w.Header().Set("Allow", "POST")
-			http.Error(w, "Use POST, with the form fields input and lines.", http.StatusMethodNotAllowed)
-			return
-		}
-		r.Body = http.MaxBytesReader(w, r.Body, MaxExplainBody)
-		if err := r.ParseForm(); err != nil {
-			if mbe := (*http.MaxBytesError)(nil); errors.As(err, &mbe) {
-				http.Error(w, "The lines are too long: at most 1 MiB per request.", http.StatusRequestEntityTooLarge)
-				return
-			}
+	mux.Handle(ExplainPath, &lineTester{o: &o, admit: make(chan struct{}, explainRequests), explain: make(chan struct{}, 1)})
+}
+
+// lineTester serves ExplainPath. What it holds is bounded: admit bounds the requests
+// read or written at once (each holds its lines and its reply), explain lets one of
+// them use a CPU at a time, and the lines and the reply are bounded in size.
+type lineTester struct {
+	o       *Options
+	admit   chan struct{}
+	explain chan struct{}
+}
+
+func (lt *lineTester) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	switch {
+	case !lt.o.LineTester:
+		http.Error(w, "The line tester is off: the exporter runs with --no-web.enable-line-tester.", http.StatusForbidden)
+		return
+	case r.Method != http.MethodPost:
+		w.Header().Set("Allow", "POST")
+		http.Error(w, "Use POST, with the form fields input and lines.", http.StatusMethodNotAllowed)
+		return
+	case r.ContentLength > MaxExplainBody:
+		// Refused unread: the server then closes the connection rather than read it.
+		tooLong(w)
+		return
+	}
+	select {
+	case lt.admit <- struct{}{}:
+		defer func() { <-lt.admit }()
+	default:
+		w.Header().Set("Retry-After", "1")
+		refuse(w, "The line tester is busy with other requests: try again in a second.", http.StatusTooManyRequests)
+		return
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, MaxExplainBody)
+	if err := r.ParseForm(); err != nil {
+		switch {
+		case errors.As(err, new(*http.MaxBytesError)):
+			tooLong(w)
+		case errors.Is(err, os.ErrDeadlineExceeded):
+			http.Error(w, "The lines did not arrive within the read timeout.", http.StatusRequestTimeout)
+		default:
 			http.Error(w, "Bad form: "+err.Error(), http.StatusBadRequest)
-			return
 		}
-		v := o.view()
-		v.Tested = true
-		input, lines := r.PostForm.Get("input"), r.PostForm.Get("lines")
-		// What is echoed into the form must be valid UTF-8; the explanations show the
-		// lines as they came, escaped where they are not.
-		v.Input, v.Lines = strings.ToValidUTF8(input, "\uFFFD"), strings.ToValidUTF8(lines, "\uFFFD")
-		for i, line := range strings.Split(strings.ReplaceAll(lines, "\r\n", "\n"), "\n") {
-			if i == MaxExplainLines {
-				v.Clipped = true
-				break
-			}
-			if line == "" {
-				continue
-			}
-			v.Results = append(v.Results, o.Source.Explain(input, []byte(line)))
+		return
+	}
+	select {
+	case lt.explain <- struct{}{}:
+	case <-r.Context().Done():
+		return
+	}
+	v := lt.o.view()
+	reply, err := lt.o.explainPage(v, r.PostForm.Get("input"), r.PostForm.Get("lines"))
+	<-lt.explain
+	if err != nil {
+		lt.o.Logger.Error("status page", "err", err)
+		http.Error(w, "The status page failed: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	writePage(w, reply)
+}
+
+func tooLong(w http.ResponseWriter) {
+	refuse(w, "The lines are too long: at most "+size(MaxExplainBody)+" per request.", http.StatusRequestEntityTooLarge)
+}
+
+// refuse answers a request whose body is not read, and closes the connection after the
+// answer, so that the server does not read the body either.
+func refuse(w http.ResponseWriter, msg string, code int) {
+	w.Header().Set("Connection", "close")
+	http.Error(w, msg, code)
+}
+
+// errReplyFull is what a cappedBuffer's Write returns once the reply would pass its cap.
+var errReplyFull = errors.New("the reply is full")
+
+// cappedBuffer holds at most room more bytes; a Write that does not fit writes nothing.
+type cappedBuffer struct {
+	bytes.Buffer
+	room int
+}
+
+func (b *cappedBuffer) Write(p []byte) (int, error) {
+	if len(p) > b.room {
+		return 0, errReplyFull
+	}
+	b.room -= len(p)
+	return b.Buffer.Write(p)
+}
+
+// explainPage is the page v with the explanations of lines as input reads them, within
+// MaxExplainReply: the page is laid out first with its notes at their longest, and the
+// lines are explained and rendered one by one into what room is left. The first line
+// that does not fit, and every line after it, are left out unexplained and counted. The
+// lines are repeated in the form only when they take at most half the reply (html
+// escaping can make them five times as long).
+func (o *Options) explainPage(v *view, input, lines string) ([]byte, error) {
+	v.Tested = true
+	// What is echoed into the form must be valid UTF-8; the explanations show the lines
+	// as they came, escaped where they are not.
+	v.Input, v.Lines = strings.ToValidUTF8(input, "\uFFFD"), strings.ToValidUTF8(lines, "\uFFFD")
+	v.Clipped, v.LeftOut = true, MaxExplainLines
+	var base bytes.Buffer
+	if err := page.Execute(&base, v); err != nil {
+		return nil, err
+	}
+	if base.Len() > MaxExplainReply/2 {
+		v.Lines, v.EchoLeftOut = "", true
+		base.Reset()
+		if err := page.Execute(&base, v); err != nil {
+			return nil, err
 		}
-		o.render(w, v, http.StatusOK)
-	})
+	}
+	v.Clipped, v.LeftOut = false, 0
+	room := MaxExplainReply - base.Len()
+	n := 0
+	for line := range strings.SplitSeq(lines, "\n") {
+		if n == MaxExplainLines {
+			v.Clipped = true
+			break
+		}
+		n++
+		line = strings.TrimSuffix(line, "\r")
+		if line == "" {
+			continue
+		}
+		if v.LeftOut > 0 {
+			v.LeftOut++
+			continue
+		}
+		out := cappedBuffer{room: room}
+		err := page.ExecuteTemplate(&out, "line", o.Source.Explain(input, []byte(line)))
+		switch {
+		case errors.Is(err, errReplyFull):
+			v.LeftOut = 1
+			continue
+		case err != nil:
+			return nil, err
+		}
+		room = out.room
+		// Safe HTML: the page's own template escaped it.
+		v.Explained = append(v.Explained, template.HTML(out.String()))
+	}
+	var reply bytes.Buffer
+	reply.Grow(MaxExplainReply - room)
+	if err := page.Execute(&reply, v); err != nil {
+		return nil, err
+	}
+	return reply.Bytes(), nil
 }
 
 // render writes the page for v, or a plain error when the template fails (nothing is
 // sent before the page is complete).
-func (o *Options) render(w http.ResponseWriter, v *view, code int) {
+func (o *Options) render(w http.ResponseWriter, v *view) {
 	var buf bytes.Buffer
 	if err := page.Execute(&buf, v); err != nil {
 		o.Logger.Error("status page", "err", err)
 		http.Error(w, "The status page failed: "+err.Error(), http.StatusInternalServerError)
 		return
 	}
+	writePage(w, buf.Bytes())
+}
+
+func writePage(w http.ResponseWriter, page []byte) {
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'")
-	w.WriteHeader(code)
-	_, _ = w.Write(buf.Bytes())
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(page)
+}
+
+// size is a byte count as the page and the errors say it: "256 KiB", "2 MiB".
+func size(n int) string {
+	if n >= 1<<20 && n%(1<<20) == 0 {
+		return strconv.Itoa(n>>20) + " MiB"
+	}
+	return strconv.Itoa(n>>10) + " KiB"
 }
 
 // version is what the page says of the build.

@@ -40,7 +40,7 @@ func TestHandlers(t *testing.T) {
 	src := &fakeSource{cfg: cfg}
 	reg := prometheus.NewRegistry()
 	mux := http.NewServeMux()
-	Register(mux, Options{Name: "test", Source: src, Gatherer: reg, MetricsPath: "/metrics"})
+	Register(mux, Options{Name: "test", Source: src, Gatherer: reg, MetricsPath: "/metrics", LineTester: true})
 	big := "input=web&lines=" + strings.Repeat("a", MaxExplainBody)
 	cases := []struct {
 		name, method, path, body string
@@ -55,7 +55,7 @@ func TestHandlers(t *testing.T) {
 		{"tester", http.MethodPost, ExplainPath, "input=web&lines=a%0D%0Ab", http.StatusOK, `<code>l="b"</code>`},
 		{"tester shows the top value", http.MethodPost, ExplainPath, "input=web&lines=b", http.StatusOK, `<code class="top">t="b"</code>`},
 		{"tester shows the distinct text", http.MethodPost, ExplainPath, "input=web&lines=b", http.StatusOK, `<code class="distinct">&#34;b&#34;</code>`},
-		{"over the bound", http.MethodPost, ExplainPath, big, http.StatusRequestEntityTooLarge, "at most 1 MiB"},
+		{"over the bound", http.MethodPost, ExplainPath, big, http.StatusRequestEntityTooLarge, "at most 256 KiB"},
 		{"bad form", http.MethodPost, ExplainPath, "lines=%zz", http.StatusBadRequest, "Bad form"},
 		{"too many lines", http.MethodPost, ExplainPath, "lines=" + strings.Repeat("x%0A", MaxExplainLines+1), http.StatusOK, "Only the first 100 lines"},
 	}

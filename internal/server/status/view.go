@@ -1,6 +1,7 @@
 package status
 
 import (
+	"html/template"
 	"math"
 	"slices"
 	"strconv"
@@ -11,7 +12,6 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/logwindow/logwindow_exporter/config"
-	"github.com/logwindow/logwindow_exporter/internal/explain"
 	"github.com/logwindow/logwindow_exporter/internal/selfmetric"
 )
 
@@ -28,12 +28,17 @@ type view struct {
 	Rules             []ruleRow
 	Build             []pair
 
-	// The line tester: what was posted and what it gave.
-	Tested  bool
-	Input   string
-	Lines   string
-	Clipped bool
-	Results []explain.Line
+	// The line tester, when it is on: its bounds, what was posted and what it gave.
+	LineTester        bool
+	MaxLines          int
+	MaxBody, MaxReply string
+	Tested            bool
+	Input             string
+	Lines             string
+	EchoLeftOut       bool // Lines is not repeated in the form
+	Clipped           bool // there were more than MaxLines lines
+	Explained         []template.HTML
+	LeftOut           int // lines not explained, to stay within MaxReply
 }
 
 type pair struct{ Name, Value string }
@@ -130,7 +135,8 @@ func inputLabel(in config.Input) string {
 func (o *Options) view() *view {
 	cfg := o.Source.Config()
 	v := &view{Name: o.Name, MetricsPath: o.MetricsPath, ConfigFile: cfg.File, Build: buildInfo(),
-		Rendered: time.Now().UTC().Format(time.RFC3339)}
+		Rendered:   time.Now().UTC().Format(time.RFC3339),
+		LineTester: o.LineTester, MaxLines: MaxExplainLines, MaxBody: size(MaxExplainBody), MaxReply: size(MaxExplainReply)}
 	m := metrics{}
 	families, err := o.Gatherer.Gather()
 	if err != nil {

@@ -1,0 +1,249 @@
+package server
+
+import (
+	"log/slog"
+	"net"
+	"net/http"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// connLimiter bounds the connections the server holds, as its http.Server's ConnState:
+// past max, a new connection takes the place of the one that has been idle longest
+// between requests, or else of the one that has waited longest for its first request,
+// if that has waited for grace at least; else the new connection is closed. So held
+// sockets use at most max file descriptors, a client that opens many and sends nothing
+// cannot keep a scraper out for long, and a burst of new connections cannot close a
+// scraper's before it had the time to send its request. (An idle connection may be
+// closed at any time: a client sends its request again on a new one.) A connection
+// running a request is left alone: the read and write timeouts end it.
+type connLimiter struct {
+	max    int
+	grace  time.Duration
+	logger *slog.Logger
+
+	mu sync.Mutex
+	// idle and fresh are the connections waiting for a request, between two or before
+	// the first, since when; running are those running a request.
+	idle, fresh map[net.Conn]time.Time
+	running     map[net.Conn]struct{}
+	// closed counts the connections closed to stay within max, for the log.
+	closed int
+}
+
+func newConnLimiter(max int, grace time.Duration, logger *slog.Logger) *connLimiter {
+	return &connLimiter{max: max, grace: grace, logger: logger,
+		idle: map[net.Conn]time.Time{}, fresh: map[net.Conn]time.Time{}, running: map[net.Conn]struct{}{}}
+}
+
+// oldest is the connection of m waiting since before limit, the earliest; nil if none.
+func oldest(m map[net.Conn]time.Time, limit time.Time) net.Conn {
+	var c net.Conn
+	for x, t := range m {
+		if !t.After(limit) {
+			c, limit = x, t
+		}
+	}
+	return c
+}
+
+// track is the http.Server's ConnState. It runs on the server's accept loop for a new
+// connection, so it must not block: a connection that has served a request is closed on
+// a goroutine of its own (closing TLS writes an alert).
+func (l *connLimiter) track(c net.Conn, state http.ConnState) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	switch state {
+	case http.StateNew:
+		now := time.Now()
+		if len(l.idle)+len(l.fresh)+len(l.running) >= l.max {
+			if l.closed++; l.closed == 1 || l.closed%1000 == 0 {
+				l.logger.Warn("connections closed to stay within --web.max-connections", "max_connections", l.max, "closed", l.closed)
+			}
+			victim := oldest(l.idle, now)
+			if victim == nil {
+				victim = oldest(l.fresh, now.Add(-l.grace))
+			}
+			if victim == nil {
+				_ = c.Close() // new: no TLS alert to write
+				return
+			}
+			delete(l.idle, victim)
+			delete(l.fresh, victim)
+			go victim.Close()
+		}
+		l.fresh[c] = now
+	case http.StateActive:
+		delete(l.idle, c)
+		delete(l.fresh, c)
+		l.running[c] = struct{}{}
+	case http.StateIdle:
+		delete(l.running, c)
+		l.idle[c] = time.Now()
+	case http.StateHijacked, http.StateClosed:
+		delete(l.idle, c)
+		delete(l.fresh, c)
+		delete(l.running, c)
+	}
+}
+
+// scrapeLimiter bounds the scrapes in flight: each holds its read of every series until
+// it is written. A scrape past max waits, up to wait, for a place: one that frees, or
+// that of a scrape whose write has been blocked for stall (a client that does not read),
+// which is ended. The scrape that came last is given the next place, and when max
+// scrapes wait already, the one that has waited longest gets 503 at once: so clients
+// that came before and do not read cannot keep out a scraper that comes after them. A
+// scrape that waited in vain gets 503 too.
+type scrapeLimiter struct {
+	max         int
+	stall, wait time.Duration
+
+	mu      sync.Mutex
+	running map[*scrape]struct{}
+	waiting []*scrape // a stack
+}
+
+func newScrapeLimiter(max int, stall, wait time.Duration) *scrapeLimiter {
+	return &scrapeLimiter{max: max, stall: stall, wait: wait, running: map[*scrape]struct{}{}}
+}
+
+// scrape is one scrape in flight, or waiting.
+type scrape struct {
+	// blocked is when its current write to the client began, in Unix nanoseconds; 0
+	// outside writes.
+	blocked atomic.Int64
+	// end ends it: its writes fail from then on.
+	end func()
+	// given says, once, whether it was given a place (true) or put out of the waiting
+	// scrapes (false).
+	given chan bool
+}
+
+// scrapeWriter is the client's ResponseWriter as a scrape writes to it, noting when a
+// write blocks.
+type scrapeWriter struct {
+	http.ResponseWriter
+	s *scrape
+}
+
+func (w scrapeWriter) Write(p []byte) (int, error) {
+	w.s.blocked.Store(time.Now().UnixNano())
+	defer w.s.blocked.Store(0)
+	return w.ResponseWriter.Write(p)
+}
+
+// Unwrap lets http.ResponseController reach the connection.
+func (w scrapeWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// handler serves h within the limit.
+func (l *scrapeLimiter) handler(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rc := http.NewResponseController(w)
+		s := &scrape{end: func() { _ = rc.SetWriteDeadline(time.Now()) }, given: make(chan bool, 1)}
+		if !l.acquire(r, s) {
+			http.Error(w, "Too many scrapes in flight (--web.max-requests): try again later.", http.StatusServiceUnavailable)
+			return
+		}
+		defer l.release(s)
+		h.ServeHTTP(scrapeWriter{w, s}, r)
+	})
+}
+
+// acquire waits until s is given a place, up to l.wait or the end of r.
+func (l *scrapeLimiter) acquire(r *http.Request, s *scrape) bool {
+	l.mu.Lock()
+	if len(l.waiting) == l.max {
+		l.waiting[0].given <- false
+		l.waiting = slices.Delete(l.waiting, 0, 1)
+	}
+	l.waiting = append(l.waiting, s)
+	next := l.fill()
+	l.mu.Unlock()
+	give := time.NewTimer(l.wait)
+	defer give.Stop()
+	recheck := time.NewTimer(next)
+	defer recheck.Stop()
+	for {
+		select {
+		case ok := <-s.given:
+			return ok
+		case <-recheck.C:
+			l.mu.Lock()
+			recheck.Reset(l.fill())
+			l.mu.Unlock()
+			continue
+		case <-give.C:
+		case <-r.Context().Done():
+		}
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		select {
+		case ok := <-s.given: // decided while its wait ended
+			return ok
+		default:
+		}
+		l.waiting = slices.DeleteFunc(l.waiting, func(x *scrape) bool { return x == s })
+		return false
+	}
+}
+
+// fill gives places to the waiting scrapes, the last come first, while one is free or
+// can be freed by ending a stalled scrape. It returns when to look again: when the
+// scrape blocked longest will have stalled, or after stall when none is blocked. Under
+// l.mu.
+func (l *scrapeLimiter) fill() time.Duration {
+	for len(l.waiting) > 0 {
+		if len(l.running) >= l.max {
+			now := time.Now().UnixNano()
+			var victim *scrape
+			oldest := now
+			for x := range l.running {
+				if b := x.blocked.Load(); b != 0 && b < oldest {
+					victim, oldest = x, b
+				}
+			}
+			if wait := time.Duration(oldest + int64(l.stall) - now); victim == nil || wait > 0 {
+				return wait
+			}
+			// Ended while it is still in its handler (its release waits for l.mu), so the
+			// deadline cannot reach a later request on its connection.
+			victim.end()
+			delete(l.running, victim)
+		}
+		w := l.waiting[len(l.waiting)-1]
+		l.waiting = l.waiting[:len(l.waiting)-1]
+		l.running[w] = struct{}{}
+		w.given <- true
+	}
+	return l.stall
+}
+
+func (l *scrapeLimiter) release(s *scrape) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if _, ok := l.running[s]; ok {
+		delete(l.running, s)
+		l.fill()
+	}
+}
+
+// connectionLimit is want, or half the open-file limit nofile when that is lower (and
+// lowered is set), so that held connections leave the other half to the inputs' files
+// and sockets. nofile 0 is unknown.
+func connectionLimit(want int, nofile uint64) (limit int, lowered bool) {
+	if half := nofile / 2; nofile > 0 && uint64(want) > half {
+		return int(max(half, 1)), true
+	}
+	return want, false
+}
+
+// headerTimeout is how long a request's headers may take: 10 s, or the read timeout when
+// that is shorter, since net/http holds the headers to their own timeout alone.
+func headerTimeout(read time.Duration) time.Duration {
+	if read > 0 {
+		return min(read, maxHeaderTime)
+	}
+	return maxHeaderTime
+}
