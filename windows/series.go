@@ -74,7 +74,18 @@ type summaryRings struct {
 	head [len(grid{})]int32
 	// open holds, per wheel but the coarsest, its open slot (see place).
 	open [len(grid{}) - 1]openSlot
+	// grown is what the summaries take beyond their floors, which the layout's bytes count
+	// for every slot: the series takes layout.bytes + grown (see Series.Bytes).
+	grown int64
+	// During an Add: room is what the account may still give (Account.Room less what the
+	// Add took so far), delta what the summaries grew by, charged when the Add ends.
+	room, delta int64
 }
+
+// capBelow is the room under which the series caps every summary it adds to or merges
+// into (Capper): above it no single add or merge of the usual sizes can pass the bound,
+// so a summary grows freely and the series spares the calls.
+const capBelow = 4 << 20
 
 // openSlot is the newest slot of a summary wheel that events or merges were placed in: the
 // slot numbered slot, at ring index idx; slot is never before the first. While pending, the
@@ -140,6 +151,14 @@ func (s *Series) addSlow(now, at int64, v float64, items [][]byte) Placement {
 		// the series would stay frozen at its old second, dropping current events as late.
 		s.t, s.last = never, never
 	}
+	l := s.layout
+	if s.rings != nil {
+		s.rings.room = math.MaxInt64
+		if l.account != nil {
+			s.rings.room = l.account.Room()
+		}
+		defer s.rings.charge(l)
+	}
 	if now > s.t {
 		s.advance(now)
 	}
@@ -147,7 +166,6 @@ func (s *Series) addSlow(now, at int64, v float64, items [][]byte) Placement {
 	if at > now {
 		at, p = now, Future
 	}
-	l := s.layout
 	if at <= s.t-l.longest {
 		return Late
 	}
@@ -200,15 +218,61 @@ func (w *wheel) slotOf(head int32, back int64) (int, bool) {
 // on the slot's first event.
 func (r *summaryRings) summarize(l *Layout, i int, v float64, items [][]byte) {
 	for k, kind := range l.kinds {
-		if r.sums[i+k] == nil {
-			r.sums[i+k] = kind.New()
+		sum := r.sums[i+k]
+		if sum == nil {
+			sum = kind.New()
+			r.sums[i+k] = sum
 		}
 		var item []byte
 		if kind.Item > 0 {
 			item = items[kind.Item-1]
 		}
-		r.sums[i+k].Add(v, item)
+		before := sum.Bytes()
+		capped := r.capTo(sum, before, l.floors[k])
+		sum.Add(v, item)
+		r.grew(sum, before, l.floors[k], capped)
 	}
+}
+
+// capTo caps sum, which holds before bytes, to what it may take when the room is short
+// (see Capper): the room left, beyond its floor, which its slot was charged from the start.
+// It reports whether it did, so that grew lifts the cap.
+func (r *summaryRings) capTo(sum Summary, before, floor int) bool {
+	if r.room >= capBelow {
+		return false
+	}
+	c, ok := sum.(Capper)
+	if ok {
+		c.Cap(max(before, floor) + int(max(r.room, 0)))
+	}
+	return ok
+}
+
+// grew lifts the cap capTo set, and counts what sum grew by since it held before bytes:
+// beyond its floor, what its slot was charged already.
+func (r *summaryRings) grew(sum Summary, before, floor int, capped bool) {
+	if capped {
+		sum.(Capper).Cap(0)
+	}
+	after := sum.Bytes()
+	if after == before {
+		return
+	}
+	d := int64(max(after, floor) - max(before, floor))
+	r.delta += d
+	r.room -= max(d, 0) // what is given back waits for the next Add's Room
+}
+
+// charge hands what the summaries grew by during an Add to the account.
+func (r *summaryRings) charge(l *Layout) {
+	if r.delta == 0 {
+		return
+	}
+	r.grown += r.delta
+	if l.account != nil {
+		l.account.Charge(r.delta)
+	}
+	r.delta = 0
 }
 
 // place adds an event of second at (value v, items; from nil) to the slot of wheel i that
@@ -291,14 +355,19 @@ func (r *summaryRings) put(l *Layout, i int, v float64, items [][]byte, from []S
 		if sum == nil {
 			continue
 		}
-		if r.sums[i+k] == nil {
-			r.sums[i+k] = l.kinds[k].New()
+		into := r.sums[i+k]
+		if into == nil {
+			into = l.kinds[k].New()
+			r.sums[i+k] = into
 		}
-		if a, ok := r.sums[i+k].(Absorber); ok {
+		before := into.Bytes()
+		capped := r.capTo(into, before, l.floors[k])
+		if a, ok := into.(Absorber); ok {
 			a.Absorb(sum)
 		} else {
-			r.sums[i+k].Merge(sum)
+			into.Merge(sum)
 		}
+		r.grew(into, before, l.floors[k], capped)
 	}
 }
 
@@ -336,16 +405,20 @@ func (s *Series) advance(t int64) {
 		first, n := w.move(&s.rings.head[i], s.t, t)
 		if n > 0 && n < w.n {
 			// The slot the head left is kept: it is closed.
-			for _, sum := range s.rings.sums[w.off+int(closed)*len(l.kinds):][:len(l.kinds)] {
+			for k, sum := range s.rings.sums[w.off+int(closed)*len(l.kinds):][:len(l.kinds)] {
 				if sealer, ok := sum.(Sealer); ok {
+					before := sum.Bytes()
 					sealer.Seal()
+					s.rings.grew(sum, before, l.floors[k], false)
 				}
 			}
 		}
 		for j := range n {
-			for _, sum := range s.rings.sums[w.off+w.index(first+j)*len(l.kinds):][:len(l.kinds)] {
+			for k, sum := range s.rings.sums[w.off+w.index(first+j)*len(l.kinds):][:len(l.kinds)] {
 				if sum != nil {
+					before := sum.Bytes()
 					sum.Reset()
+					s.rings.grew(sum, before, l.floors[k], false)
 				}
 			}
 		}
@@ -600,6 +673,19 @@ func (a *slot) prorate(d []float64, l *Layout, part float64) {
 // by the longest window or more) that every event held is after every window at now.
 func (s *Series) wentBack(now int64) bool {
 	return s.t != never && now <= s.t-s.layout.longest
+}
+
+// Bytes is the heap the series takes: what a new one takes (Layout.SeriesBytes) and what
+// its summaries grew by beyond their floors since. It is what the layout's Account was
+// charged for the series on top of SeriesBytes.
+func (s *Series) Bytes() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := int64(s.layout.bytes)
+	if s.rings != nil {
+		n += s.rings.grown
+	}
+	return n
 }
 
 // LastAdd returns the newest event second placed, or math.MinInt64 if none was: a series

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"testing"
 	"time"
+	"unsafe"
 )
 
 // bag is the exact summary: it keeps every value, so a read shows precisely which events
@@ -38,6 +39,7 @@ func (b *bag) Add(v float64, item []byte) {
 
 func (b *bag) Merge(from Summary) { b.vs = append(b.vs, from.(*bag).vs...) }
 func (b *bag) Reset()             { b.vs, b.sealed = b.vs[:0], false }
+func (b *bag) Bytes() int         { return HeapBytes(int(unsafe.Sizeof(bag{}))) + HeapBytes(8*cap(b.vs)) }
 
 // Seal moves the values to a slice of their exact size, as a summary shrinking would.
 func (b *bag) Seal() { b.vs, b.sealed = slices.Clone(b.vs), true }
