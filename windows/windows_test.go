@@ -3,6 +3,7 @@ package windows
 import (
 	"errors"
 	"math"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -266,4 +267,37 @@ func TestConcurrentAddRead(t *testing.T) {
 			t.Errorf("window %v: %+v, want %d events, max %d, min 0", l.Windows()[i], st, adders*perEach, adders-1)
 		}
 	}
+}
+
+// TestHeapBytes holds HeapBytes to what the allocator takes: the heap many allocations of
+// a size grow by, per allocation, is what HeapBytes says (within a byte or two for the
+// objects under 16 bytes, which share blocks).
+func TestHeapBytes(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector's shadow memory is not the heap")
+	}
+	for _, n := range []int{1, 3, 8, 9, 15, 16, 17, 100, 500, 1000, 1025, 5000, 20000, 32768, 32769, 70000} {
+		count := min(max(4<<20/n, 50), 20000)
+		keep := make([][]byte, count)
+		before := liveHeap()
+		for i := range keep {
+			keep[i] = make([]byte, n)
+		}
+		per := float64(liveHeap()-before) / float64(count)
+		runtime.KeepAlive(keep)
+		slack := 0.5
+		if n < 16 {
+			slack = 3
+		}
+		if math.Abs(per-float64(HeapBytes(n))) > slack {
+			t.Errorf("%d bytes: the heap grew by %.1f per allocation, HeapBytes says %d", n, per, HeapBytes(n))
+		}
+	}
+}
+
+func liveHeap() int64 {
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return int64(m.HeapAlloc)
 }

@@ -133,7 +133,7 @@ func TestBytesIsTheHeap(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			r := rand.New(rand.NewPCG(1, 2))
 			// Enough summaries that what the test itself allocates is lost in them.
-			n := min(max(5_000_000/tc.make(r).Bytes(), 100), 10_000)
+			n := min(max(2_000_000/tc.make(r).Bytes(), 100), 5_000)
 			if testing.Short() {
 				n = max(n/10, 50)
 			}

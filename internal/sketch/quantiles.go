@@ -121,7 +121,7 @@ func (q *Quantiles) Add(v float64, _ []byte) {
 		}
 	case v < 0:
 		if q.neg == nil {
-			q.neg = new(bins)
+			q.makeNeg()
 		}
 		if i := index(-v); !q.neg.bump(i, 1) {
 			q.neg.grow(i, 1, q.room(q.neg))
@@ -168,7 +168,7 @@ func (q *Quantiles) merge(from windows.Summary, packed bool) {
 	q.pos.merge(&f.pos, packed, q.room(&q.pos))
 	if f.neg != nil {
 		if q.neg == nil {
-			q.neg = new(bins)
+			q.makeNeg()
 		}
 		q.neg.merge(f.neg, packed, q.room(q.neg))
 	}
@@ -205,17 +205,37 @@ func (q *Quantiles) Bytes() int {
 func (q *Quantiles) Cap(n int) { q.limit = n }
 
 // room is how many bytes the buffer of s, a store of q, may take under the cap (0 without
-// one): the cap less the rest of the sketch and, while q has no negative value, the room
-// its first one takes.
+// one): the cap less the rest of the sketch and what the other sign is still owed of its
+// word (and of its store, while q has no negative value). A store is always let have its
+// word: if the cap has no room for it, the other store gives it up (shrink).
 func (q *Quantiles) room(s *bins) int {
 	if q.limit <= 0 {
 		return 0
 	}
-	rest := q.Bytes() - windows.HeapBytes(cap(s.b))
-	if q.neg == nil {
-		rest += binsBytes + minBuffer
+	other := q.neg
+	if s == q.neg {
+		other = &q.pos
 	}
-	return max(q.limit-rest, minBuffer)
+	rest := q.Bytes() - windows.HeapBytes(cap(s.b))
+	if other == nil {
+		rest += binsBytes + minBuffer
+	} else {
+		rest += max(minBuffer-windows.HeapBytes(cap(other.b)), 0)
+	}
+	room := q.limit - rest
+	if lack := minBuffer - max(room, windows.HeapBytes(cap(s.b))); lack > 0 && other != nil {
+		other.shrink(lack)
+	}
+	return max(room, minBuffer)
+}
+
+// makeNeg makes the store of negative values; under a cap that has no room left for it and
+// its word, the store of positive values gives that up (shrink).
+func (q *Quantiles) makeNeg() {
+	if q.limit > 0 {
+		q.pos.shrink(q.Bytes() + binsBytes + minBuffer - q.limit)
+	}
+	q.neg = new(bins)
 }
 
 // Seal moves the counts into buffers of exactly their size, the run trimmed to its first
@@ -442,6 +462,22 @@ func (s *bins) collapse(i int32, c uint64, hi int32, w uint8, avail int) {
 		}
 		s.set(int(b-lo), x)
 	}
+}
+
+// shrink lays the run out in a buffer by bytes smaller than its own, a word at least: in a
+// buffer of its exact size if that is enough, else collapsed (see collapse).
+func (s *bins) shrink(by int) {
+	if by <= 0 || s.width == 0 {
+		return
+	}
+	avail := max(bytesWithin(windows.HeapBytes(cap(s.b))-by), minBuffer)
+	if size := binBytes(s.len(), s.width); size <= avail {
+		if size < cap(s.b) {
+			s.b = append([]byte(nil), s.b[:size]...)
+		}
+		return
+	}
+	s.collapse(s.lo, 0, s.lo+int32(s.len())-1, s.width, avail)
 }
 
 // binBytes is the buffer n counts of w bits take; binsIn how many such counts fit in
