@@ -343,25 +343,43 @@ func (l *Layout) SeriesBytes() int { return l.bytes }
 
 // HeapBytes is the heap an allocation of n bytes takes: n rounded up to the allocator's
 // size class, or to whole pages past the largest class. Objects under 16 bytes without
-// pointers (short texts, a few bytes of counts) share 16-byte blocks: one of up to 8 bytes
-// takes about its size, a larger one a block of its own.
+// pointers (short texts, a few bytes of counts) share 16-byte blocks, which one of them
+// keeps whole while it lives: they are counted at a block.
 func HeapBytes(n int) int {
 	switch {
 	case n <= 0:
 		return 0
-	case n <= 8:
-		return n
 	case n < 16:
 		return 16
-	case n > sizeClasses[len(sizeClasses)-1]:
-		return (n + pageSize - 1) &^ (pageSize - 1)
+	case n <= smallMax:
+		return int(classBy8[(n+7)>>3])
+	case n <= largestClass:
+		return int(classBy128[(n-smallMax+127)>>7])
 	}
-	i, _ := slices.BinarySearch(sizeClasses[:], n)
-	return sizeClasses[i]
+	return (n + pageSize - 1) &^ (pageSize - 1)
 }
 
 // pageSize is the allocator's page, to which a large object is rounded up.
 const pageSize = 8192
+
+// classBy8 and classBy128 map a size to its class as the allocator's own tables do: up to
+// smallMax bytes by steps of 8, beyond by steps of 128, so that HeapBytes, which every
+// summary's Bytes calls on every add, is a load.
+const smallMax, largestClass = 1024, 32768
+
+var classBy8, classBy128 = func() (by8 [smallMax/8 + 1]uint16, by128 [(largestClass-smallMax)/128 + 1]uint16) {
+	class := func(n int) uint16 {
+		i, _ := slices.BinarySearch(sizeClasses[:], n)
+		return uint16(sizeClasses[i])
+	}
+	for i := range by8 {
+		by8[i] = class(i * 8)
+	}
+	for i := range by128 {
+		by128[i] = class(smallMax + i*128)
+	}
+	return by8, by128
+}()
 
 // sizeClasses are the Go allocator's size classes (internal/runtime/gc/sizeclasses.go);
 // TestHeapBytes holds them to what the heap measures.

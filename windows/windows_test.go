@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math"
 	"runtime"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -270,8 +271,8 @@ func TestConcurrentAddRead(t *testing.T) {
 }
 
 // TestHeapBytes holds HeapBytes to what the allocator takes: the heap many allocations of
-// a size grow by, per allocation, is what HeapBytes says (within a byte or two for the
-// objects under 16 bytes, which share blocks).
+// a size grow by, per allocation, is what HeapBytes says, or for the objects under 16
+// bytes, which share blocks, at most that.
 func TestHeapBytes(t *testing.T) {
 	if raceEnabled {
 		t.Skip("the race detector's shadow memory is not the heap")
@@ -285,12 +286,21 @@ func TestHeapBytes(t *testing.T) {
 		}
 		per := float64(liveHeap()-before) / float64(count)
 		runtime.KeepAlive(keep)
-		slack := 0.5
-		if n < 16 {
-			slack = 3
+		if n < 16 && per <= float64(HeapBytes(n)) {
+			continue
 		}
-		if math.Abs(per-float64(HeapBytes(n))) > slack {
+		if math.Abs(per-float64(HeapBytes(n))) > 0.5 {
 			t.Errorf("%d bytes: the heap grew by %.1f per allocation, HeapBytes says %d", n, per, HeapBytes(n))
+		}
+	}
+	// Its tables agree with the classes at every size.
+	for n := 16; n <= 40000; n++ {
+		want := (n + pageSize - 1) &^ (pageSize - 1)
+		if i := slices.IndexFunc(sizeClasses[:], func(c int) bool { return c >= n }); i >= 0 {
+			want = sizeClasses[i]
+		}
+		if got := HeapBytes(n); got != want {
+			t.Fatalf("HeapBytes(%d) = %d, want %d", n, got, want)
 		}
 	}
 }

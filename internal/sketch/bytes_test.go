@@ -2,7 +2,6 @@ package sketch
 
 import (
 	"encoding/binary"
-	"math"
 	"math/rand/v2"
 	"runtime"
 	"testing"
@@ -124,7 +123,8 @@ func topOf(t *Top, n, size int) *Top {
 }
 
 // TestBytesIsTheHeap: what each kind's Bytes says is the heap many such summaries take,
-// within 10 % (5 % for the larger), in every state a slot's summary goes through.
+// within 10 % (5 % for the larger), in every state a slot's summary goes through; and up
+// to a 16-byte block more for the allocator's tiny objects, which Bytes counts whole.
 func TestBytesIsTheHeap(t *testing.T) {
 	if raceEnabled {
 		t.Skip("the race detector's shadow memory is not the heap")
@@ -154,7 +154,7 @@ func TestBytesIsTheHeap(t *testing.T) {
 			if perHeap > 4096 {
 				tolerance = 0.05
 			}
-			if math.Abs(perSaid-perHeap) > tolerance*perHeap {
+			if d := perSaid - perHeap; d > tolerance*perHeap+16 || -d > tolerance*perHeap {
 				t.Errorf("Bytes says %.0f bytes, the heap grew by %.0f per summary", perSaid, perHeap)
 			}
 		})

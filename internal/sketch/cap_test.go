@@ -108,26 +108,25 @@ func checkQuantilesCapped(t *testing.T, gen func(r *rand.Rand) float64, limit in
 	}
 }
 
-// TestBinsCollapse works a collapse through by hand: a run of 1-bit counts in an 8-byte
-// buffer holds 64 bins; a value 100 bins above them keeps the 64 up to it and counts the
-// rest in the lowest kept, at a width that holds their sum (which keeps fewer bins).
+// TestBinsCollapse works a collapse through by hand: a run of 1-bit counts in a 16-byte
+// buffer holds 128 bins; a value 100 bins above them keeps the 128 up to it and counts
+// the rest in the lowest kept, at a width that holds their sum (which keeps fewer bins).
 func TestBinsCollapse(t *testing.T) {
 	var s bins
-	for i := range int32(64) {
+	for i := range int32(128) {
 		s.add(i, 1, minBuffer)
 	}
-	if s.collapsed || s.lo != 0 || s.len() != 64 || s.width != 1 {
-		t.Fatalf("64 ones: run %d+%d of %d bits, collapsed %v", s.lo, s.len(), s.width, s.collapsed)
+	if s.collapsed || s.lo != 0 || s.len() != 128 || s.width != 1 {
+		t.Fatalf("128 ones: run %d+%d of %d bits, collapsed %v", s.lo, s.len(), s.width, s.collapsed)
 	}
-	s.add(163, 1, minBuffer)
-	// 65 counts of 1: the lowest kept bin sums what is below it, 3 bits wide for up to 7,
-	// so 21 bins fit: 143 … 163, all but 163 empty, and 143 holding the 64 ones in 7 bits:
-	// 9 bins fit at that width, 155 … 163.
-	if !s.collapsed || s.lo != 155 || s.len() != 9 || s.width != 7 || s.get(0) != 64 || s.get(8) != 1 {
+	s.add(227, 1, minBuffer)
+	// Bins 100 … 227 fit at 1 bit, but 100 then sums 101 ones, 7 bits: 18 bins fit,
+	// 210 … 227, and 210 sums all 128 ones, 8 bits: 16 bins, 212 … 227, which hold.
+	if !s.collapsed || s.lo != 212 || s.len() != 16 || s.width != 8 || s.get(0) != 128 || s.get(15) != 1 {
 		t.Fatalf("collapsed to run %d+%d of %d bits, lowest %d, highest %d", s.lo, s.len(), s.width, s.get(0), s.get(s.len()-1))
 	}
 	s.add(-5, 2, minBuffer) // below the run: counted in its lowest bin
-	if s.lo != 155 || s.get(0) != 66 {
+	if s.lo != 212 || s.get(0) != 130 {
 		t.Fatalf("a low value: run from %d, lowest %d", s.lo, s.get(0))
 	}
 	s.reset()

@@ -97,16 +97,18 @@ type Quantiles struct {
 }
 
 // Heap a sketch takes besides its buffers of counts: itself, and the store of negative
-// values once it has one; and the least buffer a store may always have, one word.
+// values once it has one.
 var (
 	quantilesBytes = windows.HeapBytes(int(unsafe.Sizeof(Quantiles{})))
 	binsBytes      = windows.HeapBytes(int(unsafe.Sizeof(bins{})))
 )
 
-const minBuffer = 8
+// minBuffer is the least buffer of counts a store may always have, capped or not: 128 bits,
+// the least the allocator gives a buffer (windows.HeapBytes).
+const minBuffer = 16
 
-// QuantilesKind makes empty Quantiles for windows.Options. Its floor holds a word of
-// counts of either sign.
+// QuantilesKind makes empty Quantiles for windows.Options. Its floor holds the least
+// buffer of counts of either sign.
 var QuantilesKind = windows.SummaryKind{
 	New:   func() windows.Summary { return new(Quantiles) },
 	Floor: quantilesBytes + minBuffer + binsBytes + minBuffer,
@@ -199,15 +201,16 @@ func (q *Quantiles) Bytes() int {
 // fit, collapses the run's lowest bins, those of the smallest magnitudes, into the lowest
 // it keeps, as DDSketch's collapsing stores do. From then until Reset, values of smaller
 // magnitude than that bin count in it: they are reported as its value, and the 1 % bound
-// holds for the quantiles of magnitudes at least that bin's. Each sign keeps a word of
-// counts however small n is (QuantilesKind's floor holds both), so the largest values
-// are always told apart from the rest.
+// holds for the quantiles of magnitudes at least that bin's. Each sign keeps 16 bytes of
+// counts however small n is (QuantilesKind's floor holds both): the largest values are
+// always told apart from the rest.
 func (q *Quantiles) Cap(n int) { q.limit = n }
 
 // room is how many bytes the buffer of s, a store of q, may take under the cap (0 without
 // one): the cap less the rest of the sketch and what the other sign is still owed of its
-// word (and of its store, while q has no negative value). A store is always let have its
-// word: if the cap has no room for it, the other store gives it up (shrink).
+// least buffer (and of its store, while q has no negative value). A store is always let
+// have its least buffer: if the cap has no room for it, the other store gives it up
+// (shrink).
 func (q *Quantiles) room(s *bins) int {
 	if q.limit <= 0 {
 		return 0
@@ -230,7 +233,7 @@ func (q *Quantiles) room(s *bins) int {
 }
 
 // makeNeg makes the store of negative values; under a cap that has no room left for it and
-// its word, the store of positive values gives that up (shrink).
+// its least buffer, the store of positive values gives that up (shrink).
 func (q *Quantiles) makeNeg() {
 	if q.limit > 0 {
 		q.pos.shrink(q.Bytes() + binsBytes + minBuffer - q.limit)
@@ -380,9 +383,9 @@ func (s *bins) bump(i int32, c uint64) bool {
 }
 
 // grow adds c to bin i when bump cannot: it extends the run to i or widens its counts. With
-// room > 0 the buffer takes at most room bytes (or what it has, or a word, if more): what
-// does not fit there collapses the run's lowest bins into the lowest it keeps (see
-// Quantiles.Cap).
+// room > 0 the buffer takes at most room bytes (or what it has, or the least buffer, if
+// more): what does not fit there collapses the run's lowest bins into the lowest it keeps
+// (see Quantiles.Cap).
 func (s *bins) grow(i int32, c uint64, room int) {
 	if s.collapsed && i < s.lo {
 		if i = s.lo; s.bump(i, c) {
@@ -411,14 +414,18 @@ func (s *bins) growWithin(i int32, c uint64, room int) {
 		x += s.getAt(i)
 	}
 	w := max(s.width, widthFor(x))
-	size := binBytes(int(hi-lo)+1, w)
-	if avail := max(cap(s.b), bytesWithin(room), minBuffer); size > avail {
-		s.collapse(i, c, hi, w, avail)
-		return
+	// Most adds that come here need no room: bump reads a word at a time, so it leaves
+	// every add to a run shorter than a word to grow.
+	if size := binBytes(int(hi-lo)+1, w); size > cap(s.b) {
+		if avail := max(cap(s.b), bytesWithin(room), minBuffer); size > avail {
+			s.collapse(i, c, hi, w, avail)
+			return
+		}
 	}
-	if s.width == 0 {
+	switch {
+	case s.width == 0:
 		s.layout(i, 1, w)
-	} else {
+	case lo != s.lo || int(hi-lo)+1 != s.len() || w != s.width:
 		s.layout(lo, int(hi-lo)+1, w)
 	}
 	s.set(int(i-s.lo), x)
@@ -464,8 +471,8 @@ func (s *bins) collapse(i int32, c uint64, hi int32, w uint8, avail int) {
 	}
 }
 
-// shrink lays the run out in a buffer by bytes smaller than its own, a word at least: in a
-// buffer of its exact size if that is enough, else collapsed (see collapse).
+// shrink lays the run out in a buffer by bytes smaller than its own, the least buffer at
+// least: in a buffer of its exact size if that is enough, else collapsed (see collapse).
 func (s *bins) shrink(by int) {
 	if by <= 0 || s.width == 0 {
 		return

@@ -35,7 +35,7 @@ type budget struct {
 // seriesOverhead is a series' heap besides its label values and wheels: the series, its
 // labels slice header and its map entry (the map grows by doubling: measured by
 // TestMaxBytes and BenchmarkMaxBytes20Rules).
-const seriesOverhead = int64(unsafe.Sizeof(Series{})) + 176
+const seriesOverhead = int64(unsafe.Sizeof(Series{})) + 64
 
 // Heap a series takes for a second writing shard: the table of the other shards' parts
 // (once) and each such part.

@@ -3,7 +3,9 @@ package store
 import (
 	"encoding/binary"
 	"fmt"
+	"os"
 	"runtime"
+	"strings"
 	"testing"
 
 	"github.com/logwindow/logwindow_exporter/config"
@@ -312,6 +314,67 @@ func TestMaxBytesCountsSketches(t *testing.T) {
 			runtime.KeepAlive(set)
 		})
 	}
+}
+
+// BenchmarkMaxBytesSketches is TestMaxBytesCountsSketches' full load, one kind at a time
+// and the three together (run one per process, as -bench 'Sketches/top' does, for the
+// RSS): the bound, what the store counts, the heap the series take, and the process' RSS
+// above what it was before, now and at its peak.
+func BenchmarkMaxBytesSketches(b *testing.B) {
+	const MiB = 1 << 20
+	cfg, err := config.Parse([]byte(sketchRules), "rules.yaml")
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name  string
+		bound int64
+		ld    sketchLoad
+	}{
+		{"quantiles", 64 * MiB, sketchLoad{quantileHosts: 1000}},
+		{"top", 64 * MiB, sketchLoad{topHosts: 3, topItems: 1000}},
+		{"distinct", 16 * MiB, sketchLoad{distinctHosts: 3, distinctItemsPerSlot: 13000}},
+		{"all_three", 64 * MiB, sketchLoad{quantileHosts: 1000, topHosts: 3, topItems: 1000, distinctHosts: 2, distinctItemsPerSlot: 13000}},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			for b.Loop() {
+				rss0, _ := rss()
+				base := heap()
+				set, err := NewSetWith(cfg, nil, SetOptions{MaxBytes: tc.bound})
+				if err != nil {
+					b.Fatal(err)
+				}
+				writeSketchLoad(b, cfg, set, 1_700_000_000, tc.ld)
+				grown := heap() - base
+				now, peak := rss()
+				b.ReportMetric(mib(tc.bound), "bound-MiB")
+				b.ReportMetric(mib(set.MemoryUsed()), "counted-MiB")
+				b.ReportMetric(mib(int64(grown)), "heap-MiB")
+				b.ReportMetric(mib(now-rss0), "rss-MiB")
+				b.ReportMetric(mib(peak-rss0), "peak-rss-MiB")
+				runtime.KeepAlive(set)
+			}
+		})
+	}
+}
+
+// rss is the process' resident memory now and at its peak (VmRSS, VmHWM), 0 where /proc
+// does not say.
+func rss() (now, peak int64) {
+	status, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0, 0
+	}
+	for line := range strings.Lines(string(status)) {
+		var kb int64
+		if _, err := fmt.Sscanf(line, "VmRSS: %d kB", &kb); err == nil {
+			now = kb << 10
+		}
+		if _, err := fmt.Sscanf(line, "VmHWM: %d kB", &kb); err == nil {
+			peak = kb << 10
+		}
+	}
+	return now, peak
 }
 
 func mib(n int64) float64 { return float64(n) / (1 << 20) }
