@@ -56,6 +56,14 @@
 // is Reset: a sketch shrinks to its exact size then. A layout without summaries has no
 // summary wheels and its Add is the float path alone.
 //
+// A summary says what it holds (Summary.Bytes), so that a series says what it takes
+// (Series.Bytes): a new one takes Layout.SeriesBytes, which counts each summary slot at its
+// kind's Floor, and each Add hands what the summaries it touched grew or shrank by beyond
+// their floors to the layout's Account (Options.Account), which says how much room is
+// left. Near the end of that room the series caps the summaries it adds to or merges into
+// (Capper), so that past it a summary is coarsened (each kind says how) instead of
+// growing; the floors, counted from the start, let every slot still have one.
+//
 // # Time
 //
 // Nothing here reads a clock: every call passes the current second (Unix seconds), and a

@@ -227,37 +227,37 @@ func (r *summaryRings) summarize(l *Layout, i int, v float64, items [][]byte) {
 		if kind.Item > 0 {
 			item = items[kind.Item-1]
 		}
+		if r.room < capBelow {
+			r.capped(sum, l.floors[k], func() { sum.Add(v, item) })
+			continue
+		}
 		before := sum.Bytes()
-		capped := r.capTo(sum, before, l.floors[k])
 		sum.Add(v, item)
-		r.grew(sum, before, l.floors[k], capped)
+		if after := sum.Bytes(); after != before {
+			r.grew(before, after, l.floors[k])
+		}
 	}
 }
 
-// capTo caps sum, which holds before bytes, to what it may take when the room is short
-// (see Capper): the room left, beyond its floor, which its slot was charged from the start.
-// It reports whether it did, so that grew lifts the cap.
-func (r *summaryRings) capTo(sum Summary, before, floor int) bool {
-	if r.room >= capBelow {
-		return false
-	}
+// capped runs op on sum capped (Capper) to what it may take with the room short: the room
+// left, beyond its floor, which its slot was charged from the start; and counts what it
+// grew by.
+func (r *summaryRings) capped(sum Summary, floor int, op func()) {
+	before := sum.Bytes()
 	c, ok := sum.(Capper)
 	if ok {
 		c.Cap(max(before, floor) + int(max(r.room, 0)))
 	}
-	return ok
+	op()
+	if ok {
+		c.Cap(0)
+	}
+	r.grew(before, sum.Bytes(), floor)
 }
 
-// grew lifts the cap capTo set, and counts what sum grew by since it held before bytes:
+// grew counts what a summary of the given floor grew by from before to after bytes:
 // beyond its floor, what its slot was charged already.
-func (r *summaryRings) grew(sum Summary, before, floor int, capped bool) {
-	if capped {
-		sum.(Capper).Cap(0)
-	}
-	after := sum.Bytes()
-	if after == before {
-		return
-	}
+func (r *summaryRings) grew(before, after, floor int) {
 	d := int64(max(after, floor) - max(before, floor))
 	r.delta += d
 	r.room -= max(d, 0) // what is given back waits for the next Add's Room
@@ -360,14 +360,22 @@ func (r *summaryRings) put(l *Layout, i int, v float64, items [][]byte, from []S
 			into = l.kinds[k].New()
 			r.sums[i+k] = into
 		}
-		before := into.Bytes()
-		capped := r.capTo(into, before, l.floors[k])
-		if a, ok := into.(Absorber); ok {
-			a.Absorb(sum)
-		} else {
-			into.Merge(sum)
+		if r.room < capBelow {
+			r.capped(into, l.floors[k], func() { absorb(into, sum) })
+			continue
 		}
-		r.grew(into, before, l.floors[k], capped)
+		before := into.Bytes()
+		absorb(into, sum)
+		r.grew(before, into.Bytes(), l.floors[k])
+	}
+}
+
+// absorb merges from into a summary the wheels keep: with Absorb if it is an Absorber.
+func absorb(into, from Summary) {
+	if a, ok := into.(Absorber); ok {
+		a.Absorb(from)
+	} else {
+		into.Merge(from)
 	}
 }
 
@@ -409,7 +417,7 @@ func (s *Series) advance(t int64) {
 				if sealer, ok := sum.(Sealer); ok {
 					before := sum.Bytes()
 					sealer.Seal()
-					s.rings.grew(sum, before, l.floors[k], false)
+					s.rings.grew(before, sum.Bytes(), l.floors[k])
 				}
 			}
 		}
@@ -418,7 +426,7 @@ func (s *Series) advance(t int64) {
 				if sum != nil {
 					before := sum.Bytes()
 					sum.Reset()
-					s.rings.grew(sum, before, l.floors[k], false)
+					s.rings.grew(before, sum.Bytes(), l.floors[k])
 				}
 			}
 		}

@@ -2,6 +2,11 @@
 // that are not a sum: a quantile sketch with a relative-error guarantee, exact counts over
 // fixed histogram buckets, and distinct counts (Distinct). All implement windows.Summary.
 //
+// Each says what it holds (Bytes, as the allocator rounds it), and all but Buckets, which
+// never grow, can be held to a size (windows.Capper): past the memory bound a sketch is
+// coarsened instead of growing, each kind in the way its Cap says, and keeps the bound its
+// Cap states. A kind's Floor is the least it works in.
+//
 // # Quantiles
 //
 // Quantiles is a log-linear bucket array, the mapping of DDSketch: a value v > 0 falls in
