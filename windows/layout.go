@@ -56,6 +56,14 @@
 // is Reset: a sketch shrinks to its exact size then. A layout without summaries has no
 // summary wheels and its Add is the float path alone.
 //
+// A summary says what it holds (Summary.Bytes), so that a series says what it takes
+// (Series.Bytes): a new one takes Layout.SeriesBytes, which counts each summary slot at its
+// kind's Floor, and each Add hands what the summaries it touched grew or shrank by beyond
+// their floors to the layout's Account (Options.Account), which says how much room is
+// left. Near the end of that room the series caps the summaries it adds to or merges into
+// (Capper), so that past it a summary is coarsened (each kind says how) instead of
+// growing; the floors, counted from the start, let every slot still have one.
+//
 // # Time
 //
 // Nothing here reads a clock: every call passes the current second (Unix seconds), and a
@@ -138,6 +146,29 @@ type Summary interface {
 	Merge(from Summary)
 	// Reset empties the summary; it may keep its memory for the next slot.
 	Reset()
+	// Bytes is the heap the summary holds, itself included, as the allocator rounds it
+	// (HeapBytes), in constant time: what its series is charged for it (see Account).
+	Bytes() int
+}
+
+// Capper is a Summary that can be held to a size. Near the memory bound (see Account) the
+// series calls Cap(n) before it adds to one of its slots' summaries or merges into it, and
+// Cap(0) after: in between the summary takes no more than n bytes in all (Bytes), or than
+// it holds if that is more, coarsening what it keeps instead of growing. Each kind says how
+// and what it then guarantees.
+type Capper interface {
+	Cap(n int)
+}
+
+// Account is what the series of a layout charge the growth of their summaries to, and what
+// says how far they may grow: a series calls Room once per Add, and Charge with what its
+// summaries grew or shrank by, before Add returns. Both may be called from any goroutine.
+type Account interface {
+	// Charge adds n bytes to what the series hold; n < 0 gives them back.
+	Charge(n int64)
+	// Room is how many more bytes the series may take, math.MaxInt64 without a bound; it
+	// may be negative when others took more.
+	Room() int64
 }
 
 // Sealer is a Summary that can make itself smaller once its slot is no longer the newest of
@@ -165,6 +196,11 @@ type SummaryKind struct {
 	// distinct count reads the text it counts, a top-values summary the value it ranks.
 	// 0 gives it nil: the summary reads values only.
 	Item int
+	// Floor is what a summary of the kind may always hold, bound or not: a series is
+	// charged it for each of its summary slots from the start (Layout.SeriesBytes), so that
+	// at the bound every slot still gets a summary of at least that size (Capper). It is
+	// at least what an empty one holds.
+	Floor int
 }
 
 // Options chooses what a slot keeps besides the sum of values.
@@ -177,6 +213,8 @@ type Options struct {
 	// Summaries are kept per slot of wheels of their own, coarser than those of the
 	// floats (see summaryGrid), and read with Series.ReadSummaries in this order.
 	Summaries []SummaryKind
+	// Account, when not nil, is charged the growth of the series' summaries, and bounds it.
+	Account Account
 }
 
 // Layout is the shape shared by every series of a rule: its windows and the wheels that
@@ -195,6 +233,11 @@ type Layout struct {
 	kinds     []SummaryKind
 	sumWheels []wheel
 	sumSize   int
+	// floors are the kinds' floors (at least an empty summary's bytes); account is
+	// Options.Account; bytes is what a new series takes (SeriesBytes).
+	floors  []int
+	account Account
+	bytes   int
 }
 
 // wheel is one ring of slots of a Series.
@@ -247,9 +290,21 @@ func NewLayout(windows []time.Duration, opts Options) (*Layout, error) {
 		l.longest = max(l.longest, l.secs[i])
 	}
 	l.wheels, l.size = l.buildWheels(&valueGrid, l.stride)
+	l.bytes = HeapBytes(int(unsafe.Sizeof(Series{}))) + HeapBytes(8*l.size)
 	if len(opts.Summaries) > 0 {
 		l.kinds = slices.Clone(opts.Summaries)
 		l.sumWheels, l.sumSize = l.buildWheels(&summaryGrid, len(l.kinds))
+		l.account = opts.Account
+		l.bytes += HeapBytes(int(unsafe.Sizeof(summaryRings{}))) + HeapBytes(int(unsafe.Sizeof(Summary(nil)))*l.sumSize)
+		slots := l.sumSize / len(l.kinds)
+		for _, kind := range l.kinds {
+			floor := kind.Floor
+			if kind.New != nil {
+				floor = max(floor, kind.New().Bytes())
+			}
+			l.floors = append(l.floors, floor)
+			l.bytes += slots * floor
+		}
 	}
 	return l, nil
 }
@@ -289,8 +344,55 @@ func (l *Layout) Windows() []time.Duration { return slices.Clone(l.windows) }
 // series idle for that long holds nothing.
 func (l *Layout) Longest() int64 { return l.longest }
 
-// SeriesBytes is the heap a Series of l takes with its float wheels, not counting the
-// summaries its slots create as values come (their size depends on the values).
-func (l *Layout) SeriesBytes() int {
-	return int(unsafe.Sizeof(Series{})) + 8*l.size
+// SeriesBytes is the heap a new Series of l takes: its float wheels and, with summaries,
+// their slots, each counted at its kind's Floor. Series.Bytes says what it takes as its
+// summaries grow.
+func (l *Layout) SeriesBytes() int { return l.bytes }
+
+// HeapBytes is the heap an allocation of n bytes takes: n rounded up to the allocator's
+// size class, or to whole pages past the largest class. Objects under 16 bytes without
+// pointers (short texts, a few bytes of counts) share 16-byte blocks, which one of them
+// keeps whole while it lives: they are counted at a block.
+func HeapBytes(n int) int {
+	switch {
+	case n <= 0:
+		return 0
+	case n < 16:
+		return 16
+	case n <= smallMax:
+		return int(classBy8[(n+7)>>3])
+	case n <= largestClass:
+		return int(classBy128[(n-smallMax+127)>>7])
+	}
+	return (n + pageSize - 1) &^ (pageSize - 1)
 }
+
+// pageSize is the allocator's page, to which a large object is rounded up.
+const pageSize = 8192
+
+// classBy8 and classBy128 map a size to its class as the allocator's own tables do: up to
+// smallMax bytes by steps of 8, beyond by steps of 128, so that HeapBytes, which every
+// summary's Bytes calls on every add, is a load.
+const smallMax, largestClass = 1024, 32768
+
+var classBy8, classBy128 = func() (by8 [smallMax/8 + 1]uint16, by128 [(largestClass-smallMax)/128 + 1]uint16) {
+	class := func(n int) uint16 {
+		i, _ := slices.BinarySearch(sizeClasses[:], n)
+		return uint16(sizeClasses[i])
+	}
+	for i := range by8 {
+		by8[i] = class(i * 8)
+	}
+	for i := range by128 {
+		by128[i] = class(smallMax + i*128)
+	}
+	return by8, by128
+}()
+
+// sizeClasses are the Go allocator's size classes (internal/runtime/gc/sizeclasses.go);
+// TestHeapBytes holds them to what the heap measures.
+var sizeClasses = [...]int{8, 16, 24, 32, 48, 64, 80, 96, 112, 128, 144, 160, 176, 192, 208,
+	224, 240, 256, 288, 320, 352, 384, 416, 448, 480, 512, 576, 640, 704, 768, 896, 1024,
+	1152, 1280, 1408, 1536, 1792, 2048, 2304, 2688, 3072, 3200, 3456, 4096, 4864, 5376, 6144,
+	6528, 6784, 6912, 8192, 9472, 9728, 10240, 10880, 12288, 13568, 14336, 16384, 18432,
+	19072, 20480, 21760, 24576, 27264, 28672, 32768}

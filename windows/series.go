@@ -74,7 +74,18 @@ type summaryRings struct {
 	head [len(grid{})]int32
 	// open holds, per wheel but the coarsest, its open slot (see place).
 	open [len(grid{}) - 1]openSlot
+	// grown is what the summaries take beyond their floors, which the layout's bytes count
+	// for every slot: the series takes layout.bytes + grown (see Series.Bytes).
+	grown int64
+	// During an Add: room is what the account may still give (Account.Room less what the
+	// Add took so far), delta what the summaries grew by, charged when the Add ends.
+	room, delta int64
 }
+
+// capBelow is the room under which the series caps every summary it adds to or merges
+// into (Capper): above it no single add or merge of the usual sizes can pass the bound,
+// so a summary grows freely and the series spares the calls.
+const capBelow = 4 << 20
 
 // openSlot is the newest slot of a summary wheel that events or merges were placed in: the
 // slot numbered slot, at ring index idx; slot is never before the first. While pending, the
@@ -140,6 +151,14 @@ func (s *Series) addSlow(now, at int64, v float64, items [][]byte) Placement {
 		// the series would stay frozen at its old second, dropping current events as late.
 		s.t, s.last = never, never
 	}
+	l := s.layout
+	if s.rings != nil {
+		s.rings.room = math.MaxInt64
+		if l.account != nil {
+			s.rings.room = l.account.Room()
+		}
+		defer s.rings.charge(l)
+	}
 	if now > s.t {
 		s.advance(now)
 	}
@@ -147,7 +166,6 @@ func (s *Series) addSlow(now, at int64, v float64, items [][]byte) Placement {
 	if at > now {
 		at, p = now, Future
 	}
-	l := s.layout
 	if at <= s.t-l.longest {
 		return Late
 	}
@@ -200,15 +218,61 @@ func (w *wheel) slotOf(head int32, back int64) (int, bool) {
 // on the slot's first event.
 func (r *summaryRings) summarize(l *Layout, i int, v float64, items [][]byte) {
 	for k, kind := range l.kinds {
-		if r.sums[i+k] == nil {
-			r.sums[i+k] = kind.New()
+		sum := r.sums[i+k]
+		if sum == nil {
+			sum = kind.New()
+			r.sums[i+k] = sum
 		}
 		var item []byte
 		if kind.Item > 0 {
 			item = items[kind.Item-1]
 		}
-		r.sums[i+k].Add(v, item)
+		if r.room < capBelow {
+			r.capped(sum, l.floors[k], func() { sum.Add(v, item) })
+			continue
+		}
+		before := sum.Bytes()
+		sum.Add(v, item)
+		if after := sum.Bytes(); after != before {
+			r.grew(before, after, l.floors[k])
+		}
 	}
+}
+
+// capped runs op on sum capped (Capper) to what it may take with the room short: the room
+// left, beyond its floor, which its slot was charged from the start; and counts what it
+// grew by.
+func (r *summaryRings) capped(sum Summary, floor int, op func()) {
+	before := sum.Bytes()
+	c, ok := sum.(Capper)
+	if ok {
+		c.Cap(max(before, floor) + int(max(r.room, 0)))
+	}
+	op()
+	if ok {
+		c.Cap(0)
+	}
+	r.grew(before, sum.Bytes(), floor)
+}
+
+// grew counts what a summary of the given floor grew by from before to after bytes:
+// beyond its floor, what its slot was charged already.
+func (r *summaryRings) grew(before, after, floor int) {
+	d := int64(max(after, floor) - max(before, floor))
+	r.delta += d
+	r.room -= max(d, 0) // what is given back waits for the next Add's Room
+}
+
+// charge hands what the summaries grew by during an Add to the account.
+func (r *summaryRings) charge(l *Layout) {
+	if r.delta == 0 {
+		return
+	}
+	r.grown += r.delta
+	if l.account != nil {
+		l.account.Charge(r.delta)
+	}
+	r.delta = 0
 }
 
 // place adds an event of second at (value v, items; from nil) to the slot of wheel i that
@@ -291,14 +355,27 @@ func (r *summaryRings) put(l *Layout, i int, v float64, items [][]byte, from []S
 		if sum == nil {
 			continue
 		}
-		if r.sums[i+k] == nil {
-			r.sums[i+k] = l.kinds[k].New()
+		into := r.sums[i+k]
+		if into == nil {
+			into = l.kinds[k].New()
+			r.sums[i+k] = into
 		}
-		if a, ok := r.sums[i+k].(Absorber); ok {
-			a.Absorb(sum)
-		} else {
-			r.sums[i+k].Merge(sum)
+		if r.room < capBelow {
+			r.capped(into, l.floors[k], func() { absorb(into, sum) })
+			continue
 		}
+		before := into.Bytes()
+		absorb(into, sum)
+		r.grew(before, into.Bytes(), l.floors[k])
+	}
+}
+
+// absorb merges from into a summary the wheels keep: with Absorb if it is an Absorber.
+func absorb(into, from Summary) {
+	if a, ok := into.(Absorber); ok {
+		a.Absorb(from)
+	} else {
+		into.Merge(from)
 	}
 }
 
@@ -336,16 +413,20 @@ func (s *Series) advance(t int64) {
 		first, n := w.move(&s.rings.head[i], s.t, t)
 		if n > 0 && n < w.n {
 			// The slot the head left is kept: it is closed.
-			for _, sum := range s.rings.sums[w.off+int(closed)*len(l.kinds):][:len(l.kinds)] {
+			for k, sum := range s.rings.sums[w.off+int(closed)*len(l.kinds):][:len(l.kinds)] {
 				if sealer, ok := sum.(Sealer); ok {
+					before := sum.Bytes()
 					sealer.Seal()
+					s.rings.grew(before, sum.Bytes(), l.floors[k])
 				}
 			}
 		}
 		for j := range n {
-			for _, sum := range s.rings.sums[w.off+w.index(first+j)*len(l.kinds):][:len(l.kinds)] {
+			for k, sum := range s.rings.sums[w.off+w.index(first+j)*len(l.kinds):][:len(l.kinds)] {
 				if sum != nil {
+					before := sum.Bytes()
 					sum.Reset()
+					s.rings.grew(before, sum.Bytes(), l.floors[k])
 				}
 			}
 		}
@@ -600,6 +681,19 @@ func (a *slot) prorate(d []float64, l *Layout, part float64) {
 // by the longest window or more) that every event held is after every window at now.
 func (s *Series) wentBack(now int64) bool {
 	return s.t != never && now <= s.t-s.layout.longest
+}
+
+// Bytes is the heap the series takes: what a new one takes (Layout.SeriesBytes) and what
+// its summaries grew by beyond their floors since. It is what the layout's Account was
+// charged for the series on top of SeriesBytes.
+func (s *Series) Bytes() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := int64(s.layout.bytes)
+	if s.rings != nil {
+		n += s.rings.grown
+	}
+	return n
 }
 
 // LastAdd returns the newest event second placed, or math.MinInt64 if none was: a series

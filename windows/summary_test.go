@@ -2,11 +2,13 @@ package windows
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"strconv"
 	"testing"
 	"time"
+	"unsafe"
 )
 
 // bag is the exact summary: it keeps every value, so a read shows precisely which events
@@ -38,6 +40,7 @@ func (b *bag) Add(v float64, item []byte) {
 
 func (b *bag) Merge(from Summary) { b.vs = append(b.vs, from.(*bag).vs...) }
 func (b *bag) Reset()             { b.vs, b.sealed = b.vs[:0], false }
+func (b *bag) Bytes() int         { return HeapBytes(int(unsafe.Sizeof(bag{}))) + HeapBytes(8*cap(b.vs)) }
 
 // Seal moves the values to a slice of their exact size, as a summary shrinking would.
 func (b *bag) Seal() { b.vs, b.sealed = slices.Clone(b.vs), true }
@@ -199,4 +202,123 @@ func TestSummarySeal(t *testing.T) {
 			}
 		})
 	}
+}
+
+// capBag is a bag that can be capped (Capper): past its cap it keeps no more values, and
+// counts those it turned away. limit is the cap in force, 0 between the series' calls.
+// Reset lets its memory go.
+type capBag struct {
+	bag
+	limit   int
+	refused int
+}
+
+var bagCapped = SummaryKind{New: func() Summary { return &capBag{} }, Floor: 200}
+
+func (b *capBag) Add(v float64, item []byte) {
+	if b.limit > 0 && len(b.vs) == cap(b.vs) && b.grownBytes() > b.limit {
+		b.refused++
+		return
+	}
+	b.bag.Add(v, item)
+}
+
+func (b *capBag) Merge(from Summary) {
+	for _, v := range from.(*capBag).vs {
+		b.Add(v, nil)
+	}
+}
+
+func (b *capBag) Cap(n int)  { b.limit = n }
+func (b *capBag) Bytes() int { return HeapBytes(int(unsafe.Sizeof(capBag{}))) + HeapBytes(8*cap(b.vs)) }
+func (b *capBag) Seal()      { b.bag.Seal() }
+func (b *capBag) Reset()     { *b = capBag{} }
+func (b *capBag) grownBytes() int {
+	return HeapBytes(int(unsafe.Sizeof(capBag{}))) + HeapBytes(8*cap(append(b.vs[:len(b.vs):len(b.vs)], 0)))
+}
+
+// account is an Account with a bound: what Charge was given, and the room left under it.
+type account struct{ used, bound int64 }
+
+func (a *account) Charge(n int64) { a.used += n }
+func (a *account) Room() int64 {
+	if a.bound == 0 {
+		return math.MaxInt64
+	}
+	return a.bound - a.used
+}
+
+// TestSummaryAccounting runs the reference streams through a series whose summaries grow
+// with their values, charging an account: after every Add, what the account was charged
+// is what the series says it grew by (Bytes less SeriesBytes), which is what its slots'
+// summaries take beyond their floors; no cap outlives the call that set it; and under a
+// bound, summaries that can be capped never take the account past it.
+func TestSummaryAccounting(t *testing.T) {
+	cases := 10
+	if testing.Short() || raceEnabled {
+		cases = 2
+	}
+	for _, bound := range []int64{0, 1 << 20, 16 << 10} {
+		kinds := []SummaryKind{bagOfValues, bagCapped}
+		if bound > 0 {
+			kinds = []SummaryKind{bagCapped, bagCapped}
+		}
+		refused := 0
+		for _, g := range generators {
+			for _, lay := range referenceLayouts {
+				t.Run(fmt.Sprintf("%s/%s/bound %d", g.name, lay.name, bound), func(t *testing.T) {
+					acct := &account{bound: bound}
+					l, err := NewLayout(lay.windows, Options{Summaries: kinds, Account: acct})
+					if err != nil {
+						t.Fatal(err)
+					}
+					for c := range cases {
+						r := rand.New(rand.NewPCG(uint64(c), uint64(len(g.name))))
+						s := l.NewSeries()
+						acct.used = 0
+						for i, o := range g.gen(r, l.Longest()) {
+							if o.read {
+								continue
+							}
+							s.AddItems(o.now, o.at, o.v, [][]byte{nil})
+							if err := checkAccount(s, acct); err != nil {
+								t.Fatalf("case %d op %d: %v", c, i, err)
+							}
+						}
+						for _, sum := range s.rings.sums {
+							if b, ok := sum.(*capBag); ok {
+								refused += b.refused
+							}
+						}
+					}
+				})
+			}
+		}
+		if bound == 16<<10 && refused == 0 {
+			t.Errorf("under a bound of %d bytes no summary was capped", bound)
+		}
+	}
+}
+
+// checkAccount compares what the series' summaries take with what acct was charged.
+func checkAccount(s *Series, acct *account) error {
+	l := s.layout
+	var held int64
+	for i, sum := range s.rings.sums {
+		k := i % len(l.kinds)
+		if sum == nil {
+			continue
+		}
+		held += int64(max(sum.Bytes(), l.floors[k]) - l.floors[k])
+		if b, ok := sum.(*capBag); ok && b.limit != 0 {
+			return fmt.Errorf("slot %d keeps its cap of %d bytes after the Add", i, b.limit)
+		}
+	}
+	if grown := s.Bytes() - int64(l.SeriesBytes()); grown != held || acct.used != held {
+		return fmt.Errorf("the slots hold %d bytes beyond their floors; the series says %d, the account was charged %d", held, grown, acct.used)
+	}
+	if acct.bound > 0 && acct.used > acct.bound {
+		return fmt.Errorf("the account was charged %d bytes, past its bound of %d", acct.used, acct.bound)
+	}
+	return nil
 }

@@ -3,6 +3,8 @@ package windows
 import (
 	"errors"
 	"math"
+	"runtime"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -266,4 +268,46 @@ func TestConcurrentAddRead(t *testing.T) {
 			t.Errorf("window %v: %+v, want %d events, max %d, min 0", l.Windows()[i], st, adders*perEach, adders-1)
 		}
 	}
+}
+
+// TestHeapBytes holds HeapBytes to what the allocator takes: the heap many allocations of
+// a size grow by, per allocation, is what HeapBytes says, or for the objects under 16
+// bytes, which share blocks, at most that.
+func TestHeapBytes(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector's shadow memory is not the heap")
+	}
+	for _, n := range []int{1, 3, 8, 9, 15, 16, 17, 100, 500, 1000, 1025, 5000, 20000, 32768, 32769, 70000} {
+		count := min(max(4<<20/n, 50), 20000)
+		keep := make([][]byte, count)
+		before := liveHeap()
+		for i := range keep {
+			keep[i] = make([]byte, n)
+		}
+		per := float64(liveHeap()-before) / float64(count)
+		runtime.KeepAlive(keep)
+		if n < 16 && per <= float64(HeapBytes(n)) {
+			continue
+		}
+		if math.Abs(per-float64(HeapBytes(n))) > 0.5 {
+			t.Errorf("%d bytes: the heap grew by %.1f per allocation, HeapBytes says %d", n, per, HeapBytes(n))
+		}
+	}
+	// Its tables agree with the classes at every size.
+	for n := 16; n <= 40000; n++ {
+		want := (n + pageSize - 1) &^ (pageSize - 1)
+		if i := slices.IndexFunc(sizeClasses[:], func(c int) bool { return c >= n }); i >= 0 {
+			want = sizeClasses[i]
+		}
+		if got := HeapBytes(n); got != want {
+			t.Fatalf("HeapBytes(%d) = %d, want %d", n, got, want)
+		}
+	}
+}
+
+func liveHeap() int64 {
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return int64(m.HeapAlloc)
 }

@@ -128,3 +128,53 @@ func heapInUse() int64 {
 }
 
 func mb(b int64) float64 { return float64(b) / 1e6 }
+
+// The partial messages a cri input holds count in the memory of the series
+// (logwindow_series_bytes, which --series.max-bytes bounds): by what the joiner holds,
+// given back when their files go and when the input stops.
+func TestCRIPartialsCountInTheMemory(t *testing.T) {
+	dir := t.TempDir()
+	p, in := startCRI(t, filepath.Join(dir, "*.log"), "rules: [{name: lines, match: x}]\n",
+		Options{Now: time.Now, RotationGrace: 10 * time.Millisecond, PollInterval: 50 * time.Millisecond})
+	set := p.gen.Load().set
+	base := set.MemoryUsed()
+	line := []byte("2024-03-01T12:00:00Z stdout P " + strings.Repeat("x", 10_000) + "\n")
+	const files = 20
+	for i := range files {
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("%02d.log", i)), line, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	counted := func(want func(held, used int64) bool) (held, used int64) {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			held, used = in.cri.HeldBytes(), set.MemoryUsed()-base
+			if want(held, used) || time.Now().After(deadline) {
+				return held, used
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	if held, used := counted(func(held, used int64) bool { return held > files*10_000 && used == held }); held <= files*10_000 || used != held {
+		t.Fatalf("the joiner holds %d bytes, the memory counts %d of them", held, used)
+	}
+	for i := range files / 2 {
+		if err := os.Remove(filepath.Join(dir, fmt.Sprintf("%02d.log", i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if held, used := counted(func(held, used int64) bool { return held < files/2*11_000 && used == held }); held >= files/2*11_000 || used != held {
+		t.Fatalf("half the files deleted: the joiner holds %d bytes, the memory counts %d of them", held, used)
+	}
+	cfg, err := config.Parse([]byte("rules: [{name: lines, match: x}]\n"), "rules.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Reload(cfg); err != nil {
+		t.Fatal(err)
+	}
+	if used := p.gen.Load().set.MemoryUsed() - base; used != 0 {
+		t.Fatalf("the input stopped: the memory still counts %d bytes of it", used)
+	}
+}

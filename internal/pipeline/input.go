@@ -38,6 +38,11 @@ type stream struct {
 	// follower's goroutine only. tooLong counts joined messages past the line cap.
 	cri     *cri.Joiner
 	tooLong atomic.Uint64
+	// hold charges the memory bound (store.Set.Hold) with what the joiner's partial
+	// messages take, held what it was charged so far: a running input's (nil in a replay),
+	// used by its reading goroutine, and by stopInputs once it stopped.
+	hold func(n int64)
+	held int64
 	// chunked: a follower reads the clock once per chunk it reads (follow.Options.Chunk)
 	// into processing and wall, used by the reading goroutine only; a socket input reads
 	// it per datagram.
@@ -63,6 +68,7 @@ func (in *stream) unwrap(path string, line []byte) (msg, wrapperTime []byte, ok 
 		return line, nil, true
 	}
 	msg, wrapperTime, r := in.cri.Feed(path, line)
+	in.chargeHeld()
 	switch r {
 	case cri.Malformed:
 		in.malformed.Add(1)
@@ -77,7 +83,26 @@ func (in *stream) unwrap(path string, line []byte) (msg, wrapperTime []byte, ok 
 // with, so that their partial messages are forgotten.
 func (in *stream) joinOptions(o *follow.Options) {
 	if in.cri != nil {
-		o.TooLong, o.Closed = in.cri.Dropped, in.cri.Release
+		o.TooLong = func(path string, head []byte) {
+			in.cri.Dropped(path, head)
+			in.chargeHeld()
+		}
+		o.Closed = func(path string) {
+			in.cri.Release(path)
+			in.chargeHeld()
+		}
+	}
+}
+
+// chargeHeld charges hold with what the joiner's partial messages grew or shrank by since
+// the last call: two loads a line when they did not change.
+func (in *stream) chargeHeld() {
+	if in.hold == nil {
+		return
+	}
+	if n := in.cri.HeldBytes(); n != in.held {
+		in.hold(n - in.held)
+		in.held = n
 	}
 }
 
@@ -135,6 +160,9 @@ func (p *Pipeline) stopInputs(keep map[string]bool) {
 	for k, in := range p.inputs {
 		if !keep[k] {
 			in.running.Stop()
+			if in.hold != nil {
+				in.hold(-in.held) // its partial messages go with it
+			}
 			delete(p.inputs, k)
 		}
 	}
@@ -144,6 +172,7 @@ func (p *Pipeline) startInput(ci config.Input) (*stream, error) {
 	in := &stream{source: ci.Source(), label: labelOf(ci)}
 	if ci.Wrapper == config.WrapperCRI {
 		in.cri = cri.New(maxLineBytes(p.opts))
+		in.hold = func(n int64) { p.gen.Load().set.Hold(n) }
 	}
 	if ci.Syslog != "" {
 		l, err := syslog.Listen(syslog.Options{

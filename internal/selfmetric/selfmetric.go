@@ -39,7 +39,7 @@ var (
 		"Matched lines whose new label set was folded into the rule's __overflow__ series because the series of all rules held --series.max-bytes (also counted in logwindow_series_overflow_total).",
 		[]string{"rule"}}
 	SeriesBytes = Metric{"logwindow_series_bytes",
-		"Estimated heap held by the series of all rules (label sets, counters, float wheels; not what quantile, distinct and top summaries add), which --series.max-bytes bounds.",
+		"Heap held by the series of all rules (label sets, counters, float wheels, and every quantile, distinct, top and histogram summary as it grows, each slot counted at least at its floor) and by the partial messages of cri inputs: what --series.max-bytes bounds.",
 		nil}
 	SeriesMaxBytes = Metric{"logwindow_series_max_bytes",
 		"The --series.max-bytes bound; 0 is none.",

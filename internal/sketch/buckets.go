@@ -3,6 +3,7 @@ package sketch
 import (
 	"math"
 	"slices"
+	"unsafe"
 
 	"github.com/logwindow/logwindow_exporter/windows"
 )
@@ -53,6 +54,13 @@ func (b *Buckets) Reset() {
 	clear(b.counts)
 	b.n, b.sum = 0, 0
 }
+
+// Bytes is the heap the buckets hold (windows.Summary): their bounds are their kind's.
+func (b *Buckets) Bytes() int {
+	return bucketsBytes + windows.HeapBytes(8*cap(b.counts))
+}
+
+var bucketsBytes = windows.HeapBytes(int(unsafe.Sizeof(Buckets{})))
 
 // Count returns how many values were added, and Sum their sum.
 func (b *Buckets) Count() uint64 { return b.n }

@@ -128,7 +128,7 @@ func TestDistinctSeal(t *testing.T) {
 			}
 			count := d.Count()
 			d.Seal()
-			if d.regs == nil && len(d.set) != d.n {
+			if d.regs == nil && len(d.set) != int(d.n) {
 				t.Errorf("sealed: %d keys in room for %d", d.n, len(d.set))
 			}
 			if got := d.Count(); got != count {

@@ -2,6 +2,11 @@
 // that are not a sum: a quantile sketch with a relative-error guarantee, exact counts over
 // fixed histogram buckets, and distinct counts (Distinct). All implement windows.Summary.
 //
+// Each says what it holds (Bytes, as the allocator rounds it), and all but Buckets, which
+// never grow, can be held to a size (windows.Capper): past the memory bound a sketch is
+// coarsened instead of growing, each kind in the way its Cap says, and keeps the bound its
+// Cap states. A kind's Floor is the least it works in.
+//
 // # Quantiles
 //
 // Quantiles is a log-linear bucket array, the mapping of DDSketch: a value v > 0 falls in
@@ -27,6 +32,7 @@ import (
 	"encoding/binary"
 	"math"
 	"math/bits"
+	"unsafe"
 
 	"github.com/logwindow/logwindow_exporter/windows"
 )
@@ -91,21 +97,42 @@ type Quantiles struct {
 	neg  *bins
 	zero uint64
 	n    uint64
+	// limit is the cap (windows.Capper) in bytes, 0 for none.
+	limit int
 }
 
-// QuantilesKind makes empty Quantiles for windows.Options.
-var QuantilesKind = windows.SummaryKind{New: func() windows.Summary { return new(Quantiles) }}
+// Heap a sketch takes besides its buffers of counts: itself, and the store of negative
+// values once it has one.
+var (
+	quantilesBytes = windows.HeapBytes(int(unsafe.Sizeof(Quantiles{})))
+	binsBytes      = windows.HeapBytes(int(unsafe.Sizeof(bins{})))
+)
+
+// minBuffer is the least buffer of counts a store may always have, capped or not: 128 bits,
+// the least the allocator gives a buffer (windows.HeapBytes).
+const minBuffer = 16
+
+// QuantilesKind makes empty Quantiles for windows.Options. Its floor holds the least
+// buffer of counts of either sign.
+var QuantilesKind = windows.SummaryKind{
+	New:   func() windows.Summary { return new(Quantiles) },
+	Floor: quantilesBytes + minBuffer + binsBytes + minBuffer,
+}
 
 // Add records v; the sketch reads no item.
 func (q *Quantiles) Add(v float64, _ []byte) {
 	switch {
 	case v > 0:
-		q.pos.add(index(v), 1)
+		if i := index(v); !q.pos.bump(i, 1) {
+			q.pos.grow(i, 1, q.room(&q.pos))
+		}
 	case v < 0:
 		if q.neg == nil {
-			q.neg = new(bins)
+			q.makeNeg()
 		}
-		q.neg.add(index(-v), 1)
+		if i := index(-v); !q.neg.bump(i, 1) {
+			q.neg.grow(i, 1, q.room(q.neg))
+		}
 	case v == 0:
 		q.zero++
 	default:
@@ -145,12 +172,12 @@ func (q *Quantiles) Absorb(from windows.Summary) { q.merge(from, true) }
 
 func (q *Quantiles) merge(from windows.Summary, packed bool) {
 	f := from.(*Quantiles)
-	q.pos.merge(&f.pos, packed)
+	q.pos.merge(&f.pos, packed, q.room(&q.pos))
 	if f.neg != nil {
 		if q.neg == nil {
-			q.neg = new(bins)
+			q.makeNeg()
 		}
-		q.neg.merge(f.neg, packed)
+		q.neg.merge(f.neg, packed, q.room(q.neg))
 	}
 	q.zero += f.zero
 	q.n += f.n
@@ -163,6 +190,60 @@ func (q *Quantiles) Reset() {
 		q.neg.reset()
 	}
 	q.zero, q.n = 0, 0
+}
+
+// Bytes is the heap the sketch holds (windows.Summary).
+func (q *Quantiles) Bytes() int {
+	n := quantilesBytes + windows.HeapBytes(cap(q.pos.b))
+	if q.neg != nil {
+		n += binsBytes + windows.HeapBytes(cap(q.neg.b))
+	}
+	return n
+}
+
+// Cap holds the sketch to n bytes (windows.Capper; 0 lifts the cap): a value whose bin the
+// run of its sign cannot take in that room, or whose count would need wider counts than
+// fit, collapses the run's lowest bins, those of the smallest magnitudes, into the lowest
+// it keeps, as DDSketch's collapsing stores do. From then until Reset, values of smaller
+// magnitude than that bin count in it: they are reported as its value, and the 1 % bound
+// holds for the quantiles of magnitudes at least that bin's. Each sign keeps 16 bytes of
+// counts however small n is (QuantilesKind's floor holds both): the largest values are
+// always told apart from the rest.
+func (q *Quantiles) Cap(n int) { q.limit = n }
+
+// room is how many bytes the buffer of s, a store of q, may take under the cap (0 without
+// one): the cap less the rest of the sketch and what the other sign is still owed of its
+// least buffer (and of its store, while q has no negative value). A store is always let
+// have its least buffer: if the cap has no room for it, the other store gives it up
+// (shrink).
+func (q *Quantiles) room(s *bins) int {
+	if q.limit <= 0 {
+		return 0
+	}
+	other := q.neg
+	if s == q.neg {
+		other = &q.pos
+	}
+	rest := q.Bytes() - windows.HeapBytes(cap(s.b))
+	if other == nil {
+		rest += binsBytes + minBuffer
+	} else {
+		rest += max(minBuffer-windows.HeapBytes(cap(other.b)), 0)
+	}
+	room := q.limit - rest
+	if lack := minBuffer - max(room, windows.HeapBytes(cap(s.b))); lack > 0 && other != nil {
+		other.shrink(lack)
+	}
+	return max(room, minBuffer)
+}
+
+// makeNeg makes the store of negative values; under a cap that has no room left for it and
+// its least buffer, the store of positive values gives that up (shrink).
+func (q *Quantiles) makeNeg() {
+	if q.limit > 0 {
+		q.pos.shrink(q.Bytes() + binsBytes + minBuffer - q.limit)
+	}
+	q.neg = new(bins)
 }
 
 // Seal moves the counts into buffers of exactly their size, the run trimmed to its first
@@ -221,7 +302,10 @@ type bins struct {
 	lo    int32
 	n     uint16 // at most 2·maxIndex+1 bins
 	width uint8  // 0 while empty
-	b     []byte
+	// collapsed: bin lo holds the counts of every lower bin (see Quantiles.Cap), so the run
+	// never extends below it until reset.
+	collapsed bool
+	b         []byte
 }
 
 // maxPacked is the widest packed count: 7 bits of offset in the first byte plus 57 fill an
@@ -278,10 +362,17 @@ func store(b []byte, i uint, x uint64) {
 	}
 }
 
-// add adds c to bin i. The common case, a bin inside the run whose count stays within its
-// width, is one load and one store: c added at the count's offset in the word holding it
-// carries into no other count.
-func (s *bins) add(i int32, c uint64) {
+// add adds c to bin i, its buffer kept within room bytes (0: no bound; see grow).
+func (s *bins) add(i int32, c uint64, room int) {
+	if !s.bump(i, c) {
+		s.grow(i, c, room)
+	}
+}
+
+// bump adds c to bin i if the run holds it and its count stays within its width, and
+// reports whether it did. That is the common case, one load and one store: c added at the
+// count's offset in the word holding it carries into no other count.
+func (s *bins) bump(i int32, c uint64) bool {
 	if j := uint(i - s.lo); s.width != 0 && j < uint(s.n) && s.width < 64 {
 		w := uint(s.width)
 		p := j * w
@@ -289,9 +380,26 @@ func (s *bins) add(i int32, c uint64) {
 			word := binary.LittleEndian.Uint64(s.b[k : k+8 : k+8])
 			if x := word>>(p&7)&(1<<w-1) + c; x >= c && x < 1<<w {
 				binary.LittleEndian.PutUint64(s.b[k:k+8:k+8], word+c<<(p&7))
-				return
+				return true
 			}
 		}
+	}
+	return false
+}
+
+// grow adds c to bin i when bump cannot: it extends the run to i or widens its counts. With
+// room > 0 the buffer takes at most room bytes (or what it has, or the least buffer, if
+// more): what does not fit there collapses the run's lowest bins into the lowest it keeps
+// (see Quantiles.Cap).
+func (s *bins) grow(i int32, c uint64, room int) {
+	if s.collapsed && i < s.lo {
+		if i = s.lo; s.bump(i, c) {
+			return
+		}
+	}
+	if room > 0 {
+		s.growWithin(i, c, room)
+		return
 	}
 	s.cover(i, i)
 	j := int(i - s.lo)
@@ -302,20 +410,125 @@ func (s *bins) add(i int32, c uint64) {
 	s.set(j, x)
 }
 
+// growWithin is grow under a bound of room bytes: the run is laid out to exactly the bins
+// and width it needs when that fits in its buffer or in room, and collapsed otherwise.
+func (s *bins) growWithin(i int32, c uint64, room int) {
+	lo, hi, x := i, i, c
+	if s.width != 0 {
+		lo, hi = min(s.lo, i), max(s.lo+int32(s.len())-1, i)
+		x += s.getAt(i)
+	}
+	w := max(s.width, widthFor(x))
+	// Most adds that come here need no room: bump reads a word at a time, so it leaves
+	// every add to a run shorter than a word to grow.
+	if size := binBytes(int(hi-lo)+1, w); size > cap(s.b) {
+		if avail := max(cap(s.b), bytesWithin(room), minBuffer); size > avail {
+			s.collapse(i, c, hi, w, avail)
+			return
+		}
+	}
+	switch {
+	case s.width == 0:
+		s.layout(i, 1, w)
+	case lo != s.lo || int(hi-lo)+1 != s.len() || w != s.width:
+		s.layout(lo, int(hi-lo)+1, w)
+	}
+	s.set(int(i-s.lo), x)
+}
+
+// collapse adds c to bin i in a run that ends at bin hi and needs counts w bits wide, laid
+// out anew in avail bytes: it keeps the highest bins that fit and counts the lower ones in
+// the lowest it keeps, widening the counts for that sum if needed (and so keeping fewer).
+func (s *bins) collapse(i int32, c uint64, hi int32, w uint8, avail int) {
+	var lo int32
+	var low uint64 // what the lowest kept bin holds
+	for {
+		lo = hi - int32(binsIn(avail, w)) + 1
+		low = 0
+		for b := s.lo; s.width != 0 && b <= lo && b < s.lo+int32(s.len()); b++ {
+			low += s.getAt(b)
+		}
+		if i <= lo {
+			low += c
+		}
+		top := low
+		if i > lo {
+			top = max(top, s.getAt(i)+c)
+		}
+		if wider := widthFor(top); wider > w {
+			w = wider
+			continue
+		}
+		break
+	}
+	old, oldLo, oldN, oldW := s.b, s.lo, s.len(), uint(s.width)
+	s.b, s.lo, s.n, s.width, s.collapsed = make([]byte, binBytes(int(hi-lo)+1, w)), lo, uint16(hi-lo+1), w, true
+	s.set(0, low)
+	for b := lo + 1; b <= hi; b++ {
+		x := uint64(0)
+		if j := int(b - oldLo); oldW != 0 && j >= 0 && j < oldN {
+			x = getCount(old, oldW, uint(j))
+		}
+		if b == i {
+			x += c
+		}
+		s.set(int(b-lo), x)
+	}
+}
+
+// shrink lays the run out in a buffer by bytes smaller than its own, the least buffer at
+// least: in a buffer of its exact size if that is enough, else collapsed (see collapse).
+func (s *bins) shrink(by int) {
+	if by <= 0 || s.width == 0 {
+		return
+	}
+	avail := max(bytesWithin(windows.HeapBytes(cap(s.b))-by), minBuffer)
+	if size := binBytes(s.len(), s.width); size <= avail {
+		if size < cap(s.b) {
+			s.b = append([]byte(nil), s.b[:size]...)
+		}
+		return
+	}
+	s.collapse(s.lo, 0, s.lo+int32(s.len())-1, s.width, avail)
+}
+
+// binBytes is the buffer n counts of w bits take; binsIn how many such counts fit in
+// avail bytes.
+func binBytes(n int, w uint8) int { return (n*int(w) + 7) / 8 }
+
+func binsIn(avail int, w uint8) int { return avail * 8 / int(w) }
+
+// bytesWithin is the largest buffer whose allocation (windows.HeapBytes) takes at most room
+// bytes.
+func bytesWithin(room int) int {
+	lo, hi := 0, room // HeapBytes(lo) ≤ room; the answer is at most room
+	for lo < hi {
+		mid := hi - (hi-lo)/2
+		if windows.HeapBytes(mid) <= room {
+			lo = mid
+		} else {
+			hi = mid - 1
+		}
+	}
+	return lo
+}
+
 // merge adds every count of o, with 8-byte counts so that no sum can overflow a width; or,
-// packed, one count at a time as add does, which keeps the counts as wide as they need.
-func (s *bins) merge(o *bins, packed bool) {
+// packed, one count at a time as add does, which keeps the counts as wide as they need,
+// within room bytes as add does.
+func (s *bins) merge(o *bins, packed bool, room int) {
 	n := o.len()
 	if n == 0 {
 		return
 	}
 	if packed && s.width != 64 {
-		// From the first count to the last that are not 0 only: a run keeps the bins it
-		// spanned across a Reset.
+		// From the last count to the first that are not 0 only (a run keeps the bins it
+		// spanned across a Reset): under a bound, the run takes its highest bin first, so
+		// that a collapse keeps the highest and the lower ones land in it.
 		first, last, _ := o.extent()
-		for j := max(first, 0); j <= last; j++ {
+		for j := last; j >= max(first, 0); j-- {
 			if c := o.get(j); c != 0 {
-				s.add(o.lo+int32(j), c)
+				s.add(o.lo+int32(j), c, room)
 			}
 		}
 		return
@@ -402,6 +615,9 @@ func (s *bins) seal() {
 		*s = bins{}
 		return
 	}
+	if s.collapsed {
+		first = 0 // the run must not start above the bin the lower ones went to
+	}
 	w := widthFor(top)
 	if first == 0 && last == s.len()-1 && w == s.width && cap(s.b) == len(s.b) {
 		return // as small as it gets
@@ -462,7 +678,18 @@ func (s *bins) extent() (first, last int, top uint64) {
 // reset zeroes the counts and keeps the run's bins and width: the next slot of a wheel
 // most likely spans the same bins with counts as wide, so its adds need not grow the run
 // again (a seal narrows what the slot did not need).
-func (s *bins) reset() { clear(s.b) }
+func (s *bins) reset() {
+	clear(s.b)
+	s.collapsed = false
+}
+
+// getAt is bin i's count, 0 outside the run.
+func (s *bins) getAt(i int32) uint64 {
+	if j := int(i - s.lo); s.width != 0 && j >= 0 && j < s.len() {
+		return s.get(j)
+	}
+	return 0
+}
 
 // cover makes bins lo…hi part of the run, with a little room beyond on the side that grew
 // so that a run growing one bin at a time is not laid out again every time.

@@ -256,7 +256,7 @@ func TestBinsModel(t *testing.T) {
 					if model[i] > math.MaxUint64/4-c {
 						continue // keep the sums of the merges below 2^64
 					}
-					s.add(i, c)
+					s.add(i, c, 0)
 					model[i] += c
 				}
 				check("add", &s, model)
@@ -269,7 +269,7 @@ func TestBinsModel(t *testing.T) {
 					}
 				}
 				// Either way of merging: widening to 8-byte counts (Merge), or bin by bin (Absorb).
-				merged.merge(&s, r.IntN(2) == 0)
+				merged.merge(&s, r.IntN(2) == 0, 0)
 				for i, c := range model {
 					mergedModel[i] += c
 				}
@@ -290,12 +290,4 @@ func TestBinsModel(t *testing.T) {
 			}
 		})
 	}
-}
-
-// getAt is bin i's count, 0 outside the run.
-func (s *bins) getAt(i int32) uint64 {
-	if j := int(i - s.lo); j >= 0 && j < s.len() {
-		return s.get(j)
-	}
-	return 0
 }

@@ -37,6 +37,7 @@ type unsealedTop struct{ t *Top }
 func (u unsealedTop) Add(v float64, item []byte) { u.t.Add(v, item) }
 func (u unsealedTop) Merge(from windows.Summary) { u.t.Merge(from.(unsealedTop).t) }
 func (u unsealedTop) Reset()                     { u.t.Reset() }
+func (u unsealedTop) Bytes() int                 { return u.t.Bytes() }
 
 // BenchmarkTopSeriesBytes is the live heap of one series keeping a top-values summary after
 // a million lines (or 100,000) spread evenly over the longest window and its edge slot, so

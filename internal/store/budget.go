@@ -2,13 +2,15 @@ package store
 
 import (
 	"cmp"
+	"math"
 	"slices"
 	"sync/atomic"
 	"unsafe"
 )
 
-// memory is what the series of every rule take, estimated, and --series.max-bytes:
-// past it a new label set folds into its rule's overflow series.
+// memory is what the series of every rule take (and what the inputs hold, Set.Hold), and
+// --series.max-bytes: past it a new label set folds into its rule's overflow series, and
+// the summaries of the series are capped (windows.Capper).
 type memory struct {
 	used atomic.Int64
 	// max is the bound; 0 is none. A Set built with a new bound changes it for all.
@@ -33,7 +35,7 @@ type budget struct {
 // seriesOverhead is a series' heap besides its label values and wheels: the series, its
 // labels slice header and its map entry (the map grows by doubling: measured by
 // TestMaxBytes and BenchmarkMaxBytes20Rules).
-const seriesOverhead = int64(unsafe.Sizeof(Series{})) + 176
+const seriesOverhead = int64(unsafe.Sizeof(Series{})) + 64
 
 // Heap a series takes for a second writing shard: the table of the other shards' parts
 // (once) and each such part.
@@ -48,14 +50,26 @@ func (st *store) charge(n int64) {
 	st.mem.used.Add(n)
 }
 
+// Charge is what the store's series' summaries grew by (windows.Account).
+func (st *store) Charge(n int64) { st.charge(n) }
+
+// Room is what the memory bound leaves the series (windows.Account).
+func (st *store) Room() int64 {
+	bound := st.mem.max.Load()
+	if bound <= 0 {
+		return math.MaxInt64
+	}
+	return bound - st.mem.used.Load()
+}
+
 // seriesCost is what a new series of key takes, its wheels included.
 func (st *store) seriesCost(keyLen, labels int) int64 {
 	return seriesOverhead + int64(keyLen) + 16*int64(labels) + st.wheelBytes
 }
 
-// heldBytes is what s is charged now: its cost, less the wheels of its first part if it
-// has none, plus its other parts and their wheels. The store's write locks are held, so
-// no part or wheels come or go meanwhile.
+// heldBytes is what s is charged now: its cost, less the wheels of its first part, plus
+// its other parts and the wheels of every part, as they grew. The store's write locks are
+// held, so no part or wheels come, go or grow meanwhile.
 func (st *store) heldBytes(s *Series) int64 {
 	n := st.seriesCost(len(s.key), len(s.labels)) - st.wheelBytes
 	if o := s.others.Load(); o != nil {
@@ -67,8 +81,8 @@ func (st *store) heldBytes(s *Series) int64 {
 		}
 	}
 	for p := range s.parts {
-		if p.win.Load() != nil {
-			n += st.wheelBytes
+		if w := p.win.Load(); w != nil {
+			n += w.Bytes()
 		}
 	}
 	return n

@@ -55,7 +55,7 @@ func (st *store) settle(s *Series, now, ttl int64) int {
 		if last := w.LastAdd(); last < st.oldestLive(now) {
 			p.last.Store(last)
 			p.win.Store(nil)
-			st.charge(-st.wheelBytes)
+			st.charge(-w.Bytes())
 		} else {
 			live = true
 		}

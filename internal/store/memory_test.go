@@ -1,8 +1,11 @@
 package store
 
 import (
+	"encoding/binary"
 	"fmt"
+	"os"
 	"runtime"
+	"strings"
 	"testing"
 
 	"github.com/logwindow/logwindow_exporter/config"
@@ -158,3 +161,220 @@ func BenchmarkMaxBytes20Rules(b *testing.B) {
 		runtime.KeepAlive(set)
 	}
 }
+
+// sketchRules are the reproduction's rules, by host: three quantile rules (value rules
+// keeping every aggregation), a top rule of paths and a distinct rule of clients, all
+// timed by their lines, with the default windows.
+const sketchRules = `
+global: {max_series_per_rule: 100000}
+rules:
+  - {name: latency_one, match: '^(?P<t>\S+) (?P<host>\S+) (?P<v>\S+) (?P<item>\S+)$', timestamp: {capture: t, layout: '2006-01-02T15:04:05Z07:00'}, value: v, labels: {host: '${host}'}, aggregations: [window, events, quantiles], quantiles: [0.5, 0.99]}
+  - {name: latency_two, match: '^(?P<t>\S+) (?P<host>\S+) (?P<v>\S+) (?P<item>\S+)$', timestamp: {capture: t, layout: '2006-01-02T15:04:05Z07:00'}, value: v, labels: {host: '${host}'}, aggregations: [window, events, quantiles], quantiles: [0.5, 0.99]}
+  - {name: latency_three, match: '^(?P<t>\S+) (?P<host>\S+) (?P<v>\S+) (?P<item>\S+)$', timestamp: {capture: t, layout: '2006-01-02T15:04:05Z07:00'}, value: v, labels: {host: '${host}'}, aggregations: [window, events, quantiles], quantiles: [0.5, 0.99]}
+  - {name: paths, match: '^(?P<t>\S+) (?P<host>\S+) (?P<v>\S+) (?P<item>\S+)$', timestamp: {capture: t, layout: '2006-01-02T15:04:05Z07:00'}, labels: {host: '${host}', path: '${item}'}, top: {label: path, k: 10}}
+  - {name: clients, match: '^(?P<t>\S+) (?P<host>\S+) (?P<v>\S+) (?P<item>\S+)$', timestamp: {capture: t, layout: '2006-01-02T15:04:05Z07:00'}, labels: {host: '${host}'}, distinct: '${item}', aggregations: [window]}
+`
+
+// sketchLoad is how much of each kind the reproduction writes.
+type sketchLoad struct {
+	quantileHosts        int // hosts of each quantile rule
+	topHosts, topItems   int // hosts of the top rule, and different 1 KB paths per slot
+	distinctHosts        int
+	distinctItemsPerSlot int
+}
+
+// slotTimes are the event times that put a line in every summary slot of the default
+// windows at second now: each 10 s slot of the last 5 minutes, each minute of the last
+// hour and each hour of the last day, oldest first (the first not older than the day, for
+// a line that old makes a kept counter, without windows).
+func slotTimes(now int64) []int64 {
+	var ts []int64
+	for h := int64(24); h >= 1; h-- {
+		ts = append(ts, now-h*3600+1)
+	}
+	for m := int64(60); m >= 6; m-- {
+		ts = append(ts, now-m*60)
+	}
+	for s := int64(30); s >= 0; s-- {
+		ts = append(ts, now-s*10)
+	}
+	return ts
+}
+
+// writeSketchLoad writes ld into set at wall second now, slot by slot (every host of every
+// rule in each), so that the kinds grow side by side: per quantile series four lines a
+// slot, of values 1e-17, 6e16, -1e-17 and -6e16, whose bins span the whole range of either
+// sign; per top series topItems paths of 1 KB never seen before; per distinct series
+// distinctItemsPerSlot clients never seen before.
+func writeSketchLoad(t testing.TB, cfg *config.Config, set *Set, now int64, ld sketchLoad) {
+	k := set.NewSink()
+	k.SetNow(now, now)
+	top, distinct := cfg.Rules[3], cfg.Rules[4]
+	path := make([]byte, 1024)
+	item := make([]byte, 8)
+	event := func(rule int, host string, at int64, v float64, itemAt int, it []byte) {
+		e := storetest.Event(rule, at, v, host)
+		if itemAt > 0 {
+			e.Items = make([][]byte, itemAt)
+			e.Items[itemAt-1] = it
+		}
+		k.Event(e)
+	}
+	n := 0
+	for _, at := range slotTimes(now) {
+		for h := range ld.quantileHosts {
+			host := fmt.Sprintf("host-%d", h)
+			for r := range 3 {
+				for _, v := range []float64{1e-17, 6e16, -1e-17, -6e16} {
+					event(r, host, at, v, 0, nil)
+				}
+			}
+		}
+		for h := range ld.topHosts {
+			host := fmt.Sprintf("host-%d", h)
+			for range ld.topItems {
+				n++
+				binary.LittleEndian.PutUint64(path, uint64(n))
+				event(3, host, at, 1, top.Top.Item, path)
+			}
+		}
+		for h := range ld.distinctHosts {
+			host := fmt.Sprintf("host-%d", h)
+			for range ld.distinctItemsPerSlot {
+				n++
+				binary.LittleEndian.PutUint64(item, uint64(n))
+				event(4, host, at, 1, distinct.DistinctItem, item)
+			}
+		}
+	}
+}
+
+// TestMaxBytesCountsSketches is the reproduction of summaries growing outside the bound:
+// quantile sketches whose bins span every magnitude, top summaries of long paths never
+// seen twice and distinct counts past their sparse sets, in every slot of a day, each kind
+// alone and the three together. With --series.max-bytes set, the heap the series take
+// stays within 1.5× of the bound, and the memory the store counts (logwindow_series_bytes)
+// within 20 % of that heap; a day later, expiry gives it all back. Before summaries were
+// counted, the heap grew to many times the bound while the count stayed near the floats'
+// share.
+func TestMaxBytesCountsSketches(t *testing.T) {
+	const MiB = 1 << 20
+	type load struct {
+		name  string
+		bound int64
+		ld    sketchLoad
+	}
+	cases := []load{
+		{"quantiles", 64 * MiB, sketchLoad{quantileHosts: 1000}},
+		{"top", 64 * MiB, sketchLoad{topHosts: 3, topItems: 1000}},
+		{"distinct", 16 * MiB, sketchLoad{distinctHosts: 3, distinctItemsPerSlot: 13000}},
+		{"all three", 64 * MiB, sketchLoad{quantileHosts: 1000, topHosts: 3, topItems: 1000, distinctHosts: 2, distinctItemsPerSlot: 13000}},
+	}
+	if testing.Short() || raceEnabled {
+		cases = []load{
+			{"quantiles", 8 * MiB, sketchLoad{quantileHosts: 150}},
+			{"top", 8 * MiB, sketchLoad{topHosts: 2, topItems: 200}},
+			{"distinct", 4 * MiB, sketchLoad{distinctHosts: 3, distinctItemsPerSlot: 3000}},
+			{"all three", 8 * MiB, sketchLoad{quantileHosts: 150, topHosts: 2, topItems: 200, distinctHosts: 3, distinctItemsPerSlot: 3000}},
+		}
+	}
+	cfg, err := config.Parse([]byte(sketchRules), "rules.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const now = 1_700_000_000
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			base := heap()
+			set, err := NewSetWith(cfg, nil, SetOptions{MaxBytes: tc.bound})
+			if err != nil {
+				t.Fatal(err)
+			}
+			writeSketchLoad(t, cfg, set, now, tc.ld)
+			grown := int64(heap() - base)
+			used := set.MemoryUsed()
+			held, folded := 0, uint64(0)
+			for i := range set.rules {
+				held += len(set.rules[i].store.series)
+				folded += set.rules[i].store.memFolds.Load()
+			}
+			t.Logf("bound %.1f MiB: heap +%.1f MiB, counted %.1f MiB (%.2f of the heap); %d series, %d lines folded",
+				mib(tc.bound), mib(grown), mib(used), float64(used)/float64(grown), held, folded)
+			if float64(grown) > 1.5*float64(tc.bound) {
+				t.Errorf("the series take %.1f MiB of heap, past 1.5× the bound of %.1f MiB", mib(grown), mib(tc.bound))
+			}
+			if d := float64(used-grown) / float64(grown); d > 0.2 || d < -0.2 {
+				t.Errorf("the store counts %.1f MiB, the series take %.1f MiB of heap: %+.0f %%", mib(used), mib(grown), 100*d)
+			}
+			// Past the longest window every series is a kept counter: label set and total.
+			set.Expire(now+2*86400, now+2*86400)
+			if after := set.MemoryUsed(); after > int64(held)*400 {
+				t.Errorf("after expiry the store counts %d bytes for %d kept counters", after, held)
+			}
+			runtime.KeepAlive(set)
+		})
+	}
+}
+
+// BenchmarkMaxBytesSketches is TestMaxBytesCountsSketches' full load, one kind at a time
+// and the three together (run one per process, as -bench 'Sketches/top' does, for the
+// RSS): the bound, what the store counts, the heap the series take, and the process' RSS
+// above what it was before, now and at its peak.
+func BenchmarkMaxBytesSketches(b *testing.B) {
+	const MiB = 1 << 20
+	cfg, err := config.Parse([]byte(sketchRules), "rules.yaml")
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name  string
+		bound int64
+		ld    sketchLoad
+	}{
+		{"quantiles", 64 * MiB, sketchLoad{quantileHosts: 1000}},
+		{"top", 64 * MiB, sketchLoad{topHosts: 3, topItems: 1000}},
+		{"distinct", 16 * MiB, sketchLoad{distinctHosts: 3, distinctItemsPerSlot: 13000}},
+		{"all_three", 64 * MiB, sketchLoad{quantileHosts: 1000, topHosts: 3, topItems: 1000, distinctHosts: 2, distinctItemsPerSlot: 13000}},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			for b.Loop() {
+				rss0, _ := rss()
+				base := heap()
+				set, err := NewSetWith(cfg, nil, SetOptions{MaxBytes: tc.bound})
+				if err != nil {
+					b.Fatal(err)
+				}
+				writeSketchLoad(b, cfg, set, 1_700_000_000, tc.ld)
+				grown := heap() - base
+				now, peak := rss()
+				b.ReportMetric(mib(tc.bound), "bound-MiB")
+				b.ReportMetric(mib(set.MemoryUsed()), "counted-MiB")
+				b.ReportMetric(mib(int64(grown)), "heap-MiB")
+				b.ReportMetric(mib(now-rss0), "rss-MiB")
+				b.ReportMetric(mib(peak-rss0), "peak-rss-MiB")
+				runtime.KeepAlive(set)
+			}
+		})
+	}
+}
+
+// rss is the process' resident memory now and at its peak (VmRSS, VmHWM), 0 where /proc
+// does not say.
+func rss() (now, peak int64) {
+	status, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0, 0
+	}
+	for line := range strings.Lines(string(status)) {
+		var kb int64
+		if _, err := fmt.Sscanf(line, "VmRSS: %d kB", &kb); err == nil {
+			now = kb << 10
+		}
+		if _, err := fmt.Sscanf(line, "VmHWM: %d kB", &kb); err == nil {
+			peak = kb << 10
+		}
+	}
+	return now, peak
+}
+
+func mib(n int64) float64 { return float64(n) / (1 << 20) }

@@ -23,8 +23,14 @@ func (s *Set) Rule(i int) *Rule { return &s.rules[i] }
 // it when it is before the start.
 func (s *Set) Oldest() int64 { return s.oldest.Load() }
 
-// MemoryUsed is the estimated heap the series of all rules take, which MaxBytes bounds.
+// MemoryUsed is the heap the series of all rules take (label sets, counters, float wheels
+// and every summary as it grew), with what the inputs hold (Hold): what MaxBytes bounds.
 func (s *Set) MemoryUsed() int64 { return s.mem.used.Load() }
+
+// Hold charges n bytes that the process holds for an input (a CRI joiner's partial
+// messages) to the memory MaxBytes bounds, shared by every Set built from this one; n < 0
+// gives them back.
+func (s *Set) Hold(n int64) { s.mem.used.Add(n) }
 
 // MaxBytes is the bound on MemoryUsed in force (the latest Set's); 0 is none.
 func (s *Set) MaxBytes() int64 { return s.mem.max.Load() }

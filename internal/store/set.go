@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/logwindow/logwindow_exporter/config"
-	"github.com/logwindow/logwindow_exporter/windows"
 )
 
 // Set is the series state of one config: what the sinks write to and the exposition reads.
@@ -93,14 +92,11 @@ func NewSetWith(cfg *config.Config, prev *Set, opts SetOptions) (*Set, error) {
 			// One store serves one rule, even if two rules had equal fingerprints.
 			delete(inherit, r.Fingerprint)
 		} else {
-			// The rule's series share one layout of its windows with what its quantities
-			// keep; an inherited store has the same, as the fingerprint covers both.
-			layout, err := windows.NewLayout(r.Windows, r.Options())
-			if err != nil {
+			var err error
+			if st, err = newStore(r, oldest, mem, shards); err != nil {
 				errs = append(errs, fmt.Errorf("rule %q: %w", r.Name, err))
 				continue
 			}
-			st = newStore(r, layout, oldest, mem, shards)
 		}
 		b := budget{limit: cfg.Global.MaxSeriesPerRule, ttl: int64(cfg.Global.CounterTTL / time.Second)}
 		s.rules = append(s.rules, Rule{rule: r, budget: b, store: st})

@@ -128,7 +128,8 @@ type store struct {
 	// oldest is the Set's shared oldest placed event (see Set.oldest).
 	oldest *atomic.Int64
 	// mem is the Set's shared memory bound; used is what this store's series take of it,
-	// and wheelBytes what a series' wheels take.
+	// and wheelBytes what a series' wheels take when made (windows.Layout.SeriesBytes):
+	// their summaries charge what they grow by since (Charge).
 	mem        *memory
 	used       atomic.Int64
 	wheelBytes int64
@@ -136,17 +137,18 @@ type store struct {
 	memFolds atomic.Uint64
 }
 
-func newStore(r *config.Rule, layout *windows.Layout, oldest *atomic.Int64, mem *memory, shards int) *store {
+// newStore makes the store of rule r. Its series share one layout of the rule's windows
+// with what its quantities keep (an inherited store has the same, as the fingerprint covers
+// both), whose summaries charge their growth to the store (see Charge).
+func newStore(r *config.Rule, oldest *atomic.Int64, mem *memory, shards int) (*store, error) {
 	overflow := make([]string, len(r.Labels))
 	for i := range overflow {
 		overflow[i] = OverflowValue
 	}
 	st := &store{
 		mem:            mem,
-		wheelBytes:     int64(layout.SeriesBytes()),
 		oldest:         oldest,
 		fingerprint:    r.Fingerprint,
-		layout:         layout,
 		value:          r.IsValueRule(),
 		eventTime:      r.Timestamp != nil,
 		overflowKey:    strings.Join(overflow, parser.KeySep),
@@ -154,6 +156,13 @@ func newStore(r *config.Rule, layout *windows.Layout, oldest *atomic.Int64, mem 
 		series:         map[string]*Series{},
 		locks:          make([]shardLock, shards),
 	}
+	opts := r.Options()
+	opts.Account = st
+	layout, err := windows.NewLayout(r.Windows, opts)
+	if err != nil {
+		return nil, err
+	}
+	st.layout, st.wheelBytes = layout, int64(layout.SeriesBytes())
 	// The one series of a label-less rule has the overflow series' key (no values), which
 	// keeps it out of the budget as it always was.
 	if len(r.Labels) == 0 {
@@ -166,7 +175,7 @@ func newStore(r *config.Rule, layout *windows.Layout, oldest *atomic.Int64, mem 
 		}
 		st.pin(cloneLabels(vs))
 	}
-	return st
+	return st, nil
 }
 
 // pin creates a series that exists from the start and never expires; config refuses
