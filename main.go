@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/debug"
 	"time"
 
 	"github.com/alecthomas/kingpin/v2"
@@ -59,7 +60,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		rotationGrace = app.Flag("input.rotation-grace", "How long a rotated-away file keeps being read after its last line.").Default("5s").Duration()
 		pollInterval  = app.Flag("input.poll-interval", "How often files are checked for growth, rotation and truncation when no change event arrives.").Default("250ms").Duration()
 		backfill      = app.Flag("input.backfill-bytes", "At start, how far back from the end of a file with start_at: end to read to fill the windows of event-time rules (0: off).").Default("256MiB").Bytes()
-		maxBytes      = app.Flag("series.max-bytes", "Bound on the memory of the series of all rules; past it, new label sets fold into their rule's __overflow__ series (0: none).").Default("512MiB").Bytes()
+		maxBytes      = app.Flag("series.max-bytes", "Bound on the memory of the series of all rules, their sketches and the inputs' partial lines; past it, new label sets fold into their rule's __overflow__ series and sketches are coarsened instead of growing (0: none). Unless GOMEMLIMIT is set, the Go runtime's soft memory limit is set to 1.5 times it.").Default("512MiB").Bytes()
 		webFlags      = kingpinflag.AddFlags(app, defaultListenAddress)
 	)
 	logConfig := &promslog.Config{}
@@ -124,6 +125,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		_, _ = stdout.Write(out)
 		return 0
+	}
+	if *maxBytes > 0 && os.Getenv("GOMEMLIMIT") == "" {
+		// The bound counts what the series hold; the garbage collector lets the heap grow
+		// to twice what is live unless told otherwise, so a process held to the bound could
+		// still take twice it from the node.
+		debug.SetMemoryLimit(int64(*maxBytes) / 2 * 3)
 	}
 	opts := pipeline.Options{
 		Now:            time.Now,

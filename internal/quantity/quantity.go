@@ -358,7 +358,7 @@ func (s *Spec) WindowFamilies() []Family {
 		if t.Min > 0 {
 			text += fmt.Sprintf(", of those at least %v", t.Min)
 		}
-		text += fmt.Sprintf("; each at most the window's total/%d below its true sum, never above it.", t.Capacity+1)
+		text += fmt.Sprintf("; each at most the window's total/%d below its true sum (more once --series.max-bytes is reached and the summaries are pruned harder), never above it.", t.Capacity+1)
 		out = append(out, Family{Suffix: TopSuffix, Summary: len(o.Summaries), Top: t, Help: strings.TrimSpace(text)})
 		o.Summaries = append(o.Summaries, windows.SummaryKind{})
 	}
