@@ -271,6 +271,9 @@ func TestHarness(t *testing.T) {
 		{"live", []string{"-lines", "20000"}, []string{"logwindow live  median", "(20000 lines)"}, ""},
 		{"replay", []string{"-lines", "5000", "-mode", "replay"}, []string{"logwindow replay  median", "(5000 lines)"}, ""},
 		{"two files", []string{"-lines", "5000", "-files", "2"}, []string{"GOMAXPROCS=2", "(10000 lines)"}, ""},
+		// Summed over the pods, the node's series count what the files hold.
+		{"node", []string{"-lines", "5000", "-files", "3", "-node", "-procs", "2"},
+			[]string{"3 pods' nginx logs in CRI lines", "(15000 lines)", "3 pod logs on one input, 2 cores / 1 pod log on 1 core"}, ""},
 		{"scrape", []string{"-lines", "5000", "-scrape", "-series", "300", "-scrapes", "2"},
 			[]string{"301 series of nginx_http_requests_by_path (budget 300)", "exporter CPU per scrape"}, ""},
 		// The mtail program and its extra blocks must count what the rules count.
@@ -311,6 +314,7 @@ func TestFlags(t *testing.T) {
 		{"zero lines", []string{"-lines", "0"}, 2},
 		{"stray argument", []string{"x"}, 2},
 		{"help", []string{"-h"}, 0},
+		{"node with mtail", []string{"-node", "-mtail"}, 2},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

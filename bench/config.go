@@ -65,6 +65,10 @@ type benchConfig struct {
 	// (which leaves the count mtail keeps). The comparison with mtail is then of the same
 	// counters, the exporter's windows, quantiles and buckets besides.
 	likeMtail bool
+	// node, when set, is the root of pod logs (podLogs) that one input reads in place of
+	// inputs, as a node's exporter reads its pods' logs: wrapper: cri, every rule labelled
+	// by the pod from the file's path.
+	node string
 }
 
 // write reads the example config at src and writes it to dst with the benchmark's inputs
@@ -97,6 +101,11 @@ func (c benchConfig) write(src, dst string) error {
 		names.Content = append(names.Content, scalar(name))
 	}
 	setKey(root, "inputs", inputs)
+	var podLabels *yaml.Node
+	if c.node != "" {
+		inputs, podLabels = nodeInput(c.node)
+		setKey(root, "inputs", inputs)
+	}
 	if c.format != "" {
 		rules := getKey(root, "rules")
 		if rules == nil || rules.Kind != yaml.SequenceNode {
@@ -140,6 +149,11 @@ func (c benchConfig) write(src, dst string) error {
 				return err
 			}
 			rules.Content = append(rules.Content, r.Content[0].Content...)
+		}
+	}
+	if podLabels != nil {
+		if err := addLabels(root, podLabels); err != nil {
+			return fmt.Errorf("%s: %w", src, err)
 		}
 	}
 	out, err := yaml.Marshal(&doc)

@@ -75,6 +75,9 @@ func parseExposition(r io.Reader) (scrape, error) {
 			var pairs, others []string
 			day := false
 			for _, lp := range m.GetLabel() {
+				if slices.Contains(podLabels, lp.GetName()) {
+					continue
+				}
 				pairs = append(pairs, lp.GetName(), lp.GetValue())
 				if lp.GetName() == "window" {
 					day = lp.GetValue() == dayWindow
@@ -82,10 +85,11 @@ func parseExposition(r io.Reader) (scrape, error) {
 					others = append(others, lp.GetName(), lp.GetValue())
 				}
 			}
+			// Series that differ only in podLabels add up: the node's count.
 			v := value(mf.GetType(), m)
-			s.values[seriesKey(name, pairs...)] = v
+			s.values[seriesKey(name, pairs...)] += v
 			if isWindow && day {
-				s.dayWindows[seriesKey(base+"_total", others...)] = v
+				s.dayWindows[seriesKey(base+"_total", others...)] += v
 			}
 		}
 	}

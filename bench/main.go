@@ -53,7 +53,7 @@ type options struct {
 	lines, seed, runs, files, procs int
 	extraRules                      int
 	mode                            string
-	mtail, scrape, likeMtail        bool
+	mtail, scrape, likeMtail, node  bool
 	series, scrapes                 int
 	gen, config, mtailBin           string
 	// configJSON is the rule file of the json and logfmt forms of the log.
@@ -72,6 +72,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.runs, "runs", 3, "runs of each program; the table shows medians")
 	fs.IntVar(&o.files, "files", 1, "log files, each its own input read concurrently (live mode)")
 	fs.IntVar(&o.procs, "procs", 0, "GOMAXPROCS of the measured programs (0: one per file)")
+	fs.BoolVar(&o.node, "node", false, "the files as the pod logs of one node (CRI lines under <ns>_<pod>_<uid>/nginx/0.log), read by one input over their glob with path_captures, every rule labelled by namespace and pod")
 	fs.IntVar(&o.extraRules, "rules", 0, "extra counting rules over the same pattern (and extra mtail blocks), to see the cost per rule")
 	fs.StringVar(&o.mode, "mode", "live", "live: serve and scrape until every line is counted; replay: --replay, one-shot")
 	fs.BoolVar(&o.mtail, "mtail", false, "also run mtail --one_shot with nginx.mtail on the same files")
@@ -117,6 +118,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		return o, fmt.Errorf("-mode %q: want live or replay", o.mode)
 	case o.poll <= 0 || o.timeout <= 0:
 		return o, errors.New("-poll and -timeout must be positive")
+	case o.node && (o.mtail || len(o.formats) > 1 || o.formats[0] != "text"):
+		return o, errors.New("-node reads the text logs as CRI lines: not with -mtail or -formats")
 	}
 	return o, nil
 }
@@ -179,7 +182,15 @@ func bench(o options, out io.Writer) error {
 		runtime.NumCPU(), loadAverage(), o.procs)
 
 	rules := filepath.Join(dir, "rules.yaml")
-	if err := (benchConfig{inputs: paths, extraRules: o.extraRules, likeMtail: o.likeMtail}).write(o.config, rules); err != nil {
+	node, read := "", paths // read: the files the programs read
+	if o.node {
+		node = filepath.Join(dir, "node")
+		if read, err = podLogs(node, paths); err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "node: the logs as %d pods' nginx logs in CRI lines, one input over %s\n\n", len(read), filepath.Join(node, "*_*_*", "nginx", "*.log"))
+	}
+	if err := (benchConfig{inputs: paths, extraRules: o.extraRules, likeMtail: o.likeMtail, node: node}).write(o.config, rules); err != nil {
 		return err
 	}
 	want := counts.exampleTotals(o.extraRules)
@@ -196,7 +207,7 @@ func bench(o options, out io.Writer) error {
 
 	var programs []program
 	for _, format := range o.formats {
-		fpaths, frules := paths, rules
+		fpaths, frules := read, rules
 		if format != "text" {
 			if fpaths, frules, err = o.structuredForm(dir, format, paths); err != nil {
 				return err
@@ -218,15 +229,35 @@ func bench(o options, out io.Writer) error {
 	single := -1
 	if o.files > 1 && o.mode == "live" && len(o.formats) == 1 && o.formats[0] == "text" {
 		one := filepath.Join(dir, "rules-one.yaml")
-		if err := (benchConfig{inputs: paths[:1], extraRules: o.extraRules, likeMtail: o.likeMtail}).write(o.config, one); err != nil {
+		oneNode, oneRead := "", read[:1]
+		if o.node {
+			// The first pod alone on a node of its own: its log linked, not copied.
+			oneNode = filepath.Join(dir, "node-one")
+			rel, err := filepath.Rel(node, read[0])
+			if err != nil {
+				return err
+			}
+			oneRead = []string{filepath.Join(oneNode, rel)}
+			if err := os.MkdirAll(filepath.Dir(oneRead[0]), 0o755); err != nil {
+				return err
+			}
+			if err := os.Link(read[0], oneRead[0]); err != nil {
+				return err
+			}
+		}
+		if err := (benchConfig{inputs: paths[:1], extraRules: o.extraRules, likeMtail: o.likeMtail, node: oneNode}).write(o.config, one); err != nil {
 			return err
 		}
 		o1 := o
 		o1.procs = 1
 		wantOne, lines := perFile[0].exampleTotals(o.extraRules), perFile[0].lines
 		single = len(programs)
-		programs = append(programs, program{"logwindow live, 1 input", func() (usage, error) {
-			return o1.runOurs(o.bins[0], one, paths[:1], lines, wantOne)
+		name := "logwindow live, 1 input"
+		if o.node {
+			name = "logwindow live, 1 pod log"
+		}
+		programs = append(programs, program{name, func() (usage, error) {
+			return o1.runOurs(o.bins[0], one, oneRead, lines, wantOne)
 		}})
 	}
 	if o.mtail {
@@ -277,8 +308,12 @@ func bench(o options, out io.Writer) error {
 	if single >= 0 {
 		a, b := med[single], med[0]
 		one, all := float64(perFile[0].lines), float64(total)
-		fmt.Fprintf(out, "%d inputs on %d cores / 1 input on 1 core (medians): %.2f× the lines/s, %.2f× the CPU per line\n",
-			o.files, o.procs, (all/b.wall.Seconds())/(one/a.wall.Seconds()), (b.cpu.Seconds()/all)/(a.cpu.Seconds()/one))
+		what := fmt.Sprintf("%d inputs on %d cores / 1 input on 1 core", o.files, o.procs)
+		if o.node {
+			what = fmt.Sprintf("%d pod logs on one input, %d cores / 1 pod log on 1 core", o.files, o.procs)
+		}
+		fmt.Fprintf(out, "%s (medians): %.2f× the lines/s, %.2f× the CPU per line\n",
+			what, (all/b.wall.Seconds())/(one/a.wall.Seconds()), (b.cpu.Seconds()/all)/(a.cpu.Seconds()/one))
 	}
 	if o.scrape {
 		fmt.Fprintln(out)

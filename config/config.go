@@ -68,6 +68,9 @@ type Input struct {
 	Format Format
 	// Wrapper is how each line is wrapped around what rules see: "" or "cri".
 	Wrapper string
+	// PathCaptures, for a file input, is a regex over the path of the file a line was
+	// read from: its named groups are captures of every line of that file; nil without.
+	PathCaptures *regexp.Regexp
 }
 
 // WrapperCRI is the wrapper of Kubernetes container logs; CRITimeCapture is the capture
@@ -155,6 +158,9 @@ type Rule struct {
 	// Fingerprint identifies the rule's definition: equal fingerprints across a reload mean
 	// the rule's window state can be kept.
 	Fingerprint string
+	// PathCaptures are the captures the rule reads from the path of a line's file (its
+	// inputs' path_captures): capture Captures()+1+i is PathCaptures[i].
+	PathCaptures []string
 	// Line is the 1-based line of the rule in File, for messages.
 	Line int
 }
@@ -199,8 +205,9 @@ type Field struct {
 	Segments []string
 }
 
-// Captures is the number of captures a rule's labels, filters, value and timestamp may
-// refer to (indexes 1..Captures; 0 is the whole line).
+// Captures is the number of captures of the line a rule's labels, filters, value and
+// timestamp may refer to (indexes 1..Captures; 0 is the whole line); its path captures
+// follow them.
 func (r *Rule) Captures() int {
 	if r.Regexp != nil {
 		return r.Regexp.NumSubexp()

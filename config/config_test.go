@@ -374,7 +374,7 @@ func TestLoadMissingFile(t *testing.T) {
 // fingerprintBase is a rule using every key, for the fingerprint tests' edits.
 const fingerprintBase = `
 global: {windows: [1m, 5m]}
-inputs: [{name: web, path: /a}, {name: api, path: /b}]
+inputs: [{name: web, path: /a, path_captures: '^/(?P<node>[a-z]+)'}, {name: api, path: /b, path_captures: '^/(?P<node>[a-z]+)'}]
 rules:
   - name: r
     help: Some help.
@@ -427,11 +427,12 @@ var fingerprintEdits = []struct {
 	{"top label kept as series", "Labels", "initial: [{method: GET}]\n    top: {label: status, k: 3, capacity: 300}", "initial: [{method: GET, status: '500'}]", false},
 	{"fields for match", "Fields", fingerprintHead, fingerprintFields("json"), false},
 	{"structured format", "Format", fingerprintHead, fingerprintFields("logfmt"), false},
+	{"path capture", "PathCaptures", "distinct: '${m}'\n    inputs", "distinct: '${m}${node}'\n    inputs", false},
 }
 
 // fingerprintHead is the part of fingerprintBase that a fields rule changes: its inputs
 // get a format, and fields with the regex's capture names replace match.
-const fingerprintHead = `inputs: [{name: web, path: /a}, {name: api, path: /b}]
+const fingerprintHead = `inputs: [{name: web, path: /a, path_captures: '^/(?P<node>[a-z]+)'}, {name: api, path: /b, path_captures: '^/(?P<node>[a-z]+)'}]
 rules:
   - name: r
     help: Some help.
@@ -439,7 +440,7 @@ rules:
 `
 
 func fingerprintFields(format string) string {
-	return `inputs: [{name: web, path: /a, format: ` + format + `}, {name: api, path: /b, format: ` + format + `}]
+	return `inputs: [{name: web, path: /a, path_captures: '^/(?P<node>[a-z]+)', format: ` + format + `}, {name: api, path: /b, path_captures: '^/(?P<node>[a-z]+)', format: ` + format + `}]
 rules:
   - name: r
     help: Some help.

@@ -98,5 +98,10 @@ func fingerprint(r *Rule) string {
 		field(w.CaptureName)
 		field(w.Regexp.String())
 	}
+	// Which names the capture indexes past the line's stand for.
+	field(strconv.Itoa(len(r.PathCaptures)))
+	for _, name := range r.PathCaptures {
+		field(name)
+	}
 	return hex.EncodeToString(h.Sum(nil)[:16])
 }

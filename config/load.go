@@ -76,6 +76,8 @@ type decoder struct {
 	// inputWrappers its wrapper, for rules reading cri_time.
 	inputFormats  map[string]Format
 	inputWrappers map[string]string
+	// allInputs are every input, for the rules' path captures.
+	allInputs []Input
 }
 
 // yamlLine splits yaml.v3's "yaml: line N: msg" errors.
@@ -316,7 +318,7 @@ func (d *decoder) inputs(e entry) []Input {
 				names[in.Name] = n.key.Line
 			}
 		}
-		d.known(entries, subject, "", "name", "path", "start_at", "syslog", "socket_mode", "format", "wrapper")
+		d.known(entries, subject, "", "name", "path", "start_at", "syslog", "socket_mode", "format", "wrapper", "path_captures")
 		sources := 0
 		if p, ok := find(entries, "path"); ok {
 			sources++
@@ -345,6 +347,9 @@ func (d *decoder) inputs(e entry) []Input {
 		}
 		if m, ok := find(entries, "socket_mode"); ok {
 			d.socketMode(m, subject, &in)
+		}
+		if p, ok := find(entries, "path_captures"); ok {
+			d.pathCaptures(p, subject, &in)
 		}
 		if s, ok := find(entries, "start_at"); ok {
 			if in.Syslog != "" {
@@ -463,6 +468,7 @@ func (d *decoder) rules(e entry, c *Config) []*Rule {
 	}
 	inputNames := map[string]bool{}
 	d.inputFormats, d.inputWrappers = map[string]Format{}, map[string]string{}
+	d.allInputs = c.Inputs
 	for _, in := range c.Inputs {
 		if in.Name != "" {
 			inputNames[in.Name] = true

@@ -161,6 +161,9 @@ type ruleDecoder struct {
 	// wrapperTimeLine is the line of a timestamp reading cri_time, checked against the
 	// rule's inputs once they are known.
 	wrapperTimeLine int
+	// paths are the path captures the rule names, in the order of their indexes after
+	// those of caps (Rule.PathCaptures).
+	paths []string
 }
 
 // capture returns the index of the named capture, reporting a name the regex lacks.
@@ -171,7 +174,10 @@ func (rd *ruleDecoder) capture(line int, what, name string) int {
 	if i := rd.caps.index(name); i >= 0 {
 		return i
 	}
-	have := rd.caps.named()
+	if i := rd.pathCapture(name); i >= 0 {
+		return i
+	}
+	have := append(rd.caps.named(), rd.pathCaptureNames()...)
 	list := strings.Join(have, ", ")
 	if len(have) == 0 {
 		list = "none: name groups with (?P<name>...)"
@@ -271,6 +277,7 @@ func (d *decoder) rule(n *yaml.Node, index int, g Global, inputNames map[string]
 		rd.fieldsInputs(f, r)
 	}
 	rd.checkWrapperTime(r)
+	rd.checkPathCaptures(r, r.Line)
 	if e, ok := find(entries, "initial"); ok {
 		rd.initial(e, r, g.MaxSeriesPerRule)
 	}

@@ -34,6 +34,9 @@ type generated struct {
 	// make returns the object the manifest holds, or the file's text as a string for a
 	// file that is not a manifest (a configMapGenerator's source).
 	make func(source []byte) (any, error)
+	// bare: the file is written without the header saying it is generated (JSON has no
+	// comments).
+	bare bool
 }
 
 // The access log as the base sends it (to the exporter's socket, and to stdout) and as the
@@ -62,7 +65,72 @@ func rulesConfigMap(rules string) *corev1.ConfigMap {
 	}
 }
 
+// The input of example-rules.yaml as it is written, with the blank line after it; the
+// chart's rule files leave it out, for the chart writes the mode's inputs.
+const exampleInputs = "inputs:\n  - name: nginx\n" + fileInput + "\n"
+
+// chartRules is example-rules.yaml without its inputs.
+func chartRules(src []byte) (string, error) {
+	return replaceOnce(string(src), exampleInputs, "", "example-rules.yaml")
+}
+
+// podLabelTemplates label a rule's series by the pod a line came from (the chart's
+// daemonset inputs' path captures).
+const podLabelTemplates = "      namespace: '${namespace}'\n      pod: '${pod}'\n      container: '${container}'\n"
+
+// withPodLabels adds podLabelTemplates to every rule of a rule file whose rules are
+// written as example-rules.yaml's: labels in block style, or none, after match.
+func withPodLabels(rules string) (string, error) {
+	head, body, ok := strings.Cut(rules, "\nrules:\n")
+	if !ok {
+		return "", fmt.Errorf("no rules: section")
+	}
+	items := strings.Split("\n"+body, "\n  - name: ")
+	for i := 1; i < len(items); i++ {
+		it := items[i]
+		switch {
+		case strings.Contains(it, "\n    labels:\n"):
+			it = strings.Replace(it, "\n    labels:\n", "\n    labels:\n"+podLabelTemplates, 1)
+		default:
+			match := strings.Index(it, "\n    match: ")
+			if match < 0 {
+				return "", fmt.Errorf("rule %s has no match", strings.SplitN(it, "\n", 2)[0])
+			}
+			end := match + 1 + strings.Index(it[match+1:], "\n")
+			it = it[:end+1] + "    labels:\n" + podLabelTemplates + it[end+1:]
+		}
+		items[i] = it
+	}
+	return head + "\nrules:" + strings.Join(items, "\n  - name: "), nil
+}
+
+// copyOf is a generated file that is its source as it is: a copy inside the Helm chart,
+// which reads no file outside its directory.
+func copyOf(src []byte) (any, error) { return string(src), nil }
+
 var generatedManifests = []generated{
+	{path: "helm/logwindow-exporter/files/alerts.yaml", source: "alerts.yaml", make: copyOf},
+	{path: "helm/logwindow-exporter/files/grafana-dashboard.json", source: "grafana-dashboard.json", make: copyOf, bare: true},
+	{
+		// The chart's rules for the syslog and sidecar modes, which write the inputs.
+		path:   "helm/logwindow-exporter/files/rules.yaml",
+		source: "../example-rules.yaml",
+		make: func(src []byte) (any, error) {
+			return chartRules(src)
+		},
+	},
+	{
+		// The daemonset mode's: every rule labelled by the pod.
+		path:   "helm/logwindow-exporter/files/rules-pods.yaml",
+		source: "../example-rules.yaml",
+		make: func(src []byte) (any, error) {
+			rules, err := chartRules(src)
+			if err != nil {
+				return nil, err
+			}
+			return withPodLabels(rules)
+		},
+	},
 	{
 		// The base: example-rules.yaml receiving from the socket nginx sends to.
 		path:   "k8s/configmap-rules.yaml",
@@ -138,6 +206,9 @@ func (g generated) render() ([]byte, error) {
 	}
 	// The API server fills creationTimestamp; an explicit null is noise in a manifest.
 	body = bytes.Replace(body, []byte("  creationTimestamp: null\n"), nil, 1)
+	if g.bare {
+		return body, nil
+	}
 	header := "# Code generated from " + path.Join("deploy", g.source) + " by `cd deploy && go test -run TestGenerated -update`. DO NOT EDIT.\n"
 	return append([]byte(header), body...), nil
 }

@@ -33,6 +33,7 @@ import (
 // manifests are the objects under k8s/, by kind, each strictly decoded.
 type manifests struct {
 	deployments     map[string]*appsv1.Deployment
+	daemonSets      map[string]*appsv1.DaemonSet
 	services        map[string]*corev1.Service
 	configMaps      map[string]*corev1.ConfigMap
 	budgets         map[string]*policyv1.PodDisruptionBudget
@@ -58,6 +59,9 @@ func decodeManifest(data []byte, m *manifests) error {
 	case "apps/v1 Deployment":
 		o := &appsv1.Deployment{}
 		obj, add = o, func() { m.deployments[o.Name] = o }
+	case "apps/v1 DaemonSet":
+		o := &appsv1.DaemonSet{}
+		obj, add = o, func() { m.daemonSets[o.Name] = o }
 	case "v1 Service":
 		o := &corev1.Service{}
 		obj, add = o, func() { m.services[o.Name] = o }
@@ -89,6 +93,7 @@ func decodeManifest(data []byte, m *manifests) error {
 func newManifests() *manifests {
 	return &manifests{
 		deployments:     map[string]*appsv1.Deployment{},
+		daemonSets:      map[string]*appsv1.DaemonSet{},
 		services:        map[string]*corev1.Service{},
 		configMaps:      map[string]*corev1.ConfigMap{},
 		budgets:         map[string]*policyv1.PodDisruptionBudget{},

@@ -419,6 +419,9 @@ func write(t *textWriter, rt *ruleText, x *ruleRead) {
 	fam := rt.f
 	if fam.Top != nil {
 		t.header(rt.name, fam.help, "gauge")
+		if len(x.series) == 0 {
+			return // no label set has had a line yet: nothing is ranked
+		}
 		for i := range x.tops {
 			x.labels = f.appendTopLabels(x.labels[:x.cuts[len(x.cuts)-1]], x, &x.tops[i])
 			t.sample(rt.name, x.labels[x.cuts[len(x.cuts)-1]:], "", nil, "", x.tops[i].v)

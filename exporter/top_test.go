@@ -102,3 +102,21 @@ func checkTopScrape(t *testing.T, c *Collector, want map[string]float64) {
 		}
 	}
 }
+
+// A scrape of a top rule whose label sets have seen no line yet (a rule with labels
+// besides the ranked one has no series until then) writes its families empty. (It
+// panicked, the scrape answering nothing, until a first line came.)
+func TestTopFamilyWithoutSeries(t *testing.T) {
+	_, set := parserSet(t, topRules)
+	now := int64(start)
+	c := collectorAt(fixed(set), &now)
+	mfs, err := scraped(c).Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if strings.HasPrefix(mf.GetName(), "hot_paths") && len(mf.GetMetric()) > 0 {
+			t.Errorf("%s has %d samples before any line", mf.GetName(), len(mf.GetMetric()))
+		}
+	}
+}

@@ -260,3 +260,63 @@ func BenchmarkJSONExtract(b *testing.B) {
 	}
 	versus.Run(b, "", lines, engines...)
 }
+
+// nodeRules are rules as a node's exporter runs them over its pods' nginx logs, with the
+// pod's labels given by extra: path captures or literal text of the same length.
+func nodeRules(b *testing.B, extra string) []*config.Rule {
+	example := loadExample(b)
+	text := `
+inputs:
+  - name: nginx
+    path: /var/log/pods/*_*_*/nginx/*.log
+    path_captures: '^/var/log/pods/(?P<namespace>[^_]+)_(?P<pod>[^_]+)_[^/]+/(?P<container>[^/]+)/'
+patterns:
+  NGINX_ACCESS: '` + strings.ReplaceAll(example.Patterns["NGINX_ACCESS"], "'", "''") + `'
+rules:
+  - name: nginx_http_requests
+    match: '^%{NGINX_ACCESS}$'
+    labels: {method: '${method}', status: '${status}', ` + extra + `}
+  - name: nginx_http_request_duration_seconds
+    match: '^%{NGINX_ACCESS}$'
+    value: request_time
+    labels: {` + extra + `}
+    aggregations: [window, quantiles]
+  - name: nginx_http_response_size_bytes
+    match: '^%{NGINX_ACCESS}$'
+    value: body_bytes_sent
+    labels: {status_class: '${status_class}xx', ` + extra + `}
+`
+	return mustParse(b, text).Rules
+}
+
+// BenchmarkPathCaptures is what path captures cost a line: the same rules, labelled by
+// namespace, pod and container from path captures or from literal text of those values,
+// over the same lines of one file, in one run. One op is one line.
+func BenchmarkPathCaptures(b *testing.B) {
+	lines := nginxlog.Lines(b, 20000, 1)
+	for _, tc := range []struct{ name, extra string }{
+		{"literal", `namespace: 'shop', pod: 'web-7d9f8b6c5-x2x4k', container: 'nginx'`},
+		{"path", `namespace: '${namespace}', pod: '${pod}', container: '${container}'`},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			p, err := New(nodeRules(b, tc.extra))
+			if err != nil {
+				b.Fatal(err)
+			}
+			s := p.NewSession()
+			s.SetPath([][]byte{[]byte("nginx"), []byte("shop"), []byte("web-7d9f8b6c5-x2x4k")})
+			sink := newSeriesSink(3)
+			for _, l := range lines {
+				s.ParseWrapped("nginx", l, nil, sink)
+			}
+			b.ReportAllocs()
+			cpu0 := cpuTime(b)
+			i := 0
+			for b.Loop() {
+				s.ParseWrapped("nginx", lines[i%len(lines)], nil, sink)
+				i++
+			}
+			b.ReportMetric(float64((cpuTime(b)-cpu0).Nanoseconds())/float64(i), "cpu-ns/line")
+		})
+	}
+}

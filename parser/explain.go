@@ -105,13 +105,16 @@ func (p *Parser) Explain(input string, line []byte) *Explanation {
 	for i := range p.groups {
 		g := &p.groups[i]
 		// A regex group fills every group, also those no rule reads, so all can be shown.
-		caps := make([]int, max(g.ncap, g.m.ncap))
+		caps := make([]int, max(g.ncap, g.m.ncap), max(g.ncap, g.m.ncap)+2*len(p.paths))
 		src := line
 		var matched bool
 		if g.ex != nil {
 			src, matched = g.ex.extract(line, caps, s)
 		} else {
 			matched = g.m.Match(line, caps)
+		}
+		if matched && g.pathBase > 0 {
+			src, caps = s.withPath(src, caps, g.pathBase)
 		}
 		var prefix *Prefix
 		s.newMatch()
@@ -153,9 +156,10 @@ type namedCapture struct {
 	index int
 }
 
-// captureNames lists a rule's named captures: a regex's named groups, or a fields rule's
-// captures at their slots in the group (slot maps the rule's capture indexes to them).
-func captureNames(r *config.Rule, slot []int) []namedCapture {
+// captureNames lists a rule's named captures with their indexes in the group (slot maps
+// the rule's to them): a regex's named groups or a fields rule's captures, then its path
+// captures.
+func captureNames(r *config.Rule, slot func(int) int) []namedCapture {
 	var out []namedCapture
 	if r.Regexp != nil {
 		for i, name := range r.Regexp.SubexpNames() {
@@ -163,10 +167,12 @@ func captureNames(r *config.Rule, slot []int) []namedCapture {
 				out = append(out, namedCapture{name, i})
 			}
 		}
-		return out
 	}
 	for i, f := range r.Fields {
-		out = append(out, namedCapture{f.Capture, slot[i+1]})
+		out = append(out, namedCapture{f.Capture, slot(i + 1)})
+	}
+	for i, name := range r.PathCaptures {
+		out = append(out, namedCapture{name, slot(r.Captures() + 1 + i)})
 	}
 	return out
 }

@@ -93,6 +93,9 @@ type Parser struct {
 	// names are, per rule, its named captures and where they are in its group's caps:
 	// what Explain shows. Parse does not read them.
 	names [][]namedCapture
+	// paths are the path captures the rules read, sorted: the order Session.SetPath
+	// takes their values in.
+	paths []string
 	// scratch holds the per-call buffers, so Parse allocates nothing per line and
 	// concurrent calls never share a buffer.
 	scratch sync.Pool
@@ -112,6 +115,9 @@ type group struct {
 	fields *fieldsGroup
 	ex     extractor
 	ncap   int // ints of caps the matcher fills; 0 when no rule reads a capture
+	// pathBase is the slot of the first path capture when a rule reads path captures
+	// (caps then go on past ncap with them, Parser.paths in order), else 0.
+	pathBase int
 	// inputs is the union of the rules' inputs; nil when some rule reads every input.
 	inputs []string
 	rules  []rule
@@ -159,11 +165,8 @@ func New(rules []*config.Rule) (*Parser, error) {
 // build is New with the choice of matcher, so tests and benchmarks can compare fastmatch
 // with plain regexp in one run.
 func build(rules []*config.Rule, fast bool) (*Parser, error) {
-	p := &Parser{}
+	p := &Parser{names: make([][]namedCapture, len(rules))}
 	byRegex := map[string]int{}
-	slots := map[string]int{}
-	var labelSets [][]config.Template
-	var itemSets [][]config.Item
 	var sz sizes
 	for i, cr := range rules {
 		if err := check(cr); err != nil {
@@ -191,34 +194,21 @@ func build(rules []*config.Rule, fast bool) (*Parser, error) {
 			r.labels = append(r.labels, l.Template)
 		}
 		r.items = cr.Items
-		r.labelSet = setIndex(&labelSets, r.labels, func(a, b config.Template) bool { return slices.Equal(a, b) })
-		r.itemSet = setIndex(&itemSets, r.items, func(a, b config.Item) bool {
-			return a.Label == b.Label && slices.Equal(a.Template, b.Template)
-		})
 		r.literalsValid = literalsValid(r.labels, r.items)
 		r.where = filters(cr.Where, fast, &sz)
 		r.whereNot = filters(cr.WhereNot, fast, &sz)
-		tsCapture := -1
 		if ts := cr.Timestamp; ts != nil {
-			tsCapture = ts.Capture
+			r.ts = &timestampSpec{capture: ts.Capture, layout: ts.Layout}
 		}
-		var slot []int
 		if g.fields != nil {
-			slot = g.fields.slots(cr)
-			r.remap(slot)
-			if tsCapture >= 0 {
-				tsCapture = slot[tsCapture]
-			}
+			// The group learns the rule's fields now; their slots do not move as
+			// later rules add theirs.
+			g.fields.slots(cr)
 		}
-		p.names = append(p.names, captureNames(cr, slot))
-		if ts := cr.Timestamp; ts != nil {
-			key := fmt.Sprintf("%d\x00%d\x00%s", gi, tsCapture, ts.Layout)
-			slot, ok := slots[key]
-			if !ok {
-				slot = len(slots)
-				slots[key] = slot
+		for _, name := range cr.PathCaptures {
+			if !slices.Contains(p.paths, name) {
+				p.paths = append(p.paths, name)
 			}
-			r.ts = &timestampSpec{capture: tsCapture, layout: ts.Layout, slot: slot}
 		}
 		if len(g.rules) == 0 || g.inputs != nil {
 			g.inputs = unionInputs(g.inputs, cr.Inputs)
@@ -227,28 +217,94 @@ func build(rules []*config.Rule, fast bool) (*Parser, error) {
 		sz.labels = max(sz.labels, len(r.labels))
 		sz.items = max(sz.items, len(r.items))
 	}
+	slices.Sort(p.paths)
+	sz.paths = len(p.paths)
+	var labelSets [][]config.Template
+	var itemSets [][]config.Item
+	slots := map[string]int{}
 	for i := range p.groups {
 		g := &p.groups[i]
+		// A group's own captures are known once every rule is in; the path captures
+		// take the slots after them.
+		base := g.m.ncap / 2
 		if g.fields != nil {
 			ex, err := g.fields.extractor()
 			if err != nil {
 				return nil, err
 			}
-			g.ex, g.ncap = ex, 2*(len(g.fields.paths)+1)
-		} else {
+			base = len(g.fields.paths) + 1
+			g.ex, g.ncap = ex, 2*base
+		}
+		for j := range g.rules {
+			r := &g.rules[j]
+			cr := rules[r.index]
+			slot := p.slotOf(g, cr, base)
+			if g.fields != nil || len(cr.PathCaptures) > 0 {
+				r.remap(slot)
+			}
+			if len(cr.PathCaptures) > 0 {
+				g.pathBase = base
+			}
+			p.names[r.index] = captureNames(cr, slot)
+			// Sets and time slots are found on the indexes in the group, so that two
+			// rules that read one slot share, and two that read different ones do not.
+			r.labelSet = setIndex(&labelSets, r.labels, func(a, b config.Template) bool { return slices.Equal(a, b) })
+			r.itemSet = setIndex(&itemSets, r.items, func(a, b config.Item) bool {
+				return a.Label == b.Label && slices.Equal(a.Template, b.Template)
+			})
+			if r.ts != nil {
+				key := fmt.Sprintf("%d\x00%d\x00%s", i, r.ts.capture, r.ts.layout)
+				slot, ok := slots[key]
+				if !ok {
+					slot = len(slots)
+					slots[key] = slot
+				}
+				r.ts.slot = slot
+			}
+		}
+		if g.fields == nil {
 			g.ncap = g.m.capsNeeded(slices.ContainsFunc(g.rules, rule.readsCaptures))
-			read := make([]bool, g.m.ncap/2)
+			read := make([]bool, base)
 			for _, r := range g.rules {
-				r.captures(func(c int) { read[c] = true })
+				r.captures(func(c int) {
+					if c < base {
+						read[c] = true
+					}
+				})
 			}
 			g.parse = g.m.only(func(group int) bool { return read[group] })
 		}
 		sz.caps = max(sz.caps, g.ncap)
+		if g.pathBase > 0 {
+			sz.caps = max(sz.caps, 2*(base+len(p.paths)))
+		}
 	}
 	sz.slots = len(slots)
 	p.rules = len(rules)
 	p.scratch.New = func() any { return newScratch(sz) }
 	return p, nil
+}
+
+// slotOf maps the capture indexes of rule cr of group g (config's: the line's, then the
+// path captures) to the group's: a fields rule's captures to the group's slots, the path
+// captures to the slots from base on, in the parser's order of path captures.
+func (p *Parser) slotOf(g *group, cr *config.Rule, base int) func(int) int {
+	own := cr.Captures()
+	var fields []int
+	if g.fields != nil {
+		fields = g.fields.slots(cr) // every field is in already: nothing is added
+	}
+	return func(c int) int {
+		switch {
+		case c < 0:
+			return c
+		case c > own:
+			return base + slices.Index(p.paths, cr.PathCaptures[c-own-1])
+		case fields != nil:
+			return fields[c]
+		}
+		return c
+	}
 }
 
 // setIndex returns the index of list in sets, adding it if no equal list is there yet.
@@ -298,12 +354,19 @@ func check(r *config.Rule) error {
 	if r == nil || r.Regexp == nil && len(r.Fields) == 0 {
 		return fmt.Errorf("no compiled regex and no fields")
 	}
-	n := r.Captures()
+	n := r.Captures() + len(r.PathCaptures)
 	bad := func(c int) bool { return c < 0 || c > n }
 	for _, l := range r.Labels {
 		for _, part := range l.Template {
 			if part.Capture > n {
 				return fmt.Errorf("label %s: capture %d out of range", l.Name, part.Capture)
+			}
+		}
+	}
+	for _, it := range r.Items {
+		for _, part := range it.Template {
+			if part.Capture > n {
+				return fmt.Errorf("item: capture %d out of range", part.Capture)
 			}
 		}
 	}
@@ -407,6 +470,9 @@ func (p *Parser) parse(s *scratch, input string, line, wrapperTime []byte, sink 
 			}
 		} else if !g.parse.Match(line, caps) {
 			continue
+		}
+		if g.pathBase > 0 {
+			src, caps = s.withPath(src, caps, g.pathBase)
 		}
 		s.newMatch()
 		for j := range g.rules {

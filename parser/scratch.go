@@ -15,6 +15,7 @@ type sizes struct {
 	labels    int // the most labels of a rule
 	items     int // the most items of a rule
 	slots     int // distinct timestamp specs
+	paths     int // path captures the rules read
 }
 
 // scratch is what one Parse call writes to. Buffers keep their capacity between calls, so
@@ -40,6 +41,11 @@ type scratch struct {
 	jsonKey []byte
 	// wrapperTime is the time text of the line's wrapper, during one ParseWrapped call.
 	wrapperTime []byte
+	// pathText holds the values of the path captures (Session.SetPath), pathCaps their
+	// offsets in it in pairs (-1: not set); pathLine is a line followed by them.
+	pathText []byte
+	pathCaps []int
+	pathLine []byte
 	// match numbers the group matches this scratch has seen (newMatch). What is
 	// remembered below for one match is used again by the other rules of the group, which
 	// read the same captures of the same line.
@@ -82,7 +88,48 @@ func newScratch(sz sizes) *scratch {
 		vals:      ownLines[byte](0, textBuf),
 		joined:    ownLines[byte](0, textBuf),
 		jsonKey:   ownLines[byte](0, textBuf),
+		pathText:  ownLines[byte](0, textBuf),
+		pathCaps:  unset(ownLines[int](2*sz.paths, 2*sz.paths)),
+		pathLine:  ownLines[byte](0, textBuf),
 	}
+}
+
+// unset marks every capture of caps as not set.
+func unset(caps []int) []int {
+	for i := range caps {
+		caps[i] = -1
+	}
+	return caps
+}
+
+// setPath keeps the values of the path captures for the lines parsed next.
+func (s *scratch) setPath(values [][]byte) {
+	s.pathText = s.pathText[:0]
+	unset(s.pathCaps)
+	for i, v := range values[:min(len(values), len(s.pathCaps)/2)] {
+		if v != nil {
+			s.pathCaps[2*i] = len(s.pathText)
+			s.pathText = append(s.pathText, v...)
+			s.pathCaps[2*i+1] = len(s.pathText)
+		}
+	}
+}
+
+// withPath makes the path captures captures of a match: src, what caps index, followed by
+// the path captures' values in a buffer of the scratch, and caps grown by their slots
+// from base on, pointing at them there. The values are short, the line is copied once per
+// match of a group whose rules read them.
+func (s *scratch) withPath(src []byte, caps []int, base int) ([]byte, []int) {
+	n := len(src)
+	s.pathLine = append(append(s.pathLine[:0], src...), s.pathText...)
+	caps = caps[:2*base+len(s.pathCaps)]
+	for i, off := range s.pathCaps {
+		if off >= 0 {
+			off += n
+		}
+		caps[2*base+i] = off
+	}
+	return s.pathLine, caps
 }
 
 // newMatch starts the rules of a group on a match: nothing remembered of the previous

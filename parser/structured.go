@@ -62,16 +62,14 @@ func joinDots(segs []string) string {
 	return out
 }
 
-// remap rewrites the capture indexes of a rule read from a fields group to the group's
-// slots; templates are copied, since config's belong to the config.
-func (r *rule) remap(slot []int) {
-	at := func(c int) int {
-		if c < 0 {
-			return c
-		}
-		return slot[c]
-	}
+// remap rewrites the capture indexes of a rule to its group's (Parser.slotOf): those of a
+// fields rule to the group's slots, path captures to theirs; templates are copied, since
+// config's belong to the config.
+func (r *rule) remap(at func(int) int) {
 	r.value = at(r.value)
+	if r.ts != nil {
+		r.ts.capture = at(r.ts.capture)
+	}
 	for i := range r.where {
 		r.where[i].capture = at(r.where[i].capture)
 	}

@@ -58,6 +58,8 @@ type binding struct {
 	parse *parser.Session
 	sink  *store.Sink
 	name  string // the input's name in gen's config, for rules' inputs: restriction
+	// paths gives parse the path captures of each line's file; nil when none is read.
+	paths *pathValues
 }
 
 // unwrap returns what the parser is to read of a line: for a cri input, the message
@@ -115,12 +117,17 @@ func labelOf(ci config.Input) string {
 
 // inputName is the name cfg gives the input reading source.
 func (g *generation) inputName(source string) string {
+	return g.input(source).Name
+}
+
+// input is cfg's input reading source (a zero Input when there is none).
+func (g *generation) input(source string) config.Input {
 	for _, ci := range g.cfg.Inputs {
 		if ci.Source() == source {
-			return ci.Name
+			return ci
 		}
 	}
-	return ""
+	return config.Input{}
 }
 
 // stats is the input's snapshot with what the pipeline counts of it.
@@ -225,8 +232,12 @@ func (in *stream) handle(p *Pipeline) input.Handler {
 		g := p.gen.Load()
 		b := in.bound.Load()
 		if b == nil || b.gen != g {
-			b = &binding{gen: g, parse: g.parser.NewSession(), sink: g.set.NewSink(), name: g.inputName(in.source)}
+			ci := g.input(in.source)
+			b = &binding{gen: g, parse: g.parser.NewSession(), sink: g.set.NewSink(), name: ci.Name, paths: newPathValues(ci, g.parser)}
 			in.bound.Store(b)
+		}
+		if b.paths != nil {
+			b.paths.set(b.parse, path)
 		}
 		if in.chunked {
 			b.sink.SetNow(in.processing, in.wall)

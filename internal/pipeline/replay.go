@@ -68,8 +68,13 @@ func replayFiles(cfg *config.Config, p *parser.Parser, files []string, opts Opti
 		}
 		o := follow.Options{Path: file, MaxLineBytes: opts.MaxLineBytes, Logger: opts.Logger}
 		in.joinOptions(&o)
+		paths := newPathValues(ci, p)
+		ps.SetPath(nil) // none of the previous file's
 		_, err := follow.ReadToEnd(o,
 			func(path string, line []byte) {
+				if paths != nil {
+					paths.set(ps, path)
+				}
 				if msg, wrapperTime, ok := in.unwrap(path, line); ok {
 					ps.ParseWrapped(ci.Name, msg, wrapperTime, sink)
 				}

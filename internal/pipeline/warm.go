@@ -46,6 +46,9 @@ func (p *Pipeline) warmStart(ci config.Input) func(path string, file io.ReaderAt
 		maxLine := maxLineBytes(p.opts)
 		from := backfillFrom(file, end, p.opts.BackfillBytes, wall-longest, g.parser, name, maxLine)
 		ps := g.parser.NewSession()
+		if paths := newPathValues(g.input(ci.Source()), g.parser); paths != nil {
+			paths.set(ps, path)
+		}
 		lines := readLines(file, from, end, maxLine, func(line []byte) { ps.ParseWrapped(name, line, nil, sink) })
 		p.opts.Logger.Info("warm start: windows of event-time rules filled from the end of the file",
 			"path", path, "from", from, "to", end, "lines", lines)

@@ -1,0 +1,201 @@
+{{/* The chart's name, and the release's objects' name. */}}
+{{- define "logwindow.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{- define "logwindow.fullname" -}}
+{{- if .Values.fullnameOverride -}}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- $name := default .Chart.Name .Values.nameOverride -}}
+{{- if contains $name .Release.Name -}}
+{{- .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/* Labels that select the release's pods. */}}
+{{- define "logwindow.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "logwindow.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end -}}
+
+{{/* Labels of every object. */}}
+{{- define "logwindow.labels" -}}
+{{ include "logwindow.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
+{{- end -}}
+
+{{- define "logwindow.image" -}}
+{{- printf "%s:%s" .Values.image.repository (.Values.image.tag | default .Chart.AppVersion) -}}
+{{- end -}}
+
+{{/* The ConfigMap holding the rule file: the user's, or the chart's. */}}
+{{- define "logwindow.rulesConfigMap" -}}
+{{- .Values.rules.existingConfigMap | default (printf "%s-rules" (include "logwindow.fullname" .)) -}}
+{{- end -}}
+
+{{- define "logwindow.checkMode" -}}
+{{- if not (has .Values.mode (list "daemonset" "syslog" "sidecar")) -}}
+{{- fail (printf "mode: %q is none of daemonset, syslog, sidecar" .Values.mode) -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+The rule file of the mode: the mode's inputs, then the chart's nginx rules (files/), or the
+user's whole file (rules.content).
+*/}}
+{{- define "logwindow.rules" -}}
+{{- if .Values.rules.content -}}
+{{- .Values.rules.content -}}
+{{- else -}}
+inputs:
+{{- if eq .Values.mode "daemonset" }}
+{{- $logs := .Values.daemonset.podLogs | trimSuffix "/" }}
+{{- range .Values.daemonset.containers }}
+  # The logs of every pod's {{ . }} container on the node, labelled by the pod from the path.
+  - name: {{ . }}
+    path: {{ printf "%s/*_*_*/%s/*.log" $logs . | quote }}
+    wrapper: cri
+    path_captures: {{ printf "^%s/(?P<namespace>[^_/]+)_(?P<pod>[^_/]+)_[^/]+/(?P<container>[^/]+)/" (regexQuoteMeta $logs) | squote }}
+{{- end }}
+{{- else if eq .Values.mode "syslog" }}
+  # nginx anywhere in the cluster: access_log syslog:server=<the Service>:{{ .Values.syslog.port }}
+  - name: nginx
+    syslog: {{ printf "udp://0.0.0.0:%d" (int .Values.syslog.port) | quote }}
+{{- else }}
+  # nginx in the same pod: access_log syslog:server=127.0.0.1:{{ .Values.sidecar.port }}
+  - name: nginx
+    syslog: {{ printf "udp://127.0.0.1:%d" (int .Values.sidecar.port) | quote }}
+{{- end }}
+
+{{ if eq .Values.mode "daemonset" -}}
+{{ .Files.Get "files/rules-pods.yaml" }}
+{{- else -}}
+{{ .Files.Get "files/rules.yaml" }}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The exporter's container, as the DaemonSet, the Deployment and a sidecar run it. */}}
+{{- define "logwindow.container" -}}
+name: logwindow-exporter
+image: {{ include "logwindow.image" . }}
+imagePullPolicy: {{ .Values.image.pullPolicy }}
+args:
+  - --config.file=/etc/logwindow_exporter/{{ .Values.rules.key }}
+  - --web.listen-address=:{{ .Values.metricsPort }}
+{{- if .Values.configWatch }}
+  - --config.watch
+{{- end }}
+{{- range .Values.extraArgs }}
+  - {{ . }}
+{{- end }}
+ports:
+  - name: metrics
+    containerPort: {{ .Values.metricsPort }}
+    protocol: TCP
+{{- if eq .Values.mode "syslog" }}
+  - name: syslog
+    containerPort: {{ .Values.syslog.port }}
+    protocol: UDP
+{{- end }}
+# /-/ready: the inputs are open (files positioned, socket bound). A sidecar's readiness
+# is its pod's: only a startupProbe holds the pod out of its Service while it starts.
+startupProbe:
+  httpGet:
+    path: /-/ready
+    port: metrics
+  periodSeconds: 1
+  failureThreshold: 60
+{{- if ne .Values.mode "sidecar" }}
+readinessProbe:
+  httpGet:
+    path: /-/ready
+    port: metrics
+  periodSeconds: 10
+{{- end }}
+livenessProbe:
+  httpGet:
+    path: /-/healthy
+    port: metrics
+  periodSeconds: 20
+  failureThreshold: 3
+resources:
+  {{- toYaml .Values.resources | nindent 2 }}
+securityContext:
+  {{- toYaml .Values.securityContext | nindent 2 }}
+volumeMounts:
+  - name: rules
+    mountPath: /etc/logwindow_exporter
+    readOnly: true
+{{- if eq .Values.mode "daemonset" }}
+  - name: pod-logs
+    mountPath: {{ .Values.daemonset.podLogs }}
+    readOnly: true
+{{- end }}
+{{- end -}}
+
+{{/* The pod spec of the DaemonSet and the Deployment. */}}
+{{- define "logwindow.podSpec" -}}
+# The exporter does not talk to the Kubernetes API: no token in the pod.
+automountServiceAccountToken: false
+{{- with .Values.imagePullSecrets }}
+imagePullSecrets:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .Values.priorityClassName }}
+priorityClassName: {{ . }}
+{{- end }}
+securityContext:
+  {{- $psc := deepCopy .Values.podSecurityContext }}
+  {{- if and (eq .Values.mode "daemonset") .Values.daemonset.supplementalGroups }}
+  {{- $_ := set $psc "supplementalGroups" .Values.daemonset.supplementalGroups }}
+  {{- end }}
+  {{- toYaml $psc | nindent 2 }}
+containers:
+  - {{- include "logwindow.container" . | nindent 4 }}
+volumes:
+  - name: rules
+    configMap:
+      name: {{ include "logwindow.rulesConfigMap" . }}
+{{- if eq .Values.mode "daemonset" }}
+  - name: pod-logs
+    hostPath:
+      path: {{ .Values.daemonset.podLogs }}
+      type: Directory
+{{- end }}
+{{- with .Values.nodeSelector }}
+nodeSelector:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .Values.affinity }}
+affinity:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- $tolerations := .Values.tolerations }}
+{{- if eq .Values.mode "daemonset" }}
+{{- $tolerations = concat .Values.daemonset.tolerations .Values.tolerations }}
+{{- end }}
+{{- with $tolerations }}
+tolerations:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- end -}}
+
+{{/* The pod template's metadata; the rules' checksum is not in it, as the exporter reloads them. */}}
+{{- define "logwindow.podMetadata" -}}
+labels:
+  {{- include "logwindow.selectorLabels" . | nindent 2 }}
+  {{- with .Values.podLabels }}
+  {{- toYaml . | nindent 2 }}
+  {{- end }}
+{{- with .Values.podAnnotations }}
+annotations:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- end -}}
