@@ -49,6 +49,8 @@ func mtailCopies(n int) string {
 
 // benchConfig is a rule file for the benchmark, made from the example config.
 type benchConfig struct {
+	// shards is the node input's shards: (1 or less: one follower).
+	shards int
 	// inputs are the log files, each its own input (and so its own goroutine), read from
 	// the beginning.
 	inputs []string
@@ -103,7 +105,7 @@ func (c benchConfig) write(src, dst string) error {
 	setKey(root, "inputs", inputs)
 	var podLabels *yaml.Node
 	if c.node != "" {
-		inputs, podLabels = nodeInput(c.node)
+		inputs, podLabels = nodeInput(c.node, c.shards)
 		setKey(root, "inputs", inputs)
 	}
 	if c.format != "" {

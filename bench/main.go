@@ -72,7 +72,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.runs, "runs", 3, "runs of each program; the table shows medians")
 	fs.IntVar(&o.files, "files", 1, "log files, each its own input read concurrently (live mode)")
 	fs.IntVar(&o.procs, "procs", 0, "GOMAXPROCS of the measured programs (0: one per file)")
-	fs.BoolVar(&o.node, "node", false, "the files as the pod logs of one node (CRI lines under <ns>_<pod>_<uid>/nginx/0.log), read by one input over their glob with path_captures, every rule labelled by namespace and pod")
+	fs.BoolVar(&o.node, "node", false, "the files as the pod logs of one node (CRI lines under <ns>_<pod>_<uid>/nginx/0.log), read by one input over their glob with path_captures and shards: -procs, every rule labelled by namespace and pod")
 	fs.IntVar(&o.extraRules, "rules", 0, "extra counting rules over the same pattern (and extra mtail blocks), to see the cost per rule")
 	fs.StringVar(&o.mode, "mode", "live", "live: serve and scrape until every line is counted; replay: --replay, one-shot")
 	fs.BoolVar(&o.mtail, "mtail", false, "also run mtail --one_shot with nginx.mtail on the same files")
@@ -188,9 +188,9 @@ func bench(o options, out io.Writer) error {
 		if read, err = podLogs(node, paths); err != nil {
 			return err
 		}
-		fmt.Fprintf(out, "node: the logs as %d pods' nginx logs in CRI lines, one input over %s\n\n", len(read), filepath.Join(node, "*_*_*", "nginx", "*.log"))
+		fmt.Fprintf(out, "node: the logs as %d pods' nginx logs in CRI lines, one input over %s, its files shared by %d followers (shards: GOMAXPROCS)\n\n", len(read), filepath.Join(node, "*_*_*", "nginx", "*.log"), max(o.procs, 1))
 	}
-	if err := (benchConfig{inputs: paths, extraRules: o.extraRules, likeMtail: o.likeMtail, node: node}).write(o.config, rules); err != nil {
+	if err := (benchConfig{inputs: paths, extraRules: o.extraRules, likeMtail: o.likeMtail, node: node, shards: o.procs}).write(o.config, rules); err != nil {
 		return err
 	}
 	want := counts.exampleTotals(o.extraRules)

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -66,11 +67,15 @@ func wrapCRI(src, dst string) error {
 	return out.Close()
 }
 
-// nodeInput is the one input of a node's exporter over the pod logs under root, and the
-// labels podLabels every rule gets from its path captures.
-func nodeInput(root string) (*yaml.Node, *yaml.Node) {
+// nodeInput is the one input of a node's exporter over the pod logs under root, its files
+// shared by shards followers when more than one, and the labels podLabels every rule gets
+// from its path captures.
+func nodeInput(root string, shards int) (*yaml.Node, *yaml.Node) {
 	in := mapping("name", "nginx", "path", filepath.Join(root, "*_*_*", "nginx", "*.log"), "wrapper", "cri", "start_at", "beginning",
 		"path_captures", "^"+regexp.QuoteMeta(root)+"/(?P<namespace>[^_/]+)_(?P<pod>[^_/]+)_[^/]+/(?P<container>[^/]+)/")
+	if shards > 1 {
+		setKey(in, "shards", scalar(strconv.Itoa(shards)))
+	}
 	labels := mapping("namespace", "${namespace}", "pod", "${pod}")
 	return &yaml.Node{Kind: yaml.SequenceNode, Content: []*yaml.Node{in}}, labels
 }

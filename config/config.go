@@ -71,6 +71,10 @@ type Input struct {
 	// PathCaptures, for a file input, is a regex over the path of the file a line was
 	// read from: its named groups are captures of every line of that file; nil without.
 	PathCaptures *regexp.Regexp
+	// Shards, for a glob, is how many followers share its files, each reading the
+	// directories whose path hashes to its share, so that the files of many pods are
+	// parsed on several cores; 0 (not set) is one follower.
+	Shards int
 }
 
 // WrapperCRI is the wrapper of Kubernetes container logs; CRITimeCapture is the capture

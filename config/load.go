@@ -318,7 +318,7 @@ func (d *decoder) inputs(e entry) []Input {
 				names[in.Name] = n.key.Line
 			}
 		}
-		d.known(entries, subject, "", "name", "path", "start_at", "syslog", "socket_mode", "format", "wrapper", "path_captures")
+		d.known(entries, subject, "", "name", "path", "start_at", "syslog", "socket_mode", "format", "wrapper", "path_captures", "shards")
 		sources := 0
 		if p, ok := find(entries, "path"); ok {
 			sources++
@@ -351,6 +351,9 @@ func (d *decoder) inputs(e entry) []Input {
 		if p, ok := find(entries, "path_captures"); ok {
 			d.pathCaptures(p, subject, &in)
 		}
+		if s, ok := find(entries, "shards"); ok {
+			d.shards(s, subject, &in)
+		}
 		if s, ok := find(entries, "start_at"); ok {
 			if in.Syslog != "" {
 				d.add(s.key.Line, subject, "start_at: applies to files; a socket receives what is sent once it is bound")
@@ -369,6 +372,26 @@ func (d *decoder) inputs(e entry) []Input {
 		out = append(out, in)
 	}
 	return out
+}
+
+// maxShards bounds `shards:`: more followers than cores gain nothing.
+const maxShards = 64
+
+// shards decodes `shards:`, which splits a glob's files among that many followers.
+func (d *decoder) shards(e entry, subject string, in *Input) {
+	text, ok := d.scalar(e, subject, "shards")
+	if !ok {
+		return
+	}
+	n, err := strconv.Atoi(text)
+	switch {
+	case err != nil || n < 1 || n > maxShards:
+		d.add(e.key.Line, subject, "shards: %q is not a whole number from 1 to %d", text, maxShards)
+	case in.Path == "" || !strings.ContainsAny(in.Path, "*?[\\"):
+		d.add(e.key.Line, subject, "shards: applies to a glob path, whose files the followers share")
+	default:
+		in.Shards = n
+	}
 }
 
 // path checks a file input's path; sources maps each path or socket address to the line

@@ -3,6 +3,7 @@ package pipeline
 import (
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"path/filepath"
 	"sync/atomic"
 
@@ -145,20 +146,42 @@ func (p *Pipeline) syncInputs(cfg *config.Config) error {
 	wanted := map[string]bool{}
 	var errs []error
 	for _, ci := range cfg.Inputs {
-		wanted[ci.Source()] = true
-		if in, running := p.inputs[ci.Source()]; running {
-			in.label = labelOf(ci)
-			continue
+		for shard := range max(ci.Shards, 1) {
+			key := streamKey(ci, shard)
+			wanted[key] = true
+			if in, running := p.inputs[key]; running {
+				in.label = labelOf(ci)
+				continue
+			}
+			in, err := p.startInput(ci, shard)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			p.inputs[key] = in
 		}
-		in, err := p.startInput(ci)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		p.inputs[ci.Source()] = in
 	}
 	p.stopInputs(wanted)
 	return errors.Join(errs...)
+}
+
+// streamKey identifies the stream of an input's shard across reloads: its source, and for
+// a glob shared by several followers the shard and their number (a reload that changes
+// the number starts the input's followers anew, as one that changes its path does).
+func streamKey(ci config.Input, shard int) string {
+	if ci.Shards <= 1 {
+		return ci.Source()
+	}
+	return fmt.Sprintf("%s#%d/%d", ci.Source(), shard, ci.Shards)
+}
+
+// inShard reports whether the file at path is shard's of n: files are dealt by their
+// directory, so that a file renamed within its directory (a rotation) stays with its
+// follower.
+func inShard(path string, shard, n int) bool {
+	h := fnv.New32a()
+	h.Write([]byte(filepath.Dir(path)))
+	return int(h.Sum32()%uint32(n)) == shard
 }
 
 // stopInputs stops every running input whose source keep does not hold (all when keep is
@@ -175,7 +198,7 @@ func (p *Pipeline) stopInputs(keep map[string]bool) {
 	}
 }
 
-func (p *Pipeline) startInput(ci config.Input) (*stream, error) {
+func (p *Pipeline) startInput(ci config.Input, shard int) (*stream, error) {
 	in := &stream{source: ci.Source(), label: labelOf(ci)}
 	if ci.Wrapper == config.WrapperCRI {
 		in.cri = cri.New(maxLineBytes(p.opts))
@@ -197,6 +220,9 @@ func (p *Pipeline) startInput(ci config.Input) (*stream, error) {
 	}
 	opts := p.followOptions(ci.Path, ci.StartAt == config.StartAtBeginning)
 	opts.Backfill = p.warmStart(ci)
+	if n := ci.Shards; n > 1 {
+		opts.Select = func(path string) bool { return inShard(path, shard, n) }
+	}
 	in.joinOptions(&opts)
 	in.chunked = true
 	opts.Chunk = func() { in.processing, in.wall = p.clock.read() }

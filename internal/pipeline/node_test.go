@@ -87,7 +87,15 @@ func repeat(s string, n int) []string { return slices.Repeat([]string{s}, n) }
 // renamed one compressed and removed later) losing and doubling nothing, and the series
 // of a pod deleted from the node expiring as idle series do, on the injected clock: its
 // windows once idle past the longest, its counter once past counter_ttl.
+// With shards, several followers share the glob's files, dealt by directory: the same
+// counts, each file read by one of them.
 func TestNodePodLogs(t *testing.T) {
+	for _, shards := range []int{1, 3} {
+		t.Run(fmt.Sprintf("shards=%d", shards), func(t *testing.T) { nodePodLogs(t, shards) })
+	}
+}
+
+func nodePodLogs(t *testing.T, shards int) {
 	k := kubeletTree{t: t, root: t.TempDir()}
 	clock := &fakeClock{t: time.Date(2024, 3, 1, 12, 0, 0, 0, time.UTC)}
 	// Written before the exporter starts: read from their first line (start_at: beginning).
@@ -104,11 +112,12 @@ inputs:
     wrapper: cri
     start_at: beginning
     path_captures: '^%s/(?P<namespace>[^_/]+)_(?P<pod>[^_/]+)_[^/]+/(?P<container>[^/]+)/'
+    shards: %d
 rules:
   - name: nginx_http_requests
     match: '^(?P<method>[A-Z]+) \S+ (?P<status>\d{3})$'
     labels: {namespace: '${namespace}', pod: '${pod}', container: '${container}', status: '${status}'}
-`, k.root, regexp.QuoteMeta(k.root))
+`, k.root, regexp.QuoteMeta(k.root), shards)
 	cfg, err := config.Parse([]byte(text), "rules.yaml")
 	if err != nil {
 		t.Fatal(err)
@@ -154,6 +163,15 @@ rules:
 	all := check("at start")
 	if got := all[`logwindow_input_files{input="pods"}`]; got != 3 {
 		t.Errorf("files followed: %v, want the three nginx logs (not the sidecar's)", got)
+	}
+	p.mu.Lock()
+	followers, files := len(p.inputs), 0
+	for _, in := range p.inputs {
+		files += len(in.running.Stats().Files)
+	}
+	p.mu.Unlock()
+	if followers != shards || files != 3 {
+		t.Errorf("%d followers following %d files in all, want %d following each of the 3 once", followers, files, shards)
 	}
 
 	// A pod scheduled on the node after the exporter started.

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -81,6 +82,10 @@ type Options struct {
 	// since. A rotated file closed while its successor is read under the same path does
 	// not close the path: a message may go on in the successor.
 	Closed func(path string)
+	// Select, when set, keeps of a glob's matches only the paths it accepts, so that
+	// several followers can share one glob's files (each must accept a file's path
+	// whatever it is renamed to within the glob, or the file would be read twice).
+	Select func(path string) bool
 
 	now      func() time.Time                    // a test clock for the grace period
 	noNotify bool                                // tests force polling
@@ -159,7 +164,11 @@ func expand(o Options) (paths []string, unlisted map[string]error) {
 	if !isGlob(o.Path) {
 		return []string{o.Path}, nil
 	}
-	return glob(o.Path, o.list)
+	paths, unlisted = glob(o.Path, o.list)
+	if o.Select != nil {
+		paths = slices.DeleteFunc(paths, func(p string) bool { return !o.Select(p) })
+	}
+	return paths, unlisted
 }
 
 // Follower follows one input until Stop.
