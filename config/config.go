@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"time"
 
+	"github.com/logwindow/logwindow_exporter/internal/logformat"
 	"github.com/logwindow/logwindow_exporter/internal/quantity"
 )
 
@@ -66,6 +67,9 @@ type Input struct {
 	// Format is how the input's lines are structured; fields rules read only inputs of a
 	// structured format.
 	Format Format
+	// LogFormat is the web server's format its lines are written in (log_format:,
+	// apache_log_format:), nil without one; a JSON template makes Format FormatJSON.
+	LogFormat *logformat.Format
 	// Wrapper is how each line is wrapped around what rules see: "" or "cri".
 	Wrapper string
 }
@@ -132,6 +136,13 @@ type Rule struct {
 	// then nil): capture i+1 is Fields[i], sorted by capture name; Format is their inputs'.
 	Fields []Field
 	Format Format
+	// LogFormat is set for a rule with neither match: nor fields:, which reads the
+	// captures of its inputs' log format: Regexp is the format's (Match is empty), or, for a
+	// JSON template, Fields are its variables. Derived are the captures the format computes
+	// (a request's method, a status's class), numbered after the regex's groups or the
+	// fields.
+	LogFormat *logformat.Format
+	Derived   []Derived
 	// ValueCapture is the capture index summed per line; -1 for a counting rule.
 	ValueCapture int
 	// Timestamp is nil for processing-time rules.
@@ -202,6 +213,12 @@ type Field struct {
 // Captures is the number of captures a rule's labels, filters, value and timestamp may
 // refer to (indexes 1..Captures; 0 is the whole line).
 func (r *Rule) Captures() int {
+	return r.Read() + len(r.Derived)
+}
+
+// Read is the number of captures the line gives (regex groups or fields), before the
+// derived ones.
+func (r *Rule) Read() int {
 	if r.Regexp != nil {
 		return r.Regexp.NumSubexp()
 	}
@@ -221,4 +238,7 @@ type Timestamp struct {
 	// Capture is the capture index, or WrapperTime.
 	Capture int
 	Layout  string
+	// Unix: the capture is seconds since the epoch with a fraction (nginx's $msec); Layout
+	// is then empty.
+	Unix bool
 }

@@ -156,7 +156,7 @@ func TestBadConfigs(t *testing.T) {
 			`:6: rule "a": unknown key "lables" (did you mean "labels"?) (known keys: name, help, match, fields, labels, where, where_not, value, timestamp, windows, aggregations, quantiles, buckets, distinct, inputs, initial, top)`,
 			`:7: rule "a": timestamp: unknown key "layuot" (did you mean "layout"?) (known keys: capture, layout)`,
 			`:7: rule "a": timestamp: capture "t" is not in the match regex (have: none: name groups with (?P<name>...))`,
-			`:7: rule "a": timestamp: layout: is missing; give a Go time layout (e.g. '02/Jan/2006:15:04:05 -0700')`,
+			`:7: rule "a": timestamp: layout: is missing; give a Go time layout (e.g. '02/Jan/2006:15:04:05 -0700'; a log format's time_local, time_iso8601 and msec need none)`,
 			`:8: unknown key "rulez" (did you mean "rules"?) (known keys: global, inputs, patterns, rules)`,
 		},
 		"duplicate_key.yaml": {
@@ -265,7 +265,7 @@ func TestBadConfigs(t *testing.T) {
 		},
 		"timestamps.yaml": {
 			`:4: rule "a": timestamp: layout: "Jan _2 15:04:05" does not give a full date and time to the second; write it with Go's reference time, e.g. '02/Jan/2006:15:04:05 -0700' for nginx`,
-			`:7: rule "b": timestamp: layout: is missing; give a Go time layout (e.g. '02/Jan/2006:15:04:05 -0700')`,
+			`:7: rule "b": timestamp: layout: is missing; give a Go time layout (e.g. '02/Jan/2006:15:04:05 -0700'; a log format's time_local, time_iso8601 and msec need none)`,
 			`:10: rule "c": timestamp: capture: is missing; name the capture holding the line's time`,
 			`:10: rule "c": timestamp: layout: "2006-01-02 15:04" does not give a full date and time to the second; write it with Go's reference time, e.g. '02/Jan/2006:15:04:05 -0700' for nginx`,
 		},
@@ -427,6 +427,7 @@ var fingerprintEdits = []struct {
 	{"top label kept as series", "Labels", "initial: [{method: GET}]\n    top: {label: status, k: 3, capacity: 300}", "initial: [{method: GET, status: '500'}]", false},
 	{"fields for match", "Fields", fingerprintHead, fingerprintFields("json"), false},
 	{"structured format", "Format", fingerprintHead, fingerprintFields("logfmt"), false},
+	{"log format for match", "LogFormat", fingerprintHead, fingerprintLogFormat("default"), false},
 }
 
 // fingerprintHead is the part of fingerprintBase that a fields rule changes: its inputs
@@ -447,6 +448,17 @@ rules:
 `
 }
 
+// fingerprintLogFormat is fingerprintHead with the captures from a log format of the
+// escaping given: a rule without match.
+func fingerprintLogFormat(escape string) string {
+	in := `, log_format: '$m $s $v $t', log_format_escape: ` + escape + `}`
+	return `inputs: [{name: web, path: /a` + in + `, {name: api, path: /b` + in + `]
+rules:
+  - name: r
+    help: Some help.
+`
+}
+
 // notState are the Rule fields that do not shape its series or windows, or are derived
 // from fields that do, so a change to them alone never needs a change of Fingerprint.
 var notState = map[string]string{
@@ -458,6 +470,7 @@ var notState = map[string]string{
 	"Fingerprint":  "the fingerprint itself",
 	"Line":         "where the rule is written",
 	"DistinctItem": "where the text of distinct, hashed as Items, is among them",
+	"Derived":      "what LogFormat computes from its captures",
 }
 
 func fingerprintOf(t *testing.T, text string) string {

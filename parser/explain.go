@@ -105,13 +105,16 @@ func (p *Parser) Explain(input string, line []byte) *Explanation {
 	for i := range p.groups {
 		g := &p.groups[i]
 		// A regex group fills every group, also those no rule reads, so all can be shown.
-		caps := make([]int, max(g.ncap, g.m.ncap))
+		caps := make([]int, max(g.ncap, g.nall))
 		src := line
 		var matched bool
 		if g.ex != nil {
 			src, matched = g.ex.extract(line, caps, s)
 		} else {
 			matched = g.m.Match(line, caps)
+		}
+		if matched && !g.postAll.empty() {
+			src = g.postAll.apply(src, caps, s)
 		}
 		var prefix *Prefix
 		s.newMatch()
@@ -157,16 +160,24 @@ type namedCapture struct {
 // captures at their slots in the group (slot maps the rule's capture indexes to them).
 func captureNames(r *config.Rule, slot []int) []namedCapture {
 	var out []namedCapture
+	at := func(i int) int {
+		if slot == nil {
+			return i
+		}
+		return slot[i]
+	}
 	if r.Regexp != nil {
 		for i, name := range r.Regexp.SubexpNames() {
 			if name != "" {
 				out = append(out, namedCapture{name, i})
 			}
 		}
-		return out
 	}
 	for i, f := range r.Fields {
-		out = append(out, namedCapture{f.Capture, slot[i+1]})
+		out = append(out, namedCapture{f.Capture, at(i + 1)})
+	}
+	for j, d := range r.Derived {
+		out = append(out, namedCapture{d.Name, at(r.Read() + 1 + j)})
 	}
 	return out
 }

@@ -36,6 +36,9 @@ const maxJSONDepth = 10000
 func newJSONExtractor(paths [][]string) *jsonExtractor {
 	x := &jsonExtractor{}
 	for i, segs := range paths {
+		if segs == nil {
+			continue // a derived capture's slot
+		}
 		n := &x.root
 		for _, seg := range segs {
 			var next *jsonNode

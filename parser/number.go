@@ -56,3 +56,13 @@ func parseNumberSlow(b []byte) (float64, bool) {
 	f, err := strconv.ParseFloat(string(b), 64)
 	return f, err == nil && !math.IsNaN(f) && !math.IsInf(f, 0)
 }
+
+// unixSeconds reads seconds since the epoch with a fraction (nginx's $msec,
+// "1709294400.123"), floored to a second.
+func unixSeconds(b []byte) (int64, bool) {
+	f, ok := parseNumber(b)
+	if !ok || f < math.MinInt64 || f >= math.MaxInt64 {
+		return 0, false
+	}
+	return int64(math.Floor(f)), true
+}

@@ -17,6 +17,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/logwindow/logwindow_exporter/config"
+	"github.com/logwindow/logwindow_exporter/internal/logformat"
 )
 
 // DropReason says why a matched line produced no event for a rule.
@@ -112,6 +113,14 @@ type group struct {
 	fields *fieldsGroup
 	ex     extractor
 	ncap   int // ints of caps the matcher fills; 0 when no rule reads a capture
+	// format is the log format of a regex group whose rules read one, and derived its
+	// derived captures (numbered after the regex's groups); post processes the captures
+	// the rules read once matched, postAll every capture (for Explain). nall is the ints
+	// of caps every capture takes.
+	format        *logformat.Format
+	derived       []config.Derived
+	post, postAll *formatPost
+	nall          int
 	// inputs is the union of the rules' inputs; nil when some rule reads every input.
 	inputs []string
 	rules  []rule
@@ -145,6 +154,8 @@ type where struct {
 type timestampSpec struct {
 	capture int
 	layout  string
+	// unix: the capture is seconds since the epoch (config.Timestamp.Unix).
+	unix bool
 	// slot indexes the per-call cache; rules of a group with the same capture and layout
 	// share one, so a line's time is parsed once, and not again while it repeats.
 	slot int
@@ -174,13 +185,18 @@ func build(rules []*config.Rule, fast bool) (*Parser, error) {
 		key := "\x00fields " + cr.Format.String()
 		if cr.Regexp != nil {
 			key = cr.Regexp.String()
+			if cr.LogFormat != nil {
+				// The same regex undoes escapes of another kind (default and none).
+				key += "\x00log format " + cr.LogFormat.Escape.String()
+			}
 		}
 		gi, ok := byRegex[key]
 		if !ok {
 			gi = len(p.groups)
 			byRegex[key] = gi
 			if cr.Regexp != nil {
-				p.groups = append(p.groups, group{m: compile(cr.Regexp, fast), prog: sync.OnceValue(func() *regexProgram { return program(cr.Regexp) })})
+				p.groups = append(p.groups, group{m: compile(cr.Regexp, fast), prog: sync.OnceValue(func() *regexProgram { return program(cr.Regexp) }),
+					format: cr.LogFormat, derived: cr.Derived})
 			} else {
 				p.groups = append(p.groups, group{fields: &fieldsGroup{format: cr.Format}})
 			}
@@ -212,13 +228,13 @@ func build(rules []*config.Rule, fast bool) (*Parser, error) {
 		}
 		p.names = append(p.names, captureNames(cr, slot))
 		if ts := cr.Timestamp; ts != nil {
-			key := fmt.Sprintf("%d\x00%d\x00%s", gi, tsCapture, ts.Layout)
+			key := fmt.Sprintf("%d\x00%d\x00%s\x00%t", gi, tsCapture, ts.Layout, ts.Unix)
 			slot, ok := slots[key]
 			if !ok {
 				slot = len(slots)
 				slots[key] = slot
 			}
-			r.ts = &timestampSpec{capture: tsCapture, layout: ts.Layout, slot: slot}
+			r.ts = &timestampSpec{capture: tsCapture, layout: ts.Layout, unix: ts.Unix, slot: slot}
 		}
 		if len(g.rules) == 0 || g.inputs != nil {
 			g.inputs = unionInputs(g.inputs, cr.Inputs)
@@ -235,11 +251,27 @@ func build(rules []*config.Rule, fast bool) (*Parser, error) {
 				return nil, err
 			}
 			g.ex, g.ncap = ex, 2*(len(g.fields.paths)+1)
+			g.nall = g.ncap
+			g.post = g.fields.post()
+			g.postAll = g.post
 		} else {
+			g.nall = g.m.ncap + 2*len(g.derived)
 			g.ncap = g.m.capsNeeded(slices.ContainsFunc(g.rules, rule.readsCaptures))
-			read := make([]bool, g.m.ncap/2)
+			read := make([]bool, g.nall/2)
 			for _, r := range g.rules {
 				r.captures(func(c int) { read[c] = true })
+			}
+			if g.format != nil {
+				for j, d := range g.derived {
+					if read[g.m.ncap/2+j] {
+						read[d.From] = true
+					}
+				}
+				g.post = newFormatPost(g.format, g.derived, func(c int) bool { return read[c] })
+				g.postAll = newFormatPost(g.format, g.derived, func(int) bool { return true })
+				if g.ncap > 0 {
+					g.ncap = g.nall
+				}
 			}
 			g.parse = g.m.only(func(group int) bool { return read[group] })
 		}
@@ -408,6 +440,9 @@ func (p *Parser) parse(s *scratch, input string, line, wrapperTime []byte, sink 
 		} else if !g.parse.Match(line, caps) {
 			continue
 		}
+		if !g.post.empty() {
+			src = g.post.apply(src, caps, s)
+		}
 		s.newMatch()
 		for j := range g.rules {
 			s.apply(&g.rules[j], input, src, caps, sink)
@@ -509,9 +544,14 @@ func (s *scratch) time(ts *timestampSpec, line []byte, caps []int) (int64, bool)
 	if c.valid && string(c.raw) == string(raw) {
 		return c.unix, c.ok
 	}
+	c.raw = append(c.raw[:0], raw...)
+	c.valid = true
+	if ts.unix {
+		c.unix, c.ok = unixSeconds(raw)
+		return c.unix, c.ok
+	}
 	// Layouts without a zone read as UTC; with a numeric zone the offset is applied.
 	t, err := time.ParseInLocation(ts.layout, string(raw), time.UTC)
-	c.raw = append(c.raw[:0], raw...)
-	c.unix, c.ok, c.valid = t.Unix(), err == nil, true
+	c.unix, c.ok = t.Unix(), err == nil
 	return c.unix, c.ok
 }

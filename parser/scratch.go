@@ -38,6 +38,10 @@ type scratch struct {
 	vals    []byte
 	joined  []byte
 	jsonKey []byte
+	// extra holds what a log format's processing wrote of a line's captures (unescaped
+	// values, derived ones), and post the line followed by it (formatPost.apply).
+	extra []byte
+	post  []byte
 	// wrapperTime is the time text of the line's wrapper, during one ParseWrapped call.
 	wrapperTime []byte
 	// match numbers the group matches this scratch has seen (newMatch). What is
@@ -82,6 +86,8 @@ func newScratch(sz sizes) *scratch {
 		vals:      ownLines[byte](0, textBuf),
 		joined:    ownLines[byte](0, textBuf),
 		jsonKey:   ownLines[byte](0, textBuf),
+		extra:     ownLines[byte](0, textBuf),
+		post:      ownLines[byte](0, textBuf),
 	}
 }
 
