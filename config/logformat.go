@@ -79,11 +79,11 @@ func (d *decoder) formatError(e entry, subject, key, text string, presets []stri
 		d.add(e.key.Line, subject, "%s: %s", key, err)
 		return
 	}
-	hint := ""
 	if !strings.ContainsAny(text, "$%") {
-		hint = fmt.Sprintf(" (presets: %s)%s", strings.Join(presets, ", "), suggest(text, presets))
+		d.add(e.key.Line, subject, "%s: %q is not a preset (%s)%s, nor a format string (which has variables)", key, text, strings.Join(presets, ", "), suggest(text, presets))
+		return
 	}
-	d.add(e.key.Line, subject, "%s: %s, in %s%s", key, fe.Msg, pointAt(text, fe.Offset), hint)
+	d.add(e.key.Line, subject, "%s: %s, in %s", key, fe.Msg, pointAt(text, fe.Offset))
 }
 
 // pointAt quotes text with a marker at byte off, shortened around it when long.
@@ -133,7 +133,7 @@ func (rd *ruleDecoder) fromFormat(line int, r *Rule, all []Input) {
 		rd.add(line, rd.subject, "match: is missing; give the regex lines must match, or a log_format: to the rule's inputs (then every $variable is a capture)")
 		return
 	case len(without) > 0:
-		rd.add(line, rd.subject, "match: is missing, and input %s has no log_format: (the rule reads %s by the format of %q); name the rule's inputs with inputs: [...], or give each a log format", strings.Join(without, ", "), pluralInputs(r), first)
+		rd.add(line, rd.subject, "match: is missing, and input %s has no log format to read its lines by (the rule reads %s); give it one, or name only inputs with one (inputs: [...])", strings.Join(without, ", "), pluralInputs(r))
 		return
 	}
 	r.LogFormat = f

@@ -162,3 +162,41 @@ func (s *labelSink) Event(e *Event) {
 }
 
 func (s *labelSink) Drop(int, DropReason) {}
+
+// TestLogFormatValuesAndTimes: a value logged as "-" is no value, and the time variables
+// read without a layout.
+func TestLogFormatValuesAndTimes(t *testing.T) {
+	cfg := mustParse(t, `
+inputs:
+  - {name: web, path: /a, log_format: '[$time_local] $time_iso8601 $msec $status $upstream_response_time'}
+rules:
+  - {name: local, timestamp: {capture: time_local}}
+  - {name: iso, timestamp: {capture: time_iso8601}}
+  - {name: msec, timestamp: {capture: msec}}
+  - {name: upstream, value: upstream_response_time, where: {status_class: '^5xx$'}}
+`)
+	parseOnEachMatcher(t, cfg.Rules, "web", 3, func(i int) string { return fmt.Sprint(i) }, func(i int) string {
+		return []string{
+			`[01/Mar/2024:13:00:00 +0100] 2024-03-01T13:00:00+01:00 1709294400.999 502 0.004`,
+			`[01/Mar/2024:13:00:00 +0100] 2024-03-01T13:00:00+01:00 1709294400.000 504 -`,
+			`[01/Mar/2024:13:00:00 +0100] 2024-03-01T13:00:00+01:00 17092944x 200 -`,
+		}[i]
+	}, func(t *testing.T, i int, got []record) {
+		want := []record{
+			{Rule: "local", Value: 1, Time: mar1, HasTime: true},
+			{Rule: "iso", Value: 1, Time: mar1, HasTime: true},
+			{Rule: "msec", Value: 1, Time: mar1, HasTime: true},
+		}
+		switch i {
+		case 0:
+			want = append(want, record{Rule: "upstream", Value: 0.004})
+		case 1:
+			want = append(want, record{Rule: "upstream", Drop: NoValue.String()})
+		case 2:
+			want[2] = record{Rule: "msec", Drop: BadTimestamp.String()}
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("got %v\nwant %v", got, want)
+		}
+	})
+}

@@ -164,6 +164,25 @@ func (f *Format) Var(capture string) string {
 	return ""
 }
 
+// Next is the text that follows a capture's variable in the format ("" for none, at the
+// end, or for a JSON format).
+func (f *Format) Next(capture string) string {
+	for _, c := range f.Captures {
+		if c.Name == capture {
+			return c.Next
+		}
+	}
+	return ""
+}
+
+// Key is the config key of the format's kind: log_format or apache_log_format.
+func (f *Format) Key() string {
+	if f.Server == Apache {
+		return "apache_log_format"
+	}
+	return "log_format"
+}
+
 // Describe names the format for messages: its preset, or its text.
 func (f *Format) Describe() string {
 	if f.Preset != "" {
