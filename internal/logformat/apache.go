@@ -21,8 +21,8 @@ func ParseApache(text string) (*Format, error) {
 	if preset, ok := ApachePresets[text]; ok {
 		f.Preset, f.Text = text, preset
 	}
-	if len(f.Text) > maxFormat {
-		return nil, &Error{maxFormat, fmt.Sprintf("the format is longer than %d bytes", maxFormat)}
+	if err := checkText(f.Text); err != nil {
+		return nil, err
 	}
 	toks, err := apacheTokens(f.Text)
 	if err != nil {

@@ -261,6 +261,21 @@ type variable struct {
 	lead rune
 }
 
+// checkText refuses a format the regex it compiles to could not hold.
+func checkText(text string) error {
+	if len(text) > maxFormat {
+		return &Error{maxFormat, fmt.Sprintf("the format is longer than %d bytes", maxFormat)}
+	}
+	for i, r := range text {
+		if r == utf8.RuneError {
+			if _, w := utf8.DecodeRuneInString(text[i:]); w == 1 {
+				return &Error{i, "the format is not valid UTF-8"}
+			}
+		}
+	}
+	return nil
+}
+
 // compileText builds the regex of a text format from its tokens, and its captures.
 func compileText(f *Format, toks []token) error {
 	var b strings.Builder
@@ -299,13 +314,20 @@ func compileText(f *Format, toks []token) error {
 	return nil
 }
 
+// escapeRegex is the regex of one escape sequence a server writes in an escaped value: every
+// backslash in such a value starts one (the server escapes a backslash too).
+var escapeRegex = map[Escape]string{
+	EscapeDefault: `\\x[0-9A-F]{2}`,          // ngx_http_log_escape
+	EscapeJSON:    `\\(?:u[0-9A-F]{4}|[^u])`, // ngx_escape_json
+	EscapeApache:  `\\(?:x[0-9a-f]{2}|[^x])`, // ap_escape_logitem
+}
+
 // valueRegex is the regex of a variable's value followed by the text next ("" at the end
 // of the format, where the value stops at a space so that a line may go on).
 //
-// A value stops at the first character of next: nginx (escape=default) and Apache write a
-// '"' in a value as an escape, so a quoted value never holds the quote that ends it.
-// Values escaped with backslashes (escape=json, Apache) may hold that character after a
-// backslash. An upstream list stops at a space that does not separate its items.
+// A value stops at the first character of next that is not part of an escape sequence:
+// nginx and Apache write a '"' in a value escaped, so a quoted value never holds the quote
+// that ends it. An upstream list stops at a space that does not separate its items.
 func valueRegex(v *variable, next string, esc Escape) string {
 	if v.shape != "" {
 		return v.shape
@@ -321,8 +343,8 @@ func valueRegex(v *variable, next string, esc Escape) string {
 		return `[^ ]* [^ ]*`
 	}
 	not := classRune(stop)
-	if v.escaped && (esc == EscapeJSON || esc == EscapeApache) {
-		return fmt.Sprintf(`[^%s\\]*(?:\\.[^%[1]s\\]*)*`, not)
+	if e, ok := escapeRegex[esc]; ok && v.escaped {
+		return fmt.Sprintf(`[^%s\\]*(?:%s[^%[1]s\\]*)*`, not, e)
 	}
 	return fmt.Sprintf(`[^%s]*`, not)
 }

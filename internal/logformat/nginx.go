@@ -26,16 +26,17 @@ var nginxLists = []string{"upstream_addr", "upstream_bytes_received", "upstream_
 
 // ParseNginx compiles an nginx log format: a preset's name, or the format string as nginx reads
 // it (the quoted pieces of the log_format line joined), with the escaping of its escape=
-// parameter. A JSON object template with escape=json reads lines as JSON.
+// parameter. With escape=json, a format that is one JSON object ({...}) is a template
+// whose lines are read as JSON.
 func ParseNginx(text string, esc Escape) (*Format, error) {
 	f := &Format{Server: Nginx, Text: text, Escape: esc}
 	if preset, ok := NginxPresets[text]; ok {
 		f.Preset, f.Text = text, preset
 	}
-	if len(f.Text) > maxFormat {
-		return nil, &Error{maxFormat, fmt.Sprintf("the format is longer than %d bytes", maxFormat)}
+	if err := checkText(f.Text); err != nil {
+		return nil, err
 	}
-	if esc == EscapeJSON && strings.HasPrefix(strings.TrimSpace(f.Text), "{") {
+	if t := strings.TrimSpace(f.Text); esc == EscapeJSON && strings.HasPrefix(t, "{") && strings.HasSuffix(t, "}") {
 		if err := jsonTemplate(f); err != nil {
 			return nil, err
 		}
