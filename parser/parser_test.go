@@ -171,17 +171,14 @@ func TestExampleRules(t *testing.T) {
 			ev(upstr, "", 0.002, mar1+2),
 			ev(paths, "", 1, mar1+2),
 		}},
-		{"combined", `93.184.216.34 - - [01/Mar/2024:12:00:03 +0000] "GET /index.html HTTP/1.1" 200 612 "-" "Mozilla/5.0"`, []record{
-			ev(req, "method=GET,status=200,status_class=2xx", 1, mar1+3),
-			ev(cli, "status_class=2xx", 1, mar1+3),
-			ev(body, "status_class=2xx", 612, mar1+3),
-			ev(paths, "", 1, mar1+3),
-		}},
-		{"combined 5xx", `93.184.216.34 - - [01/Mar/2024:12:00:03 +0000] "DELETE /api/v1/cart HTTP/2.0" 503 197 "https://x.example/" "python-requests/2.31.0"`, []record{
+		// The format is combined with $request_time: a combined line ends before it.
+		{"combined without $request_time", `93.184.216.34 - - [01/Mar/2024:12:00:03 +0000] "GET /index.html HTTP/1.1" 200 612 "-" "Mozilla/5.0"`, nil},
+		{"combined and $request_time, 5xx", `93.184.216.34 - - [01/Mar/2024:12:00:03 +0000] "DELETE /api/v1/cart HTTP/2.0" 503 197 "https://x.example/" "python-requests/2.31.0" 1.5`, []record{
 			ev(req, "method=DELETE,status=503,status_class=5xx", 1, mar1+3),
 			ev(errs, "status=503", 1, mar1+3),
 			ev(cli, "status_class=5xx", 1, mar1+3),
 			ev(body, "status_class=5xx", 197, mar1+3),
+			ev(dur, "status_class=5xx", 1.5, mar1+3),
 			ev(paths, "", 1, mar1+3),
 			ev(pathErrs, "", 1, mar1+3),
 		}},
@@ -196,18 +193,44 @@ func TestExampleRules(t *testing.T) {
 		{"bad timestamp", `10.0.0.1 - - [32/Foo/2024:12:00:00 +0000] "GET / HTTP/1.1" 200 5 "-" "-" 0.002 0.001`, []record{
 			drop(req, BadTimestamp), drop(cli, BadTimestamp), drop(body, BadTimestamp), drop(dur, BadTimestamp), drop(upstr, BadTimestamp), drop(paths, BadTimestamp),
 		}},
-		{"request nginx could not parse", `10.0.0.1 - - [01/Mar/2024:12:00:00 +0000] "-" 400 0 "-" "-" 0.000 -`, nil},
+		// nginx answered it: it counts, with no method or path.
+		{"request nginx could not parse", `10.0.0.1 - - [01/Mar/2024:12:00:00 +0000] "-" 400 0 "-" "-" 0.000 -`, []record{
+			ev(req, "method=,status=400,status_class=4xx", 1, mar1),
+			ev(cli, "status_class=4xx", 1, mar1),
+			ev(body, "status_class=4xx", 0, mar1),
+			ev(dur, "status_class=4xx", 0, mar1),
+			ev(paths, "", 1, mar1),
+		}},
 		{"error log line", `2024/03/01 12:00:00 [error] 12#12: *1 open() "/usr/share/nginx/html/x" failed (2: No such file or directory)`, nil},
-		{"trailing field neither format has", `10.0.0.1 - - [01/Mar/2024:12:00:00 +0000] "GET / HTTP/1.1" 200 5 "-" "-" "10.1.1.1"`, nil},
+		// A line may go on after the format; what stands where $request_time should is
+		// read as it, and is no number.
+		{"main format's forwarded-for where $request_time is", `10.0.0.1 - - [01/Mar/2024:12:00:00 +0000] "GET / HTTP/1.1" 200 5 "-" "-" "10.1.1.1"`, []record{
+			ev(req, "method=GET,status=200,status_class=2xx", 1, mar1),
+			ev(cli, "status_class=2xx", 1, mar1),
+			ev(body, "status_class=2xx", 5, mar1),
+			drop(dur, BadNumber),
+			ev(paths, "", 1, mar1),
+		}},
 		{"empty", ``, nil},
 	}
 	parseOnEachMatcher(t, c.Rules, "nginx", len(tests),
 		func(i int) string { return tests[i].name }, func(i int) string { return tests[i].line },
 		func(t *testing.T, i int, got []record) {
-			if !reflect.DeepEqual(got, tests[i].want) {
+			// Rules of one regex (here, one format) report together: in rule order
+			// within a group, group after group.
+			if !reflect.DeepEqual(byRule(c.Rules, got), tests[i].want) {
 				t.Errorf("got  %v\nwant %v", got, tests[i].want)
 			}
 		})
+}
+
+// byRule sorts records into the order of their rules.
+func byRule(rules []*config.Rule, rs []record) []record {
+	index := func(name string) int {
+		return slices.IndexFunc(rules, func(r *config.Rule) bool { return r.Name == name })
+	}
+	slices.SortStableFunc(rs, func(a, b record) int { return index(a.Rule) - index(b.Rule) })
+	return rs
 }
 
 // TestExampleRulesOnGeneratedLog runs the example rules over the generator's log, whose
@@ -258,15 +281,21 @@ func TestExampleRulesOnGeneratedLog(t *testing.T) {
 	}
 }
 
-// TestExampleUsesFastmatch guards the performance of the shipped rules: one group, on
-// fastmatch (a change to the pattern that fastmatch refuses would quietly cost 10x).
+// TestExampleUsesFastmatch guards the performance of the shipped rules: the format's
+// group and the upstream time's regex, both on fastmatch (a format or regex fastmatch
+// refuses would quietly cost 10x).
 func TestExampleUsesFastmatch(t *testing.T) {
 	p, err := New(loadExample(t).Rules)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(p.groups) != 1 || p.groups[0].m.viaRegexp {
-		t.Errorf("%d groups, first on regexp: %v; want one group on fastmatch", len(p.groups), p.groups[0].m.viaRegexp)
+	if len(p.groups) != 2 || p.groups[0].format == nil {
+		t.Fatalf("%d groups, the first with format %v; want the format's and one regex", len(p.groups), p.groups[0].format)
+	}
+	for i, g := range p.groups {
+		if g.m.viaRegexp {
+			t.Errorf("group %d runs on regexp", i)
+		}
 	}
 }
 
