@@ -92,11 +92,38 @@ func BenchmarkParseNginx(b *testing.B) {
 	}
 }
 
+// BenchmarkExampleForms parses the same lines with example-rules.yaml, whose input has a
+// log_format, and with the same rules in their regex form, in one run: what reading by the
+// format costs against the hand-written regex.
+func BenchmarkExampleForms(b *testing.B) {
+	lines := nginxlog.Lines(b, 100000, 1)
+	for _, form := range []struct {
+		name string
+		cfg  *config.Config
+	}{{"log_format", loadExample(b)}, {"regex", loadRegexExample(b)}} {
+		b.Run(form.name, func(b *testing.B) {
+			rules := form.cfg.Rules
+			p, err := New(rules)
+			if err != nil {
+				b.Fatal(err)
+			}
+			sink := newSeriesSink(len(rules))
+			for _, l := range lines {
+				p.Parse("nginx", l, sink)
+			}
+			if sink.drops != 0 || len(sink.series[0]) == 0 {
+				b.Fatalf("warm-up: %d drops, %d request series", sink.drops, len(sink.series[0]))
+			}
+			parseLoop(b, p, lines, sink)
+		})
+	}
+}
+
 // BenchmarkSharedPattern adds rules over the same pattern: the regex runs once per line
 // whatever their number, so each extra rule costs only its own filter, value and labels.
 func BenchmarkSharedPattern(b *testing.B) {
 	lines := nginxlog.Lines(b, 20000, 2)
-	example := loadExample(b)
+	example := loadRegexExample(b)
 	for _, n := range []int{1, 4, 16} {
 		b.Run(fmt.Sprintf("rules=%d", n), func(b *testing.B) {
 			var y strings.Builder
@@ -121,12 +148,12 @@ func BenchmarkSharedPattern(b *testing.B) {
 	}
 }
 
-// BenchmarkParseFormats parses the same records as text through example-rules.yaml and as
+// BenchmarkParseFormats parses the same records as text through the example's regex form and as
 // JSON and logfmt (written from the text lines' own captures, under the field names of
 // example-rules-json.yaml's log_format) through example-rules-json.yaml, in one run.
 func BenchmarkParseFormats(b *testing.B) {
 	text := nginxlog.Lines(b, 100000, 1)
-	example := loadExample(b)
+	example := loadRegexExample(b)
 	data, err := os.ReadFile("../example-rules-json.yaml")
 	if err != nil {
 		b.Fatal(err)
@@ -162,7 +189,7 @@ func BenchmarkParseFormats(b *testing.B) {
 	}
 }
 
-// structuredLines writes each text line's captures (by the example's regex) as a JSON
+// structuredLines writes each text line's captures (by the example's regex form) as a JSON
 // object or logfmt pairs with the field names of example-rules-json.yaml.
 func structuredLines(b *testing.B, r *config.Rule, text [][]byte, format string) [][]byte {
 	names := map[string]string{
@@ -214,7 +241,7 @@ func structuredLines(b *testing.B, r *config.Rule, text [][]byte, format string)
 // lines through each in turn, so that a neighbour's load hits all alike, and reports each
 // one's time per line over the extractor's.
 func BenchmarkJSONExtract(b *testing.B) {
-	lines := structuredLines(b, loadExample(b).Rules[0], nginxlog.Lines(b, 20000, 1), "json")
+	lines := structuredLines(b, loadRegexExample(b).Rules[0], nginxlog.Lines(b, 20000, 1), "json")
 	data, err := os.ReadFile("../example-rules-json.yaml")
 	if err != nil {
 		b.Fatal(err)

@@ -86,6 +86,17 @@ func loadExample(t testing.TB) *config.Config {
 	return c
 }
 
+// loadRegexExample is the example's rules in their regex form (bench/), whose NGINX_ACCESS
+// pattern names the captures a few tests and benchmarks build on.
+func loadRegexExample(t testing.TB) *config.Config {
+	t.Helper()
+	c, err := config.Load("../bench/example-rules-regex.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
 // matchers runs a test on both the fastmatch and the plain regexp parser: they must agree.
 var matchers = []struct {
 	name string
