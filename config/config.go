@@ -145,6 +145,9 @@ type Rule struct {
 	Derived   []Derived
 	// ValueCapture is the capture index summed per line; -1 for a counting rule.
 	ValueCapture int
+	// ValueList: the value capture is a list of numbers, one per upstream tried (an nginx
+	// upstream variable of the rule's log format), and a line's value is their sum.
+	ValueList bool
 	// Timestamp is nil for processing-time rules.
 	Timestamp *Timestamp
 	// Windows are sorted ascending, without duplicates; WindowNames are them as written,

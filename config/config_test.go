@@ -327,7 +327,7 @@ func TestBadConfigs(t *testing.T) {
 			`:8: input "adjacent": log_format: $body_bytes_sent follows $status with no text between them, so where one ends cannot be told from the line, in "$status⟨here⟩$body_bytes_sent"`,
 			`:9: input "typo": log_format: "combind" is not a preset (combined, main, upstreaminfo) (did you mean "combined"?), nor a format string (which has variables)`,
 			`:10: input "struct": format: and a log format: the log format says how the lines are read (a JSON template with log_format_escape: json reads JSON); leave format: out`,
-			`:11: input "badjson": log_format: the object is not closed with }, in "{\"a\": \"$status\"⟨here⟩"`,
+			`:11: input "badjson": log_format: expected ':' after the key "a", in "{\"a\" ⟨here⟩\"$status\"}"`,
 			`:12: input "apache": apache_log_format: %Z is not a directive of mod_log_config, in "%h %⟨here⟩Z"`,
 			`:14: rule "mixed": match: is missing, and inputs "web" and "api" have different log formats: a rule without match: reads inputs of one format (name them with inputs: [...])`,
 			`:16: rule "no_format": match: is missing; give the regex lines must match, or a log_format: to the rule's inputs (then every $variable is a capture)`,
@@ -486,6 +486,7 @@ var notState = map[string]string{
 	"Line":         "where the rule is written",
 	"DistinctItem": "where the text of distinct, hashed as Items, is among them",
 	"Derived":      "what LogFormat computes from its captures",
+	"ValueList":    "what LogFormat says of the value capture",
 }
 
 func fingerprintOf(t *testing.T, text string) string {

@@ -248,6 +248,7 @@ func (d *decoder) rule(n *yaml.Node, index int, g Global, inputNames map[string]
 		case s != "":
 			r.ValueName = s
 			r.ValueCapture = rd.capture(e.key.Line, "value", s)
+			r.ValueList = r.LogFormat != nil && r.LogFormat.List(s)
 		case ok:
 			d.add(e.key.Line, rd.subject, "value: is empty; name the capture to sum, or leave value out to count lines")
 		}

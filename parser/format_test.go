@@ -2,6 +2,7 @@ package parser
 
 import (
 	"fmt"
+	"math"
 	"maps"
 	"slices"
 	"strings"
@@ -48,6 +49,12 @@ var formatCases = []formatCase{
 		map[string]string{"http_user_agent": "ua"}},
 	{"last variable stops at a space", `log_format: '$status $request_time'`,
 		`200 0.004 0.003`, map[string]string{"request_time": "0.004"}},
+	{"a line may end before the format's last variables", `log_format: '$status "$request" $request_time $upstream_response_time'`,
+		`200 "GET / HTTP/1.1"`, map[string]string{"status": "200", "request_time": unset, "upstream_response_time": unset}},
+	{"or before its last one", `log_format: '$status "$request" $request_time $upstream_response_time'`,
+		`200 "GET / HTTP/1.1" 0.5`, map[string]string{"request_time": "0.5", "upstream_response_time": unset}},
+	{"$time_local before a space", `log_format: '$time_local $status'`,
+		`01/Mar/2024:12:00:00 +0000 200`, map[string]string{"time_local": "01/Mar/2024:12:00:00 +0000", "status": "200"}},
 	{"upstreaminfo with retries", `log_format: upstreaminfo`,
 		`10.0.0.1 - - [01/Mar/2024:12:00:00 +0000] "POST /api HTTP/2.0" 502 150 "-" "ua" 321 0.050 [default-web-80] [] 10.1.0.5:8080, 10.1.0.6:8080 0, 150 0.004, 0.045 502, 502 7f3a`,
 		map[string]string{"request_length": "321", "request_time": "0.050", "proxy_upstream_name": "default-web-80",
@@ -199,4 +206,30 @@ rules:
 			t.Errorf("got %v\nwant %v", got, want)
 		}
 	})
+}
+
+// TestUpstreamListValues: a value rule over an upstream variable sums the upstreams tried;
+// "-" items add nothing, and a list of nothing else is no value.
+func TestUpstreamListValues(t *testing.T) {
+	cfg := mustParse(t, `
+inputs: [{name: web, path: /a, log_format: '$status $upstream_response_time $upstream_status'}]
+rules:
+  - {name: upstream, value: upstream_response_time}
+  - {name: status_not_list_summed, value: status}
+`)
+	lines := []string{"502 0.004, 0.045 502, 200", "200 0.010 : 0.002 404 : 200", "200 -, 0.5 -, 200", "499 - -", "499 -, - -, -", "200 0.1, x 200"}
+	want := [][]record{
+		{{Rule: "upstream", Value: 0.049}, {Rule: "status_not_list_summed", Value: 502}},
+		{{Rule: "upstream", Value: 0.012}, {Rule: "status_not_list_summed", Value: 200}},
+		{{Rule: "upstream", Value: 0.5}, {Rule: "status_not_list_summed", Value: 200}},
+		{{Rule: "upstream", Drop: NoValue.String()}, {Rule: "status_not_list_summed", Value: 499}},
+		{{Rule: "upstream", Drop: NoValue.String()}, {Rule: "status_not_list_summed", Value: 499}},
+		{{Rule: "upstream", Drop: BadNumber.String()}, {Rule: "status_not_list_summed", Value: 200}},
+	}
+	parseOnEachMatcher(t, cfg.Rules, "web", len(lines), func(i int) string { return lines[i] }, func(i int) string { return lines[i] },
+		func(t *testing.T, i int, got []record) {
+			if len(got) != 2 || got[0].Drop != want[i][0].Drop || math.Abs(got[0].Value-want[i][0].Value) > 1e-12 || got[1] != want[i][1] {
+				t.Errorf("got %v, want %v", got, want[i])
+			}
+		})
 }

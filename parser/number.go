@@ -1,6 +1,7 @@
 package parser
 
 import (
+	"bytes"
 	"math"
 	"strconv"
 )
@@ -65,4 +66,32 @@ func unixSeconds(b []byte) (int64, bool) {
 		return 0, false
 	}
 	return int64(math.Floor(f)), true
+}
+
+// sumList reads an nginx upstream variable that lists one number per upstream tried,
+// "0.004, 0.045" (" : " between the upstream groups of an internal redirect), as their
+// sum: the time or bytes of every upstream the request went to. An item "-" (an upstream
+// that gave none) adds nothing; numbers is how many items were numbers, and ok is false
+// when an item is neither.
+func sumList(b []byte) (sum float64, numbers int, ok bool) {
+	for len(b) > 0 {
+		end := bytes.IndexAny(b, ",:")
+		item := b
+		if end >= 0 {
+			item, b = b[:end], b[end+1:]
+		} else {
+			b = nil
+		}
+		item = bytes.TrimSpace(item)
+		if len(item) == 1 && item[0] == '-' {
+			continue
+		}
+		v, ok := parseNumber(item)
+		if !ok {
+			return 0, 0, false
+		}
+		sum += v
+		numbers++
+	}
+	return sum, numbers, !math.IsInf(sum, 0)
 }

@@ -134,6 +134,8 @@ type rule struct {
 	// whereNot filters drop the line when their capture matches.
 	whereNot []where
 	value    int // capture index, -1 for a counting rule
+	// valueList: the value is a list of numbers, summed (config.Rule.ValueList).
+	valueList bool
 	ts       *timestampSpec
 	labels   []config.Template
 	items    []config.Item
@@ -202,7 +204,7 @@ func build(rules []*config.Rule, fast bool) (*Parser, error) {
 			}
 		}
 		g := &p.groups[gi]
-		r := rule{index: i, inputs: cr.Inputs, value: cr.ValueCapture}
+		r := rule{index: i, inputs: cr.Inputs, value: cr.ValueCapture, valueList: cr.ValueList}
 		for _, l := range cr.Labels {
 			r.labels = append(r.labels, l.Template)
 		}
@@ -479,7 +481,17 @@ func (s *scratch) apply(r *rule, input string, line []byte, caps []int, sink Sin
 			sink.Drop(r.index, NoValue)
 			return Dropped, int(NoValue)
 		}
-		v, ok := parseNumber(raw)
+		var v float64
+		var ok bool
+		if r.valueList {
+			var numbers int
+			if v, numbers, ok = sumList(raw); ok && numbers == 0 {
+				sink.Drop(r.index, NoValue)
+				return Dropped, int(NoValue)
+			}
+		} else {
+			v, ok = parseNumber(raw)
+		}
 		if !ok {
 			sink.Drop(r.index, BadNumber)
 			return Dropped, int(BadNumber)

@@ -128,9 +128,9 @@ rules:
 		miss    NoMatch
 		textHas []string
 	}{
-		{`10.0.0.1 [01/Mar/2024:12:00:00 +0000] "GET / HTTP/1.1" 200`,
-			NoMatch{End: 58, In: "$status", After: "$status", Expected: []string{"[^ ]", "' '"}},
-			[]string{"requests: the line does not fit the log format", "then at byte 58, in $status or the text after it, it expects [^ ] or ' ', but the line has the end of the line", "duration: the line does not fit the log format (the same as requests's)"}},
+		{`10.0.0.1 [01/Mar/2024:12:00:00 +0000]`,
+			NoMatch{End: 37, After: "$time_local", Expected: []string{"' '"}},
+			[]string{"requests: the line does not fit the log format", "then at byte 37, in the text after $time_local, it expects ' ', but the line has the end of the line", "duration: the line does not fit the log format (the same as requests's)"}},
 		{`10.0.0.1 01/Mar/2024:12:00:00 +0000] "GET / HTTP/1.1" 200 0.1`,
 			NoMatch{End: 9, After: "$remote_addr", Expected: []string{"'['"}},
 			[]string{`then at byte 9, in the text after $remote_addr, it expects '[', but the line has "0"`}},

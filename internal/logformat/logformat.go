@@ -67,8 +67,9 @@ type Format struct {
 	Text   string
 	Escape Escape
 	// Regex reads a line of the format from its start; a line may go on after the end
-	// of the format (a format that gained fields at its end still reads). Its group k is
-	// Captures[k-1].
+	// of the format (a format that gained fields at its end still reads), or end before
+	// the variables the format ends with, each after a space (see compileText). Its group
+	// k is Captures[k-1].
 	Regex    string
 	Captures []Capture
 	// Fields are the captures of a JSON object template: the line is read as JSON.
@@ -89,6 +90,9 @@ type Capture struct {
 	Escaped bool
 	// Next is the text that follows the variable in the format, empty at its end.
 	Next string
+	// List: nginx writes one value per upstream tried (", " between them, " : " after an
+	// internal redirect), as for $upstream_response_time.
+	List bool
 }
 
 // Field is one variable of a JSON object template.
@@ -173,6 +177,16 @@ func (f *Format) Next(capture string) string {
 		}
 	}
 	return ""
+}
+
+// List reports whether a capture is one value per upstream tried (Capture.List).
+func (f *Format) List(capture string) bool {
+	for _, c := range f.Captures {
+		if c.Name == capture {
+			return c.List
+		}
+	}
+	return false
 }
 
 // Key is the config key of the format's kind: log_format or apache_log_format.
@@ -277,12 +291,32 @@ func checkText(text string) error {
 }
 
 // compileText builds the regex of a text format from its tokens, and its captures.
+//
+// The variables a format ends with, each after a space, may be missing from a line, which
+// then reads them as empty: formats grow at their end ($request_time, then
+// $upstream_response_time after combined), and the lines of the smaller format still fit
+// the larger one, as lines of the larger fit the smaller (a line may go on after the
+// format).
 func compileText(f *Format, toks []token) error {
+	tail := len(toks)
+	for tail >= 2 && toks[tail-1].v != nil && toks[tail-2].v == nil && strings.HasSuffix(toks[tail-2].lit, " ") {
+		if lit := toks[tail-2]; lit.lit != " " {
+			// The text before the trailing variables ends with their space: `" ` is `"`
+			// and the space the next variable comes after.
+			toks = slices.Insert(slices.Clone(toks), tail-1, token{lit: " ", at: lit.at + len(lit.lit) - 1})
+			toks[tail-2].lit = lit.lit[:len(lit.lit)-1]
+			tail++
+		}
+		tail -= 2
+	}
 	var b strings.Builder
 	b.WriteString("^")
 	seen := map[string]bool{}
 	for i, t := range toks {
 		if t.v == nil {
+			if i >= tail {
+				b.WriteString("(?:")
+			}
 			b.WriteString(regexp.QuoteMeta(t.lit))
 			continue
 		}
@@ -305,11 +339,12 @@ func compileText(f *Format, toks []token) error {
 		}
 		seen[t.v.name] = true
 		fmt.Fprintf(&b, "(?P<%s>%s)", t.v.name, value)
-		f.Captures = append(f.Captures, Capture{Name: t.v.name, Var: t.v.text, Escaped: t.v.escaped, Next: next})
+		f.Captures = append(f.Captures, Capture{Name: t.v.name, Var: t.v.text, Escaped: t.v.escaped, Next: next, List: t.v.list})
 	}
 	if len(f.Captures) == 0 {
 		return &Error{0, "the format has no variable, so there is nothing to capture"}
 	}
+	b.WriteString(strings.Repeat(")?", (len(toks)-tail)/2))
 	f.Regex = b.String()
 	return nil
 }
