@@ -2,8 +2,8 @@ package parser
 
 import (
 	"fmt"
-	"math"
 	"maps"
+	"math"
 	"slices"
 	"strings"
 	"testing"

@@ -136,9 +136,9 @@ type rule struct {
 	value    int // capture index, -1 for a counting rule
 	// valueList: the value is a list of numbers, summed (config.Rule.ValueList).
 	valueList bool
-	ts       *timestampSpec
-	labels   []config.Template
-	items    []config.Item
+	ts        *timestampSpec
+	labels    []config.Template
+	items     []config.Item
 	// labelSet and itemSet number the rule's label templates and its items, equal lists
 	// sharing a number, so that rules of a group with the same labels (or items) render
 	// them once per line.
