@@ -106,7 +106,7 @@ func (p *Parser) Explain(input string, line []byte) *Explanation {
 		g := &p.groups[i]
 		// A regex group fills every group, also those no rule reads, so all can be shown.
 		caps := make([]int, max(g.ncap, g.nall))
-		src := line
+		src := text{line: line}
 		var matched bool
 		if g.ex != nil {
 			src, matched = g.ex.extract(line, caps, s)
@@ -183,7 +183,7 @@ func captureNames(r *config.Rule, slot []int) []namedCapture {
 }
 
 // copyCaptures copies the named captures out of src, which caps indexes.
-func copyCaptures(names []namedCapture, src []byte, caps []int) []Capture {
+func copyCaptures(names []namedCapture, src text, caps []int) []Capture {
 	out := make([]Capture, 0, len(names))
 	for _, n := range names {
 		out = append(out, Capture{Name: n.name, Value: slices.Clone(capture(src, caps, n.index)), Matched: caps[2*n.index] >= 0})

@@ -22,22 +22,31 @@ import (
 // needs an alternative for requests nginx could not parse, and a choice in the regex
 // would make the matcher save every capture set after it in case it has to come back;
 // splitting in code costs a few byte searches, the same for regex and JSON formats.
-// Decoded and derived bytes are written after the line in one buffer, so captures are
-// offsets into one text as everywhere; the line is copied only when some were written.
+// Decoded and derived bytes are written to the scratch and indexed as if they followed
+// the line (text), as a JSON line's decoded strings are, so the line is never copied.
 // Only the captures the group's rules read (and their sources) are processed.
 type formatPost struct {
 	dash    []int
 	escape  logformat.Escape
 	escaped []int
-	// derive lists the derived captures, those of one source next to each other, so that
-	// a request is split once for its parts.
-	derive []derivation
+	// derive lists the derived captures; compile makes requests and classes of them.
+	derive   []derivation
+	requests []requestSplit
+	classes  []derivation
 }
 
 // derivation is one derived capture: its kind, its source and its own index in caps.
 type derivation struct {
 	kind     logformat.DeriveKind
 	from, to int
+}
+
+// requestSplit is the parts derived from one request capture: to[kind] is the index in
+// caps of each part derived (by logformat.RequestMethod ... ServerProtocol), 0 for one
+// that is not.
+type requestSplit struct {
+	from int
+	to   [4]int
 }
 
 // newFormatPost is the processing of a regex group reading the log format f, whose rules
@@ -49,7 +58,8 @@ func newFormatPost(f *logformat.Format, derived []config.Derived, keep func(int)
 		if !keep(i) {
 			continue
 		}
-		if f.Escape == logformat.EscapeDefault || f.Escape == logformat.EscapeApache {
+		// nginx's own log variables ($status, $request_time, ...) are never "-".
+		if f.Escape == logformat.EscapeApache || f.Escape == logformat.EscapeDefault && c.Escaped {
 			p.dash = append(p.dash, i)
 		}
 		if c.Escaped && f.Escape != logformat.EscapeNone {
@@ -58,15 +68,29 @@ func newFormatPost(f *logformat.Format, derived []config.Derived, keep func(int)
 	}
 	for j, d := range derived {
 		if to := len(f.Captures) + 1 + j; keep(to) {
-			p.derive = append(p.derive, derivation{d.Kind, d.From, to})
+			p.derive = append(p.derive, derivation{kind: d.Kind, from: d.From, to: to})
 		}
 	}
-	p.sortDerive()
+	p.compile()
 	return p
 }
 
-func (p *formatPost) sortDerive() {
-	slices.SortStableFunc(p.derive, func(a, b derivation) int { return a.from - b.from })
+// compile groups the derived captures by what computes them: one split per request
+// capture for all its parts, a class per status capture.
+func (p *formatPost) compile() {
+	p.requests, p.classes = nil, nil
+	for _, d := range p.derive {
+		if d.kind == logformat.StatusClass {
+			p.classes = append(p.classes, d)
+			continue
+		}
+		k := slices.IndexFunc(p.requests, func(r requestSplit) bool { return r.from == d.from })
+		if k < 0 {
+			k = len(p.requests)
+			p.requests = append(p.requests, requestSplit{from: d.from})
+		}
+		p.requests[k].to[d.kind] = d.to
+	}
 }
 
 // empty reports whether the post does nothing.
@@ -74,95 +98,90 @@ func (p *formatPost) empty() bool {
 	return p == nil || len(p.dash)+len(p.escaped)+len(p.derive) == 0
 }
 
-// apply processes the captures of base (the line, or what a JSON read returned) in caps
-// and returns what they index then.
-func (p *formatPost) apply(base []byte, caps []int, s *scratch) []byte {
-	n := len(base)
-	extra := s.extra[:0]
+// apply processes the captures of src (the line, or a JSON line and its decoded strings)
+// in caps and returns what they index then: what it unescapes or derives goes to the end of
+// src.more, in the scratch's vals.
+func (p *formatPost) apply(src text, caps []int, s *scratch) text {
+	n := len(src.line)
+	more := src.more
+	if more == nil {
+		more = s.vals[:0]
+	}
 	for _, i := range p.dash {
-		if lo := caps[2*i]; lo >= 0 && caps[2*i+1] == lo+1 && base[lo] == '-' {
+		if lo := caps[2*i]; lo >= 0 && lo < n && caps[2*i+1] == lo+1 && src.line[lo] == '-' {
 			caps[2*i], caps[2*i+1] = -1, -1
 		}
 	}
-	if len(p.escaped) > 0 && bytes.IndexByte(base, '\\') >= 0 {
-		for _, i := range p.escaped {
-			lo, hi := caps[2*i], caps[2*i+1]
-			if lo < 0 || bytes.IndexByte(base[lo:hi], '\\') < 0 {
-				continue
+	for _, i := range p.escaped {
+		lo, hi := caps[2*i], caps[2*i+1]
+		if lo < 0 || lo >= n || bytes.IndexByte(src.line[lo:hi], '\\') < 0 {
+			continue
+		}
+		start := n + len(more)
+		more = appendUnescaped(more, src.line[lo:hi], p.escape)
+		caps[2*i], caps[2*i+1] = start, n+len(more)
+	}
+	for i := range p.requests {
+		r := &p.requests[i]
+		for _, to := range r.to {
+			if to > 0 {
+				caps[2*to], caps[2*to+1] = -1, -1
 			}
-			start := len(extra)
-			extra = appendUnescaped(extra, base[lo:hi], p.escape)
-			caps[2*i], caps[2*i+1] = n+start, n+len(extra)
+		}
+		if lo := caps[2*r.from]; lo >= 0 {
+			splitRequest(capture(text{src.line, more}, caps, r.from), lo, caps, &r.to)
 		}
 	}
-	split, splitFrom := requestParts{}, -1
-	for _, d := range p.derive {
-		lo, hi := caps[2*d.from], caps[2*d.from+1]
+	for _, d := range p.classes {
 		caps[2*d.to], caps[2*d.to+1] = -1, -1
-		if lo < 0 {
-			continue
-		}
-		v := base[min(lo, n):min(hi, n)]
-		if lo >= n {
-			v = extra[lo-n : hi-n]
-		}
-		if d.kind == logformat.StatusClass {
-			if len(v) > 0 && v[0] >= '0' && v[0] <= '9' {
-				extra = append(extra, v[0], 'x', 'x')
-				caps[2*d.to], caps[2*d.to+1] = n+len(extra)-3, n+len(extra)
-			}
-			continue
-		}
-		if d.from != splitFrom {
-			split, splitFrom = splitRequest(v), d.from
-		}
-		if part := split[d.kind]; part[0] >= 0 {
-			caps[2*d.to], caps[2*d.to+1] = lo+part[0], lo+part[1]
+		if v := capture(text{src.line, more}, caps, d.from); len(v) > 0 && v[0] >= '0' && v[0] <= '9' {
+			more = append(more, v[0], 'x', 'x')
+			caps[2*d.to], caps[2*d.to+1] = n+len(more)-3, n+len(more)
 		}
 	}
-	s.extra = extra
-	if len(extra) == 0 {
-		return base
-	}
-	s.post = append(append(s.post[:0], base...), extra...)
-	return s.post
+	s.vals = more
+	return text{src.line, more}
 }
 
-// requestParts are the method, target, path and protocol of a request line (indexed by
-// logformat.RequestMethod ... ServerProtocol) as offsets into it, -1 for a missing part.
-type requestParts [4][2]int
-
-// noRequest is the split of a line that is not a request.
-var noRequest = requestParts{{-1, -1}, {-1, -1}, {-1, -1}, {-1, -1}}
-
-// splitRequest splits a request line, "GET /a?b HTTP/1.1": the method is the first word,
-// the protocol the last when it starts with HTTP/ (none for "GET /"), the target what
-// is between them (spaces included, which nginx answers with 400), the path the target up
-// to its '?'. A line whose first word is not an HTTP method token (what nginx logs for a
-// request it could not parse: "-", binary noise, an empty line) gives no part at all, as
-// nginx's own $request_method is then empty.
-func splitRequest(r []byte) requestParts {
+// splitRequest splits a request line r, "GET /a?b HTTP/1.1", which starts at offset at of
+// the text caps index, into the parts to names (its capture index per kind, 0 for a part
+// not wanted): the method is the first word, the protocol the last when it starts with
+// HTTP/ (none for "GET /"), the target what is between them (spaces included, which nginx
+// answers with 400), the path the target up to its first '?' or space. A line whose first
+// word is not an HTTP method token (what nginx logs for a request it could not parse: "-",
+// binary noise, an empty line) gives no part at all, as nginx's own $request_method is
+// then empty. The parts' captures are left as they are (unset) when not found.
+func splitRequest(r []byte, at int, caps []int, to *[4]int) {
 	sp := bytes.IndexByte(r, ' ')
 	if sp <= 0 {
-		return noRequest
+		return
 	}
 	for _, c := range r[:sp] {
 		if !tchar[c] {
-			return noRequest
+			return
 		}
 	}
-	parts := requestParts{{0, sp}, {sp + 1, len(r)}, {}, {-1, -1}}
-	if last := bytes.LastIndexByte(r, ' '); last > sp && bytes.HasPrefix(r[last+1:], []byte("HTTP/")) {
-		parts[logformat.RequestURI][1] = last
-		parts[logformat.ServerProtocol] = [2]int{last + 1, len(r)}
+	set := func(kind logformat.DeriveKind, lo, hi int) {
+		if c := to[kind]; c > 0 {
+			caps[2*c], caps[2*c+1] = at+lo, at+hi
+		}
 	}
-	target := parts[logformat.RequestURI]
-	path := target
-	if q := bytes.IndexByte(r[target[0]:target[1]], '?'); q >= 0 {
-		path[1] = target[0] + q
+	set(logformat.RequestMethod, 0, sp)
+	if to[logformat.URI] > 0 {
+		end := sp + 1
+		for end < len(r) && r[end] != '?' && r[end] != ' ' {
+			end++
+		}
+		set(logformat.URI, sp+1, end)
 	}
-	parts[logformat.URI] = path
-	return parts
+	if to[logformat.RequestURI] > 0 || to[logformat.ServerProtocol] > 0 {
+		end := len(r)
+		if last := bytes.LastIndexByte(r, ' '); last > sp && bytes.HasPrefix(r[last+1:], []byte("HTTP/")) {
+			end = last
+			set(logformat.ServerProtocol, last+1, len(r))
+		}
+		set(logformat.RequestURI, sp+1, end)
+	}
 }
 
 // tchar marks the bytes of an HTTP token (RFC 9110), which a method is.

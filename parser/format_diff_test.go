@@ -268,7 +268,8 @@ func newGenLine(r *rand.Rand, g genFormat) (genLine, bool) {
 	if req, ok := l.want["request"]; ok {
 		m, target, proto, ok := splitByParts(req)
 		l.want["request_method"], l.want["request_uri"], l.want["server_protocol"] = m, target, proto
-		l.want["uri"], _, _ = strings.Cut(target, "?")
+		// The path ends at the query, or at a space in a target nginx refused.
+		l.want["uri"] = target[:strings.IndexAny(target+"?", "? ")]
 		if !ok {
 			l.want["uri"] = ""
 		}

@@ -74,15 +74,12 @@ func unixSeconds(b []byte) (int64, bool) {
 // that gave none) adds nothing; numbers is how many items were numbers, and ok is false
 // when an item is neither.
 func sumList(b []byte) (sum float64, numbers int, ok bool) {
-	for len(b) > 0 {
-		end := bytes.IndexAny(b, ",:")
-		item := b
-		if end >= 0 {
-			item, b = b[:end], b[end+1:]
-		} else {
-			b = nil
+	for start, i := 0, 0; i <= len(b); i++ {
+		if i < len(b) && b[i] != ',' && b[i] != ':' {
+			continue
 		}
-		item = bytes.TrimSpace(item)
+		item := bytes.TrimSpace(b[start:i])
+		start = i + 1
 		if len(item) == 1 && item[0] == '-' {
 			continue
 		}

@@ -432,7 +432,7 @@ func (p *Parser) parse(s *scratch, input string, line, wrapperTime []byte, sink 
 			continue
 		}
 		caps := s.caps[:g.ncap]
-		src := line
+		src := text{line: line}
 		if g.ex != nil {
 			var ok bool
 			if src, ok = g.ex.extract(line, caps, s); !ok {
@@ -453,30 +453,30 @@ func (p *Parser) parse(s *scratch, input string, line, wrapperTime []byte, sink 
 	return wellFormed
 }
 
-// apply runs one rule of a matched group: input, filters, value, time, labels. line is what
-// caps index: the line for a regex group, the extracted values for a fields group. It
+// apply runs one rule of a matched group: input, filters, value, time, labels. src is what
+// caps index: the line, and the values decoded or derived from it. It
 // tells the sink and returns what it decided, with a detail: the index of the filter that
 // failed (WhereFailed, WhereNotMatched) or the DropReason (Dropped). Explain reports the
 // decisions Parse takes by calling it too.
-func (s *scratch) apply(r *rule, input string, line []byte, caps []int, sink Sink) (Outcome, int) {
+func (s *scratch) apply(r *rule, input string, src text, caps []int, sink Sink) (Outcome, int) {
 	if !r.reads(input) {
 		return OtherInput, 0
 	}
 	for i := range r.where {
 		w := &r.where[i]
-		if !w.f.match(capture(line, caps, w.capture), s.whereCaps) {
+		if !w.f.match(capture(src, caps, w.capture), s.whereCaps) {
 			return WhereFailed, i
 		}
 	}
 	for i := range r.whereNot {
 		w := &r.whereNot[i]
-		if w.f.match(capture(line, caps, w.capture), s.whereCaps) {
+		if w.f.match(capture(src, caps, w.capture), s.whereCaps) {
 			return WhereNotMatched, i
 		}
 	}
 	value := 1.0
 	if r.value >= 0 {
-		raw := capture(line, caps, r.value)
+		raw := capture(src, caps, r.value)
 		if len(raw) == 0 || len(raw) == 1 && raw[0] == '-' {
 			sink.Drop(r.index, NoValue)
 			return Dropped, int(NoValue)
@@ -501,25 +501,25 @@ func (s *scratch) apply(r *rule, input string, line []byte, caps []int, sink Sin
 	var at int64
 	if r.ts != nil {
 		var ok bool
-		if at, ok = s.time(r.ts, line, caps); !ok {
+		if at, ok = s.time(r.ts, src, caps); !ok {
 			sink.Drop(r.index, BadTimestamp)
 			return Dropped, int(BadTimestamp)
 		}
 	}
 	// Rules of a group often share their labels (and items): what the previous rule
 	// rendered from this match is used again.
-	valid := len(r.labels)+len(r.items) > 0 && r.literalsValid && s.asciiLine(line)
+	valid := len(r.labels)+len(r.items) > 0 && r.literalsValid && s.asciiText(src)
 	// The event's slices are written only when they change: a rule with the labels of
 	// the previous one leaves them as they are.
 	e := &s.event
 	if s.keyMatch != s.match || s.keySet != r.labelSet {
-		s.render(r.labels, line, caps, valid)
+		s.render(r.labels, src, caps, valid)
 		s.keyMatch, s.keySet = s.match, r.labelSet
 		e.Key, e.Labels = s.key, s.labels[:len(r.labels)]
 	}
 	if len(r.items) > 0 {
 		if s.itemsMatch != s.match || s.itemsSet != r.itemSet {
-			s.renderItems(r.items, line, caps, valid)
+			s.renderItems(r.items, src, caps, valid)
 			s.itemsMatch, s.itemsSet = s.match, r.itemSet
 		}
 		e.Items = s.items[:len(r.items)]
@@ -531,18 +531,28 @@ func (s *scratch) apply(r *rule, input string, line []byte, caps []int, sink Sin
 	return Counted, 0
 }
 
-// capture returns group i of the match; a group that did not participate reads as empty.
-func capture(line []byte, caps []int, i int) []byte {
-	if caps[2*i] < 0 {
+// text is what a match's captures index: the line, and after it (from offset len(line) on)
+// the values decoded or derived from it, kept apart so that the line is never copied.
+type text struct {
+	line, more []byte
+}
+
+// capture returns capture i of src; one that did not participate reads as empty.
+func capture(src text, caps []int, i int) []byte {
+	lo, hi := caps[2*i], caps[2*i+1]
+	switch n := len(src.line); {
+	case lo < 0:
 		return nil
+	case lo >= n:
+		return src.more[lo-n : hi-n]
 	}
-	return line[caps[2*i]:caps[2*i+1]]
+	return src.line[lo:hi]
 }
 
 // time parses a rule's timestamp capture of line, remembering the last text and result
 // per slot: log lines come in time order, so consecutive lines mostly repeat the same
 // second.
-func (s *scratch) time(ts *timestampSpec, line []byte, caps []int) (int64, bool) {
+func (s *scratch) time(ts *timestampSpec, src text, caps []int) (int64, bool) {
 	c := &s.times[ts.slot]
 	if c.match == s.match {
 		// Another rule of this match read the same capture with the same layout.
@@ -551,7 +561,7 @@ func (s *scratch) time(ts *timestampSpec, line []byte, caps []int) (int64, bool)
 	c.match = s.match
 	raw := s.wrapperTime
 	if ts.capture != config.WrapperTime {
-		raw = capture(line, caps, ts.capture)
+		raw = capture(src, caps, ts.capture)
 	}
 	if c.valid && string(c.raw) == string(raw) {
 		return c.unix, c.ok

@@ -32,16 +32,11 @@ type scratch struct {
 	fix      []byte // invalid UTF-8 being rewritten
 	times    []timeCache
 	event    Event
-	// vals holds the captures of fields rules (decoded JSON strings, copied values);
-	// joined a line followed by its decoded JSON strings, when it has some; jsonKey a JSON
-	// key with escapes, decoded for comparison.
+	// vals holds what captures index past the end of the line (text.more): the decoded
+	// strings of a structured line, and the values a log format's processing unescaped or
+	// derived; jsonKey a JSON key with escapes, decoded for comparison.
 	vals    []byte
-	joined  []byte
 	jsonKey []byte
-	// extra holds what a log format's processing wrote of a line's captures (unescaped
-	// values, derived ones), and post the line followed by it (formatPost.apply).
-	extra []byte
-	post  []byte
 	// wrapperTime is the time text of the line's wrapper, during one ParseWrapped call.
 	wrapperTime []byte
 	// match numbers the group matches this scratch has seen (newMatch). What is
@@ -84,10 +79,7 @@ func newScratch(sz sizes) *scratch {
 		fix:       ownLines[byte](0, textBuf),
 		times:     ownLines[timeCache](sz.slots, sz.slots),
 		vals:      ownLines[byte](0, textBuf),
-		joined:    ownLines[byte](0, textBuf),
 		jsonKey:   ownLines[byte](0, textBuf),
-		extra:     ownLines[byte](0, textBuf),
-		post:      ownLines[byte](0, textBuf),
 	}
 }
 
@@ -97,12 +89,12 @@ func (s *scratch) newMatch() {
 	s.match++
 }
 
-// asciiLine reports whether line, the text of the current match, has only ASCII bytes,
+// asciiText reports whether src, the text of the current match, has only ASCII bytes,
 // looking once per match. Then every capture is valid UTF-8, and so is any label value
 // made of captures and valid literal text.
-func (s *scratch) asciiLine(line []byte) bool {
+func (s *scratch) asciiText(src text) bool {
 	if s.asciiMatch != s.match {
-		s.asciiMatch, s.ascii = s.match, isASCII(line)
+		s.asciiMatch, s.ascii = s.match, isASCII(src.line) && isASCII(src.more)
 	}
 	return s.ascii
 }
@@ -153,7 +145,7 @@ func gcd(a, b int) int {
 // s.labels at them. Each value is made valid UTF-8 and capped before the next is written,
 // so the key is exactly the label set the store will see; valid says the values are
 // known to be valid UTF-8 already.
-func (s *scratch) render(labels []config.Template, line []byte, caps []int, valid bool) {
+func (s *scratch) render(labels []config.Template, src text, caps []int, valid bool) {
 	key := s.key[:0]
 	s.ends = s.ends[:0]
 	for i, t := range labels {
@@ -161,7 +153,7 @@ func (s *scratch) render(labels []config.Template, line []byte, caps []int, vali
 			key = append(key, KeySep...)
 		}
 		start := len(key)
-		key = s.sanitize(appendTemplate(key, t, line, caps), start, valid)
+		key = s.sanitize(appendTemplate(key, t, src, caps), start, valid)
 		s.ends = append(s.ends, len(key))
 	}
 	s.key = key
@@ -176,12 +168,12 @@ func (s *scratch) render(labels []config.Template, line []byte, caps []int, vali
 // renderItems writes the items of a rule into s.itemText and points s.items at them:
 // those shown as labels made valid UTF-8 (unless known to be valid) and capped, the
 // others in full.
-func (s *scratch) renderItems(items []config.Item, line []byte, caps []int, valid bool) {
+func (s *scratch) renderItems(items []config.Item, src text, caps []int, valid bool) {
 	text := s.itemText[:0]
 	s.itemEnds = s.itemEnds[:0]
 	for _, it := range items {
 		start := len(text)
-		text = appendTemplate(text, it.Template, line, caps)
+		text = appendTemplate(text, it.Template, src, caps)
 		if it.Label {
 			text = s.sanitize(text, start, valid)
 		}
@@ -195,13 +187,13 @@ func (s *scratch) renderItems(items []config.Item, line []byte, caps []int, vali
 	}
 }
 
-// appendTemplate appends t rendered from the captures of line.
-func appendTemplate(dst []byte, t config.Template, line []byte, caps []int) []byte {
+// appendTemplate appends t rendered from the captures of src.
+func appendTemplate(dst []byte, t config.Template, src text, caps []int) []byte {
 	for _, part := range t {
 		if part.Capture < 0 {
 			dst = append(dst, part.Literal...)
 		} else {
-			dst = append(dst, capture(line, caps, part.Capture)...)
+			dst = append(dst, capture(src, caps, part.Capture)...)
 		}
 	}
 	return dst
@@ -258,15 +250,4 @@ func appendValidUTF8(dst, src []byte) []byte {
 		inInvalid = false
 	}
 	return dst
-}
-
-// capturesOf returns what a structured line's captures index: the line itself when no
-// value had to be decoded, else the line followed by the decoded values (vals), joined in
-// joined, so that most lines copy nothing.
-func (s *scratch) capturesOf(line []byte) []byte {
-	if len(s.vals) == 0 {
-		return line
-	}
-	s.joined = append(append(s.joined[:0], line...), s.vals...)
-	return s.joined
 }

@@ -9,11 +9,11 @@ import (
 
 // extractor reads the fields of a structured line, the counterpart of a regex match for
 // fields rules: it fills caps (slot k at caps[2k:2k+2], -1 for a field the line lacks) with
-// offsets into the one buffer it returns (the line itself, or the scratch's), so the rules
+// offsets into the text it returns (the line, then the values it decoded), so the rules
 // read captures exactly as they read a regex's groups. It is false when the line is
 // malformed.
 type extractor interface {
-	extract(line []byte, caps []int, s *scratch) ([]byte, bool)
+	extract(line []byte, caps []int, s *scratch) (text, bool)
 }
 
 // fieldsGroup collects the fields rules of one format while the parser is built: every
@@ -56,7 +56,7 @@ func (fg *fieldsGroup) post() *formatPost {
 		return nil
 	}
 	p := &formatPost{derive: slices.Clone(fg.derived)}
-	p.sortDerive()
+	p.compile()
 	return p
 }
 

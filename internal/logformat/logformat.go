@@ -351,11 +351,20 @@ func compileText(f *Format, toks []token) error {
 
 // escapeRegex is the regex of one escape sequence a server writes in an escaped value: every
 // backslash in such a value starts one (the server escapes a backslash too).
-var escapeRegex = map[Escape]string{
-	EscapeDefault: `\\x[0-9A-F]{2}`,          // ngx_http_log_escape
-	EscapeJSON:    `\\(?:u[0-9A-F]{4}|[^u])`, // ngx_escape_json
-	EscapeApache:  `\\(?:x[0-9a-f]{2}|[^x])`, // ap_escape_logitem
-}
+// escapeChars are the characters an escape sequence may hold: a value stopping at another
+// character never needs to read its escapes whole.
+var (
+	escapeRegex = map[Escape]string{
+		EscapeDefault: `\\x[0-9A-F]{2}`,          // ngx_http_log_escape
+		EscapeJSON:    `\\(?:u[0-9A-F]{4}|[^u])`, // ngx_escape_json
+		EscapeApache:  `\\(?:x[0-9a-f]{2}|[^x])`, // ap_escape_logitem
+	}
+	escapeChars = map[Escape]string{
+		EscapeDefault: `\x0123456789ABCDEF`,
+		EscapeJSON:    `\"/bfnrtu0123456789ABCDEF`,
+		EscapeApache:  `\"nrtbvx0123456789abcdef`,
+	}
+)
 
 // valueRegex is the regex of a variable's value followed by the text next ("" at the end
 // of the format, where the value stops at a space so that a line may go on).
@@ -378,7 +387,7 @@ func valueRegex(v *variable, next string, esc Escape) string {
 		return `[^ ]* [^ ]*`
 	}
 	not := classRune(stop)
-	if e, ok := escapeRegex[esc]; ok && v.escaped {
+	if e, ok := escapeRegex[esc]; ok && v.escaped && strings.ContainsRune(escapeChars[esc], stop) {
 		return fmt.Sprintf(`[^%s\\]*(?:%s[^%[1]s\\]*)*`, not, e)
 	}
 	return fmt.Sprintf(`[^%s]*`, not)
