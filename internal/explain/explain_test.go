@@ -138,7 +138,7 @@ rules:
 			NoMatch{End: 36, In: "$time_local", After: "$time_local", Expected: []string{`[^\]]`, "']'"}},
 			[]string{`in $time_local or the text after it, it expects [^\]] or ']'`}},
 		{`10.0.0.1 [01/Mar/2024:12:00:00 +0000] "GET / HTTP/1.1" 200 0.1`[:42],
-			NoMatch{End: 42, In: "$request", After: "$request", Expected: []string{`[^"\\]`, `'\\'`, `'"'`}},
+			NoMatch{End: 42, In: "$request", After: "$request", Expected: []string{`[^"]`, `'"'`}},
 			[]string{`in $request or the text after it`}},
 	} {
 		l := x.Explain("web", []byte(c.line), false)
