@@ -27,11 +27,11 @@ func TestSplitAccess(t *testing.T) {
 		ok   bool
 	}{
 		{"upstream", line("GET", "/api/v1/users/4821", "200", "1532", "0.034 0.032"),
-			access{method: "GET", path: "/api/v1/users/4821", status: "200", bytes: 1532, requestTime: 0.034, upstream: "0.032", upstreamAll: 0.032}, true},
+			access{method: "GET", path: "/api/v1/users/4821", status: "200", bytes: 1532, requestTime: 0.034, upstream: "0.032"}, true},
 		{"query and no upstream", line("HEAD", "/search?q=a&page=2", "304", "0", "0.000 -"),
 			access{method: "HEAD", path: "/search", status: "304", bytes: 0, requestTime: 0, upstream: "-"}, true},
 		{"retried upstream", line("POST", "/api/v1/cart", "502", "157", "0.050 0.004, 0.045"),
-			access{method: "POST", path: "/api/v1/cart", status: "502", bytes: 157, requestTime: 0.05, upstream: "0.004", upstreamAll: 0.049}, true},
+			access{method: "POST", path: "/api/v1/cart", status: "502", bytes: 157, requestTime: 0.05, upstream: "0.004"}, true},
 		{"no request", `203.0.113.7 - - [01/Mar/2024:12:00:00 +0000] "-" 400 0 "-" "-" 0.000 -`, access{}, false},
 		{"no timings", line("GET", "/", "200", "10", ""), access{}, false},
 		{"bad bytes", line("GET", "/", "200", "x", "0.1 0.1"), access{}, false},
@@ -70,7 +70,7 @@ func TestExampleTotals(t *testing.T) {
 		`nginx_http_path_requests_total{}`:                                               3,
 		`nginx_http_path_server_errors_total{}`:                                          1,
 	}
-	got := tl.exampleTotals(1, false)
+	got := tl.exampleTotals(1)
 	if tl.lines != 4 || tl.unparsed != 1 {
 		t.Errorf("lines %d, unparsed %d; want 4, 1", tl.lines, tl.unparsed)
 	}

@@ -69,22 +69,6 @@ func mtailCopies(n int) string {
 // logFormatKeys are the keys of an input's log format, kept from the example config's.
 var logFormatKeys = []string{"log_format", "log_format_escape", "apache_log_format"}
 
-// hasLogFormat reports whether the first input of the rule file at path has a log format,
-// so that its rules read its variables (and sum $upstream_response_time's list).
-func hasLogFormat(path string) bool {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return false
-	}
-	var doc yaml.Node
-	if yaml.Unmarshal(data, &doc) != nil || len(doc.Content) != 1 {
-		return false
-	}
-	in := getKey(doc.Content[0], "inputs")
-	return in != nil && in.Kind == yaml.SequenceNode && len(in.Content) > 0 &&
-		slices.ContainsFunc(logFormatKeys, func(k string) bool { return getKey(in.Content[0], k) != nil })
-}
-
 // benchConfig is a rule file for the benchmark, made from the example config.
 type benchConfig struct {
 	// inputs are the log files, each its own input (and so its own goroutine), read from

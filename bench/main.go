@@ -192,7 +192,7 @@ func bench(o options, out io.Writer) error {
 			return err
 		}
 	}
-	want := counts.exampleTotals(o.extraRules, false)
+	want := counts.exampleTotals(o.extraRules)
 	progs := filepath.Join(dir, "progs")
 	if o.mtail {
 		if err := os.Mkdir(progs, 0o755); err != nil {
@@ -215,10 +215,6 @@ func bench(o options, out io.Writer) error {
 			frules = []string{r}
 		}
 		for ci, r := range frules {
-			want := want
-			if format == "text" && hasLogFormat(o.configs[ci]) {
-				want = counts.exampleTotals(o.extraRules, true)
-			}
 			for _, bin := range o.bins {
 				name := "logwindow " + o.mode
 				if len(o.formats) > 1 {
@@ -244,7 +240,7 @@ func bench(o options, out io.Writer) error {
 		}
 		o1 := o
 		o1.procs = 1
-		wantOne, lines := perFile[0].exampleTotals(o.extraRules, hasLogFormat(o.configs[0])), perFile[0].lines
+		wantOne, lines := perFile[0].exampleTotals(o.extraRules), perFile[0].lines
 		single = len(programs)
 		programs = append(programs, program{"logwindow live, 1 input", func() (usage, error) {
 			return o1.runOurs(o.bins[0], one, paths[:1], lines, wantOne)

@@ -16,10 +16,8 @@ type tally struct {
 	serverErrors map[string]float64     // 5xx lines by status
 	bytes        map[string]float64     // $body_bytes_sent by status class ("2xx")
 	duration     map[string]float64     // $request_time by status class
-	// upstream is the sum of the first $upstream_response_time of the lines that have one
-	// (what a regex reading the first time sums), upstreamAll the sum of every upstream's
-	// (what a rule over the log format's $upstream_response_time sums).
-	upstream, upstreamAll float64
+	// upstream is the sum of the first $upstream_response_time of the lines that have one.
+	upstream float64
 
 	// paths counts lines by path (the request target up to '?'), in order of first sight.
 	paths     map[string]float64
@@ -42,8 +40,7 @@ func newTally() *tally {
 type access struct {
 	method, path, status string
 	bytes, requestTime   float64
-	upstream             string  // the first upstream time, "-" when none
-	upstreamAll          float64 // the sum of the upstream times
+	upstream             string // the first upstream time, "-" when none
 }
 
 // splitAccess reads a line of nginx's main format,
@@ -86,11 +83,6 @@ func splitAccess(line string) (access, bool) {
 		return a, false
 	}
 	a.upstream = strings.TrimSuffix(timings[1], ",")
-	for _, t := range timings[1:] {
-		if v, err := strconv.ParseFloat(strings.TrimSuffix(t, ","), 64); err == nil {
-			a.upstreamAll += v
-		}
-	}
 	return a, true
 }
 
@@ -114,7 +106,6 @@ func (t *tally) add(line string) {
 			t.upstream += v
 		}
 	}
-	t.upstreamAll += a.upstreamAll
 	if _, seen := t.paths[a.path]; !seen {
 		t.pathOrder = append(t.pathOrder, a.path)
 	}
@@ -139,7 +130,6 @@ func (t *tally) merge(u *tally) {
 		t.duration[k] += v
 	}
 	t.upstream += u.upstream
-	t.upstreamAll += u.upstreamAll
 	for _, p := range u.pathOrder {
 		if _, seen := t.paths[p]; !seen {
 			t.pathOrder = append(t.pathOrder, p)
@@ -150,10 +140,8 @@ func (t *tally) merge(u *tally) {
 
 // exampleTotals is the `_total` of every series example-rules.yaml makes of the lines (and
 // the mtail program in nginx.mtail, which exports the same series), with extra copies of
-// the request count (see copyRule). The upstream time is every upstream's, summed, with
-// allUpstreams (the rules read the log format's $upstream_response_time), else the first's
-// (the regex form, mtail, the JSON and logfmt forms).
-func (t *tally) exampleTotals(extra int, allUpstreams bool) expected {
+// the request count (see copyRule).
+func (t *tally) exampleTotals(extra int) expected {
 	e := newExpected(
 		"nginx_http_server_errors_total",
 		"nginx_http_response_body_bytes_total",
@@ -189,11 +177,7 @@ func (t *tally) exampleTotals(extra int, allUpstreams bool) expected {
 	for class, v := range t.duration {
 		e.set(v, "nginx_http_request_duration_seconds_total", "status_class", class)
 	}
-	upstream := t.upstream
-	if allUpstreams {
-		upstream = t.upstreamAll
-	}
-	e.set(upstream, "nginx_http_upstream_response_time_seconds_total")
+	e.set(t.upstream, "nginx_http_upstream_response_time_seconds_total")
 	return e
 }
 

@@ -145,8 +145,9 @@ type Rule struct {
 	Derived   []Derived
 	// ValueCapture is the capture index summed per line; -1 for a counting rule.
 	ValueCapture int
-	// ValueList: the value capture is a list of numbers, one per upstream tried (an nginx
-	// upstream variable of the rule's log format), and a line's value is their sum.
+	// ValueList: the value capture is a list, one number per upstream tried (an nginx
+	// upstream variable of the rule's log format), and a line's value is the first: that
+	// of the upstream the request went to first.
 	ValueList bool
 	// Timestamp is nil for processing-time rules.
 	Timestamp *Timestamp

@@ -3,7 +3,6 @@ package parser
 import (
 	"fmt"
 	"maps"
-	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -44,11 +43,8 @@ var formatCases = []formatCase{
 	{"HTTP/0.9 and a target with spaces", `log_format: '"$request" "$http_referer" $status'`,
 		`"GET /x" "GET /a b HTTP/1.0" 200`,
 		map[string]string{"request_method": "GET", "request_uri": "/x", "server_protocol": unset, "http_referer": "GET /a b HTTP/1.0"}},
-	{"a line may go on after the format", `log_format: combined`,
-		`10.0.0.1 - - [01/Mar/2024:12:00:00 +0000] "GET / HTTP/1.1" 200 5 "-" "ua" "10.1.1.1" 0.004`,
-		map[string]string{"http_user_agent": "ua"}},
-	{"last variable stops at a space", `log_format: '$status $request_time'`,
-		`200 0.004 0.003`, map[string]string{"request_time": "0.004"}},
+	{"a header at the end reads to the end of the line", `log_format: '$status $http_user_agent'`,
+		`200 curl/8.5.0 (x; y) "z"`, map[string]string{"http_user_agent": `curl/8.5.0 (x; y) "z"`}},
 	{"a line may end before the format's last variables", `log_format: '$status "$request" $request_time $upstream_response_time'`,
 		`200 "GET / HTTP/1.1"`, map[string]string{"status": "200", "request_time": unset, "upstream_response_time": unset}},
 	{"or before its last one", `log_format: '$status "$request" $request_time $upstream_response_time'`,
@@ -208,28 +204,59 @@ rules:
 	})
 }
 
-// TestUpstreamListValues: a value rule over an upstream variable sums the upstreams tried;
-// "-" items add nothing, and a list of nothing else is no value.
+// TestUpstreamListValues: a value rule over an upstream variable reads the first upstream
+// tried; "-" there is no value.
 func TestUpstreamListValues(t *testing.T) {
 	cfg := mustParse(t, `
 inputs: [{name: web, path: /a, log_format: '$status $upstream_response_time $upstream_status'}]
 rules:
   - {name: upstream, value: upstream_response_time}
-  - {name: status_not_list_summed, value: status}
+  - {name: status, value: status}
 `)
-	lines := []string{"502 0.004, 0.045 502, 200", "200 0.010 : 0.002 404 : 200", "200 -, 0.5 -, 200", "499 - -", "499 -, - -, -", "200 0.1, x 200"}
+	lines := []string{"502 0.004, 0.045 502, 200", "200 0.010 : 0.002 404 : 200", "200 -, 0.5 -, 200", "499 - -", "200 0.125 200", "200 x, 0.1 200"}
 	want := [][]record{
-		{{Rule: "upstream", Value: 0.049}, {Rule: "status_not_list_summed", Value: 502}},
-		{{Rule: "upstream", Value: 0.012}, {Rule: "status_not_list_summed", Value: 200}},
-		{{Rule: "upstream", Value: 0.5}, {Rule: "status_not_list_summed", Value: 200}},
-		{{Rule: "upstream", Drop: NoValue.String()}, {Rule: "status_not_list_summed", Value: 499}},
-		{{Rule: "upstream", Drop: NoValue.String()}, {Rule: "status_not_list_summed", Value: 499}},
-		{{Rule: "upstream", Drop: BadNumber.String()}, {Rule: "status_not_list_summed", Value: 200}},
+		{{Rule: "upstream", Value: 0.004}, {Rule: "status", Value: 502}},
+		{{Rule: "upstream", Value: 0.010}, {Rule: "status", Value: 200}},
+		{{Rule: "upstream", Drop: NoValue.String()}, {Rule: "status", Value: 200}},
+		{{Rule: "upstream", Drop: NoValue.String()}, {Rule: "status", Value: 499}},
+		{{Rule: "upstream", Value: 0.125}, {Rule: "status", Value: 200}},
+		{{Rule: "upstream", Drop: BadNumber.String()}, {Rule: "status", Value: 200}},
 	}
 	parseOnEachMatcher(t, cfg.Rules, "web", len(lines), func(i int) string { return lines[i] }, func(i int) string { return lines[i] },
 		func(t *testing.T, i int, got []record) {
-			if len(got) != 2 || got[0].Drop != want[i][0].Drop || math.Abs(got[0].Value-want[i][0].Value) > 1e-12 || got[1] != want[i][1] {
+			if !slices.Equal(got, want[i]) {
 				t.Errorf("got %v, want %v", got, want[i])
 			}
 		})
+}
+
+// TestLogFormatMisfits: lines that do not fit their format are not read, whatever they
+// hold: more fields than the format (a line of another format), or, with escape=none
+// lines read as escape=default, a raw quote making a value look like the next fields.
+func TestLogFormatMisfits(t *testing.T) {
+	for _, c := range []struct{ name, input, line string }{
+		{"a field more", `log_format: combined`, `10.0.0.1 - - [01/Mar/2024:12:00:00 +0000] "GET / HTTP/1.1" 200 5 "-" "ua" "10.1.1.1"`},
+		{"a number more", `log_format: '$status $request_time'`, `200 0.004 0.003`},
+		{"a forged line in the request", `log_format: '"$request" $status $body_bytes_sent "$http_user_agent" $request_time'`,
+			`"GET / HTTP/1.1" 500 1 "x" 0.001" 400 153 "x" 0.001`},
+		{"a quote in the user agent", `log_format: '"$request" $status "$http_user_agent" $request_time $upstream_response_time'`,
+			`"GET / HTTP/1.1" 200 "x" 500 1 "y" 0.001 0.001`},
+		{"the text of another format", `log_format: combined`, `2024/03/01 12:00:00 [error] 12#12: *1 open() failed`},
+		{"apache, a field more", `apache_log_format: common`, `::1 - - [10/Oct/2000:13:55:36 -0700] "GET / HTTP/1.0" 200 5 "-"`},
+	} {
+		cfg := mustParse(t, formatConfig(formatCase{input: c.input, want: map[string]string{}}))
+		for _, m := range matchers {
+			t.Run(m.name+"/"+c.name, func(t *testing.T) {
+				p, err := build(cfg.Rules, m.fast)
+				if err != nil {
+					t.Fatal(err)
+				}
+				sink := &labelSink{}
+				p.Parse("web", []byte(c.line), sink)
+				if len(sink.events) != 0 {
+					t.Errorf("%q read as %v", c.line, sink.events)
+				}
+			})
+		}
+	}
 }

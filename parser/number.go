@@ -68,27 +68,14 @@ func unixSeconds(b []byte) (int64, bool) {
 	return int64(math.Floor(f)), true
 }
 
-// sumList reads an nginx upstream variable that lists one number per upstream tried,
-// "0.004, 0.045" (" : " between the upstream groups of an internal redirect), as their
-// sum: the time or bytes of every upstream the request went to. An item "-" (an upstream
-// that gave none) adds nothing; numbers is how many items were numbers, and ok is false
-// when an item is neither.
-func sumList(b []byte) (sum float64, numbers int, ok bool) {
-	for start, i := 0, 0; i <= len(b); i++ {
-		if i < len(b) && b[i] != ',' && b[i] != ':' {
-			continue
+// firstOfList returns the first item of an nginx upstream variable that lists one value
+// per upstream tried, "0.004, 0.045" (" : " between the upstream groups of an internal
+// redirect): the upstream the request went to first.
+func firstOfList(b []byte) []byte {
+	for i, c := range b {
+		if c == ',' || c == ':' {
+			return bytes.TrimSpace(b[:i])
 		}
-		item := bytes.TrimSpace(b[start:i])
-		start = i + 1
-		if len(item) == 1 && item[0] == '-' {
-			continue
-		}
-		v, ok := parseNumber(item)
-		if !ok {
-			return 0, 0, false
-		}
-		sum += v
-		numbers++
 	}
-	return sum, numbers, !math.IsInf(sum, 0)
+	return b
 }

@@ -134,7 +134,7 @@ type rule struct {
 	// whereNot filters drop the line when their capture matches.
 	whereNot []where
 	value    int // capture index, -1 for a counting rule
-	// valueList: the value is a list of numbers, summed (config.Rule.ValueList).
+	// valueList: the value is a list, of which the first counts (config.Rule.ValueList).
 	valueList bool
 	ts        *timestampSpec
 	labels    []config.Template
@@ -481,17 +481,13 @@ func (s *scratch) apply(r *rule, input string, src text, caps []int, sink Sink) 
 			sink.Drop(r.index, NoValue)
 			return Dropped, int(NoValue)
 		}
-		var v float64
-		var ok bool
 		if r.valueList {
-			var numbers int
-			if v, numbers, ok = sumList(raw); ok && numbers == 0 {
+			if raw = firstOfList(raw); len(raw) == 1 && raw[0] == '-' {
 				sink.Drop(r.index, NoValue)
 				return Dropped, int(NoValue)
 			}
-		} else {
-			v, ok = parseNumber(raw)
 		}
+		v, ok := parseNumber(raw)
 		if !ok {
 			sink.Drop(r.index, BadNumber)
 			return Dropped, int(BadNumber)

@@ -66,10 +66,9 @@ type Format struct {
 	Preset string
 	Text   string
 	Escape Escape
-	// Regex reads a line of the format from its start; a line may go on after the end
-	// of the format (a format that gained fields at its end still reads), or end before
-	// the variables the format ends with, each after a space (see compileText). Its group
-	// k is Captures[k-1].
+	// Regex reads a whole line of the format; a line may end before the variables the
+	// format ends with, each after a space (see compileText). Its group k is
+	// Captures[k-1].
 	Regex    string
 	Captures []Capture
 	// Fields are the captures of a JSON object template: the line is read as JSON.
@@ -295,8 +294,8 @@ func checkText(text string) error {
 // The variables a format ends with, each after a space, may be missing from a line, which
 // then reads them as empty: formats grow at their end ($request_time, then
 // $upstream_response_time after combined), and the lines of the smaller format still fit
-// the larger one, as lines of the larger fit the smaller (a line may go on after the
-// format).
+// the larger one. Nothing may follow the format: text after it is no part of a line the
+// format writes (with escape=none, a quote in a value could make it look like fields).
 func compileText(f *Format, toks []token) error {
 	tail := len(toks)
 	for tail >= 2 && toks[tail-1].v != nil && toks[tail-2].v == nil && strings.HasSuffix(toks[tail-2].lit, " ") {
@@ -345,6 +344,7 @@ func compileText(f *Format, toks []token) error {
 		return &Error{0, "the format has no variable, so there is nothing to capture"}
 	}
 	b.WriteString(strings.Repeat(")?", (len(toks)-tail)/2))
+	b.WriteString("$")
 	f.Regex = b.String()
 	return nil
 }
@@ -367,14 +367,19 @@ var (
 )
 
 // valueRegex is the regex of a variable's value followed by the text next ("" at the end
-// of the format, where the value stops at a space so that a line may go on).
+// of the format).
 //
 // A value stops at the first character of next that is not part of an escape sequence:
 // nginx and Apache write a '"' in a value escaped, so a quoted value never holds the quote
-// that ends it. An upstream list stops at a space that does not separate its items.
+// that ends it. An upstream list stops at a space that does not separate its items. At the
+// end of the format an escaped value (a header, which may hold spaces) reads to the end of
+// the line, any other stops at a space, so a line with more fields does not fit.
 func valueRegex(v *variable, next string, esc Escape) string {
 	if v.shape != "" {
 		return v.shape
+	}
+	if next == "" && v.escaped && !v.list {
+		return `.*`
 	}
 	stop := ' '
 	if next != "" {
