@@ -112,14 +112,18 @@ func (p *formatPost) apply(src text, caps []int, s *scratch) text {
 			caps[2*i], caps[2*i+1] = -1, -1
 		}
 	}
-	for _, i := range p.escaped {
-		lo, hi := caps[2*i], caps[2*i+1]
-		if lo < 0 || lo >= n || bytes.IndexByte(src.line[lo:hi], '\\') < 0 {
-			continue
+	// One look at the line spares looking into each capture of the nearly every line
+	// that has no escape.
+	if len(p.escaped) > 0 && bytes.IndexByte(src.line, '\\') >= 0 {
+		for _, i := range p.escaped {
+			lo, hi := caps[2*i], caps[2*i+1]
+			if lo < 0 || lo >= n || bytes.IndexByte(src.line[lo:hi], '\\') < 0 {
+				continue
+			}
+			start := n + len(more)
+			more = appendUnescaped(more, src.line[lo:hi], p.escape)
+			caps[2*i], caps[2*i+1] = start, n+len(more)
 		}
-		start := n + len(more)
-		more = appendUnescaped(more, src.line[lo:hi], p.escape)
-		caps[2*i], caps[2*i+1] = start, n+len(more)
 	}
 	for i := range p.requests {
 		r := &p.requests[i]
@@ -152,14 +156,15 @@ func (p *formatPost) apply(src text, caps []int, s *scratch) text {
 // binary noise, an empty line) gives no part at all, as nginx's own $request_method is
 // then empty. The parts' captures are left as they are (unset) when not found.
 func splitRequest(r []byte, at int, caps []int, to *[4]int) {
-	sp := bytes.IndexByte(r, ' ')
-	if sp <= 0 {
-		return
-	}
-	for _, c := range r[:sp] {
-		if !tchar[c] {
+	sp := 0
+	for sp < len(r) && r[sp] != ' ' {
+		if !tchar[r[sp]] {
 			return
 		}
+		sp++
+	}
+	if sp == 0 || sp == len(r) {
+		return
 	}
 	set := func(kind logformat.DeriveKind, lo, hi int) {
 		if c := to[kind]; c > 0 {
@@ -168,9 +173,12 @@ func splitRequest(r []byte, at int, caps []int, to *[4]int) {
 	}
 	set(logformat.RequestMethod, 0, sp)
 	if to[logformat.URI] > 0 {
-		end := sp + 1
-		for end < len(r) && r[end] != '?' && r[end] != ' ' {
-			end++
+		end := len(r)
+		if i := bytes.IndexByte(r[sp+1:], ' '); i >= 0 {
+			end = sp + 1 + i
+		}
+		if i := bytes.IndexByte(r[sp+1:end], '?'); i >= 0 {
+			end = sp + 1 + i
 		}
 		set(logformat.URI, sp+1, end)
 	}
