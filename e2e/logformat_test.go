@@ -30,7 +30,7 @@ const (
 // formatRequest is a request of the log format test and what nginx answers it with.
 type formatRequest struct {
 	method, target, agent string
-	status               int
+	status                int
 }
 
 // The requests: query strings, a '"', a backslash and non-ASCII in user agents, methods

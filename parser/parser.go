@@ -536,11 +536,11 @@ type text struct {
 // capture returns capture i of src; one that did not participate reads as empty.
 func capture(src text, caps []int, i int) []byte {
 	lo, hi := caps[2*i], caps[2*i+1]
-	switch n := len(src.line); {
-	case lo < 0:
-		return nil
-	case lo >= n:
+	if n := len(src.line); lo >= n {
 		return src.more[lo-n : hi-n]
+	}
+	if lo < 0 {
+		return nil
 	}
 	return src.line[lo:hi]
 }

@@ -94,7 +94,7 @@ func (s *scratch) newMatch() {
 // made of captures and valid literal text.
 func (s *scratch) asciiText(src text) bool {
 	if s.asciiMatch != s.match {
-		s.asciiMatch, s.ascii = s.match, isASCII(src.line) && isASCII(src.more)
+		s.asciiMatch, s.ascii = s.match, isASCII(src.line) && (len(src.more) == 0 || isASCII(src.more))
 	}
 	return s.ascii
 }
