@@ -166,7 +166,8 @@ func TestRedate(t *testing.T) {
 	}
 }
 
-// TestBenchConfig loads the configs the benchmark writes with the exporter's own loader.
+// TestBenchConfig loads the configs the benchmark writes with the exporter's own loader,
+// from the example in both its forms: the log format's, and the regex's.
 func TestBenchConfig(t *testing.T) {
 	dir := t.TempDir()
 	cases := []struct {
@@ -193,49 +194,59 @@ func TestBenchConfig(t *testing.T) {
 				"nginx_http_request_duration_seconds", "nginx_http_upstream_response_time_seconds",
 				"nginx_http_path_requests", "nginx_http_path_server_errors"}, 10000, 0},
 	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			dst := filepath.Join(dir, "rules.yaml")
-			if err := tc.c.write(filepath.Join("..", "example-rules.yaml"), dst); err != nil {
-				t.Fatal(err)
-			}
-			cfg, err := config.Load(dst)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var names []string
-			sketches := 0
-			for _, r := range cfg.Rules {
-				names = append(names, r.Name)
-				if r.Timestamp == nil {
-					t.Errorf("rule %s lost its timestamp", r.Name)
+	for _, src := range []string{filepath.Join("..", "example-rules.yaml"), "example-rules-regex.yaml"} {
+		orig, err := config.Load(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		hasFormat := orig.Inputs[0].LogFormat != nil
+		for _, tc := range cases {
+			t.Run(filepath.Base(src)+"/"+tc.name, func(t *testing.T) {
+				dst := filepath.Join(dir, "rules.yaml")
+				if err := tc.c.write(src, dst); err != nil {
+					t.Fatal(err)
 				}
-				if r.Top != nil || r.DistinctItem != 0 {
-					sketches++
+				cfg, err := config.Load(dst)
+				if err != nil {
+					t.Fatal(err)
 				}
-				// mtail's program keeps the path rules' counts without the path.
-				if tc.c.likeMtail && strings.HasPrefix(r.Name, "nginx_http_path_") && len(r.Labels) > 0 {
-					t.Errorf("rule %s kept %d labels", r.Name, len(r.Labels))
+				var names []string
+				sketches := 0
+				for _, r := range cfg.Rules {
+					names = append(names, r.Name)
+					if r.Timestamp == nil {
+						t.Errorf("rule %s lost its timestamp", r.Name)
+					}
+					if r.Top != nil || r.DistinctItem != 0 {
+						sketches++
+					}
+					// mtail's program keeps the path rules' counts without the path.
+					if tc.c.likeMtail && strings.HasPrefix(r.Name, "nginx_http_path_") && len(r.Labels) > 0 {
+						t.Errorf("rule %s kept %d labels", r.Name, len(r.Labels))
+					}
 				}
-			}
-			if sketches != tc.sketches {
-				t.Errorf("%d rules with distinct: or top:, want %d", sketches, tc.sketches)
-			}
-			if strings.Join(names, " ") != strings.Join(tc.rules, " ") {
-				t.Errorf("rules %v, want %v", names, tc.rules)
-			}
-			if cfg.Global.MaxSeriesPerRule != tc.maxSeries {
-				t.Errorf("max_series_per_rule %d, want %d", cfg.Global.MaxSeriesPerRule, tc.maxSeries)
-			}
-			if len(cfg.Inputs) != len(tc.c.inputs) {
-				t.Fatalf("%d inputs, want %d", len(cfg.Inputs), len(tc.c.inputs))
-			}
-			for i, in := range cfg.Inputs {
-				if in.Path != tc.c.inputs[i] || in.StartAt != config.StartAtBeginning {
-					t.Errorf("input %d = %+v, want %s from the beginning", i, in, tc.c.inputs[i])
+				if sketches != tc.sketches {
+					t.Errorf("%d rules with distinct: or top:, want %d", sketches, tc.sketches)
 				}
-			}
-		})
+				if strings.Join(names, " ") != strings.Join(tc.rules, " ") {
+					t.Errorf("rules %v, want %v", names, tc.rules)
+				}
+				if cfg.Global.MaxSeriesPerRule != tc.maxSeries {
+					t.Errorf("max_series_per_rule %d, want %d", cfg.Global.MaxSeriesPerRule, tc.maxSeries)
+				}
+				if len(cfg.Inputs) != len(tc.c.inputs) {
+					t.Fatalf("%d inputs, want %d", len(cfg.Inputs), len(tc.c.inputs))
+				}
+				for i, in := range cfg.Inputs {
+					if in.Path != tc.c.inputs[i] || in.StartAt != config.StartAtBeginning {
+						t.Errorf("input %d = %+v, want %s from the beginning", i, in, tc.c.inputs[i])
+					}
+					if (in.LogFormat != nil) != hasFormat {
+						t.Errorf("input %d has log format %v; the example has one: %v", i, in.LogFormat, hasFormat)
+					}
+				}
+			})
+		}
 	}
 }
 
@@ -281,6 +292,9 @@ func TestHarness(t *testing.T) {
 			[]string{"plus 2 copies", "mtail  median", "mtail / logwindow live (medians)"}, "mtail"},
 		{"mtail, like mtail", []string{"-lines", "5000", "-mtail", "-like-mtail"},
 			[]string{"without the distinct: rules and top: (-like-mtail)", "mtail  median", "mtail / logwindow live (medians)"}, "mtail"},
+		{"two rule files", []string{"-lines", "5000", "-config", "example-rules-regex.yaml"},
+			[]string{"logwindow live example-rules.yaml  median", "logwindow live example-rules-regex.yaml  median",
+				"logwindow live example-rules-regex.yaml / logwindow live example-rules.yaml (medians)"}, ""},
 		{"two builds", []string{"-lines", "5000", "-bin", bin},
 			[]string{"logwindow live logwindow_exporter  median", "/ logwindow live logwindow_exporter (medians)"}, ""},
 	}

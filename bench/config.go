@@ -14,18 +14,37 @@ import (
 // generator's long tail of paths drives to the series budget.
 const pathRuleName = "nginx_http_requests_by_path"
 
-// pathRule is that rule, over the example config's NGINX_ACCESS pattern and event time.
-const pathRule = `
+// pathRule is that rule, over the example config's captures (its log format's, or its
+// NGINX_ACCESS pattern's) and event time.
+func pathRule(format bool) string {
+	if format {
+		return `
+- name: ` + pathRuleName + `
+  help: HTTP requests by URL path, a rule with as many series as the budget allows.
+  labels: {path: '${uri}'}
+  timestamp: {capture: time_local}
+`
+	}
+	return `
 - name: ` + pathRuleName + `
   help: HTTP requests by URL path, a rule with as many series as the budget allows.
   match: '^%{NGINX_ACCESS}$'
   labels: {path: '${path}'}
   timestamp: {capture: time_local, layout: '` + timeLayout + `'}
 `
+}
 
 // copyRule is the i-th extra rule of -rules: the example's request count under another
 // name, so that it adds the per-rule work of a rule and no new regex.
-func copyRule(i int) string {
+func copyRule(i int, format bool) string {
+	if format {
+		return `
+- name: ` + copyName(i) + `
+  help: A copy of nginx_http_requests, to measure the cost of one more rule over the format.
+  labels: {method: '${request_method}', status: '${status}', status_class: '${status_class}'}
+  timestamp: {capture: time_local}
+`
+	}
 	return `
 - name: ` + copyName(i) + `
   help: A copy of nginx_http_requests, to measure the cost of one more rule over the pattern.
@@ -46,6 +65,9 @@ func mtailCopies(n int) string {
 	}
 	return b.String()
 }
+
+// logFormatKeys are the keys of an input's log format, kept from the example config's.
+var logFormatKeys = []string{"log_format", "log_format_escape", "apache_log_format"}
 
 // benchConfig is a rule file for the benchmark, made from the example config.
 type benchConfig struct {
@@ -88,6 +110,15 @@ func (c benchConfig) write(src, dst string) error {
 		return fmt.Errorf("%s: not a YAML mapping", src)
 	}
 	root := doc.Content[0]
+	// The inputs' log format, when the rules read one, goes to every input of the copy.
+	var formatKeys []string
+	if in := getKey(root, "inputs"); in != nil && in.Kind == yaml.SequenceNode && len(in.Content) > 0 && c.format == "" {
+		for _, k := range logFormatKeys {
+			if v := getKey(in.Content[0], k); v != nil {
+				formatKeys = append(formatKeys, k, v.Value)
+			}
+		}
+	}
 	inputs := &yaml.Node{Kind: yaml.SequenceNode}
 	names := &yaml.Node{Kind: yaml.SequenceNode, Style: yaml.FlowStyle}
 	for i, path := range c.inputs {
@@ -95,7 +126,7 @@ func (c benchConfig) write(src, dst string) error {
 		if i > 0 {
 			name += strconv.Itoa(i + 1)
 		}
-		in := mapping("name", name, "path", path, "start_at", "beginning")
+		in := mapping(append([]string{"name", name, "path", path, "start_at", "beginning"}, formatKeys...)...)
 		if c.format != "" {
 			in = mapping("name", name, "path", path, "start_at", "beginning", "format", c.format)
 		}
@@ -129,7 +160,7 @@ func (c benchConfig) write(src, dst string) error {
 	}
 	if c.pathRule {
 		var rules yaml.Node
-		if err := yaml.Unmarshal([]byte(pathRule), &rules); err != nil {
+		if err := yaml.Unmarshal([]byte(pathRule(len(formatKeys) > 0)), &rules); err != nil {
 			return err
 		}
 		setKey(root, "rules", rules.Content[0])
@@ -147,7 +178,7 @@ func (c benchConfig) write(src, dst string) error {
 		}
 		for i := 1; i <= c.extraRules; i++ {
 			var r yaml.Node
-			if err := yaml.Unmarshal([]byte(copyRule(i)), &r); err != nil {
+			if err := yaml.Unmarshal([]byte(copyRule(i, len(formatKeys) > 0)), &r); err != nil {
 				return err
 			}
 			rules.Content = append(rules.Content, r.Content[0].Content...)

@@ -55,7 +55,9 @@ type options struct {
 	mode                            string
 	mtail, scrape, likeMtail, node  bool
 	series, scrapes                 int
-	gen, config, mtailBin           string
+	gen, mtailBin                   string
+	// configs are the rule files, each a program of its own (-config, repeated).
+	configs []string
 	// configJSON is the rule file of the json and logfmt forms of the log.
 	configJSON    string
 	formats       []string
@@ -85,7 +87,10 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		o.bins = append(o.bins, v)
 		return nil
 	})
-	fs.StringVar(&o.config, "config", "", "rule file whose inputs are replaced (default: the module's example-rules.yaml)")
+	fs.Func("config", "rule file whose inputs are replaced (default: the module's example-rules.yaml); repeat to compare rule files run by run", func(v string) error {
+		o.configs = append(o.configs, v)
+		return nil
+	})
 	fs.StringVar(&o.mtailBin, "mtail.bin", "mtail", "mtail binary")
 	fs.StringVar(&o.configJSON, "config.json", "", "rule file of the json and logfmt forms (default: the module's example-rules-json.yaml)")
 	formats := fs.String("formats", "text", "comma-separated log formats to run, each a program of its own on the same records: "+strings.Join(formatNames, ", "))
@@ -174,14 +179,15 @@ func bench(o options, out io.Writer) error {
 	total := counts.lines
 	fmt.Fprintf(out, "log: %d file(s) × %d lines of gen-nginx-log.py (seed %d), re-dated to end now; generated in %.1fs\n",
 		o.files, o.lines, o.seed, time.Since(began).Seconds())
-	fmt.Fprintf(out, "rules: %s plus %d copies of its request count over the same pattern\n", filepath.Base(o.config), o.extraRules)
+	for _, c := range o.configs {
+		fmt.Fprintf(out, "rules: %s plus %d copies of its request count over the same pattern\n", filepath.Base(c), o.extraRules)
+	}
 	if o.likeMtail {
 		fmt.Fprintln(out, "rules: without the distinct: rules and top: (-like-mtail), as mtail's program computes neither")
 	}
 	fmt.Fprintf(out, "machine: %d CPUs, load average %s; measured programs run with GOMAXPROCS=%d\n\n",
 		runtime.NumCPU(), loadAverage(), o.procs)
 
-	rules := filepath.Join(dir, "rules.yaml")
 	node, read := "", paths // read: the files the programs read
 	if o.node {
 		node = filepath.Join(dir, "node")
@@ -190,8 +196,12 @@ func bench(o options, out io.Writer) error {
 		}
 		fmt.Fprintf(out, "node: the logs as %d pods' nginx logs in CRI lines, one input over %s, its files shared by %d followers (shards: GOMAXPROCS)\n\n", len(read), filepath.Join(node, "*_*_*", "nginx", "*.log"), max(o.procs, 1))
 	}
-	if err := (benchConfig{inputs: paths, extraRules: o.extraRules, likeMtail: o.likeMtail, node: node, shards: o.procs}).write(o.config, rules); err != nil {
-		return err
+	var rules []string
+	for i, c := range o.configs {
+		rules = append(rules, filepath.Join(dir, fmt.Sprintf("rules-%d.yaml", i+1)))
+		if err := (benchConfig{inputs: paths, extraRules: o.extraRules, likeMtail: o.likeMtail, node: node, shards: o.procs}).write(c, rules[i]); err != nil {
+			return err
+		}
 	}
 	want := counts.exampleTotals(o.extraRules)
 	progs := filepath.Join(dir, "progs")
@@ -209,19 +219,26 @@ func bench(o options, out io.Writer) error {
 	for _, format := range o.formats {
 		fpaths, frules := read, rules
 		if format != "text" {
-			if fpaths, frules, err = o.structuredForm(dir, format, paths); err != nil {
+			var r string
+			if fpaths, r, err = o.structuredForm(dir, format, paths); err != nil {
 				return err
 			}
+			frules = []string{r}
 		}
-		for _, bin := range o.bins {
-			name := "logwindow " + o.mode
-			if len(o.formats) > 1 {
-				name += " " + format
+		for ci, r := range frules {
+			for _, bin := range o.bins {
+				name := "logwindow " + o.mode
+				if len(o.formats) > 1 {
+					name += " " + format
+				}
+				if len(frules) > 1 {
+					name += " " + filepath.Base(o.configs[ci])
+				}
+				if len(o.bins) > 1 {
+					name += " " + filepath.Base(bin)
+				}
+				programs = append(programs, program{name, func() (usage, error) { return o.runOurs(bin, r, fpaths, total, want) }})
 			}
-			if len(o.bins) > 1 {
-				name += " " + filepath.Base(bin)
-			}
-			programs = append(programs, program{name, func() (usage, error) { return o.runOurs(bin, frules, fpaths, total, want) }})
 		}
 	}
 	// With several inputs, the first file alone on one core, in the same runs: what the
@@ -245,7 +262,7 @@ func bench(o options, out io.Writer) error {
 				return err
 			}
 		}
-		if err := (benchConfig{inputs: paths[:1], extraRules: o.extraRules, likeMtail: o.likeMtail, node: oneNode}).write(o.config, one); err != nil {
+		if err := (benchConfig{inputs: paths[:1], extraRules: o.extraRules, likeMtail: o.likeMtail, node: oneNode}).write(o.configs[0], one); err != nil {
 			return err
 		}
 		o1 := o
@@ -339,7 +356,7 @@ func (o options) structuredForm(dir, format string, paths []string) ([]string, s
 // locate fills in the binary, the example config and the generator from the module's
 // directory, building the binary into dir.
 func (o *options) locate(dir string) error {
-	if len(o.bins) > 0 && o.config != "" && o.gen != "" {
+	if len(o.bins) > 0 && len(o.configs) > 0 && o.gen != "" {
 		return nil
 	}
 	mod, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}").Output()
@@ -347,8 +364,8 @@ func (o *options) locate(dir string) error {
 		return fmt.Errorf("finding the module (run inside it, or give -bin, -config and -gen): %w", err)
 	}
 	root := strings.TrimSpace(string(mod))
-	if o.config == "" {
-		o.config = filepath.Join(root, "example-rules.yaml")
+	if len(o.configs) == 0 {
+		o.configs = []string{filepath.Join(root, "example-rules.yaml")}
 	}
 	if o.configJSON == "" {
 		o.configJSON = filepath.Join(root, "example-rules-json.yaml")

@@ -17,7 +17,7 @@ import (
 // gzip) and as many uncompressed, and reports them with the exporter's peak RSS.
 func (o options) scrapeBench(dir, path string, file *tally, out io.Writer) error {
 	rules := filepath.Join(dir, "rules-by-path.yaml")
-	if err := (benchConfig{inputs: []string{path}, pathRule: true, maxSeries: o.series}).write(o.config, rules); err != nil {
+	if err := (benchConfig{inputs: []string{path}, pathRule: true, maxSeries: o.series}).write(o.configs[0], rules); err != nil {
 		return err
 	}
 	want := file.pathTotals(o.series)

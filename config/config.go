@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"time"
 
+	"github.com/logwindow/logwindow_exporter/internal/logformat"
 	"github.com/logwindow/logwindow_exporter/internal/quantity"
 )
 
@@ -66,6 +67,9 @@ type Input struct {
 	// Format is how the input's lines are structured; fields rules read only inputs of a
 	// structured format.
 	Format Format
+	// LogFormat is the web server's format its lines are written in (log_format:,
+	// apache_log_format:), nil without one; a JSON template makes Format FormatJSON.
+	LogFormat *logformat.Format
 	// Wrapper is how each line is wrapped around what rules see: "" or "cri".
 	Wrapper string
 	// PathCaptures, for a file input, is a regex over the path of the file a line was
@@ -139,8 +143,19 @@ type Rule struct {
 	// then nil): capture i+1 is Fields[i], sorted by capture name; Format is their inputs'.
 	Fields []Field
 	Format Format
+	// LogFormat is set for a rule with neither match: nor fields:, which reads the
+	// captures of its inputs' log format: Regexp is the format's (Match is empty), or, for a
+	// JSON template, Fields are its variables. Derived are the captures the format computes
+	// (a request's method, a status's class), numbered after the regex's groups or the
+	// fields.
+	LogFormat *logformat.Format
+	Derived   []Derived
 	// ValueCapture is the capture index summed per line; -1 for a counting rule.
 	ValueCapture int
+	// ValueList: the value capture is a list, one number per upstream tried (an nginx
+	// upstream variable of the rule's log format), and a line's value is the first: that
+	// of the upstream the request went to first.
+	ValueList bool
 	// Timestamp is nil for processing-time rules.
 	Timestamp *Timestamp
 	// Windows are sorted ascending, without duplicates; WindowNames are them as written,
@@ -213,6 +228,12 @@ type Field struct {
 // timestamp may refer to (indexes 1..Captures; 0 is the whole line); its path captures
 // follow them.
 func (r *Rule) Captures() int {
+	return r.Read() + len(r.Derived)
+}
+
+// Read is the number of captures the line gives (regex groups or fields), before the
+// derived ones.
+func (r *Rule) Read() int {
 	if r.Regexp != nil {
 		return r.Regexp.NumSubexp()
 	}
@@ -232,4 +253,7 @@ type Timestamp struct {
 	// Capture is the capture index, or WrapperTime.
 	Capture int
 	Layout  string
+	// Unix: the capture is seconds since the epoch with a fraction (nginx's $msec); Layout
+	// is then empty.
+	Unix bool
 }

@@ -156,7 +156,7 @@ func TestBadConfigs(t *testing.T) {
 			`:6: rule "a": unknown key "lables" (did you mean "labels"?) (known keys: name, help, match, fields, labels, where, where_not, value, timestamp, windows, aggregations, quantiles, buckets, distinct, inputs, initial, top)`,
 			`:7: rule "a": timestamp: unknown key "layuot" (did you mean "layout"?) (known keys: capture, layout)`,
 			`:7: rule "a": timestamp: capture "t" is not in the match regex (have: none: name groups with (?P<name>...))`,
-			`:7: rule "a": timestamp: layout: is missing; give a Go time layout (e.g. '02/Jan/2006:15:04:05 -0700')`,
+			`:7: rule "a": timestamp: layout: is missing; give a Go time layout (e.g. '02/Jan/2006:15:04:05 -0700'; a log format's time_local, time_iso8601 and msec need none)`,
 			`:8: unknown key "rulez" (did you mean "rules"?) (known keys: global, inputs, patterns, rules)`,
 		},
 		"duplicate_key.yaml": {
@@ -265,7 +265,7 @@ func TestBadConfigs(t *testing.T) {
 		},
 		"timestamps.yaml": {
 			`:4: rule "a": timestamp: layout: "Jan _2 15:04:05" does not give a full date and time to the second; write it with Go's reference time, e.g. '02/Jan/2006:15:04:05 -0700' for nginx`,
-			`:7: rule "b": timestamp: layout: is missing; give a Go time layout (e.g. '02/Jan/2006:15:04:05 -0700')`,
+			`:7: rule "b": timestamp: layout: is missing; give a Go time layout (e.g. '02/Jan/2006:15:04:05 -0700'; a log format's time_local, time_iso8601 and msec need none)`,
 			`:10: rule "c": timestamp: capture: is missing; name the capture holding the line's time`,
 			`:10: rule "c": timestamp: layout: "2006-01-02 15:04" does not give a full date and time to the second; write it with Go's reference time, e.g. '02/Jan/2006:15:04:05 -0700' for nginx`,
 		},
@@ -319,6 +319,21 @@ func TestBadConfigs(t *testing.T) {
 			`:21: rule "no_k": top: min: "NaN" is not a number of at least 0 (the smallest window sum exported)`,
 			`:26: rule "initial_top": initial #2: path is the top label, whose values are ranked rather than kept as label sets; leave it out`,
 			`:30: rule "not_a_mapping": top: must be a mapping, not a single value`,
+		},
+		"logformat.yaml": {
+			`:5: input "both": log_format and apache_log_format: an input's lines have one format; keep the one its server writes`,
+			`:6: input "esc": log_format_escape: "jsno" is not one of default, json, none (nginx's escape= values) (did you mean "json"?)`,
+			`:7: input "noformat_esc": log_format_escape: is nginx's escape= parameter of a log_format:, which this input does not have`,
+			`:8: input "adjacent": log_format: $body_bytes_sent follows $status with no text between them, so where one ends cannot be told from the line, in "$status⟨here⟩$body_bytes_sent"`,
+			`:9: input "typo": log_format: "combind" is not a preset (combined, main, upstreaminfo) (did you mean "combined"?), nor a format string (which has variables)`,
+			`:10: input "struct": format: and a log format: the log format says how the lines are read (a JSON template with log_format_escape: json reads JSON); leave format: out`,
+			`:11: input "badjson": log_format: expected ':' after the key "a", in "{\"a\" ⟨here⟩\"$status\"}"`,
+			`:12: input "apache": apache_log_format: %Z is not a directive of mod_log_config, in "%h %⟨here⟩Z"`,
+			`:14: rule "mixed": match: is missing, and inputs "web" and "api" have different log formats: a rule without match: reads inputs of one format (name them with inputs: [...])`,
+			`:16: rule "no_format": match: is missing; give the regex lines must match, or a log_format: to the rule's inputs (then every $variable is a capture)`,
+			`:18: rule "some_without": match: is missing, and input "plain" has no log format to read its lines by (the rule reads inputs "web", "plain"); give it one, or name only inputs with one (inputs: [...])`,
+			`:22: rule "unknown_capture": labels: method: capture "requst_method" is not in the log format "combined" (did you mean "request_method"?) (have: remote_addr, remote_user, time_local, request, status, body_bytes_sent, http_referer, http_user_agent, request_method, request_uri, uri, server_protocol, status_class)`,
+			`:25: rule "no_layout": timestamp: layout: is missing; give a Go time layout (e.g. '02/Jan/2006:15:04:05 -0700'; a log format's time_local, time_iso8601 and msec need none)`,
 		},
 		"syslog.yaml": {
 			`:4: input "both": path and syslog: an input reads a file or a socket, not both; make two inputs`,
@@ -428,6 +443,7 @@ var fingerprintEdits = []struct {
 	{"fields for match", "Fields", fingerprintHead, fingerprintFields("json"), false},
 	{"structured format", "Format", fingerprintHead, fingerprintFields("logfmt"), false},
 	{"path capture", "PathCaptures", "distinct: '${m}'\n    inputs", "distinct: '${m}${node}'\n    inputs", false},
+	{"log format for match", "LogFormat", fingerprintHead, fingerprintLogFormat("default"), false},
 }
 
 // fingerprintHead is the part of fingerprintBase that a fields rule changes: its inputs
@@ -448,6 +464,17 @@ rules:
 `
 }
 
+// fingerprintLogFormat is fingerprintHead with the captures from a log format of the
+// escaping given: a rule without match.
+func fingerprintLogFormat(escape string) string {
+	in := `, log_format: '$m $s $v $t', log_format_escape: ` + escape + `}`
+	return `inputs: [{name: web, path: /a` + in + `, {name: api, path: /b` + in + `]
+rules:
+  - name: r
+    help: Some help.
+`
+}
+
 // notState are the Rule fields that do not shape its series or windows, or are derived
 // from fields that do, so a change to them alone never needs a change of Fingerprint.
 var notState = map[string]string{
@@ -459,6 +486,8 @@ var notState = map[string]string{
 	"Fingerprint":  "the fingerprint itself",
 	"Line":         "where the rule is written",
 	"DistinctItem": "where the text of distinct, hashed as Items, is among them",
+	"Derived":      "what LogFormat computes from its captures",
+	"ValueList":    "what LogFormat says of the value capture",
 }
 
 func fingerprintOf(t *testing.T, text string) string {

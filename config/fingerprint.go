@@ -58,7 +58,9 @@ func fingerprint(r *Rule) string {
 	if r.Timestamp != nil {
 		field(r.Timestamp.CaptureName)
 		field(r.Timestamp.Layout)
+		field(strconv.FormatBool(r.Timestamp.Unix))
 	} else {
+		field("")
 		field("")
 		field("")
 	}
@@ -102,6 +104,17 @@ func fingerprint(r *Rule) string {
 	field(strconv.Itoa(len(r.PathCaptures)))
 	for _, name := range r.PathCaptures {
 		field(name)
+	}
+	// The format decides how values are unescaped and what is derived from them (its
+	// regex is Expanded, its JSON fields are Fields).
+	if f := r.LogFormat; f != nil {
+		field(strconv.Itoa(int(f.Server)))
+		field(f.Escape.String())
+		field(f.Text)
+	} else {
+		field("")
+		field("")
+		field("")
 	}
 	return hex.EncodeToString(h.Sum(nil)[:16])
 }

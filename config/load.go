@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/common/model"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/logwindow/logwindow_exporter/internal/logformat"
 	"github.com/logwindow/logwindow_exporter/windows"
 )
 
@@ -76,8 +77,10 @@ type decoder struct {
 	// inputWrappers its wrapper, for rules reading cri_time.
 	inputFormats  map[string]Format
 	inputWrappers map[string]string
-	// allInputs are every input, for the rules' path captures.
-	allInputs []Input
+	// allInputs are the config's inputs, whose log formats rules without match: read;
+	// formatRegexps the regex of each log format, compiled once for all its rules.
+	allInputs     []Input
+	formatRegexps map[*logformat.Format]*regexp.Regexp
 }
 
 // yamlLine splits yaml.v3's "yaml: line N: msg" errors.
@@ -318,7 +321,8 @@ func (d *decoder) inputs(e entry) []Input {
 				names[in.Name] = n.key.Line
 			}
 		}
-		d.known(entries, subject, "", "name", "path", "start_at", "syslog", "socket_mode", "format", "wrapper", "path_captures", "shards")
+		d.known(entries, subject, "", "name", "path", "start_at", "syslog", "socket_mode", "format", "wrapper",
+			"path_captures", "shards", "log_format", "log_format_escape", "apache_log_format")
 		sources := 0
 		if p, ok := find(entries, "path"); ok {
 			sources++
@@ -341,6 +345,10 @@ func (d *decoder) inputs(e entry) []Input {
 		}
 		if f, ok := find(entries, "format"); ok {
 			in.Format = d.format(f, subject)
+		}
+		d.logFormat(entries, subject, &in)
+		if f, ok := find(entries, "format"); ok && in.LogFormat != nil {
+			d.add(f.key.Line, subject, "format: and a log format: the log format says how the lines are read (a JSON template with log_format_escape: json reads JSON); leave format: out")
 		}
 		if w, ok := find(entries, "wrapper"); ok {
 			in.Wrapper = d.wrapper(w, subject)
@@ -491,7 +499,7 @@ func (d *decoder) rules(e entry, c *Config) []*Rule {
 	}
 	inputNames := map[string]bool{}
 	d.inputFormats, d.inputWrappers = map[string]Format{}, map[string]string{}
-	d.allInputs = c.Inputs
+	d.allInputs, d.formatRegexps = c.Inputs, map[*logformat.Format]*regexp.Regexp{}
 	for _, in := range c.Inputs {
 		if in.Name != "" {
 			inputNames[in.Name] = true

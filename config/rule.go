@@ -12,6 +12,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/logwindow/logwindow_exporter/internal/logformat"
 	"github.com/logwindow/logwindow_exporter/internal/quantity"
 )
 
@@ -132,6 +133,8 @@ type captures struct {
 	names []string // SubexpNames: index 0 and unnamed groups are ""
 	// fields: the captures are a fields rule's, not a regex's groups.
 	fields bool
+	// format is the log format the captures come from, for a rule without match: or fields:.
+	format *logformat.Format
 }
 
 func (c captures) index(name string) int {
@@ -183,7 +186,10 @@ func (rd *ruleDecoder) capture(line int, what, name string) int {
 		list = "none: name groups with (?P<name>...)"
 	}
 	source := "the match regex"
-	if rd.caps.fields {
+	switch {
+	case rd.caps.format != nil:
+		source = "the log format " + fmt.Sprintf("%q", rd.caps.format.Describe())
+	case rd.caps.fields:
 		source = "fields"
 	}
 	rd.add(line, rd.subject, "%scapture %q is not in %s%s (have: %s)", at(what), name, source, suggest(name, have), list)
@@ -215,6 +221,10 @@ func (d *decoder) rule(n *yaml.Node, index int, g Global, inputNames map[string]
 	}
 	d.known(entries, rd.subject, "", ruleKeys...)
 
+	// The inputs come first: a rule with neither match: nor fields: reads their log format.
+	if e, ok := find(entries, "inputs"); ok {
+		rd.inputs(e, r, inputNames)
+	}
 	m, hasMatch := find(entries, "match")
 	f, hasFields := find(entries, "fields")
 	switch {
@@ -225,7 +235,7 @@ func (d *decoder) rule(n *yaml.Node, index int, g Global, inputNames map[string]
 	case hasMatch:
 		rd.match(m, r)
 	default:
-		d.add(r.Line, rd.subject, "match: is missing; give the regex lines must match")
+		rd.fromFormat(r.Line, r, d.allInputs)
 	}
 	if e, ok := find(entries, "help"); ok {
 		r.Help, _ = d.scalar(e, rd.subject, "help")
@@ -244,6 +254,7 @@ func (d *decoder) rule(n *yaml.Node, index int, g Global, inputNames map[string]
 		case s != "":
 			r.ValueName = s
 			r.ValueCapture = rd.capture(e.key.Line, "value", s)
+			r.ValueList = r.LogFormat != nil && r.LogFormat.List(s)
 		case ok:
 			d.add(e.key.Line, rd.subject, "value: is empty; name the capture to sum, or leave value out to count lines")
 		}
@@ -269,9 +280,6 @@ func (d *decoder) rule(n *yaml.Node, index int, g Global, inputNames map[string]
 	}
 	if e, ok := find(entries, "distinct"); ok {
 		rd.distinct(e, r)
-	}
-	if e, ok := find(entries, "inputs"); ok {
-		rd.inputs(e, r, inputNames)
 	}
 	if hasFields && !hasMatch {
 		rd.fieldsInputs(f, r)
@@ -477,8 +485,8 @@ func (rd *ruleDecoder) timestamp(e entry) *Timestamp {
 			}
 		}
 	}
-	if ts.Layout == "" && layoutOK {
-		rd.add(e.key.Line, rd.subject, "timestamp: layout: is missing; give a Go time layout (e.g. '02/Jan/2006:15:04:05 -0700')")
+	if ts.Layout == "" && layoutOK && !rd.formatTime(ts) {
+		rd.add(e.key.Line, rd.subject, "timestamp: layout: is missing; give a Go time layout (e.g. '02/Jan/2006:15:04:05 -0700'; a log format's time_local, time_iso8601 and msec need none)")
 	}
 	return ts
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	"github.com/logwindow/logwindow_exporter/config"
 	"github.com/logwindow/logwindow_exporter/internal/testutil/deploytest"
 	"github.com/logwindow/logwindow_exporter/internal/testutil/metrictest"
 	"github.com/logwindow/logwindow_exporter/internal/testutil/testexec"
@@ -50,6 +51,27 @@ func TestNginxLogMatchesRules(t *testing.T) {
 	// nginx logs $request_time for every request: the duration rule sees all three.
 	if got := windowSum(fams["nginx_http_request_duration_seconds_window_events"], "5m"); got != 3 {
 		t.Errorf("nginx_http_request_duration_seconds_window_events{window=\"5m\"} sums to %v, want 3", got)
+	}
+}
+
+// TestRulesReadNginxFormat: the log_format of example-rules.yaml's input is the start of the
+// example nginx's, so nginx's lines fit it (a line may go on after the format), up to a
+// variable's end: a format ending inside nginx's next literal text would not be its start.
+func TestRulesReadNginxFormat(t *testing.T) {
+	_, nginx, err := deploytest.NginxAccessLogs(string(mustRead(t, "k8s/nginx.conf")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := config.Load("../example-rules.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Inputs) != 1 || c.Inputs[0].LogFormat == nil {
+		t.Fatalf("example-rules.yaml has %d inputs, want one with a log_format", len(c.Inputs))
+	}
+	rules := c.Inputs[0].LogFormat.Text
+	if rest, ok := strings.CutPrefix(nginx, rules); !ok || rest != "" && rest[0] != ' ' {
+		t.Errorf("nginx writes %q,\nthe rules read %q: not its start", nginx, rules)
 	}
 }
 

@@ -65,13 +65,16 @@ func rulesConfigMap(rules string) *corev1.ConfigMap {
 	}
 }
 
-// The input of example-rules.yaml as it is written, with the blank line after it; the
-// chart's rule files leave it out, for the chart writes the mode's inputs.
-const exampleInputs = "inputs:\n  - name: nginx\n" + fileInput + "\n"
-
-// chartRules is example-rules.yaml without its inputs.
+// chartRules is example-rules.yaml without its inputs (from "inputs:" to the blank line
+// before "rules:"): the chart writes the mode's inputs, with the log format of values.yaml.
 func chartRules(src []byte) (string, error) {
-	return replaceOnce(string(src), exampleInputs, "", "example-rules.yaml")
+	text := string(src)
+	start := strings.Index(text, "\ninputs:\n")
+	end := strings.Index(text, "\n\nrules:\n")
+	if start < 0 || end < start {
+		return "", fmt.Errorf("example-rules.yaml: no inputs: section before rules:")
+	}
+	return text[:start+1] + text[end+2:], nil
 }
 
 // podLabelTemplates label a rule's series by the pod a line came from (the chart's
@@ -79,7 +82,7 @@ func chartRules(src []byte) (string, error) {
 const podLabelTemplates = "      namespace: '${namespace}'\n      pod: '${pod}'\n      container: '${container}'\n"
 
 // withPodLabels adds podLabelTemplates to every rule of a rule file whose rules are
-// written as example-rules.yaml's: labels in block style, or none, after match.
+// written as example-rules.yaml's: labels in block style, or none (then after its help).
 func withPodLabels(rules string) (string, error) {
 	head, body, ok := strings.Cut(rules, "\nrules:\n")
 	if !ok {
@@ -92,11 +95,11 @@ func withPodLabels(rules string) (string, error) {
 		case strings.Contains(it, "\n    labels:\n"):
 			it = strings.Replace(it, "\n    labels:\n", "\n    labels:\n"+podLabelTemplates, 1)
 		default:
-			match := strings.Index(it, "\n    match: ")
-			if match < 0 {
-				return "", fmt.Errorf("rule %s has no match", strings.SplitN(it, "\n", 2)[0])
+			// No labels: they go after the rule's help (or its name).
+			end := strings.Index(it, "\n")
+			if h := strings.Index(it, "\n    help: "); h >= 0 {
+				end = h + 1 + strings.Index(it[h+1:], "\n")
 			}
-			end := match + 1 + strings.Index(it[match+1:], "\n")
 			it = it[:end+1] + "    labels:\n" + podLabelTemplates + it[end+1:]
 		}
 		items[i] = it

@@ -614,3 +614,21 @@ func TestChartSidecarValues(t *testing.T) {
 		t.Error("no log-format-upstream: ingress-nginx's upstreaminfo is not what the chart's rules read")
 	}
 }
+
+// TestChartLogFormat: the chart's default log format is the one example-rules.yaml reads,
+// whose rules the chart ships.
+func TestChartLogFormat(t *testing.T) {
+	var values struct {
+		LogFormat string `json:"logFormat"`
+	}
+	if err := yaml.Unmarshal(mustRead(t, "helm/logwindow-exporter/values.yaml"), &values); err != nil {
+		t.Fatal(err)
+	}
+	c, err := config.Load("../example-rules.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := c.Inputs[0].LogFormat; f == nil || f.Text != values.LogFormat {
+		t.Errorf("values.yaml logFormat %q, want example-rules.yaml's %+v", values.LogFormat, f)
+	}
+}

@@ -41,10 +41,16 @@ func TestNginxSyslog(t *testing.T) {
 	syslogPort := freeUDPPort(t)
 
 	// The exporter first: nginx connects its syslog socket at its first log line.
-	example := repoFile(t, "example-rules.yaml")
-	rules := strings.Replace(string(example), "    path: /var/log/nginx/access.log\n    start_at: end\n",
-		fmt.Sprintf("    syslog: unixgram://%s\n  - name: burst\n    syslog: udp://127.0.0.1:%d\n", sock, syslogPort), 1)
-	if rules == string(example) {
+	example := string(repoFile(t, "example-rules.yaml"))
+	// Both inputs keep the example's log format, which the rules read.
+	at := strings.Index(example, "    log_format: ")
+	if at < 0 {
+		t.Fatal("example-rules.yaml has no log_format")
+	}
+	format, _, _ := strings.Cut(example[at:], "\n")
+	rules := strings.Replace(example, "    path: /var/log/nginx/access.log\n    start_at: end\n",
+		fmt.Sprintf("    syslog: unixgram://%s\n%s\n  - name: burst\n    syslog: udp://127.0.0.1:%d\n", sock, format, syslogPort), 1)
+	if rules == example {
 		t.Fatal("example-rules.yaml no longer has the input this test replaces")
 	}
 	config := filepath.Join(dir, "rules.yaml")

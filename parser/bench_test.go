@@ -93,11 +93,68 @@ func BenchmarkParseNginx(b *testing.B) {
 	}
 }
 
+// BenchmarkExampleForms parses the same lines with example-rules.yaml, whose input has a
+// log_format, and with the same rules in their regex form (bench/), in one run: what
+// reading by the format costs against the hand-written regex. ratio runs blocks of lines
+// through each in turn, so that a neighbour's load hits both alike, and reports the log
+// format's time per line over the regex's.
+func BenchmarkExampleForms(b *testing.B) {
+	lines := nginxlog.Lines(b, 100000, 1)
+	type form struct {
+		name string
+		p    *Parser
+		sink *seriesSink
+	}
+	var forms []form
+	for _, f := range []struct {
+		name string
+		cfg  *config.Config
+	}{{"log_format", loadExample(b)}, {"regex", loadRegexExample(b)}} {
+		rules := f.cfg.Rules
+		p, err := New(rules)
+		if err != nil {
+			b.Fatal(err)
+		}
+		sink := newSeriesSink(len(rules))
+		for _, l := range lines {
+			p.Parse("nginx", l, sink)
+		}
+		if sink.drops != 0 || len(sink.series[0]) == 0 {
+			b.Fatalf("%s: warm-up: %d drops, %d request series", f.name, sink.drops, len(sink.series[0]))
+		}
+		forms = append(forms, form{f.name, p, sink})
+	}
+	for _, f := range forms {
+		b.Run(f.name, func(b *testing.B) { parseLoop(b, f.p, lines, f.sink) })
+	}
+	b.Run("ratio", func(b *testing.B) {
+		spent := make([]time.Duration, len(forms))
+		const block = 1000
+		i := 0
+		for b.Loop() {
+			ls := lines[i : i+block]
+			if i += block; i+block > len(lines) {
+				i = 0
+			}
+			for k, f := range forms {
+				t0 := time.Now()
+				for _, l := range ls {
+					f.p.Parse("nginx", l, f.sink)
+				}
+				spent[k] += time.Since(t0)
+			}
+		}
+		b.ReportMetric(float64(spent[0].Nanoseconds())/float64(b.N*block), "log_format-ns/line")
+		b.ReportMetric(float64(spent[1].Nanoseconds())/float64(b.N*block), "regex-ns/line")
+		b.ReportMetric(float64(spent[0])/float64(spent[1]), "log_format/regex")
+	})
+}
+
 // BenchmarkSharedPattern adds rules over the same pattern: the regex runs once per line
 // whatever their number, so each extra rule costs only its own filter, value and labels.
 func BenchmarkSharedPattern(b *testing.B) {
 	lines := nginxlog.Lines(b, 20000, 2)
-	example := loadExample(b)
+	example := loadRegexExample(b)
 	for _, n := range []int{1, 4, 16} {
 		b.Run(fmt.Sprintf("rules=%d", n), func(b *testing.B) {
 			var y strings.Builder
@@ -122,12 +179,12 @@ func BenchmarkSharedPattern(b *testing.B) {
 	}
 }
 
-// BenchmarkParseFormats parses the same records as text through example-rules.yaml and as
+// BenchmarkParseFormats parses the same records as text through the example's regex form and as
 // JSON and logfmt (written from the text lines' own captures, under the field names of
 // example-rules-json.yaml's log_format) through example-rules-json.yaml, in one run.
 func BenchmarkParseFormats(b *testing.B) {
 	text := nginxlog.Lines(b, 100000, 1)
-	example := loadExample(b)
+	example := loadRegexExample(b)
 	data, err := os.ReadFile("../example-rules-json.yaml")
 	if err != nil {
 		b.Fatal(err)
@@ -163,7 +220,7 @@ func BenchmarkParseFormats(b *testing.B) {
 	}
 }
 
-// structuredLines writes each text line's captures (by the example's regex) as a JSON
+// structuredLines writes each text line's captures (by the example's regex form) as a JSON
 // object or logfmt pairs with the field names of example-rules-json.yaml.
 func structuredLines(b *testing.B, r *config.Rule, text [][]byte, format string) [][]byte {
 	names := map[string]string{
@@ -215,7 +272,7 @@ func structuredLines(b *testing.B, r *config.Rule, text [][]byte, format string)
 // lines through each in turn, so that a neighbour's load hits all alike, and reports each
 // one's time per line over the extractor's.
 func BenchmarkJSONExtract(b *testing.B) {
-	lines := structuredLines(b, loadExample(b).Rules[0], nginxlog.Lines(b, 20000, 1), "json")
+	lines := structuredLines(b, loadRegexExample(b).Rules[0], nginxlog.Lines(b, 20000, 1), "json")
 	data, err := os.ReadFile("../example-rules-json.yaml")
 	if err != nil {
 		b.Fatal(err)
@@ -253,7 +310,7 @@ func BenchmarkJSONExtract(b *testing.B) {
 			b.Fatalf("not read: %q", l)
 		}
 		for k, p := range paths {
-			if got, want := string(src[caps[2*k+2]:caps[2*k+3]]), m[p[0]]; got != want {
+			if got, want := string(capture(src, caps, k+1)), m[p[0]]; got != want {
 				b.Fatalf("field %s: extractor %q, encoding/json %q", p[0], got, want)
 			}
 		}

@@ -105,13 +105,16 @@ func (p *Parser) Explain(input string, line []byte) *Explanation {
 	for i := range p.groups {
 		g := &p.groups[i]
 		// A regex group fills every group, also those no rule reads, so all can be shown.
-		caps := make([]int, max(g.ncap, g.m.ncap), max(g.ncap, g.m.ncap)+2*len(p.paths))
-		src := line
+		caps := make([]int, max(g.ncap, g.nall), max(g.ncap, g.nall)+2*len(p.paths))
+		src := text{line: line}
 		var matched bool
 		if g.ex != nil {
 			src, matched = g.ex.extract(line, caps, s)
 		} else {
 			matched = g.m.Match(line, caps)
+		}
+		if matched && !g.postAll.empty() {
+			src = g.postAll.apply(src, caps, s)
 		}
 		if matched && g.pathBase > 0 {
 			src, caps = s.withPath(src, caps, g.pathBase)
@@ -157,8 +160,8 @@ type namedCapture struct {
 }
 
 // captureNames lists a rule's named captures with their indexes in the group (slot maps
-// the rule's to them): a regex's named groups or a fields rule's captures, then its path
-// captures.
+// the rule's to them): a regex's named groups or a fields rule's captures, the captures
+// its log format derives, then its path captures.
 func captureNames(r *config.Rule, slot func(int) int) []namedCapture {
 	var out []namedCapture
 	if r.Regexp != nil {
@@ -171,6 +174,9 @@ func captureNames(r *config.Rule, slot func(int) int) []namedCapture {
 	for i, f := range r.Fields {
 		out = append(out, namedCapture{f.Capture, slot(i + 1)})
 	}
+	for j, d := range r.Derived {
+		out = append(out, namedCapture{d.Name, slot(r.Read() + 1 + j)})
+	}
 	for i, name := range r.PathCaptures {
 		out = append(out, namedCapture{name, slot(r.Captures() + 1 + i)})
 	}
@@ -178,7 +184,7 @@ func captureNames(r *config.Rule, slot func(int) int) []namedCapture {
 }
 
 // copyCaptures copies the named captures out of src, which caps indexes.
-func copyCaptures(names []namedCapture, src []byte, caps []int) []Capture {
+func copyCaptures(names []namedCapture, src text, caps []int) []Capture {
 	out := make([]Capture, 0, len(names))
 	for _, n := range names {
 		out = append(out, Capture{Name: n.name, Value: slices.Clone(capture(src, caps, n.index)), Matched: caps[2*n.index] >= 0})

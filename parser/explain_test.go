@@ -177,7 +177,7 @@ func TestExplainAgreesWithParse(t *testing.T) {
 				got = append(got, record{Rule: cfg.Rules[res.Rule].Name, Drop: res.Drop.String()})
 			}
 		}
-		if fmt.Sprint(got) != fmt.Sprint(want) {
+		if fmt.Sprint(got) != fmt.Sprint(byRule(cfg.Rules, want)) {
 			t.Fatalf("line %d %q:\nexplain %v\nparse   %v", i, line, got, want)
 		}
 	}

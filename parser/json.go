@@ -36,6 +36,9 @@ const maxJSONDepth = 10000
 func newJSONExtractor(paths [][]string) *jsonExtractor {
 	x := &jsonExtractor{}
 	for i, segs := range paths {
+		if segs == nil {
+			continue // a derived capture's slot
+		}
 		n := &x.root
 		for _, seg := range segs {
 			var next *jsonNode
@@ -77,9 +80,9 @@ type jsonScan struct {
 // extract reads line into caps (slot k at caps[2k:2k+2], -1 when absent). A value that
 // reads as its own bytes (nearly all of them) is captured where it is in line; a string
 // that decodes to other bytes is decoded into sc.vals and indexed as if sc.vals followed
-// line, and only then are the two joined, so most lines copy nothing. It returns what
-// caps index, and false when the line is not one JSON object.
-func (x *jsonExtractor) extract(line []byte, caps []int, sc *scratch) ([]byte, bool) {
+// line (text.more), so no line is copied. It returns what caps index, and false when the
+// line is not one JSON object.
+func (x *jsonExtractor) extract(line []byte, caps []int, sc *scratch) (text, bool) {
 	for i := range caps {
 		caps[i] = -1
 	}
@@ -89,9 +92,9 @@ func (x *jsonExtractor) extract(line []byte, caps []int, sc *scratch) ([]byte, b
 	s.ws()
 	sc.vals, sc.jsonKey = s.vals, s.key
 	if !ok || s.i != len(line) {
-		return nil, false
+		return text{}, false
 	}
-	return sc.capturesOf(line), true
+	return text{line, sc.vals}, true
 }
 
 func (s *jsonScan) ws() {

@@ -17,15 +17,15 @@ func newLogfmtExtractor(keys []string) *logfmtExtractor {
 
 // extract reads line into caps (slot k at caps[2k:2k+2], -1 when absent): as the JSON
 // extractor does, a value is captured where it is in line, one with escapes decoded into
-// sc.vals as if that followed line, and the two are joined only then. It returns what caps
+// sc.vals as if that followed line (text.more), so no line is copied. It returns what caps
 // index, and false when the line is not logfmt.
-func (x *logfmtExtractor) extract(line []byte, caps []int, sc *scratch) ([]byte, bool) {
+func (x *logfmtExtractor) extract(line []byte, caps []int, sc *scratch) (text, bool) {
 	vals, ok := x.scan(line, sc.vals[:0], caps)
 	sc.vals = vals
 	if !ok {
-		return nil, false
+		return text{}, false
 	}
-	return sc.capturesOf(line), true
+	return text{line, vals}, true
 }
 
 func (x *logfmtExtractor) scan(line, vals []byte, caps []int) ([]byte, bool) {

@@ -1,6 +1,7 @@
 package parser
 
 import (
+	"bytes"
 	"math"
 	"strconv"
 )
@@ -55,4 +56,26 @@ func parseNumber(b []byte) (float64, bool) {
 func parseNumberSlow(b []byte) (float64, bool) {
 	f, err := strconv.ParseFloat(string(b), 64)
 	return f, err == nil && !math.IsNaN(f) && !math.IsInf(f, 0)
+}
+
+// unixSeconds reads seconds since the epoch with a fraction (nginx's $msec,
+// "1709294400.123"), floored to a second.
+func unixSeconds(b []byte) (int64, bool) {
+	f, ok := parseNumber(b)
+	if !ok || f < math.MinInt64 || f >= math.MaxInt64 {
+		return 0, false
+	}
+	return int64(math.Floor(f)), true
+}
+
+// firstOfList returns the first item of an nginx upstream variable that lists one value
+// per upstream tried, "0.004, 0.045" (" : " between the upstream groups of an internal
+// redirect): the upstream the request went to first.
+func firstOfList(b []byte) []byte {
+	for i, c := range b {
+		if c == ',' || c == ':' {
+			return bytes.TrimSpace(b[:i])
+		}
+	}
+	return b
 }

@@ -17,6 +17,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/logwindow/logwindow_exporter/config"
+	"github.com/logwindow/logwindow_exporter/internal/logformat"
 )
 
 // DropReason says why a matched line produced no event for a rule.
@@ -118,6 +119,14 @@ type group struct {
 	// pathBase is the slot of the first path capture when a rule reads path captures
 	// (caps then go on past ncap with them, Parser.paths in order), else 0.
 	pathBase int
+	// format is the log format of a regex group whose rules read one, and derived its
+	// derived captures (numbered after the regex's groups); post processes the captures
+	// the rules read once matched, postAll every capture (for Explain). nall is the ints
+	// of caps every capture takes.
+	format        *logformat.Format
+	derived       []config.Derived
+	post, postAll *formatPost
+	nall          int
 	// inputs is the union of the rules' inputs; nil when some rule reads every input.
 	inputs []string
 	rules  []rule
@@ -131,9 +140,11 @@ type rule struct {
 	// whereNot filters drop the line when their capture matches.
 	whereNot []where
 	value    int // capture index, -1 for a counting rule
-	ts       *timestampSpec
-	labels   []config.Template
-	items    []config.Item
+	// valueList: the value is a list, of which the first counts (config.Rule.ValueList).
+	valueList bool
+	ts        *timestampSpec
+	labels    []config.Template
+	items     []config.Item
 	// labelSet and itemSet number the rule's label templates and its items, equal lists
 	// sharing a number, so that rules of a group with the same labels (or items) render
 	// them once per line.
@@ -151,6 +162,8 @@ type where struct {
 type timestampSpec struct {
 	capture int
 	layout  string
+	// unix: the capture is seconds since the epoch (config.Timestamp.Unix).
+	unix bool
 	// slot indexes the per-call cache; rules of a group with the same capture and layout
 	// share one, so a line's time is parsed once, and not again while it repeats.
 	slot int
@@ -177,19 +190,24 @@ func build(rules []*config.Rule, fast bool) (*Parser, error) {
 		key := "\x00fields " + cr.Format.String()
 		if cr.Regexp != nil {
 			key = cr.Regexp.String()
+			if cr.LogFormat != nil {
+				// The same regex undoes escapes of another kind (default and none).
+				key += "\x00log format " + cr.LogFormat.Escape.String()
+			}
 		}
 		gi, ok := byRegex[key]
 		if !ok {
 			gi = len(p.groups)
 			byRegex[key] = gi
 			if cr.Regexp != nil {
-				p.groups = append(p.groups, group{m: compile(cr.Regexp, fast), prog: sync.OnceValue(func() *regexProgram { return program(cr.Regexp) })})
+				p.groups = append(p.groups, group{m: compile(cr.Regexp, fast), prog: sync.OnceValue(func() *regexProgram { return program(cr.Regexp) }),
+					format: cr.LogFormat, derived: cr.Derived})
 			} else {
 				p.groups = append(p.groups, group{fields: &fieldsGroup{format: cr.Format}})
 			}
 		}
 		g := &p.groups[gi]
-		r := rule{index: i, inputs: cr.Inputs, value: cr.ValueCapture}
+		r := rule{index: i, inputs: cr.Inputs, value: cr.ValueCapture, valueList: cr.ValueList}
 		for _, l := range cr.Labels {
 			r.labels = append(r.labels, l.Template)
 		}
@@ -198,7 +216,7 @@ func build(rules []*config.Rule, fast bool) (*Parser, error) {
 		r.where = filters(cr.Where, fast, &sz)
 		r.whereNot = filters(cr.WhereNot, fast, &sz)
 		if ts := cr.Timestamp; ts != nil {
-			r.ts = &timestampSpec{capture: ts.Capture, layout: ts.Layout}
+			r.ts = &timestampSpec{capture: ts.Capture, layout: ts.Layout, unix: ts.Unix}
 		}
 		if g.fields != nil {
 			// The group learns the rule's fields now; their slots do not move as
@@ -224,17 +242,20 @@ func build(rules []*config.Rule, fast bool) (*Parser, error) {
 	slots := map[string]int{}
 	for i := range p.groups {
 		g := &p.groups[i]
-		// A group's own captures are known once every rule is in; the path captures
-		// take the slots after them.
-		base := g.m.ncap / 2
+		// A group's own captures (a regex group's derived ones after its groups) are
+		// known once every rule is in; the path captures take the slots after them.
+		g.nall = g.m.ncap + 2*len(g.derived)
 		if g.fields != nil {
 			ex, err := g.fields.extractor()
 			if err != nil {
 				return nil, err
 			}
-			base = len(g.fields.paths) + 1
-			g.ex, g.ncap = ex, 2*base
+			g.ex, g.ncap = ex, 2*(len(g.fields.paths)+1)
+			g.nall = g.ncap
+			g.post = g.fields.post()
+			g.postAll = g.post
 		}
+		base := g.nall / 2
 		for j := range g.rules {
 			r := &g.rules[j]
 			cr := rules[r.index]
@@ -253,7 +274,7 @@ func build(rules []*config.Rule, fast bool) (*Parser, error) {
 				return a.Label == b.Label && slices.Equal(a.Template, b.Template)
 			})
 			if r.ts != nil {
-				key := fmt.Sprintf("%d\x00%d\x00%s", i, r.ts.capture, r.ts.layout)
+				key := fmt.Sprintf("%d\x00%d\x00%s\x00%t", i, r.ts.capture, r.ts.layout, r.ts.unix)
 				slot, ok := slots[key]
 				if !ok {
 					slot = len(slots)
@@ -271,6 +292,18 @@ func build(rules []*config.Rule, fast bool) (*Parser, error) {
 						read[c] = true
 					}
 				})
+			}
+			if g.format != nil {
+				for j, d := range g.derived {
+					if read[g.m.ncap/2+j] {
+						read[d.From] = true
+					}
+				}
+				g.post = newFormatPost(g.format, g.derived, func(c int) bool { return read[c] })
+				g.postAll = newFormatPost(g.format, g.derived, func(int) bool { return true })
+				if g.ncap > 0 {
+					g.ncap = g.nall
+				}
 			}
 			g.parse = g.m.only(func(group int) bool { return read[group] })
 		}
@@ -461,7 +494,7 @@ func (p *Parser) parse(s *scratch, input string, line, wrapperTime []byte, sink 
 			continue
 		}
 		caps := s.caps[:g.ncap]
-		src := line
+		src := text{line: line}
 		if g.ex != nil {
 			var ok bool
 			if src, ok = g.ex.extract(line, caps, s); !ok {
@@ -470,6 +503,9 @@ func (p *Parser) parse(s *scratch, input string, line, wrapperTime []byte, sink 
 			}
 		} else if !g.parse.Match(line, caps) {
 			continue
+		}
+		if !g.post.empty() {
+			src = g.post.apply(src, caps, s)
 		}
 		if g.pathBase > 0 {
 			src, caps = s.withPath(src, caps, g.pathBase)
@@ -482,33 +518,39 @@ func (p *Parser) parse(s *scratch, input string, line, wrapperTime []byte, sink 
 	return wellFormed
 }
 
-// apply runs one rule of a matched group: input, filters, value, time, labels. line is what
-// caps index: the line for a regex group, the extracted values for a fields group. It
+// apply runs one rule of a matched group: input, filters, value, time, labels. src is what
+// caps index: the line, and the values decoded or derived from it. It
 // tells the sink and returns what it decided, with a detail: the index of the filter that
 // failed (WhereFailed, WhereNotMatched) or the DropReason (Dropped). Explain reports the
 // decisions Parse takes by calling it too.
-func (s *scratch) apply(r *rule, input string, line []byte, caps []int, sink Sink) (Outcome, int) {
+func (s *scratch) apply(r *rule, input string, src text, caps []int, sink Sink) (Outcome, int) {
 	if !r.reads(input) {
 		return OtherInput, 0
 	}
 	for i := range r.where {
 		w := &r.where[i]
-		if !w.f.match(capture(line, caps, w.capture), s.whereCaps) {
+		if !w.f.match(capture(src, caps, w.capture), s.whereCaps) {
 			return WhereFailed, i
 		}
 	}
 	for i := range r.whereNot {
 		w := &r.whereNot[i]
-		if w.f.match(capture(line, caps, w.capture), s.whereCaps) {
+		if w.f.match(capture(src, caps, w.capture), s.whereCaps) {
 			return WhereNotMatched, i
 		}
 	}
 	value := 1.0
 	if r.value >= 0 {
-		raw := capture(line, caps, r.value)
+		raw := capture(src, caps, r.value)
 		if len(raw) == 0 || len(raw) == 1 && raw[0] == '-' {
 			sink.Drop(r.index, NoValue)
 			return Dropped, int(NoValue)
+		}
+		if r.valueList {
+			if raw = firstOfList(raw); len(raw) == 1 && raw[0] == '-' {
+				sink.Drop(r.index, NoValue)
+				return Dropped, int(NoValue)
+			}
 		}
 		v, ok := parseNumber(raw)
 		if !ok {
@@ -520,25 +562,25 @@ func (s *scratch) apply(r *rule, input string, line []byte, caps []int, sink Sin
 	var at int64
 	if r.ts != nil {
 		var ok bool
-		if at, ok = s.time(r.ts, line, caps); !ok {
+		if at, ok = s.time(r.ts, src, caps); !ok {
 			sink.Drop(r.index, BadTimestamp)
 			return Dropped, int(BadTimestamp)
 		}
 	}
 	// Rules of a group often share their labels (and items): what the previous rule
 	// rendered from this match is used again.
-	valid := len(r.labels)+len(r.items) > 0 && r.literalsValid && s.asciiLine(line)
+	valid := len(r.labels)+len(r.items) > 0 && r.literalsValid && s.asciiText(src)
 	// The event's slices are written only when they change: a rule with the labels of
 	// the previous one leaves them as they are.
 	e := &s.event
 	if s.keyMatch != s.match || s.keySet != r.labelSet {
-		s.render(r.labels, line, caps, valid)
+		s.render(r.labels, src, caps, valid)
 		s.keyMatch, s.keySet = s.match, r.labelSet
 		e.Key, e.Labels = s.key, s.labels[:len(r.labels)]
 	}
 	if len(r.items) > 0 {
 		if s.itemsMatch != s.match || s.itemsSet != r.itemSet {
-			s.renderItems(r.items, line, caps, valid)
+			s.renderItems(r.items, src, caps, valid)
 			s.itemsMatch, s.itemsSet = s.match, r.itemSet
 		}
 		e.Items = s.items[:len(r.items)]
@@ -550,18 +592,28 @@ func (s *scratch) apply(r *rule, input string, line []byte, caps []int, sink Sin
 	return Counted, 0
 }
 
-// capture returns group i of the match; a group that did not participate reads as empty.
-func capture(line []byte, caps []int, i int) []byte {
-	if caps[2*i] < 0 {
+// text is what a match's captures index: the line, and after it (from offset len(line) on)
+// the values decoded or derived from it, kept apart so that the line is never copied.
+type text struct {
+	line, more []byte
+}
+
+// capture returns capture i of src; one that did not participate reads as empty.
+func capture(src text, caps []int, i int) []byte {
+	lo, hi := caps[2*i], caps[2*i+1]
+	if n := len(src.line); lo >= n {
+		return src.more[lo-n : hi-n]
+	}
+	if lo < 0 {
 		return nil
 	}
-	return line[caps[2*i]:caps[2*i+1]]
+	return src.line[lo:hi]
 }
 
 // time parses a rule's timestamp capture of line, remembering the last text and result
 // per slot: log lines come in time order, so consecutive lines mostly repeat the same
 // second.
-func (s *scratch) time(ts *timestampSpec, line []byte, caps []int) (int64, bool) {
+func (s *scratch) time(ts *timestampSpec, src text, caps []int) (int64, bool) {
 	c := &s.times[ts.slot]
 	if c.match == s.match {
 		// Another rule of this match read the same capture with the same layout.
@@ -570,14 +622,19 @@ func (s *scratch) time(ts *timestampSpec, line []byte, caps []int) (int64, bool)
 	c.match = s.match
 	raw := s.wrapperTime
 	if ts.capture != config.WrapperTime {
-		raw = capture(line, caps, ts.capture)
+		raw = capture(src, caps, ts.capture)
 	}
 	if c.valid && string(c.raw) == string(raw) {
 		return c.unix, c.ok
 	}
+	c.raw = append(c.raw[:0], raw...)
+	c.valid = true
+	if ts.unix {
+		c.unix, c.ok = unixSeconds(raw)
+		return c.unix, c.ok
+	}
 	// Layouts without a zone read as UTC; with a numeric zone the offset is applied.
 	t, err := time.ParseInLocation(ts.layout, string(raw), time.UTC)
-	c.raw = append(c.raw[:0], raw...)
-	c.unix, c.ok, c.valid = t.Unix(), err == nil, true
+	c.unix, c.ok = t.Unix(), err == nil
 	return c.unix, c.ok
 }

@@ -33,19 +33,18 @@ type scratch struct {
 	fix      []byte // invalid UTF-8 being rewritten
 	times    []timeCache
 	event    Event
-	// vals holds the captures of fields rules (decoded JSON strings, copied values);
-	// joined a line followed by its decoded JSON strings, when it has some; jsonKey a JSON
-	// key with escapes, decoded for comparison.
+	// vals holds what captures index past the end of the line (text.more): the decoded
+	// strings of a structured line, and the values a log format's processing unescaped or
+	// derived; jsonKey a JSON key with escapes, decoded for comparison.
 	vals    []byte
-	joined  []byte
 	jsonKey []byte
 	// wrapperTime is the time text of the line's wrapper, during one ParseWrapped call.
 	wrapperTime []byte
 	// pathText holds the values of the path captures (Session.SetPath), pathCaps their
-	// offsets in it in pairs (-1: not set); pathLine is a line followed by them.
+	// offsets in it in pairs (-1: not set); pathMore is a match's decoded values followed by them.
 	pathText []byte
 	pathCaps []int
-	pathLine []byte
+	pathMore []byte
 	// match numbers the group matches this scratch has seen (newMatch). What is
 	// remembered below for one match is used again by the other rules of the group, which
 	// read the same captures of the same line.
@@ -86,11 +85,10 @@ func newScratch(sz sizes) *scratch {
 		fix:       ownLines[byte](0, textBuf),
 		times:     ownLines[timeCache](sz.slots, sz.slots),
 		vals:      ownLines[byte](0, textBuf),
-		joined:    ownLines[byte](0, textBuf),
 		jsonKey:   ownLines[byte](0, textBuf),
 		pathText:  ownLines[byte](0, textBuf),
 		pathCaps:  unset(ownLines[int](2*sz.paths, 2*sz.paths)),
-		pathLine:  ownLines[byte](0, textBuf),
+		pathMore:  ownLines[byte](0, textBuf),
 	}
 }
 
@@ -115,13 +113,13 @@ func (s *scratch) setPath(values [][]byte) {
 	}
 }
 
-// withPath makes the path captures captures of a match: src, what caps index, followed by
-// the path captures' values in a buffer of the scratch, and caps grown by their slots
-// from base on, pointing at them there. The values are short, the line is copied once per
-// match of a group whose rules read them.
-func (s *scratch) withPath(src []byte, caps []int, base int) ([]byte, []int) {
-	n := len(src)
-	s.pathLine = append(append(s.pathLine[:0], src...), s.pathText...)
+// withPath makes the path captures captures of a match: their values follow what src
+// holds, in a buffer of the scratch that becomes src's more (after what was decoded or
+// derived from the line, copied first), and caps grow by their slots from base on,
+// pointing at them there. The line itself is never copied.
+func (s *scratch) withPath(src text, caps []int, base int) (text, []int) {
+	n := len(src.line) + len(src.more)
+	s.pathMore = append(append(s.pathMore[:0], src.more...), s.pathText...)
 	caps = caps[:2*base+len(s.pathCaps)]
 	for i, off := range s.pathCaps {
 		if off >= 0 {
@@ -129,7 +127,7 @@ func (s *scratch) withPath(src []byte, caps []int, base int) ([]byte, []int) {
 		}
 		caps[2*base+i] = off
 	}
-	return s.pathLine, caps
+	return text{line: src.line, more: s.pathMore}, caps
 }
 
 // newMatch starts the rules of a group on a match: nothing remembered of the previous
@@ -138,12 +136,12 @@ func (s *scratch) newMatch() {
 	s.match++
 }
 
-// asciiLine reports whether line, the text of the current match, has only ASCII bytes,
+// asciiText reports whether src, the text of the current match, has only ASCII bytes,
 // looking once per match. Then every capture is valid UTF-8, and so is any label value
 // made of captures and valid literal text.
-func (s *scratch) asciiLine(line []byte) bool {
+func (s *scratch) asciiText(src text) bool {
 	if s.asciiMatch != s.match {
-		s.asciiMatch, s.ascii = s.match, isASCII(line)
+		s.asciiMatch, s.ascii = s.match, isASCII(src.line) && (len(src.more) == 0 || isASCII(src.more))
 	}
 	return s.ascii
 }
@@ -194,7 +192,7 @@ func gcd(a, b int) int {
 // s.labels at them. Each value is made valid UTF-8 and capped before the next is written,
 // so the key is exactly the label set the store will see; valid says the values are
 // known to be valid UTF-8 already.
-func (s *scratch) render(labels []config.Template, line []byte, caps []int, valid bool) {
+func (s *scratch) render(labels []config.Template, src text, caps []int, valid bool) {
 	key := s.key[:0]
 	s.ends = s.ends[:0]
 	for i, t := range labels {
@@ -202,7 +200,7 @@ func (s *scratch) render(labels []config.Template, line []byte, caps []int, vali
 			key = append(key, KeySep...)
 		}
 		start := len(key)
-		key = s.sanitize(appendTemplate(key, t, line, caps), start, valid)
+		key = s.sanitize(appendTemplate(key, t, src, caps), start, valid)
 		s.ends = append(s.ends, len(key))
 	}
 	s.key = key
@@ -217,12 +215,12 @@ func (s *scratch) render(labels []config.Template, line []byte, caps []int, vali
 // renderItems writes the items of a rule into s.itemText and points s.items at them:
 // those shown as labels made valid UTF-8 (unless known to be valid) and capped, the
 // others in full.
-func (s *scratch) renderItems(items []config.Item, line []byte, caps []int, valid bool) {
+func (s *scratch) renderItems(items []config.Item, src text, caps []int, valid bool) {
 	text := s.itemText[:0]
 	s.itemEnds = s.itemEnds[:0]
 	for _, it := range items {
 		start := len(text)
-		text = appendTemplate(text, it.Template, line, caps)
+		text = appendTemplate(text, it.Template, src, caps)
 		if it.Label {
 			text = s.sanitize(text, start, valid)
 		}
@@ -236,13 +234,13 @@ func (s *scratch) renderItems(items []config.Item, line []byte, caps []int, vali
 	}
 }
 
-// appendTemplate appends t rendered from the captures of line.
-func appendTemplate(dst []byte, t config.Template, line []byte, caps []int) []byte {
+// appendTemplate appends t rendered from the captures of src.
+func appendTemplate(dst []byte, t config.Template, src text, caps []int) []byte {
 	for _, part := range t {
 		if part.Capture < 0 {
 			dst = append(dst, part.Literal...)
 		} else {
-			dst = append(dst, capture(line, caps, part.Capture)...)
+			dst = append(dst, capture(src, caps, part.Capture)...)
 		}
 	}
 	return dst
@@ -299,15 +297,4 @@ func appendValidUTF8(dst, src []byte) []byte {
 		inInvalid = false
 	}
 	return dst
-}
-
-// capturesOf returns what a structured line's captures index: the line itself when no
-// value had to be decoded, else the line followed by the decoded values (vals), joined in
-// joined, so that most lines copy nothing.
-func (s *scratch) capturesOf(line []byte) []byte {
-	if len(s.vals) == 0 {
-		return line
-	}
-	s.joined = append(append(s.joined[:0], line...), s.vals...)
-	return s.joined
 }

@@ -42,7 +42,7 @@ func scratchBuffers(s *scratch) []buffer {
 		bufferOf("caps", s.caps), bufferOf("whereCaps", s.whereCaps), bufferOf("key", s.key),
 		bufferOf("ends", s.ends), bufferOf("labels", s.labels), bufferOf("itemText", s.itemText),
 		bufferOf("itemEnds", s.itemEnds), bufferOf("items", s.items), bufferOf("fix", s.fix),
-		bufferOf("times", s.times), bufferOf("vals", s.vals), bufferOf("joined", s.joined),
+		bufferOf("times", s.times), bufferOf("vals", s.vals),
 		bufferOf("jsonKey", s.jsonKey),
 	}
 }

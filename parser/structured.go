@@ -9,33 +9,55 @@ import (
 
 // extractor reads the fields of a structured line, the counterpart of a regex match for
 // fields rules: it fills caps (slot k at caps[2k:2k+2], -1 for a field the line lacks) with
-// offsets into the one buffer it returns (the line itself, or the scratch's), so the rules
+// offsets into the text it returns (the line, then the values it decoded), so the rules
 // read captures exactly as they read a regex's groups. It is false when the line is
 // malformed.
 type extractor interface {
-	extract(line []byte, caps []int, s *scratch) ([]byte, bool)
+	extract(line []byte, caps []int, s *scratch) (text, bool)
 }
 
 // fieldsGroup collects the fields rules of one format while the parser is built: every
 // field any of them uses gets one slot, so a line is read once for all of them.
 type fieldsGroup struct {
 	format config.Format
-	paths  [][]string // slot k+1 reads paths[k]
+	paths  [][]string // slot k+1 reads paths[k]; nil for a derived capture's slot
+	// derived are the captures a JSON log format computes from fields, each with a slot.
+	derived []derivation
 }
 
 // slots returns, for each capture index of r, its slot in the group (index 0, the whole
 // line, maps to 0), adding the fields the group does not read yet.
 func (fg *fieldsGroup) slots(r *config.Rule) []int {
-	out := make([]int, len(r.Fields)+1)
+	out := make([]int, r.Captures()+1)
 	for i, f := range r.Fields {
-		k := slices.IndexFunc(fg.paths, func(p []string) bool { return slices.Equal(p, f.Segments) })
+		k := slices.IndexFunc(fg.paths, func(p []string) bool { return p != nil && slices.Equal(p, f.Segments) })
 		if k < 0 {
 			k = len(fg.paths)
 			fg.paths = append(fg.paths, f.Segments)
 		}
 		out[i+1] = k + 1
 	}
+	for j, d := range r.Derived {
+		from := out[d.From]
+		k := slices.IndexFunc(fg.derived, func(x derivation) bool { return x.kind == d.Kind && x.from == from })
+		if k < 0 {
+			fg.paths = append(fg.paths, nil)
+			k = len(fg.derived)
+			fg.derived = append(fg.derived, derivation{kind: d.Kind, from: from, to: len(fg.paths)})
+		}
+		out[len(r.Fields)+1+j] = fg.derived[k].to
+	}
 	return out
+}
+
+// post is the processing of the group's derived captures; nil without any.
+func (fg *fieldsGroup) post() *formatPost {
+	if len(fg.derived) == 0 {
+		return nil
+	}
+	p := &formatPost{derive: slices.Clone(fg.derived)}
+	p.compile()
+	return p
 }
 
 // extractor builds the group's reader once every rule is in.

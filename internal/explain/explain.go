@@ -6,6 +6,7 @@
 package explain
 
 import (
+	"slices"
 	"strconv"
 	"time"
 	"unicode"
@@ -101,9 +102,16 @@ type NoMatch struct {
 	Read  string `json:"read"`
 	// Found is what the line has at End (empty at its end); Expected what the regex could
 	// have taken there.
-	Found     string    `json:"found"`
-	Expected  []string  `json:"expected"`
-	Inside    string    `json:"inside_capture,omitempty"`
+	Found    string   `json:"found"`
+	Expected []string `json:"expected"`
+	Inside   string   `json:"inside_capture,omitempty"`
+	// LogFormat is the format of a rule reading one (its preset or string, as written),
+	// instead of a regex of its own; the line stopped fitting it In a variable, or After
+	// one, in the text that follows it ($status, %>s as the format writes them); both
+	// when the value could have ended there.
+	LogFormat string    `json:"log_format,omitempty"`
+	In        string    `json:"in_variable,omitempty"`
+	After     string    `json:"after_variable,omitempty"`
 	Captures  []Capture `json:"captures_read,omitempty"`
 	Truncated bool      `json:"truncated,omitempty"`
 	// SameAs names an earlier rule of the line with the same regex, hence the same
@@ -228,6 +236,23 @@ func noMatch(cr *config.Rule, line []byte, p *parser.Prefix) *NoMatch {
 		m.Found = strconv.Quote(string(line[p.End : p.End+w]))
 	}
 	m.Captures = captures(p.Captures)
+	if f := cr.LogFormat; f != nil {
+		m.LogFormat = f.Describe()
+		switch {
+		case m.Inside != "":
+			m.In = f.Var(m.Inside)
+			// A value may also end where the line stopped: the text after it was as
+			// much expected.
+			if next := f.Next(m.Inside); next != "" {
+				r, _ := utf8.DecodeRuneInString(next)
+				if slices.Contains(m.Expected, strconv.QuoteRune(r)) {
+					m.After = m.In
+				}
+			}
+		case len(p.Captures) > 0:
+			m.After = f.Var(p.Captures[len(p.Captures)-1].Name)
+		}
+	}
 	return m
 }
 

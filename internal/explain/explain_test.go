@@ -100,3 +100,63 @@ rules:
 		t.Errorf("unknown format: %v", err)
 	}
 }
+
+// TestLogFormatMisfit: a line that does not fit a rule's log format is told in the
+// format's terms: the variable the line stopped fitting in, or the one whose following
+// text it stopped in, at which byte, and what was expected.
+func TestLogFormatMisfit(t *testing.T) {
+	cfg, err := config.Parse([]byte(`
+inputs: [{name: web, path: /a, log_format: '$remote_addr [$time_local] "$request" $status $request_time'}]
+rules:
+  - {name: requests}
+  - {name: duration, value: request_time}
+`), "rules.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := parser.New(cfg.Rules)
+	if err != nil {
+		t.Fatal(err)
+	}
+	set, err := store.NewSet(cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := New(cfg.Rules, p, set.NewSink())
+	for _, c := range []struct {
+		line    string
+		miss    NoMatch
+		textHas []string
+	}{
+		{`10.0.0.1 [01/Mar/2024:12:00:00 +0000]`,
+			NoMatch{End: 37, After: "$time_local", Expected: []string{"' '"}},
+			[]string{"requests: the line does not fit the log format", "then at byte 37, in the text after $time_local, it expects ' ', but the line has the end of the line", "duration: the line does not fit the log format (the same as requests's)"}},
+		{`10.0.0.1 01/Mar/2024:12:00:00 +0000] "GET / HTTP/1.1" 200 0.1`,
+			NoMatch{End: 9, After: "$remote_addr", Expected: []string{"'['"}},
+			[]string{`then at byte 9, in the text after $remote_addr, it expects '[', but the line has "0"`}},
+		{`10.0.0.1 [01/Mar/2024:12:00:00 +0000`,
+			NoMatch{End: 36, In: "$time_local", After: "$time_local", Expected: []string{`[^\]]`, "']'"}},
+			[]string{`in $time_local or the text after it, it expects [^\]] or ']'`}},
+		{`10.0.0.1 [01/Mar/2024:12:00:00 +0000] "GET / HTTP/1.1" 200 0.1`[:42],
+			NoMatch{End: 42, In: "$request", After: "$request", Expected: []string{`[^"]`, `'"'`}},
+			[]string{`in $request or the text after it`}},
+	} {
+		l := x.Explain("web", []byte(c.line), false)
+		if !l.Unmatched || len(l.Rules) != 2 || l.Rules[0].Miss == nil {
+			t.Fatalf("%s: %+v", c.line, l)
+		}
+		m := l.Rules[0].Miss
+		if m.LogFormat == "" || m.End != c.miss.End || m.In != c.miss.In || m.After != c.miss.After || strings.Join(m.Expected, "|") != strings.Join(c.miss.Expected, "|") {
+			t.Errorf("%s: end %d in %q after %q expected %q; want %+v", c.line, m.End, m.In, m.After, m.Expected, c.miss)
+		}
+		var b bytes.Buffer
+		if err := Write(&b, "text", []Line{l}); err != nil {
+			t.Fatal(err)
+		}
+		for _, want := range c.textHas {
+			if !strings.Contains(b.String(), want) {
+				t.Errorf("%s: the text does not say %q:\n%s", c.line, want, b.String())
+			}
+		}
+	}
+}

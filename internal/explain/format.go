@@ -95,8 +95,17 @@ func writeRule(b *strings.Builder, r *Rule, shown map[string]bool) {
 		fmt.Fprintf(b, "  - %s: reads other inputs only\n", r.Name)
 	case "no_match":
 		m := r.Miss
-		if m.SameAs != "" {
+		switch {
+		case m.SameAs != "" && m.LogFormat != "":
+			fmt.Fprintf(b, "  - %s: the line does not fit the log format (the same as %s's)\n", r.Name, m.SameAs)
+			return
+		case m.SameAs != "":
 			fmt.Fprintf(b, "  - %s: regex does not match (the same as %s's)\n", r.Name, m.SameAs)
+			return
+		}
+		if m.LogFormat != "" {
+			writeMisfit(b, r.Name, m)
+			writeCaptures(b, "captures read", m.Captures, shown)
 			return
 		}
 		fmt.Fprintf(b, "  - %s: regex does not match\n", r.Name)
@@ -169,5 +178,32 @@ func writeCaptures(b *strings.Builder, what string, cs []Capture, shown map[stri
 		shown[s] = true
 		b.WriteString(s)
 		b.WriteByte('\n')
+	}
+}
+
+// writeMisfit writes where a line stopped fitting a rule's log format, in the format's
+// terms: the variable it was reading, or the one whose following text it was reading.
+func writeMisfit(b *strings.Builder, rule string, m *NoMatch) {
+	fmt.Fprintf(b, "  - %s: the line does not fit the log format\n", rule)
+	fmt.Fprintf(b, "      log format: %s\n", m.LogFormat)
+	if m.End > m.Start {
+		fmt.Fprintf(b, "      it fits bytes %d-%d: %s\n", m.Start, m.End, m.Read)
+	}
+	where := "at the start of the format"
+	switch {
+	case m.In != "" && m.After != "":
+		where = "in " + m.In + " or the text after it"
+	case m.In != "":
+		where = "in " + m.In
+	case m.After != "":
+		where = "in the text after " + m.After
+	}
+	found := m.Found
+	if found == "" {
+		found = "the end of the line"
+	}
+	fmt.Fprintf(b, "      then at byte %d, %s, it expects %s, but the line has %s\n", m.End, where, strings.Join(m.Expected, " or "), found)
+	if m.Truncated {
+		b.WriteString("      (only the line's first 64 KiB were followed)\n")
 	}
 }

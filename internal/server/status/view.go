@@ -201,7 +201,11 @@ func newInputRow(m metrics, in config.Input) inputRow {
 }
 
 func newRuleRow(m metrics, r *config.Rule) ruleRow {
-	row := ruleRow{Name: r.Name, Match: r.Match, Expanded: r.Expanded,
+	match := r.Match
+	if f := r.LogFormat; f != nil {
+		match = f.Key() + ": " + f.Describe()
+	}
+	row := ruleRow{Name: r.Name, Match: match, Expanded: r.Expanded,
 		Matched:  m.text(selfmetric.RuleMatchedLines.Name, "rule", r.Name),
 		Series:   m.text(selfmetric.RuleSeries.Name, "rule", r.Name),
 		Limit:    m.text(selfmetric.RuleSeriesLimit.Name, "rule", r.Name),

@@ -62,15 +62,21 @@ inputs:
     path: {{ printf "%s/*_*_*/%s/*.log" $logs . | quote }}
     wrapper: cri
     path_captures: {{ printf "^%s/(?P<namespace>[^_/]+)_(?P<pod>[^_/]+)_[^/]+/(?P<container>[^/]+)/" (regexQuoteMeta $logs) | squote }}
+    log_format: {{ $.Values.logFormat | squote }}
+{{- if gt (int $.Values.daemonset.shards) 1 }}
+    shards: {{ $.Values.daemonset.shards }}
+{{- end }}
 {{- end }}
 {{- else if eq .Values.mode "syslog" }}
   # nginx anywhere in the cluster: access_log syslog:server=<the Service>:{{ .Values.syslog.port }}
   - name: nginx
     syslog: {{ printf "udp://0.0.0.0:%d" (int .Values.syslog.port) | quote }}
+    log_format: {{ .Values.logFormat | squote }}
 {{- else }}
   # nginx in the same pod: access_log syslog:server=127.0.0.1:{{ .Values.sidecar.port }}
   - name: nginx
     syslog: {{ printf "udp://127.0.0.1:%d" (int .Values.sidecar.port) | quote }}
+    log_format: {{ .Values.logFormat | squote }}
 {{- end }}
 
 {{ if eq .Values.mode "daemonset" -}}

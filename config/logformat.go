@@ -1,0 +1,186 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/logwindow/logwindow_exporter/internal/logformat"
+)
+
+// Derived is a capture a rule reads that its log format computes from another: a
+// request's method, target, path and protocol, a status's class.
+type Derived struct {
+	Name string
+	Kind logformat.DeriveKind
+	// From is the capture it is computed from.
+	From int
+}
+
+// logFormat decodes an input's log_format:, log_format_escape: and apache_log_format:.
+func (d *decoder) logFormat(entries []entry, subject string, in *Input) {
+	nginx, hasNginx := find(entries, "log_format")
+	apache, hasApache := find(entries, "apache_log_format")
+	esc := logformat.EscapeDefault
+	if e, ok := find(entries, "log_format_escape"); ok {
+		text, ok := d.scalar(e, subject, "log_format_escape")
+		known := false
+		if esc, known = logformat.ParseEscape(text); !known && ok {
+			d.add(e.key.Line, subject, "log_format_escape: %q is not one of %s (nginx's escape= values)%s",
+				text, strings.Join(logformat.EscapeNames, ", "), suggest(text, logformat.EscapeNames))
+		}
+		if !hasNginx {
+			d.add(e.key.Line, subject, "log_format_escape: is nginx's escape= parameter of a log_format:, which this input does not have")
+		}
+	}
+	switch {
+	case hasNginx && hasApache:
+		d.add(apache.key.Line, subject, "log_format and apache_log_format: an input's lines have one format; keep the one its server writes")
+	case hasNginx:
+		presets := sortedKeys(logformat.NginxPresets)
+		if text, ok := d.formatText(nginx, subject, "log_format", presets); ok {
+			f, err := logformat.ParseNginx(text, esc)
+			d.formatError(nginx, subject, "log_format", text, presets, err)
+			in.LogFormat = f
+		}
+	case hasApache:
+		presets := sortedKeys(logformat.ApachePresets)
+		if text, ok := d.formatText(apache, subject, "apache_log_format", presets); ok {
+			f, err := logformat.ParseApache(text)
+			d.formatError(apache, subject, "apache_log_format", text, presets, err)
+			in.LogFormat = f
+		}
+	}
+	if in.LogFormat != nil && in.LogFormat.JSON() {
+		in.Format = FormatJSON
+	}
+}
+
+// formatText reads the text of a log format key.
+func (d *decoder) formatText(e entry, subject, key string, presets []string) (string, bool) {
+	text, ok := d.scalar(e, subject, key)
+	if ok && text == "" {
+		d.add(e.key.Line, subject, "%s: is empty; give a preset (%s) or the format string as the server's configuration has it", key, strings.Join(presets, ", "))
+		return "", false
+	}
+	return text, ok
+}
+
+// formatError reports a format that does not compile, showing where.
+func (d *decoder) formatError(e entry, subject, key, text string, presets []string, err error) {
+	if err == nil {
+		return
+	}
+	var fe *logformat.Error
+	if !errors.As(err, &fe) {
+		d.add(e.key.Line, subject, "%s: %s", key, err)
+		return
+	}
+	if !strings.ContainsAny(text, "$%") {
+		d.add(e.key.Line, subject, "%s: %q is not a preset (%s)%s, nor a format string (which has variables)", key, text, strings.Join(presets, ", "), suggest(text, presets))
+		return
+	}
+	d.add(e.key.Line, subject, "%s: %s, in %s", key, fe.Msg, pointAt(text, fe.Offset))
+}
+
+// pointAt quotes text with a marker at byte off, shortened around it when long.
+func pointAt(text string, off int) string {
+	off = min(max(off, 0), len(text))
+	const context = 40
+	before, after := text[:off], text[off:]
+	if len(before) > context {
+		before = "…" + before[len(before)-context:]
+	}
+	if len(after) > context {
+		after = after[:context] + "…"
+	}
+	return fmt.Sprintf("%q", before+"⟨here⟩"+after)
+}
+
+// inputLabel names an input in messages: its name, else its path or socket.
+func inputLabel(in Input) string {
+	if in.Name != "" {
+		return in.Name
+	}
+	return in.Source()
+}
+
+// fromFormat makes a rule with neither match: nor fields: read the captures of its
+// inputs' log format: its named inputs, or every input. They must all have the same one.
+func (rd *ruleDecoder) fromFormat(line int, r *Rule, all []Input) {
+	var f *logformat.Format
+	var first string
+	var without []string
+	for _, in := range all {
+		if r.Inputs != nil && (in.Name == "" || !slices.Contains(r.Inputs, in.Name)) {
+			continue
+		}
+		switch {
+		case in.LogFormat == nil:
+			without = append(without, fmt.Sprintf("%q", inputLabel(in)))
+		case f == nil:
+			f, first = in.LogFormat, inputLabel(in)
+		case !f.Equal(in.LogFormat):
+			rd.add(line, rd.subject, "match: is missing, and inputs %q and %q have different log formats: a rule without match: reads inputs of one format (name them with inputs: [...])", first, inputLabel(in))
+			return
+		}
+	}
+	switch {
+	case f == nil:
+		rd.add(line, rd.subject, "match: is missing; give the regex lines must match, or a log_format: to the rule's inputs (then every $variable is a capture)")
+		return
+	case len(without) > 0:
+		rd.add(line, rd.subject, "match: is missing, and input %s has no log format to read its lines by (the rule reads %s); give it one, or name only inputs with one (inputs: [...])", strings.Join(without, ", "), pluralInputs(r))
+		return
+	}
+	r.LogFormat = f
+	names := []string{""}
+	if f.JSON() {
+		for _, fl := range f.Fields {
+			r.Fields = append(r.Fields, Field{Capture: fl.Name, Path: strings.Join(fl.Path, "."), Segments: fl.Path})
+		}
+		sort.Slice(r.Fields, func(i, j int) bool { return r.Fields[i].Capture < r.Fields[j].Capture })
+		for _, fl := range r.Fields {
+			names = append(names, fl.Capture)
+		}
+		r.Format = FormatJSON
+	} else {
+		re, ok := rd.formatRegexps[f]
+		if !ok {
+			// The format compiler writes only regexes of valid syntax with distinct names.
+			re = regexp.MustCompile(f.Regex)
+			rd.formatRegexps[f] = re
+		}
+		r.Regexp, r.Expanded = re, f.Regex
+		names = re.SubexpNames()
+	}
+	for _, dv := range f.Derived {
+		r.Derived = append(r.Derived, Derived{Name: dv.Name, Kind: dv.Kind, From: slices.Index(names, dv.From)})
+	}
+	for _, dv := range r.Derived {
+		names = append(names, dv.Name)
+	}
+	rd.caps = &captures{names: names, format: f}
+}
+
+func pluralInputs(r *Rule) string {
+	if r.Inputs == nil {
+		return "every input"
+	}
+	return "inputs " + strings.Join(quoteAll(r.Inputs), ", ")
+}
+
+// formatTime fills in the layout of a timestamp read from a log format's time variable.
+func (rd *ruleDecoder) formatTime(ts *Timestamp) bool {
+	if rd.caps == nil || rd.caps.format == nil {
+		return false
+	}
+	layout, unix, ok := rd.caps.format.Time(ts.CaptureName)
+	if ok {
+		ts.Layout, ts.Unix = layout, unix
+	}
+	return ok
+}

@@ -1,0 +1,118 @@
+package config
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/logwindow/logwindow_exporter/internal/logformat"
+)
+
+func TestRulesOnALogFormat(t *testing.T) {
+	c, err := Parse([]byte(`
+inputs:
+  - {name: web, path: /a, log_format: combined}
+  - {name: json, path: /b, log_format: '{"t":"$msec","r":"$request","s":$status}', log_format_escape: json}
+  - {name: iso, path: /c, log_format: '$time_iso8601 $status'}
+rules:
+  - name: requests
+    inputs: [web]
+    labels: {method: '${request_method}', class: '${status_class}'}
+    where: {uri: '^/api'}
+    value: body_bytes_sent
+    timestamp: {capture: time_local}
+  - name: own_regex
+    inputs: [web]
+    match: '" (?P<code>[0-9]+) '
+    labels: {code: '${code}'}
+  - name: again
+    inputs: [web]
+  - name: from_json
+    inputs: [json]
+    labels: {uri: '${uri}'}
+    timestamp: {capture: msec}
+  - name: fields_too
+    inputs: [json]
+    fields: {s: s}
+  - name: iso
+    inputs: [iso]
+    timestamp: {capture: time_iso8601}
+  - name: layout_given
+    inputs: [iso]
+    timestamp: {capture: time_iso8601, layout: '2006-01-02T15:04:05Z07:00'}
+`), "f.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rule := func(name string) *Rule {
+		i := slices.IndexFunc(c.Rules, func(r *Rule) bool { return r.Name == name })
+		return c.Rules[i]
+	}
+	r := rule("requests")
+	if r.LogFormat == nil || r.LogFormat.Preset != "combined" || r.Match != "" || r.Expanded != r.LogFormat.Regex {
+		t.Fatalf("requests: format %+v, match %q, expanded %q", r.LogFormat, r.Match, r.Expanded)
+	}
+	if rule("again").Regexp != r.Regexp {
+		t.Error("two rules of one format compiled its regex twice")
+	}
+	n := r.Regexp.NumSubexp()
+	if r.Read() != n || r.Captures() != n+len(r.Derived) || len(r.Derived) != 5 {
+		t.Fatalf("captures: read %d, all %d, derived %v (regex groups %d)", r.Read(), r.Captures(), r.Derived, n)
+	}
+	request := r.Regexp.SubexpIndex("request")
+	for _, d := range r.Derived {
+		want := request
+		if d.Name == "status_class" {
+			want = r.Regexp.SubexpIndex("status")
+		}
+		if d.From != want {
+			t.Errorf("derived %s from capture %d, want %d", d.Name, d.From, want)
+		}
+	}
+	// Derived captures are numbered after the groups, in the format's order.
+	derivedIndex := func(r *Rule, name string) int {
+		return r.Read() + 1 + slices.IndexFunc(r.Derived, func(d Derived) bool { return d.Name == name })
+	}
+	if got := r.Labels[0].Template[0].Capture; got != derivedIndex(r, "status_class") {
+		t.Errorf("label class reads capture %d, want status_class at %d", got, derivedIndex(r, "status_class"))
+	}
+	if got := r.Where[0].Capture; got != derivedIndex(r, "uri") {
+		t.Errorf("where uri reads capture %d, want %d", got, derivedIndex(r, "uri"))
+	}
+	if ts := r.Timestamp; ts.Layout != logformat.LayoutTimeLocal || ts.Unix {
+		t.Errorf("time_local: layout %q unix %v", ts.Layout, ts.Unix)
+	}
+	if o := rule("own_regex"); o.LogFormat != nil || o.Match == "" || o.Regexp.SubexpIndex("code") != 1 {
+		t.Errorf("a rule with match: on a format input reads its own regex: %+v", o)
+	}
+	j := rule("from_json")
+	if j.Regexp != nil || j.Format != FormatJSON || len(j.Fields) != 3 || j.Fields[0].Capture != "msec" {
+		t.Fatalf("JSON template rule: regexp %v format %v fields %+v", j.Regexp, j.Format, j.Fields)
+	}
+	if got := j.Labels[0].Template[0].Capture; got != derivedIndex(j, "uri") {
+		t.Errorf("JSON label uri reads capture %d, want %d", got, derivedIndex(j, "uri"))
+	}
+	if ts := j.Timestamp; !ts.Unix || ts.Layout != "" {
+		t.Errorf("msec: layout %q unix %v", ts.Layout, ts.Unix)
+	}
+	if f := rule("fields_too"); f.Format != FormatJSON || f.LogFormat != nil {
+		t.Errorf("a fields rule on a JSON template input: format %v, log format %v", f.Format, f.LogFormat)
+	}
+	if c.Inputs[1].Format != FormatJSON || c.Inputs[0].Format != FormatText {
+		t.Errorf("input formats %v %v", c.Inputs[0].Format, c.Inputs[1].Format)
+	}
+	if ts := rule("iso").Timestamp; ts.Layout != logformat.LayoutISO8601 {
+		t.Errorf("time_iso8601: layout %q", ts.Layout)
+	}
+	if ts := rule("layout_given").Timestamp; ts.Layout != "2006-01-02T15:04:05Z07:00" {
+		t.Errorf("a layout given is kept: %q", ts.Layout)
+	}
+}
+
+// TestLogFormatEscapeFingerprint: the same regex with another escaping reads other
+// values, so the rule's windows cannot be kept across the change.
+func TestLogFormatEscapeFingerprint(t *testing.T) {
+	a, b := fingerprintOf(t, fingerprintLogFormat("default")), fingerprintOf(t, fingerprintLogFormat("none"))
+	if a == b {
+		t.Error("escape=default and escape=none give one fingerprint")
+	}
+}

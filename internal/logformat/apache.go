@@ -1,0 +1,161 @@
+package logformat
+
+import (
+	"fmt"
+	"strings"
+)
+
+// ApachePresets are the formats apache_log_format: may name instead of giving the string:
+// the nicknames of Apache's default httpd.conf.
+var ApachePresets = map[string]string{
+	"common":   `%h %l %u %t "%r" %>s %b`,
+	"combined": `%h %l %u %t "%r" %>s %b "%{Referer}i" "%{User-agent}i"`,
+}
+
+// ParseApache compiles a mod_log_config format: a preset's name, or the format string
+// (as in httpd.conf, where \" stands for a quote). A directive's capture is named after
+// its letter (%h is h, %>s is s), and one with an argument after both, the argument lower
+// case with _ for what is not a letter or digit (%{User-agent}i is i_user_agent).
+func ParseApache(text string) (*Format, error) {
+	f := &Format{Server: Apache, Text: text, Escape: EscapeApache}
+	if preset, ok := ApachePresets[text]; ok {
+		f.Preset, f.Text = text, preset
+	}
+	if err := checkText(f.Text); err != nil {
+		return nil, err
+	}
+	toks, err := apacheTokens(f.Text)
+	if err != nil {
+		return nil, err
+	}
+	if err := compileText(f, toks); err != nil {
+		return nil, err
+	}
+	derive(f, "r", "s")
+	return f, nil
+}
+
+// apacheTokens splits a mod_log_config format into text and directives:
+// %[conditions][<>][{argument}]letter, with %% a literal %.
+func apacheTokens(text string) ([]token, error) {
+	var toks []token
+	var lit strings.Builder
+	litAt := 0
+	flush := func() {
+		if lit.Len() > 0 {
+			toks = append(toks, token{lit: lit.String(), at: litAt})
+			lit.Reset()
+		}
+	}
+	for i := 0; i < len(text); {
+		c := text[i]
+		switch {
+		case c == '\\' && i+1 < len(text):
+			// httpd.conf's escapes inside a quoted LogFormat, and mod_log_config's own.
+			if lit.Len() == 0 {
+				litAt = i
+			}
+			switch e := text[i+1]; e {
+			case 'n':
+				lit.WriteByte('\n')
+			case 't':
+				lit.WriteByte('\t')
+			default:
+				lit.WriteByte(e)
+			}
+			i += 2
+		case c == '%' && strings.HasPrefix(text[i:], "%%"):
+			if lit.Len() == 0 {
+				litAt = i
+			}
+			lit.WriteByte('%')
+			i += 2
+		case c == '%':
+			v, n, err := apacheDirective(text[i:])
+			if err != nil {
+				err.Offset += i
+				return nil, err
+			}
+			flush()
+			toks = append(toks, token{v: v, at: i})
+			i += n
+		default:
+			if lit.Len() == 0 {
+				litAt = i
+			}
+			lit.WriteByte(c)
+			i++
+		}
+	}
+	flush()
+	return toks, nil
+}
+
+// apacheLetters are the directives mod_log_config and mod_logio know; apacheEscaped those
+// whose text it escapes (ap_escape_logitem: \" \\ \n and \xhh) and writes as "-" when
+// it has none. The others are numbers, addresses and times.
+const (
+	apacheLetters = "aABbCDefhHiIklLmnoOpPqrRsStTuUvVX"
+	apacheEscaped = "CefhHilmnoqrRuUvV"
+)
+
+// apacheDirective reads the directive at the start of s and its length.
+func apacheDirective(s string) (*variable, int, *Error) {
+	i := 1
+	arg := ""
+	for i < len(s) {
+		switch c := s[i]; {
+		case c == '<' || c == '>' || c == '!' || c == ',' || c >= '0' && c <= '9':
+			i++
+			continue
+		case c == '{':
+			end := strings.IndexByte(s[i:], '}')
+			if end < 0 {
+				return nil, 0, &Error{i, "the closing } of the directive's argument is missing"}
+			}
+			arg = s[i+1 : i+end]
+			i += end + 1
+			continue
+		}
+		break
+	}
+	var letter string
+	switch {
+	case strings.HasPrefix(s[i:], "^ti") || strings.HasPrefix(s[i:], "^to"):
+		letter = s[i+1 : i+3]
+	case i < len(s) && strings.IndexByte(apacheLetters, s[i]) >= 0:
+		letter = s[i : i+1]
+	case i < len(s):
+		return nil, 0, &Error{i, fmt.Sprintf("%%%c is not a directive of mod_log_config", s[i])}
+	default:
+		return nil, 0, &Error{i, "the directive has no letter"}
+	}
+	n := i + len(letter)
+	if letter == "ti" || letter == "to" {
+		n++
+	}
+	v := &variable{name: letter, text: s[:n], escaped: len(letter) == 2 || strings.Contains(apacheEscaped, letter)}
+	if arg != "" {
+		v.name += "_" + argName(arg)
+	}
+	switch v.text {
+	case "%t":
+		v.shape = `\[[^\]]*\]`
+	case "%q":
+		v.lead = '?'
+	}
+	return v, n, nil
+}
+
+// argName is a directive's argument as part of a capture name.
+func argName(arg string) string {
+	var b strings.Builder
+	for _, c := range strings.ToLower(arg) {
+		if c >= 'a' && c <= 'z' || c >= '0' && c <= '9' {
+			b.WriteRune(c)
+		} else {
+			b.WriteByte('_')
+		}
+	}
+	return b.String()
+}

@@ -1,0 +1,85 @@
+package logformat
+
+import (
+	"errors"
+	"regexp"
+	"slices"
+	"testing"
+
+	"github.com/logwindow/logwindow_exporter/parser/fastmatch"
+)
+
+// FuzzLogFormat compiles any text as an nginx format (with each escaping) and as an Apache
+// one: it must not panic, the work must stay proportional to the text (the regex a bounded
+// multiple of it), and a format that compiles must give a regex of the usual log shape:
+// one fastmatch runs, agreeing with regexp on the line given, with one uniquely named
+// group per capture; or a JSON template with at least one field.
+func FuzzLogFormat(f *testing.F) {
+	for _, p := range []string{"combined", "main", "upstreaminfo", "common"} {
+		f.Add(p, uint8(0), false, "")
+	}
+	f.Add(NginxPresets["upstreaminfo"], uint8(0), false, `10.0.0.1 - - [01/Mar/2024:12:00:00 +0000] "GET / HTTP/1.1" 200 1 "-" "ua" 90 0.002 [a] [b] 10.1.0.5:8080, 10.1.0.6:80 1, 2 0.001, 0.002 502, 200 x`)
+	f.Add(`$remote_addr "$http_user_agent" ${status}x$msec`, uint8(1), false, `1.2.3.4 "a \"b\" \u0001" 200x1.5`)
+	f.Add(`{"t":"$time_iso8601","r":{"s":$status,"a":["$uri"]},"m":"$a $b"}`, uint8(1), false, "")
+	f.Add(`%h %l %u %t \"%r\" %>s %b \"%{Referer}i\" %{ms}T %U%q %{X}^ti`, uint8(0), true, `::1 - - [x] "GET / HTTP/1.1" 200 - "-" 5 /a?b c`)
+	f.Add("$a$b", uint8(2), false, "")
+	f.Add("${a", uint8(0), false, "")
+	f.Add("%{a", uint8(0), true, "")
+	f.Fuzz(func(t *testing.T, text string, escape uint8, apache bool, line string) {
+		var fm *Format
+		var err error
+		if apache {
+			fm, err = ParseApache(text)
+		} else {
+			fm, err = ParseNginx(text, Escape(escape%3))
+		}
+		if err != nil {
+			var fe *Error
+			if !errors.As(err, &fe) || fe.Offset < 0 || fe.Offset > max(len(text), maxFormat) {
+				t.Fatalf("error %v is not an *Error at a byte of the text", err)
+			}
+			return
+		}
+		names := fm.Names()
+		slices.Sort(names)
+		if len(slices.Compact(names)) != len(fm.Names()) {
+			t.Fatalf("capture names repeat: %v", fm.Names())
+		}
+		if fm.JSON() {
+			if len(fm.Fields) == 0 {
+				t.Fatal("a JSON template without a field compiled")
+			}
+			return
+		}
+		// Each byte of text adds a bounded piece of regex: a literal byte at most 4 bytes
+		// quoted, a variable its name and a value's regex.
+		if len(fm.Regex) > 64*len(fm.Text)+64 {
+			t.Fatalf("a format of %d bytes gave a regex of %d", len(fm.Text), len(fm.Regex))
+		}
+		re, err := regexp.Compile(fm.Regex)
+		if err != nil {
+			t.Fatalf("regex %s: %v", fm.Regex, err)
+		}
+		if re.NumSubexp() != len(fm.Captures) {
+			t.Fatalf("regex %s has %d groups for %d captures", fm.Regex, re.NumSubexp(), len(fm.Captures))
+		}
+		for k, c := range fm.Captures {
+			if re.SubexpNames()[k+1] != c.Name {
+				t.Fatalf("group %d is %q, capture %q", k+1, re.SubexpNames()[k+1], c.Name)
+			}
+		}
+		m, err := fastmatch.Compile(fm.Regex)
+		if errors.Is(err, fastmatch.ErrUnsupported) && len(fm.Captures) > 100 {
+			return // past fastmatch's program size: regexp runs it, correctly
+		}
+		if err != nil {
+			t.Fatalf("fastmatch does not run %s: %v", fm.Regex, err)
+		}
+		caps := make([]int, 2*(re.NumSubexp()+1))
+		got := m.Match([]byte(line), caps)
+		want := re.FindStringSubmatchIndex(line)
+		if got != (want != nil) || got && !slices.Equal(caps, want) {
+			t.Fatalf("regex %s on %q: fastmatch %v %v, regexp %v", fm.Regex, line, got, caps, want)
+		}
+	})
+}

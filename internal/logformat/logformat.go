@@ -1,0 +1,428 @@
+// Package logformat compiles a web server's access log format into what reads its lines:
+// an nginx log_format line or an Apache LogFormat string (or a preset of either) becomes a
+// regex of the usual log shape, one named group per variable, each variable's value
+// stopping at the first character of the text that follows it; an nginx JSON object
+// template written with escape=json becomes the JSON fields each variable fills. It also
+// names the captures derived from some variables ($request's method, target, path and
+// protocol; $status's class). It is data for config: nothing here runs on log lines.
+package logformat
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+	"unicode/utf8"
+)
+
+// Server is the web server whose format a Format is.
+type Server uint8
+
+const (
+	// Nginx formats are log_format lines ($variables).
+	Nginx Server = iota
+	// Apache formats are mod_log_config strings (%directives).
+	Apache
+)
+
+// Escape is how the server escapes a variable's value in its lines, and what it writes for
+// a value it does not have.
+type Escape uint8
+
+const (
+	// EscapeDefault is nginx's default: '"', '\', control and non-ASCII bytes as \xHH, and
+	// "-" for a variable without a value.
+	EscapeDefault Escape = iota
+	// EscapeJSON is nginx's escape=json: JSON string escapes, nothing for no value.
+	EscapeJSON
+	// EscapeNone is nginx's escape=none: values as they are, nothing for no value.
+	EscapeNone
+	// EscapeApache is mod_log_config's: \" \\ \n \t ... and \xhh, "-" for no value.
+	EscapeApache
+)
+
+// EscapeNames are the values of nginx's escape= parameter, indexed by Escape.
+var EscapeNames = []string{"default", "json", "none"}
+
+// ParseEscape reads a value of nginx's escape= parameter.
+func ParseEscape(s string) (Escape, bool) {
+	i := slices.Index(EscapeNames, s)
+	return Escape(i), i >= 0
+}
+
+// String names the escaping as nginx's escape= does ("apache" for Apache's).
+func (e Escape) String() string {
+	if int(e) < len(EscapeNames) {
+		return EscapeNames[e]
+	}
+	return "apache"
+}
+
+// Format is a compiled log format. Exactly one of Regex and Fields is set.
+type Format struct {
+	Server Server
+	// Preset is the preset's name when the format is one, else empty; Text is the format
+	// string (a preset's own).
+	Preset string
+	Text   string
+	Escape Escape
+	// Regex reads a whole line of the format; a line may end before the variables the
+	// format ends with, each after a space (see compileText). Its group k is
+	// Captures[k-1].
+	Regex    string
+	Captures []Capture
+	// Fields are the captures of a JSON object template: the line is read as JSON.
+	Fields []Field
+	// Derived are the captures computed from others, numbered after Captures (or Fields).
+	Derived []Derived
+}
+
+// Capture is one variable of a text format: a group of its regex.
+type Capture struct {
+	// Name is the capture's name: an nginx variable's own, an Apache directive's letter
+	// (with its argument, lower-cased: %{Referer}i is i_referer).
+	Name string
+	// Var is the variable as written in the format ($status, %>s), for messages.
+	Var string
+	// Escaped: the server escapes the value (see Escape); nginx's built-in log variables
+	// ($status, $request_time, ...) are written as they are.
+	Escaped bool
+	// Next is the text that follows the variable in the format, empty at its end.
+	Next string
+	// List: nginx writes one value per upstream tried (", " between them, " : " after an
+	// internal redirect), as for $upstream_response_time.
+	List bool
+}
+
+// Field is one variable of a JSON object template.
+type Field struct {
+	Name string
+	Var  string
+	// Path is the keys leading to the value, outermost first.
+	Path []string
+}
+
+// DeriveKind is what a derived capture computes from its source.
+type DeriveKind uint8
+
+const (
+	// RequestMethod, RequestURI, URI and ServerProtocol split a request line ("GET
+	// /a?b HTTP/1.1"): its method, its target, the target without the query, and its
+	// protocol. A line whose first word is not a method (a request nginx could not parse)
+	// gives none of them.
+	RequestMethod DeriveKind = iota
+	RequestURI
+	URI
+	ServerProtocol
+	// StatusClass is a status's first digit followed by "xx".
+	StatusClass
+)
+
+// Derived is a capture computed from another capture of the format.
+type Derived struct {
+	Name string
+	From string
+	Kind DeriveKind
+}
+
+// derivedNames are the names of the derived captures by kind, the same for both servers.
+var derivedNames = []string{"request_method", "request_uri", "uri", "server_protocol", "status_class"}
+
+// JSON reports whether the format reads its lines as JSON.
+func (f *Format) JSON() bool { return f.Regex == "" }
+
+// Names are the capture names of the format, derived ones last.
+func (f *Format) Names() []string {
+	var out []string
+	for _, c := range f.Captures {
+		out = append(out, c.Name)
+	}
+	for _, fl := range f.Fields {
+		out = append(out, fl.Name)
+	}
+	for _, d := range f.Derived {
+		out = append(out, d.Name)
+	}
+	return out
+}
+
+// Var returns how the variable behind a capture is written in the format ($status, %>s,
+// or the source's for a derived capture); "" when the format has no such capture.
+func (f *Format) Var(capture string) string {
+	for _, c := range f.Captures {
+		if c.Name == capture {
+			return c.Var
+		}
+	}
+	for _, fl := range f.Fields {
+		if fl.Name == capture {
+			return fl.Var
+		}
+	}
+	for _, d := range f.Derived {
+		if d.Name == capture {
+			return f.Var(d.From)
+		}
+	}
+	return ""
+}
+
+// Next is the text that follows a capture's variable in the format ("" for none, at the
+// end, or for a JSON format).
+func (f *Format) Next(capture string) string {
+	for _, c := range f.Captures {
+		if c.Name == capture {
+			return c.Next
+		}
+	}
+	return ""
+}
+
+// List reports whether a capture is one value per upstream tried (Capture.List).
+func (f *Format) List(capture string) bool {
+	for _, c := range f.Captures {
+		if c.Name == capture {
+			return c.List
+		}
+	}
+	return false
+}
+
+// Key is the config key of the format's kind: log_format or apache_log_format.
+func (f *Format) Key() string {
+	if f.Server == Apache {
+		return "apache_log_format"
+	}
+	return "log_format"
+}
+
+// Describe names the format for messages: its preset, or its text.
+func (f *Format) Describe() string {
+	if f.Preset != "" {
+		return f.Preset
+	}
+	return f.Text
+}
+
+// Time layouts of the time variables: what timestamp: needs no layout for.
+const (
+	// LayoutTimeLocal is nginx's $time_local and Apache's %t without its brackets.
+	LayoutTimeLocal = "02/Jan/2006:15:04:05 -0700"
+	// LayoutISO8601 is nginx's $time_iso8601.
+	LayoutISO8601 = "2006-01-02T15:04:05-07:00"
+)
+
+// Time tells how a capture of the format reads as a time: with a Go layout, or as seconds
+// since the epoch (unix, nginx's $msec). ok is false for a capture that is not a time.
+func (f *Format) Time(capture string) (layout string, unix, ok bool) {
+	name := capture
+	if f.Var(capture) == "" || slices.ContainsFunc(f.Derived, func(d Derived) bool { return d.Name == capture }) {
+		return "", false, false
+	}
+	switch {
+	case f.Server == Nginx && name == "time_local":
+		return LayoutTimeLocal, false, true
+	case f.Server == Nginx && name == "time_iso8601":
+		return LayoutISO8601, false, true
+	case f.Server == Nginx && name == "msec":
+		return "", true, true
+	case f.Server == Apache && name == "t" && f.Var(capture) == "%t":
+		return "[" + LayoutTimeLocal + "]", false, true
+	}
+	return "", false, false
+}
+
+// Equal reports whether two formats read lines alike.
+func (f *Format) Equal(g *Format) bool {
+	return f.Server == g.Server && f.Text == g.Text && f.Escape == g.Escape
+}
+
+// Error is a format that does not compile: what is wrong, and at which byte of the text.
+type Error struct {
+	Offset int
+	Msg    string
+}
+
+func (e *Error) Error() string {
+	return fmt.Sprintf("at byte %d: %s", e.Offset, e.Msg)
+}
+
+// maxFormat bounds a format's text: the longest real ones are a few hundred bytes, and
+// the compiled regex grows with it.
+const maxFormat = 8 << 10
+
+// token is a piece of a format: literal text, or a variable.
+type token struct {
+	lit string
+	v   *variable
+	at  int // its offset in the format
+}
+
+// variable is a variable of a format as its tokenizer read it.
+type variable struct {
+	name, text string
+	escaped    bool
+	// shape, when set, is the regex of the value's text whatever follows it (Apache's %t).
+	shape string
+	// list: nginx writes one value per upstream tried, joined by ", " (or " : " after an
+	// internal redirect).
+	list bool
+	// spaced: the value holds one space ($time_local).
+	spaced bool
+	// lead is the character the value starts with when it is not empty (Apache's %q
+	// starts with '?'), so a variable right before it stops there; 0 when unknown.
+	lead rune
+}
+
+// checkText refuses a format the regex it compiles to could not hold.
+func checkText(text string) error {
+	if len(text) > maxFormat {
+		return &Error{maxFormat, fmt.Sprintf("the format is longer than %d bytes", maxFormat)}
+	}
+	for i, r := range text {
+		if r == utf8.RuneError {
+			if _, w := utf8.DecodeRuneInString(text[i:]); w == 1 {
+				return &Error{i, "the format is not valid UTF-8"}
+			}
+		}
+	}
+	return nil
+}
+
+// compileText builds the regex of a text format from its tokens, and its captures.
+//
+// The variables a format ends with, each after a space, may be missing from a line, which
+// then reads them as empty: formats grow at their end ($request_time, then
+// $upstream_response_time after combined), and the lines of the smaller format still fit
+// the larger one. Nothing may follow the format: text after it is no part of a line the
+// format writes (with escape=none, a quote in a value could make it look like fields).
+func compileText(f *Format, toks []token) error {
+	tail := len(toks)
+	for tail >= 2 && toks[tail-1].v != nil && toks[tail-2].v == nil && strings.HasSuffix(toks[tail-2].lit, " ") {
+		if lit := toks[tail-2]; lit.lit != " " {
+			// The text before the trailing variables ends with their space: `" ` is `"`
+			// and the space the next variable comes after.
+			toks = slices.Insert(slices.Clone(toks), tail-1, token{lit: " ", at: lit.at + len(lit.lit) - 1})
+			toks[tail-2].lit = lit.lit[:len(lit.lit)-1]
+			tail++
+		}
+		tail -= 2
+	}
+	var b strings.Builder
+	b.WriteString("^")
+	seen := map[string]bool{}
+	for i, t := range toks {
+		if t.v == nil {
+			if i >= tail {
+				b.WriteString("(?:")
+			}
+			b.WriteString(regexp.QuoteMeta(t.lit))
+			continue
+		}
+		next := ""
+		if i+1 < len(toks) {
+			switch nv := toks[i+1].v; {
+			case nv == nil:
+				next = toks[i+1].lit
+			case nv.lead != 0:
+				next = string(nv.lead)
+			default:
+				return &Error{toks[i+1].at, fmt.Sprintf("%s follows %s with no text between them, so where one ends cannot be told from the line", nv.text, t.v.text)}
+			}
+		}
+		value := valueRegex(t.v, next, f.Escape)
+		if seen[t.v.name] {
+			// The second occurrence of a variable is read but not captured again.
+			fmt.Fprintf(&b, "(?:%s)", value)
+			continue
+		}
+		seen[t.v.name] = true
+		fmt.Fprintf(&b, "(?P<%s>%s)", t.v.name, value)
+		f.Captures = append(f.Captures, Capture{Name: t.v.name, Var: t.v.text, Escaped: t.v.escaped, Next: next, List: t.v.list})
+	}
+	if len(f.Captures) == 0 {
+		return &Error{0, "the format has no variable, so there is nothing to capture"}
+	}
+	b.WriteString(strings.Repeat(")?", (len(toks)-tail)/2))
+	b.WriteString("$")
+	f.Regex = b.String()
+	return nil
+}
+
+// escapeRegex is the regex of one escape sequence a server writes in an escaped value: every
+// backslash in such a value starts one (the server escapes a backslash too).
+// escapeChars are the characters an escape sequence may hold: a value stopping at another
+// character never needs to read its escapes whole.
+var (
+	escapeRegex = map[Escape]string{
+		EscapeDefault: `\\x[0-9A-F]{2}`,          // ngx_http_log_escape
+		EscapeJSON:    `\\(?:u[0-9A-F]{4}|[^u])`, // ngx_escape_json
+		EscapeApache:  `\\(?:x[0-9a-f]{2}|[^x])`, // ap_escape_logitem
+	}
+	escapeChars = map[Escape]string{
+		EscapeDefault: `\x0123456789ABCDEF`,
+		EscapeJSON:    `\"/bfnrtu0123456789ABCDEF`,
+		EscapeApache:  `\"nrtbvx0123456789abcdef`,
+	}
+)
+
+// valueRegex is the regex of a variable's value followed by the text next ("" at the end
+// of the format).
+//
+// A value stops at the first character of next that is not part of an escape sequence:
+// nginx and Apache write a '"' in a value escaped, so a quoted value never holds the quote
+// that ends it. An upstream list stops at a space that does not separate its items. At the
+// end of the format an escaped value (a header, which may hold spaces) reads to the end of
+// the line, any other stops at a space, so a line with more fields does not fit.
+func valueRegex(v *variable, next string, esc Escape) string {
+	if v.shape != "" {
+		return v.shape
+	}
+	if next == "" && v.escaped && !v.list {
+		return `.*`
+	}
+	stop := ' '
+	if next != "" {
+		stop, _ = utf8.DecodeRuneInString(next)
+	}
+	switch {
+	case v.list && stop == ' ':
+		return `[^ ,]*(?:(?:, | : )[^ ,]*)*`
+	case v.spaced && stop == ' ':
+		return `[^ ]* [^ ]*`
+	}
+	not := classRune(stop)
+	if e, ok := escapeRegex[esc]; ok && v.escaped && strings.ContainsRune(escapeChars[esc], stop) {
+		return fmt.Sprintf(`[^%s\\]*(?:%s[^%[1]s\\]*)*`, not, e)
+	}
+	return fmt.Sprintf(`[^%s]*`, not)
+}
+
+// classRune writes r for a regex character class, readably: the class is shown when a line
+// does not fit.
+func classRune(r rune) string {
+	switch {
+	case r == ' ' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_':
+		return string(r)
+	case r > ' ' && r < utf8.RuneSelf && r != 0x7f:
+		return `\` + string(r) // any ASCII punctuation may be escaped
+	}
+	return fmt.Sprintf(`\x{%x}`, r)
+}
+
+// derive adds the derived captures of the format's request and status variables, unless
+// the format has a capture of that name itself.
+func derive(f *Format, request, status string) {
+	names := f.Names()
+	has := func(n string) bool { return slices.Contains(names, n) }
+	if has(request) {
+		for k := RequestMethod; k <= ServerProtocol; k++ {
+			if !has(derivedNames[k]) {
+				f.Derived = append(f.Derived, Derived{Name: derivedNames[k], From: request, Kind: k})
+			}
+		}
+	}
+	if has(status) && !has(derivedNames[StatusClass]) {
+		f.Derived = append(f.Derived, Derived{Name: derivedNames[StatusClass], From: status, Kind: StatusClass})
+	}
+}

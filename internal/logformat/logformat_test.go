@@ -1,0 +1,114 @@
+package logformat
+
+import (
+	"slices"
+	"strings"
+	"testing"
+)
+
+func TestPresets(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		apache bool
+		vars   string // the captures, derived last
+	}{
+		{"combined", false, "remote_addr remote_user time_local request status body_bytes_sent http_referer http_user_agent request_method request_uri uri server_protocol status_class"},
+		{"main", false, "remote_addr remote_user time_local request status body_bytes_sent http_referer http_user_agent http_x_forwarded_for request_method request_uri uri server_protocol status_class"},
+		{"upstreaminfo", false, "remote_addr remote_user time_local request status body_bytes_sent http_referer http_user_agent request_length request_time proxy_upstream_name proxy_alternative_upstream_name upstream_addr upstream_response_length upstream_response_time upstream_status req_id request_method request_uri uri server_protocol status_class"},
+		{"common", true, "h l u t r s b request_method request_uri uri server_protocol status_class"},
+		{"combined", true, "h l u t r s b i_referer i_user_agent request_method request_uri uri server_protocol status_class"},
+	} {
+		f, err := ParseNginx(c.name, EscapeDefault)
+		if c.apache {
+			f, err = ParseApache(c.name)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Join(f.Names(), " "); got != c.vars || f.Preset != c.name || f.Describe() != c.name {
+			t.Errorf("%s (apache %v): captures %s, preset %q", c.name, c.apache, got, f.Preset)
+		}
+	}
+	// The main preset is combined and one field more, as the distributions' nginx.conf.
+	if NginxPresets["main"] != NginxPresets["combined"]+` "$http_x_forwarded_for"` {
+		t.Error("main is not combined + the forwarded-for header")
+	}
+}
+
+func TestTimeCaptures(t *testing.T) {
+	n, _ := ParseNginx(`[$time_local] $time_iso8601 $msec $status`, EscapeDefault)
+	a, _ := ParseApache(`%t %{%s}t %>s`)
+	for _, c := range []struct {
+		f       *Format
+		capture string
+		layout  string
+		unix    bool
+		ok      bool
+	}{
+		{n, "time_local", LayoutTimeLocal, false, true},
+		{n, "time_iso8601", LayoutISO8601, false, true},
+		{n, "msec", "", true, true},
+		{n, "status", "", false, false},
+		{n, "status_class", "", false, false},
+		{n, "nope", "", false, false},
+		{a, "t", "[" + LayoutTimeLocal + "]", false, true},
+		{a, "t__s", "", false, false},
+	} {
+		layout, unix, ok := c.f.Time(c.capture)
+		if layout != c.layout || unix != c.unix || ok != c.ok {
+			t.Errorf("%s: %q %v %v, want %q %v %v", c.capture, layout, unix, ok, c.layout, c.unix, c.ok)
+		}
+	}
+}
+
+func TestFormatErrors(t *testing.T) {
+	for _, c := range []struct {
+		text   string
+		esc    Escape
+		apache bool
+		offset int
+		msg    string
+	}{
+		{`$a$b`, EscapeDefault, false, 2, "$b follows $a with no text between them"},
+		{`x $ y`, EscapeDefault, false, 2, "a $ must start a variable"},
+		{`x ${a y`, EscapeDefault, false, 2, `the closing } of "${a" is missing`},
+		{`just text`, EscapeDefault, false, 0, "the format has no variable"},
+		{`{"a" "$b"}`, EscapeJSON, false, 5, `expected ':' after the key "a"`},
+		{`{"a":"x $b"}`, EscapeJSON, false, 0, "no member whose value is one variable"},
+		{`{"$k":"$b"}`, EscapeJSON, false, 1, `the key "$k" holds a variable`},
+		{`%h %Z`, 0, true, 4, "%Z is not a directive"},
+		{`%{X`, 0, true, 1, "the closing } of the directive's argument is missing"},
+		{"$a\xff", EscapeDefault, false, 2, "not valid UTF-8"},
+	} {
+		var err error
+		if c.apache {
+			_, err = ParseApache(c.text)
+		} else {
+			_, err = ParseNginx(c.text, c.esc)
+		}
+		fe, ok := err.(*Error)
+		if !ok || fe.Offset != c.offset || !strings.Contains(fe.Msg, c.msg) {
+			t.Errorf("%q: %v, want at byte %d: %s", c.text, err, c.offset, c.msg)
+		}
+	}
+}
+
+func TestJSONTemplate(t *testing.T) {
+	f, err := ParseNginx(` {"time": "$time_iso8601", "http": {"status": $status, "req": "${request}"},
+		"list": ["$uri", 1], "mixed": "$host:$server_port", "n": null, "again": "$status", "x": -1.5e3} `, EscapeJSON)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Field{{"time_iso8601", "$time_iso8601", []string{"time"}}, {"status", "$status", []string{"http", "status"}}, {"request", "${request}", []string{"http", "req"}}}
+	if !slices.EqualFunc(f.Fields, want, func(a, b Field) bool { return a.Name == b.Name && a.Var == b.Var && slices.Equal(a.Path, b.Path) }) || !f.JSON() {
+		t.Errorf("fields %+v", f.Fields)
+	}
+	// Not one object: a text format, with escape=json.
+	if f, err := ParseNginx(`{$status} x`, EscapeJSON); err != nil || f.JSON() {
+		t.Errorf("a text format starting with {: %v %v", f, err)
+	}
+	// With another escaping a template is read as text: its values are not JSON strings.
+	if f, err := ParseNginx(`{"s":"$status"}`, EscapeDefault); err != nil || f.JSON() || f.Regex == "" {
+		t.Errorf("a template with escape=default: %v %v", f, err)
+	}
+}

@@ -1,0 +1,259 @@
+package parser
+
+import (
+	"bytes"
+	"slices"
+
+	"github.com/logwindow/logwindow_exporter/config"
+	"github.com/logwindow/logwindow_exporter/internal/logformat"
+)
+
+// formatPost is what a group reading a web server's log format does to its captures once
+// the line is matched (or its JSON fields read), before any rule sees them:
+//
+//   - a value the server wrote as "-" for "none" (nginx's default escaping, Apache) reads
+//     as empty;
+//   - an escaped value holding a backslash is unescaped into the scratch, so that labels
+//     show what the server had ("é", not "\xC3\xA9");
+//   - the derived captures are computed: the parts of a request line are sub-slices of
+//     its capture, a status's class ("2xx") is three bytes written to the scratch.
+//
+// The request is split here rather than by groups of the format's regex because that
+// needs an alternative for requests nginx could not parse, and a choice in the regex
+// would make the matcher save every capture set after it in case it has to come back;
+// splitting in code costs a few byte searches, the same for regex and JSON formats.
+// Decoded and derived bytes are written to the scratch and indexed as if they followed
+// the line (text), as a JSON line's decoded strings are, so the line is never copied.
+// Only the captures the group's rules read (and their sources) are processed.
+type formatPost struct {
+	dash    []int
+	escape  logformat.Escape
+	escaped []int
+	// derive lists the derived captures; compile makes requests and classes of them.
+	derive   []derivation
+	requests []requestSplit
+	classes  []derivation
+}
+
+// derivation is one derived capture: its kind, its source and its own index in caps.
+type derivation struct {
+	kind     logformat.DeriveKind
+	from, to int
+}
+
+// requestSplit is the parts derived from one request capture: to[kind] is the index in
+// caps of each part derived (by logformat.RequestMethod ... ServerProtocol), 0 for one
+// that is not.
+type requestSplit struct {
+	from int
+	to   [4]int
+}
+
+// newFormatPost is the processing of a regex group reading the log format f, whose rules
+// read the captures keep reports true for (groups 1..len(f.Captures), then derived).
+func newFormatPost(f *logformat.Format, derived []config.Derived, keep func(int) bool) *formatPost {
+	p := &formatPost{escape: f.Escape}
+	for k, c := range f.Captures {
+		i := k + 1
+		if !keep(i) {
+			continue
+		}
+		// nginx's own log variables ($status, $request_time, ...) are never "-".
+		if f.Escape == logformat.EscapeApache || f.Escape == logformat.EscapeDefault && c.Escaped {
+			p.dash = append(p.dash, i)
+		}
+		if c.Escaped && f.Escape != logformat.EscapeNone {
+			p.escaped = append(p.escaped, i)
+		}
+	}
+	for j, d := range derived {
+		if to := len(f.Captures) + 1 + j; keep(to) {
+			p.derive = append(p.derive, derivation{kind: d.Kind, from: d.From, to: to})
+		}
+	}
+	p.compile()
+	return p
+}
+
+// compile groups the derived captures by what computes them: one split per request
+// capture for all its parts, a class per status capture.
+func (p *formatPost) compile() {
+	p.requests, p.classes = nil, nil
+	for _, d := range p.derive {
+		if d.kind == logformat.StatusClass {
+			p.classes = append(p.classes, d)
+			continue
+		}
+		k := slices.IndexFunc(p.requests, func(r requestSplit) bool { return r.from == d.from })
+		if k < 0 {
+			k = len(p.requests)
+			p.requests = append(p.requests, requestSplit{from: d.from})
+		}
+		p.requests[k].to[d.kind] = d.to
+	}
+}
+
+// empty reports whether the post does nothing.
+func (p *formatPost) empty() bool {
+	return p == nil || len(p.dash)+len(p.escaped)+len(p.derive) == 0
+}
+
+// apply processes the captures of src (the line, or a JSON line and its decoded strings)
+// in caps and returns what they index then: what it unescapes or derives goes to the end of
+// src.more, in the scratch's vals.
+func (p *formatPost) apply(src text, caps []int, s *scratch) text {
+	n := len(src.line)
+	more := src.more
+	if more == nil {
+		more = s.vals[:0]
+	}
+	for _, i := range p.dash {
+		if lo := caps[2*i]; lo >= 0 && lo < n && caps[2*i+1] == lo+1 && src.line[lo] == '-' {
+			caps[2*i], caps[2*i+1] = -1, -1
+		}
+	}
+	// One look at the line spares looking into each capture of the nearly every line
+	// that has no escape.
+	if len(p.escaped) > 0 && bytes.IndexByte(src.line, '\\') >= 0 {
+		for _, i := range p.escaped {
+			lo, hi := caps[2*i], caps[2*i+1]
+			if lo < 0 || lo >= n || bytes.IndexByte(src.line[lo:hi], '\\') < 0 {
+				continue
+			}
+			start := n + len(more)
+			more = appendUnescaped(more, src.line[lo:hi], p.escape)
+			caps[2*i], caps[2*i+1] = start, n+len(more)
+		}
+	}
+	for i := range p.requests {
+		r := &p.requests[i]
+		for _, to := range r.to {
+			if to > 0 {
+				caps[2*to], caps[2*to+1] = -1, -1
+			}
+		}
+		if lo := caps[2*r.from]; lo >= 0 {
+			splitRequest(capture(text{src.line, more}, caps, r.from), lo, caps, &r.to)
+		}
+	}
+	for _, d := range p.classes {
+		caps[2*d.to], caps[2*d.to+1] = -1, -1
+		if v := capture(text{src.line, more}, caps, d.from); len(v) > 0 && v[0] >= '0' && v[0] <= '9' {
+			more = append(more, v[0], 'x', 'x')
+			caps[2*d.to], caps[2*d.to+1] = n+len(more)-3, n+len(more)
+		}
+	}
+	s.vals = more
+	return text{src.line, more}
+}
+
+// splitRequest splits a request line r, "GET /a?b HTTP/1.1", which starts at offset at of
+// the text caps index, into the parts to names (its capture index per kind, 0 for a part
+// not wanted): the method is the first word, the protocol the last when it starts with
+// HTTP/ (none for "GET /"), the target what is between them (spaces included, which nginx
+// answers with 400), the path the target up to its first '?' or space. A line whose first
+// word is not an HTTP method token (what nginx logs for a request it could not parse: "-",
+// binary noise, an empty line) gives no part at all, as nginx's own $request_method is
+// then empty. The parts' captures are left as they are (unset) when not found.
+func splitRequest(r []byte, at int, caps []int, to *[4]int) {
+	sp := 0
+	for sp < len(r) && r[sp] != ' ' {
+		if !tchar[r[sp]] {
+			return
+		}
+		sp++
+	}
+	if sp == 0 || sp == len(r) {
+		return
+	}
+	set := func(kind logformat.DeriveKind, lo, hi int) {
+		if c := to[kind]; c > 0 {
+			caps[2*c], caps[2*c+1] = at+lo, at+hi
+		}
+	}
+	set(logformat.RequestMethod, 0, sp)
+	if to[logformat.URI] > 0 {
+		end := len(r)
+		if i := bytes.IndexByte(r[sp+1:], ' '); i >= 0 {
+			end = sp + 1 + i
+		}
+		if i := bytes.IndexByte(r[sp+1:end], '?'); i >= 0 {
+			end = sp + 1 + i
+		}
+		set(logformat.URI, sp+1, end)
+	}
+	if to[logformat.RequestURI] > 0 || to[logformat.ServerProtocol] > 0 {
+		end := len(r)
+		if last := bytes.LastIndexByte(r, ' '); last > sp && bytes.HasPrefix(r[last+1:], []byte("HTTP/")) {
+			end = last
+			set(logformat.ServerProtocol, last+1, len(r))
+		}
+		set(logformat.RequestURI, sp+1, end)
+	}
+}
+
+// tchar marks the bytes of an HTTP token (RFC 9110), which a method is.
+var tchar = func() (t [256]bool) {
+	for c := range 256 {
+		t[c] = c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' ||
+			bytes.IndexByte([]byte("!#$%&'*+-.^_`|~"), byte(c)) >= 0
+	}
+	return t
+}()
+
+// appendUnescaped appends v with the server's escapes undone: nginx's \xHH (escape=default),
+// JSON's (escape=json), Apache's (\" \\ \n \r \t \b \v and \xhh). An escape that is none
+// of these is kept as it is.
+func appendUnescaped(dst, v []byte, esc logformat.Escape) []byte {
+	if esc == logformat.EscapeJSON {
+		start := len(dst)
+		if out, ok := appendUnquoted(dst, v, false); ok {
+			return out
+		}
+		return append(dst[:start], v...)
+	}
+	for i := 0; i < len(v); i++ {
+		c := v[i]
+		if c != '\\' || i+1 >= len(v) {
+			dst = append(dst, c)
+			continue
+		}
+		if v[i+1] == 'x' && i+3 < len(v) {
+			if h, ok := hexByte(v[i+2], v[i+3]); ok {
+				dst = append(dst, h)
+				i += 3
+				continue
+			}
+		}
+		if esc == logformat.EscapeApache {
+			if e, ok := apacheEscapes[v[i+1]]; ok {
+				dst = append(dst, e)
+				i++
+				continue
+			}
+		}
+		dst = append(dst, c)
+	}
+	return dst
+}
+
+// apacheEscapes are the one-letter escapes of ap_escape_logitem.
+var apacheEscapes = map[byte]byte{'"': '"', '\\': '\\', 'n': '\n', 'r': '\r', 't': '\t', 'b': '\b', 'v': '\v'}
+
+func hexByte(hi, lo byte) (byte, bool) {
+	h, ok1 := hexDigit(hi)
+	l, ok2 := hexDigit(lo)
+	return h<<4 | l, ok1 && ok2
+}
+
+func hexDigit(c byte) (byte, bool) {
+	switch {
+	case c >= '0' && c <= '9':
+		return c - '0', true
+	case c >= 'a' && c <= 'f':
+		return c - 'a' + 10, true
+	case c >= 'A' && c <= 'F':
+		return c - 'A' + 10, true
+	}
+	return 0, false
+}

@@ -1,0 +1,487 @@
+package parser
+
+import (
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/logwindow/logwindow_exporter/config"
+)
+
+// The differential test of log formats: random nginx formats built from nginx's variables
+// and literal text, random lines nginx would write for them (values with spaces, escapes,
+// non-ASCII, missing values), and three readings that must agree: the values the line was
+// written from, the parser (the format compiled to its matcher, on fastmatch and on
+// regexp, with its escapes undone and its derived captures), and a regex the test builds
+// from the same format on its own (each variable a lazy group) run by Go's regexp and
+// decoded by the test.
+
+// genVar is a variable the generator puts in formats.
+type genVar struct {
+	name    string
+	builtin bool // written as it is, never "-" (nginx's own log variables)
+	list    bool // one value per upstream, ", " or " : " between them
+	spaced  bool // the value holds a space ($time_local)
+	value   func(r *rand.Rand) (string, bool)
+}
+
+// textPieces make up the values of header-like variables: what a client may send.
+var textPieces = []string{"a", "Mozilla/5.0", " ", "(x; y)", `"`, `\`, "é", "€", "\t", "\x01", "-", "[", "]", ",", ":", "=",
+	"|", "{", "}", "→", "x", "2", "F", "%20", "?", "u00"}
+
+func textValue(r *rand.Rand) (string, bool) {
+	if r.IntN(6) == 0 {
+		return "", false
+	}
+	var b strings.Builder
+	for range r.IntN(6) {
+		b.WriteString(textPieces[r.IntN(len(textPieces))])
+	}
+	return b.String(), true
+}
+
+func pick(vs ...string) func(r *rand.Rand) (string, bool) {
+	return func(r *rand.Rand) (string, bool) { return vs[r.IntN(len(vs))], true }
+}
+
+func number(r *rand.Rand) (string, bool) {
+	return strconv.Itoa(r.IntN(100000)), true
+}
+
+// requestValue is a request line made of parts, or a line nginx could not parse.
+func requestValue(r *rand.Rand) (string, bool) {
+	switch r.IntN(8) {
+	case 0:
+		return pick("", "\x16\x03\x01\x00\xa5", "GARBAGE", "-", `"`, "/only")(r)
+	case 1:
+		return "", false
+	}
+	m, _ := pick("GET", "POST", "HEAD", "PROPFIND", "M-SEARCH")(r)
+	path, _ := pick("/", "/a/b", "/café", `/q"x`, "/a b", "/%7E", "/x\\y")(r)
+	if r.IntN(2) == 0 {
+		q, _ := pick("", "x=1", "a=1&b=2", "q=a b", `s="`)(r)
+		path += "?" + q
+	}
+	req := m + " " + path
+	if r.IntN(6) > 0 {
+		p, _ := pick("HTTP/1.0", "HTTP/1.1", "HTTP/2.0")(r)
+		req += " " + p
+	}
+	return req, true
+}
+
+// upstreamValue is a list of values of one upstream variable.
+func upstreamValue(item func(r *rand.Rand) string) func(r *rand.Rand) (string, bool) {
+	return func(r *rand.Rand) (string, bool) {
+		if r.IntN(4) == 0 {
+			return "", false
+		}
+		var b strings.Builder
+		for i := range 1 + r.IntN(3) {
+			if i > 0 {
+				sep, _ := pick(", ", " : ")(r)
+				b.WriteString(sep)
+			}
+			b.WriteString(item(r))
+		}
+		return b.String(), true
+	}
+}
+
+var genVars = []genVar{
+	{name: "remote_addr", value: pick("10.0.0.1", "::1", "2001:db8::7")},
+	{name: "remote_user", value: textValue},
+	{name: "time_local", builtin: true, spaced: true, value: pick("01/Mar/2024:12:00:00 +0000", "29/Feb/2024:23:59:59 -0700")},
+	{name: "time_iso8601", builtin: true, value: pick("2024-03-01T12:00:00+00:00")},
+	{name: "msec", builtin: true, value: pick("1709294400.123", "1709294400.000")},
+	{name: "request", value: requestValue},
+	{name: "status", builtin: true, value: pick("200", "302", "404", "499", "502")},
+	{name: "body_bytes_sent", builtin: true, value: number},
+	{name: "bytes_sent", builtin: true, value: number},
+	{name: "request_length", builtin: true, value: number},
+	{name: "request_time", builtin: true, value: pick("0.000", "0.004", "12.345")},
+	{name: "http_referer", value: textValue},
+	{name: "http_user_agent", value: textValue},
+	{name: "http_x_forwarded_for", value: textValue},
+	{name: "host", value: pick("example.com", "a.b")},
+	{name: "args", value: textValue},
+	{name: "upstream_addr", list: true, value: upstreamValue(func(r *rand.Rand) string { v, _ := pick("10.1.0.5:8080", "unix:/s.sock", "backend")(r); return v })},
+	{name: "upstream_response_time", list: true, value: upstreamValue(func(r *rand.Rand) string { v, _ := pick("0.001", "0.045", "-")(r); return v })},
+	{name: "upstream_status", list: true, value: upstreamValue(func(r *rand.Rand) string { v, _ := pick("200", "502", "-")(r); return v })},
+}
+
+// genLiterals are the texts between variables.
+var genLiterals = []string{" ", " - ", " [", "] ", ` "`, `" `, `"`, "|", ",", ";", "=", "\t", "→", "{", "}", " x=", `" "`, ":", "x", "2", "F"}
+
+// nginxEscape writes a value as nginx does with escaping esc (ngx_http_log_escape,
+// ngx_escape_json, or none).
+func nginxEscape(v, esc string) string {
+	var b strings.Builder
+	for i := 0; i < len(v); i++ {
+		c := v[i]
+		switch esc {
+		case "default":
+			if c < 0x20 || c == '"' || c == '\\' || c >= 0x7f {
+				fmt.Fprintf(&b, `\x%02X`, c)
+				continue
+			}
+		case "json":
+			switch {
+			case c == '"' || c == '\\':
+				b.WriteByte('\\')
+			case c == '\n':
+				b.WriteString(`\n`)
+				continue
+			case c == '\t':
+				b.WriteString(`\t`)
+				continue
+			case c < 0x20:
+				fmt.Fprintf(&b, `\u%04X`, c)
+				continue
+			}
+		}
+		b.WriteByte(c)
+	}
+	return b.String()
+}
+
+// testUnescape undoes nginxEscape, on its own code.
+func testUnescape(v, esc string) string {
+	switch esc {
+	case "default":
+		return regexp.MustCompile(`\\x[0-9A-F]{2}`).ReplaceAllStringFunc(v, func(e string) string {
+			n, _ := strconv.ParseUint(e[2:], 16, 8)
+			return string([]byte{byte(n)})
+		})
+	case "json":
+		var s string
+		if err := json.Unmarshal([]byte(`"`+v+`"`), &s); err != nil {
+			return "<bad json escape>"
+		}
+		// encoding/json makes invalid UTF-8 U+FFFD; the parser keeps the bytes, which the
+		// generator's values are anyway.
+		return s
+	}
+	return v
+}
+
+// testEscapeSeq is the regex of one escape in a written value, for the test's own regex.
+var testEscapeSeq = map[string]string{"default": `\\x[0-9A-F]{2}`, "json": `\\(?:u[0-9A-F]{4}|[nt"\\])`}
+
+// genFormat is a random format, its variables in order (nil at a literal).
+type genFormat struct {
+	esc    string
+	tokens []string // literal text or "$name"
+	vars   []*genVar
+}
+
+// text is the format string: ${name} where text starting with a name's letters follows.
+func (g genFormat) text() string {
+	var b strings.Builder
+	for i, tok := range g.tokens {
+		v := g.vars[i]
+		switch {
+		case v == nil:
+			b.WriteString(tok)
+		case i+1 < len(g.tokens) && regexp.MustCompile(`^[A-Za-z0-9_]`).MatchString(g.tokens[i+1]):
+			b.WriteString("${" + v.name + "}")
+		default:
+			b.WriteString("$" + v.name)
+		}
+	}
+	return b.String()
+}
+
+func newGenFormat(r *rand.Rand) genFormat {
+	g := genFormat{esc: []string{"default", "default", "json", "none"}[r.IntN(4)]}
+	n := 1 + r.IntN(7)
+	if r.IntN(2) == 0 {
+		g.tokens = append(g.tokens, genLiterals[r.IntN(len(genLiterals))])
+		g.vars = append(g.vars, nil)
+	}
+	for i := range n {
+		v := &genVars[r.IntN(len(genVars))]
+		g.tokens = append(g.tokens, "$"+v.name)
+		g.vars = append(g.vars, v)
+		if i < n-1 || r.IntN(2) == 0 || v.spaced {
+			g.tokens = append(g.tokens, genLiterals[r.IntN(len(genLiterals))])
+			g.vars = append(g.vars, nil)
+		}
+	}
+	return g
+}
+
+// genLine is a line of the format and what each capture must read.
+type genLine struct {
+	text string
+	want map[string]string // capture → value ("" for none)
+}
+
+// newGenLine writes a line of g, or reports false when its values came out ambiguous for
+// the reading rules (a value holding the character the text after it starts with).
+func newGenLine(r *rand.Rand, g genFormat) (genLine, bool) {
+	values := map[string]string{}
+	found := map[string]bool{}
+	var b strings.Builder
+	l := genLine{want: map[string]string{}}
+	for i, tok := range g.tokens {
+		v := g.vars[i]
+		if v == nil {
+			b.WriteString(tok)
+			continue
+		}
+		if _, ok := values[v.name]; !ok {
+			values[v.name], found[v.name] = v.value(r)
+		}
+		value := values[v.name]
+		written := value
+		switch {
+		case !found[v.name] && g.esc == "default":
+			written = "-"
+		case !v.builtin:
+			written = nginxEscape(value, g.esc)
+		}
+		next := " " // the last value stops at a space
+		if i+1 < len(g.tokens) {
+			next = g.tokens[i+1]
+		}
+		if ambiguous(written, next, g.esc, v, i+1 == len(g.tokens)) {
+			return l, false
+		}
+		b.WriteString(written)
+		if _, ok := l.want[v.name]; !ok {
+			want := value
+			if !found[v.name] || g.esc == "default" && value == "-" {
+				want = ""
+			}
+			l.want[v.name] = want
+		}
+	}
+	l.text = b.String()
+	if req, ok := l.want["request"]; ok {
+		m, target, proto, ok := splitByParts(req)
+		l.want["request_method"], l.want["request_uri"], l.want["server_protocol"] = m, target, proto
+		// The path ends at the query, or at a space in a target nginx refused.
+		l.want["uri"] = target[:strings.IndexAny(target+"?", "? ")]
+		if !ok {
+			l.want["uri"] = ""
+		}
+	}
+	if st, ok := l.want["status"]; ok {
+		l.want["status_class"] = st[:1] + "xx"
+	}
+	return l, true
+}
+
+// splitByParts reads what requestValue wrote: method, target and protocol, or nothing for
+// a line whose first word is not a method.
+func splitByParts(req string) (method, target, proto string, ok bool) {
+	words := strings.Split(req, " ")
+	if len(words) < 2 || !regexp.MustCompile("^[A-Z-]+$").MatchString(words[0]) {
+		return "", "", "", false
+	}
+	method, words = words[0], words[1:]
+	if last := words[len(words)-1]; len(words) > 1 && strings.HasPrefix(last, "HTTP/") {
+		proto, words = last, words[:len(words)-1]
+	}
+	return method, strings.Join(words, " "), proto, true
+}
+
+// ambiguous reports whether a written value holds, outside its escapes, the character the
+// text after it starts with (for a list or $time_local before a space: only in an item), or
+// is one whose reading the test's own lazy regex cannot follow.
+func ambiguous(written, next, esc string, v *genVar, last bool) bool {
+	stop, _ := firstRune(next)
+	plain := written
+	if e, ok := testEscapeSeq[esc]; ok && !v.builtin {
+		plain = regexp.MustCompile(e).ReplaceAllString(written, "")
+	}
+	switch {
+	case (v.list || v.spaced) && stop == ' ':
+		// The list's own shape reads past its separators; the lazy regex cannot: keep
+		// those to the table tests.
+		return true
+	case last && v.builtin && strings.ContainsRune(written, ' '):
+		return true
+	case esc != "none" && !v.builtin && strings.ContainsRune(written, '\\') && plain == written:
+		return true
+	}
+	return strings.ContainsRune(plain, stop)
+}
+
+func firstRune(s string) (rune, bool) {
+	for _, r := range s {
+		return r, true
+	}
+	return 0, false
+}
+
+// testRegex is the test's own reading of g: each variable a lazy group (escape sequences
+// taken whole), the last one up to the end of the line (a number, up to a space).
+func testRegex(g genFormat) (*regexp.Regexp, []string) {
+	var b strings.Builder
+	var names []string
+	b.WriteString("^")
+	for i, tok := range g.tokens {
+		v := g.vars[i]
+		switch {
+		case v == nil:
+			b.WriteString(regexp.QuoteMeta(tok))
+		case i+1 == len(g.tokens) && v.builtin:
+			b.WriteString(`([^ ]*)`)
+			names = append(names, v.name)
+		case i+1 == len(g.tokens):
+			b.WriteString(`(.*)`)
+			names = append(names, v.name)
+		case !v.builtin && testEscapeSeq[g.esc] != "":
+			fmt.Fprintf(&b, `((?:[^\\]|%s)*?)`, testEscapeSeq[g.esc])
+			names = append(names, v.name)
+		default:
+			b.WriteString(`(.*?)`)
+			names = append(names, v.name)
+		}
+	}
+	b.WriteString(`$`)
+	return regexp.MustCompile(b.String()), names
+}
+
+// formatRules is a config over g with a rule labelled by each capture name in labels.
+func formatRules(t *testing.T, g genFormat, labels []string) []*config.Rule {
+	t.Helper()
+	var ls []string
+	for _, name := range labels {
+		ls = append(ls, fmt.Sprintf("l_%s: '${%s}'", name, name))
+	}
+	c, err := config.Parse([]byte(fmt.Sprintf("inputs: [{name: web, path: /a, log_format: %s, log_format_escape: %s}]\nrules:\n  - name: r\n    labels: {%s}\n",
+		strconv.Quote(g.text()), g.esc, strings.Join(ls, ", "))), "diff.yaml")
+	if err != nil {
+		t.Fatalf("format %q: %v", g.text(), err)
+	}
+	return c.Rules
+}
+
+func TestLogFormatDifferential(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	formats, lines, mutated := 0, 0, 0
+	for range 600 {
+		g := newGenFormat(r)
+		if text := g.text(); g.esc == "json" && strings.HasPrefix(text, "{") && strings.HasSuffix(text, "}") {
+			continue // a JSON template, read as JSON: see the table tests
+		}
+		var gl []genLine
+		for range 40 {
+			if l, ok := newGenLine(r, g); ok {
+				gl = append(gl, l)
+			}
+		}
+		if len(gl) == 0 {
+			continue
+		}
+		formats++
+		names := make([]string, 0, len(gl[0].want))
+		for name := range gl[0].want {
+			names = append(names, name)
+		}
+		all := formatRules(t, g, names)
+		// A rule reading one capture: the parser then processes only it (and its source).
+		one := formatRules(t, g, names[r.IntN(len(names)):][:1])
+		ref, refNames := testRegex(g)
+		for _, m := range matchers {
+			pAll, err := build(all, m.fast)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pOne, err := build(one, m.fast)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, l := range gl {
+				lines++
+				where := fmt.Sprintf("%s: format %q (escape=%s), line %q", m.name, g.text(), g.esc, l.text)
+				got := parsedLabels(pAll, all[0], l.text)
+				if got == nil {
+					t.Fatalf("%s: not matched", where)
+				}
+				for name, want := range l.want {
+					// Label values are valid UTF-8: invalid bytes read as U+FFFD.
+					if want = strings.ToValidUTF8(want, "\uFFFD"); got[name] != want {
+						t.Errorf("%s: %s = %q, want %q", where, name, got[name], want)
+					}
+				}
+				name := strings.TrimPrefix(one[0].Labels[0].Name, "l_")
+				if gotOne := parsedLabels(pOne, one[0], l.text); gotOne[name] != got[name] {
+					t.Errorf("%s: read alone, %s = %q, read with all %q", where, name, gotOne[name], got[name])
+				}
+				sub := ref.FindStringSubmatch(l.text)
+				if sub == nil {
+					t.Fatalf("%s: the test's regex %s does not match", where, ref)
+				}
+				for k, name := range refNames {
+					v := sub[k+1]
+					if v == "-" && g.esc == "default" {
+						v = ""
+					} else if !varOf(name).builtin {
+						v = testUnescape(v, g.esc)
+					}
+					if v = strings.ToValidUTF8(v, "\uFFFD"); v != got[name] {
+						t.Errorf("%s: %s: the test's regex reads %q, the parser %q", where, name, v, got[name])
+					}
+				}
+			}
+		}
+		// Lines nginx would not write: both matchers still read them alike.
+		pf, _ := build(all, true)
+		pr, _ := build(all, false)
+		for _, l := range gl {
+			bad := []byte(l.text)
+			for range 1 + r.IntN(3) {
+				i := r.IntN(len(bad) + 1)
+				switch r.IntN(3) {
+				case 0:
+					if i < len(bad) {
+						bad = append(bad[:i], bad[i+1:]...)
+					}
+				default:
+					bad = append(bad[:i], append([]byte(textPieces[r.IntN(len(textPieces))]), bad[i:]...)...)
+				}
+			}
+			mutated++
+			a, b := parsedLabels(pf, all[0], string(bad)), parsedLabels(pr, all[0], string(bad))
+			if fmt.Sprint(a) != fmt.Sprint(b) {
+				t.Errorf("format %q, line %q: fastmatch reads %v, regexp %v", g.text(), bad, a, b)
+			}
+		}
+	}
+	t.Logf("%d formats, %d lines on both matchers, %d mutated lines", formats, lines, mutated)
+	if formats < 300 {
+		t.Errorf("only %d of the formats gave lines: the generator is too strict to test much", formats)
+	}
+}
+
+func varOf(name string) *genVar {
+	for i := range genVars {
+		if genVars[i].name == name {
+			return &genVars[i]
+		}
+	}
+	return &genVar{}
+}
+
+// parsedLabels parses line with p, whose one rule r labels l_<capture> each capture, and
+// returns the captures' values; nil when the line did not match.
+func parsedLabels(p *Parser, r *config.Rule, line string) map[string]string {
+	sink := &labelSink{}
+	p.Parse("web", []byte(line), sink)
+	if len(sink.events) == 0 {
+		return nil
+	}
+	out := map[string]string{}
+	for i, l := range r.Labels {
+		out[strings.TrimPrefix(l.Name, "l_")] = sink.events[0][i]
+	}
+	return out
+}

@@ -1,0 +1,262 @@
+package parser
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// formatCase is a line of a log format and what some of its captures must read; "<unset>"
+// is a capture that reads as empty because the server had no value (or, derived, its
+// source is not of the shape).
+type formatCase struct {
+	name  string
+	input string // the input's format keys, YAML flow
+	line  string
+	want  map[string]string
+}
+
+const unsetValue = "<unset>"
+
+var formatCases = []formatCase{
+	{"combined", `log_format: combined`,
+		`10.0.0.1 - alice [01/Mar/2024:12:00:00 +0000] "GET /a/b?x=1&y=2 HTTP/1.1" 200 512 "-" "curl/8.5.0"`,
+		map[string]string{"remote_addr": "10.0.0.1", "remote_user": "alice", "time_local": "01/Mar/2024:12:00:00 +0000",
+			"request": "GET /a/b?x=1&y=2 HTTP/1.1", "request_method": "GET", "request_uri": "/a/b?x=1&y=2", "uri": "/a/b",
+			"server_protocol": "HTTP/1.1", "status": "200", "status_class": "2xx", "body_bytes_sent": "512",
+			"http_referer": unsetValue, "http_user_agent": "curl/8.5.0"}},
+	{"escapes undone", `log_format: combined`,
+		`::1 - - [01/Mar/2024:12:00:00 +0000] "GET /caf\xC3\xA9?q=\x22a b\x22 HTTP/1.1" 404 0 "-" "say \x22hi\x22 \xE2\x82\xAC \x5Cx41"`,
+		map[string]string{"remote_user": unsetValue, "request_uri": `/café?q="a b"`, "uri": "/café",
+			"http_user_agent": `say "hi" € \x41`, "status_class": "4xx"}},
+	{"request nginx could not parse", `log_format: combined`,
+		`1.2.3.4 - - [01/Mar/2024:12:00:00 +0000] "\x16\x03\x01\x00" 400 0 "-" "-"`,
+		map[string]string{"request": "\x16\x03\x01\x00", "request_method": unsetValue, "uri": unsetValue, "server_protocol": unsetValue, "status_class": "4xx"}},
+	{"request logged as -", `log_format: combined`,
+		`1.2.3.4 - - [01/Mar/2024:12:00:00 +0000] "-" 400 0 "-" "-"`,
+		map[string]string{"request": unsetValue, "request_method": unsetValue, "request_uri": unsetValue}},
+	{"empty request", `log_format: combined`,
+		`1.2.3.4 - - [01/Mar/2024:12:00:00 +0000] "" 400 0 "-" "-"`,
+		map[string]string{"request": "", "request_method": unsetValue}},
+	{"HTTP/0.9 and a target with spaces", `log_format: '"$request" "$http_referer" $status'`,
+		`"GET /x" "GET /a b HTTP/1.0" 200`,
+		map[string]string{"request_method": "GET", "request_uri": "/x", "server_protocol": unsetValue, "http_referer": "GET /a b HTTP/1.0"}},
+	{"a header at the end reads to the end of the line", `log_format: '$status $http_user_agent'`,
+		`200 curl/8.5.0 (x; y) "z"`, map[string]string{"http_user_agent": `curl/8.5.0 (x; y) "z"`}},
+	{"a line may end before the format's last variables", `log_format: '$status "$request" $request_time $upstream_response_time'`,
+		`200 "GET / HTTP/1.1"`, map[string]string{"status": "200", "request_time": unsetValue, "upstream_response_time": unsetValue}},
+	{"or before its last one", `log_format: '$status "$request" $request_time $upstream_response_time'`,
+		`200 "GET / HTTP/1.1" 0.5`, map[string]string{"request_time": "0.5", "upstream_response_time": unsetValue}},
+	{"$time_local before a space", `log_format: '$time_local $status'`,
+		`01/Mar/2024:12:00:00 +0000 200`, map[string]string{"time_local": "01/Mar/2024:12:00:00 +0000", "status": "200"}},
+	{"upstreaminfo with retries", `log_format: upstreaminfo`,
+		`10.0.0.1 - - [01/Mar/2024:12:00:00 +0000] "POST /api HTTP/2.0" 502 150 "-" "ua" 321 0.050 [default-web-80] [] 10.1.0.5:8080, 10.1.0.6:8080 0, 150 0.004, 0.045 502, 502 7f3a`,
+		map[string]string{"request_length": "321", "request_time": "0.050", "proxy_upstream_name": "default-web-80",
+			"proxy_alternative_upstream_name": "", "upstream_addr": "10.1.0.5:8080, 10.1.0.6:8080",
+			"upstream_response_length": "0, 150", "upstream_response_time": "0.004, 0.045", "upstream_status": "502, 502", "req_id": "7f3a"}},
+	{"upstreaminfo after an internal redirect", `log_format: upstreaminfo`,
+		`10.0.0.1 - - [01/Mar/2024:12:00:00 +0000] "GET / HTTP/1.1" 200 1 "-" "ua" 90 0.002 [a] [b] 10.1.0.5:8080 : 10.1.0.7:80 1 : 1 0.001 : 0.001 404 : 200 x`,
+		map[string]string{"upstream_addr": "10.1.0.5:8080 : 10.1.0.7:80", "upstream_status": "404 : 200", "req_id": "x"}},
+	{"upstreaminfo without upstream", `log_format: upstreaminfo`,
+		`10.0.0.1 - - [01/Mar/2024:12:00:00 +0000] "GET / HTTP/1.1" 200 1 "-" "ua" 90 0.000 [] [] - - - - ab`,
+		map[string]string{"upstream_addr": unsetValue, "upstream_response_time": unsetValue, "req_id": "ab"}},
+	{"escape=json text", `{log_format: '$remote_addr "$http_user_agent" $status', log_format_escape: json}`,
+		`10.0.0.1 "say \"hi\" \\ \u0001 é" 200`,
+		map[string]string{"http_user_agent": "say \"hi\" \\ \x01 é", "status": "200", "status_class": "2xx"}},
+	{"escape=json keeps -", `{log_format: '$remote_user $status', log_format_escape: json}`,
+		`- 200`, map[string]string{"remote_user": "-"}},
+	{"escape=none", `{log_format: '"$http_user_agent" $status', log_format_escape: none}`,
+		`"a \x22 b" 200`, map[string]string{"http_user_agent": `a \x22 b`}},
+	{"braced variable", `log_format: '${status}x${body_bytes_sent}'`,
+		`200x15`, map[string]string{"status": "200", "body_bytes_sent": "15"}},
+	{"format's own request_method wins", `log_format: '"$request" $request_method'`,
+		`"GET /a HTTP/1.1" POST`, map[string]string{"request_method": "POST", "uri": "/a"}},
+	{"apache combined", `apache_log_format: combined`,
+		`127.0.0.1 - frank [10/Oct/2000:13:55:36 -0700] "GET /apache_pb.gif?x HTTP/1.0" 200 2326 "http://www.example.com/start.html" "Mozilla/4.08 \"quoted\" \\ \xc3\xa9"`,
+		map[string]string{"h": "127.0.0.1", "l": unsetValue, "u": "frank", "t": "[10/Oct/2000:13:55:36 -0700]",
+			"r": "GET /apache_pb.gif?x HTTP/1.0", "request_method": "GET", "uri": "/apache_pb.gif", "s": "200", "status_class": "2xx",
+			"b": "2326", "i_referer": "http://www.example.com/start.html", "i_user_agent": `Mozilla/4.08 "quoted" \ é`}},
+	{"apache common, no body", `apache_log_format: common`,
+		`::1 - - [10/Oct/2000:13:55:36 -0700] "HEAD / HTTP/1.1" 304 -`,
+		map[string]string{"b": unsetValue, "s": "304", "request_method": "HEAD"}},
+	{"apache directives", `apache_log_format: '%a %>s %D %{X-Request-Id}i %U%q'`,
+		`10.0.0.1 200 1234 abc /x?y=1`,
+		map[string]string{"a": "10.0.0.1", "s": "200", "D": "1234", "i_x_request_id": "abc", "U": "/x", "q": "?y=1"}},
+	{"json template", `{log_format: '{"time":"$time_iso8601","req":{"line":"$request","status":$status},"ua":"$http_user_agent","mixed":"$host:$server_port"}', log_format_escape: json}`,
+		`{"time":"2024-03-01T12:00:00+00:00","req":{"line":"GET /p?q HTTP/1.1","status":503},"ua":"a \"b\" é","mixed":"h:80"}`,
+		map[string]string{"time_iso8601": "2024-03-01T12:00:00+00:00", "request": "GET /p?q HTTP/1.1", "request_method": "GET",
+			"request_uri": "/p?q", "uri": "/p", "server_protocol": "HTTP/1.1", "status": "503", "status_class": "5xx", "http_user_agent": `a "b" é`}},
+	{"json template, escaped request", `{log_format: '{"r":"$request","s":"$status"}', log_format_escape: json}`,
+		`{"r":"GET /caf\u00e9 HTTP/1.1","s":"200"}`,
+		map[string]string{"request_method": "GET", "uri": "/café", "status_class": "2xx"}},
+}
+
+// formatConfig is a config with one input of the case's format and one rule whose labels
+// are the captures the case checks, each label named after its capture.
+func formatConfig(c formatCase) string {
+	var labels []string
+	for _, name := range slices.Sorted(maps.Keys(c.want)) {
+		labels = append(labels, fmt.Sprintf("%s: '${%s}'", name, name))
+	}
+	input := c.input
+	if !strings.HasPrefix(input, "{") {
+		input = "{" + input + "}"
+	}
+	return fmt.Sprintf("inputs:\n  - name: web\n    path: /a\n    <<: %s\nrules:\n  - name: r\n    labels: {%s}\n", input, strings.Join(labels, ", "))
+}
+
+// TestLogFormatCaptures checks what a line of each kind of format gives its captures,
+// through Parse (which processes only the captures its rules read) and Explain (which
+// processes all), on both matchers.
+func TestLogFormatCaptures(t *testing.T) {
+	for _, c := range formatCases {
+		cfg := mustParse(t, formatConfig(c))
+		rule := cfg.Rules[0]
+		for _, m := range matchers {
+			t.Run(m.name+"/"+c.name, func(t *testing.T) {
+				p, err := build(cfg.Rules, m.fast)
+				if err != nil {
+					t.Fatal(err)
+				}
+				sink := &labelSink{}
+				p.Parse("web", []byte(c.line), sink)
+				if len(sink.events) != 1 {
+					t.Fatalf("Parse: %d events, want one", len(sink.events))
+				}
+				for i, l := range rule.Labels {
+					want := c.want[l.Name]
+					if want == unsetValue {
+						want = ""
+					}
+					if got := sink.events[0][i]; got != want {
+						t.Errorf("Parse: %s = %q, want %q", l.Name, got, want)
+					}
+				}
+				ex := p.Explain("web", []byte(c.line))
+				got := map[string]string{}
+				for _, cp := range ex.Rules[0].Captures {
+					v := string(cp.Value)
+					if !cp.Matched {
+						v = unsetValue
+					}
+					got[cp.Name] = v
+				}
+				for name, want := range c.want {
+					if got[name] != want {
+						t.Errorf("Explain: %s = %q, want %q", name, got[name], want)
+					}
+				}
+			})
+		}
+	}
+}
+
+// labelSink keeps the label values of each event.
+type labelSink struct{ events [][]string }
+
+func (s *labelSink) Event(e *Event) {
+	var ls []string
+	for _, l := range e.Labels {
+		ls = append(ls, string(l))
+	}
+	s.events = append(s.events, ls)
+}
+
+func (s *labelSink) Drop(int, DropReason) {}
+
+// TestLogFormatValuesAndTimes: a value logged as "-" is no value, and the time variables
+// read without a layout.
+func TestLogFormatValuesAndTimes(t *testing.T) {
+	cfg := mustParse(t, `
+inputs:
+  - {name: web, path: /a, log_format: '[$time_local] $time_iso8601 $msec $status $upstream_response_time'}
+rules:
+  - {name: local, timestamp: {capture: time_local}}
+  - {name: iso, timestamp: {capture: time_iso8601}}
+  - {name: msec, timestamp: {capture: msec}}
+  - {name: upstream, value: upstream_response_time, where: {status_class: '^5xx$'}}
+`)
+	parseOnEachMatcher(t, cfg.Rules, "web", 3, func(i int) string { return fmt.Sprint(i) }, func(i int) string {
+		return []string{
+			`[01/Mar/2024:13:00:00 +0100] 2024-03-01T13:00:00+01:00 1709294400.999 502 0.004`,
+			`[01/Mar/2024:13:00:00 +0100] 2024-03-01T13:00:00+01:00 1709294400.000 504 -`,
+			`[01/Mar/2024:13:00:00 +0100] 2024-03-01T13:00:00+01:00 17092944x 200 -`,
+		}[i]
+	}, func(t *testing.T, i int, got []record) {
+		want := []record{
+			{Rule: "local", Value: 1, Time: mar1, HasTime: true},
+			{Rule: "iso", Value: 1, Time: mar1, HasTime: true},
+			{Rule: "msec", Value: 1, Time: mar1, HasTime: true},
+		}
+		switch i {
+		case 0:
+			want = append(want, record{Rule: "upstream", Value: 0.004})
+		case 1:
+			want = append(want, record{Rule: "upstream", Drop: NoValue.String()})
+		case 2:
+			want[2] = record{Rule: "msec", Drop: BadTimestamp.String()}
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("got %v\nwant %v", got, want)
+		}
+	})
+}
+
+// TestUpstreamListValues: a value rule over an upstream variable reads the first upstream
+// tried; "-" there is no value.
+func TestUpstreamListValues(t *testing.T) {
+	cfg := mustParse(t, `
+inputs: [{name: web, path: /a, log_format: '$status $upstream_response_time $upstream_status'}]
+rules:
+  - {name: upstream, value: upstream_response_time}
+  - {name: status, value: status}
+`)
+	lines := []string{"502 0.004, 0.045 502, 200", "200 0.010 : 0.002 404 : 200", "200 -, 0.5 -, 200", "499 - -", "200 0.125 200", "200 x, 0.1 200"}
+	want := [][]record{
+		{{Rule: "upstream", Value: 0.004}, {Rule: "status", Value: 502}},
+		{{Rule: "upstream", Value: 0.010}, {Rule: "status", Value: 200}},
+		{{Rule: "upstream", Drop: NoValue.String()}, {Rule: "status", Value: 200}},
+		{{Rule: "upstream", Drop: NoValue.String()}, {Rule: "status", Value: 499}},
+		{{Rule: "upstream", Value: 0.125}, {Rule: "status", Value: 200}},
+		{{Rule: "upstream", Drop: BadNumber.String()}, {Rule: "status", Value: 200}},
+	}
+	parseOnEachMatcher(t, cfg.Rules, "web", len(lines), func(i int) string { return lines[i] }, func(i int) string { return lines[i] },
+		func(t *testing.T, i int, got []record) {
+			if !slices.Equal(got, want[i]) {
+				t.Errorf("got %v, want %v", got, want[i])
+			}
+		})
+}
+
+// TestLogFormatMisfits: lines that do not fit their format are not read, whatever they
+// hold: more fields than the format (a line of another format), or, with escape=none
+// lines read as escape=default, a raw quote making a value look like the next fields.
+func TestLogFormatMisfits(t *testing.T) {
+	for _, c := range []struct{ name, input, line string }{
+		{"a field more", `log_format: combined`, `10.0.0.1 - - [01/Mar/2024:12:00:00 +0000] "GET / HTTP/1.1" 200 5 "-" "ua" "10.1.1.1"`},
+		{"a number more", `log_format: '$status $request_time'`, `200 0.004 0.003`},
+		{"a forged line in the request", `log_format: '"$request" $status $body_bytes_sent "$http_user_agent" $request_time'`,
+			`"GET / HTTP/1.1" 500 1 "x" 0.001" 400 153 "x" 0.001`},
+		{"a quote in the user agent", `log_format: '"$request" $status "$http_user_agent" $request_time $upstream_response_time'`,
+			`"GET / HTTP/1.1" 200 "x" 500 1 "y" 0.001 0.001`},
+		{"the text of another format", `log_format: combined`, `2024/03/01 12:00:00 [error] 12#12: *1 open() failed`},
+		{"apache, a field more", `apache_log_format: common`, `::1 - - [10/Oct/2000:13:55:36 -0700] "GET / HTTP/1.0" 200 5 "-"`},
+	} {
+		cfg := mustParse(t, formatConfig(formatCase{input: c.input, want: map[string]string{}}))
+		for _, m := range matchers {
+			t.Run(m.name+"/"+c.name, func(t *testing.T) {
+				p, err := build(cfg.Rules, m.fast)
+				if err != nil {
+					t.Fatal(err)
+				}
+				sink := &labelSink{}
+				p.Parse("web", []byte(c.line), sink)
+				if len(sink.events) != 0 {
+					t.Errorf("%q read as %v", c.line, sink.events)
+				}
+			})
+		}
+	}
+}
