@@ -136,7 +136,7 @@ func (c benchConfig) write(src, dst string) error {
 	setKey(root, "inputs", inputs)
 	var podLabels *yaml.Node
 	if c.node != "" {
-		inputs, podLabels = nodeInput(c.node, c.shards)
+		inputs, podLabels = nodeInput(c.node, c.shards, formatKeys)
 		setKey(root, "inputs", inputs)
 	}
 	if c.format != "" {

@@ -69,12 +69,15 @@ func wrapCRI(src, dst string) error {
 
 // nodeInput is the one input of a node's exporter over the pod logs under root, its files
 // shared by shards followers when more than one, and the labels podLabels every rule gets
-// from its path captures.
-func nodeInput(root string, shards int) (*yaml.Node, *yaml.Node) {
+// from its path captures; formatKeys are the example input's log format keys and values.
+func nodeInput(root string, shards int, formatKeys []string) (*yaml.Node, *yaml.Node) {
 	in := mapping("name", "nginx", "path", filepath.Join(root, "*_*_*", "nginx", "*.log"), "wrapper", "cri", "start_at", "beginning",
 		"path_captures", "^"+regexp.QuoteMeta(root)+"/(?P<namespace>[^_/]+)_(?P<pod>[^_/]+)_[^/]+/(?P<container>[^/]+)/")
 	if shards > 1 {
 		setKey(in, "shards", scalar(strconv.Itoa(shards)))
+	}
+	for i := 0; i+1 < len(formatKeys); i += 2 {
+		setKey(in, formatKeys[i], scalar(formatKeys[i+1]))
 	}
 	labels := mapping("namespace", "${namespace}", "pod", "${pod}")
 	return &yaml.Node{Kind: yaml.SequenceNode, Content: []*yaml.Node{in}}, labels
