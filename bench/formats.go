@@ -41,26 +41,11 @@ func structuredFields(line string) ([]string, bool) {
 
 // convert writes the text log src as format to dst, one record per line.
 func convert(src, dst, format string) error {
-	in, err := os.Open(src)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	out, err := os.Create(dst)
-	if err != nil {
-		return err
-	}
-	w := bufio.NewWriterSize(out, 1<<20)
-	sc := bufio.NewScanner(in)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	var b []byte
-	for sc.Scan() {
-		vals, ok := structuredFields(sc.Text())
+	return rewriteLines(src, dst, func(line, b []byte) ([]byte, error) {
+		vals, ok := structuredFields(string(line))
 		if !ok {
-			out.Close()
-			return fmt.Errorf("%s: a line the converter cannot split: %q", src, sc.Text())
+			return nil, fmt.Errorf("%s: a line the converter cannot split: %q", src, line)
 		}
-		b = b[:0]
 		switch format {
 		case "json":
 			b = append(b, '{')
@@ -85,8 +70,32 @@ func convert(src, dst, format string) error {
 				}
 			}
 		}
-		b = append(b, '\n')
-		if _, err := w.Write(b); err != nil {
+		return b, nil
+	})
+}
+
+// rewriteLines writes each line of src to dst as rewrite makes it (appended to b, without
+// its newline), through buffers of a MiB.
+func rewriteLines(src, dst string, rewrite func(line, b []byte) ([]byte, error)) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.Create(dst)
+	if err != nil {
+		return err
+	}
+	w := bufio.NewWriterSize(out, 1<<20)
+	sc := bufio.NewScanner(in)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	var b []byte
+	for sc.Scan() {
+		if b, err = rewrite(sc.Bytes(), b[:0]); err != nil {
+			out.Close()
+			return err
+		}
+		if _, err := w.Write(append(b, '\n')); err != nil {
 			out.Close()
 			return err
 		}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -39,32 +38,9 @@ func podLogs(root string, paths []string) ([]string, error) {
 
 // wrapCRI copies src to dst with each line wrapped as a CRI line of stdout.
 func wrapCRI(src, dst string) error {
-	in, err := os.Open(src)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	out, err := os.Create(dst)
-	if err != nil {
-		return err
-	}
-	w := bufio.NewWriterSize(out, 1<<20)
-	sc := bufio.NewScanner(in)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		w.WriteString(criTime + " stdout F ")
-		w.Write(sc.Bytes())
-		w.WriteByte('\n')
-	}
-	if err := sc.Err(); err != nil {
-		out.Close()
-		return err
-	}
-	if err := w.Flush(); err != nil {
-		out.Close()
-		return err
-	}
-	return out.Close()
+	return rewriteLines(src, dst, func(line, b []byte) ([]byte, error) {
+		return append(append(b, criTime+" stdout F "...), line...), nil
+	})
 }
 
 // nodeInput is the one input of a node's exporter over the pod logs under root, its files

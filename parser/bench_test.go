@@ -127,27 +127,11 @@ func BenchmarkExampleForms(b *testing.B) {
 	for _, f := range forms {
 		b.Run(f.name, func(b *testing.B) { parseLoop(b, f.p, lines, f.sink) })
 	}
-	b.Run("ratio", func(b *testing.B) {
-		spent := make([]time.Duration, len(forms))
-		const block = 1000
-		i := 0
-		for b.Loop() {
-			ls := lines[i : i+block]
-			if i += block; i+block > len(lines) {
-				i = 0
-			}
-			for k, f := range forms {
-				t0 := time.Now()
-				for _, l := range ls {
-					f.p.Parse("nginx", l, f.sink)
-				}
-				spent[k] += time.Since(t0)
-			}
-		}
-		b.ReportMetric(float64(spent[0].Nanoseconds())/float64(b.N*block), "log_format-ns/line")
-		b.ReportMetric(float64(spent[1].Nanoseconds())/float64(b.N*block), "regex-ns/line")
-		b.ReportMetric(float64(spent[0])/float64(spent[1]), "log_format/regex")
-	})
+	engines := make([]versus.Engine, len(forms))
+	for k, f := range forms {
+		engines[k] = versus.Engine{Name: f.name, Read: func(l []byte) { f.p.Parse("nginx", l, f.sink) }}
+	}
+	versus.Ratio(b, "ratio", lines, engines...)
 }
 
 // BenchmarkSharedPattern adds rules over the same pattern: the regex runs once per line
