@@ -142,9 +142,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 		SeriesMaxBytes: int64(*maxBytes),
 	}
 	if *explainFile != "" {
+		// The lines come with an error too when no input reads the file and no rule
+		// matched any: they show why.
 		lines, err := pipeline.Explain(cfg, *explainFile, *explainLines, opts)
-		if err == nil {
-			err = explain.Write(stdout, *explainFormat, lines)
+		if werr := explain.Write(stdout, *explainFormat, lines); err == nil {
+			err = werr
 		}
 		if err != nil {
 			fmt.Fprintln(stderr, err)
