@@ -19,6 +19,7 @@ import (
 // When no input reads the file and no rule matched any of its lines, the lines come with
 // an error that says so.
 func Explain(cfg *config.Config, file string, maxLines int, opts Options) ([]explain.Line, error) {
+	opts.setDefaults()
 	gen, err := newGeneration(cfg, nil, opts)
 	if err != nil {
 		return nil, err

@@ -3,6 +3,7 @@ package pipeline
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -122,5 +123,8 @@ rules:
 	}
 	if !strings.Contains(out.String(), `all_total{status="200"} 1`) || !strings.Contains(log.String(), "no input reads this file") {
 		t.Errorf("want the line counted and a warning; output:\n%s\nlog:\n%s", out.String(), log.String())
+	}
+	if err := Replay(cfg, []string{file}, Options{Now: time.Now}, io.Discard); err != nil {
+		t.Errorf("replay without a logger: %v", err)
 	}
 }

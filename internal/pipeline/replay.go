@@ -24,6 +24,7 @@ import (
 // time and event-time windows are rebuilt exactly; processing-time rules then place every
 // line at that instant too.
 func Replay(cfg *config.Config, files []string, opts Options, w io.Writer) error {
+	opts.setDefaults()
 	gen, err := newGeneration(cfg, nil, opts)
 	if err != nil {
 		return err
