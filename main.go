@@ -3,10 +3,14 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"log/slog"
 	"os"
 	"runtime/debug"
+	"strings"
 	"time"
 
 	"github.com/alecthomas/kingpin/v2"
@@ -40,7 +44,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	app.UsageWriter(stderr)
 	app.ErrorWriter(stderr)
 	var (
-		configFile    = app.Flag("config.file", "Rule file (YAML).").Default("logwindow.yml").String()
+		configFile    = app.Flag("config.file", "Rule file (YAML). Default: "+strings.Join(defaultConfigFiles, ", else ")+", in the working directory.").PlaceHolder("FILE").String()
 		configCheck   = app.Flag("config.check", "Validate the rule file, print every error, and exit (0 valid, 1 invalid).").Bool()
 		dashboardOut  = app.Flag("dashboard", "Print a Grafana dashboard (JSON) for the rules of --config.file and exit.").Bool()
 		replayFiles   = app.Flag("replay", "One-shot: read this file to its end (repeatable), print the exposition text of every rule and exit.").PlaceHolder("FILE").Strings()
@@ -95,6 +99,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "%s: --explain.lines must be at least 1\n", exporterName)
 		return 2
 	}
+	if *configFile == "" {
+		file, err := defaultConfigFile(logger)
+		if err != nil {
+			fmt.Fprintf(stderr, "%s: %v\n", exporterName, err)
+			return 1
+		}
+		*configFile = file
+	}
 	var watch *configwatch.Watcher
 	if *configWatch && !*configCheck && !*dashboardOut && len(*replayFiles) == 0 && *explainFile == "" {
 		// Before the load: a change in between reloads once more instead of going unseen.
@@ -142,9 +154,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 		SeriesMaxBytes: int64(*maxBytes),
 	}
 	if *explainFile != "" {
+		// The lines come with an error too when no input reads the file and no rule
+		// matched any: they show why.
 		lines, err := pipeline.Explain(cfg, *explainFile, *explainLines, opts)
-		if err == nil {
-			err = explain.Write(stdout, *explainFormat, lines)
+		if werr := explain.Write(stdout, *explainFormat, lines); err == nil {
+			err = werr
 		}
 		if err != nil {
 			fmt.Fprintln(stderr, err)
@@ -177,4 +191,29 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// defaultConfigFiles are the rule files read when --config.file is not given, the first
+// that exists: the name the exporter always read, then the extension of every example.
+var defaultConfigFiles = []string{"logwindow.yml", "logwindow.yaml"}
+
+// defaultConfigFile picks the rule file when --config.file is not given, and logs which:
+// when both exist the first is read (the one an older version read) with a warning, as
+// the two may differ.
+func defaultConfigFile(logger *slog.Logger) (string, error) {
+	var found []string
+	for _, f := range defaultConfigFiles {
+		if _, err := os.Stat(f); !errors.Is(err, fs.ErrNotExist) {
+			found = append(found, f) // a file that cannot be looked at is reported by the load
+		}
+	}
+	switch len(found) {
+	case 0:
+		return "", fmt.Errorf("no --config.file given, and none of %s is in the working directory", strings.Join(defaultConfigFiles, ", "))
+	case 1:
+		logger.Info("no --config.file given: reading the default rule file", "file", found[0])
+	default:
+		logger.Warn("no --config.file given and several default rule files exist: reading the first, pass --config.file to choose", "file", found[0], "ignored", strings.Join(found[1:], ", "))
+	}
+	return found[0], nil
 }

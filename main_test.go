@@ -189,3 +189,43 @@ func TestWebLimitsRefused(t *testing.T) {
 		})
 	}
 }
+
+// Without --config.file the exporter reads logwindow.yml, else logwindow.yaml (the
+// extension of every example), and says which; with both it reads the first and warns.
+func TestDefaultConfigFile(t *testing.T) {
+	oneRule := "rules:\n  - {name: a, match: 'x'}\n"
+	twoRules := oneRule + "  - {name: b, match: 'y'}\n"
+	cases := []struct {
+		name   string
+		files  map[string]string
+		args   []string
+		code   int
+		stdout string // what --config.check printed
+		level  string // the level and source of the log line, if any
+		stderr string // a part of the log or the error
+	}{
+		{"yml", map[string]string{"logwindow.yml": oneRule}, nil, 0, "logwindow.yml: 1 rules", `level=INFO source=main.go`, `msg="no --config.file given: reading the default rule file" file=logwindow.yml`},
+		{"yaml", map[string]string{"logwindow.yaml": twoRules}, nil, 0, "logwindow.yaml: 2 rules", `level=INFO source=main.go`, `msg="no --config.file given: reading the default rule file" file=logwindow.yaml`},
+		{"both", map[string]string{"logwindow.yml": oneRule, "logwindow.yaml": twoRules}, nil, 0, "logwindow.yml: 1 rules", `level=WARN source=main.go`, `msg="no --config.file given and several default rule files exist: reading the first, pass --config.file to choose" file=logwindow.yml ignored=logwindow.yaml`},
+		{"neither", nil, nil, 1, "", "", "no --config.file given, and none of logwindow.yml, logwindow.yaml is in the working directory"},
+		{"given", map[string]string{"logwindow.yml": oneRule, "rules.yaml": twoRules}, []string{"--config.file=rules.yaml"}, 0, "rules.yaml: 2 rules", "", ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Chdir(t.TempDir())
+			for name, data := range c.files {
+				if err := os.WriteFile(name, []byte(data), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var stdout, stderr bytes.Buffer
+			code := run(append([]string{"--config.check"}, c.args...), &stdout, &stderr)
+			if code != c.code || !strings.HasPrefix(stdout.String(), c.stdout) || !strings.Contains(stderr.String(), c.stderr) || !strings.Contains(stderr.String(), c.level) {
+				t.Errorf("exit %d, stdout %q, stderr %q; want exit %d, stdout from %q, stderr with %q", code, stdout.String(), stderr.String(), c.code, c.stdout, c.stderr)
+			}
+			if c.stderr == "" && stderr.Len() > 0 {
+				t.Errorf("stderr %q; want nothing when --config.file is given", stderr.String())
+			}
+		})
+	}
+}

@@ -15,13 +15,18 @@ import (
 // bring about. Like Replay it happens at one instant: the newest line's own time when a
 // rule has a timestamp, else the clock's now. The file is read to its end, lines beyond
 // maxLines unexamined.
+//
+// When no input reads the file and no rule matched any of its lines, the lines come with
+// an error that says so.
 func Explain(cfg *config.Config, file string, maxLines int, opts Options) ([]explain.Line, error) {
+	opts.setDefaults()
 	gen, err := newGeneration(cfg, nil, opts)
 	if err != nil {
 		return nil, err
 	}
 	var lines [][]byte
-	name := inputOf(cfg, file).Name
+	read := inputsOf(cfg, []string{file}, opts.Logger)[0]
+	name := read.input.Name
 	_, err = follow.ReadToEnd(follow.Options{Path: file, MaxLineBytes: opts.MaxLineBytes, Logger: opts.Logger},
 		func(_ string, line []byte) {
 			if len(lines) < maxLines {
@@ -49,7 +54,8 @@ func Explain(cfg *config.Config, file string, maxLines int, opts Options) ([]exp
 		out[i] = x.Explain(name, l, true)
 		out[i].Number = i + 1
 	}
-	return out, nil
+	matched := slices.ContainsFunc(out, func(l explain.Line) bool { return !l.Unmatched })
+	return out, read.unread(cfg, "explain", len(out), matched)
 }
 
 // Explain explains one line as the running rules would count it if input read it now,

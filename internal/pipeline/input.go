@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"log/slog"
 	"path/filepath"
 	"sync/atomic"
 
@@ -210,7 +211,7 @@ func (p *Pipeline) startInput(ci config.Input, shard int) (*stream, error) {
 			Addr:         ci.Socket.Addr,
 			SocketMode:   ci.SocketMode,
 			MaxLineBytes: p.opts.MaxLineBytes,
-			Logger:       p.opts.Logger.With("input", ci.Syslog),
+			Logger:       p.inputLogger(ci),
 		}, in.handle(p))
 		if err != nil {
 			return nil, fmt.Errorf("input %s: %w", in.label, err)
@@ -218,7 +219,7 @@ func (p *Pipeline) startInput(ci config.Input, shard int) (*stream, error) {
 		in.running = l
 		return in, nil
 	}
-	opts := p.followOptions(ci.Path, ci.StartAt == config.StartAtBeginning)
+	opts := p.followOptions(ci)
 	opts.Backfill = p.warmStart(ci)
 	if n := ci.Shards; n > 1 {
 		opts.Select = func(path string) bool { return inShard(path, shard, n) }
@@ -228,21 +229,32 @@ func (p *Pipeline) startInput(ci config.Input, shard int) (*stream, error) {
 	opts.Chunk = func() { in.processing, in.wall = p.clock.read() }
 	f, err := follow.Start(opts, in.handle(p))
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("input %s: %w", in.label, err)
 	}
 	in.running = f
 	return in, nil
 }
 
-func (p *Pipeline) followOptions(path string, fromBeginning bool) follow.Options {
+func (p *Pipeline) followOptions(ci config.Input) follow.Options {
 	return follow.Options{
-		Path:          path,
-		FromBeginning: fromBeginning,
+		Path:          ci.Path,
+		FromBeginning: ci.StartAt == config.StartAtBeginning,
 		MaxLineBytes:  p.opts.MaxLineBytes,
 		RotationGrace: p.opts.RotationGrace,
 		PollInterval:  p.opts.PollInterval,
-		Logger:        p.opts.Logger.With("input", path),
+		Logger:        p.inputLogger(ci),
 	}
+}
+
+// inputLogger is the logger of an input's lines: input is its name, as in the input label
+// of its metrics and in rules' inputs:, or its path or socket when it has none. The file
+// a follower's line is about is its path attribute; a named syslog input's lines also
+// carry its socket, which they do not say otherwise.
+func (p *Pipeline) inputLogger(ci config.Input) *slog.Logger {
+	if ci.Syslog != "" && ci.Name != "" {
+		return p.opts.Logger.With("input", ci.Name, "socket", ci.Syslog)
+	}
+	return p.opts.Logger.With("input", labelOf(ci))
 }
 
 // handle returns the follower's handler: every line goes through the current generation's

@@ -40,6 +40,13 @@ type Options struct {
 	SeriesMaxBytes int64
 }
 
+// setDefaults gives o a logger that discards when it has none.
+func (o *Options) setDefaults() {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+}
+
 // generation is one loaded config with the parser and series state built from it. The
 // parser's rule indexes are only meaningful for the Set of the same generation.
 type generation struct {
@@ -88,9 +95,7 @@ var errStopped = errors.New("the exporter is shutting down")
 
 // Start builds the state for cfg and starts following its inputs.
 func Start(cfg *config.Config, opts Options) (*Pipeline, error) {
-	if opts.Logger == nil {
-		opts.Logger = slog.New(slog.DiscardHandler)
-	}
+	opts.setDefaults()
 	gen, err := newGeneration(cfg, nil, opts)
 	if err != nil {
 		return nil, err

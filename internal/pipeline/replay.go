@@ -1,9 +1,9 @@
 package pipeline
 
 import (
+	"errors"
 	"fmt"
 	"io"
-	"path/filepath"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -24,14 +24,16 @@ import (
 // time and event-time windows are rebuilt exactly; processing-time rules then place every
 // line at that instant too.
 func Replay(cfg *config.Config, files []string, opts Options, w io.Writer) error {
+	opts.setDefaults()
 	gen, err := newGeneration(cfg, nil, opts)
 	if err != nil {
 		return err
 	}
+	read := inputsOf(cfg, files, opts.Logger)
 	now := newClock(opts.Now).second()
 	if hasEventTime(cfg) {
 		newest := &newestTime{}
-		if err := replayFiles(cfg, gen.parser, files, opts, newest); err != nil {
+		if _, err := replayFiles(gen.parser, read, opts, newest); err != nil {
 			return err
 		}
 		if newest.seen {
@@ -40,7 +42,8 @@ func Replay(cfg *config.Config, files []string, opts Options, w io.Writer) error
 	}
 	sink := gen.set.NewSink()
 	sink.SetNow(now, now)
-	if err := replayFiles(cfg, gen.parser, files, opts, sink); err != nil {
+	counts, err := replayFiles(gen.parser, read, opts, sink)
+	if err != nil {
 		return err
 	}
 	c := exporter.NewCollector(exporter.CollectorOptions{
@@ -55,47 +58,59 @@ func Replay(cfg *config.Config, files []string, opts Options, w io.Writer) error
 	if err != nil {
 		return err
 	}
-	return c.WriteText(w, families, nil)
+	if err := c.WriteText(w, families, nil); err != nil {
+		return err
+	}
+	var errs []error
+	for i, f := range read {
+		errs = append(errs, f.unread(cfg, "replay", counts[i].lines, counts[i].received > 0))
+	}
+	return errors.Join(errs...)
 }
 
-func replayFiles(cfg *config.Config, p *parser.Parser, files []string, opts Options, sink parser.Sink) error {
+// replaySink is a sink that tells how many events and drops it was given.
+type replaySink interface {
+	parser.Sink
+	Received() uint64
+}
+
+// fileCount is what a replay made of one file: its lines, and the events and drops of
+// rules that matched them.
+type fileCount struct {
+	lines    int
+	received uint64
+}
+
+func replayFiles(p *parser.Parser, files []fileInput, opts Options, sink replaySink) ([]fileCount, error) {
 	ps := p.NewSession()
-	for _, file := range files {
-		ci := inputOf(cfg, file)
+	counts := make([]fileCount, len(files))
+	for i, file := range files {
+		ci := file.input
 		in := &stream{}
 		if ci.Wrapper == config.WrapperCRI {
 			in.cri = cri.New(maxLineBytes(opts))
 		}
-		o := follow.Options{Path: file, MaxLineBytes: opts.MaxLineBytes, Logger: opts.Logger}
+		o := follow.Options{Path: file.file, MaxLineBytes: opts.MaxLineBytes, Logger: opts.Logger}
 		in.joinOptions(&o)
 		paths := newPathValues(ci, p)
 		ps.SetPath(nil) // none of the previous file's
+		before := sink.Received()
 		_, err := follow.ReadToEnd(o,
 			func(path string, line []byte) {
+				counts[i].lines++
 				if paths != nil {
-					paths.set(ps, path)
+					paths.set(ps, file.pathOf(path))
 				}
 				if msg, wrapperTime, ok := in.unwrap(path, line); ok {
 					ps.ParseWrapped(ci.Name, msg, wrapperTime, sink)
 				}
 			})
 		if err != nil {
-			return fmt.Errorf("replay %s: %w", file, err)
+			return nil, fmt.Errorf("replay %s: %w", file.file, err)
 		}
+		counts[i].received = sink.Received() - before
 	}
-	return nil
-}
-
-// inputOf gives a replayed file the first configured input whose path (or glob) names it,
-// so rules restricted to that input apply and its wrapper is read; other files feed only
-// the rules that take every input.
-func inputOf(cfg *config.Config, file string) config.Input {
-	for _, in := range cfg.Inputs {
-		if ok, _ := filepath.Match(in.Path, file); ok || in.Path == file {
-			return in
-		}
-	}
-	return config.Input{}
+	return counts, nil
 }
 
 func hasEventTime(cfg *config.Config) bool {
@@ -109,14 +124,19 @@ func hasEventTime(cfg *config.Config) bool {
 
 // newestTime is the first replay pass's sink: it only keeps the newest event time.
 type newestTime struct {
-	time int64
-	seen bool
+	time     int64
+	seen     bool
+	received uint64
 }
 
 func (n *newestTime) Event(e *parser.Event) {
+	n.received++
 	if e.HasTime && (!n.seen || e.Time > n.time) {
 		n.time, n.seen = e.Time, true
 	}
 }
 
-func (n *newestTime) Drop(int, parser.DropReason) {}
+func (n *newestTime) Drop(int, parser.DropReason) { n.received++ }
+
+// Received is how many events and drops n was given.
+func (n *newestTime) Received() uint64 { return n.received }

@@ -50,7 +50,7 @@ func (p *Pipeline) warmStart(ci config.Input) func(path string, file io.ReaderAt
 			paths.set(ps, path)
 		}
 		lines := readLines(file, from, end, maxLine, func(line []byte) { ps.ParseWrapped(name, line, nil, sink) })
-		p.opts.Logger.Info("warm start: windows of event-time rules filled from the end of the file",
+		p.inputLogger(ci).Info("warm start: windows of event-time rules filled from the end of the file",
 			"path", path, "from", from, "to", end, "lines", lines)
 	}
 }

@@ -230,7 +230,7 @@ func (f *Follower) track(path string, initial bool) (id fileID, exists, isOpen b
 		}
 		delete(f.atStart, id)
 	}
-	f.o.Logger.Debug("following file", "path", path, "offset", t.off)
+	off := t.off // once t is the reader's, its offset moves
 	f.mu.Lock()
 	_, dup := f.byID[id]
 	if !dup {
@@ -245,6 +245,14 @@ func (f *Follower) track(path string, initial bool) (id fileID, exists, isOpen b
 	if dup {
 		_ = file.Close()
 		return id, true, true, nil
+	}
+	// At info, as promtail and Alloy log every file they start tailing: a path that
+	// appears after start (a mistyped directory fixed, a pod's first log) shows that it
+	// is read, where otherwise only a warning that it was missing would have been said.
+	if initial {
+		f.o.Logger.Info("following file", "path", path, "offset", off)
+	} else {
+		f.o.Logger.Info("following new file", "path", path, "offset", off)
 	}
 	f.watchTarget(path)
 	return id, true, true, nil

@@ -59,7 +59,8 @@ type Options struct {
 	// inotify is available (0 means DefaultPollInterval): the whole change
 	// detection without inotify, a safety net with it.
 	PollInterval time.Duration
-	// Logger receives rotations, truncations and errors; nil discards them.
+	// Logger receives the files followed, rotations, truncations and errors; nil
+	// discards them. Its lines name the file (path); the caller's With names the input.
 	Logger *slog.Logger
 	// Backfill, when set, is called once for each file present at Start and positioned
 	// at its end, with the file and that offset, from the reading goroutine before the
@@ -214,6 +215,19 @@ type Follower struct {
 // discovered meanwhile, so rotations during the stall lose nothing. Start
 // fails only for invalid options; a missing or unreadable file is waited for.
 func Start(opts Options, h input.Handler) (*Follower, error) {
+	f, err := newFollower(opts, h)
+	if err != nil {
+		return nil, err
+	}
+	f.discover(true)
+	f.wg.Add(2)
+	go f.watchLoop()
+	go f.readLoop()
+	return f, nil
+}
+
+// newFollower is Start up to its first scan: tests drive the scans themselves.
+func newFollower(opts Options, h input.Handler) (*Follower, error) {
 	o, err := opts.normalize()
 	if err != nil {
 		return nil, err
@@ -245,10 +259,6 @@ func Start(opts Options, h input.Handler) (*Follower, error) {
 			f.w = w
 		}
 	}
-	f.discover(true)
-	f.wg.Add(2)
-	go f.watchLoop()
-	go f.readLoop()
 	return f, nil
 }
 

@@ -1,0 +1,130 @@
+package pipeline
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/logwindow/logwindow_exporter/config"
+)
+
+// A file given to --replay or --explain is its input's however it is spelled: relative to
+// the working directory, through a symlink, or under a symlinked directory of the input's
+// glob; its path captures are those of the path its input names it by. A file no input reads is warned of, and fails the one-shot when no rule matched
+// any of its lines.
+func TestReplayedFileFindsItsInput(t *testing.T) {
+	dir := t.TempDir()
+	for _, d := range []string{"logs", "pods"} {
+		if err := os.Mkdir(filepath.Join(dir, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write := func(name, data string) {
+		t.Helper()
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	link := func(target, name string) {
+		t.Helper()
+		if err := os.Symlink(target, filepath.Join(dir, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("logs/access.log", "GET / 200\nGET / 200\nGET / 503\n")
+	write("pods/a.log", "GET / 404\n")
+	write("copy.log", "GET / 200\n")
+	link("logs/access.log", "link.log")
+	link("pods", "podlink")
+	cfg, err := config.Parse(fmt.Appendf(nil, `
+inputs:
+  - {name: web, path: '%s/logs/access.log'}
+  - {name: pods, path: '%s/podlink/*.log', path_captures: '/podlink/(?P<pod>[^/.]+)\.log$'}
+rules:
+  - {name: web, match: ' (?P<status>\d{3})$', labels: {status: '${status}'}, inputs: [web]}
+  - {name: pods, match: ' (?P<status>\d{3})$', labels: {pod: '${pod}', status: '${status}'}, inputs: [pods]}
+`, dir, dir), "rules.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(dir)
+
+	cases := []struct {
+		name, file string
+		want       string // a line of the replay's output
+		noInput    bool
+	}{
+		{"as the input writes it", filepath.Join(dir, "logs/access.log"), `web_total{status="200"} 2`, false},
+		{"relative", "logs/access.log", `web_total{status="200"} 2`, false},
+		{"relative, another spelling", "./pods/../logs/access.log", `web_total{status="503"} 1`, false},
+		{"through a symlink", "link.log", `web_total{status="200"} 2`, false},
+		{"in a glob under a symlinked directory", "pods/a.log", `pods_total{pod="a",status="404"} 1`, false},
+		{"no input's", "copy.log", "", true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var log bytes.Buffer
+			opts := Options{Now: time.Now, Logger: slog.New(slog.NewTextHandler(&log, nil))}
+			var out strings.Builder
+			err := Replay(cfg, []string{c.file}, opts, &out)
+			if c.want != "" && !strings.Contains(out.String(), c.want+"\n") {
+				t.Errorf("replay lacks %s:\n%s", c.want, out.String())
+			}
+			warned := strings.Contains(log.String(), "no input reads this file") && strings.Contains(log.String(), "file="+c.file)
+			if warned != c.noInput {
+				t.Errorf("warned %v, want %v; log:\n%s", warned, c.noInput, log.String())
+			}
+			if c.noInput {
+				if err == nil || !strings.Contains(err.Error(), "replay "+c.file+": no rule matched") || !strings.Contains(err.Error(), "web: "+dir+"/logs/access.log") {
+					t.Errorf("replay: %v; want an error naming the file and the inputs' paths", err)
+				}
+			} else if err != nil {
+				t.Error(err)
+			}
+
+			lines, err := Explain(cfg, c.file, 10, opts)
+			if c.noInput != (err != nil) {
+				t.Errorf("explain: %v; want an error %v", err, c.noInput)
+			}
+			if len(lines) == 0 || lines[0].Unmatched != c.noInput {
+				t.Errorf("explain: %+v; want the first line counted: %v", lines, !c.noInput)
+			}
+		})
+	}
+}
+
+// A file no input reads is counted by the rules that read every input, with a warning
+// and no error.
+func TestReplayOfNoInputsFileCounted(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "copy.log")
+	if err := os.WriteFile(file, []byte("GET / 200\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Parse(fmt.Appendf(nil, `
+inputs:
+  - {name: web, path: '%s/access.log'}
+rules:
+  - {name: all, match: ' (?P<status>\d{3})$', labels: {status: '${status}'}}
+`, dir), "rules.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var log bytes.Buffer
+	var out strings.Builder
+	if err := Replay(cfg, []string{file}, Options{Now: time.Now, Logger: slog.New(slog.NewTextHandler(&log, nil))}, &out); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), `all_total{status="200"} 1`) || !strings.Contains(log.String(), "no input reads this file") {
+		t.Errorf("want the line counted and a warning; output:\n%s\nlog:\n%s", out.String(), log.String())
+	}
+	if err := Replay(cfg, []string{file}, Options{Now: time.Now}, io.Discard); err != nil {
+		t.Errorf("replay without a logger: %v", err)
+	}
+}

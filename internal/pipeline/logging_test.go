@@ -1,0 +1,93 @@
+package pipeline
+
+import (
+	"bytes"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/logwindow/logwindow_exporter/config"
+)
+
+// lockedBuffer is a log the inputs' goroutines may write while the test reads it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// An input's log lines name it as its metrics and rules do: by its name, by its path when
+// it has none; the file a line is about is its path.
+func TestInputLogLinesNameTheInput(t *testing.T) {
+	dir := t.TempDir()
+	for _, name := range []string{"access.log", "other.log"} {
+		if err := os.WriteFile(filepath.Join(dir, name), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg, err := config.Parse(fmt.Appendf(nil, `
+inputs:
+  - {name: web, path: '%[1]s/access.log'}
+  - {path: '%[1]s/other.log'}
+rules: [{name: lines, match: x}]
+`, dir), "rules.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var log lockedBuffer
+	p, err := Start(cfg, Options{Now: time.Now, PollInterval: time.Hour, Logger: slog.New(slog.NewTextHandler(&log, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Stop)
+	// Start opens the files there are before it returns.
+	for _, want := range []string{
+		fmt.Sprintf(`msg="following file" input=web path=%s/access.log offset=0`, dir),
+		fmt.Sprintf(`msg="following file" input=%[1]s/other.log path=%[1]s/other.log offset=0`, dir),
+	} {
+		if !strings.Contains(log.String(), want) {
+			t.Errorf("log lacks %s:\n%s", want, log.String())
+		}
+	}
+}
+
+// Every kind of input is named the same way in the log; a named syslog input also says
+// its socket.
+func TestInputLogger(t *testing.T) {
+	cases := []struct {
+		name string
+		in   config.Input
+		want string
+	}{
+		{"named file", config.Input{Name: "web", Path: "/var/log/nginx/*.log"}, "input=web"},
+		{"file", config.Input{Path: "/var/log/nginx/*.log"}, `input=/var/log/nginx/*.log`},
+		{"named syslog", config.Input{Name: "edge", Syslog: "udp://127.0.0.1:5514"}, "input=edge socket=udp://127.0.0.1:5514"},
+		{"syslog", config.Input{Syslog: "udp://127.0.0.1:5514"}, "input=udp://127.0.0.1:5514"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var log bytes.Buffer
+			p := &Pipeline{opts: Options{Logger: slog.New(slog.NewTextHandler(&log, nil))}}
+			p.inputLogger(c.in).Info("x")
+			if got := log.String(); !strings.HasSuffix(got, `msg=x `+c.want+"\n") {
+				t.Errorf("got %q, want it to end with msg=x %s", got, c.want)
+			}
+		})
+	}
+}
