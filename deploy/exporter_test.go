@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"testing"
@@ -103,7 +104,9 @@ func TestDashboardMetricsExist(t *testing.T) {
 	if err := os.WriteFile(log, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	e := testexec.StartExporter(t, bin, "--config.file="+deploytest.WriteServedRules(t, mustRead(t, "../example-rules.yaml"), dir, log))
+	config := deploytest.WriteServedRules(t, mustRead(t, "../example-rules.yaml"), dir, log)
+	withSyslogInput(t, config)
+	e := testexec.StartExporter(t, bin, "--config.file="+config)
 	want := queryMetricNames(t)
 	fams := e.WaitCheck(t, func(m metrictest.Families) error {
 		var missing []string
@@ -120,6 +123,24 @@ func TestDashboardMetricsExist(t *testing.T) {
 	})
 	if got := metrictest.Sum(fams, "nginx_http_requests_total"); got != float64(len(lines)) {
 		t.Errorf("nginx_http_requests_total is %v, want %d", got, len(lines))
+	}
+}
+
+// withSyslogInput adds to the rule file config a syslog input on a free UDP port, in the
+// format of its file input, so that the self-metrics of socket inputs are exposed too.
+func withSyslogInput(t *testing.T, config string) {
+	t.Helper()
+	text := string(mustRead(t, config))
+	format := regexp.MustCompile(`(?m)^    log_format: .*$`).FindString(text)
+	if format == "" {
+		t.Fatal("the rule file's input has no log_format")
+	}
+	text, err := replaceOnce(text, "\ninputs:\n", "\ninputs:\n  - name: syslog\n    syslog: udp://127.0.0.1:0\n"+format+"\n", config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(config, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -64,7 +64,7 @@ func newGeneration(cfg *config.Config, prev *generation, opts Options) (*generat
 	if prev != nil {
 		prevSet = prev.set
 	}
-	set, err := store.NewSetWith(cfg, prevSet, store.SetOptions{MaxBytes: opts.SeriesMaxBytes})
+	set, err := store.NewSetWith(cfg, prevSet, store.SetOptions{MaxBytes: opts.SeriesMaxBytes, Logger: opts.Logger})
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", cfg.File, err)
 	}

@@ -2,6 +2,7 @@ package store
 
 import (
 	"cmp"
+	"log/slog"
 	"math"
 	"slices"
 	"sync/atomic"
@@ -88,12 +89,40 @@ func (st *store) heldBytes(s *Series) int64 {
 	return n
 }
 
-// fold counts a line folded into the overflow series, by the memory bound or the budget.
-func (st *store) fold(memory bool) {
+// FoldLogEvery is how long, in seconds of a rule's clock, folds of the rule go unlogged
+// after one was logged: the first fold says at once that a rule reached its budget, and
+// a rule that keeps folding says so again once an hour rather than with every line.
+const FoldLogEvery = 3600
+
+// fold counts a line of the label set labels folded into the overflow series at second
+// now, by the memory bound or the budget b, and logs it when due (FoldLogEvery). Every
+// line of a label set without a series folds, so what this adds to a fold is one atomic
+// load until a log is due.
+func (st *store) fold(memory bool, now int64, b budget, labels [][]byte) {
 	st.folds.Add(1)
 	if memory {
 		st.memFolds.Add(1)
 	}
+	if at := st.foldLogAt.Load(); now >= at && st.foldLogAt.CompareAndSwap(at, now+FoldLogEvery) {
+		st.logFold(memory, b, labels)
+	}
+}
+
+// logFold says that the rule folds new label sets, why, and one of them: the label whose
+// values keep changing is what to look for.
+func (st *store) logFold(memory bool, b budget, labels [][]byte) {
+	folded := make([]any, 0, len(labels))
+	for i, l := range labels {
+		folded = append(folded, slog.String(st.labelNames[i], string(l)))
+	}
+	attrs := []any{"rule", st.name, "max_series_per_rule", b.limit}
+	if memory {
+		attrs = append(attrs, "reason", "series.max-bytes", "series_max_bytes", st.mem.max.Load())
+	} else {
+		attrs = append(attrs, "reason", "max_series_per_rule")
+	}
+	attrs = append(attrs, "folded_lines", st.folds.Load(), slog.Group("labels", folded...))
+	st.foldLog.Warn("new label sets of the rule are folded into its __overflow__ series (logged again at most once an hour while it goes on)", attrs...)
 }
 
 // reapDue reports whether a new label set that found the budget full should reap idle

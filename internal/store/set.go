@@ -3,6 +3,7 @@ package store
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"math"
 	"runtime"
 	"sync/atomic"
@@ -45,6 +46,10 @@ type SetOptions struct {
 	// 0 is one per processor (GOMAXPROCS), at most MaxShards. Tests and benchmarks set it,
 	// so that their sinks have shards of their own whatever the machine.
 	Shards int
+	// Logger receives what the stores log: a rule that starts folding new label sets into
+	// its overflow series (see FoldLogEvery). nil discards it. A store taken over from the
+	// previous Set keeps the Logger it was made with.
+	Logger *slog.Logger
 }
 
 // Rule is one rule of a Set: the rule as this config defines it and its store
@@ -84,6 +89,10 @@ func NewSetWith(cfg *config.Config, prev *Set, opts SetOptions) (*Set, error) {
 			inherit[r.store.fingerprint] = r.store
 		}
 	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
 	s := &Set{rules: make([]Rule, 0, len(cfg.Rules)), oldest: oldest, mem: mem, shards: shards, sinks: sinks}
 	var errs []error
 	for _, r := range cfg.Rules {
@@ -93,7 +102,7 @@ func NewSetWith(cfg *config.Config, prev *Set, opts SetOptions) (*Set, error) {
 			delete(inherit, r.Fingerprint)
 		} else {
 			var err error
-			if st, err = newStore(r, oldest, mem, shards); err != nil {
+			if st, err = newStore(r, oldest, mem, shards, log); err != nil {
 				errs = append(errs, fmt.Errorf("rule %q: %w", r.Name, err))
 				continue
 			}

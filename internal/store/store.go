@@ -66,6 +66,8 @@
 package store
 
 import (
+	"log/slog"
+	"math"
 	"strings"
 	"sync/atomic"
 
@@ -135,15 +137,24 @@ type store struct {
 	wheelBytes int64
 	// memFolds counts the lines folded because of the memory bound (also in folds).
 	memFolds atomic.Uint64
+	// foldLog says that the rule folds (see logFold). name and labelNames are the rule's
+	// (the fingerprint covers both, so an inherited store has the same); foldLogAt is the
+	// second of the store's clock from which a fold is logged again.
+	foldLog    *slog.Logger
+	name       string
+	labelNames []string
+	foldLogAt  atomic.Int64
 }
 
 // newStore makes the store of rule r. Its series share one layout of the rule's windows
 // with what its quantities keep (an inherited store has the same, as the fingerprint covers
 // both), whose summaries charge their growth to the store (see Charge).
-func newStore(r *config.Rule, oldest *atomic.Int64, mem *memory, shards int) (*store, error) {
+func newStore(r *config.Rule, oldest *atomic.Int64, mem *memory, shards int, log *slog.Logger) (*store, error) {
 	overflow := make([]string, len(r.Labels))
-	for i := range overflow {
+	names := make([]string, len(r.Labels))
+	for i, l := range r.Labels {
 		overflow[i] = OverflowValue
+		names[i] = l.Name
 	}
 	st := &store{
 		mem:            mem,
@@ -155,7 +166,11 @@ func newStore(r *config.Rule, oldest *atomic.Int64, mem *memory, shards int) (*s
 		overflowLabels: overflow,
 		series:         map[string]*Series{},
 		locks:          make([]shardLock, shards),
+		foldLog:        log,
+		name:           r.Name,
+		labelNames:     names,
 	}
+	st.foldLogAt.Store(math.MinInt64)
 	opts := r.Options()
 	opts.Account = st
 	layout, err := windows.NewLayout(r.Windows, opts)

@@ -61,7 +61,7 @@ func (st *store) observe(key []byte, labels [][]byte, now, at int64, v float64, 
 		st.add(s, shard, now, at, v, items, backfill)
 		lock.RUnlock()
 		if folded && !backfill {
-			st.fold(!overBudget)
+			st.fold(!overBudget, now, b, labels)
 		}
 		return
 	}
@@ -156,7 +156,7 @@ func (st *store) create(rawKey []byte, labels [][]byte, now, at int64, v float64
 	}
 	st.add(s, shard, now, at, v, items, backfill)
 	if folded && !backfill {
-		st.fold(!overBudget)
+		st.fold(!overBudget, now, b, labels)
 	}
 }
 

@@ -1,0 +1,156 @@
+package store_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"log/slog"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/logwindow/logwindow_exporter/config"
+	"github.com/logwindow/logwindow_exporter/internal/store"
+	"github.com/logwindow/logwindow_exporter/internal/testutil/storetest"
+)
+
+// foldLog is what a test reads of a logged fold.
+type foldLog struct {
+	Rule     string            `json:"rule"`
+	Reason   string            `json:"reason"`
+	Budget   int               `json:"max_series_per_rule"`
+	MaxBytes int64             `json:"series_max_bytes"`
+	Folded   uint64            `json:"folded_lines"`
+	Labels   map[string]string `json:"labels"`
+}
+
+// TestFoldLogged: a rule's first fold into its overflow series is logged at once, naming
+// the rule, its budget (or the memory bound) and the label set folded; its further folds
+// are logged again only once FoldLogEvery seconds have passed. Before, no fold was logged.
+func TestFoldLogged(t *testing.T) {
+	rules := []*config.Rule{
+		storetest.CountRule("r0", storetest.MinFive, "path"),
+		storetest.CountRule("r1", storetest.MinFive, "path"),
+	}
+	one := newSet(t, storetest.Config(10, rules[0]), nil)
+	write(one.NewSink(), line{labels: []string{key(0)}, now: start})
+	cost := one.MemoryUsed() // of one series
+	const later = start + store.FoldLogEvery
+	budget := func(rule string, folded uint64, path string) foldLog {
+		return foldLog{Rule: rule, Reason: "max_series_per_rule", Budget: 2, Folded: folded, Labels: map[string]string{"path": path}}
+	}
+	cases := []struct {
+		name   string
+		budget int
+		bound  int64
+		// writes come after two label sets of each rule, key(0) and key(1), which are
+		// written again at each write's second so that they stay active.
+		writes []line
+		want   []foldLog
+	}{
+		{"within the budget: nothing", 100, 0, []line{
+			{rule: 0, labels: []string{key(2)}, now: start},
+			{rule: 0, labels: []string{key(3)}, now: start + 1},
+		}, nil},
+		{"once per rule within the hour", 2, 0, []line{
+			{rule: 0, labels: []string{key(2)}, now: start},
+			{rule: 0, labels: []string{key(3)}, now: start + 1},
+			{rule: 0, labels: []string{key(2)}, now: start + 2},
+			{rule: 1, labels: []string{key(4)}, now: start + 2},
+			{rule: 0, labels: []string{key(5)}, now: later - 1},
+		}, []foldLog{budget("r0", 1, key(2)), budget("r1", 1, key(4))}},
+		{"again an hour later while folds go on", 2, 0, []line{
+			{rule: 0, labels: []string{key(2)}, now: start},
+			{rule: 0, labels: []string{key(3)}, now: later - 1},
+			{rule: 0, labels: []string{key(4)}, now: later},
+			{rule: 0, labels: []string{key(5)}, now: later + 1},
+		}, []foldLog{budget("r0", 1, key(2)), budget("r0", 3, key(4))}},
+		{"past --series.max-bytes", 100, 4 * cost, []line{
+			{rule: 1, labels: []string{key(2)}, now: start},
+			{rule: 1, labels: []string{key(3)}, now: start},
+		}, []foldLog{{Rule: "r1", Reason: "series.max-bytes", Budget: 100, MaxBytes: 4 * cost, Folded: 1, Labels: map[string]string{"path": key(2)}}}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var out bytes.Buffer
+			log := slog.New(slog.NewJSONHandler(&out, nil))
+			set, err := store.NewSetWith(storetest.Config(tc.budget, rules...), nil, store.SetOptions{MaxBytes: tc.bound, Logger: log})
+			if err != nil {
+				t.Fatal(err)
+			}
+			k := set.NewSink()
+			active := func(now int64) {
+				for r := range rules {
+					write(k, line{rule: r, labels: []string{key(0)}, now: now}, line{rule: r, labels: []string{key(1)}, now: now})
+				}
+			}
+			active(start)
+			for _, l := range tc.writes {
+				active(l.now)
+				write(k, l)
+			}
+			var got []foldLog
+			for _, text := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+				if text == "" {
+					continue
+				}
+				var rec struct {
+					Level, Msg string
+					foldLog
+				}
+				if err := json.Unmarshal([]byte(text), &rec); err != nil {
+					t.Fatal(err)
+				}
+				if rec.Level != "WARN" || !strings.Contains(rec.Msg, store.OverflowValue) {
+					t.Errorf("logged %s %q, want a warning naming %s", rec.Level, rec.Msg, store.OverflowValue)
+				}
+				got = append(got, rec.foldLog)
+			}
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("logged\n%+v\nwant\n%+v\n%s", got, tc.want, out.String())
+			}
+		})
+	}
+}
+
+// TestFoldLoggedOnceAcrossSinks: sinks folding at the same time log the rule's fold once.
+func TestFoldLoggedOnceAcrossSinks(t *testing.T) {
+	var out syncBuffer
+	set, err := store.NewSetWith(storetest.Config(1, storetest.CountRule("r0", storetest.OneMin, "path")), nil,
+		store.SetOptions{Shards: 4, Logger: slog.New(slog.NewJSONHandler(&out, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(set.NewSink(), line{labels: []string{key(0)}, now: start})
+	var wg sync.WaitGroup
+	for i := range 4 {
+		k := set.NewSink()
+		wg.Go(func() {
+			for j := range 100 {
+				write(k, line{labels: []string{key(1 + i*100 + j)}, now: start})
+			}
+		})
+	}
+	wg.Wait()
+	if n := strings.Count(out.String(), "\n"); n != 1 {
+		t.Errorf("%d folds logged, want 1:\n%s", n, out.String())
+	}
+}
+
+// syncBuffer is a bytes.Buffer that writers of several goroutines may share.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
