@@ -111,11 +111,11 @@ type aggregation struct {
 // aggregationTable lists the aggregations in the order their families are listed.
 var aggregationTable = []aggregation{
 	{name: "window", suffixes: []string{"_window"}, flag: func(a *Aggregations) *bool { return &a.Window },
-		what: (*Spec).quantity, short: lower((*Spec).quantity),
+		what: (*Spec).quantity, short: (*Spec).WindowQuantity,
 		read: func(st *windows.Stats) (float64, bool) { return st.Sum, true }},
 	{name: "per_second", suffixes: []string{"_window_per_second"}, flag: func(a *Aggregations) *bool { return &a.PerSecond },
 		what: func(s *Spec) string {
-			return "Per-second rate of " + lower((*Spec).quantity)(s) + " (divided by the seconds observed while fewer than the window)"
+			return "Per-second rate of " + s.WindowQuantity() + " (divided by the seconds observed while fewer than the window)"
 		},
 		short: func(*Spec) string { return "per-second rate" },
 		read:  func(st *windows.Stats) (float64, bool) { return st.PerSecond, true }},
@@ -143,14 +143,6 @@ var aggregationTable = []aggregation{
 		}},
 	{name: "distinct", suffixes: []string{DistinctSuffix}, key: "distinct", flag: func(a *Aggregations) *bool { return &a.Distinct },
 		summarised: distinctFamilies, short: func(*Spec) string { return "different distinct: values" }},
-}
-
-// lower is a text of s with its first letter in lower case, to go inside a sentence.
-func lower(text func(s *Spec) string) func(s *Spec) string {
-	return func(s *Spec) string {
-		t := text(s)
-		return strings.ToLower(t[:1]) + t[1:]
-	}
 }
 
 // absent ends the HELP of a family that has no sample for an empty window.
@@ -421,7 +413,7 @@ func (s *Spec) Describe() string {
 		per = append(per, fmt.Sprintf("distribution of %s over %d buckets", s.ValueName, len(s.Buckets)+1))
 	}
 	if t := s.Top; t != nil {
-		per = append(per, fmt.Sprintf("top %d %s by %s", t.K, t.Label, lower((*Spec).quantity)(s)))
+		per = append(per, fmt.Sprintf("top %d %s by %s", t.K, t.Label, s.WindowQuantity()))
 	}
 	for _, a := range aggregationTable {
 		if *a.flag(&s.Aggregations) && a.key != "" {
@@ -437,6 +429,13 @@ func (s *Spec) Describe() string {
 // TotalHelp is the HELP of the rule's _total counter.
 func (s *Spec) TotalHelp() string {
 	return strings.TrimSpace(s.help() + " " + s.quantity() + " since the exporter started.")
+}
+
+// WindowQuantity is what the rule's `_window` family holds, to go inside a sentence
+// ("matched lines", "sum of bytes").
+func (s *Spec) WindowQuantity() string {
+	q := s.quantity()
+	return strings.ToLower(q[:1]) + q[1:]
 }
 
 // help is the rule's own HELP text as a sentence, or empty.
