@@ -1,6 +1,7 @@
 package status
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"html"
@@ -9,6 +10,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -217,4 +219,50 @@ func TestReloadErrors(t *testing.T) {
 			}
 		})
 	}
+}
+
+// blockingWindows holds each read until the test releases it, reporting it on entered.
+type blockingWindows struct {
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (b *blockingWindows) WindowSums() []exporter.WindowSums {
+	b.entered <- struct{}{}
+	<-b.release
+	return []exporter.WindowSums{{Rule: "r", Windows: []time.Duration{time.Minute, 5 * time.Minute}, Sums: []float64{1, 7}}}
+}
+
+// TestWindowsReadOneAtATime: pages asked for at once read the windows one after the
+// other, and a client that leaves while its page waits gets it without the values
+// rather than keeping a read for no one.
+func TestWindowsReadOneAtATime(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		windows := &blockingWindows{entered: make(chan struct{}, 10), release: make(chan struct{})}
+		mux := http.NewServeMux()
+		Register(mux, Options{Name: "test", Source: &fakeSource{cfg: testConfig(t)}, Gatherer: prometheus.NewRegistry(), MetricsPath: "/metrics", Windows: windows})
+		get := func(ctx context.Context) string {
+			rec := httptest.NewRecorder()
+			mux.ServeHTTP(rec, httptest.NewRequestWithContext(ctx, http.MethodGet, "/", nil))
+			return rulesRows(t, rec.Body.String())["r"][5]
+		}
+		first := make(chan string, 1)
+		go func() { first <- get(t.Context()) }()
+		synctest.Wait()
+		left, leave := context.WithCancel(t.Context())
+		second := make(chan string, 1)
+		go func() { second <- get(left) }()
+		synctest.Wait()
+		if n := len(windows.entered); n != 1 {
+			t.Fatalf("%d pages read the windows at once, want 1", n)
+		}
+		leave()
+		if got, want := <-second, "– / matched lines in 5m"; got != want {
+			t.Errorf("the page of a client that left: now %q, want %q", got, want)
+		}
+		close(windows.release)
+		if got, want := <-first, "7 / matched lines in 5m"; got != want {
+			t.Errorf("now %q, want %q", got, want)
+		}
+	})
 }
