@@ -62,7 +62,7 @@ func startStatusExporter(t *testing.T, bin string, o testexec.ServeOptions, args
 func TestStatusPageInBrowser(t *testing.T) {
 	b := startBrowser(t)
 	bin := testexec.BuildExporter(t, testexec.Race)
-	p := startStatusExporter(t, bin, testexec.ServeOptions{})
+	p := startStatusExporter(t, bin, testexec.ServeOptions{}, "--web.enable-lifecycle")
 	p.WaitLines(t, 3)
 
 	// The detector is live: a page that fails to load is reported.
@@ -79,22 +79,29 @@ func TestStatusPageInBrowser(t *testing.T) {
 		Rules    [][]string
 		Inputs   [][]string
 		Reload   string
+		File     string
 		Unsafe   int
 		Scripts  int
 		Sections []string
 	}
 	b.eval(`({
 		title: document.title,
-		rules: [...document.querySelectorAll('#rules ~ table')[0].rows].slice(1).map(r => [...r.cells].slice(0, 5).map(c => c.textContent.trim())),
+		rules: [...document.querySelectorAll('#rules ~ table')[0].rows].slice(1).map(r => [0, 1, 2, 3, 4, 5, 9].map(i => (r.cells[i] || {innerText: ''}).innerText.trim().replaceAll('\n', ' / '))),
 		inputs: [...document.querySelectorAll('#inputs ~ table')[0].rows].slice(1).map(r => [r.cells[0].textContent.trim(), r.cells[2].textContent.trim(), r.cells[4].textContent.trim()]),
 		reload: document.querySelector('#config ~ p').textContent,
+		file: document.querySelector('#config ~ p code').textContent,
 		scripts: document.scripts.length,
 		sections: [...document.querySelectorAll('h2')].map(h => h.id),
 	})`, &page)
+	// Each rule says what it computes, its value in its 5m window now and the regex it runs,
+	// its pattern expanded, then as written.
+	const counts = "counts lines; per window: matched lines, per-second rate"
+	regex := `^(?P<method>[A-Z]+) (?P<path>/\S*) (?P<status>\d{3}) \[(?P<ts>[^\]]+)\]$`
+	reads := "(?:" + regex + ") / as written %{LINE}"
 	wantRules := [][]string{
-		{"http_requests", "counts lines", "2", "none", "2 / 10000"},
-		{"http_server_errors", "counts lines", "1", "none", "1 / 10000"},
-		{"http_requests_by_time", "counts lines, by the line's ts", "2", "none", "1 / 10000"},
+		{"http_requests", counts, "2", "none", "2 / 10000", "2 / matched lines in 5m", reads},
+		{"http_server_errors", counts, "1", "none", "1 / 10000", "1 / matched lines in 5m", reads},
+		{"http_requests_by_time", counts + "; by the line's ts", "2", "none", "1 / 10000", "2 / matched lines in 5m", reads},
 	}
 	if fmt.Sprint(page.Rules) != fmt.Sprint(wantRules) {
 		t.Errorf("rules table:\n got %q\nwant %q", page.Rules, wantRules)
@@ -158,6 +165,45 @@ func TestStatusPageInBrowser(t *testing.T) {
 	if shown.Outcome != "no_match" {
 		t.Errorf("the attack line's first rule: outcome %q, want no_match (the path holds spaces)", shown.Outcome)
 	}
+
+	// A reload of a broken file is refused, and the page says why: each problem with its
+	// line, as text, even where the file holds markup.
+	broken := "rules:\n  - name: broken\n    match: '(?P<x'\n  - name: typo\n    matc: '<img src=x onerror=alert(3)>'\n"
+	if err := os.WriteFile(page.File, []byte(broken), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.Post(p.URL()+"/-/reload", "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadRequest {
+		t.Fatalf("POST /-/reload of a broken file: HTTP %d, want 400", resp.StatusCode)
+	}
+	b.navigate(p.URL()+"/", &problems)
+	var refused struct {
+		Reload, Errors string
+		Elements, Imgs int
+	}
+	b.eval(`({
+		reload: document.querySelector('#config ~ p').textContent,
+		errors: (document.querySelector('#reload-errors') || {textContent: ''}).textContent,
+		elements: document.querySelectorAll('#reload-errors *').length,
+		imgs: document.images.length,
+	})`, &refused)
+	if !strings.Contains(refused.Reload, "the last reload was refused") {
+		t.Errorf("config section says %q", refused.Reload)
+	}
+	for _, want := range []string{page.File + `:3: rule "broken": match: invalid regex`, page.File + `:5: rule "typo": unknown key "matc"`} {
+		if !strings.Contains(refused.Errors, want) {
+			t.Errorf("the reload errors lack %q:\n%s", want, refused.Errors)
+		}
+	}
+	if refused.Elements != 0 || refused.Imgs != 0 {
+		t.Errorf("the reload errors made %d elements, %d images", refused.Elements, refused.Imgs)
+	}
+	b.screenshot("reload-refused.png")
+
 	time.Sleep(200 * time.Millisecond) // let late console events arrive before the last look
 	b.drain(&problems)
 	if len(problems) > 0 {

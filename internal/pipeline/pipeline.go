@@ -85,7 +85,7 @@ type Pipeline struct {
 	inputs      map[string]*stream // by config.Input.Source
 	starting    bool               // Start is starting the inputs: warm start applies
 	stopped     bool
-	reloadOK    bool
+	reloadErr   error // why the last reload was refused; nil when it applied
 	lastSuccess time.Time
 }
 
@@ -112,7 +112,7 @@ func Start(cfg *config.Config, opts Options) (*Pipeline, error) {
 		p.stopInputs(nil)
 		return nil, err
 	}
-	p.reloadOK, p.lastSuccess = true, opts.Now()
+	p.lastSuccess = opts.Now()
 	p.expiring = make(chan struct{})
 	p.expired.Go(func() {
 		t := time.NewTicker(expireEvery)
@@ -151,7 +151,7 @@ func (p *Pipeline) ReloadFile() error {
 	}
 	cfg, err := config.Load(p.gen.Load().cfg.File)
 	if err != nil {
-		p.reloadOK = false
+		p.reloadErr = err
 		return err
 	}
 	return p.reload(cfg)
@@ -172,7 +172,7 @@ func (p *Pipeline) Reload(cfg *config.Config) error {
 func (p *Pipeline) reload(cfg *config.Config) error {
 	gen, err := newGeneration(cfg, p.gen.Load(), p.opts)
 	if err != nil {
-		p.reloadOK = false
+		p.reloadErr = err
 		return err
 	}
 	p.gen.Store(gen)
@@ -183,10 +183,10 @@ func (p *Pipeline) reload(cfg *config.Config) error {
 	if err := p.syncInputs(cfg); err != nil {
 		// The rules are in force; an input that cannot start is reported as a failed reload
 		// so the operator looks, while every other input keeps running.
-		p.reloadOK = false
+		p.reloadErr = err
 		return err
 	}
-	p.reloadOK, p.lastSuccess = true, p.opts.Now()
+	p.reloadErr, p.lastSuccess = nil, p.opts.Now()
 	return nil
 }
 
@@ -238,7 +238,15 @@ func (p *Pipeline) Collector() *exporter.Collector {
 func (p *Pipeline) reloadStats() exporter.ReloadStats {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return exporter.ReloadStats{Successful: p.reloadOK, LastSuccess: p.lastSuccess}
+	return exporter.ReloadStats{Successful: p.reloadErr == nil, LastSuccess: p.lastSuccess}
+}
+
+// ReloadError is why the last reload was refused (the config's problems, one per line, or
+// an input that could not start); nil when it applied.
+func (p *Pipeline) ReloadError() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.reloadErr
 }
 
 func (p *Pipeline) inputStats() []exporter.InputStats {

@@ -98,8 +98,10 @@ type aggregation struct {
 	key string
 	// what says what its family holds, for HELP (see Rule.WindowFamilies), and read gives
 	// a window's value of it from what the wheels keep, false when the window has none.
-	what func(s *Spec) string
-	read func(st *windows.Stats) (float64, bool)
+	// short names what it holds in a few words, for Describe.
+	what  func(s *Spec) string
+	short func(s *Spec) string
+	read  func(st *windows.Stats) (float64, bool)
 	// summarised, for an aggregation read from a per-slot summary instead (what and read
 	// are then nil), gives its families; summary is the index of its summary kind among a
 	// window's summaries.
@@ -109,31 +111,38 @@ type aggregation struct {
 // aggregationTable lists the aggregations in the order their families are listed.
 var aggregationTable = []aggregation{
 	{name: "window", suffixes: []string{"_window"}, flag: func(a *Aggregations) *bool { return &a.Window },
-		what: (*Spec).quantity, read: func(st *windows.Stats) (float64, bool) { return st.Sum, true }},
+		what: (*Spec).quantity, short: (*Spec).WindowQuantity,
+		read: func(st *windows.Stats) (float64, bool) { return st.Sum, true }},
 	{name: "per_second", suffixes: []string{"_window_per_second"}, flag: func(a *Aggregations) *bool { return &a.PerSecond },
 		what: func(s *Spec) string {
-			q := s.quantity()
-			return "Per-second rate of " + strings.ToLower(q[:1]) + q[1:] + " (divided by the seconds observed while fewer than the window)"
+			return "Per-second rate of " + s.WindowQuantity() + " (divided by the seconds observed while fewer than the window)"
 		},
-		read: func(st *windows.Stats) (float64, bool) { return st.PerSecond, true }},
+		short: func(*Spec) string { return "per-second rate" },
+		read:  func(st *windows.Stats) (float64, bool) { return st.PerSecond, true }},
 	{name: "events", suffixes: []string{"_window_events"}, value: true, keep: keepEvents, flag: func(a *Aggregations) *bool { return &a.Events },
-		what: func(*Spec) string { return "Matched lines" },
+		what: func(*Spec) string { return "Matched lines" }, short: func(*Spec) string { return "matched lines" },
 		read: func(st *windows.Stats) (float64, bool) { return st.Events, true }},
 	// An empty window has no largest, smallest or mean value: the sample is left out rather
 	// than exported as NaN, which dashboards draw badly. Max and Min are NaN exactly then.
 	{name: "max", suffixes: []string{"_window_max"}, value: true, keep: keepExtrema, flag: func(a *Aggregations) *bool { return &a.Max },
-		what: func(s *Spec) string { return "Largest " + s.ValueName + absent },
+		what: func(s *Spec) string { return "Largest " + s.ValueName + absent }, short: func(s *Spec) string { return "largest " + s.ValueName },
 		read: func(st *windows.Stats) (float64, bool) { return st.Max, !math.IsNaN(st.Max) }},
 	{name: "min", suffixes: []string{"_window_min"}, value: true, keep: keepExtrema, flag: func(a *Aggregations) *bool { return &a.Min },
-		what: func(s *Spec) string { return "Smallest " + s.ValueName + absent },
+		what: func(s *Spec) string { return "Smallest " + s.ValueName + absent }, short: func(s *Spec) string { return "smallest " + s.ValueName },
 		read: func(st *windows.Stats) (float64, bool) { return st.Min, !math.IsNaN(st.Min) }},
 	{name: "mean", suffixes: []string{"_window_mean"}, value: true, keep: keepEvents, flag: func(a *Aggregations) *bool { return &a.Mean },
-		what: func(s *Spec) string { return "Mean " + s.ValueName + absent },
+		what: func(s *Spec) string { return "Mean " + s.ValueName + absent }, short: func(s *Spec) string { return "mean " + s.ValueName },
 		read: func(st *windows.Stats) (float64, bool) { return st.Sum / st.Events, st.Events > 0 }},
 	{name: "quantiles", value: true, keep: keepQuantiles, flag: func(a *Aggregations) *bool { return &a.Quantiles },
-		summarised: quantileFamilies},
+		summarised: quantileFamilies, short: func(s *Spec) string {
+			var ps []string
+			for _, q := range s.Quantiles {
+				ps = append(ps, strings.TrimPrefix(QuantileSuffix(q), "_window_"))
+			}
+			return strings.Join(ps, " ") + " of " + s.ValueName
+		}},
 	{name: "distinct", suffixes: []string{DistinctSuffix}, key: "distinct", flag: func(a *Aggregations) *bool { return &a.Distinct },
-		summarised: distinctFamilies},
+		summarised: distinctFamilies, short: func(*Spec) string { return "different distinct: values" }},
 }
 
 // absent ends the HELP of a family that has no sample for an empty window.
@@ -386,9 +395,47 @@ func distinctFamilies(s *Spec, summary int) []Family {
 	}}
 }
 
+// Describe says in a few words what the rule computes, for people reading a list of
+// rules: what its `_total` counts, then what each of its windows holds, in the order of
+// its families ("counts lines; per window: matched lines, top 10 path by matched lines").
+func (s *Spec) Describe() string {
+	text := "counts lines"
+	if s.IsValue() {
+		text = "sums " + s.ValueName
+	}
+	var per []string
+	for _, a := range aggregationTable {
+		if *a.flag(&s.Aggregations) && (!a.value || s.IsValue()) && a.key == "" {
+			per = append(per, a.short(s))
+		}
+	}
+	if len(s.Buckets) > 0 {
+		per = append(per, fmt.Sprintf("distribution of %s over %d buckets", s.ValueName, len(s.Buckets)+1))
+	}
+	if t := s.Top; t != nil {
+		per = append(per, fmt.Sprintf("top %d %s by %s", t.K, t.Label, s.WindowQuantity()))
+	}
+	for _, a := range aggregationTable {
+		if *a.flag(&s.Aggregations) && a.key != "" {
+			per = append(per, a.short(s))
+		}
+	}
+	if len(per) > 0 {
+		text += "; per window: " + strings.Join(per, ", ")
+	}
+	return text
+}
+
 // TotalHelp is the HELP of the rule's _total counter.
 func (s *Spec) TotalHelp() string {
 	return strings.TrimSpace(s.help() + " " + s.quantity() + " since the exporter started.")
+}
+
+// WindowQuantity is what the rule's `_window` family holds, to go inside a sentence
+// ("matched lines", "sum of bytes").
+func (s *Spec) WindowQuantity() string {
+	q := s.quantity()
+	return strings.ToLower(q[:1]) + q[1:]
 }
 
 // help is the rule's own HELP text as a sentence, or empty.

@@ -204,6 +204,7 @@ func NewMux(p *pipeline.Pipeline, coll *exporter.Collector, reg *prometheus.Regi
 		Name:        o.Name,
 		Source:      p,
 		Gatherer:    reg,
+		Windows:     coll,
 		MetricsPath: o.MetricsPath,
 		Logger:      logger,
 		LineTester:  o.LineTester,

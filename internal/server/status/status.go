@@ -22,6 +22,7 @@ import (
 	"github.com/prometheus/common/version"
 
 	"github.com/logwindow/logwindow_exporter/config"
+	"github.com/logwindow/logwindow_exporter/exporter"
 	"github.com/logwindow/logwindow_exporter/internal/explain"
 )
 
@@ -53,18 +54,31 @@ type Source interface {
 	Config() *config.Config
 	// Explain explains a line as input would count it now, without counting it.
 	Explain(input string, line []byte) explain.Line
+	// ReloadError is why the last reload was refused; nil when it applied.
+	ReloadError() error
+}
+
+// WindowReader reads what each rule holds in its windows now: exporter.Collector.
+type WindowReader interface {
+	WindowSums() []exporter.WindowSums
 }
 
 // Options configure the page.
 type Options struct {
-	Name        string // the program's name, the page's title
-	Source      Source
-	Gatherer    prometheus.Gatherer // the registry /metrics serves
+	Name     string // the program's name, the page's title
+	Source   Source
+	Gatherer prometheus.Gatherer // the registry /metrics serves
+	// Windows reads the rules' windows, as /metrics does; nil shows none.
+	Windows     WindowReader
 	MetricsPath string
 	Logger      *slog.Logger
 	// LineTester shows the line tester and serves ExplainPath; off, the page has no form
 	// and ExplainPath answers 403.
 	LineTester bool
+
+	// reading lets one request at a time read the rules' windows, so that pages asked for
+	// at once cost a core at most, however many there are.
+	reading chan struct{}
 }
 
 //go:embed page.html
@@ -81,6 +95,7 @@ func Register(mux *http.ServeMux, o Options) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
+	o.reading = make(chan struct{}, 1)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/" {
 			http.NotFound(w, r)
@@ -91,7 +106,7 @@ func Register(mux *http.ServeMux, o Options) {
 			http.Error(w, "Use GET.", http.StatusMethodNotAllowed)
 			return
 		}
-		o.render(w, o.view())
+		o.render(w, o.view(r.Context()))
 	})
 	mux.Handle(ExplainPath, &lineTester{o: &o, admit: make(chan struct{}, explainRequests), explain: make(chan struct{}, 1)})
 }
@@ -144,7 +159,7 @@ func (lt *lineTester) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case <-r.Context().Done():
 		return
 	}
-	v := lt.o.view()
+	v := lt.o.view(r.Context())
 	reply, err := lt.o.explainPage(v, r.PostForm.Get("input"), r.PostForm.Get("lines"))
 	<-lt.explain
 	if err != nil {

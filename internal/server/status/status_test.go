@@ -15,11 +15,14 @@ import (
 // fakeSource explains every line as counted by one rule with the line as its label, its
 // top value and its distinct text.
 type fakeSource struct {
-	cfg   *config.Config
-	input string // the input of the last line explained
+	cfg       *config.Config
+	input     string // the input of the last line explained
+	reloadErr error
 }
 
 func (f *fakeSource) Config() *config.Config { return f.cfg }
+
+func (f *fakeSource) ReloadError() error { return f.reloadErr }
 
 func (f *fakeSource) Explain(input string, line []byte) explain.Line {
 	f.input = input

@@ -1,6 +1,7 @@
 package status
 
 import (
+	"context"
 	"html/template"
 	"math"
 	"slices"
@@ -12,6 +13,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/logwindow/logwindow_exporter/config"
+	"github.com/logwindow/logwindow_exporter/exporter"
 	"github.com/logwindow/logwindow_exporter/internal/selfmetric"
 )
 
@@ -23,10 +25,15 @@ type view struct {
 	ConfigFile        string
 	Reload            string
 	ReloadOK          bool
-	Inputs            []inputRow
-	InputNames        []string
-	Rules             []ruleRow
-	Build             []pair
+	// ReloadErrors say why the last reload was refused, one problem a line, at most
+	// maxReloadErrors of them; ReloadErrorsMore are those left out.
+	ReloadErrors     []string
+	ReloadErrorsMore int
+	Inputs           []inputRow
+	InputNames       []string
+	Rules            []ruleRow
+	ShownWindow      string // the window of the rules' column "now"
+	Build            []pair
 
 	// The line tester, when it is on: its bounds, what was posted and what it gave.
 	LineTester        bool
@@ -52,9 +59,41 @@ type inputRow struct {
 }
 
 type ruleRow struct {
-	Name, Match, Expanded, Windows, Inputs, Kind string
-	Matched, Series, Limit, Overflow             string
-	Dropped                                      []pair
+	Name, Windows, Inputs, Kind      string
+	Matched, Series, Limit, Overflow string
+	Dropped                          []pair
+	// Regex is the regex the rule runs, its %{PATTERN}s expanded, and Written the regex as
+	// written when that differs. A rule reading its input's log format or fields has none:
+	// Reads names what it reads instead (the format, or the fields' syntax) and Captures
+	// are the captures it uses.
+	Regex, Written string
+	Reads          string
+	Captures       []string
+	// Now is the rule's `_window` in Window summed over its series: What (matched lines,
+	// or the sum of its value). "–" when it cannot be read.
+	Now, What, Window string
+}
+
+// maxReloadErrors bounds the problems of a refused reload the page shows (the log has
+// them all), and maxErrorBytes each one's length, so a page stays small whatever the file.
+const (
+	maxReloadErrors = 20
+	maxErrorBytes   = 1000
+)
+
+// shownWindow is the window whose value the page shows beside each rule: 5m, the window
+// people look at first; a rule without it shows its shortest longer window, else its
+// longest.
+const shownWindow = 5 * time.Minute
+
+// pickWindow returns the index of the window shown among ws (ascending, never empty).
+func pickWindow(ws []time.Duration) int {
+	for i, w := range ws {
+		if w >= shownWindow {
+			return i
+		}
+	}
+	return len(ws) - 1
 }
 
 // metrics indexes gathered families by name, then by their labels' values.
@@ -131,11 +170,11 @@ func inputLabel(in config.Input) string {
 	return in.Source()
 }
 
-// view gathers the registry and lays out the page.
-func (o *Options) view() *view {
+// view gathers the registry, reads the rules' windows and lays out the page.
+func (o *Options) view(ctx context.Context) *view {
 	cfg := o.Source.Config()
 	v := &view{Name: o.Name, MetricsPath: o.MetricsPath, ConfigFile: cfg.File, Build: buildInfo(),
-		Rendered:   time.Now().UTC().Format(time.RFC3339),
+		Rendered: time.Now().UTC().Format(time.RFC3339), ShownWindow: model.Duration(shownWindow).String(),
 		LineTester: o.LineTester, MaxLines: MaxExplainLines, MaxBody: size(MaxExplainBody), MaxReply: size(MaxExplainReply)}
 	m := metrics{}
 	families, err := o.Gatherer.Gather()
@@ -160,6 +199,19 @@ func (o *Options) view() *view {
 	if atFound && at > 0 {
 		v.Reload += ", last success " + time.Unix(int64(at), 0).UTC().Format(time.RFC3339)
 	}
+	if err := o.Source.ReloadError(); err != nil {
+		for i, line := range strings.Split(err.Error(), "\n") {
+			if i >= maxReloadErrors {
+				v.ReloadErrorsMore++
+				continue
+			}
+			if len(line) > maxErrorBytes {
+				line = strings.ToValidUTF8(line[:maxErrorBytes], "") + " …"
+			}
+			v.ReloadErrors = append(v.ReloadErrors, line)
+		}
+	}
+	sums := o.windowSums(ctx)
 	for _, in := range cfg.Inputs {
 		v.Inputs = append(v.Inputs, newInputRow(m, in))
 		if in.Name != "" {
@@ -167,9 +219,28 @@ func (o *Options) view() *view {
 		}
 	}
 	for _, r := range cfg.Rules {
-		v.Rules = append(v.Rules, newRuleRow(m, r))
+		v.Rules = append(v.Rules, newRuleRow(m, r, sums[r.Name]))
 	}
 	return v
+}
+
+// windowSums reads the rules' windows by rule name, one request at a time; nil when the
+// page has no WindowReader or the request ends while it waits.
+func (o *Options) windowSums(ctx context.Context) map[string]exporter.WindowSums {
+	if o.Windows == nil {
+		return nil
+	}
+	select {
+	case o.reading <- struct{}{}:
+		defer func() { <-o.reading }()
+	case <-ctx.Done():
+		return nil
+	}
+	out := map[string]exporter.WindowSums{}
+	for _, ws := range o.Windows.WindowSums() {
+		out[ws.Rule] = ws
+	}
+	return out
 }
 
 func newInputRow(m metrics, in config.Input) inputRow {
@@ -200,23 +271,40 @@ func newInputRow(m metrics, in config.Input) inputRow {
 	return row
 }
 
-func newRuleRow(m metrics, r *config.Rule) ruleRow {
-	match := r.Match
-	if f := r.LogFormat; f != nil {
-		match = f.Key() + ": " + f.Describe()
-	}
-	row := ruleRow{Name: r.Name, Match: match, Expanded: r.Expanded,
+func newRuleRow(m metrics, r *config.Rule, sums exporter.WindowSums) ruleRow {
+	row := ruleRow{Name: r.Name,
 		Matched:  m.text(selfmetric.RuleMatchedLines.Name, "rule", r.Name),
 		Series:   m.text(selfmetric.RuleSeries.Name, "rule", r.Name),
 		Limit:    m.text(selfmetric.RuleSeriesLimit.Name, "rule", r.Name),
 		Overflow: m.text(selfmetric.SeriesOverflow.Name, "rule", r.Name),
-		Kind:     "counts lines",
-	}
-	if r.IsValueRule() {
-		row.Kind = "sums " + r.ValueName
+		Kind:     r.Describe(),
+		What:     r.WindowQuantity(),
+		Now:      "–",
 	}
 	if r.Timestamp != nil {
-		row.Kind += ", by the line's " + r.Timestamp.CaptureName
+		row.Kind += "; by the line's " + r.Timestamp.CaptureName
+	}
+	switch {
+	case r.LogFormat != nil:
+		row.Reads = r.LogFormat.Key() + ": " + r.LogFormat.Describe()
+		row.Captures = capturesUsed(r)
+	case r.Regexp == nil:
+		row.Reads = r.Format.String() + " fields"
+		row.Captures = capturesUsed(r)
+	default:
+		row.Regex = r.Expanded
+		if r.Match != r.Expanded {
+			row.Written = r.Match
+		}
+	}
+	i := pickWindow(r.Windows)
+	row.Window = model.Duration(r.Windows[i]).String()
+	// The sums are read from the store in use, which a reload may have changed since the
+	// config was: they are shown only for the same window.
+	for j, w := range sums.Windows {
+		if w == r.Windows[i] && j < len(sums.Sums) {
+			row.Now = number(sums.Sums[j])
+		}
 	}
 	var ws []string
 	for _, w := range r.Windows {
@@ -233,4 +321,57 @@ func newRuleRow(m metrics, r *config.Rule) ruleRow {
 		}
 	}
 	return row
+}
+
+// capturesUsed names the captures a rule reads, in the order of their indexes: those its
+// labels, value, timestamp, filters and summaries' texts refer to.
+func capturesUsed(r *config.Rule) []string {
+	var used []int
+	templates := make([]config.Template, 0, len(r.Labels)+len(r.Items))
+	for _, l := range r.Labels {
+		templates = append(templates, l.Template)
+	}
+	for _, it := range r.Items {
+		templates = append(templates, it.Template)
+	}
+	for _, t := range templates {
+		for _, p := range t {
+			used = append(used, p.Capture)
+		}
+	}
+	used = append(used, r.ValueCapture)
+	if r.Timestamp != nil {
+		used = append(used, r.Timestamp.Capture)
+	}
+	for _, w := range slices.Concat(r.Where, r.WhereNot) {
+		used = append(used, w.Capture)
+	}
+	slices.Sort(used)
+	var names []string
+	for _, i := range slices.Compact(used) {
+		if name := captureName(r, i); name != "" {
+			names = append(names, name)
+		}
+	}
+	return names
+}
+
+// captureName is the name of a rule's capture i: a regex group's or a field's, then the
+// captures its log format derives, then its path captures; "" for the whole line (0) and
+// for what is no capture (a literal's -1, a wrapper's time).
+func captureName(r *config.Rule, i int) string {
+	read, all := r.Read(), r.Captures()
+	switch {
+	case i <= 0:
+		return ""
+	case i <= read && r.Regexp != nil:
+		return r.Regexp.SubexpNames()[i]
+	case i <= read:
+		return r.Fields[i-1].Capture
+	case i <= all:
+		return r.Derived[i-read-1].Name
+	case i-all <= len(r.PathCaptures):
+		return r.PathCaptures[i-all-1]
+	}
+	return ""
 }

@@ -1,0 +1,268 @@
+package status
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"html"
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/logwindow/logwindow_exporter/config"
+	"github.com/logwindow/logwindow_exporter/exporter"
+)
+
+// pageRules are rules of every kind the rules table describes: a regex with a pattern, a
+// log format's captures, a value, a distinct count and top values, an event-time rule,
+// and windows without 5m.
+const pageRules = `
+global: {windows: [1m, 5m]}
+inputs:
+  - {name: web, path: /web.log, log_format: combined}
+  - {name: app, path: /app.log}
+patterns:
+  WORD: '[a-z]+'
+rules:
+  - name: app_lines
+    inputs: [app]
+    match: 'level=(?P<level>%{WORD})'
+    labels: {level: '${level}'}
+  - name: web_requests
+    inputs: [web]
+    labels: {method: '${request_method}', status_class: '${status_class}'}
+    where: {status: '^5'}
+  - name: web_body_bytes
+    inputs: [web]
+    value: body_bytes_sent
+    aggregations: [window, max]
+    timestamp: {capture: time_local}
+  - name: web_clients
+    inputs: [web]
+    distinct: '${remote_addr}'
+    windows: [1m, 1h]
+  - name: web_paths
+    inputs: [web]
+    labels: {path: '${uri}'}
+    top: {label: path, k: 10}
+    windows: [10s, 1m]
+`
+
+// fakeWindows serves fixed window sums, counting the reads.
+type fakeWindows struct {
+	sums  []exporter.WindowSums
+	reads int
+}
+
+func (f *fakeWindows) WindowSums() []exporter.WindowSums {
+	f.reads++
+	return f.sums
+}
+
+// getPage renders the page of o and returns it as text, its markup removed and entities
+// decoded, with the raw HTML.
+func getPage(t *testing.T, o Options) (text, raw string) {
+	t.Helper()
+	mux := http.NewServeMux()
+	Register(mux, o)
+	rec := httptest.NewRecorder()
+	mux.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/", nil))
+	if rec.Code != http.StatusOK {
+		t.Fatalf("GET /: HTTP %d: %.300s", rec.Code, rec.Body)
+	}
+	raw = rec.Body.String()
+	text = regexp.MustCompile(`<[^>]*>`).ReplaceAllString(raw, "")
+	return html.UnescapeString(text), raw
+}
+
+// rulesRows are the cells of the rules table, as text with spaces collapsed, by rule.
+func rulesRows(t *testing.T, raw string) map[string][]string {
+	t.Helper()
+	table := raw[strings.Index(raw, `<h2 id="rules">`):]
+	table = table[:strings.Index(table, "</table>")]
+	rows := map[string][]string{}
+	for _, tr := range strings.Split(table, "<tr>")[2:] {
+		var cells []string
+		for _, td := range strings.Split(tr, "<td")[1:] {
+			td = td[strings.Index(td, ">")+1:]
+			td = regexp.MustCompile(`<br>`).ReplaceAllString(td, " / ")
+			td = html.UnescapeString(regexp.MustCompile(`<[^>]*>`).ReplaceAllString(td, ""))
+			cells = append(cells, strings.Join(strings.Fields(td), " "))
+		}
+		rows[cells[0]] = cells
+	}
+	return rows
+}
+
+// TestRulesTable: each rule says what it computes, what it reads (the regex with its
+// patterns expanded, or its log format and the captures it uses) and its value now.
+func TestRulesTable(t *testing.T) {
+	cfg, err := config.Parse([]byte(pageRules), "rules.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	windows := &fakeWindows{sums: []exporter.WindowSums{
+		{Rule: "app_lines", Windows: []time.Duration{time.Minute, 5 * time.Minute}, Sums: []float64{4, 312}},
+		{Rule: "web_requests", Windows: []time.Duration{time.Minute, 5 * time.Minute}, Sums: []float64{1, 2}},
+		{Rule: "web_body_bytes", Windows: []time.Duration{time.Minute, 5 * time.Minute}, Sums: []float64{10, 1.5e9}},
+		{Rule: "web_clients", Windows: []time.Duration{time.Minute, time.Hour}, Sums: []float64{3, 7}},
+		// web_paths is read from a store whose windows are not the config's: not shown.
+		{Rule: "web_paths", Windows: []time.Duration{10 * time.Second}, Sums: []float64{9}},
+	}}
+	_, raw := getPage(t, Options{Name: "test", Source: &fakeSource{cfg: cfg}, Gatherer: prometheus.NewRegistry(),
+		MetricsPath: "/metrics", Windows: windows})
+	rows := rulesRows(t, raw)
+	// rule, computes, the value now and its window, reads.
+	want := map[string][4]string{
+		"app_lines": {"counts lines; per window: matched lines, per-second rate", "312 / matched lines in 5m",
+			"(?P<level>(?:[a-z]+))", "level=(?P<level>(?:[a-z]+)) / as written level=(?P<level>%{WORD})"},
+		"web_requests": {"counts lines; per window: matched lines, per-second rate", "2 / matched lines in 5m",
+			"", "log_format: combined / captures status, request_method, status_class"},
+		"web_body_bytes": {"sums body_bytes_sent; per window: sum of body_bytes_sent, largest body_bytes_sent; by the line's time_local",
+			"1500000000 / sum of body_bytes_sent in 5m", "", "log_format: combined / captures time_local, body_bytes_sent"},
+		"web_clients": {"counts lines; per window: matched lines, per-second rate, different distinct: values", "7 / matched lines in 1h",
+			"", "log_format: combined / captures remote_addr"},
+		"web_paths": {"counts lines; per window: matched lines, per-second rate, top 10 path by matched lines", "– / matched lines in 1m",
+			"", "log_format: combined / captures uri"},
+	}
+	for name, w := range want {
+		t.Run(name, func(t *testing.T) {
+			row := rows[name]
+			if len(row) != 10 {
+				t.Fatalf("row %q", row)
+			}
+			if row[1] != w[0] {
+				t.Errorf("computes %q\nwant %q", row[1], w[0])
+			}
+			if row[5] != w[1] {
+				t.Errorf("now %q, want %q", row[5], w[1])
+			}
+			reads := w[3]
+			if w[2] != "" && !strings.Contains(reads, w[2]) {
+				t.Fatalf("bad test: %q does not hold %q", reads, w[2])
+			}
+			if row[9] != reads {
+				t.Errorf("reads %q\nwant %q", row[9], reads)
+			}
+		})
+	}
+	if windows.reads != 1 {
+		t.Errorf("the windows were read %d times for one page", windows.reads)
+	}
+}
+
+// TestReloadErrors: a refused reload shows why, each problem as text (never markup), at
+// most maxReloadErrors of them, each at most maxErrorBytes long.
+func TestReloadErrors(t *testing.T) {
+	cfg, err := config.Parse([]byte("inputs: [{name: web, path: /x.log}]\nrules: [{name: r, match: 'x'}]\n"), "rules.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, loadErr := config.Parse([]byte("rules:\n  - name: a\n    match: '(?P<x'\n  - name: b\n    matc: '<script>alert(1)</script>'\n"), "rules.yaml")
+	if loadErr == nil {
+		t.Fatal("the broken file loads")
+	}
+	var many []string
+	for i := range maxReloadErrors + 5 {
+		many = append(many, fmt.Sprintf("rules.yaml:%d: rule %q: %s", i+1, "r", strings.Repeat("x", 2*maxErrorBytes)))
+	}
+	cases := []struct {
+		name      string
+		err       error
+		want      []string // lines of the page's text
+		more      string
+		maxLength int
+	}{
+		{"loaded", nil, nil, "", 0},
+		{"config problems", loadErr, strings.Split(loadErr.Error(), "\n"), "", 0},
+		{"too many, too long", errors.New(strings.Join(many, "\n")), nil, "and 5 more problems", maxErrorBytes + len(" …")},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			reg := prometheus.NewRegistry()
+			text, raw := getPage(t, Options{Name: "test", Source: &fakeSource{cfg: cfg, reloadErr: c.err}, Gatherer: reg, MetricsPath: "/metrics"})
+			if strings.Contains(raw, "<script>") {
+				t.Errorf("a problem's text is markup in the page")
+			}
+			if c.err == nil {
+				if strings.Contains(raw, "reload-errors") {
+					t.Errorf("a config that loaded shows reload errors")
+				}
+				return
+			}
+			pre := raw[strings.Index(raw, `<pre class="bad" id="reload-errors">`):]
+			pre = html.UnescapeString(pre[strings.Index(pre, ">")+1 : strings.Index(pre, "</pre>")])
+			lines := strings.Split(strings.TrimSuffix(pre, "\n"), "\n")
+			for _, w := range c.want {
+				if !strings.Contains(pre, w) {
+					t.Errorf("the page lacks the problem %q:\n%s", w, pre)
+				}
+			}
+			if c.maxLength > 0 {
+				if len(lines) != maxReloadErrors {
+					t.Errorf("%d problems shown, want %d", len(lines), maxReloadErrors)
+				}
+				for _, l := range lines {
+					if len(l) > c.maxLength {
+						t.Errorf("a problem of %d bytes shown", len(l))
+					}
+				}
+			}
+			if !strings.Contains(text, c.more) {
+				t.Errorf("the page does not say %q", c.more)
+			}
+		})
+	}
+}
+
+// blockingWindows holds each read until the test releases it, reporting it on entered.
+type blockingWindows struct {
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (b *blockingWindows) WindowSums() []exporter.WindowSums {
+	b.entered <- struct{}{}
+	<-b.release
+	return []exporter.WindowSums{{Rule: "r", Windows: []time.Duration{time.Minute, 5 * time.Minute}, Sums: []float64{1, 7}}}
+}
+
+// TestWindowsReadOneAtATime: pages asked for at once read the windows one after the
+// other, and a client that leaves while its page waits gets it without the values
+// rather than keeping a read for no one.
+func TestWindowsReadOneAtATime(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		windows := &blockingWindows{entered: make(chan struct{}, 10), release: make(chan struct{})}
+		mux := http.NewServeMux()
+		Register(mux, Options{Name: "test", Source: &fakeSource{cfg: testConfig(t)}, Gatherer: prometheus.NewRegistry(), MetricsPath: "/metrics", Windows: windows})
+		get := func(ctx context.Context) string {
+			rec := httptest.NewRecorder()
+			mux.ServeHTTP(rec, httptest.NewRequestWithContext(ctx, http.MethodGet, "/", nil))
+			return rulesRows(t, rec.Body.String())["r"][5]
+		}
+		first := make(chan string, 1)
+		go func() { first <- get(t.Context()) }()
+		synctest.Wait()
+		left, leave := context.WithCancel(t.Context())
+		second := make(chan string, 1)
+		go func() { second <- get(left) }()
+		synctest.Wait()
+		if n := len(windows.entered); n != 1 {
+			t.Fatalf("%d pages read the windows at once, want 1", n)
+		}
+		leave()
+		if got, want := <-second, "– / matched lines in 5m"; got != want {
+			t.Errorf("the page of a client that left: now %q, want %q", got, want)
+		}
+		close(windows.release)
+		if got, want := <-first, "7 / matched lines in 5m"; got != want {
+			t.Errorf("now %q, want %q", got, want)
+		}
+	})
+}
