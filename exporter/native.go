@@ -22,25 +22,33 @@ const nativeSchema = 7
 // span, rather than starting a new span: as client_golang does.
 const maxFilledGap = 2
 
-// nativeOffsets[r] is the native bucket of sketch bin r, r < sketch.BinsPerOctave: bin
-// q·BinsPerOctave + r goes to q·2^nativeSchema + nativeOffsets[r], since the buckets of
-// both are a whole number per power of two.
-var nativeOffsets [sketch.BinsPerOctave]int32
-
-func init() {
-	for r := range nativeOffsets {
-		nativeOffsets[r] = int32(math.Ceil(math.Log2(sketch.BinValue(int32(r))) * (1 << nativeSchema)))
-	}
+// nativeMapping says which native bucket of a schema each sketch bin goes to: bin
+// q·BinsPerOctave + r to q·2^schema + offsets[r], since both have a whole number of
+// buckets per power of two; offsets[r] is the bucket holding the value bin r reports.
+type nativeMapping struct {
+	schema  int32
+	offsets [sketch.BinsPerOctave]int32
 }
 
-// nativeIndex is the native bucket sketch bin i goes to.
-func nativeIndex(i int32) int32 {
+func newNativeMapping(schema int32) *nativeMapping {
+	m := &nativeMapping{schema: schema}
+	for r := range m.offsets {
+		m.offsets[r] = int32(math.Ceil(math.Log2(sketch.BinValue(int32(r))) * math.Exp2(float64(schema))))
+	}
+	return m
+}
+
+// index is the native bucket sketch bin i goes to.
+func (m *nativeMapping) index(i int32) int32 {
 	q, r := i/sketch.BinsPerOctave, i%sketch.BinsPerOctave
 	if r < 0 {
 		q, r = q-1, r+sketch.BinsPerOctave
 	}
-	return q<<nativeSchema + nativeOffsets[r]
+	return q<<m.schema + m.offsets[r]
 }
+
+// nativeBuckets is the mapping of nativeSchema.
+var nativeBuckets = newNativeMapping(nativeSchema)
 
 // nativeHist is a window's distribution as a native histogram: its counts and sum (the
 // sum of the values the bins report, within 1% of the values' for values of one sign), and
@@ -86,7 +94,7 @@ func (x *ruleRead) appendBuckets(q *sketch.Quantiles, neg bool) (bucketRange, fl
 	var sum float64 // of the values the bins report
 	first := true
 	q.Bins(neg, func(i int32, c uint64) {
-		j := nativeIndex(i)
+		j := nativeBuckets.index(i)
 		if gap := j - next; first || gap > maxFilledGap {
 			if first {
 				gap = j
