@@ -20,6 +20,8 @@ import (
 	"google.golang.org/protobuf/encoding/protodelim"
 	"google.golang.org/protobuf/encoding/prototext"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/logwindow/logwindow_exporter/internal/testutil/testexec"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/ from the current output")
@@ -384,4 +386,15 @@ func pythonWithPrometheusClient() string {
 		}
 	}
 	return ""
+}
+
+// TestPromtoolText has promtool check metrics the text scrape of every kind of family:
+// no findings.
+func TestPromtoolText(t *testing.T) {
+	tools := testexec.LookTools(t, "Debian: apt-get install prometheus", "promtool")
+	cmd := exec.Command(tools["promtool"], "check", "metrics")
+	cmd.Stdin = bytes.NewReader(encoded(t, formatScrape(t), nil, expfmt.FmtText))
+	if out, err := cmd.CombinedOutput(); err != nil || len(out) > 0 {
+		t.Fatalf("promtool check metrics: %v\n%s", err, out)
+	}
 }
