@@ -18,12 +18,14 @@ import (
 	"github.com/logwindow/logwindow_exporter/windows"
 )
 
-// The rule families are written here straight from the stores in the text format, not
-// through the registry: a dto.Metric per sample, the registry's consistency checks and its
-// sort cost several times the text itself and leave tens of MB of garbage per scrape of
-// 10,000 series. The registry still gathers the self-metrics and the Go and process
-// collectors, and WriteText merges its families in by name, so the whole is the text the
-// registry would have written (the golden replay files did not change).
+// The rule families are written here straight from the stores, in the text format,
+// OpenMetrics or protobuf (proto.go), not through the registry: a dto.Metric per sample,
+// the registry's consistency checks and its sort cost several times the text itself and
+// leave tens of MB of garbage per scrape of 10,000 series. The registry still gathers the
+// self-metrics and the Go and process collectors, and Encode merges its families in by
+// name, written by expfmt's encoder for the format, so the whole is what promhttp would
+// have written of the registry (the golden replay files did not change), but for what
+// expfmt cannot write: OpenMetrics' _gcount and _gsum, and native gauge histograms.
 
 // flushAt is the size at which the text buffered so far goes to the writer.
 const flushAt = 32 << 10
