@@ -186,7 +186,9 @@ func cpuTime() time.Duration {
 }
 
 // benchWriteText measures the text scrape of set at second now: allocations and CPU.
-func benchWriteText(b *testing.B, set *store.Set, now int64) { benchEncode(b, set, now, expfmt.FmtText) }
+func benchWriteText(b *testing.B, set *store.Set, now int64) {
+	benchEncode(b, set, now, expfmt.FmtText)
+}
 
 // benchEncode measures the scrape of set at second now in format, and its bytes.
 func benchEncode(b *testing.B, set *store.Set, now int64, format expfmt.Format) {
