@@ -398,3 +398,17 @@ func TestPromtoolText(t *testing.T) {
 		t.Fatalf("promtool check metrics: %v\n%s", err, out)
 	}
 }
+
+// TestProtobufTextFormats writes the protobuf text formats: the families of the delimited
+// protobuf as expfmt writes them as text, native histograms included.
+func TestProtobufTextFormats(t *testing.T) {
+	c := formatScrape(t)
+	for _, format := range []expfmt.Format{expfmt.FmtProtoText, expfmt.FmtProtoCompact} {
+		got := string(encoded(t, c, nil, format))
+		for _, want := range []string{`"request_duration_seconds_window_distribution"`, "GAUGE_HISTOGRAM", "schema:", `"http_requests_total"`} {
+			if !strings.Contains(got, want) {
+				t.Errorf("%s: no %s in\n%.2000s", format, want, got)
+			}
+		}
+	}
+}
