@@ -268,11 +268,12 @@ type ruleRead struct {
 	pb     []byte
 	pbCuts []int
 	// natives holds, for a protobuf scrape of a rule with a native histogram, one per
-	// series and window (those of kept counters unused); their spans and deltas are
-	// ranges of spans and deltas.
-	natives []nativeHist
-	spans   []bucketSpan
-	deltas  []int64
+	// series and window (those of kept counters unused), their fields encoded in nativePB;
+	// spans and deltas are where one is made.
+	natives  []nativeHist
+	nativePB []byte
+	spans    []bucketSpan
+	deltas   []int64
 	// tops are the samples of the top values' family, sorted as it is written.
 	tops   []topSample
 	topBuf []sketch.TopValue
@@ -313,7 +314,7 @@ func (c *Collector) read(set *store.Set, x *ruleRead, r *store.Rule, f *families
 	n, nw := len(x.series), len(f.windowPairs)
 	x.labels, x.cuts = x.labels[:0], x.cuts[:0]
 	x.pb, x.pbCuts = x.pb[:0], x.pbCuts[:0]
-	x.natives, x.spans, x.deltas = x.natives[:0], x.spans[:0], x.deltas[:0]
+	x.natives, x.nativePB = x.natives[:0], x.nativePB[:0]
 	x.totals = slices.Grow(x.totals[:0], n)[:n]
 	x.live = slices.Grow(x.live[:0], n)[:n]
 	x.stats = slices.Grow(x.stats[:0], n*nw)[:n*nw]

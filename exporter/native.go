@@ -3,6 +3,8 @@ package exporter
 import (
 	"math"
 
+	"google.golang.org/protobuf/encoding/protowire"
+
 	"github.com/logwindow/logwindow_exporter/internal/sketch"
 	"github.com/logwindow/logwindow_exporter/windows"
 )
@@ -50,18 +52,15 @@ func (m *nativeMapping) index(i int32) int32 {
 // nativeBuckets is the mapping of nativeSchema.
 var nativeBuckets = newNativeMapping(nativeSchema)
 
-// nativeHist is a window's distribution as a native histogram: its counts and sum (the
-// sum of the values the bins report, within 1% of the values' for values of one sign), and
-// the ranges of a ruleRead's spans and deltas that hold its buckets.
+// nativeHist is a window's distribution as a native histogram: its count and sum (the sum
+// of the values the bins report, within 1% of the values' for values of one sign), and
+// where in a ruleRead's nativePB the native fields of its Histogram message are, encoded
+// at the read (a few bytes a bucket, where holding the counts would take eight).
 type nativeHist struct {
-	count, zero uint64
-	sum         float64
-	pos, neg    bucketRange
+	count uint64
+	sum   float64
+	pb    [2]int32
 }
-
-// bucketRange is where one sign's buckets are in a ruleRead: spans[spans[0]:spans[1]],
-// deltas[deltas[0]:deltas[1]].
-type bucketRange struct{ spans, deltas [2]int32 }
 
 // bucketSpan is a run of consecutive buckets: offset is the gap from the previous run (the
 // first run's first bucket), length how many.
@@ -70,48 +69,82 @@ type bucketSpan struct {
 	length uint32
 }
 
-// native makes the native histogram of a window's quantile sketch, its buckets appended
-// to x's; an empty histogram for any other summary.
+// native makes the native histogram of a window's quantile sketch, its fields appended to
+// x.nativePB; an empty histogram for any other summary.
 func (x *ruleRead) native(s windows.Summary) nativeHist {
 	q, ok := s.(*sketch.Quantiles)
 	if !ok {
-		return nativeHist{}
+		q = new(sketch.Quantiles)
 	}
-	nh := nativeHist{count: q.Count(), zero: q.Zeros()}
-	var pos, neg float64
-	nh.pos, pos = x.appendBuckets(q, false)
-	nh.neg, neg = x.appendBuckets(q, true)
-	nh.sum = pos - neg
+	nh := nativeHist{count: q.Count(), pb: [2]int32{int32(len(x.nativePB)), 0}}
+	b := protowire.AppendTag(x.nativePB, fieldHistSchema, protowire.VarintType)
+	b = protowire.AppendVarint(b, protowire.EncodeZigZag(nativeSchema))
+	// Only 0 is in the zero bucket: the sketch counts zeros apart and keeps every other
+	// magnitude it can tell apart (down to sketch.MinMagnitude) in its bins.
+	b = protowire.AppendTag(b, fieldHistZeroThreshold, protowire.Fixed64Type)
+	b = protowire.AppendFixed64(b, 0)
+	b = protowire.AppendTag(b, fieldHistZeroCount, protowire.VarintType)
+	b = protowire.AppendVarint(b, q.Zeros())
+	var neg, pos float64
+	b, neg = x.appendBuckets(b, q, true)
+	if q.Count() == 0 {
+		// A no-op span, so that an empty histogram still reads as a native one (a scraper
+		// tells them from classic ones by their spans or zero bucket).
+		b = protowire.AppendTag(b, fieldHistPosSpan, protowire.BytesType)
+		b = append(b, 4)
+		b = protowire.AppendTag(b, fieldSpanOffset, protowire.VarintType)
+		b = append(b, 0)
+		b = protowire.AppendTag(b, fieldSpanLength, protowire.VarintType)
+		b = append(b, 0)
+	}
+	b, pos = x.appendBuckets(b, q, false)
+	x.nativePB, nh.pb[1], nh.sum = b, int32(len(b)), pos-neg
 	return nh
 }
 
-// appendBuckets appends the buckets of one sign of q to x's spans and deltas, counts as
-// deltas from the bucket before, and returns where they are and the sum of their values.
-func (x *ruleRead) appendBuckets(q *sketch.Quantiles, neg bool) (bucketRange, float64) {
-	r := bucketRange{spans: [2]int32{int32(len(x.spans)), 0}, deltas: [2]int32{int32(len(x.deltas)), 0}}
+// appendBuckets appends to b the spans and deltas (counts as deltas from the bucket
+// before) of one sign of q's bins, and returns the sum of the values they report.
+func (x *ruleRead) appendBuckets(b []byte, q *sketch.Quantiles, neg bool) ([]byte, float64) {
+	spans, deltas := x.spans[:0], x.deltas[:0]
 	var next int32  // the bucket after the last one written
 	var prev int64  // the last bucket's count
 	var sum float64 // of the values the bins report
-	first := true
 	q.Bins(neg, func(i int32, c uint64) {
 		j := nativeBuckets.index(i)
-		if gap := j - next; first || gap > maxFilledGap {
-			if first {
+		if gap := j - next; len(spans) == 0 || gap > maxFilledGap {
+			if len(spans) == 0 {
 				gap = j
 			}
-			x.spans = append(x.spans, bucketSpan{offset: gap})
+			spans = append(spans, bucketSpan{offset: gap})
 		} else {
 			for range gap {
-				x.deltas = append(x.deltas, -prev)
+				deltas = append(deltas, -prev)
 				prev = 0
 			}
-			x.spans[len(x.spans)-1].length += uint32(gap)
+			spans[len(spans)-1].length += uint32(gap)
 		}
-		x.deltas = append(x.deltas, int64(c)-prev)
-		x.spans[len(x.spans)-1].length++
-		prev, next, first = int64(c), j+1, false
+		deltas = append(deltas, int64(c)-prev)
+		spans[len(spans)-1].length++
+		prev, next = int64(c), j+1
 		sum += float64(c) * sketch.BinValue(i)
 	})
-	r.spans[1], r.deltas[1] = int32(len(x.spans)), int32(len(x.deltas))
-	return r, sum
+	x.spans, x.deltas = spans, deltas
+	spanField, deltaField := protowire.Number(fieldHistPosSpan), protowire.Number(fieldHistPosDelta)
+	if neg {
+		spanField, deltaField = fieldHistNegSpan, fieldHistNegDelta
+	}
+	for _, s := range spans {
+		off := protowire.EncodeZigZag(int64(s.offset))
+		b = protowire.AppendTag(b, spanField, protowire.BytesType)
+		b = protowire.AppendVarint(b, uint64(2+protowire.SizeVarint(off)+protowire.SizeVarint(uint64(s.length))))
+		b = protowire.AppendTag(b, fieldSpanOffset, protowire.VarintType)
+		b = protowire.AppendVarint(b, off)
+		b = protowire.AppendTag(b, fieldSpanLength, protowire.VarintType)
+		b = protowire.AppendVarint(b, uint64(s.length))
+	}
+	for _, d := range deltas {
+		b = protowire.AppendTag(b, deltaField, protowire.VarintType)
+		b = protowire.AppendVarint(b, protowire.EncodeZigZag(d))
+	}
+	return b, sum
 }

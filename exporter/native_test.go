@@ -8,6 +8,9 @@ import (
 	"strings"
 	"testing"
 
+	dto "github.com/prometheus/client_model/go"
+	"google.golang.org/protobuf/proto"
+
 	"github.com/logwindow/logwindow_exporter/internal/sketch"
 )
 
@@ -141,36 +144,6 @@ func toNative(q *sketch.Quantiles, schema int32) *refHistogram {
 	return h
 }
 
-// fromRead is the native histogram the exposition wrote into x: its spans and deltas
-// decoded as Prometheus decodes them.
-func fromRead(x *ruleRead, nh *nativeHist) *refHistogram {
-	h := newRefHistogram(nativeSchema)
-	decode := func(r bucketRange, into map[int32]float64) {
-		deltas := x.deltas[r.deltas[0]:r.deltas[1]]
-		var j int32
-		var c int64
-		for k, s := range x.spans[r.spans[0]:r.spans[1]] {
-			if k == 0 {
-				j = s.offset
-			} else {
-				j += s.offset
-			}
-			for range s.length {
-				c += deltas[0]
-				deltas = deltas[1:]
-				if c != 0 {
-					into[j] = float64(c)
-				}
-				j++
-			}
-		}
-	}
-	decode(nh.pos, h.pos)
-	decode(nh.neg, h.neg)
-	h.zero = float64(nh.zero)
-	return h
-}
-
 // quantileError is the relative distance of got from the exact q-quantile of sorted: 0
 // anywhere between the value of rank ⌈q·n⌉ and that of rank ⌊q·n⌋+1 (the lower and upper
 // quantile; they differ only when q·n is whole, and PromQL's two walks take either).
@@ -276,7 +249,7 @@ func TestNativeQuantileError(t *testing.T) {
 	}
 }
 
-// TestNativeFromRead checks that the exposition's spans and deltas hold the buckets of
+// TestNativeFromRead checks that the native fields the read encodes hold the buckets of
 // toNative at nativeSchema: zero-filled gaps, spans, negative buckets and the zero bucket.
 func TestNativeFromRead(t *testing.T) {
 	for _, tc := range nativeCases()[:6] {
@@ -286,10 +259,13 @@ func TestNativeFromRead(t *testing.T) {
 				q.Add(v, nil)
 			}
 			var x ruleRead
-			x.spans = append(x.spans, bucketSpan{offset: 99, length: 1}) // another histogram's
-			x.deltas = append(x.deltas, 5)
+			x.native(&q) // another histogram's, before
 			nh := x.native(&q)
-			got, want := fromRead(&x, &nh), toNative(&q, nativeSchema)
+			var h dto.Histogram
+			if err := proto.Unmarshal(x.nativePB[nh.pb[0]:nh.pb[1]], &h); err != nil {
+				t.Fatal(err)
+			}
+			got, want := nativeFromDTO(t, &h), toNative(&q, nativeSchema)
 			if nh.count != q.Count() || float64(nh.count) != want.count() {
 				t.Errorf("count %d, sketch %d, buckets %v", nh.count, q.Count(), want.count())
 			}

@@ -162,27 +162,7 @@ func (p *protoWriter) histogram(i, wi int, h []float64, nh *nativeHist) {
 		b = protowire.AppendFixed64(b, math.Float64bits(bound))
 	}
 	if nh != nil {
-		b = protowire.AppendTag(b, fieldHistSchema, protowire.VarintType)
-		b = protowire.AppendVarint(b, protowire.EncodeZigZag(nativeSchema))
-		// Only 0 is in the zero bucket: the sketch counts zeros apart and keeps every
-		// other magnitude it can tell apart (down to sketch.MinMagnitude) in its bins.
-		b = protowire.AppendTag(b, fieldHistZeroThreshold, protowire.Fixed64Type)
-		b = protowire.AppendFixed64(b, 0)
-		b = protowire.AppendTag(b, fieldHistZeroCount, protowire.VarintType)
-		b = protowire.AppendVarint(b, nh.zero)
-		x := p.x
-		b = appendSpans(b, fieldHistNegSpan, fieldHistNegDelta, x, nh.neg)
-		if nh.pos.spans[0] == nh.pos.spans[1] && nh.neg.spans[0] == nh.neg.spans[1] && nh.zero == 0 {
-			// A no-op span, so that an empty histogram still reads as a native one (a
-			// scraper tells them from classic ones by their spans or zero bucket).
-			b = protowire.AppendTag(b, fieldHistPosSpan, protowire.BytesType)
-			b = append(b, 4)
-			b = protowire.AppendTag(b, fieldSpanOffset, protowire.VarintType)
-			b = append(b, 0)
-			b = protowire.AppendTag(b, fieldSpanLength, protowire.VarintType)
-			b = append(b, 0)
-		}
-		b = appendSpans(b, fieldHistPosSpan, fieldHistPosDelta, x, nh.pos)
+		b = append(b, p.x.nativePB[nh.pb[0]:nh.pb[1]]...)
 	}
 	// The histogram's length goes before it: its bytes move up by as many as that takes.
 	n := len(b) - at
@@ -193,24 +173,6 @@ func (p *protoWriter) histogram(i, wi int, h []float64, nh *nativeHist) {
 	protowire.AppendVarint(hb, uint64(n))
 	p.metric = b
 	p.end()
-}
-
-// appendSpans appends one sign's spans and deltas.
-func appendSpans(b []byte, spanField, deltaField protowire.Number, x *ruleRead, r bucketRange) []byte {
-	for _, s := range x.spans[r.spans[0]:r.spans[1]] {
-		off := protowire.EncodeZigZag(int64(s.offset))
-		b = protowire.AppendTag(b, spanField, protowire.BytesType)
-		b = protowire.AppendVarint(b, uint64(2+protowire.SizeVarint(off)+protowire.SizeVarint(uint64(s.length))))
-		b = protowire.AppendTag(b, fieldSpanOffset, protowire.VarintType)
-		b = protowire.AppendVarint(b, off)
-		b = protowire.AppendTag(b, fieldSpanLength, protowire.VarintType)
-		b = protowire.AppendVarint(b, uint64(s.length))
-	}
-	for _, d := range x.deltas[r.deltas[0]:r.deltas[1]] {
-		b = protowire.AppendTag(b, deltaField, protowire.VarintType)
-		b = protowire.AppendVarint(b, protowire.EncodeZigZag(d))
-	}
-	return b
 }
 
 // end writes the metric made, or counts it.
