@@ -361,11 +361,15 @@ func (s *Spec) WindowFamilies() []Family {
 		keepQuantiles(&o)
 	}
 	if len(s.Buckets) > 0 || s.NativeHistogram {
+		// The text formats show only the buckets: their HELP is the one they always had.
+		sum := " sum it by le across instances for histogram_quantile."
+		if len(s.Buckets) == 0 {
+			sum = " sum it across instances for histogram_quantile (a native histogram, within 2%)."
+		}
 		f := Family{Suffix: HistogramSuffix, Summary: len(o.Summaries), Histogram: len(s.Buckets) > 0,
 			Native: s.NativeHistogram, NativeSummary: native,
 			Help: strings.TrimSpace(s.help() + " " + s.ValueName + " of the lines" + sliding +
-				", as a gauge histogram: the buckets count the window's values, so never apply rate() or increase() to it;" +
-				" sum it by le across instances for histogram_quantile.")}
+				", as a gauge histogram: the buckets count the window's values, so never apply rate() or increase() to it;" + sum)}
 		if f.Histogram {
 			o.Summaries = append(o.Summaries, windows.SummaryKind{})
 		}
