@@ -110,6 +110,15 @@ func (p *protoWriter) labels(i, wi int) {
 }
 
 func (p *protoWriter) value(i, wi int, v float64) {
+	if p.counting {
+		// Most samples are these: counted without being made.
+		n := len(p.x.pbBefore(i)) + len(p.x.pbAfter(i)) + valueBytes
+		if wi >= 0 {
+			n += len(p.rt.fam.pbWindowPairs[wi])
+		}
+		p.size += protowire.SizeTag(fieldFamilyMetric) + protowire.SizeBytes(n)
+		return
+	}
 	p.labels(i, wi)
 	field := protowire.Number(fieldMetricGauge)
 	if p.kind == kindCounter {
@@ -189,6 +198,9 @@ func (p *protoWriter) end() {
 		_ = p.flush()
 	}
 }
+
+// valueBytes is what appendValue appends.
+const valueBytes = 11
 
 // appendValue appends a Gauge or Counter (field) of value v.
 func appendValue(b []byte, field protowire.Number, v float64) []byte {
