@@ -148,17 +148,21 @@ func startLive(bin, config string, procs int) (*live, error) {
 }
 
 // getEncoded fetches /metrics asking for the given Content-Encoding ("": gzip, as
-// Prometheus and Go's client ask by default) and returns the decoded body.
-func (l *live) getEncoded(encoding string) ([]byte, error) {
-	var header http.Header
+// Prometheus and Go's client ask by default) and format (Accept; "": the text format) and
+// returns the decoded body.
+func (l *live) getEncoded(encoding, accept string) ([]byte, error) {
+	header := http.Header{}
 	if encoding != "" {
-		header = http.Header{"Accept-Encoding": {encoding}}
+		header.Set("Accept-Encoding", encoding)
+	}
+	if accept != "" {
+		header.Set("Accept", accept)
 	}
 	return l.exporter.Fetch("/metrics", header)
 }
 
 func (l *live) scrape() (scrape, error) {
-	body, err := l.getEncoded("")
+	body, err := l.getEncoded("", "")
 	if err != nil {
 		return scrape{}, err
 	}

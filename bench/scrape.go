@@ -14,7 +14,8 @@ import (
 
 // scrapeBench reads one log through a rule with one series per URL path, up to o.series
 // series, then times o.scrapes scrapes of /metrics the way Prometheus makes them (HTTP,
-// gzip) and as many uncompressed, and reports them with the exporter's peak RSS.
+// gzip) in the text format, OpenMetrics and protobuf, and as many in text uncompressed,
+// and reports them with the exporter's peak RSS.
 func (o options) scrapeBench(dir, path string, file *tally, out io.Writer) error {
 	rules := filepath.Join(dir, "rules-by-path.yaml")
 	if err := (benchConfig{inputs: []string{path}, pathRule: true, maxSeries: o.series}).write(o.configs[0], rules); err != nil {
@@ -55,22 +56,33 @@ func (o options) scrapeBench(dir, path string, file *tally, out io.Writer) error
 	fmt.Fprintf(out, "scrape: %d series of %s (budget %d), %d lines read; every path's _total checked\n",
 		series, pathRuleName, o.series, file.lines)
 	var times []scrapeTimes
-	var body []byte
-	encodings := []struct{ name, header string }{{"gzip (as Prometheus asks)", ""}, {"uncompressed", "identity"}}
+	var body []byte // the text, uncompressed: the yardstick's input
+	encodings := []struct{ name, header, accept string }{
+		{"text, gzip", "", ""},
+		{"OpenMetrics, gzip (as Prometheus 2 asks)", "", "application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1"},
+		{"protobuf, gzip (as Prometheus 3 asks for native histograms)", "", "application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;encoding=delimited;q=0.6,application/openmetrics-text;version=1.0.0;q=0.5,text/plain;version=0.0.4;q=0.3,*/*;q=0.1"},
+		{"text, uncompressed", "identity", ""},
+	}
 	for _, enc := range encodings {
-		t, b, err := l.timeScrapes(enc.header, o.scrapes)
+		t, b, err := l.timeScrapes(enc.header, enc.accept, o.scrapes)
 		if err != nil {
 			return err
 		}
-		times, body = append(times, t), b
-		fmt.Fprintf(out, "scrape: %s, %d samples, %d KiB of text: median %.1f ms wall (min %.1f, max %.1f), %.1f ms exporter CPU per scrape\n",
-			enc.name, countSamples(b), len(b)>>10, ms(t.median), ms(t.min), ms(t.max), ms(t.cpu))
+		times = append(times, t)
+		what := fmt.Sprintf("%d samples, %d KiB", countSamples(b), len(b)>>10)
+		if enc.accept == "" {
+			body = b
+		} else {
+			what = fmt.Sprintf("%d KiB", len(b)>>10)
+		}
+		fmt.Fprintf(out, "scrape: %s, %s: median %.1f ms wall (min %.1f, max %.1f), %.1f ms exporter CPU per scrape\n",
+			enc.name, what, ms(t.median), ms(t.min), ms(t.max), ms(t.cpu))
 	}
 	z, err := zlibTime(body, o.scrapes)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "scrape: zlib level 1 (python3's zlib) compresses that text in %.1f ms wall, %.1f ms CPU (medians of %d)\n",
+	fmt.Fprintf(out, "scrape: zlib level 1 (python3's zlib) compresses the text in %.1f ms wall, %.1f ms CPU (medians of %d)\n",
 		ms(z.median), ms(z.cpu), o.scrapes)
 	for i, enc := range encodings {
 		fmt.Fprintf(out, "scrape: %s / zlib level 1: %.2f× the wall time, %.2f× the CPU time\n",
@@ -91,7 +103,7 @@ type scrapeTimes struct {
 	min, median, max, cpu time.Duration
 }
 
-func (l *live) timeScrapes(encoding string, n int) (scrapeTimes, []byte, error) {
+func (l *live) timeScrapes(encoding, accept string, n int) (scrapeTimes, []byte, error) {
 	walls := make([]time.Duration, n)
 	var body []byte
 	cpu0, err := l.cpuTime()
@@ -100,7 +112,7 @@ func (l *live) timeScrapes(encoding string, n int) (scrapeTimes, []byte, error) 
 	}
 	for i := range walls {
 		start := time.Now()
-		if body, err = l.getEncoded(encoding); err != nil {
+		if body, err = l.getEncoded(encoding, accept); err != nil {
 			return scrapeTimes{}, nil, err
 		}
 		walls[i] = time.Since(start)

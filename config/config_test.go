@@ -153,7 +153,7 @@ func TestBadConfigs(t *testing.T) {
 		},
 		"unknown_key.yaml": {
 			`:2: global: unknown key "window" (did you mean "windows"?) (known keys: windows, max_series_per_rule, counter_ttl)`,
-			`:6: rule "a": unknown key "lables" (did you mean "labels"?) (known keys: name, help, match, fields, labels, where, where_not, value, timestamp, windows, aggregations, quantiles, buckets, distinct, inputs, initial, top)`,
+			`:6: rule "a": unknown key "lables" (did you mean "labels"?) (known keys: name, help, match, fields, labels, where, where_not, value, timestamp, windows, aggregations, quantiles, buckets, distinct, inputs, initial, top, native_histogram)`,
 			`:7: rule "a": timestamp: unknown key "layuot" (did you mean "layout"?) (known keys: capture, layout)`,
 			`:7: rule "a": timestamp: capture "t" is not in the match regex (have: none: name groups with (?P<name>...))`,
 			`:7: rule "a": timestamp: layout: is missing; give a Go time layout (e.g. '02/Jan/2006:15:04:05 -0700'; a log format's time_local, time_iso8601 and msec need none)`,
@@ -306,6 +306,10 @@ func TestBadConfigs(t *testing.T) {
 			`:33: rule "cri_time_on_text": timestamp: capture: input "web" has no wrapper: cri, so its lines have no cri_time`,
 			`:37: rule "cri_time_unnamed": timestamp: capture: cri_time needs the rule to name its inputs (inputs: [...]), all with wrapper: cri`,
 		},
+		"native_histogram.yaml": {
+			`:4: rule "counted": native_histogram: needs a value: capture (the histogram counts the values)`,
+			`:8: rule "not_a_bool": native_histogram: must be true or false`,
+		},
 		"top.yaml": {
 			`:5: rule "no_label": top: label: is missing; name the label whose values are ranked (one of the rule's labels: path, status)`,
 			`:9: rule "not_a_label": top: unknown key "kk" (known keys: label, k, min, capacity)`,
@@ -431,6 +435,7 @@ var fingerprintEdits = []struct {
 	{"aggregations", "Aggregations", "[window, max]", "[window, min]", false},
 	{"quantiles on", "Quantiles", "[window, max]", "[window, max, quantiles]", false},
 	{"buckets", "Buckets", "value: v", "value: v\n    buckets: [0.1, 1]", false},
+	{"native histogram", "NativeHistogram", "value: v", "value: v\n    native_histogram: true", false},
 	{"distinct template", "Items", "distinct: '${m}'", "distinct: '${m}${s}'", false},
 	{"distinct off", "Aggregations", "\n    distinct: '${m}'", "", false},
 	{"inputs", "Inputs", "inputs: [web, api]", "inputs: [web]", false},

@@ -16,7 +16,7 @@ import (
 	"github.com/logwindow/logwindow_exporter/internal/quantity"
 )
 
-var ruleKeys = []string{"name", "help", "match", "fields", "labels", "where", "where_not", "value", "timestamp", "windows", "aggregations", "quantiles", "buckets", "distinct", "inputs", "initial", "top"}
+var ruleKeys = []string{"name", "help", "match", "fields", "labels", "where", "where_not", "value", "timestamp", "windows", "aggregations", "quantiles", "buckets", "distinct", "inputs", "initial", "top", "native_histogram"}
 
 // patternRef is a %{NAME} reference inside a regex.
 var patternRef = regexp.MustCompile(`%\{([A-Za-z_][A-Za-z0-9_]*)\}`)
@@ -275,6 +275,7 @@ func (d *decoder) rule(n *yaml.Node, index int, g Global, inputNames map[string]
 		rd.aggregations(e, r, isValue)
 	}
 	rd.distribution(entries, r, isValue)
+	rd.nativeHistogram(entries, r, isValue)
 	if e, ok := find(entries, "top"); ok {
 		rd.top(e, r)
 	}

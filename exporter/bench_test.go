@@ -17,6 +17,7 @@ import (
 
 	kgzip "github.com/klauspost/compress/gzip"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/common/expfmt"
 
 	"github.com/logwindow/logwindow_exporter/internal/quantity"
 )
@@ -55,9 +56,9 @@ func BenchmarkCollectParts(b *testing.B) {
 }
 
 // BenchmarkCollect is one scrape of 10,000 series × 5 windows: the rule families written
-// as text (WriteText, to io.Discard and through gzip at its fastest level), and the
-// self-metrics gathered by a registry. allocs/sample is the allocations of one scrape per
-// sample written.
+// in the text format (WriteText), OpenMetrics and delimited protobuf, each to io.Discard
+// and through gzip at its fastest level, and the self-metrics gathered by a registry.
+// allocs/sample is the allocations of one scrape per sample written.
 func BenchmarkCollect(b *testing.B) {
 	set, now := scrapeSet(b)
 	c := collectorAt(fixed(set), &now)
@@ -66,16 +67,23 @@ func BenchmarkCollect(b *testing.B) {
 		b.Fatal(err)
 	}
 	samples := float64(bytes.Count(text.Bytes(), []byte("\n")) - 2*bytes.Count(text.Bytes(), []byte("# TYPE")))
+	plain := func() io.WriteCloser { return nopCloser{io.Discard} }
+	gz := func() io.WriteCloser {
+		gz := c.gzip.get(newGzipWriter)
+		gz.Reset(io.Discard)
+		return pooled{gz, c}
+	}
 	for _, tc := range []struct {
-		name string
-		w    func() io.WriteCloser
+		name   string
+		format expfmt.Format
+		w      func() io.WriteCloser
 	}{
-		{"text", func() io.WriteCloser { return nopCloser{io.Discard} }},
-		{"gzip", func() io.WriteCloser {
-			gz := c.gzip.get(newGzipWriter)
-			gz.Reset(io.Discard)
-			return pooled{gz, c}
-		}},
+		{"text", expfmt.FmtText, plain},
+		{"gzip", expfmt.FmtText, gz},
+		{"openmetrics", expfmt.FmtOpenMetrics_1_0_0, plain},
+		{"openmetrics+gzip", expfmt.FmtOpenMetrics_1_0_0, gz},
+		{"protobuf", expfmt.FmtProtoDelim, plain},
+		{"protobuf+gzip", expfmt.FmtProtoDelim, gz},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			b.ReportAllocs()
@@ -84,7 +92,7 @@ func BenchmarkCollect(b *testing.B) {
 			runtime.ReadMemStats(&m0)
 			for b.Loop() {
 				w := tc.w()
-				if err := c.WriteText(w, nil, nil); err != nil {
+				if err := c.ReadFor(nil, tc.format).Encode(w, nil, tc.format); err != nil {
 					b.Fatal(err)
 				}
 				if err := w.Close(); err != nil {
@@ -179,24 +187,41 @@ func cpuTime() time.Duration {
 
 // benchWriteText measures the text scrape of set at second now: allocations and CPU.
 func benchWriteText(b *testing.B, set *store.Set, now int64) {
+	benchEncode(b, set, now, expfmt.FmtText)
+}
+
+// benchEncode measures the scrape of set at second now in format, and its bytes.
+func benchEncode(b *testing.B, set *store.Set, now int64, format expfmt.Format) {
 	c := collectorAt(fixed(set), &now)
+	var w countingWriter
 	b.ReportAllocs()
 	cpu := cpuTime()
 	for b.Loop() {
-		if err := c.WriteText(io.Discard, nil, nil); err != nil {
+		w = 0
+		if err := c.ReadFor(nil, format).Encode(&w, nil, format); err != nil {
 			b.Fatal(err)
 		}
 	}
 	reportCPU(b, cpu)
+	b.ReportMetric(float64(w), "bytes/scrape")
+}
+
+// countingWriter counts what is written to it.
+type countingWriter int
+
+func (w *countingWriter) Write(p []byte) (int, error) {
+	*w += countingWriter(len(p))
+	return len(p), nil
 }
 
 func reportCPU(b *testing.B, since time.Duration) {
 	b.ReportMetric(float64(cpuTime()-since)/float64(b.N)/1e6, "cpu-ms/op")
 }
 
-// BenchmarkCollectQuantiles is one scrape (WriteText) of 1,000 series of a value rule with the
-// default windows, each holding a day of a line every 10 s (log-uniform 1 ms–10 s): without
-// quantiles, with the default three, and with them and eleven buckets.
+// BenchmarkCollectQuantiles is one scrape of 1,000 series of a value rule with the default
+// windows, each holding a day of a line every 10 s (log-uniform 1 ms–10 s): without
+// quantiles, with the default three, with them and eleven buckets, and with them as a
+// native histogram; in the text format (WriteText), OpenMetrics and protobuf.
 func BenchmarkCollectQuantiles(b *testing.B) {
 	const series = 1000
 	buckets := []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10}
@@ -204,7 +229,16 @@ func BenchmarkCollectQuantiles(b *testing.B) {
 		name    string
 		q       bool
 		buckets []float64
-	}{{"plain", false, nil}, {"quantiles", true, nil}, {"quantiles+buckets", true, buckets}} {
+		native  bool
+		format  expfmt.Format
+	}{
+		{"plain", false, nil, false, expfmt.FmtText},
+		{"quantiles", true, nil, false, expfmt.FmtText},
+		{"quantiles+buckets", true, buckets, false, expfmt.FmtText},
+		{"quantiles/openmetrics", true, nil, false, expfmt.FmtOpenMetrics_1_0_0},
+		{"quantiles/protobuf", true, nil, false, expfmt.FmtProtoDelim},
+		{"quantiles+native/protobuf", true, nil, true, expfmt.FmtProtoDelim},
+	} {
 		b.Run(tc.name, func(b *testing.B) {
 			r := storetest.ValueRule("request_seconds", storetest.DefaultWindows, "path")
 			if tc.q {
@@ -213,6 +247,7 @@ func BenchmarkCollectQuantiles(b *testing.B) {
 			if tc.buckets != nil {
 				r.Buckets = tc.buckets
 			}
+			r.NativeHistogram = tc.native
 			set := mustSet(b, storetest.Config(series, r), nil)
 			k := set.NewSink()
 			rnd := rand.New(rand.NewPCG(1, 1))
@@ -225,7 +260,7 @@ func BenchmarkCollectQuantiles(b *testing.B) {
 				}
 			}
 			now := int64(start + span)
-			benchWriteText(b, set, now)
+			benchEncode(b, set, now, tc.format)
 		})
 	}
 }

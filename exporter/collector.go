@@ -1,6 +1,7 @@
 // Package exporter is the Prometheus exposition of the series a store.Set keeps: the
 // Collector reads the Set in use at scrape time, through the store's read API only, and
-// writes every rule's families in the text format along with the exporter's
+// writes every rule's families in the format the scrape negotiated (the text format,
+// OpenMetrics or protobuf, the last with native histograms) along with the exporter's
 // self-metrics. It changes nothing it reads: a scrape shows the same before and after
 // store.Set.Expire.
 package exporter

@@ -11,18 +11,21 @@ import (
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
+	"google.golang.org/protobuf/encoding/protodelim"
 
 	"github.com/logwindow/logwindow_exporter/internal/sketch"
 	"github.com/logwindow/logwindow_exporter/internal/store"
 	"github.com/logwindow/logwindow_exporter/windows"
 )
 
-// The rule families are written here straight from the stores in the text format, not
-// through the registry: a dto.Metric per sample, the registry's consistency checks and its
-// sort cost several times the text itself and leave tens of MB of garbage per scrape of
-// 10,000 series. The registry still gathers the self-metrics and the Go and process
-// collectors, and WriteText merges its families in by name, so the whole is the text the
-// registry would have written (the golden replay files did not change).
+// The rule families are written here straight from the stores, in the text format,
+// OpenMetrics or protobuf (proto.go), not through the registry: a dto.Metric per sample,
+// the registry's consistency checks and its sort cost several times the text itself and
+// leave tens of MB of garbage per scrape of 10,000 series. The registry still gathers the
+// self-metrics and the Go and process collectors, and Encode merges its families in by
+// name, written by expfmt's encoder for the format, so the whole is what promhttp would
+// have written of the registry (the golden replay files did not change), but for what
+// expfmt cannot write: OpenMetrics' _gcount and _gsum, and native gauge histograms.
 
 // flushAt is the size at which the text buffered so far goes to the writer.
 const flushAt = 32 << 10
@@ -44,13 +47,21 @@ type Scrape struct {
 	reads map[*store.Rule]*ruleRead
 	// spare holds the reads, handed back to the Collector once written.
 	spare *[]*ruleRead
+	// proto: the rules were read for a protobuf scrape, their label pairs encoded and
+	// their native histograms made.
+	proto bool
 }
 
-// Read reads every rule that has a family keep passes (all when keep is nil), now; Write
-// writes them. A handler reads the rules before it gathers the self-metrics, so that in one
-// scrape the inputs' and rules' counters never lag the rule families'.
-func (c *Collector) Read(keep func(name string) bool) *Scrape {
-	s := &Scrape{c: c, reads: map[*store.Rule]*ruleRead{}}
+// Read reads every rule that has a family keep passes (all when keep is nil), now, for a
+// scrape in the text formats; Write writes them. A handler reads the rules before it
+// gathers the self-metrics, so that in one scrape the inputs' and rules' counters never lag
+// the rule families'.
+func (c *Collector) Read(keep func(name string) bool) *Scrape { return c.ReadFor(keep, expfmt.FmtText) }
+
+// ReadFor is Read for a scrape in format, which Encode then writes: a protobuf format
+// needs the native histograms, which the text formats have no room for.
+func (c *Collector) ReadFor(keep func(name string) bool, format expfmt.Format) *Scrape {
+	s := &Scrape{c: c, reads: map[*store.Rule]*ruleRead{}, proto: isProto(format)}
 	s.spare = c.reads.get(func() *[]*ruleRead { return new([]*ruleRead) })
 	set := c.opts.Set()
 	if set == nil {
@@ -75,52 +86,113 @@ func (c *Collector) Read(keep func(name string) bool) *Scrape {
 			x = new(ruleRead)
 			*s.spare = append(*s.spare, x)
 		}
-		c.read(set, x, rt.rule, rt.fam)
+		c.read(set, x, rt.rule, rt.fam, s.proto)
 		s.reads[rt.rule] = x
 	}
 	return s
 }
 
-// Write writes the families read, merged by name with gathered (sorted by name, as a
-// Gatherer returns them), and hands the read back.
+// isProto reports whether format is one of the protobuf ones.
+func isProto(format expfmt.Format) bool {
+	switch format.FormatType() {
+	case expfmt.TypeProtoDelim, expfmt.TypeProtoText, expfmt.TypeProtoCompact:
+		return true
+	}
+	return false
+}
+
+// Write writes the families read in the text format (0.0.4), merged by name with gathered
+// (sorted by name, as a Gatherer returns them), and hands the read back.
 func (s *Scrape) Write(w io.Writer, gathered []*dto.MetricFamily) error {
-	c := s.c
-	defer func() {
-		for _, x := range *s.spare {
-			clear(x.series) // removed series may go
-			x.series = x.series[:0]
-			clear(x.tops)
-			x.tops = x.tops[:0]
+	return s.Encode(w, gathered, expfmt.FmtText)
+}
+
+// Encode writes the families read in format (one expfmt.NegotiateAccept returns among
+// expfmt.DefaultOpenMetricsAcceptedFormats), merged by name with gathered (sorted by name,
+// as a Gatherer returns them), which are written as expfmt.NewEncoder writes them, and
+// hands the read back. A scrape in protobuf gets native histograms only when read for it
+// (ReadFor).
+func (s *Scrape) Encode(w io.Writer, gathered []*dto.MetricFamily, format expfmt.Format) error {
+	defer s.release()
+	switch format.FormatType() {
+	case expfmt.TypeTextPlain, expfmt.TypeOpenMetrics:
+		t := &textWriter{w: w, om: format.FormatType() == expfmt.TypeOpenMetrics}
+		t.buf = s.c.bufs.get(newTextBuf)
+		defer s.c.putBuf(t.buf)
+		return s.merge(t, gathered, format)
+	case expfmt.TypeProtoDelim:
+		p := &protoWriter{w: w}
+		p.buf = s.c.bufs.get(newTextBuf)
+		defer s.c.putBuf(p.buf)
+		return s.merge(p, gathered, format)
+	}
+	// The protobuf text formats, for people reading a scrape: the delimited protobuf,
+	// decoded and written as expfmt writes them.
+	var b bytes.Buffer
+	p := &protoWriter{w: &b}
+	p.buf = s.c.bufs.get(newTextBuf)
+	defer s.c.putBuf(p.buf)
+	if err := s.merge(p, gathered, expfmt.FmtProtoDelim); err != nil {
+		return err
+	}
+	enc := expfmt.NewEncoder(w, format)
+	for b.Len() > 0 {
+		mf := &dto.MetricFamily{}
+		if err := protodelim.UnmarshalFrom(&b, mf); err != nil {
+			return err
 		}
-		c.reads.put(s.spare)
-	}()
-	t := &textWriter{w: w}
-	t.buf = c.bufs.get(newTextBuf)
-	defer func() {
-		*t.buf = (*t.buf)[:0]
-		c.bufs.put(t.buf)
-	}()
+		if err := enc.Encode(mf); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// release hands the reads back to the Collector.
+func (s *Scrape) release() {
+	for _, x := range *s.spare {
+		clear(x.series) // removed series may go
+		x.series = x.series[:0]
+		clear(x.tops)
+		x.tops = x.tops[:0]
+	}
+	s.c.reads.put(s.spare)
+}
+
+func (c *Collector) putBuf(b *[]byte) {
+	*b = (*b)[:0]
+	c.bufs.put(b)
+}
+
+// merge writes the rule families through fw and gathered through expfmt's encoder for
+// format, in name order.
+func (s *Scrape) merge(fw familyWriter, gathered []*dto.MetricFamily, format expfmt.Format) error {
+	enc := expfmt.NewEncoder(fw.writer(), format)
 	rules := s.rules
 	for len(rules) > 0 || len(gathered) > 0 {
 		if len(gathered) == 0 || len(rules) > 0 && rules[0].name < gathered[0].GetName() {
 			rt := &rules[0]
 			rules = rules[1:]
-			write(t, rt, s.reads[rt.rule])
+			fw.family(rt, s.reads[rt.rule])
 			continue
 		}
 		mf := gathered[0]
 		gathered = gathered[1:]
-		if err := t.flush(); err != nil {
+		if err := fw.flush(); err != nil {
 			return err
 		}
-		if _, err := expfmt.MetricFamilyToText(w, mf); err != nil {
+		if err := enc.Encode(mf); err != nil {
 			return err
 		}
 	}
-	if err := t.flush(); err != nil {
+	if err := fw.flush(); err != nil {
 		return err
 	}
-	return t.err
+	// Only OpenMetrics has an end (# EOF): its encoder writes it.
+	if closer, ok := enc.(expfmt.Closer); ok {
+		return closer.Close()
+	}
+	return nil
 }
 
 // ruleText is one family of one rule, in the order the families are written.
@@ -191,6 +263,17 @@ type ruleRead struct {
 	// are merged into stats and sums (partSums is made on the first such part of a read).
 	partStats []windows.Stats
 	partSums  []windows.Summary
+	// pb and pbCuts are labels and cuts as protobuf LabelPair fields, for a protobuf
+	// scrape.
+	pb     []byte
+	pbCuts []int
+	// natives holds, for a protobuf scrape of a rule with a native histogram, one per
+	// series and window (those of kept counters unused), their fields encoded in nativePB;
+	// spans and deltas are where one is made.
+	natives  []nativeHist
+	nativePB []byte
+	spans    []bucketSpan
+	deltas   []int64
 	// tops are the samples of the top values' family, sorted as it is written.
 	tops   []topSample
 	topBuf []sketch.TopValue
@@ -219,7 +302,7 @@ func (c *Collector) clocks(set *store.Set, r *store.Rule) (now, since int64) {
 }
 
 // read fills x with rule r of set, whose families are f, as it is now.
-func (c *Collector) read(set *store.Set, x *ruleRead, r *store.Rule, f *families) {
+func (c *Collector) read(set *store.Set, x *ruleRead, r *store.Rule, f *families, proto bool) {
 	now, since := c.clocks(set, r)
 	all, _ := r.Snapshot(x.series[:0])
 	// Kept counters past the TTL are not exported (Expire removes them); series whose
@@ -230,16 +313,24 @@ func (c *Collector) read(set *store.Set, x *ruleRead, r *store.Rule, f *families
 	slices.SortFunc(x.series, f.compare)
 	n, nw := len(x.series), len(f.windowPairs)
 	x.labels, x.cuts = x.labels[:0], x.cuts[:0]
+	x.pb, x.pbCuts = x.pb[:0], x.pbCuts[:0]
+	x.natives, x.nativePB = x.natives[:0], x.nativePB[:0]
 	x.totals = slices.Grow(x.totals[:0], n)[:n]
 	x.live = slices.Grow(x.live[:0], n)[:n]
 	x.stats = slices.Grow(x.stats[:0], n*nw)[:n*nw]
 	var summaryFams, histWidth int
+	native := -1 // the summary a native histogram is read from
 	for i := range f.windowed {
-		switch fam := &f.windowed[i]; {
+		fam := &f.windowed[i]
+		switch {
 		case fam.Histogram:
 			histWidth = len(f.buckets) + 1
 		case fam.SummaryValue != nil:
 			summaryFams++
+		}
+		if fam.Native && proto {
+			native = fam.NativeSummary
+			x.natives = slices.Grow(x.natives, n*nw)[:n*nw]
 		}
 	}
 	x.values = slices.Grow(x.values[:0], n*nw*summaryFams)[:n*nw*summaryFams]
@@ -266,6 +357,19 @@ func (c *Collector) read(set *store.Set, x *ruleRead, r *store.Rule, f *families
 			x.cuts = append(x.cuts, len(x.labels))
 		}
 		x.cuts = append(x.cuts, len(x.labels))
+		if proto {
+			x.pbCuts = append(x.pbCuts, len(x.pb))
+			for j, li := range f.order {
+				if j == f.windowAt {
+					x.pbCuts = append(x.pbCuts, len(x.pb))
+				}
+				x.pb = appendLabelPair(x.pb, f.names[li], labels[li])
+			}
+			if f.windowAt == len(f.order) {
+				x.pbCuts = append(x.pbCuts, len(x.pb))
+			}
+			x.pbCuts = append(x.pbCuts, len(x.pb))
+		}
 		x.totals[i] = r.Total(s)
 		x.live[i] = r.Live(s, now)
 		if !x.live[i] {
@@ -284,6 +388,9 @@ func (c *Collector) read(set *store.Set, x *ruleRead, r *store.Rule, f *families
 		kinds := len(x.sums) / nw
 		for wi := range nw {
 			sums := x.sums[wi*kinds : (wi+1)*kinds]
+			if native >= 0 {
+				x.natives[i*nw+wi] = x.native(sums[native])
+			}
 			vals := x.values[(i*nw+wi)*summaryFams:]
 			for _, fam := range f.windowed {
 				switch {
@@ -402,38 +509,72 @@ func writeHistogram(h []float64, s windows.Summary) {
 	h[len(h)-2], h[len(h)-1] = float64(b.Count()), b.Sum()
 }
 
+// pbBefore and pbAfter are before and after as protobuf LabelPair fields.
+func (x *ruleRead) pbBefore(i int) []byte { return x.pb[x.pbCuts[3*i]:x.pbCuts[3*i+1]] }
+func (x *ruleRead) pbAfter(i int) []byte  { return x.pb[x.pbCuts[3*i+1]:x.pbCuts[3*i+2]] }
+
 // before is the label text of series i before the window pair; after the rest.
 func (x *ruleRead) before(i int) []byte { return x.labels[x.cuts[3*i]:x.cuts[3*i+1]] }
 func (x *ruleRead) after(i int) []byte  { return x.labels[x.cuts[3*i+1]:x.cuts[3*i+2]] }
 
-// write writes one family of a rule read into x.
-func write(t *textWriter, rt *ruleText, x *ruleRead) {
+// familyWriter writes rule families in one format, the writer of the rest between them.
+type familyWriter interface {
+	// family writes one family of a rule read into x.
+	family(rt *ruleText, x *ruleRead)
+	// writer is where the rest goes once flushed.
+	writer() io.Writer
+	flush() error
+}
+
+// sampleWriter is how a format writes the samples write walks.
+type sampleWriter interface {
+	// begin starts family rt of x: counters, gauges or histograms.
+	begin(rt *ruleText, x *ruleRead, kind metricKind)
+	// value writes series i's sample of window wi (−1 for none: the _total).
+	value(i, wi int, v float64)
+	top(ts *topSample)
+	// histogram writes series i's distribution of window wi: the cumulative counts of the
+	// rule's buckets, count and sum (h, nil without buckets), and the native histogram
+	// (nil when not asked for).
+	histogram(i, wi int, h []float64, nh *nativeHist)
+}
+
+// metricKind is what a family's samples are.
+type metricKind uint8
+
+const (
+	kindCounter metricKind = iota
+	kindGauge
+	kindHistogram
+)
+
+// write walks one family of a rule read into x, in the order of the text format.
+func write(sw sampleWriter, rt *ruleText, x *ruleRead) {
 	f := rt.fam
 	if rt.f == nil {
-		t.header(rt.name, f.total.help, "counter")
+		sw.begin(rt, x, kindCounter)
 		for i := range x.series {
-			t.sample(rt.name, x.before(i), "", x.after(i), "", x.totals[i])
+			sw.value(i, -1, x.totals[i])
 		}
 		return
 	}
 	fam := rt.f
 	if fam.Top != nil {
-		t.header(rt.name, fam.help, "gauge")
+		sw.begin(rt, x, kindGauge)
 		if len(x.series) == 0 {
 			return // no label set has had a line yet: nothing is ranked
 		}
 		for i := range x.tops {
-			x.labels = f.appendTopLabels(x.labels[:x.cuts[len(x.cuts)-1]], x, &x.tops[i])
-			t.sample(rt.name, x.labels[x.cuts[len(x.cuts)-1]:], "", nil, "", x.tops[i].v)
+			sw.top(&x.tops[i])
 		}
-		x.labels = x.labels[:x.cuts[len(x.cuts)-1]]
 		return
 	}
-	kind := "gauge"
-	if fam.Histogram {
-		kind = "histogram"
+	hist := fam.Histogram || fam.Native
+	kind := kindGauge
+	if hist {
+		kind = kindHistogram
 	}
-	t.header(rt.name, fam.help, kind)
+	sw.begin(rt, x, kind)
 	summaryAt, summaryFams, histWidth := 0, 0, len(f.buckets)+1
 	for i := range f.windowed {
 		if f.windowed[i].SummaryValue != nil {
@@ -444,27 +585,27 @@ func write(t *textWriter, rt *ruleText, x *ruleRead) {
 		}
 	}
 	nw := len(f.windowPairs)
-	var bucketName, sumName, countName string
-	if fam.Histogram {
-		bucketName, sumName, countName = rt.name+"_bucket", rt.name+"_sum", rt.name+"_count"
-	}
 	one := func(i, wi int) {
-		before, after, win := x.before(i), x.after(i), f.windowPairs[wi]
 		switch {
 		case fam.Stat != nil:
 			if v, ok := fam.Stat(&x.stats[i*nw+wi]); ok {
-				t.sample(rt.name, before, win, after, "", v)
+				sw.value(i, wi, v)
 			}
-		case fam.Histogram:
-			h := x.hists[(i*nw+wi)*histWidth : (i*nw+wi+1)*histWidth]
-			for k, le := range f.buckets {
-				t.sample(bucketName, before, win, after, le, h[k])
+		case hist:
+			var h []float64
+			if fam.Histogram {
+				h = x.hists[(i*nw+wi)*histWidth : (i*nw+wi+1)*histWidth]
 			}
-			t.sample(sumName, before, win, after, "", h[len(h)-1])
-			t.sample(countName, before, win, after, "", h[len(h)-2])
+			var nh *nativeHist
+			if len(x.natives) > 0 {
+				nh = &x.natives[i*nw+wi]
+			}
+			if h != nil || nh != nil {
+				sw.histogram(i, wi, h, nh)
+			}
 		default:
 			if v := x.values[(i*nw+wi)*summaryFams+summaryAt]; !math.IsNaN(v) {
-				t.sample(rt.name, before, win, after, "", v)
+				sw.value(i, wi, v)
 			}
 		}
 	}
@@ -483,14 +624,23 @@ func write(t *textWriter, rt *ruleText, x *ruleRead) {
 	}
 }
 
-// textWriter buffers the text of the rule families.
+// textWriter writes the rule families in the text format, or in OpenMetrics' (om), and
+// buffers them.
 type textWriter struct {
 	w   io.Writer
 	buf *[]byte
 	err error
+	om  bool
 	// pending is the family whose header is still to be written, with its help and type.
 	pending, help, kind string
+	// rt and x are the family being written.
+	rt *ruleText
+	x  *ruleRead
 }
+
+func (t *textWriter) writer() io.Writer { return t.w }
+
+func (t *textWriter) family(rt *ruleText, x *ruleRead) { write(t, rt, x) }
 
 func (t *textWriter) flush() error {
 	if t.err == nil && len(*t.buf) > 0 {
@@ -500,10 +650,30 @@ func (t *textWriter) flush() error {
 	return t.err
 }
 
-// header starts a family: its HELP and TYPE lines are written with its first sample, so
-// that a family without samples is left out, as the registry leaves it out.
-func (t *textWriter) header(name, help, kind string) {
-	t.pending, t.help, t.kind = name, help, kind
+// begin starts a family: its HELP and TYPE lines are written with its first sample, so
+// that a family without samples is left out, as the registry leaves it out. OpenMetrics
+// names a counter's family without the _total its sample has, and types the window
+// distribution a gauge histogram.
+func (t *textWriter) begin(rt *ruleText, x *ruleRead, kind metricKind) {
+	t.rt, t.x = rt, x
+	t.pending, t.help = rt.name, rt.fam.total.help
+	if rt.f != nil {
+		t.help = rt.f.help
+	}
+	switch kind {
+	case kindCounter:
+		t.kind = "counter"
+		if t.om {
+			t.pending = strings.TrimSuffix(rt.name, "_total")
+		}
+	case kindGauge:
+		t.kind = "gauge"
+	case kindHistogram:
+		t.kind = "histogram"
+		if t.om {
+			t.kind = "gaugehistogram"
+		}
+	}
 }
 
 func (t *textWriter) writeHeader() {
@@ -512,7 +682,7 @@ func (t *textWriter) writeHeader() {
 	b := append(*t.buf, "# HELP "...)
 	b = append(b, name...)
 	b = append(b, ' ')
-	b = appendEscaped(b, help, false)
+	b = appendEscaped(b, help, t.om)
 	b = append(b, "\n# TYPE "...)
 	b = append(b, name...)
 	b = append(b, ' ')
@@ -520,9 +690,69 @@ func (t *textWriter) writeHeader() {
 	*t.buf = append(b, '\n')
 }
 
+func (t *textWriter) value(i, wi int, v float64) {
+	win := ""
+	if wi >= 0 {
+		win = t.rt.fam.windowPairs[wi]
+	}
+	t.sample(t.rt.name, t.x.before(i), win, t.x.after(i), "", v)
+}
+
+func (t *textWriter) top(ts *topSample) {
+	x, f := t.x, t.rt.fam
+	end := x.cuts[len(x.cuts)-1]
+	x.labels = f.appendTopLabels(x.labels[:end], x, ts)
+	t.sample(t.rt.name, x.labels[end:], "", nil, "", ts.v)
+	x.labels = x.labels[:end]
+}
+
+// histogram writes the classic buckets; the text formats have no native histogram. In
+// OpenMetrics a gauge histogram's sum and count are _gsum and _gcount, and a negative sum
+// is only allowed with a negative bucket bound, without which the two are left out (the
+// +Inf bucket is the count).
+func (t *textWriter) histogram(i, wi int, h []float64, _ *nativeHist) {
+	if h == nil {
+		return
+	}
+	f, x, name := t.rt.fam, t.x, t.rt.name
+	before, after, win := x.before(i), x.after(i), f.windowPairs[wi]
+	count, sum := h[len(h)-2], h[len(h)-1]
+	if !t.om {
+		for k, le := range f.buckets {
+			t.sample(name+"_bucket", before, win, after, le, h[k])
+		}
+		t.sample(name+"_sum", before, win, after, "", sum)
+		t.sample(name+"_count", before, win, after, "", count)
+		return
+	}
+	for k, le := range f.omBuckets {
+		t.count(name+"_bucket", before, win, after, le, h[k])
+	}
+	if sum >= 0 || f.negativeBound {
+		t.count(name+"_gcount", before, win, after, "", count)
+		t.sample(name+"_gsum", before, win, after, "", sum)
+	}
+}
+
 // sample writes one line: name, the label pairs before the window, the window pair, the
 // rest and an extra pair (le), each part possibly empty, then the value.
 func (t *textWriter) sample(name string, before []byte, window string, after []byte, extra string, v float64) {
+	b := t.line(name, before, window, after, extra)
+	if t.om {
+		b = appendOMFloat(b, v)
+	} else {
+		b = appendFloat(b, v)
+	}
+	t.end(b)
+}
+
+// count is sample for a count, which OpenMetrics writes as an integer.
+func (t *textWriter) count(name string, before []byte, window string, after []byte, extra string, n float64) {
+	t.end(strconv.AppendUint(t.line(name, before, window, after, extra), uint64(n), 10))
+}
+
+// line starts a sample's line, up to its value.
+func (t *textWriter) line(name string, before []byte, window string, after []byte, extra string) []byte {
 	if t.pending != "" {
 		t.writeHeader()
 	}
@@ -535,8 +765,11 @@ func (t *textWriter) sample(name string, before []byte, window string, after []b
 	if len(b) > n {
 		b = append(b, '}')
 	}
-	b = append(b, ' ')
-	b = appendFloat(b, v)
+	return append(b, ' ')
+}
+
+// end ends a sample's line.
+func (t *textWriter) end(b []byte) {
 	*t.buf = append(b, '\n')
 	if len(*t.buf) >= flushAt {
 		_ = t.flush()
@@ -572,6 +805,16 @@ func appendFloat(b []byte, v float64) []byte {
 		return append(b, "-Inf"...)
 	}
 	return strconv.AppendFloat(b, v, 'g', -1, 64)
+}
+
+// appendOMFloat writes v as OpenMetrics does (expfmt's writer): a whole number with ".0".
+func appendOMFloat(b []byte, v float64) []byte {
+	n := len(b)
+	b = appendFloat(b, v)
+	if !bytes.ContainsAny(b[n:], ".eNI") {
+		b = append(b, ".0"...)
+	}
+	return b
 }
 
 // appendEscaped escapes a backslash and a newline, and in a label value a double quote.

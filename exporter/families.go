@@ -36,8 +36,14 @@ type families struct {
 	// ("15m" < "1d" < "1h" < "1m"), the order of a series' samples in a family.
 	windowPairs []string
 	windowOrder []int
-	// buckets are the histogram's upper bounds as le label pairs, the +Inf one last.
-	buckets []string
+	// buckets are the histogram's upper bounds as le label pairs, the +Inf one last, as
+	// the text format writes them; omBuckets as OpenMetrics does; bounds are the finite
+	// ones as numbers. negativeBound: one of them is below 0.
+	buckets, omBuckets []string
+	bounds             []float64
+	negativeBound      bool
+	// pbWindowPairs are the window label pairs as protobuf LabelPair fields.
+	pbWindowPairs [][]byte
 	// windowTexts are the window label values; topOrder, for a rule with `top:`, lists
 	// the pairs of a top values' sample in name order: a label's index, topWindow or
 	// topLabel.
@@ -79,8 +85,12 @@ func newFamilies(r *config.Rule, ws []time.Duration) (families, error) {
 		if wf.Histogram {
 			for _, b := range r.Buckets {
 				f.buckets = append(f.buckets, `le="`+string(appendFloat(nil, b))+`"`)
+				f.omBuckets = append(f.omBuckets, `le="`+string(appendOMFloat(nil, b))+`"`)
+				f.negativeBound = f.negativeBound || b < 0
 			}
 			f.buckets = append(f.buckets, `le="+Inf"`)
+			f.omBuckets = append(f.omBuckets, `le="+Inf"`)
+			f.bounds = r.Buckets
 		}
 	}
 	for i := range f.order {
@@ -101,6 +111,7 @@ func newFamilies(r *config.Rule, ws []time.Duration) (families, error) {
 			texts[i] = r.WindowNames[i]
 		}
 		f.windowPairs = append(f.windowPairs, windowLabel+`="`+string(appendEscaped(nil, texts[i], true))+`"`)
+		f.pbWindowPairs = append(f.pbWindowPairs, appendLabelPair(nil, windowLabel, texts[i]))
 		f.windowOrder = append(f.windowOrder, i)
 	}
 	slices.SortFunc(f.windowOrder, func(a, b int) int { return strings.Compare(texts[a], texts[b]) })

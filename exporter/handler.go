@@ -18,11 +18,11 @@ import (
 )
 
 // Handler serves a scrape: reg's families (the self-metrics, Go and process collectors)
-// and the rule families, as promhttp would serve reg alone with ContinueOnError. It
-// negotiates the format among those promhttp offers by default (the text format; the
-// protobuf one, for which the rule families are parsed back from their text) and the
-// encoding (gzip, at its fastest level, or none), and honours the name[] filter.
-// errorLog may be nil.
+// and the rule families, as promhttp would serve reg alone with ContinueOnError and
+// EnableOpenMetrics. It negotiates the format among those promhttp then offers (the text
+// format, OpenMetrics text, delimited protobuf and the protobuf text formats, each with the
+// name escaping the client asks for) and the encoding (gzip, at its fastest level, or none),
+// and honours the name[] filter. errorLog may be nil.
 func (c *Collector) Handler(reg prometheus.Gatherer, errorLog *log.Logger) http.Handler {
 	errs := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "promhttp_metric_handler_errors_total",
@@ -47,7 +47,8 @@ func (c *Collector) Handler(reg prometheus.Gatherer, errorLog *log.Logger) http.
 		if names := req.URL.Query()["name[]"]; len(names) > 0 {
 			keep = func(name string) bool { return slices.Contains(names, name) }
 		}
-		rules := c.Read(keep)
+		format := expfmt.NegotiateAccept(req.Header, expfmt.DefaultOpenMetricsAcceptedFormats()...)
+		rules := c.ReadFor(keep, format)
 		mfs, err := reg.Gather()
 		if err != nil {
 			logf("error gathering metrics: %v", err)
@@ -61,7 +62,6 @@ func (c *Collector) Handler(reg prometheus.Gatherer, errorLog *log.Logger) http.
 		if keep != nil {
 			mfs = slices.DeleteFunc(mfs, func(mf *dto.MetricFamily) bool { return !keep(mf.GetName()) })
 		}
-		format := expfmt.NegotiateAccept(req.Header, expfmt.DefaultAcceptedFormats()...)
 		h := w.Header()
 		h.Add("Vary", "Accept")
 		h.Add("Vary", "Accept-Encoding")
@@ -79,12 +79,7 @@ func (c *Collector) Handler(reg prometheus.Gatherer, errorLog *log.Logger) http.
 			}()
 			out = gz
 		}
-		if format.FormatType() == expfmt.TypeTextPlain {
-			err = rules.Write(out, mfs)
-		} else {
-			err = encode(out, format, rules, mfs)
-		}
-		if err != nil {
+		if err := rules.Encode(out, mfs, format); err != nil {
 			logf("error encoding and sending metrics: %v", err)
 			errs.WithLabelValues("encoding").Inc()
 		}
@@ -159,22 +154,4 @@ func withRules(rules *Scrape, mfs []*dto.MetricFamily) ([]*dto.MetricFamily, err
 	out := slices.AppendSeq(slices.Clone(mfs), maps.Values(parsed))
 	slices.SortFunc(out, func(a, b *dto.MetricFamily) int { return strings.Compare(a.GetName(), b.GetName()) })
 	return out, nil
-}
-
-// encode writes the families in a format other than text.
-func encode(w io.Writer, format expfmt.Format, rules *Scrape, mfs []*dto.MetricFamily) error {
-	all, err := withRules(rules, mfs)
-	if err != nil {
-		return err
-	}
-	enc := expfmt.NewEncoder(w, format)
-	for _, mf := range all {
-		if err := enc.Encode(mf); err != nil {
-			return err
-		}
-	}
-	if closer, ok := enc.(expfmt.Closer); ok {
-		return closer.Close()
-	}
-	return nil
 }

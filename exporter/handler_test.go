@@ -17,7 +17,8 @@ import (
 )
 
 // TestHandlerNegotiates scrapes a real HTTP server: the format is the one the client asked
-// for (text, or delimited protobuf holding the same families), gzip only when the client's
+// for (text, OpenMetrics as expfmt writes the same families, or delimited protobuf holding
+// them), with the name escaping asked for, gzip only when the client's
 // Accept-Encoding prefers it, name[] filters, and the Go collector's families come from
 // the registry next to the rule families.
 func TestHandlerNegotiates(t *testing.T) {
@@ -30,7 +31,7 @@ func TestHandlerNegotiates(t *testing.T) {
 	srv := httptest.NewServer(c.Handler(reg, nil))
 	defer srv.Close()
 	// The text Gatherer parses back: the same families, in the text format.
-	var wantText bytes.Buffer
+	var wantText, wantOM bytes.Buffer
 	mfs, err := c.Gatherer(reg).Gather()
 	if err != nil {
 		t.Fatal(err)
@@ -39,22 +40,31 @@ func TestHandlerNegotiates(t *testing.T) {
 		if _, err := expfmt.MetricFamilyToText(&wantText, mf); err != nil {
 			t.Fatal(err)
 		}
+		if _, err := expfmt.MetricFamilyToOpenMetrics(&wantOM, mf); err != nil {
+			t.Fatal(err)
+		}
 	}
+	wantOM.WriteString("# EOF\n")
 
 	cases := []struct {
 		name, accept, encoding, query string
 		wantType                      expfmt.FormatType
 		wantGzip                      bool
+		// wantEscaping is the escaping= of the Content-Type; underscores unless asked.
+		wantEscaping string
 	}{
-		{"Prometheus 2", "application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1", "gzip", "", expfmt.TypeTextPlain, true},
-		{"no headers", "", "", "", expfmt.TypeTextPlain, false},
-		{"identity asked", "text/plain", "identity", "", expfmt.TypeTextPlain, false},
-		{"gzip refused", "text/plain", "gzip;q=0", "", expfmt.TypeTextPlain, false},
-		{"identity preferred", "text/plain", "identity, gzip;q=0.5", "", expfmt.TypeTextPlain, false},
-		{"gzip preferred", "text/plain", "identity;q=0.5, gzip", "", expfmt.TypeTextPlain, true},
-		{"anything", "text/plain", "*", "", expfmt.TypeTextPlain, false},
-		{"protobuf", "application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;encoding=delimited", "gzip", "", expfmt.TypeProtoDelim, true},
-		{"name filter", "", "", "?name[]=http_requests_total&name[]=go_goroutines", expfmt.TypeTextPlain, false},
+		{"Prometheus 2", "application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1", "gzip", "", expfmt.TypeOpenMetrics, true, ""},
+		{"Prometheus 3", "application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;encoding=delimited;escaping=allow-utf-8;q=0.5,application/openmetrics-text;version=1.0.0;escaping=allow-utf-8;q=0.4,text/plain;version=1.0.0;escaping=allow-utf-8;q=0.3,*/*;q=0.1", "gzip", "", expfmt.TypeProtoDelim, true, "allow-utf-8"},
+		{"OpenMetrics 0.0.1", "application/openmetrics-text; version=0.0.1", "", "", expfmt.TypeOpenMetrics, false, ""},
+		{"text escaping dots", "text/plain;version=0.0.4;escaping=dots", "", "", expfmt.TypeTextPlain, false, "dots"},
+		{"no headers", "", "", "", expfmt.TypeTextPlain, false, ""},
+		{"identity asked", "text/plain", "identity", "", expfmt.TypeTextPlain, false, ""},
+		{"gzip refused", "text/plain", "gzip;q=0", "", expfmt.TypeTextPlain, false, ""},
+		{"identity preferred", "text/plain", "identity, gzip;q=0.5", "", expfmt.TypeTextPlain, false, ""},
+		{"gzip preferred", "text/plain", "identity;q=0.5, gzip", "", expfmt.TypeTextPlain, true, ""},
+		{"anything", "text/plain", "*", "", expfmt.TypeTextPlain, false, ""},
+		{"protobuf", "application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;encoding=delimited", "gzip", "", expfmt.TypeProtoDelim, true, ""},
+		{"name filter", "", "", "?name[]=http_requests_total&name[]=go_goroutines", expfmt.TypeTextPlain, false, ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -81,6 +91,13 @@ func TestHandlerNegotiates(t *testing.T) {
 			format := expfmt.Format(resp.Header.Get("Content-Type"))
 			if format.FormatType() != tc.wantType {
 				t.Errorf("Content-Type %q, want a %v format", format, tc.wantType)
+			}
+			escaping := tc.wantEscaping
+			if escaping == "" {
+				escaping = "underscores"
+			}
+			if !strings.HasSuffix(string(format), "; escaping="+escaping) {
+				t.Errorf("Content-Type %q, want escaping=%s", format, escaping)
 			}
 			var body io.Reader = resp.Body
 			if gz := resp.Header.Get("Content-Encoding") == "gzip"; gz != tc.wantGzip {
@@ -123,6 +140,9 @@ func TestHandlerNegotiates(t *testing.T) {
 			}
 			got := withoutGo(text)
 			want := withoutGo(wantText.String())
+			if tc.wantType == expfmt.TypeOpenMetrics {
+				want = withoutGo(wantOM.String())
+			}
 			if tc.query != "" {
 				want = "# HELP http_requests_total Requests. Matched lines since the exporter started.\n# TYPE http_requests_total counter\nhttp_requests_total{status=\"200\"} 1\nhttp_requests_total{status=\"500\"} 1\n"
 				if len(names) != 2 || !names["go_goroutines"] {

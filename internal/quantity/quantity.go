@@ -34,6 +34,9 @@ type Spec struct {
 	// DistinctItem n ≥ 1: the rule's n-th item is the text `distinct:` counts per window
 	// (with Aggregations.Distinct); 0 for none.
 	DistinctItem int
+	// NativeHistogram: the window's values are also exported as a native histogram, read
+	// from a quantile sketch per slot (kept for it when the rule lists no quantiles).
+	NativeHistogram bool
 }
 
 // IsValue reports whether the rule sums a value rather than counting lines.
@@ -291,6 +294,9 @@ func (s *Spec) Options() windows.Options {
 			a.keep(&o)
 		}
 	}
+	if s.NativeHistogram && !s.Aggregations.Quantiles {
+		keepQuantiles(&o)
+	}
 	if len(s.Buckets) > 0 {
 		o.Summaries = append(o.Summaries, sketch.BucketsKind(s.Buckets))
 	}
@@ -316,8 +322,12 @@ type Family struct {
 	// summary read by SummaryValue or, for the Histogram, as a BucketsReader.
 	Summary      int
 	SummaryValue func(s windows.Summary) (float64, bool)
-	// Histogram: the family is the window histogram (HistogramSuffix).
-	Histogram bool
+	// Histogram: the family is the window histogram (HistogramSuffix) with the rule's
+	// buckets. Native: it is also (or, without buckets, only) a native histogram read from
+	// the quantile sketch that is the NativeSummary-th summary.
+	Histogram     bool
+	Native        bool
+	NativeSummary int
 	// Top is set for the top values' family (TopSuffix): per window, the K values of the
 	// ranked label with the largest sums, the label's pair added to the series' pairs.
 	Top *Top
@@ -330,6 +340,7 @@ func (s *Spec) WindowFamilies() []Family {
 	var out []Family
 	var o windows.Options
 	var keyed []aggregation
+	native := -1 // the quantile sketch's summary
 	for _, a := range aggregationTable {
 		if !*a.flag(&s.Aggregations) {
 			continue
@@ -342,6 +353,9 @@ func (s *Spec) WindowFamilies() []Family {
 		if a.keep != nil {
 			a.keep(&o) // as Options does, so that kinds is the summary's index
 		}
+		if a.flag(&s.Aggregations) == &s.Aggregations.Quantiles {
+			native = kinds
+		}
 		switch {
 		case a.value && !s.IsValue():
 			continue
@@ -351,12 +365,24 @@ func (s *Spec) WindowFamilies() []Family {
 			out = append(out, Family{Suffix: a.suffixes[0], Help: s.windowHelp(a.what(s)), Stat: a.read})
 		}
 	}
-	if len(s.Buckets) > 0 {
-		out = append(out, Family{Suffix: HistogramSuffix, Summary: len(o.Summaries), Histogram: true,
+	if s.NativeHistogram && native < 0 {
+		native = len(o.Summaries)
+		keepQuantiles(&o)
+	}
+	if len(s.Buckets) > 0 || s.NativeHistogram {
+		// The text formats show only the buckets: their HELP is the one they always had.
+		sum := " sum it by le across instances for histogram_quantile."
+		if len(s.Buckets) == 0 {
+			sum = " sum it across instances for histogram_quantile (a native histogram, within 2%)."
+		}
+		f := Family{Suffix: HistogramSuffix, Summary: len(o.Summaries), Histogram: len(s.Buckets) > 0,
+			Native: s.NativeHistogram, NativeSummary: native,
 			Help: strings.TrimSpace(s.help() + " " + s.ValueName + " of the lines" + sliding +
-				", as a gauge histogram: the buckets count the window's values, so never apply rate() or increase() to it;" +
-				" sum it by le across instances for histogram_quantile.")})
-		o.Summaries = append(o.Summaries, windows.SummaryKind{})
+				", as a gauge histogram: the buckets count the window's values, so never apply rate() or increase() to it;" + sum)}
+		if f.Histogram {
+			o.Summaries = append(o.Summaries, windows.SummaryKind{})
+		}
+		out = append(out, f)
 	}
 	if t := s.Top; t != nil {
 		quantity := "most matched lines"

@@ -291,6 +291,33 @@ func (q *Quantiles) Quantile(p float64) float64 {
 // value is what bin i reports.
 func value(i int32) float64 { return math.Exp(float64(i)*logGamma) * represent }
 
+// BinsPerOctave is how many bins each power of two is cut into: bin i holds the magnitudes
+// in (2^((i−1)/BinsPerOctave), 2^(i/BinsPerOctave)].
+const BinsPerOctave = binsPerOctave
+
+// BinValue is the magnitude bin i reports, within RelativeError of every magnitude it holds.
+func BinValue(i int32) float64 { return value(i) }
+
+// Bins calls f with every bin of one sign that holds values (those of negative values
+// when neg) and its count, in ascending order of magnitude; Zeros is the count of zeros. It
+// changes nothing.
+func (q *Quantiles) Bins(neg bool, f func(i int32, c uint64)) {
+	s := &q.pos
+	if neg {
+		if s = q.neg; s == nil {
+			return
+		}
+	}
+	for j := range s.len() {
+		if c := s.get(j); c != 0 {
+			f(s.lo+int32(j), c)
+		}
+	}
+}
+
+// Zeros returns how many of the values added were 0.
+func (q *Quantiles) Zeros() uint64 { return q.zero }
+
 // bins is a dense run of counts for the bin indexes lo, lo+1, …, lo+n−1, packed width bits
 // each: count j is bits j·width … (j+1)·width−1 of b, read little-endian. A count that
 // outgrows the width widens every count by the bits it needs, so a sketch of a thousand
