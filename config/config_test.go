@@ -444,6 +444,8 @@ var fingerprintEdits = []struct {
 	{"structured format", "Format", fingerprintHead, fingerprintFields("logfmt"), false},
 	{"path capture", "PathCaptures", "distinct: '${m}'\n    inputs", "distinct: '${m}${node}'\n    inputs", false},
 	{"log format for match", "LogFormat", fingerprintHead, fingerprintLogFormat("default"), false},
+	{"rewrite", "Rewrites", "where: {s: '^5'}", "rewrite: [{label: method, regex: 'GET', replacement: get}]\n    where: {s: '^5'}", false},
+	{"rewrite of the top label", "Rewrites", "where: {s: '^5'}", "rewrite: [{label: status, regex: '0', replacement: x}]\n    where: {s: '^5'}", false},
 }
 
 // fingerprintHead is the part of fingerprintBase that a fields rule changes: its inputs
