@@ -46,7 +46,8 @@ func rewriterKey(rws []config.Rewrite) string {
 
 // The rewrite cache of one scratch and rewriter keeps at most two generations of
 // rewriteGenerationBytes each, counted as the bytes of the raw value and of its result
-// when that differs, plus rewriteEntryBytes for the map's slot and the two string headers.
+// when that differs, plus rewriteEntryBytes for the map's slot (a string and a
+// rewritten) and its share of the map's spare room.
 // When the newest generation is full the older one is let go and the newest becomes the
 // older: a value used again within a generation stays (it is copied into the newest when
 // found in the older), one not seen for a whole generation is forgotten. So a burst of
@@ -59,45 +60,61 @@ func rewriterKey(rws []config.Rewrite) string {
 // parser sits below the store, which it does not know.
 const (
 	rewriteGenerationBytes = 256 << 10
-	rewriteEntryBytes      = 64
+	rewriteEntryBytes      = 80
 )
 
 // rewriteCache remembers a rewriter's results per raw value for one scratch, which one
 // goroutine uses at a time: no lock, and no cache line shared with another core.
 type rewriteCache struct {
 	w        *rewriter
-	cur, old map[string]string
+	cur, old map[string]rewritten
 	// bytes is what cur holds, counted as the bound above counts it.
 	bytes int
+}
+
+// rewritten is a raw value and what its rewrites make of it. The raw value is kept beside
+// its key so that moving it from the older generation to the newest allocates nothing.
+type rewritten struct {
+	raw, value string
 }
 
 // get returns raw rewritten. A value seen in the current generation costs one map lookup
 // that does not allocate.
 func (c *rewriteCache) get(raw []byte) string {
-	if v, ok := c.cur[string(raw)]; ok {
-		return v
+	if e, ok := c.cur[string(raw)]; ok {
+		return e.value
 	}
-	k := string(raw)
-	v, ok := c.old[k]
+	e, ok := c.old[string(raw)]
 	if !ok {
-		if v = c.w.apply(k); v == k {
-			v = k // one string for both, counted once
+		e.raw = string(raw)
+		if e.value = c.w.apply(e.raw); e.value == e.raw {
+			e.value = e.raw // one string for both, counted once
 		}
 	}
-	c.put(k, v)
-	return v
+	c.put(e)
+	return e.value
 }
 
-// put adds k to the current generation, starting a new one when it would pass the bound.
-func (c *rewriteCache) put(k, v string) {
-	cost := rewriteEntryBytes + len(k)
-	if v != k {
-		cost += len(v)
+// put adds e to the current generation, starting a new one when it would pass the bound.
+func (c *rewriteCache) put(e rewritten) {
+	cost := rewriteEntryBytes + len(e.raw)
+	if e.value != e.raw {
+		cost += len(e.value)
 	}
-	if c.cur == nil || c.bytes+cost > rewriteGenerationBytes {
-		c.old, c.cur, c.bytes = c.cur, make(map[string]string), 0
+	switch {
+	case c.cur == nil:
+		c.cur = make(map[string]rewritten)
+	case c.bytes+cost > rewriteGenerationBytes:
+		// The oldest generation's map is emptied for the newest, keeping its room: a
+		// generation holds about as many values as the one before, so the newest then
+		// neither grows table by table nor leaves a map to the collector.
+		c.old, c.cur, c.bytes = c.cur, c.old, 0
+		if c.cur == nil {
+			c.cur = make(map[string]rewritten, len(c.old))
+		}
+		clear(c.cur)
 	}
-	c.cur[k] = v
+	c.cur[e.raw] = e
 	c.bytes += cost
 }
 

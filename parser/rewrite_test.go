@@ -242,11 +242,11 @@ func FuzzRewrite(f *testing.F) {
 // cacheBytes is what a rewrite cache holds, counted from its maps as the bound counts it.
 func cacheBytes(c *rewriteCache) int {
 	n := 0
-	for _, m := range []map[string]string{c.cur, c.old} {
-		for k, v := range m {
+	for _, m := range []map[string]rewritten{c.cur, c.old} {
+		for k, e := range m {
 			n += rewriteEntryBytes + len(k)
-			if v != k {
-				n += len(v)
+			if e.value != k {
+				n += len(e.value)
 			}
 		}
 	}
