@@ -95,7 +95,7 @@ func newScratch(sz sizes) *scratch {
 		pathMore:  ownLines[byte](0, textBuf),
 	}
 	if len(sz.rewriters) > 0 {
-		s.rewrites = make([]rewriteCache, len(sz.rewriters))
+		s.rewrites = ownLines[rewriteCache](len(sz.rewriters), len(sz.rewriters))
 		for i, w := range sz.rewriters {
 			s.rewrites[i].w = w
 		}
