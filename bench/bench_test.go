@@ -295,6 +295,9 @@ func TestHarness(t *testing.T) {
 		{"two rule files", []string{"-lines", "5000", "-config", "example-rules-regex.yaml"},
 			[]string{"logwindow live example-rules.yaml  median", "logwindow live example-rules-regex.yaml  median",
 				"logwindow live example-rules-regex.yaml / logwindow live example-rules.yaml (medians)"}, ""},
+		{"rewrite", []string{"-lines", "5000", "-rewrite"},
+			[]string{"(-rewrite: " + pathRewrite + ")", "logwindow live example-rules.yaml rewrite  median",
+				"logwindow live example-rules.yaml rewrite / logwindow live example-rules.yaml (medians)"}, ""},
 		{"two builds", []string{"-lines", "5000", "-bin", bin},
 			[]string{"logwindow live logwindow_exporter  median", "/ logwindow live logwindow_exporter (medians)"}, ""},
 	}
@@ -329,6 +332,7 @@ func TestFlags(t *testing.T) {
 		{"stray argument", []string{"x"}, 2},
 		{"help", []string{"-h"}, 0},
 		{"node with mtail", []string{"-node", "-mtail"}, 2},
+		{"rewrite of json", []string{"-rewrite", "-formats", "text,json"}, 2},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

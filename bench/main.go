@@ -54,8 +54,10 @@ type options struct {
 	extraRules                      int
 	mode                            string
 	mtail, scrape, likeMtail, node  bool
-	series, scrapes                 int
-	gen, mtailBin                   string
+	// rewrite: each rule file also runs with the ids in its path labels rewritten.
+	rewrite         bool
+	series, scrapes int
+	gen, mtailBin   string
 	// configs are the rule files, each a program of its own (-config, repeated).
 	configs []string
 	// configJSON is the rule file of the json and logfmt forms of the log.
@@ -79,6 +81,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.mode, "mode", "live", "live: serve and scrape until every line is counted; replay: --replay, one-shot")
 	fs.BoolVar(&o.mtail, "mtail", false, "also run mtail --one_shot with nginx.mtail on the same files")
 	fs.BoolVar(&o.likeMtail, "like-mtail", false, "remove what mtail's program cannot compute (the rules with distinct:, and top: with the label it ranks), so that -mtail compares the same counters")
+	fs.BoolVar(&o.rewrite, "rewrite", false, "also run each rule file with the ids in its rules' path labels rewritten ("+pathRewrite+"), as a program of its own in the same runs")
 	fs.BoolVar(&o.scrape, "scrape", false, "also time scrapes of a rule holding -series series (first file only)")
 	fs.IntVar(&o.series, "series", 10000, "series budget of the scrape benchmark's rule")
 	fs.IntVar(&o.scrapes, "scrapes", 10, "scrapes timed by the scrape benchmark")
@@ -112,6 +115,9 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		}
 		if f != "text" && o.extraRules > 0 {
 			return o, errors.New("-rules adds regex rules: it runs with -formats text only")
+		}
+		if f != "text" && o.rewrite {
+			return o, errors.New("-rewrite varies the text rule files: it runs with -formats text only")
 		}
 	}
 	switch {
@@ -182,6 +188,9 @@ func bench(o options, out io.Writer) error {
 	for _, c := range o.configs {
 		fmt.Fprintf(out, "rules: %s plus %d copies of its request count over the same pattern\n", filepath.Base(c), o.extraRules)
 	}
+	if o.rewrite {
+		fmt.Fprintf(out, "rules: each file also with the ids in its path labels rewritten (-rewrite: %s)\n", pathRewrite)
+	}
 	if o.likeMtail {
 		fmt.Fprintln(out, "rules: without the distinct: rules and top: (-like-mtail), as mtail's program computes neither")
 	}
@@ -196,11 +205,24 @@ func bench(o options, out io.Writer) error {
 		}
 		fmt.Fprintf(out, "node: the logs as %d pods' nginx logs in CRI lines, one input over %s, its files shared by %d followers (shards: GOMAXPROCS)\n\n", len(read), filepath.Join(node, "*_*_*", "nginx", "*.log"), max(o.procs, 1))
 	}
-	var rules []string
-	for i, c := range o.configs {
-		rules = append(rules, filepath.Join(dir, fmt.Sprintf("rules-%d.yaml", i+1)))
-		if err := (benchConfig{inputs: paths, extraRules: o.extraRules, likeMtail: o.likeMtail, node: node, shards: o.procs}).write(c, rules[i]); err != nil {
-			return err
+	// rules are the text rule files, each a program named by ruleNames (when there are
+	// several): each config, and with -rewrite each config again with its paths rewritten.
+	var rules, ruleNames []string
+	for _, rewrite := range []bool{false, true} {
+		if rewrite && !o.rewrite {
+			break
+		}
+		for i, c := range o.configs {
+			name := filepath.Base(c)
+			r := filepath.Join(dir, fmt.Sprintf("rules-%d.yaml", i+1))
+			if rewrite {
+				name += " rewrite"
+				r = filepath.Join(dir, fmt.Sprintf("rules-%d-rewrite.yaml", i+1))
+			}
+			if err := (benchConfig{inputs: paths, extraRules: o.extraRules, likeMtail: o.likeMtail, node: node, shards: o.procs, rewrite: rewrite}).write(c, r); err != nil {
+				return err
+			}
+			rules, ruleNames = append(rules, r), append(ruleNames, name)
 		}
 	}
 	want := counts.exampleTotals(o.extraRules)
@@ -232,7 +254,7 @@ func bench(o options, out io.Writer) error {
 					name += " " + format
 				}
 				if len(frules) > 1 {
-					name += " " + filepath.Base(o.configs[ci])
+					name += " " + ruleNames[ci]
 				}
 				if len(o.bins) > 1 {
 					name += " " + filepath.Base(bin)

@@ -135,6 +135,9 @@ type Rule struct {
 	Regexp   *regexp.Regexp
 	// Labels are sorted by name; each value is rendered from captures.
 	Labels []Label
+	// Rewrites change label values (a top label's too) before they key a series, in the
+	// order written; RewritesOf gives one label's.
+	Rewrites []Rewrite
 	// Where filters: every capture must match its regex for the line to count.
 	Where []Where
 	// WhereNot filters: a line whose capture matches one of these regexes does not count.

@@ -153,7 +153,7 @@ func TestBadConfigs(t *testing.T) {
 		},
 		"unknown_key.yaml": {
 			`:2: global: unknown key "window" (did you mean "windows"?) (known keys: windows, max_series_per_rule, counter_ttl)`,
-			`:6: rule "a": unknown key "lables" (did you mean "labels"?) (known keys: name, help, match, fields, labels, where, where_not, value, timestamp, windows, aggregations, quantiles, buckets, distinct, inputs, initial, top, native_histogram)`,
+			`:6: rule "a": unknown key "lables" (did you mean "labels"?) (known keys: name, help, match, fields, labels, where, where_not, value, timestamp, windows, aggregations, quantiles, buckets, distinct, inputs, initial, top, rewrite, native_histogram)`,
 			`:7: rule "a": timestamp: unknown key "layuot" (did you mean "layout"?) (known keys: capture, layout)`,
 			`:7: rule "a": timestamp: capture "t" is not in the match regex (have: none: name groups with (?P<name>...))`,
 			`:7: rule "a": timestamp: layout: is missing; give a Go time layout (e.g. '02/Jan/2006:15:04:05 -0700'; a log format's time_local, time_iso8601 and msec need none)`,
@@ -449,6 +449,8 @@ var fingerprintEdits = []struct {
 	{"structured format", "Format", fingerprintHead, fingerprintFields("logfmt"), false},
 	{"path capture", "PathCaptures", "distinct: '${m}'\n    inputs", "distinct: '${m}${node}'\n    inputs", false},
 	{"log format for match", "LogFormat", fingerprintHead, fingerprintLogFormat("default"), false},
+	{"rewrite", "Rewrites", "where: {s: '^5'}", "rewrite: [{label: method, regex: 'GET', replacement: get}]\n    where: {s: '^5'}", false},
+	{"rewrite of the top label", "Rewrites", "where: {s: '^5'}", "rewrite: [{label: status, regex: '0', replacement: x}]\n    where: {s: '^5'}", false},
 }
 
 // fingerprintHead is the part of fingerprintBase that a fields rule changes: its inputs

@@ -118,5 +118,12 @@ func fingerprint(r *Rule) string {
 		field("")
 		field("")
 	}
+	// A rewrite changes which series (or ranked value) a line counts in.
+	field(strconv.Itoa(len(r.Rewrites)))
+	for _, rw := range r.Rewrites {
+		field(rw.Label)
+		field(rw.Regexp.String())
+		field(rw.Replacement)
+	}
 	return hex.EncodeToString(h.Sum(nil)[:16])
 }

@@ -16,7 +16,7 @@ import (
 	"github.com/logwindow/logwindow_exporter/internal/quantity"
 )
 
-var ruleKeys = []string{"name", "help", "match", "fields", "labels", "where", "where_not", "value", "timestamp", "windows", "aggregations", "quantiles", "buckets", "distinct", "inputs", "initial", "top", "native_histogram"}
+var ruleKeys = []string{"name", "help", "match", "fields", "labels", "where", "where_not", "value", "timestamp", "windows", "aggregations", "quantiles", "buckets", "distinct", "inputs", "initial", "top", "rewrite", "native_histogram"}
 
 // patternRef is a %{NAME} reference inside a regex.
 var patternRef = regexp.MustCompile(`%\{([A-Za-z_][A-Za-z0-9_]*)\}`)
@@ -242,6 +242,9 @@ func (d *decoder) rule(n *yaml.Node, index int, g Global, inputNames map[string]
 	}
 	if e, ok := find(entries, "labels"); ok {
 		rd.labels(e, r)
+	}
+	if e, ok := find(entries, "rewrite"); ok {
+		rd.rewrite(e, r, labelNames(entries))
 	}
 	if e, ok := find(entries, "where"); ok {
 		r.Where = rd.where(e, "where")

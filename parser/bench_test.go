@@ -361,3 +361,51 @@ func BenchmarkPathCaptures(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkRewrite parses the generator's lines through a rule labelled by route and
+// status class, with and without rewriting the ids in route, in one run: what a rewrite
+// costs per line. The generator's paths have ids of a long tail (26,987 distinct paths in
+// its 100,000 lines, 22,897 of them seen once), so about a quarter of the lines bring a
+// raw value the cache cannot have seen and pay the regex; the rest are cache hits. Each
+// parser reads through a Session, as an input does, warmed by one pass over the lines.
+func BenchmarkRewrite(b *testing.B) {
+	lines := nginxlog.Lines(b, 100000, 1)
+	const head = `inputs: [{name: nginx, path: /a, log_format: '$remote_addr - $remote_user [$time_local] "$request" $status $body_bytes_sent "$http_referer" "$http_user_agent" $request_time $upstream_response_time'}]
+rules:
+  - name: routes
+    labels: {route: '${uri}', status_class: '${status_class}'}
+`
+	var engines []versus.Engine
+	for _, f := range []struct{ name, rewrite string }{
+		{"plain", ""},
+		{"rewrite", "    rewrite: [{label: route, regex: '/[0-9]+(/|$)', replacement: '/:id$1'}]\n"},
+	} {
+		c, err := config.Parse([]byte(head+f.rewrite), "bench.yaml")
+		if err != nil {
+			b.Fatal(err)
+		}
+		p, err := New(c.Rules)
+		if err != nil {
+			b.Fatal(err)
+		}
+		sess := p.NewSession()
+		sink := newSeriesSink(1)
+		read := func(l []byte) { sess.ParseWrapped("nginx", l, nil, sink) }
+		for _, l := range lines {
+			read(l)
+		}
+		b.Run(f.name, func(b *testing.B) {
+			b.ReportAllocs()
+			cpu0 := cpuTime(b)
+			i := 0
+			for b.Loop() {
+				read(lines[i%len(lines)])
+				i++
+			}
+			b.ReportMetric(float64((cpuTime(b)-cpu0).Nanoseconds())/float64(i), "cpu-ns/line")
+			b.ReportMetric(float64(len(sink.series[0])), "series")
+		})
+		engines = append(engines, versus.Engine{Name: f.name, Read: read})
+	}
+	versus.Ratio(b, "ratio", lines, engines...)
+}

@@ -74,6 +74,10 @@ type RuleResult struct {
 	Captures []Capture
 	// Event is what Sink.Event received, when Outcome is Counted.
 	Event Event
+	// Raw and RawItems are, where the rule's rewrites changed a value of Event.Labels or
+	// Event.Items, the value before them (at the same index); nil elsewhere, and nil
+	// slices when no rewrite changed anything.
+	Raw, RawItems [][]byte
 	// Prefix says how far the regex got, when Outcome is NoMatch.
 	Prefix *Prefix
 }
@@ -146,6 +150,7 @@ func (p *Parser) Explain(input string, line []byte) *Explanation {
 					res.Drop = DropReason(detail)
 				case Counted:
 					res.Event = cloneEvent(&s.event)
+					res.Raw, res.RawItems = s.unrewritten(r, src, caps, &res.Event)
 				}
 			}
 		}

@@ -145,9 +145,12 @@ type rule struct {
 	ts        *timestampSpec
 	labels    []config.Template
 	items     []config.Item
-	// labelSet and itemSet number the rule's label templates and its items, equal lists
-	// sharing a number, so that rules of a group with the same labels (or items) render
-	// them once per line.
+	// labelRewriters and itemRewriters are, per label and item, the index of its
+	// rewriter in the scratch's caches, -1 for none; nil when the rule rewrites none.
+	labelRewriters, itemRewriters []int
+	// labelSet and itemSet number the rule's label templates and its items (with their
+	// rewriters), equal lists sharing a number, so that rules of a group with the same
+	// labels (or items) render them once per line.
 	labelSet, itemSet int
 	// literalsValid: the literal text of the labels and items is valid UTF-8, so a label
 	// value cut from an ASCII line needs no check.
@@ -181,6 +184,21 @@ func build(rules []*config.Rule, fast bool) (*Parser, error) {
 	p := &Parser{names: make([][]namedCapture, len(rules))}
 	byRegex := map[string]int{}
 	var sz sizes
+	rewriters := map[string]int{}
+	// rewriterOf numbers a label's rewrites; -1 for a label without.
+	rewriterOf := func(rws []config.Rewrite) int {
+		if len(rws) == 0 {
+			return -1
+		}
+		key := rewriterKey(rws)
+		w, ok := rewriters[key]
+		if !ok {
+			w = len(sz.rewriters)
+			rewriters[key] = w
+			sz.rewriters = append(sz.rewriters, &rewriter{rewrites: rws})
+		}
+		return w
+	}
 	for i, cr := range rules {
 		if err := check(cr); err != nil {
 			return nil, fmt.Errorf("rule %d: %w", i, err)
@@ -212,6 +230,19 @@ func build(rules []*config.Rule, fast bool) (*Parser, error) {
 			r.labels = append(r.labels, l.Template)
 		}
 		r.items = cr.Items
+		if len(cr.Rewrites) > 0 {
+			r.labelRewriters = make([]int, len(cr.Labels))
+			for j, l := range cr.Labels {
+				r.labelRewriters[j] = rewriterOf(cr.RewritesOf(l.Name))
+			}
+			r.itemRewriters = make([]int, len(cr.Items))
+			for j := range cr.Items {
+				r.itemRewriters[j] = -1
+				if cr.Top != nil && cr.Top.Item == j+1 {
+					r.itemRewriters[j] = rewriterOf(cr.RewritesOf(cr.Top.Label))
+				}
+			}
+		}
 		r.literalsValid = literalsValid(r.labels, r.items)
 		r.where = filters(cr.Where, fast, &sz)
 		r.whereNot = filters(cr.WhereNot, fast, &sz)
@@ -237,8 +268,8 @@ func build(rules []*config.Rule, fast bool) (*Parser, error) {
 	}
 	slices.Sort(p.paths)
 	sz.paths = len(p.paths)
-	var labelSets [][]config.Template
-	var itemSets [][]config.Item
+	var labelSets [][]rendering[config.Template]
+	var itemSets [][]rendering[config.Item]
 	slots := map[string]int{}
 	for i := range p.groups {
 		g := &p.groups[i]
@@ -269,9 +300,11 @@ func build(rules []*config.Rule, fast bool) (*Parser, error) {
 			p.names[r.index] = captureNames(cr, slot)
 			// Sets and time slots are found on the indexes in the group, so that two
 			// rules that read one slot share, and two that read different ones do not.
-			r.labelSet = setIndex(&labelSets, r.labels, func(a, b config.Template) bool { return slices.Equal(a, b) })
-			r.itemSet = setIndex(&itemSets, r.items, func(a, b config.Item) bool {
-				return a.Label == b.Label && slices.Equal(a.Template, b.Template)
+			r.labelSet = setIndex(&labelSets, renderings(r.labels, r.labelRewriters), func(a, b rendering[config.Template]) bool {
+				return a.rewriter == b.rewriter && slices.Equal(a.of, b.of)
+			})
+			r.itemSet = setIndex(&itemSets, renderings(r.items, r.itemRewriters), func(a, b rendering[config.Item]) bool {
+				return a.rewriter == b.rewriter && a.of.Label == b.of.Label && slices.Equal(a.of.Template, b.of.Template)
 			})
 			if r.ts != nil {
 				key := fmt.Sprintf("%d\x00%d\x00%s\x00%t", i, r.ts.capture, r.ts.layout, r.ts.unix)
@@ -349,6 +382,24 @@ func setIndex[E any](sets *[][]E, list []E, eq func(a, b E) bool) int {
 	}
 	*sets = append(*sets, list)
 	return len(*sets) - 1
+}
+
+// rendering is a label template or an item with the rewriter of its value (-1: none).
+type rendering[T any] struct {
+	of       T
+	rewriter int
+}
+
+// renderings pairs each of list with its rewriter in rewriters (nil: none rewritten).
+func renderings[T any](list []T, rewriters []int) []rendering[T] {
+	out := make([]rendering[T], len(list))
+	for i, x := range list {
+		out[i] = rendering[T]{x, -1}
+		if rewriters != nil {
+			out[i].rewriter = rewriters[i]
+		}
+	}
+	return out
 }
 
 // literalsValid reports whether the literal parts of labels and items are valid UTF-8.
@@ -574,13 +625,13 @@ func (s *scratch) apply(r *rule, input string, src text, caps []int, sink Sink) 
 	// the previous one leaves them as they are.
 	e := &s.event
 	if s.keyMatch != s.match || s.keySet != r.labelSet {
-		s.render(r.labels, src, caps, valid)
+		s.render(r.labels, r.labelRewriters, src, caps, valid)
 		s.keyMatch, s.keySet = s.match, r.labelSet
 		e.Key, e.Labels = s.key, s.labels[:len(r.labels)]
 	}
 	if len(r.items) > 0 {
 		if s.itemsMatch != s.match || s.itemsSet != r.itemSet {
-			s.renderItems(r.items, src, caps, valid)
+			s.renderItems(r.items, r.itemRewriters, src, caps, valid)
 			s.itemsMatch, s.itemsSet = s.match, r.itemSet
 		}
 		e.Items = s.items[:len(r.items)]

@@ -16,6 +16,8 @@ type sizes struct {
 	items     int // the most items of a rule
 	slots     int // distinct timestamp specs
 	paths     int // path captures the rules read
+	// rewriters are the labels' rewriters, each with a cache in every scratch.
+	rewriters []*rewriter
 }
 
 // scratch is what one Parse call writes to. Buffers keep their capacity between calls, so
@@ -31,6 +33,8 @@ type scratch struct {
 	itemEnds []int
 	items    [][]byte
 	fix      []byte // invalid UTF-8 being rewritten
+	// rewrites has a cache per rewriter of the rules' labels (sizes.rewriters).
+	rewrites []rewriteCache
 	times    []timeCache
 	event    Event
 	// vals holds what captures index past the end of the line (text.more): the decoded
@@ -73,7 +77,7 @@ type timeCache struct {
 // measurements). The byte buffers start at textBuf, from which append grows them to sizes
 // that are whole lines too.
 func newScratch(sz sizes) *scratch {
-	return &scratch{
+	s := &scratch{
 		caps:      ownLines[int](sz.caps, sz.caps),
 		whereCaps: ownLines[int](sz.whereCaps, sz.whereCaps),
 		key:       ownLines[byte](0, textBuf),
@@ -90,6 +94,13 @@ func newScratch(sz sizes) *scratch {
 		pathCaps:  unset(ownLines[int](2*sz.paths, 2*sz.paths)),
 		pathMore:  ownLines[byte](0, textBuf),
 	}
+	if len(sz.rewriters) > 0 {
+		s.rewrites = ownLines[rewriteCache](len(sz.rewriters), len(sz.rewriters))
+		for i, w := range sz.rewriters {
+			s.rewrites[i].w = w
+		}
+	}
+	return s
 }
 
 // unset marks every capture of caps as not set.
@@ -189,10 +200,11 @@ func gcd(a, b int) int {
 }
 
 // render writes the label values of a rule into s.key, joined by KeySep, and points
-// s.labels at them. Each value is made valid UTF-8 and capped before the next is written,
-// so the key is exactly the label set the store will see; valid says the values are
-// known to be valid UTF-8 already.
-func (s *scratch) render(labels []config.Template, src text, caps []int, valid bool) {
+// s.labels at them. Each value is made valid UTF-8 and capped, then rewritten by its
+// rewriter (rewriters: its index per label, nil for none), before the next is written, so
+// the key is exactly the label set the store will see; valid says the values are known to
+// be valid UTF-8 already.
+func (s *scratch) render(labels []config.Template, rewriters []int, src text, caps []int, valid bool) {
 	key := s.key[:0]
 	s.ends = s.ends[:0]
 	for i, t := range labels {
@@ -201,6 +213,9 @@ func (s *scratch) render(labels []config.Template, src text, caps []int, valid b
 		}
 		start := len(key)
 		key = s.sanitize(appendTemplate(key, t, src, caps), start, valid)
+		if rewriters != nil && rewriters[i] >= 0 {
+			key = s.rewrite(rewriters[i], key, start)
+		}
 		s.ends = append(s.ends, len(key))
 	}
 	s.key = key
@@ -213,16 +228,19 @@ func (s *scratch) render(labels []config.Template, src text, caps []int, valid b
 }
 
 // renderItems writes the items of a rule into s.itemText and points s.items at them:
-// those shown as labels made valid UTF-8 (unless known to be valid) and capped, the
-// others in full.
-func (s *scratch) renderItems(items []config.Item, src text, caps []int, valid bool) {
+// those shown as labels made valid UTF-8 (unless known to be valid), capped and rewritten
+// as render does, the others in full.
+func (s *scratch) renderItems(items []config.Item, rewriters []int, src text, caps []int, valid bool) {
 	text := s.itemText[:0]
 	s.itemEnds = s.itemEnds[:0]
-	for _, it := range items {
+	for i, it := range items {
 		start := len(text)
 		text = appendTemplate(text, it.Template, src, caps)
 		if it.Label {
 			text = s.sanitize(text, start, valid)
+		}
+		if rewriters != nil && rewriters[i] >= 0 {
+			text = s.rewrite(rewriters[i], text, start)
 		}
 		s.itemEnds = append(s.itemEnds, len(text))
 	}

@@ -76,6 +76,8 @@ type Capture struct {
 type Label struct {
 	Name  string `json:"name"`
 	Value string `json:"value"`
+	// Raw is the value before the rule's rewrites, when they changed it.
+	Raw *string `json:"raw,omitempty"`
 }
 
 // Fate is where the store puts a counted line.
@@ -165,7 +167,7 @@ func (x *Explainer) Explain(input string, line []byte, feed bool) Line {
 		switch res.Outcome {
 		case parser.Counted:
 			out.Counted = true
-			x.counted(&r, cr, &res.Event)
+			x.counted(&r, cr, res)
 			if feed {
 				x.sink.Event(&res.Event)
 			}
@@ -198,12 +200,13 @@ func (x *Explainer) Explain(input string, line []byte, feed bool) Line {
 	return out
 }
 
-func (x *Explainer) counted(r *Rule, cr *config.Rule, e *parser.Event) {
+func (x *Explainer) counted(r *Rule, cr *config.Rule, res *parser.RuleResult) {
+	e := &res.Event
 	for i, l := range cr.Labels {
-		r.Labels = append(r.Labels, Label{Name: l.Name, Value: string(e.Labels[i])})
+		r.Labels = append(r.Labels, Label{Name: l.Name, Value: string(e.Labels[i]), Raw: raw(res.Raw, i)})
 	}
 	if t := cr.Top; t != nil {
-		r.Top = &Label{Name: t.Label, Value: string(e.Items[t.Item-1])}
+		r.Top = &Label{Name: t.Label, Value: string(e.Items[t.Item-1]), Raw: raw(res.RawItems, t.Item-1)}
 	}
 	if cr.DistinctItem > 0 {
 		d := string(e.Items[cr.DistinctItem-1])
@@ -222,6 +225,16 @@ func (x *Explainer) counted(r *Rule, cr *config.Rule, e *parser.Event) {
 		at = e.Time
 	}
 	r.Fate = &Fate{Placement: f.Placement.String(), At: rfc3339(at), Now: rfc3339(f.Now), Folded: f.Folded}
+}
+
+// raw is value i of the values before rewrites (parser.RuleResult.Raw), nil for one no
+// rewrite changed.
+func raw(values [][]byte, i int) *string {
+	if i >= len(values) || values[i] == nil {
+		return nil
+	}
+	s := string(values[i])
+	return &s
 }
 
 func noMatch(cr *config.Rule, line []byte, p *parser.Prefix) *NoMatch {

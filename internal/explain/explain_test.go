@@ -160,3 +160,61 @@ rules:
 		}
 	}
 }
+
+// TestRewrite: a rewritten label is shown as the series has it, with the value it was
+// rewritten from; a top label too; one the rewrite left alone has no raw value.
+func TestRewrite(t *testing.T) {
+	cfg, err := config.Parse([]byte(`
+rules:
+  - name: requests
+    match: '^(?P<method>[A-Z]+) (?P<path>\S+)$'
+    labels: {method: '${method}', route: '${path}'}
+    rewrite: [{label: route, regex: '/[0-9]+', replacement: '/:id'}]
+  - name: hot_routes
+    match: '^(?P<method>[A-Z]+) (?P<path>\S+)$'
+    labels: {route: '${path}'}
+    rewrite: [{label: route, regex: '/[0-9]+', replacement: '/:id'}]
+    top: {label: route, k: 3}
+`), "rules.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := parser.New(cfg.Rules)
+	if err != nil {
+		t.Fatal(err)
+	}
+	set, err := store.NewSet(cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sink := set.NewSink()
+	sink.SetNow(1000, 1000)
+	x := New(cfg.Rules, p, sink)
+	lines := []Line{x.Explain("", []byte("GET /users/8412"), false), x.Explain("", []byte("GET /users"), false)}
+	var text, js bytes.Buffer
+	if err := Write(&text, "text", lines); err != nil {
+		t.Fatal(err)
+	}
+	if err := Write(&js, "json", lines); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		`  + requests{method="GET", route="/users/:id" (rewritten from "/users/8412")}: placed`,
+		`  + hot_routes top {route="/users/:id" (rewritten from "/users/8412")}: placed`,
+		`  + requests{method="GET", route="/users"}: placed`,
+		`  + hot_routes top {route="/users"}: placed`,
+	} {
+		if !strings.Contains(text.String(), want) {
+			t.Errorf("text lacks %q:\n%s", want, text.String())
+		}
+	}
+	for _, want := range []string{
+		`"labels":[{"name":"method","value":"GET"},{"name":"route","value":"/users/:id","raw":"/users/8412"}]`,
+		`"top":{"name":"route","value":"/users/:id","raw":"/users/8412"}`,
+		`"labels":[{"name":"method","value":"GET"},{"name":"route","value":"/users"}]`,
+	} {
+		if !strings.Contains(js.String(), want) {
+			t.Errorf("JSON lacks %s:\n%s", want, js.String())
+		}
+	}
+}

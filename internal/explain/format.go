@@ -153,6 +153,9 @@ func labelText(ls []Label) string {
 	parts := make([]string, len(ls))
 	for i, l := range ls {
 		parts[i] = l.Name + "=" + strconv.Quote(l.Value)
+		if l.Raw != nil {
+			parts[i] += " (rewritten from " + strconv.Quote(*l.Raw) + ")"
+		}
 	}
 	return "{" + strings.Join(parts, ", ") + "}"
 }

@@ -12,8 +12,8 @@ import (
 	"github.com/logwindow/logwindow_exporter/internal/explain"
 )
 
-// fakeSource explains every line as counted by one rule with the line as its label, its
-// top value and its distinct text.
+// fakeSource explains every line as counted by one rule with the line as its label
+// (rewritten from /raw/ and the line), its top value and its distinct text.
 type fakeSource struct {
 	cfg       *config.Config
 	input     string // the input of the last line explained
@@ -26,9 +26,9 @@ func (f *fakeSource) ReloadError() error { return f.reloadErr }
 
 func (f *fakeSource) Explain(input string, line []byte) explain.Line {
 	f.input = input
-	text := string(line)
+	text, raw := string(line), "/raw/"+string(line)
 	return explain.Line{Input: input, Text: string(line), Counted: true, Rules: []explain.Rule{{
-		Name: "r", Outcome: "counted", Labels: []explain.Label{{Name: "l", Value: text}},
+		Name: "r", Outcome: "counted", Labels: []explain.Label{{Name: "l", Value: text, Raw: &raw}},
 		Top: &explain.Label{Name: "t", Value: text}, Distinct: &text,
 		Fate: &explain.Fate{Placement: "placed"},
 	}}}
@@ -56,6 +56,7 @@ func TestHandlers(t *testing.T) {
 		{"page by POST", http.MethodPost, "/", "", http.StatusMethodNotAllowed, ""},
 		{"tester by GET", http.MethodGet, ExplainPath, "", http.StatusMethodNotAllowed, "Use POST"},
 		{"tester", http.MethodPost, ExplainPath, "input=web&lines=a%0D%0Ab", http.StatusOK, `<code>l="b"</code>`},
+		{"tester shows the value a label was rewritten from", http.MethodPost, ExplainPath, "input=web&lines=b", http.StatusOK, `<code>l="b"</code> (rewritten from <code>"/raw/b"</code>)`},
 		{"tester shows the top value", http.MethodPost, ExplainPath, "input=web&lines=b", http.StatusOK, `<code class="top">t="b"</code>`},
 		{"tester shows the distinct text", http.MethodPost, ExplainPath, "input=web&lines=b", http.StatusOK, `<code class="distinct">&#34;b&#34;</code>`},
 		{"over the bound", http.MethodPost, ExplainPath, big, http.StatusRequestEntityTooLarge, "at most 256 KiB"},

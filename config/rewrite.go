@@ -1,0 +1,227 @@
+package config
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Rewrite is one entry of a rule's `rewrite:` list: every match of Regexp in the value of
+// label Label is replaced by Replacement, expanded as Regexp.ReplaceAllString expands it
+// ($1, ${name}, $$). A label's rewrites apply in the order written, each to what the
+// previous one left, to the label's value as it would be without them (valid UTF-8, capped
+// in length), before the value keys a series or is ranked (a top label).
+type Rewrite struct {
+	Label       string
+	Regexp      *regexp.Regexp
+	Replacement string
+	// Line is where the rewrite is written, for messages.
+	Line int
+}
+
+// RewritesOf returns the rewrites of label name in the order they apply; nil for a label
+// without any.
+func (r *Rule) RewritesOf(name string) []Rewrite {
+	var out []Rewrite
+	for _, rw := range r.Rewrites {
+		if rw.Label == name {
+			out = append(out, rw)
+		}
+	}
+	return out
+}
+
+// rewriteKeys are the keys of one entry of `rewrite:`.
+var rewriteKeys = []string{"label", "regex", "replacement"}
+
+// rewrite decodes `rewrite:`, which needs the rule's labels decoded and its top label
+// still among them. labels are the names under `labels:` as written, so a label whose
+// template was refused is not reported a second time here.
+func (rd *ruleDecoder) rewrite(e entry, r *Rule, labels []string) {
+	v := resolve(e.val)
+	if v.Kind != yaml.SequenceNode {
+		rd.add(e.key.Line, rd.subject, "rewrite: must be a list of rewrites (- {label: l, regex: r, replacement: s}), not %s", kindName(v))
+		return
+	}
+	if len(labels) == 0 {
+		rd.add(e.key.Line, rd.subject, "rewrite: the rule has no labels to rewrite")
+		return
+	}
+	for i, item := range v.Content {
+		what := fmt.Sprintf("rewrite #%d", i+1)
+		entries, ok := rd.mapping(item, rd.subject, what)
+		if !ok {
+			continue
+		}
+		rd.known(entries, rd.subject, what, rewriteKeys...)
+		line := resolve(item).Line
+		rw := Rewrite{Line: line}
+		valid := true
+		if le, ok := find(entries, "label"); !ok {
+			rd.add(line, rd.subject, "%s: label: is missing; name the label whose value is rewritten (labels: %s)", what, strings.Join(labels, ", "))
+			valid = false
+		} else if rw.Label, ok = rd.scalar(le, rd.subject, what+": label"); ok && !slices.Contains(labels, rw.Label) {
+			rd.add(le.key.Line, rd.subject, "%s: label: %q is not a label of the rule%s (labels: %s)", what, rw.Label, suggest(rw.Label, labels), strings.Join(labels, ", "))
+			valid = false
+		} else if !ok {
+			valid = false
+		}
+		re, ok := rd.rewriteRegex(entries, line, what)
+		valid = valid && ok
+		if pe, ok := find(entries, "replacement"); !ok {
+			rd.add(line, rd.subject, "%s: replacement: is missing; give the text each match becomes ('' deletes it)", what)
+			valid = false
+		} else if rw.Replacement, ok = rd.scalar(pe, rd.subject, what+": replacement"); !ok {
+			valid = false
+		} else if re != nil {
+			if msg := checkReplacement(re, rw.Replacement); msg != "" {
+				rd.add(pe.key.Line, rd.subject, "%s: replacement: %s", what, msg)
+				valid = false
+			}
+		}
+		if valid {
+			rw.Regexp = re
+			r.Rewrites = append(r.Rewrites, rw)
+		}
+	}
+}
+
+// rewriteRegex decodes the regex of one rewrite; nil when it is missing or invalid.
+func (rd *ruleDecoder) rewriteRegex(entries []entry, line int, what string) (*regexp.Regexp, bool) {
+	xe, ok := find(entries, "regex")
+	if !ok {
+		rd.add(line, rd.subject, "%s: regex: is missing; give the regex whose every match is replaced", what)
+		return nil, false
+	}
+	text, ok := rd.scalar(xe, rd.subject, what+": regex")
+	switch {
+	case !ok:
+		return nil, false
+	case text == "":
+		rd.add(xe.key.Line, rd.subject, "%s: regex: is empty (it would match between every two characters)", what)
+		return nil, false
+	}
+	re, err := regexp.Compile(text)
+	if err != nil {
+		rd.add(xe.key.Line, rd.subject, "%s: regex: invalid regex: %s", what, regexError(err))
+		return nil, false
+	}
+	return re, true
+}
+
+// checkReplacement finds what in a replacement Regexp.Expand would quietly read as
+// nothing: a reference to a group the regex lacks ($2 of a regex with one group, $1x read
+// as the group named "1x"), and a $ that is no reference at all, which Expand keeps as a
+// literal $. It returns "" when there is none.
+func checkReplacement(re *regexp.Regexp, repl string) string {
+	for i := strings.IndexByte(repl, '$'); i >= 0; i = strings.IndexByte(repl, '$') {
+		rest := repl[i+1:]
+		if strings.HasPrefix(rest, "$") {
+			repl = rest[1:]
+			continue
+		}
+		name, braced, n := referenceName(rest)
+		if name == "" {
+			return fmt.Sprintf("%q has a $ that is neither $1, ${name} nor $$ (a literal $)", repl[i:])
+		}
+		if !hasGroup(re, name) {
+			ref := "$" + name
+			hint := ""
+			if braced {
+				ref = "${" + name + "}"
+			} else if j := firstNonDigit(name); j > 0 {
+				// $1x is the group named "1x": the number ends only where the name does.
+				hint = fmt.Sprintf("; for group %s followed by %q write ${%s}%s", name[:j], name[j:], name[:j], name[j:])
+			}
+			return fmt.Sprintf("%s names no group of the regex (groups: %s)%s", ref, groupList(re), hint)
+		}
+		repl = rest[n:]
+	}
+	return ""
+}
+
+// referenceName reads the group reference after a $ as Regexp.Expand does: ${name}, or the
+// longest run of letters, digits and _ (Unicode's); n is the bytes it takes. name is ""
+// when there is no reference.
+func referenceName(s string) (name string, braced bool, n int) {
+	braced = strings.HasPrefix(s, "{")
+	if braced {
+		n = 1
+	}
+	start := n
+	for n < len(s) {
+		r, size := utf8.DecodeRuneInString(s[n:])
+		if !unicode.IsLetter(r) && !unicode.IsDigit(r) && r != '_' {
+			break
+		}
+		n += size
+	}
+	name = s[start:n]
+	if braced {
+		if name == "" || n >= len(s) || s[n] != '}' {
+			return "", false, 0
+		}
+		n++
+	}
+	return name, braced, n
+}
+
+// hasGroup reports whether name refers to a group of re as Expand reads it: a number
+// without a leading zero is a group's index, anything else a group's name.
+func hasGroup(re *regexp.Regexp, name string) bool {
+	if firstNonDigit(name) < 0 && (name == "0" || name[0] != '0') {
+		n, err := strconv.Atoi(name)
+		return err == nil && n <= re.NumSubexp()
+	}
+	return re.SubexpIndex(name) >= 0
+}
+
+// firstNonDigit is the index of the first byte of s that is not a digit, -1 for none.
+func firstNonDigit(s string) int {
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return i
+		}
+	}
+	return -1
+}
+
+// groupList words the groups a replacement may name: $0 to $n, and the named ones.
+func groupList(re *regexp.Regexp) string {
+	list := "$0"
+	if n := re.NumSubexp(); n > 0 {
+		list = fmt.Sprintf("$0 to $%d", n)
+	}
+	for _, name := range re.SubexpNames() {
+		if name != "" {
+			list += ", ${" + name + "}"
+		}
+	}
+	return list
+}
+
+// labelNames are the keys of a rule's `labels:` mapping as written, valid or not.
+func labelNames(entries []entry) []string {
+	e, ok := find(entries, "labels")
+	if !ok {
+		return nil
+	}
+	v := resolve(e.val)
+	if v.Kind != yaml.MappingNode {
+		return nil
+	}
+	var out []string
+	for i := 0; i+1 < len(v.Content); i += 2 {
+		if k := resolve(v.Content[i]); k.Kind == yaml.ScalarNode && k.ShortTag() != "!!merge" {
+			out = append(out, k.Value)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
