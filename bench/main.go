@@ -265,7 +265,8 @@ func bench(o options, out io.Writer) error {
 	}
 	// With several inputs, the first file alone on one core, in the same runs: what the
 	// inputs' lines/s and CPU per line are compared with.
-	single := -1
+	// oneCore, with -node on more than one core, is every pod log on one core.
+	single, oneCore := -1, -1
 	if o.files > 1 && o.mode == "live" && len(o.formats) == 1 && o.formats[0] == "text" {
 		one := filepath.Join(dir, "rules-one.yaml")
 		oneNode, oneRead := "", read[:1]
@@ -298,6 +299,18 @@ func bench(o options, out io.Writer) error {
 		programs = append(programs, program{name, func() (usage, error) {
 			return o1.runOurs(o.bins[0], one, oneRead, lines, wantOne)
 		}})
+		if o.node && o.procs > 1 {
+			// Every pod on one follower and one core: against it, the first program is the
+			// parallelism alone, and it against one pod the cost of more pods' series.
+			all := filepath.Join(dir, "rules-one-core.yaml")
+			if err := (benchConfig{inputs: paths, extraRules: o.extraRules, likeMtail: o.likeMtail, node: node}).write(o.configs[0], all); err != nil {
+				return err
+			}
+			oneCore = len(programs)
+			programs = append(programs, program{fmt.Sprintf("logwindow live, %d pod logs on 1 core", o.files), func() (usage, error) {
+				return o1.runOurs(o.bins[0], all, read, total, want)
+			}})
+		}
 	}
 	if o.mtail {
 		programs = append(programs, program{"mtail", func() (usage, error) { return o.runMtail(progs, paths, want) }})
@@ -337,8 +350,8 @@ func bench(o options, out io.Writer) error {
 	fmt.Fprintf(out, "every run's _totals equal the generated log's counts (%d lines)\n", total)
 	// Ratios of medians: each other program against the first.
 	for j := 1; j < len(programs); j++ {
-		if j == single {
-			continue // fewer lines: compared below, per line
+		if j == single || j == oneCore {
+			continue // compared below, per line
 		}
 		a, b := med[0], med[j]
 		fmt.Fprintf(out, "%s / %s (medians): %.2f× the wall time, %.2f× the CPU per line, %.2f× the peak RSS\n",
@@ -353,6 +366,13 @@ func bench(o options, out io.Writer) error {
 		}
 		fmt.Fprintf(out, "%s (medians): %.2f× the lines/s, %.2f× the CPU per line\n",
 			what, (all/b.wall.Seconds())/(one/a.wall.Seconds()), (b.cpu.Seconds()/all)/(a.cpu.Seconds()/one))
+		if oneCore >= 0 {
+			c := med[oneCore]
+			fmt.Fprintf(out, "of which the parallelism, %d pod logs on %d cores / on 1 core (medians): %.2f× the lines/s, %.2f× the CPU per line\n",
+				o.files, o.procs, c.wall.Seconds()/b.wall.Seconds(), b.cpu.Seconds()/c.cpu.Seconds())
+			fmt.Fprintf(out, "and the pods' series, %d pod logs / 1 pod log, both on 1 core (medians): %.2f× the lines/s, %.2f× the CPU per line\n",
+				o.files, (all/c.wall.Seconds())/(one/a.wall.Seconds()), (c.cpu.Seconds()/all)/(a.cpu.Seconds()/one))
+		}
 	}
 	if o.scrape {
 		fmt.Fprintln(out)

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sync"
 	"syscall"
 	"testing"
@@ -235,4 +236,87 @@ func processCPU(b *testing.B) time.Duration {
 		b.Fatal(err)
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// BenchmarkNode is node mode in process: the pipeline of one input over a kubelet-like tree
+// of pod logs (CRI lines, path_captures, every rule labelled by namespace and pod), read
+// from the beginning, against one pod's log. "pods=1,procs=1" is the one pod on one
+// processor; "pods=8,procs=1" eight pods on one follower and one processor, so that the
+// cost per line of eight pods' series is seen apart from the parallelism; "pods=8,procs=2"
+// eight pods on two followers (shards: 2) and two processors. ns/line is wall time per
+// line, CPU-ns/line the process' CPU time per line; with -cpuprofile, one sub-benchmark at
+// a time (-bench 'Node/pods=8,procs=2') gives the profile of each:
+//
+//	go test -run '^$' -bench Node -benchtime 3x ./bench
+func BenchmarkNode(b *testing.B) {
+	const lines = 100000
+	gen := generator(b)
+	dir := b.TempDir()
+	raw := filepath.Join(dir, "access.log")
+	if _, err := generate("python3", gen, lines, 1, []string{raw}, time.Now()); err != nil {
+		b.Fatal(err)
+	}
+	self := fmt.Sprintf("/proc/%d/io", os.Getpid())
+	read := func(b *testing.B) int64 {
+		n, err := readChars(self)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return n
+	}
+	for _, c := range []struct{ pods, procs int }{{1, 1}, {8, 1}, {8, 2}} {
+		b.Run(fmt.Sprintf("pods=%d,procs=%d", c.pods, c.procs), func(b *testing.B) {
+			root := filepath.Join(dir, fmt.Sprintf("node-%d-%d", c.pods, c.procs))
+			pods, err := podLogs(root, slices.Repeat([]string{raw}, c.pods))
+			if err != nil {
+				b.Fatal(err)
+			}
+			rules := root + ".yaml"
+			if err := (benchConfig{inputs: []string{raw}, node: root, shards: c.procs}).write(filepath.Join("..", "example-rules.yaml"), rules); err != nil {
+				b.Fatal(err)
+			}
+			cfg, err := config.Load(rules)
+			if err != nil {
+				b.Fatal(err)
+			}
+			size, err := totalSize(pods)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(c.procs))
+			all := c.pods * lines
+			var cpu time.Duration
+			for b.Loop() {
+				b.StopTimer()
+				runtime.GC()
+				cpu0, read0 := processCPU(b), read(b)
+				b.StartTimer()
+				p, err := pipeline.Start(cfg, pipeline.Options{Now: time.Now})
+				if err != nil {
+					b.Fatal(err)
+				}
+				reg := prometheus.NewRegistry()
+				reg.MustRegister(p.Collector())
+				// A scrape of eight pods' series costs more than one pod's: as the
+				// command does, wait for the kernel's count of bytes read first.
+				for read(b) < read0+size {
+					time.Sleep(5 * time.Millisecond)
+				}
+				deadline := time.Now().Add(time.Minute)
+				for linesRead(b, reg) < float64(all) {
+					if time.Now().After(deadline) {
+						b.Fatal("the pipeline did not read the logs within a minute")
+					}
+					time.Sleep(5 * time.Millisecond)
+				}
+				b.StopTimer()
+				cpu += processCPU(b) - cpu0
+				p.Stop()
+				b.StartTimer()
+			}
+			n := float64(b.N * all)
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/n, "ns/line")
+			b.ReportMetric(float64(cpu.Nanoseconds())/n, "CPU-ns/line")
+		})
+	}
 }

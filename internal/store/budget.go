@@ -7,6 +7,8 @@ import (
 	"slices"
 	"sync/atomic"
 	"unsafe"
+
+	"github.com/logwindow/logwindow_exporter/windows"
 )
 
 // memory is what the series of every rule take (and what the inputs hold, Set.Hold), and
@@ -51,10 +53,55 @@ func (st *store) charge(n int64) {
 	st.mem.used.Add(n)
 }
 
-// Charge is what the store's series' summaries grew by (windows.Account).
-func (st *store) Charge(n int64) { st.charge(n) }
+// shardAccount is the windows.Account of the series of one shard of writers of a store:
+// each shard's wheels are made by a layout of its own that charges it. With more than one
+// shard, what the summaries grow by is gathered in the account's pending, in a cache line
+// of its own, and passed on to the counters every writer shares (the store's used and the
+// Set's memory) once it reaches chargeBatch, or at once when the memory bound is near: a
+// summary grows on many lines, and writers on two cores adding to the shared counters on
+// every one of them kept the counters' cache line moving between the cores. The readers of
+// what the series take settle the pending bytes first (settlePending).
+type shardAccount struct {
+	st      *store
+	layout  *windows.Layout
+	pending atomic.Int64
+	_       [cacheLine - 2*unsafe.Sizeof(uintptr(0)) - unsafe.Sizeof(atomic.Int64{})]byte
+}
+
+// chargeBatch is how many bytes a shard's summaries may grow or shrink by before the
+// shared counters are told.
+const chargeBatch = 64 << 10
+
+// roomyBytes is the room above which the shards may keep bytes pending: at most
+// MaxShards × chargeBatch go uncounted, far less than this room and than the room under
+// which summaries are capped (windows' capBelow, 4 MiB), so that no decision the bound
+// makes sees the difference.
+const roomyBytes = 16 << 20
+
+// Charge is what the shard's series' summaries grew by (windows.Account).
+func (a *shardAccount) Charge(n int64) {
+	if len(a.st.accounts) > 1 {
+		if p := a.pending.Add(n); p < chargeBatch && p > -chargeBatch && a.st.Room() > roomyBytes {
+			return
+		}
+		n = a.pending.Swap(0)
+	}
+	a.st.charge(n)
+}
 
 // Room is what the memory bound leaves the series (windows.Account).
+func (a *shardAccount) Room() int64 { return a.st.Room() }
+
+// settlePending passes the bytes pending in the shards' accounts on to the shared counters.
+func (st *store) settlePending() {
+	for i := range st.accounts {
+		if n := st.accounts[i].pending.Swap(0); n != 0 {
+			st.charge(n)
+		}
+	}
+}
+
+// Room is what the memory bound leaves the series.
 func (st *store) Room() int64 {
 	bound := st.mem.max.Load()
 	if bound <= 0 {

@@ -25,7 +25,12 @@ func (s *Set) Oldest() int64 { return s.oldest.Load() }
 
 // MemoryUsed is the heap the series of all rules take (label sets, counters, float wheels
 // and every summary as it grew), with what the inputs hold (Hold): what MaxBytes bounds.
-func (s *Set) MemoryUsed() int64 { return s.mem.used.Load() }
+func (s *Set) MemoryUsed() int64 {
+	for _, r := range s.rules {
+		r.store.settlePending()
+	}
+	return s.mem.used.Load()
+}
 
 // Hold charges n bytes that the process holds for an input (a CRI joiner's partial
 // messages) to the memory MaxBytes bounds, shared by every Set built from this one; n < 0

@@ -113,6 +113,7 @@ func NewSetWith(cfg *config.Config, prev *Set, opts SetOptions) (*Set, error) {
 	if err := errors.Join(errs...); err != nil {
 		for _, r := range s.rules {
 			if !prevHas(prev, r.store) {
+				r.store.settlePending()
 				mem.used.Add(-r.store.used.Load()) // built for nothing
 			}
 		}
@@ -121,6 +122,7 @@ func NewSetWith(cfg *config.Config, prev *Set, opts SetOptions) (*Set, error) {
 	// The stores of prev that s does not take over are gone once s is in use (a Set that
 	// fails or is never used is the caller's to drop; the pipeline uses every Set it builds).
 	for _, st := range inherit {
+		st.settlePending()
 		mem.used.Add(-st.used.Load())
 	}
 	mem.max.Store(opts.MaxBytes)

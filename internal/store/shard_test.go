@@ -52,6 +52,7 @@ func checkCharges(t *testing.T, set *Set) {
 	var all int64
 	for _, r := range set.rules {
 		st := r.store
+		st.settlePending()
 		st.lockAll()
 		var held int64
 		for _, s := range st.series {
@@ -65,6 +66,56 @@ func checkCharges(t *testing.T, set *Set) {
 	}
 	if used := set.mem.used.Load(); used != all {
 		t.Errorf("the process charged %d bytes, the stores hold %d", used, all)
+	}
+}
+
+// TestShardsChargeInBatches: with more than one shard of writers, what a shard's summaries
+// grow by is gathered in its account and reaches the counters every writer shares
+// (chargeBatch at a time) only while the memory bound is far, so that writers on two cores
+// do not move those counters' cache line between them on every line; near the bound every
+// growth is charged at once. Either way, the count settled is what the series hold.
+func TestShardsChargeInBatches(t *testing.T) {
+	const rules = `
+global: {windows: [1m, 5m]}
+rules:
+  - name: clients
+    match: '^(?P<client>[^ ]+)$'
+    distinct: '${client}'
+    aggregations: [window]
+`
+	cfg, p := storetest.ParseRules(t, rules)
+	for _, c := range []struct {
+		name     string
+		maxBytes int64
+		batched  bool
+	}{
+		{"no bound", 0, true},
+		{"bound far", 1 << 30, true},
+		{"bound near", roomyBytes / 2, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			set := storetest.Must(NewSetWith(cfg, nil, SetOptions{Shards: 2, MaxBytes: c.maxBytes}))
+			k := set.NewSink()
+			k.SetNow(start, start)
+			p.Parse("app", []byte("10.0.0.0"), k)
+			made := set.mem.used.Load() // the series, its wheels and empty summaries
+			for i := 1; i < 300; i++ {
+				p.Parse("app", fmt.Appendf(nil, "10.0.%d.%d", i/256, i%256), k)
+			}
+			shared := set.mem.used.Load()
+			settled := set.MemoryUsed()
+			if settled <= made || settled-made >= chargeBatch {
+				t.Fatalf("the summaries grew by %d bytes; the test needs growth under %d", settled-made, chargeBatch)
+			}
+			want := settled
+			if c.batched {
+				want = made
+			}
+			if shared != want {
+				t.Errorf("the shared count is %d bytes before settling, want %d (%d once settled)", shared, want, settled)
+			}
+			checkCharges(t, set)
+		})
 	}
 }
 
@@ -161,6 +212,7 @@ func TestPartLayout(t *testing.T) {
 		{"farPart", unsafe.Sizeof(farPart{}), 0},
 		{"shardLock", unsafe.Sizeof(shardLock{}), 0},
 		{"Sink", unsafe.Sizeof(Sink{}), 0},
+		{"shardAccount", unsafe.Sizeof(shardAccount{}), 0},
 	} {
 		if c.size%cacheLine != 0 || c.offset%cacheLine != 0 || c.size > 2*cacheLine {
 			t.Errorf("%s: %d bytes, part at %d: not cache lines of their own", c.name, c.size, c.offset)

@@ -135,6 +135,9 @@ type store struct {
 	mem        *memory
 	used       atomic.Int64
 	wheelBytes int64
+	// accounts holds, per shard of writers, the layout its wheels are made by and the
+	// account their summaries charge (shardAccount); layout is the first's.
+	accounts []shardAccount
 	// memFolds counts the lines folded because of the memory bound (also in folds).
 	memFolds atomic.Uint64
 	// foldLog says that the rule folds (see logFold). name and labelNames are the rule's
@@ -172,12 +175,17 @@ func newStore(r *config.Rule, oldest *atomic.Int64, mem *memory, shards int, log
 	}
 	st.foldLogAt.Store(math.MinInt64)
 	opts := r.Options()
-	opts.Account = st
-	layout, err := windows.NewLayout(r.Windows, opts)
-	if err != nil {
-		return nil, err
+	st.accounts = make([]shardAccount, shards)
+	for i := range st.accounts {
+		a := &st.accounts[i]
+		opts.Account = a
+		layout, err := windows.NewLayout(r.Windows, opts)
+		if err != nil {
+			return nil, err
+		}
+		a.st, a.layout = st, layout
 	}
-	st.layout, st.wheelBytes = layout, int64(layout.SeriesBytes())
+	st.layout, st.wheelBytes = st.accounts[0].layout, int64(st.accounts[0].layout.SeriesBytes())
 	// The one series of a label-less rule has the overflow series' key (no values), which
 	// keeps it out of the budget as it always was.
 	if len(r.Labels) == 0 {
@@ -196,7 +204,7 @@ func newStore(r *config.Rule, oldest *atomic.Int64, mem *memory, shards int, log
 // pin creates a series that exists from the start and never expires; config refuses
 // duplicate initial label sets and more of them than the budget.
 func (st *store) pin(key string, values []string) {
-	s := newSeries(key, values, st.layout, false, 0)
+	s := newSeries(key, values, st.accounts[0].layout, false, 0)
 	st.charge(st.seriesCost(len(key), len(values)))
 	s.pinned = true
 	st.series[key] = s

@@ -143,7 +143,7 @@ func (st *store) create(rawKey []byte, labels [][]byte, now, at int64, v float64
 		// A label set whose first line is too old for every window starts as a kept
 		// counter: wheels would hold nothing.
 		kept := st.tooOld(now, at)
-		s = newSeries(key, values, st.layout, kept, shard)
+		s = newSeries(key, values, st.accounts[shard].layout, kept, shard)
 		cost := st.seriesCost(len(key), len(values))
 		if kept {
 			cost -= st.wheelBytes
@@ -224,7 +224,7 @@ func (st *store) add(s *Series, shard uint8, now, at int64, v float64, items [][
 			}
 			return
 		}
-		w = st.layout.NewSeries()
+		w = st.accounts[shard].layout.NewSeries()
 		if p.win.CompareAndSwap(nil, w) {
 			st.charge(st.wheelBytes)
 		} else {
