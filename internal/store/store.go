@@ -158,6 +158,7 @@ func newStore(r *config.Rule, oldest *atomic.Int64, mem *memory, shards int) (*s
 	}
 	opts := r.Options()
 	opts.Account = st
+	opts.LastComplete = r.WindowEnd == config.WindowEndLastComplete
 	layout, err := windows.NewLayout(r.Windows, opts)
 	if err != nil {
 		return nil, err
