@@ -60,9 +60,10 @@ func TestReferenceModel(t *testing.T) {
 		for _, lay := range referenceLayouts {
 			for _, opts := range allOptions {
 				for _, end := range windowEnds {
+					opts := opts
+					opts.LastComplete = end.lastComplete
 					t.Run(g.name+"/"+lay.name+"/"+optName(opts)+"/"+end.name, func(t *testing.T) {
 						t.Parallel()
-						opts.LastComplete = end.lastComplete
 						l, err := NewLayout(lay.windows, opts)
 						if err != nil {
 							t.Fatal(err)
