@@ -45,8 +45,8 @@
 // the extrema of coarser slots, already taken over whole slots, still include it. Events
 // reach one second further back: an event is Late at time − W − 1. A summary window is
 // read up to the slot holding the last complete second, which holds the current second as
-// well unless the current second opened it. Each wheel keeps one slot more for the extra
-// second.
+// well unless the current second opened it. A wheel whose longest window ends on a slot
+// edge keeps one slot more for the extra second (the default 5m: 301 second slots).
 //
 // # Summaries
 //
