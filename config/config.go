@@ -165,6 +165,9 @@ type Rule struct {
 	// in the same order.
 	Windows     []time.Duration
 	WindowNames []string
+	// WindowEnd is where the windows end: at the second they are read in, or at the one
+	// before (`window_end:`).
+	WindowEnd WindowEnd
 	// Spec is what the rule computes over its windows (help, value name, aggregations,
 	// quantiles, buckets, top values, distinct count), in the table of quantities' terms.
 	quantity.Spec

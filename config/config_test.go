@@ -153,7 +153,7 @@ func TestBadConfigs(t *testing.T) {
 		},
 		"unknown_key.yaml": {
 			`:2: global: unknown key "window" (did you mean "windows"?) (known keys: windows, max_series_per_rule, counter_ttl)`,
-			`:6: rule "a": unknown key "lables" (did you mean "labels"?) (known keys: name, help, match, fields, labels, where, where_not, value, timestamp, windows, aggregations, quantiles, buckets, distinct, inputs, initial, top, rewrite, native_histogram)`,
+			`:6: rule "a": unknown key "lables" (did you mean "labels"?) (known keys: name, help, match, fields, labels, where, where_not, value, timestamp, windows, aggregations, quantiles, buckets, distinct, inputs, initial, top, rewrite, native_histogram, window_end)`,
 			`:7: rule "a": timestamp: unknown key "layuot" (did you mean "layout"?) (known keys: capture, layout)`,
 			`:7: rule "a": timestamp: capture "t" is not in the match regex (have: none: name groups with (?P<name>...))`,
 			`:7: rule "a": timestamp: layout: is missing; give a Go time layout (e.g. '02/Jan/2006:15:04:05 -0700'; a log format's time_local, time_iso8601 and msec need none)`,
@@ -443,6 +443,8 @@ var fingerprintEdits = []struct {
 	{"where_not", "WhereNot", "where: {s: '^5'}", "where: {s: '^5'}\n    where_not: {m: '^GET$'}", false},
 	{"top label's template", "Items", "status: '${s}'", "status: 'x${s}'", false},
 	{"top capacity", "Top", "capacity: 300}", "capacity: 50}", false},
+	{"window end", "WindowEnd", "value: v", "value: v\n    window_end: last_complete_second", false},
+	{"window end as the default", "", "value: v", "value: v\n    window_end: current_second", true},
 	{"top k and min", "", "k: 3,", "k: 4, min: 5,", true},
 	{"top label kept as series", "Labels", "initial: [{method: GET}]\n    top: {label: status, k: 3, capacity: 300}", "initial: [{method: GET, status: '500'}]", false},
 	{"fields for match", "Fields", fingerprintHead, fingerprintFields("json"), false},

@@ -68,6 +68,7 @@ func fingerprint(r *Rule) string {
 	for _, w := range r.Windows {
 		field(w.String())
 	}
+	field(string(r.WindowEnd))
 	for _, on := range r.Aggregations.Flags() {
 		field(strconv.FormatBool(on))
 	}

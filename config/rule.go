@@ -16,7 +16,7 @@ import (
 	"github.com/logwindow/logwindow_exporter/internal/quantity"
 )
 
-var ruleKeys = []string{"name", "help", "match", "fields", "labels", "where", "where_not", "value", "timestamp", "windows", "aggregations", "quantiles", "buckets", "distinct", "inputs", "initial", "top", "rewrite", "native_histogram"}
+var ruleKeys = []string{"name", "help", "match", "fields", "labels", "where", "where_not", "value", "timestamp", "windows", "aggregations", "quantiles", "buckets", "distinct", "inputs", "initial", "top", "rewrite", "native_histogram", "window_end"}
 
 // patternRef is a %{NAME} reference inside a regex.
 var patternRef = regexp.MustCompile(`%\{([A-Za-z_][A-Za-z0-9_]*)\}`)
@@ -269,6 +269,10 @@ func (d *decoder) rule(n *yaml.Node, index int, g Global, inputNames map[string]
 		if ws, names, ok := d.windows(e, rd.subject); ok {
 			r.Windows, r.WindowNames = ws, names
 		}
+	}
+	r.WindowEnd = WindowEndCurrent
+	if e, ok := find(entries, "window_end"); ok {
+		rd.windowEnd(e, r)
 	}
 	// A value named but missing from the regex still makes this a value rule for the
 	// aggregation checks, so one mistake gives one message.

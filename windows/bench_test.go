@@ -81,18 +81,26 @@ func filled(b *testing.B, n int, every int64, opts Options) ([]*Series, int64) {
 	return ss, benchStart + span
 }
 
-// BenchmarkRead reads every window of one series.
+// BenchmarkRead reads every window of one series, with windows ending at the current
+// second and at the last complete one.
 func BenchmarkRead(b *testing.B) {
 	for _, opts := range allOptions {
-		b.Run(optName(opts), func(b *testing.B) {
-			ss, now := filled(b, 1, 7, opts)
-			var dst []Stats
-			b.ReportAllocs()
-			b.ResetTimer()
-			for range b.N {
-				dst = ss[0].Read(now, benchStart, dst)
+		for _, end := range windowEnds {
+			opts.LastComplete = end.lastComplete
+			name := optName(opts)
+			if end.lastComplete {
+				name += "/last_complete"
 			}
-		})
+			b.Run(name, func(b *testing.B) {
+				ss, now := filled(b, 1, 7, opts)
+				var dst []Stats
+				b.ReportAllocs()
+				b.ResetTimer()
+				for range b.N {
+					dst = ss[0].Read(now, benchStart, dst)
+				}
+			})
+		}
 	}
 }
 

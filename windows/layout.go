@@ -36,6 +36,18 @@
 // (Σ|v| of it for Sum), and Max and Min are taken over the window stretched back to that
 // slot's start (at most D−1 seconds more).
 //
+// A layout made with Options.LastComplete ends every window at the last complete second: a
+// window of W seconds read during second S covers S−W … S−1, as if read at S−1 with
+// nothing of S added yet, so that a panel refreshed mid-second never shows the dip of a
+// second still filling (as go-zero's RollingWindow with IgnoreCurrentBucket). Second slots
+// leave the current second out exactly, and so do the sums and counts of coarser slots (the
+// layout keeps the current second's slot to take it off, if only that one slot of seconds);
+// the extrema of coarser slots, already taken over whole slots, still include it. Events
+// reach one second further back: an event is Late at time − W − 1. A summary window is
+// read up to the slot holding the last complete second, which holds the current second as
+// well unless the current second opened it. A wheel whose longest window ends on a slot
+// edge keeps one slot more for the extra second (the default 5m: 301 second slots).
+//
 // # Summaries
 //
 // A quantity that is not a float (a quantile sketch, bucket counts) is kept as a Summary:
@@ -78,7 +90,8 @@
 // placed at now and Add returns Future.
 //
 // PerSecond divides Sum by the window's seconds, or by the seconds observed when fewer: the
-// observation runs from the since second passed to Read up to the second read, inclusive.
+// observation runs from the since second passed to Read up to the window's last second,
+// inclusive.
 // The caller chooses since because what was observed is not a property of one series: a
 // series first seen a minute ago may still have been watched for an hour, and a replay of
 // old events has observed the time they span, so since may lie before the series' first
@@ -215,6 +228,10 @@ type Options struct {
 	Summaries []SummaryKind
 	// Account, when not nil, is charged the growth of the series' summaries, and bounds it.
 	Account Account
+	// LastComplete ends every window at the last complete second: read during second S, a
+	// window of W seconds covers S−W … S−1 instead of S−W+1 … S, so that a rate or a count
+	// never shows the dip of the second still filling (see the package documentation).
+	LastComplete bool
 }
 
 // Layout is the shape shared by every series of a rule: its windows and the wheels that
@@ -223,11 +240,14 @@ type Layout struct {
 	windows []time.Duration
 	secs    []int64 // windows in seconds, same order
 	longest int64
-	stride  int // float64s per slot: sum, then events, then max and min
-	events  int // offset of the count in a slot, or 0 when not kept
-	extrema int // offset of the max in a slot (min follows), or 0 when not kept
-	wheels  []wheel
-	size    int // float64s per series, over all wheels
+	// lag is 1 when windows end at the last complete second (Options.LastComplete), else 0;
+	// reach is how far back from the series' second a window reaches: longest + lag.
+	lag, reach int64
+	stride     int // float64s per slot: sum, then events, then max and min
+	events     int // offset of the count in a slot, or 0 when not kept
+	extrema    int // offset of the max in a slot (min follows), or 0 when not kept
+	wheels     []wheel
+	size       int // float64s per series, over all wheels
 	// kinds are the summaries of Options; sumWheels hold them, len(kinds) per slot, in
 	// sumSize Summary values per series.
 	kinds     []SummaryKind
@@ -289,6 +309,10 @@ func NewLayout(windows []time.Duration, opts Options) (*Layout, error) {
 		l.secs[i] = int64(w / time.Second)
 		l.longest = max(l.longest, l.secs[i])
 	}
+	if opts.LastComplete {
+		l.lag = 1
+	}
+	l.reach = l.longest + l.lag
 	l.wheels, l.size = l.buildWheels(&valueGrid, l.stride)
 	l.bytes = HeapBytes(int(unsafe.Sizeof(Series{}))) + HeapBytes(8*l.size)
 	if len(opts.Summaries) > 0 {
@@ -310,7 +334,9 @@ func NewLayout(windows []time.Duration, opts Options) (*Layout, error) {
 }
 
 // buildWheels returns the wheels of g the windows need, each with just enough slots of
-// stride values for its longest window, and the values they take in all.
+// stride values for its longest window, and the values they take in all. A layout whose
+// windows end at the last complete second reaches one second further back, and keeps the
+// second wheel, if only its head slot, to know what the current second holds (see Read).
 func (l *Layout) buildWheels(g *grid, stride int) ([]wheel, int) {
 	var serve [len(grid{})][]int
 	for i, sec := range l.secs {
@@ -323,14 +349,17 @@ func (l *Layout) buildWheels(g *grid, stride int) ([]wheel, int) {
 	var wheels []wheel
 	size := 0
 	for k, idx := range serve {
-		if len(idx) == 0 {
+		step := g[k].step
+		n := int64(1)
+		switch {
+		case len(idx) > 0:
+			slices.SortStableFunc(idx, func(a, b int) int { return int(l.secs[a] - l.secs[b]) })
+			// The ring must still hold the slot of the window's oldest second right after
+			// the wheel moved into a new slot: (n−1)·step ≥ W−1+lag.
+			n = (l.secs[idx[len(idx)-1]]+l.lag-1+step-1)/step + 1
+		case step != 1 || l.lag == 0:
 			continue
 		}
-		slices.SortStableFunc(idx, func(a, b int) int { return int(l.secs[a] - l.secs[b]) })
-		step := g[k].step
-		// The ring must still hold the slot of the window's oldest second right after the
-		// wheel moved into a new slot: (n−1)·step ≥ W−1.
-		n := (l.secs[idx[len(idx)-1]]-1+step-1)/step + 1
 		wheels = append(wheels, wheel{step: step, n: n, off: size, serve: idx})
 		size += int(n) * stride
 	}
@@ -340,9 +369,11 @@ func (l *Layout) buildWheels(g *grid, stride int) ([]wheel, int) {
 // Windows returns the windows in the order Read reports them.
 func (l *Layout) Windows() []time.Duration { return slices.Clone(l.windows) }
 
-// Longest returns the longest window in seconds: events older than that are Late, and a
-// series idle for that long holds nothing.
-func (l *Layout) Longest() int64 { return l.longest }
+// Longest returns how far back from the series' second its windows reach, in seconds: the
+// longest window, one second more when windows end at the last complete second
+// (Options.LastComplete). Events that old are Late, and a series idle for that long holds
+// nothing.
+func (l *Layout) Longest() int64 { return l.reach }
 
 // SeriesBytes is the heap a new Series of l takes: its float wheels and, with summaries,
 // their slots, each counted at its kind's Floor. Series.Bytes says what it takes as its

@@ -10,10 +10,12 @@ import (
 // model is the specification the wheels are checked against: it keeps every placed event
 // and answers a window by scanning them all.
 type model struct {
-	longest int64
-	t       int64 // newest now passed to add
-	started bool
-	events  []event
+	// longest is the longest window; lag is 1 when windows end at the last complete
+	// second, and reach, longest+lag, how far back from the series' second they reach.
+	longest, lag, reach int64
+	t                   int64 // newest now passed to add
+	started             bool
+	events              []event
 }
 
 type event struct {
@@ -22,11 +24,15 @@ type event struct {
 }
 
 func newModel(l *Layout) *model {
-	return &model{longest: l.Longest()}
+	var longest int64
+	for _, w := range l.Windows() {
+		longest = max(longest, int64(w/time.Second))
+	}
+	return &model{longest: longest, reach: l.Longest(), lag: l.Longest() - longest}
 }
 
 // add follows the documented placement rules: the series' time is the newest now, events
-// older than the longest window are Late, events after now are placed at now. A now that
+// older than the windows reach are Late, events after now are placed at now. A now that
 // went back by the longest window or more starts the series over.
 func (m *model) add(now, at int64, v float64) Placement {
 	if m.wentBack(now) {
@@ -39,7 +45,7 @@ func (m *model) add(now, at int64, v float64) Placement {
 	if at > now {
 		at, p = now, Future
 	}
-	if at <= m.t-m.longest {
+	if at <= m.t-m.reach {
 		return Late
 	}
 	m.events = append(m.events, event{at, v})
@@ -88,7 +94,9 @@ func servingStep(sec int64) int64 {
 
 // check compares what Read returned at now against the model: windows served by second
 // slots exactly, coarser windows within one old-edge slot and at its pro-rated value, and
-// rates over the seconds from since.
+// rates over the seconds from since. Windows end at the series' second, or the one before
+// with lag; extrema of coarser windows are those of their whole slots, the newest of which
+// holds the series' second.
 func (m *model) check(l *Layout, got []Stats, now, since int64) error {
 	wins := l.Windows()
 	if len(got) != len(wins) {
@@ -103,13 +111,14 @@ func (m *model) check(l *Layout, got []Stats, now, since int64) error {
 		return nil
 	}
 	s := max(now, m.t)
-	observed := max(s-since+1, 1)
+	e := s - m.lag
+	observed := max(e-since+1, 1)
 	for i, g := range got {
 		sec := int64(wins[i] / time.Second)
-		lo := s - sec + 1
+		lo := e - sec + 1
 		step := servingStep(sec)
 		edge := floorDiv(lo, step) * step
-		exact := m.span(lo, s)
+		exact := m.span(lo, e)
 		wantEvents := func(a agg) float64 {
 			if l.events != 0 {
 				return a.n
@@ -127,13 +136,17 @@ func (m *model) check(l *Layout, got []Stats, now, since int64) error {
 					wins[i], s, g.Sum, g.Events, exact.sum, wantEvents(exact), edgeSlot)
 			}
 			part := float64(edge+step-lo) / float64(step)
-			inside := m.span(edge+step, s)
+			inside := m.span(edge+step, e)
 			if !near(g.Sum, inside.sum+part*edgeSlot.sum) || !near(g.Events, wantEvents(inside)+part*wantEvents(edgeSlot)) {
 				return fmt.Errorf("window %v at %d: sum %v events %v, want %v+%v*%v", wins[i], s, g.Sum, g.Events, inside.sum, part, edgeSlot.sum)
 			}
 		}
 		wantMax, wantMin := math.NaN(), math.NaN()
-		if ext := m.span(edge, s); l.extrema != 0 && ext.n > 0 {
+		newest := e
+		if step > 1 {
+			newest = s
+		}
+		if ext := m.span(edge, newest); l.extrema != 0 && ext.n > 0 {
 			wantMax, wantMin = ext.max, ext.min
 		}
 		if !same(g.Max, wantMax) || !same(g.Min, wantMin) {

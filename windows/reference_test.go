@@ -27,6 +27,13 @@ var referenceLayouts = []struct {
 
 var allOptions = []Options{{}, {Events: true}, {Extrema: true}, {Events: true, Extrema: true}}
 
+// windowEnds are both ends a window may have: the current second, or the last complete
+// one (Options.LastComplete).
+var windowEnds = []struct {
+	name         string
+	lastComplete bool
+}{{"current second", false}, {"last complete second", true}}
+
 // gen builds one random stream for a layout whose longest window is longest seconds.
 type gen func(r *rand.Rand, longest int64) []op
 
@@ -39,6 +46,7 @@ var generators = []struct {
 	{"idle then one", genIdle},
 	{"out of order", genOutOfOrder},
 	{"clock steps back", genStepBack},
+	{"filling second", genFilling},
 }
 
 // TestReferenceModel compares every window of the wheels with the naive model over
@@ -51,29 +59,33 @@ func TestReferenceModel(t *testing.T) {
 	for _, g := range generators {
 		for _, lay := range referenceLayouts {
 			for _, opts := range allOptions {
-				t.Run(g.name+"/"+lay.name+"/"+optName(opts), func(t *testing.T) {
-					t.Parallel()
-					l, err := NewLayout(lay.windows, opts)
-					if err != nil {
-						t.Fatal(err)
-					}
-					for c := range cases {
-						r := rand.New(rand.NewPCG(uint64(c), uint64(len(g.name)*131+len(lay.name))))
-						ops := g.gen(r, l.Longest())
-						if !opts.Events {
-							for i := range ops {
-								ops[i].v = 1
+				for _, end := range windowEnds {
+					opts := opts
+					opts.LastComplete = end.lastComplete
+					t.Run(g.name+"/"+lay.name+"/"+optName(opts)+"/"+end.name, func(t *testing.T) {
+						t.Parallel()
+						l, err := NewLayout(lay.windows, opts)
+						if err != nil {
+							t.Fatal(err)
+						}
+						for c := range cases {
+							r := rand.New(rand.NewPCG(uint64(c), uint64(len(g.name)*131+len(lay.name))))
+							ops := g.gen(r, l.Longest())
+							if !opts.Events {
+								for i := range ops {
+									ops[i].v = 1
+								}
+							}
+							since := ops[0].now - r.Int64N(2*l.Longest())
+							if r.IntN(4) == 0 {
+								since = ops[0].now + r.Int64N(1000)
+							}
+							if err := replay(l, since, ops); err != nil {
+								t.Fatalf("case %d (since %d): %v", c, since, err)
 							}
 						}
-						since := ops[0].now - r.Int64N(2*l.Longest())
-						if r.IntN(4) == 0 {
-							since = ops[0].now + r.Int64N(1000)
-						}
-						if err := replay(l, since, ops); err != nil {
-							t.Fatalf("case %d (since %d): %v", c, since, err)
-						}
-					}
-				})
+					})
+				}
 			}
 		}
 	}
@@ -245,6 +257,33 @@ func genStepBack(r *rand.Rand, longest int64) []op {
 				ops = append(ops, op{read: true, now: now})
 			}
 		}
+	}
+	return ops
+}
+
+// genFilling is a stream read during the second it fills, and in the next: bursts at the
+// current second around the edges of 10-second, minute and hour slots, with the last
+// second of the previous slot and the first of the next both busy and both read.
+func genFilling(r *rand.Rand, longest int64) []op {
+	steps := []int64{10, 60, 3600}
+	now := baseTime(r)
+	ops := make([]op, 0, 600)
+	for range 60 {
+		step := steps[r.IntN(len(steps))]
+		edge := (floorDiv(now, step) + 1 + r.Int64N(2)) * step
+		if r.IntN(3) == 0 {
+			edge += r.Int64N(longest)
+		}
+		for now = max(now, edge-2); now <= edge+1; now++ {
+			for range r.IntN(4) {
+				ops = append(ops, op{now: now, at: now, v: value(r)}, op{read: true, now: now})
+			}
+			ops = append(ops, op{read: true, now: now + 1})
+		}
+		// One late event at the oldest second a window ending at the last complete second
+		// still holds, and the reads either side of it.
+		ops = append(ops, op{now: now, at: now - longest, v: value(r)},
+			op{read: true, now: now}, op{read: true, now: now + longest - 1}, op{read: true, now: now + longest})
 	}
 	return ops
 }

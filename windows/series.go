@@ -166,7 +166,7 @@ func (s *Series) addSlow(now, at int64, v float64, items [][]byte) Placement {
 	if at > now {
 		at, p = now, Future
 	}
-	if at <= s.t-l.longest {
+	if at <= s.t-l.reach {
 		return Late
 	}
 	// back is how many slots at is behind the head of wheel i (−1: not computed yet).
@@ -489,8 +489,8 @@ func (s *Series) clear(i int) {
 
 // Read appends to dst[:0] the Stats of every window at second now, in Layout.Windows order,
 // and returns it. since is the first second the caller has observed (see the package
-// documentation): PerSecond divides by the seconds from since to now while they are fewer
-// than the window.
+// documentation): PerSecond divides by the seconds from since to the window's end while
+// they are fewer than the window.
 func (s *Series) Read(now, since int64, dst []Stats) []Stats {
 	l := s.layout
 	dst = dst[:0]
@@ -504,8 +504,15 @@ func (s *Series) Read(now, since int64, dst []Stats) []Stats {
 		return dst
 	}
 	now = max(now, s.t)
+	// Windows end at the last complete second: what the current second holds is left
+	// out, from the second wheel by starting below its head slot, from a coarser one by
+	// taking it off the newest slot's sum and count (its extrema cannot be).
+	var current []float64
+	if l.lag != 0 && s.t == now {
+		current = s.data[int(s.head[0])*l.stride:][:l.stride]
+	}
 	for i := range l.wheels {
-		s.readWheel(i, now, dst)
+		s.readWheel(i, now-l.lag, current, dst)
 	}
 	for i := range dst {
 		dst[i].PerSecond = l.PerSecond(i, dst[i].Sum, now, since)
@@ -517,25 +524,37 @@ func (s *Series) Read(now, since int64, dst []Stats) []Stats {
 // now, observed since second since, as Read computes it; a caller that adds the Stats of
 // several series read at now computes the rate of the sum with it.
 func (l *Layout) PerSecond(i int, sum float64, now, since int64) float64 {
-	observed := max(clampTime(now)-clampTime(since)+1, 1)
+	observed := max(clampTime(now)-l.lag-clampTime(since)+1, 1)
 	return sum / float64(min(l.secs[i], observed))
 }
 
-// readWheel fills the Stats of the windows wheel i serves, at second now ≥ s.t. It walks the
-// ring once from the newest slot back, shortest window first, so nested windows share the
-// walk; a window's oldest slot is added pro rata, and then fully for the longer windows.
-func (s *Series) readWheel(i int, now int64, dst []Stats) {
+// readWheel fills the Stats of the windows wheel i serves, ending at second end. It walks
+// the ring once from the newest slot back, shortest window first, so nested windows share
+// the walk; a window's oldest slot is added pro rata, and then fully for the longer
+// windows. current, when not nil, is the slot of second s.t = end+1, which the windows
+// leave out.
+func (s *Series) readWheel(i int, end int64, current []float64, dst []Stats) {
 	l := s.layout
 	w := &l.wheels[i]
 	ring := s.data[w.off : w.off+int(w.n)*l.stride]
-	// Slots after s.t are empty: the walk starts at the slot of s.t, not of now. u is the
+	// Slots after s.t are empty: the walk starts at the slot of s.t, not of end. u is the
 	// newest slot not folded into acc yet, at ring index idx.
 	u := floorDiv(s.t, w.step)
 	idx := int64(s.head[i])
 	var acc slot
 	acc.reset()
+	switch {
+	case current == nil:
+	case w.step == 1:
+		u, idx = u-1, floorMod(idx-1, w.n)
+	default:
+		acc.sum = -current[0]
+		if l.events != 0 {
+			acc.events = -current[l.events]
+		}
+	}
 	for _, k := range w.serve {
-		lo := now - l.secs[k] + 1
+		lo := end - l.secs[k] + 1
 		oldest := floorDiv(lo, w.step)
 		if whole := u - oldest; whole > 0 {
 			// The ring holds every slot of the window (see NewLayout), so whole < n and the
@@ -580,7 +599,9 @@ func (l *Layout) NewSummaries() []Summary {
 // ReadSummaries sets dst (made by Layout.NewSummaries) to the summaries of every window at
 // second now. A window is served from the start of the slot holding its oldest second: it
 // holds the events of the window stretched back by less than one slot of its wheel (see
-// summaryGrid).
+// summaryGrid). With windows that end at the last complete second, it is served up to the
+// slot holding that second, which holds the current second too unless the current second
+// opened a slot: a summary of a slot cannot leave out some of its seconds.
 func (s *Series) ReadSummaries(now int64, dst []Summary) {
 	l := s.layout
 	for _, d := range dst {
@@ -592,14 +613,18 @@ func (s *Series) ReadSummaries(now int64, dst []Summary) {
 	if s.t == never || s.wentBack(now) {
 		return
 	}
-	now = max(now, s.t)
+	end := max(now, s.t) - l.lag
 	kinds := len(l.kinds)
 	for i := range l.sumWheels {
 		w := &l.sumWheels[i]
 		// As in readWheel: u is the newest slot not merged yet, at ring index idx; the
-		// slots after s.t are empty. Each window starts from the shorter one before it.
+		// slots after s.t are empty, and so is the slot after end's. Each window starts
+		// from the shorter one before it.
 		u := floorDiv(s.t, w.step)
 		idx := int64(s.rings.head[i])
+		if u > w.slot(end) {
+			u, idx = u-1, floorMod(idx-1, w.n)
+		}
 		prev := -1
 		// A slot is read with the pending open slots of the finer wheels whose seconds it
 		// holds (see place): open[j] is the slot of this wheel that holds wheel j's.
@@ -618,7 +643,7 @@ func (s *Series) ReadSummaries(now int64, dst []Summary) {
 				}
 			}
 			prev = k
-			for oldest := floorDiv(now-l.secs[k]+1, w.step); u >= oldest; u-- {
+			for oldest := floorDiv(end-l.secs[k]+1, w.step); u >= oldest; u-- {
 				mergeSlot(win, s.rings.sums[w.off+int(idx)*kinds:][:kinds])
 				for j := range open[:i] {
 					if u == open[j] {

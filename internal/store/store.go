@@ -175,6 +175,7 @@ func newStore(r *config.Rule, oldest *atomic.Int64, mem *memory, shards int, log
 	}
 	st.foldLogAt.Store(math.MinInt64)
 	opts := r.Options()
+	opts.LastComplete = r.WindowEnd == config.WindowEndLastComplete
 	st.accounts = make([]shardAccount, shards)
 	for i := range st.accounts {
 		a := &st.accounts[i]
