@@ -1,7 +1,6 @@
 package deploy
 
 import (
-	"bytes"
 	"fmt"
 	"io"
 	"io/fs"
@@ -11,7 +10,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -20,6 +18,7 @@ import (
 
 	"github.com/logwindow/logwindow_exporter/internal/testutil/deploytest"
 	"github.com/logwindow/logwindow_exporter/internal/testutil/metrictest"
+	"github.com/logwindow/logwindow_exporter/internal/testutil/syncbuf"
 	"github.com/logwindow/logwindow_exporter/internal/testutil/testexec"
 )
 
@@ -66,7 +65,7 @@ func (p *localPod) local(c *corev1.Container, text string) string {
 }
 
 // startNginx runs nginx with the pod's nginx.conf, listening on the loopback port.
-func (p *localPod) startNginx(t *testing.T, m *manifests) (*lockedBuffer, string) {
+func (p *localPod) startNginx(t *testing.T, m *manifests) (*syncbuf.Buffer, string) {
 	t.Helper()
 	bin := testexec.LookTools(t, "Debian: apt-get install nginx", "nginx")["nginx"]
 	ngx := nginxContainer(t, m.deployments["nginx"])
@@ -89,7 +88,7 @@ func (p *localPod) startNginx(t *testing.T, m *manifests) (*lockedBuffer, string
 	// stdout is a pipe, as a container's is: nginx opens /dev/stdout, which for a file
 	// would be a second description writing from offset 0 over the first.
 	cmd := exec.Command(bin, "-e", "stderr", "-p", p.dir, "-c", conf, "-g", "daemon off;")
-	stdout := &lockedBuffer{}
+	stdout := &syncbuf.Buffer{}
 	cmd.Stdout = stdout
 	stderr, err := os.Create(filepath.Join(p.dir, "nginx.err"))
 	if err != nil {
@@ -113,24 +112,6 @@ func (p *localPod) startNginx(t *testing.T, m *manifests) (*lockedBuffer, string
 	base := fmt.Sprintf("http://127.0.0.1:%d", p.port)
 	testexec.WaitHTTP(t, proc, base+"/healthz")
 	return stdout, base
-}
-
-// lockedBuffer collects what a program writes to its stdout pipe.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // startExporter runs the built exporter with the pod's arguments and rules, and returns it

@@ -179,13 +179,7 @@ func decodeProto(t testing.TB, b []byte) []*dto.MetricFamily {
 // bucket where its cumulative count reaches rank ⌈q·n⌉ holds the value the quantile gauge
 // of the same window reports. The self-metrics come along as the registry gathers them.
 func TestProtobufRoundTrip(t *testing.T) {
-	c := formatScrape(t)
-	reg := prometheus.NewPedanticRegistry()
-	reg.MustRegister(c)
-	self, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, reg, self := formatScrapeSelf(t)
 	raw := encoded(t, c, self, expfmt.FmtProtoDelim)
 	got := decodeProto(t, raw)
 	var again bytes.Buffer
@@ -344,13 +338,7 @@ func TestOpenMetricsPython(t *testing.T) {
 		}
 		t.Skip("no python3 with prometheus_client (Debian: apt-get install python3-prometheus-client)")
 	}
-	c := formatScrape(t)
-	reg := prometheus.NewPedanticRegistry()
-	reg.MustRegister(c)
-	self, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, _, self := formatScrapeSelf(t)
 	scrape := encoded(t, c, self, expfmt.FmtOpenMetrics_1_0_0)
 	const script = `import sys
 from prometheus_client.openmetrics.parser import text_string_to_metric_families
@@ -411,4 +399,18 @@ func TestProtobufTextFormats(t *testing.T) {
 			}
 		}
 	}
+}
+
+// formatScrapeSelf is formatScrape's collector, a registry of it and the self-metrics the
+// registry gathers, which every format's scrape merges in.
+func formatScrapeSelf(t *testing.T) (*Collector, *prometheus.Registry, []*dto.MetricFamily) {
+	t.Helper()
+	c := formatScrape(t)
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(c)
+	self, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, reg, self
 }

@@ -36,7 +36,7 @@ func TestDisplay(t *testing.T) {
 // TestWrite renders one explained line in both formats: the JSON decodes back to the same
 // Line, the text names each rule's outcome, and an unknown format is an error.
 func TestWrite(t *testing.T) {
-	cfg, err := config.Parse([]byte(`
+	x := newExplainer(t, `
 global: {windows: [1m], max_series_per_rule: 1}
 rules:
   - name: requests
@@ -45,21 +45,7 @@ rules:
   - name: errors
     match: '^(?P<method>[A-Z]+) (?P<status>\d+)$'
     where: {status: '^5'}
-`), "rules.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := parser.New(cfg.Rules)
-	if err != nil {
-		t.Fatal(err)
-	}
-	set, err := store.NewSet(cfg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sink := set.NewSink()
-	sink.SetNow(1000, 1000)
-	x := New(cfg.Rules, p, sink)
+`)
 	lines := []Line{x.Explain("", []byte("GET 200"), true), x.Explain("", []byte("PUT 200"), false), x.Explain("", []byte("GET 2x"), false)}
 
 	var js bytes.Buffer
@@ -105,24 +91,12 @@ rules:
 // format's terms: the variable the line stopped fitting in, or the one whose following
 // text it stopped in, at which byte, and what was expected.
 func TestLogFormatMisfit(t *testing.T) {
-	cfg, err := config.Parse([]byte(`
+	x := newExplainer(t, `
 inputs: [{name: web, path: /a, log_format: '$remote_addr [$time_local] "$request" $status $request_time'}]
 rules:
   - {name: requests}
   - {name: duration, value: request_time}
-`), "rules.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := parser.New(cfg.Rules)
-	if err != nil {
-		t.Fatal(err)
-	}
-	set, err := store.NewSet(cfg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	x := New(cfg.Rules, p, set.NewSink())
+`)
 	for _, c := range []struct {
 		line    string
 		miss    NoMatch
@@ -164,7 +138,7 @@ rules:
 // TestRewrite: a rewritten label is shown as the series has it, with the value it was
 // rewritten from; a top label too; one the rewrite left alone has no raw value.
 func TestRewrite(t *testing.T) {
-	cfg, err := config.Parse([]byte(`
+	x := newExplainer(t, `
 rules:
   - name: requests
     match: '^(?P<method>[A-Z]+) (?P<path>\S+)$'
@@ -175,21 +149,7 @@ rules:
     labels: {route: '${path}'}
     rewrite: [{label: route, regex: '/[0-9]+', replacement: '/:id'}]
     top: {label: route, k: 3}
-`), "rules.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := parser.New(cfg.Rules)
-	if err != nil {
-		t.Fatal(err)
-	}
-	set, err := store.NewSet(cfg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sink := set.NewSink()
-	sink.SetNow(1000, 1000)
-	x := New(cfg.Rules, p, sink)
+`)
 	lines := []Line{x.Explain("", []byte("GET /users/8412"), false), x.Explain("", []byte("GET /users"), false)}
 	var text, js bytes.Buffer
 	if err := Write(&text, "text", lines); err != nil {
@@ -217,4 +177,24 @@ rules:
 			t.Errorf("JSON lacks %s:\n%s", want, js.String())
 		}
 	}
+}
+
+// newExplainer builds the explainer of a rule file, its sink's clock at second 1000.
+func newExplainer(t *testing.T, rules string) *Explainer {
+	t.Helper()
+	cfg, err := config.Parse([]byte(rules), "rules.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := parser.New(cfg.Rules)
+	if err != nil {
+		t.Fatal(err)
+	}
+	set, err := store.NewSet(cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sink := set.NewSink()
+	sink.SetNow(1000, 1000)
+	return New(cfg.Rules, p, sink)
 }

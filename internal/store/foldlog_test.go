@@ -12,6 +12,7 @@ import (
 	"github.com/logwindow/logwindow_exporter/config"
 	"github.com/logwindow/logwindow_exporter/internal/store"
 	"github.com/logwindow/logwindow_exporter/internal/testutil/storetest"
+	"github.com/logwindow/logwindow_exporter/internal/testutil/syncbuf"
 )
 
 // foldLog is what a test reads of a logged fold.
@@ -115,7 +116,7 @@ func TestFoldLogged(t *testing.T) {
 
 // TestFoldLoggedOnceAcrossSinks: sinks folding at the same time log the rule's fold once.
 func TestFoldLoggedOnceAcrossSinks(t *testing.T) {
-	var out syncBuffer
+	var out syncbuf.Buffer
 	set, err := store.NewSetWith(storetest.Config(1, storetest.CountRule("r0", storetest.OneMin, "path")), nil,
 		store.SetOptions{Shards: 4, Logger: slog.New(slog.NewJSONHandler(&out, nil))})
 	if err != nil {
@@ -135,22 +136,4 @@ func TestFoldLoggedOnceAcrossSinks(t *testing.T) {
 	if n := strings.Count(out.String(), "\n"); n != 1 {
 		t.Errorf("%d folds logged, want 1:\n%s", n, out.String())
 	}
-}
-
-// syncBuffer is a bytes.Buffer that writers of several goroutines may share.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
