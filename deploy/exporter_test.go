@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"sort"
@@ -44,7 +45,16 @@ func TestNginxLogMatchesRules(t *testing.T) {
 	if err := os.WriteFile(log, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	out := runTool(t, ".", bin, "--config.file=../example-rules.yaml", "--replay="+log)
+	// The exposition is stdout; the log (which warns that the example's input is another
+	// path) is stderr.
+	replay := exec.Command(bin, "--config.file=../example-rules.yaml", "--replay="+log)
+	var stderr strings.Builder
+	replay.Stderr = &stderr
+	stdout, err := replay.Output()
+	if err != nil {
+		t.Fatalf("--replay: %v\n%s", err, stderr.String())
+	}
+	out := string(stdout)
 	fams := parseExposition(t, []byte(out))
 	if got := metrictest.Sum(fams, "nginx_http_requests_total"); got != 3 {
 		t.Errorf("nginx_http_requests_total is %v, want the 3 requests nginx logged:\n%s\nexporter output:\n%s", got, strings.Join(lines, "\n"), out)
