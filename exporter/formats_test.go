@@ -21,6 +21,7 @@ import (
 	"google.golang.org/protobuf/encoding/prototext"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/logwindow/logwindow_exporter/internal/sketch"
 	"github.com/logwindow/logwindow_exporter/internal/testutil/testexec"
 )
 
@@ -257,7 +258,7 @@ func withoutNative(h *dto.Histogram) {
 func checkNative(t *testing.T, name string, m *dto.Metric, mfs []*dto.MetricFamily) {
 	t.Helper()
 	h := nativeFromDTO(t, m.Histogram)
-	if h.schema != nativeSchema || m.Histogram.GetZeroThreshold() != 0 {
+	if h.schema != nativeSchema || m.Histogram.GetZeroThreshold() != nativeZeroThreshold || nativeZeroThreshold >= sketch.MinMagnitude {
 		t.Errorf("%s: schema %d, zero threshold %v", name, h.schema, m.Histogram.GetZeroThreshold())
 	}
 	if n := h.count(); n != float64(m.Histogram.GetSampleCount()) {

@@ -20,6 +20,13 @@ import (
 // measures it.
 const nativeSchema = 7
 
+// nativeZeroThreshold is the zero bucket's width: 2^-128, client_golang's default, far
+// below sketch.MinMagnitude, so only exact zeros fall in it (the sketch clamps smaller
+// magnitudes into its outermost bins). A positive width marks even an empty window's
+// histogram as native to a Prometheus (2.4x) that tells native from classic by the zero
+// bucket and the deltas, not by spans.
+const nativeZeroThreshold = 0x1p-128
+
 // maxFilledGap is the most empty buckets written as zero counts between two buckets of one
 // span, rather than starting a new span: as client_golang does.
 const maxFilledGap = 2
@@ -82,7 +89,7 @@ func (x *ruleRead) native(s windows.Summary) nativeHist {
 	// Only 0 is in the zero bucket: the sketch counts zeros apart and keeps every other
 	// magnitude it can tell apart (down to sketch.MinMagnitude) in its bins.
 	b = protowire.AppendTag(b, fieldHistZeroThreshold, protowire.Fixed64Type)
-	b = protowire.AppendFixed64(b, 0)
+	b = protowire.AppendFixed64(b, math.Float64bits(nativeZeroThreshold))
 	b = protowire.AppendTag(b, fieldHistZeroCount, protowire.VarintType)
 	b = protowire.AppendVarint(b, q.Zeros())
 	var neg, pos float64

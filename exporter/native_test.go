@@ -15,7 +15,8 @@ import (
 )
 
 // refHistogram is a native histogram as Prometheus holds it: bucket counts by index at a
-// schema, and the zero bucket (threshold 0: only zeros).
+// schema, and the zero bucket, taken as holding only zeros: the exporter's threshold,
+// 2^-128, moves an answer within it by less than that.
 type refHistogram struct {
 	schema   int32
 	pos, neg map[int32]float64
@@ -90,7 +91,8 @@ func mapsKeys(m map[int32]float64) func(func(int32) bool) {
 // (counted from its lower bound): linearly in the zero bucket, and on a logarithmic scale
 // in any other (exponential buckets have equal widths in log2), mirrored for negative
 // buckets. A histogram holding only positive (negative) buckets takes 0 as the zero
-// bucket's lower (upper) bound, which with a threshold of 0 changes nothing.
+// bucket's lower (upper) bound, which with a threshold of 2^-128 changes an answer by less
+// than that.
 func histogramQuantile(q float64, h *refHistogram) float64 {
 	n := h.count()
 	if n == 0 {
