@@ -1,7 +1,6 @@
 package deploy
 
 import (
-	"debug/elf"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -17,6 +16,7 @@ import (
 	"time"
 
 	"github.com/logwindow/logwindow_exporter/deploy/internal/release"
+	"github.com/logwindow/logwindow_exporter/internal/testutil/deploytest"
 	"github.com/logwindow/logwindow_exporter/internal/testutil/testexec"
 )
 
@@ -548,19 +548,7 @@ func TestDockerfileBuild(t *testing.T) {
 	bin := builtBinary(t)
 
 	t.Run("static", func(t *testing.T) {
-		f, err := elf.Open(bin)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer f.Close()
-		for _, p := range f.Progs {
-			if p.Type == elf.PT_INTERP {
-				t.Error("the binary has an ELF interpreter: it is dynamically linked and will not run on distroless static")
-			}
-		}
-		if libs, _ := f.ImportedLibraries(); len(libs) > 0 {
-			t.Errorf("the binary needs shared libraries %q", libs)
-		}
+		deploytest.CheckStatic(t, bin, "it is dynamically linked and will not run on distroless static")
 	})
 	t.Run("version", func(t *testing.T) {
 		out := runTool(t, ".", bin, "--version")

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -104,7 +103,7 @@ func TestNginxLogFormats(t *testing.T) {
 	}
 	lines := float64(rounds * len(formatRequests))
 	for _, path := range logs {
-		waitFileLines(t, path, int(lines))
+		waitLines(t, path, int(lines))
 	}
 
 	var wants []metrictest.Sample
@@ -223,24 +222,6 @@ func loggedRequestTime(t *testing.T, name, path string) float64 {
 		t.Fatal("NaN")
 	}
 	return sum
-}
-
-// waitFileLines waits until nginx has logged want lines to path.
-func waitFileLines(t *testing.T, path string, want int) {
-	t.Helper()
-	for deadline := time.Now().Add(startTimeout); ; time.Sleep(20 * time.Millisecond) {
-		data, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got := bytes.Count(data, []byte("\n"))
-		if got == want {
-			return
-		}
-		if got > want || time.Now().After(deadline) {
-			t.Fatalf("%s holds %d lines, want %d:\n%s", filepath.Base(path), got, want, data)
-		}
-	}
 }
 
 // startFormatsNginx runs nginx with testdata/nginx-formats.conf.tmpl on a free loopback

@@ -3,7 +3,6 @@ package main
 import (
 	"archive/tar"
 	"bytes"
-	"debug/elf"
 	"io"
 	"maps"
 	"os"
@@ -24,6 +23,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
 	"github.com/logwindow/logwindow_exporter/deploy/internal/release"
+	"github.com/logwindow/logwindow_exporter/internal/testutil/deploytest"
 )
 
 // src is the exporter's tree, from this package.
@@ -114,18 +114,7 @@ func TestImage(t *testing.T) {
 	}
 
 	// The layout: one image, tagged with the version.
-	p, err := layout.FromPath(ociDir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	idx, err := p.ImageIndex()
-	if err != nil {
-		t.Fatal(err)
-	}
-	im, err := idx.IndexManifest()
-	if err != nil {
-		t.Fatal(err)
-	}
+	idx, im := readLayout(t, ociDir)
 	if len(im.Manifests) != 1 {
 		t.Fatalf("layout holds %d manifests, want 1", len(im.Manifests))
 	}
@@ -248,19 +237,7 @@ func TestImage(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Run("static", func(t *testing.T) {
-		f, err := elf.Open(bin)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer f.Close()
-		for _, p := range f.Progs {
-			if p.Type == elf.PT_INTERP {
-				t.Error("the binary has an ELF interpreter: on an image with no libc it would not start")
-			}
-		}
-		if libs, _ := f.ImportedLibraries(); len(libs) > 0 {
-			t.Errorf("the binary needs shared libraries %q", libs)
-		}
+		deploytest.CheckStatic(t, bin, "on an image with no libc it would not start")
 	})
 	t.Run("version", func(t *testing.T) {
 		out, err := exec.Command(bin, "--version").CombinedOutput()
@@ -331,17 +308,9 @@ func TestRun(t *testing.T) {
 	if err := run([]string{"-src", src, "-o", oci, "-binary", bin}, &stdout, &stderr); err != nil {
 		t.Fatalf("%v\n%s", err, stderr.String())
 	}
-	p, err := layout.FromPath(oci)
-	if err != nil {
-		t.Fatal(err)
-	}
-	idx, err := p.ImageIndex()
-	if err != nil {
-		t.Fatal(err)
-	}
-	im, err := idx.IndexManifest()
-	if err != nil || len(im.Manifests) != 1 {
-		t.Fatalf("index %+v, %v: want one image", im, err)
+	_, im := readLayout(t, oci)
+	if len(im.Manifests) != 1 {
+		t.Fatalf("index %+v: want one image", im)
 	}
 	v := strings.TrimSpace(string(version))
 	if want := release.ImageName + ":" + v + "@" + im.Manifests[0].Digest.String(); !strings.HasPrefix(stdout.String(), want+" ") {
@@ -378,4 +347,22 @@ func TestRunFlags(t *testing.T) {
 			}
 		})
 	}
+}
+
+// readLayout opens the OCI layout at dir and reads its index.
+func readLayout(t *testing.T, dir string) (v1.ImageIndex, *v1.IndexManifest) {
+	t.Helper()
+	p, err := layout.FromPath(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	idx, err := p.ImageIndex()
+	if err != nil {
+		t.Fatal(err)
+	}
+	im, err := idx.IndexManifest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return idx, im
 }

@@ -8,6 +8,7 @@
 package deploytest
 
 import (
+	"debug/elf"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -224,4 +225,24 @@ func WriteServedRules(tb testing.TB, exampleRules []byte, dir, path string) stri
 		tb.Fatal(err)
 	}
 	return config
+}
+
+// CheckStatic fails tb unless the executable bin is statically linked: no ELF interpreter
+// and no shared library, so that it starts on an image with no libc. why says what a
+// dynamic binary would break where the caller ships it.
+func CheckStatic(tb testing.TB, bin, why string) {
+	tb.Helper()
+	f, err := elf.Open(bin)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer f.Close()
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_INTERP {
+			tb.Error("the binary has an ELF interpreter: " + why)
+		}
+	}
+	if libs, _ := f.ImportedLibraries(); len(libs) > 0 {
+		tb.Errorf("the binary needs shared libraries %q", libs)
+	}
 }
