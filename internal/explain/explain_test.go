@@ -6,9 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/logwindow/logwindow_exporter/config"
 	"github.com/logwindow/logwindow_exporter/internal/store"
-	"github.com/logwindow/logwindow_exporter/parser"
+	"github.com/logwindow/logwindow_exporter/internal/testutil/storetest"
 )
 
 // TestDisplay: text reaches a terminal or page as it is only when it is valid UTF-8
@@ -182,14 +181,7 @@ rules:
 // newExplainer builds the explainer of a rule file, its sink's clock at second 1000.
 func newExplainer(t *testing.T, rules string) *Explainer {
 	t.Helper()
-	cfg, err := config.Parse([]byte(rules), "rules.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := parser.New(cfg.Rules)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg, p := storetest.ParseRules(t, rules)
 	set, err := store.NewSet(cfg, nil)
 	if err != nil {
 		t.Fatal(err)

@@ -8,31 +8,13 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/logwindow/logwindow_exporter/config"
+	"github.com/logwindow/logwindow_exporter/internal/testutil/testclock"
 	"github.com/logwindow/logwindow_exporter/parser"
 )
-
-// fakeClock is a processing-time clock the test moves by hand.
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *fakeClock) Add(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
 
 // kubeletTree is a node's /var/log/pods under a test's directory: a pod's container logs
 // at <root>/<namespace>_<pod>_<uid>/<container>/<restart>.log, as the kubelet lays them.
@@ -97,7 +79,7 @@ func TestNodePodLogs(t *testing.T) {
 
 func nodePodLogs(t *testing.T, shards int) {
 	k := kubeletTree{t: t, root: t.TempDir()}
-	clock := &fakeClock{t: time.Date(2024, 3, 1, 12, 0, 0, 0, time.UTC)}
+	clock := testclock.New(time.Date(2024, 3, 1, 12, 0, 0, 0, time.UTC))
 	// Written before the exporter starts: read from their first line (start_at: beginning).
 	k.write("web", "front-1", "nginx", repeat("200", 30), false)
 	k.write("web", "front-1", "istio-proxy", repeat("200", 50), false) // looks like nginx: must not be read

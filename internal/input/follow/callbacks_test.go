@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/logwindow/logwindow_exporter/internal/testutil/testclock"
 )
 
 // The last line of a file without a newline (its writer died mid-line) is
@@ -51,9 +53,9 @@ func TestLastLineWithoutNewline(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			p := filepath.Join(t.TempDir(), "access.log")
 			w := create(t, p)
-			clock := &fakeClock{t: time.Unix(1_700_000_000, 0)}
+			clock := testclock.New(time.Unix(1_700_000_000, 0))
 			o := modes[1].options(p)
-			o.MaxLineBytes, o.RotationGrace, o.now = maxLine, time.Hour, clock.now
+			o.MaxLineBytes, o.RotationGrace, o.now = maxLine, time.Hour, clock.Now
 			c := newCollector()
 			f := start(t, o, c.handle)
 			writeLines(t, w, 1, 10)
@@ -70,7 +72,7 @@ func TestLastLineWithoutNewline(t *testing.T) {
 				// Past the grace only once the file is known to have left.
 				waitFor(t, "the file taken as gone", func() bool { return f.Stats().Rotations == 1 })
 			}
-			clock.advance(2 * time.Hour)
+			clock.Add(2 * time.Hour)
 			switch {
 			case tc.refill > 0:
 				waitFor(t, "the lines after the truncation", func() bool { return c.has(101, 100+tc.refill) })
@@ -129,10 +131,10 @@ func (e *events) count(s string) int {
 func TestClosed(t *testing.T) {
 	dir := t.TempDir()
 	rotated, deleted, moved := filepath.Join(dir, "rotated.log"), filepath.Join(dir, "deleted.log"), filepath.Join(dir, "moved.log")
-	clock := &fakeClock{t: time.Unix(1_700_000_000, 0)}
+	clock := testclock.New(time.Unix(1_700_000_000, 0))
 	var e events
 	o := modes[1].options(filepath.Join(dir, "*.log"))
-	o.RotationGrace, o.now = time.Hour, clock.now
+	o.RotationGrace, o.now = time.Hour, clock.Now
 	o.Closed = func(path string) { e.add("closed " + filepath.Base(path)) }
 	f := start(t, o, func(path string, line []byte) { e.add(filepath.Base(path) + " " + string(line)) })
 	for _, p := range []string{rotated, deleted, moved} {
@@ -158,7 +160,7 @@ func TestClosed(t *testing.T) {
 	waitFor(t, "the moved file's old path closed", func() bool { return e.count("closed moved.log") == 1 })
 	turn := f.turns.Load()
 	waitFor(t, "two turns of the reader, which read the deleted file's last line", func() bool { return f.turns.Load() >= turn+2 })
-	clock.advance(2 * time.Hour)
+	clock.Add(2 * time.Hour)
 	waitFor(t, "the deleted file closed", func() bool { return e.count("closed deleted.log") == 1 })
 	waitFor(t, "the rotated file closed", func() bool { return openUnder(f, rotated) == 1 })
 	turn = f.turns.Load()

@@ -8,6 +8,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/logwindow/logwindow_exporter/internal/testutil/testclock"
 )
 
 // lister lists directories as listDir does, except that while broken the
@@ -119,9 +121,9 @@ func listOutage(t *testing.T, m mode, dir string, l *lister, out outage) {
 	p := filepath.Join(dir, "a.log")
 	w := create(t, p)
 	writeLines(t, w, 1, 1000)
-	clock := &fakeClock{t: time.Unix(1_700_000_000, 0)}
+	clock := testclock.New(time.Unix(1_700_000_000, 0))
 	o := m.options(filepath.Join(dir, "*.log"))
-	o.RotationGrace, o.now, o.list = time.Hour, clock.now, l.list
+	o.RotationGrace, o.now, o.list = time.Hour, clock.Now, l.list
 	o.PollInterval = 20 * time.Millisecond // the scans that see the outage
 	c := newCollector()
 	f := start(t, o, c.handle)
@@ -139,7 +141,7 @@ func listOutage(t *testing.T, m mode, dir string, l *lister, out outage) {
 	}
 	out.break_(t)
 	scanned("listings during the outage")
-	clock.advance(2 * time.Hour) // past the grace, as though the outage lasted that long
+	clock.Add(2 * time.Hour) // past the grace, as though the outage lasted that long
 	scanned("listings past the grace")
 	out.mend(t)
 	scanned("listings after the outage")
@@ -163,9 +165,9 @@ func TestUnlistableSubdirectory(t *testing.T) {
 		w[i] = create(t, filepath.Join(dir, sub, "a.log"))
 	}
 	l := &lister{dir: filepath.Join(dir, "p1")}
-	clock := &fakeClock{t: time.Unix(1_700_000_000, 0)}
+	clock := testclock.New(time.Unix(1_700_000_000, 0))
 	o := modes[1].options(filepath.Join(dir, "*", "*.log"))
-	o.RotationGrace, o.now, o.list = time.Hour, clock.now, l.list
+	o.RotationGrace, o.now, o.list = time.Hour, clock.Now, l.list
 	c := newCollector()
 	f := start(t, o, c.handle)
 	writeLines(t, w[0], 1, 10)
@@ -176,7 +178,7 @@ func TestUnlistableSubdirectory(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, "the deleted file taken as gone", func() bool { return f.Stats().Rotations >= 1 })
-	clock.advance(2 * time.Hour)
+	clock.Add(2 * time.Hour)
 	waitFor(t, "the deleted file closed", func() bool { return len(f.Stats().Files) <= 1 })
 	if n := openUnder(f, filepath.Join(dir, "p1", "a.log")); n != 1 {
 		t.Fatalf("p1/a.log: %d open, want 1: a directory that cannot be listed says nothing of its files", n)

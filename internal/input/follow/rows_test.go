@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/logwindow/logwindow_exporter/internal/testutil/testclock"
 	"go.uber.org/goleak"
 )
 
@@ -549,12 +550,12 @@ func TestSlowConsumer(t *testing.T) {
 // The grace period, on an injected clock: a rotated file stays open while a
 // late writer keeps it busy, and closes once idle for the grace period.
 func TestRotationGrace(t *testing.T) {
-	clock := &fakeClock{t: time.Unix(1_700_000_000, 0)}
+	clock := testclock.New(time.Unix(1_700_000_000, 0))
 	p := filepath.Join(t.TempDir(), "access.log")
 	old := create(t, p)
 	c := newCollector()
 	o := modes[1].options(p)
-	o.RotationGrace, o.now = time.Hour, clock.now
+	o.RotationGrace, o.now = time.Hour, clock.Now
 	f := start(t, o, c.handle)
 	writeLines(t, old, 1, 10)
 	rename(t, p, p+".1")
@@ -564,7 +565,7 @@ func TestRotationGrace(t *testing.T) {
 	// sync moves the clock and waits for a turn of the reader that began
 	// after the move, so that the rotated file was judged at the new time.
 	sync := func(advance time.Duration) {
-		clock.advance(advance)
+		clock.Add(advance)
 		turn := f.turns.Load()
 		waitFor(t, "a full turn of the reader", func() bool { return f.turns.Load() >= turn+2 })
 	}
@@ -575,26 +576,9 @@ func TestRotationGrace(t *testing.T) {
 	if got := openUnder(f, p); got != 2 {
 		t.Fatalf("%d files open: the rotated file was closed while not idle for the grace period", got)
 	}
-	clock.advance(time.Hour)
+	clock.Add(time.Hour)
 	waitFor(t, "the rotated file closed", func() bool { return openUnder(f, p) == 1 })
 	if !c.has(1, 20) {
 		t.Error("lines of the rotated file lost")
 	}
-}
-
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *fakeClock) now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *fakeClock) advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
 }
