@@ -185,11 +185,16 @@ rules:
 		``,
 	}
 	writeFileLines(t, logPath, strings.Join(lines, "\n"), 10)
-	m = p.WaitLines(t, 50)
-	metrictest.Check(t, m, []metrictest.Sample{
-		{Family: "logwindow_input_files", Labels: map[string]string{"input": "web"}, Want: 1},
-		{Family: "logwindow_input_unmatched_lines_total", Labels: map[string]string{"input": "web"}, Want: 30},
-		{Family: "http_server_errors_total", Labels: nil, Want: 20},
+	p.WaitLines(t, 50)
+	// The rule's counter may show its lines a scrape after the input's own counters do
+	// (seen about once in ten runs right after the file appears, never lines lost), so the
+	// exact counts are waited for rather than read from the first scrape with every line.
+	p.WaitCheck(t, func(m metrictest.Families) error {
+		return metrictest.Match(m, []metrictest.Sample{
+			{Family: "logwindow_input_files", Labels: map[string]string{"input": "web"}, Want: 1},
+			{Family: "logwindow_input_unmatched_lines_total", Labels: map[string]string{"input": "web"}, Want: 30},
+			{Family: "http_server_errors_total", Labels: nil, Want: 20},
+		})
 	})
 }
 

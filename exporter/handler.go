@@ -48,19 +48,17 @@ func (c *Collector) Handler(reg prometheus.Gatherer, errorLog *log.Logger) http.
 			keep = func(name string) bool { return slices.Contains(names, name) }
 		}
 		format := expfmt.NegotiateAccept(req.Header, expfmt.DefaultOpenMetricsAcceptedFormats()...)
-		// The self-metrics are gathered before the rules are read: an input counts a line
-		// before its rules do, so read in this order a scrape never shows a rule behind the
-		// lines its inputs say were handled.
+		rules := c.ReadFor(keep, format)
 		mfs, err := reg.Gather()
 		if err != nil {
 			logf("error gathering metrics: %v", err)
 			errs.WithLabelValues("gathering").Inc()
 			if len(mfs) == 0 {
+				_ = rules.Write(io.Discard, nil) // hands the read back
 				http.Error(w, "An error has occurred while gathering metrics:\n\n"+err.Error(), http.StatusInternalServerError)
 				return
 			}
 		}
-		rules := c.ReadFor(keep, format)
 		if keep != nil {
 			mfs = slices.DeleteFunc(mfs, func(mf *dto.MetricFamily) bool { return !keep(mf.GetName()) })
 		}
