@@ -3,7 +3,6 @@ package pipeline
 import (
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"log/slog"
 	"path/filepath"
 	"sync/atomic"
@@ -50,6 +49,9 @@ type stream struct {
 	// it per datagram.
 	chunked          bool
 	processing, wall int64
+	// deal is the dealer of the glob's directories that this follower shares with the
+	// input's other shards (nil with one follower).
+	deal *dealer
 }
 
 // binding is an input's view of one generation.
@@ -147,6 +149,7 @@ func (p *Pipeline) syncInputs(cfg *config.Config) error {
 	wanted := map[string]bool{}
 	var errs []error
 	for _, ci := range cfg.Inputs {
+		deal := p.dealerOf(ci)
 		for shard := range max(ci.Shards, 1) {
 			key := streamKey(ci, shard)
 			wanted[key] = true
@@ -154,7 +157,7 @@ func (p *Pipeline) syncInputs(cfg *config.Config) error {
 				in.label = labelOf(ci)
 				continue
 			}
-			in, err := p.startInput(ci, shard)
+			in, err := p.startInput(ci, shard, deal)
 			if err != nil {
 				errs = append(errs, err)
 				continue
@@ -176,13 +179,19 @@ func streamKey(ci config.Input, shard int) string {
 	return fmt.Sprintf("%s#%d/%d", ci.Source(), shard, ci.Shards)
 }
 
-// inShard reports whether the file at path is shard's of n: files are dealt by their
-// directory, so that a file renamed within its directory (a rotation) stays with its
-// follower.
-func inShard(path string, shard, n int) bool {
-	h := fnv.New32a()
-	h.Write([]byte(filepath.Dir(path)))
-	return int(h.Sum32()%uint32(n)) == shard
+// dealerOf is the dealer the followers of ci's shards share: a running shard's, so that
+// one restarted beside it is dealt the same directories, else a new one (nil with one
+// follower).
+func (p *Pipeline) dealerOf(ci config.Input) *dealer {
+	if ci.Shards <= 1 {
+		return nil
+	}
+	for shard := range ci.Shards {
+		if in, running := p.inputs[streamKey(ci, shard)]; running {
+			return in.deal
+		}
+	}
+	return newDealer(ci.Shards)
 }
 
 // stopInputs stops every running input whose source keep does not hold (all when keep is
@@ -199,8 +208,8 @@ func (p *Pipeline) stopInputs(keep map[string]bool) {
 	}
 }
 
-func (p *Pipeline) startInput(ci config.Input, shard int) (*stream, error) {
-	in := &stream{source: ci.Source(), label: labelOf(ci)}
+func (p *Pipeline) startInput(ci config.Input, shard int, deal *dealer) (*stream, error) {
+	in := &stream{source: ci.Source(), label: labelOf(ci), deal: deal}
 	if ci.Wrapper == config.WrapperCRI {
 		in.cri = cri.New(maxLineBytes(p.opts))
 		in.hold = func(n int64) { p.gen.Load().set.Hold(n) }
@@ -221,8 +230,8 @@ func (p *Pipeline) startInput(ci config.Input, shard int) (*stream, error) {
 	}
 	opts := p.followOptions(ci)
 	opts.Backfill = p.warmStart(ci)
-	if n := ci.Shards; n > 1 {
-		opts.Select = func(path string) bool { return inShard(path, shard, n) }
+	if deal != nil {
+		opts.Select = func(path string) bool { return deal.owns(path, shard) }
 	}
 	in.joinOptions(&opts)
 	in.chunked = true

@@ -1,0 +1,60 @@
+package pipeline
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+)
+
+// dealer deals the directories of a glob's files to the followers that share it (shards:).
+// A directory stays with the follower it was dealt to while it exists, so that a file
+// renamed within it (a rotation) is read by one follower only; a new directory goes to
+// the follower that holds the fewest. A hash of the directory balanced eight pods on two
+// followers 4:4 in only 70 of 256 trees (5:3 or worse otherwise, capping two cores at
+// 1.6× one or less); dealing by count gives 4:4 every time.
+type dealer struct {
+	mu     sync.Mutex
+	owner  map[string]int // directory → the shard it was dealt to
+	counts []int          // directories held, per shard
+	// exists reports whether a directory still exists: one that is gone no longer
+	// counts for its follower (a deleted pod's).
+	exists func(dir string) bool
+}
+
+func newDealer(shards int) *dealer {
+	return &dealer{owner: map[string]int{}, counts: make([]int, shards), exists: dirExists}
+}
+
+func dirExists(dir string) bool {
+	_, err := os.Lstat(dir)
+	return !os.IsNotExist(err)
+}
+
+// owns reports whether path is shard's to read. It is called by every follower of the
+// glob for each match of each listing, so a directory is dealt once, when the first of
+// them sees it.
+func (d *dealer) owns(path string, shard int) bool {
+	dir := filepath.Dir(path)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if s, ok := d.owner[dir]; ok {
+		return s == shard
+	}
+	d.forgetGone()
+	s := slices.Index(d.counts, slices.Min(d.counts))
+	d.owner[dir] = s
+	d.counts[s]++
+	return s == shard
+}
+
+// forgetGone releases the directories that no longer exist; it runs only when a new one
+// is dealt, so a listing of known directories stats nothing.
+func (d *dealer) forgetGone() {
+	for dir, s := range d.owner {
+		if !d.exists(dir) {
+			delete(d.owner, dir)
+			d.counts[s]--
+		}
+	}
+}

@@ -1,0 +1,149 @@
+package pipeline
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+)
+
+// podDirs makes n pod directories under root, kubelet-style, and returns their nginx
+// logs' paths.
+func podDirs(t *testing.T, root string, from, n int) []string {
+	t.Helper()
+	var paths []string
+	for i := from; i < from+n; i++ {
+		dir := filepath.Join(root, fmt.Sprintf("web_nginx-%d_%08x", i, i*0x9e3779b1), "nginx")
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		paths = append(paths, filepath.Join(dir, "0.log"))
+	}
+	return paths
+}
+
+// owners asks every shard of d about each path, as each follower does of its listing, and
+// returns how many paths each shard owns; a path owned by none or by two fails the test.
+func owners(t *testing.T, d *dealer, shards int, paths []string) []int {
+	t.Helper()
+	held := make([]int, shards)
+	for _, p := range paths {
+		n := 0
+		for s := range shards {
+			if d.owns(p, s) {
+				held[s]++
+				n++
+			}
+		}
+		if n != 1 {
+			t.Fatalf("%s is owned by %d shards", p, n)
+		}
+	}
+	return held
+}
+
+// The followers of a glob are dealt its directories evenly, whatever their names, a
+// directory stays with its follower (a rotation renames a file within it), and the
+// directories of deleted pods no longer count, so new pods fill the follower they left.
+func TestDealerBalances(t *testing.T) {
+	for _, c := range []struct {
+		shards, pods int
+		want         []int
+	}{
+		{2, 8, []int{4, 4}},
+		{2, 7, []int{4, 3}},
+		{3, 8, []int{3, 3, 2}},
+		{4, 2, []int{1, 1, 0, 0}},
+	} {
+		t.Run(fmt.Sprintf("%d pods on %d shards", c.pods, c.shards), func(t *testing.T) {
+			// Several trees: the names must not matter, as they did for a hash.
+			for tree := range 5 {
+				root := filepath.Join(t.TempDir(), fmt.Sprint("node", tree))
+				d := newDealer(c.shards)
+				paths := podDirs(t, root, 0, c.pods)
+				// Balance is what matters, not which follower holds the extra one.
+				got := owners(t, d, c.shards, paths)
+				slices.Sort(got)
+				slices.Reverse(got)
+				if fmt.Sprint(got) != fmt.Sprint(c.want) {
+					t.Fatalf("tree %d: shards own %v directories, want %v", tree, got, c.want)
+				}
+			}
+		})
+	}
+}
+
+func TestDealerKeepsAndForgets(t *testing.T) {
+	root := t.TempDir()
+	d := newDealer(2)
+	paths := podDirs(t, root, 0, 4) // dealt 0, 1, 0, 1
+	owners(t, d, 2, paths)
+	shardOf := func(p string) int {
+		if d.owns(p, 0) {
+			return 0
+		}
+		return 1
+	}
+	t.Run("a rotated file stays with its follower", func(t *testing.T) {
+		for _, p := range paths {
+			for _, rotated := range []string{p + ".20240301-120000", p + ".20240301-120000.gz", filepath.Join(filepath.Dir(p), "1.log")} {
+				if shardOf(rotated) != shardOf(p) {
+					t.Errorf("%s went to shard %d, its directory's file to %d", rotated, shardOf(rotated), shardOf(p))
+				}
+			}
+		}
+	})
+	t.Run("deleted pods make room", func(t *testing.T) {
+		// Both of shard 0's pods deleted: the next two new pods go to it.
+		for _, p := range paths {
+			if shardOf(p) == 0 {
+				if err := os.RemoveAll(filepath.Dir(filepath.Dir(p))); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		fresh := podDirs(t, root, 10, 2)
+		if got := owners(t, d, 2, fresh); fmt.Sprint(got) != "[2 0]" {
+			t.Fatalf("new pods dealt %v, want [2 0]", got)
+		}
+		if len(d.owner) != 4 {
+			t.Errorf("the dealer holds %d directories, want 4: the deleted pods' forgotten", len(d.owner))
+		}
+	})
+}
+
+// Followers ask at the same time: each path still has exactly one owner (run with -race).
+func TestDealerConcurrentFollowers(t *testing.T) {
+	const shards = 4
+	d := newDealer(shards)
+	paths := podDirs(t, t.TempDir(), 0, 64)
+	owned := make([][]bool, shards)
+	var wg sync.WaitGroup
+	for s := range shards {
+		owned[s] = make([]bool, len(paths))
+		wg.Go(func() {
+			for i, p := range paths {
+				owned[s][i] = d.owns(p, s)
+			}
+		})
+	}
+	wg.Wait()
+	held := make([]int, shards)
+	for i, p := range paths {
+		n := 0
+		for s := range shards {
+			if owned[s][i] {
+				n++
+				held[s]++
+			}
+		}
+		if n != 1 {
+			t.Fatalf("%s is owned by %d shards", p, n)
+		}
+	}
+	if fmt.Sprint(held) != "[16 16 16 16]" {
+		t.Errorf("shards own %v, want 16 each", held)
+	}
+}
