@@ -283,8 +283,9 @@ func TestHarness(t *testing.T) {
 		{"replay", []string{"-lines", "5000", "-mode", "replay"}, []string{"logwindow replay  median", "(5000 lines)"}, ""},
 		{"two files", []string{"-lines", "5000", "-files", "2"}, []string{"GOMAXPROCS=2", "(10000 lines)"}, ""},
 		// Summed over the pods, the node's series count what the files hold.
-		{"node", []string{"-lines", "5000", "-files", "3", "-node", "-procs", "2"},
+		{"node", []string{"-lines", "5000", "-files", "3", "-node", "-procs", "2", "-runs", "2"},
 			[]string{"3 pods' nginx logs in CRI lines", "(15000 lines)", "3 pod logs on one input, 2 cores / 1 pod log on 1 core",
+				"the CPU per line; per round, median (range): ",
 				"logwindow live, 3 pod logs on 1 core  median", "of which the parallelism, 3 pod logs on 2 cores / on 1 core", "and the pods' series, 3 pod logs / 1 pod log"}, ""},
 		{"scrape", []string{"-lines", "5000", "-scrape", "-series", "300", "-scrapes", "2"},
 			[]string{"301 series of nginx_http_requests_by_path (budget 300)", "exporter CPU per scrape"}, ""},

@@ -358,20 +358,16 @@ func bench(o options, out io.Writer) error {
 			programs[j].name, programs[0].name, b.wall.Seconds()/a.wall.Seconds(), b.cpu.Seconds()/a.cpu.Seconds(), float64(b.rss)/float64(a.rss))
 	}
 	if single >= 0 {
-		a, b := med[single], med[0]
-		one, all := float64(perFile[0].lines), float64(total)
 		what := fmt.Sprintf("%d inputs on %d cores / 1 input on 1 core", o.files, o.procs)
 		if o.node {
 			what = fmt.Sprintf("%d pod logs on one input, %d cores / 1 pod log on 1 core", o.files, o.procs)
 		}
-		fmt.Fprintf(out, "%s (medians): %.2f× the lines/s, %.2f× the CPU per line\n",
-			what, (all/b.wall.Seconds())/(one/a.wall.Seconds()), (b.cpu.Seconds()/all)/(a.cpu.Seconds()/one))
+		compare(out, what, results[0], results[single], linesOf(0), linesOf(single))
 		if oneCore >= 0 {
-			c := med[oneCore]
-			fmt.Fprintf(out, "of which the parallelism, %d pod logs on %d cores / on 1 core (medians): %.2f× the lines/s, %.2f× the CPU per line\n",
-				o.files, o.procs, c.wall.Seconds()/b.wall.Seconds(), b.cpu.Seconds()/c.cpu.Seconds())
-			fmt.Fprintf(out, "and the pods' series, %d pod logs / 1 pod log, both on 1 core (medians): %.2f× the lines/s, %.2f× the CPU per line\n",
-				o.files, (all/c.wall.Seconds())/(one/a.wall.Seconds()), (c.cpu.Seconds()/all)/(a.cpu.Seconds()/one))
+			compare(out, fmt.Sprintf("of which the parallelism, %d pod logs on %d cores / on 1 core", o.files, o.procs),
+				results[0], results[oneCore], total, total)
+			compare(out, fmt.Sprintf("and the pods' series, %d pod logs / 1 pod log, both on 1 core", o.files),
+				results[oneCore], results[single], total, linesOf(single))
 		}
 	}
 	if o.scrape {
@@ -527,6 +523,40 @@ func median(us []usage) usage {
 		cpu:  time.Duration(pick(func(u usage) float64 { return float64(u.cpu) })),
 		rss:  int64(pick(func(u usage) float64 { return float64(u.rss) })),
 	}
+}
+
+// compare prints how program b's runs of bLines lines compare with a's of aLines, in lines/s
+// and CPU per line: the ratio of the medians, and the median and range of the rounds' own
+// ratios. The programs of a round run one after the other, so a round's ratio is spared
+// the slower swings of a shared machine's speed that the medians of each are not.
+func compare(out io.Writer, what string, a, b []usage, aLines, bLines int) {
+	speed := func(x, y usage) float64 {
+		return (float64(aLines) / x.wall.Seconds()) / (float64(bLines) / y.wall.Seconds())
+	}
+	perLine := func(x, y usage) float64 {
+		return (x.cpu.Seconds() / float64(aLines)) / (y.cpu.Seconds() / float64(bLines))
+	}
+	ma, mb := median(a), median(b)
+	fmt.Fprintf(out, "%s (medians): %.2f× the lines/s, %.2f× the CPU per line", what, speed(ma, mb), perLine(ma, mb))
+	if len(a) > 1 {
+		var speeds, perLines []float64
+		for i := range min(len(a), len(b)) {
+			speeds = append(speeds, speed(a[i], b[i]))
+			perLines = append(perLines, perLine(a[i], b[i]))
+		}
+		fmt.Fprintf(out, "; per round, median (range): %s× the lines/s, %s× the CPU per line", spread(speeds), spread(perLines))
+	}
+	fmt.Fprintln(out)
+}
+
+// spread formats the median of v and its range: 1.83 (1.67–2.11).
+func spread(v []float64) string {
+	v = slices.Sorted(slices.Values(v))
+	m := v[len(v)/2]
+	if n := len(v); n%2 == 0 {
+		m = (v[n/2-1] + v[n/2]) / 2
+	}
+	return fmt.Sprintf("%.2f (%.2f–%.2f)", m, v[0], v[len(v)-1])
 }
 
 // thousands formats a rate as 1,234,567.
