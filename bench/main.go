@@ -97,7 +97,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.mtailBin, "mtail.bin", "mtail", "mtail binary")
 	fs.StringVar(&o.configJSON, "config.json", "", "rule file of the json and logfmt forms (default: the module's example-rules-json.yaml)")
 	formats := fs.String("formats", "text", "comma-separated log formats to run, each a program of its own on the same records: "+strings.Join(formatNames, ", "))
-	fs.DurationVar(&o.poll, "poll", 5*time.Millisecond, "interval of the checks whether the lines are counted (live mode)")
+	fs.DurationVar(&o.poll, "poll", 5*time.Millisecond, "shortest interval of the checks whether the lines are counted (live mode; longer ones while much is left to read)")
 	fs.DurationVar(&o.timeout, "timeout", 10*time.Minute, "limit of one run")
 	if err := fs.Parse(args); err != nil {
 		return o, err
