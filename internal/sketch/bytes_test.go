@@ -65,9 +65,9 @@ var bytesCases = []struct {
 	{"top/1000 short items", func(*rand.Rand) windows.Summary { return topOf(NewTop(1000), 1000, 20) }},
 	{"top/3000 1 KB items", func(*rand.Rand) windows.Summary { return topOf(NewTop(1000), 3000, 1024) }},
 	{"top/3000 1 KB items sealed", func(*rand.Rand) windows.Summary { t := topOf(NewTop(1000), 3000, 1024); t.Seal(); return t }},
-	{"top/absorbed", func(*rand.Rand) windows.Summary {
+	{"top/merged", func(*rand.Rand) windows.Summary {
 		t := topOf(NewTop(1000), 100, 100)
-		t.Absorb(topOf(NewTop(1000), 500, 100))
+		t.Merge(topOf(NewTop(1000), 500, 100))
 		return t
 	}},
 	{"top/capped", func(*rand.Rand) windows.Summary {

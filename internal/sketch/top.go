@@ -2,6 +2,7 @@ package sketch
 
 import (
 	"cmp"
+	"hash/maphash"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -35,24 +36,27 @@ import (
 // Held to fewer bytes (Cap), it keeps fewer counters: see Cap.
 type Top struct {
 	capacity int
-	index    map[string]int32
-	counts   []topCount
-	total    float64 // N: every positive value added or merged
-	kept     float64 // N̂: the sum of counts
+	// counts are the counters, in no order; each item's text is in arena, which holds
+	// nothing else, and table finds an item's counter (see find).
+	counts []topCount
+	arena  []byte
+	table  []uint64
+	total  float64 // N: every positive value added or merged
+	kept   float64 // N̂: the sum of counts
 	// loss is the sum of what the prunes took from every counter, and of the merged
 	// summaries' losses: the most any value's counter lost (see Bound).
 	loss float64
-	// itemBytes is the heap of the items held; mapSize the most counters the index held
-	// since it was made, which its heap follows (see mapBytes).
-	itemBytes int
-	mapSize   int32
 	// limit is the cap in bytes (windows.Capper), 0 for none.
 	limit int32
 }
 
+// A Top keeps its items' text in one arena and finds them through a table of its own,
+// rather than a map[string]int32 beside a slice of (string, count) with a string per item:
+// about 55 bytes a counter of a 25-byte item against 110, and a line's lookup touches the
+// table, its counter and the item's text, each in memory of the summary's own.
 type topCount struct {
-	item  string
-	count float64
+	count  float64
+	off, n uint32 // the item is arena[off : off+n]
 }
 
 // TopValue is one value of an item and its window sum, as Top reports it.
@@ -62,15 +66,23 @@ type TopValue struct {
 	Sum float64
 }
 
-// Heap an empty Top takes (itself and its index), and TopKind's floor: room for
-// floorCounters counters of values up to floorItem bytes.
+// Heap an empty Top takes, and TopKind's floor: room for floorCounters counters of
+// values up to floorItem bytes.
 var (
-	topBytes  = windows.HeapBytes(int(unsafe.Sizeof(Top{}))) + mapBytes(0)
-	topFloor  = topBytes + mapBytes(floorCounters) - mapBytes(0) + windows.HeapBytes(floorCounters*int(unsafe.Sizeof(topCount{}))) + floorCounters*floorItem
+	topBytes  = windows.HeapBytes(int(unsafe.Sizeof(Top{})))
+	topFloor  = topBytes + windows.HeapBytes(floorCounters*countSize) + windows.HeapBytes(floorCounters*floorItem) + windows.HeapBytes(minTable*8)
 	countSize = int(unsafe.Sizeof(topCount{}))
 )
 
 const floorCounters, floorItem = 8, 32
+
+// minTable is the fewest slots of a table; a table is at most half full, so that a
+// lookup that misses ends at an empty slot soon.
+const minTable = 16
+
+// topSeed seeds the items' hashes: per process, so that no log can choose items that
+// collide.
+var topSeed = maphash.MakeSeed()
 
 // TopKind returns the windows.SummaryKind of Top with capacity counters (≥ 1) over the
 // item-th item of an event (windows.SummaryKind.Item).
@@ -80,7 +92,7 @@ func TopKind(capacity, item int) windows.SummaryKind {
 
 // NewTop returns an empty Top with capacity counters (at least 1).
 func NewTop(capacity int) *Top {
-	return &Top{capacity: max(capacity, 1), index: map[string]int32{}}
+	return &Top{capacity: max(capacity, 1)}
 }
 
 // Add adds v to the sum of item; item is valid only during the call.
@@ -89,7 +101,13 @@ func (t *Top) Add(v float64, item []byte) {
 		return
 	}
 	t.total += v
-	if i, ok := t.index[string(item)]; ok {
+	t.count(item, v)
+}
+
+// count adds v to item's counter, or gives item a counter of v.
+func (t *Top) count(item []byte, v float64) {
+	h := maphash.Bytes(topSeed, item)
+	if _, i := t.find(item, h); i >= 0 {
 		t.counts[i].count += v
 		t.kept += v
 		return
@@ -99,38 +117,108 @@ func (t *Top) Add(v float64, item []byte) {
 			return
 		}
 	}
-	t.insert(string(item), v)
+	t.insert(item, h, v)
 }
 
-// insert adds a counter of v for an item not held, pruning first when the room is full.
-func (t *Top) insert(item string, v float64) {
+// find returns the counter of item, whose hash is h, or -1 and the empty slot of table
+// where it would go (-1 too when there is no table).
+func (t *Top) find(item []byte, h uint64) (slot, i int) {
+	if len(t.table) == 0 {
+		return -1, -1
+	}
+	mask := len(t.table) - 1
+	tag := h >> 32 << 32
+	for slot = int(h) & mask; ; slot = (slot + 1) & mask {
+		e := t.table[slot]
+		if e == 0 {
+			return slot, -1
+		}
+		if e>>32<<32 == tag {
+			i := int(uint32(e)) - 1
+			if c := t.counts[i]; string(t.arena[c.off:c.off+c.n]) == string(item) {
+				return slot, i
+			}
+		}
+	}
+}
+
+// insert adds a counter of v for item, whose hash is h, not held: pruning first when the
+// room is full.
+func (t *Top) insert(item []byte, h uint64, v float64) {
 	if len(t.counts) >= 2*t.capacity {
 		t.prune()
 	}
-	if len(t.counts) == cap(t.counts) && t.limit > 0 {
+	if t.limit > 0 {
 		// Grown by hand, so that what it takes is what room counted.
-		grown := make([]topCount, len(t.counts), nextCap(cap(t.counts)))
-		copy(grown, t.counts)
-		t.counts = grown
+		if len(t.counts) == cap(t.counts) {
+			t.counts = regrown(t.counts, nextCap(cap(t.counts)))
+		}
+		if need := len(t.arena) + len(item); need > cap(t.arena) {
+			t.arena = regrown(t.arena, arenaCap(cap(t.arena), need))
+		}
 	}
-	t.index[item] = int32(len(t.counts))
-	t.counts = append(t.counts, topCount{item, v})
-	t.mapSize = max(t.mapSize, int32(len(t.counts)))
-	t.itemBytes += windows.HeapBytes(len(item))
+	if 2*(len(t.counts)+1) > len(t.table) {
+		t.rehash(tableLen(len(t.counts) + 1))
+	}
+	slot, _ := t.find(item, h)
+	t.counts = append(t.counts, topCount{count: v, off: uint32(len(t.arena)), n: uint32(len(item))})
+	t.arena = append(t.arena, item...)
+	t.table[slot] = h>>32<<32 | uint64(len(t.counts))
 	t.kept += v
+}
+
+// regrown is s in room for c elements, made to measure: append's growth would round
+// above what room counted.
+func regrown[E any](s []E, c int) []E {
+	grown := make([]E, len(s), c)
+	copy(grown, s)
+	return grown
 }
 
 // nextCap is the room for counters a capped Top grows to from c.
 func nextCap(c int) int { return max(2*c, floorCounters) }
 
+// arenaCap is the room for items' text a capped Top grows to from c, to hold need bytes.
+func arenaCap(c, need int) int { return max(2*c, need, floorCounters*floorItem) }
+
+// tableLen is the size of a table for n counters: a power of two, at most half full.
+func tableLen(n int) int {
+	l := minTable
+	for l < 2*n {
+		l *= 2
+	}
+	return l
+}
+
+// rehash makes the table n slots and fills it from counts.
+func (t *Top) rehash(n int) {
+	if len(t.table) == n {
+		clear(t.table)
+	} else {
+		t.table = make([]uint64, n)
+	}
+	mask := n - 1
+	for i, c := range t.counts {
+		h := maphash.Bytes(topSeed, t.arena[c.off:c.off+c.n])
+		slot := int(h) & mask
+		for t.table[slot] != 0 {
+			slot = (slot + 1) & mask
+		}
+		t.table[slot] = h>>32<<32 | uint64(i+1)
+	}
+}
+
 // room reports whether the cap leaves room for a counter of an item of n bytes.
 func (t *Top) room(n int) bool {
-	grow := windows.HeapBytes(n)
+	grow := 0
 	if len(t.counts) == cap(t.counts) {
 		grow += windows.HeapBytes(nextCap(cap(t.counts))*countSize) - windows.HeapBytes(cap(t.counts)*countSize)
 	}
-	if size := int32(len(t.counts) + 1); size > t.mapSize {
-		grow += mapBytes(int(size)) - mapBytes(int(t.mapSize))
+	if need := len(t.arena) + n; need > cap(t.arena) {
+		grow += windows.HeapBytes(arenaCap(cap(t.arena), need)) - windows.HeapBytes(cap(t.arena))
+	}
+	if l := tableLen(len(t.counts) + 1); l > len(t.table) {
+		grow += windows.HeapBytes(l*8) - windows.HeapBytes(len(t.table)*8)
 	}
 	return t.Bytes()+grow <= int(t.limit)
 }
@@ -165,7 +253,8 @@ func (t *Top) makeRoom(n int, v float64) float64 {
 // rather than at each new value makes its linear cost once per capacity new values.
 func (t *Top) prune() { t.subtract(selectDesc(t.counts, t.capacity)) }
 
-// subtract takes delta from every count and drops those left without any.
+// subtract takes delta from every count and drops those left without any, moving the
+// items kept to the front of the arena in place.
 func (t *Top) subtract(delta float64) {
 	kept := t.counts[:0]
 	t.kept = 0
@@ -174,35 +263,38 @@ func (t *Top) subtract(delta float64) {
 			c.count -= delta
 			t.kept += c.count
 			kept = append(kept, c)
-		} else {
-			t.itemBytes -= windows.HeapBytes(len(c.item))
 		}
 	}
-	clear(t.counts[len(kept):]) // release the dropped items' text
-	t.counts = kept
-	t.loss += delta
-	clear(t.index)
-	t.reindex()
-}
-
-// reindex fills the empty index from counts.
-func (t *Top) reindex() {
-	for i, c := range t.counts {
-		t.index[c.item] = int32(i)
+	// In the arena's order, each item moves down or stays: no item is overwritten
+	// before it moved.
+	slices.SortFunc(kept, func(a, b topCount) int { return cmp.Compare(a.off, b.off) })
+	end := uint32(0)
+	for i := range kept {
+		c := &kept[i]
+		copy(t.arena[end:], t.arena[c.off:c.off+c.n])
+		c.off = end
+		end += c.n
 	}
+	t.counts, t.arena = kept, t.arena[:end]
+	t.loss += delta
+	t.rehash(len(t.table))
 }
 
 // Seal shrinks a slot its wheel has moved on from: pruned to at most capacity counters (a
-// prune like any other, so the bound holds as before) in a slice and an index of their
-// size, which is about half of what a full slot held. A late Add still works.
+// prune like any other, so the bound holds as before) in a slice, an arena and a table of
+// their size, which is about half of what a full slot held. A late Add still works.
 func (t *Top) Seal() {
 	if len(t.counts) > t.capacity {
 		t.prune()
 	}
-	t.counts = slices.Clone(t.counts)
-	t.index = make(map[string]int32, len(t.counts))
-	t.mapSize = int32(len(t.counts))
-	t.reindex()
+	if len(t.counts) == 0 {
+		t.counts, t.arena, t.table = nil, nil, nil
+		return
+	}
+	t.counts = slices.Clip(slices.Clone(t.counts))
+	t.arena = slices.Clip(slices.Clone(t.arena))
+	t.table = nil
+	t.rehash(tableLen(len(t.counts)))
 }
 
 // selectDesc reorders cs so that cs[m] holds the (m+1)-th largest count, those before it
@@ -239,49 +331,29 @@ func selectDesc(cs []topCount, m int) float64 {
 }
 
 // Merge adds the counters of from, a *Top of the same kind. The items it takes are
-// from's: a read merges slots into a summary that lives no longer than they do.
-func (t *Top) Merge(from windows.Summary) { t.merge(from.(*Top), false) }
-
-// Absorb is Merge into a summary the wheels keep (windows.Absorber): the items it takes are
-// copies, so that a slot holds only what is its own (and Bytes counts it) and a finer slot
-// that is pruned or reset lets its items go.
-func (t *Top) Absorb(from windows.Summary) { t.merge(from.(*Top), true) }
-
-func (t *Top) merge(f *Top, own bool) {
+// copied into its own arena, so that a slot holds only what is its own (and Bytes counts
+// it) and the wheels merge with Merge too.
+func (t *Top) Merge(from windows.Summary) {
+	f := from.(*Top)
 	t.total += f.total
 	t.loss += f.loss
 	for _, c := range f.counts {
-		if i, ok := t.index[c.item]; ok {
-			t.counts[i].count += c.count
-			t.kept += c.count
-			continue
-		}
-		v := c.count
-		if t.limit > 0 && !t.room(len(c.item)) {
-			if v = t.makeRoom(len(c.item), v); v == 0 {
-				continue
-			}
-		}
-		item := c.item
-		if own {
-			item = strings.Clone(item)
-		}
-		t.insert(item, v)
+		t.count(f.arena[c.off:c.off+c.n], c.count)
 	}
 }
 
 // Reset empties the summary, keeping its room for the next slot.
 func (t *Top) Reset() {
-	clear(t.counts)
 	t.counts = t.counts[:0]
-	clear(t.index)
-	t.total, t.kept, t.loss, t.itemBytes = 0, 0, 0, 0
+	t.arena = t.arena[:0]
+	clear(t.table)
+	t.total, t.kept, t.loss = 0, 0, 0
 }
 
-// Bytes is the heap the summary holds (windows.Summary): itself, its counters, its index
-// (as mapBytes estimates it) and its items.
+// Bytes is the heap the summary holds (windows.Summary): itself, its counters, its
+// items' arena and its table.
 func (t *Top) Bytes() int {
-	return topBytes - mapBytes(0) + mapBytes(int(t.mapSize)) + windows.HeapBytes(cap(t.counts)*countSize) + t.itemBytes
+	return topBytes + windows.HeapBytes(cap(t.counts)*countSize) + windows.HeapBytes(cap(t.arena)) + windows.HeapBytes(len(t.table)*8)
 }
 
 // Cap holds the summary to n bytes (windows.Capper; 0 lifts the cap): a value not held
@@ -303,28 +375,6 @@ func (t *Top) Bound() float64 {
 	return max(max(t.total-t.kept, 0)/float64(t.capacity+1), t.loss)
 }
 
-// mapBytes is the heap of a map[string]int32 that held at most n entries, as Go's maps
-// lay them out: a header, then groups of 8 slots (8 control bytes, 8 slots of 24 bytes)
-// in tables of at most 1,024 slots filled to 7/8, which split when full (to about 620
-// entries each, as measured). TestTopBytes holds it to the heap.
-func mapBytes(n int) int {
-	const header, table, group = 48, 40, 8 + 8*24
-	switch {
-	case n == 0:
-		return header
-	case n <= 8:
-		return header + windows.HeapBytes(group)
-	}
-	slots, tables := 16, 1
-	for slots*7/8 < n && slots < 1024 {
-		slots *= 2
-	}
-	if n > 1024*7/8 {
-		tables = (n + 619) / 620
-	}
-	return header + tables*(table+windows.HeapBytes(slots/8*group))
-}
-
 // Top appends to dst the k values with the largest sums of at least atLeast, largest
 // first, equal sums in the order of their items, and returns it.
 func (t *Top) Top(k int, atLeast float64, dst []TopValue) []TopValue {
@@ -336,7 +386,9 @@ func (t *Top) Top(k int, atLeast float64, dst []TopValue) []TopValue {
 		if c.count < atLeast {
 			continue
 		}
-		v := TopValue{c.item, c.count}
+		// The item is looked at in the arena and copied only when it is kept.
+		item := t.arena[c.off : c.off+c.n]
+		v := TopValue{unsafe.String(unsafe.SliceData(item), len(item)), c.count}
 		out := dst[from:]
 		if len(out) == k {
 			if topOrder(v, out[k-1]) >= 0 {
@@ -344,6 +396,7 @@ func (t *Top) Top(k int, atLeast float64, dst []TopValue) []TopValue {
 			}
 			dst = dst[:len(dst)-1]
 		}
+		v.Item = string(item)
 		i, _ := slices.BinarySearchFunc(dst[from:], v, topOrder)
 		dst = slices.Insert(dst, from+i, v)
 	}

@@ -394,7 +394,7 @@ func TestTopIgnores(t *testing.T) {
 		t.Fatalf("top 2 from 2.5: %v", got)
 	}
 	tp.Reset()
-	if got := tp.Top(10, 0, nil); len(got) != 0 || tp.Total() != 0 || len(tp.index) != 0 {
+	if got := tp.Top(10, 0, nil); len(got) != 0 || tp.Total() != 0 || len(tp.counts) != 0 {
 		t.Fatalf("after reset: %v total %v", got, tp.Total())
 	}
 }
@@ -417,5 +417,64 @@ func TestTopPruneStep(t *testing.T) {
 	want := []TopValue{{"a", 4}, {"b", 2}, {"e", 1}}
 	if got := tp.Top(5, 0, nil); !slices.Equal(got, want) || tp.Total() != 23 || tp.Bound() != 16.0/3 {
 		t.Fatalf("top %v total %v bound %v, want %v total 23 bound 16/3", got, tp.Total(), tp.Bound(), want)
+	}
+}
+
+// TestTopItemsKeptApart checks the arena and table that hold a Top's items against a
+// naive map. The items are hard to keep apart: empty, prefixes of one another, equal
+// lengths, from a two-letter alphabet. The Top is added to, merged into, sealed and
+// reset in turn. With room for every item nothing is pruned, so every sum must be exact;
+// with room for few, every reported sum must lie within the bound below the true one.
+func TestTopItemsKeptApart(t *testing.T) {
+	for _, capacity := range []int{100_000, 7} {
+		t.Run(fmt.Sprint("capacity ", capacity), func(t *testing.T) {
+			r := rand.New(rand.NewPCG(3, uint64(capacity)))
+			item := func() []byte {
+				b := make([]byte, r.IntN(12))
+				for i := range b {
+					b[i] = "ab"[r.IntN(2)]
+				}
+				return b
+			}
+			tp, want := NewTop(capacity), map[string]float64{}
+			for round := range 40 {
+				for range 500 {
+					it, v := item(), float64(1+r.IntN(5))
+					tp.Add(v, it)
+					want[string(it)] += v
+				}
+				other := NewTop(capacity)
+				for range 200 {
+					it, v := item(), float64(1+r.IntN(5))
+					other.Add(v, it)
+					want[string(it)] += v
+				}
+				tp.Merge(other)
+				if round%3 == 0 {
+					tp.Seal()
+				}
+				got := tp.Top(math.MaxInt32, 0, nil)
+				seen := map[string]bool{}
+				for _, g := range got {
+					if seen[g.Item] {
+						t.Fatalf("round %d: %q reported twice", round, g.Item)
+					}
+					seen[g.Item] = true
+					if w := want[g.Item]; g.Sum > w || g.Sum < w-tp.Bound() {
+						t.Fatalf("round %d: %q sums %v, true %v, bound %v", round, g.Item, g.Sum, w, tp.Bound())
+					}
+				}
+				if capacity > len(want) && (len(got) != len(want) || tp.Bound() != 0) {
+					t.Fatalf("round %d: %d items reported, %d added, bound %v", round, len(got), len(want), tp.Bound())
+				}
+				if round%10 == 9 {
+					tp.Reset()
+					clear(want)
+					if got := tp.Top(math.MaxInt32, 0, nil); len(got) != 0 || tp.Total() != 0 {
+						t.Fatalf("after reset: %v", got)
+					}
+				}
+			}
+		})
 	}
 }
