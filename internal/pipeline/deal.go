@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+	"time"
 )
 
 // dealer deals the directories of a glob's files to the followers that share it (shards:).
@@ -20,10 +21,17 @@ type dealer struct {
 	// exists reports whether a directory still exists: one that is gone no longer
 	// counts for its follower (a deleted pod's).
 	exists func(dir string) bool
+	// now is the clock that spaces the looks for gone directories, forgot the last look.
+	now    func() time.Time
+	forgot time.Time
 }
 
-func newDealer(shards int) *dealer {
-	return &dealer{owner: map[string]int{}, counts: make([]int, shards), exists: dirExists}
+// forgetEvery spaces the looks for gone directories: each stats every directory held, so
+// one per new directory would make a first listing of n directories n²/2 stats.
+const forgetEvery = time.Second
+
+func newDealer(shards int, now func() time.Time) *dealer {
+	return &dealer{owner: map[string]int{}, counts: make([]int, shards), exists: dirExists, now: now}
 }
 
 func dirExists(dir string) bool {
@@ -41,7 +49,10 @@ func (d *dealer) owns(path string, shard int) bool {
 	if s, ok := d.owner[dir]; ok {
 		return s == shard
 	}
-	d.forgetGone()
+	if t := d.now(); t.Sub(d.forgot) >= forgetEvery {
+		d.forgetGone()
+		d.forgot = t
+	}
 	s := slices.Index(d.counts, slices.Min(d.counts))
 	d.owner[dir] = s
 	d.counts[s]++
@@ -49,7 +60,8 @@ func (d *dealer) owns(path string, shard int) bool {
 }
 
 // forgetGone releases the directories that no longer exist; it runs only when a new one
-// is dealt, so a listing of known directories stats nothing.
+// is dealt, at most once per forgetEvery, so a listing of known directories stats nothing
+// and a burst of new ones stats the others once.
 func (d *dealer) forgetGone() {
 	for dir, s := range d.owner {
 		if !d.exists(dir) {

@@ -7,6 +7,9 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
+
+	"github.com/logwindow/logwindow_exporter/internal/testutil/testclock"
 )
 
 // podDirs makes n pod directories under root, kubelet-style, and returns their nginx
@@ -61,7 +64,7 @@ func TestDealerBalances(t *testing.T) {
 			// Several trees: the names must not matter, as they did for a hash.
 			for tree := range 5 {
 				root := filepath.Join(t.TempDir(), fmt.Sprint("node", tree))
-				d := newDealer(c.shards)
+				d := newDealer(c.shards, time.Now)
 				paths := podDirs(t, root, 0, c.pods)
 				// Balance is what matters, not which follower holds the extra one.
 				got := owners(t, d, c.shards, paths)
@@ -77,7 +80,8 @@ func TestDealerBalances(t *testing.T) {
 
 func TestDealerKeepsAndForgets(t *testing.T) {
 	root := t.TempDir()
-	d := newDealer(2)
+	clock := testclock.New(time.Date(2024, 3, 1, 12, 0, 0, 0, time.UTC))
+	d := newDealer(2, clock.Now)
 	paths := podDirs(t, root, 0, 4) // dealt 0, 1, 0, 1
 	owners(t, d, 2, paths)
 	shardOf := func(p string) int {
@@ -104,6 +108,8 @@ func TestDealerKeepsAndForgets(t *testing.T) {
 				}
 			}
 		}
+		// Within a second of the last look nothing is forgotten; a second later it is.
+		clock.Add(forgetEvery)
 		fresh := podDirs(t, root, 10, 2)
 		if got := owners(t, d, 2, fresh); fmt.Sprint(got) != "[2 0]" {
 			t.Fatalf("new pods dealt %v, want [2 0]", got)
@@ -117,7 +123,7 @@ func TestDealerKeepsAndForgets(t *testing.T) {
 // Followers ask at the same time: each path still has exactly one owner (run with -race).
 func TestDealerConcurrentFollowers(t *testing.T) {
 	const shards = 4
-	d := newDealer(shards)
+	d := newDealer(shards, time.Now)
 	paths := podDirs(t, t.TempDir(), 0, 64)
 	owned := make([][]bool, shards)
 	var wg sync.WaitGroup
@@ -145,5 +151,27 @@ func TestDealerConcurrentFollowers(t *testing.T) {
 	}
 	if fmt.Sprint(held) != "[16 16 16 16]" {
 		t.Errorf("shards own %v, want 16 each", held)
+	}
+}
+
+// A first listing of many directories looks for gone ones once, not once per directory
+// (which made 2,000 directories two million stats), and a later new one stats them once.
+func TestDealerStatsSpaced(t *testing.T) {
+	clock := testclock.New(time.Date(2024, 3, 1, 12, 0, 0, 0, time.UTC))
+	d := newDealer(2, clock.Now)
+	stats := 0
+	d.exists = func(string) bool { stats++; return true }
+	var paths []string
+	for i := range 2000 {
+		paths = append(paths, fmt.Sprintf("/pods/web_nginx-%d_uid/nginx/0.log", i))
+	}
+	owners(t, d, 2, paths)
+	if stats != 0 {
+		t.Fatalf("a first listing of %d directories made %d stats, want 0", len(paths), stats)
+	}
+	clock.Add(forgetEvery)
+	owners(t, d, 2, []string{"/pods/web_late_uid/nginx/0.log"})
+	if stats != len(paths) {
+		t.Fatalf("a new directory a second later made %d stats, want %d", stats, len(paths))
 	}
 }

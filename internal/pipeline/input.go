@@ -191,7 +191,7 @@ func (p *Pipeline) dealerOf(ci config.Input) *dealer {
 			return in.deal
 		}
 	}
-	return newDealer(ci.Shards)
+	return newDealer(ci.Shards, p.opts.Now)
 }
 
 // stopInputs stops every running input whose source keep does not hold (all when keep is
