@@ -513,16 +513,21 @@ func median(us []usage) usage {
 			v[i] = f(u)
 		}
 		slices.Sort(v)
-		if n := len(v); n%2 == 0 {
-			return (v[n/2-1] + v[n/2]) / 2
-		}
-		return v[len(v)/2]
+		return sortedMedian(v)
 	}
 	return usage{
 		wall: time.Duration(pick(func(u usage) float64 { return float64(u.wall) })),
 		cpu:  time.Duration(pick(func(u usage) float64 { return float64(u.cpu) })),
 		rss:  int64(pick(func(u usage) float64 { return float64(u.rss) })),
 	}
+}
+
+// sortedMedian is the median of v, sorted and not empty.
+func sortedMedian(v []float64) float64 {
+	if n := len(v); n%2 == 0 {
+		return (v[n/2-1] + v[n/2]) / 2
+	}
+	return v[len(v)/2]
 }
 
 // compare prints how program b's runs of bLines lines compare with a's of aLines, in lines/s
@@ -552,11 +557,7 @@ func compare(out io.Writer, what string, a, b []usage, aLines, bLines int) {
 // spread formats the median of v and its range: 1.83 (1.67–2.11).
 func spread(v []float64) string {
 	v = slices.Sorted(slices.Values(v))
-	m := v[len(v)/2]
-	if n := len(v); n%2 == 0 {
-		m = (v[n/2-1] + v[n/2]) / 2
-	}
-	return fmt.Sprintf("%.2f (%.2f–%.2f)", m, v[0], v[len(v)-1])
+	return fmt.Sprintf("%.2f (%.2f–%.2f)", sortedMedian(v), v[0], v[len(v)-1])
 }
 
 // thousands formats a rate as 1,234,567.

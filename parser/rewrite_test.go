@@ -257,17 +257,13 @@ func cacheBytes(c *rewriteCache) int {
 // within its two generations, in what it counts and in the heap it keeps, and a value used
 // throughout the burst is still cached after it.
 func TestRewriteCacheBounded(t *testing.T) {
-	rules := mustParse(t, `
+	p := mustNew(t, `
 rules:
   - name: routes
     match: '^(?P<v>.*)$'
     labels: {route: '${v}'}
     rewrite: [{label: route, regex: '/[0-9]+', replacement: '/:id'}]
-`).Rules
-	p, err := New(rules)
-	if err != nil {
-		t.Fatal(err)
-	}
+`)
 	sess := p.NewSession()
 	sink := &nopSink{}
 	heap := func() uint64 {
@@ -313,7 +309,7 @@ rules:
 // TestRewriteShared: labels with equal rewrites share one rewriter, hence one cache per
 // scratch; different ones do not.
 func TestRewriteShared(t *testing.T) {
-	rules := mustParse(t, `
+	p := mustNew(t, `
 rules:
   - name: a
     match: '^(?P<v>.*)$'
@@ -326,11 +322,7 @@ rules:
     match: '^(?P<v>.*)$'
     labels: {route: '${v}'}
     rewrite: [{label: route, regex: '/[0-9]+', replacement: '/:id'}]
-`).Rules
-	p, err := New(rules)
-	if err != nil {
-		t.Fatal(err)
-	}
+`)
 	g := p.groups[0]
 	// Labels are sorted: other, path, route.
 	if got := fmt.Sprint(g.rules[0].labelRewriters, g.rules[1].labelRewriters); got != "[0 1 1] [1]" {
@@ -394,4 +386,14 @@ func TestExplainRewrite(t *testing.T) {
 			}
 		})
 	}
+}
+
+// mustNew is the parser of the rules of a config's text.
+func mustNew(t *testing.T, yaml string) *Parser {
+	t.Helper()
+	p, err := New(mustParse(t, yaml).Rules)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

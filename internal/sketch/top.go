@@ -107,7 +107,8 @@ func (t *Top) Add(v float64, item []byte) {
 // count adds v to item's counter, or gives item a counter of v.
 func (t *Top) count(item []byte, v float64) {
 	h := maphash.Bytes(topSeed, item)
-	if _, i := t.find(item, h); i >= 0 {
+	slot, i := t.find(item, h)
+	if i >= 0 {
 		t.counts[i].count += v
 		t.kept += v
 		return
@@ -116,8 +117,9 @@ func (t *Top) count(item []byte, v float64) {
 		if v = t.makeRoom(len(item), v); v == 0 {
 			return
 		}
+		slot = -1 // the prunes rebuilt the table
 	}
-	t.insert(item, h, v)
+	t.insert(item, h, v, slot)
 }
 
 // find returns the counter of item, whose hash is h, or -1 and the empty slot of table
@@ -142,11 +144,12 @@ func (t *Top) find(item []byte, h uint64) (slot, i int) {
 	}
 }
 
-// insert adds a counter of v for item, whose hash is h, not held: pruning first when the
-// room is full.
-func (t *Top) insert(item []byte, h uint64, v float64) {
+// insert adds a counter of v for item, whose hash is h, not held, at the empty slot of
+// table find gave (-1 to find it again): pruning first when the room is full.
+func (t *Top) insert(item []byte, h uint64, v float64, slot int) {
 	if len(t.counts) >= 2*t.capacity {
 		t.prune()
+		slot = -1
 	}
 	if t.limit > 0 {
 		// Grown by hand, so that what it takes is what room counted.
@@ -159,8 +162,11 @@ func (t *Top) insert(item []byte, h uint64, v float64) {
 	}
 	if 2*(len(t.counts)+1) > len(t.table) {
 		t.rehash(tableLen(len(t.counts) + 1))
+		slot = -1
 	}
-	slot, _ := t.find(item, h)
+	if slot < 0 {
+		slot, _ = t.find(item, h)
+	}
 	t.counts = append(t.counts, topCount{count: v, off: uint32(len(t.arena)), n: uint32(len(item))})
 	t.arena = append(t.arena, item...)
 	t.table[slot] = h>>32<<32 | uint64(len(t.counts))
