@@ -301,15 +301,18 @@ func (c *Collector) clocks(set *store.Set, r *store.Rule) (now, since int64) {
 	return c.opts.Now(), c.opts.Start
 }
 
+// exported reports whether rule r writes series s at now: kept counters past the TTL are
+// not written (Expire removes them), and series whose label values do not fit the rule's
+// labels cannot be (Collect counts them).
+func exported(r *store.Rule, s *store.Series, now int64) bool {
+	return len(s.Labels()) == len(r.Config().Labels) && !r.Gone(s, now)
+}
+
 // read fills x with rule r of set, whose families are f, as it is now.
 func (c *Collector) read(set *store.Set, x *ruleRead, r *store.Rule, f *families, proto bool) {
 	now, since := c.clocks(set, r)
 	all, _ := r.Snapshot(x.series[:0])
-	// Kept counters past the TTL are not exported (Expire removes them); series whose
-	// label values do not fit the rule's labels cannot be (Collect counts them).
-	x.series = slices.DeleteFunc(all, func(s *store.Series) bool {
-		return len(s.Labels()) != len(f.names) || r.Gone(s, now)
-	})
+	x.series = slices.DeleteFunc(all, func(s *store.Series) bool { return !exported(r, s, now) })
 	slices.SortFunc(x.series, f.compare)
 	n, nw := len(x.series), len(f.windowPairs)
 	x.labels, x.cuts = x.labels[:0], x.cuts[:0]
@@ -714,23 +717,23 @@ func (t *textWriter) histogram(i, wi int, h []float64, _ *nativeHist) {
 	if h == nil {
 		return
 	}
-	f, x, name := t.rt.fam, t.x, t.rt.name
+	f, x, names := t.rt.fam, t.x, &t.rt.f.hist
 	before, after, win := x.before(i), x.after(i), f.windowPairs[wi]
 	count, sum := h[len(h)-2], h[len(h)-1]
 	if !t.om {
 		for k, le := range f.buckets {
-			t.sample(name+"_bucket", before, win, after, le, h[k])
+			t.sample(names.bucket, before, win, after, le, h[k])
 		}
-		t.sample(name+"_sum", before, win, after, "", sum)
-		t.sample(name+"_count", before, win, after, "", count)
+		t.sample(names.sum, before, win, after, "", sum)
+		t.sample(names.count, before, win, after, "", count)
 		return
 	}
 	for k, le := range f.omBuckets {
-		t.count(name+"_bucket", before, win, after, le, h[k])
+		t.count(names.bucket, before, win, after, le, h[k])
 	}
 	if sum >= 0 || f.negativeBound {
-		t.count(name+"_gcount", before, win, after, "", count)
-		t.sample(name+"_gsum", before, win, after, "", sum)
+		t.count(names.gcount, before, win, after, "", count)
+		t.sample(names.gsum, before, win, after, "", sum)
 	}
 }
 

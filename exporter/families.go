@@ -62,6 +62,17 @@ const (
 type family struct {
 	name, help string
 	quantity.Family
+	// hist names the samples of a window distribution (Histogram), made once here rather
+	// than for each line a scrape writes.
+	hist histNames
+}
+
+// histNames are the names of a classic histogram's samples: _bucket, _sum and _count, and
+// OpenMetrics' _gsum and _gcount of a gauge histogram.
+type histNames struct{ bucket, sum, count, gsum, gcount string }
+
+func newHistNames(name string) histNames {
+	return histNames{name + "_bucket", name + "_sum", name + "_count", name + "_gsum", name + "_gcount"}
 }
 
 func newFamilies(r *config.Rule, ws []time.Duration) (families, error) {
@@ -78,7 +89,11 @@ func newFamilies(r *config.Rule, ws []time.Duration) (families, error) {
 		return f, errors.New("duplicate label names (the window label is the exporter's)")
 	}
 	for _, wf := range r.WindowFamilies() {
-		f.windowed = append(f.windowed, family{name: r.Name + wf.Suffix, help: wf.Help, Family: wf})
+		fam := family{name: r.Name + wf.Suffix, help: wf.Help, Family: wf}
+		if wf.Histogram {
+			fam.hist = newHistNames(fam.name)
+		}
+		f.windowed = append(f.windowed, fam)
 		if wf.Stat == nil {
 			f.summaries = true
 		}

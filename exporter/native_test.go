@@ -2,6 +2,7 @@ package exporter
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -58,7 +59,7 @@ type refBucket struct{ lower, upper, count float64 }
 func (h *refHistogram) buckets() []refBucket {
 	bound := func(j int32) float64 { return math.Exp2(float64(j) / math.Exp2(float64(h.schema))) }
 	var out []refBucket
-	neg := slices.Sorted(mapsKeys(h.neg))
+	neg := slices.Sorted(maps.Keys(h.neg))
 	for k := len(neg) - 1; k >= 0; k-- {
 		j := neg[k]
 		out = append(out, refBucket{-bound(j), -bound(j - 1), h.neg[j]})
@@ -66,20 +67,10 @@ func (h *refHistogram) buckets() []refBucket {
 	if h.zero > 0 {
 		out = append(out, refBucket{0, 0, h.zero})
 	}
-	for _, j := range slices.Sorted(mapsKeys(h.pos)) {
+	for _, j := range slices.Sorted(maps.Keys(h.pos)) {
 		out = append(out, refBucket{bound(j - 1), bound(j), h.pos[j]})
 	}
 	return out
-}
-
-func mapsKeys(m map[int32]float64) func(func(int32) bool) {
-	return func(yield func(int32) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
-	}
 }
 
 // histogramQuantile is PromQL's histogram_quantile of a native histogram with exponential

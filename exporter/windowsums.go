@@ -38,8 +38,7 @@ func (c *Collector) WindowSums() []WindowSums {
 		sums := WindowSums{Rule: r.Config().Name, Windows: ws, Sums: make([]float64, len(ws))}
 		*sc, _ = r.Snapshot((*sc)[:0])
 		for _, s := range *sc {
-			// What WriteText leaves out is left out here.
-			if len(s.Labels()) != len(r.Config().Labels) || r.Gone(s, now) {
+			if !exported(r, s, now) {
 				continue
 			}
 			sums.Series++
