@@ -205,23 +205,3 @@ func groupList(re *regexp.Regexp) string {
 	}
 	return list
 }
-
-// labelNames are the keys of a rule's `labels:` mapping as written, valid or not.
-func labelNames(entries []entry) []string {
-	e, ok := find(entries, "labels")
-	if !ok {
-		return nil
-	}
-	v := resolve(e.val)
-	if v.Kind != yaml.MappingNode {
-		return nil
-	}
-	var out []string
-	for i := 0; i+1 < len(v.Content); i += 2 {
-		if k := resolve(v.Content[i]); k.Kind == yaml.ScalarNode && k.ShortTag() != "!!merge" {
-			out = append(out, k.Value)
-		}
-	}
-	slices.Sort(out)
-	return slices.Compact(out)
-}

@@ -130,3 +130,24 @@ func TestCheckReplacement(t *testing.T) {
 		})
 	}
 }
+
+// A rewrite may name a label its rule merges in from an anchor (`<<: *labels`), as any
+// label of the rule.
+func TestRewriteMergedLabel(t *testing.T) {
+	c, err := Parse([]byte(`
+rules:
+  - name: hosts
+    match: '(?P<h>\S+) (?P<p>\S+)'
+    labels: &common {host: '${h}'}
+  - name: routes
+    match: '(?P<h>\S+) (?P<p>\S+)'
+    labels: {<<: *common, route: '${p}'}
+    rewrite: [{label: host, regex: '^www\.', replacement: ''}]
+`), "rules.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rw := c.Rules[1].Rewrites; len(rw) != 1 || rw[0].Label != "host" {
+		t.Fatalf("rewrites %+v, want one of host", rw)
+	}
+}

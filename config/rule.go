@@ -240,11 +240,12 @@ func (d *decoder) rule(n *yaml.Node, index int, g Global, inputNames map[string]
 	if e, ok := find(entries, "help"); ok {
 		r.Help, _ = d.scalar(e, rd.subject, "help")
 	}
+	var labels []string
 	if e, ok := find(entries, "labels"); ok {
-		rd.labels(e, r)
+		labels = rd.labels(e, r)
 	}
 	if e, ok := find(entries, "rewrite"); ok {
-		rd.rewrite(e, r, labelNames(entries))
+		rd.rewrite(e, r, labels)
 	}
 	if e, ok := find(entries, "where"); ok {
 		r.Where = rd.where(e, "where")
@@ -364,12 +365,16 @@ func (rd *ruleDecoder) match(e entry, r *Rule) {
 	r.Expanded, r.Regexp, rd.caps = x.text, re, caps
 }
 
-func (rd *ruleDecoder) labels(e entry, r *Rule) {
+// labels decodes `labels:` into r and returns the names it gives, valid or not, sorted:
+// what a rewrite may name (merged ones included).
+func (rd *ruleDecoder) labels(e entry, r *Rule) []string {
 	entries, ok := rd.mapping(e.val, rd.subject, "labels")
 	if !ok {
-		return
+		return nil
 	}
+	names := make([]string, 0, len(entries))
 	for _, l := range entries {
+		names = append(names, l.key.Value)
 		what := "labels: " + l.key.Value
 		if err := checkLabelName(l.key.Value); err != nil {
 			rd.add(l.key.Line, rd.subject, "%s: %s", what, err)
@@ -388,6 +393,8 @@ func (rd *ruleDecoder) labels(e entry, r *Rule) {
 		}
 	}
 	sort.Slice(r.Labels, func(i, j int) bool { return r.Labels[i].Name < r.Labels[j].Name })
+	slices.Sort(names)
+	return names
 }
 
 // template compiles a label template: ${name} is a capture, $$ a literal $.
