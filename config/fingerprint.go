@@ -72,8 +72,7 @@ func fingerprint(r *Rule) string {
 	for _, on := range r.Aggregations.Flags() {
 		field(strconv.FormatBool(on))
 	}
-	// A native histogram keeps a quantile sketch only when no quantile family does.
-	field(strconv.FormatBool(r.NativeHistogram && !r.Aggregations.Quantiles))
+	field(strconv.FormatBool(r.KeepsNativeSketch()))
 	for _, fs := range [][]float64{r.Quantiles, r.Buckets} {
 		field(strconv.Itoa(len(fs)))
 		for _, f := range fs {

@@ -285,6 +285,10 @@ func (s *Spec) gaugeSuffixes() []string {
 	return append(out, TopSuffix)
 }
 
+// KeepsNativeSketch reports whether s keeps a quantile sketch for its native histogram
+// alone: it has one, and no quantile family keeps a sketch it could read.
+func (s *Spec) KeepsNativeSketch() bool { return s.NativeHistogram && !s.Aggregations.Quantiles }
+
 // Options returns what the wheels of s must keep for its aggregations, and for its
 // buckets, top values and distinct count (summaries of their own).
 func (s *Spec) Options() windows.Options {
@@ -294,7 +298,7 @@ func (s *Spec) Options() windows.Options {
 			a.keep(&o)
 		}
 	}
-	if s.NativeHistogram && !s.Aggregations.Quantiles {
+	if s.KeepsNativeSketch() {
 		keepQuantiles(&o)
 	}
 	if len(s.Buckets) > 0 {
@@ -365,7 +369,7 @@ func (s *Spec) WindowFamilies() []Family {
 			out = append(out, Family{Suffix: a.suffixes[0], Help: s.windowHelp(a.what(s)), Stat: a.read})
 		}
 	}
-	if s.NativeHistogram && native < 0 {
+	if s.KeepsNativeSketch() {
 		native = len(o.Summaries)
 		keepQuantiles(&o)
 	}

@@ -113,8 +113,7 @@ func NewSetWith(cfg *config.Config, prev *Set, opts SetOptions) (*Set, error) {
 	if err := errors.Join(errs...); err != nil {
 		for _, r := range s.rules {
 			if !prevHas(prev, r.store) {
-				r.store.settlePending()
-				mem.used.Add(-r.store.used.Load()) // built for nothing
+				mem.used.Add(-r.store.used.Load()) // built for nothing (and written by nothing)
 			}
 		}
 		return nil, err

@@ -205,7 +205,7 @@ func newStore(r *config.Rule, oldest *atomic.Int64, mem *memory, shards int, log
 // pin creates a series that exists from the start and never expires; config refuses
 // duplicate initial label sets and more of them than the budget.
 func (st *store) pin(key string, values []string) {
-	s := newSeries(key, values, st.accounts[0].layout, false, 0)
+	s := newSeries(key, values, st.layout, false, 0)
 	st.charge(st.seriesCost(len(key), len(values)))
 	s.pinned = true
 	st.series[key] = s
