@@ -22,14 +22,7 @@ func (w *rewriter) apply(v string) string {
 		v = rw.Regexp.ReplaceAllString(v, rw.Replacement)
 	}
 	v = strings.ToValidUTF8(v, string(utf8.RuneError))
-	if len(v) > MaxLabelValueLen {
-		end := MaxLabelValueLen
-		for !utf8.RuneStart(v[end]) {
-			end--
-		}
-		v = v[:end]
-	}
-	return v
+	return v[:capLen(v)]
 }
 
 // rewriterKey identifies a label's rewrites, so that equal lists share a rewriter.

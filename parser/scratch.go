@@ -280,14 +280,20 @@ func (s *scratch) fixValue(key []byte, start int, valid bool) []byte {
 		s.fix = append(s.fix[:0], key[start:]...)
 		key = appendValidUTF8(key[:start], s.fix)
 	}
-	if len(key)-start > MaxLabelValueLen {
-		end := start + MaxLabelValueLen
-		for !utf8.RuneStart(key[end]) {
-			end--
-		}
-		key = key[:end]
+	return key[:start+capLen(key[start:])]
+}
+
+// capLen is the length of v as a label value: at most MaxLabelValueLen bytes, cut at the
+// start of a character.
+func capLen[S ~string | ~[]byte](v S) int {
+	if len(v) <= MaxLabelValueLen {
+		return len(v)
 	}
-	return key
+	end := MaxLabelValueLen
+	for !utf8.RuneStart(v[end]) {
+		end--
+	}
+	return end
 }
 
 // appendValidUTF8 appends src with each run of invalid bytes replaced by one U+FFFD, as
