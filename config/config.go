@@ -237,6 +237,26 @@ func (r *Rule) Captures() int {
 	return r.Read() + len(r.Derived)
 }
 
+// CaptureName is the name of capture i: a regex group's or a field's, then the captures
+// its log format derives, then its path captures; "" for the whole line (0), an unnamed
+// group and what is no capture (a literal's -1, a wrapper's time).
+func (r *Rule) CaptureName(i int) string {
+	read, all := r.Read(), r.Captures()
+	switch {
+	case i <= 0:
+		return ""
+	case i <= read && r.Regexp != nil:
+		return r.Regexp.SubexpNames()[i]
+	case i <= read:
+		return r.Fields[i-1].Capture
+	case i <= all:
+		return r.Derived[i-read-1].Name
+	case i-all <= len(r.PathCaptures):
+		return r.PathCaptures[i-all-1]
+	}
+	return ""
+}
+
 // Read is the number of captures the line gives (regex groups or fields), before the
 // derived ones.
 func (r *Rule) Read() int {

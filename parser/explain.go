@@ -169,21 +169,16 @@ type namedCapture struct {
 // its log format derives, then its path captures.
 func captureNames(r *config.Rule, slot func(int) int) []namedCapture {
 	var out []namedCapture
-	if r.Regexp != nil {
-		for i, name := range r.Regexp.SubexpNames() {
-			if name != "" {
-				out = append(out, namedCapture{name, i})
-			}
+	for i := 1; i <= r.Captures()+len(r.PathCaptures); i++ {
+		name := r.CaptureName(i)
+		if name == "" {
+			continue
 		}
-	}
-	for i, f := range r.Fields {
-		out = append(out, namedCapture{f.Capture, slot(i + 1)})
-	}
-	for j, d := range r.Derived {
-		out = append(out, namedCapture{d.Name, slot(r.Read() + 1 + j)})
-	}
-	for i, name := range r.PathCaptures {
-		out = append(out, namedCapture{name, slot(r.Captures() + 1 + i)})
+		at := slot(i)
+		if r.Regexp != nil && i <= r.Read() {
+			at = i // a regex's groups are its own
+		}
+		out = append(out, namedCapture{name, at})
 	}
 	return out
 }

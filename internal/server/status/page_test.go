@@ -160,10 +160,7 @@ func TestRulesTable(t *testing.T) {
 // TestReloadErrors: a refused reload shows why, each problem as text (never markup), at
 // most maxReloadErrors of them, each at most maxErrorBytes long.
 func TestReloadErrors(t *testing.T) {
-	cfg, err := config.Parse([]byte("inputs: [{name: web, path: /x.log}]\nrules: [{name: r, match: 'x'}]\n"), "rules.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := testConfig(t)
 	_, loadErr := config.Parse([]byte("rules:\n  - name: a\n    match: '(?P<x'\n  - name: b\n    matc: '<script>alert(1)</script>'\n"), "rules.yaml")
 	if loadErr == nil {
 		t.Fatal("the broken file loads")

@@ -349,29 +349,9 @@ func capturesUsed(r *config.Rule) []string {
 	slices.Sort(used)
 	var names []string
 	for _, i := range slices.Compact(used) {
-		if name := captureName(r, i); name != "" {
+		if name := r.CaptureName(i); name != "" {
 			names = append(names, name)
 		}
 	}
 	return names
-}
-
-// captureName is the name of a rule's capture i: a regex group's or a field's, then the
-// captures its log format derives, then its path captures; "" for the whole line (0) and
-// for what is no capture (a literal's -1, a wrapper's time).
-func captureName(r *config.Rule, i int) string {
-	read, all := r.Read(), r.Captures()
-	switch {
-	case i <= 0:
-		return ""
-	case i <= read && r.Regexp != nil:
-		return r.Regexp.SubexpNames()[i]
-	case i <= read:
-		return r.Fields[i-1].Capture
-	case i <= all:
-		return r.Derived[i-read-1].Name
-	case i-all <= len(r.PathCaptures):
-		return r.PathCaptures[i-all-1]
-	}
-	return ""
 }
