@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/logwindow/logwindow_exporter/internal/quantity"
+	"github.com/logwindow/logwindow_exporter/config/quantity"
 )
 
 // aggregations reads `aggregations:` against the table of quantities.

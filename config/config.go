@@ -12,8 +12,8 @@ import (
 	"regexp"
 	"time"
 
-	"github.com/logwindow/logwindow_exporter/internal/logformat"
-	"github.com/logwindow/logwindow_exporter/internal/quantity"
+	"github.com/logwindow/logwindow_exporter/config/logformat"
+	"github.com/logwindow/logwindow_exporter/config/quantity"
 )
 
 // Config is one validated, compiled rule file.

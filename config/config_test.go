@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/logwindow/logwindow_exporter/internal/quantity"
+	"github.com/logwindow/logwindow_exporter/config/quantity"
 )
 
 func mustParseFile(t *testing.T, path string) *Config {

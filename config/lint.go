@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/logwindow/logwindow_exporter/internal/quantity"
+	"github.com/logwindow/logwindow_exporter/config/quantity"
 )
 
 // The exporter promises a scrape that `promtool check metrics` finds nothing in. Of a

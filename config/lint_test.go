@@ -15,7 +15,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"go.yaml.in/yaml/v3"
 
-	"github.com/logwindow/logwindow_exporter/internal/quantity"
+	"github.com/logwindow/logwindow_exporter/config/quantity"
 )
 
 // lintCase is a rule name with its label names and, when top is set, the label it ranks

@@ -8,7 +8,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/logwindow/logwindow_exporter/internal/logformat"
+	"github.com/logwindow/logwindow_exporter/config/logformat"
 )
 
 // Derived is a capture a rule reads that its log format computes from another: a

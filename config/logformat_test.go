@@ -4,7 +4,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/logwindow/logwindow_exporter/internal/logformat"
+	"github.com/logwindow/logwindow_exporter/config/logformat"
 )
 
 func TestRulesOnALogFormat(t *testing.T) {

@@ -12,8 +12,8 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/logwindow/logwindow_exporter/internal/logformat"
-	"github.com/logwindow/logwindow_exporter/internal/quantity"
+	"github.com/logwindow/logwindow_exporter/config/logformat"
+	"github.com/logwindow/logwindow_exporter/config/quantity"
 )
 
 var ruleKeys = []string{"name", "help", "match", "fields", "labels", "where", "where_not", "value", "timestamp", "windows", "aggregations", "quantiles", "buckets", "distinct", "inputs", "initial", "top", "rewrite", "native_histogram", "window_end"}

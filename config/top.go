@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/logwindow/logwindow_exporter/internal/quantity"
+	"github.com/logwindow/logwindow_exporter/config/quantity"
 )
 
 // maxTopCapacity bounds top.capacity and k: a summary holds up to twice its capacity per

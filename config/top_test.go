@@ -4,7 +4,7 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/logwindow/logwindow_exporter/internal/quantity"
+	"github.com/logwindow/logwindow_exporter/config/quantity"
 )
 
 // TestTop checks what `top:` makes of a rule: the ranked label leaves Labels for Items,

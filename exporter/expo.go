@@ -13,9 +13,9 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"google.golang.org/protobuf/encoding/protodelim"
 
-	"github.com/logwindow/logwindow_exporter/internal/sketch"
 	"github.com/logwindow/logwindow_exporter/internal/store"
 	"github.com/logwindow/logwindow_exporter/windows"
+	"github.com/logwindow/logwindow_exporter/windows/sketch"
 )
 
 // The rule families are written here straight from the stores, in the text format,

@@ -21,8 +21,8 @@ import (
 	"google.golang.org/protobuf/encoding/prototext"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/logwindow/logwindow_exporter/internal/sketch"
 	"github.com/logwindow/logwindow_exporter/internal/testutil/testexec"
+	"github.com/logwindow/logwindow_exporter/windows/sketch"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/ from the current output")

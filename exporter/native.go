@@ -5,8 +5,8 @@ import (
 
 	"google.golang.org/protobuf/encoding/protowire"
 
-	"github.com/logwindow/logwindow_exporter/internal/sketch"
 	"github.com/logwindow/logwindow_exporter/windows"
+	"github.com/logwindow/logwindow_exporter/windows/sketch"
 )
 
 // nativeSchema is the schema of the native histograms: 2^7 = 128 buckets per power of two,

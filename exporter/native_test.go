@@ -12,7 +12,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/logwindow/logwindow_exporter/internal/sketch"
+	"github.com/logwindow/logwindow_exporter/windows/sketch"
 )
 
 // refHistogram is a native histogram as Prometheus holds it: bucket counts by index at a

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/logwindow/logwindow_exporter/config"
-	"github.com/logwindow/logwindow_exporter/internal/quantity"
+	"github.com/logwindow/logwindow_exporter/config/quantity"
 )
 
 // topBenchRules are the same rule, keyed by host, with and without ranking its paths.

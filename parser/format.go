@@ -5,7 +5,7 @@ import (
 	"slices"
 
 	"github.com/logwindow/logwindow_exporter/config"
-	"github.com/logwindow/logwindow_exporter/internal/logformat"
+	"github.com/logwindow/logwindow_exporter/config/logformat"
 )
 
 // formatPost is what a group reading a web server's log format does to its captures once

@@ -17,7 +17,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/logwindow/logwindow_exporter/config"
-	"github.com/logwindow/logwindow_exporter/internal/logformat"
+	"github.com/logwindow/logwindow_exporter/config/logformat"
 )
 
 // DropReason says why a matched line produced no event for a rule.

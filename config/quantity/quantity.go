@@ -12,8 +12,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/logwindow/logwindow_exporter/internal/sketch"
 	"github.com/logwindow/logwindow_exporter/windows"
+	"github.com/logwindow/logwindow_exporter/windows/sketch"
 )
 
 // Spec is what one rule computes per series beyond its `_total`, as config validated it:
