@@ -23,6 +23,7 @@ import (
 	"github.com/logwindow/logwindow_exporter/internal/configwatch"
 	"github.com/logwindow/logwindow_exporter/internal/dashboard"
 	"github.com/logwindow/logwindow_exporter/internal/explain"
+	"github.com/logwindow/logwindow_exporter/internal/memlimit"
 	"github.com/logwindow/logwindow_exporter/internal/pipeline"
 	"github.com/logwindow/logwindow_exporter/internal/server"
 )
@@ -64,7 +65,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		rotationGrace = app.Flag("input.rotation-grace", "How long a rotated-away file keeps being read after its last line.").Default("5s").Duration()
 		pollInterval  = app.Flag("input.poll-interval", "How often files are checked for growth, rotation and truncation when no change event arrives.").Default("250ms").Duration()
 		backfill      = app.Flag("input.backfill-bytes", "At start, how far back from the end of a file with start_at: end to read to fill the windows of event-time rules (0: off).").Default("256MiB").Bytes()
-		maxBytes      = app.Flag("series.max-bytes", "Bound on the memory of the series of all rules, their sketches and the inputs' partial lines; past it, new label sets fold into their rule's __overflow__ series and sketches are coarsened instead of growing (0: none). Unless GOMEMLIMIT is set, the Go runtime's soft memory limit is set to 1.5 times it.").Default("512MiB").Bytes()
+		maxBytesSet   bool
+		maxBytes      = app.Flag("series.max-bytes", "Bound on the memory of the series of all rules, their sketches and the inputs' partial lines; past it, new label sets fold into their rule's __overflow__ series and sketches are coarsened instead of growing (0: none). Default: half the container's memory limit (cgroup v2 memory.max, v1 memory.limit_in_bytes), else 512MiB. Unless GOMEMLIMIT is set, the Go runtime's soft memory limit is set to 1.5 times it (three quarters of the container's limit).").PlaceHolder("BYTES").IsSetByUser(&maxBytesSet).Bytes()
 		webFlags      = kingpinflag.AddFlags(app, defaultListenAddress)
 	)
 	logConfig := &promslog.Config{}
@@ -138,11 +140,15 @@ func run(args []string, stdout, stderr io.Writer) int {
 		_, _ = stdout.Write(out)
 		return 0
 	}
-	if *maxBytes > 0 && os.Getenv("GOMEMLIMIT") == "" {
+	bound, err := memlimit.Choose(os.DirFS("/"), int64(*maxBytes), maxBytesSet)
+	if err != nil {
+		logger.Warn("could not read the container's memory limit: --series.max-bytes defaults to 512MiB", "err", err)
+	}
+	if bound.SoftLimit > 0 && os.Getenv("GOMEMLIMIT") == "" {
 		// The bound counts what the series hold; the garbage collector lets the heap grow
 		// to twice what is live unless told otherwise, so a process held to the bound could
 		// still take twice it from the node.
-		debug.SetMemoryLimit(int64(*maxBytes) / 2 * 3)
+		debug.SetMemoryLimit(bound.SoftLimit)
 	}
 	opts := pipeline.Options{
 		Now:            time.Now,
@@ -151,7 +157,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		RotationGrace:  *rotationGrace,
 		PollInterval:   *pollInterval,
 		BackfillBytes:  int64(*backfill),
-		SeriesMaxBytes: int64(*maxBytes),
+		SeriesMaxBytes: bound.Bytes,
 	}
 	if *explainFile != "" {
 		// The lines come with an error too when no input reads the file and no rule
@@ -173,6 +179,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		return 0
 	}
+	logger.Info("memory bound", "series_max_bytes", bound.Bytes, "from", bound.Source, "container_limit", bound.Limit, "soft_limit", bound.SoftLimit)
 	err = server.Serve(cfg, opts, webFlags, server.Options{
 		Name:           exporterName,
 		Logger:         logger,
