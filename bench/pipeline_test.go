@@ -139,7 +139,7 @@ func bytesPerSeries(b *testing.B, inputs int) {
 		var before, after runtime.MemStats
 		runtime.GC()
 		runtime.ReadMemStats(&before)
-		set, err := store.NewSet(cfg, nil)
+		set, err := store.NewSetWith(cfg, nil, store.SetOptions{})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -198,7 +198,7 @@ func BenchmarkInputsOneSet(b *testing.B) {
 						if p, err = parser.New(cfg.Rules); err != nil {
 							b.Fatal(err)
 						}
-						if set, err = store.NewSet(cfg, nil); err != nil {
+						if set, err = store.NewSetWith(cfg, nil, store.SetOptions{}); err != nil {
 							b.Fatal(err)
 						}
 					}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/logwindow/logwindow_exporter/config"
 	"github.com/logwindow/logwindow_exporter/parser"
+	"github.com/logwindow/logwindow_exporter/parser/event"
 )
 
 // start is the exporter's start second in every test.
@@ -45,7 +46,7 @@ func feed(k *store.Sink, lines []line) {
 
 func mustSet(t testing.TB, cfg *config.Config, prev *store.Set) *store.Set {
 	t.Helper()
-	s, err := store.NewSet(cfg, prev)
+	s, err := store.NewSetWith(cfg, prev, store.SetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -560,7 +561,7 @@ func TestNewSetErrors(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := store.NewSet(storetest.Config(10, tc.rule), nil)
+			_, err := store.NewSetWith(storetest.Config(10, tc.rule), nil, store.SetOptions{})
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("store.NewSet error = %v, want it to contain %q", err, tc.want)
 			}
@@ -743,15 +744,15 @@ logwindow_rule_series{rule="requests"} 1
 
 // TestParserDropReasons: every reason the parser gives has a counter and a name of its
 // own, and a reason the exporter does not know is ignored, not a panic. A new parser
-// reason fails this test until store.NumParserReasons counts it.
+// reason fails this test until it has a name of its own.
 func TestParserDropReasons(t *testing.T) {
-	if got := parser.DropReason(store.NumParserReasons).String(); got != "unknown" {
-		t.Errorf("parser.DropReason(%d) is %q: the exporter does not count it", store.NumParserReasons, got)
+	if got := parser.DropReason(event.NumDropReasons).String(); got != "unknown" {
+		t.Errorf("parser.DropReason(%d) is %q: the exporter does not count it", event.NumDropReasons, got)
 	}
 	set := mustSet(t, storetest.Config(10, storetest.CountRule("http_requests", storetest.OneMin)), nil)
 	k := set.NewSink()
 	names := map[string]bool{reasonLate: true, reasonFuture: true, reasonTooLarge: true}
-	for i := range store.NumParserReasons {
+	for i := range event.NumDropReasons {
 		why := parser.DropReason(i)
 		if names[why.String()] || why.String() == "unknown" {
 			t.Errorf("parser.DropReason(%d) is named %q, not a name of its own", i, why)
@@ -759,7 +760,7 @@ func TestParserDropReasons(t *testing.T) {
 		names[why.String()] = true
 		k.Drop(0, why)
 	}
-	k.Drop(0, parser.DropReason(store.NumParserReasons))
+	k.Drop(0, parser.DropReason(event.NumDropReasons))
 	for i, got := range set.Rule(0).Drops().Parser {
 		if got != 1 {
 			t.Errorf("%v drops = %d, want 1", parser.DropReason(i), got)

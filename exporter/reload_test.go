@@ -170,7 +170,7 @@ func TestConcurrentWritersScrapesReloads(t *testing.T) {
 			default:
 			}
 			prev := current.Load()
-			set, err := store.NewSet(configs[i%2], prev.set)
+			set, err := store.NewSetWith(configs[i%2], prev.set, store.SetOptions{})
 			if err != nil {
 				t.Error(err)
 				return

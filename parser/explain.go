@@ -54,11 +54,6 @@ type Explanation struct {
 	Rules []RuleResult
 }
 
-// Counted reports whether some rule counted the line.
-func (e *Explanation) Counted() bool {
-	return slices.ContainsFunc(e.Rules, func(r RuleResult) bool { return r.Outcome == Counted })
-}
-
 // RuleResult is one rule's outcome for a line. Byte slices are copies: they stay valid.
 type RuleResult struct {
 	Rule    int

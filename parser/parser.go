@@ -18,59 +18,24 @@ import (
 
 	"github.com/logwindow/logwindow_exporter/config"
 	"github.com/logwindow/logwindow_exporter/config/logformat"
+	"github.com/logwindow/logwindow_exporter/parser/event"
 )
 
 // DropReason says why a matched line produced no event for a rule.
-type DropReason uint8
+type DropReason = event.DropReason
 
+// The drop reasons, as the parser's callers have always named them.
 const (
-	// NoValue: the value capture is empty, did not participate, or is "-" (nginx's "none").
-	NoValue DropReason = iota
-	// BadNumber: the value capture is not a finite number.
-	BadNumber
-	// BadTimestamp: the timestamp capture does not parse with the rule's layout.
-	BadTimestamp
+	NoValue      = event.NoValue
+	BadNumber    = event.BadNumber
+	BadTimestamp = event.BadTimestamp
 )
 
-// String gives the reason as a label value of the exporter's drop counter.
-func (r DropReason) String() string {
-	switch r {
-	case NoValue:
-		return "no_value"
-	case BadNumber:
-		return "bad_number"
-	case BadTimestamp:
-		return "bad_timestamp"
-	}
-	return "unknown"
-}
+// Event is one rule matching one line; see event.Event.
+type Event = event.Event
 
-// Event is one rule matching one line. The Event and every slice in it belong to the
-// parser and are valid only during the Sink.Event call: a sink keeping a label set must
-// copy it (the store does when it creates a series), and looking up m[string(e.Key)] does
-// not allocate.
-type Event struct {
-	// Rule is the index of the rule in the slice given to New.
-	Rule int
-	// Key is the label values in rule order joined by KeySep.
-	Key []byte
-	// Labels are the label values in rule.Labels order: valid UTF-8 (invalid bytes
-	// replaced by U+FFFD) and at most MaxLabelValueLen bytes.
-	Labels [][]byte
-	// Items are the rule's config.Rule.Items rendered, in that order; nil without items.
-	Items [][]byte
-	// Value is 1 for counting rules, else the number read from the value capture.
-	Value float64
-	// Time is the line's own time in Unix seconds, set when HasTime (event-time rules).
-	Time    int64
-	HasTime bool
-}
-
-// KeySep joins the label values of Event.Key. It is a byte valid UTF-8 never holds, so two
-// different label sets never share a key. The exporter builds the keys of series no line
-// made (overflow, initial label sets) with it: one definition, so those keys and the
-// parser's can never drift apart.
-const KeySep = "\xff"
+// KeySep joins the label values of Event.Key; see event.KeySep.
+const KeySep = event.KeySep
 
 // Sink receives what Parse finds. Parse calls it synchronously, from the goroutine calling
 // Parse; one line can give several calls (one per rule).

@@ -597,14 +597,6 @@ func TestNewRejectsBrokenRules(t *testing.T) {
 	}
 }
 
-func TestDropReasonString(t *testing.T) {
-	for r, want := range map[DropReason]string{NoValue: "no_value", BadNumber: "bad_number", BadTimestamp: "bad_timestamp", 99: "unknown"} {
-		if got := r.String(); got != want {
-			t.Errorf("%d: %q, want %q", r, got, want)
-		}
-	}
-}
-
 // TestConcurrentParse runs one parser from several goroutines (one per input, as the
 // pipeline does); under -race it proves the per-call buffers are not shared.
 func TestConcurrentParse(t *testing.T) {

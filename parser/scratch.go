@@ -223,7 +223,7 @@ func (s *scratch) render(labels []config.Template, rewriters []int, src text, ca
 	start := 0
 	for i, end := range s.ends {
 		s.labels[i] = key[start:end:end]
-		start = end + 1
+		start = end + len(KeySep)
 	}
 }
 

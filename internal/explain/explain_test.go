@@ -182,7 +182,7 @@ rules:
 func newExplainer(t *testing.T, rules string) *Explainer {
 	t.Helper()
 	cfg, p := storetest.ParseRules(t, rules)
-	set, err := store.NewSet(cfg, nil)
+	set, err := store.NewSetWith(cfg, nil, store.SetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

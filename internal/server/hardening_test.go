@@ -100,7 +100,7 @@ func TestUniqueURIsStayWithinBudget(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	set, err := store.NewSet(cfg, nil)
+	set, err := store.NewSetWith(cfg, nil, store.SetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,11 +10,11 @@ import (
 	"github.com/logwindow/logwindow_exporter/config"
 	"github.com/logwindow/logwindow_exporter/internal/store"
 	"github.com/logwindow/logwindow_exporter/internal/testutil/storetest"
-	"github.com/logwindow/logwindow_exporter/parser"
+	"github.com/logwindow/logwindow_exporter/parser/event"
 	"github.com/logwindow/logwindow_exporter/windows"
 )
 
-// The tests of this package's own name test the store through its API alone (NewSet, Sink,
+// The tests of this package's own name test the store through its API alone (NewSetWith, Sink,
 // Expire and the read API), as the exposition uses it; those of package store look inside.
 
 // start is the exporter's start second in every test.
@@ -30,7 +30,7 @@ type line struct {
 	value  float64 // 0 means 1
 }
 
-func (l line) event() *parser.Event { return storetest.Event(l.rule, l.at, l.value, l.labels...) }
+func (l line) event() *event.Event { return storetest.Event(l.rule, l.at, l.value, l.labels...) }
 
 // write gives k the lines, each at its clocks.
 func write(k *store.Sink, lines ...line) {
@@ -46,7 +46,7 @@ func write(k *store.Sink, lines ...line) {
 
 func newSet(t testing.TB, cfg *config.Config, prev *store.Set) *store.Set {
 	t.Helper()
-	set, err := store.NewSet(cfg, prev)
+	set, err := store.NewSetWith(cfg, prev, store.SetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

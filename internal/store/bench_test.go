@@ -46,7 +46,7 @@ func BenchmarkSinkEvent(b *testing.B) {
 
 // BenchmarkSinkEventParallel shows the cost when every writer hits the same series.
 func BenchmarkSinkEventParallel(b *testing.B) {
-	set := storetest.Must(NewSet(storetest.Config(100, storetest.CountRule("http_requests", storetest.DefaultWindows, "status")), nil))
+	set := storetest.Must(NewSetWith(storetest.Config(100, storetest.CountRule("http_requests", storetest.DefaultWindows, "status")), nil, SetOptions{}))
 	e := storetest.Event(0, 0, 0, "200")
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {

@@ -4,6 +4,7 @@ import (
 	"math"
 
 	"github.com/logwindow/logwindow_exporter/config"
+	"github.com/logwindow/logwindow_exporter/parser/event"
 	"github.com/logwindow/logwindow_exporter/windows"
 )
 
@@ -86,8 +87,8 @@ func (r *Rule) ReadSummaries(s *Series, now int64, dst []windows.Summary, more *
 
 // Drops are a rule's counters of lines not counted as is, since its store was made.
 type Drops struct {
-	// Parser is indexed by parser.DropReason.
-	Parser [NumParserReasons]uint64
+	// Parser is indexed by event.DropReason.
+	Parser [event.NumDropReasons]uint64
 	// Late lines were older than every window; Future lines, ahead of the clock, were
 	// placed at the current second.
 	Late, Future uint64

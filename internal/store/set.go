@@ -13,7 +13,7 @@ import (
 )
 
 // Set is the series state of one config: what the sinks write to and the exposition reads.
-// It is immutable after NewSet; the stores it points to are shared with the Set it was
+// It is immutable after NewSetWith; the stores it points to are shared with the Set it was
 // built from, which is what keeps writers of the previous Set safe during a reload.
 type Set struct {
 	rules []Rule
@@ -58,11 +58,6 @@ type Rule struct {
 	rule   *config.Rule
 	budget budget
 	store  *store
-}
-
-// NewSet builds the state for cfg without a memory bound; see NewSetWith.
-func NewSet(cfg *config.Config, prev *Set) (*Set, error) {
-	return NewSetWith(cfg, prev, SetOptions{})
 }
 
 // NewSetWith builds the state for cfg. Rules whose Fingerprint equals a rule's of prev take

@@ -8,7 +8,7 @@ import (
 	"github.com/logwindow/logwindow_exporter/config"
 	"github.com/logwindow/logwindow_exporter/internal/store"
 	"github.com/logwindow/logwindow_exporter/internal/testutil/storetest"
-	"github.com/logwindow/logwindow_exporter/parser"
+	"github.com/logwindow/logwindow_exporter/parser/event"
 )
 
 // reloadRules are the rules of the config a reload starts from, and reloadLines their lines
@@ -93,7 +93,7 @@ func TestReload(t *testing.T) {
 			old := prev.NewSink()
 			write(old, reloadLines...)
 			for i := range 3 {
-				old.Drop(i, parser.BadNumber)
+				old.Drop(i, event.BadNumber)
 			}
 			cfg := storetest.TTLConfig(tc.budget, time.Hour, tc.next(reloadRules())...)
 			next := newSet(t, cfg, prev)
@@ -110,7 +110,7 @@ func TestReload(t *testing.T) {
 						write(k, l)
 					}
 				}
-				k.Drop(i, parser.BadNumber)
+				k.Drop(i, event.BadNumber)
 			}
 			for i := range next.NumRules() {
 				r := next.Rule(i)
@@ -166,7 +166,7 @@ func TestReloadFails(t *testing.T) {
 	withInitial := storetest.CountRule("new", storetest.OneMin, "status")
 	withInitial.Initial = [][]string{{"500"}} // charged when built, given back on failure
 	noWindows := storetest.CountRule("broken", nil)
-	_, err := store.NewSet(storetest.Config(10, withInitial, noWindows), prev)
+	_, err := store.NewSetWith(storetest.Config(10, withInitial, noWindows), prev, store.SetOptions{})
 	if err == nil || !strings.Contains(err.Error(), `rule "broken": no windows`) {
 		t.Fatalf("error %v, want one naming the rule without windows", err)
 	}

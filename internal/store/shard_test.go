@@ -230,7 +230,7 @@ func TestSinksOwnLines(t *testing.T) {
 			for i := range rules {
 				rs = append(rs, storetest.CountRule(fmt.Sprintf("r%d", i), []time.Duration{time.Minute}, "status"))
 			}
-			set := storetest.Must(NewSet(storetest.Config(10, rs...), nil))
+			set := storetest.Must(NewSetWith(storetest.Config(10, rs...), nil, SetOptions{}))
 			owner := map[uintptr]int{} // cache line → sink
 			for n := range 8 {
 				k := set.NewSink()

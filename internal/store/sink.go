@@ -3,13 +3,13 @@ package store
 import (
 	"unsafe"
 
-	"github.com/logwindow/logwindow_exporter/parser"
+	"github.com/logwindow/logwindow_exporter/parser/event"
 	"github.com/logwindow/logwindow_exporter/windows"
 )
 
 // Sink feeds one goroutine's parser events into a Set. It implements parser.Sink.
 //
-// A Sink is bound to the Set that made it, because parser.Event.Rule indexes the rules of
+// A Sink is bound to the Set that made it, because event.Event.Rule indexes the rules of
 // one config: the caller pairs a Sink with the parser built from the same config and, on
 // a reload, switches to a new pair, never a parser of one config with a Sink of another.
 // A Sink is not safe for concurrent use; give each input goroutine its own. Sinks are dealt
@@ -73,18 +73,19 @@ func (k *Sink) Received() uint64 { return k.received }
 
 // Event adds a matched line to its series: at its own time when it has one, else at the
 // processing second.
-func (k *Sink) Event(e *parser.Event) {
+func (k *Sink) Event(e *event.Event) {
 	k.received++
 	r := &k.rules[e.Rule]
 	if k.backfill && !e.HasTime {
 		return
 	}
-	now, at := k.clocks(e)
-	r.store.observe(e.Key, e.Labels, now, at, e.Value, e.Items, r.budget, k.backfill, k.shard, &k.last[e.Rule])
+	w := write{budget: r.budget, shard: k.shard, backfill: k.backfill}
+	w.now, w.at = k.clocks(e)
+	r.store.observe(e, &w, &k.last[e.Rule])
 }
 
 // clocks gives the second e is judged at and the second it belongs to.
-func (k *Sink) clocks(e *parser.Event) (now, at int64) {
+func (k *Sink) clocks(e *event.Event) (now, at int64) {
 	if e.HasTime {
 		return k.wall, e.Time
 	}
@@ -92,9 +93,9 @@ func (k *Sink) clocks(e *parser.Event) (now, at int64) {
 }
 
 // Drop counts a line the parser matched but could not turn into an event.
-func (k *Sink) Drop(rule int, why parser.DropReason) {
+func (k *Sink) Drop(rule int, why event.DropReason) {
 	k.received++
-	if int(why) < NumParserReasons && !k.backfill {
+	if int(why) < event.NumDropReasons && !k.backfill {
 		k.rules[rule].store.parserDrops[why].Add(1)
 	}
 }
@@ -115,7 +116,7 @@ type Fate struct {
 }
 
 // Judge says what Event would do with e at the clocks of the last SetNow, without doing it.
-func (k *Sink) Judge(e *parser.Event) Fate {
+func (k *Sink) Judge(e *event.Event) Fate {
 	r := &k.rules[e.Rule]
 	now, at := k.clocks(e)
 	st := r.store

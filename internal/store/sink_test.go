@@ -12,7 +12,7 @@ import (
 // lookup of the next; once that series was removed (here by a reap at the budget, which
 // evicts a kept counter), the next line of its label set goes where a lookup sends it.
 func TestSinkLastSeriesRemoved(t *testing.T) {
-	set := storetest.Must(NewSet(storetest.TTLConfig(1, 0, storetest.CountRule("http_requests", []time.Duration{time.Minute}, "status")), nil))
+	set := storetest.Must(NewSetWith(storetest.TTLConfig(1, 0, storetest.CountRule("http_requests", []time.Duration{time.Minute}, "status")), nil, SetOptions{}))
 	first, second := set.NewSink(), set.NewSink()
 	// The second line finds the series in the store's map, and the sink keeps it.
 	first.SetNow(start, start)

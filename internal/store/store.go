@@ -72,17 +72,13 @@ import (
 	"sync/atomic"
 
 	"github.com/logwindow/logwindow_exporter/config"
-	"github.com/logwindow/logwindow_exporter/parser"
+	"github.com/logwindow/logwindow_exporter/parser/event"
 	"github.com/logwindow/logwindow_exporter/windows"
 )
 
 // OverflowValue is the value of every label of the series that collects a rule's label
 // sets once the rule holds max_series_per_rule series.
 const OverflowValue = "__overflow__"
-
-// NumParserReasons is the number of parser.DropReason values, which run from 0 to
-// BadTimestamp: the size of Drops.Parser. A test fails when the parser gains one.
-const NumParserReasons = int(parser.BadTimestamp) + 1
 
 // store is the state of one rule that outlives a reload when the rule does not change.
 type store struct {
@@ -120,8 +116,8 @@ type store struct {
 	// are in no `_total` (see the package documentation).
 	lateUnseated atomic.Uint64
 
-	// parserDrops is indexed by parser.DropReason.
-	parserDrops  [NumParserReasons]atomic.Uint64
+	// parserDrops is indexed by event.DropReason.
+	parserDrops  [event.NumDropReasons]atomic.Uint64
 	late, future atomic.Uint64
 	// tooLarge counts lines of a value rule refused because their value would take the
 	// magnitude of a part's sums past what admit allows.
@@ -165,7 +161,7 @@ func newStore(r *config.Rule, oldest *atomic.Int64, mem *memory, shards int, log
 		fingerprint:    r.Fingerprint,
 		value:          r.IsValueRule(),
 		eventTime:      r.Timestamp != nil,
-		overflowKey:    strings.Join(overflow, parser.KeySep),
+		overflowKey:    strings.Join(overflow, event.KeySep),
 		overflowLabels: overflow,
 		series:         map[string]*Series{},
 		locks:          make([]shardLock, shards),

@@ -6,34 +6,46 @@ import (
 	"sync/atomic"
 	"unicode/utf8"
 
-	"github.com/logwindow/logwindow_exporter/parser"
+	"github.com/logwindow/logwindow_exporter/parser/event"
 	"github.com/logwindow/logwindow_exporter/windows"
 )
 
-// observe adds one event of a sink of shard: a lookup and an Add to the shard's part,
-// under the shard's read lock, so that expiry, which takes the write locks, can never
-// remove a series (or release its wheels) while an event is being added to it. A
-// backfilled event (warm start) goes into the windows only.
+// write is what the store needs of a sink to write one event besides the event itself.
+type write struct {
+	// now is the second the event is judged at, at the second it belongs to (see
+	// Sink.clocks).
+	now, at int64
+	// budget is the event's rule's.
+	budget budget
+	// shard is the sink's shard of writers.
+	shard uint8
+	// backfill: the sink's events go into the windows only (see NewBackfillSink).
+	backfill bool
+}
+
+// observe adds one event of a sink: a lookup and an Add to the sink's shard's part, under
+// the shard's read lock, so that expiry, which takes the write locks, can never remove a
+// series (or release its wheels) while an event is being added to it.
 //
 // last is the sink's series of the rule's previous event. Consecutive lines mostly share a
 // rule's label set, so it spares the map lookup while the key repeats and the series was
 // not removed (removed is set under the write locks, so the read lock makes it current).
 // A removed series stays reachable from last until the rule's next event on that sink,
 // though remove no longer charges its bytes: at most one series per rule and sink.
-func (st *store) observe(key []byte, labels [][]byte, now, at int64, v float64, items [][]byte, b budget, backfill bool, shard uint8, last **Series) {
-	limit := b.limit
-	lock := &st.locks[shard]
+func (st *store) observe(e *event.Event, w *write, last **Series) {
+	limit := w.budget.limit
+	lock := &st.locks[w.shard]
 	lock.RLock()
 	s := *last
-	if s == nil || s.removed || s.key != string(key) {
-		s = st.series[string(key)]
+	if s == nil || s.removed || s.key != string(e.Key) {
+		s = st.series[string(e.Key)]
 		*last = s
 	}
 	overBudget := s == nil && st.normal >= limit
-	full := overBudget || s == nil && st.mem.full(st.seriesCost(len(key), len(labels)))
-	if full && st.tooOld(now, at) {
+	full := overBudget || s == nil && st.mem.full(st.seriesCost(len(e.Key), len(e.Labels)))
+	if full && st.tooOld(w.now, w.at) {
 		lock.RUnlock()
-		if !backfill {
+		if !w.backfill {
 			st.lateUnseated.Add(1)
 			st.late.Add(1)
 		}
@@ -44,29 +56,29 @@ func (st *store) observe(key []byte, labels [][]byte, now, at int64, v float64, 
 	// their sanitised label set may already be a series of its own. When a reap is due, the
 	// slow path runs it first.
 	if full {
-		due = st.reapDue(now, limit)
-		if !due && validLabels(labels) {
+		due = st.reapDue(w.now, limit)
+		if !due && validLabels(e.Labels) {
 			s = st.series[st.overflowKey]
 			folded = s != nil
 		}
 	}
-	if s != nil && st.idlePastTTL(s, shard, now, b.ttl) {
+	if s != nil && st.idlePastTTL(s, w.shard, w.now, w.budget.ttl) {
 		// A label set idle past the counter TTL is a new one (Expire may not have removed
 		// it yet): its total starts again, as a scrape stopped showing the old one.
 		lock.RUnlock()
-		st.create(key, labels, now, at, v, items, b, due, backfill, shard)
+		st.create(e, w, due)
 		return
 	}
 	if s != nil {
-		st.add(s, shard, now, at, v, items, backfill)
+		st.add(s, e, w)
 		lock.RUnlock()
-		if folded && !backfill {
-			st.fold(!overBudget, now, b, labels)
+		if folded && !w.backfill {
+			st.fold(!overBudget, w.now, w.budget, e.Labels)
 		}
 		return
 	}
 	lock.RUnlock()
-	st.create(key, labels, now, at, v, items, b, due, backfill, shard)
+	st.create(e, w, due)
 }
 
 // tooOld reports whether an event at second at is older than every window at second now,
@@ -81,16 +93,16 @@ func (st *store) tooOld(now, at int64) bool {
 // write lock on the write side. It reaps at a full budget only when observe found a reap
 // due, so that reaps stay rate-limited when every new label set comes here (the overflow
 // series does not exist yet, or reaps keep making room for one label set at a time).
-func (st *store) create(rawKey []byte, labels [][]byte, now, at int64, v float64, items [][]byte, b budget, due, backfill bool, shard uint8) {
-	limit := b.limit
+func (st *store) create(e *event.Event, w *write, due bool) {
+	limit := w.budget.limit
 	// Valid values (what the parser delivers) are looked up by the line's own key and copied
 	// only when a series is made for them, so a label set folded at the budget costs no
 	// allocation. Invalid ones are sanitised first: that label set may exist already.
 	var key string
 	var values []string
-	cloned := !validLabels(labels)
+	cloned := !validLabels(e.Labels)
 	if cloned {
-		key, values = cloneLabels(labels)
+		key, values = cloneLabels(e.Labels)
 	}
 	st.lockAll()
 	defer st.unlockAll()
@@ -99,35 +111,35 @@ func (st *store) create(rawKey []byte, labels [][]byte, now, at int64, v float64
 	if cloned {
 		s, isOverflow = st.series[key], key == st.overflowKey
 	} else {
-		s, isOverflow = st.series[string(rawKey)], string(rawKey) == st.overflowKey
+		s, isOverflow = st.series[string(e.Key)], string(e.Key) == st.overflowKey
 	}
-	if s != nil && st.gone(s, now, b.ttl) {
+	if s != nil && st.gone(s, w.now, w.budget.ttl) {
 		st.remove(s)
 		s = nil
 	}
-	cost := st.seriesCost(len(rawKey), len(labels))
+	cost := st.seriesCost(len(e.Key), len(e.Labels))
 	if cloned {
-		cost = st.seriesCost(len(key), len(labels))
+		cost = st.seriesCost(len(key), len(e.Labels))
 	}
 	overBudget := s == nil && !isOverflow && st.normal >= limit
 	memFull := s == nil && !isOverflow && st.mem.full(cost)
 	if (overBudget || memFull) && due {
-		st.reap(now, b, memFull)
+		st.reap(w.now, w.budget, memFull)
 		overBudget = st.normal >= limit
 		memFull = st.mem.full(cost)
 	}
 	full := overBudget || memFull
 	folded := false
 	if full {
-		if st.tooOld(now, at) {
-			if !backfill {
+		if st.tooOld(w.now, w.at) {
+			if !w.backfill {
 				st.lateUnseated.Add(1)
 				st.late.Add(1)
 			}
 			return
 		}
 		s, folded = st.series[st.overflowKey], true
-		if s != nil && st.gone(s, now, b.ttl) {
+		if s != nil && st.gone(s, w.now, w.budget.ttl) {
 			// The overflow series idle past the TTL is a new one, as any label set is, whether
 			// Expire removed it yet or not: a scrape stopped showing the old one.
 			st.remove(s)
@@ -137,13 +149,13 @@ func (st *store) create(rawKey []byte, labels [][]byte, now, at int64, v float64
 			key, values = st.overflowKey, st.overflowLabels
 		}
 	} else if s == nil && !cloned {
-		key, values = cloneLabels(labels)
+		key, values = cloneLabels(e.Labels)
 	}
 	if s == nil {
 		// A label set whose first line is too old for every window starts as a kept
 		// counter: wheels would hold nothing.
-		kept := st.tooOld(now, at)
-		s = newSeries(key, values, st.accounts[shard].layout, kept, shard)
+		kept := st.tooOld(w.now, w.at)
+		s = newSeries(key, values, st.accounts[w.shard].layout, kept, w.shard)
 		cost := st.seriesCost(len(key), len(values))
 		if kept {
 			cost -= st.wheelBytes
@@ -154,9 +166,9 @@ func (st *store) create(rawKey []byte, labels [][]byte, now, at int64, v float64
 			st.normal++
 		}
 	}
-	st.add(s, shard, now, at, v, items, backfill)
-	if folded && !backfill {
-		st.fold(!overBudget, now, b, labels)
+	st.add(s, e, w)
+	if folded && !w.backfill {
+		st.fold(!overBudget, w.now, w.budget, e.Labels)
 	}
 }
 
@@ -177,7 +189,7 @@ func cloneLabels(labels [][]byte) (string, []string) {
 	ends := make([]int, len(labels))
 	for i, l := range labels {
 		if i > 0 {
-			b.WriteString(parser.KeySep)
+			b.WriteString(event.KeySep)
 		}
 		if utf8.Valid(l) {
 			b.Write(l)
@@ -191,57 +203,59 @@ func cloneLabels(labels [][]byte) (string, []string) {
 	begin := 0
 	for i, end := range ends {
 		values[i] = key[begin:end]
-		begin = end + len(parser.KeySep)
+		begin = end + len(event.KeySep)
 	}
 	return key, values
 }
 
-// add counts one event of s in shard's part: in its `_total` (unless backfilled) and in
-// its wheels, which a kept counter gets back unless the event is too old for every window.
-func (st *store) add(s *Series, shard uint8, now, at int64, v float64, items [][]byte, backfill bool) {
-	p := s.part(shard)
+// add counts one event of s in the sink's shard's part: in its `_total` (unless
+// backfilled) and in its wheels, which a kept counter gets back unless the event is too old
+// for every window.
+func (st *store) add(s *Series, e *event.Event, w *write) {
+	now, at, v := w.now, w.at, e.Value
+	p := s.part(w.shard)
 	if p == nil {
-		p = st.newPart(s, shard)
+		p = st.newPart(s, w.shard)
 	}
 	if st.value && !admit(p, v) {
-		if !backfill {
+		if !w.backfill {
 			st.tooLarge.Add(1)
 		}
 		return
 	}
-	if !backfill {
+	if !w.backfill {
 		p.lines.Add(1)
 		if st.value {
 			addFloat(&p.sum, v)
 		}
 		p.raiseLast(at)
 	}
-	w := p.win.Load()
-	if w == nil {
+	wheels := p.win.Load()
+	if wheels == nil {
 		if st.tooOld(now, at) {
-			if !backfill {
+			if !w.backfill {
 				st.late.Add(1)
 			}
 			return
 		}
-		w = st.accounts[shard].layout.NewSeries()
-		if p.win.CompareAndSwap(nil, w) {
+		wheels = st.accounts[w.shard].layout.NewSeries()
+		if p.win.CompareAndSwap(nil, wheels) {
 			st.charge(st.wheelBytes)
 		} else {
-			w = p.win.Load()
+			wheels = p.win.Load()
 		}
 	}
-	switch w.AddItems(now, at, v, items) {
+	switch wheels.AddItems(now, at, v, e.Items) {
 	case windows.Placed:
 		if st.eventTime {
 			st.placedAt(at)
 		}
 	case windows.Late:
-		if !backfill {
+		if !w.backfill {
 			st.late.Add(1)
 		}
 	case windows.Future:
-		if !backfill {
+		if !w.backfill {
 			st.future.Add(1)
 		}
 		st.placedAt(now)

@@ -13,6 +13,7 @@ import (
 	"github.com/logwindow/logwindow_exporter/config"
 	"github.com/logwindow/logwindow_exporter/config/quantity"
 	"github.com/logwindow/logwindow_exporter/parser"
+	"github.com/logwindow/logwindow_exporter/parser/event"
 	"github.com/logwindow/logwindow_exporter/windows"
 )
 
@@ -87,15 +88,15 @@ func TTLConfig(budget int, ttl time.Duration, rules ...*config.Rule) *config.Con
 
 // Event is a parser event of rule with the label values labels: at its own second when at
 // is not 0, and of value v (0 means 1).
-func Event(rule int, at int64, v float64, labels ...string) *parser.Event {
-	e := &parser.Event{Rule: rule, Value: v, Time: at, HasTime: at != 0}
+func Event(rule int, at int64, v float64, labels ...string) *event.Event {
+	e := &event.Event{Rule: rule, Value: v, Time: at, HasTime: at != 0}
 	if e.Value == 0 {
 		e.Value = 1
 	}
 	for _, l := range labels {
 		e.Labels = append(e.Labels, []byte(l))
 	}
-	e.Key = []byte(strings.Join(labels, parser.KeySep))
+	e.Key = []byte(strings.Join(labels, event.KeySep))
 	return e
 }
 
