@@ -48,7 +48,7 @@ func TestReadmeQuickstart(t *testing.T) {
 		t.Fatalf("the quickstart's config: %v", err)
 	}
 	for _, in := range cfg.Inputs {
-		files, err := filepath.Glob(in.Path)
+		files, err := filepath.Glob(in.Source())
 		if err != nil || len(files) == 0 {
 			t.Fatalf("input %q follows no bundled file (%v)", in.Name, err)
 		}

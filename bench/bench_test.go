@@ -238,8 +238,8 @@ func TestBenchConfig(t *testing.T) {
 					t.Fatalf("%d inputs, want %d", len(cfg.Inputs), len(tc.c.inputs))
 				}
 				for i, in := range cfg.Inputs {
-					if in.Path != tc.c.inputs[i] || in.StartAt != config.StartAtBeginning {
-						t.Errorf("input %d = %+v, want %s from the beginning", i, in, tc.c.inputs[i])
+					if in.File == nil || in.File.Path != tc.c.inputs[i] || in.File.StartAt != config.StartAtBeginning {
+						t.Errorf("input %d = %s, want %s from the beginning", i, in.Source(), tc.c.inputs[i])
 					}
 					if (in.LogFormat != nil) != hasFormat {
 						t.Errorf("input %d has log format %v; the example has one: %v", i, in.LogFormat, hasFormat)

@@ -40,6 +40,90 @@ type Global struct {
 	CounterTTL time.Duration
 }
 
+// Input is one source of lines: the keys every kind of input takes, and its kind's own in
+// the one of File and Syslog that is set (the loader sets exactly one). In the file all
+// are written at one level, the key that makes the kind (path:, syslog:) beside the rest.
+type Input struct {
+	// Name is optional; rules may restrict themselves to named inputs.
+	Name string
+	// Format is how the input's lines are structured; fields rules read only inputs of a
+	// structured format.
+	Format Format
+	// LogFormat is the web server's format its lines are written in (log_format:,
+	// apache_log_format:), nil without one; a JSON template makes Format FormatJSON.
+	LogFormat *logformat.Format
+	// Wrapper is how each line is wrapped around what rules see: "" or "cri".
+	Wrapper string
+	// File is set for an input following a file or glob (path:).
+	File *FileInput
+	// Syslog is set for an input receiving datagrams on a socket (syslog:).
+	Syslog *SyslogInput
+}
+
+// The kinds of input, as Input.Kind names them.
+const (
+	KindFile   = "file"
+	KindSyslog = "syslog"
+)
+
+// FileInput is what a file input (path:) has of its own.
+type FileInput struct {
+	// Path is the file or glob.
+	Path    string
+	StartAt StartAt
+	// PathCaptures is a regex over the path of the file a line was read from: its named
+	// groups are captures of every line of that file; nil without.
+	PathCaptures *regexp.Regexp
+	// Shards, for a glob, is how many followers share its files, each reading the
+	// directories whose path hashes to its share, so that the files of many pods are
+	// parsed on several cores; 0 (not set) is one follower.
+	Shards int
+}
+
+// SyslogInput is what a syslog input (syslog:) has of its own.
+type SyslogInput struct {
+	// Address is the socket address as written (unixgram:///path or udp://host:port);
+	// Socket is it parsed.
+	Address string
+	Socket  SocketAddress
+	// SocketMode is the mode of a unixgram socket file; 0 means the syslog package's
+	// default.
+	SocketMode fs.FileMode
+}
+
+// Kind names the input's kind (KindFile, KindSyslog), by which the pipeline runs it; ""
+// for an Input the loader did not make.
+func (in Input) Kind() string {
+	switch {
+	case in.File != nil:
+		return KindFile
+	case in.Syslog != nil:
+		return KindSyslog
+	}
+	return ""
+}
+
+// Source identifies the input: its path, or its syslog address. Config refuses two inputs
+// with one source, so it is also the identity of an input across reloads.
+func (in Input) Source() string {
+	switch {
+	case in.File != nil:
+		return in.File.Path
+	case in.Syslog != nil:
+		return in.Syslog.Address
+	}
+	return ""
+}
+
+// Label names the input in the input label of its self-metrics, in logs and in messages:
+// its name, or its source when it has none.
+func (in Input) Label() string {
+	if in.Name != "" {
+		return in.Name
+	}
+	return in.Source()
+}
+
 // StartAt says where reading a file that exists at start begins.
 type StartAt int
 
@@ -49,37 +133,6 @@ const (
 	// StartAtBeginning reads the file from offset 0, to rebuild windows from history.
 	StartAtBeginning
 )
-
-// Input is one file or glob to follow, or one syslog socket to receive from.
-type Input struct {
-	// Name is optional; rules may restrict themselves to named inputs.
-	Name string
-	// Path is the file or glob; empty for a syslog input.
-	Path    string
-	StartAt StartAt
-	// Syslog is the socket address as written (unixgram:///path or udp://host:port);
-	// empty for a file input. Socket is it parsed.
-	Syslog string
-	Socket SocketAddress
-	// SocketMode is the mode of a unixgram socket file; 0 means the syslog package's
-	// default.
-	SocketMode fs.FileMode
-	// Format is how the input's lines are structured; fields rules read only inputs of a
-	// structured format.
-	Format Format
-	// LogFormat is the web server's format its lines are written in (log_format:,
-	// apache_log_format:), nil without one; a JSON template makes Format FormatJSON.
-	LogFormat *logformat.Format
-	// Wrapper is how each line is wrapped around what rules see: "" or "cri".
-	Wrapper string
-	// PathCaptures, for a file input, is a regex over the path of the file a line was
-	// read from: its named groups are captures of every line of that file; nil without.
-	PathCaptures *regexp.Regexp
-	// Shards, for a glob, is how many followers share its files, each reading the
-	// directories whose path hashes to its share, so that the files of many pods are
-	// parsed on several cores; 0 (not set) is one follower.
-	Shards int
-}
 
 // WrapperCRI is the wrapper of Kubernetes container logs; CRITimeCapture is the capture
 // holding such a line's own time, for timestamp: on rules reading only CRI inputs.
@@ -113,15 +166,6 @@ func (f Format) String() string {
 		return "unknown"
 	}
 	return formatNames[f]
-}
-
-// Source identifies the input: its path, or its syslog address. Config refuses two inputs
-// with one source, so it is also the identity of an input across reloads.
-func (in Input) Source() string {
-	if in.Syslog != "" {
-		return in.Syslog
-	}
-	return in.Path
 }
 
 // Rule is one compiled rule: a regex, how its captures become labels and a value, and the

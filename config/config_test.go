@@ -73,10 +73,10 @@ func TestFullSchema(t *testing.T) {
 		t.Errorf("max series = %d", c.Global.MaxSeriesPerRule)
 	}
 	wantInputs := []Input{
-		{Name: "web", Path: "/var/log/nginx/*.log", StartAt: StartAtBeginning},
-		{Path: "/var/log/app.log", StartAt: StartAtEnd},
-		{Name: "nginx_socket", Syslog: "unixgram:///run/logwindow/nginx.sock", Socket: SocketAddress{"unixgram", "/run/logwindow/nginx.sock"}, SocketMode: 0o660},
-		{Syslog: "udp://127.0.0.1:5140", Socket: SocketAddress{"udp", "127.0.0.1:5140"}},
+		{Name: "web", File: &FileInput{Path: "/var/log/nginx/*.log", StartAt: StartAtBeginning}},
+		{File: &FileInput{Path: "/var/log/app.log", StartAt: StartAtEnd}},
+		{Name: "nginx_socket", Syslog: &SyslogInput{Address: "unixgram:///run/logwindow/nginx.sock", Socket: SocketAddress{"unixgram", "/run/logwindow/nginx.sock"}, SocketMode: 0o660}},
+		{Syslog: &SyslogInput{Address: "udp://127.0.0.1:5140", Socket: SocketAddress{"udp", "127.0.0.1:5140"}}},
 	}
 	if !reflect.DeepEqual(c.Inputs, wantInputs) {
 		t.Errorf("inputs = %+v, want %+v", c.Inputs, wantInputs)
@@ -345,7 +345,7 @@ func TestBadConfigs(t *testing.T) {
 			`:6: input "relative": socket_mode: applies only to a syslog: unixgram:// socket`,
 			`:8: input "tcp": syslog: "tcp://127.0.0.1:514": the scheme is unixgram:// or udp://, not "tcp"`,
 			`:12: input "twice": syslog: "udp://127.0.0.1:5140" is already received on by the input on line 10`,
-			`:13: input "twice": start_at: applies to files; a socket receives what is sent once it is bound`,
+			`:13: input "twice": start_at: applies to file inputs (path:), not to a syslog input`,
 			`:16: input "udp mode": socket_mode: applies only to a syslog: unixgram:// socket`,
 			`:19: input "mode": socket_mode: "0999" is not an octal permission like '0660' (quote it, or YAML reads 0660 as a number)`,
 		},

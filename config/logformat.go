@@ -100,14 +100,6 @@ func pointAt(text string, off int) string {
 	return fmt.Sprintf("%q", before+"⟨here⟩"+after)
 }
 
-// inputLabel names an input in messages: its name, else its path or socket.
-func inputLabel(in Input) string {
-	if in.Name != "" {
-		return in.Name
-	}
-	return in.Source()
-}
-
 // fromFormat makes a rule with neither match: nor fields: read the captures of its
 // inputs' log format: its named inputs, or every input. They must all have the same one.
 func (rd *ruleDecoder) fromFormat(line int, r *Rule, all []Input) {
@@ -120,11 +112,11 @@ func (rd *ruleDecoder) fromFormat(line int, r *Rule, all []Input) {
 		}
 		switch {
 		case in.LogFormat == nil:
-			without = append(without, fmt.Sprintf("%q", inputLabel(in)))
+			without = append(without, fmt.Sprintf("%q", in.Label()))
 		case f == nil:
-			f, first = in.LogFormat, inputLabel(in)
+			f, first = in.LogFormat, in.Label()
 		case !f.Equal(in.LogFormat):
-			rd.add(line, rd.subject, "match: is missing, and inputs %q and %q have different log formats: a rule without match: reads inputs of one format (name them with inputs: [...])", first, inputLabel(in))
+			rd.add(line, rd.subject, "match: is missing, and inputs %q and %q have different log formats: a rule without match: reads inputs of one format (name them with inputs: [...])", first, in.Label())
 			return
 		}
 	}

@@ -6,24 +6,22 @@ import (
 	"strconv"
 )
 
-// pathCaptures decodes an input's `path_captures:`, a regex over the path of the file a
-// line was read from whose named groups are captures of every line of that file.
-func (d *decoder) pathCaptures(e entry, subject string, in *Input) {
+// pathCaptures decodes a file input's `path_captures:`, a regex over the path of the file
+// a line was read from whose named groups are captures of every line of that file; nil
+// when it is not valid. wrapper is the input's, whose captures the regex must not name.
+func (d *decoder) pathCaptures(e entry, subject, wrapper string) *regexp.Regexp {
 	text, ok := d.scalar(e, subject, "path_captures")
 	switch {
 	case !ok:
-		return
-	case in.Path == "":
-		d.add(e.key.Line, subject, "path_captures: applies to files; a socket's lines come from no path")
-		return
+		return nil
 	case text == "":
 		d.add(e.key.Line, subject, "path_captures: is empty; give a regex with named groups, e.g. '^/var/log/pods/(?P<namespace>[^_]+)_(?P<pod>[^_]+)_'")
-		return
+		return nil
 	}
 	re, err := regexp.Compile(text)
 	if err != nil {
 		d.add(e.key.Line, subject, "path_captures: invalid regex: %s", regexError(err))
-		return
+		return nil
 	}
 	var names []string
 	for _, name := range re.SubexpNames() {
@@ -31,29 +29,29 @@ func (d *decoder) pathCaptures(e entry, subject string, in *Input) {
 		case name == "":
 		case slices.Contains(names, name):
 			d.add(e.key.Line, subject, "path_captures: capture %q is defined twice in the regex; rename one", name)
-			return
-		case name == CRITimeCapture && in.Wrapper == WrapperCRI:
+			return nil
+		case name == CRITimeCapture && wrapper == WrapperCRI:
 			d.add(e.key.Line, subject, "path_captures: %s is the time of a CRI line; name the capture otherwise", name)
-			return
+			return nil
 		default:
 			names = append(names, name)
 		}
 	}
 	if len(names) == 0 {
 		d.add(e.key.Line, subject, "path_captures: the regex has no named group; name the parts of the path to capture with (?P<name>...)")
-		return
+		return nil
 	}
-	in.PathCaptures = re
+	return re
 }
 
 // PathCaptureNames are the names of the input's path captures, in the regex's order; nil
 // without path_captures.
 func (in Input) PathCaptureNames() []string {
-	if in.PathCaptures == nil {
+	if in.File == nil || in.File.PathCaptures == nil {
 		return nil
 	}
 	var out []string
-	for _, name := range in.PathCaptures.SubexpNames() {
+	for _, name := range in.File.PathCaptures.SubexpNames() {
 		if name != "" {
 			out = append(out, name)
 		}
@@ -100,7 +98,7 @@ func (rd *ruleDecoder) checkPathCaptures(r *Rule, line int) {
 			continue
 		}
 		have := in.PathCaptureNames()
-		label := labelOfInput(in)
+		label := strconv.Quote(in.Label())
 		for _, name := range rd.paths {
 			if slices.Contains(have, name) {
 				continue
@@ -124,12 +122,4 @@ func (rd *ruleDecoder) checkPathCaptures(r *Rule, line int) {
 			}
 		}
 	}
-}
-
-// labelOfInput names an input in messages: by its name, else by its path.
-func labelOfInput(in Input) string {
-	if in.Name != "" {
-		return strconv.Quote(in.Name)
-	}
-	return strconv.Quote(in.Source())
 }

@@ -39,8 +39,8 @@ rules:
 	if got := c.Inputs[0].PathCaptureNames(); !slices.Equal(got, []string{"namespace", "pod", "container"}) {
 		t.Errorf("pods input: path captures %v", got)
 	}
-	if c.Inputs[1].PathCaptures != nil {
-		t.Errorf("local input: path captures %v, want none", c.Inputs[1].PathCaptures)
+	if c.Inputs[1].File.PathCaptures != nil {
+		t.Errorf("local input: path captures %v, want none", c.Inputs[1].File.PathCaptures)
 	}
 	r := c.Rules[0]
 	if !slices.Equal(r.PathCaptures, []string{"namespace", "pod", "container"}) {
@@ -66,7 +66,7 @@ func TestPathCapturesRefused(t *testing.T) {
 	}{
 		{"socket", `
 inputs: [{name: s, syslog: 'udp://127.0.0.1:5140', path_captures: '(?P<x>.)'}]
-rules: [{name: a, match: x}]`, `input "s": path_captures: applies to files`},
+rules: [{name: a, match: x}]`, `input "s": path_captures: applies to file inputs (path:), not to a syslog input`},
 		{"no named group", `
 inputs: [{path: /a, path_captures: '^/(a)'}]
 rules: [{name: a, match: x}]`, `path_captures: the regex has no named group`},

@@ -208,8 +208,8 @@ func mountedChartRules(t *testing.T, c chartCase, m *manifests, pod *corev1.PodT
 			t.Fatalf("%d inputs, want one per container %v", len(cfg.Inputs), containers)
 		}
 		for i, in := range cfg.Inputs {
-			if want := "/var/log/pods/*_*_*/" + containers[i] + "/*.log"; in.Path != want || in.Wrapper != config.WrapperCRI {
-				t.Errorf("input %d: path %q, wrapper %q; want %q, cri", i, in.Path, in.Wrapper, want)
+			if want := "/var/log/pods/*_*_*/" + containers[i] + "/*.log"; in.File == nil || in.File.Path != want || in.Wrapper != config.WrapperCRI {
+				t.Errorf("input %d: path %q, wrapper %q; want %q, cri", i, in.Source(), in.Wrapper, want)
 			}
 			if got := in.PathCaptureNames(); !slices.Equal(got, []string{"namespace", "pod", "container"}) {
 				t.Errorf("input %d: path captures %v", i, got)
@@ -225,11 +225,11 @@ func mountedChartRules(t *testing.T, c chartCase, m *manifests, pod *corev1.PodT
 		if strings.Contains(c.values, "port: 1514") {
 			port = 1514
 		}
-		if len(cfg.Inputs) != 1 || cfg.Inputs[0].Syslog != fmt.Sprintf("udp://0.0.0.0:%d", port) {
+		if len(cfg.Inputs) != 1 || !receivesOn(cfg.Inputs[0], fmt.Sprintf("udp://0.0.0.0:%d", port)) {
 			t.Errorf("inputs %+v: want one receiving on udp://0.0.0.0:%d", cfg.Inputs, port)
 		}
 	case "sidecar":
-		if len(cfg.Inputs) != 1 || cfg.Inputs[0].Syslog != "udp://127.0.0.1:5140" {
+		if len(cfg.Inputs) != 1 || !receivesOn(cfg.Inputs[0], "udp://127.0.0.1:5140") {
 			t.Errorf("inputs %+v: want one receiving on the pod's loopback, udp://127.0.0.1:5140", cfg.Inputs)
 		}
 	}
@@ -350,8 +350,8 @@ func checkChartPod(t *testing.T, c chartCase, m *manifests, pod *corev1.PodTempl
 		if port == nil || port.Protocol != corev1.ProtocolUDP {
 			t.Fatalf("syslog port %+v: want a UDP port named syslog", port)
 		}
-		if cfg != nil && cfg.Inputs[0].Socket.Addr != fmt.Sprintf("0.0.0.0:%d", port.ContainerPort) {
-			t.Errorf("the rules receive on %s, the container's syslog port is %d", cfg.Inputs[0].Socket.Addr, port.ContainerPort)
+		if cfg != nil && (cfg.Inputs[0].Syslog == nil || cfg.Inputs[0].Syslog.Socket.Addr != fmt.Sprintf("0.0.0.0:%d", port.ContainerPort)) {
+			t.Errorf("the rules receive on %s, the container's syslog port is %d", cfg.Inputs[0].Source(), port.ContainerPort)
 		}
 		if len(m.services) != 1 {
 			t.Fatalf("%d Services, want one", len(m.services))
@@ -582,8 +582,8 @@ func TestChartSidecarValues(t *testing.T) {
 	file, _ := flagValue(exp.Args, "--config.file")
 	rules, _ := m.configMapFile(t, spec, exp, file)
 	cfg := loadRules(t, rules)
-	if want := "udp://" + ctl.Config["syslog-host"] + ":" + ctl.Config["syslog-port"]; ctl.Config["enable-syslog"] != "true" || cfg.Inputs[0].Syslog != want {
-		t.Errorf("the controller sends to %s (enable-syslog %q); the rules receive on %s", want, ctl.Config["enable-syslog"], cfg.Inputs[0].Syslog)
+	if want := "udp://" + ctl.Config["syslog-host"] + ":" + ctl.Config["syslog-port"]; ctl.Config["enable-syslog"] != "true" || !receivesOn(cfg.Inputs[0], want) {
+		t.Errorf("the controller sends to %s (enable-syslog %q); the rules receive on %s", want, ctl.Config["enable-syslog"], cfg.Inputs[0].Source())
 	}
 	var port *corev1.ContainerPort
 	for _, pm := range m.podMonitors {

@@ -409,6 +409,12 @@ func loadRules(t *testing.T, text string) *config.Config {
 	return cfg
 }
 
+// receivesOn reports whether in is a syslog input receiving on the socket address as
+// written in the rules.
+func receivesOn(in config.Input, address string) bool {
+	return in.Syslog != nil && in.Syslog.Address == address
+}
+
 // TestExporterSidecar checks, for every rendered target, that the exporter receives what
 // nginx logs, through a volume both mount, with the expected rules; and the probes and
 // flags that keep the sidecar from taking nginx out of the Service or opening a reload
@@ -490,7 +496,7 @@ func checkSidecar(t *testing.T, m *manifests, d *appsv1.Deployment, wantRules st
 			if err != nil || !net.ParseIP(host).IsLoopback() {
 				t.Errorf("nginx sends its log to %s: want an address on the pod's loopback", server)
 			}
-			if slices.ContainsFunc(cfg.Inputs, func(in config.Input) bool { return in.Syslog == "udp://"+server }) {
+			if slices.ContainsFunc(cfg.Inputs, func(in config.Input) bool { return receivesOn(in, "udp://"+server) }) {
 				received++
 			}
 			continue
@@ -504,10 +510,10 @@ func checkSidecar(t *testing.T, m *manifests, d *appsv1.Deployment, wantRules st
 			t.Errorf("nginx logs to %s on volume %s, not a size-limited emptyDir shared with the exporter", target, vol.Name)
 		}
 		for _, in := range cfg.Inputs {
-			if in.Path == "" {
+			if in.File == nil {
 				continue
 			}
-			v, r, err := resolveMount(spec, exp, in.Path)
+			v, r, err := resolveMount(spec, exp, in.File.Path)
 			if err != nil {
 				t.Error(err)
 				continue
@@ -520,7 +526,7 @@ func checkSidecar(t *testing.T, m *manifests, d *appsv1.Deployment, wantRules st
 	if received != len(cfg.Inputs) {
 		t.Errorf("nginx logs to %q; the exporter's %d inputs receive %d of them", targets, len(cfg.Inputs), received)
 	}
-	if slices.ContainsFunc(cfg.Inputs, func(in config.Input) bool { return in.Syslog != "" }) && !slices.Contains(targets, "/dev/stdout") {
+	if slices.ContainsFunc(cfg.Inputs, func(in config.Input) bool { return in.Syslog != nil }) && !slices.Contains(targets, "/dev/stdout") {
 		t.Error("nginx logs only to the exporter: kubectl logs would show nothing")
 	}
 }

@@ -298,11 +298,11 @@ func (b *builder) health(cfg *config.Config) {
 		target{Expr: "sum by (input) (" + rate(selfmetric.InputUnmatchedLines.Name) + ")", Legend: "{{input}} unmatched", Range: true}), 8, 8)
 	b.add(timeseries("Dropped lines/s by rule and reason", "Lines a rule matched but could not count (no value, bad number, late, future ...).", "short",
 		target1("sum by (rule, reason) ("+rate(selfmetric.RuleDroppedLines.Name)+")", "{{rule}} {{reason}}")), 8, 8)
-	if slices.ContainsFunc(cfg.Inputs, func(in config.Input) bool { return in.Path != "" }) {
+	if slices.ContainsFunc(cfg.Inputs, func(in config.Input) bool { return in.File != nil }) {
 		b.add(timeseries("Bytes behind by file", "Bytes of a followed file not read yet.", "bytes",
 			target1("max by (input, path) (logwindow_input_behind_bytes"+sel+")", "{{input}} {{path}}")), 8, 8)
 	}
-	if slices.ContainsFunc(cfg.Inputs, func(in config.Input) bool { return in.Syslog != "" }) {
+	if slices.ContainsFunc(cfg.Inputs, func(in config.Input) bool { return in.Syslog != nil }) {
 		b.add(timeseries("Datagrams/s by syslog input", "Received; taken whole without a syslog header (malformed); lost before parsing (dropped, by reason).", "short",
 			target{Expr: "sum by (input) (" + rate(selfmetric.InputDatagrams.Name) + ")", Legend: "{{input}} received", Range: true},
 			target{Expr: "sum by (input) (" + rate(selfmetric.InputMalformedDatagrams.Name) + ")", Legend: "{{input}} malformed", Range: true},

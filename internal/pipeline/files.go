@@ -30,17 +30,17 @@ type fileInput struct {
 func inputOf(cfg *config.Config, file string) fileInput {
 	given, statErr := os.Stat(file)
 	for _, in := range cfg.Inputs {
-		if in.Path == "" {
-			continue // a socket: no file is its
+		if in.File == nil {
+			continue // no file is its
 		}
-		if ok, _ := filepath.Match(in.Path, file); ok || in.Path == file {
+		if ok, _ := filepath.Match(in.File.Path, file); ok || in.File.Path == file {
 			return fileInput{file: file, input: in, path: file, found: true}
 		}
 		if statErr != nil {
 			continue
 		}
 		// A path without a glob's metacharacters gives itself when it exists.
-		matches, _ := filepath.Glob(in.Path)
+		matches, _ := filepath.Glob(in.File.Path)
 		for _, m := range matches {
 			if fi, err := os.Stat(m); err == nil && os.SameFile(given, fi) {
 				return fileInput{file: file, input: in, path: m, found: true}
@@ -78,13 +78,13 @@ func inputsOf(cfg *config.Config, files []string, log *slog.Logger) []fileInput 
 func inputPaths(cfg *config.Config) string {
 	var paths []string
 	for _, in := range cfg.Inputs {
-		if in.Path == "" {
+		if in.File == nil {
 			continue
 		}
 		if in.Name == "" {
-			paths = append(paths, in.Path)
+			paths = append(paths, in.File.Path)
 		} else {
-			paths = append(paths, in.Name+": "+in.Path)
+			paths = append(paths, in.Name+": "+in.File.Path)
 		}
 	}
 	if len(paths) == 0 {

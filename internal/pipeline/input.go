@@ -12,7 +12,6 @@ import (
 	"github.com/logwindow/logwindow_exporter/internal/input"
 	"github.com/logwindow/logwindow_exporter/internal/input/cri"
 	"github.com/logwindow/logwindow_exporter/internal/input/follow"
-	"github.com/logwindow/logwindow_exporter/internal/input/syslog"
 	"github.com/logwindow/logwindow_exporter/internal/store"
 	"github.com/logwindow/logwindow_exporter/parser"
 )
@@ -27,6 +26,8 @@ type stream struct {
 	label  string // for self-metrics: the name, or the source when unnamed; guarded by Pipeline.mu
 	// running is the follower of a path or the listener on a socket.
 	running input.Input
+	// log is the logger of the input's lines (Pipeline.inputLogger).
+	log *slog.Logger
 	// bound is what the input's reading goroutine writes to: the generation it picked up
 	// at the first line after a reload. A reload clears it, so that an input that receives
 	// no line does not keep the previous generation (its parser and stores) alive.
@@ -112,13 +113,6 @@ func (in *stream) chargeHeld() {
 	}
 }
 
-func labelOf(ci config.Input) string {
-	if ci.Name != "" {
-		return ci.Name
-	}
-	return ci.Source()
-}
-
 // inputName is the name cfg gives the input reading source.
 func (g *generation) inputName(source string) string {
 	return g.input(source).Name
@@ -150,11 +144,11 @@ func (p *Pipeline) syncInputs(cfg *config.Config) error {
 	var errs []error
 	for _, ci := range cfg.Inputs {
 		deal := p.dealerOf(ci)
-		for shard := range max(ci.Shards, 1) {
+		for shard := range shardsOf(ci) {
 			key := streamKey(ci, shard)
 			wanted[key] = true
 			if in, running := p.inputs[key]; running {
-				in.label = labelOf(ci)
+				in.label = ci.Label()
 				continue
 			}
 			in, err := p.startInput(ci, shard, deal)
@@ -173,25 +167,27 @@ func (p *Pipeline) syncInputs(cfg *config.Config) error {
 // a glob shared by several followers the shard and their number (a reload that changes
 // the number starts the input's followers anew, as one that changes its path does).
 func streamKey(ci config.Input, shard int) string {
-	if ci.Shards <= 1 {
+	n := shardsOf(ci)
+	if n == 1 {
 		return ci.Source()
 	}
-	return fmt.Sprintf("%s#%d/%d", ci.Source(), shard, ci.Shards)
+	return fmt.Sprintf("%s#%d/%d", ci.Source(), shard, n)
 }
 
 // dealerOf is the dealer the followers of ci's shards share: a running shard's, so that
 // one restarted beside it is dealt the same directories, else a new one (nil with one
 // follower).
 func (p *Pipeline) dealerOf(ci config.Input) *dealer {
-	if ci.Shards <= 1 {
+	n := shardsOf(ci)
+	if n == 1 {
 		return nil
 	}
-	for shard := range ci.Shards {
+	for shard := range n {
 		if in, running := p.inputs[streamKey(ci, shard)]; running {
 			return in.deal
 		}
 	}
-	return newDealer(ci.Shards, p.opts.Now)
+	return newDealer(n, p.opts.Now)
 }
 
 // stopInputs stops every running input whose source keep does not hold (all when keep is
@@ -208,62 +204,35 @@ func (p *Pipeline) stopInputs(keep map[string]bool) {
 	}
 }
 
+// startInput starts the reader of one shard of input ci by the constructor of its kind.
 func (p *Pipeline) startInput(ci config.Input, shard int, deal *dealer) (*stream, error) {
-	in := &stream{source: ci.Source(), label: labelOf(ci), deal: deal}
+	in := &stream{source: ci.Source(), label: ci.Label(), deal: deal}
+	kind, ok := inputKinds[ci.Kind()]
+	if !ok {
+		return nil, fmt.Errorf("input %s: the pipeline runs no input of kind %q", in.label, ci.Kind())
+	}
+	in.log = p.inputLogger(ci, kind.sourceAttr)
 	if ci.Wrapper == config.WrapperCRI {
 		in.cri = cri.New(maxLineBytes(p.opts))
 		in.hold = func(n int64) { p.gen.Load().set.Hold(n) }
 	}
-	if ci.Syslog != "" {
-		l, err := syslog.Listen(syslog.Options{
-			Network:      ci.Socket.Network,
-			Addr:         ci.Socket.Addr,
-			SocketMode:   ci.SocketMode,
-			MaxLineBytes: p.opts.MaxLineBytes,
-			Logger:       p.inputLogger(ci),
-		}, in.handle(p))
-		if err != nil {
-			return nil, fmt.Errorf("input %s: %w", in.label, err)
-		}
-		in.running = l
-		return in, nil
-	}
-	opts := p.followOptions(ci)
-	opts.Backfill = p.warmStart(ci)
-	if deal != nil {
-		opts.Select = func(path string) bool { return deal.owns(path, shard) }
-	}
-	in.joinOptions(&opts)
-	in.chunked = true
-	opts.Chunk = func() { in.processing, in.wall = p.clock.read() }
-	f, err := follow.Start(opts, in.handle(p))
+	running, err := kind.start(p, ci, in, shard)
 	if err != nil {
 		return nil, fmt.Errorf("input %s: %w", in.label, err)
 	}
-	in.running = f
+	in.running = running
 	return in, nil
 }
 
-func (p *Pipeline) followOptions(ci config.Input) follow.Options {
-	return follow.Options{
-		Path:          ci.Path,
-		FromBeginning: ci.StartAt == config.StartAtBeginning,
-		MaxLineBytes:  p.opts.MaxLineBytes,
-		RotationGrace: p.opts.RotationGrace,
-		PollInterval:  p.opts.PollInterval,
-		Logger:        p.inputLogger(ci),
-	}
-}
-
 // inputLogger is the logger of an input's lines: input is its name, as in the input label
-// of its metrics and in rules' inputs:, or its path or socket when it has none. The file
-// a follower's line is about is its path attribute; a named syslog input's lines also
-// carry its socket, which they do not say otherwise.
-func (p *Pipeline) inputLogger(ci config.Input) *slog.Logger {
-	if ci.Syslog != "" && ci.Name != "" {
-		return p.opts.Logger.With("input", ci.Name, "socket", ci.Syslog)
+// of its metrics and in rules' inputs:, or its source when it has none. A named input's
+// lines also carry its source under sourceAttr, its kind's, when they do not say it
+// otherwise (a follower's name the file they are about).
+func (p *Pipeline) inputLogger(ci config.Input, sourceAttr string) *slog.Logger {
+	if sourceAttr != "" && ci.Name != "" {
+		return p.opts.Logger.With("input", ci.Name, sourceAttr, ci.Source())
 	}
-	return p.opts.Logger.With("input", labelOf(ci))
+	return p.opts.Logger.With("input", ci.Label())
 }
 
 // handle returns the follower's handler: every line goes through the current generation's
@@ -318,13 +287,13 @@ func (in *stream) release() { in.bound.Store(nil) }
 func MissingInputs(cfg *config.Config) []string {
 	var out []string
 	for _, ci := range cfg.Inputs {
-		if ci.Path == "" {
-			continue // a socket
+		if ci.File == nil {
+			continue // no file is its
 		}
-		if matches, err := filepath.Glob(ci.Path); err == nil && len(matches) > 0 {
+		if matches, err := filepath.Glob(ci.File.Path); err == nil && len(matches) > 0 {
 			continue
 		}
-		out = append(out, fmt.Sprintf("input %q: path %q matches no file; it is followed once one appears, and logwindow_input_files{input=%q} is 0 until then", labelOf(ci), ci.Path, labelOf(ci)))
+		out = append(out, fmt.Sprintf("input %q: path %q matches no file; it is followed once one appears, and logwindow_input_files{input=%q} is 0 until then", ci.Label(), ci.File.Path, ci.Label()))
 	}
 	return out
 }

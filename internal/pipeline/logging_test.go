@@ -57,16 +57,16 @@ func TestInputLogger(t *testing.T) {
 		in   config.Input
 		want string
 	}{
-		{"named file", config.Input{Name: "web", Path: "/var/log/nginx/*.log"}, "input=web"},
-		{"file", config.Input{Path: "/var/log/nginx/*.log"}, `input=/var/log/nginx/*.log`},
-		{"named syslog", config.Input{Name: "edge", Syslog: "udp://127.0.0.1:5514"}, "input=edge socket=udp://127.0.0.1:5514"},
-		{"syslog", config.Input{Syslog: "udp://127.0.0.1:5514"}, "input=udp://127.0.0.1:5514"},
+		{"named file", config.Input{Name: "web", File: &config.FileInput{Path: "/var/log/nginx/*.log"}}, "input=web"},
+		{"file", config.Input{File: &config.FileInput{Path: "/var/log/nginx/*.log"}}, `input=/var/log/nginx/*.log`},
+		{"named syslog", config.Input{Name: "edge", Syslog: &config.SyslogInput{Address: "udp://127.0.0.1:5514"}}, "input=edge socket=udp://127.0.0.1:5514"},
+		{"syslog", config.Input{Syslog: &config.SyslogInput{Address: "udp://127.0.0.1:5514"}}, "input=udp://127.0.0.1:5514"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			var log bytes.Buffer
 			p := &Pipeline{opts: Options{Logger: slog.New(slog.NewTextHandler(&log, nil))}}
-			p.inputLogger(c.in).Info("x")
+			p.inputLogger(c.in, inputKinds[c.in.Kind()].sourceAttr).Info("x")
 			if got := log.String(); !strings.HasSuffix(got, `msg=x `+c.want+"\n") {
 				t.Errorf("got %q, want it to end with msg=x %s", got, c.want)
 			}

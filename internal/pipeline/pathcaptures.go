@@ -27,12 +27,13 @@ type pathValues struct {
 // newPathValues returns nil when the input has no path captures or no rule reads any.
 func newPathValues(ci config.Input, p *parser.Parser) *pathValues {
 	names := p.PathCaptures()
-	if ci.PathCaptures == nil || len(names) == 0 {
+	if ci.File == nil || ci.File.PathCaptures == nil || len(names) == 0 {
 		return nil
 	}
-	pv := &pathValues{re: ci.PathCaptures, known: map[string][][]byte{}}
+	re := ci.File.PathCaptures
+	pv := &pathValues{re: re, known: map[string][][]byte{}}
 	for _, name := range names {
-		pv.groups = append(pv.groups, ci.PathCaptures.SubexpIndex(name))
+		pv.groups = append(pv.groups, re.SubexpIndex(name))
 	}
 	return pv
 }

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"log/slog"
 	"slices"
 	"time"
 
@@ -24,8 +25,8 @@ const probeBytes = 64 << 10
 // wrapper: cri input (its lines need the joining of partial lines), or no event-time rule
 // reading this input. Its lines carry their own time, so the windows of those rules can
 // be filled from the end of the file; processing-time rules cannot be.
-func (p *Pipeline) warmStart(ci config.Input) func(path string, file io.ReaderAt, end int64) {
-	if !p.starting || ci.StartAt != config.StartAtEnd || p.opts.BackfillBytes <= 0 || ci.Wrapper != "" {
+func (p *Pipeline) warmStart(ci config.Input, log *slog.Logger) func(path string, file io.ReaderAt, end int64) {
+	if !p.starting || ci.File.StartAt != config.StartAtEnd || p.opts.BackfillBytes <= 0 || ci.Wrapper != "" {
 		return nil
 	}
 	var longest int64
@@ -50,7 +51,7 @@ func (p *Pipeline) warmStart(ci config.Input) func(path string, file io.ReaderAt
 			paths.set(ps, path)
 		}
 		lines := readLines(file, from, end, maxLine, func(line []byte) { ps.ParseWrapped(name, line, nil, sink) })
-		p.inputLogger(ci).Info("warm start: windows of event-time rules filled from the end of the file",
+		log.Info("warm start: windows of event-time rules filled from the end of the file",
 			"path", path, "from", from, "to", end, "lines", lines)
 	}
 }

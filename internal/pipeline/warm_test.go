@@ -168,7 +168,7 @@ func TestWarmStartNotOnReload(t *testing.T) {
 	if got := gatherPipeline(t, p)[`requests_window{status="200",window="5m"}`]; got == 0 {
 		t.Fatal("no warm start at all")
 	}
-	changed, err := config.Parse([]byte(strings.ReplaceAll(strings.ReplaceAll(warmRules, "LOG", cfg.Inputs[0].Path), "[1m, 5m, 15m]", "[1m, 5m, 10m]")), "rules.yaml")
+	changed, err := config.Parse([]byte(strings.ReplaceAll(strings.ReplaceAll(warmRules, "LOG", cfg.Inputs[0].File.Path), "[1m, 5m, 15m]", "[1m, 5m, 10m]")), "rules.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -162,14 +162,6 @@ func number(v float64) string {
 	return strconv.FormatFloat(v, 'g', 6, 64)
 }
 
-// inputLabel is the input label of an input's self-metrics: its name, or its source.
-func inputLabel(in config.Input) string {
-	if in.Name != "" {
-		return in.Name
-	}
-	return in.Source()
-}
-
 // view gathers the registry, reads the rules' windows and lays out the page.
 func (o *Options) view(ctx context.Context) *view {
 	cfg := o.Source.Config()
@@ -244,7 +236,7 @@ func (o *Options) windowSums(ctx context.Context) map[string]exporter.WindowSums
 }
 
 func newInputRow(m metrics, in config.Input) inputRow {
-	l := inputLabel(in)
+	l := in.Label()
 	row := inputRow{Name: in.Name, Source: in.Source(),
 		Lines:     m.text(selfmetric.InputLines.Name, "input", l),
 		Unmatched: m.text(selfmetric.InputUnmatchedLines.Name, "input", l),
@@ -264,7 +256,7 @@ func newInputRow(m metrics, in config.Input) inputRow {
 	}
 	slices.SortFunc(row.Files, func(a, b pair) int { return strings.Compare(a.Name, b.Name) })
 	row.FilesFollowed = m.text(selfmetric.InputFiles.Name, "input", l)
-	if row.FilesFollowed == "–" && in.Syslog == "" {
+	if row.FilesFollowed == "–" && in.File != nil {
 		row.FilesFollowed = strconv.Itoa(len(row.Files))
 	}
 	row.Behind = number(behind)

@@ -1,0 +1,267 @@
+package config
+
+import (
+	"fmt"
+	"io/fs"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// inputKind is how the loader reads one kind of input. Its keys are written beside those
+// every input takes (inputKeys); a key of another kind is refused, naming both kinds.
+type inputKind struct {
+	name string
+	// key makes an input of the kind; reads is what such an input reads ("a file") and
+	// gives what key's value is ("the file or glob to follow"), for messages.
+	key, reads, gives string
+	// keys are the other keys only this kind takes.
+	keys []string
+	// decode reads the kind's keys of entries into its sub-struct of in, after the keys
+	// every input takes; sources maps each source to the line of the input that has it,
+	// across kinds. key may be missing (that is reported already): the other keys are
+	// still checked.
+	decode func(d *decoder, entries []entry, subject string, in *Input, sources map[string]int)
+}
+
+// inputKinds are the kinds of input, the first the one a message asks for when an input
+// has none: a new kind is its sub-struct of Input, a case in Input.Kind and Source, an
+// entry here, and its constructor in the pipeline.
+var inputKinds = []inputKind{
+	{name: KindFile, key: "path", reads: "a file", gives: "the file or glob to follow",
+		keys: []string{"start_at", "path_captures", "shards"}, decode: (*decoder).fileInput},
+	{name: KindSyslog, key: "syslog", reads: "a socket", gives: "a socket to receive on",
+		keys: []string{"socket_mode"}, decode: (*decoder).syslogInput},
+}
+
+// inputKeys are the keys every input takes, whatever its kind.
+var inputKeys = []string{"name", "format", "wrapper", "log_format", "log_format_escape", "apache_log_format"}
+
+// InputKinds names the kinds of input the loader makes, as Input.Kind does.
+func InputKinds() []string {
+	out := make([]string, len(inputKinds))
+	for i, k := range inputKinds {
+		out[i] = k.name
+	}
+	return out
+}
+
+// allInputKeys are the keys an input may have: every input's, and every kind's.
+func allInputKeys() []string {
+	keys := slices.Clone(inputKeys)
+	for _, k := range inputKinds {
+		keys = append(keys, k.key)
+		keys = append(keys, k.keys...)
+	}
+	return keys
+}
+
+func (d *decoder) inputs(e entry) []Input {
+	v := resolve(e.val)
+	if v.Kind != yaml.SequenceNode {
+		d.add(e.key.Line, "", "inputs: must be a list of inputs (- path: ...), not %s", kindName(v))
+		return nil
+	}
+	var out []Input
+	names := map[string]int{}
+	sources := map[string]int{}
+	keys := allInputKeys()
+	for i, item := range v.Content {
+		subject := fmt.Sprintf("input #%d", i+1)
+		entries, ok := d.mapping(item, subject, "")
+		if !ok {
+			continue
+		}
+		in := Input{}
+		if n, ok := find(entries, "name"); ok {
+			in.Name, _ = d.scalar(n, subject, "name")
+			if in.Name != "" {
+				subject = fmt.Sprintf("input %q", in.Name)
+				if first, dup := names[in.Name]; dup {
+					d.add(n.key.Line, subject, "name: another input already has this name (line %d)", first)
+				}
+				names[in.Name] = n.key.Line
+			}
+		}
+		d.known(entries, subject, "", keys...)
+		if f, ok := find(entries, "format"); ok {
+			in.Format = d.format(f, subject)
+		}
+		d.logFormat(entries, subject, &in)
+		if f, ok := find(entries, "format"); ok && in.LogFormat != nil {
+			d.add(f.key.Line, subject, "format: and a log format: the log format says how the lines are read (a JSON template with log_format_escape: json reads JSON); leave format: out")
+		}
+		if w, ok := find(entries, "wrapper"); ok {
+			in.Wrapper = d.wrapper(w, subject)
+		}
+		if k := d.kindOf(entries, subject, resolve(item).Line); k != nil {
+			k.decode(d, entries, subject, &in, sources)
+		}
+		out = append(out, in)
+	}
+	return out
+}
+
+// kindOf is the kind of an input, by the key that makes it; it reports an input with
+// none or with two, and every key of a kind the input is not. An input with none is read
+// as the kind its other keys are of, if any, so that their values are checked too.
+func (d *decoder) kindOf(entries []entry, subject string, line int) *inputKind {
+	var kind *inputKind
+	for i := range inputKinds {
+		k := &inputKinds[i]
+		e, ok := find(entries, k.key)
+		switch {
+		case !ok:
+		case kind == nil:
+			kind = k
+		default:
+			d.add(e.key.Line, subject, "%s and %s: an input reads %s or %s, not both; make two inputs", kind.key, k.key, kind.reads, k.reads)
+		}
+	}
+	if kind == nil {
+		first, others := inputKinds[0], inputKinds[1:]
+		var or []string
+		for _, k := range others {
+			or = append(or, k.key+": "+k.gives)
+		}
+		d.add(line, subject, "%s: is missing; give %s (or %s)", first.key, first.gives, strings.Join(or, ", or "))
+		for i := range inputKinds {
+			if slices.ContainsFunc(entries, func(e entry) bool { return slices.Contains(inputKinds[i].keys, e.key.Value) }) {
+				return &inputKinds[i]
+			}
+		}
+		return nil
+	}
+	for _, other := range inputKinds {
+		if other.name == kind.name {
+			continue
+		}
+		for _, key := range other.keys {
+			if e, ok := find(entries, key); ok {
+				d.add(e.key.Line, subject, "%s: applies to %s inputs (%s:), not to a %s input", key, other.name, other.key, kind.name)
+			}
+		}
+	}
+	return kind
+}
+
+// fileInput decodes the keys of a file input.
+func (d *decoder) fileInput(entries []entry, subject string, in *Input, sources map[string]int) {
+	f := &FileInput{}
+	in.File = f
+	if p, ok := find(entries, "path"); ok {
+		var pathOK bool
+		if f.Path, pathOK = d.scalar(p, subject, "path"); pathOK {
+			d.path(f.Path, p.key.Line, subject, sources)
+		}
+	}
+	if p, ok := find(entries, "path_captures"); ok {
+		f.PathCaptures = d.pathCaptures(p, subject, in.Wrapper)
+	}
+	if s, ok := find(entries, "shards"); ok {
+		d.shards(s, subject, f)
+	}
+	if s, ok := find(entries, "start_at"); ok {
+		text, ok := d.scalar(s, subject, "start_at")
+		switch {
+		case !ok:
+		case text == "end":
+			f.StartAt = StartAtEnd
+		case text == "beginning":
+			f.StartAt = StartAtBeginning
+		default:
+			d.add(s.key.Line, subject, "start_at: %q is neither end nor beginning", text)
+		}
+	}
+}
+
+// maxShards bounds `shards:`: more followers than cores gain nothing.
+const maxShards = 64
+
+// shards decodes `shards:`, which splits a glob's files among that many followers.
+func (d *decoder) shards(e entry, subject string, f *FileInput) {
+	text, ok := d.scalar(e, subject, "shards")
+	if !ok {
+		return
+	}
+	n, err := strconv.Atoi(text)
+	switch {
+	case err != nil || n < 1 || n > maxShards:
+		d.add(e.key.Line, subject, "shards: %q is not a whole number from 1 to %d", text, maxShards)
+	case f.Path == "" || !strings.ContainsAny(f.Path, "*?[\\"):
+		d.add(e.key.Line, subject, "shards: applies to a glob path, whose files the followers share")
+	default:
+		f.Shards = n
+	}
+}
+
+// path checks a file input's path; sources maps each path or socket address to the line
+// of the input that has it.
+func (d *decoder) path(path string, line int, subject string, sources map[string]int) {
+	if path == "" {
+		d.add(line, subject, "path: is empty; give the file or glob to follow")
+		return
+	}
+	if _, err := filepath.Match(path, ""); err != nil {
+		d.add(line, subject, "path: %q is not a valid glob: %s", path, err)
+		return
+	}
+	if first, dup := sources[path]; dup {
+		d.add(line, subject, "path: %q is already followed by the input on line %d (its lines would count twice)", path, first)
+	}
+	sources[path] = line
+}
+
+// syslogInput decodes the keys of a syslog input.
+func (d *decoder) syslogInput(entries []entry, subject string, in *Input, sources map[string]int) {
+	s := &SyslogInput{}
+	in.Syslog = s
+	if e, ok := find(entries, "syslog"); ok {
+		d.socket(e, subject, s, sources)
+	}
+	if m, ok := find(entries, "socket_mode"); ok {
+		d.socketMode(m, subject, s)
+	}
+}
+
+// socket decodes `syslog:`, the address of the socket.
+func (d *decoder) socket(e entry, subject string, s *SyslogInput, sources map[string]int) {
+	addr, ok := d.scalar(e, subject, "syslog")
+	if !ok {
+		return
+	}
+	a, err := parseSocketAddress(addr)
+	if err != nil {
+		d.add(e.key.Line, subject, "syslog: %s", err)
+		return
+	}
+	s.Address, s.Socket = addr, a
+	// Two spellings of one socket (udp://localhost:514 and udp://localhost:syslog) are not
+	// caught here; binding the second fails at start.
+	key := a.Network + " " + a.Addr
+	if first, dup := sources[key]; dup {
+		d.add(e.key.Line, subject, "syslog: %q is already received on by the input on line %d", addr, first)
+	}
+	sources[key] = e.key.Line
+}
+
+// socketMode decodes `socket_mode:`, an octal permission like '0660'.
+func (d *decoder) socketMode(e entry, subject string, s *SyslogInput) {
+	text, ok := d.scalar(e, subject, "socket_mode")
+	if !ok {
+		return
+	}
+	if s.Socket.Network != "unixgram" {
+		d.add(e.key.Line, subject, "socket_mode: applies only to a syslog: unixgram:// socket")
+		return
+	}
+	m, err := strconv.ParseUint(text, 8, 32)
+	if err != nil || m == 0 || m > 0o777 {
+		d.add(e.key.Line, subject, "socket_mode: %q is not an octal permission like '0660' (quote it, or YAML reads 0660 as a number)", text)
+		return
+	}
+	s.SocketMode = fs.FileMode(m)
+}

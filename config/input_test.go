@@ -1,0 +1,116 @@
+package config
+
+import (
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// Each kind's keys are written beside the shared ones and land in its sub-struct; a key of
+// another kind is refused at its line, naming both kinds.
+func TestInputShape(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		// input is the YAML of one input, its first line at line 2 of the file.
+		input string
+		want  Input
+		kind  string
+		err   string // else the whole error
+	}{
+		{name: "file", input: `
+  - name: web
+    path: /var/log/pods/*/*.log
+    start_at: beginning
+    shards: 2
+    wrapper: cri
+    format: json`,
+			want: Input{Name: "web", Wrapper: WrapperCRI, Format: FormatJSON,
+				File: &FileInput{Path: "/var/log/pods/*/*.log", StartAt: StartAtBeginning, Shards: 2}},
+			kind: KindFile},
+		{name: "syslog", input: `
+  - name: edge
+    syslog: unixgram:///run/edge.sock
+    socket_mode: '0600'
+    format: logfmt`,
+			want: Input{Name: "edge", Format: FormatLogfmt,
+				Syslog: &SyslogInput{Address: "unixgram:///run/edge.sock", Socket: SocketAddress{"unixgram", "/run/edge.sock"}, SocketMode: 0o600}},
+			kind: KindSyslog},
+		{name: "shards on a socket", input: `
+  - name: edge
+    syslog: udp://127.0.0.1:5140
+    shards: 2`,
+			err: `in.yaml:4: input "edge": shards: applies to file inputs (path:), not to a syslog input`},
+		{name: "path_captures and start_at on a socket", input: `
+  - syslog: udp://127.0.0.1:5140
+    path_captures: '(?P<x>.)'
+    start_at: end`,
+			err: "in.yaml:3: input #1: path_captures: applies to file inputs (path:), not to a syslog input\n" +
+				"in.yaml:4: input #1: start_at: applies to file inputs (path:), not to a syslog input"},
+		{name: "socket_mode on a file", input: `
+  - path: /var/log/a.log
+    socket_mode: '0660'`,
+			err: `in.yaml:3: input #1: socket_mode: applies to syslog inputs (syslog:), not to a file input`},
+		{name: "two kinds", input: `
+  - path: /var/log/a.log
+    syslog: udp://127.0.0.1:5140`,
+			err: `in.yaml:3: input #1: path and syslog: an input reads a file or a socket, not both; make two inputs`},
+		{name: "no kind, a file's keys checked", input: `
+  - name: lost
+    shards: many`,
+			err: "in.yaml:2: input \"lost\": path: is missing; give the file or glob to follow (or syslog: a socket to receive on)\n" +
+				`in.yaml:3: input "lost": shards: "many" is not a whole number from 1 to 64`},
+		{name: "unknown key", input: `
+  - path: /var/log/a.log
+    socket: udp://127.0.0.1:5140`,
+			err: `in.yaml:3: input #1: unknown key "socket" (known keys: name, format, wrapper, log_format, log_format_escape, apache_log_format, path, start_at, path_captures, shards, syslog, socket_mode)`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := Parse([]byte("inputs:"+tc.input+"\nrules: [{name: a, match: x}]\n"), "in.yaml")
+			if tc.err != "" {
+				if err == nil || err.Error() != tc.err {
+					t.Errorf("error:\n%v\nwant:\n%s", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := c.Inputs[0]; !reflect.DeepEqual(got, tc.want) || got.Kind() != tc.kind {
+				t.Errorf("input %+v (file %+v, syslog %+v), kind %q; want %+v, kind %q", got, got.File, got.Syslog, got.Kind(), tc.want, tc.kind)
+			}
+		})
+	}
+}
+
+// Every kind the loader makes names itself and its source.
+func TestInputKinds(t *testing.T) {
+	c, err := Parse([]byte(`
+inputs:
+  - {name: f, path: /var/log/a.log, path_captures: '/(?P<file>[^/]+)$'}
+  - {name: s, syslog: 'udp://127.0.0.1:5140'}
+rules: [{name: a, match: x}]
+`), "kinds.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kinds []string
+	for _, in := range c.Inputs {
+		kinds = append(kinds, in.Kind())
+	}
+	if !slices.Equal(kinds, InputKinds()) {
+		t.Errorf("kinds %v, want one input of each of %v", kinds, InputKinds())
+	}
+	for i, want := range []struct{ source, label, captures string }{
+		{"/var/log/a.log", "f", "file"},
+		{"udp://127.0.0.1:5140", "s", ""},
+	} {
+		in := c.Inputs[i]
+		if in.Source() != want.source || in.Label() != want.label || strings.Join(in.PathCaptureNames(), ",") != want.captures {
+			t.Errorf("input %d: source %q, label %q, path captures %v; want %+v", i, in.Source(), in.Label(), in.PathCaptureNames(), want)
+		}
+	}
+	if (Input{}).Kind() != "" || (Input{}).Source() != "" {
+		t.Errorf("an Input the loader did not make has kind %q, source %q", Input{}.Kind(), Input{}.Source())
+	}
+}

@@ -1,0 +1,69 @@
+package pipeline
+
+import (
+	"github.com/logwindow/logwindow_exporter/config"
+	"github.com/logwindow/logwindow_exporter/internal/input"
+	"github.com/logwindow/logwindow_exporter/internal/input/follow"
+	"github.com/logwindow/logwindow_exporter/internal/input/syslog"
+)
+
+// inputKind is how the pipeline runs one kind of input.
+type inputKind struct {
+	// start runs the reader of shard of input ci, whose kind's sub-struct is set, handing
+	// its lines to in.handle; in has its logger and, for a wrapper: cri input, its joiner.
+	start func(p *Pipeline, ci config.Input, in *stream, shard int) (input.Input, error)
+	// shards is how many readers share ci's lines; nil for one.
+	shards func(ci config.Input) int
+	// sourceAttr is the log attribute under which a named input's lines say its source;
+	// "" when they say it otherwise.
+	sourceAttr string
+}
+
+// inputKinds are the kinds of input the pipeline runs, by config.Input.Kind, in the
+// manner of blackbox_exporter's probers: a new kind is its package under internal/input,
+// its sub-struct of config.Input, its constructor below and its line here.
+var inputKinds = map[string]inputKind{
+	config.KindFile:   {start: startFollower, shards: func(ci config.Input) int { return ci.File.Shards }},
+	config.KindSyslog: {start: startListener, sourceAttr: "socket"},
+}
+
+// shardsOf is how many readers share input ci's lines, at least one.
+func shardsOf(ci config.Input) int {
+	if k := inputKinds[ci.Kind()]; k.shards != nil {
+		return max(k.shards(ci), 1)
+	}
+	return 1
+}
+
+// startFollower follows a file input's path: a follower per shard of a glob, each
+// reading the directories dealt to it. It reads the clock once per chunk, and at process
+// start may fill the windows of event-time rules from the end of the files (warmStart).
+func startFollower(p *Pipeline, ci config.Input, in *stream, shard int) (input.Input, error) {
+	opts := follow.Options{
+		Path:          ci.File.Path,
+		FromBeginning: ci.File.StartAt == config.StartAtBeginning,
+		MaxLineBytes:  p.opts.MaxLineBytes,
+		RotationGrace: p.opts.RotationGrace,
+		PollInterval:  p.opts.PollInterval,
+		Logger:        in.log,
+		Backfill:      p.warmStart(ci, in.log),
+	}
+	if in.deal != nil {
+		opts.Select = func(path string) bool { return in.deal.owns(path, shard) }
+	}
+	in.joinOptions(&opts)
+	in.chunked = true
+	opts.Chunk = func() { in.processing, in.wall = p.clock.read() }
+	return follow.Start(opts, in.handle(p))
+}
+
+// startListener binds a syslog input's socket; its lines read the clock per datagram.
+func startListener(p *Pipeline, ci config.Input, in *stream, _ int) (input.Input, error) {
+	return syslog.Listen(syslog.Options{
+		Network:      ci.Syslog.Socket.Network,
+		Addr:         ci.Syslog.Socket.Addr,
+		SocketMode:   ci.Syslog.SocketMode,
+		MaxLineBytes: p.opts.MaxLineBytes,
+		Logger:       in.log,
+	}, in.handle(p))
+}
