@@ -21,6 +21,10 @@ import (
 	"github.com/logwindow/logwindow_exporter/internal/selfmetric"
 )
 
+// buildInfo is the version collector's family, which client_golang names after the
+// namespace it is given (selfmetric.Namespace).
+const buildInfo = selfmetric.Namespace + "_build_info"
+
 // Options name the dashboard; Grafana's sidecar and links find it by UID. Empty fields
 // are derived from the rule file's name.
 type Options struct {
@@ -129,7 +133,7 @@ func variables(cfg *config.Config) []variable {
 	}
 	ds := &ref{Type: "prometheus", UID: "${datasource}"}
 	labelValues := func(selector, label string) *variableQuery {
-		q := fmt.Sprintf("label_values(logwindow_build_info%s, %s)", selector, label)
+		q := fmt.Sprintf("label_values(%s%s, %s)", buildInfo, selector, label)
 		return &variableQuery{QryType: 1, Query: q, RefID: "PrometheusVariableQueryEditor-VariableQuery"}
 	}
 	job, instance := labelValues("", "job"), labelValues(`{job=~"$job"}`, "instance")
@@ -300,7 +304,7 @@ func (b *builder) health(cfg *config.Config) {
 		target1("sum by (rule, reason) ("+rate(selfmetric.RuleDroppedLines.Name)+")", "{{rule}} {{reason}}")), 8, 8)
 	if slices.ContainsFunc(cfg.Inputs, func(in config.Input) bool { return in.File != nil }) {
 		b.add(timeseries("Bytes behind by file", "Bytes of a followed file not read yet.", "bytes",
-			target1("max by (input, path) (logwindow_input_behind_bytes"+sel+")", "{{input}} {{path}}")), 8, 8)
+			target1("max by (input, path) ("+selfmetric.InputBehindBytes.Name+sel+")", "{{input}} {{path}}")), 8, 8)
 	}
 	if slices.ContainsFunc(cfg.Inputs, func(in config.Input) bool { return in.Syslog != nil }) {
 		b.add(timeseries("Datagrams/s by syslog input", "Received; taken whole without a syslog header (malformed); lost before parsing (dropped, by reason).", "short",
@@ -309,10 +313,10 @@ func (b *builder) health(cfg *config.Config) {
 			target{Expr: "sum by (input, reason) (" + rate(selfmetric.InputDroppedDatagrams.Name) + ")", Legend: "{{input}} dropped ({{reason}})", Range: true}), 8, 8)
 	}
 	b.add(timeseries("Series vs budget by rule", "Live label sets over max_series_per_rule; at 100% new label sets fold into __overflow__.", "percentunit",
-		target1("max by (rule) (logwindow_rule_series"+sel+" / logwindow_rule_series_limit"+sel+")", "{{rule}}")), 12, 8)
+		target1("max by (rule) ("+selfmetric.RuleSeries.Name+sel+" / "+selfmetric.RuleSeriesLimit.Name+sel+")", "{{rule}}")), 12, 8)
 	b.add(stat("Last config reload", "1: the running rules are the file's; 0: the last reload was refused.", "none",
-		"min(logwindow_config_last_reload_successful"+sel+")"), 6, 8)
-	version := stat("Exporter version", "", "none", "count by (version) (logwindow_build_info"+sel+")")
+		"min("+selfmetric.ConfigLastReloadSuccessful.Name+sel+")"), 6, 8)
+	version := stat("Exporter version", "", "none", "count by (version) ("+buildInfo+sel+")")
 	version.Targets[0].Legend = "{{version}}"
 	b.add(version, 6, 8)
 }
