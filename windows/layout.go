@@ -258,6 +258,8 @@ type Layout struct {
 	floors  []int
 	account Account
 	bytes   int
+	// fp is the Fingerprint of what a series' encoding depends on.
+	fp uint64
 }
 
 // wheel is one ring of slots of a Series.
@@ -330,6 +332,7 @@ func NewLayout(windows []time.Duration, opts Options) (*Layout, error) {
 			l.bytes += slots * floor
 		}
 	}
+	l.fp = l.fingerprint()
 	return l, nil
 }
 
