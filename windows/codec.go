@@ -117,7 +117,7 @@ func (s *Series) AppendBinary(dst []byte) ([]byte, error) {
 		dst = wire.AppendVarint(dst, s.t)
 		dst = wire.AppendUvarint(dst, uint64(s.t-s.last))
 	}
-	dst = appendRuns(dst, len(s.data)/l.stride, func(i int) bool { return !s.cleared(i * l.stride) },
+	dst, _ = appendRuns(dst, len(s.data)/l.stride, func(i int) bool { return !s.cleared(i * l.stride) },
 		func(dst []byte, i int) ([]byte, error) {
 			for _, f := range s.data[i*l.stride : (i+1)*l.stride] {
 				dst = wire.AppendFloat(dst, f)
@@ -137,18 +137,16 @@ func (s *Series) AppendBinary(dst []byte) ([]byte, error) {
 			dst = wire.AppendVarint(append(dst, openClosed), o.slot)
 		}
 	}
-	var err error
-	dst = appendRuns(dst, len(s.rings.sums), func(i int) bool { return s.rings.sums[i] != nil },
+	return appendRuns(dst, len(s.rings.sums), func(i int) bool { return s.rings.sums[i] != nil },
 		func(dst []byte, i int) ([]byte, error) {
 			c, ok := s.rings.sums[i].(Codec)
 			if !ok {
-				err = fmt.Errorf("%w: %T", ErrNoCodec, s.rings.sums[i])
-				return dst, err
+				return dst, fmt.Errorf("%w: %T", ErrNoCodec, s.rings.sums[i])
 			}
 			// The length goes before the summary: written after it, in as many bytes as
 			// it takes, and the summary moved up behind it.
 			at := len(dst)
-			dst, err = c.AppendBinary(dst)
+			dst, err := c.AppendBinary(dst)
 			if err != nil {
 				return dst, err
 			}
@@ -160,39 +158,41 @@ func (s *Series) AppendBinary(dst []byte) ([]byte, error) {
 			copy(dst[at:], pre[:p])
 			return dst, nil
 		})
-	return dst, err
 }
 
 // appendRuns appends the runs of the items 0…n−1 that are kept (see AppendBinary): how
-// many runs, then per run the items skipped, the items kept and each of them.
-func appendRuns(dst []byte, n int, kept func(i int) bool, each func(dst []byte, i int) ([]byte, error)) []byte {
-	var runs [][2]int
-	for i := 0; i < n; {
+// many runs, then per run the items skipped, the items kept and each of them. It counts
+// the runs first rather than collect them, so that it allocates nothing of its own.
+func appendRuns(dst []byte, n int, kept func(i int) bool, each func(dst []byte, i int) ([]byte, error)) ([]byte, error) {
+	runs, in := 0, false
+	for i := range n {
+		k := kept(i)
+		if k && !in {
+			runs++
+		}
+		in = k
+	}
+	dst = wire.AppendUvarint(dst, uint64(runs))
+	for i, prev := 0, 0; i < n; {
+		if !kept(i) {
+			i++
+			continue
+		}
 		j := i
 		for j < n && kept(j) {
 			j++
 		}
-		if j > i {
-			runs = append(runs, [2]int{i, j})
-			i = j
-			continue
-		}
-		i++
-	}
-	dst = wire.AppendUvarint(dst, uint64(len(runs)))
-	prev := 0
-	for _, r := range runs {
-		dst = wire.AppendUvarint(dst, uint64(r[0]-prev))
-		dst = wire.AppendUvarint(dst, uint64(r[1]-r[0]))
-		for i := r[0]; i < r[1]; i++ {
+		dst = wire.AppendUvarint(dst, uint64(i-prev))
+		dst = wire.AppendUvarint(dst, uint64(j-i))
+		for ; i < j; i++ {
 			var err error
 			if dst, err = each(dst, i); err != nil {
-				return dst
+				return dst, err
 			}
 		}
-		prev = r[1]
+		prev = j
 	}
-	return dst
+	return dst, nil
 }
 
 // readRuns reads what appendRuns wrote over n items, calling each with every kept item's
@@ -223,14 +223,14 @@ func readRuns(r *wire.Reader, n int, each func(i int)) {
 // cleared reports whether the slot starting at data[i] is as clear left it, bit for bit.
 func (s *Series) cleared(i int) bool {
 	l := s.layout
-	var want [4]float64 // sum, then count, max and min as kept
-	if l.extrema != 0 {
-		want[l.extrema], want[l.extrema+1] = math.Inf(-1), math.Inf(1)
-	}
-	for j, f := range s.data[i : i+l.stride] {
-		if math.Float64bits(f) != math.Float64bits(want[j]) {
-			return false
-		}
+	d := s.data[i : i+l.stride]
+	switch {
+	case math.Float64bits(d[0]) != 0:
+		return false
+	case l.events != 0 && math.Float64bits(d[l.events]) != 0:
+		return false
+	case l.extrema != 0:
+		return math.IsInf(d[l.extrema], -1) && math.IsInf(d[l.extrema+1], 1)
 	}
 	return true
 }

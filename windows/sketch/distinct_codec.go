@@ -2,7 +2,6 @@ package sketch
 
 import (
 	"encoding/binary"
-	"slices"
 
 	"github.com/logwindow/logwindow_exporter/internal/storage/wire"
 )
@@ -86,15 +85,15 @@ func (d *Distinct) UnmarshalBinary(data []byte) error {
 		if n == 0 {
 			return r.Failf("sparse sketch without keys")
 		}
-		if sorted := slices.Sorted(slices.Values(keys)); len(slices.Compact(sorted)) != n {
+		// Into a table, which finds a key repeated; a sealed sketch keeps just the keys.
+		for _, k := range keys {
+			got.insert(k)
+		}
+		if int(got.n) != n {
 			return r.Failf("sparse keys repeat")
 		}
 		if form == distinctSealed {
-			got.set, got.n, got.sealed = keys, int32(n), true
-		} else {
-			for _, k := range keys {
-				got.insert(k)
-			}
+			got.set, got.sealed = keys, true
 		}
 	default:
 		return r.Failf("distinct form %d", form)
