@@ -205,8 +205,10 @@ func readRuns(r *wire.Reader, n int, each func(i int)) {
 		if r.Err() != nil {
 			return
 		}
-		if kept == 0 || skip > uint64(n-at) || kept > uint64(n-at)-skip {
-			r.Failf("run of %d after %d past %d items", kept, skip, n-at)
+		// Runs are as appendRuns writes them: apart, so that an encoding is the only one
+		// of what it encodes.
+		if kept == 0 || skip == 0 && at > 0 || skip > uint64(n-at) || kept > uint64(n-at)-skip {
+			r.Failf("run of %d after %d at %d of %d items", kept, skip, at, n)
 			return
 		}
 		at += int(skip)
@@ -277,6 +279,9 @@ func (l *Layout) DecodeSeries(b []byte) (*Series, []byte, error) {
 	readRuns(r, len(s.data)/l.stride, func(i int) {
 		for j := range s.data[i*l.stride : (i+1)*l.stride] {
 			s.data[i*l.stride+j] = r.Float()
+		}
+		if s.cleared(i * l.stride) {
+			r.Failf("empty slot %d written", i)
 		}
 	})
 	if s.rings != nil {

@@ -108,10 +108,11 @@ func (r *Reader) Bool() bool {
 	return false
 }
 
-// Uvarint reads a uvarint.
+// Uvarint reads a uvarint. Only the shortest encoding of a number is one, so that a
+// record reads back to the bytes it was read from.
 func (r *Reader) Uvarint() uint64 {
 	x, n := binary.Uvarint(r.b)
-	if n <= 0 {
+	if n <= 0 || n > 1 && r.b[n-1] == 0 {
 		r.Failf("bad uvarint")
 		return 0
 	}
@@ -119,10 +120,10 @@ func (r *Reader) Uvarint() uint64 {
 	return x
 }
 
-// Varint reads a zigzag varint.
+// Varint reads a zigzag varint, in its shortest encoding as Uvarint.
 func (r *Reader) Varint() int64 {
 	x, n := binary.Varint(r.b)
-	if n <= 0 {
+	if n <= 0 || n > 1 && r.b[n-1] == 0 {
 		r.Failf("bad varint")
 		return 0
 	}

@@ -52,6 +52,8 @@ func TestRefused(t *testing.T) {
 	}{
 		{"truncated uvarint", []byte{0x80}, func(r *Reader) { r.Uvarint() }},
 		{"overlong uvarint", []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01}, func(r *Reader) { r.Uvarint() }},
+		{"uvarint not shortest", []byte{0x81, 0x00}, func(r *Reader) { r.Uvarint() }},
+		{"varint not shortest", []byte{0x80, 0x80, 0x00}, func(r *Reader) { r.Varint() }},
 		{"not a bool", []byte{2}, func(r *Reader) { r.Bool() }},
 		{"count over the most", []byte{5, 1, 1, 1, 1, 1}, func(r *Reader) { r.Count(4, 1) }},
 		{"count over the bytes", []byte{5, 1, 1, 1, 1}, func(r *Reader) { r.Count(100, 1) }},
