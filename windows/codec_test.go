@@ -291,3 +291,46 @@ func FuzzDecodeSeries(f *testing.F) {
 		}
 	})
 }
+
+// TestCodecConcurrent encodes a series while events are added to it and it is read: each
+// encoding is of one moment of the series, and decodes (the race detector checks the
+// locking).
+func TestCodecConcurrent(t *testing.T) {
+	l, err := NewLayout(defaultWindows, Options{Events: true, Summaries: []SummaryKind{bagOfValues}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := l.NewSeries()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := range int64(2000) {
+			s.Add(1000+i/10, 1000+i/10, 1)
+			s.Read(1000+i/10, 1000, nil)
+		}
+	}()
+	for running := true; running; {
+		select {
+		case <-done:
+			running = false
+		default:
+		}
+		enc, err := s.AppendBinary(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, _, err := l.DecodeSeries(enc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Events come ten a second: the copy's newest second says how many it holds.
+		last := c.LastAdd()
+		if last == math.MinInt64 {
+			continue
+		}
+		lo, hi := float64(10*(last-1000)+1), float64(10*(last-1000)+10)
+		if st := c.Read(1200, 1000, nil); st[4].Events < lo || st[4].Events > hi {
+			t.Fatalf("copy of last add %d holds %v events, want %v to %v", last, st[4].Events, lo, hi)
+		}
+	}
+}

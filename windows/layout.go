@@ -76,6 +76,14 @@
 // (Capper), so that past it a summary is coarsened (each kind says how) instead of
 // growing; the floors, counted from the start, let every slot still have one.
 //
+// # Saving
+//
+// A series encodes to bytes (Series.AppendBinary) and decodes into a layout of the same
+// Fingerprint (Layout.DecodeSeries), so that windows survive a restart: the decoded series
+// reads and goes on exactly as the original would have, its summaries restored by their
+// kinds (Codec). Decoding takes hostile bytes: it returns an error rather than panic, and
+// allocates no more than the layout and the bytes account for.
+//
 // # Time
 //
 // Nothing here reads a clock: every call passes the current second (Unix seconds), and a
