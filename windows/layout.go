@@ -76,6 +76,14 @@
 // (Capper), so that past it a summary is coarsened (each kind says how) instead of
 // growing; the floors, counted from the start, let every slot still have one.
 //
+// # Saving
+//
+// A series encodes to bytes (Series.AppendBinary) and decodes into a layout of the same
+// Fingerprint (Layout.DecodeSeries), so that windows survive a restart: the decoded series
+// reads and goes on exactly as the original would have, its summaries restored by their
+// kinds (Codec). Decoding takes hostile bytes: it returns an error rather than panic, and
+// allocates no more than the layout and the bytes account for.
+//
 // # Time
 //
 // Nothing here reads a clock: every call passes the current second (Unix seconds), and a
@@ -258,6 +266,8 @@ type Layout struct {
 	floors  []int
 	account Account
 	bytes   int
+	// fp is the Fingerprint of what a series' encoding depends on.
+	fp uint64
 }
 
 // wheel is one ring of slots of a Series.
@@ -330,6 +340,7 @@ func NewLayout(windows []time.Duration, opts Options) (*Layout, error) {
 			l.bytes += slots * floor
 		}
 	}
+	l.fp = l.fingerprint()
 	return l, nil
 }
 

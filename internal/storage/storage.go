@@ -1,0 +1,360 @@
+// Package storage keeps the exporter's state across restarts in one snapshot file per
+// directory: named sections of length-prefixed records, checksummed, written whole to a
+// temporary file that is synced and renamed over the last snapshot, so that the snapshot
+// on disk is always a complete one, old or new, whatever happens during a write.
+//
+// What the records hold is the caller's (series encoded by windows, followed files'
+// positions); this package guarantees that Read returns exactly the records a Writer
+// committed, or an error: ErrCorrupt, ErrVersion or ErrTooLarge for a snapshot to set aside
+// (SetAside), fs.ErrNotExist when there is none.
+//
+// # Format
+//
+// All integers are uvarints unless said otherwise; CRCs are CRC-32C, 4 bytes little-endian.
+//
+//	file    = magic "LWSNAP\r\n" · version (4 bytes little-endian) · section* · end
+//	section = 0x01 · name length · name · record* · 0x00 · CRC of the section from its 0x01
+//	record  = length+1 · bytes
+//	end     = 0x02 · number of sections · CRC of the whole file before it
+//
+// The version is read before anything else, so that a snapshot of another format is told
+// apart from a corrupt one.
+package storage
+
+import (
+	"bufio"
+	"cmp"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash"
+	"hash/crc32"
+	"io"
+	"io/fs"
+	"iter"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/logwindow/logwindow_exporter/internal/storage/wire"
+)
+
+// Version is the format this package writes and reads.
+const Version = 1
+
+// FileName is the snapshot's name in its directory.
+const FileName = "snapshot"
+
+// magic opens every snapshot; the line ending catches a copy that translated newlines.
+const magic = "LWSNAP\r\n"
+
+// Markers of the format.
+const (
+	markSection = 1
+	markEnd     = 2
+)
+
+var (
+	// ErrCorrupt is the error of a snapshot that is not one: truncated, altered, or not
+	// written by this package. It is wire.ErrCorrupt, so that a record that does not decode
+	// is corrupt too.
+	ErrCorrupt = wire.ErrCorrupt
+	// ErrVersion is the error of a snapshot of another format version.
+	ErrVersion = errors.New("snapshot of another format version")
+	// ErrTooLarge is the error of a snapshot over the size the caller allows.
+	ErrTooLarge = errors.New("snapshot too large")
+)
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// tmpPrefix names the temporary files a Writer writes to.
+const tmpPrefix = FileName + ".tmp-"
+
+// Writer writes a snapshot to a temporary file in its directory; Commit puts it in place
+// of the last one, Abort throws it away. It is not safe for concurrent use, and a
+// directory has one writer at a time.
+type Writer struct {
+	dir  string
+	f    *os.File
+	w    *bufio.Writer
+	file hash.Hash32 // CRC of the whole file so far
+	sec  hash.Hash32 // CRC of the open section, nil when none is open
+	n    int         // sections
+	err  error
+	buf  []byte
+}
+
+// Create starts a snapshot in dir, which must exist, and removes the temporary files
+// that writes cut short (by a crash) left there.
+func Create(dir string) (*Writer, error) {
+	if stale, err := filepath.Glob(filepath.Join(dir, tmpPrefix+"*")); err == nil {
+		for _, p := range stale {
+			os.Remove(p)
+		}
+	}
+	f, err := os.CreateTemp(dir, tmpPrefix+"*")
+	if err != nil {
+		return nil, fmt.Errorf("snapshot: %w", err)
+	}
+	w := &Writer{dir: dir, f: f, w: bufio.NewWriterSize(f, 1<<16), file: crc32.New(castagnoli)}
+	w.write(binary.LittleEndian.AppendUint32([]byte(magic), Version))
+	return w, nil
+}
+
+// write writes b to the file and the CRCs, remembering the first error.
+func (w *Writer) write(b []byte) {
+	if w.err != nil {
+		return
+	}
+	if _, w.err = w.w.Write(b); w.err != nil {
+		return
+	}
+	w.file.Write(b)
+	if w.sec != nil {
+		w.sec.Write(b)
+	}
+}
+
+// Section ends the section open, if any, and opens one named name: the records written
+// next are its own. Names may repeat; Read returns sections in the order written.
+func (w *Writer) Section(name string) error {
+	w.endSection()
+	w.sec = crc32.New(castagnoli)
+	w.buf = wire.AppendBytes(append(w.buf[:0], markSection), []byte(name))
+	w.write(w.buf)
+	w.n++
+	return w.err
+}
+
+// endSection closes the open section with its CRC.
+func (w *Writer) endSection() {
+	if w.sec == nil {
+		return
+	}
+	w.write([]byte{0})
+	sum := w.sec.Sum32()
+	w.sec = nil
+	w.write(binary.LittleEndian.AppendUint32(w.buf[:0], sum))
+}
+
+// Record writes one record into the open section; b is not retained.
+func (w *Writer) Record(b []byte) error {
+	if w.err == nil && w.sec == nil {
+		w.err = errors.New("snapshot: record outside a section")
+	}
+	w.write(wire.AppendUvarint(w.buf[:0], uint64(len(b))+1))
+	w.write(b)
+	return w.err
+}
+
+// Commit ends the snapshot and puts it in place of the last one: synced to disk, renamed
+// to FileName, and the directory synced so that the rename lasts. On any error the last
+// snapshot is left as it was and the temporary file is removed.
+func (w *Writer) Commit() error {
+	w.endSection()
+	end := binary.AppendUvarint(append(w.buf[:0], markEnd), uint64(w.n))
+	w.write(end)
+	w.write(binary.LittleEndian.AppendUint32(w.buf[:0], w.file.Sum32()))
+	if w.err == nil {
+		w.err = w.w.Flush()
+	}
+	if w.err == nil {
+		w.err = w.f.Sync()
+	}
+	if err := w.f.Close(); w.err == nil {
+		w.err = err
+	}
+	if w.err == nil {
+		w.err = os.Rename(w.f.Name(), filepath.Join(w.dir, FileName))
+	}
+	if w.err != nil {
+		os.Remove(w.f.Name())
+		return fmt.Errorf("snapshot: %w", w.err)
+	}
+	return syncDir(w.dir)
+}
+
+// Abort throws the snapshot away; the last one stays. It may follow Commit, to no effect.
+func (w *Writer) Abort() {
+	if w.err == nil {
+		w.err = errors.New("aborted")
+	}
+	w.f.Close()
+	os.Remove(w.f.Name())
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("snapshot: %w", err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("snapshot: sync %s: %w", dir, err)
+	}
+	return nil
+}
+
+// Write writes a snapshot in dir with fill and commits it, or, if fill or the write
+// fails, leaves the last one in place.
+func Write(dir string, fill func(w *Writer) error) error {
+	w, err := Create(dir)
+	if err != nil {
+		return err
+	}
+	if err := fill(w); err != nil {
+		w.Abort()
+		return err
+	}
+	return w.Commit()
+}
+
+// Snapshot is a snapshot read and checked whole.
+type Snapshot struct {
+	Sections []Section
+}
+
+// Section is one section of a snapshot.
+type Section struct {
+	Name string
+	// records as framed in the file, checked.
+	records []byte
+}
+
+// Records yields the section's records in the order written; they alias the snapshot.
+func (s Section) Records() iter.Seq[[]byte] {
+	return func(yield func([]byte) bool) {
+		r := wire.NewReader(s.records)
+		for r.Len() > 0 {
+			if !yield(r.Bytes(int(r.Uvarint() - 1))) {
+				return
+			}
+		}
+	}
+}
+
+// Section returns the first section named name.
+func (s *Snapshot) Section(name string) (Section, bool) {
+	i := slices.IndexFunc(s.Sections, func(s Section) bool { return s.Name == name })
+	if i < 0 {
+		return Section{}, false
+	}
+	return s.Sections[i], true
+}
+
+// Read reads the snapshot in dir and checks it whole, refusing one of more than most
+// bytes with ErrTooLarge before reading it. A directory without one gives an error
+// wrapping fs.ErrNotExist.
+func Read(dir string, most int64) (*Snapshot, error) {
+	f, err := os.Open(filepath.Join(dir, FileName))
+	if err != nil {
+		return nil, fmt.Errorf("snapshot: %w", err)
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil {
+		return nil, fmt.Errorf("snapshot: %w", err)
+	} else if fi.Size() > most {
+		return nil, fmt.Errorf("%w: %d bytes, at most %d", ErrTooLarge, fi.Size(), most)
+	}
+	b, err := io.ReadAll(io.LimitReader(f, most+1))
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("snapshot: %w", err)
+	case int64(len(b)) > most:
+		return nil, fmt.Errorf("%w: over %d bytes", ErrTooLarge, most)
+	}
+	return Parse(b)
+}
+
+// Parse checks a snapshot's bytes whole and returns its sections, which alias b.
+func Parse(b []byte) (*Snapshot, error) {
+	if len(b) < len(magic) || string(b[:len(magic)]) != magic {
+		return nil, fmt.Errorf("%w: not a snapshot", ErrCorrupt)
+	}
+	r := wire.NewReader(b[len(magic):])
+	if v := r.Uint32(); r.Err() == nil && v != Version {
+		return nil, fmt.Errorf("%w: version %d, this reads %d", ErrVersion, v, Version)
+	}
+	snap := &Snapshot{}
+	for {
+		start := len(b) - r.Len()
+		switch mark := r.Byte(); mark {
+		case markSection:
+			name := r.Prefixed()
+			from := len(b) - r.Len()
+			for r.Err() == nil {
+				n := r.Uvarint()
+				if n == 0 {
+					break
+				}
+				r.Bytes(int(min(n-1, uint64(r.Len()+1))))
+			}
+			to := len(b) - r.Len() - 1
+			if sum := r.Uint32(); r.Err() == nil && sum != crc32.Checksum(b[start:to+1], castagnoli) {
+				r.Failf("section %q: checksum", name)
+			}
+			if r.Err() != nil {
+				return nil, fmt.Errorf("snapshot: %w", r.Err())
+			}
+			snap.Sections = append(snap.Sections, Section{Name: string(name), records: b[from:to]})
+		case markEnd:
+			n := r.Uvarint()
+			end := len(b) - r.Len()
+			sum := r.Uint32()
+			switch {
+			case r.Done() != nil:
+			case n != uint64(len(snap.Sections)):
+				r.Failf("%d sections, %d written", len(snap.Sections), n)
+			case sum != crc32.Checksum(b[:end], castagnoli):
+				r.Failf("checksum")
+			}
+			if r.Err() != nil {
+				return nil, fmt.Errorf("snapshot: %w", r.Err())
+			}
+			return snap, nil
+		default:
+			r.Failf("marker %d at %d", mark, start)
+			return nil, fmt.Errorf("snapshot: %w", r.Err())
+		}
+	}
+}
+
+// badPrefix names the snapshots set aside; keepBad of them are kept, the newest.
+const (
+	badPrefix = FileName + ".bad-"
+	keepBad   = 3
+)
+
+// SetAside renames the snapshot in dir, one Read refused, to snapshot.bad-<now, Unix
+// seconds> so that the next start does not read it again but a person can, and removes
+// the oldest so set aside beyond the newest three. It returns the new name.
+func SetAside(dir string, now time.Time) (string, error) {
+	to := filepath.Join(dir, badPrefix+strconv.FormatInt(now.Unix(), 10))
+	if err := os.Rename(filepath.Join(dir, FileName), to); err != nil {
+		return "", fmt.Errorf("snapshot: set aside: %w", err)
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return to, fmt.Errorf("snapshot: set aside: %w", err)
+	}
+	type bad struct {
+		name string
+		at   int64
+	}
+	var bads []bad
+	for _, e := range entries {
+		if at, err := strconv.ParseInt(strings.TrimPrefix(e.Name(), badPrefix), 10, 64); err == nil && strings.HasPrefix(e.Name(), badPrefix) {
+			bads = append(bads, bad{e.Name(), at})
+		}
+	}
+	slices.SortFunc(bads, func(a, b bad) int { return cmp.Compare(b.at, a.at) })
+	for _, b := range bads[min(keepBad, len(bads)):] {
+		if err := os.Remove(filepath.Join(dir, b.name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return to, fmt.Errorf("snapshot: set aside: %w", err)
+		}
+	}
+	return to, nil
+}

@@ -1,0 +1,315 @@
+package storage
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// testSections are what the tests write: sections with records of every size, an empty
+// section and an empty record, a name repeated.
+var testSections = []struct {
+	name    string
+	records []string
+}{
+	{"rules", []string{"first", "", strings.Repeat("x", 300), "last"}},
+	{"empty", nil},
+	{"files", []string{"/var/log/a.log\x00123"}},
+	{"rules", []string{"again"}},
+}
+
+// fill writes testSections.
+func fill(w *Writer) error {
+	for _, s := range testSections {
+		if err := w.Section(s.name); err != nil {
+			return err
+		}
+		for _, r := range s.records {
+			if err := w.Record([]byte(r)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// check reports whether snap holds exactly testSections.
+func check(snap *Snapshot) error {
+	if len(snap.Sections) != len(testSections) {
+		return fmt.Errorf("%d sections, want %d", len(snap.Sections), len(testSections))
+	}
+	for i, s := range snap.Sections {
+		var got []string
+		for r := range s.Records() {
+			got = append(got, string(r))
+		}
+		if s.Name != testSections[i].name || !slices.Equal(got, testSections[i].records) {
+			return fmt.Errorf("section %d: %q %q, want %q %q", i, s.Name, got, testSections[i].name, testSections[i].records)
+		}
+	}
+	return nil
+}
+
+// written returns the bytes of a snapshot of testSections.
+func written(t testing.TB) []byte {
+	dir := t.TempDir()
+	if err := Write(dir, fill); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, FileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// TestRoundTrip reads back what was written, in a directory with only the snapshot in
+// it; a second write replaces the first.
+func TestRoundTrip(t *testing.T) {
+	dir := t.TempDir()
+	if err := Write(dir, func(w *Writer) error {
+		w.Section("old")
+		return w.Record([]byte("gone"))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := Write(dir, fill); err != nil {
+		t.Fatal(err)
+	}
+	snap, err := Read(dir, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := check(snap); err != nil {
+		t.Fatal(err)
+	}
+	if s, ok := snap.Section("rules"); !ok || s.Name != "rules" {
+		t.Errorf("Section(rules): %v %v", s, ok)
+	}
+	if _, ok := snap.Section("old"); ok {
+		t.Error("the first snapshot's section is still there")
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != 1 || entries[0].Name() != FileName {
+		t.Errorf("directory holds %v, want the snapshot alone", entries)
+	}
+}
+
+// TestRefused refuses every snapshot that is not one this package wrote whole, with the
+// error that says why.
+func TestRefused(t *testing.T) {
+	good := written(t)
+	otherVersion := slices.Clone(good)
+	binary.LittleEndian.PutUint32(otherVersion[len(magic):], Version+1)
+	for _, tc := range []struct {
+		name string
+		b    []byte
+		most int64
+		want error
+	}{
+		{"empty", nil, 1 << 20, ErrCorrupt},
+		{"not a snapshot", []byte("hello, world, this is text"), 1 << 20, ErrCorrupt},
+		{"other version", otherVersion, 1 << 20, ErrVersion},
+		{"other version, truncated", otherVersion[:len(magic)+4], 1 << 20, ErrVersion},
+		{"too large", good, int64(len(good) - 1), ErrTooLarge},
+		{"trailing bytes", append(slices.Clone(good), 0), 1 << 20, ErrCorrupt},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			if err := os.WriteFile(filepath.Join(dir, FileName), tc.b, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := Read(dir, tc.most); !errors.Is(err, tc.want) {
+				t.Fatalf("Read: %v, want %v", err, tc.want)
+			}
+		})
+	}
+	t.Run("exactly the size allowed", func(t *testing.T) {
+		dir := t.TempDir()
+		if err := os.WriteFile(filepath.Join(dir, FileName), good, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Read(dir, int64(len(good))); err != nil {
+			t.Fatal(err)
+		}
+	})
+	t.Run("none", func(t *testing.T) {
+		if _, err := Read(t.TempDir(), 1<<20); !errors.Is(err, fs.ErrNotExist) {
+			t.Fatalf("Read: %v, want fs.ErrNotExist", err)
+		}
+	})
+}
+
+// TestTruncated refuses the snapshot cut at every byte, and with every bit flipped: as
+// corrupt, or, for the bits of the version, as of another version.
+func TestTruncated(t *testing.T) {
+	good := written(t)
+	for n := range len(good) {
+		if _, err := Parse(good[:n]); !errors.Is(err, ErrCorrupt) {
+			t.Fatalf("cut at %d of %d: %v, want ErrCorrupt", n, len(good), err)
+		}
+	}
+	for i := range 8 * len(good) {
+		b := slices.Clone(good)
+		b[i/8] ^= 1 << (i % 8)
+		want := ErrCorrupt
+		if i/8 >= len(magic) && i/8 < len(magic)+4 {
+			want = ErrVersion
+		}
+		if _, err := Parse(b); !errors.Is(err, want) {
+			t.Fatalf("bit %d flipped: %v, want %v", i, err, want)
+		}
+	}
+}
+
+// TestWriteFails leaves the last snapshot in place and no temporary file when the
+// directory cannot be written to or the caller's fill fails.
+func TestWriteFails(t *testing.T) {
+	t.Run("directory is a file", func(t *testing.T) {
+		file := filepath.Join(t.TempDir(), "file")
+		if err := os.WriteFile(file, nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := Write(file, fill); err == nil {
+			t.Fatal("Write into a file succeeded")
+		}
+		if err := Write(filepath.Join(file, "sub"), fill); err == nil {
+			t.Fatal("Write under a file succeeded")
+		}
+	})
+	t.Run("fill fails", func(t *testing.T) {
+		dir := t.TempDir()
+		if err := Write(dir, fill); err != nil {
+			t.Fatal(err)
+		}
+		boom := errors.New("boom")
+		err := Write(dir, func(w *Writer) error {
+			w.Section("rules")
+			w.Record([]byte("half"))
+			return boom
+		})
+		if !errors.Is(err, boom) {
+			t.Fatalf("Write: %v, want the fill's error", err)
+		}
+		snap, err := Read(dir, 1<<20)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := check(snap); err != nil {
+			t.Fatalf("the last snapshot changed: %v", err)
+		}
+		if tmps, _ := filepath.Glob(filepath.Join(dir, tmpPrefix+"*")); len(tmps) != 0 {
+			t.Fatalf("temporary files left: %v", tmps)
+		}
+	})
+	t.Run("record outside a section", func(t *testing.T) {
+		if err := Write(t.TempDir(), func(w *Writer) error { return w.Record([]byte("x")) }); err == nil {
+			t.Fatal("a record outside a section was written")
+		}
+	})
+	t.Run("stale temporary files", func(t *testing.T) {
+		dir := t.TempDir()
+		stale := filepath.Join(dir, tmpPrefix+"123")
+		if err := os.WriteFile(stale, []byte("cut short"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := Write(dir, fill); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := os.Stat(stale); !errors.Is(err, fs.ErrNotExist) {
+			t.Fatalf("stale temporary file: %v", err)
+		}
+	})
+}
+
+// TestSetAside renames a bad snapshot by the time it was found, keeping the newest three.
+func TestSetAside(t *testing.T) {
+	dir := t.TempDir()
+	start := time.Unix(1_700_000_000, 0)
+	var names []string
+	for i := range 5 {
+		if err := os.WriteFile(filepath.Join(dir, FileName), []byte{byte(i)}, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		name, err := SetAside(dir, start.Add(time.Duration(i)*time.Hour))
+		if err != nil {
+			t.Fatal(err)
+		}
+		names = append(names, filepath.Base(name))
+	}
+	if names[0] != "snapshot.bad-1700000000" {
+		t.Errorf("set aside as %s", names[0])
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var left []string
+	for _, e := range entries {
+		left = append(left, e.Name())
+	}
+	if !slices.Equal(left, names[2:]) {
+		t.Errorf("left %v, want %v", left, names[2:])
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, names[4])); !bytes.Equal(b, []byte{4}) {
+		t.Errorf("newest set aside holds %v", b)
+	}
+	if _, err := SetAside(dir, start); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("SetAside without a snapshot: %v", err)
+	}
+}
+
+// FuzzParse parses any bytes without panicking; what parses writes back to a snapshot
+// that parses to the same sections.
+func FuzzParse(f *testing.F) {
+	f.Add(written(f))
+	f.Add([]byte(magic + "\x01\x00\x00\x00\x02\x00\x00\x00\x00\x00"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		snap, err := Parse(b)
+		if err != nil {
+			return
+		}
+		dir := t.TempDir()
+		if err := Write(dir, func(w *Writer) error {
+			for _, s := range snap.Sections {
+				w.Section(s.Name)
+				for r := range s.Records() {
+					w.Record(r)
+				}
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		again, err := Read(dir, int64(len(b))+1<<20)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fmt.Sprint(sections(again)) != fmt.Sprint(sections(snap)) {
+			t.Fatalf("rewritten %q, want %q", sections(again), sections(snap))
+		}
+	})
+}
+
+func sections(s *Snapshot) [][]string {
+	var out [][]string
+	for _, sec := range s.Sections {
+		rs := []string{sec.Name}
+		for r := range sec.Records() {
+			rs = append(rs, string(r))
+		}
+		out = append(out, rs)
+	}
+	return out
+}
