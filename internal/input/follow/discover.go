@@ -24,6 +24,12 @@ func (f *Follower) watchLoop() {
 	if f.w != nil {
 		events, errs = f.w.Events, f.w.Errors
 	}
+	scanIfDue := func() {
+		if f.due() {
+			f.discover(false)
+			tick.Reset(f.o.PollInterval)
+		}
+	}
 	for {
 		select {
 		case <-f.stop:
@@ -35,7 +41,7 @@ func (f *Follower) watchLoop() {
 				events = nil // the watcher died; the poll goes on
 			} else if ev.Op != fsnotify.Write {
 				f.tree.changed(ev.Name)
-				f.rescan(tick)
+				scanIfDue()
 			}
 		case err, ok := <-errs:
 			// An overflow lost events, not data: the scan catches up.
@@ -46,7 +52,7 @@ func (f *Follower) watchLoop() {
 				f.o.Logger.Warn("inotify error, rescanning", "path", f.o.Path, "err", err)
 			}
 			f.tree.all = true
-			f.rescan(tick)
+			scanIfDue()
 		case <-tick.C:
 			f.discover(false)
 		}
@@ -54,16 +60,12 @@ func (f *Follower) watchLoop() {
 	}
 }
 
-// rescan scans for what events reported, at most once per poll interval: a
-// burst of events (a thousand pods created and deleted) costs one scan per
-// interval, of the directories the events named. What waits is scanned by the
-// next tick, which comes a poll interval after the scan.
-func (f *Follower) rescan(tick *time.Ticker) {
-	if f.o.now().Sub(f.lastScan) >= f.o.PollInterval {
-		f.discover(false)
-		tick.Reset(f.o.PollInterval)
-	}
-}
+// due reports whether what events reported may be scanned now: at most once
+// per poll interval, so that a burst of events (a thousand pods created and
+// deleted) costs one scan per interval, of the directories the events named.
+// What waits is scanned by the next tick, which comes a poll interval after
+// the last scan.
+func (f *Follower) due() bool { return f.o.now().Sub(f.lastScan) >= f.o.PollInterval }
 
 // staleListings bounds how often discover lists a glob again because a path it
 // listed was gone when looked at.

@@ -214,7 +214,7 @@ func (f *Follower) sweep() {
 }
 
 // errOutside is why a path is not followed: it leads out of the glob's root.
-var errOutside = errors.New("leads out of the glob's root through a symbolic link, not followed")
+var errOutside = errors.New("a symbolic link out of the glob's root is not followed")
 
 // inRoot checks that path, once its symbolic links are resolved, is in the
 // glob's root, itself resolved.
@@ -234,7 +234,7 @@ func (f *Follower) realInRoot(path, real string) error {
 	if real == root || root == "/" || strings.HasPrefix(real, root+"/") {
 		return nil
 	}
-	return &failure{reasonSymlink, fmt.Errorf("%s → %s %w %s", path, real, errOutside, f.tree.root)}
+	return &failure{reasonSymlink, fmt.Errorf("%s resolves to %s, outside %s: %w", path, real, f.tree.root, errOutside)}
 }
 
 // openedInRoot checks the file the kernel opened for path, which a symlink
