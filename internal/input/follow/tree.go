@@ -226,8 +226,17 @@ func (f *Follower) inRoot(path string) error {
 	return f.realInRoot(path, real)
 }
 
+// realInRoot checks real, what path resolves to, against the glob's root. Both
+// are made absolute: a relative glob resolves to relative paths, the kernel
+// says where a file is opened by its absolute path.
 func (f *Follower) realInRoot(path, real string) error {
 	root, err := filepath.EvalSymlinks(f.tree.root)
+	if err == nil {
+		root, err = filepath.Abs(root)
+	}
+	if err == nil {
+		real, err = filepath.Abs(real)
+	}
 	if err != nil {
 		return err
 	}

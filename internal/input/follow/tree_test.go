@@ -127,6 +127,44 @@ func TestGlobSymlinks(t *testing.T) {
 		t.Errorf("errors %v: want the two symlinks out of the root, once each", s.ErrorsByReason)
 	}
 
+	// A file swapped for a symlink out of the root between the look at it and
+	// its opening is refused by the check of what was opened.
+	t.Run("symlink swapped in after the look", func(t *testing.T) {
+		dir := filepath.Join(t.TempDir(), "logs")
+		mkdirs(t, dir)
+		p := filepath.Join(dir, "a.log")
+		create(t, p).Close()
+		o := Options{Path: filepath.Join(dir, "*.log"), FromBeginning: true}
+		o.look = func(path string, follow bool) (os.FileInfo, error) {
+			fi, err := look(path, follow)
+			if path == p && !follow && err == nil && fi.Mode().IsRegular() {
+				if err := os.Remove(p); err != nil {
+					t.Error(err)
+				}
+				symlink(t, filepath.Join(outside, "nginx", "0.log"), p)
+			}
+			return fi, err
+		}
+		c := newCollector()
+		f := scanned(t, o, c)
+		f.discover(false)
+		f.readAll()
+		c.expectExactly(t)
+		if s := f.Stats(); len(s.Files) != 0 || s.ErrorsByReason["symlink"] != 1 || s.Errors != 1 {
+			t.Errorf("stats %+v: want nothing read, the symlink counted once", s)
+		}
+	})
+
+	t.Run("relative glob", func(t *testing.T) {
+		t.Chdir(base)
+		c := newCollector()
+		f := scanned(t, Options{Path: filepath.Join("pods", "*_*_*", "nginx", "*.log"), FromBeginning: true}, c)
+		f.readAll()
+		c.expectExactly(t, span{1, 10})
+		if s := f.Stats(); len(s.Files) != 1 || s.Files[0].Path != filepath.Join("pods", "ns1_pod1_u1", "nginx", "0.log") {
+			t.Errorf("files %+v: want the pod's own path only", s.Files)
+		}
+	})
 	t.Run("path without a glob", func(t *testing.T) {
 		link := filepath.Join(t.TempDir(), "access.log")
 		symlink(t, filepath.Join(outside, "nginx", "0.log"), link)
