@@ -113,7 +113,6 @@ func (f *Follower) scan(initial, last bool) bool {
 	f.listFailed(unlisted)
 	f.watchDir()
 	found := make(map[fileID]string, len(paths)) // the path that names each open file
-	direct := make(map[string]bool, len(paths))
 	present := make(map[fileID]bool, len(paths))
 	scanned := make(map[string]bool, len(paths))
 	matches := make(map[string]match, len(paths))
@@ -141,8 +140,7 @@ func (f *Follower) scan(initial, last bool) bool {
 			continue
 		}
 		matches[p] = m
-		direct[p] = m.direct
-		if q, dup := found[m.id]; !dup || preferred(p, m.direct, q, direct[q]) {
+		if q, dup := found[m.id]; !dup || preferred(p, m.direct, q, matches[q].direct) {
 			found[m.id] = p
 		}
 	}
