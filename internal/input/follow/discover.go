@@ -26,8 +26,9 @@ func (f *Follower) watchLoop() {
 	}
 	scanIfDue := func() {
 		if f.due() {
-			f.discover(false)
+			f.rescan()
 			tick.Reset(f.o.PollInterval)
+			f.poke()
 		}
 	}
 	for {
@@ -36,10 +37,15 @@ func (f *Follower) watchLoop() {
 			return
 		case ev, ok := <-events:
 			// A write needs only a read; anything else (create, rename,
-			// remove, chmod) may change which files the input names.
-			if !ok {
+			// remove, chmod) may change which files the input names, and
+			// the reader is woken by the scan that sees it: a turn of the
+			// reader looks at every open file, too much to take per event.
+			switch {
+			case !ok:
 				events = nil // the watcher died; the poll goes on
-			} else if ev.Op != fsnotify.Write {
+			case ev.Op == fsnotify.Write:
+				f.poke()
+			default:
 				f.tree.changed(ev.Name)
 				scanIfDue()
 			}
@@ -55,8 +61,8 @@ func (f *Follower) watchLoop() {
 			scanIfDue()
 		case <-tick.C:
 			f.discover(false)
+			f.poke()
 		}
-		f.poke()
 	}
 }
 
@@ -66,6 +72,15 @@ func (f *Follower) watchLoop() {
 // What waits is scanned by the next tick, which comes a poll interval after
 // the last scan.
 func (f *Follower) due() bool { return f.o.now().Sub(f.lastScan) >= f.o.PollInterval }
+
+// rescan is discover for what events reported: the directories they named
+// are looked at and listed again, the others that are watched taken as they
+// were listed. The poll looks at every directory.
+func (f *Follower) rescan() {
+	f.tree.events = true
+	defer func() { f.tree.events = false }()
+	f.discover(false)
+}
 
 // staleListings bounds how often discover lists a glob again because a path it
 // listed was gone when looked at.

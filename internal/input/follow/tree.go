@@ -40,7 +40,7 @@ func keyOf(fi os.FileInfo) dirKey {
 type dirNode struct {
 	key    dirKey
 	names  []string
-	listed time.Time // when it was listed, on Options' clock
+	listed time.Time // when it was listed, on Options' clock; zero when that failed
 	// direct is true when the directory is reached from the glob's root
 	// through no symbolic link.
 	direct bool
@@ -53,7 +53,9 @@ type dirNode struct {
 }
 
 // trusted reports whether the listing may stand for the directory that now
-// has key k.
+// has key k. The poll that checks it is the safety net of inotify (a file
+// system that sends no events, a watch that could not be set up, events
+// lost): it trusts a directory's key only, even when the directory is watched.
 func (n *dirNode) trusted(k dirKey) bool {
 	return n.key == k && time.Duration(n.listed.UnixNano()-k.mtime) >= settleAfter
 }
@@ -68,10 +70,13 @@ type match struct {
 // directories that changed: the others cost one stat each. It belongs to the
 // discovery goroutine.
 type tree struct {
-	root    string // the glob's root: the longest directory prefix without metacharacters
-	nodes   map[string]*dirNode
-	dirty   map[string]bool // directories an event named since the last scan
-	all     bool            // events were lost: every directory is listed again
+	root  string // the glob's root: the longest directory prefix without metacharacters
+	nodes map[string]*dirNode
+	dirty map[string]bool // directories an event named since the last scan
+	all   bool            // events were lost: every directory is listed again
+	// events is set for a scan of what events reported: a watched
+	// directory no event named is taken as listed, without a look.
+	events  bool
 	scan    uint64
 	matches map[string]match // the last scan's matches
 }
@@ -105,7 +110,8 @@ func globRoot(pattern string) string {
 }
 
 // changed notes an event about name: its directory, and name itself when it
-// is a directory of the tree, are listed again at the next scan.
+// is a directory of the tree, are listed again at the next scan. A watched
+// directory deleted (and perhaps made again) sends an event naming itself.
 func (t *tree) changed(name string) {
 	name = filepath.Clean(name)
 	t.dirty[filepath.Dir(name)] = true
@@ -136,6 +142,13 @@ func (t *tree) direct(path string, link bool) bool {
 func (f *Follower) list(dir string) ([]string, error) {
 	t := &f.tree
 	dir = filepath.Clean(dir)
+	// A scan of events skips the watched directories they did not name, unless
+	// their last listing failed (listed is zero then): a failure lasts until
+	// a listing succeeds.
+	if n := t.nodes[dir]; n != nil && n.watched && !n.listed.IsZero() && t.events && !t.all && !t.dirty[dir] {
+		n.seen = t.scan
+		return n.names, nil
+	}
 	fi, err := f.o.look(dir, true)
 	if err == nil && !fi.IsDir() {
 		err = syscall.ENOTDIR
