@@ -35,9 +35,13 @@ type Stats struct {
 	// Truncations counts files found shorter than what was read, or rewritten under the
 	// read offset; they are read again from offset 0.
 	Truncations uint64
-	// Errors counts failures to watch, list, stat, open or read (once per episode; each
-	// is retried), or to receive.
+	// Errors counts failures to watch, list, stat, open or read, and symlinks refused
+	// (once per episode; each is retried), or to receive.
 	Errors uint64
+	// ErrorsByReason splits Errors by what failed, for a kind that tells (nil
+	// otherwise): a few fixed reasons per kind, each present even at zero, so
+	// that the exposition shows every series from the start.
+	ErrorsByReason map[string]uint64
 	// Polling is true when change events could not be set up, so that only the poll sees
 	// changes.
 	Polling bool

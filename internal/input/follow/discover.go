@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"syscall"
 	"time"
 
@@ -23,32 +24,62 @@ func (f *Follower) watchLoop() {
 	if f.w != nil {
 		events, errs = f.w.Events, f.w.Errors
 	}
+	scanIfDue := func() {
+		if f.due() {
+			f.rescan()
+			tick.Reset(f.o.PollInterval)
+			f.poke()
+		}
+	}
 	for {
 		select {
 		case <-f.stop:
 			return
 		case ev, ok := <-events:
 			// A write needs only a read; anything else (create, rename,
-			// remove, chmod) may change which files the input names.
-			if !ok {
+			// remove, chmod) may change which files the input names, and
+			// the reader is woken by the scan that sees it: a turn of the
+			// reader looks at every open file, too much to take per event.
+			switch {
+			case !ok:
 				events = nil // the watcher died; the poll goes on
-			} else if ev.Op != fsnotify.Write {
-				f.discover(false)
+			case ev.Op == fsnotify.Write:
+				f.poke()
+			default:
+				f.tree.changed(ev.Name)
+				scanIfDue()
 			}
 		case err, ok := <-errs:
 			// An overflow lost events, not data: the scan catches up.
 			if !ok {
 				errs = nil
 			} else if !errors.Is(err, fsnotify.ErrEventOverflow) {
-				f.c.errors.Add(1)
+				f.c.fail(reasonWatch)
 				f.o.Logger.Warn("inotify error, rescanning", "path", f.o.Path, "err", err)
 			}
-			f.discover(false)
+			f.tree.all = true
+			scanIfDue()
 		case <-tick.C:
 			f.discover(false)
+			f.poke()
 		}
-		f.poke()
 	}
+}
+
+// due reports whether what events reported may be scanned now: at most once
+// per poll interval, so that a burst of events (a thousand pods created and
+// deleted) costs one scan per interval, of the directories the events named.
+// What waits is scanned by the next tick, which comes a poll interval after
+// the last scan.
+func (f *Follower) due() bool { return f.o.now().Sub(f.lastScan) >= f.o.PollInterval }
+
+// rescan is discover for what events reported: the directories they named
+// are looked at and listed again, the others that are watched taken as they
+// were listed. The poll looks at every directory.
+func (f *Follower) rescan() {
+	f.tree.events = true
+	defer func() { f.tree.events = false }()
+	f.discover(false)
 }
 
 // staleListings bounds how often discover lists a glob again because a path it
@@ -58,6 +89,14 @@ const staleListings = 3
 // discover opens the files the input names that are not open yet and marks
 // the open ones that left every path as rotated.
 func (f *Follower) discover(initial bool) {
+	f.lastScan = f.o.now()
+	defer func() {
+		clear(f.tree.dirty)
+		f.tree.all = false
+		if initial {
+			f.ready.Store(true)
+		}
+	}()
 	for range staleListings - 1 {
 		if f.scan(initial, false) {
 			return
@@ -78,25 +117,30 @@ func (f *Follower) discover(initial bool) {
 // unreadable for a while (EACCES, EMFILE) does not close them and, once
 // readable, have them read again from their first line.
 func (f *Follower) scan(initial, last bool) bool {
-	paths, unlisted := expand(f.o)
+	f.tree.scan++
+	paths, unlisted := expand(f.o, f.list)
+	if isGlob(f.o.Path) {
+		f.sweep()
+	}
 	if f.o.listed != nil {
 		f.o.listed()
 	}
 	f.listFailed(unlisted)
-	f.watchDirs()
-	found := make(map[fileID]string, len(paths)) // first path of each open file
-	atPath := make(map[string]fileID, len(paths))
+	f.watchDir()
+	found := make(map[fileID]string, len(paths)) // the path that names each open file
 	present := make(map[fileID]bool, len(paths))
 	scanned := make(map[string]bool, len(paths))
+	matches := make(map[string]match, len(paths))
 	unknown := make(map[string]bool) // paths that could not be stat'ed
-	opened := true
 	stale := false
 	for _, p := range paths {
-		id, exists, isOpen, err := f.track(p, initial)
+		m, exists, isOpen, err := f.lookAt(p, initial)
 		scanned[p] = true
-		stale = stale || (!exists && err == nil && isGlob(f.o.Path) && vanished(p))
+		if !exists && err == nil && isGlob(f.o.Path) && vanished(p) {
+			stale = true
+			f.tree.dirty[filepath.Dir(p)] = true // listed again by the next pass
+		}
 		if err != nil {
-			opened = false
 			if !exists {
 				unknown[p] = true
 			}
@@ -105,16 +149,17 @@ func (f *Follower) scan(initial, last bool) bool {
 			delete(f.failed, p)
 		}
 		if exists {
-			present[id] = true
+			present[m.id] = true
 		}
 		if !isOpen {
 			continue
 		}
-		atPath[p] = id
-		if _, dup := found[id]; !dup {
-			found[id] = p
+		matches[p] = m
+		if q, dup := found[m.id]; !dup || preferred(p, m.direct, q, matches[q].direct) {
+			found[m.id] = p
 		}
 	}
+	f.tree.matches = matches
 	for p := range f.failed {
 		if !scanned[p] {
 			delete(f.failed, p) // left the glob
@@ -122,9 +167,6 @@ func (f *Follower) scan(initial, last bool) bool {
 	}
 	if stale && !last {
 		return false
-	}
-	if opened {
-		f.ready.Store(true)
 	}
 	for id := range f.atStart {
 		if !present[id] && len(unknown) == 0 && len(unlisted) == 0 {
@@ -137,8 +179,8 @@ func (f *Follower) scan(initial, last bool) bool {
 		p, ok := found[t.id]
 		switch {
 		case ok:
-			if atPath[t.path] != t.id {
-				t.path = p // renamed to another path of the glob
+			if t.path != p {
+				t.path = p // renamed to another path of the glob, or a better one appeared
 				f.pathsChanged++
 			}
 			t.rotated = false
@@ -181,70 +223,110 @@ func vanished(path string) bool {
 	return errors.Is(err, fs.ErrNotExist)
 }
 
+// preferred reports whether path p names a file better than q, which names
+// it too: the path reached through no symlink (the kubelet's own, not a link
+// someone made to it) first, then the one that sorts first.
+func preferred(p string, pDirect bool, q string, qDirect bool) bool {
+	if pDirect != qDirect {
+		return pDirect
+	}
+	return p < q
+}
+
+// lookAt is track, without a look at a file that cannot have changed: one
+// being read, found at path by the last scan, in a directory whose listing is
+// unchanged (a file renamed or deleted there changes it). A symlink is looked
+// at every time, as its target may change elsewhere.
+func (f *Follower) lookAt(path string, initial bool) (m match, exists, isOpen bool, err error) {
+	if m, ok := f.tree.matches[path]; ok && m.direct && f.tree.unchanged(path) {
+		f.mu.Lock()
+		_, isOpen = f.byID[m.id]
+		f.mu.Unlock()
+		if isOpen {
+			return m, true, true, nil
+		}
+	}
+	return f.track(path, initial)
+}
+
 // track makes sure the file at path is open. exists says whether a file is
-// there (id is then its identity), isOpen whether it is being read; err is a
-// stat error (exists false) or an open error (exists true).
-func (f *Follower) track(path string, initial bool) (id fileID, exists, isOpen bool, err error) {
-	fi, err := os.Stat(path)
+// there (m.id is then its identity), isOpen whether it is being read; err is a
+// stat error (exists false) or an open error (exists true). A glob's match
+// that is a symlink out of the glob's root is refused, as an open error.
+func (f *Follower) track(path string, initial bool) (m match, exists, isOpen bool, err error) {
+	glob := isGlob(f.o.Path)
+	fi, err := f.o.look(path, !glob)
+	link := err == nil && fi.Mode()&fs.ModeSymlink != 0
+	if link {
+		if err = f.inRoot(path); err == nil {
+			fi, err = f.o.look(path, true)
+		} else if _, refused := errors.AsType[*failure](err); refused {
+			return m, true, false, err
+		}
+	}
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return id, false, false, nil
+		return m, false, false, nil
 	case err != nil:
-		return id, false, false, err
-	case fi.IsDir() && isGlob(f.o.Path):
-		return id, false, false, nil
+		return m, false, false, &failure{reasonStat, err}
+	case fi.IsDir() && glob:
+		return m, false, false, nil
 	}
-	id = idOf(fi)
+	m = match{id: idOf(fi), direct: !glob || f.tree.direct(path, link)}
 	if !fi.Mode().IsRegular() {
-		return id, true, false, notRegular(path, fi)
+		return m, true, false, notRegular(path, fi)
 	}
 	if initial {
-		f.atStart[id] = fi.Size()
+		f.atStart[m.id] = fi.Size()
 	}
 	f.mu.Lock()
-	_, isOpen = f.byID[id]
+	_, isOpen = f.byID[m.id]
 	f.mu.Unlock()
 	if isOpen {
-		return id, true, true, nil
+		return m, true, true, nil
 	}
 	// O_NONBLOCK: a FIFO swapped in after the stat must not block discovery.
 	file, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
-		return id, true, false, err
+		return m, true, false, err
 	}
 	if fi, err = file.Stat(); err == nil && !fi.Mode().IsRegular() {
 		err = notRegular(path, fi)
 	}
+	if err == nil && glob {
+		err = f.openedInRoot(path, file)
+	}
 	if err != nil {
 		_ = file.Close()
-		return id, true, false, err
+		return m, true, false, err
 	}
 	// What we opened may already be the next file: its identity is the one
 	// that counts.
-	id = idOf(fi)
-	t := &tracked{id: id, f: file, path: path, lastData: f.o.now()}
-	if size, ok := f.atStart[id]; ok {
+	m.id = idOf(fi)
+	t := &tracked{id: m.id, f: file, path: path, lastData: f.o.now()}
+	if size, ok := f.atStart[m.id]; ok {
 		if !f.o.FromBeginning {
 			t.positionAt(min(size, fi.Size()))
 			t.backfill = f.o.Backfill != nil
+			t.holdsReady = t.backfill && initial
 		}
-		delete(f.atStart, id)
+		delete(f.atStart, m.id)
 	}
 	off := t.off // once t is the reader's, its offset moves
 	f.mu.Lock()
-	_, dup := f.byID[id]
+	_, dup := f.byID[m.id]
 	if !dup {
-		f.byID[id] = t // from here on, t belongs to the reader
+		f.byID[m.id] = t // from here on, t belongs to the reader
 		f.files = append(f.files, t)
 		f.pathsChanged++
-		if t.backfill {
+		if t.holdsReady {
 			f.backfills.Add(1)
 		}
 	}
 	f.mu.Unlock()
 	if dup {
 		_ = file.Close()
-		return id, true, true, nil
+		return m, true, true, nil
 	}
 	// At info, as promtail and Alloy log every file they start tailing: a path that
 	// appears after start (a mistyped directory fixed, a pod's first log) shows that it
@@ -255,32 +337,25 @@ func (f *Follower) track(path string, initial bool) (id fileID, exists, isOpen b
 		f.o.Logger.Info("following new file", "path", path, "offset", off)
 	}
 	f.watchTarget(path)
-	return id, true, true, nil
+	return m, true, true, nil
 }
 
 func notRegular(path string, fi os.FileInfo) error {
-	return fmt.Errorf("%s: not a regular file (%s)", path, fi.Mode().Type())
+	return &failure{reasonNotRegular, fmt.Errorf("%s: not a regular file (%s)", path, fi.Mode().Type())}
 }
 
-// watchDirs watches the directories where the input's files are named: a
-// directory watch reports creations, renames and writes of its files, which
-// a watch on a file cannot. Without a watch the poll still sees everything.
-func (f *Follower) watchDirs() {
-	if f.w == nil {
+// watchDir watches the directory of a path without a glob (a glob's tree
+// watches its directories as it lists them): a directory watch reports
+// creations, renames and writes of its files, which a watch on a file cannot.
+// Without a watch the poll still sees everything. The watch goes with its
+// directory: one created again is watched again.
+func (f *Follower) watchDir() {
+	if f.w == nil || isGlob(f.o.Path) {
 		return
 	}
-	dirs := []string{filepath.Dir(f.o.Path)}
-	if isGlob(dirs[0]) {
-		dirs, _ = glob(dirs[0], f.o.list)
-	}
-	watched := make(map[string]bool)
-	for _, d := range f.w.WatchList() {
-		watched[d] = true
-	}
-	for _, d := range dirs {
-		if !watched[d] {
-			f.watch(d)
-		}
+	dir := filepath.Dir(f.o.Path)
+	if !slices.Contains(f.w.WatchList(), dir) {
+		f.watch(dir)
 	}
 }
 
@@ -295,18 +370,26 @@ func (f *Follower) watchTarget(path string) {
 	}
 }
 
-func (f *Follower) watch(dir string) {
+// watch watches dir, and reports whether it does (polling covers it if not).
+func (f *Follower) watch(dir string) bool {
+	if f.w == nil {
+		return false
+	}
 	switch err := f.w.Add(dir); {
-	case err == nil, errors.Is(err, fs.ErrNotExist):
+	case err == nil:
 		delete(f.watchFailed, dir)
-	case f.news(f.watchFailed, dir, err):
+		return true
+	case errors.Is(err, fs.ErrNotExist):
+		delete(f.watchFailed, dir)
+	case f.news(f.watchFailed, dir, err, reasonWatch):
 		f.o.Logger.Warn("cannot watch directory, polling covers it", "dir", dir, "err", err)
 	}
+	return false
 }
 
 // fail counts and logs an error of discovery once until it changes or clears.
 func (f *Follower) fail(path string, err error) {
-	if f.news(f.failed, path, err) {
+	if f.news(f.failed, path, err, reasonOf(err, reasonOpen)) {
 		f.o.Logger.Warn("cannot follow, retrying", "path", path, "err", err)
 	}
 }
@@ -315,7 +398,7 @@ func (f *Follower) fail(path string, err error) {
 // listed, once until it is listed again or the error changes.
 func (f *Follower) listFailed(unlisted map[string]error) {
 	for dir, err := range unlisted {
-		if f.news(f.unlisted, dir, err) {
+		if f.news(f.unlisted, dir, err, reasonList) {
 			f.o.Logger.Warn("cannot list directory, keeping its files as they are until it can be listed", "dir", dir, "err", err)
 		}
 	}
@@ -329,11 +412,11 @@ func (f *Follower) listFailed(unlisted map[string]error) {
 // news reports whether err is a new episode for key in episodes (key → error
 // last counted), and counts it if so: an error is counted and logged once
 // until it changes or clears, however many scans see it.
-func (f *Follower) news(episodes map[string]string, key string, err error) bool {
+func (f *Follower) news(episodes map[string]string, key string, err error, r reason) bool {
 	if episodes[key] == err.Error() {
 		return false
 	}
 	episodes[key] = err.Error()
-	f.c.errors.Add(1)
+	f.c.fail(r)
 	return true
 }

@@ -37,7 +37,21 @@
 //     line rather than nothing. Lines longer than Options.MaxLineBytes are
 //     skipped and counted; the reader holds one buffer of MaxLineBytes+1
 //     bytes (at least 64 KiB) whatever the input.
-//   - A glob is listed again at every scan. A directory it cannot list
+//   - A glob's directories are looked at (one stat each) at every poll and
+//     listed again only when their identity, mtime or ctime changed, or an
+//     event named them; events make at most one scan per poll interval, so a
+//     churn of directories costs what changed, not the whole tree per event.
+//     A listing made within settleAfter of the directory's mtime is made
+//     again, as a change in the same timestamp tick would not show.
+//   - Files are read under the paths a glob matched. A symlink out of the
+//     glob's root (the longest directory prefix without metacharacters), to
+//     a file or a directory, is refused: counted and logged once, checked
+//     again on the file the kernel opened (/proc/self/fd), so that a link
+//     swapped in after the looks is refused too. A file several matches
+//     reach is read once, under the match reached through no symlink, else
+//     the one that sorts first. A path without a glob may be a symlink to
+//     anywhere: it is the user's own.
+//   - A directory a glob cannot list
 //     (EACCES, EMFILE, ENFILE, EIO: anything but its absence, ENOENT or
 //     ENOTDIR) is an error, counted and logged once until it can be listed
 //     again, and changes nothing: its files stay open and are read on, and

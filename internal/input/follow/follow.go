@@ -93,6 +93,8 @@ type Options struct {
 	stat     func(*os.File) (os.FileInfo, error) // tests show what a write in progress looks like
 	listed   func()                              // tests rename files between a listing and the looks
 	list     func(dir string) ([]string, error)  // tests make a directory fail to list
+	// look is os.Stat (follow) or os.Lstat: tests count what discovery looks at.
+	look func(path string, follow bool) (os.FileInfo, error)
 	// Chunk, when set, is called in the reading goroutine after each read from a file
 	// and before the lines it completed are handed on (up to the read buffer, 64 KiB by
 	// default, some hundreds of lines): a handler that needs the time of a line's
@@ -100,19 +102,61 @@ type Options struct {
 	Chunk func()
 }
 
-// counters are shared by the goroutines of one input and read by Stats.
-type counters struct {
-	lines, tooLong, rotations, truncations, errors atomic.Uint64
+// reason is what failed, the label of an error in Stats.ErrorsByReason.
+type reason uint8
+
+const (
+	reasonWatch      reason = iota // inotify unavailable or failing, a directory that cannot be watched
+	reasonList                     // a directory of a glob that cannot be listed
+	reasonStat                     // a path that cannot be looked at (a symlink loop, EACCES on a directory)
+	reasonOpen                     // a file that cannot be opened
+	reasonNotRegular               // a FIFO, device or directory where a file is expected
+	reasonRead                     // a file that cannot be read
+	reasonSymlink                  // a symlink out of a glob's root, refused
+	numReasons
+)
+
+var reasonNames = [numReasons]string{"watch", "list", "stat", "open", "not_regular", "read", "symlink"}
+
+// failure is an error with the reason it is counted under.
+type failure struct {
+	reason reason
+	err    error
 }
 
-func (c *counters) snapshot() input.Stats {
-	return input.Stats{
-		LinesRead:   c.lines.Load(),
-		TooLong:     c.tooLong.Load(),
-		Rotations:   c.rotations.Load(),
-		Truncations: c.truncations.Load(),
-		Errors:      c.errors.Load(),
+func (e *failure) Error() string { return e.err.Error() }
+func (e *failure) Unwrap() error { return e.err }
+
+// reasonOf is the reason err is counted under, def when it does not say.
+func reasonOf(err error, def reason) reason {
+	if fe, ok := errors.AsType[*failure](err); ok {
+		return fe.reason
 	}
+	return def
+}
+
+// counters are shared by the goroutines of one input and read by Stats.
+type counters struct {
+	lines, tooLong, rotations, truncations atomic.Uint64
+	errors                                 [numReasons]atomic.Uint64
+}
+
+func (c *counters) fail(r reason) { c.errors[r].Add(1) }
+
+func (c *counters) snapshot() input.Stats {
+	s := input.Stats{
+		LinesRead:      c.lines.Load(),
+		TooLong:        c.tooLong.Load(),
+		Rotations:      c.rotations.Load(),
+		Truncations:    c.truncations.Load(),
+		ErrorsByReason: make(map[string]uint64, numReasons),
+	}
+	for r := range numReasons {
+		n := c.errors[r].Load()
+		s.ErrorsByReason[reasonNames[r]] = n
+		s.Errors += n
+	}
+	return s
 }
 
 func (o Options) normalize() (Options, error) {
@@ -153,19 +197,29 @@ func (o Options) normalize() (Options, error) {
 	if o.list == nil {
 		o.list = listDir
 	}
+	if o.look == nil {
+		o.look = look
+	}
 	return o, nil
 }
 
 func isGlob(path string) bool { return strings.ContainsAny(path, `*?[\`) }
 
+func look(path string, follow bool) (os.FileInfo, error) {
+	if follow {
+		return os.Stat(path)
+	}
+	return os.Lstat(path)
+}
+
 // expand lists the paths the input names now: the glob's matches, or the
 // path itself, whether or not it exists. unlisted holds the directories of a
 // glob that could not be listed, with why.
-func expand(o Options) (paths []string, unlisted map[string]error) {
+func expand(o Options, list func(dir string) ([]string, error)) (paths []string, unlisted map[string]error) {
 	if !isGlob(o.Path) {
 		return []string{o.Path}, nil
 	}
-	paths, unlisted = glob(o.Path, o.list)
+	paths, unlisted = glob(o.Path, list)
 	if o.Select != nil {
 		paths = slices.DeleteFunc(paths, func(p string) bool { return !o.Select(p) })
 	}
@@ -192,6 +246,8 @@ type Follower struct {
 	readChanged uint64          // pathsChanged at that look
 
 	// Owned by the discovery goroutine (and Start before it).
+	tree        tree
+	lastScan    time.Time         // when discover last ran, on Options' clock
 	failed      map[string]string // path → error already counted and logged
 	watchFailed map[string]string // directory → error already counted and logged
 	unlisted    map[string]string // directory of a glob → listing error already counted and logged
@@ -239,6 +295,7 @@ func newFollower(opts Options, h input.Handler) (*Follower, error) {
 		o:           o,
 		h:           h,
 		byID:        make(map[fileID]*tracked),
+		tree:        newTree(o.Path),
 		failed:      make(map[string]string),
 		watchFailed: make(map[string]string),
 		unlisted:    make(map[string]string),
@@ -253,7 +310,7 @@ func newFollower(opts Options, h input.Handler) (*Follower, error) {
 		// per-user inotify instance limit reached, polling is all we have.
 		w, err := fsnotify.NewWatcher()
 		if err != nil {
-			f.c.errors.Add(1)
+			f.c.fail(reasonWatch)
 			o.Logger.Warn("inotify unavailable, polling for changes", "path", o.Path, "interval", o.PollInterval, "err", err)
 		} else {
 			f.w = w
@@ -262,9 +319,11 @@ func newFollower(opts Options, h input.Handler) (*Follower, error) {
 	return f, nil
 }
 
-// Ready reports whether every file the input names has been opened and
-// positioned at least once, and backfilled when Options.Backfill asks. It stays
-// true afterwards.
+// Ready reports whether the input is reading: its first scan is done (the
+// glob listed, every file it could open opened and positioned) and those files
+// backfilled when Options.Backfill asks. A file that could not be opened is an
+// error, counted and retried, and does not hold readiness: waiting would not
+// open it. It stays true afterwards.
 func (f *Follower) Ready() bool { return f.ready.Load() && f.backfills.Load() == 0 }
 
 // Stats returns a snapshot of the counters and of the lag per path.
@@ -370,7 +429,9 @@ func (f *Follower) readAll() (more bool) {
 		if t.backfill {
 			t.backfill = false
 			f.o.Backfill(paths[i], t.f, t.off)
-			f.backfills.Add(-1)
+			if t.holdsReady {
+				f.backfills.Add(-1)
+			}
 		}
 		m := f.step(t, paths[i])
 		more = more || m
@@ -478,6 +539,6 @@ func (f *Follower) readFailed(t *tracked, path string, err error) {
 		return
 	}
 	t.readErr = err.Error()
-	f.c.errors.Add(1)
+	f.c.fail(reasonRead)
 	f.o.Logger.Warn("cannot read file, retrying", "path", path, "err", err)
 }

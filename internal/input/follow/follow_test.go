@@ -531,8 +531,9 @@ func TestBrokenPathInGlob(t *testing.T) {
 	}
 }
 
-// TestNotRegular: a FIFO where a log is expected is an error, and neither
-// blocks discovery nor Stop.
+// TestNotRegular: a FIFO where a log is expected is an error, counted under
+// its reason, and blocks neither discovery, nor readiness (waiting would not
+// make it a file), nor Stop.
 func TestNotRegular(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "access.log")
 	if err := syscall.Mkfifo(p, 0o644); err != nil {
@@ -540,7 +541,10 @@ func TestNotRegular(t *testing.T) {
 	}
 	f := start(t, modes[1].options(p), func(string, []byte) {})
 	waitFor(t, "an error", func() bool { return f.Stats().Errors == 1 })
-	if f.Ready() {
-		t.Error("ready although the input could not be opened")
+	if s := f.Stats(); s.ErrorsByReason["not_regular"] != 1 {
+		t.Errorf("errors by reason %v, want not_regular 1", s.ErrorsByReason)
+	}
+	if !f.Ready() {
+		t.Error("not ready: a file that cannot be opened must not hold readiness")
 	}
 }

@@ -60,8 +60,9 @@ type tracked struct {
 
 	done atomic.Int64 // offset up to which lines were handed on or skipped
 
-	// backfill: Options.Backfill is still to be called for what precedes off.
-	backfill bool
+	// backfill: Options.Backfill is still to be called for what precedes off;
+	// holdsReady when readiness waits for it (a file opened by the first scan).
+	backfill, holdsReady bool
 }
 
 // rewritten reports whether what was read is no longer in the file: it is

@@ -29,10 +29,10 @@ func ReadToEnd(opts Options, h input.Handler) (input.Stats, error) {
 	}
 	var c counters
 	r := newLineReader(o, h, &c, nil)
-	paths, unlisted := expand(o)
+	paths, unlisted := expand(o, o.list)
 	var errs []error
 	for _, dir := range slices.Sorted(maps.Keys(unlisted)) {
-		c.errors.Add(1)
+		c.fail(reasonList)
 		errs = append(errs, unlisted[dir])
 	}
 	if isGlob(o.Path) && len(paths) == 0 && len(errs) == 0 {
@@ -40,7 +40,7 @@ func ReadToEnd(opts Options, h input.Handler) (input.Stats, error) {
 	}
 	for _, p := range paths {
 		if err := readFile(r, p); err != nil {
-			c.errors.Add(1)
+			c.fail(reasonOf(err, reasonOpen))
 			errs = append(errs, err)
 		}
 		if o.Closed != nil {
@@ -63,7 +63,7 @@ func readFile(r *lineReader, path string) error {
 	}
 	t := &tracked{f: file, path: path}
 	if _, _, err := r.pass(t, path, math.MaxInt64); err != nil {
-		return fmt.Errorf("%s: %w", path, err)
+		return &failure{reasonRead, fmt.Errorf("%s: %w", path, err)}
 	}
 	r.finish(t, path)
 	return nil
