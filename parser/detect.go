@@ -1,0 +1,207 @@
+package parser
+
+import (
+	"cmp"
+	"fmt"
+	"regexp"
+	"slices"
+	"sync"
+
+	"github.com/logwindow/logwindow_exporter/config"
+	"github.com/logwindow/logwindow_exporter/config/logformat"
+)
+
+// ruleEntry is a rule as the parser builds it: a config rule, or a rule's variant for one
+// of its candidate formats (cand), under the index of the rule it stands for.
+type ruleEntry struct {
+	index int
+	rule  *config.Rule
+	cand  *logformat.Format
+}
+
+// entries lists the rules to build, each rule reading candidates once per candidate that
+// gives its captures, and the candidate formats in the order the rules name them.
+func (p *Parser) entries(rules []*config.Rule) ([]ruleEntry, []*logformat.Format, error) {
+	var out []ruleEntry
+	var cands []*logformat.Format
+	for i, cr := range rules {
+		if cr == nil || cr.Candidates == nil {
+			out = append(out, ruleEntry{index: i, rule: cr})
+			continue
+		}
+		p.byFormat = append(p.byFormat, i)
+		if len(cr.Variants) != len(cr.Candidates) {
+			return nil, nil, fmt.Errorf("rule %d: %d variants of %d candidate formats", i, len(cr.Variants), len(cr.Candidates))
+		}
+		for k, v := range cr.Variants {
+			f := cr.Candidates[k]
+			if _, ok := p.byID[f.ID()]; !ok {
+				p.byID[f.ID()] = len(cands)
+				cands = append(cands, f)
+			}
+			if v != nil {
+				out = append(out, ruleEntry{index: i, rule: v, cand: f})
+			}
+		}
+	}
+	return out, cands, nil
+}
+
+// newGroup is the group of the regex or the fields cr reads.
+func newGroup(cr *config.Rule, fast bool) group {
+	if cr.Regexp == nil {
+		return group{fields: &fieldsGroup{format: cr.Format}}
+	}
+	return group{m: compile(cr.Regexp, fast), prog: sync.OnceValue(func() *regexProgram { return program(cr.Regexp) }),
+		format: cr.LogFormat, derived: cr.Derived}
+}
+
+// fitGroups adds a group without rules for each candidate format no rule's variant reads:
+// whether a line fits it is still told, so that a file of that format is not read by
+// another.
+func (p *Parser) fitGroups(cands []*logformat.Format, fast bool) {
+	for _, f := range cands {
+		found := false
+		for i := range p.groups {
+			found = found || p.groups[i].cand == f.ID()
+		}
+		if found {
+			continue
+		}
+		g := group{fields: &fieldsGroup{format: config.FormatJSON}}
+		if !f.JSON() {
+			// The format compiler writes only regexes of valid syntax.
+			re := regexp.MustCompile(f.Regex)
+			g = newGroup(&config.Rule{Regexp: re, LogFormat: f}, fast)
+		}
+		g.cand = f.ID()
+		p.groups = append(p.groups, g)
+	}
+}
+
+// formatProgram is what reads the lines of a file: the group of its candidate format, if any,
+// first, then the groups every line goes to.
+type formatProgram struct {
+	groups []group
+	// format is the candidate format, nil for the base program.
+	format *logformat.Format
+}
+
+// buildPrograms makes the base program and one per candidate format, once every group is
+// complete.
+func (p *Parser) buildPrograms(cands []*logformat.Format) {
+	for i := range p.groups {
+		p.groups[i].entries = nil
+	}
+	// The groups every line goes to come first, and are the base program's as they are.
+	slices.SortStableFunc(p.groups, func(a, b group) int {
+		return cmp.Compare(min(len(a.cand), 1), min(len(b.cand), 1))
+	})
+	common := slices.IndexFunc(p.groups, func(g group) bool { return g.cand != "" })
+	if common < 0 {
+		common = len(p.groups)
+	}
+	p.base = &formatProgram{groups: p.groups[:common:common]}
+	for _, f := range cands {
+		prog := &formatProgram{format: f}
+		for i := range p.groups {
+			if p.groups[i].cand == f.ID() {
+				prog.groups = append(prog.groups, p.groups[i])
+			}
+		}
+		prog.groups = append(prog.groups, p.base.groups...)
+		p.cands = append(p.cands, prog)
+	}
+}
+
+// Candidates are the candidate formats of the parser's rules, in the order the rules
+// name them.
+func (p *Parser) Candidates() []*logformat.Format {
+	out := make([]*logformat.Format, len(p.cands))
+	for i, c := range p.cands {
+		out[i] = c.format
+	}
+	return out
+}
+
+// lineProgram is the formatProgram of the candidate format line alone fits best, or the base
+// program when it fits none (or there are none).
+func (p *Parser) lineProgram(s *scratch, line []byte) *formatProgram {
+	if len(p.cands) == 0 {
+		return p.base
+	}
+	if k := choose(p.cands, [][]byte{line}, s); k >= 0 {
+		return p.cands[k]
+	}
+	return p.base
+}
+
+// fit tells whether line fits the format of prog (every variable present, or a JSON
+// object), and how many of its captures have a value (neither empty nor "-"). caps has
+// room for every group of the format's regex.
+func fit(prog *formatProgram, line []byte, s *scratch, caps []int) (bool, int) {
+	g := &prog.groups[0]
+	if g.ex != nil {
+		if _, ok := g.ex.extract(line, caps[:g.ncap], s); !ok {
+			return false, 0
+		}
+		return true, filled(line, caps[:g.ncap], 1)
+	}
+	caps = caps[:g.m.ncap]
+	if !g.m.Match(line, caps) || g.strict > 0 && caps[2*g.strict] < 0 {
+		return false, 0
+	}
+	return true, filled(line, caps, 1)
+}
+
+// filled counts the captures of caps from first on that have a value; one past the line
+// (decoded into the scratch) has one.
+func filled(line []byte, caps []int, first int) int {
+	n := 0
+	for i := first; 2*i+1 < len(caps); i++ {
+		lo, hi := caps[2*i], caps[2*i+1]
+		switch {
+		case lo < 0 || hi == lo:
+		case lo >= len(line) || hi > len(line):
+			n++
+		case hi == lo+1 && line[lo] == '-':
+		default:
+			n++
+		}
+	}
+	return n
+}
+
+// choose is the index of the candidate whose format most of lines fit; a tie goes to the
+// one whose captures have a value most often in them, then to the earlier. -1 when no
+// line fits any.
+func choose(cands []*formatProgram, lines [][]byte, s *scratch) int {
+	best, bestFits, bestValues := -1, 0, 0
+	caps := s.detectCaps(cands)
+	for k, prog := range cands {
+		fits, values := 0, 0
+		for _, line := range lines {
+			if ok, v := fit(prog, line, s, caps); ok {
+				fits++
+				values += v
+			}
+		}
+		if fits > bestFits || fits > 0 && fits == bestFits && values > bestValues {
+			best, bestFits, bestValues = k, fits, values
+		}
+	}
+	return best
+}
+
+// detectCaps is a buffer with room for every group of every candidate's format.
+func (s *scratch) detectCaps(cands []*formatProgram) []int {
+	n := 0
+	for _, prog := range cands {
+		g := &prog.groups[0]
+		n = max(n, g.m.ncap, g.ncap)
+	}
+	if cap(s.detect) < n {
+		s.detect = make([]int, n)
+	}
+	return s.detect[:n]
+}
