@@ -137,35 +137,28 @@ func (p *Parser) lineProgram(s *scratch, line []byte) *formatProgram {
 }
 
 // fit tells whether line fits the format of prog (every variable present, or a JSON
-// object), and how many of its captures have a value (neither empty nor "-"). caps has
-// room for every group of the format's regex.
+// object), and how many of its variables have a value (neither empty nor "-"; none for a
+// JSON format, whose members a line may have or not). caps has room for every group of
+// the format's regex.
 func fit(prog *formatProgram, line []byte, s *scratch, caps []int) (bool, int) {
 	g := &prog.groups[0]
 	if g.ex != nil {
-		if _, ok := g.ex.extract(line, caps[:g.ncap], s); !ok {
-			return false, 0
-		}
-		return true, filled(line, caps[:g.ncap], 1)
+		_, ok := g.ex.extract(line, caps[:g.ncap], s)
+		return ok, 0
 	}
 	caps = caps[:g.m.ncap]
 	if !g.m.Match(line, caps) || g.strict > 0 && caps[2*g.strict] < 0 {
 		return false, 0
 	}
-	return true, filled(line, caps, 1)
+	return true, filled(line, caps)
 }
 
-// filled counts the captures of caps from first on that have a value; one past the line
-// (decoded into the scratch) has one.
-func filled(line []byte, caps []int, first int) int {
+// filled counts the groups of caps that have a value.
+func filled(line []byte, caps []int) int {
 	n := 0
-	for i := first; 2*i+1 < len(caps); i++ {
-		lo, hi := caps[2*i], caps[2*i+1]
-		switch {
-		case lo < 0 || hi == lo:
-		case lo >= len(line) || hi > len(line):
-			n++
-		case hi == lo+1 && line[lo] == '-':
-		default:
+	for i := 2; i+1 < len(caps); i += 2 {
+		lo, hi := caps[i], caps[i+1]
+		if lo >= 0 && hi > lo && !(hi == lo+1 && line[lo] == '-') {
 			n++
 		}
 	}
