@@ -12,10 +12,11 @@ import (
 // exporter tells apart by their lines.
 const LogFormatAuto = "auto"
 
-// maxAnyCaptures bounds the captures a rule may read of JSON object lines beyond those
-// its inputs' text formats name: their numbers are set aside before the rule's captures
-// are read, so that path captures can be numbered after them.
-const maxAnyCaptures = 64
+// maxOtherCaptures bounds the captures a rule reading candidates may name beyond those
+// its inputs' text formats have (a JSON object's keys, or a mistake refused per input in
+// variants): their numbers are set aside before the rule's captures are read, so that
+// path captures can be numbered after them.
+const maxOtherCaptures = 64
 
 // logFormatCandidates decodes a log_format: of candidates, `auto` or a list, into
 // in.LogFormats; it reports false for a log_format: of one format, which the caller reads.
@@ -88,7 +89,6 @@ func (rd *ruleDecoder) fromCandidates(line int, r *Rule, reads []Input) bool {
 			if !slices.ContainsFunc(r.Candidates, func(g *logformat.Format) bool { return g.ID() == f.ID() }) {
 				r.Candidates = append(r.Candidates, f)
 			}
-			caps.any = caps.any || f.AnyObject()
 			for _, name := range f.Names() {
 				if !slices.Contains(caps.names, name) {
 					caps.names = append(caps.names, name)
@@ -97,10 +97,8 @@ func (rd *ruleDecoder) fromCandidates(line int, r *Rule, reads []Input) bool {
 		}
 	}
 	slices.Sort(caps.names[1:])
-	if caps.any {
-		caps.reserved = len(caps.names)
-		caps.names = append(caps.names, make([]string, maxAnyCaptures)...)
-	}
+	caps.reserved = len(caps.names)
+	caps.names = append(caps.names, make([]string, maxOtherCaptures)...)
 	caps.lines = map[string]int{}
 	rd.caps = caps
 	return true
@@ -113,10 +111,10 @@ func (c *captures) readAt(name string, line int) {
 	}
 }
 
-// anyCapture gives name, a capture no text candidate has, a number among those set aside
-// for a JSON object's keys; -1 when they are all taken.
-func (c *captures) anyCapture(name string) int {
-	if !c.any {
+// otherCapture gives name, a capture no text candidate has, a number among those set
+// aside for such; -1 when they are all taken, or the captures are not candidates'.
+func (c *captures) otherCapture(name string) int {
+	if !c.candidates {
 		return -1
 	}
 	for i := c.reserved; i < len(c.names); i++ {
@@ -150,15 +148,17 @@ func (rd *ruleDecoder) variants(r *Rule, all []Input) {
 				continue
 			}
 			names := make([]string, len(cands))
+			var have []string
 			for i, f := range cands {
 				names[i] = f.Name()
+				have = append(have, f.Names()...)
 			}
 			what := "capture"
 			if isTime {
 				what = "time capture"
 			}
-			rd.add(rd.caps.lines[name], rd.subject, "%s %q is given by no log format of input %q, which the rule reads (its candidates: %s); name only inputs whose formats have it (inputs: [...])",
-				what, name, in.Label(), strings.Join(names, ", "))
+			rd.add(rd.caps.lines[name], rd.subject, "%s %q is given by no log format of input %q, which the rule reads (its candidates: %s)%s; name only inputs whose formats have it (inputs: [...])",
+				what, name, in.Label(), strings.Join(names, ", "), suggest(name, have))
 		}
 	}
 	for _, f := range r.Candidates {

@@ -136,11 +136,11 @@ type captures struct {
 	// format is the log format the captures come from, for a rule without match: or fields:.
 	format *logformat.Format
 	// candidates: the captures are those of an input's candidate formats, by name
-	// (fromCandidates); any: one of them is a JSON object, whose keys take the names from
-	// reserved on; lines are where each name is first read, for messages.
-	candidates, any bool
-	reserved        int
-	lines           map[string]int
+	// (fromCandidates), and names from reserved on are taken by others the rule reads (a
+	// JSON object's keys); lines are where each name is first read, for messages.
+	candidates bool
+	reserved   int
+	lines      map[string]int
 }
 
 func (c captures) index(name string) int {
@@ -187,7 +187,7 @@ func (rd *ruleDecoder) capture(line int, what, name string) int {
 	if i := rd.pathCapture(name); i >= 0 {
 		return i
 	}
-	if i := rd.caps.anyCapture(name); i >= 0 {
+	if i := rd.caps.otherCapture(name); i >= 0 {
 		rd.caps.readAt(name, line)
 		return i
 	}
