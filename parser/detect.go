@@ -83,8 +83,11 @@ func (p *Parser) fitGroups(cands []*logformat.Format, fast bool) {
 // first, then the groups every line goes to.
 type formatProgram struct {
 	groups []group
-	// format is the candidate format, nil for the base program.
-	format *logformat.Format
+	// format is the candidate format, nil for the base program; numeric are the groups of
+	// its regex whose values are numbers (logformat.Format.Numeric), which a line must
+	// have so to fit it when its format is chosen.
+	format  *logformat.Format
+	numeric []int
 }
 
 // buildPrograms makes the base program and one per candidate format, once every group is
@@ -104,6 +107,11 @@ func (p *Parser) buildPrograms(cands []*logformat.Format) {
 	p.base = &formatProgram{groups: p.groups[:common:common]}
 	for _, f := range cands {
 		prog := &formatProgram{format: f}
+		for k, c := range f.Captures {
+			if f.Numeric(c.Name) {
+				prog.numeric = append(prog.numeric, k+1)
+			}
+		}
 		for i := range p.groups {
 			if p.groups[i].cand == f.ID() {
 				prog.groups = append(prog.groups, p.groups[i])
@@ -136,8 +144,8 @@ func (p *Parser) lineProgram(s *scratch, line []byte) *formatProgram {
 	return p.base
 }
 
-// fit tells whether line fits the format of prog (every variable present, or a JSON
-// object), and how many of its variables have a value (neither empty nor "-"; none for a
+// fit tells whether line fits the format of prog (every variable present, those the
+// server writes as numbers numbers, or a JSON object), and how many of its variables have a value (neither empty nor "-"; none for a
 // JSON format, whose members a line may have or not). caps has room for every group of
 // the format's regex.
 func fit(prog *formatProgram, line []byte, s *scratch, caps []int) (bool, int) {
@@ -150,7 +158,22 @@ func fit(prog *formatProgram, line []byte, s *scratch, caps []int) (bool, int) {
 	if !g.m.Match(line, caps) || g.strict > 0 && caps[2*g.strict] < 0 {
 		return false, 0
 	}
+	for _, k := range prog.numeric {
+		if lo := caps[2*k]; lo >= 0 && !numbers(line[lo:caps[2*k+1]]) {
+			return false, 0
+		}
+	}
 	return true, filled(line, caps)
+}
+
+// numbers reports whether v is made of what a number, a list of them or "-" is.
+func numbers(v []byte) bool {
+	for _, c := range v {
+		if (c < '0' || c > '9') && c != '.' && c != '-' && c != ',' && c != ' ' && c != ':' {
+			return false
+		}
+	}
+	return true
 }
 
 // filled counts the groups of caps that have a value.

@@ -124,9 +124,24 @@ func formatRegexp(f *logformat.Format) *regexp.Regexp {
 	return re.(*regexp.Regexp)
 }
 
+// numberText is what a value the server writes as a number may be.
+var numberText = regexp.MustCompile(`^[0-9.\-, :]*$`)
+
+// numbersWhereNumeric reports whether the groups of m that the server writes as numbers
+// (logformat.Format.Numeric) hold them.
+func numbersWhereNumeric(f *logformat.Format, re *regexp.Regexp, m [][]byte) bool {
+	for i, name := range re.SubexpNames() {
+		if i > 0 && f.Numeric(name) && !numberText.Match(m[i]) {
+			return false
+		}
+	}
+	return true
+}
+
 // referenceChoice is which candidate lines are in, worked out from the formats' own
 // regexes (config/logformat's) rather than from the parser's matchers: a line fits a
-// text format when its regex matches with every group taking part, a JSON format when
+// text format when its regex matches with every group taking part and numbers where the
+// server writes numbers, a JSON format when
 // the line is a JSON object; the most lines win, then the most variables with a value
 // (neither empty nor "-") over them, then the earlier candidate.
 func referenceChoice(cands []*logformat.Format, lines [][]byte) int {
@@ -141,8 +156,9 @@ func referenceChoice(cands []*logformat.Format, lines [][]byte) int {
 				}
 				continue
 			}
-			m := formatRegexp(f).FindSubmatch(line)
-			if m == nil || m[len(m)-1] == nil {
+			re := formatRegexp(f)
+			m := re.FindSubmatch(line)
+			if m == nil || m[len(m)-1] == nil || !numbersWhereNumeric(f, re, m) {
 				continue
 			}
 			fits++

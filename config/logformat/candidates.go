@@ -107,3 +107,22 @@ func DerivedFrom(name string) (Derived, bool) {
 	}
 	return Derived{}, false
 }
+
+// numericNginx are nginx's variables whose values are numbers (or lists of them, or "-"
+// for an upstream not reached); numericApache the same of mod_log_config's directives.
+var (
+	numericNginx = []string{"status", "request_time", "body_bytes_sent", "bytes_sent", "request_length", "msec",
+		"upstream_response_time", "upstream_connect_time", "upstream_header_time", "upstream_status",
+		"upstream_response_length", "upstream_bytes_received", "upstream_bytes_sent"}
+	numericApache = []string{"s", "b", "B", "D", "T", "I", "O", "S"}
+)
+
+// Numeric reports whether the server writes capture as a number (a list of numbers for
+// an upstream variable, "-" for none), which tells lines of formats of one shape apart
+// (a quoted header where a time would be).
+func (f *Format) Numeric(capture string) bool {
+	if f.Server == Apache {
+		return slices.Contains(numericApache, capture)
+	}
+	return slices.Contains(numericNginx, capture)
+}
