@@ -397,3 +397,38 @@ func TestExplainCandidates(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkParseFile is a line's cost once its file's format is chosen, against the same
+// rules over an input of that one format.
+func BenchmarkParseFile(b *testing.B) {
+	r := rand.New(rand.NewPCG(9, 10))
+	one := strings.Replace(autoRules, "log_format: auto", "log_format: combined_request_time", 1)
+	one = strings.Replace(one, "  - name: apache_requests\n    labels: {status: '${s}'}\n", "", 1)
+	auto := strings.Replace(autoRules, "  - name: apache_requests\n    labels: {status: '${s}'}\n", "", 1)
+	for _, tc := range []struct{ name, rules string }{{"one_format", one}, {"auto", auto}} {
+		c := mustParse(b, tc.rules)
+		p, err := New(c.Rules)
+		if err != nil {
+			b.Fatal(err)
+		}
+		f, err := logformat.ParseCandidate("combined_request_time")
+		if err != nil {
+			b.Fatal(err)
+		}
+		var lines [][]byte
+		for range 64 {
+			lines = append(lines, []byte(sampleLine(r, f)))
+		}
+		s := p.NewSession()
+		s.SetFormats(c.Inputs[0].LogFormats, NewFiles())
+		var count countingDone
+		sink := discard{}
+		b.Run(tc.name, func(b *testing.B) {
+			i := 0
+			for b.Loop() {
+				s.ParseFile("f", "pods", lines[i%len(lines)], nil, sink, count.done)
+				i++
+			}
+		})
+	}
+}
