@@ -120,3 +120,29 @@ rules:
 		t.Errorf("%v lines dropped for no value, want none", drops)
 	}
 }
+
+// Lines held while a file's format is chosen survive a reload: they are parsed when the
+// format is chosen, by the new generation, and counted once.
+func TestAutoFormatHeldAcrossReload(t *testing.T) {
+	rules := "inputs: [{name: pods, path: LOG, log_format: auto}]\nrules: [{name: http_requests, labels: {status: '${status}'}}]\n"
+	p, log := startFile(t, rules)
+	appendTo(t, log, "starting\nlistening on :80\n")
+	if st := waitRead(t, p, 2); st.Unmatched != 0 || len(st.Formats) != 0 {
+		t.Fatalf("%d unmatched and formats %v while no line fits a candidate, want none", st.Unmatched, st.Formats)
+	}
+	cfg, err := config.Parse([]byte(strings.ReplaceAll(rules, "LOG", log)), "rules.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Reload(cfg); err != nil {
+		t.Fatal(err)
+	}
+	appendTo(t, log, `10.0.0.1 - - [01/Mar/2024:12:00:00 +0000] "GET / HTTP/1.1" 503 5 "-" "curl"`+"\n")
+	st := waitRead(t, p, 3)
+	if st.Unmatched != 2 || st.Formats["combined"] != 1 {
+		t.Errorf("%d unmatched, formats %v; want the 2 held lines unmatched and a combined file", st.Unmatched, st.Formats)
+	}
+	if got := gatherPipeline(t, p)[`http_requests_total{status="503"}`]; got != 1 {
+		t.Errorf("%v requests counted, want 1", got)
+	}
+}
