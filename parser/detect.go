@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/logwindow/logwindow_exporter/config"
@@ -138,10 +139,50 @@ func (p *Parser) lineProgram(s *scratch, line []byte) *formatProgram {
 	if len(p.cands) == 0 {
 		return p.base
 	}
-	if k := choose(p.cands, [][]byte{line}, s); k >= 0 {
-		return p.cands[k]
+	k := choose(p.cands, [][]byte{line}, s)
+	switch {
+	case k < 0:
+		return p.base
+	case p.cands[k].format.AnyObject():
+		return p.objectProgram(p.cands[k], members(p.cands[k], [][]byte{line}, s))
 	}
-	return p.base
+	return p.cands[k]
+}
+
+// objectProgram is prog, JSONObject's, with only the rules whose members are all among
+// present (sorted): the program of a file whose objects have those members.
+func (p *Parser) objectProgram(prog *formatProgram, present []string) *formatProgram {
+	key := strings.Join(present, "\x00")
+	if v, ok := p.objects.Load(key); ok {
+		return v.(*formatProgram)
+	}
+	sub := &formatProgram{format: prog.format, groups: slices.Clone(prog.groups)}
+	g := &sub.groups[0]
+	g.rules = slices.DeleteFunc(slices.Clone(g.rules), func(r rule) bool {
+		return slices.ContainsFunc(r.keys, func(k string) bool { _, ok := slices.BinarySearch(present, k); return !ok })
+	})
+	v, _ := p.objects.LoadOrStore(key, sub)
+	return v.(*formatProgram)
+}
+
+// members are the members that the rules of prog, JSONObject's, read and that one of
+// the lines fitting it has, sorted.
+func members(prog *formatProgram, lines [][]byte, s *scratch) []string {
+	g := &prog.groups[0]
+	caps := s.detectCaps([]*formatProgram{prog})
+	var out []string
+	for _, line := range lines {
+		if _, ok := g.ex.extract(line, caps[:g.ncap], s); !ok {
+			continue
+		}
+		for k, path := range g.fields.paths {
+			if path != nil && caps[2*(k+1)] >= 0 && !slices.Contains(out, path[0]) {
+				out = append(out, path[0])
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // fit tells whether line fits the format of prog (every variable present, those the

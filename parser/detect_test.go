@@ -382,7 +382,9 @@ func TestExplainCandidates(t *testing.T) {
 		{`10.0.0.1 ident - [01/Mar/2024:12:00:00 +0000] "GET / HTTP/1.1" 200 5 "-" "curl"`,
 			map[string]Outcome{"requests": NoMatch, "request_seconds": NoMatch, "apache_requests": Counted}},
 		{`{"status":"200","request_time":"0.1"}`,
-			map[string]Outcome{"requests": Counted, "request_seconds": Counted, "apache_requests": Counted}},
+			map[string]Outcome{"requests": Counted, "request_seconds": Counted, "apache_requests": NoMatch}},
+		{`{"status":"200"}`,
+			map[string]Outcome{"requests": Counted, "request_seconds": NoMatch, "apache_requests": NoMatch}},
 		{`no format`, map[string]Outcome{"requests": NoMatch, "request_seconds": NoMatch, "apache_requests": NoMatch}},
 	}
 	for _, tt := range tests {

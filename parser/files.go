@@ -32,6 +32,9 @@ type fileFormat struct {
 	// held are the lines since the last that fitted the chosen format (all of them before
 	// one is chosen), with the time text of their wrapper.
 	held, heldTimes [][]byte
+	// members are, for a file of JSON objects, the members the rules read that its
+	// objects have, as the lines its format was chosen from had them.
+	members []string
 }
 
 // NewFiles returns the state of an input none of whose files was seen yet.
@@ -120,6 +123,10 @@ func (s *Session) ParseFile(source, input string, line, wrapperTime []byte, sink
 		if k := choose(s.progs, file.held, s.s); k >= 0 {
 			s.prog = s.progs[k]
 			s.files.choose(file, s.prog.format.ID(), s.prog.format.Name())
+			if s.prog.format.AnyObject() {
+				file.members = members(s.prog, file.held, s.s)
+				s.prog = s.p.objectProgram(s.prog, file.members)
+			}
 			s.flush(file, input, sink, done)
 		} else if len(file.held) >= MaxHeld {
 			s.flush(file, input, sink, done)
@@ -154,8 +161,11 @@ func (s *Session) switchTo(source string) {
 	}
 	s.last, s.lastPath, s.prog = file, source, nil
 	if k, ok := s.p.byID[file.chosen]; ok && file.chosen != "" {
-		if slices.Contains(s.progs, s.p.cands[k]) {
-			s.prog = s.p.cands[k]
+		if prog := s.p.cands[k]; slices.Contains(s.progs, prog) {
+			s.prog = prog
+			if prog.format.AnyObject() {
+				s.prog = s.p.objectProgram(prog, file.members)
+			}
 		}
 	}
 }

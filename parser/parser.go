@@ -65,6 +65,9 @@ type Parser struct {
 	byID  map[string]int
 	// byFormat are the indexes of the rules reading candidates, for Explain.
 	byFormat []int
+	// objects are the programs of JSON object files by the members their objects have
+	// (objectProgram), made as files need them.
+	objects sync.Map
 	// paths are the path captures the rules read, sorted: the order Session.SetPath
 	// takes their values in.
 	paths []string
@@ -138,6 +141,9 @@ type rule struct {
 	// names are the rule's named captures and where they are in its group's caps: what
 	// Explain shows. Parse does not read them.
 	names []namedCapture
+	// keys are, for a rule reading JSON objects (logformat.JSONObject), the members it
+	// reads: it applies to a file whose objects have them all.
+	keys []string
 }
 
 type where struct {
@@ -215,6 +221,11 @@ func build(rules []*config.Rule, fast bool) (*Parser, error) {
 		}
 		g := &p.groups[gi]
 		r := rule{index: i, inputs: cr.Inputs, value: cr.ValueCapture, valueList: cr.ValueList}
+		if e.cand != nil && e.cand.AnyObject() {
+			for _, f := range cr.Fields {
+				r.keys = append(r.keys, f.Capture)
+			}
+		}
 		for _, l := range cr.Labels {
 			r.labels = append(r.labels, l.Template)
 		}
