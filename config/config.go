@@ -52,6 +52,9 @@ type Input struct {
 	// LogFormat is the web server's format its lines are written in (log_format:,
 	// apache_log_format:), nil without one; a JSON template makes Format FormatJSON.
 	LogFormat *logformat.Format
+	// LogFormats are the candidates of a log_format: list (or auto): each file's lines are
+	// read by the one they fit (see the parser's Session); nil for an input of one format.
+	LogFormats []*logformat.Format
 	// Wrapper is how each line is wrapped around what rules see: "" or "cri".
 	Wrapper string
 	// File is set for an input following a file or glob (path:).
@@ -197,6 +200,13 @@ type Rule struct {
 	// fields.
 	LogFormat *logformat.Format
 	Derived   []Derived
+	// Candidates are set for a rule without match: or fields: that reads an input with
+	// candidate log formats (Input.LogFormats): the formats of every input it reads. Its
+	// captures are then named by Fields (the names any candidate gives), and Variants[k]
+	// is the rule compiled against Candidates[k], nil when that format lacks a capture the
+	// rule reads (the rule does not apply to a file of that format).
+	Candidates []*logformat.Format
+	Variants   []*Rule
 	// ValueCapture is the capture index summed per line; -1 for a counting rule.
 	ValueCapture int
 	// ValueList: the value capture is a list, one number per upstream tried (an nginx

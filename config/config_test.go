@@ -329,7 +329,7 @@ func TestBadConfigs(t *testing.T) {
 			`:6: input "esc": log_format_escape: "jsno" is not one of default, json, none (nginx's escape= values) (did you mean "json"?)`,
 			`:7: input "noformat_esc": log_format_escape: is nginx's escape= parameter of a log_format:, which this input does not have`,
 			`:8: input "adjacent": log_format: $body_bytes_sent follows $status with no text between them, so where one ends cannot be told from the line, in "$status⟨here⟩$body_bytes_sent"`,
-			`:9: input "typo": log_format: "combind" is not a preset (combined, main, upstreaminfo) (did you mean "combined"?), nor a format string (which has variables)`,
+			`:9: input "typo": log_format: "combind" is not a preset (combined, combined_request_time, combined_upstream_time, main, main_request_time, main_upstream_time, upstreaminfo) (did you mean "combined"?), nor a format string (which has variables)`,
 			`:10: input "struct": format: and a log format: the log format says how the lines are read (a JSON template with log_format_escape: json reads JSON); leave format: out`,
 			`:11: input "badjson": log_format: expected ':' after the key "a", in "{\"a\" ⟨here⟩\"$status\"}"`,
 			`:12: input "apache": apache_log_format: %Z is not a directive of mod_log_config, in "%h %⟨here⟩Z"`,
@@ -451,6 +451,7 @@ var fingerprintEdits = []struct {
 	{"structured format", "Format", fingerprintHead, fingerprintFields("logfmt"), false},
 	{"path capture", "PathCaptures", "distinct: '${m}'\n    inputs", "distinct: '${m}${node}'\n    inputs", false},
 	{"log format for match", "LogFormat", fingerprintHead, fingerprintLogFormat("default"), false},
+	{"candidate log formats", "Candidates", fingerprintHead, fingerprintCandidates, false},
 	{"rewrite", "Rewrites", "where: {s: '^5'}", "rewrite: [{label: method, regex: 'GET', replacement: get}]\n    where: {s: '^5'}", false},
 	{"rewrite of the top label", "Rewrites", "where: {s: '^5'}", "rewrite: [{label: status, regex: '0', replacement: x}]\n    where: {s: '^5'}", false},
 }
@@ -484,6 +485,13 @@ rules:
 `
 }
 
+// fingerprintCandidates is fingerprintLogFormat with candidates for the one format.
+const fingerprintCandidates = `inputs: [{name: web, path: /a, log_format: ['$m $s $v $t', json]}, {name: api, path: /b, log_format: ['$m $s $v $t', json]}]
+rules:
+  - name: r
+    help: Some help.
+`
+
 // notState are the Rule fields that do not shape its series or windows, or are derived
 // from fields that do, so a change to them alone never needs a change of Fingerprint.
 var notState = map[string]string{
@@ -497,6 +505,7 @@ var notState = map[string]string{
 	"DistinctItem": "where the text of distinct, hashed as Items, is among them",
 	"Derived":      "what LogFormat computes from its captures",
 	"ValueList":    "what LogFormat says of the value capture",
+	"Variants":     "compiled from the rule against its Candidates",
 }
 
 func fingerprintOf(t *testing.T, text string) string {

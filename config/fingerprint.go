@@ -118,6 +118,11 @@ func fingerprint(r *Rule) string {
 		field("")
 		field("")
 	}
+	// Which formats a rule reading candidates reads lines of.
+	field(strconv.Itoa(len(r.Candidates)))
+	for _, f := range r.Candidates {
+		field(f.ID())
+	}
 	// A rewrite changes which series (or ranked value) a line counts in.
 	field(strconv.Itoa(len(r.Rewrites)))
 	for _, rw := range r.Rewrites {

@@ -91,7 +91,7 @@ func (d *decoder) inputs(e entry) []Input {
 			in.Format = d.format(f, subject)
 		}
 		d.logFormat(entries, subject, &in)
-		if f, ok := find(entries, "format"); ok && in.LogFormat != nil {
+		if f, ok := find(entries, "format"); ok && (in.LogFormat != nil || in.LogFormats != nil) {
 			d.add(f.key.Line, subject, "format: and a log format: the log format says how the lines are read (a JSON template with log_format_escape: json reads JSON); leave format: out")
 		}
 		if w, ok := find(entries, "wrapper"); ok {

@@ -39,6 +39,10 @@ func (d *decoder) logFormat(entries []entry, subject string, in *Input) {
 	switch {
 	case hasNginx && hasApache:
 		d.add(apache.key.Line, subject, "log_format and apache_log_format: an input's lines have one format; keep the one its server writes")
+	case hasNginx && d.logFormatCandidates(nginx, subject, in):
+		if e, ok := find(entries, "log_format_escape"); ok {
+			d.add(e.key.Line, subject, "log_format_escape: applies to one format string; in a list of candidates a JSON template ({...}) is read with escape=json and any other with nginx's default")
+		}
 	case hasNginx:
 		presets := sortedKeys(logformat.NginxPresets)
 		if text, ok := d.formatText(nginx, subject, "log_format", presets); ok {
@@ -101,15 +105,24 @@ func pointAt(text string, off int) string {
 }
 
 // fromFormat makes a rule with neither match: nor fields: read the captures of its
-// inputs' log format: its named inputs, or every input. They must all have the same one.
+// inputs' log format: its named inputs, or every input. They must all have the same one,
+// unless one has candidates (fromCandidates).
 func (rd *ruleDecoder) fromFormat(line int, r *Rule, all []Input) {
 	var f *logformat.Format
 	var first string
 	var without []string
+	var reads []Input
 	for _, in := range all {
 		if r.Inputs != nil && (in.Name == "" || !slices.Contains(r.Inputs, in.Name)) {
 			continue
 		}
+		reads = append(reads, in)
+	}
+	if slices.ContainsFunc(reads, func(in Input) bool { return in.LogFormats != nil }) {
+		rd.fromCandidates(line, r, reads)
+		return
+	}
+	for _, in := range reads {
 		switch {
 		case in.LogFormat == nil:
 			without = append(without, fmt.Sprintf("%q", in.Label()))
@@ -128,6 +141,12 @@ func (rd *ruleDecoder) fromFormat(line int, r *Rule, all []Input) {
 		rd.add(line, rd.subject, "match: is missing, and input %s has no log format to read its lines by (the rule reads %s); give it one, or name only inputs with one (inputs: [...])", strings.Join(without, ", "), pluralInputs(r))
 		return
 	}
+	rd.caps = &captures{names: rd.compileFormat(r, f), format: f}
+}
+
+// compileFormat makes r read the captures of log format f (its regex, or its JSON
+// fields, and what it derives) and returns their names by index.
+func (rd *ruleDecoder) compileFormat(r *Rule, f *logformat.Format) []string {
 	r.LogFormat = f
 	names := []string{""}
 	if f.JSON() {
@@ -155,7 +174,7 @@ func (rd *ruleDecoder) fromFormat(line int, r *Rule, all []Input) {
 	for _, dv := range r.Derived {
 		names = append(names, dv.Name)
 	}
-	rd.caps = &captures{names: names, format: f}
+	return names
 }
 
 func pluralInputs(r *Rule) string {
@@ -166,7 +185,12 @@ func pluralInputs(r *Rule) string {
 }
 
 // formatTime fills in the layout of a timestamp read from a log format's time variable.
+// A rule reading candidates leaves it to each candidate (variants) when one has it as a
+// time: those without it are then refused (variants).
 func (rd *ruleDecoder) formatTime(ts *Timestamp) bool {
+	if rd.caps != nil && rd.caps.candidates {
+		return true
+	}
 	if rd.caps == nil || rd.caps.format == nil {
 		return false
 	}

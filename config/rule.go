@@ -135,6 +135,12 @@ type captures struct {
 	fields bool
 	// format is the log format the captures come from, for a rule without match: or fields:.
 	format *logformat.Format
+	// candidates: the captures are those of an input's candidate formats, by name
+	// (fromCandidates), and names from reserved on are taken by others the rule reads (a
+	// JSON object's keys); lines are where each name is first read, for messages.
+	candidates bool
+	reserved   int
+	lines      map[string]int
 }
 
 func (c captures) index(name string) int {
@@ -175,9 +181,14 @@ func (rd *ruleDecoder) capture(line int, what, name string) int {
 		return -1
 	}
 	if i := rd.caps.index(name); i >= 0 {
+		rd.caps.readAt(name, line)
 		return i
 	}
 	if i := rd.pathCapture(name); i >= 0 {
+		return i
+	}
+	if i := rd.caps.otherCapture(name); i >= 0 {
+		rd.caps.readAt(name, line)
 		return i
 	}
 	have := append(rd.caps.named(), rd.pathCaptureNames()...)
@@ -189,6 +200,8 @@ func (rd *ruleDecoder) capture(line int, what, name string) int {
 	switch {
 	case rd.caps.format != nil:
 		source = "the log format " + fmt.Sprintf("%q", rd.caps.format.Describe())
+	case rd.caps.candidates:
+		source = "the candidate log formats"
 	case rd.caps.fields:
 		source = "fields"
 	}
@@ -306,6 +319,7 @@ func (d *decoder) rule(n *yaml.Node, index int, g Global, inputNames map[string]
 			d.add(r.Line, rd.subject, "%s", msg)
 		}
 	}
+	rd.variants(r, d.allInputs)
 	r.Fingerprint = fingerprint(r)
 	return r
 }

@@ -101,8 +101,13 @@ func (p *Parser) Explain(input string, line []byte) *Explanation {
 	s := p.scratch.Get().(*scratch)
 	defer p.scratch.Put(s)
 	out := &Explanation{Rules: make([]RuleResult, p.rules)}
-	for i := range p.groups {
-		g := &p.groups[i]
+	// A rule reading candidate formats is read by the one the line fits, if any.
+	for _, i := range p.byFormat {
+		out.Rules[i] = RuleResult{Rule: i, Outcome: NoMatch}
+	}
+	groups := p.lineProgram(s, line).groups
+	for i := range groups {
+		g := &groups[i]
 		// A regex group fills every group, also those no rule reads, so all can be shown.
 		caps := make([]int, max(g.ncap, g.nall), max(g.ncap, g.nall)+2*len(p.paths))
 		src := text{line: line}
@@ -135,7 +140,7 @@ func (p *Parser) Explain(input string, line []byte) *Explanation {
 				}
 				res.Outcome, res.Prefix = NoMatch, prefix
 			default:
-				res.Captures = copyCaptures(p.names[r.index], src, caps)
+				res.Captures = copyCaptures(r.names, src, caps)
 				outcome, detail := s.apply(r, input, src, caps, discard{})
 				res.Outcome = outcome
 				switch outcome {

@@ -56,9 +56,18 @@ const MaxLabelValueLen = 1024
 type Parser struct {
 	groups []group
 	rules  int // how many rules New was given
-	// names are, per rule, its named captures and where they are in its group's caps:
-	// what Explain shows. Parse does not read them.
-	names [][]namedCapture
+	// base is the program of a line read by no candidate format: the groups of rules
+	// that read no candidates. cands are the programs of the candidate formats of the
+	// rules (config.Rule.Candidates), in their order, and byID finds them by their
+	// format's ID.
+	base  *formatProgram
+	cands []*formatProgram
+	byID  map[string]int
+	// byFormat are the indexes of the rules reading candidates, for Explain.
+	byFormat []int
+	// objects are the programs of JSON object files by the members their objects have
+	// (objectProgram), made as files need them.
+	objects sync.Map
 	// paths are the path captures the rules read, sorted: the order Session.SetPath
 	// takes their values in.
 	paths []string
@@ -95,6 +104,15 @@ type group struct {
 	// inputs is the union of the rules' inputs; nil when some rule reads every input.
 	inputs []string
 	rules  []rule
+	// cand is the ID of the candidate format whose lines the group reads, for rules
+	// compiled against it (config.Rule.Variants); "" for a group every line goes to.
+	// strict is the group a line must give for it to fit the format (its last: the
+	// variables a format ends with may be missing, see logformat.compileText), 0 for none.
+	cand   string
+	strict int
+	// entries are the config rules of rules, in the same order, while the parser is
+	// built.
+	entries []ruleEntry
 }
 
 // rule is a config.Rule reduced to what the per-line work reads.
@@ -120,6 +138,12 @@ type rule struct {
 	// literalsValid: the literal text of the labels and items is valid UTF-8, so a label
 	// value cut from an ASCII line needs no check.
 	literalsValid bool
+	// names are the rule's named captures and where they are in its group's caps: what
+	// Explain shows. Parse does not read them.
+	names []namedCapture
+	// keys are, for a rule reading JSON objects (logformat.JSONObject), the members it
+	// reads: it applies to a file whose objects have them all.
+	keys []string
 }
 
 type where struct {
@@ -146,7 +170,7 @@ func New(rules []*config.Rule) (*Parser, error) {
 // build is New with the choice of matcher, so tests and benchmarks can compare fastmatch
 // with plain regexp in one run.
 func build(rules []*config.Rule, fast bool) (*Parser, error) {
-	p := &Parser{names: make([][]namedCapture, len(rules))}
+	p := &Parser{byID: map[string]int{}}
 	byRegex := map[string]int{}
 	var sz sizes
 	rewriters := map[string]int{}
@@ -164,7 +188,12 @@ func build(rules []*config.Rule, fast bool) (*Parser, error) {
 		}
 		return w
 	}
-	for i, cr := range rules {
+	entries, cands, err := p.entries(rules)
+	if err != nil {
+		return nil, err
+	}
+	for _, e := range entries {
+		i, cr := e.index, e.rule
 		if err := check(cr); err != nil {
 			return nil, fmt.Errorf("rule %d: %w", i, err)
 		}
@@ -178,19 +207,25 @@ func build(rules []*config.Rule, fast bool) (*Parser, error) {
 				key += "\x00log format " + cr.LogFormat.Escape.String()
 			}
 		}
+		if e.cand != nil {
+			key += "\x00candidate " + e.cand.ID()
+		}
 		gi, ok := byRegex[key]
 		if !ok {
 			gi = len(p.groups)
 			byRegex[key] = gi
-			if cr.Regexp != nil {
-				p.groups = append(p.groups, group{m: compile(cr.Regexp, fast), prog: sync.OnceValue(func() *regexProgram { return program(cr.Regexp) }),
-					format: cr.LogFormat, derived: cr.Derived})
-			} else {
-				p.groups = append(p.groups, group{fields: &fieldsGroup{format: cr.Format}})
+			p.groups = append(p.groups, newGroup(cr, fast))
+			if e.cand != nil {
+				p.groups[gi].cand = e.cand.ID()
 			}
 		}
 		g := &p.groups[gi]
 		r := rule{index: i, inputs: cr.Inputs, value: cr.ValueCapture, valueList: cr.ValueList}
+		if e.cand != nil && e.cand.AnyObject() {
+			for _, f := range cr.Fields {
+				r.keys = append(r.keys, f.Capture)
+			}
+		}
 		for _, l := range cr.Labels {
 			r.labels = append(r.labels, l.Template)
 		}
@@ -228,9 +263,11 @@ func build(rules []*config.Rule, fast bool) (*Parser, error) {
 			g.inputs = unionInputs(g.inputs, cr.Inputs)
 		}
 		g.rules = append(g.rules, r)
+		g.entries = append(g.entries, e)
 		sz.labels = max(sz.labels, len(r.labels))
 		sz.items = max(sz.items, len(r.items))
 	}
+	p.fitGroups(cands, fast)
 	slices.Sort(p.paths)
 	sz.paths = len(p.paths)
 	var labelSets [][]rendering[config.Template]
@@ -254,7 +291,8 @@ func build(rules []*config.Rule, fast bool) (*Parser, error) {
 		base := g.nall / 2
 		for j := range g.rules {
 			r := &g.rules[j]
-			cr := rules[r.index]
+			e := g.entries[j]
+			cr := e.rule
 			slot := p.slotOf(g, cr, base)
 			if g.fields != nil || len(cr.PathCaptures) > 0 {
 				r.remap(slot)
@@ -262,7 +300,7 @@ func build(rules []*config.Rule, fast bool) (*Parser, error) {
 			if len(cr.PathCaptures) > 0 {
 				g.pathBase = base
 			}
-			p.names[r.index] = captureNames(cr, slot)
+			r.names = captureNames(e.rule, slot)
 			// Sets and time slots are found on the indexes in the group, so that two
 			// rules that read one slot share, and two that read different ones do not.
 			r.labelSet = setIndex(&labelSets, renderings(r.labels, r.labelRewriters), func(a, b rendering[config.Template]) bool {
@@ -282,8 +320,12 @@ func build(rules []*config.Rule, fast bool) (*Parser, error) {
 			}
 		}
 		if g.fields == nil {
-			g.ncap = g.m.capsNeeded(slices.ContainsFunc(g.rules, rule.readsCaptures))
+			if g.cand != "" {
+				g.strict = g.m.ncap/2 - 1
+			}
+			g.ncap = g.m.capsNeeded(g.strict > 0 || slices.ContainsFunc(g.rules, rule.readsCaptures))
 			read := make([]bool, base)
+			read[g.strict] = g.strict > 0
 			for _, r := range g.rules {
 				r.captures(func(c int) {
 					if c < base {
@@ -312,6 +354,7 @@ func build(rules []*config.Rule, fast bool) (*Parser, error) {
 	}
 	sz.slots = len(slots)
 	p.rules = len(rules)
+	p.buildPrograms(cands)
 	p.scratch.New = func() any { return newScratch(sz) }
 	return p, nil
 }
@@ -494,19 +537,26 @@ func (p *Parser) Parse(input string, line []byte, sink Sink) bool {
 
 // ParseWrapped is Parse for a line that came wrapped (a CRI container log line): line is
 // the message, and wrapperTime the wrapper's time text, which rules timed by cri_time read.
+//
+// Without a file to go by, a line is read by the candidate log format (config.Rule.Candidates)
+// it fits best, as if it were a file's first line; a Session's ParseFile goes by the file.
 func (p *Parser) ParseWrapped(input string, line, wrapperTime []byte, sink Sink) bool {
 	s := p.scratch.Get().(*scratch)
 	defer p.scratch.Put(s)
-	return p.parse(s, input, line, wrapperTime, sink)
+	_, ok := p.parse(s, p.lineProgram(s, line).groups, false, input, line, wrapperTime, sink)
+	return ok
 }
 
-// parse is ParseWrapped with the buffers s.
-func (p *Parser) parse(s *scratch, input string, line, wrapperTime []byte, sink Sink) bool {
+// parse is ParseWrapped with the buffers s over the groups of a program. With mustFit,
+// groups[0] is a candidate format's, and a line that does not fit it is not parsed at all
+// (fits is false).
+func (p *Parser) parse(s *scratch, groups []group, mustFit bool, input string, line, wrapperTime []byte, sink Sink) (fits, wellFormed bool) {
 	s.wrapperTime = wrapperTime
-	wellFormed := true
-	for i := range p.groups {
-		g := &p.groups[i]
-		if g.inputs != nil && !slices.Contains(g.inputs, input) {
+	wellFormed = true
+	for i := range groups {
+		g := &groups[i]
+		fitting := mustFit && i == 0
+		if !fitting && g.inputs != nil && !slices.Contains(g.inputs, input) {
 			continue
 		}
 		caps := s.caps[:g.ncap]
@@ -514,10 +564,16 @@ func (p *Parser) parse(s *scratch, input string, line, wrapperTime []byte, sink 
 		if g.ex != nil {
 			var ok bool
 			if src, ok = g.ex.extract(line, caps, s); !ok {
+				if fitting {
+					return false, true
+				}
 				wellFormed = false
 				continue
 			}
-		} else if !g.parse.Match(line, caps) {
+		} else if !g.parse.Match(line, caps) || g.strict > 0 && caps[2*g.strict] < 0 {
+			if fitting {
+				return false, true
+			}
 			continue
 		}
 		if !g.post.empty() {
@@ -531,7 +587,7 @@ func (p *Parser) parse(s *scratch, input string, line, wrapperTime []byte, sink 
 			s.apply(&g.rules[j], input, src, caps, sink)
 		}
 	}
-	return wellFormed
+	return true, wellFormed
 }
 
 // apply runs one rule of a matched group: input, filters, value, time, labels. src is what

@@ -42,6 +42,9 @@ type scratch struct {
 	// derived; jsonKey a JSON key with escapes, decoded for comparison.
 	vals    []byte
 	jsonKey []byte
+	// detect holds the captures of a candidate format's full match while a file's format
+	// is chosen.
+	detect []int
 	// wrapperTime is the time text of the line's wrapper, during one ParseWrapped call.
 	wrapperTime []byte
 	// pathText holds the values of the path captures (Session.SetPath), pathCaps their

@@ -7,6 +7,16 @@ package parser
 type Session struct {
 	p *Parser
 	s *scratch
+	// files is the state of the files of an input with candidate formats (SetFormats),
+	// progs the programs of its candidates; nil for an input of one format. last is the
+	// file of lastPath, whose lines came last, and prog the program of its chosen format
+	// (nil before one is chosen): a line of the same file as the last costs one
+	// comparison.
+	files    *Files
+	progs    []*formatProgram
+	last     *fileFormat
+	lastPath string
+	prog     *formatProgram
 }
 
 // NewSession returns a Session of p's rules.
@@ -16,7 +26,8 @@ func (p *Parser) NewSession() *Session {
 
 // ParseWrapped is Parser.ParseWrapped, with the Session's buffers.
 func (s *Session) ParseWrapped(input string, line, wrapperTime []byte, sink Sink) bool {
-	return s.p.parse(s.s, input, line, wrapperTime, sink)
+	_, ok := s.p.parse(s.s, s.p.lineProgram(s.s, line).groups, false, input, line, wrapperTime, sink)
+	return ok
 }
 
 // SetPath gives the values of the path captures of the lines parsed next, those of the

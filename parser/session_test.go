@@ -60,7 +60,7 @@ rules:
 			fresh, pooled, kept := &fullSink{rules: c.Rules}, &fullSink{rules: c.Rules}, &fullSink{rules: c.Rules}
 			reported := 0
 			for i, line := range tc.lines {
-				wantOK := p.parse(p.scratch.New().(*scratch), input, line, nil, fresh)
+				_, wantOK := p.parse(p.scratch.New().(*scratch), p.base.groups, false, input, line, nil, fresh)
 				pooledOK := p.ParseWrapped(input, line, nil, pooled)
 				gotOK := s.ParseWrapped(input, line, nil, kept)
 				if gotOK != wantOK || !slices.Equal(kept.got, fresh.got) {

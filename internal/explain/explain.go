@@ -238,7 +238,7 @@ func raw(values [][]byte, i int) *string {
 }
 
 func noMatch(cr *config.Rule, line []byte, p *parser.Prefix) *NoMatch {
-	m := &NoMatch{Regex: cr.Regexp.String()}
+	m := &NoMatch{Regex: cr.Expanded}
 	if p == nil {
 		return m
 	}

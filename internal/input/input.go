@@ -53,6 +53,9 @@ type Stats struct {
 	// of its wrapper's format; Unmatched the lines of its format that no rule matched.
 	MalformedLines uint64
 	Unmatched      uint64
+	// Formats counts, for an input with candidate log formats, the files being read by
+	// the name of the format chosen for them (nil for an input of one format).
+	Formats map[string]int
 }
 
 // FileStats describes what is being read under one path.

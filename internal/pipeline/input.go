@@ -53,6 +53,10 @@ type stream struct {
 	// deal is the dealer of the glob's directories that this follower shares with the
 	// input's other shards (nil with one follower).
 	deal *dealer
+	// files is the format chosen for each file of an input with candidate log formats
+	// and the lines held while it is chosen (nil for an input of one format); used by
+	// the reading goroutine, across generations.
+	files *parser.Files
 }
 
 // binding is an input's view of one generation.
@@ -65,6 +69,47 @@ type binding struct {
 	name  string // the input's name in gen's config, for rules' inputs: restriction
 	// paths gives parse the path captures of each line's file; nil when none is read.
 	paths *pathValues
+	// done counts each line parse tells of as malformed or unmatched; received is the
+	// sink's count of events and drops after the line before, by which a line no rule
+	// matched is told without a second pass.
+	done     parser.LineDone
+	received uint64
+}
+
+// bind returns the input's binding to the current generation, making it on the first
+// line after a reload.
+func (in *stream) bind(p *Pipeline) *binding {
+	g := p.gen.Load()
+	if b := in.bound.Load(); b != nil && b.gen == g {
+		return b
+	}
+	ci := g.input(in.source)
+	b := &binding{gen: g, parse: g.parser.NewSession(), sink: g.set.NewSink(), name: ci.Name, paths: newPathValues(ci, g.parser)}
+	if in.files != nil {
+		b.parse.SetFormats(ci.LogFormats, in.files)
+	}
+	b.received = b.sink.Received()
+	b.done = func(wellFormed bool) {
+		received := b.sink.Received()
+		switch {
+		case !wellFormed:
+			in.malformed.Add(1)
+		case received == b.received:
+			in.unmatched.Add(1)
+		}
+		b.received = received
+	}
+	in.bound.Store(b)
+	return b
+}
+
+// unbindIfStale lets go of binding b when a reload came after it was loaded: a reload
+// between the Load of the generation and the Store of the binding would leave the old
+// generation bound after the reload cleared it.
+func (in *stream) unbindIfStale(p *Pipeline, b *binding) {
+	if p.gen.Load() != b.gen {
+		in.bound.CompareAndSwap(b, nil)
+	}
 }
 
 // unwrap returns what the parser is to read of a line: for a cri input, the message
@@ -101,6 +146,21 @@ func (in *stream) joinOptions(o *follow.Options) {
 	}
 }
 
+// formatOptions has the follower of an input with candidate log formats tell of the files
+// it is done with, so that their held lines are parsed and their state forgotten.
+func (in *stream) formatOptions(p *Pipeline, o *follow.Options) {
+	if in.files == nil {
+		return
+	}
+	closed := o.Closed
+	o.Closed = func(path string) {
+		if closed != nil {
+			closed(path)
+		}
+		in.closeFile(p, path)
+	}
+}
+
 // chargeHeld charges hold with what the joiner's partial messages grew or shrank by since
 // the last call: two loads a line when they did not change.
 func (in *stream) chargeHeld() {
@@ -134,6 +194,9 @@ func (in *stream) stats() exporter.InputStats {
 	st.TooLong += in.tooLong.Load()
 	st.MalformedLines = in.malformed.Load()
 	st.Unmatched = in.unmatched.Load()
+	if in.files != nil {
+		st.Formats = in.files.Formats()
+	}
 	return exporter.InputStats{Input: in.label, Stats: st}
 }
 
@@ -216,6 +279,9 @@ func (p *Pipeline) startInput(ci config.Input, shard int, deal *dealer) (*stream
 		in.cri = cri.New(maxLineBytes(p.opts))
 		in.hold = func(n int64) { p.gen.Load().set.Hold(n) }
 	}
+	if ci.LogFormats != nil {
+		in.files = parser.NewFiles()
+	}
 	running, err := kind.start(p, ci, in, shard)
 	if err != nil {
 		return nil, fmt.Errorf("input %s: %w", in.label, err)
@@ -245,36 +311,35 @@ func (in *stream) handle(p *Pipeline) input.Handler {
 		if !ok {
 			return
 		}
-		g := p.gen.Load()
-		b := in.bound.Load()
-		if b == nil || b.gen != g {
-			ci := g.input(in.source)
-			b = &binding{gen: g, parse: g.parser.NewSession(), sink: g.set.NewSink(), name: ci.Name, paths: newPathValues(ci, g.parser)}
-			in.bound.Store(b)
-		}
+		b := in.bind(p)
 		if b.paths != nil {
 			b.paths.set(b.parse, path)
 		}
-		if in.chunked {
-			b.sink.SetNow(in.processing, in.wall)
-		} else {
-			b.sink.SetNow(p.clock.read())
-		}
-		// A line no rule matched gives the sink no event and no drop: that is how unmatched
-		// lines are counted without a second pass.
-		received := b.sink.Received()
-		switch {
-		case !b.parse.ParseWrapped(b.name, msg, wrapperTime, b.sink):
-			in.malformed.Add(1)
-		case b.sink.Received() == received:
-			in.unmatched.Add(1)
-		}
-		// A reload between the Load of the generation and the Store of the binding would
-		// leave the old generation bound after the reload cleared it: let it go.
-		if p.gen.Load() != g {
-			in.bound.CompareAndSwap(b, nil)
-		}
+		in.setNow(p, b)
+		b.parse.ParseFile(path, b.name, msg, wrapperTime, b.sink, b.done)
+		in.unbindIfStale(p, b)
 	}
+}
+
+// setNow gives b's sink the clocks of the line being parsed.
+func (in *stream) setNow(p *Pipeline, b *binding) {
+	if in.chunked {
+		b.sink.SetNow(in.processing, in.wall)
+	} else {
+		b.sink.SetNow(p.clock.read())
+	}
+}
+
+// closeFile parses what is held of a file the follower is done with, while its format
+// was being chosen, and forgets the file.
+func (in *stream) closeFile(p *Pipeline, path string) {
+	b := in.bind(p)
+	if b.paths != nil {
+		b.paths.set(b.parse, path)
+	}
+	in.setNow(p, b)
+	b.parse.CloseFile(path, b.name, b.sink, b.done)
+	in.unbindIfStale(p, b)
 }
 
 // release drops the input's binding to a generation that is no longer current; the next

@@ -52,6 +52,7 @@ func startFollower(p *Pipeline, ci config.Input, in *stream, shard int) (input.I
 		opts.Select = func(path string) bool { return in.deal.owns(path, shard) }
 	}
 	in.joinOptions(&opts)
+	in.formatOptions(p, &opts)
 	in.chunked = true
 	opts.Chunk = func() { in.processing, in.wall = p.clock.read() }
 	return follow.Start(opts, in.handle(p))

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -68,6 +69,9 @@ func Replay(cfg *config.Config, files []string, opts Options, w io.Writer) error
 	return errors.Join(errs...)
 }
 
+// ignoreDone is told of the lines a replay parses, which it counts by its sink.
+func ignoreDone(bool) {}
+
 // replaySink is a sink that tells how many events and drops it was given.
 type replaySink interface {
 	parser.Sink
@@ -94,19 +98,30 @@ func replayFiles(p *parser.Parser, files []fileInput, opts Options, sink replayS
 		in.joinOptions(&o)
 		paths := newPathValues(ci, p)
 		ps.SetPath(nil) // none of the previous file's
+		ps.SetFormats(ci.LogFormats, parser.NewFiles())
 		before := sink.Received()
+		var read []string
 		_, err := follow.ReadToEnd(o,
 			func(path string, line []byte) {
 				counts[i].lines++
 				if paths != nil {
 					paths.set(ps, file.pathOf(path))
 				}
+				if !slices.Contains(read, path) {
+					read = append(read, path)
+				}
 				if msg, wrapperTime, ok := in.unwrap(path, line); ok {
-					ps.ParseWrapped(ci.Name, msg, wrapperTime, sink)
+					ps.ParseFile(path, ci.Name, msg, wrapperTime, sink, ignoreDone)
 				}
 			})
 		if err != nil {
 			return nil, fmt.Errorf("replay %s: %w", file.file, err)
+		}
+		for _, path := range read {
+			if paths != nil {
+				paths.set(ps, file.pathOf(path))
+			}
+			ps.CloseFile(path, ci.Name, sink, ignoreDone)
 		}
 		counts[i].received = sink.Received() - before
 	}

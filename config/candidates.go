@@ -1,0 +1,290 @@
+package config
+
+import (
+	"slices"
+	"strings"
+
+	"github.com/logwindow/logwindow_exporter/config/logformat"
+	"go.yaml.in/yaml/v3"
+)
+
+// LogFormatAuto is the log_format: value standing for logformat.Auto, the candidates the
+// exporter tells apart by their lines.
+const LogFormatAuto = "auto"
+
+// maxOtherCaptures bounds the captures a rule reading candidates may name beyond those
+// its inputs' text formats have (a JSON object's keys, or a mistake refused per input in
+// variants): their numbers are set aside before the rule's captures are read, so that
+// path captures can be numbered after them.
+const maxOtherCaptures = 64
+
+// logFormatCandidates decodes a log_format: of candidates, `auto` or a list, into
+// in.LogFormats; it reports false for a log_format: of one format, which the caller reads.
+func (d *decoder) logFormatCandidates(e entry, subject string, in *Input) bool {
+	v := resolve(e.val)
+	var texts []string
+	var lines []int
+	switch {
+	case v.Kind == yaml.ScalarNode && v.Value == LogFormatAuto:
+		texts = logformat.Auto
+		for range texts {
+			lines = append(lines, e.key.Line)
+		}
+	case v.Kind == yaml.SequenceNode:
+		var ok bool
+		if texts, ok = d.list(e, subject, "log_format"); !ok {
+			return true
+		}
+		for _, item := range v.Content {
+			lines = append(lines, item.Line)
+		}
+		if len(texts) == 0 {
+			d.add(e.key.Line, subject, "log_format: the list of candidates is empty; give one format, a list of them, or auto")
+			return true
+		}
+	default:
+		return false
+	}
+	presets := logformat.CandidatePresets()
+	for i, text := range texts {
+		f, err := logformat.ParseCandidate(text)
+		if err != nil {
+			d.formatError(entry{key: &yaml.Node{Line: lines[i]}}, subject, "log_format", text, presets, err)
+			continue
+		}
+		if j := slices.IndexFunc(in.LogFormats, func(g *logformat.Format) bool { return g.ID() == f.ID() }); j >= 0 {
+			d.add(lines[i], subject, "log_format: %q is the same format as candidate #%d", text, j+1)
+			continue
+		}
+		in.LogFormats = append(in.LogFormats, f)
+	}
+	return true
+}
+
+// candidatesOf are the formats a line of the input may be in: its candidates, or its one
+// log format; nil without any.
+func (in Input) candidatesOf() []*logformat.Format {
+	switch {
+	case in.LogFormats != nil:
+		return in.LogFormats
+	case in.LogFormat != nil:
+		return []*logformat.Format{in.LogFormat}
+	}
+	return nil
+}
+
+// fromCandidates makes r, a rule without match: or fields: that reads an input with
+// candidate formats, read the captures of them all by name (the union of their names, a
+// JSON object's any name): the rule is compiled against each candidate once its
+// captures are known (variants). It reports false when an input it reads has no format.
+func (rd *ruleDecoder) fromCandidates(line int, r *Rule, reads []Input) bool {
+	caps := &captures{names: []string{""}, candidates: true}
+	for _, in := range reads {
+		cands := in.candidatesOf()
+		if cands == nil {
+			rd.add(line, rd.subject, "match: is missing, and input %q has no log format to read its lines by (the rule reads %s); give it one, or name only inputs with one (inputs: [...])", in.Label(), pluralInputs(r))
+			return false
+		}
+		for _, f := range cands {
+			if !slices.ContainsFunc(r.Candidates, func(g *logformat.Format) bool { return g.ID() == f.ID() }) {
+				r.Candidates = append(r.Candidates, f)
+			}
+			for _, name := range f.Names() {
+				if !slices.Contains(caps.names, name) {
+					caps.names = append(caps.names, name)
+				}
+			}
+		}
+	}
+	slices.Sort(caps.names[1:])
+	caps.reserved = len(caps.names)
+	caps.names = append(caps.names, make([]string, maxOtherCaptures)...)
+	caps.lines = map[string]int{}
+	rd.caps = caps
+	return true
+}
+
+// readAt notes the line name is first read at.
+func (c *captures) readAt(name string, line int) {
+	if _, seen := c.lines[name]; c.lines != nil && !seen {
+		c.lines[name] = line
+	}
+}
+
+// otherCapture gives name, a capture no text candidate has, a number among those set
+// aside for such; -1 when they are all taken, or the captures are not candidates'.
+func (c *captures) otherCapture(name string) int {
+	if !c.candidates {
+		return -1
+	}
+	for i := c.reserved; i < len(c.names); i++ {
+		if c.names[i] == "" {
+			c.names[i] = name
+			return i
+		}
+	}
+	return -1
+}
+
+// variants compiles the rule r read by name (fromCandidates) against each of its
+// candidates, and refuses a capture that no candidate of an input it reads gives.
+func (rd *ruleDecoder) variants(r *Rule, all []Input) {
+	if rd.caps == nil || !rd.caps.candidates {
+		return
+	}
+	for _, name := range rd.caps.names[1:] {
+		r.Fields = append(r.Fields, Field{Capture: name, Path: name, Segments: []string{name}})
+	}
+	read := readNames(r)
+	timed := r.Timestamp != nil && r.Timestamp.Capture > 0 && r.Timestamp.Layout == "" && !r.Timestamp.Unix
+	for _, in := range all {
+		if r.Inputs != nil && (in.Name == "" || !slices.Contains(r.Inputs, in.Name)) {
+			continue
+		}
+		cands := in.candidatesOf()
+		for _, name := range read {
+			isTime := timed && name == r.Timestamp.CaptureName
+			if slices.ContainsFunc(cands, func(f *logformat.Format) bool { return gives(f, name, isTime) }) {
+				continue
+			}
+			names := make([]string, len(cands))
+			var have []string
+			for i, f := range cands {
+				names[i] = f.Name()
+				have = append(have, f.Names()...)
+			}
+			what := "capture"
+			if isTime {
+				what = "time capture"
+			}
+			rd.add(rd.caps.lines[name], rd.subject, "%s %q is given by no log format of input %q, which the rule reads (its candidates: %s)%s; name only inputs whose formats have it (inputs: [...])",
+				what, name, in.Label(), strings.Join(names, ", "), suggest(name, have))
+		}
+	}
+	for _, f := range r.Candidates {
+		r.Variants = append(r.Variants, rd.variant(r, f, read, timed))
+	}
+}
+
+// gives reports whether format f gives capture name (as a time, when isTime).
+func gives(f *logformat.Format, name string, isTime bool) bool {
+	if f.AnyObject() {
+		if isTime {
+			_, _, ok := logformat.TimeOfName(name)
+			return ok
+		}
+		return true
+	}
+	if isTime {
+		_, _, ok := f.Time(name)
+		return ok
+	}
+	return slices.Contains(f.Names(), name)
+}
+
+// readNames are the names of the captures of the line that r reads (not its path
+// captures, not a wrapper's time), sorted.
+func readNames(r *Rule) []string {
+	var out []string
+	add := func(c int) {
+		if name := r.CaptureName(c); c > 0 && c <= r.Captures() && name != "" && !slices.Contains(out, name) {
+			out = append(out, name)
+		}
+	}
+	eachCapture(r, add)
+	slices.Sort(out)
+	return out
+}
+
+// eachCapture calls f with every capture index r reads, and lets it change it.
+func eachCapture(r *Rule, f func(int)) {
+	remapCaptures(r, func(c int) int { f(c); return c })
+}
+
+// remapCaptures replaces every capture index r reads by to's, in slices of r's own (r is
+// a copy of the rule whose slices it must not change).
+func remapCaptures(r *Rule, to func(int) int) {
+	template := func(t Template) Template {
+		out := slices.Clone(t)
+		for i, p := range out {
+			if p.Capture >= 0 {
+				out[i].Capture = to(p.Capture)
+			}
+		}
+		return out
+	}
+	r.Labels = slices.Clone(r.Labels)
+	for i := range r.Labels {
+		r.Labels[i].Template = template(r.Labels[i].Template)
+	}
+	r.Items = slices.Clone(r.Items)
+	for i := range r.Items {
+		r.Items[i].Template = template(r.Items[i].Template)
+	}
+	wheres := func(ws []Where) []Where {
+		out := slices.Clone(ws)
+		for i := range out {
+			out[i].Capture = to(out[i].Capture)
+		}
+		return out
+	}
+	r.Where, r.WhereNot = wheres(r.Where), wheres(r.WhereNot)
+	if r.ValueCapture >= 0 {
+		r.ValueCapture = to(r.ValueCapture)
+	}
+	if ts := r.Timestamp; ts != nil && ts.Capture >= 0 {
+		c := *ts
+		c.Capture = to(ts.Capture)
+		r.Timestamp = &c
+	}
+}
+
+// variant is r compiled against candidate f: its captures numbered as f's, its value list
+// and time layout f's; nil when f lacks a capture the rule reads.
+func (rd *ruleDecoder) variant(r *Rule, f *logformat.Format, read []string, timed bool) *Rule {
+	if f.AnyObject() {
+		f = objectFormat(read)
+	}
+	for _, name := range read {
+		if !gives(f, name, timed && name == r.Timestamp.CaptureName) {
+			return nil
+		}
+	}
+	v := *r
+	v.Fields, v.Candidates, v.Variants, v.Derived = nil, nil, nil, nil
+	names := rd.compileFormat(&v, f)
+	union, own := r.Captures(), len(names)-1
+	remapCaptures(&v, func(c int) int {
+		if c > union {
+			return c - union + own
+		}
+		return slices.Index(names, r.CaptureName(c))
+	})
+	v.ValueList = r.ValueName != "" && f.List(r.ValueName)
+	if timed {
+		ts := *v.Timestamp
+		ts.Layout, ts.Unix, _ = f.Time(ts.CaptureName)
+		v.Timestamp = &ts
+	}
+	return &v
+}
+
+// objectFormat is a JSON object line's format as a rule reading captures read sees it:
+// each a member of that key, or derived from request or status like nginx's.
+func objectFormat(read []string) *logformat.Format {
+	f := &logformat.Format{Server: logformat.Nginx, Preset: logformat.JSONObject, Escape: logformat.EscapeJSON}
+	field := func(name string) {
+		if !slices.ContainsFunc(f.Fields, func(fl logformat.Field) bool { return fl.Name == name }) {
+			f.Fields = append(f.Fields, logformat.Field{Name: name, Var: "$" + name, Path: []string{name}})
+		}
+	}
+	for _, name := range read {
+		if d, ok := logformat.DerivedFrom(name); ok {
+			field(d.From)
+			f.Derived = append(f.Derived, d)
+			continue
+		}
+		field(name)
+	}
+	return f
+}

@@ -1,0 +1,150 @@
+package config
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/logwindow/logwindow_exporter/config/logformat"
+)
+
+// A rule over inputs with candidate formats is compiled against each candidate that gives
+// every capture it reads, its capture numbers and time layout those of the candidate.
+func TestRulesOnCandidates(t *testing.T) {
+	c, err := Parse([]byte(`
+inputs:
+  - {name: pods, path: '/var/log/pods/*/*.log', log_format: auto, path_captures: '^/var/log/pods/(?P<pod>[^/]+)/'}
+  - {name: apps, path: /b, log_format: [combined_request_time, '{"s":"$status","rt":"$request_time"}', '$time_iso8601 $status']}
+rules:
+  - name: requests
+    inputs: [pods]
+    labels: {pod: '${pod}', status: '${status}', method: '${request_method}'}
+  - name: request_seconds
+    value: request_time
+    labels: {status: '${status}'}
+  - name: timed
+    inputs: [apps]
+    timestamp: {capture: time_iso8601}
+  - name: custom_key
+    inputs: [pods]
+    labels: {tenant: '${tenant}', pod: '${pod}'}
+`), "c.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(c.Inputs[0].LogFormats); n != len(logformat.Auto) {
+		t.Fatalf("auto gives %d candidates, want %d", n, len(logformat.Auto))
+	}
+	applies := func(r *Rule) string {
+		var out []string
+		for k, v := range r.Variants {
+			if v != nil {
+				out = append(out, r.Candidates[k].Name())
+			}
+		}
+		return strings.Join(out, " ")
+	}
+	tests := []struct {
+		rule, want string
+	}{
+		{"requests", "upstreaminfo main_upstream_time main_request_time main combined_upstream_time combined_request_time combined json"},
+		{"request_seconds", `upstreaminfo main_upstream_time main_request_time combined_upstream_time combined_request_time json {"s":"$status","rt":"$request_time"}`},
+		{"timed", "$time_iso8601 $status"},
+		{"custom_key", "json"},
+	}
+	for i, tt := range tests {
+		t.Run(tt.rule, func(t *testing.T) {
+			r := c.Rules[i]
+			if got := applies(r); got != tt.want {
+				t.Errorf("applies to %q, want %q", got, tt.want)
+			}
+			for k, v := range r.Variants {
+				if v == nil {
+					continue
+				}
+				if v.LogFormat == nil || v.Candidates != nil || v.Regexp == nil && v.Fields == nil {
+					t.Fatalf("variant for %s is not compiled against it", r.Candidates[k].Name())
+				}
+				for _, l := range v.Labels {
+					name := v.CaptureName(l.Template[0].Capture)
+					if want := r.CaptureName(r.Labels[slicesIndex(r.Labels, l.Name)].Template[0].Capture); name != want {
+						t.Errorf("%s: label %s reads %q, want %q", r.Candidates[k].Name(), l.Name, name, want)
+					}
+				}
+			}
+		})
+	}
+	if v := c.Rules[1].Variants[0]; !v.ValueList && v.CaptureName(v.ValueCapture) != "request_time" {
+		t.Errorf("upstreaminfo variant reads %q", v.CaptureName(v.ValueCapture))
+	}
+	if ts := c.Rules[2].Variants[2].Timestamp; ts.Layout != logformat.LayoutISO8601 {
+		t.Errorf("time layout %q, want the ISO one", ts.Layout)
+	}
+}
+
+func slicesIndex(ls []Label, name string) int {
+	for i, l := range ls {
+		if l.Name == name {
+			return i
+		}
+	}
+	return -1
+}
+
+// A capture that no candidate of an input the rule reads gives is refused at its line,
+// naming the rule, the capture and the input; so are a bad list and a bad candidate.
+func TestCandidatesRefused(t *testing.T) {
+	tests := []struct {
+		name, yaml, want string
+	}{
+		{"capture no candidate gives", `
+inputs:
+  - {name: web, path: /a, log_format: [combined, main]}
+rules:
+  - name: latency
+    value: request_time
+`, `c.yaml:6: rule "latency": capture "request_time" is given by no log format of input "web", which the rule reads (its candidates: combined, main)`},
+		{"of one of two inputs", `
+inputs:
+  - {name: web, path: /a, log_format: [combined, upstreaminfo]}
+  - {name: old, path: /b, log_format: combined}
+rules:
+  - name: latency
+    labels: {upstream: '${upstream_addr}'}
+`, `c.yaml:7: rule "latency": capture "upstream_addr" is given by no log format of input "old"`},
+		{"a time no candidate has", `
+inputs:
+  - {name: web, path: /a, log_format: [combined, json]}
+rules:
+  - name: timed
+    timestamp: {capture: status}
+`, `c.yaml:6: rule "timed": time capture "status" is given by no log format of input "web"`},
+		{"unknown preset", `
+inputs:
+  - {name: web, path: /a, log_format: [combined, mian]}
+rules: [{name: r}]
+`, `c.yaml:3: input "web": log_format: "mian" is not a preset`},
+		{"empty list", `
+inputs:
+  - {name: web, path: /a, log_format: []}
+rules: [{name: r, match: x}]
+`, `c.yaml:3: input "web": log_format: the list of candidates is empty`},
+		{"same format twice", `
+inputs:
+  - {name: web, path: /a, log_format: [combined, '$remote_addr - $remote_user [$time_local] "$request" $status $body_bytes_sent "$http_referer" "$http_user_agent"']}
+rules: [{name: r}]
+`, `c.yaml:3: input "web": log_format: "$remote_addr`},
+		{"escape with a list", `
+inputs:
+  - {name: web, path: /a, log_format: auto, log_format_escape: json}
+rules: [{name: r}]
+`, `c.yaml:3: input "web": log_format_escape: applies to one format string`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse([]byte(tt.yaml), "c.yaml")
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("error %v, want one with %q", err, tt.want)
+			}
+		})
+	}
+}

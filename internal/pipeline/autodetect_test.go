@@ -1,0 +1,152 @@
+package pipeline
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/logwindow/logwindow_exporter/config"
+)
+
+// podFormats write a record as the pods of a tree log it: each in a format of auto's.
+var podFormats = map[string]func(accessRecord) string{
+	"combined": func(a accessRecord) string { return a.combined() },
+	"main":     func(a accessRecord) string { return a.combined() + ` "198.51.100.1, 10.0.0.2"` },
+	"upstreaminfo": func(a accessRecord) string {
+		return fmt.Sprintf(`%s 512 %s [default-web-80] [] 10.1.0.5:8080 %d %s %s 5e1f8a2c9b`, a.combined(), a.requestTime, a.bytes, a.upstream, a.status)
+	},
+	"combined_request_time": func(a accessRecord) string { return a.combined() + " " + a.requestTime },
+	"json": func(a accessRecord) string {
+		b, _ := json.Marshal(map[string]string{"status": a.status, "request_time": a.requestTime,
+			"request": a.method + " " + a.uri + " HTTP/1.1"})
+		return string(b)
+	},
+	"json_untimed": func(a accessRecord) string {
+		b, _ := json.Marshal(map[string]string{"status": a.status, "request": a.method + " " + a.uri + " HTTP/1.1"})
+		return string(b)
+	},
+}
+
+// timed are the pods whose format has $request_time.
+var timed = map[string]bool{"upstreaminfo": true, "combined_request_time": true, "json": true}
+
+// combined is the record in nginx's combined format.
+func (a accessRecord) combined() string {
+	esc := func(s string) string { return strings.ReplaceAll(s, `"`, `\x22`) }
+	return fmt.Sprintf(`10.0.0.1 - - [%s] "%s %s HTTP/1.1" %s %d "%s" "%s"`,
+		a.at.Format("02/Jan/2006:15:04:05 -0700"), a.method, a.uri, a.status, a.bytes, esc(a.referer), esc(a.userAgent))
+}
+
+// One input with log_format: auto over a tree of pods' logs, each pod in another format,
+// counts every pod's requests by status exactly, their request time where the format has
+// it (and no latency series where it does not), with no line unmatched.
+func TestAutoFormatPerFile(t *testing.T) {
+	const n = 300
+	dir := t.TempDir()
+	wantStatus := map[string]float64{}
+	wantTime, wantSum := map[string]float64{}, map[string]float64{}
+	total := uint64(0)
+	for pod, write := range podFormats {
+		var b strings.Builder
+		for _, rec := range randomRecords(n, uint64(len(pod))) {
+			b.WriteString(write(rec) + "\n")
+			wantStatus[fmt.Sprintf(`http_requests_total{pod=%q,status=%q}`, pod, rec.status)]++
+			if timed[pod] {
+				wantTime[pod]++
+				v, _ := strconv.ParseFloat(rec.requestTime, 64)
+				wantSum[pod] += v
+			}
+			total++
+		}
+		if err := os.MkdirAll(filepath.Join(dir, pod), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, pod, "0.log"), []byte(b.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg, err := config.Parse([]byte(`
+inputs:
+  - name: pods
+    path: `+dir+`/*/*.log
+    log_format: auto
+    start_at: beginning
+    path_captures: '/(?P<pod>[^/]+)/0\.log$'
+rules:
+  - name: http_requests
+    labels: {pod: '${pod}', status: '${status}'}
+  - name: http_request_duration_seconds
+    labels: {pod: '${pod}'}
+    value: request_time
+`), "rules.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Date(2024, 3, 1, 14, 0, 0, 0, time.UTC)
+	p, err := Start(cfg, Options{Now: func() time.Time { return now }, PollInterval: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Stop)
+	st := waitRead(t, p, total)
+	if st.Unmatched != 0 || st.MalformedLines != 0 {
+		t.Errorf("%d lines unmatched, %d malformed, want none", st.Unmatched, st.MalformedLines)
+	}
+	wantFormats := map[string]int{}
+	for pod := range podFormats {
+		wantFormats[strings.TrimSuffix(pod, "_untimed")]++
+	}
+	if !maps.Equal(st.Formats, wantFormats) {
+		t.Errorf("files per format %v, want %v", st.Formats, wantFormats)
+	}
+	got := gatherPipeline(t, p)
+	for key, want := range wantStatus {
+		if got[key] != want {
+			t.Errorf("%s = %v, want %v", key, got[key], want)
+		}
+	}
+	for pod := range podFormats {
+		events := got[fmt.Sprintf(`http_request_duration_seconds_window_events{pod=%q,window="24h"}`, pod)]
+		sum := got[fmt.Sprintf(`http_request_duration_seconds_window{pod=%q,window="24h"}`, pod)]
+		if events != wantTime[pod] || math.Abs(sum-wantSum[pod]) > 1e-6 {
+			t.Errorf("%s: %v request times summing to %v, want %v summing to %v", pod, events, sum, wantTime[pod], wantSum[pod])
+		}
+	}
+	// A pod whose format lacks $request_time has no latency series, and that is no drop.
+	if drops := got[`logwindow_rule_dropped_lines_total{reason="no_value",rule="http_request_duration_seconds"}`]; drops != 0 {
+		t.Errorf("%v lines dropped for no value, want none", drops)
+	}
+}
+
+// Lines held while a file's format is chosen survive a reload: they are parsed when the
+// format is chosen, by the new generation, and counted once.
+func TestAutoFormatHeldAcrossReload(t *testing.T) {
+	rules := "inputs: [{name: pods, path: LOG, log_format: auto}]\nrules: [{name: http_requests, labels: {status: '${status}'}}]\n"
+	p, log := startFile(t, rules)
+	appendTo(t, log, "starting\nlistening on :80\n")
+	if st := waitRead(t, p, 2); st.Unmatched != 0 || len(st.Formats) != 0 {
+		t.Fatalf("%d unmatched and formats %v while no line fits a candidate, want none", st.Unmatched, st.Formats)
+	}
+	cfg, err := config.Parse([]byte(strings.ReplaceAll(rules, "LOG", log)), "rules.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Reload(cfg); err != nil {
+		t.Fatal(err)
+	}
+	appendTo(t, log, `10.0.0.1 - - [01/Mar/2024:12:00:00 +0000] "GET / HTTP/1.1" 503 5 "-" "curl"`+"\n")
+	st := waitRead(t, p, 3)
+	if st.Unmatched != 2 || st.Formats["combined"] != 1 {
+		t.Errorf("%d unmatched, formats %v; want the 2 held lines unmatched and a combined file", st.Unmatched, st.Formats)
+	}
+	if got := gatherPipeline(t, p)[`http_requests_total{status="503"}`]; got != 1 {
+		t.Errorf("%v requests counted, want 1", got)
+	}
+}

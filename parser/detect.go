@@ -1,0 +1,264 @@
+package parser
+
+import (
+	"cmp"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/logwindow/logwindow_exporter/config"
+	"github.com/logwindow/logwindow_exporter/config/logformat"
+)
+
+// ruleEntry is a rule as the parser builds it: a config rule, or a rule's variant for one
+// of its candidate formats (cand), under the index of the rule it stands for.
+type ruleEntry struct {
+	index int
+	rule  *config.Rule
+	cand  *logformat.Format
+}
+
+// entries lists the rules to build, each rule reading candidates once per candidate that
+// gives its captures, and the candidate formats in the order the rules name them.
+func (p *Parser) entries(rules []*config.Rule) ([]ruleEntry, []*logformat.Format, error) {
+	var out []ruleEntry
+	var cands []*logformat.Format
+	for i, cr := range rules {
+		if cr == nil || cr.Candidates == nil {
+			out = append(out, ruleEntry{index: i, rule: cr})
+			continue
+		}
+		p.byFormat = append(p.byFormat, i)
+		if len(cr.Variants) != len(cr.Candidates) {
+			return nil, nil, fmt.Errorf("rule %d: %d variants of %d candidate formats", i, len(cr.Variants), len(cr.Candidates))
+		}
+		for k, v := range cr.Variants {
+			f := cr.Candidates[k]
+			if _, ok := p.byID[f.ID()]; !ok {
+				p.byID[f.ID()] = len(cands)
+				cands = append(cands, f)
+			}
+			if v != nil {
+				out = append(out, ruleEntry{index: i, rule: v, cand: f})
+			}
+		}
+	}
+	return out, cands, nil
+}
+
+// newGroup is the group of the regex or the fields cr reads.
+func newGroup(cr *config.Rule, fast bool) group {
+	if cr.Regexp == nil {
+		return group{fields: &fieldsGroup{format: cr.Format}}
+	}
+	return group{m: compile(cr.Regexp, fast), prog: sync.OnceValue(func() *regexProgram { return program(cr.Regexp) }),
+		format: cr.LogFormat, derived: cr.Derived}
+}
+
+// fitGroups adds a group without rules for each candidate format no rule's variant reads:
+// whether a line fits it is still told, so that a file of that format is not read by
+// another.
+func (p *Parser) fitGroups(cands []*logformat.Format, fast bool) {
+	for _, f := range cands {
+		found := false
+		for i := range p.groups {
+			found = found || p.groups[i].cand == f.ID()
+		}
+		if found {
+			continue
+		}
+		g := group{fields: &fieldsGroup{format: config.FormatJSON}}
+		if !f.JSON() {
+			// The format compiler writes only regexes of valid syntax.
+			re := regexp.MustCompile(f.Regex)
+			g = newGroup(&config.Rule{Regexp: re, LogFormat: f}, fast)
+		}
+		g.cand = f.ID()
+		p.groups = append(p.groups, g)
+	}
+}
+
+// formatProgram is what reads the lines of a file: the group of its candidate format, if any,
+// first, then the groups every line goes to.
+type formatProgram struct {
+	groups []group
+	// format is the candidate format, nil for the base program; numeric are the groups of
+	// its regex whose values are numbers (logformat.Format.Numeric), which a line must
+	// have so to fit it when its format is chosen.
+	format  *logformat.Format
+	numeric []int
+}
+
+// buildPrograms makes the base program and one per candidate format, once every group is
+// complete.
+func (p *Parser) buildPrograms(cands []*logformat.Format) {
+	for i := range p.groups {
+		p.groups[i].entries = nil
+	}
+	// The groups every line goes to come first, and are the base program's as they are.
+	slices.SortStableFunc(p.groups, func(a, b group) int {
+		return cmp.Compare(min(len(a.cand), 1), min(len(b.cand), 1))
+	})
+	common := slices.IndexFunc(p.groups, func(g group) bool { return g.cand != "" })
+	if common < 0 {
+		common = len(p.groups)
+	}
+	p.base = &formatProgram{groups: p.groups[:common:common]}
+	for _, f := range cands {
+		prog := &formatProgram{format: f}
+		for k, c := range f.Captures {
+			if f.Numeric(c.Name) {
+				prog.numeric = append(prog.numeric, k+1)
+			}
+		}
+		for i := range p.groups {
+			if p.groups[i].cand == f.ID() {
+				prog.groups = append(prog.groups, p.groups[i])
+			}
+		}
+		prog.groups = append(prog.groups, p.base.groups...)
+		p.cands = append(p.cands, prog)
+	}
+}
+
+// Candidates are the candidate formats of the parser's rules, in the order the rules
+// name them.
+func (p *Parser) Candidates() []*logformat.Format {
+	out := make([]*logformat.Format, len(p.cands))
+	for i, c := range p.cands {
+		out[i] = c.format
+	}
+	return out
+}
+
+// lineProgram is the formatProgram of the candidate format line alone fits best, or the base
+// program when it fits none (or there are none).
+func (p *Parser) lineProgram(s *scratch, line []byte) *formatProgram {
+	if len(p.cands) == 0 {
+		return p.base
+	}
+	k := choose(p.cands, [][]byte{line}, s)
+	switch {
+	case k < 0:
+		return p.base
+	case p.cands[k].format.AnyObject():
+		return p.objectProgram(p.cands[k], members(p.cands[k], [][]byte{line}, s))
+	}
+	return p.cands[k]
+}
+
+// objectProgram is prog, JSONObject's, with only the rules whose members are all among
+// present (sorted): the program of a file whose objects have those members.
+func (p *Parser) objectProgram(prog *formatProgram, present []string) *formatProgram {
+	key := strings.Join(present, "\x00")
+	if v, ok := p.objects.Load(key); ok {
+		return v.(*formatProgram)
+	}
+	sub := &formatProgram{format: prog.format, groups: slices.Clone(prog.groups)}
+	g := &sub.groups[0]
+	g.rules = slices.DeleteFunc(slices.Clone(g.rules), func(r rule) bool {
+		return slices.ContainsFunc(r.keys, func(k string) bool { _, ok := slices.BinarySearch(present, k); return !ok })
+	})
+	v, _ := p.objects.LoadOrStore(key, sub)
+	return v.(*formatProgram)
+}
+
+// members are the members that the rules of prog, JSONObject's, read and that one of
+// the lines fitting it has, sorted.
+func members(prog *formatProgram, lines [][]byte, s *scratch) []string {
+	g := &prog.groups[0]
+	caps := s.detectCaps([]*formatProgram{prog})
+	var out []string
+	for _, line := range lines {
+		if _, ok := g.ex.extract(line, caps[:g.ncap], s); !ok {
+			continue
+		}
+		for k, path := range g.fields.paths {
+			if path != nil && caps[2*(k+1)] >= 0 && !slices.Contains(out, path[0]) {
+				out = append(out, path[0])
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// fit tells whether line fits the format of prog (every variable present, those the
+// server writes as numbers numbers, or a JSON object), and how many of its variables have a value (neither empty nor "-"; none for a
+// JSON format, whose members a line may have or not). caps has room for every group of
+// the format's regex.
+func fit(prog *formatProgram, line []byte, s *scratch, caps []int) (bool, int) {
+	g := &prog.groups[0]
+	if g.ex != nil {
+		_, ok := g.ex.extract(line, caps[:g.ncap], s)
+		return ok, 0
+	}
+	caps = caps[:g.m.ncap]
+	if !g.m.Match(line, caps) || g.strict > 0 && caps[2*g.strict] < 0 {
+		return false, 0
+	}
+	for _, k := range prog.numeric {
+		if lo := caps[2*k]; lo >= 0 && !numbers(line[lo:caps[2*k+1]]) {
+			return false, 0
+		}
+	}
+	return true, filled(line, caps)
+}
+
+// numbers reports whether v is made of what a number, a list of them or "-" is.
+func numbers(v []byte) bool {
+	for _, c := range v {
+		if (c < '0' || c > '9') && c != '.' && c != '-' && c != ',' && c != ' ' && c != ':' {
+			return false
+		}
+	}
+	return true
+}
+
+// filled counts the groups of caps that have a value.
+func filled(line []byte, caps []int) int {
+	n := 0
+	for i := 2; i+1 < len(caps); i += 2 {
+		lo, hi := caps[i], caps[i+1]
+		if lo >= 0 && hi > lo && !(hi == lo+1 && line[lo] == '-') {
+			n++
+		}
+	}
+	return n
+}
+
+// choose is the index of the candidate whose format most of lines fit; a tie goes to the
+// one whose captures have a value most often in them, then to the earlier. -1 when no
+// line fits any.
+func choose(cands []*formatProgram, lines [][]byte, s *scratch) int {
+	best, bestFits, bestValues := -1, 0, 0
+	caps := s.detectCaps(cands)
+	for k, prog := range cands {
+		fits, values := 0, 0
+		for _, line := range lines {
+			if ok, v := fit(prog, line, s, caps); ok {
+				fits++
+				values += v
+			}
+		}
+		if fits > bestFits || fits > 0 && fits == bestFits && values > bestValues {
+			best, bestFits, bestValues = k, fits, values
+		}
+	}
+	return best
+}
+
+// detectCaps is a buffer with room for every group of every candidate's format.
+func (s *scratch) detectCaps(cands []*formatProgram) []int {
+	n := 0
+	for _, prog := range cands {
+		g := &prog.groups[0]
+		n = max(n, g.m.ncap, g.ncap)
+	}
+	if cap(s.detect) < n {
+		s.detect = make([]int, n)
+	}
+	return s.detect[:n]
+}

@@ -1,0 +1,436 @@
+package parser
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/logwindow/logwindow_exporter/config"
+	"github.com/logwindow/logwindow_exporter/config/logformat"
+)
+
+// autoRules read every candidate of auto: a rule over status (which every format has,
+// by its own name or Apache's) and one over request_time (which some have).
+const autoRules = `
+inputs:
+  - {name: pods, path: /var/log/pods/*.log, log_format: auto}
+rules:
+  - name: requests
+    labels: {status: '${status}'}
+  - name: request_seconds
+    value: request_time
+  - name: apache_requests
+    labels: {status: '${s}'}
+`
+
+// autoParser is the parser of autoRules.
+func autoParser(t testing.TB) (*Parser, *config.Config) {
+	t.Helper()
+	c := mustParse(t, autoRules)
+	p, err := New(c.Rules)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p, c
+}
+
+// sampleValue is a value a server could write for a variable (by its capture's name),
+// drawn from r: some values are "-" or empty, some hold the characters that bound others.
+func sampleValue(r *rand.Rand, name string) string {
+	pick := func(xs ...string) string { return xs[r.IntN(len(xs))] }
+	switch name {
+	case "remote_addr", "h":
+		return pick("10.0.0.1", "2001:db8::1", "203.0.113.7")
+	case "remote_user", "u", "l":
+		return pick("-", "-", "alice")
+	case "time_local":
+		return "01/Mar/2024:12:00:00 +0000"
+	case "t":
+		return "[01/Mar/2024:12:00:00 +0000]"
+	case "request", "r":
+		return pick("GET /a?b=1 HTTP/1.1", "POST /api/v1/cart HTTP/2.0", "-", `GET /x\x22y HTTP/1.1`)
+	case "status", "s", "upstream_status":
+		return pick("200", "404", "502")
+	case "body_bytes_sent", "b", "request_length", "upstream_response_length":
+		return pick("0", "612", "-")
+	case "http_referer", "i_referer":
+		return pick("-", "https://example.com/")
+	case "http_user_agent", "i_user_agent":
+		return pick("Mozilla/5.0 (X11; Linux x86_64)", "curl/8.5.0", "-")
+	case "http_x_forwarded_for":
+		return pick("-", "198.51.100.1, 10.0.0.2")
+	case "request_time":
+		return pick("0.012", "1.500")
+	case "upstream_response_time":
+		return pick("0.010", "0.001, 0.020", "0.1 : 0.2", "-")
+	case "proxy_upstream_name":
+		return pick("default-web-80", "")
+	case "proxy_alternative_upstream_name":
+		return ""
+	case "upstream_addr":
+		return pick("10.1.0.5:8080", "10.1.0.5:8080, 10.1.0.6:8080", "-")
+	case "req_id":
+		return pick("5e1f8a2c9b", "")
+	}
+	return "x"
+}
+
+// variableRef finds the variables of an nginx format string ($name, ${name}) and of an
+// Apache one (%>s, %{Referer}i).
+var (
+	nginxVar  = regexp.MustCompile(`\$\{?([A-Za-z0-9_]+)\}?`)
+	apacheVar = regexp.MustCompile(`%[<>!,0-9]*(?:\{([^}]*)\})?([a-zA-Z])`)
+)
+
+// sampleLine writes a line of format f with values from r, as the server would; for
+// JSONObject, an object of some of nginx's variables.
+func sampleLine(r *rand.Rand, f *logformat.Format) string {
+	if f.AnyObject() {
+		m := map[string]string{"status": sampleValue(r, "status"), "request": sampleValue(r, "request")}
+		if r.IntN(2) == 0 {
+			m["request_time"] = sampleValue(r, "request_time")
+		}
+		b, _ := json.Marshal(m)
+		return string(b)
+	}
+	if f.Server == logformat.Apache {
+		return apacheVar.ReplaceAllStringFunc(f.Text, func(v string) string {
+			m := apacheVar.FindStringSubmatch(v)
+			name := m[2]
+			if m[1] != "" {
+				name += "_" + strings.ReplaceAll(strings.ToLower(m[1]), "-", "_")
+			}
+			return sampleValue(r, name)
+		})
+	}
+	return nginxVar.ReplaceAllStringFunc(f.Text, func(v string) string {
+		return sampleValue(r, nginxVar.FindStringSubmatch(v)[1])
+	})
+}
+
+// formatRegexps are the formats' regexes compiled, by regex.
+var formatRegexps sync.Map
+
+func formatRegexp(f *logformat.Format) *regexp.Regexp {
+	re, ok := formatRegexps.Load(f.Regex)
+	if !ok {
+		re, _ = formatRegexps.LoadOrStore(f.Regex, regexp.MustCompile(f.Regex))
+	}
+	return re.(*regexp.Regexp)
+}
+
+// numberText is what a value the server writes as a number may be.
+var numberText = regexp.MustCompile(`^[0-9.\-, :]*$`)
+
+// numbersWhereNumeric reports whether the groups of m that the server writes as numbers
+// (logformat.Format.Numeric) hold them.
+func numbersWhereNumeric(f *logformat.Format, re *regexp.Regexp, m [][]byte) bool {
+	for i, name := range re.SubexpNames() {
+		if i > 0 && f.Numeric(name) && !numberText.Match(m[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// referenceChoice is which candidate lines are in, worked out from the formats' own
+// regexes (config/logformat's) rather than from the parser's matchers: a line fits a
+// text format when its regex matches with every group taking part and numbers where the
+// server writes numbers, a JSON format when
+// the line is a JSON object; the most lines win, then the most variables with a value
+// (neither empty nor "-") over them, then the earlier candidate.
+func referenceChoice(cands []*logformat.Format, lines [][]byte) int {
+	best, bestFits, bestValues := -1, 0, 0
+	for k, f := range cands {
+		fits, values := 0, 0
+		for _, line := range lines {
+			if f.JSON() {
+				var obj map[string]any
+				if json.Unmarshal(line, &obj) == nil && obj != nil {
+					fits++
+				}
+				continue
+			}
+			re := formatRegexp(f)
+			m := re.FindSubmatch(line)
+			if m == nil || m[len(m)-1] == nil || !numbersWhereNumeric(f, re, m) {
+				continue
+			}
+			fits++
+			for _, g := range m[1:] {
+				if len(g) > 0 && string(g) != "-" {
+					values++
+				}
+			}
+		}
+		if fits > bestFits || fits > 0 && fits == bestFits && values > bestValues {
+			best, bestFits, bestValues = k, fits, values
+		}
+	}
+	return best
+}
+
+// Lines of every candidate of auto, alone and mixed with another's, are put in the
+// format the formats' own regexes say they fit best (ties included: nginx's and Apache's
+// combined have one shape).
+func TestDetectDifferential(t *testing.T) {
+	p, _ := autoParser(t)
+	cands := p.Candidates()
+	if len(cands) != len(logformat.Auto) {
+		t.Fatalf("%d candidates, want auto's %d", len(cands), len(logformat.Auto))
+	}
+	s := p.NewSession().s
+	r := rand.New(rand.NewPCG(1, 2))
+	ties := 0
+	for k, f := range cands {
+		t.Run(f.Name(), func(t *testing.T) {
+			for range 200 {
+				var lines [][]byte
+				for range 1 + r.IntN(MaxHeld) {
+					from := f
+					if r.IntN(4) == 0 {
+						from = cands[r.IntN(len(cands))] // another format's line
+					}
+					lines = append(lines, []byte(sampleLine(r, from)))
+				}
+				want := referenceChoice(cands, lines)
+				if got := choose(p.cands, lines, s); got != want {
+					t.Fatalf("lines of %s chosen as #%d, the reference says #%d:\n%s", f.Name(), got, want, bytes.Join(lines, []byte("\n")))
+				}
+				if want != k {
+					ties++
+				}
+			}
+		})
+	}
+	if ties == 0 {
+		t.Error("no sample was chosen as another format than its own: the ties are not exercised")
+	}
+}
+
+// The shapes of the ties: a line that fits two formats goes to the one with more values,
+// then to the earlier.
+func TestDetectTies(t *testing.T) {
+	p, _ := autoParser(t)
+	s := p.NewSession().s
+	index := func(name string) int {
+		for i, f := range p.Candidates() {
+			if f.Name() == name {
+				return i
+			}
+		}
+		t.Fatalf("no candidate %s", name)
+		return -1
+	}
+	tests := []struct {
+		name, line, want string
+	}{
+		{"combined shape, no identity: nginx's, listed first", `10.0.0.1 - - [01/Mar/2024:12:00:00 +0000] "GET / HTTP/1.1" 200 5 "-" "curl"`, "combined"},
+		{"an identity: only Apache's has it", `10.0.0.1 ident - [01/Mar/2024:12:00:00 +0000] "GET / HTTP/1.1" 200 5 "-" "curl"`, "apache_combined"},
+		{"request time without upstream", `10.0.0.1 - - [01/Mar/2024:12:00:00 +0000] "GET / HTTP/1.1" 200 5 "-" "curl" 0.003`, "combined_request_time"},
+		{"request and upstream time", `10.0.0.1 - - [01/Mar/2024:12:00:00 +0000] "GET / HTTP/1.1" 200 5 "-" "curl" 0.003 -`, "combined_upstream_time"},
+		{"common", `10.0.0.1 - - [01/Mar/2024:12:00:00 +0000] "GET / HTTP/1.1" 200 5`, "apache_common"},
+		{"JSON object", `{"status":"200"}`, logformat.JSONObject},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got, want := choose(p.cands, [][]byte{[]byte(tt.line)}, s), index(tt.want); got != want {
+				t.Errorf("chosen #%d, want #%d (%s)", got, want, tt.want)
+			}
+		})
+	}
+	if got := choose(p.cands, [][]byte{[]byte("no format at all")}, s); got != -1 {
+		t.Errorf("a line of no format chosen as #%d", got)
+	}
+}
+
+// countingDone counts the lines a Session says it parsed.
+type countingDone struct{ lines, malformed int }
+
+func (c *countingDone) done(wellFormed bool) {
+	c.lines++
+	if !wellFormed {
+		c.malformed++
+	}
+}
+
+// A file's format is chosen from its first fitting line and again after MaxHeld lines in a
+// row that do not fit it; every line is parsed once, under the format chosen for it.
+func TestSessionChoosesPerFile(t *testing.T) {
+	p, c := autoParser(t)
+	r := rand.New(rand.NewPCG(3, 4))
+	combined, upstream := p.Candidates()[6], p.Candidates()[0]
+	if combined.Name() != "combined" || upstream.Name() != "upstreaminfo" {
+		t.Fatalf("candidates %s, %s", combined.Name(), upstream.Name())
+	}
+	files := NewFiles()
+	s := p.NewSession()
+	s.SetFormats(c.Inputs[0].LogFormats, files)
+	rec := &recorder{t: t, rules: c.Rules}
+	var count countingDone
+	feed := func(file string, f *logformat.Format, n int) {
+		for range n {
+			s.ParseFile(file, "pods", []byte(sampleLine(r, f)), nil, rec, count.done)
+		}
+	}
+	feed("a", combined, 10)
+	feed("b", upstream, 10)
+	feed("a", combined, 5)
+	if got := files.Formats(); got["combined"] != 1 || got["upstreaminfo"] != 1 || len(got) != 2 {
+		t.Errorf("formats %v, want a combined and an upstreaminfo file", got)
+	}
+	// File a's server now writes upstreaminfo: after MaxHeld lines it is read so, and the
+	// held ones too.
+	feed("a", upstream, MaxHeld-1)
+	if count.lines != 25 {
+		t.Errorf("%d lines parsed while %d are held, want 25", count.lines, MaxHeld-1)
+	}
+	feed("a", upstream, 1)
+	if got := files.Formats(); got["upstreaminfo"] != 2 || len(got) != 1 {
+		t.Errorf("formats %v, want two upstreaminfo files", got)
+	}
+	requests, timed := 0, 0
+	for _, e := range rec.take() {
+		switch {
+		case e.Rule == "requests":
+			requests++
+		case e.Rule == "request_seconds" && e.Drop == "":
+			timed++
+		}
+	}
+	if count.lines != 41 || requests != 41 || timed != 10+MaxHeld || count.malformed != 0 {
+		t.Errorf("%d lines parsed (%d malformed), %d requests, %d timed; want 41, 0, 41, %d", count.lines, count.malformed, requests, timed, 10+MaxHeld)
+	}
+	// A line between two that fit is the chosen format's, and a closed file's held lines
+	// are parsed.
+	s.ParseFile("a", "pods", []byte("garbage"), nil, rec, count.done)
+	s.ParseFile("a", "pods", []byte(sampleLine(r, upstream)), nil, rec, count.done)
+	s.ParseFile("b", "pods", []byte("garbage"), nil, rec, count.done)
+	s.CloseFile("b", "pods", rec, count.done)
+	if count.lines != 44 || len(rec.take()) != 2 {
+		t.Errorf("%d lines parsed, want 44 with one more request and its time", count.lines)
+	}
+	if got := files.Formats(); got["upstreaminfo"] != 1 {
+		t.Errorf("formats %v after b closed, want one upstreaminfo file", got)
+	}
+}
+
+// FuzzDetect feeds random files to a Session reading auto's candidates: every line is
+// parsed exactly once by the time the file is closed, and the choice over lines agrees
+// with the reference over the formats' own regexes.
+func FuzzDetect(f *testing.F) {
+	p, c := autoParser(f)
+	r := rand.New(rand.NewPCG(5, 6))
+	for _, cand := range p.Candidates() {
+		f.Add([]byte(sampleLine(r, cand) + "\n" + sampleLine(r, cand)))
+	}
+	f.Add([]byte("garbage\n{\"status\":\"200\"}\n{not json\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		lines := bytes.Split(data, []byte("\n"))
+		s := p.NewSession()
+		if got, want := choose(p.cands, lines, s.s), referenceChoice(p.Candidates(), lines); got != want {
+			t.Fatalf("chosen #%d, the reference says #%d", got, want)
+		}
+		s.SetFormats(c.Inputs[0].LogFormats, NewFiles())
+		var count countingDone
+		rec := &recorder{t: t, rules: c.Rules}
+		for _, line := range lines {
+			s.ParseFile("f", "pods", line, nil, rec, count.done)
+		}
+		s.CloseFile("f", "pods", rec, count.done)
+		if count.lines != len(lines) {
+			t.Fatalf("%d lines parsed of %d", count.lines, len(lines))
+		}
+	})
+}
+
+// BenchmarkDetect is the cost of choosing a file's format among auto's candidates from
+// MaxHeld lines: paid once per file (and again when its lines stop fitting).
+func BenchmarkDetect(b *testing.B) {
+	p, _ := autoParser(b)
+	s := p.NewSession().s
+	r := rand.New(rand.NewPCG(7, 8))
+	for _, f := range []int{0, 6, 7} {
+		cand := p.Candidates()[f]
+		var lines [][]byte
+		for range MaxHeld {
+			lines = append(lines, []byte(sampleLine(r, cand)))
+		}
+		b.Run(fmt.Sprint(cand.Name()), func(b *testing.B) {
+			for b.Loop() {
+				choose(p.cands, lines, s)
+			}
+		})
+	}
+}
+
+// Explain reads a line by the candidate it fits, as Parse does, and says of the rules
+// whose format it is not that their format did not match.
+func TestExplainCandidates(t *testing.T) {
+	p, c := autoParser(t)
+	tests := []struct {
+		line string
+		want map[string]Outcome
+	}{
+		{`10.0.0.1 - - [01/Mar/2024:12:00:00 +0000] "GET / HTTP/1.1" 200 5 "-" "curl"`,
+			map[string]Outcome{"requests": Counted, "request_seconds": NoMatch, "apache_requests": NoMatch}},
+		{`10.0.0.1 ident - [01/Mar/2024:12:00:00 +0000] "GET / HTTP/1.1" 200 5 "-" "curl"`,
+			map[string]Outcome{"requests": NoMatch, "request_seconds": NoMatch, "apache_requests": Counted}},
+		{`{"status":"200","request_time":"0.1"}`,
+			map[string]Outcome{"requests": Counted, "request_seconds": Counted, "apache_requests": NoMatch}},
+		{`{"status":"200"}`,
+			map[string]Outcome{"requests": Counted, "request_seconds": NoMatch, "apache_requests": NoMatch}},
+		{`no format`, map[string]Outcome{"requests": NoMatch, "request_seconds": NoMatch, "apache_requests": NoMatch}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.line, func(t *testing.T) {
+			ex := p.Explain("pods", []byte(tt.line))
+			for _, res := range ex.Rules {
+				name := c.Rules[res.Rule].Name
+				if res.Outcome != tt.want[name] {
+					t.Errorf("%s: %s, want %s", name, res.Outcome, tt.want[name])
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkParseFile is a line's cost once its file's format is chosen, against the same
+// rules over an input of that one format.
+func BenchmarkParseFile(b *testing.B) {
+	r := rand.New(rand.NewPCG(9, 10))
+	one := strings.Replace(autoRules, "log_format: auto", "log_format: combined_request_time", 1)
+	one = strings.Replace(one, "  - name: apache_requests\n    labels: {status: '${s}'}\n", "", 1)
+	auto := strings.Replace(autoRules, "  - name: apache_requests\n    labels: {status: '${s}'}\n", "", 1)
+	for _, tc := range []struct{ name, rules string }{{"one_format", one}, {"auto", auto}} {
+		c := mustParse(b, tc.rules)
+		p, err := New(c.Rules)
+		if err != nil {
+			b.Fatal(err)
+		}
+		f, err := logformat.ParseCandidate("combined_request_time")
+		if err != nil {
+			b.Fatal(err)
+		}
+		var lines [][]byte
+		for range 64 {
+			lines = append(lines, []byte(sampleLine(r, f)))
+		}
+		s := p.NewSession()
+		s.SetFormats(c.Inputs[0].LogFormats, NewFiles())
+		var count countingDone
+		sink := discard{}
+		b.Run(tc.name, func(b *testing.B) {
+			i := 0
+			for b.Loop() {
+				s.ParseFile("f", "pods", lines[i%len(lines)], nil, sink, count.done)
+				i++
+			}
+		})
+	}
+}

@@ -1,0 +1,187 @@
+package parser
+
+import (
+	"maps"
+	"slices"
+	"sync"
+
+	"github.com/logwindow/logwindow_exporter/config/logformat"
+)
+
+// MaxHeld is how many lines of a file are held while its format is chosen: a file's
+// format is chosen again after this many consecutive lines that do not fit it, from
+// those lines.
+const MaxHeld = 16
+
+// Files is, for one input with candidate log formats, the format chosen for each file and
+// the lines held while it is being chosen (see Session.ParseFile). It outlives a Session:
+// the Session of a reloaded parser takes over an input's Files, so that a reload loses no
+// held line and chooses no format anew. Only its counts are safe for concurrent use.
+type Files struct {
+	files map[string]*fileFormat
+	mu    sync.Mutex
+	// counts are the files per chosen format's name.
+	counts map[string]int
+}
+
+// fileFormat is what Files knows of one file.
+type fileFormat struct {
+	// chosen is the ID of the format chosen (logformat.Format.ID), name its Name; ""
+	// before one is.
+	chosen, name string
+	// held are the lines since the last that fitted the chosen format (all of them before
+	// one is chosen), with the time text of their wrapper.
+	held, heldTimes [][]byte
+	// members are, for a file of JSON objects, the members the rules read that its
+	// objects have, as the lines its format was chosen from had them.
+	members []string
+}
+
+// NewFiles returns the state of an input none of whose files was seen yet.
+func NewFiles() *Files {
+	return &Files{files: map[string]*fileFormat{}, counts: map[string]int{}}
+}
+
+// Formats counts the files whose format is chosen by the format's name
+// (logformat.Format.Name); a snapshot.
+func (f *Files) Formats() map[string]int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return maps.Clone(f.counts)
+}
+
+// choose records name as the format of file.
+func (f *Files) choose(file *fileFormat, id, name string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if file.chosen != "" {
+		if f.counts[file.name]--; f.counts[file.name] == 0 {
+			delete(f.counts, file.name)
+		}
+	}
+	file.chosen, file.name = id, name
+	if id != "" {
+		f.counts[name]++
+	}
+}
+
+// LineDone is told of each line a Session parsed, once: whether it was well formed (see
+// Parser.Parse). A line held while its file's format is chosen is told of when it is
+// parsed, during a later call.
+type LineDone func(wellFormed bool)
+
+// SetFormats makes the Session read the lines of ParseFile by the candidate formats of
+// their input, keeping per file what files holds; nil formats (an input of one format)
+// read every line as ParseWrapped does.
+func (s *Session) SetFormats(formats []*logformat.Format, files *Files) {
+	s.files, s.progs, s.lastPath, s.last = files, nil, "", nil
+	if formats == nil {
+		s.files = nil
+		return
+	}
+	for _, f := range formats {
+		if k, ok := s.p.byID[f.ID()]; ok {
+			s.progs = append(s.progs, s.p.cands[k])
+		}
+	}
+}
+
+// ParseFile parses a line of file source of the input (see SetFormats), with done told of
+// it when it is parsed: at once, unless the line is held while the file's format is
+// chosen.
+//
+// A file's format is the candidate its first line fits; a line that does not fit it is
+// held, up to MaxHeld in a row. The next line that fits parses them all with it; at
+// MaxHeld, the format is chosen again as the candidate most of the held lines fit (see
+// choose), which parses them. A line is thus counted once, under the format chosen for
+// it, and a file in no candidate's format has its lines parsed by the rules that read
+// every line (after MaxHeld of them are held). Once a file's format is chosen, a line
+// that fits it costs what ParseWrapped does.
+func (s *Session) ParseFile(source, input string, line, wrapperTime []byte, sink Sink, done LineDone) {
+	if s.files == nil {
+		_, ok := s.p.parse(s.s, s.p.base.groups, false, input, line, wrapperTime, sink)
+		done(ok)
+		return
+	}
+	if s.last == nil || source != s.lastPath {
+		s.switchTo(source)
+	}
+	file := s.last
+	if s.prog != nil && len(file.held) == 0 {
+		if fits, ok := s.p.parse(s.s, s.prog.groups, true, input, line, wrapperTime, sink); fits {
+			done(ok)
+			return
+		}
+	}
+	file.held = append(file.held, slices.Clone(line))
+	file.heldTimes = append(file.heldTimes, slices.Clone(wrapperTime))
+	switch {
+	case s.prog != nil && len(file.held) > 1 && s.fits(file.held[len(file.held)-1]):
+		// A line fits again: those before it are the chosen format's misfits.
+		s.flush(file, input, sink, done)
+	case s.prog == nil || len(file.held) >= MaxHeld:
+		if k := choose(s.progs, file.held, s.s); k >= 0 {
+			s.prog = s.progs[k]
+			s.files.choose(file, s.prog.format.ID(), s.prog.format.Name())
+			if s.prog.format.AnyObject() {
+				file.members = members(s.prog, file.held, s.s)
+				s.prog = s.p.objectProgram(s.prog, file.members)
+			}
+			s.flush(file, input, sink, done)
+		} else if len(file.held) >= MaxHeld {
+			s.flush(file, input, sink, done)
+		}
+	}
+}
+
+// fits tells whether line fits the chosen format.
+func (s *Session) fits(line []byte) bool {
+	ok, _ := fit(s.prog, line, s.s, s.s.detectCaps([]*formatProgram{s.prog}))
+	return ok
+}
+
+// CloseFile parses what is held of file source and forgets it: it is read no more.
+func (s *Session) CloseFile(source, input string, sink Sink, done LineDone) {
+	if s.files == nil {
+		return
+	}
+	s.switchTo(source)
+	s.flush(s.last, input, sink, done)
+	s.files.choose(s.last, "", "")
+	delete(s.files.files, source)
+	s.last, s.lastPath, s.prog = nil, "", nil
+}
+
+// switchTo makes source the file of the lines parsed next.
+func (s *Session) switchTo(source string) {
+	file, ok := s.files.files[source]
+	if !ok {
+		file = &fileFormat{}
+		s.files.files[source] = file
+	}
+	s.last, s.lastPath, s.prog = file, source, nil
+	if k, ok := s.p.byID[file.chosen]; ok && file.chosen != "" {
+		if prog := s.p.cands[k]; slices.Contains(s.progs, prog) {
+			s.prog = prog
+			if prog.format.AnyObject() {
+				s.prog = s.p.objectProgram(prog, file.members)
+			}
+		}
+	}
+}
+
+// flush parses the held lines of file with its chosen format's program (the base one
+// without).
+func (s *Session) flush(file *fileFormat, input string, sink Sink, done LineDone) {
+	prog := s.prog
+	if prog == nil {
+		prog = s.p.base
+	}
+	for i, line := range file.held {
+		_, ok := s.p.parse(s.s, prog.groups, false, input, line, file.heldTimes[i], sink)
+		done(ok)
+	}
+	clear(file.held)
+	clear(file.heldTimes)
+	file.held, file.heldTimes = file.held[:0], file.heldTimes[:0]
+}
