@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 
@@ -17,7 +18,8 @@ import (
 // maxLines unexamined.
 //
 // When no input reads the file and no rule matched any of its lines, the lines come with
-// an error that says so.
+// an error that says so. The file's input's Fit, over all its lines read as Replay reads
+// them, goes to opts.Summary.
 func Explain(cfg *config.Config, file string, maxLines int, opts Options) ([]explain.Line, error) {
 	opts.setDefaults()
 	gen, err := newGeneration(cfg, nil, opts)
@@ -55,7 +57,11 @@ func Explain(cfg *config.Config, file string, maxLines int, opts Options) ([]exp
 		out[i].Number = i + 1
 	}
 	matched := slices.ContainsFunc(out, func(l explain.Line) bool { return !l.Unmatched })
-	return out, read.unread(cfg, "explain", len(out), matched)
+	fs := newFits(gen)
+	if _, err := replayFiles(gen.parser, []fileInput{read}, opts, &newestTime{}, fs); err != nil {
+		return out, err
+	}
+	return out, errors.Join(fs.write(opts.Summary), read.unread(cfg, "explain", len(out), matched))
 }
 
 // Explain explains one line as the running rules would count it if input read it now,

@@ -12,6 +12,7 @@ import (
 	"github.com/logwindow/logwindow_exporter/internal/input"
 	"github.com/logwindow/logwindow_exporter/internal/input/cri"
 	"github.com/logwindow/logwindow_exporter/internal/input/follow"
+	"github.com/logwindow/logwindow_exporter/internal/input/syslog"
 	"github.com/logwindow/logwindow_exporter/internal/store"
 	"github.com/logwindow/logwindow_exporter/parser"
 )
@@ -50,6 +51,9 @@ type stream struct {
 	// it per datagram.
 	chunked          bool
 	processing, wall int64
+	// header is the syslog header of the datagram being handled (syslog.Options.Header),
+	// used by the reading goroutine only.
+	header syslog.Header
 	// deal is the dealer of the glob's directories that this follower shares with the
 	// input's other shards (nil with one follower).
 	deal *dealer
@@ -63,26 +67,48 @@ type binding struct {
 	parse *parser.Session
 	sink  *store.Sink
 	name  string // the input's name in gen's config, for rules' inputs: restriction
+	// streams are the CRI streams the input reads in gen's config.
+	streams config.Streams
 	// paths gives parse the path captures of each line's file; nil when none is read.
 	paths *pathValues
 }
 
-// unwrap returns what the parser is to read of a line: for a cri input, the message
-// (joined from its parts) and its time; ok is false while a message is incomplete or when
-// the line cannot be read, which is counted.
-func (in *stream) unwrap(path string, line []byte) (msg, wrapperTime []byte, ok bool) {
+// unwrapped says what unwrap made of a line.
+type unwrapped uint8
+
+const (
+	// message: the line gave a message for the rules.
+	message unwrapped = iota
+	// pending: the line was a part of a message still being joined, or could not be read
+	// (counted).
+	pending
+	// otherStream: the line is of a CRI stream the input does not read (streams:); it is
+	// skipped before it is joined, and counted nowhere.
+	otherStream
+)
+
+// unwrap returns what the parser is to read of a line: for a cri input of streams, the
+// message (joined from its parts), its time and, in lv, its stream.
+func (in *stream) unwrap(path string, line []byte, streams config.Streams, lv *lineValues) (msg, wrapperTime []byte, u unwrapped) {
 	if in.cri == nil {
-		return line, nil, true
+		return line, nil, message
+	}
+	name, ok := cri.Stream(line)
+	if ok && !streams.Reads(name) {
+		return nil, nil, otherStream
 	}
 	msg, wrapperTime, r := in.cri.Feed(path, line)
 	in.chargeHeld()
 	switch r {
+	case cri.Complete:
+		lv[lineStream] = name
+		return msg, wrapperTime, message
 	case cri.Malformed:
 		in.malformed.Add(1)
 	case cri.TooLong:
 		in.tooLong.Add(1)
 	}
-	return msg, wrapperTime, r == cri.Complete
+	return nil, nil, pending
 }
 
 // joinOptions has the follower tell a cri input's joiner of the lines it skips for their
@@ -241,39 +267,44 @@ func (p *Pipeline) inputLogger(ci config.Input, sourceAttr string) *slog.Logger 
 // and event-time rules.
 func (in *stream) handle(p *Pipeline) input.Handler {
 	return func(path string, line []byte) {
-		msg, wrapperTime, ok := in.unwrap(path, line)
-		if !ok {
-			return
-		}
 		g := p.gen.Load()
 		b := in.bound.Load()
 		if b == nil || b.gen != g {
 			ci := g.input(in.source)
-			b = &binding{gen: g, parse: g.parser.NewSession(), sink: g.set.NewSink(), name: ci.Name, paths: newPathValues(ci, g.parser)}
+			b = &binding{gen: g, parse: g.parser.NewSession(), sink: g.set.NewSink(), name: ci.Name, streams: ci.Streams, paths: newPathValues(ci, g.parser)}
 			in.bound.Store(b)
 		}
-		if b.paths != nil {
-			b.paths.set(b.parse, path)
-		}
-		if in.chunked {
-			b.sink.SetNow(in.processing, in.wall)
-		} else {
-			b.sink.SetNow(p.clock.read())
-		}
-		// A line no rule matched gives the sink no event and no drop: that is how unmatched
-		// lines are counted without a second pass.
-		received := b.sink.Received()
-		switch {
-		case !b.parse.ParseWrapped(b.name, msg, wrapperTime, b.sink):
-			in.malformed.Add(1)
-		case b.sink.Received() == received:
-			in.unmatched.Add(1)
+		lv := lineValues{lineHostname: in.header.Hostname, lineTag: in.header.Tag}
+		if msg, wrapperTime, u := in.unwrap(path, line, b.streams, &lv); u == message {
+			in.parse(p, b, path, msg, wrapperTime, lv)
 		}
 		// A reload between the Load of the generation and the Store of the binding would
 		// leave the old generation bound after the reload cleared it: let it go.
 		if p.gen.Load() != g {
 			in.bound.CompareAndSwap(b, nil)
 		}
+	}
+}
+
+// parse parses a message of the input's file path (whose own captures are lv) with b,
+// counting it when it is not of the input's format or no rule matched it.
+func (in *stream) parse(p *Pipeline, b *binding, path string, msg, wrapperTime []byte, lv lineValues) {
+	if b.paths != nil {
+		b.paths.setLine(b.parse, path, lv)
+	}
+	if in.chunked {
+		b.sink.SetNow(in.processing, in.wall)
+	} else {
+		b.sink.SetNow(p.clock.read())
+	}
+	// A line no rule matched gives the sink no event and no drop: that is how unmatched
+	// lines are counted without a second pass.
+	received := b.sink.Received()
+	switch {
+	case !b.parse.ParseWrapped(b.name, msg, wrapperTime, b.sink):
+		in.malformed.Add(1)
+	case b.sink.Received() == received:
+		in.unmatched.Add(1)
 	}
 }
 

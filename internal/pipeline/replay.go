@@ -23,6 +23,10 @@ import (
 // own time, found by a first pass, so that replaying a log gives the same output every
 // time and event-time windows are rebuilt exactly; processing-time rules then place every
 // line at that instant too.
+//
+// Each file is read as the input that reads it would: a wrapper: cri input's messages of
+// its streams, with its path captures. Each input's Fit goes to opts.Summary, and an input
+// that read lines none of which fit fails the replay, after the output.
 func Replay(cfg *config.Config, files []string, opts Options, w io.Writer) error {
 	opts.setDefaults()
 	gen, err := newGeneration(cfg, nil, opts)
@@ -33,7 +37,7 @@ func Replay(cfg *config.Config, files []string, opts Options, w io.Writer) error
 	now := newClock(opts.Now).second()
 	if hasEventTime(cfg) {
 		newest := &newestTime{}
-		if _, err := replayFiles(gen.parser, read, opts, newest); err != nil {
+		if _, err := replayFiles(gen.parser, read, opts, newest, nil); err != nil {
 			return err
 		}
 		if newest.seen {
@@ -42,7 +46,8 @@ func Replay(cfg *config.Config, files []string, opts Options, w io.Writer) error
 	}
 	sink := gen.set.NewSink()
 	sink.SetNow(now, now)
-	counts, err := replayFiles(gen.parser, read, opts, sink)
+	fs := newFits(gen)
+	counts, err := replayFiles(gen.parser, read, opts, sink, fs)
 	if err != nil {
 		return err
 	}
@@ -61,7 +66,7 @@ func Replay(cfg *config.Config, files []string, opts Options, w io.Writer) error
 	if err := c.WriteText(w, families, nil); err != nil {
 		return err
 	}
-	var errs []error
+	errs := []error{fs.write(opts.Summary), fs.misfits("replay")}
 	for i, f := range read {
 		errs = append(errs, f.unread(cfg, "replay", counts[i].lines, counts[i].received > 0))
 	}
@@ -81,7 +86,8 @@ type fileCount struct {
 	received uint64
 }
 
-func replayFiles(p *parser.Parser, files []fileInput, opts Options, sink replaySink) ([]fileCount, error) {
+// replayFiles reads files through p into sink, counting in fs (nil: not) what fits.
+func replayFiles(p *parser.Parser, files []fileInput, opts Options, sink replaySink, fs *fits) ([]fileCount, error) {
 	ps := p.NewSession()
 	counts := make([]fileCount, len(files))
 	for i, file := range files {
@@ -95,14 +101,34 @@ func replayFiles(p *parser.Parser, files []fileInput, opts Options, sink replayS
 		paths := newPathValues(ci, p)
 		ps.SetPath(nil) // none of the previous file's
 		before := sink.Received()
+		var fit *Fit
+		if fs != nil {
+			fit = fs.of(file)
+		}
+		var last string
+		n := 0 // the line's number in its file
 		_, err := follow.ReadToEnd(o,
 			func(path string, line []byte) {
 				counts[i].lines++
-				if paths != nil {
-					paths.set(ps, file.pathOf(path))
+				if path != last {
+					last, n = path, 0
 				}
-				if msg, wrapperTime, ok := in.unwrap(path, line); ok {
-					ps.ParseWrapped(ci.Name, msg, wrapperTime, sink)
+				n++
+				var lv lineValues
+				msg, wrapperTime, u := in.unwrap(path, line, ci.Streams, &lv)
+				if u != message {
+					if u == otherStream && fit != nil {
+						fit.Skipped++
+					}
+					return
+				}
+				if paths != nil {
+					paths.setLine(ps, file.pathOf(path), lv)
+				}
+				received := sink.Received()
+				ps.ParseWrapped(ci.Name, msg, wrapperTime, sink)
+				if fit != nil {
+					fs.line(fit, ci.Name, path, n, msg, sink.Received() != received)
 				}
 			})
 		if err != nil {
