@@ -29,5 +29,10 @@ func (p *Parser) Fits(input string, line []byte) bool {
 
 // ReadsInput reports whether some rule reads the lines of input.
 func (p *Parser) ReadsInput(input string) bool {
-	return slices.ContainsFunc(p.groups, func(g group) bool { return g.inputs == nil || slices.Contains(g.inputs, input) })
+	for i := range p.groups {
+		if g := &p.groups[i]; g.inputs == nil || slices.Contains(g.inputs, input) {
+			return true
+		}
+	}
+	return false
 }
