@@ -211,3 +211,38 @@ rules:
 		t.Errorf("explain: %d lines, %v, summary %q; want 1 line and the file's 3 lines summed up", len(lines), err, summary.String())
 	}
 }
+
+// --explain reads a cri input's file as the input does: the messages of its streams,
+// joined, each numbered by its last line, its rules timed by cri_time reading the
+// wrapper's time.
+func TestExplainCRI(t *testing.T) {
+	log := filepath.Join(t.TempDir(), "0.log")
+	if err := os.WriteFile(log, []byte(nginxPodLog), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Parse(fmt.Appendf(nil, `
+inputs: [{name: pods, path: '%s', wrapper: cri, streams: [stdout]}]
+rules:
+  - {name: requests, match: ' (?P<status>\d{3})$', labels: {status: '${status}'}, inputs: [pods], timestamp: {capture: cri_time, layout: '2006-01-02T15:04:05Z07:00'}}
+`, log), "rules.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines, err := Explain(cfg, log, 10, Options{Now: time.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []struct {
+		n    int
+		text string
+	}{{1, `10.0.0.1 "GET / HTTP/1.1" 200`}, {5, `10.0.0.2 "GET /a HTTP/1.1" 404`}, {7, `10.0.0.3 "GET /b HTTP/1.1" 200`}}
+	if len(lines) != len(want) {
+		t.Fatalf("%d lines explained, want %d: %+v", len(lines), len(want), lines)
+	}
+	for i, w := range want {
+		l := lines[i]
+		if l.Number != w.n || l.Text != w.text || !l.Counted || l.Rules[0].Time != "2024-03-01T12:00:00Z" {
+			t.Errorf("line %d: %+v; want line %d %q counted at 2024-03-01T12:00:00Z", i, l, w.n, w.text)
+		}
+	}
+}

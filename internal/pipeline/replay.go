@@ -92,12 +92,6 @@ func replayFiles(p *parser.Parser, files []fileInput, opts Options, sink replayS
 	counts := make([]fileCount, len(files))
 	for i, file := range files {
 		ci := file.input
-		in := &stream{}
-		if ci.Wrapper == config.WrapperCRI {
-			in.cri = cri.New(maxLineBytes(opts))
-		}
-		o := follow.Options{Path: file.file, MaxLineBytes: opts.MaxLineBytes, Logger: opts.Logger}
-		in.joinOptions(&o)
 		paths := newPathValues(ci, p)
 		ps.SetPath(nil) // none of the previous file's
 		before := sink.Received()
@@ -105,38 +99,57 @@ func replayFiles(p *parser.Parser, files []fileInput, opts Options, sink replayS
 		if fs != nil {
 			fit = fs.of(file)
 		}
-		var last string
-		n := 0 // the line's number in its file
-		_, err := follow.ReadToEnd(o,
-			func(path string, line []byte) {
-				counts[i].lines++
-				if path != last {
-					last, n = path, 0
-				}
-				n++
-				var lv lineValues
-				msg, wrapperTime, u := in.unwrap(path, line, ci.Streams, &lv)
-				if u != message {
-					if u == otherStream && fit != nil {
-						fit.Skipped++
-					}
-					return
-				}
-				if paths != nil {
-					paths.setLine(ps, file.pathOf(path), lv)
-				}
-				received := sink.Received()
-				ps.ParseWrapped(ci.Name, msg, wrapperTime, sink)
-				if fit != nil {
-					fs.line(fit, ci.Name, path, n, msg, sink.Received() != received)
-				}
-			})
+		lines, skipped, err := readMessages(file, opts, func(path string, n int, msg, wrapperTime []byte, lv lineValues) {
+			if paths != nil {
+				paths.setLine(ps, file.pathOf(path), lv)
+			}
+			received := sink.Received()
+			ps.ParseWrapped(ci.Name, msg, wrapperTime, sink)
+			if fit != nil {
+				fs.line(fit, ci.Name, path, n, msg, sink.Received() != received)
+			}
+		})
 		if err != nil {
 			return nil, fmt.Errorf("replay %s: %w", file.file, err)
 		}
-		counts[i].received = sink.Received() - before
+		if fit != nil {
+			fit.Skipped += skipped
+		}
+		counts[i] = fileCount{lines: lines, received: sink.Received() - before}
 	}
 	return counts, nil
+}
+
+// readMessages reads file to its end as its input reads lines: for a wrapper: cri input,
+// the messages of its streams, joined from their parts. It hands fn each message with the
+// path it was read from (a glob reads several), the number of its (last) line there, its
+// wrapper's time and its own captures, all valid during the call, and returns how many
+// lines it read and how many of them were of streams the input does not read.
+func readMessages(file fileInput, opts Options, fn func(path string, n int, msg, wrapperTime []byte, lv lineValues)) (lines, skipped int, err error) {
+	ci := file.input
+	in := &stream{}
+	if ci.Wrapper == config.WrapperCRI {
+		in.cri = cri.New(maxLineBytes(opts))
+	}
+	o := follow.Options{Path: file.file, MaxLineBytes: opts.MaxLineBytes, Logger: opts.Logger}
+	in.joinOptions(&o)
+	var last string
+	n := 0 // the line's number in its file
+	_, err = follow.ReadToEnd(o, func(path string, line []byte) {
+		lines++
+		if path != last {
+			last, n = path, 0
+		}
+		n++
+		var lv lineValues
+		switch msg, wrapperTime, u := in.unwrap(path, line, ci.Streams, &lv); u {
+		case message:
+			fn(path, n, msg, wrapperTime, lv)
+		case otherStream:
+			skipped++
+		}
+	})
+	return lines, skipped, err
 }
 
 func hasEventTime(cfg *config.Config) bool {
