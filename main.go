@@ -3,6 +3,7 @@
 package main
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -47,6 +48,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	var (
 		configFile    = app.Flag("config.file", "Rule file (YAML). Default: "+strings.Join(defaultConfigFiles, ", else ")+", in the working directory.").PlaceHolder("FILE").String()
 		configCheck   = app.Flag("config.check", "Validate the rule file, print every error, and exit (0 valid, 1 invalid).").Bool()
+		sampleFiles   = app.Flag("sample", "With --config.check: read this file (repeatable) as the input that reads it would, print per input how many of its lines are of its format, and exit 1 when an input read lines and none is.").PlaceHolder("FILE").Strings()
 		dashboardOut  = app.Flag("dashboard", "Print a Grafana dashboard (JSON) for the rules of --config.file and exit.").Bool()
 		replayFiles   = app.Flag("replay", "One-shot: read this file to its end (repeatable), print the exposition text of every rule and exit.").PlaceHolder("FILE").Strings()
 		explainFile   = app.Flag("explain", "One-shot: for each line of this file, print which rules count it and with what, and why the others do not, and exit.").PlaceHolder("FILE").String()
@@ -97,6 +99,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "%s: --web.max-connections must be at least 1, --web.max-requests at least 0\n", exporterName)
 		return 2
 	}
+	if len(*sampleFiles) > 0 && !*configCheck {
+		fmt.Fprintf(stderr, "%s: --sample applies to --config.check\n", exporterName)
+		return 2
+	}
 	if *explainLines < 1 {
 		fmt.Fprintf(stderr, "%s: --explain.lines must be at least 1\n", exporterName)
 		return 2
@@ -127,6 +133,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if *configCheck {
 		for _, w := range pipeline.MissingInputs(cfg) {
 			fmt.Fprintf(stderr, "%s: warning: %s\n", *configFile, w)
+		}
+		if len(*sampleFiles) > 0 {
+			opts := pipeline.Options{Now: time.Now, Logger: logger, MaxLineBytes: *maxLineBytes, Summary: stderr}
+			if err := pipeline.Sample(cfg, *sampleFiles, opts); err != nil {
+				fmt.Fprintln(stderr, err)
+				return 1
+			}
 		}
 		fmt.Fprintf(stdout, "%s: %d rules, %d inputs: OK\n", *configFile, len(cfg.Rules), len(cfg.Inputs))
 		return 0
@@ -161,11 +174,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	if *explainFile != "" {
 		// The lines come with an error too when no input reads the file and no rule
-		// matched any: they show why.
+		// matched any: they show why. The summary of the input follows them.
+		var summary bytes.Buffer
+		opts.Summary = &summary
 		lines, err := pipeline.Explain(cfg, *explainFile, *explainLines, opts)
 		if werr := explain.Write(stdout, *explainFormat, lines); err == nil {
 			err = werr
 		}
+		_, _ = summary.WriteTo(stderr)
 		if err != nil {
 			fmt.Fprintln(stderr, err)
 			return 1
@@ -173,6 +189,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 	if len(*replayFiles) > 0 {
+		opts.Summary = stderr
 		if err := pipeline.Replay(cfg, *replayFiles, opts, stdout); err != nil {
 			fmt.Fprintln(stderr, err)
 			return 1

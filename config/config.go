@@ -57,6 +57,9 @@ type Input struct {
 	LogFormats []*logformat.Format
 	// Wrapper is how each line is wrapped around what rules see: "" or "cri".
 	Wrapper string
+	// Streams are the streams of a wrapper: cri input's lines it reads (streams:); zero
+	// reads both.
+	Streams Streams
 	// File is set for an input following a file or glob (path:).
 	File *FileInput
 	// Syslog is set for an input receiving datagrams on a socket (syslog:).

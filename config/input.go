@@ -38,7 +38,7 @@ var inputKinds = []inputKind{
 }
 
 // inputKeys are the keys every input takes, whatever its kind.
-var inputKeys = []string{"name", "format", "wrapper", "log_format", "log_format_escape", "apache_log_format"}
+var inputKeys = []string{"name", "format", "wrapper", "streams", "log_format", "log_format_escape", "apache_log_format"}
 
 // InputKinds names the kinds of input the loader makes, as Input.Kind does.
 func InputKinds() []string {
@@ -96,6 +96,9 @@ func (d *decoder) inputs(e entry) []Input {
 		}
 		if w, ok := find(entries, "wrapper"); ok {
 			in.Wrapper = d.wrapper(w, subject)
+		}
+		if s, ok := find(entries, "streams"); ok {
+			in.Streams = d.streams(s, subject, in.Wrapper)
 		}
 		if k := d.kindOf(entries, subject, resolve(item).Line); k != nil {
 			k.decode(d, entries, subject, &in, sources)

@@ -63,7 +63,7 @@ func TestInputShape(t *testing.T) {
 		{name: "unknown key", input: `
   - path: /var/log/a.log
     socket: udp://127.0.0.1:5140`,
-			err: `in.yaml:3: input #1: unknown key "socket" (known keys: name, format, wrapper, log_format, log_format_escape, apache_log_format, path, start_at, path_captures, shards, syslog, socket_mode)`},
+			err: `in.yaml:3: input #1: unknown key "socket" (known keys: name, format, wrapper, streams, log_format, log_format_escape, apache_log_format, path, start_at, path_captures, shards, syslog, socket_mode)`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c, err := Parse([]byte("inputs:"+tc.input+"\nrules: [{name: a, match: x}]\n"), "in.yaml")
@@ -103,7 +103,7 @@ rules: [{name: a, match: x}]
 	}
 	for i, want := range []struct{ source, label, captures string }{
 		{"/var/log/a.log", "f", "file"},
-		{"udp://127.0.0.1:5140", "s", ""},
+		{"udp://127.0.0.1:5140", "s", "syslog_hostname,syslog_tag"},
 	} {
 		in := c.Inputs[i]
 		if in.Source() != want.source || in.Label() != want.label || strings.Join(in.PathCaptureNames(), ",") != want.captures {

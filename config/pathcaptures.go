@@ -33,6 +33,9 @@ func (d *decoder) pathCaptures(e entry, subject, wrapper string) *regexp.Regexp 
 		case name == CRITimeCapture && wrapper == WrapperCRI:
 			d.add(e.key.Line, subject, "path_captures: %s is the time of a CRI line; name the capture otherwise", name)
 			return nil
+		case name == StreamCapture && wrapper == WrapperCRI:
+			d.add(e.key.Line, subject, "path_captures: %s is the stream of a CRI line (stdout, stderr), which rules read as a capture already; name the capture otherwise", name)
+			return nil
 		default:
 			names = append(names, name)
 		}
@@ -44,9 +47,15 @@ func (d *decoder) pathCaptures(e entry, subject, wrapper string) *regexp.Regexp 
 	return re
 }
 
-// PathCaptureNames are the names of the input's path captures, in the regex's order; nil
-// without path_captures.
+// PathCaptureNames are the names of the captures the input gives every line of a source:
+// its path captures, in the regex's order, then its InputCaptureNames.
 func (in Input) PathCaptureNames() []string {
+	return append(in.pathRegexNames(), in.InputCaptureNames()...)
+}
+
+// pathRegexNames are the names of the groups of the input's path_captures, in the regex's
+// order; nil without path_captures.
+func (in Input) pathRegexNames() []string {
 	if in.File == nil || in.File.PathCaptures == nil {
 		return nil
 	}
@@ -112,7 +121,8 @@ func (rd *ruleDecoder) checkPathCaptures(r *Rule, line int) {
 		if rd.caps == nil {
 			continue
 		}
-		for _, name := range have {
+		// An input's own captures (InputCaptureNames) give way to the line's.
+		for _, name := range in.pathRegexNames() {
 			if rd.caps.index(name) >= 0 {
 				source := "a group of the match regex"
 				if rd.caps.fields {

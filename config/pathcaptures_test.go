@@ -36,7 +36,7 @@ rules:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := c.Inputs[0].PathCaptureNames(); !slices.Equal(got, []string{"namespace", "pod", "container"}) {
+	if got := c.Inputs[0].PathCaptureNames(); !slices.Equal(got, []string{"namespace", "pod", "container", "stream", "workload"}) {
 		t.Errorf("pods input: path captures %v", got)
 	}
 	if c.Inputs[1].File.PathCaptures != nil {
@@ -95,7 +95,7 @@ rules: [{name: a, match: x, labels: {pod: '${pod}'}}]`,
 			`capture "pod" is a path capture of another input, but not of input "/a", which the rule reads; name the inputs`},
 		{"unknown, listed", podsInputs + `
 rules: [{name: a, match: '(?P<status>\d+)', labels: {pod: '${pods}'}, inputs: [pods]}]`,
-			`capture "pods" is not in the match regex (did you mean "pod"?) (have: status, namespace, pod, container)`},
+			`capture "pods" is not in the match regex (did you mean "pod"?) (have: status, namespace, pod, container, stream, workload)`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Parse([]byte(tc.text), "bad.yaml")

@@ -98,8 +98,14 @@ func (discard) Drop(int, DropReason) {}
 // path: it allocates, and for a regex that does not match it also works out how far the
 // regex got (see Prefix).
 func (p *Parser) Explain(input string, line []byte) *Explanation {
+	return p.ExplainWrapped(input, line, nil)
+}
+
+// ExplainWrapped is Explain for a line that came wrapped, as ParseWrapped is Parse's.
+func (p *Parser) ExplainWrapped(input string, line, wrapperTime []byte) *Explanation {
 	s := p.scratch.Get().(*scratch)
 	defer p.scratch.Put(s)
+	s.wrapperTime = wrapperTime
 	out := &Explanation{Rules: make([]RuleResult, p.rules)}
 	// A rule reading candidate formats is read by the one the line fits, if any.
 	for _, i := range p.byFormat {

@@ -153,7 +153,13 @@ func New(rules []*config.Rule, p *parser.Parser, sink *store.Sink) *Explainer {
 // would when read (so later lines see the series and budget it leaves behind); without,
 // nothing changes.
 func (x *Explainer) Explain(input string, line []byte, feed bool) Line {
-	ex := x.parser.Explain(input, line)
+	return x.ExplainWrapped(input, line, nil, feed)
+}
+
+// ExplainWrapped is Explain for the message of a wrapped line (a CRI container log line),
+// whose wrapper's time is wrapperTime: rules timed by cri_time read it.
+func (x *Explainer) ExplainWrapped(input string, line, wrapperTime []byte, feed bool) Line {
+	ex := x.parser.ExplainWrapped(input, line, wrapperTime)
 	out := Line{Input: input, Unmatched: true}
 	out.Text, out.Escaped = display(line)
 	firstMiss := map[string]string{} // regex -> the first rule it did not match

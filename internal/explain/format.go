@@ -115,11 +115,7 @@ func writeRule(b *strings.Builder, r *Rule, shown map[string]bool) {
 		} else {
 			fmt.Fprintf(b, "      it reads nothing of the line from byte %d\n", m.Start)
 		}
-		found := m.Found
-		if found == "" {
-			found = "the end of the line"
-		}
-		fmt.Fprintf(b, "      then at byte %d expects %s, but the line has %s", m.End, strings.Join(m.Expected, " or "), found)
+		fmt.Fprintf(b, "      then at byte %d expects %s, but the line has %s", m.End, strings.Join(m.Expected, " or "), found(m))
 		if m.Inside != "" {
 			fmt.Fprintf(b, " (inside capture %s)", m.Inside)
 		}
@@ -192,20 +188,7 @@ func writeMisfit(b *strings.Builder, rule string, m *NoMatch) {
 	if m.End > m.Start {
 		fmt.Fprintf(b, "      it fits bytes %d-%d: %s\n", m.Start, m.End, m.Read)
 	}
-	where := "at the start of the format"
-	switch {
-	case m.In != "" && m.After != "":
-		where = "in " + m.In + " or the text after it"
-	case m.In != "":
-		where = "in " + m.In
-	case m.After != "":
-		where = "in the text after " + m.After
-	}
-	found := m.Found
-	if found == "" {
-		found = "the end of the line"
-	}
-	fmt.Fprintf(b, "      then at byte %d, %s, it expects %s, but the line has %s\n", m.End, where, strings.Join(m.Expected, " or "), found)
+	fmt.Fprintf(b, "      then at byte %d, %s, it expects %s, but the line has %s\n", m.End, misfitWhere(m), strings.Join(m.Expected, " or "), found(m))
 	if m.Truncated {
 		b.WriteString("      (only the line's first 64 KiB were followed)\n")
 	}

@@ -1,46 +1,51 @@
 package pipeline
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 
 	"github.com/logwindow/logwindow_exporter/config"
 	"github.com/logwindow/logwindow_exporter/internal/explain"
-	"github.com/logwindow/logwindow_exporter/internal/input/follow"
 )
 
-// Explain explains the first maxLines lines of file as a replay of
-// them would count them: in order, each line's events going into the series store before
+// Explain explains the first maxLines lines of file (the messages of a wrapper: cri
+// input, of its streams) as a replay of them would count them: in order, each line's events going into the series store before
 // the next line is explained, so budgets and overflow are those the lines themselves
 // bring about. Like Replay it happens at one instant: the newest line's own time when a
 // rule has a timestamp, else the clock's now. The file is read to its end, lines beyond
 // maxLines unexamined.
 //
 // When no input reads the file and no rule matched any of its lines, the lines come with
-// an error that says so.
+// an error that says so. The file's input's Fit, over all its lines read as Replay reads
+// them, goes to opts.Summary.
 func Explain(cfg *config.Config, file string, maxLines int, opts Options) ([]explain.Line, error) {
 	opts.setDefaults()
 	gen, err := newGeneration(cfg, nil, opts)
 	if err != nil {
 		return nil, err
 	}
-	var lines [][]byte
+	// A message is kept with the number of its (last) line and its wrapper's time.
+	type message struct {
+		n                 int
+		text, wrapperTime []byte
+	}
+	var msgs []message
 	read := inputsOf(cfg, []string{file}, opts.Logger)[0]
 	name := read.input.Name
-	_, err = follow.ReadToEnd(follow.Options{Path: file, MaxLineBytes: opts.MaxLineBytes, Logger: opts.Logger},
-		func(_ string, line []byte) {
-			if len(lines) < maxLines {
-				lines = append(lines, slices.Clone(line))
-			}
-		})
+	_, _, err = readMessages(read, opts, func(_ string, n int, msg, wrapperTime []byte, _ lineValues) {
+		if len(msgs) < maxLines {
+			msgs = append(msgs, message{n, slices.Clone(msg), slices.Clone(wrapperTime)})
+		}
+	})
 	if err != nil {
 		return nil, fmt.Errorf("explain %s: %w", file, err)
 	}
 	now := newClock(opts.Now).second()
 	if hasEventTime(cfg) {
 		newest := &newestTime{}
-		for _, l := range lines {
-			gen.parser.Parse(name, l, newest)
+		for _, m := range msgs {
+			gen.parser.ParseWrapped(name, m.text, m.wrapperTime, newest)
 		}
 		if newest.seen {
 			now = newest.time
@@ -49,13 +54,17 @@ func Explain(cfg *config.Config, file string, maxLines int, opts Options) ([]exp
 	sink := gen.set.NewSink()
 	sink.SetNow(now, now)
 	x := explain.New(cfg.Rules, gen.parser, sink)
-	out := make([]explain.Line, len(lines))
-	for i, l := range lines {
-		out[i] = x.Explain(name, l, true)
-		out[i].Number = i + 1
+	out := make([]explain.Line, len(msgs))
+	for i, m := range msgs {
+		out[i] = x.ExplainWrapped(name, m.text, m.wrapperTime, true)
+		out[i].Number = m.n
 	}
 	matched := slices.ContainsFunc(out, func(l explain.Line) bool { return !l.Unmatched })
-	return out, read.unread(cfg, "explain", len(out), matched)
+	fs := newFits(gen)
+	if _, err := replayFiles(gen.parser, []fileInput{read}, opts, &newestTime{}, fs); err != nil {
+		return out, err
+	}
+	return out, errors.Join(fs.write(opts.Summary), read.unread(cfg, "explain", len(out), matched))
 }
 
 // Explain explains one line as the running rules would count it if input read it now,

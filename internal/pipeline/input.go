@@ -12,6 +12,7 @@ import (
 	"github.com/logwindow/logwindow_exporter/internal/input"
 	"github.com/logwindow/logwindow_exporter/internal/input/cri"
 	"github.com/logwindow/logwindow_exporter/internal/input/follow"
+	"github.com/logwindow/logwindow_exporter/internal/input/syslog"
 	"github.com/logwindow/logwindow_exporter/internal/store"
 	"github.com/logwindow/logwindow_exporter/parser"
 )
@@ -50,6 +51,9 @@ type stream struct {
 	// it per datagram.
 	chunked          bool
 	processing, wall int64
+	// header is the syslog header of the datagram being handled (syslog.Options.Header),
+	// used by the reading goroutine only.
+	header syslog.Header
 	// deal is the dealer of the glob's directories that this follower shares with the
 	// input's other shards (nil with one follower).
 	deal *dealer
@@ -67,6 +71,8 @@ type binding struct {
 	parse *parser.Session
 	sink  *store.Sink
 	name  string // the input's name in gen's config, for rules' inputs: restriction
+	// streams are the CRI streams the input reads in gen's config.
+	streams config.Streams
 	// paths gives parse the path captures of each line's file; nil when none is read.
 	paths *pathValues
 	// done counts each line parse tells of as malformed or unmatched; received is the
@@ -84,7 +90,7 @@ func (in *stream) bind(p *Pipeline) *binding {
 		return b
 	}
 	ci := g.input(in.source)
-	b := &binding{gen: g, parse: g.parser.NewSession(), sink: g.set.NewSink(), name: ci.Name, paths: newPathValues(ci, g.parser)}
+	b := &binding{gen: g, parse: g.parser.NewSession(), sink: g.set.NewSink(), name: ci.Name, streams: ci.Streams, paths: newPathValues(ci, g.parser)}
 	if in.files != nil {
 		b.parse.SetFormats(ci.LogFormats, in.files)
 	}
@@ -112,22 +118,42 @@ func (in *stream) unbindIfStale(p *Pipeline, b *binding) {
 	}
 }
 
-// unwrap returns what the parser is to read of a line: for a cri input, the message
-// (joined from its parts) and its time; ok is false while a message is incomplete or when
-// the line cannot be read, which is counted.
-func (in *stream) unwrap(path string, line []byte) (msg, wrapperTime []byte, ok bool) {
+// unwrapped says what unwrap made of a line.
+type unwrapped uint8
+
+const (
+	// message: the line gave a message for the rules.
+	message unwrapped = iota
+	// pending: the line was a part of a message still being joined, or could not be read
+	// (counted).
+	pending
+	// otherStream: the line is of a CRI stream the input does not read (streams:); it is
+	// skipped before it is joined, and counted nowhere.
+	otherStream
+)
+
+// unwrap returns what the parser is to read of a line: for a cri input of streams, the
+// message (joined from its parts), its time and, in lv, its stream.
+func (in *stream) unwrap(path string, line []byte, streams config.Streams, lv *lineValues) (msg, wrapperTime []byte, u unwrapped) {
 	if in.cri == nil {
-		return line, nil, true
+		return line, nil, message
+	}
+	name, ok := cri.Stream(line)
+	if ok && !streams.Reads(name) {
+		return nil, nil, otherStream
 	}
 	msg, wrapperTime, r := in.cri.Feed(path, line)
 	in.chargeHeld()
 	switch r {
+	case cri.Complete:
+		lv[lineStream] = name
+		return msg, wrapperTime, message
 	case cri.Malformed:
 		in.malformed.Add(1)
 	case cri.TooLong:
 		in.tooLong.Add(1)
 	}
-	return msg, wrapperTime, r == cri.Complete
+	return nil, nil, pending
 }
 
 // joinOptions has the follower tell a cri input's joiner of the lines it skips for their
@@ -307,16 +333,15 @@ func (p *Pipeline) inputLogger(ci config.Input, sourceAttr string) *slog.Logger 
 // and event-time rules.
 func (in *stream) handle(p *Pipeline) input.Handler {
 	return func(path string, line []byte) {
-		msg, wrapperTime, ok := in.unwrap(path, line)
-		if !ok {
-			return
-		}
 		b := in.bind(p)
-		if b.paths != nil {
-			b.paths.set(b.parse, path)
+		lv := lineValues{lineHostname: in.header.Hostname, lineTag: in.header.Tag}
+		if msg, wrapperTime, u := in.unwrap(path, line, b.streams, &lv); u == message {
+			if b.paths != nil {
+				b.paths.setLine(b.parse, path, lv)
+			}
+			in.setNow(p, b)
+			b.parse.ParseFile(path, b.name, msg, wrapperTime, b.sink, b.done)
 		}
-		in.setNow(p, b)
-		b.parse.ParseFile(path, b.name, msg, wrapperTime, b.sink, b.done)
 		in.unbindIfStale(p, b)
 	}
 }

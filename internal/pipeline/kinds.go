@@ -66,5 +66,6 @@ func startListener(p *Pipeline, ci config.Input, in *stream, _ int) (input.Input
 		SocketMode:   ci.Syslog.SocketMode,
 		MaxLineBytes: p.opts.MaxLineBytes,
 		Logger:       in.log,
+		Header:       func(h syslog.Header) { in.header = h },
 	}, in.handle(p))
 }

@@ -9,6 +9,7 @@ package pipeline
 import (
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -38,6 +39,9 @@ type Options struct {
 	// SeriesMaxBytes bounds the memory of all rules' series (store.SetOptions.MaxBytes);
 	// 0 is no bound.
 	SeriesMaxBytes int64
+	// Summary is where the one-shots (Replay, Explain, Sample) write their line per input
+	// of how many of its lines fit (Fit); nil: nowhere.
+	Summary io.Writer
 }
 
 // setDefaults gives o a logger that discards when it has none.

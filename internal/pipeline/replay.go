@@ -24,6 +24,10 @@ import (
 // own time, found by a first pass, so that replaying a log gives the same output every
 // time and event-time windows are rebuilt exactly; processing-time rules then place every
 // line at that instant too.
+//
+// Each file is read as the input that reads it would: a wrapper: cri input's messages of
+// its streams, with its path captures. Each input's Fit goes to opts.Summary, and an input
+// that read lines none of which fit fails the replay, after the output.
 func Replay(cfg *config.Config, files []string, opts Options, w io.Writer) error {
 	opts.setDefaults()
 	gen, err := newGeneration(cfg, nil, opts)
@@ -34,7 +38,7 @@ func Replay(cfg *config.Config, files []string, opts Options, w io.Writer) error
 	now := newClock(opts.Now).second()
 	if hasEventTime(cfg) {
 		newest := &newestTime{}
-		if _, err := replayFiles(gen.parser, read, opts, newest); err != nil {
+		if _, err := replayFiles(gen.parser, read, opts, newest, nil); err != nil {
 			return err
 		}
 		if newest.seen {
@@ -43,7 +47,8 @@ func Replay(cfg *config.Config, files []string, opts Options, w io.Writer) error
 	}
 	sink := gen.set.NewSink()
 	sink.SetNow(now, now)
-	counts, err := replayFiles(gen.parser, read, opts, sink)
+	fs := newFits(gen)
+	counts, err := replayFiles(gen.parser, read, opts, sink, fs)
 	if err != nil {
 		return err
 	}
@@ -62,7 +67,7 @@ func Replay(cfg *config.Config, files []string, opts Options, w io.Writer) error
 	if err := c.WriteText(w, families, nil); err != nil {
 		return err
 	}
-	var errs []error
+	errs := []error{fs.write(opts.Summary), fs.misfits("replay")}
 	for i, f := range read {
 		errs = append(errs, f.unread(cfg, "replay", counts[i].lines, counts[i].received > 0))
 	}
@@ -85,47 +90,82 @@ type fileCount struct {
 	received uint64
 }
 
-func replayFiles(p *parser.Parser, files []fileInput, opts Options, sink replaySink) ([]fileCount, error) {
+// replayFiles reads files through p into sink, counting in fs (nil: not) what fits.
+func replayFiles(p *parser.Parser, files []fileInput, opts Options, sink replaySink, fs *fits) ([]fileCount, error) {
 	ps := p.NewSession()
 	counts := make([]fileCount, len(files))
 	for i, file := range files {
 		ci := file.input
-		in := &stream{}
-		if ci.Wrapper == config.WrapperCRI {
-			in.cri = cri.New(maxLineBytes(opts))
-		}
-		o := follow.Options{Path: file.file, MaxLineBytes: opts.MaxLineBytes, Logger: opts.Logger}
-		in.joinOptions(&o)
 		paths := newPathValues(ci, p)
 		ps.SetPath(nil) // none of the previous file's
 		ps.SetFormats(ci.LogFormats, parser.NewFiles())
 		before := sink.Received()
+		var fit *Fit
+		if fs != nil {
+			fit = fs.of(file)
+		}
 		var read []string
-		_, err := follow.ReadToEnd(o,
-			func(path string, line []byte) {
-				counts[i].lines++
-				if paths != nil {
-					paths.set(ps, file.pathOf(path))
-				}
-				if !slices.Contains(read, path) {
-					read = append(read, path)
-				}
-				if msg, wrapperTime, ok := in.unwrap(path, line); ok {
-					ps.ParseFile(path, ci.Name, msg, wrapperTime, sink, ignoreDone)
-				}
-			})
+		lines, skipped, err := readMessages(file, opts, func(path string, n int, msg, wrapperTime []byte, lv lineValues) {
+			if paths != nil {
+				paths.setLine(ps, file.pathOf(path), lv)
+			}
+			if !slices.Contains(read, path) {
+				read = append(read, path)
+			}
+			received := sink.Received()
+			ps.ParseFile(path, ci.Name, msg, wrapperTime, sink, ignoreDone)
+			if fit != nil {
+				fs.line(fit, ci.Name, path, n, msg, sink.Received() != received)
+			}
+		})
 		if err != nil {
 			return nil, fmt.Errorf("replay %s: %w", file.file, err)
 		}
+		// What a file held while its format was being chosen is parsed at its end.
 		for _, path := range read {
 			if paths != nil {
 				paths.set(ps, file.pathOf(path))
 			}
 			ps.CloseFile(path, ci.Name, sink, ignoreDone)
 		}
-		counts[i].received = sink.Received() - before
+		if fit != nil {
+			fit.Skipped += skipped
+		}
+		counts[i] = fileCount{lines: lines, received: sink.Received() - before}
 	}
 	return counts, nil
+}
+
+// readMessages reads file to its end as its input reads lines: for a wrapper: cri input,
+// the messages of its streams, joined from their parts. It hands fn each message with the
+// path it was read from (a glob reads several), the number of its (last) line there, its
+// wrapper's time and its own captures, all valid during the call, and returns how many
+// lines it read and how many of them were of streams the input does not read.
+func readMessages(file fileInput, opts Options, fn func(path string, n int, msg, wrapperTime []byte, lv lineValues)) (lines, skipped int, err error) {
+	ci := file.input
+	in := &stream{}
+	if ci.Wrapper == config.WrapperCRI {
+		in.cri = cri.New(maxLineBytes(opts))
+	}
+	o := follow.Options{Path: file.file, MaxLineBytes: opts.MaxLineBytes, Logger: opts.Logger}
+	in.joinOptions(&o)
+	var last string
+	n := 0 // the line's number in its file
+	_, err = follow.ReadToEnd(o, func(path string, line []byte) {
+		lines++
+		if path != last {
+			last, n = path, 0
+		}
+		n++
+		var lv lineValues
+		switch msg, wrapperTime, u := in.unwrap(path, line, ci.Streams, &lv); u {
+		case message:
+			fn(path, n, msg, wrapperTime, lv)
+		case otherStream:
+			skipped++
+		}
+	})
+	return lines, skipped, err
 }
 
 func hasEventTime(cfg *config.Config) bool {

@@ -6,24 +6,38 @@ import "bytes"
 // longer ones, and a tag has to end within this many bytes to be taken for one.
 const maxTagLen = 48
 
+// Header is what a datagram's syslog header says of where the message comes from: the
+// hostname and the tag (RFC 5424's APP-NAME), subslices of the datagram, nil when the
+// header has none ("-" in RFC 5424).
+type Header struct {
+	Hostname, Tag []byte
+}
+
 // Message returns the message of a syslog datagram, without its header: RFC 3164 as nginx
 // and most libc syslog() implementations send it (`<PRI>Mmm dd hh:mm:ss [host] tag: msg`)
 // or RFC 5424 (`<PRI>1 TIMESTAMP HOST APP PROCID MSGID SD msg`). ok is false when the
 // datagram does not start with a syslog header; msg is then the whole datagram. One
 // trailing newline is dropped either way. msg is always a subslice of datagram.
 func Message(datagram []byte) (msg []byte, ok bool) {
+	msg, _, ok = Parse(datagram)
+	return msg, ok
+}
+
+// Parse is Message, which also returns the header's hostname and tag (none when ok is
+// false).
+func Parse(datagram []byte) (msg []byte, h Header, ok bool) {
 	d := trimNewline(datagram)
 	rest, ok := priority(d)
 	if !ok {
-		return d, false
+		return d, Header{}, false
 	}
-	if m, ok := rfc5424(rest); ok {
-		return m, true
+	if m, h, ok := rfc5424(rest); ok {
+		return m, h, true
 	}
-	if m, ok := rfc3164(rest); ok {
-		return m, true
+	if m, h, ok := rfc3164(rest); ok {
+		return m, h, true
 	}
-	return d, false
+	return d, Header{}, false
 }
 
 func trimNewline(b []byte) []byte {
@@ -50,33 +64,44 @@ func priority(b []byte) ([]byte, bool) {
 
 // rfc5424 strips `VERSION SP TIMESTAMP SP HOSTNAME SP APP-NAME SP PROCID SP MSGID SP SD
 // [SP MSG]` after the priority; a UTF-8 BOM opening the message goes too.
-func rfc5424(b []byte) ([]byte, bool) {
+func rfc5424(b []byte) ([]byte, Header, bool) {
 	if len(b) < 2 || b[0] != '1' || b[1] != ' ' {
-		return nil, false
+		return nil, Header{}, false
 	}
 	b = b[2:]
 	// TIMESTAMP, HOSTNAME, APP-NAME, PROCID, MSGID: "-" or printable ASCII without space.
-	for field := 0; field < 5; field++ {
+	var fields [5][]byte
+	for field := range fields {
 		end := 0
 		for end < len(b) && b[end] > ' ' && b[end] < 0x7f {
 			end++
 		}
 		if end == 0 || end >= len(b) || b[end] != ' ' {
-			return nil, false
+			return nil, Header{}, false
 		}
+		fields[field] = b[:end]
 		b = b[end+1:]
 	}
 	b, ok := structuredData(b)
 	if !ok {
-		return nil, false
+		return nil, Header{}, false
 	}
+	h := Header{Hostname: nilValue(fields[1]), Tag: nilValue(fields[2])}
 	if len(b) == 0 {
-		return b, true
+		return b, h, true
 	}
 	if b[0] != ' ' {
-		return nil, false
+		return nil, Header{}, false
 	}
-	return bytes.TrimPrefix(b[1:], []byte("\xef\xbb\xbf")), true
+	return bytes.TrimPrefix(b[1:], []byte("\xef\xbb\xbf")), h, true
+}
+
+// nilValue is an RFC 5424 header field, nil for "-" (the nil value).
+func nilValue(f []byte) []byte {
+	if len(f) == 1 && f[0] == '-' {
+		return nil
+	}
+	return f
 }
 
 // structuredData skips "-" or one or more `[id param="value" ...]` elements, whose quoted
@@ -111,31 +136,33 @@ func structuredData(b []byte) ([]byte, bool) {
 // nginx sends the hostname unless told `nohostname`, so a first word that is not a tag
 // is the hostname. Without a tag, the message is what follows the hostname (RFC 3164
 // makes the tag optional).
-func rfc3164(b []byte) ([]byte, bool) {
+func rfc3164(b []byte) ([]byte, Header, bool) {
 	if !timestamp3164(b) {
-		return nil, false
+		return nil, Header{}, false
 	}
 	b = b[len("Mmm dd hh:mm:ss"):]
 	if len(b) == 0 {
-		return b, true
+		return b, Header{}, true
 	}
 	if b[0] != ' ' {
-		return nil, false
+		return nil, Header{}, false
 	}
 	b = b[1:]
-	if msg, ok := afterTag(b); ok {
-		return msg, true
+	if tag, msg, ok := afterTag(b); ok {
+		return msg, Header{Tag: tag}, true
 	}
 	sp := bytes.IndexByte(b, ' ')
 	if sp <= 0 {
 		// A single word after the time: no hostname and no tag, only a message.
-		return b, true
+		return b, Header{}, true
 	}
+	h := Header{Hostname: b[:sp]}
 	b = b[sp+1:]
-	if msg, ok := afterTag(b); ok {
-		return msg, true
+	if tag, msg, ok := afterTag(b); ok {
+		h.Tag = tag
+		return msg, h, true
 	}
-	return b, true
+	return b, h, true
 }
 
 var months = [12]string{"Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"}
@@ -167,32 +194,33 @@ func timestamp3164(b []byte) bool {
 	return true
 }
 
-// afterTag returns what follows `tag: ` or `tag[pid]: ` at the start of b: a tag is up to
-// maxTagLen bytes of printable ASCII other than space, ':' and '['.
-func afterTag(b []byte) ([]byte, bool) {
+// afterTag returns the tag and what follows `tag: ` or `tag[pid]: ` at the start of b: a
+// tag is up to maxTagLen bytes of printable ASCII other than space, ':' and '['.
+func afterTag(b []byte) (tag, msg []byte, ok bool) {
 	i := 0
 	for i < len(b) && i < maxTagLen && b[i] > ' ' && b[i] < 0x7f && b[i] != ':' && b[i] != '[' {
 		i++
 	}
 	if i == 0 || i >= len(b) {
-		return nil, false
+		return nil, nil, false
 	}
+	tag = b[:i]
 	if b[i] == '[' {
 		j := i + 1
 		for j < len(b) && isDigit(b[j]) {
 			j++
 		}
 		if j == i+1 || j >= len(b) || b[j] != ']' {
-			return nil, false
+			return nil, nil, false
 		}
 		i = j + 1
 	}
 	if i >= len(b) || b[i] != ':' {
-		return nil, false
+		return nil, nil, false
 	}
 	b = b[i+1:]
 	// One space follows the colon; a message starting right after it is kept whole.
-	return bytes.TrimPrefix(b, []byte(" ")), true
+	return tag, bytes.TrimPrefix(b, []byte(" ")), true
 }
 
 func isDigit(c byte) bool { return '0' <= c && c <= '9' }

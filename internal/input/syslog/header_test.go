@@ -119,6 +119,6 @@ func wellFormedHost(host string) bool {
 			return false
 		}
 	}
-	_, isTag := afterTag([]byte(host + " "))
+	_, _, isTag := afterTag([]byte(host + " "))
 	return !isTag
 }

@@ -55,6 +55,10 @@ type Options struct {
 	// QueueDatagrams bounds the datagrams waiting for the handler; 0: 4096.
 	QueueDatagrams int
 	Logger         *slog.Logger
+	// Header, when set, is given each datagram's header (an empty one when the datagram
+	// has none) right before its message goes to the handler, from the same goroutine;
+	// its slices are valid until the handler returns.
+	Header func(Header)
 }
 
 // Listener is one bound syslog socket.
@@ -211,11 +215,14 @@ func (l *Listener) deliver(h input.Handler) {
 	defer l.wg.Done()
 	for b := range l.queue {
 		l.queued.Add(-int64(len(b)))
-		msg, ok := Message(b)
+		msg, header, ok := Parse(b)
 		if !ok {
 			l.malformed.Add(1)
 		}
 		l.lines.Add(1)
+		if l.opts.Header != nil {
+			l.opts.Header(header)
+		}
 		h("", msg)
 		if cap(b) <= maxKeptBuffer {
 			select {

@@ -1,0 +1,61 @@
+package explain
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Stopped says in a few words where a line no rule matched stopped fitting the rules of
+// its input: the log format's variable and byte, the regex's byte and what it expected,
+// or the structured format the line is not in. A log format's rule is preferred, as the
+// format is what the input's lines are written in.
+func (l *Line) Stopped() string {
+	var miss, malformed *Rule
+	for i := range l.Rules {
+		r := &l.Rules[i]
+		switch {
+		case r.Miss != nil && r.Miss.LogFormat != "":
+			return fmt.Sprintf("at byte %d, %s, the log format expects %s, but the line has %s", r.Miss.End, misfitWhere(r.Miss), expected(r.Miss), found(r.Miss))
+		case r.Miss != nil && miss == nil:
+			miss = r
+		case r.Outcome == "malformed" && malformed == nil:
+			malformed = r
+		}
+	}
+	switch {
+	case miss != nil:
+		m := miss.Miss
+		return fmt.Sprintf("rule %s's regex reads up to byte %d, then expects %s, but the line has %s", miss.Name, m.End, expected(m), found(m))
+	case malformed != nil:
+		return fmt.Sprintf("the line is not %s (rule %s)", malformed.Format, malformed.Name)
+	}
+	return "no rule reads this input"
+}
+
+// misfitWhere is where in a log format the line stopped fitting it: in the variable it
+// was reading, or in the text after one.
+func misfitWhere(m *NoMatch) string {
+	switch {
+	case m.In != "" && m.After != "":
+		return "in " + m.In + " or the text after it"
+	case m.In != "":
+		return "in " + m.In
+	case m.After != "":
+		return "in the text after " + m.After
+	}
+	return "at the start of the format"
+}
+
+func expected(m *NoMatch) string {
+	if len(m.Expected) == 0 {
+		return "nothing more"
+	}
+	return strings.Join(m.Expected, " or ")
+}
+
+func found(m *NoMatch) string {
+	if m.Found == "" {
+		return "the end of the line"
+	}
+	return m.Found
+}

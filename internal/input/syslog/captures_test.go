@@ -1,0 +1,57 @@
+package syslog
+
+import (
+	"path/filepath"
+	"testing"
+
+	"github.com/logwindow/logwindow_exporter/internal/input/syslog/syslogtest"
+)
+
+// The header's hostname and tag, as senders write them.
+func TestParseHeader(t *testing.T) {
+	for _, tc := range []struct {
+		name, in, host, tag, msg string
+	}{
+		{"nginx", nginxDatagram, "vm", "nginx", nginxLine},
+		{"nginx nohostname", nginxNoHostname, "", "nginx", nginxLine},
+		{"tag with pid", "<13>Nov 24 01:02:03 host cron[123]: job done", "host", "cron", "job done"},
+		{"ipv6 host", "<13>Nov 24 01:02:03 ::1 app: hi", "::1", "app", "hi"},
+		{"no tag", "<13>Nov 24 01:02:03 host just words here", "host", "", "just words here"},
+		{"only a message", "<13>Nov 24 01:02:03 hello", "", "", "hello"},
+		{"rfc5424", "<165>1 2003-10-11T22:14:15.003Z mymachine.example.com evntslog - ID47 - msg text", "mymachine.example.com", "evntslog", "msg text"},
+		{"rfc5424 nil values", "<165>1 - - - - - - hi", "", "", "hi"},
+		{"rfc5424 sd", `<165>1 2003-10-11T22:14:15.003Z host app 42 ID47 [a@1 b="c"] m`, "host", "app", "m"},
+		{"not syslog", "plain line", "", "", "plain line"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			msg, h, _ := Parse([]byte(tc.in))
+			if string(h.Hostname) != tc.host || string(h.Tag) != tc.tag || string(msg) != tc.msg {
+				t.Errorf("Parse(%q) = %q, host %q, tag %q; want %q, %q, %q", tc.in, msg, h.Hostname, h.Tag, tc.msg, tc.host, tc.tag)
+			}
+		})
+	}
+}
+
+// Datagrams received on a real socket come with their header, given just before their
+// message, on the handler's goroutine.
+func TestListenHeader(t *testing.T) {
+	sock := filepath.Join(t.TempDir(), "s.sock")
+	c := newCollector()
+	var header Header
+	opts := Options{Network: "unixgram", Addr: sock, Header: func(h Header) { header = h }}
+	listen(t, opts, func(source string, line []byte) {
+		c.handle(source, []byte(string(header.Hostname)+"|"+string(header.Tag)+"|"+string(line)))
+	})
+	syslogtest.Send(t, "unixgram", sock,
+		"<190>Nov 24 05:28:09 web-1 nginx: GET / 200",
+		"<190>Nov 24 05:28:09 nginx_shop: GET / 404",
+		"<165>1 2026-11-24T05:28:09Z web-3 nginx 42 - - GET / 500",
+		"GET / 204")
+	got := c.wait(t, 4)
+	want := []string{"web-1|nginx|GET / 200", "|nginx_shop|GET / 404", "web-3|nginx|GET / 500", "||GET / 204"}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("datagram %d: %q, want %q", i, got[i], want[i])
+		}
+	}
+}

@@ -1,0 +1,248 @@
+package pipeline
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/logwindow/logwindow_exporter/config"
+	"github.com/logwindow/logwindow_exporter/internal/input/syslog/syslogtest"
+)
+
+// nginxPodLog is a pod's CRI log as the official nginx image writes it: the access log
+// on stdout, the error log on stderr, some messages split into parts.
+const nginxPodLog = `2024-03-01T12:00:00.000000001Z stdout F 10.0.0.1 "GET / HTTP/1.1" 200
+2024-03-01T12:00:00.000000002Z stderr P 2024/03/01 12:00:00 [error] 29#29: *1 open() "/usr/share/nginx/html/x"
+2024-03-01T12:00:00.000000003Z stdout P 10.0.0.2 "GET /a HTTP/1.1"
+2024-03-01T12:00:00.000000004Z stderr F  failed (2: No such file or directory)
+2024-03-01T12:00:00.000000005Z stdout F  404
+2024-03-01T12:00:00.000000006Z stderr F 2024/03/01 12:00:01 [notice] 1#1: signal process started
+2024-03-01T12:00:00.000000007Z stdout F 10.0.0.3 "GET /b HTTP/1.1" 200
+`
+
+// A cri input reading only stdout neither reads nor counts as unmatched the lines of
+// stderr, joined or not, following or replaying; one reading both gives rules each
+// message's stream.
+func TestCRIStreams(t *testing.T) {
+	const rules = `
+inputs: [{name: pods, path: LOG, wrapper: cri%s}]
+rules:
+  - {name: requests, match: ' (?P<status>\d{3})$', labels: {status: '${status}', stream: '${stream}'}}
+`
+	for _, tc := range []struct {
+		name, streams string
+		unmatched     uint64
+		want          []string
+		summary       string
+	}{
+		{"stdout", ", streams: [stdout]", 0,
+			[]string{`requests_total{status="200",stream="stdout"} 2`, `requests_total{status="404",stream="stdout"} 1`},
+			"input pods: 3 of 3 lines fit (3 lines of other streams skipped)"},
+		{"both", "", 2,
+			[]string{`requests_total{status="200",stream="stdout"} 2`, `requests_total{status="404",stream="stdout"} 1`},
+			`input pods: 3 of 5 lines fit (first misfit at line 4: rule requests's regex reads up to byte `},
+		{"stderr", ", streams: [stderr]", 2, nil,
+			"input pods: 0 of 2 lines fit (first misfit at line 4: "},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, log := startFile(t, fmt.Sprintf(rules, tc.streams))
+			appendTo(t, log, nginxPodLog)
+			if got := waitRead(t, p, 7); got.Unmatched != tc.unmatched || got.MalformedLines != 0 {
+				t.Errorf("unmatched %d, malformed %d; want %d, 0", got.Unmatched, got.MalformedLines, tc.unmatched)
+			}
+			var out, summary bytes.Buffer
+			err := Replay(p.gen.Load().cfg, []string{log}, Options{Now: time.Now, Summary: &summary}, &out)
+			if (err != nil) != (tc.want == nil) {
+				t.Errorf("replay: %v; want an error %v", err, tc.want == nil)
+			}
+			for _, want := range tc.want {
+				if !strings.Contains(out.String(), want+"\n") {
+					t.Errorf("replay lacks %s:\n%s", want, out.String())
+				}
+			}
+			if !strings.HasPrefix(summary.String(), tc.summary) {
+				t.Errorf("summary %q, want it to start %q", summary.String(), tc.summary)
+			}
+		})
+	}
+}
+
+// In node mode the workload of each pod is its Deployment's, DaemonSet's or
+// StatefulSet pod's name, read from the pod's path.
+func TestNodeWorkload(t *testing.T) {
+	k := kubeletTree{t: t, root: t.TempDir()}
+	pods := map[string]int{"web-7d4b9c8f6d-x2kqz": 2, "web-7d4b9c8f6d-p9m4t": 1, "web-0": 4, "agent-5lz9w": 1}
+	var files []string
+	for pod, n := range pods {
+		k.write("shop", pod, "nginx", repeat("200", n), false)
+		files = append(files, filepath.Join(k.dir("shop", pod, "nginx"), "0.log"))
+	}
+	cfg, err := config.Parse([]byte(fmt.Sprintf(`
+inputs:
+  - {name: pods, path: '%s/*/nginx/*.log', wrapper: cri, path_captures: '/(?P<namespace>[^_/]+)_(?P<pod>[^_/]+)_[^/]+/nginx/'}
+rules:
+  - {name: by_workload, match: ' (?P<status>\d{3})$', labels: {workload: '${namespace}/${workload}', stream: '${stream}'}}
+`, k.root)), "rules.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	if err := Replay(cfg, files, Options{Now: time.Now}, &out); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		`by_workload_total{stream="stdout",workload="shop/web"} 3`,
+		`by_workload_total{stream="stdout",workload="shop/web-0"} 4`,
+		`by_workload_total{stream="stdout",workload="shop/agent"} 1`,
+	} {
+		if !strings.Contains(out.String(), want+"\n") {
+			t.Errorf("replay lacks %s:\n%s", want, out.String())
+		}
+	}
+}
+
+// Many nginx sending to one socket are told apart by the hostname and tag of their
+// datagrams' headers, RFC 3164 and 5424 alike; a datagram without a header has neither.
+func TestSyslogHeaderCaptures(t *testing.T) {
+	sock := filepath.Join(t.TempDir(), "nginx.sock")
+	cfg, err := config.Parse([]byte(fmt.Sprintf(`
+inputs: [{name: sock, syslog: 'unixgram://%s'}]
+rules:
+  - {name: requests, match: ' (?P<status>\d{3})$', labels: {host: '${syslog_hostname}', tag: '${syslog_tag}'}}
+`, sock)), "rules.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := Start(cfg, Options{Now: time.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Stop()
+	self := prometheus.NewPedanticRegistry()
+	coll := p.Collector()
+	self.MustRegister(coll)
+	reg := coll.Gatherer(self)
+	syslogtest.Send(t, "unixgram", sock,
+		"<190>Nov 24 05:28:09 web-1 nginx: GET / 200",
+		"<190>Nov 24 05:28:10 web-1 nginx: GET / 200",
+		"<190>Nov 24 05:28:09 web-2 nginx_shop[12]: GET / 200",
+		"<190>Nov 24 05:28:09 nginx: GET / 200",
+		"<165>1 2026-11-24T05:28:09Z web-3 nginx 42 - - GET / 200",
+		"<165>1 2026-11-24T05:28:09Z - - - - - GET / 200",
+		"GET / 200")
+	for _, c := range []struct {
+		host, tag string
+		want      float64
+	}{
+		{"web-1", "nginx", 2},
+		{"web-2", "nginx_shop", 1},
+		{"", "nginx", 1},
+		{"web-3", "nginx", 1},
+		{"", "", 2},
+	} {
+		waitSample(t, reg, "requests_total", map[string]string{"host": c.host, "tag": c.tag}, c.want)
+	}
+}
+
+// Each one-shot says per input how many lines fit its format and where the first that
+// does not stopped fitting; a replay or a sample in which an input's lines all misfit
+// fails, saying so.
+func TestOneShotFits(t *testing.T) {
+	dir := t.TempDir()
+	const good = `10.0.0.1 - - [01/Mar/2024:12:00:00 +0000] "GET / HTTP/1.1" 200 5 "-" "curl/8.5.0"` + "\n"
+	write := func(name, text string) string {
+		t.Helper()
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	mixed := write("mixed.log", good+"10.0.0.2 - - [01/Mar/2024:12:00:00 +0000] \"GET / HTTP/1.1\" 200\n"+good)
+	json := write("json.log", `{"status":200}`+"\n"+`{"status":404}`+"\n")
+	cfg, err := config.Parse(fmt.Appendf(nil, `
+inputs:
+  - {name: web, path: '%s/*.log', log_format: combined}
+rules:
+  - {name: requests, labels: {status: '${status}'}, where: {status: '^5'}}
+`, dir), "rules.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name    string
+		files   []string
+		summary string
+		fails   bool
+	}{
+		{"some fit", []string{mixed}, "input web: 2 of 3 lines fit (first misfit at line 2: at byte 62, in $status or the text after it, the log format expects [^ ] or ' ', but the line has the end of the line)", false},
+		{"none fit", []string{json}, "input web: 0 of 2 lines fit (first misfit at line 1: at byte 14, in $remote_addr or the text after it, the log format expects [^ ] or ' ', but the line has the end of the line)", true},
+		{"two files of one input", []string{mixed, json}, "input web: 2 of 5 lines fit (first misfit at line 2 of " + mixed + ": ", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, mode := range []string{"replay", "sample"} {
+				var summary bytes.Buffer
+				opts := Options{Now: time.Now, Summary: &summary}
+				var err error
+				if mode == "replay" {
+					err = Replay(cfg, tc.files, opts, &bytes.Buffer{})
+				} else {
+					err = Sample(cfg, tc.files, opts)
+				}
+				if got := summary.String(); !strings.HasPrefix(got, tc.summary) || strings.Count(got, "\n") != 1 {
+					t.Errorf("%s: summary %q, want one line starting %q", mode, got, tc.summary)
+				}
+				if tc.fails != (err != nil) || tc.fails && !strings.Contains(err.Error(), mode+": input web read 2 lines and none is of its format") {
+					t.Errorf("%s: %v; want an error %v", mode, err, tc.fails)
+				}
+			}
+		})
+	}
+
+	var summary bytes.Buffer
+	lines, err := Explain(cfg, mixed, 1, Options{Now: time.Now, Summary: &summary})
+	if err != nil || len(lines) != 1 || !strings.HasPrefix(summary.String(), "input web: 2 of 3 lines fit (first misfit at line 2: ") {
+		t.Errorf("explain: %d lines, %v, summary %q; want 1 line and the file's 3 lines summed up", len(lines), err, summary.String())
+	}
+}
+
+// --explain reads a cri input's file as the input does: the messages of its streams,
+// joined, each numbered by its last line, its rules timed by cri_time reading the
+// wrapper's time.
+func TestExplainCRI(t *testing.T) {
+	log := filepath.Join(t.TempDir(), "0.log")
+	if err := os.WriteFile(log, []byte(nginxPodLog), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Parse(fmt.Appendf(nil, `
+inputs: [{name: pods, path: '%s', wrapper: cri, streams: [stdout]}]
+rules:
+  - {name: requests, match: ' (?P<status>\d{3})$', labels: {status: '${status}'}, inputs: [pods], timestamp: {capture: cri_time, layout: '2006-01-02T15:04:05Z07:00'}}
+`, log), "rules.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines, err := Explain(cfg, log, 10, Options{Now: time.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []struct {
+		n    int
+		text string
+	}{{1, `10.0.0.1 "GET / HTTP/1.1" 200`}, {5, `10.0.0.2 "GET /a HTTP/1.1" 404`}, {7, `10.0.0.3 "GET /b HTTP/1.1" 200`}}
+	if len(lines) != len(want) {
+		t.Fatalf("%d lines explained, want %d: %+v", len(lines), len(want), lines)
+	}
+	for i, w := range want {
+		l := lines[i]
+		if l.Number != w.n || l.Text != w.text || !l.Counted || l.Rules[0].Time != "2024-03-01T12:00:00Z" {
+			t.Errorf("line %d: %+v; want line %d %q counted at 2024-03-01T12:00:00Z", i, l, w.n, w.text)
+		}
+	}
+}

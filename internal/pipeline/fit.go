@@ -1,0 +1,155 @@
+package pipeline
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/logwindow/logwindow_exporter/config"
+	"github.com/logwindow/logwindow_exporter/internal/explain"
+)
+
+// Fit is what a one-shot made of the lines of one input: how many were of the input's
+// format. A line fits when some rule that reads the input matched it (its regex, or its
+// log format's, matched) or read its fields (it is JSON or logfmt as the rule reads),
+// whatever the rule's filters, value and time then made of it: a line that does not fit
+// is one no rule could read at all, the sign of a format that is not the file's. For a
+// wrapper: cri input the lines are the messages (joined from their parts), without the
+// lines of streams it does not read.
+type Fit struct {
+	// Input is the input's label; for a file no input reads, empty (File names it).
+	Input string
+	// Lines are the lines the rules read, Fitting those that fit; Skipped the CRI lines
+	// of streams the input does not read (streams:), which are neither.
+	Lines, Fitting, Skipped int
+	// First is the number of the first line that does not fit in File (0: none), and
+	// Stopped where it stopped fitting (explain.Line.Stopped).
+	First   int
+	File    string
+	Stopped string
+	// files is how many files the input read: the line number then names its file.
+	files int
+}
+
+// String is the one-shots' line about the input: `input NAME: N of M lines fit (first
+// misfit at line K: where it stopped)`.
+func (f Fit) String() string {
+	var b strings.Builder
+	if f.Input != "" {
+		fmt.Fprintf(&b, "input %s: ", f.Input)
+	} else {
+		fmt.Fprintf(&b, "file %s (no input reads it): ", f.File)
+	}
+	fmt.Fprintf(&b, "%d of %d lines fit", f.Fitting, f.Lines)
+	var notes []string
+	if f.First > 0 {
+		at := fmt.Sprintf("line %d", f.First)
+		if f.files > 1 {
+			at += " of " + f.File
+		}
+		notes = append(notes, fmt.Sprintf("first misfit at %s: %s", at, f.Stopped))
+	}
+	if f.Skipped > 0 {
+		notes = append(notes, fmt.Sprintf("%d lines of other streams skipped", f.Skipped))
+	}
+	if len(notes) > 0 {
+		fmt.Fprintf(&b, " (%s)", strings.Join(notes, "; "))
+	}
+	return b.String()
+}
+
+// fits counts the lines of each input read in a one-shot, in the order the inputs
+// were first read.
+type fits struct {
+	gen *generation
+	x   *explain.Explainer
+	all []*Fit
+	// byInput is the Fit of each input by label; a file no input reads has one of its own.
+	byInput map[string]*Fit
+}
+
+func newFits(gen *generation) *fits {
+	return &fits{gen: gen, x: explain.New(gen.cfg.Rules, gen.parser, gen.set.NewSink()), byInput: map[string]*Fit{}}
+}
+
+// of is the Fit of file's input.
+func (fs *fits) of(file fileInput) *Fit {
+	key := "\x00" + file.file
+	if file.found {
+		key = file.input.Label()
+	}
+	f, ok := fs.byInput[key]
+	if !ok {
+		f = &Fit{File: file.file}
+		if file.found {
+			f.Input = file.input.Label()
+		}
+		fs.byInput[key] = f
+		fs.all = append(fs.all, f)
+	}
+	f.files++
+	return f
+}
+
+// line counts line number n of path, msg, which the rules of input read: received says
+// whether it gave the sink an event or a drop, which needs no second look.
+func (fs *fits) line(f *Fit, input, path string, n int, msg []byte, received bool) {
+	f.Lines++
+	if received || fs.gen.parser.Fits(input, msg) {
+		f.Fitting++
+		return
+	}
+	if f.First == 0 {
+		f.First, f.File = n, path
+		if fs.gen.parser.ReadsInput(input) {
+			l := fs.x.Explain(input, msg, false)
+			f.Stopped = l.Stopped()
+		} else {
+			f.Stopped = "no rule reads this input"
+		}
+	}
+}
+
+// write writes each input's line to w (nil: nowhere).
+func (fs *fits) write(w io.Writer) error {
+	if w == nil {
+		return nil
+	}
+	for _, f := range fs.all {
+		if _, err := fmt.Fprintln(w, f); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// misfits fails a one-shot in which an input read lines and none fit: whatever the rules
+// count of it is zero because the format is not the file's. A file no input reads is
+// fileInput.unread's to judge.
+func (fs *fits) misfits(mode string) error {
+	var errs []error
+	for _, f := range fs.all {
+		if f.Input != "" && f.Lines > 0 && f.Fitting == 0 {
+			errs = append(errs, fmt.Errorf("%s: input %s read %d lines and none is of its format (first: %s)", mode, f.Input, f.Lines, f.Stopped))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Sample reads each file as the input that reads it would (its wrapper, streams and path
+// captures; see Replay) through cfg's rules, without counting anything, writes each
+// input's Fit to opts.Summary and fails when an input read lines and none fit: the check
+// of a config against a sample of its logs.
+func Sample(cfg *config.Config, files []string, opts Options) error {
+	opts.setDefaults()
+	gen, err := newGeneration(cfg, nil, opts)
+	if err != nil {
+		return err
+	}
+	fs := newFits(gen)
+	if _, err := replayFiles(gen.parser, inputsOf(cfg, files, opts.Logger), opts, &newestTime{}, fs); err != nil {
+		return err
+	}
+	return errors.Join(fs.write(opts.Summary), fs.misfits("sample"))
+}

@@ -1,0 +1,51 @@
+package pipeline
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestWorkloadOf(t *testing.T) {
+	long := strings.Repeat("a", 50) // a Deployment name that leaves no room for its hash
+	for _, tc := range []struct{ name, pod, want string }{
+		// As controllers name them.
+		{"deployment", "web-7d4b9c8f6d-x2kqz", "web"},
+		{"deployment, hyphenated name", "ingress-nginx-controller-5c8d66c76d-4kq9z", "ingress-nginx-controller"},
+		{"deployment, 9-character hash", "coredns-5d78c9869d-8xwzt", "coredns"},
+		{"deployment, 6-character hash", "api-6b4c8f-x7k2b", "api"},
+		{"deployment, all-digit suffix", "web-7d4b9c8f6d-24567", "web"},
+		{"daemonset", "kube-proxy-7xk2b", "kube-proxy"},
+		{"daemonset named like a word of the hash alphabet", "node-local-dns-x7k9p", "node-local-dns"},
+		{"replicaset", "agent-5lz9w", "agent"},
+		{"job", "migrate-q8x7v", "migrate"},
+		{"statefulset ordinal", "web-0", "web-0"},
+		{"statefulset ordinal 12", "kafka-12", "kafka-12"},
+		{"statefulset ordinal of 4 digits", "db-2024", "db-2024"},
+		{"bare pod", "debug", "debug"},
+		{"bare pod with hyphens", "my-debug-pod", "my-debug-pod"},
+		// A prefix cut to 58 characters before its suffix.
+		{"cut hash", long + "-5c8d66c-x2kqz", long},
+		{"cut after the hyphen", strings.Repeat("b", 57) + "-x2kqz", strings.Repeat("b", 57)},
+		// Near misses are left as they are.
+		{"suffix with a vowel", "web-7d4b9c8f6d-x2kqa", "web-7d4b9c8f6d-x2kqa"},
+		{"suffix of 4", "web-x2kq", "web-x2kq"},
+		{"suffix of 6", "web-x2kqzz", "web-x2kqzz"},
+		{"suffix with a 0", "web-x2kq0", "web-x2kq0"},
+		{"upper case suffix", "web-X2KQZ", "web-X2KQZ"},
+		{"hash of 11", "web-7d4b9c8f6d4-x2kqz", "web-7d4b9c8f6d4"},
+		{"hash with a letter outside its alphabet", "web-7d4b9c8f6z-x2kqz", "web-7d4b9c8f6z"},
+		{"short hash-like word kept", "web-bcd-x2kqz", "web-bcd"},
+		{"only a suffix", "x2kqz", "x2kqz"},
+		{"hyphen and suffix", "-x2kqz", "-x2kqz"},
+		{"empty", "", ""},
+		{"trailing hyphen", "web-", "web-"},
+		{"suffix after an empty segment", "web--x2kqz", "web-"},
+		{"not ASCII", "wéb-x2kqz", "wéb"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := workloadOf(tc.pod); got != tc.want {
+				t.Errorf("workloadOf(%q) = %q, want %q", tc.pod, got, tc.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,77 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"strings"
+	"testing"
+)
+
+// --config.check --sample reads each sample file as the input that reads it would and
+// says per input how many of its lines fit its format; it fails when an input read lines
+// and none fit, and --sample alone is refused.
+func TestConfigCheckSample(t *testing.T) {
+	const rules = `
+inputs:
+  - {name: web, path: 'logs/*.log', log_format: combined}
+  - {name: pods, path: 'pods/*.log', wrapper: cri, streams: [stdout]}
+rules:
+  - {name: requests, labels: {status: '${status}'}, inputs: [web]}
+  - {name: pod_requests, match: ' (?P<status>\d{3})$', labels: {status: '${status}'}, inputs: [pods]}
+`
+	const access = `10.0.0.1 - - [01/Mar/2024:12:00:00 +0000] "GET / HTTP/1.1" 200 5 "-" "curl/8.5.0"` + "\n"
+	files := map[string]string{
+		"rules.yaml":     rules,
+		"logs/good.log":  access + access,
+		"logs/mixed.log": access + "10.0.0.2 - - [01/Mar/2024:12:00:00 +0000] \"GET / HTTP/1.1\" 200\n",
+		"logs/json.log":  `{"status":200}` + "\n",
+		"pods/0.log":     "2024-03-01T12:00:00Z stdout F GET / 200\n2024-03-01T12:00:00Z stderr F [error] open() failed\n",
+	}
+	cases := []struct {
+		name    string
+		args    []string
+		code    int
+		summary []string // lines of stderr
+	}{
+		{"fits", []string{"--sample=logs/good.log"}, 0, []string{"input web: 2 of 2 lines fit"}},
+		{"some fit", []string{"--sample=logs/mixed.log"}, 0, []string{"input web: 1 of 2 lines fit (first misfit at line 2: at byte 62, in $status or the text after it, the log format expects [^ ] or ' ', but the line has the end of the line)"}},
+		{"none fit", []string{"--sample=logs/json.log"}, 1, []string{
+			`input web: 0 of 1 lines fit (first misfit at line 1: at byte 14, in $remote_addr or the text after it, the log format expects [^ ] or ' ', but the line has the end of the line)`,
+			`sample: input web read 1 lines and none is of its format (first: at byte 14`}},
+		{"two inputs", []string{"--sample=logs/good.log", "--sample=pods/0.log"}, 0, []string{"input web: 2 of 2 lines fit", "input pods: 1 of 1 lines fit (1 lines of other streams skipped)"}},
+	}
+	t.Chdir(t.TempDir())
+	for _, d := range []string{"logs", "pods"} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for name, data := range files {
+		if err := os.WriteFile(name, []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			code := run(append([]string{"--config.file=rules.yaml", "--config.check"}, c.args...), &stdout, &stderr)
+			lines := strings.Split(strings.TrimSuffix(stderr.String(), "\n"), "\n")
+			if code != c.code || len(lines) != len(c.summary) {
+				t.Fatalf("exit %d, stderr:\n%s\nwant exit %d and %d lines", code, stderr.String(), c.code, len(c.summary))
+			}
+			for i, want := range c.summary {
+				if !strings.HasPrefix(lines[i], want) {
+					t.Errorf("stderr line %d: %q, want it to start %q", i+1, lines[i], want)
+				}
+			}
+			if ok := strings.Contains(stdout.String(), "OK"); ok != (c.code == 0) {
+				t.Errorf("stdout %q; want OK only when the sample fits", stdout.String())
+			}
+		})
+	}
+
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"--config.file=rules.yaml", "--sample=logs/good.log"}, &stdout, &stderr); code != 2 || !strings.Contains(stderr.String(), "--sample applies to --config.check") {
+		t.Errorf("--sample without --config.check: exit %d, stderr %q; want 2 and why", code, stderr.String())
+	}
+}
