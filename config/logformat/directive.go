@@ -108,7 +108,7 @@ func parseDirective(s string) (*directive, error) {
 	}
 	// isDirective saw the keyword, so words[0] is it.
 	if len(words) < 2 {
-		return nil, &Error{len(s), "the directive has no name and no format string: log_format NAME [escape=default|json|none] '...';"}
+		return nil, &Error{end, "the directive has no name and no format string: log_format NAME [escape=default|json|none] '...';"}
 	}
 	d := &directive{name: words[1].text}
 	if d.name == "combined" {
@@ -126,7 +126,7 @@ func parseDirective(s string) (*directive, error) {
 		}
 	}
 	if len(args) == 0 {
-		return nil, &Error{len(s), fmt.Sprintf("the directive log_format %s has no format string after its name", d.name)}
+		return nil, &Error{end, fmt.Sprintf("the directive log_format %s has no format string after its name", d.name)}
 	}
 	var b strings.Builder
 	for _, w := range args {

@@ -82,6 +82,10 @@ func nginxTokens(text string) ([]token, error) {
 
 // nginxVariable reads the variable at the start of s ($name or ${name}) and its length.
 func nginxVariable(s string) (*variable, int, *Error) {
+	if !strings.HasPrefix(s, "$") {
+		// A JSON template's member whose text is not one variable.
+		return nil, 0, &Error{0, "not a variable"}
+	}
 	braced := strings.HasPrefix(s, "${")
 	start := 1
 	if braced {
