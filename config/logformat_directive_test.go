@@ -1,8 +1,11 @@
 package config
 
 import (
+	"os"
 	"strings"
 	"testing"
+
+	"github.com/logwindow/logwindow_exporter/config/logformat"
 )
 
 // TestLogFormatDirectiveErrors: a log_format directive that is wrong is an error at the
@@ -55,5 +58,39 @@ func TestLogFormatDirectiveErrors(t *testing.T) {
 				t.Errorf("error:\n%v\nwant it to hold:\n%s", err, c.want)
 			}
 		})
+	}
+}
+
+// TestExampleJSONDirective: example-rules-json.yaml's input may give the log_format
+// directive its comment shows, pasted as it is in a YAML block, instead of format: json.
+func TestExampleJSONDirective(t *testing.T) {
+	data, err := os.ReadFile("../example-rules-json.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var directive []string
+	for _, l := range strings.Split(string(data), "\n") {
+		l, ok := strings.CutPrefix(l, "#   ")
+		if ok && (strings.HasPrefix(l, "log_format ") || len(directive) > 0 && !strings.HasSuffix(directive[len(directive)-1], ";")) {
+			directive = append(directive, "      "+l)
+		}
+	}
+	if len(directive) == 0 {
+		t.Fatal("example-rules-json.yaml's comment shows no log_format directive")
+	}
+	pasted := strings.Replace(string(data), "    format: json\n", "    log_format: |\n"+strings.Join(directive, "\n")+"\n", 1)
+	c, err := Parse([]byte(pasted), "example-rules-json.yaml")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, pasted)
+	}
+	f := c.Inputs[0].LogFormat
+	if f == nil || f.Name != "json" || f.Escape != logformat.EscapeJSON || !f.JSON() || len(f.Fields) != 12 || c.Inputs[0].Format != FormatJSON {
+		t.Errorf("the pasted directive reads as %+v", f)
+	}
+	plain := mustParseFile(t, "../example-rules-json.yaml")
+	for i, r := range c.Rules {
+		if p := plain.Rules[i]; r.Name != p.Name || len(r.Fields) != len(p.Fields) {
+			t.Errorf("rule %s reads %d fields, %d with format: json", r.Name, len(r.Fields), len(p.Fields))
+		}
 	}
 }
