@@ -45,6 +45,9 @@ func TestLogFormatDirectiveErrors(t *testing.T) {
 		{"a format error in the second piece", `
   - {name: web, path: /a, log_format: "log_format a '$status ' '${uri';"}
 `, `f.yaml:2: input "web": log_format: the closing } of "${uri" is missing, in "log_format a '$status ' '⟨here⟩${uri';"`},
+		{"a directive without a variable", `
+  - {name: web, path: /a, log_format: "log_format a 'x';"}
+`, `f.yaml:2: input "web": log_format: the format has no variable, so there is nothing to capture, in "log_format a '⟨here⟩x';"`},
 		{"only space", `
   - name: web
     path: /a

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/logwindow/logwindow_exporter/config"
+	"github.com/logwindow/logwindow_exporter/config/logformat"
 	"github.com/logwindow/logwindow_exporter/internal/testutil/nginxlog"
 )
 
@@ -47,7 +48,7 @@ type pastedRecord struct {
 
 // generatedRecords reads the generator's lines back into the values nginx had, and gives
 // some of them user agents that each escaping writes in its own way.
-func generatedRecords(t *testing.T, n int) []pastedRecord {
+func generatedRecords(t testing.TB, n int) []pastedRecord {
 	t.Helper()
 	re := regexp.MustCompile(`^(\S+) - (\S+) \[([^\]]+)\] "([^"]*)" (\d+) (\d+) "([^"]*)" "([^"]*)" (\S+) (.+)$`)
 	agents := []string{`say "hi"`, `back\slash "and" é`, "tab\tand\x01control"}
@@ -75,6 +76,66 @@ func nginxValue(v, esc string) string {
 	return nginxEscape(v, esc)
 }
 
+// mainLine writes a record in the main format with timings, as nginx does.
+func mainLine(r pastedRecord) string {
+	e := func(v string) string { return nginxValue(v, "default") }
+	return fmt.Sprintf(`%s - %s [%s] "%s" %s %s "%s" "%s" %s %s`, e(r.addr), e(r.user), r.time, e(r.request), r.status, r.bytes, e(r.referer), e(r.agent), r.rt, e(r.urt))
+}
+
+// templateLine writes records with the JSON template of pastedRules and escaping esc.
+func templateLine(esc string) func(r pastedRecord) string {
+	return func(r pastedRecord) string {
+		e := func(v string) string { return nginxValue(v, esc) }
+		return fmt.Sprintf(`{"time_local":"%s","remote_addr":"%s","request":"%s","status":"%s","body_bytes_sent":"%s","http_referer":"%s","http_user_agent":"%s","request_time":"%s","upstream_response_time":"%s"}`,
+			r.time, e(r.addr), e(r.request), r.status, r.bytes, e(r.referer), e(r.agent), r.rt, e(r.urt))
+	}
+}
+
+// BenchmarkLogFormatEscape parses the same lines (one in seven with escapes in its user
+// agent) by a format whose escaping is declared and by the same format without: the main
+// format's lines (read with nginx's default either way), and the JSON template's written
+// with escape=json (read as JSON when declared, as text with the escapes of both nginx's
+// default and escape=json when not). One op is one line.
+func BenchmarkLogFormatEscape(b *testing.B) {
+	records := generatedRecords(b, 3000)
+	write := func(f func(pastedRecord) string) [][]byte {
+		var out [][]byte
+		for _, r := range records {
+			out = append(out, []byte(f(r)))
+		}
+		return out
+	}
+	text, json := write(mainLine), write(templateLine("json"))
+	mainFormat := "'" + logformat.NginxPresets["combined"] + " $request_time $upstream_response_time'"
+	template := "'" + strings.TrimSpace(pastedRules[strings.LastIndex(pastedRules, "\n      {")+1:strings.Index(pastedRules, "\nrules:")]) + "'"
+	for _, c := range []struct {
+		name, format, escape string
+		lines                [][]byte
+	}{
+		{"main/declared", mainFormat, "log_format_escape: default", text},
+		{"main/undeclared", mainFormat, "", text},
+		{"template/declared", template, "log_format_escape: json", json},
+		{"template/undeclared", template, "", json},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			cfg := mustParse(b, fmt.Sprintf("inputs: [{name: nginx, path: /a, log_format: %s, %s}]\nrules:\n"+
+				"  - {name: r, labels: {status: '${status}', method: '${request_method}', agent: '${http_user_agent}'}, value: body_bytes_sent}\n", c.format, c.escape))
+			p, err := New(cfg.Rules)
+			if err != nil {
+				b.Fatal(err)
+			}
+			sink := newSeriesSink(len(cfg.Rules))
+			for _, l := range c.lines {
+				p.Parse("nginx", l, sink)
+			}
+			if sink.drops != 0 || len(sink.series[0]) == 0 {
+				b.Fatalf("warm-up: %d drops, %d series", sink.drops, len(sink.series[0]))
+			}
+			parseLoop(b, p, c.lines, sink)
+		})
+	}
+}
+
 // TestPastedDirective loads the directives pasted as they are through config.Load and
 // parses the generator's lines written in each input's format: every line counts, under
 // the status, method and user agent nginx had, with the body bytes it sent. The template
@@ -96,17 +157,6 @@ func TestPastedDirective(t *testing.T) {
 	if got := cfg.Inputs[0].LogFormat.Describe() + " " + cfg.Inputs[1].LogFormat.Describe(); got != "main json" {
 		t.Errorf("the formats are described as %q, want the directives' names", got)
 	}
-	text := func(r pastedRecord) string {
-		e := func(v string) string { return nginxValue(v, "default") }
-		return fmt.Sprintf(`%s - %s [%s] "%s" %s %s "%s" "%s" %s %s`, e(r.addr), e(r.user), r.time, e(r.request), r.status, r.bytes, e(r.referer), e(r.agent), r.rt, e(r.urt))
-	}
-	template := func(esc string) func(r pastedRecord) string {
-		return func(r pastedRecord) string {
-			e := func(v string) string { return nginxValue(v, esc) }
-			return fmt.Sprintf(`{"time_local":"%s","remote_addr":"%s","request":"%s","status":"%s","body_bytes_sent":"%s","http_referer":"%s","http_user_agent":"%s","request_time":"%s","upstream_response_time":"%s"}`,
-				r.time, e(r.addr), e(r.request), r.status, r.bytes, e(r.referer), e(r.agent), r.rt, e(r.urt))
-		}
-	}
 	for _, m := range matchers {
 		p, err := build(cfg.Rules, m.fast)
 		if err != nil {
@@ -117,10 +167,10 @@ func TestPastedDirective(t *testing.T) {
 			write      func(pastedRecord) string
 			rule       int
 		}{
-			{"text", "default", text, 0},
-			{"json", "json", template("json"), 1},
-			{"template", "json", template("json"), 2},
-			{"template", "default", template("default"), 2},
+			{"text", "default", mainLine, 0},
+			{"json", "json", templateLine("json"), 1},
+			{"template", "json", templateLine("json"), 2},
+			{"template", "default", templateLine("default"), 2},
 		} {
 			t.Run(m.name+"/"+c.input+"/"+c.esc, func(t *testing.T) {
 				counted, bytes, want := 0, 0.0, 0.0

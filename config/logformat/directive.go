@@ -17,16 +17,19 @@ const directiveKeyword = "log_format"
 //
 // declared tells whether log_format_escape: gave esc. The directive says the escaping
 // itself (escape=, or nginx's default without it), and a declared esc that differs is an
-// error. A preset or a format string without a declared escaping reads the escapes of
-// both nginx's default and escape=json (EscapeEither): the same line shapes, told apart
-// by what follows each backslash.
+// error. Without a declared escaping, a format string that is a JSON object template is
+// read as text with the escapes of both nginx's default and escape=json (EscapeEither),
+// which are told apart by what follows each backslash: its lines are written with one or
+// the other, and reading JSON would lose the default's. Any other format string or preset
+// is read with nginx's default, as nginx writes it without escape=: reading both would
+// cost every line a slower scan of each quoted value (a '\' to look for besides the '"').
 //
 // An error is an *Error whose offset is into value.
 func ParseNginxValue(value string, esc Escape, declared bool) (*Format, error) {
 	trimmed := strings.TrimSpace(value)
 	lead := strings.Index(value, trimmed)
-	if !isDirective(trimmed) {
-		if !declared {
+	if !IsDirective(trimmed) {
+		if !declared && isTemplate(trimmed) {
 			esc = EscapeEither
 		}
 		f, err := ParseNginx(trimmed, esc)
@@ -47,10 +50,10 @@ func ParseNginxValue(value string, esc Escape, declared bool) (*Format, error) {
 	return f, nil
 }
 
-// isDirective reports whether a trimmed log_format: value is the directive: its first
+// IsDirective reports whether a trimmed log_format: value is the directive: its first
 // word is log_format, which no format string starts with (a variable or literal text
 // would not be followed by a space and a name).
-func isDirective(s string) bool {
+func IsDirective(s string) bool {
 	rest, ok := strings.CutPrefix(s, directiveKeyword)
 	return ok && rest != "" && strings.IndexByte(" \t\r\n", rest[0]) >= 0
 }

@@ -35,11 +35,11 @@ func TestParseNginxValue(t *testing.T) {
 			`{"status":"$status","ua":"$http_user_agent"}`, "json", EscapeJSON, true},
 		{"quoted escape=", `log_format n 'escape=none' '$status';`, EscapeNone, true, "$status", "n", EscapeNone, false},
 		{"a space the quotes keep", `log_format sp '$status ';`, 0, false, "$status ", "sp", EscapeDefault, false},
-		{"format string, a block's newline", "$remote_addr $status\n", 0, false, "$remote_addr $status", "", EscapeEither, false},
+		{"format string, a block's newline", "$remote_addr $status\n", 0, false, "$remote_addr $status", "", EscapeDefault, false},
 		{"format string, declared", "  $remote_addr $status  ", EscapeJSON, true, "$remote_addr $status", "", EscapeJSON, false},
 		{"JSON template, undeclared: read as text, both escapings", `{"status":"$status"}` + "\n", 0, false, `{"status":"$status"}`, "", EscapeEither, false},
-		{"preset, a block's newline", "combined\n", 0, false, NginxPresets["combined"], "", EscapeEither, false},
-		{"a variable named log_format", "$log_format $status", 0, false, "$log_format $status", "", EscapeEither, false},
+		{"preset, a block's newline", "combined\n", 0, false, NginxPresets["combined"], "", EscapeDefault, false},
+		{"a variable named log_format", "$log_format $status", 0, false, "$log_format $status", "", EscapeDefault, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			f, err := ParseNginxValue(c.value, c.esc, c.declared)

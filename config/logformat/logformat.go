@@ -39,9 +39,9 @@ const (
 	EscapeNone
 	// EscapeApache is mod_log_config's: \" \\ \n \t ... and \xhh, "-" for no value.
 	EscapeApache
-	// EscapeEither is an nginx format whose escaping was not declared: a value may hold
-	// the escapes of EscapeDefault or of EscapeJSON, which never overlap (the one writes
-	// a backslash as \x5C, the other writes no \x), and "-" reads as no value.
+	// EscapeEither is a JSON template given without its escaping, read as text: a value
+	// may hold the escapes of EscapeDefault or of EscapeJSON, which never overlap (the one
+	// writes a backslash as \x5C, the other writes no \x), and "-" reads as no value.
 	EscapeEither
 )
 

@@ -36,7 +36,7 @@ func ParseNginx(text string, esc Escape) (*Format, error) {
 	if err := checkText(f.Text); err != nil {
 		return nil, err
 	}
-	if t := strings.TrimSpace(f.Text); esc == EscapeJSON && strings.HasPrefix(t, "{") && strings.HasSuffix(t, "}") {
+	if esc == EscapeJSON && isTemplate(f.Text) {
 		if err := jsonTemplate(f); err != nil {
 			return nil, err
 		}
@@ -51,6 +51,13 @@ func ParseNginx(text string, esc Escape) (*Format, error) {
 	}
 	derive(f, "request", "status")
 	return f, nil
+}
+
+// isTemplate reports whether a format is one JSON object, which escape=json makes a
+// template whose lines are read as JSON.
+func isTemplate(text string) bool {
+	t := strings.TrimSpace(text)
+	return strings.HasPrefix(t, "{") && strings.HasSuffix(t, "}")
 }
 
 // nginxTokens splits a format string the way nginx's log module does: $name or ${name}
