@@ -202,9 +202,9 @@ var tchar = func() (t [256]bool) {
 }()
 
 // appendUnescaped appends v with the server's escapes undone: nginx's \xHH (escape=default),
-// JSON's (escape=json), Apache's (\" \\ \n \r \t \b \v and \xhh), or for an undeclared
-// nginx escaping both nginx's \xHH and the JSON escapes nginx writes (\u00HH and one
-// letter). An escape that is none of these is kept as it is.
+// JSON's (escape=json), Apache's (\" \\ \n \r \t \b \v and \xhh), or for a JSON template
+// given without its escaping (EscapeEither) both nginx's \xHH and the JSON escapes nginx
+// writes (\u00HH and one letter). An escape that is none of these is kept as it is.
 func appendUnescaped(dst, v []byte, esc logformat.Escape) []byte {
 	if esc == logformat.EscapeJSON {
 		start := len(dst)
@@ -243,8 +243,8 @@ func appendUnescaped(dst, v []byte, esc logformat.Escape) []byte {
 	return dst
 }
 
-// letterEscapes are the one-letter escapes of ap_escape_logitem, and for an undeclared
-// nginx escaping those of ngx_escape_json.
+// letterEscapes are the one-letter escapes of ap_escape_logitem, and for EscapeEither
+// those of ngx_escape_json.
 var letterEscapes = map[logformat.Escape]map[byte]byte{
 	logformat.EscapeApache: {'"': '"', '\\': '\\', 'n': '\n', 'r': '\r', 't': '\t', 'b': '\b', 'v': '\v'},
 	logformat.EscapeEither: {'"': '"', '\\': '\\', 'n': '\n', 'r': '\r', 't': '\t', 'b': '\b', 'f': '\f'},
