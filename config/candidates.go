@@ -150,7 +150,7 @@ func (rd *ruleDecoder) variants(r *Rule, all []Input) {
 			names := make([]string, len(cands))
 			var have []string
 			for i, f := range cands {
-				names[i] = f.Name()
+				names[i] = f.Describe()
 				have = append(have, f.Names()...)
 			}
 			what := "capture"

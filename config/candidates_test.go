@@ -38,7 +38,7 @@ rules:
 		var out []string
 		for k, v := range r.Variants {
 			if v != nil {
-				out = append(out, r.Candidates[k].Name())
+				out = append(out, r.Candidates[k].Describe())
 			}
 		}
 		return strings.Join(out, " ")
@@ -62,12 +62,12 @@ rules:
 					continue
 				}
 				if v.LogFormat == nil || v.Candidates != nil || v.Regexp == nil && v.Fields == nil {
-					t.Fatalf("variant for %s is not compiled against it", r.Candidates[k].Name())
+					t.Fatalf("variant for %s is not compiled against it", r.Candidates[k].Describe())
 				}
 				for _, l := range v.Labels {
 					name := v.CaptureName(l.Template[0].Capture)
 					if want := r.CaptureName(r.Labels[slicesIndex(r.Labels, l.Name)].Template[0].Capture); name != want {
-						t.Errorf("%s: label %s reads %q, want %q", r.Candidates[k].Name(), l.Name, name, want)
+						t.Errorf("%s: label %s reads %q, want %q", r.Candidates[k].Describe(), l.Name, name, want)
 					}
 				}
 			}

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/logwindow/logwindow_exporter/config/logformat"
+	"go.yaml.in/yaml/v3"
 )
 
 // Derived is a capture a rule reads that its log format computes from another: a
@@ -25,12 +26,14 @@ func (d *decoder) logFormat(entries []entry, subject string, in *Input) {
 	nginx, hasNginx := find(entries, "log_format")
 	apache, hasApache := find(entries, "apache_log_format")
 	esc := logformat.EscapeDefault
-	if e, ok := find(entries, "log_format_escape"); ok {
+	e, declared := find(entries, "log_format_escape")
+	if declared {
 		text, ok := d.scalar(e, subject, "log_format_escape")
 		known := false
 		if esc, known = logformat.ParseEscape(text); !known && ok {
 			d.add(e.key.Line, subject, "log_format_escape: %q is not one of %s (nginx's escape= values)%s",
 				text, strings.Join(logformat.EscapeNames, ", "), suggest(text, logformat.EscapeNames))
+			declared = false
 		}
 		if !hasNginx {
 			d.add(e.key.Line, subject, "log_format_escape: is nginx's escape= parameter of a log_format:, which this input does not have")
@@ -46,7 +49,7 @@ func (d *decoder) logFormat(entries []entry, subject string, in *Input) {
 	case hasNginx:
 		presets := sortedKeys(logformat.NginxPresets)
 		if text, ok := d.formatText(nginx, subject, "log_format", presets); ok {
-			f, err := logformat.ParseNginx(text, esc)
+			f, err := logformat.ParseNginxValue(text, esc, declared)
 			d.formatError(nginx, subject, "log_format", text, presets, err)
 			in.LogFormat = f
 		}
@@ -66,7 +69,7 @@ func (d *decoder) logFormat(entries []entry, subject string, in *Input) {
 // formatText reads the text of a log format key.
 func (d *decoder) formatText(e entry, subject, key string, presets []string) (string, bool) {
 	text, ok := d.scalar(e, subject, key)
-	if ok && text == "" {
+	if ok && strings.TrimSpace(text) == "" {
 		d.add(e.key.Line, subject, "%s: is empty; give a preset (%s) or the format string as the server's configuration has it", key, strings.Join(presets, ", "))
 		return "", false
 	}
@@ -83,11 +86,21 @@ func (d *decoder) formatError(e entry, subject, key, text string, presets []stri
 		d.add(e.key.Line, subject, "%s: %s", key, err)
 		return
 	}
-	if !strings.ContainsAny(text, "$%") {
+	if !strings.ContainsAny(text, "$%") && !logformat.IsDirective(strings.TrimSpace(text)) {
+		text = strings.TrimSpace(text)
 		d.add(e.key.Line, subject, "%s: %q is not a preset (%s)%s, nor a format string (which has variables)", key, text, strings.Join(presets, ", "), suggest(text, presets))
 		return
 	}
-	d.add(e.key.Line, subject, "%s: %s, in %s", key, fe.Msg, pointAt(text, fe.Offset))
+	d.add(blockLine(e, text, fe.Offset), subject, "%s: %s, in %s", key, fe.Msg, pointAt(text, fe.Offset))
+}
+
+// blockLine is the line of the file holding byte off of a key's value when the value is
+// a literal block (|), whose lines are the file's; the key's line otherwise.
+func blockLine(e entry, text string, off int) int {
+	if v := resolve(e.val); v.Style&yaml.LiteralStyle != 0 {
+		return v.Line + 1 + strings.Count(text[:min(max(off, 0), len(text))], "\n")
+	}
+	return e.key.Line
 }
 
 // pointAt quotes text with a marker at byte off, shortened around it when long.

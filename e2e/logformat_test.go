@@ -26,6 +26,26 @@ const (
 	jsonFormat   = `{"time":"$time_iso8601","client":"$remote_addr","req":{"line":"$request","status":$status},"bytes":"$body_bytes_sent","rt":"$request_time","ua":"$http_user_agent"}`
 )
 
+// The directives of customFormat and jsonFormat over several lines, in both kinds of
+// quotes, as nginx.conf has them: written there and pasted into the rule file as they are.
+const (
+	pastedDirective = `log_format pasted '$request_time $remote_addr [$time_local] '
+        "\"$request\" $status $body_bytes_sent "
+        '"$http_user_agent" "$http_referer"';`
+	pastedJSONDirective = `log_format pastedjson escape=json
+        '{"time":"$time_iso8601","client":"$remote_addr",'
+        '"req":{"line":"$request","status":$status},'
+        "\"bytes\":\"$body_bytes_sent\",\"rt\":\"$request_time\",\"ua\":\"$http_user_agent\"}";`
+)
+
+// formatNames are the inputs of the log format test, each reading the file of its name;
+// jsontext is the JSON template's log, read by the template alone, no escaping declared.
+var formatNames = []string{"custom", "combined", "upstreaminfo", "json", "pasted", "pastedjson", "jsontext"}
+
+// readsJSON reports whether an input of the test reads its lines as JSON: its format is a
+// template with escape=json.
+func readsJSON(name string) bool { return name == "json" || name == "pastedjson" }
+
 // formatRequest is a request of the log format test and what nginx answers it with.
 type formatRequest struct {
 	method, target, agent string
@@ -47,10 +67,12 @@ var formatRequests = []formatRequest{
 	{"PUT", "/a/b", "-", 200},
 }
 
-// TestNginxLogFormats runs a real nginx writing every request to four access logs in four
+// TestNginxLogFormats runs a real nginx writing every request to seven access logs in six
 // formats (a custom one with $request_time, combined, ingress-nginx's upstreaminfo with
-// its variables set as the controller sets them, and an escape=json template), and one
-// exporter configured by those format lines alone, without a regex: each input counts
+// its variables set as the controller sets them, an escape=json template in two logs, and
+// the custom one and the template again as directives over several lines), and one exporter
+// configured by those format lines alone, without a regex (the directives pasted as they
+// are, in YAML blocks; the template also without its escaping): each input counts
 // every request by method, status and path, sums the body bytes and request times nginx
 // logged, leaves no line unmatched, and reads the user agents back as they were sent,
 // whatever each format's escaping made of them.
@@ -64,7 +86,7 @@ func TestNginxLogFormats(t *testing.T) {
 	base := startFormatsNginx(t, tools["nginx"], dir)
 
 	logs := map[string]string{}
-	for _, name := range []string{"custom", "combined", "upstreaminfo", "json"} {
+	for _, name := range formatNames {
 		logs[name] = filepath.Join(dir, "nginx", name+".log")
 	}
 	config := filepath.Join(dir, "rules.yaml")
@@ -120,7 +142,7 @@ func TestNginxLogFormats(t *testing.T) {
 		}
 		for agent, n := range agents {
 			// "-" is nginx's mark of no value: the agent reads as empty there.
-			if agent == "-" && name != "json" {
+			if agent == "-" && !readsJSON(name) {
 				agent = ""
 			}
 			wants = append(wants, metrictest.Sample{Family: name + "_http_agent_requests_total",
@@ -143,8 +165,8 @@ func TestNginxLogFormats(t *testing.T) {
 	if got := metrictest.Value(m, "upstreaminfo_http_upstream_requests_total", nil); got != rounds {
 		t.Errorf("upstreaminfo: %v requests with an upstream, want the %d to /bad-gateway", got, rounds)
 	}
-	t.Logf("%v requests in 4 formats counted exactly: %d label sets by method, status and path, %d user agents, %v body bytes",
-		lines, len(requests), len(agents), bodyBytes)
+	t.Logf("%v requests in %d inputs counted exactly: %d label sets by method, status and path, %d user agents, %v body bytes",
+		lines, len(logs), len(requests), len(agents), bodyBytes)
 }
 
 // formatsRules is the rule file of the log format test: an input per log with its format
@@ -152,19 +174,25 @@ func TestNginxLogFormats(t *testing.T) {
 func formatsRules(logs map[string]string) string {
 	var b strings.Builder
 	b.WriteString("global: {windows: [1m, 5m]}\ninputs:\n")
-	formats := map[string]string{
-		"custom":       fmt.Sprintf("log_format: '%s'", customFormat),
-		"combined":     "log_format: combined",
-		"upstreaminfo": "log_format: upstreaminfo",
-		"json":         fmt.Sprintf("log_format: '%s', log_format_escape: json", jsonFormat),
+	block := func(directive string) string {
+		return "\n    log_format: |\n      " + strings.ReplaceAll(directive, "\n", "\n      ")
 	}
-	for _, name := range []string{"custom", "combined", "upstreaminfo", "json"} {
-		fmt.Fprintf(&b, "  - {name: %s, path: %q, start_at: beginning, %s}\n", name, logs[name], formats[name])
+	formats := map[string]string{
+		"custom":       fmt.Sprintf(" log_format: '%s'", customFormat),
+		"combined":     " log_format: combined",
+		"upstreaminfo": " log_format: upstreaminfo",
+		"json":         fmt.Sprintf(" log_format: '%s'\n    log_format_escape: json", jsonFormat),
+		"pasted":       block(pastedDirective),
+		"pastedjson":   block(pastedJSONDirective),
+		"jsontext":     fmt.Sprintf(" log_format: '%s'", jsonFormat),
+	}
+	for _, name := range formatNames {
+		fmt.Fprintf(&b, "  - name: %s\n    path: %q\n    start_at: beginning\n   %s\n", name, logs[name], formats[name])
 	}
 	b.WriteString("rules:\n")
-	for _, name := range []string{"custom", "combined", "upstreaminfo", "json"} {
+	for _, name := range formatNames {
 		ts := "time_local"
-		if name == "json" {
+		if strings.HasPrefix(name, "json") || name == "pastedjson" {
 			ts = "time_iso8601"
 		}
 		fmt.Fprintf(&b, `  - name: %[1]s_http_requests
@@ -199,11 +227,11 @@ func loggedRequestTime(t *testing.T, name, path string) float64 {
 	for _, line := range strings.Split(strings.TrimSuffix(string(data), "\n"), "\n") {
 		var field string
 		switch name {
-		case "custom":
+		case "custom", "pasted":
 			field = strings.Fields(line)[0]
 		case "upstreaminfo":
 			field = strings.Fields(line[strings.LastIndex(line, `" `)+2:])[1]
-		case "json":
+		case "json", "pastedjson", "jsontext":
 			var rec struct {
 				RT string `json:"rt"`
 			}
@@ -241,6 +269,7 @@ func startFormatsNginx(t *testing.T, bin, dir string) string {
 	render(t, "nginx-formats.conf.tmpl", conf, map[string]any{
 		"User": user, "Dir": prefix, "ErrorLog": errorLog, "Port": port, "ClosedPort": testexec.FreePort(t),
 		"Custom": customFormat, "Upstreaminfo": logformat.NginxPresets["upstreaminfo"], "JSON": jsonFormat,
+		"Pasted": pastedDirective, "PastedJSON": pastedJSONDirective,
 	})
 	p := testexec.StartTest(t, dir, "nginx", []string{bin, "-p", prefix, "-c", conf, "-e", errorLog, "-g", "daemon off;"}, errorLog)
 	url := fmt.Sprintf("http://127.0.0.1:%d", port)

@@ -188,7 +188,7 @@ func TestDetectDifferential(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	ties := 0
 	for k, f := range cands {
-		t.Run(f.Name(), func(t *testing.T) {
+		t.Run(f.Describe(), func(t *testing.T) {
 			for range 200 {
 				var lines [][]byte
 				for range 1 + r.IntN(MaxHeld) {
@@ -200,7 +200,7 @@ func TestDetectDifferential(t *testing.T) {
 				}
 				want := referenceChoice(cands, lines)
 				if got := choose(p.cands, lines, s); got != want {
-					t.Fatalf("lines of %s chosen as #%d, the reference says #%d:\n%s", f.Name(), got, want, bytes.Join(lines, []byte("\n")))
+					t.Fatalf("lines of %s chosen as #%d, the reference says #%d:\n%s", f.Describe(), got, want, bytes.Join(lines, []byte("\n")))
 				}
 				if want != k {
 					ties++
@@ -220,7 +220,7 @@ func TestDetectTies(t *testing.T) {
 	s := p.NewSession().s
 	index := func(name string) int {
 		for i, f := range p.Candidates() {
-			if f.Name() == name {
+			if f.Describe() == name {
 				return i
 			}
 		}
@@ -265,8 +265,8 @@ func TestSessionChoosesPerFile(t *testing.T) {
 	p, c := autoParser(t)
 	r := rand.New(rand.NewPCG(3, 4))
 	combined, upstream := p.Candidates()[6], p.Candidates()[0]
-	if combined.Name() != "combined" || upstream.Name() != "upstreaminfo" {
-		t.Fatalf("candidates %s, %s", combined.Name(), upstream.Name())
+	if combined.Describe() != "combined" || upstream.Describe() != "upstreaminfo" {
+		t.Fatalf("candidates %s, %s", combined.Describe(), upstream.Describe())
 	}
 	files := NewFiles()
 	s := p.NewSession()
@@ -361,7 +361,7 @@ func BenchmarkDetect(b *testing.B) {
 		for range MaxHeld {
 			lines = append(lines, []byte(sampleLine(r, cand)))
 		}
-		b.Run(fmt.Sprint(cand.Name()), func(b *testing.B) {
+		b.Run(fmt.Sprint(cand.Describe()), func(b *testing.B) {
 			for b.Loop() {
 				choose(p.cands, lines, s)
 			}

@@ -122,7 +122,7 @@ func (s *Session) ParseFile(source, input string, line, wrapperTime []byte, sink
 	case s.prog == nil || len(file.held) >= MaxHeld:
 		if k := choose(s.progs, file.held, s.s); k >= 0 {
 			s.prog = s.progs[k]
-			s.files.choose(file, s.prog.format.ID(), s.prog.format.Name())
+			s.files.choose(file, s.prog.format.ID(), s.prog.format.Describe())
 			if s.prog.format.AnyObject() {
 				file.members = members(s.prog, file.held, s.s)
 				s.prog = s.p.objectProgram(s.prog, file.members)

@@ -59,7 +59,7 @@ func newFormatPost(f *logformat.Format, derived []config.Derived, keep func(int)
 			continue
 		}
 		// nginx's own log variables ($status, $request_time, ...) are never "-".
-		if f.Escape == logformat.EscapeApache || f.Escape == logformat.EscapeDefault && c.Escaped {
+		if f.Escape == logformat.EscapeApache || (f.Escape == logformat.EscapeDefault || f.Escape == logformat.EscapeEither) && c.Escaped {
 			p.dash = append(p.dash, i)
 		}
 		if c.Escaped && f.Escape != logformat.EscapeNone {
@@ -202,8 +202,9 @@ var tchar = func() (t [256]bool) {
 }()
 
 // appendUnescaped appends v with the server's escapes undone: nginx's \xHH (escape=default),
-// JSON's (escape=json), Apache's (\" \\ \n \r \t \b \v and \xhh). An escape that is none
-// of these is kept as it is.
+// JSON's (escape=json), Apache's (\" \\ \n \r \t \b \v and \xhh), or for a JSON template
+// given without its escaping (EscapeEither) both nginx's \xHH and the JSON escapes nginx
+// writes (\u00HH and one letter). An escape that is none of these is kept as it is.
 func appendUnescaped(dst, v []byte, esc logformat.Escape) []byte {
 	if esc == logformat.EscapeJSON {
 		start := len(dst)
@@ -225,20 +226,29 @@ func appendUnescaped(dst, v []byte, esc logformat.Escape) []byte {
 				continue
 			}
 		}
-		if esc == logformat.EscapeApache {
-			if e, ok := apacheEscapes[v[i+1]]; ok {
-				dst = append(dst, e)
-				i++
+		if esc == logformat.EscapeEither && v[i+1] == 'u' && i+5 < len(v) && v[i+2] == '0' && v[i+3] == '0' {
+			if h, ok := hexByte(v[i+4], v[i+5]); ok {
+				dst = append(dst, h)
+				i += 5
 				continue
 			}
+		}
+		if e, ok := letterEscapes[esc][v[i+1]]; ok {
+			dst = append(dst, e)
+			i++
+			continue
 		}
 		dst = append(dst, c)
 	}
 	return dst
 }
 
-// apacheEscapes are the one-letter escapes of ap_escape_logitem.
-var apacheEscapes = map[byte]byte{'"': '"', '\\': '\\', 'n': '\n', 'r': '\r', 't': '\t', 'b': '\b', 'v': '\v'}
+// letterEscapes are the one-letter escapes of ap_escape_logitem, and for EscapeEither
+// those of ngx_escape_json.
+var letterEscapes = map[logformat.Escape]map[byte]byte{
+	logformat.EscapeApache: {'"': '"', '\\': '\\', 'n': '\n', 'r': '\r', 't': '\t', 'b': '\b', 'v': '\v'},
+	logformat.EscapeEither: {'"': '"', '\\': '\\', 'n': '\n', 'r': '\r', 't': '\t', 'b': '\b', 'f': '\f'},
+}
 
 func hexByte(hi, lo byte) (byte, bool) {
 	h, ok1 := hexDigit(hi)

@@ -356,8 +356,13 @@ func formatRules(t *testing.T, g genFormat, labels []string) []*config.Rule {
 	for _, name := range labels {
 		ls = append(ls, fmt.Sprintf("l_%s: '${%s}'", name, name))
 	}
+	format := g.text()
+	if strings.TrimSpace(format) != format {
+		// Space around a format string is no part of it; the directive's quotes keep it.
+		format = fmt.Sprintf("log_format diff escape=%s '%s';", g.esc, strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(format))
+	}
 	c, err := config.Parse([]byte(fmt.Sprintf("inputs: [{name: web, path: /a, log_format: %s, log_format_escape: %s}]\nrules:\n  - name: r\n    labels: {%s}\n",
-		strconv.Quote(g.text()), g.esc, strings.Join(ls, ", "))), "diff.yaml")
+		strconv.Quote(format), g.esc, strings.Join(ls, ", "))), "diff.yaml")
 	if err != nil {
 		t.Fatalf("format %q: %v", g.text(), err)
 	}

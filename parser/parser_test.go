@@ -218,8 +218,10 @@ func TestExampleRules(t *testing.T) {
 			ev(paths, "", 1, mar1),
 		}},
 		{"error log line", `2024/03/01 12:00:00 [error] 12#12: *1 open() "/usr/share/nginx/html/x" failed (2: No such file or directory)`, nil},
-		// A line may go on after the format; what stands where $request_time should is
-		// read as it, and is no number.
+		// Nothing may follow the format: a line with a field more than it does not fit.
+		{"text after the format", `10.0.0.1 - - [01/Mar/2024:12:00:00 +0000] "GET / HTTP/1.1" 200 5 "-" "-" 0.002 0.001 "10.1.1.1"`, nil},
+		// A line may end before $request_time: a field in its place (main's forwarded-for)
+		// is read as it, and is no number.
 		{"main format's forwarded-for where $request_time is", `10.0.0.1 - - [01/Mar/2024:12:00:00 +0000] "GET / HTTP/1.1" 200 5 "-" "-" "10.1.1.1"`, []record{
 			ev(req, "method=GET,status=200,status_class=2xx", 1, mar1),
 			ev(cli, "status_class=2xx", 1, mar1),

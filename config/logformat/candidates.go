@@ -28,8 +28,8 @@ const apachePrefix = "apache_"
 
 // ParseCandidate compiles one candidate of a list of formats: a preset of nginx, one of
 // Apache prefixed with apache_ (apache_combined), JSONObject, or a format string: an nginx
-// JSON object template ({...}, read with escape=json), an nginx format ($variables), else
-// an Apache one (%directives).
+// log_format directive as pasted from nginx.conf, an nginx JSON object template ({...}), an
+// nginx format ($variables), else an Apache one (%directives).
 func ParseCandidate(text string) (*Format, error) {
 	t := strings.TrimSpace(text)
 	switch {
@@ -41,10 +41,11 @@ func ParseCandidate(text string) (*Format, error) {
 			f.Preset = text
 		}
 		return f, err
-	case strings.HasPrefix(t, "{") && strings.HasSuffix(t, "}"):
-		return ParseNginx(text, EscapeJSON)
-	case NginxPresets[text] != "" || strings.Contains(text, "$") || !strings.Contains(text, "%"):
-		return ParseNginx(text, EscapeDefault)
+	case strings.HasPrefix(t, "{") && strings.HasSuffix(t, "}"),
+		NginxPresets[t] != "" || strings.Contains(text, "$") || !strings.Contains(text, "%"):
+		// As a single format is read: a pasted directive says its escaping, a JSON
+		// template without one reads both of nginx's.
+		return ParseNginxValue(text, EscapeDefault, false)
 	}
 	return ParseApache(text)
 }
@@ -73,15 +74,6 @@ func (f *Format) ID() string {
 		return JSONObject
 	}
 	return f.Key() + "\x00" + f.Escape.String() + "\x00" + f.Text
-}
-
-// Name names the format in metrics (a label value) and messages: its preset as a list
-// of candidates names it, else its text.
-func (f *Format) Name() string {
-	if f.Preset != "" {
-		return f.Preset
-	}
-	return f.Text
 }
 
 // TimeOfName is Time for a capture of JSONObject, whose captures are keys named after

@@ -2,8 +2,10 @@ package logformat
 
 import (
 	"errors"
+	"fmt"
 	"regexp"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/logwindow/logwindow_exporter/parser/fastmatch"
@@ -31,7 +33,7 @@ func FuzzLogFormat(f *testing.F) {
 		if apache {
 			fm, err = ParseApache(text)
 		} else {
-			fm, err = ParseNginx(text, Escape(escape%3))
+			fm, err = ParseNginx(text, []Escape{EscapeDefault, EscapeJSON, EscapeNone, EscapeEither}[escape%4])
 		}
 		if err != nil {
 			var fe *Error
@@ -82,4 +84,48 @@ func FuzzLogFormat(f *testing.F) {
 			t.Fatalf("regex %s on %q: fastmatch %v %v, regexp %v", fm.Regex, line, got, caps, want)
 		}
 	})
+}
+
+// FuzzNginxDirective reads any text as the value of log_format: it must not panic, and an
+// error points at a byte of the value. And a format string quoted into a directive the way
+// nginx.conf would have it, split into two pieces each in its own quotes, must read as
+// the format string itself with the directive's escape=.
+func FuzzNginxDirective(f *testing.F) {
+	f.Add(mainDirective, uint8(0), false, NginxPresets["main"], uint16(30), false)
+	f.Add("log_format j escape=json '{\"s\":$status,'\n  \"\\\"u\\\":\\\"$uri\\\"}\";", uint8(1), true, `{"s":"$status","a":"$http_user_agent"}`, uint16(8), true)
+	f.Add("log_format a '$status' # c\n;", uint8(0), false, `$status \"'\\ $uri`, uint16(9), false)
+	f.Add("log_format a \"$status", uint8(2), false, "$status ", uint16(3), true)
+	f.Add("log_format x ${a} '{' ;#", uint8(3), true, "${a", uint16(1), false)
+	f.Fuzz(func(t *testing.T, value string, escape uint8, declared bool, text string, split uint16, double bool) {
+		esc := Escape(escape % 3)
+		if _, err := ParseNginxValue(value, esc, declared); err != nil {
+			var fe *Error
+			if !errors.As(err, &fe) || fe.Offset < 0 || fe.Offset > len(value) {
+				t.Fatalf("value %q: error %v is not an *Error at a byte of the value", value, err)
+			}
+		}
+		at := int(split) % (len(text) + 1)
+		directive := fmt.Sprintf("log_format f escape=%s %s %s;", esc, nginxQuote(text[:at], double), nginxQuote(text[at:], !double))
+		want, wantErr := ParseNginx(text, esc)
+		got, err := ParseNginxValue(directive, esc, true)
+		switch {
+		case (err == nil) != (wantErr == nil):
+			t.Fatalf("%s: %v; the format string alone: %v", directive, err, wantErr)
+		case err != nil:
+			if err.(*Error).Msg != wantErr.(*Error).Msg {
+				t.Fatalf("%s: %v; the format string alone: %v", directive, err, wantErr)
+			}
+		case got.Text != text || got.Directive != "f" || got.Regex != want.Regex || len(got.Fields) != len(want.Fields):
+			t.Fatalf("%s: read as %q (name %q), regex %s; want %q, %s", directive, got.Text, got.Directive, got.Regex, text, want.Regex)
+		}
+	})
+}
+
+// nginxQuote writes s as an nginx.conf string in single or double quotes.
+func nginxQuote(s string, double bool) string {
+	q := `'`
+	if double {
+		q = `"`
+	}
+	return q + strings.NewReplacer(`\`, `\\`, q, `\`+q).Replace(s) + q
 }

@@ -39,6 +39,10 @@ const (
 	EscapeNone
 	// EscapeApache is mod_log_config's: \" \\ \n \t ... and \xhh, "-" for no value.
 	EscapeApache
+	// EscapeEither is a JSON template given without its escaping, read as text: a value
+	// may hold the escapes of EscapeDefault or of EscapeJSON, which never overlap (the one
+	// writes a backslash as \x5C, the other writes no \x), and "-" reads as no value.
+	EscapeEither
 )
 
 // EscapeNames are the values of nginx's escape= parameter, indexed by Escape.
@@ -52,8 +56,11 @@ func ParseEscape(s string) (Escape, bool) {
 
 // String names the escaping as nginx's escape= does ("apache" for Apache's).
 func (e Escape) String() string {
-	if int(e) < len(EscapeNames) {
+	switch {
+	case int(e) < len(EscapeNames):
 		return EscapeNames[e]
+	case e == EscapeEither:
+		return "default or json"
 	}
 	return "apache"
 }
@@ -65,7 +72,9 @@ type Format struct {
 	// string (a preset's own).
 	Preset string
 	Text   string
-	Escape Escape
+	// Directive is the name of the nginx log_format directive the format was given as.
+	Directive string
+	Escape    Escape
 	// Regex reads a whole line of the format; a line may end before the variables the
 	// format ends with, each after a space (see compileText). Its group k is
 	// Captures[k-1].
@@ -196,10 +205,13 @@ func (f *Format) Key() string {
 	return "log_format"
 }
 
-// Describe names the format for messages: its preset, or its text.
+// Describe names the format for messages: its preset, its directive's name, or its text.
 func (f *Format) Describe() string {
-	if f.Preset != "" {
+	switch {
+	case f.Preset != "":
 		return f.Preset
+	case f.Directive != "":
+		return f.Directive
 	}
 	return f.Text
 }
@@ -358,11 +370,13 @@ var (
 		EscapeDefault: `\\x[0-9A-F]{2}`,          // ngx_http_log_escape
 		EscapeJSON:    `\\(?:u[0-9A-F]{4}|[^u])`, // ngx_escape_json
 		EscapeApache:  `\\(?:x[0-9a-f]{2}|[^x])`, // ap_escape_logitem
+		EscapeEither:  `\\(?:x[0-9A-F]{2}|u[0-9A-F]{4}|[^xu])`,
 	}
 	escapeChars = map[Escape]string{
 		EscapeDefault: `\x0123456789ABCDEF`,
 		EscapeJSON:    `\"/bfnrtu0123456789ABCDEF`,
 		EscapeApache:  `\"nrtbvx0123456789abcdef`,
+		EscapeEither:  `\"/bfnrtux0123456789ABCDEF`,
 	}
 )
 

@@ -41,7 +41,7 @@ func ParseNginx(text string, esc Escape) (*Format, error) {
 	if err := checkText(f.Text); err != nil {
 		return nil, err
 	}
-	if t := strings.TrimSpace(f.Text); esc == EscapeJSON && strings.HasPrefix(t, "{") && strings.HasSuffix(t, "}") {
+	if esc == EscapeJSON && isTemplate(f.Text) {
 		if err := jsonTemplate(f); err != nil {
 			return nil, err
 		}
@@ -56,6 +56,13 @@ func ParseNginx(text string, esc Escape) (*Format, error) {
 	}
 	derive(f, "request", "status")
 	return f, nil
+}
+
+// isTemplate reports whether a format is one JSON object, which escape=json makes a
+// template whose lines are read as JSON.
+func isTemplate(text string) bool {
+	t := strings.TrimSpace(text)
+	return strings.HasPrefix(t, "{") && strings.HasSuffix(t, "}")
 }
 
 // nginxTokens splits a format string the way nginx's log module does: $name or ${name}
@@ -87,6 +94,10 @@ func nginxTokens(text string) ([]token, error) {
 
 // nginxVariable reads the variable at the start of s ($name or ${name}) and its length.
 func nginxVariable(s string) (*variable, int, *Error) {
+	if !strings.HasPrefix(s, "$") {
+		// A JSON template's member whose text is not one variable.
+		return nil, 0, &Error{0, "not a variable"}
+	}
 	braced := strings.HasPrefix(s, "${")
 	start := 1
 	if braced {
