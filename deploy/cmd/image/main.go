@@ -60,52 +60,68 @@ const (
 	formatDocker = "docker" // a docker save tarball (docker load, kind load image-archive)
 )
 
-// run is main with its arguments and outputs, for the tests.
-func run(args []string, stdout, stderr io.Writer) error {
+// options are the command's flags, checked.
+type options struct {
+	out, format, src, binary, dist string
+	platforms, distPlatforms       []platform
+	push                           name.Reference // nil: no push
+}
+
+// parseArgs reads and checks the command line.
+func parseArgs(args []string, stderr io.Writer) (options, error) {
 	fs := flag.NewFlagSet("image", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	out := fs.String("o", "", "where to write the image: a directory (oci, must not exist) or a file (docker)")
-	format := fs.String("format", formatOCI, "output: oci (an OCI image layout) or docker (a docker save tarball, one platform)")
+	var o options
+	fs.StringVar(&o.out, "o", "", "where to write the image: a directory (oci, must not exist) or a file (docker)")
+	fs.StringVar(&o.format, "format", formatOCI, "output: oci (an OCI image layout) or docker (a docker save tarball, one platform)")
 	platformList := fs.String("platforms", "linux/"+runtime.GOARCH, "the image's platforms, comma-separated linux/GOARCH")
 	push := fs.String("push", "", "push the image, an index of its platforms, to this registry reference (the docker config's credentials)")
-	src := fs.String("src", "..", "the exporter's source tree (a git checkout)")
-	binOut := fs.String("binary", "", "also write the image's binary here (one platform)")
-	dist := fs.String("dist", "", "also write the release binaries to this directory, named "+release.DistName("VERSION", "OS", "ARCH"))
+	fs.StringVar(&o.src, "src", "..", "the exporter's source tree (a git checkout)")
+	fs.StringVar(&o.binary, "binary", "", "also write the image's binary here (one platform)")
+	fs.StringVar(&o.dist, "dist", "", "also write the release binaries to this directory, named "+release.DistName("VERSION", "OS", "ARCH"))
 	distList := fs.String("dist-platforms", "", "the platforms of -dist, comma-separated GOOS/GOARCH (default: the image's)")
 	if err := fs.Parse(args); err != nil {
-		return err
+		return o, err
 	}
-	platforms, err := parsePlatforms(*platformList, true)
-	if err != nil {
-		return fmt.Errorf("-platforms: %w", err)
+	var err error
+	if o.platforms, err = parsePlatforms(*platformList, true); err != nil {
+		return o, fmt.Errorf("-platforms: %w", err)
 	}
-	distPlatforms := platforms
+	o.distPlatforms = o.platforms
 	if *distList != "" {
-		if distPlatforms, err = parsePlatforms(*distList, false); err != nil {
-			return fmt.Errorf("-dist-platforms: %w", err)
+		if o.distPlatforms, err = parsePlatforms(*distList, false); err != nil {
+			return o, fmt.Errorf("-dist-platforms: %w", err)
 		}
 	}
 	switch {
 	case fs.NArg() > 0:
-		return fmt.Errorf("unexpected arguments %q", fs.Args())
-	case *out == "" && *push == "":
-		return errors.New("-o or -push is required")
-	case *format != formatOCI && *format != formatDocker:
-		return fmt.Errorf("-format %q: want %s or %s", *format, formatOCI, formatDocker)
-	case *out != "" && *format == formatDocker && len(platforms) > 1:
-		return errors.New("-format docker holds one platform: write an OCI layout or -push")
-	case *binOut != "" && len(platforms) > 1:
-		return errors.New("-binary takes one platform: -dist writes one binary a platform")
-	case *distList != "" && *dist == "":
-		return errors.New("-dist-platforms without -dist")
+		return o, fmt.Errorf("unexpected arguments %q", fs.Args())
+	case o.out == "" && *push == "":
+		return o, errors.New("-o or -push is required")
+	case o.format != formatOCI && o.format != formatDocker:
+		return o, fmt.Errorf("-format %q: want %s or %s", o.format, formatOCI, formatDocker)
+	case o.out != "" && o.format == formatDocker && len(o.platforms) > 1:
+		return o, errors.New("-format docker holds one platform: write an OCI layout or -push")
+	case o.binary != "" && len(o.platforms) > 1:
+		return o, errors.New("-binary takes one platform: -dist writes one binary a platform")
+	case *distList != "" && o.dist == "":
+		return o, errors.New("-dist-platforms without -dist")
 	}
-	var pushRef name.Reference
 	if *push != "" {
-		if pushRef, err = name.ParseReference(*push); err != nil {
-			return fmt.Errorf("-push: %w", err)
+		if o.push, err = name.ParseReference(*push); err != nil {
+			return o, fmt.Errorf("-push: %w", err)
 		}
 	}
-	stamp, err := release.FromRepo(*src, time.Now())
+	return o, nil
+}
+
+// run is main with its arguments and outputs, for the tests.
+func run(args []string, stdout, stderr io.Writer) error {
+	o, err := parseArgs(args, stderr)
+	if err != nil {
+		return err
+	}
+	stamp, err := release.FromRepo(o.src, time.Now())
 	if err != nil {
 		return err
 	}
@@ -115,16 +131,16 @@ func run(args []string, stdout, stderr io.Writer) error {
 	}
 	// Nothing is written before every binary is built, so a failed build leaves no half
 	// release behind.
-	binaries, err := buildBinaries(*src, stamp, platforms, distPlatforms, *dist != "")
+	binaries, err := buildBinaries(o.src, stamp, o.platforms, o.distPlatforms, o.dist != "")
 	if err != nil {
 		return err
 	}
-	rules, err := os.ReadFile(filepath.Join(*src, "example-rules.yaml"))
+	rules, err := os.ReadFile(filepath.Join(o.src, "example-rules.yaml"))
 	if err != nil {
 		return err
 	}
-	imgs := make([]v1.Image, len(platforms))
-	for i, p := range platforms {
+	imgs := make([]v1.Image, len(o.platforms))
+	for i, p := range o.platforms {
 		if imgs[i], err = makeImage(binaries[p], rules, stamp, p.arch); err != nil {
 			return err
 		}
@@ -133,14 +149,14 @@ func run(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if *binOut != "" {
-		if err := writeFile(*binOut, binaries[platforms[0]]); err != nil {
+	if o.binary != "" {
+		if err := writeFile(o.binary, binaries[o.platforms[0]]); err != nil {
 			return err
 		}
 	}
-	if *dist != "" {
-		for _, p := range distPlatforms {
-			if err := writeFile(filepath.Join(*dist, release.DistName(stamp.Version, p.os, p.arch)), binaries[p]); err != nil {
+	if o.dist != "" {
+		for _, p := range o.distPlatforms {
+			if err := writeFile(filepath.Join(o.dist, release.DistName(stamp.Version, p.os, p.arch)), binaries[p]); err != nil {
 				return err
 			}
 		}
@@ -151,26 +167,26 @@ func run(args []string, stdout, stderr io.Writer) error {
 	if len(imgs) == 1 {
 		written = imgs[0]
 	}
-	what := platformNames(platforms)
-	if *out != "" {
-		if err := write(written, *format, *out, ref); err != nil {
+	what := platformNames(o.platforms)
+	if o.out != "" {
+		if err := write(written, o.format, o.out, ref); err != nil {
 			return err
 		}
 		digest, err := written.Digest()
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(stdout, "%s@%s (%s) written to %s (%s)\n", ref, digest, what, *out, *format)
+		fmt.Fprintf(stdout, "%s@%s (%s) written to %s (%s)\n", ref, digest, what, o.out, o.format)
 	}
-	if pushRef != nil {
-		if err := remote.WriteIndex(pushRef, idx, remote.WithAuthFromKeychain(authn.DefaultKeychain)); err != nil {
+	if o.push != nil {
+		if err := remote.WriteIndex(o.push, idx, remote.WithAuthFromKeychain(authn.DefaultKeychain)); err != nil {
 			return err
 		}
 		digest, err := idx.Digest()
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(stdout, "%s@%s (%s) pushed\n", pushRef, digest, what)
+		fmt.Fprintf(stdout, "%s@%s (%s) pushed\n", o.push, digest, what)
 	}
 	return nil
 }

@@ -35,8 +35,8 @@ import (
 const chartDir = src + "/deploy/helm/logwindow-exporter"
 
 // TestPush publishes a release as .github/workflows/release.yml does, to a registry served
-// in-process: the image of linux/amd64 and linux/arm64 as one index with the release
-// binaries beside it, then the chart, packaged and pushed with Helm's SDK. It pulls each
+// in-process: the image of linux/amd64 and linux/arm64 as one index (also written as an
+// OCI layout) with the release binaries beside it, then the chart, packaged and pushed with Helm's SDK. It pulls each
 // back as a node of each architecture and a `helm install` would: the binary a node runs
 // is of its machine, runs as a user that is not root, and the chart from the registry
 // points at the image in it.
@@ -60,8 +60,9 @@ func TestPush(t *testing.T) {
 	}
 
 	dist := filepath.Join(t.TempDir(), "dist")
+	oci := filepath.Join(dist, "oci")
 	var stdout, stderr bytes.Buffer
-	if err := run([]string{"-src", src, "-platforms", "linux/amd64,linux/arm64", "-push", tag.String(), "-dist", dist}, &stdout, &stderr); err != nil {
+	if err := run([]string{"-src", src, "-platforms", "linux/amd64,linux/arm64", "-push", tag.String(), "-dist", dist, "-o", oci}, &stdout, &stderr); err != nil {
 		t.Fatalf("%v\n%s", err, stderr.String())
 	}
 	idx, err := remote.Index(tag)
@@ -72,8 +73,14 @@ func TestPush(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := tag.String() + "@" + digest.String() + " "; !strings.HasPrefix(stdout.String(), want) {
-		t.Errorf("output %q, want it to name the pushed index %s", stdout.String(), want)
+	if want := "\n" + tag.String() + "@" + digest.String() + " "; !strings.Contains(stdout.String(), want) {
+		t.Errorf("output %q, want a line naming the pushed index %s", stdout.String(), want[1:])
+	}
+	// The OCI layout holds the same index, under the version.
+	_, layoutIndex := readLayout(t, oci)
+	if m := layoutIndex.Manifests; len(m) != 1 || m[0].MediaType != types.OCIImageIndex || m[0].Digest != digest ||
+		m[0].Annotations["org.opencontainers.image.ref.name"] != stamp.Version {
+		t.Errorf("OCI layout holds %+v, want the pushed index %s named %s", m, digest, stamp.Version)
 	}
 	im, err := idx.IndexManifest()
 	if err != nil {
