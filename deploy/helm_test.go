@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/logwindow/logwindow_exporter/config"
+	"github.com/logwindow/logwindow_exporter/deploy/internal/release"
 	"github.com/logwindow/logwindow_exporter/internal/testutil/metrictest"
 	"github.com/logwindow/logwindow_exporter/internal/testutil/testexec"
 )
@@ -266,7 +267,7 @@ func checkChartPod(t *testing.T, c chartCase, m *manifests, pod *corev1.PodTempl
 		t.Errorf("selector %v (%v) does not select the pods (labels %v)", selector, err, pod.Labels)
 	}
 	exp := chartExporter(t, spec)
-	image := "logwindow_exporter:" + strings.TrimSpace(string(mustRead(t, "../VERSION")))
+	image := release.Repository + ":" + strings.TrimSpace(string(mustRead(t, "../VERSION")))
 	if strings.Contains(c.values, "registry.example.com") {
 		image = "registry.example.com/logwindow_exporter:9.9.9"
 	}

@@ -1,13 +1,18 @@
 // Command image builds the logwindow_exporter image without Docker, with
 // go-containerregistry: the release binary (static, stamped from the VERSION file and
 // git, see internal/release) and example-rules.yaml on an empty base, run as the numeric
-// non-root user 65532, written as an OCI image layout or a tarball `docker load` and
-// `kind load image-archive` read. The image is the Dockerfile's, without the build stage
-// and without distroless's files: no shell, no libc, nothing but the two files.
+// non-root user 65532, for one or more linux platforms. It writes it as an OCI image
+// layout, as a tarball `docker load` and `kind load image-archive` read, or pushes it to a
+// registry as one index of its platforms. The image is the Dockerfile's, without the build
+// stage and without distroless's files: no shell, no libc, nothing but the two files.
 //
 //	cd deploy && go run ./cmd/image -o ../dist/oci            # OCI image layout
 //	cd deploy && go run ./cmd/image -format docker -o ../dist/image.tar
 //	cd deploy && go run ./cmd/image -o ../dist/oci -binary ../dist/logwindow_exporter  # and the binary
+//	cd deploy && go run ./cmd/image -platforms linux/amd64,linux/arm64 -push ghcr.io/logwindow/logwindow_exporter:0.1.0
+//
+// -dist writes the release binaries of a release beside it, the same files the image holds
+// (and any other platform -dist-platforms names, darwin's among them).
 //
 // With SOURCE_DATE_EPOCH set (git log -1 --format=%ct), a rebuild of the same commit is
 // the same image, digest and all. deploy/README.md says how to push it and point the
@@ -25,14 +30,17 @@ import (
 	"path"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
@@ -52,52 +60,177 @@ const (
 	formatDocker = "docker" // a docker save tarball (docker load, kind load image-archive)
 )
 
-// run is main with its arguments and outputs, for the tests.
-func run(args []string, stdout, stderr io.Writer) error {
+// options are the command's flags, checked.
+type options struct {
+	out, format, src, binary, dist string
+	platforms, distPlatforms       []platform
+	push                           name.Reference // nil: no push
+}
+
+// parseArgs reads and checks the command line.
+func parseArgs(args []string, stderr io.Writer) (options, error) {
 	fs := flag.NewFlagSet("image", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	out := fs.String("o", "", "where to write the image: a directory (oci, must not exist) or a file (docker)")
-	format := fs.String("format", formatOCI, "output: oci (an OCI image layout) or docker (a docker save tarball)")
-	arch := fs.String("arch", runtime.GOARCH, "GOARCH of the binary and the image (the OS is linux)")
-	src := fs.String("src", "..", "the exporter's source tree (a git checkout)")
-	binOut := fs.String("binary", "", "also write the image's binary here: the release binary for linux/-arch")
+	var o options
+	fs.StringVar(&o.out, "o", "", "where to write the image: a directory (oci, must not exist) or a file (docker)")
+	fs.StringVar(&o.format, "format", formatOCI, "output: oci (an OCI image layout) or docker (a docker save tarball, one platform)")
+	platformList := fs.String("platforms", "linux/"+runtime.GOARCH, "the image's platforms, comma-separated linux/GOARCH")
+	push := fs.String("push", "", "push the image, an index of its platforms, to this registry reference (the docker config's credentials)")
+	fs.StringVar(&o.src, "src", "..", "the exporter's source tree (a git checkout)")
+	fs.StringVar(&o.binary, "binary", "", "also write the image's binary here (one platform)")
+	fs.StringVar(&o.dist, "dist", "", "also write the release binaries to this directory, named "+release.DistName("VERSION", "OS", "ARCH"))
+	distList := fs.String("dist-platforms", "", "the platforms of -dist, comma-separated GOOS/GOARCH (default: the image's)")
 	if err := fs.Parse(args); err != nil {
-		return err
+		return o, err
+	}
+	var err error
+	if o.platforms, err = parsePlatforms(*platformList, true); err != nil {
+		return o, fmt.Errorf("-platforms: %w", err)
+	}
+	o.distPlatforms = o.platforms
+	if *distList != "" {
+		if o.distPlatforms, err = parsePlatforms(*distList, false); err != nil {
+			return o, fmt.Errorf("-dist-platforms: %w", err)
+		}
 	}
 	switch {
 	case fs.NArg() > 0:
-		return fmt.Errorf("unexpected arguments %q", fs.Args())
-	case *out == "":
-		return errors.New("-o is required")
-	case *format != formatOCI && *format != formatDocker:
-		return fmt.Errorf("-format %q: want %s or %s", *format, formatOCI, formatDocker)
+		return o, fmt.Errorf("unexpected arguments %q", fs.Args())
+	case o.out == "" && *push == "":
+		return o, errors.New("-o or -push is required")
+	case o.format != formatOCI && o.format != formatDocker:
+		return o, fmt.Errorf("-format %q: want %s or %s", o.format, formatOCI, formatDocker)
+	case o.out != "" && o.format == formatDocker && len(o.platforms) > 1:
+		return o, errors.New("-format docker holds one platform: write an OCI layout or -push")
+	case o.binary != "" && len(o.platforms) > 1:
+		return o, errors.New("-binary takes one platform: -dist writes one binary a platform")
+	case *distList != "" && o.dist == "":
+		return o, errors.New("-dist-platforms without -dist")
 	}
-	stamp, err := release.FromRepo(*src, time.Now())
-	if err != nil {
-		return err
-	}
-	img, binary, err := build(*src, stamp, *arch)
-	if err != nil {
-		return err
-	}
-	if *binOut != "" {
-		if err := os.WriteFile(*binOut, binary, 0o755); err != nil {
-			return err
+	if *push != "" {
+		if o.push, err = name.ParseReference(*push); err != nil {
+			return o, fmt.Errorf("-push: %w", err)
 		}
+	}
+	return o, nil
+}
+
+// run is main with its arguments and outputs, for the tests.
+func run(args []string, stdout, stderr io.Writer) error {
+	o, err := parseArgs(args, stderr)
+	if err != nil {
+		return err
+	}
+	stamp, err := release.FromRepo(o.src, time.Now())
+	if err != nil {
+		return err
 	}
 	ref, err := reference(stamp)
 	if err != nil {
 		return err
 	}
-	if err := write(img, *format, *out, ref); err != nil {
-		return err
-	}
-	digest, err := img.Digest()
+	// Nothing is written before every binary is built, so a failed build leaves no half
+	// release behind.
+	binaries, err := buildBinaries(o.src, stamp, o.platforms, o.distPlatforms, o.dist != "")
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "%s@%s (linux/%s) written to %s (%s)\n", ref, digest, *arch, *out, *format)
+	rules, err := os.ReadFile(filepath.Join(o.src, "example-rules.yaml"))
+	if err != nil {
+		return err
+	}
+	imgs := make([]v1.Image, len(o.platforms))
+	for i, p := range o.platforms {
+		if imgs[i], err = makeImage(binaries[p], rules, stamp, p.arch); err != nil {
+			return err
+		}
+	}
+	idx, err := makeIndex(imgs, stamp)
+	if err != nil {
+		return err
+	}
+	if o.binary != "" {
+		if err := writeFile(o.binary, binaries[o.platforms[0]]); err != nil {
+			return err
+		}
+	}
+	if o.dist != "" {
+		for _, p := range o.distPlatforms {
+			if err := writeFile(filepath.Join(o.dist, release.DistName(stamp.Version, p.os, p.arch)), binaries[p]); err != nil {
+				return err
+			}
+		}
+	}
+	// One platform is written as that image, as before there were more; several as
+	// their index.
+	var written artifact = idx
+	if len(imgs) == 1 {
+		written = imgs[0]
+	}
+	what := platformNames(o.platforms)
+	if o.out != "" {
+		if err := write(written, o.format, o.out, ref); err != nil {
+			return err
+		}
+		digest, err := written.Digest()
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "%s@%s (%s) written to %s (%s)\n", ref, digest, what, o.out, o.format)
+	}
+	if o.push != nil {
+		if err := remote.WriteIndex(o.push, idx, remote.WithAuthFromKeychain(authn.DefaultKeychain)); err != nil {
+			return err
+		}
+		digest, err := idx.Digest()
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "%s@%s (%s) pushed\n", o.push, digest, what)
+	}
 	return nil
+}
+
+// platform is a GOOS/GOARCH a binary is built for.
+type platform struct{ os, arch string }
+
+func (p platform) String() string { return p.os + "/" + p.arch }
+
+// parsePlatforms reads a comma-separated list of GOOS/GOARCH, linux's alone when the list
+// is an image's.
+func parsePlatforms(list string, image bool) ([]platform, error) {
+	var ps []platform
+	for _, s := range strings.Split(list, ",") {
+		goos, goarch, ok := strings.Cut(strings.TrimSpace(s), "/")
+		p := platform{goos, goarch}
+		switch {
+		case !ok || goos == "" || goarch == "" || strings.Contains(goarch, "/"):
+			return nil, fmt.Errorf("%q: want GOOS/GOARCH", s)
+		case image && goos != "linux":
+			return nil, fmt.Errorf("%q: the image runs on linux", s)
+		case slices.Contains(ps, p):
+			return nil, fmt.Errorf("%s named twice", p)
+		}
+		ps = append(ps, p)
+	}
+	return ps, nil
+}
+
+// platformNames is platforms as the output names them.
+func platformNames(platforms []platform) string {
+	names := make([]string, len(platforms))
+	for i, p := range platforms {
+		names[i] = p.String()
+	}
+	return strings.Join(names, ", ")
+}
+
+// writeFile writes an executable, making its directory: dist/ is in no fresh clone.
+func writeFile(file string, body []byte) error {
+	if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(file, body, 0o755)
 }
 
 // reference is the name and tag the image is written with: the kustomize base's image name
@@ -106,19 +239,45 @@ func reference(s release.Stamp) (name.Tag, error) {
 	return name.NewTag(release.ImageName + ":" + s.Version)
 }
 
-// build compiles the release binary of the tree at src for linux/arch and makes the image
-// of it.
-func build(src string, s release.Stamp, arch string) (v1.Image, []byte, error) {
+// buildBinaries compiles the release binary of the tree at src for every platform of the
+// image and, when dist is set, of the release, each once.
+func buildBinaries(src string, s release.Stamp, image, rel []platform, dist bool) (map[platform][]byte, error) {
+	binaries := map[platform][]byte{}
+	all := image
+	if dist {
+		all = append(append([]platform(nil), image...), rel...)
+	}
+	for _, p := range all {
+		if _, ok := binaries[p]; ok {
+			continue
+		}
+		b, err := buildBinary(src, s, p.os, p.arch)
+		if err != nil {
+			return nil, err
+		}
+		binaries[p] = b
+	}
+	return binaries, nil
+}
+
+// buildBinary compiles the release binary of the tree at src for goos/goarch.
+func buildBinary(src string, s release.Stamp, goos, goarch string) ([]byte, error) {
 	tmp, err := os.MkdirTemp("", "logwindow-image")
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	defer os.RemoveAll(tmp)
 	bin := filepath.Join(tmp, "logwindow_exporter")
-	if err := release.Build(src, s, "linux", arch, bin); err != nil {
-		return nil, nil, err
+	if err := release.Build(src, s, goos, goarch, bin); err != nil {
+		return nil, err
 	}
-	binary, err := os.ReadFile(bin)
+	return os.ReadFile(bin)
+}
+
+// build compiles the release binary of the tree at src for linux/arch and makes the image
+// of it.
+func build(src string, s release.Stamp, arch string) (v1.Image, []byte, error) {
+	binary, err := buildBinary(src, s, "linux", arch)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -213,10 +372,33 @@ func makeImage(binary, rules []byte, s release.Stamp, arch string) (v1.Image, er
 	return mutate.Annotations(img, labels(s)).(v1.Image), nil
 }
 
-// write writes img as format to out, named ref.
-func write(img v1.Image, format, out string, ref name.Tag) error {
+// makeIndex is the OCI index of one image a platform, labelled as they are.
+func makeIndex(imgs []v1.Image, s release.Stamp) (v1.ImageIndex, error) {
+	adds := make([]mutate.IndexAddendum, len(imgs))
+	for i, img := range imgs {
+		cf, err := img.ConfigFile()
+		if err != nil {
+			return nil, err
+		}
+		adds[i] = mutate.IndexAddendum{Add: img, Descriptor: v1.Descriptor{Platform: cf.Platform()}}
+	}
+	idx := mutate.AppendManifests(mutate.IndexMediaType(empty.Index, types.OCIImageIndex), adds...)
+	return mutate.Annotations(idx, labels(s)).(v1.ImageIndex), nil
+}
+
+// artifact is what write writes: a v1.Image or a v1.ImageIndex.
+type artifact interface {
+	Digest() (v1.Hash, error)
+}
+
+// write writes img, an image or an index, as format to out, named ref.
+func write(img artifact, format, out string, ref name.Tag) error {
 	if format == formatDocker {
-		return tarball.WriteToFile(out, ref, img)
+		one, ok := img.(v1.Image)
+		if !ok {
+			return errors.New("a docker tarball holds one platform")
+		}
+		return tarball.WriteToFile(out, ref, one)
 	}
 	if _, err := os.Stat(out); err == nil {
 		return fmt.Errorf("%s exists: the OCI layout is written to a new directory", out)
@@ -226,7 +408,11 @@ func write(img v1.Image, format, out string, ref name.Tag) error {
 		return err
 	}
 	// The tag names the image in the layout, as skopeo (oci:DIR:TAG) and crane read it.
-	return p.AppendImage(img, layout.WithAnnotations(map[string]string{
+	name := layout.WithAnnotations(map[string]string{
 		"org.opencontainers.image.ref.name": ref.TagStr(),
-	}))
+	})
+	if idx, ok := img.(v1.ImageIndex); ok {
+		return p.AppendIndex(idx, name)
+	}
+	return p.AppendImage(img.(v1.Image), name)
 }

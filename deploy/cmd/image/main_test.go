@@ -289,7 +289,7 @@ func TestImage(t *testing.T) {
 }
 
 // TestRun runs the command as the release build in docs/operations.md does: the stamp from
-// the checkout, the image and the binary.
+// the checkout, the image and the binary, into a dist/ it makes.
 func TestRun(t *testing.T) {
 	if err := exec.Command("git", "-C", src, "rev-parse", "HEAD").Run(); err != nil {
 		t.Skip("not a git checkout")
@@ -302,8 +302,9 @@ func TestRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := t.TempDir()
-	oci, bin := filepath.Join(dir, "oci"), filepath.Join(dir, "logwindow_exporter")
+	// dist/ as in a fresh clone: not there yet.
+	dist := filepath.Join(t.TempDir(), "dist")
+	oci, bin := filepath.Join(dist, "oci"), filepath.Join(dist, "logwindow_exporter")
 	var stdout, stderr bytes.Buffer
 	if err := run([]string{"-src", src, "-o", oci, "-binary", bin}, &stdout, &stderr); err != nil {
 		t.Fatalf("%v\n%s", err, stderr.String())
@@ -333,10 +334,19 @@ func TestRunFlags(t *testing.T) {
 		args    []string
 		wantErr string
 	}{
-		{"no output", nil, "-o is required"},
+		{"no output", nil, "-o or -push is required"},
 		{"bad format", []string{"-o", "x", "-format", "zip"}, `-format "zip"`},
 		{"stray argument", []string{"-o", "x", "y"}, "unexpected arguments"},
-		{"unknown flag", []string{"-push"}, "not defined"},
+		{"unknown flag", []string{"-sign"}, "not defined"},
+		{"bad push reference", []string{"-push", "Registry.example.com/UPPER:tag"}, "-push"},
+		{"platform without arch", []string{"-o", "x", "-platforms", "linux"}, "want GOOS/GOARCH"},
+		{"platform with a variant", []string{"-o", "x", "-platforms", "linux/arm/v7"}, "want GOOS/GOARCH"},
+		{"image for darwin", []string{"-o", "x", "-platforms", "darwin/arm64"}, "runs on linux"},
+		{"platform twice", []string{"-o", "x", "-platforms", "linux/amd64,linux/amd64"}, "named twice"},
+		{"docker tarball of two", []string{"-o", "x", "-format", "docker", "-platforms", "linux/amd64,linux/arm64"}, "one platform"},
+		{"binary of two", []string{"-o", "x", "-binary", "b", "-platforms", "linux/amd64,linux/arm64"}, "-binary takes one platform"},
+		{"dist platforms alone", []string{"-o", "x", "-dist-platforms", "darwin/arm64"}, "without -dist"},
+		{"bad dist platform", []string{"-o", "x", "-dist", "d", "-dist-platforms", "darwin"}, "-dist-platforms"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -33,7 +33,18 @@ const (
 	// ImageName is the name the kustomize base refers to the image by (its images: entry
 	// renames it to a registry's).
 	ImageName = "logwindow_exporter"
+	// Repository is where a release's image is published (.github/workflows/release.yml),
+	// tagged with the version: the Helm chart's default image.
+	Repository = "ghcr.io/logwindow/" + ImageName
+	// ChartRepository is where a release's Helm chart is published.
+	ChartRepository = "oci://ghcr.io/logwindow/charts"
 )
+
+// DistName is the file name of the release binary of version for goos/goarch, as a
+// release attaches it and Prometheus exporters name theirs.
+func DistName(version, goos, goarch string) string {
+	return ImageName + "-" + version + "." + goos + "-" + goarch
+}
 
 // versionPackage holds the variables a release build sets.
 const versionPackage = "github.com/prometheus/common/version"
