@@ -43,14 +43,14 @@ func (d *decoder) logFormat(entries []entry, subject string, in *Input) {
 		presets := sortedKeys(logformat.NginxPresets)
 		if text, ok := d.formatText(nginx, subject, "log_format", presets); ok {
 			f, err := logformat.ParseNginx(text, esc)
-			d.formatError(nginx, subject, "log_format", text, presets, err)
+			d.formatError(nginx, in, subject, "log_format", text, presets, err)
 			in.LogFormat = f
 		}
 	case hasApache:
 		presets := sortedKeys(logformat.ApachePresets)
 		if text, ok := d.formatText(apache, subject, "apache_log_format", presets); ok {
 			f, err := logformat.ParseApache(text)
-			d.formatError(apache, subject, "apache_log_format", text, presets, err)
+			d.formatError(apache, in, subject, "apache_log_format", text, presets, err)
 			in.LogFormat = f
 		}
 	}
@@ -70,10 +70,14 @@ func (d *decoder) formatText(e entry, subject, key string, presets []string) (st
 }
 
 // formatError reports a format that does not compile, showing where.
-func (d *decoder) formatError(e entry, subject, key, text string, presets []string, err error) {
+func (d *decoder) formatError(e entry, in *Input, subject, key, text string, presets []string, err error) {
 	if err == nil {
 		return
 	}
+	if d.formatRefused == nil {
+		d.formatRefused = map[string]bool{}
+	}
+	d.formatRefused[inputLabel(*in)] = true
 	var fe *logformat.Error
 	if !errors.As(err, &fe) {
 		d.add(e.key.Line, subject, "%s: %s", key, err)
@@ -114,11 +118,14 @@ func (rd *ruleDecoder) fromFormat(line int, r *Rule, all []Input) {
 	var f *logformat.Format
 	var first string
 	var without []string
+	refused := false
 	for _, in := range all {
 		if r.Inputs != nil && (in.Name == "" || !slices.Contains(r.Inputs, in.Name)) {
 			continue
 		}
 		switch {
+		case rd.formatRefused[inputLabel(in)]:
+			refused = true
 		case in.LogFormat == nil:
 			without = append(without, fmt.Sprintf("%q", inputLabel(in)))
 		case f == nil:
@@ -129,6 +136,8 @@ func (rd *ruleDecoder) fromFormat(line int, r *Rule, all []Input) {
 		}
 	}
 	switch {
+	case refused && f == nil:
+		return
 	case f == nil:
 		rd.add(line, rd.subject, "match: is missing; give the regex lines must match, or a log_format: to the rule's inputs (then every $variable is a capture)")
 		return
@@ -150,8 +159,13 @@ func (rd *ruleDecoder) fromFormat(line int, r *Rule, all []Input) {
 	} else {
 		re, ok := rd.formatRegexps[f]
 		if !ok {
-			// The format compiler writes only regexes of valid syntax with distinct names.
-			re = regexp.MustCompile(f.Regex)
+			// The format compiler checks its regexes; an error here is a compiler bug, still
+			// a problem of this config rather than a crash of the process.
+			var err error
+			if re, err = regexp.Compile(f.Regex); err != nil {
+				rd.add(line, rd.subject, "the %s of input %q does not compile: %v", f.Key(), first, err)
+				return
+			}
 			rd.formatRegexps[f] = re
 		}
 		r.Regexp, r.Expanded = re, f.Regex
