@@ -126,6 +126,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 		for _, w := range pipeline.MissingInputs(cfg) {
 			fmt.Fprintf(stderr, "%s: warning: %s\n", *configFile, w)
 		}
+		for _, w := range config.Warnings(cfg) {
+			fmt.Fprintln(stderr, w)
+		}
 		fmt.Fprintf(stdout, "%s: %d rules, %d inputs: OK\n", *configFile, len(cfg.Rules), len(cfg.Inputs))
 		return 0
 	}
