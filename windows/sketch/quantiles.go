@@ -78,11 +78,13 @@ func init() {
 }
 
 // maxIndex bounds bin indexes to ±maxIndex, so that one sketch holds at most 2·maxIndex+1
-// bins per sign whatever it is fed.
-const maxIndex = 2000
+// bins per sign whatever it is fed: every normal float64 is in range, up to half an octave
+// below the largest, where math.Exp, which value uses, overflows on amd64 (past e^709.43).
+const maxIndex = 1023*binsPerOctave + binsPerOctave/2
 
 // MinMagnitude and MaxMagnitude bound the magnitudes for which the error bound holds: the
-// edges of the outermost bins, about 1.7e-17 and 6e16.
+// edges of the outermost bins, about 8.1e-309 (below the smallest normal float64,
+// 2.2e-308) and 1.2e308 (math.MaxFloat64 is 1.8e308).
 var (
 	MinMagnitude = math.Exp(-maxIndex * logGamma)
 	MaxMagnitude = math.Exp((maxIndex - 1) * logGamma)
@@ -147,8 +149,8 @@ func index(m float64) int32 {
 	bits := math.Float64bits(m)
 	exp := int32(bits>>52) & 0x7ff
 	switch exp {
-	case 0: // subnormal: far below the clamp
-		return -maxIndex
+	case 0: // subnormal: read as the normal float 2^64 times larger (exactly), 64 octaves down
+		return max(index(m*0x1p64)-64*binsPerOctave, -maxIndex)
 	case 0x7ff: // +Inf
 		return maxIndex
 	}
@@ -326,24 +328,41 @@ func (q *Quantiles) Zeros() uint64 { return q.zero }
 // from the byte that holds its first bit, which reaches at most 7+maxPacked bits. Every bit
 // of b past the last count is 0, so that a run extended within b's capacity starts empty.
 type bins struct {
-	lo    int32
-	n     uint16 // at most 2·maxIndex+1 bins
-	width uint8  // 0 while empty
-	// collapsed: bin lo holds the counts of every lower bin (see Quantiles.Cap), so the run
-	// never extends below it until reset.
-	collapsed bool
-	b         []byte
+	lo int32
+	// run packs the run's shape in one word, so that a sketch's store stays as small with
+	// an index range of every float64 (2·maxIndex+1 bins, past 16 bits): the number of
+	// bins (runBins), the width of the counts (runWidth, 0 while empty), and whether the
+	// run is collapsed (runCollapsed: bin lo holds the counts of every lower bin, see
+	// Quantiles.Cap, so the run never extends below it until reset).
+	run uint32
+	b   []byte
+}
+
+// The fields of bins.run.
+const (
+	runBins      = 1<<24 - 1
+	runWidth     = 0x7f << 24
+	runCollapsed = 1 << 31
+)
+
+func (s *bins) width() uint8 { return uint8(s.run >> 24 & 0x7f) }
+
+func (s *bins) collapsed() bool { return s.run&runCollapsed != 0 }
+
+// setRun sets the run's bins and width, keeping whether it is collapsed.
+func (s *bins) setRun(n int, w uint8) {
+	s.run = s.run&runCollapsed | uint32(w)<<24 | uint32(n)
 }
 
 // maxPacked is the widest packed count: 7 bits of offset in the first byte plus 57 fill an
 // 8-byte load.
 const maxPacked = 57
 
-func (s *bins) len() int { return int(s.n) }
+func (s *bins) len() int { return int(s.run & runBins) }
 
-func (s *bins) get(j int) uint64 { return getCount(s.b, uint(s.width), uint(j)) }
+func (s *bins) get(j int) uint64 { return getCount(s.b, uint(s.width()), uint(j)) }
 
-func (s *bins) set(j int, c uint64) { setCount(s.b, uint(s.width), uint(j), c) }
+func (s *bins) set(j int, c uint64) { setCount(s.b, uint(s.width()), uint(j), c) }
 
 // getCount reads count j of width w from b.
 func getCount(b []byte, w, j uint) uint64 {
@@ -400,8 +419,7 @@ func (s *bins) add(i int32, c uint64, room int) {
 // reports whether it did. That is the common case, one load and one store: c added at the
 // count's offset in the word holding it carries into no other count.
 func (s *bins) bump(i int32, c uint64) bool {
-	if j := uint(i - s.lo); s.width != 0 && j < uint(s.n) && s.width < 64 {
-		w := uint(s.width)
+	if w, j := uint(s.run>>24&0x7f), uint(i-s.lo); w != 0 && j < uint(s.run&runBins) && w < 64 {
 		p := j * w
 		if k := p >> 3; k+8 <= uint(len(s.b)) {
 			word := binary.LittleEndian.Uint64(s.b[k : k+8 : k+8])
@@ -419,7 +437,7 @@ func (s *bins) bump(i int32, c uint64) bool {
 // more): what does not fit there collapses the run's lowest bins into the lowest it keeps
 // (see Quantiles.Cap).
 func (s *bins) grow(i int32, c uint64, room int) {
-	if s.collapsed && i < s.lo {
+	if s.collapsed() && i < s.lo {
 		if i = s.lo; s.bump(i, c) {
 			return
 		}
@@ -431,7 +449,7 @@ func (s *bins) grow(i int32, c uint64, room int) {
 	s.cover(i, i)
 	j := int(i - s.lo)
 	x := s.get(j) + c
-	if x>>s.width != 0 && s.width < 64 {
+	if x>>s.width() != 0 && s.width() < 64 {
 		s.layout(s.lo, s.len(), widthFor(x))
 	}
 	s.set(j, x)
@@ -441,11 +459,11 @@ func (s *bins) grow(i int32, c uint64, room int) {
 // and width it needs when that fits in its buffer or in room, and collapsed otherwise.
 func (s *bins) growWithin(i int32, c uint64, room int) {
 	lo, hi, x := i, i, c
-	if s.width != 0 {
+	if s.width() != 0 {
 		lo, hi = min(s.lo, i), max(s.lo+int32(s.len())-1, i)
 		x += s.getAt(i)
 	}
-	w := max(s.width, widthFor(x))
+	w := max(s.width(), widthFor(x))
 	// Most adds that come here need no room: bump reads a word at a time, so it leaves
 	// every add to a run shorter than a word to grow.
 	if size := binBytes(int(hi-lo)+1, w); size > cap(s.b) {
@@ -455,9 +473,9 @@ func (s *bins) growWithin(i int32, c uint64, room int) {
 		}
 	}
 	switch {
-	case s.width == 0:
+	case s.width() == 0:
 		s.layout(i, 1, w)
-	case lo != s.lo || int(hi-lo)+1 != s.len() || w != s.width:
+	case lo != s.lo || int(hi-lo)+1 != s.len() || w != s.width():
 		s.layout(lo, int(hi-lo)+1, w)
 	}
 	s.set(int(i-s.lo), x)
@@ -472,7 +490,7 @@ func (s *bins) collapse(i int32, c uint64, hi int32, w uint8, avail int) {
 	for {
 		lo = hi - int32(binsIn(avail, w)) + 1
 		low = 0
-		for b := s.lo; s.width != 0 && b <= lo && b < s.lo+int32(s.len()); b++ {
+		for b := s.lo; s.width() != 0 && b <= lo && b < s.lo+int32(s.len()); b++ {
 			low += s.getAt(b)
 		}
 		if i <= lo {
@@ -488,8 +506,8 @@ func (s *bins) collapse(i int32, c uint64, hi int32, w uint8, avail int) {
 		}
 		break
 	}
-	old, oldLo, oldN, oldW := s.b, s.lo, s.len(), uint(s.width)
-	s.b, s.lo, s.n, s.width, s.collapsed = make([]byte, binBytes(int(hi-lo)+1, w)), lo, uint16(hi-lo+1), w, true
+	old, oldLo, oldN, oldW := s.b, s.lo, s.len(), uint(s.width())
+	s.b, s.lo, s.run = make([]byte, binBytes(int(hi-lo)+1, w)), lo, runCollapsed|uint32(w)<<24|uint32(hi-lo+1)
 	s.set(0, low)
 	for b := lo + 1; b <= hi; b++ {
 		x := uint64(0)
@@ -506,17 +524,17 @@ func (s *bins) collapse(i int32, c uint64, hi int32, w uint8, avail int) {
 // shrink lays the run out in a buffer by bytes smaller than its own, the least buffer at
 // least: in a buffer of its exact size if that is enough, else collapsed (see collapse).
 func (s *bins) shrink(by int) {
-	if by <= 0 || s.width == 0 {
+	if by <= 0 || s.width() == 0 {
 		return
 	}
 	avail := max(bytesWithin(windows.HeapBytes(cap(s.b))-by), minBuffer)
-	if size := binBytes(s.len(), s.width); size <= avail {
+	if size := binBytes(s.len(), s.width()); size <= avail {
 		if size < cap(s.b) {
 			s.b = append([]byte(nil), s.b[:size]...)
 		}
 		return
 	}
-	s.collapse(s.lo, 0, s.lo+int32(s.len())-1, s.width, avail)
+	s.collapse(s.lo, 0, s.lo+int32(s.len())-1, s.width(), avail)
 }
 
 // binBytes is the buffer n counts of w bits take; binsIn how many such counts fit in
@@ -548,7 +566,7 @@ func (s *bins) merge(o *bins, packed bool, room int) {
 	if n == 0 {
 		return
 	}
-	if packed && s.width != 64 {
+	if packed && s.width() != 64 {
 		// From the last count to the first that are not 0 only (a run keeps the bins it
 		// spanned across a Reset): under a bound, the run takes its highest bin first, so
 		// that a collapse keeps the highest and the lower ones land in it.
@@ -560,18 +578,18 @@ func (s *bins) merge(o *bins, packed bool, room int) {
 		}
 		return
 	}
-	if s.width == 0 {
+	if s.width() == 0 {
 		s.layout(o.lo, n, 64)
 	} else {
 		s.cover(o.lo, o.lo+int32(n)-1)
-		if s.width != 64 {
+		if s.width() != 64 {
 			s.layout(s.lo, s.len(), 64)
 		}
 	}
 	dst := s.b[8*int(o.lo-s.lo):][:8*n]
 	// Each count is resliced to its exact width, so that the loads and stores need no
 	// bounds checks of their own: this loop is most of a scrape's cost.
-	if o.width == 64 {
+	if o.width() == 64 {
 		src := o.b[:8*n]
 		for j := range n {
 			d := dst[8*j : 8*j+8 : 8*j+8]
@@ -579,7 +597,7 @@ func (s *bins) merge(o *bins, packed bool, room int) {
 		}
 		return
 	}
-	addPacked(dst, o.b, uint(o.width))
+	addPacked(dst, o.b, uint(o.width()))
 }
 
 // addPacked adds the counts of width w < 64 packed in src to the 8-byte counts of dst, as
@@ -642,15 +660,16 @@ func (s *bins) seal() {
 		*s = bins{}
 		return
 	}
-	if s.collapsed {
+	if s.collapsed() {
 		first = 0 // the run must not start above the bin the lower ones went to
 	}
 	w := widthFor(top)
-	if first == 0 && last == s.len()-1 && w == s.width && cap(s.b) == len(s.b) {
+	if first == 0 && last == s.len()-1 && w == s.width() && cap(s.b) == len(s.b) {
 		return // as small as it gets
 	}
-	old, oldW := s.b, uint(s.width)
-	s.b, s.n, s.width = nil, 0, 0
+	old, oldW := s.b, uint(s.width())
+	s.b = nil
+	s.setRun(0, 0)
 	s.layout(s.lo+int32(first), last-first+1, w)
 	if uint(w) == oldW {
 		// The same bits from the first count on.
@@ -670,7 +689,7 @@ func (s *bins) seal() {
 // as addPacked reads them, a word of them at a time.
 func (s *bins) extent() (first, last int, top uint64) {
 	first, last = -1, -1
-	w := uint(s.width)
+	w := uint(s.width())
 	if w == 64 || w == 0 {
 		for j := range s.len() {
 			if c := s.get(j); c != 0 {
@@ -707,12 +726,12 @@ func (s *bins) extent() (first, last int, top uint64) {
 // again (a seal narrows what the slot did not need).
 func (s *bins) reset() {
 	clear(s.b)
-	s.collapsed = false
+	s.run &^= runCollapsed
 }
 
 // getAt is bin i's count, 0 outside the run.
 func (s *bins) getAt(i int32) uint64 {
-	if j := int(i - s.lo); s.width != 0 && j >= 0 && j < s.len() {
+	if j := int(i - s.lo); s.width() != 0 && j >= 0 && j < s.len() {
 		return s.get(j)
 	}
 	return 0
@@ -721,7 +740,7 @@ func (s *bins) getAt(i int32) uint64 {
 // cover makes bins lo…hi part of the run, with a little room beyond on the side that grew
 // so that a run growing one bin at a time is not laid out again every time.
 func (s *bins) cover(lo, hi int32) {
-	if s.width == 0 {
+	if s.width() == 0 {
 		s.layout(lo, int(hi-lo)+1, 1)
 		return
 	}
@@ -738,14 +757,14 @@ func (s *bins) cover(lo, hi int32) {
 	if hi > top {
 		newHi = min(hi+slack, maxIndex)
 	}
-	s.layout(newLo, int(newHi-newLo)+1, s.width)
+	s.layout(newLo, int(newHi-newLo)+1, s.width())
 }
 
 // layout makes the run cover the n bins from lo, which include the current run, with
-// counts w ≥ s.width bits wide, keeping the counts; in place when b's capacity allows.
+// counts w ≥ s.width() bits wide, keeping the counts; in place when b's capacity allows.
 func (s *bins) layout(lo int32, n int, w uint8) {
 	size := (n*int(w) + 7) / 8
-	old, oldW, oldN := s.b, uint(s.width), uint(s.n)
+	old, oldW, oldN := s.b, uint(s.width()), uint(s.len())
 	shift := uint(s.lo - lo)
 	if size > cap(s.b) {
 		s.b = make([]byte, size)
@@ -755,7 +774,8 @@ func (s *bins) layout(lo int32, n int, w uint8) {
 		s.b = s.b[:size]
 		clear(s.b[len(old):])
 	}
-	s.lo, s.n, s.width = lo, uint16(n), w
+	s.lo = lo
+	s.setRun(n, w)
 	switch {
 	case oldN == 0:
 	case uint(w) == oldW && shift*oldW%8 == 0:
