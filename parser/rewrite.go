@@ -12,8 +12,9 @@ import (
 // of any rule with the same rewrites share one, and so one cache per scratch.
 type rewriter struct {
 	rewrites []config.Rewrite
-	// capped says, per rewrite, that its output may pass maxDirectBytes: it is built match
-	// by match and stops past the cap, as many as minMatches[k] are searched for.
+	// capped says, per rewrite, that its output may pass maxDirectBytes: it is then built
+	// match by match and stops past the cap, from at most minMatches[k] matches, enough
+	// to pass it (-1: all).
 	capped     []bool
 	minMatches []int
 }

@@ -29,12 +29,13 @@ const (
 	Discarded
 )
 
-// MaxPending bounds the messages being joined at once (one per file and stream). A part
-// that would start one more is refused: its message is dropped whole, counted once as
-// TooLong, and what is kept of it until its last part is a mark without its bytes.
+// MaxPending bounds the messages in progress at once (one per file and stream), being
+// joined or being dropped until their last part. A part that would start one more is
+// refused: its message is dropped whole, counted once as TooLong, and what is kept of it
+// until its last part is a mark without its bytes.
 //
-// maxTracked bounds those marks too, each a few dozen bytes: past MaxPending messages
-// joined and as many marked, a part that would start one more can only be counted as
+// maxTracked bounds those marks too, each a few dozen bytes: past MaxPending messages in
+// progress and as many marked, a part that would start one more can only be counted as
 // TooLong, each part alike, and the last (F) part of its message, which cannot be told
 // from a whole message, is handed on as one.
 const (
