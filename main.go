@@ -134,6 +134,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 		for _, w := range pipeline.MissingInputs(cfg) {
 			fmt.Fprintf(stderr, "%s: warning: %s\n", *configFile, w)
 		}
+		for _, w := range config.Warnings(cfg) {
+			fmt.Fprintln(stderr, w)
+		}
 		if len(*sampleFiles) > 0 {
 			opts := pipeline.Options{Now: time.Now, Logger: logger, MaxLineBytes: *maxLineBytes, Summary: stderr}
 			if err := pipeline.Sample(cfg, *sampleFiles, opts); err != nil {

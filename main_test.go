@@ -229,3 +229,19 @@ func TestDefaultConfigFile(t *testing.T) {
 		})
 	}
 }
+
+// --config.check passes a config with a rewrite that matches empty text, and warns of it on
+// stderr, naming the file, the line and the rule.
+func TestConfigCheckWarns(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "rules.yaml")
+	rules := "rules:\n  - name: r\n    match: '(?P<v>.*)'\n    labels: {route: '${v}'}\n    rewrite:\n      - {label: route, regex: 'z*', replacement: '-'}\n"
+	if err := os.WriteFile(path, []byte(rules), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	code := run([]string{"--config.check", "--config.file=" + path}, &stdout, &stderr)
+	want := path + `:6: warning: rule "r": rewrite of label "route": regex 'z*' can match empty text`
+	if code != 0 || !strings.HasSuffix(stdout.String(), "OK\n") || !strings.HasPrefix(stderr.String(), want) {
+		t.Errorf("exit %d, stdout %q, stderr %q; want exit 0, OK, and a warning starting %q", code, stdout.String(), stderr.String(), want)
+	}
+}

@@ -49,7 +49,7 @@ func (d *decoder) logFormatCandidates(e entry, subject string, in *Input) bool {
 	for i, text := range texts {
 		f, err := logformat.ParseCandidate(text)
 		if err != nil {
-			d.formatError(entry{key: &yaml.Node{Line: lines[i]}}, subject, "log_format", text, presets, err)
+			d.formatError(entry{key: &yaml.Node{Line: lines[i]}}, in, subject, "log_format", text, presets, err)
 			continue
 		}
 		if j := slices.IndexFunc(in.LogFormats, func(g *logformat.Format) bool { return g.ID() == f.ID() }); j >= 0 {
@@ -162,7 +162,7 @@ func (rd *ruleDecoder) variants(r *Rule, all []Input) {
 		}
 	}
 	for _, f := range r.Candidates {
-		r.Variants = append(r.Variants, rd.variant(r, f, read, timed))
+		r.Variants = append(r.Variants, rd.variant(r.Line, r, f, read, timed))
 	}
 }
 
@@ -241,7 +241,7 @@ func remapCaptures(r *Rule, to func(int) int) {
 
 // variant is r compiled against candidate f: its captures numbered as f's, its value list
 // and time layout f's; nil when f lacks a capture the rule reads.
-func (rd *ruleDecoder) variant(r *Rule, f *logformat.Format, read []string, timed bool) *Rule {
+func (rd *ruleDecoder) variant(line int, r *Rule, f *logformat.Format, read []string, timed bool) *Rule {
 	if f.AnyObject() {
 		f = objectFormat(read)
 	}
@@ -252,7 +252,10 @@ func (rd *ruleDecoder) variant(r *Rule, f *logformat.Format, read []string, time
 	}
 	v := *r
 	v.Fields, v.Candidates, v.Variants, v.Derived = nil, nil, nil, nil
-	names := rd.compileFormat(&v, f)
+	names, ok := rd.compileFormat(line, &v, f)
+	if !ok {
+		return nil
+	}
 	union, own := r.Captures(), len(names)-1
 	remapCaptures(&v, func(c int) int {
 		if c > union {

@@ -79,6 +79,9 @@ type decoder struct {
 	// formatRegexps the regex of each log format, compiled once for all its rules.
 	allInputs     []Input
 	formatRegexps map[*logformat.Format]*regexp.Regexp
+	// formatRefused are the inputs (by Input.Label) whose log format did not compile: a rule
+	// reading them gets no message of its own, whose cause the input's already names.
+	formatRefused map[string]bool
 }
 
 // yamlLine splits yaml.v3's "yaml: line N: msg" errors.

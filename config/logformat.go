@@ -50,14 +50,14 @@ func (d *decoder) logFormat(entries []entry, subject string, in *Input) {
 		presets := sortedKeys(logformat.NginxPresets)
 		if text, ok := d.formatText(nginx, subject, "log_format", presets); ok {
 			f, err := logformat.ParseNginxValue(text, esc, declared)
-			d.formatError(nginx, subject, "log_format", text, presets, err)
+			d.formatError(nginx, in, subject, "log_format", text, presets, err)
 			in.LogFormat = f
 		}
 	case hasApache:
 		presets := sortedKeys(logformat.ApachePresets)
 		if text, ok := d.formatText(apache, subject, "apache_log_format", presets); ok {
 			f, err := logformat.ParseApache(text)
-			d.formatError(apache, subject, "apache_log_format", text, presets, err)
+			d.formatError(apache, in, subject, "apache_log_format", text, presets, err)
 			in.LogFormat = f
 		}
 	}
@@ -77,10 +77,14 @@ func (d *decoder) formatText(e entry, subject, key string, presets []string) (st
 }
 
 // formatError reports a format that does not compile, showing where.
-func (d *decoder) formatError(e entry, subject, key, text string, presets []string, err error) {
+func (d *decoder) formatError(e entry, in *Input, subject, key, text string, presets []string, err error) {
 	if err == nil {
 		return
 	}
+	if d.formatRefused == nil {
+		d.formatRefused = map[string]bool{}
+	}
+	d.formatRefused[in.Label()] = true
 	var fe *logformat.Error
 	if !errors.As(err, &fe) {
 		d.add(e.key.Line, subject, "%s: %s", key, err)
@@ -125,6 +129,7 @@ func (rd *ruleDecoder) fromFormat(line int, r *Rule, all []Input) {
 	var first string
 	var without []string
 	var reads []Input
+	refused := false
 	for _, in := range all {
 		if r.Inputs != nil && (in.Name == "" || !slices.Contains(r.Inputs, in.Name)) {
 			continue
@@ -137,6 +142,8 @@ func (rd *ruleDecoder) fromFormat(line int, r *Rule, all []Input) {
 	}
 	for _, in := range reads {
 		switch {
+		case rd.formatRefused[in.Label()]:
+			refused = true
 		case in.LogFormat == nil:
 			without = append(without, fmt.Sprintf("%q", in.Label()))
 		case f == nil:
@@ -147,6 +154,8 @@ func (rd *ruleDecoder) fromFormat(line int, r *Rule, all []Input) {
 		}
 	}
 	switch {
+	case refused && f == nil:
+		return
 	case f == nil:
 		rd.add(line, rd.subject, "match: is missing; give the regex lines must match, or a log_format: to the rule's inputs (then every $variable is a capture)")
 		return
@@ -154,12 +163,15 @@ func (rd *ruleDecoder) fromFormat(line int, r *Rule, all []Input) {
 		rd.add(line, rd.subject, "match: is missing, and input %s has no log format to read its lines by (the rule reads %s); give it one, or name only inputs with one (inputs: [...])", strings.Join(without, ", "), pluralInputs(r))
 		return
 	}
-	rd.caps = &captures{names: rd.compileFormat(r, f), format: f}
+	if names, ok := rd.compileFormat(line, r, f); ok {
+		rd.caps = &captures{names: names, format: f}
+	}
 }
 
 // compileFormat makes r read the captures of log format f (its regex, or its JSON
-// fields, and what it derives) and returns their names by index.
-func (rd *ruleDecoder) compileFormat(r *Rule, f *logformat.Format) []string {
+// fields, and what it derives) and returns their names by index; false when its regex
+// does not compile, a problem added at line.
+func (rd *ruleDecoder) compileFormat(line int, r *Rule, f *logformat.Format) ([]string, bool) {
 	r.LogFormat = f
 	names := []string{""}
 	if f.JSON() {
@@ -174,8 +186,13 @@ func (rd *ruleDecoder) compileFormat(r *Rule, f *logformat.Format) []string {
 	} else {
 		re, ok := rd.formatRegexps[f]
 		if !ok {
-			// The format compiler writes only regexes of valid syntax with distinct names.
-			re = regexp.MustCompile(f.Regex)
+			// The format compiler checks its regexes; an error here is a compiler bug, still
+			// a problem of this config rather than a crash of the process.
+			var err error
+			if re, err = regexp.Compile(f.Regex); err != nil {
+				rd.add(line, rd.subject, "the %s %q does not compile: %v", f.Key(), f.Describe(), err)
+				return nil, false
+			}
 			rd.formatRegexps[f] = re
 		}
 		r.Regexp, r.Expanded = re, f.Regex
@@ -187,7 +204,7 @@ func (rd *ruleDecoder) compileFormat(r *Rule, f *logformat.Format) []string {
 	for _, dv := range r.Derived {
 		names = append(names, dv.Name)
 	}
-	return names
+	return names, true
 }
 
 func pluralInputs(r *Rule) string {

@@ -1,7 +1,11 @@
 package config
 
 import (
+	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/logwindow/logwindow_exporter/config/logformat"
@@ -114,5 +118,34 @@ func TestLogFormatEscapeFingerprint(t *testing.T) {
 	a, b := fingerprintOf(t, fingerprintLogFormat("default")), fingerprintOf(t, fingerprintLogFormat("none"))
 	if a == b {
 		t.Error("escape=default and escape=none give one fingerprint")
+	}
+}
+
+// A format under the length cap whose regex Go's regexp refuses (too deeply nested) is a
+// problem of its input, named by file, line and key, and not a panic; the rule reading it
+// gets no second message of its own.
+func TestLogFormatRegexRefusedAtLoad(t *testing.T) {
+	for _, c := range []struct {
+		key, variable string
+	}{
+		{"log_format", "$v%d"},
+		{"apache_log_format", "%%{X%d}i"},
+	} {
+		t.Run(c.key, func(t *testing.T) {
+			vars := make([]string, 500)
+			for i := range vars {
+				vars[i] = fmt.Sprintf(c.variable, i)
+			}
+			path := filepath.Join(t.TempDir(), "rules.yaml")
+			text := fmt.Sprintf("inputs:\n  - name: x\n    path: /a\n    %s: '%s'\nrules:\n  - name: r\n    help: h\n", c.key, strings.Join(vars, " "))
+			if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			cfg, err := Load(path)
+			want := path + `:4: input "x": ` + c.key + `: the format ends with 499 variables each after a space`
+			if cfg != nil || err == nil || !strings.HasPrefix(err.Error(), want) || strings.Contains(err.Error(), "\n") {
+				t.Errorf("Load: %v; want one problem starting %q", err, want)
+			}
+		})
 	}
 }

@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"regexp"
+	"regexp/syntax"
 	"slices"
 	"strconv"
 	"strings"
@@ -204,4 +205,69 @@ func groupList(re *regexp.Regexp) string {
 		}
 	}
 	return list
+}
+
+// Warnings are what --config.check points out in a config that loads: each names the
+// file, the line and the rule, for a setting that works as written but likely not as
+// meant. Today that is a rewrite whose regex matches empty text anywhere in a value: its
+// replacement goes between every two characters ('z*' turns "ab" into "-a-b-").
+func Warnings(c *Config) []string {
+	var out []string
+	for _, r := range c.Rules {
+		for _, rw := range r.Rewrites {
+			if matchesEmptyAnywhere(rw.Regexp) {
+				out = append(out, fmt.Sprintf("%s:%d: warning: rule %q: rewrite of label %q: regex '%s' can match empty text, at more than one place of a value, "+
+					"and its replacement goes in at each ('z*' puts it between every two characters); make it match at least one character (+ instead of *), or anchor it (^, $)",
+					c.File, rw.Line, r.Name, rw.Label, rw.Regexp))
+			}
+		}
+	}
+	return out
+}
+
+// matchesEmptyAnywhere reports whether re matches empty text at more than one place of
+// some value: it can match empty, and is not anchored to the start or the end of the
+// text, where only one match can be.
+func matchesEmptyAnywhere(re *regexp.Regexp) bool {
+	tree, err := syntax.Parse(re.String(), syntax.Perl)
+	if err != nil || !nullable(tree) {
+		return false
+	}
+	for tree.Op == syntax.OpCapture {
+		tree = tree.Sub[0]
+	}
+	switch tree.Op {
+	case syntax.OpBeginText, syntax.OpEndText:
+		return false
+	case syntax.OpConcat:
+		first, last := tree.Sub[0].Op, tree.Sub[len(tree.Sub)-1].Op
+		return first != syntax.OpBeginText && last != syntax.OpEndText
+	}
+	return true
+}
+
+// nullable reports whether re matches the empty text in some context: assertions (^, $,
+// \b) match empty.
+func nullable(re *syntax.Regexp) bool {
+	switch re.Op {
+	case syntax.OpEmptyMatch, syntax.OpBeginLine, syntax.OpEndLine, syntax.OpBeginText, syntax.OpEndText,
+		syntax.OpWordBoundary, syntax.OpNoWordBoundary, syntax.OpStar, syntax.OpQuest:
+		return true
+	case syntax.OpLiteral:
+		return len(re.Rune) == 0
+	case syntax.OpCapture, syntax.OpPlus:
+		return nullable(re.Sub[0])
+	case syntax.OpRepeat:
+		return re.Min == 0 || nullable(re.Sub[0])
+	case syntax.OpConcat:
+		for _, sub := range re.Sub {
+			if !nullable(sub) {
+				return false
+			}
+		}
+		return true
+	case syntax.OpAlternate:
+		return slices.ContainsFunc(re.Sub, nullable)
+	}
+	return false // a character, a class, no match
 }

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"regexp"
 	"strings"
 	"testing"
@@ -149,5 +150,40 @@ rules:
 	}
 	if rw := c.Rules[1].Rewrites; len(rw) != 1 || rw[0].Label != "host" {
 		t.Fatalf("rewrites %+v, want one of host", rw)
+	}
+}
+
+// A rewrite whose regex can match empty text at more than one place of a value loads, with
+// a warning naming the file, the line and the rule; one anchored to the text's start or
+// end, or matching at least a character, has none.
+func TestRewriteWarnings(t *testing.T) {
+	for _, c := range []struct {
+		regex string
+		warns bool
+	}{
+		{`z*`, true},
+		{`\b`, true},
+		{`(a|)`, true},
+		{`x{0,3}`, true},
+		{`(?m)^`, true},
+		{`^$`, false},
+		{`^/*`, false},
+		{`(?:x*)$`, false},
+		{`\?.*`, false},
+		{`/[0-9]+(/|$)`, false},
+		{`z+`, false},
+		{`(a|b)`, false},
+	} {
+		t.Run(c.regex, func(t *testing.T) {
+			cfg, err := Parse([]byte(fmt.Sprintf("rules:\n  - name: r\n    match: '(?P<v>.*)'\n    labels: {route: '${v}'}\n    rewrite:\n      - {label: route, regex: '%s', replacement: '-'}\n", c.regex)), "rules.yaml")
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := Warnings(cfg)
+			want := `rules.yaml:6: warning: rule "r": rewrite of label "route": regex '` + c.regex + `' can match empty text`
+			if c.warns != (len(got) == 1) || c.warns && !strings.HasPrefix(got[0], want) || len(got) > 1 {
+				t.Errorf("warnings %q; want a warning (%v) starting %q", got, c.warns, want)
+			}
+		})
 	}
 }

@@ -20,12 +20,12 @@ import (
 // measures it.
 const nativeSchema = 7
 
-// nativeZeroThreshold is the zero bucket's width: 2^-128, client_golang's default, far
-// below sketch.MinMagnitude, so only exact zeros fall in it (the sketch clamps smaller
+// nativeZeroThreshold is the zero bucket's width: the smallest float64, below
+// sketch.MinMagnitude, so only exact zeros fall in it (the sketch clamps smaller
 // magnitudes into its outermost bins). A positive width marks even an empty window's
 // histogram as native to a Prometheus (2.4x) that tells native from classic by the zero
 // bucket and the deltas, not by spans.
-const nativeZeroThreshold = 0x1p-128
+const nativeZeroThreshold = math.SmallestNonzeroFloat64
 
 // maxFilledGap is the most empty buckets written as zero counts between two buckets of one
 // span, rather than starting a new span: as client_golang does.

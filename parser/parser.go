@@ -184,7 +184,7 @@ func build(rules []*config.Rule, fast bool) (*Parser, error) {
 		if !ok {
 			w = len(sz.rewriters)
 			rewriters[key] = w
-			sz.rewriters = append(sz.rewriters, &rewriter{rewrites: rws})
+			sz.rewriters = append(sz.rewriters, newRewriter(rws))
 		}
 		return w
 	}

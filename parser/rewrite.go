@@ -12,17 +12,74 @@ import (
 // of any rule with the same rewrites share one, and so one cache per scratch.
 type rewriter struct {
 	rewrites []config.Rewrite
+	// capped says, per rewrite, that its output may pass maxDirectBytes: it is then built
+	// match by match and stops past the cap, from at most minMatches[k] matches, enough
+	// to pass it (-1: all).
+	capped     []bool
+	minMatches []int
+}
+
+// maxDirectBytes is the most a rewrite of a capped value may give for it to run as
+// Regexp.ReplaceAllString does, whole, before the cut: above it, the replacement of
+// every match would cost more than the value can keep ('z*' to 70 bytes turns 1 KB into
+// 70 KB, three such rewrites into 350 MB).
+const maxDirectBytes = 16 << 10
+
+// newRewriter returns the rewriter of rws, knowing of each how far it may lengthen a value.
+func newRewriter(rws []config.Rewrite) *rewriter {
+	w := &rewriter{rewrites: rws, capped: make([]bool, len(rws)), minMatches: make([]int, len(rws))}
+	for k, rw := range rws {
+		// What a match adds besides its groups' text: the replacement with every group
+		// empty. The groups' text is at most the value's once per reference, as matches
+		// do not overlap.
+		none := make([]int, 2*(rw.Regexp.NumSubexp()+1))
+		for i := range none {
+			none[i] = -1
+		}
+		literal := len(rw.Regexp.ExpandString(nil, rw.Replacement, "", none))
+		refs := strings.Count(rw.Replacement, "$")
+		most := MaxLabelValueLen + (MaxLabelValueLen+1)*literal + refs*MaxLabelValueLen
+		w.capped[k] = most > maxDirectBytes
+		// Each match adds literal bytes at least: past this many the value is past the cap.
+		w.minMatches[k] = -1
+		if literal > 0 {
+			w.minMatches[k] = MaxLabelValueLen/literal + 1
+		}
+	}
+	return w
 }
 
 // apply rewrites a label value: each rewrite replaces every match in what the previous
-// left, and the result is made a label value again (valid UTF-8, at most
-// MaxLabelValueLen bytes), since a replacement may lengthen it.
+// left, which is made a label value again (valid UTF-8, at most MaxLabelValueLen bytes)
+// at each step, since a replacement may lengthen it.
 func (w *rewriter) apply(v string) string {
-	for _, rw := range w.rewrites {
-		v = rw.Regexp.ReplaceAllString(v, rw.Replacement)
+	for k, rw := range w.rewrites {
+		if w.capped[k] {
+			v = replaceCapped(rw, v, w.minMatches[k])
+		} else {
+			v = rw.Regexp.ReplaceAllString(v, rw.Replacement)
+		}
+		v = v[:capLen(v)]
 	}
 	v = strings.ToValidUTF8(v, string(utf8.RuneError))
 	return v[:capLen(v)]
+}
+
+// replaceCapped is rw.Regexp.ReplaceAllString(v, rw.Replacement) up to the first byte past
+// MaxLabelValueLen at least: it stops there. At most n matches are searched for (-1: all),
+// enough to pass the cap.
+func replaceCapped(rw config.Rewrite, v string, n int) string {
+	var out []byte
+	last := 0
+	for _, m := range rw.Regexp.FindAllStringSubmatchIndex(v, n) {
+		out = append(out, v[last:m[0]]...)
+		out = rw.Regexp.ExpandString(out, rw.Replacement, v, m)
+		last = m[1]
+		if len(out) > MaxLabelValueLen {
+			return string(out)
+		}
+	}
+	return string(append(out, v[last:]...))
 }
 
 // rewriterKey identifies a label's rewrites, so that equal lists share a rewriter.

@@ -15,7 +15,8 @@ import (
 
 // rewriteChains are the rewrites the reference tests put on a label, each a list of
 // {regex, replacement} applied in order: the routes of the docs, and replacements that
-// lengthen, delete, match empty text, refer to named groups or read Unicode classes.
+// lengthen (past the cap too), delete, match empty text, refer to named groups or read
+// Unicode classes.
 var rewriteChains = [][][2]string{
 	{{`/[0-9a-f]{8}(-[0-9a-f]{4}){3}-[0-9a-f]{12}`, `/:uuid`}, {`/[0-9]+(/|$)`, `/:id$1`}},
 	{{`/[0-9a-f]{32,}`, `/:hash`}, {`\?.*`, ``}},
@@ -25,6 +26,9 @@ var rewriteChains = [][][2]string{
 	{{`\p{L}+`, `<$0>`}, {`\x{FFFD}`, `?`}},
 	{{`^$`, `(empty)`}},
 	{{`[0-9]`, `$$`}},
+	// Past the cap at each step: replaced match by match, stopping there.
+	{{`z*`, strings.Repeat("y", 70)}, {`z*`, strings.Repeat("w", 70)}, {`[^y]*`, "é"}},
+	{{`(.)`, strings.Repeat("$1", 20)}, {`(?P<c>\pL)`, "${c}" + strings.Repeat("ü", 30)}},
 }
 
 // chainYAML writes a rewrite: list for label over the chain c.
@@ -38,7 +42,7 @@ func chainYAML(label string, c [][2]string) string {
 
 // referenceRewrite is what a label value must be after chain c: the value as a label
 // without rewrites (valid UTF-8, capped), then regexp.ReplaceAllString of each rewrite in
-// turn, then made a label value again.
+// turn, each result made a label value again.
 func referenceRewrite(c [][2]string, v string) string {
 	label := func(s string) string {
 		s = strings.ToValidUTF8(s, "\uFFFD")
@@ -54,9 +58,9 @@ func referenceRewrite(c [][2]string, v string) string {
 		if !ok {
 			re, _ = referenceRegexps.LoadOrStore(rw[0], regexp.MustCompile(rw[0]))
 		}
-		v = re.(*regexp.Regexp).ReplaceAllString(v, rw[1])
+		v = label(re.(*regexp.Regexp).ReplaceAllString(v, rw[1]))
 	}
-	return label(v)
+	return v
 }
 
 // referenceRegexps are the chains' regexes compiled once, for the reference.
@@ -396,4 +400,43 @@ func mustNew(t *testing.T, yaml string) *Parser {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// BenchmarkRewriteUnique is the cost of a value the cache cannot have: unique 1 KB
+// numeric paths through the rewrites of the docs (uuid, hash, id), and through chains a
+// config may write that lengthen the value past its cap ('z*' to 70 bytes, three times).
+func BenchmarkRewriteUnique(b *testing.B) {
+	r := rand.New(rand.NewPCG(1, 2))
+	values := make([]string, 1024)
+	for i := range values {
+		var v strings.Builder
+		for v.Len() < MaxLabelValueLen-12 {
+			fmt.Fprintf(&v, "/%d", r.IntN(1_000_000))
+		}
+		values[i] = v.String()
+	}
+	long := strings.Repeat("y", 70)
+	for _, c := range []struct {
+		name  string
+		chain [][2]string
+	}{
+		{"docs", [][2]string{{`/[0-9a-f]{8}(-[0-9a-f]{4}){3}-[0-9a-f]{12}`, `/:uuid`}, {`/[0-9a-f]{32,}`, `/:hash`}, {`/[0-9]+(/|$)`, `/:id$1`}}},
+		{"growing", [][2]string{{`z*`, long}, {`z*`, long}, {`z*`, long}}},
+	} {
+		var rws []config.Rewrite
+		for _, rw := range c.chain {
+			rws = append(rws, config.Rewrite{Regexp: regexp.MustCompile(rw[0]), Replacement: rw[1]})
+		}
+		w := newRewriter(rws)
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				if v := w.apply(values[i%len(values)]); len(v) > MaxLabelValueLen {
+					b.Fatalf("%d bytes", len(v))
+				}
+				i++
+			}
+		})
+	}
 }

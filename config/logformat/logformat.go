@@ -8,8 +8,10 @@
 package logformat
 
 import (
+	"errors"
 	"fmt"
 	"regexp"
+	"regexp/syntax"
 	"slices"
 	"strings"
 	"unicode/utf8"
@@ -358,7 +360,28 @@ func compileText(f *Format, toks []token) error {
 	b.WriteString(strings.Repeat(")?", (len(toks)-tail)/2))
 	b.WriteString("$")
 	f.Regex = b.String()
-	return nil
+	return checkRegex(f.Regex, toks, tail)
+}
+
+// checkRegex refuses a regex that Go's regexp would not compile, though its pieces are all
+// valid: each variable a format ends with nests the rest of the line one group deeper, and
+// regexp refuses nesting past a fixed depth (a few hundred such variables). The message
+// names what regexp refused, not the regex, which may be kilobytes long.
+func checkRegex(re string, toks []token, tail int) error {
+	_, err := syntax.Parse(re, syntax.Perl)
+	if err == nil {
+		return nil
+	}
+	var se *syntax.Error
+	if !errors.As(err, &se) {
+		return &Error{0, fmt.Sprintf("its regex does not compile: %v", err)}
+	}
+	if se.Code == syntax.ErrNestingDepth && tail < len(toks) {
+		return &Error{toks[tail].at, fmt.Sprintf("the format ends with %d variables each after a space, which a line may leave out; "+
+			"reading them nests its regex deeper than Go's regexp allows (%s): put text other than a space between some of them",
+			(len(toks)-tail)/2, se.Code)}
+	}
+	return &Error{0, fmt.Sprintf("its regex does not compile: %s", se.Code)}
 }
 
 // escapeRegex is the regex of one escape sequence a server writes in an escaped value: every

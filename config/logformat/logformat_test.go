@@ -79,12 +79,22 @@ func TestFormatErrors(t *testing.T) {
 		{`%h %Z`, 0, true, 4, "%Z is not a directive"},
 		{`%{X`, 0, true, 1, "the closing } of the directive's argument is missing"},
 		{"$a\xff", EscapeDefault, false, 2, "not valid UTF-8"},
+		// Under the length cap, but each optional variable at the end nests the regex.
+		{strings.Repeat("$v ", 499) + "$v", EscapeDefault, false, 2, "ends with 499 variables each after a space"},
+		{strings.Repeat("%h ", 499) + "%h", 0, true, 2, "nests its regex deeper than Go's regexp allows"},
+		{strings.Repeat("$v ", 300) + "$v", EscapeDefault, false, 0, ""},
 	} {
 		var err error
 		if c.apache {
 			_, err = ParseApache(c.text)
 		} else {
 			_, err = ParseNginx(c.text, c.esc)
+		}
+		if c.msg == "" {
+			if err != nil {
+				t.Errorf("%.20q…: %v, want it to compile", c.text, err)
+			}
+			continue
 		}
 		fe, ok := err.(*Error)
 		if !ok || fe.Offset != c.offset || !strings.Contains(fe.Msg, c.msg) {

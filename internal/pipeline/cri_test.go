@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/logwindow/logwindow_exporter/config"
+	"github.com/logwindow/logwindow_exporter/internal/input/cri/critest"
 )
 
 // startCRI starts a pipeline following the cri input path with rules, and returns it
@@ -176,5 +177,59 @@ func TestCRIPartialsCountInTheMemory(t *testing.T) {
 	}
 	if used := p.gen.Load().set.MemoryUsed() - base; used != 0 {
 		t.Fatalf("the input stopped: the memory still counts %d bytes of it", used)
+	}
+}
+
+// Partial messages are charged to --series.max-bytes and refused past it: a message whose
+// part would take the memory past the bound is dropped whole and counted once as too
+// long, its last part no message of its own (4,100 files of 60 KB parts held 270 MB
+// under a 64 MiB bound before).
+func TestCRIPartialsRefusedPastTheMemoryBound(t *testing.T) {
+	const files, bound = 200, 1 << 20
+	dir := t.TempDir()
+	p, in := startCRI(t, filepath.Join(dir, "*.log"), "rules: [{name: ends, match: end}]\n",
+		Options{Now: time.Now, PollInterval: 20 * time.Millisecond, SeriesMaxBytes: bound})
+	set := p.gen.Load().set
+	part := critest.Line("2024-03-01T12:00:00Z", "stdout", "P", strings.Repeat("x", 10_000)) + "\n"
+	last := critest.Line("2024-03-01T12:00:01Z", "stdout", "F", "end") + "\n"
+	for i := range files {
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("%03d.log", i)), []byte(part), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitRead := func(n uint64) {
+		t.Helper()
+		deadline := time.Now().Add(time.Minute)
+		for in.running.Stats().LinesRead != n {
+			if time.Now().After(deadline) {
+				t.Fatalf("%d of %d lines read", in.running.Stats().LinesRead, n)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	waitRead(files)
+	// The bound is on the bytes joined; each file's record of its message (a few hundred
+	// bytes, kept for a dropped one too until its last part) comes on top.
+	if used := set.MemoryUsed(); used > bound+files*400 {
+		t.Errorf("the memory counts %d bytes under a bound of %d (the joiner holds %d)", used, bound, in.cri.HeldBytes())
+	}
+	for i := range files {
+		f, err := os.OpenFile(filepath.Join(dir, fmt.Sprintf("%03d.log", i)), os.O_APPEND|os.O_WRONLY, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.WriteString(last); err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+	}
+	waitRead(2 * files)
+	const ends = `logwindow_rule_matched_lines_total{rule="ends"}`
+	s := p.inputStats()[0]
+	matched := gatherPipeline(t, p)[ends]
+	t.Logf("%d messages joined, %d dropped as too long", int(matched), s.TooLong)
+	if s.TooLong == 0 || matched == 0 || int(matched)+int(s.TooLong) != files || s.MalformedLines != 0 {
+		t.Errorf("%v messages matched, %d too long, %d malformed: want %d in all, each once, some of both",
+			matched, s.TooLong, s.MalformedLines, files)
 	}
 }

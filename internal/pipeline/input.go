@@ -304,6 +304,14 @@ func (p *Pipeline) startInput(ci config.Input, shard int, deal *dealer) (*stream
 	if ci.Wrapper == config.WrapperCRI {
 		in.cri = cri.New(maxLineBytes(p.opts))
 		in.hold = func(n int64) { p.gen.Load().set.Hold(n) }
+		in.cri.Bound(func(n int64) bool {
+			// Past the bound, partial messages are dropped (counted as too long), as new
+			// series fold: what they hold is charged to the same bound. What the joiner
+			// took since the last charge (a message's record) is not charged yet.
+			set := p.gen.Load().set
+			limit := set.MaxBytes()
+			return limit <= 0 || set.MemoryUsed()+in.cri.HeldBytes()-in.held+n <= limit
+		})
 	}
 	if ci.LogFormats != nil {
 		in.files = parser.NewFiles()

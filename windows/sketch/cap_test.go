@@ -30,7 +30,7 @@ func binOf(v float64, posLo, negLo int32) (sign int, bin int32) {
 
 // collapsedTo is the lowest bin of s, or below every bin while it has not collapsed.
 func collapsedTo(s *bins) int32 {
-	if s == nil || !s.collapsed {
+	if s == nil || !s.collapsed() {
 		return -maxIndex - 1
 	}
 	return s.lo
@@ -116,14 +116,14 @@ func TestBinsCollapse(t *testing.T) {
 	for i := range int32(128) {
 		s.add(i, 1, minBuffer)
 	}
-	if s.collapsed || s.lo != 0 || s.len() != 128 || s.width != 1 {
-		t.Fatalf("128 ones: run %d+%d of %d bits, collapsed %v", s.lo, s.len(), s.width, s.collapsed)
+	if s.collapsed() || s.lo != 0 || s.len() != 128 || s.width() != 1 {
+		t.Fatalf("128 ones: run %d+%d of %d bits, collapsed %v", s.lo, s.len(), s.width(), s.collapsed())
 	}
 	s.add(227, 1, minBuffer)
 	// Bins 100 … 227 fit at 1 bit, but 100 then sums 101 ones, 7 bits: 18 bins fit,
 	// 210 … 227, and 210 sums all 128 ones, 8 bits: 16 bins, 212 … 227, which hold.
-	if !s.collapsed || s.lo != 212 || s.len() != 16 || s.width != 8 || s.get(0) != 128 || s.get(15) != 1 {
-		t.Fatalf("collapsed to run %d+%d of %d bits, lowest %d, highest %d", s.lo, s.len(), s.width, s.get(0), s.get(s.len()-1))
+	if !s.collapsed() || s.lo != 212 || s.len() != 16 || s.width() != 8 || s.get(0) != 128 || s.get(15) != 1 {
+		t.Fatalf("collapsed to run %d+%d of %d bits, lowest %d, highest %d", s.lo, s.len(), s.width(), s.get(0), s.get(s.len()-1))
 	}
 	s.add(-5, 2, minBuffer) // below the run: counted in its lowest bin
 	if s.lo != 212 || s.get(0) != 130 {
@@ -131,8 +131,8 @@ func TestBinsCollapse(t *testing.T) {
 	}
 	s.reset()
 	s.add(-5, 1, 0)
-	if s.collapsed || s.lo > -5 {
-		t.Fatalf("after a reset the run starts at %d, collapsed %v", s.lo, s.collapsed)
+	if s.collapsed() || s.lo > -5 {
+		t.Fatalf("after a reset the run starts at %d, collapsed %v", s.lo, s.collapsed())
 	}
 }
 

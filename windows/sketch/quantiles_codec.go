@@ -30,10 +30,10 @@ func (q *Quantiles) AppendBinary(dst []byte) ([]byte, error) {
 
 func (s *bins) appendBinary(dst []byte) []byte {
 	dst = wire.AppendVarint(dst, int64(s.lo))
-	dst = wire.AppendUvarint(dst, uint64(s.n))
-	dst = append(dst, s.width)
-	dst = wire.AppendBool(dst, s.collapsed)
-	return append(dst, s.b[:binBytes(s.len(), s.width)]...)
+	dst = wire.AppendUvarint(dst, uint64(s.len()))
+	dst = append(dst, s.width())
+	dst = wire.AppendBool(dst, s.collapsed())
+	return append(dst, s.b[:binBytes(s.len(), s.width())]...)
 }
 
 // UnmarshalBinary reads what AppendBinary wrote into an empty sketch (windows.Codec). The
@@ -69,7 +69,7 @@ func (s *bins) unmarshal(r *wire.Reader, total uint64) uint64 {
 	switch {
 	case r.Err() != nil:
 		return 0
-	case lo < -maxIndex || lo > maxIndex || n > uint64(maxIndex-lo+1):
+	case lo < -maxIndex || lo > maxIndex || n > uint64(maxIndex-lo+1) || n > runBins:
 		r.Failf("bins %d…%d+%d outside ±%d", lo, lo, n, maxIndex)
 		return 0
 	case width > maxPacked && width != 64, (width == 0) != (n == 0):
@@ -85,7 +85,11 @@ func (s *bins) unmarshal(r *wire.Reader, total uint64) uint64 {
 		r.Failf("bits set past the last count")
 		return 0
 	}
-	*s = bins{lo: int32(lo), n: uint16(n), width: width, collapsed: collapsed, b: append([]byte(nil), b...)}
+	*s = bins{lo: int32(lo), b: append([]byte(nil), b...)}
+	if collapsed {
+		s.run = runCollapsed
+	}
+	s.setRun(int(n), width)
 	for j := range s.len() {
 		var carry uint64
 		if total, carry = bits.Add64(total, s.get(j), 0); carry != 0 {

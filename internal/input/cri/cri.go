@@ -16,23 +16,32 @@ const (
 	// Complete: msg and time hold a whole message.
 	Complete Result = iota
 	// Partial: the line was a part of a longer message, kept until its last part, or
-	// skipped with the rest of a message that is dropped.
+	// skipped with the rest of a message that is dropped (see TooLong).
 	Partial
 	// Malformed: the line is not a CRI line; it is dropped.
 	Malformed
-	// TooLong: the joined message passed the cap; it is dropped whole, the parts after the
-	// cap included, and this is its one count.
+	// TooLong: the joined message passed the cap, or was refused the memory to be joined
+	// in (MaxPending, the Joiner's room); it is dropped whole, its parts after the refusal
+	// included, and this, at its last part, is its one count.
 	TooLong
 	// Discarded: the line ended a message that lost a part the reader skipped for its
 	// length (see Dropped); the reader counted that, so the message is dropped uncounted.
 	Discarded
 )
 
-// MaxPending bounds the messages being joined at once (one per file and stream). A part
-// that would start one more is dropped and counted as TooLong, each part alike; as
-// nothing is kept of that message, its last (F) part cannot be told from a whole message
-// and is handed on as one.
-const MaxPending = 4096
+// MaxPending bounds the messages in progress at once (one per file and stream), being
+// joined or being dropped until their last part. A part that would start one more is
+// refused: its message is dropped whole, counted once as TooLong, and what is kept of it
+// until its last part is a mark without its bytes.
+//
+// maxTracked bounds those marks too, each a few dozen bytes: past MaxPending messages in
+// progress and as many marked, a part that would start one more can only be counted as
+// TooLong, each part alike, and the last (F) part of its message, which cannot be told
+// from a whole message, is handed on as one.
+const (
+	MaxPending = 4096
+	maxTracked = 2 * MaxPending
+)
 
 // Bytes HeldBytes counts for each message being joined besides its buffer and its
 // stream's name (the record, its map entry), and for each file with one (the file's map
@@ -49,8 +58,10 @@ const (
 type Joiner struct {
 	max     int
 	pending map[string]map[string]*stream // by source, then stream name; no empty inner map
-	n       int                           // messages being joined: streams in pending
+	n       int                           // messages being joined or skipped: streams in pending
 	held    atomic.Int64
+	// room reports whether the process may hold n more bytes (Bound); nil is no bound.
+	room func(n int64) bool
 }
 
 type stream struct {
@@ -61,6 +72,13 @@ type stream struct {
 
 // New returns a Joiner capping joined messages at max bytes.
 func New(max int) *Joiner { return &Joiner{max: max, pending: map[string]map[string]*stream{}} }
+
+// Bound makes the Joiner ask room whether it may hold n more bytes when a message's
+// buffer would grow by n: a part that room refuses drops its message as one past the cap
+// does (TooLong), so that what the Joiner holds stays within the memory bound it is
+// charged to. room is called by the Joiner's goroutine, on a buffer's growth, not on
+// every line; what HeldBytes grew by since the caller last read it is not in n.
+func (j *Joiner) Bound(room func(n int64) bool) { j.room = room }
 
 // parse splits a CRI line; partial says whether its tag is P (else F).
 func parse(line []byte) (time, name []byte, partial bool, msg []byte, ok bool) {
@@ -108,9 +126,14 @@ func (j *Joiner) Feed(source string, line []byte) (msg, time []byte, r Result) {
 		case len(s.buf)+len(msg) > j.max:
 			j.overflow(s)
 		default:
-			before := cap(s.buf)
-			s.buf = append(s.buf, msg...)
-			j.held.Add(int64(cap(s.buf) - before))
+			grown := append(s.buf, msg...)
+			n := int64(cap(grown) - cap(s.buf))
+			if n > 0 && j.room != nil && !j.room(n) {
+				j.overflow(s)
+				break
+			}
+			s.buf = grown
+			j.held.Add(n)
 		}
 		return nil, nil, Partial
 	}
@@ -171,9 +194,10 @@ func (j *Joiner) Release(source string) {
 // what keeps them. It is safe to call from any goroutine.
 func (j *Joiner) HeldBytes() int64 { return j.held.Load() }
 
-// open starts a message of source's stream name, or returns nil when MaxPending are.
+// open starts a message of source's stream name: one to join, one to skip (overflow) when
+// MaxPending are tracked, or nil when maxTracked are.
 func (j *Joiner) open(source string, name []byte) *stream {
-	if j.n >= MaxPending {
+	if j.n >= maxTracked {
 		return nil
 	}
 	streams := j.pending[source]
@@ -182,7 +206,7 @@ func (j *Joiner) open(source string, name []byte) *stream {
 		j.pending[source] = streams
 		j.held.Add(sourceOverhead)
 	}
-	s := &stream{}
+	s := &stream{overflow: j.n >= MaxPending}
 	streams[string(name)] = s
 	j.n++
 	j.held.Add(int64(streamOverhead + len(name)))

@@ -157,8 +157,8 @@ func FuzzFeed(f *testing.F) {
 				t.Fatalf("HeldBytes %d, holding %d", j.HeldBytes(), held)
 			}
 		}
-		if j.n > MaxPending {
-			t.Fatalf("%d pending", j.n)
+		if joining := j.n - skipping(j); j.n > maxTracked || joining > MaxPending {
+			t.Fatalf("%d tracked, %d of them joined", j.n, joining)
 		}
 		j.Release("f")
 		j.Release("g")
@@ -182,4 +182,106 @@ func recount(j *Joiner) int64 {
 		return -1
 	}
 	return held
+}
+
+// skipping counts the messages j tracks without joining them.
+func skipping(j *Joiner) int {
+	n := 0
+	for _, streams := range j.pending {
+		for _, s := range streams {
+			if s.overflow {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// Past MaxPending messages being joined, a message refused a place is dropped whole and
+// counted once, at its last part; only past as many more it is counted part by part, its
+// last part a message of its own.
+func TestPendingCap(t *testing.T) {
+	j := New(100)
+	open := func(from, to int) {
+		for i := from; i < to; i++ {
+			if _, _, r := j.Feed(fmt.Sprint("f", i), []byte("t1 stdout P a")); r != Partial {
+				t.Fatalf("opening message %d: %v", i, r)
+			}
+		}
+	}
+	feed := func(source string) []Result {
+		var got []Result
+		for _, l := range []string{"t1 stdout P a", "t1 stdout P b", "t1 stdout P c", "t2 stdout F d"} {
+			_, _, r := j.Feed(source, []byte(l))
+			got = append(got, r)
+		}
+		return got
+	}
+	open(0, MaxPending)
+	if got, want := feed("refused"), []Result{Partial, Partial, Partial, TooLong}; !slices.Equal(got, want) {
+		t.Errorf("a message refused a place: %v, want %v", got, want)
+	}
+	if j.n != MaxPending {
+		t.Errorf("%d messages tracked after the refused one ended, want %d", j.n, MaxPending)
+	}
+	open(MaxPending, maxTracked)
+	if skipped := skipping(j); skipped != MaxPending {
+		t.Errorf("%d of the messages past MaxPending skipped, want %d", skipped, MaxPending)
+	}
+	if got, want := feed("untracked"), []Result{TooLong, TooLong, TooLong, Complete}; !slices.Equal(got, want) {
+		t.Errorf("past maxTracked: %v, want %v", got, want)
+	}
+	if msg, _, r := j.Feed("f0", []byte("t2 stdout F z")); r != Complete || string(msg) != "az" {
+		t.Errorf("a message joined before the cap: %q %v", msg, r)
+	}
+}
+
+// Under a bound on what it holds (Bound), a Joiner joins the messages that fit and drops
+// the others whole, each counted once; none of their parts passes for a message, and what
+// it holds stays within the bound. Messages of 40 files are cut at random (critest.Split)
+// and their parts interleaved.
+func TestBound(t *testing.T) {
+	const bound = 2_000
+	r := rand.New(rand.NewPCG(7, 11))
+	j := New(1 << 20)
+	j.Bound(func(n int64) bool { return j.HeldBytes()+n <= bound })
+	type file struct {
+		source string
+		lines  []string
+	}
+	var files []file
+	written := map[string]bool{}
+	for f := range 40 {
+		var lines []string
+		for m := range 20 {
+			msg := fmt.Sprintf("<%d.%d:%s>", f, m, strings.Repeat("x", r.IntN(200)))
+			written[msg] = true
+			lines = append(lines, critest.Split(r, "t", "stdout", msg)...)
+		}
+		files = append(files, file{fmt.Sprint("f", f), lines})
+	}
+	joined, dropped := 0, 0
+	for len(files) > 0 {
+		k := r.IntN(len(files))
+		f := &files[k]
+		msg, _, res := j.Feed(f.source, []byte(f.lines[0]))
+		if f.lines = f.lines[1:]; len(f.lines) == 0 {
+			files = slices.Delete(files, k, k+1)
+		}
+		switch res {
+		case Complete:
+			if !written[string(msg)] {
+				t.Fatalf("%q is not a message written", msg)
+			}
+			joined++
+		case TooLong:
+			dropped++
+		}
+		if held := j.HeldBytes() - int64(len(j.pending)*sourceOverhead+j.n*(streamOverhead+len("stdout"))); held > bound {
+			t.Fatalf("holding %d bytes of messages, past the bound %d", held, bound)
+		}
+	}
+	if joined+dropped != len(written) || joined == 0 || dropped == 0 {
+		t.Errorf("%d messages joined and %d dropped of %d: want each once, some of both", joined, dropped, len(written))
+	}
 }
