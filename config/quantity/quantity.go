@@ -335,6 +335,49 @@ type Family struct {
 	// Top is set for the top values' family (TopSuffix): per window, the K values of the
 	// ranked label with the largest sums, the label's pair added to the series' pairs.
 	Top *Top
+	// The readers of the families not read as one number, each from its summary (the
+	// Summary-th; NativeSummary's for NativeSketch): Buckets of the Histogram, TopValues
+	// of the Top family, NativeSketch of a Native histogram.
+	Buckets      func(s windows.Summary, dst []float64)
+	TopValues    func(s windows.Summary, dst []sketch.TopValue) []sketch.TopValue
+	NativeSketch func(s windows.Summary) *sketch.Quantiles
+}
+
+// readBuckets sets h to a window histogram: the cumulative counts of the bounds, the count
+// (the +Inf bucket) and the sum; zeros for a summary that holds none. The summary is taken
+// as the concrete sketch.Buckets, not an interface, so that the callback below stays on
+// the stack: a scrape reads one histogram per series and window.
+func readBuckets(s windows.Summary, h []float64) {
+	b, ok := s.(*sketch.Buckets)
+	if !ok {
+		clear(h)
+		return
+	}
+	i := 0
+	b.Cumulative(func(_ float64, n uint64) {
+		if i < len(h)-2 {
+			h[i] = float64(n)
+			i++
+		}
+	})
+	h[len(h)-2], h[len(h)-1] = float64(b.Count()), b.Sum()
+}
+
+// nativeSketch is the quantile sketch a native histogram is made of, an empty one for a
+// summary that is none.
+func nativeSketch(s windows.Summary) *sketch.Quantiles {
+	if q, ok := s.(*sketch.Quantiles); ok {
+		return q
+	}
+	return new(sketch.Quantiles)
+}
+
+// topValues reads the top values of a window, with the rule's K and Min.
+func (t *Top) topValues(s windows.Summary, dst []sketch.TopValue) []sketch.TopValue {
+	if top, ok := s.(*sketch.Top); ok {
+		return top.Top(t.K, t.Min, dst)
+	}
+	return dst
 }
 
 // WindowFamilies are the windowed families s exports, in table order, then the histogram,
@@ -380,7 +423,7 @@ func (s *Spec) WindowFamilies() []Family {
 			sum = " sum it across instances for histogram_quantile (a native histogram, within 2%)."
 		}
 		f := Family{Suffix: HistogramSuffix, Summary: len(o.Summaries), Histogram: len(s.Buckets) > 0,
-			Native: s.NativeHistogram, NativeSummary: native,
+			Native: s.NativeHistogram, NativeSummary: native, Buckets: readBuckets, NativeSketch: nativeSketch,
 			Help: strings.TrimSpace(s.help() + " " + s.ValueName + " of the lines" + sliding +
 				", as a gauge histogram: the buckets count the window's values, so never apply rate() or increase() to it;" + sum)}
 		if f.Histogram {
@@ -398,7 +441,7 @@ func (s *Spec) WindowFamilies() []Family {
 			text += fmt.Sprintf(", of those at least %v", t.Min)
 		}
 		text += fmt.Sprintf("; each at most the window's total/%d below its true sum (more once --series.max-bytes is reached and the summaries are pruned harder), never above it.", t.Capacity+1)
-		out = append(out, Family{Suffix: TopSuffix, Summary: len(o.Summaries), Top: t, Help: strings.TrimSpace(text)})
+		out = append(out, Family{Suffix: TopSuffix, Summary: len(o.Summaries), Top: t, TopValues: t.topValues, Help: strings.TrimSpace(text)})
 		o.Summaries = append(o.Summaries, windows.SummaryKind{})
 	}
 	for _, a := range keyed {

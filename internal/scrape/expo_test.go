@@ -1,4 +1,4 @@
-package exporter
+package scrape
 
 import (
 	"bytes"
@@ -57,7 +57,7 @@ func TestWriteTextAsRegistry(t *testing.T) {
 func checkAsRegistry(t *testing.T, c *Collector) string {
 	t.Helper()
 	var text bytes.Buffer
-	if err := c.WriteText(&text, nil, nil); err != nil {
+	if err := c.WriteText(&text, nil); err != nil {
 		t.Fatal(err)
 	}
 	parser := expfmt.NewTextParser(model.UTF8Validation)
@@ -120,7 +120,7 @@ func TestScrapeChangesNothing(t *testing.T) {
 	c := collectorAt(fixed(set), &now)
 	before, used := state()
 	var first bytes.Buffer
-	if err := c.WriteText(&first, nil, nil); err != nil {
+	if err := c.WriteText(&first, nil); err != nil {
 		t.Fatal(err)
 	}
 	mustCount(t, c)
@@ -133,7 +133,7 @@ func TestScrapeChangesNothing(t *testing.T) {
 		t.Errorf("after Expire: %v (%d bytes, %d before), want %v and fewer bytes", got, usedAfter, used, want)
 	}
 	var second bytes.Buffer
-	if err := c.WriteText(&second, nil, nil); err != nil {
+	if err := c.WriteText(&second, nil); err != nil {
 		t.Fatal(err)
 	}
 	if first.String() != second.String() {
