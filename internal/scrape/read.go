@@ -36,10 +36,13 @@ func (c *Collector) Scrape(keep func(name string) bool, format expfmt.Format) ex
 	if set == nil {
 		return s
 	}
-	s.v, s.p = c.view(set), c.planOf(set)
+	// Two references: the scrape's, and the self-metrics' (pending) until they take it.
+	s.v, s.p = c.view(set, 2), c.planOf(set)
 	// Rules whose families cannot be named are left out, counted once per scrape.
 	c.failed.Add(uint64(s.p.unnamed))
-	c.pending.Store(s.v)
+	if old := c.pending.Swap(s.v); old != nil {
+		c.release(old) // another scrape's, which its self-metrics did not take
+	}
 	return s
 }
 
@@ -114,11 +117,16 @@ func (s *Scrape) Write(w *exporter.Writer) error {
 	return nil
 }
 
-// Close lets the view go, unless the self-metrics have taken it already.
+// Close lets the view go, with the self-metrics' reference unless they took it.
 func (s *Scrape) Close() {
-	if s.v != nil {
-		s.c.pending.CompareAndSwap(s.v, nil)
+	if s.v == nil {
+		return
 	}
+	if s.c.pending.CompareAndSwap(s.v, nil) {
+		s.c.release(s.v)
+	}
+	s.c.release(s.v)
+	s.v = nil
 }
 
 // reader reads one rule into its snapshot, with the scratch the reads need, kept from one

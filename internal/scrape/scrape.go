@@ -64,6 +64,8 @@ type Collector struct {
 	// for the self-metrics gathered next (see Scrape).
 	plan    atomic.Pointer[plan]
 	pending atomic.Pointer[view]
+	// spareView is a view released, whose buffers the next one reuses.
+	spareView atomic.Pointer[view]
 	// free are readers kept from one scrape to the next, so that a scrape leaves little
 	// garbage.
 	free freeList
@@ -117,9 +119,14 @@ func (c *Collector) ruleStats() []selfmetric.RuleStats {
 		return nil
 	}
 	v := c.pending.Swap(nil)
-	if v == nil || v.set != set {
-		v = c.view(set)
+	if v != nil && v.set != set {
+		c.release(v) // a view of the Set before a reload
+		v = nil
 	}
+	if v == nil {
+		v = c.view(set, 1)
+	}
+	defer c.release(v)
 	out := make([]selfmetric.RuleStats, 0, len(v.rules))
 	for i := range v.rules {
 		rv := &v.rules[i]
@@ -145,6 +152,9 @@ func (c *Collector) ruleStats() []selfmetric.RuleStats {
 type view struct {
 	set   *store.Set
 	rules []ruleView
+	// refs counts its users: a scrape, the self-metrics; the last one to release it
+	// hands it back to the Collector.
+	refs atomic.Int32
 }
 
 // ruleView is one rule's part of a view.
@@ -164,12 +174,21 @@ type ruleView struct {
 
 // view takes the view of set now. Series whose label values do not fit their rule's labels
 // cannot be exported: they are left out, and counted (misfits) for the self-metrics.
-func (c *Collector) view(set *store.Set) *view {
-	v := &view{set: set, rules: make([]ruleView, set.NumRules())}
+func (c *Collector) view(set *store.Set, refs int32) *view {
+	v := c.spareView.Swap(nil)
+	if v == nil {
+		v = new(view)
+	}
+	v.set = set
+	v.refs.Store(refs)
+	n := set.NumRules()
+	v.rules = slices.Grow(v.rules[:0], n)[:n]
 	for i := range v.rules {
 		r, rv := set.Rule(i), &v.rules[i]
+		buf := rv.series[:0]
+		*rv = ruleView{}
 		rv.now, rv.since = c.clocks(set, r)
-		all, matched := r.Snapshot(nil)
+		all, matched := r.Snapshot(buf)
 		labels := len(r.Config().Labels)
 		kept := all[:0]
 		for _, s := range all {
@@ -188,6 +207,19 @@ func (c *Collector) view(set *store.Set) *view {
 		rv.series, rv.matched = kept, matched
 	}
 	return v
+}
+
+// release drops a reference to v; the last one keeps its buffers for the next view, the
+// series let go so that removed ones may go.
+func (c *Collector) release(v *view) {
+	if v.refs.Add(-1) != 0 {
+		return
+	}
+	for i := range v.rules {
+		clear(v.rules[i].series)
+	}
+	v.set = nil
+	c.spareView.CompareAndSwap(nil, v)
 }
 
 // clocks returns the second rule r is read at and the second its rates count from.

@@ -26,7 +26,8 @@ func (c *Collector) WindowSums() []WindowSums {
 	if set == nil {
 		return nil
 	}
-	v := c.view(set)
+	v := c.view(set, 1)
+	defer c.release(v)
 	var stats, more []windows.Stats
 	out := make([]WindowSums, 0, set.NumRules())
 	for i := range v.rules {
