@@ -70,6 +70,8 @@ func newProtoShape(spec *RuleSpec) protoShape {
 
 func (p *protoWriter) writer() io.Writer { return p.w }
 
+func (p *protoWriter) failed() error { return p.err }
+
 func (p *protoWriter) flush() error {
 	if p.err == nil && len(*p.buf) > 0 {
 		_, p.err = p.w.Write(*p.buf)

@@ -70,6 +70,8 @@ type textWriter struct {
 
 func (t *textWriter) writer() io.Writer { return t.w }
 
+func (t *textWriter) failed() error { return t.err }
+
 func (t *textWriter) family(r *RuleSnapshot, f int) {
 	r.text.encode(r, true, appendTextPair)
 	walk(t, r, f)

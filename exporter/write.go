@@ -79,7 +79,8 @@ func (x *Writer) Write(r *RuleSnapshot, f int) error {
 	}
 	r.sort()
 	x.fw.family(r, f)
-	return nil
+	// A client that went away fails the flush: the rules left are not read for it.
+	return x.fail(x.fw.failed())
 }
 
 // gatheredBefore writes the gathered families whose names before passes.
@@ -98,7 +99,7 @@ func (x *Writer) gatheredBefore(before func(name string) bool) error {
 }
 
 func (x *Writer) fail(err error) error {
-	if x.err == nil {
+	if x.err == nil && err != nil {
 		x.err = err
 	}
 	return x.err
@@ -151,6 +152,8 @@ type familyWriter interface {
 	// writer is where the gathered families go once flushed.
 	writer() io.Writer
 	flush() error
+	// failed is the error of a flush of the samples, nil while there is none.
+	failed() error
 }
 
 // sampleWriter is how a format writes the samples walk walks.
