@@ -169,8 +169,8 @@ func (x *reader) read(r *store.Rule, rv *ruleView, p *rulePlan, native bool) {
 		}
 		for wi := range nw {
 			g := snap.Gauges(i, wi)
-			for _, fam := range p.fams {
-				if fam.Stat != nil {
+			for k := range p.fams {
+				if fam := &p.fams[k]; fam.Stat != nil {
 					if v, ok := fam.Stat(&stats[wi]); ok {
 						g[0] = v
 					}
@@ -194,8 +194,8 @@ func (x *reader) readSummaries(r *store.Rule, s *store.Series, now int64, i, nw 
 	for wi := range nw {
 		sums := x.sums[wi*kinds : (wi+1)*kinds]
 		g := snap.Gauges(i, wi)
-		for _, fam := range p.fams {
-			switch {
+		for k := range p.fams {
+			switch fam := &p.fams[k]; {
 			case fam.Stat != nil:
 				g = g[1:]
 			case fam.SummaryValue != nil:
@@ -209,7 +209,7 @@ func (x *reader) readSummaries(r *store.Rule, s *store.Series, now int64, i, nw 
 					snap.AddTop(i, wi, tv.Item, tv.Sum)
 				}
 			default:
-				readHistogram(snap, &fam, sums, i, wi)
+				readHistogram(snap, fam, sums, i, wi)
 				if fam.Native && snap.WantsNative() {
 					snap.SetNative(i, wi, x.native.native(fam.NativeSketch(sums[fam.NativeSummary])))
 				}

@@ -262,9 +262,6 @@ type rulePlan struct {
 	// the _total); summaries: some family reads the series' summaries.
 	fams      []quantity.Family
 	summaries bool
-	native    bool
-	// nativeSummary is the summary native histograms are read from.
-	nativeSummary int
 }
 
 // planOf returns the families of set in name order, built once per Set.
@@ -317,9 +314,6 @@ func newRulePlan(r *store.Rule) (rulePlan, error) {
 		switch {
 		case wf.Histogram || wf.Native:
 			f.Kind, f.Native = exporter.Histogram, wf.Native
-			if wf.Native {
-				rp.native, rp.nativeSummary = true, wf.NativeSummary
-			}
 		case wf.Top != nil:
 			f.Top = true
 		}
