@@ -152,3 +152,34 @@ func mapsEqual(a, b map[string]bool) bool {
 	}
 	return true
 }
+
+// TestOneViewPerScrape checks that the self-metrics gathered during a scrape count the
+// series of the view the scrape reads (the store is walked once), and that a view no
+// gather took is let go when the scrape ends.
+func TestOneViewPerScrape(t *testing.T) {
+	set := mustSet(t, storetest.Config(10, storetest.CountRule("http_requests", storetest.MinFive, "status")), nil)
+	feed(set.NewSink(), []line{{labels: []string{"200"}, now: start}})
+	now := int64(start + 1)
+	c := collectorAt(fixed(set), &now)
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(c)
+	for _, gather := range []bool{true, false} {
+		s := c.Scrape(nil, expfmt.FmtText)
+		v := c.pending.Load()
+		if v == nil {
+			t.Fatal("the scrape left no view for the self-metrics")
+		}
+		if gather {
+			if _, err := reg.Gather(); err != nil {
+				t.Fatal(err)
+			}
+			if c.pending.Load() != nil {
+				t.Error("the self-metrics did not take the scrape's view")
+			}
+		}
+		s.Close()
+		if c.pending.Load() != nil || v.refs.Load() != 0 {
+			t.Errorf("gather %v: the view is still held (%d references)", gather, v.refs.Load())
+		}
+	}
+}
