@@ -182,7 +182,7 @@ func (p *protoWriter) histogram(i, wi int, h []float64, nh *nativeRef) {
 		b = protowire.AppendFixed64(b, math.Float64bits(bound))
 	}
 	if nh != nil {
-		b = p.r.appendNative(b, nh)
+		b = append(b, p.r.nativeFields(nh)...)
 	}
 	// The histogram's length goes before it: its bytes move up by as many as that takes.
 	n := len(b) - at
@@ -229,6 +229,18 @@ func appendLabelPair(b []byte, name, value string) []byte {
 	b = protowire.AppendString(b, name)
 	b = protowire.AppendTag(b, fieldLabelValue, protowire.BytesType)
 	return protowire.AppendString(b, value)
+}
+
+// nativeFields are the native fields of nh's Histogram message, encoded on the first call
+// and kept in the snapshot: the protobuf writer walks a family twice, counting then
+// writing.
+func (r *RuleSnapshot) nativeFields(nh *nativeRef) []byte {
+	if nh.pb[1] == 0 {
+		from := len(r.nativePB)
+		r.nativePB = r.appendNative(r.nativePB, nh)
+		nh.pb = [2]int32{int32(from), int32(len(r.nativePB))}
+	}
+	return r.nativePB[nh.pb[0]:nh.pb[1]]
 }
 
 // appendNative appends the native fields of a Histogram message: its schema, zero bucket

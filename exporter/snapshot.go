@@ -159,10 +159,11 @@ type RuleSnapshot struct {
 	hists  []float64
 	// natives holds one per series and window when the snapshot is for the protobuf
 	// format and the rule has a native histogram; spans and deltas are their buckets.
-	natives []nativeRef
-	spans   []BucketSpan
-	deltas  []int64
-	tops    []topSample
+	natives  []nativeRef
+	spans    []BucketSpan
+	deltas   []int64
+	nativePB []byte
+	tops     []topSample
 	// sorted: tops and order are sorted, as the first family written needs them.
 	sorted bool
 	// order lists (series, window) pairs in the order of a windowed family's samples,
@@ -209,7 +210,7 @@ func (r *RuleSnapshot) Reset(shape *Shape, n int, native bool) {
 	}
 	r.hists = slices.Grow(r.hists[:0], n*nw*width)[:n*nw*width]
 	clear(r.hists)
-	r.natives, r.spans, r.deltas = r.natives[:0], r.spans[:0], r.deltas[:0]
+	r.natives, r.spans, r.deltas, r.nativePB = r.natives[:0], r.spans[:0], r.deltas[:0], r.nativePB[:0]
 	if native && hasNative {
 		r.natives = slices.Grow(r.natives, n*nw)[:n*nw]
 		clear(r.natives)
@@ -290,8 +291,9 @@ type nativeRef struct {
 	zeroThreshold    float64
 	count, zeroCount uint64
 	sum              float64
-	// negSpans, posSpans and the deltas are [from, to) in spans and deltas.
-	negSpans, posSpans, negDeltas, posDeltas [2]int32
+	// negSpans, posSpans and the deltas are [from, to) in spans and deltas; pb is where
+	// its protobuf fields are in the snapshot's nativePB once encoded (never empty).
+	negSpans, posSpans, negDeltas, posDeltas, pb [2]int32
 }
 
 // SetNative sets series i's native histogram of window wi (when WantsNative); its spans
