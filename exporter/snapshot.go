@@ -255,8 +255,8 @@ func (r *RuleSnapshot) Buckets(i, wi int) []float64 {
 	return r.hists[at : at+width : at+width]
 }
 
-// WantsNative reports whether the snapshot holds native histograms (SetNative).
-func (r *RuleSnapshot) WantsNative() bool { return len(r.natives) > 0 }
+// HoldsNatives reports whether the snapshot holds native histograms, to be set (SetNative).
+func (r *RuleSnapshot) HoldsNatives() bool { return len(r.natives) > 0 }
 
 // AddTop adds a ranked value of series i in window wi: the ranked label's value and its
 // sum. The item is kept until Release.
@@ -296,7 +296,7 @@ type nativeRef struct {
 	negSpans, posSpans, negDeltas, posDeltas, pb [2]int32
 }
 
-// SetNative sets series i's native histogram of window wi (when WantsNative); its spans
+// SetNative sets series i's native histogram of window wi (when HoldsNatives); its spans
 // and deltas are copied.
 func (r *RuleSnapshot) SetNative(i, wi int, h *NativeHistogram) {
 	n := nativeRef{schema: h.Schema, zeroThreshold: h.ZeroThreshold, count: h.Count, zeroCount: h.ZeroCount, sum: h.Sum}

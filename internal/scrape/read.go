@@ -210,7 +210,7 @@ func (x *reader) readSummaries(r *store.Rule, s *store.Series, now int64, i, nw 
 				}
 			default:
 				readHistogram(snap, fam, sums, i, wi)
-				if fam.Native && snap.WantsNative() {
+				if fam.Native && snap.HoldsNatives() {
 					snap.SetNative(i, wi, x.native.native(fam.NativeSketch(sums[fam.NativeSummary])))
 				}
 			}
