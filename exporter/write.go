@@ -59,8 +59,8 @@ func NewWriter(w io.Writer, format expfmt.Format, gathered []*dto.MetricFamily) 
 	return x
 }
 
-// WantsNative reports whether the format has native histograms: snapshots written by w
-// should hold them.
+// WantsNative reports whether the format has native histograms: snapshots written in
+// it should hold them (RuleSnapshot.Reset).
 func WantsNative(format expfmt.Format) bool {
 	switch format.FormatType() {
 	case expfmt.TypeProtoDelim, expfmt.TypeProtoText, expfmt.TypeProtoCompact:
