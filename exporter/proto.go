@@ -182,7 +182,7 @@ func (p *protoWriter) histogram(i, wi int, h []float64, nh *nativeRef) {
 		b = protowire.AppendFixed64(b, math.Float64bits(bound))
 	}
 	if nh != nil {
-		b = append(b, p.r.nativeFields(nh)...)
+		b = append(b, p.r.nativePB[nh.pb[0]:nh.pb[1]]...)
 	}
 	// The histogram's length goes before it: its bytes move up by as many as that takes.
 	n := len(b) - at
@@ -231,29 +231,17 @@ func appendLabelPair(b []byte, name, value string) []byte {
 	return protowire.AppendString(b, value)
 }
 
-// nativeFields are the native fields of nh's Histogram message, encoded on the first call
-// and kept in the snapshot: the protobuf writer walks a family twice, counting then
-// writing.
-func (r *RuleSnapshot) nativeFields(nh *nativeRef) []byte {
-	if nh.pb[1] == 0 {
-		from := len(r.nativePB)
-		r.nativePB = r.appendNative(r.nativePB, nh)
-		nh.pb = [2]int32{int32(from), int32(len(r.nativePB))}
-	}
-	return r.nativePB[nh.pb[0]:nh.pb[1]]
-}
-
 // appendNative appends the native fields of a Histogram message: its schema, zero bucket
 // and the spans and deltas of each sign.
-func (r *RuleSnapshot) appendNative(b []byte, nh *nativeRef) []byte {
+func appendNative(b []byte, h *NativeHistogram) []byte {
 	b = protowire.AppendTag(b, fieldHistSchema, protowire.VarintType)
-	b = protowire.AppendVarint(b, protowire.EncodeZigZag(int64(nh.schema)))
+	b = protowire.AppendVarint(b, protowire.EncodeZigZag(int64(h.Schema)))
 	b = protowire.AppendTag(b, fieldHistZeroThreshold, protowire.Fixed64Type)
-	b = protowire.AppendFixed64(b, math.Float64bits(nh.zeroThreshold))
+	b = protowire.AppendFixed64(b, math.Float64bits(h.ZeroThreshold))
 	b = protowire.AppendTag(b, fieldHistZeroCount, protowire.VarintType)
-	b = protowire.AppendVarint(b, nh.zeroCount)
-	b = r.appendBuckets(b, nh.negSpans, nh.negDeltas, fieldHistNegSpan, fieldHistNegDelta)
-	if nh.count == 0 {
+	b = protowire.AppendVarint(b, h.ZeroCount)
+	b = appendBuckets(b, h.NegSpans, h.NegDeltas, fieldHistNegSpan, fieldHistNegDelta)
+	if h.Count == 0 {
 		// A no-op span, so that an empty histogram still reads as a native one (a scraper
 		// tells them from classic ones by their spans or zero bucket).
 		b = protowire.AppendTag(b, fieldHistPosSpan, protowire.BytesType)
@@ -263,12 +251,12 @@ func (r *RuleSnapshot) appendNative(b []byte, nh *nativeRef) []byte {
 		b = protowire.AppendTag(b, fieldSpanLength, protowire.VarintType)
 		b = append(b, 0)
 	}
-	return r.appendBuckets(b, nh.posSpans, nh.posDeltas, fieldHistPosSpan, fieldHistPosDelta)
+	return appendBuckets(b, h.PosSpans, h.PosDeltas, fieldHistPosSpan, fieldHistPosDelta)
 }
 
 // appendBuckets appends the spans and deltas of one sign, as the fields given.
-func (r *RuleSnapshot) appendBuckets(b []byte, spans, deltas [2]int32, spanField, deltaField protowire.Number) []byte {
-	for _, s := range r.spans[spans[0]:spans[1]] {
+func appendBuckets(b []byte, spans []BucketSpan, deltas []int64, spanField, deltaField protowire.Number) []byte {
+	for _, s := range spans {
 		off := protowire.EncodeZigZag(int64(s.Offset))
 		b = protowire.AppendTag(b, spanField, protowire.BytesType)
 		b = protowire.AppendVarint(b, uint64(2+protowire.SizeVarint(off)+protowire.SizeVarint(uint64(s.Length))))
@@ -277,7 +265,7 @@ func (r *RuleSnapshot) appendBuckets(b []byte, spans, deltas [2]int32, spanField
 		b = protowire.AppendTag(b, fieldSpanLength, protowire.VarintType)
 		b = protowire.AppendVarint(b, uint64(s.Length))
 	}
-	for _, d := range r.deltas[deltas[0]:deltas[1]] {
+	for _, d := range deltas {
 		b = protowire.AppendTag(b, deltaField, protowire.VarintType)
 		b = protowire.AppendVarint(b, protowire.EncodeZigZag(d))
 	}

@@ -158,10 +158,8 @@ type RuleSnapshot struct {
 	values []float64
 	hists  []float64
 	// natives holds one per series and window when the snapshot is for the protobuf
-	// format and the rule has a native histogram; spans and deltas are their buckets.
+	// format and the rule has a native histogram, their buckets in nativePB.
 	natives  []nativeRef
-	spans    []BucketSpan
-	deltas   []int64
 	nativePB []byte
 	tops     []topSample
 	// sorted: tops and order are sorted, as the first family written needs them.
@@ -210,7 +208,7 @@ func (r *RuleSnapshot) Reset(shape *Shape, n int, native bool) {
 	}
 	r.hists = slices.Grow(r.hists[:0], n*nw*width)[:n*nw*width]
 	clear(r.hists)
-	r.natives, r.spans, r.deltas, r.nativePB = r.natives[:0], r.spans[:0], r.deltas[:0], r.nativePB[:0]
+	r.natives, r.nativePB = r.natives[:0], r.nativePB[:0]
 	if native && hasNative {
 		r.natives = slices.Grow(r.natives, n*nw)[:n*nw]
 		clear(r.natives)
@@ -284,33 +282,22 @@ type BucketSpan struct {
 	Length uint32
 }
 
-// nativeRef is a NativeHistogram as a snapshot holds it: its buckets in the snapshot's
-// spans and deltas.
+// nativeRef is a NativeHistogram as a snapshot holds it: its count and sum, and where its
+// fields are in the snapshot's nativePB. Only the protobuf format has native histograms,
+// so they are kept as its fields, encoded once at SetNative: a few bytes a bucket, where
+// the deltas would take eight.
 type nativeRef struct {
-	schema           int32
-	zeroThreshold    float64
-	count, zeroCount uint64
-	sum              float64
-	// negSpans, posSpans and the deltas are [from, to) in spans and deltas; pb is where
-	// its protobuf fields are in the snapshot's nativePB once encoded (never empty).
-	negSpans, posSpans, negDeltas, posDeltas, pb [2]int32
+	count uint64
+	sum   float64
+	pb    [2]int32
 }
 
-// SetNative sets series i's native histogram of window wi (when HoldsNatives); its spans
-// and deltas are copied.
+// SetNative sets series i's native histogram of window wi (when HoldsNatives); h is not
+// kept.
 func (r *RuleSnapshot) SetNative(i, wi int, h *NativeHistogram) {
-	n := nativeRef{schema: h.Schema, zeroThreshold: h.ZeroThreshold, count: h.Count, zeroCount: h.ZeroCount, sum: h.Sum}
-	n.negSpans, r.spans = appendRun(r.spans, h.NegSpans)
-	n.negDeltas, r.deltas = appendRun(r.deltas, h.NegDeltas)
-	n.posSpans, r.spans = appendRun(r.spans, h.PosSpans)
-	n.posDeltas, r.deltas = appendRun(r.deltas, h.PosDeltas)
-	r.natives[i*len(r.shape.spec.Windows)+wi] = n
-}
-
-func appendRun[T any](dst, src []T) ([2]int32, []T) {
-	from := len(dst)
-	dst = append(dst, src...)
-	return [2]int32{int32(from), int32(len(dst))}, dst
+	from := len(r.nativePB)
+	r.nativePB = appendNative(r.nativePB, h)
+	r.natives[i*len(r.shape.spec.Windows)+wi] = nativeRef{count: h.Count, sum: h.Sum, pb: [2]int32{int32(from), int32(len(r.nativePB))}}
 }
 
 // sort orders the top values and the samples of the windowed families as the exposition
