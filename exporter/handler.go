@@ -1,10 +1,8 @@
 package exporter
 
 import (
-	"bytes"
 	"io"
 	"log"
-	"maps"
 	"net/http"
 	"slices"
 	"strconv"
@@ -14,16 +12,25 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 )
 
+// Source is what a Handler serves besides a registry's families: the rule families.
+type Source interface {
+	// Scrape starts a scrape in format of the families keep passes (all when nil); the
+	// Handler gathers the registry before writing it.
+	Scrape(keep func(name string) bool, format expfmt.Format) Scrape
+}
+
 // Handler serves a scrape: reg's families (the self-metrics, Go and process collectors)
-// and the rule families, as promhttp would serve reg alone with ContinueOnError and
+// and src's rule families, as promhttp would serve reg alone with ContinueOnError and
 // EnableOpenMetrics. It negotiates the format among those promhttp then offers (the text
 // format, OpenMetrics text, delimited protobuf and the protobuf text formats, each with the
 // name escaping the client asks for) and the encoding (gzip, at its fastest level, or none),
-// and honours the name[] filter. errorLog may be nil.
-func (c *Collector) Handler(reg prometheus.Gatherer, errorLog *log.Logger) http.Handler {
+// and honours the name[] filter. What a scrape holds is bounded: the rules are read one at
+// a time as they are written, and what is written goes out in flushAt chunks through the
+// compressor, so a client that stalls holds a chunk, the compressor's window and the rule
+// being written. errorLog may be nil.
+func Handler(src Source, reg prometheus.Gatherer, errorLog *log.Logger) http.Handler {
 	errs := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "promhttp_metric_handler_errors_total",
 		Help: "Total number of internal errors encountered by the promhttp metric handler.",
@@ -48,13 +55,13 @@ func (c *Collector) Handler(reg prometheus.Gatherer, errorLog *log.Logger) http.
 			keep = func(name string) bool { return slices.Contains(names, name) }
 		}
 		format := expfmt.NegotiateAccept(req.Header, expfmt.DefaultOpenMetricsAcceptedFormats()...)
-		rules := c.ReadFor(keep, format)
+		rules := src.Scrape(keep, format)
+		defer rules.Close()
 		mfs, err := reg.Gather()
 		if err != nil {
 			logf("error gathering metrics: %v", err)
 			errs.WithLabelValues("gathering").Inc()
 			if len(mfs) == 0 {
-				_ = rules.Write(io.Discard, nil) // hands the read back
 				http.Error(w, "An error has occurred while gathering metrics:\n\n"+err.Error(), http.StatusInternalServerError)
 				return
 			}
@@ -69,22 +76,30 @@ func (c *Collector) Handler(reg prometheus.Gatherer, errorLog *log.Logger) http.
 		var out io.Writer = w
 		if acceptsGzip(req.Header.Values("Accept-Encoding")) {
 			h.Set("Content-Encoding", "gzip")
-			gz := c.gzip.get(newGzipWriter)
+			gz := gzips.get(newGzipWriter)
 			gz.Reset(w)
 			defer func() {
 				if err := gz.Close(); err != nil {
 					logf("error compressing metrics: %v", err)
 				}
-				c.gzip.put(gz)
+				gzips.put(gz)
 			}()
 			out = gz
 		}
-		if err := rules.Encode(out, mfs, format); err != nil {
+		x := NewWriter(out, format, mfs)
+		err = rules.Write(x)
+		if cerr := x.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
 			logf("error encoding and sending metrics: %v", err)
 			errs.WithLabelValues("encoding").Inc()
 		}
 	})
 }
+
+// gzips is the handler's spare gzip writer.
+var gzips spare[kgzip.Writer]
 
 // newGzipWriter returns a gzip writer at its fastest level (klauspost/compress: about
 // twice compress/gzip's speed at level 1 on the exposition text, see BenchmarkCompress).
@@ -124,34 +139,4 @@ func acceptsGzip(headers []string) bool {
 		}
 	}
 	return qGzip > 0 && qGzip > qIdentity
-}
-
-// Gatherer returns the whole of a scrape as metric families: reg's, and the rule families
-// as WriteText writes them, parsed back. It serves formats other than text, and tests.
-func (c *Collector) Gatherer(reg prometheus.Gatherer) prometheus.Gatherer {
-	return prometheus.GathererFunc(func() ([]*dto.MetricFamily, error) {
-		rules := c.Read(nil)
-		mfs, err := reg.Gather()
-		all, perr := withRules(rules, mfs)
-		if perr != nil {
-			return mfs, perr
-		}
-		return all, err
-	})
-}
-
-// withRules returns mfs with the rule families read merged in, in name order.
-func withRules(rules *Scrape, mfs []*dto.MetricFamily) ([]*dto.MetricFamily, error) {
-	var text bytes.Buffer
-	if err := rules.Write(&text, nil); err != nil {
-		return nil, err
-	}
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	parsed, err := parser.TextToMetricFamilies(&text)
-	if err != nil {
-		return nil, err
-	}
-	out := slices.AppendSeq(slices.Clone(mfs), maps.Values(parsed))
-	slices.SortFunc(out, func(a, b *dto.MetricFamily) int { return strings.Compare(a.GetName(), b.GetName()) })
-	return out, nil
 }

@@ -48,14 +48,29 @@ type protoWriter struct {
 	// counting: the walk counts size, the bytes of the family's metrics, and writes none.
 	counting bool
 	size     int
-	kind     metricKind
-	rt       *ruleText
-	x        *ruleRead
+	r        *RuleSnapshot
+	f        int
 	// metric is the metric being written, head the family's header.
 	metric, head []byte
 }
 
+// protoShape is what the protobuf format writes of a Shape the same for every scrape.
+type protoShape struct {
+	// windowPairs are the window label pairs as LabelPair fields, in the spec's order.
+	windowPairs [][]byte
+}
+
+func newProtoShape(spec *RuleSpec) protoShape {
+	var p protoShape
+	for _, w := range spec.Windows {
+		p.windowPairs = append(p.windowPairs, appendLabelPair(nil, WindowLabel, w))
+	}
+	return p
+}
+
 func (p *protoWriter) writer() io.Writer { return p.w }
+
+func (p *protoWriter) failed() error { return p.err }
 
 func (p *protoWriter) flush() error {
 	if p.err == nil && len(*p.buf) > 0 {
@@ -66,62 +81,58 @@ func (p *protoWriter) flush() error {
 }
 
 // family writes a family, left out when it has no metric, as the registry leaves it out.
-func (p *protoWriter) family(rt *ruleText, x *ruleRead) {
+func (p *protoWriter) family(r *RuleSnapshot, f int) {
+	r.pb.encode(r, false, appendLabelPair)
 	p.counting, p.size = true, 0
-	write(p, rt, x)
+	walk(p, r, f)
 	if p.size == 0 {
 		return
 	}
+	fam := &r.shape.spec.Families[f]
 	typ := dto.MetricType_COUNTER
-	help := rt.fam.total.help
-	switch p.kind {
-	case kindGauge:
+	switch fam.Kind {
+	case Gauge:
 		typ = dto.MetricType_GAUGE
-	case kindHistogram:
+	case Histogram:
 		typ = dto.MetricType_GAUGE_HISTOGRAM
 	}
-	if rt.f != nil {
-		help = rt.f.help
-	}
 	h := protowire.AppendTag(p.head[:0], fieldFamilyName, protowire.BytesType)
-	h = protowire.AppendString(h, rt.name)
+	h = protowire.AppendString(h, fam.Name)
 	h = protowire.AppendTag(h, fieldFamilyHelp, protowire.BytesType)
-	h = protowire.AppendString(h, help)
+	h = protowire.AppendString(h, fam.Help)
 	h = protowire.AppendTag(h, fieldFamilyType, protowire.VarintType)
 	h = protowire.AppendVarint(h, uint64(typ))
 	p.head = h
 	b := protowire.AppendVarint(*p.buf, uint64(len(h)+p.size))
 	*p.buf = append(b, h...)
 	p.counting = false
-	write(p, rt, x)
+	walk(p, r, f)
 }
 
-func (p *protoWriter) begin(rt *ruleText, x *ruleRead, kind metricKind) {
-	p.rt, p.x, p.kind = rt, x, kind
-}
+func (p *protoWriter) begin(r *RuleSnapshot, f int) { p.r, p.f = r, f }
 
 // labels starts a metric with series i's label pairs and window wi's (−1 for none).
 func (p *protoWriter) labels(i, wi int) {
-	m := append(p.metric[:0], p.x.pbBefore(i)...)
+	m := append(p.metric[:0], p.r.pb.before(i)...)
 	if wi >= 0 {
-		m = append(m, p.rt.fam.pbWindowPairs[wi]...)
+		m = append(m, p.r.shape.pb.windowPairs[wi]...)
 	}
-	p.metric = append(m, p.x.pbAfter(i)...)
+	p.metric = append(m, p.r.pb.after(i)...)
 }
 
 func (p *protoWriter) value(i, wi int, v float64) {
 	if p.counting {
 		// Most samples are these: counted without being made.
-		n := len(p.x.pbBefore(i)) + len(p.x.pbAfter(i)) + valueBytes
+		n := len(p.r.pb.before(i)) + len(p.r.pb.after(i)) + valueBytes
 		if wi >= 0 {
-			n += len(p.rt.fam.pbWindowPairs[wi])
+			n += len(p.r.shape.pb.windowPairs[wi])
 		}
 		p.size += protowire.SizeTag(fieldFamilyMetric) + protowire.SizeBytes(n)
 		return
 	}
 	p.labels(i, wi)
 	field := protowire.Number(fieldMetricGauge)
-	if p.kind == kindCounter {
+	if p.r.shape.spec.Families[p.f].Kind == Counter {
 		field = fieldMetricCounter
 	}
 	p.metric = appendValue(p.metric, field, v)
@@ -129,16 +140,16 @@ func (p *protoWriter) value(i, wi int, v float64) {
 }
 
 func (p *protoWriter) top(ts *topSample) {
-	x, f := p.x, p.rt.fam
+	r, s := p.r, p.r.shape
 	m := p.metric[:0]
-	for _, li := range f.topOrder {
+	for _, li := range s.topOrder {
 		switch li {
 		case topWindow:
-			m = append(m, f.pbWindowPairs[ts.window]...)
+			m = append(m, s.pb.windowPairs[ts.window]...)
 		case topLabel:
-			m = appendLabelPair(m, f.topName, ts.item)
+			m = appendLabelPair(m, s.spec.TopLabel, ts.item)
 		default:
-			m = appendLabelPair(m, f.names[li], x.series[ts.series].Labels()[li])
+			m = appendLabelPair(m, s.spec.LabelNames[li], r.labels[ts.series][li])
 		}
 	}
 	p.metric = appendValue(m, fieldMetricGauge, ts.v)
@@ -148,7 +159,7 @@ func (p *protoWriter) top(ts *topSample) {
 // histogram writes a Histogram: the classic buckets but +Inf's (the count is its count),
 // and the native buckets. Its count and sum are the classic buckets', exact, when there
 // are some.
-func (p *protoWriter) histogram(i, wi int, h []float64, nh *nativeHist) {
+func (p *protoWriter) histogram(i, wi int, h []float64, nh *nativeRef) {
 	p.labels(i, wi)
 	at := len(p.metric)
 	var count uint64
@@ -162,7 +173,7 @@ func (p *protoWriter) histogram(i, wi int, h []float64, nh *nativeHist) {
 	b = protowire.AppendVarint(b, count)
 	b = protowire.AppendTag(b, fieldHistSum, protowire.Fixed64Type)
 	b = protowire.AppendFixed64(b, math.Float64bits(sum))
-	for k, bound := range p.rt.fam.bounds {
+	for k, bound := range p.r.shape.spec.Buckets {
 		b = protowire.AppendTag(b, fieldHistBucket, protowire.BytesType)
 		b = protowire.AppendVarint(b, uint64(protowire.SizeTag(fieldBucketCount)+protowire.SizeVarint(uint64(h[k]))+protowire.SizeTag(fieldBucketBound)+8))
 		b = protowire.AppendTag(b, fieldBucketCount, protowire.VarintType)
@@ -171,7 +182,7 @@ func (p *protoWriter) histogram(i, wi int, h []float64, nh *nativeHist) {
 		b = protowire.AppendFixed64(b, math.Float64bits(bound))
 	}
 	if nh != nil {
-		b = append(b, p.x.nativePB[nh.pb[0]:nh.pb[1]]...)
+		b = append(b, p.r.nativePB[nh.pb[0]:nh.pb[1]]...)
 	}
 	// The histogram's length goes before it: its bytes move up by as many as that takes.
 	n := len(b) - at
@@ -218,4 +229,45 @@ func appendLabelPair(b []byte, name, value string) []byte {
 	b = protowire.AppendString(b, name)
 	b = protowire.AppendTag(b, fieldLabelValue, protowire.BytesType)
 	return protowire.AppendString(b, value)
+}
+
+// appendNative appends the native fields of a Histogram message: its schema, zero bucket
+// and the spans and deltas of each sign.
+func appendNative(b []byte, h *NativeHistogram) []byte {
+	b = protowire.AppendTag(b, fieldHistSchema, protowire.VarintType)
+	b = protowire.AppendVarint(b, protowire.EncodeZigZag(int64(h.Schema)))
+	b = protowire.AppendTag(b, fieldHistZeroThreshold, protowire.Fixed64Type)
+	b = protowire.AppendFixed64(b, math.Float64bits(h.ZeroThreshold))
+	b = protowire.AppendTag(b, fieldHistZeroCount, protowire.VarintType)
+	b = protowire.AppendVarint(b, h.ZeroCount)
+	b = appendBuckets(b, h.NegSpans, h.NegDeltas, fieldHistNegSpan, fieldHistNegDelta)
+	if h.Count == 0 {
+		// A no-op span, so that an empty histogram still reads as a native one (a scraper
+		// tells them from classic ones by their spans or zero bucket).
+		b = protowire.AppendTag(b, fieldHistPosSpan, protowire.BytesType)
+		b = append(b, 4)
+		b = protowire.AppendTag(b, fieldSpanOffset, protowire.VarintType)
+		b = append(b, 0)
+		b = protowire.AppendTag(b, fieldSpanLength, protowire.VarintType)
+		b = append(b, 0)
+	}
+	return appendBuckets(b, h.PosSpans, h.PosDeltas, fieldHistPosSpan, fieldHistPosDelta)
+}
+
+// appendBuckets appends the spans and deltas of one sign, as the fields given.
+func appendBuckets(b []byte, spans []BucketSpan, deltas []int64, spanField, deltaField protowire.Number) []byte {
+	for _, s := range spans {
+		off := protowire.EncodeZigZag(int64(s.Offset))
+		b = protowire.AppendTag(b, spanField, protowire.BytesType)
+		b = protowire.AppendVarint(b, uint64(2+protowire.SizeVarint(off)+protowire.SizeVarint(uint64(s.Length))))
+		b = protowire.AppendTag(b, fieldSpanOffset, protowire.VarintType)
+		b = protowire.AppendVarint(b, off)
+		b = protowire.AppendTag(b, fieldSpanLength, protowire.VarintType)
+		b = protowire.AppendVarint(b, uint64(s.Length))
+	}
+	for _, d := range deltas {
+		b = protowire.AppendTag(b, deltaField, protowire.VarintType)
+		b = protowire.AppendVarint(b, protowire.EncodeZigZag(d))
+	}
+	return b
 }

@@ -93,8 +93,8 @@ type aggregation struct {
 	suffixes []string
 	// value: the aggregation means something only for a value rule.
 	value bool
-	// keep adds to opts what the wheels must keep for it.
-	keep func(opts *windows.Options)
+	// keep adds to opts what the wheels must keep for it (nil: nothing).
+	keep func(s *Spec, opts *windows.Options)
 	flag func(a *Aggregations) *bool
 	// key names the rule key that turns the aggregation on (it needs more than a name, as
 	// `distinct:` its template); such a row is not an `aggregations:` value.
@@ -144,7 +144,7 @@ var aggregationTable = []aggregation{
 			}
 			return strings.Join(ps, " ") + " of " + s.ValueName
 		}},
-	{name: "distinct", suffixes: []string{DistinctSuffix}, key: "distinct", flag: func(a *Aggregations) *bool { return &a.Distinct },
+	{name: "distinct", suffixes: []string{DistinctSuffix}, key: "distinct", keep: keepDistinct, flag: func(a *Aggregations) *bool { return &a.Distinct },
 		summarised: distinctFamilies, short: func(*Spec) string { return "different distinct: values" }},
 }
 
@@ -154,9 +154,14 @@ const absent = " (absent while the window holds no line)"
 // sliding ends the HELP of every windowed family.
 const sliding = " over the sliding window in the window label, computed by the exporter at scrape time"
 
-func keepEvents(o *windows.Options)    { o.Events = true }
-func keepExtrema(o *windows.Options)   { o.Extrema = true }
-func keepQuantiles(o *windows.Options) { o.Summaries = append(o.Summaries, sketch.QuantilesKind) }
+func keepEvents(_ *Spec, o *windows.Options)  { o.Events = true }
+func keepExtrema(_ *Spec, o *windows.Options) { o.Extrema = true }
+func keepQuantiles(_ *Spec, o *windows.Options) {
+	o.Summaries = append(o.Summaries, sketch.QuantilesKind)
+}
+func keepDistinct(s *Spec, o *windows.Options) {
+	o.Summaries = append(o.Summaries, sketch.DistinctKind(s.DistinctItem))
+}
 
 // quantileFamilies are a gauge per quantile of s, read from its sketch; a window without a
 // value has none.
@@ -290,26 +295,10 @@ func (s *Spec) gaugeSuffixes() []string {
 func (s *Spec) KeepsNativeSketch() bool { return s.NativeHistogram && !s.Aggregations.Quantiles }
 
 // Options returns what the wheels of s must keep for its aggregations, and for its
-// buckets, top values and distinct count (summaries of their own).
+// buckets, top values and distinct count (summaries of their own): what WindowFamilies
+// adds while it numbers the summaries its families read.
 func (s *Spec) Options() windows.Options {
-	var o windows.Options
-	for _, a := range aggregationTable {
-		if *a.flag(&s.Aggregations) && a.keep != nil {
-			a.keep(&o)
-		}
-	}
-	if s.KeepsNativeSketch() {
-		keepQuantiles(&o)
-	}
-	if len(s.Buckets) > 0 {
-		o.Summaries = append(o.Summaries, sketch.BucketsKind(s.Buckets))
-	}
-	if s.Top != nil {
-		o.Summaries = append(o.Summaries, sketch.TopKind(s.Top.Capacity, s.Top.Item))
-	}
-	if s.Aggregations.Distinct {
-		o.Summaries = append(o.Summaries, sketch.DistinctKind(s.DistinctItem))
-	}
+	o, _ := s.layout()
 	return o
 }
 
@@ -335,12 +324,62 @@ type Family struct {
 	// Top is set for the top values' family (TopSuffix): per window, the K values of the
 	// ranked label with the largest sums, the label's pair added to the series' pairs.
 	Top *Top
+	// The readers of the families not read as one number, each from its summary (the
+	// Summary-th; NativeSummary's for NativeSketch): Buckets of the Histogram, TopValues
+	// of the Top family, NativeSketch of a Native histogram.
+	Buckets      func(s windows.Summary, dst []float64)
+	TopValues    func(s windows.Summary, dst []sketch.TopValue) []sketch.TopValue
+	NativeSketch func(s windows.Summary) *sketch.Quantiles
+}
+
+// readBuckets sets h to a window histogram: the cumulative counts of the bounds, the count
+// (the +Inf bucket) and the sum; zeros for a summary that holds none. The summary is taken
+// as the concrete sketch.Buckets, not an interface, so that the callback below stays on
+// the stack: a scrape reads one histogram per series and window.
+func readBuckets(s windows.Summary, h []float64) {
+	b, ok := s.(*sketch.Buckets)
+	if !ok {
+		clear(h)
+		return
+	}
+	i := 0
+	b.Cumulative(func(_ float64, n uint64) {
+		if i < len(h)-2 {
+			h[i] = float64(n)
+			i++
+		}
+	})
+	h[len(h)-2], h[len(h)-1] = float64(b.Count()), b.Sum()
+}
+
+// nativeSketch is the quantile sketch a native histogram is made of, an empty one for a
+// summary that is none.
+func nativeSketch(s windows.Summary) *sketch.Quantiles {
+	if q, ok := s.(*sketch.Quantiles); ok {
+		return q
+	}
+	return new(sketch.Quantiles)
+}
+
+// topValues reads the top values of a window, with the rule's K and Min.
+func (t *Top) topValues(s windows.Summary, dst []sketch.TopValue) []sketch.TopValue {
+	if top, ok := s.(*sketch.Top); ok {
+		return top.Top(t.K, t.Min, dst)
+	}
+	return dst
 }
 
 // WindowFamilies are the windowed families s exports, in table order, then the histogram,
-// the top values and the distinct count. The summaries are numbered as Options adds their
-// kinds, so Family.Summary indexes a window's summaries of a layout made with Options.
+// the top values and the distinct count. Family.Summary indexes a window's summaries of a
+// layout made with Options: both come from one walk (layout), which numbers a summary as
+// it adds its kind.
 func (s *Spec) WindowFamilies() []Family {
+	_, out := s.layout()
+	return out
+}
+
+// layout is what the wheels of s keep and the families read from it.
+func (s *Spec) layout() (windows.Options, []Family) {
 	var out []Family
 	var o windows.Options
 	var keyed []aggregation
@@ -350,12 +389,12 @@ func (s *Spec) WindowFamilies() []Family {
 			continue
 		}
 		if a.key != "" {
-			keyed = append(keyed, a) // Options adds their kinds after top's
+			keyed = append(keyed, a) // their kinds go after top's
 			continue
 		}
 		kinds := len(o.Summaries)
 		if a.keep != nil {
-			a.keep(&o) // as Options does, so that kinds is the summary's index
+			a.keep(s, &o) // so that kinds is the summary's index
 		}
 		if a.flag(&s.Aggregations) == &s.Aggregations.Quantiles {
 			native = kinds
@@ -371,7 +410,7 @@ func (s *Spec) WindowFamilies() []Family {
 	}
 	if s.KeepsNativeSketch() {
 		native = len(o.Summaries)
-		keepQuantiles(&o)
+		keepQuantiles(s, &o)
 	}
 	if len(s.Buckets) > 0 || s.NativeHistogram {
 		// The text formats show only the buckets: their HELP is the one they always had.
@@ -380,11 +419,11 @@ func (s *Spec) WindowFamilies() []Family {
 			sum = " sum it across instances for histogram_quantile (a native histogram, within 2%)."
 		}
 		f := Family{Suffix: HistogramSuffix, Summary: len(o.Summaries), Histogram: len(s.Buckets) > 0,
-			Native: s.NativeHistogram, NativeSummary: native,
+			Native: s.NativeHistogram, NativeSummary: native, Buckets: readBuckets, NativeSketch: nativeSketch,
 			Help: strings.TrimSpace(s.help() + " " + s.ValueName + " of the lines" + sliding +
 				", as a gauge histogram: the buckets count the window's values, so never apply rate() or increase() to it;" + sum)}
 		if f.Histogram {
-			o.Summaries = append(o.Summaries, windows.SummaryKind{})
+			o.Summaries = append(o.Summaries, sketch.BucketsKind(s.Buckets))
 		}
 		out = append(out, f)
 	}
@@ -398,14 +437,14 @@ func (s *Spec) WindowFamilies() []Family {
 			text += fmt.Sprintf(", of those at least %v", t.Min)
 		}
 		text += fmt.Sprintf("; each at most the window's total/%d below its true sum (more once --series.max-bytes is reached and the summaries are pruned harder), never above it.", t.Capacity+1)
-		out = append(out, Family{Suffix: TopSuffix, Summary: len(o.Summaries), Top: t, Help: strings.TrimSpace(text)})
-		o.Summaries = append(o.Summaries, windows.SummaryKind{})
+		out = append(out, Family{Suffix: TopSuffix, Summary: len(o.Summaries), Top: t, TopValues: t.topValues, Help: strings.TrimSpace(text)})
+		o.Summaries = append(o.Summaries, sketch.TopKind(t.Capacity, t.Item))
 	}
 	for _, a := range keyed {
 		out = append(out, a.summarised(s, len(o.Summaries))...)
-		o.Summaries = append(o.Summaries, windows.SummaryKind{})
+		a.keep(s, &o)
 	}
-	return out
+	return o, out
 }
 
 // distinctFamilies is the count of different texts of the rule's distinct: template; 0

@@ -47,8 +47,9 @@ type Stats struct {
 	Polling bool
 	// Files has one entry per path being read, sorted by path.
 	Files []FileStats
-	// Datagrams is set for an input that receives datagrams.
-	Datagrams *DatagramStats
+	// Counters are what the input's kind counts beyond what every kind shares, each
+	// described by the kind (a socket's datagrams).
+	Counters []Counter
 	// MalformedLines counts lines the input's fields rules could not read, or that are not
 	// of its wrapper's format; Unmatched the lines of its format that no rule matched.
 	MalformedLines uint64
@@ -66,14 +67,11 @@ type FileStats struct {
 	BytesBehind int64
 }
 
-// DatagramStats are the counters of a socket input.
-type DatagramStats struct {
-	// Received counts datagrams read from the socket; Malformed those without a syslog
-	// header, handed on whole.
-	Received  uint64
-	Malformed uint64
-	// DroppedKernel counts datagrams the kernel dropped for a full receive buffer;
-	// DroppedQueue those read but dropped for a full queue to the parser.
-	DroppedKernel uint64
-	DroppedQueue  uint64
+// Counter is one count of an input kind's own: the self-metric family it is a sample of
+// (its name and HELP, and at most one label besides the input's, with its value), so that
+// the exposition reports it without knowing the kind.
+type Counter struct {
+	Name, Help        string
+	Label, LabelValue string
+	Value             uint64
 }

@@ -12,7 +12,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/logwindow/logwindow_exporter/config"
+	"github.com/logwindow/logwindow_exporter/exporter"
 	"github.com/logwindow/logwindow_exporter/internal/input/syslog/syslogtest"
+	"github.com/logwindow/logwindow_exporter/internal/testutil/metrictest"
 )
 
 // nginxPodLog is a pod's CRI log as the official nginx image writes it: the access log
@@ -127,7 +129,7 @@ rules:
 	self := prometheus.NewPedanticRegistry()
 	coll := p.Collector()
 	self.MustRegister(coll)
-	reg := coll.Gatherer(self)
+	reg := metrictest.Scraped(exporter.Handler(coll, self, nil))
 	syslogtest.Send(t, "unixgram", sock,
 		"<190>Nov 24 05:28:09 web-1 nginx: GET / 200",
 		"<190>Nov 24 05:28:10 web-1 nginx: GET / 200",

@@ -12,6 +12,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/logwindow/logwindow_exporter/config"
+	"github.com/logwindow/logwindow_exporter/exporter"
+	"github.com/logwindow/logwindow_exporter/internal/testutil/metrictest"
 )
 
 // TestTwoInputsOneSeries: two inputs write the same series (each its own part of them) at
@@ -51,7 +53,7 @@ rules:
 	coll := p.Collector()
 	reg := prometheus.NewPedanticRegistry()
 	reg.MustRegister(coll)
-	scrape := coll.Gatherer(reg)
+	scrape := metrictest.Scraped(exporter.Handler(coll, reg, nil))
 
 	const rounds, perRound = 20, 500
 	want := map[string]int{}

@@ -8,11 +8,11 @@ import (
 	"sync/atomic"
 
 	"github.com/logwindow/logwindow_exporter/config"
-	"github.com/logwindow/logwindow_exporter/exporter"
 	"github.com/logwindow/logwindow_exporter/internal/input"
 	"github.com/logwindow/logwindow_exporter/internal/input/cri"
 	"github.com/logwindow/logwindow_exporter/internal/input/follow"
 	"github.com/logwindow/logwindow_exporter/internal/input/syslog"
+	"github.com/logwindow/logwindow_exporter/internal/selfmetric"
 	"github.com/logwindow/logwindow_exporter/internal/store"
 	"github.com/logwindow/logwindow_exporter/parser"
 )
@@ -215,7 +215,7 @@ func (g *generation) input(source string) config.Input {
 }
 
 // stats is the input's snapshot with what the pipeline counts of it.
-func (in *stream) stats() exporter.InputStats {
+func (in *stream) stats() selfmetric.InputStats {
 	st := in.running.Stats()
 	st.TooLong += in.tooLong.Load()
 	st.MalformedLines = in.malformed.Load()
@@ -223,7 +223,7 @@ func (in *stream) stats() exporter.InputStats {
 	if in.files != nil {
 		st.Formats = in.files.Formats()
 	}
-	return exporter.InputStats{Input: in.label, Stats: st}
+	return selfmetric.InputStats{Input: in.label, Stats: st}
 }
 
 // syncInputs starts the inputs of cfg that are not running and stops those cfg no longer

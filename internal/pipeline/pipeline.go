@@ -16,7 +16,8 @@ import (
 	"time"
 
 	"github.com/logwindow/logwindow_exporter/config"
-	"github.com/logwindow/logwindow_exporter/exporter"
+	"github.com/logwindow/logwindow_exporter/internal/scrape"
+	"github.com/logwindow/logwindow_exporter/internal/selfmetric"
 	"github.com/logwindow/logwindow_exporter/internal/store"
 	"github.com/logwindow/logwindow_exporter/parser"
 )
@@ -227,9 +228,9 @@ func (p *Pipeline) Stop() {
 }
 
 // Collector returns the collector of the self-metrics of rules, inputs and reloads, which
-// also writes the current rules' families (exporter.Collector.Handler serves both).
-func (p *Pipeline) Collector() *exporter.Collector {
-	return exporter.NewCollector(exporter.CollectorOptions{
+// also reads the current rules' families for a scrape (exporter.Handler serves both).
+func (p *Pipeline) Collector() *scrape.Collector {
+	return scrape.NewCollector(scrape.Options{
 		Set:    func() *store.Set { return p.gen.Load().set },
 		Now:    p.clock.second,
 		Wall:   p.clock.wall,
@@ -239,10 +240,10 @@ func (p *Pipeline) Collector() *exporter.Collector {
 	})
 }
 
-func (p *Pipeline) reloadStats() exporter.ReloadStats {
+func (p *Pipeline) reloadStats() selfmetric.ReloadStats {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return exporter.ReloadStats{Successful: p.reloadErr == nil, LastSuccess: p.lastSuccess}
+	return selfmetric.ReloadStats{Successful: p.reloadErr == nil, LastSuccess: p.lastSuccess}
 }
 
 // ReloadError is why the last reload was refused (the config's problems, one per line, or
@@ -253,10 +254,10 @@ func (p *Pipeline) ReloadError() error {
 	return p.reloadErr
 }
 
-func (p *Pipeline) inputStats() []exporter.InputStats {
+func (p *Pipeline) inputStats() []selfmetric.InputStats {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	out := make([]exporter.InputStats, 0, len(p.inputs))
+	out := make([]selfmetric.InputStats, 0, len(p.inputs))
 	for _, in := range p.inputs {
 		out = append(out, in.stats())
 	}

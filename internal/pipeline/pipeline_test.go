@@ -13,7 +13,7 @@ import (
 	"weak"
 
 	"github.com/logwindow/logwindow_exporter/config"
-	"github.com/logwindow/logwindow_exporter/exporter"
+	"github.com/logwindow/logwindow_exporter/internal/selfmetric"
 )
 
 // A reload that arrives during shutdown (a SIGHUP racing SIGTERM) must not start followers
@@ -72,7 +72,7 @@ func appendTo(t *testing.T, path, text string) {
 }
 
 // waitRead waits until the pipeline's one input has handed on n lines.
-func waitRead(t *testing.T, p *Pipeline, n uint64) exporter.InputStats {
+func waitRead(t *testing.T, p *Pipeline, n uint64) selfmetric.InputStats {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {

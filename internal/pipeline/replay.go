@@ -9,9 +9,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/logwindow/logwindow_exporter/config"
-	"github.com/logwindow/logwindow_exporter/exporter"
 	"github.com/logwindow/logwindow_exporter/internal/input/cri"
 	"github.com/logwindow/logwindow_exporter/internal/input/follow"
+	"github.com/logwindow/logwindow_exporter/internal/scrape"
 	"github.com/logwindow/logwindow_exporter/internal/store"
 	"github.com/logwindow/logwindow_exporter/parser"
 )
@@ -52,7 +52,7 @@ func Replay(cfg *config.Config, files []string, opts Options, w io.Writer) error
 	if err != nil {
 		return err
 	}
-	c := exporter.NewCollector(exporter.CollectorOptions{
+	c := scrape.NewCollector(scrape.Options{
 		Set:   func() *store.Set { return gen.set },
 		Now:   func() int64 { return now },
 		Wall:  func() int64 { return now },
@@ -60,11 +60,7 @@ func Replay(cfg *config.Config, files []string, opts Options, w io.Writer) error
 	})
 	reg := prometheus.NewPedanticRegistry()
 	reg.MustRegister(c)
-	families, err := reg.Gather()
-	if err != nil {
-		return err
-	}
-	if err := c.WriteText(w, families, nil); err != nil {
+	if err := c.WriteText(w, reg); err != nil {
 		return err
 	}
 	errs := []error{fs.write(opts.Summary), fs.misfits("replay")}

@@ -12,7 +12,9 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/logwindow/logwindow_exporter/config"
+	"github.com/logwindow/logwindow_exporter/exporter"
 	"github.com/logwindow/logwindow_exporter/internal/input/syslog/syslogtest"
+	"github.com/logwindow/logwindow_exporter/internal/testutil/metrictest"
 )
 
 const syslogRules = `
@@ -112,7 +114,7 @@ func TestSyslogInputs(t *testing.T) {
 	self := prometheus.NewPedanticRegistry()
 	coll := p.Collector()
 	self.MustRegister(coll)
-	reg := coll.Gatherer(self)
+	reg := metrictest.Scraped(exporter.Handler(coll, self, nil))
 
 	line := `127.0.0.1 - - [24/Nov/2026:05:28:09 +0000] "GET / HTTP/1.1" %d 2 "-" "ua" 0.000 -`
 	syslogtest.Send(t, "unixgram", sock,

@@ -14,6 +14,8 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/logwindow/logwindow_exporter/config"
+	"github.com/logwindow/logwindow_exporter/exporter"
+	"github.com/logwindow/logwindow_exporter/internal/testutil/metrictest"
 )
 
 const warmRules = `
@@ -52,7 +54,7 @@ func gatherPipeline(t *testing.T, p *Pipeline) map[string]float64 {
 	reg := prometheus.NewPedanticRegistry()
 	coll := p.Collector()
 	reg.MustRegister(coll)
-	mfs, err := coll.Gatherer(reg).Gather()
+	mfs, err := metrictest.Scraped(exporter.Handler(coll, reg, nil)).Gather()
 	if err != nil {
 		t.Fatal(err)
 	}

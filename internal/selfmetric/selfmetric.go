@@ -3,7 +3,11 @@
 // the dashboard read the same names back, so none of them spells a name of its own.
 package selfmetric
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/logwindow/logwindow_exporter/internal/input"
+)
 
 // Namespace starts every self-metric's name; config keeps rule names out of it.
 const Namespace = "logwindow"
@@ -17,6 +21,16 @@ type Metric struct {
 
 // Desc is the descriptor the exposition sends samples of m with.
 func (m Metric) Desc() *prometheus.Desc { return prometheus.NewDesc(m.Name, m.Help, m.Labels, nil) }
+
+// Count is a sample of m, an input's counter as its kind reports it (input.Stats.Counters):
+// m's labels are the input's and at most one more, whose value labelValue gives.
+func (m Metric) Count(v uint64, labelValue ...string) input.Counter {
+	c := input.Counter{Name: m.Name, Help: m.Help, Value: v}
+	if len(m.Labels) > 1 && len(labelValue) > 0 {
+		c.Label, c.LabelValue = m.Labels[1], labelValue[0]
+	}
+	return c
+}
 
 // The self-metrics, by what they count.
 var (

@@ -25,11 +25,12 @@ import (
 
 	"github.com/logwindow/logwindow_exporter/config"
 	"github.com/logwindow/logwindow_exporter/exporter"
+	rulescrape "github.com/logwindow/logwindow_exporter/internal/scrape"
 	"github.com/logwindow/logwindow_exporter/internal/store"
+	"github.com/logwindow/logwindow_exporter/internal/testutil/metrictest"
 	"github.com/logwindow/logwindow_exporter/parser"
 
 	"github.com/logwindow/logwindow_exporter/internal/testutil/hardening"
-	"github.com/logwindow/logwindow_exporter/internal/testutil/metrictest"
 )
 
 // loadHardeningConfig loads testdata/hardening/name for a log that is never followed.
@@ -107,14 +108,14 @@ func TestUniqueURIsStayWithinBudget(t *testing.T) {
 	const now = 1_700_000_000
 	sink := set.NewSink()
 	sink.SetNow(now, now)
-	coll := exporter.NewCollector(exporter.CollectorOptions{
+	coll := rulescrape.NewCollector(rulescrape.Options{
 		Set:   func() *store.Set { return set },
 		Now:   func() int64 { return now },
 		Start: now,
 	})
 	self := prometheus.NewPedanticRegistry()
 	self.MustRegister(coll)
-	reg := coll.Gatherer(self)
+	reg := metrictest.Scraped(exporter.Handler(coll, self, nil))
 
 	base := heapAfterGC()
 	var line []byte

@@ -26,6 +26,7 @@ import (
 	"github.com/logwindow/logwindow_exporter/exporter"
 	"github.com/logwindow/logwindow_exporter/internal/configwatch"
 	"github.com/logwindow/logwindow_exporter/internal/pipeline"
+	rulescrape "github.com/logwindow/logwindow_exporter/internal/scrape"
 	"github.com/logwindow/logwindow_exporter/internal/selfmetric"
 	"github.com/logwindow/logwindow_exporter/internal/server/status"
 )
@@ -154,7 +155,7 @@ func Serve(cfg *config.Config, popts pipeline.Options, webFlags *web.FlagConfig,
 
 // NewRegistry holds the collectors of the self-metrics a scrape of /metrics reads; the
 // rule families are written by the pipeline's collector next to them.
-func NewRegistry(coll *exporter.Collector) *prometheus.Registry {
+func NewRegistry(coll *rulescrape.Collector) *prometheus.Registry {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(
 		coll,
@@ -167,10 +168,10 @@ func NewRegistry(coll *exporter.Collector) *prometheus.Registry {
 
 // NewMux serves metrics, the status page with its line tester and the lifecycle endpoints
 // of p.
-func NewMux(p *pipeline.Pipeline, coll *exporter.Collector, reg *prometheus.Registry, o Options) *http.ServeMux {
+func NewMux(p *pipeline.Pipeline, coll *rulescrape.Collector, reg *prometheus.Registry, o Options) *http.ServeMux {
 	logger := o.Logger
 	mux := http.NewServeMux()
-	var metrics http.Handler = coll.Handler(reg, slog.NewLogLogger(logger.Handler(), slog.LevelError))
+	var metrics http.Handler = exporter.Handler(coll, reg, slog.NewLogLogger(logger.Handler(), slog.LevelError))
 	if o.MaxRequests > 0 {
 		metrics = newScrapeLimiter(o.MaxRequests, scrapeStall, scrapeWait).handler(metrics)
 	}

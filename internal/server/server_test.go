@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/common/promslog"
 
 	"github.com/logwindow/logwindow_exporter/config"
+	"github.com/logwindow/logwindow_exporter/exporter"
 	"github.com/logwindow/logwindow_exporter/internal/pipeline"
 
 	"github.com/logwindow/logwindow_exporter/internal/testutil/metrictest"
@@ -137,7 +138,7 @@ func startExporterWith(t testing.TB, rules func(logPath string) string, lifecycl
 	// compares every pair of samples, would take minutes; the tests lint every scrape state.
 	if _, bench := t.(*testing.B); !bench {
 		t.Cleanup(func() {
-			if problems, err := testutil.GatherAndLint(coll.Gatherer(reg)); err != nil || len(problems) > 0 {
+			if problems, err := testutil.GatherAndLint(metrictest.Scraped(exporter.Handler(coll, reg, nil))); err != nil || len(problems) > 0 {
 				t.Errorf("lint: %v %v", err, problems)
 			}
 		})

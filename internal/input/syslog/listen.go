@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/logwindow/logwindow_exporter/internal/input"
+	"github.com/logwindow/logwindow_exporter/internal/selfmetric"
 )
 
 // DefaultSocketMode lets the socket's owner and group write to it, not any local user: a
@@ -242,11 +243,11 @@ func (l *Listener) Stats() input.Stats {
 		LinesRead: l.lines.Load(),
 		TooLong:   l.tooLong.Load(),
 		Errors:    l.errs.Load(),
-		Datagrams: &input.DatagramStats{
-			Received:      l.received.Load(),
-			Malformed:     l.malformed.Load(),
-			DroppedKernel: l.droppedKernel.Load(),
-			DroppedQueue:  l.droppedQueue.Load(),
+		Counters: []input.Counter{
+			selfmetric.InputDatagrams.Count(l.received.Load()),
+			selfmetric.InputMalformedDatagrams.Count(l.malformed.Load()),
+			selfmetric.InputDroppedDatagrams.Count(l.droppedKernel.Load(), "receive_buffer"),
+			selfmetric.InputDroppedDatagrams.Count(l.droppedQueue.Load(), "queue"),
 		},
 	}
 }

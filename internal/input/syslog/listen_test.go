@@ -13,6 +13,7 @@ import (
 
 	"github.com/logwindow/logwindow_exporter/internal/input"
 	"github.com/logwindow/logwindow_exporter/internal/input/syslog/syslogtest"
+	"github.com/logwindow/logwindow_exporter/internal/selfmetric"
 )
 
 // collector gathers what a Listener hands on.
@@ -87,7 +88,7 @@ func TestListenReceives(t *testing.T) {
 			if !slices.Equal(got, want) {
 				t.Errorf("lines = %q, want %q", got, want)
 			}
-			if s := l.Stats(); s.LinesRead != 3 || *s.Datagrams != (input.DatagramStats{Received: 3, Malformed: 1}) {
+			if s := l.Stats(); s.LinesRead != 3 || received(s) != 3 || count(s, selfmetric.InputMalformedDatagrams.Name, "") != 1 {
 				t.Errorf("stats = %+v", s)
 			}
 		})
@@ -103,7 +104,7 @@ func TestListenTooLong(t *testing.T) {
 	if got := c.wait(t, 1); !slices.Equal(got, []string{"short"}) {
 		t.Errorf("lines = %q", got)
 	}
-	if s := l.Stats(); s.Datagrams.Received != 2 || s.TooLong != 1 {
+	if s := l.Stats(); received(s) != 2 || s.TooLong != 1 {
 		t.Errorf("stats = %+v", s)
 	}
 }
@@ -125,14 +126,15 @@ func TestListenQueueFull(t *testing.T) {
 		datagrams[i] = "x"
 	}
 	syslogtest.Send(t, "unixgram", path, datagrams...)
-	for l.Stats().Datagrams.Received < sent {
+	for received(l.Stats()) < sent {
 		time.Sleep(time.Millisecond) // polling for the reader goroutine, not a timing assertion
 	}
 	close(release)
-	s := *l.Stats().Datagrams
-	delivered := len(c.wait(t, sent-int(s.DroppedQueue)))
-	if s.DroppedQueue == 0 || uint64(delivered)+s.DroppedQueue != sent {
-		t.Errorf("delivered %d + dropped %d != sent %d (stats %+v)", delivered, s.DroppedQueue, sent, s)
+	s := l.Stats()
+	dropped := count(s, selfmetric.InputDroppedDatagrams.Name, "queue")
+	delivered := len(c.wait(t, sent-int(dropped)))
+	if dropped == 0 || uint64(delivered)+dropped != sent {
+		t.Errorf("delivered %d + dropped %d != sent %d (stats %+v)", delivered, dropped, sent, s)
 	}
 	// At most the queue plus the one datagram the stalled handler holds got through.
 	if delivered > queue+1 {
@@ -248,3 +250,17 @@ func TestStopKeepsReplacedFile(t *testing.T) {
 		t.Errorf("replaced file: %q, %v", b, err)
 	}
 }
+
+// count is the input's counter of the family name with the label value given ("" for
+// none).
+func count(s input.Stats, name, labelValue string) uint64 {
+	for _, c := range s.Counters {
+		if c.Name == name && c.LabelValue == labelValue {
+			return c.Value
+		}
+	}
+	return 0
+}
+
+// received counts the datagrams received.
+func received(s input.Stats) uint64 { return count(s, selfmetric.InputDatagrams.Name, "") }

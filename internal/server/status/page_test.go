@@ -16,7 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/logwindow/logwindow_exporter/config"
-	"github.com/logwindow/logwindow_exporter/exporter"
+	"github.com/logwindow/logwindow_exporter/internal/scrape"
 )
 
 // pageRules are rules of every kind the rules table describes: a regex with a pattern, a
@@ -56,11 +56,11 @@ rules:
 
 // fakeWindows serves fixed window sums, counting the reads.
 type fakeWindows struct {
-	sums  []exporter.WindowSums
+	sums  []scrape.WindowSums
 	reads int
 }
 
-func (f *fakeWindows) WindowSums() []exporter.WindowSums {
+func (f *fakeWindows) WindowSums() []scrape.WindowSums {
 	f.reads++
 	return f.sums
 }
@@ -107,7 +107,7 @@ func TestRulesTable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	windows := &fakeWindows{sums: []exporter.WindowSums{
+	windows := &fakeWindows{sums: []scrape.WindowSums{
 		{Rule: "app_lines", Windows: []time.Duration{time.Minute, 5 * time.Minute}, Sums: []float64{4, 312}},
 		{Rule: "web_requests", Windows: []time.Duration{time.Minute, 5 * time.Minute}, Sums: []float64{1, 2}},
 		{Rule: "web_body_bytes", Windows: []time.Duration{time.Minute, 5 * time.Minute}, Sums: []float64{10, 1.5e9}},
@@ -224,10 +224,10 @@ type blockingWindows struct {
 	release chan struct{}
 }
 
-func (b *blockingWindows) WindowSums() []exporter.WindowSums {
+func (b *blockingWindows) WindowSums() []scrape.WindowSums {
 	b.entered <- struct{}{}
 	<-b.release
-	return []exporter.WindowSums{{Rule: "r", Windows: []time.Duration{time.Minute, 5 * time.Minute}, Sums: []float64{1, 7}}}
+	return []scrape.WindowSums{{Rule: "r", Windows: []time.Duration{time.Minute, 5 * time.Minute}, Sums: []float64{1, 7}}}
 }
 
 // TestWindowsReadOneAtATime: pages asked for at once read the windows one after the

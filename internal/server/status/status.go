@@ -22,8 +22,8 @@ import (
 	"github.com/prometheus/common/version"
 
 	"github.com/logwindow/logwindow_exporter/config"
-	"github.com/logwindow/logwindow_exporter/exporter"
 	"github.com/logwindow/logwindow_exporter/internal/explain"
+	"github.com/logwindow/logwindow_exporter/internal/scrape"
 )
 
 // MaxExplainBody bounds a POST to /-/explain; a larger body is refused with 413. 256 KiB
@@ -58,9 +58,9 @@ type Source interface {
 	ReloadError() error
 }
 
-// WindowReader reads what each rule holds in its windows now: exporter.Collector.
+// WindowReader reads what each rule holds in its windows now: scrape.Collector.
 type WindowReader interface {
-	WindowSums() []exporter.WindowSums
+	WindowSums() []scrape.WindowSums
 }
 
 // Options configure the page.

@@ -13,7 +13,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/logwindow/logwindow_exporter/config"
-	"github.com/logwindow/logwindow_exporter/exporter"
+	"github.com/logwindow/logwindow_exporter/internal/scrape"
 	"github.com/logwindow/logwindow_exporter/internal/selfmetric"
 )
 
@@ -218,7 +218,7 @@ func (o *Options) view(ctx context.Context) *view {
 
 // windowSums reads the rules' windows by rule name, one request at a time; nil when the
 // page has no WindowReader or the request ends while it waits.
-func (o *Options) windowSums(ctx context.Context) map[string]exporter.WindowSums {
+func (o *Options) windowSums(ctx context.Context) map[string]scrape.WindowSums {
 	if o.Windows == nil {
 		return nil
 	}
@@ -228,7 +228,7 @@ func (o *Options) windowSums(ctx context.Context) map[string]exporter.WindowSums
 	case <-ctx.Done():
 		return nil
 	}
-	out := map[string]exporter.WindowSums{}
+	out := map[string]scrape.WindowSums{}
 	for _, ws := range o.Windows.WindowSums() {
 		out[ws.Rule] = ws
 	}
@@ -263,7 +263,7 @@ func newInputRow(m metrics, in config.Input) inputRow {
 	return row
 }
 
-func newRuleRow(m metrics, r *config.Rule, sums exporter.WindowSums) ruleRow {
+func newRuleRow(m metrics, r *config.Rule, sums scrape.WindowSums) ruleRow {
 	row := ruleRow{Name: r.Name,
 		Matched:  m.text(selfmetric.RuleMatchedLines.Name, "rule", r.Name),
 		Series:   m.text(selfmetric.RuleSeries.Name, "rule", r.Name),

@@ -1,4 +1,4 @@
-package exporter
+package scrape
 
 import (
 	"strconv"
@@ -6,8 +6,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/logwindow/logwindow_exporter/exporter"
 	"github.com/logwindow/logwindow_exporter/internal/input"
+	"github.com/logwindow/logwindow_exporter/internal/selfmetric"
 	"github.com/logwindow/logwindow_exporter/internal/store"
+	"github.com/logwindow/logwindow_exporter/internal/testutil/metrictest"
 	"github.com/logwindow/logwindow_exporter/internal/testutil/storetest"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -55,7 +58,7 @@ func mustSet(t testing.TB, cfg *config.Config, prev *store.Set) *store.Set {
 
 // collectorAt reads set at the second *now points to.
 func collectorAt(set func() *store.Set, now *int64) *Collector {
-	return NewCollector(CollectorOptions{Set: set, Now: func() int64 { return *now }, Start: start})
+	return NewCollector(Options{Set: set, Now: func() int64 { return *now }, Start: start})
 }
 
 func fixed(s *store.Set) func() *store.Set { return func() *store.Set { return s } }
@@ -71,11 +74,11 @@ func mustCount(t testing.TB, c *Collector, names ...string) int {
 }
 
 // scraped is what a scrape of c shows, as metric families: its self-metrics gathered by a
-// pedantic registry and the rule families WriteText writes, parsed back.
+// pedantic registry and the rule families, served by the handler and parsed back.
 func scraped(c *Collector) prometheus.Gatherer {
 	reg := prometheus.NewPedanticRegistry()
 	reg.MustRegister(c)
-	return c.Gatherer(reg)
+	return metrictest.Scraped(exporter.Handler(c, reg, nil))
 }
 
 func TestCollect(t *testing.T) {
@@ -440,14 +443,16 @@ func TestGatherAndLint(t *testing.T) {
 		{rule: 1, now: 1000, value: 0.3},
 	})
 	now := int64(1001)
-	c := NewCollector(CollectorOptions{
+	c := NewCollector(Options{
 		Set:   fixed(set),
 		Now:   func() int64 { return now },
 		Start: start,
-		Inputs: func() []InputStats {
-			return []InputStats{{Input: "nginx", Stats: input.Stats{LinesRead: 3, Files: []input.FileStats{{Path: "/var/log/nginx/access.log", BytesBehind: 10}}}}}
+		Inputs: func() []selfmetric.InputStats {
+			return []selfmetric.InputStats{{Input: "nginx", Stats: input.Stats{LinesRead: 3, Files: []input.FileStats{{Path: "/var/log/nginx/access.log", BytesBehind: 10}}}}}
 		},
-		Reload: func() ReloadStats { return ReloadStats{Successful: true, LastSuccess: time.Unix(start, 0)} },
+		Reload: func() selfmetric.ReloadStats {
+			return selfmetric.ReloadStats{Successful: true, LastSuccess: time.Unix(start, 0)}
+		},
 	})
 	problems, err := testutil.GatherAndLint(scraped(c))
 	if err != nil {
@@ -464,18 +469,18 @@ func TestGatherAndLint(t *testing.T) {
 func TestSelfMetrics(t *testing.T) {
 	cases := []struct {
 		name   string
-		inputs []InputStats
-		reload ReloadStats
+		inputs []selfmetric.InputStats
+		reload selfmetric.ReloadStats
 		want   string
 	}{{
 		name: "inputs sharing a name are summed, invalid UTF-8 in paths replaced",
-		inputs: []InputStats{
+		inputs: []selfmetric.InputStats{
 			{Input: "nginx", Stats: input.Stats{LinesRead: 10, TooLong: 1, Rotations: 2, Truncations: 3, Errors: 4,
 				Files: []input.FileStats{{Path: "/a.log", BytesBehind: 5}, {Path: "/b\xff.log", BytesBehind: 6}}, Unmatched: 5}},
 			{Input: "nginx", Stats: input.Stats{LinesRead: 1, Polling: true, Files: []input.FileStats{{Path: "/a.log", BytesBehind: 7}}, Unmatched: 1}},
 			{Input: "app", Stats: input.Stats{LinesRead: 2}},
 		},
-		reload: ReloadStats{Successful: false, LastSuccess: time.Unix(1500, 500e6)},
+		reload: selfmetric.ReloadStats{Successful: false, LastSuccess: time.Unix(1500, 500e6)},
 		want: `
 # HELP logwindow_input_lines_total Complete lines read from the input.
 # TYPE logwindow_input_lines_total counter
@@ -522,7 +527,7 @@ logwindow_config_last_reload_success_timestamp_seconds 1500.5
 `,
 	}, {
 		name:   "no input and no successful load yet",
-		reload: ReloadStats{},
+		reload: selfmetric.ReloadStats{},
 		want: `
 # HELP logwindow_config_last_reload_successful Whether the last configuration load succeeded (1) or was refused (0).
 # TYPE logwindow_config_last_reload_successful gauge
@@ -531,11 +536,11 @@ logwindow_config_last_reload_successful 0
 	}}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			c := NewCollector(CollectorOptions{
+			c := NewCollector(Options{
 				Set:    func() *store.Set { return nil },
 				Now:    func() int64 { return start },
-				Inputs: func() []InputStats { return tc.inputs },
-				Reload: func() ReloadStats { return tc.reload },
+				Inputs: func() []selfmetric.InputStats { return tc.inputs },
+				Reload: func() selfmetric.ReloadStats { return tc.reload },
 			})
 			names := []string{"logwindow_input_lines_total", "logwindow_input_too_long_lines_total",
 				"logwindow_input_rotations_total", "logwindow_input_truncations_total", "logwindow_input_errors_total",
@@ -637,7 +642,7 @@ requests_window_per_second{window="1h"} 0.1
 		t.Run(tc.name, func(t *testing.T) {
 			set := mustSet(t, storetest.Config(10, storetest.EventRule("errors", hour, "status"), storetest.CountRule("requests", hour)), nil)
 			feed(set.NewSink(), tc.lines)
-			c := NewCollector(CollectorOptions{Set: fixed(set), Now: func() int64 { return now }, Start: tc.start})
+			c := NewCollector(Options{Set: fixed(set), Now: func() int64 { return now }, Start: tc.start})
 			want := `
 # HELP errors_window_per_second Requests. Per-second rate of matched lines (divided by the seconds observed while fewer than the window) over the sliding window in the window label, computed by the exporter at scrape time.
 # TYPE errors_window_per_second gauge
@@ -715,7 +720,7 @@ logwindow_rule_series{rule="requests"} 1
 				{labels: []string{"200"}, now: processing, wall: tc.lineWall, at: tc.lineWall},
 				{rule: 1, now: processing, wall: tc.lineWall},
 			})
-			c := NewCollector(CollectorOptions{
+			c := NewCollector(Options{
 				Set:   fixed(set),
 				Now:   func() int64 { return tc.scrapeNow },
 				Wall:  func() int64 { return tc.scrapeWall },

@@ -1,4 +1,4 @@
-package exporter
+package scrape
 
 import (
 	"github.com/logwindow/logwindow_exporter/internal/store"

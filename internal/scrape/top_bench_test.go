@@ -1,4 +1,4 @@
-package exporter
+package scrape
 
 import (
 	"bytes"
@@ -103,7 +103,7 @@ func BenchmarkCollectTop(b *testing.B) {
 			var text bytes.Buffer
 			for b.Loop() {
 				text.Reset()
-				if err := c.WriteText(&text, nil, nil); err != nil {
+				if err := c.WriteText(&text, nil); err != nil {
 					b.Fatal(err)
 				}
 			}

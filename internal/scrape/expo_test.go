@@ -1,4 +1,4 @@
-package exporter
+package scrape
 
 import (
 	"bytes"
@@ -57,7 +57,7 @@ func TestWriteTextAsRegistry(t *testing.T) {
 func checkAsRegistry(t *testing.T, c *Collector) string {
 	t.Helper()
 	var text bytes.Buffer
-	if err := c.WriteText(&text, nil, nil); err != nil {
+	if err := c.WriteText(&text, nil); err != nil {
 		t.Fatal(err)
 	}
 	parser := expfmt.NewTextParser(model.UTF8Validation)
@@ -120,7 +120,7 @@ func TestScrapeChangesNothing(t *testing.T) {
 	c := collectorAt(fixed(set), &now)
 	before, used := state()
 	var first bytes.Buffer
-	if err := c.WriteText(&first, nil, nil); err != nil {
+	if err := c.WriteText(&first, nil); err != nil {
 		t.Fatal(err)
 	}
 	mustCount(t, c)
@@ -133,7 +133,7 @@ func TestScrapeChangesNothing(t *testing.T) {
 		t.Errorf("after Expire: %v (%d bytes, %d before), want %v and fewer bytes", got, usedAfter, used, want)
 	}
 	var second bytes.Buffer
-	if err := c.WriteText(&second, nil, nil); err != nil {
+	if err := c.WriteText(&second, nil); err != nil {
 		t.Fatal(err)
 	}
 	if first.String() != second.String() {
@@ -151,4 +151,35 @@ func mapsEqual(a, b map[string]bool) bool {
 		}
 	}
 	return true
+}
+
+// TestOneViewPerScrape checks that the self-metrics gathered during a scrape count the
+// series of the view the scrape reads (the store is walked once), and that a view no
+// gather took is let go when the scrape ends.
+func TestOneViewPerScrape(t *testing.T) {
+	set := mustSet(t, storetest.Config(10, storetest.CountRule("http_requests", storetest.MinFive, "status")), nil)
+	feed(set.NewSink(), []line{{labels: []string{"200"}, now: start}})
+	now := int64(start + 1)
+	c := collectorAt(fixed(set), &now)
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(c)
+	for _, gather := range []bool{true, false} {
+		s := c.Scrape(nil, expfmt.FmtText)
+		v := c.pending.Load()
+		if v == nil {
+			t.Fatal("the scrape left no view for the self-metrics")
+		}
+		if gather {
+			if _, err := reg.Gather(); err != nil {
+				t.Fatal(err)
+			}
+			if c.pending.Load() != nil {
+				t.Error("the self-metrics did not take the scrape's view")
+			}
+		}
+		s.Close()
+		if c.pending.Load() != nil || v.refs.Load() != 0 {
+			t.Errorf("gather %v: the view is still held (%d references)", gather, v.refs.Load())
+		}
+	}
 }

@@ -1,9 +1,8 @@
-package exporter
+package scrape
 
 import (
 	"time"
 
-	"github.com/logwindow/logwindow_exporter/internal/store"
 	"github.com/logwindow/logwindow_exporter/windows"
 )
 
@@ -27,32 +26,25 @@ func (c *Collector) WindowSums() []WindowSums {
 	if set == nil {
 		return nil
 	}
-	sc := c.snap.get(func() *[]*store.Series { return new([]*store.Series) })
-	defer c.snap.put(sc)
+	v := c.view(set, 1)
+	defer c.release(v)
 	var stats, more []windows.Stats
 	out := make([]WindowSums, 0, set.NumRules())
-	for i := range set.NumRules() {
-		r := set.Rule(i)
-		now, since := c.clocks(set, r)
+	for i := range v.rules {
+		r, rv := set.Rule(i), &v.rules[i]
 		ws := r.Layout().Windows()
-		sums := WindowSums{Rule: r.Config().Name, Windows: ws, Sums: make([]float64, len(ws))}
-		*sc, _ = r.Snapshot((*sc)[:0])
-		for _, s := range *sc {
-			if !exported(r, s, now) {
-				continue
-			}
-			sums.Series++
-			if !r.Live(s, now) {
+		sums := WindowSums{Rule: r.Config().Name, Windows: ws, Sums: make([]float64, len(ws)), Series: len(rv.series)}
+		for _, s := range rv.series {
+			if !r.Live(s, rv.now) {
 				continue // a kept counter: its windows hold nothing
 			}
-			if stats = r.Read(s, now, since, stats[:0], &more); len(stats) != len(ws) {
+			if stats = r.Read(s, rv.now, rv.since, stats[:0], &more); len(stats) != len(ws) {
 				continue
 			}
 			for j := range stats {
 				sums.Sums[j] += stats[j].Sum
 			}
 		}
-		clear(*sc) // removed series may go
 		out = append(out, sums)
 	}
 	return out

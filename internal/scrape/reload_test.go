@@ -1,4 +1,4 @@
-package exporter
+package scrape
 
 import (
 	"fmt"
@@ -115,7 +115,7 @@ func TestConcurrentWritersScrapesReloads(t *testing.T) {
 	current.Store(&generation{set: mustSet(t, configs[0], nil), kept: keptIndex[0]})
 	var clock atomic.Int64
 	clock.Store(start)
-	c := NewCollector(CollectorOptions{
+	c := NewCollector(Options{
 		Set:   func() *store.Set { return current.Load().set },
 		Now:   clock.Load,
 		Start: start,

@@ -1,4 +1,4 @@
-package exporter
+package scrape
 
 import (
 	"fmt"
@@ -10,8 +10,8 @@ import (
 	"testing"
 
 	dto "github.com/prometheus/client_model/go"
-	"google.golang.org/protobuf/proto"
 
+	"github.com/logwindow/logwindow_exporter/exporter"
 	"github.com/logwindow/logwindow_exporter/windows/sketch"
 )
 
@@ -242,7 +242,7 @@ func TestNativeQuantileError(t *testing.T) {
 	}
 }
 
-// TestNativeFromRead checks that the native fields the read encodes hold the buckets of
+// TestNativeFromRead checks that the native histogram the read makes holds the buckets of
 // toNative at nativeSchema: zero-filled gaps, spans, negative buckets and the zero bucket.
 func TestNativeFromRead(t *testing.T) {
 	for _, tc := range nativeCases()[:6] {
@@ -251,20 +251,27 @@ func TestNativeFromRead(t *testing.T) {
 			for _, v := range tc.exporters[0] {
 				q.Add(v, nil)
 			}
-			var x ruleRead
-			x.native(&q) // another histogram's, before
-			nh := x.native(&q)
-			var h dto.Histogram
-			if err := proto.Unmarshal(x.nativePB[nh.pb[0]:nh.pb[1]], &h); err != nil {
-				t.Fatal(err)
-			}
+			var nb nativeBuilder
+			nb.native(&q) // another histogram's, before
+			nh := nb.native(&q)
+			h := dto.Histogram{Schema: &nh.Schema, ZeroThreshold: &nh.ZeroThreshold, ZeroCount: &nh.ZeroCount,
+				NegativeSpan: dtoSpans(nh.NegSpans), NegativeDelta: nh.NegDeltas,
+				PositiveSpan: dtoSpans(nh.PosSpans), PositiveDelta: nh.PosDeltas}
 			got, want := nativeFromDTO(t, &h), toNative(&q, nativeSchema)
-			if nh.count != q.Count() || float64(nh.count) != want.count() {
-				t.Errorf("count %d, sketch %d, buckets %v", nh.count, q.Count(), want.count())
+			if nh.Count != q.Count() || float64(nh.Count) != want.count() {
+				t.Errorf("count %d, sketch %d, buckets %v", nh.Count, q.Count(), want.count())
 			}
 			if fmt.Sprint(got) != fmt.Sprint(want) {
 				t.Errorf("decoded %v\nwant %v", got, want)
 			}
 		})
 	}
+}
+
+func dtoSpans(spans []exporter.BucketSpan) []*dto.BucketSpan {
+	var out []*dto.BucketSpan
+	for _, s := range spans {
+		out = append(out, &dto.BucketSpan{Offset: &s.Offset, Length: &s.Length})
+	}
+	return out
 }

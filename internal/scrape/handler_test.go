@@ -1,14 +1,17 @@
-package exporter
+package scrape
 
 import (
 	"bytes"
 	"compress/gzip"
-	"github.com/logwindow/logwindow_exporter/internal/testutil/storetest"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/logwindow/logwindow_exporter/exporter"
+	"github.com/logwindow/logwindow_exporter/internal/testutil/metrictest"
+	"github.com/logwindow/logwindow_exporter/internal/testutil/storetest"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -28,11 +31,11 @@ func TestHandlerNegotiates(t *testing.T) {
 	c := collectorAt(fixed(set), &now)
 	reg := prometheus.NewPedanticRegistry()
 	reg.MustRegister(c, collectors.NewGoCollector())
-	srv := httptest.NewServer(c.Handler(reg, nil))
+	srv := httptest.NewServer(exporter.Handler(c, reg, nil))
 	defer srv.Close()
 	// The text Gatherer parses back: the same families, in the text format.
 	var wantText, wantOM bytes.Buffer
-	mfs, err := c.Gatherer(reg).Gather()
+	mfs, err := metrictest.Scraped(exporter.Handler(c, reg, nil)).Gather()
 	if err != nil {
 		t.Fatal(err)
 	}

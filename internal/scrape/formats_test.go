@@ -1,4 +1,4 @@
-package exporter
+package scrape
 
 import (
 	"bytes"
@@ -21,11 +21,13 @@ import (
 	"google.golang.org/protobuf/encoding/prototext"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/logwindow/logwindow_exporter/exporter"
+	"github.com/logwindow/logwindow_exporter/internal/testutil/metrictest"
 	"github.com/logwindow/logwindow_exporter/internal/testutil/testexec"
 	"github.com/logwindow/logwindow_exporter/windows/sketch"
 )
 
-var update = flag.Bool("update", false, "rewrite the golden files under testdata/ from the current output")
+var update = flag.Bool("update", false, "rewrite the golden files under exporter/testdata/ from the current output")
 
 // formatRules have a family of every kind: counters, gauges, quantiles whose sketch is
 // also a native histogram (by default, having no buckets), a histogram with buckets and a
@@ -89,7 +91,13 @@ func formatScrape(t testing.TB) *Collector {
 func encoded(t testing.TB, c *Collector, gathered []*dto.MetricFamily, format expfmt.Format) []byte {
 	t.Helper()
 	var b bytes.Buffer
-	if err := c.ReadFor(nil, format).Encode(&b, gathered, format); err != nil {
+	s := c.Scrape(nil, format)
+	defer s.Close()
+	x := exporter.NewWriter(&b, format, gathered)
+	if err := s.Write(x); err != nil {
+		t.Fatal(err)
+	}
+	if err := x.Close(); err != nil {
 		t.Fatal(err)
 	}
 	return b.Bytes()
@@ -109,7 +117,7 @@ func TestFormatsGolden(t *testing.T) {
 	} {
 		t.Run(tc.file, func(t *testing.T) {
 			got := encoded(t, c, nil, tc.format)
-			golden := filepath.Join("testdata", tc.file)
+			golden := filepath.Join("..", "..", "exporter", "testdata", tc.file)
 			if *update {
 				if err := os.WriteFile(golden, got, 0o644); err != nil {
 					t.Fatal(err)
@@ -192,7 +200,9 @@ func TestProtobufRoundTrip(t *testing.T) {
 	if !bytes.Equal(again.Bytes(), raw) {
 		t.Errorf("the decoded families marshal to other bytes than those sent")
 	}
-	text, err := c.Gatherer(reg).Gather()
+	// Served from the registry as a Gatherer only: the handler registers its own counter
+	// in a Registerer, which the protobuf scrape above did not gather.
+	text, err := metrictest.Scraped(exporter.Handler(c, prometheus.Gatherers{reg}, nil)).Gather()
 	if err != nil {
 		t.Fatal(err)
 	}

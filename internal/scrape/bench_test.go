@@ -1,4 +1,4 @@
-package exporter
+package scrape
 
 import (
 	"bytes"
@@ -63,15 +63,19 @@ func BenchmarkCollect(b *testing.B) {
 	set, now := scrapeSet(b)
 	c := collectorAt(fixed(set), &now)
 	var text bytes.Buffer
-	if err := c.WriteText(&text, nil, nil); err != nil {
+	if err := c.WriteText(&text, nil); err != nil {
 		b.Fatal(err)
 	}
 	samples := float64(bytes.Count(text.Bytes(), []byte("\n")) - 2*bytes.Count(text.Bytes(), []byte("# TYPE")))
 	plain := func() io.WriteCloser { return nopCloser{io.Discard} }
+	// One gzip writer reset per scrape, as the handler's spare is.
+	gzw, err := kgzip.NewWriterLevel(io.Discard, kgzip.BestSpeed)
+	if err != nil {
+		b.Fatal(err)
+	}
 	gz := func() io.WriteCloser {
-		gz := c.gzip.get(newGzipWriter)
-		gz.Reset(io.Discard)
-		return pooled{gz, c}
+		gzw.Reset(io.Discard)
+		return gzw
 	}
 	for _, tc := range []struct {
 		name   string
@@ -92,7 +96,7 @@ func BenchmarkCollect(b *testing.B) {
 			runtime.ReadMemStats(&m0)
 			for b.Loop() {
 				w := tc.w()
-				if err := c.ReadFor(nil, tc.format).Encode(w, nil, tc.format); err != nil {
+				if err := c.Encode(w, nil, tc.format); err != nil {
 					b.Fatal(err)
 				}
 				if err := w.Close(); err != nil {
@@ -123,24 +127,13 @@ type nopCloser struct{ io.Writer }
 
 func (nopCloser) Close() error { return nil }
 
-// pooled is the handler's spare gzip writer, put back once closed as the handler does.
-type pooled struct {
-	*kgzip.Writer
-	c *Collector
-}
-
-func (p pooled) Close() error {
-	defer p.c.gzip.put(p.Writer)
-	return p.Writer.Close()
-}
-
 // BenchmarkCompress compresses the text of a scrape of 10,000 series × 5 windows at the
 // fastest level with the standard library and with klauspost/compress, which the handler
 // uses: the ratio of their CPU times is why.
 func BenchmarkCompress(b *testing.B) {
 	set, now := scrapeSet(b)
 	var text bytes.Buffer
-	if err := collectorAt(fixed(set), &now).WriteText(&text, nil, nil); err != nil {
+	if err := collectorAt(fixed(set), &now).WriteText(&text, nil); err != nil {
 		b.Fatal(err)
 	}
 	std, err := gzip.NewWriterLevel(io.Discard, gzip.BestSpeed)
@@ -198,7 +191,7 @@ func benchEncode(b *testing.B, set *store.Set, now int64, format expfmt.Format) 
 	cpu := cpuTime()
 	for b.Loop() {
 		w = 0
-		if err := c.ReadFor(nil, format).Encode(&w, nil, format); err != nil {
+		if err := c.Encode(&w, nil, format); err != nil {
 			b.Fatal(err)
 		}
 	}

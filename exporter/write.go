@@ -1,0 +1,252 @@
+package exporter
+
+import (
+	"bytes"
+	"io"
+	"sync/atomic"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"google.golang.org/protobuf/encoding/protodelim"
+)
+
+// The rule families are written straight from the snapshots, in the text format,
+// OpenMetrics or protobuf, not through the registry: a dto.Metric per sample, the
+// registry's consistency checks and its sort cost several times the text itself and leave
+// tens of MB of garbage per scrape of 10,000 series. The registry still gathers the
+// self-metrics and the Go and process collectors, and a Writer merges its families in by
+// name, written by expfmt's encoder for the format, so the whole is what promhttp would
+// have written of the registry (the golden replay files did not change), but for what
+// expfmt cannot write: OpenMetrics' _gcount and _gsum, and native gauge histograms.
+
+// flushAt is the size at which what a writer buffered goes to its io.Writer: a scrape
+// holds at most this much beyond the snapshot being written.
+const flushAt = 32 << 10
+
+// Writer writes one scrape: rule families from snapshots, in name order, merged by name
+// with the gathered families.
+type Writer struct {
+	fw       familyWriter
+	enc      expfmt.Encoder
+	gathered []*dto.MetricFamily
+	buf      *[]byte
+	// decode: the format is a protobuf text one, written by decoding the delimited
+	// protobuf buffered in delim at Close.
+	out    io.Writer
+	format expfmt.Format
+	delim  *bytes.Buffer
+	err    error
+}
+
+// NewWriter returns the Writer of a scrape in format (one expfmt.NegotiateAccept returns
+// among expfmt.DefaultOpenMetricsAcceptedFormats) to w; gathered (sorted by name, as a
+// Gatherer returns them) are written as expfmt.NewEncoder writes them. Close ends it.
+func NewWriter(w io.Writer, format expfmt.Format, gathered []*dto.MetricFamily) *Writer {
+	x := &Writer{gathered: gathered, out: w, format: format, buf: bufs.get(newBuf)}
+	switch format.FormatType() {
+	case expfmt.TypeTextPlain, expfmt.TypeOpenMetrics:
+		x.fw = &textWriter{w: w, buf: x.buf, om: format.FormatType() == expfmt.TypeOpenMetrics}
+	case expfmt.TypeProtoDelim:
+		x.fw = &protoWriter{w: w, buf: x.buf}
+	default:
+		// The protobuf text formats, for people reading a scrape: the delimited protobuf,
+		// decoded at Close and written as expfmt writes them.
+		x.delim = new(bytes.Buffer)
+		x.fw = &protoWriter{w: x.delim, buf: x.buf}
+		format = expfmt.FmtProtoDelim
+	}
+	x.enc = expfmt.NewEncoder(x.fw.writer(), format)
+	return x
+}
+
+// WantsNative reports whether the format has native histograms: snapshots written in
+// it should hold them (RuleSnapshot.Reset).
+func WantsNative(format expfmt.Format) bool {
+	switch format.FormatType() {
+	case expfmt.TypeProtoDelim, expfmt.TypeProtoText, expfmt.TypeProtoCompact:
+		return true
+	}
+	return false
+}
+
+// Write writes family f of r's shape (its index in Shape.Families), after the gathered
+// families named before it. A family without samples is left out, as the registry leaves
+// it out.
+func (x *Writer) Write(r *RuleSnapshot, f int) error {
+	name := r.shape.spec.Families[f].Name
+	if err := x.gatheredBefore(func(g string) bool { return g < name }); err != nil {
+		return err
+	}
+	r.sort()
+	x.fw.family(r, f)
+	// A client that went away fails the flush: the rules left are not read for it.
+	return x.fail(x.fw.failed())
+}
+
+// gatheredBefore writes the gathered families whose names before passes.
+func (x *Writer) gatheredBefore(before func(name string) bool) error {
+	for len(x.gathered) > 0 && before(x.gathered[0].GetName()) {
+		mf := x.gathered[0]
+		x.gathered = x.gathered[1:]
+		if err := x.fw.flush(); err != nil {
+			return x.fail(err)
+		}
+		if err := x.enc.Encode(mf); err != nil {
+			return x.fail(err)
+		}
+	}
+	return x.err
+}
+
+func (x *Writer) fail(err error) error {
+	if x.err == nil && err != nil {
+		x.err = err
+	}
+	return x.err
+}
+
+// Close writes the gathered families left and the format's end, and hands the writer's
+// buffer back.
+func (x *Writer) Close() error {
+	defer x.release()
+	if err := x.gatheredBefore(func(string) bool { return true }); err != nil {
+		return err
+	}
+	if err := x.fw.flush(); err != nil {
+		return x.fail(err)
+	}
+	// Only OpenMetrics has an end (# EOF): its encoder writes it.
+	if closer, ok := x.enc.(expfmt.Closer); ok {
+		if err := closer.Close(); err != nil {
+			return x.fail(err)
+		}
+	}
+	if x.delim == nil {
+		return nil
+	}
+	enc := expfmt.NewEncoder(x.out, x.format)
+	for x.delim.Len() > 0 {
+		mf := &dto.MetricFamily{}
+		if err := protodelim.UnmarshalFrom(x.delim, mf); err != nil {
+			return x.fail(err)
+		}
+		if err := enc.Encode(mf); err != nil {
+			return x.fail(err)
+		}
+	}
+	return nil
+}
+
+func (x *Writer) release() {
+	if x.buf != nil {
+		*x.buf = (*x.buf)[:0]
+		bufs.put(x.buf)
+		x.buf = nil
+	}
+}
+
+// familyWriter writes rule families in one format, the gathered ones between them.
+type familyWriter interface {
+	// family writes family f of a snapshot.
+	family(r *RuleSnapshot, f int)
+	// writer is where the gathered families go once flushed.
+	writer() io.Writer
+	flush() error
+	// failed is the error of a flush of the samples, nil while there is none.
+	failed() error
+}
+
+// sampleWriter is how a format writes the samples walk walks.
+type sampleWriter interface {
+	// begin starts family f of r.
+	begin(r *RuleSnapshot, f int)
+	// value writes series i's sample of window wi (−1 for none: the _total).
+	value(i, wi int, v float64)
+	top(ts *topSample)
+	// histogram writes series i's distribution of window wi: the cumulative counts of the
+	// rule's buckets, count and sum (h, nil without buckets), and the native histogram
+	// (nil when not asked for).
+	histogram(i, wi int, h []float64, nh *nativeRef)
+}
+
+// walk walks family f of r, in the order of the exposition.
+func walk(sw sampleWriter, r *RuleSnapshot, f int) {
+	s := r.shape
+	fam := &s.spec.Families[f]
+	sw.begin(r, f)
+	switch {
+	case fam.Kind == Counter:
+		for i := range r.labels {
+			sw.value(i, -1, r.totals[i])
+		}
+		return
+	case fam.Top:
+		for i := range r.tops {
+			sw.top(&r.tops[i])
+		}
+		return
+	}
+	nw := len(s.spec.Windows)
+	at := s.gaugeAt[f]
+	one := func(i, wi int) {
+		if fam.Kind == Gauge {
+			if v := r.values[(i*nw+wi)*s.gauges+at]; !isAbsent(v) {
+				sw.value(i, wi, v)
+			}
+			return
+		}
+		h := r.Buckets(i, wi)
+		var nh *nativeRef
+		if len(r.natives) > 0 {
+			nh = &r.natives[i*nw+wi]
+		}
+		if h != nil || nh != nil {
+			sw.histogram(i, wi, h, nh)
+		}
+	}
+	if s.windowAt < len(s.order) {
+		for _, p := range r.order {
+			one(int(p[0]), int(p[1]))
+		}
+		return
+	}
+	for i := range r.labels {
+		if r.live[i] {
+			for _, wi := range s.windowOrder {
+				one(i, wi)
+			}
+		}
+	}
+}
+
+// spare keeps one value from one scrape for the next. Unlike a sync.Pool it keeps it
+// across garbage collections: a scrape of many series then allocates nothing, so the
+// garbage of scrapes does not set the RSS. A second scrape at once makes its own.
+type spare[T any] struct{ p atomic.Pointer[T] }
+
+// get returns the spare value, or a new one.
+func (s *spare[T]) get(fresh func() *T) *T {
+	if v := s.p.Swap(nil); v != nil {
+		return v
+	}
+	return fresh()
+}
+
+// put keeps v as the spare, unless there is one already.
+func (s *spare[T]) put(v *T) { s.p.CompareAndSwap(nil, v) }
+
+// bufs is the writers' spare buffer.
+var bufs spare[[]byte]
+
+func newBuf() *[]byte {
+	b := make([]byte, 0, flushAt+4096)
+	return &b
+}
+
+// Scrape is one scrape's rule families, read as they are written.
+type Scrape interface {
+	// Write writes the rule families through w, in name order.
+	Write(w *Writer) error
+	// Close ends the scrape, written or not.
+	Close()
+}

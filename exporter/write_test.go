@@ -1,0 +1,148 @@
+package exporter
+
+import (
+	"bytes"
+	"errors"
+	"math"
+	"strings"
+	"testing"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+	"google.golang.org/protobuf/encoding/protodelim"
+	"google.golang.org/protobuf/proto"
+)
+
+// testSnapshot is a rule of two labels, the window label sorting between them, two
+// windows, a _total, a gauge with a sample missing, a classic histogram and top values,
+// with two series added out of order.
+func testSnapshot(t *testing.T) *RuleSnapshot {
+	t.Helper()
+	shape, err := NewShape(RuleSpec{
+		LabelNames: []string{"zone", "method"},
+		Windows:    []string{"5m", "1h"},
+		Buckets:    []float64{0.5, 1},
+		TopLabel:   "path",
+		Families: []Family{
+			{Name: "req_total", Help: "Requests.", Kind: Counter},
+			{Name: "req_window", Help: "Requests \\ in the window.", Kind: Gauge},
+			{Name: "req_window_distribution", Help: "Distribution.", Kind: Histogram},
+			{Name: "req_window_top", Help: "Top paths.", Kind: Gauge, Top: true},
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r RuleSnapshot
+	r.Reset(shape, 2, false)
+	series := [][]string{{"b", "GET"}, {"a\n\"x\"", "POST"}}
+	for i, labels := range series {
+		r.SetSeries(i, labels, float64(10*(i+1)), true)
+		for wi := range 2 {
+			if i == 1 && wi == 1 {
+				continue // no sample
+			}
+			r.Gauges(i, wi)[0] = float64(i + wi + 1)
+			copy(r.Buckets(i, wi), []float64{1, 2, 3, 1.5})
+			r.AddTop(i, wi, "/p", 2)
+		}
+	}
+	return &r
+}
+
+func writeAll(t *testing.T, r *RuleSnapshot, format expfmt.Format, gathered []*dto.MetricFamily) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	x := NewWriter(&b, format, gathered)
+	for f := range r.shape.Families() {
+		if err := x.Write(r, f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := x.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+// TestWritersAgree holds the writers to one another and to expfmt: the text a snapshot
+// makes parses back into families that expfmt writes as the same text; the protobuf
+// decodes into them (the gauge histogram's type aside); a gathered family goes in by name
+// order in each; OpenMetrics names the counter without _total and ends with # EOF.
+func TestWritersAgree(t *testing.T) {
+	r := testSnapshot(t)
+	gathered := []*dto.MetricFamily{{Name: proto.String("req_v"), Help: proto.String("Gathered."), Type: dto.MetricType_GAUGE.Enum(),
+		Metric: []*dto.Metric{{Gauge: &dto.Gauge{Value: proto.Float64(1)}}}}}
+	text := writeAll(t, r, expfmt.FmtText, gathered)
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	parsed, err := parser.TextToMetricFamilies(bytes.NewReader(text))
+	if err != nil {
+		t.Fatalf("%v\n%s", err, text)
+	}
+	var again bytes.Buffer
+	enc := expfmt.NewEncoder(&again, expfmt.FmtText)
+	for _, name := range []string{"req_total", "req_v", "req_window", "req_window_distribution", "req_window_top"} {
+		if parsed[name] == nil {
+			t.Fatalf("no %s in\n%s", name, text)
+		}
+		if err := enc.Encode(parsed[name]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if again.String() != string(text) {
+		t.Errorf("text differs from expfmt's:\n%s\nwant\n%s", text, again.String())
+	}
+	pb := writeAll(t, r, expfmt.FmtProtoDelim, gathered)
+	in := bytes.NewReader(pb)
+	var names []string
+	for in.Len() > 0 {
+		mf := &dto.MetricFamily{}
+		if err := protodelim.UnmarshalFrom(in, mf); err != nil {
+			t.Fatal(err)
+		}
+		names = append(names, mf.GetName())
+		if mf.GetType() == dto.MetricType_GAUGE_HISTOGRAM {
+			mf.Type = dto.MetricType_HISTOGRAM.Enum()
+			for _, m := range mf.Metric { // the text's +Inf bucket
+				m.Histogram.Bucket = append(m.Histogram.Bucket, &dto.Bucket{CumulativeCount: m.Histogram.SampleCount, UpperBound: proto.Float64(posInf)})
+			}
+		}
+		if want := parsed[mf.GetName()]; !proto.Equal(mf, want) {
+			t.Errorf("protobuf %s:\n%v\nwant\n%v", mf.GetName(), mf, want)
+		}
+	}
+	if strings.Join(names, " ") != "req_total req_v req_window req_window_distribution req_window_top" {
+		t.Errorf("protobuf families %v", names)
+	}
+	om := string(writeAll(t, r, expfmt.FmtOpenMetrics_1_0_0, gathered))
+	if !strings.Contains(om, "# TYPE req counter\n") || !strings.Contains(om, "# TYPE req_window_distribution gaugehistogram\n") || !strings.HasSuffix(om, "# EOF\n") {
+		t.Errorf("OpenMetrics:\n%s", om)
+	}
+}
+
+var posInf = math.Inf(1)
+
+// failingWriter fails every write.
+type failingWriter struct{}
+
+func (failingWriter) Write([]byte) (int, error) { return 0, errors.New("gone") }
+
+// TestWriterStopsOnError checks that a flush that fails (a client gone) is returned by the
+// next Write that flushes, so that the rules left are not read for nothing.
+func TestWriterStopsOnError(t *testing.T) {
+	r := testSnapshot(t)
+	for _, format := range []expfmt.Format{expfmt.FmtText, expfmt.FmtProtoDelim} {
+		t.Run(string(format), func(t *testing.T) {
+			x := NewWriter(failingWriter{}, format, []*dto.MetricFamily{{Name: proto.String("a"), Type: dto.MetricType_GAUGE.Enum(),
+				Metric: []*dto.Metric{{Gauge: &dto.Gauge{Value: proto.Float64(1)}}}}})
+			err := x.Write(r, 0)
+			if err == nil {
+				err = x.Close()
+			}
+			if err == nil || err.Error() != "gone" {
+				t.Errorf("err = %v, want gone", err)
+			}
+		})
+	}
+}

@@ -1,0 +1,255 @@
+package scrape
+
+import (
+	"io"
+	"slices"
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/common/expfmt"
+
+	"github.com/logwindow/logwindow_exporter/config/quantity"
+	"github.com/logwindow/logwindow_exporter/exporter"
+	"github.com/logwindow/logwindow_exporter/internal/store"
+	"github.com/logwindow/logwindow_exporter/windows"
+	"github.com/logwindow/logwindow_exporter/windows/sketch"
+
+	dto "github.com/prometheus/client_model/go"
+)
+
+// Scrape is one scrape's rules: the view taken when it started, read a rule at a time as
+// its families are written.
+type Scrape struct {
+	c      *Collector
+	v      *view
+	p      *plan
+	keep   func(name string) bool
+	native bool
+}
+
+// Scrape starts a scrape in format of the families keep passes (all when nil): it takes
+// the view of the rules that the self-metrics gathered next count (so that in one scrape
+// the rules' counters never lag their series), and Write writes the families.
+func (c *Collector) Scrape(keep func(name string) bool, format expfmt.Format) exporter.Scrape {
+	s := &Scrape{c: c, keep: keep, native: exporter.WantsNative(format)}
+	set := c.opts.Set()
+	if set == nil {
+		return s
+	}
+	// Two references: the scrape's, and the self-metrics' (pending) until they take it.
+	s.v, s.p = c.view(set, 2), c.planOf(set)
+	// Rules whose families cannot be named are left out, counted once per scrape.
+	c.failed.Add(uint64(s.p.unnamed))
+	if old := c.pending.Swap(s.v); old != nil {
+		c.release(old) // another scrape's, which its self-metrics did not take
+	}
+	return s
+}
+
+// WriteText writes, in the Prometheus text format (0.0.4), the families of every rule of
+// the Set in use, read at the current time of each rule's clock, merged by name with
+// what reg gathers (nil: nothing), as a scrape of exporter.Handler does without its
+// filters. It changes no state: series idle past their windows are written as kept
+// counters and those past the counter TTL left out, whether Expire released them yet or
+// not.
+func (c *Collector) WriteText(w io.Writer, reg prometheus.Gatherer) error {
+	return c.Encode(w, reg, expfmt.FmtText)
+}
+
+// Encode is WriteText in format.
+func (c *Collector) Encode(w io.Writer, reg prometheus.Gatherer, format expfmt.Format) error {
+	s := c.Scrape(nil, format)
+	defer s.Close()
+	var gathered []*dto.MetricFamily
+	if reg != nil {
+		var err error
+		if gathered, err = reg.Gather(); err != nil {
+			return err
+		}
+	}
+	x := exporter.NewWriter(w, format, gathered)
+	if err := s.Write(x); err != nil {
+		_ = x.Close()
+		return err
+	}
+	return x.Close()
+}
+
+// Write reads the rules and writes their families through w, in name order: a rule is read
+// at its first family and let go after its last, so that a scrape holds the windows of
+// the rules whose family names interleave with the one written, not of every rule.
+func (s *Scrape) Write(w *exporter.Writer) error {
+	if s.v == nil {
+		return nil
+	}
+	left := make([]int, len(s.p.rules))
+	for _, f := range s.p.families {
+		if s.keep == nil || s.keep(f.name) {
+			left[f.rule]++
+		}
+	}
+	open := make([]*reader, len(s.p.rules))
+	defer func() {
+		for _, x := range open {
+			if x != nil {
+				s.c.free.put(x)
+			}
+		}
+	}()
+	for _, f := range s.p.families {
+		if s.keep != nil && !s.keep(f.name) {
+			continue
+		}
+		x := open[f.rule]
+		if x == nil {
+			x = s.c.free.get()
+			open[f.rule] = x
+			x.read(s.v.set.Rule(f.rule), &s.v.rules[f.rule], &s.p.rules[f.rule], s.native)
+		}
+		if err := w.Write(&x.snap, f.f); err != nil {
+			return err
+		}
+		if left[f.rule]--; left[f.rule] == 0 {
+			open[f.rule] = nil
+			s.c.free.put(x)
+		}
+	}
+	return nil
+}
+
+// Close lets the view go, with the self-metrics' reference unless they took it.
+func (s *Scrape) Close() {
+	if s.v == nil {
+		return
+	}
+	if s.c.pending.CompareAndSwap(s.v, nil) {
+		s.c.release(s.v)
+	}
+	s.c.release(s.v)
+	s.v = nil
+}
+
+// reader reads one rule into its snapshot, with the scratch the reads need, kept from one
+// scrape to the next.
+type reader struct {
+	snap      exporter.RuleSnapshot
+	stats     []windows.Stats
+	partStats []windows.Stats
+	sums      []windows.Summary
+	partSums  []windows.Summary
+	sumsOf    *windows.Layout
+	tops      []sketch.TopValue
+	native    nativeBuilder
+}
+
+// read reads the series of rule r in view rv into the reader's snapshot.
+func (x *reader) read(r *store.Rule, rv *ruleView, p *rulePlan, native bool) {
+	series := rv.series
+	slices.SortFunc(series, func(a, b *store.Series) int { return p.shape.Compare(a.Labels(), b.Labels()) })
+	snap := &x.snap
+	snap.Reset(p.shape, len(series), native)
+	nw := len(r.Layout().Windows())
+	if p.summaries {
+		if x.sumsOf != r.Layout() {
+			x.sums, x.partSums, x.sumsOf = r.Layout().NewSummaries(), nil, r.Layout()
+		}
+	}
+	for i, s := range series {
+		live := r.Live(s, rv.now)
+		var stats []windows.Stats
+		if live {
+			stats = r.Read(s, rv.now, rv.since, x.stats[:0], &x.partStats)
+			x.stats = stats
+			// A layout always reads one Stats per window; anything else is not exported.
+			live = len(stats) == nw
+		}
+		snap.SetSeries(i, s.Labels(), r.Total(s), live)
+		if !live {
+			continue
+		}
+		for wi := range nw {
+			g := snap.Gauges(i, wi)
+			for k := range p.fams {
+				if fam := &p.fams[k]; fam.Stat != nil {
+					if v, ok := fam.Stat(&stats[wi]); ok {
+						g[0] = v
+					}
+					g = g[1:]
+				} else if fam.SummaryValue != nil {
+					g = g[1:]
+				}
+			}
+		}
+		if p.summaries {
+			x.readSummaries(r, s, rv.now, i, nw, p)
+		}
+	}
+}
+
+// readSummaries reads series s's summaries into its snapshot, as series i.
+func (x *reader) readSummaries(r *store.Rule, s *store.Series, now int64, i, nw int, p *rulePlan) {
+	snap := &x.snap
+	r.ReadSummaries(s, now, x.sums, &x.partSums)
+	kinds := len(x.sums) / nw
+	for wi := range nw {
+		sums := x.sums[wi*kinds : (wi+1)*kinds]
+		g := snap.Gauges(i, wi)
+		for k := range p.fams {
+			switch fam := &p.fams[k]; {
+			case fam.Stat != nil:
+				g = g[1:]
+			case fam.SummaryValue != nil:
+				if v, ok := fam.SummaryValue(sums[fam.Summary]); ok {
+					g[0] = v
+				}
+				g = g[1:]
+			case fam.TopValues != nil:
+				x.tops = fam.TopValues(sums[fam.Summary], x.tops[:0])
+				for _, tv := range x.tops {
+					snap.AddTop(i, wi, tv.Item, tv.Sum)
+				}
+			default:
+				readHistogram(snap, fam, sums, i, wi)
+				if fam.Native && snap.HoldsNatives() {
+					snap.SetNative(i, wi, x.native.native(fam.NativeSketch(sums[fam.NativeSummary])))
+				}
+			}
+		}
+	}
+}
+
+// readHistogram reads a window's classic histogram, when the rule has buckets.
+func readHistogram(snap *exporter.RuleSnapshot, fam *quantity.Family, sums []windows.Summary, i, wi int) {
+	if h := snap.Buckets(i, wi); h != nil && fam.Histogram {
+		fam.Buckets(sums[fam.Summary], h)
+	}
+}
+
+// freeList keeps readers from one scrape to the next.
+type freeList struct {
+	mu sync.Mutex
+	rs []*reader
+}
+
+func (l *freeList) get() *reader {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if n := len(l.rs); n > 0 {
+		x := l.rs[n-1]
+		l.rs = l.rs[:n-1]
+		return x
+	}
+	return new(reader)
+}
+
+// put keeps x, having let go of what its snapshot references; a few are kept, as many as
+// the rules a scrape reads at once.
+func (l *freeList) put(x *reader) {
+	x.snap.Release()
+	clear(x.tops)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.rs) < 8 {
+		l.rs = append(l.rs, x)
+	}
+}
