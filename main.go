@@ -174,6 +174,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		PollInterval:   *pollInterval,
 		BackfillBytes:  int64(*backfill),
 		SeriesMaxBytes: bound.Bytes,
+
+		SeriesMaxBytesSource: string(bound.Source),
 	}
 	if *explainFile != "" {
 		// The lines come with an error too when no input reads the file and no rule

@@ -3,6 +3,7 @@ package exporter
 import (
 	"bytes"
 	"io"
+	"strings"
 	"sync/atomic"
 
 	dto "github.com/prometheus/client_model/go"
@@ -42,6 +43,9 @@ type Writer struct {
 // among expfmt.DefaultOpenMetricsAcceptedFormats) to w; gathered (sorted by name, as a
 // Gatherer returns them) are written as expfmt.NewEncoder writes them. Close ends it.
 func NewWriter(w io.Writer, format expfmt.Format, gathered []*dto.MetricFamily) *Writer {
+	if format.FormatType() == expfmt.TypeOpenMetrics {
+		gathered = withoutOpenMetricsTwins(gathered)
+	}
 	x := &Writer{gathered: gathered, out: w, format: format, buf: bufs.get(newBuf)}
 	switch format.FormatType() {
 	case expfmt.TypeTextPlain, expfmt.TypeOpenMetrics:
@@ -249,4 +253,24 @@ type Scrape interface {
 	Write(w *Writer) error
 	// Close ends the scrape, written or not.
 	Close()
+}
+
+// withoutOpenMetricsTwins leaves out each counter family whose name less _total is another
+// gathered family's: OpenMetrics names a counter's family without the suffix, so the two
+// would be one family given twice, which strict parsers refuse. client_golang's Go
+// collector gives go_memstats_alloc_bytes (a gauge) and go_memstats_alloc_bytes_total;
+// the text and protobuf formats keep both.
+func withoutOpenMetricsTwins(gathered []*dto.MetricFamily) []*dto.MetricFamily {
+	names := make(map[string]bool, len(gathered))
+	for _, mf := range gathered {
+		names[mf.GetName()] = true
+	}
+	kept := make([]*dto.MetricFamily, 0, len(gathered))
+	for _, mf := range gathered {
+		base, ok := strings.CutSuffix(mf.GetName(), "_total")
+		if !ok || mf.GetType() != dto.MetricType_COUNTER || !names[base] {
+			kept = append(kept, mf)
+		}
+	}
+	return kept
 }

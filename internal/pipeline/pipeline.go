@@ -40,6 +40,8 @@ type Options struct {
 	// SeriesMaxBytes bounds the memory of all rules' series (store.SetOptions.MaxBytes);
 	// 0 is no bound.
 	SeriesMaxBytes int64
+	// SeriesMaxBytesSource says where SeriesMaxBytes came from, for the self-metrics.
+	SeriesMaxBytesSource string
 	// Summary is where the one-shots (Replay, Explain, Sample) write their line per input
 	// of how many of its lines fit (Fit); nil: nowhere.
 	Summary io.Writer
@@ -237,6 +239,8 @@ func (p *Pipeline) Collector() *scrape.Collector {
 		Start:  p.clock.second(),
 		Inputs: p.inputStats,
 		Reload: p.reloadStats,
+
+		BoundSource: p.opts.SeriesMaxBytesSource,
 	})
 }
 

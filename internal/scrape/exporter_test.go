@@ -476,9 +476,11 @@ func TestSelfMetrics(t *testing.T) {
 		name: "inputs sharing a name are summed, invalid UTF-8 in paths replaced",
 		inputs: []selfmetric.InputStats{
 			{Input: "nginx", Stats: input.Stats{LinesRead: 10, TooLong: 1, Rotations: 2, Truncations: 3, Errors: 4,
+				ErrorsByReason: map[string]uint64{"open": 3, "symlink": 1}, Formats: map[string]int{"main": 2},
 				Files: []input.FileStats{{Path: "/a.log", BytesBehind: 5}, {Path: "/b\xff.log", BytesBehind: 6}}, Unmatched: 5}},
-			{Input: "nginx", Stats: input.Stats{LinesRead: 1, Polling: true, Files: []input.FileStats{{Path: "/a.log", BytesBehind: 7}}, Unmatched: 1}},
-			{Input: "app", Stats: input.Stats{LinesRead: 2}},
+			{Input: "nginx", Stats: input.Stats{LinesRead: 1, Polling: true, Files: []input.FileStats{{Path: "/a.log", BytesBehind: 7}}, Unmatched: 1,
+				ErrorsByReason: map[string]uint64{"open": 0, "symlink": 0}, Formats: map[string]int{"main": 1, "upstreaminfo": 1}}},
+			{Input: "app", Stats: input.Stats{LinesRead: 2, Errors: 1}},
 		},
 		reload: selfmetric.ReloadStats{Successful: false, LastSuccess: time.Unix(1500, 500e6)},
 		want: `
@@ -498,10 +500,11 @@ logwindow_input_rotations_total{input="nginx"} 2
 # TYPE logwindow_input_truncations_total counter
 logwindow_input_truncations_total{input="app"} 0
 logwindow_input_truncations_total{input="nginx"} 3
-# HELP logwindow_input_errors_total Errors while following the input; each is logged and retried.
+# HELP logwindow_input_errors_total Errors of the input, each logged and retried, by reason: for files watch, list, stat, open, not_regular (a FIFO, a device, a directory), read, symlink (refused: out of the glob's root); for sockets receive.
 # TYPE logwindow_input_errors_total counter
-logwindow_input_errors_total{input="app"} 0
-logwindow_input_errors_total{input="nginx"} 4
+logwindow_input_errors_total{input="app",reason="other"} 1
+logwindow_input_errors_total{input="nginx",reason="open"} 3
+logwindow_input_errors_total{input="nginx",reason="symlink"} 1
 # HELP logwindow_input_polling 1 while the input has no inotify instance (e.g. the per-user instance limit is reached) and sees changes only by polling, up to --input.poll-interval later; a directory whose watch cannot be added is polled too and counted in errors.
 # TYPE logwindow_input_polling gauge
 logwindow_input_polling{input="app"} 0
@@ -514,6 +517,10 @@ logwindow_input_behind_bytes{input="nginx",path="/b` + "\uFFFD" + `.log"} 6
 # TYPE logwindow_input_files gauge
 logwindow_input_files{input="app"} 0
 logwindow_input_files{input="nginx"} 2
+# HELP logwindow_input_file_format Files of the input by the log format chosen for them (log_format: auto or a list of candidates).
+# TYPE logwindow_input_file_format gauge
+logwindow_input_file_format{format="main",input="nginx"} 3
+logwindow_input_file_format{format="upstreaminfo",input="nginx"} 1
 # HELP logwindow_input_unmatched_lines_total Lines of the input that no rule matched (a line not of the input's format is counted as malformed instead).
 # TYPE logwindow_input_unmatched_lines_total counter
 logwindow_input_unmatched_lines_total{input="app"} 0
@@ -545,7 +552,7 @@ logwindow_config_last_reload_successful 0
 			names := []string{"logwindow_input_lines_total", "logwindow_input_too_long_lines_total",
 				"logwindow_input_rotations_total", "logwindow_input_truncations_total", "logwindow_input_errors_total",
 				"logwindow_input_polling", "logwindow_input_behind_bytes", "logwindow_input_files", "logwindow_input_unmatched_lines_total",
-				"logwindow_config_last_reload_successful",
+				"logwindow_input_file_format", "logwindow_config_last_reload_successful",
 				"logwindow_config_last_reload_success_timestamp_seconds"}
 			if err := testutil.GatherAndCompare(scraped(c), strings.NewReader(tc.want), names...); err != nil {
 				t.Error(err)

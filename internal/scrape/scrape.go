@@ -36,6 +36,9 @@ type Options struct {
 	// the seconds observed since then while that is shorter than the window (event-time
 	// rules count from an older line they placed, see clocks).
 	Start int64
+	// BoundSource names where the Set's memory bound came from (memlimit.Source), for
+	// the self-metrics; empty, none is exported.
+	BoundSource string
 	// Inputs and Reload are optional sources of self-metrics.
 	Inputs func() []selfmetric.InputStats
 	Reload func() selfmetric.ReloadStats
@@ -76,7 +79,7 @@ func NewCollector(opts Options) *Collector {
 	c := &Collector{opts: opts, collectErrs: selfmetric.CollectErrors.Desc()}
 	c.self = append(c.self,
 		selfmetric.NewRules(c.ruleStats, &c.failed),
-		selfmetric.NewMemory(c.memory, &c.failed))
+		selfmetric.NewMemory(c.memory, opts.BoundSource, &c.failed))
 	if opts.Inputs != nil {
 		c.self = append(c.self, selfmetric.NewInputs(opts.Inputs, &c.failed))
 	}

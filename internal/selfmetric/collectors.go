@@ -70,16 +70,19 @@ func (c *Rules) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
-// Memory collects the heap the series hold and its bound.
+// Memory collects the heap the series hold and its bound, with where the bound came from.
 type Memory struct {
-	read               func() (used, maxBytes int64, ok bool)
-	failed             *atomic.Uint64
-	seriesBytes, bound *prometheus.Desc
+	read                       func() (used, maxBytes int64, ok bool)
+	source                     string
+	failed                     *atomic.Uint64
+	seriesBytes, bound, origin *prometheus.Desc
 }
 
-// NewMemory returns the collector of what read returns (nothing when not ok).
-func NewMemory(read func() (used, maxBytes int64, ok bool), failed *atomic.Uint64) *Memory {
-	return &Memory{read: read, failed: failed, seriesBytes: SeriesBytes.Desc(), bound: SeriesMaxBytes.Desc()}
+// NewMemory returns the collector of what read returns (nothing when not ok); source
+// names where the bound came from, none when empty.
+func NewMemory(read func() (used, maxBytes int64, ok bool), source string, failed *atomic.Uint64) *Memory {
+	return &Memory{read: read, source: source, failed: failed,
+		seriesBytes: SeriesBytes.Desc(), bound: SeriesMaxBytes.Desc(), origin: SeriesMaxBytesSource.Desc()}
 }
 
 // Describe sends nothing (see Rules.Describe).
@@ -91,6 +94,9 @@ func (c *Memory) Collect(ch chan<- prometheus.Metric) {
 		e := emitter{ch, c.failed}
 		e.emit(c.seriesBytes, prometheus.GaugeValue, float64(used))
 		e.emit(c.bound, prometheus.GaugeValue, float64(bound))
+		if c.source != "" {
+			e.emit(c.origin, prometheus.GaugeValue, 1, c.source)
+		}
 	}
 }
 

@@ -21,7 +21,7 @@ type Inputs struct {
 	read                                                  func() []InputStats
 	failed                                                *atomic.Uint64
 	lines, tooLong, rotations, truncations, errs, polling *prometheus.Desc
-	behind, files, unmatched, malformed                   *prometheus.Desc
+	behind, files, unmatched, malformed, formats          *prometheus.Desc
 }
 
 // NewInputs returns the collector of what read returns.
@@ -30,7 +30,7 @@ func NewInputs(read func() []InputStats, failed *atomic.Uint64) *Inputs {
 		lines: InputLines.Desc(), tooLong: InputTooLongLines.Desc(), rotations: InputRotations.Desc(),
 		truncations: InputTruncations.Desc(), errs: InputErrors.Desc(), polling: InputPolling.Desc(),
 		behind: InputBehindBytes.Desc(), files: InputFiles.Desc(), unmatched: InputUnmatchedLines.Desc(),
-		malformed: InputMalformedLines.Desc()}
+		malformed: InputMalformedLines.Desc(), formats: InputFileFormats.Desc()}
 }
 
 // Describe sends nothing (see Rules.Describe).
@@ -41,11 +41,14 @@ func (c *Inputs) Describe(chan<- *prometheus.Desc) {}
 func (c *Inputs) Collect(ch chan<- prometheus.Metric) {
 	type fileKey struct{ input, path string }
 	type counterKey struct{ name, input, label string }
+	type labelKey struct{ input, value string }
 	inputs := c.read()
 	byInput := map[string]*input.Stats{}
 	behind := map[fileKey]int64{}
 	counters := map[counterKey]uint64{}
 	descs := map[string]*prometheus.Desc{}
+	errs := map[labelKey]uint64{}
+	formats := map[labelKey]int{}
 	for i := range inputs {
 		in := &inputs[i]
 		name := validUTF8(in.Input)
@@ -59,6 +62,15 @@ func (c *Inputs) Collect(ch chan<- prometheus.Metric) {
 		sum.Rotations += in.Rotations
 		sum.Truncations += in.Truncations
 		sum.Errors += in.Errors
+		for reason, n := range in.ErrorsByReason {
+			errs[labelKey{name, reason}] += n
+		}
+		if in.ErrorsByReason == nil && in.Errors > 0 {
+			errs[labelKey{name, "other"}] += in.Errors
+		}
+		for format, n := range in.Formats {
+			formats[labelKey{name, validUTF8(format)}] += n
+		}
 		sum.Polling = sum.Polling || in.Polling
 		sum.Unmatched += in.Unmatched
 		sum.MalformedLines += in.MalformedLines
@@ -86,11 +98,16 @@ func (c *Inputs) Collect(ch chan<- prometheus.Metric) {
 		e.emit(c.tooLong, prometheus.CounterValue, float64(in.TooLong), name)
 		e.emit(c.rotations, prometheus.CounterValue, float64(in.Rotations), name)
 		e.emit(c.truncations, prometheus.CounterValue, float64(in.Truncations), name)
-		e.emit(c.errs, prometheus.CounterValue, float64(in.Errors), name)
 		e.emit(c.polling, prometheus.GaugeValue, boolValue(in.Polling), name)
 		e.emit(c.files, prometheus.GaugeValue, float64(files[name]), name)
 		e.emit(c.unmatched, prometheus.CounterValue, float64(in.Unmatched), name)
 		e.emit(c.malformed, prometheus.CounterValue, float64(in.MalformedLines), name)
+	}
+	for k, n := range errs {
+		e.emit(c.errs, prometheus.CounterValue, float64(n), k.input, k.value)
+	}
+	for k, n := range formats {
+		e.emit(c.formats, prometheus.GaugeValue, float64(n), k.input, k.value)
 	}
 	for k, b := range behind {
 		e.emit(c.behind, prometheus.GaugeValue, float64(b), k.input, k.path)

@@ -55,6 +55,9 @@ var (
 	SeriesBytes = Metric{"logwindow_series_bytes",
 		"Heap held by the series of all rules (label sets, counters, float wheels, and every quantile, distinct, top and histogram summary as it grows, each slot counted at least at its floor) and by the partial messages of cri inputs: what --series.max-bytes bounds.",
 		nil}
+	SeriesMaxBytesSource = Metric{"logwindow_series_max_bytes_source",
+		"1 for where the --series.max-bytes bound came from: flag, cgroup_v2 or cgroup_v1 (half the container's memory limit), or default (512MiB: no limit found).",
+		[]string{"source"}}
 	SeriesMaxBytes = Metric{"logwindow_series_max_bytes",
 		"The --series.max-bytes bound; 0 is none.",
 		nil}
@@ -71,8 +74,11 @@ var (
 		"Truncations (copytruncate) seen on the input's files.",
 		[]string{"input"}}
 	InputErrors = Metric{"logwindow_input_errors_total",
-		"Errors while following the input; each is logged and retried.",
-		[]string{"input"}}
+		"Errors of the input, each logged and retried, by reason: for files watch, list, stat, open, not_regular (a FIFO, a device, a directory), read, symlink (refused: out of the glob's root); for sockets receive.",
+		[]string{"input", "reason"}}
+	InputFileFormats = Metric{"logwindow_input_file_format",
+		"Files of the input by the log format chosen for them (log_format: auto or a list of candidates).",
+		[]string{"input", "format"}}
 	InputPolling = Metric{"logwindow_input_polling",
 		"1 while the input has no inotify instance (e.g. the per-user instance limit is reached) and sees changes only by polling, up to --input.poll-interval later; a directory whose watch cannot be added is polled too and counted in errors.",
 		[]string{"input"}}

@@ -243,6 +243,8 @@ func (l *Listener) Stats() input.Stats {
 		LinesRead: l.lines.Load(),
 		TooLong:   l.tooLong.Load(),
 		Errors:    l.errs.Load(),
+		// Every error of a socket is a failed receive.
+		ErrorsByReason: map[string]uint64{"receive": l.errs.Load()},
 		Counters: []input.Counter{
 			selfmetric.InputDatagrams.Count(l.received.Load()),
 			selfmetric.InputMalformedDatagrams.Count(l.malformed.Load()),
