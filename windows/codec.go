@@ -7,7 +7,7 @@ import (
 	"hash/fnv"
 	"math"
 
-	"github.com/logwindow/logwindow_exporter/internal/storage/wire"
+	"github.com/logwindow/logwindow_exporter/windows/wire"
 )
 
 // Codec is a Summary that can be saved with its series and restored (Series.AppendBinary,

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/logwindow/logwindow_exporter/internal/storage/wire"
+	"github.com/logwindow/logwindow_exporter/windows/wire"
 )
 
 // The bag of the reference model is a Codec, so that restored series are checked against

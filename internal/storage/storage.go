@@ -39,7 +39,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/logwindow/logwindow_exporter/internal/storage/wire"
+	"github.com/logwindow/logwindow_exporter/windows/wire"
 )
 
 // Version is the format this package writes and reads.

@@ -5,7 +5,7 @@ import (
 	"math"
 	"math/bits"
 
-	"github.com/logwindow/logwindow_exporter/internal/storage/wire"
+	"github.com/logwindow/logwindow_exporter/windows/wire"
 )
 
 // AppendKind appends the bounds (windows.Codec): buckets of other bounds are not read

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/logwindow/logwindow_exporter/internal/storage/wire"
 	"github.com/logwindow/logwindow_exporter/windows"
+	"github.com/logwindow/logwindow_exporter/windows/wire"
 )
 
 // codecBounds are the buckets of the codec tests, around the values of codecValue.

@@ -3,7 +3,7 @@ package sketch
 import (
 	"encoding/binary"
 
-	"github.com/logwindow/logwindow_exporter/internal/storage/wire"
+	"github.com/logwindow/logwindow_exporter/windows/wire"
 )
 
 // Forms of an encoded Distinct.

@@ -3,7 +3,7 @@ package sketch
 import (
 	"math/bits"
 
-	"github.com/logwindow/logwindow_exporter/internal/storage/wire"
+	"github.com/logwindow/logwindow_exporter/windows/wire"
 )
 
 // AppendKind appends the mapping of values to bins and how counts are packed

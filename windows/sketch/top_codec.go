@@ -5,7 +5,7 @@ import (
 	"hash/maphash"
 	"slices"
 
-	"github.com/logwindow/logwindow_exporter/internal/storage/wire"
+	"github.com/logwindow/logwindow_exporter/windows/wire"
 )
 
 // AppendKind appends the capacity (windows.Codec).
