@@ -230,6 +230,10 @@ func (f *Follower) track(path string, initial bool) (id fileID, exists, isOpen b
 		}
 		delete(f.atStart, id)
 	}
+	if off, ok := f.resumeAt(id, file); ok {
+		t.positionAt(off)
+		t.backfill = false
+	}
 	off := t.off // once t is the reader's, its offset moves
 	f.mu.Lock()
 	_, dup := f.byID[id]
