@@ -192,6 +192,13 @@ func (p *Pipeline) snapshot() error {
 	s.write.Lock()
 	defer s.write.Unlock()
 	begin := time.Now()
+	// The series are encoded ahead while the inputs go on, and only those written since
+	// again during the cut; not while a warm start fills windows without counting lines.
+	var ahead *store.Encoded
+	if p.inputsReady() {
+		ahead, _ = p.gen.Load().set.EncodeAhead() // without it, the cut encodes them all
+	}
+	cutAt := time.Now()
 	p.cut.Lock()
 	files := make(map[string][]follow.Position)
 	for _, in := range p.inputs {
@@ -199,8 +206,8 @@ func (p *Pipeline) snapshot() error {
 			files[in.source] = append(files[in.source], f.Positions()...)
 		}
 	}
-	enc, err := p.gen.Load().set.Encode()
-	pause := time.Since(begin)
+	enc, err := p.gen.Load().set.Encode(ahead)
+	pause := time.Since(cutAt)
 	p.cut.Unlock()
 	if err == nil {
 		err = storage.Write(s.dir, func(w *storage.Writer) error {

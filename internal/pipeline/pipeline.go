@@ -231,6 +231,11 @@ func (p *Pipeline) warnMissing(cfg *config.Config) {
 func (p *Pipeline) Ready() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	return p.inputsReady()
+}
+
+// inputsReady is Ready with p.mu held.
+func (p *Pipeline) inputsReady() bool {
 	for _, in := range p.inputs {
 		if !in.running.Ready() {
 			return false

@@ -30,9 +30,38 @@ type Encoded struct {
 
 // encodedRule is one rule's header and its series' records, back to back in buf.
 type encodedRule struct {
+	st   *store
 	head []byte
 	buf  []byte
 	ends []int
+	// ahead holds, in an encoding of EncodeAhead, where each series' record is and what
+	// its parts were when it was encoded.
+	ahead map[*Series]aheadSeries
+}
+
+// aheadSeries is a series' record in an encoding of EncodeAhead, and its parts then.
+type aheadSeries struct {
+	from, to int
+	parts    []partState
+}
+
+// partState is what a part was: a line added to it, or its wheels released, changes it.
+type partState struct {
+	p     *part
+	win   *windows.Series
+	lines uint64
+}
+
+// unchanged reports whether the parts of s are still those of a.
+func (a aheadSeries) unchanged(s *Series) bool {
+	i := 0
+	for p := range s.parts {
+		if i == len(a.parts) || a.parts[i] != (partState{p, p.win.Load(), p.lines.Load()}) {
+			return false
+		}
+		i++
+	}
+	return i == len(a.parts)
 }
 
 // Bytes is about what the encoding takes.
@@ -50,10 +79,31 @@ func (e *Encoded) Bytes() int {
 // stopped. Writers may go on meanwhile, but what they write during the copy may or may
 // not be in it: the caller stops the writers whose lines must be in it whole or not at
 // all.
-func (s *Set) Encode() (*Encoded, error) {
+//
+// ahead, when not nil, is what EncodeAhead made of s a moment before: the records of the
+// series no line was counted in since are copied from it, so that the writers need be
+// stopped only while the series written meanwhile are encoded.
+func (s *Set) Encode(ahead *Encoded) (*Encoded, error) {
+	return s.encode(ahead, false)
+}
+
+// EncodeAhead encodes s as Encode does while writers go on, and notes what each series
+// was when encoded, for Encode. It takes the write locks of a store for a few hundred
+// series at a time, so that no line is half added to a series as it is encoded (a line
+// is counted before its wheels are written). Writes that change a series' wheels without
+// counting a line (a backfill sink's) must not happen between the two.
+func (s *Set) EncodeAhead() (*Encoded, error) {
+	return s.encode(nil, true)
+}
+
+func (s *Set) encode(ahead *Encoded, note bool) (*Encoded, error) {
 	e := &Encoded{set: wire.AppendVarint(nil, s.oldest.Load()), rules: make([]encodedRule, 0, len(s.rules))}
 	for i := range s.rules {
-		r, err := s.rules[i].store.encode()
+		var prev *encodedRule
+		if ahead != nil && i < len(ahead.rules) && ahead.rules[i].st == s.rules[i].store {
+			prev = &ahead.rules[i]
+		}
+		r, err := s.rules[i].store.encode(prev, note)
 		if err != nil {
 			return nil, fmt.Errorf("rule %q: %w", s.rules[i].rule.Name, err)
 		}
@@ -88,10 +138,11 @@ func (e *Encoded) Write(w *storage.Writer) error {
 	return nil
 }
 
-// encode copies the rule's header and series under the map's read lock, which keeps
-// series from coming and going.
-func (st *store) encode() (encodedRule, error) {
-	var r encodedRule
+// encode copies the rule's header and series: under the map's read lock, which keeps
+// series from coming and going, the records of prev of the series unchanged since and
+// the others encoded; or, to note them, in batches under the write locks.
+func (st *store) encode(prev *encodedRule, note bool) (encodedRule, error) {
+	r := encodedRule{st: st}
 	r.head = wire.AppendBytes(nil, []byte(st.name))
 	r.head = wire.AppendBytes(r.head, []byte(st.fingerprint))
 	r.head = binary.LittleEndian.AppendUint64(r.head, st.layout.Fingerprint())
@@ -99,17 +150,71 @@ func (st *store) encode() (encodedRule, error) {
 		r.head = wire.AppendUvarint(r.head, c.Load())
 	}
 	lock := st.rlock()
-	defer lock.RUnlock()
 	r.head = wire.AppendUvarint(r.head, st.retired)
+	if note {
+		all := make([]*Series, 0, len(st.series))
+		for _, s := range st.series {
+			all = append(all, s)
+		}
+		lock.RUnlock()
+		err := st.encodeNoted(&r, all)
+		return r, err
+	}
+	defer lock.RUnlock()
 	r.ends = make([]int, 0, len(st.series))
 	var err error
 	for _, s := range st.series {
-		if r.buf, err = s.appendBinary(r.buf); err != nil {
+		if a, ok := prev.aheadOf(s); ok {
+			r.buf = append(r.buf, prev.buf[a.from:a.to]...)
+		} else if r.buf, err = s.appendBinary(r.buf); err != nil {
 			return r, err
 		}
 		r.ends = append(r.ends, len(r.buf))
 	}
 	return r, nil
+}
+
+// aheadOf returns the record of s in an encoding of EncodeAhead if s did not change
+// since; r may be nil.
+func (r *encodedRule) aheadOf(s *Series) (aheadSeries, bool) {
+	if r == nil {
+		return aheadSeries{}, false
+	}
+	a, ok := r.ahead[s]
+	return a, ok && a.unchanged(s)
+}
+
+// aheadBatch is how many series EncodeAhead encodes under one taking of a store's write
+// locks: the longest its writers wait, some hundreds of microseconds.
+const aheadBatch = 128
+
+// encodeNoted encodes the series all (a copy of the map) into r, noting each one's parts.
+func (st *store) encodeNoted(r *encodedRule, all []*Series) error {
+	r.ahead = make(map[*Series]aheadSeries, len(all))
+	r.ends = make([]int, 0, len(all))
+	var err error
+	for len(all) > 0 && err == nil {
+		batch := all[:min(aheadBatch, len(all))]
+		all = all[len(batch):]
+		st.lockAll()
+		for _, s := range batch {
+			if s.removed {
+				continue
+			}
+			a := aheadSeries{from: len(r.buf)}
+			for p := range s.parts {
+				a.parts = append(a.parts, partState{p, p.win.Load(), p.lines.Load()})
+			}
+			if r.buf, err = s.appendBinary(r.buf); err != nil {
+				break
+			}
+			a.to = len(r.buf)
+			r.ahead[s] = a
+			r.ends = append(r.ends, a.to)
+		}
+		st.unlockAll()
+	}
+	return err
 }
 
 // counters are the rule's counters a snapshot keeps, in the order it keeps them.

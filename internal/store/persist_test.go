@@ -47,11 +47,18 @@ func persistLines(sinks [2]*store.Sink, from int64, n int) {
 	}
 }
 
-// encodeSet writes set's snapshot into a directory and reads it back, as a restart does.
-func encodeSet(t *testing.T, set *store.Set) *storage.Snapshot {
+// encodeSet writes set's snapshot into a directory and reads it back, as a restart does;
+// with ahead, it is encoded ahead, then between, which writes to set, runs, then the
+// snapshot is taken with what was encoded ahead.
+func encodeSet(t *testing.T, set *store.Set, ahead bool, between func()) *storage.Snapshot {
 	t.Helper()
 	dir := t.TempDir()
-	enc, err := set.Encode()
+	var prev *store.Encoded
+	if ahead {
+		prev = storetest.Must(set.EncodeAhead())
+	}
+	between()
+	enc, err := set.Encode(prev)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,46 +94,51 @@ func quantilesOf(set *store.Set, i int, now int64) map[string][]float64 {
 
 // TestRestoreGoesOnAsIfNeverStopped: a Set restored from a snapshot and fed the same lines
 // as the Set it was taken of reads the same, every series, window, total, drop counter
-// and quantile, and is charged the same memory.
+// and quantile, and is charged the same memory; whether the snapshot was encoded at once
+// or ahead, with lines written to some series and new series made in between.
 func TestRestoreGoesOnAsIfNeverStopped(t *testing.T) {
-	cfg := storetest.Config(3, persistRules()...)
-	opts := store.SetOptions{Shards: 2}
-	kept := storetest.Must(store.NewSetWith(cfg, nil, opts))
-	keptSinks := [2]*store.Sink{kept.NewSink(), kept.NewSink()}
-	persistLines(keptSinks, start, 500)
-
-	restored := storetest.Must(store.NewSetWith(cfg, nil, opts))
-	res, err := restored.Restore(encodeSet(t, kept))
-	if err != nil || res.Rules != len(cfg.Rules) || len(res.Skipped) != 0 {
-		t.Fatalf("Restore: %+v, %v", res, err)
-	}
-	restoredSinks := [2]*store.Sink{restored.NewSink(), restored.NewSink()}
-	for _, set := range []struct {
-		sinks [2]*store.Sink
-	}{{keptSinks}, {restoredSinks}} {
-		persistLines(set.sinks, start+200, 300)
-	}
-	if got, want := restored.MemoryUsed(), kept.MemoryUsed(); got != want {
-		t.Errorf("memory used %d, the Set that never stopped %d", got, want)
-	}
-	if got, want := restored.Oldest(), kept.Oldest(); got != want {
-		t.Errorf("oldest %d, want %d", got, want)
-	}
-	for _, now := range []int64{start + 250, start + 400} {
-		for i, r := range cfg.Rules {
-			t.Run(fmt.Sprintf("%s at %d", r.Name, now), func(t *testing.T) {
-				got, want := read(restored, i, now), read(kept, i, now)
-				if d := diff(got.series, want.series); d != "" {
-					t.Error(d)
-				}
-				if got.matched != want.matched || got.held != want.held || got.drops != want.drops {
-					t.Errorf("matched %d, held %d, drops %+v; want %d, %d, %+v", got.matched, got.held, got.drops, want.matched, want.held, want.drops)
-				}
-				if got, want := fmt.Sprint(quantilesOf(restored, i, now)), fmt.Sprint(quantilesOf(kept, i, now)); got != want {
-					t.Errorf("quantiles %s, want %s", got, want)
-				}
+	for _, ahead := range []bool{false, true} {
+		t.Run(fmt.Sprintf("ahead=%v", ahead), func(t *testing.T) {
+			cfg := storetest.Config(3, persistRules()...)
+			opts := store.SetOptions{Shards: 2}
+			kept := storetest.Must(store.NewSetWith(cfg, nil, opts))
+			keptSinks := [2]*store.Sink{kept.NewSink(), kept.NewSink()}
+			persistLines(keptSinks, start, 500)
+			snap := encodeSet(t, kept, ahead, func() {
+				write(keptSinks[0], line{rule: 0, labels: []string{"200"}, now: start + 80}, line{rule: 2, labels: []string{"201"}, now: start + 80, at: start + 75})
 			})
-		}
+
+			restored := storetest.Must(store.NewSetWith(cfg, nil, opts))
+			res, err := restored.Restore(snap)
+			if err != nil || res.Rules != len(cfg.Rules) || len(res.Skipped) != 0 {
+				t.Fatalf("Restore: %+v, %v", res, err)
+			}
+			restoredSinks := [2]*store.Sink{restored.NewSink(), restored.NewSink()}
+			persistLines(keptSinks, start+200, 300)
+			persistLines(restoredSinks, start+200, 300)
+			if got, want := restored.MemoryUsed(), kept.MemoryUsed(); got != want {
+				t.Errorf("memory used %d, the Set that never stopped %d", got, want)
+			}
+			if got, want := restored.Oldest(), kept.Oldest(); got != want {
+				t.Errorf("oldest %d, want %d", got, want)
+			}
+			for _, now := range []int64{start + 250, start + 400} {
+				for i, r := range cfg.Rules {
+					t.Run(fmt.Sprintf("%s at %d", r.Name, now), func(t *testing.T) {
+						got, want := read(restored, i, now), read(kept, i, now)
+						if d := diff(got.series, want.series); d != "" {
+							t.Error(d)
+						}
+						if got.matched != want.matched || got.held != want.held || got.drops != want.drops {
+							t.Errorf("matched %d, held %d, drops %+v; want %d, %d, %+v", got.matched, got.held, got.drops, want.matched, want.held, want.drops)
+						}
+						if got, want := fmt.Sprint(quantilesOf(restored, i, now)), fmt.Sprint(quantilesOf(kept, i, now)); got != want {
+							t.Errorf("quantiles %s, want %s", got, want)
+						}
+					})
+				}
+			}
+		})
 	}
 }
 
@@ -137,7 +149,7 @@ func TestRestoreSkipsChangedRules(t *testing.T) {
 	old := storetest.Must(store.NewSetWith(storetest.Config(10, rules...), nil, store.SetOptions{}))
 	k := old.NewSink()
 	persistLines([2]*store.Sink{k, k}, start, 50)
-	snap := encodeSet(t, old)
+	snap := encodeSet(t, old, false, func() {})
 
 	changed := *rules[0]
 	changed.Fingerprint += "'"
