@@ -323,11 +323,16 @@ func restoreRule(sec storage.Section, byName map[string]*store) (int, error) {
 	var series []*Series
 	var counts []uint64
 	var retired uint64
+	var charged int64
 	for rec := range sec.Records() {
 		r := wire.NewReader(rec)
 		if st != nil {
 			s, err := st.decodeSeries(r)
 			if err != nil {
+				// Decoding charged the summaries of the series decoded so far; no sink
+				// writes to the store yet, so what it was charged before is exact.
+				st.settlePending()
+				st.charge(charged - st.used.Load())
 				return 0, fmt.Errorf("rule %q: %w", st.name, err)
 			}
 			series = append(series, s)
@@ -350,6 +355,8 @@ func restoreRule(sec storage.Section, byName map[string]*store) (int, error) {
 		}
 		// One snapshot section per store: a second one of the same rule is refused.
 		delete(byName, name+"\x00"+fp)
+		st.settlePending()
+		charged = st.used.Load()
 	}
 	if st == nil {
 		return 0, fmt.Errorf("%w: rule section without a header", storage.ErrCorrupt)

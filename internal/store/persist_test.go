@@ -174,3 +174,70 @@ func TestRestoreSkipsChangedRules(t *testing.T) {
 		t.Errorf("the kept rule:%s", d)
 	}
 }
+
+// TestRestoreSkipsUndecodableRule: a rule whose series do not decode is skipped whole and
+// counted, what its series decoded so far were charged is given back, and the other rules
+// are restored.
+func TestRestoreSkipsUndecodableRule(t *testing.T) {
+	const spoil = 4 // the rule with summaries, which decoding charges
+	rules := persistRules()
+	cfg := storetest.Config(10, rules...)
+	old := storetest.Must(store.NewSetWith(cfg, nil, store.SetOptions{}))
+	k := old.NewSink()
+	persistLines([2]*store.Sink{k, k}, start, 50)
+	snap := encodeSet(t, old, false, func() {})
+	dir := t.TempDir()
+	// The same snapshot with a record that is no series after the spoilt rule's.
+	err := storage.Write(dir, func(w *storage.Writer) error {
+		rules := 0
+		for _, sec := range snap.Sections {
+			if err := w.Section(sec.Name); err != nil {
+				return err
+			}
+			for rec := range sec.Records() {
+				if err := w.Record(rec); err != nil {
+					return err
+				}
+			}
+			if sec.Name == "rule" {
+				if rules++; rules == spoil+1 {
+					if err := w.Record([]byte{1, 'x', 0, 0, 1, 0}); err != nil {
+						return err
+					}
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	spoilt := storetest.Must(storage.Read(dir, 1<<30))
+	set := storetest.Must(store.NewSetWith(cfg, nil, store.SetOptions{}))
+	res, err := set.Restore(spoilt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Rules != len(rules)-1 || len(res.Skipped) != 1 || !errors.Is(res.Skipped[0], storage.ErrCorrupt) {
+		t.Fatalf("restored %d rules, skipped %v; want all but one, skipped as corrupt", res.Rules, res.Skipped)
+	}
+	if v := read(set, spoil, start+10); len(v.series) != 0 || v.matched != 0 {
+		t.Errorf("the undecodable rule has series %v, %d lines", v.series, v.matched)
+	}
+	if d := diff(read(set, 0, start+10).series, read(old, 0, start+10).series); d != "" {
+		t.Errorf("another rule:%s", d)
+	}
+	// What the skipped rule's decoded series were charged is given back.
+	unspoilt := storetest.Must(store.NewSetWith(cfg, nil, store.SetOptions{}))
+	if _, err := unspoilt.Restore(snap); err != nil {
+		t.Fatal(err)
+	}
+	fresh := storetest.Must(store.NewSetWith(storetest.Config(10, rules[spoil]), nil, store.SetOptions{}))
+	restoredOne := storetest.Must(store.NewSetWith(storetest.Config(10, rules[spoil]), nil, store.SetOptions{}))
+	if _, err := restoredOne.Restore(snap); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := set.MemoryUsed(), unspoilt.MemoryUsed()-restoredOne.MemoryUsed()+fresh.MemoryUsed(); got != want {
+		t.Errorf("memory used %d, want %d", got, want)
+	}
+}
