@@ -173,13 +173,17 @@ func decodePipeline(snap *storage.Snapshot) (map[string][]follow.Position, int64
 // Snapshot writes the state to the storage directory now: every rule's series and the
 // followed files' positions, one cut (every line before a position is in the series and
 // none after). A failure is logged and counted; the last snapshot stays in place. Without
-// a storage path it does nothing.
+// a storage path it does nothing; after Stop it is refused.
 func (p *Pipeline) Snapshot() error {
 	if p.storage == nil {
 		return nil
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.stopped {
+		// Stop wrote the last one, with the positions of inputs that no longer run.
+		return errStopped
+	}
 	return p.snapshot()
 }
 
