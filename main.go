@@ -69,6 +69,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		backfill      = app.Flag("input.backfill-bytes", "At start, how far back from the end of a file with start_at: end to read to fill the windows of event-time rules (0: off).").Default("256MiB").Bytes()
 		maxBytesSet   bool
 		maxBytes      = app.Flag("series.max-bytes", "Bound on the memory of the series of all rules, their sketches and the inputs' partial lines; past it, new label sets fold into their rule's __overflow__ series and sketches are coarsened instead of growing (0: none). Default: half the container's memory limit (cgroup v2 memory.max, v1 memory.limit_in_bytes), else 512MiB. Unless GOMEMLIMIT is set, the Go runtime's soft memory limit is set to 1.5 times it (three quarters of the container's limit).").PlaceHolder("BYTES").IsSetByUser(&maxBytesSet).Bytes()
+		storagePath   = app.Flag("storage.path", "Directory where the state (every rule's series and windows, each followed file's position) is kept across restarts: written every --storage.snapshot-interval and at shutdown, read at start (empty: none).").PlaceHolder("DIR").String()
+		snapshotEvery = app.Flag("storage.snapshot-interval", "How often the state is written to --storage.path; after a kill, the lines read since the last snapshot are read again.").Default(pipeline.DefaultSnapshotInterval.String()).Duration()
 		webFlags      = kingpinflag.AddFlags(app, defaultListenAddress)
 	)
 	logConfig := &promslog.Config{}
@@ -94,6 +96,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "%s: --%s may not be negative\n", exporterName, d.flag)
 			return 2
 		}
+	}
+	if *snapshotEvery <= 0 {
+		fmt.Fprintf(stderr, "%s: --storage.snapshot-interval must be positive\n", exporterName)
+		return 2
 	}
 	if *maxConns < 1 || *maxRequests < 0 {
 		fmt.Fprintf(stderr, "%s: --web.max-connections must be at least 1, --web.max-requests at least 0\n", exporterName)
@@ -176,6 +182,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 		SeriesMaxBytes: bound.Bytes,
 
 		SeriesMaxBytesSource: string(bound.Source),
+		// The one-shots keep no state: only the server reads and writes the snapshot.
+		StoragePath:      *storagePath,
+		SnapshotInterval: *snapshotEvery,
 	}
 	if *explainFile != "" {
 		// The lines come with an error too when no input reads the file and no rule

@@ -26,6 +26,20 @@ func TestTelemetryPathRefused(t *testing.T) {
 	}
 }
 
+// TestSnapshotIntervalRefused: a snapshot interval that is not positive is refused before
+// anything starts.
+func TestSnapshotIntervalRefused(t *testing.T) {
+	for _, d := range []string{"0s", "-1s"} {
+		t.Run(d, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			code := run([]string{"--config.file=examples/quickstart.yaml", "--storage.snapshot-interval=" + d}, &stdout, &stderr)
+			if code != 2 || !strings.Contains(stderr.String(), "--storage.snapshot-interval") {
+				t.Errorf("exit %d, stderr %q; want exit 2 naming the flag", code, stderr.String())
+			}
+		})
+	}
+}
+
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/ from the current output")
 
 // TestReplayGolden replays bundled logs through the command line's one-shot mode and

@@ -47,6 +47,8 @@ func startFollower(p *Pipeline, ci config.Input, in *stream, shard int) (input.I
 		PollInterval:  p.opts.PollInterval,
 		Logger:        in.log,
 		Backfill:      p.warmStart(ci, in.log),
+		Resume:        p.resume[ci.Source()],
+		Hold:          p.cut.RLocker(),
 	}
 	if in.deal != nil {
 		opts.Select = func(path string) bool { return in.deal.owns(path, shard) }

@@ -7,15 +7,18 @@
 package pipeline
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/logwindow/logwindow_exporter/config"
+	"github.com/logwindow/logwindow_exporter/internal/input/follow"
 	"github.com/logwindow/logwindow_exporter/internal/scrape"
 	"github.com/logwindow/logwindow_exporter/internal/selfmetric"
 	"github.com/logwindow/logwindow_exporter/internal/store"
@@ -45,6 +48,11 @@ type Options struct {
 	// Summary is where the one-shots (Replay, Explain, Sample) write their line per input
 	// of how many of its lines fit (Fit); nil: nowhere.
 	Summary io.Writer
+	// StoragePath is the directory of the snapshot the state survives a restart by
+	// (--storage.path); "" keeps none. SnapshotInterval is how often it is written, besides
+	// at Stop (0 means DefaultSnapshotInterval).
+	StoragePath      string
+	SnapshotInterval time.Duration
 }
 
 // setDefaults gives o a logger that discards when it has none.
@@ -94,6 +102,18 @@ type Pipeline struct {
 	stopped     bool
 	reloadErr   error // why the last reload was refused; nil when it applied
 	lastSuccess time.Time
+
+	// cut is held (read) by every follower while it hands lines on, and taken by a
+	// snapshot while it records the positions and copies the series: one cut of both.
+	cut sync.RWMutex
+	// storage is the side of --storage.path; nil without one. resume holds the positions
+	// of the snapshot restored at Start by input source, for the followers Start starts.
+	storage *persister
+	resume  map[string][]follow.Position
+	// started is the processing second of Start, and restored that of the start of the
+	// process whose snapshot was restored (math.MaxInt64 when none): rates count from
+	// the earlier.
+	started, restored int64
 }
 
 // errStopped refuses a reload that comes in (by SIGHUP or HTTP) during shutdown, which would
@@ -107,14 +127,20 @@ func Start(cfg *config.Config, opts Options) (*Pipeline, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Pipeline{opts: opts, clock: newClock(opts.Now), inputs: map[string]*stream{}}
+	p := &Pipeline{opts: opts, clock: newClock(opts.Now), inputs: map[string]*stream{}, restored: math.MaxInt64}
+	p.started = p.clock.second()
+	if opts.StoragePath != "" {
+		p.storage = &persister{dir: opts.StoragePath, interval: cmp.Or(opts.SnapshotInterval, DefaultSnapshotInterval)}
+		p.storage.stats.Enabled = true
+		p.resume, p.restored = p.restore(gen)
+	}
 	p.gen.Store(gen)
 	p.warnMissing(cfg)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.starting = true
 	err = p.syncInputs(cfg)
-	p.starting = false
+	p.starting, p.resume = false, nil
 	if err != nil {
 		p.stopInputs(nil)
 		return nil, err
@@ -133,6 +159,9 @@ func Start(cfg *config.Config, opts Options) (*Pipeline, error) {
 			}
 		}
 	})
+	if p.storage != nil {
+		p.expired.Go(func() { p.snapshotEvery(p.expiring) })
+	}
 	return p, nil
 }
 
@@ -209,6 +238,11 @@ func (p *Pipeline) warnMissing(cfg *config.Config) {
 func (p *Pipeline) Ready() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	return p.inputsReady()
+}
+
+// inputsReady is Ready with p.mu held.
+func (p *Pipeline) inputsReady() bool {
 	for _, in := range p.inputs {
 		if !in.running.Ready() {
 			return false
@@ -217,15 +251,24 @@ func (p *Pipeline) Ready() bool {
 	return true
 }
 
-// Stop stops every input and waits for their goroutines; later reloads are refused.
+// Stop stops every input and waits for their goroutines; later reloads are refused. With
+// a storage path, the state is written to it first (a shutdown's snapshot).
 func (p *Pipeline) Stop() {
 	p.mu.Lock()
-	defer p.mu.Unlock()
-	if !p.stopped {
-		close(p.expiring)
-		p.expired.Wait()
-	}
+	first := !p.stopped
 	p.stopped = true
+	p.mu.Unlock()
+	if first {
+		close(p.expiring)
+		p.expired.Wait() // outside p.mu, which a periodic snapshot takes
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if first && p.storage != nil {
+		if p.snapshot() == nil {
+			p.opts.Logger.Info("snapshot written at shutdown", "dir", p.storage.dir)
+		}
+	}
 	p.stopInputs(nil)
 }
 
@@ -236,7 +279,7 @@ func (p *Pipeline) Collector() *scrape.Collector {
 		Set:    func() *store.Set { return p.gen.Load().set },
 		Now:    p.clock.second,
 		Wall:   p.clock.wall,
-		Start:  p.clock.second(),
+		Start:  min(p.clock.second(), p.restored),
 		Inputs: p.inputStats,
 		Reload: p.reloadStats,
 

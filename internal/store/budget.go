@@ -119,6 +119,18 @@ func (st *store) seriesCost(keyLen, labels int) int64 {
 // its other parts and the wheels of every part, as they grew. The store's write locks are
 // held, so no part or wheels come, go or grow meanwhile.
 func (st *store) heldBytes(s *Series) int64 {
+	n := st.frameBytes(s)
+	for p := range s.parts {
+		if w := p.win.Load(); w != nil {
+			n += w.Bytes()
+		}
+	}
+	return n
+}
+
+// frameBytes is what s is charged besides its wheels: its cost less the wheels of its
+// first part, and its other parts.
+func (st *store) frameBytes(s *Series) int64 {
 	n := st.seriesCost(len(s.key), len(s.labels)) - st.wheelBytes
 	if o := s.others.Load(); o != nil {
 		n += othersBytes
@@ -126,11 +138,6 @@ func (st *store) heldBytes(s *Series) int64 {
 			if o[i].Load() != nil {
 				n += farPartBytes
 			}
-		}
-	}
-	for p := range s.parts {
-		if w := p.win.Load(); w != nil {
-			n += w.Bytes()
 		}
 	}
 	return n

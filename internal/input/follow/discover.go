@@ -312,6 +312,10 @@ func (f *Follower) track(path string, initial bool) (m match, exists, isOpen boo
 		}
 		delete(f.atStart, m.id)
 	}
+	if off, ok := f.resumeAt(m.id, file); ok {
+		t.positionAt(off)
+		t.backfill, t.holdsReady = false, false // a restored file's windows are the snapshot's
+	}
 	off := t.off // once t is the reader's, its offset moves
 	f.mu.Lock()
 	_, dup := f.byID[m.id]

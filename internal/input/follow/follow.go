@@ -87,6 +87,16 @@ type Options struct {
 	// several followers can share one glob's files (each must accept a file's path
 	// whatever it is renamed to within the glob, or the file would be read twice).
 	Select func(path string) bool
+	// Resume, when not nil, is where an earlier follower of the input read its files up to
+	// (Follower.Positions): a file present at Start is read from its position, or from its
+	// start when it has none (it came after them), whatever FromBeginning says, and
+	// without Backfill; a file of a position that left its path is found by its identity
+	// in its directory and read to its end first (see position.go).
+	Resume []Position
+	// Hold, when set, is held while lines are handed on, a chunk at a time: a caller that
+	// takes it exclusively sees no line being handed on, so that Positions and what the
+	// handler made of the lines before them are one cut.
+	Hold sync.Locker
 
 	now      func() time.Time                    // a test clock for the grace period
 	noNotify bool                                // tests force polling
@@ -252,6 +262,7 @@ type Follower struct {
 	watchFailed map[string]string // directory → error already counted and logged
 	unlisted    map[string]string // directory of a glob → listing error already counted and logged
 	atStart     map[fileID]int64  // size at Start of files present then, for start at end
+	resume      *resume           // Options.Resume, until Start applied it
 
 	ready     atomic.Bool
 	backfills atomic.Int64 // Backfill calls still due
@@ -276,6 +287,7 @@ func Start(opts Options, h input.Handler) (*Follower, error) {
 		return nil, err
 	}
 	f.discover(true)
+	f.resumeRotated()
 	f.wg.Add(2)
 	go f.watchLoop()
 	go f.readLoop()
@@ -300,6 +312,7 @@ func newFollower(opts Options, h input.Handler) (*Follower, error) {
 		watchFailed: make(map[string]string),
 		unlisted:    make(map[string]string),
 		atStart:     make(map[fileID]int64),
+		resume:      newResume(o.Resume),
 		readPaths:   make(map[string]bool),
 		stop:        make(chan struct{}),
 		wake:        make(chan struct{}, 1),

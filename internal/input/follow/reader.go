@@ -2,9 +2,11 @@ package follow
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"io"
 	"os"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -149,6 +151,8 @@ type lineReader struct {
 	// chunk and tooLong are Options.Chunk and Options.TooLong.
 	chunk   func()
 	tooLong func(path string, head []byte)
+	// hold is Options.Hold, or a lock no one else takes.
+	hold sync.Locker
 }
 
 // newLineReader reads lines as o (normalized) says.
@@ -163,6 +167,7 @@ func newLineReader(o Options, h input.Handler, c *counters, stop *atomic.Bool) *
 		stop:    stop,
 		chunk:   o.Chunk,
 		tooLong: o.TooLong,
+		hold:    cmp.Or[sync.Locker](o.Hold, new(sync.Mutex)),
 	}
 }
 
@@ -186,7 +191,9 @@ func (r *lineReader) pass(t *tracked, path string, budget int64) (read int64, at
 				r.chunk()
 			}
 		}
+		r.hold.Lock()
 		start, end = r.scan(t, path, start, end)
+		r.hold.Unlock()
 		switch {
 		case r.stopped():
 			return read, false, nil
@@ -258,6 +265,8 @@ func (r *lineReader) skip(path string, head []byte) {
 // finish ends a file that will not grow any more: its last line, complete or
 // not, is handed on.
 func (r *lineReader) finish(t *tracked, path string) {
+	r.hold.Lock()
+	defer r.hold.Unlock()
 	if t.skipping || len(t.partial) > 0 {
 		r.line(t, path, t.partial)
 	}

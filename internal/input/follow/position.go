@@ -1,0 +1,179 @@
+package follow
+
+import (
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+
+	"github.com/cespare/xxhash/v2"
+)
+
+// Position is where a follower read a file up to, for a restart to read on from there
+// (Options.Resume): the file is known by its device and inode, and by a hash of its first
+// bytes, so that an inode reused by another file is not taken for it.
+type Position struct {
+	// Path is the path the file was read under.
+	Path string
+	// Dev and Ino identify the file.
+	Dev, Ino uint64
+	// Offset is that of the first byte not handed on: a line's first byte.
+	Offset int64
+	// Head is the xxhash of the file's first min(HeadBytes, Offset) bytes.
+	Head uint64
+}
+
+// HeadBytes is how many of a file's first bytes Position.Head covers.
+const HeadBytes = headLen
+
+// Positions returns where the follower read each of its files up to: lines before the
+// offset were handed on, none after. So that they are one cut with what the handler made
+// of those lines, the caller calls it while no line is being handed on (Options.Hold).
+func (f *Follower) Positions() []Position {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := make([]Position, 0, len(f.files))
+	var buf [headLen]byte
+	for _, t := range f.files {
+		off := t.done.Load()
+		head, err := headHash(t.f, off, &buf)
+		if err != nil {
+			continue // a file that cannot be read now is read again from its start after a restart
+		}
+		out = append(out, Position{Path: t.path, Dev: t.id.dev, Ino: t.id.ino, Offset: off, Head: head})
+	}
+	return out
+}
+
+// headHash is the hash of the first min(headLen, off) bytes of file.
+func headHash(file io.ReaderAt, off int64, buf *[headLen]byte) (uint64, error) {
+	n := int(min(headLen, off))
+	if got, err := file.ReadAt(buf[:n], 0); got < n {
+		if err == nil || errors.Is(err, io.EOF) {
+			err = io.ErrUnexpectedEOF // truncated since: the position is of a file no longer there
+		}
+		return 0, err
+	}
+	return xxhash.Sum64(buf[:n]), nil
+}
+
+// resume holds the positions of Options.Resume not applied yet, by file.
+type resume struct {
+	byID map[fileID]Position
+	// order is the files in the order of Options.Resume: the rotated ones are finished
+	// in it.
+	order []fileID
+}
+
+func newResume(ps []Position) *resume {
+	if ps == nil {
+		return nil
+	}
+	r := &resume{byID: make(map[fileID]Position, len(ps))}
+	for _, p := range ps {
+		id := fileID{dev: p.Dev, ino: p.Ino}
+		if _, dup := r.byID[id]; !dup {
+			r.byID[id] = p
+			r.order = append(r.order, id)
+		}
+	}
+	return r
+}
+
+// resumeAt says where a file found by the first scan is read from when Options.Resume
+// is set: from its saved position when it has one and its first bytes are those it had,
+// else from its start, as it appeared after the positions were taken (the file that
+// replaced a rotated one, or a new one). ok is false without Options.Resume.
+func (f *Follower) resumeAt(id fileID, file *os.File) (off int64, ok bool) {
+	r := f.resume
+	if r == nil {
+		return 0, false
+	}
+	p, found := r.byID[id]
+	if !found {
+		return 0, true
+	}
+	delete(r.byID, id)
+	var buf [headLen]byte
+	if h, err := headHash(file, p.Offset, &buf); err != nil || h != p.Head {
+		return 0, true
+	}
+	return p.Offset, true
+}
+
+// resumeRotated finishes the files of saved positions that the first scan did not find
+// at any path: rotated away while the exporter was down, they are looked for by device
+// and inode in the directory of their path, and read from their position to their end
+// before they are retired as any rotated file is.
+func (f *Follower) resumeRotated() {
+	r := f.resume
+	f.resume = nil
+	if r == nil {
+		return
+	}
+	var found []*tracked
+	var buf [headLen]byte
+	for _, id := range r.order {
+		p, ok := r.byID[id]
+		if !ok || f.o.Select != nil && !f.o.Select(p.Path) {
+			continue
+		}
+		file := openByID(filepath.Dir(p.Path), id)
+		if file == nil {
+			f.o.Logger.Info("the file of a saved position is gone: the lines written to it after the position are lost", "path", p.Path, "offset", p.Offset)
+			continue
+		}
+		if h, err := headHash(file, p.Offset, &buf); err != nil || h != p.Head {
+			_ = file.Close()
+			f.o.Logger.Info("the file of a saved position was rewritten: the lines written to it after the position are lost", "path", p.Path, "offset", p.Offset)
+			continue
+		}
+		now := f.o.now()
+		t := &tracked{id: id, f: file, path: p.Path, lastData: now, rotated: true, rotatedAt: now}
+		t.positionAt(p.Offset)
+		found = append(found, t)
+		f.c.rotations.Add(1)
+		f.o.Logger.Info("file rotated away while the exporter was down, reading it to its end from the saved position", "path", p.Path, "file", file.Name(), "offset", p.Offset)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, t := range found {
+		if _, dup := f.byID[t.id]; dup {
+			_ = t.f.Close()
+			continue
+		}
+		f.byID[t.id] = t
+		f.pathsChanged++
+	}
+	found = slices.DeleteFunc(found, func(t *tracked) bool { return f.byID[t.id] != t })
+	// Older files are read first: the rotated ones before what replaced them.
+	f.files = append(found, f.files...)
+}
+
+// openByID opens the regular file of dir whose device and inode are id, or returns nil.
+func openByID(dir string, id fileID) *os.File {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil
+	}
+	for _, e := range entries {
+		if !e.Type().IsRegular() {
+			continue
+		}
+		fi, err := e.Info()
+		if err != nil || idOf(fi) != id {
+			continue
+		}
+		file, err := os.Open(filepath.Join(dir, e.Name()))
+		if err != nil {
+			return nil
+		}
+		if fi, err := file.Stat(); err != nil || idOf(fi) != id {
+			_ = file.Close()
+			return nil
+		}
+		return file
+	}
+	return nil
+}

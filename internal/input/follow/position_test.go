@@ -1,0 +1,108 @@
+package follow
+
+import (
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+)
+
+// TestResume: a follower started with the positions of one that stopped hands on every
+// line written since exactly once, whatever happened to the files meanwhile, and from
+// the position even with start_at: end.
+func TestResume(t *testing.T) {
+	cases := []struct {
+		name string
+		glob bool
+		// down is what happens while no follower runs; it writes lines 101..150.
+		down func(t *testing.T, dir string, w *os.File)
+	}{{
+		name: "appended",
+		down: func(t *testing.T, _ string, w *os.File) { writeLines(t, w, 101, 150) },
+	}, {
+		name: "appended, rotated by rename, a new file",
+		down: func(t *testing.T, dir string, w *os.File) {
+			writeLines(t, w, 101, 120)
+			rename(t, filepath.Join(dir, "access.log"), filepath.Join(dir, "access.log.1"))
+			writeLines(t, w, 121, 130) // the writer has not reopened yet
+			writeLines(t, create(t, filepath.Join(dir, "access.log")), 131, 150)
+		},
+	}, {
+		name: "a glob: a file created while down is read from its start",
+		glob: true,
+		down: func(t *testing.T, dir string, w *os.File) {
+			writeLines(t, w, 101, 120)
+			writeLines(t, create(t, filepath.Join(dir, "other.log")), 121, 150)
+		},
+	}}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			w := create(t, filepath.Join(dir, "access.log"))
+			writeLines(t, w, 1, 100)
+			o := modes[1].options(filepath.Join(dir, "access.log"))
+			if tc.glob {
+				o.Path = filepath.Join(dir, "*.log")
+			}
+			var hold sync.RWMutex
+			o.Hold = hold.RLocker()
+			o.FromBeginning = true
+			first := newCollector()
+			f := start(t, o, first.handle)
+			waitFor(t, "the first lines", func() bool { return first.has(1, 100) })
+			hold.Lock()
+			positions := f.Positions()
+			hold.Unlock()
+			f.Stop()
+			first.expectExactly(t, span{1, 100})
+
+			tc.down(t, dir, w)
+			o.FromBeginning = false
+			o.Resume = positions
+			next := newCollector()
+			start(t, o, next.handle)
+			waitFor(t, "the lines written while down", func() bool { return next.has(101, 150) })
+			next.expectExactly(t, span{101, 150})
+		})
+	}
+}
+
+// TestPositionsAtLineStarts: a position is at the first byte of the line after the last
+// one handed on, and its head hash covers the file's first bytes up to it.
+func TestPositionsAtLineStarts(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "access.log")
+	w := create(t, path)
+	writeLines(t, w, 1, 3)
+	if _, err := w.WriteString("partial"); err != nil {
+		t.Fatal(err)
+	}
+	var hold sync.RWMutex
+	o := modes[1].options(path)
+	o.FromBeginning, o.Hold = true, hold.RLocker()
+	c := newCollector()
+	f := start(t, o, c.handle)
+	waitFor(t, "three lines", func() bool { return c.has(1, 3) })
+	hold.Lock()
+	ps := f.Positions()
+	hold.Unlock()
+	want := int64(3 * len(numbered(1)))
+	if len(ps) != 1 || ps[0].Offset != want || ps[0].Path != path {
+		t.Fatalf("positions %+v, want one of %s at %d", ps, path, want)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf [headLen]byte
+	if h, _ := headHash(fileBytes(b), want, &buf); h != ps[0].Head {
+		t.Errorf("head %x, want %x", ps[0].Head, h)
+	}
+}
+
+// fileBytes reads a file's bytes from memory.
+type fileBytes []byte
+
+func (b fileBytes) ReadAt(p []byte, off int64) (int, error) {
+	return copy(p, b[off:]), nil
+}

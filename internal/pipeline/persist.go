@@ -1,0 +1,284 @@
+package pipeline
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io/fs"
+	"math"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/logwindow/logwindow_exporter/internal/input/follow"
+	"github.com/logwindow/logwindow_exporter/internal/storage"
+	"github.com/logwindow/logwindow_exporter/internal/store"
+	"github.com/logwindow/logwindow_exporter/windows/wire"
+)
+
+// DefaultSnapshotInterval is how often the state is written to --storage.path.
+const DefaultSnapshotInterval = 10 * time.Second
+
+// Sections of a snapshot the pipeline writes besides the Set's: when it started, and the
+// positions of the followed files.
+const (
+	sectionPipeline = "pipeline"
+	sectionFiles    = "files"
+)
+
+// StorageStats says how the snapshots of --storage.path fare, for the self-metrics.
+type StorageStats struct {
+	// Enabled: a storage path is set.
+	Enabled bool
+	// Snapshots and Failures count the snapshots written and those that failed (an
+	// unwritable directory, a full disk); each failure is logged.
+	Snapshots, Failures uint64
+	// LastBytes, LastDuration and LastPause are of the last snapshot written: its size,
+	// how long it took whole, and how long the inputs waited for it (the cut).
+	LastBytes    int64
+	LastDuration time.Duration
+	LastPause    time.Duration
+	// LastSuccess is when the last snapshot was written; zero before the first.
+	LastSuccess time.Time
+	// RestoreFailures counts the snapshots that could not be read at start (corrupt,
+	// truncated, of another version, too large, unreadable), which were set aside; the
+	// exporter started without them.
+	RestoreFailures uint64
+	// RestoredRules and RestoredSeries are what the start took from the snapshot;
+	// SkippedRules the rules of the snapshot that were not restored (changed or removed
+	// rules, series that did not decode with the rule's layout).
+	RestoredRules, RestoredSeries, SkippedRules int
+}
+
+// persister is the pipeline's side of --storage.path.
+type persister struct {
+	dir      string
+	interval time.Duration
+	// write serialises the snapshots: one writer per directory.
+	write sync.Mutex
+	// mu guards stats.
+	mu    sync.Mutex
+	stats StorageStats
+}
+
+// StorageStats returns the statistics of the snapshots.
+func (p *Pipeline) StorageStats() StorageStats {
+	if p.storage == nil {
+		return StorageStats{}
+	}
+	p.storage.mu.Lock()
+	defer p.storage.mu.Unlock()
+	return p.storage.stats
+}
+
+// update changes the statistics under their lock.
+func (s *persister) update(f func(st *StorageStats)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f(&s.stats)
+}
+
+// restore reads the snapshot of the storage directory into gen's new Set and returns
+// the positions of the files by input source and the start second it records (or
+// math.MaxInt64). A snapshot that cannot be read or decoded is logged, counted and set
+// aside, and the exporter starts without it.
+func (p *Pipeline) restore(gen *generation) (map[string][]follow.Position, int64) {
+	s, log := p.storage, p.opts.Logger
+	if err := os.MkdirAll(s.dir, 0o750); err != nil {
+		log.Warn("cannot make the storage directory: snapshots will fail until it can be written", "dir", s.dir, "err", err)
+	}
+	most := int64(math.MaxInt64 - 1) // no bound; Read reads up to one byte past it
+	if p.opts.SeriesMaxBytes > 0 {
+		most = p.opts.SeriesMaxBytes
+	}
+	snap, err := storage.Read(s.dir, most)
+	var positions map[string][]follow.Position
+	since := int64(math.MaxInt64)
+	if err == nil {
+		positions, since, err = decodePipeline(snap)
+	}
+	var res store.Restored
+	if err == nil {
+		res, err = gen.set.Restore(snap)
+	}
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		log.Info("no snapshot in the storage directory: starting empty", "dir", s.dir)
+		return nil, math.MaxInt64
+	case err != nil:
+		s.update(func(st *StorageStats) { st.RestoreFailures++ })
+		attrs := []any{"dir", s.dir, "err", err}
+		if errors.Is(err, storage.ErrCorrupt) || errors.Is(err, storage.ErrVersion) || errors.Is(err, storage.ErrTooLarge) {
+			to, aerr := storage.SetAside(s.dir, p.opts.Now())
+			attrs = append(attrs, "set_aside_as", to)
+			if aerr != nil {
+				attrs = append(attrs, "set_aside_err", aerr)
+			}
+		}
+		log.Error("cannot restore the snapshot: starting empty", attrs...)
+		return nil, math.MaxInt64
+	}
+	for _, why := range res.Skipped {
+		log.Warn("a rule of the snapshot was not restored: it starts empty", "err", why)
+	}
+	s.update(func(st *StorageStats) {
+		st.RestoredRules, st.RestoredSeries, st.SkippedRules = res.Rules, res.Series, len(res.Skipped)
+	})
+	files := 0
+	for _, ps := range positions {
+		files += len(ps)
+	}
+	log.Info("restored the snapshot", "dir", s.dir, "rules", res.Rules, "series", res.Series, "skipped_rules", len(res.Skipped), "files", files)
+	return positions, since
+}
+
+// decodePipeline reads the pipeline's sections of a snapshot.
+func decodePipeline(snap *storage.Snapshot) (map[string][]follow.Position, int64, error) {
+	meta, ok := snap.Section(sectionPipeline)
+	files, ok2 := snap.Section(sectionFiles)
+	if !ok || !ok2 {
+		return nil, 0, fmt.Errorf("%w: no %q or %q section", storage.ErrCorrupt, sectionPipeline, sectionFiles)
+	}
+	since := int64(math.MaxInt64)
+	for rec := range meta.Records() {
+		r := wire.NewReader(rec)
+		since = r.Varint()
+		if err := r.Done(); err != nil {
+			return nil, 0, err
+		}
+	}
+	positions := map[string][]follow.Position{}
+	for rec := range files.Records() {
+		r := wire.NewReader(rec)
+		source := string(r.Prefixed())
+		n := r.Count(math.MaxInt, 1)
+		ps := make([]follow.Position, 0, n)
+		for range n {
+			pos := follow.Position{Path: string(r.Prefixed()), Dev: r.Uvarint(), Ino: r.Uvarint()}
+			off := r.Uvarint()
+			if off > math.MaxInt64 {
+				r.Failf("offset %d", off)
+			}
+			pos.Offset, pos.Head = int64(off), r.Uint64()
+			ps = append(ps, pos)
+		}
+		if err := r.Done(); err != nil {
+			return nil, 0, err
+		}
+		positions[source] = ps
+	}
+	return positions, since, nil
+}
+
+// Snapshot writes the state to the storage directory now: every rule's series and the
+// followed files' positions, one cut (every line before a position is in the series and
+// none after). A failure is logged and counted; the last snapshot stays in place. Without
+// a storage path it does nothing; after Stop it is refused.
+func (p *Pipeline) Snapshot() error {
+	if p.storage == nil {
+		return nil
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.stopped {
+		// Stop wrote the last one, with the positions of inputs that no longer run.
+		return errStopped
+	}
+	return p.snapshot()
+}
+
+// snapshot is Snapshot with p.mu held, which keeps the inputs from coming and going
+// (a reload's new follower would otherwise start or stop during the cut). The cut is
+// taken after p.mu: a reload that holds p.mu may wait for a follower that waits for the
+// cut.
+func (p *Pipeline) snapshot() error {
+	s := p.storage
+	s.write.Lock()
+	defer s.write.Unlock()
+	begin := time.Now()
+	// The series are encoded ahead while the inputs go on, and only those written since
+	// again during the cut; not while a warm start fills windows without counting lines.
+	var ahead *store.Encoded
+	if p.inputsReady() {
+		ahead, _ = p.gen.Load().set.EncodeAhead() // without it, the cut encodes them all
+	}
+	cutAt := time.Now()
+	p.cut.Lock()
+	files := make(map[string][]follow.Position)
+	for _, in := range p.inputs {
+		if f, ok := in.running.(*follow.Follower); ok {
+			files[in.source] = append(files[in.source], f.Positions()...)
+		}
+	}
+	enc, err := p.gen.Load().set.Encode(ahead)
+	pause := time.Since(cutAt)
+	p.cut.Unlock()
+	if err == nil {
+		err = storage.Write(s.dir, func(w *storage.Writer) error {
+			if err := w.Section(sectionPipeline); err != nil {
+				return err
+			}
+			if err := w.Record(wire.AppendVarint(nil, min(p.started, p.restored))); err != nil {
+				return err
+			}
+			if err := enc.Write(w); err != nil {
+				return err
+			}
+			if err := w.Section(sectionFiles); err != nil {
+				return err
+			}
+			var rec []byte
+			for source, ps := range files {
+				rec = appendPositions(rec[:0], source, ps)
+				if err := w.Record(rec); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	}
+	took := time.Since(begin)
+	if err != nil {
+		s.update(func(st *StorageStats) { st.Failures++ })
+		p.opts.Logger.Warn("cannot write the snapshot: the previous one stays", "dir", s.dir, "err", err)
+		return err
+	}
+	size := int64(0)
+	if fi, err := os.Stat(s.dir + string(os.PathSeparator) + storage.FileName); err == nil {
+		size = fi.Size()
+	}
+	s.update(func(st *StorageStats) {
+		st.Snapshots++
+		st.LastBytes, st.LastDuration, st.LastPause, st.LastSuccess = size, took, pause, p.opts.Now()
+	})
+	p.opts.Logger.Debug("snapshot written", "dir", s.dir, "bytes", size, "took", took, "pause", pause, "series_bytes", enc.Bytes())
+	return nil
+}
+
+// appendPositions appends the record of an input's positions.
+func appendPositions(dst []byte, source string, ps []follow.Position) []byte {
+	dst = wire.AppendBytes(dst, []byte(source))
+	dst = wire.AppendUvarint(dst, uint64(len(ps)))
+	for _, pos := range ps {
+		dst = wire.AppendBytes(dst, []byte(pos.Path))
+		dst = wire.AppendUvarint(dst, pos.Dev)
+		dst = wire.AppendUvarint(dst, pos.Ino)
+		dst = wire.AppendUvarint(dst, uint64(pos.Offset))
+		dst = binary.LittleEndian.AppendUint64(dst, pos.Head)
+	}
+	return dst
+}
+
+// snapshotEvery writes a snapshot every interval until stop is closed.
+func (p *Pipeline) snapshotEvery(stop <-chan struct{}) {
+	t := time.NewTicker(p.storage.interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+			_ = p.Snapshot()
+		}
+	}
+}

@@ -1,0 +1,338 @@
+package pipeline
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/logwindow/logwindow_exporter/config"
+	"github.com/logwindow/logwindow_exporter/internal/storage"
+	"github.com/logwindow/logwindow_exporter/internal/testutil/syncbuf"
+)
+
+// persistRules count lines twice: at their own time and at processing time, both in
+// windows longer than any test; the input starts at the end of its file, so that only a
+// restored position can make it read what was written while it was down.
+const persistRules = `
+global: {windows: [1m, 5m]}
+inputs: [{name: web, path: 'LOG', start_at: end}]
+rules:
+  - name: timed
+    match: 'ts=(?P<ts>\S+) n='
+    timestamp: {capture: ts, layout: '2006-01-02T15:04:05Z07:00'}
+  - name: arrived
+    match: 'n='
+`
+
+// persistLines appends lines from..to to path, stamped now.
+func persistLines(t *testing.T, path string, from, to int) {
+	t.Helper()
+	var b strings.Builder
+	stamp := time.Now().UTC().Format(time.RFC3339)
+	for n := from; n <= to; n++ {
+		fmt.Fprintf(&b, "ts=%s n=%d\n", stamp, n)
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.WriteString(b.String()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// startStored starts a pipeline on persistRules for log with the storage directory dir
+// and what it logs in out.
+func startStored(t *testing.T, log, dir string, out *syncbuf.Buffer, o Options) *Pipeline {
+	t.Helper()
+	cfg, err := config.Parse([]byte(strings.ReplaceAll(persistRules, "LOG", log)), "rules.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.Now, o.PollInterval, o.RotationGrace = time.Now, 10*time.Millisecond, 50*time.Millisecond
+	o.BackfillBytes, o.StoragePath = DefaultBackfillBytes, dir
+	o.Logger = slog.New(slog.NewTextHandler(out, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	p, err := Start(cfg, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Stop)
+	return p
+}
+
+// waitCounted waits until the rules' totals and windows read want, and fails the test
+// if they do not within a deadline.
+func waitCounted(t *testing.T, p *Pipeline, want float64) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		var off []string
+		samples := gatherPipeline(t, p)
+		for _, name := range []string{`timed_total{}`, `timed_window{window="1m"}`, `timed_window{window="5m"}`, `arrived_total{}`, `arrived_window{window="1m"}`, `arrived_window{window="5m"}`} {
+			if v, ok := samples[name]; !ok || v != want {
+				off = append(off, fmt.Sprintf("%s %v", name, v))
+			}
+		}
+		if len(off) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("want %v in every window and total; got %s", want, strings.Join(off, ", "))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestStorageRestart: every line is counted exactly once across a restart, in the totals
+// and in every window of a processing-time and an event-time rule, whether the exporter
+// stopped (a shutdown's snapshot) or was killed after a periodic snapshot (the lines
+// since are read again), and whatever happened to the log while it was down.
+func TestStorageRestart(t *testing.T) {
+	cases := []struct {
+		name   string
+		killed bool
+		rotate bool
+	}{
+		{name: "stopped, appended"},
+		{name: "stopped, rotated by rename", rotate: true},
+		{name: "killed after a snapshot, rotated by rename", killed: true, rotate: true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			dir, logDir := t.TempDir(), t.TempDir()
+			log := filepath.Join(logDir, "access.log")
+			// Before the first start, older than every window: start_at: end skips them,
+			// and the warm start finds nothing to fill the windows with.
+			old := "ts=" + time.Now().Add(-time.Hour).UTC().Format(time.RFC3339) + " n=0\n"
+			if err := os.WriteFile(log, []byte(strings.Repeat(old, 10)), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			var out syncbuf.Buffer
+			p := startStored(t, log, dir, &out, Options{})
+			persistLines(t, log, 1, 1000)
+			waitCounted(t, p, 1000)
+			lines := 1000
+			if tc.killed {
+				if err := p.Snapshot(); err != nil {
+					t.Fatal(err)
+				}
+				kept, err := os.ReadFile(filepath.Join(dir, storage.FileName))
+				if err != nil {
+					t.Fatal(err)
+				}
+				persistLines(t, log, 1001, 1200)
+				waitCounted(t, p, 1200)
+				p.Stop()
+				// A kill leaves the periodic snapshot, not the shutdown's.
+				if err := os.WriteFile(filepath.Join(dir, storage.FileName), kept, 0o600); err != nil {
+					t.Fatal(err)
+				}
+				lines = 1200
+			} else {
+				p.Stop()
+			}
+			persistLines(t, log, lines+1, lines+300)
+			if tc.rotate {
+				if err := os.Rename(log, log+".1"); err != nil {
+					t.Fatal(err)
+				}
+			}
+			persistLines(t, log, lines+301, lines+500)
+			var restarted syncbuf.Buffer
+			p = startStored(t, log, dir, &restarted, Options{})
+			waitCounted(t, p, float64(lines+500))
+			if s := p.StorageStats(); s.RestoredRules != 2 || s.RestoreFailures != 0 {
+				t.Errorf("storage stats %+v, want 2 rules restored and no failure", s)
+			}
+			if strings.Contains(restarted.String(), "warm start") {
+				t.Errorf("a warm start ran on a restored position:\n%s", restarted.String())
+			}
+		})
+	}
+}
+
+// TestStorageBadSnapshot: a snapshot that cannot be read is logged, counted and set
+// aside, and the exporter starts empty; a directory that cannot be written fails each
+// snapshot, logged and counted, and nothing else.
+func TestStorageBadSnapshot(t *testing.T) {
+	good := func(t *testing.T, dir string) []byte {
+		t.Helper()
+		log := filepath.Join(t.TempDir(), "access.log")
+		var out syncbuf.Buffer
+		p := startStored(t, log, dir, &out, Options{})
+		persistLines(t, log, 1, 10)
+		waitCounted(t, p, 10)
+		p.Stop()
+		b, err := os.ReadFile(filepath.Join(dir, storage.FileName))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	cases := []struct {
+		name  string
+		spoil func(b []byte) []byte
+		opts  Options
+		// aside: the snapshot is set aside; logged is what the log says.
+		aside  bool
+		logged string
+	}{{
+		name:   "corrupt",
+		spoil:  func(b []byte) []byte { b[len(b)/2] ^= 0x55; return b },
+		aside:  true,
+		logged: "corrupt",
+	}, {
+		name:   "truncated",
+		spoil:  func(b []byte) []byte { return b[:len(b)*2/3] },
+		aside:  true,
+		logged: "corrupt",
+	}, {
+		name: "another version",
+		spoil: func(b []byte) []byte {
+			binary.LittleEndian.PutUint32(b[8:], storage.Version+1)
+			return b
+		},
+		aside:  true,
+		logged: "another format version",
+	}, {
+		name:   "over --series.max-bytes",
+		spoil:  func(b []byte) []byte { return b },
+		opts:   Options{SeriesMaxBytes: 64},
+		aside:  true,
+		logged: "too large",
+	}}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			b := tc.spoil(good(t, dir))
+			if err := os.WriteFile(filepath.Join(dir, storage.FileName), b, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			var out syncbuf.Buffer
+			p := startStored(t, filepath.Join(t.TempDir(), "access.log"), dir, &out, tc.opts)
+			if s := p.StorageStats(); s.RestoreFailures != 1 || s.RestoredRules != 0 {
+				t.Errorf("storage stats %+v, want one restore failure", s)
+			}
+			if !strings.Contains(out.String(), "cannot restore the snapshot: starting empty") || !strings.Contains(out.String(), tc.logged) {
+				t.Errorf("log lacks the failure (%q):\n%s", tc.logged, out.String())
+			}
+			aside, _ := filepath.Glob(filepath.Join(dir, storage.FileName+".bad-*"))
+			if tc.aside != (len(aside) == 1) {
+				t.Errorf("set aside: %v, want %v", aside, tc.aside)
+			}
+			if samples := gatherPipeline(t, p); samples[`arrived_total{}`] != 0 {
+				t.Errorf("arrived_total %v after a failed restore, want 0", samples[`arrived_total{}`])
+			}
+		})
+	}
+	t.Run("unwritable directory", func(t *testing.T) {
+		// A regular file where the directory should be: unwritable even for root.
+		dir := filepath.Join(t.TempDir(), "not-a-dir")
+		if err := os.WriteFile(dir, nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		var out syncbuf.Buffer
+		log := filepath.Join(t.TempDir(), "access.log")
+		p := startStored(t, log, dir, &out, Options{})
+		persistLines(t, log, 1, 10)
+		waitCounted(t, p, 10)
+		if err := p.Snapshot(); err == nil {
+			t.Error("a snapshot into a file succeeded")
+		}
+		s := p.StorageStats()
+		if s.Failures != 1 || s.Snapshots != 0 || s.RestoreFailures != 1 {
+			t.Errorf("storage stats %+v, want one failed snapshot and one failed restore", s)
+		}
+		if !strings.Contains(out.String(), "cannot write the snapshot") {
+			t.Errorf("log lacks the failure:\n%s", out.String())
+		}
+	})
+}
+
+// TestStorageCutWhileReading: a snapshot is one cut: taken while lines keep coming,
+// restored, and the rest read from its positions, it counts every line once.
+func TestStorageCutWhileReading(t *testing.T) {
+	dir, logDir := t.TempDir(), t.TempDir()
+	log := filepath.Join(logDir, "access.log")
+	var out syncbuf.Buffer
+	p := startStored(t, log, dir, &out, Options{})
+	var b bytes.Buffer
+	const n = 10000
+	for i := range n {
+		fmt.Fprintf(&b, "ts=%s n=%d\n", time.Now().UTC().Format(time.RFC3339), i)
+	}
+	if err := os.WriteFile(log, b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for range 5 {
+		if err := p.Snapshot(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(time.Second)
+	waitCounted(t, p, n)
+	kept, err := os.ReadFile(filepath.Join(dir, storage.FileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Stop()
+	if err := os.WriteFile(filepath.Join(dir, storage.FileName), kept, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p = startStored(t, log, dir, &out, Options{})
+	waitCounted(t, p, n)
+}
+
+// BenchmarkSnapshot10kSeries measures a snapshot of 10,000 series, and reports the
+// longest pause of the inputs it caused (the cut) besides the time of the whole write.
+func BenchmarkSnapshot10kSeries(b *testing.B) {
+	const rules = `
+global: {max_series_per_rule: 20000}
+inputs: [{name: web, path: LOG}]
+rules:
+  - {name: paths, match: 'path=(?P<p>\S+)', labels: {path: '${p}'}}
+`
+	log := filepath.Join(b.TempDir(), "access.log")
+	var text strings.Builder
+	const n = 10000
+	for i := range n {
+		fmt.Fprintf(&text, "path=/p/%d\n", i)
+	}
+	if err := os.WriteFile(log, []byte(text.String()), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	cfg, err := config.Parse([]byte(strings.ReplaceAll(strings.Replace(rules, "path: LOG", "path: LOG, start_at: beginning", 1), "LOG", log)), "rules.yaml")
+	if err != nil {
+		b.Fatal(err)
+	}
+	p, err := Start(cfg, Options{Now: time.Now, StoragePath: b.TempDir(), SnapshotInterval: time.Hour})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer p.Stop()
+	for deadline := time.Now().Add(20 * time.Second); ; {
+		if s := p.inputStats(); len(s) == 1 && s[0].LinesRead == n {
+			break
+		}
+		if time.Now().After(deadline) {
+			b.Fatal("the lines were not read")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	var longest time.Duration
+	for b.Loop() {
+		if err := p.Snapshot(); err != nil {
+			b.Fatal(err)
+		}
+		longest = max(longest, p.StorageStats().LastPause)
+	}
+	b.ReportMetric(float64(longest.Microseconds()), "max-pause-µs")
+	b.ReportMetric(float64(p.StorageStats().LastBytes), "snapshot-bytes")
+}

@@ -1,0 +1,455 @@
+package store
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+	"sync/atomic"
+
+	"github.com/logwindow/logwindow_exporter/internal/storage"
+	"github.com/logwindow/logwindow_exporter/parser/event"
+	"github.com/logwindow/logwindow_exporter/windows"
+	"github.com/logwindow/logwindow_exporter/windows/wire"
+)
+
+// Sections of a snapshot that hold a Set: one "set" with what the rules share, then one
+// "rule" per rule whose first record is the rule's header and each later one a series.
+const (
+	sectionSet  = "set"
+	sectionRule = "rule"
+)
+
+// Encoded is a Set's state copied into memory by Encode, to be written to a snapshot
+// once whatever keeps the Set still (the pipeline's cut) is let go.
+type Encoded struct {
+	set   []byte
+	rules []encodedRule
+}
+
+// encodedRule is one rule's header and its series' records, back to back in buf.
+type encodedRule struct {
+	st   *store
+	head []byte
+	buf  []byte
+	ends []int
+	// ahead holds, in an encoding of EncodeAhead, where each series' record is and what
+	// its parts were when it was encoded.
+	ahead map[*Series]aheadSeries
+}
+
+// aheadSeries is a series' record in an encoding of EncodeAhead, and its parts then.
+type aheadSeries struct {
+	from, to int
+	parts    []partState
+}
+
+// partState is what a part was: a line added to it, or its wheels released, changes it.
+type partState struct {
+	p     *part
+	win   *windows.Series
+	lines uint64
+}
+
+// unchanged reports whether the parts of s are still those of a.
+func (a aheadSeries) unchanged(s *Series) bool {
+	i := 0
+	for p := range s.parts {
+		if i == len(a.parts) || a.parts[i] != (partState{p, p.win.Load(), p.lines.Load()}) {
+			return false
+		}
+		i++
+	}
+	return i == len(a.parts)
+}
+
+// Bytes is about what the encoding takes.
+func (e *Encoded) Bytes() int {
+	n := len(e.set)
+	for _, r := range e.rules {
+		n += len(r.head) + len(r.buf)
+	}
+	return n
+}
+
+// Encode copies the state of every rule of s: its series (label values, line counts and
+// sums, wheels) and the counters read beside them (matched lines of series no longer
+// held, drops), so that Restore can make a Set of the same rules go on as if it had never
+// stopped. Writers may go on meanwhile, but what they write during the copy may or may
+// not be in it: the caller stops the writers whose lines must be in it whole or not at
+// all.
+//
+// ahead, when not nil, is what EncodeAhead made of s a moment before: the records of the
+// series no line was counted in since are copied from it, so that the writers need be
+// stopped only while the series written meanwhile are encoded.
+func (s *Set) Encode(ahead *Encoded) (*Encoded, error) {
+	return s.encode(ahead, false)
+}
+
+// EncodeAhead encodes s as Encode does while writers go on, and notes what each series
+// was when encoded, for Encode. It takes the write locks of a store for a few hundred
+// series at a time, so that no line is half added to a series as it is encoded (a line
+// is counted before its wheels are written). Writes that change a series' wheels without
+// counting a line (a backfill sink's) must not happen between the two.
+func (s *Set) EncodeAhead() (*Encoded, error) {
+	return s.encode(nil, true)
+}
+
+func (s *Set) encode(ahead *Encoded, note bool) (*Encoded, error) {
+	e := &Encoded{set: wire.AppendVarint(nil, s.oldest.Load()), rules: make([]encodedRule, 0, len(s.rules))}
+	for i := range s.rules {
+		var prev *encodedRule
+		if ahead != nil && i < len(ahead.rules) && ahead.rules[i].st == s.rules[i].store {
+			prev = &ahead.rules[i]
+		}
+		r, err := s.rules[i].store.encode(prev, note)
+		if err != nil {
+			return nil, fmt.Errorf("rule %q: %w", s.rules[i].rule.Name, err)
+		}
+		e.rules = append(e.rules, r)
+	}
+	return e, nil
+}
+
+// Write writes the encoding into w as sections of their own.
+func (e *Encoded) Write(w *storage.Writer) error {
+	if err := w.Section(sectionSet); err != nil {
+		return err
+	}
+	if err := w.Record(e.set); err != nil {
+		return err
+	}
+	for _, r := range e.rules {
+		if err := w.Section(sectionRule); err != nil {
+			return err
+		}
+		if err := w.Record(r.head); err != nil {
+			return err
+		}
+		from := 0
+		for _, end := range r.ends {
+			if err := w.Record(r.buf[from:end]); err != nil {
+				return err
+			}
+			from = end
+		}
+	}
+	return nil
+}
+
+// encode copies the rule's header and series: under the map's read lock, which keeps
+// series from coming and going, the records of prev of the series unchanged since and
+// the others encoded; or, to note them, in batches under the write locks.
+func (st *store) encode(prev *encodedRule, note bool) (encodedRule, error) {
+	r := encodedRule{st: st}
+	r.head = wire.AppendBytes(nil, []byte(st.name))
+	r.head = wire.AppendBytes(r.head, []byte(st.fingerprint))
+	r.head = binary.LittleEndian.AppendUint64(r.head, st.layout.Fingerprint())
+	for _, c := range st.counters() {
+		r.head = wire.AppendUvarint(r.head, c.Load())
+	}
+	lock := st.rlock()
+	r.head = wire.AppendUvarint(r.head, st.retired)
+	if note {
+		all := make([]*Series, 0, len(st.series))
+		for _, s := range st.series {
+			all = append(all, s)
+		}
+		lock.RUnlock()
+		err := st.encodeNoted(&r, all)
+		return r, err
+	}
+	defer lock.RUnlock()
+	r.ends = make([]int, 0, len(st.series))
+	var err error
+	for _, s := range st.series {
+		if a, ok := prev.aheadOf(s); ok {
+			r.buf = append(r.buf, prev.buf[a.from:a.to]...)
+		} else if r.buf, err = s.appendBinary(r.buf); err != nil {
+			return r, err
+		}
+		r.ends = append(r.ends, len(r.buf))
+	}
+	return r, nil
+}
+
+// aheadOf returns the record of s in an encoding of EncodeAhead if s did not change
+// since; r may be nil.
+func (r *encodedRule) aheadOf(s *Series) (aheadSeries, bool) {
+	if r == nil {
+		return aheadSeries{}, false
+	}
+	a, ok := r.ahead[s]
+	return a, ok && a.unchanged(s)
+}
+
+// aheadBatch is how many series EncodeAhead encodes under one taking of a store's write
+// locks: the longest its writers wait, some hundreds of microseconds.
+const aheadBatch = 128
+
+// encodeNoted encodes the series all (a copy of the map) into r, noting each one's parts.
+func (st *store) encodeNoted(r *encodedRule, all []*Series) error {
+	r.ahead = make(map[*Series]aheadSeries, len(all))
+	r.ends = make([]int, 0, len(all))
+	var err error
+	for len(all) > 0 && err == nil {
+		batch := all[:min(aheadBatch, len(all))]
+		all = all[len(batch):]
+		st.lockAll()
+		for _, s := range batch {
+			if s.removed {
+				continue
+			}
+			a := aheadSeries{from: len(r.buf)}
+			for p := range s.parts {
+				a.parts = append(a.parts, partState{p, p.win.Load(), p.lines.Load()})
+			}
+			if r.buf, err = s.appendBinary(r.buf); err != nil {
+				break
+			}
+			a.to = len(r.buf)
+			r.ahead[s] = a
+			r.ends = append(r.ends, a.to)
+		}
+		st.unlockAll()
+	}
+	return err
+}
+
+// counters are the rule's counters a snapshot keeps, in the order it keeps them.
+func (st *store) counters() []*atomic.Uint64 {
+	cs := []*atomic.Uint64{&st.lateUnseated, &st.late, &st.future, &st.tooLarge, &st.folds, &st.memFolds}
+	for i := range st.parserDrops {
+		cs = append(cs, &st.parserDrops[i])
+	}
+	return cs
+}
+
+// appendBinary appends the series' record: its label values, the shard that made it and
+// each part (shard, lines, sum, magnitude, last second, wheels if any).
+func (s *Series) appendBinary(dst []byte) ([]byte, error) {
+	dst = wire.AppendBytes(dst, []byte(s.key))
+	dst = wire.AppendUvarint(dst, uint64(len(s.labels)))
+	dst = append(dst, s.owner)
+	n := 0
+	for range s.parts {
+		n++
+	}
+	dst = wire.AppendUvarint(dst, uint64(n))
+	var err error
+	each := func(shard uint8, p *part) {
+		if err != nil {
+			return
+		}
+		dst = append(dst, shard)
+		dst = wire.AppendUvarint(dst, p.lines.Load())
+		dst = binary.LittleEndian.AppendUint64(dst, p.sum.Load())
+		dst = binary.LittleEndian.AppendUint64(dst, p.mag.Load())
+		dst = wire.AppendVarint(dst, p.last.Load())
+		w := p.win.Load()
+		dst = wire.AppendBool(dst, w != nil)
+		if w != nil {
+			dst, err = w.AppendBinary(dst)
+		}
+	}
+	each(s.owner, &s.own)
+	if o := s.others.Load(); o != nil {
+		for i := range o {
+			if p := o[i].Load(); p != nil {
+				each(uint8(i), &p.part)
+			}
+		}
+	}
+	return dst, err
+}
+
+// Restored says what Restore took from a snapshot.
+type Restored struct {
+	// Rules and Series are the rules restored and their series.
+	Rules, Series int
+	// Skipped holds why each rule of the snapshot was not restored: none of the Set's
+	// rules has its name and fingerprint (a rule changed or removed, which starts empty as
+	// at a reload), or its series did not decode with the rule's layout.
+	Skipped []error
+}
+
+// ErrNoSuchRule is why a rule of a snapshot is skipped when the Set has no rule of its
+// name and fingerprint: it was changed or removed while the exporter was down.
+var ErrNoSuchRule = errors.New("no rule of this name and definition")
+
+// Restore puts the state a snapshot of Encode holds into s, which must be new: made by
+// NewSetWith without a previous Set, before any sink writes to it. Each rule of the
+// snapshot goes to the rule of s with its name and fingerprint, whole or not at all; an
+// error is returned only for a snapshot whose Set section does not decode, and then s is
+// unchanged.
+func (s *Set) Restore(snap *storage.Snapshot) (Restored, error) {
+	var res Restored
+	sec, ok := snap.Section(sectionSet)
+	if !ok {
+		return res, fmt.Errorf("%w: no %q section", storage.ErrCorrupt, sectionSet)
+	}
+	oldest := int64(math.MaxInt64)
+	for rec := range sec.Records() {
+		r := wire.NewReader(rec)
+		oldest = r.Varint()
+		if err := r.Done(); err != nil {
+			return res, err
+		}
+	}
+	byName := make(map[string]*store, len(s.rules))
+	for _, r := range s.rules {
+		byName[r.rule.Name+"\x00"+r.rule.Fingerprint] = r.store
+	}
+	for _, sec := range snap.Sections {
+		if sec.Name != sectionRule {
+			continue
+		}
+		n, err := restoreRule(sec, byName)
+		if err != nil {
+			res.Skipped = append(res.Skipped, err)
+			continue
+		}
+		res.Rules++
+		res.Series += n
+	}
+	s.oldest.Store(min(s.oldest.Load(), oldest))
+	return res, nil
+}
+
+// restoreRule decodes one rule's section whole, then puts its series in its store.
+func restoreRule(sec storage.Section, byName map[string]*store) (int, error) {
+	var st *store
+	var series []*Series
+	var counts []uint64
+	var retired uint64
+	var charged int64
+	for rec := range sec.Records() {
+		r := wire.NewReader(rec)
+		if st != nil {
+			s, err := st.decodeSeries(r)
+			if err != nil {
+				// Decoding charged the summaries of the series decoded so far; no sink
+				// writes to the store yet, so what it was charged before is exact.
+				st.settlePending()
+				st.charge(charged - st.used.Load())
+				return 0, fmt.Errorf("rule %q: %w", st.name, err)
+			}
+			series = append(series, s)
+			continue
+		}
+		name, fp := string(r.Prefixed()), string(r.Prefixed())
+		layout := r.Uint64()
+		if st = byName[name+"\x00"+fp]; r.Err() == nil && st == nil {
+			return 0, fmt.Errorf("rule %q: %w", name, ErrNoSuchRule)
+		}
+		if r.Err() == nil && layout != st.layout.Fingerprint() {
+			return 0, fmt.Errorf("rule %q: %w", name, windows.ErrLayout)
+		}
+		for range st.counters() {
+			counts = append(counts, r.Uvarint())
+		}
+		retired = r.Uvarint()
+		if err := r.Done(); err != nil {
+			return 0, fmt.Errorf("rule %q: %w", name, err)
+		}
+		// One snapshot section per store: a second one of the same rule is refused.
+		delete(byName, name+"\x00"+fp)
+		st.settlePending()
+		charged = st.used.Load()
+	}
+	if st == nil {
+		return 0, fmt.Errorf("%w: rule section without a header", storage.ErrCorrupt)
+	}
+	st.install(series, counts, retired)
+	return len(series), nil
+}
+
+// decodeSeries reads one series record of the store's rule.
+func (st *store) decodeSeries(r *wire.Reader) (*Series, error) {
+	key := string(r.Prefixed())
+	nlabels := r.Count(len(key)+1, 0)
+	owner := r.Byte()
+	nparts := r.Count(MaxShards, 1)
+	if r.Err() == nil && int(owner) >= MaxShards {
+		r.Failf("shard %d", owner)
+	}
+	labels := []string{}
+	if nlabels > 0 {
+		labels = strings.SplitN(key, event.KeySep, nlabels)
+		if len(labels) != nlabels || strings.Contains(labels[nlabels-1], event.KeySep) {
+			r.Failf("%d label values in a key of %d", nlabels, len(labels))
+		}
+	}
+	s := &Series{seriesHead: seriesHead{key: key, labels: labels, owner: owner}}
+	s.own.last.Store(math.MinInt64)
+	seen := [MaxShards]bool{}
+	for i := range nparts {
+		shard := r.Byte()
+		switch {
+		case r.Err() != nil:
+		case int(shard) >= MaxShards || seen[shard] || i == 0 && shard != owner:
+			r.Failf("part of shard %d", shard)
+		}
+		if r.Err() != nil {
+			return nil, r.Err()
+		}
+		seen[shard] = true
+		p := &s.own
+		if shard != owner {
+			if s.others.Load() == nil {
+				s.others.Store(new(others))
+			}
+			far := new(farPart)
+			s.others.Load()[shard].Store(far)
+			p = &far.part
+		}
+		p.lines.Store(r.Uvarint())
+		p.sum.Store(r.Uint64())
+		p.mag.Store(r.Uint64())
+		p.last.Store(r.Varint())
+		if r.Bool() {
+			layout := st.accounts[int(shard)%len(st.accounts)].layout
+			w, rest, err := layout.DecodeSeries(r.Rest())
+			if err != nil {
+				return nil, err
+			}
+			p.win.Store(w)
+			*r = *wire.NewReader(rest)
+		}
+	}
+	if nparts == 0 {
+		r.Failf("series without parts")
+	}
+	return s, r.Done()
+}
+
+// install puts decoded series and counters into a store no sink writes to yet: a
+// restored series takes the place of a pinned one of its label set, and is pinned then.
+func (st *store) install(series []*Series, counts []uint64, retired uint64) {
+	st.lockAll()
+	defer st.unlockAll()
+	for i, c := range st.counters() {
+		c.Store(counts[i])
+	}
+	for _, s := range series {
+		if old := st.series[s.key]; old != nil {
+			s.pinned = old.pinned
+			st.remove(old)
+		}
+		st.series[s.key] = s
+		if s.key != st.overflowKey {
+			st.normal++
+		}
+		// Decoding charged the summaries' growth to the layout's account already.
+		n := st.frameBytes(s)
+		for p := range s.parts {
+			if p.win.Load() != nil {
+				n += st.wheelBytes
+			}
+		}
+		st.charge(n)
+	}
+	st.retired = retired
+	st.settlePending()
+}

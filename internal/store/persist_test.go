@@ -1,0 +1,243 @@
+package store_test
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/logwindow/logwindow_exporter/config"
+	"github.com/logwindow/logwindow_exporter/internal/storage"
+	"github.com/logwindow/logwindow_exporter/internal/store"
+	"github.com/logwindow/logwindow_exporter/internal/testutil/storetest"
+	"github.com/logwindow/logwindow_exporter/windows"
+	"github.com/logwindow/logwindow_exporter/windows/sketch"
+)
+
+// persistRules are rules of every kind a snapshot keeps: counting with labels, value with
+// extrema, event-time, label-less (pinned) and with quantile summaries.
+func persistRules() []*config.Rule {
+	q := storetest.ValueRule("latency", storetest.TenSec, "method")
+	q.Fingerprint = "latency"
+	q.Aggregations.Quantiles = true
+	q.Quantiles = []float64{0.5, 0.99}
+	return []*config.Rule{
+		storetest.CountRule("requests", storetest.MinFive, "status"),
+		storetest.ValueRule("bytes", storetest.TenSec, "method"),
+		storetest.EventRule("timed", storetest.OneMin, "status"),
+		storetest.CountRule("all", storetest.OneMin),
+		q,
+	}
+}
+
+// persistLines writes n lines from second from on, two sinks in turn so that series have
+// parts of two shards, and a budget of 3 label sets so that some fold into overflow.
+func persistLines(sinks [2]*store.Sink, from int64, n int) {
+	statuses := []string{"200", "404", "500", "503", "301"}
+	for i := range n {
+		now := from + int64(i/7)
+		s := statuses[i%len(statuses)]
+		l := []line{
+			{rule: 0, labels: []string{s}, now: now},
+			{rule: 1, labels: []string{[]string{"GET", "POST"}[i%2]}, now: now, value: float64(i%13) + 0.25},
+			{rule: 2, labels: []string{s}, now: now, at: now - int64(i%40)},
+			{rule: 3, now: now},
+			{rule: 4, labels: []string{"GET"}, now: now, value: float64(i%97) + 1},
+		}
+		write(sinks[i%2], l...)
+	}
+}
+
+// encodeSet writes set's snapshot into a directory and reads it back, as a restart does;
+// with ahead, it is encoded ahead, then between, which writes to set, runs, then the
+// snapshot is taken with what was encoded ahead.
+func encodeSet(t *testing.T, set *store.Set, ahead bool, between func()) *storage.Snapshot {
+	t.Helper()
+	dir := t.TempDir()
+	var prev *store.Encoded
+	if ahead {
+		prev = storetest.Must(set.EncodeAhead())
+	}
+	between()
+	enc, err := set.Encode(prev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := storage.Write(dir, enc.Write); err != nil {
+		t.Fatal(err)
+	}
+	snap, err := storage.Read(dir, 1<<30)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return snap
+}
+
+// quantilesOf reads the quantile sketches of every series of rule i at now.
+func quantilesOf(set *store.Set, i int, now int64) map[string][]float64 {
+	r := set.Rule(i)
+	all, _ := r.Snapshot(nil)
+	out := map[string][]float64{}
+	var more []windows.Summary
+	for _, s := range all {
+		sums := r.Layout().NewSummaries()
+		r.ReadSummaries(s, now, sums, &more)
+		var qs []float64
+		for _, sum := range sums {
+			if q, ok := sum.(*sketch.Quantiles); ok {
+				qs = append(qs, q.Quantile(0.5), q.Quantile(0.99))
+			}
+		}
+		out[fmt.Sprint(s.Labels())] = qs
+	}
+	return out
+}
+
+// TestRestoreGoesOnAsIfNeverStopped: a Set restored from a snapshot and fed the same lines
+// as the Set it was taken of reads the same, every series, window, total, drop counter
+// and quantile, and is charged the same memory; whether the snapshot was encoded at once
+// or ahead, with lines written to some series and new series made in between.
+func TestRestoreGoesOnAsIfNeverStopped(t *testing.T) {
+	for _, ahead := range []bool{false, true} {
+		t.Run(fmt.Sprintf("ahead=%v", ahead), func(t *testing.T) {
+			cfg := storetest.Config(3, persistRules()...)
+			opts := store.SetOptions{Shards: 2}
+			kept := storetest.Must(store.NewSetWith(cfg, nil, opts))
+			keptSinks := [2]*store.Sink{kept.NewSink(), kept.NewSink()}
+			persistLines(keptSinks, start, 500)
+			snap := encodeSet(t, kept, ahead, func() {
+				write(keptSinks[0], line{rule: 0, labels: []string{"200"}, now: start + 80}, line{rule: 2, labels: []string{"201"}, now: start + 80, at: start + 75})
+			})
+
+			restored := storetest.Must(store.NewSetWith(cfg, nil, opts))
+			res, err := restored.Restore(snap)
+			if err != nil || res.Rules != len(cfg.Rules) || len(res.Skipped) != 0 {
+				t.Fatalf("Restore: %+v, %v", res, err)
+			}
+			restoredSinks := [2]*store.Sink{restored.NewSink(), restored.NewSink()}
+			persistLines(keptSinks, start+200, 300)
+			persistLines(restoredSinks, start+200, 300)
+			if got, want := restored.MemoryUsed(), kept.MemoryUsed(); got != want {
+				t.Errorf("memory used %d, the Set that never stopped %d", got, want)
+			}
+			if got, want := restored.Oldest(), kept.Oldest(); got != want {
+				t.Errorf("oldest %d, want %d", got, want)
+			}
+			for _, now := range []int64{start + 250, start + 400} {
+				for i, r := range cfg.Rules {
+					t.Run(fmt.Sprintf("%s at %d", r.Name, now), func(t *testing.T) {
+						got, want := read(restored, i, now), read(kept, i, now)
+						if d := diff(got.series, want.series); d != "" {
+							t.Error(d)
+						}
+						if got.matched != want.matched || got.held != want.held || got.drops != want.drops {
+							t.Errorf("matched %d, held %d, drops %+v; want %d, %d, %+v", got.matched, got.held, got.drops, want.matched, want.held, want.drops)
+						}
+						if got, want := fmt.Sprint(quantilesOf(restored, i, now)), fmt.Sprint(quantilesOf(kept, i, now)); got != want {
+							t.Errorf("quantiles %s, want %s", got, want)
+						}
+					})
+				}
+			}
+		})
+	}
+}
+
+// TestRestoreSkipsChangedRules: a rule whose definition changed, or that is gone, starts
+// empty as at a reload, and the rest is restored.
+func TestRestoreSkipsChangedRules(t *testing.T) {
+	rules := persistRules()
+	old := storetest.Must(store.NewSetWith(storetest.Config(10, rules...), nil, store.SetOptions{}))
+	k := old.NewSink()
+	persistLines([2]*store.Sink{k, k}, start, 50)
+	snap := encodeSet(t, old, false, func() {})
+
+	changed := *rules[0]
+	changed.Fingerprint += "'"
+	cfg := storetest.Config(10, &changed, rules[1])
+	set := storetest.Must(store.NewSetWith(cfg, nil, store.SetOptions{}))
+	res, err := set.Restore(snap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Rules != 1 || len(res.Skipped) != len(rules)-1 {
+		t.Fatalf("restored %d rules, skipped %v", res.Rules, res.Skipped)
+	}
+	for _, err := range res.Skipped {
+		if !errors.Is(err, store.ErrNoSuchRule) {
+			t.Errorf("skipped for %v, want %v", err, store.ErrNoSuchRule)
+		}
+	}
+	if v := read(set, 0, start+10); len(v.series) != 0 {
+		t.Errorf("the changed rule has series %v", v.series)
+	}
+	if d := diff(read(set, 1, start+10).series, read(old, 1, start+10).series); d != "" {
+		t.Errorf("the kept rule:%s", d)
+	}
+}
+
+// TestRestoreSkipsUndecodableRule: a rule whose series do not decode is skipped whole and
+// counted, what its series decoded so far were charged is given back, and the other rules
+// are restored.
+func TestRestoreSkipsUndecodableRule(t *testing.T) {
+	const spoil = 4 // the rule with summaries, which decoding charges
+	rules := persistRules()
+	cfg := storetest.Config(10, rules...)
+	old := storetest.Must(store.NewSetWith(cfg, nil, store.SetOptions{}))
+	k := old.NewSink()
+	persistLines([2]*store.Sink{k, k}, start, 50)
+	snap := encodeSet(t, old, false, func() {})
+	dir := t.TempDir()
+	// The same snapshot with a record that is no series after the spoilt rule's.
+	err := storage.Write(dir, func(w *storage.Writer) error {
+		rules := 0
+		for _, sec := range snap.Sections {
+			if err := w.Section(sec.Name); err != nil {
+				return err
+			}
+			for rec := range sec.Records() {
+				if err := w.Record(rec); err != nil {
+					return err
+				}
+			}
+			if sec.Name == "rule" {
+				if rules++; rules == spoil+1 {
+					if err := w.Record([]byte{1, 'x', 0, 0, 1, 0}); err != nil {
+						return err
+					}
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	spoilt := storetest.Must(storage.Read(dir, 1<<30))
+	set := storetest.Must(store.NewSetWith(cfg, nil, store.SetOptions{}))
+	res, err := set.Restore(spoilt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Rules != len(rules)-1 || len(res.Skipped) != 1 || !errors.Is(res.Skipped[0], storage.ErrCorrupt) {
+		t.Fatalf("restored %d rules, skipped %v; want all but one, skipped as corrupt", res.Rules, res.Skipped)
+	}
+	if v := read(set, spoil, start+10); len(v.series) != 0 || v.matched != 0 {
+		t.Errorf("the undecodable rule has series %v, %d lines", v.series, v.matched)
+	}
+	if d := diff(read(set, 0, start+10).series, read(old, 0, start+10).series); d != "" {
+		t.Errorf("another rule:%s", d)
+	}
+	// What the skipped rule's decoded series were charged is given back.
+	unspoilt := storetest.Must(store.NewSetWith(cfg, nil, store.SetOptions{}))
+	if _, err := unspoilt.Restore(snap); err != nil {
+		t.Fatal(err)
+	}
+	fresh := storetest.Must(store.NewSetWith(storetest.Config(10, rules[spoil]), nil, store.SetOptions{}))
+	restoredOne := storetest.Must(store.NewSetWith(storetest.Config(10, rules[spoil]), nil, store.SetOptions{}))
+	if _, err := restoredOne.Restore(snap); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := set.MemoryUsed(), unspoilt.MemoryUsed()-restoredOne.MemoryUsed()+fresh.MemoryUsed(); got != want {
+		t.Errorf("memory used %d, want %d", got, want)
+	}
+}
