@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/logwindow/logwindow_exporter/internal/input/follow"
+	"github.com/logwindow/logwindow_exporter/internal/selfmetric"
 	"github.com/logwindow/logwindow_exporter/internal/storage"
 	"github.com/logwindow/logwindow_exporter/internal/store"
 	"github.com/logwindow/logwindow_exporter/windows/wire"
@@ -26,30 +27,6 @@ const (
 	sectionFiles    = "files"
 )
 
-// StorageStats says how the snapshots of --storage.path fare, for the self-metrics.
-type StorageStats struct {
-	// Enabled: a storage path is set.
-	Enabled bool
-	// Snapshots and Failures count the snapshots written and those that failed (an
-	// unwritable directory, a full disk); each failure is logged.
-	Snapshots, Failures uint64
-	// LastBytes, LastDuration and LastPause are of the last snapshot written: its size,
-	// how long it took whole, and how long the inputs waited for it (the cut).
-	LastBytes    int64
-	LastDuration time.Duration
-	LastPause    time.Duration
-	// LastSuccess is when the last snapshot was written; zero before the first.
-	LastSuccess time.Time
-	// RestoreFailures counts the snapshots that could not be read at start (corrupt,
-	// truncated, of another version, too large, unreadable), which were set aside; the
-	// exporter started without them.
-	RestoreFailures uint64
-	// RestoredRules and RestoredSeries are what the start took from the snapshot;
-	// SkippedRules the rules of the snapshot that were not restored (changed or removed
-	// rules, series that did not decode with the rule's layout).
-	RestoredRules, RestoredSeries, SkippedRules int
-}
-
 // persister is the pipeline's side of --storage.path.
 type persister struct {
 	dir      string
@@ -58,13 +35,13 @@ type persister struct {
 	write sync.Mutex
 	// mu guards stats.
 	mu    sync.Mutex
-	stats StorageStats
+	stats selfmetric.StorageStats
 }
 
 // StorageStats returns the statistics of the snapshots.
-func (p *Pipeline) StorageStats() StorageStats {
+func (p *Pipeline) StorageStats() selfmetric.StorageStats {
 	if p.storage == nil {
-		return StorageStats{}
+		return selfmetric.StorageStats{}
 	}
 	p.storage.mu.Lock()
 	defer p.storage.mu.Unlock()
@@ -72,7 +49,7 @@ func (p *Pipeline) StorageStats() StorageStats {
 }
 
 // update changes the statistics under their lock.
-func (s *persister) update(f func(st *StorageStats)) {
+func (s *persister) update(f func(st *selfmetric.StorageStats)) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	f(&s.stats)
@@ -106,7 +83,7 @@ func (p *Pipeline) restore(gen *generation) (map[string][]follow.Position, int64
 		log.Info("no snapshot in the storage directory: starting empty", "dir", s.dir)
 		return nil, math.MaxInt64
 	case err != nil:
-		s.update(func(st *StorageStats) { st.RestoreFailures++ })
+		s.update(func(st *selfmetric.StorageStats) { st.RestoreFailures++ })
 		attrs := []any{"dir", s.dir, "err", err}
 		if errors.Is(err, storage.ErrCorrupt) || errors.Is(err, storage.ErrVersion) || errors.Is(err, storage.ErrTooLarge) {
 			to, aerr := storage.SetAside(s.dir, p.opts.Now())
@@ -121,7 +98,7 @@ func (p *Pipeline) restore(gen *generation) (map[string][]follow.Position, int64
 	for _, why := range res.Skipped {
 		log.Warn("a rule of the snapshot was not restored: it starts empty", "err", why)
 	}
-	s.update(func(st *StorageStats) {
+	s.update(func(st *selfmetric.StorageStats) {
 		st.RestoredRules, st.RestoredSeries, st.SkippedRules = res.Rules, res.Series, len(res.Skipped)
 	})
 	files := 0
@@ -239,7 +216,7 @@ func (p *Pipeline) snapshot() error {
 	}
 	took := time.Since(begin)
 	if err != nil {
-		s.update(func(st *StorageStats) { st.Failures++ })
+		s.update(func(st *selfmetric.StorageStats) { st.Failures++ })
 		p.opts.Logger.Warn("cannot write the snapshot: the previous one stays", "dir", s.dir, "err", err)
 		return err
 	}
@@ -247,7 +224,7 @@ func (p *Pipeline) snapshot() error {
 	if fi, err := os.Stat(s.dir + string(os.PathSeparator) + storage.FileName); err == nil {
 		size = fi.Size()
 	}
-	s.update(func(st *StorageStats) {
+	s.update(func(st *selfmetric.StorageStats) {
 		st.Snapshots++
 		st.LastBytes, st.LastDuration, st.LastPause, st.LastSuccess = size, took, pause, p.opts.Now()
 	})

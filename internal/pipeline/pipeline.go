@@ -276,12 +276,13 @@ func (p *Pipeline) Stop() {
 // also reads the current rules' families for a scrape (exporter.Handler serves both).
 func (p *Pipeline) Collector() *scrape.Collector {
 	return scrape.NewCollector(scrape.Options{
-		Set:    func() *store.Set { return p.gen.Load().set },
-		Now:    p.clock.second,
-		Wall:   p.clock.wall,
-		Start:  min(p.clock.second(), p.restored),
-		Inputs: p.inputStats,
-		Reload: p.reloadStats,
+		Set:     func() *store.Set { return p.gen.Load().set },
+		Now:     p.clock.second,
+		Wall:    p.clock.wall,
+		Start:   min(p.clock.second(), p.restored),
+		Inputs:  p.inputStats,
+		Storage: p.StorageStats,
+		Reload:  p.reloadStats,
 
 		BoundSource: p.opts.SeriesMaxBytesSource,
 	})

@@ -39,9 +39,10 @@ type Options struct {
 	// BoundSource names where the Set's memory bound came from (memlimit.Source), for
 	// the self-metrics; empty, none is exported.
 	BoundSource string
-	// Inputs and Reload are optional sources of self-metrics.
-	Inputs func() []selfmetric.InputStats
-	Reload func() selfmetric.ReloadStats
+	// Inputs, Reload and Storage are optional sources of self-metrics.
+	Inputs  func() []selfmetric.InputStats
+	Reload  func() selfmetric.ReloadStats
+	Storage func() selfmetric.StorageStats
 }
 
 // The `reason` label values of the drops the store itself finds; the parser's reasons are
@@ -85,6 +86,9 @@ func NewCollector(opts Options) *Collector {
 	}
 	if opts.Reload != nil {
 		c.self = append(c.self, selfmetric.NewReload(opts.Reload, &c.failed))
+	}
+	if opts.Storage != nil {
+		c.self = append(c.self, selfmetric.NewStorage(opts.Storage, &c.failed))
 	}
 	return c
 }
