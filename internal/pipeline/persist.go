@@ -64,7 +64,7 @@ func (p *Pipeline) restore(gen *generation) (map[string][]follow.Position, int64
 	if err := os.MkdirAll(s.dir, 0o750); err != nil {
 		log.Warn("cannot make the storage directory: snapshots will fail until it can be written", "dir", s.dir, "err", err)
 	}
-	most := int64(math.MaxInt64 - 1) // no bound; Read reads up to one byte past it
+	most := int64(math.MaxInt64) // no bound
 	if p.opts.SeriesMaxBytes > 0 {
 		most = p.opts.SeriesMaxBytes
 	}

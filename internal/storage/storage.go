@@ -32,6 +32,7 @@ import (
 	"io"
 	"io/fs"
 	"iter"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -259,7 +260,8 @@ func Read(dir string, most int64) (*Snapshot, error) {
 	} else if fi.Size() > most {
 		return nil, fmt.Errorf("%w: %d bytes, at most %d", ErrTooLarge, fi.Size(), most)
 	}
-	b, err := io.ReadAll(io.LimitReader(f, most+1))
+	// One byte past most tells a file that grew since its stat; most may be MaxInt64.
+	b, err := io.ReadAll(io.LimitReader(f, most+min(1, math.MaxInt64-most)))
 	switch {
 	case err != nil:
 		return nil, fmt.Errorf("snapshot: %w", err)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -142,6 +143,9 @@ func TestRefused(t *testing.T) {
 		}
 		if _, err := Read(dir, int64(len(good))); err != nil {
 			t.Fatal(err)
+		}
+		if _, err := Read(dir, math.MaxInt64); err != nil {
+			t.Fatalf("no bound: %v", err)
 		}
 	})
 	t.Run("none", func(t *testing.T) {
