@@ -54,6 +54,24 @@ func TestDefaults(t *testing.T) {
 	if r.IsValueRule() || r.Timestamp != nil || r.Inputs != nil || r.Regexp == nil {
 		t.Errorf("rule = %+v, want a compiled counting rule for every input", r)
 	}
+	// A value rule's default HELP says what its families read, not a sum: it heads its
+	// quantile and maximum families too.
+	v, err := Parse([]byte(`
+inputs: [{path: /var/log/a.log}]
+rules:
+  - {name: latency_seconds, match: 't=(?P<t>[0-9.]+)', value: t, aggregations: [window, max, quantiles], quantiles: [0.99]}
+`), "v.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range v.Rules[0].WindowFamilies() {
+		if strings.Contains(f.Help, "Sum of") && !strings.Contains(f.Help, "Sum of t ") {
+			t.Errorf("%s: HELP %q", f.Suffix, f.Help)
+		}
+		if !strings.HasPrefix(f.Help, "The t of lines matched by rule latency_seconds.") {
+			t.Errorf("%s: HELP %q", f.Suffix, f.Help)
+		}
+	}
 	if r.Line != 2 || c.File != "testdata/good/minimal.yaml" {
 		t.Errorf("rule line %d in %q, want 2 in testdata/good/minimal.yaml", r.Line, c.File)
 	}

@@ -326,7 +326,9 @@ func (d *decoder) rule(n *yaml.Node, index int, g Global, inputNames map[string]
 
 func defaultHelp(r *Rule) string {
 	if r.ValueName != "" {
-		return fmt.Sprintf("Sum of %s over lines matched by rule %s.", r.ValueName, r.Name)
+		// What every family of the rule reads, not what one of them makes of it: its
+		// quantiles and maxima are no sums.
+		return fmt.Sprintf("The %s of lines matched by rule %s.", r.ValueName, r.Name)
 	}
 	return fmt.Sprintf("Lines matched by rule %s.", r.Name)
 }
