@@ -23,7 +23,7 @@ func FleetDistinct(selector string, m int, by []string) string {
 		return " by (" + strings.Join(labels, ", ") + ")"
 	}
 	registers := fmt.Sprintf("max%s (%s)", group(append(by[:len(by):len(by)], quantity.RegisterLabel)...), selector)
-	raw := fmt.Sprintf("0.7213 / (1 + 1.079 / %d) * %d^2 / sum%s (2 ^ -%s)", m, m, group(by...), registers)
+	raw := fmt.Sprintf("0.7213 / (1 + 1.079 / %d) * %d^2 / sum%s (2 ^ -(%s))", m, m, group(by...), registers)
 	linear := fmt.Sprintf("%d * ln(%d / count%s (%s == 0))", m, m, group(by...), registers)
 	return fmt.Sprintf("(%s and %s <= %g) or %s", linear, raw, 2.5*float64(m), raw)
 }
