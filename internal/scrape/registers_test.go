@@ -123,8 +123,8 @@ func BenchmarkScrapeDistinctRegisters(b *testing.B) {
 			p, set := parserSet(b, registerRules(m, "[1m, 5m]"))
 			k := set.NewSink()
 			feedClients(p, k, start, 100, 300, 0, nil)
-			b.ReportMetric(float64(set.MemoryUsed())/100, "store-bytes/series")
 			benchWriteText(b, set, start+30)
+			b.ReportMetric(float64(set.MemoryUsed())/100, "store-bytes/series")
 		})
 	}
 }
