@@ -171,7 +171,7 @@ func TestBadConfigs(t *testing.T) {
 		},
 		"unknown_key.yaml": {
 			`:2: global: unknown key "window" (did you mean "windows"?) (known keys: windows, max_series_per_rule, counter_ttl)`,
-			`:6: rule "a": unknown key "lables" (did you mean "labels"?) (known keys: name, help, match, fields, labels, where, where_not, value, timestamp, windows, aggregations, quantiles, buckets, distinct, inputs, initial, top, rewrite, native_histogram, window_end)`,
+			`:6: rule "a": unknown key "lables" (did you mean "labels"?) (known keys: name, help, match, fields, labels, where, where_not, value, timestamp, windows, aggregations, quantiles, buckets, distinct, distinct_registers, inputs, initial, top, rewrite, native_histogram, window_end)`,
 			`:7: rule "a": timestamp: unknown key "layuot" (did you mean "layout"?) (known keys: capture, layout)`,
 			`:7: rule "a": timestamp: capture "t" is not in the match regex (have: none: name groups with (?P<name>...))`,
 			`:7: rule "a": timestamp: layout: is missing; give a Go time layout (e.g. '02/Jan/2006:15:04:05 -0700'; a log format's time_local, time_iso8601 and msec need none)`,
@@ -263,6 +263,14 @@ func TestBadConfigs(t *testing.T) {
 			`:10: rule "listed": aggregations: distinct is not listed here; give the rule its own distinct: key`,
 			`:13: rule "not_text": distinct: must be a single value, not a list`,
 			`:16: rule "open": distinct: "ip ${addr" opens ${ without a closing }`,
+		},
+		"distinct_registers.yaml": {
+			`:5: rule "not_a_power": distinct_registers: 1000 is not a power of two; give one of 16, 32, 64, … 1024, … 16384`,
+			`:9: rule "too_few": distinct_registers: must be from 16 to 16384, not 8`,
+			`:13: rule "too_many": distinct_registers: must be from 16 to 16384, not 32768`,
+			`:17: rule "words": distinct_registers: "many" is not a whole number`,
+			`:20: rule "alone": distinct_registers: the rule has no distinct: template whose count's registers it would export`,
+			`:25: rule "clash": distinct_registers: the rule has a label named "register", the label of the registers' index; rename it`,
 		},
 		"distributions.yaml": {
 			`:4: rule "counted": aggregations: quantiles needs a value: capture (a counting rule's window already is its count of lines)`,
@@ -513,17 +521,18 @@ rules:
 // notState are the Rule fields that do not shape its series or windows, or are derived
 // from fields that do, so a change to them alone never needs a change of Fingerprint.
 var notState = map[string]string{
-	"Help":         "HELP text only",
-	"Match":        "as written; Expanded is what runs",
-	"Regexp":       "compiled from Expanded",
-	"ValueCapture": "the index of ValueName in Expanded",
-	"WindowNames":  "label text of Windows",
-	"Fingerprint":  "the fingerprint itself",
-	"Line":         "where the rule is written",
-	"DistinctItem": "where the text of distinct, hashed as Items, is among them",
-	"Derived":      "what LogFormat computes from its captures",
-	"ValueList":    "what LogFormat says of the value capture",
-	"Variants":     "compiled from the rule against its Candidates",
+	"Help":              "HELP text only",
+	"Match":             "as written; Expanded is what runs",
+	"Regexp":            "compiled from Expanded",
+	"ValueCapture":      "the index of ValueName in Expanded",
+	"WindowNames":       "label text of Windows",
+	"Fingerprint":       "the fingerprint itself",
+	"Line":              "where the rule is written",
+	"DistinctItem":      "where the text of distinct, hashed as Items, is among them",
+	"Derived":           "what LogFormat computes from its captures",
+	"ValueList":         "what LogFormat says of the value capture",
+	"Variants":          "compiled from the rule against its Candidates",
+	"DistinctRegisters": "read from the distinct count's sketch at scrape time",
 }
 
 func fingerprintOf(t *testing.T, text string) string {

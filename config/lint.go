@@ -56,6 +56,8 @@ func families(r *Rule) []family {
 		case name == r.Name+quantity.TopSuffix && r.Top != nil:
 			// The ranked label left r.Labels; the exposition puts it back on these samples.
 			out = append(out, family{name, gaugeFamily, append(windowed[:len(windowed):len(windowed)], r.Top.Label)})
+		case name == r.Name+quantity.DistinctRegisterSuffix:
+			out = append(out, family{name, gaugeFamily, append(windowed[:len(windowed):len(windowed)], quantity.RegisterLabel)})
 		default:
 			out = append(out, family{name, gaugeFamily, windowed})
 		}

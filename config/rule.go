@@ -16,7 +16,7 @@ import (
 	"github.com/logwindow/logwindow_exporter/config/quantity"
 )
 
-var ruleKeys = []string{"name", "help", "match", "fields", "labels", "where", "where_not", "value", "timestamp", "windows", "aggregations", "quantiles", "buckets", "distinct", "inputs", "initial", "top", "rewrite", "native_histogram", "window_end"}
+var ruleKeys = []string{"name", "help", "match", "fields", "labels", "where", "where_not", "value", "timestamp", "windows", "aggregations", "quantiles", "buckets", "distinct", "distinct_registers", "inputs", "initial", "top", "rewrite", "native_histogram", "window_end"}
 
 // patternRef is a %{NAME} reference inside a regex.
 var patternRef = regexp.MustCompile(`%\{([A-Za-z_][A-Za-z0-9_]*)\}`)
@@ -303,6 +303,7 @@ func (d *decoder) rule(n *yaml.Node, index int, g Global, inputNames map[string]
 	if e, ok := find(entries, "distinct"); ok {
 		rd.distinct(e, r)
 	}
+	rd.distinctRegisters(entries, r)
 	if hasFields && !hasMatch {
 		rd.fieldsInputs(f, r)
 	}

@@ -50,8 +50,10 @@ type protoWriter struct {
 	size     int
 	r        *RuleSnapshot
 	f        int
-	// metric is the metric being written, head the family's header.
-	metric, head []byte
+	// metric is the metric being written, head the family's header; pairs holds the
+	// label pairs of a run of register samples, cut by at (runPairs).
+	metric, head, pairs []byte
+	at                  []int
 }
 
 // protoShape is what the protobuf format writes of a Shape the same for every scrape.
@@ -144,9 +146,9 @@ func (p *protoWriter) top(ts *topSample) {
 	m := p.metric[:0]
 	for _, li := range s.topOrder {
 		switch li {
-		case topWindow:
+		case pairWindow:
 			m = append(m, s.pb.windowPairs[ts.window]...)
-		case topLabel:
+		case pairExtra:
 			m = appendLabelPair(m, s.spec.TopLabel, ts.item)
 		default:
 			m = appendLabelPair(m, s.spec.LabelNames[li], r.labels[ts.series][li])

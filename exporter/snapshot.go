@@ -36,6 +36,9 @@ type Family struct {
 	// Native (a Histogram): the protobuf format also writes native histograms; the text
 	// formats write only the classic buckets, and nothing without Buckets.
 	Native bool
+	// Registers (a Gauge): the samples are the RuleSpec's Registers values of each series
+	// and window, each with a RegisterLabel pair, "0" to Registers−1, besides the series'.
+	Registers bool
 }
 
 // RuleSpec describes one rule's families and labels.
@@ -48,6 +51,10 @@ type RuleSpec struct {
 	// none (a native histogram only); TopLabel names the label of the ranked values.
 	Buckets  []float64
 	TopLabel string
+	// Registers is how many values the Registers family has per series and window, 0 for
+	// none, and RegisterLabel the label of their index.
+	Registers     int
+	RegisterLabel string
 	// Families are the rule's families, in no particular order.
 	Families []Family
 }
@@ -69,22 +76,27 @@ type Shape struct {
 	gaugeAt []int
 	gauges  int
 	// topOrder lists the pairs of a top values' sample in name order: a label's index,
-	// topWindow or topLabel.
-	topOrder []int
-	text     textShape
-	pb       protoShape
+	// pairWindow or pairExtra (the ranked label); regOrder those of a register's (pairExtra:
+	// the register label).
+	topOrder, regOrder []int
+	text               textShape
+	pb                 protoShape
+	reg                registerShape
 }
 
-// The pairs of a top values' sample besides the rule's labels.
+// The pairs of a top values' or register's sample besides the rule's labels.
 const (
-	topWindow = -1
-	topLabel  = -2
+	pairWindow = -1
+	pairExtra  = -2
 )
 
 // NewShape checks spec (its label names are unique and none is the window label) and
 // returns its Shape.
 func NewShape(spec RuleSpec) (*Shape, error) {
 	names := spec.LabelNames
+	if spec.Registers > 0 && (spec.RegisterLabel == "" || spec.RegisterLabel == WindowLabel || spec.RegisterLabel == spec.TopLabel || slices.Contains(names, spec.RegisterLabel)) {
+		return nil, errors.New("the registers' label is unnamed or named as another")
+	}
 	if slices.Contains(names, WindowLabel) || len(slices.Compact(slices.Sorted(slices.Values(names)))) != len(names) {
 		return nil, errors.New("duplicate label names (the window label is the exporter's)")
 	}
@@ -104,27 +116,41 @@ func NewShape(spec RuleSpec) (*Shape, error) {
 	slices.SortFunc(s.windowOrder, func(a, b int) int { return strings.Compare(spec.Windows[a], spec.Windows[b]) })
 	for _, f := range spec.Families {
 		at := -1
-		if f.Kind == Gauge && !f.Top {
+		if f.Registers && (f.Kind != Gauge || spec.Registers <= 0) {
+			return nil, errors.New("family " + f.Name + " of registers without a count of them, or not a gauge")
+		}
+		if f.Kind == Gauge && !f.Top && !f.Registers {
 			at, s.gauges = s.gauges, s.gauges+1
 		}
 		s.gaugeAt = append(s.gaugeAt, at)
 	}
 	if spec.TopLabel != "" {
-		name := func(i int) string {
-			switch i {
-			case topWindow:
-				return WindowLabel
-			case topLabel:
-				return spec.TopLabel
-			}
-			return names[i]
-		}
-		s.topOrder = append(slices.Clone(s.order), topWindow, topLabel)
-		slices.SortFunc(s.topOrder, func(a, b int) int { return strings.Compare(name(a), name(b)) })
+		s.topOrder = s.extraOrder(spec.TopLabel)
+	}
+	if spec.Registers > 0 {
+		s.regOrder = s.extraOrder(spec.RegisterLabel)
 	}
 	s.text = newTextShape(&s.spec)
 	s.pb = newProtoShape(&s.spec)
+	s.reg = newRegisterShape(&s.spec)
 	return s, nil
+}
+
+// extraOrder lists the pairs of a sample with the window's and one more, named extra, in
+// name order: a label's index, pairWindow or pairExtra.
+func (s *Shape) extraOrder(extra string) []int {
+	name := func(i int) string {
+		switch i {
+		case pairWindow:
+			return WindowLabel
+		case pairExtra:
+			return extra
+		}
+		return s.spec.LabelNames[i]
+	}
+	order := append(slices.Clone(s.order), pairWindow, pairExtra)
+	slices.SortFunc(order, func(a, b int) int { return strings.Compare(name(a), name(b)) })
+	return order
 }
 
 // Families are the families of the rule, as its spec lists them.
@@ -162,6 +188,11 @@ type RuleSnapshot struct {
 	natives  []nativeRef
 	nativePB []byte
 	tops     []topSample
+	// regs holds, per series and window, its Registers values; regSet whether it has them.
+	regs   []uint8
+	regSet []bool
+	// regRun holds the (series, window) pairs that have registers, in their order.
+	regRun [][2]int32
 	// sorted: tops and order are sorted, as the first family written needs them.
 	sorted bool
 	// order lists (series, window) pairs in the order of a windowed family's samples,
@@ -215,6 +246,13 @@ func (r *RuleSnapshot) Reset(shape *Shape, n int, native bool) {
 	}
 	clear(r.tops) // the items may go
 	r.tops = r.tops[:0]
+	m := shape.spec.Registers
+	r.regs = slices.Grow(r.regs[:0], n*nw*m)[:n*nw*m]
+	r.regSet = slices.Grow(r.regSet[:0], n*nw)[:n*nw]
+	if m == 0 {
+		r.regSet = r.regSet[:0]
+	}
+	clear(r.regSet)
 	r.text.ok, r.pb.ok = false, false
 }
 
@@ -346,10 +384,10 @@ func (r *RuleSnapshot) compareTop(a, b *topSample) int {
 	for _, i := range r.shape.topOrder {
 		var c int
 		switch i {
-		case topWindow:
+		case pairWindow:
 			ws := r.shape.spec.Windows
 			c = strings.Compare(ws[a.window], ws[b.window])
-		case topLabel:
+		case pairExtra:
 			c = strings.Compare(a.item, b.item)
 		default:
 			c = strings.Compare(r.labels[a.series][i], r.labels[b.series][i])

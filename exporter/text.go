@@ -62,10 +62,13 @@ type textWriter struct {
 	om  bool
 	// pending is the family whose header is still to be written, with its help and type.
 	pending, help, kind string
-	// r and f are the family being written; scratch holds a top value's pairs.
+	// r and f are the family being written; scratch holds a top value's pairs, or a run of
+	// register samples'.
 	r       *RuleSnapshot
 	f       int
 	scratch []byte
+	// at cuts scratch into the pairs of a run of register samples (runPairs).
+	at []int
 }
 
 func (t *textWriter) writer() io.Writer { return t.w }
@@ -141,9 +144,9 @@ func (t *textWriter) top(ts *topSample) {
 			b = append(b, ',')
 		}
 		switch i {
-		case topWindow:
+		case pairWindow:
 			b = append(b, s.text.windowPairs[ts.window]...)
-		case topLabel:
+		case pairExtra:
 			b = appendTextPair(b, s.spec.TopLabel, ts.item)
 		default:
 			b = appendTextPair(b, s.spec.LabelNames[i], r.labels[ts.series][i])

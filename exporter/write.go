@@ -167,6 +167,11 @@ type sampleWriter interface {
 	// value writes series i's sample of window wi (−1 for none: the _total).
 	value(i, wi int, v float64)
 	top(ts *topSample)
+	// registerRun starts a run of register samples: those of the (series, window) pairs
+	// given, which share the pairs that sort before the register label; register writes
+	// register k, of value v, of the run's j-th pair.
+	registerRun(run [][2]int32)
+	register(j, k int, v uint8)
 	// histogram writes series i's distribution of window wi: the cumulative counts of the
 	// rule's buckets, count and sum (h, nil without buckets), and the native histogram
 	// (nil when not asked for).
@@ -192,6 +197,10 @@ func walk(sw sampleWriter, r *RuleSnapshot, f int) {
 	}
 	nw := len(s.spec.Windows)
 	at := s.gaugeAt[f]
+	if fam.Registers {
+		walkRegisters(sw, r)
+		return
+	}
 	one := func(i, wi int) {
 		if fam.Kind == Gauge {
 			if v := r.values[(i*nw+wi)*s.gauges+at]; !isAbsent(v) {
@@ -208,16 +217,23 @@ func walk(sw sampleWriter, r *RuleSnapshot, f int) {
 			sw.histogram(i, wi, h, nh)
 		}
 	}
+	r.eachWindow(one)
+}
+
+// eachWindow calls f with each live series and window, in the order of a windowed
+// family's samples.
+func (r *RuleSnapshot) eachWindow(f func(i, wi int)) {
+	s := r.shape
 	if s.windowAt < len(s.order) {
 		for _, p := range r.order {
-			one(int(p[0]), int(p[1]))
+			f(int(p[0]), int(p[1]))
 		}
 		return
 	}
 	for i := range r.labels {
 		if r.live[i] {
 			for _, wi := range s.windowOrder {
-				one(i, wi)
+				f(i, wi)
 			}
 		}
 	}

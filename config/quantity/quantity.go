@@ -9,6 +9,7 @@ package quantity
 import (
 	"fmt"
 	"math"
+	"math/bits"
 	"strconv"
 	"strings"
 
@@ -34,6 +35,9 @@ type Spec struct {
 	// DistinctItem n ≥ 1: the rule's n-th item is the text `distinct:` counts per window
 	// (with Aggregations.Distinct); 0 for none.
 	DistinctItem int
+	// DistinctRegisters m > 0: the distinct count's HyperLogLog registers are exported
+	// too, m of them per series and window (DistinctRegisterSuffix); 0 for none.
+	DistinctRegisters int
 	// NativeHistogram: the window's values are also exported as a native histogram, read
 	// from a quantile sketch per slot (kept for it when the rule lists no quantiles).
 	NativeHistogram bool
@@ -69,6 +73,14 @@ const TopSuffix = "_window_top"
 // DistinctSuffix is the family of a rule with `distinct:`: how many different texts its
 // template rendered over the window's lines.
 const DistinctSuffix = "_window_distinct"
+
+// DistinctRegisterSuffix is the family of a rule with `distinct_registers: m`: the m
+// HyperLogLog registers of each window's distinct count, one gauge each under the
+// RegisterLabel, which merge across instances by their maximum.
+const DistinctRegisterSuffix = "_window_distinct_register"
+
+// RegisterLabel names the label of a register's index ("0" to "m-1").
+const RegisterLabel = "register"
 
 // Aggregations selects the families a rule exports besides `_total`.
 type Aggregations struct {
@@ -287,7 +299,7 @@ func (s *Spec) gaugeSuffixes() []string {
 	for _, q := range qs {
 		out = append(out, QuantileSuffix(q))
 	}
-	return append(out, TopSuffix)
+	return append(out, TopSuffix, DistinctRegisterSuffix)
 }
 
 // KeepsNativeSketch reports whether s keeps a quantile sketch for its native histogram
@@ -330,6 +342,11 @@ type Family struct {
 	Buckets      func(s windows.Summary, dst []float64)
 	TopValues    func(s windows.Summary, dst []sketch.TopValue) []sketch.TopValue
 	NativeSketch func(s windows.Summary) *sketch.Quantiles
+	// Registers m > 0: the family is the distinct count's registers (DistinctRegisterSuffix),
+	// m per series and window, each under RegisterLabel; RegisterValues reads them into
+	// dst, false for a window that has none to export.
+	Registers      int
+	RegisterValues func(s windows.Summary, dst []uint8) ([]uint8, bool)
 }
 
 // readBuckets sets h to a window histogram: the cumulative counts of the bounds, the count
@@ -450,7 +467,7 @@ func (s *Spec) layout() (windows.Options, []Family) {
 // distinctFamilies is the count of different texts of the rule's distinct: template; 0
 // while the window holds no line, as its _window count is.
 func distinctFamilies(s *Spec, summary int) []Family {
-	return []Family{{
+	out := []Family{{
 		Suffix:  DistinctSuffix,
 		Help:    s.windowHelp("Different values of the rule's distinct: template among the lines (within max(2, 2%) of the exact count)"),
 		Summary: summary,
@@ -462,6 +479,30 @@ func distinctFamilies(s *Spec, summary int) []Family {
 			return float64(x.Count()), true
 		},
 	}}
+	if m := s.DistinctRegisters; m > 0 {
+		out = append(out, Family{
+			Suffix: DistinctRegisterSuffix,
+			Help: s.windowHelp(fmt.Sprintf("HyperLogLog registers, %d of them (a standard error of %.2g%%, 1.04/√%d), of the different values of the rule's distinct: template, in the register label: "+
+				"each the rank of the first 1-bit of a value's hash past the register's index bits, 0 while no value reached it, and their max by (register) across instances the registers of their union;", m, 104/math.Sqrt(float64(m)), m)),
+			Summary:        summary,
+			Registers:      m,
+			RegisterValues: distinctRegisters(m),
+		})
+	}
+	return out
+}
+
+// distinctRegisters reads a window's registers at m registers; a summary that is not a
+// distinct count, or is one capped to fewer registers (sketch.Distinct.Cap), has none.
+func distinctRegisters(m int) func(s windows.Summary, dst []uint8) ([]uint8, bool) {
+	q := uint8(bits.TrailingZeros(uint(m)))
+	return func(s windows.Summary, dst []uint8) ([]uint8, bool) {
+		x, ok := s.(*sketch.Distinct)
+		if !ok {
+			return dst[:0], false
+		}
+		return x.Registers(q, dst)
+	}
 }
 
 // Describe says in a few words what the rule computes, for people reading a list of

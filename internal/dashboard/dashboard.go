@@ -8,6 +8,7 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
+	"math"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -280,6 +281,14 @@ func (b *builder) rule(r *config.Rule) {
 	if a.Distinct {
 		b.add(timeseries("Different values over $window, per instance", "How many different values of the rule's distinct: template each instance saw over the window (within max(2, 2%)). Counts of several instances do not add: a value seen by two counts twice in their sum.",
 			"short", target{Expr: family(quantity.DistinctSuffix), Legend: "{{instance}} " + legend}), 12, 8)
+	}
+	if m := r.DistinctRegisters; m > 0 {
+		var labels []string
+		for _, l := range r.Labels {
+			labels = append(labels, l.Name)
+		}
+		b.add(timeseries("Different values over $window, all instances", fmt.Sprintf("How many different values of the rule's distinct: template the selected instances saw together over the window: HyperLogLog's estimate over the maximum of their %d registers (within about %.2g%%, 1.04/√%d, at one standard error).", m, 104/math.Sqrt(float64(m)), m),
+			"short", target1(FleetDistinct(family(quantity.DistinctRegisterSuffix), m, labels), legend)), 12, 8)
 	}
 	if t := r.Top; t != nil {
 		q := target{Expr: fmt.Sprintf("topk(%d, sum by (%s) (%s))", t.K, t.Label, family(quantity.TopSuffix)), Legend: "{{" + t.Label + "}}", Instant: true, Format: "table"}

@@ -70,6 +70,14 @@ rules:
     labels: {status_class: '${status}xx'}
     distinct: '${path}'
 `},
+	{"distinct values across instances", `
+rules:
+  - name: clients
+    match: '^\S+ (?P<path>\S+) (?P<status>\d)'
+    labels: {status_class: '${status}xx'}
+    distinct: '${path}'
+    distinct_registers: 16
+`},
 	{"rules with top values", `
 global: {windows: [1m, 5m]}
 rules:

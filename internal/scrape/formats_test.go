@@ -31,7 +31,8 @@ var update = flag.Bool("update", false, "rewrite the golden files under exporter
 
 // formatRules have a family of every kind: counters, gauges, quantiles whose sketch is
 // also a native histogram (by default, having no buckets), a histogram with buckets and a
-// native one, one with buckets only, and top values; a label sorting after the window's,
+// native one, one with buckets only, top values, and distinct counts with their registers
+// (labels sorting before and after theirs); a label sorting after the window's,
 // and a HELP text with quotes and a backslash.
 const formatRules = `
 global: {windows: [1m, 5m], max_series_per_rule: 100}
@@ -64,6 +65,12 @@ rules:
     match: '%{LINE}'
     labels: {method: '${method}', path: '${path}'}
     top: {label: path, k: 2}
+  - name: path_clients
+    help: Paths.
+    match: '%{LINE}'
+    labels: {method: '${method}', zone: eu}
+    distinct: '${path}'
+    distinct_registers: 16
 `
 
 // formatScrape is a Collector over formatRules fed lines over two minutes: positive times,
@@ -368,7 +375,8 @@ for f in text_string_to_metric_families(sys.stdin.read()):
 		"request_time_seconds_window_distribution gaugehistogram ",
 		"upstream_time_seconds_window_distribution gaugehistogram ",
 		"path_requests_window_top gauge ",
-		"logwindow_rule_series gauge 5",
+		"path_clients_window_distinct_register gauge 64",
+		"logwindow_rule_series gauge 6",
 	} {
 		if !bytes.Contains(out, []byte("\n"+want)) {
 			t.Errorf("parsed families lack %q:\n%s", want, out)

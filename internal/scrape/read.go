@@ -139,6 +139,7 @@ type reader struct {
 	partSums  []windows.Summary
 	sumsOf    *windows.Layout
 	tops      []sketch.TopValue
+	regs      []uint8
 	native    nativeBuilder
 }
 
@@ -207,6 +208,11 @@ func (x *reader) readSummaries(r *store.Rule, s *store.Series, now int64, i, nw 
 				x.tops = fam.TopValues(sums[fam.Summary], x.tops[:0])
 				for _, tv := range x.tops {
 					snap.AddTop(i, wi, tv.Item, tv.Sum)
+				}
+			case fam.RegisterValues != nil:
+				var ok bool
+				if x.regs, ok = fam.RegisterValues(sums[fam.Summary], x.regs); ok {
+					snap.SetRegisters(i, wi, x.regs)
 				}
 			default:
 				readHistogram(snap, fam, sums, i, wi)

@@ -314,6 +314,9 @@ func newRulePlan(r *store.Rule) (rulePlan, error) {
 	if cfg.Top != nil {
 		spec.TopLabel = cfg.Top.Label
 	}
+	if cfg.DistinctRegisters > 0 {
+		spec.Registers, spec.RegisterLabel = cfg.DistinctRegisters, quantity.RegisterLabel
+	}
 	spec.Families = append(spec.Families, exporter.Family{Name: cfg.Name + "_total", Help: cfg.TotalHelp(), Kind: exporter.Counter})
 	var rp rulePlan
 	for _, wf := range cfg.WindowFamilies() {
@@ -323,6 +326,8 @@ func newRulePlan(r *store.Rule) (rulePlan, error) {
 			f.Kind, f.Native = exporter.Histogram, wf.Native
 		case wf.Top != nil:
 			f.Top = true
+		case wf.Registers > 0:
+			f.Registers = true
 		}
 		rp.summaries = rp.summaries || wf.Stat == nil
 		rp.fams = append(rp.fams, wf)

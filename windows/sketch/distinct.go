@@ -207,17 +207,21 @@ func (d *Distinct) unseal() {
 }
 
 // raiseKey sets the register of a sparse key to at least the rank its item has at the
-// registers' precision: the leading zeros of the key's index bits below the register's,
-// or, when those are all zero, their number plus the rank the key keeps.
+// registers' precision (foldRank: the key is a register of precision sparseBits).
 func (d *Distinct) raiseKey(key uint32) {
-	index := key >> 7
-	low := sparseBits - d.p
-	rest := index & (1<<low - 1)
-	rank := uint8(bits.LeadingZeros32(rest<<(32-low))) + 1
+	d.raise(foldRank(key>>7, uint8(key&0x7f), sparseBits-d.p))
+}
+
+// foldRank is where an item that set register j to rank r at some precision sets a
+// register at a precision by bits lower, and to what: register j>>by, with the rank of
+// the hash bits past the lower precision's index, which begin with j's last by bits: the
+// leading zeros of those bits plus one, or, when they are all zero, by plus r.
+func foldRank(j uint32, r, by uint8) (uint32, uint8) {
+	rest := j & (1<<by - 1)
 	if rest == 0 {
-		rank = low + uint8(key&0x7f)
+		return j >> by, by + r
 	}
-	d.raise(index>>low, rank)
+	return j >> by, uint8(bits.LeadingZeros32(rest<<(32-by))) + 1
 }
 
 // raise sets register i to at least rank.
@@ -270,23 +274,15 @@ func reduce(regs []uint64, p, to uint8) []uint64 {
 	return out
 }
 
-// fold raises the registers dst, of a precision by lower than src's, with those of src:
-// register j of src is register j>>by of dst, with the rank the item that set it has
-// there (the leading zeros of j's last by bits, or by plus its rank when those are 0).
+// fold raises the registers dst, of a precision by lower than src's, with those of src
+// (foldRank).
 func fold(dst, src []uint64, by uint8) {
 	for w, word := range src {
 		for k := range uint32(8) {
-			r := uint8(word >> (8 * k))
-			if r == 0 {
-				continue
+			if r := uint8(word >> (8 * k)); r != 0 {
+				j, rank := foldRank(uint32(w)*8+k, r, by)
+				raise(dst, j, rank)
 			}
-			j := uint32(w)*8 + k
-			rest := j & (1<<by - 1)
-			rank := by + r
-			if rest != 0 {
-				rank = uint8(bits.LeadingZeros32(rest<<(32-by))) + 1
-			}
-			raise(dst, j>>by, rank)
 		}
 	}
 }
