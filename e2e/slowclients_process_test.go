@@ -208,12 +208,7 @@ func TestSlowClients(t *testing.T) {
 			return err
 		}},
 	}
-	// A small receive buffer, so that a client that does not read stops a reply at once.
-	dialer := net.Dialer{Control: func(_, _ string, rc syscall.RawConn) error {
-		var err error
-		_ = rc.Control(func(fd uintptr) { err = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096) })
-		return err
-	}}
+	dialer := stallingDialer()
 	type held struct {
 		kind   string
 		port   int
@@ -333,6 +328,16 @@ func TestSlowClients(t *testing.T) {
 	if _, err := scrape(); err != nil {
 		t.Errorf("scrape after the attack: %v", err)
 	}
+}
+
+// stallingDialer dials with a small receive buffer, so that a client that does not read
+// stops a reply at once.
+func stallingDialer() *net.Dialer {
+	return &net.Dialer{Control: func(_, _ string, rc syscall.RawConn) error {
+		var err error
+		_ = rc.Control(func(fd uintptr) { err = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096) })
+		return err
+	}}
 }
 
 // postForm sends a POST of a form to the line tester that says it is length bytes long.

@@ -95,18 +95,22 @@ func (l *connLimiter) track(c net.Conn, state http.ConnState) {
 // which is ended. The scrape that came last is given the next place, and when max
 // scrapes wait already, the one that has waited longest gets 503 at once: so clients
 // that came before and do not read cannot keep out a scraper that comes after them. A
-// scrape that waited in vain gets 503 too.
+// scrape that waited in vain gets 503 too. The status page has a limiter of its own, so
+// that pages asked for cannot keep out a scraper, nor scrapes the page.
 type scrapeLimiter struct {
 	max         int
 	stall, wait time.Duration
+	logger      *slog.Logger
+	// refused counts the requests answered 503, for the log.
+	refused atomic.Int64
 
 	mu      sync.Mutex
 	running map[*scrape]struct{}
 	waiting []*scrape // a stack
 }
 
-func newScrapeLimiter(max int, stall, wait time.Duration) *scrapeLimiter {
-	return &scrapeLimiter{max: max, stall: stall, wait: wait, running: map[*scrape]struct{}{}}
+func newScrapeLimiter(max int, stall, wait time.Duration, logger *slog.Logger) *scrapeLimiter {
+	return &scrapeLimiter{max: max, stall: stall, wait: wait, logger: logger, running: map[*scrape]struct{}{}}
 }
 
 // scrape is one scrape in flight, or waiting.
@@ -143,7 +147,10 @@ func (l *scrapeLimiter) handler(h http.Handler) http.Handler {
 		rc := http.NewResponseController(w)
 		s := &scrape{end: func() { _ = rc.SetWriteDeadline(time.Now()) }, given: make(chan bool, 1)}
 		if !l.acquire(r, s) {
-			http.Error(w, "Too many scrapes in flight (--web.max-requests): try again later.", http.StatusServiceUnavailable)
+			if n := l.refused.Add(1); n == 1 || n%1000 == 0 {
+				l.logger.Warn("requests answered 503 to stay within --web.max-requests", "path", r.URL.Path, "max_requests", l.max, "refused", n)
+			}
+			http.Error(w, "Too many requests in flight (--web.max-requests): try again later.", http.StatusServiceUnavailable)
 			return
 		}
 		defer l.release(s)

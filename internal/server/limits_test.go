@@ -1,12 +1,14 @@
 package server
 
 import (
+	"bytes"
 	"errors"
 	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -124,7 +126,7 @@ func TestScrapeLimiter(t *testing.T) {
 	}
 	t.Run("a client that does not read gives way after stall", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
-			l := newScrapeLimiter(1, stall, wait)
+			l := newScrapeLimiter(1, stall, wait, slog.New(slog.DiscardHandler))
 			start := time.Now()
 			stuck := serve(l, start, newBlockedWriter(), nil)
 			time.Sleep(100 * time.Millisecond)
@@ -140,7 +142,8 @@ func TestScrapeLimiter(t *testing.T) {
 	})
 	t.Run("a scrape that computes is not ended", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
-			l := newScrapeLimiter(1, stall, wait)
+			var log bytes.Buffer
+			l := newScrapeLimiter(1, stall, wait, slog.New(slog.NewTextHandler(&log, nil)))
 			start := time.Now()
 			g := newGate()
 			slow := serve(l, start, httptest.NewRecorder(), g)
@@ -148,6 +151,9 @@ func TestScrapeLimiter(t *testing.T) {
 			late := serve(l, start, httptest.NewRecorder(), nil)
 			if got := <-late; got.code != http.StatusServiceUnavailable || got.ended != wait {
 				t.Errorf("waited in vain: HTTP %d after %v, want 503 after %v", got.code, got.ended, wait)
+			}
+			if !strings.Contains(log.String(), "--web.max-requests") || !strings.Contains(log.String(), "refused=1") {
+				t.Errorf("the 503 is not logged and counted: %q", log.String())
 			}
 			close(g.open)
 			if got := <-slow; got.code != http.StatusOK || got.err != nil {
@@ -157,7 +163,7 @@ func TestScrapeLimiter(t *testing.T) {
 	})
 	t.Run("the last come is served first, and at most max wait", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
-			l := newScrapeLimiter(2, stall, wait)
+			l := newScrapeLimiter(2, stall, wait, slog.New(slog.DiscardHandler))
 			start := time.Now()
 			// Every scrape waits at its gate once it has a place, until the test opens it.
 			gates := make([]*gate, 5)

@@ -69,8 +69,8 @@ type Options struct {
 	// request; 0 is none.
 	ReadTimeout, WriteTimeout, IdleTimeout time.Duration
 	// MaxConnections bounds the connections held, lowered to half the open-file limit
-	// when that is lower (see connLimiter); MaxRequests the scrapes in flight (see
-	// scrapeLimiter). 0 is none.
+	// when that is lower (see connLimiter); MaxRequests the scrapes in flight, and apart
+	// the status pages in flight (see scrapeLimiter). 0 is none.
 	MaxConnections, MaxRequests int
 }
 
@@ -172,8 +172,10 @@ func NewMux(p *pipeline.Pipeline, coll *rulescrape.Collector, reg *prometheus.Re
 	logger := o.Logger
 	mux := http.NewServeMux()
 	var metrics http.Handler = exporter.Handler(coll, reg, slog.NewLogLogger(logger.Handler(), slog.LevelError))
+	var admitPage func(http.Handler) http.Handler
 	if o.MaxRequests > 0 {
-		metrics = newScrapeLimiter(o.MaxRequests, scrapeStall, scrapeWait).handler(metrics)
+		metrics = newScrapeLimiter(o.MaxRequests, scrapeStall, scrapeWait, logger).handler(metrics)
+		admitPage = newScrapeLimiter(o.MaxRequests, scrapeStall, scrapeWait, logger).handler
 	}
 	mux.Handle(o.MetricsPath, metrics)
 	mux.HandleFunc("/-/healthy", func(w http.ResponseWriter, _ *http.Request) {
@@ -209,6 +211,7 @@ func NewMux(p *pipeline.Pipeline, coll *rulescrape.Collector, reg *prometheus.Re
 		MetricsPath: o.MetricsPath,
 		Logger:      logger,
 		LineTester:  o.LineTester,
+		Admit:       admitPage,
 	})
 	return mux
 }

@@ -388,25 +388,57 @@ func (t *Top) Top(k int, atLeast float64, dst []TopValue) []TopValue {
 	if k < 1 {
 		return dst
 	}
+	// The k best so far are a heap whose root is the worst of them, so that a summary of
+	// many values costs n·log k, not the n·k of keeping them sorted; their items are
+	// looked at in the arena, and copied only once chosen.
 	for _, c := range t.counts {
 		if c.count < atLeast {
 			continue
 		}
-		// The item is looked at in the arena and copied only when it is kept.
 		item := t.arena[c.off : c.off+c.n]
 		v := TopValue{unsafe.String(unsafe.SliceData(item), len(item)), c.count}
-		out := dst[from:]
-		if len(out) == k {
-			if topOrder(v, out[k-1]) >= 0 {
-				continue
-			}
-			dst = dst[:len(dst)-1]
+		if h := dst[from:]; len(h) < k {
+			dst = append(dst, v)
+			siftUp(dst[from:], len(h))
+		} else if topOrder(v, h[0]) < 0 {
+			h[0] = v
+			siftDown(h, 0)
 		}
-		v.Item = string(item)
-		i, _ := slices.BinarySearchFunc(dst[from:], v, topOrder)
-		dst = slices.Insert(dst, from+i, v)
+	}
+	out := dst[from:]
+	slices.SortFunc(out, topOrder)
+	for i := range out {
+		out[i].Item = strings.Clone(out[i].Item)
 	}
 	return dst
+}
+
+// siftUp and siftDown keep h a heap whose root is the last value in topOrder.
+func siftUp(h []TopValue, i int) {
+	for i > 0 {
+		parent := (i - 1) / 2
+		if topOrder(h[i], h[parent]) <= 0 {
+			return
+		}
+		h[i], h[parent] = h[parent], h[i]
+		i = parent
+	}
+}
+
+func siftDown(h []TopValue, i int) {
+	for {
+		worst := i
+		for _, c := range [2]int{2*i + 1, 2*i + 2} {
+			if c < len(h) && topOrder(h[c], h[worst]) > 0 {
+				worst = c
+			}
+		}
+		if worst == i {
+			return
+		}
+		h[i], h[worst] = h[worst], h[i]
+		i = worst
+	}
 }
 
 // topOrder sorts values by sum, largest first, then by item.

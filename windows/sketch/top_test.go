@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -476,5 +477,45 @@ func TestTopItemsKeptApart(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestTopPicksAsSorting checks Top against sorting every value, with many ties, for k
+// below, at and above the values held, appended after what dst holds already; the items
+// are copies, left intact when the summary is reset and refilled.
+func TestTopPicksAsSorting(t *testing.T) {
+	rnd := rand.New(rand.NewPCG(3, 4))
+	tp := NewTop(1000)
+	for range 5000 {
+		tp.Add(float64(1+rnd.IntN(20)), fmt.Appendf(nil, "/v/%d", rnd.IntN(300)))
+	}
+	var all []TopValue
+	all = tp.Top(math.MaxInt32, 0, all)
+	slices.SortFunc(all, topOrder)
+	for _, c := range []struct {
+		k       int
+		atLeast float64
+	}{{1, 0}, {7, 0}, {100, 0}, {len(all), 0}, {len(all) + 5, 0}, {50, 60}} {
+		t.Run(fmt.Sprintf("k=%d,min=%v", c.k, c.atLeast), func(t *testing.T) {
+			want := slices.DeleteFunc(slices.Clone(all), func(v TopValue) bool { return v.Sum < c.atLeast })
+			want = want[:min(c.k, len(want))]
+			prefix := []TopValue{{"kept", 1}}
+			got := tp.Top(c.k, c.atLeast, slices.Clone(prefix))
+			if !slices.Equal(got[:1], prefix) || !slices.Equal(got[1:], want) {
+				t.Fatalf("Top(%d, %v) = %v…, want %v…", c.k, c.atLeast, got[:min(len(got), 4)], want[:min(len(want), 3)])
+			}
+		})
+	}
+	got := tp.Top(10, 0, nil)
+	want := slices.Clone(got)
+	for i := range want {
+		want[i].Item = strings.Clone(want[i].Item)
+	}
+	tp.Reset()
+	for range 5000 {
+		tp.Add(1, []byte("/overwritten/"))
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("the items reported changed with the summary: %v, want %v", got, want)
 	}
 }

@@ -76,8 +76,13 @@ type Options struct {
 	// and ExplainPath answers 403.
 	LineTester bool
 
-	// reading lets one request at a time read the rules' windows, so that pages asked for
-	// at once cost a core at most, however many there are.
+	// Admit, when not nil, wraps the page's handler: the server's bound on the requests
+	// in flight, each of which holds its page until it is written.
+	Admit func(http.Handler) http.Handler
+
+	// reading lets one request at a time gather the registry and read the rules' windows,
+	// so that pages asked for at once cost a core and one gather at most, however many
+	// there are.
 	reading chan struct{}
 }
 
@@ -96,7 +101,7 @@ func Register(mux *http.ServeMux, o Options) {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	o.reading = make(chan struct{}, 1)
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+	var landing http.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/" {
 			http.NotFound(w, r)
 			return
@@ -106,8 +111,14 @@ func Register(mux *http.ServeMux, o Options) {
 			http.Error(w, "Use GET.", http.StatusMethodNotAllowed)
 			return
 		}
-		o.render(w, o.view(r.Context()))
+		if v := o.view(r.Context()); v != nil {
+			o.render(w, v)
+		}
 	})
+	if o.Admit != nil {
+		landing = o.Admit(landing)
+	}
+	mux.Handle("/", landing)
 	mux.Handle(ExplainPath, &lineTester{o: &o, admit: make(chan struct{}, explainRequests), explain: make(chan struct{}, 1)})
 }
 
@@ -160,6 +171,10 @@ func (lt *lineTester) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	v := lt.o.view(r.Context())
+	if v == nil {
+		<-lt.explain
+		return
+	}
 	reply, err := lt.o.explainPage(v, r.PostForm.Get("input"), r.PostForm.Get("lines"))
 	<-lt.explain
 	if err != nil {

@@ -162,8 +162,17 @@ func number(v float64) string {
 	return strconv.FormatFloat(v, 'g', 6, 64)
 }
 
-// view gathers the registry, reads the rules' windows and lays out the page.
+// view gathers the registry, reads the rules' windows and lays out the page, one request
+// at a time: what a page holds beyond its view (the gathered families, a series per
+// followed file, and the windows) is then held by one request at most, however many ask
+// at once. It returns nil when ctx ends while it waits.
 func (o *Options) view(ctx context.Context) *view {
+	select {
+	case o.reading <- struct{}{}:
+		defer func() { <-o.reading }()
+	case <-ctx.Done():
+		return nil
+	}
 	cfg := o.Source.Config()
 	v := &view{Name: o.Name, MetricsPath: o.MetricsPath, ConfigFile: cfg.File, Build: buildInfo(),
 		Rendered: time.Now().UTC().Format(time.RFC3339), ShownWindow: model.Duration(shownWindow).String(),
@@ -203,7 +212,7 @@ func (o *Options) view(ctx context.Context) *view {
 			v.ReloadErrors = append(v.ReloadErrors, line)
 		}
 	}
-	sums := o.windowSums(ctx)
+	sums := o.windowSums()
 	for _, in := range cfg.Inputs {
 		v.Inputs = append(v.Inputs, newInputRow(m, in))
 		if in.Name != "" {
@@ -216,16 +225,10 @@ func (o *Options) view(ctx context.Context) *view {
 	return v
 }
 
-// windowSums reads the rules' windows by rule name, one request at a time; nil when the
-// page has no WindowReader or the request ends while it waits.
-func (o *Options) windowSums(ctx context.Context) map[string]scrape.WindowSums {
+// windowSums reads the rules' windows by rule name; nil when the page has no
+// WindowReader.
+func (o *Options) windowSums() map[string]scrape.WindowSums {
 	if o.Windows == nil {
-		return nil
-	}
-	select {
-	case o.reading <- struct{}{}:
-		defer func() { <-o.reading }()
-	case <-ctx.Done():
 		return nil
 	}
 	out := map[string]scrape.WindowSums{}
