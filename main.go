@@ -61,7 +61,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		writeTimeout  = app.Flag("web.write-timeout", "Longest time from the end of a request's headers to the end of its reply, a scrape's included (0: none).").Default("60s").Duration()
 		idleTimeout   = app.Flag("web.idle-timeout", "How long a kept-alive connection waits for its next request; longer than the scrape interval, a scraper keeps its connection (0: none).").Default("2m").Duration()
 		maxConns      = app.Flag("web.max-connections", "Most connections held at once: past it a new connection takes the place of one waiting for a request, or is closed. Lowered to half the open-file limit when that is lower.").Default("512").Int()
-		maxRequests   = app.Flag("web.max-requests", "Most scrapes in flight: past it a scrape waits up to 5s, taking the place of one whose client has not read for a second, else gets 503 (0: none).").Default("10").Int()
+		maxRequests   = app.Flag("web.max-requests", "Most scrapes of /metrics in flight, and apart most status pages: past it a scrape waits up to 5s, taking the place of one whose client has not read for a second, else gets 503 (0: none).").Default("10").Int()
 		configWatch   = app.Flag("config.watch", "Reload when the rule file's content changes on disk (a mounted ConfigMap updated by the kubelet), with no reload endpoint open.").Bool()
 		maxLineBytes  = app.Flag("input.max-line-bytes", "Lines longer than this are skipped and counted.").Default("65536").Int()
 		rotationGrace = app.Flag("input.rotation-grace", "How long a rotated-away file keeps being read after its last line.").Default("5s").Duration()
