@@ -478,11 +478,12 @@ func TestChartVersion(t *testing.T) {
 	}
 }
 
-// TestChartDaemonSetPod runs the DaemonSet's pod as a local process: the built exporter
-// with the rendered arguments and rules, the node's /var/log/pods a directory laid out as
-// the kubelet does. Pods' nginx logs written in CRI lines are counted by namespace, pod
-// and container; another container's log beside nginx's is not read.
-func TestChartDaemonSetPod(t *testing.T) {
+// startChartDaemonSet runs the DaemonSet's pod of the chart's defaults as a local process:
+// the built exporter with the rendered arguments and rules, reading the directory it
+// returns as the node's /var/log/pods. It returns once the exporter answers the pod's
+// startup probe.
+func startChartDaemonSet(t *testing.T) (*testexec.Exporter, string) {
+	t.Helper()
 	m := renderChart(t, chartCase{name: "daemonset", mode: "daemonset"})
 	var spec *corev1.PodSpec
 	for _, d := range m.daemonSets {
@@ -510,6 +511,15 @@ func TestChartDaemonSetPod(t *testing.T) {
 	}
 	e := testexec.StartExporter(t, builtBinary(t), args...)
 	e.Get(t, exp.StartupProbe.HTTPGet.Path)
+	return e, root
+}
+
+// TestChartDaemonSetPod runs the DaemonSet's pod as a local process: the built exporter
+// with the rendered arguments and rules, the node's /var/log/pods a directory laid out as
+// the kubelet does. Pods' nginx logs written in CRI lines are counted by namespace, pod
+// and container; another container's log beside nginx's is not read.
+func TestChartDaemonSetPod(t *testing.T) {
+	e, root := startChartDaemonSet(t)
 
 	// Pods started after the exporter: their logs are read from the first line.
 	now := time.Now().UTC().Format("02/Jan/2006:15:04:05 -0700")
