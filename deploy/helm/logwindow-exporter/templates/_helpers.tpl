@@ -124,10 +124,11 @@ inputs:
 {{- end }}
 
 {{ $dir := ternary "files/rules-pods" "files/rules" (eq .Values.mode "daemonset") -}}
-{{ .Files.Get (printf "%s/base.yaml" $dir) }}
+{{- /* Each file without its first line, which says it is generated. */ -}}
+{{ .Files.Get (printf "%s/base.yaml" $dir) | splitList "\n" | rest | join "\n" }}
 {{- range splitList " " (include "logwindow.formatTimings" . | trim) }}
 {{- if . }}
-{{- $.Files.Get (printf "%s/%s.yaml" $dir .) }}
+{{- $.Files.Get (printf "%s/%s.yaml" $dir .) | splitList "\n" | rest | join "\n" }}
 {{- end }}
 {{- end }}
 {{- end -}}
