@@ -120,9 +120,12 @@ var timingCaptures = []string{"request_time", "upstream_response_time"}
 // timingCaptures, each with the comments just above it.
 func splitRules(rules string) (map[string]string, error) {
 	start := strings.Index(rules, "\nglobal:\n")
+	if start < 0 {
+		return nil, fmt.Errorf("no global: section")
+	}
 	head, body, ok := strings.Cut(rules[start+1:], "\nrules:\n")
-	if start < 0 || !ok {
-		return nil, fmt.Errorf("no global: and rules: sections")
+	if !ok {
+		return nil, fmt.Errorf("no rules: section")
 	}
 	// A rule starts at "  - name:", or at the comment lines right above it.
 	lines := strings.SplitAfter(body, "\n")
@@ -142,8 +145,8 @@ func splitRules(rules string) (map[string]string, error) {
 		begin = first
 	}
 	items = append(items, strings.Join(lines[begin:], ""))
-	parts := map[string]string{"base": head + "\nrules:\n" + items[0]}
-	for _, it := range items[1:] {
+	parts := map[string]string{"base": head + "\nrules:\n"}
+	for _, it := range items {
 		part := "base"
 		for _, c := range timingCaptures {
 			// A capture the rule reads, not the $variable its help or comments name.
@@ -161,9 +164,9 @@ func splitRules(rules string) (map[string]string, error) {
 		}
 		parts[part] += it
 	}
-	for _, p := range parts {
-		if strings.TrimSpace(p) == "" {
-			return nil, fmt.Errorf("a part of the rules is empty")
+	for _, c := range timingCaptures {
+		if parts[c] == "" {
+			return nil, fmt.Errorf("no rule reads %s", c)
 		}
 	}
 	return parts, nil
