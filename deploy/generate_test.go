@@ -7,6 +7,8 @@ import (
 	"os"
 	"path"
 	"reflect"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -107,33 +109,104 @@ func withPodLabels(rules string) (string, error) {
 	return head + "\nrules:" + strings.Join(items, "\n  - name: "), nil
 }
 
+// timingCaptures are the captures of the chart's rules that only some log formats give:
+// the chart ships the rules reading each in a file of their own, which it adds to the rule
+// file only when the format has the variable (a rule naming a capture its input's format
+// lacks does not load). "base" holds the rules every format of nginx gives.
+var timingCaptures = []string{"request_time", "upstream_response_time"}
+
+// splitRules cuts a rule file written as example-rules.yaml's into the part from global:
+// through the rules that read no timing capture ("base"), and the rules reading each of
+// timingCaptures, each with the comments just above it.
+func splitRules(rules string) (map[string]string, error) {
+	start := strings.Index(rules, "\nglobal:\n")
+	if start < 0 {
+		return nil, fmt.Errorf("no global: section")
+	}
+	head, body, ok := strings.Cut(rules[start+1:], "\nrules:\n")
+	if !ok {
+		return nil, fmt.Errorf("no rules: section")
+	}
+	// A rule starts at "  - name:", or at the comment lines right above it.
+	lines := strings.SplitAfter(body, "\n")
+	var items []string
+	begin := 0
+	for i, l := range lines {
+		if !strings.HasPrefix(l, "  - name: ") {
+			continue
+		}
+		first := i
+		for first > begin && strings.HasPrefix(lines[first-1], "  #") {
+			first--
+		}
+		if i > 0 {
+			items = append(items, strings.Join(lines[begin:first], ""))
+		}
+		begin = first
+	}
+	items = append(items, strings.Join(lines[begin:], ""))
+	parts := map[string]string{"base": head + "\nrules:\n"}
+	for _, it := range items {
+		part := "base"
+		for _, c := range timingCaptures {
+			// A capture the rule reads, not the $variable its help or comments name.
+			if regexp.MustCompile(`(?m)^    [^#]*[^$\w]` + c + `\b`).MatchString(it) {
+				if part != "base" {
+					return nil, fmt.Errorf("rule %q reads both %s and %s", strings.TrimSpace(it), part, c)
+				}
+				part = c
+			}
+		}
+		if part != "base" {
+			// The chart adds these files after base, which ends with a rule: a blank
+			// line first, as between the rules of one file.
+			it = "\n" + strings.TrimRight(it, "\n") + "\n"
+		}
+		parts[part] += it
+	}
+	for _, c := range timingCaptures {
+		if parts[c] == "" {
+			return nil, fmt.Errorf("no rule reads %s", c)
+		}
+	}
+	return parts, nil
+}
+
+// chartRuleFiles are the chart's rule files made from example-rules.yaml: files/rules/
+// for the syslog and sidecar modes, whose inputs the chart writes, files/rules-pods/ for
+// the daemonset mode's, every rule labelled by the pod; each cut by splitRules.
+func chartRuleFiles() []generated {
+	var out []generated
+	for _, dir := range []string{"rules", "rules-pods"} {
+		for _, part := range append([]string{"base"}, timingCaptures...) {
+			out = append(out, generated{
+				path:   "helm/logwindow-exporter/files/" + dir + "/" + part + ".yaml",
+				source: "../example-rules.yaml",
+				make: func(src []byte) (any, error) {
+					rules, err := chartRules(src)
+					if err == nil && dir == "rules-pods" {
+						rules, err = withPodLabels(rules)
+					}
+					if err != nil {
+						return nil, err
+					}
+					parts, err := splitRules(rules)
+					return parts[part], err
+				},
+			})
+		}
+	}
+	return out
+}
+
 // copyOf is a generated file that is its source as it is: a copy inside the Helm chart,
 // which reads no file outside its directory.
 func copyOf(src []byte) (any, error) { return string(src), nil }
 
-var generatedManifests = []generated{
+var generatedManifests = slices.Concat([]generated{
 	{path: "helm/logwindow-exporter/files/alerts.yaml", source: "alerts.yaml", make: copyOf},
 	{path: "helm/logwindow-exporter/files/grafana-dashboard.json", source: "grafana-dashboard.json", make: copyOf, bare: true},
-	{
-		// The chart's rules for the syslog and sidecar modes, which write the inputs.
-		path:   "helm/logwindow-exporter/files/rules.yaml",
-		source: "../example-rules.yaml",
-		make: func(src []byte) (any, error) {
-			return chartRules(src)
-		},
-	},
-	{
-		// The daemonset mode's: every rule labelled by the pod.
-		path:   "helm/logwindow-exporter/files/rules-pods.yaml",
-		source: "../example-rules.yaml",
-		make: func(src []byte) (any, error) {
-			rules, err := chartRules(src)
-			if err != nil {
-				return nil, err
-			}
-			return withPodLabels(rules)
-		},
-	},
+}, chartRuleFiles(), []generated{
 	{
 		// The base: example-rules.yaml receiving from the socket nginx sends to.
 		path:   "k8s/configmap-rules.yaml",
@@ -189,7 +262,7 @@ var generatedManifests = []generated{
 			}, nil
 		},
 	},
-}
+})
 
 // render makes the text of a generated manifest.
 func (g generated) render() ([]byte, error) {

@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/logwindow/logwindow_exporter/config"
+	"github.com/logwindow/logwindow_exporter/config/logformat"
 	"github.com/logwindow/logwindow_exporter/deploy/internal/release"
 	"github.com/logwindow/logwindow_exporter/internal/testutil/metrictest"
 	"github.com/logwindow/logwindow_exporter/internal/testutil/testexec"
@@ -201,8 +202,8 @@ func mountedChartRules(t *testing.T, c chartCase, m *manifests, pod *corev1.PodT
 	cfg := loadRules(t, text)
 	switch c.mode {
 	case "daemonset":
-		containers := []string{"nginx"}
-		if strings.Contains(c.values, "controller") {
+		containers := []string{"nginx", "controller"}
+		if strings.Contains(c.values, "[controller, nginx]") {
 			containers = []string{"controller", "nginx"}
 		}
 		if len(cfg.Inputs) != len(containers) {
@@ -212,7 +213,8 @@ func mountedChartRules(t *testing.T, c chartCase, m *manifests, pod *corev1.PodT
 			if want := "/var/log/pods/*_*_*/" + containers[i] + "/*.log"; in.File == nil || in.File.Path != want || in.Wrapper != config.WrapperCRI {
 				t.Errorf("input %d: path %q, wrapper %q; want %q, cri", i, in.Source(), in.Wrapper, want)
 			}
-			if got := in.PathCaptureNames(); !slices.Equal(got, []string{"namespace", "pod", "container"}) {
+			// The path's, and those the exporter derives: stream (of CRI lines) and workload (of pod).
+			if got := in.PathCaptureNames(); !slices.Equal(got, []string{"namespace", "pod", "container", "stream", "workload"}) {
 				t.Errorf("input %d: path captures %v", i, got)
 			}
 		}
@@ -234,8 +236,10 @@ func mountedChartRules(t *testing.T, c chartCase, m *manifests, pod *corev1.PodT
 			t.Errorf("inputs %+v: want one receiving on the pod's loopback, udp://127.0.0.1:5140", cfg.Inputs)
 		}
 	}
-	if names := ruleNames(cfg); !slices.Equal(names, ruleNames(loadRules(t, string(mustRead(t, "../example-rules.yaml"))))) {
-		t.Errorf("rules %v: want example-rules.yaml's", names)
+	// The default format, auto, has the times: every rule of example-rules.yaml, those
+	// reading the times last (the chart adds them after the others).
+	if names, want := ruleNames(cfg), ruleNames(loadRules(t, string(mustRead(t, "../example-rules.yaml")))); !slices.Equal(slices.Sorted(slices.Values(names)), slices.Sorted(slices.Values(want))) {
+		t.Errorf("rules %v: want example-rules.yaml's %v", names, want)
 	}
 	return cfg
 }
@@ -474,11 +478,12 @@ func TestChartVersion(t *testing.T) {
 	}
 }
 
-// TestChartDaemonSetPod runs the DaemonSet's pod as a local process: the built exporter
-// with the rendered arguments and rules, the node's /var/log/pods a directory laid out as
-// the kubelet does. Pods' nginx logs written in CRI lines are counted by namespace, pod
-// and container; another container's log beside nginx's is not read.
-func TestChartDaemonSetPod(t *testing.T) {
+// startChartDaemonSet runs the DaemonSet's pod of the chart's defaults as a local process:
+// the built exporter with the rendered arguments and rules, reading the directory it
+// returns as the node's /var/log/pods. It returns once the exporter answers the pod's
+// startup probe.
+func startChartDaemonSet(t *testing.T) (*testexec.Exporter, string) {
+	t.Helper()
 	m := renderChart(t, chartCase{name: "daemonset", mode: "daemonset"})
 	var spec *corev1.PodSpec
 	for _, d := range m.daemonSets {
@@ -506,6 +511,15 @@ func TestChartDaemonSetPod(t *testing.T) {
 	}
 	e := testexec.StartExporter(t, builtBinary(t), args...)
 	e.Get(t, exp.StartupProbe.HTTPGet.Path)
+	return e, root
+}
+
+// TestChartDaemonSetPod runs the DaemonSet's pod as a local process: the built exporter
+// with the rendered arguments and rules, the node's /var/log/pods a directory laid out as
+// the kubelet does. Pods' nginx logs written in CRI lines are counted by namespace, pod
+// and container; another container's log beside nginx's is not read.
+func TestChartDaemonSetPod(t *testing.T) {
+	e, root := startChartDaemonSet(t)
 
 	// Pods started after the exporter: their logs are read from the first line.
 	now := time.Now().UTC().Format("02/Jan/2006:15:04:05 -0700")
@@ -610,26 +624,12 @@ func TestChartSidecarValues(t *testing.T) {
 	if v := strings.TrimSpace(string(mustRead(t, "../VERSION"))); !strings.HasSuffix(exp.Image, "/logwindow_exporter:"+v) {
 		t.Errorf("image %s, want the VERSION's tag %s", exp.Image, v)
 	}
-	// The log format the controller is told to write is one the rules read.
-	if _, ok := ctl.Config["log-format-upstream"]; !ok {
-		t.Error("no log-format-upstream: ingress-nginx's upstreaminfo is not what the chart's rules read")
+	// The controller keeps its own format, upstreaminfo, which the rules' auto reads: a
+	// global log-format-upstream would change the log of every ingress.
+	if f, ok := ctl.Config["log-format-upstream"]; ok {
+		t.Errorf("log-format-upstream %q: the chart's rules read ingress-nginx's own upstreaminfo", f)
 	}
-}
-
-// TestChartLogFormat: the chart's default log format is the one example-rules.yaml reads,
-// whose rules the chart ships.
-func TestChartLogFormat(t *testing.T) {
-	var values struct {
-		LogFormat string `json:"logFormat"`
-	}
-	if err := yaml.Unmarshal(mustRead(t, "helm/logwindow-exporter/values.yaml"), &values); err != nil {
-		t.Fatal(err)
-	}
-	c, err := config.Load("../example-rules.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if f := c.Inputs[0].LogFormat; f == nil || f.Text != values.LogFormat {
-		t.Errorf("values.yaml logFormat %q, want example-rules.yaml's %+v", values.LogFormat, f)
+	if !slices.ContainsFunc(cfg.Inputs[0].LogFormats, func(f *logformat.Format) bool { return f.Preset == "upstreaminfo" }) {
+		t.Error("the sidecar's rules do not read ingress-nginx's upstreaminfo")
 	}
 }

@@ -46,6 +46,44 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 {{- end -}}
 
 {{/*
+The timing variables the log format gives, among request_time and upstream_response_time,
+each followed by a space: the chart adds the rules reading each (files/rules/<variable>.yaml, files/rules-pods/ in daemonset mode)
+only then, as a rule naming a capture its input's format lacks does not load. auto gives
+both: its candidates with them time the files written in them, and the rules do not apply
+to the others.
+*/}}
+{{- define "logwindow.formatTimings" -}}
+{{- $f := .Values.logFormat | trim -}}
+{{- $both := "request_time upstream_response_time " -}}
+{{- $presets := dict "auto" $both "upstreaminfo" $both "combined_upstream_time" $both "main_upstream_time" $both "combined_request_time" "request_time " "main_request_time" "request_time " "combined" "" "main" "" -}}
+{{- if hasKey $presets $f -}}
+{{- get $presets $f -}}
+{{- else -}}
+{{- range list "request_time" "upstream_response_time" -}}
+{{- if regexMatch (printf "\\$%s\\b" .) $f }}{{ . }} {{ end -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+The input's log_format (and log_format_escape) lines: a directive pasted over several lines
+as a | block, so that it reads as in nginx.conf; else a JSON string, which is also a YAML
+one and needs no escaping of its quotes.
+*/}}
+{{- define "logwindow.logFormat" -}}
+{{- $f := .Values.logFormat | trim -}}
+{{- if contains "\n" $f }}
+log_format: |
+  {{- $f | nindent 2 }}
+{{- else }}
+log_format: {{ $f | toJson }}
+{{- end }}
+{{- with .Values.logFormatEscape }}
+log_format_escape: {{ . }}
+{{- end }}
+{{- end -}}
+
+{{/*
 The rule file of the mode: the mode's inputs, then the chart's nginx rules (files/), or the
 user's whole file (rules.content).
 */}}
@@ -53,6 +91,9 @@ user's whole file (rules.content).
 {{- if .Values.rules.content -}}
 {{- .Values.rules.content -}}
 {{- else -}}
+# The chart's nginx rules (deploy/example-rules.yaml) with the mode's inputs. Every
+# $variable of the log format is a capture of that name; $request also gives
+# request_method, request_uri, uri and server_protocol, $status gives status_class.
 inputs:
 {{- if eq .Values.mode "daemonset" }}
 {{- $logs := .Values.daemonset.podLogs | trimSuffix "/" }}
@@ -61,8 +102,11 @@ inputs:
   - name: {{ . }}
     path: {{ printf "%s/*_*_*/%s/*.log" $logs . | quote }}
     wrapper: cri
+{{- with $.Values.daemonset.streams }}
+    streams: {{ toJson . }}
+{{- end }}
     path_captures: {{ printf "^%s/(?P<namespace>[^_/]+)_(?P<pod>[^_/]+)_[^/]+/(?P<container>[^/]+)/" (regexQuoteMeta $logs) | squote }}
-    log_format: {{ $.Values.logFormat | squote }}
+    {{- include "logwindow.logFormat" $ | trim | nindent 4 }}
 {{- if gt (int $.Values.daemonset.shards) 1 }}
     shards: {{ $.Values.daemonset.shards }}
 {{- end }}
@@ -71,19 +115,22 @@ inputs:
   # nginx anywhere in the cluster: access_log syslog:server=<the Service>:{{ .Values.syslog.port }}
   - name: nginx
     syslog: {{ printf "udp://0.0.0.0:%d" (int .Values.syslog.port) | quote }}
-    log_format: {{ .Values.logFormat | squote }}
+    {{- include "logwindow.logFormat" . | trim | nindent 4 }}
 {{- else }}
   # nginx in the same pod: access_log syslog:server=127.0.0.1:{{ .Values.sidecar.port }}
   - name: nginx
     syslog: {{ printf "udp://127.0.0.1:%d" (int .Values.sidecar.port) | quote }}
-    log_format: {{ .Values.logFormat | squote }}
+    {{- include "logwindow.logFormat" . | trim | nindent 4 }}
 {{- end }}
 
-{{ if eq .Values.mode "daemonset" -}}
-{{ .Files.Get "files/rules-pods.yaml" }}
-{{- else -}}
-{{ .Files.Get "files/rules.yaml" }}
-{{- end -}}
+{{ $dir := ternary "files/rules-pods" "files/rules" (eq .Values.mode "daemonset") -}}
+{{- /* Each file without its first line, which says it is generated. */ -}}
+{{ .Files.Get (printf "%s/base.yaml" $dir) | splitList "\n" | rest | join "\n" }}
+{{- range splitList " " (include "logwindow.formatTimings" . | trim) }}
+{{- if . }}
+{{- $.Files.Get (printf "%s/%s.yaml" $dir .) | splitList "\n" | rest | join "\n" }}
+{{- end }}
+{{- end }}
 {{- end -}}
 {{- end -}}
 
