@@ -505,7 +505,10 @@ func startChartDaemonSet(t *testing.T) (*testexec.Exporter, string) {
 	}
 	args := []string{"--config.file=" + local}
 	for _, a := range exp.Args {
-		if !strings.HasPrefix(a, "--config.file=") && !strings.HasPrefix(a, "--web.listen-address=") {
+		switch {
+		case strings.HasPrefix(a, "--storage.path="):
+			args = append(args, "--storage.path="+t.TempDir()) // the node's hostPath
+		case !strings.HasPrefix(a, "--config.file=") && !strings.HasPrefix(a, "--web.listen-address="):
 			args = append(args, a)
 		}
 	}

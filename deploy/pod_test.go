@@ -128,7 +128,10 @@ func (p *localPod) startExporter(t *testing.T, m *manifests) *testexec.Exporter 
 	}
 	args := []string{"--config.file=" + local}
 	for _, a := range exp.Args {
-		if !strings.HasPrefix(a, "--config.file=") {
+		switch {
+		case strings.HasPrefix(a, "--storage.path="):
+			args = append(args, "--storage.path="+filepath.Join(p.dir, "storage")) // the pod's emptyDir
+		case !strings.HasPrefix(a, "--config.file="):
 			args = append(args, a)
 		}
 	}

@@ -145,6 +145,10 @@ args:
 {{- if .Values.configWatch }}
   - --config.watch
 {{- end }}
+{{- if .Values.storage.enabled }}
+  - --storage.path=/var/lib/logwindow-exporter
+  - --storage.snapshot-interval={{ .Values.storage.snapshotInterval }}
+{{- end }}
 {{- range .Values.extraArgs }}
   - {{ . }}
 {{- end }}
@@ -191,6 +195,10 @@ volumeMounts:
     mountPath: {{ .Values.daemonset.podLogs }}
     readOnly: true
 {{- end }}
+{{- if .Values.storage.enabled }}
+  - name: storage
+    mountPath: /var/lib/logwindow-exporter
+{{- end }}
 {{- end -}}
 
 {{/* The pod spec of the DaemonSet and the Deployment. */}}
@@ -210,6 +218,24 @@ securityContext:
   {{- $_ := set $psc "supplementalGroups" .Values.daemonset.supplementalGroups }}
   {{- end }}
   {{- toYaml $psc | nindent 2 }}
+{{- if and .Values.storage.enabled (eq .Values.mode "daemonset") }}
+initContainers:
+  - name: storage-owner
+    image: {{ .Values.storage.initImage }}
+    imagePullPolicy: {{ .Values.image.pullPolicy }}
+    command: [chown, "{{ .Values.podSecurityContext.runAsUser }}:{{ .Values.podSecurityContext.runAsGroup }}", /var/lib/logwindow-exporter]
+    securityContext:
+      runAsUser: 0
+      runAsNonRoot: false
+      allowPrivilegeEscalation: false
+      readOnlyRootFilesystem: true
+      capabilities:
+        drop: ["ALL"]
+        add: ["CHOWN"]
+    volumeMounts:
+      - name: storage
+        mountPath: /var/lib/logwindow-exporter
+{{- end }}
 containers:
   - {{- include "logwindow.container" . | nindent 4 }}
 volumes:
@@ -221,6 +247,17 @@ volumes:
     hostPath:
       path: {{ .Values.daemonset.podLogs }}
       type: Directory
+{{- end }}
+{{- if .Values.storage.enabled }}
+  - name: storage
+{{- if eq .Values.mode "daemonset" }}
+    hostPath:
+      path: {{ trimSuffix "/" .Values.storage.hostPath }}/{{ .Release.Name }}
+      type: DirectoryOrCreate
+{{- else }}
+    emptyDir:
+      sizeLimit: 256Mi
+{{- end }}
 {{- end }}
 {{- with .Values.nodeSelector }}
 nodeSelector:

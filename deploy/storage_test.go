@@ -1,0 +1,83 @@
+package deploy
+
+import (
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// The windows survive what each deployment's volume survives: the chart's DaemonSet keeps
+// its snapshot in a hostPath of the node, its release's own, made for the exporter's user
+// by an init container with CHOWN alone; its syslog Deployment and the kustomize sidecar
+// in an emptyDir. Each passes --storage.path where the volume is mounted.
+func TestStorageVolumes(t *testing.T) {
+	check := func(t *testing.T, spec *corev1.PodSpec, exp *corev1.Container, wantHostPath string) {
+		t.Helper()
+		dir, ok := flagValue(exp.Args, "--storage.path")
+		if !ok {
+			t.Fatalf("args %q: no --storage.path", exp.Args)
+		}
+		i := slices.IndexFunc(exp.VolumeMounts, func(vm corev1.VolumeMount) bool { return vm.MountPath == dir })
+		if i < 0 || exp.VolumeMounts[i].ReadOnly {
+			t.Fatalf("--storage.path=%s is no writable mount of the container", dir)
+		}
+		j := slices.IndexFunc(spec.Volumes, func(v corev1.Volume) bool { return v.Name == exp.VolumeMounts[i].Name })
+		if j < 0 {
+			t.Fatalf("no volume %s", exp.VolumeMounts[i].Name)
+		}
+		v := spec.Volumes[j]
+		if wantHostPath == "" {
+			if v.EmptyDir == nil {
+				t.Errorf("volume %+v: want an emptyDir", v)
+			}
+			return
+		}
+		if v.HostPath == nil || v.HostPath.Path != wantHostPath || v.HostPath.Type == nil || *v.HostPath.Type != corev1.HostPathDirectoryOrCreate {
+			t.Fatalf("volume %+v: want the hostPath %s, made if missing", v, wantHostPath)
+		}
+		k := slices.IndexFunc(spec.InitContainers, func(c corev1.Container) bool {
+			return slices.ContainsFunc(c.VolumeMounts, func(vm corev1.VolumeMount) bool { return vm.Name == v.Name })
+		})
+		if k < 0 {
+			t.Fatal("no init container gives the hostPath to the exporter's user")
+		}
+		init := spec.InitContainers[k]
+		user := spec.SecurityContext.RunAsUser
+		if user == nil || !strings.Contains(strings.Join(init.Command, " "), "chown "+strconv.FormatInt(*user, 10)+":") {
+			t.Errorf("init container %q: want a chown to the pod's user", init.Command)
+		}
+		sc := init.SecurityContext
+		if sc == nil || sc.Capabilities == nil || !slices.Equal(sc.Capabilities.Add, []corev1.Capability{"CHOWN"}) ||
+			!slices.Equal(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) || sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation {
+			t.Errorf("init container's securityContext %+v: want CHOWN alone", sc)
+		}
+	}
+	t.Run("chart daemonset", func(t *testing.T) {
+		m := renderChart(t, chartCase{name: "daemonset", mode: "daemonset", release: "edge"})
+		for _, d := range m.daemonSets {
+			check(t, &d.Spec.Template.Spec, chartExporter(t, &d.Spec.Template.Spec), "/var/lib/logwindow-exporter/edge")
+		}
+	})
+	t.Run("chart syslog", func(t *testing.T) {
+		m := renderChart(t, chartCase{name: "syslog", values: "mode: syslog\n", mode: "syslog"})
+		for _, d := range m.deployments {
+			check(t, &d.Spec.Template.Spec, chartExporter(t, &d.Spec.Template.Spec), "")
+		}
+	})
+	t.Run("chart without storage", func(t *testing.T) {
+		m := renderChart(t, chartCase{name: "daemonset", values: "storage: {enabled: false}\n", mode: "daemonset"})
+		for _, d := range m.daemonSets {
+			spec := &d.Spec.Template.Spec
+			if _, ok := flagValue(chartExporter(t, spec).Args, "--storage.path"); ok || len(spec.InitContainers) > 0 {
+				t.Error("storage off, the pod still keeps a snapshot")
+			}
+		}
+	})
+	t.Run("kustomize sidecar", func(t *testing.T) {
+		d := render(t, "k8s").deployments["nginx"]
+		check(t, &d.Spec.Template.Spec, exporterContainer(t, d), "")
+	})
+}
