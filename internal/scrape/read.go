@@ -248,14 +248,34 @@ func (l *freeList) get() *reader {
 	return new(reader)
 }
 
-// put keeps x, having let go of what its snapshot references; a few are kept, as many as
-// the rules a scrape reads at once.
+// keepSummaryBytes is the most a kept reader's merged summaries may hold: past it they go
+// with the scrape that made them, as a rule's top values of k=50,000 long paths would
+// otherwise keep tens of MB per kept reader between scrapes, outside --series.max-bytes.
+const keepSummaryBytes = 1 << 20
+
+// put keeps x, having let go of what its snapshot references, and of its merged summaries
+// when they are large; a few are kept, as many as the rules a scrape reads at once.
 func (l *freeList) put(x *reader) {
 	x.snap.Release()
 	clear(x.tops)
+	if summaryBytes(x.sums)+summaryBytes(x.partSums) > keepSummaryBytes {
+		x.sums, x.partSums, x.sumsOf = nil, nil, nil
+		x.tops = nil
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if len(l.rs) < 8 {
 		l.rs = append(l.rs, x)
 	}
+}
+
+// summaryBytes is what sums hold.
+func summaryBytes(sums []windows.Summary) int {
+	n := 0
+	for _, s := range sums {
+		if s != nil {
+			n += s.Bytes()
+		}
+	}
+	return n
 }

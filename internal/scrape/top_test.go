@@ -1,10 +1,13 @@
 package scrape
 
 import (
+	"io"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	dto "github.com/prometheus/client_model/go"
 )
@@ -118,5 +121,46 @@ func TestTopFamilyWithoutSeries(t *testing.T) {
 		if strings.HasPrefix(mf.GetName(), "hot_paths") && len(mf.GetMetric()) > 0 {
 			t.Errorf("%s has %d samples before any line", mf.GetName(), len(mf.GetMetric()))
 		}
+	}
+}
+
+// A reader kept for the next scrape lets go of merged summaries past keepSummaryBytes: the
+// top values of long, ever new paths would otherwise stay held between scrapes by every
+// kept reader, outside --series.max-bytes. Small ones are kept, for the next scrape to
+// reuse.
+func TestKeptReadersLetLargeSummariesGo(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		paths int
+		kept  bool
+	}{
+		{name: "a few short paths", paths: 10, kept: true},
+		{name: "many long paths", paths: 20000, kept: false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, set := parserSet(t, strings.Replace(topRules, "k: 2, min: 3", "k: 5000", 1))
+			k := set.NewSink()
+			k.SetNow(start, start)
+			pad := strings.Repeat("x", 200)
+			for i := range tc.paths {
+				p.Parse("web", []byte("h1 eu /"+pad+strconv.Itoa(i)), k)
+			}
+			now := int64(start)
+			c := collectorAt(fixed(set), &now)
+			if err := c.WriteText(io.Discard, prometheus.NewPedanticRegistry()); err != nil {
+				t.Fatal(err)
+			}
+			c.free.mu.Lock()
+			defer c.free.mu.Unlock()
+			if len(c.free.rs) == 0 {
+				t.Fatal("no reader kept")
+			}
+			for _, x := range c.free.rs {
+				held := summaryBytes(x.sums) + summaryBytes(x.partSums)
+				if held > keepSummaryBytes || tc.kept != (x.sums != nil) {
+					t.Errorf("a kept reader holds %d bytes of summaries (kept: %v, want %v)", held, x.sums != nil, tc.kept)
+				}
+			}
+		})
 	}
 }
