@@ -548,3 +548,23 @@ func TestNotRegular(t *testing.T) {
 		t.Error("not ready: a file that cannot be opened must not hold readiness")
 	}
 }
+
+// A file the input names is opened on the event that it was created, not at the next
+// due scan: rotated away within a poll interval, it would otherwise never be read (nginx
+// rotated every 100 ms lost four lines in five). The poll here is an hour apart, so only
+// the events can open each file.
+func TestOpenedOnCreate(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "access.log")
+	c := newCollector()
+	f := start(t, Options{Path: path, PollInterval: time.Hour, RotationGrace: time.Hour}, c.handle)
+	const rounds, perRound = 20, 60
+	for r := range rounds {
+		w := create(t, path)
+		waitFollowed(t, f, w)
+		writeLines(t, w, r*perRound+1, (r+1)*perRound)
+		rename(t, path, path+".1") // replaces the file before: still open, still read
+	}
+	waitFor(t, "every line", func() bool { return c.has(1, rounds*perRound) })
+	c.expectExactly(t, span{1, rounds * perRound})
+}
