@@ -2,11 +2,13 @@ package e2e
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -167,6 +169,37 @@ func TestNginxLogFormats(t *testing.T) {
 	}
 	t.Logf("%v requests in %d inputs counted exactly: %d label sets by method, status and path, %d user agents, %v body bytes",
 		lines, len(logs), len(requests), len(agents), bodyBytes)
+
+	// --replay of what this nginx wrote: its JSON log read as combined fits no line, and
+	// the replay fails saying so; its combined log read as combined fits every line.
+	n := int(lines)
+	for _, tc := range []struct {
+		log  string
+		code int
+		say  string
+	}{
+		{logs["json"], 1, fmt.Sprintf("input web: 0 of %d lines fit (first misfit at line 1: ", n)},
+		{logs["combined"], 0, fmt.Sprintf("input web: %d of %d lines fit", n, n)},
+	} {
+		rules := filepath.Join(dir, "replay.yaml")
+		text := fmt.Sprintf("inputs:\n  - {name: web, path: '%s', log_format: combined}\nrules:\n  - {name: http_requests, labels: {status: '${status}'}}\n", tc.log)
+		if err := os.WriteFile(rules, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command(bin, "--config.file="+rules, "--replay="+tc.log)
+		var stderr strings.Builder
+		cmd.Stdout, cmd.Stderr = io.Discard, &stderr
+		code := 0
+		var exit *exec.ExitError
+		if err := cmd.Run(); errors.As(err, &exit) {
+			code = exit.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		if code != tc.code || !strings.HasPrefix(stderr.String(), tc.say) {
+			t.Errorf("--replay of %s: exit %d, stderr:\n%s\nwant exit %d and a first line starting %q", filepath.Base(tc.log), code, stderr.String(), tc.code, tc.say)
+		}
+	}
 }
 
 // formatsRules is the rule file of the log format test: an input per log with its format
