@@ -349,27 +349,8 @@ func nativeFromDTO(t *testing.T, h *dto.Histogram) *refHistogram {
 // _gsum and their consistency, # EOF at the end). Debian: apt-get install
 // python3-prometheus-client; skipped without it unless LOGWINDOW_E2E=1.
 func TestOpenMetricsPython(t *testing.T) {
-	python := pythonWithPrometheusClient()
-	if python == "" {
-		if os.Getenv("LOGWINDOW_E2E") != "" {
-			t.Fatal("no python3 with prometheus_client (Debian: apt-get install python3-prometheus-client)")
-		}
-		t.Skip("no python3 with prometheus_client (Debian: apt-get install python3-prometheus-client)")
-	}
 	c, _, self := formatScrapeSelf(t)
-	scrape := encoded(t, c, self, expfmt.FmtOpenMetrics_1_0_0)
-	const script = `import sys
-from prometheus_client.openmetrics.parser import text_string_to_metric_families
-for f in text_string_to_metric_families(sys.stdin.read()):
-    print(f.name, f.type, len(f.samples))
-`
-	cmd := exec.Command(python, "-c", script)
-	cmd.Stdin = bytes.NewReader(scrape)
-	out, err := cmd.CombinedOutput()
-	out = append([]byte("\n"), out...)
-	if err != nil {
-		t.Fatalf("prometheus_client's OpenMetrics parser: %v\n%s", err, out)
-	}
+	out := []byte("\n" + testexec.ParseOpenMetrics(t, encoded(t, c, self, expfmt.FmtOpenMetrics_1_0_0)))
 	for _, want := range []string{
 		"http_requests counter 4",
 		"request_time_seconds_window_distribution gaugehistogram ",
@@ -382,17 +363,6 @@ for f in text_string_to_metric_families(sys.stdin.read()):
 			t.Errorf("parsed families lack %q:\n%s", want, out)
 		}
 	}
-}
-
-// pythonWithPrometheusClient is a python3 that imports prometheus_client's OpenMetrics
-// parser: the first on the PATH, else Debian's (which the package installs for), or "".
-func pythonWithPrometheusClient() string {
-	for _, p := range []string{"python3", "/usr/bin/python3"} {
-		if path, err := exec.LookPath(p); err == nil && exec.Command(path, "-c", "import prometheus_client.openmetrics.parser").Run() == nil {
-			return path
-		}
-	}
-	return ""
 }
 
 // TestPromtoolText has promtool check metrics the text scrape of every kind of family:
