@@ -814,8 +814,8 @@ func TestConfigMapNames(t *testing.T) {
 func TestExporterImage(t *testing.T) {
 	version := strings.TrimSpace(string(mustRead(t, "../VERSION")))
 	want := map[string]string{
-		"k8s":              release.ImageName + ":" + version,
-		"overlays/file":    release.ImageName + ":" + version,
+		"k8s":              release.Repository + ":" + version,
+		"overlays/file":    release.Repository + ":" + version,
 		"testdata/overlay": "registry.example.com/logwindow_exporter:0.1.0",
 	}
 	for _, target := range renderTargets {

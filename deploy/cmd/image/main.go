@@ -233,10 +233,10 @@ func writeFile(file string, body []byte) error {
 	return os.WriteFile(file, body, 0o755)
 }
 
-// reference is the name and tag the image is written with: the kustomize base's image name
-// and the release version.
+// reference is the name and tag the image is written with: the repository a release
+// publishes to, which the kustomize base and the chart run, and the release version.
 func reference(s release.Stamp) (name.Tag, error) {
-	return name.NewTag(release.ImageName + ":" + s.Version)
+	return name.NewTag(release.Repository + ":" + s.Version)
 }
 
 // buildBinaries compiles the release binary of the tree at src for every platform of the

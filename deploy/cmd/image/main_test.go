@@ -126,8 +126,8 @@ func TestImage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The tarball: the same image, under the name the kustomize base uses.
-	tag, err := name.NewTag(release.ImageName + ":" + testStamp.Version)
+	// The tarball: the same image, under the name the kustomize base and the chart run.
+	tag, err := name.NewTag(release.Repository + ":" + testStamp.Version)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -314,7 +314,7 @@ func TestRun(t *testing.T) {
 		t.Fatalf("index %+v: want one image", im)
 	}
 	v := strings.TrimSpace(string(version))
-	if want := release.ImageName + ":" + v + "@" + im.Manifests[0].Digest.String(); !strings.HasPrefix(stdout.String(), want+" ") {
+	if want := release.Repository + ":" + v + "@" + im.Manifests[0].Digest.String(); !strings.HasPrefix(stdout.String(), want+" ") {
 		t.Errorf("output %q, want it to name %s", stdout.String(), want)
 	}
 	out, err := exec.Command(bin, "--version").CombinedOutput()

@@ -30,11 +30,12 @@ const (
 	Port = "9907/tcp"
 	// Source is the repository, the images' org.opencontainers.image.source.
 	Source = "https://github.com/logwindow/logwindow_exporter"
-	// ImageName is the name the kustomize base refers to the image by (its images: entry
-	// renames it to a registry's).
+	// ImageName is the image's title and the last part of its repository.
 	ImageName = "logwindow_exporter"
 	// Repository is where a release's image is published (.github/workflows/release.yml),
-	// tagged with the version: the Helm chart's default image.
+	// tagged with the version: the image the Helm chart and the kustomize base run by
+	// default, and the name cmd/image writes its layout and tarball under (a user's overlay
+	// renames it with images:).
 	Repository = "ghcr.io/logwindow/" + ImageName
 	// ChartRepository is where a release's Helm chart is published.
 	ChartRepository = "oci://ghcr.io/logwindow/charts"
