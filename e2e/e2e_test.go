@@ -76,25 +76,32 @@ var (
 	}
 )
 
+// TestNginxPrometheus runs nginx, the built exporter following its access log across a
+// rotation, and every Prometheus testexec.Prometheuses finds (a current release twice, one
+// scraping OpenMetrics and one protobuf): each returns the exact counts, answers every
+// dashboard query and alert expression, and evaluates the alerting rules; the two formats
+// give the same series to every dashboard query.
 func TestNginxPrometheus(t *testing.T) {
 	if testing.Short() && !testexec.Required {
 		t.Skip("-short: the end-to-end test runs nginx, the built exporter and Prometheus")
 	}
-	tools := testexec.LookTools(t, "Debian: apt-get install nginx prometheus", "nginx", "prometheus", "promtool")
+	tools := testexec.LookTools(t, "Debian: apt-get install nginx prometheus", "nginx", "promtool")
 	began := time.Now()
 	dir := t.TempDir() // created first, so removed after every program has stopped
 	bin := testexec.BuildExporter(t, testexec.Race)
 	ngx := startNginx(t, tools["nginx"], dir)
 	exporter := startExporter(t, bin, dir, ngx.accessLog)
 	exporterAddr := exporter.Addr()
-	prom := startPrometheus(t, tools["prometheus"], dir, exporterAddr)
+	proms := startPrometheuses(t, dir, true, exporterAddr)
 	ctx := t.Context()
 
 	// One scrape before any traffic: by the time the counts are right, every self-metric
 	// has the two samples the dashboard's rate() panels need.
 	up := exact{fmt.Sprintf("up{job=%q}", job), map[string]float64{series("__name__", "up", "instance", exporterAddr, "job", job): 1}}
-	waitExact(ctx, t, prom, []exact{up})
-	t.Logf("set-up (build, nginx, exporter, Prometheus, first scrape) took %v", since(began))
+	for _, p := range proms {
+		waitExact(ctx, t, p.api, []exact{up})
+	}
+	t.Logf("set-up (build, nginx, exporter, %d Prometheus servers, first scrape) took %v", len(proms), since(began))
 
 	trafficBegan := time.Now()
 	s := newSent()
@@ -109,65 +116,95 @@ func TestNginxPrometheus(t *testing.T) {
 	waitLines(t, ngx.accessLog+".1", requests(beforeRotation))
 	waitLines(t, ngx.accessLog, requests(afterRotation))
 
-	converging := time.Now()
-	checks := append(s.exactChecks(), up)
-	waitExact(ctx, t, prom, checks)
-	converged := time.Now()
-	t.Logf("Prometheus returned the exact counts %v after the last request", since(converging))
-	for _, c := range checks {
-		t.Logf("%s => %s", c.query, formatSeries(c.want))
+	qs, err := deploytest.DashboardQueries(repoFile(t, "deploy/grafana-dashboard.json"), deploytest.Vars{Job: job, Instance: exporterAddr, Window: window, RateInterval: "1m"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// answers[server][query] is the series a dashboard query returned on that server.
+	answers := map[string]map[string][]string{}
+	for _, p := range proms {
+		t.Run("prometheus "+p.name, func(t *testing.T) {
+			converging := time.Now()
+			checks := append(s.exactChecks(), up)
+			waitExact(ctx, t, p.api, checks)
+			converged := time.Now()
+			t.Logf("Prometheus %s returned the exact counts %v after it was asked", p.name, since(converging))
+			for _, c := range checks {
+				t.Logf("%s => %s", c.query, formatSeries(c.want))
+			}
+
+			t.Run("dashboard", func(t *testing.T) {
+				answers[p.name] = map[string][]string{}
+				for _, q := range qs {
+					got, err := query(ctx, p.api, q.Expr)
+					if err != nil {
+						t.Errorf("%s: %s: %v", q.Source, q.Expr, err)
+						continue
+					}
+					t.Logf("%s: %s => %s", q.Source, q.Expr, formatSeries(got))
+					if len(got) == 0 {
+						t.Errorf("%s returned no data", q.Source)
+					}
+					for series, v := range got {
+						if math.IsNaN(v) || math.IsInf(v, 0) {
+							t.Errorf("%s returned %v for %s", q.Source, v, series)
+						}
+					}
+					answers[p.name][q.Expr] = slices.Sorted(maps.Keys(got))
+				}
+			})
+
+			t.Run("alert expressions", func(t *testing.T) {
+				qs, err := deploytest.AlertQueries(repoFile(t, "deploy/alerts.yaml"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, q := range qs {
+					want := map[string]float64{}
+					if strings.Contains(q.Source, `"NginxHighServerErrorRatio"`) {
+						want[target(exporterAddr)] = s.serverErrors() / float64(s.requests)
+					}
+					got, err := query(ctx, p.api, q.Expr)
+					if err != nil {
+						t.Errorf("%s: %v", q.Source, err)
+						continue
+					}
+					t.Logf("%s: %s => %s", q.Source, strings.Join(strings.Fields(q.Expr), " "), formatSeries(got))
+					if !maps.Equal(got, want) {
+						t.Errorf("%s returned %s, want %s", q.Source, formatSeries(got), formatSeries(want))
+					}
+				}
+			})
+
+			t.Run("alerting rules", func(t *testing.T) {
+				// Prometheus evaluates deploy/alerts.yaml itself: each rule must be healthy once
+				// evaluated on the final data, and only the 5xx ratio alert be pending (its for:
+				// keeps it from firing within the test).
+				checkRules(ctx, t, p.api, converged, map[string]string{"NginxHighServerErrorRatio": "pending"})
+			})
+		})
 	}
 
-	t.Run("dashboard", func(t *testing.T) {
-		qs, err := deploytest.DashboardQueries(repoFile(t, "deploy/grafana-dashboard.json"), deploytest.Vars{Job: job, Instance: exporterAddr, Window: window, RateInterval: "1m"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, q := range qs {
-			got, err := query(ctx, prom, q.Expr)
-			if err != nil {
-				t.Errorf("%s: %s: %v", q.Source, q.Expr, err)
-				continue
-			}
-			t.Logf("%s: %s => %s", q.Source, q.Expr, formatSeries(got))
-			if len(got) == 0 {
-				t.Errorf("%s returned no data", q.Source)
-			}
-			for series, v := range got {
-				if math.IsNaN(v) || math.IsInf(v, 0) {
-					t.Errorf("%s returned %v for %s", q.Source, v, series)
+	t.Run("the same series by every exposition format", func(t *testing.T) {
+		compared := 0
+		for _, a := range proms {
+			for _, b := range proms {
+				release, format, ok := strings.Cut(a.name, " ")
+				if !ok || format != scrapeProtocols[0].name || b.name != release+" "+scrapeProtocols[1].name {
+					continue
 				}
+				compared++
+				for _, q := range qs {
+					if x, y := answers[a.name][q.Expr], answers[b.name][q.Expr]; !slices.Equal(x, y) {
+						t.Errorf("%s: %s\n%s: %v\n%s: %v", q.Source, q.Expr, a.name, x, b.name, y)
+					}
+				}
+				t.Logf("Prometheus %s: the %d dashboard queries return the same series scraping %s and %s", release, len(qs), scrapeProtocols[0].name, scrapeProtocols[1].name)
 			}
 		}
-	})
-
-	t.Run("alert expressions", func(t *testing.T) {
-		qs, err := deploytest.AlertQueries(repoFile(t, "deploy/alerts.yaml"))
-		if err != nil {
-			t.Fatal(err)
+		if compared == 0 && testexec.Required {
+			t.Errorf("no Prometheus among %d servers scraped both formats", len(proms))
 		}
-		for _, q := range qs {
-			want := map[string]float64{}
-			if strings.Contains(q.Source, `"NginxHighServerErrorRatio"`) {
-				want[target(exporterAddr)] = s.serverErrors() / float64(s.requests)
-			}
-			got, err := query(ctx, prom, q.Expr)
-			if err != nil {
-				t.Errorf("%s: %v", q.Source, err)
-				continue
-			}
-			t.Logf("%s: %s => %s", q.Source, strings.Join(strings.Fields(q.Expr), " "), formatSeries(got))
-			if !maps.Equal(got, want) {
-				t.Errorf("%s returned %s, want %s", q.Source, formatSeries(got), formatSeries(want))
-			}
-		}
-	})
-
-	t.Run("alerting rules", func(t *testing.T) {
-		// Prometheus evaluates deploy/alerts.yaml itself: each rule must be healthy once
-		// evaluated on the final data, and only the 5xx ratio alert be pending (its for:
-		// keeps it from firing within the test).
-		checkRules(ctx, t, prom, converged, map[string]string{"NginxHighServerErrorRatio": "pending"})
 	})
 
 	t.Run("promtool check metrics", func(t *testing.T) {
@@ -576,16 +613,55 @@ func startExporter(t *testing.T, bin, dir, accessLog string) *testexec.Exporter 
 	return testexec.StartExporter(t, bin, "--config.file="+config)
 }
 
-// startPrometheus runs Prometheus scraping the targets every second and evaluating
-// deploy/alerts.yaml, and returns a client of its HTTP API once it is ready.
-func startPrometheus(t *testing.T, bin, dir string, targets ...string) promv1.API {
+// promServer is one Prometheus a test runs: its name for subtests ("2.42", "3.16
+// protobuf") and a client of its HTTP API.
+type promServer struct {
+	name string
+	api  promv1.API
+}
+
+// scrapeProtocols are the exposition formats a Prometheus that can be told which one to
+// scrape (2.49 and later) is run with, one server each, when a test asks for both: the
+// same queries must answer the same whichever the exporter wrote.
+var scrapeProtocols = []struct{ name, protocol string }{
+	{"openmetrics", "OpenMetricsText1.0.0"},
+	{"protobuf", "PrometheusProto"},
+}
+
+// startPrometheuses runs every Prometheus of testexec.Prometheuses (Debian's, and a current
+// one in CI) scraping the targets, each in a directory of its own under dir; with
+// byProtocol, a release that can be told the format it scrapes runs once per
+// scrapeProtocols entry.
+func startPrometheuses(t *testing.T, dir string, byProtocol bool, targets ...string) []promServer {
 	t.Helper()
+	var servers []promServer
+	for _, p := range testexec.Prometheuses(t) {
+		if !byProtocol || !p.AtLeast(2, 49) {
+			servers = append(servers, promServer{p.Name(), startPrometheus(t, p.Path, filepath.Join(dir, "prometheus-"+p.Name()), "", targets...)})
+			continue
+		}
+		for _, s := range scrapeProtocols {
+			name := p.Name() + " " + s.name
+			servers = append(servers, promServer{name, startPrometheus(t, p.Path, filepath.Join(dir, "prometheus-"+p.Name()+"-"+s.name), s.protocol, targets...)})
+		}
+	}
+	return servers
+}
+
+// startPrometheus runs Prometheus in dir (made here) scraping the targets every second,
+// in protocol when it is not empty, and evaluating deploy/alerts.yaml, and returns a
+// client of its HTTP API once it is ready.
+func startPrometheus(t *testing.T, bin, dir, protocol string, targets ...string) promv1.API {
+	t.Helper()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	rules := filepath.Join(dir, "alerts.yaml")
 	if err := os.WriteFile(rules, repoFile(t, "deploy/alerts.yaml"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	config := filepath.Join(dir, "prometheus.yml")
-	render(t, "prometheus.yml.tmpl", config, map[string]any{"Rules": strconv.Quote(rules), "Job": job, "Targets": targets})
+	render(t, "prometheus.yml.tmpl", config, map[string]any{"Rules": strconv.Quote(rules), "Job": job, "Targets": targets, "Protocol": protocol})
 	addr := fmt.Sprintf("127.0.0.1:%d", testexec.FreePort(t))
 	p := testexec.StartTest(t, dir, "prometheus", []string{
 		bin,

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	promv1 "github.com/prometheus/client_golang/api/prometheus/v1"
+
 	"github.com/logwindow/logwindow_exporter/internal/dashboard"
 	"github.com/logwindow/logwindow_exporter/internal/testutil/testexec"
 )
@@ -38,7 +40,7 @@ var distinctPods = []map[string]clientRange{
 var distinctUnions = map[string]float64{"large": 60000, "medium": 200, "small": 20}
 
 // TestFleetDistinct runs three exporters, each following its own log of clients that
-// overlap with the others', and one Prometheus scraping them: the documented fleet query
+// overlap with the others', and each Prometheus (testexec.Prometheuses) scraping them: the documented fleet query
 // over their _window_distinct_register families (dashboard.FleetDistinct, the dashboard
 // panel's) is within three standard errors, 3·1.04/√m, of the exact number of different
 // clients of all three logs, for each m and set, from 20 clients to 60,000. The sum of the
@@ -47,7 +49,6 @@ func TestFleetDistinct(t *testing.T) {
 	if testing.Short() && !testexec.Required {
 		t.Skip("-short: the end-to-end test runs three built exporters and Prometheus")
 	}
-	tools := testexec.LookTools(t, "Debian: apt-get install prometheus", "prometheus")
 	dir := t.TempDir()
 	bin := testexec.BuildExporter(t, testexec.Race)
 	var rules strings.Builder
@@ -79,7 +80,15 @@ func TestFleetDistinct(t *testing.T) {
 		e.WaitLines(t, float64(len(text)))
 		addrs = append(addrs, e.Addr())
 	}
-	prom := startPrometheus(t, tools["prometheus"], dir, addrs...)
+	for _, p := range startPrometheuses(t, dir, false, addrs...) {
+		t.Run("prometheus "+p.name, func(t *testing.T) { checkFleetDistinct(t, p.api, lines) })
+	}
+}
+
+// checkFleetDistinct waits until prom has every pod's lines and registers, then wants the
+// fleet query within three standard errors of each set's exact union, for each m.
+func checkFleetDistinct(t *testing.T, prom promv1.API, lines map[string]float64) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
 	sel := func(family string) string { return fmt.Sprintf(`%s{job=%q, window="5m"}`, family, job) }

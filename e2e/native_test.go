@@ -9,9 +9,8 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
-	"os/exec"
+	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -70,17 +69,19 @@ func allLatencies() []float64 {
 	return all
 }
 
-// nativePrometheus runs the Prometheus on PATH scraping targets for native histograms
-// (see prometheus-native.yml.tmpl: a feature flag before 3.9, the configuration since).
-func nativePrometheus(t *testing.T, bin, dir string, targets ...string) promv1.API {
+// nativePrometheus runs p in dir (made here) scraping targets for native histograms (see
+// prometheus-native.yml.tmpl: a feature flag before 3.9, the configuration since).
+func nativePrometheus(t *testing.T, p testexec.Prometheus, dir string, targets ...string) promv1.API {
 	t.Helper()
-	major, minor := prometheusVersion(t, bin)
-	scrapeNative := major > 3 || major == 3 && minor >= 9
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	scrapeNative := p.AtLeast(3, 9)
 	config := filepath.Join(dir, "prometheus.yml")
 	render(t, "prometheus-native.yml.tmpl", config, map[string]any{"Job": job, "Targets": targets, "ScrapeNative": scrapeNative})
 	addr := fmt.Sprintf("127.0.0.1:%d", testexec.FreePort(t))
 	argv := []string{
-		bin,
+		p.Path,
 		"--config.file=" + config,
 		"--storage.tsdb.path=" + filepath.Join(dir, "prometheus-data"),
 		"--web.listen-address=" + addr,
@@ -88,35 +89,13 @@ func nativePrometheus(t *testing.T, bin, dir string, targets ...string) promv1.A
 	if !scrapeNative {
 		argv = append(argv, "--enable-feature=native-histograms")
 	}
-	p := testexec.StartTest(t, dir, "prometheus", argv)
-	testexec.WaitHTTP(t, p, "http://"+addr+"/-/ready")
+	prom := testexec.StartTest(t, dir, "prometheus", argv)
+	testexec.WaitHTTP(t, prom, "http://"+addr+"/-/ready")
 	client, err := api.NewClient(api.Config{Address: "http://" + addr})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return promv1.NewAPI(client)
-}
-
-var versionLine = regexp.MustCompile(`version (\d+)\.(\d+)\.`)
-
-// prometheusVersion is the major and minor version bin says it is. One built with go build
-// from the module proxy, without the release's version stamp, says none: it is taken for a
-// current one (3.9 or later).
-func prometheusVersion(t *testing.T, bin string) (major, minor int) {
-	t.Helper()
-	out, err := exec.Command(bin, "--version").CombinedOutput()
-	if err != nil {
-		t.Fatalf("%s --version: %v\n%s", bin, err, out)
-	}
-	t.Logf("%s", bytes.SplitN(out, []byte("\n"), 2)[0])
-	m := versionLine.FindSubmatch(out)
-	if m == nil {
-		t.Logf("%s has no version stamp: configured as Prometheus 3.9 or later", bin)
-		return 3, 9
-	}
-	major, _ = strconv.Atoi(string(m[1]))
-	minor, _ = strconv.Atoi(string(m[2]))
-	return major, minor
 }
 
 // checkFleetQuantiles waits until Prometheus has scraped every value of the fleet in the
@@ -235,14 +214,16 @@ func TestPrometheusMergesNativeGaugeHistograms(t *testing.T) {
 	if testing.Short() && !testexec.Required {
 		t.Skip("-short: the end-to-end test runs Prometheus")
 	}
-	tools := testexec.LookTools(t, "Debian: apt-get install prometheus", "prometheus")
 	const family = "handmade_request_seconds_window_distribution"
 	var targets []string
 	for _, p := range fleetPods {
 		targets = append(targets, serveNative(t, family, p.latencies()))
 	}
-	prom := nativePrometheus(t, tools["prometheus"], t.TempDir(), targets...)
-	checkFleetQuantiles(t.Context(), t, prom, family)
+	for _, p := range testexec.Prometheuses(t) {
+		t.Run("prometheus "+p.Name(), func(t *testing.T) {
+			checkFleetQuantiles(t.Context(), t, nativePrometheus(t, p, t.TempDir(), targets...), family)
+		})
+	}
 }
 
 // nativeRules is the rule both fleet exporters run: request times from a log of one number
@@ -300,7 +281,7 @@ func TestFleetNativeHistograms(t *testing.T) {
 	if testing.Short() && !testexec.Required {
 		t.Skip("-short: the end-to-end test runs two built exporters and Prometheus")
 	}
-	tools := testexec.LookTools(t, "Debian: apt-get install prometheus", "prometheus")
+	proms := testexec.Prometheuses(t)
 	dir := t.TempDir()
 	bin := testexec.BuildExporter(t, testexec.Race)
 	const family = "app_request_seconds_window_distribution"
@@ -326,8 +307,11 @@ func TestFleetNativeHistograms(t *testing.T) {
 		writeFileLines(t, filepath.Join(dir, p.name+".log"), strings.Join(lines, "\n"), 1)
 		exporters[i].WaitLines(t, float64(p.n))
 	}
-	prom := nativePrometheus(t, tools["prometheus"], dir, addrs...)
-	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
-	defer cancel()
-	checkFleetQuantiles(ctx, t, prom, family)
+	for _, p := range proms {
+		t.Run("prometheus "+p.Name(), func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+			defer cancel()
+			checkFleetQuantiles(ctx, t, nativePrometheus(t, p, filepath.Join(dir, "prometheus-"+p.Name()), addrs...), family)
+		})
+	}
 }

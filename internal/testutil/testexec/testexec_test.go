@@ -317,3 +317,24 @@ func TestBuildExporter(t *testing.T) {
 		t.Fatalf("%s --version: %v\n%s", bin, err, out)
 	}
 }
+
+func TestParsePrometheusVersion(t *testing.T) {
+	for _, c := range []struct {
+		name, out    string
+		major, minor int
+		ok           bool
+	}{
+		{"debian", "prometheus, version 2.42.0+ds (branch: debian/sid, revision: 2.42.0+ds-5+b5)\n  build user: team\n", 2, 42, true},
+		{"release", "prometheus, version 3.16.0 (branch: HEAD, revision: 0123abc)\n", 3, 16, true},
+		{"module", "prometheus, version v0.316.0 (branch: , revision: unknown)\n", 3, 16, true},
+		{"module patch", "prometheus, version 0.309.1 (branch: , revision: unknown)\n", 3, 9, true},
+		{"unstamped", "prometheus, version  (branch: , revision: unknown)\n", 0, 0, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			major, minor, ok := parsePrometheusVersion([]byte(c.out))
+			if major != c.major || minor != c.minor || ok != c.ok {
+				t.Errorf("parsePrometheusVersion(%q) = %d, %d, %v; want %d, %d, %v", c.out, major, minor, ok, c.major, c.minor, c.ok)
+			}
+		})
+	}
+}
