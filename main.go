@@ -11,10 +11,12 @@ import (
 	"log/slog"
 	"os"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/alecthomas/kingpin/v2"
+	"github.com/alecthomas/units"
 	"github.com/prometheus/common/promslog"
 	promslogflag "github.com/prometheus/common/promslog/flag"
 	"github.com/prometheus/common/version"
@@ -66,9 +68,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 		maxLineBytes  = app.Flag("input.max-line-bytes", "Lines longer than this are skipped and counted.").Default("65536").Int()
 		rotationGrace = app.Flag("input.rotation-grace", "How long a rotated-away file keeps being read after its last line.").Default("5s").Duration()
 		pollInterval  = app.Flag("input.poll-interval", "How often files are checked for growth, rotation and truncation when no change event arrives.").Default("250ms").Duration()
-		backfill      = app.Flag("input.backfill-bytes", "At start, how far back from the end of a file with start_at: end to read to fill the windows of event-time rules (0: off).").Default("256MiB").Bytes()
+		backfill      = bytesFlag(app.Flag("input.backfill-bytes", "At start, how far back from the end of a file with start_at: end to read to fill the windows of event-time rules (0: off).").Default("256MiB"))
 		maxBytesSet   bool
-		maxBytes      = app.Flag("series.max-bytes", "Bound on the memory of the series of all rules, their sketches and the inputs' partial lines; past it, new label sets fold into their rule's __overflow__ series and sketches are coarsened instead of growing (0: none). Default: half the container's memory limit (cgroup v2 memory.max, v1 memory.limit_in_bytes), else 512MiB. Unless GOMEMLIMIT is set, the Go runtime's soft memory limit is set to 1.5 times it (three quarters of the container's limit).").PlaceHolder("BYTES").IsSetByUser(&maxBytesSet).Bytes()
+		maxBytes      = bytesFlag(app.Flag("series.max-bytes", "Bound on the memory of the series of all rules, their sketches and the inputs' partial lines; past it, new label sets fold into their rule's __overflow__ series and sketches are coarsened instead of growing (0: none). Default: half the container's memory limit (cgroup v2 memory.max, v1 memory.limit_in_bytes), else 512MiB. Unless GOMEMLIMIT is set, the Go runtime's soft memory limit is set to 1.5 times it (three quarters of the container's limit).").PlaceHolder("BYTES").IsSetByUser(&maxBytesSet))
 		storagePath   = app.Flag("storage.path", "Directory where the state (every rule's series and windows, each followed file's position) is kept across restarts: written every --storage.snapshot-interval and at shutdown, read at start (empty: none).").PlaceHolder("DIR").String()
 		snapshotEvery = app.Flag("storage.snapshot-interval", "How often the state is written to --storage.path; after a kill, the lines read since the last snapshot are read again.").Default(pipeline.DefaultSnapshotInterval.String()).Duration()
 		webFlags      = kingpinflag.AddFlags(app, defaultListenAddress)
@@ -162,7 +164,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		_, _ = stdout.Write(out)
 		return 0
 	}
-	bound, err := memlimit.Choose(os.DirFS("/"), int64(*maxBytes), maxBytesSet)
+	bound, err := memlimit.Choose(os.DirFS("/"), *maxBytes, maxBytesSet)
 	if err != nil {
 		logger.Warn("could not read the container's memory limit: --series.max-bytes defaults to 512MiB", "err", err)
 	}
@@ -178,7 +180,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		MaxLineBytes:   *maxLineBytes,
 		RotationGrace:  *rotationGrace,
 		PollInterval:   *pollInterval,
-		BackfillBytes:  int64(*backfill),
+		BackfillBytes:  *backfill,
 		SeriesMaxBytes: bound.Bytes,
 
 		SeriesMaxBytesSource: string(bound.Source),
@@ -254,4 +256,40 @@ func defaultConfigFile(logger *slog.Logger) (string, error) {
 		logger.Warn("no --config.file given and several default rule files exist: reading the first, pass --config.file to choose", "file", found[0], "ignored", strings.Join(found[1:], ", "))
 	}
 	return found[0], nil
+}
+
+// byteSize is a flag's number of bytes: with a unit, as kingpin's Bytes reads it (512MiB,
+// 1GB), or a plain number of bytes, which Bytes refuses ("unknown unit") though it is what
+// a user computing a limit writes. Its errors name the flag, which kingpin's do not for a
+// value of one's own.
+type byteSize struct {
+	flag string
+	n    int64
+}
+
+// Set reads s as a plain number of bytes, else as a number with a unit.
+func (b *byteSize) Set(s string) error {
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		u, uerr := units.ParseBase2Bytes(s)
+		if uerr != nil {
+			return fmt.Errorf("--%s=%q: want bytes, as a number (134217728) or with a unit (128MiB, 1GB)", b.flag, s)
+		}
+		n = int64(u)
+	}
+	if n < 0 {
+		return fmt.Errorf("--%s=%q: may not be negative", b.flag, s)
+	}
+	b.n = n
+	return nil
+}
+
+// String is the size with its unit, as kingpin shows a default.
+func (b *byteSize) String() string { return units.Base2Bytes(b.n).String() }
+
+// bytesFlag makes c a byteSize flag and returns where its value is.
+func bytesFlag(c *kingpin.FlagClause) *int64 {
+	v := &byteSize{flag: c.Model().Name}
+	c.SetValue(v)
+	return &v.n
 }

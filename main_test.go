@@ -259,3 +259,42 @@ func TestConfigCheckWarns(t *testing.T) {
 		t.Errorf("exit %d, stdout %q, stderr %q; want exit 0, OK, and a warning starting %q", code, stdout.String(), stderr.String(), want)
 	}
 }
+
+// TestByteSizeFlag: a size flag takes a plain number of bytes as well as a number with a
+// unit, and refuses a negative or unreadable one naming the flag.
+func TestByteSizeFlag(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want int64
+		ok   bool
+	}{
+		{"134217728", 134217728, true},
+		{"0", 0, true},
+		{"128MiB", 128 << 20, true},
+		{"1GB", 1 << 30, true},
+		{"-1", 0, false},
+		{"-1MiB", 0, false},
+		{"12XB", 0, false},
+		{"", 0, false},
+	} {
+		t.Run(c.in, func(t *testing.T) {
+			b := byteSize{flag: "size"}
+			err := b.Set(c.in)
+			if (err == nil) != c.ok || c.ok && b.n != c.want {
+				t.Errorf("Set(%q) = %d, %v; want %d, ok %v", c.in, b.n, err, c.want, c.ok)
+			}
+		})
+	}
+	for _, flag := range []string{"--series.max-bytes", "--input.backfill-bytes"} {
+		t.Run(flag, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			if code := run([]string{"--config.file=examples/quickstart.yaml", "--config.check", flag + "=134217728"}, &stdout, &stderr); code != 0 {
+				t.Errorf("%s=134217728: exit %d, stderr %q; want 0", flag, code, stderr.String())
+			}
+			stderr.Reset()
+			if code := run([]string{"--config.file=examples/quickstart.yaml", "--config.check", flag + "=12XB"}, &stdout, &stderr); code != 2 || !strings.Contains(stderr.String(), strings.TrimPrefix(flag, "--")) {
+				t.Errorf("%s=12XB: exit %d, stderr %q; want exit 2 naming the flag", flag, code, stderr.String())
+			}
+		})
+	}
+}
