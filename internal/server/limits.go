@@ -49,6 +49,17 @@ func oldest(m map[net.Conn]time.Time, limit time.Time) net.Conn {
 	return c
 }
 
+// closeFresh closes the connections that have not sent a request yet: at shutdown, as
+// http.Server.Shutdown would wait for each until it is 5 s old before taking it for idle.
+func (l *connLimiter) closeFresh() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for c := range l.fresh {
+		delete(l.fresh, c)
+		_ = c.Close() // no request read: no TLS alert to write
+	}
+}
+
 // track is the http.Server's ConnState. It runs on the server's accept loop for a new
 // connection, so it must not block: a connection that has served a request is closed on
 // a goroutine of its own (closing TLS writes an alert).

@@ -6,6 +6,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -50,6 +51,8 @@ const (
 	connGrace      = time.Second
 	scrapeStall    = time.Second
 	scrapeWait     = 5 * time.Second
+	// shutdownGrace is how long requests in flight may take to end after SIGTERM.
+	shutdownGrace = 5 * time.Second
 )
 
 // Options are what the HTTP side is told by the command line.
@@ -131,6 +134,7 @@ func Serve(cfg *config.Config, popts pipeline.Options, webFlags *web.FlagConfig,
 	if o.IdleTimeout == 0 {
 		srv.IdleTimeout = -1 // net/http would take the read timeout
 	}
+	var conns *connLimiter
 	if o.MaxConnections > 0 {
 		nofile := openFileLimit()
 		limit, lowered := connectionLimit(o.MaxConnections, nofile)
@@ -138,7 +142,8 @@ func Serve(cfg *config.Config, popts pipeline.Options, webFlags *web.FlagConfig,
 			logger.Warn("--web.max-connections lowered to half the open-file limit, which leaves the other half to the inputs",
 				"max_connections", limit, "open_file_limit", nofile)
 		}
-		srv.ConnState = newConnLimiter(limit, connGrace, logger).track
+		conns = newConnLimiter(limit, connGrace, logger)
+		srv.ConnState = conns.track
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- web.ListenAndServe(srv, webFlags, logger) }()
@@ -147,10 +152,28 @@ func Serve(cfg *config.Config, popts pipeline.Options, webFlags *web.FlagConfig,
 		return err
 	case <-ctx.Done():
 		logger.Info("shutting down")
-		shutdownCtx, stop := context.WithTimeout(context.Background(), 5*time.Second)
-		defer stop()
-		return srv.Shutdown(shutdownCtx)
+		return shutdown(srv, conns, logger)
 	}
+}
+
+// shutdown stops srv: requests in flight get shutdownGrace to end, connections that sent
+// none yet are closed at once (conns tracks them; without it Shutdown waits until each is
+// 5 s old), and what is left after the grace is closed: a client that neither sends nor
+// reads is no failure of the exporter's, whose exit status says how it stopped.
+func shutdown(srv *http.Server, conns *connLimiter, logger *slog.Logger) error {
+	ctx, stop := context.WithTimeout(context.Background(), shutdownGrace)
+	defer stop()
+	done := make(chan error, 1)
+	go func() { done <- srv.Shutdown(ctx) }()
+	if conns != nil {
+		conns.closeFresh()
+	}
+	err := <-done
+	if errors.Is(err, context.DeadlineExceeded) {
+		logger.Warn("connections still open after the shutdown grace: closed", "grace", shutdownGrace)
+		return srv.Close()
+	}
+	return err
 }
 
 // NewRegistry holds the collectors of the self-metrics a scrape of /metrics reads; the
