@@ -48,7 +48,8 @@ type piece struct {
 	kind logformat.PieceKind
 	// lit is a literal's text, or a value's stop character encoded.
 	lit []byte
-	// stop is the stop character when it is one byte (ASCII), else 0.
+	// stop is the stop character when it is one byte other than NUL (ASCII), else 0:
+	// lit is then searched for.
 	stop     byte
 	group    int
 	optional bool
