@@ -49,18 +49,18 @@ func (p *Parser) entries(rules []*config.Rule) ([]ruleEntry, []*logformat.Format
 }
 
 // newGroup is the group of the regex or the fields cr reads.
-func newGroup(cr *config.Rule, fast bool) group {
+func newGroup(cr *config.Rule, eng engine) group {
 	if cr.Regexp == nil {
 		return group{fields: &fieldsGroup{format: cr.Format}}
 	}
-	return group{m: compile(cr.Regexp, fast), prog: sync.OnceValue(func() *regexProgram { return program(cr.Regexp) }),
+	return group{m: compile(cr.Regexp, eng, cr.LogFormat), prog: sync.OnceValue(func() *regexProgram { return program(cr.Regexp) }),
 		format: cr.LogFormat, derived: cr.Derived}
 }
 
 // fitGroups adds a group without rules for each candidate format no rule's variant reads:
 // whether a line fits it is still told, so that a file of that format is not read by
 // another.
-func (p *Parser) fitGroups(cands []*logformat.Format, fast bool) {
+func (p *Parser) fitGroups(cands []*logformat.Format, eng engine) {
 	for _, f := range cands {
 		found := false
 		for i := range p.groups {
@@ -73,7 +73,7 @@ func (p *Parser) fitGroups(cands []*logformat.Format, fast bool) {
 		if !f.JSON() {
 			// The format compiler writes only regexes of valid syntax.
 			re := regexp.MustCompile(f.Regex)
-			g = newGroup(&config.Rule{Regexp: re, LogFormat: f}, fast)
+			g = newGroup(&config.Rule{Regexp: re, LogFormat: f}, eng)
 		}
 		g.cand = f.ID()
 		p.groups = append(p.groups, g)

@@ -158,7 +158,7 @@ func TestPastedDirective(t *testing.T) {
 		t.Errorf("the formats are described as %q, want the directives' names", got)
 	}
 	for _, m := range matchers {
-		p, err := build(cfg.Rules, m.fast)
+		p, err := build(cfg.Rules, m.engine)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -32,7 +32,7 @@ rules:
     inputs: [app]
 `
 
-// TestExplainOutcomes runs a line per outcome through Explain on both matchers and checks
+// TestExplainOutcomes runs a line per outcome through Explain on each matcher and checks
 // each rule's outcome and what it was decided on.
 func TestExplainOutcomes(t *testing.T) {
 	cfg := mustParse(t, explainRules)
@@ -60,7 +60,7 @@ func TestExplainOutcomes(t *testing.T) {
 			"duration": "no_match 0-8 in status", "dated": "no_match 0-8 in status", "app_only": "other_input"}},
 	}
 	for _, m := range matchers {
-		p, err := build(cfg.Rules, m.fast)
+		p, err := build(cfg.Rules, m.engine)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -36,14 +36,14 @@ type filter struct {
 }
 
 // newFilter compiles a where regex, deciding its shape on the simplified syntax tree.
-func newFilter(re *regexp.Regexp, fast bool) filter {
+func newFilter(re *regexp.Regexp, eng engine) filter {
 	tree, err := syntax.Parse(re.String(), syntax.Perl)
 	if err == nil {
 		if f, ok := shape(tree.Simplify()); ok {
 			return f
 		}
 	}
-	m := compile(re, fast)
+	m := compile(re, eng, nil)
 	return filter{kind: viaMatcher, m: m, ncap: m.capsNeeded(false)}
 }
 

@@ -38,7 +38,7 @@ func TestFilterShapes(t *testing.T) {
 	for _, tt := range tests {
 		re := regexp.MustCompile(tt.expr)
 		for _, m := range matchers {
-			f := newFilter(re, m.fast)
+			f := newFilter(re, m.engine)
 			t.Run(m.name+"/"+tt.expr, func(t *testing.T) {
 				if f.kind != tt.kind {
 					t.Errorf("kind %d, want %d", f.kind, tt.kind)
@@ -84,10 +84,10 @@ func FuzzWhereFilter(f *testing.F) {
 			return
 		}
 		want := re.MatchString(v)
-		for _, fast := range []bool{true, false} {
-			fl := newFilter(re, fast)
+		for _, eng := range []engine{viaFastmatch, viaRegexp} {
+			fl := newFilter(re, eng)
 			if got := fl.match([]byte(v), make([]int, fl.ncap)); got != want {
-				t.Fatalf("%q on %q (kind %d, fastmatch %v): %v, regexp says %v", expr, v, fl.kind, fast, got, want)
+				t.Fatalf("%q on %q (kind %d, fastmatch %v): %v, regexp says %v", expr, v, fl.kind, eng == viaFastmatch, got, want)
 			}
 		}
 	})

@@ -15,8 +15,8 @@ import (
 // The differential test of log formats: random nginx formats built from nginx's variables
 // and literal text, random lines nginx would write for them (values with spaces, escapes,
 // non-ASCII, missing values), and three readings that must agree: the values the line was
-// written from, the parser (the format compiled to its matcher, on fastmatch and on
-// regexp, with its escapes undone and its derived captures), and a regex the test builds
+// written from, the parser (the format compiled to its matcher, on its scanner, on
+// fastmatch and on regexp, with its escapes undone and its derived captures), and a regex the test builds
 // from the same format on its own (each variable a lazy group) run by Go's regexp and
 // decoded by the test.
 
@@ -396,11 +396,11 @@ func TestLogFormatDifferential(t *testing.T) {
 		one := formatRules(t, g, names[r.IntN(len(names)):][:1])
 		ref, refNames := testRegex(g)
 		for _, m := range matchers {
-			pAll, err := build(all, m.fast)
+			pAll, err := build(all, m.engine)
 			if err != nil {
 				t.Fatal(err)
 			}
-			pOne, err := build(one, m.fast)
+			pOne, err := build(one, m.engine)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -438,9 +438,10 @@ func TestLogFormatDifferential(t *testing.T) {
 				}
 			}
 		}
-		// Lines nginx would not write: both matchers still read them alike.
-		pf, _ := build(all, true)
-		pr, _ := build(all, false)
+		// Lines nginx would not write: the scanner (or fastmatch, for a format it leaves to
+		// the regex) and regexp still read them alike.
+		pf, _ := build(all, viaScanner)
+		pr, _ := build(all, viaRegexp)
 		for _, l := range gl {
 			bad := []byte(l.text)
 			for range 1 + r.IntN(3) {
@@ -457,11 +458,11 @@ func TestLogFormatDifferential(t *testing.T) {
 			mutated++
 			a, b := parsedLabels(pf, all[0], string(bad)), parsedLabels(pr, all[0], string(bad))
 			if fmt.Sprint(a) != fmt.Sprint(b) {
-				t.Errorf("format %q, line %q: fastmatch reads %v, regexp %v", g.text(), bad, a, b)
+				t.Errorf("format %q, line %q: the scanner reads %v, regexp %v", g.text(), bad, a, b)
 			}
 		}
 	}
-	t.Logf("%d formats, %d lines on both matchers, %d mutated lines", formats, lines, mutated)
+	t.Logf("%d formats, %d lines on each matcher, %d mutated lines", formats, lines, mutated)
 	if formats < 300 {
 		t.Errorf("only %d of the formats gave lines: the generator is too strict to test much", formats)
 	}

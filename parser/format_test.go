@@ -109,14 +109,14 @@ func formatConfig(c formatCase) string {
 
 // TestLogFormatCaptures checks what a line of each kind of format gives its captures,
 // through Parse (which processes only the captures its rules read) and Explain (which
-// processes all), on both matchers.
+// processes all), on each matcher.
 func TestLogFormatCaptures(t *testing.T) {
 	for _, c := range formatCases {
 		cfg := mustParse(t, formatConfig(c))
 		rule := cfg.Rules[0]
 		for _, m := range matchers {
 			t.Run(m.name+"/"+c.name, func(t *testing.T) {
-				p, err := build(cfg.Rules, m.fast)
+				p, err := build(cfg.Rules, m.engine)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -247,7 +247,7 @@ func TestLogFormatMisfits(t *testing.T) {
 		cfg := mustParse(t, formatConfig(formatCase{input: c.input, want: map[string]string{}}))
 		for _, m := range matchers {
 			t.Run(m.name+"/"+c.name, func(t *testing.T) {
-				p, err := build(cfg.Rules, m.fast)
+				p, err := build(cfg.Rules, m.engine)
 				if err != nil {
 					t.Fatal(err)
 				}

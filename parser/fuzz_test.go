@@ -30,16 +30,16 @@ rules:
 
 // FuzzParse feeds random lines to the parser: it must never panic, every event must pass
 // the recorder's checks (valid UTF-8 capped labels, key = labels joined by 0xff), and the
-// fastmatch parser must agree exactly with the plain regexp one.
+// parser of scanners and fastmatch must agree exactly with the plain regexp one.
 func FuzzParse(f *testing.F) {
 	example := loadExample(f)
 	extra := mustParse(f, fuzzRules)
 	rules := append(append([]*config.Rule{}, example.Rules...), extra.Rules...)
-	fast, err := build(rules, true)
+	fast, err := build(rules, viaScanner)
 	if err != nil {
 		f.Fatal(err)
 	}
-	slow, err := build(rules, false)
+	slow, err := build(rules, viaRegexp)
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -59,7 +59,7 @@ func FuzzParse(f *testing.F) {
 		fast.Parse("nginx", line, a)
 		slow.Parse("nginx", line, b)
 		if !reflect.DeepEqual(a.got, b.got) {
-			t.Fatalf("line %q:\nfastmatch %v\nregexp    %v", line, a.got, b.got)
+			t.Fatalf("line %q:\nscanner %v\nregexp  %v", line, a.got, b.got)
 		}
 		if !bytes.Equal(line, orig) {
 			t.Fatalf("Parse changed the line")

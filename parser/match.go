@@ -7,7 +7,9 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/logwindow/logwindow_exporter/config/logformat"
 	"github.com/logwindow/logwindow_exporter/parser/fastmatch"
+	"github.com/logwindow/logwindow_exporter/parser/formatscan"
 )
 
 // matcher is what Parse needs of a compiled regex. *fastmatch.Matcher has it as is.
@@ -36,23 +38,48 @@ func (c compiled) capsNeeded(readsCaptures bool) int {
 }
 
 // only returns c recording only the groups keep reports true for, when its matcher can
-// leave the others out (fastmatch); c itself otherwise.
+// leave the others out (fastmatch, and a scanner's for the lines it hands to it); c itself
+// otherwise. A scanner records every group: setting one costs it two stores.
 func (c compiled) only(keep func(group int) bool) compiled {
-	if m, ok := c.matcher.(*fastmatch.Matcher); ok {
+	switch m := c.matcher.(type) {
+	case *fastmatch.Matcher:
 		c.matcher = m.Only(keep)
+	case *formatscan.Scanner:
+		c.matcher = m.WithRegex(compiled{matcher: m.Regex()}.only(keep).matcher)
 	}
 	return c
 }
 
-// compile prefers fastmatch and falls back to regexp for what fastmatch does not accept.
-func compile(re *regexp.Regexp, fast bool) compiled {
+// engine is what runs a group's regex: the fastest that reads it, or a slower one that
+// tests and benchmarks compare it with.
+type engine uint8
+
+const (
+	// viaRegexp is plain regexp.
+	viaRegexp engine = iota
+	// viaFastmatch is fastmatch, regexp for what fastmatch does not accept.
+	viaFastmatch
+	// viaScanner is the scanner of the log format whose regex it is, fastmatch (or regexp)
+	// for any other regex and for the lines the scanner leaves undecided.
+	viaScanner
+)
+
+// compile prefers the scanner of f (the log format re is the regex of, nil for none),
+// then fastmatch, and falls back to regexp for what neither accepts.
+func compile(re *regexp.Regexp, eng engine, f *logformat.Format) compiled {
 	ncap := 2 * (re.NumSubexp() + 1)
-	if fast {
+	c := compiled{matcher: &regexpMatcher{re: re, required: requiredLiteral(re)}, ncap: ncap, viaRegexp: true}
+	if eng >= viaFastmatch {
 		if m, err := fastmatch.Compile(re.String()); err == nil {
-			return compiled{matcher: m, ncap: ncap}
+			c = compiled{matcher: m, ncap: ncap}
 		}
 	}
-	return compiled{matcher: &regexpMatcher{re: re, required: requiredLiteral(re)}, ncap: ncap, viaRegexp: true}
+	if eng >= viaScanner && f != nil && f.Regex == re.String() {
+		if s, err := formatscan.Compile(f, c.matcher); err == nil {
+			c = compiled{matcher: s, ncap: ncap}
+		}
+	}
+	return c
 }
 
 // regexpMatcher runs regexp behind a literal prefilter.

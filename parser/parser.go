@@ -3,10 +3,11 @@
 //
 // Rules whose regexes are the same after %{PATTERN} expansion form one group and share one
 // match per line, so adding rules over the nginx pattern adds only the per-rule work
-// (filters, value, labels), never another regex run. Each group's regex runs on
-// parser/fastmatch when fastmatch accepts it and on regexp otherwise; regexp is then
-// guarded by a literal every match must contain, so most lines that cannot match never
-// reach it.
+// (filters, value, labels), never another regex run. A group reading a web server's log
+// format cuts its lines with the format's scanner (parser/formatscan) when the scanner
+// reads the format; any other group's regex runs on parser/fastmatch when fastmatch accepts
+// it and on regexp otherwise; regexp is then guarded by a literal every match must
+// contain, so most lines that cannot match never reach it.
 package parser
 
 import (
@@ -164,12 +165,12 @@ type timestampSpec struct {
 // New builds a parser for rules (normally config.Config.Rules); events name rules by
 // their index in this slice. It fails only on rules that config.Load would not produce.
 func New(rules []*config.Rule) (*Parser, error) {
-	return build(rules, true)
+	return build(rules, viaScanner)
 }
 
-// build is New with the choice of matcher, so tests and benchmarks can compare fastmatch
-// with plain regexp in one run.
-func build(rules []*config.Rule, fast bool) (*Parser, error) {
+// build is New with the choice of matcher, so tests and benchmarks can compare the scanner,
+// fastmatch and plain regexp in one run.
+func build(rules []*config.Rule, eng engine) (*Parser, error) {
 	p := &Parser{byID: map[string]int{}}
 	byRegex := map[string]int{}
 	var sz sizes
@@ -214,7 +215,7 @@ func build(rules []*config.Rule, fast bool) (*Parser, error) {
 		if !ok {
 			gi = len(p.groups)
 			byRegex[key] = gi
-			p.groups = append(p.groups, newGroup(cr, fast))
+			p.groups = append(p.groups, newGroup(cr, eng))
 			if e.cand != nil {
 				p.groups[gi].cand = e.cand.ID()
 			}
@@ -244,8 +245,8 @@ func build(rules []*config.Rule, fast bool) (*Parser, error) {
 			}
 		}
 		r.literalsValid = literalsValid(r.labels, r.items)
-		r.where = filters(cr.Where, fast, &sz)
-		r.whereNot = filters(cr.WhereNot, fast, &sz)
+		r.where = filters(cr.Where, eng, &sz)
+		r.whereNot = filters(cr.WhereNot, eng, &sz)
 		if ts := cr.Timestamp; ts != nil {
 			r.ts = &timestampSpec{capture: ts.Capture, layout: ts.Layout, unix: ts.Unix}
 		}
@@ -267,7 +268,7 @@ func build(rules []*config.Rule, fast bool) (*Parser, error) {
 		sz.labels = max(sz.labels, len(r.labels))
 		sz.items = max(sz.items, len(r.items))
 	}
-	p.fitGroups(cands, fast)
+	p.fitGroups(cands, eng)
 	slices.Sort(p.paths)
 	sz.paths = len(p.paths)
 	var labelSets [][]rendering[config.Template]
@@ -430,10 +431,10 @@ func literalsValid(labels []config.Template, items []config.Item) bool {
 }
 
 // filters compiles where or where_not filters, growing sz for those that need a matcher.
-func filters(ws []config.Where, fast bool, sz *sizes) []where {
+func filters(ws []config.Where, eng engine, sz *sizes) []where {
 	var out []where
 	for _, w := range ws {
-		f := newFilter(w.Regexp, fast)
+		f := newFilter(w.Regexp, eng)
 		out = append(out, where{capture: w.Capture, f: f})
 		sz.whereCaps = max(sz.whereCaps, f.ncap)
 	}

@@ -97,19 +97,20 @@ func loadRegexExample(t testing.TB) *config.Config {
 	return c
 }
 
-// matchers runs a test on both the fastmatch and the plain regexp parser: they must agree.
+// matchers runs a test on the parser of each engine (log format scanners, fastmatch and
+// plain regexp): they must agree.
 var matchers = []struct {
-	name string
-	fast bool
-}{{"fastmatch", true}, {"regexp", false}}
+	name   string
+	engine engine
+}{{"scanner", viaScanner}, {"fastmatch", viaFastmatch}, {"regexp", viaRegexp}}
 
 // parseOnEachMatcher parses the line of each of n cases with the parser built on each
-// matcher (fastmatch and plain regexp), in a subtest named after the matcher and the case,
-// and hands check what the parser emitted.
+// matcher (scanner, fastmatch and plain regexp), in a subtest named after the matcher and
+// the case, and hands check what the parser emitted.
 func parseOnEachMatcher(t *testing.T, rules []*config.Rule, input string, n int, name, line func(i int) string, check func(t *testing.T, i int, got []record)) {
 	t.Helper()
 	for _, m := range matchers {
-		p, err := build(rules, m.fast)
+		p, err := build(rules, m.engine)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -739,13 +740,13 @@ rules:
 	}
 	for _, m := range matchers {
 		t.Run(m.name, func(t *testing.T) {
-			all, err := build(c.Rules, m.fast)
+			all, err := build(c.Rules, m.engine)
 			if err != nil {
 				t.Fatal(err)
 			}
 			alone := make([]*Parser, len(c.Rules))
 			for i, r := range c.Rules {
-				if alone[i], err = build([]*config.Rule{r}, m.fast); err != nil {
+				if alone[i], err = build([]*config.Rule{r}, m.engine); err != nil {
 					t.Fatal(err)
 				}
 			}

@@ -140,7 +140,7 @@ func apacheDirective(s string) (*variable, int, *Error) {
 	}
 	switch v.text {
 	case "%t":
-		v.shape = `\[[^\]]*\]`
+		v.bracketed = true
 	case "%q":
 		v.lead = '?'
 	}

@@ -82,6 +82,9 @@ type Format struct {
 	// Captures[k-1].
 	Regex    string
 	Captures []Capture
+	// Pieces are the format's literal text and variables in line order, what Regex is
+	// written from: a line can be cut by them without running the regex.
+	Pieces []Piece
 	// Fields are the captures of a JSON object template: the line is read as JSON.
 	Fields []Field
 	// Derived are the captures computed from others, numbered after Captures (or Fields).
@@ -104,6 +107,44 @@ type Capture struct {
 	// internal redirect), as for $upstream_response_time.
 	List bool
 }
+
+// Piece is one piece of a text format: literal text, or the value of a variable, whose
+// regex its kind tells (Regex is the pieces' regexes in order).
+type Piece struct {
+	Kind PieceKind
+	// Lit is a literal piece's text.
+	Lit string
+	// Stop is the character an Until or UntilEscaped value stops at: the first of the text
+	// after it, a space at the end of the format.
+	Stop rune
+	// Group is a value's group in Regex (Captures[Group-1]); 0 for a variable the format
+	// repeats, read again but not captured.
+	Group int
+	// Optional: the piece (a space before a variable the format ends with) starts a part
+	// the line may leave out, with everything after it.
+	Optional bool
+}
+
+// PieceKind is what a piece of a text format reads.
+type PieceKind uint8
+
+const (
+	// PieceLiteral is the piece's Lit.
+	PieceLiteral PieceKind = iota
+	// PieceRest is the rest of the line, up to a newline (`.*`).
+	PieceRest
+	// PieceUntil is any text without Stop (`[^s]*`).
+	PieceUntil
+	// PieceUntilEscaped is text up to a Stop that is not in an escape sequence of the
+	// format's Escape; every backslash in it starts one (`[^s\\]*(?:e[^s\\]*)*`).
+	PieceUntilEscaped
+	// PieceList is an upstream list: items without ' ' or ',', each after ", " or " : ".
+	PieceList
+	// PieceSpaced is two words and the space between them ($time_local).
+	PieceSpaced
+	// PieceBracketed is '[', text without ']', and ']' (Apache's %t), whatever follows.
+	PieceBracketed
+)
 
 // Field is one variable of a JSON object template.
 type Field struct {
@@ -276,8 +317,8 @@ type token struct {
 type variable struct {
 	name, text string
 	escaped    bool
-	// shape, when set, is the regex of the value's text whatever follows it (Apache's %t).
-	shape string
+	// bracketed: the value is in brackets and holds none, whatever follows it (Apache's %t).
+	bracketed bool
 	// list: nginx writes one value per upstream tried, joined by ", " (or " : " after an
 	// internal redirect).
 	list bool
@@ -322,15 +363,10 @@ func compileText(f *Format, toks []token) error {
 		}
 		tail -= 2
 	}
-	var b strings.Builder
-	b.WriteString("^")
 	seen := map[string]bool{}
 	for i, t := range toks {
 		if t.v == nil {
-			if i >= tail {
-				b.WriteString("(?:")
-			}
-			b.WriteString(regexp.QuoteMeta(t.lit))
+			f.Pieces = append(f.Pieces, Piece{Kind: PieceLiteral, Lit: t.lit, Optional: i >= tail})
 			continue
 		}
 		next := ""
@@ -344,23 +380,45 @@ func compileText(f *Format, toks []token) error {
 				return &Error{toks[i+1].at, fmt.Sprintf("%s follows %s with no text between them, so where one ends cannot be told from the line", nv.text, t.v.text)}
 			}
 		}
-		value := valueRegex(t.v, next, f.Escape)
-		if seen[t.v.name] {
+		p := valuePiece(t.v, next, f.Escape)
+		if !seen[t.v.name] {
 			// The second occurrence of a variable is read but not captured again.
-			fmt.Fprintf(&b, "(?:%s)", value)
-			continue
+			seen[t.v.name] = true
+			f.Captures = append(f.Captures, Capture{Name: t.v.name, Var: t.v.text, Escaped: t.v.escaped, Next: next, List: t.v.list})
+			p.Group = len(f.Captures)
 		}
-		seen[t.v.name] = true
-		fmt.Fprintf(&b, "(?P<%s>%s)", t.v.name, value)
-		f.Captures = append(f.Captures, Capture{Name: t.v.name, Var: t.v.text, Escaped: t.v.escaped, Next: next, List: t.v.list})
+		f.Pieces = append(f.Pieces, p)
 	}
 	if len(f.Captures) == 0 {
 		return &Error{0, "the format has no variable, so there is nothing to capture"}
 	}
-	b.WriteString(strings.Repeat(")?", (len(toks)-tail)/2))
-	b.WriteString("$")
-	f.Regex = b.String()
+	f.Regex = piecesRegex(f)
 	return checkRegex(f.Regex, toks, tail)
+}
+
+// piecesRegex writes the regex of a text format from its pieces: each optional piece
+// opens a group closed at the end of the line.
+func piecesRegex(f *Format) string {
+	var b strings.Builder
+	b.WriteString("^")
+	optional := 0
+	for _, p := range f.Pieces {
+		if p.Optional {
+			b.WriteString("(?:")
+			optional++
+		}
+		switch {
+		case p.Kind == PieceLiteral:
+			b.WriteString(regexp.QuoteMeta(p.Lit))
+		case p.Group == 0:
+			fmt.Fprintf(&b, "(?:%s)", p.valueRegex(f.Escape))
+		default:
+			fmt.Fprintf(&b, "(?P<%s>%s)", f.Captures[p.Group-1].Name, p.valueRegex(f.Escape))
+		}
+	}
+	b.WriteString(strings.Repeat(")?", optional))
+	b.WriteString("$")
+	return b.String()
 }
 
 // checkRegex refuses a regex that Go's regexp would not compile, though its pieces are all
@@ -403,7 +461,7 @@ var (
 	}
 )
 
-// valueRegex is the regex of a variable's value followed by the text next ("" at the end
+// valuePiece is the piece of a variable's value followed by the text next ("" at the end
 // of the format).
 //
 // A value stops at the first character of next that is not part of an escape sequence:
@@ -411,12 +469,12 @@ var (
 // that ends it. An upstream list stops at a space that does not separate its items. At the
 // end of the format an escaped value (a header, which may hold spaces) reads to the end of
 // the line, any other stops at a space, so a line with more fields does not fit.
-func valueRegex(v *variable, next string, esc Escape) string {
-	if v.shape != "" {
-		return v.shape
+func valuePiece(v *variable, next string, esc Escape) Piece {
+	if v.bracketed {
+		return Piece{Kind: PieceBracketed}
 	}
 	if next == "" && v.escaped && !v.list {
-		return `.*`
+		return Piece{Kind: PieceRest}
 	}
 	stop := ' '
 	if next != "" {
@@ -424,15 +482,31 @@ func valueRegex(v *variable, next string, esc Escape) string {
 	}
 	switch {
 	case v.list && stop == ' ':
-		return `[^ ,]*(?:(?:, | : )[^ ,]*)*`
+		return Piece{Kind: PieceList}
 	case v.spaced && stop == ' ':
+		return Piece{Kind: PieceSpaced}
+	}
+	if _, ok := escapeRegex[esc]; ok && v.escaped && strings.ContainsRune(escapeChars[esc], stop) {
+		return Piece{Kind: PieceUntilEscaped, Stop: stop}
+	}
+	return Piece{Kind: PieceUntil, Stop: stop}
+}
+
+// valueRegex is the regex of a value piece in a format of escaping esc.
+func (p Piece) valueRegex(esc Escape) string {
+	switch p.Kind {
+	case PieceBracketed:
+		return `\[[^\]]*\]`
+	case PieceRest:
+		return `.*`
+	case PieceList:
+		return `[^ ,]*(?:(?:, | : )[^ ,]*)*`
+	case PieceSpaced:
 		return `[^ ]* [^ ]*`
+	case PieceUntilEscaped:
+		return fmt.Sprintf(`[^%s\\]*(?:%s[^%[1]s\\]*)*`, classRune(p.Stop), escapeRegex[esc])
 	}
-	not := classRune(stop)
-	if e, ok := escapeRegex[esc]; ok && v.escaped && strings.ContainsRune(escapeChars[esc], stop) {
-		return fmt.Sprintf(`[^%s\\]*(?:%s[^%[1]s\\]*)*`, not, e)
-	}
-	return fmt.Sprintf(`[^%s]*`, not)
+	return fmt.Sprintf(`[^%s]*`, classRune(p.Stop))
 }
 
 // classRune writes r for a regex character class, readably: the class is shown when a line

@@ -1,0 +1,298 @@
+package formatscan
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/logwindow/logwindow_exporter/config/logformat"
+	"github.com/logwindow/logwindow_exporter/internal/testutil/nginxlog"
+	"github.com/logwindow/logwindow_exporter/parser/fastmatch"
+)
+
+// regexpMatcher is the reference: regexp itself, filling caps.
+type regexpMatcher struct{ re *regexp.Regexp }
+
+func (m regexpMatcher) Match(line []byte, caps []int) bool {
+	loc := m.re.FindSubmatchIndex(line)
+	copy(caps, loc)
+	return loc != nil
+}
+
+// format compiles an nginx format (esc) or, with apache, an Apache one.
+func format(tb testing.TB, text string, esc logformat.Escape, apache bool) *logformat.Format {
+	tb.Helper()
+	var f *logformat.Format
+	var err error
+	if apache {
+		f, err = logformat.ParseApache(text)
+	} else {
+		f, err = logformat.ParseNginx(text, esc)
+	}
+	if err != nil {
+		tb.Fatalf("%q: %v", text, err)
+	}
+	return f
+}
+
+// presets are every preset of both servers, the nginx ones with each escaping of a text
+// format.
+func presets(tb testing.TB) []*logformat.Format {
+	var out []*logformat.Format
+	for _, name := range sortedKeys(logformat.NginxPresets) {
+		for _, esc := range []logformat.Escape{logformat.EscapeDefault, logformat.EscapeJSON, logformat.EscapeNone, logformat.EscapeEither} {
+			out = append(out, format(tb, name, esc, false))
+		}
+	}
+	for _, name := range sortedKeys(logformat.ApachePresets) {
+		out = append(out, format(tb, name, 0, true))
+	}
+	return out
+}
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// customFormats cover each piece kind and stop the presets do not: stops that are escape
+// characters, non-ASCII text, repeated variables, lists and headers at the end, Apache's
+// %t followed by a value.
+var customFormats = []struct {
+	text   string
+	esc    logformat.Escape
+	apache bool
+}{
+	{`$remote_addr "$http_user_agent" ${status}x$msec`, logformat.EscapeDefault, false},
+	{`$remote_addr "$http_user_agent" ${status}x$msec`, logformat.EscapeJSON, false},
+	{`$a"$b"$c`, logformat.EscapeJSON, false},
+	{`$a"$b"$c`, logformat.EscapeEither, false},
+	{`$http_x A$http_y 0$http_z`, logformat.EscapeDefault, false},
+	{`$http_x n$http_y u$http_z`, logformat.EscapeJSON, false},
+	{`$upstream_addr $upstream_status $upstream_response_time`, logformat.EscapeDefault, false},
+	{`$upstream_addr : $status`, logformat.EscapeDefault, false},
+	{`$upstream_addr "$upstream_status" [$upstream_response_time]`, logformat.EscapeDefault, false},
+	{`$time_local $status $time_local|$uri`, logformat.EscapeDefault, false},
+	{`été $remote_addr é$uri€$status`, logformat.EscapeNone, false},
+	{`$status\$uri`, logformat.EscapeNone, false},
+	{`$uri, $args $http_referer`, logformat.EscapeDefault, false},
+	{`%h %l %u %t "%r" %>s %b "%{Referer}i" "%{User-agent}i" %{ms}T %D`, 0, true},
+	{`%t%q %{X-Forwarded-For}i`, 0, true},
+	{`%v:%p %h \"%r\" %>s %{Cookie}n`, 0, true},
+	{`%h x%{X}ix%>s`, 0, true},
+}
+
+// formats are the presets and the custom formats, each with its scanner.
+func formats(tb testing.TB) []*logformat.Format {
+	out := presets(tb)
+	for _, c := range customFormats {
+		out = append(out, format(tb, c.text, c.esc, c.apache))
+	}
+	return out
+}
+
+// snippets are the pieces of text adversarial values are made of: separators, quotes,
+// escapes valid and not, brackets, list separators, dashes, non-ASCII and invalid bytes.
+var snippets = []string{
+	"", "-", "a", "GET", " ", `"`, `\"`, `\\`, `\`, `\x22`, `\x5C`, `\xZZ`, `\x2`, `\xa9`, `\u00e9`, `\u00E9`, `\u12`,
+	`\n`, `\t`, "\\\xff", "\\é", "[", "]", ",", ", ", " : ", ":", ";", "é", "€", "\xff", "\xc3", "\n", "\t", "x", "A", "0",
+	"?", "|", "/a?b=c", "10.0.0.1:80", "0.001", "HTTP/1.1", "\ufffd", "\x00",
+}
+
+// value writes a value for piece p: clean (of the shape the server writes) or any
+// snippets.
+func value(r *rand.Rand, p logformat.Piece, esc logformat.Escape) string {
+	var b strings.Builder
+	clean := r.IntN(3) > 0
+	switch {
+	case clean && p.Kind == logformat.PieceList:
+		for i := range r.IntN(4) {
+			if i > 0 {
+				b.WriteString([]string{", ", " : "}[r.IntN(2)])
+			}
+			b.WriteString([]string{"10.0.0.1:80", "-", "0.001", "502", ""}[r.IntN(5)])
+		}
+		return b.String()
+	case clean && p.Kind == logformat.PieceSpaced:
+		return "01/Mar/2024:12:00:00 +0000"
+	case clean && p.Kind == logformat.PieceBracketed:
+		return "[01/Mar/2024:12:00:00 +0000]"
+	}
+	for range r.IntN(5) {
+		s := snippets[r.IntN(len(snippets))]
+		if clean {
+			s = strings.NewReplacer(string(p.Stop), "", `\`, "", "\n", "").Replace(s)
+			if p.Kind == logformat.PieceUntilEscaped && r.IntN(3) == 0 {
+				s = map[logformat.Escape]string{logformat.EscapeDefault: `\x22`, logformat.EscapeJSON: `\"`,
+					logformat.EscapeApache: `\"`, logformat.EscapeEither: `\u00E9`}[esc]
+			}
+		}
+		b.WriteString(s)
+	}
+	return b.String()
+}
+
+// line writes a line of f: its pieces with generated values, ending early at an optional
+// piece now and then.
+func line(r *rand.Rand, f *logformat.Format) []byte {
+	var b []byte
+	for _, p := range f.Pieces {
+		if p.Optional && r.IntN(4) == 0 {
+			break
+		}
+		if p.Kind == logformat.PieceLiteral {
+			b = append(b, p.Lit...)
+		} else {
+			b = append(b, value(r, p, f.Escape)...)
+		}
+	}
+	return b
+}
+
+// mutate damages a line: truncates it, inserts or deletes a snippet's worth, or repeats it
+// into a very long line.
+func mutate(r *rand.Rand, l []byte) []byte {
+	l = slices.Clone(l)
+	at := r.IntN(len(l) + 1)
+	switch r.IntN(5) {
+	case 0:
+		return l[:at]
+	case 1:
+		return slices.Insert(l, at, []byte(snippets[r.IntN(len(snippets))])...)
+	case 2:
+		if at < len(l) {
+			return slices.Delete(l, at, at+1)
+		}
+	case 3:
+		return append(bytes.Repeat(l[:at], 50), l[at:]...)
+	}
+	return l
+}
+
+// sameAsRegexp checks the scanner of f against regexp and fastmatch on line: the same fit,
+// the same captures; and that the scanner leaves undecided only lines with " : " in them.
+func sameAsRegexp(t *testing.T, f *logformat.Format, s *Scanner, re *regexp.Regexp, fm *fastmatch.Matcher, line []byte) {
+	t.Helper()
+	want := re.FindSubmatchIndex(line)
+	caps := make([]int, 2*(len(f.Captures)+1))
+	switch res := s.scan(line, caps); {
+	case res == undecided:
+		if !bytes.Contains(line, listColon) {
+			t.Fatalf("%s: %q: undecided without a list's \" : \"", f.Regex, line)
+		}
+	case (res == matched) != (want != nil) || res == matched && !slices.Equal(caps, want):
+		t.Fatalf("%s: %q: scan %v %v, regexp %v", f.Regex, line, res == matched, caps, want)
+	}
+	got := s.Match(line, caps)
+	if got != (want != nil) || got && !slices.Equal(caps, want) {
+		t.Fatalf("%s: %q: Match %v %v, regexp %v", f.Regex, line, got, caps, want)
+	}
+	if fm != nil {
+		fcaps := make([]int, len(caps))
+		if ok := fm.Match(line, fcaps); ok != got || ok && !slices.Equal(fcaps, caps) {
+			t.Fatalf("%s: %q: fastmatch %v %v, scanner %v %v", f.Regex, line, ok, fcaps, got, caps)
+		}
+	}
+}
+
+// TestDifferential reads generated lines of every preset and custom format, clean and
+// damaged, and a generated nginx log with each format, with the scanner, regexp and
+// fastmatch: they must agree on every line.
+func TestDifferential(t *testing.T) {
+	logLines := nginxlog.Lines(t, 1000, 7)
+	for i, f := range formats(t) {
+		t.Run(fmt.Sprintf("%d %s %s", i, f.Describe(), f.Escape), func(t *testing.T) {
+			re := regexp.MustCompile(f.Regex)
+			s, err := Compile(f, regexpMatcher{re})
+			if err != nil {
+				t.Fatal(err)
+			}
+			fm, err := fastmatch.Compile(f.Regex)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := rand.New(rand.NewPCG(uint64(i), 1))
+			fits := 0
+			for range 1500 {
+				l := line(r, f)
+				if r.IntN(2) == 0 {
+					l = mutate(r, l)
+				}
+				sameAsRegexp(t, f, s, re, fm, l)
+				if re.Match(l) {
+					fits++
+				}
+			}
+			for _, l := range logLines {
+				sameAsRegexp(t, f, s, re, fm, l)
+				sameAsRegexp(t, f, s, re, fm, mutate(r, l))
+			}
+			// Most clean lines fit: the generator does exercise the captures.
+			if fits < 250 {
+				t.Errorf("only %d of 1500 generated lines fit", fits)
+			}
+		})
+	}
+}
+
+// TestCompile tells which formats the scanner reads and which it leaves to the regex.
+func TestCompile(t *testing.T) {
+	for _, f := range presets(t) {
+		t.Run(f.Describe()+" "+f.Escape.String(), func(t *testing.T) {
+			if _, err := Compile(f, nil); err != nil {
+				t.Fatalf("a preset is left to the regex: %v", err)
+			}
+		})
+	}
+	for _, c := range []struct {
+		name   string
+		text   string
+		esc    logformat.Escape
+		apache bool
+	}{
+		{"value before a value", `%h %U%q %H`, 0, true},
+		{"escaped value stops at a backslash", `$http_x\$status`, logformat.EscapeDefault, false},
+		{"stop U+FFFD", "$uri\ufffd$status", logformat.EscapeNone, false},
+		{"text holds U+FFFD", "\ufffd$uri", logformat.EscapeNone, false},
+		{"JSON template", `{"s":"$status"}`, logformat.EscapeJSON, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := Compile(format(t, c.text, c.esc, c.apache), nil)
+			if !errors.Is(err, ErrUnsupported) {
+				t.Fatalf("Compile: %v, want ErrUnsupported", err)
+			}
+		})
+	}
+}
+
+// TestListColon is the choice the scanner hands to the regex: an upstream list that ends
+// at a " : " when read whole it does not fit, and regexp ends it earlier.
+func TestListColon(t *testing.T) {
+	f := format(t, `$upstream_addr $a;$b`, logformat.EscapeDefault, false)
+	re := regexp.MustCompile(f.Regex)
+	s, err := Compile(f, regexpMatcher{re})
+	if err != nil {
+		t.Fatal(err)
+	}
+	line := []byte("p : q;r")
+	caps := make([]int, 2*(len(f.Captures)+1))
+	if res := s.scan(line, caps); res != undecided {
+		t.Fatalf("scan: %v, want undecided", res)
+	}
+	if !s.Match(line, caps) || !slices.Equal(caps, re.FindSubmatchIndex(line)) {
+		t.Fatalf("Match: %v, regexp %v", caps, re.FindSubmatchIndex(line))
+	}
+	if got := string(line[caps[2]:caps[3]]); got != "p" {
+		t.Fatalf("the list is %q, want %q", got, "p")
+	}
+}

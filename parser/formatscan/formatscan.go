@@ -1,0 +1,360 @@
+// Package formatscan reads the lines of a web server's text log format by the format's
+// pieces (logformat.Piece) instead of running the regex it compiles to: each value runs up
+// to the next occurrence of the character that ends it, found with bytes.IndexByte, and
+// the literal text between values is compared in place. The captures are those the
+// format's regex gives under regexp's leftmost-first semantics, on every line.
+//
+// That holds because every choice the regex has on a line of the usual formats is decided
+// by the next character: a value stops at its stop character, which it cannot hold and
+// the text after it starts with; an escape sequence starts at a backslash the value would
+// otherwise not take; an optional part at the end starts with a space where the line's end
+// is the only other way on. Where that is not so the scanner is not built (Compile fails)
+// and the caller keeps its regex; and the one choice left open on some lines, where an
+// upstream list ends at a " : " that the text after it also starts with, is handed to the
+// regex matcher given to Compile when the line does not fit the list read whole.
+package formatscan
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/logwindow/logwindow_exporter/config/logformat"
+)
+
+// ErrUnsupported is wrapped by Compile's error for a format whose lines the scanner cannot
+// read exactly as its regex does; the caller runs the regex.
+var ErrUnsupported = errors.New("formatscan: the format's regex has choices the next character does not decide")
+
+// Matcher is a matcher of the format's regex, filling caps as regexp.FindSubmatchIndex does.
+type Matcher interface {
+	Match(line []byte, caps []int) bool
+}
+
+// Scanner reads the lines of one text format. It holds no mutable state and is safe for
+// concurrent use.
+type Scanner struct {
+	pieces []piece
+	esc    logformat.Escape
+	ncap   int
+	// regex reads the lines the scanner leaves undecided.
+	regex Matcher
+}
+
+// piece is a logformat.Piece as the scanner runs it.
+type piece struct {
+	kind logformat.PieceKind
+	// lit is a literal's text, or a value's stop character encoded.
+	lit []byte
+	// stop is the stop character when it is one byte other than NUL (ASCII), else 0:
+	// lit is then searched for.
+	stop     byte
+	group    int
+	optional bool
+	// then is the literal text that follows a value, read in the same step; nil when the
+	// value is followed by an optional part, another value or nothing.
+	then []byte
+}
+
+// Compile builds the scanner of text format f, which hands the lines it cannot decide to
+// regex (a matcher of f.Regex); an error wrapping ErrUnsupported when some choice of the
+// regex is not decided by the next character (see the package comment).
+func Compile(f *logformat.Format, regex Matcher) (*Scanner, error) {
+	if f.JSON() {
+		return nil, fmt.Errorf("%w: %s is read as JSON", ErrUnsupported, f.Describe())
+	}
+	s := &Scanner{esc: f.Escape, ncap: 2 * (len(f.Captures) + 1), regex: regex}
+	for i, p := range f.Pieces {
+		if err := check(f.Pieces, i); err != nil {
+			return nil, fmt.Errorf("%w: %s: %s", ErrUnsupported, f.Describe(), err)
+		}
+		sp := piece{kind: p.Kind, lit: []byte(p.Lit), group: p.Group, optional: p.Optional}
+		if p.Kind == logformat.PieceUntil || p.Kind == logformat.PieceUntilEscaped {
+			sp.lit = utf8.AppendRune(nil, p.Stop)
+			if p.Stop < utf8.RuneSelf {
+				sp.stop = byte(p.Stop)
+			}
+		}
+		if n := len(s.pieces); n > 0 && p.Kind == logformat.PieceLiteral && !p.Optional && s.pieces[n-1].kind != logformat.PieceLiteral {
+			s.pieces[n-1].then = sp.lit
+			continue
+		}
+		s.pieces = append(s.pieces, sp)
+	}
+	return s, nil
+}
+
+// check says why the scanner cannot read piece i of pieces as the regex does, nil when
+// it can.
+func check(pieces []logformat.Piece, i int) error {
+	p := pieces[i]
+	var next *logformat.Piece
+	if i+1 < len(pieces) {
+		next = &pieces[i+1]
+	}
+	switch {
+	case p.Kind == logformat.PieceLiteral:
+		// regexp reads an invalid byte as U+FFFD, which a literal U+FFFD then matches.
+		if strings.ContainsRune(p.Lit, utf8.RuneError) {
+			return errors.New("its text holds U+FFFD")
+		}
+		return nil
+	case p.Kind == logformat.PieceBracketed:
+		return nil // it ends at its own ']', whatever follows
+	case p.Kind == logformat.PieceRest && next != nil:
+		return errors.New("text follows a value read to the end of the line")
+	case next != nil && next.Kind != logformat.PieceLiteral:
+		// A value stopping where the next value starts (Apache's %U%q): the regex may
+		// give it back part of its text.
+		return errors.New("a value follows another with no text between them")
+	case next != nil && !strings.HasPrefix(next.Lit, string(stopOf(p))):
+		return errors.New("a value's stop character does not start the text after it")
+	case p.Stop == utf8.RuneError:
+		return errors.New("a value stops at U+FFFD")
+	case p.Kind == logformat.PieceUntilEscaped && p.Stop == '\\':
+		// The backslash may end the value or start an escape: which, only what follows
+		// tells.
+		return errors.New("an escaped value stops at a backslash")
+	}
+	return nil
+}
+
+// stopOf is the character the value piece p stops at.
+func stopOf(p logformat.Piece) rune {
+	if p.Kind == logformat.PieceUntil || p.Kind == logformat.PieceUntilEscaped {
+		return p.Stop
+	}
+	return ' '
+}
+
+// result is what a scan tells of a line.
+type result uint8
+
+const (
+	noMatch result = iota
+	matched
+	// undecided: the line did not fit the upstream lists read whole, and one of them
+	// could have ended earlier.
+	undecided
+)
+
+// Match reports whether line matches the format's regex and fills caps as
+// regexp.FindSubmatchIndex does: caps must have room for 2*(len(f.Captures)+1) ints; after
+// a false result its content is unspecified.
+func (s *Scanner) Match(line []byte, caps []int) bool {
+	if len(caps) < s.ncap {
+		panic(fmt.Sprintf("formatscan: caps has %d ints, the format needs %d", len(caps), s.ncap))
+	}
+	switch s.scan(line, caps) {
+	case matched:
+		return true
+	case noMatch:
+		return false
+	}
+	return s.regex.Match(line, caps)
+}
+
+// Regex returns the matcher the scanner hands undecided lines to.
+func (s *Scanner) Regex() Matcher { return s.regex }
+
+// WithRegex returns the scanner handing undecided lines to regex instead (a matcher of the
+// same regex recording fewer groups).
+func (s *Scanner) WithRegex(regex Matcher) *Scanner {
+	t := *s
+	t.regex = regex
+	return &t
+}
+
+// scan reads line along the pieces, taking at each choice the way the regex prefers.
+func (s *Scanner) scan(line []byte, caps []int) result {
+	fail := noMatch
+	p := 0
+	for i := range s.pieces {
+		sp := &s.pieces[i]
+		if sp.optional && p == len(line) {
+			// The line ends before this part, which the regex then leaves out.
+			for _, q := range s.pieces[i:] {
+				if q.group > 0 {
+					caps[2*q.group], caps[2*q.group+1] = -1, -1
+				}
+			}
+			break
+		}
+		start := p
+		switch sp.kind {
+		case logformat.PieceLiteral:
+			if !hasPrefix(line[p:], sp.lit) {
+				return fail
+			}
+			p += len(sp.lit)
+		case logformat.PieceUntil:
+			p = until(line, p, sp)
+		case logformat.PieceUntilEscaped:
+			if p = s.untilEscaped(line, p, sp.stop); p < 0 {
+				return fail
+			}
+		case logformat.PieceRest:
+			if bytes.IndexByte(line[p:], '\n') >= 0 {
+				return fail // `.` does not take a newline, and the line must end here
+			}
+			p = len(line)
+		case logformat.PieceList:
+			var colon bool
+			p, colon = list(line, p)
+			if colon {
+				fail = undecided
+			}
+		case logformat.PieceSpaced:
+			j := bytes.IndexByte(line[p:], ' ')
+			if j < 0 {
+				return fail
+			}
+			p += j + 1
+			if j = bytes.IndexByte(line[p:], ' '); j < 0 {
+				p = len(line)
+			} else {
+				p += j
+			}
+		case logformat.PieceBracketed:
+			if p == len(line) || line[p] != '[' {
+				return fail
+			}
+			j := bytes.IndexByte(line[p+1:], ']')
+			if j < 0 {
+				return fail
+			}
+			p += j + 2
+		}
+		if sp.group > 0 {
+			caps[2*sp.group], caps[2*sp.group+1] = start, p
+		}
+		if sp.then != nil {
+			if !hasPrefix(line[p:], sp.then) {
+				return fail
+			}
+			p += len(sp.then)
+		}
+	}
+	if p != len(line) {
+		return fail
+	}
+	caps[0], caps[1] = 0, len(line)
+	return matched
+}
+
+// until is the end of a value starting at p that runs up to its stop character (or the
+// end of the line).
+func until(line []byte, p int, sp *piece) int {
+	var j int
+	if sp.stop != 0 {
+		j = bytes.IndexByte(line[p:], sp.stop)
+	} else {
+		j = bytes.Index(line[p:], sp.lit)
+	}
+	if j < 0 {
+		return len(line)
+	}
+	return p + j
+}
+
+// short is the longest text hasPrefix compares itself.
+const short = 16
+
+// hasPrefix is bytes.HasPrefix, faster on the short text between values most is.
+func hasPrefix(b, prefix []byte) bool {
+	if len(b) < len(prefix) {
+		return false
+	}
+	if len(prefix) > short {
+		return bytes.Equal(b[:len(prefix)], prefix)
+	}
+	for i, c := range prefix {
+		if b[i] != c {
+			return false
+		}
+	}
+	return true
+}
+
+// untilEscaped is the end of an escaped value starting at p: at its stop character (an
+// ASCII one, never a backslash) outside the escape sequences, which every backslash starts;
+// -1 at a backslash starting none, which the regex then cannot read past.
+func (s *Scanner) untilEscaped(line []byte, p int, stop byte) int {
+	for {
+		end := len(line)
+		if j := bytes.IndexByte(line[p:], stop); j >= 0 {
+			end = p + j
+		}
+		k := bytes.IndexByte(line[p:end], '\\')
+		if k < 0 {
+			return end
+		}
+		p += k
+		n := escapeLen(line[p:], s.esc)
+		if n == 0 {
+			return -1
+		}
+		p += n
+	}
+}
+
+// escapeLen is the length of the escape sequence of esc at the start of v (a backslash),
+// 0 when none starts there; the sequences are those of the format's regex.
+func escapeLen(v []byte, esc logformat.Escape) int {
+	if len(v) < 2 {
+		return 0
+	}
+	c := v[1]
+	switch {
+	case c == 'x' && esc != logformat.EscapeJSON:
+		return hexEscape(v, 2, esc != logformat.EscapeApache)
+	case esc == logformat.EscapeDefault:
+		return 0
+	case c == 'u' && (esc == logformat.EscapeJSON || esc == logformat.EscapeEither):
+		return hexEscape(v, 4, true)
+	}
+	// Any other character, as a rune: regexp reads an invalid byte as one U+FFFD.
+	_, w := utf8.DecodeRune(v[1:])
+	return 1 + w
+}
+
+// hexEscape is the length of the escape of n hex digits (upper or lower case) after a
+// backslash and a letter at the start of v, 0 when they are not there.
+func hexEscape(v []byte, n int, upper bool) int {
+	if len(v) < 2+n {
+		return 0
+	}
+	for _, c := range v[2 : 2+n] {
+		if !(c >= '0' && c <= '9' || upper && c >= 'A' && c <= 'F' || !upper && c >= 'a' && c <= 'f') {
+			return 0
+		}
+	}
+	return 2 + n
+}
+
+// list is the end of an upstream list starting at p: items without ' ' or ',', each
+// after ", " or " : " (colon reports one of the latter, where the regex could also have
+// ended the list).
+func list(line []byte, p int) (end int, colon bool) {
+	for {
+		for p < len(line) && line[p] != ' ' && line[p] != ',' {
+			p++
+		}
+		switch rest := line[p:]; {
+		case bytes.HasPrefix(rest, listComma):
+			p += len(listComma)
+		case bytes.HasPrefix(rest, listColon):
+			p += len(listColon)
+			colon = true
+		default:
+			return p, colon
+		}
+	}
+}
+
+var (
+	listComma = []byte(", ")
+	listColon = []byte(" : ")
+)
