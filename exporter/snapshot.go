@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"unsafe"
 )
 
 // A scrape's rule families reach the writers as snapshots: what a rule's families are
@@ -264,6 +265,19 @@ func (r *RuleSnapshot) Release() {
 	clear(r.tops)
 	r.tops = r.tops[:0]
 	r.shape = nil
+}
+
+// Bytes is the heap the snapshot holds: its buffers, the top values' items and the label
+// pairs encoded for the formats (the series' label values are the store's, not counted).
+func (r *RuleSnapshot) Bytes() int64 {
+	n := 24*cap(r.labels) + 8*cap(r.totals) + cap(r.live) + 8*cap(r.values) + 8*cap(r.hists) +
+		int(unsafe.Sizeof(nativeRef{}))*cap(r.natives) + cap(r.nativePB) + int(unsafe.Sizeof(topSample{}))*cap(r.tops) +
+		cap(r.regs) + cap(r.regSet) + 8*cap(r.regRun) + 8*cap(r.order) +
+		cap(r.text.b) + 8*cap(r.text.cuts) + cap(r.pb.b) + 8*cap(r.pb.cuts)
+	for i := range r.tops {
+		n += len(r.tops[i].item)
+	}
+	return int64(n)
 }
 
 // SetSeries sets series i's label values (in the order of the rule's labels, not changed

@@ -4,6 +4,7 @@ import (
 	"io"
 	"slices"
 	"sync"
+	"unsafe"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/common/expfmt"
@@ -82,12 +83,7 @@ func (s *Scrape) Write(w *exporter.Writer) error {
 	if s.v == nil {
 		return nil
 	}
-	left := make([]int, len(s.p.rules))
-	for _, f := range s.p.families {
-		if s.keep == nil || s.keep(f.name) {
-			left[f.rule]++
-		}
-	}
+	left := s.p.familiesOf(s.keep)
 	open := make([]*reader, len(s.p.rules))
 	defer func() {
 		for _, x := range open {
@@ -105,6 +101,7 @@ func (s *Scrape) Write(w *exporter.Writer) error {
 			x = s.c.free.get()
 			open[f.rule] = x
 			x.read(s.v.set.Rule(f.rule), &s.v.rules[f.rule], &s.p.rules[f.rule], s.native)
+			s.p.held[f.rule][b2i(s.native)].Store(x.bytes())
 		}
 		if err := w.Write(&x.snap, f.f); err != nil {
 			return err
@@ -115,6 +112,69 @@ func (s *Scrape) Write(w *exporter.Writer) error {
 		}
 	}
 	return nil
+}
+
+// ScrapeCost is the heap a scrape of the families keep passes (all when nil) in format
+// holds at most beyond the writer's chunk, as the last reads of its rules tell: the rules
+// are read a rule at a time, so it is what the rules open at once held at their last
+// read, the most of any point of the scrape, with the chunk and the compressor's state
+// (scrapeOverhead). known is false when a rule it reads has not been read in that format
+// since the Set was made, or when format is held whole (exporter.BuffersWhole): then no
+// read tells what it will hold. A rule that grew since its last read holds more.
+func (c *Collector) ScrapeCost(keep func(name string) bool, format expfmt.Format) (cost int64, known bool) {
+	set := c.opts.Set()
+	if set == nil {
+		return scrapeOverhead, true
+	}
+	if exporter.BuffersWhole(format) {
+		return 0, false
+	}
+	p := c.planOf(set)
+	native := b2i(exporter.WantsNative(format))
+	left := p.familiesOf(keep)
+	opened := make([]bool, len(p.rules))
+	var open, most int64
+	for _, f := range p.families {
+		if keep != nil && !keep(f.name) {
+			continue
+		}
+		held := p.held[f.rule][native].Load()
+		if held < 0 {
+			return 0, false
+		}
+		if !opened[f.rule] {
+			opened[f.rule] = true
+			open += held
+			most = max(most, open)
+		}
+		if left[f.rule]--; left[f.rule] == 0 {
+			open -= held
+		}
+	}
+	return most + scrapeOverhead, true
+}
+
+// familiesOf counts, per rule, its families keep passes (all when nil).
+func (p *plan) familiesOf(keep func(name string) bool) []int {
+	left := make([]int, len(p.rules))
+	for _, f := range p.families {
+		if keep == nil || keep(f.name) {
+			left[f.rule]++
+		}
+	}
+	return left
+}
+
+// scrapeOverhead is what a scrape holds besides its rules' reads: the writer's chunk
+// (exporter's flushAt and its slack) and a gzip writer's state at its fastest level,
+// about 300 KB, with room to spare.
+const scrapeOverhead = 1 << 20
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // Close lets the view go, with the self-metrics' reference unless they took it.
@@ -185,6 +245,12 @@ func (x *reader) read(r *store.Rule, rv *ruleView, p *rulePlan, native bool) {
 			x.readSummaries(r, s, rv.now, i, nw, p)
 		}
 	}
+}
+
+// bytes is the heap the reader holds: its snapshot and the merged summaries and top
+// values it read them from.
+func (x *reader) bytes() int64 {
+	return x.snap.Bytes() + int64(summaryBytes(x.sums)+summaryBytes(x.partSums)) + int64(cap(x.tops))*int64(unsafe.Sizeof(sketch.TopValue{}))
 }
 
 // readSummaries reads series s's summaries into its snapshot, as series i.
