@@ -259,3 +259,26 @@ func TestConfigCheckWarns(t *testing.T) {
 		t.Errorf("exit %d, stdout %q, stderr %q; want exit 0, OK, and a warning starting %q", code, stdout.String(), stderr.String(), want)
 	}
 }
+
+// TestScrapeBudget: --web.max-scrape-bytes is what was given, even 0 (none), else half
+// of the series' bound, none when they have none.
+func TestScrapeBudget(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		flag        int64
+		set         bool
+		seriesBytes int64
+		want        int64
+	}{
+		{name: "default", seriesBytes: 128 << 20, want: 64 << 20},
+		{name: "given", flag: 256 << 20, set: true, seriesBytes: 128 << 20, want: 256 << 20},
+		{name: "given none", flag: 0, set: true, seriesBytes: 128 << 20, want: 0},
+		{name: "series without a bound", seriesBytes: 0, want: 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := scrapeBudget(tc.flag, tc.set, tc.seriesBytes); got != tc.want {
+				t.Errorf("scrapeBudget(%d, %v, %d) = %d, want %d", tc.flag, tc.set, tc.seriesBytes, got, tc.want)
+			}
+		})
+	}
+}
