@@ -64,6 +64,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		idleTimeout   = app.Flag("web.idle-timeout", "How long a kept-alive connection waits for its next request; longer than the scrape interval, a scraper keeps its connection (0: none).").Default("2m").Duration()
 		maxConns      = app.Flag("web.max-connections", "Most connections held at once: past it a new connection takes the place of one waiting for a request, or is closed. Lowered to half the open-file limit when that is lower.").Default("512").Int()
 		maxRequests   = app.Flag("web.max-requests", "Most scrapes of /metrics in flight, and apart most status pages: past it a scrape waits up to 5s, taking the place of one whose client has not read for a second, else gets 503 (0: none).").Default("10").Int()
+		maxScrapeSet  bool
+		maxScrape     = bytesFlag(app.Flag("web.max-scrape-bytes", "Bound on the memory the scrapes in flight hold, within --web.max-requests: each is charged what the rules it reads held at their last read (the whole bound when unknown: the first after a start or a reload, the protobuf text formats, rules that held more), and past it a scrape waits as for a place, then gets 503 (0: none). Default: half of --series.max-bytes.").PlaceHolder("BYTES").IsSetByUser(&maxScrapeSet))
 		configWatch   = app.Flag("config.watch", "Reload when the rule file's content changes on disk (a mounted ConfigMap updated by the kubelet), with no reload endpoint open.").Bool()
 		maxLineBytes  = app.Flag("input.max-line-bytes", "Lines longer than this are skipped and counted.").Default("65536").Int()
 		rotationGrace = app.Flag("input.rotation-grace", "How long a rotated-away file keeps being read after its last line.").Default("5s").Duration()
@@ -212,7 +214,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		return 0
 	}
-	logger.Info("memory bound", "series_max_bytes", bound.Bytes, "from", bound.Source, "container_limit", bound.Limit, "soft_limit", bound.SoftLimit)
+	scrapeMax := scrapeBudget(*maxScrape, maxScrapeSet, bound.Bytes)
+	logger.Info("memory bound", "series_max_bytes", bound.Bytes, "from", bound.Source, "container_limit", bound.Limit, "soft_limit", bound.SoftLimit, "scrape_max_bytes", scrapeMax)
 	err = server.Serve(cfg, opts, webFlags, server.Options{
 		Name:           exporterName,
 		Logger:         logger,
@@ -225,12 +228,23 @@ func run(args []string, stdout, stderr io.Writer) int {
 		IdleTimeout:    *idleTimeout,
 		MaxConnections: *maxConns,
 		MaxRequests:    *maxRequests,
+		MaxScrapeBytes: scrapeMax,
 	})
 	if err != nil {
 		logger.Error("exiting", "err", err)
 		return 1
 	}
 	return 0
+}
+
+// scrapeBudget is --web.max-scrape-bytes: flagBytes when given (set), else half the
+// series' bound, so that the series and the scrapes together stay within the Go runtime's
+// soft limit of 1.5 times it; none when the series have none.
+func scrapeBudget(flagBytes int64, set bool, seriesBytes int64) int64 {
+	if set {
+		return flagBytes
+	}
+	return seriesBytes / 2
 }
 
 // defaultConfigFiles are the rule files read when --config.file is not given, the first

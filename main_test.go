@@ -285,7 +285,7 @@ func TestByteSizeFlag(t *testing.T) {
 			}
 		})
 	}
-	for _, flag := range []string{"--series.max-bytes", "--input.backfill-bytes"} {
+	for _, flag := range []string{"--series.max-bytes", "--input.backfill-bytes", "--web.max-scrape-bytes"} {
 		t.Run(flag, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer
 			if code := run([]string{"--config.file=examples/quickstart.yaml", "--config.check", flag + "=134217728"}, &stdout, &stderr); code != 0 {
@@ -294,6 +294,29 @@ func TestByteSizeFlag(t *testing.T) {
 			stderr.Reset()
 			if code := run([]string{"--config.file=examples/quickstart.yaml", "--config.check", flag + "=12XB"}, &stdout, &stderr); code != 2 || !strings.Contains(stderr.String(), strings.TrimPrefix(flag, "--")) {
 				t.Errorf("%s=12XB: exit %d, stderr %q; want exit 2 naming the flag", flag, code, stderr.String())
+			}
+		})
+	}
+}
+
+// TestScrapeBudget: --web.max-scrape-bytes is what was given, even 0 (none), else half
+// of the series' bound, none when they have none.
+func TestScrapeBudget(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		flag        int64
+		set         bool
+		seriesBytes int64
+		want        int64
+	}{
+		{name: "default", seriesBytes: 128 << 20, want: 64 << 20},
+		{name: "given", flag: 256 << 20, set: true, seriesBytes: 128 << 20, want: 256 << 20},
+		{name: "given none", flag: 0, set: true, seriesBytes: 128 << 20, want: 0},
+		{name: "series without a bound", seriesBytes: 0, want: 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := scrapeBudget(tc.flag, tc.set, tc.seriesBytes); got != tc.want {
+				t.Errorf("scrapeBudget(%d, %v, %d) = %d, want %d", tc.flag, tc.set, tc.seriesBytes, got, tc.want)
 			}
 		})
 	}

@@ -50,11 +50,7 @@ func Handler(src Source, reg prometheus.Gatherer, errorLog *log.Logger) http.Han
 		}
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		var keep func(string) bool
-		if names := req.URL.Query()["name[]"]; len(names) > 0 {
-			keep = func(name string) bool { return slices.Contains(names, name) }
-		}
-		format := expfmt.NegotiateAccept(req.Header, expfmt.DefaultOpenMetricsAcceptedFormats()...)
+		keep, format := Negotiate(req)
 		rules := src.Scrape(keep, format)
 		defer rules.Close()
 		mfs, err := reg.Gather()
@@ -96,6 +92,27 @@ func Handler(src Source, reg prometheus.Gatherer, errorLog *log.Logger) http.Han
 			errs.WithLabelValues("encoding").Inc()
 		}
 	})
+}
+
+// Negotiate is what a Handler serves req: the families its name[] parameters name (keep
+// is nil when it names none: all of them), in the format negotiated from its Accept header.
+// A limiter in front of the Handler reads it to know what the scrape will read.
+func Negotiate(req *http.Request) (keep func(name string) bool, format expfmt.Format) {
+	if names := req.URL.Query()["name[]"]; len(names) > 0 {
+		keep = func(name string) bool { return slices.Contains(names, name) }
+	}
+	return keep, expfmt.NegotiateAccept(req.Header, expfmt.DefaultOpenMetricsAcceptedFormats()...)
+}
+
+// BuffersWhole reports whether a scrape in format is held whole until its end rather than
+// written as it is encoded: the protobuf text formats, decoded from the delimited protobuf
+// at Close (see NewWriter).
+func BuffersWhole(format expfmt.Format) bool {
+	switch format.FormatType() {
+	case expfmt.TypeTextPlain, expfmt.TypeOpenMetrics, expfmt.TypeProtoDelim:
+		return false
+	}
+	return true
 }
 
 // gzips is the handler's spare gzip writer.

@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"unsafe"
 )
 
 // A scrape's rule families reach the writers as snapshots: what a rule's families are
@@ -201,6 +202,9 @@ type RuleSnapshot struct {
 	// text and pb are the series' label pairs as each format writes them, made by the
 	// first family of the snapshot written in it.
 	text, pb labelPairs
+	// kept are what the top values' items point into (Keep), keptBytes their heap.
+	kept      []any
+	keptBytes int64
 }
 
 // absent marks a gauge with no sample in a window: a NaN with a payload of its own, so
@@ -246,6 +250,7 @@ func (r *RuleSnapshot) Reset(shape *Shape, n int, native bool) {
 	}
 	clear(r.tops) // the items may go
 	r.tops = r.tops[:0]
+	r.letGo()
 	m := shape.spec.Registers
 	r.regs = slices.Grow(r.regs[:0], n*nw*m)[:n*nw*m]
 	r.regSet = slices.Grow(r.regSet[:0], n*nw)[:n*nw]
@@ -263,7 +268,35 @@ func (r *RuleSnapshot) Release() {
 	r.labels = r.labels[:0]
 	clear(r.tops)
 	r.tops = r.tops[:0]
+	r.letGo()
 	r.shape = nil
+}
+
+// letGo lets go of what Keep kept.
+func (r *RuleSnapshot) letGo() {
+	clear(r.kept)
+	r.kept, r.keptBytes = r.kept[:0], 0
+}
+
+// Keep keeps v referenced until Release or the next Reset: what the items given to AddTop
+// point into, when they are not copies. n is its heap besides those items (Bytes counts
+// them as AddTop's).
+func (r *RuleSnapshot) Keep(v any, n int64) {
+	r.kept = append(r.kept, v)
+	r.keptBytes += n
+}
+
+// Bytes is the heap the snapshot holds: its buffers, the top values' items and the label
+// pairs encoded for the formats (the series' label values are the store's, not counted).
+func (r *RuleSnapshot) Bytes() int64 {
+	n := 24*cap(r.labels) + 8*cap(r.totals) + cap(r.live) + 8*cap(r.values) + 8*cap(r.hists) +
+		int(unsafe.Sizeof(nativeRef{}))*cap(r.natives) + cap(r.nativePB) + int(unsafe.Sizeof(topSample{}))*cap(r.tops) +
+		cap(r.regs) + cap(r.regSet) + 8*cap(r.regRun) + 8*cap(r.order) +
+		cap(r.text.b) + 8*cap(r.text.cuts) + cap(r.pb.b) + 8*cap(r.pb.cuts) + 16*cap(r.kept)
+	for i := range r.tops {
+		n += len(r.tops[i].item)
+	}
+	return int64(n) + r.keptBytes
 }
 
 // SetSeries sets series i's label values (in the order of the rule's labels, not changed
@@ -295,7 +328,7 @@ func (r *RuleSnapshot) Buckets(i, wi int) []float64 {
 func (r *RuleSnapshot) HoldsNatives() bool { return len(r.natives) > 0 }
 
 // AddTop adds a ranked value of series i in window wi: the ranked label's value and its
-// sum. The item is kept until Release.
+// sum. The item is kept until Release; what it points into must be too (Keep).
 func (r *RuleSnapshot) AddTop(i, wi int, item string, v float64) {
 	r.tops = append(r.tops, topSample{series: i, window: wi, item: item, v: v})
 }

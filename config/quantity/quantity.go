@@ -338,7 +338,9 @@ type Family struct {
 	Top *Top
 	// The readers of the families not read as one number, each from its summary (the
 	// Summary-th; NativeSummary's for NativeSketch): Buckets of the Histogram, TopValues
-	// of the Top family, NativeSketch of a Native histogram.
+	// of the Top family (their items are the summary's own text, valid until it next
+	// changes: a reader copies them, or keeps the summary), NativeSketch of a Native
+	// histogram.
 	Buckets      func(s windows.Summary, dst []float64)
 	TopValues    func(s windows.Summary, dst []sketch.TopValue) []sketch.TopValue
 	NativeSketch func(s windows.Summary) *sketch.Quantiles
@@ -378,10 +380,11 @@ func nativeSketch(s windows.Summary) *sketch.Quantiles {
 	return new(sketch.Quantiles)
 }
 
-// topValues reads the top values of a window, with the rule's K and Min.
+// topValues reads the top values of a window, with the rule's K and Min, without copying
+// their items (sketch.Top.TopShared).
 func (t *Top) topValues(s windows.Summary, dst []sketch.TopValue) []sketch.TopValue {
 	if top, ok := s.(*sketch.Top); ok {
-		return top.Top(t.K, t.Min, dst)
+		return top.TopShared(t.K, t.Min, dst)
 	}
 	return dst
 }

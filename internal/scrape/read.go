@@ -3,7 +3,9 @@ package scrape
 import (
 	"io"
 	"slices"
+	"strings"
 	"sync"
+	"unsafe"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/common/expfmt"
@@ -82,12 +84,7 @@ func (s *Scrape) Write(w *exporter.Writer) error {
 	if s.v == nil {
 		return nil
 	}
-	left := make([]int, len(s.p.rules))
-	for _, f := range s.p.families {
-		if s.keep == nil || s.keep(f.name) {
-			left[f.rule]++
-		}
-	}
+	left := s.p.familiesOf(s.keep)
 	open := make([]*reader, len(s.p.rules))
 	defer func() {
 		for _, x := range open {
@@ -105,6 +102,7 @@ func (s *Scrape) Write(w *exporter.Writer) error {
 			x = s.c.free.get()
 			open[f.rule] = x
 			x.read(s.v.set.Rule(f.rule), &s.v.rules[f.rule], &s.p.rules[f.rule], s.native)
+			s.p.held[f.rule][b2i(s.native)].Store(x.bytes())
 		}
 		if err := w.Write(&x.snap, f.f); err != nil {
 			return err
@@ -115,6 +113,69 @@ func (s *Scrape) Write(w *exporter.Writer) error {
 		}
 	}
 	return nil
+}
+
+// ScrapeCost is the heap a scrape of the families keep passes (all when nil) in format
+// holds at most beyond the writer's chunk, as the last reads of its rules tell: the rules
+// are read a rule at a time, so it is what the rules open at once held at their last
+// read, the most of any point of the scrape, with the chunk and the compressor's state
+// (scrapeOverhead). known is false when a rule it reads has not been read in that format
+// since the Set was made, or when format is held whole (exporter.BuffersWhole): then no
+// read tells what it will hold. A rule that grew since its last read holds more.
+func (c *Collector) ScrapeCost(keep func(name string) bool, format expfmt.Format) (cost int64, known bool) {
+	set := c.opts.Set()
+	if set == nil {
+		return scrapeOverhead, true
+	}
+	if exporter.BuffersWhole(format) {
+		return 0, false
+	}
+	p := c.planOf(set)
+	native := b2i(exporter.WantsNative(format))
+	left := p.familiesOf(keep)
+	opened := make([]bool, len(p.rules))
+	var open, most int64
+	for _, f := range p.families {
+		if keep != nil && !keep(f.name) {
+			continue
+		}
+		held := p.held[f.rule][native].Load()
+		if held < 0 {
+			return 0, false
+		}
+		if !opened[f.rule] {
+			opened[f.rule] = true
+			open += held
+			most = max(most, open)
+		}
+		if left[f.rule]--; left[f.rule] == 0 {
+			open -= held
+		}
+	}
+	return most + scrapeOverhead, true
+}
+
+// familiesOf counts, per rule, its families keep passes (all when nil).
+func (p *plan) familiesOf(keep func(name string) bool) []int {
+	left := make([]int, len(p.rules))
+	for _, f := range p.families {
+		if keep == nil || keep(f.name) {
+			left[f.rule]++
+		}
+	}
+	return left
+}
+
+// scrapeOverhead is what a scrape holds besides its rules' reads: the writer's chunk
+// (exporter's flushAt and its slack) and a gzip writer's state at its fastest level,
+// about 300 KB, with room to spare.
+const scrapeOverhead = 1 << 20
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // Close lets the view go, with the self-metrics' reference unless they took it.
@@ -187,6 +248,12 @@ func (x *reader) read(r *store.Rule, rv *ruleView, p *rulePlan, native bool) {
 	}
 }
 
+// bytes is the heap the reader holds: its snapshot and the merged summaries and top
+// values it read them from.
+func (x *reader) bytes() int64 {
+	return x.snap.Bytes() + int64(summaryBytes(x.sums)+summaryBytes(x.partSums)) + int64(cap(x.tops))*int64(unsafe.Sizeof(sketch.TopValue{}))
+}
+
 // readSummaries reads series s's summaries into its snapshot, as series i.
 func (x *reader) readSummaries(r *store.Rule, s *store.Series, now int64, i, nw int, p *rulePlan) {
 	snap := &x.snap
@@ -205,10 +272,7 @@ func (x *reader) readSummaries(r *store.Rule, s *store.Series, now int64, i, nw 
 				}
 				g = g[1:]
 			case fam.TopValues != nil:
-				x.tops = fam.TopValues(sums[fam.Summary], x.tops[:0])
-				for _, tv := range x.tops {
-					snap.AddTop(i, wi, tv.Item, tv.Sum)
-				}
+				x.readTops(snap, fam, sums, i, wi, kinds)
 			case fam.RegisterValues != nil:
 				var ok bool
 				if x.regs, ok = fam.RegisterValues(sums[fam.Summary], x.regs); ok {
@@ -222,6 +286,46 @@ func (x *reader) readSummaries(r *store.Rule, s *store.Series, now int64, i, nw 
 			}
 		}
 	}
+}
+
+// readTops reads series i's top values of window wi from its summaries sums (of kinds
+// summaries a window) into the snapshot: copied out of the merged summary, or, when the
+// summary is large and mostly what is exported (shareTops), as its own text, the summary
+// kept by the snapshot and the next series merged into a new one.
+func (x *reader) readTops(snap *exporter.RuleSnapshot, fam *quantity.Family, sums []windows.Summary, i, wi, kinds int) {
+	s := sums[fam.Summary]
+	x.tops = fam.TopValues(s, x.tops[:0])
+	items := 0
+	for _, tv := range x.tops {
+		items += len(tv.Item)
+	}
+	if n := s.Bytes(); shareTops(n, items) {
+		snap.Keep(s, int64(n-items))
+		x.sums[wi*kinds+fam.Summary] = sketch.NewTop(fam.Top.Capacity)
+	} else {
+		for j := range x.tops {
+			x.tops[j].Item = strings.Clone(x.tops[j].Item)
+		}
+	}
+	for _, tv := range x.tops {
+		snap.AddTop(i, wi, tv.Item, tv.Sum)
+	}
+}
+
+// shareTopBytes is the size of a merged top summary past which its items may be exported
+// as its own text rather than copied (shareTops).
+const shareTopBytes = 1 << 20
+
+// shareTops reports whether a window's top values, of items bytes, are better exported as
+// the text of their merged summary of n bytes, kept by the snapshot, than copied: when
+// the summary is large and the items more than half of it. A kept summary holds its
+// items once where copies hold them twice (a read of k = 50,000 over 1 KB paths holds
+// 54 MB against 102 MB), but each series then keeps its own summary, where copies keep
+// only what is
+// exported: a summary of many more values than k is better copied from; a small one is
+// kept by the reader for the next series.
+func shareTops(n, items int) bool {
+	return n > shareTopBytes && 2*items > n
 }
 
 // readHistogram reads a window's classic histogram, when the rule has buckets.

@@ -254,7 +254,14 @@ type plan struct {
 	// unnamed counts the rules whose families could not be built (config refuses such
 	// rules: a label named like the window label, or twice), which are not written.
 	unnamed int
+	// held is, per rule, the heap its last read held (see Collector.ScrapeCost).
+	held []heldBytes
 }
+
+// heldBytes is the heap the last read of a rule held while it was written, as a snapshot
+// for the text formats and one for the protobuf format (which holds native histograms):
+// -1 until it is read.
+type heldBytes [2]atomic.Int64
 
 // planned is one family of a plan: rule's family f.
 type planned struct {
@@ -276,7 +283,11 @@ func (c *Collector) planOf(set *store.Set) *plan {
 	if p := c.plan.Load(); p != nil && p.set == set {
 		return p
 	}
-	p := &plan{set: set, rules: make([]rulePlan, set.NumRules())}
+	p := &plan{set: set, rules: make([]rulePlan, set.NumRules()), held: make([]heldBytes, set.NumRules())}
+	for i := range p.held {
+		p.held[i][0].Store(-1)
+		p.held[i][1].Store(-1)
+	}
 	for i := range set.NumRules() {
 		r := set.Rule(i)
 		rp, err := newRulePlan(r)

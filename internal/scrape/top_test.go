@@ -1,7 +1,10 @@
 package scrape
 
 import (
+	"cmp"
 	"io"
+	"maps"
+	"math/rand/v2"
 	"slices"
 	"strconv"
 	"strings"
@@ -10,6 +13,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	dto "github.com/prometheus/client_model/go"
+
+	"github.com/logwindow/logwindow_exporter/windows/sketch"
 )
 
 const topRules = `
@@ -124,10 +129,10 @@ func TestTopFamilyWithoutSeries(t *testing.T) {
 	}
 }
 
-// A reader kept for the next scrape lets go of merged summaries past keepSummaryBytes: the
-// top values of long, ever new paths would otherwise stay held between scrapes by every
-// kept reader, outside --series.max-bytes. Small ones are kept, for the next scrape to
-// reuse.
+// A reader kept for the next scrape lets go of merged summaries past keepSummaryBytes (a
+// large top summary goes to the snapshot, which lets it go once written): the top values
+// of long, ever new paths would otherwise stay held between scrapes by every kept reader,
+// outside --series.max-bytes. Small ones are kept, for the next scrape to reuse.
 func TestKeptReadersLetLargeSummariesGo(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
@@ -157,9 +162,118 @@ func TestKeptReadersLetLargeSummariesGo(t *testing.T) {
 			}
 			for _, x := range c.free.rs {
 				held := summaryBytes(x.sums) + summaryBytes(x.partSums)
-				if held > keepSummaryBytes || tc.kept != (x.sums != nil) {
+				if held > keepSummaryBytes || tc.kept && x.sums == nil {
 					t.Errorf("a kept reader holds %d bytes of summaries (kept: %v, want %v)", held, x.sums != nil, tc.kept)
 				}
+				if n := x.snap.Bytes(); n > keepSummaryBytes {
+					t.Errorf("a kept reader's snapshot holds %d bytes", n)
+				}
+			}
+		})
+	}
+}
+
+// TestTopValuesSharedOrCopied: a window's top values are the same whether they are copied
+// out of the merged summary or exported as its own text, the summary kept by the snapshot
+// (shareTops): against a naive count per path, for two label sets read one after the other
+// by one reader (the second merged into a summary of its own, so that the first's items
+// stay as they were), in both windows.
+func TestTopValuesSharedOrCopied(t *testing.T) {
+	const paths = 3000
+	for _, tc := range []struct {
+		name   string
+		pad, k int
+	}{
+		{name: "copied: a small summary", pad: 10, k: 1000},
+		{name: "copied: k a third of the values", pad: 400, k: 1000},
+		{name: "shared: every value exported", pad: 400, k: paths},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			k := tc.k
+			p, set := parserSet(t, strings.Replace(topRules, "k: 2, min: 3", "k: "+strconv.Itoa(k), 1))
+			sink := set.NewSink()
+			sink.SetNow(start, start)
+			rnd := rand.New(rand.NewPCG(5, 6))
+			counts := map[[2]string]int{} // host, path
+			for _, host := range []string{"h1", "h2"} {
+				for i := range paths {
+					path := "/" + strings.Repeat(host, tc.pad/2) + strconv.Itoa(i)
+					n := 1 + rnd.IntN(5)
+					counts[[2]string{host, path}] = n
+					for range n {
+						p.Parse("web", []byte(host+" eu "+path), sink)
+					}
+				}
+			}
+			now := int64(start)
+			c := collectorAt(fixed(set), &now)
+			want := map[string]float64{}
+			for _, host := range []string{"h1", "h2"} {
+				var ranked []sketch.TopValue
+				for key, n := range counts {
+					if key[0] == host {
+						ranked = append(ranked, sketch.TopValue{Item: key[1], Sum: float64(n)})
+					}
+				}
+				slices.SortFunc(ranked, func(a, b sketch.TopValue) int {
+					if c := cmp.Compare(b.Sum, a.Sum); c != 0 {
+						return c
+					}
+					return strings.Compare(a.Item, b.Item)
+				})
+				for _, tv := range ranked[:k] {
+					for _, w := range []string{"1m", "5m"} {
+						want["hot_paths_window_top{host="+host+",path="+tv.Item+",window="+w+",zone=eu}"] = tv.Sum
+					}
+				}
+			}
+			mfs, err := scraped(c).Gather()
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := map[string]float64{}
+			for _, mf := range mfs {
+				if mf.GetName() != "hot_paths_window_top" {
+					continue
+				}
+				for _, m := range mf.GetMetric() {
+					var key []string
+					for _, l := range m.GetLabel() {
+						key = append(key, l.GetName()+"="+l.GetValue())
+					}
+					got[mf.GetName()+"{"+strings.Join(key, ",")+"}"] = m.GetGauge().GetValue()
+				}
+			}
+			if !maps.Equal(got, want) {
+				t.Errorf("%d top values, want %d; they differ", len(got), len(want))
+				for name, v := range want {
+					if g, ok := got[name]; !ok || g != v {
+						t.Errorf("%.80s... = %v (present %v), want %v", name, g, ok, v)
+						break
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestShareTops: a window's top values are exported as their summary's text when it is
+// past shareTopBytes and they are more than half of it.
+func TestShareTops(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		n, items int
+		want     bool
+	}{
+		{name: "small, all exported", n: shareTopBytes, items: shareTopBytes - 1000, want: false},
+		{name: "large, all exported", n: 100 << 20, items: 95 << 20, want: true},
+		{name: "large, half exported", n: 100 << 20, items: 50 << 20, want: false},
+		{name: "large, just over half", n: 100 << 20, items: 50<<20 + 1, want: true},
+		{name: "large, a tenth exported", n: 100 << 20, items: 10 << 20, want: false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := shareTops(tc.n, tc.items); got != tc.want {
+				t.Errorf("shareTops(%d, %d) = %v, want %v", tc.n, tc.items, got, tc.want)
 			}
 		})
 	}

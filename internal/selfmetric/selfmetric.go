@@ -55,6 +55,21 @@ var (
 	SeriesBytes = Metric{"logwindow_series_bytes",
 		"Heap held by the series of all rules (label sets, counters, float wheels, and every quantile, distinct, top and histogram summary as it grows, each slot counted at least at its floor) and by the partial messages of cri inputs: what --series.max-bytes bounds.",
 		nil}
+	ScrapesRefused = Metric{"logwindow_scrapes_refused_total",
+		"Scrapes of the metrics path answered 503 before anything was written, by reason: max_requests (--web.max-requests scrapes ran and none gave way within 5s), max_scrape_bytes (the scrapes running held --web.max-scrape-bytes and none gave way within 5s), displaced (--web.max-requests scrapes waited, and it had waited longest).",
+		[]string{"reason"}}
+	ScrapesEnded = Metric{"logwindow_scrapes_ended_total",
+		"Scrapes ended because their client had not read for a second while another scrape waited for their place or their memory.",
+		nil}
+	ScrapesAlone = Metric{"logwindow_scrapes_alone_total",
+		"Scrapes charged the whole of --web.max-scrape-bytes, so run alone: the first after a start or a reload (whose memory no earlier read tells), those in the protobuf text formats (held whole), and those whose rules held more than the budget at their last read.",
+		nil}
+	ScrapeBytes = Metric{"logwindow_scrape_bytes",
+		"Memory the scrapes running are charged: what their rules held at their last read, or the whole of --web.max-scrape-bytes for one that runs alone.",
+		nil}
+	ScrapeMaxBytes = Metric{"logwindow_scrape_max_bytes",
+		"The --web.max-scrape-bytes budget of the scrapes in flight.",
+		nil}
 	SeriesMaxBytesSource = Metric{"logwindow_series_max_bytes_source",
 		"1 for where the --series.max-bytes bound came from: flag, cgroup_v2 or cgroup_v1 (half the container's memory limit), or default (512MiB: no limit found).",
 		[]string{"source"}}

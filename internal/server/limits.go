@@ -8,6 +8,10 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/logwindow/logwindow_exporter/internal/selfmetric"
 )
 
 // connLimiter bounds the connections the server holds, as its http.Server's ConnState:
@@ -100,28 +104,68 @@ func (l *connLimiter) track(c net.Conn, state http.ConnState) {
 	}
 }
 
-// scrapeLimiter bounds the scrapes in flight: each holds its read of every series until
-// it is written. A scrape past max waits, up to wait, for a place: one that frees, or
-// that of a scrape whose write has been blocked for stall (a client that does not read),
-// which is ended. The scrape that came last is given the next place, and when max
-// scrapes wait already, the one that has waited longest gets 503 at once: so clients
-// that came before and do not read cannot keep out a scraper that comes after them. A
-// scrape that waited in vain gets 503 too. The status page has a limiter of its own, so
-// that pages asked for cannot keep out a scraper, nor scrapes the page.
+// scrapeLimiter bounds the scrapes in flight: each holds the rules it reads until they are
+// written. A scrape past max waits, up to wait, for a place: one that frees, or that of a
+// scrape whose write has been blocked for stall (a client that does not read), which is
+// ended. The scrape that came last is given the next place, and when max scrapes wait
+// already, the one that has waited longest gets 503 at once: so clients that came before
+// and do not read cannot keep out a scraper that comes after them. A scrape that waited
+// in vain gets 503 too. The status page has a limiter of its own, so that pages asked for
+// cannot keep out a scraper, nor scrapes the page.
+//
+// With a budget, the limiter also bounds the heap the scrapes in flight hold: each is
+// charged its cost before it runs (what the last reads of its rules held, see
+// scrape.Collector.ScrapeCost), and waits, as for a place, until the scrapes running leave
+// room for it; a scrape whose cost is unknown or over the budget is charged the whole
+// budget, so that it runs alone. The charge is given back when its handler returns.
 type scrapeLimiter struct {
 	max         int
 	stall, wait time.Duration
 	logger      *slog.Logger
+	// budget bounds the sum of the running scrapes' charges; 0 is none. cost is a
+	// scrape's, and whether it is known.
+	budget int64
+	cost   func(*http.Request) (int64, bool)
 	// refused counts the requests answered 503, for the log.
 	refused atomic.Int64
 
 	mu      sync.Mutex
 	running map[*scrape]struct{}
 	waiting []*scrape // a stack
+	// held is the sum of the running scrapes' charges; refusals count the 503s by
+	// refusal, ended the scrapes ended for a client that did not read, alone the scrapes
+	// charged the whole budget.
+	held     int64
+	refusals [numRefusals]uint64
+	ended    uint64
+	alone    uint64
 }
+
+// refusal is why a scrape got 503.
+type refusal int
+
+const (
+	// refusedRequests: max scrapes were running and none gave way within wait.
+	refusedRequests refusal = iota
+	// refusedBytes: the scrapes running held the budget and none gave way within wait.
+	refusedBytes
+	// refusedDisplaced: max scrapes waited, and it had waited longest.
+	refusedDisplaced
+	numRefusals
+)
+
+// refusalNames are the reason label values of the refusals.
+var refusalNames = [numRefusals]string{"max_requests", "max_scrape_bytes", "displaced"}
 
 func newScrapeLimiter(max int, stall, wait time.Duration, logger *slog.Logger) *scrapeLimiter {
 	return &scrapeLimiter{max: max, stall: stall, wait: wait, logger: logger, running: map[*scrape]struct{}{}}
+}
+
+// withBudget bounds the heap of the scrapes in flight to budget bytes (0: none), a
+// scrape's cost given by cost.
+func (l *scrapeLimiter) withBudget(budget int64, cost func(*http.Request) (int64, bool)) *scrapeLimiter {
+	l.budget, l.cost = budget, cost
+	return l
 }
 
 // scrape is one scrape in flight, or waiting.
@@ -131,6 +175,8 @@ type scrape struct {
 	blocked atomic.Int64
 	// end ends it: its writes fail from then on.
 	end func()
+	// charge is what it is charged of the budget.
+	charge int64
 	// given says, once, whether it was given a place (true) or put out of the waiting
 	// scrapes (false).
 	given chan bool
@@ -157,11 +203,15 @@ func (l *scrapeLimiter) handler(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rc := http.NewResponseController(w)
 		s := &scrape{end: func() { _ = rc.SetWriteDeadline(time.Now()) }, given: make(chan bool, 1)}
-		if !l.acquire(r, s) {
-			if n := l.refused.Add(1); n == 1 || n%1000 == 0 {
-				l.logger.Warn("requests answered 503 to stay within --web.max-requests", "path", r.URL.Path, "max_requests", l.max, "refused", n)
+		if l.budget > 0 {
+			s.charge = l.budget
+			if cost, known := l.cost(r); known && cost <= l.budget {
+				s.charge = cost
 			}
-			http.Error(w, "Too many requests in flight (--web.max-requests): try again later.", http.StatusServiceUnavailable)
+		}
+		if ok, why := l.acquire(r, s); !ok {
+			l.logRefusal(r, why)
+			http.Error(w, refusalText[why], http.StatusServiceUnavailable)
 			return
 		}
 		defer l.release(s)
@@ -169,12 +219,34 @@ func (l *scrapeLimiter) handler(h http.Handler) http.Handler {
 	})
 }
 
-// acquire waits until s is given a place, up to l.wait or the end of r.
-func (l *scrapeLimiter) acquire(r *http.Request, s *scrape) bool {
+// refusalText is the body of a 503, by refusal.
+var refusalText = [numRefusals]string{
+	refusedRequests:  "Too many requests in flight (--web.max-requests): try again later.",
+	refusedBytes:     "The scrapes in flight hold the memory scrapes may take (--web.max-scrape-bytes): try again later.",
+	refusedDisplaced: "Too many requests in flight (--web.max-requests): try again later.",
+}
+
+// logRefusal logs the first 503 and every thousandth.
+func (l *scrapeLimiter) logRefusal(r *http.Request, why refusal) {
+	n := l.refused.Add(1)
+	if n != 1 && n%1000 != 0 {
+		return
+	}
+	if why == refusedBytes {
+		l.logger.Warn("requests answered 503 to stay within --web.max-scrape-bytes", "path", r.URL.Path, "max_scrape_bytes", l.budget, "refused", n)
+		return
+	}
+	l.logger.Warn("requests answered 503 to stay within --web.max-requests", "path", r.URL.Path, "max_requests", l.max, "refused", n)
+}
+
+// acquire waits until s is given a place, up to l.wait or the end of r; when it is not,
+// it says why.
+func (l *scrapeLimiter) acquire(r *http.Request, s *scrape) (bool, refusal) {
 	l.mu.Lock()
 	if len(l.waiting) == l.max {
 		l.waiting[0].given <- false
 		l.waiting = slices.Delete(l.waiting, 0, 1)
+		l.refusals[refusedDisplaced]++
 	}
 	l.waiting = append(l.waiting, s)
 	next := l.fill()
@@ -186,7 +258,7 @@ func (l *scrapeLimiter) acquire(r *http.Request, s *scrape) bool {
 	for {
 		select {
 		case ok := <-s.given:
-			return ok
+			return ok, refusedDisplaced
 		case <-recheck.C:
 			l.mu.Lock()
 			recheck.Reset(l.fill())
@@ -199,21 +271,31 @@ func (l *scrapeLimiter) acquire(r *http.Request, s *scrape) bool {
 		defer l.mu.Unlock()
 		select {
 		case ok := <-s.given: // decided while its wait ended
-			return ok
+			return ok, refusedDisplaced
 		default:
 		}
 		l.waiting = slices.DeleteFunc(l.waiting, func(x *scrape) bool { return x == s })
-		return false
+		why := refusedRequests
+		if len(l.running) < l.max {
+			why = refusedBytes
+		}
+		l.refusals[why]++
+		return false, why
 	}
 }
 
-// fill gives places to the waiting scrapes, the last come first, while one is free or
-// can be freed by ending a stalled scrape. It returns when to look again: when the
-// scrape blocked longest will have stalled, or after stall when none is blocked. Under
-// l.mu.
+// fits reports whether s may run beside the running scrapes. Under l.mu.
+func (l *scrapeLimiter) fits(s *scrape) bool {
+	return len(l.running) < l.max && (l.budget == 0 || l.held+s.charge <= l.budget)
+}
+
+// fill gives places to the waiting scrapes, the last come first, while it fits or can be
+// made to fit by ending stalled scrapes. It returns when to look again: when the scrape
+// blocked longest will have stalled, or after stall when none is blocked. Under l.mu.
 func (l *scrapeLimiter) fill() time.Duration {
 	for len(l.waiting) > 0 {
-		if len(l.running) >= l.max {
+		w := l.waiting[len(l.waiting)-1]
+		for !l.fits(w) {
 			now := time.Now().UnixNano()
 			var victim *scrape
 			oldest := now
@@ -228,24 +310,63 @@ func (l *scrapeLimiter) fill() time.Duration {
 			// Ended while it is still in its handler (its release waits for l.mu), so the
 			// deadline cannot reach a later request on its connection.
 			victim.end()
-			delete(l.running, victim)
+			l.drop(victim)
+			l.ended++
 		}
-		w := l.waiting[len(l.waiting)-1]
 		l.waiting = l.waiting[:len(l.waiting)-1]
 		l.running[w] = struct{}{}
+		l.held += w.charge
+		if l.budget > 0 && w.charge == l.budget {
+			l.alone++
+		}
 		w.given <- true
 	}
 	return l.stall
+}
+
+// drop takes s out of the running scrapes, with its charge. Under l.mu.
+func (l *scrapeLimiter) drop(s *scrape) {
+	delete(l.running, s)
+	l.held -= s.charge
 }
 
 func (l *scrapeLimiter) release(s *scrape) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if _, ok := l.running[s]; ok {
-		delete(l.running, s)
+		l.drop(s)
 		l.fill()
 	}
 }
+
+// Describe sends nothing: the limiter is an unchecked collector, as the rules' is.
+func (l *scrapeLimiter) Describe(chan<- *prometheus.Desc) {}
+
+// Collect sends the limiter's self-metrics: its 503s by reason, the scrapes it ended, and
+// the budget with what the running scrapes are charged of it.
+func (l *scrapeLimiter) Collect(ch chan<- prometheus.Metric) {
+	l.mu.Lock()
+	refusals, ended, alone, held := l.refusals, l.ended, l.alone, l.held
+	l.mu.Unlock()
+	for why, n := range refusals {
+		ch <- prometheus.MustNewConstMetric(scrapesRefused, prometheus.CounterValue, float64(n), refusalNames[why])
+	}
+	ch <- prometheus.MustNewConstMetric(scrapesEnded, prometheus.CounterValue, float64(ended))
+	if l.budget > 0 {
+		ch <- prometheus.MustNewConstMetric(scrapesAlone, prometheus.CounterValue, float64(alone))
+		ch <- prometheus.MustNewConstMetric(scrapeBytes, prometheus.GaugeValue, float64(held))
+		ch <- prometheus.MustNewConstMetric(scrapeMaxBytes, prometheus.GaugeValue, float64(l.budget))
+	}
+}
+
+// The limiter's self-metrics' descriptors.
+var (
+	scrapesRefused = selfmetric.ScrapesRefused.Desc()
+	scrapesEnded   = selfmetric.ScrapesEnded.Desc()
+	scrapesAlone   = selfmetric.ScrapesAlone.Desc()
+	scrapeBytes    = selfmetric.ScrapeBytes.Desc()
+	scrapeMaxBytes = selfmetric.ScrapeMaxBytes.Desc()
+)
 
 // connectionLimit is want, or half the open-file limit nofile when that is lower (and
 // lowered is set), so that held connections leave the other half to the inputs' files

@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"errors"
 	"log/slog"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -94,35 +96,43 @@ func (w *blockedWriter) SetWriteDeadline(time.Time) error {
 	return nil
 }
 
+// scrapeResult is how a scrape through a limiter ended: its status code, when, from the
+// test's start, and the error of its write.
+type scrapeResult struct {
+	code  int
+	ended time.Duration
+	err   error
+}
+
+// serveAt runs a scrape of target that writes once, after its gate opens (a nil gate is
+// open), and reports how it ended.
+func serveAt(l *scrapeLimiter, start time.Time, w http.ResponseWriter, g *gate, target string) chan scrapeResult {
+	done := make(chan scrapeResult, 1)
+	var err error
+	h := l.handler(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		if g != nil {
+			g.in.Store(true)
+			<-g.open
+		}
+		_, err = w.Write([]byte("metrics\n"))
+	}))
+	go func() {
+		h.ServeHTTP(w, httptest.NewRequest(http.MethodGet, target, nil))
+		code := http.StatusOK
+		if rec, ok := w.(interface{ Result() *http.Response }); ok {
+			code = rec.Result().StatusCode
+		}
+		done <- scrapeResult{code, time.Since(start), err}
+	}()
+	return done
+}
+
 // TestScrapeLimiter runs scrapes, one at a time, through the limiter.
 func TestScrapeLimiter(t *testing.T) {
 	const stall, wait = time.Second, 5 * time.Second
-	// serve runs a scrape that writes once, after its gate opens (a nil gate is open),
-	// and reports its status code and when it ended, from the test's start.
-	type result struct {
-		code  int
-		ended time.Duration
-		err   error
-	}
+	type result = scrapeResult
 	serve := func(l *scrapeLimiter, start time.Time, w http.ResponseWriter, g *gate) chan result {
-		done := make(chan result, 1)
-		var err error
-		h := l.handler(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-			if g != nil {
-				g.in.Store(true)
-				<-g.open
-			}
-			_, err = w.Write([]byte("metrics\n"))
-		}))
-		go func() {
-			h.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/metrics", nil))
-			code := http.StatusOK
-			if rec, ok := w.(interface{ Result() *http.Response }); ok {
-				code = rec.Result().StatusCode
-			}
-			done <- result{code, time.Since(start), err}
-		}()
-		return done
+		return serveAt(l, start, w, g, "/metrics")
 	}
 	t.Run("a client that does not read gives way after stall", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
@@ -236,4 +246,156 @@ func TestHeaderTimeout(t *testing.T) {
 			t.Errorf("headerTimeout(%v) = %v, want %v", read, got, want)
 		}
 	}
+}
+
+// costOf is a test's scrape cost: its cost query parameter in bytes, unknown without one.
+func costOf(r *http.Request) (int64, bool) {
+	c := r.URL.Query().Get("cost")
+	if c == "" {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(c, 10, 64)
+	return n, err == nil
+}
+
+// TestScrapeBudget runs scrapes of given costs through a limiter of many places and a
+// budget of 100 bytes: a scrape runs when the running ones leave room for its cost, waits
+// as for a place when they do not (taking the room of one whose client has stalled), and
+// gets 503 when none frees within wait, counted by reason; a scrape of unknown cost, or of
+// one over the budget, is charged the whole budget and runs alone. Every charge is given
+// back.
+func TestScrapeBudget(t *testing.T) {
+	const stall, wait, budget = time.Second, 5 * time.Second, 100
+	type scrapeCase struct {
+		// cost is the query's ("" unknown); gated scrapes wait in their handler until
+		// the test opens their gate, blocked ones write to a client that never reads.
+		cost           string
+		gated, blocked bool
+		// after is when it comes, from the start; want its status and when it ends
+		// (from the start; the gated are opened at open).
+		after time.Duration
+		code  int
+		ended time.Duration
+	}
+	for _, tc := range []struct {
+		name    string
+		scrapes []scrapeCase
+		// open is when the gates open; held is what the running scrapes are charged
+		// just before (at open−1ms); refused and ended the counts then.
+		open    time.Duration
+		held    int64
+		refused [numRefusals]uint64
+		ended   uint64
+		alone   uint64
+		log     string
+	}{
+		{name: "two that fit run together",
+			scrapes: []scrapeCase{{cost: "60", gated: true, code: 200, ended: 2 * time.Second}, {cost: "40", gated: true, after: time.Millisecond, code: 200, ended: 2 * time.Second}},
+			open:    2 * time.Second, held: 100},
+		{name: "one that does not fit waits for the room, then runs",
+			scrapes: []scrapeCase{{cost: "60", gated: true, code: 200, ended: 2 * time.Second}, {cost: "50", after: time.Millisecond, code: 200, ended: 2 * time.Second}},
+			open:    2 * time.Second, held: 60},
+		{name: "one that waits in vain gets 503 for the bytes",
+			scrapes: []scrapeCase{{cost: "60", gated: true, code: 200, ended: 6 * time.Second}, {cost: "50", after: time.Millisecond, code: 503, ended: wait + time.Millisecond}},
+			open:    6 * time.Second, held: 60, refused: [numRefusals]uint64{refusedBytes: 1}, log: "--web.max-scrape-bytes"},
+		{name: "a stalled client's room goes to the scrape that waits",
+			scrapes: []scrapeCase{{cost: "80", blocked: true, code: 200, ended: stall}, {cost: "50", after: time.Millisecond, code: 200, ended: stall}},
+			open:    2 * time.Second, held: 0, ended: 1},
+		{name: "an unknown cost runs alone",
+			scrapes: []scrapeCase{{gated: true, code: 200, ended: 2 * time.Second}, {cost: "1", after: time.Millisecond, code: 200, ended: 2 * time.Second}},
+			open:    2 * time.Second, held: budget, alone: 1},
+		{name: "a cost over the budget runs alone",
+			scrapes: []scrapeCase{{cost: "1", gated: true, code: 200, ended: 2 * time.Second}, {cost: "500", after: time.Millisecond, code: 200, ended: 2 * time.Second}},
+			open:    2 * time.Second, held: 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				var log bytes.Buffer
+				l := newScrapeLimiter(10, stall, wait, slog.New(slog.NewTextHandler(&log, nil))).withBudget(budget, costOf)
+				start := time.Now()
+				g := newGate()
+				results := make([]chan scrapeResult, len(tc.scrapes))
+				for i, sc := range tc.scrapes {
+					time.Sleep(sc.after - time.Since(start))
+					var w http.ResponseWriter = httptest.NewRecorder()
+					if sc.blocked {
+						w = newBlockedWriter()
+					}
+					var gate *gate
+					if sc.gated {
+						gate = g
+					}
+					target := "/metrics"
+					if sc.cost != "" {
+						target += "?cost=" + sc.cost
+					}
+					results[i] = serveAt(l, start, w, gate, target)
+				}
+				time.Sleep(tc.open - time.Millisecond - time.Since(start))
+				l.mu.Lock()
+				held, refused, ended, alone := l.held, l.refusals, l.ended, l.alone
+				l.mu.Unlock()
+				if held != tc.held || refused != tc.refused || ended != tc.ended || alone != tc.alone {
+					t.Errorf("before the gates open: held %d, refused %v, ended %d, alone %d; want %d, %v, %d, %d",
+						held, refused, ended, alone, tc.held, tc.refused, tc.ended, tc.alone)
+				}
+				time.Sleep(time.Millisecond)
+				close(g.open)
+				for i, sc := range tc.scrapes {
+					if got := <-results[i]; got.code != sc.code || got.ended != sc.ended {
+						t.Errorf("scrape %d: HTTP %d after %v, want %d after %v", i, got.code, got.ended, sc.code, sc.ended)
+					}
+				}
+				if l.held != 0 || len(l.running) != 0 {
+					t.Errorf("after: %d bytes held by %d scrapes, want none", l.held, len(l.running))
+				}
+				if tc.log != "" && !strings.Contains(log.String(), tc.log) {
+					t.Errorf("the 503 is not logged with %s: %q", tc.log, log.String())
+				}
+			})
+		})
+	}
+}
+
+// TestScrapeBudgetConcurrent runs many scrapes of random costs at once: the costs of those
+// in their handlers at once never pass the budget, and every charge is given back.
+func TestScrapeBudgetConcurrent(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const budget, scrapes = 100, 200
+		l := newScrapeLimiter(8, time.Second, 5*time.Second, slog.New(slog.DiscardHandler)).withBudget(budget, costOf)
+		var inside, most atomic.Int64
+		var wg sync.WaitGroup
+		codes := make([]int, scrapes)
+		for i := range scrapes {
+			cost := rand.IntN(budget+20) + 1
+			wg.Go(func() {
+				h := l.handler(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {
+					// What the limiter charged: a cost over the budget is charged the budget.
+					charged := min(int64(cost), budget)
+					n := inside.Add(charged)
+					for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+					}
+					time.Sleep(time.Duration(rand.IntN(100)) * time.Millisecond)
+					inside.Add(-charged)
+				}))
+				rec := httptest.NewRecorder()
+				h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics?cost="+strconv.Itoa(cost), nil))
+				codes[i] = rec.Code
+			})
+		}
+		wg.Wait()
+		if m := most.Load(); m > budget {
+			t.Errorf("the scrapes in their handlers at once cost %d, over the budget of %d", m, budget)
+		}
+		served := 0
+		for _, c := range codes {
+			if c == http.StatusOK {
+				served++
+			}
+		}
+		if l.held != 0 || served == 0 {
+			t.Errorf("after: %d bytes held, %d of %d served; want none held, some served", l.held, served, scrapes)
+		}
+		t.Logf("%d of %d served, %d refused (%v), the most at once cost %d", served, scrapes, scrapes-served, l.refusals, most.Load())
+	})
 }

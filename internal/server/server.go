@@ -75,6 +75,9 @@ type Options struct {
 	// when that is lower (see connLimiter); MaxRequests the scrapes in flight, and apart
 	// the status pages in flight (see scrapeLimiter). 0 is none.
 	MaxConnections, MaxRequests int
+	// MaxScrapeBytes bounds the heap the scrapes in flight hold, within MaxRequests (see
+	// scrapeLimiter); 0 is none.
+	MaxScrapeBytes int64
 }
 
 // Serve follows the inputs of cfg and answers HTTP on the addresses of webFlags until
@@ -197,7 +200,10 @@ func NewMux(p *pipeline.Pipeline, coll *rulescrape.Collector, reg *prometheus.Re
 	var metrics http.Handler = exporter.Handler(coll, reg, slog.NewLogLogger(logger.Handler(), slog.LevelError))
 	var admitPage func(http.Handler) http.Handler
 	if o.MaxRequests > 0 {
-		metrics = newScrapeLimiter(o.MaxRequests, scrapeStall, scrapeWait, logger).handler(metrics)
+		lim := newScrapeLimiter(o.MaxRequests, scrapeStall, scrapeWait, logger).withBudget(o.MaxScrapeBytes,
+			func(r *http.Request) (int64, bool) { return coll.ScrapeCost(exporter.Negotiate(r)) })
+		reg.MustRegister(lim)
+		metrics = lim.handler(metrics)
 		admitPage = newScrapeLimiter(o.MaxRequests, scrapeStall, scrapeWait, logger).handler
 	}
 	mux.Handle(o.MetricsPath, metrics)

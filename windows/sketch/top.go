@@ -385,6 +385,18 @@ func (t *Top) Bound() float64 {
 // first, equal sums in the order of their items, and returns it.
 func (t *Top) Top(k int, atLeast float64, dst []TopValue) []TopValue {
 	from := len(dst)
+	dst = t.TopShared(k, atLeast, dst)
+	for i := range dst[from:] {
+		dst[from+i].Item = strings.Clone(dst[from+i].Item)
+	}
+	return dst
+}
+
+// TopShared is Top without copying the items: each is the summary's own text, valid until
+// the summary next changes (Add, Merge, Reset, Seal), so that a reader that keeps the
+// summary as long as the values holds the items once, not twice.
+func (t *Top) TopShared(k int, atLeast float64, dst []TopValue) []TopValue {
+	from := len(dst)
 	if k < 1 {
 		return dst
 	}
@@ -405,11 +417,7 @@ func (t *Top) Top(k int, atLeast float64, dst []TopValue) []TopValue {
 			siftDown(h, 0)
 		}
 	}
-	out := dst[from:]
-	slices.SortFunc(out, topOrder)
-	for i := range out {
-		out[i].Item = strings.Clone(out[i].Item)
-	}
+	slices.SortFunc(dst[from:], topOrder)
 	return dst
 }
 

@@ -1,0 +1,66 @@
+package scrape
+
+import (
+	"io"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/common/expfmt"
+)
+
+// TestScrapeCost: a scrape's cost is unknown until its rules have been read in its format
+// (text and OpenMetrics share their reads, protobuf holds native histograms besides), and
+// always in the protobuf text formats, held whole; once known it is at least the top
+// values' items the read copied, each window's; a filter that leaves a rule out leaves
+// its read out, one that keeps any of its families counts the whole read.
+func TestScrapeCost(t *testing.T) {
+	const paths, pad = 2000, 200
+	p, set := parserSet(t, strings.Replace(topRules, "k: 2, min: 3", "k: 5000", 1))
+	k := set.NewSink()
+	k.SetNow(start, start)
+	for i := range paths {
+		p.Parse("web", []byte("h1 eu /"+strings.Repeat("x", pad)+strconv.Itoa(i)), k)
+	}
+	now := int64(start)
+	c := collectorAt(fixed(set), &now)
+	text, om := expfmt.NewFormat(expfmt.TypeTextPlain), expfmt.NewFormat(expfmt.TypeOpenMetrics)
+	proto, protoText := expfmt.NewFormat(expfmt.TypeProtoDelim), expfmt.NewFormat(expfmt.TypeProtoText)
+	if _, known := c.ScrapeCost(nil, text); known {
+		t.Error("the cost of a scrape of rules never read is known")
+	}
+	if err := c.Encode(io.Discard, nil, text); err != nil {
+		t.Fatal(err)
+	}
+	// Both windows hold every path, each copied with its value.
+	items := int64(2 * paths * (pad + 1))
+	onlyTotal := func(name string) bool { return name == "hot_paths_total" }
+	for _, tc := range []struct {
+		name    string
+		keep    func(string) bool
+		format  expfmt.Format
+		known   bool
+		atLeast int64
+		atMost  int64
+	}{
+		{name: "text, read", format: text, known: true, atLeast: items + scrapeOverhead, atMost: 4*items + scrapeOverhead},
+		{name: "OpenMetrics, read as text", format: om, known: true, atLeast: items + scrapeOverhead, atMost: 4*items + scrapeOverhead},
+		{name: "protobuf, not read yet", format: proto},
+		{name: "protobuf text, held whole", format: protoText},
+		{name: "a filter of no rule's family", keep: func(name string) bool { return name == "logwindow_input_lines_total" }, format: text, known: true, atLeast: scrapeOverhead, atMost: scrapeOverhead},
+		{name: "a filter of the rule's _total", keep: onlyTotal, format: text, known: true, atLeast: items + scrapeOverhead, atMost: 4*items + scrapeOverhead},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cost, known := c.ScrapeCost(tc.keep, tc.format)
+			if known != tc.known || known && (cost < tc.atLeast || cost > tc.atMost) {
+				t.Errorf("cost %d (known %v), want within [%d, %d] (known %v)", cost, known, tc.atLeast, tc.atMost, tc.known)
+			}
+		})
+	}
+	if err := c.Encode(io.Discard, nil, proto); err != nil {
+		t.Fatal(err)
+	}
+	if cost, known := c.ScrapeCost(nil, proto); !known || cost < items {
+		t.Errorf("after a protobuf scrape: cost %d (known %v), want at least the items' %d", cost, known, items)
+	}
+}
