@@ -46,10 +46,9 @@ type stream struct {
 	// used by its reading goroutine, and by stopInputs once it stopped.
 	hold func(n int64)
 	held int64
-	// chunked: a follower reads the clock once per chunk it reads (follow.Options.Chunk)
-	// into processing and wall, used by the reading goroutine only; a socket input reads
-	// it per datagram.
-	chunked          bool
+	// processing and wall are the clock's reading for the lines being read: a follower
+	// reads it once per chunk it reads (follow.Options.Chunk), a socket input once per
+	// batch of datagrams (syslog.Options.Batch). Used by the reading goroutine only.
 	processing, wall int64
 	// header is the syslog header of the datagram being handled (syslog.Options.Header),
 	// used by the reading goroutine only.
@@ -337,8 +336,8 @@ func (p *Pipeline) inputLogger(ci config.Input, sourceAttr string) *slog.Logger 
 
 // handle returns the follower's handler: every line goes through the current generation's
 // parser into its Set, with the processing and wall-clock seconds of its arrival (one
-// clock reading per chunk read from a file, or per datagram) as now for processing-time
-// and event-time rules.
+// clock reading per chunk read from a file, or per batch of datagrams) as now for
+// processing-time and event-time rules.
 func (in *stream) handle(p *Pipeline) input.Handler {
 	return func(path string, line []byte) {
 		b := in.bind(p)
@@ -347,7 +346,7 @@ func (in *stream) handle(p *Pipeline) input.Handler {
 			if b.paths != nil {
 				b.paths.setLine(b.parse, path, lv)
 			}
-			in.setNow(p, b)
+			in.setNow(b)
 			b.parse.ParseFile(path, b.name, msg, wrapperTime, b.sink, b.done)
 		}
 		in.unbindIfStale(p, b)
@@ -355,12 +354,8 @@ func (in *stream) handle(p *Pipeline) input.Handler {
 }
 
 // setNow gives b's sink the clocks of the line being parsed.
-func (in *stream) setNow(p *Pipeline, b *binding) {
-	if in.chunked {
-		b.sink.SetNow(in.processing, in.wall)
-	} else {
-		b.sink.SetNow(p.clock.read())
-	}
+func (in *stream) setNow(b *binding) {
+	b.sink.SetNow(in.processing, in.wall)
 }
 
 // closeFile parses what is held of a file the follower is done with, while its format
@@ -370,7 +365,7 @@ func (in *stream) closeFile(p *Pipeline, path string) {
 	if b.paths != nil {
 		b.paths.set(b.parse, path)
 	}
-	in.setNow(p, b)
+	in.setNow(b)
 	b.parse.CloseFile(path, b.name, b.sink, b.done)
 	in.unbindIfStale(p, b)
 }

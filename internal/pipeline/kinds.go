@@ -55,12 +55,12 @@ func startFollower(p *Pipeline, ci config.Input, in *stream, shard int) (input.I
 	}
 	in.joinOptions(&opts)
 	in.formatOptions(p, &opts)
-	in.chunked = true
 	opts.Chunk = func() { in.processing, in.wall = p.clock.read() }
 	return follow.Start(opts, in.handle(p))
 }
 
-// startListener binds a syslog input's socket; its lines read the clock per datagram.
+// startListener binds a syslog input's socket; its lines read the clock once per batch of
+// datagrams.
 func startListener(p *Pipeline, ci config.Input, in *stream, _ int) (input.Input, error) {
 	return syslog.Listen(syslog.Options{
 		Network:      ci.Syslog.Socket.Network,
@@ -69,5 +69,6 @@ func startListener(p *Pipeline, ci config.Input, in *stream, _ int) (input.Input
 		MaxLineBytes: p.opts.MaxLineBytes,
 		Logger:       in.log,
 		Header:       func(h syslog.Header) { in.header = h },
+		Batch:        func() { in.processing, in.wall = p.clock.read() },
 	}, in.handle(p))
 }

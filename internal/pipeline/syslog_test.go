@@ -15,6 +15,7 @@ import (
 	"github.com/logwindow/logwindow_exporter/exporter"
 	"github.com/logwindow/logwindow_exporter/internal/input/syslog/syslogtest"
 	"github.com/logwindow/logwindow_exporter/internal/testutil/metrictest"
+	"github.com/logwindow/logwindow_exporter/internal/testutil/testclock"
 )
 
 const syslogRules = `
@@ -168,5 +169,41 @@ func TestSyslogInputs(t *testing.T) {
 	}
 	if _, err := os.Lstat(sock); !os.IsNotExist(err) {
 		t.Errorf("the socket of a removed input is still there: %v", err)
+	}
+}
+
+// A syslog input's lines are placed at the injected clock's time, read once per batch of
+// datagrams: a datagram sent after the clock moved two minutes on counts in the hour's
+// window and no longer the minute's, whatever the time of the machine.
+func TestSyslogClock(t *testing.T) {
+	sock := filepath.Join(t.TempDir(), "nginx.sock")
+	cfg, err := config.Parse([]byte(fmt.Sprintf(`
+inputs: [{name: sock, syslog: 'unixgram://%s'}]
+rules:
+  - {name: requests, match: '" (?P<status>[0-9]{3}) ', labels: {status: '${status}'}, windows: [1m, 1h]}
+`, sock)), "rules.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	clock := testclock.New(time.Date(2026, 11, 24, 5, 28, 9, 0, time.UTC))
+	p, err := Start(cfg, Options{Now: clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Stop()
+	self := prometheus.NewPedanticRegistry()
+	coll := p.Collector()
+	self.MustRegister(coll)
+	reg := metrictest.Scraped(exporter.Handler(coll, self, nil))
+	line := `<190>Nov 24 05:28:09 vm nginx: 127.0.0.1 - - [24/Nov/2026:05:28:09 +0000] "GET / HTTP/1.1" 200 2 "-" "ua" 0.000 -`
+	syslogtest.Send(t, "unixgram", sock, line)
+	waitSample(t, reg, "requests_total", map[string]string{"status": "200"}, 1)
+	clock.Add(2 * time.Minute)
+	syslogtest.Send(t, "unixgram", sock, line, line)
+	waitSample(t, reg, "requests_total", map[string]string{"status": "200"}, 3)
+	for window, want := range map[string]float64{"1m": 2, "1h": 3} {
+		if got := sample(t, reg, "requests_window", map[string]string{"status": "200", "window": window}); got != want {
+			t.Errorf("requests_window{window=%q} = %v, want %v", window, got, want)
+		}
 	}
 }

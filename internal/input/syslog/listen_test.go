@@ -142,6 +142,47 @@ func TestListenQueueFull(t *testing.T) {
 	}
 }
 
+// Datagrams that wait in the queue are handled in batches of at most batchDatagrams, each
+// after one call of Options.Batch: a handler that stalls on the first leaves the rest
+// queued, which then go through in as few batches as the bound allows.
+func TestListenBatch(t *testing.T) {
+	const sent = 2*batchDatagrams + 87
+	path := filepath.Join(t.TempDir(), "s.sock")
+	release := make(chan struct{})
+	c := newCollector()
+	var batches []int // datagrams per batch, written by the handler's goroutine only
+	l := listen(t, Options{Network: "unixgram", Addr: path, QueueDatagrams: 2 * sent,
+		Batch: func() { batches = append(batches, 0) }}, func(_ string, line []byte) {
+		if len(c.snapshot()) == 0 {
+			<-release
+		}
+		batches[len(batches)-1]++
+		c.handle("", line)
+	})
+	datagrams := make([]string, sent)
+	for i := range datagrams {
+		datagrams[i] = "x"
+	}
+	syslogtest.Send(t, "unixgram", path, datagrams...)
+	for received(l.Stats()) < sent {
+		time.Sleep(time.Millisecond) // polling for the reader goroutine, not a timing assertion
+	}
+	close(release)
+	c.wait(t, sent)
+	total := 0
+	for _, n := range batches {
+		if n == 0 || n > batchDatagrams {
+			t.Errorf("a batch of %d datagrams", n)
+		}
+		total += n
+	}
+	// The first datagram may have been taken alone, before the others were queued.
+	least := (sent + batchDatagrams - 1) / batchDatagrams
+	if total != sent || len(batches) < least || len(batches) > least+1 {
+		t.Errorf("batches %v for %d datagrams", batches, sent)
+	}
+}
+
 func TestSocketFile(t *testing.T) {
 	old := syscall.Umask(0o077) // a restrictive umask must not narrow the mode asked for
 	defer syscall.Umask(old)
