@@ -75,7 +75,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.seed, "seed", 1, "generator seed of the first file (the next ones use seed+1, ...)")
 	fs.IntVar(&o.runs, "runs", 3, "runs of each program; the table shows medians")
 	fs.IntVar(&o.files, "files", 1, "log files, each its own input read concurrently (live mode)")
-	fs.IntVar(&o.procs, "procs", 0, "GOMAXPROCS of the measured programs (0: one per file)")
+	fs.IntVar(&o.procs, "procs", 0, "GOMAXPROCS of the measured programs (0: one per file); above -files, each input's shards: (parse workers) is -procs/-files")
 	fs.BoolVar(&o.node, "node", false, "the files as the pod logs of one node (CRI lines under <ns>_<pod>_<uid>/nginx/0.log), read by one input over their glob with path_captures and shards: -procs, every rule labelled by namespace and pod")
 	fs.IntVar(&o.extraRules, "rules", 0, "extra counting rules over the same pattern (and extra mtail blocks), to see the cost per rule")
 	fs.StringVar(&o.mode, "mode", "live", "live: serve and scrape until every line is counted; replay: --replay, one-shot")
