@@ -326,16 +326,17 @@ func untilRead(b *testing.B, cfg *config.Config, procs int, size int64, lines in
 	b.ReportMetric(float64(cpu.Nanoseconds())/n, "CPU-ns/line")
 }
 
-// BenchmarkOneFile is one busy file in process: on one processor, and its lines dealt to
-// two parse workers (shards: 2) on two. ns/line is wall time per line, CPU-ns/line the
-// process' CPU time per line:
+// BenchmarkOneFile is one busy file in process: on one processor; its lines dealt to two
+// parse workers (shards: 2) on one processor, the cost of the dealing alone; and on two.
+// ns/line is wall time per line, CPU-ns/line the process' CPU time per line:
 //
 //	go test -run '^$' -bench OneFile -benchtime 3x -count 5 ./bench
 func BenchmarkOneFile(b *testing.B) {
 	const lines = 200000
-	for _, procs := range []int{1, 2} {
-		b.Run(fmt.Sprintf("procs=%d", procs), func(b *testing.B) {
-			path, cfg, _ := benchLog(b, lines, benchConfig{shards: procs})
+	for _, c := range [][2]int{{1, 1}, {1, 2}, {2, 2}} {
+		procs := c[0]
+		b.Run(fmt.Sprintf("procs=%d,shards=%d", procs, c[1]), func(b *testing.B) {
+			path, cfg, _ := benchLog(b, lines, benchConfig{shards: c[1]})
 			size, err := totalSize([]string{path})
 			if err != nil {
 				b.Fatal(err)
