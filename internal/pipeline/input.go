@@ -61,10 +61,11 @@ type stream struct {
 	// and the lines held while it is chosen (nil for an input of one format); used by
 	// the reading goroutine, across generations.
 	files *parser.Files
-	// workers is how many parse workers the follower's lines are to go to (workersOf),
-	// set by reloads; pool is the workers running, nil while the reading goroutine
-	// parses them itself (see workers.go). streamsOf is the config whose CRI streams
-	// streams are, kept by the reading goroutine of a pool, which has no binding.
+	// workers is how many goroutines are to parse the follower's lines (workersOf), set
+	// by reloads; pool is the workers running besides the reading goroutine, nil while it
+	// parses them alone (see workers.go). A batch's lines have no binding of the reading
+	// goroutine's: it looks up the CRI streams the input reads once per config, streams
+	// those of streamsOf.
 	workers   atomic.Int32
 	pool      atomic.Pointer[pool]
 	streamsOf *config.Config
@@ -355,7 +356,7 @@ func (p *Pipeline) inputLogger(ci config.Input, sourceAttr string) *slog.Logger 
 // and event-time rules.
 func (in *stream) handle(p *Pipeline) input.Handler {
 	return func(path string, line []byte) {
-		if w := in.pool.Load(); w != nil {
+		if w := in.pool.Load(); w != nil && w.batching() {
 			in.batch(p, w, path, line)
 			return
 		}

@@ -8,11 +8,14 @@ import (
 )
 
 // A follower of one file parses on one core. With `shards: N` on a file path (not a glob,
-// whose shards are followers of their own), its reading goroutine copies each batch of
-// lines into a batch and deals the batches to N parse workers, each with a parser session
-// and a sink of its own, all writing the one Set. A batch is the lines handed on under one
-// hold of the cut (Options.Hold): the complete lines of one read, some hundreds, all with
-// the clocks read for that read (follow.Options.Chunk).
+// whose shards are followers of their own), N goroutines parse its lines: the reading
+// goroutine and N-1 parse workers, each with a parser session and a sink of its own, all
+// writing the one Set. The reading goroutine copies a read's lines into a batch and deals
+// it to the workers when a batch is free, and parses them itself when none is (every
+// worker has its batches queued): it never waits for a worker, so N goroutines keep N
+// cores busy without a handoff to wait on, and the lines it parses cost no copy. A batch is
+// the lines handed on under one hold of the cut (Options.Hold): the complete lines of one
+// read, some hundreds, all with the clocks read for that read (follow.Options.Chunk).
 //
 // Counts are those of one worker: a line is parsed once, by one session, with the clocks of
 // its read, and the store's sums, windows and sketches do not depend on the order their
@@ -60,17 +63,18 @@ func (bt *batch) bytes(s span) []byte {
 // goroutine, which fills cur and deals it; the workers only parse what they are dealt.
 type pool struct {
 	// dealt are the batches to parse; free those parsed, to fill again. There are
-	// batchesPerWorker per worker in all, so a reader ahead of its workers waits on free.
+	// batchesPerWorker per worker in all: a reader that finds none free parses the read.
 	dealt, free chan *batch
 	// inflight counts the batches dealt and not parsed yet (drain).
 	inflight sync.WaitGroup
 	workers  []*worker
 	ended    sync.WaitGroup
 	cur      *batch
+	// inline: no batch was free at the read's first line; its lines are the reader's.
+	inline bool
 }
 
-// batchesPerWorker lets the reader fill a batch while each worker parses one and has the
-// next waiting.
+// batchesPerWorker keeps a worker's next batch waiting while it parses one.
 const batchesPerWorker = 2
 
 // worker is one parse worker: its binding to the current generation is its own.
@@ -110,17 +114,33 @@ func (wk *worker) run(p *Pipeline, in *stream, w *pool) {
 	}
 }
 
-// add copies a line into the batch being filled, waiting for a free one if need be.
-func (w *pool) add(path string, msg, wrapper, strm []byte) {
-	if w.cur == nil {
-		w.cur = <-w.free
+// batching reports whether the read's lines go into a batch: one was free at its first
+// line. Otherwise the reader parses them.
+func (w *pool) batching() bool {
+	if w.cur != nil {
+		return true
 	}
+	if w.inline {
+		return false
+	}
+	select {
+	case w.cur = <-w.free:
+		return true
+	default:
+		w.inline = true
+		return false
+	}
+}
+
+// add copies a line into the batch being filled (batching).
+func (w *pool) add(path string, msg, wrapper, strm []byte) {
 	bt := w.cur
 	bt.lines = append(bt.lines, batchLine{path: path, msg: bt.add(msg), wrapper: bt.add(wrapper), strm: bt.add(strm)})
 }
 
 // deal hands the batch being filled, if any, to the workers, with the clocks of its read.
 func (w *pool) deal(processing, wall int64) {
+	w.inline = false
 	if w.cur == nil {
 		return
 	}
@@ -148,8 +168,9 @@ func (w *pool) release() {
 	}
 }
 
-// workersOf is how many parse workers share the lines of input ci's follower: `shards:` of
-// a file path; a glob's shards are followers (shardsOf), each parsing on its own.
+// workersOf is how many goroutines parse the lines of input ci's follower, its reading
+// goroutine included: `shards:` of a file path; a glob's shards are followers (shardsOf),
+// each parsing on its own.
 func workersOf(ci config.Input) int {
 	if ci.File == nil || ci.LogFormats != nil || ci.File.IsGlob() {
 		return 1
@@ -180,19 +201,19 @@ func (h batchHold) Unlock() {
 	h.p.cut.RUnlock()
 }
 
-// resize makes in's pool that of in.workers workers (none for one: the lines are parsed
-// by the reading goroutine); called by it with no batch being filled.
+// resize makes in's pool that of in.workers-1 workers besides the reading goroutine (none
+// for one); called by it with no batch being filled.
 func (in *stream) resize(p *Pipeline) {
-	want := int(in.workers.Load())
+	want := int(in.workers.Load()) - 1
 	w := in.pool.Load()
 	switch {
-	case w != nil && len(w.workers) == want, w == nil && want <= 1:
+	case w != nil && len(w.workers) == want, w == nil && want < 1:
 		return
 	case w != nil:
 		in.pool.Store(nil)
 		w.stop()
 	}
-	if want > 1 {
+	if want >= 1 {
 		in.pool.Store(newPool(p, in, want))
 	}
 }
