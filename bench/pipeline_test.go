@@ -326,8 +326,9 @@ func untilRead(b *testing.B, cfg *config.Config, procs int, size int64, lines in
 	b.ReportMetric(float64(cpu.Nanoseconds())/n, "CPU-ns/line")
 }
 
-// BenchmarkOneFile is one busy file in process: on one processor; its lines dealt to two
-// parse workers (shards: 2) on one processor, the cost of the dealing alone; and on two.
+// BenchmarkOneFile is one busy file in process: on one processor; its lines shared by the
+// reading goroutine and a parse worker (shards: 2) on one processor, the cost of the
+// dealing alone; and on two.
 // ns/line is wall time per line, CPU-ns/line the process' CPU time per line:
 //
 //	go test -run '^$' -bench OneFile -benchtime 3x -count 5 ./bench
