@@ -282,6 +282,8 @@ func TestHarness(t *testing.T) {
 		{"live", []string{"-lines", "20000"}, []string{"logwindow live  median", "(20000 lines)"}, ""},
 		{"replay", []string{"-lines", "5000", "-mode", "replay"}, []string{"logwindow replay  median", "(5000 lines)"}, ""},
 		{"two files", []string{"-lines", "5000", "-files", "2"}, []string{"GOMAXPROCS=2", "(10000 lines)"}, ""},
+		{"one file on two cores", []string{"-lines", "5000", "-files", "1", "-procs", "2", "-runs", "2"},
+			[]string{"GOMAXPROCS=2", "(5000 lines)", "logwindow live, 1 input  median", "1 input on 2 cores (shards: 2) / on 1 core"}, ""},
 		// Summed over the pods, the node's series count what the files hold.
 		{"node", []string{"-lines", "5000", "-files", "3", "-node", "-procs", "2", "-runs", "2"},
 			[]string{"3 pods' nginx logs in CRI lines", "(15000 lines)", "3 pod logs on one input, 2 cores / 1 pod log on 1 core",

@@ -71,7 +71,8 @@ var logFormatKeys = []string{"log_format", "log_format_escape", "apache_log_form
 
 // benchConfig is a rule file for the benchmark, made from the example config.
 type benchConfig struct {
-	// shards is the node input's shards: (1 or less: one follower).
+	// shards is the node input's shards: (followers), or each file input's (parse
+	// workers of its lines); 1 or less: none.
 	shards int
 	// inputs are the log files, each its own input (and so its own goroutine), read from
 	// the beginning.
@@ -137,6 +138,9 @@ func (c benchConfig) write(src, dst string) error {
 		in := mapping(append([]string{"name", name, "path", path, "start_at", "beginning"}, formatKeys...)...)
 		if c.format != "" {
 			in = mapping("name", name, "path", path, "start_at", "beginning", "format", c.format)
+		}
+		if c.shards > 1 {
+			setKey(in, "shards", scalar(strconv.Itoa(c.shards)))
 		}
 		inputs.Content = append(inputs.Content, in)
 		names.Content = append(names.Content, scalar(name))

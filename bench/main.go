@@ -75,7 +75,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.seed, "seed", 1, "generator seed of the first file (the next ones use seed+1, ...)")
 	fs.IntVar(&o.runs, "runs", 3, "runs of each program; the table shows medians")
 	fs.IntVar(&o.files, "files", 1, "log files, each its own input read concurrently (live mode)")
-	fs.IntVar(&o.procs, "procs", 0, "GOMAXPROCS of the measured programs (0: one per file)")
+	fs.IntVar(&o.procs, "procs", 0, "GOMAXPROCS of the measured programs (0: one per file); above -files, each input's shards: (parse workers) is -procs/-files")
 	fs.BoolVar(&o.node, "node", false, "the files as the pod logs of one node (CRI lines under <ns>_<pod>_<uid>/nginx/0.log), read by one input over their glob with path_captures and shards: -procs, every rule labelled by namespace and pod")
 	fs.IntVar(&o.extraRules, "rules", 0, "extra counting rules over the same pattern (and extra mtail blocks), to see the cost per rule")
 	fs.StringVar(&o.mode, "mode", "live", "live: serve and scrape until every line is counted; replay: --replay, one-shot")
@@ -219,7 +219,7 @@ func bench(o options, out io.Writer) error {
 				name += " rewrite"
 				r = filepath.Join(dir, fmt.Sprintf("rules-%d-rewrite.yaml", i+1))
 			}
-			if err := (benchConfig{inputs: paths, extraRules: o.extraRules, likeMtail: o.likeMtail, node: node, shards: o.procs, rewrite: rewrite}).write(c, r); err != nil {
+			if err := (benchConfig{inputs: paths, extraRules: o.extraRules, likeMtail: o.likeMtail, node: node, shards: o.shards(), rewrite: rewrite}).write(c, r); err != nil {
 				return err
 			}
 			rules, ruleNames = append(rules, r), append(ruleNames, name)
@@ -263,11 +263,11 @@ func bench(o options, out io.Writer) error {
 			}
 		}
 	}
-	// With several inputs, the first file alone on one core, in the same runs: what the
-	// inputs' lines/s and CPU per line are compared with.
+	// With several inputs or cores, the first file alone on one core, in the same runs:
+	// what the inputs' lines/s and CPU per line are compared with.
 	// oneCore, with -node on more than one core, is every pod log on one core.
 	single, oneCore := -1, -1
-	if o.files > 1 && o.mode == "live" && len(o.formats) == 1 && o.formats[0] == "text" {
+	if (o.files > 1 || o.procs > 1) && o.mode == "live" && len(o.formats) == 1 && o.formats[0] == "text" {
 		one := filepath.Join(dir, "rules-one.yaml")
 		oneNode, oneRead := "", read[:1]
 		if o.node {
@@ -359,8 +359,11 @@ func bench(o options, out io.Writer) error {
 	}
 	if single >= 0 {
 		what := fmt.Sprintf("%d inputs on %d cores / 1 input on 1 core", o.files, o.procs)
-		if o.node {
+		switch {
+		case o.node:
 			what = fmt.Sprintf("%d pod logs on one input, %d cores / 1 pod log on 1 core", o.files, o.procs)
+		case o.files == 1:
+			what = fmt.Sprintf("1 input on %d cores (shards: %d) / on 1 core", o.procs, o.shards())
 		}
 		compare(out, what, results[0], results[single], linesOf(0), linesOf(single))
 		if oneCore >= 0 {
@@ -375,6 +378,15 @@ func bench(o options, out io.Writer) error {
 		return o.scrapeBench(dir, paths[0], perFile[0], out)
 	}
 	return nil
+}
+
+// shards is the `shards:` of the measured programs' inputs: the node input's followers,
+// one per core; or each file input's parse workers, the cores beyond one per file.
+func (o options) shards() int {
+	if o.node {
+		return o.procs
+	}
+	return o.procs / o.files
 }
 
 // structuredForm writes the logs at paths in format (json or logfmt) and the rule file

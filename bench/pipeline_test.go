@@ -256,14 +256,6 @@ func BenchmarkNode(b *testing.B) {
 	if _, err := generate("python3", gen, lines, 1, []string{raw}, time.Now()); err != nil {
 		b.Fatal(err)
 	}
-	self := fmt.Sprintf("/proc/%d/io", os.Getpid())
-	read := func(b *testing.B) int64 {
-		n, err := readChars(self)
-		if err != nil {
-			b.Fatal(err)
-		}
-		return n
-	}
 	for _, c := range []struct{ pods, procs int }{{1, 1}, {8, 1}, {8, 2}} {
 		b.Run(fmt.Sprintf("pods=%d,procs=%d", c.pods, c.procs), func(b *testing.B) {
 			root := filepath.Join(dir, fmt.Sprintf("node-%d-%d", c.pods, c.procs))
@@ -283,40 +275,74 @@ func BenchmarkNode(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(c.procs))
-			all := c.pods * lines
-			var cpu time.Duration
-			for b.Loop() {
-				b.StopTimer()
-				runtime.GC()
-				cpu0, read0 := processCPU(b), read(b)
-				b.StartTimer()
-				p, err := pipeline.Start(cfg, pipeline.Options{Now: time.Now})
-				if err != nil {
-					b.Fatal(err)
-				}
-				reg := prometheus.NewRegistry()
-				reg.MustRegister(p.Collector())
-				// A scrape of eight pods' series costs more than one pod's: as the
-				// command does, wait for the kernel's count of bytes read first.
-				for read(b) < read0+size {
-					time.Sleep(5 * time.Millisecond)
-				}
-				deadline := time.Now().Add(time.Minute)
-				for linesRead(b, reg) < float64(all) {
-					if time.Now().After(deadline) {
-						b.Fatal("the pipeline did not read the logs within a minute")
-					}
-					time.Sleep(5 * time.Millisecond)
-				}
-				b.StopTimer()
-				cpu += processCPU(b) - cpu0
-				p.Stop()
-				b.StartTimer()
+			untilRead(b, cfg, c.procs, size, c.pods*lines)
+		})
+	}
+}
+
+// untilRead runs, each op, a pipeline on cfg with GOMAXPROCS procs until it read lines
+// lines (size bytes), and reports ns/line (wall) and CPU-ns/line (the process').
+func untilRead(b *testing.B, cfg *config.Config, procs int, size int64, lines int) {
+	self := fmt.Sprintf("/proc/%d/io", os.Getpid())
+	read := func(b *testing.B) int64 {
+		n, err := readChars(self)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return n
+	}
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+	var cpu time.Duration
+	for b.Loop() {
+		b.StopTimer()
+		runtime.GC()
+		cpu0, read0 := processCPU(b), read(b)
+		b.StartTimer()
+		p, err := pipeline.Start(cfg, pipeline.Options{Now: time.Now})
+		if err != nil {
+			b.Fatal(err)
+		}
+		reg := prometheus.NewRegistry()
+		reg.MustRegister(p.Collector())
+		// A scrape of many series costs more than one: as the command does, wait
+		// for the kernel's count of bytes read first.
+		for read(b) < read0+size {
+			time.Sleep(5 * time.Millisecond)
+		}
+		deadline := time.Now().Add(time.Minute)
+		for linesRead(b, reg) < float64(lines) {
+			if time.Now().After(deadline) {
+				b.Fatal("the pipeline did not read the logs within a minute")
 			}
-			n := float64(b.N * all)
-			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/n, "ns/line")
-			b.ReportMetric(float64(cpu.Nanoseconds())/n, "CPU-ns/line")
+			time.Sleep(5 * time.Millisecond)
+		}
+		b.StopTimer()
+		cpu += processCPU(b) - cpu0
+		p.Stop()
+		b.StartTimer()
+	}
+	n := float64(b.N * lines)
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/n, "ns/line")
+	b.ReportMetric(float64(cpu.Nanoseconds())/n, "CPU-ns/line")
+}
+
+// BenchmarkOneFile is one busy file in process: on one processor; its lines shared by the
+// reading goroutine and a parse worker (shards: 2) on one processor, the cost of the
+// dealing alone; and on two.
+// ns/line is wall time per line, CPU-ns/line the process' CPU time per line:
+//
+//	go test -run '^$' -bench OneFile -benchtime 3x -count 5 ./bench
+func BenchmarkOneFile(b *testing.B) {
+	const lines = 200000
+	for _, c := range [][2]int{{1, 1}, {1, 2}, {2, 2}} {
+		procs := c[0]
+		b.Run(fmt.Sprintf("procs=%d,shards=%d", procs, c[1]), func(b *testing.B) {
+			path, cfg, _ := benchLog(b, lines, benchConfig{shards: c[1]})
+			size, err := totalSize([]string{path})
+			if err != nil {
+				b.Fatal(err)
+			}
+			untilRead(b, cfg, procs, size, lines)
 		})
 	}
 }

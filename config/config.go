@@ -10,6 +10,7 @@ package config
 import (
 	"io/fs"
 	"regexp"
+	"strings"
 	"time"
 
 	"github.com/logwindow/logwindow_exporter/config/logformat"
@@ -81,10 +82,14 @@ type FileInput struct {
 	// groups are captures of every line of that file; nil without.
 	PathCaptures *regexp.Regexp
 	// Shards, for a glob, is how many followers share its files, each reading the
-	// directories whose path hashes to its share, so that the files of many pods are
-	// parsed on several cores; 0 (not set) is one follower.
+	// directories dealt to it, so that the files of many pods are parsed on several
+	// cores; for a file path, how many parse workers share its lines, so that one busy
+	// file is parsed on several cores. 0 (not set) is one.
 	Shards int
 }
+
+// IsGlob reports whether the path is a glob (has a metacharacter of filepath.Match).
+func (f *FileInput) IsGlob() bool { return strings.ContainsAny(f.Path, `*?[\`) }
 
 // SyslogInput is what a syslog input (syslog:) has of its own.
 type SyslogInput struct {

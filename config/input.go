@@ -184,7 +184,8 @@ func (d *decoder) fileInput(entries []entry, subject string, in *Input, sources 
 // maxShards bounds `shards:`: more followers than cores gain nothing.
 const maxShards = 64
 
-// shards decodes `shards:`, which splits a glob's files among that many followers.
+// shards decodes `shards:`, which splits a glob's files among that many followers, or a
+// file's lines among that many parse workers.
 func (d *decoder) shards(e entry, subject string, f *FileInput) {
 	text, ok := d.scalar(e, subject, "shards")
 	if !ok {
@@ -194,8 +195,6 @@ func (d *decoder) shards(e entry, subject string, f *FileInput) {
 	switch {
 	case err != nil || n < 1 || n > maxShards:
 		d.add(e.key.Line, subject, "shards: %q is not a whole number from 1 to %d", text, maxShards)
-	case f.Path == "" || !strings.ContainsAny(f.Path, "*?[\\"):
-		d.add(e.key.Line, subject, "shards: applies to a glob path, whose files the followers share")
 	default:
 		f.Shards = n
 	}

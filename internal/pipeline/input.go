@@ -60,6 +60,15 @@ type stream struct {
 	// and the lines held while it is chosen (nil for an input of one format); used by
 	// the reading goroutine, across generations.
 	files *parser.Files
+	// workers is how many goroutines are to parse the follower's lines (workersOf), set
+	// by reloads; pool is the workers running besides the reading goroutine, nil while it
+	// parses them alone (see workers.go). A batch's lines have no binding of the reading
+	// goroutine's: it looks up the CRI streams the input reads once per config, streams
+	// those of streamsOf.
+	workers   atomic.Int32
+	pool      atomic.Pointer[pool]
+	streamsOf *config.Config
+	streams   config.Streams
 }
 
 // binding is an input's view of one generation.
@@ -83,9 +92,13 @@ type binding struct {
 
 // bind returns the input's binding to the current generation, making it on the first
 // line after a reload.
-func (in *stream) bind(p *Pipeline) *binding {
+func (in *stream) bind(p *Pipeline) *binding { return in.bindTo(p, &in.bound) }
+
+// bindTo is bind for the goroutine whose binding slot holds: the reading goroutine's, or
+// a parse worker's.
+func (in *stream) bindTo(p *Pipeline, slot *atomic.Pointer[binding]) *binding {
 	g := p.gen.Load()
-	if b := in.bound.Load(); b != nil && b.gen == g {
+	if b := slot.Load(); b != nil && b.gen == g {
 		return b
 	}
 	ci := g.input(in.source)
@@ -104,16 +117,16 @@ func (in *stream) bind(p *Pipeline) *binding {
 		}
 		b.received = received
 	}
-	in.bound.Store(b)
+	slot.Store(b)
 	return b
 }
 
-// unbindIfStale lets go of binding b when a reload came after it was loaded: a reload
-// between the Load of the generation and the Store of the binding would leave the old
-// generation bound after the reload cleared it.
-func (in *stream) unbindIfStale(p *Pipeline, b *binding) {
+// unbindIfStale lets go of binding b, held in slot, when a reload came after it was
+// loaded: a reload between the Load of the generation and the Store of the binding would
+// leave the old generation bound after the reload cleared it.
+func (in *stream) unbindIfStale(p *Pipeline, slot *atomic.Pointer[binding], b *binding) {
 	if p.gen.Load() != b.gen {
-		in.bound.CompareAndSwap(b, nil)
+		slot.CompareAndSwap(b, nil)
 	}
 }
 
@@ -237,6 +250,7 @@ func (p *Pipeline) syncInputs(cfg *config.Config) error {
 			wanted[key] = true
 			if in, running := p.inputs[key]; running {
 				in.label = ci.Label()
+				in.workers.Store(int32(workersOf(ci)))
 				continue
 			}
 			in, err := p.startInput(ci, shard, deal)
@@ -284,6 +298,7 @@ func (p *Pipeline) stopInputs(keep map[string]bool) {
 	for k, in := range p.inputs {
 		if !keep[k] {
 			in.running.Stop()
+			in.stopPool()
 			if in.hold != nil {
 				in.hold(-in.held) // its partial messages go with it
 			}
@@ -340,6 +355,10 @@ func (p *Pipeline) inputLogger(ci config.Input, sourceAttr string) *slog.Logger 
 // processing-time and event-time rules.
 func (in *stream) handle(p *Pipeline) input.Handler {
 	return func(path string, line []byte) {
+		if w := in.pool.Load(); w != nil && w.batching() {
+			in.batch(p, w, path, line)
+			return
+		}
 		b := in.bind(p)
 		lv := lineValues{lineHostname: in.header.Hostname, lineTag: in.header.Tag}
 		if msg, wrapperTime, u := in.unwrap(path, line, b.streams, &lv); u == message {
@@ -349,7 +368,21 @@ func (in *stream) handle(p *Pipeline) input.Handler {
 			in.setNow(b)
 			b.parse.ParseFile(path, b.name, msg, wrapperTime, b.sink, b.done)
 		}
-		in.unbindIfStale(p, b)
+		in.unbindIfStale(p, &in.bound, b)
+	}
+}
+
+// batch is handle with a pool: the line's message goes into the batch being filled, for
+// a worker to parse.
+func (in *stream) batch(p *Pipeline, w *pool, path string, line []byte) {
+	var lv lineValues
+	if in.cri != nil {
+		if g := p.gen.Load(); g.cfg != in.streamsOf {
+			in.streamsOf, in.streams = g.cfg, g.input(in.source).Streams
+		}
+	}
+	if msg, wrapperTime, u := in.unwrap(path, line, in.streams, &lv); u == message {
+		w.add(path, msg, wrapperTime, lv[lineStream])
 	}
 }
 
@@ -367,12 +400,17 @@ func (in *stream) closeFile(p *Pipeline, path string) {
 	}
 	in.setNow(b)
 	b.parse.CloseFile(path, b.name, b.sink, b.done)
-	in.unbindIfStale(p, b)
+	in.unbindIfStale(p, &in.bound, b)
 }
 
-// release drops the input's binding to a generation that is no longer current; the next
+// release drops the input's bindings to a generation that is no longer current; the next
 // line binds the current one.
-func (in *stream) release() { in.bound.Store(nil) }
+func (in *stream) release() {
+	in.bound.Store(nil)
+	if w := in.pool.Load(); w != nil {
+		w.release()
+	}
+}
 
 // MissingInputs words a warning for every file input of cfg whose path matches no file
 // now: such an input is followed all the same (the file may appear later), but a mistyped

@@ -23,7 +23,7 @@ type inputKind struct {
 // manner of blackbox_exporter's probers: a new kind is its package under internal/input,
 // its sub-struct of config.Input, its constructor below and its line here.
 var inputKinds = map[string]inputKind{
-	config.KindFile:   {start: startFollower, shards: func(ci config.Input) int { return ci.File.Shards }},
+	config.KindFile:   {start: startFollower, shards: globShards},
 	config.KindSyslog: {start: startListener, sourceAttr: "socket"},
 }
 
@@ -35,8 +35,18 @@ func shardsOf(ci config.Input) int {
 	return 1
 }
 
+// globShards is how many followers share a file input's glob: its `shards:`; a file
+// path's shards are parse workers (workersOf).
+func globShards(ci config.Input) int {
+	if !ci.File.IsGlob() {
+		return 1
+	}
+	return ci.File.Shards
+}
+
 // startFollower follows a file input's path: a follower per shard of a glob, each
-// reading the directories dealt to it. It reads the clock once per chunk, and at process
+// reading the directories dealt to it; a file path's follower, with `shards:`, deals its
+// lines to parse workers (workers.go). It reads the clock once per chunk, and at process
 // start may fill the windows of event-time rules from the end of the files (warmStart).
 func startFollower(p *Pipeline, ci config.Input, in *stream, shard int) (input.Input, error) {
 	opts := follow.Options{
@@ -48,8 +58,9 @@ func startFollower(p *Pipeline, ci config.Input, in *stream, shard int) (input.I
 		Logger:        in.log,
 		Backfill:      p.warmStart(ci, in.log),
 		Resume:        p.resume[ci.Source()],
-		Hold:          p.cut.RLocker(),
+		Hold:          batchHold{p: p, in: in},
 	}
+	in.workers.Store(int32(workersOf(ci)))
 	if in.deal != nil {
 		opts.Select = func(path string) bool { return in.deal.owns(path, shard) }
 	}

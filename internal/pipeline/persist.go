@@ -183,6 +183,9 @@ func (p *Pipeline) snapshot() error {
 	p.cut.Lock()
 	files := make(map[string][]follow.Position)
 	for _, in := range p.inputs {
+		in.drain()
+	}
+	for _, in := range p.inputs {
 		if f, ok := in.running.(*follow.Follower); ok {
 			files[in.source] = append(files[in.source], f.Positions()...)
 		}

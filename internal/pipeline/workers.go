@@ -1,0 +1,238 @@
+package pipeline
+
+import (
+	"sync"
+	"sync/atomic"
+
+	"github.com/logwindow/logwindow_exporter/config"
+)
+
+// A follower of one file parses on one core. With `shards: N` on a file path (not a glob,
+// whose shards are followers of their own), N goroutines parse its lines: the reading
+// goroutine and N-1 parse workers, each with a parser session and a sink of its own, all
+// writing the one Set. The reading goroutine copies a read's lines into a batch and deals
+// it to the workers when a batch is free, and parses them itself when none is (every
+// worker has its batches queued): it never waits for a worker, so N goroutines keep N
+// cores busy without a handoff to wait on, and the lines it parses cost no copy. A batch is
+// the lines handed on under one hold of the cut (Options.Hold): the complete lines of one
+// read, some hundreds, all with the clocks read for that read (follow.Options.Chunk).
+//
+// Counts are those of one worker: a line is parsed once, by one session, with the clocks of
+// its read, and the store's sums, windows and sketches do not depend on the order their
+// events come in. What does is which of several new label sets gets the last room of a
+// full series budget, as between two inputs.
+//
+// A snapshot sees the series and the positions as one cut: the reading goroutine deals its
+// batch before it lets go of the cut, and the snapshot, once it holds the cut, waits until
+// the workers have parsed every batch dealt (pool.drain), so that every line before a
+// position is in the series.
+
+// batch is a read's lines on their way to a worker.
+type batch struct {
+	// data holds the bytes of the lines' messages, wrapper times and streams.
+	data  []byte
+	lines []batchLine
+	// processing and wall are the clocks of the read (stream.setNow).
+	processing, wall int64
+}
+
+// batchLine is one line of a batch: its file and the spans of data it gave.
+type batchLine struct {
+	path               string
+	msg, wrapper, strm span
+}
+
+// span is data[from:to].
+type span struct{ from, to int32 }
+
+// add copies b into the batch's data.
+func (bt *batch) add(b []byte) span {
+	from := int32(len(bt.data))
+	bt.data = append(bt.data, b...)
+	return span{from, int32(len(bt.data))}
+}
+
+func (bt *batch) bytes(s span) []byte {
+	if s.from == s.to {
+		return nil
+	}
+	return bt.data[s.from:s.to:s.to]
+}
+
+// pool is the parse workers of a follower's lines. It belongs to the follower's reading
+// goroutine, which fills cur and deals it; the workers only parse what they are dealt.
+type pool struct {
+	// dealt are the batches to parse; free those parsed, to fill again. There are
+	// batchesPerWorker per worker in all: a reader that finds none free parses the read.
+	dealt, free chan *batch
+	// inflight counts the batches dealt and not parsed yet (drain).
+	inflight sync.WaitGroup
+	workers  []*worker
+	ended    sync.WaitGroup
+	cur      *batch
+	// inline: no batch was free at the read's first line; its lines are the reader's.
+	inline bool
+}
+
+// batchesPerWorker is how many batches a worker may have queued. The reader deals only at
+// the start of a read and then parses a whole read when none is free, so a worker with
+// fewer ran dry while it did: with 2, a worker waited for its next batch at some 40% of
+// them, with 8 at under 10%. It costs 8 reads' bytes per worker (512 KiB by default).
+const batchesPerWorker = 8
+
+// worker is one parse worker: its binding to the current generation is its own.
+type worker struct {
+	bound atomic.Pointer[binding]
+}
+
+// newPool starts n workers parsing in's lines.
+func newPool(p *Pipeline, in *stream, n int) *pool {
+	w := &pool{dealt: make(chan *batch, n*batchesPerWorker), free: make(chan *batch, n*batchesPerWorker)}
+	for range n * batchesPerWorker {
+		w.free <- &batch{}
+	}
+	for range n {
+		wk := &worker{}
+		w.workers = append(w.workers, wk)
+		w.ended.Go(func() { wk.run(p, in, w) })
+	}
+	return w
+}
+
+// run parses the batches dealt until the pool stops.
+func (wk *worker) run(p *Pipeline, in *stream, w *pool) {
+	for bt := range w.dealt {
+		b := in.bindTo(p, &wk.bound)
+		b.sink.SetNow(bt.processing, bt.wall)
+		for _, l := range bt.lines {
+			if b.paths != nil {
+				b.paths.setLine(b.parse, l.path, lineValues{lineStream: bt.bytes(l.strm)})
+			}
+			b.parse.ParseFile(l.path, b.name, bt.bytes(l.msg), bt.bytes(l.wrapper), b.sink, b.done)
+		}
+		in.unbindIfStale(p, &wk.bound, b)
+		bt.data, bt.lines = bt.data[:0], bt.lines[:0]
+		w.free <- bt
+		w.inflight.Done()
+	}
+}
+
+// batching reports whether the read's lines go into a batch: one was free at its first
+// line. Otherwise the reader parses them.
+func (w *pool) batching() bool {
+	if w.cur != nil {
+		return true
+	}
+	if w.inline {
+		return false
+	}
+	select {
+	case w.cur = <-w.free:
+		return true
+	default:
+		w.inline = true
+		return false
+	}
+}
+
+// add copies a line into the batch being filled (batching).
+func (w *pool) add(path string, msg, wrapper, strm []byte) {
+	bt := w.cur
+	bt.lines = append(bt.lines, batchLine{path: path, msg: bt.add(msg), wrapper: bt.add(wrapper), strm: bt.add(strm)})
+}
+
+// deal hands the batch being filled, if any, to the workers, with the clocks of its read.
+func (w *pool) deal(processing, wall int64) {
+	w.inline = false
+	if w.cur == nil {
+		return
+	}
+	w.cur.processing, w.cur.wall = processing, wall
+	w.inflight.Add(1)
+	w.dealt <- w.cur // never blocks: a batch not free is dealt or being parsed
+	w.cur = nil
+}
+
+// drain waits until every batch dealt is parsed. The caller keeps batches from being dealt
+// meanwhile: it is the reading goroutine, or holds the cut.
+func (w *pool) drain() { w.inflight.Wait() }
+
+// stop parses what was dealt and ends the workers; the reading goroutine has ended or is
+// the caller, and deals nothing more.
+func (w *pool) stop() {
+	close(w.dealt)
+	w.ended.Wait()
+}
+
+// release drops the workers' bindings (stream.release).
+func (w *pool) release() {
+	for _, wk := range w.workers {
+		wk.bound.Store(nil)
+	}
+}
+
+// workersOf is how many goroutines parse the lines of input ci's follower, its reading
+// goroutine included: `shards:` of a file path; a glob's shards are followers (shardsOf),
+// each parsing on its own.
+func workersOf(ci config.Input) int {
+	if ci.File == nil || ci.LogFormats != nil || ci.File.IsGlob() {
+		return 1
+	}
+	return max(ci.File.Shards, 1)
+}
+
+// batchHold is the follower's Hold when its lines may go to workers: the cut, held by the
+// reading goroutine while it hands on a read's lines, which it deals as a batch before it
+// lets go. It also starts, resizes or stops the pool when a reload changed the number of
+// workers, at a point where no batch is being filled.
+type batchHold struct {
+	p  *Pipeline
+	in *stream
+}
+
+// Lock takes the cut, then makes the pool the size wanted.
+func (h batchHold) Lock() {
+	h.p.cut.RLock()
+	h.in.resize(h.p)
+}
+
+// Unlock deals the read's lines, then lets go of the cut.
+func (h batchHold) Unlock() {
+	if w := h.in.pool.Load(); w != nil {
+		w.deal(h.in.processing, h.in.wall)
+	}
+	h.p.cut.RUnlock()
+}
+
+// resize makes in's pool that of in.workers-1 workers besides the reading goroutine (none
+// for one); called by it with no batch being filled.
+func (in *stream) resize(p *Pipeline) {
+	want := int(in.workers.Load()) - 1
+	w := in.pool.Load()
+	switch {
+	case w != nil && len(w.workers) == want, w == nil && want < 1:
+		return
+	case w != nil:
+		in.pool.Store(nil)
+		w.stop()
+	}
+	if want >= 1 {
+		in.pool.Store(newPool(p, in, want))
+	}
+}
+
+// stopPool ends in's workers once its reading goroutine has ended, having parsed every
+// line it dealt.
+func (in *stream) stopPool() {
+	if w := in.pool.Swap(nil); w != nil {
+		w.stop()
+	}
+}
+
+// drain waits until in's workers have parsed every line dealt to them; the caller holds
+// the cut, so none is being dealt.
+func (in *stream) drain() {
+	if w := in.pool.Load(); w != nil {
+		w.drain()
+	}
+}

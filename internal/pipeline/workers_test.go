@@ -1,0 +1,333 @@
+package pipeline
+
+import (
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/logwindow/logwindow_exporter/config"
+	"github.com/logwindow/logwindow_exporter/internal/storage"
+)
+
+// workersRules count a file's lines by status and sum their bytes, at processing time and
+// at their own; WRAP is the input's wrapper, SHARDS its parse workers.
+const workersRules = `
+global: {windows: [1m, 1h]}
+inputs: [{name: web, path: 'LOG', start_at: beginning, shards: SHARDS WRAP}]
+rules:
+  - name: requests
+    match: '^(?P<ts>\S+) (?P<status>[0-9]{3}) (?P<bytes>[0-9]+) '
+    labels: {status: '${status}'}
+    value: bytes
+  - name: timed
+    match: '^(?P<ts>\S+) (?P<status>[0-9]{3}) '
+    labels: {status: '${status}'}
+    timestamp: {capture: ts, layout: '2006-01-02T15:04:05Z07:00'}
+`
+
+// workersConfig is workersRules for log with shards workers, wrapped as CRI lines or not.
+func workersConfig(t *testing.T, log string, shards int, cri bool) *config.Config {
+	t.Helper()
+	wrap := ""
+	if cri {
+		wrap = ", wrapper: cri"
+	}
+	text := strings.NewReplacer("LOG", log, "SHARDS", fmt.Sprint(shards), " WRAP", wrap).Replace(workersRules)
+	cfg, err := config.Parse([]byte(text), "rules.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+// workersLog is a random log of n lines of the 50 minutes before now: counted lines (a few
+// statuses, byte counts, times a few seconds out of order, some long), lines of no rule
+// and, wrapped as CRI, messages in parts and lines of no CRI form. It returns the log
+// and, per status, the lines and bytes it holds.
+func workersLog(rng *rand.Rand, n int, now int64, cri bool) (string, map[string][2]int) {
+	var b strings.Builder
+	want := map[string][2]int{}
+	for i := range n {
+		at := now - 3000 + int64(i)*3000/int64(n) - rng.Int64N(5)
+		var msg string
+		switch rng.IntN(10) {
+		case 0:
+			msg = fmt.Sprintf("no status here %d", i)
+		default:
+			status := []string{"200", "200", "200", "301", "404", "500"}[rng.IntN(6)]
+			size := rng.IntN(5000)
+			msg = fmt.Sprintf("%s %s %d %s", time.Unix(at, 0).UTC().Format(time.RFC3339), status, size, strings.Repeat("x", rng.IntN(300)))
+			w := want[status]
+			want[status] = [2]int{w[0] + 1, w[1] + size}
+		}
+		if !cri {
+			b.WriteString(msg + "\n")
+			continue
+		}
+		stamp := time.Unix(at, 0).UTC().Format(time.RFC3339Nano)
+		switch rng.IntN(8) {
+		case 0: // in two parts
+			cut := rng.IntN(len(msg))
+			fmt.Fprintf(&b, "%s stdout P %s\n%s stdout F %s\n", stamp, msg[:cut], stamp, msg[cut:])
+		case 1: // not a CRI line: malformed, and the message is lost
+			if strings.HasPrefix(msg, "no status") {
+				fmt.Fprintf(&b, "%s\n", msg)
+				continue
+			}
+			fmt.Fprintf(&b, "%s stdout F %s\n", stamp, msg)
+		default:
+			fmt.Fprintf(&b, "%s stdout F %s\n", stamp, msg)
+		}
+	}
+	return b.String(), want
+}
+
+// settled waits until p's workers parsed every line dealt to them: the snapshot's wait.
+func settled(p *Pipeline) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.cut.Lock()
+	defer p.cut.Unlock()
+	for _, in := range p.inputs {
+		in.drain()
+	}
+}
+
+// runLog has a pipeline of workersRules with shards workers read text from the beginning
+// and returns its samples (rules and input counts) once every line is parsed.
+func runLog(t *testing.T, text string, shards int, cri bool, now time.Time) map[string]float64 {
+	t.Helper()
+	log := filepath.Join(t.TempDir(), "access.log")
+	if err := os.WriteFile(log, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p, err := Start(workersConfig(t, log, shards, cri), Options{Now: func() time.Time { return now }, PollInterval: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Stop()
+	waitRead(t, p, uint64(strings.Count(text, "\n")))
+	settled(p)
+	got := gatherPipeline(t, p)
+	maps.DeleteFunc(got, func(k string, _ float64) bool {
+		return strings.HasPrefix(k, "logwindow_") && !strings.HasPrefix(k, "logwindow_input_malformed_lines_total") &&
+			!strings.HasPrefix(k, "logwindow_input_unmatched_lines_total") && !strings.HasPrefix(k, "logwindow_rule_")
+	})
+	return got
+}
+
+// TestWorkersCountAsOne: a file's lines parsed by several workers give every sample one
+// worker gives (totals, sums, windows at processing time and at the lines' own, the rules'
+// and the input's counts), and the counts of the log itself; with CRI lines too, whose
+// parts are joined before the messages are dealt.
+func TestWorkersCountAsOne(t *testing.T) {
+	now := time.Unix(1_700_000_000, 0)
+	for _, tc := range []struct {
+		name string
+		cri  bool
+		seed uint64
+	}{
+		{"plain", false, 1},
+		{"plain, another log", false, 2},
+		{"cri", true, 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			text, want := workersLog(rand.New(rand.NewPCG(tc.seed, 7)), 20000, now.Unix(), tc.cri)
+			one := runLog(t, text, 1, tc.cri, now)
+			for status, w := range want {
+				if v := one[fmt.Sprintf(`requests_total{status=%q}`, status)]; v != float64(w[1]) {
+					t.Errorf("one worker: requests_total{status=%s} = %v, want %d", status, v, w[1])
+				}
+				if v := one[fmt.Sprintf(`timed_window{status=%q,window="1h"}`, status)]; v != float64(w[0]) {
+					t.Errorf("one worker: timed_window{status=%s,window=1h} = %v, want %d", status, v, w[0])
+				}
+			}
+			for _, shards := range []int{2, 3, 8} {
+				got := runLog(t, text, shards, tc.cri, now)
+				if !maps.Equal(got, one) {
+					for _, k := range slices.Sorted(maps.Keys(one)) {
+						if got[k] != one[k] {
+							t.Errorf("%d workers: %s = %v, one worker %v", shards, k, got[k], one[k])
+						}
+					}
+					for k := range got {
+						if _, ok := one[k]; !ok {
+							t.Errorf("%d workers: %s = %v, not of one worker", shards, k, got[k])
+						}
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestWorkersSnapshotCut: a snapshot taken while workers parse holds, for the file, a
+// position whose lines before it are every line its series counted: none dealt to a
+// worker and not parsed yet is behind it.
+func TestWorkersSnapshotCut(t *testing.T) {
+	now := time.Now()
+	dir, logDir := t.TempDir(), t.TempDir()
+	log := filepath.Join(logDir, "access.log")
+	text, _ := workersLog(rand.New(rand.NewPCG(9, 9)), 60000, now.Unix(), false)
+	p, err := Start(workersConfig(t, log, 8, false), Options{Now: time.Now, PollInterval: 10 * time.Millisecond, StoragePath: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Stop()
+	if err := os.WriteFile(log, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// Snapshots while the file grows and until it is read, each kept with its position.
+	type cut struct {
+		snap []byte
+		off  int64
+	}
+	var cuts []cut
+	written := 0
+	for done := false; !done; {
+		if written < len(text) {
+			next := written + lineStart(text[written:], 5000)
+			appendTo(t, log, text[written:next])
+			written = next
+		}
+		if err := p.Snapshot(); err != nil {
+			t.Fatal(err)
+		}
+		kept, err := os.ReadFile(filepath.Join(dir, storage.FileName))
+		if err != nil {
+			t.Fatal(err)
+		}
+		snap, err := storage.Read(dir, 1<<30)
+		if err != nil {
+			t.Fatal(err)
+		}
+		positions, _, err := decodePipeline(snap)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := cut{snap: kept}
+		for _, pos := range positions[log] {
+			c.off = pos.Offset
+		}
+		cuts = append(cuts, c)
+		done = c.off == int64(len(text))
+	}
+	mid := slices.DeleteFunc(slices.Clone(cuts), func(c cut) bool { return c.off == int64(len(text)) })
+	if len(mid) == 0 {
+		t.Fatalf("none of %d snapshots was taken while the file was being read", len(cuts))
+	}
+	// Each restored on a file of no position: its series alone.
+	for _, c := range append(mid[:min(len(mid), 20)], cuts[len(cuts)-1]) {
+		restored := t.TempDir()
+		if err := os.WriteFile(filepath.Join(restored, storage.FileName), c.snap, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		q, err := Start(workersConfig(t, filepath.Join(t.TempDir(), "other.log"), 1, false), Options{Now: time.Now, StoragePath: restored})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := gatherPipeline(t, q)
+		q.Stop()
+		counted := 0.0
+		for k, v := range got {
+			if strings.HasPrefix(k, "timed_total{") {
+				counted += v
+			}
+		}
+		before := text[:c.off]
+		want := strings.Count(before, "\n") - strings.Count(before, "no status here")
+		if counted != float64(want) {
+			t.Errorf("snapshot at byte %d of %d: the series count %v lines, the file has %d of theirs before the position", c.off, len(text), counted, want)
+		}
+	}
+}
+
+// lineStart is the offset of line i (from 0) of text, or its length when it has fewer.
+func lineStart(text string, i int) int {
+	off := 0
+	for range i {
+		j := strings.IndexByte(text[off:], '\n')
+		if j < 0 {
+			return len(text)
+		}
+		off += j + 1
+	}
+	return off
+}
+
+// TestWorkersReload: while workers parse a file that keeps growing, reloads change the
+// number of workers (to one and back) and another rule; every line is counted once by
+// the rule that stays, in its total and its window.
+func TestWorkersReload(t *testing.T) {
+	log := filepath.Join(t.TempDir(), "a.log")
+	if err := os.WriteFile(log, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rules := func(shards int, extra string) *config.Config {
+		text := fmt.Sprintf(`global: {windows: [1m, 1h]}
+inputs: [{path: %s, shards: %d}]
+rules:
+  - name: requests
+    match: '^(?P<status>[0-9]+) '
+    labels: {status: '${status}'}
+  - name: other
+    match: '^%s'
+`, log, shards, extra)
+		cfg, err := config.Parse([]byte(text), "rules.yaml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cfg
+	}
+	p, err := Start(rules(2, "x"), Options{Now: time.Now, PollInterval: 5 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Stop()
+	const rounds, perRound = 40, 1000
+	want := map[string]int{}
+	done := make(chan struct{})
+	var side sync.WaitGroup
+	side.Go(func() {
+		for i := 0; ; i++ {
+			select {
+			case <-done:
+				return
+			case <-time.After(5 * time.Millisecond):
+			}
+			if err := p.Reload(rules([]int{2, 1, 4, 3}[i%4], fmt.Sprintf("x%d", i%2))); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	})
+	for r := range rounds {
+		var b strings.Builder
+		for j := range perRound {
+			fmt.Fprintf(&b, "%d request %d %d\n", 200+(j%3), r, j)
+			want[fmt.Sprint(200+j%3)]++
+		}
+		appendTo(t, log, b.String())
+		time.Sleep(time.Millisecond)
+	}
+	waitRead(t, p, rounds*perRound)
+	close(done)
+	side.Wait()
+	settled(p)
+	got := gatherPipeline(t, p)
+	for status, n := range want {
+		if v := got[fmt.Sprintf(`requests_total{status=%q}`, status)]; v != float64(n) {
+			t.Errorf("requests_total{status=%s} = %v, want %d", status, v, n)
+		}
+		if v := got[fmt.Sprintf(`requests_window{status=%q,window="1h"}`, status)]; v != float64(n) {
+			t.Errorf("requests_window{status=%s,window=1h} = %v, want %d", status, v, n)
+		}
+	}
+}
