@@ -72,6 +72,17 @@ func BenchmarkSketchAdd(b *testing.B) {
 	}
 }
 
+// BenchmarkBucketsAdd is the cost of one value (log-uniform 1 ms–10 s) counted into the
+// example rules' eleven buckets.
+func BenchmarkBucketsAdd(b *testing.B) {
+	vs := benchValues()
+	s := BucketsKind([]float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10}).New()
+	b.ReportAllocs()
+	for i := range b.N {
+		s.Add(vs[i&4095], nil)
+	}
+}
+
 // BenchmarkQuantileSeriesBytes is the live heap of one series of the default windows keeping
 // a quantile sketch, after 25 hours of a steady stream of log-uniform 1 ms–10 s values at
 // 1, 100 and 1,000 lines per second (every slot of every wheel then holds its share).
