@@ -61,7 +61,14 @@ type Series struct {
 	// head holds, per wheel, the ring index of the slot of second t, so that the common add
 	// (event at the current second) needs no division.
 	head [len(grid{})]int32
-	data []float64
+	// memo holds, per wheel, the ring index of the slot of second memoAt at second t, −1
+	// where the wheel no longer holds it: consecutive lines mostly share their second, and
+	// the memo spares the divisions that find its slots (see remember). memoAt is never
+	// when the memo holds nothing; advance forgets it. A ring has at most a few hundred
+	// slots (MaxWindow), so an index fits 16 bits, and the memo takes 16 bytes a series.
+	memo   [len(grid{})]int16
+	memoAt int64
+	data   []float64
 	// rings holds the summary wheels; nil for a layout without summaries, so that a
 	// series without them is no larger than before they existed.
 	rings *summaryRings
@@ -74,6 +81,8 @@ type summaryRings struct {
 	head [len(grid{})]int32
 	// open holds, per wheel but the coarsest, its open slot (see place).
 	open [len(grid{}) - 1]openSlot
+	// memo is Series.memo for these wheels: where an event of second Series.memoAt goes.
+	memo [len(grid{})]slotRef
 	// grown is what the summaries take beyond their floors, which the layout's bytes count
 	// for every slot: the series takes layout.bytes + grown (see Series.Bytes).
 	grown int64
@@ -96,12 +105,20 @@ type openSlot struct {
 	pending bool
 }
 
+// slotRef is the slot numbered num of a summary wheel, at ring index idx; idx is −1 when
+// the wheel no longer holds the slot.
+type slotRef struct {
+	num int64
+	idx int32
+}
+
 // NewSeries returns an empty series laid out by l.
 func (l *Layout) NewSeries() *Series {
 	s := &Series{
 		layout: l,
 		t:      never,
 		last:   never,
+		memoAt: never,
 		data:   make([]float64, l.size),
 	}
 	if l.sumSize > 0 {
@@ -169,6 +186,25 @@ func (s *Series) addSlow(now, at int64, v float64, items [][]byte) Placement {
 	if at <= s.t-l.reach {
 		return Late
 	}
+	if at != s.memoAt {
+		s.remember(at)
+	}
+	for i := range l.wheels {
+		if idx := s.memo[i]; idx >= 0 {
+			s.put(l.wheels[i].off+int(idx)*l.stride, v)
+		}
+	}
+	if s.rings != nil {
+		s.rings.place(l, s.t, 0, at, v, items, nil)
+	}
+	s.last = max(s.last, at)
+	return p
+}
+
+// remember fills the memo with where an event of second at, not late, goes at second s.t:
+// the ring index of its slot in every wheel that holds it.
+func (s *Series) remember(at int64) {
+	l := s.layout
 	// back is how many slots at is behind the head of wheel i (−1: not computed yet).
 	// Wheels go from fine to coarse and a slot lies within one slot of every coarser wheel
 	// of its grid, so once at is in a head slot it is in the head slots of the rest: back
@@ -178,15 +214,17 @@ func (s *Series) addSlow(now, at int64, v float64, items [][]byte) Placement {
 		if back != 0 {
 			back = l.wheels[i].slotsBack(s.t, at)
 		}
+		s.memo[i] = -1
 		if idx, ok := l.wheels[i].slotOf(s.head[i], back); ok {
-			s.put(l.wheels[i].off+idx*l.stride, v)
+			s.memo[i] = int16(idx)
 		}
 	}
 	if s.rings != nil {
-		s.rings.place(l, s.t, 0, at, v, items, nil)
+		for i := range l.sumWheels {
+			s.rings.memo[i] = s.rings.locate(l, s.t, i, at)
+		}
 	}
-	s.last = max(s.last, at)
-	return p
+	s.memoAt = at
 }
 
 // slotsBack returns how many slots the slot of second at is behind that of second t ≥ at.
@@ -293,32 +331,49 @@ func (r *summaryRings) charge(l *Layout) {
 // The invariant: a wheel's slots after its open slot are empty, so a slot is opened only
 // when nothing it holds is in a coarser wheel; and whatever the slots of a wheel hold is in
 // the coarser wheels, but for what the open slot holds while pending.
+//
+// An event (from nil) comes from Series.addSlow, whose memo holds where its second goes.
 func (r *summaryRings) place(l *Layout, t int64, i int, at int64, v float64, items [][]byte, from []Summary) {
 	kinds := len(l.kinds)
 	for ; i < len(l.sumWheels); i++ {
-		w := &l.sumWheels[i]
-		if t-at >= w.n*w.step {
-			continue // the wheel cannot hold the slot, known without the divisions
+		ref := r.memo[i]
+		if from != nil {
+			ref = r.locate(l, t, i, at)
 		}
-		num := w.slot(at)
-		idx, ok := w.slotOf(r.head[i], w.slot(t)-num)
-		if !ok {
+		if ref.idx < 0 {
 			continue
 		}
+		w := &l.sumWheels[i]
+		idx := int(ref.idx)
 		if i == len(l.sumWheels)-1 {
 			r.put(l, w.off+idx*kinds, v, items, from)
 			return
 		}
 		o := &r.open[i]
-		if num > o.slot {
+		if ref.num > o.slot {
 			r.rollUp(l, t, i)
-			*o = openSlot{slot: num, idx: int32(idx), pending: true}
+			*o = openSlot{slot: ref.num, idx: ref.idx, pending: true}
 		}
 		r.put(l, w.off+idx*kinds, v, items, from)
-		if num == o.slot && o.pending {
+		if ref.num == o.slot && o.pending {
 			return
 		}
 	}
+}
+
+// locate returns the slot of summary wheel i that holds second at ≤ t, t being the
+// series' second.
+func (r *summaryRings) locate(l *Layout, t int64, i int, at int64) slotRef {
+	w := &l.sumWheels[i]
+	if t-at >= w.n*w.step {
+		return slotRef{idx: -1} // the wheel cannot hold the slot, known without the divisions
+	}
+	num := w.slot(at)
+	idx, ok := w.slotOf(r.head[i], w.slot(t)-num)
+	if !ok {
+		return slotRef{num: num, idx: -1}
+	}
+	return slotRef{num: num, idx: int32(idx)}
 }
 
 // rollUp places the open slot of wheel i, if pending, in the coarser wheels (see place).
@@ -432,6 +487,7 @@ func (s *Series) advance(t int64) {
 		}
 	}
 	s.t = t
+	s.memoAt = never
 }
 
 // moving rolls up the open slot of every summary wheel about to move from second from to

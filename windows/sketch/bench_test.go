@@ -163,6 +163,34 @@ func BenchmarkSeriesAdd(b *testing.B) {
 	}
 }
 
+// BenchmarkSeriesAddBehind is BenchmarkSeriesAdd for a log read after it was written, as
+// a start from the beginning of a file reads it: the events' seconds are up to an hour
+// behind the clock, 100 lines each, while the clock moves a second per million lines.
+func BenchmarkSeriesAddBehind(b *testing.B) {
+	for _, tc := range []struct {
+		name  string
+		kinds []windows.SummaryKind
+	}{
+		{"plain", nil},
+		{"quantiles", []windows.SummaryKind{QuantilesKind}},
+		{"quantiles+buckets", []windows.SummaryKind{QuantilesKind, BucketsKind([]float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10})}},
+	} {
+		l, err := windows.NewLayout(defaultWindows, windows.Options{Events: true, Extrema: true, Summaries: tc.kinds})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run(tc.name, func(b *testing.B) {
+			vs := benchValues()
+			s := l.NewSeries()
+			b.ReportAllocs()
+			for i := range int64(b.N) {
+				now := base + 3600 + i/1000000
+				s.Add(now, base+i/100%3600, vs[i&4095])
+			}
+		})
+	}
+}
+
 // BenchmarkSeriesAddSparse is BenchmarkSeriesAdd's quantile rule at low rates: a line
 // every second, 10 s and 100 s, where a summary slot holds few values and the merge of a
 // closing slot into the coarser wheels costs more than the adds it spares.
