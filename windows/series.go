@@ -58,12 +58,12 @@ type Series struct {
 	layout *Layout
 	t      int64 // newest now passed to Add; never before the first Add
 	last   int64 // newest event second placed
-	// head holds, per wheel, the ring index of the slot of second t, so that the common add
-	// (event at the current second) needs no division.
+	// head holds, per wheel, the ring index of the slot of second t, from which reads and
+	// the memo count slots back without a division.
 	head [len(grid{})]int32
 	// memo holds, per wheel, the ring index of the slot of second memoAt at second t, −1
 	// where the wheel no longer holds it: consecutive lines mostly share their second, and
-	// the memo spares the divisions that find its slots (see remember). memoAt is never
+	// the memo spares the divisions that find its slots (see placeFloats). memoAt is never
 	// when the memo holds nothing; advance forgets it. A ring has at most a few hundred
 	// slots (MaxWindow), so an index fits 16 bits, and the memo takes 16 bytes a series.
 	memo   [len(grid{})]int16
@@ -81,8 +81,10 @@ type summaryRings struct {
 	head [len(grid{})]int32
 	// open holds, per wheel but the coarsest, its open slot (see place).
 	open [len(grid{}) - 1]openSlot
-	// memo is Series.memo for these wheels: where an event of second Series.memoAt goes.
-	memo [len(grid{})]slotRef
+	// memo is Series.memo for these wheels: where an event of second Series.memoAt goes,
+	// for the wheels whose bit is set in known, which are found as place reaches them.
+	memo  [len(grid{})]slotRef
+	known uint8
 	// grown is what the summaries take beyond their floors, which the layout's bytes count
 	// for every slot: the series takes layout.bytes + grown (see Series.Bytes).
 	grown int64
@@ -133,20 +135,31 @@ func (l *Layout) NewSeries() *Series {
 // when at is after now (the event is then recorded at now). For processing time, at == now.
 func (s *Series) Add(now, at int64, v float64) Placement {
 	s.mu.Lock()
+	// On a clock that has not moved since the last Add, an event of the current second
+	// (processing time) goes to the head slots, and one of the second the memo holds to
+	// the slots the one before it went (see placeFloats), neither late nor in the future.
 	// A series with summaries takes the general path: a sketch's add costs far more than
-	// the division it saves, and the float-only path stays as it was.
-	if now != s.t || at != now || now == never || s.rings != nil {
-		p := s.addSlow(now, at, v, nil)
-		s.mu.Unlock()
-		return p
+	// the checks this spares.
+	if now == s.t && now != never && s.rings == nil {
+		l := s.layout
+		switch {
+		case at == now:
+			for i := range l.wheels {
+				s.put(l.wheels[i].off+int(s.head[i])*l.stride, v)
+			}
+			s.last = at
+			s.mu.Unlock()
+			return Placed
+		case at == s.memoAt && at != never:
+			s.putMemo(v)
+			s.last = max(s.last, at)
+			s.mu.Unlock()
+			return Placed
+		}
 	}
-	l := s.layout
-	for i := range l.wheels {
-		s.put(l.wheels[i].off+int(s.head[i])*l.stride, v)
-	}
-	s.last = at
+	p := s.addSlow(now, at, v, nil)
 	s.mu.Unlock()
-	return Placed
+	return p
 }
 
 // AddItems is Add for a layout whose summaries read items (SummaryKind.Item): items are
@@ -186,14 +199,7 @@ func (s *Series) addSlow(now, at int64, v float64, items [][]byte) Placement {
 	if at <= s.t-l.reach {
 		return Late
 	}
-	if at != s.memoAt {
-		s.remember(at)
-	}
-	for i := range l.wheels {
-		if idx := s.memo[i]; idx >= 0 {
-			s.put(l.wheels[i].off+int(idx)*l.stride, v)
-		}
-	}
+	s.placeFloats(at, v)
 	if s.rings != nil {
 		s.rings.place(l, s.t, 0, at, v, items, nil)
 	}
@@ -201,9 +207,16 @@ func (s *Series) addSlow(now, at int64, v float64, items [][]byte) Placement {
 	return p
 }
 
-// remember fills the memo with where an event of second at, not late, goes at second s.t:
-// the ring index of its slot in every wheel that holds it.
-func (s *Series) remember(at int64) {
+// placeFloats adds v to the slot of second at, not late, in every float wheel that holds
+// it at second s.t, and has the memo hold at's slots: the summary wheels' are found anew
+// as place reaches them. An event of the second the memo holds goes to the same slots,
+// and one of another second, interleaved, costs what it did before the memo, but for
+// writing it.
+func (s *Series) placeFloats(at int64, v float64) {
+	if at == s.memoAt {
+		s.putMemo(v)
+		return
+	}
 	l := s.layout
 	// back is how many slots at is behind the head of wheel i (−1: not computed yet).
 	// Wheels go from fine to coarse and a slot lies within one slot of every coarser wheel
@@ -217,14 +230,23 @@ func (s *Series) remember(at int64) {
 		s.memo[i] = -1
 		if idx, ok := l.wheels[i].slotOf(s.head[i], back); ok {
 			s.memo[i] = int16(idx)
-		}
-	}
-	if s.rings != nil {
-		for i := range l.sumWheels {
-			s.rings.memo[i] = s.rings.locate(l, s.t, i, at)
+			s.put(l.wheels[i].off+idx*l.stride, v)
 		}
 	}
 	s.memoAt = at
+	if s.rings != nil {
+		s.rings.known = 0
+	}
+}
+
+// putMemo adds v to the slots the memo holds.
+func (s *Series) putMemo(v float64) {
+	l := s.layout
+	for i := range l.wheels {
+		if idx := s.memo[i]; idx >= 0 {
+			s.put(l.wheels[i].off+int(idx)*l.stride, v)
+		}
+	}
 }
 
 // slotsBack returns how many slots the slot of second at is behind that of second t ≥ at.
@@ -332,13 +354,20 @@ func (r *summaryRings) charge(l *Layout) {
 // when nothing it holds is in a coarser wheel; and whatever the slots of a wheel hold is in
 // the coarser wheels, but for what the open slot holds while pending.
 //
-// An event (from nil) comes from Series.addSlow, whose memo holds where its second goes.
+// An event (from nil) comes from Series.addSlow, whose second the memo is for.
 func (r *summaryRings) place(l *Layout, t int64, i int, at int64, v float64, items [][]byte, from []Summary) {
 	kinds := len(l.kinds)
 	for ; i < len(l.sumWheels); i++ {
-		ref := r.memo[i]
-		if from != nil {
+		var ref slotRef
+		switch {
+		case from != nil:
 			ref = r.locate(l, t, i, at)
+		case r.known&(1<<i) != 0:
+			ref = r.memo[i]
+		default:
+			ref = r.locate(l, t, i, at)
+			r.memo[i] = ref
+			r.known |= 1 << i
 		}
 		if ref.idx < 0 {
 			continue
