@@ -63,7 +63,7 @@ type Series struct {
 	head [len(grid{})]int32
 	// memo holds, per wheel, the ring index of the slot of second memoAt at second t, −1
 	// where the wheel no longer holds it: consecutive lines mostly share their second, and
-	// the memo spares the divisions that find its slots (see placeFloats). memoAt is never
+	// the memo spares the divisions that find its slots (see addSlow). memoAt is never
 	// when the memo holds nothing; advance forgets it. A ring has at most a few hundred
 	// slots (MaxWindow), so an index fits 16 bits, and the memo takes 16 bytes a series.
 	memo   [len(grid{})]int16
@@ -137,7 +137,7 @@ func (s *Series) Add(now, at int64, v float64) Placement {
 	s.mu.Lock()
 	// On a clock that has not moved since the last Add, an event of the current second
 	// (processing time) goes to the head slots, and one of the second the memo holds to
-	// the slots the one before it went (see placeFloats), neither late nor in the future.
+	// the slots the one before it went (see addSlow), neither late nor in the future.
 	// A series with summaries takes the general path: a sketch's add costs far more than
 	// the checks this spares.
 	if now == s.t && now != never && s.rings == nil {
@@ -199,44 +199,38 @@ func (s *Series) addSlow(now, at int64, v float64, items [][]byte) Placement {
 	if at <= s.t-l.reach {
 		return Late
 	}
-	s.placeFloats(at, v)
+	// An event of the second the memo holds goes to the same slots; one of another second
+	// finds its slots, and the memo holds them then (the summary wheels' are found as place
+	// reaches them): interleaved seconds cost what they did before the memo but for a
+	// store per wheel.
+	if at == s.memoAt {
+		s.putMemo(v)
+	} else {
+		// back is how many slots at is behind the head of wheel i (−1: not computed yet).
+		// Wheels go from fine to coarse and a slot lies within one slot of every coarser
+		// wheel of its grid, so once at is in a head slot it is in the head slots of the
+		// rest: back stays 0 without the divisions.
+		back := int64(-1)
+		for i := range l.wheels {
+			if back != 0 {
+				back = l.wheels[i].slotsBack(s.t, at)
+			}
+			s.memo[i] = -1
+			if idx, ok := l.wheels[i].slotOf(s.head[i], back); ok {
+				s.memo[i] = int16(idx)
+				s.put(l.wheels[i].off+idx*l.stride, v)
+			}
+		}
+		s.memoAt = at
+		if s.rings != nil {
+			s.rings.known = 0
+		}
+	}
 	if s.rings != nil {
 		s.rings.place(l, s.t, 0, at, v, items, nil)
 	}
 	s.last = max(s.last, at)
 	return p
-}
-
-// placeFloats adds v to the slot of second at, not late, in every float wheel that holds
-// it at second s.t, and has the memo hold at's slots: the summary wheels' are found anew
-// as place reaches them. An event of the second the memo holds goes to the same slots,
-// and one of another second, interleaved, costs what it did before the memo, but for
-// writing it.
-func (s *Series) placeFloats(at int64, v float64) {
-	if at == s.memoAt {
-		s.putMemo(v)
-		return
-	}
-	l := s.layout
-	// back is how many slots at is behind the head of wheel i (−1: not computed yet).
-	// Wheels go from fine to coarse and a slot lies within one slot of every coarser wheel
-	// of its grid, so once at is in a head slot it is in the head slots of the rest: back
-	// stays 0 without the divisions.
-	back := int64(-1)
-	for i := range l.wheels {
-		if back != 0 {
-			back = l.wheels[i].slotsBack(s.t, at)
-		}
-		s.memo[i] = -1
-		if idx, ok := l.wheels[i].slotOf(s.head[i], back); ok {
-			s.memo[i] = int16(idx)
-			s.put(l.wheels[i].off+idx*l.stride, v)
-		}
-	}
-	s.memoAt = at
-	if s.rings != nil {
-		s.rings.known = 0
-	}
 }
 
 // putMemo adds v to the slots the memo holds.
