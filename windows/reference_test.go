@@ -1,6 +1,7 @@
 package windows
 
 import (
+	"math"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -47,6 +48,7 @@ var generators = []struct {
 	{"out of order", genOutOfOrder},
 	{"clock steps back", genStepBack},
 	{"filling second", genFilling},
+	{"log read behind", genBehind},
 }
 
 // TestReferenceModel compares every window of the wheels with the naive model over
@@ -256,6 +258,43 @@ func genStepBack(r *rand.Rand, longest int64) []op {
 			if r.IntN(4) == 0 {
 				ops = append(ops, op{read: true, now: now})
 			}
+		}
+	}
+	return ops
+}
+
+// genBehind is a log read after it was written: runs of lines of one second, up to the
+// longest window behind the clock, which moves under a run now and then by a second or
+// across a slot of each wheel, so that the next line of the run goes to a slot found
+// anew (and sometimes a line of the earliest second comes then); between runs the lines'
+// second moves on, stays, or jumps.
+func genBehind(r *rand.Rand, longest int64) []op {
+	now := baseTime(r)
+	at := now - r.Int64N(longest+10)
+	ops := make([]op, 0, 600)
+	for range 100 {
+		for range 1 + r.IntN(8) {
+			if r.IntN(4) == 0 {
+				now += []int64{1, 9, 10, 59, 60, 3599, 3600}[r.IntN(7)]
+				if r.IntN(4) == 0 {
+					// The earliest second, which is the memo's "none", is late, also when the
+					// memo holds none since the clock moved (the first of the two moved it).
+					late := op{now: now, at: math.MinInt64, v: value(r)}
+					ops = append(ops, late, late)
+				}
+			}
+			ops = append(ops, op{now: now, at: at, v: value(r)})
+			if r.IntN(5) == 0 {
+				ops = append(ops, op{read: true, now: now})
+			}
+		}
+		switch x := r.IntN(10); {
+		case x < 6:
+			at += r.Int64N(3)
+		case x < 9:
+			at = now - r.Int64N(longest+10)
+		default:
+			at = now + r.Int64N(3)
 		}
 	}
 	return ops

@@ -58,10 +58,17 @@ type Series struct {
 	layout *Layout
 	t      int64 // newest now passed to Add; never before the first Add
 	last   int64 // newest event second placed
-	// head holds, per wheel, the ring index of the slot of second t, so that the common add
-	// (event at the current second) needs no division.
+	// head holds, per wheel, the ring index of the slot of second t, from which reads and
+	// the memo count slots back without a division.
 	head [len(grid{})]int32
-	data []float64
+	// memo holds, per wheel, the ring index of the slot of second memoAt at second t, −1
+	// where the wheel no longer holds it: consecutive lines mostly share their second, and
+	// the memo spares the divisions that find its slots (see addSlow). memoAt is never
+	// when the memo holds nothing; advance forgets it. A ring has at most a few hundred
+	// slots (MaxWindow), so an index fits 16 bits, and the memo takes 16 bytes a series.
+	memo   [len(grid{})]int16
+	memoAt int64
+	data   []float64
 	// rings holds the summary wheels; nil for a layout without summaries, so that a
 	// series without them is no larger than before they existed.
 	rings *summaryRings
@@ -74,6 +81,10 @@ type summaryRings struct {
 	head [len(grid{})]int32
 	// open holds, per wheel but the coarsest, its open slot (see place).
 	open [len(grid{}) - 1]openSlot
+	// memo is Series.memo for these wheels: where an event of second Series.memoAt goes,
+	// for the wheels whose bit is set in known, which are found as place reaches them.
+	memo  [len(grid{})]slotRef
+	known uint8
 	// grown is what the summaries take beyond their floors, which the layout's bytes count
 	// for every slot: the series takes layout.bytes + grown (see Series.Bytes).
 	grown int64
@@ -96,12 +107,20 @@ type openSlot struct {
 	pending bool
 }
 
+// slotRef is the slot numbered num of a summary wheel, at ring index idx; idx is −1 when
+// the wheel no longer holds the slot.
+type slotRef struct {
+	num int64
+	idx int32
+}
+
 // NewSeries returns an empty series laid out by l.
 func (l *Layout) NewSeries() *Series {
 	s := &Series{
 		layout: l,
 		t:      never,
 		last:   never,
+		memoAt: never,
 		data:   make([]float64, l.size),
 	}
 	if l.sumSize > 0 {
@@ -116,20 +135,31 @@ func (l *Layout) NewSeries() *Series {
 // when at is after now (the event is then recorded at now). For processing time, at == now.
 func (s *Series) Add(now, at int64, v float64) Placement {
 	s.mu.Lock()
+	// On a clock that has not moved since the last Add, an event of the current second
+	// (processing time) goes to the head slots, and one of the second the memo holds to
+	// the slots the one before it went (see addSlow), neither late nor in the future.
 	// A series with summaries takes the general path: a sketch's add costs far more than
-	// the division it saves, and the float-only path stays as it was.
-	if now != s.t || at != now || now == never || s.rings != nil {
-		p := s.addSlow(now, at, v, nil)
-		s.mu.Unlock()
-		return p
+	// the checks this spares.
+	if now == s.t && now != never && s.rings == nil {
+		l := s.layout
+		switch {
+		case at == now:
+			for i := range l.wheels {
+				s.put(l.wheels[i].off+int(s.head[i])*l.stride, v)
+			}
+			s.last = at
+			s.mu.Unlock()
+			return Placed
+		case at == s.memoAt && at != never:
+			s.putMemo(v)
+			s.last = max(s.last, at)
+			s.mu.Unlock()
+			return Placed
+		}
 	}
-	l := s.layout
-	for i := range l.wheels {
-		s.put(l.wheels[i].off+int(s.head[i])*l.stride, v)
-	}
-	s.last = at
+	p := s.addSlow(now, at, v, nil)
 	s.mu.Unlock()
-	return Placed
+	return p
 }
 
 // AddItems is Add for a layout whose summaries read items (SummaryKind.Item): items are
@@ -169,17 +199,31 @@ func (s *Series) addSlow(now, at int64, v float64, items [][]byte) Placement {
 	if at <= s.t-l.reach {
 		return Late
 	}
-	// back is how many slots at is behind the head of wheel i (−1: not computed yet).
-	// Wheels go from fine to coarse and a slot lies within one slot of every coarser wheel
-	// of its grid, so once at is in a head slot it is in the head slots of the rest: back
-	// stays 0 without the divisions.
-	back := int64(-1)
-	for i := range l.wheels {
-		if back != 0 {
-			back = l.wheels[i].slotsBack(s.t, at)
+	// An event of the second the memo holds goes to the same slots; one of another second
+	// finds its slots, and the memo holds them then (the summary wheels' are found as place
+	// reaches them): interleaved seconds cost what they did before the memo but for a
+	// store per wheel.
+	if at == s.memoAt {
+		s.putMemo(v)
+	} else {
+		// back is how many slots at is behind the head of wheel i (−1: not computed yet).
+		// Wheels go from fine to coarse and a slot lies within one slot of every coarser
+		// wheel of its grid, so once at is in a head slot it is in the head slots of the
+		// rest: back stays 0 without the divisions.
+		back := int64(-1)
+		for i := range l.wheels {
+			if back != 0 {
+				back = l.wheels[i].slotsBack(s.t, at)
+			}
+			s.memo[i] = -1
+			if idx, ok := l.wheels[i].slotOf(s.head[i], back); ok {
+				s.memo[i] = int16(idx)
+				s.put(l.wheels[i].off+idx*l.stride, v)
+			}
 		}
-		if idx, ok := l.wheels[i].slotOf(s.head[i], back); ok {
-			s.put(l.wheels[i].off+idx*l.stride, v)
+		s.memoAt = at
+		if s.rings != nil {
+			s.rings.known = 0
 		}
 	}
 	if s.rings != nil {
@@ -187,6 +231,16 @@ func (s *Series) addSlow(now, at int64, v float64, items [][]byte) Placement {
 	}
 	s.last = max(s.last, at)
 	return p
+}
+
+// putMemo adds v to the slots the memo holds.
+func (s *Series) putMemo(v float64) {
+	l := s.layout
+	for i := range l.wheels {
+		if idx := s.memo[i]; idx >= 0 {
+			s.put(l.wheels[i].off+int(idx)*l.stride, v)
+		}
+	}
 }
 
 // slotsBack returns how many slots the slot of second at is behind that of second t ≥ at.
@@ -293,32 +347,56 @@ func (r *summaryRings) charge(l *Layout) {
 // The invariant: a wheel's slots after its open slot are empty, so a slot is opened only
 // when nothing it holds is in a coarser wheel; and whatever the slots of a wheel hold is in
 // the coarser wheels, but for what the open slot holds while pending.
+//
+// An event (from nil) comes from Series.addSlow, whose second the memo is for.
 func (r *summaryRings) place(l *Layout, t int64, i int, at int64, v float64, items [][]byte, from []Summary) {
 	kinds := len(l.kinds)
 	for ; i < len(l.sumWheels); i++ {
-		w := &l.sumWheels[i]
-		if t-at >= w.n*w.step {
-			continue // the wheel cannot hold the slot, known without the divisions
+		var ref slotRef
+		switch {
+		case from != nil:
+			ref = r.locate(l, t, i, at)
+		case r.known&(1<<i) != 0:
+			ref = r.memo[i]
+		default:
+			ref = r.locate(l, t, i, at)
+			r.memo[i] = ref
+			r.known |= 1 << i
 		}
-		num := w.slot(at)
-		idx, ok := w.slotOf(r.head[i], w.slot(t)-num)
-		if !ok {
+		if ref.idx < 0 {
 			continue
 		}
+		w := &l.sumWheels[i]
+		idx := int(ref.idx)
 		if i == len(l.sumWheels)-1 {
 			r.put(l, w.off+idx*kinds, v, items, from)
 			return
 		}
 		o := &r.open[i]
-		if num > o.slot {
+		if ref.num > o.slot {
 			r.rollUp(l, t, i)
-			*o = openSlot{slot: num, idx: int32(idx), pending: true}
+			*o = openSlot{slot: ref.num, idx: ref.idx, pending: true}
 		}
 		r.put(l, w.off+idx*kinds, v, items, from)
-		if num == o.slot && o.pending {
+		if ref.num == o.slot && o.pending {
 			return
 		}
 	}
+}
+
+// locate returns the slot of summary wheel i that holds second at ≤ t, t being the
+// series' second.
+func (r *summaryRings) locate(l *Layout, t int64, i int, at int64) slotRef {
+	w := &l.sumWheels[i]
+	if t-at >= w.n*w.step {
+		return slotRef{idx: -1} // the wheel cannot hold the slot, known without the divisions
+	}
+	num := w.slot(at)
+	idx, ok := w.slotOf(r.head[i], w.slot(t)-num)
+	if !ok {
+		return slotRef{num: num, idx: -1}
+	}
+	return slotRef{num: num, idx: int32(idx)}
 }
 
 // rollUp places the open slot of wheel i, if pending, in the coarser wheels (see place).
@@ -432,6 +510,7 @@ func (s *Series) advance(t int64) {
 		}
 	}
 	s.t = t
+	s.memoAt = never
 }
 
 // moving rolls up the open slot of every summary wheel about to move from second from to

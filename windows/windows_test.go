@@ -71,6 +71,32 @@ func TestWheelSizes(t *testing.T) {
 	}
 }
 
+// TestWheelIndexesFit: a series remembers ring indexes in 16 bits (Series.memo), which
+// holds for every wheel of every window up to MaxWindow, around each grid's edges too.
+func TestWheelIndexesFit(t *testing.T) {
+	lengths := []time.Duration{time.Second, MaxWindow}
+	for _, g := range []*grid{&valueGrid, &summaryGrid} {
+		for _, c := range g[:len(g)-1] {
+			for d := int64(-1); d <= 1; d++ {
+				lengths = append(lengths, time.Duration(c.upTo+d)*time.Second)
+			}
+		}
+	}
+	for _, w := range lengths {
+		t.Run(w.String(), func(t *testing.T) {
+			l, err := NewLayout([]time.Duration{w}, Options{Summaries: []SummaryKind{bagOfValues}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, wh := range slices.Concat(l.wheels, l.sumWheels) {
+				if wh.n > math.MaxInt16 {
+					t.Fatalf("a wheel of %d-second slots has %d of them, past 16 bits", wh.step, wh.n)
+				}
+			}
+		})
+	}
+}
+
 // TestSteadyStreamIsSmooth feeds a constant rate for days and reads every few
 // seconds: with pro-rating every window reads rate×W at every instant, with no sawtooth at
 // minute or hour boundaries. The stream starts on a day boundary, so that the warm-up is

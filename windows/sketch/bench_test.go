@@ -72,6 +72,17 @@ func BenchmarkSketchAdd(b *testing.B) {
 	}
 }
 
+// BenchmarkBucketsAdd is the cost of one value (log-uniform 1 ms–10 s) counted into the
+// example rules' eleven buckets.
+func BenchmarkBucketsAdd(b *testing.B) {
+	vs := benchValues()
+	s := BucketsKind([]float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10}).New()
+	b.ReportAllocs()
+	for i := range b.N {
+		s.Add(vs[i&4095], nil)
+	}
+}
+
 // BenchmarkQuantileSeriesBytes is the live heap of one series of the default windows keeping
 // a quantile sketch, after 25 hours of a steady stream of log-uniform 1 ms–10 s values at
 // 1, 100 and 1,000 lines per second (every slot of every wheel then holds its share).
@@ -147,6 +158,34 @@ func BenchmarkSeriesAdd(b *testing.B) {
 			for i := range int64(b.N) {
 				now := base + i/100
 				s.Add(now, now, vs[i&4095])
+			}
+		})
+	}
+}
+
+// BenchmarkSeriesAddBehind is BenchmarkSeriesAdd for a log read after it was written, as
+// a start from the beginning of a file reads it: the events' seconds are up to an hour
+// behind the clock, 100 lines each, while the clock moves a second per million lines.
+func BenchmarkSeriesAddBehind(b *testing.B) {
+	for _, tc := range []struct {
+		name  string
+		kinds []windows.SummaryKind
+	}{
+		{"plain", nil},
+		{"quantiles", []windows.SummaryKind{QuantilesKind}},
+		{"quantiles+buckets", []windows.SummaryKind{QuantilesKind, BucketsKind([]float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10})}},
+	} {
+		l, err := windows.NewLayout(defaultWindows, windows.Options{Events: true, Extrema: true, Summaries: tc.kinds})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run(tc.name, func(b *testing.B) {
+			vs := benchValues()
+			s := l.NewSeries()
+			b.ReportAllocs()
+			for i := range int64(b.N) {
+				now := base + 3600 + i/1000000
+				s.Add(now, base+i/100%3600, vs[i&4095])
 			}
 		})
 	}

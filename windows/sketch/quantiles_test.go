@@ -205,6 +205,39 @@ func TestBuckets(t *testing.T) {
 	}
 }
 
+// TestBucketsAbove holds the bucket search to slices.BinarySearch, on random values and on
+// every bound, its neighbours, zeros and infinities, for bound lists of every length up to
+// the example rules' eleven and beyond.
+func TestBucketsAbove(t *testing.T) {
+	r := rand.New(rand.NewPCG(4, 4))
+	all := []float64{-10, -0.5, 0, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 1e300}
+	for _, tc := range []struct {
+		name   string
+		bounds []float64
+	}{
+		{"none", nil},
+		{"one", []float64{1}},
+		{"example", all[3:14]},
+		{"all", all},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			vs := []float64{math.Inf(-1), math.Inf(1), math.Copysign(0, -1), 0, -math.MaxFloat64, math.MaxFloat64}
+			for _, b := range tc.bounds {
+				vs = append(vs, b, math.Nextafter(b, math.Inf(-1)), math.Nextafter(b, math.Inf(1)))
+			}
+			for range 2000 {
+				vs = append(vs, (r.Float64()-0.3)*20, logUniform(r, 1e-4, 100))
+			}
+			for _, v := range vs {
+				want, _ := slices.BinarySearch(tc.bounds, v)
+				if got := above(tc.bounds, v); got != want {
+					t.Fatalf("above(%v, %v) = %d, want %d", tc.bounds, v, got, want)
+				}
+			}
+		})
+	}
+}
+
 // TestIndex compares the bin of a value with ⌈log_γ v⌉ from the logarithm: equal, or one
 // apart only for a value within rounding of a bin edge.
 func TestIndex(t *testing.T) {
