@@ -88,8 +88,13 @@ type FileInput struct {
 	Shards int
 }
 
-// IsGlob reports whether the path is a glob (has a metacharacter of filepath.Match).
-func (f *FileInput) IsGlob() bool { return strings.ContainsAny(f.Path, `*?[\`) }
+// IsGlob reports whether the input's path is a glob (see IsGlob).
+func (f *FileInput) IsGlob() bool { return IsGlob(f.Path) }
+
+// IsGlob reports whether path is a glob: has a metacharacter of filepath.Match. The
+// pipeline (followers or parse workers) and the follower (a glob's scans or one file)
+// decide by it alike.
+func IsGlob(path string) bool { return strings.ContainsAny(path, `*?[\`) }
 
 // SyslogInput is what a syslog input (syslog:) has of its own.
 type SyslogInput struct {

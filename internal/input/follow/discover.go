@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/fsnotify/fsnotify"
+	"github.com/logwindow/logwindow_exporter/config"
 )
 
 // watchLoop is the discovery goroutine: it never calls the Handler, so files
@@ -134,7 +135,7 @@ func (f *Follower) discover(initial bool) {
 func (f *Follower) scan(initial, last bool) bool {
 	f.tree.scan++
 	paths, unlisted := expand(f.o, f.list)
-	if isGlob(f.o.Path) {
+	if config.IsGlob(f.o.Path) {
 		f.sweep()
 	}
 	if f.o.listed != nil {
@@ -151,7 +152,7 @@ func (f *Follower) scan(initial, last bool) bool {
 	for _, p := range paths {
 		m, exists, isOpen, err := f.lookAt(p, initial)
 		scanned[p] = true
-		if !exists && err == nil && isGlob(f.o.Path) && vanished(p) {
+		if !exists && err == nil && config.IsGlob(f.o.Path) && vanished(p) {
 			stale = true
 			f.tree.dirty[filepath.Dir(p)] = true // listed again by the next pass
 		}
@@ -269,7 +270,7 @@ func (f *Follower) lookAt(path string, initial bool) (m match, exists, isOpen bo
 // stat error (exists false) or an open error (exists true). A glob's match
 // that is a symlink out of the glob's root is refused, as an open error.
 func (f *Follower) track(path string, initial bool) (m match, exists, isOpen bool, err error) {
-	glob := isGlob(f.o.Path)
+	glob := config.IsGlob(f.o.Path)
 	fi, err := f.o.look(path, !glob)
 	link := err == nil && fi.Mode()&fs.ModeSymlink != 0
 	if link {
@@ -369,7 +370,7 @@ func notRegular(path string, fi os.FileInfo) error {
 // Without a watch the poll still sees everything. The watch goes with its
 // directory: one created again is watched again.
 func (f *Follower) watchDir() {
-	if f.w == nil || isGlob(f.o.Path) {
+	if f.w == nil || config.IsGlob(f.o.Path) {
 		return
 	}
 	dir := filepath.Dir(f.o.Path)

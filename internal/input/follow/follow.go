@@ -9,12 +9,12 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/fsnotify/fsnotify"
+	"github.com/logwindow/logwindow_exporter/config"
 	"github.com/logwindow/logwindow_exporter/internal/input"
 )
 
@@ -173,7 +173,7 @@ func (o Options) normalize() (Options, error) {
 	if o.Path == "" {
 		return o, errors.New("follow: empty path")
 	}
-	if isGlob(o.Path) {
+	if config.IsGlob(o.Path) {
 		if _, err := filepath.Match(o.Path, ""); err != nil {
 			return o, fmt.Errorf("follow: path %q: %w", o.Path, err)
 		}
@@ -213,8 +213,6 @@ func (o Options) normalize() (Options, error) {
 	return o, nil
 }
 
-func isGlob(path string) bool { return strings.ContainsAny(path, `*?[\`) }
-
 func look(path string, follow bool) (os.FileInfo, error) {
 	if follow {
 		return os.Stat(path)
@@ -226,7 +224,7 @@ func look(path string, follow bool) (os.FileInfo, error) {
 // path itself, whether or not it exists. unlisted holds the directories of a
 // glob that could not be listed, with why.
 func expand(o Options, list func(dir string) ([]string, error)) (paths []string, unlisted map[string]error) {
-	if !isGlob(o.Path) {
+	if !config.IsGlob(o.Path) {
 		return []string{o.Path}, nil
 	}
 	paths, unlisted = glob(o.Path, list)

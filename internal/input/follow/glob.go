@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"slices"
 	"syscall"
+
+	"github.com/logwindow/logwindow_exporter/config"
 )
 
 // glob is filepath.Glob that says which directories it could not list.
@@ -32,7 +34,7 @@ func globInto(pattern string, list func(string) ([]string, error), matches []str
 	default:
 		dir = dir[:len(dir)-1]
 	}
-	if !isGlob(dir) {
+	if !config.IsGlob(dir) {
 		return matchDir(dir, file, list, matches, unlisted)
 	}
 	if dir == pattern {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"slices"
 
+	"github.com/logwindow/logwindow_exporter/config"
 	"github.com/logwindow/logwindow_exporter/internal/input"
 )
 
@@ -35,7 +36,7 @@ func ReadToEnd(opts Options, h input.Handler) (input.Stats, error) {
 		c.fail(reasonList)
 		errs = append(errs, unlisted[dir])
 	}
-	if isGlob(o.Path) && len(paths) == 0 && len(errs) == 0 {
+	if config.IsGlob(o.Path) && len(paths) == 0 && len(errs) == 0 {
 		return c.snapshot(), fmt.Errorf("follow: no file matches %q", o.Path)
 	}
 	for _, p := range paths {

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/logwindow/logwindow_exporter/config"
 )
 
 // settleAfter is how long after a directory's mtime its listing is trusted to
@@ -102,7 +104,7 @@ func globRoot(pattern string) string {
 			return "/"
 		}
 		dir = dir[:len(dir)-1]
-		if !isGlob(dir) || dir == pattern {
+		if !config.IsGlob(dir) || dir == pattern {
 			return dir
 		}
 		pattern = dir
