@@ -166,6 +166,11 @@ func (d *decoder) fileInput(entries []entry, subject string, in *Input, sources 
 	}
 	if s, ok := find(entries, "shards"); ok {
 		d.shards(s, subject, f)
+		// Its parse workers read by one format: a file whose lines choose among
+		// candidates is parsed on one core, which shards: would not say.
+		if f.Shards > 1 && !f.IsGlob() && in.LogFormats != nil {
+			d.add(s.key.Line, subject, "shards: a file read by candidate formats (log_format: auto or a list) is parsed on one core; name its one format, or leave shards out")
+		}
 	}
 	if s, ok := find(entries, "start_at"); ok {
 		text, ok := d.scalar(s, subject, "start_at")

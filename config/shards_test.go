@@ -14,6 +14,8 @@ func TestShards(t *testing.T) {
 		{"default", `{path: /p/*/0.log}`, 0, ""},
 		{"a glob", `{path: /p/*/0.log, shards: 4}`, 4, ""},
 		{"one file", `{path: /p/0.log, shards: 2}`, 2, ""},
+		{"one file of candidate formats", `{path: /p/0.log, log_format: auto, shards: 2}`, 0, `shards: a file read by candidate formats (log_format: auto or a list) is parsed on one core`},
+		{"a glob of candidate formats", `{path: /p/*/0.log, log_format: auto, shards: 2}`, 2, ""},
 		{"a socket", `{syslog: 'udp://127.0.0.1:5140', shards: 2}`, 0, `shards: applies to file inputs (path:), not to a syslog input`},
 		{"zero", `{path: /p/*.log, shards: 0}`, 0, `shards: "0" is not a whole number from 1 to 64`},
 		{"too many", `{path: /p/*.log, shards: 65}`, 0, `shards: "65" is not a whole number from 1 to 64`},
