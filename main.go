@@ -166,6 +166,16 @@ func run(args []string, stdout, stderr io.Writer) int {
 		_, _ = stdout.Write(out)
 		return 0
 	}
+	for _, size := range []struct {
+		flag string
+		n    int64
+	}{{"series.max-bytes", *maxBytes}, {"web.max-scrape-bytes", *maxScrape}, {"input.backfill-bytes", *backfill}} {
+		// A plain number is bytes: 512 meant as 512MiB bounds the series or the scrapes to
+		// nothing, which would fold every label set and serve every scrape alone.
+		if size.n > 0 && size.n < 1<<20 {
+			logger.Warn("a size under 1 MiB: a number without a unit is bytes", "flag", "--"+size.flag, "bytes", size.n)
+		}
+	}
 	bound, err := memlimit.Choose(os.DirFS("/"), *maxBytes, maxBytesSet)
 	if err != nil {
 		logger.Warn("could not read the container's memory limit: --series.max-bytes defaults to 512MiB", "err", err)
@@ -215,6 +225,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 	scrapeMax := scrapeBudget(*maxScrape, maxScrapeSet, bound.Bytes)
+	if *maxRequests == 0 {
+		// The budget is kept by the scrape limiter, which --web.max-requests=0 turns off.
+		if maxScrapeSet && *maxScrape > 0 {
+			logger.Warn("--web.max-scrape-bytes does nothing with --web.max-requests=0: no scrape is limited")
+		}
+		scrapeMax = 0
+	}
 	logger.Info("memory bound", "series_max_bytes", bound.Bytes, "from", bound.Source, "container_limit", bound.Limit, "soft_limit", bound.SoftLimit, "scrape_max_bytes", scrapeMax)
 	err = server.Serve(cfg, opts, webFlags, server.Options{
 		Name:           exporterName,

@@ -321,3 +321,27 @@ func TestScrapeBudget(t *testing.T) {
 		})
 	}
 }
+
+// TestSmallSizeWarns: a size under 1 MiB, most likely a unit left out (512 for 512MiB),
+// is said in a warning naming the flag; a size with its unit is not.
+func TestSmallSizeWarns(t *testing.T) {
+	for _, c := range []struct {
+		flag  string
+		warns bool
+	}{
+		{"--series.max-bytes=512", true},
+		{"--input.backfill-bytes=1000", true},
+		{"--series.max-bytes=512MiB", false},
+		{"--input.backfill-bytes=0", false},
+	} {
+		t.Run(c.flag, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			code := run([]string{"--config.file=example-rules.yaml", "--replay=examples/access.log", c.flag}, &stdout, &stderr)
+			name, _, _ := strings.Cut(c.flag, "=")
+			warned := strings.Contains(stderr.String(), "a size under 1 MiB") && strings.Contains(stderr.String(), name)
+			if code != 0 || warned != c.warns {
+				t.Errorf("exit %d, warned %v, stderr %q; want exit 0 and a warning %v", code, warned, stderr.String(), c.warns)
+			}
+		})
+	}
+}
