@@ -18,9 +18,10 @@ import (
 // docs support and on a current one.
 const PrometheusEnv = "LOGWINDOW_PROMETHEUS"
 
-// PrometheusInstall is how to get a current Prometheus for PrometheusEnv: built from its
-// Go module, without the service discovery plugins the tests do not use.
-const PrometheusInstall = "GOBIN=DIR go install -tags remove_all_sd github.com/prometheus/prometheus/cmd/prometheus@v0.316.0, then " + PrometheusEnv + "=DIR/prometheus"
+// PrometheusInstall is how to get a current Prometheus for PrometheusEnv, as .ci/run
+// builds it: from its Go module, without the service discovery plugins the tests do not
+// use, stamped with its release (a build from the module says none otherwise).
+const PrometheusInstall = `GOBIN=DIR go install -tags remove_all_sd -ldflags "-X github.com/prometheus/common/version.Version=3.16.0" github.com/prometheus/prometheus/cmd/prometheus@v0.316.0, then ` + PrometheusEnv + "=DIR/prometheus"
 
 // Prometheus is one Prometheus server binary and the release it says it is.
 type Prometheus struct {
@@ -36,11 +37,10 @@ func (p Prometheus) AtLeast(major, minor int) bool {
 	return p.Major > major || p.Major == major && p.Minor >= minor
 }
 
-var prometheusVersionLine = regexp.MustCompile(`version v?(\d+)\.(\d+)\.`)
+var prometheusVersionLine = regexp.MustCompile(`version (\d+)\.(\d+)\.`)
 
-// PrometheusVersion is the release a Prometheus binary says it is (--version). A server
-// built from the Go module says the module's version, v0.316.0 for 3.16.0; one built
-// without any version stamp is an error.
+// PrometheusVersion is the release a Prometheus binary says it is (--version); one built
+// without a version stamp (see PrometheusInstall) is an error.
 func PrometheusVersion(bin string) (Prometheus, error) {
 	out, err := exec.Command(bin, "--version").CombinedOutput()
 	if err != nil {
@@ -61,10 +61,6 @@ func parsePrometheusVersion(out []byte) (major, minor int, ok bool) {
 	}
 	major, _ = strconv.Atoi(string(m[1]))
 	minor, _ = strconv.Atoi(string(m[2]))
-	// The Go module's versions are v0.<major><minor>.<patch>: v0.316.0 is 3.16.0.
-	if major == 0 {
-		major, minor = minor/100, minor%100
-	}
 	return major, minor, true
 }
 

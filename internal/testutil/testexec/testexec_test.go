@@ -326,8 +326,7 @@ func TestParsePrometheusVersion(t *testing.T) {
 	}{
 		{"debian", "prometheus, version 2.42.0+ds (branch: debian/sid, revision: 2.42.0+ds-5+b5)\n  build user: team\n", 2, 42, true},
 		{"release", "prometheus, version 3.16.0 (branch: HEAD, revision: 0123abc)\n", 3, 16, true},
-		{"module", "prometheus, version v0.316.0 (branch: , revision: unknown)\n", 3, 16, true},
-		{"module patch", "prometheus, version 0.309.1 (branch: , revision: unknown)\n", 3, 9, true},
+		{"stamped build of the module", "prometheus, version 3.16.0 (branch: , revision: unknown)\n", 3, 16, true},
 		{"unstamped", "prometheus, version  (branch: , revision: unknown)\n", 0, 0, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
