@@ -64,3 +64,26 @@ func TestScrapeCost(t *testing.T) {
 		t.Errorf("after a protobuf scrape: cost %d (known %v), want at least the items' %d", cost, known, items)
 	}
 }
+
+// TestScrapeCostCountsLabels: the cost a scrape leaves for the next counts the label pairs
+// its writer encoded, which it does at a rule's first family, after the rule is read: a
+// rule of many series with long label values costs at least their bytes.
+func TestScrapeCostCountsLabels(t *testing.T) {
+	const hosts, pad = 90, 900 // under the 1,024 bytes a label value may have
+	p, set := parserSet(t, topRules) // max_series_per_rule 100: every host its series
+	k := set.NewSink()
+	k.SetNow(start, start)
+	for i := range hosts {
+		p.Parse("web", []byte(strings.Repeat("h", pad)+strconv.Itoa(i)+" eu /"), k)
+	}
+	now := int64(start)
+	c := collectorAt(fixed(set), &now)
+	text := expfmt.NewFormat(expfmt.TypeTextPlain)
+	if err := c.Encode(io.Discard, nil, text); err != nil {
+		t.Fatal(err)
+	}
+	labels := int64(hosts * pad)
+	if cost, known := c.ScrapeCost(nil, text); !known || cost < labels+scrapeOverhead {
+		t.Errorf("cost %d (known %v), want at least the host labels' %d bytes and the overhead", cost, known, labels)
+	}
+}

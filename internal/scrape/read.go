@@ -102,12 +102,14 @@ func (s *Scrape) Write(w *exporter.Writer) error {
 			x = s.c.free.get()
 			open[f.rule] = x
 			x.read(s.v.set.Rule(f.rule), &s.v.rules[f.rule], &s.p.rules[f.rule], s.native)
-			s.p.held[f.rule][b2i(s.native)].Store(x.bytes())
 		}
 		if err := w.Write(&x.snap, f.f); err != nil {
 			return err
 		}
 		if left[f.rule]--; left[f.rule] == 0 {
+			// What the rule held is known once it is written: the writers encode its label
+			// pairs at its first family.
+			s.p.held[f.rule][b2i(s.native)].Store(x.bytes())
 			open[f.rule] = nil
 			s.c.free.put(x)
 		}
