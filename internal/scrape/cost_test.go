@@ -69,7 +69,7 @@ func TestScrapeCost(t *testing.T) {
 // its writer encoded, which it does at a rule's first family, after the rule is read: a
 // rule of many series with long label values costs at least their bytes.
 func TestScrapeCostCountsLabels(t *testing.T) {
-	const hosts, pad = 90, 900 // under the 1,024 bytes a label value may have
+	const hosts, pad = 90, 900       // under the 1,024 bytes a label value may have
 	p, set := parserSet(t, topRules) // max_series_per_rule 100: every host its series
 	k := set.NewSink()
 	k.SetNow(start, start)
