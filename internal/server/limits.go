@@ -175,8 +175,10 @@ type scrape struct {
 	blocked atomic.Int64
 	// end ends it: its writes fail from then on.
 	end func()
-	// charge is what it is charged of the budget.
+	// charge is what it is charged of the budget; alone, that it is charged the whole
+	// budget because no read told its cost or its cost is past the budget.
 	charge int64
+	alone  bool
 	// given says, once, whether it was given a place (true) or put out of the waiting
 	// scrapes (false).
 	given chan bool
@@ -204,9 +206,9 @@ func (l *scrapeLimiter) handler(h http.Handler) http.Handler {
 		rc := http.NewResponseController(w)
 		s := &scrape{end: func() { _ = rc.SetWriteDeadline(time.Now()) }, given: make(chan bool, 1)}
 		if l.budget > 0 {
-			s.charge = l.budget
+			s.charge, s.alone = l.budget, true
 			if cost, known := l.cost(r); known && cost <= l.budget {
-				s.charge = cost
+				s.charge, s.alone = cost, false
 			}
 		}
 		if ok, why := l.acquire(r, s); !ok {
@@ -316,7 +318,7 @@ func (l *scrapeLimiter) fill() time.Duration {
 		l.waiting = l.waiting[:len(l.waiting)-1]
 		l.running[w] = struct{}{}
 		l.held += w.charge
-		if l.budget > 0 && w.charge == l.budget {
+		if w.alone {
 			l.alone++
 		}
 		w.given <- true
