@@ -47,17 +47,17 @@ func NewWriter(w io.Writer, format expfmt.Format, gathered []*dto.MetricFamily) 
 		gathered = withoutOpenMetricsTwins(gathered)
 	}
 	x := &Writer{gathered: gathered, out: w, format: format, buf: bufs.get(newBuf)}
-	switch format.FormatType() {
-	case expfmt.TypeTextPlain, expfmt.TypeOpenMetrics:
-		x.fw = &textWriter{w: w, buf: x.buf, om: format.FormatType() == expfmt.TypeOpenMetrics}
-	case expfmt.TypeProtoDelim:
-		x.fw = &protoWriter{w: w, buf: x.buf}
-	default:
+	switch {
+	case BuffersWhole(format):
 		// The protobuf text formats, for people reading a scrape: the delimited protobuf,
 		// decoded at Close and written as expfmt writes them.
 		x.delim = new(bytes.Buffer)
 		x.fw = &protoWriter{w: x.delim, buf: x.buf}
 		format = expfmt.FmtProtoDelim
+	case format.FormatType() == expfmt.TypeProtoDelim:
+		x.fw = &protoWriter{w: w, buf: x.buf}
+	default:
+		x.fw = &textWriter{w: w, buf: x.buf, om: format.FormatType() == expfmt.TypeOpenMetrics}
 	}
 	x.enc = expfmt.NewEncoder(x.fw.writer(), format)
 	return x
