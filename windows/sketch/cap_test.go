@@ -255,7 +255,7 @@ func TestTopCapped(t *testing.T) {
 	t.Run("too long for the cap", func(t *testing.T) {
 		tp := NewTop(10)
 		capped(tp, TopKind(10, 1).Floor, func() { tp.Add(5, make([]byte, 4096)) })
-		if got := tp.Top(10, 0, nil); len(got) != 0 || tp.Bound() != 5 || tp.Total() != 5 {
+		if got := tp.TopShared(10, 0, nil); len(got) != 0 || tp.Bound() != 5 || tp.Total() != 5 {
 			t.Fatalf("held %v, bound %v, total %v: want nothing held, bound 5", got, tp.Bound(), tp.Total())
 		}
 	})
@@ -266,7 +266,7 @@ func checkTopBound(t *testing.T, tp *Top, exact map[string]float64) {
 	t.Helper()
 	eps := tp.Bound()
 	held := map[string]bool{}
-	for _, g := range tp.Top(len(exact), 0, nil) {
+	for _, g := range tp.TopShared(len(exact), 0, nil) {
 		c := exact[g.Item]
 		if g.Sum > c*(1+1e-12) || c-g.Sum > eps*(1+1e-9)+1e-9 {
 			t.Fatalf("%.20s… reported %v, exact %v, bound %v", g.Item, g.Sum, c, eps)

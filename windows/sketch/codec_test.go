@@ -92,7 +92,7 @@ func view(s windows.Summary) string {
 	case *Distinct:
 		fmt.Fprintf(&b, "distinct %d at precision %d", s.Count(), s.Precision())
 	case *Top:
-		fmt.Fprintf(&b, "top total=%v bound=%v %v", s.Total(), s.Bound(), s.Top(1000, 0, nil))
+		fmt.Fprintf(&b, "top total=%v bound=%v %v", s.Total(), s.Bound(), s.TopShared(1000, 0, nil))
 	}
 	return b.String()
 }
@@ -106,7 +106,7 @@ func topClose(a, b *Top) error {
 	bound := max(a.Bound(), b.Bound())*(1+1e-9) + 1e-9
 	sums := func(t *Top) map[string]float64 {
 		m := map[string]float64{}
-		for _, v := range t.Top(1000, 0, nil) {
+		for _, v := range t.TopShared(1000, 0, nil) {
 			m[v.Item] = v.Sum
 		}
 		return m

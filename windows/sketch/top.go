@@ -381,20 +381,11 @@ func (t *Top) Bound() float64 {
 	return max(max(t.total-t.kept, 0)/float64(t.capacity+1), t.loss)
 }
 
-// Top appends to dst the k values with the largest sums of at least atLeast, largest
-// first, equal sums in the order of their items, and returns it.
-func (t *Top) Top(k int, atLeast float64, dst []TopValue) []TopValue {
-	from := len(dst)
-	dst = t.TopShared(k, atLeast, dst)
-	for i := range dst[from:] {
-		dst[from+i].Item = strings.Clone(dst[from+i].Item)
-	}
-	return dst
-}
-
-// TopShared is Top without copying the items: each is the summary's own text, valid until
-// the summary next changes (Add, Merge, Reset, Seal), so that a reader that keeps the
-// summary as long as the values holds the items once, not twice.
+// TopShared appends to dst the k values with the largest sums of at least atLeast,
+// largest first, equal sums in the order of their items, and returns it. The items are
+// not copied: each is the summary's own text, valid until the summary next changes (Add,
+// Merge, Reset, Seal), so that a reader that keeps the summary as long as the values
+// holds the items once, not twice; one that keeps the values longer clones them.
 func (t *Top) TopShared(k int, atLeast float64, dst []TopValue) []TopValue {
 	from := len(dst)
 	if k < 1 {

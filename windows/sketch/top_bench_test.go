@@ -173,7 +173,7 @@ func BenchmarkReadTop(b *testing.B) {
 			for range b.N {
 				s.ReadSummaries(end, dst)
 				for _, d := range dst {
-					top = d.(*Top).Top(10, 0, top[:0])
+					top = d.(*Top).TopShared(10, 0, top[:0])
 				}
 			}
 		})

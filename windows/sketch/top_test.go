@@ -287,7 +287,7 @@ func checkTop(tp *Top, exact map[int32]float64, sorted []valueSum, total float64
 	if limit := total / float64(tp.capacity+1); eps > limit*(1+1e-12) {
 		return false, fmt.Errorf("bound %v above total/(capacity+1) = %v", eps, limit)
 	}
-	got := tp.Top(k, atLeast, nil)
+	got := tp.TopShared(k, atLeast, nil)
 	if len(got) > k {
 		return false, fmt.Errorf("%d values reported, k is %d", len(got), k)
 	}
@@ -385,17 +385,17 @@ func TestTopIgnores(t *testing.T) {
 	tp.Add(2, []byte("b"))
 	want := []TopValue{{"a", 2}, {"b", 3}}
 	slices.SortFunc(want, topOrder)
-	if got := tp.Top(10, 0, nil); !slices.Equal(got, want) || tp.Total() != 5 || tp.Bound() != 0 {
+	if got := tp.TopShared(10, 0, nil); !slices.Equal(got, want) || tp.Total() != 5 || tp.Bound() != 0 {
 		t.Fatalf("top %v total %v bound %v, want %v total 5 bound 0", got, tp.Total(), tp.Bound(), want)
 	}
-	if got := tp.Top(1, 0, nil); !slices.Equal(got, want[:1]) {
+	if got := tp.TopShared(1, 0, nil); !slices.Equal(got, want[:1]) {
 		t.Fatalf("top 1: %v", got)
 	}
-	if got := tp.Top(2, 2.5, nil); !slices.Equal(got, want[:1]) {
+	if got := tp.TopShared(2, 2.5, nil); !slices.Equal(got, want[:1]) {
 		t.Fatalf("top 2 from 2.5: %v", got)
 	}
 	tp.Reset()
-	if got := tp.Top(10, 0, nil); len(got) != 0 || tp.Total() != 0 || len(tp.counts) != 0 {
+	if got := tp.TopShared(10, 0, nil); len(got) != 0 || tp.Total() != 0 || len(tp.counts) != 0 {
 		t.Fatalf("after reset: %v total %v", got, tp.Total())
 	}
 }
@@ -416,7 +416,7 @@ func TestTopPruneStep(t *testing.T) {
 		tp.Add(v.n, []byte(v.item))
 	}
 	want := []TopValue{{"a", 4}, {"b", 2}, {"e", 1}}
-	if got := tp.Top(5, 0, nil); !slices.Equal(got, want) || tp.Total() != 23 || tp.Bound() != 16.0/3 {
+	if got := tp.TopShared(5, 0, nil); !slices.Equal(got, want) || tp.Total() != 23 || tp.Bound() != 16.0/3 {
 		t.Fatalf("top %v total %v bound %v, want %v total 23 bound 16/3", got, tp.Total(), tp.Bound(), want)
 	}
 }
@@ -454,7 +454,7 @@ func TestTopItemsKeptApart(t *testing.T) {
 				if round%3 == 0 {
 					tp.Seal()
 				}
-				got := tp.Top(math.MaxInt32, 0, nil)
+				got := tp.TopShared(math.MaxInt32, 0, nil)
 				seen := map[string]bool{}
 				for _, g := range got {
 					if seen[g.Item] {
@@ -471,7 +471,7 @@ func TestTopItemsKeptApart(t *testing.T) {
 				if round%10 == 9 {
 					tp.Reset()
 					clear(want)
-					if got := tp.Top(math.MaxInt32, 0, nil); len(got) != 0 || tp.Total() != 0 {
+					if got := tp.TopShared(math.MaxInt32, 0, nil); len(got) != 0 || tp.Total() != 0 {
 						t.Fatalf("after reset: %v", got)
 					}
 				}
@@ -490,7 +490,7 @@ func TestTopPicksAsSorting(t *testing.T) {
 		tp.Add(float64(1+rnd.IntN(20)), fmt.Appendf(nil, "/v/%d", rnd.IntN(300)))
 	}
 	var all []TopValue
-	all = tp.Top(math.MaxInt32, 0, all)
+	all = tp.TopShared(math.MaxInt32, 0, all)
 	slices.SortFunc(all, topOrder)
 	for _, c := range []struct {
 		k       int
@@ -500,13 +500,13 @@ func TestTopPicksAsSorting(t *testing.T) {
 			want := slices.DeleteFunc(slices.Clone(all), func(v TopValue) bool { return v.Sum < c.atLeast })
 			want = want[:min(c.k, len(want))]
 			prefix := []TopValue{{"kept", 1}}
-			got := tp.Top(c.k, c.atLeast, slices.Clone(prefix))
+			got := tp.TopShared(c.k, c.atLeast, slices.Clone(prefix))
 			if !slices.Equal(got[:1], prefix) || !slices.Equal(got[1:], want) {
 				t.Fatalf("Top(%d, %v) = %v…, want %v…", c.k, c.atLeast, got[:min(len(got), 4)], want[:min(len(want), 3)])
 			}
 		})
 	}
-	got := tp.Top(10, 0, nil)
+	got := tp.TopShared(10, 0, nil)
 	want := slices.Clone(got)
 	for i := range want {
 		want[i].Item = strings.Clone(want[i].Item)
