@@ -461,6 +461,41 @@ var (
 	}
 )
 
+// SequenceLen is the length of the escape sequence of esc at the start of v (a
+// backslash), 0 when none starts there: the sequences escapeRegex matches, read by code
+// for a scanner that cuts a line without the regex.
+func (esc Escape) SequenceLen(v []byte) int {
+	if len(v) < 2 {
+		return 0
+	}
+	c := v[1]
+	switch {
+	case c == 'x' && esc != EscapeJSON:
+		return hexEscape(v, 2, esc != EscapeApache)
+	case esc == EscapeDefault:
+		return 0
+	case c == 'u' && (esc == EscapeJSON || esc == EscapeEither):
+		return hexEscape(v, 4, true)
+	}
+	// Any other character, as a rune: regexp reads an invalid byte as one U+FFFD.
+	_, w := utf8.DecodeRune(v[1:])
+	return 1 + w
+}
+
+// hexEscape is the length of the escape of n hex digits (upper or lower case) after a
+// backslash and a letter at the start of v, 0 when they are not there.
+func hexEscape(v []byte, n int, upper bool) int {
+	if len(v) < 2+n {
+		return 0
+	}
+	for _, c := range v[2 : 2+n] {
+		if !(c >= '0' && c <= '9' || upper && c >= 'A' && c <= 'F' || !upper && c >= 'a' && c <= 'f') {
+			return 0
+		}
+	}
+	return 2 + n
+}
+
 // valuePiece is the piece of a variable's value followed by the text next ("" at the end
 // of the format).
 //

@@ -292,46 +292,12 @@ func (s *Scanner) untilEscaped(line []byte, p int, stop byte) int {
 			return end
 		}
 		p += k
-		n := escapeLen(line[p:], s.esc)
+		n := s.esc.SequenceLen(line[p:])
 		if n == 0 {
 			return -1
 		}
 		p += n
 	}
-}
-
-// escapeLen is the length of the escape sequence of esc at the start of v (a backslash),
-// 0 when none starts there; the sequences are those of the format's regex.
-func escapeLen(v []byte, esc logformat.Escape) int {
-	if len(v) < 2 {
-		return 0
-	}
-	c := v[1]
-	switch {
-	case c == 'x' && esc != logformat.EscapeJSON:
-		return hexEscape(v, 2, esc != logformat.EscapeApache)
-	case esc == logformat.EscapeDefault:
-		return 0
-	case c == 'u' && (esc == logformat.EscapeJSON || esc == logformat.EscapeEither):
-		return hexEscape(v, 4, true)
-	}
-	// Any other character, as a rune: regexp reads an invalid byte as one U+FFFD.
-	_, w := utf8.DecodeRune(v[1:])
-	return 1 + w
-}
-
-// hexEscape is the length of the escape of n hex digits (upper or lower case) after a
-// backslash and a letter at the start of v, 0 when they are not there.
-func hexEscape(v []byte, n int, upper bool) int {
-	if len(v) < 2+n {
-		return 0
-	}
-	for _, c := range v[2 : 2+n] {
-		if !(c >= '0' && c <= '9' || upper && c >= 'A' && c <= 'F' || !upper && c >= 'a' && c <= 'f') {
-			return 0
-		}
-	}
-	return 2 + n
 }
 
 // list is the end of an upstream list starting at p: items without ' ' or ',', each
