@@ -1,6 +1,7 @@
 package scrape
 
 import (
+	"errors"
 	"io"
 	"slices"
 	"strings"
@@ -84,7 +85,6 @@ func (s *Scrape) Write(w *exporter.Writer) error {
 	if s.v == nil {
 		return nil
 	}
-	left := s.p.familiesOf(s.keep)
 	open := make([]*reader, len(s.p.rules))
 	defer func() {
 		for _, x := range open {
@@ -93,28 +93,24 @@ func (s *Scrape) Write(w *exporter.Writer) error {
 			}
 		}
 	}()
-	for _, f := range s.p.families {
-		if s.keep != nil && !s.keep(f.name) {
-			continue
+	return s.p.walk(s.keep, func(f planned, first, last bool) error {
+		if first {
+			open[f.rule] = s.c.free.get()
+			open[f.rule].read(s.v.set.Rule(f.rule), &s.v.rules[f.rule], &s.p.rules[f.rule], s.native)
 		}
 		x := open[f.rule]
-		if x == nil {
-			x = s.c.free.get()
-			open[f.rule] = x
-			x.read(s.v.set.Rule(f.rule), &s.v.rules[f.rule], &s.p.rules[f.rule], s.native)
-		}
 		if err := w.Write(&x.snap, f.f); err != nil {
 			return err
 		}
-		if left[f.rule]--; left[f.rule] == 0 {
+		if last {
 			// What the rule held is known once it is written: the writers encode its label
 			// pairs at its first family.
 			s.p.held[f.rule][b2i(s.native)].Store(x.bytes())
 			open[f.rule] = nil
 			s.c.free.put(x)
 		}
-	}
-	return nil
+		return nil
+	})
 }
 
 // ScrapeCost is the heap a scrape of the families keep passes (all when nil) in format
@@ -134,27 +130,48 @@ func (c *Collector) ScrapeCost(keep func(name string) bool, format expfmt.Format
 	}
 	p := c.planOf(set)
 	native := b2i(exporter.WantsNative(format))
-	left := p.familiesOf(keep)
-	opened := make([]bool, len(p.rules))
 	var open, most int64
+	err := p.walk(keep, func(f planned, first, last bool) error {
+		held := p.held[f.rule][native].Load()
+		if held < 0 {
+			return errUnknownCost
+		}
+		if first {
+			open += held
+			most = max(most, open)
+		}
+		if last {
+			open -= held
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, false
+	}
+	return most + scrapeOverhead, true
+}
+
+// errUnknownCost ends ScrapeCost's walk at a rule no read of the format has measured.
+var errUnknownCost = errors.New("a rule's cost is unknown")
+
+// walk visits the families keep passes (all when nil) in name order, telling visit whether
+// each is its rule's first and whether it is its last: the span over which a scrape holds
+// the rule's read. It stops at visit's first error.
+func (p *plan) walk(keep func(name string) bool, visit func(f planned, first, last bool) error) error {
+	left := p.familiesOf(keep)
+	seen := make([]bool, len(p.rules))
 	for _, f := range p.families {
 		if keep != nil && !keep(f.name) {
 			continue
 		}
-		held := p.held[f.rule][native].Load()
-		if held < 0 {
-			return 0, false
-		}
-		if !opened[f.rule] {
-			opened[f.rule] = true
-			open += held
-			most = max(most, open)
-		}
-		if left[f.rule]--; left[f.rule] == 0 {
-			open -= held
+		first := !seen[f.rule]
+		seen[f.rule] = true
+		left[f.rule]--
+		if err := visit(f, first, left[f.rule] == 0); err != nil {
+			return err
 		}
 	}
-	return most + scrapeOverhead, true
+	return nil
 }
 
 // familiesOf counts, per rule, its families keep passes (all when nil).
