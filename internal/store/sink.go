@@ -1,6 +1,7 @@
 package store
 
 import (
+	"hash/maphash"
 	"unsafe"
 
 	"github.com/logwindow/logwindow_exporter/parser/event"
@@ -34,11 +35,27 @@ type sinkState struct {
 	shard    uint8
 	// backfill: a warm start's sink (NewBackfillSink).
 	backfill bool
+	// pending holds, per rule, the events of a batching sink (NewBatchSink) not flushed
+	// yet; nil for a sink that writes each event at once.
+	pending []pending
+	seed    maphash.Seed
+	scratch flushScratch
 }
 
 // NewSink returns a Sink writing to s.
 func (s *Set) NewSink() *Sink {
 	return s.newSink(false)
+}
+
+// NewBatchSink returns a Sink writing to s that holds events until Flush: the caller
+// flushes it whenever it is done handing on lines for a while (the end of a read, of a
+// batch of datagrams) and before anything that must see them (a snapshot), and before it
+// drops the sink. Received counts the events held.
+func (s *Set) NewBatchSink() *Sink {
+	k := s.newSink(false)
+	k.pending = make([]pending, len(s.rules))
+	k.seed = maphash.MakeSeed()
+	return k
 }
 
 // NewBackfillSink returns a Sink for a warm start: lines a file held before the exporter
@@ -81,7 +98,34 @@ func (k *Sink) Event(e *event.Event) {
 	}
 	w := write{budget: r.budget, shard: k.shard, backfill: k.backfill}
 	w.now, w.at = k.clocks(e)
+	if k.pending != nil {
+		p := &k.pending[e.Rule]
+		if p.add(e, w.now, w.at, k.seed) {
+			return
+		}
+		// The rule's table is full, or the event is to be written at once: after the
+		// events before it, so that they keep their order.
+		k.flushRule(e.Rule)
+		if p.add(e, w.now, w.at, k.seed) {
+			return
+		}
+	}
 	r.store.observe(e, &w, &k.last[e.Rule])
+}
+
+// Flush writes the events a batching sink holds (see NewBatchSink); nothing for another.
+func (k *Sink) Flush() {
+	for i := range k.pending {
+		if k.pending[i].used > 0 {
+			k.flushRule(i)
+		}
+	}
+}
+
+// flushRule writes the events held of rule i.
+func (k *Sink) flushRule(i int) {
+	r := &k.rules[i]
+	r.store.flush(&k.pending[i], write{budget: r.budget, shard: k.shard, backfill: k.backfill}, &k.last[i], &k.scratch)
 }
 
 // clocks gives the second e is judged at and the second it belongs to.

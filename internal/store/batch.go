@@ -1,0 +1,233 @@
+package store
+
+import (
+	"bytes"
+	"hash/maphash"
+	"math"
+	"sync/atomic"
+
+	"github.com/logwindow/logwindow_exporter/parser/event"
+)
+
+// A batching sink (NewBatchSink) holds a rule's events until Flush, gathered by label set
+// and second: the lines of one read of a log share their clocks, mostly their second, and
+// a rule's few label sets, so that most of a rule's events repeat an entry a few lines
+// before. A flush then writes an entry's events under one read lock, one look-up of their
+// series, one update of its part's counters and one lock of its wheels
+// (windows.Series.AddMany), where Event takes each once per event.
+//
+// An entry whose label set has no series, or a series idle past the counter TTL, is
+// written event by event as Event writes it (observe): a new label set at a full budget
+// folds, reaps or takes the last room one event at a time, as before. Entries are written
+// in the order their first events came, so that of the new label sets one flush brings,
+// the first seen takes the last room of a budget, as without batching. What differs from
+// Event is the order of events: an entry's events are written together, before those of
+// the entries after it, which the store does not depend on (the parse workers already
+// reorder events) but for which label set takes a full budget's last room, and the order
+// in which floats of different seconds of a slot or a part's sum are added up.
+
+// Bounds of what a rule's pending events take: entries (label sets and seconds), and
+// events in all. Past either the rule is flushed before its next event is taken.
+const (
+	maxEntries       = 64
+	maxPendingEvents = 4096
+)
+
+// pending is one rule's events held by a batching sink.
+type pending struct {
+	// entries[:used] hold events, in the order of their first; hashes[i] is entries[i]'s
+	// key and second hashed, which a look-up compares before the key. last is the entry of
+	// the rule's previous event.
+	entries []entry
+	hashes  []uint64
+	used    int
+	last    int
+	events  int
+	// arena holds the keys, label values and items of the entries' events (spans of it),
+	// which the event's own are valid only during Event.
+	arena []byte
+}
+
+// entry is the events of one label set at one pair of clocks.
+type entry struct {
+	now, at int64
+	// key and labels are the label set's, as spans of the arena.
+	key    span
+	labels []span
+	// values are the events' values; items, for a rule with items, each event's in turn.
+	values []float64
+	items  []span
+}
+
+// span is arena[from:to].
+type span struct{ from, to int }
+
+// add takes e, of the rule's clocks now and at, into its entry. It reports false when the
+// event must be written at once, by Event (a value past what admit passes without a
+// look at the part), or when the rule's events are to be flushed first (its table is
+// full). A label set with a value that is not valid UTF-8 is held as any other: its
+// series is under the value made valid, so that the flush does not find it and writes
+// the entry's events one at a time (observe).
+func (p *pending) add(e *event.Event, now, at int64, seed maphash.Seed) bool {
+	if !(math.Abs(e.Value) <= smallValue) || p.events >= maxPendingEvents {
+		return false
+	}
+	i := p.last
+	if i >= p.used || !p.holds(i, e.Key, now, at) {
+		h := maphash.Bytes(seed, e.Key) ^ uint64(at)*0x9e3779b97f4a7c15
+		i = p.find(h, e.Key, now, at)
+		if i < 0 {
+			if p.used == maxEntries {
+				return false
+			}
+			i = p.open(h, e, now, at)
+		}
+		p.last = i
+	}
+	ent := &p.entries[i]
+	ent.values = append(ent.values, e.Value)
+	for _, it := range e.Items {
+		ent.items = append(ent.items, p.keep(it))
+	}
+	p.events++
+	return true
+}
+
+// holds reports whether entry i is of key at clocks now and at.
+func (p *pending) holds(i int, key []byte, now, at int64) bool {
+	ent := &p.entries[i]
+	return ent.at == at && ent.now == now && bytes.Equal(p.bytes(ent.key), key)
+}
+
+// find returns the entry of key at clocks now and at, hashed h, or −1.
+func (p *pending) find(h uint64, key []byte, now, at int64) int {
+	for i, eh := range p.hashes[:p.used] {
+		if eh == h && p.holds(i, key, now, at) {
+			return i
+		}
+	}
+	return -1
+}
+
+// open starts an entry for e's label set at clocks now and at, hashed h, reusing the
+// buffers of a flushed one.
+func (p *pending) open(h uint64, e *event.Event, now, at int64) int {
+	i := p.used
+	if i == len(p.entries) {
+		p.entries = append(p.entries, entry{})
+		p.hashes = append(p.hashes, 0)
+	}
+	p.used++
+	ent := &p.entries[i]
+	p.hashes[i] = h
+	ent.now, ent.at = now, at
+	ent.key = p.keep(e.Key)
+	ent.labels = ent.labels[:0]
+	for _, l := range e.Labels {
+		ent.labels = append(ent.labels, p.keep(l))
+	}
+	ent.values, ent.items = ent.values[:0], ent.items[:0]
+	return i
+}
+
+// keep copies b into the arena.
+func (p *pending) keep(b []byte) span {
+	from := len(p.arena)
+	p.arena = append(p.arena, b...)
+	return span{from, len(p.arena)}
+}
+
+func (p *pending) bytes(s span) []byte { return p.arena[s.from:s.to:s.to] }
+
+// reset empties the table, keeping its buffers.
+func (p *pending) reset() {
+	p.used, p.last, p.events = 0, 0, 0
+	p.arena = p.arena[:0]
+}
+
+// flushScratch is what a flush builds the events and items it writes in.
+type flushScratch struct {
+	labels, items [][]byte
+}
+
+// flush writes the rule's pending events (see the comment at the top of the file) and
+// empties the table; w has the sink's shard, backfill and the rule's budget, last is the
+// sink's series of the rule's last event.
+func (st *store) flush(p *pending, w write, last **Series, sc *flushScratch) {
+	if p.used == 0 {
+		return
+	}
+	lock := &st.locks[w.shard]
+	lock.RLock()
+	for i := range p.entries[:p.used] {
+		ent := &p.entries[i]
+		key := p.bytes(ent.key)
+		s := *last
+		if s == nil || s.removed || s.key != string(key) {
+			s = st.series[string(key)]
+			*last = s
+		}
+		w.now, w.at = ent.now, ent.at
+		sc.items = sc.items[:0]
+		for _, it := range ent.items {
+			sc.items = append(sc.items, p.bytes(it))
+		}
+		if s != nil && !st.idlePastTTL(s, w.shard, w.now, w.budget.ttl) {
+			st.addMany(s, &w, ent.values, sc.items)
+			continue
+		}
+		lock.RUnlock()
+		st.observeEach(p, ent, &w, last, sc)
+		lock.RLock()
+	}
+	lock.RUnlock()
+	p.reset()
+}
+
+// observeEach writes the events of ent one at a time, as Event does.
+func (st *store) observeEach(p *pending, ent *entry, w *write, last **Series, sc *flushScratch) {
+	sc.labels = sc.labels[:0]
+	for _, l := range ent.labels {
+		sc.labels = append(sc.labels, p.bytes(l))
+	}
+	per := 0
+	if len(ent.values) > 0 {
+		per = len(sc.items) / len(ent.values)
+	}
+	e := event.Event{Key: p.bytes(ent.key), Labels: sc.labels}
+	for i, v := range ent.values {
+		e.Value, e.Items = v, nil
+		if per > 0 {
+			e.Items = sc.items[i*per : (i+1)*per]
+		}
+		st.observe(&e, w, last)
+	}
+}
+
+// addMany is add for the events of one label set at one pair of clocks, whose values
+// admit passes without a look at the part (see pending.add).
+func (st *store) addMany(s *Series, w *write, values []float64, items [][]byte) {
+	p := st.partOf(s, w.shard)
+	if st.value && !w.backfill {
+		addFloats(&p.sum, values)
+	}
+	n := uint64(len(values))
+	if wheels := st.counted(p, w, n); wheels != nil {
+		st.placed(wheels.AddMany(w.now, w.at, values, items), w, n)
+	}
+}
+
+// addFloats adds vs in turn to the float64 stored as bits in u, as addFloat would one
+// by one, in one CAS.
+func addFloats(u *atomic.Uint64, vs []float64) {
+	for {
+		old := u.Load()
+		sum := math.Float64frombits(old)
+		for _, v := range vs {
+			sum += v
+		}
+		if u.CompareAndSwap(old, math.Float64bits(sum)) {
+			return
+		}
+	}
+}
