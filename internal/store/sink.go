@@ -35,9 +35,14 @@ type sinkState struct {
 	shard    uint8
 	// backfill: a warm start's sink (NewBackfillSink).
 	backfill bool
-	// pending holds, per rule, the events of a batching sink (NewBatchSink) not flushed
-	// yet; nil for a sink that writes each event at once.
-	pending []pending
+	// held is what a batching sink (NewBatchSink) holds; nil for a sink that writes each
+	// event at once.
+	held *held
+}
+
+// held is the events a batching sink holds, per rule, and what its flushes build in.
+type held struct {
+	rules   []pending
 	seed    maphash.Seed
 	scratch flushScratch
 }
@@ -53,8 +58,7 @@ func (s *Set) NewSink() *Sink {
 // drops the sink. Received counts the events held.
 func (s *Set) NewBatchSink() *Sink {
 	k := s.newSink(false)
-	k.pending = make([]pending, len(s.rules))
-	k.seed = maphash.MakeSeed()
+	k.held = &held{rules: make([]pending, len(s.rules)), seed: maphash.MakeSeed()}
 	return k
 }
 
@@ -98,15 +102,15 @@ func (k *Sink) Event(e *event.Event) {
 	}
 	w := write{budget: r.budget, shard: k.shard, backfill: k.backfill}
 	w.now, w.at = k.clocks(e)
-	if k.pending != nil {
-		p := &k.pending[e.Rule]
-		if p.add(e, w.now, w.at, k.seed) {
+	if h := k.held; h != nil {
+		p := &h.rules[e.Rule]
+		if p.add(e, w.now, w.at, h.seed) {
 			return
 		}
 		// The rule's table is full, or the event is to be written at once: after the
 		// events before it, so that they keep their order.
 		k.flushRule(e.Rule)
-		if p.add(e, w.now, w.at, k.seed) {
+		if p.add(e, w.now, w.at, h.seed) {
 			return
 		}
 	}
@@ -115,8 +119,11 @@ func (k *Sink) Event(e *event.Event) {
 
 // Flush writes the events a batching sink holds (see NewBatchSink); nothing for another.
 func (k *Sink) Flush() {
-	for i := range k.pending {
-		if k.pending[i].used > 0 {
+	if k.held == nil {
+		return
+	}
+	for i := range k.held.rules {
+		if k.held.rules[i].used > 0 {
 			k.flushRule(i)
 		}
 	}
@@ -125,7 +132,7 @@ func (k *Sink) Flush() {
 // flushRule writes the events held of rule i.
 func (k *Sink) flushRule(i int) {
 	r := &k.rules[i]
-	r.store.flush(&k.pending[i], write{budget: r.budget, shard: k.shard, backfill: k.backfill}, &k.last[i], &k.scratch)
+	r.store.flush(&k.held.rules[i], write{budget: r.budget, shard: k.shard, backfill: k.backfill}, &k.last[i], &k.held.scratch)
 }
 
 // clocks gives the second e is judged at and the second it belongs to.
