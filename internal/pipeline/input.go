@@ -69,6 +69,10 @@ type stream struct {
 	pool      atomic.Pointer[pool]
 	streamsOf *config.Config
 	streams   config.Streams
+	// unflushed is the sink the reading goroutine's lines went to since it last flushed: a
+	// binding's sink holds what the lines made (store.NewBatchSink) until the reading
+	// goroutine is done handing lines on for a while (flush). Used by that goroutine only.
+	unflushed *store.Sink
 }
 
 // binding is an input's view of one generation.
@@ -102,7 +106,7 @@ func (in *stream) bindTo(p *Pipeline, slot *atomic.Pointer[binding]) *binding {
 		return b
 	}
 	ci := g.input(in.source)
-	b := &binding{gen: g, parse: g.parser.NewSession(), sink: g.set.NewSink(), name: ci.Name, streams: ci.Streams, paths: newPathValues(ci, g.parser)}
+	b := &binding{gen: g, parse: g.parser.NewSession(), sink: g.set.NewBatchSink(), name: ci.Name, streams: ci.Streams, paths: newPathValues(ci, g.parser)}
 	if in.files != nil {
 		b.parse.SetFormats(ci.LogFormats, in.files)
 	}
@@ -386,9 +390,25 @@ func (in *stream) batch(p *Pipeline, w *pool, path string, line []byte) {
 	}
 }
 
-// setNow gives b's sink the clocks of the line being parsed.
+// setNow gives b's sink the clocks of the line being parsed; the reading goroutine's sink
+// of another binding (the generation changed) is flushed first, so that it holds nothing
+// once it is let go.
 func (in *stream) setNow(b *binding) {
+	if in.unflushed != b.sink {
+		in.flush()
+		in.unflushed = b.sink
+	}
 	b.sink.SetNow(in.processing, in.wall)
+}
+
+// flush writes what the reading goroutine's sink holds: when a read's lines were handed
+// on (the follower's hold is let go), after a batch of datagrams, after a file's held
+// lines were parsed.
+func (in *stream) flush() {
+	if in.unflushed != nil {
+		in.unflushed.Flush()
+		in.unflushed = nil
+	}
 }
 
 // closeFile parses what is held of a file the follower is done with, while its format
@@ -400,6 +420,7 @@ func (in *stream) closeFile(p *Pipeline, path string) {
 	}
 	in.setNow(b)
 	b.parse.CloseFile(path, b.name, b.sink, b.done)
+	in.flush()
 	in.unbindIfStale(p, &in.bound, b)
 }
 

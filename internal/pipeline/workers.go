@@ -110,6 +110,7 @@ func (wk *worker) run(p *Pipeline, in *stream, w *pool) {
 			}
 			b.parse.ParseFile(l.path, b.name, bt.bytes(l.msg), bt.bytes(l.wrapper), b.sink, b.done)
 		}
+		b.sink.Flush() // before the batch counts as parsed (drain)
 		in.unbindIfStale(p, &wk.bound, b)
 		bt.data, bt.lines = bt.data[:0], bt.lines[:0]
 		w.free <- bt
@@ -196,8 +197,10 @@ func (h batchHold) Lock() {
 	h.in.resize(h.p)
 }
 
-// Unlock deals the read's lines, then lets go of the cut.
+// Unlock writes what the read's lines parsed by the reading goroutine made and deals the
+// rest, then lets go of the cut.
 func (h batchHold) Unlock() {
+	h.in.flush()
 	if w := h.in.pool.Load(); w != nil {
 		w.deal(h.in.processing, h.in.wall)
 	}
