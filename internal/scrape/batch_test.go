@@ -74,6 +74,9 @@ type batchCase struct {
 	huge, invalid, late, future float64
 	// flushEvery is how many reads (clock readings) pass between flushes.
 	flushEvery int
+	// perRead bounds the events of a read (300 when 0); pad lengthens paths by as many
+	// bytes.
+	perRead, pad int
 }
 
 // TestBatchSinkMatchesDirect: events through batching sinks (NewBatchSink, flushed now and
@@ -93,6 +96,8 @@ func TestBatchSinkMatchesDirect(t *testing.T) {
 		{name: "two sinks", budget: 100, ttl: "0s", sinks: 2, statuses: 4, paths: 5, late: 0.05, future: 0.05, flushEvery: 1},
 		{name: "budget full", budget: 6, sinks: 1, grouped: true, statuses: 12, paths: 40, late: 0.05, huge: 0.02, invalid: 0.02, flushEvery: 1},
 		{name: "budget full held across reads", budget: 6, sinks: 1, grouped: true, statuses: 12, paths: 40, late: 0.05, flushEvery: 4},
+		{name: "past what a sink holds", budget: 1000, ttl: "0s", sinks: 1, statuses: 4, paths: 5, perRead: 6000, flushEvery: 8},
+		{name: "long label values", budget: 1000, ttl: "0s", sinks: 1, statuses: 4, paths: 30, pad: 1000, flushEvery: 2},
 		{name: "memory bound", budget: 1000, maxBytes: 600 << 10, sinks: 1, grouped: true, statuses: 20, paths: 90, flushEvery: 1},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -160,7 +165,7 @@ func TestBatchSinkMatchesDirect(t *testing.T) {
 // share of each oddity.
 func (c batchCase) events(rng *rand.Rand, cfg *config.Config, now int64) []*event.Event {
 	var out []*event.Event
-	n := rng.IntN(300)
+	n := rng.IntN(cmp.Or(c.perRead, 300))
 	for len(out) < n {
 		e := c.event(rng, cfg, now)
 		out = append(out, e)
@@ -222,7 +227,7 @@ func (c batchCase) event(rng *rand.Rand, cfg *config.Config, now int64) *event.E
 	for _, l := range r.Labels {
 		v := fmt.Sprintf("%d", 200+rng.IntN(c.statuses))
 		if l.Name == "path" {
-			v = fmt.Sprintf("/p%d", rng.IntN(c.paths))
+			v = fmt.Sprintf("/p%d%s", rng.IntN(c.paths), strings.Repeat("x", c.pad))
 		}
 		if rng.Float64() < c.invalid {
 			v = "\xfe" + v + "\xc3"
@@ -250,7 +255,7 @@ func (c batchCase) value(rng *rand.Rand, r *config.Rule) float64 {
 func (c batchCase) items(rng *rand.Rand, r *config.Rule) [][]byte {
 	var items [][]byte
 	for range r.Items {
-		items = append(items, fmt.Appendf(nil, "/p%d", rng.IntN(c.paths)))
+		items = append(items, fmt.Appendf(nil, "/p%d%s", rng.IntN(c.paths), strings.Repeat("x", c.pad)))
 	}
 	return items
 }

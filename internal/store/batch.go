@@ -26,11 +26,14 @@ import (
 // reorder events) but for which label set takes a full budget's last room, and the order
 // in which floats of different seconds of a slot or a part's sum are added up.
 
-// Bounds of what a rule's pending events take: entries (label sets and seconds), and
-// events in all. Past either the rule is flushed before its next event is taken.
+// Bounds of what a rule's pending events take: entries (label sets and seconds), events
+// in all, and the bytes of their keys, label values and items (a read of a log is 64 KiB,
+// so that only items rendered longer than their lines reach it). Past any of them the
+// rule is flushed before its next event is taken.
 const (
 	maxEntries       = 64
 	maxPendingEvents = 4096
+	maxArenaBytes    = 64 << 10
 )
 
 // pending is one rule's events held by a batching sink.
@@ -64,12 +67,12 @@ type span struct{ from, to int }
 
 // add takes e, of the rule's clocks now and at, into its entry. It reports false when the
 // event must be written at once, by Event (a value past what admit passes without a
-// look at the part), or when the rule's events are to be flushed first (its table is
-// full). A label set with a value that is not valid UTF-8 is held as any other: its
+// look at the part), or when the rule's events are to be flushed first (a bound of what
+// they take is reached). A label set with a value that is not valid UTF-8 is held as any other: its
 // series is under the value made valid, so that the flush does not find it and writes
 // the entry's events one at a time (observe).
 func (p *pending) add(e *event.Event, now, at int64, seed maphash.Seed) bool {
-	if !(math.Abs(e.Value) <= smallValue) || p.events >= maxPendingEvents {
+	if !(math.Abs(e.Value) <= smallValue) || p.events >= maxPendingEvents || len(p.arena) >= maxArenaBytes {
 		return false
 	}
 	i := p.last
