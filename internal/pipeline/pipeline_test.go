@@ -71,13 +71,18 @@ func appendTo(t *testing.T, path, text string) {
 	}
 }
 
-// waitRead waits until the pipeline's one input has handed on n lines.
+// waitRead waits until the pipeline's one input has handed on n lines. A line is counted
+// as read before it is handed on, and its sink writes what the read's lines made once they
+// all were: taking the cut, which a follower holds meanwhile, waits for that.
 func waitRead(t *testing.T, p *Pipeline, n uint64) selfmetric.InputStats {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		s := p.inputStats()
 		if len(s) == 1 && s[0].LinesRead == n {
+			p.cut.Lock()
+			s = p.inputStats()
+			p.cut.Unlock()
 			return s[0]
 		}
 		if time.Now().After(deadline) {
