@@ -45,7 +45,14 @@ type pending struct {
 	hashes  []uint64
 	used    int
 	last    int
-	events  int
+	// values are the events' values in the order they came, next the event after each of
+	// its entry (−1: none), and items, itemsPer of them an event, their items: held per
+	// rule rather than per entry, so that what a sink keeps between flushes is bounded by
+	// the rule's events, not by every entry's most.
+	values   []float64
+	next     []int32
+	items    []span
+	itemsPer int
 	// arena holds the keys, label values and items of the entries' events (spans of it),
 	// which the event's own are valid only during Event.
 	arena []byte
@@ -57,9 +64,8 @@ type entry struct {
 	// key and labels are the label set's, as spans of the arena.
 	key    span
 	labels []span
-	// values are the events' values; items, for a rule with items, each event's in turn.
-	values []float64
-	items  []span
+	// head and tail are its first and last events (indexes of pending.values).
+	head, tail int32
 }
 
 // span is arena[from:to].
@@ -68,11 +74,13 @@ type span struct{ from, to int }
 // add takes e, of the rule's clocks now and at, into its entry. It reports false when the
 // event must be written at once, by Event (a value past what admit passes without a
 // look at the part), or when the rule's events are to be flushed first (a bound of what
-// they take is reached). A label set with a value that is not valid UTF-8 is held as any other: its
-// series is under the value made valid, so that the flush does not find it and writes
-// the entry's events one at a time (observe).
+// they take is reached, or e has another number of items than those held). A label set
+// with a value that is not valid UTF-8 is held as any other: its series is under the
+// value made valid, so that the flush does not find it and writes the entry's events one
+// at a time (observe).
 func (p *pending) add(e *event.Event, now, at int64, seed maphash.Seed) bool {
-	if !(math.Abs(e.Value) <= smallValue) || p.events >= maxPendingEvents || len(p.arena) >= maxArenaBytes {
+	n := len(p.values)
+	if !(math.Abs(e.Value) <= smallValue) || n >= maxPendingEvents || len(p.arena) >= maxArenaBytes || n > 0 && len(e.Items) != p.itemsPer {
 		return false
 	}
 	i := p.last
@@ -87,12 +95,20 @@ func (p *pending) add(e *event.Event, now, at int64, seed maphash.Seed) bool {
 		}
 		p.last = i
 	}
-	ent := &p.entries[i]
-	ent.values = append(ent.values, e.Value)
+	j := int32(n)
+	p.values = append(p.values, e.Value)
+	p.next = append(p.next, -1)
+	p.itemsPer = len(e.Items)
 	for _, it := range e.Items {
-		ent.items = append(ent.items, p.keep(it))
+		p.items = append(p.items, p.keep(it))
 	}
-	p.events++
+	ent := &p.entries[i]
+	if ent.head < 0 {
+		ent.head = j
+	} else {
+		p.next[ent.tail] = j
+	}
+	ent.tail = j
 	return true
 }
 
@@ -129,7 +145,7 @@ func (p *pending) open(h uint64, e *event.Event, now, at int64) int {
 	for _, l := range e.Labels {
 		ent.labels = append(ent.labels, p.keep(l))
 	}
-	ent.values, ent.items = ent.values[:0], ent.items[:0]
+	ent.head = -1
 	return i
 }
 
@@ -144,13 +160,26 @@ func (p *pending) bytes(s span) []byte { return p.arena[s.from:s.to:s.to] }
 
 // reset empties the table, keeping its buffers.
 func (p *pending) reset() {
-	p.used, p.last, p.events = 0, 0, 0
+	p.used, p.last = 0, 0
+	p.values, p.next, p.items = p.values[:0], p.next[:0], p.items[:0]
 	p.arena = p.arena[:0]
 }
 
-// flushScratch is what a flush builds the events and items it writes in.
+// flushScratch is what a flush gathers an entry's events in.
 type flushScratch struct {
+	values        []float64
 	labels, items [][]byte
+}
+
+// gather sets sc's values and items to those of ent's events.
+func (sc *flushScratch) gather(p *pending, ent *entry) {
+	sc.values, sc.items = sc.values[:0], sc.items[:0]
+	for j := ent.head; j >= 0; j = p.next[j] {
+		sc.values = append(sc.values, p.values[j])
+		for _, it := range p.items[int(j)*p.itemsPer:][:p.itemsPer] {
+			sc.items = append(sc.items, p.bytes(it))
+		}
+	}
 }
 
 // flush writes the rule's pending events (see the comment at the top of the file) and
@@ -171,12 +200,9 @@ func (st *store) flush(p *pending, w write, last **Series, sc *flushScratch) {
 			*last = s
 		}
 		w.now, w.at = ent.now, ent.at
-		sc.items = sc.items[:0]
-		for _, it := range ent.items {
-			sc.items = append(sc.items, p.bytes(it))
-		}
+		sc.gather(p, ent)
 		if s != nil && !st.idlePastTTL(s, w.shard, w.now, w.budget.ttl) {
-			st.addMany(s, &w, ent.values, sc.items)
+			st.addMany(s, &w, sc.values, sc.items)
 			continue
 		}
 		lock.RUnlock()
@@ -187,18 +213,15 @@ func (st *store) flush(p *pending, w write, last **Series, sc *flushScratch) {
 	p.reset()
 }
 
-// observeEach writes the events of ent one at a time, as Event does.
+// observeEach writes the events of ent, gathered in sc, one at a time, as Event does.
 func (st *store) observeEach(p *pending, ent *entry, w *write, last **Series, sc *flushScratch) {
 	sc.labels = sc.labels[:0]
 	for _, l := range ent.labels {
 		sc.labels = append(sc.labels, p.bytes(l))
 	}
-	per := 0
-	if len(ent.values) > 0 {
-		per = len(sc.items) / len(ent.values)
-	}
+	per := p.itemsPer
 	e := event.Event{Key: p.bytes(ent.key), Labels: sc.labels}
-	for i, v := range ent.values {
+	for i, v := range sc.values {
 		e.Value, e.Items = v, nil
 		if per > 0 {
 			e.Items = sc.items[i*per : (i+1)*per]
