@@ -166,7 +166,8 @@ type Fate struct {
 	Folded bool
 }
 
-// Judge says what Event would do with e at the clocks of the last SetNow, without doing it.
+// Judge says what Event would do with e at the clocks of the last SetNow, without doing it;
+// against the store as it is, without the events a batching sink holds.
 func (k *Sink) Judge(e *event.Event) Fate {
 	r := &k.rules[e.Rule]
 	now, at := k.clocks(e)
