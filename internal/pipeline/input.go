@@ -73,6 +73,12 @@ type stream struct {
 	// binding's sink holds what the lines made (store.NewBatchSink) until the reading
 	// goroutine is done handing lines on for a while (flush). Used by that goroutine only.
 	unflushed *store.Sink
+	// handed counts the lines the reading goroutine parsed since it last flushed; landed
+	// the lines whose events are written, which is what the input's lines read say (see
+	// stats): a scrape that sees a line read sees what it made, though a sink holds a
+	// read's events until the read's last line.
+	handed uint64
+	landed atomic.Uint64
 }
 
 // binding is an input's view of one generation.
@@ -233,6 +239,10 @@ func (g *generation) input(source string) config.Input {
 // stats is the input's snapshot with what the pipeline counts of it.
 func (in *stream) stats() selfmetric.InputStats {
 	st := in.running.Stats()
+	// The input counts a line as read when it hands it on; its events are written when
+	// the read or batch it came in is done. Lines count as read once they are written, so
+	// that a scrape never shows a line read whose events it lacks.
+	st.LinesRead = in.landed.Load()
 	st.TooLong += in.tooLong.Load()
 	st.MalformedLines = in.malformed.Load()
 	st.Unmatched = in.unmatched.Load()
@@ -372,6 +382,7 @@ func (in *stream) handle(p *Pipeline) input.Handler {
 			in.setNow(b)
 			b.parse.ParseFile(path, b.name, msg, wrapperTime, b.sink, b.done)
 		}
+		in.handed++ // after the parse: a flush by setNow is of the lines before
 		in.unbindIfStale(p, &in.bound, b)
 	}
 }
@@ -379,6 +390,7 @@ func (in *stream) handle(p *Pipeline) input.Handler {
 // batch is handle with a pool: the line's message goes into the batch being filled, for
 // a worker to parse.
 func (in *stream) batch(p *Pipeline, w *pool, path string, line []byte) {
+	w.cur.handed++
 	var lv lineValues
 	if in.cri != nil {
 		if g := p.gen.Load(); g.cfg != in.streamsOf {
@@ -409,6 +421,8 @@ func (in *stream) flush() {
 		in.unflushed.Flush()
 		in.unflushed = nil
 	}
+	in.landed.Add(in.handed)
+	in.handed = 0
 }
 
 // closeFile parses what is held of a file the follower is done with, while its format
