@@ -175,6 +175,65 @@ func (s *Series) AddItems(now, at int64, v float64, items [][]byte) Placement {
 }
 
 func (s *Series) addSlow(now, at int64, v float64, items [][]byte) Placement {
+	at, p := s.seat(now, at)
+	if p != Late {
+		s.putMemo(v)
+		if s.rings != nil {
+			s.rings.place(s.layout, s.t, 0, at, v, items, nil)
+		}
+		s.last = max(s.last, at)
+	}
+	if s.rings != nil {
+		s.rings.charge(s.layout)
+	}
+	return p
+}
+
+// AddMany is AddItems for events of one second at once, in the order they came: values
+// are theirs, and items, for a layout whose summaries read items, their items in turn
+// (len(items)/len(values) each), valid only during the call. The events are placed once
+// and their slots found once, under one lock; each value is added to the float slots and
+// the summaries as AddItems would add it, so that sums are added up in the same order.
+func (s *Series) AddMany(now, at int64, values []float64, items [][]byte) Placement {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	at, p := s.seat(now, at)
+	if p != Late {
+		for _, v := range values {
+			s.putMemo(v)
+		}
+		if r := s.rings; r != nil {
+			per := 0
+			if len(values) > 0 {
+				per = len(items) / len(values)
+			}
+			for i, v := range values {
+				if i > 0 && r.room < capBelow {
+					// Near the bound an event sees the room an Add of its own would: what
+					// the summaries gave back since the Add began counts as room again.
+					r.charge(s.layout)
+					r.room = s.layout.account.Room()
+				}
+				var its [][]byte
+				if per > 0 {
+					its = items[i*per : (i+1)*per]
+				}
+				r.place(s.layout, s.t, 0, at, v, its, nil)
+			}
+		}
+		s.last = max(s.last, at)
+	}
+	if s.rings != nil {
+		s.rings.charge(s.layout)
+	}
+	return p
+}
+
+// seat moves the series to second now and finds the slots of an event of second at: it
+// returns the second the event is placed at, and leaves the memo holding that second's
+// float slots (Late: none; the event is not to be placed). The caller hands what the
+// summaries grow by to the account afterwards (summaryRings.charge), Late or not.
+func (s *Series) seat(now, at int64) (int64, Placement) {
 	now, at = clampTime(now), clampTime(at)
 	if s.wentBack(now) {
 		// Everything held is newer than every window seen from now: start over at now, or
@@ -187,7 +246,6 @@ func (s *Series) addSlow(now, at int64, v float64, items [][]byte) Placement {
 		if l.account != nil {
 			s.rings.room = l.account.Room()
 		}
-		defer s.rings.charge(l)
 	}
 	if now > s.t {
 		s.advance(now)
@@ -197,15 +255,13 @@ func (s *Series) addSlow(now, at int64, v float64, items [][]byte) Placement {
 		at, p = now, Future
 	}
 	if at <= s.t-l.reach {
-		return Late
+		return at, Late
 	}
 	// An event of the second the memo holds goes to the same slots; one of another second
 	// finds its slots, and the memo holds them then (the summary wheels' are found as place
 	// reaches them): interleaved seconds cost what they did before the memo but for a
 	// store per wheel.
-	if at == s.memoAt {
-		s.putMemo(v)
-	} else {
+	if at != s.memoAt {
 		// back is how many slots at is behind the head of wheel i (−1: not computed yet).
 		// Wheels go from fine to coarse and a slot lies within one slot of every coarser
 		// wheel of its grid, so once at is in a head slot it is in the head slots of the
@@ -218,7 +274,6 @@ func (s *Series) addSlow(now, at int64, v float64, items [][]byte) Placement {
 			s.memo[i] = -1
 			if idx, ok := l.wheels[i].slotOf(s.head[i], back); ok {
 				s.memo[i] = int16(idx)
-				s.put(l.wheels[i].off+idx*l.stride, v)
 			}
 		}
 		s.memoAt = at
@@ -226,11 +281,7 @@ func (s *Series) addSlow(now, at int64, v float64, items [][]byte) Placement {
 			s.rings.known = 0
 		}
 	}
-	if s.rings != nil {
-		s.rings.place(l, s.t, 0, at, v, items, nil)
-	}
-	s.last = max(s.last, at)
-	return p
+	return at, p
 }
 
 // putMemo adds v to the slots the memo holds.

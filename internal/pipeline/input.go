@@ -69,6 +69,16 @@ type stream struct {
 	pool      atomic.Pointer[pool]
 	streamsOf *config.Config
 	streams   config.Streams
+	// unflushed is the sink the reading goroutine's lines went to since it last flushed: a
+	// binding's sink holds what the lines made (store.NewBatchSink) until the reading
+	// goroutine is done handing lines on for a while (flush). Used by that goroutine only.
+	unflushed *store.Sink
+	// handed counts the lines the reading goroutine parsed since it last flushed; landed
+	// the lines whose events are written, which is what the input's lines read say (see
+	// stats): a scrape that sees a line read sees what it made, though a sink holds a
+	// read's events until the read's last line.
+	handed uint64
+	landed atomic.Uint64
 }
 
 // binding is an input's view of one generation.
@@ -102,7 +112,7 @@ func (in *stream) bindTo(p *Pipeline, slot *atomic.Pointer[binding]) *binding {
 		return b
 	}
 	ci := g.input(in.source)
-	b := &binding{gen: g, parse: g.parser.NewSession(), sink: g.set.NewSink(), name: ci.Name, streams: ci.Streams, paths: newPathValues(ci, g.parser)}
+	b := &binding{gen: g, parse: g.parser.NewSession(), sink: g.set.NewBatchSink(), name: ci.Name, streams: ci.Streams, paths: newPathValues(ci, g.parser)}
 	if in.files != nil {
 		b.parse.SetFormats(ci.LogFormats, in.files)
 	}
@@ -229,6 +239,10 @@ func (g *generation) input(source string) config.Input {
 // stats is the input's snapshot with what the pipeline counts of it.
 func (in *stream) stats() selfmetric.InputStats {
 	st := in.running.Stats()
+	// The input counts a line as read when it hands it on; its events are written when
+	// the read or batch it came in is done. Lines count as read once they are written, so
+	// that a scrape never shows a line read whose events it lacks.
+	st.LinesRead = in.landed.Load()
 	st.TooLong += in.tooLong.Load()
 	st.MalformedLines = in.malformed.Load()
 	st.Unmatched = in.unmatched.Load()
@@ -368,6 +382,7 @@ func (in *stream) handle(p *Pipeline) input.Handler {
 			in.setNow(b)
 			b.parse.ParseFile(path, b.name, msg, wrapperTime, b.sink, b.done)
 		}
+		in.handed++ // after the parse: a flush by setNow is of the lines before
 		in.unbindIfStale(p, &in.bound, b)
 	}
 }
@@ -375,6 +390,7 @@ func (in *stream) handle(p *Pipeline) input.Handler {
 // batch is handle with a pool: the line's message goes into the batch being filled, for
 // a worker to parse.
 func (in *stream) batch(p *Pipeline, w *pool, path string, line []byte) {
+	w.cur.handed++
 	var lv lineValues
 	if in.cri != nil {
 		if g := p.gen.Load(); g.cfg != in.streamsOf {
@@ -386,9 +402,27 @@ func (in *stream) batch(p *Pipeline, w *pool, path string, line []byte) {
 	}
 }
 
-// setNow gives b's sink the clocks of the line being parsed.
+// setNow gives b's sink the clocks of the line being parsed; the reading goroutine's sink
+// of another binding (the generation changed) is flushed first, so that it holds nothing
+// once it is let go.
 func (in *stream) setNow(b *binding) {
+	if in.unflushed != b.sink {
+		in.flush()
+		in.unflushed = b.sink
+	}
 	b.sink.SetNow(in.processing, in.wall)
+}
+
+// flush writes what the reading goroutine's sink holds: when a read's lines were handed
+// on (the follower's hold is let go), after a batch of datagrams, after a file's held
+// lines were parsed.
+func (in *stream) flush() {
+	if in.unflushed != nil {
+		in.unflushed.Flush()
+		in.unflushed = nil
+	}
+	in.landed.Add(in.handed)
+	in.handed = 0
 }
 
 // closeFile parses what is held of a file the follower is done with, while its format
@@ -400,6 +434,7 @@ func (in *stream) closeFile(p *Pipeline, path string) {
 	}
 	in.setNow(b)
 	b.parse.CloseFile(path, b.name, b.sink, b.done)
+	in.flush()
 	in.unbindIfStale(p, &in.bound, b)
 }
 

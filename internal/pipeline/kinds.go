@@ -71,7 +71,7 @@ func startFollower(p *Pipeline, ci config.Input, in *stream, shard int) (input.I
 }
 
 // startListener binds a syslog input's socket; its lines read the clock once per batch of
-// datagrams.
+// datagrams, and what they made is written at the end of the batch.
 func startListener(p *Pipeline, ci config.Input, in *stream, _ int) (input.Input, error) {
 	return syslog.Listen(syslog.Options{
 		Network:      ci.Syslog.Socket.Network,
@@ -81,5 +81,6 @@ func startListener(p *Pipeline, ci config.Input, in *stream, _ int) (input.Input
 		Logger:       in.log,
 		Header:       func(h syslog.Header) { in.header = h },
 		Batch:        func() { in.processing, in.wall = p.clock.read() },
+		BatchEnd:     in.flush,
 	}, in.handle(p))
 }

@@ -195,3 +195,50 @@ rules: [{name: lines, match: x}]
 		t.Errorf("got:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
+
+// A scrape that sees a line read must see its events, though a sink holds a read's events
+// until the read's last line (or a worker's batch's) was parsed: lines count as read once
+// they are written. The log grows while the test reads, over and over, the input's lines
+// read and then the rule's total, which counts every line; read in that order, the total
+// may only be ahead.
+func TestLinesReadCountedWithTheirEvents(t *testing.T) {
+	const writes, perWrite = 300, 40
+	for _, shards := range []int{1, 2} {
+		t.Run(fmt.Sprintf("shards=%d", shards), func(t *testing.T) {
+			p, log := startFile(t, fmt.Sprintf("inputs: [{path: LOG, shards: %d}]\nrules: [{name: lines, match: x}]\n", shards))
+			go func() {
+				chunk := strings.Repeat("x\n", perWrite)
+				for range writes {
+					appendTo(t, log, chunk)
+				}
+			}()
+			var text strings.Builder
+			for checks := 0; ; checks++ {
+				s := p.inputStats()
+				read := s[0].LinesRead
+				text.Reset()
+				if err := p.Collector().WriteText(&text, nil); err != nil {
+					t.Fatal(err)
+				}
+				var total uint64
+				for l := range strings.Lines(text.String()) {
+					if v, ok := strings.CutPrefix(l, "lines_total "); ok {
+						if _, err := fmt.Sscan(v, &total); err != nil {
+							t.Fatal(err)
+						}
+					}
+				}
+				if total < read {
+					t.Fatalf("check %d: %d lines read, but the rule counted %d", checks, read, total)
+				}
+				if read == writes*perWrite {
+					t.Logf("%d checks", checks)
+					return
+				}
+				if checks > 1e6 {
+					t.Fatalf("%d of %d lines read", read, writes*perWrite)
+				}
+			}
+		})
+	}
+}

@@ -45,13 +45,14 @@ func Replay(cfg *config.Config, files []string, opts Options, w io.Writer) error
 			now = newest.time
 		}
 	}
-	sink := gen.set.NewSink()
+	sink := gen.set.NewBatchSink()
 	sink.SetNow(now, now)
 	fs := newFits(gen)
 	counts, err := replayFiles(gen.parser, read, opts, sink, fs)
 	if err != nil {
 		return err
 	}
+	sink.Flush()
 	c := scrape.NewCollector(scrape.Options{
 		Set:   func() *store.Set { return gen.set },
 		Now:   func() int64 { return now },

@@ -207,3 +207,51 @@ rules:
 		}
 	}
 }
+
+// An input's sink holds the events of a batch of datagrams until the batch ends
+// (Options.BatchEnd). A reload within a batch gives the datagrams after it the new
+// generation's sink: the old sink is written then, not dropped with its binding, and
+// nothing is written twice. The test hands the input's lines on itself, as its listener
+// would, with no datagram sent.
+func TestSyslogHeldAcrossReload(t *testing.T) {
+	sock := filepath.Join(t.TempDir(), "nginx.sock")
+	rules := []byte(fmt.Sprintf(`
+inputs: [{name: sock, syslog: 'unixgram://%s'}]
+rules:
+  - {name: requests, match: '" (?P<status>[0-9]{3}) ', labels: {status: '${status}'}}
+`, sock))
+	cfg, err := config.Parse(rules, "rules.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	clock := testclock.New(time.Date(2026, 11, 24, 5, 28, 9, 0, time.UTC))
+	p, err := Start(cfg, Options{Now: clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Stop()
+	var in *stream
+	for _, s := range p.inputs {
+		in = s
+	}
+	line := []byte(`127.0.0.1 - - [24/Nov/2026:05:28:09 +0000] "GET / HTTP/1.1" 200 2 "-" "ua" 0.000 -`)
+	handle := in.handle(p)
+	in.processing, in.wall = p.clock.read() // Options.Batch
+	handle("", line)
+	handle("", line)
+	if got := gatherPipeline(t, p)[`requests_total{status="200"}`]; got != 0 {
+		t.Errorf("%v requests counted while the batch is under way, want them held", got)
+	}
+	again, err := config.Parse(rules, "rules.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Reload(again); err != nil {
+		t.Fatal(err)
+	}
+	handle("", line)
+	in.flush() // Options.BatchEnd
+	if got := gatherPipeline(t, p)[`requests_total{status="200"}`]; got != 3 {
+		t.Errorf("%v requests counted, want 3", got)
+	}
+}

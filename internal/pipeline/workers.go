@@ -34,6 +34,10 @@ type batch struct {
 	lines []batchLine
 	// processing and wall are the clocks of the read (stream.setNow).
 	processing, wall int64
+	// handed counts the lines handed to the reading goroutine that went into the batch,
+	// messages or not: they count as read once the batch's events are written
+	// (stream.landed).
+	handed uint64
 }
 
 // batchLine is one line of a batch: its file and the spans of data it gave.
@@ -110,8 +114,10 @@ func (wk *worker) run(p *Pipeline, in *stream, w *pool) {
 			}
 			b.parse.ParseFile(l.path, b.name, bt.bytes(l.msg), bt.bytes(l.wrapper), b.sink, b.done)
 		}
+		b.sink.Flush() // before the batch counts as parsed (drain)
+		in.landed.Add(bt.handed)
 		in.unbindIfStale(p, &wk.bound, b)
-		bt.data, bt.lines = bt.data[:0], bt.lines[:0]
+		bt.data, bt.lines, bt.handed = bt.data[:0], bt.lines[:0], 0
 		w.free <- bt
 		w.inflight.Done()
 	}
@@ -196,8 +202,10 @@ func (h batchHold) Lock() {
 	h.in.resize(h.p)
 }
 
-// Unlock deals the read's lines, then lets go of the cut.
+// Unlock writes what the read's lines parsed by the reading goroutine made and deals the
+// rest, then lets go of the cut.
 func (h batchHold) Unlock() {
+	h.in.flush()
 	if w := h.in.pool.Load(); w != nil {
 		w.deal(h.in.processing, h.in.wall)
 	}

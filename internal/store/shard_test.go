@@ -123,8 +123,15 @@ rules:
 // sets at once (new ones too, so that series are made, folded at the budget and reaped)
 // while readers read as a scrape does and Expire releases wheels and removes counters past the TTL, each
 // sink's clock running ahead so that parts idle, expire and come back. Every line is
-// counted once in the matched lines, and the memory charged is what the series hold.
+// counted once in the matched lines, and the memory charged is what the series hold;
+// whether the sinks write each event at once or batch them (flushed every 100 events).
 func TestShardsConcurrent(t *testing.T) {
+	for _, batched := range []bool{false, true} {
+		t.Run(fmt.Sprintf("batched=%v", batched), func(t *testing.T) { shardsConcurrent(t, batched) })
+	}
+}
+
+func shardsConcurrent(t *testing.T, batched bool) {
 	cfg := storetest.Config(20, storetest.CountRule("requests", storetest.OneMin, "status"), storetest.ValueRule("seconds", storetest.TenSec, "status"))
 	cfg.Global.CounterTTL = 2 * time.Minute
 	set, err := NewSetWith(cfg, nil, SetOptions{Shards: MaxShards})
@@ -137,7 +144,11 @@ func TestShardsConcurrent(t *testing.T) {
 	var writers sync.WaitGroup
 	for i := range sinks {
 		k := set.NewSink()
+		if batched {
+			k = set.NewBatchSink()
+		}
 		writers.Go(func() {
+			defer k.Flush()
 			rng := rand.New(rand.NewPCG(uint64(i), 1))
 			for j := range perSink {
 				// 400 s of lines per sink, sinks 20 s apart: Expire, at the newest second,
@@ -152,6 +163,9 @@ func TestShardsConcurrent(t *testing.T) {
 				}
 				k.SetNow(now, now)
 				k.Event(storetest.Event(j%2, 0, 0.5, status))
+				if j%100 == 99 {
+					k.Flush()
+				}
 			}
 		})
 	}

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"hash/maphash"
 	"unsafe"
 
 	"github.com/logwindow/logwindow_exporter/parser/event"
@@ -34,11 +35,31 @@ type sinkState struct {
 	shard    uint8
 	// backfill: a warm start's sink (NewBackfillSink).
 	backfill bool
+	// held is what a batching sink (NewBatchSink) holds; nil for a sink that writes each
+	// event at once.
+	held *held
+}
+
+// held is the events a batching sink holds, per rule, and what its flushes build in.
+type held struct {
+	rules   []pending
+	seed    maphash.Seed
+	scratch flushScratch
 }
 
 // NewSink returns a Sink writing to s.
 func (s *Set) NewSink() *Sink {
 	return s.newSink(false)
+}
+
+// NewBatchSink returns a Sink writing to s that holds events until Flush: the caller
+// flushes it whenever it is done handing on lines for a while (the end of a read, of a
+// batch of datagrams) and before anything that must see them (a snapshot), and before it
+// drops the sink. Received counts the events held.
+func (s *Set) NewBatchSink() *Sink {
+	k := s.newSink(false)
+	k.held = &held{rules: make([]pending, len(s.rules)), seed: maphash.MakeSeed()}
+	return k
 }
 
 // NewBackfillSink returns a Sink for a warm start: lines a file held before the exporter
@@ -81,7 +102,37 @@ func (k *Sink) Event(e *event.Event) {
 	}
 	w := write{budget: r.budget, shard: k.shard, backfill: k.backfill}
 	w.now, w.at = k.clocks(e)
+	if h := k.held; h != nil {
+		p := &h.rules[e.Rule]
+		if p.add(e, w.now, w.at, h.seed) {
+			return
+		}
+		// The rule's table is full, or the event is to be written at once: after the
+		// events before it, so that they keep their order.
+		k.flushRule(e.Rule)
+		if p.add(e, w.now, w.at, h.seed) {
+			return
+		}
+	}
 	r.store.observe(e, &w, &k.last[e.Rule])
+}
+
+// Flush writes the events a batching sink holds (see NewBatchSink); nothing for another.
+func (k *Sink) Flush() {
+	if k.held == nil {
+		return
+	}
+	for i := range k.held.rules {
+		if k.held.rules[i].used > 0 {
+			k.flushRule(i)
+		}
+	}
+}
+
+// flushRule writes the events held of rule i.
+func (k *Sink) flushRule(i int) {
+	r := &k.rules[i]
+	r.store.flush(&k.held.rules[i], write{budget: r.budget, shard: k.shard, backfill: k.backfill}, &k.last[i], &k.held.scratch)
 }
 
 // clocks gives the second e is judged at and the second it belongs to.
@@ -115,7 +166,8 @@ type Fate struct {
 	Folded bool
 }
 
-// Judge says what Event would do with e at the clocks of the last SetNow, without doing it.
+// Judge says what Event would do with e at the clocks of the last SetNow, without doing it;
+// against the store as it is, without the events a batching sink holds.
 func (k *Sink) Judge(e *event.Event) Fate {
 	r := &k.rules[e.Rule]
 	now, at := k.clocks(e)

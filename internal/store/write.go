@@ -212,31 +212,46 @@ func cloneLabels(labels [][]byte) (string, []string) {
 // backfilled) and in its wheels, which a kept counter gets back unless the event is too old
 // for every window.
 func (st *store) add(s *Series, e *event.Event, w *write) {
-	now, at, v := w.now, w.at, e.Value
-	p := s.part(w.shard)
-	if p == nil {
-		p = st.newPart(s, w.shard)
-	}
+	v := e.Value
+	p := st.partOf(s, w.shard)
 	if st.value && !admit(p, v) {
 		if !w.backfill {
 			st.tooLarge.Add(1)
 		}
 		return
 	}
+	if st.value && !w.backfill {
+		addFloat(&p.sum, v)
+	}
+	if wheels := st.counted(p, w, 1); wheels != nil {
+		st.placed(wheels.AddItems(w.now, w.at, v, e.Items), w, 1)
+	}
+}
+
+// partOf returns the sink's shard's part of s, making it on the shard's first line.
+func (st *store) partOf(s *Series, shard uint8) *part {
+	p := s.part(shard)
+	if p == nil {
+		p = st.newPart(s, shard)
+	}
+	return p
+}
+
+// counted counts n events of w's second in part p's lines and last second (unless
+// backfilled), and returns the wheels they go to: made for a kept counter, or nil when
+// they are too old for every window (counted late).
+func (st *store) counted(p *part, w *write, n uint64) *windows.Series {
 	if !w.backfill {
-		p.lines.Add(1)
-		if st.value {
-			addFloat(&p.sum, v)
-		}
-		p.raiseLast(at)
+		p.lines.Add(n)
+		p.raiseLast(w.at)
 	}
 	wheels := p.win.Load()
 	if wheels == nil {
-		if st.tooOld(now, at) {
+		if st.tooOld(w.now, w.at) {
 			if !w.backfill {
-				st.late.Add(1)
+				st.late.Add(n)
 			}
-			return
+			return nil
 		}
 		wheels = st.accounts[w.shard].layout.NewSeries()
 		if p.win.CompareAndSwap(nil, wheels) {
@@ -245,20 +260,25 @@ func (st *store) add(s *Series, e *event.Event, w *write) {
 			wheels = p.win.Load()
 		}
 	}
-	switch wheels.AddItems(now, at, v, e.Items) {
+	return wheels
+}
+
+// placed counts what the wheels did with n events of w's second.
+func (st *store) placed(pl windows.Placement, w *write, n uint64) {
+	switch pl {
 	case windows.Placed:
 		if st.eventTime {
-			st.placedAt(at)
+			st.placedAt(w.at)
 		}
 	case windows.Late:
 		if !w.backfill {
-			st.late.Add(1)
+			st.late.Add(n)
 		}
 	case windows.Future:
 		if !w.backfill {
-			st.future.Add(1)
+			st.future.Add(n)
 		}
-		st.placedAt(now)
+		st.placedAt(w.now)
 	}
 }
 

@@ -66,6 +66,10 @@ type Options struct {
 	// once per batch, which under load spans far less than a second, rather than once
 	// per datagram.
 	Batch func()
+	// BatchEnd, when set, is called from the handler's goroutine after the last datagram
+	// of each batch was handed on: a handler that holds what the datagrams made (a
+	// batching sink) writes it there, at the latest when the queue runs dry.
+	BatchEnd func()
 }
 
 // batchDatagrams bounds a batch (Options.Batch): at about a microsecond a datagram, a
@@ -232,6 +236,7 @@ func (l *Listener) deliver(h input.Handler) {
 		if batch++; batch == batchDatagrams || len(l.queue) == 0 {
 			batch = 0
 		}
+		last := batch == 0
 		l.queued.Add(-int64(len(b)))
 		msg, header, ok := Parse(b)
 		if !ok {
@@ -242,6 +247,9 @@ func (l *Listener) deliver(h input.Handler) {
 			l.opts.Header(header)
 		}
 		h("", msg)
+		if last && l.opts.BatchEnd != nil {
+			l.opts.BatchEnd()
+		}
 		if cap(b) <= maxKeptBuffer {
 			select {
 			case l.free <- b:

@@ -143,20 +143,37 @@ func TestListenQueueFull(t *testing.T) {
 }
 
 // Datagrams that wait in the queue are handled in batches of at most batchDatagrams, each
-// after one call of Options.Batch: a handler that stalls on the first leaves the rest
-// queued, which then go through in as few batches as the bound allows.
+// after one call of Options.Batch and followed by one of Options.BatchEnd: a handler that
+// stalls on the first leaves the rest queued, which then go through in as few batches as
+// the bound allows, and the last batch ends once the queue is dry.
 func TestListenBatch(t *testing.T) {
 	const sent = 2*batchDatagrams + 87
 	path := filepath.Join(t.TempDir(), "s.sock")
 	release := make(chan struct{})
 	c := newCollector()
-	var batches []int // datagrams per batch, written by the handler's goroutine only
+	var mu sync.Mutex
+	// batches are the datagrams per batch, ended those each batch had at its end.
+	var batches, ended []int
 	l := listen(t, Options{Network: "unixgram", Addr: path, QueueDatagrams: 2 * sent,
-		Batch: func() { batches = append(batches, 0) }}, func(_ string, line []byte) {
+		Batch: func() {
+			mu.Lock()
+			defer mu.Unlock()
+			if len(ended) != len(batches) {
+				t.Errorf("batch %d began before batch %d ended", len(batches), len(ended))
+			}
+			batches = append(batches, 0)
+		},
+		BatchEnd: func() {
+			mu.Lock()
+			defer mu.Unlock()
+			ended = append(ended, batches[len(batches)-1])
+		}}, func(_ string, line []byte) {
 		if len(c.snapshot()) == 0 {
 			<-release
 		}
+		mu.Lock()
 		batches[len(batches)-1]++
+		mu.Unlock()
 		c.handle("", line)
 	})
 	datagrams := make([]string, sent)
@@ -169,10 +186,22 @@ func TestListenBatch(t *testing.T) {
 	}
 	close(release)
 	c.wait(t, sent)
+	for {
+		mu.Lock()
+		done := len(ended) == len(batches)
+		mu.Unlock()
+		if done {
+			break
+		}
+		time.Sleep(time.Millisecond) // polling for the handler's goroutine
+	}
 	total := 0
-	for _, n := range batches {
+	for i, n := range batches {
 		if n == 0 || n > batchDatagrams {
 			t.Errorf("a batch of %d datagrams", n)
+		}
+		if ended[i] != n {
+			t.Errorf("batch %d of %d datagrams ended after %d", i, n, ended[i])
 		}
 		total += n
 	}

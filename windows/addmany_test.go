@@ -1,0 +1,109 @@
+package windows
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+)
+
+// TestAddManyIsAddItems: the reference streams added a run of events of one second at a
+// time (AddMany) and event by event (AddItems) give the same series: placements, LastAdd,
+// every read of the float windows and of the summaries, what the series says it holds and
+// what its account was charged, with and without summaries, and near a bound under which
+// summaries are capped.
+func TestAddManyIsAddItems(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		opts  Options
+		bound int64
+	}{
+		{"floats", Options{Events: true, Extrema: true}, 0},
+		{"summaries", Options{Events: true, Summaries: []SummaryKind{bagOfValues, bagOfItems}}, 0},
+		{"capped summaries", Options{Summaries: []SummaryKind{bagCapped, bagCapped}}, 4 << 10},
+	} {
+		for _, g := range generators {
+			for _, lay := range referenceLayouts[:3] {
+				t.Run(fmt.Sprintf("%s/%s/%s", c.name, g.name, lay.name), func(t *testing.T) {
+					r := rand.New(rand.NewPCG(uint64(len(g.name)), uint64(len(lay.name))))
+					one, many := &account{bound: c.bound}, &account{bound: c.bound}
+					o1, om := c.opts, c.opts
+					o1.Account, om.Account = one, many
+					l1, lm := mustLayout(t, lay.windows, o1), mustLayout(t, lay.windows, om)
+					if err := addManyMatches(l1.NewSeries(), lm.NewSeries(), one, many, runs(r, g.gen(r, l1.Longest()))); err != nil {
+						t.Fatal(err)
+					}
+				})
+			}
+		}
+	}
+}
+
+func mustLayout(t *testing.T, ws []time.Duration, opts Options) *Layout {
+	t.Helper()
+	l, err := NewLayout(ws, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+// runs cuts ops into runs of events of one now and second (of random lengths, at most
+// every such event in a row) and reads.
+func runs(r *rand.Rand, ops []op) [][]op {
+	var out [][]op
+	for i := 0; i < len(ops); {
+		j := i + 1
+		for !ops[i].read && j < len(ops) && ops[j] == (op{now: ops[i].now, at: ops[i].at, v: ops[j].v}) && r.IntN(8) != 0 {
+			j++
+		}
+		out = append(out, ops[i:j])
+		i = j
+	}
+	return out
+}
+
+// addManyMatches adds each run to one event by event and to many at once, comparing them
+// after each.
+func addManyMatches(one, many *Series, a1, am *account, runs [][]op) error {
+	l := one.layout
+	var d1, dm []Stats
+	s1, sm := l.NewSummaries(), many.layout.NewSummaries()
+	for i, run := range runs {
+		o := run[0]
+		if o.read {
+			d1, dm = one.Read(o.now, 0, d1), many.Read(o.now, 0, dm)
+			if !slices.EqualFunc(d1, dm, func(a, b Stats) bool {
+				return same(a.Sum, b.Sum) && same(a.Events, b.Events) && same(a.Max, b.Max) && same(a.Min, b.Min) && same(a.PerSecond, b.PerSecond)
+			}) {
+				return fmt.Errorf("run %d: read at %d: AddMany's %v, AddItems' %v", i, o.now, dm, d1)
+			}
+			one.ReadSummaries(o.now, s1)
+			many.ReadSummaries(o.now, sm)
+			for k := range s1 {
+				if fmt.Sprint(s1[k]) != fmt.Sprint(sm[k]) {
+					return fmt.Errorf("run %d: summary %d read at %d: AddMany's %v, AddItems' %v", i, k, o.now, sm[k], s1[k])
+				}
+			}
+			continue
+		}
+		var values []float64
+		var items [][]byte
+		var want Placement
+		for _, e := range run {
+			item := [][]byte{strconv.AppendFloat(nil, e.v, 'g', -1, 64)}
+			want = one.AddItems(e.now, e.at, e.v, item)
+			values, items = append(values, e.v), append(items, item...)
+		}
+		if got := many.AddMany(o.now, o.at, values, items); got != want {
+			return fmt.Errorf("run %d of %d events at (%d, %d): AddMany placed %v, AddItems %v", i, len(run), o.now, o.at, got, want)
+		}
+		if one.LastAdd() != many.LastAdd() || one.Bytes() != many.Bytes() || a1.used != am.used {
+			return fmt.Errorf("run %d: LastAdd %d, %d bytes, %d charged; by AddItems %d, %d bytes, %d charged",
+				i, many.LastAdd(), many.Bytes(), am.used, one.LastAdd(), one.Bytes(), a1.used)
+		}
+	}
+	return nil
+}
