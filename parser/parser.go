@@ -139,6 +139,12 @@ type rule struct {
 	// literalsValid: the literal text of the labels and items is valid UTF-8, so a label
 	// value cut from an ASCII line needs no check.
 	literalsValid bool
+	// oneLabel is the capture that is the rule's one label, when its labels are one
+	// template of one capture and nothing rewrites it, else -1; itemCaptures is the same
+	// per item. A value that is already a valid label value (or an item kept in full) is
+	// then given as the capture's bytes where they are, not copied.
+	oneLabel     int
+	itemCaptures []int
 	// names are the rule's named captures and where they are in its group's caps: what
 	// Explain shows. Parse does not read them.
 	names []namedCapture
@@ -302,6 +308,17 @@ func build(rules []*config.Rule, eng engine) (*Parser, error) {
 				g.pathBase = base
 			}
 			r.names = captureNames(e.rule, slot)
+			r.oneLabel = -1
+			if len(r.labels) == 1 && r.labelRewriters == nil {
+				r.oneLabel = oneCapture(r.labels[0])
+			}
+			r.itemCaptures = make([]int, len(r.items))
+			for j, it := range r.items {
+				r.itemCaptures[j] = oneCapture(it.Template)
+				if r.itemRewriters != nil && r.itemRewriters[j] >= 0 {
+					r.itemCaptures[j] = -1
+				}
+			}
 			// Sets and time slots are found on the indexes in the group, so that two
 			// rules that read one slot share, and two that read different ones do not.
 			r.labelSet = setIndex(&labelSets, renderings(r.labels, r.labelRewriters), func(a, b rendering[config.Template]) bool {
@@ -409,6 +426,14 @@ func renderings[T any](list []T, rewriters []int) []rendering[T] {
 		}
 	}
 	return out
+}
+
+// oneCapture is the capture t is made of when it is one capture and nothing else, else -1.
+func oneCapture(t config.Template) int {
+	if len(t) == 1 && t[0].Capture >= 0 {
+		return t[0].Capture
+	}
+	return -1
 }
 
 // literalsValid reports whether the literal parts of labels and items are valid UTF-8.
@@ -647,13 +672,18 @@ func (s *scratch) apply(r *rule, input string, src text, caps []int, sink Sink) 
 	// the previous one leaves them as they are.
 	e := &s.event
 	if s.keyMatch != s.match || s.keySet != r.labelSet {
-		s.render(r.labels, r.labelRewriters, src, caps, valid)
 		s.keyMatch, s.keySet = s.match, r.labelSet
-		e.Key, e.Labels = s.key, s.labels[:len(r.labels)]
+		if v, ok := labelAsIs(src, caps, r.oneLabel, valid); ok {
+			s.labels[0] = v
+			e.Key, e.Labels = v, s.labels[:1]
+		} else {
+			s.render(r.labels, r.labelRewriters, src, caps, valid)
+			e.Key, e.Labels = s.key, s.labels[:len(r.labels)]
+		}
 	}
 	if len(r.items) > 0 {
 		if s.itemsMatch != s.match || s.itemsSet != r.itemSet {
-			s.renderItems(r.items, r.itemRewriters, src, caps, valid)
+			s.renderItems(r.items, r.itemCaptures, r.itemRewriters, src, caps, valid)
 			s.itemsMatch, s.itemsSet = s.match, r.itemSet
 		}
 		e.Items = s.items[:len(r.items)]
@@ -663,6 +693,20 @@ func (s *scratch) apply(r *rule, input string, src text, caps []int, sink Sink) 
 	e.Rule, e.Value, e.Time, e.HasTime = r.index, value, at, r.ts != nil
 	sink.Event(e)
 	return Counted, 0
+}
+
+// labelAsIs returns capture c of src when it is a label value as it is: valid UTF-8
+// (known to be when valid) and within the cap. Its capacity ends with it, so that a sink
+// appending to it cannot write over the line. c < 0 gives false.
+func labelAsIs(src text, caps []int, c int, valid bool) ([]byte, bool) {
+	if c < 0 {
+		return nil, false
+	}
+	v := capture(src, caps, c)
+	if len(v) > MaxLabelValueLen || !valid && !utf8.Valid(v) {
+		return nil, false
+	}
+	return v[:len(v):len(v)], true
 }
 
 // text is what a match's captures index: the line, and after it (from offset len(line) on)

@@ -185,7 +185,7 @@ func (s *scratch) unrewritten(r *rule, src text, caps []int, e *Event) (labels, 
 		labels = changed(r.labelRewriters, s.labels, e.Labels)
 	}
 	if r.itemRewriters != nil {
-		s.renderItems(r.items, nil, src, caps, false)
+		s.renderItems(r.items, nil, nil, src, caps, false)
 		s.itemsMatch = 0
 		items = changed(r.itemRewriters, s.items, e.Items)
 	}

@@ -87,7 +87,7 @@ func newScratch(sz sizes) *scratch {
 		ends:      ownLines[int](0, sz.labels),
 		labels:    ownLines[[]byte](sz.labels, sz.labels),
 		itemText:  ownLines[byte](0, textBuf),
-		itemEnds:  ownLines[int](0, sz.items),
+		itemEnds:  ownLines[int](0, 2*sz.items),
 		items:     ownLines[[]byte](sz.items, sz.items),
 		fix:       ownLines[byte](0, textBuf),
 		times:     ownLines[timeCache](sz.slots, sz.slots),
@@ -232,11 +232,26 @@ func (s *scratch) render(labels []config.Template, rewriters []int, src text, ca
 
 // renderItems writes the items of a rule into s.itemText and points s.items at them:
 // those shown as labels made valid UTF-8 (unless known to be valid), capped and rewritten
-// as render does, the others in full.
-func (s *scratch) renderItems(items []config.Item, rewriters []int, src text, caps []int, valid bool) {
+// as render does, the others in full. An item that is one capture (direct: its index per
+// item, -1 for the others) and needs none of that is its capture's bytes, not copied.
+func (s *scratch) renderItems(items []config.Item, direct, rewriters []int, src text, caps []int, valid bool) {
 	text := s.itemText[:0]
+	// itemEnds holds where each copied item starts and ends in text, -1s for one that
+	// was not copied.
 	s.itemEnds = s.itemEnds[:0]
 	for i, it := range items {
+		if direct != nil && direct[i] >= 0 {
+			v, ok := labelAsIs(src, caps, direct[i], valid)
+			if !it.Label {
+				v, ok = capture(src, caps, direct[i]), true
+				v = v[:len(v):len(v)]
+			}
+			if ok {
+				s.items[i] = v
+				s.itemEnds = append(s.itemEnds, -1, -1)
+				continue
+			}
+		}
 		start := len(text)
 		text = appendTemplate(text, it.Template, src, caps)
 		if it.Label {
@@ -245,13 +260,14 @@ func (s *scratch) renderItems(items []config.Item, rewriters []int, src text, ca
 		if rewriters != nil && rewriters[i] >= 0 {
 			text = s.rewrite(rewriters[i], text, start)
 		}
-		s.itemEnds = append(s.itemEnds, len(text))
+		s.itemEnds = append(s.itemEnds, start, len(text))
 	}
 	s.itemText = text
-	start := 0
-	for i, end := range s.itemEnds {
-		s.items[i] = text[start:end:end]
-		start = end
+	// Items are cut only now: appends above may have moved text's array.
+	for i := range items {
+		if start, end := s.itemEnds[2*i], s.itemEnds[2*i+1]; start >= 0 {
+			s.items[i] = text[start:end:end]
+		}
 	}
 }
 
