@@ -659,11 +659,17 @@ func (s *scratch) apply(r *rule, input string, src text, caps []int, sink Sink) 
 	}
 	var at int64
 	if r.ts != nil {
-		var ok bool
-		if at, ok = s.time(r.ts, src, caps); !ok {
+		// Another rule of this match read the same capture with the same layout: the
+		// check is here, where it costs no call.
+		c := &s.times[r.ts.slot]
+		if c.match != s.match {
+			s.time(c, r.ts, src, caps)
+		}
+		if !c.ok {
 			sink.Drop(r.index, BadTimestamp)
 			return Dropped, int(BadTimestamp)
 		}
+		at = c.unix
 	}
 	// Rules of a group often share their labels (and items): what the previous rule
 	// rendered from this match is used again.
@@ -727,31 +733,25 @@ func capture(src text, caps []int, i int) []byte {
 	return src.line[lo:hi]
 }
 
-// time parses a rule's timestamp capture of line, remembering the last text and result
-// per slot: log lines come in time order, so consecutive lines mostly repeat the same
-// second.
-func (s *scratch) time(ts *timestampSpec, src text, caps []int) (int64, bool) {
-	c := &s.times[ts.slot]
-	if c.match == s.match {
-		// Another rule of this match read the same capture with the same layout.
-		return c.unix, c.ok
-	}
+// time parses a rule's timestamp capture of line into c, its cache, for the current
+// match, remembering the last text and result: log lines come in time order, so
+// consecutive lines mostly repeat the same second.
+func (s *scratch) time(c *timeCache, ts *timestampSpec, src text, caps []int) {
 	c.match = s.match
 	raw := s.wrapperTime
 	if ts.capture != config.WrapperTime {
 		raw = capture(src, caps, ts.capture)
 	}
 	if c.valid && string(c.raw) == string(raw) {
-		return c.unix, c.ok
+		return
 	}
 	c.raw = append(c.raw[:0], raw...)
 	c.valid = true
 	if ts.unix {
 		c.unix, c.ok = unixSeconds(raw)
-		return c.unix, c.ok
+		return
 	}
 	// Layouts without a zone read as UTC; with a numeric zone the offset is applied.
 	t, err := time.ParseInLocation(ts.layout, string(raw), time.UTC)
 	c.unix, c.ok = t.Unix(), err == nil
-	return c.unix, c.ok
 }

@@ -155,9 +155,15 @@ func (s *scratch) newMatch() {
 // made of captures and valid literal text.
 func (s *scratch) asciiText(src text) bool {
 	if s.asciiMatch != s.match {
-		s.asciiMatch, s.ascii = s.match, isASCII(src.line) && (len(src.more) == 0 || isASCII(src.more))
+		s.lookASCII(src)
 	}
 	return s.ascii
+}
+
+// lookASCII is asciiText's look at the text, apart so that the rules after the first
+// inline the check.
+func (s *scratch) lookASCII(src text) {
+	s.asciiMatch, s.ascii = s.match, isASCII(src.line) && (len(src.more) == 0 || isASCII(src.more))
 }
 
 // isASCII reports whether b has no byte from 0x80 up, a word at a time.
