@@ -190,7 +190,15 @@ func (s *Scanner) scan(line []byte, caps []int) result {
 			}
 			p += len(sp.lit)
 		case logformat.PieceUntil:
-			p = until(line, p, sp)
+			// The one-byte stop of nearly every value is searched for here, without a
+			// call to until.
+			if sp.stop == 0 {
+				p = until(line, p, sp)
+			} else if j := bytes.IndexByte(line[p:], sp.stop); j >= 0 {
+				p += j
+			} else {
+				p = len(line)
+			}
 		case logformat.PieceUntilEscaped:
 			if p = s.untilEscaped(line, p, sp.stop); p < 0 {
 				return fail
