@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -123,6 +124,11 @@ type dumpSink struct {
 func (s *dumpSink) Event(e *Event) {
 	if !bytes.Equal(e.Key, bytes.Join(e.Labels, []byte{0xff})) {
 		s.t.Errorf("rule %s: key %q is not the labels %q joined by 0xff", s.rules[e.Rule].Name, e.Key, e.Labels)
+	}
+	for _, v := range slices.Concat(e.Labels, e.Items) {
+		if cap(v) != len(v) {
+			s.t.Errorf("rule %s: value %q has room after it: a sink appending to it would write over the parser's text", s.rules[e.Rule].Name, v)
+		}
 	}
 	fmt.Fprintf(&s.b, "%s key=%q labels=%q items=%q value=%s time=%d/%v\n", s.rules[e.Rule].Name, e.Key, e.Labels, e.Items,
 		strconv.FormatFloat(e.Value, 'g', -1, 64), e.Time, e.HasTime)

@@ -679,9 +679,13 @@ func (s *scratch) apply(r *rule, input string, src text, caps []int, sink Sink) 
 	e := &s.event
 	if s.keyMatch != s.match || s.keySet != r.labelSet {
 		s.keyMatch, s.keySet = s.match, r.labelSet
-		if v, ok := labelAsIs(src, caps, r.oneLabel, valid); ok {
-			s.labels[0] = v
-			e.Key, e.Labels = v, s.labels[:1]
+		var v []byte
+		if r.oneLabel >= 0 {
+			v = capture(src, caps, r.oneLabel)
+		}
+		if r.oneLabel >= 0 && asIs(v, valid) {
+			s.labels[0] = v[:len(v):len(v)]
+			e.Key, e.Labels = s.labels[0], s.labels[:1]
 		} else {
 			s.render(r.labels, r.labelRewriters, src, caps, valid)
 			e.Key, e.Labels = s.key, s.labels[:len(r.labels)]
@@ -701,18 +705,11 @@ func (s *scratch) apply(r *rule, input string, src text, caps []int, sink Sink) 
 	return Counted, 0
 }
 
-// labelAsIs returns capture c of src when it is a label value as it is: valid UTF-8
-// (known to be when valid) and within the cap. Its capacity ends with it, so that a sink
-// appending to it cannot write over the line. c < 0 gives false.
-func labelAsIs(src text, caps []int, c int, valid bool) ([]byte, bool) {
-	if c < 0 {
-		return nil, false
-	}
-	v := capture(src, caps, c)
-	if len(v) > MaxLabelValueLen || !valid && !utf8.Valid(v) {
-		return nil, false
-	}
-	return v[:len(v):len(v)], true
+// asIs reports whether v is a label value as it is: valid UTF-8 (known to be when valid)
+// and within the cap. Such a value is given where it is, with its capacity cut to its
+// length so that a sink appending to it cannot write over what follows it.
+func asIs(v []byte, valid bool) bool {
+	return len(v) <= MaxLabelValueLen && (valid || utf8.Valid(v))
 }
 
 // text is what a match's captures index: the line, and after it (from offset len(line) on)

@@ -247,13 +247,8 @@ func (s *scratch) renderItems(items []config.Item, direct, rewriters []int, src 
 	s.itemEnds = s.itemEnds[:0]
 	for i, it := range items {
 		if direct != nil && direct[i] >= 0 {
-			v, ok := labelAsIs(src, caps, direct[i], valid)
-			if !it.Label {
-				v, ok = capture(src, caps, direct[i]), true
-				v = v[:len(v):len(v)]
-			}
-			if ok {
-				s.items[i] = v
+			if v := capture(src, caps, direct[i]); !it.Label || asIs(v, valid) {
+				s.items[i] = v[:len(v):len(v)]
 				s.itemEnds = append(s.itemEnds, -1, -1)
 				continue
 			}
