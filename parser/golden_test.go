@@ -25,26 +25,31 @@ var update = flag.Bool("update", false, "rewrite the golden files under testdata
 // seed gives the same lines) and damaged: escapes, dashes, non-ASCII and invalid UTF-8,
 // values past the label cap, requests nginx could not parse, lines cut short or with a
 // byte more. Each line is read by the rules of testdata/golden-rules.yaml (its format with
-// nginx's default escaping, and with none) on the scanner, fastmatch and regexp, which
-// must agree; the golden file has a digest of the events of each line per escaping, and a
-// failure shows the events of the first line that differs.
-// The digests are FNV-1a of the events written out in full (dumpSink).
+// nginx's default escaping, and with none) and by those of example-rules.yaml, on the
+// scanner, fastmatch and regexp, which must agree; the golden file has a digest of the
+// events of each line per rule file, and a failure shows the events of the first line
+// that differs. The digests are FNV-1a of the events written out in full (dumpSink).
 func TestEventsGolden(t *testing.T) {
 	path := filepath.Join("testdata", "golden-rules.yaml")
 	text, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	escapings := []struct{ name, text string }{
+	example, err := os.ReadFile(filepath.Join("..", "example-rules.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	configs := []struct{ name, text string }{
 		{"default", string(text)},
 		{"none", strings.Replace(string(text), "    log_format: ", "    log_format_escape: none\n    log_format: ", 1)},
+		{"example-rules.yaml", string(example)},
 	}
 	type reading struct {
 		rules   []*config.Rule
 		parsers []*Parser
 	}
 	var readings []reading
-	for _, e := range escapings {
+	for _, e := range configs {
 		cfg, err := config.Parse([]byte(e.text), path)
 		if err != nil {
 			t.Fatal(err)
@@ -70,7 +75,7 @@ func TestEventsGolden(t *testing.T) {
 				if j == 0 {
 					first = sink.b.String()
 				} else if s := sink.b.String(); s != first {
-					t.Fatalf("line %d %q, escaping %s: %s gives\n%s\n%s gives\n%s", i, line, escapings[k].name, matchers[0].name, first, matchers[j].name, s)
+					t.Fatalf("line %d %q, rules %s: %s gives\n%s\n%s gives\n%s", i, line, configs[k].name, matchers[0].name, first, matchers[j].name, s)
 				}
 			}
 			h := fnv.New64a()
@@ -108,7 +113,7 @@ func TestEventsGolden(t *testing.T) {
 		for k, rd := range readings {
 			sink := &dumpSink{t: t, rules: rd.rules}
 			rd.parsers[0].Parse("nginx", lines[i], sink)
-			fmt.Fprintf(&now, "escaping %s:\n%s", escapings[k].name, sink.b.String())
+			fmt.Fprintf(&now, "rules %s:\n%s", configs[k].name, sink.b.String())
 		}
 		t.Fatalf("line %d %q: digests %s, golden %s; it now gives\n%s", i, lines[i], gotLines[i], wantLines[i], now.String())
 	}
