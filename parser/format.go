@@ -113,8 +113,8 @@ func (p *formatPost) apply(src text, caps []int, s *scratch) text {
 		}
 	}
 	// One look at the line spares looking into each capture of the nearly every line
-	// that has no escape.
-	if len(p.escaped) > 0 && bytes.IndexByte(src.line, '\\') >= 0 {
+	// that has no escape; with one capture to unescape, looking into it is less.
+	if len(p.escaped) == 1 || len(p.escaped) > 1 && bytes.IndexByte(src.line, '\\') >= 0 {
 		for _, i := range p.escaped {
 			lo, hi := caps[2*i], caps[2*i+1]
 			if lo < 0 || lo >= n || bytes.IndexByte(src.line[lo:hi], '\\') < 0 {
