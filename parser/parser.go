@@ -609,37 +609,37 @@ func (p *Parser) parse(s *scratch, groups []group, mustFit bool, input string, l
 			src, caps = s.withPath(src, caps, g.pathBase)
 		}
 		s.newMatch()
+		s.m = match{src, caps}
 		for j := range g.rules {
-			s.apply(&g.rules[j], input, src, caps, sink)
+			s.apply(&g.rules[j], input, &s.m, sink)
 		}
 	}
 	return true, wellFormed
 }
 
-// apply runs one rule of a matched group: input, filters, value, time, labels. src is what
-// caps index: the line, and the values decoded or derived from it. It
-// tells the sink and returns what it decided, with a detail: the index of the filter that
+// apply runs one rule of a matched group on its match m: input, filters, value, time,
+// labels. It tells the sink and returns what it decided, with a detail: the index of the filter that
 // failed (WhereFailed, WhereNotMatched) or the DropReason (Dropped). Explain reports the
 // decisions Parse takes by calling it too.
-func (s *scratch) apply(r *rule, input string, src text, caps []int, sink Sink) (Outcome, int) {
+func (s *scratch) apply(r *rule, input string, m *match, sink Sink) (Outcome, int) {
 	if !r.reads(input) {
 		return OtherInput, 0
 	}
 	for i := range r.where {
 		w := &r.where[i]
-		if !w.f.match(capture(src, caps, w.capture), s.whereCaps) {
+		if !w.f.match(m.capture(w.capture), s.whereCaps) {
 			return WhereFailed, i
 		}
 	}
 	for i := range r.whereNot {
 		w := &r.whereNot[i]
-		if w.f.match(capture(src, caps, w.capture), s.whereCaps) {
+		if w.f.match(m.capture(w.capture), s.whereCaps) {
 			return WhereNotMatched, i
 		}
 	}
 	value := 1.0
 	if r.value >= 0 {
-		raw := capture(src, caps, r.value)
+		raw := m.capture(r.value)
 		if len(raw) == 0 || len(raw) == 1 && raw[0] == '-' {
 			sink.Drop(r.index, NoValue)
 			return Dropped, int(NoValue)
@@ -663,7 +663,7 @@ func (s *scratch) apply(r *rule, input string, src text, caps []int, sink Sink) 
 		// check is here, where it costs no call.
 		c := &s.times[r.ts.slot]
 		if c.match != s.match {
-			s.time(c, r.ts, src, caps)
+			s.time(c, r.ts, m)
 		}
 		if !c.ok {
 			sink.Drop(r.index, BadTimestamp)
@@ -673,7 +673,7 @@ func (s *scratch) apply(r *rule, input string, src text, caps []int, sink Sink) 
 	}
 	// Rules of a group often share their labels (and items): what the previous rule
 	// rendered from this match is used again.
-	valid := len(r.labels)+len(r.items) > 0 && r.literalsValid && s.asciiText(src)
+	valid := len(r.labels)+len(r.items) > 0 && r.literalsValid && s.asciiText(m.src)
 	// The event's slices are written only when they change: a rule with the labels of
 	// the previous one leaves them as they are.
 	e := &s.event
@@ -681,19 +681,19 @@ func (s *scratch) apply(r *rule, input string, src text, caps []int, sink Sink) 
 		s.keyMatch, s.keySet = s.match, r.labelSet
 		var v []byte
 		if r.oneLabel >= 0 {
-			v = capture(src, caps, r.oneLabel)
+			v = m.capture(r.oneLabel)
 		}
 		if r.oneLabel >= 0 && asIs(v, valid) {
 			s.labels[0] = v[:len(v):len(v)]
 			e.Key, e.Labels = s.labels[0], s.labels[:1]
 		} else {
-			s.render(r.labels, r.labelRewriters, src, caps, valid)
+			s.render(r.labels, r.labelRewriters, m, valid)
 			e.Key, e.Labels = s.key, s.labels[:len(r.labels)]
 		}
 	}
 	if len(r.items) > 0 {
 		if s.itemsMatch != s.match || s.itemsSet != r.itemSet {
-			s.renderItems(r.items, r.itemCaptures, r.itemRewriters, src, caps, valid)
+			s.renderItems(r.items, r.itemCaptures, r.itemRewriters, m, valid)
 			s.itemsMatch, s.itemsSet = s.match, r.itemSet
 		}
 		e.Items = s.items[:len(r.items)]
@@ -718,6 +718,19 @@ type text struct {
 	line, more []byte
 }
 
+// match is a group's match of a line, which the group's rules read: the text its captures
+// index and the captures. The scratch holds the current one, so that the per-rule calls
+// take it as one pointer rather than nine words each.
+type match struct {
+	src  text
+	caps []int
+}
+
+// capture returns capture i of the match.
+func (m *match) capture(i int) []byte {
+	return capture(m.src, m.caps, i)
+}
+
 // capture returns capture i of src; one that did not participate reads as empty.
 func capture(src text, caps []int, i int) []byte {
 	lo, hi := caps[2*i], caps[2*i+1]
@@ -733,11 +746,11 @@ func capture(src text, caps []int, i int) []byte {
 // time parses a rule's timestamp capture of line into c, its cache, for the current
 // match, remembering the last text and result: log lines come in time order, so
 // consecutive lines mostly repeat the same second.
-func (s *scratch) time(c *timeCache, ts *timestampSpec, src text, caps []int) {
+func (s *scratch) time(c *timeCache, ts *timestampSpec, m *match) {
 	c.match = s.match
 	raw := s.wrapperTime
 	if ts.capture != config.WrapperTime {
-		raw = capture(src, caps, ts.capture)
+		raw = m.capture(ts.capture)
 	}
 	if c.valid && string(c.raw) == string(raw) {
 		return

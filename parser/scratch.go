@@ -37,6 +37,8 @@ type scratch struct {
 	rewrites []rewriteCache
 	times    []timeCache
 	event    Event
+	// m is the match the rules of a group are applied to.
+	m match
 	// vals holds what captures index past the end of the line (text.more): the decoded
 	// strings of a structured line, and the values a log format's processing unescaped or
 	// derived; jsonKey a JSON key with escapes, decoded for comparison.
@@ -213,7 +215,7 @@ func gcd(a, b int) int {
 // rewriter (rewriters: its index per label, nil for none), before the next is written, so
 // the key is exactly the label set the store will see; valid says the values are known to
 // be valid UTF-8 already.
-func (s *scratch) render(labels []config.Template, rewriters []int, src text, caps []int, valid bool) {
+func (s *scratch) render(labels []config.Template, rewriters []int, m *match, valid bool) {
 	key := s.key[:0]
 	s.ends = s.ends[:0]
 	for i, t := range labels {
@@ -221,7 +223,7 @@ func (s *scratch) render(labels []config.Template, rewriters []int, src text, ca
 			key = append(key, KeySep...)
 		}
 		start := len(key)
-		key = s.sanitize(appendTemplate(key, t, src, caps), start, valid)
+		key = s.sanitize(appendTemplate(key, t, m), start, valid)
 		if rewriters != nil && rewriters[i] >= 0 {
 			key = s.rewrite(rewriters[i], key, start)
 		}
@@ -240,21 +242,21 @@ func (s *scratch) render(labels []config.Template, rewriters []int, src text, ca
 // those shown as labels made valid UTF-8 (unless known to be valid), capped and rewritten
 // as render does, the others in full. An item that is one capture (direct: its index per
 // item, -1 for the others) and needs none of that is its capture's bytes, not copied.
-func (s *scratch) renderItems(items []config.Item, direct, rewriters []int, src text, caps []int, valid bool) {
+func (s *scratch) renderItems(items []config.Item, direct, rewriters []int, m *match, valid bool) {
 	text := s.itemText[:0]
 	// itemEnds holds where each copied item starts and ends in text, -1s for one that
 	// was not copied.
 	s.itemEnds = s.itemEnds[:0]
 	for i, it := range items {
 		if direct != nil && direct[i] >= 0 {
-			if v := capture(src, caps, direct[i]); !it.Label || asIs(v, valid) {
+			if v := m.capture(direct[i]); !it.Label || asIs(v, valid) {
 				s.items[i] = v[:len(v):len(v)]
 				s.itemEnds = append(s.itemEnds, -1, -1)
 				continue
 			}
 		}
 		start := len(text)
-		text = appendTemplate(text, it.Template, src, caps)
+		text = appendTemplate(text, it.Template, m)
 		if it.Label {
 			text = s.sanitize(text, start, valid)
 		}
@@ -272,13 +274,13 @@ func (s *scratch) renderItems(items []config.Item, direct, rewriters []int, src 
 	}
 }
 
-// appendTemplate appends t rendered from the captures of src.
-func appendTemplate(dst []byte, t config.Template, src text, caps []int) []byte {
+// appendTemplate appends t rendered from the captures of m.
+func appendTemplate(dst []byte, t config.Template, m *match) []byte {
 	for _, part := range t {
 		if part.Capture < 0 {
 			dst = append(dst, part.Literal...)
 		} else {
-			dst = append(dst, capture(src, caps, part.Capture)...)
+			dst = append(dst, m.capture(part.Capture)...)
 		}
 	}
 	return dst

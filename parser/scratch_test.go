@@ -94,7 +94,8 @@ func TestValuesAsIs(t *testing.T) {
 			for _, known := range []bool{false, valid} {
 				t.Run(fmt.Sprintf("%d/more=%t/valid=%t", i, more, known), func(t *testing.T) {
 					s := newScratch(sizes{labels: 1, items: len(items)})
-					s.render([]config.Template{{{Capture: 1}}}, nil, src, caps, known)
+					m := &match{src, caps}
+					s.render([]config.Template{{{Capture: 1}}}, nil, m, known)
 					got := capture(src, caps, 1)
 					ok := asIs(got, known)
 					if ok && (string(got) != string(s.key) || string(got) != string(s.labels[0])) {
@@ -103,12 +104,12 @@ func TestValuesAsIs(t *testing.T) {
 					if !ok && utf8.ValidString(v) && len(v) <= MaxLabelValueLen {
 						t.Errorf("label %q not given as is", v)
 					}
-					s.renderItems(items, nil, nil, src, caps, known)
+					s.renderItems(items, nil, nil, m, known)
 					want := slices.Clone(s.items)
 					for k := range want {
 						want[k] = slices.Clone(want[k])
 					}
-					s.renderItems(items, direct, nil, src, caps, known)
+					s.renderItems(items, direct, nil, m, known)
 					for k := range items {
 						if string(s.items[k]) != string(want[k]) || cap(s.items[k]) != len(s.items[k]) {
 							t.Errorf("item %d: %q (capacity %d), rendered %q", k, s.items[k], cap(s.items[k]), want[k])
