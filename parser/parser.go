@@ -609,9 +609,9 @@ func (p *Parser) parse(s *scratch, groups []group, mustFit bool, input string, l
 			src, caps = s.withPath(src, caps, g.pathBase)
 		}
 		s.newMatch()
-		s.m = match{src, caps}
+		m := match{src, caps}
 		for j := range g.rules {
-			s.apply(&g.rules[j], input, &s.m, sink)
+			s.apply(&g.rules[j], input, &m, sink)
 		}
 	}
 	return true, wellFormed
@@ -719,8 +719,8 @@ type text struct {
 }
 
 // match is a group's match of a line, which the group's rules read: the text its captures
-// index and the captures. The scratch holds the current one, so that the per-rule calls
-// take it as one pointer rather than nine words each.
+// index and the captures, which the per-rule calls take as one pointer rather than nine
+// words each.
 type match struct {
 	src  text
 	caps []int

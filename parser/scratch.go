@@ -37,8 +37,6 @@ type scratch struct {
 	rewrites []rewriteCache
 	times    []timeCache
 	event    Event
-	// m is the match the rules of a group are applied to.
-	m match
 	// vals holds what captures index past the end of the line (text.more): the decoded
 	// strings of a structured line, and the values a log format's processing unescaped or
 	// derived; jsonKey a JSON key with escapes, decoded for comparison.
