@@ -618,9 +618,9 @@ func (p *Parser) parse(s *scratch, groups []group, mustFit bool, input string, l
 }
 
 // apply runs one rule of a matched group on its match m: input, filters, value, time,
-// labels. It tells the sink and returns what it decided, with a detail: the index of the filter that
-// failed (WhereFailed, WhereNotMatched) or the DropReason (Dropped). Explain reports the
-// decisions Parse takes by calling it too.
+// labels. It tells the sink and returns what it decided, with a detail: the index of the
+// filter that failed (WhereFailed, WhereNotMatched) or the DropReason (Dropped). Explain
+// reports the decisions Parse takes by calling it too.
 func (s *scratch) apply(r *rule, input string, m *match, sink Sink) (Outcome, int) {
 	if !r.reads(input) {
 		return OtherInput, 0
@@ -680,10 +680,12 @@ func (s *scratch) apply(r *rule, input string, m *match, sink Sink) (Outcome, in
 	if s.keyMatch != s.match || s.keySet != r.labelSet {
 		s.keyMatch, s.keySet = s.match, r.labelSet
 		var v []byte
-		if r.oneLabel >= 0 {
+		direct := r.oneLabel >= 0
+		if direct {
 			v = m.capture(r.oneLabel)
+			direct = asIs(v, valid)
 		}
-		if r.oneLabel >= 0 && asIs(v, valid) {
+		if direct {
 			s.labels[0] = v[:len(v):len(v)]
 			e.Key, e.Labels = s.labels[0], s.labels[:1]
 		} else {
