@@ -147,7 +147,8 @@ func (p *Parser) ExplainWrapped(input string, line, wrapperTime []byte) *Explana
 				res.Outcome, res.Prefix = NoMatch, prefix
 			default:
 				res.Captures = copyCaptures(r.names, src, caps)
-				outcome, detail := s.apply(r, input, src, caps, discard{})
+				m := match{src, caps}
+				outcome, detail := s.apply(r, input, &m, discard{})
 				res.Outcome = outcome
 				switch outcome {
 				case WhereFailed, WhereNotMatched:
@@ -156,7 +157,7 @@ func (p *Parser) ExplainWrapped(input string, line, wrapperTime []byte) *Explana
 					res.Drop = DropReason(detail)
 				case Counted:
 					res.Event = cloneEvent(&s.event)
-					res.Raw, res.RawItems = s.unrewritten(r, src, caps, &res.Event)
+					res.Raw, res.RawItems = s.unrewritten(r, &m, &res.Event)
 				}
 			}
 		}

@@ -111,7 +111,10 @@ func (f *filter) match(v []byte, caps []int) bool {
 		if len(v) == 0 {
 			return false
 		}
-		r, _ := utf8.DecodeRune(v)
+		r := rune(v[0])
+		if r >= utf8.RuneSelf {
+			r, _ = utf8.DecodeRune(v)
+		}
 		for i := 0; i+1 < len(f.class); i += 2 {
 			if f.class[i] <= r && r <= f.class[i+1] {
 				return true
@@ -119,7 +122,13 @@ func (f *filter) match(v []byte, caps []int) bool {
 		}
 		return false
 	case anyButNL:
-		return len(bytes.Trim(v, "\n")) > 0
+		// Any byte but a newline starts a rune other than \n (an invalid one reads as U+FFFD).
+		for _, c := range v {
+			if c != '\n' {
+				return true
+			}
+		}
+		return false
 	case nonEmptyText:
 		return len(v) > 0
 	}

@@ -113,8 +113,8 @@ func (p *formatPost) apply(src text, caps []int, s *scratch) text {
 		}
 	}
 	// One look at the line spares looking into each capture of the nearly every line
-	// that has no escape.
-	if len(p.escaped) > 0 && bytes.IndexByte(src.line, '\\') >= 0 {
+	// that has no escape; with one capture to unescape, looking into it is less.
+	if len(p.escaped) == 1 || len(p.escaped) > 1 && bytes.IndexByte(src.line, '\\') >= 0 {
 		for _, i := range p.escaped {
 			lo, hi := caps[2*i], caps[2*i+1]
 			if lo < 0 || lo >= n || bytes.IndexByte(src.line[lo:hi], '\\') < 0 {
@@ -173,14 +173,7 @@ func splitRequest(r []byte, at int, caps []int, to *[4]int) {
 	}
 	set(logformat.RequestMethod, 0, sp)
 	if to[logformat.URI] > 0 {
-		end := len(r)
-		if i := bytes.IndexByte(r[sp+1:], ' '); i >= 0 {
-			end = sp + 1 + i
-		}
-		if i := bytes.IndexByte(r[sp+1:end], '?'); i >= 0 {
-			end = sp + 1 + i
-		}
-		set(logformat.URI, sp+1, end)
+		set(logformat.URI, sp+1, pathEnd(r, sp+1))
 	}
 	if to[logformat.RequestURI] > 0 || to[logformat.ServerProtocol] > 0 {
 		end := len(r)
@@ -190,6 +183,30 @@ func splitRequest(r []byte, at int, caps []int, to *[4]int) {
 		}
 		set(logformat.RequestURI, sp+1, end)
 	}
+}
+
+// pathEnd is where the path of a request target starting at r[from] ends: at the first
+// '?' or space, else the end of r. A path is mostly short, and two searches would each cost
+// more to start than the bytes it has: its first bytes are read in one pass, and only a
+// long path is searched for each byte.
+func pathEnd(r []byte, from int) int {
+	end := from
+	for lim := min(len(r), from+64); end < lim; end++ {
+		if r[end] == ' ' || r[end] == '?' {
+			return end
+		}
+	}
+	if end == len(r) {
+		return end
+	}
+	rest := r[end:]
+	if i := bytes.IndexByte(rest, ' '); i >= 0 {
+		rest = rest[:i]
+	}
+	if i := bytes.IndexByte(rest, '?'); i >= 0 {
+		rest = rest[:i]
+	}
+	return end + len(rest)
 }
 
 // tchar marks the bytes of an HTTP token (RFC 9110), which a method is.

@@ -3,6 +3,7 @@ package parser
 import (
 	"fmt"
 	"maps"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
@@ -255,6 +256,36 @@ func TestLogFormatMisfits(t *testing.T) {
 				p.Parse("web", []byte(c.line), sink)
 				if len(sink.events) != 0 {
 					t.Errorf("%q read as %v", c.line, sink.events)
+				}
+			})
+		}
+	}
+}
+
+// TestPathEnd checks pathEnd against the first '?' or space found the plain way, on paths
+// around the length it reads in one pass.
+func TestPathEnd(t *testing.T) {
+	long := strings.Repeat("/ab", 30)
+	targets := []string{"", "/", "/a?b", "/a b", "?", " ", "/a?b c", "/a b?c", long, long + "?x", long + " HTTP/1.1",
+		long[:63] + "?", long[:64] + "?", long[:65] + " ", long + long + "?q" + long}
+	r := rand.New(rand.NewPCG(3, 4))
+	for range 300 {
+		b := make([]byte, r.IntN(200))
+		for i := range b {
+			b[i] = "/a?é \xff"[r.IntN(6)]
+		}
+		targets = append(targets, string(b))
+	}
+	for i, target := range targets {
+		for _, from := range []int{0, 4} {
+			t.Run(fmt.Sprintf("%d/%d", i, from), func(t *testing.T) {
+				req := []byte("GET " + target)
+				want := len(req)
+				if k := strings.IndexAny(string(req[from:]), "? "); k >= 0 {
+					want = from + k
+				}
+				if got := pathEnd(req, from); got != want {
+					t.Errorf("pathEnd(%q, %d) = %d, want %d", req, from, got, want)
 				}
 			})
 		}

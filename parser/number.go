@@ -15,32 +15,29 @@ var pow10 = [...]float64{1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10,
 // computes exactly what strconv does for them (an integer mantissa below 2^52 divided by
 // an exact power of ten is correctly rounded), and everything else goes to strconv.
 func parseNumber(b []byte) (float64, bool) {
-	neg := len(b) > 0 && b[0] == '-'
 	i := 0
+	neg := len(b) > 0 && b[0] == '-'
 	if neg {
 		i = 1
 	}
 	var mant uint64
-	digits, frac := 0, -1
-	for ; i < len(b); i++ {
-		c := b[i]
-		switch {
-		case c >= '0' && c <= '9':
-			mant = mant*10 + uint64(c-'0')
-			digits++
-			if frac >= 0 {
-				frac++
-			}
-		case c == '.' && frac < 0:
-			frac = 0
-		default:
-			digits = 16 // not a plain decimal
-		}
-		if digits > 15 {
-			return parseNumberSlow(b)
-		}
+	start := i
+	for ; i < len(b) && b[i]-'0' <= 9; i++ {
+		mant = mant*10 + uint64(b[i]-'0')
 	}
-	if digits == 0 || frac == 0 {
+	digits, frac := i-start, -1
+	if i < len(b) && b[i] == '.' {
+		i++
+		start = i
+		for ; i < len(b) && b[i]-'0' <= 9; i++ {
+			mant = mant*10 + uint64(b[i]-'0')
+		}
+		frac = i - start
+		digits += frac
+	}
+	// Anything after the digits, no digits, a point without digits after it or more
+	// digits than a float64 holds exactly: strconv decides.
+	if i < len(b) || digits == 0 || frac == 0 || digits > 15 {
 		return parseNumberSlow(b)
 	}
 	f := float64(mant)

@@ -139,6 +139,12 @@ type rule struct {
 	// literalsValid: the literal text of the labels and items is valid UTF-8, so a label
 	// value cut from an ASCII line needs no check.
 	literalsValid bool
+	// oneLabel is the capture that is the rule's one label, when its labels are one
+	// template of one capture and nothing rewrites it, else -1; itemCaptures is the same
+	// per item. A value that is already a valid label value (or an item kept in full) is
+	// then given as the capture's bytes where they are, not copied.
+	oneLabel     int
+	itemCaptures []int
 	// names are the rule's named captures and where they are in its group's caps: what
 	// Explain shows. Parse does not read them.
 	names []namedCapture
@@ -302,6 +308,17 @@ func build(rules []*config.Rule, eng engine) (*Parser, error) {
 				g.pathBase = base
 			}
 			r.names = captureNames(e.rule, slot)
+			r.oneLabel = -1
+			if len(r.labels) == 1 && r.labelRewriters == nil {
+				r.oneLabel = oneCapture(r.labels[0])
+			}
+			r.itemCaptures = make([]int, len(r.items))
+			for j, it := range r.items {
+				r.itemCaptures[j] = oneCapture(it.Template)
+				if r.itemRewriters != nil && r.itemRewriters[j] >= 0 {
+					r.itemCaptures[j] = -1
+				}
+			}
 			// Sets and time slots are found on the indexes in the group, so that two
 			// rules that read one slot share, and two that read different ones do not.
 			r.labelSet = setIndex(&labelSets, renderings(r.labels, r.labelRewriters), func(a, b rendering[config.Template]) bool {
@@ -409,6 +426,14 @@ func renderings[T any](list []T, rewriters []int) []rendering[T] {
 		}
 	}
 	return out
+}
+
+// oneCapture is the capture t is made of when it is one capture and nothing else, else -1.
+func oneCapture(t config.Template) int {
+	if len(t) == 1 && t[0].Capture >= 0 {
+		return t[0].Capture
+	}
+	return -1
 }
 
 // literalsValid reports whether the literal parts of labels and items are valid UTF-8.
@@ -584,37 +609,37 @@ func (p *Parser) parse(s *scratch, groups []group, mustFit bool, input string, l
 			src, caps = s.withPath(src, caps, g.pathBase)
 		}
 		s.newMatch()
+		m := match{src, caps}
 		for j := range g.rules {
-			s.apply(&g.rules[j], input, src, caps, sink)
+			s.apply(&g.rules[j], input, &m, sink)
 		}
 	}
 	return true, wellFormed
 }
 
-// apply runs one rule of a matched group: input, filters, value, time, labels. src is what
-// caps index: the line, and the values decoded or derived from it. It
-// tells the sink and returns what it decided, with a detail: the index of the filter that
-// failed (WhereFailed, WhereNotMatched) or the DropReason (Dropped). Explain reports the
-// decisions Parse takes by calling it too.
-func (s *scratch) apply(r *rule, input string, src text, caps []int, sink Sink) (Outcome, int) {
+// apply runs one rule of a matched group on its match m: input, filters, value, time,
+// labels. It tells the sink and returns what it decided, with a detail: the index of the
+// filter that failed (WhereFailed, WhereNotMatched) or the DropReason (Dropped). Explain
+// reports the decisions Parse takes by calling it too.
+func (s *scratch) apply(r *rule, input string, m *match, sink Sink) (Outcome, int) {
 	if !r.reads(input) {
 		return OtherInput, 0
 	}
 	for i := range r.where {
 		w := &r.where[i]
-		if !w.f.match(capture(src, caps, w.capture), s.whereCaps) {
+		if !w.f.match(m.capture(w.capture), s.whereCaps) {
 			return WhereFailed, i
 		}
 	}
 	for i := range r.whereNot {
 		w := &r.whereNot[i]
-		if w.f.match(capture(src, caps, w.capture), s.whereCaps) {
+		if w.f.match(m.capture(w.capture), s.whereCaps) {
 			return WhereNotMatched, i
 		}
 	}
 	value := 1.0
 	if r.value >= 0 {
-		raw := capture(src, caps, r.value)
+		raw := m.capture(r.value)
 		if len(raw) == 0 || len(raw) == 1 && raw[0] == '-' {
 			sink.Drop(r.index, NoValue)
 			return Dropped, int(NoValue)
@@ -634,26 +659,43 @@ func (s *scratch) apply(r *rule, input string, src text, caps []int, sink Sink) 
 	}
 	var at int64
 	if r.ts != nil {
-		var ok bool
-		if at, ok = s.time(r.ts, src, caps); !ok {
+		// Another rule of this match read the same capture with the same layout: the
+		// check is here, where it costs no call.
+		c := &s.times[r.ts.slot]
+		if c.match != s.match {
+			s.time(c, r.ts, m)
+		}
+		if !c.ok {
 			sink.Drop(r.index, BadTimestamp)
 			return Dropped, int(BadTimestamp)
 		}
+		at = c.unix
 	}
 	// Rules of a group often share their labels (and items): what the previous rule
 	// rendered from this match is used again.
-	valid := len(r.labels)+len(r.items) > 0 && r.literalsValid && s.asciiText(src)
+	valid := len(r.labels)+len(r.items) > 0 && r.literalsValid && s.asciiText(m.src)
 	// The event's slices are written only when they change: a rule with the labels of
 	// the previous one leaves them as they are.
 	e := &s.event
 	if s.keyMatch != s.match || s.keySet != r.labelSet {
-		s.render(r.labels, r.labelRewriters, src, caps, valid)
 		s.keyMatch, s.keySet = s.match, r.labelSet
-		e.Key, e.Labels = s.key, s.labels[:len(r.labels)]
+		var v []byte
+		direct := r.oneLabel >= 0
+		if direct {
+			v = m.capture(r.oneLabel)
+			direct = asIs(v, valid)
+		}
+		if direct {
+			s.labels[0] = v[:len(v):len(v)]
+			e.Key, e.Labels = s.labels[0], s.labels[:1]
+		} else {
+			s.render(r.labels, r.labelRewriters, m, valid)
+			e.Key, e.Labels = s.key, s.labels[:len(r.labels)]
+		}
 	}
 	if len(r.items) > 0 {
 		if s.itemsMatch != s.match || s.itemsSet != r.itemSet {
-			s.renderItems(r.items, r.itemRewriters, src, caps, valid)
+			s.renderItems(r.items, r.itemCaptures, r.itemRewriters, m, valid)
 			s.itemsMatch, s.itemsSet = s.match, r.itemSet
 		}
 		e.Items = s.items[:len(r.items)]
@@ -665,10 +707,30 @@ func (s *scratch) apply(r *rule, input string, src text, caps []int, sink Sink) 
 	return Counted, 0
 }
 
+// asIs reports whether v is a label value as it is: valid UTF-8 (known to be when valid)
+// and within the cap. Such a value is given where it is, with its capacity cut to its
+// length so that a sink appending to it cannot write over what follows it.
+func asIs(v []byte, valid bool) bool {
+	return len(v) <= MaxLabelValueLen && (valid || utf8.Valid(v))
+}
+
 // text is what a match's captures index: the line, and after it (from offset len(line) on)
 // the values decoded or derived from it, kept apart so that the line is never copied.
 type text struct {
 	line, more []byte
+}
+
+// match is a group's match of a line, which the group's rules read: the text its captures
+// index and the captures, which the per-rule calls take as one pointer rather than nine
+// words each.
+type match struct {
+	src  text
+	caps []int
+}
+
+// capture returns capture i of the match.
+func (m *match) capture(i int) []byte {
+	return capture(m.src, m.caps, i)
 }
 
 // capture returns capture i of src; one that did not participate reads as empty.
@@ -683,31 +745,25 @@ func capture(src text, caps []int, i int) []byte {
 	return src.line[lo:hi]
 }
 
-// time parses a rule's timestamp capture of line, remembering the last text and result
-// per slot: log lines come in time order, so consecutive lines mostly repeat the same
-// second.
-func (s *scratch) time(ts *timestampSpec, src text, caps []int) (int64, bool) {
-	c := &s.times[ts.slot]
-	if c.match == s.match {
-		// Another rule of this match read the same capture with the same layout.
-		return c.unix, c.ok
-	}
+// time parses a rule's timestamp capture of line into c, its cache, for the current
+// match, remembering the last text and result: log lines come in time order, so
+// consecutive lines mostly repeat the same second.
+func (s *scratch) time(c *timeCache, ts *timestampSpec, m *match) {
 	c.match = s.match
 	raw := s.wrapperTime
 	if ts.capture != config.WrapperTime {
-		raw = capture(src, caps, ts.capture)
+		raw = m.capture(ts.capture)
 	}
 	if c.valid && string(c.raw) == string(raw) {
-		return c.unix, c.ok
+		return
 	}
 	c.raw = append(c.raw[:0], raw...)
 	c.valid = true
 	if ts.unix {
 		c.unix, c.ok = unixSeconds(raw)
-		return c.unix, c.ok
+		return
 	}
 	// Layouts without a zone read as UTC; with a numeric zone the offset is applied.
 	t, err := time.ParseInLocation(ts.layout, string(raw), time.UTC)
 	c.unix, c.ok = t.Unix(), err == nil
-	return c.unix, c.ok
 }

@@ -178,14 +178,14 @@ func (s *scratch) rewrite(w int, key []byte, start int) []byte {
 // unrewritten renders, for Explain, the labels and items of r that have a rewriter without
 // it, and returns those that differ from e's (rewritten) ones, nil elsewhere. What it
 // renders is not left for the next rule of the match to take as its labels.
-func (s *scratch) unrewritten(r *rule, src text, caps []int, e *Event) (labels, items [][]byte) {
+func (s *scratch) unrewritten(r *rule, m *match, e *Event) (labels, items [][]byte) {
 	if r.labelRewriters != nil {
-		s.render(r.labels, nil, src, caps, false)
+		s.render(r.labels, nil, m, false)
 		s.keyMatch = 0 // no match is numbered 0
 		labels = changed(r.labelRewriters, s.labels, e.Labels)
 	}
 	if r.itemRewriters != nil {
-		s.renderItems(r.items, nil, src, caps, false)
+		s.renderItems(r.items, nil, nil, m, false)
 		s.itemsMatch = 0
 		items = changed(r.itemRewriters, s.items, e.Items)
 	}

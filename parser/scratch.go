@@ -87,7 +87,7 @@ func newScratch(sz sizes) *scratch {
 		ends:      ownLines[int](0, sz.labels),
 		labels:    ownLines[[]byte](sz.labels, sz.labels),
 		itemText:  ownLines[byte](0, textBuf),
-		itemEnds:  ownLines[int](0, sz.items),
+		itemEnds:  ownLines[int](0, 2*sz.items),
 		items:     ownLines[[]byte](sz.items, sz.items),
 		fix:       ownLines[byte](0, textBuf),
 		times:     ownLines[timeCache](sz.slots, sz.slots),
@@ -155,9 +155,15 @@ func (s *scratch) newMatch() {
 // made of captures and valid literal text.
 func (s *scratch) asciiText(src text) bool {
 	if s.asciiMatch != s.match {
-		s.asciiMatch, s.ascii = s.match, isASCII(src.line) && (len(src.more) == 0 || isASCII(src.more))
+		s.lookASCII(src)
 	}
 	return s.ascii
+}
+
+// lookASCII is asciiText's look at the text, apart so that the rules after the first
+// inline the check.
+func (s *scratch) lookASCII(src text) {
+	s.asciiMatch, s.ascii = s.match, isASCII(src.line) && (len(src.more) == 0 || isASCII(src.more))
 }
 
 // isASCII reports whether b has no byte from 0x80 up, a word at a time.
@@ -207,7 +213,7 @@ func gcd(a, b int) int {
 // rewriter (rewriters: its index per label, nil for none), before the next is written, so
 // the key is exactly the label set the store will see; valid says the values are known to
 // be valid UTF-8 already.
-func (s *scratch) render(labels []config.Template, rewriters []int, src text, caps []int, valid bool) {
+func (s *scratch) render(labels []config.Template, rewriters []int, m *match, valid bool) {
 	key := s.key[:0]
 	s.ends = s.ends[:0]
 	for i, t := range labels {
@@ -215,7 +221,7 @@ func (s *scratch) render(labels []config.Template, rewriters []int, src text, ca
 			key = append(key, KeySep...)
 		}
 		start := len(key)
-		key = s.sanitize(appendTemplate(key, t, src, caps), start, valid)
+		key = s.sanitize(appendTemplate(key, t, m), start, valid)
 		if rewriters != nil && rewriters[i] >= 0 {
 			key = s.rewrite(rewriters[i], key, start)
 		}
@@ -232,36 +238,47 @@ func (s *scratch) render(labels []config.Template, rewriters []int, src text, ca
 
 // renderItems writes the items of a rule into s.itemText and points s.items at them:
 // those shown as labels made valid UTF-8 (unless known to be valid), capped and rewritten
-// as render does, the others in full.
-func (s *scratch) renderItems(items []config.Item, rewriters []int, src text, caps []int, valid bool) {
+// as render does, the others in full. An item that is one capture (direct: its index per
+// item, -1 for the others) and needs none of that is its capture's bytes, not copied.
+func (s *scratch) renderItems(items []config.Item, direct, rewriters []int, m *match, valid bool) {
 	text := s.itemText[:0]
+	// itemEnds holds where each copied item starts and ends in text, -1s for one that
+	// was not copied.
 	s.itemEnds = s.itemEnds[:0]
 	for i, it := range items {
+		if direct != nil && direct[i] >= 0 {
+			if v := m.capture(direct[i]); !it.Label || asIs(v, valid) {
+				s.items[i] = v[:len(v):len(v)]
+				s.itemEnds = append(s.itemEnds, -1, -1)
+				continue
+			}
+		}
 		start := len(text)
-		text = appendTemplate(text, it.Template, src, caps)
+		text = appendTemplate(text, it.Template, m)
 		if it.Label {
 			text = s.sanitize(text, start, valid)
 		}
 		if rewriters != nil && rewriters[i] >= 0 {
 			text = s.rewrite(rewriters[i], text, start)
 		}
-		s.itemEnds = append(s.itemEnds, len(text))
+		s.itemEnds = append(s.itemEnds, start, len(text))
 	}
 	s.itemText = text
-	start := 0
-	for i, end := range s.itemEnds {
-		s.items[i] = text[start:end:end]
-		start = end
+	// Items are cut only now: appends above may have moved text's array.
+	for i := range items {
+		if start, end := s.itemEnds[2*i], s.itemEnds[2*i+1]; start >= 0 {
+			s.items[i] = text[start:end:end]
+		}
 	}
 }
 
-// appendTemplate appends t rendered from the captures of src.
-func appendTemplate(dst []byte, t config.Template, src text, caps []int) []byte {
+// appendTemplate appends t rendered from the captures of m.
+func appendTemplate(dst []byte, t config.Template, m *match) []byte {
 	for _, part := range t {
 		if part.Capture < 0 {
 			dst = append(dst, part.Literal...)
 		} else {
-			dst = append(dst, capture(src, caps, part.Capture)...)
+			dst = append(dst, m.capture(part.Capture)...)
 		}
 	}
 	return dst

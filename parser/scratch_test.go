@@ -1,8 +1,15 @@
 package parser
 
 import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
 	"testing"
+	"unicode/utf8"
 	"unsafe"
+
+	"github.com/logwindow/logwindow_exporter/config"
 )
 
 // TestScratchOwnLines makes scratches one after the other, as the inputs of a process do
@@ -49,4 +56,67 @@ func scratchBuffers(s *scratch) []buffer {
 
 func bufferOf[T any](name string, b []T) buffer {
 	return buffer{name, uintptr(unsafe.Pointer(unsafe.SliceData(b[:cap(b)]))), uintptr(cap(b)) * unsafe.Sizeof(*new(T))}
+}
+
+// TestValuesAsIs checks the values given as their capture's bytes (asIs, the items
+// renderItems does not copy) against the same values rendered by copying, on adversarial
+// and random captures: invalid UTF-8, values around the cap, empty and unset captures,
+// captures in the line and past it (decoded values).
+func TestValuesAsIs(t *testing.T) {
+	atCap := strings.Repeat("a", MaxLabelValueLen-1)
+	values := []string{"", "GET", "200", "é", "\xff", "a\xc3", atCap + "a", atCap + "é", atCap + "ab",
+		strings.Repeat("é", MaxLabelValueLen), "\x00\x7f", "-"}
+	r := rand.New(rand.NewPCG(1, 2))
+	pieces := []string{"a", " ", "é", "€", "\xff", "\xe2\x82", "\x00", strings.Repeat("z", 300)}
+	for range 200 {
+		var b strings.Builder
+		for range r.IntN(8) {
+			b.WriteString(pieces[r.IntN(len(pieces))])
+		}
+		values = append(values, b.String())
+	}
+	items := []config.Item{
+		{Template: config.Template{{Capture: 1}}, Label: true},
+		{Template: config.Template{{Capture: 1}}},
+		{Template: config.Template{{Literal: "x", Capture: -1}, {Capture: 1}}, Label: true},
+		{Template: config.Template{{Capture: 2}}, Label: true},
+	}
+	direct := []int{1, 1, -1, 2}
+	for i, v := range values {
+		for _, more := range []bool{false, true} {
+			// Capture 1 is v, in the line or past it; capture 2 did not take part.
+			src, caps := text{line: []byte("<" + v + ">")}, []int{0, len(v) + 2, 1, len(v) + 1, -1, -1}
+			if more {
+				src = text{line: []byte("<>"), more: []byte(v)}
+				caps = []int{0, 2, 2, 2 + len(v), -1, -1}
+			}
+			valid := utf8.ValidString(v) && isASCII([]byte(v))
+			for _, known := range []bool{false, valid} {
+				t.Run(fmt.Sprintf("%d/more=%t/valid=%t", i, more, known), func(t *testing.T) {
+					s := newScratch(sizes{labels: 1, items: len(items)})
+					m := &match{src, caps}
+					s.render([]config.Template{{{Capture: 1}}}, nil, m, known)
+					got := capture(src, caps, 1)
+					ok := asIs(got, known)
+					if ok && (string(got) != string(s.key) || string(got) != string(s.labels[0])) {
+						t.Errorf("label %q as is, rendered %q", got, s.key)
+					}
+					if !ok && utf8.ValidString(v) && len(v) <= MaxLabelValueLen {
+						t.Errorf("label %q not given as is", v)
+					}
+					s.renderItems(items, nil, nil, m, known)
+					want := slices.Clone(s.items)
+					for k := range want {
+						want[k] = slices.Clone(want[k])
+					}
+					s.renderItems(items, direct, nil, m, known)
+					for k := range items {
+						if string(s.items[k]) != string(want[k]) || cap(s.items[k]) != len(s.items[k]) {
+							t.Errorf("item %d: %q (capacity %d), rendered %q", k, s.items[k], cap(s.items[k]), want[k])
+						}
+					}
+				})
+			}
+		}
+	}
 }

@@ -190,7 +190,30 @@ func (s *Scanner) scan(line []byte, caps []int) result {
 			}
 			p += len(sp.lit)
 		case logformat.PieceUntil:
-			p = until(line, p, sp)
+			// The one-byte stop of nearly every value is searched for here, without a
+			// call to until.
+			if sp.stop == 0 {
+				p = until(line, p, sp)
+				break
+			}
+			j := bytes.IndexByte(line[p:], sp.stop)
+			if j < 0 {
+				p = len(line)
+				break
+			}
+			p += j
+			if sp.then != nil {
+				// The text after the value starts with its stop (check), found at p:
+				// only the rest of it is compared.
+				if !hasPrefix(line[p+1:], sp.then[1:]) {
+					return fail
+				}
+				if sp.group > 0 {
+					caps[2*sp.group], caps[2*sp.group+1] = start, p
+				}
+				p += len(sp.then)
+				continue
+			}
 		case logformat.PieceUntilEscaped:
 			if p = s.untilEscaped(line, p, sp.stop); p < 0 {
 				return fail
