@@ -172,6 +172,14 @@ type Summary interface {
 	Bytes() int
 }
 
+// Grower is a Summary that says what an add grew it by, so that the series need not ask
+// its Bytes before and after every add (the usual add grows nothing).
+type Grower interface {
+	// AddGrown is Add, and returns Bytes before and after it, or two equal numbers when
+	// the add left them alone.
+	AddGrown(v float64, item []byte) (before, after int)
+}
+
 // Capper is a Summary that can be held to a size. Near the memory bound (see Account) the
 // series calls Cap(n) before it adds to one of its slots' summaries or merges into it, and
 // Cap(0) after: in between the summary takes no more than n bytes in all (Bytes), or than

@@ -39,6 +39,12 @@ func (b *Buckets) Add(v float64, _ []byte) {
 	b.sum += v
 }
 
+// AddGrown is Add (windows.Grower): the buckets never grow.
+func (b *Buckets) AddGrown(v float64, item []byte) (before, after int) {
+	b.Add(v, item)
+	return 0, 0
+}
+
 // above returns how many of the ascending bounds are below v, which is not NaN: the index
 // of the first bound at least v. It is slices.BinarySearch without cmp.Compare's NaN
 // cases, which neither the bounds nor v have, and which cost a line half its search.

@@ -90,6 +90,18 @@ func (d *Distinct) Add(_ float64, item []byte) {
 	d.insert(uint32(h>>(64-sparseBits))<<7 | uint32(rank))
 }
 
+// AddGrown is Add, and returns Bytes before and after it, 0 and 0 once the sketch is
+// dense (windows.Grower): its registers never grow.
+func (d *Distinct) AddGrown(_ float64, item []byte) (before, after int) {
+	if d.regs != nil {
+		d.Add(0, item)
+		return 0, 0
+	}
+	before = d.Bytes()
+	d.Add(0, item)
+	return before, d.Bytes()
+}
+
 // insert adds a sparse key, turning the sketch dense when it would hold more than
 // maxSparse, or a bigger table than its cap allows.
 func (d *Distinct) insert(key uint32) {
@@ -131,10 +143,15 @@ func (d *Distinct) grow() {
 		return
 	}
 	d.set = make([]uint32, 2*len(old))
-	d.n = 0
+	mask := uint32(len(d.set) - 1)
+	// The keys are different and fit: each goes to the first free slot of its probe.
 	for _, k := range old {
 		if k != 0 {
-			d.insert(k)
+			i := k >> 7 & mask
+			for d.set[i] != 0 {
+				i = (i + 1) & mask
+			}
+			d.set[i] = k
 		}
 	}
 }

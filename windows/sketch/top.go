@@ -96,23 +96,47 @@ func NewTop(capacity int) *Top {
 }
 
 // Add adds v to the sum of item; item is valid only during the call.
-func (t *Top) Add(v float64, item []byte) {
+func (t *Top) Add(v float64, item []byte) { t.AddGrown(v, item) }
+
+// AddGrown is Add, and returns Bytes before and after it, 0 and 0 when item had a
+// counter already (windows.Grower).
+func (t *Top) AddGrown(v float64, item []byte) (before, after int) {
 	if !(v > 0 && v <= math.MaxFloat64) {
-		return
+		return 0, 0
 	}
 	t.total += v
-	t.count(item, v)
+	h, slot, ok := t.bump(item, v)
+	if ok {
+		return 0, 0
+	}
+	before = t.Bytes()
+	t.give(item, h, v, slot)
+	return before, t.Bytes()
 }
 
 // count adds v to item's counter, or gives item a counter of v.
 func (t *Top) count(item []byte, v float64) {
-	h := maphash.Bytes(topSeed, item)
-	slot, i := t.find(item, h)
-	if i >= 0 {
-		t.counts[i].count += v
-		t.kept += v
-		return
+	if h, slot, ok := t.bump(item, v); !ok {
+		t.give(item, h, v, slot)
 	}
+}
+
+// bump adds v to item's counter and reports true if it has one; else it returns item's
+// hash and the slot find returned, for give.
+func (t *Top) bump(item []byte, v float64) (h uint64, slot int, ok bool) {
+	h = maphash.Bytes(topSeed, item)
+	slot, i := t.find(item, h)
+	if i < 0 {
+		return h, slot, false
+	}
+	t.counts[i].count += v
+	t.kept += v
+	return h, slot, true
+}
+
+// give gives item, whose hash is h and which find did not find (slot is what it
+// returned), a counter of v, making room for it under a cap.
+func (t *Top) give(item []byte, h uint64, v float64, slot int) {
 	if t.limit > 0 && !t.room(len(item)) {
 		if v = t.makeRoom(len(item), v); v == 0 {
 			return
