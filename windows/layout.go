@@ -172,14 +172,6 @@ type Summary interface {
 	Bytes() int
 }
 
-// Grower is a Summary that says what an add grew it by, so that the series need not ask
-// its Bytes before and after every add (the usual add grows nothing).
-type Grower interface {
-	// AddGrown is Add, and returns Bytes before and after it, or two equal numbers when
-	// the add left them alone.
-	AddGrown(v float64, item []byte) (before, after int)
-}
-
 // Capper is a Summary that can be held to a size. Near the memory bound (see Account) the
 // series calls Cap(n) before it adds to one of its slots' summaries or merges into it, and
 // Cap(0) after: in between the summary takes no more than n bytes in all (Bytes), or than
@@ -230,6 +222,11 @@ type SummaryKind struct {
 	// at the bound every slot still gets a summary of at least that size (Capper). It is
 	// at least what an empty one holds.
 	Floor int
+	// AddGrown, when not nil, is Add on a summary of the kind that returns its Bytes
+	// before and after, or two equal numbers when the add left them alone, as the usual
+	// add does: the series then asks no Bytes around the adds. A kind's own function calls
+	// its type's method directly, where an optional interface would cost an assertion.
+	AddGrown func(s Summary, v float64, item []byte) (before, after int)
 }
 
 // Options chooses what a slot keeps besides the sum of values.

@@ -285,8 +285,8 @@ func (r *summaryRings) summarize(l *Layout, i int, v float64, items [][]byte) {
 			r.capped(sum, l.floors[k], func() { sum.Add(v, item) })
 			continue
 		}
-		if g, ok := sum.(Grower); ok {
-			if before, after := g.AddGrown(v, item); after != before {
+		if add := kind.AddGrown; add != nil {
+			if before, after := add(sum, v, item); after != before {
 				r.grew(before, after, l.floors[k])
 			}
 			continue

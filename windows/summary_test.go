@@ -241,11 +241,15 @@ func (b *capBag) grownBytes() int {
 	return HeapBytes(int(unsafe.Sizeof(capBag{}))) + HeapBytes(8*cap(append(b.vs[:len(b.vs):len(b.vs)], 0)))
 }
 
-// growBag is a capBag that says what an add grew it by (Grower), and some other equal
-// numbers when it did not grow, which the series must then leave alone.
+// growBag is a capBag that says what an add grew it by (SummaryKind.AddGrown), and some
+// other equal numbers when it did not grow, which the series must then leave alone.
 type growBag struct{ capBag }
 
-var bagGrowing = SummaryKind{New: func() Summary { return &growBag{} }, Floor: 100}
+var bagGrowing = SummaryKind{
+	New:      func() Summary { return &growBag{} },
+	Floor:    100,
+	AddGrown: func(s Summary, v float64, item []byte) (int, int) { return s.(*growBag).AddGrown(v, item) },
+}
 
 func (b *growBag) AddGrown(v float64, item []byte) (before, after int) {
 	before = b.Bytes()
@@ -271,7 +275,7 @@ func (a *account) Room() int64 {
 }
 
 // TestSummaryAccounting runs the reference streams through a series whose summaries grow
-// with their values (one of them saying by how much, Grower), charging an account: after
+// with their values (one of them saying by how much, SummaryKind.AddGrown), charging an account: after
 // every Add, what the account was charged
 // is what the series says it grew by (Bytes less SeriesBytes), which is what its slots'
 // summaries take beyond their floors; no cap outlives the call that set it; and under a

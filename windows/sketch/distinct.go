@@ -72,7 +72,14 @@ var distinctBytes = windows.HeapBytes(int(unsafe.Sizeof(Distinct{})))
 // DistinctKind is the summary of distinct counts over the item-th of the items a rule's
 // events carry (windows.SummaryKind.Item).
 func DistinctKind(item int) windows.SummaryKind {
-	return windows.SummaryKind{New: func() windows.Summary { return NewDistinct() }, Item: item, Floor: distinctBytes + 1<<minPrecision}
+	return windows.SummaryKind{
+		New:   func() windows.Summary { return NewDistinct() },
+		Item:  item,
+		Floor: distinctBytes + 1<<minPrecision,
+		AddGrown: func(s windows.Summary, _ float64, item []byte) (int, int) {
+			return s.(*Distinct).AddGrown(0, item)
+		},
+	}
 }
 
 // NewDistinct returns an empty distinct count.
@@ -91,7 +98,7 @@ func (d *Distinct) Add(_ float64, item []byte) {
 }
 
 // AddGrown is Add, and returns Bytes before and after it, 0 and 0 once the sketch is
-// dense (windows.Grower): its registers never grow.
+// dense (windows.SummaryKind.AddGrown): its registers never grow.
 func (d *Distinct) AddGrown(_ float64, item []byte) (before, after int) {
 	if d.regs != nil {
 		d.Add(0, item)

@@ -9,29 +9,26 @@ import (
 	"github.com/logwindow/logwindow_exporter/windows"
 )
 
-// grower is a summary the wheels add to with AddGrown, and whose state its encoding shows.
-type grower interface {
+// encoded is a summary whose state its encoding shows.
+type encoded interface {
 	windows.Summary
-	windows.Grower
 	AppendBinary(dst []byte) ([]byte, error)
 }
 
-// TestAddGrown holds each kind's AddGrown to Add and Bytes, its reference: fed the same
-// stream, a summary added to with AddGrown encodes as one added to with Add, and AddGrown
+// TestAddGrown holds each kind's AddGrown (windows.SummaryKind), which the wheels add
+// with, to Add and Bytes, its reference: fed the same stream, a summary added to with
+// AddGrown encodes as one added to with Add, and AddGrown
 // returns what Bytes was before and after each add whenever that changed, two equal
 // numbers otherwise. The streams are random and adversarial: values the sketches ignore,
 // zeros, both signs, extreme and subnormal magnitudes, one count widened again and again,
 // items past the sparse set's size and the top summary's capacity; summaries sealed and
 // added to late, and held to a cap.
 func TestAddGrown(t *testing.T) {
-	quantiles := func() grower { return new(Quantiles) }
-	distinct := func() grower { return NewDistinct() }
-	top := func() grower { return NewTop(50) }
-	buckets := func() grower { return bucketsKind.New().(grower) }
+	quantiles, distinct, top, buckets := QuantilesKind, DistinctKind(1), TopKind(50, 1), bucketsKind
 	odd := []float64{0, math.Copysign(0, -1), math.NaN(), math.Inf(1), math.Inf(-1), 5e-324, -5e-324, math.MaxFloat64, -math.MaxFloat64, 1e-300, 1e300}
 	for _, tc := range []struct {
 		name string
-		make func() grower
+		kind windows.SummaryKind
 		// event returns the i-th event of the stream.
 		event func(r *rand.Rand, i int) (float64, []byte)
 		seal  bool // seal every 1,000 events
@@ -58,9 +55,9 @@ func TestAddGrown(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := rand.New(rand.NewPCG(9, uint64(len(tc.name))))
-			ref, got := tc.make(), tc.make()
+			ref, got := tc.kind.New().(encoded), tc.kind.New().(encoded)
 			if tc.cap > 0 {
-				for _, s := range []grower{ref, got} {
+				for _, s := range []encoded{ref, got} {
 					s.(windows.Capper).Cap(tc.cap)
 				}
 			}
@@ -69,7 +66,7 @@ func TestAddGrown(t *testing.T) {
 				before := ref.Bytes()
 				ref.Add(v, item)
 				after := ref.Bytes()
-				b, a := got.AddGrown(v, item)
+				b, a := tc.kind.AddGrown(got, v, item)
 				if after != before && (b != before || a != after) || after == before && b != a {
 					t.Fatalf("event %d (%v, %q): AddGrown says %d → %d, Bytes went %d → %d", i, v, item, b, a, before, after)
 				}
@@ -86,7 +83,7 @@ func TestAddGrown(t *testing.T) {
 }
 
 // sameEncoding fails the test unless the two summaries encode alike.
-func sameEncoding(t *testing.T, i int, want, got grower) {
+func sameEncoding(t *testing.T, i int, want, got encoded) {
 	t.Helper()
 	w, err := want.AppendBinary(nil)
 	if err != nil {

@@ -117,6 +117,9 @@ const minBuffer = 16
 var QuantilesKind = windows.SummaryKind{
 	New:   func() windows.Summary { return new(Quantiles) },
 	Floor: quantilesBytes + minBuffer + binsBytes + minBuffer,
+	AddGrown: func(s windows.Summary, v float64, _ []byte) (int, int) {
+		return s.(*Quantiles).AddGrown(v, nil)
+	},
 }
 
 // Add records v; the sketch reads no item.
@@ -127,7 +130,7 @@ func (q *Quantiles) Add(v float64, _ []byte) {
 }
 
 // AddGrown is Add, and returns Bytes before and after it, 0 and 0 when the value took no
-// room (windows.Grower): most values count in a bin the run holds.
+// room (windows.SummaryKind.AddGrown): most values count in a bin the run holds.
 func (q *Quantiles) AddGrown(v float64, _ []byte) (before, after int) {
 	if q.bump(v) {
 		return 0, 0

@@ -87,7 +87,14 @@ var topSeed = maphash.MakeSeed()
 // TopKind returns the windows.SummaryKind of Top with capacity counters (≥ 1) over the
 // item-th item of an event (windows.SummaryKind.Item).
 func TopKind(capacity, item int) windows.SummaryKind {
-	return windows.SummaryKind{Item: item, New: func() windows.Summary { return NewTop(capacity) }, Floor: topFloor}
+	return windows.SummaryKind{
+		Item:  item,
+		New:   func() windows.Summary { return NewTop(capacity) },
+		Floor: topFloor,
+		AddGrown: func(s windows.Summary, v float64, item []byte) (int, int) {
+			return s.(*Top).AddGrown(v, item)
+		},
+	}
 }
 
 // NewTop returns an empty Top with capacity counters (at least 1).
@@ -99,7 +106,7 @@ func NewTop(capacity int) *Top {
 func (t *Top) Add(v float64, item []byte) { t.AddGrown(v, item) }
 
 // AddGrown is Add, and returns Bytes before and after it, 0 and 0 when item had a
-// counter already (windows.Grower).
+// counter already (windows.SummaryKind.AddGrown).
 func (t *Top) AddGrown(v float64, item []byte) (before, after int) {
 	if !(v > 0 && v <= math.MaxFloat64) {
 		return 0, 0
