@@ -105,8 +105,8 @@ func NewTop(capacity int) *Top {
 // Add adds v to the sum of item; item is valid only during the call.
 func (t *Top) Add(v float64, item []byte) { t.AddGrown(v, item) }
 
-// AddGrown is Add, and returns Bytes before and after it, 0 and 0 when item had a
-// counter already (windows.SummaryKind.AddGrown).
+// AddGrown is Add, and returns Bytes before and after it, 0 and 0 when no buffer grew:
+// item had a counter already, or its new one fit (windows.SummaryKind.AddGrown).
 func (t *Top) AddGrown(v float64, item []byte) (before, after int) {
 	if !(v > 0 && v <= math.MaxFloat64) {
 		return 0, 0
@@ -116,9 +116,13 @@ func (t *Top) AddGrown(v float64, item []byte) (before, after int) {
 	if ok {
 		return 0, 0
 	}
-	before = t.Bytes()
+	// What it holds is in its three buffers: most new counters fit in them as they are.
+	counts, arena, table := cap(t.counts), cap(t.arena), len(t.table)
 	t.give(item, h, v, slot)
-	return before, t.Bytes()
+	if cap(t.counts) == counts && cap(t.arena) == arena && len(t.table) == table {
+		return 0, 0
+	}
+	return topHeap(counts, arena, table), t.Bytes()
 }
 
 // count adds v to item's counter, or gives item a counter of v.
@@ -389,8 +393,12 @@ func (t *Top) Reset() {
 
 // Bytes is the heap the summary holds (windows.Summary): itself, its counters, its
 // items' arena and its table.
-func (t *Top) Bytes() int {
-	return topBytes + windows.HeapBytes(cap(t.counts)*countSize) + windows.HeapBytes(cap(t.arena)) + windows.HeapBytes(len(t.table)*8)
+func (t *Top) Bytes() int { return topHeap(cap(t.counts), cap(t.arena), len(t.table)) }
+
+// topHeap is the heap of a Top with room for counts counters, arena bytes of items and a
+// table of table slots.
+func topHeap(counts, arena, table int) int {
+	return topBytes + windows.HeapBytes(counts*countSize) + windows.HeapBytes(arena) + windows.HeapBytes(table*8)
 }
 
 // Cap holds the summary to n bytes (windows.Capper; 0 lifts the cap): a value not held
