@@ -97,16 +97,16 @@ func (d *Distinct) Add(_ float64, item []byte) {
 	d.insert(uint32(h>>(64-sparseBits))<<7 | uint32(rank))
 }
 
-// AddGrown is Add, and returns Bytes before and after it, 0 and 0 once the sketch is
-// dense (windows.SummaryKind.AddGrown): its registers never grow.
+// AddGrown is Add, and returns Bytes before and after it, 0 and 0 when neither its set
+// nor its registers were made anew (windows.SummaryKind.AddGrown): most items are in the
+// set already or fit in it, and registers never grow.
 func (d *Distinct) AddGrown(_ float64, item []byte) (before, after int) {
-	if d.regs != nil {
-		d.Add(0, item)
+	set, regs := cap(d.set), cap(d.regs)
+	d.Add(0, item)
+	if cap(d.set) == set && cap(d.regs) == regs {
 		return 0, 0
 	}
-	before = d.Bytes()
-	d.Add(0, item)
-	return before, d.Bytes()
+	return distinctHeap(set, regs), d.Bytes()
 }
 
 // insert adds a sparse key, turning the sketch dense when it would hold more than
@@ -316,8 +316,12 @@ func fold(dst, src []uint64, by uint8) {
 func (d *Distinct) Reset() { *d = Distinct{} }
 
 // Bytes is the heap the sketch holds (windows.Summary).
-func (d *Distinct) Bytes() int {
-	return distinctBytes + windows.HeapBytes(4*cap(d.set)) + windows.HeapBytes(8*cap(d.regs))
+func (d *Distinct) Bytes() int { return distinctHeap(cap(d.set), cap(d.regs)) }
+
+// distinctHeap is the heap of a Distinct with room for set keys and regs words of
+// registers.
+func distinctHeap(set, regs int) int {
+	return distinctBytes + windows.HeapBytes(4*set) + windows.HeapBytes(8*regs)
 }
 
 // Cap holds the sketch to n bytes (windows.Capper; 0 lifts the cap): a sparse sketch that
