@@ -124,55 +124,36 @@ var QuantilesKind = windows.SummaryKind{
 
 // Add records v; the sketch reads no item.
 func (q *Quantiles) Add(v float64, _ []byte) {
-	if !q.bump(v) {
-		q.grow(v)
-	}
-}
-
-// AddGrown is Add, and returns Bytes before and after it, 0 and 0 when the value took no
-// room (windows.SummaryKind.AddGrown): most values count in a bin the run holds.
-func (q *Quantiles) AddGrown(v float64, _ []byte) (before, after int) {
-	if q.bump(v) {
-		return 0, 0
-	}
-	before = q.Bytes()
-	q.grow(v)
-	return before, q.Bytes()
-}
-
-// bump records v if that takes no room, and reports whether it did: a zero, a NaN (which
-// is ignored), or a magnitude whose bin the run of its sign holds with room in its width.
-func (q *Quantiles) bump(v float64) bool {
 	switch {
 	case v > 0:
-		if !q.pos.bump(index(v), 1) {
-			return false
+		if i := index(v); !q.pos.bump(i, 1) {
+			q.pos.grow(i, 1, q.room(&q.pos))
 		}
 	case v < 0:
-		if q.neg == nil || !q.neg.bump(index(-v), 1) {
-			return false
+		if q.neg == nil {
+			q.makeNeg()
+		}
+		if i := index(-v); !q.neg.bump(i, 1) {
+			q.neg.grow(i, 1, q.room(q.neg))
 		}
 	case v == 0:
 		q.zero++
 	default:
-		return true
+		return
 	}
 	q.n++
-	return true
 }
 
-// grow records a magnitude v ≠ 0 that bump could not, growing or widening the run of
-// its sign.
-func (q *Quantiles) grow(v float64) {
-	if v > 0 {
-		q.pos.grow(index(v), 1, q.room(&q.pos))
-	} else {
-		if q.neg == nil {
-			q.makeNeg()
-		}
-		q.neg.grow(index(-v), 1, q.room(q.neg))
+// AddGrown is Add, and returns Bytes before and after it, 0 and 0 when a positive value
+// counted in a bin the run holds (windows.SummaryKind.AddGrown), as most do.
+func (q *Quantiles) AddGrown(v float64, _ []byte) (before, after int) {
+	if v > 0 && q.pos.bump(index(v), 1) {
+		q.n++
+		return 0, 0
 	}
-	q.n++
+	before = q.Bytes()
+	q.Add(v, nil)
+	return before, q.Bytes()
 }
 
 // index returns the bin of a magnitude m > 0: ⌈log_γ m⌉, exactly up to the rounding of the

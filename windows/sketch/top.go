@@ -112,13 +112,9 @@ func (t *Top) AddGrown(v float64, item []byte) (before, after int) {
 		return 0, 0
 	}
 	t.total += v
-	h, slot, ok := t.bump(item, v)
-	if ok {
-		return 0, 0
-	}
-	// What it holds is in its three buffers: most new counters fit in them as they are.
+	// What it holds is in its three buffers: most adds leave them as they are.
 	counts, arena, table := cap(t.counts), cap(t.arena), len(t.table)
-	t.give(item, h, v, slot)
+	t.count(item, v)
 	if cap(t.counts) == counts && cap(t.arena) == arena && len(t.table) == table {
 		return 0, 0
 	}
@@ -127,27 +123,13 @@ func (t *Top) AddGrown(v float64, item []byte) (before, after int) {
 
 // count adds v to item's counter, or gives item a counter of v.
 func (t *Top) count(item []byte, v float64) {
-	if h, slot, ok := t.bump(item, v); !ok {
-		t.give(item, h, v, slot)
-	}
-}
-
-// bump adds v to item's counter and reports true if it has one; else it returns item's
-// hash and the slot find returned, for give.
-func (t *Top) bump(item []byte, v float64) (h uint64, slot int, ok bool) {
-	h = maphash.Bytes(topSeed, item)
+	h := maphash.Bytes(topSeed, item)
 	slot, i := t.find(item, h)
-	if i < 0 {
-		return h, slot, false
+	if i >= 0 {
+		t.counts[i].count += v
+		t.kept += v
+		return
 	}
-	t.counts[i].count += v
-	t.kept += v
-	return h, slot, true
-}
-
-// give gives item, whose hash is h and which find did not find (slot is what it
-// returned), a counter of v, making room for it under a cap.
-func (t *Top) give(item []byte, h uint64, v float64, slot int) {
 	if t.limit > 0 && !t.room(len(item)) {
 		if v = t.makeRoom(len(item), v); v == 0 {
 			return
