@@ -23,8 +23,8 @@
 // run of bins from the lowest to the highest used, the counts packed as many bits wide as
 // the largest needs (a slot of a thousand values over 465 bins takes 3 or 4 bits a bin),
 // where DDSketch's dense store keeps a float64 per bin. When its wheel moves on from its
-// slot (windows.Sealer) a sketch trims the run to the bins it uses in a buffer of exactly
-// their size, the room a growing run keeps being no longer needed. README gives the
+// slot (windows.Sealer) a sketch trims the run to the bins it uses in a buffer of their
+// size (as the allocator rounds it), the room a growing run keeps being no longer needed. README gives the
 // measured bytes and speed of both.
 package sketch
 
@@ -261,10 +261,10 @@ func (q *Quantiles) makeNeg() {
 	q.neg = new(bins)
 }
 
-// Seal moves the counts into buffers of exactly their size, the run trimmed to its first
-// and last bins that are not empty and the counts no wider than the largest needs: the
-// wheels call it when a slot closes, which takes off the room a growing run keeps. Add
-// still works after it.
+// Seal moves the counts into buffers of their size (as the allocator rounds it: the least
+// heap that holds them), the run trimmed to its first and last bins that are not empty and
+// the counts no wider than the largest needs: the wheels call it when a slot closes, which
+// takes off the room a growing run keeps. Add still works after it.
 func (q *Quantiles) Seal() {
 	q.pos.seal()
 	if q.neg != nil {
