@@ -222,6 +222,11 @@ type SummaryKind struct {
 	// at the bound every slot still gets a summary of at least that size (Capper). It is
 	// at least what an empty one holds.
 	Floor int
+	// AddGrown, when not nil, is Add on a summary of the kind that returns its Bytes
+	// before and after, or two equal numbers when the add left them alone, as the usual
+	// add does: the series then asks no Bytes around the adds. A kind's own function calls
+	// its type's method directly, where an optional interface would cost an assertion.
+	AddGrown func(s Summary, v float64, item []byte) (before, after int)
 }
 
 // Options chooses what a slot keeps besides the sum of values.

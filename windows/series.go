@@ -336,6 +336,12 @@ func (r *summaryRings) summarize(l *Layout, i int, v float64, items [][]byte) {
 			r.capped(sum, l.floors[k], func() { sum.Add(v, item) })
 			continue
 		}
+		if add := kind.AddGrown; add != nil {
+			if before, after := add(sum, v, item); after != before {
+				r.grew(before, after, l.floors[k])
+			}
+			continue
+		}
 		before := sum.Bytes()
 		sum.Add(v, item)
 		if after := sum.Bytes(); after != before {

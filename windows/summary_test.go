@@ -241,6 +241,28 @@ func (b *capBag) grownBytes() int {
 	return HeapBytes(int(unsafe.Sizeof(capBag{}))) + HeapBytes(8*cap(append(b.vs[:len(b.vs):len(b.vs)], 0)))
 }
 
+// growBag is a capBag that says what an add grew it by (SummaryKind.AddGrown), and some
+// other equal numbers when it did not grow, which the series must then leave alone.
+type growBag struct{ capBag }
+
+var bagGrowing = SummaryKind{
+	New:      func() Summary { return &growBag{} },
+	Floor:    100,
+	AddGrown: func(s Summary, v float64, item []byte) (int, int) { return s.(*growBag).AddGrown(v, item) },
+}
+
+func (b *growBag) AddGrown(v float64, item []byte) (before, after int) {
+	before = b.Bytes()
+	b.Add(v, item)
+	if after = b.Bytes(); after == before {
+		return 7, 7
+	}
+	return before, after
+}
+
+func (b *growBag) Merge(from Summary) { b.capBag.Merge(&from.(*growBag).capBag) }
+func (b *growBag) Reset()             { *b = growBag{} }
+
 // account is an Account with a bound: what Charge was given, and the room left under it.
 type account struct{ used, bound int64 }
 
@@ -253,7 +275,8 @@ func (a *account) Room() int64 {
 }
 
 // TestSummaryAccounting runs the reference streams through a series whose summaries grow
-// with their values, charging an account: after every Add, what the account was charged
+// with their values (one of them saying by how much, SummaryKind.AddGrown), charging an account: after
+// every Add, what the account was charged
 // is what the series says it grew by (Bytes less SeriesBytes), which is what its slots'
 // summaries take beyond their floors; no cap outlives the call that set it; and under a
 // bound, summaries that can be capped never take the account past it.
@@ -263,7 +286,7 @@ func TestSummaryAccounting(t *testing.T) {
 		cases = 2
 	}
 	for _, bound := range []int64{0, 1 << 20, 16 << 10} {
-		kinds := []SummaryKind{bagOfValues, bagCapped}
+		kinds := []SummaryKind{bagOfValues, bagCapped, bagGrowing}
 		if bound > 0 {
 			kinds = []SummaryKind{bagCapped, bagCapped}
 		}

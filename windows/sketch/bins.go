@@ -351,7 +351,7 @@ func (s *bins) seal() {
 		first = 0 // the run must not start above the bin the lower ones went to
 	}
 	w := widthFor(top)
-	if first == 0 && last == s.len()-1 && w == s.width() && cap(s.b) == len(s.b) {
+	if first == 0 && last == s.len()-1 && w == s.width() && windows.HeapBytes(cap(s.b)) == windows.HeapBytes(len(s.b)) {
 		return // as small as it gets
 	}
 	old, oldW := s.b, uint(s.width())
@@ -454,7 +454,9 @@ func (s *bins) layout(lo int32, n int, w uint8) {
 	old, oldW, oldN := s.b, uint(s.width()), uint(s.len())
 	shift := uint(s.lo - lo)
 	if size > cap(s.b) {
-		s.b = make([]byte, size)
+		// The allocator gives the buffer its size class whole, and Bytes counts it: the
+		// run grows into it in place.
+		s.b = make([]byte, size, windows.HeapBytes(size))
 	} else {
 		// Bytes past the old end may hold what a reset left: the bits a run extends over
 		// must be 0.

@@ -21,9 +21,14 @@ type Buckets struct {
 // must be sorted ascending without duplicates (config checks that).
 func BucketsKind(bounds []float64) windows.SummaryKind {
 	bounds = slices.Clone(bounds)
-	return windows.SummaryKind{New: func() windows.Summary {
-		return &Buckets{bounds: bounds, counts: make([]uint64, len(bounds))}
-	}}
+	return windows.SummaryKind{
+		New: func() windows.Summary {
+			return &Buckets{bounds: bounds, counts: make([]uint64, len(bounds))}
+		},
+		AddGrown: func(s windows.Summary, v float64, _ []byte) (int, int) {
+			return s.(*Buckets).AddGrown(v, nil)
+		},
+	}
 }
 
 // Add records v in the first bucket whose bound is at least v; NaN is ignored. Buckets
@@ -37,6 +42,12 @@ func (b *Buckets) Add(v float64, _ []byte) {
 	}
 	b.n++
 	b.sum += v
+}
+
+// AddGrown is Add (windows.SummaryKind.AddGrown): the buckets never grow.
+func (b *Buckets) AddGrown(v float64, item []byte) (before, after int) {
+	b.Add(v, item)
+	return 0, 0
 }
 
 // above returns how many of the ascending bounds are below v, which is not NaN: the index

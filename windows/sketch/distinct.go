@@ -72,7 +72,14 @@ var distinctBytes = windows.HeapBytes(int(unsafe.Sizeof(Distinct{})))
 // DistinctKind is the summary of distinct counts over the item-th of the items a rule's
 // events carry (windows.SummaryKind.Item).
 func DistinctKind(item int) windows.SummaryKind {
-	return windows.SummaryKind{New: func() windows.Summary { return NewDistinct() }, Item: item, Floor: distinctBytes + 1<<minPrecision}
+	return windows.SummaryKind{
+		New:   func() windows.Summary { return NewDistinct() },
+		Item:  item,
+		Floor: distinctBytes + 1<<minPrecision,
+		AddGrown: func(s windows.Summary, _ float64, item []byte) (int, int) {
+			return s.(*Distinct).AddGrown(0, item)
+		},
+	}
 }
 
 // NewDistinct returns an empty distinct count.
@@ -88,6 +95,18 @@ func (d *Distinct) Add(_ float64, item []byte) {
 	}
 	rank := bits.LeadingZeros64(h<<sparseBits|1<<(sparseBits-1)) + 1
 	d.insert(uint32(h>>(64-sparseBits))<<7 | uint32(rank))
+}
+
+// AddGrown is Add, and returns Bytes before and after it, 0 and 0 when neither its set
+// nor its registers were made anew (windows.SummaryKind.AddGrown): most items are in the
+// set already or fit in it, and registers never grow.
+func (d *Distinct) AddGrown(_ float64, item []byte) (before, after int) {
+	set, regs := cap(d.set), cap(d.regs)
+	d.Add(0, item)
+	if cap(d.set) == set && cap(d.regs) == regs {
+		return 0, 0
+	}
+	return distinctHeap(set, regs), d.Bytes()
 }
 
 // insert adds a sparse key, turning the sketch dense when it would hold more than
@@ -131,10 +150,15 @@ func (d *Distinct) grow() {
 		return
 	}
 	d.set = make([]uint32, 2*len(old))
-	d.n = 0
+	mask := uint32(len(d.set) - 1)
+	// The keys are different and fit: each goes to the first free slot of its probe.
 	for _, k := range old {
 		if k != 0 {
-			d.insert(k)
+			i := k >> 7 & mask
+			for d.set[i] != 0 {
+				i = (i + 1) & mask
+			}
+			d.set[i] = k
 		}
 	}
 }
@@ -292,8 +316,12 @@ func fold(dst, src []uint64, by uint8) {
 func (d *Distinct) Reset() { *d = Distinct{} }
 
 // Bytes is the heap the sketch holds (windows.Summary).
-func (d *Distinct) Bytes() int {
-	return distinctBytes + windows.HeapBytes(4*cap(d.set)) + windows.HeapBytes(8*cap(d.regs))
+func (d *Distinct) Bytes() int { return distinctHeap(cap(d.set), cap(d.regs)) }
+
+// distinctHeap is the heap of a Distinct with room for set keys and regs words of
+// registers.
+func distinctHeap(set, regs int) int {
+	return distinctBytes + windows.HeapBytes(4*set) + windows.HeapBytes(8*regs)
 }
 
 // Cap holds the sketch to n bytes (windows.Capper; 0 lifts the cap): a sparse sketch that

@@ -23,8 +23,8 @@
 // run of bins from the lowest to the highest used, the counts packed as many bits wide as
 // the largest needs (a slot of a thousand values over 465 bins takes 3 or 4 bits a bin),
 // where DDSketch's dense store keeps a float64 per bin. When its wheel moves on from its
-// slot (windows.Sealer) a sketch trims the run to the bins it uses in a buffer of exactly
-// their size, the room a growing run keeps being no longer needed. README gives the
+// slot (windows.Sealer) a sketch trims the run to the bins it uses in a buffer of their
+// size (as the allocator rounds it), the room a growing run keeps being no longer needed. README gives the
 // measured bytes and speed of both.
 package sketch
 
@@ -117,6 +117,9 @@ const minBuffer = 16
 var QuantilesKind = windows.SummaryKind{
 	New:   func() windows.Summary { return new(Quantiles) },
 	Floor: quantilesBytes + minBuffer + binsBytes + minBuffer,
+	AddGrown: func(s windows.Summary, v float64, _ []byte) (int, int) {
+		return s.(*Quantiles).AddGrown(v, nil)
+	},
 }
 
 // Add records v; the sketch reads no item.
@@ -139,6 +142,18 @@ func (q *Quantiles) Add(v float64, _ []byte) {
 		return
 	}
 	q.n++
+}
+
+// AddGrown is Add, and returns Bytes before and after it, 0 and 0 when a positive value
+// counted in a bin the run holds (windows.SummaryKind.AddGrown), as most do.
+func (q *Quantiles) AddGrown(v float64, _ []byte) (before, after int) {
+	if v > 0 && q.pos.bump(index(v), 1) {
+		q.n++
+		return 0, 0
+	}
+	before = q.Bytes()
+	q.Add(v, nil)
+	return before, q.Bytes()
 }
 
 // index returns the bin of a magnitude m > 0: ⌈log_γ m⌉, exactly up to the rounding of the
@@ -246,10 +261,10 @@ func (q *Quantiles) makeNeg() {
 	q.neg = new(bins)
 }
 
-// Seal moves the counts into buffers of exactly their size, the run trimmed to its first
-// and last bins that are not empty and the counts no wider than the largest needs: the
-// wheels call it when a slot closes, which takes off the room a growing run keeps. Add
-// still works after it.
+// Seal moves the counts into buffers of their size (as the allocator rounds it: the least
+// heap that holds them), the run trimmed to its first and last bins that are not empty and
+// the counts no wider than the largest needs: the wheels call it when a slot closes, which
+// takes off the room a growing run keeps. Add still works after it.
 func (q *Quantiles) Seal() {
 	q.pos.seal()
 	if q.neg != nil {

@@ -87,7 +87,14 @@ var topSeed = maphash.MakeSeed()
 // TopKind returns the windows.SummaryKind of Top with capacity counters (≥ 1) over the
 // item-th item of an event (windows.SummaryKind.Item).
 func TopKind(capacity, item int) windows.SummaryKind {
-	return windows.SummaryKind{Item: item, New: func() windows.Summary { return NewTop(capacity) }, Floor: topFloor}
+	return windows.SummaryKind{
+		Item:  item,
+		New:   func() windows.Summary { return NewTop(capacity) },
+		Floor: topFloor,
+		AddGrown: func(s windows.Summary, v float64, item []byte) (int, int) {
+			return s.(*Top).AddGrown(v, item)
+		},
+	}
 }
 
 // NewTop returns an empty Top with capacity counters (at least 1).
@@ -96,12 +103,22 @@ func NewTop(capacity int) *Top {
 }
 
 // Add adds v to the sum of item; item is valid only during the call.
-func (t *Top) Add(v float64, item []byte) {
+func (t *Top) Add(v float64, item []byte) { t.AddGrown(v, item) }
+
+// AddGrown is Add, and returns Bytes before and after it, 0 and 0 when no buffer grew:
+// item had a counter already, or its new one fit (windows.SummaryKind.AddGrown).
+func (t *Top) AddGrown(v float64, item []byte) (before, after int) {
 	if !(v > 0 && v <= math.MaxFloat64) {
-		return
+		return 0, 0
 	}
 	t.total += v
+	// What it holds is in its three buffers: most adds leave them as they are.
+	counts, arena, table := cap(t.counts), cap(t.arena), len(t.table)
 	t.count(item, v)
+	if cap(t.counts) == counts && cap(t.arena) == arena && len(t.table) == table {
+		return 0, 0
+	}
+	return topHeap(counts, arena, table), t.Bytes()
 }
 
 // count adds v to item's counter, or gives item a counter of v.
@@ -151,14 +168,14 @@ func (t *Top) insert(item []byte, h uint64, v float64, slot int) {
 		t.prune()
 		slot = -1
 	}
-	if t.limit > 0 {
-		// Grown by hand, so that what it takes is what room counted.
-		if len(t.counts) == cap(t.counts) {
-			t.counts = regrown(t.counts, nextCap(cap(t.counts)))
-		}
-		if need := len(t.arena) + len(item); need > cap(t.arena) {
-			t.arena = regrown(t.arena, arenaCap(cap(t.arena), need))
-		}
+	// Grown by hand, doubling: a slot filling copies its counters and items about once,
+	// where append grows a large slice by a quarter at a time; and under a cap what it
+	// takes is what room counted.
+	if len(t.counts) == cap(t.counts) {
+		t.counts = regrown(t.counts, nextCap(cap(t.counts)))
+	}
+	if need := len(t.arena) + len(item); need > cap(t.arena) {
+		t.arena = regrown(t.arena, arenaCap(cap(t.arena), need))
 	}
 	if 2*(len(t.counts)+1) > len(t.table) {
 		t.rehash(tableLen(len(t.counts) + 1))
@@ -181,10 +198,10 @@ func regrown[E any](s []E, c int) []E {
 	return grown
 }
 
-// nextCap is the room for counters a capped Top grows to from c.
+// nextCap is the room for counters a Top grows to from c.
 func nextCap(c int) int { return max(2*c, floorCounters) }
 
-// arenaCap is the room for items' text a capped Top grows to from c, to hold need bytes.
+// arenaCap is the room for items' text a Top grows to from c, to hold need bytes.
 func arenaCap(c, need int) int { return max(2*c, need, floorCounters*floorItem) }
 
 // tableLen is the size of a table for n counters: a power of two, at most half full.
@@ -358,8 +375,12 @@ func (t *Top) Reset() {
 
 // Bytes is the heap the summary holds (windows.Summary): itself, its counters, its
 // items' arena and its table.
-func (t *Top) Bytes() int {
-	return topBytes + windows.HeapBytes(cap(t.counts)*countSize) + windows.HeapBytes(cap(t.arena)) + windows.HeapBytes(len(t.table)*8)
+func (t *Top) Bytes() int { return topHeap(cap(t.counts), cap(t.arena), len(t.table)) }
+
+// topHeap is the heap of a Top with room for counts counters, arena bytes of items and a
+// table of table slots.
+func topHeap(counts, arena, table int) int {
+	return topBytes + windows.HeapBytes(counts*countSize) + windows.HeapBytes(arena) + windows.HeapBytes(table*8)
 }
 
 // Cap holds the summary to n bytes (windows.Capper; 0 lifts the cap): a value not held

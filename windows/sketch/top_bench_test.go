@@ -179,3 +179,30 @@ func BenchmarkReadTop(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkTopAdd is the cost of one line in a top-values summary of capacity 1000 alone,
+// as the wheels use it: Zipf(1.1) draws from a million values (or a value never seen
+// before every line), a slot of 1,000 lines sealed and merged into a coarser one, which
+// is reset every six slots.
+func BenchmarkTopAdd(b *testing.B) {
+	for _, tc := range []struct {
+		name  string
+		items [][]byte
+	}{{"zipf", zipfItems(1_000_000, 1.1, 1<<16)}, {"new", benchItems(1 << 16)}} {
+		b.Run(tc.name, func(b *testing.B) {
+			fine, coarse := NewTop(1000), NewTop(1000)
+			b.ReportAllocs()
+			for i := range b.N {
+				fine.Add(1, tc.items[i&(1<<16-1)])
+				if i%1000 == 999 {
+					fine.Seal()
+					if i%6000 == 5999 {
+						coarse.Reset()
+					}
+					coarse.Merge(fine)
+					fine.Reset()
+				}
+			}
+		})
+	}
+}
