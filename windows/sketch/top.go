@@ -168,14 +168,14 @@ func (t *Top) insert(item []byte, h uint64, v float64, slot int) {
 		t.prune()
 		slot = -1
 	}
-	// Grown by hand, doubling: a slot filling copies its counters and items about once,
-	// where append grows a large slice by a quarter at a time; and under a cap what it
-	// takes is what room counted.
-	if len(t.counts) == cap(t.counts) {
-		t.counts = regrown(t.counts, nextCap(cap(t.counts)))
-	}
-	if need := len(t.arena) + len(item); need > cap(t.arena) {
-		t.arena = regrown(t.arena, arenaCap(cap(t.arena), need))
+	if t.limit > 0 {
+		// Grown by hand, so that what it takes is what room counted.
+		if len(t.counts) == cap(t.counts) {
+			t.counts = regrown(t.counts, nextCap(cap(t.counts)))
+		}
+		if need := len(t.arena) + len(item); need > cap(t.arena) {
+			t.arena = regrown(t.arena, arenaCap(cap(t.arena), need))
+		}
 	}
 	if 2*(len(t.counts)+1) > len(t.table) {
 		t.rehash(tableLen(len(t.counts) + 1))
@@ -198,10 +198,10 @@ func regrown[E any](s []E, c int) []E {
 	return grown
 }
 
-// nextCap is the room for counters a Top grows to from c.
+// nextCap is the room for counters a capped Top grows to from c.
 func nextCap(c int) int { return max(2*c, floorCounters) }
 
-// arenaCap is the room for items' text a Top grows to from c, to hold need bytes.
+// arenaCap is the room for items' text a capped Top grows to from c, to hold need bytes.
 func arenaCap(c, need int) int { return max(2*c, need, floorCounters*floorItem) }
 
 // tableLen is the size of a table for n counters: a power of two, at most half full.
