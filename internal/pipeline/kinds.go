@@ -60,6 +60,7 @@ func startFollower(p *Pipeline, ci config.Input, in *stream, shard int) (input.I
 		Resume:        p.resume[ci.Source()],
 		Hold:          batchHold{p: p, in: in},
 	}
+	opts.Lend = batchHold{p: p, in: in}.Lend
 	in.workers.Store(int32(workersOf(ci)))
 	if in.deal != nil {
 		opts.Select = func(path string) bool { return in.deal.owns(path, shard) }

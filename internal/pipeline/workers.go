@@ -10,12 +10,15 @@ import (
 // A follower of one file parses on one core. With `shards: N` on a file path (not a glob,
 // whose shards are followers of their own), N goroutines parse its lines: the reading
 // goroutine and N-1 parse workers, each with a parser session and a sink of its own, all
-// writing the one Set. The reading goroutine copies a read's lines into a batch and deals
+// writing the one Set. The reading goroutine puts a read's lines into a batch and deals
 // it to the workers when a batch is free, and parses them itself when none is (every
 // worker has its batches queued): it never waits for a worker, so N goroutines keep N
-// cores busy without a handoff to wait on, and the lines it parses cost no copy. A batch is
-// the lines handed on under one hold of the cut (Options.Hold): the complete lines of one
-// read, some hundreds, all with the clocks read for that read (follow.Options.Chunk).
+// cores busy without a handoff to wait on. A batch is the lines handed on under one hold of
+// the cut (Options.Hold): the complete lines of one read, some hundreds, all with the clocks
+// read for that read (follow.Options.Chunk). The lines are not copied: the batch takes the
+// follower's read buffer and gives it the one it brought back from its last worker
+// (follow.Options.Lend); only what the reading goroutine made of a line (a joined CRI
+// message, its time and stream) is copied into the batch.
 //
 // Counts are those of one worker: a line is parsed once, by one session, with the clocks of
 // its read, and the store's sums, windows and sketches do not depend on the order their
@@ -29,7 +32,10 @@ import (
 
 // batch is a read's lines on their way to a worker.
 type batch struct {
-	// data holds the bytes of the lines' messages, wrapper times and streams.
+	// read is the follower's buffer that holds the read's lines, taken by lend; once the
+	// batch is parsed, lend gives it back to the follower in exchange for a later read's.
+	read []byte
+	// data holds what is not in read: joined messages, wrapper times and streams.
 	data  []byte
 	lines []batchLine
 	// processing and wall are the clocks of the read (stream.setNow).
@@ -40,10 +46,12 @@ type batch struct {
 	handed uint64
 }
 
-// batchLine is one line of a batch: its file and the spans of data it gave.
+// batchLine is one line of a batch: its file and the spans of data it gave, the message's
+// of read when inRead.
 type batchLine struct {
 	path               string
 	msg, wrapper, strm span
+	inRead             bool
 }
 
 // span is data[from:to].
@@ -63,6 +71,25 @@ func (bt *batch) bytes(s span) []byte {
 	return bt.data[s.from:s.to:s.to]
 }
 
+// msg is line l's message.
+func (bt *batch) msg(l *batchLine) []byte {
+	if l.inRead {
+		return bt.read[l.msg.from:l.msg.to:l.msg.to]
+	}
+	return bt.bytes(l.msg)
+}
+
+// within returns where b lies in buf, if it is a part of it: a slice of buf ends in buf's
+// last byte of capacity.
+func within(b, buf []byte) (span, bool) {
+	c := cap(b)
+	if c == 0 || c > cap(buf) || &b[:c][c-1] != &buf[:cap(buf)][cap(buf)-1] {
+		return span{}, false
+	}
+	from := int32(cap(buf) - c)
+	return span{from, from + int32(len(b))}, true
+}
+
 // pool is the parse workers of a follower's lines. It belongs to the follower's reading
 // goroutine, which fills cur and deals it; the workers only parse what they are dealt.
 type pool struct {
@@ -76,6 +103,10 @@ type pool struct {
 	cur      *batch
 	// inline: no batch was free at the read's first line; its lines are the reader's.
 	inline bool
+	// read is the follower's read buffer, as lend last saw it (nil before).
+	read []byte
+	// lent: a line of cur is in read.
+	lent bool
 }
 
 // batchesPerWorker is how many batches a worker may have queued. The reader deals only at
@@ -108,11 +139,12 @@ func (wk *worker) run(p *Pipeline, in *stream, w *pool) {
 	for bt := range w.dealt {
 		b := in.bindTo(p, &wk.bound)
 		b.sink.SetNow(bt.processing, bt.wall)
-		for _, l := range bt.lines {
+		for i := range bt.lines {
+			l := &bt.lines[i]
 			if b.paths != nil {
 				b.paths.setLine(b.parse, l.path, lineValues{lineStream: bt.bytes(l.strm)})
 			}
-			b.parse.ParseFile(l.path, b.name, bt.bytes(l.msg), bt.bytes(l.wrapper), b.sink, b.done)
+			b.parse.ParseFile(l.path, b.name, bt.msg(l), bt.bytes(l.wrapper), b.sink, b.done)
 		}
 		b.sink.Flush() // before the batch counts as parsed (drain)
 		in.landed.Add(bt.handed)
@@ -141,10 +173,33 @@ func (w *pool) batching() bool {
 	}
 }
 
-// add copies a line into the batch being filled (batching).
+// add puts a line into the batch being filled (batching): its message by its place in the
+// read buffer when it is there, else copied.
 func (w *pool) add(path string, msg, wrapper, strm []byte) {
 	bt := w.cur
-	bt.lines = append(bt.lines, batchLine{path: path, msg: bt.add(msg), wrapper: bt.add(wrapper), strm: bt.add(strm)})
+	l := batchLine{path: path, wrapper: bt.add(wrapper), strm: bt.add(strm)}
+	if l.msg, l.inRead = within(msg, w.read); l.inRead {
+		w.lent = true
+	} else {
+		l.msg = bt.add(msg)
+	}
+	bt.lines = append(bt.lines, l)
+}
+
+// lend is the follower's Lend: when the batch being filled has lines in the read buffer,
+// it takes the buffer and gives the follower the one it holds from its last use (a new one
+// the first time); otherwise the follower keeps its buffer.
+func (w *pool) lend(buf []byte) []byte {
+	if w.lent {
+		bt := w.cur
+		if len(bt.read) != len(buf) {
+			bt.read = make([]byte, len(buf))
+		}
+		bt.read, buf = buf, bt.read
+		w.lent = false
+	}
+	w.read = buf
+	return buf
 }
 
 // deal hands the batch being filled, if any, to the workers, with the clocks of its read.
@@ -200,6 +255,14 @@ type batchHold struct {
 func (h batchHold) Lock() {
 	h.p.cut.RLock()
 	h.in.resize(h.p)
+}
+
+// Lend is the follower's Lend (follow.Options.Lend), called while the cut is held.
+func (h batchHold) Lend(buf []byte) []byte {
+	if w := h.in.pool.Load(); w != nil {
+		return w.lend(buf)
+	}
+	return buf
 }
 
 // Unlock writes what the read's lines parsed by the reading goroutine made and deals the

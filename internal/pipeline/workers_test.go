@@ -331,3 +331,35 @@ rules:
 		}
 	}
 }
+
+// TestWithin: a batch finds a line in the read buffer whatever its place there, and copies
+// one that is not (a joined message, the last line of a file, a line of an earlier read).
+func TestWithin(t *testing.T) {
+	buf := make([]byte, 64)
+	other := make([]byte, 64)
+	for _, tc := range []struct {
+		name string
+		b    []byte
+		want span
+		in   bool
+	}{
+		{"first bytes", buf[:5], span{0, 5}, true},
+		{"middle", buf[10:20], span{10, 20}, true},
+		{"last bytes", buf[60:], span{60, 64}, true},
+		{"empty line amid", buf[30:30], span{30, 30}, true},
+		{"empty line at the end", buf[64:], span{}, false},
+		{"capacity cut", buf[10:20:20], span{}, false},
+		{"another buffer", other[10:20], span{}, false},
+		{"nil", nil, span{}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, in := within(tc.b, buf)
+			if got != tc.want || in != tc.in {
+				t.Errorf("within = %v, %v; want %v, %v", got, in, tc.want, tc.in)
+			}
+		})
+	}
+	if _, in := within(buf[:5], nil); in {
+		t.Error("a line is within a nil buffer")
+	}
+}

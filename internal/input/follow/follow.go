@@ -110,6 +110,12 @@ type Options struct {
 	// default, some hundreds of lines): a handler that needs the time of a line's
 	// arrival can read a clock once per chunk instead of once per line.
 	Chunk func()
+	// Lend, when set, is called while Hold is held, after the lines of a read were handed
+	// on: it returns the buffer to read into next, of buf's length. Returning buf itself
+	// gives it back; returning another keeps buf, whose lines the handler may then use
+	// after it returned, and the reader never touches buf again. A handler that hands the
+	// lines of a read to another goroutine so spares their copy.
+	Lend func(buf []byte) []byte
 }
 
 // reason is what failed, the label of an error in Stats.ErrorsByReason.

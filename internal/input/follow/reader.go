@@ -148,9 +148,10 @@ type lineReader struct {
 	h    input.Handler
 	c    *counters
 	stop *atomic.Bool // nil when reading cannot be stopped
-	// chunk and tooLong are Options.Chunk and Options.TooLong.
+	// chunk, tooLong and lend are Options.Chunk, Options.TooLong and Options.Lend.
 	chunk   func()
 	tooLong func(path string, head []byte)
+	lend    func(buf []byte) []byte
 	// hold is Options.Hold, or a lock no one else takes.
 	hold sync.Locker
 }
@@ -167,6 +168,7 @@ func newLineReader(o Options, h input.Handler, c *counters, stop *atomic.Bool) *
 		stop:    stop,
 		chunk:   o.Chunk,
 		tooLong: o.TooLong,
+		lend:    o.Lend,
 		hold:    cmp.Or[sync.Locker](o.Hold, new(sync.Mutex)),
 	}
 }
@@ -193,6 +195,7 @@ func (r *lineReader) pass(t *tracked, path string, budget int64) (read int64, at
 		}
 		r.hold.Lock()
 		start, end = r.scan(t, path, start, end)
+		buf, start, end = r.next(buf, start, end)
 		r.hold.Unlock()
 		switch {
 		case r.stopped():
@@ -207,9 +210,8 @@ func (r *lineReader) pass(t *tracked, path string, budget int64) (read int64, at
 }
 
 // scan hands on the complete lines of buf[start:end] and returns what is
-// left, moved to the front of the buffer: the start of a line no longer than
-// the cap, or nothing while a too long line is skipped. The buffer therefore
-// always has room for the next read.
+// left: the start of a line no longer than the cap, or nothing while a too
+// long line is skipped.
 func (r *lineReader) scan(t *tracked, path string, start, end int) (int, int) {
 	buf := r.buf
 	for {
@@ -233,8 +235,20 @@ func (r *lineReader) scan(t *tracked, path string, start, end int) (int, int) {
 		t.done.Store(t.off)
 		return 0, 0
 	}
-	n := copy(buf, buf[start:end])
-	return 0, n
+	return start, end
+}
+
+// next returns the buffer to read into after a read whose lines were handed on
+// (the one Options.Lend gives, else buf), with what scan left of buf moved to its
+// front: a line no longer than the cap, so the buffer always has room for the
+// next read.
+func (r *lineReader) next(buf []byte, start, end int) ([]byte, int, int) {
+	to := buf
+	if r.lend != nil {
+		to = r.lend(buf)
+	}
+	r.buf = to
+	return to, 0, copy(to, buf[start:end])
 }
 
 // line hands on one line, or counts it when it was too long.
