@@ -176,21 +176,11 @@ func TestSyslogInputs(t *testing.T) {
 // datagrams: a datagram sent after the clock moved two minutes on counts in the hour's
 // window and no longer the minute's, whatever the time of the machine.
 func TestSyslogClock(t *testing.T) {
-	sock := filepath.Join(t.TempDir(), "nginx.sock")
-	cfg, err := config.Parse([]byte(fmt.Sprintf(`
+	p, clock, sock, _ := startSyslog(t, `
 inputs: [{name: sock, syslog: 'unixgram://%s'}]
 rules:
   - {name: requests, match: '" (?P<status>[0-9]{3}) ', labels: {status: '${status}'}, windows: [1m, 1h]}
-`, sock)), "rules.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	clock := testclock.New(time.Date(2026, 11, 24, 5, 28, 9, 0, time.UTC))
-	p, err := Start(cfg, Options{Now: clock.Now})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Stop()
+`)
 	self := prometheus.NewPedanticRegistry()
 	coll := p.Collector()
 	self.MustRegister(coll)
@@ -214,22 +204,11 @@ rules:
 // nothing is written twice. The test hands the input's lines on itself, as its listener
 // would, with no datagram sent.
 func TestSyslogHeldAcrossReload(t *testing.T) {
-	sock := filepath.Join(t.TempDir(), "nginx.sock")
-	rules := []byte(fmt.Sprintf(`
+	p, _, _, rules := startSyslog(t, `
 inputs: [{name: sock, syslog: 'unixgram://%s'}]
 rules:
   - {name: requests, match: '" (?P<status>[0-9]{3}) ', labels: {status: '${status}'}}
-`, sock))
-	cfg, err := config.Parse(rules, "rules.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	clock := testclock.New(time.Date(2026, 11, 24, 5, 28, 9, 0, time.UTC))
-	p, err := Start(cfg, Options{Now: clock.Now})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Stop()
+`)
 	var in *stream
 	for _, s := range p.inputs {
 		in = s
@@ -254,4 +233,24 @@ rules:
 	if got := gatherPipeline(t, p)[`requests_total{status="200"}`]; got != 3 {
 		t.Errorf("%v requests counted, want 3", got)
 	}
+}
+
+// startSyslog starts a pipeline of the rules of text, whose %s is replaced by a new
+// unixgram socket's path, on a test clock; it stops when the test ends. It returns the
+// socket's path and the rules it parsed.
+func startSyslog(t *testing.T, text string) (*Pipeline, *testclock.Clock, string, []byte) {
+	t.Helper()
+	sock := filepath.Join(t.TempDir(), "nginx.sock")
+	rules := []byte(fmt.Sprintf(text, sock))
+	cfg, err := config.Parse(rules, "rules.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	clock := testclock.New(time.Date(2026, 11, 24, 5, 28, 9, 0, time.UTC))
+	p, err := Start(cfg, Options{Now: clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Stop)
+	return p, clock, sock, rules
 }
