@@ -243,8 +243,8 @@ func (st *store) addMany(s *Series, w *write, values []float64, items [][]byte) 
 	}
 }
 
-// addFloats adds vs in turn to the float64 stored as bits in u, as addFloat would one
-// by one, in one CAS.
+// addFloats adds vs in turn to the float64 stored as bits in u, in one CAS: writers of
+// one series race only on this word, so a CAS loop beats a lock.
 func addFloats(u *atomic.Uint64, vs []float64) {
 	for {
 		old := u.Load()

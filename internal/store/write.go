@@ -3,7 +3,6 @@ package store
 import (
 	"math"
 	"strings"
-	"sync/atomic"
 	"unicode/utf8"
 
 	"github.com/logwindow/logwindow_exporter/parser/event"
@@ -221,7 +220,7 @@ func (st *store) add(s *Series, e *event.Event, w *write) {
 		return
 	}
 	if st.value && !w.backfill {
-		addFloat(&p.sum, v)
+		addFloats(&p.sum, []float64{v})
 	}
 	if wheels := st.counted(p, w, 1); wheels != nil {
 		st.placed(wheels.AddItems(w.now, w.at, v, e.Items), w, 1)
@@ -321,17 +320,6 @@ func admit(p *part, v float64) bool {
 		}
 		if p.mag.CompareAndSwap(old, math.Float64bits(m)) {
 			return true
-		}
-	}
-}
-
-// addFloat adds v to the float64 stored as bits in u; writers of one series race only on
-// this word, so a CAS loop beats a lock.
-func addFloat(u *atomic.Uint64, v float64) {
-	for {
-		old := u.Load()
-		if u.CompareAndSwap(old, math.Float64bits(math.Float64frombits(old)+v)) {
-			return
 		}
 	}
 }
