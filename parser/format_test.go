@@ -263,16 +263,22 @@ func TestLogFormatMisfits(t *testing.T) {
 }
 
 // TestPathEnd checks pathEnd against the first '?' or space found the plain way, on paths
-// around the length it reads in one pass.
+// of lengths around its 8-byte words, with bytes next to ' ' and '?' (which a word's test
+// may flag falsely above a true find) and stops at every position of a word.
 func TestPathEnd(t *testing.T) {
 	long := strings.Repeat("/ab", 30)
 	targets := []string{"", "/", "/a?b", "/a b", "?", " ", "/a?b c", "/a b?c", long, long + "?x", long + " HTTP/1.1",
 		long[:63] + "?", long[:64] + "?", long[:65] + " ", long + long + "?q" + long}
+	for n := range 20 {
+		for _, stop := range []string{" ", "?"} {
+			targets = append(targets, strings.Repeat("!", n)+stop+"@>?", strings.Repeat("\x1f", n)+stop)
+		}
+	}
 	r := rand.New(rand.NewPCG(3, 4))
 	for range 300 {
 		b := make([]byte, r.IntN(200))
 		for i := range b {
-			b[i] = "/a?é \xff"[r.IntN(6)]
+			b[i] = "/a?é \xff!@>\x1f"[r.IntN(10)]
 		}
 		targets = append(targets, string(b))
 	}
