@@ -221,7 +221,13 @@ func (s *scratch) render(labels []config.Template, rewriters []int, m *match, va
 			key = append(key, KeySep...)
 		}
 		start := len(key)
-		key = s.sanitize(appendTemplate(key, t, m), start, valid)
+		// Most labels are one capture: it is appended here, without a call.
+		if len(t) == 1 && t[0].Capture >= 0 {
+			key = append(key, m.capture(t[0].Capture)...)
+		} else {
+			key = appendTemplate(key, t, m)
+		}
+		key = s.sanitize(key, start, valid)
 		if rewriters != nil && rewriters[i] >= 0 {
 			key = s.rewrite(rewriters[i], key, start)
 		}
