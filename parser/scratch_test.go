@@ -1,6 +1,7 @@
 package parser
 
 import (
+	"bytes"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -116,6 +117,75 @@ func TestValuesAsIs(t *testing.T) {
 						}
 					}
 				})
+			}
+		}
+	}
+}
+
+// TestRenderLabels checks render against a naive model of a label set (each value made
+// valid UTF-8 as strings.ToValidUTF8 does, cut to the cap at a rune start, joined by
+// KeySep) on sets of labels that are one capture each (appended in place) and the same
+// labels as templates of more parts (appendTemplate), with adversarial and random values:
+// invalid UTF-8, empty and unset captures, values around the cap, decoded values past the
+// line.
+func TestRenderLabels(t *testing.T) {
+	atCap := strings.Repeat("a", MaxLabelValueLen-1)
+	values := []string{"", "GET", "é", "\xff", "a\xc3", atCap + "a", atCap + "é", atCap + "ab",
+		strings.Repeat("é", MaxLabelValueLen), "\x00\x7f", "-"}
+	r := rand.New(rand.NewPCG(5, 6))
+	pieces := []string{"a", " ", "é", "€", "\xff", "\xe2\x82", "\x00", strings.Repeat("z", 300)}
+	for range 100 {
+		var b strings.Builder
+		for range r.IntN(8) {
+			b.WriteString(pieces[r.IntN(len(pieces))])
+		}
+		values = append(values, b.String())
+	}
+	model := func(vs ...string) string {
+		out := make([]string, len(vs))
+		for i, v := range vs {
+			v = strings.ToValidUTF8(v, "\uFFFD")
+			out[i] = v[:capLen(v)]
+		}
+		return strings.Join(out, KeySep)
+	}
+	one := func(c int) config.Template { return config.Template{{Capture: c}} }
+	parts := func(c int) config.Template {
+		return config.Template{{Literal: "", Capture: -1}, {Capture: c}, {Literal: "", Capture: -1}}
+	}
+	for i, v := range values {
+		w := values[(i*7+3)%len(values)]
+		// Capture 1 is v in the line, 2 is w past it, 3 did not take part.
+		src := text{line: []byte("<" + v + ">"), more: []byte(w)}
+		n := len(v) + 2
+		caps := []int{0, n, 1, len(v) + 1, n, n + len(w), -1, -1}
+		valid := isASCII([]byte(v)) && isASCII([]byte(w))
+		for _, tc := range []struct {
+			name   string
+			labels func(func(int) config.Template) []config.Template
+			want   string
+		}{
+			{"v", func(f func(int) config.Template) []config.Template { return []config.Template{f(1)} }, model(v)},
+			{"v,w", func(f func(int) config.Template) []config.Template { return []config.Template{f(1), f(2)} }, model(v, w)},
+			{"unset,w,v", func(f func(int) config.Template) []config.Template { return []config.Template{f(3), f(2), f(1)} }, model("", w, v)},
+		} {
+			for _, known := range []bool{false, valid} {
+				for _, form := range []struct {
+					name string
+					f    func(int) config.Template
+				}{{"one", one}, {"parts", parts}} {
+					t.Run(fmt.Sprintf("%d/%s/%s/valid=%t", i, tc.name, form.name, known), func(t *testing.T) {
+						labels := tc.labels(form.f)
+						s := newScratch(sizes{labels: len(labels)})
+						s.render(labels, nil, &match{src, caps}, known)
+						if string(s.key) != tc.want {
+							t.Errorf("key %q, want %q", s.key, tc.want)
+						}
+						if got := string(bytes.Join(s.labels[:len(labels)], []byte(KeySep))); got != tc.want {
+							t.Errorf("labels join to %q, want %q", got, tc.want)
+						}
+					})
+				}
 			}
 		}
 	}
