@@ -145,6 +145,9 @@ type rule struct {
 	// then given as the capture's bytes where they are, not copied.
 	oneLabel     int
 	itemCaptures []int
+	// oneItem is the one item's capture when the rule has one item and itemCaptures has
+	// it, else -1.
+	oneItem int
 	// names are the rule's named captures and where they are in its group's caps: what
 	// Explain shows. Parse does not read them.
 	names []namedCapture
@@ -318,6 +321,10 @@ func build(rules []*config.Rule, eng engine) (*Parser, error) {
 				if r.itemRewriters != nil && r.itemRewriters[j] >= 0 {
 					r.itemCaptures[j] = -1
 				}
+			}
+			r.oneItem = -1
+			if len(r.items) == 1 {
+				r.oneItem = r.itemCaptures[0]
 			}
 			// Sets and time slots are found on the indexes in the group, so that two
 			// rules that read one slot share, and two that read different ones do not.
@@ -695,8 +702,20 @@ func (s *scratch) apply(r *rule, input string, m *match, sink Sink) (Outcome, in
 	}
 	if len(r.items) > 0 {
 		if s.itemsMatch != s.match || s.itemsSet != r.itemSet {
-			s.renderItems(r.items, r.itemCaptures, r.itemRewriters, m, valid)
 			s.itemsMatch, s.itemsSet = s.match, r.itemSet
+			// A rule's one item given as its capture's bytes (a distinct count's text, a
+			// top label's value) costs no call.
+			var v []byte
+			direct := r.oneItem >= 0
+			if direct {
+				v = m.capture(r.oneItem)
+				direct = !r.items[0].Label || asIs(v, valid)
+			}
+			if direct {
+				s.items[0] = v[:len(v):len(v)]
+			} else {
+				s.renderItems(r.items, r.itemCaptures, r.itemRewriters, m, valid)
+			}
 		}
 		e.Items = s.items[:len(r.items)]
 	} else if e.Items != nil {

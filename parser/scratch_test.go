@@ -60,7 +60,7 @@ func bufferOf[T any](name string, b []T) buffer {
 }
 
 // TestValuesAsIs checks the values given as their capture's bytes (asIs, the items
-// renderItems does not copy) against the same values rendered by copying, on adversarial
+// renderItems and apply do not copy) against the same values rendered by copying, on adversarial
 // and random captures: invalid UTF-8, values around the cap, empty and unset captures,
 // captures in the line and past it (decoded values).
 func TestValuesAsIs(t *testing.T) {
@@ -114,6 +114,16 @@ func TestValuesAsIs(t *testing.T) {
 					for k := range items {
 						if string(s.items[k]) != string(want[k]) || cap(s.items[k]) != len(s.items[k]) {
 							t.Errorf("item %d: %q (capacity %d), rendered %q", k, s.items[k], cap(s.items[k]), want[k])
+						}
+					}
+					// A rule of one item gives it from apply as renderItems renders it.
+					for k, it := range items {
+						r := &rule{value: -1, oneLabel: -1, items: []config.Item{it}, itemCaptures: direct[k : k+1], oneItem: direct[k], itemSet: k, literalsValid: true}
+						s.newMatch()
+						var e Event
+						s.apply(r, "", m, eventFunc(func(got *Event) { e = cloneEvent(got) }))
+						if len(e.Items) != 1 || string(e.Items[0]) != string(want[k]) {
+							t.Errorf("item %d from apply: %q, rendered %q", k, e.Items, want[k])
 						}
 					}
 				})
@@ -190,3 +200,9 @@ func TestRenderLabels(t *testing.T) {
 		}
 	}
 }
+
+// eventFunc is a Sink calling itself with each event; drops are not expected.
+type eventFunc func(e *Event)
+
+func (f eventFunc) Event(e *Event)       { f(e) }
+func (f eventFunc) Drop(int, DropReason) { panic("unexpected drop") }
