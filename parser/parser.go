@@ -145,8 +145,7 @@ type rule struct {
 	// then given as the capture's bytes where they are, not copied.
 	oneLabel     int
 	itemCaptures []int
-	// oneItem is the one item's capture when the rule has one item and itemCaptures has
-	// it, else -1.
+	// oneItem is itemCaptures[0] when the rule has exactly one item, else -1.
 	oneItem int
 	// names are the rule's named captures and where they are in its group's caps: what
 	// Explain shows. Parse does not read them.
