@@ -207,7 +207,7 @@ func (s *Series) AddMany(now, at int64, values []float64, items [][]byte) Placem
 			if len(values) > 0 {
 				per = len(items) / len(values)
 			}
-			for i, v := range values {
+			for i := 0; i < len(values); {
 				if i > 0 && r.room < capBelow {
 					// Near the bound an event sees the room an Add of its own would: what
 					// the summaries gave back since the Add began counts as room again.
@@ -218,7 +218,12 @@ func (s *Series) AddMany(now, at int64, values []float64, items [][]byte) Placem
 				if per > 0 {
 					its = items[i*per : (i+1)*per]
 				}
-				r.place(s.layout, s.t, 0, at, v, its, nil)
+				one := r.place(s.layout, s.t, 0, at, values[i], its, nil)
+				i++
+				if one >= 0 {
+					// The events after it go where it went, to that slot alone.
+					i += r.summarizeRun(s.layout, one, values[i:], items[i*per:])
+				}
 			}
 		}
 		s.last = max(s.last, at)
@@ -350,6 +355,42 @@ func (r *summaryRings) summarize(l *Layout, i int, v float64, items [][]byte) {
 	}
 }
 
+// summarizeRun adds events of the second of the one before them, which place put into the
+// slot starting at sums[i] alone, to that slot, as summarize would one by one; it stops
+// where the room falls short of capBelow, from where each event is placed and capped on its
+// own as an Add's (see Series.AddMany), and returns how many events it added.
+func (r *summaryRings) summarizeRun(l *Layout, i int, values []float64, items [][]byte) int {
+	per := 0
+	if len(values) > 0 {
+		per = len(items) / len(values)
+	}
+	if add := l.kinds[0].AddRun; len(l.kinds) == 1 && add != nil {
+		// The slot's summary is there: the run's first event made it. The kind stops after
+		// each add that changed its Bytes, so that the room is checked where summarize
+		// would check it.
+		done := 0
+		for done < len(values) && r.room >= capBelow {
+			n, before, after := add(r.sums[i], values[done:], items[done*per:])
+			if after != before {
+				r.grew(before, after, l.floors[0])
+			}
+			done += n
+		}
+		return done
+	}
+	for done, v := range values {
+		if r.room < capBelow {
+			return done
+		}
+		var its [][]byte
+		if per > 0 {
+			its = items[done*per : (done+1)*per]
+		}
+		r.summarize(l, i, v, its)
+	}
+	return len(values)
+}
+
 // capped runs op on sum capped (Capper) to what it may take with the room short: the room
 // left, beyond its floor, which its slot was charged from the start; and counts what it
 // grew by.
@@ -405,9 +446,14 @@ func (r *summaryRings) charge(l *Layout) {
 // when nothing it holds is in a coarser wheel; and whatever the slots of a wheel hold is in
 // the coarser wheels, but for what the open slot holds while pending.
 //
-// An event (from nil) comes from Series.addSlow, whose second the memo is for.
-func (r *summaryRings) place(l *Layout, t int64, i int, at int64, v float64, items [][]byte, from []Summary) {
+// An event (from nil) comes from Series.addSlow, whose second the memo is for. place returns
+// the index in sums of the slot it was put into when that was one slot alone, −1 otherwise:
+// the events of its second that follow it, with no other call between, go to that slot
+// alone too, since it opened no slot they could open again (see summarizeRun).
+func (r *summaryRings) place(l *Layout, t int64, i int, at int64, v float64, items [][]byte, from []Summary) (one int) {
 	kinds := len(l.kinds)
+	one = -1
+	puts := 0
 	for ; i < len(l.sumWheels); i++ {
 		var ref slotRef
 		switch {
@@ -424,21 +470,26 @@ func (r *summaryRings) place(l *Layout, t int64, i int, at int64, v float64, ite
 			continue
 		}
 		w := &l.sumWheels[i]
-		idx := int(ref.idx)
+		slot := w.off + int(ref.idx)*kinds
+		one, puts = slot, puts+1
 		if i == len(l.sumWheels)-1 {
-			r.put(l, w.off+idx*kinds, v, items, from)
-			return
+			r.put(l, slot, v, items, from)
+			break
 		}
 		o := &r.open[i]
 		if ref.num > o.slot {
 			r.rollUp(l, t, i)
 			*o = openSlot{slot: ref.num, idx: ref.idx, pending: true}
 		}
-		r.put(l, w.off+idx*kinds, v, items, from)
+		r.put(l, slot, v, items, from)
 		if ref.num == o.slot && o.pending {
-			return
+			break
 		}
 	}
+	if puts != 1 {
+		return -1
+	}
+	return one
 }
 
 // locate returns the slot of summary wheel i that holds second at ≤ t, t being the

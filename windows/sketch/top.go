@@ -94,6 +94,9 @@ func TopKind(capacity, item int) windows.SummaryKind {
 		AddGrown: func(s windows.Summary, v float64, item []byte) (int, int) {
 			return s.(*Top).AddGrown(v, item)
 		},
+		AddRun: func(s windows.Summary, values []float64, items [][]byte) (int, int, int) {
+			return s.(*Top).AddRun(values, items, item-1)
+		},
 	}
 }
 
@@ -111,15 +114,47 @@ func (t *Top) AddGrown(v float64, item []byte) (before, after int) {
 	if !(v > 0 && v <= math.MaxFloat64) {
 		return 0, 0
 	}
-	t.total += v
 	// What it holds is in its three buffers: most adds leave them as they are.
-	counts, arena, table := cap(t.counts), cap(t.arena), len(t.table)
+	was := t.buffers()
+	t.total += v
 	t.count(item, v)
-	if cap(t.counts) == counts && cap(t.arena) == arena && len(t.table) == table {
+	if t.buffers() == was {
 		return 0, 0
 	}
-	return topHeap(counts, arena, table), t.Bytes()
+	return was.heap(), t.Bytes()
 }
+
+// AddRun adds values[i] to the sum of items[i·per+item] for each event i in turn, per
+// being len(items)/len(values), as AddGrown would, and stops after the first add that grew
+// a buffer: it returns how many events it added and Bytes before and after the last of
+// them, 0 and 0 when none grew (windows.SummaryKind.AddRun).
+func (t *Top) AddRun(values []float64, items [][]byte, item int) (n, before, after int) {
+	if len(values) == 0 {
+		return 0, 0, 0
+	}
+	per := len(items) / len(values)
+	was := t.buffers()
+	for i, v := range values {
+		if !(v > 0 && v <= math.MaxFloat64) {
+			continue
+		}
+		t.total += v
+		t.count(items[i*per+item], v)
+		if t.buffers() != was {
+			return i + 1, was.heap(), t.Bytes()
+		}
+	}
+	return len(values), 0, 0
+}
+
+// topBuffers is what Bytes counts of a Top: the capacities of its counters and its arena,
+// and the slots of its table.
+type topBuffers struct{ counts, arena, table int }
+
+func (t *Top) buffers() topBuffers { return topBuffers{cap(t.counts), cap(t.arena), len(t.table)} }
+
+// heap is the Bytes of a Top of these buffers.
+func (b topBuffers) heap() int { return topHeap(b.counts, b.arena, b.table) }
 
 // count adds v to item's counter, or gives item a counter of v.
 func (t *Top) count(item []byte, v float64) {
