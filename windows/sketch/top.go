@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strings"
+	"sync"
 	"unsafe"
 
 	"github.com/logwindow/logwindow_exporter/windows"
@@ -297,7 +298,7 @@ func (t *Top) makeRoom(n int, v float64) float64 {
 			t.loss += v
 			return 0
 		}
-		delta := selectDesc(t.counts, len(t.counts)/2)
+		delta := t.largest(len(t.counts) / 2)
 		t.subtract(delta)
 		if v -= delta; v <= 0 {
 			return 0
@@ -309,7 +310,25 @@ func (t *Top) makeRoom(n int, v float64) float64 {
 // prune subtracts the (capacity+1)-th largest count from every count and drops those left
 // without any, which leaves at most capacity counters. Pruning at twice the capacity
 // rather than at each new value makes its linear cost once per capacity new values.
-func (t *Top) prune() { t.subtract(selectDesc(t.counts, t.capacity)) }
+func (t *Top) prune() { t.subtract(t.largest(t.capacity)) }
+
+// largest returns the (m+1)-th largest count, m < len(counts). It selects among a copy
+// of the counts, so that the counters stay in their items' order in the arena, which
+// subtract moves them down in.
+func (t *Top) largest(m int) float64 {
+	p := countScratch.Get().(*[]float64)
+	cs := (*p)[:0]
+	for _, c := range t.counts {
+		cs = append(cs, c.count)
+	}
+	delta := selectDesc(cs, m)
+	*p = cs
+	countScratch.Put(p)
+	return delta
+}
+
+// countScratch holds the copies of counts largest selects among.
+var countScratch = sync.Pool{New: func() any { return new([]float64) }}
 
 // subtract takes delta from every count and drops those left without any, moving the
 // items kept to the front of the arena in place.
@@ -323,9 +342,9 @@ func (t *Top) subtract(delta float64) {
 			kept = append(kept, c)
 		}
 	}
-	// In the arena's order, each item moves down or stays: no item is overwritten
-	// before it moved.
-	slices.SortFunc(kept, func(a, b topCount) int { return cmp.Compare(a.off, b.off) })
+	// The counters are in their items' order in the arena (they are appended with their
+	// items, and kept in order here and by the decoder): each item moves down or stays,
+	// and none is overwritten before it moved.
 	end := uint32(0)
 	for i := range kept {
 		c := &kept[i]
@@ -358,16 +377,16 @@ func (t *Top) Seal() {
 // selectDesc reorders cs so that cs[m] holds the (m+1)-th largest count, those before it
 // are no smaller and those after it no larger (quickselect), and returns that count; m <
 // len(cs).
-func selectDesc(cs []topCount, m int) float64 {
+func selectDesc(cs []float64, m int) float64 {
 	lo, hi := 0, len(cs)-1
 	for lo < hi {
-		p := cs[lo+rand.IntN(hi-lo+1)].count
+		p := cs[lo+rand.IntN(hi-lo+1)]
 		i, j := lo, hi
 		for i <= j {
-			for cs[i].count > p {
+			for cs[i] > p {
 				i++
 			}
-			for cs[j].count < p {
+			for cs[j] < p {
 				j--
 			}
 			if i <= j {
@@ -382,10 +401,10 @@ func selectDesc(cs []topCount, m int) float64 {
 		case m >= i:
 			lo = i
 		default:
-			return cs[m].count
+			return cs[m]
 		}
 	}
-	return cs[m].count
+	return cs[m]
 }
 
 // Merge adds the counters of from, a *Top of the same kind. The items it takes are
