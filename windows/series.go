@@ -199,9 +199,7 @@ func (s *Series) AddMany(now, at int64, values []float64, items [][]byte) Placem
 	defer s.mu.Unlock()
 	at, p := s.seat(now, at)
 	if p != Late {
-		for _, v := range values {
-			s.putMemo(v)
-		}
+		s.putRun(values)
 		if r := s.rings; r != nil {
 			per := 0
 			if len(values) > 0 {
@@ -295,6 +293,44 @@ func (s *Series) putMemo(v float64) {
 	for i := range l.wheels {
 		if idx := s.memo[i]; idx >= 0 {
 			s.put(l.wheels[i].off+int(idx)*l.stride, v)
+		}
+	}
+}
+
+// putRun adds the values in turn to the slots the memo holds, as putMemo would one by
+// one: a slot adds them up in the same order and counts them one at a time, in registers
+// rather than through memory, and takes their extrema at once (max and min are the same
+// in any order, NaN and signed zeros included).
+func (s *Series) putRun(values []float64) {
+	if len(values) == 0 {
+		return
+	}
+	l := s.layout
+	hi, lo := values[0], values[0]
+	for _, v := range values[1:] {
+		hi, lo = max(hi, v), min(lo, v)
+	}
+	for i := range l.wheels {
+		idx := s.memo[i]
+		if idx < 0 {
+			continue
+		}
+		slot := s.data[l.wheels[i].off+int(idx)*l.stride:][:l.stride]
+		sum := slot[0]
+		for _, v := range values {
+			sum += v
+		}
+		slot[0] = sum
+		if l.events != 0 {
+			n := slot[l.events]
+			for range values {
+				n++
+			}
+			slot[l.events] = n
+		}
+		if l.extrema != 0 {
+			slot[l.extrema] = max(slot[l.extrema], hi)
+			slot[l.extrema+1] = min(slot[l.extrema+1], lo)
 		}
 	}
 }

@@ -432,8 +432,8 @@ func BenchmarkReadDistinct(b *testing.B) {
 }
 
 // BenchmarkSeriesAddMany is what a line costs in the wheels when a second's lines come at
-// once (Series.AddMany, as the store's sinks hand them), 300 lines a second, for each
-// summary the example rules keep with their windows: top paths (capacity 1000, Zipf(1.1)
+// once (Series.AddMany, as the store's sinks hand them), 300 lines a second, without a
+// summary and for each summary the example rules keep with their windows: top paths (capacity 1000, Zipf(1.1)
 // over 1M paths; 1m, 5m, 24h), distinct clients (Zipf(1.05) over 20,000; 1m, 5m, 1h),
 // quantiles, and quantiles with buckets (the default windows).
 func BenchmarkSeriesAddMany(b *testing.B) {
@@ -445,6 +445,7 @@ func BenchmarkSeriesAddMany(b *testing.B) {
 		kinds []windows.SummaryKind
 		items [][]byte
 	}{
+		{"plain", defaultWindows, nil, nil},
 		{"top", []time.Duration{minute, 5 * minute, day}, []windows.SummaryKind{TopKind(1000, 1)}, zipfItems(1_000_000, 1.1, 1<<16)},
 		{"distinct", []time.Duration{minute, 5 * minute, time.Hour}, []windows.SummaryKind{DistinctKind(1)}, zipfItems(20_000, 1.05, 1<<16)},
 		{"quantiles", defaultWindows, []windows.SummaryKind{QuantilesKind}, nil},
