@@ -233,9 +233,14 @@ type SummaryKind struct {
 	// two equal numbers when none changed them. values are the events', items theirs in
 	// turn as Series.AddMany takes them (len(items)/len(values) each), valid only during
 	// the call. Series.AddMany hands a run of one second to it at once when its layout has
-	// this one kind, so that the loop over the events runs within the summary's code, and
+	// this kind alone (or beside Fixed ones), so that the loop over the events runs within
+	// the summary's code, and
 	// stops so that the series charges each growth when AddGrown would.
 	AddRun func(s Summary, values []float64, items [][]byte) (n, before, after int)
+	// Fixed says that a summary of the kind takes the same Bytes whatever it is given and
+	// is no Capper: nothing the room does changes what it keeps. With AddRun, a run is
+	// handed to it at once beside one kind that is not fixed, as to that kind alone.
+	Fixed bool
 }
 
 // Options chooses what a slot keeps besides the sum of values.

@@ -400,17 +400,27 @@ func (r *summaryRings) summarizeRun(l *Layout, i int, values []float64, items []
 	if len(values) > 0 {
 		per = len(items) / len(values)
 	}
-	if add := l.kinds[0].AddRun; len(l.kinds) == 1 && add != nil {
-		// The slot's summary is there: the run's first event made it. The kind stops after
-		// each add that changed its Bytes, so that the room is checked where summarize
-		// would check it.
-		done := 0
-		for done < len(values) && r.room >= capBelow {
-			n, before, after := add(r.sums[i], values[done:], items[done*per:])
-			if after != before {
-				r.grew(before, after, l.floors[0])
+	if grows, ok := l.runKinds(); ok {
+		// The slot's summaries are there: the run's first event made them. The kind that
+		// may grow stops after each add that changed its Bytes, so that the room is
+		// checked where summarize would check it; the fixed kinds, which the room does
+		// not concern, then take the events it took.
+		done := len(values)
+		if grows >= 0 {
+			done = 0
+			for done < len(values) && r.room >= capBelow {
+				n, before, after := l.kinds[grows].AddRun(r.sums[i+grows], values[done:], items[done*per:])
+				if after != before {
+					r.grew(before, after, l.floors[grows])
+				}
+				done += n
 			}
-			done += n
+		}
+		for k, kind := range l.kinds {
+			for from := 0; k != grows && from < done; {
+				n, _, _ := kind.AddRun(r.sums[i+k], values[from:done], items[from*per:done*per])
+				from += n
+			}
 		}
 		return done
 	}
@@ -425,6 +435,26 @@ func (r *summaryRings) summarizeRun(l *Layout, i int, values []float64, items []
 		r.summarize(l, i, v, its)
 	}
 	return len(values)
+}
+
+// runKinds reports whether every kind adds runs (SummaryKind.AddRun) and all but one at
+// most are Fixed, and returns the index of the one that is not, −1 if none: then a run
+// goes to each kind at once and gives what its events added one by one give (see
+// summarizeRun).
+func (l *Layout) runKinds() (grows int, ok bool) {
+	grows = -1
+	for k, kind := range l.kinds {
+		switch {
+		case kind.AddRun == nil:
+			return -1, false
+		case kind.Fixed:
+		case grows >= 0:
+			return -1, false
+		default:
+			grows = k
+		}
+	}
+	return grows, true
 }
 
 // capped runs op on sum capped (Capper) to what it may take with the room short: the room

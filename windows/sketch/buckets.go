@@ -35,6 +35,7 @@ func BucketsKind(bounds []float64) windows.SummaryKind {
 			}
 			return len(values), 0, 0
 		},
+		Fixed: true,
 	}
 }
 
