@@ -661,7 +661,18 @@ func (s *Series) advance(t int64) {
 	}
 	for i := range l.sumWheels {
 		w := &l.sumWheels[i]
+		closed := s.rings.head[i]
 		first, n := w.move(&s.rings.head[i], s.t, t)
+		if n > 0 && n < w.n {
+			// The slot the head left is kept: it is closed.
+			for k, sum := range s.rings.sums[w.off+int(closed)*len(l.kinds):][:len(l.kinds)] {
+				if sealer, ok := sum.(Sealer); ok {
+					before := sum.Bytes()
+					sealer.Seal()
+					s.rings.grew(before, sum.Bytes(), l.floors[k])
+				}
+			}
+		}
 		for j := range n {
 			for k, sum := range s.rings.sums[w.off+w.index(first+j)*len(l.kinds):][:len(l.kinds)] {
 				if sum != nil {
@@ -676,41 +687,20 @@ func (s *Series) advance(t int64) {
 	s.memoAt = never
 }
 
-// moving seals the head slot of every summary wheel about to move from second from to
-// second to, unless the move empties it, and then rolls up the wheel's open slot, before
-// the move may empty that: a wheel's open slot is mostly its head slot, which the coarser
-// wheels then get as sealed, smaller (a top summary pruned to its capacity), and at the
-// price of one merge. The coarser wheels of one that does not move do not move either.
-// After a clock stepped back (from is never) the slots hold nothing.
+// moving rolls up the open slot of every summary wheel about to move from second from to
+// second to, before the move may empty it. The coarser wheels of one that does not move do
+// not move either. After a clock stepped back (from is never) the slots hold nothing.
 func (r *summaryRings) moving(l *Layout, from, to int64) {
 	if from == never {
 		r.reopen()
 		return
 	}
-	for i := range l.sumWheels {
+	for i := range r.open[:len(l.sumWheels)-1] {
 		w := &l.sumWheels[i]
-		moved := w.slot(to) - w.slot(from)
-		if moved == 0 {
+		if w.slot(to) == w.slot(from) {
 			return
 		}
-		if moved < w.n {
-			// The slot the head leaves is kept: it is closed.
-			r.seal(l, w.off+int(r.head[i])*len(l.kinds))
-		}
-		if i < len(r.open) {
-			r.rollUp(l, from, i)
-		}
-	}
-}
-
-// seal seals the summaries of the slot starting at sums[i] that are Sealers.
-func (r *summaryRings) seal(l *Layout, i int) {
-	for k, sum := range r.sums[i:][:len(l.kinds)] {
-		if sealer, ok := sum.(Sealer); ok {
-			before := sum.Bytes()
-			sealer.Seal()
-			r.grew(before, sum.Bytes(), l.floors[k])
-		}
+		r.rollUp(l, from, i)
 	}
 }
 
