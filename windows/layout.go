@@ -234,8 +234,8 @@ type SummaryKind struct {
 	// turn as Series.AddMany takes them (len(items)/len(values) each), valid only during
 	// the call. Series.AddMany hands a run of one second to it at once when its layout has
 	// this kind alone (or beside Fixed ones), so that the loop over the events runs within
-	// the summary's code, and
-	// stops so that the series charges each growth when AddGrown would.
+	// the summary's code; AddRun stops so that the series charges each growth, and checks
+	// its room, where it would after AddGrown.
 	AddRun func(s Summary, values []float64, items [][]byte) (n, before, after int)
 	// Fixed says that a summary of the kind takes the same Bytes whatever it is given and
 	// is no Capper: nothing the room does changes what it keeps. With AddRun, a run is

@@ -152,6 +152,7 @@ func (t *Top) AddRun(values []float64, items [][]byte, item int) (n, before, aft
 // and the slots of its table.
 type topBuffers struct{ counts, arena, table int }
 
+// buffers returns what Bytes counts of the summary now.
 func (t *Top) buffers() topBuffers { return topBuffers{cap(t.counts), cap(t.arena), len(t.table)} }
 
 // heap is the Bytes of a Top of these buffers.
