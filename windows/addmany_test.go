@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"testing"
 	"time"
+	"unsafe"
 )
 
 // TestAddManyIsAddItems: the reference streams added a run of events of one second at a
@@ -106,4 +107,146 @@ func addManyMatches(one, many *Series, a1, am *account, runs [][]op) error {
 		}
 	}
 	return nil
+}
+
+// runBag is a growBag that reads its item (the text of the value, as bagOfItems) and adds
+// a run at once (SummaryKind.AddRun), counting in *runs the calls that added more than one
+// event.
+type runBag struct {
+	growBag
+	runs *int
+}
+
+func newRunBag(runs *int) SummaryKind {
+	return SummaryKind{
+		New:      func() Summary { return &runBag{growBag: growBag{capBag{bag: bag{items: true}}}, runs: runs} },
+		Item:     1,
+		Floor:    100,
+		AddGrown: func(s Summary, v float64, item []byte) (int, int) { return s.(*runBag).AddGrown(v, item) },
+		AddRun: func(s Summary, values []float64, items [][]byte) (int, int, int) {
+			return s.(*runBag).AddRun(values, items)
+		},
+	}
+}
+
+func (b *runBag) AddRun(values []float64, items [][]byte) (n, before, after int) {
+	per := len(items) / len(values)
+	for i, v := range values {
+		if before, after := b.AddGrown(v, items[i*per]); before != after {
+			b.count(i + 1)
+			return i + 1, before, after
+		}
+	}
+	b.count(len(values))
+	return len(values), 0, 0
+}
+
+func (b *runBag) count(n int) {
+	if n > 1 {
+		*b.runs++
+	}
+}
+
+// Merge merges values, which carry no item.
+func (b *runBag) Merge(from Summary) {
+	b.items = false
+	b.growBag.Merge(&from.(*runBag).growBag)
+	b.items = true
+}
+
+func (b *runBag) Reset() { *b = runBag{growBag: growBag{capBag{bag: bag{items: true}}}, runs: b.runs} }
+
+// TestAddManyRuns is TestAddManyIsAddItems for a kind that adds a run at once
+// (SummaryKind.AddRun), alone, where AddMany hands it a second's run, and beside other
+// kinds, where AddMany adds the run event by event to one slot: without a bound, near
+// capBelow, where the room falls short of it within a run and the rest of the run is
+// capped, and under a bound that caps every add.
+func TestAddManyRuns(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		kinds func(runs *int) []SummaryKind
+		bound int64
+	}{
+		{"alone", func(runs *int) []SummaryKind { return []SummaryKind{newRunBag(runs)} }, 0},
+		{"alone, crossing capBelow", func(runs *int) []SummaryKind { return []SummaryKind{newRunBag(runs)} }, capBelow + 4<<10},
+		{"alone, capped", func(runs *int) []SummaryKind { return []SummaryKind{newRunBag(runs)} }, 4 << 10},
+		{"beside others", func(runs *int) []SummaryKind { return []SummaryKind{newRunBag(runs), bagOfValues, bagGrowing} }, 0},
+		{"beside others, crossing capBelow", func(runs *int) []SummaryKind { return []SummaryKind{bagGrowing, newRunBag(runs)} }, capBelow + 4<<10},
+	} {
+		atOnce := 0
+		for _, g := range generators {
+			for _, lay := range referenceLayouts[:3] {
+				t.Run(fmt.Sprintf("%s/%s/%s", c.name, g.name, lay.name), func(t *testing.T) {
+					r := rand.New(rand.NewPCG(uint64(len(g.name)), uint64(len(lay.name))))
+					one, many := &account{bound: c.bound}, &account{bound: c.bound}
+					kinds := c.kinds(&atOnce)
+					l1 := mustLayout(t, lay.windows, Options{Events: true, Summaries: kinds, Account: one})
+					lm := mustLayout(t, lay.windows, Options{Events: true, Summaries: kinds, Account: many})
+					if err := addManyMatches(l1.NewSeries(), lm.NewSeries(), one, many, runs(r, g.gen(r, l1.Longest()))); err != nil {
+						t.Fatal(err)
+					}
+				})
+			}
+		}
+		if single := len(c.kinds(new(int))) == 1; single && c.bound != 4<<10 && atOnce == 0 {
+			t.Errorf("%s: AddMany never added a run at once", c.name)
+		}
+	}
+}
+
+// sumBag is a Fixed kind: the sum and the count of its values, in the same bytes whatever
+// they are.
+type sumBag struct{ sum, n float64 }
+
+var bagFixed = SummaryKind{
+	New: func() Summary { return &sumBag{} },
+	AddRun: func(s Summary, values []float64, _ [][]byte) (int, int, int) {
+		for _, v := range values {
+			s.Add(v, nil)
+		}
+		return len(values), 0, 0
+	},
+	Fixed: true,
+}
+
+func (b *sumBag) Add(v float64, _ []byte) { b.sum, b.n = b.sum+v, b.n+1 }
+func (b *sumBag) Merge(from Summary)      { f := from.(*sumBag); b.sum, b.n = b.sum+f.sum, b.n+f.n }
+func (b *sumBag) Reset()                  { *b = sumBag{} }
+func (b *sumBag) Bytes() int              { return HeapBytes(int(unsafe.Sizeof(sumBag{}))) }
+
+// TestAddManyFixedRuns is TestAddManyRuns for a kind that adds runs beside Fixed ones,
+// which AddMany hands a run at once too, and for Fixed kinds alone; and, with two kinds
+// that may grow, for the run added event by event.
+func TestAddManyFixedRuns(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		kinds func(runs *int) []SummaryKind
+		bound int64
+	}{
+		{"beside a fixed kind", func(runs *int) []SummaryKind { return []SummaryKind{bagFixed, newRunBag(runs)} }, 0},
+		{"beside fixed kinds, crossing capBelow", func(runs *int) []SummaryKind { return []SummaryKind{bagFixed, newRunBag(runs), bagFixed} }, capBelow + 4<<10},
+		{"beside a fixed kind, capped", func(runs *int) []SummaryKind { return []SummaryKind{newRunBag(runs), bagFixed} }, 4 << 10},
+		{"fixed alone", func(*int) []SummaryKind { return []SummaryKind{bagFixed, bagFixed} }, capBelow + 4<<10},
+		{"two that grow, crossing capBelow", func(runs *int) []SummaryKind { return []SummaryKind{newRunBag(runs), bagFixed, newRunBag(runs)} }, capBelow + 4<<10},
+	} {
+		atOnce := 0
+		for _, g := range generators {
+			for _, lay := range referenceLayouts[:3] {
+				t.Run(fmt.Sprintf("%s/%s/%s", c.name, g.name, lay.name), func(t *testing.T) {
+					r := rand.New(rand.NewPCG(uint64(len(g.name)), uint64(len(lay.name))))
+					one, many := &account{bound: c.bound}, &account{bound: c.bound}
+					kinds := c.kinds(&atOnce)
+					l1 := mustLayout(t, lay.windows, Options{Events: true, Extrema: true, Summaries: kinds, Account: one})
+					lm := mustLayout(t, lay.windows, Options{Events: true, Extrema: true, Summaries: kinds, Account: many})
+					if err := addManyMatches(l1.NewSeries(), lm.NewSeries(), one, many, runs(r, g.gen(r, l1.Longest()))); err != nil {
+						t.Fatal(err)
+					}
+				})
+			}
+		}
+		grows, byRun := mustLayout(t, defaultWindows, Options{Summaries: c.kinds(new(int))}).runKinds()
+		if want := byRun && grows >= 0 && c.bound != 4<<10; want != (atOnce > 0) {
+			t.Errorf("%s: %d runs added at once by a kind that grows", c.name, atOnce)
+		}
+	}
 }

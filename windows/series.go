@@ -199,15 +199,13 @@ func (s *Series) AddMany(now, at int64, values []float64, items [][]byte) Placem
 	defer s.mu.Unlock()
 	at, p := s.seat(now, at)
 	if p != Late {
-		for _, v := range values {
-			s.putMemo(v)
-		}
+		s.putRun(values)
 		if r := s.rings; r != nil {
 			per := 0
 			if len(values) > 0 {
 				per = len(items) / len(values)
 			}
-			for i, v := range values {
+			for i := 0; i < len(values); {
 				if i > 0 && r.room < capBelow {
 					// Near the bound an event sees the room an Add of its own would: what
 					// the summaries gave back since the Add began counts as room again.
@@ -218,7 +216,12 @@ func (s *Series) AddMany(now, at int64, values []float64, items [][]byte) Placem
 				if per > 0 {
 					its = items[i*per : (i+1)*per]
 				}
-				r.place(s.layout, s.t, 0, at, v, its, nil)
+				one := r.place(s.layout, s.t, 0, at, values[i], its, nil)
+				i++
+				if one >= 0 {
+					// The events after it go where it went, to that slot alone.
+					i += r.summarizeRun(s.layout, one, values[i:], items[i*per:])
+				}
 			}
 		}
 		s.last = max(s.last, at)
@@ -294,6 +297,44 @@ func (s *Series) putMemo(v float64) {
 	}
 }
 
+// putRun adds the values in turn to the slots the memo holds, as putMemo would one by
+// one: a slot adds them up in the same order and counts them one at a time, in registers
+// rather than through memory, and takes their extrema at once (max and min are the same
+// in any order, NaN and signed zeros included).
+func (s *Series) putRun(values []float64) {
+	if len(values) == 0 {
+		return
+	}
+	l := s.layout
+	hi, lo := values[0], values[0]
+	for _, v := range values[1:] {
+		hi, lo = max(hi, v), min(lo, v)
+	}
+	for i := range l.wheels {
+		idx := s.memo[i]
+		if idx < 0 {
+			continue
+		}
+		slot := s.data[l.wheels[i].off+int(idx)*l.stride:][:l.stride]
+		sum := slot[0]
+		for _, v := range values {
+			sum += v
+		}
+		slot[0] = sum
+		if l.events != 0 {
+			n := slot[l.events]
+			for range values {
+				n++
+			}
+			slot[l.events] = n
+		}
+		if l.extrema != 0 {
+			slot[l.extrema] = max(slot[l.extrema], hi)
+			slot[l.extrema+1] = min(slot[l.extrema+1], lo)
+		}
+	}
+}
+
 // slotsBack returns how many slots the slot of second at is behind that of second t ≥ at.
 func (w *wheel) slotsBack(t, at int64) int64 {
 	if w.step == 1 {
@@ -348,6 +389,72 @@ func (r *summaryRings) summarize(l *Layout, i int, v float64, items [][]byte) {
 			r.grew(before, after, l.floors[k])
 		}
 	}
+}
+
+// summarizeRun adds events of the second of the one before them, which place put into the
+// slot starting at sums[i] alone, to that slot, as summarize would one by one; it stops
+// where the room falls short of capBelow, from where each event is placed and capped on its
+// own as an Add's (see Series.AddMany), and returns how many events it added.
+func (r *summaryRings) summarizeRun(l *Layout, i int, values []float64, items [][]byte) int {
+	per := 0
+	if len(values) > 0 {
+		per = len(items) / len(values)
+	}
+	if grows, ok := l.runKinds(); ok {
+		// The slot's summaries are there: the run's first event made them. The kind that
+		// may grow stops after each add that changed its Bytes, so that the room is
+		// checked where summarize would check it; the fixed kinds, which the room does
+		// not concern, then take the events it took.
+		done := len(values)
+		if grows >= 0 {
+			done = 0
+			for done < len(values) && r.room >= capBelow {
+				n, before, after := l.kinds[grows].AddRun(r.sums[i+grows], values[done:], items[done*per:])
+				if after != before {
+					r.grew(before, after, l.floors[grows])
+				}
+				done += n
+			}
+		}
+		for k, kind := range l.kinds {
+			for from := 0; k != grows && from < done; {
+				n, _, _ := kind.AddRun(r.sums[i+k], values[from:done], items[from*per:done*per])
+				from += n
+			}
+		}
+		return done
+	}
+	for done, v := range values {
+		if r.room < capBelow {
+			return done
+		}
+		var its [][]byte
+		if per > 0 {
+			its = items[done*per : (done+1)*per]
+		}
+		r.summarize(l, i, v, its)
+	}
+	return len(values)
+}
+
+// runKinds reports whether every kind adds runs (SummaryKind.AddRun) and all but one at
+// most are Fixed, and returns the index of the one that is not, −1 if none: then a run
+// goes to each kind at once and gives what its events added one by one give (see
+// summarizeRun).
+func (l *Layout) runKinds() (grows int, ok bool) {
+	grows = -1
+	for k, kind := range l.kinds {
+		switch {
+		case kind.AddRun == nil:
+			return -1, false
+		case kind.Fixed:
+		case grows >= 0:
+			return -1, false
+		default:
+			grows = k
+		}
+	}
+	return grows, true
 }
 
 // capped runs op on sum capped (Capper) to what it may take with the room short: the room
@@ -405,9 +512,14 @@ func (r *summaryRings) charge(l *Layout) {
 // when nothing it holds is in a coarser wheel; and whatever the slots of a wheel hold is in
 // the coarser wheels, but for what the open slot holds while pending.
 //
-// An event (from nil) comes from Series.addSlow, whose second the memo is for.
-func (r *summaryRings) place(l *Layout, t int64, i int, at int64, v float64, items [][]byte, from []Summary) {
+// An event (from nil) comes from Series.addSlow, whose second the memo is for. place returns
+// the index in sums of the slot it was put into when that was one slot alone, −1 otherwise:
+// the events of its second that follow it, with no other call between, go to that slot
+// alone too, since it opened no slot they could open again (see summarizeRun).
+func (r *summaryRings) place(l *Layout, t int64, i int, at int64, v float64, items [][]byte, from []Summary) (one int) {
 	kinds := len(l.kinds)
+	one = -1
+	puts := 0
 	for ; i < len(l.sumWheels); i++ {
 		var ref slotRef
 		switch {
@@ -424,21 +536,26 @@ func (r *summaryRings) place(l *Layout, t int64, i int, at int64, v float64, ite
 			continue
 		}
 		w := &l.sumWheels[i]
-		idx := int(ref.idx)
+		slot := w.off + int(ref.idx)*kinds
+		one, puts = slot, puts+1
 		if i == len(l.sumWheels)-1 {
-			r.put(l, w.off+idx*kinds, v, items, from)
-			return
+			r.put(l, slot, v, items, from)
+			break
 		}
 		o := &r.open[i]
 		if ref.num > o.slot {
 			r.rollUp(l, t, i)
 			*o = openSlot{slot: ref.num, idx: ref.idx, pending: true}
 		}
-		r.put(l, w.off+idx*kinds, v, items, from)
+		r.put(l, slot, v, items, from)
 		if ref.num == o.slot && o.pending {
-			return
+			break
 		}
 	}
+	if puts != 1 {
+		return -1
+	}
+	return one
 }
 
 // locate returns the slot of summary wheel i that holds second at ≤ t, t being the

@@ -430,3 +430,46 @@ func BenchmarkReadDistinct(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkSeriesAddMany is what a line costs in the wheels when a second's lines come at
+// once (Series.AddMany, as the store's sinks hand them), 300 lines a second, without a
+// summary and for each summary the example rules keep with their windows: top paths (capacity 1000, Zipf(1.1)
+// over 1M paths; 1m, 5m, 24h), distinct clients (Zipf(1.05) over 20,000; 1m, 5m, 1h),
+// quantiles, and quantiles with buckets (the default windows).
+func BenchmarkSeriesAddMany(b *testing.B) {
+	const perSecond = 300
+	minute, day := time.Minute, 24*time.Hour
+	for _, tc := range []struct {
+		name  string
+		ws    []time.Duration
+		kinds []windows.SummaryKind
+		items [][]byte
+	}{
+		{"plain", defaultWindows, nil, nil},
+		{"top", []time.Duration{minute, 5 * minute, day}, []windows.SummaryKind{TopKind(1000, 1)}, zipfItems(1_000_000, 1.1, 1<<16)},
+		{"distinct", []time.Duration{minute, 5 * minute, time.Hour}, []windows.SummaryKind{DistinctKind(1)}, zipfItems(20_000, 1.05, 1<<16)},
+		{"quantiles", defaultWindows, []windows.SummaryKind{QuantilesKind}, nil},
+		{"quantiles+buckets", defaultWindows, []windows.SummaryKind{QuantilesKind, BucketsKind([]float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10})}, nil},
+	} {
+		l, err := windows.NewLayout(tc.ws, windows.Options{Events: true, Summaries: tc.kinds})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run(tc.name, func(b *testing.B) {
+			vs := benchValues()
+			s := l.NewSeries()
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i += perSecond {
+				n := min(perSecond, b.N-i)
+				now := base + int64(i/perSecond)
+				from := i & 4095 % (4096 - perSecond)
+				var items [][]byte
+				if tc.items != nil {
+					items = tc.items[i&(1<<16-1)%(1<<16-perSecond):][:n]
+				}
+				s.AddMany(now, now, vs[from:from+n], items)
+			}
+		})
+	}
+}

@@ -28,6 +28,14 @@ func BucketsKind(bounds []float64) windows.SummaryKind {
 		AddGrown: func(s windows.Summary, v float64, _ []byte) (int, int) {
 			return s.(*Buckets).AddGrown(v, nil)
 		},
+		AddRun: func(s windows.Summary, values []float64, _ [][]byte) (int, int, int) {
+			b := s.(*Buckets)
+			for _, v := range values {
+				b.Add(v, nil)
+			}
+			return len(values), 0, 0
+		},
+		Fixed: true,
 	}
 }
 

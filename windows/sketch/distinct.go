@@ -79,6 +79,9 @@ func DistinctKind(item int) windows.SummaryKind {
 		AddGrown: func(s windows.Summary, _ float64, item []byte) (int, int) {
 			return s.(*Distinct).AddGrown(0, item)
 		},
+		AddRun: func(s windows.Summary, values []float64, items [][]byte) (int, int, int) {
+			return s.(*Distinct).AddRun(values, items, item-1)
+		},
 	}
 }
 
@@ -107,6 +110,20 @@ func (d *Distinct) AddGrown(_ float64, item []byte) (before, after int) {
 		return 0, 0
 	}
 	return distinctHeap(set, regs), d.Bytes()
+}
+
+// AddRun counts items[i·per+item] for each event i in turn, per being
+// len(items)/len(values), as AddGrown would, and stops after the first add that made its
+// set or registers anew: it returns how many events it added and Bytes before and after
+// the last of them, 0 and 0 when none did (windows.SummaryKind.AddRun). values are not
+// read.
+func (d *Distinct) AddRun(values []float64, items [][]byte, item int) (n, before, after int) {
+	for i := range values {
+		if before, after := d.AddGrown(0, items[i*(len(items)/len(values))+item]); before != after {
+			return i + 1, before, after
+		}
+	}
+	return len(values), 0, 0
 }
 
 // insert adds a sparse key, turning the sketch dense when it would hold more than

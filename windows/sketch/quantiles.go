@@ -120,6 +120,9 @@ var QuantilesKind = windows.SummaryKind{
 	AddGrown: func(s windows.Summary, v float64, _ []byte) (int, int) {
 		return s.(*Quantiles).AddGrown(v, nil)
 	},
+	AddRun: func(s windows.Summary, values []float64, _ [][]byte) (int, int, int) {
+		return s.(*Quantiles).AddRun(values)
+	},
 }
 
 // Add records v; the sketch reads no item.
@@ -154,6 +157,18 @@ func (q *Quantiles) AddGrown(v float64, _ []byte) (before, after int) {
 	before = q.Bytes()
 	q.Add(v, nil)
 	return before, q.Bytes()
+}
+
+// AddRun records values in turn as AddGrown would, and stops after the first add that
+// changed Bytes: it returns how many values it added and Bytes before and after the last
+// of them, two equal numbers when none changed (windows.SummaryKind.AddRun).
+func (q *Quantiles) AddRun(values []float64) (n, before, after int) {
+	for i, v := range values {
+		if before, after := q.AddGrown(v, nil); before != after {
+			return i + 1, before, after
+		}
+	}
+	return len(values), 0, 0
 }
 
 // index returns the bin of a magnitude m > 0: ⌈log_γ m⌉, exactly up to the rounding of the

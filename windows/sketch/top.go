@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strings"
+	"sync"
 	"unsafe"
 
 	"github.com/logwindow/logwindow_exporter/windows"
@@ -94,6 +95,9 @@ func TopKind(capacity, item int) windows.SummaryKind {
 		AddGrown: func(s windows.Summary, v float64, item []byte) (int, int) {
 			return s.(*Top).AddGrown(v, item)
 		},
+		AddRun: func(s windows.Summary, values []float64, items [][]byte) (int, int, int) {
+			return s.(*Top).AddRun(values, items, item-1)
+		},
 	}
 }
 
@@ -111,15 +115,48 @@ func (t *Top) AddGrown(v float64, item []byte) (before, after int) {
 	if !(v > 0 && v <= math.MaxFloat64) {
 		return 0, 0
 	}
-	t.total += v
 	// What it holds is in its three buffers: most adds leave them as they are.
-	counts, arena, table := cap(t.counts), cap(t.arena), len(t.table)
+	was := t.buffers()
+	t.total += v
 	t.count(item, v)
-	if cap(t.counts) == counts && cap(t.arena) == arena && len(t.table) == table {
+	if t.buffers() == was {
 		return 0, 0
 	}
-	return topHeap(counts, arena, table), t.Bytes()
+	return was.heap(), t.Bytes()
 }
+
+// AddRun adds values[i] to the sum of items[i·per+item] for each event i in turn, per
+// being len(items)/len(values), as AddGrown would, and stops after the first add that grew
+// a buffer: it returns how many events it added and Bytes before and after the last of
+// them, 0 and 0 when none grew (windows.SummaryKind.AddRun).
+func (t *Top) AddRun(values []float64, items [][]byte, item int) (n, before, after int) {
+	if len(values) == 0 {
+		return 0, 0, 0
+	}
+	per := len(items) / len(values)
+	was := t.buffers()
+	for i, v := range values {
+		if !(v > 0 && v <= math.MaxFloat64) {
+			continue
+		}
+		t.total += v
+		t.count(items[i*per+item], v)
+		if t.buffers() != was {
+			return i + 1, was.heap(), t.Bytes()
+		}
+	}
+	return len(values), 0, 0
+}
+
+// topBuffers is what Bytes counts of a Top: the capacities of its counters and its arena,
+// and the slots of its table.
+type topBuffers struct{ counts, arena, table int }
+
+// buffers returns what Bytes counts of the summary now.
+func (t *Top) buffers() topBuffers { return topBuffers{cap(t.counts), cap(t.arena), len(t.table)} }
+
+// heap is the Bytes of a Top of these buffers.
+func (b topBuffers) heap() int { return topHeap(b.counts, b.arena, b.table) }
 
 // count adds v to item's counter, or gives item a counter of v.
 func (t *Top) count(item []byte, v float64) {
@@ -262,7 +299,7 @@ func (t *Top) makeRoom(n int, v float64) float64 {
 			t.loss += v
 			return 0
 		}
-		delta := selectDesc(t.counts, len(t.counts)/2)
+		delta := t.largest(len(t.counts) / 2)
 		t.subtract(delta)
 		if v -= delta; v <= 0 {
 			return 0
@@ -274,7 +311,25 @@ func (t *Top) makeRoom(n int, v float64) float64 {
 // prune subtracts the (capacity+1)-th largest count from every count and drops those left
 // without any, which leaves at most capacity counters. Pruning at twice the capacity
 // rather than at each new value makes its linear cost once per capacity new values.
-func (t *Top) prune() { t.subtract(selectDesc(t.counts, t.capacity)) }
+func (t *Top) prune() { t.subtract(t.largest(t.capacity)) }
+
+// largest returns the (m+1)-th largest count, m < len(counts). It selects among a copy
+// of the counts, so that the counters stay in their items' order in the arena, which
+// subtract moves them down in.
+func (t *Top) largest(m int) float64 {
+	p := countScratch.Get().(*[]float64)
+	cs := (*p)[:0]
+	for _, c := range t.counts {
+		cs = append(cs, c.count)
+	}
+	delta := selectDesc(cs, m)
+	*p = cs
+	countScratch.Put(p)
+	return delta
+}
+
+// countScratch holds the copies of counts largest selects among.
+var countScratch = sync.Pool{New: func() any { return new([]float64) }}
 
 // subtract takes delta from every count and drops those left without any, moving the
 // items kept to the front of the arena in place.
@@ -288,9 +343,9 @@ func (t *Top) subtract(delta float64) {
 			kept = append(kept, c)
 		}
 	}
-	// In the arena's order, each item moves down or stays: no item is overwritten
-	// before it moved.
-	slices.SortFunc(kept, func(a, b topCount) int { return cmp.Compare(a.off, b.off) })
+	// The counters are in their items' order in the arena (they are appended with their
+	// items, and kept in order here and by the decoder): each item moves down or stays,
+	// and none is overwritten before it moved.
 	end := uint32(0)
 	for i := range kept {
 		c := &kept[i]
@@ -323,16 +378,16 @@ func (t *Top) Seal() {
 // selectDesc reorders cs so that cs[m] holds the (m+1)-th largest count, those before it
 // are no smaller and those after it no larger (quickselect), and returns that count; m <
 // len(cs).
-func selectDesc(cs []topCount, m int) float64 {
+func selectDesc(cs []float64, m int) float64 {
 	lo, hi := 0, len(cs)-1
 	for lo < hi {
-		p := cs[lo+rand.IntN(hi-lo+1)].count
+		p := cs[lo+rand.IntN(hi-lo+1)]
 		i, j := lo, hi
 		for i <= j {
-			for cs[i].count > p {
+			for cs[i] > p {
 				i++
 			}
-			for cs[j].count < p {
+			for cs[j] < p {
 				j--
 			}
 			if i <= j {
@@ -347,10 +402,10 @@ func selectDesc(cs []topCount, m int) float64 {
 		case m >= i:
 			lo = i
 		default:
-			return cs[m].count
+			return cs[m]
 		}
 	}
-	return cs[m].count
+	return cs[m]
 }
 
 // Merge adds the counters of from, a *Top of the same kind. The items it takes are

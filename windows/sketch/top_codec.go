@@ -55,10 +55,11 @@ func (t *Top) UnmarshalBinary(data []byte) error {
 	if err := r.Done(); err != nil {
 		return err
 	}
-	// Items must not overlap: a prune moves them down the arena in order.
-	byOff := slices.SortedFunc(slices.Values(got.counts), func(a, b topCount) int { return cmp.Compare(a.off, b.off) })
-	for i := 1; i < len(byOff); i++ {
-		if byOff[i].off < byOff[i-1].off+byOff[i-1].n {
+	// Items must not overlap: a prune moves them down the arena in the counters' order,
+	// which is theirs in the arena.
+	slices.SortFunc(got.counts, func(a, b topCount) int { return cmp.Compare(a.off, b.off) })
+	for i := 1; i < len(got.counts); i++ {
+		if got.counts[i].off < got.counts[i-1].off+got.counts[i-1].n {
 			return r.Failf("items overlap in the arena")
 		}
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/logwindow/logwindow_exporter/internal/testutil/reference"
 	"github.com/logwindow/logwindow_exporter/windows"
+	"github.com/logwindow/logwindow_exporter/windows/wire"
 )
 
 // topValues is the number of distinct values the streams draw from.
@@ -517,5 +518,74 @@ func TestTopPicksAsSorting(t *testing.T) {
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("the items reported changed with the summary: %v, want %v", got, want)
+	}
+}
+
+// TestTopDecodedInAnyOrder decodes summaries whose counters are written in an order other
+// than their items' in the arena (which a Top's prune moves items down in), then prunes
+// them by adding new items and merging: every item's sum must stay within the bound below
+// its true one, as against a naive map.
+func TestTopDecodedInAnyOrder(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		order func(r *rand.Rand, n int) []int
+	}{
+		{"reversed", func(_ *rand.Rand, n int) []int {
+			o := make([]int, n)
+			for i := range o {
+				o[i] = n - 1 - i
+			}
+			return o
+		}},
+		{"shuffled", func(r *rand.Rand, n int) []int { return r.Perm(n) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := rand.New(rand.NewPCG(5, uint64(len(tc.name))))
+			const capacity = 6
+			src, want := NewTop(capacity), map[string]float64{}
+			for i := range 2 * capacity {
+				// The largest counts first in the arena, mixed with small ones, so that a
+				// prune in the wrong order would write over items it keeps.
+				it, v := sizedItem(i, 1+i%5), float64(1+(2*capacity-i)*7%(2*capacity+1))
+				src.Add(v, it)
+				want[string(it)] += v
+			}
+			enc := wire.AppendFloat(nil, src.total)
+			enc = wire.AppendFloat(enc, src.kept)
+			enc = wire.AppendFloat(enc, src.loss)
+			enc = wire.AppendBytes(enc, src.arena)
+			enc = wire.AppendUvarint(enc, uint64(len(src.counts)))
+			for _, i := range tc.order(r, len(src.counts)) {
+				c := src.counts[i]
+				enc = wire.AppendFloat(enc, c.count)
+				enc = wire.AppendUvarint(enc, uint64(c.off))
+				enc = wire.AppendUvarint(enc, uint64(c.n))
+			}
+			tp := NewTop(capacity)
+			if err := tp.UnmarshalBinary(enc); err != nil {
+				t.Fatal(err)
+			}
+			for i := range 200 {
+				it, v := sizedItem(100+r.IntN(40), 1+i%7), float64(1+r.IntN(3))
+				tp.Add(v, it)
+				want[string(it)] += v
+				if i%50 == 49 {
+					tp.Merge(src)
+					for _, c := range src.counts {
+						want[string(src.arena[c.off:c.off+c.n])] += c.count
+					}
+				}
+				for _, g := range tp.TopShared(math.MaxInt32, 0, nil) {
+					if w := want[g.Item]; g.Sum > w || g.Sum < w-tp.Bound() {
+						t.Fatalf("after add %d: %q sums %v, true %v, bound %v", i, g.Item, g.Sum, w, tp.Bound())
+					}
+				}
+				for j := 1; j < len(tp.counts); j++ {
+					if a, b := tp.counts[j-1], tp.counts[j]; a.off+a.n > b.off {
+						t.Fatalf("after add %d: counters %d and %d out of their items' order: %+v, %+v", i, j-1, j, a, b)
+					}
+				}
+			}
+		})
 	}
 }
