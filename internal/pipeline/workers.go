@@ -169,10 +169,10 @@ func (wk *worker) run(p *Pipeline, in *stream, w *pool) {
 		w.free <- bt
 		w.inflight.Done()
 		// The worker and the reading goroutine run without a pause while the file is
-		// behind, so the scheduler gets to run the garbage collector's mark worker only
-		// when one of them is preempted, every 10 ms: a mark phase then lasted 20–70 ms
-		// instead of 2–15 (one processor), with every pointer write behind a write
-		// barrier meanwhile. A yield per batch lets it run at once.
+		// behind, so the scheduler runs the garbage collector's mark worker only when
+		// one of them is preempted, every 10 ms, and a mark phase, with every pointer
+		// write behind a write barrier, lasts longer than on one processor. A yield per
+		// batch lets the mark worker run at once.
 		runtime.Gosched()
 	}
 }
