@@ -1,6 +1,8 @@
 package pipeline
 
 import (
+	"bytes"
+	"runtime"
 	"sync"
 	"sync/atomic"
 
@@ -47,7 +49,10 @@ type batch struct {
 }
 
 // batchLine is one line of a batch: its file and the spans of data it gave, the message's
-// of read when inRead.
+// of read when inRead. Lines that follow one another in read, each ended by a lone "\n"
+// and with no wrapper time or stream, are one batchLine whose msg spans them all (add):
+// the reading goroutine writes a line's worth of the batch only every few hundred lines,
+// not every line, into memory the worker that parsed the batch before still holds.
 type batchLine struct {
 	path               string
 	msg, wrapper, strm span
@@ -57,6 +62,8 @@ type batchLine struct {
 // span is data[from:to].
 type span struct{ from, to int32 }
 
+func (s span) empty() bool { return s.from == s.to }
+
 // add copies b into the batch's data.
 func (bt *batch) add(b []byte) span {
 	from := int32(len(bt.data))
@@ -65,7 +72,7 @@ func (bt *batch) add(b []byte) span {
 }
 
 func (bt *batch) bytes(s span) []byte {
-	if s.from == s.to {
+	if s.empty() {
 		return nil
 	}
 	return bt.data[s.from:s.to:s.to]
@@ -141,10 +148,19 @@ func (wk *worker) run(p *Pipeline, in *stream, w *pool) {
 		b.sink.SetNow(bt.processing, bt.wall)
 		for i := range bt.lines {
 			l := &bt.lines[i]
-			if b.paths != nil {
-				b.paths.setLine(b.parse, l.path, lineValues{lineStream: bt.bytes(l.strm)})
+			if !l.inRead {
+				parseMsg(b, l, bt.bytes(l.msg), bt)
+				continue
 			}
-			b.parse.ParseFile(l.path, b.name, bt.msg(l), bt.bytes(l.wrapper), b.sink, b.done)
+			for run := bt.msg(l); ; {
+				n := bytes.IndexByte(run, '\n')
+				if n < 0 {
+					parseMsg(b, l, run, bt)
+					break
+				}
+				parseMsg(b, l, run[:n:n], bt)
+				run = run[n+1:]
+			}
 		}
 		b.sink.Flush() // before the batch counts as parsed (drain)
 		in.landed.Add(bt.handed)
@@ -152,7 +168,21 @@ func (wk *worker) run(p *Pipeline, in *stream, w *pool) {
 		bt.data, bt.lines, bt.handed = bt.data[:0], bt.lines[:0], 0
 		w.free <- bt
 		w.inflight.Done()
+		// The worker and the reading goroutine run without a pause while the file is
+		// behind, so the scheduler runs the garbage collector's mark worker only when
+		// one of them is preempted, every 10 ms, and a mark phase, with every pointer
+		// write behind a write barrier, lasts longer than on one processor. A yield per
+		// batch lets the mark worker run at once.
+		runtime.Gosched()
 	}
+}
+
+// parseMsg parses msg, a message of line l of batch bt, with binding b.
+func parseMsg(b *binding, l *batchLine, msg []byte, bt *batch) {
+	if b.paths != nil {
+		b.paths.setLine(b.parse, l.path, lineValues{lineStream: bt.bytes(l.strm)})
+	}
+	b.parse.ParseFile(l.path, b.name, msg, bt.bytes(l.wrapper), b.sink, b.done)
 }
 
 // batching reports whether the read's lines go into a batch: one was free at its first
@@ -174,11 +204,21 @@ func (w *pool) batching() bool {
 }
 
 // add puts a line into the batch being filled (batching): its message by its place in the
-// read buffer when it is there, else copied.
+// read buffer when it is there, else copied. A line of the buffer that starts right after
+// the "\n" that ends the batch's last line, itself of the buffer, extends that line's span.
 func (w *pool) add(path string, msg, wrapper, strm []byte) {
 	bt := w.cur
+	at, inRead := within(msg, w.read)
+	if inRead && len(wrapper) == 0 && len(strm) == 0 && len(bt.lines) > 0 {
+		last := &bt.lines[len(bt.lines)-1]
+		if last.inRead && last.path == path && last.wrapper.empty() && last.strm.empty() &&
+			at.from == last.msg.to+1 && w.read[last.msg.to] == '\n' {
+			last.msg.to = at.to
+			return
+		}
+	}
 	l := batchLine{path: path, wrapper: bt.add(wrapper), strm: bt.add(strm)}
-	if l.msg, l.inRead = within(msg, w.read); l.inRead {
+	if l.msg, l.inRead = at, inRead; inRead {
 		w.lent = true
 	} else {
 		l.msg = bt.add(msg)

@@ -89,6 +89,31 @@ func workersLog(rng *rand.Rand, n int, now int64, cri bool) (string, map[string]
 	return b.String(), want
 }
 
+// damagedMaxLine is the line cap of the damaged logs' pipelines: the lines damaged inserts
+// are longer, the lines of workersLog shorter.
+const damagedMaxLine = 400
+
+// damaged is text (of lines that end in "\n") with other line ends and lines between its
+// lines: "\r\n" (the "\r" not read), "\r\r\n" (one "\r" read), empty lines, lines of
+// a lone "\r", and lines too long to read, past damagedMaxLine. The lines workers take
+// from a read buffer as one run (pool.add) must still be these lines, each read once.
+func damaged(rng *rand.Rand, text string) string {
+	var b strings.Builder
+	for line := range strings.Lines(text) {
+		switch rng.IntN(12) {
+		case 0:
+			b.WriteString("\n")
+		case 1:
+			b.WriteString("\r\n")
+		case 2:
+			b.WriteString(strings.Repeat("y", damagedMaxLine+1+rng.IntN(3000)) + "\n")
+		}
+		line = strings.TrimSuffix(line, "\n")
+		b.WriteString(line + []string{"\n", "\n", "\n", "\r\n", "\r\r\n"}[rng.IntN(5)])
+	}
+	return b.String()
+}
+
 // settled waits until p's workers parsed every line dealt to them: the snapshot's wait.
 func settled(p *Pipeline) {
 	p.mu.Lock()
@@ -100,20 +125,27 @@ func settled(p *Pipeline) {
 	}
 }
 
-// runLog has a pipeline of workersRules with shards workers read text from the beginning
-// and returns its samples (rules and input counts) once every line is parsed.
-func runLog(t *testing.T, text string, shards int, cri bool, now time.Time) map[string]float64 {
+// runLog has a pipeline of workersRules with shards workers read text from the beginning,
+// its lines capped at maxLine bytes (0: the default cap), and returns its samples (rules
+// and input counts) once every line is parsed.
+func runLog(t *testing.T, text string, shards int, cri bool, now time.Time, maxLine int) map[string]float64 {
 	t.Helper()
 	log := filepath.Join(t.TempDir(), "access.log")
 	if err := os.WriteFile(log, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	p, err := Start(workersConfig(t, log, shards, cri), Options{Now: func() time.Time { return now }, PollInterval: 10 * time.Millisecond})
+	p, err := Start(workersConfig(t, log, shards, cri), Options{Now: func() time.Time { return now }, PollInterval: 10 * time.Millisecond, MaxLineBytes: maxLine})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer p.Stop()
-	waitRead(t, p, uint64(strings.Count(text, "\n")))
+	read := 0
+	for line := range strings.Lines(text) {
+		if maxLine == 0 || len(line)-1 <= maxLine {
+			read++
+		}
+	}
+	waitRead(t, p, uint64(read))
 	settled(p)
 	got := gatherPipeline(t, p)
 	maps.DeleteFunc(got, func(k string, _ float64) bool {
@@ -126,21 +158,29 @@ func runLog(t *testing.T, text string, shards int, cri bool, now time.Time) map[
 // TestWorkersCountAsOne: a file's lines parsed by several workers give every sample one
 // worker gives (totals, sums, windows at processing time and at the lines' own, the rules'
 // and the input's counts), and the counts of the log itself; with CRI lines too, whose
-// parts are joined before the messages are dealt.
+// parts are joined before the messages are dealt, and with damaged line ends, empty lines
+// and lines too long to read between the counted ones.
 func TestWorkersCountAsOne(t *testing.T) {
 	now := time.Unix(1_700_000_000, 0)
 	for _, tc := range []struct {
-		name string
-		cri  bool
-		seed uint64
+		name    string
+		cri     bool
+		damaged bool
+		seed    uint64
 	}{
-		{"plain", false, 1},
-		{"plain, another log", false, 2},
-		{"cri", true, 3},
+		{"plain", false, false, 1},
+		{"plain, another log", false, false, 2},
+		{"cri", true, false, 3},
+		{"damaged", false, true, 4},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			text, want := workersLog(rand.New(rand.NewPCG(tc.seed, 7)), 20000, now.Unix(), tc.cri)
-			one := runLog(t, text, 1, tc.cri, now)
+			rng := rand.New(rand.NewPCG(tc.seed, 7))
+			text, want := workersLog(rng, 20000, now.Unix(), tc.cri)
+			maxLine := 0
+			if tc.damaged {
+				text, maxLine = damaged(rng, text), damagedMaxLine
+			}
+			one := runLog(t, text, 1, tc.cri, now, maxLine)
 			for status, w := range want {
 				if v := one[fmt.Sprintf(`requests_total{status=%q}`, status)]; v != float64(w[1]) {
 					t.Errorf("one worker: requests_total{status=%s} = %v, want %d", status, v, w[1])
@@ -150,7 +190,7 @@ func TestWorkersCountAsOne(t *testing.T) {
 				}
 			}
 			for _, shards := range []int{2, 3, 8} {
-				got := runLog(t, text, shards, tc.cri, now)
+				got := runLog(t, text, shards, tc.cri, now, maxLine)
 				if !maps.Equal(got, one) {
 					for _, k := range slices.Sorted(maps.Keys(one)) {
 						if got[k] != one[k] {
