@@ -1,10 +1,13 @@
 package store
 
 import (
+	"fmt"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/logwindow/logwindow_exporter/config"
 	"github.com/logwindow/logwindow_exporter/internal/testutil/storetest"
+	"github.com/logwindow/logwindow_exporter/parser/event"
 )
 
 // BenchmarkSinkEvent is the per-line cost of the store on an existing series: the target
@@ -73,4 +76,57 @@ func BenchmarkSinkEventParallel(b *testing.B) {
 			k.Event(e)
 		}
 	})
+}
+
+// mixedRules are the rules of BenchmarkSinkEventMixed.
+const mixedRules = `
+global: {windows: [1m, 5m, 1h], max_series_per_rule: 1000}
+rules:
+  - {name: requests, match: '^(?P<m>\S+) (?P<s>\S+) (?P<c>\S+) (?P<p>\S+)$', labels: {method: '${m}', status: '${s}'}}
+  - {name: clients, match: '^(?P<m>\S+) (?P<s>\S+) (?P<c>\S+) (?P<p>\S+)$', labels: {status: '${s}'}, distinct: '${c}', aggregations: [window]}
+  - {name: paths, match: '^(?P<m>\S+) (?P<s>\S+) (?P<c>\S+) (?P<p>\S+)$', labels: {path: '${p}'}, top: {label: path, k: 10}}
+`
+
+// BenchmarkSinkEventMixed is a batching sink's cost per event on events as an access log
+// gives them: a rule counting by method and status, one of distinct clients by status and
+// one of top paths by path, whose label values repeat the previous line's four times in
+// five, with a client of each line's own, flushed every 300 lines (900 events), each 300
+// of a second of their own.
+func BenchmarkSinkEventMixed(b *testing.B) {
+	cfg, _ := storetest.ParseRules(b, mixedRules)
+	rng := rand.New(rand.NewPCG(1, 2))
+	methods, statuses := []string{"GET", "POST", "HEAD"}, []string{"200", "304", "404", "500", "502", "201"}
+	var m, s, p string
+	var events []*event.Event
+	for range 3000 {
+		if m == "" || rng.IntN(5) == 0 {
+			m = methods[rng.IntN(len(methods))]
+		}
+		if s == "" || rng.IntN(5) == 0 {
+			s = statuses[rng.IntN(len(statuses))]
+		}
+		if p == "" || rng.IntN(5) == 0 {
+			p = fmt.Sprintf("/api/v1/things/%d", rng.IntN(40))
+		}
+		clients := storetest.Event(1, 0, 0, s)
+		clients.Items = [][]byte{fmt.Appendf(nil, "203.0.113.%d", rng.IntN(250))}
+		paths := storetest.Event(2, 0, 0, p)
+		paths.Items = [][]byte{[]byte(p)}
+		events = append(events, storetest.Event(0, 0, 0, m, s), clients, paths)
+	}
+	set := storetest.Must(NewSetWith(cfg, nil, SetOptions{}))
+	k := set.NewBatchSink()
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		j := i % len(events)
+		if j%900 == 0 {
+			now := start + int64(i/900)
+			k.SetNow(now, now)
+		}
+		k.Event(events[j])
+		if j%900 == 899 {
+			k.Flush()
+		}
+	}
+	k.Flush()
 }
