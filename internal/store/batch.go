@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/logwindow/logwindow_exporter/parser/event"
 )
@@ -36,16 +37,23 @@ const (
 	maxArenaBytes    = 64 << 10
 )
 
-// pending is one rule's events held by a batching sink.
+// pending is one rule's events held by a batching sink. The padding makes it a whole
+// number of cache lines, so that the first of each rule's, which an event that repeats its
+// entry reads (and, without items, only it), is one line when the table of rules starts on
+// one.
 type pending struct {
-	// entries[:used] hold events, in the order of their first; hashes[i] is entries[i]'s
-	// key and second hashed, which a look-up compares before the key. last is the entry of
-	// the rule's previous event, which most events repeat, so that an event looks no
-	// further than its clocks and key.
-	entries []entry
-	hashes  []uint64
-	used    int
-	last    int
+	pendingState
+	_ [cacheLine - unsafe.Sizeof(pendingState{})%cacheLine]byte
+}
+
+// pendingState is what pending holds.
+type pendingState struct {
+	// entries[:used] hold events, in the order of their first; last is the entry of the
+	// rule's previous event, which most events repeat, so that an event looks no further
+	// than its clocks and key. hashes[i] is entries[i]'s key and second hashed, which a
+	// look-up compares before the key.
+	entries    []entry
+	last, used int
 	// values are the events' values in the order they came and items, itemsPer of them an
 	// event, their items (in the arena); runs are where the entry of the events changes.
 	// They are held per rule rather than per entry, so that what a sink keeps between
@@ -54,11 +62,15 @@ type pending struct {
 	values   []float64
 	items    [][]byte
 	itemsPer int
-	runs     []run
 	// arena holds the keys, label values and items of the entries' events, which the
 	// event's own are valid only during Event. A slice of it stays valid when append
 	// moves it: the bytes copied are not written again until reset.
-	arena []byte
+	arena  []byte
+	hashes []uint64
+	runs   []run
+	// index finds an entry by its hash: slot h%len(index) and those after it hold one
+	// more than the index of each entry of such a hash, up to a slot of 0.
+	index [2 * maxEntries]uint8
 }
 
 // entry is the events of one label set at one pair of clocks.
@@ -104,12 +116,13 @@ func (p *pending) add(e *event.Event, now, at int64, seed maphash.Seed) bool {
 // starts a run of it; false when the table has no room for another entry.
 func (p *pending) enter(e *event.Event, now, at int64, seed maphash.Seed) bool {
 	h := maphash.Bytes(seed, e.Key) ^ uint64(at)*0x9e3779b97f4a7c15
-	i := p.find(h, e.Key, now, at)
+	i, slot := p.find(h, e.Key, now, at)
 	if i < 0 {
 		if p.used == maxEntries {
 			return false
 		}
 		i = p.open(h, e, now, at)
+		p.index[slot] = uint8(i + 1)
 	}
 	p.last = i
 	p.runs = append(p.runs, run{i, len(p.values)})
@@ -121,14 +134,16 @@ func (ent *entry) holds(key []byte, now, at int64) bool {
 	return ent.at == at && ent.now == now && string(ent.key) == string(key)
 }
 
-// find returns the entry of key at clocks now and at, hashed h, or −1.
-func (p *pending) find(h uint64, key []byte, now, at int64) int {
-	for i, eh := range p.hashes[:p.used] {
-		if eh == h && p.entries[i].holds(key, now, at) {
-			return i
+// find returns the entry of key at clocks now and at, hashed h, or −1 and the slot of the
+// index to enter it in.
+func (p *pending) find(h uint64, key []byte, now, at int64) (int, int) {
+	slot := int(h % uint64(len(p.index)))
+	for ; p.index[slot] != 0; slot = (slot + 1) % len(p.index) {
+		if i := int(p.index[slot]) - 1; p.hashes[i] == h && p.entries[i].holds(key, now, at) {
+			return i, slot
 		}
 	}
-	return -1
+	return -1, slot
 }
 
 // open starts an entry for e's label set at clocks now and at, hashed h, reusing the
@@ -161,6 +176,7 @@ func (p *pending) keep(b []byte) []byte {
 // reset empties the table, keeping its buffers.
 func (p *pending) reset() {
 	p.used, p.last = 0, 0
+	p.index = [len(p.index)]uint8{}
 	p.values, p.items, p.runs = p.values[:0], p.items[:0], p.runs[:0]
 	p.arena = p.arena[:0]
 }
