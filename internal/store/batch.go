@@ -50,10 +50,11 @@ type pending struct {
 type pendingState struct {
 	// entries[:used] hold events, in the order of their first; last is the entry of the
 	// rule's previous event, which most events repeat, so that an event looks no further
-	// than its clocks and key. hashes[i] is entries[i]'s key and second hashed, which a
-	// look-up compares before the key.
-	entries    []entry
-	last, used int
+	// than its clocks and key, and prev the entry before it, to which most of the others
+	// return (as a line of the most common label set follows another). hashes[i] is
+	// entries[i]'s key and second hashed, which a look-up compares before the key.
+	entries          []entry
+	last, prev, used int
 	// values are the events' values in the order they came and items, itemsPer of them an
 	// event, their items (in the arena); runs are where the entry of the events changes.
 	// They are held per rule rather than per entry, so that what a sink keeps between
@@ -115,16 +116,19 @@ func (p *pending) add(e *event.Event, now, at int64, seed maphash.Seed) bool {
 // enter makes the entry of e at clocks now and at the last, opening it if it is new, and
 // starts a run of it; false when the table has no room for another entry.
 func (p *pending) enter(e *event.Event, now, at int64, seed maphash.Seed) bool {
-	h := maphash.Bytes(seed, e.Key) ^ uint64(at)*0x9e3779b97f4a7c15
-	i, slot := p.find(h, e.Key, now, at)
-	if i < 0 {
-		if p.used == maxEntries {
-			return false
+	i := p.prev
+	if i >= p.used || !p.entries[i].holds(e.Key, now, at) {
+		h := maphash.Bytes(seed, e.Key) ^ uint64(at)*0x9e3779b97f4a7c15
+		var slot int
+		if i, slot = p.find(h, e.Key, now, at); i < 0 {
+			if p.used == maxEntries {
+				return false
+			}
+			i = p.open(h, e, now, at)
+			p.index[slot] = uint8(i + 1)
 		}
-		i = p.open(h, e, now, at)
-		p.index[slot] = uint8(i + 1)
 	}
-	p.last = i
+	p.prev, p.last = p.last, i
 	p.runs = append(p.runs, run{i, len(p.values)})
 	return true
 }
@@ -175,7 +179,7 @@ func (p *pending) keep(b []byte) []byte {
 
 // reset empties the table, keeping its buffers.
 func (p *pending) reset() {
-	p.used, p.last = 0, 0
+	p.used, p.last, p.prev = 0, 0, 0
 	p.index = [len(p.index)]uint8{}
 	p.values, p.items, p.runs = p.values[:0], p.items[:0], p.runs[:0]
 	p.arena = p.arena[:0]
@@ -215,7 +219,9 @@ func (p *pending) layout(sc *flushScratch) (values []float64, items [][]byte) {
 		ent := &entries[r.entry]
 		end := p.runEnd(k)
 		copy(sc.values[ent.from:], p.values[r.from:end])
-		copy(sc.items[ent.from*per:], p.items[r.from*per:end*per])
+		if per > 0 {
+			copy(sc.items[ent.from*per:], p.items[r.from*per:end*per])
+		}
 		ent.from += end - r.from
 	}
 	for i := range entries {
