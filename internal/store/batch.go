@@ -38,9 +38,8 @@ const (
 )
 
 // pending is one rule's events held by a batching sink. The padding makes it a whole
-// number of cache lines, so that the first of each rule's, which an event that repeats its
-// entry reads (and, without items, only it), is one line when the table of rules starts on
-// one.
+// number of cache lines, so that its first two, which hold what an event that repeats its
+// entry reads, are two when the table of rules starts on a line.
 type pending struct {
 	pendingState
 	_ [cacheLine - unsafe.Sizeof(pendingState{})%cacheLine]byte
@@ -50,11 +49,10 @@ type pending struct {
 type pendingState struct {
 	// entries[:used] hold events, in the order of their first; last is the entry of the
 	// rule's previous event, which most events repeat, so that an event looks no further
-	// than its clocks and key, and prev the entry before it, to which most of the others
-	// return (as a line of the most common label set follows another). hashes[i] is
-	// entries[i]'s key and second hashed, which a look-up compares before the key.
-	entries          []entry
-	last, prev, used int
+	// than its clocks and key, and prev (below) the entry before it, to which most of the
+	// others return (as a line of the most common label set follows another).
+	entries    []entry
+	last, used int
 	// values are the events' values in the order they came and items, itemsPer of them an
 	// event, their items (in the arena); runs are where the entry of the events changes.
 	// They are held per rule rather than per entry, so that what a sink keeps between
@@ -66,12 +64,14 @@ type pendingState struct {
 	// arena holds the keys, label values and items of the entries' events, which the
 	// event's own are valid only during Event. A slice of it stays valid when append
 	// moves it: the bytes copied are not written again until reset.
-	arena  []byte
+	arena []byte
+	prev  int
+	runs  []run
+	// hashes[i] is entries[i]'s key and second hashed, which a look-up compares before
+	// the key; index finds an entry by its hash: slot h%len(index) and those after it hold
+	// one more than the index of each entry of such a hash, up to a slot of 0.
 	hashes []uint64
-	runs   []run
-	// index finds an entry by its hash: slot h%len(index) and those after it hold one
-	// more than the index of each entry of such a hash, up to a slot of 0.
-	index [2 * maxEntries]uint8
+	index  [2 * maxEntries]uint8
 }
 
 // entry is the events of one label set at one pair of clocks.

@@ -98,24 +98,24 @@ func (k *Sink) Received() uint64 { return k.received }
 // processing second.
 func (k *Sink) Event(e *event.Event) {
 	k.received++
+	r := &k.rules[e.Rule]
 	if k.backfill && !e.HasTime {
 		return
 	}
-	now, at := k.clocks(e)
+	w := write{budget: r.budget, shard: k.shard, backfill: k.backfill}
+	w.now, w.at = k.clocks(e)
 	if h := k.held; h != nil {
 		p := &h.rules[e.Rule]
-		if p.add(e, now, at, h.seed) {
+		if p.add(e, w.now, w.at, h.seed) {
 			return
 		}
 		// The rule's table is full, or the event is to be written at once: after the
 		// events before it, so that they keep their order.
 		k.flushRule(e.Rule)
-		if p.add(e, now, at, h.seed) {
+		if p.add(e, w.now, w.at, h.seed) {
 			return
 		}
 	}
-	r := &k.rules[e.Rule]
-	w := write{now: now, at: at, budget: r.budget, shard: k.shard, backfill: k.backfill}
 	r.store.observe(e, &w, &k.last[e.Rule])
 }
 
