@@ -85,8 +85,9 @@ type entry struct {
 }
 
 // run is events of one entry that came one after the other, from values[from] up to the
-// next run's from.
-type run struct{ entry, from int }
+// next run's from. Entries that alternate event by event make a run of each event, which
+// int32 (a table holds at most maxPendingEvents) keeps small.
+type run struct{ entry, from int32 }
 
 // add takes e, of the rule's clocks now and at, into its entry. It reports false when the
 // event must be written at once, by Event (a value past what admit passes without a
@@ -129,7 +130,7 @@ func (p *pending) enter(e *event.Event, now, at int64, seed maphash.Seed) bool {
 		}
 	}
 	p.prev, p.last = p.last, i
-	p.runs = append(p.runs, run{i, len(p.values)})
+	p.runs = append(p.runs, run{int32(i), int32(len(p.values))})
 	return true
 }
 
@@ -201,8 +202,8 @@ func (p *pending) layout(sc *flushScratch) (values []float64, items [][]byte) {
 	}
 	inOrder := len(p.runs) == len(entries)
 	for k, r := range p.runs {
-		entries[r.entry].n += p.runEnd(k) - r.from
-		inOrder = inOrder && r.entry == k
+		entries[r.entry].n += p.runEnd(k) - int(r.from)
+		inOrder = inOrder && int(r.entry) == k
 	}
 	from := 0
 	for i := range entries {
@@ -217,12 +218,12 @@ func (p *pending) layout(sc *flushScratch) (values []float64, items [][]byte) {
 	sc.items = slices.Grow(sc.items[:0], len(p.items))[:len(p.items)]
 	for k, r := range p.runs {
 		ent := &entries[r.entry]
-		end := p.runEnd(k)
-		copy(sc.values[ent.from:], p.values[r.from:end])
+		from, end := int(r.from), p.runEnd(k)
+		copy(sc.values[ent.from:], p.values[from:end])
 		if per > 0 {
-			copy(sc.items[ent.from*per:], p.items[r.from*per:end*per])
+			copy(sc.items[ent.from*per:], p.items[from*per:end*per])
 		}
-		ent.from += end - r.from
+		ent.from += end - from
 	}
 	for i := range entries {
 		entries[i].from -= entries[i].n
@@ -233,7 +234,7 @@ func (p *pending) layout(sc *flushScratch) (values []float64, items [][]byte) {
 // runEnd is where run k ends.
 func (p *pending) runEnd(k int) int {
 	if k+1 < len(p.runs) {
-		return p.runs[k+1].from
+		return int(p.runs[k+1].from)
 	}
 	return len(p.values)
 }
