@@ -51,6 +51,18 @@ rules:
     timestamp: {capture: ts, layout: '2006-01-02T15:04:05Z07:00'}
 `
 
+// twoItemsRule is a rule whose events have two items (a distinct client and a top path),
+// for the cases of TestBatchSinkMatchesDirect that add it to batchRules.
+const twoItemsRule = `
+  - name: clients_and_paths
+    match: '^(?P<status>\S+) (?P<ts>\S+) (?P<v>\S+) (?P<client>\S+) (?P<path>\S+)$'
+    labels: {status: '${status}', path: '${path}'}
+    distinct: '${client}'
+    top: {label: path, k: 3}
+    aggregations: [window]
+    timestamp: {capture: ts, layout: '2006-01-02T15:04:05Z07:00'}
+`
+
 // batchCase is a kind of event stream for TestBatchSinkMatchesDirect.
 type batchCase struct {
 	name   string
@@ -77,6 +89,8 @@ type batchCase struct {
 	// perRead bounds the events of a read (300 when 0); pad lengthens paths by as many
 	// bytes.
 	perRead, pad int
+	// twoItems adds twoItemsRule to the rules.
+	twoItems bool
 }
 
 // TestBatchSinkMatchesDirect: events through batching sinks (NewBatchSink, flushed now and
@@ -99,9 +113,22 @@ func TestBatchSinkMatchesDirect(t *testing.T) {
 		{name: "past what a sink holds", budget: 1000, ttl: "0s", sinks: 1, statuses: 4, paths: 5, perRead: 6000, flushEvery: 8},
 		{name: "long label values", budget: 1000, ttl: "0s", sinks: 1, statuses: 4, paths: 30, pad: 1000, flushEvery: 2},
 		{name: "memory bound", budget: 1000, maxBytes: 600 << 10, sinks: 1, grouped: true, statuses: 20, paths: 90, flushEvery: 1},
+		// A rule's events of one label set, at the seconds of a read in turn.
+		{name: "one label set, seconds alternating", budget: 100, sinks: 1, statuses: 1, paths: 1, late: 0.05, future: 0.05, flushEvery: 1},
+		{name: "one label set, seconds alternating, held across reads", budget: 100, sinks: 1, statuses: 1, paths: 1, flushEvery: 5},
+		// More label sets a read than a rule's table holds.
+		{name: "more label sets than a table holds", budget: 100000, ttl: "0s", sinks: 1, statuses: 10, paths: 100, perRead: 1500, flushEvery: 1},
+		{name: "more label sets than a table holds, grouped", budget: 100000, ttl: "0s", sinks: 1, grouped: true, statuses: 10, paths: 100, perRead: 1500, flushEvery: 1},
+		// Rules of no item, one and two.
+		{name: "two items an event", budget: 1000, ttl: "0s", sinks: 1, statuses: 4, paths: 20, late: 0.02, flushEvery: 2, twoItems: true},
+		{name: "two items an event, two sinks", budget: 1000, ttl: "0s", sinks: 2, statuses: 4, paths: 20, pad: 300, flushEvery: 1, twoItems: true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			cfg, _ := storetest.ParseRules(t, fmt.Sprintf(batchRules, c.budget, cmp.Or(c.ttl, "10m")))
+			rules := fmt.Sprintf(batchRules, c.budget, cmp.Or(c.ttl, "10m"))
+			if c.twoItems {
+				rules += twoItemsRule
+			}
+			cfg, _ := storetest.ParseRules(t, rules)
 			opts := store.SetOptions{Shards: c.sinks, MaxBytes: c.maxBytes}
 			batched := storetest.Must(store.NewSetWith(cfg, nil, opts))
 			direct := storetest.Must(store.NewSetWith(cfg, nil, opts))

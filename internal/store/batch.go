@@ -1,10 +1,11 @@
 package store
 
 import (
-	"bytes"
 	"hash/maphash"
 	"math"
+	"slices"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/logwindow/logwindow_exporter/parser/event"
 )
@@ -36,40 +37,57 @@ const (
 	maxArenaBytes    = 64 << 10
 )
 
-// pending is one rule's events held by a batching sink.
+// pending is one rule's events held by a batching sink. The padding makes it a whole
+// number of cache lines, so that its first two, which hold what an event that repeats its
+// entry reads, are two when the table of rules starts on a line.
 type pending struct {
-	// entries[:used] hold events, in the order of their first; hashes[i] is entries[i]'s
-	// key and second hashed, which a look-up compares before the key. last is the entry of
-	// the rule's previous event.
-	entries []entry
-	hashes  []uint64
-	used    int
-	last    int
-	// values are the events' values in the order they came, next the event after each of
-	// its entry (−1: none), and items, itemsPer of them an event, their items: held per
-	// rule rather than per entry, so that what a sink keeps between flushes is bounded by
-	// the rule's events, not by every entry's most.
+	pendingState
+	_ [cacheLine - unsafe.Sizeof(pendingState{})%cacheLine]byte
+}
+
+// pendingState is what pending holds.
+type pendingState struct {
+	// entries[:used] hold events, in the order of their first; last is the entry of the
+	// rule's previous event, which most events repeat, so that an event looks no further
+	// than its clocks and key, and prev (below) the entry before it, to which most of the
+	// others return (as a line of the most common label set follows another).
+	entries    []entry
+	last, used int
+	// values are the events' values in the order they came and items, itemsPer of them an
+	// event, their items (in the arena); runs are where the entry of the events changes.
+	// They are held per rule rather than per entry, so that what a sink keeps between
+	// flushes is bounded by the rule's events, not by every entry's most, and an event
+	// that repeats its entry only appends its value and items.
 	values   []float64
-	next     []int32
-	items    []span
+	items    [][]byte
 	itemsPer int
-	// arena holds the keys, label values and items of the entries' events (spans of it),
-	// which the event's own are valid only during Event.
+	// arena holds the keys, label values and items of the entries' events, which the
+	// event's own are valid only during Event. A slice of it stays valid when append
+	// moves it: the bytes copied are not written again until reset.
 	arena []byte
+	prev  int
+	runs  []run
+	// hashes[i] is entries[i]'s key and second hashed, which a look-up compares before
+	// the key; index finds an entry by its hash: slot h%len(index) and those after it hold
+	// one more than the index of each entry of such a hash, up to a slot of 0.
+	hashes []uint64
+	index  [2 * maxEntries]uint8
 }
 
 // entry is the events of one label set at one pair of clocks.
 type entry struct {
 	now, at int64
-	// key and labels are the label set's, as spans of the arena.
-	key    span
-	labels []span
-	// head and tail are its first and last events (indexes of pending.values).
-	head, tail int32
+	// key and labels are the label set's, in the arena.
+	key    []byte
+	labels [][]byte
+	// from and n are where its events are in a flush's layout (see layout).
+	from, n int
 }
 
-// span is arena[from:to].
-type span struct{ from, to int }
+// run is events of one entry that came one after the other, from values[from] up to the
+// next run's from. Entries that alternate event by event make a run of each event, which
+// int32 (a table holds at most maxPendingEvents) keeps small.
+type run struct{ entry, from int32 }
 
 // add takes e, of the rule's clocks now and at, into its entry. It reports false when the
 // event must be written at once, by Event (a value past what admit passes without a
@@ -83,49 +101,54 @@ func (p *pending) add(e *event.Event, now, at int64, seed maphash.Seed) bool {
 	if !(math.Abs(e.Value) <= smallValue) || n >= maxPendingEvents || len(p.arena) >= maxArenaBytes || n > 0 && len(e.Items) != p.itemsPer {
 		return false
 	}
-	i := p.last
-	if i >= p.used || !p.holds(i, e.Key, now, at) {
-		h := maphash.Bytes(seed, e.Key) ^ uint64(at)*0x9e3779b97f4a7c15
-		i = p.find(h, e.Key, now, at)
-		if i < 0 {
-			if p.used == maxEntries {
-				return false
-			}
-			i = p.open(h, e, now, at)
+	if i := p.last; i >= p.used || !p.entries[i].holds(e.Key, now, at) {
+		if !p.enter(e, now, at, seed) {
+			return false
 		}
-		p.last = i
 	}
-	j := int32(n)
 	p.values = append(p.values, e.Value)
-	p.next = append(p.next, -1)
 	p.itemsPer = len(e.Items)
 	for _, it := range e.Items {
 		p.items = append(p.items, p.keep(it))
 	}
-	ent := &p.entries[i]
-	if ent.head < 0 {
-		ent.head = j
-	} else {
-		p.next[ent.tail] = j
-	}
-	ent.tail = j
 	return true
 }
 
-// holds reports whether entry i is of key at clocks now and at.
-func (p *pending) holds(i int, key []byte, now, at int64) bool {
-	ent := &p.entries[i]
-	return ent.at == at && ent.now == now && bytes.Equal(p.bytes(ent.key), key)
-}
-
-// find returns the entry of key at clocks now and at, hashed h, or −1.
-func (p *pending) find(h uint64, key []byte, now, at int64) int {
-	for i, eh := range p.hashes[:p.used] {
-		if eh == h && p.holds(i, key, now, at) {
-			return i
+// enter makes the entry of e at clocks now and at the last, opening it if it is new, and
+// starts a run of it; false when the table has no room for another entry.
+func (p *pending) enter(e *event.Event, now, at int64, seed maphash.Seed) bool {
+	i := p.prev
+	if i >= p.used || !p.entries[i].holds(e.Key, now, at) {
+		h := maphash.Bytes(seed, e.Key) ^ uint64(at)*0x9e3779b97f4a7c15
+		var slot int
+		if i, slot = p.find(h, e.Key, now, at); i < 0 {
+			if p.used == maxEntries {
+				return false
+			}
+			i = p.open(h, e, now, at)
+			p.index[slot] = uint8(i + 1)
 		}
 	}
-	return -1
+	p.prev, p.last = p.last, i
+	p.runs = append(p.runs, run{int32(i), int32(len(p.values))})
+	return true
+}
+
+// holds reports whether the entry is of key at clocks now and at.
+func (ent *entry) holds(key []byte, now, at int64) bool {
+	return ent.at == at && ent.now == now && string(ent.key) == string(key)
+}
+
+// find returns the entry of key at clocks now and at, hashed h, or −1 and the slot of the
+// index to enter it in.
+func (p *pending) find(h uint64, key []byte, now, at int64) (int, int) {
+	slot := int(h % uint64(len(p.index)))
+	for ; p.index[slot] != 0; slot = (slot + 1) % len(p.index) {
+		if i := int(p.index[slot]) - 1; p.hashes[i] == h && p.entries[i].holds(key, now, at) {
+			return i, slot
+		}
+	}
+	return -1, slot
 }
 
 // open starts an entry for e's label set at clocks now and at, hashed h, reusing the
@@ -137,49 +160,83 @@ func (p *pending) open(h uint64, e *event.Event, now, at int64) int {
 		p.hashes = append(p.hashes, 0)
 	}
 	p.used++
-	ent := &p.entries[i]
 	p.hashes[i] = h
+	ent := &p.entries[i]
 	ent.now, ent.at = now, at
 	ent.key = p.keep(e.Key)
 	ent.labels = ent.labels[:0]
 	for _, l := range e.Labels {
 		ent.labels = append(ent.labels, p.keep(l))
 	}
-	ent.head = -1
 	return i
 }
 
 // keep copies b into the arena.
-func (p *pending) keep(b []byte) span {
+func (p *pending) keep(b []byte) []byte {
 	from := len(p.arena)
 	p.arena = append(p.arena, b...)
-	return span{from, len(p.arena)}
+	return p.arena[from:len(p.arena):len(p.arena)]
 }
-
-func (p *pending) bytes(s span) []byte { return p.arena[s.from:s.to:s.to] }
 
 // reset empties the table, keeping its buffers.
 func (p *pending) reset() {
-	p.used, p.last = 0, 0
-	p.values, p.next, p.items = p.values[:0], p.next[:0], p.items[:0]
+	p.used, p.last, p.prev = 0, 0, 0
+	p.index = [len(p.index)]uint8{}
+	p.values, p.items, p.runs = p.values[:0], p.items[:0], p.runs[:0]
 	p.arena = p.arena[:0]
 }
 
-// flushScratch is what a flush gathers an entry's events in.
+// flushScratch is what a flush lays an entry's events out in.
 type flushScratch struct {
-	values        []float64
-	labels, items [][]byte
+	values []float64
+	items  [][]byte
 }
 
-// gather sets sc's values and items to those of ent's events.
-func (sc *flushScratch) gather(p *pending, ent *entry) {
-	sc.values, sc.items = sc.values[:0], sc.items[:0]
-	for j := ent.head; j >= 0; j = p.next[j] {
-		sc.values = append(sc.values, p.values[j])
-		for _, it := range p.items[int(j)*p.itemsPer:][:p.itemsPer] {
-			sc.items = append(sc.items, p.bytes(it))
-		}
+// layout sets each entry's from and n, and returns the values and items laid out by entry
+// (entry i's values are values[from:from+n]): p's own when its runs are its entries in
+// order, one each (all the more when it has a single entry), else sc's, copied run by run.
+func (p *pending) layout(sc *flushScratch) (values []float64, items [][]byte) {
+	entries := p.entries[:p.used]
+	for i := range entries {
+		entries[i].n = 0
 	}
+	inOrder := len(p.runs) == len(entries)
+	for k, r := range p.runs {
+		entries[r.entry].n += p.runEnd(k) - int(r.from)
+		inOrder = inOrder && int(r.entry) == k
+	}
+	from := 0
+	for i := range entries {
+		entries[i].from = from
+		from += entries[i].n
+	}
+	if inOrder {
+		return p.values, p.items
+	}
+	per := p.itemsPer
+	sc.values = slices.Grow(sc.values[:0], len(p.values))[:len(p.values)]
+	sc.items = slices.Grow(sc.items[:0], len(p.items))[:len(p.items)]
+	for k, r := range p.runs {
+		ent := &entries[r.entry]
+		from, end := int(r.from), p.runEnd(k)
+		copy(sc.values[ent.from:], p.values[from:end])
+		if per > 0 {
+			copy(sc.items[ent.from*per:], p.items[from*per:end*per])
+		}
+		ent.from += end - from
+	}
+	for i := range entries {
+		entries[i].from -= entries[i].n
+	}
+	return sc.values, sc.items
+}
+
+// runEnd is where run k ends.
+func (p *pending) runEnd(k int) int {
+	if k+1 < len(p.runs) {
+		return int(p.runs[k+1].from)
+	}
+	return len(p.values)
 }
 
 // flush writes the rule's pending events (see the comment at the top of the file) and
@@ -189,42 +246,39 @@ func (st *store) flush(p *pending, w write, last **Series, sc *flushScratch) {
 	if p.used == 0 {
 		return
 	}
+	values, items := p.layout(sc)
+	per := p.itemsPer
 	lock := &st.locks[w.shard]
 	lock.RLock()
 	for i := range p.entries[:p.used] {
 		ent := &p.entries[i]
-		key := p.bytes(ent.key)
 		s := *last
-		if s == nil || s.removed || s.key != string(key) {
-			s = st.series[string(key)]
+		if s == nil || s.removed || s.key != string(ent.key) {
+			s = st.series[string(ent.key)]
 			*last = s
 		}
 		w.now, w.at = ent.now, ent.at
-		sc.gather(p, ent)
+		vs, its := values[ent.from:ent.from+ent.n], items[ent.from*per:(ent.from+ent.n)*per]
 		if s != nil && !st.idlePastTTL(s, w.shard, w.now, w.budget.ttl) {
-			st.addMany(s, &w, sc.values, sc.items)
+			st.addMany(s, &w, vs, its)
 			continue
 		}
 		lock.RUnlock()
-		st.observeEach(p, ent, &w, last, sc)
+		st.observeEach(ent, per, vs, its, &w, last)
 		lock.RLock()
 	}
 	lock.RUnlock()
 	p.reset()
 }
 
-// observeEach writes the events of ent, gathered in sc, one at a time, as Event does.
-func (st *store) observeEach(p *pending, ent *entry, w *write, last **Series, sc *flushScratch) {
-	sc.labels = sc.labels[:0]
-	for _, l := range ent.labels {
-		sc.labels = append(sc.labels, p.bytes(l))
-	}
-	per := p.itemsPer
-	e := event.Event{Key: p.bytes(ent.key), Labels: sc.labels}
-	for i, v := range sc.values {
+// observeEach writes the events of ent, values vs and items its (per an event), one at a
+// time, as Event does.
+func (st *store) observeEach(ent *entry, per int, vs []float64, its [][]byte, w *write, last **Series) {
+	e := event.Event{Key: ent.key, Labels: ent.labels}
+	for i, v := range vs {
 		e.Value, e.Items = v, nil
 		if per > 0 {
-			e.Items = sc.items[i*per : (i+1)*per]
+			e.Items = its[i*per : (i+1)*per]
 		}
 		st.observe(&e, w, last)
 	}

@@ -1,10 +1,13 @@
 package store
 
 import (
+	"fmt"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/logwindow/logwindow_exporter/config"
 	"github.com/logwindow/logwindow_exporter/internal/testutil/storetest"
+	"github.com/logwindow/logwindow_exporter/parser/event"
 )
 
 // BenchmarkSinkEvent is the per-line cost of the store on an existing series: the target
@@ -73,4 +76,77 @@ func BenchmarkSinkEventParallel(b *testing.B) {
 			k.Event(e)
 		}
 	})
+}
+
+// mixedRules are the rules of BenchmarkSinkEventMixed: with %s a rule of distinct clients
+// and one of top paths, or of counts by the same label sets.
+const mixedRules = `
+global: {windows: [1m, 5m, 1h], max_series_per_rule: 1000}
+rules:
+  - {name: requests, match: '^(?P<m>\S+) (?P<s>\S+) (?P<c>\S+) (?P<p>\S+)$', labels: {method: '${m}', status: '${s}'}}
+  - {name: clients, match: '^(?P<m>\S+) (?P<s>\S+) (?P<c>\S+) (?P<p>\S+)$', labels: {status: '${s}'}%s}
+  - {name: paths, match: '^(?P<m>\S+) (?P<s>\S+) (?P<c>\S+) (?P<p>\S+)$', labels: {path: '${p}'}%s}
+`
+
+// BenchmarkSinkEventMixed is a batching sink's cost per event on events as an access log
+// gives them: a rule counting by method and status, one by status and one by path, whose
+// label values repeat the previous line's four times in five (and are the most common one
+// half the time they change), flushed every 300 lines (900 events), each 300 of a second
+// of their own. With items, the second counts distinct
+// clients (one of each line's own) and the third the top paths; without, the store's
+// share of the cost is the larger, as the windows add counts only.
+func BenchmarkSinkEventMixed(b *testing.B) {
+	for _, items := range []bool{false, true} {
+		b.Run(fmt.Sprintf("items=%v", items), func(b *testing.B) {
+			distinct, top := "", ""
+			if items {
+				distinct, top = ", distinct: '${c}', aggregations: [window]", ", top: {label: path, k: 10}"
+			}
+			cfg, _ := storetest.ParseRules(b, fmt.Sprintf(mixedRules, distinct, top))
+			events := mixedEvents(items)
+			set := storetest.Must(NewSetWith(cfg, nil, SetOptions{}))
+			k := set.NewBatchSink()
+			b.ReportAllocs()
+			for i := 0; b.Loop(); i++ {
+				j := i % len(events)
+				if j%900 == 0 {
+					now := start + int64(i/900)
+					k.SetNow(now, now)
+				}
+				k.Event(events[j])
+				if j%900 == 899 {
+					k.Flush()
+				}
+			}
+			k.Flush()
+		})
+	}
+}
+
+// mixedEvents are 3,000 lines' events of BenchmarkSinkEventMixed's rules.
+func mixedEvents(items bool) []*event.Event {
+	rng := rand.New(rand.NewPCG(1, 2))
+	methods, statuses := []string{"GET", "POST", "HEAD"}, []string{"200", "304", "404", "500", "502", "201"}
+	var m, s, p string
+	var events []*event.Event
+	// A value that changes is the first, most common one half the time.
+	pick := func(n int) int { return rng.IntN(n) * rng.IntN(2) }
+	for range 3000 {
+		if m == "" || rng.IntN(5) == 0 {
+			m = methods[pick(len(methods))]
+		}
+		if s == "" || rng.IntN(5) == 0 {
+			s = statuses[pick(len(statuses))]
+		}
+		if p == "" || rng.IntN(5) == 0 {
+			p = fmt.Sprintf("/api/v1/things/%d", pick(40))
+		}
+		client := fmt.Appendf(nil, "203.0.113.%d", rng.IntN(250))
+		clients, paths := storetest.Event(1, 0, 0, s), storetest.Event(2, 0, 0, p)
+		if items {
+			clients.Items, paths.Items = [][]byte{client}, [][]byte{[]byte(p)}
+		}
+		events = append(events, storetest.Event(0, 0, 0, m, s), clients, paths)
+	}
+	return events
 }

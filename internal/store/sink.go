@@ -26,18 +26,20 @@ type Sink struct {
 
 // sinkState is what a Sink holds.
 type sinkState struct {
-	rules []Rule
-	// last holds, per rule, the series of the rule's last event (see store.observe).
-	last             []*Series
+	// What a batching sink's event reads comes first, in the Sink's first cache line.
+	//
+	// held is what a batching sink (NewBatchSink) holds; nil for a sink that writes each
+	// event at once.
+	held             *held
 	processing, wall int64
 	// received counts the events and drops passed in (Received).
 	received uint64
 	shard    uint8
 	// backfill: a warm start's sink (NewBackfillSink).
 	backfill bool
-	// held is what a batching sink (NewBatchSink) holds; nil for a sink that writes each
-	// event at once.
-	held *held
+	rules    []Rule
+	// last holds, per rule, the series of the rule's last event (see store.observe).
+	last []*Series
 }
 
 // held is the events a batching sink holds, per rule, and what its flushes build in.
