@@ -250,3 +250,36 @@ func TestAddManyFixedRuns(t *testing.T) {
 		}
 	}
 }
+
+// idle is kind with an AddRun that adds none of a run, against SummaryKind.AddRun's word.
+func idle(kind SummaryKind) SummaryKind {
+	kind.AddRun = func(Summary, []float64, [][]byte) (int, int, int) { return 0, 0, 0 }
+	return kind
+}
+
+// TestAddManyIdleRuns: a kind whose AddRun adds none of a run neither stalls AddMany nor
+// loses events: the kind that grows gets the run event by event, a Fixed kind gets by Add
+// the events the kind that grows took.
+func TestAddManyIdleRuns(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		kinds func(runs *int) []SummaryKind
+	}{
+		{"an idle fixed kind", func(runs *int) []SummaryKind { return []SummaryKind{idle(bagFixed), newRunBag(runs)} }},
+		{"an idle kind that grows", func(runs *int) []SummaryKind { return []SummaryKind{bagFixed, idle(newRunBag(runs))} }},
+	} {
+		for _, g := range generators {
+			t.Run(fmt.Sprintf("%s/%s", c.name, g.name), func(t *testing.T) {
+				r := rand.New(rand.NewPCG(uint64(len(g.name)), 3))
+				one, many := &account{}, &account{}
+				lay := referenceLayouts[0]
+				kinds := c.kinds(new(int))
+				l1 := mustLayout(t, lay.windows, Options{Summaries: kinds, Account: one})
+				lm := mustLayout(t, lay.windows, Options{Summaries: kinds, Account: many})
+				if err := addManyMatches(l1.NewSeries(), lm.NewSeries(), one, many, runs(r, g.gen(r, l1.Longest()))); err != nil {
+					t.Fatal(err)
+				}
+			})
+		}
+	}
+}

@@ -413,12 +413,25 @@ func (r *summaryRings) summarizeRun(l *Layout, i int, values []float64, items []
 				if after != before {
 					r.grew(before, after, l.floors[grows])
 				}
+				if n == 0 {
+					break // a kind that adds none of a run gets the rest event by event
+				}
 				done += n
 			}
 		}
 		for k, kind := range l.kinds {
 			for from := 0; k != grows && from < done; {
 				n, _, _ := kind.AddRun(r.sums[i+k], values[from:done], items[from*per:done*per])
+				if n == 0 {
+					// A Fixed kind that adds none of a run must still take the events the
+					// kind that grows took: one by Add.
+					var item []byte
+					if kind.Item > 0 {
+						item = items[from*per+kind.Item-1]
+					}
+					r.sums[i+k].Add(values[from], item)
+					n = 1
+				}
 				from += n
 			}
 		}
