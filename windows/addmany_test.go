@@ -244,7 +244,7 @@ func TestAddManyFixedRuns(t *testing.T) {
 				})
 			}
 		}
-		grows, byRun := mustLayout(t, defaultWindows, Options{Summaries: c.kinds(new(int))}).runKinds()
+		grows, byRun := runKinds(c.kinds(new(int)))
 		if want := byRun && grows >= 0 && c.bound != 4<<10; want != (atOnce > 0) {
 			t.Errorf("%s: %d runs added at once by a kind that grows", c.name, atOnce)
 		}

@@ -286,6 +286,10 @@ type Layout struct {
 	floors  []int
 	account Account
 	bytes   int
+	// byRun says that a run of events goes to each kind at once, and grows is the kind
+	// that may grow, −1 if none (see runKinds).
+	byRun bool
+	grows int
 	// fp is the Fingerprint of what a series' encoding depends on.
 	fp uint64
 }
@@ -366,6 +370,7 @@ func NewLayout(windows []time.Duration, opts Options) (*Layout, error) {
 			l.floors = append(l.floors, floor)
 			l.bytes += slots * floor
 		}
+		l.grows, l.byRun = runKinds(l.kinds)
 	}
 	l.fp = l.fingerprint()
 	return l, nil

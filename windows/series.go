@@ -400,7 +400,7 @@ func (r *summaryRings) summarizeRun(l *Layout, i int, values []float64, items []
 	if len(values) > 0 {
 		per = len(items) / len(values)
 	}
-	if grows, ok := l.runKinds(); ok {
+	if grows := l.grows; l.byRun {
 		// The slot's summaries are there: the run's first event made them. The kind that
 		// may grow stops after each add that changed its Bytes, so that the room is
 		// checked where summarize would check it; the fixed kinds, which the room does
@@ -450,13 +450,13 @@ func (r *summaryRings) summarizeRun(l *Layout, i int, values []float64, items []
 	return len(values)
 }
 
-// runKinds reports whether every kind adds runs (SummaryKind.AddRun) and all but one at
-// most are Fixed, and returns the index of the one that is not, −1 if none: then a run
+// runKinds reports whether every kind of l adds runs (SummaryKind.AddRun) and all but one
+// at most are Fixed, and returns the index of the one that is not, −1 if none: then a run
 // goes to each kind at once and gives what its events added one by one give (see
-// summarizeRun).
-func (l *Layout) runKinds() (grows int, ok bool) {
+// summarizeRun). NewLayout keeps what it reports (Layout.grows, Layout.byRun).
+func runKinds(kinds []SummaryKind) (grows int, ok bool) {
 	grows = -1
-	for k, kind := range l.kinds {
+	for k, kind := range kinds {
 		switch {
 		case kind.AddRun == nil:
 			return -1, false
