@@ -704,15 +704,11 @@ func (s *scratch) apply(r *rule, input string, m *match, sink Sink) (Outcome, in
 			s.itemsMatch, s.itemsSet = s.match, r.itemSet
 			// A rule's one item given as its capture's bytes (a distinct count's text, a
 			// top label's value) costs no call.
-			var v []byte
-			direct := r.oneItem >= 0
-			if direct {
-				v = m.capture(r.oneItem)
-				direct = !r.items[0].Label || asIs(v, valid)
+			direct := false
+			if r.oneItem >= 0 {
+				s.items[0], direct = asItem(m.capture(r.oneItem), r.items[0].Label, valid)
 			}
-			if direct {
-				s.items[0] = v[:len(v):len(v)]
-			} else {
+			if !direct {
 				s.renderItems(r.items, r.itemCaptures, r.itemRewriters, m, valid)
 			}
 		}
@@ -730,6 +726,13 @@ func (s *scratch) apply(r *rule, input string, m *match, sink Sink) (Outcome, in
 // length so that a sink appending to it cannot write over what follows it.
 func asIs(v []byte, valid bool) bool {
 	return len(v) <= MaxLabelValueLen && (valid || utf8.Valid(v))
+}
+
+// asItem returns a capture's bytes v as an item given where it is, its capacity cut as
+// asIs says, and whether the item may be: it is not shown as a label, or v is a label
+// value as it is.
+func asItem(v []byte, label, valid bool) ([]byte, bool) {
+	return v[:len(v):len(v)], !label || asIs(v, valid)
 }
 
 // text is what a match's captures index: the line, and after it (from offset len(line) on)

@@ -253,8 +253,8 @@ func (s *scratch) renderItems(items []config.Item, direct, rewriters []int, m *m
 	s.itemEnds = s.itemEnds[:0]
 	for i, it := range items {
 		if direct != nil && direct[i] >= 0 {
-			if v := m.capture(direct[i]); !it.Label || asIs(v, valid) {
-				s.items[i] = v[:len(v):len(v)]
+			if v, ok := asItem(m.capture(direct[i]), it.Label, valid); ok {
+				s.items[i] = v
 				s.itemEnds = append(s.itemEnds, -1, -1)
 				continue
 			}

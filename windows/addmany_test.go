@@ -94,7 +94,9 @@ func addManyMatches(one, many *Series, a1, am *account, runs [][]op) error {
 		var items [][]byte
 		var want Placement
 		for _, e := range run {
-			item := [][]byte{strconv.AppendFloat(nil, e.v, 'g', -1, 64)}
+			// Two items an event, so that a run handed on with its items misaligned reads
+			// another event's.
+			item := [][]byte{strconv.AppendFloat(nil, e.v, 'g', -1, 64), strconv.AppendFloat(nil, 2*e.v, 'g', -1, 64)}
 			want = one.AddItems(e.now, e.at, e.v, item)
 			values, items = append(values, e.v), append(items, item...)
 		}
@@ -109,18 +111,21 @@ func addManyMatches(one, many *Series, a1, am *account, runs [][]op) error {
 	return nil
 }
 
-// runBag is a growBag that reads its item (the text of the value, as bagOfItems) and adds
-// a run at once (SummaryKind.AddRun), counting in *runs the calls that added more than one
-// event.
+// runBag is a growBag that reads its item (the text of the value or of its double, as
+// addManyMatches gives them) and adds a run at once (SummaryKind.AddRun), counting in *runs
+// the calls that added more than one event.
 type runBag struct {
 	growBag
 	runs *int
+	item int // SummaryKind.Item
 }
 
-func newRunBag(runs *int) SummaryKind {
+func newRunBag(runs *int, item int) SummaryKind {
 	return SummaryKind{
-		New:      func() Summary { return &runBag{growBag: growBag{capBag{bag: bag{items: true}}}, runs: runs} },
-		Item:     1,
+		New: func() Summary {
+			return &runBag{growBag: growBag{capBag{bag: bag{items: true}}}, runs: runs, item: item}
+		},
+		Item:     item,
 		Floor:    100,
 		AddGrown: func(s Summary, v float64, item []byte) (int, int) { return s.(*runBag).AddGrown(v, item) },
 		AddRun: func(s Summary, values []float64, items [][]byte) (int, int, int) {
@@ -132,7 +137,7 @@ func newRunBag(runs *int) SummaryKind {
 func (b *runBag) AddRun(values []float64, items [][]byte) (n, before, after int) {
 	per := len(items) / len(values)
 	for i, v := range values {
-		if before, after := b.AddGrown(v, items[i*per]); before != after {
+		if before, after := b.AddGrown(v, items[i*per+b.item-1]); before != after {
 			b.count(i + 1)
 			return i + 1, before, after
 		}
@@ -154,7 +159,9 @@ func (b *runBag) Merge(from Summary) {
 	b.items = true
 }
 
-func (b *runBag) Reset() { *b = runBag{growBag: growBag{capBag{bag: bag{items: true}}}, runs: b.runs} }
+func (b *runBag) Reset() {
+	*b = runBag{growBag: growBag{capBag{bag: bag{items: true}}}, runs: b.runs, item: b.item}
+}
 
 // TestAddManyRuns is TestAddManyIsAddItems for a kind that adds a run at once
 // (SummaryKind.AddRun), alone, where AddMany hands it a second's run, and beside other
@@ -167,11 +174,11 @@ func TestAddManyRuns(t *testing.T) {
 		kinds func(runs *int) []SummaryKind
 		bound int64
 	}{
-		{"alone", func(runs *int) []SummaryKind { return []SummaryKind{newRunBag(runs)} }, 0},
-		{"alone, crossing capBelow", func(runs *int) []SummaryKind { return []SummaryKind{newRunBag(runs)} }, capBelow + 4<<10},
-		{"alone, capped", func(runs *int) []SummaryKind { return []SummaryKind{newRunBag(runs)} }, 4 << 10},
-		{"beside others", func(runs *int) []SummaryKind { return []SummaryKind{newRunBag(runs), bagOfValues, bagGrowing} }, 0},
-		{"beside others, crossing capBelow", func(runs *int) []SummaryKind { return []SummaryKind{bagGrowing, newRunBag(runs)} }, capBelow + 4<<10},
+		{"alone", func(runs *int) []SummaryKind { return []SummaryKind{newRunBag(runs, 2)} }, 0},
+		{"alone, crossing capBelow", func(runs *int) []SummaryKind { return []SummaryKind{newRunBag(runs, 2)} }, capBelow + 4<<10},
+		{"alone, capped", func(runs *int) []SummaryKind { return []SummaryKind{newRunBag(runs, 1)} }, 4 << 10},
+		{"beside others", func(runs *int) []SummaryKind { return []SummaryKind{newRunBag(runs, 1), bagOfValues, bagGrowing} }, 0},
+		{"beside others, crossing capBelow", func(runs *int) []SummaryKind { return []SummaryKind{bagGrowing, newRunBag(runs, 2)} }, capBelow + 4<<10},
 	} {
 		atOnce := 0
 		for _, g := range generators {
@@ -223,11 +230,11 @@ func TestAddManyFixedRuns(t *testing.T) {
 		kinds func(runs *int) []SummaryKind
 		bound int64
 	}{
-		{"beside a fixed kind", func(runs *int) []SummaryKind { return []SummaryKind{bagFixed, newRunBag(runs)} }, 0},
-		{"beside fixed kinds, crossing capBelow", func(runs *int) []SummaryKind { return []SummaryKind{bagFixed, newRunBag(runs), bagFixed} }, capBelow + 4<<10},
-		{"beside a fixed kind, capped", func(runs *int) []SummaryKind { return []SummaryKind{newRunBag(runs), bagFixed} }, 4 << 10},
+		{"beside a fixed kind", func(runs *int) []SummaryKind { return []SummaryKind{bagFixed, newRunBag(runs, 2)} }, 0},
+		{"beside fixed kinds, crossing capBelow", func(runs *int) []SummaryKind { return []SummaryKind{bagFixed, newRunBag(runs, 2), bagFixed} }, capBelow + 4<<10},
+		{"beside a fixed kind, capped", func(runs *int) []SummaryKind { return []SummaryKind{newRunBag(runs, 1), bagFixed} }, 4 << 10},
 		{"fixed alone", func(*int) []SummaryKind { return []SummaryKind{bagFixed, bagFixed} }, capBelow + 4<<10},
-		{"two that grow, crossing capBelow", func(runs *int) []SummaryKind { return []SummaryKind{newRunBag(runs), bagFixed, newRunBag(runs)} }, capBelow + 4<<10},
+		{"two that grow, crossing capBelow", func(runs *int) []SummaryKind { return []SummaryKind{newRunBag(runs, 1), bagFixed, newRunBag(runs, 2)} }, capBelow + 4<<10},
 	} {
 		atOnce := 0
 		for _, g := range generators {
@@ -244,9 +251,42 @@ func TestAddManyFixedRuns(t *testing.T) {
 				})
 			}
 		}
-		grows, byRun := mustLayout(t, defaultWindows, Options{Summaries: c.kinds(new(int))}).runKinds()
+		grows, byRun := runKinds(c.kinds(new(int)))
 		if want := byRun && grows >= 0 && c.bound != 4<<10; want != (atOnce > 0) {
 			t.Errorf("%s: %d runs added at once by a kind that grows", c.name, atOnce)
+		}
+	}
+}
+
+// idle is kind with an AddRun that adds none of a run, against SummaryKind.AddRun's word.
+func idle(kind SummaryKind) SummaryKind {
+	kind.AddRun = func(Summary, []float64, [][]byte) (int, int, int) { return 0, 0, 0 }
+	return kind
+}
+
+// TestAddManyIdleRuns: a kind whose AddRun adds none of a run neither stalls AddMany nor
+// loses events: the kind that grows gets the run event by event, a Fixed kind gets by Add
+// the events the kind that grows took.
+func TestAddManyIdleRuns(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		kinds func(runs *int) []SummaryKind
+	}{
+		{"an idle fixed kind", func(runs *int) []SummaryKind { return []SummaryKind{idle(bagFixed), newRunBag(runs, 2)} }},
+		{"an idle kind that grows", func(runs *int) []SummaryKind { return []SummaryKind{bagFixed, idle(newRunBag(runs, 2))} }},
+	} {
+		for _, g := range generators {
+			t.Run(fmt.Sprintf("%s/%s", c.name, g.name), func(t *testing.T) {
+				r := rand.New(rand.NewPCG(uint64(len(g.name)), 3))
+				one, many := &account{}, &account{}
+				lay := referenceLayouts[0]
+				kinds := c.kinds(new(int))
+				l1 := mustLayout(t, lay.windows, Options{Summaries: kinds, Account: one})
+				lm := mustLayout(t, lay.windows, Options{Summaries: kinds, Account: many})
+				if err := addManyMatches(l1.NewSeries(), lm.NewSeries(), one, many, runs(r, g.gen(r, l1.Longest()))); err != nil {
+					t.Fatal(err)
+				}
+			})
 		}
 	}
 }

@@ -229,7 +229,7 @@ type SummaryKind struct {
 	AddGrown func(s Summary, v float64, item []byte) (before, after int)
 	// AddRun, when not nil, adds events to a summary of the kind in their order, as
 	// AddGrown would one at a time, and stops after the first add that changed its Bytes:
-	// it returns how many events it added, and Bytes before and after the last of them, or
+	// it returns how many events it added (at least one when given some), and Bytes before and after the last of them, or
 	// two equal numbers when none changed them. values are the events', items theirs in
 	// turn as Series.AddMany takes them (len(items)/len(values) each), valid only during
 	// the call. Series.AddMany hands a run of one second to it at once when its layout has
@@ -238,7 +238,8 @@ type SummaryKind struct {
 	// its room, where it would after AddGrown.
 	AddRun func(s Summary, values []float64, items [][]byte) (n, before, after int)
 	// Fixed says that a summary of the kind takes the same Bytes whatever it is given and
-	// is no Capper: nothing the room does changes what it keeps. With AddRun, a run is
+	// is no Capper (NewLayout refuses one that is): nothing the room does changes what it
+	// keeps. With AddRun, a run is
 	// handed to it at once beside one kind that is not fixed, as to that kind alone.
 	Fixed bool
 }
@@ -285,6 +286,10 @@ type Layout struct {
 	floors  []int
 	account Account
 	bytes   int
+	// byRun says that a run of events goes to each kind at once, and grows is the kind
+	// that may grow, −1 if none (see runKinds).
+	byRun bool
+	grows int
 	// fp is the Fingerprint of what a series' encoding depends on.
 	fp uint64
 }
@@ -313,7 +318,8 @@ func CheckWindow(w time.Duration) error {
 
 // NewLayout checks the windows and sizes the wheels for them. Windows must be whole
 // seconds, at least 1s and at most MaxWindow; the error for any other names the window
-// and why. Stats come back in the order windows are given.
+// and why. A Fixed summary kind must not be a Capper. Stats come back in the order
+// windows are given.
 func NewLayout(windows []time.Duration, opts Options) (*Layout, error) {
 	if len(windows) == 0 {
 		return nil, errors.New("no windows")
@@ -350,14 +356,21 @@ func NewLayout(windows []time.Duration, opts Options) (*Layout, error) {
 		l.account = opts.Account
 		l.bytes += HeapBytes(int(unsafe.Sizeof(summaryRings{}))) + HeapBytes(int(unsafe.Sizeof(Summary(nil)))*l.sumSize)
 		slots := l.sumSize / len(l.kinds)
-		for _, kind := range l.kinds {
+		for k, kind := range l.kinds {
 			floor := kind.Floor
 			if kind.New != nil {
-				floor = max(floor, kind.New().Bytes())
+				sum := kind.New()
+				if _, ok := sum.(Capper); ok && kind.Fixed {
+					// The series would cap it near the bound, and hand it runs beside a
+					// kind the room concerns as if the room did not concern it.
+					return nil, fmt.Errorf("summary %d: a Fixed kind is a Capper", k+1)
+				}
+				floor = max(floor, sum.Bytes())
 			}
 			l.floors = append(l.floors, floor)
 			l.bytes += slots * floor
 		}
+		l.grows, l.byRun = runKinds(l.kinds)
 	}
 	l.fp = l.fingerprint()
 	return l, nil

@@ -400,7 +400,7 @@ func (r *summaryRings) summarizeRun(l *Layout, i int, values []float64, items []
 	if len(values) > 0 {
 		per = len(items) / len(values)
 	}
-	if grows, ok := l.runKinds(); ok {
+	if grows := l.grows; l.byRun {
 		// The slot's summaries are there: the run's first event made them. The kind that
 		// may grow stops after each add that changed its Bytes, so that the room is
 		// checked where summarize would check it; the fixed kinds, which the room does
@@ -413,12 +413,25 @@ func (r *summaryRings) summarizeRun(l *Layout, i int, values []float64, items []
 				if after != before {
 					r.grew(before, after, l.floors[grows])
 				}
+				if n == 0 {
+					break // a kind that adds none of a run gets the rest event by event
+				}
 				done += n
 			}
 		}
 		for k, kind := range l.kinds {
 			for from := 0; k != grows && from < done; {
 				n, _, _ := kind.AddRun(r.sums[i+k], values[from:done], items[from*per:done*per])
+				if n == 0 {
+					// A Fixed kind that adds none of a run must still take the events the
+					// kind that grows took: one by Add.
+					var item []byte
+					if kind.Item > 0 {
+						item = items[from*per+kind.Item-1]
+					}
+					r.sums[i+k].Add(values[from], item)
+					n = 1
+				}
 				from += n
 			}
 		}
@@ -437,13 +450,13 @@ func (r *summaryRings) summarizeRun(l *Layout, i int, values []float64, items []
 	return len(values)
 }
 
-// runKinds reports whether every kind adds runs (SummaryKind.AddRun) and all but one at
-// most are Fixed, and returns the index of the one that is not, −1 if none: then a run
+// runKinds reports whether every kind of l adds runs (SummaryKind.AddRun) and all but one
+// at most are Fixed, and returns the index of the one that is not, −1 if none: then a run
 // goes to each kind at once and gives what its events added one by one give (see
-// summarizeRun).
-func (l *Layout) runKinds() (grows int, ok bool) {
+// summarizeRun). NewLayout keeps what it reports (Layout.grows, Layout.byRun).
+func runKinds(kinds []SummaryKind) (grows int, ok bool) {
 	grows = -1
-	for k, kind := range l.kinds {
+	for k, kind := range kinds {
 		switch {
 		case kind.AddRun == nil:
 			return -1, false

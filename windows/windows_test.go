@@ -14,16 +14,18 @@ func TestNewLayoutRejects(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		window time.Duration
+		kinds  []SummaryKind
 		want   string
 	}{
-		{"zero", 0, "window 0s: shorter than 1s"},
-		{"negative", -time.Minute, "window -1m0s: shorter than 1s"},
-		{"sub-second", 500 * time.Millisecond, "window 500ms: shorter than 1s"},
-		{"fraction of a second", 90*time.Second + time.Millisecond, "window 1m30.001s: not a whole number of seconds"},
-		{"beyond the longest", MaxWindow + time.Second, "window 8784h0m1s: longer than the longest supported window (366 days)"},
+		{"zero", 0, nil, "window 0s: shorter than 1s"},
+		{"negative", -time.Minute, nil, "window -1m0s: shorter than 1s"},
+		{"sub-second", 500 * time.Millisecond, nil, "window 500ms: shorter than 1s"},
+		{"fraction of a second", 90*time.Second + time.Millisecond, nil, "window 1m30.001s: not a whole number of seconds"},
+		{"beyond the longest", MaxWindow + time.Second, nil, "window 8784h0m1s: longer than the longest supported window (366 days)"},
+		{"a Fixed kind that is a Capper", time.Hour, []SummaryKind{bagFixed, {New: bagCapped.New, Fixed: true}}, "summary 2: a Fixed kind is a Capper"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := NewLayout([]time.Duration{time.Minute, tc.window}, Options{})
+			_, err := NewLayout([]time.Duration{time.Minute, tc.window}, Options{Summaries: tc.kinds})
 			if err == nil || err.Error() != tc.want {
 				t.Fatalf("NewLayout(%v) = %v, want %q", tc.window, err, tc.want)
 			}

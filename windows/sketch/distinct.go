@@ -118,8 +118,12 @@ func (d *Distinct) AddGrown(_ float64, item []byte) (before, after int) {
 // the last of them, 0 and 0 when none did (windows.SummaryKind.AddRun). values are not
 // read.
 func (d *Distinct) AddRun(values []float64, items [][]byte, item int) (n, before, after int) {
+	if len(values) == 0 {
+		return 0, 0, 0
+	}
+	per := len(items) / len(values)
 	for i := range values {
-		if before, after := d.AddGrown(0, items[i*(len(items)/len(values))+item]); before != after {
+		if before, after := d.AddGrown(0, items[i*per+item]); before != after {
 			return i + 1, before, after
 		}
 	}

@@ -112,17 +112,23 @@ func (t *Top) Add(v float64, item []byte) { t.AddGrown(v, item) }
 // AddGrown is Add, and returns Bytes before and after it, 0 and 0 when no buffer grew:
 // item had a counter already, or its new one fit (windows.SummaryKind.AddGrown).
 func (t *Top) AddGrown(v float64, item []byte) (before, after int) {
-	if !(v > 0 && v <= math.MaxFloat64) {
-		return 0, 0
-	}
 	// What it holds is in its three buffers: most adds leave them as they are.
 	was := t.buffers()
-	t.total += v
-	t.count(item, v)
-	if t.buffers() == was {
+	if !t.add(v, item) || t.buffers() == was {
 		return 0, 0
 	}
 	return was.heap(), t.Bytes()
+}
+
+// add adds v to the sum of item, and reports whether it did: only a positive finite v
+// counts (see Top).
+func (t *Top) add(v float64, item []byte) bool {
+	if !(v > 0 && v <= math.MaxFloat64) {
+		return false
+	}
+	t.total += v
+	t.count(item, v)
+	return true
 }
 
 // AddRun adds values[i] to the sum of items[i·per+item] for each event i in turn, per
@@ -136,12 +142,7 @@ func (t *Top) AddRun(values []float64, items [][]byte, item int) (n, before, aft
 	per := len(items) / len(values)
 	was := t.buffers()
 	for i, v := range values {
-		if !(v > 0 && v <= math.MaxFloat64) {
-			continue
-		}
-		t.total += v
-		t.count(items[i*per+item], v)
-		if t.buffers() != was {
+		if t.add(v, items[i*per+item]) && t.buffers() != was {
 			return i + 1, was.heap(), t.Bytes()
 		}
 	}

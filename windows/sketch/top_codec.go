@@ -56,8 +56,11 @@ func (t *Top) UnmarshalBinary(data []byte) error {
 		return err
 	}
 	// Items must not overlap: a prune moves them down the arena in the counters' order,
-	// which is theirs in the arena.
-	slices.SortFunc(got.counts, func(a, b topCount) int { return cmp.Compare(a.off, b.off) })
+	// which is theirs in the arena. An empty item lies where the item added after it
+	// starts: the length breaks the tie so that it sorts first, not as an overlap.
+	slices.SortFunc(got.counts, func(a, b topCount) int {
+		return cmp.Or(cmp.Compare(a.off, b.off), cmp.Compare(a.n, b.n))
+	})
 	for i := 1; i < len(got.counts); i++ {
 		if got.counts[i].off < got.counts[i-1].off+got.counts[i-1].n {
 			return r.Failf("items overlap in the arena")
