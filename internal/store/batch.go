@@ -42,7 +42,7 @@ const (
 // entry reads, are two when the table of rules starts on a line.
 type pending struct {
 	pendingState
-	_ [cacheLine - unsafe.Sizeof(pendingState{})%cacheLine]byte
+	_ [(cacheLine - unsafe.Sizeof(pendingState{})%cacheLine) % cacheLine]byte
 }
 
 // pendingState is what pending holds.

@@ -92,9 +92,9 @@ rules:
 // gives them: a rule counting by method and status, one by status and one by path, whose
 // label values repeat the previous line's four times in five (and are the most common one
 // half the time they change), flushed every 300 lines (900 events), each 300 of a second
-// of their own. With items, the second counts distinct
-// clients (one of each line's own) and the third the top paths; without, the store's
-// share of the cost is the larger, as the windows add counts only.
+// of their own. With items, the second counts distinct clients (one of each line's own)
+// and the third the top paths; without, the store's share of the cost is the larger, as
+// the windows add counts only.
 func BenchmarkSinkEventMixed(b *testing.B) {
 	for _, items := range []bool{false, true} {
 		b.Run(fmt.Sprintf("items=%v", items), func(b *testing.B) {
