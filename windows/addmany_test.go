@@ -180,25 +180,36 @@ func TestAddManyRuns(t *testing.T) {
 		{"beside others", func(runs *int) []SummaryKind { return []SummaryKind{newRunBag(runs, 1), bagOfValues, bagGrowing} }, 0},
 		{"beside others, crossing capBelow", func(runs *int) []SummaryKind { return []SummaryKind{bagGrowing, newRunBag(runs, 2)} }, capBelow + 4<<10},
 	} {
-		atOnce := 0
-		for _, g := range generators {
-			for _, lay := range referenceLayouts[:3] {
-				t.Run(fmt.Sprintf("%s/%s/%s", c.name, g.name, lay.name), func(t *testing.T) {
-					r := rand.New(rand.NewPCG(uint64(len(g.name)), uint64(len(lay.name))))
-					one, many := &account{bound: c.bound}, &account{bound: c.bound}
-					kinds := c.kinds(&atOnce)
-					l1 := mustLayout(t, lay.windows, Options{Events: true, Summaries: kinds, Account: one})
-					lm := mustLayout(t, lay.windows, Options{Events: true, Summaries: kinds, Account: many})
-					if err := addManyMatches(l1.NewSeries(), lm.NewSeries(), one, many, runs(r, g.gen(r, l1.Longest()))); err != nil {
-						t.Fatal(err)
-					}
-				})
-			}
-		}
+		atOnce := addManyRunsMatch(t, c.name, c.kinds, c.bound, Options{Events: true})
 		if single := len(c.kinds(new(int))) == 1; single && c.bound != 4<<10 && atOnce == 0 {
 			t.Errorf("%s: AddMany never added a run at once", c.name)
 		}
 	}
+}
+
+// addManyRunsMatch runs addManyMatches for the kinds under the given bound over every
+// generator and the first reference layouts, with the options opts (its summaries and
+// account set here), and returns how many runs the kinds added at once.
+func addManyRunsMatch(t *testing.T, name string, kinds func(runs *int) []SummaryKind, bound int64, opts Options) int {
+	t.Helper()
+	atOnce := 0
+	for _, g := range generators {
+		for _, lay := range referenceLayouts[:3] {
+			t.Run(fmt.Sprintf("%s/%s/%s", name, g.name, lay.name), func(t *testing.T) {
+				r := rand.New(rand.NewPCG(uint64(len(g.name)), uint64(len(lay.name))))
+				one, many := &account{bound: bound}, &account{bound: bound}
+				o1, om := opts, opts
+				ks := kinds(&atOnce)
+				o1.Summaries, om.Summaries = ks, ks
+				o1.Account, om.Account = one, many
+				l1, lm := mustLayout(t, lay.windows, o1), mustLayout(t, lay.windows, om)
+				if err := addManyMatches(l1.NewSeries(), lm.NewSeries(), one, many, runs(r, g.gen(r, l1.Longest()))); err != nil {
+					t.Fatal(err)
+				}
+			})
+		}
+	}
+	return atOnce
 }
 
 // sumBag is a Fixed kind: the sum and the count of its values, in the same bytes whatever
@@ -236,21 +247,7 @@ func TestAddManyFixedRuns(t *testing.T) {
 		{"fixed alone", func(*int) []SummaryKind { return []SummaryKind{bagFixed, bagFixed} }, capBelow + 4<<10},
 		{"two that grow, crossing capBelow", func(runs *int) []SummaryKind { return []SummaryKind{newRunBag(runs, 1), bagFixed, newRunBag(runs, 2)} }, capBelow + 4<<10},
 	} {
-		atOnce := 0
-		for _, g := range generators {
-			for _, lay := range referenceLayouts[:3] {
-				t.Run(fmt.Sprintf("%s/%s/%s", c.name, g.name, lay.name), func(t *testing.T) {
-					r := rand.New(rand.NewPCG(uint64(len(g.name)), uint64(len(lay.name))))
-					one, many := &account{bound: c.bound}, &account{bound: c.bound}
-					kinds := c.kinds(&atOnce)
-					l1 := mustLayout(t, lay.windows, Options{Events: true, Extrema: true, Summaries: kinds, Account: one})
-					lm := mustLayout(t, lay.windows, Options{Events: true, Extrema: true, Summaries: kinds, Account: many})
-					if err := addManyMatches(l1.NewSeries(), lm.NewSeries(), one, many, runs(r, g.gen(r, l1.Longest()))); err != nil {
-						t.Fatal(err)
-					}
-				})
-			}
-		}
+		atOnce := addManyRunsMatch(t, c.name, c.kinds, c.bound, Options{Events: true, Extrema: true})
 		grows, byRun := runKinds(c.kinds(new(int)))
 		if want := byRun && grows >= 0 && c.bound != 4<<10; want != (atOnce > 0) {
 			t.Errorf("%s: %d runs added at once by a kind that grows", c.name, atOnce)

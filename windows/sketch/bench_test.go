@@ -144,7 +144,7 @@ func BenchmarkSeriesAdd(b *testing.B) {
 	}{
 		{"plain", nil},
 		{"quantiles", []windows.SummaryKind{QuantilesKind}},
-		{"quantiles+buckets", []windows.SummaryKind{QuantilesKind, BucketsKind([]float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10})}},
+		{"quantiles+buckets", []windows.SummaryKind{QuantilesKind, bucketsKind}},
 		{"ddsketch", []windows.SummaryKind{{New: newDD}}},
 	} {
 		l, err := windows.NewLayout(defaultWindows, windows.Options{Events: true, Extrema: true, Summaries: tc.kinds})
@@ -173,7 +173,7 @@ func BenchmarkSeriesAddBehind(b *testing.B) {
 	}{
 		{"plain", nil},
 		{"quantiles", []windows.SummaryKind{QuantilesKind}},
-		{"quantiles+buckets", []windows.SummaryKind{QuantilesKind, BucketsKind([]float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10})}},
+		{"quantiles+buckets", []windows.SummaryKind{QuantilesKind, bucketsKind}},
 	} {
 		l, err := windows.NewLayout(defaultWindows, windows.Options{Events: true, Extrema: true, Summaries: tc.kinds})
 		if err != nil {
@@ -449,7 +449,7 @@ func BenchmarkSeriesAddMany(b *testing.B) {
 		{"top", []time.Duration{minute, 5 * minute, day}, []windows.SummaryKind{TopKind(1000, 1)}, zipfItems(1_000_000, 1.1, 1<<16)},
 		{"distinct", []time.Duration{minute, 5 * minute, time.Hour}, []windows.SummaryKind{DistinctKind(1)}, zipfItems(20_000, 1.05, 1<<16)},
 		{"quantiles", defaultWindows, []windows.SummaryKind{QuantilesKind}, nil},
-		{"quantiles+buckets", defaultWindows, []windows.SummaryKind{QuantilesKind, BucketsKind([]float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10})}, nil},
+		{"quantiles+buckets", defaultWindows, []windows.SummaryKind{QuantilesKind, bucketsKind}, nil},
 	} {
 		l, err := windows.NewLayout(tc.ws, windows.Options{Events: true, Summaries: tc.kinds})
 		if err != nil {

@@ -32,7 +32,7 @@ func BenchmarkCodecSummaries(b *testing.B) {
 		fill func(s *windows.Series)
 	}{
 		{"quantiles", QuantilesKind, values},
-		{"buckets", BucketsKind([]float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10}), values},
+		{"buckets", bucketsKind, values},
 		{"distinct", DistinctKind(1), func(s *windows.Series) { distinctStream(s, 1000, 25*3600) }},
 		{"top", TopKind(10, 1), func(s *windows.Series) {
 			for now := int64(base); now < base+25*3600; now++ {
