@@ -147,7 +147,11 @@ func TestBatchSinkMatchesDirect(t *testing.T) {
 				}
 			}
 			var held []timedEvent
-			for read := 1; read <= 60; read++ {
+			reads := 60
+			if testing.Short() || raceEnabled {
+				reads = 20
+			}
+			for read := 1; read <= reads; read++ {
 				now += []int64{0, 0, 1, 1, 1, 2, 7, 70, 700}[rng.IntN(9)]
 				for _, e := range c.events(rng, cfg, now) {
 					held = append(held, timedEvent{now: now, sink: rng.IntN(c.sinks), e: e})

@@ -53,7 +53,11 @@ func TestSeriesAddManyRealKinds(t *testing.T) {
 				s1, sm := l1.NewSummaries(), lm.NewSummaries()
 				now := int64(1_000_000)
 				next := 0
-				for run := range 3000 {
+				runs := 3000
+				if testing.Short() || raceEnabled {
+					runs = 300
+				}
+				for run := range runs {
 					now += int64(r.IntN(2))
 					at := now
 					if r.IntN(6) == 0 {
