@@ -193,7 +193,7 @@ func (s *Scanner) scan(line []byte, caps []int) result {
 			// The one-byte stop of nearly every value is searched for here, without a
 			// call to until.
 			if sp.stop == 0 {
-				p = until(line, p, sp)
+				p = until(line, p, sp.lit)
 				break
 			}
 			j := bytes.IndexByte(line[p:], sp.stop)
@@ -267,19 +267,13 @@ func (s *Scanner) scan(line []byte, caps []int) result {
 	return matched
 }
 
-// until is the end of a value starting at p that runs up to its stop character (or the
-// end of the line).
-func until(line []byte, p int, sp *piece) int {
-	var j int
-	if sp.stop != 0 {
-		j = bytes.IndexByte(line[p:], sp.stop)
-	} else {
-		j = bytes.Index(line[p:], sp.lit)
+// until is the end of a value starting at p that runs up to its stop character, lit
+// encoded (one that is not a byte scan searches for itself), or the end of the line.
+func until(line []byte, p int, lit []byte) int {
+	if j := bytes.Index(line[p:], lit); j >= 0 {
+		return p + j
 	}
-	if j < 0 {
-		return len(line)
-	}
-	return p + j
+	return len(line)
 }
 
 // short is the longest text hasPrefix compares itself.
