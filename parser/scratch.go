@@ -222,8 +222,8 @@ func (s *scratch) render(labels []config.Template, rewriters []int, m *match, va
 		}
 		start := len(key)
 		// Most labels are one capture: it is appended here, without a call.
-		if len(t) == 1 && t[0].Capture >= 0 {
-			key = append(key, m.capture(t[0].Capture)...)
+		if c := oneCapture(t); c >= 0 {
+			key = append(key, m.capture(c)...)
 		} else {
 			key = appendTemplate(key, t, m)
 		}
