@@ -284,9 +284,3 @@ func hexDigit(c byte) (byte, bool) {
 	}
 	return 0, false
 }
-
-// Word-at-a-time constants: a byte of ones, and the top bit of every byte.
-const (
-	lows  = 0x0101010101010101
-	highs = 0x8080808080808080
-)

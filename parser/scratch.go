@@ -166,6 +166,12 @@ func (s *scratch) lookASCII(src text) {
 	s.asciiMatch, s.ascii = s.match, isASCII(src.line) && (len(src.more) == 0 || isASCII(src.more))
 }
 
+// Word-at-a-time constants: a byte of ones, and the top bit of every byte.
+const (
+	lows  = 0x0101010101010101
+	highs = 0x8080808080808080
+)
+
 // isASCII reports whether b has no byte from 0x80 up, a word at a time.
 func isASCII(b []byte) bool {
 	var acc uint64
@@ -181,7 +187,7 @@ func isASCII(b []byte) bool {
 	for _, c := range b[i:] {
 		acc |= uint64(c)
 	}
-	return acc&0x8080808080808080 == 0
+	return acc&highs == 0
 }
 
 // cacheLine is the unit the cores of a processor hand each other memory in.
