@@ -703,13 +703,14 @@ func (s *scratch) apply(r *rule, input string, m *match, sink Sink) (Outcome, in
 		if s.itemsMatch != s.match || s.itemsSet != r.itemSet {
 			s.itemsMatch, s.itemsSet = s.match, r.itemSet
 			// A rule's one item given as its capture's bytes (a distinct count's text, a
-			// top label's value) costs no call.
-			direct := false
-			if r.oneItem >= 0 {
-				s.items[0], direct = asItem(m.capture(r.oneItem), r.items[0].Label, valid)
-			}
-			if !direct {
+			// top label's value) costs no call; one that cannot be is copied without
+			// renderItems asking again.
+			if r.oneItem < 0 {
 				s.renderItems(r.items, r.itemCaptures, r.itemRewriters, m, valid)
+			} else if v, ok := asItem(m.capture(r.oneItem), r.items[0].Label, valid); ok {
+				s.items[0] = v
+			} else {
+				s.renderItems(r.items, nil, r.itemRewriters, m, valid)
 			}
 		}
 		e.Items = s.items[:len(r.items)]
