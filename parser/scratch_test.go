@@ -67,15 +67,7 @@ func TestValuesAsIs(t *testing.T) {
 	atCap := strings.Repeat("a", MaxLabelValueLen-1)
 	values := []string{"", "GET", "200", "é", "\xff", "a\xc3", atCap + "a", atCap + "é", atCap + "ab",
 		strings.Repeat("é", MaxLabelValueLen), "\x00\x7f", "-"}
-	r := rand.New(rand.NewPCG(1, 2))
-	pieces := []string{"a", " ", "é", "€", "\xff", "\xe2\x82", "\x00", strings.Repeat("z", 300)}
-	for range 200 {
-		var b strings.Builder
-		for range r.IntN(8) {
-			b.WriteString(pieces[r.IntN(len(pieces))])
-		}
-		values = append(values, b.String())
-	}
+	values = append(values, randomValues(rand.New(rand.NewPCG(1, 2)), 200)...)
 	items := []config.Item{
 		{Template: config.Template{{Capture: 1}}, Label: true},
 		{Template: config.Template{{Capture: 1}}},
@@ -142,15 +134,7 @@ func TestRenderLabels(t *testing.T) {
 	atCap := strings.Repeat("a", MaxLabelValueLen-1)
 	values := []string{"", "GET", "é", "\xff", "a\xc3", atCap + "a", atCap + "é", atCap + "ab",
 		strings.Repeat("é", MaxLabelValueLen), "\x00\x7f", "-"}
-	r := rand.New(rand.NewPCG(5, 6))
-	pieces := []string{"a", " ", "é", "€", "\xff", "\xe2\x82", "\x00", strings.Repeat("z", 300)}
-	for range 100 {
-		var b strings.Builder
-		for range r.IntN(8) {
-			b.WriteString(pieces[r.IntN(len(pieces))])
-		}
-		values = append(values, b.String())
-	}
+	values = append(values, randomValues(rand.New(rand.NewPCG(5, 6)), 100)...)
 	model := func(vs ...string) string {
 		out := make([]string, len(vs))
 		for i, v := range vs {
@@ -206,3 +190,18 @@ type eventFunc func(e *Event)
 
 func (f eventFunc) Event(e *Event)       { f(e) }
 func (f eventFunc) Drop(int, DropReason) { panic("unexpected drop") }
+
+// randomValues makes n capture values of random pieces: ASCII, multi-byte runes, invalid
+// and cut UTF-8, NUL, and a long piece, a few of which pass the label cap.
+func randomValues(r *rand.Rand, n int) []string {
+	pieces := []string{"a", " ", "é", "€", "\xff", "\xe2\x82", "\x00", strings.Repeat("z", 300)}
+	values := make([]string, n)
+	for i := range values {
+		var b strings.Builder
+		for range r.IntN(8) {
+			b.WriteString(pieces[r.IntN(len(pieces))])
+		}
+		values[i] = b.String()
+	}
+	return values
+}
