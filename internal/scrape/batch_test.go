@@ -143,7 +143,7 @@ func TestBatchSinkMatchesDirect(t *testing.T) {
 				t.Helper()
 				want := scrapeText(t, collectorAt(fixed(direct), &now))
 				if got := scrapeText(t, collectorAt(fixed(batched), &now)); got != want {
-					t.Fatalf("%s at +%ds: the batched sinks' scrape differs from the direct ones' in\n%s", when, now-start, lineDiff(got, want))
+					t.Fatalf("%s at +%ds: the batched sinks' scrape differs from the direct ones' in\n%s", when, now-start, firstDiff([]byte(got), []byte(want)))
 				}
 			}
 			var held []timedEvent
@@ -289,21 +289,4 @@ func (c batchCase) items(rng *rand.Rand, r *config.Rule) [][]byte {
 		items = append(items, fmt.Appendf(nil, "/p%d%s", rng.IntN(c.paths), strings.Repeat("x", c.pad)))
 	}
 	return items
-}
-
-// lineDiff is the lines of got that want lacks (+) and those of want that got lacks (−).
-func lineDiff(got, want string) string {
-	g, w := strings.Split(got, "\n"), strings.Split(want, "\n")
-	var b strings.Builder
-	for _, l := range g {
-		if !slices.Contains(w, l) {
-			fmt.Fprintf(&b, "+ %s\n", l)
-		}
-	}
-	for _, l := range w {
-		if !slices.Contains(g, l) {
-			fmt.Fprintf(&b, "- %s\n", l)
-		}
-	}
-	return b.String()
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"maps"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -78,19 +77,9 @@ func checkAsRegistry(t *testing.T, c *Collector) string {
 		}
 	}
 	if text.String() != want.String() {
-		t.Errorf("WriteText differs from the registry's text:\n%s", firstLineDiff(text.String(), want.String()))
+		t.Errorf("WriteText differs from the registry's text:\n%s", firstDiff(text.Bytes(), want.Bytes()))
 	}
 	return text.String()
-}
-
-func firstLineDiff(got, want string) string {
-	g, w := strings.Split(got, "\n"), strings.Split(want, "\n")
-	for i := 0; i < len(g) && i < len(w); i++ {
-		if g[i] != w[i] {
-			return "line " + strconv.Itoa(i+1) + ":\ngot:  " + g[i] + "\nwant: " + w[i]
-		}
-	}
-	return "one is a prefix of the other"
 }
 
 // TestScrapeChangesNothing: writing the families and gathering the self-metrics leave the

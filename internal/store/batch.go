@@ -252,11 +252,7 @@ func (st *store) flush(p *pending, w write, last **Series, sc *flushScratch) {
 	lock.RLock()
 	for i := range p.entries[:p.used] {
 		ent := &p.entries[i]
-		s := *last
-		if s == nil || s.removed || s.key != string(ent.key) {
-			s = st.series[string(ent.key)]
-			*last = s
-		}
+		s := st.lookup(ent.key, last)
 		w.now, w.at = ent.now, ent.at
 		vs, its := values[ent.from:ent.from+ent.n], items[ent.from*per:(ent.from+ent.n)*per]
 		if s != nil && !st.idlePastTTL(s, w.shard, w.now, w.budget.ttl) {

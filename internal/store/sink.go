@@ -102,7 +102,7 @@ func (k *Sink) Event(e *event.Event) {
 	if k.backfill && !e.HasTime {
 		return
 	}
-	w := write{budget: r.budget, shard: k.shard, backfill: k.backfill}
+	w := k.writeOf(r)
 	w.now, w.at = k.clocks(e)
 	if h := k.held; h != nil {
 		p := &h.rules[e.Rule]
@@ -134,7 +134,12 @@ func (k *Sink) Flush() {
 // flushRule writes the events held of rule i.
 func (k *Sink) flushRule(i int) {
 	r := &k.rules[i]
-	r.store.flush(&k.held.rules[i], write{budget: r.budget, shard: k.shard, backfill: k.backfill}, &k.last[i], &k.held.scratch)
+	r.store.flush(&k.held.rules[i], k.writeOf(r), &k.last[i], &k.held.scratch)
+}
+
+// writeOf is what the store needs of k to write an event of rule r, but for its clocks.
+func (k *Sink) writeOf(r *Rule) write {
+	return write{budget: r.budget, shard: k.shard, backfill: k.backfill}
 }
 
 // clocks gives the second e is judged at and the second it belongs to.

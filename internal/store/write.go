@@ -35,11 +35,7 @@ func (st *store) observe(e *event.Event, w *write, last **Series) {
 	limit := w.budget.limit
 	lock := &st.locks[w.shard]
 	lock.RLock()
-	s := *last
-	if s == nil || s.removed || s.key != string(e.Key) {
-		s = st.series[string(e.Key)]
-		*last = s
-	}
+	s := st.lookup(e.Key, last)
 	overBudget := s == nil && st.normal >= limit
 	full := overBudget || s == nil && st.mem.full(st.seriesCost(len(e.Key), len(e.Labels)))
 	if full && st.tooOld(w.now, w.at) {
@@ -78,6 +74,17 @@ func (st *store) observe(e *event.Event, w *write, last **Series) {
 	}
 	lock.RUnlock()
 	st.create(e, w, due)
+}
+
+// lookup returns the series of key, or nil, through last (see observe); the caller holds
+// the sink's shard's read lock.
+func (st *store) lookup(key []byte, last **Series) *Series {
+	s := *last
+	if s == nil || s.removed || s.key != string(key) {
+		s = st.series[string(key)]
+		*last = s
+	}
+	return s
 }
 
 // tooOld reports whether an event at second at is older than every window at second now,
