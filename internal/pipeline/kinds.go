@@ -49,6 +49,7 @@ func globShards(ci config.Input) int {
 // lines to parse workers (workers.go). It reads the clock once per chunk, and at process
 // start may fill the windows of event-time rules from the end of the files (warmStart).
 func startFollower(p *Pipeline, ci config.Input, in *stream, shard int) (input.Input, error) {
+	hold := batchHold{p: p, in: in}
 	opts := follow.Options{
 		Path:          ci.File.Path,
 		FromBeginning: ci.File.StartAt == config.StartAtBeginning,
@@ -58,9 +59,9 @@ func startFollower(p *Pipeline, ci config.Input, in *stream, shard int) (input.I
 		Logger:        in.log,
 		Backfill:      p.warmStart(ci, in.log),
 		Resume:        p.resume[ci.Source()],
-		Hold:          batchHold{p: p, in: in},
+		Hold:          hold,
+		Lend:          hold.Lend,
 	}
-	opts.Lend = batchHold{p: p, in: in}.Lend
 	in.workers.Store(int32(workersOf(ci)))
 	if in.deal != nil {
 		opts.Select = func(path string) bool { return in.deal.owns(path, shard) }

@@ -61,14 +61,19 @@ func startFile(t *testing.T, rules string) (*Pipeline, string) {
 
 func appendTo(t *testing.T, path, text string) {
 	t.Helper()
+	if err := appendText(path, text); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// appendText is appendTo for a goroutine other than the test's, which may not end it.
+func appendText(path, text string) error {
 	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
-	defer f.Close()
-	if _, err := f.WriteString(text); err != nil {
-		t.Fatal(err)
-	}
+	_, err = f.WriteString(text)
+	return errors.Join(err, f.Close())
 }
 
 // waitRead waits until the pipeline's one input has handed on n lines.
@@ -206,14 +211,23 @@ func TestLinesReadCountedWithTheirEvents(t *testing.T) {
 	for _, shards := range []int{1, 2} {
 		t.Run(fmt.Sprintf("shards=%d", shards), func(t *testing.T) {
 			p, log := startFile(t, fmt.Sprintf("inputs: [{path: LOG, shards: %d}]\nrules: [{name: lines, match: x}]\n", shards))
+			failed := make(chan error, 1)
 			go func() {
 				chunk := strings.Repeat("x\n", perWrite)
 				for range writes {
-					appendTo(t, log, chunk)
+					if err := appendText(log, chunk); err != nil {
+						failed <- err
+						return
+					}
 				}
 			}()
 			var text strings.Builder
 			for checks := 0; ; checks++ {
+				select {
+				case err := <-failed:
+					t.Fatal(err)
+				default:
+				}
 				s := p.inputStats()
 				read := s[0].LinesRead
 				text.Reset()

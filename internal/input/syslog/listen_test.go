@@ -154,6 +154,8 @@ func TestListenBatch(t *testing.T) {
 	var mu sync.Mutex
 	// batches are the datagrams per batch, ended those each batch had at its end.
 	var batches, ended []int
+	endedAll := make(chan struct{}) // closed when the batch of the last datagram ended
+	endedSum := 0
 	l := listen(t, Options{Network: "unixgram", Addr: path, QueueDatagrams: 2 * sent,
 		Batch: func() {
 			mu.Lock()
@@ -167,6 +169,9 @@ func TestListenBatch(t *testing.T) {
 			mu.Lock()
 			defer mu.Unlock()
 			ended = append(ended, batches[len(batches)-1])
+			if endedSum += ended[len(ended)-1]; endedSum == sent {
+				close(endedAll)
+			}
 		}}, func(_ string, line []byte) {
 		if len(c.snapshot()) == 0 {
 			<-release
@@ -186,14 +191,15 @@ func TestListenBatch(t *testing.T) {
 	}
 	close(release)
 	c.wait(t, sent)
-	for {
-		mu.Lock()
-		done := len(ended) == len(batches)
-		mu.Unlock()
-		if done {
-			break
-		}
-		time.Sleep(time.Millisecond) // polling for the handler's goroutine
+	select {
+	case <-endedAll:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the batch of the last datagram never ended")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(ended) != len(batches) {
+		t.Fatalf("%d batches ended of %d", len(ended), len(batches))
 	}
 	total := 0
 	for i, n := range batches {
