@@ -25,20 +25,7 @@ func TestAddManyIsAddItems(t *testing.T) {
 		{"summaries", Options{Events: true, Summaries: []SummaryKind{bagOfValues, bagOfItems}}, 0},
 		{"capped summaries", Options{Summaries: []SummaryKind{bagCapped, bagCapped}}, 4 << 10},
 	} {
-		for _, g := range generators {
-			for _, lay := range referenceLayouts[:3] {
-				t.Run(fmt.Sprintf("%s/%s/%s", c.name, g.name, lay.name), func(t *testing.T) {
-					r := rand.New(rand.NewPCG(uint64(len(g.name)), uint64(len(lay.name))))
-					one, many := &account{bound: c.bound}, &account{bound: c.bound}
-					o1, om := c.opts, c.opts
-					o1.Account, om.Account = one, many
-					l1, lm := mustLayout(t, lay.windows, o1), mustLayout(t, lay.windows, om)
-					if err := addManyMatches(l1.NewSeries(), lm.NewSeries(), one, many, runs(r, g.gen(r, l1.Longest()))); err != nil {
-						t.Fatal(err)
-					}
-				})
-			}
-		}
+		addManyRunsMatch(t, c.name, func(*int) []SummaryKind { return c.opts.Summaries }, c.bound, c.opts)
 	}
 }
 

@@ -229,18 +229,19 @@ type SummaryKind struct {
 	AddGrown func(s Summary, v float64, item []byte) (before, after int)
 	// AddRun, when not nil, adds events to a summary of the kind in their order, as
 	// AddGrown would one at a time, and stops after the first add that changed its Bytes:
-	// it returns how many events it added (at least one when given some), and Bytes before and after the last of them, or
-	// two equal numbers when none changed them. values are the events', items theirs in
-	// turn as Series.AddMany takes them (len(items)/len(values) each), valid only during
-	// the call. Series.AddMany hands a run of one second to it at once when its layout has
-	// this kind alone (or beside Fixed ones), so that the loop over the events runs within
-	// the summary's code; AddRun stops so that the series charges each growth, and checks
-	// its room, where it would after AddGrown.
+	// it returns how many events it added (at least one when given some), and Bytes
+	// before and after the last of them, or two equal numbers when none changed them.
+	// values are the events', items theirs in turn as Series.AddMany takes them
+	// (len(items)/len(values) each), valid only during the call. Series.AddMany hands a
+	// run of one second to it at once when its layout has this kind alone (or beside
+	// Fixed ones), so that the loop over the events runs within the summary's code;
+	// AddRun stops so that the series charges each growth, and checks its room, where it
+	// would after AddGrown.
 	AddRun func(s Summary, values []float64, items [][]byte) (n, before, after int)
 	// Fixed says that a summary of the kind takes the same Bytes whatever it is given and
 	// is no Capper (NewLayout refuses one that is): nothing the room does changes what it
-	// keeps. With AddRun, a run is
-	// handed to it at once beside one kind that is not fixed, as to that kind alone.
+	// keeps. With AddRun, a run is handed to it at once beside one kind that is not
+	// fixed, as to that kind alone.
 	Fixed bool
 }
 

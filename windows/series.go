@@ -420,7 +420,10 @@ func (r *summaryRings) summarizeRun(l *Layout, i int, values []float64, items []
 			}
 		}
 		for k, kind := range l.kinds {
-			for from := 0; k != grows && from < done; {
+			if k == grows {
+				continue
+			}
+			for from := 0; from < done; {
 				n, _, _ := kind.AddRun(r.sums[i+k], values[from:done], items[from*per:done*per])
 				if n == 0 {
 					// A Fixed kind that adds none of a run must still take the events the

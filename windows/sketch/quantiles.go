@@ -24,8 +24,8 @@
 // the largest needs (a slot of a thousand values over 465 bins takes 3 or 4 bits a bin),
 // where DDSketch's dense store keeps a float64 per bin. When its wheel moves on from its
 // slot (windows.Sealer) a sketch trims the run to the bins it uses in a buffer of their
-// size (as the allocator rounds it), the room a growing run keeps being no longer needed. README gives the
-// measured bytes and speed of both.
+// size (as the allocator rounds it), the room a growing run keeps being no longer needed.
+// README gives the measured bytes and speed of both.
 package sketch
 
 import (

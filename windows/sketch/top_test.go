@@ -12,7 +12,6 @@ import (
 
 	"github.com/logwindow/logwindow_exporter/internal/testutil/reference"
 	"github.com/logwindow/logwindow_exporter/windows"
-	"github.com/logwindow/logwindow_exporter/windows/wire"
 )
 
 // topValues is the number of distinct values the streams draw from.
@@ -579,19 +578,14 @@ func TestTopDecodedInAnyOrder(t *testing.T) {
 	}
 }
 
-// encodeInOrder is src as AppendBinary writes it but with its counters in the given order.
+// encodeInOrder is src as AppendBinary writes it but with its counters in the given order:
+// AppendBinary writes them in the order they are in.
 func encodeInOrder(src *Top, order []int) []byte {
-	enc := wire.AppendFloat(nil, src.total)
-	enc = wire.AppendFloat(enc, src.kept)
-	enc = wire.AppendFloat(enc, src.loss)
-	enc = wire.AppendBytes(enc, src.arena)
-	enc = wire.AppendUvarint(enc, uint64(len(src.counts)))
+	shuffled := Top{total: src.total, kept: src.kept, loss: src.loss, arena: src.arena}
 	for _, i := range order {
-		c := src.counts[i]
-		enc = wire.AppendFloat(enc, c.count)
-		enc = wire.AppendUvarint(enc, uint64(c.off))
-		enc = wire.AppendUvarint(enc, uint64(c.n))
+		shuffled.counts = append(shuffled.counts, src.counts[i])
 	}
+	enc, _ := shuffled.AppendBinary(nil)
 	return enc
 }
 
