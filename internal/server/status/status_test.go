@@ -81,3 +81,20 @@ func TestHandlers(t *testing.T) {
 		t.Errorf("the last tester request had no input, the source was asked for %q", src.input)
 	}
 }
+
+// TestPageParses parses the page's template, which the server does only at the first
+// page asked for: a template that does not parse fails here rather than in a running
+// exporter. The templates the handlers execute by name must be defined.
+func TestPageParses(t *testing.T) {
+	tmpl, err := parsePage()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"page.html", "line"} {
+		t.Run(name, func(t *testing.T) {
+			if tmpl.Lookup(name) == nil {
+				t.Errorf("the page defines no template %q; it has %s", name, tmpl.DefinedTemplates())
+			}
+		})
+	}
+}
