@@ -295,9 +295,6 @@ func (d *decoder) windows(e entry, subject string) ([]time.Duration, []string, b
 	return ws, names, true
 }
 
-// patternName is the shape of a %{NAME} reference.
-var patternName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
-
 func (d *decoder) patternSection(e entry) map[string]string {
 	entries, ok := d.mapping(e.val, "", "patterns")
 	out := map[string]string{}
@@ -306,7 +303,7 @@ func (d *decoder) patternSection(e entry) map[string]string {
 	}
 	for _, p := range entries {
 		subject := fmt.Sprintf("pattern %q", p.key.Value)
-		if !patternName.MatchString(p.key.Value) {
+		if !isName(p.key.Value) {
 			d.add(p.key.Line, subject, "a pattern name is letters, digits and _, not starting with a digit")
 			continue
 		}

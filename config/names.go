@@ -3,20 +3,29 @@ package config
 import (
 	"errors"
 	"fmt"
-	"regexp"
 	"strings"
 )
 
-// nameRE is the classic Prometheus metric and label name. Colons are left out: Prometheus
-// reserves them for recording rules.
-var nameRE = regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_]*$`)
+// isName reports whether s is a classic Prometheus metric or label name, which is also
+// the shape of a pattern's and a capture's name: [a-zA-Z_][a-zA-Z0-9_]*. Colons are left
+// out: Prometheus reserves them for recording rules. A loop rather than a regex, which
+// would be compiled at every start for a few checks of short names.
+func isName(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c == '_' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || i > 0 && '0' <= c && c <= '9') {
+			return false
+		}
+	}
+	return s != ""
+}
 
 // reservedPrefixes belong to metrics the exporter registers itself (its own, and the Go,
 // process and promhttp collectors'); a rule there could duplicate a family and fail scrapes.
 var reservedPrefixes = []string{"logwindow_", "go_", "process_", "promhttp_"}
 
 func checkMetricName(name string) error {
-	if !nameRE.MatchString(name) {
+	if !isName(name) {
 		return fmt.Errorf("%q is not a valid metric name (letters, digits and _, not starting with a digit)", name)
 	}
 	for _, p := range reservedPrefixes {
@@ -32,7 +41,7 @@ func checkMetricName(name string) error {
 
 func checkLabelName(name string) error {
 	switch {
-	case !nameRE.MatchString(name):
+	case !isName(name):
 		return errors.New("not a valid label name (letters, digits and _, not starting with a digit)")
 	case strings.HasPrefix(name, "__"):
 		return errors.New("label names starting with __ are reserved by Prometheus")

@@ -33,7 +33,7 @@ func (rd *ruleDecoder) fields(e entry, r *Rule) {
 	valid := true
 	for _, f := range entries {
 		what := "fields: " + f.key.Value
-		if !patternName.MatchString(f.key.Value) {
+		if !isName(f.key.Value) {
 			rd.add(f.key.Line, rd.subject, "%s: a capture name is letters, digits and _, not starting with a digit", what)
 			valid = false
 			continue
