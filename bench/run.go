@@ -256,9 +256,10 @@ func (l *live) waitLines(ctx context.Context, lines int, size int64, poll time.D
 
 // quiet polls the threads of process pid every interval until, between two polls, none
 // ran (more than a twentieth of the interval, for its timers) and none is waiting for a
-// CPU, and returns the time of the first of the two: the process may have run until
-// then, not after. A thread waiting for a CPU (state R) has work left, though its CPU
-// time stands still meanwhile: on a shared machine that is how its neighbours pause it.
+// CPU or a disk, and returns the time of the first of the two: the process may have run
+// until then, not after. A thread waiting for a CPU (state R) or in a read from disk (D)
+// has work left, though its CPU time stands still meanwhile: on a shared machine that is
+// how its neighbours pause it.
 func quiet(ctx context.Context, pid int, interval time.Duration) (time.Time, error) {
 	ran, _, err := threadsRan(pid)
 	at := time.Now()
@@ -279,8 +280,8 @@ func quiet(ctx context.Context, pid int, interval time.Duration) (time.Time, err
 
 // threadsRan returns the CPU time the threads of process pid have run (the first field
 // of each /proc/PID/task/TID/schedstat, in ns, where /proc/PID/stat counts 10 ms ticks)
-// and whether any is running or waiting to (state R). A thread that ends between the
-// listing and its reads is left out.
+// and whether any is running or waiting to (state R) or waits for a disk (D). A thread
+// that ends between the listing and its reads is left out.
 func threadsRan(pid int) (ran time.Duration, running bool, err error) {
 	dir := fmt.Sprintf("/proc/%d/task", pid)
 	tasks, err := os.ReadDir(dir)
@@ -303,7 +304,7 @@ func threadsRan(pid int) (ran time.Duration, running bool, err error) {
 		}
 		ran += time.Duration(n)
 		// The command name, field 2, is in parentheses and may hold spaces; the state follows.
-		if state := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:])); len(state) > 0 && state[0] == "R" {
+		if state := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:])); len(state) > 0 && (state[0] == "R" || state[0] == "D") {
 			running = true
 		}
 	}
