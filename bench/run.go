@@ -202,7 +202,7 @@ func (l *live) cpuTime() (time.Duration, error) {
 // returns the time elapsed from the start until the exporter last ran before it went
 // quiet with them read (quiet): the scrape that then confirms the count is not part of
 // it, as it is not reading lines. Counted, it was 6–11% of a run's wall time on two cores
-// (`shards: 2` merges each series' two parts) and 3–5% on one, and flattened their ratio.
+// (`shards: 2` merges each series' two parts) and 2–5% on one, and flattened their ratio.
 //
 // Scrapes cost the exporter CPU (and garbage) that a run should not count, so it polls
 // the kernel's count of bytes the exporter read (/proc/PID/io rchar) and scrapes only once
