@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"context"
+	"errors"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -320,6 +322,41 @@ func TestHarness(t *testing.T) {
 				if !strings.Contains(out.String(), w) {
 					t.Errorf("output lacks %q:\n%s", w, out.String())
 				}
+			}
+		})
+	}
+}
+
+// TestQuiet checks the end of a run's wall time: a process that sleeps is quiet at once,
+// one that keeps a thread busy never is.
+func TestQuiet(t *testing.T) {
+	cases := []struct {
+		name  string
+		shell string
+		quiet bool
+	}{
+		{"sleeping", "exec sleep 30", true},
+		{"busy", "while :; do :; done", false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			cmd := exec.Command("sh", "-c", tc.shell)
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+			// The busy loop never stops: the deadline only bounds the test.
+			ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+			defer cancel()
+			start := time.Now()
+			end, err := quiet(ctx, cmd.Process.Pid, time.Millisecond)
+			switch {
+			case tc.quiet && err != nil:
+				t.Fatalf("quiet: %v", err)
+			case tc.quiet && end.Before(start):
+				t.Fatalf("quiet at %v, before the first poll at %v", end, start)
+			case !tc.quiet && !errors.Is(err, context.DeadlineExceeded):
+				t.Fatalf("quiet = %v, %v; want the deadline", end, err)
 			}
 		})
 	}

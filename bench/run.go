@@ -199,7 +199,10 @@ func (l *live) cpuTime() (time.Duration, error) {
 }
 
 // waitLines waits until the inputs have read lines lines, which fill size bytes, and
-// returns the time elapsed since the start.
+// returns the time elapsed from the start until the exporter last ran before it went
+// quiet with them read (quiet): the scrape that then confirms the count is not part of
+// it, as it is not reading lines. Counted, it was 6–11% of a run's wall time on two cores
+// (`shards: 2` merges each series' two parts) and 2–5% on one, and flattened their ratio.
 //
 // Scrapes cost the exporter CPU (and garbage) that a run should not count, so it polls
 // the kernel's count of bytes the exporter read (/proc/PID/io rchar) and scrapes only once
@@ -231,6 +234,10 @@ func (l *live) waitLines(ctx context.Context, lines int, size int64, poll time.D
 			before, at = read, now
 			continue
 		}
+		end, err := quiet(ctx, l.proc.Cmd.Process.Pid, max(poll/5, time.Millisecond))
+		if err != nil {
+			return 0, l.failed(err)
+		}
 		if l.unscraped == 0 {
 			l.readRSS()
 			l.unscraped = l.rss.Load()
@@ -240,9 +247,66 @@ func (l *live) waitLines(ctx context.Context, lines int, size int64, poll time.D
 			return 0, l.failed(err)
 		}
 		if read := s.values.sum("logwindow_input_lines_total"); read >= float64(lines) {
-			return time.Since(l.proc.Started()), nil
+			return end.Sub(l.proc.Started()), nil
 		}
 	}
+}
+
+// quiet polls the threads of process pid every interval until, between two polls, none
+// ran (more than a twentieth of the interval, for its timers) and none is waiting for a
+// CPU or a disk, and returns the time of the first of the two: the process may have run
+// until then, not after. A thread waiting for a CPU (state R) or in a read from disk (D)
+// has work left, though its CPU time stands still meanwhile: on a shared machine that is
+// how its neighbours pause it.
+func quiet(ctx context.Context, pid int, interval time.Duration) (time.Time, error) {
+	ran, _, err := threadsRan(pid)
+	at := time.Now()
+	for err == nil {
+		select {
+		case <-ctx.Done():
+			return time.Time{}, ctx.Err()
+		case <-time.After(interval):
+		}
+		before, running := ran, false
+		if ran, running, err = threadsRan(pid); err == nil && !running && ran-before <= interval/20 {
+			return at, nil
+		}
+		at = time.Now()
+	}
+	return time.Time{}, err
+}
+
+// threadsRan returns the CPU time the threads of process pid have run (the first field
+// of each /proc/PID/task/TID/schedstat, in ns, where /proc/PID/stat counts 10 ms ticks)
+// and whether any is running or waiting to (state R) or waits for a disk (D). A thread
+// that ends between the listing and its reads is left out.
+func threadsRan(pid int) (ran time.Duration, running bool, err error) {
+	dir := fmt.Sprintf("/proc/%d/task", pid)
+	tasks, err := os.ReadDir(dir)
+	if err != nil {
+		return 0, false, err
+	}
+	for _, t := range tasks {
+		stat, err := os.ReadFile(filepath.Join(dir, t.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		sched, err := os.ReadFile(filepath.Join(dir, t.Name(), "schedstat"))
+		if err != nil {
+			continue
+		}
+		ns, _, _ := strings.Cut(string(sched), " ")
+		n, err := strconv.ParseInt(ns, 10, 64)
+		if err != nil {
+			return 0, false, fmt.Errorf("%s/%s/schedstat: %q", dir, t.Name(), sched)
+		}
+		ran += time.Duration(n)
+		// The command name, field 2, is in parentheses and may hold spaces; the state follows.
+		if state := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:])); len(state) > 0 && (state[0] == "R" || state[0] == "D") {
+			running = true
+		}
+	}
+	return ran, running, nil
 }
 
 // readChars returns the rchar line of /proc/PID/io: bytes the process read by any system

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -210,5 +211,52 @@ func TestTooLongAndClosedReadToEnd(t *testing.T) {
 	want := []string{"x", "long 123456789", "y", "long hhhhhhhhh", "z", "long long last", "closed a"}
 	if !slices.Equal(got, want) {
 		t.Errorf("got %q\nwant %q", got, want)
+	}
+}
+
+// Options.CaughtUp comes in the reading goroutine once every line written so far was
+// handed on, before it waits for more: after the last line of a file several reads long,
+// and again after the lines appended later, never between a file's lines while more of it
+// is there to read.
+func TestCaughtUp(t *testing.T) {
+	for _, m := range modes {
+		t.Run(m.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "a.log")
+			var text strings.Builder
+			for i := range 3000 { // some 300 KB: several reads of 64 KiB
+				text.WriteString(strconv.Itoa(i) + " " + strings.Repeat("x", 100) + "\n")
+			}
+			w := create(t, path)
+			if _, err := w.WriteString(text.String()); err != nil {
+				t.Fatal(err)
+			}
+			var e events
+			o := m.options(path)
+			o.FromBeginning = true
+			o.CaughtUp = func() { e.add("caught up") }
+			start(t, o, func(_ string, line []byte) { e.add(string(line[:strings.IndexByte(string(line), ' ')])) })
+			waitFor(t, "the reader caught up", func() bool { return e.count("caught up") > 0 })
+			if _, err := w.WriteString("3000 appended\n3001 appended\n"); err != nil {
+				t.Fatal(err)
+			}
+			waitFor(t, "the appended lines read", func() bool { return e.count("3001") == 1 })
+			waitFor(t, "the reader caught up again", func() bool {
+				got := e.get()
+				return got[len(got)-1] == "caught up"
+			})
+			next := 0 // the line expected next
+			for i, ev := range e.get() {
+				if ev == "caught up" {
+					if next != 3000 && next != 3002 {
+						t.Fatalf("event %d: caught up before line %d was handed on", i, next)
+					}
+					continue
+				}
+				if ev != strconv.Itoa(next) {
+					t.Fatalf("event %d: line %q, want %d", i, ev, next)
+				}
+				next++
+			}
+		})
 	}
 }

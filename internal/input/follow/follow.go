@@ -116,6 +116,11 @@ type Options struct {
 	// after it returned, and the reader never touches buf again. A handler that hands the
 	// lines of a read to another goroutine so spares their copy.
 	Lend func(buf []byte) []byte
+	// CaughtUp, when set, is called in the reading goroutine each time it has read every
+	// file to its end, before it waits for more: a handler that hands lines to other
+	// goroutines may take a share of what they have not started yet, rather than wait
+	// idle while they finish alone.
+	CaughtUp func()
 }
 
 // reason is what failed, the label of an error in Stats.ErrorsByReason.
@@ -412,6 +417,9 @@ func (f *Follower) readLoop() {
 		}
 		if more {
 			continue
+		}
+		if f.o.CaughtUp != nil {
+			f.o.CaughtUp()
 		}
 		select {
 		case <-f.stop:
