@@ -127,21 +127,21 @@ func (s *scratch) setPath(values [][]byte) {
 	}
 }
 
-// withPath makes the path captures captures of a match: their values follow what src
-// holds, in a buffer of the scratch that becomes src's more (after what was decoded or
-// derived from the line, copied first), and caps grow by their slots from base on,
-// pointing at them there. The line itself is never copied.
-func (s *scratch) withPath(src text, caps []int, base int) (text, []int) {
-	n := len(src.line) + len(src.more)
-	s.pathMore = append(append(s.pathMore[:0], src.more...), s.pathText...)
-	caps = caps[:2*base+len(s.pathCaps)]
+// withPath makes the path captures captures of m: their values follow what m.src holds,
+// in a buffer of the scratch that becomes its more (after what was decoded or derived from
+// the line, copied first), and m.caps grows by their slots from base on, pointing at them
+// there. The line itself is never copied.
+func (s *scratch) withPath(m *match, base int) {
+	n := len(m.src.line) + len(m.src.more)
+	s.pathMore = append(append(s.pathMore[:0], m.src.more...), s.pathText...)
+	caps := m.caps[:2*base+len(s.pathCaps)]
 	for i, off := range s.pathCaps {
 		if off >= 0 {
 			off += n
 		}
 		caps[2*base+i] = off
 	}
-	return text{line: src.line, more: s.pathMore}, caps
+	m.src.more, m.caps = s.pathMore, caps
 }
 
 // newMatch starts the rules of a group on a match: nothing remembered of the previous
