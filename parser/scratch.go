@@ -172,22 +172,37 @@ const (
 	highs = 0x8080808080808080
 )
 
-// isASCII reports whether b has no byte from 0x80 up, a word at a time.
+// isASCII reports whether b has no byte from 0x80 up, a word at a time. The bytes the
+// whole blocks leave are read as the block (or word) that ends b, overlapping what was
+// read already: a line's length varies, and a loop over its last bytes would end at a
+// different count each time, a branch the processor mispredicts.
 func isASCII(b []byte) bool {
+	n := len(b)
+	if n < 8 {
+		var acc byte
+		for _, c := range b {
+			acc |= c
+		}
+		return acc < 0x80
+	}
 	var acc uint64
-	i := 0
-	for ; i+32 <= len(b); i += 32 {
-		w := b[i : i+32 : i+32]
-		acc |= binary.LittleEndian.Uint64(w) | binary.LittleEndian.Uint64(w[8:]) |
-			binary.LittleEndian.Uint64(w[16:]) | binary.LittleEndian.Uint64(w[24:])
+	if n < 32 {
+		for i := 0; i+8 <= n; i += 8 {
+			acc |= binary.LittleEndian.Uint64(b[i : i+8 : i+8])
+		}
+		return (acc|binary.LittleEndian.Uint64(b[n-8:]))&highs == 0
 	}
-	for ; i+8 <= len(b); i += 8 {
-		acc |= binary.LittleEndian.Uint64(b[i : i+8 : i+8])
+	for i := 0; i+32 <= n; i += 32 {
+		acc |= words32(b[i : i+32 : i+32])
 	}
-	for _, c := range b[i:] {
-		acc |= uint64(c)
-	}
-	return acc&highs == 0
+	return (acc|words32(b[n-32:]))&highs == 0
+}
+
+// words32 ORs the four words of a 32-byte block.
+func words32(w []byte) uint64 {
+	w = w[:32:32]
+	return binary.LittleEndian.Uint64(w) | binary.LittleEndian.Uint64(w[8:]) |
+		binary.LittleEndian.Uint64(w[16:]) | binary.LittleEndian.Uint64(w[24:])
 }
 
 // cacheLine is the unit the cores of a processor hand each other memory in.
