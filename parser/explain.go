@@ -116,18 +116,18 @@ func (p *Parser) ExplainWrapped(input string, line, wrapperTime []byte) *Explana
 		g := &groups[i]
 		// A regex group fills every group, also those no rule reads, so all can be shown.
 		caps := make([]int, max(g.ncap, g.nall), max(g.ncap, g.nall)+2*len(p.paths))
-		src := text{line: line}
+		m := match{src: text{line: line}, caps: caps}
 		var matched bool
 		if g.ex != nil {
-			src, matched = g.ex.extract(line, caps, s)
+			m.src, matched = g.ex.extract(line, caps, s)
 		} else {
 			matched = g.m.Match(line, caps)
 		}
 		if matched && !g.postAll.empty() {
-			src = g.postAll.apply(src, caps, s)
+			g.postAll.apply(&m, s)
 		}
 		if matched && g.pathBase > 0 {
-			src, caps = s.withPath(src, caps, g.pathBase)
+			s.withPath(&m, g.pathBase)
 		}
 		var prefix *Prefix
 		s.newMatch()
@@ -146,8 +146,7 @@ func (p *Parser) ExplainWrapped(input string, line, wrapperTime []byte) *Explana
 				}
 				res.Outcome, res.Prefix = NoMatch, prefix
 			default:
-				res.Captures = copyCaptures(r.names, src, caps)
-				m := match{src, caps}
+				res.Captures = copyCaptures(r.names, m.src, m.caps)
 				outcome, detail := s.apply(r, input, &m, discard{})
 				res.Outcome = outcome
 				switch outcome {

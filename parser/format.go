@@ -100,30 +100,32 @@ func (p *formatPost) empty() bool {
 	return p == nil || len(p.dash)+len(p.escaped)+len(p.derive) == 0
 }
 
-// apply processes the captures of src (the line, or a JSON line and its decoded strings)
-// in caps and returns what they index then: what it unescapes or derives goes to the end of
-// src.more, in the scratch's vals.
-func (p *formatPost) apply(src text, caps []int, s *scratch) text {
-	n := len(src.line)
-	more := src.more
+// apply processes the captures of m (of the line, or of a JSON line and its decoded
+// strings) in place: what it unescapes or derives goes to the end of m.src.more, in the
+// scratch's vals. The match is changed where it is, not returned, as a copy of it would
+// be read back just after its fields were written.
+func (p *formatPost) apply(m *match, s *scratch) {
+	line, caps := m.src.line, m.caps
+	n := len(line)
+	more := m.src.more
 	if more == nil {
 		more = s.vals[:0]
 	}
 	for _, i := range p.dash {
-		if lo := caps[2*i]; lo >= 0 && lo < n && caps[2*i+1] == lo+1 && src.line[lo] == '-' {
+		if lo := caps[2*i]; lo >= 0 && lo < n && caps[2*i+1] == lo+1 && line[lo] == '-' {
 			caps[2*i], caps[2*i+1] = -1, -1
 		}
 	}
 	// One look at the line spares looking into each capture of the nearly every line
 	// that has no escape; with one capture to unescape, looking into it is less.
-	if len(p.escaped) == 1 || len(p.escaped) > 1 && bytes.IndexByte(src.line, '\\') >= 0 {
+	if len(p.escaped) == 1 || len(p.escaped) > 1 && bytes.IndexByte(line, '\\') >= 0 {
 		for _, i := range p.escaped {
 			lo, hi := caps[2*i], caps[2*i+1]
-			if lo < 0 || lo >= n || bytes.IndexByte(src.line[lo:hi], '\\') < 0 {
+			if lo < 0 || lo >= n || bytes.IndexByte(line[lo:hi], '\\') < 0 {
 				continue
 			}
 			start := n + len(more)
-			more = appendUnescaped(more, src.line[lo:hi], p.escape)
+			more = appendUnescaped(more, line[lo:hi], p.escape)
 			caps[2*i], caps[2*i+1] = start, n+len(more)
 		}
 	}
@@ -135,18 +137,18 @@ func (p *formatPost) apply(src text, caps []int, s *scratch) text {
 			}
 		}
 		if lo := caps[2*r.from]; lo >= 0 {
-			splitRequest(capture(text{src.line, more}, caps, r.from), lo, caps, &r.to)
+			splitRequest(capture(text{line, more}, caps, r.from), lo, caps, &r.to)
 		}
 	}
 	for _, d := range p.classes {
 		caps[2*d.to], caps[2*d.to+1] = -1, -1
-		if v := capture(text{src.line, more}, caps, d.from); len(v) > 0 && v[0] >= '0' && v[0] <= '9' {
+		if v := capture(text{line, more}, caps, d.from); len(v) > 0 && v[0] >= '0' && v[0] <= '9' {
 			more = append(more, v[0], 'x', 'x')
 			caps[2*d.to], caps[2*d.to+1] = n+len(more)-3, n+len(more)
 		}
 	}
 	s.vals = more
-	return text{src.line, more}
+	m.src.more = more
 }
 
 // splitRequest splits a request line r, "GET /a?b HTTP/1.1", which starts at offset at of

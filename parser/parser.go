@@ -585,37 +585,38 @@ func (p *Parser) ParseWrapped(input string, line, wrapperTime []byte, sink Sink)
 func (p *Parser) parse(s *scratch, groups []group, mustFit bool, input string, line, wrapperTime []byte, sink Sink) (fits, wellFormed bool) {
 	s.wrapperTime = wrapperTime
 	wellFormed = true
+	var m match
 	for i := range groups {
 		g := &groups[i]
 		fitting := mustFit && i == 0
 		if !fitting && g.inputs != nil && !slices.Contains(g.inputs, input) {
 			continue
 		}
-		caps := s.caps[:g.ncap]
-		src := text{line: line}
+		// The match is written field by field where apply reads it: a match built
+		// apart and copied whole would be read back just after its fields were written.
+		m.src.line, m.src.more, m.caps = line, nil, s.caps[:g.ncap]
 		if g.ex != nil {
 			var ok bool
-			if src, ok = g.ex.extract(line, caps, s); !ok {
+			if m.src, ok = g.ex.extract(line, m.caps, s); !ok {
 				if fitting {
 					return false, true
 				}
 				wellFormed = false
 				continue
 			}
-		} else if !g.parse.Match(line, caps) || g.strict > 0 && caps[2*g.strict] < 0 {
+		} else if !g.parse.Match(line, m.caps) || g.strict > 0 && m.caps[2*g.strict] < 0 {
 			if fitting {
 				return false, true
 			}
 			continue
 		}
 		if !g.post.empty() {
-			src = g.post.apply(src, caps, s)
+			g.post.apply(&m, s)
 		}
 		if g.pathBase > 0 {
-			src, caps = s.withPath(src, caps, g.pathBase)
+			s.withPath(&m, g.pathBase)
 		}
 		s.newMatch()
-		m := match{src, caps}
 		for j := range g.rules {
 			s.apply(&g.rules[j], input, &m, sink)
 		}

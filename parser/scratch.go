@@ -127,21 +127,21 @@ func (s *scratch) setPath(values [][]byte) {
 	}
 }
 
-// withPath makes the path captures captures of a match: their values follow what src
-// holds, in a buffer of the scratch that becomes src's more (after what was decoded or
-// derived from the line, copied first), and caps grow by their slots from base on,
-// pointing at them there. The line itself is never copied.
-func (s *scratch) withPath(src text, caps []int, base int) (text, []int) {
-	n := len(src.line) + len(src.more)
-	s.pathMore = append(append(s.pathMore[:0], src.more...), s.pathText...)
-	caps = caps[:2*base+len(s.pathCaps)]
+// withPath makes the path captures captures of m: their values follow what m.src holds,
+// in a buffer of the scratch that becomes its more (after what was decoded or derived from
+// the line, copied first), and m.caps grows by their slots from base on, pointing at them
+// there. The line itself is never copied.
+func (s *scratch) withPath(m *match, base int) {
+	n := len(m.src.line) + len(m.src.more)
+	s.pathMore = append(append(s.pathMore[:0], m.src.more...), s.pathText...)
+	caps := m.caps[:2*base+len(s.pathCaps)]
 	for i, off := range s.pathCaps {
 		if off >= 0 {
 			off += n
 		}
 		caps[2*base+i] = off
 	}
-	return text{line: src.line, more: s.pathMore}, caps
+	m.src.more, m.caps = s.pathMore, caps
 }
 
 // newMatch starts the rules of a group on a match: nothing remembered of the previous
@@ -172,22 +172,37 @@ const (
 	highs = 0x8080808080808080
 )
 
-// isASCII reports whether b has no byte from 0x80 up, a word at a time.
+// isASCII reports whether b has no byte from 0x80 up, a word at a time. The bytes the
+// whole blocks leave are read as the block (or word) that ends b, overlapping what was
+// read already: a line's length varies, and a loop over its last bytes would end at a
+// different count each time, a branch the processor mispredicts.
 func isASCII(b []byte) bool {
+	n := len(b)
+	if n < 8 {
+		var acc byte
+		for _, c := range b {
+			acc |= c
+		}
+		return acc < 0x80
+	}
 	var acc uint64
-	i := 0
-	for ; i+32 <= len(b); i += 32 {
-		w := b[i : i+32 : i+32]
-		acc |= binary.LittleEndian.Uint64(w) | binary.LittleEndian.Uint64(w[8:]) |
-			binary.LittleEndian.Uint64(w[16:]) | binary.LittleEndian.Uint64(w[24:])
+	if n < 32 {
+		for i := 0; i+8 <= n; i += 8 {
+			acc |= binary.LittleEndian.Uint64(b[i : i+8 : i+8])
+		}
+		return (acc|binary.LittleEndian.Uint64(b[n-8:]))&highs == 0
 	}
-	for ; i+8 <= len(b); i += 8 {
-		acc |= binary.LittleEndian.Uint64(b[i : i+8 : i+8])
+	for i := 0; i+32 <= n; i += 32 {
+		acc |= words32(b[i : i+32 : i+32])
 	}
-	for _, c := range b[i:] {
-		acc |= uint64(c)
-	}
-	return acc&highs == 0
+	return (acc|words32(b[n-32:]))&highs == 0
+}
+
+// words32 ORs the four words of a 32-byte block.
+func words32(w []byte) uint64 {
+	w = w[:32:32]
+	return binary.LittleEndian.Uint64(w) | binary.LittleEndian.Uint64(w[8:]) |
+		binary.LittleEndian.Uint64(w[16:]) | binary.LittleEndian.Uint64(w[24:])
 }
 
 // cacheLine is the unit the cores of a processor hand each other memory in.
