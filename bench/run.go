@@ -181,8 +181,7 @@ func (l *live) cpuTime() (time.Duration, error) {
 	if err != nil {
 		return 0, err
 	}
-	// The command name, field 2, is in parentheses and may hold spaces: count from after it.
-	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+	f := statFields(b)
 	if len(f) < 13 {
 		return 0, fmt.Errorf("short /proc stat: %q", b)
 	}
@@ -301,12 +300,18 @@ func threadsRan(pid int) (ran time.Duration, running bool, err error) {
 			return 0, false, fmt.Errorf("%s/%s/schedstat: %q", dir, t.Name(), sched)
 		}
 		ran += time.Duration(n)
-		// The command name, field 2, is in parentheses and may hold spaces; the state follows.
-		if state := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:])); len(state) > 0 && (state[0] == "R" || state[0] == "D") {
+		if state := statFields(stat); len(state) > 0 && (state[0] == "R" || state[0] == "D") {
 			running = true
 		}
 	}
 	return ran, running, nil
+}
+
+// statFields returns the fields of a /proc stat file from the third on, the state first:
+// the command name, field 2, is in parentheses and may hold spaces, so they are counted
+// from after it.
+func statFields(stat []byte) []string {
+	return strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
 }
 
 // readChars returns the rchar line of /proc/PID/io: bytes the process read by any system
