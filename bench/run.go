@@ -278,22 +278,27 @@ func quiet(ctx context.Context, pid int, interval time.Duration) (time.Time, err
 // threadsRan returns the CPU time the threads of process pid have run (the first field
 // of each /proc/PID/task/TID/schedstat, in ns, where /proc/PID/stat counts 10 ms ticks)
 // and whether any is running or waiting to (state R) or waits for a disk (D). A thread
-// that ends between the listing and its reads is left out.
+// that ends between the listing and its reads is left out; none read at all is an error
+// (a kernel without schedstat), not a process that never runs.
 func threadsRan(pid int) (ran time.Duration, running bool, err error) {
 	dir := fmt.Sprintf("/proc/%d/task", pid)
 	tasks, err := os.ReadDir(dir)
 	if err != nil {
 		return 0, false, err
 	}
+	read, skipped := 0, error(nil)
 	for _, t := range tasks {
 		stat, err := os.ReadFile(filepath.Join(dir, t.Name(), "stat"))
 		if err != nil {
+			skipped = err
 			continue
 		}
 		sched, err := os.ReadFile(filepath.Join(dir, t.Name(), "schedstat"))
 		if err != nil {
+			skipped = err
 			continue
 		}
+		read++
 		ns, _, _ := strings.Cut(string(sched), " ")
 		n, err := strconv.ParseInt(ns, 10, 64)
 		if err != nil {
@@ -303,6 +308,9 @@ func threadsRan(pid int) (ran time.Duration, running bool, err error) {
 		if state := statFields(stat); len(state) > 0 && (state[0] == "R" || state[0] == "D") {
 			running = true
 		}
+	}
+	if read == 0 && skipped != nil {
+		return 0, false, fmt.Errorf("no thread of process %d could be read: %w", pid, skipped)
 	}
 	return ran, running, nil
 }
