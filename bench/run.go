@@ -235,7 +235,7 @@ func (l *live) waitLines(ctx context.Context, lines int, size int64, poll time.D
 		}
 		end, err := quiet(ctx, l.proc.Cmd.Process.Pid, max(poll/5, time.Millisecond))
 		if err != nil {
-			return 0, l.failed(err)
+			return 0, l.failed(fmt.Errorf("the exporter did not go quiet with the files read: %w", err))
 		}
 		if l.unscraped == 0 {
 			l.readRSS()
