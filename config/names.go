@@ -13,7 +13,7 @@ import (
 func isName(s string) bool {
 	for i := 0; i < len(s); i++ {
 		c := s[i]
-		if !(c == '_' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || i > 0 && '0' <= c && c <= '9') {
+		if !(c == '_' || isLower(c) || isUpper(c) || i > 0 && '0' <= c && c <= '9') {
 			return false
 		}
 	}

@@ -115,13 +115,12 @@ func (p *Parser) ExplainWrapped(input string, line, wrapperTime []byte) *Explana
 	for i := range groups {
 		g := &groups[i]
 		// A regex group fills every group, also those no rule reads, so all can be shown.
-		caps := make([]int, max(g.ncap, g.nall), max(g.ncap, g.nall)+2*len(p.paths))
-		m := match{src: text{line: line}, caps: caps}
+		m := match{src: text{line: line}, caps: make([]int, max(g.ncap, g.nall), max(g.ncap, g.nall)+2*len(p.paths))}
 		var matched bool
 		if g.ex != nil {
-			m.src, matched = g.ex.extract(line, caps, s)
+			m.src, matched = g.ex.extract(line, m.caps, s)
 		} else {
-			matched = g.m.Match(line, caps)
+			matched = g.m.Match(line, m.caps)
 		}
 		if matched && !g.postAll.empty() {
 			g.postAll.apply(&m, s)
