@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"math"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -357,6 +358,29 @@ func TestQuiet(t *testing.T) {
 				t.Fatalf("quiet at %v, before the first poll at %v", end, start)
 			case !tc.quiet && !errors.Is(err, context.DeadlineExceeded):
 				t.Fatalf("quiet = %v, %v; want the deadline", end, err)
+			}
+		})
+	}
+}
+
+// TestRanSince checks that threads are compared one by one: a thread that ended cannot
+// hide, by taking its time out of a sum, the run of another.
+func TestRanSince(t *testing.T) {
+	ms := time.Millisecond
+	cases := []struct {
+		name        string
+		before, now map[string]time.Duration
+		want        time.Duration
+	}{
+		{"none ran", map[string]time.Duration{"1": 5 * ms, "2": 7 * ms}, map[string]time.Duration{"1": 5 * ms, "2": 7 * ms}, 0},
+		{"one ran", map[string]time.Duration{"1": 5 * ms, "2": 7 * ms}, map[string]time.Duration{"1": 5 * ms, "2": 9 * ms}, 2 * ms},
+		{"a new one", map[string]time.Duration{"1": 5 * ms}, map[string]time.Duration{"1": 5 * ms, "3": 3 * ms}, 3 * ms},
+		{"one ended while another ran", map[string]time.Duration{"1": 5 * ms, "2": 7 * ms}, map[string]time.Duration{"1": 6 * ms}, math.MaxInt64},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := ranSince(tc.before, tc.now); got != tc.want {
+				t.Errorf("ranSince = %v, want %v", got, tc.want)
 			}
 		})
 	}

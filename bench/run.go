@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"math"
 	"net/http"
 	"os"
 	"os/exec"
@@ -252,11 +253,12 @@ func (l *live) waitLines(ctx context.Context, lines int, size int64, poll time.D
 }
 
 // quiet polls the threads of process pid every interval until, between two polls, none
-// ran (more than a twentieth of the interval, for its timers) and none is waiting for a
-// CPU or a disk, and returns the time of the first of the two: the process may have run
-// until then, not after. A thread waiting for a CPU (state R) or in a read from disk (D)
-// has work left, though its CPU time stands still meanwhile: on a shared machine that is
-// how its neighbours pause it.
+// ran (more than a twentieth of the interval, for its timers), none ended and none is
+// waiting for a CPU or a disk, and returns the time of the first of the two: the process
+// may have run until then, not after. A thread waiting for a CPU (state R) or in a read
+// from disk (D) has work left, though its CPU time stands still meanwhile: on a shared
+// machine that is how its neighbours pause it. Times are compared thread by thread, so
+// that one that ended, taking its CPU time out of a sum, cannot hide another's run.
 func quiet(ctx context.Context, pid int, interval time.Duration) (time.Time, error) {
 	ran, _, err := threadsRan(pid)
 	at := time.Now()
@@ -267,7 +269,7 @@ func quiet(ctx context.Context, pid int, interval time.Duration) (time.Time, err
 		case <-time.After(interval):
 		}
 		before, running := ran, false
-		if ran, running, err = threadsRan(pid); err == nil && !running && ran-before <= interval/20 {
+		if ran, running, err = threadsRan(pid); err == nil && !running && ranSince(before, ran) <= interval/20 {
 			return at, nil
 		}
 		at = time.Now()
@@ -275,18 +277,35 @@ func quiet(ctx context.Context, pid int, interval time.Duration) (time.Time, err
 	return time.Time{}, err
 }
 
-// threadsRan returns the CPU time the threads of process pid have run (the first field
-// of each /proc/PID/task/TID/schedstat, in ns, where /proc/PID/stat counts 10 ms ticks)
-// and whether any is running or waiting to (state R) or waits for a disk (D). A thread
-// that ends between the listing and its reads is left out; none read at all is an error
-// (a kernel without schedstat), not a process that never runs.
-func threadsRan(pid int) (ran time.Duration, running bool, err error) {
+// ranSince is the CPU time the threads of now ran since before, each thread's own (a new
+// one's all of it); a thread of before that has ended makes it unbounded, as what it ran
+// before it ended is not known.
+func ranSince(before, now map[string]time.Duration) time.Duration {
+	var ran time.Duration
+	for tid, t := range now {
+		ran += t - before[tid]
+	}
+	for tid := range before {
+		if _, ok := now[tid]; !ok {
+			return math.MaxInt64
+		}
+	}
+	return ran
+}
+
+// threadsRan returns the CPU time each thread of process pid has run, by thread ID (the
+// first field of its /proc/PID/task/TID/schedstat, in ns, where /proc/PID/stat counts 10
+// ms ticks), and whether any is running or waiting to (state R) or waits for a disk (D).
+// A thread that ends between the listing and its reads is left out; none read at all is
+// an error (a kernel without schedstat), not a process that never runs.
+func threadsRan(pid int) (ran map[string]time.Duration, running bool, err error) {
 	dir := fmt.Sprintf("/proc/%d/task", pid)
 	tasks, err := os.ReadDir(dir)
 	if err != nil {
-		return 0, false, err
+		return nil, false, err
 	}
-	read, skipped := 0, error(nil)
+	ran = make(map[string]time.Duration, len(tasks))
+	skipped := error(nil)
 	for _, t := range tasks {
 		stat, err := os.ReadFile(filepath.Join(dir, t.Name(), "stat"))
 		if err != nil {
@@ -298,19 +317,18 @@ func threadsRan(pid int) (ran time.Duration, running bool, err error) {
 			skipped = err
 			continue
 		}
-		read++
 		ns, _, _ := strings.Cut(string(sched), " ")
 		n, err := strconv.ParseInt(ns, 10, 64)
 		if err != nil {
-			return 0, false, fmt.Errorf("%s/%s/schedstat: %q", dir, t.Name(), sched)
+			return nil, false, fmt.Errorf("%s/%s/schedstat: %q", dir, t.Name(), sched)
 		}
-		ran += time.Duration(n)
+		ran[t.Name()] = time.Duration(n)
 		if state := statFields(stat); len(state) > 0 && (state[0] == "R" || state[0] == "D") {
 			running = true
 		}
 	}
-	if read == 0 && skipped != nil {
-		return 0, false, fmt.Errorf("no thread of process %d could be read: %w", pid, skipped)
+	if len(ran) == 0 && skipped != nil {
+		return nil, false, fmt.Errorf("no thread of process %d could be read: %w", pid, skipped)
 	}
 	return ran, running, nil
 }
