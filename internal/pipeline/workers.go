@@ -60,8 +60,8 @@ type batchLine struct {
 	path               string
 	msg, wrapper, strm span
 	inRead             bool
-	// block: msg is the complete lines of a read, taken whole (batchHold.Block); the
-	// worker counts them as handed.
+	// block: msg is the complete lines of a read, taken whole (batchHold.Block), with
+	// their "\r"s; the worker strips them and counts the lines as handed.
 	block bool
 }
 
@@ -174,18 +174,22 @@ func (w *pool) parse(p *Pipeline, in *stream, slot *atomic.Pointer[binding], bt 
 		}
 		for run := bt.msg(l); ; {
 			n := bytes.IndexByte(run, '\n')
-			if n < 0 {
-				parseMsg(b, l, run, bt)
-				break
+			line := run
+			if n >= 0 {
+				line = run[:n:n]
 			}
-			parseMsg(b, l, run[:n:n], bt)
-			run = run[n+1:]
 			if l.block {
 				handed++
+				// What the follower does to a line it hands on.
+				if k := len(line); k > 0 && line[k-1] == '\r' {
+					line = line[: k-1 : k-1]
+				}
 			}
-		}
-		if l.block {
-			handed++
+			parseMsg(b, l, line, bt)
+			if n < 0 {
+				break
+			}
+			run = run[n+1:]
 		}
 	}
 	b.sink.Flush() // before the batch counts as parsed (drain)
@@ -335,12 +339,12 @@ func (h batchHold) Lock() {
 // Block is the follower's Block (follow.Options.Block), called while the cut is held:
 // when a batch is free, a read's complete lines go into it as one span, which the reading
 // goroutine then does not go through line by line; the worker that parses the batch finds
-// the lines in it and counts them. Lines with a "\r" before their "\n" (which the
-// follower strips) are handed on one by one, and so are those of an input that joins CRI
-// messages, which the reading goroutine does itself.
+// the lines in it, strips the "\r" before a line's "\n" as the follower does, and counts
+// them. The lines of an input that joins CRI messages, which the reading goroutine does
+// itself, are handed on one by one.
 func (h batchHold) Block(path string, lines []byte) bool {
 	w := h.in.pool.Load()
-	if w == nil || h.in.cri != nil || bytes.IndexByte(lines, '\r') >= 0 {
+	if w == nil || h.in.cri != nil {
 		return false
 	}
 	at, inRead := within(lines[:len(lines)-1], w.read)

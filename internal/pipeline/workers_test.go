@@ -17,7 +17,8 @@ import (
 )
 
 // workersRules count a file's lines by status and sum their bytes, at processing time and
-// at their own; WRAP is the input's wrapper, SHARDS its parse workers.
+// at their own, and the lines left ending in "\r" once read; WRAP is the input's wrapper,
+// SHARDS its parse workers.
 const workersRules = `
 global: {windows: [1m, 1h]}
 inputs: [{name: web, path: 'LOG', start_at: beginning, shards: SHARDS WRAP}]
@@ -30,6 +31,8 @@ rules:
     match: '^(?P<ts>\S+) (?P<status>[0-9]{3}) '
     labels: {status: '${status}'}
     timestamp: {capture: ts, layout: '2006-01-02T15:04:05Z07:00'}
+  - name: carriage_returns
+    match: '\r$'
 `
 
 // workersConfig is workersRules for log with shards workers, wrapped as CRI lines or not.
@@ -166,7 +169,7 @@ func runLog(t *testing.T, text string, shards int, cri bool, now time.Time, maxL
 // parts are joined before the messages are dealt, and with damaged line ends, empty lines
 // and lines too long to read between the counted ones; and with lines of up to the default
 // cap, empty ones among them, at which the follower offers a read's lines whole
-// (batchHold.Block), with and without a "\r" in them.
+// (batchHold.Block), with and without "\r"s before their "\n".
 func TestWorkersCountAsOne(t *testing.T) {
 	now := time.Unix(1_700_000_000, 0)
 	for _, tc := range []struct {
