@@ -61,6 +61,7 @@ func startFollower(p *Pipeline, ci config.Input, in *stream, shard int) (input.I
 		Resume:        p.resume[ci.Source()],
 		Hold:          hold,
 		Lend:          hold.Lend,
+		Block:         hold.Block,
 		CaughtUp:      hold.CaughtUp,
 	}
 	in.workers.Store(int32(workersOf(ci)))

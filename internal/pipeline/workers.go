@@ -21,7 +21,9 @@ import (
 // read for that read (follow.Options.Chunk). The lines are not copied: the batch takes the
 // follower's read buffer and gives it the one it brought back from its last worker
 // (follow.Options.Lend); only what the reading goroutine made of a line (a joined CRI
-// message, its time and stream) is copied into the batch.
+// message, its time and stream) is copied into the batch. Most reads' lines the batch
+// takes whole, before the reading goroutine goes through them (follow.Options.Block):
+// it then only reads, and the worker that splits the lines counts them.
 //
 // Counts are those of one worker: a line is parsed once, by one session, with the clocks of
 // its read, and the store's sums, windows and sketches do not depend on the order their
@@ -58,6 +60,9 @@ type batchLine struct {
 	path               string
 	msg, wrapper, strm span
 	inRead             bool
+	// block: msg is the complete lines of a read, taken whole (batchHold.Block), with
+	// their "\r"s; the worker strips them and counts the lines as handed.
+	block bool
 }
 
 // span is data[from:to].
@@ -160,6 +165,7 @@ func (wk *worker) run(p *Pipeline, in *stream, w *pool) {
 func (w *pool) parse(p *Pipeline, in *stream, slot *atomic.Pointer[binding], bt *batch) {
 	b := in.bindTo(p, slot)
 	b.sink.SetNow(bt.processing, bt.wall)
+	handed := bt.handed
 	for i := range bt.lines {
 		l := &bt.lines[i]
 		if !l.inRead {
@@ -168,16 +174,26 @@ func (w *pool) parse(p *Pipeline, in *stream, slot *atomic.Pointer[binding], bt 
 		}
 		for run := bt.msg(l); ; {
 			n := bytes.IndexByte(run, '\n')
+			line := run
+			if n >= 0 {
+				line = run[:n:n]
+			}
+			if l.block {
+				handed++
+				// What the follower does to a line it hands on.
+				if k := len(line); k > 0 && line[k-1] == '\r' {
+					line = line[: k-1 : k-1]
+				}
+			}
+			parseMsg(b, l, line, bt)
 			if n < 0 {
-				parseMsg(b, l, run, bt)
 				break
 			}
-			parseMsg(b, l, run[:n:n], bt)
 			run = run[n+1:]
 		}
 	}
 	b.sink.Flush() // before the batch counts as parsed (drain)
-	in.landed.Add(bt.handed)
+	in.landed.Add(handed)
 	in.unbindIfStale(p, slot, b)
 	bt.data, bt.lines, bt.handed = bt.data[:0], bt.lines[:0], 0
 	w.free <- bt
@@ -234,7 +250,7 @@ func (w *pool) add(path string, msg, wrapper, strm []byte) {
 	at, inRead := within(msg, w.read)
 	if inRead && len(wrapper) == 0 && len(strm) == 0 && len(bt.lines) > 0 {
 		last := &bt.lines[len(bt.lines)-1]
-		if last.inRead && last.path == path && last.wrapper.empty() && last.strm.empty() &&
+		if last.inRead && !last.block && last.path == path && last.wrapper.empty() && last.strm.empty() &&
 			at.from == last.msg.to+1 && w.read[last.msg.to] == '\n' {
 			last.msg.to = at.to
 			return
@@ -318,6 +334,26 @@ type batchHold struct {
 func (h batchHold) Lock() {
 	h.p.cut.RLock()
 	h.in.resize(h.p)
+}
+
+// Block is the follower's Block (follow.Options.Block), called while the cut is held:
+// when a batch is free, a read's complete lines go into it as one span, which the reading
+// goroutine then does not go through line by line; the worker that parses the batch finds
+// the lines in it, strips the "\r" before a line's "\n" as the follower does, and counts
+// them. The lines of an input that joins CRI messages, which the reading goroutine does
+// itself, are handed on one by one.
+func (h batchHold) Block(path string, lines []byte) bool {
+	w := h.in.pool.Load()
+	if w == nil || h.in.cri != nil {
+		return false
+	}
+	at, inRead := within(lines[:len(lines)-1], w.read)
+	if !inRead || !w.batching() {
+		return false
+	}
+	w.cur.lines = append(w.cur.lines, batchLine{path: path, msg: at, inRead: true, block: true})
+	w.lent = true
+	return true
 }
 
 // Lend is the follower's Lend (follow.Options.Lend), called while the cut is held.

@@ -17,7 +17,8 @@ import (
 )
 
 // workersRules count a file's lines by status and sum their bytes, at processing time and
-// at their own; WRAP is the input's wrapper, SHARDS its parse workers.
+// at their own, and the lines left ending in "\r" once read; WRAP is the input's wrapper,
+// SHARDS its parse workers.
 const workersRules = `
 global: {windows: [1m, 1h]}
 inputs: [{name: web, path: 'LOG', start_at: beginning, shards: SHARDS WRAP}]
@@ -30,6 +31,8 @@ rules:
     match: '^(?P<ts>\S+) (?P<status>[0-9]{3}) '
     labels: {status: '${status}'}
     timestamp: {capture: ts, layout: '2006-01-02T15:04:05Z07:00'}
+  - name: carriage_returns
+    match: '\r$'
 `
 
 // workersConfig is workersRules for log with shards workers, wrapped as CRI lines or not.
@@ -94,22 +97,27 @@ func workersLog(rng *rand.Rand, n int, now int64, cri bool) (string, map[string]
 const damagedMaxLine = 400
 
 // damaged is text (of lines that end in "\n") with other line ends and lines between its
-// lines: "\r\n" (the "\r" not read), "\r\r\n" (one "\r" read), empty lines, lines of
-// a lone "\r", and lines too long to read, past damagedMaxLine. The lines workers take
-// from a read buffer as one run (pool.add) must still be these lines, each read once.
-func damaged(rng *rand.Rand, text string) string {
+// lines: with cr, "\r\n" (the "\r" not read), "\r\r\n" (one "\r" read) and lines of a
+// lone "\r"; empty lines, and lines too long to read, past damagedMaxLine. The lines
+// workers take from a read buffer as one run (pool.add) or whole (batchHold.Block) must
+// still be these lines, each read once.
+func damaged(rng *rand.Rand, text string, cr bool) string {
+	ends, lone := []string{"\n", "\n", "\n", "\r\n", "\r\r\n"}, "\r\n"
+	if !cr {
+		ends, lone = ends[:3], "\n"
+	}
 	var b strings.Builder
 	for line := range strings.Lines(text) {
 		switch rng.IntN(12) {
 		case 0:
 			b.WriteString("\n")
 		case 1:
-			b.WriteString("\r\n")
+			b.WriteString(lone)
 		case 2:
 			b.WriteString(strings.Repeat("y", damagedMaxLine+1+rng.IntN(3000)) + "\n")
 		}
 		line = strings.TrimSuffix(line, "\n")
-		b.WriteString(line + []string{"\n", "\n", "\n", "\r\n", "\r\r\n"}[rng.IntN(5)])
+		b.WriteString(line + ends[rng.IntN(len(ends))])
 	}
 	return b.String()
 }
@@ -159,26 +167,32 @@ func runLog(t *testing.T, text string, shards int, cri bool, now time.Time, maxL
 // worker gives (totals, sums, windows at processing time and at the lines' own, the rules'
 // and the input's counts), and the counts of the log itself; with CRI lines too, whose
 // parts are joined before the messages are dealt, and with damaged line ends, empty lines
-// and lines too long to read between the counted ones.
+// and lines too long to read between the counted ones; and with lines of up to the default
+// cap, empty ones among them, at which the follower offers a read's lines whole
+// (batchHold.Block), with and without "\r"s before their "\n".
 func TestWorkersCountAsOne(t *testing.T) {
 	now := time.Unix(1_700_000_000, 0)
 	for _, tc := range []struct {
 		name    string
 		cri     bool
 		damaged bool
+		cr      bool
+		maxLine int
 		seed    uint64
 	}{
-		{"plain", false, false, 1},
-		{"plain, another log", false, false, 2},
-		{"cri", true, false, 3},
-		{"damaged", false, true, 4},
+		{"plain", false, false, false, 0, 1},
+		{"plain, another log", false, false, false, 0, 2},
+		{"cri", true, false, false, 0, 3},
+		{"damaged", false, true, true, damagedMaxLine, 4},
+		{"damaged, default cap", false, true, true, 0, 5},
+		{"empty and long lines, default cap", false, true, false, 0, 6},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(tc.seed, 7))
 			text, want := workersLog(rng, 20000, now.Unix(), tc.cri)
-			maxLine := 0
+			maxLine := tc.maxLine
 			if tc.damaged {
-				text, maxLine = damaged(rng, text), damagedMaxLine
+				text = damaged(rng, text, tc.cr)
 			}
 			one := runLog(t, text, 1, tc.cri, now, maxLine)
 			for status, w := range want {

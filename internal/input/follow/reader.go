@@ -148,10 +148,12 @@ type lineReader struct {
 	h    input.Handler
 	c    *counters
 	stop *atomic.Bool // nil when reading cannot be stopped
-	// chunk, tooLong and lend are Options.Chunk, Options.TooLong and Options.Lend.
+	// chunk, tooLong, lend and block are Options.Chunk, Options.TooLong, Options.Lend
+	// and Options.Block.
 	chunk   func()
 	tooLong func(path string, head []byte)
 	lend    func(buf []byte) []byte
+	block   func(path string, lines []byte) bool
 	// hold is Options.Hold, or a lock no one else takes.
 	hold sync.Locker
 }
@@ -169,6 +171,7 @@ func newLineReader(o Options, h input.Handler, c *counters, stop *atomic.Bool) *
 		chunk:   o.Chunk,
 		tooLong: o.TooLong,
 		lend:    o.Lend,
+		block:   o.Block,
 		hold:    cmp.Or[sync.Locker](o.Hold, new(sync.Mutex)),
 	}
 }
@@ -214,6 +217,14 @@ func (r *lineReader) pass(t *tracked, path string, budget int64) (read int64, at
 // long line is skipped.
 func (r *lineReader) scan(t *tracked, path string, start, end int) (int, int) {
 	buf := r.buf
+	// A buffer of at most the cap and its newline holds no complete line too long.
+	if r.block != nil && !t.skipping && len(buf) <= r.max+1 {
+		if i := bytes.LastIndexByte(buf[start:end], '\n'); i >= 0 && r.block(path, buf[start:start+i+1]) {
+			r.c.lines.Add(uint64(bytes.Count(buf[start:start+i+1], newline)))
+			start += i + 1
+			t.done.Store(t.off - int64(end-start))
+		}
+	}
 	for {
 		i := bytes.IndexByte(buf[start:end], '\n')
 		if i < 0 {
@@ -250,6 +261,9 @@ func (r *lineReader) next(buf []byte, start, end int) ([]byte, int, int) {
 	r.buf = to
 	return to, 0, copy(to, buf[start:end])
 }
+
+// newline is what ends a line.
+var newline = []byte{'\n'}
 
 // line hands on one line, or counts it when it was too long.
 func (r *lineReader) line(t *tracked, path string, line []byte) {
