@@ -475,11 +475,11 @@ func (o options) runOurs(bin, rules string, paths []string, lines int, want expe
 	if err != nil {
 		return usage{}, err
 	}
-	wall, err := l.waitLines(ctx, lines, size, o.poll)
+	wall, first, err := l.waitLines(ctx, lines, size, o.poll)
 	if err != nil {
 		return usage{}, err
 	}
-	if err := l.settle(check, o.poll); err != nil {
+	if err := l.settle(first, check, o.poll); err != nil {
 		return usage{}, err
 	}
 	return l.stop(wall)

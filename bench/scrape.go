@@ -35,10 +35,11 @@ func (o options) scrapeBench(dir, path string, file *tally, out io.Writer) error
 	if err != nil {
 		return err
 	}
-	if _, err := l.waitLines(ctx, file.lines, size, o.poll); err != nil {
+	_, first, err := l.waitLines(ctx, file.lines, size, o.poll)
+	if err != nil {
 		return err
 	}
-	err = l.settle(func(s scrape) error {
+	err = l.settle(first, func(s scrape) error {
 		if err := want.check(s.values); err != nil {
 			return err
 		}
