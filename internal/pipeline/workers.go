@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 
 	"github.com/logwindow/logwindow_exporter/config"
+	"github.com/logwindow/logwindow_exporter/internal/input/follow"
 )
 
 // A follower of one file parses on one core. With `shards: N` on a file path (not a glob,
@@ -180,10 +181,7 @@ func (w *pool) parse(p *Pipeline, in *stream, slot *atomic.Pointer[binding], bt 
 			}
 			if l.block {
 				handed++
-				// What the follower does to a line it hands on.
-				if k := len(line); k > 0 && line[k-1] == '\r' {
-					line = line[: k-1 : k-1]
-				}
+				line = follow.TrimCR(line)
 			}
 			parseMsg(b, l, line, bt)
 			if n < 0 {

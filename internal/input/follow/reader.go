@@ -275,11 +275,17 @@ func (r *lineReader) line(t *tracked, path string, line []byte) {
 		r.c.tooLong.Add(1)
 		return
 	}
-	if n := len(line); n > 0 && line[n-1] == '\r' {
-		line = line[:n-1]
-	}
 	r.c.lines.Add(1)
-	r.h(path, line)
+	r.h(path, TrimCR(line))
+}
+
+// TrimCR is line, without its "\n", as the handler is given it: without the "\r" before
+// the "\n", if there is one. A Block handler makes the same of each line it takes.
+func TrimCR(line []byte) []byte {
+	if n := len(line); n > 0 && line[n-1] == '\r' {
+		return line[:n-1]
+	}
+	return line
 }
 
 // skip tells Options.TooLong of a line too long to read, by its first bytes;
