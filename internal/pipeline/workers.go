@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 
 	"github.com/logwindow/logwindow_exporter/config"
+	"github.com/logwindow/logwindow_exporter/internal/input/follow"
 )
 
 // A follower of one file parses on one core. With `shards: N` on a file path (not a glob,
@@ -22,8 +23,9 @@ import (
 // follower's read buffer and gives it the one it brought back from its last worker
 // (follow.Options.Lend); only what the reading goroutine made of a line (a joined CRI
 // message, its time and stream) is copied into the batch. Most reads' lines the batch
-// takes whole, before the reading goroutine goes through them (follow.Options.Block):
-// it then only reads, and the worker that splits the lines counts them.
+// takes whole, before the reading goroutine hands them on one by one
+// (follow.Options.Block): it then only reads them and counts their newlines, and the
+// worker that splits the lines counts them as handed.
 //
 // Counts are those of one worker: a line is parsed once, by one session, with the clocks of
 // its read, and the store's sums, windows and sketches do not depend on the order their
@@ -180,10 +182,7 @@ func (w *pool) parse(p *Pipeline, in *stream, slot *atomic.Pointer[binding], bt 
 			}
 			if l.block {
 				handed++
-				// What the follower does to a line it hands on.
-				if k := len(line); k > 0 && line[k-1] == '\r' {
-					line = line[: k-1 : k-1]
-				}
+				line = follow.TrimCR(line)
 			}
 			parseMsg(b, l, line, bt)
 			if n < 0 {

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"cmp"
 	"fmt"
+	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -90,6 +92,100 @@ func TestBlock(t *testing.T) {
 				if got[i] != want[i] {
 					t.Fatalf("line %d = %.40q, want %.40q", i, got[i], want[i])
 				}
+			}
+		})
+	}
+}
+
+// unlockHook is a Hold that calls unlock as it is let go.
+type unlockHook func()
+
+func (unlockHook) Lock()     {}
+func (h unlockHook) Unlock() { h() }
+
+// TestBlockPositions: as a file grows by pieces that end anywhere, each let go of Hold
+// finds the file's position (tracked.done) at the end of the last line taken in a block
+// or handed on, with every line before it counted as read, whether blocks are taken or
+// not and whether Lend takes the buffer or not.
+func TestBlockPositions(t *testing.T) {
+	for seed := range uint64(8) {
+		t.Run(fmt.Sprint("seed ", seed), func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(seed, 5))
+			var text strings.Builder
+			var ends []int64 // the offset after each line's "\n"
+			for range 3000 + rng.IntN(3000) {
+				text.WriteString(strings.Repeat("x", rng.IntN(400)))
+				if rng.IntN(4) == 0 {
+					text.WriteString("\r")
+				}
+				text.WriteString("\n")
+				ends = append(ends, int64(text.Len()))
+			}
+			path := filepath.Join(t.TempDir(), "a.log")
+			if err := os.WriteFile(path, nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			in, err := os.Open(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer in.Close()
+			out, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer out.Close()
+
+			var c counters
+			file := &tracked{f: in, path: path}
+			lines := 0 // taken in blocks or handed on
+			o, err := Options{
+				Path: path,
+				Hold: unlockHook(func() {
+					want := int64(0)
+					if lines > 0 {
+						want = ends[lines-1]
+					}
+					if got := file.done.Load(); got != want || c.lines.Load() != uint64(lines) {
+						t.Fatalf("position %d after %d lines, want %d; %d counted as read", got, lines, want, c.lines.Load())
+					}
+				}),
+				Block: func(_ string, b []byte) bool {
+					if rng.IntN(3) == 0 {
+						return false
+					}
+					lines += bytes.Count(b, []byte("\n"))
+					return true
+				},
+				Lend: func(buf []byte) []byte {
+					if rng.IntN(2) == 0 {
+						return make([]byte, len(buf))
+					}
+					return buf
+				},
+			}.normalize()
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := newLineReader(o, func(string, []byte) { lines++ }, &c, nil)
+			s := text.String()
+			for written := 0; written < len(s); {
+				n := min(len(s)-written, 1+rng.IntN(150_000))
+				if _, err := out.WriteString(s[written : written+n]); err != nil {
+					t.Fatal(err)
+				}
+				written += n
+				if _, _, err := r.pass(file, path, int64(1+rng.IntN(200_000))); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for atEOF := false; !atEOF; {
+				if _, atEOF, err = r.pass(file, path, math.MaxInt64); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if lines != len(ends) || file.done.Load() != int64(len(s)) {
+				t.Fatalf("%d lines of %d, position %d of %d", lines, len(ends), file.done.Load(), len(s))
 			}
 		})
 	}

@@ -119,13 +119,14 @@ type Options struct {
 	// Block, when set, is offered the complete lines a read brought, as one slice of the
 	// read buffer ending in the last line's "\n", while Hold is held and before any of
 	// them is handed on: returning true takes them all, which the handler then is not
-	// given and which count as read, as Lend's buffer does; false has them handed on one
-	// by one. Lines are offered so only while the buffer cannot hold a line too long to
-	// read (MaxLineBytes of DefaultMaxLineBytes or more) and none is being skipped, so
-	// every line of the slice is one the handler would have been given, but for the
-	// "\r" before a "\n" it strips. A handler that hands a read's lines to another
-	// goroutine, which finds them anyway, so spares the reading goroutine a pass over
-	// them.
+	// given and which count as read; false has them handed on one by one. Like a line
+	// handed on, the slice may be used after the call only when Lend takes the buffer.
+	// Lines are offered so only while the buffer cannot hold a line too long to read
+	// (MaxLineBytes of DefaultMaxLineBytes or more) and none is being skipped, so every
+	// line of the slice is one the handler would have been given, but for the "\r"
+	// before a "\n" it strips (TrimCR). A handler that hands a read's lines to another
+	// goroutine, which finds them anyway, so spares the reading goroutine handing them
+	// on one by one: it only counts their newlines.
 	Block func(path string, lines []byte) bool
 	// CaughtUp, when set, is called in the reading goroutine each time it has read every
 	// file to its end, before it waits for more: a handler that hands lines to other

@@ -149,7 +149,8 @@ type lineReader struct {
 	c    *counters
 	stop *atomic.Bool // nil when reading cannot be stopped
 	// chunk, tooLong, lend and block are Options.Chunk, Options.TooLong, Options.Lend
-	// and Options.Block.
+	// and Options.Block; block is nil when buf, longer than the cap and its newline, may
+	// hold a complete line too long.
 	chunk   func()
 	tooLong func(path string, head []byte)
 	lend    func(buf []byte) []byte
@@ -160,10 +161,13 @@ type lineReader struct {
 
 // newLineReader reads lines as o (normalized) says.
 func newLineReader(o Options, h input.Handler, c *counters, stop *atomic.Bool) *lineReader {
+	// One byte more than the cap, for the newline that ends the longest line allowed.
+	size := max(o.MaxLineBytes+1, minBuffer)
+	if size > o.MaxLineBytes+1 {
+		o.Block = nil // the buffer may hold a complete line too long
+	}
 	return &lineReader{
-		// One byte more than the cap, for the newline that ends the
-		// longest line allowed.
-		buf:     make([]byte, max(o.MaxLineBytes+1, minBuffer)),
+		buf:     make([]byte, size),
 		max:     o.MaxLineBytes,
 		h:       h,
 		c:       c,
@@ -217,8 +221,7 @@ func (r *lineReader) pass(t *tracked, path string, budget int64) (read int64, at
 // long line is skipped.
 func (r *lineReader) scan(t *tracked, path string, start, end int) (int, int) {
 	buf := r.buf
-	// A buffer of at most the cap and its newline holds no complete line too long.
-	if r.block != nil && !t.skipping && len(buf) <= r.max+1 {
+	if r.block != nil && !t.skipping {
 		if i := bytes.LastIndexByte(buf[start:end], '\n'); i >= 0 && r.block(path, buf[start:start+i+1]) {
 			r.c.lines.Add(uint64(bytes.Count(buf[start:start+i+1], newline)))
 			start += i + 1
@@ -275,11 +278,17 @@ func (r *lineReader) line(t *tracked, path string, line []byte) {
 		r.c.tooLong.Add(1)
 		return
 	}
-	if n := len(line); n > 0 && line[n-1] == '\r' {
-		line = line[:n-1]
-	}
 	r.c.lines.Add(1)
-	r.h(path, line)
+	r.h(path, TrimCR(line))
+}
+
+// TrimCR is line, without its "\n", as the handler is given it: without the "\r" before
+// the "\n", if there is one. A Block handler makes the same of each line it takes.
+func TrimCR(line []byte) []byte {
+	if n := len(line); n > 0 && line[n-1] == '\r' {
+		return line[:n-1]
+	}
+	return line
 }
 
 // skip tells Options.TooLong of a line too long to read, by its first bytes;
