@@ -228,6 +228,9 @@ func (r *lineReader) scan(t *tracked, path string, start, end int) (int, int) {
 			t.done.Store(t.off - int64(end-start))
 		}
 	}
+	// The position after the lines handed on is stored once the read's lines are, an
+	// atomic write spared per line: it is read for a cut only while the hold is not held
+	// (Positions).
 	for {
 		i := bytes.IndexByte(buf[start:end], '\n')
 		if i < 0 {
@@ -236,11 +239,12 @@ func (r *lineReader) scan(t *tracked, path string, start, end int) (int, int) {
 		line := buf[start : start+i]
 		start += i + 1
 		r.line(t, path, line)
-		t.done.Store(t.off - int64(end-start))
 		if r.stopped() {
+			t.done.Store(t.off - int64(end-start))
 			return start, end
 		}
 	}
+	t.done.Store(t.off - int64(end-start))
 	if !t.skipping && end-start > r.max {
 		t.skipping = true
 		r.skip(path, buf[start:end])
