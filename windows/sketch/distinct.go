@@ -171,17 +171,32 @@ func (d *Distinct) grow() {
 		return
 	}
 	d.set = make([]uint32, 2*len(old))
-	mask := uint32(len(d.set) - 1)
-	// The keys are different and fit: each goes to the first free slot of its probe.
-	for _, k := range old {
+	place(d.set, old)
+}
+
+// place puts the keys of from (0: none) into the table set, which holds none of them and
+// has room for all: they are different, so each goes to the first free slot of its probe.
+func place(set, from []uint32) {
+	mask := uint32(len(set) - 1)
+	for _, k := range from {
 		if k != 0 {
 			i := k >> 7 & mask
-			for d.set[i] != 0 {
+			for set[i] != 0 {
 				i = (i + 1) & mask
 			}
-			d.set[i] = k
+			set[i] = k
 		}
 	}
+}
+
+// sparseLen is the length of the table that n keys fill to at most three quarters, as
+// insert keeps it, n taken at most maxSparse: the table of the sparse bound is the largest.
+func sparseLen(n int) int {
+	size := 16
+	for 4*min(n, maxSparse) > 3*size {
+		size *= 2
+	}
+	return size
 }
 
 // affords reports whether the cap lets a sparse sketch hold a table of size bytes instead
@@ -236,10 +251,7 @@ func (d *Distinct) Seal() {
 // the keys per line. A cap that has no room for the table turns it dense instead.
 func (d *Distinct) unseal() {
 	keys := d.set
-	size := 16
-	for 4*len(keys) > 3*size {
-		size *= 2
-	}
+	size := sparseLen(len(keys))
 	d.sealed = false
 	if !d.affords(4 * size) {
 		d.toDense(d.precisionWithin(DistinctPrecision))
@@ -279,13 +291,79 @@ func raise(regs []uint64, i uint32, rank uint8) {
 	}
 }
 
-// Merge adds the items of from, a *Distinct. Registers of different precisions merge at
-// the lower one.
+// Merge adds the items of from, a *Distinct, into a sketch a read builds. Registers of
+// different precisions merge at the lower one. The sparse keys of from go into a table
+// made first as large as the two sketches' keys together need (see reserve), so that the
+// read of a window of many slots makes its table anew a few times rather than at every
+// doubling; into an empty sketch, they are placed without looking for them.
 func (d *Distinct) Merge(from windows.Summary) {
+	f := from.(*Distinct)
+	if f.regs == nil && d.regs == nil && d.limit <= 0 {
+		if d.n == 0 && f.n <= maxSparse {
+			d.set, d.n, d.sealed = make([]uint32, sparseLen(int(f.n))), f.n, false
+			place(d.set, f.set)
+			return
+		}
+		if d.reserve(int(d.n + f.n)) {
+			d.n += int32(addKeys(d.set, f.set))
+			return
+		}
+	}
+	d.Absorb(f)
+}
+
+// addKeys adds the keys of from (0: none) to the table set, which has room for all of
+// them, and returns how many it did not hold.
+func addKeys(set, from []uint32) int {
+	mask := uint32(len(set) - 1)
+	added := 0
+	for _, k := range from {
+		if k == 0 {
+			continue
+		}
+		for i := k >> 7 & mask; ; i = (i + 1) & mask {
+			if e := set[i]; e == k {
+				break
+			} else if e == 0 {
+				set[i] = k
+				added++
+				break
+			}
+		}
+	}
+	return added
+}
+
+// reserve makes the table of an uncapped sparse sketch large enough for n keys (at most
+// the sparse bound's), unsealing a sealed one: one table made for the keys of a merge
+// rather than one per doubling. A union of fewer keys leaves the table larger than its
+// keys need, which only a read's sketch, never one the wheels keep, is made to hold. It
+// reports whether n keys stay sparse: then no add can grow the table or turn the sketch
+// dense.
+func (d *Distinct) reserve(n int) bool {
+	if d.sealed {
+		d.unseal()
+	}
+	if size := sparseLen(n); size > len(d.set) {
+		old := d.set
+		d.set = make([]uint32, size)
+		place(d.set, old)
+	}
+	return n <= maxSparse
+}
+
+// Absorb is Merge into a sketch the wheels keep (windows.Absorber): its table grows by
+// doubling as keys come, as it would by adds, so that a slot holds no more room than its
+// keys take, and a cap is checked at each step.
+func (d *Distinct) Absorb(from windows.Summary) {
 	f := from.(*Distinct)
 	if f.regs == nil {
 		for _, k := range f.set {
-			if k != 0 {
+			switch {
+			case k == 0:
+			case d.regs != nil:
+				d.raiseKey(k)
+			default:
 				d.insert(k)
 			}
 		}
