@@ -304,20 +304,20 @@ func (d *Distinct) Merge(from windows.Summary) {
 			place(d.set, f.set)
 			return
 		}
-		if d.reserve(int(d.n + f.n)) {
-			d.n += int32(addKeys(d.set, f.set))
-			return
-		}
+		d.reserve(int(d.n + f.n))
+		d.addKeys(f.set)
+		return
 	}
 	d.Absorb(f)
 }
 
-// addKeys adds the keys of from (0: none) to the table set, which has room for all of
-// them, and returns how many it did not hold.
-func addKeys(set, from []uint32) int {
+// addKeys adds the keys of from (0: none) to an uncapped sketch whose table reserve made
+// for them: it cannot grow, and turns dense only past the sparse bound, where the rest of
+// the keys raise registers.
+func (d *Distinct) addKeys(from []uint32) {
+	set, n := d.set, d.n
 	mask := uint32(len(set) - 1)
-	added := 0
-	for _, k := range from {
+	for j, k := range from {
 		if k == 0 {
 			continue
 		}
@@ -326,21 +326,29 @@ func addKeys(set, from []uint32) int {
 				break
 			} else if e == 0 {
 				set[i] = k
-				added++
+				n++
 				break
 			}
 		}
+		if n > maxSparse {
+			d.n = n
+			d.toDense(DistinctPrecision)
+			for _, k := range from[j+1:] {
+				if k != 0 {
+					d.raiseKey(k)
+				}
+			}
+			return
+		}
 	}
-	return added
+	d.n = n
 }
 
 // reserve makes the table of an uncapped sparse sketch large enough for n keys (at most
 // the sparse bound's), unsealing a sealed one: one table made for the keys of a merge
 // rather than one per doubling. A union of fewer keys leaves the table larger than its
-// keys need, which only a read's sketch, never one the wheels keep, is made to hold. It
-// reports whether n keys stay sparse: then no add can grow the table or turn the sketch
-// dense.
-func (d *Distinct) reserve(n int) bool {
+// keys need, which only a read's sketch, never one the wheels keep, is made to hold.
+func (d *Distinct) reserve(n int) {
 	if d.sealed {
 		d.unseal()
 	}
@@ -349,7 +357,6 @@ func (d *Distinct) reserve(n int) bool {
 		d.set = make([]uint32, size)
 		place(d.set, old)
 	}
-	return n <= maxSparse
 }
 
 // Absorb is Merge into a sketch the wheels keep (windows.Absorber): its table grows by
