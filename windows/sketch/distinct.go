@@ -3,6 +3,7 @@ package sketch
 import (
 	"math"
 	"math/bits"
+	"sync"
 	"unsafe"
 
 	"github.com/cespare/xxhash/v2"
@@ -170,7 +171,7 @@ func (d *Distinct) grow() {
 		d.toDense(d.precisionWithin(DistinctPrecision))
 		return
 	}
-	d.set = make([]uint32, 2*len(old))
+	d.set = newTable(2 * len(old))
 	place(d.set, old)
 }
 
@@ -221,13 +222,70 @@ func (d *Distinct) precisionWithin(p uint8) uint8 {
 
 // toDense moves the keys into 2^p registers and lets the table go.
 func (d *Distinct) toDense(p uint8) {
-	d.regs, d.p = make([]uint64, 1<<p/8), p
+	if p == DistinctPrecision {
+		d.regs = fullRegs.get()
+	} else {
+		d.regs = make([]uint64, 1<<p/8)
+	}
+	d.p = p
 	for _, k := range d.set {
 		if k != 0 {
 			d.raiseKey(k)
 		}
 	}
+	if !d.sealed {
+		fullTables.put(d.set)
+	}
 	d.set, d.n, d.sealed = nil, 0, false
+}
+
+// fullRegs and fullTables recycle the buffers of 64 KiB a sketch lets go, its registers
+// at full precision and the table of the sparse bound, for the next sketch to make one:
+// a read builds such sketches for one series after another, and the wheels make and
+// reset them slot after slot, so that taking them back spares the heap a new 64 KiB and
+// the pages it would touch for the first time.
+var (
+	fullRegs   = buffers[uint64, [registers / 8]uint64]{}
+	fullTables = buffers[uint32, [registers / 4]uint32]{}
+)
+
+// buffers is a pool of zeroed arrays A of E, handed out as slices.
+type buffers[E uint32 | uint64, A [registers / 8]uint64 | [registers / 4]uint32] struct{ pool sync.Pool }
+
+// get returns a zeroed slice of a whole array.
+func (b *buffers[E, A]) get() []E {
+	if a, ok := b.pool.Get().(*A); ok {
+		s := unsafe.Slice((*E)(unsafe.Pointer(a)), len(*a))
+		clear(s)
+		return s
+	}
+	a := new(A)
+	return unsafe.Slice((*E)(unsafe.Pointer(a)), len(*a))
+}
+
+// put takes back s if it is a whole array of the pool's.
+func (b *buffers[E, A]) put(s []E) {
+	var a A
+	if len(s) == len(a) && cap(s) == len(a) {
+		b.pool.Put((*A)(unsafe.Pointer(unsafe.SliceData(s))))
+	}
+}
+
+// release gives the sketch's buffers of full size back (see fullRegs) as it lets them
+// go; a sealed set is its keys alone, of their number.
+func (d *Distinct) release() {
+	fullRegs.put(d.regs)
+	if !d.sealed {
+		fullTables.put(d.set)
+	}
+}
+
+// newTable returns a zeroed table of size keys.
+func newTable(size int) []uint32 {
+	if size == registers/4 {
+		return fullTables.get()
+	}
+	return make([]uint32, size)
 }
 
 // Seal shrinks a sparse sketch whose slot is closed to its keys alone: the table keeps a
@@ -257,7 +315,7 @@ func (d *Distinct) unseal() {
 		d.toDense(d.precisionWithin(DistinctPrecision))
 		return
 	}
-	d.set, d.n = make([]uint32, size), 0
+	d.set, d.n = newTable(size), 0
 	for _, k := range keys {
 		d.insert(k)
 	}
@@ -300,7 +358,7 @@ func (d *Distinct) Merge(from windows.Summary) {
 	f := from.(*Distinct)
 	if f.regs == nil && d.regs == nil && d.limit <= 0 {
 		if d.n == 0 && f.n <= maxSparse {
-			d.set, d.n, d.sealed = make([]uint32, sparseLen(int(f.n))), f.n, false
+			d.set, d.n, d.sealed = newTable(sparseLen(int(f.n))), f.n, false
 			place(d.set, f.set)
 			return
 		}
@@ -354,7 +412,7 @@ func (d *Distinct) reserve(n int) {
 	}
 	if size := sparseLen(n); size > len(d.set) {
 		old := d.set
-		d.set = make([]uint32, size)
+		d.set = newTable(size)
 		place(d.set, old)
 	}
 }
@@ -419,7 +477,10 @@ func fold(dst, src []uint64, by uint8) {
 
 // Reset empties the count and lets its memory go: a slot that turned dense holds 64 KiB,
 // and the next slot may need far less.
-func (d *Distinct) Reset() { *d = Distinct{} }
+func (d *Distinct) Reset() {
+	d.release()
+	*d = Distinct{}
+}
 
 // Bytes is the heap the sketch holds (windows.Summary).
 func (d *Distinct) Bytes() int { return distinctHeap(cap(d.set), cap(d.regs)) }

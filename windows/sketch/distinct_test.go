@@ -450,3 +450,58 @@ func TestDistinctMergeOrder(t *testing.T) {
 		})
 	}
 }
+
+// TestDistinctRecycledBuffers runs sketches through adds, merges both ways, seals and
+// resets in random order, so that the 64 KiB tables and registers one lets go are taken
+// by another: after every step each sketch must hold what one made anew from the same
+// items holds, which it would not if a buffer were still written by a sketch that let it
+// go.
+func TestDistinctRecycledBuffers(t *testing.T) {
+	r := rand.New(rand.NewPCG(11, 11))
+	const sketches = 6
+	ds := make([]*Distinct, sketches)
+	fed := make([][]distinctSource, sketches)
+	for i := range ds {
+		ds[i] = NewDistinct()
+	}
+	var buf [8]byte
+	steps := 400
+	if testing.Short() || raceEnabled {
+		steps = 100
+	}
+	for step := range steps {
+		i, j := r.IntN(sketches), r.IntN(sketches)
+		switch op := r.IntN(6); {
+		case op == 0:
+			ds[i].Reset()
+			fed[i] = nil
+		case op == 1:
+			ds[i].Seal()
+		case op == 2 && i != j:
+			ds[i].Absorb(ds[j])
+			fed[i] = append(fed[i], fed[j]...)
+		case op == 3 && i != j:
+			ds[i].Merge(ds[j])
+			fed[i] = append(fed[i], fed[j]...)
+		default:
+			src := distinctSource{from: r.IntN(40_000), n: r.IntN(9_000)}
+			for id := src.from; id < src.from+src.n; id++ {
+				ds[i].Add(0, itemOf(uint64(id), &buf))
+			}
+			fed[i] = append(fed[i], src)
+		}
+		for k, d := range ds {
+			want := NewDistinct()
+			for _, src := range fed[k] {
+				for id := src.from; id < src.from+src.n; id++ {
+					want.Add(0, itemOf(uint64(id), &buf))
+				}
+			}
+			gk, gr, gp := distinctState(d)
+			wk, wr, wp := distinctState(want)
+			if !slices.Equal(gk, wk) || !slices.Equal(gr, wr) || gp != wp {
+				t.Fatalf("step %d: sketch %d holds %d keys, %d words at %d; made anew %d, %d at %d", step, k, len(gk), len(gr), gp, len(wk), len(wr), wp)
+			}
+		}
+	}
+}
