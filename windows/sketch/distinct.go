@@ -3,6 +3,7 @@ package sketch
 import (
 	"math"
 	"math/bits"
+	"sync"
 	"unsafe"
 
 	"github.com/cespare/xxhash/v2"
@@ -170,18 +171,33 @@ func (d *Distinct) grow() {
 		d.toDense(d.precisionWithin(DistinctPrecision))
 		return
 	}
-	d.set = make([]uint32, 2*len(old))
-	mask := uint32(len(d.set) - 1)
-	// The keys are different and fit: each goes to the first free slot of its probe.
-	for _, k := range old {
+	d.set = newTable(2 * len(old))
+	place(d.set, old)
+}
+
+// place puts the keys of from (0: none) into the table set, which holds none of them and
+// has room for all: they are different, so each goes to the first free slot of its probe.
+func place(set, from []uint32) {
+	mask := uint32(len(set) - 1)
+	for _, k := range from {
 		if k != 0 {
 			i := k >> 7 & mask
-			for d.set[i] != 0 {
+			for set[i] != 0 {
 				i = (i + 1) & mask
 			}
-			d.set[i] = k
+			set[i] = k
 		}
 	}
+}
+
+// sparseLen is the length of the table that n keys fill to at most three quarters, as
+// insert keeps it, n taken at most maxSparse: the table of the sparse bound is the largest.
+func sparseLen(n int) int {
+	size := 16
+	for 4*min(n, maxSparse) > 3*size {
+		size *= 2
+	}
+	return size
 }
 
 // affords reports whether the cap lets a sparse sketch hold a table of size bytes instead
@@ -206,13 +222,70 @@ func (d *Distinct) precisionWithin(p uint8) uint8 {
 
 // toDense moves the keys into 2^p registers and lets the table go.
 func (d *Distinct) toDense(p uint8) {
-	d.regs, d.p = make([]uint64, 1<<p/8), p
+	if p == DistinctPrecision {
+		d.regs = fullRegs.get()
+	} else {
+		d.regs = make([]uint64, 1<<p/8)
+	}
+	d.p = p
 	for _, k := range d.set {
 		if k != 0 {
 			d.raiseKey(k)
 		}
 	}
+	if !d.sealed {
+		fullTables.put(d.set)
+	}
 	d.set, d.n, d.sealed = nil, 0, false
+}
+
+// fullRegs and fullTables recycle the buffers of 64 KiB a sketch lets go, its registers
+// at full precision and the table of the sparse bound, for the next sketch to make one:
+// a read builds such sketches for one series after another, and the wheels make and
+// reset them slot after slot, so that taking them back spares the heap a new 64 KiB and
+// the pages it would touch for the first time.
+var (
+	fullRegs   = buffers[uint64, [registers / 8]uint64]{}
+	fullTables = buffers[uint32, [registers / 4]uint32]{}
+)
+
+// buffers is a pool of zeroed arrays A of E, handed out as slices.
+type buffers[E uint32 | uint64, A [registers / 8]uint64 | [registers / 4]uint32] struct{ pool sync.Pool }
+
+// get returns a zeroed slice of a whole array.
+func (b *buffers[E, A]) get() []E {
+	if a, ok := b.pool.Get().(*A); ok {
+		s := unsafe.Slice((*E)(unsafe.Pointer(a)), len(*a))
+		clear(s)
+		return s
+	}
+	a := new(A)
+	return unsafe.Slice((*E)(unsafe.Pointer(a)), len(*a))
+}
+
+// put takes back s if it is a whole array of the pool's.
+func (b *buffers[E, A]) put(s []E) {
+	var a A
+	if len(s) == len(a) && cap(s) == len(a) {
+		b.pool.Put((*A)(unsafe.Pointer(unsafe.SliceData(s))))
+	}
+}
+
+// release gives the sketch's buffers of full size back (see fullRegs) as it lets them
+// go; a sealed set is its keys alone, of their number.
+func (d *Distinct) release() {
+	fullRegs.put(d.regs)
+	if !d.sealed {
+		fullTables.put(d.set)
+	}
+}
+
+// newTable returns a zeroed table of size keys.
+func newTable(size int) []uint32 {
+	if size == registers/4 {
+		return fullTables.get()
+	}
+	return make([]uint32, size)
 }
 
 // Seal shrinks a sparse sketch whose slot is closed to its keys alone: the table keeps a
@@ -236,16 +309,13 @@ func (d *Distinct) Seal() {
 // the keys per line. A cap that has no room for the table turns it dense instead.
 func (d *Distinct) unseal() {
 	keys := d.set
-	size := 16
-	for 4*len(keys) > 3*size {
-		size *= 2
-	}
+	size := sparseLen(len(keys))
 	d.sealed = false
 	if !d.affords(4 * size) {
 		d.toDense(d.precisionWithin(DistinctPrecision))
 		return
 	}
-	d.set, d.n = make([]uint32, size), 0
+	d.set, d.n = newTable(size), 0
 	for _, k := range keys {
 		d.insert(k)
 	}
@@ -279,13 +349,86 @@ func raise(regs []uint64, i uint32, rank uint8) {
 	}
 }
 
-// Merge adds the items of from, a *Distinct. Registers of different precisions merge at
-// the lower one.
+// Merge adds the items of from, a *Distinct, into a sketch a read builds. Registers of
+// different precisions merge at the lower one. The sparse keys of from go into a table
+// made first as large as the two sketches' keys together need (see reserve), so that the
+// read of a window of many slots makes its table anew a few times rather than at every
+// doubling; into an empty sketch, they are placed without looking for them.
 func (d *Distinct) Merge(from windows.Summary) {
+	f := from.(*Distinct)
+	if f.regs == nil && d.regs == nil && d.limit <= 0 {
+		if d.n == 0 && f.n <= maxSparse {
+			d.set, d.n, d.sealed = newTable(sparseLen(int(f.n))), f.n, false
+			place(d.set, f.set)
+			return
+		}
+		d.reserve(int(d.n + f.n))
+		d.addKeys(f.set)
+		return
+	}
+	d.Absorb(f)
+}
+
+// addKeys adds the keys of from (0: none) to an uncapped sketch whose table reserve made
+// for them: it cannot grow, and turns dense only past the sparse bound, where the rest of
+// the keys raise registers.
+func (d *Distinct) addKeys(from []uint32) {
+	set, n := d.set, d.n
+	mask := uint32(len(set) - 1)
+	for j, k := range from {
+		if k == 0 {
+			continue
+		}
+		for i := k >> 7 & mask; ; i = (i + 1) & mask {
+			if e := set[i]; e == k {
+				break
+			} else if e == 0 {
+				set[i] = k
+				n++
+				break
+			}
+		}
+		if n > maxSparse {
+			d.n = n
+			d.toDense(DistinctPrecision)
+			for _, k := range from[j+1:] {
+				if k != 0 {
+					d.raiseKey(k)
+				}
+			}
+			return
+		}
+	}
+	d.n = n
+}
+
+// reserve makes the table of an uncapped sparse sketch large enough for n keys (at most
+// the sparse bound's), unsealing a sealed one: one table made for the keys of a merge
+// rather than one per doubling. A union of fewer keys leaves the table larger than its
+// keys need, which only a read's sketch, never one the wheels keep, is made to hold.
+func (d *Distinct) reserve(n int) {
+	if d.sealed {
+		d.unseal()
+	}
+	if size := sparseLen(n); size > len(d.set) {
+		old := d.set
+		d.set = newTable(size)
+		place(d.set, old)
+	}
+}
+
+// Absorb is Merge into a sketch the wheels keep (windows.Absorber): its table grows by
+// doubling as keys come, as it would by adds, so that a slot holds no more room than its
+// keys take, and a cap is checked at each step.
+func (d *Distinct) Absorb(from windows.Summary) {
 	f := from.(*Distinct)
 	if f.regs == nil {
 		for _, k := range f.set {
-			if k != 0 {
+			switch {
+			case k == 0:
+			case d.regs != nil:
+				d.raiseKey(k)
+			default:
 				d.insert(k)
 			}
 		}
@@ -334,7 +477,10 @@ func fold(dst, src []uint64, by uint8) {
 
 // Reset empties the count and lets its memory go: a slot that turned dense holds 64 KiB,
 // and the next slot may need far less.
-func (d *Distinct) Reset() { *d = Distinct{} }
+func (d *Distinct) Reset() {
+	d.release()
+	*d = Distinct{}
+}
 
 // Bytes is the heap the sketch holds (windows.Summary).
 func (d *Distinct) Bytes() int { return distinctHeap(cap(d.set), cap(d.regs)) }

@@ -301,3 +301,207 @@ func TestWindowedDistinct(t *testing.T) {
 		}
 	}
 }
+
+// distinctSource is a sketch of the ids [from, from+n) (id 0 is the empty item), sealed or
+// not, held to limit bytes when limit > 0 (fewer registers): a slot as a wheel keeps it.
+type distinctSource struct {
+	from, n int
+	sealed  bool
+	limit   int
+}
+
+func (src distinctSource) sketch() *Distinct {
+	d := NewDistinct()
+	d.Cap(src.limit)
+	var buf [8]byte
+	for id := src.from; id < src.from+src.n; id++ {
+		d.Add(0, itemOf(uint64(id), &buf))
+	}
+	if src.sealed {
+		d.Seal()
+	}
+	return d
+}
+
+// distinctState is what a sketch holds: its keys, sorted, while sparse, else its
+// registers and their precision.
+func distinctState(d *Distinct) (keys []uint32, regs []uint64, p uint8) {
+	if d.regs != nil {
+		return nil, d.regs, d.p
+	}
+	for _, k := range d.set {
+		if k != 0 {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	return keys, nil, 0
+}
+
+// TestDistinctMergeAbsorb checks the merge a read makes (Merge: a table made for the
+// keys of both, an empty sketch taking a source's keys as they are) against the one the
+// wheels make (Absorb: key by key, as adds would), and both against the reference of
+// their sources' keys: the same keys, or the same registers, whatever the sources and
+// their order (sparse, sealed, dense at full or lower precision, empty, duplicates, one
+// huge source, unions on either side of the sparse bound), into an uncapped sketch and a
+// capped one.
+func TestDistinctMergeAbsorb(t *testing.T) {
+	full := distinctSource{from: 1, n: 100_000}
+	r := rand.New(rand.NewPCG(5, 5))
+	var random []distinctSource
+	for range 40 {
+		random = append(random, distinctSource{from: r.IntN(20_000), n: r.IntN(3_000), sealed: r.IntN(2) == 0})
+	}
+	for _, tc := range []struct {
+		name    string
+		sources []distinctSource
+	}{
+		{"nothing", nil},
+		{"empty sources", []distinctSource{{}, {sealed: true}, {}}},
+		{"the empty item", []distinctSource{{n: 1}, {n: 1, sealed: true}}},
+		{"one source", []distinctSource{{from: 1, n: 3_000}}},
+		{"one sealed source", []distinctSource{{from: 1, n: 3_000, sealed: true}}},
+		{"all duplicates", slices.Repeat([]distinctSource{{from: 5, n: 2_000, sealed: true}}, 8)},
+		{"the sparse bound exactly", []distinctSource{{from: 1, n: 8_000}, {from: 4_289, n: 8_000, sealed: true}}},
+		{"one past the sparse bound", []distinctSource{{from: 1, n: 8_000}, {from: 4_290, n: 8_000, sealed: true}}},
+		{"disjoint to the sparse bound", []distinctSource{{from: 1, n: 6_144}, {from: 6_145, n: 6_144, sealed: true}}},
+		{"disjoint to one past the sparse bound", []distinctSource{{from: 1, n: 6_144}, {from: 6_145, n: 6_145}}},
+		{"sparse sum past the bound, union within", []distinctSource{{from: 1, n: 9_000}, {from: 2, n: 9_000}, {from: 3, n: 9_000, sealed: true}}},
+		{"one huge source first", []distinctSource{full, {from: 1, n: 500}, {from: 200_000, n: 3_000, sealed: true}}},
+		{"one huge source last", []distinctSource{{from: 1, n: 500}, {from: 200_000, n: 3_000, sealed: true}, full}},
+		{"dense among sparse", []distinctSource{{from: 1, n: 700}, {from: 50_000, n: 20_000}, {}, {from: 3, n: 700, sealed: true}}},
+		{"lower precisions", []distinctSource{{from: 1, n: 3_000}, {from: 1, n: 5_000, limit: 4 << 10}, full, {from: 9, n: 2_000, limit: 1 << 10}}},
+		{"random slots", random},
+	} {
+		for _, limit := range []int{0, 6 << 10, 40 << 10} {
+			t.Run(fmt.Sprintf("%s/cap=%d", tc.name, limit), func(t *testing.T) {
+				merged, absorbed := NewDistinct(), NewDistinct()
+				merged.Cap(limit)
+				absorbed.Cap(limit)
+				union := map[uint32]bool{}
+				for _, src := range tc.sources {
+					merged.Merge(src.sketch())
+					absorbed.Absorb(src.sketch())
+					s := src.sketch()
+					keys, _, _ := distinctState(s)
+					for _, k := range keys {
+						union[k] = true
+					}
+				}
+				mk, mr, mp := distinctState(merged)
+				ak, ar, ap := distinctState(absorbed)
+				if !slices.Equal(mk, ak) || !slices.Equal(mr, ar) || mp != ap {
+					t.Fatalf("Merge holds %d keys, %d words of registers at precision %d; Absorb %d, %d at %d", len(mk), len(mr), mp, len(ak), len(ar), ap)
+				}
+				if got, want := merged.Count(), absorbed.Count(); got != want {
+					t.Fatalf("Merge counts %d, Absorb %d", got, want)
+				}
+				if merged.regs != nil || limit > 0 {
+					return
+				}
+				// Sparse and uncapped, the count is exact: the union of the sources' keys.
+				if int(merged.n) != len(union) || len(mk) != len(union) {
+					t.Fatalf("%d keys (n %d), the sources' union holds %d", len(mk), merged.n, len(union))
+				}
+				for _, k := range mk {
+					if !union[k] {
+						t.Fatalf("key %x is in no source", k)
+					}
+				}
+				if 4*int(merged.n) > 3*len(merged.set) {
+					t.Fatalf("%d keys in a table of %d", merged.n, len(merged.set))
+				}
+			})
+		}
+	}
+}
+
+// TestDistinctMergeOrder checks that a read's merge of the same slots in any order, and
+// grouped in any way (as two shards' parts are merged), holds the same keys or registers.
+func TestDistinctMergeOrder(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 9))
+	for _, n := range []int{3, 12, 30} {
+		t.Run(fmt.Sprint(n), func(t *testing.T) {
+			var slots []*Distinct
+			for range n {
+				slots = append(slots, distinctSource{from: r.IntN(30_000), n: r.IntN(2_500), sealed: r.IntN(3) > 0}.sketch())
+			}
+			want := NewDistinct()
+			for _, s := range slots {
+				want.Merge(s)
+			}
+			wk, wr, wp := distinctState(want)
+			for round := range 5 {
+				perm := r.Perm(n)
+				cut := r.IntN(n + 1)
+				a, b := NewDistinct(), NewDistinct()
+				for _, i := range perm[:cut] {
+					a.Merge(slots[i])
+				}
+				for _, i := range perm[cut:] {
+					b.Merge(slots[i])
+				}
+				a.Merge(b)
+				gk, gr, gp := distinctState(a)
+				if !slices.Equal(gk, wk) || !slices.Equal(gr, wr) || gp != wp {
+					t.Fatalf("round %d: %d keys, %d words at %d; in order %d, %d at %d", round, len(gk), len(gr), gp, len(wk), len(wr), wp)
+				}
+			}
+		})
+	}
+}
+
+// TestDistinctRecycledBuffers runs sketches through adds, merges both ways, seals and
+// resets in random order, so that the 64 KiB tables and registers one lets go are taken
+// by another: after every step each sketch must hold what one made anew from the same
+// items holds, which it would not if a buffer were still written by a sketch that let it
+// go.
+func TestDistinctRecycledBuffers(t *testing.T) {
+	r := rand.New(rand.NewPCG(11, 11))
+	const sketches = 6
+	ds := make([]*Distinct, sketches)
+	fed := make([][]distinctSource, sketches)
+	for i := range ds {
+		ds[i] = NewDistinct()
+	}
+	var buf [8]byte
+	steps := 400
+	if testing.Short() || raceEnabled {
+		steps = 100
+	}
+	for step := range steps {
+		i, j := r.IntN(sketches), r.IntN(sketches)
+		switch op := r.IntN(6); {
+		case op == 0:
+			ds[i].Reset()
+			fed[i] = nil
+		case op == 1:
+			ds[i].Seal()
+		case op == 2 && i != j:
+			ds[i].Absorb(ds[j])
+			fed[i] = append(fed[i], fed[j]...)
+		case op == 3 && i != j:
+			ds[i].Merge(ds[j])
+			fed[i] = append(fed[i], fed[j]...)
+		default:
+			src := distinctSource{from: r.IntN(40_000), n: r.IntN(9_000)}
+			for id := src.from; id < src.from+src.n; id++ {
+				ds[i].Add(0, itemOf(uint64(id), &buf))
+			}
+			fed[i] = append(fed[i], src)
+		}
+		for k, d := range ds {
+			want := NewDistinct()
+			for _, src := range fed[k] {
+				for id := src.from; id < src.from+src.n; id++ {
+					want.Add(0, itemOf(uint64(id), &buf))
+				}
+			}
+			gk, gr, gp := distinctState(d)
+			wk, wr, wp := distinctState(want)
+			if !slices.Equal(gk, wk) || !slices.Equal(gr, wr) || gp != wp {
+				t.Fatalf("step %d: sketch %d holds %d keys, %d words at %d; made anew %d, %d at %d", step, k, len(gk), len(gr), gp, len(wk), len(wr), wp)
+			}
+		}
+	}
+}

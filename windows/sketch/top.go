@@ -416,9 +416,43 @@ func (t *Top) Merge(from windows.Summary) {
 	f := from.(*Top)
 	t.total += f.total
 	t.loss += f.loss
+	if len(t.counts) == 0 && t.limit <= 0 && len(f.counts) <= 2*t.capacity {
+		t.take(f)
+		return
+	}
 	for _, c := range f.counts {
 		t.count(f.arena[c.off:c.off+c.n], c.count)
 	}
+}
+
+// take gives an empty, uncapped summary the counters of f, which are no more than twice
+// its capacity, as counting each in turn would (no prune, each a new counter, appended in
+// order), without looking any up; its table is f's when it is of the length counting
+// would leave, which places them where counting would, else made from them.
+func (t *Top) take(f *Top) {
+	for _, c := range f.counts {
+		t.counts = append(t.counts, topCount{count: c.count, off: uint32(len(t.arena)), n: c.n})
+		t.arena = append(t.arena, f.arena[c.off:c.off+c.n]...)
+		t.kept += c.count
+	}
+	n := len(t.counts)
+	if n == 0 {
+		return
+	}
+	// Counting would leave the table it has if it has room for them all, else make it
+	// tableLen(n) (see insert).
+	size := len(t.table)
+	if 2*n > size {
+		size = tableLen(n)
+	}
+	if len(f.table) != size {
+		t.rehash(size)
+		return
+	}
+	if len(t.table) != size {
+		t.table = make([]uint64, size)
+	}
+	copy(t.table, f.table)
 }
 
 // Reset empties the summary, keeping its room for the next slot.

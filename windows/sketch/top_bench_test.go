@@ -20,14 +20,16 @@ func benchItems(n int) [][]byte {
 	return out
 }
 
-// topBenchWindows are the window sets the top benchmarks run with: the example rules' 5m
-// alone, and 1m, 5m, 15m and 1h (the 10 s and the minute wheels).
+// topBenchWindows are the window sets the top benchmarks run with: 5m alone, 1m, 5m, 15m
+// and 1h (the 10 s and the minute wheels), and the example rules' 1m, 5m and 24h (the 10 s
+// and the hour wheels).
 var topBenchWindows = []struct {
 	name string
 	ws   []time.Duration
 }{
 	{"5m", []time.Duration{5 * time.Minute}},
 	{"1m,5m,15m,1h", []time.Duration{time.Minute, 5 * time.Minute, 15 * time.Minute, time.Hour}},
+	{"1m,5m,24h", []time.Duration{time.Minute, 5 * time.Minute, 24 * time.Hour}},
 }
 
 // unsealedTop is Top without its Seal, for comparison: every slot keeps up to twice the

@@ -2,6 +2,7 @@ package sketch
 
 import (
 	"fmt"
+	"hash/maphash"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -641,5 +642,108 @@ func TestTopDecodesTiedOffsets(t *testing.T) {
 				t.Errorf("counters %v: %v", src.counts, err)
 			}
 		})
+	}
+}
+
+// countEach is Merge as counting each of from's counters in turn, the reference a merge
+// into an empty summary (take) must match.
+func countEach(t, from *Top) {
+	t.total += from.total
+	t.loss += from.loss
+	for _, c := range from.counts {
+		t.count(from.arena[c.off:c.off+c.n], c.count)
+	}
+}
+
+// sameTop reports how got differs from want: counters, items, sums, losses, room, and a
+// table that finds every item.
+func sameTop(got, want *Top) error {
+	if len(got.counts) != len(want.counts) || got.total != want.total || got.kept != want.kept || got.loss != want.loss {
+		return fmt.Errorf("%d counters, total %v, kept %v, loss %v; want %d, %v, %v, %v", len(got.counts), got.total, got.kept, got.loss, len(want.counts), want.total, want.kept, want.loss)
+	}
+	if !slices.Equal(got.counts, want.counts) || string(got.arena) != string(want.arena) {
+		return fmt.Errorf("counters or items differ")
+	}
+	if got.buffers() != want.buffers() {
+		return fmt.Errorf("buffers %+v, want %+v", got.buffers(), want.buffers())
+	}
+	for i, c := range got.counts {
+		item := got.arena[c.off : c.off+c.n]
+		if _, j := got.find(item, maphash.Bytes(topSeed, item)); j != i {
+			return fmt.Errorf("the table finds counter %d of %q at %d", i, item, j)
+		}
+	}
+	return nil
+}
+
+// TestTopMergeIntoEmpty checks a merge into an empty summary, which takes the counters as
+// they are, against counting each in turn: the same counters, items, sums and room, for
+// sources of every size up to twice the capacity (open, sealed, pruned, decoded, empty
+// with a total), into summaries fresh, reset with a smaller or larger table, or capped;
+// and the two stay the same through the adds and merges that follow.
+func TestTopMergeIntoEmpty(t *testing.T) {
+	const capacity = 50
+	r := rand.New(rand.NewPCG(3, 3))
+	z := newZipf(1.1)
+	source := func(lines int, seal, decode bool) *Top {
+		s := NewTop(capacity)
+		for range lines {
+			s.Add(float64(1+r.IntN(3)), []byte(topNames[z.draw(r)]))
+		}
+		if seal {
+			s.Seal()
+		}
+		if decode {
+			enc, _ := s.AppendBinary(nil)
+			d := NewTop(capacity)
+			if err := d.UnmarshalBinary(enc); err != nil {
+				t.Fatal(err)
+			}
+			return d
+		}
+		return s
+	}
+	// What a summary went through before it is empty and merged into; big is a source
+	// of many counters.
+	into := map[string]func(d, big *Top){
+		"fresh":         func(*Top, *Top) {},
+		"reset small":   func(d, _ *Top) { d.Add(1, []byte("x")); d.Reset() },
+		"reset large":   func(d, big *Top) { d.Merge(big); d.Reset() },
+		"pruned empty":  func(d, _ *Top) { d.Add(1, []byte("x")); d.subtract(2) },
+		"capped":        func(d, _ *Top) { d.Cap(4 << 10) },
+		"capped, reset": func(d, big *Top) { d.Merge(big); d.Cap(4 << 10); d.Reset() },
+	}
+	for _, lines := range []int{0, 1, 10, 60, 99, 100, 101, 400, 5000} {
+		for _, kind := range []struct {
+			name         string
+			seal, decode bool
+		}{{"open", false, false}, {"sealed", true, false}, {"decoded", false, true}} {
+			for name, prepare := range into {
+				t.Run(fmt.Sprintf("%d lines/%s/into %s", lines, kind.name, name), func(t *testing.T) {
+					f, big := source(lines, kind.seal, kind.decode), source(5000, false, false)
+					got, want := NewTop(capacity), NewTop(capacity)
+					prepare(got, big)
+					prepare(want, big)
+					got.Merge(f)
+					countEach(want, f)
+					if err := sameTop(got, want); err != nil {
+						t.Fatal(err)
+					}
+					for i := range 300 {
+						item := []byte(topNames[z.draw(r)])
+						got.Add(2, item)
+						want.Add(2, item)
+						if i%100 == 99 {
+							g := source(r.IntN(3000), r.IntN(2) == 0, false)
+							got.Merge(g)
+							countEach(want, g)
+						}
+					}
+					if err := sameTop(got, want); err != nil {
+						t.Fatalf("after adds and merges: %v", err)
+					}
+				})
+			}
+		}
 	}
 }
