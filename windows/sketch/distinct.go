@@ -356,6 +356,10 @@ func raise(regs []uint64, i uint32, rank uint8) {
 // doubling; into an empty sketch, they are placed without looking for them.
 func (d *Distinct) Merge(from windows.Summary) {
 	f := from.(*Distinct)
+	if f.regs == nil && f.n == 0 {
+		// A read merges the slots a wheel emptied too: nothing to make a table for, or unseal.
+		return
+	}
 	if f.regs == nil && d.regs == nil && d.limit <= 0 {
 		if d.n == 0 && f.n <= maxSparse {
 			d.set, d.n, d.sealed = newTable(sparseLen(int(f.n))), f.n, false
