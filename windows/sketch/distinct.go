@@ -245,29 +245,31 @@ func (d *Distinct) toDense(p uint8) {
 // reset them slot after slot, so that taking them back spares the heap a new 64 KiB and
 // the pages it would touch for the first time.
 var (
-	fullRegs   = buffers[uint64, [registers / 8]uint64]{}
-	fullTables = buffers[uint32, [registers / 4]uint32]{}
+	fullRegs   = buffers[uint64]{n: registers / 8}
+	fullTables = buffers[uint32]{n: registers / 4}
 )
 
-// buffers is a pool of zeroed arrays A of E, handed out as slices.
-type buffers[E uint32 | uint64, A [registers / 8]uint64 | [registers / 4]uint32] struct{ pool sync.Pool }
+// buffers is a pool of zeroed slices of n E, each kept as its first element: a pointer,
+// which the pool takes without allocating.
+type buffers[E uint32 | uint64] struct {
+	pool sync.Pool
+	n    int
+}
 
-// get returns a zeroed slice of a whole array.
-func (b *buffers[E, A]) get() []E {
-	if a, ok := b.pool.Get().(*A); ok {
-		s := unsafe.Slice((*E)(unsafe.Pointer(a)), len(*a))
+// get returns a zeroed slice of n.
+func (b *buffers[E]) get() []E {
+	if p, ok := b.pool.Get().(*E); ok {
+		s := unsafe.Slice(p, b.n)
 		clear(s)
 		return s
 	}
-	a := new(A)
-	return unsafe.Slice((*E)(unsafe.Pointer(a)), len(*a))
+	return make([]E, b.n)
 }
 
-// put takes back s if it is a whole array of the pool's.
-func (b *buffers[E, A]) put(s []E) {
-	var a A
-	if len(s) == len(a) && cap(s) == len(a) {
-		b.pool.Put((*A)(unsafe.Pointer(unsafe.SliceData(s))))
+// put takes back s if it is a whole slice of n.
+func (b *buffers[E]) put(s []E) {
+	if len(s) == b.n && cap(s) == b.n {
+		b.pool.Put(unsafe.SliceData(s))
 	}
 }
 
@@ -356,6 +358,10 @@ func raise(regs []uint64, i uint32, rank uint8) {
 // doubling; into an empty sketch, they are placed without looking for them.
 func (d *Distinct) Merge(from windows.Summary) {
 	f := from.(*Distinct)
+	if f.regs == nil && f.n == 0 {
+		// A read merges the slots a wheel emptied too: nothing to make a table for, or unseal.
+		return
+	}
 	if f.regs == nil && d.regs == nil && d.limit <= 0 {
 		if d.n == 0 && f.n <= maxSparse {
 			d.set, d.n, d.sealed = newTable(sparseLen(int(f.n))), f.n, false

@@ -505,3 +505,36 @@ func TestDistinctRecycledBuffers(t *testing.T) {
 		}
 	}
 }
+
+// TestDistinctMergeNothing checks that merging a sketch without items, as a read does
+// with every slot a wheel emptied, leaves the sketch it merges into as it was: no table
+// made for an empty one, a sealed one not unsealed, its bytes the same.
+func TestDistinctMergeNothing(t *testing.T) {
+	emptied := distinctSource{from: 1, n: 3_000}.sketch()
+	emptied.Reset()
+	for _, tc := range []struct {
+		name string
+		into distinctSource
+		from *Distinct
+	}{
+		{"new into new", distinctSource{}, NewDistinct()},
+		{"reset into new", distinctSource{}, emptied},
+		{"new into sparse", distinctSource{from: 1, n: 3_000}, NewDistinct()},
+		{"new into sealed", distinctSource{from: 1, n: 3_000, sealed: true}, NewDistinct()},
+		{"new into dense", distinctSource{from: 1, n: 20_000}, NewDistinct()},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := tc.into.sketch()
+			bytes, sealed := d.Bytes(), d.sealed
+			wk, wr, wp := distinctState(d)
+			d.Merge(tc.from)
+			gk, gr, gp := distinctState(d)
+			if !slices.Equal(gk, wk) || !slices.Equal(gr, wr) || gp != wp {
+				t.Fatalf("%d keys, %d words at %d; before %d, %d at %d", len(gk), len(gr), gp, len(wk), len(wr), wp)
+			}
+			if d.Bytes() != bytes || d.sealed != sealed {
+				t.Fatalf("%d bytes, sealed %t; before %d, sealed %t", d.Bytes(), d.sealed, bytes, sealed)
+			}
+		})
+	}
+}
