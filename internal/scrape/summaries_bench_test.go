@@ -1,7 +1,6 @@
 package scrape
 
 import (
-	"bytes"
 	"fmt"
 	"math/rand/v2"
 	"testing"
@@ -71,19 +70,7 @@ rules:
 					}
 				}
 			}
-			now := int64(start + secs)
-			c := collectorAt(fixed(set), &now)
-			b.ReportAllocs()
-			cpu := cpuTime()
-			var text bytes.Buffer
-			for b.Loop() {
-				text.Reset()
-				if err := c.WriteText(&text, nil); err != nil {
-					b.Fatal(err)
-				}
-			}
-			reportCPU(b, cpu)
-			b.ReportMetric(float64(text.Len()), "bytes/scrape")
+			benchWriteText(b, set, int64(start+secs))
 		})
 	}
 }

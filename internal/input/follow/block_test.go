@@ -18,25 +18,10 @@ import (
 // is offered while a line too long to read is skipped (its rest would be taken for
 // lines), nor at a cap under which the buffer may hold a complete line too long.
 func TestBlock(t *testing.T) {
-	var text strings.Builder
-	for i := range 3000 {
-		fmt.Fprintf(&text, "%d %s", i, strings.Repeat("x", i*37%900))
-		if i%7 == 0 {
-			text.WriteString("\r")
-		}
-		text.WriteString("\n")
-		if i%1000 == 500 {
-			text.WriteString("\n" + strings.Repeat("z", 150_000) + "\n") // an empty line, one too long
-		}
-	}
-	text.WriteString("last line without a newline")
-	path := filepath.Join(t.TempDir(), "a.log")
-	if err := os.WriteFile(path, []byte(text.String()), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	text, path := readsText(t, "\n"+strings.Repeat("z", 150_000)+"\n") // an empty line, one too long
 	lines := func(maxLine int) []string {
 		var want []string
-		for _, l := range strings.Split(strings.ReplaceAll(text.String(), "\r\n", "\n"), "\n") {
+		for _, l := range strings.Split(strings.ReplaceAll(text, "\r\n", "\n"), "\n") {
 			if len(l) <= maxLine {
 				want = append(want, l)
 			}

@@ -14,20 +14,8 @@ import (
 // is read into again. Lines cross reads (some are longer than what is left of a read),
 // so the line carried from one read to the next moves to the new buffer.
 func TestLend(t *testing.T) {
-	var text strings.Builder
-	for i := range 3000 {
-		fmt.Fprintf(&text, "%d %s", i, strings.Repeat("x", i*37%900))
-		if i%7 == 0 {
-			text.WriteString("\r")
-		}
-		text.WriteString("\n")
-	}
-	text.WriteString("last line without a newline")
-	path := filepath.Join(t.TempDir(), "a.log")
-	if err := os.WriteFile(path, []byte(text.String()), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	want := strings.Split(strings.ReplaceAll(text.String(), "\r\n", "\n"), "\n")
+	text, path := readsText(t, "")
+	want := strings.Split(strings.ReplaceAll(text, "\r\n", "\n"), "\n")
 
 	for _, tc := range []struct {
 		name string
@@ -86,4 +74,28 @@ func TestLend(t *testing.T) {
 			}
 		})
 	}
+}
+
+// readsText writes a log of 3,000 lines of up to 900 bytes, which cross reads, every
+// seventh ending in "\r\n", and a last line without a newline; after the 501st, 1,501st
+// and 2,501st lines, extra. It returns the text and the file's path.
+func readsText(t *testing.T, extra string) (string, string) {
+	t.Helper()
+	var text strings.Builder
+	for i := range 3000 {
+		fmt.Fprintf(&text, "%d %s", i, strings.Repeat("x", i*37%900))
+		if i%7 == 0 {
+			text.WriteString("\r")
+		}
+		text.WriteString("\n")
+		if i%1000 == 500 {
+			text.WriteString(extra)
+		}
+	}
+	text.WriteString("last line without a newline")
+	path := filepath.Join(t.TempDir(), "a.log")
+	if err := os.WriteFile(path, []byte(text.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return text.String(), path
 }
