@@ -225,12 +225,11 @@ func (r *lineReader) scan(t *tracked, path string, start, end int) (int, int) {
 		if i := bytes.LastIndexByte(buf[start:end], '\n'); i >= 0 && r.block(path, buf[start:start+i+1]) {
 			r.c.lines.Add(uint64(bytes.Count(buf[start:start+i+1], newline)))
 			start += i + 1
-			t.done.Store(t.off - int64(end-start))
 		}
 	}
-	// The position after the lines handed on is stored once the read's lines are, an
-	// atomic write spared per line: it is read for a cut only while the hold is not held
-	// (Positions).
+	// The position after the lines handed on (a block's too) is stored once the read's
+	// lines are, an atomic write spared per line: it is read for a cut only while the
+	// hold is not held (Positions).
 	for {
 		i := bytes.IndexByte(buf[start:end], '\n')
 		if i < 0 {
