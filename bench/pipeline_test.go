@@ -56,8 +56,10 @@ func benchLog(b *testing.B, lines int, c benchConfig) (string, *config.Config, *
 // BenchmarkPipeline is the live path in process, with the binary's clock, for profiling:
 // each op starts a pipeline on a 200,000-line log read from the beginning with
 // example-rules.yaml, and with 5 more rules over its pattern (follow → parser → store →
-// wheels), and stops it once a scrape shows every line read. The follower's goroutines
-// run under follow.(*Follower).readLoop, so
+// wheels), and stops it once a scrape shows every line read. It reports wall and CPU time
+// per line: on a machine shared with other work, the process' CPU time moves less with
+// their load than its wall time does. The follower's goroutines run under
+// follow.(*Follower).readLoop, so
 //
 //	go test -run '^$' -bench Pipeline -benchtime 10x -cpuprofile cpu.out ./bench
 //	go tool pprof -top -focus readLoop bench.test cpu.out
@@ -69,6 +71,7 @@ func BenchmarkPipeline(b *testing.B) {
 		b.Run(fmt.Sprintf("rules=%d", 5+extra), func(b *testing.B) {
 			_, cfg, _ := benchLog(b, lines, benchConfig{extraRules: extra})
 			b.ReportAllocs()
+			cpu0 := processCPU(b)
 			for b.Loop() {
 				p, err := pipeline.Start(cfg, pipeline.Options{Now: time.Now})
 				if err != nil {
@@ -86,6 +89,7 @@ func BenchmarkPipeline(b *testing.B) {
 				p.Stop()
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*lines), "ns/line")
+			b.ReportMetric(float64((processCPU(b)-cpu0).Nanoseconds())/float64(b.N*lines), "CPU-ns/line")
 		})
 	}
 }
