@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"runtime"
 	"slices"
 	"strings"
 	"syscall"
@@ -98,6 +99,11 @@ func Serve(cfg *config.Config, popts pipeline.Options, webFlags *web.FlagConfig,
 		return err
 	}
 	defer p.Stop()
+	// The inputs' goroutines are runnable, the reader behind the ones started after it:
+	// yielding lets them start reading now rather than once this goroutine blocks, at the
+	// end of the HTTP side's set-up, which no scrape can wait on yet. With a second core
+	// that set-up goes on there meanwhile.
+	runtime.Gosched()
 
 	go func() {
 		for {
