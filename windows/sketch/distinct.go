@@ -77,6 +77,9 @@ func DistinctKind(item int) windows.SummaryKind {
 		New:   func() windows.Summary { return NewDistinct() },
 		Item:  item,
 		Floor: distinctBytes + 1<<minPrecision,
+		// A read's sketch is the union of the keys merged, or the registers' maximum of
+		// them and of the registers merged, at the lowest precision: whatever the order.
+		Unordered: true,
 		AddGrown: func(s windows.Summary, _ float64, item []byte) (int, int) {
 			return s.(*Distinct).AddGrown(0, item)
 		},
