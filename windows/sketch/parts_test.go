@@ -1,9 +1,14 @@
 package sketch
 
 import (
+	"bytes"
+	"flag"
 	"fmt"
+	"hash/fnv"
 	"math"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -153,4 +158,69 @@ func TestReadSummariesOfKinds(t *testing.T) {
 			}
 		})
 	}
+}
+
+var update = flag.Bool("update", false, "rewrite the golden files under testdata/ from the current output")
+
+// TestReadSummariesOfGolden pins what a read of two parts exports, every kind of summary
+// at every window at a few instants of an hour of events: testdata/parts.golden was
+// written by the parts read one by one and merged in order (readOneByOne), as the store
+// read them before windows.ReadSummariesOf, so that what a read of parts exports is what
+// it was, top values pruned and all. A reading too long for a line is its hash and its
+// start.
+func TestReadSummariesOfGolden(t *testing.T) {
+	kinds := []windows.SummaryKind{DistinctKind(1), QuantilesKind, TopKind(20, 2), BucketsKind([]float64{0, 0.01, 1, 100})}
+	l, err := windows.NewLayout([]time.Duration{time.Minute, 5 * time.Minute, time.Hour, 24 * time.Hour}, windows.Options{Summaries: kinds})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(7, 7))
+	parts := []*windows.Series{l.NewSeries(), l.NewSeries()}
+	got := l.NewSummaries()
+	var more []windows.Summary
+	var out bytes.Buffer
+	for now := int64(base); now < base+3600+30; now++ {
+		for i := range r.IntN(40) {
+			v := []float64{0, logUniform(r, 1e-3, 1e3)}[r.IntN(2)]
+			items := [][]byte{fmt.Appendf(nil, "10.0.%d", r.IntN(20_000)), fmt.Appendf(nil, "/p/%d", int(logUniform(r, 1, 5_000)))}
+			parts[(i/7)%2].AddItems(now, now-r.Int64N(3), v, items)
+		}
+		if (now-base)%1200 != 1199 && now != base+3600+29 {
+			continue
+		}
+		windows.ReadSummariesOf(now, parts, got, &more)
+		for k, s := range got {
+			line := reading(s)
+			if len(line) > 300 {
+				h := fnv.New64a()
+				h.Write([]byte(line))
+				line = fmt.Sprintf("%016x %s", h.Sum64(), line[:300])
+			}
+			fmt.Fprintf(&out, "+%d window %d %T: %s\n", now-base, k/len(kinds), s, line)
+		}
+	}
+	golden := filepath.Join("testdata", "parts.golden")
+	if *update {
+		if err := os.WriteFile(golden, out.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := out.String(); got != string(want) {
+		t.Errorf("read of parts differs from %s:\n%s", golden, firstLineDiff(got, string(want)))
+	}
+}
+
+// firstLineDiff is the first line where got and want differ.
+func firstLineDiff(got, want string) string {
+	g, w := strings.Split(got, "\n"), strings.Split(want, "\n")
+	for i := range min(len(g), len(w)) {
+		if g[i] != w[i] {
+			return fmt.Sprintf("line %d:\n got %.400s\nwant %.400s", i+1, g[i], w[i])
+		}
+	}
+	return fmt.Sprintf("%d lines, want %d", len(g), len(w))
 }
