@@ -349,7 +349,9 @@ var countScratch = sync.Pool{New: func() any { return new([]float64) }}
 // items kept to the front of the arena in place.
 func (t *Top) subtract(delta float64) {
 	p := entryScratch.Get().(*[]uint64)
-	entries := t.hashes(*p)
+	*p = t.hashes(*p)
+	// entries[j] becomes the entry of kept counter j, from the hash of the counter it was.
+	entries := (*p)[1:]
 	kept := t.counts[:0]
 	t.kept = 0
 	for i, c := range t.counts {
@@ -373,21 +375,19 @@ func (t *Top) subtract(delta float64) {
 	t.counts, t.arena = kept, t.arena[:end]
 	t.loss += delta
 	t.retable(len(t.table), entries[:len(kept)])
-	*p = entries
 	entryScratch.Put(p)
 }
 
 // entryScratch holds the table entries subtract and Merge build.
 var entryScratch = sync.Pool{New: func() any { return new([]uint64) }}
 
-// hashes returns in dst, reused, the itemHash of every counter, in the counters' order, as
-// the table holds them.
+// hashes returns in dst, reused, the itemHash of every counter as the table holds them,
+// that of counter i at i+1: an entry's index counts from 1, and dst[0] takes what the
+// free slots give, so that the loop has no branch to mispredict on a table half free.
 func (t *Top) hashes(dst []uint64) []uint64 {
-	dst = slices.Grow(dst[:0], len(t.counts))[:len(t.counts)]
+	dst = slices.Grow(dst[:0], len(t.counts)+1)[:len(t.counts)+1]
 	for _, e := range t.table {
-		if e != 0 {
-			dst[uint32(e)-1] = e >> 32 << 32
-		}
+		dst[uint32(e)] = e >> 32 << 32
 	}
 	return dst
 }
@@ -456,11 +456,10 @@ func (t *Top) Merge(from windows.Summary) {
 	}
 	// The items' hashes are f's table's: none is hashed again.
 	p := entryScratch.Get().(*[]uint64)
-	hashes := f.hashes(*p)
+	*p = f.hashes(*p)
 	for i, c := range f.counts {
-		t.countHashed(f.arena[c.off:c.off+c.n], hashes[i], c.count)
+		t.countHashed(f.arena[c.off:c.off+c.n], (*p)[i+1], c.count)
 	}
-	*p = hashes
 	entryScratch.Put(p)
 }
 
