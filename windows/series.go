@@ -901,7 +901,7 @@ func ReadSummariesOf(now int64, parts []*Series, dst []Summary, more *[]Summary)
 		}
 	}()
 	// The parts a read at now sees events of; a part that has none reads as empty summaries,
-	// which merge as nothing.
+	// which merge as nothing. A store has at most 8 shards, so the cursors stay on the stack.
 	var buf [8]sumCursor
 	cur := buf[:0]
 	for _, s := range parts {
@@ -1011,9 +1011,10 @@ func (c *sumCursor) merge(i, k int, win []Summary, set kindSet) {
 	}
 }
 
-// readSums merges into dst, reset, the windows of the series of cur, for the kinds of set:
-// each window starts from the shorter one before it of the same wheel, and takes the
-// slots before those of every series in turn. The series are locked.
+// readSums merges into dst, which holds nothing yet of the kinds of set, the windows of
+// the series of cur for those kinds: each window starts from the shorter one before it of
+// the same wheel, and takes the slots it holds beyond that one of each series in turn.
+// The series are locked.
 func readSums(now int64, cur []sumCursor, dst []Summary, set kindSet) {
 	l := cur[0].s.layout
 	kinds := len(l.kinds)
