@@ -302,9 +302,18 @@ func (x *reader) useSums(l *windows.Layout) {
 }
 
 // bytes is the heap the reader holds: its snapshot and the merged summaries and top
-// values it read them from.
+// values it read them from, and the merged summaries it keeps of the rules it read before.
 func (x *reader) bytes() int64 {
-	return x.snap.Bytes() + int64(summaryBytes(x.sums)+summaryBytes(x.partSums)) + int64(cap(x.tops))*int64(unsafe.Sizeof(sketch.TopValue{}))
+	return x.snap.Bytes() + int64(x.summaryBytes()) + int64(cap(x.tops))*int64(unsafe.Sizeof(sketch.TopValue{}))
+}
+
+// summaryBytes is what the reader's merged summaries hold, those of every layout it keeps.
+func (x *reader) summaryBytes() int {
+	n := summaryBytes(x.sums) + summaryBytes(x.partSums)
+	for _, o := range x.others {
+		n += o.bytes()
+	}
+	return n
 }
 
 // readSummaries reads series s's summaries into its snapshot, as series i.
@@ -416,10 +425,7 @@ const keepSummaryBytes = 1 << 20
 func (l *freeList) put(x *reader) {
 	x.snap.Release()
 	clear(x.tops)
-	held := summaryBytes(x.sums) + summaryBytes(x.partSums)
-	for _, o := range x.others {
-		held += o.bytes()
-	}
+	held := x.summaryBytes()
 	drop := 0
 	for ; held > keepSummaryBytes && drop < len(x.others); drop++ {
 		held -= x.others[drop].bytes()
