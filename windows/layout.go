@@ -243,6 +243,12 @@ type SummaryKind struct {
 	// keeps. With AddRun, a run is handed to it at once beside one kind that is not
 	// fixed, as to that kind alone.
 	Fixed bool
+	// Unordered says that merges of summaries of the kind into an empty one read the same
+	// whatever their order and grouping (a union of sets, sums of integer counts), so that
+	// a read of several series' windows (ReadSummariesOf) merges the slots of all of them
+	// into one window, rather than each series' window made and then merged. A kind whose
+	// merges prune or sum floats reads each series' windows as Series.ReadSummaries does.
+	Unordered bool
 }
 
 // Options chooses what a slot keeps besides the sum of values.
@@ -291,6 +297,8 @@ type Layout struct {
 	// that may grow, −1 if none (see runKinds).
 	byRun bool
 	grows int
+	// ordered and unordered say whether some kind is not Unordered, and some is.
+	ordered, unordered bool
 	// fp is the Fingerprint of what a series' encoding depends on.
 	fp uint64
 }
@@ -370,6 +378,8 @@ func NewLayout(windows []time.Duration, opts Options) (*Layout, error) {
 			}
 			l.floors = append(l.floors, floor)
 			l.bytes += slots * floor
+			l.unordered = l.unordered || kind.Unordered
+			l.ordered = l.ordered || !kind.Unordered
 		}
 		l.grows, l.byRun = runKinds(l.kinds)
 	}

@@ -872,65 +872,179 @@ func (l *Layout) NewSummaries() []Summary {
 // slot holding that second, which holds the current second too unless the current second
 // opened a slot: a summary of a slot cannot leave out some of its seconds.
 func (s *Series) ReadSummaries(now int64, dst []Summary) {
-	l := s.layout
+	ReadSummariesOf(now, []*Series{s}, dst, nil)
+}
+
+// ReadSummariesOf sets dst (made by Layout.NewSummaries) to the summaries of every window
+// at second now of parts, series of one layout (the parts of a label set that several
+// writers wrote), merged: what each part's ReadSummaries gives, merged into the first
+// part's in their order. The slots of every part of a kind that is Unordered are merged
+// into each window in turn, rather than each part's windows made and then merged, which
+// merges every window of a part once more; a kind that is not has each part's windows
+// made into more as ReadSummaries makes them, and merged, in the parts' order. *more is
+// made by the layout when two parts have events to read and it is nil (more itself may
+// be nil: scratch for this read only). The parts are locked together for the read.
+func ReadSummariesOf(now int64, parts []*Series, dst []Summary, more *[]Summary) {
 	for _, d := range dst {
 		d.Reset()
 	}
-	now = clampTime(now)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.t == never || s.wentBack(now) {
+	if len(parts) == 0 {
 		return
 	}
-	end := max(now, s.t) - l.lag
-	kinds := len(l.kinds)
-	for i := range l.sumWheels {
-		w := &l.sumWheels[i]
-		// As in readWheel: u is the newest slot not merged yet, at ring index idx; the
-		// slots after s.t are empty, and so is the slot after end's. Each window starts
-		// from the shorter one before it.
-		u := floorDiv(s.t, w.step)
-		idx := int64(s.rings.head[i])
-		if u > w.slot(end) {
-			u, idx = u-1, floorMod(idx-1, w.n)
+	now = clampTime(now)
+	for _, s := range parts {
+		s.mu.Lock()
+	}
+	defer func() {
+		for _, s := range parts {
+			s.mu.Unlock()
 		}
-		prev := -1
-		// A slot is read with the pending open slots of the finer wheels whose seconds it
-		// holds (see place): open[j] is the slot of this wheel that holds wheel j's.
-		var open [len(grid{}) - 1]int64
-		for j := range open[:i] {
-			open[j] = never
-			if o := s.rings.open[j]; o.pending {
-				open[j] = w.slot(o.slot * l.sumWheels[j].step)
+	}()
+	// The parts a read at now sees events of; a part that has none reads as empty summaries,
+	// which merge as nothing. A store has at most 8 shards, so the cursors stay on the stack.
+	var buf [8]sumCursor
+	cur := buf[:0]
+	for _, s := range parts {
+		if s.t != never && !s.wentBack(now) {
+			cur = append(cur, sumCursor{s: s})
+		}
+	}
+	if len(cur) == 1 {
+		readSums(now, cur, dst, allKinds)
+		return
+	}
+	if len(cur) == 0 {
+		return
+	}
+	l := cur[0].s.layout
+	if l.ordered {
+		readSums(now, cur[:1], dst, orderedKinds)
+		if more == nil {
+			more = new([]Summary)
+		}
+		if *more == nil {
+			*more = l.NewSummaries()
+		}
+		for n := range cur[1:] {
+			for k, m := range *more {
+				if l.kinds[k%len(l.kinds)].picked(orderedKinds) {
+					m.Reset()
+				}
+			}
+			readSums(now, cur[1+n:2+n], *more, orderedKinds)
+			for k, d := range dst {
+				if l.kinds[k%len(l.kinds)].picked(orderedKinds) {
+					d.Merge((*more)[k])
+				}
 			}
 		}
-		for _, k := range w.serve {
+	}
+	if l.unordered {
+		readSums(now, cur, dst, unorderedKinds)
+	}
+}
+
+// kindSet picks the summary kinds a read merges: all of them, or those that are
+// Unordered, or those that are not.
+type kindSet uint8
+
+const (
+	allKinds kindSet = iota
+	orderedKinds
+	unorderedKinds
+)
+
+// picked reports whether set holds kind k.
+func (k *SummaryKind) picked(set kindSet) bool {
+	return set == allKinds || k.Unordered == (set == unorderedKinds)
+}
+
+// sumCursor is where a read is in the slots of one series' summary wheel: u is the newest
+// slot not merged yet, at ring index idx, and a window ends at end; open[j] is the slot
+// of this wheel that holds the pending open slot of the finer wheel j (see place).
+type sumCursor struct {
+	s      *Series
+	u, idx int64
+	end    int64
+	open   [len(grid{}) - 1]int64
+}
+
+// start places c at the newest slot of summary wheel i that a read at now merges.
+func (c *sumCursor) start(now int64, i int) {
+	s := c.s
+	l := s.layout
+	w := &l.sumWheels[i]
+	c.end = max(now, s.t) - l.lag
+	// As in readWheel: the slots after s.t are empty, and so is the slot after end's.
+	c.u = floorDiv(s.t, w.step)
+	c.idx = int64(s.rings.head[i])
+	if c.u > w.slot(c.end) {
+		c.u, c.idx = c.u-1, floorMod(c.idx-1, w.n)
+	}
+	// A slot is read with the pending open slots of the finer wheels whose seconds it
+	// holds.
+	for j := range c.open[:i] {
+		c.open[j] = never
+		if o := s.rings.open[j]; o.pending {
+			c.open[j] = w.slot(o.slot * l.sumWheels[j].step)
+		}
+	}
+}
+
+// merge merges into win the slots of wheel i that window k holds and that c has not merged
+// yet, for the kinds of set, moving c past them.
+func (c *sumCursor) merge(i, k int, win []Summary, set kindSet) {
+	s := c.s
+	l := s.layout
+	w := &l.sumWheels[i]
+	kinds := len(l.kinds)
+	for oldest := floorDiv(c.end-l.secs[k]+1, w.step); c.u >= oldest; c.u-- {
+		mergeSlot(l, win, s.rings.sums[w.off+int(c.idx)*kinds:][:kinds], set)
+		for j := range c.open[:i] {
+			if c.u == c.open[j] {
+				mergeSlot(l, win, s.rings.openSums(l, j), set)
+			}
+		}
+		if c.idx--; c.idx < 0 {
+			c.idx += w.n
+		}
+	}
+}
+
+// readSums merges into dst, which holds nothing yet of the kinds of set, the windows of
+// the series of cur for those kinds: each window starts from the shorter one before it of
+// the same wheel, and takes the slots it holds beyond that one of each series in turn.
+// The series are locked.
+func readSums(now int64, cur []sumCursor, dst []Summary, set kindSet) {
+	l := cur[0].s.layout
+	kinds := len(l.kinds)
+	for i := range l.sumWheels {
+		for n := range cur {
+			cur[n].start(now, i)
+		}
+		prev := -1
+		for _, k := range l.sumWheels[i].serve {
 			win := dst[k*kinds : (k+1)*kinds]
 			if prev >= 0 {
 				for j, d := range win {
-					d.Merge(dst[prev*kinds+j])
+					if l.kinds[j].picked(set) {
+						d.Merge(dst[prev*kinds+j])
+					}
 				}
 			}
 			prev = k
-			for oldest := floorDiv(end-l.secs[k]+1, w.step); u >= oldest; u-- {
-				mergeSlot(win, s.rings.sums[w.off+int(idx)*kinds:][:kinds])
-				for j := range open[:i] {
-					if u == open[j] {
-						mergeSlot(win, s.rings.openSums(l, j))
-					}
-				}
-				if idx--; idx < 0 {
-					idx += w.n
-				}
+			for n := range cur {
+				cur[n].merge(i, k, win, set)
 			}
 		}
 	}
 }
 
-// mergeSlot merges the summaries of a slot, those it holds, into win, kind by kind.
-func mergeSlot(win, slot []Summary) {
+// mergeSlot merges the summaries of a slot, those it holds of the kinds of set, into win,
+// kind by kind.
+func mergeSlot(l *Layout, win, slot []Summary, set kindSet) {
 	for k, sum := range slot {
-		if sum != nil {
+		if sum != nil && l.kinds[k].picked(set) {
 			win[k].Merge(sum)
 		}
 	}

@@ -5,8 +5,12 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/common/expfmt"
+
+	"github.com/logwindow/logwindow_exporter/windows"
+	"github.com/logwindow/logwindow_exporter/windows/sketch"
 )
 
 // TestScrapeCost: a scrape's cost is unknown until its rules have been read in its format
@@ -85,5 +89,32 @@ func TestScrapeCostCountsLabels(t *testing.T) {
 	labels := int64(hosts * pad)
 	if cost, known := c.ScrapeCost(nil, text); !known || cost < labels+scrapeOverhead {
 		t.Errorf("cost %d (known %v), want at least the host labels' %d bytes and the overhead", cost, known, labels)
+	}
+}
+
+// TestReaderBytesCountsKeptSummaries: what a reader holds while it reads a rule (bytes,
+// the rule's cost to a scrape) counts the merged summaries it keeps of the rules it read
+// before, which it holds for as long as that read.
+func TestReaderBytesCountsKeptSummaries(t *testing.T) {
+	layout := func() *windows.Layout {
+		l, err := windows.NewLayout([]time.Duration{time.Minute}, windows.Options{Summaries: []windows.SummaryKind{sketch.DistinctKind(1)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l
+	}
+	read, next := layout(), layout()
+	x := new(reader)
+	x.useSums(read)
+	for i := range 3000 {
+		x.sums[0].Add(0, strconv.AppendInt(nil, int64(i), 10))
+	}
+	kept := summaryBytes(x.sums)
+	x.useSums(next)
+	if len(x.others) != 1 {
+		t.Fatalf("the reader keeps the summaries of %d other rules, want 1", len(x.others))
+	}
+	if got, want := x.bytes(), int64(kept+summaryBytes(x.sums)); got < want {
+		t.Errorf("a reader holding %d bytes of summaries, %d of them another rule's, says it holds %d", want, kept, got)
 	}
 }

@@ -218,9 +218,14 @@ type reader struct {
 	sums      []windows.Summary
 	partSums  []windows.Summary
 	sumsOf    *windows.Layout
-	tops      []sketch.TopValue
-	regs      []uint8
-	native    nativeBuilder
+	// others are the merged summaries of other rules' layouts the reader read before,
+	// kept for when it reads them again: a scrape reads its rules one after another with
+	// the same reader, which would otherwise make every rule's summaries, and grow their
+	// buffers, anew at every scrape.
+	others []layoutSums
+	tops   []sketch.TopValue
+	regs   []uint8
+	native nativeBuilder
 }
 
 // read reads the series of rule r in view rv into the reader's snapshot.
@@ -231,9 +236,7 @@ func (x *reader) read(r *store.Rule, rv *ruleView, p *rulePlan, native bool) {
 	snap.Reset(p.shape, len(series), native)
 	nw := len(r.Layout().Windows())
 	if p.summaries {
-		if x.sumsOf != r.Layout() {
-			x.sums, x.partSums, x.sumsOf = r.Layout().NewSummaries(), nil, r.Layout()
-		}
+		x.useSums(r.Layout())
 	}
 	for i, s := range series {
 		live := r.Live(s, rv.now)
@@ -267,10 +270,50 @@ func (x *reader) read(r *store.Rule, rv *ruleView, p *rulePlan, native bool) {
 	}
 }
 
+// layoutSums are the merged summaries of a layout's windows (reader.sums, partSums).
+type layoutSums struct {
+	of             *windows.Layout
+	sums, partSums []windows.Summary
+}
+
+// bytes is what the summaries hold.
+func (ls *layoutSums) bytes() int { return summaryBytes(ls.sums) + summaryBytes(ls.partSums) }
+
+// useSums makes the reader's summaries those of layout l: the ones it kept for l, or new
+// ones; those of the layout it read last are kept among the others.
+func (x *reader) useSums(l *windows.Layout) {
+	if x.sumsOf == l {
+		return
+	}
+	if x.sumsOf != nil {
+		x.others = append(x.others, layoutSums{x.sumsOf, x.sums, x.partSums})
+	}
+	x.sums, x.partSums, x.sumsOf = nil, nil, l
+	for i, o := range x.others {
+		if o.of == l {
+			x.sums, x.partSums = o.sums, o.partSums
+			x.others = slices.Delete(x.others, i, i+1)
+			break
+		}
+	}
+	if x.sums == nil {
+		x.sums = l.NewSummaries()
+	}
+}
+
 // bytes is the heap the reader holds: its snapshot and the merged summaries and top
-// values it read them from.
+// values it read them from, and the merged summaries it keeps of the rules it read before.
 func (x *reader) bytes() int64 {
-	return x.snap.Bytes() + int64(summaryBytes(x.sums)+summaryBytes(x.partSums)) + int64(cap(x.tops))*int64(unsafe.Sizeof(sketch.TopValue{}))
+	return x.snap.Bytes() + int64(x.summaryBytes()) + int64(cap(x.tops))*int64(unsafe.Sizeof(sketch.TopValue{}))
+}
+
+// summaryBytes is what the reader's merged summaries hold, those of every layout it keeps.
+func (x *reader) summaryBytes() int {
+	n := summaryBytes(x.sums) + summaryBytes(x.partSums)
+	for _, o := range x.others {
+		n += o.bytes()
+	}
+	return n
 }
 
 // readSummaries reads series s's summaries into its snapshot, as series i.
@@ -377,11 +420,18 @@ func (l *freeList) get() *reader {
 const keepSummaryBytes = 1 << 20
 
 // put keeps x, having let go of what its snapshot references, and of its merged summaries
-// when they are large; a few are kept, as many as the rules a scrape reads at once.
+// past keepSummaryBytes in all, those of the layouts read longest ago first; a few are
+// kept, as many as the rules a scrape reads at once.
 func (l *freeList) put(x *reader) {
 	x.snap.Release()
 	clear(x.tops)
-	if summaryBytes(x.sums)+summaryBytes(x.partSums) > keepSummaryBytes {
+	held := x.summaryBytes()
+	drop := 0
+	for ; held > keepSummaryBytes && drop < len(x.others); drop++ {
+		held -= x.others[drop].bytes()
+	}
+	x.others = slices.Delete(x.others, 0, drop)
+	if held > keepSummaryBytes {
 		x.sums, x.partSums, x.sumsOf = nil, nil, nil
 		x.tops = nil
 	}

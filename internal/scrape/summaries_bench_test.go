@@ -7,6 +7,7 @@ import (
 
 	"github.com/logwindow/logwindow_exporter/config"
 	"github.com/logwindow/logwindow_exporter/internal/store"
+	"github.com/logwindow/logwindow_exporter/windows"
 )
 
 // BenchmarkCollectSummaries is one scrape (the rule families' text) of the example rules'
@@ -16,6 +17,42 @@ import (
 // Zipf(1.1) over a million), written by one input and by two on shards of their own,
 // every other line each, whose parts a scrape merges.
 func BenchmarkCollectSummaries(b *testing.B) {
+	for _, inputs := range []int{1, 2} {
+		b.Run(fmt.Sprintf("inputs=%d", inputs), func(b *testing.B) {
+			benchWriteText(b, summariesSet(b, inputs), int64(start+summariesSecs))
+		})
+	}
+}
+
+// BenchmarkReadSummaries is the part of BenchmarkCollectSummaries that merges: each
+// rule's summaries of every series read through the store, parts merged, and nothing
+// written.
+func BenchmarkReadSummaries(b *testing.B) {
+	for _, inputs := range []int{1, 2} {
+		set := summariesSet(b, inputs)
+		for i := range set.NumRules() {
+			r := set.Rule(i)
+			b.Run(fmt.Sprintf("%s/inputs=%d", r.Config().Name, inputs), func(b *testing.B) {
+				series, _ := r.Snapshot(nil)
+				sums := r.Layout().NewSummaries()
+				var more []windows.Summary
+				for b.Loop() {
+					for _, s := range series {
+						r.ReadSummaries(s, start+summariesSecs, sums, &more)
+					}
+				}
+			})
+		}
+	}
+}
+
+// summariesSecs is how long summariesSet's lines span.
+const summariesSecs = 51 * 60
+
+// summariesSet is the Set BenchmarkCollectSummaries scrapes, written by inputs sinks on
+// shards of their own, every inputs-th line each.
+func summariesSet(b *testing.B, inputs int) *store.Set {
+	b.Helper()
 	cfg, err := config.Parse([]byte(`
 global: {max_series_per_rule: 100}
 rules:
@@ -34,7 +71,7 @@ rules:
 	if err != nil {
 		b.Fatal(err)
 	}
-	const perSecond, secs = 260, 51 * 60
+	const perSecond, secs = 260, summariesSecs
 	r := rand.New(rand.NewPCG(4, 4))
 	clients := rand.NewZipf(r, 1.05, 1, 19_999)
 	paths := topPaths(1 << 16)
@@ -49,28 +86,24 @@ rules:
 		c := clients.Uint64() // one client: two draws would not be Zipf over 20,000
 		events[i] = event{class, fmt.Appendf(nil, "10.%d.%d.1", c/250, c%250), paths[i&(1<<16-1)]}
 	}
-	for _, inputs := range []int{1, 2} {
-		b.Run(fmt.Sprintf("inputs=%d", inputs), func(b *testing.B) {
-			set, err := store.NewSetWith(cfg, nil, store.SetOptions{Shards: inputs})
-			if err != nil {
-				b.Fatal(err)
-			}
-			for in := range inputs {
-				k := set.NewSink()
-				for t := range int64(secs) {
-					k.SetNow(start+t, start+t)
-					for i := in; i < perSecond; i += inputs {
-						ev := events[t*perSecond+int64(i)]
-						clients := line{rule: 0, labels: []string{ev.class}}.event()
-						clients.Items = [][]byte{ev.client}
-						k.Event(clients)
-						top := line{rule: 1}.event()
-						top.Items = [][]byte{ev.path}
-						k.Event(top)
-					}
-				}
-			}
-			benchWriteText(b, set, int64(start+secs))
-		})
+	set, err := store.NewSetWith(cfg, nil, store.SetOptions{Shards: inputs})
+	if err != nil {
+		b.Fatal(err)
 	}
+	for in := range inputs {
+		k := set.NewSink()
+		for t := range int64(secs) {
+			k.SetNow(start+t, start+t)
+			for i := in; i < perSecond; i += inputs {
+				ev := events[t*perSecond+int64(i)]
+				clients := line{rule: 0, labels: []string{ev.class}}.event()
+				clients.Items = [][]byte{ev.client}
+				k.Event(clients)
+				top := line{rule: 1}.event()
+				top.Items = [][]byte{ev.path}
+				k.Event(top)
+			}
+		}
+	}
+	return set
 }

@@ -2,6 +2,7 @@ package scrape
 
 import (
 	"cmp"
+	"fmt"
 	"io"
 	"maps"
 	"math/rand/v2"
@@ -14,6 +15,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/logwindow/logwindow_exporter/internal/store"
+	"github.com/logwindow/logwindow_exporter/internal/testutil/storetest"
+	"github.com/logwindow/logwindow_exporter/windows"
 	"github.com/logwindow/logwindow_exporter/windows/sketch"
 )
 
@@ -129,7 +133,8 @@ func TestTopFamilyWithoutSeries(t *testing.T) {
 	}
 }
 
-// A reader kept for the next scrape lets go of merged summaries past keepSummaryBytes (a
+// A reader kept for the next scrape lets go of merged summaries past keepSummaryBytes, its
+// other layouts' included (a
 // large top summary goes to the snapshot, which lets it go once written): the top values
 // of long, ever new paths would otherwise stay held between scrapes by every kept reader,
 // outside --series.max-bytes. Small ones are kept, for the next scrape to reuse.
@@ -162,11 +167,83 @@ func TestKeptReadersLetLargeSummariesGo(t *testing.T) {
 			}
 			for _, x := range c.free.rs {
 				held := summaryBytes(x.sums) + summaryBytes(x.partSums)
+				for _, o := range x.others {
+					held += o.bytes()
+				}
 				if held > keepSummaryBytes || tc.kept && x.sums == nil {
 					t.Errorf("a kept reader holds %d bytes of summaries (kept: %v, want %v)", held, x.sums != nil, tc.kept)
 				}
 				if n := x.snap.Bytes(); n > keepSummaryBytes {
 					t.Errorf("a kept reader's snapshot holds %d bytes", n)
+				}
+			}
+		})
+	}
+}
+
+// TestKeptReadersKeepEachRulesSummaries: a scrape reads its rules one after another with
+// one reader, which keeps the merged summaries of every rule it read (within
+// keepSummaryBytes): the next scrape merges into the same summaries rather than new ones,
+// and writes what it wrote, with lines written by one sink and by two (parts merged).
+func TestKeptReadersKeepEachRulesSummaries(t *testing.T) {
+	rules := `
+global: {windows: [1m, 5m], max_series_per_rule: 100}
+rules:
+  - name: clients
+    match: '^(?P<host>\S+) (?P<zone>\S+) (?P<path>\S+)$'
+    labels: {zone: '${zone}'}
+    distinct: '${host}'
+  - name: hot_paths
+    match: '^(?P<host>\S+) (?P<zone>\S+) (?P<path>\S+)$'
+    labels: {zone: '${zone}', path: '${path}'}
+    top: {label: path, k: 3}
+  - name: latency
+    match: '^(?P<host>\S+) (?P<zone>\S+) (?P<path>\S+)$'
+    value: path
+    labels: {zone: '${zone}'}
+    aggregations: [quantiles]
+`
+	for _, sinks := range []int{1, 2} {
+		t.Run(fmt.Sprintf("%d sinks", sinks), func(t *testing.T) {
+			cfg, p := storetest.ParseRules(t, rules)
+			set, err := store.NewSetWith(cfg, nil, store.SetOptions{Shards: sinks})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ks := make([]*store.Sink, sinks)
+			for i := range ks {
+				ks[i] = set.NewSink()
+				ks[i].SetNow(start, start)
+			}
+			for i := range 300 {
+				p.Parse("web", fmt.Appendf(nil, "h%d z%d %d", i%37, i%3, i%11), ks[i%sinks])
+			}
+			now := int64(start)
+			c := collectorAt(fixed(set), &now)
+			first := scrapeText(t, c)
+			kept := func() map[*windows.Layout]windows.Summary {
+				c.free.mu.Lock()
+				defer c.free.mu.Unlock()
+				if len(c.free.rs) != 1 {
+					t.Fatalf("%d readers kept, want 1", len(c.free.rs))
+				}
+				x := c.free.rs[0]
+				got := map[*windows.Layout]windows.Summary{x.sumsOf: x.sums[0]}
+				for _, o := range x.others {
+					got[o.of] = o.sums[0]
+				}
+				return got
+			}
+			before := kept()
+			if len(before) != 3 {
+				t.Fatalf("the reader keeps the summaries of %d rules, want 3", len(before))
+			}
+			if again := scrapeText(t, c); again != first {
+				t.Errorf("second scrape\n%s\nfirst\n%s", again, first)
+			}
+			for l, s := range kept() {
+				if before[l] != s {
+					t.Errorf("a rule's summaries were made anew by the second scrape")
 				}
 			}
 		})

@@ -212,26 +212,16 @@ func extremum(a, b float64, isMax bool) float64 {
 }
 
 // readSummaries sets dst (made by the layout's NewSummaries) to the summaries of every
-// window of s at second now, its parts merged; more holds the other parts' reads (made on
-// the first series with two parts that are not idle).
+// window of s at second now, its parts merged (windows.ReadSummariesOf); more is the
+// scratch of the kinds merged part by part. Parts without wheels to read (see wheels)
+// are left out.
 func (st *store) readSummaries(s *Series, now int64, dst []windows.Summary, more *[]windows.Summary) {
-	first := true
+	var buf [MaxShards]*windows.Series
+	parts := buf[:0]
 	for p := range s.parts {
-		w := st.wheels(s, p, now)
-		if w == nil {
-			continue
-		}
-		if first {
-			w.ReadSummaries(now, dst)
-			first = false
-			continue
-		}
-		if *more == nil {
-			*more = st.layout.NewSummaries()
-		}
-		w.ReadSummaries(now, *more)
-		for i, d := range dst {
-			d.Merge((*more)[i])
+		if w := st.wheels(s, p, now); w != nil {
+			parts = append(parts, w)
 		}
 	}
+	windows.ReadSummariesOf(now, parts, dst, more)
 }

@@ -77,6 +77,9 @@ func DistinctKind(item int) windows.SummaryKind {
 		New:   func() windows.Summary { return NewDistinct() },
 		Item:  item,
 		Floor: distinctBytes + 1<<minPrecision,
+		// A read's sketch is the union of the keys merged, or the registers' maximum of
+		// them and of the registers merged, at the lowest precision: whatever the order.
+		Unordered: true,
 		AddGrown: func(s windows.Summary, _ float64, item []byte) (int, int) {
 			return s.(*Distinct).AddGrown(0, item)
 		},
@@ -234,20 +237,46 @@ func (d *Distinct) toDense(p uint8) {
 		}
 	}
 	if !d.sealed {
-		fullTables.put(d.set)
+		putTable(d.set)
 	}
 	d.set, d.n, d.sealed = nil, 0, false
 }
 
-// fullRegs and fullTables recycle the buffers of 64 KiB a sketch lets go, its registers
-// at full precision and the table of the sparse bound, for the next sketch to make one:
-// a read builds such sketches for one series after another, and the wheels make and
-// reset them slot after slot, so that taking them back spares the heap a new 64 KiB and
-// the pages it would touch for the first time.
+// fullRegs and tables recycle the buffers a sketch lets go at a Reset, when it turns
+// dense, or when a read's sketch makes its table larger (reserve): its registers at full
+// precision (64 KiB) and its tables of 2 KiB up to the sparse bound's (64 KiB), for the
+// next sketch to make one. A read builds such sketches for one series after another,
+// each window's table made larger a few times, and the wheels make and reset them slot
+// after slot, so that taking them back spares the heap a new buffer and the pages it
+// would touch for the first time. A slot's table that doubles as items come is left to
+// the collector, as is the one a slot lets go when sealed: slots do that by the
+// thousand between two collections, which would keep them pooled a collection longer.
 var (
-	fullRegs   = buffers[uint64]{n: registers / 8}
-	fullTables = buffers[uint32]{n: registers / 4}
+	fullRegs = buffers[uint64]{n: registers / 8}
+	tables   [tableSizes]buffers[uint32]
 )
+
+func init() {
+	for i := range tables {
+		tables[i].n = minPooledTable << i
+	}
+}
+
+// minPooledTable is the length of the smallest table the pool takes back: smaller ones
+// are cheaper to make than to pool.
+const minPooledTable = 1 << 9
+
+// tableSizes is the number of table lengths pooled, from minPooledTable up to the sparse
+// bound's, registers/4.
+const tableSizes = DistinctPrecision - 2 - 9 + 1
+
+// tablePool returns the pool of tables of length n, nil when n is not pooled.
+func tablePool(n int) *buffers[uint32] {
+	if n < minPooledTable || n > registers/4 || n&(n-1) != 0 {
+		return nil
+	}
+	return &tables[bits.Len(uint(n/minPooledTable))-1]
+}
 
 // buffers is a pool of zeroed slices of n E, each kept as its first element: a pointer,
 // which the pool takes without allocating.
@@ -273,21 +302,28 @@ func (b *buffers[E]) put(s []E) {
 	}
 }
 
-// release gives the sketch's buffers of full size back (see fullRegs) as it lets them
-// go; a sealed set is its keys alone, of their number.
+// release gives the sketch's buffers back to the pools (see fullRegs) as it lets them go;
+// a sealed set is its keys alone, of their number, not a table.
 func (d *Distinct) release() {
 	fullRegs.put(d.regs)
 	if !d.sealed {
-		fullTables.put(d.set)
+		putTable(d.set)
 	}
 }
 
 // newTable returns a zeroed table of size keys.
 func newTable(size int) []uint32 {
-	if size == registers/4 {
-		return fullTables.get()
+	if p := tablePool(size); p != nil {
+		return p.get()
 	}
 	return make([]uint32, size)
+}
+
+// putTable gives a table the sketch no longer holds back to its pool, if it has one.
+func putTable(t []uint32) {
+	if p := tablePool(len(t)); p != nil {
+		p.put(t)
+	}
 }
 
 // Seal shrinks a sparse sketch whose slot is closed to its keys alone: the table keeps a
@@ -420,6 +456,7 @@ func (d *Distinct) reserve(n int) {
 		old := d.set
 		d.set = newTable(size)
 		place(d.set, old)
+		putTable(old)
 	}
 }
 

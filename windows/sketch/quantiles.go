@@ -117,6 +117,8 @@ const minBuffer = 16
 var QuantilesKind = windows.SummaryKind{
 	New:   func() windows.Summary { return new(Quantiles) },
 	Floor: quantilesBytes + minBuffer + binsBytes + minBuffer,
+	// A read's sketch adds the counts of each bin, uncapped: whatever the order.
+	Unordered: true,
 	AddGrown: func(s windows.Summary, v float64, _ []byte) (int, int) {
 		return s.(*Quantiles).AddGrown(v, nil)
 	},

@@ -160,8 +160,19 @@ func (t *Top) buffers() topBuffers { return topBuffers{cap(t.counts), cap(t.aren
 func (b topBuffers) heap() int { return topHeap(b.counts, b.arena, b.table) }
 
 // count adds v to item's counter, or gives item a counter of v.
-func (t *Top) count(item []byte, v float64) {
-	h := maphash.Bytes(topSeed, item)
+func (t *Top) count(item []byte, v float64) { t.countHashed(item, itemHash(item), v) }
+
+// itemHash is the hash of item the table keeps: its top 32 bits, which are both an
+// entry's tag and where its probe starts, so that an entry says where it goes in a table
+// of any size without its item hashed again (see entrySlot).
+func itemHash(item []byte) uint64 { return maphash.Bytes(topSeed, item) >> 32 << 32 }
+
+// entrySlot is where the probe for an entry, or for a hash, starts in a table of mask+1
+// slots.
+func entrySlot(e uint64, mask int) int { return int(e>>32) & mask }
+
+// countHashed is count of an item whose itemHash is h.
+func (t *Top) countHashed(item []byte, h uint64, v float64) {
 	slot, i := t.find(item, h)
 	if i >= 0 {
 		t.counts[i].count += v
@@ -177,20 +188,19 @@ func (t *Top) count(item []byte, v float64) {
 	t.insert(item, h, v, slot)
 }
 
-// find returns the counter of item, whose hash is h, or -1 and the empty slot of table
-// where it would go (-1 too when there is no table).
+// find returns the counter of item, whose itemHash is h, or -1 and the empty slot of
+// table where it would go (-1 too when there is no table).
 func (t *Top) find(item []byte, h uint64) (slot, i int) {
 	if len(t.table) == 0 {
 		return -1, -1
 	}
 	mask := len(t.table) - 1
-	tag := h >> 32 << 32
-	for slot = int(h) & mask; ; slot = (slot + 1) & mask {
+	for slot = entrySlot(h, mask); ; slot = (slot + 1) & mask {
 		e := t.table[slot]
 		if e == 0 {
 			return slot, -1
 		}
-		if e>>32<<32 == tag {
+		if e>>32<<32 == h {
 			i := int(uint32(e)) - 1
 			if c := t.counts[i]; string(t.arena[c.off:c.off+c.n]) == string(item) {
 				return slot, i
@@ -199,8 +209,8 @@ func (t *Top) find(item []byte, h uint64) (slot, i int) {
 	}
 }
 
-// insert adds a counter of v for item, whose hash is h, not held, at the empty slot of
-// table find gave (-1 to find it again): pruning first when the room is full.
+// insert adds a counter of v for item, whose itemHash is h, not held, at the empty slot
+// of table find gave (-1 to find it again): pruning first when the room is full.
 func (t *Top) insert(item []byte, h uint64, v float64, slot int) {
 	if len(t.counts) >= 2*t.capacity {
 		t.prune()
@@ -216,7 +226,7 @@ func (t *Top) insert(item []byte, h uint64, v float64, slot int) {
 		}
 	}
 	if 2*(len(t.counts)+1) > len(t.table) {
-		t.rehash(tableLen(len(t.counts) + 1))
+		t.retable(tableLen(len(t.counts)+1), t.table)
 		slot = -1
 	}
 	if slot < 0 {
@@ -224,7 +234,7 @@ func (t *Top) insert(item []byte, h uint64, v float64, slot int) {
 	}
 	t.counts = append(t.counts, topCount{count: v, off: uint32(len(t.arena)), n: uint32(len(item))})
 	t.arena = append(t.arena, item...)
-	t.table[slot] = h>>32<<32 | uint64(len(t.counts))
+	t.table[slot] = h | uint64(len(t.counts))
 	t.kept += v
 }
 
@@ -251,21 +261,24 @@ func tableLen(n int) int {
 	return l
 }
 
-// rehash makes the table n slots and fills it from counts.
-func (t *Top) rehash(n int) {
-	if len(t.table) == n {
+// retable makes the table n slots and puts the entries of from (0: none) in it, which
+// may be the table itself: each says where it goes (entrySlot), so that no item is hashed
+// again.
+func (t *Top) retable(n int, from []uint64) {
+	if len(t.table) == n && (len(from) == 0 || &t.table[0] != &from[0]) {
 		clear(t.table)
 	} else {
 		t.table = make([]uint64, n)
 	}
 	mask := n - 1
-	for i, c := range t.counts {
-		h := maphash.Bytes(topSeed, t.arena[c.off:c.off+c.n])
-		slot := int(h) & mask
-		for t.table[slot] != 0 {
-			slot = (slot + 1) & mask
+	for _, e := range from {
+		if e != 0 {
+			slot := entrySlot(e, mask)
+			for t.table[slot] != 0 {
+				slot = (slot + 1) & mask
+			}
+			t.table[slot] = e
 		}
-		t.table[slot] = h>>32<<32 | uint64(i+1)
 	}
 }
 
@@ -335,12 +348,17 @@ var countScratch = sync.Pool{New: func() any { return new([]float64) }}
 // subtract takes delta from every count and drops those left without any, moving the
 // items kept to the front of the arena in place.
 func (t *Top) subtract(delta float64) {
+	p := entryScratch.Get().(*[]uint64)
+	*p = t.hashes(*p)
+	// entries[j] becomes the entry of kept counter j, from the hash of the counter it was.
+	entries := (*p)[1:]
 	kept := t.counts[:0]
 	t.kept = 0
-	for _, c := range t.counts {
+	for i, c := range t.counts {
 		if c.count > delta {
 			c.count -= delta
 			t.kept += c.count
+			entries[len(kept)] = entries[i] | uint64(len(kept)+1)
 			kept = append(kept, c)
 		}
 	}
@@ -356,7 +374,22 @@ func (t *Top) subtract(delta float64) {
 	}
 	t.counts, t.arena = kept, t.arena[:end]
 	t.loss += delta
-	t.rehash(len(t.table))
+	t.retable(len(t.table), entries[:len(kept)])
+	entryScratch.Put(p)
+}
+
+// entryScratch holds the table entries subtract and Merge build.
+var entryScratch = sync.Pool{New: func() any { return new([]uint64) }}
+
+// hashes returns in dst, reused, the itemHash of every counter as the table holds them,
+// that of counter i at i+1: an entry's index counts from 1, and dst[0] takes what the
+// free slots give, so that the loop has no branch to mispredict on a table half free.
+func (t *Top) hashes(dst []uint64) []uint64 {
+	dst = slices.Grow(dst[:0], len(t.counts)+1)[:len(t.counts)+1]
+	for _, e := range t.table {
+		dst[uint32(e)] = e >> 32 << 32
+	}
+	return dst
 }
 
 // Seal shrinks a slot its wheel has moved on from: pruned to at most capacity counters (a
@@ -372,8 +405,9 @@ func (t *Top) Seal() {
 	}
 	t.counts = slices.Clip(slices.Clone(t.counts))
 	t.arena = slices.Clip(slices.Clone(t.arena))
+	old := t.table
 	t.table = nil
-	t.rehash(tableLen(len(t.counts)))
+	t.retable(tableLen(len(t.counts)), old)
 }
 
 // selectDesc reorders cs so that cs[m] holds the (m+1)-th largest count, those before it
@@ -420,9 +454,13 @@ func (t *Top) Merge(from windows.Summary) {
 		t.take(f)
 		return
 	}
-	for _, c := range f.counts {
-		t.count(f.arena[c.off:c.off+c.n], c.count)
+	// The items' hashes are f's table's: none is hashed again.
+	p := entryScratch.Get().(*[]uint64)
+	*p = f.hashes(*p)
+	for i, c := range f.counts {
+		t.countHashed(f.arena[c.off:c.off+c.n], (*p)[i+1], c.count)
 	}
+	entryScratch.Put(p)
 }
 
 // take gives an empty, uncapped summary the counters of f, which are no more than twice
@@ -446,7 +484,7 @@ func (t *Top) take(f *Top) {
 		size = tableLen(n)
 	}
 	if len(f.table) != size {
-		t.rehash(size)
+		t.retable(size, f.table)
 		return
 	}
 	if len(t.table) != size {

@@ -2,7 +2,6 @@ package sketch
 
 import (
 	"cmp"
-	"hash/maphash"
 	"slices"
 
 	"github.com/logwindow/logwindow_exporter/windows/wire"
@@ -71,12 +70,12 @@ func (t *Top) UnmarshalBinary(data []byte) error {
 	}
 	for i, c := range got.counts {
 		item := got.arena[c.off : c.off+c.n]
-		h := maphash.Bytes(topSeed, item)
+		h := itemHash(item)
 		slot, j := got.find(item, h)
 		if j >= 0 {
 			return r.Failf("item %q counted twice", item)
 		}
-		got.table[slot] = h>>32<<32 | uint64(i+1)
+		got.table[slot] = h | uint64(i+1)
 	}
 	*t = got
 	return nil

@@ -2,7 +2,6 @@ package sketch
 
 import (
 	"fmt"
-	"hash/maphash"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -669,7 +668,7 @@ func sameTop(got, want *Top) error {
 	}
 	for i, c := range got.counts {
 		item := got.arena[c.off : c.off+c.n]
-		if _, j := got.find(item, maphash.Bytes(topSeed, item)); j != i {
+		if _, j := got.find(item, itemHash(item)); j != i {
 			return fmt.Errorf("the table finds counter %d of %q at %d", i, item, j)
 		}
 	}
