@@ -80,16 +80,22 @@ func TestReadSummariesOfKinds(t *testing.T) {
 		clients int // distinct items of the first kind
 		perSec  int
 		capped  bool
+		// short: run with -short and -race too. The test is one goroutine's, so what
+		// the race detector could add is little; the rest runs without either.
+		short bool
 	}{
-		{"two parts in turn, sparse", 2, func(_ *rand.Rand, i int) int { return i % 2 }, 3_000, 4, false},
-		{"two parts at random, dense in the hour", 2, func(r *rand.Rand, _ int) int { return r.IntN(2) }, 40_000, 12, false},
-		{"three parts, a burst dense in a slot", 3, func(r *rand.Rand, _ int) int { return r.IntN(3) }, 1 << 20, 3, false},
-		{"four parts, one idle", 4, func(r *rand.Rand, _ int) int { return r.IntN(3) }, 20_000, 8, false},
-		{"two parts, runs of one", 2, func(_ *rand.Rand, i int) int { return i / 500 % 2 }, 20_000, 8, false},
-		{"two parts capped", 2, func(r *rand.Rand, _ int) int { return r.IntN(2) }, 20_000, 8, true},
-		{"three parts capped, all to one", 3, func(_ *rand.Rand, _ int) int { return 1 }, 5_000, 8, true},
+		{"two parts in turn, sparse", 2, func(_ *rand.Rand, i int) int { return i % 2 }, 3_000, 4, false, true},
+		{"two parts at random, dense in the hour", 2, func(r *rand.Rand, _ int) int { return r.IntN(2) }, 40_000, 12, false, false},
+		{"three parts, a burst dense in a slot", 3, func(r *rand.Rand, _ int) int { return r.IntN(3) }, 1 << 20, 3, false, true},
+		{"four parts, one idle", 4, func(r *rand.Rand, _ int) int { return r.IntN(3) }, 20_000, 8, false, false},
+		{"two parts, runs of one", 2, func(_ *rand.Rand, i int) int { return i / 500 % 2 }, 20_000, 8, false, false},
+		{"two parts capped", 2, func(r *rand.Rand, _ int) int { return r.IntN(2) }, 20_000, 8, true, false},
+		{"three parts capped, all to one", 3, func(_ *rand.Rand, _ int) int { return 1 }, 5_000, 8, true, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			if !tc.short && (testing.Short() || raceEnabled) {
+				t.Skip("run without -short and -race only")
+			}
 			opts := windows.Options{Summaries: kinds}
 			if tc.capped {
 				opts.Account = roomless{}
