@@ -300,12 +300,15 @@ func TestConcurrentAddRead(t *testing.T) {
 
 // TestHeapBytes holds HeapBytes to what the allocator takes: the heap many allocations of
 // a size grow by, per allocation, is what HeapBytes says, or for the objects under 16
-// bytes, which share blocks, at most that.
+// bytes, which share blocks, at most that. The runtime allocates for itself now and then
+// (a few hundred bytes between two reads of the heap, some 10 bytes an allocation of the
+// larger sizes, where fewer are made), so a size is measured up to three times: a wrong
+// HeapBytes is wrong in every one.
 func TestHeapBytes(t *testing.T) {
 	if raceEnabled {
 		t.Skip("the race detector's shadow memory is not the heap")
 	}
-	for _, n := range []int{1, 3, 8, 9, 15, 16, 17, 100, 500, 1000, 1025, 5000, 20000, 32768, 32769, 70000} {
+	grows := func(n int) float64 {
 		count := min(max(4<<20/n, 50), 20000)
 		keep := make([][]byte, count)
 		before := liveHeap()
@@ -314,10 +317,17 @@ func TestHeapBytes(t *testing.T) {
 		}
 		per := float64(liveHeap()-before) / float64(count)
 		runtime.KeepAlive(keep)
-		if n < 16 && per <= float64(HeapBytes(n)) {
-			continue
+		return per
+	}
+	for _, n := range []int{1, 3, 8, 9, 15, 16, 17, 100, 500, 1000, 1025, 5000, 20000, 32768, 32769, 70000} {
+		want := float64(HeapBytes(n))
+		var per float64
+		for range 3 {
+			if per = grows(n); n < 16 && per <= want || math.Abs(per-want) <= 0.5 {
+				break
+			}
 		}
-		if math.Abs(per-float64(HeapBytes(n))) > 0.5 {
+		if (n >= 16 || per > want) && math.Abs(per-want) > 0.5 {
 			t.Errorf("%d bytes: the heap grew by %.1f per allocation, HeapBytes says %d", n, per, HeapBytes(n))
 		}
 	}
