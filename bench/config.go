@@ -98,6 +98,9 @@ type benchConfig struct {
 	// so that the numbers in paths become :id. Their _total does not depend on the path,
 	// so the checks stay as they are.
 	rewrite bool
+	// without, when set, names a rule to remove: what the rule file costs with it, less
+	// what it costs without, is the rule's own cost.
+	without string
 }
 
 // pathRewrite is what -rewrite adds to the rules with a path label, as the docs' route
@@ -170,6 +173,21 @@ func (c benchConfig) write(src, dst string) error {
 			withoutTop(r)
 		}
 	}
+	if c.without != "" {
+		rules := getKey(root, "rules")
+		if rules == nil || rules.Kind != yaml.SequenceNode {
+			return fmt.Errorf("%s: no list of rules", src)
+		}
+		n := len(rules.Content)
+		expandAliases(rules) // the rule removed may hold an anchor the others refer to
+		rules.Content = slices.DeleteFunc(rules.Content, func(r *yaml.Node) bool {
+			name := getKey(r, "name")
+			return name != nil && name.Value == c.without
+		})
+		if len(rules.Content) == n {
+			return fmt.Errorf("-without: %s has no rule %s", src, c.without)
+		}
+	}
 	if c.rewrite {
 		if err := addRewrite(root); err != nil {
 			return fmt.Errorf("%s: %w", src, err)
@@ -234,6 +252,17 @@ func addRewrite(root *yaml.Node) error {
 		return fmt.Errorf("-rewrite: no rule has a path label to rewrite")
 	}
 	return nil
+}
+
+// expandAliases replaces every alias under n by a copy of what it refers to.
+func expandAliases(n *yaml.Node) {
+	if n.Kind == yaml.AliasNode {
+		*n = *n.Alias
+		n.Anchor = ""
+	}
+	for _, c := range n.Content {
+		expandAliases(c)
+	}
 }
 
 // withoutTop removes top: from rule r, and the label it ranks.

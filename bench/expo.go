@@ -134,6 +134,17 @@ func newExpected(families ...string) expected {
 	return expected{families: families, series: samples{}}
 }
 
+// without is e less the series of family, which is then not checked at all.
+func (e expected) without(family string) expected {
+	w := newExpected(slices.DeleteFunc(slices.Clone(e.families), func(f string) bool { return f == family })...)
+	for k, v := range e.series {
+		if familyOf(k) != family {
+			w.series[k] = v
+		}
+	}
+	return w
+}
+
 func (e expected) set(v float64, name string, pairs ...string) {
 	e.series[seriesKey(name, pairs...)] = v
 }

@@ -11,6 +11,7 @@
 //	go run ./bench -rules 5 -mtail                   # ten rules over the pattern
 //	go run ./bench -files 2                          # two inputs, two cores
 //	go run ./bench -scrape                           # scrape time and RSS with 10k series
+//	go run ./bench -without nginx_http_clients       # what one rule costs, the file without it beside
 //
 // The machine may be shared: wall time (lines/s) then depends on the neighbours, CPU time
 // per line much less, and the two tools are interleaved run by run so that both see the
@@ -55,7 +56,9 @@ type options struct {
 	mode                            string
 	mtail, scrape, likeMtail, node  bool
 	// rewrite: each rule file also runs with the ids in its path labels rewritten.
-	rewrite         bool
+	rewrite bool
+	// without: the first rule file also runs without each of these rules.
+	without         []string
 	series, scrapes int
 	gen, mtailBin   string
 	// configs are the rule files, each a program of its own (-config, repeated).
@@ -90,6 +93,10 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		o.bins = append(o.bins, v)
 		return nil
 	})
+	fs.Func("without", "also run the first rule file without the rule of this name, as a program of its own in the same runs, to see what the rule costs; repeatable", func(v string) error {
+		o.without = append(o.without, v)
+		return nil
+	})
 	fs.Func("config", "rule file whose inputs are replaced (default: the module's example-rules.yaml); repeat to compare rule files run by run", func(v string) error {
 		o.configs = append(o.configs, v)
 		return nil
@@ -118,6 +125,9 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		}
 		if f != "text" && o.rewrite {
 			return o, errors.New("-rewrite varies the text rule files: it runs with -formats text only")
+		}
+		if f != "text" && len(o.without) > 0 {
+			return o, errors.New("-without varies the text rule files: it runs with -formats text only")
 		}
 	}
 	switch {
@@ -194,6 +204,9 @@ func bench(o options, out io.Writer) error {
 	if o.likeMtail {
 		fmt.Fprintln(out, "rules: without the distinct: rules and top: (-like-mtail), as mtail's program computes neither")
 	}
+	for _, name := range o.without {
+		fmt.Fprintf(out, "rules: %s also without its rule %s (-without)\n", filepath.Base(o.configs[0]), name)
+	}
 	fmt.Fprintf(out, "machine: %d CPUs, load average %s; measured programs run with GOMAXPROCS=%d\n\n",
 		runtime.NumCPU(), loadAverage(), o.procs)
 
@@ -206,8 +219,11 @@ func bench(o options, out io.Writer) error {
 		fmt.Fprintf(out, "node: the logs as %d pods' nginx logs in CRI lines, one input over %s, its files shared by %d followers (shards: GOMAXPROCS)\n\n", len(read), filepath.Join(node, "*_*_*", "nginx", "*.log"), max(o.procs, 1))
 	}
 	// rules are the text rule files, each a program named by ruleNames (when there are
-	// several): each config, and with -rewrite each config again with its paths rewritten.
+	// several) that must count wants: each config, with -rewrite each config again with
+	// its paths rewritten, and with -without the first config without each rule named.
+	want := counts.exampleTotals(o.extraRules)
 	var rules, ruleNames []string
+	var wants []expected
 	for _, rewrite := range []bool{false, true} {
 		if rewrite && !o.rewrite {
 			break
@@ -222,10 +238,18 @@ func bench(o options, out io.Writer) error {
 			if err := (benchConfig{inputs: paths, extraRules: o.extraRules, likeMtail: o.likeMtail, node: node, shards: o.shards(), rewrite: rewrite}).write(c, r); err != nil {
 				return err
 			}
-			rules, ruleNames = append(rules, r), append(ruleNames, name)
+			rules, ruleNames, wants = append(rules, r), append(ruleNames, name), append(wants, want)
 		}
 	}
-	want := counts.exampleTotals(o.extraRules)
+	for i, without := range o.without {
+		r := filepath.Join(dir, fmt.Sprintf("rules-without-%d.yaml", i+1))
+		if err := (benchConfig{inputs: paths, extraRules: o.extraRules, likeMtail: o.likeMtail, node: node, shards: o.shards(), without: without}).write(o.configs[0], r); err != nil {
+			return err
+		}
+		rules = append(rules, r)
+		ruleNames = append(ruleNames, filepath.Base(o.configs[0])+" without "+without)
+		wants = append(wants, want.without(without+"_total"))
+	}
 	progs := filepath.Join(dir, "progs")
 	if o.mtail {
 		if err := os.Mkdir(progs, 0o755); err != nil {
@@ -248,6 +272,10 @@ func bench(o options, out io.Writer) error {
 			frules = []string{r}
 		}
 		for ci, r := range frules {
+			w := want
+			if format == "text" {
+				w = wants[ci]
+			}
 			for _, bin := range o.bins {
 				name := "logwindow " + o.mode
 				if len(o.formats) > 1 {
@@ -259,7 +287,7 @@ func bench(o options, out io.Writer) error {
 				if len(o.bins) > 1 {
 					name += " " + filepath.Base(bin)
 				}
-				programs = append(programs, program{name, func() (usage, error) { return o.runOurs(bin, r, fpaths, total, want) }})
+				programs = append(programs, program{name, func() (usage, error) { return o.runOurs(bin, r, fpaths, total, w) }})
 			}
 		}
 	}
