@@ -98,9 +98,9 @@ type benchConfig struct {
 	// so that the numbers in paths become :id. Their _total does not depend on the path,
 	// so the checks stay as they are.
 	rewrite bool
-	// without, when set, names a rule to remove: what the rule file costs with it, less
-	// what it costs without, is the rule's own cost.
-	without string
+	// without names rules to remove: what the rule file costs with them, less what it
+	// costs without, is the rules' own cost.
+	without []string
 }
 
 // pathRewrite is what -rewrite adds to the rules with a path label, as the docs' route
@@ -173,19 +173,21 @@ func (c benchConfig) write(src, dst string) error {
 			withoutTop(r)
 		}
 	}
-	if c.without != "" {
+	if len(c.without) > 0 {
 		rules := getKey(root, "rules")
 		if rules == nil || rules.Kind != yaml.SequenceNode {
 			return fmt.Errorf("%s: no list of rules", src)
 		}
-		n := len(rules.Content)
-		expandAliases(rules) // the rule removed may hold an anchor the others refer to
-		rules.Content = slices.DeleteFunc(rules.Content, func(r *yaml.Node) bool {
-			name := getKey(r, "name")
-			return name != nil && name.Value == c.without
-		})
-		if len(rules.Content) == n {
-			return fmt.Errorf("-without: %s has no rule %s", src, c.without)
+		expandAliases(rules) // a rule removed may hold an anchor the others refer to
+		for _, without := range c.without {
+			n := len(rules.Content)
+			rules.Content = slices.DeleteFunc(rules.Content, func(r *yaml.Node) bool {
+				name := getKey(r, "name")
+				return name != nil && name.Value == without
+			})
+			if len(rules.Content) == n {
+				return fmt.Errorf("-without: %s has no rule %s", src, without)
+			}
 		}
 	}
 	if c.rewrite {

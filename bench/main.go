@@ -11,7 +11,7 @@
 //	go run ./bench -rules 5 -mtail                   # ten rules over the pattern
 //	go run ./bench -files 2                          # two inputs, two cores
 //	go run ./bench -scrape                           # scrape time and RSS with 10k series
-//	go run ./bench -without nginx_http_clients       # what one rule costs, the file without it beside
+//	go run ./bench -without nginx_http_clients       # what a rule costs: the file without it beside
 //
 // The machine may be shared: wall time (lines/s) then depends on the neighbours, CPU time
 // per line much less, and the two tools are interleaved run by run so that both see the
@@ -57,8 +57,8 @@ type options struct {
 	mtail, scrape, likeMtail, node  bool
 	// rewrite: each rule file also runs with the ids in its path labels rewritten.
 	rewrite bool
-	// without: the first rule file also runs without each of these rules.
-	without         []string
+	// without: the first rule file also runs without each of these sets of rules.
+	without         [][]string
 	series, scrapes int
 	gen, mtailBin   string
 	// configs are the rule files, each a program of its own (-config, repeated).
@@ -93,8 +93,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		o.bins = append(o.bins, v)
 		return nil
 	})
-	fs.Func("without", "also run the first rule file without the rule of this name, as a program of its own in the same runs, to see what the rule costs; repeatable", func(v string) error {
-		o.without = append(o.without, v)
+	fs.Func("without", "also run the first rule file without the rules of these comma-separated names, as a program of its own in the same runs, to see what they cost; repeatable", func(v string) error {
+		o.without = append(o.without, strings.Split(v, ","))
 		return nil
 	})
 	fs.Func("config", "rule file whose inputs are replaced (default: the module's example-rules.yaml); repeat to compare rule files run by run", func(v string) error {
@@ -204,8 +204,8 @@ func bench(o options, out io.Writer) error {
 	if o.likeMtail {
 		fmt.Fprintln(out, "rules: without the distinct: rules and top: (-like-mtail), as mtail's program computes neither")
 	}
-	for _, name := range o.without {
-		fmt.Fprintf(out, "rules: %s also without its rule %s (-without)\n", filepath.Base(o.configs[0]), name)
+	for _, names := range o.without {
+		fmt.Fprintf(out, "rules: %s also without %s (-without)\n", filepath.Base(o.configs[0]), strings.Join(names, ", "))
 	}
 	fmt.Fprintf(out, "machine: %d CPUs, load average %s; measured programs run with GOMAXPROCS=%d\n\n",
 		runtime.NumCPU(), loadAverage(), o.procs)
@@ -247,8 +247,12 @@ func bench(o options, out io.Writer) error {
 			return err
 		}
 		rules = append(rules, r)
-		ruleNames = append(ruleNames, filepath.Base(o.configs[0])+" without "+without)
-		wants = append(wants, want.without(without+"_total"))
+		ruleNames = append(ruleNames, filepath.Base(o.configs[0])+" without "+strings.Join(without, ", "))
+		w := want
+		for _, name := range without {
+			w = w.without(name + "_total")
+		}
+		wants = append(wants, w)
 	}
 	progs := filepath.Join(dir, "progs")
 	if o.mtail {
