@@ -70,6 +70,13 @@ type options struct {
 	poll, timeout time.Duration
 }
 
+// ruleFile is a rule file written for the runs, the name that tells its program from the
+// others', and the counts its program must expose.
+type ruleFile struct {
+	path, name string
+	want       expected
+}
+
 func parseFlags(args []string, stderr io.Writer) (options, error) {
 	var o options
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
@@ -218,41 +225,42 @@ func bench(o options, out io.Writer) error {
 		}
 		fmt.Fprintf(out, "node: the logs as %d pods' nginx logs in CRI lines, one input over %s, its files shared by %d followers (shards: GOMAXPROCS)\n\n", len(read), filepath.Join(node, "*_*_*", "nginx", "*.log"), max(o.procs, 1))
 	}
-	// rules are the text rule files, each a program named by ruleNames (when there are
-	// several) that must count wants: each config, with -rewrite each config again with
-	// its paths rewritten, and with -without the first config without each rule named.
+	// rules are the text rule files, each a program of its own: each config, with -rewrite
+	// each config again with its paths rewritten, and with -without the first config
+	// without each set of rules named.
 	want := counts.exampleTotals(o.extraRules)
-	var rules, ruleNames []string
-	var wants []expected
+	base := benchConfig{inputs: paths, extraRules: o.extraRules, likeMtail: o.likeMtail, node: node, shards: o.shards()}
+	var rules []ruleFile
 	for _, rewrite := range []bool{false, true} {
 		if rewrite && !o.rewrite {
 			break
 		}
 		for i, c := range o.configs {
-			name := filepath.Base(c)
-			r := filepath.Join(dir, fmt.Sprintf("rules-%d.yaml", i+1))
+			rf := ruleFile{filepath.Join(dir, fmt.Sprintf("rules-%d.yaml", i+1)), filepath.Base(c), want}
 			if rewrite {
-				name += " rewrite"
-				r = filepath.Join(dir, fmt.Sprintf("rules-%d-rewrite.yaml", i+1))
+				rf.name += " rewrite"
+				rf.path = filepath.Join(dir, fmt.Sprintf("rules-%d-rewrite.yaml", i+1))
 			}
-			if err := (benchConfig{inputs: paths, extraRules: o.extraRules, likeMtail: o.likeMtail, node: node, shards: o.shards(), rewrite: rewrite}).write(c, r); err != nil {
+			bc := base
+			bc.rewrite = rewrite
+			if err := bc.write(c, rf.path); err != nil {
 				return err
 			}
-			rules, ruleNames, wants = append(rules, r), append(ruleNames, name), append(wants, want)
+			rules = append(rules, rf)
 		}
 	}
 	for i, without := range o.without {
-		r := filepath.Join(dir, fmt.Sprintf("rules-without-%d.yaml", i+1))
-		if err := (benchConfig{inputs: paths, extraRules: o.extraRules, likeMtail: o.likeMtail, node: node, shards: o.shards(), without: without}).write(o.configs[0], r); err != nil {
+		rf := ruleFile{filepath.Join(dir, fmt.Sprintf("rules-without-%d.yaml", i+1)),
+			filepath.Base(o.configs[0]) + " without " + strings.Join(without, ", "), want}
+		for _, name := range without {
+			rf.want = rf.want.without(name + "_total")
+		}
+		bc := base
+		bc.without = without
+		if err := bc.write(o.configs[0], rf.path); err != nil {
 			return err
 		}
-		rules = append(rules, r)
-		ruleNames = append(ruleNames, filepath.Base(o.configs[0])+" without "+strings.Join(without, ", "))
-		w := want
-		for _, name := range without {
-			w = w.without(name + "_total")
-		}
-		wants = append(wants, w)
+		rules = append(rules, rf)
 	}
 	progs := filepath.Join(dir, "progs")
 	if o.mtail {
@@ -269,29 +277,25 @@ func bench(o options, out io.Writer) error {
 	for _, format := range o.formats {
 		fpaths, frules := read, rules
 		if format != "text" {
-			var r string
-			if fpaths, r, err = o.structuredForm(dir, format, paths); err != nil {
+			rf := ruleFile{want: want}
+			if fpaths, rf.path, err = o.structuredForm(dir, format, paths); err != nil {
 				return err
 			}
-			frules = []string{r}
+			frules = []ruleFile{rf}
 		}
-		for ci, r := range frules {
-			w := want
-			if format == "text" {
-				w = wants[ci]
-			}
+		for _, rf := range frules {
 			for _, bin := range o.bins {
 				name := "logwindow " + o.mode
 				if len(o.formats) > 1 {
 					name += " " + format
 				}
 				if len(frules) > 1 {
-					name += " " + ruleNames[ci]
+					name += " " + rf.name
 				}
 				if len(o.bins) > 1 {
 					name += " " + filepath.Base(bin)
 				}
-				programs = append(programs, program{name, func() (usage, error) { return o.runOurs(bin, r, fpaths, total, w) }})
+				programs = append(programs, program{name, func() (usage, error) { return o.runOurs(bin, rf.path, fpaths, total, rf.want) }})
 			}
 		}
 	}
