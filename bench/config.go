@@ -256,15 +256,27 @@ func addRewrite(root *yaml.Node) error {
 	return nil
 }
 
-// expandAliases replaces every alias under n by a copy of what it refers to.
+// expandAliases replaces every alias under n by a copy of what it refers to, a copy to
+// its last node: setKey and deleteKey edit a mapping's Content in place, which a shallow
+// copy would share with the anchor and every other copy.
 func expandAliases(n *yaml.Node) {
-	if n.Kind == yaml.AliasNode {
-		*n = *n.Alias
-		n.Anchor = ""
+	for i, c := range n.Content {
+		if c.Kind == yaml.AliasNode {
+			n.Content[i] = deepCopy(c.Alias)
+		}
+		expandAliases(n.Content[i])
 	}
-	for _, c := range n.Content {
-		expandAliases(c)
+}
+
+// deepCopy copies n and everything under it, without its anchor.
+func deepCopy(n *yaml.Node) *yaml.Node {
+	c := *n
+	c.Anchor = ""
+	c.Content = make([]*yaml.Node, len(n.Content))
+	for i, k := range n.Content {
+		c.Content[i] = deepCopy(k)
 	}
+	return &c
 }
 
 // withoutTop removes top: from rule r, and the label it ranks.
