@@ -265,10 +265,24 @@ func TestBenchConfig(t *testing.T) {
 // TestBenchConfigWithoutUnknown checks that -without of a rule the file lacks fails: it
 // would measure nothing.
 func TestBenchConfigWithoutUnknown(t *testing.T) {
-	c := benchConfig{inputs: []string{"/a.log"}, without: []string{"nginx_http_clients", "nginx_http_nosuch"}}
-	err := c.write(filepath.Join("..", "example-rules.yaml"), filepath.Join(t.TempDir(), "rules.yaml"))
-	if err == nil || !strings.Contains(err.Error(), "has no rule nginx_http_nosuch") {
-		t.Errorf("error %v, want one naming the rule", err)
+	cases := []struct {
+		name string
+		c    benchConfig
+		want string
+	}{
+		{"no such rule", benchConfig{inputs: []string{"/a.log"}, without: []string{"nginx_http_clients", "nginx_http_nosuch"}},
+			"has no rule nginx_http_nosuch"},
+		// The file has the rule, but not after -like-mtail.
+		{"removed by like-mtail", benchConfig{inputs: []string{"/a.log"}, likeMtail: true, without: []string{"nginx_http_clients"}},
+			"has no rule nginx_http_clients left by -like-mtail"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.c.write(filepath.Join("..", "example-rules.yaml"), filepath.Join(t.TempDir(), "rules.yaml"))
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %v, want one naming the rule", err)
+			}
+		})
 	}
 }
 

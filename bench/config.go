@@ -186,7 +186,11 @@ func (c benchConfig) write(src, dst string) error {
 				return name != nil && name.Value == without
 			})
 			if len(rules.Content) == n {
-				return fmt.Errorf("-without: %s has no rule %s", src, without)
+				left := ""
+				if c.likeMtail {
+					left = " left by -like-mtail"
+				}
+				return fmt.Errorf("-without: %s has no rule %s%s", src, without, left)
 			}
 		}
 	}
