@@ -25,7 +25,7 @@ ARG REVISION
 ARG BRANCH
 ARG BUILD_USER=docker
 ARG BUILD_DATE
-RUN CGO_ENABLED=0 go build -trimpath \
+RUN CGO_ENABLED=0 go build -trimpath -pgo=release.pgo \
       -ldflags "-s -w \
         -X github.com/prometheus/common/version.Version=${VERSION} \
         -X github.com/prometheus/common/version.Revision=${REVISION} \

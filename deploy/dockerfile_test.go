@@ -325,6 +325,9 @@ func TestDockerfile(t *testing.T) {
 	if !slices.Contains(argv, "-trimpath") {
 		t.Error("go build without -trimpath: the binary would hold the build machine's paths")
 	}
+	if !slices.Contains(argv, "-pgo="+release.PGO) {
+		t.Errorf("go build %q without -pgo=%s: the image's binary would not be cmd/image's, optimized by the release profile", argv, release.PGO)
+	}
 	if argv[len(argv)-1] != "." {
 		t.Errorf("go build of %q, want the root package .", argv[len(argv)-1])
 	}

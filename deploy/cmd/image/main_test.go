@@ -3,6 +3,7 @@ package main
 import (
 	"archive/tar"
 	"bytes"
+	"debug/buildinfo"
 	"io"
 	"maps"
 	"os"
@@ -10,6 +11,7 @@ import (
 	"path"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"testing"
@@ -325,6 +327,13 @@ func TestRun(t *testing.T) {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("--version of the release binary does not show %q:\n%s", want, out)
 		}
+	}
+	info, err := buildinfo.ReadFile(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if i := slices.IndexFunc(info.Settings, func(s debug.BuildSetting) bool { return s.Key == "-pgo" }); i < 0 || info.Settings[i].Value != release.PGO {
+		t.Errorf("the release binary's build settings %v, want -pgo=%s", info.Settings, release.PGO)
 	}
 }
 

@@ -150,15 +150,21 @@ func FromRepo(root string, now time.Time) (Stamp, error) {
 	return s, nil
 }
 
+// PGO is the CPU profile, at the module's root, that a release build is optimized by
+// (profile-guided optimization). It is not default.pgo, which every build of the main
+// package would take: the tests' builds of the exporter would then compile every package
+// again with it (CI took 12m37s without, 16m53s with).
+const PGO = "release.pgo"
+
 // Build compiles the release binary of the module at root for goos and goarch, to out:
 // static (CGO_ENABLED=0, so it runs on an image with no libc), without the build
-// machine's paths (-trimpath), stamped with s.
+// machine's paths (-trimpath), optimized by the profile PGO, stamped with s.
 func Build(root string, s Stamp, goos, goarch, out string) error {
 	ldflags, err := s.LDFlags()
 	if err != nil {
 		return err
 	}
-	argv := []string{"go", "build", "-trimpath", "-ldflags", ldflags, "-o", out, "."}
+	argv := []string{"go", "build", "-trimpath", "-pgo=" + PGO, "-ldflags", ldflags, "-o", out, "."}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS="+goos, "GOARCH="+goarch)

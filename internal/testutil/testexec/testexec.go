@@ -27,6 +27,8 @@ const exporterPackage = "github.com/logwindow/logwindow_exporter"
 // Without the race detector, which needs cgo, the binary is static as the release's is
 // (CGO_ENABLED=0): the dynamic one cgo makes takes more CPU to start (the loader, libc's
 // start, more page faults), which the benchmark would otherwise count against every run.
+// It is built without the release's profile (release.pgo), which would compile every
+// package again for each test binary that builds the exporter.
 func Build(dir string, race bool) (string, error) {
 	bin := filepath.Join(dir, "logwindow_exporter")
 	args := []string{"build", "-o", bin}
