@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -157,6 +158,56 @@ func BenchmarkSharedPattern(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkRuleCosts splits what example-rules.yaml costs the parser alone, the store
+// left out (a sink that keeps nothing). It runs blocks of lines through several parsers in
+// turn and reports the time per line of "all", every rule, and the time of each other
+// parser over it: "format" has one rule that no line passes (the lines cut by the
+// example's log format and nothing else), "without=NAME" every rule but one, so that
+// all-ns/line × (1 − its ratio) is what that rule adds to the parse. `go run ./bench
+// -without NAME` gives the same rule's cost end to end; what the store and windows add is
+// the difference.
+func BenchmarkRuleCosts(b *testing.B) {
+	lines := nginxlog.Lines(b, 100000, 1)
+	example := loadExample(b)
+	format, err := config.Parse([]byte(fmt.Sprintf(
+		"inputs: [{name: nginx, path: /a, log_format: '%s'}]\nrules:\n  - {name: none, where: {status: '^9'}}\n",
+		example.Inputs[0].LogFormat.Text)), "format.yaml")
+	if err != nil {
+		b.Fatal(err)
+	}
+	type set struct {
+		name  string
+		rules []*config.Rule
+	}
+	sets := []set{{"all", example.Rules}, {"format", format.Rules}}
+	for i, r := range example.Rules {
+		sets = append(sets, set{"without=" + r.Name, slices.Delete(slices.Clone(example.Rules), i, i+1)})
+	}
+	engines := make([]versus.Engine, len(sets))
+	for k, s := range sets {
+		p, err := New(s.rules)
+		if err != nil {
+			b.Fatal(err)
+		}
+		sink := &countingSink{}
+		for _, l := range lines {
+			p.Parse("nginx", l, sink)
+		}
+		if s.name != "format" && (sink.events == 0 || sink.drops != 0) {
+			b.Fatalf("%s: %d events, %d drops", s.name, sink.events, sink.drops)
+		}
+		engines[k] = versus.Engine{Name: s.name, Read: func(l []byte) { p.Parse("nginx", l, sink) }}
+	}
+	versus.Ratio(b, "ratio", lines, engines...)
+}
+
+// countingSink keeps nothing of the events but their number, so that a benchmark through
+// it times the parser alone.
+type countingSink struct{ events, drops int }
+
+func (s *countingSink) Event(*Event)         { s.events++ }
+func (s *countingSink) Drop(int, DropReason) { s.drops++ }
 
 // BenchmarkParseFormats parses the same records as text through the example's regex form and as
 // JSON and logfmt (written from the text lines' own captures, under the field names of
