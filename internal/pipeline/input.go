@@ -4,7 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"path/filepath"
+	"slices"
 	"sync/atomic"
 
 	"github.com/logwindow/logwindow_exporter/config"
@@ -449,19 +451,40 @@ func (in *stream) release() {
 
 // MissingInputs words a warning for every file input of cfg whose path matches no file
 // now: such an input is followed all the same (the file may appear later), but a mistyped
-// path would otherwise give a healthy exporter with forever empty panels.
+// path would otherwise give a healthy exporter with forever empty panels. Directories
+// count as no file: the follower passes over a glob's directories without a word, so a
+// glob that stops a level short of the files (pods/* for pods/*/*.log) would read nothing
+// with nothing said.
 func MissingInputs(cfg *config.Config) []string {
 	var out []string
 	for _, ci := range cfg.Inputs {
 		if ci.File == nil {
 			continue // no file is its
 		}
-		if matches, err := filepath.Glob(ci.File.Path); err == nil && len(matches) > 0 {
+		matches, err := filepath.Glob(ci.File.Path)
+		if err == nil && slices.ContainsFunc(matches, notDir) {
 			continue
 		}
-		out = append(out, fmt.Sprintf("input %q: path %q matches no file; it is followed once one appears, and logwindow_input_files{input=%q} is 0 until then", ci.Label(), ci.File.Path, ci.Label()))
+		what := "matches no file; it is followed once one appears"
+		if slices.ContainsFunc(matches, isDir) {
+			what = "matches only directories, which are not read (a glob names files: DIR/*.log); it is followed once a file matches"
+		}
+		out = append(out, fmt.Sprintf("input %q: path %q %s, and logwindow_input_files{input=%q} is 0 until then", ci.Label(), ci.File.Path, what, ci.Label()))
 	}
 	return out
+}
+
+// notDir reports whether path is there and is not a directory (a symlink is looked
+// through): something a follower may read.
+func notDir(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && !fi.IsDir()
+}
+
+// isDir reports whether path is a directory (a symlink is looked through).
+func isDir(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.IsDir()
 }
 
 // maxLineBytes is the line cap of opts, which also caps a joined CRI message.

@@ -173,11 +173,16 @@ next:
 	return false
 }
 
-// MissingInputs names each input whose path matches no file, by name or path.
+// MissingInputs names each input whose path matches no file, by name or path: a glob that
+// matches only directories (a pod's, its files' level left out) reads nothing either, as
+// does a path that is a directory.
 func TestMissingInputs(t *testing.T) {
 	dir := t.TempDir()
 	present := filepath.Join(dir, "present.log")
 	if err := os.WriteFile(present, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "pods", "web-1"), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	cfg, err := config.Parse([]byte(fmt.Sprintf(`
@@ -186,6 +191,8 @@ inputs:
   - {name: glob, path: %[1]s/*.log}
   - {name: typo, path: %[1]s/acess.log}
   - {path: %[1]s/none-*.log}
+  - {name: pods, path: %[1]s/pods/*}
+  - {name: dir, path: %[1]s/pods}
 rules: [{name: lines, match: x}]
 `, dir)), "rules.yaml")
 	if err != nil {
@@ -195,6 +202,8 @@ rules: [{name: lines, match: x}]
 	want := []string{
 		fmt.Sprintf(`input "typo": path %q matches no file; it is followed once one appears, and logwindow_input_files{input="typo"} is 0 until then`, dir+"/acess.log"),
 		fmt.Sprintf(`input %[1]q: path %[1]q matches no file; it is followed once one appears, and logwindow_input_files{input=%[1]q} is 0 until then`, dir+"/none-*.log"),
+		fmt.Sprintf(`input "pods": path %q matches only directories, which are not read (a glob names files: DIR/*.log); it is followed once a file matches, and logwindow_input_files{input="pods"} is 0 until then`, dir+"/pods/*"),
+		fmt.Sprintf(`input "dir": path %q matches only directories, which are not read (a glob names files: DIR/*.log); it is followed once a file matches, and logwindow_input_files{input="dir"} is 0 until then`, dir+"/pods"),
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("got:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
