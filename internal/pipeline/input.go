@@ -260,6 +260,7 @@ func (p *Pipeline) syncInputs(cfg *config.Config) error {
 	wanted := map[string]bool{}
 	var errs []error
 	for _, ci := range cfg.Inputs {
+		p.handOver(ci)
 		deal := p.dealerOf(ci)
 		for shard := range shardsOf(ci) {
 			key := streamKey(ci, shard)
@@ -278,12 +279,44 @@ func (p *Pipeline) syncInputs(cfg *config.Config) error {
 		}
 	}
 	p.stopInputs(wanted)
+	p.handedOver = nil
 	return errors.Join(errs...)
+}
+
+// handOver stops the followers of ci's source that ci no longer has, as when a reload
+// changed its shards, and keeps where they stopped for the followers that replace them
+// (startFollower), so that these read on from there rather than from start_at: from the
+// beginning they would count every line of the files again, from the end skip those
+// written meanwhile.
+func (p *Pipeline) handOver(ci config.Input) {
+	keep := map[string]bool{}
+	for shard := range shardsOf(ci) {
+		keep[streamKey(ci, shard)] = true
+	}
+	for k, in := range p.inputs {
+		if in.source != ci.Source() || keep[k] {
+			continue
+		}
+		p.stopInput(k, in)
+		if f, ok := in.running.(*follow.Follower); ok {
+			if p.handedOver == nil {
+				p.handedOver = map[string][]follow.Position{}
+			}
+			// Not nil when empty: a file none of them read came after them, and is read
+			// from its first byte as a new file is.
+			ps := append(p.handedOver[in.source], f.Positions()...)
+			if ps == nil {
+				ps = []follow.Position{}
+			}
+			p.handedOver[in.source] = ps
+		}
+	}
 }
 
 // streamKey identifies the stream of an input's shard across reloads: its source, and for
 // a glob shared by several followers the shard and their number (a reload that changes
-// the number starts the input's followers anew, as one that changes its path does).
+// the number starts the input's followers anew, reading on where the others stopped:
+// handOver).
 func streamKey(ci config.Input, shard int) string {
 	n := shardsOf(ci)
 	if n == 1 {
@@ -313,14 +346,19 @@ func (p *Pipeline) dealerOf(ci config.Input) *dealer {
 func (p *Pipeline) stopInputs(keep map[string]bool) {
 	for k, in := range p.inputs {
 		if !keep[k] {
-			in.running.Stop()
-			in.stopPool()
-			if in.hold != nil {
-				in.hold(-in.held) // its partial messages go with it
-			}
-			delete(p.inputs, k)
+			p.stopInput(k, in)
 		}
 	}
+}
+
+// stopInput stops the running input in, of key k.
+func (p *Pipeline) stopInput(k string, in *stream) {
+	in.running.Stop()
+	in.stopPool()
+	if in.hold != nil {
+		in.hold(-in.held) // its partial messages go with it
+	}
+	delete(p.inputs, k)
 }
 
 // startInput starts the reader of one shard of input ci by the constructor of its kind.

@@ -110,6 +110,9 @@ type Pipeline struct {
 	// of the snapshot restored at Start by input source, for the followers Start starts.
 	storage *persister
 	resume  map[string][]follow.Position
+	// handedOver holds, during syncInputs, the positions of the followers it stopped to
+	// replace them, by input source (handOver).
+	handedOver map[string][]follow.Position
 	// started is the processing second of Start, and restored that of the start of the
 	// process whose snapshot was restored (math.MaxInt64 when none): rates count from
 	// the earlier.

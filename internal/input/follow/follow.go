@@ -272,6 +272,9 @@ type Follower struct {
 	// renamed within the glob. The reader looks for paths no longer read only then.
 	pathsChanged uint64
 
+	// final is where the follower stopped (Positions after Stop); guarded by mu.
+	final []Position
+
 	// Owned by the reading goroutine (and Stop after it).
 	readPaths   map[string]bool // paths of the files in the reader's last look at them
 	readChanged uint64          // pathsChanged at that look
@@ -386,8 +389,8 @@ func (f *Follower) Stats() input.Stats {
 }
 
 // Stop ends following and waits for its goroutines and the Handler to
-// return. Lines not yet handed on are dropped. Stop may be called more than
-// once.
+// return. Lines not yet handed on are dropped; Positions says where they
+// start. Stop may be called more than once.
 func (f *Follower) Stop() {
 	f.stopOnce.Do(func() {
 		f.stopping.Store(true)
@@ -397,6 +400,7 @@ func (f *Follower) Stop() {
 			_ = f.w.Close()
 		}
 		f.mu.Lock()
+		f.final = f.positions()
 		for _, t := range f.files {
 			_ = t.f.Close()
 			f.readPaths[t.path] = true
