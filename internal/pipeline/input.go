@@ -23,10 +23,14 @@ import (
 // by its source alone (config.Input.Source; config refuses two inputs with one source): a
 // reload that renames it or changes its start_at keeps its follower and read offsets (or
 // its bound socket), so no line is read twice or skipped, and start_at applies only when a
-// path is first followed.
+// path is first followed. One that changes how it is read (reading) or its glob's shards
+// starts it anew, from the positions of the followers it replaces (handOver).
 type stream struct {
 	source string
 	label  string // for self-metrics: the name, or the source when unnamed; guarded by Pipeline.mu
+	// reading is how the reader was started to read lines (readingOf): a reload that
+	// changes it starts the input anew (handOver).
+	reading reading
 	// running is the follower of a path or the listener on a socket.
 	running input.Input
 	// log is the logger of the input's lines (Pipeline.inputLogger).
@@ -283,18 +287,26 @@ func (p *Pipeline) syncInputs(cfg *config.Config) error {
 	return errors.Join(errs...)
 }
 
-// handOver stops the followers of ci's source that ci no longer has, as when a reload
-// changed its shards, and keeps where they stopped for the followers that replace them
-// (startFollower), so that these read on from there rather than from start_at: from the
-// beginning they would count every line of the files again, from the end skip those
-// written meanwhile.
+// reading is what of an input's config its reader is started with, besides its source:
+// a joiner of CRI lines, the state of candidate formats per file.
+type reading struct{ cri, formats bool }
+
+func readingOf(ci config.Input) reading {
+	return reading{cri: ci.Wrapper == config.WrapperCRI, formats: ci.LogFormats != nil}
+}
+
+// handOver stops the readers of ci's source that ci no longer has, as when a reload
+// changed its shards or how its lines are read (reading), and keeps where followers
+// stopped for those that replace them (startFollower), so that these read on from there
+// rather than from start_at: from the beginning they would count every line of the files
+// again, from the end skip those written meanwhile.
 func (p *Pipeline) handOver(ci config.Input) {
 	keep := map[string]bool{}
 	for shard := range shardsOf(ci) {
 		keep[streamKey(ci, shard)] = true
 	}
 	for k, in := range p.inputs {
-		if in.source != ci.Source() || keep[k] {
+		if in.source != ci.Source() || keep[k] && in.reading == readingOf(ci) {
 			continue
 		}
 		p.stopInput(k, in)
@@ -363,7 +375,7 @@ func (p *Pipeline) stopInput(k string, in *stream) {
 
 // startInput starts the reader of one shard of input ci by the constructor of its kind.
 func (p *Pipeline) startInput(ci config.Input, shard int, deal *dealer) (*stream, error) {
-	in := &stream{source: ci.Source(), label: ci.Label(), deal: deal}
+	in := &stream{source: ci.Source(), label: ci.Label(), deal: deal, reading: readingOf(ci)}
 	kind, ok := inputKinds[ci.Kind()]
 	if !ok {
 		return nil, fmt.Errorf("input %s: the pipeline runs no input of kind %q", in.label, ci.Kind())

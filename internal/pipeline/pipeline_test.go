@@ -265,3 +265,61 @@ func TestLinesReadCountedWithTheirEvents(t *testing.T) {
 		})
 	}
 }
+
+// A reload that changes how an input's lines are read (wrapper: cri added or taken out,
+// candidate formats given or taken back) reads the lines after it that way, and reads
+// none twice: the input's reader is started anew from where the last one stopped.
+func TestReloadChangesHowLinesAreRead(t *testing.T) {
+	const combined = `10.0.0.1 - - [01/Mar/2024:12:00:00 +0000] "GET / HTTP/1.1" 503 5 "-" "curl"`
+	for _, tc := range []struct {
+		name, before, after string
+		rule                string
+		first, second       string // a line read under before, one under after
+	}{
+		{name: "cri added", before: "{path: LOG}", after: "{path: LOG, wrapper: cri}", rule: "{name: lines, match: '^x$'}",
+			first: "x", second: "2024-03-01T12:00:00Z stdout F x"},
+		{name: "cri taken out", before: "{path: LOG, wrapper: cri}", after: "{path: LOG}", rule: "{name: lines, match: '^x$'}",
+			first: "2024-03-01T12:00:00Z stdout F x", second: "x"},
+		{name: "candidates given", before: "{path: LOG, log_format: combined}", after: "{path: LOG, log_format: auto}",
+			rule: "{name: lines, labels: {status: '${status}'}}", first: combined, second: combined},
+		{name: "candidates taken back", before: "{path: LOG, log_format: auto}", after: "{path: LOG, log_format: combined}",
+			rule: "{name: lines, labels: {status: '${status}'}}", first: combined, second: combined},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rules := func(input string) string { return "inputs: [" + input + "]\nrules: [" + tc.rule + "]\n" }
+			p, log := startFile(t, rules(tc.before))
+			total := func() float64 {
+				var sum float64
+				for k, v := range gatherPipeline(t, p) {
+					if strings.HasPrefix(k, "lines_total{") {
+						sum += v
+					}
+				}
+				return sum
+			}
+			waitCounted := func(what string, want float64) {
+				t.Helper()
+				deadline := time.Now().Add(10 * time.Second)
+				for got := total(); got != want; got = total() {
+					if got > want || time.Now().After(deadline) {
+						t.Fatalf("%s: %v lines counted, want %v", what, got, want)
+					}
+					time.Sleep(5 * time.Millisecond)
+				}
+			}
+			appendTo(t, log, tc.first+"\n")
+			waitCounted("before the reload", 1)
+			cfg, err := config.Parse([]byte(strings.ReplaceAll(rules(tc.after), "LOG", log)), "rules.yaml")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := p.Reload(cfg); err != nil {
+				t.Fatal(err)
+			}
+			// A rule whose format changed starts its series anew.
+			before := total()
+			appendTo(t, log, tc.second+"\n")
+			waitCounted("after the reload", before+1)
+		})
+	}
+}
