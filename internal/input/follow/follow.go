@@ -463,6 +463,11 @@ func (f *Follower) readAll() (more bool) {
 		f.closeGone(paths)
 	}
 
+	// The paths whose file read this turn has more: a later file under one (its
+	// successor) waits until the rotated one is read to its end, so that the lines of a
+	// path come in the order they were written (a CRI message may go on in the
+	// successor). A file that waits is not retired either: it was not read.
+	var behind []string
 	for i, t := range turn {
 		if f.stopping.Load() {
 			return false
@@ -474,9 +479,14 @@ func (f *Follower) readAll() (more bool) {
 				f.backfills.Add(-1)
 			}
 		}
+		if slices.Contains(behind, paths[i]) {
+			continue
+		}
 		m := f.step(t, paths[i])
 		more = more || m
-		if !m {
+		if m {
+			behind = append(behind, paths[i])
+		} else {
 			f.retireIfIdle(t, paths[i])
 		}
 	}
