@@ -186,10 +186,15 @@ func (in *stream) unwrap(path string, line []byte, streams config.Streams, lv *l
 
 // joinOptions has the follower tell a cri input's joiner of the lines it skips for their
 // length, so that the rest of their message goes with them, and of the files it is done
-// with, so that their partial messages are forgotten.
-func (in *stream) joinOptions(o *follow.Options) {
+// with, so that their partial messages are forgotten. streams are the streams the input
+// reads now: a line of another is skipped before it is joined (unwrap), and so is one too
+// long, whose message the joiner would otherwise keep until its file goes.
+func (in *stream) joinOptions(o *follow.Options, streams func() config.Streams) {
 	if in.cri != nil {
 		o.TooLong = func(path string, head []byte) {
+			if name, ok := cri.Stream(head); ok && !streams().Reads(name) {
+				return
+			}
 			in.cri.Dropped(path, head)
 			in.chargeHeld()
 		}

@@ -68,7 +68,7 @@ func startFollower(p *Pipeline, ci config.Input, in *stream, shard int) (input.I
 	if in.deal != nil {
 		opts.Select = func(path string) bool { return in.deal.owns(path, shard) }
 	}
-	in.joinOptions(&opts)
+	in.joinOptions(&opts, func() config.Streams { return p.gen.Load().input(in.source).Streams })
 	in.formatOptions(p, &opts)
 	opts.Chunk = func() { in.processing, in.wall = p.clock.read() }
 	return follow.Start(opts, in.handle(p))
