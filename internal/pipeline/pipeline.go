@@ -255,7 +255,7 @@ func (p *Pipeline) inputsReady() bool {
 }
 
 // Stop stops every input and waits for their goroutines; later reloads are refused. With
-// a storage path, the state is written to it first (a shutdown's snapshot).
+// a storage path, the state is then written to it (a shutdown's snapshot).
 func (p *Pipeline) Stop() {
 	p.mu.Lock()
 	first := !p.stopped
@@ -268,6 +268,13 @@ func (p *Pipeline) Stop() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if first && p.storage != nil {
+		// The readers stop first, so that the snapshot has every line they handed on: those
+		// a file of candidate formats held, parsed as its reader lets go of it, and those
+		// the workers had not parsed. Their positions are where they stopped.
+		for _, in := range p.inputs {
+			in.running.Stop()
+			in.stopPool()
+		}
 		if p.snapshot() == nil {
 			p.opts.Logger.Info("snapshot written at shutdown", "dir", p.storage.dir)
 		}
