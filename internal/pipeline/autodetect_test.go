@@ -155,30 +155,11 @@ func TestAutoFormatHeldAcrossReload(t *testing.T) {
 // those of the line that has it parsed: the CRI stream of each, here a stderr line held
 // until the stdout line after it chose the format.
 func TestAutoFormatHeldLineKeepsItsCaptures(t *testing.T) {
-	log := filepath.Join(t.TempDir(), "0.log")
-	text := "2024-03-01T12:00:00Z stderr F xstarting\n" +
-		`2024-03-01T12:00:01Z stdout F 10.0.0.1 - - [01/Mar/2024:12:00:00 +0000] "GET / HTTP/1.1" 200 5 "-" "curl"` + "\n"
-	if err := os.WriteFile(log, []byte(text), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := config.Parse([]byte("inputs: [{path: '"+log+"', wrapper: cri, log_format: auto, start_at: beginning}]\n"+
-		"rules: [{name: starts, match: '^x', labels: {stream: '${stream}'}}, {name: requests, labels: {status: '${status}'}}]\n"), "rules.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := Start(cfg, Options{Now: time.Now, PollInterval: 10 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(p.Stop)
-	deadline := time.Now().Add(10 * time.Second)
-	got := gatherPipeline(t, p)
-	for ; got[`requests_total{status="200"}`] != 1; got = gatherPipeline(t, p) {
-		if time.Now().After(deadline) {
-			t.Fatal("the request was not counted")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	p, log := startFile(t, "inputs: [{path: LOG, wrapper: cri, log_format: auto}]\n"+
+		"rules: [{name: starts, match: '^x', labels: {stream: '${stream}'}}, {name: requests, labels: {status: '${status}'}}]\n")
+	appendTo(t, log, "2024-03-01T12:00:00Z stderr F xstarting\n"+
+		`2024-03-01T12:00:01Z stdout F 10.0.0.1 - - [01/Mar/2024:12:00:00 +0000] "GET / HTTP/1.1" 200 5 "-" "curl"`+"\n")
+	got := waitTotal(t, p, "the request", `requests_total{status="200"}`, 1)
 	if got[`starts_total{stream="stderr"}`] != 1 || got[`starts_total{stream="stdout"}`] != 0 {
 		t.Errorf(`starts_total{stream="stderr"} %v, {stream="stdout"} %v; want 1 and 0`, got[`starts_total{stream="stderr"}`], got[`starts_total{stream="stdout"}`])
 	}

@@ -256,13 +256,7 @@ func TestCRIPartTooLongOfOtherStream(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(p.Stop)
-	deadline := time.Now().Add(10 * time.Second)
-	for gatherPipeline(t, p)[`logwindow_rule_matched_lines_total{rule="other"}`] != 1 { // the last line
-		if time.Now().After(deadline) {
-			t.Fatal("the last line was not counted")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	waitTotal(t, p, "the last line", `logwindow_rule_matched_lines_total{rule="other"}`, 1)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, in := range p.inputs {

@@ -215,17 +215,7 @@ func TestReloadShardsReadsOnWhereTheyStopped(t *testing.T) {
 					appendTo(t, l, "x\n")
 				}
 				want += float64(len(logs))
-				deadline := time.Now().Add(10 * time.Second)
-				for {
-					got := gatherPipeline(t, p)["lines_total{}"]
-					if got == want {
-						break
-					}
-					if got > want || time.Now().After(deadline) {
-						t.Fatalf("%s: %v lines counted, want %v", what, got, want)
-					}
-					time.Sleep(5 * time.Millisecond)
-				}
+				waitTotal(t, p, what, "lines_total{", want)
 			}
 			step("one follower")
 			for _, shards := range []int{2, 3, 1} {

@@ -363,26 +363,12 @@ rules:
 		t.Cleanup(p.Stop)
 		return p
 	}
-	wait := func(p *Pipeline, requests float64) map[string]float64 {
-		t.Helper()
-		deadline := time.Now().Add(10 * time.Second)
-		for {
-			got := gatherPipeline(t, p)
-			if got[`requests_total{status="200"}`] == requests {
-				return got
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%v requests counted, want %v", got[`requests_total{status="200"}`], requests)
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
-	}
 	p := start()
-	wait(p, 1)
+	waitTotal(t, p, "before the restart", `requests_total{status="200"}`, 1)
 	p.Stop()
 	p = start()
 	appendTo(t, log, combined)
-	if got := wait(p, 2)[`all_total{}`]; got != 3 {
+	if got := waitTotal(t, p, "after the restart", `requests_total{status="200"}`, 2)[`all_total{}`]; got != 3 {
 		t.Errorf("%v lines counted by the rule that reads every line, want 3", got)
 	}
 }

@@ -92,6 +92,36 @@ func waitRead(t *testing.T, p *Pipeline, n uint64) selfmetric.InputStats {
 	}
 }
 
+// waitTotal gathers p until the samples whose names start with prefix sum to want, and
+// returns that gathering; it fails the test, saying what was awaited, when they pass want
+// (a line counted twice) or do not reach it within a deadline.
+func waitTotal(t *testing.T, p *Pipeline, what, prefix string, want float64) map[string]float64 {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		samples := gatherPipeline(t, p)
+		got := sumOf(samples, prefix)
+		if got == want {
+			return samples
+		}
+		if got > want || time.Now().After(deadline) {
+			t.Fatalf("%s: %s %v, want %v", what, prefix, got, want)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// sumOf sums the samples whose names start with prefix.
+func sumOf(samples map[string]float64, prefix string) float64 {
+	var sum float64
+	for k, v := range samples {
+		if strings.HasPrefix(k, prefix) {
+			sum += v
+		}
+	}
+	return sum
+}
+
 // An input that receives no line after a reload must not keep the previous generation
 // (its parser and stores) reachable.
 func TestReloadReleasesPreviousGeneration(t *testing.T) {
@@ -288,27 +318,8 @@ func TestReloadChangesHowLinesAreRead(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			rules := func(input string) string { return "inputs: [" + input + "]\nrules: [" + tc.rule + "]\n" }
 			p, log := startFile(t, rules(tc.before))
-			total := func() float64 {
-				var sum float64
-				for k, v := range gatherPipeline(t, p) {
-					if strings.HasPrefix(k, "lines_total{") {
-						sum += v
-					}
-				}
-				return sum
-			}
-			waitCounted := func(what string, want float64) {
-				t.Helper()
-				deadline := time.Now().Add(10 * time.Second)
-				for got := total(); got != want; got = total() {
-					if got > want || time.Now().After(deadline) {
-						t.Fatalf("%s: %v lines counted, want %v", what, got, want)
-					}
-					time.Sleep(5 * time.Millisecond)
-				}
-			}
 			appendTo(t, log, tc.first+"\n")
-			waitCounted("before the reload", 1)
+			waitTotal(t, p, "before the reload", "lines_total{", 1)
 			cfg, err := config.Parse([]byte(strings.ReplaceAll(rules(tc.after), "LOG", log)), "rules.yaml")
 			if err != nil {
 				t.Fatal(err)
@@ -317,9 +328,9 @@ func TestReloadChangesHowLinesAreRead(t *testing.T) {
 				t.Fatal(err)
 			}
 			// A rule whose format changed starts its series anew.
-			before := total()
+			before := sumOf(gatherPipeline(t, p), "lines_total{")
 			appendTo(t, log, tc.second+"\n")
-			waitCounted("after the reload", before+1)
+			waitTotal(t, p, "after the reload", "lines_total{", before+1)
 		})
 	}
 }
