@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 
 	"github.com/logwindow/logwindow_exporter/config"
+	"github.com/logwindow/logwindow_exporter/config/logformat"
 	"github.com/logwindow/logwindow_exporter/internal/input"
 	"github.com/logwindow/logwindow_exporter/internal/input/cri"
 	"github.com/logwindow/logwindow_exporter/internal/input/follow"
@@ -120,7 +121,15 @@ func (in *stream) bindTo(p *Pipeline, slot *atomic.Pointer[binding]) *binding {
 	ci := g.input(in.source)
 	b := &binding{gen: g, parse: g.parser.NewSession(), sink: g.set.NewBatchSink(), name: ci.Name, streams: ci.Streams, paths: newPathValues(ci, g.parser)}
 	if in.files != nil {
-		b.parse.SetFormats(ci.LogFormats, in.files)
+		// Candidates a reload took away (or the input with them) are none rather than nil:
+		// nil would drop in.files, and with it the lines held while a file's format was
+		// being chosen, which the reader started anew reads on past (handOver). With none,
+		// they are parsed when the stopping reader lets go of their files.
+		formats := ci.LogFormats
+		if formats == nil {
+			formats = []*logformat.Format{}
+		}
+		b.parse.SetFormats(formats, in.files)
 	}
 	b.received = b.sink.Received()
 	b.done = func(wellFormed bool) {

@@ -334,3 +334,22 @@ func TestReloadChangesHowLinesAreRead(t *testing.T) {
 		})
 	}
 }
+
+// A reload that takes an input's candidate formats away parses the lines it held while
+// their file's format was being chosen: the reader started anew reads on past them, so
+// that a line held and not parsed then is never counted.
+func TestReloadWithoutCandidatesParsesHeldLines(t *testing.T) {
+	rules := "rules: [{name: all, match: '.'}]\n"
+	p, log := startFile(t, "inputs: [{path: LOG, log_format: auto}]\n"+rules)
+	appendTo(t, log, "a line of no format\n")
+	waitRead(t, p, 1) // held: no candidate's format was chosen from it
+	cfg, err := config.Parse([]byte("inputs: [{path: '"+log+"'}]\n"+rules), "rules.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Reload(cfg); err != nil {
+		t.Fatal(err)
+	}
+	appendTo(t, log, "a line after the reload\n")
+	waitTotal(t, p, "the held line and the one after the reload", "all_total{", 2)
+}
