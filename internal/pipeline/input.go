@@ -379,12 +379,18 @@ func (p *Pipeline) stopInputs(keep map[string]bool) {
 
 // stopInput stops the running input in, of key k.
 func (p *Pipeline) stopInput(k string, in *stream) {
-	in.running.Stop()
-	in.stopPool()
+	in.stop()
 	if in.hold != nil {
 		in.hold(-in.held) // its partial messages go with it
 	}
 	delete(p.inputs, k)
+}
+
+// stop stops in's reader, then its parse workers once they parsed what it dealt them. A
+// stream may be stopped more than once.
+func (in *stream) stop() {
+	in.running.Stop()
+	in.stopPool()
 }
 
 // startInput starts the reader of one shard of input ci by the constructor of its kind.

@@ -272,8 +272,7 @@ func (p *Pipeline) Stop() {
 		// a file of candidate formats held, parsed as its reader lets go of it, and those
 		// the workers had not parsed. Their positions are where they stopped.
 		for _, in := range p.inputs {
-			in.running.Stop()
-			in.stopPool()
+			in.stop()
 		}
 		if p.snapshot() == nil {
 			p.opts.Logger.Info("snapshot written at shutdown", "dir", p.storage.dir)
