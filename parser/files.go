@@ -202,12 +202,20 @@ type pathState struct {
 	caps []int
 }
 
-// setPathState gives the session's scratch the path captures of ps, or those it had
-// before the held lines were parsed (s.cur) when ps is of another parser (a reload's).
+// setPathState gives the session's scratch the path captures of ps. Those given by the
+// parser of an earlier generation (a reload's session parses the line held) are taken by
+// name: which captures the rules read, and so their order, may have changed.
 func (s *Session) setPathState(ps pathState) {
-	if ps.p != s.p || len(ps.caps) != len(s.s.pathCaps) {
-		ps = s.cur
+	if ps.p == s.p {
+		s.s.pathText = append(s.s.pathText[:0], ps.text...)
+		copy(s.s.pathCaps, ps.caps)
+		return
 	}
-	s.s.pathText = append(s.s.pathText[:0], ps.text...)
-	copy(s.s.pathCaps, ps.caps)
+	values := make([][]byte, len(s.p.paths))
+	for i, name := range s.p.paths {
+		if j := slices.Index(ps.p.paths, name); j >= 0 && 2*j+1 < len(ps.caps) && ps.caps[2*j] >= 0 {
+			values[i] = ps.text[ps.caps[2*j]:ps.caps[2*j+1]]
+		}
+	}
+	s.s.setPath(values)
 }
