@@ -227,15 +227,3 @@ func TestReloadShardsReadsOnWhereTheyStopped(t *testing.T) {
 		})
 	}
 }
-
-// waitReady waits until every input of p has opened and positioned its files.
-func waitReady(t *testing.T, p *Pipeline) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !p.Ready() {
-		if time.Now().After(deadline) {
-			t.Fatal("the pipeline is not ready")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}

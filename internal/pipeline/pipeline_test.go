@@ -92,6 +92,18 @@ func waitRead(t *testing.T, p *Pipeline, n uint64) selfmetric.InputStats {
 	}
 }
 
+// waitReady waits until every input of p has opened and positioned its files.
+func waitReady(t *testing.T, p *Pipeline) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !p.Ready() {
+		if time.Now().After(deadline) {
+			t.Fatal("the pipeline is not ready")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
 // waitTotal gathers p until the samples whose names start with prefix sum to want, and
 // returns that gathering; it fails the test, saying what was awaited, when they pass want
 // (a line counted twice) or do not reach it within a deadline.
