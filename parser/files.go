@@ -32,6 +32,10 @@ type fileFormat struct {
 	// held are the lines since the last that fitted the chosen format (all of them before
 	// one is chosen), with the time text of their wrapper.
 	held, heldTimes [][]byte
+	// heldPaths are the path captures each held line was given (Session.SetPath), which
+	// may not be those of the line that has it parsed: a line's own captures (its CRI
+	// stream, its datagram's hostname and tag) are its alone.
+	heldPaths []pathState
 	// members are, for a file of JSON objects, the members the rules read that its
 	// objects have, as the lines its format was chosen from had them.
 	members []string
@@ -115,6 +119,7 @@ func (s *Session) ParseFile(source, input string, line, wrapperTime []byte, sink
 	}
 	file.held = append(file.held, slices.Clone(line))
 	file.heldTimes = append(file.heldTimes, slices.Clone(wrapperTime))
+	file.heldPaths = append(file.heldPaths, pathState{p: s.p, text: slices.Clone(s.s.pathText), caps: slices.Clone(s.s.pathCaps)})
 	switch {
 	case s.prog != nil && len(file.held) > 1 && s.fits(file.held[len(file.held)-1]):
 		// A line fits again: those before it are the chosen format's misfits.
@@ -177,11 +182,40 @@ func (s *Session) flush(file *fileFormat, input string, sink Sink, done LineDone
 	if prog == nil {
 		prog = s.p.base
 	}
+	s.cur = pathState{p: s.p, text: append(s.cur.text[:0], s.s.pathText...), caps: append(s.cur.caps[:0], s.s.pathCaps...)}
 	for i, line := range file.held {
+		s.setPathState(file.heldPaths[i])
 		_, ok := s.p.parse(s.s, prog.groups, false, input, line, file.heldTimes[i], sink)
 		done(ok)
 	}
+	s.setPathState(s.cur)
 	clear(file.held)
 	clear(file.heldTimes)
-	file.held, file.heldTimes = file.held[:0], file.heldTimes[:0]
+	clear(file.heldPaths)
+	file.held, file.heldTimes, file.heldPaths = file.held[:0], file.heldTimes[:0], file.heldPaths[:0]
+}
+
+// pathState is what Session.SetPath gave a session's scratch, kept with a held line.
+type pathState struct {
+	p    *Parser
+	text []byte
+	caps []int
+}
+
+// setPathState gives the session's scratch the path captures of ps. Those given by the
+// parser of an earlier generation (a reload's session parses the line held) are taken by
+// name: which captures the rules read, and so their order, may have changed.
+func (s *Session) setPathState(ps pathState) {
+	if ps.p == s.p {
+		s.s.pathText = append(s.s.pathText[:0], ps.text...)
+		copy(s.s.pathCaps, ps.caps)
+		return
+	}
+	values := make([][]byte, len(s.p.paths))
+	for i, name := range s.p.paths {
+		if j := slices.Index(ps.p.paths, name); j >= 0 && 2*j+1 < len(ps.caps) && ps.caps[2*j] >= 0 {
+			values[i] = ps.text[ps.caps[2*j]:ps.caps[2*j+1]]
+		}
+	}
+	s.s.setPath(values)
 }

@@ -17,6 +17,8 @@ type Session struct {
 	last     *fileFormat
 	lastPath string
 	prog     *formatProgram
+	// cur keeps the path captures given while held lines are parsed with their own.
+	cur pathState
 }
 
 // NewSession returns a Session of p's rules.

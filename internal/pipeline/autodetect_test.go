@@ -150,3 +150,56 @@ func TestAutoFormatHeldAcrossReload(t *testing.T) {
 		t.Errorf("%v requests counted, want 1", got)
 	}
 }
+
+// A line held while its file's format is chosen is parsed with its own captures, not with
+// those of the line that has it parsed: the CRI stream of each, here a stderr line held
+// until the stdout line after it chose the format.
+func TestAutoFormatHeldLineKeepsItsCaptures(t *testing.T) {
+	p, log := startFile(t, "inputs: [{path: LOG, wrapper: cri, log_format: auto}]\n"+
+		"rules: [{name: starts, match: '^x', labels: {stream: '${stream}'}}, {name: requests, labels: {status: '${status}'}}]\n")
+	appendTo(t, log, "2024-03-01T12:00:00Z stderr F xstarting\n"+
+		`2024-03-01T12:00:01Z stdout F 10.0.0.1 - - [01/Mar/2024:12:00:00 +0000] "GET / HTTP/1.1" 200 5 "-" "curl"`+"\n")
+	got := waitTotal(t, p, "the request", `requests_total{status="200"}`, 1)
+	if got[`starts_total{stream="stderr"}`] != 1 || got[`starts_total{stream="stdout"}`] != 0 {
+		t.Errorf(`starts_total{stream="stderr"} %v, {stream="stdout"} %v; want 1 and 0`, got[`starts_total{stream="stderr"}`], got[`starts_total{stream="stdout"}`])
+	}
+}
+
+// A line held across a reload keeps its own captures too, though the reload's parser
+// parses it: taken by name, as the captures the rules read, and their order, may have
+// changed (here a path capture that sorts before stream).
+func TestAutoFormatHeldLineKeepsItsCapturesAcrossReload(t *testing.T) {
+	const input = `inputs: [{path: LOG, wrapper: cri, log_format: auto, path_captures: '/(?P<dir>[^/]+)/[^/]+$'}]` + "\n"
+	const requests = "{name: requests, labels: {status: '${status}'}}"
+	before := input + "rules: [{name: starts, match: '^x', labels: {stream: '${stream}'}}, " + requests + "]\n"
+	for _, tc := range []struct{ name, after string }{
+		{"same rules", before},
+		{"a path capture read", input + "rules: [{name: starts, match: '^x', labels: {dir: '${dir}', stream: '${stream}'}}, " + requests + "]\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, log := startFile(t, before)
+			appendTo(t, log, "2024-03-01T12:00:00Z stderr F xstarting\n")
+			waitRead(t, p, 1) // held: its format is not chosen yet
+			cfg, err := config.Parse([]byte(strings.ReplaceAll(tc.after, "LOG", log)), "rules.yaml")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := p.Reload(cfg); err != nil {
+				t.Fatal(err)
+			}
+			appendTo(t, log, `2024-03-01T12:00:01Z stdout F 10.0.0.1 - - [01/Mar/2024:12:00:00 +0000] "GET / HTTP/1.1" 200 5 "-" "curl"`+"\n")
+			got := waitTotal(t, p, "the request", `requests_total{status="200"}`, 1)
+			byStream := map[string]float64{}
+			for k, v := range got {
+				for _, stream := range []string{"stderr", "stdout"} {
+					if strings.HasPrefix(k, "starts_total{") && strings.Contains(k, `stream="`+stream+`"`) {
+						byStream[stream] += v
+					}
+				}
+			}
+			if byStream["stderr"] != 1 || byStream["stdout"] != 0 {
+				t.Errorf(`starts_total of stream="stderr" %v, of stream="stdout" %v; want 1 and 0`, byStream["stderr"], byStream["stdout"])
+			}
+		})
+	}
+}

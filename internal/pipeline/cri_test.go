@@ -233,3 +233,35 @@ func TestCRIPartialsRefusedPastTheMemoryBound(t *testing.T) {
 			matched, s.TooLong, s.MalformedLines, files)
 	}
 }
+
+// A line too long to read of a stream the input does not read (streams:) is skipped as the
+// other lines of that stream are, before it is joined: its message keeps nothing in the
+// joiner (where it would stay, its last part never given to it, until its file goes, and
+// take one of the MaxPending messages being joined).
+func TestCRIPartTooLongOfOtherStream(t *testing.T) {
+	log := filepath.Join(t.TempDir(), "0.log")
+	text := "2024-03-01T12:00:00Z stderr P " + strings.Repeat("x", 200) + "\n" +
+		"2024-03-01T12:00:00Z stderr F end\n" +
+		"2024-03-01T12:00:01Z stdout F other\n"
+	if err := os.WriteFile(log, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Parse([]byte("inputs: [{path: '"+log+"', wrapper: cri, streams: [stdout], start_at: beginning}]\n"+
+		"rules: [{name: other, match: other}]\n"), "rules.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := Start(cfg, Options{Now: time.Now, MaxLineBytes: 100, PollInterval: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Stop)
+	waitTotal(t, p, "the last line", `logwindow_rule_matched_lines_total{rule="other"}`, 1)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, in := range p.inputs {
+		if held := in.cri.HeldBytes(); held != 0 {
+			t.Errorf("the joiner holds %d bytes for a stream the input does not read, want none", held)
+		}
+	}
+}

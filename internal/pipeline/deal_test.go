@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/logwindow/logwindow_exporter/config"
 	"github.com/logwindow/logwindow_exporter/internal/testutil/testclock"
 )
 
@@ -173,5 +174,56 @@ func TestDealerStatsSpaced(t *testing.T) {
 	owners(t, d, 2, []string{"/pods/web_late_uid/nginx/0.log"})
 	if stats != len(paths) {
 		t.Fatalf("a new directory a second later made %d stats, want %d", stats, len(paths))
+	}
+}
+
+// A reload that changes a glob's shards starts its followers anew; they read on from where
+// the followers they replace stopped, not from start_at: a line is counted once whatever
+// the number of shards, before and after. Each step appends one line to every file and
+// waits for the total it must reach.
+func TestReloadShardsReadsOnWhereTheyStopped(t *testing.T) {
+	for _, startAt := range []string{"beginning", "end"} {
+		t.Run(startAt, func(t *testing.T) {
+			root := t.TempDir()
+			logs := podDirs(t, root, 0, 4)
+			for _, l := range logs {
+				if err := os.WriteFile(l, []byte("x\nx\nx\n"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			rules := func(shards int) *config.Config {
+				cfg, err := config.Parse(fmt.Appendf(nil, "inputs: [{path: %s/*/nginx/*.log, start_at: %s, shards: %d}]\nrules: [{name: lines, match: x}]\n",
+					root, startAt, shards), "rules.yaml")
+				if err != nil {
+					t.Fatal(err)
+				}
+				return cfg
+			}
+			p, err := Start(rules(1), Options{Now: time.Now, PollInterval: 10 * time.Millisecond})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(p.Stop)
+			want := 0.0
+			if startAt == "beginning" {
+				want = 3 * float64(len(logs))
+			}
+			step := func(what string) {
+				t.Helper()
+				waitReady(t, p)
+				for _, l := range logs {
+					appendTo(t, l, "x\n")
+				}
+				want += float64(len(logs))
+				waitTotal(t, p, what, "lines_total{", want)
+			}
+			step("one follower")
+			for _, shards := range []int{2, 3, 1} {
+				if err := p.Reload(rules(shards)); err != nil {
+					t.Fatal(err)
+				}
+				step(fmt.Sprintf("reloaded to %d shards", shards))
+			}
+		})
 	}
 }

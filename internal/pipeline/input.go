@@ -4,10 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"path/filepath"
+	"slices"
 	"sync/atomic"
 
 	"github.com/logwindow/logwindow_exporter/config"
+	"github.com/logwindow/logwindow_exporter/config/logformat"
 	"github.com/logwindow/logwindow_exporter/internal/input"
 	"github.com/logwindow/logwindow_exporter/internal/input/cri"
 	"github.com/logwindow/logwindow_exporter/internal/input/follow"
@@ -21,10 +24,14 @@ import (
 // by its source alone (config.Input.Source; config refuses two inputs with one source): a
 // reload that renames it or changes its start_at keeps its follower and read offsets (or
 // its bound socket), so no line is read twice or skipped, and start_at applies only when a
-// path is first followed.
+// path is first followed. One that changes how it is read (reading) or its glob's shards
+// starts it anew, from the positions of the followers it replaces (handOver).
 type stream struct {
 	source string
 	label  string // for self-metrics: the name, or the source when unnamed; guarded by Pipeline.mu
+	// reading is how the reader was started to read lines (readingOf): a reload that
+	// changes it starts the input anew (handOver).
+	reading reading
 	// running is the follower of a path or the listener on a socket.
 	running input.Input
 	// log is the logger of the input's lines (Pipeline.inputLogger).
@@ -114,7 +121,15 @@ func (in *stream) bindTo(p *Pipeline, slot *atomic.Pointer[binding]) *binding {
 	ci := g.input(in.source)
 	b := &binding{gen: g, parse: g.parser.NewSession(), sink: g.set.NewBatchSink(), name: ci.Name, streams: ci.Streams, paths: newPathValues(ci, g.parser)}
 	if in.files != nil {
-		b.parse.SetFormats(ci.LogFormats, in.files)
+		// Candidates a reload took away (or the input with them) are none rather than nil:
+		// nil would drop in.files, and with it the lines held while a file's format was
+		// being chosen, which the reader started anew reads on past (handOver). With none,
+		// they are parsed when the stopping reader lets go of their files.
+		formats := ci.LogFormats
+		if formats == nil {
+			formats = []*logformat.Format{}
+		}
+		b.parse.SetFormats(formats, in.files)
 	}
 	b.received = b.sink.Received()
 	b.done = func(wellFormed bool) {
@@ -180,10 +195,15 @@ func (in *stream) unwrap(path string, line []byte, streams config.Streams, lv *l
 
 // joinOptions has the follower tell a cri input's joiner of the lines it skips for their
 // length, so that the rest of their message goes with them, and of the files it is done
-// with, so that their partial messages are forgotten.
-func (in *stream) joinOptions(o *follow.Options) {
+// with, so that their partial messages are forgotten. streams are the streams the input
+// reads now: a line of another is skipped before it is joined (unwrap), and so is one too
+// long, whose message the joiner would otherwise keep until its file goes.
+func (in *stream) joinOptions(o *follow.Options, streams func() config.Streams) {
 	if in.cri != nil {
 		o.TooLong = func(path string, head []byte) {
+			if name, ok := cri.Stream(head); ok && !streams().Reads(name) {
+				return
+			}
 			in.cri.Dropped(path, head)
 			in.chargeHeld()
 		}
@@ -258,6 +278,7 @@ func (p *Pipeline) syncInputs(cfg *config.Config) error {
 	wanted := map[string]bool{}
 	var errs []error
 	for _, ci := range cfg.Inputs {
+		p.handOver(ci)
 		deal := p.dealerOf(ci)
 		for shard := range shardsOf(ci) {
 			key := streamKey(ci, shard)
@@ -276,12 +297,52 @@ func (p *Pipeline) syncInputs(cfg *config.Config) error {
 		}
 	}
 	p.stopInputs(wanted)
+	p.handedOver = nil
 	return errors.Join(errs...)
+}
+
+// reading is what of an input's config its reader is started with, besides its source:
+// a joiner of CRI lines, the state of candidate formats per file.
+type reading struct{ cri, formats bool }
+
+func readingOf(ci config.Input) reading {
+	return reading{cri: ci.Wrapper == config.WrapperCRI, formats: ci.LogFormats != nil}
+}
+
+// handOver stops the readers of ci's source that ci no longer has, as when a reload
+// changed its shards or how its lines are read (reading), and keeps where followers
+// stopped for those that replace them (startFollower), so that these read on from there
+// rather than from start_at: from the beginning they would count every line of the files
+// again, from the end skip those written meanwhile.
+func (p *Pipeline) handOver(ci config.Input) {
+	keep := map[string]bool{}
+	for shard := range shardsOf(ci) {
+		keep[streamKey(ci, shard)] = true
+	}
+	for k, in := range p.inputs {
+		if in.source != ci.Source() || keep[k] && in.reading == readingOf(ci) {
+			continue
+		}
+		p.stopInput(k, in)
+		if f, ok := in.running.(*follow.Follower); ok {
+			if p.handedOver == nil {
+				p.handedOver = map[string][]follow.Position{}
+			}
+			// Not nil when empty: a file none of them read came after them, and is read
+			// from its first byte as a new file is.
+			ps := append(p.handedOver[in.source], f.Positions()...)
+			if ps == nil {
+				ps = []follow.Position{}
+			}
+			p.handedOver[in.source] = ps
+		}
+	}
 }
 
 // streamKey identifies the stream of an input's shard across reloads: its source, and for
 // a glob shared by several followers the shard and their number (a reload that changes
-// the number starts the input's followers anew, as one that changes its path does).
+// the number starts the input's followers anew, reading on where the others stopped:
+// handOver).
 func streamKey(ci config.Input, shard int) string {
 	n := shardsOf(ci)
 	if n == 1 {
@@ -311,19 +372,30 @@ func (p *Pipeline) dealerOf(ci config.Input) *dealer {
 func (p *Pipeline) stopInputs(keep map[string]bool) {
 	for k, in := range p.inputs {
 		if !keep[k] {
-			in.running.Stop()
-			in.stopPool()
-			if in.hold != nil {
-				in.hold(-in.held) // its partial messages go with it
-			}
-			delete(p.inputs, k)
+			p.stopInput(k, in)
 		}
 	}
 }
 
+// stopInput stops the running input in, of key k.
+func (p *Pipeline) stopInput(k string, in *stream) {
+	in.stop()
+	if in.hold != nil {
+		in.hold(-in.held) // its partial messages go with it
+	}
+	delete(p.inputs, k)
+}
+
+// stop stops in's reader, then its parse workers once they parsed what it dealt them. A
+// stream may be stopped more than once.
+func (in *stream) stop() {
+	in.running.Stop()
+	in.stopPool()
+}
+
 // startInput starts the reader of one shard of input ci by the constructor of its kind.
 func (p *Pipeline) startInput(ci config.Input, shard int, deal *dealer) (*stream, error) {
-	in := &stream{source: ci.Source(), label: ci.Label(), deal: deal}
+	in := &stream{source: ci.Source(), label: ci.Label(), deal: deal, reading: readingOf(ci)}
 	kind, ok := inputKinds[ci.Kind()]
 	if !ok {
 		return nil, fmt.Errorf("input %s: the pipeline runs no input of kind %q", in.label, ci.Kind())
@@ -449,19 +521,40 @@ func (in *stream) release() {
 
 // MissingInputs words a warning for every file input of cfg whose path matches no file
 // now: such an input is followed all the same (the file may appear later), but a mistyped
-// path would otherwise give a healthy exporter with forever empty panels.
+// path would otherwise give a healthy exporter with forever empty panels. Directories
+// count as no file: the follower passes over a glob's directories without a word, so a
+// glob that stops a level short of the files (pods/* for pods/*/*.log) would read nothing
+// with nothing said.
 func MissingInputs(cfg *config.Config) []string {
 	var out []string
 	for _, ci := range cfg.Inputs {
 		if ci.File == nil {
 			continue // no file is its
 		}
-		if matches, err := filepath.Glob(ci.File.Path); err == nil && len(matches) > 0 {
+		matches, err := filepath.Glob(ci.File.Path)
+		if err == nil && slices.ContainsFunc(matches, notDir) {
 			continue
 		}
-		out = append(out, fmt.Sprintf("input %q: path %q matches no file; it is followed once one appears, and logwindow_input_files{input=%q} is 0 until then", ci.Label(), ci.File.Path, ci.Label()))
+		what := "matches no file; it is followed once one appears"
+		if slices.ContainsFunc(matches, isDir) {
+			what = "matches only directories, which are not read (a glob names files: DIR/*.log); it is followed once a file matches"
+		}
+		out = append(out, fmt.Sprintf("input %q: path %q %s, and logwindow_input_files{input=%q} is 0 until then", ci.Label(), ci.File.Path, what, ci.Label()))
 	}
 	return out
+}
+
+// notDir reports whether path is there and is not a directory (a symlink is looked
+// through): something a follower may read.
+func notDir(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && !fi.IsDir()
+}
+
+// isDir reports whether path is a directory (a symlink is looked through).
+func isDir(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.IsDir()
 }
 
 // maxLineBytes is the line cap of opts, which also caps a joined CRI message.

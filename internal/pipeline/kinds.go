@@ -58,7 +58,7 @@ func startFollower(p *Pipeline, ci config.Input, in *stream, shard int) (input.I
 		PollInterval:  p.opts.PollInterval,
 		Logger:        in.log,
 		Backfill:      p.warmStart(ci, in.log),
-		Resume:        p.resume[ci.Source()],
+		Resume:        p.resumeOf(ci.Source()),
 		Hold:          hold,
 		Lend:          hold.Lend,
 		Block:         hold.Block,
@@ -68,10 +68,20 @@ func startFollower(p *Pipeline, ci config.Input, in *stream, shard int) (input.I
 	if in.deal != nil {
 		opts.Select = func(path string) bool { return in.deal.owns(path, shard) }
 	}
-	in.joinOptions(&opts)
+	in.joinOptions(&opts, func() config.Streams { return p.gen.Load().input(in.source).Streams })
 	in.formatOptions(p, &opts)
 	opts.Chunk = func() { in.processing, in.wall = p.clock.read() }
 	return follow.Start(opts, in.handle(p))
+}
+
+// resumeOf is where the followers of source start that replace others (Options.Resume):
+// those of the snapshot restored at Start, those stopped by handOver at a reload; nil for
+// new followers.
+func (p *Pipeline) resumeOf(source string) []follow.Position {
+	if ps, ok := p.handedOver[source]; ok {
+		return ps
+	}
+	return p.resume[source]
 }
 
 // startListener binds a syslog input's socket; its lines read the clock once per batch of

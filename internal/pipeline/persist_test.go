@@ -336,3 +336,39 @@ rules:
 	b.ReportMetric(float64(longest.Microseconds()), "max-pause-µs")
 	b.ReportMetric(float64(p.StorageStats().LastBytes), "snapshot-bytes")
 }
+
+// The lines an input of candidate formats holds while a file's format is chosen are
+// parsed when it stops (its files are done with): at shutdown, before the snapshot that
+// records its positions past them, so that a restart has them counted rather than lost.
+func TestStorageKeepsHeldLines(t *testing.T) {
+	const combined = `10.0.0.1 - - [01/Mar/2024:12:00:00 +0000] "GET / HTTP/1.1" 200 5 "-" "curl"` + "\n"
+	dir, log := t.TempDir(), filepath.Join(t.TempDir(), "access.log")
+	if err := os.WriteFile(log, []byte(combined+"a line of no format\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Parse([]byte(`
+inputs: [{path: '`+log+`', log_format: auto, start_at: beginning}]
+rules:
+  - {name: all, match: '.'}
+  - {name: requests, labels: {status: '${status}'}}
+`), "rules.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := func() *Pipeline {
+		p, err := Start(cfg, Options{Now: time.Now, PollInterval: 10 * time.Millisecond, StoragePath: dir})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(p.Stop)
+		return p
+	}
+	p := start()
+	waitTotal(t, p, "before the restart", `requests_total{status="200"}`, 1)
+	p.Stop()
+	p = start()
+	appendTo(t, log, combined)
+	if got := waitTotal(t, p, "after the restart", `requests_total{status="200"}`, 2)[`all_total{}`]; got != 3 {
+		t.Errorf("%v lines counted by the rule that reads every line, want 3", got)
+	}
+}

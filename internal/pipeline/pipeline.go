@@ -110,6 +110,9 @@ type Pipeline struct {
 	// of the snapshot restored at Start by input source, for the followers Start starts.
 	storage *persister
 	resume  map[string][]follow.Position
+	// handedOver holds, during syncInputs, the positions of the followers it stopped to
+	// replace them, by input source (handOver).
+	handedOver map[string][]follow.Position
 	// started is the processing second of Start, and restored that of the start of the
 	// process whose snapshot was restored (math.MaxInt64 when none): rates count from
 	// the earlier.
@@ -252,7 +255,7 @@ func (p *Pipeline) inputsReady() bool {
 }
 
 // Stop stops every input and waits for their goroutines; later reloads are refused. With
-// a storage path, the state is written to it first (a shutdown's snapshot).
+// a storage path, the state is then written to it (a shutdown's snapshot).
 func (p *Pipeline) Stop() {
 	p.mu.Lock()
 	first := !p.stopped
@@ -265,6 +268,12 @@ func (p *Pipeline) Stop() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if first && p.storage != nil {
+		// The readers stop first, so that the snapshot has every line they handed on: those
+		// a file of candidate formats held, parsed as its reader lets go of it, and those
+		// the workers had not parsed. Their positions are where they stopped.
+		for _, in := range p.inputs {
+			in.stop()
+		}
 		if p.snapshot() == nil {
 			p.opts.Logger.Info("snapshot written at shutdown", "dir", p.storage.dir)
 		}

@@ -92,6 +92,48 @@ func waitRead(t *testing.T, p *Pipeline, n uint64) selfmetric.InputStats {
 	}
 }
 
+// waitReady waits until every input of p has opened and positioned its files.
+func waitReady(t *testing.T, p *Pipeline) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !p.Ready() {
+		if time.Now().After(deadline) {
+			t.Fatal("the pipeline is not ready")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// waitTotal gathers p until the samples whose names start with prefix sum to want, and
+// returns that gathering; it fails the test, saying what was awaited, when they pass want
+// (a line counted twice) or do not reach it within a deadline.
+func waitTotal(t *testing.T, p *Pipeline, what, prefix string, want float64) map[string]float64 {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		samples := gatherPipeline(t, p)
+		got := sumOf(samples, prefix)
+		if got == want {
+			return samples
+		}
+		if got > want || time.Now().After(deadline) {
+			t.Fatalf("%s: %s %v, want %v", what, prefix, got, want)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// sumOf sums the samples whose names start with prefix.
+func sumOf(samples map[string]float64, prefix string) float64 {
+	var sum float64
+	for k, v := range samples {
+		if strings.HasPrefix(k, prefix) {
+			sum += v
+		}
+	}
+	return sum
+}
+
 // An input that receives no line after a reload must not keep the previous generation
 // (its parser and stores) reachable.
 func TestReloadReleasesPreviousGeneration(t *testing.T) {
@@ -173,11 +215,16 @@ next:
 	return false
 }
 
-// MissingInputs names each input whose path matches no file, by name or path.
+// MissingInputs names each input whose path matches no file, by name or path: a glob that
+// matches only directories (a pod's, its files' level left out) reads nothing either, as
+// does a path that is a directory.
 func TestMissingInputs(t *testing.T) {
 	dir := t.TempDir()
 	present := filepath.Join(dir, "present.log")
 	if err := os.WriteFile(present, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "pods", "web-1"), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	cfg, err := config.Parse([]byte(fmt.Sprintf(`
@@ -186,6 +233,8 @@ inputs:
   - {name: glob, path: %[1]s/*.log}
   - {name: typo, path: %[1]s/acess.log}
   - {path: %[1]s/none-*.log}
+  - {name: pods, path: %[1]s/pods/*}
+  - {name: dir, path: %[1]s/pods}
 rules: [{name: lines, match: x}]
 `, dir)), "rules.yaml")
 	if err != nil {
@@ -195,6 +244,8 @@ rules: [{name: lines, match: x}]
 	want := []string{
 		fmt.Sprintf(`input "typo": path %q matches no file; it is followed once one appears, and logwindow_input_files{input="typo"} is 0 until then`, dir+"/acess.log"),
 		fmt.Sprintf(`input %[1]q: path %[1]q matches no file; it is followed once one appears, and logwindow_input_files{input=%[1]q} is 0 until then`, dir+"/none-*.log"),
+		fmt.Sprintf(`input "pods": path %q matches only directories, which are not read (a glob names files: DIR/*.log); it is followed once a file matches, and logwindow_input_files{input="pods"} is 0 until then`, dir+"/pods/*"),
+		fmt.Sprintf(`input "dir": path %q matches only directories, which are not read (a glob names files: DIR/*.log); it is followed once a file matches, and logwindow_input_files{input="dir"} is 0 until then`, dir+"/pods"),
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("got:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
@@ -255,4 +306,62 @@ func TestLinesReadCountedWithTheirEvents(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A reload that changes how an input's lines are read (wrapper: cri added or taken out,
+// candidate formats given or taken back) reads the lines after it that way, and reads
+// none twice: the input's reader is started anew from where the last one stopped.
+func TestReloadChangesHowLinesAreRead(t *testing.T) {
+	const combined = `10.0.0.1 - - [01/Mar/2024:12:00:00 +0000] "GET / HTTP/1.1" 503 5 "-" "curl"`
+	for _, tc := range []struct {
+		name, before, after string
+		rule                string
+		first, second       string // a line read under before, one under after
+	}{
+		{name: "cri added", before: "{path: LOG}", after: "{path: LOG, wrapper: cri}", rule: "{name: lines, match: '^x$'}",
+			first: "x", second: "2024-03-01T12:00:00Z stdout F x"},
+		{name: "cri taken out", before: "{path: LOG, wrapper: cri}", after: "{path: LOG}", rule: "{name: lines, match: '^x$'}",
+			first: "2024-03-01T12:00:00Z stdout F x", second: "x"},
+		{name: "candidates given", before: "{path: LOG, log_format: combined}", after: "{path: LOG, log_format: auto}",
+			rule: "{name: lines, labels: {status: '${status}'}}", first: combined, second: combined},
+		{name: "candidates taken back", before: "{path: LOG, log_format: auto}", after: "{path: LOG, log_format: combined}",
+			rule: "{name: lines, labels: {status: '${status}'}}", first: combined, second: combined},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rules := func(input string) string { return "inputs: [" + input + "]\nrules: [" + tc.rule + "]\n" }
+			p, log := startFile(t, rules(tc.before))
+			appendTo(t, log, tc.first+"\n")
+			waitTotal(t, p, "before the reload", "lines_total{", 1)
+			cfg, err := config.Parse([]byte(strings.ReplaceAll(rules(tc.after), "LOG", log)), "rules.yaml")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := p.Reload(cfg); err != nil {
+				t.Fatal(err)
+			}
+			// A rule whose format changed starts its series anew.
+			before := sumOf(gatherPipeline(t, p), "lines_total{")
+			appendTo(t, log, tc.second+"\n")
+			waitTotal(t, p, "after the reload", "lines_total{", before+1)
+		})
+	}
+}
+
+// A reload that takes an input's candidate formats away parses the lines it held while
+// their file's format was being chosen: the reader started anew reads on past them, so
+// that a line held and not parsed then is never counted.
+func TestReloadWithoutCandidatesParsesHeldLines(t *testing.T) {
+	rules := "rules: [{name: all, match: '.'}]\n"
+	p, log := startFile(t, "inputs: [{path: LOG, log_format: auto}]\n"+rules)
+	appendTo(t, log, "a line of no format\n")
+	waitRead(t, p, 1) // held: no candidate's format was chosen from it
+	cfg, err := config.Parse([]byte("inputs: [{path: '"+log+"'}]\n"+rules), "rules.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Reload(cfg); err != nil {
+		t.Fatal(err)
+	}
+	appendTo(t, log, "a line after the reload\n")
+	waitTotal(t, p, "the held line and the one after the reload", "all_total{", 2)
 }

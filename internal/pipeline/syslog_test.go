@@ -254,3 +254,29 @@ func startSyslog(t *testing.T, text string) (*Pipeline, *testclock.Clock, string
 	t.Cleanup(p.Stop)
 	return p, clock, sock, rules
 }
+
+// A reload that gives a syslog input candidate formats, or takes them back, starts it
+// anew: its socket is bound again and the datagrams after it are read the new way, each
+// counted once.
+func TestSyslogReloadChangesHowLinesAreRead(t *testing.T) {
+	const rules = "inputs: [{name: sock, syslog: 'unixgram://%s'%s}]\nrules: [{name: requests, labels: {status: '${status}'}}]\n"
+	const datagram = `<190>Nov 24 05:28:09 vm nginx: 10.0.0.1 - - [01/Mar/2024:12:00:00 +0000] "GET / HTTP/1.1" 200 5 "-" "curl"`
+	p, _, sock, _ := startSyslog(t, fmt.Sprintf(rules, "%s", ", log_format: combined"))
+	syslogtest.Send(t, "unixgram", sock, datagram)
+	waitTotal(t, p, "before the reloads", "requests_total{", 1)
+	for _, format := range []string{"auto", "combined"} {
+		t.Run(format, func(t *testing.T) {
+			cfg, err := config.Parse([]byte(fmt.Sprintf(rules, sock, ", log_format: "+format)), "rules.yaml")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := p.Reload(cfg); err != nil {
+				t.Fatal(err)
+			}
+			// A rule whose format changed starts its series anew.
+			before := sumOf(gatherPipeline(t, p), "requests_total{")
+			syslogtest.Send(t, "unixgram", sock, datagram)
+			waitTotal(t, p, "after the reload", "requests_total{", before+1)
+		})
+	}
+}

@@ -92,11 +92,7 @@ func startWarm(t *testing.T, text string, now time.Time, backfill int64) (*Pipel
 		t.Fatal(err)
 	}
 	t.Cleanup(p.Stop)
-	for deadline := time.Now().Add(10 * time.Second); !p.Ready(); time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("not ready after 10s")
-		}
-	}
+	waitReady(t, p)
 	return p, cfg
 }
 

@@ -8,6 +8,8 @@
 //     replaced behind a symlink) is read to its end, alongside its successor,
 //     until it has been idle for Options.RotationGrace. A writer that keeps
 //     writing the old file for a while (nginx until USR1) is followed there.
+//     The lines of a path come in the order they were written: a successor
+//     waits while the file it replaced has more to read.
 //   - Files are discovered by a goroutine of their own, so a rotation that
 //     happens while the handler blocks is still seen: the new file is opened
 //     (its inode held) at once and read in full when the handler comes back.

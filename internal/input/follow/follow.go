@@ -272,6 +272,9 @@ type Follower struct {
 	// renamed within the glob. The reader looks for paths no longer read only then.
 	pathsChanged uint64
 
+	// final is where the follower stopped (Positions after Stop); guarded by mu.
+	final []Position
+
 	// Owned by the reading goroutine (and Stop after it).
 	readPaths   map[string]bool // paths of the files in the reader's last look at them
 	readChanged uint64          // pathsChanged at that look
@@ -386,8 +389,8 @@ func (f *Follower) Stats() input.Stats {
 }
 
 // Stop ends following and waits for its goroutines and the Handler to
-// return. Lines not yet handed on are dropped. Stop may be called more than
-// once.
+// return. Lines not yet handed on are dropped; Positions says where they
+// start. Stop may be called more than once.
 func (f *Follower) Stop() {
 	f.stopOnce.Do(func() {
 		f.stopping.Store(true)
@@ -397,6 +400,7 @@ func (f *Follower) Stop() {
 			_ = f.w.Close()
 		}
 		f.mu.Lock()
+		f.final = f.positions()
 		for _, t := range f.files {
 			_ = t.f.Close()
 			f.readPaths[t.path] = true
@@ -459,6 +463,11 @@ func (f *Follower) readAll() (more bool) {
 		f.closeGone(paths)
 	}
 
+	// The paths whose file read this turn has more: a later file under one (its
+	// successor) waits until the rotated one is read to its end, so that the lines of a
+	// path come in the order they were written (a CRI message may go on in the
+	// successor). A file that waits is not retired either: it was not read.
+	var behind []string
 	for i, t := range turn {
 		if f.stopping.Load() {
 			return false
@@ -470,9 +479,14 @@ func (f *Follower) readAll() (more bool) {
 				f.backfills.Add(-1)
 			}
 		}
+		if slices.Contains(behind, paths[i]) {
+			continue
+		}
 		m := f.step(t, paths[i])
 		more = more || m
-		if !m {
+		if m {
+			behind = append(behind, paths[i])
+		} else {
 			f.retireIfIdle(t, paths[i])
 		}
 	}

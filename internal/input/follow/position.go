@@ -30,9 +30,19 @@ const HeadBytes = headLen
 // Positions returns where the follower read each of its files up to: lines before the
 // offset were handed on, none after. So that they are one cut with what the handler made
 // of those lines, the caller calls it while no line is being handed on (Options.Hold).
+// After Stop it returns where the follower stopped, which no line is handed on after: a
+// follower that replaces it (Options.Resume) reads on from there.
 func (f *Follower) Positions() []Position {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.byID == nil {
+		return slices.Clone(f.final)
+	}
+	return f.positions()
+}
+
+// positions is Positions of the open files; f.mu must be held.
+func (f *Follower) positions() []Position {
 	out := make([]Position, 0, len(f.files))
 	var buf [headLen]byte
 	for _, t := range f.files {

@@ -582,3 +582,45 @@ func TestRotationGrace(t *testing.T) {
 		t.Error("lines of the rotated file lost")
 	}
 }
+
+// A rotated file is read to its end before its successor at the same path is read: a
+// caller that joins the lines of a path into messages (the parts of a CRI message, which
+// may go on in the successor) must not have the successor's lines put between the rotated
+// file's. The reader is held back by more than a pass's budget when the file is rotated.
+func TestRotatedFileReadBeforeItsSuccessor(t *testing.T) {
+	const old = 3 * passBudget / 100 // lines of some 120 bytes: three passes' budget
+	for _, m := range modes {
+		t.Run(m.name, func(t *testing.T) {
+			p := filepath.Join(t.TempDir(), "access.log")
+			w := create(t, p)
+			c := newCollector()
+			g := newGate(50)
+			var order []int // the reading goroutine's, read once it is done
+			f := start(t, m.options(p), func(path string, line []byte) {
+				n, _ := parseNumbered(line)
+				order = append(order, n)
+				c.handle(path, line)
+				g.pass(n)
+			})
+			writeLines(t, w, 1, old)
+			g.wait(t)
+			rotate(t, f, p, 1, old+1, old+100)
+			close(g.release)
+			waitFor(t, "every line", func() bool { return c.has(1, old+100) })
+			f.Stop()
+			c.expectExactly(t, span{1, old + 100})
+			first, after := 0, 0 // the successor's first line read, and the rotated file's lines after it
+			for _, n := range order {
+				switch {
+				case n > old && first == 0:
+					first = n
+				case n <= old && first != 0:
+					after++
+				}
+			}
+			if after > 0 {
+				t.Errorf("%d lines of the rotated file were read after line %d of its successor", after, first)
+			}
+		})
+	}
+}
