@@ -241,3 +241,56 @@ func TestRestoreSkipsUndecodableRule(t *testing.T) {
 		t.Errorf("memory used %d, want %d", got, want)
 	}
 }
+
+// TestRestoreSkipsMalformedRuleHeader: a rule section whose header record is cut short
+// (a snapshot of another build, or a file edited and its checksums made again) is
+// skipped as corrupt, and the other rules restored, rather than crash the start.
+func TestRestoreSkipsMalformedRuleHeader(t *testing.T) {
+	rules := persistRules()
+	cfg := storetest.Config(10, rules...)
+	old := storetest.Must(store.NewSetWith(cfg, nil, store.SetOptions{}))
+	k := old.NewSink()
+	persistLines([2]*store.Sink{k, k}, start, 50)
+	snap := encodeSet(t, old, false, func() {})
+	for _, tc := range []struct {
+		name   string
+		header []byte
+	}{
+		{"empty", []byte{}},
+		{"name cut short", []byte{5, 'r', 'e'}},
+		{"no fingerprint", []byte{8, 'r', 'e', 'q', 'u', 'e', 's', 't', 's'}},
+		{"unknown rule, layout cut short", []byte{1, 'x', 1, 'y', 0, 0}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			err := storage.Write(dir, func(w *storage.Writer) error {
+				for _, sec := range snap.Sections {
+					if err := w.Section(sec.Name); err != nil {
+						return err
+					}
+					for rec := range sec.Records() {
+						if err := w.Record(rec); err != nil {
+							return err
+						}
+					}
+				}
+				if err := w.Section("rule"); err != nil {
+					return err
+				}
+				return w.Record(tc.header)
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			spoilt := storetest.Must(storage.Read(dir, 1<<30))
+			set := storetest.Must(store.NewSetWith(cfg, nil, store.SetOptions{}))
+			res, err := set.Restore(spoilt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Rules != len(rules) || len(res.Skipped) != 1 || !errors.Is(res.Skipped[0], storage.ErrCorrupt) {
+				t.Fatalf("restored %d rules, skipped %v; want all, one section skipped as corrupt", res.Rules, res.Skipped)
+			}
+		})
+	}
+}
