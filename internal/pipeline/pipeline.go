@@ -21,6 +21,7 @@ import (
 	"github.com/logwindow/logwindow_exporter/internal/input/follow"
 	"github.com/logwindow/logwindow_exporter/internal/scrape"
 	"github.com/logwindow/logwindow_exporter/internal/selfmetric"
+	"github.com/logwindow/logwindow_exporter/internal/storage"
 	"github.com/logwindow/logwindow_exporter/internal/store"
 	"github.com/logwindow/logwindow_exporter/parser"
 )
@@ -130,7 +131,7 @@ func Start(cfg *config.Config, opts Options) (*Pipeline, error) {
 	p := &Pipeline{opts: opts, clock: newClock(opts.Now), inputs: map[string]*stream{}, restored: math.MaxInt64}
 	p.started = p.clock.second()
 	if opts.StoragePath != "" {
-		p.storage = &persister{dir: opts.StoragePath, interval: cmp.Or(opts.SnapshotInterval, DefaultSnapshotInterval)}
+		p.storage = &persister{dir: opts.StoragePath, interval: cmp.Or(opts.SnapshotInterval, DefaultSnapshotInterval), writeFile: storage.Write}
 		p.storage.stats.Enabled = true
 		p.resume, p.restored = p.restore(gen)
 	}
@@ -265,7 +266,7 @@ func (p *Pipeline) Stop() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if first && p.storage != nil {
-		if p.snapshot() == nil {
+		if p.snapshot(func() {}) == nil {
 			p.opts.Logger.Info("snapshot written at shutdown", "dir", p.storage.dir)
 		}
 	}
