@@ -47,8 +47,12 @@ const (
 	farPartBytes = int64(unsafe.Sizeof(farPart{}))
 )
 
-// charge adds n bytes to the store's and the process' series memory.
+// charge adds n bytes to the store's and the process' series memory; nothing once the
+// store is dropped.
 func (st *store) charge(n int64) {
+	if st.dropped.Load() {
+		return
+	}
 	st.used.Add(n)
 	st.mem.used.Add(n)
 }

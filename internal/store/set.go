@@ -117,6 +117,7 @@ func NewSetWith(cfg *config.Config, prev *Set, opts SetOptions) (*Set, error) {
 	// fails or is never used is the caller's to drop; the pipeline uses every Set it builds).
 	for _, st := range inherit {
 		st.settlePending()
+		st.dropped.Store(true)
 		mem.used.Add(-st.used.Load())
 	}
 	mem.max.Store(opts.MaxBytes)
