@@ -260,11 +260,11 @@ func TestExplainPastedCRILine(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg, err := config.Parse(fmt.Appendf(nil, `
-inputs: [{name: pods, path: '%s', wrapper: cri}, {name: plain, path: '%s.plain'}]
+inputs: [{name: pods, path: '%s', wrapper: cri}, {name: plain, path: '%s.plain'}, {name: out, path: '%s.out', wrapper: cri, streams: [stdout]}]
 rules:
   - {name: timed, match: ' (?P<status>\d{3})$', inputs: [pods], timestamp: {capture: cri_time, layout: '2006-01-02T15:04:05Z07:00'}}
-  - {name: anchored, match: '^10\.0\.0\.1 ', inputs: [pods, plain]}
-`, log, log), "rules.yaml")
+  - {name: anchored, match: '^10\.0\.0\.1 ', inputs: [pods, plain, out]}
+`, log, log, log), "rules.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -284,6 +284,10 @@ rules:
 		{"a message alone", "pods", message, message, []string{"bad_timestamp", "counted"}},
 		{"a part", "pods", "2024-03-01T12:00:00Z stdout P " + message, "2024-03-01T12:00:00Z stdout P " + message, []string{"bad_timestamp", "no_match"}},
 		{"a CRI line for an input without a wrapper", "plain", "2024-03-01T12:00:00Z stdout F " + message, "2024-03-01T12:00:00Z stdout F " + message, []string{"other_input", "no_match"}},
+		// The input skips a line of a stream it does not read before it is joined: no
+		// message of it is counted.
+		{"a CRI line of a stream the input does not read", "out", "2024-03-01T12:00:00Z stderr F " + message, "2024-03-01T12:00:00Z stderr F " + message, []string{"other_input", "no_match"}},
+		{"a CRI line of a stream the input reads", "out", "2024-03-01T12:00:00Z stdout F " + message, message, []string{"other_input", "counted"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			l := p.Explain(tc.input, []byte(tc.line))

@@ -69,15 +69,20 @@ func Explain(cfg *config.Config, file string, maxLines int, opts Options) ([]exp
 }
 
 // Explain explains one line as the running rules would count it if input read it now,
-// without counting it. A complete CRI line of a cri input is explained as the input
-// reads it, by its message and time (what --explain shows of it); any other line as it
-// is, so that a message pasted alone is explained too.
+// without counting it. A complete CRI line of a stream a cri input reads is explained as
+// the input reads it, by its message and time (what --explain shows of it); any other
+// line as it is, so that a message pasted alone is explained too.
 func (p *Pipeline) Explain(input string, line []byte) explain.Line {
 	gen := p.gen.Load()
 	sink := gen.set.NewSink()
 	sink.SetNow(p.clock.read())
 	x := explain.New(gen.cfg.Rules, gen.parser, sink)
-	if slices.ContainsFunc(gen.cfg.Inputs, func(in config.Input) bool { return in.Name == input && in.Wrapper == config.WrapperCRI }) {
+	// The input skips a line of a stream it does not read before joining it: no message
+	// of it is counted, so it is explained as it is.
+	stream, _ := cri.Stream(line)
+	if slices.ContainsFunc(gen.cfg.Inputs, func(in config.Input) bool {
+		return in.Name == input && in.Wrapper == config.WrapperCRI && in.Streams.Reads(stream)
+	}) {
 		if msg, wrapperTime, r := cri.New(maxLineBytes(p.opts)).Feed("", line); r == cri.Complete {
 			return x.ExplainWrapped(input, msg, wrapperTime, false)
 		}
