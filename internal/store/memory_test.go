@@ -412,3 +412,40 @@ func rss() (now, peak int64) {
 }
 
 func mib(n int64) float64 { return float64(n) / (1 << 20) }
+
+// TestDropRacingCharge: a charge a writer makes while the reload that drops its store
+// gives that store's bytes back is given back too, whichever of the two comes first, so
+// that no reload leaves bytes charged to the bound the next Set shares.
+func TestDropRacingCharge(t *testing.T) {
+	for range 2000 {
+		set, err := NewSetWith(memoryRules(2, 100), nil, SetOptions{MaxBytes: 1 << 30, Shards: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		st := set.rules[1].store
+		stop, done := make(chan struct{}), make(chan struct{})
+		go func() {
+			defer close(done)
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+					st.charge(8)
+				}
+			}
+		}()
+		for at := st.used.Load(); st.used.Load() == at; {
+			runtime.Gosched()
+		}
+		next, err := NewSetWith(storetest.Config(100, set.rules[0].rule), set, SetOptions{MaxBytes: 1 << 30})
+		close(stop)
+		<-done
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := next.mem.used.Load(), set.rules[0].store.used.Load(); got != want {
+			t.Fatalf("the series take %d bytes after the reload, the rule kept %d", got, want)
+		}
+	}
+}
