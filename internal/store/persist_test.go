@@ -72,6 +72,20 @@ func encodeSet(t *testing.T, set *store.Set, ahead bool, between func()) *storag
 	return snap
 }
 
+// copySection writes sec, its name and its records, to w: a snapshot written again with
+// records or sections a test spoils it by.
+func copySection(w *storage.Writer, sec storage.Section) error {
+	if err := w.Section(sec.Name); err != nil {
+		return err
+	}
+	for rec := range sec.Records() {
+		if err := w.Record(rec); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // quantilesOf reads the quantile sketches of every series of rule i at now.
 func quantilesOf(set *store.Set, i int, now int64) map[string][]float64 {
 	r := set.Rule(i)
@@ -191,13 +205,8 @@ func TestRestoreSkipsUndecodableRule(t *testing.T) {
 	err := storage.Write(dir, func(w *storage.Writer) error {
 		rules := 0
 		for _, sec := range snap.Sections {
-			if err := w.Section(sec.Name); err != nil {
+			if err := copySection(w, sec); err != nil {
 				return err
-			}
-			for rec := range sec.Records() {
-				if err := w.Record(rec); err != nil {
-					return err
-				}
 			}
 			if sec.Name == "rule" {
 				if rules++; rules == spoil+1 {
@@ -265,13 +274,8 @@ func TestRestoreSkipsMalformedRuleHeader(t *testing.T) {
 			dir := t.TempDir()
 			err := storage.Write(dir, func(w *storage.Writer) error {
 				for _, sec := range snap.Sections {
-					if err := w.Section(sec.Name); err != nil {
+					if err := copySection(w, sec); err != nil {
 						return err
-					}
-					for rec := range sec.Records() {
-						if err := w.Record(rec); err != nil {
-							return err
-						}
 					}
 				}
 				if err := w.Section("rule"); err != nil {
@@ -326,13 +330,8 @@ func FuzzRestore(f *testing.F) {
 	f.Fuzz(func(t *testing.T, head, series []byte) {
 		dir := t.TempDir()
 		err := storage.Write(dir, func(w *storage.Writer) error {
-			if err := w.Section("set"); err != nil {
+			if err := copySection(w, set); err != nil {
 				return err
-			}
-			for rec := range set.Records() {
-				if err := w.Record(rec); err != nil {
-					return err
-				}
 			}
 			if err := w.Section("rule"); err != nil {
 				return err
