@@ -74,7 +74,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		maxBytesSet   bool
 		maxBytes      = bytesFlag(app.Flag("series.max-bytes", "Bound on the memory of the series of all rules, their sketches and the inputs' partial lines; past it, new label sets fold into their rule's __overflow__ series and sketches are coarsened instead of growing (0: none). Default: half the container's memory limit (cgroup v2 memory.max, v1 memory.limit_in_bytes), else 512MiB. Unless GOMEMLIMIT is set, the Go runtime's soft memory limit is set to 1.5 times it (three quarters of the container's limit).").PlaceHolder("BYTES").IsSetByUser(&maxBytesSet))
 		storagePath   = app.Flag("storage.path", "Directory where the state (every rule's series and windows, each followed file's position) is kept across restarts: written every --storage.snapshot-interval and at shutdown, read at start (empty: none).").PlaceHolder("DIR").String()
-		snapshotEvery = app.Flag("storage.snapshot-interval", "How often the state is written to --storage.path; after a kill, the lines read since the last snapshot are read again.").Default(pipeline.DefaultSnapshotInterval.String()).Duration()
+		snapshotSet   bool
+		snapshotEvery = app.Flag("storage.snapshot-interval", "How often the state is written to --storage.path; after a kill, the lines read since the last snapshot are read again.").Default(pipeline.DefaultSnapshotInterval.String()).IsSetByUser(&snapshotSet).Duration()
 		webFlags      = kingpinflag.AddFlags(app, defaultListenAddress)
 	)
 	logConfig := &promslog.Config{}
@@ -175,6 +176,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 		if size.n > 0 && size.n < 1<<20 {
 			logger.Warn("a size under 1 MiB: a number without a unit is bytes", "flag", "--"+size.flag, "bytes", size.n)
 		}
+	}
+	if snapshotSet && *storagePath == "" {
+		// The interval asks for snapshots the exporter would not write: state lost at a
+		// restart that the user meant to keep.
+		logger.Warn("--storage.snapshot-interval does nothing without --storage.path: no state is kept across restarts")
 	}
 	bound, err := memlimit.Choose(os.DirFS("/"), *maxBytes, maxBytesSet)
 	if err != nil {

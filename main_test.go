@@ -40,6 +40,29 @@ func TestSnapshotIntervalRefused(t *testing.T) {
 	}
 }
 
+// TestSnapshotIntervalWithoutPathWarns: a snapshot interval given without a storage path,
+// which keeps nothing across restarts, is said in a warning; one with its path is not.
+func TestSnapshotIntervalWithoutPathWarns(t *testing.T) {
+	for _, c := range []struct {
+		args  []string
+		warns bool
+	}{
+		{[]string{"--storage.snapshot-interval=5s"}, true},
+		{[]string{"--storage.snapshot-interval=5s", "--storage.path=" + t.TempDir()}, false},
+		{nil, false},
+	} {
+		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			args := append([]string{"--config.file=example-rules.yaml", "--replay=examples/access.log"}, c.args...)
+			code := run(args, &stdout, &stderr)
+			warned := strings.Contains(stderr.String(), "--storage.snapshot-interval does nothing without --storage.path")
+			if code != 0 || warned != c.warns {
+				t.Errorf("exit %d, warned %v, stderr %q; want exit 0 and a warning %v", code, warned, stderr.String(), c.warns)
+			}
+		})
+	}
+}
+
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/ from the current output")
 
 // TestReplayGolden replays bundled logs through the command line's one-shot mode and

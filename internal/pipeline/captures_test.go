@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -246,5 +247,57 @@ rules:
 		if l.Number != w.n || l.Text != w.text || !l.Counted || l.Rules[0].Time != "2024-03-01T12:00:00Z" {
 			t.Errorf("line %d: %+v; want line %d %q counted at 2024-03-01T12:00:00Z", i, l, w.n, w.text)
 		}
+	}
+}
+
+// The line tester explains a line pasted for a cri input as the input reads it, as
+// --explain does: a complete CRI line's message, its rules timed by cri_time reading the
+// line's time; a line that is not one (a message pasted alone, a part) is explained as it
+// is.
+func TestExplainPastedCRILine(t *testing.T) {
+	log := filepath.Join(t.TempDir(), "0.log")
+	if err := os.WriteFile(log, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Parse(fmt.Appendf(nil, `
+inputs: [{name: pods, path: '%s', wrapper: cri}, {name: plain, path: '%s.plain'}, {name: out, path: '%s.out', wrapper: cri, streams: [stdout]}]
+rules:
+  - {name: timed, match: ' (?P<status>\d{3})$', inputs: [pods], timestamp: {capture: cri_time, layout: '2006-01-02T15:04:05Z07:00'}}
+  - {name: anchored, match: '^10\.0\.0\.1 ', inputs: [pods, plain, out]}
+`, log, log, log), "rules.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := time.Date(2024, 3, 1, 12, 0, 5, 0, time.UTC)
+	p, err := Start(cfg, Options{Now: func() time.Time { return at }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Stop)
+	const message = `10.0.0.1 "GET / HTTP/1.1" 200`
+	for _, tc := range []struct {
+		name, input, line string
+		text              string
+		outcomes          []string // of timed, anchored
+	}{
+		{"a CRI line", "pods", "2024-03-01T12:00:00.000000001Z stdout F " + message, message, []string{"counted", "counted"}},
+		{"a message alone", "pods", message, message, []string{"bad_timestamp", "counted"}},
+		{"a part", "pods", "2024-03-01T12:00:00Z stdout P " + message, "2024-03-01T12:00:00Z stdout P " + message, []string{"bad_timestamp", "no_match"}},
+		{"a CRI line for an input without a wrapper", "plain", "2024-03-01T12:00:00Z stdout F " + message, "2024-03-01T12:00:00Z stdout F " + message, []string{"other_input", "no_match"}},
+		// The input skips a line of a stream it does not read before it is joined: no
+		// message of it is counted.
+		{"a CRI line of a stream the input does not read", "out", "2024-03-01T12:00:00Z stderr F " + message, "2024-03-01T12:00:00Z stderr F " + message, []string{"other_input", "no_match"}},
+		{"a CRI line of a stream the input reads", "out", "2024-03-01T12:00:00Z stdout F " + message, message, []string{"other_input", "counted"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := p.Explain(tc.input, []byte(tc.line))
+			var got []string
+			for _, r := range l.Rules {
+				got = append(got, r.Outcome)
+			}
+			if l.Text != tc.text || !slices.Equal(got, tc.outcomes) {
+				t.Errorf("explained %q with outcomes %q; want %q with %q", l.Text, got, tc.text, tc.outcomes)
+			}
+		})
 	}
 }

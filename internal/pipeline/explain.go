@@ -7,6 +7,7 @@ import (
 
 	"github.com/logwindow/logwindow_exporter/config"
 	"github.com/logwindow/logwindow_exporter/internal/explain"
+	"github.com/logwindow/logwindow_exporter/internal/input/cri"
 )
 
 // Explain explains the first maxLines lines of file (the messages of a wrapper: cri
@@ -68,12 +69,25 @@ func Explain(cfg *config.Config, file string, maxLines int, opts Options) ([]exp
 }
 
 // Explain explains one line as the running rules would count it if input read it now,
-// without counting it.
+// without counting it. A complete CRI line of a stream a cri input reads is explained as
+// the input reads it, by its message and time (what --explain shows of it); any other
+// line as it is, so that a message pasted alone is explained too.
 func (p *Pipeline) Explain(input string, line []byte) explain.Line {
 	gen := p.gen.Load()
 	sink := gen.set.NewSink()
 	sink.SetNow(p.clock.read())
-	return explain.New(gen.cfg.Rules, gen.parser, sink).Explain(input, line, false)
+	x := explain.New(gen.cfg.Rules, gen.parser, sink)
+	// The input skips a line of a stream it does not read before joining it: no message
+	// of it is counted, so it is explained as it is.
+	stream, _ := cri.Stream(line)
+	if slices.ContainsFunc(gen.cfg.Inputs, func(in config.Input) bool {
+		return in.Name == input && in.Wrapper == config.WrapperCRI && in.Streams.Reads(stream)
+	}) {
+		if msg, wrapperTime, r := cri.New(maxLineBytes(p.opts)).Feed("", line); r == cri.Complete {
+			return x.ExplainWrapped(input, msg, wrapperTime, false)
+		}
+	}
+	return x.Explain(input, line, false)
 }
 
 // Config returns the config in force.

@@ -33,6 +33,8 @@ type persister struct {
 	interval time.Duration
 	// write serialises the snapshots: one writer per directory.
 	write sync.Mutex
+	// writeFile writes a snapshot's file: storage.Write, or a slow disk in tests.
+	writeFile func(dir string, fill func(w *storage.Writer) error) error
 	// mu guards stats.
 	mu    sync.Mutex
 	stats selfmetric.StorageStats
@@ -156,19 +158,23 @@ func (p *Pipeline) Snapshot() error {
 		return nil
 	}
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	if p.stopped {
+		p.mu.Unlock()
 		// Stop wrote the last one, with the positions of inputs that no longer run.
 		return errStopped
 	}
-	return p.snapshot()
+	// p.mu is let go once the cut is taken: scrapes (the inputs' and reloads'
+	// self-metrics), readiness and reloads take it, and must not wait for the disk.
+	return p.snapshot(p.mu.Unlock)
 }
 
 // snapshot is Snapshot with p.mu held, which keeps the inputs from coming and going
-// (a reload's new follower would otherwise start or stop during the cut). The cut is
-// taken after p.mu: a reload that holds p.mu may wait for a follower that waits for the
-// cut.
-func (p *Pipeline) snapshot() error {
+// (a reload's new follower would otherwise start or stop during the cut); cutDone is
+// called once the cut is taken, before the file is written, and may let p.mu go. The
+// cut is taken after p.mu: a reload that holds p.mu may wait for a follower that waits
+// for the cut. The snapshots are written in the order of their cuts: s.write is taken
+// under p.mu.
+func (p *Pipeline) snapshot(cutDone func()) error {
 	s := p.storage
 	s.write.Lock()
 	defer s.write.Unlock()
@@ -193,8 +199,9 @@ func (p *Pipeline) snapshot() error {
 	enc, err := p.gen.Load().set.Encode(ahead)
 	pause := time.Since(cutAt)
 	p.cut.Unlock()
+	cutDone()
 	if err == nil {
-		err = storage.Write(s.dir, func(w *storage.Writer) error {
+		err = s.writeFile(s.dir, func(w *storage.Writer) error {
 			if err := w.Section(sectionPipeline); err != nil {
 				return err
 			}

@@ -3,6 +3,7 @@ package pipeline
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -10,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/logwindow/logwindow_exporter/config"
 	"github.com/logwindow/logwindow_exporter/internal/storage"
@@ -370,5 +373,53 @@ rules:
 	appendTo(t, log, combined)
 	if got := waitTotal(t, p, "after the restart", `requests_total{status="200"}`, 2)[`all_total{}`]; got != 3 {
 		t.Errorf("%v lines counted by the rule that reads every line, want 3", got)
+	}
+}
+
+// TestSnapshotWriteHoldsNoLock: while a snapshot's file is being written (a slow or hung
+// disk), a scrape, the readiness check and a reload go on: they wait for the cut at
+// most, not for the disk. The snapshot written is still the one of its cut.
+func TestSnapshotWriteHoldsNoLock(t *testing.T) {
+	dir, log := t.TempDir(), filepath.Join(t.TempDir(), "access.log")
+	var out syncbuf.Buffer
+	p := startStored(t, log, dir, &out, Options{SnapshotInterval: time.Hour})
+	persistLines(t, log, 1, 10)
+	waitCounted(t, p, 10)
+	writing, resume := make(chan struct{}), make(chan struct{})
+	p.storage.writeFile = func(dir string, fill func(w *storage.Writer) error) error {
+		close(writing)
+		<-resume
+		return storage.Write(dir, fill)
+	}
+	written := make(chan error, 1)
+	go func() { written <- p.Snapshot() }()
+	<-writing
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(p.Collector())
+	cfg := p.Config()
+	checked := make(chan error, 1)
+	go func() {
+		_, err := reg.Gather()
+		if err == nil && !p.Ready() {
+			err = fmt.Errorf("not ready")
+		}
+		checked <- errors.Join(err, p.Reload(cfg))
+	}()
+	// A deadline only to fail rather than hang: nothing waits for it when all is well.
+	select {
+	case err := <-checked:
+		if err != nil {
+			t.Error(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Error("a scrape, the readiness check or a reload waited for the snapshot's file")
+	}
+	close(resume)
+	if err := <-written; err != nil {
+		t.Fatal(err)
+	}
+	p.storage.writeFile = storage.Write // for Stop's
+	if s := p.StorageStats(); s.Snapshots != 1 || s.Failures != 0 {
+		t.Errorf("storage stats %+v, want one snapshot written", s)
 	}
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/logwindow/logwindow_exporter/internal/input/follow"
 	"github.com/logwindow/logwindow_exporter/internal/scrape"
 	"github.com/logwindow/logwindow_exporter/internal/selfmetric"
+	"github.com/logwindow/logwindow_exporter/internal/storage"
 	"github.com/logwindow/logwindow_exporter/internal/store"
 	"github.com/logwindow/logwindow_exporter/parser"
 )
@@ -133,7 +134,7 @@ func Start(cfg *config.Config, opts Options) (*Pipeline, error) {
 	p := &Pipeline{opts: opts, clock: newClock(opts.Now), inputs: map[string]*stream{}, restored: math.MaxInt64}
 	p.started = p.clock.second()
 	if opts.StoragePath != "" {
-		p.storage = &persister{dir: opts.StoragePath, interval: cmp.Or(opts.SnapshotInterval, DefaultSnapshotInterval)}
+		p.storage = &persister{dir: opts.StoragePath, interval: cmp.Or(opts.SnapshotInterval, DefaultSnapshotInterval), writeFile: storage.Write}
 		p.storage.stats.Enabled = true
 		p.resume, p.restored = p.restore(gen)
 	}
@@ -274,7 +275,7 @@ func (p *Pipeline) Stop() {
 		for _, in := range p.inputs {
 			in.stop()
 		}
-		if p.snapshot() == nil {
+		if p.snapshot(func() {}) == nil {
 			p.opts.Logger.Info("snapshot written at shutdown", "dir", p.storage.dir)
 		}
 	}

@@ -47,10 +47,27 @@ const (
 	farPartBytes = int64(unsafe.Sizeof(farPart{}))
 )
 
-// charge adds n bytes to the store's and the process' series memory.
+// charge adds n bytes to the store's and the process' series memory; nothing once the
+// store is dropped.
 func (st *store) charge(n int64) {
+	if st.dropped.Load() {
+		return
+	}
 	st.used.Add(n)
 	st.mem.used.Add(n)
+	if st.dropped.Load() {
+		// The drop may have taken used before n was added to it: what is left is given
+		// back here, so that each byte is given back once, by whichever comes last.
+		st.mem.used.Add(-st.used.Swap(0))
+	}
+}
+
+// drop gives the store's charge back, once a reload's Set no longer has it: it charges
+// nothing from then on.
+func (st *store) drop() {
+	st.settlePending()
+	st.dropped.Store(true)
+	st.mem.used.Add(-st.used.Swap(0))
 }
 
 // shardAccount is the windows.Account of the series of one shard of writers of a store:

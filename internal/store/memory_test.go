@@ -135,6 +135,40 @@ func TestMaxBytesAcrossReloads(t *testing.T) {
 	}
 }
 
+// TestMaxBytesAfterDroppingReload: what a sink of the Set before a reload writes into a
+// rule the reload dropped (the lines in flight at the swap, held by a batch sink until
+// its read ends) is not charged to the bound the next Set shares: the dropped store is
+// never read nor expired again, so each reload would otherwise leave its charge for good.
+func TestMaxBytesAfterDroppingReload(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		sink func(*Set) *Sink
+	}{{"batch sink", (*Set).NewBatchSink}, {"sink", (*Set).NewSink}} {
+		t.Run(tc.name, func(t *testing.T) {
+			set, err := NewSetWith(memoryRules(2, 100), nil, SetOptions{MaxBytes: 1 << 30})
+			if err != nil {
+				t.Fatal(err)
+			}
+			fillRules(set, 2, 10)
+			k := tc.sink(set)
+			next, err := NewSetWith(storetest.Config(100, set.rules[0].rule), set, SetOptions{MaxBytes: 1 << 30})
+			if err != nil {
+				t.Fatal(err)
+			}
+			before := next.mem.used.Load()
+			k.SetNow(start, start)
+			for j := range 50 {
+				k.Event(storetest.Event(1, 0, 0, fmt.Sprintf("/in/flight/%d", j)))
+			}
+			k.Flush()
+			set.rules[1].store.settlePending()
+			if got := next.mem.used.Load(); got != before {
+				t.Errorf("the series take %d bytes after the old sink wrote to the dropped rule, %d before", got, before)
+			}
+		})
+	}
+}
+
 // BenchmarkMaxBytes20Rules shows the default bound (512 MiB) holding a config of 20 rules
 // each offered 10,000 label sets (200,000 series would take about 730 MB): the estimate,
 // the heap the series take, and how many were folded.
@@ -378,3 +412,40 @@ func rss() (now, peak int64) {
 }
 
 func mib(n int64) float64 { return float64(n) / (1 << 20) }
+
+// TestDropRacingCharge: a charge a writer makes while the reload that drops its store
+// gives that store's bytes back is given back too, whichever of the two comes first, so
+// that no reload leaves bytes charged to the bound the next Set shares.
+func TestDropRacingCharge(t *testing.T) {
+	for range 2000 {
+		set, err := NewSetWith(memoryRules(2, 100), nil, SetOptions{MaxBytes: 1 << 30, Shards: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		st := set.rules[1].store
+		stop, done := make(chan struct{}), make(chan struct{})
+		go func() {
+			defer close(done)
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+					st.charge(8)
+				}
+			}
+		}()
+		for at := st.used.Load(); st.used.Load() == at; {
+			runtime.Gosched()
+		}
+		next, err := NewSetWith(storetest.Config(100, set.rules[0].rule), set, SetOptions{MaxBytes: 1 << 30})
+		close(stop)
+		<-done
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := next.mem.used.Load(), set.rules[0].store.used.Load(); got != want {
+			t.Fatalf("the series take %d bytes after the reload, the rule kept %d", got, want)
+		}
+	}
+}

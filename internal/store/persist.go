@@ -340,10 +340,13 @@ func restoreRule(sec storage.Section, byName map[string]*store) (int, error) {
 		}
 		name, fp := string(r.Prefixed()), string(r.Prefixed())
 		layout := r.Uint64()
-		if st = byName[name+"\x00"+fp]; r.Err() == nil && st == nil {
+		if err := r.Err(); err != nil {
+			return 0, fmt.Errorf("rule header: %w", err)
+		}
+		if st = byName[name+"\x00"+fp]; st == nil {
 			return 0, fmt.Errorf("rule %q: %w", name, ErrNoSuchRule)
 		}
-		if r.Err() == nil && layout != st.layout.Fingerprint() {
+		if layout != st.layout.Fingerprint() {
 			return 0, fmt.Errorf("rule %q: %w", name, windows.ErrLayout)
 		}
 		for range st.counters() {

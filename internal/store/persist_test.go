@@ -72,6 +72,20 @@ func encodeSet(t *testing.T, set *store.Set, ahead bool, between func()) *storag
 	return snap
 }
 
+// copySection writes sec, its name and its records, to w: a snapshot written again with
+// records or sections a test spoils it by.
+func copySection(w *storage.Writer, sec storage.Section) error {
+	if err := w.Section(sec.Name); err != nil {
+		return err
+	}
+	for rec := range sec.Records() {
+		if err := w.Record(rec); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // quantilesOf reads the quantile sketches of every series of rule i at now.
 func quantilesOf(set *store.Set, i int, now int64) map[string][]float64 {
 	r := set.Rule(i)
@@ -191,13 +205,8 @@ func TestRestoreSkipsUndecodableRule(t *testing.T) {
 	err := storage.Write(dir, func(w *storage.Writer) error {
 		rules := 0
 		for _, sec := range snap.Sections {
-			if err := w.Section(sec.Name); err != nil {
+			if err := copySection(w, sec); err != nil {
 				return err
-			}
-			for rec := range sec.Records() {
-				if err := w.Record(rec); err != nil {
-					return err
-				}
 			}
 			if sec.Name == "rule" {
 				if rules++; rules == spoil+1 {
@@ -240,4 +249,108 @@ func TestRestoreSkipsUndecodableRule(t *testing.T) {
 	if got, want := set.MemoryUsed(), unspoilt.MemoryUsed()-restoredOne.MemoryUsed()+fresh.MemoryUsed(); got != want {
 		t.Errorf("memory used %d, want %d", got, want)
 	}
+}
+
+// TestRestoreSkipsMalformedRuleHeader: a rule section whose header record is cut short
+// (a snapshot of another build, or a file edited and its checksums made again) is
+// skipped as corrupt, and the other rules restored, rather than crash the start.
+func TestRestoreSkipsMalformedRuleHeader(t *testing.T) {
+	rules := persistRules()
+	cfg := storetest.Config(10, rules...)
+	old := storetest.Must(store.NewSetWith(cfg, nil, store.SetOptions{}))
+	k := old.NewSink()
+	persistLines([2]*store.Sink{k, k}, start, 50)
+	snap := encodeSet(t, old, false, func() {})
+	for _, tc := range []struct {
+		name   string
+		header []byte
+	}{
+		{"empty", []byte{}},
+		{"name cut short", []byte{5, 'r', 'e'}},
+		{"no fingerprint", []byte{8, 'r', 'e', 'q', 'u', 'e', 's', 't', 's'}},
+		{"unknown rule, layout cut short", []byte{1, 'x', 1, 'y', 0, 0}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			err := storage.Write(dir, func(w *storage.Writer) error {
+				for _, sec := range snap.Sections {
+					if err := copySection(w, sec); err != nil {
+						return err
+					}
+				}
+				if err := w.Section("rule"); err != nil {
+					return err
+				}
+				return w.Record(tc.header)
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			spoilt := storetest.Must(storage.Read(dir, 1<<30))
+			set := storetest.Must(store.NewSetWith(cfg, nil, store.SetOptions{}))
+			res, err := set.Restore(spoilt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Rules != len(rules) || len(res.Skipped) != 1 || !errors.Is(res.Skipped[0], storage.ErrCorrupt) {
+				t.Fatalf("restored %d rules, skipped %v; want all, one section skipped as corrupt", res.Rules, res.Skipped)
+			}
+		})
+	}
+}
+
+// FuzzRestore: a rule section of any header and series record, its checksums right (a
+// snapshot of another build, or one edited), is restored or skipped, never a crash, and
+// what is restored reads as a scrape reads it.
+func FuzzRestore(f *testing.F) {
+	rules := persistRules()
+	cfg := storetest.Config(10, rules...)
+	old := storetest.Must(store.NewSetWith(cfg, nil, store.SetOptions{}))
+	k := old.NewSink()
+	persistLines([2]*store.Sink{k, k}, start, 50)
+	dir := f.TempDir()
+	if err := storage.Write(dir, storetest.Must(old.Encode(nil)).Write); err != nil {
+		f.Fatal(err)
+	}
+	snap := storetest.Must(storage.Read(dir, 1<<30))
+	set, _ := snap.Section("set")
+	for _, sec := range snap.Sections {
+		if sec.Name != "rule" {
+			continue
+		}
+		var recs [][]byte
+		for rec := range sec.Records() {
+			recs = append(recs, rec)
+		}
+		if len(recs) > 1 {
+			f.Add(recs[0], recs[1])
+		}
+	}
+	f.Add([]byte{}, []byte{})
+	f.Fuzz(func(t *testing.T, head, series []byte) {
+		dir := t.TempDir()
+		err := storage.Write(dir, func(w *storage.Writer) error {
+			if err := copySection(w, set); err != nil {
+				return err
+			}
+			if err := w.Section("rule"); err != nil {
+				return err
+			}
+			if err := w.Record(head); err != nil {
+				return err
+			}
+			return w.Record(series)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		fresh := storetest.Must(store.NewSetWith(cfg, nil, store.SetOptions{}))
+		if _, err := fresh.Restore(storetest.Must(storage.Read(dir, 1<<30))); err != nil {
+			t.Fatal(err)
+		}
+		for i := range rules {
+			read(fresh, i, start+10)
+			quantilesOf(fresh, i, start+10)
+		}
+	})
 }

@@ -116,8 +116,7 @@ func NewSetWith(cfg *config.Config, prev *Set, opts SetOptions) (*Set, error) {
 	// The stores of prev that s does not take over are gone once s is in use (a Set that
 	// fails or is never used is the caller's to drop; the pipeline uses every Set it builds).
 	for _, st := range inherit {
-		st.settlePending()
-		mem.used.Add(-st.used.Load())
+		st.drop()
 	}
 	mem.max.Store(opts.MaxBytes)
 	return s, nil

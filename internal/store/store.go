@@ -131,6 +131,10 @@ type store struct {
 	mem        *memory
 	used       atomic.Int64
 	wheelBytes int64
+	// dropped is set when a reload's Set does not take the store over: what the old
+	// Set's writers still write into it (the lines in flight at the swap) is charged
+	// nothing, as the store is never read nor expired again.
+	dropped atomic.Bool
 	// accounts holds, per shard of writers, the layout its wheels are made by and the
 	// account their summaries charge (shardAccount); layout is the first's.
 	accounts []shardAccount
