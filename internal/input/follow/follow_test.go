@@ -552,19 +552,40 @@ func TestNotRegular(t *testing.T) {
 // A file the input names is opened on the event that it was created, not at the next
 // due scan: rotated away within a poll interval, it would otherwise never be read (nginx
 // rotated every 100 ms lost four lines in five). The poll here is an hour apart, so only
-// the events can open each file.
+// the events can open each file. The event names the file as the directory watched does,
+// cleaned: a path written otherwise (relative, with "//" or "./") must name it all the same.
 func TestOpenedOnCreate(t *testing.T) {
-	dir := t.TempDir()
-	path := filepath.Join(dir, "access.log")
-	c := newCollector()
-	f := start(t, Options{Path: path, PollInterval: time.Hour, RotationGrace: time.Hour}, c.handle)
-	const rounds, perRound = 20, 60
-	for r := range rounds {
-		w := create(t, path)
-		waitFollowed(t, f, w)
-		writeLines(t, w, r*perRound+1, (r+1)*perRound)
-		rename(t, path, path+".1") // replaces the file before: still open, still read
+	for _, tc := range []struct{ name, path string }{
+		{"absolute", ""},
+		{"relative", "access.log"},
+		{"dot", "./access.log"},
+		{"double slash", "logs//access.log"},
+		{"dot dir", "./logs/access.log"},
+		{"glob", "./logs//*.log"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			path, read := filepath.Join(dir, "access.log"), tc.path
+			if read == "" {
+				read = path
+			} else {
+				t.Chdir(dir)
+				path = filepath.Clean(strings.ReplaceAll(read, "*", "access"))
+			}
+			if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			c := newCollector()
+			f := start(t, Options{Path: read, PollInterval: time.Hour, RotationGrace: time.Hour}, c.handle)
+			const rounds, perRound = 20, 60
+			for r := range rounds {
+				w := create(t, path)
+				waitFollowed(t, f, w)
+				writeLines(t, w, r*perRound+1, (r+1)*perRound)
+				rename(t, path, path+".1") // replaces the file before: still open, still read
+			}
+			waitFor(t, "every line", func() bool { return c.has(1, rounds*perRound) })
+			c.expectExactly(t, span{1, rounds * perRound})
+		})
 	}
-	waitFor(t, "every line", func() bool { return c.has(1, rounds*perRound) })
-	c.expectExactly(t, span{1, rounds * perRound})
 }
