@@ -44,9 +44,11 @@ type Options struct {
 	// again on every scan, so files that appear later are followed too.
 	Path string
 	// FromBeginning reads the files that exist at Start from their first
-	// byte (start_at: beginning); otherwise from their size at Start. Files
-	// that appear later are always read from their first byte, so that none
-	// of their first lines is skipped.
+	// byte (start_at: beginning); otherwise from their size at Start, or from
+	// the next line when that size falls within one (a writer in the middle of
+	// it): the line began before Start, and its rest is no line. Files that
+	// appear later are always read from their first byte, so that none of
+	// their first lines is skipped.
 	FromBeginning bool
 	// MaxLineBytes caps a line's length, newline excluded (0 means
 	// DefaultMaxLineBytes). Longer lines are skipped and counted as TooLong.

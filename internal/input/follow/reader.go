@@ -53,6 +53,10 @@ type tracked struct {
 	off      int64  // bytes read from the file
 	partial  []byte // an incomplete line carried to the next turn
 	skipping bool   // inside a line longer than the cap
+	// lead: reading started within a line (at an offset after a byte other than "\n",
+	// start_at: end with a writer in the middle of a line): its rest, up to its newline,
+	// is no line, neither handed on nor counted, as the lines before the offset are not.
+	lead     bool
 	tail     [tailLen]byte
 	tailN    int
 	head     [headLen]byte
@@ -105,12 +109,13 @@ func (t *tracked) differs(want []byte, off int64) (bool, error) {
 func (t *tracked) restart() {
 	t.off = 0
 	t.partial = t.partial[:0]
-	t.skipping = false
+	t.skipping, t.lead = false, false
 	t.tailN, t.headN = 0, 0
 	t.done.Store(0)
 }
 
-// positionAt makes reading start at off, as for a file followed from its end.
+// positionAt makes reading start at off, as for a file followed from its end, or at the
+// next line when off is within one.
 func (t *tracked) positionAt(off int64) {
 	t.off = off
 	t.done.Store(off)
@@ -120,6 +125,7 @@ func (t *tracked) positionAt(off int64) {
 		got = 0
 	}
 	t.tailN = got
+	t.lead = got > 0 && t.tail[got-1] != '\n'
 	if got, err = t.f.ReadAt(t.head[:min(headLen, off)], 0); err != nil && !errors.Is(err, io.EOF) {
 		got = 0
 	}
@@ -221,6 +227,15 @@ func (r *lineReader) pass(t *tracked, path string, budget int64) (read int64, at
 // long line is skipped.
 func (r *lineReader) scan(t *tracked, path string, start, end int) (int, int) {
 	buf := r.buf
+	if t.lead {
+		i := bytes.IndexByte(buf[start:end], '\n')
+		if i < 0 {
+			t.done.Store(t.off)
+			return 0, 0
+		}
+		start += i + 1
+		t.lead = false
+	}
 	if r.block != nil && !t.skipping {
 		if i := bytes.LastIndexByte(buf[start:end], '\n'); i >= 0 && r.block(path, buf[start:start+i+1]) {
 			r.c.lines.Add(uint64(bytes.Count(buf[start:start+i+1], newline)))
