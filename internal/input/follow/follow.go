@@ -73,8 +73,10 @@ type Options struct {
 	// MaxLineBytes is skipped, before any later line of its file is handed on, with
 	// the line's first bytes (MaxLineBytes+1 of them at least, valid during the call
 	// only): a caller that joins lines into messages (the parts of a CRI message)
-	// learns that the message lost a part.
-	TooLong func(path string, head []byte)
+	// learns that the message lost a part. It returns whether the line counts as too
+	// long (Stats.TooLong): false for a line the caller would have skipped whatever its
+	// length (of a CRI stream it does not read), which it counts itself.
+	TooLong func(path string, head []byte) bool
 	// Closed, when set, is called in the reading goroutine, after the last line handed
 	// on under path, once no file is read under path any more: its last file was
 	// closed after leaving its path (renamed away or deleted, then idle for the grace

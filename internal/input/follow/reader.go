@@ -158,7 +158,7 @@ type lineReader struct {
 	// and Options.Block; block is nil when buf, longer than the cap and its newline, may
 	// hold a complete line too long.
 	chunk   func()
-	tooLong func(path string, head []byte)
+	tooLong func(path string, head []byte) bool
 	lend    func(buf []byte) []byte
 	block   func(path string, lines []byte) bool
 	// hold is Options.Hold, or a lock no one else takes.
@@ -293,7 +293,6 @@ func (r *lineReader) line(t *tracked, path string, line []byte) {
 			r.skip(path, line)
 		}
 		t.skipping = false
-		r.c.tooLong.Add(1)
 		return
 	}
 	r.c.lines.Add(1)
@@ -309,11 +308,12 @@ func TrimCR(line []byte) []byte {
 	return line
 }
 
-// skip tells Options.TooLong of a line too long to read, by its first bytes;
-// called once per line, when it is found too long.
+// skip counts a line too long to read, unless Options.TooLong, told of it by its
+// first bytes, says it does not count; called once per line, when it is found too
+// long, so that a line whose rest a follower resumed within it skips is counted.
 func (r *lineReader) skip(path string, head []byte) {
-	if r.tooLong != nil {
-		r.tooLong(path, head)
+	if r.tooLong == nil || r.tooLong(path, head) {
+		r.c.tooLong.Add(1)
 	}
 }
 
