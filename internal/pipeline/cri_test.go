@@ -237,7 +237,8 @@ func TestCRIPartialsRefusedPastTheMemoryBound(t *testing.T) {
 // A line too long to read of a stream the input does not read (streams:) is skipped as the
 // other lines of that stream are, before it is joined: its message keeps nothing in the
 // joiner (where it would stay, its last part never given to it, until its file goes, and
-// take one of the MaxPending messages being joined).
+// take one of the MaxPending messages being joined). It counts as the lines of that stream
+// do, as a line read, and not as too long: the input was not asked to read it.
 func TestCRIPartTooLongOfOtherStream(t *testing.T) {
 	log := filepath.Join(t.TempDir(), "0.log")
 	text := "2024-03-01T12:00:00Z stderr P " + strings.Repeat("x", 200) + "\n" +
@@ -257,6 +258,10 @@ func TestCRIPartTooLongOfOtherStream(t *testing.T) {
 	}
 	t.Cleanup(p.Stop)
 	waitTotal(t, p, "the last line", `logwindow_rule_matched_lines_total{rule="other"}`, 1)
+	samples := waitTotal(t, p, "every line read", "logwindow_input_lines_total", 3)
+	if got := sumOf(samples, "logwindow_input_too_long_lines_total"); got != 0 {
+		t.Errorf("%v lines too long, want none: the one too long is of a stream not read", got)
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, in := range p.inputs {

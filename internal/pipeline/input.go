@@ -197,15 +197,18 @@ func (in *stream) unwrap(path string, line []byte, streams config.Streams, lv *l
 // length, so that the rest of their message goes with them, and of the files it is done
 // with, so that their partial messages are forgotten. streams are the streams the input
 // reads now: a line of another is skipped before it is joined (unwrap), and so is one too
-// long, whose message the joiner would otherwise keep until its file goes.
+// long, whose message the joiner would otherwise keep until its file goes; it counts as a
+// line read, as the others of its stream do, not as too long.
 func (in *stream) joinOptions(o *follow.Options, streams func() config.Streams) {
 	if in.cri != nil {
-		o.TooLong = func(path string, head []byte) {
+		o.TooLong = func(path string, head []byte) bool {
 			if name, ok := cri.Stream(head); ok && !streams().Reads(name) {
-				return
+				in.landed.Add(1) // read as the other lines of its stream are: it makes no event
+				return false
 			}
 			in.cri.Dropped(path, head)
 			in.chargeHeld()
+			return true
 		}
 		o.Closed = func(path string) {
 			in.cri.Release(path)

@@ -197,11 +197,12 @@ func TestTooLongAndClosedReadToEnd(t *testing.T) {
 	_, err := ReadToEnd(Options{
 		Path:         p,
 		MaxLineBytes: 8,
-		TooLong: func(_ string, head []byte) {
+		TooLong: func(_ string, head []byte) bool {
 			if len(head) < 9 {
 				t.Errorf("head %q: want at least the cap and a byte", head)
 			}
 			got = append(got, "long "+string(head[:9]))
+			return true
 		},
 		Closed: func(path string) { got = append(got, "closed "+filepath.Base(path)) },
 	}, func(_ string, line []byte) { got = append(got, string(line)) })

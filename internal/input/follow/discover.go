@@ -76,9 +76,12 @@ func (f *Follower) watchLoop() {
 	}
 }
 
-// names reports whether path is one the input's path or glob names.
+// names reports whether path, named by an event, is one the input's path or glob names.
+// An event names a file under its directory as watched, which is cleaned (filepath.Dir of
+// the path, a glob's listed directories): both are compared cleaned, so that a path
+// written relative or with "//" or "./" has a created file opened at once too.
 func (f *Follower) names(path string) bool {
-	ok, err := filepath.Match(f.o.Path, path)
+	ok, err := filepath.Match(filepath.Clean(f.o.Path), filepath.Clean(path))
 	return ok && err == nil
 }
 

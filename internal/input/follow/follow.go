@@ -44,9 +44,11 @@ type Options struct {
 	// again on every scan, so files that appear later are followed too.
 	Path string
 	// FromBeginning reads the files that exist at Start from their first
-	// byte (start_at: beginning); otherwise from their size at Start. Files
-	// that appear later are always read from their first byte, so that none
-	// of their first lines is skipped.
+	// byte (start_at: beginning); otherwise from their size at Start, or from
+	// the next line when that size falls within one (a writer in the middle of
+	// it): the line began before Start, and its rest is no line. Files that
+	// appear later are always read from their first byte, so that none of
+	// their first lines is skipped.
 	FromBeginning bool
 	// MaxLineBytes caps a line's length, newline excluded (0 means
 	// DefaultMaxLineBytes). Longer lines are skipped and counted as TooLong.
@@ -71,8 +73,10 @@ type Options struct {
 	// MaxLineBytes is skipped, before any later line of its file is handed on, with
 	// the line's first bytes (MaxLineBytes+1 of them at least, valid during the call
 	// only): a caller that joins lines into messages (the parts of a CRI message)
-	// learns that the message lost a part.
-	TooLong func(path string, head []byte)
+	// learns that the message lost a part. It returns whether the line counts as too
+	// long (Stats.TooLong): false for a line the caller would have skipped whatever its
+	// length (of a CRI stream it does not read), which it counts itself.
+	TooLong func(path string, head []byte) bool
 	// Closed, when set, is called in the reading goroutine, after the last line handed
 	// on under path, once no file is read under path any more: its last file was
 	// closed after leaving its path (renamed away or deleted, then idle for the grace

@@ -429,6 +429,62 @@ func TestStartAt(t *testing.T) {
 	}
 }
 
+// TestStartAtMidLine: a file that ends within a line at start (its writer in the middle
+// of it) is read from the line after it with start_at: end, and from the positions of a
+// follower stopped before that line ended: the rest of that line is no line, neither
+// handed on nor counted, whether the lines are handed on one by one or taken as a block.
+// From the beginning, the line is read whole.
+func TestStartAtMidLine(t *testing.T) {
+	for _, tc := range []struct {
+		name                 string
+		fromBeginning, block bool
+		resume               bool // from the positions of a follower stopped mid-line
+		first                int
+	}{
+		{name: "end", first: 102},
+		{name: "end, blocks", block: true, first: 102},
+		{name: "resumed", resume: true, first: 102},
+		{name: "beginning", fromBeginning: true, first: 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := filepath.Join(t.TempDir(), "access.log")
+			w := create(t, p)
+			writeLines(t, w, 1, 100)
+			line := numbered(101)
+			if _, err := w.Write(line[:20]); err != nil {
+				t.Fatal(err)
+			}
+			c := newCollector()
+			o := modes[1].options(p)
+			o.FromBeginning = tc.fromBeginning
+			if tc.block {
+				o.Block = func(_ string, b []byte) bool {
+					for l := range bytes.Lines(b) {
+						c.handle(p, TrimCR(l[:len(l)-1]))
+					}
+					return true
+				}
+			}
+			if tc.resume {
+				f := start(t, o, c.handle)
+				waitFor(t, "ready", f.Ready)
+				f.Stop()
+				o.Resume = f.Positions()
+			}
+			f := start(t, o, c.handle)
+			if _, err := w.Write(line[20:]); err != nil {
+				t.Fatal(err)
+			}
+			writeLines(t, w, 102, 200)
+			waitFor(t, "appended lines", func() bool { return c.has(102, 200) })
+			c.expectExactly(t, span{tc.first, 200})
+			if st := f.Stats(); st.TooLong != 0 || !tc.block && st.LinesRead != uint64(200-tc.first+1) {
+				t.Errorf("%d lines read, %d too long; want %d and none", st.LinesRead, st.TooLong, 200-tc.first+1)
+			}
+		})
+	}
+}
+
 // TestGlob follows files that appear later from their first line, drains a
 // file renamed out of the pattern, and keeps a file renamed within it.
 func TestGlob(t *testing.T) {
@@ -552,19 +608,40 @@ func TestNotRegular(t *testing.T) {
 // A file the input names is opened on the event that it was created, not at the next
 // due scan: rotated away within a poll interval, it would otherwise never be read (nginx
 // rotated every 100 ms lost four lines in five). The poll here is an hour apart, so only
-// the events can open each file.
+// the events can open each file. The event names the file as the directory watched does,
+// cleaned: a path written otherwise (relative, with "//" or "./") must name it all the same.
 func TestOpenedOnCreate(t *testing.T) {
-	dir := t.TempDir()
-	path := filepath.Join(dir, "access.log")
-	c := newCollector()
-	f := start(t, Options{Path: path, PollInterval: time.Hour, RotationGrace: time.Hour}, c.handle)
-	const rounds, perRound = 20, 60
-	for r := range rounds {
-		w := create(t, path)
-		waitFollowed(t, f, w)
-		writeLines(t, w, r*perRound+1, (r+1)*perRound)
-		rename(t, path, path+".1") // replaces the file before: still open, still read
+	for _, tc := range []struct{ name, path string }{
+		{"absolute", ""},
+		{"relative", "access.log"},
+		{"dot", "./access.log"},
+		{"double slash", "logs//access.log"},
+		{"dot dir", "./logs/access.log"},
+		{"glob", "./logs//*.log"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			path, read := filepath.Join(dir, "access.log"), tc.path
+			if read == "" {
+				read = path
+			} else {
+				t.Chdir(dir)
+				path = filepath.Clean(strings.ReplaceAll(read, "*", "access"))
+			}
+			if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			c := newCollector()
+			f := start(t, Options{Path: read, PollInterval: time.Hour, RotationGrace: time.Hour}, c.handle)
+			const rounds, perRound = 20, 60
+			for r := range rounds {
+				w := create(t, path)
+				waitFollowed(t, f, w)
+				writeLines(t, w, r*perRound+1, (r+1)*perRound)
+				rename(t, path, path+".1") // replaces the file before: still open, still read
+			}
+			waitFor(t, "every line", func() bool { return c.has(1, rounds*perRound) })
+			c.expectExactly(t, span{1, rounds * perRound})
+		})
 	}
-	waitFor(t, "every line", func() bool { return c.has(1, rounds*perRound) })
-	c.expectExactly(t, span{1, rounds * perRound})
 }

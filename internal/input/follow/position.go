@@ -18,7 +18,9 @@ type Position struct {
 	Path string
 	// Dev and Ino identify the file.
 	Dev, Ino uint64
-	// Offset is that of the first byte not handed on: a line's first byte.
+	// Offset is that of the first byte not handed on: a line's first byte, or a byte
+	// within a line whose rest is being skipped (too long, or begun before the follower
+	// started), which a follower resumed there skips to its end too.
 	Offset int64
 	// Head is the xxhash of the file's first min(HeadBytes, Offset) bytes.
 	Head uint64

@@ -3,6 +3,7 @@ package follow
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 )
@@ -105,4 +106,36 @@ type fileBytes []byte
 
 func (b fileBytes) ReadAt(p []byte, off int64) (int, error) {
 	return copy(p, b[off:]), nil
+}
+
+// TestResumeWithinLineTooLong: a line too long counts once, when it is found so, though
+// the follower that found it stopped before its end and the one resumed from its position
+// skips the rest of it; the lines after it are read as usual.
+func TestResumeWithinLineTooLong(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "access.log")
+	w := create(t, p)
+	writeLines(t, w, 1, 100)
+	if _, err := w.WriteString(strings.Repeat("z", 300)); err != nil {
+		t.Fatal(err)
+	}
+	o := modes[1].options(p)
+	o.FromBeginning, o.MaxLineBytes = true, 200
+	first := newCollector()
+	f := start(t, o, first.handle)
+	waitFor(t, "the line too long found", func() bool { return f.Stats().TooLong == 1 })
+	f.Stop()
+	first.expectExactly(t, span{1, 100})
+
+	if _, err := w.WriteString(strings.Repeat("z", 300) + "\n"); err != nil {
+		t.Fatal(err)
+	}
+	writeLines(t, w, 101, 150)
+	o.Resume = f.Positions()
+	next := newCollector()
+	g := start(t, o, next.handle)
+	waitFor(t, "the lines after it", func() bool { return next.has(101, 150) })
+	next.expectExactly(t, span{101, 150})
+	if st := g.Stats(); st.TooLong != 0 || st.LinesRead != 50 {
+		t.Errorf("resumed: %d lines read, %d too long; want 50 and none", st.LinesRead, st.TooLong)
+	}
 }

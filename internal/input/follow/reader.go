@@ -53,6 +53,10 @@ type tracked struct {
 	off      int64  // bytes read from the file
 	partial  []byte // an incomplete line carried to the next turn
 	skipping bool   // inside a line longer than the cap
+	// lead: reading started within a line (at an offset after a byte other than "\n",
+	// start_at: end with a writer in the middle of a line): its rest, up to its newline,
+	// is no line, neither handed on nor counted, as the lines before the offset are not.
+	lead     bool
 	tail     [tailLen]byte
 	tailN    int
 	head     [headLen]byte
@@ -105,12 +109,13 @@ func (t *tracked) differs(want []byte, off int64) (bool, error) {
 func (t *tracked) restart() {
 	t.off = 0
 	t.partial = t.partial[:0]
-	t.skipping = false
+	t.skipping, t.lead = false, false
 	t.tailN, t.headN = 0, 0
 	t.done.Store(0)
 }
 
-// positionAt makes reading start at off, as for a file followed from its end.
+// positionAt makes reading start at off, as for a file followed from its end, or at the
+// next line when off is within one.
 func (t *tracked) positionAt(off int64) {
 	t.off = off
 	t.done.Store(off)
@@ -120,6 +125,7 @@ func (t *tracked) positionAt(off int64) {
 		got = 0
 	}
 	t.tailN = got
+	t.lead = got > 0 && t.tail[got-1] != '\n'
 	if got, err = t.f.ReadAt(t.head[:min(headLen, off)], 0); err != nil && !errors.Is(err, io.EOF) {
 		got = 0
 	}
@@ -152,7 +158,7 @@ type lineReader struct {
 	// and Options.Block; block is nil when buf, longer than the cap and its newline, may
 	// hold a complete line too long.
 	chunk   func()
-	tooLong func(path string, head []byte)
+	tooLong func(path string, head []byte) bool
 	lend    func(buf []byte) []byte
 	block   func(path string, lines []byte) bool
 	// hold is Options.Hold, or a lock no one else takes.
@@ -221,6 +227,15 @@ func (r *lineReader) pass(t *tracked, path string, budget int64) (read int64, at
 // long line is skipped.
 func (r *lineReader) scan(t *tracked, path string, start, end int) (int, int) {
 	buf := r.buf
+	if t.lead {
+		i := bytes.IndexByte(buf[start:end], '\n')
+		if i < 0 {
+			t.done.Store(t.off)
+			return 0, 0
+		}
+		start += i + 1
+		t.lead = false
+	}
 	if r.block != nil && !t.skipping {
 		if i := bytes.LastIndexByte(buf[start:end], '\n'); i >= 0 && r.block(path, buf[start:start+i+1]) {
 			r.c.lines.Add(uint64(bytes.Count(buf[start:start+i+1], newline)))
@@ -278,7 +293,6 @@ func (r *lineReader) line(t *tracked, path string, line []byte) {
 			r.skip(path, line)
 		}
 		t.skipping = false
-		r.c.tooLong.Add(1)
 		return
 	}
 	r.c.lines.Add(1)
@@ -294,11 +308,12 @@ func TrimCR(line []byte) []byte {
 	return line
 }
 
-// skip tells Options.TooLong of a line too long to read, by its first bytes;
-// called once per line, when it is found too long.
+// skip counts a line too long to read, unless Options.TooLong, told of it by its
+// first bytes, says it does not count; called once per line, when it is found too
+// long, so that a line whose rest a follower resumed within it skips is counted.
 func (r *lineReader) skip(path string, head []byte) {
-	if r.tooLong != nil {
-		r.tooLong(path, head)
+	if r.tooLong == nil || r.tooLong(path, head) {
+		r.c.tooLong.Add(1)
 	}
 }
 
