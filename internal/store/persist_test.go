@@ -47,6 +47,17 @@ func persistLines(sinks [2]*store.Sink, from int64, n int) {
 	}
 }
 
+// persisted returns a Set of persistRules, and its config, that 50 lines were written
+// to by one sink.
+func persisted() ([]*config.Rule, *config.Config, *store.Set) {
+	rules := persistRules()
+	cfg := storetest.Config(10, rules...)
+	set := storetest.Must(store.NewSetWith(cfg, nil, store.SetOptions{}))
+	k := set.NewSink()
+	persistLines([2]*store.Sink{k, k}, start, 50)
+	return rules, cfg, set
+}
+
 // encodeSet writes set's snapshot into a directory and reads it back, as a restart does;
 // with ahead, it is encoded ahead, then between, which writes to set, runs, then the
 // snapshot is taken with what was encoded ahead.
@@ -159,10 +170,7 @@ func TestRestoreGoesOnAsIfNeverStopped(t *testing.T) {
 // TestRestoreSkipsChangedRules: a rule whose definition changed, or that is gone, starts
 // empty as at a reload, and the rest is restored.
 func TestRestoreSkipsChangedRules(t *testing.T) {
-	rules := persistRules()
-	old := storetest.Must(store.NewSetWith(storetest.Config(10, rules...), nil, store.SetOptions{}))
-	k := old.NewSink()
-	persistLines([2]*store.Sink{k, k}, start, 50)
+	rules, _, old := persisted()
 	snap := encodeSet(t, old, false, func() {})
 
 	changed := *rules[0]
@@ -189,20 +197,31 @@ func TestRestoreSkipsChangedRules(t *testing.T) {
 	}
 }
 
+// restoreWritten writes a snapshot by fill, reads it back and restores it into a new Set
+// of cfg, failing the test on any error but those Restore reports as skipped.
+func restoreWritten(t *testing.T, cfg *config.Config, fill func(w *storage.Writer) error) (*store.Set, store.Restored) {
+	t.Helper()
+	dir := t.TempDir()
+	if err := storage.Write(dir, fill); err != nil {
+		t.Fatal(err)
+	}
+	set := storetest.Must(store.NewSetWith(cfg, nil, store.SetOptions{}))
+	res, err := set.Restore(storetest.Must(storage.Read(dir, 1<<30)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return set, res
+}
+
 // TestRestoreSkipsUndecodableRule: a rule whose series do not decode is skipped whole and
 // counted, what its series decoded so far were charged is given back, and the other rules
 // are restored.
 func TestRestoreSkipsUndecodableRule(t *testing.T) {
 	const spoil = 4 // the rule with summaries, which decoding charges
-	rules := persistRules()
-	cfg := storetest.Config(10, rules...)
-	old := storetest.Must(store.NewSetWith(cfg, nil, store.SetOptions{}))
-	k := old.NewSink()
-	persistLines([2]*store.Sink{k, k}, start, 50)
+	rules, cfg, old := persisted()
 	snap := encodeSet(t, old, false, func() {})
-	dir := t.TempDir()
 	// The same snapshot with a record that is no series after the spoilt rule's.
-	err := storage.Write(dir, func(w *storage.Writer) error {
+	set, res := restoreWritten(t, cfg, func(w *storage.Writer) error {
 		rules := 0
 		for _, sec := range snap.Sections {
 			if err := copySection(w, sec); err != nil {
@@ -218,15 +237,6 @@ func TestRestoreSkipsUndecodableRule(t *testing.T) {
 		}
 		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	spoilt := storetest.Must(storage.Read(dir, 1<<30))
-	set := storetest.Must(store.NewSetWith(cfg, nil, store.SetOptions{}))
-	res, err := set.Restore(spoilt)
-	if err != nil {
-		t.Fatal(err)
-	}
 	if res.Rules != len(rules)-1 || len(res.Skipped) != 1 || !errors.Is(res.Skipped[0], storage.ErrCorrupt) {
 		t.Fatalf("restored %d rules, skipped %v; want all but one, skipped as corrupt", res.Rules, res.Skipped)
 	}
@@ -255,11 +265,7 @@ func TestRestoreSkipsUndecodableRule(t *testing.T) {
 // (a snapshot of another build, or a file edited and its checksums made again) is
 // skipped as corrupt, and the other rules restored, rather than crash the start.
 func TestRestoreSkipsMalformedRuleHeader(t *testing.T) {
-	rules := persistRules()
-	cfg := storetest.Config(10, rules...)
-	old := storetest.Must(store.NewSetWith(cfg, nil, store.SetOptions{}))
-	k := old.NewSink()
-	persistLines([2]*store.Sink{k, k}, start, 50)
+	rules, cfg, old := persisted()
 	snap := encodeSet(t, old, false, func() {})
 	for _, tc := range []struct {
 		name   string
@@ -271,8 +277,7 @@ func TestRestoreSkipsMalformedRuleHeader(t *testing.T) {
 		{"unknown rule, layout cut short", []byte{1, 'x', 1, 'y', 0, 0}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			dir := t.TempDir()
-			err := storage.Write(dir, func(w *storage.Writer) error {
+			_, res := restoreWritten(t, cfg, func(w *storage.Writer) error {
 				for _, sec := range snap.Sections {
 					if err := copySection(w, sec); err != nil {
 						return err
@@ -283,15 +288,6 @@ func TestRestoreSkipsMalformedRuleHeader(t *testing.T) {
 				}
 				return w.Record(tc.header)
 			})
-			if err != nil {
-				t.Fatal(err)
-			}
-			spoilt := storetest.Must(storage.Read(dir, 1<<30))
-			set := storetest.Must(store.NewSetWith(cfg, nil, store.SetOptions{}))
-			res, err := set.Restore(spoilt)
-			if err != nil {
-				t.Fatal(err)
-			}
 			if res.Rules != len(rules) || len(res.Skipped) != 1 || !errors.Is(res.Skipped[0], storage.ErrCorrupt) {
 				t.Fatalf("restored %d rules, skipped %v; want all, one section skipped as corrupt", res.Rules, res.Skipped)
 			}
@@ -303,11 +299,7 @@ func TestRestoreSkipsMalformedRuleHeader(t *testing.T) {
 // snapshot of another build, or one edited), is restored or skipped, never a crash, and
 // what is restored reads as a scrape reads it.
 func FuzzRestore(f *testing.F) {
-	rules := persistRules()
-	cfg := storetest.Config(10, rules...)
-	old := storetest.Must(store.NewSetWith(cfg, nil, store.SetOptions{}))
-	k := old.NewSink()
-	persistLines([2]*store.Sink{k, k}, start, 50)
+	rules, cfg, old := persisted()
 	dir := f.TempDir()
 	if err := storage.Write(dir, storetest.Must(old.Encode(nil)).Write); err != nil {
 		f.Fatal(err)
@@ -328,8 +320,7 @@ func FuzzRestore(f *testing.F) {
 	}
 	f.Add([]byte{}, []byte{})
 	f.Fuzz(func(t *testing.T, head, series []byte) {
-		dir := t.TempDir()
-		err := storage.Write(dir, func(w *storage.Writer) error {
+		fresh, _ := restoreWritten(t, cfg, func(w *storage.Writer) error {
 			if err := copySection(w, set); err != nil {
 				return err
 			}
@@ -341,13 +332,6 @@ func FuzzRestore(f *testing.F) {
 			}
 			return w.Record(series)
 		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		fresh := storetest.Must(store.NewSetWith(cfg, nil, store.SetOptions{}))
-		if _, err := fresh.Restore(storetest.Must(storage.Read(dir, 1<<30))); err != nil {
-			t.Fatal(err)
-		}
 		for i := range rules {
 			read(fresh, i, start+10)
 			quantilesOf(fresh, i, start+10)
