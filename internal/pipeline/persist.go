@@ -35,6 +35,8 @@ type persister struct {
 	write sync.Mutex
 	// writeFile writes a snapshot's file: storage.Write, or a slow disk in tests.
 	writeFile func(dir string, fill func(w *storage.Writer) error) error
+	// encodeAhead is Set.EncodeAhead, or a slow one in tests.
+	encodeAhead func(*store.Set) (*store.Encoded, error)
 	// mu guards stats.
 	mu    sync.Mutex
 	stats selfmetric.StorageStats
@@ -157,34 +159,39 @@ func (p *Pipeline) Snapshot() error {
 	if p.storage == nil {
 		return nil
 	}
+	begin := time.Now()
+	// The series are encoded ahead while the inputs go on, and only those written since
+	// again during the cut; not while a warm start fills windows without counting lines.
+	// Scrapes (the inputs' and reloads' self-metrics), readiness and reloads take p.mu,
+	// and must not wait for the encoding, nor for the disk: p.mu is held only to see the
+	// inputs, and then from the cut until it is taken. A reload meanwhile has the stores
+	// it took over encoded again in full (Set.Encode).
+	p.mu.Lock()
+	ready, set := !p.stopped && p.inputsReady(), p.gen.Load().set
+	p.mu.Unlock()
+	var ahead *store.Encoded
+	if ready {
+		ahead, _ = p.storage.encodeAhead(set) // without it, the cut encodes them all
+	}
 	p.mu.Lock()
 	if p.stopped {
 		p.mu.Unlock()
 		// Stop wrote the last one, with the positions of inputs that no longer run.
 		return errStopped
 	}
-	// p.mu is let go once the cut is taken: scrapes (the inputs' and reloads'
-	// self-metrics), readiness and reloads take it, and must not wait for the disk.
-	return p.snapshot(p.mu.Unlock)
+	return p.snapshot(ahead, begin, p.mu.Unlock)
 }
 
-// snapshot is Snapshot with p.mu held, which keeps the inputs from coming and going
-// (a reload's new follower would otherwise start or stop during the cut); cutDone is
-// called once the cut is taken, before the file is written, and may let p.mu go. The
-// cut is taken after p.mu: a reload that holds p.mu may wait for a follower that waits
-// for the cut. The snapshots are written in the order of their cuts: s.write is taken
-// under p.mu.
-func (p *Pipeline) snapshot(cutDone func()) error {
+// snapshot writes a snapshot begun at begin, of the series encoded ahead (or nil), with
+// p.mu held, which keeps the inputs from coming and going (a reload's new follower would
+// otherwise start or stop during the cut); cutDone is called once the cut is taken,
+// before the file is written, and may let p.mu go. The cut is taken after p.mu: a reload
+// that holds p.mu may wait for a follower that waits for the cut. The snapshots are
+// written in the order of their cuts: s.write is taken under p.mu.
+func (p *Pipeline) snapshot(ahead *store.Encoded, begin time.Time, cutDone func()) error {
 	s := p.storage
 	s.write.Lock()
 	defer s.write.Unlock()
-	begin := time.Now()
-	// The series are encoded ahead while the inputs go on, and only those written since
-	// again during the cut; not while a warm start fills windows without counting lines.
-	var ahead *store.Encoded
-	if p.inputsReady() {
-		ahead, _ = p.gen.Load().set.EncodeAhead() // without it, the cut encodes them all
-	}
 	cutAt := time.Now()
 	p.cut.Lock()
 	files := make(map[string][]follow.Position)

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 
 	"github.com/logwindow/logwindow_exporter/config"
 	"github.com/logwindow/logwindow_exporter/internal/storage"
+	"github.com/logwindow/logwindow_exporter/internal/store"
 	"github.com/logwindow/logwindow_exporter/internal/testutil/syncbuf"
 )
 
@@ -376,50 +378,61 @@ rules:
 	}
 }
 
-// TestSnapshotWriteHoldsNoLock: while a snapshot's file is being written (a slow or hung
-// disk), a scrape, the readiness check and a reload go on: they wait for the cut at
-// most, not for the disk. The snapshot written is still the one of its cut.
-func TestSnapshotWriteHoldsNoLock(t *testing.T) {
-	dir, log := t.TempDir(), filepath.Join(t.TempDir(), "access.log")
-	var out syncbuf.Buffer
-	p := startStored(t, log, dir, &out, Options{SnapshotInterval: time.Hour})
-	persistLines(t, log, 1, 10)
-	waitCounted(t, p, 10)
-	writing, resume := make(chan struct{}), make(chan struct{})
-	p.storage.writeFile = func(dir string, fill func(w *storage.Writer) error) error {
-		close(writing)
-		<-resume
-		return storage.Write(dir, fill)
-	}
-	written := make(chan error, 1)
-	go func() { written <- p.Snapshot() }()
-	<-writing
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(p.Collector())
-	cfg := p.Config()
-	checked := make(chan error, 1)
-	go func() {
-		_, err := reg.Gather()
-		if err == nil && !p.Ready() {
-			err = fmt.Errorf("not ready")
-		}
-		checked <- errors.Join(err, p.Reload(cfg))
-	}()
-	// A deadline only to fail rather than hang: nothing waits for it when all is well.
-	select {
-	case err := <-checked:
-		if err != nil {
-			t.Error(err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Error("a scrape, the readiness check or a reload waited for the snapshot's file")
-	}
-	close(resume)
-	if err := <-written; err != nil {
-		t.Fatal(err)
-	}
-	p.storage.writeFile = storage.Write // for Stop's
-	if s := p.StorageStats(); s.Snapshots != 1 || s.Failures != 0 {
-		t.Errorf("storage stats %+v, want one snapshot written", s)
+// TestSnapshotHoldsNoLock: while a snapshot encodes the series ahead of its cut (many
+// series) or writes its file (a slow or hung disk), a scrape, the readiness check and a
+// reload go on: they wait for the cut at most. The snapshot is still written, of its cut.
+func TestSnapshotHoldsNoLock(t *testing.T) {
+	for _, stall := range []string{"series encoded ahead", "file written"} {
+		t.Run(stall, func(t *testing.T) {
+			dir, log := t.TempDir(), filepath.Join(t.TempDir(), "access.log")
+			var out syncbuf.Buffer
+			p := startStored(t, log, dir, &out, Options{SnapshotInterval: time.Hour})
+			persistLines(t, log, 1, 10)
+			waitCounted(t, p, 10)
+			stalled, resume := make(chan struct{}), make(chan struct{})
+			var once sync.Once // Stop's snapshot at the end goes through the same hooks
+			wait := func() { once.Do(func() { close(stalled); <-resume }) }
+			if stall == "file written" {
+				p.storage.writeFile = func(dir string, fill func(w *storage.Writer) error) error {
+					wait()
+					return storage.Write(dir, fill)
+				}
+			} else {
+				p.storage.encodeAhead = func(set *store.Set) (*store.Encoded, error) {
+					wait()
+					return set.EncodeAhead()
+				}
+			}
+			written := make(chan error, 1)
+			go func() { written <- p.Snapshot() }()
+			<-stalled
+			reg := prometheus.NewRegistry()
+			reg.MustRegister(p.Collector())
+			cfg := p.Config()
+			checked := make(chan error, 1)
+			go func() {
+				_, err := reg.Gather()
+				if err == nil && !p.Ready() {
+					err = fmt.Errorf("not ready")
+				}
+				checked <- errors.Join(err, p.Reload(cfg))
+			}()
+			// A deadline only to fail rather than hang: nothing waits for it when all is well.
+			select {
+			case err := <-checked:
+				if err != nil {
+					t.Error(err)
+				}
+			case <-time.After(10 * time.Second):
+				t.Errorf("a scrape, the readiness check or a reload waited while the snapshot's %s", stall)
+			}
+			close(resume)
+			if err := <-written; err != nil {
+				t.Fatal(err)
+			}
+			if s := p.StorageStats(); s.Snapshots != 1 || s.Failures != 0 {
+				t.Errorf("storage stats %+v, want one snapshot written", s)
+			}
+		})
 	}
 }

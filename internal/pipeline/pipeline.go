@@ -134,7 +134,7 @@ func Start(cfg *config.Config, opts Options) (*Pipeline, error) {
 	p := &Pipeline{opts: opts, clock: newClock(opts.Now), inputs: map[string]*stream{}, restored: math.MaxInt64}
 	p.started = p.clock.second()
 	if opts.StoragePath != "" {
-		p.storage = &persister{dir: opts.StoragePath, interval: cmp.Or(opts.SnapshotInterval, DefaultSnapshotInterval), writeFile: storage.Write}
+		p.storage = &persister{dir: opts.StoragePath, interval: cmp.Or(opts.SnapshotInterval, DefaultSnapshotInterval), writeFile: storage.Write, encodeAhead: (*store.Set).EncodeAhead}
 		p.storage.stats.Enabled = true
 		p.resume, p.restored = p.restore(gen)
 	}
@@ -275,7 +275,8 @@ func (p *Pipeline) Stop() {
 		for _, in := range p.inputs {
 			in.stop()
 		}
-		if p.snapshot(func() {}) == nil {
+		// The readers have stopped: the cut, which encodes every series, holds no one up.
+		if p.snapshot(nil, time.Now(), func() {}) == nil {
 			p.opts.Logger.Info("snapshot written at shutdown", "dir", p.storage.dir)
 		}
 	}
