@@ -331,6 +331,23 @@ rules:
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+	// What a scrape's look at the inputs waits for while snapshots are taken: the
+	// readiness check takes the lock it takes, every millisecond.
+	stop, waited := make(chan struct{}), make(chan time.Duration)
+	go func() {
+		var most time.Duration
+		for {
+			select {
+			case <-stop:
+				waited <- most
+				return
+			case <-time.After(time.Millisecond):
+			}
+			t := time.Now()
+			p.Ready()
+			most = max(most, time.Since(t))
+		}
+	}()
 	var longest time.Duration
 	for b.Loop() {
 		if err := p.Snapshot(); err != nil {
@@ -338,7 +355,9 @@ rules:
 		}
 		longest = max(longest, p.StorageStats().LastPause)
 	}
+	close(stop)
 	b.ReportMetric(float64(longest.Microseconds()), "max-pause-µs")
+	b.ReportMetric(float64((<-waited).Microseconds()), "max-ready-wait-µs")
 	b.ReportMetric(float64(p.StorageStats().LastBytes), "snapshot-bytes")
 }
 
