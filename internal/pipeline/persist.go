@@ -164,8 +164,8 @@ func (p *Pipeline) Snapshot() error {
 	// again during the cut; not while a warm start fills windows without counting lines.
 	// Scrapes (the inputs' and reloads' self-metrics), readiness and reloads take p.mu,
 	// and must not wait for the encoding, nor for the disk: p.mu is held only to see the
-	// inputs, and then from the cut until it is taken. A reload meanwhile has the stores
-	// it took over encoded again in full (Set.Encode).
+	// inputs, and then from the cut until it is taken. The stores a reload meanwhile made
+	// or moved to another place in the Set are encoded in full at the cut (Set.Encode).
 	p.mu.Lock()
 	ready, set := !p.stopped && p.inputsReady(), p.gen.Load().set
 	p.mu.Unlock()
