@@ -175,8 +175,8 @@ func (in *stream) unwrap(path string, line []byte, streams config.Streams, lv *l
 	if in.cri == nil {
 		return line, nil, message
 	}
-	name, ok := cri.Stream(line)
-	if ok && !streams.Reads(name) {
+	name, skip := skipsStream(line, streams)
+	if skip {
 		return nil, nil, otherStream
 	}
 	msg, wrapperTime, r := in.cri.Feed(path, line)
@@ -193,6 +193,13 @@ func (in *stream) unwrap(path string, line []byte, streams config.Streams, lv *l
 	return nil, nil, pending
 }
 
+// skipsStream returns the stream of a CRI line, and whether it is of a stream an input
+// of streams does not read, which is skipped before it is joined.
+func skipsStream(line []byte, streams config.Streams) (name []byte, skip bool) {
+	name, ok := cri.Stream(line)
+	return name, ok && !streams.Reads(name)
+}
+
 // joinOptions has the follower tell a cri input's joiner of the lines it skips for their
 // length, so that the rest of their message goes with them, and of the files it is done
 // with, so that their partial messages are forgotten. streams are the streams the input
@@ -202,7 +209,7 @@ func (in *stream) unwrap(path string, line []byte, streams config.Streams, lv *l
 func (in *stream) joinOptions(o *follow.Options, streams func() config.Streams) {
 	if in.cri != nil {
 		o.TooLong = func(path string, head []byte) bool {
-			if name, ok := cri.Stream(head); ok && !streams().Reads(name) {
+			if _, skip := skipsStream(head, streams()); skip {
 				in.landed.Add(1) // read as the other lines of its stream are: it makes no event
 				return false
 			}
