@@ -238,7 +238,8 @@ func TestCRIPartialsRefusedPastTheMemoryBound(t *testing.T) {
 // other lines of that stream are, before it is joined: its message keeps nothing in the
 // joiner (where it would stay, its last part never given to it, until its file goes, and
 // take one of the MaxPending messages being joined). It counts as the lines of that stream
-// do, as a line read, and not as too long: the input was not asked to read it.
+// do, as a line read, and not as too long: the input was not asked to read it. A one-shot
+// says so too: its summary counts it with the other lines of streams not read.
 func TestCRIPartTooLongOfOtherStream(t *testing.T) {
 	log := filepath.Join(t.TempDir(), "0.log")
 	text := "2024-03-01T12:00:00Z stderr P " + strings.Repeat("x", 200) + "\n" +
@@ -263,10 +264,18 @@ func TestCRIPartTooLongOfOtherStream(t *testing.T) {
 		t.Errorf("%v lines too long, want none: the one too long is of a stream not read", got)
 	}
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	for _, in := range p.inputs {
 		if held := in.cri.HeldBytes(); held != 0 {
 			t.Errorf("the joiner holds %d bytes for a stream the input does not read, want none", held)
 		}
+	}
+	p.mu.Unlock()
+
+	var out, summary bytes.Buffer
+	if err := Replay(cfg, []string{log}, Options{Now: time.Now, MaxLineBytes: 100, Summary: &summary}, &out); err != nil {
+		t.Fatal(err)
+	}
+	if want := fmt.Sprintf("input %s: 1 of 1 lines fit (2 lines of other streams skipped)\n", log); summary.String() != want {
+		t.Errorf("replay summary %q, want %q", summary.String(), want)
 	}
 }

@@ -165,7 +165,9 @@ const (
 	// (counted).
 	pending
 	// otherStream: the line is of a CRI stream the input does not read (streams:); it is
-	// skipped before it is joined, and counted nowhere.
+	// skipped before it is joined. The follower counted it as a line read, as it counts
+	// every line it hands on; it is neither malformed, unmatched nor too long (a one-shot
+	// counts it as skipped: readMessages).
 	otherStream
 )
 

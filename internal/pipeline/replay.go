@@ -137,7 +137,8 @@ func replayFiles(p *parser.Parser, files []fileInput, opts Options, sink replayS
 // the messages of its streams, joined from their parts. It hands fn each message with the
 // path it was read from (a glob reads several), the number of its (last) line there, its
 // wrapper's time and its own captures, all valid during the call, and returns how many
-// lines it read and how many of them were of streams the input does not read.
+// lines it read and how many of them were of streams the input does not read, too long or
+// not (a line too long of a stream it reads is in neither: it is skipped as too long).
 func readMessages(file fileInput, opts Options, fn func(path string, n int, msg, wrapperTime []byte, lv lineValues)) (lines, skipped int, err error) {
 	ci := file.input
 	in := &stream{}
@@ -162,7 +163,10 @@ func readMessages(file fileInput, opts Options, fn func(path string, n int, msg,
 			skipped++
 		}
 	})
-	return lines, skipped, err
+	// A line of another stream too long to read never reached the handler: joinOptions
+	// counted it as read (landed), and it is skipped as the other lines of its stream.
+	other := int(in.landed.Load())
+	return lines + other, skipped + other, err
 }
 
 func hasEventTime(cfg *config.Config) bool {
