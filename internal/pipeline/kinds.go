@@ -58,12 +58,12 @@ func startFollower(p *Pipeline, ci config.Input, in *stream, shard int) (input.I
 		PollInterval:  p.opts.PollInterval,
 		Logger:        in.log,
 		Backfill:      p.warmStart(ci, in.log),
-		Resume:        p.resumeOf(ci.Source()),
 		Hold:          hold,
 		Lend:          hold.Lend,
 		Block:         hold.Block,
 		CaughtUp:      hold.CaughtUp,
 	}
+	opts.Resume, opts.HandOver = p.resumeOf(ci.Source())
 	in.workers.Store(int32(workersOf(ci)))
 	if in.deal != nil {
 		opts.Select = func(path string) bool { return in.deal.owns(path, shard) }
@@ -75,13 +75,13 @@ func startFollower(p *Pipeline, ci config.Input, in *stream, shard int) (input.I
 }
 
 // resumeOf is where the followers of source start that replace others (Options.Resume):
-// those of the snapshot restored at Start, those stopped by handOver at a reload; nil for
-// new followers.
-func (p *Pipeline) resumeOf(source string) []follow.Position {
+// those of the snapshot restored at Start, those stopped by handOver at a reload (then
+// handedOver is true, for the follower's log); nil for new followers.
+func (p *Pipeline) resumeOf(source string) (ps []follow.Position, handedOver bool) {
 	if ps, ok := p.handedOver[source]; ok {
-		return ps
+		return ps, true
 	}
-	return p.resume[source]
+	return p.resume[source], false
 }
 
 // startListener binds a syslog input's socket; its lines read the clock once per batch of

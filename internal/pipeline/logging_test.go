@@ -73,3 +73,40 @@ func TestInputLogger(t *testing.T) {
 		})
 	}
 }
+
+// A reload that starts a glob's followers anew hands them the positions of those it
+// stopped, a rotated file being finished among them: the log says the file was handed
+// over at the reload, not that it went while the exporter was down.
+func TestHandOverOfRotatedFileLogged(t *testing.T) {
+	dir := t.TempDir()
+	log := filepath.Join(dir, "access.log")
+	if err := os.WriteFile(log, []byte("x\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rules := func(shards int) *config.Config {
+		cfg, err := config.Parse(fmt.Appendf(nil, "inputs: [{path: '%s/*.log', start_at: beginning, shards: %d}]\nrules: [{name: lines, match: x}]\n", dir, shards), "rules.yaml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cfg
+	}
+	var out syncbuf.Buffer
+	// The rotated file stays open (its grace) until the reload stops its follower.
+	p, err := Start(rules(1), Options{Now: time.Now, PollInterval: 10 * time.Millisecond, RotationGrace: time.Hour, Logger: slog.New(slog.NewTextHandler(&out, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Stop)
+	waitTotal(t, p, "the line", "lines_total{", 1)
+	if err := os.Rename(log, log+".1"); err != nil {
+		t.Fatal(err)
+	}
+	waitTotal(t, p, "the rotation", "logwindow_input_rotations_total", 1)
+	if err := p.Reload(rules(2)); err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf(`msg="file rotated away, handed over at a reload: reading it to its end from where the stopped follower left off" input=%s/*.log path=%s file=%s.1 offset=2`, dir, log, log)
+	if !strings.Contains(out.String(), want) {
+		t.Errorf("log lacks %s:\n%s", want, out.String())
+	}
+}

@@ -97,6 +97,10 @@ type Options struct {
 	// without Backfill; a file of a position that left its path is found by its identity
 	// in its directory and read to its end first (see position.go).
 	Resume []Position
+	// HandOver says that Resume holds the positions of followers this process stopped at
+	// a reload to start this one instead, not those of a snapshot saved before the
+	// process started: only what is logged of the files that left their path differs.
+	HandOver bool
 	// Hold, when set, is held while lines are handed on, a chunk at a time: a caller that
 	// takes it exclusively sees no line being handed on, so that Positions and what the
 	// handler made of the lines before them are one cut.

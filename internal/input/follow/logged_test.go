@@ -3,6 +3,7 @@ package follow
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -25,17 +26,7 @@ func TestPickedUpFilesLogged(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			dir := t.TempDir()
 			var log bytes.Buffer
-			logger := slog.New(slog.NewTextHandler(&log, &slog.HandlerOptions{
-				Level: slog.LevelInfo,
-				// Without the time, a line is the same at every run.
-				ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
-					if a.Key == slog.TimeKey {
-						return slog.Attr{}
-					}
-					return a
-				},
-			})).With("input", "web")
-			f, err := newFollower(Options{Path: filepath.Join(dir, c.path), Logger: logger, noNotify: true}, func(string, []byte) {})
+			f, err := newFollower(Options{Path: filepath.Join(dir, c.path), Logger: timelessLogger(&log), noNotify: true}, func(string, []byte) {})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -62,4 +53,82 @@ func TestPickedUpFilesLogged(t *testing.T) {
 			}
 		})
 	}
+}
+
+// timelessLogger logs at info to w as the program does, under the input "web", without
+// the time, so that a line is the same at every run.
+func timelessLogger(w io.Writer) *slog.Logger {
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{
+		Level: slog.LevelInfo,
+		ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
+			if a.Key == slog.TimeKey {
+				return slog.Attr{}
+			}
+			return a
+		},
+	})).With("input", "web")
+}
+
+// A file of a position to resume from that left its path is looked for in its directory,
+// and the log says what happened to it in the terms of where the position came from: a
+// snapshot saved before the exporter was down, or a follower stopped at a reload that
+// handed its positions over. The test makes the first scan itself.
+func TestResumeRotatedLogged(t *testing.T) {
+	cases := []struct {
+		name     string
+		handOver bool
+		gone     bool // the rotated file was deleted too
+		want     string
+	}{
+		{"snapshot, rotated", false, false, "file rotated away while the exporter was down, reading it to its end from the saved position"},
+		{"snapshot, gone", false, true, "the file of a saved position is gone: the lines written to it after the position are lost"},
+		{"hand-over, rotated", true, false, "file rotated away, handed over at a reload: reading it to its end from where the stopped follower left off"},
+		{"hand-over, gone", true, true, "the file of a position handed over at a reload is gone: the lines written to it after the position are lost"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			path, rotated := filepath.Join(dir, "access.log"), filepath.Join(dir, "access.log.1")
+			writeLines(t, create(t, path), 1, 10)
+			p := positionAtEnd(t, path)
+			rename(t, path, rotated)
+			var attrs string
+			if c.gone {
+				if err := os.Remove(rotated); err != nil {
+					t.Fatal(err)
+				}
+				attrs = fmt.Sprintf("path=%s offset=%d", path, p.Offset)
+			} else {
+				attrs = fmt.Sprintf("path=%s file=%s offset=%d", path, rotated, p.Offset)
+			}
+			var log bytes.Buffer
+			f, err := newFollower(Options{Path: path, Logger: timelessLogger(&log), noNotify: true, Resume: []Position{p}, HandOver: c.handOver}, func(string, []byte) {})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(f.Stop)
+			f.discover(true)
+			f.resumeRotated()
+			want := fmt.Sprintf("level=INFO msg=%q input=web %s", c.want, attrs)
+			if got := strings.TrimSuffix(log.String(), "\n"); got != want {
+				t.Errorf("log:\n%s\nwant:\n%s", got, want)
+			}
+		})
+	}
+}
+
+// positionAtEnd is where a follower started at path's end (start_at: end) stands.
+func positionAtEnd(t *testing.T, path string) Position {
+	t.Helper()
+	f, err := newFollower(Options{Path: path, Logger: testLogger(t), noNotify: true}, func(string, []byte) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Stop()
+	f.discover(true)
+	ps := f.Positions()
+	if len(ps) != 1 {
+		t.Fatalf("positions %+v, want one of %s", ps, path)
+	}
+	return ps[0]
 }

@@ -114,15 +114,39 @@ func (f *Follower) resumeAt(id fileID, file *os.File) (off int64, ok bool) {
 	return p.Offset, true
 }
 
-// resumeRotated finishes the files of saved positions that the first scan did not find
-// at any path: rotated away while the exporter was down, they are looked for by device
-// and inode in the directory of their path, and read from their position to their end
-// before they are retired as any rotated file is.
+// resumeLog is what resumeRotated logs of the files of positions that left their path,
+// in the terms of where the positions came from: a snapshot's were saved before the
+// process started, so the file went while the exporter was down; a hand-over's are those
+// of followers stopped at a reload a moment ago, which may have been finishing a rotated
+// file still.
+type resumeLog struct{ rotated, gone, rewritten string }
+
+var (
+	snapshotLog = resumeLog{
+		rotated:   "file rotated away while the exporter was down, reading it to its end from the saved position",
+		gone:      "the file of a saved position is gone: the lines written to it after the position are lost",
+		rewritten: "the file of a saved position was rewritten: the lines written to it after the position are lost",
+	}
+	handOverLog = resumeLog{
+		rotated:   "file rotated away, handed over at a reload: reading it to its end from where the stopped follower left off",
+		gone:      "the file of a position handed over at a reload is gone: the lines written to it after the position are lost",
+		rewritten: "the file of a position handed over at a reload was rewritten: the lines written to it after the position are lost",
+	}
+)
+
+// resumeRotated finishes the files of the positions to resume from that the first scan
+// did not find at any path: rotated away since the positions were taken, they are looked
+// for by device and inode in the directory of their path, and read from their position to
+// their end before they are retired as any rotated file is.
 func (f *Follower) resumeRotated() {
 	r := f.resume
 	f.resume = nil
 	if r == nil {
 		return
+	}
+	say := snapshotLog
+	if f.o.HandOver {
+		say = handOverLog
 	}
 	var found []*tracked
 	var buf [headLen]byte
@@ -133,12 +157,12 @@ func (f *Follower) resumeRotated() {
 		}
 		file := openByID(filepath.Dir(p.Path), id)
 		if file == nil {
-			f.o.Logger.Info("the file of a saved position is gone: the lines written to it after the position are lost", "path", p.Path, "offset", p.Offset)
+			f.o.Logger.Info(say.gone, "path", p.Path, "offset", p.Offset)
 			continue
 		}
 		if h, err := headHash(file, p.Offset, &buf); err != nil || h != p.Head {
 			_ = file.Close()
-			f.o.Logger.Info("the file of a saved position was rewritten: the lines written to it after the position are lost", "path", p.Path, "offset", p.Offset)
+			f.o.Logger.Info(say.rewritten, "path", p.Path, "offset", p.Offset)
 			continue
 		}
 		now := f.o.now()
@@ -146,7 +170,7 @@ func (f *Follower) resumeRotated() {
 		t.positionAt(p.Offset)
 		found = append(found, t)
 		f.c.rotations.Add(1)
-		f.o.Logger.Info("file rotated away while the exporter was down, reading it to its end from the saved position", "path", p.Path, "file", file.Name(), "offset", p.Offset)
+		f.o.Logger.Info(say.rotated, "path", p.Path, "file", file.Name(), "offset", p.Offset)
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
