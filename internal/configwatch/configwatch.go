@@ -1,8 +1,10 @@
 // Package configwatch reloads the exporter when its rule file changes on disk. It is the
 // Kubernetes ConfigMap pattern: the kubelet replaces a mounted ConfigMap by swapping a
 // symlinked directory next to the file, so the directory is watched, not the file, and a
-// change is recognised by the file's content, not by which event reported it. No reload
-// endpoint has to be reachable from the network for it.
+// change is recognised by the file's content, not by which event reported it. Only the
+// events of the entries the file depends on delay the reload, though: a log written
+// beside the file all the time must not postpone it for as long as it is written. No
+// reload endpoint has to be reachable from the network for it.
 package configwatch
 
 import (
@@ -12,6 +14,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/fsnotify/fsnotify"
@@ -22,9 +25,10 @@ type Options struct {
 	// Reload applies the file's new content (the pipeline re-reads and swaps the rules)
 	// and logs its outcome, as it does for SIGHUP.
 	Reload func()
-	// Settle is how long the directory must stay quiet after an event before the file is
-	// read: an editor or the kubelet changes it in several steps, and reading in the
-	// middle would load (and refuse) a half-written file.
+	// Settle is how long the directory must stay quiet after an event of an entry the
+	// file depends on (dependsOn) before the file is read: an editor or the kubelet
+	// changes it in several steps, and reading in the middle would load (and refuse) a
+	// half-written file.
 	Settle time.Duration
 	// Poll is how long after the last check the file is read again even without events:
 	// inotify may be unavailable (its limits reached) or miss a change on some filesystems.
@@ -41,6 +45,9 @@ type Options struct {
 type Watcher struct {
 	path string
 	last [sha256.Size]byte
+	// entries are those of the directory the file depends on (dependsOn), found again
+	// after each event of one of them and at each check.
+	entries map[string]bool
 }
 
 // New reads path's current content as the one loaded. Call it before the configuration
@@ -81,16 +88,25 @@ func (w *Watcher) Run(ctx context.Context, opts Options) error {
 	if fw != nil {
 		defer fw.Close()
 	}
+	return w.loop(ctx, opts, events, errs)
+}
 
+// loop is Run's, on the events and errors of a watch of the file's directory (nil: none).
+func (w *Watcher) loop(ctx context.Context, opts Options, events <-chan fsnotify.Event, errs <-chan error) error {
+	dir := filepath.Dir(w.path)
+	w.entries = dependsOn(w.path)
 	poll := opts.After(opts.Poll)
 	var settle <-chan time.Time // nil while no event waits
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-events:
-			// Every event restarts the quiet period; which file it names does not matter,
-			// since the kubelet's swap touches only the hidden ..data entries.
+		case ev := <-events:
+			if !w.concerns(dir, ev.Name) {
+				continue
+			}
+			// The event may have moved a symlink the file is reached through.
+			w.entries = dependsOn(w.path)
 			settle = opts.After(opts.Settle)
 		case err := <-errs:
 			opts.Logger.Warn("watching the rule file", "path", w.path, "err", err)
@@ -105,9 +121,65 @@ func (w *Watcher) Run(ctx context.Context, opts Options) error {
 	}
 }
 
+// concerns says whether an event of name, an entry of dir or dir itself, may have
+// changed the file: one of the entries it depends on; one whose name begins with "..",
+// as the kubelet's "..data", "..data_tmp" and "..<timestamp>" of its swap do (a
+// ConfigMap's keys cannot); or the directory itself (removed or renamed). The event of
+// another file only says that that file was written.
+func (w *Watcher) concerns(dir, name string) bool {
+	if filepath.Dir(name) != dir {
+		return true
+	}
+	base := filepath.Base(name)
+	return w.entries[base] || strings.HasPrefix(base, "..")
+}
+
+// maxHops bounds the symlinks dependsOn follows, as the kernel's bound (ELOOP) does.
+const maxHops = 40
+
+// dependsOn returns the entries of path's directory that path's content depends on: its
+// own, and each one a symlink on its way resolves through (`ln -sf` retargets it; its
+// target may be written in place beside it; the kubelet's ..data is one), which the
+// directory's events name rather than the file. A symlink that points out of the
+// directory is followed, but what happens out there makes no event here: the poll sees it.
+func dependsOn(path string) map[string]bool {
+	dir := filepath.Dir(path)
+	entries := map[string]bool{filepath.Base(path): true}
+	add := func(dir, p string) {
+		rel, err := filepath.Rel(dir, p)
+		if err != nil || rel == "." || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+			return // out of the directory
+		}
+		first, _, _ := strings.Cut(rel, string(filepath.Separator))
+		entries[first] = true
+	}
+	p := path
+	for range maxHops {
+		target, err := os.Readlink(p)
+		if err != nil {
+			break // the file itself, or nothing there (yet)
+		}
+		if !filepath.IsAbs(target) {
+			target = filepath.Join(filepath.Dir(p), target)
+		}
+		p = target
+		add(dir, p)
+	}
+	// A symlinked directory on the way (the kubelet's ..data to its ..<timestamp>) has the
+	// file in an entry of its own.
+	if file, err := filepath.EvalSymlinks(path); err == nil {
+		if realDir, err := filepath.EvalSymlinks(dir); err == nil {
+			add(realDir, file)
+		}
+	}
+	return entries
+}
+
 // check reloads when the content differs from the last one seen. A refused reload is not
 // retried until the content changes again: the same bad file would only be refused again.
 func (w *Watcher) check(opts Options) {
+	// A symlink out of the directory may have been retargeted, which makes no event here.
+	w.entries = dependsOn(w.path)
 	sum, err := digest(w.path)
 	if err != nil {
 		opts.Logger.Warn("cannot read the rule file; the running configuration stays", "path", w.path, "err", err)

@@ -2,6 +2,7 @@ package configwatch
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -9,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/fsnotify/fsnotify"
 )
 
 const (
@@ -74,6 +77,13 @@ type harness struct {
 
 func start(t *testing.T, path string) *harness {
 	t.Helper()
+	return startRun(t, path, (*Watcher).Run)
+}
+
+// startRun is start with run in Run's place: a test that hands the watcher the events
+// itself runs its loop.
+func startRun(t *testing.T, path string, run func(*Watcher, context.Context, Options) error) *harness {
+	t.Helper()
 	h := &harness{clock: newFakeClock(), path: path, reloads: make(chan string, 10)}
 	w, err := New(path)
 	if err != nil {
@@ -82,7 +92,7 @@ func start(t *testing.T, path string) *harness {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		done <- w.Run(ctx, Options{
+		done <- run(w, ctx, Options{
 			Reload: func() {
 				b, err := os.ReadFile(path)
 				if err != nil {
@@ -161,6 +171,18 @@ func (h *harness) settleAndReload(t *testing.T) string {
 	return got
 }
 
+// symlink makes link point to target, replacing what link was in one rename.
+func symlink(t *testing.T, target, link string) {
+	t.Helper()
+	tmp := link + ".tmp"
+	if err := os.Symlink(target, tmp); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, link); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func write(t *testing.T, path, content string) {
 	t.Helper()
 	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
@@ -219,6 +241,37 @@ func TestReloadOnChange(t *testing.T) {
 			setup:  func(t *testing.T, dir string) { kubeletDir(t, dir, "v1", "v1") },
 			change: func(t *testing.T, dir string) { kubeletDir(t, dir, "v2", "v2") },
 		},
+		{
+			name: "a symlink's target written in place",
+			setup: func(t *testing.T, dir string) {
+				write(t, filepath.Join(dir, "real.yaml"), "v1")
+				symlink(t, "real.yaml", filepath.Join(dir, "rules.yaml"))
+			},
+			change: func(t *testing.T, dir string) { write(t, filepath.Join(dir, "real.yaml"), "v2") },
+		},
+		{
+			name: "a symlink retargeted, as ln -sf does",
+			setup: func(t *testing.T, dir string) {
+				write(t, filepath.Join(dir, "v1.yaml"), "v1")
+				symlink(t, "v1.yaml", filepath.Join(dir, "rules.yaml"))
+			},
+			change: func(t *testing.T, dir string) {
+				write(t, filepath.Join(dir, "v2.yaml"), "v2")
+				symlink(t, "v2.yaml", filepath.Join(dir, "rules.yaml"))
+			},
+		},
+		{
+			name: "a symlink on the way retargeted",
+			setup: func(t *testing.T, dir string) {
+				write(t, filepath.Join(dir, "v1.yaml"), "v1")
+				symlink(t, "v1.yaml", filepath.Join(dir, "current.yaml"))
+				symlink(t, "current.yaml", filepath.Join(dir, "rules.yaml"))
+			},
+			change: func(t *testing.T, dir string) {
+				write(t, filepath.Join(dir, "v2.yaml"), "v2")
+				symlink(t, "v2.yaml", filepath.Join(dir, "current.yaml"))
+			},
+		},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -274,6 +327,87 @@ func TestPollFindsChange(t *testing.T) {
 	}
 	if got, ok := h.fire(t, settle); ok {
 		t.Fatalf("the settled events of the change polled already reloaded %q again", got)
+	}
+}
+
+// TestBusyNeighbour: a file written all the time beside the rule file (a log in the same
+// directory) does not postpone the reload of a change: only the events of the entries the
+// rule file depends on restart the quiet period. The test hands the watcher the events of
+// a watch of its own, one at a time, so that it knows which of them the watcher dealt with.
+func TestBusyNeighbour(t *testing.T) {
+	dir := t.TempDir()
+	path, neighbour := filepath.Join(dir, "rules.yaml"), filepath.Join(dir, "app.log")
+	write(t, path, "v1")
+	r := newRelay(t, dir)
+	h := startRun(t, path, func(w *Watcher, ctx context.Context, o Options) error {
+		return w.loop(ctx, o, r.out, nil)
+	})
+
+	// Saved as editors do: written beside, then renamed over.
+	write(t, path+".swp", "v2")
+	if err := os.Rename(path+".swp", path); err != nil {
+		t.Fatal(err)
+	}
+	r.until(t, path)
+	h.clock.waitAsked(t, settle)
+	for i := range 20 {
+		write(t, neighbour, fmt.Sprintf("line %d\n", i))
+	}
+	last := neighbour + ".1"
+	write(t, last, "")
+	r.until(t, last)
+	// The watcher took the event of last, so it dealt with every one before.
+	for len(h.clock.asked) > 0 {
+		if d := <-h.clock.asked; d == settle {
+			t.Fatal("an event of another file of the directory restarted the quiet period")
+		}
+	}
+	if got, ok := h.fire(t, settle); !ok || got != "v2" {
+		t.Fatalf("after the quiet period: reloaded %v, read %q; want a reload of v2", ok, got)
+	}
+}
+
+// relay hands a watcher's loop the events of a watch of a directory the test keeps.
+type relay struct {
+	fw *fsnotify.Watcher
+	// out is unbuffered: a send returns once the loop took the event, and so was done
+	// with the one before.
+	out chan fsnotify.Event
+}
+
+func newRelay(t *testing.T, dir string) *relay {
+	t.Helper()
+	fw, err := fsnotify.NewWatcher()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = fw.Close() })
+	if err := fw.Add(dir); err != nil {
+		t.Fatal(err)
+	}
+	return &relay{fw: fw, out: make(chan fsnotify.Event)}
+}
+
+// until hands on the events up to the first one of path.
+func (r *relay) until(t *testing.T, path string) {
+	t.Helper()
+	timeout := time.After(guard)
+	for {
+		select {
+		case ev := <-r.fw.Events:
+			select {
+			case r.out <- ev:
+			case <-timeout:
+				t.Fatalf("the watcher did not take the event %v", ev)
+			}
+			if ev.Name == path {
+				return
+			}
+		case err := <-r.fw.Errors:
+			t.Fatal(err)
+		case <-timeout:
+			t.Fatalf("no event of %s", path)
+		}
 	}
 }
 
