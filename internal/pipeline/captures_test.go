@@ -215,6 +215,63 @@ rules:
 	}
 }
 
+// A one-shot tells of the lines its rules never saw, too long or not CRI lines of a cri
+// input, and fails when no line of an input could be read at all: zeros and exit 0 would
+// hide a wrong wrapper or a line cap too small.
+func TestOneShotUnreadLines(t *testing.T) {
+	dir := t.TempDir()
+	const good = `10.0.0.1 - - [01/Mar/2024:12:00:00 +0000] "GET / HTTP/1.1" 200 5 "-" "curl/8.5.0"`
+	long := `10.0.0.1 - - [01/Mar/2024:12:00:00 +0000] "GET /` + strings.Repeat("a", 300) + ` HTTP/1.1" 200 5 "-" "curl/8.5.0"`
+	write := func(name string, lines ...string) string {
+		t.Helper()
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	for _, tc := range []struct {
+		name, wrapper string
+		lines         []string
+		summary, err  string
+	}{
+		{"one too long", "", []string{good, long, good}, "input web: 2 of 2 lines fit (1 lines longer than --input.max-line-bytes skipped)", ""},
+		{"all too long", "", []string{long, long}, "input web: 0 of 0 lines fit (2 lines longer than --input.max-line-bytes skipped)",
+			"input web read 2 lines and could read none: 2 longer than --input.max-line-bytes, 0 not CRI lines"},
+		{"not CRI lines", "cri", []string{good, good}, "input web: 0 of 0 lines fit (2 lines not CRI lines skipped)",
+			"input web read 2 lines and could read none: 0 longer than --input.max-line-bytes, 2 not CRI lines"},
+		{"a CRI message too long", "cri", []string{"2024-03-01T12:00:00Z stdout F " + good, "2024-03-01T12:00:00Z stdout P " + long[:150], "2024-03-01T12:00:00Z stdout F " + long[150:]},
+			"input web: 1 of 1 lines fit (1 lines longer than --input.max-line-bytes skipped)", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			log := write(strings.ReplaceAll(tc.name, " ", "_")+".log", tc.lines...)
+			wrapper := ""
+			if tc.wrapper != "" {
+				wrapper = ", wrapper: " + tc.wrapper
+			}
+			cfg, err := config.Parse(fmt.Appendf(nil, "inputs: [{name: web, path: '%s', log_format: combined%s}]\nrules: [{name: requests, labels: {status: '${status}'}}]\n", log, wrapper), "rules.yaml")
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, mode := range []string{"replay", "sample"} {
+				var summary bytes.Buffer
+				opts := Options{Now: time.Now, Summary: &summary, MaxLineBytes: 200}
+				if mode == "replay" {
+					err = Replay(cfg, []string{log}, opts, &bytes.Buffer{})
+				} else {
+					err = Sample(cfg, []string{log}, opts)
+				}
+				if got, want := summary.String(), tc.summary+"\n"; got != want {
+					t.Errorf("%s: summary %q, want %q", mode, got, want)
+				}
+				if tc.err == "" && err != nil || tc.err != "" && (err == nil || err.Error() != mode+": "+tc.err) {
+					t.Errorf("%s: %v, want error %q", mode, err, tc.err)
+				}
+			}
+		})
+	}
+}
+
 // --explain reads a cri input's file as the input does: the messages of its streams,
 // joined, each numbered by its last line, its rules timed by cri_time reading the
 // wrapper's time.

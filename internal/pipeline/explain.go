@@ -34,7 +34,7 @@ func Explain(cfg *config.Config, file string, maxLines int, opts Options) ([]exp
 	var msgs []message
 	read := inputsOf(cfg, []string{file}, opts.Logger)[0]
 	name := read.input.Name
-	_, _, err = readMessages(read, opts, func(_ string, n int, msg, wrapperTime []byte, _ lineValues) {
+	_, err = readMessages(read, opts, func(_ string, n int, msg, wrapperTime []byte, _ lineValues) {
 		if len(msgs) < maxLines {
 			msgs = append(msgs, message{n, slices.Clone(msg), slices.Clone(wrapperTime)})
 		}

@@ -23,6 +23,10 @@ type Fit struct {
 	// Lines are the lines the rules read, Fitting those that fit; Skipped the CRI lines
 	// of streams the input does not read (streams:), which are neither.
 	Lines, Fitting, Skipped int
+	// TooLong are the lines (or CRI messages) longer than --input.max-line-bytes and
+	// Malformed the lines of a wrapper: cri input that are not CRI lines: the rules never
+	// read them, so they are neither.
+	TooLong, Malformed int
 	// First is the number of the first line that does not fit in File (0: none), and
 	// Stopped where it stopped fitting (explain.Line.Stopped).
 	First   int
@@ -52,6 +56,12 @@ func (f Fit) String() string {
 	}
 	if f.Skipped > 0 {
 		notes = append(notes, fmt.Sprintf("%d lines of other streams skipped", f.Skipped))
+	}
+	if f.TooLong > 0 {
+		notes = append(notes, fmt.Sprintf("%d lines longer than --input.max-line-bytes skipped", f.TooLong))
+	}
+	if f.Malformed > 0 {
+		notes = append(notes, fmt.Sprintf("%d lines not CRI lines skipped", f.Malformed))
 	}
 	if len(notes) > 0 {
 		fmt.Fprintf(&b, " (%s)", strings.Join(notes, "; "))
@@ -125,13 +135,18 @@ func (fs *fits) write(w io.Writer) error {
 }
 
 // misfits fails a one-shot in which an input read lines and none fit: whatever the rules
-// count of it is zero because the format is not the file's. A file no input reads is
-// fileInput.unread's to judge.
+// count of it is zero because the format is not the file's, or because no line could be
+// read at all (each too long, or not a CRI line of a wrapper: cri input). A file no input
+// reads is fileInput.unread's to judge.
 func (fs *fits) misfits(mode string) error {
 	var errs []error
 	for _, f := range fs.all {
-		if f.Input != "" && f.Lines > 0 && f.Fitting == 0 {
+		switch {
+		case f.Input == "" || f.Fitting > 0:
+		case f.Lines > 0:
 			errs = append(errs, fmt.Errorf("%s: input %s read %d lines and none is of its format (first: %s)", mode, f.Input, f.Lines, f.Stopped))
+		case f.TooLong+f.Malformed > 0:
+			errs = append(errs, fmt.Errorf("%s: input %s read %d lines and could read none: %d longer than --input.max-line-bytes, %d not CRI lines", mode, f.Input, f.TooLong+f.Malformed, f.TooLong, f.Malformed))
 		}
 	}
 	return errors.Join(errs...)

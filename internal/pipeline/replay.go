@@ -102,7 +102,7 @@ func replayFiles(p *parser.Parser, files []fileInput, opts Options, sink replayS
 			fit = fs.of(file)
 		}
 		var read []string
-		lines, skipped, err := readMessages(file, opts, func(path string, n int, msg, wrapperTime []byte, lv lineValues) {
+		got, err := readMessages(file, opts, func(path string, n int, msg, wrapperTime []byte, lv lineValues) {
 			if paths != nil {
 				paths.setLine(ps, file.pathOf(path), lv)
 			}
@@ -126,20 +126,33 @@ func replayFiles(p *parser.Parser, files []fileInput, opts Options, sink replayS
 			ps.CloseFile(path, ci.Name, sink, ignoreDone)
 		}
 		if fit != nil {
-			fit.Skipped += skipped
+			fit.Skipped += got.skipped
+			fit.TooLong += got.tooLong
+			fit.Malformed += got.malformed
 		}
-		counts[i] = fileCount{lines: lines, received: sink.Received() - before}
+		counts[i] = fileCount{lines: got.lines, received: sink.Received() - before}
 	}
 	return counts, nil
+}
+
+// readCounts is what readMessages read of a file beyond the messages it handed on.
+type readCounts struct {
+	// lines counts every line read; skipped those of streams the input does not read,
+	// too long or not.
+	lines, skipped int
+	// tooLong counts the lines (or CRI messages joined from parts) of what the input
+	// reads that were longer than the line cap, malformed the lines of a wrapper: cri
+	// input that are not CRI lines: each is skipped, and told of in the one-shot's
+	// summary, since the rules never see it.
+	tooLong, malformed int
 }
 
 // readMessages reads file to its end as its input reads lines: for a wrapper: cri input,
 // the messages of its streams, joined from their parts. It hands fn each message with the
 // path it was read from (a glob reads several), the number of its (last) line there, its
-// wrapper's time and its own captures, all valid during the call, and returns how many
-// lines it read and how many of them were of streams the input does not read, too long or
-// not (a line too long of a stream it reads is in neither: it is skipped as too long).
-func readMessages(file fileInput, opts Options, fn func(path string, n int, msg, wrapperTime []byte, lv lineValues)) (lines, skipped int, err error) {
+// wrapper's time and its own captures, all valid during the call, and returns what it
+// read that fn was not handed.
+func readMessages(file fileInput, opts Options, fn func(path string, n int, msg, wrapperTime []byte, lv lineValues)) (readCounts, error) {
 	ci := file.input
 	in := &stream{}
 	if ci.Wrapper == config.WrapperCRI {
@@ -147,10 +160,11 @@ func readMessages(file fileInput, opts Options, fn func(path string, n int, msg,
 	}
 	o := follow.Options{Path: file.file, MaxLineBytes: opts.MaxLineBytes, Logger: opts.Logger}
 	in.joinOptions(&o, func() config.Streams { return ci.Streams })
+	var c readCounts
 	var last string
 	n := 0 // the line's number in its file
-	_, err = follow.ReadToEnd(o, func(path string, line []byte) {
-		lines++
+	st, err := follow.ReadToEnd(o, func(path string, line []byte) {
+		c.lines++
 		if path != last {
 			last, n = path, 0
 		}
@@ -160,13 +174,18 @@ func readMessages(file fileInput, opts Options, fn func(path string, n int, msg,
 		case message:
 			fn(path, n, msg, wrapperTime, lv)
 		case otherStream:
-			skipped++
+			c.skipped++
 		}
 	})
 	// A line of another stream too long to read never reached the handler: joinOptions
 	// counted it as read (landed), and it is skipped as the other lines of its stream.
+	// The follower counted it as read, not as too long.
 	other := int(in.landed.Load())
-	return lines + other, skipped + other, err
+	c.lines += other
+	c.skipped += other
+	c.tooLong = int(st.TooLong + in.tooLong.Load())
+	c.malformed = int(in.malformed.Load())
+	return c, err
 }
 
 func hasEventTime(cfg *config.Config) bool {
