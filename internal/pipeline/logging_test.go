@@ -12,6 +12,7 @@ import (
 
 	"github.com/logwindow/logwindow_exporter/config"
 	"github.com/logwindow/logwindow_exporter/internal/testutil/syncbuf"
+	"github.com/logwindow/logwindow_exporter/internal/testutil/testclock"
 )
 
 // An input's log lines name it as its metrics and rules do: by its name, by its path when
@@ -108,5 +109,63 @@ func TestHandOverOfRotatedFileLogged(t *testing.T) {
 	want := fmt.Sprintf(`msg="file rotated away, handed over at a reload: reading it to its end from where the stopped follower left off" input=%s/*.log path=%s file=%s.1 offset=2`, dir, log, log)
 	if !strings.Contains(out.String(), want) {
 		t.Errorf("log lacks %s:\n%s", want, out.String())
+	}
+}
+
+// An input none of whose lines could be read as it says (here not CRI lines on a cri
+// input) is logged: when it starts, again at most once an hour while it goes on, and anew
+// after lines it could read ended it; a few lines are too few to tell, and lines partly
+// readable are not it.
+func TestUnreadableLinesLogged(t *testing.T) {
+	const (
+		good = `2024-03-01T12:00:00Z stdout F 10.0.0.1 - - [01/Mar/2024:12:00:00 +0000] "GET / HTTP/1.1" 200 5 "-" "curl/8.5.0"`
+		bad  = `10.0.0.1 - - [01/Mar/2024:12:00:00 +0000] "GET / HTTP/1.1" 200 5 "-" "curl/8.5.0"` // not a CRI line
+	)
+	log := filepath.Join(t.TempDir(), "0.log")
+	if err := os.WriteFile(log, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Parse(fmt.Appendf(nil, "inputs: [{name: pods, path: '%s', wrapper: cri, log_format: combined}]\nrules: [{name: requests, labels: {status: '${status}'}}]\n", log), "rules.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	clock := testclock.New(time.Date(2024, 3, 1, 12, 0, 0, 0, time.UTC))
+	var out syncbuf.Buffer
+	p, err := Start(cfg, Options{Now: clock.Now, PollInterval: 10 * time.Millisecond, Logger: slog.New(slog.NewTextHandler(&out, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Stop)
+	const warning = "none of the lines the input read lately could be read as it says"
+	read := 0
+	for _, step := range []struct {
+		name   string
+		lines  []string
+		after  time.Duration // the clock moves on by it first
+		logged int           // warnings so far
+	}{
+		{"none of the format", repeat(bad, 20), 0, 1},
+		{"nothing read since", nil, 0, 1},
+		{"it goes on", repeat(bad, 20), 59 * time.Minute, 1},
+		{"an hour later", repeat(bad, 20), time.Hour, 2},
+		{"too few to tell", repeat(bad, unreadableMinLines-1), time.Hour, 2},
+		{"enough again", repeat(bad, 20), 0, 3},
+		{"partly of the format", append(repeat(bad, 15), good), 0, 3},
+		{"anew", repeat(bad, 20), 0, 4},
+		{"all of the format", repeat(good, 20), time.Hour, 4},
+	} {
+		clock.Add(step.after)
+		if len(step.lines) > 0 {
+			appendTo(t, log, strings.Join(step.lines, "\n")+"\n")
+			read += len(step.lines)
+			waitTotal(t, p, step.name, "logwindow_input_lines_total", float64(read))
+		}
+		p.warnUnreadable()
+		if got := strings.Count(out.String(), warning); got != step.logged {
+			t.Fatalf("%s: %d warnings, want %d:\n%s", step.name, got, step.logged, out.String())
+		}
+	}
+	if want := `input=pods source=` + log + ` lines=20`; !strings.Contains(out.String(), want) {
+		t.Errorf("the warning lacks %s:\n%s", want, out.String())
 	}
 }

@@ -114,6 +114,8 @@ type Pipeline struct {
 	// handedOver holds, during syncInputs, the positions of the followers it stopped to
 	// replace them, by input source (handOver).
 	handedOver map[string][]follow.Position
+	// unreadable is what warnUnreadable keeps of each input by label, used by it alone.
+	unreadable map[string]*unreadable
 	// started is the processing second of Start, and restored that of the start of the
 	// process whose snapshot was restored (math.MaxInt64 when none): rates count from
 	// the earlier.
@@ -160,6 +162,7 @@ func Start(cfg *config.Config, opts Options) (*Pipeline, error) {
 				return
 			case <-t.C:
 				p.Expire()
+				p.warnUnreadable()
 			}
 		}
 	})
