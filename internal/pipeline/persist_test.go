@@ -72,6 +72,30 @@ func startStored(t *testing.T, log, dir string, out *syncbuf.Buffer, o Options) 
 	return p
 }
 
+// periodicSnapshot takes a snapshot of p while it runs, as the periodic ones are taken,
+// and returns its file as written in dir.
+func periodicSnapshot(t *testing.T, p *Pipeline, dir string) []byte {
+	t.Helper()
+	if err := p.Snapshot(); err != nil {
+		t.Fatal(err)
+	}
+	kept, err := os.ReadFile(filepath.Join(dir, storage.FileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return kept
+}
+
+// kill ends p as a kill after the snapshot kept (periodicSnapshot) would: what a restart
+// finds in dir is that snapshot, not the one the shutdown writes.
+func kill(t *testing.T, p *Pipeline, dir string, kept []byte) {
+	t.Helper()
+	p.Stop()
+	if err := os.WriteFile(filepath.Join(dir, storage.FileName), kept, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // waitCounted waits until the rules' totals and windows read want, and fails the test
 // if they do not within a deadline.
 func waitCounted(t *testing.T, p *Pipeline, want float64) {
@@ -125,20 +149,10 @@ func TestStorageRestart(t *testing.T) {
 			waitCounted(t, p, 1000)
 			lines := 1000
 			if tc.killed {
-				if err := p.Snapshot(); err != nil {
-					t.Fatal(err)
-				}
-				kept, err := os.ReadFile(filepath.Join(dir, storage.FileName))
-				if err != nil {
-					t.Fatal(err)
-				}
+				kept := periodicSnapshot(t, p, dir)
 				persistLines(t, log, 1001, 1200)
 				waitCounted(t, p, 1200)
-				p.Stop()
-				// A kill leaves the periodic snapshot, not the shutdown's.
-				if err := os.WriteFile(filepath.Join(dir, storage.FileName), kept, 0o600); err != nil {
-					t.Fatal(err)
-				}
+				kill(t, p, dir, kept)
 				lines = 1200
 			} else {
 				p.Stop()
@@ -276,21 +290,13 @@ func TestStorageCutWhileReading(t *testing.T) {
 	if err := os.WriteFile(log, b.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	var kept []byte
 	for range 5 {
-		if err := p.Snapshot(); err != nil {
-			t.Fatal(err)
-		}
+		kept = periodicSnapshot(t, p, dir)
 	}
 	time.Sleep(time.Second)
 	waitCounted(t, p, n)
-	kept, err := os.ReadFile(filepath.Join(dir, storage.FileName))
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.Stop()
-	if err := os.WriteFile(filepath.Join(dir, storage.FileName), kept, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	kill(t, p, dir, kept)
 	p = startStored(t, log, dir, &out, Options{})
 	waitCounted(t, p, n)
 }
