@@ -321,8 +321,9 @@ func TestSessionChoosesPerFile(t *testing.T) {
 }
 
 // FuzzDetect feeds random files to a Session reading auto's candidates: every line is
-// parsed exactly once by the time the file is closed, and the choice over lines agrees
-// with the reference over the formats' own regexes.
+// parsed exactly once by the time the file is closed, the Session holds lines whenever
+// some fed are not parsed yet, and the choice over lines agrees with the reference over
+// the formats' own regexes.
 func FuzzDetect(f *testing.F) {
 	p, c := autoParser(f)
 	r := rand.New(rand.NewPCG(5, 6))
@@ -339,10 +340,16 @@ func FuzzDetect(f *testing.F) {
 		s.SetFormats(c.Inputs[0].LogFormats, NewFiles())
 		var count countingDone
 		rec := &recorder{t: t, rules: c.Rules}
-		for _, line := range lines {
+		for i, line := range lines {
 			s.ParseFile("f", "pods", line, nil, rec, count.done)
+			if held := count.lines < i+1; s.Holds() != held {
+				t.Fatalf("after line %d, %d parsed: Holds says %v", i+1, count.lines, s.Holds())
+			}
 		}
 		s.CloseFile("f", "pods", rec, count.done)
+		if s.Holds() {
+			t.Fatal("a closed file holds lines")
+		}
 		if count.lines != len(lines) {
 			t.Fatalf("%d lines parsed of %d", count.lines, len(lines))
 		}

@@ -145,6 +145,10 @@ func (s *Session) fits(line []byte) bool {
 	return ok
 }
 
+// Holds reports whether lines of the file of the last ParseFile are held while its format
+// is chosen: that line among them, and every line of the file since the first held.
+func (s *Session) Holds() bool { return s.last != nil && len(s.last.held) > 0 }
+
 // CloseFile parses what is held of file source and forgets it: it is read no more.
 func (s *Session) CloseFile(source, input string, sink Sink, done LineDone) {
 	if s.files == nil {

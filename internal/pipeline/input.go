@@ -67,6 +67,14 @@ type stream struct {
 	// and the lines held while it is chosen (nil for an input of one format); used by
 	// the reading goroutine, across generations.
 	files *parser.Files
+	// at is where the line being handed on starts (follow.Options.At), for a follower of
+	// candidate formats (nil otherwise); kept is, by path, where the first of the lines
+	// held while its format is chosen starts in each file (keepHeld), which a snapshot's
+	// positions go back to (keptAt), so that a restart after a kill reads the lines that
+	// were held, and not counted, again. Used by the reading goroutine and by a snapshot,
+	// each under the cut.
+	at   *follow.Line
+	kept map[string][]follow.Position
 	// workers is how many goroutines are to parse the follower's lines (workersOf), set
 	// by reloads; pool is the workers running besides the reading goroutine, nil while it
 	// parses them alone (see workers.go). A batch's lines have no binding of the reading
@@ -465,6 +473,9 @@ func (in *stream) handle(p *Pipeline) input.Handler {
 			}
 			in.setNow(b)
 			b.parse.ParseFile(path, b.name, msg, wrapperTime, b.sink, b.done)
+			if in.at != nil {
+				in.keepHeld(path, b.parse.Holds())
+			}
 		}
 		in.handed++ // after the parse: a flush by setNow is of the lines before
 		in.unbindIfStale(p, &in.bound, b)
@@ -509,9 +520,67 @@ func (in *stream) flush() {
 	in.handed = 0
 }
 
+// keepHeld notes, after a message of path was parsed, where the first held line of the
+// message's file starts, or forgets path's files when held says none is held. The lines a
+// path holds are every message of it from the first held on, so a file's first held line
+// is where a restart reads it again from. With a CRI wrapper that is the message's last
+// part, the line that completed it: its parts before are lost, as those of a message being
+// joined are, rather than a message of another stream counted between them read again.
+func (in *stream) keepHeld(path string, held bool) {
+	if !held {
+		if len(in.kept) > 0 {
+			delete(in.kept, path)
+		}
+		return
+	}
+	ks := in.kept[path]
+	i := slices.IndexFunc(ks, func(k follow.Position) bool { return k.Dev == in.at.Dev && k.Ino == in.at.Ino })
+	if i >= 0 && in.at.Offset >= ks[i].Offset {
+		return
+	}
+	// The file's first held line, or one before the first kept: it was truncated and is
+	// read again from its start, and what it held before is gone.
+	pos, ok := in.at.Position()
+	switch {
+	case !ok: // its first bytes cannot be read (nor its position taken at the cut, then)
+	case i >= 0:
+		ks[i] = pos
+	default:
+		if in.kept == nil {
+			in.kept = map[string][]follow.Position{}
+		}
+		in.kept[path] = append(ks, pos)
+	}
+}
+
+// keptAt is ps, the positions of the follower's files, with those that hold lines at
+// their first held line: every line before it is counted, none after. A file no longer
+// read (rotated away and closed while its successor, read under its path, holds lines
+// after it) is there too, for a restart to find by its identity.
+func (in *stream) keptAt(ps []follow.Position) []follow.Position {
+	for _, ks := range in.kept {
+		for _, k := range ks {
+			i := slices.IndexFunc(ps, func(p follow.Position) bool { return p.Dev == k.Dev && p.Ino == k.Ino })
+			switch {
+			case i < 0:
+				ps = append(ps, k)
+			case k.Offset < ps[i].Offset: // under the path it is read under now
+				ps[i].Offset, ps[i].Head = k.Offset, k.Head
+			}
+		}
+	}
+	return ps
+}
+
 // closeFile parses what is held of a file the follower is done with, while its format
-// was being chosen, and forgets the file.
+// was being chosen, and forgets the file. It holds the cut, as handing on a line does:
+// the held lines are counted and their file's position let go of at once.
 func (in *stream) closeFile(p *Pipeline, path string) {
+	p.cut.RLock()
+	defer p.cut.RUnlock()
+	if len(in.kept) > 0 {
+		delete(in.kept, path)
+	}
 	b := in.bind(p)
 	if b.paths != nil {
 		b.paths.set(b.parse, path)

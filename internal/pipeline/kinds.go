@@ -70,6 +70,10 @@ func startFollower(p *Pipeline, ci config.Input, in *stream, shard int) (input.I
 	}
 	in.joinOptions(&opts, func() config.Streams { return p.gen.Load().input(in.source).Streams })
 	in.formatOptions(p, &opts)
+	if in.files != nil {
+		in.at = new(follow.Line)
+		opts.At = in.at
+	}
 	opts.Chunk = func() { in.processing, in.wall = p.clock.read() }
 	return follow.Start(opts, in.handle(p))
 }

@@ -200,7 +200,7 @@ func (p *Pipeline) snapshot(ahead *store.Encoded, begin time.Time, cutDone func(
 	}
 	for _, in := range p.inputs {
 		if f, ok := in.running.(*follow.Follower); ok {
-			files[in.source] = append(files[in.source], f.Positions()...)
+			files[in.source] = append(files[in.source], in.keptAt(f.Positions())...)
 		}
 	}
 	enc, err := p.gen.Load().set.Encode(ahead)

@@ -57,7 +57,13 @@ func persistLines(t *testing.T, path string, from, to int) {
 // and what it logs in out.
 func startStored(t *testing.T, log, dir string, out *syncbuf.Buffer, o Options) *Pipeline {
 	t.Helper()
-	cfg, err := config.Parse([]byte(strings.ReplaceAll(persistRules, "LOG", log)), "rules.yaml")
+	return startStoredOn(t, strings.ReplaceAll(persistRules, "LOG", log), dir, out, o)
+}
+
+// startStoredOn is startStored on rules of its own.
+func startStoredOn(t *testing.T, rules, dir string, out *syncbuf.Buffer, o Options) *Pipeline {
+	t.Helper()
+	cfg, err := config.Parse([]byte(rules), "rules.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,6 +76,30 @@ func startStored(t *testing.T, log, dir string, out *syncbuf.Buffer, o Options) 
 	}
 	t.Cleanup(p.Stop)
 	return p
+}
+
+// periodicSnapshot takes a snapshot of p while it runs, as the periodic ones are taken,
+// and returns its file as written in dir.
+func periodicSnapshot(t *testing.T, p *Pipeline, dir string) []byte {
+	t.Helper()
+	if err := p.Snapshot(); err != nil {
+		t.Fatal(err)
+	}
+	kept, err := os.ReadFile(filepath.Join(dir, storage.FileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return kept
+}
+
+// kill ends p as a kill after the snapshot kept (periodicSnapshot) would: what a restart
+// finds in dir is that snapshot, not the one the shutdown writes.
+func kill(t *testing.T, p *Pipeline, dir string, kept []byte) {
+	t.Helper()
+	p.Stop()
+	if err := os.WriteFile(filepath.Join(dir, storage.FileName), kept, 0o600); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // waitCounted waits until the rules' totals and windows read want, and fails the test
@@ -125,20 +155,10 @@ func TestStorageRestart(t *testing.T) {
 			waitCounted(t, p, 1000)
 			lines := 1000
 			if tc.killed {
-				if err := p.Snapshot(); err != nil {
-					t.Fatal(err)
-				}
-				kept, err := os.ReadFile(filepath.Join(dir, storage.FileName))
-				if err != nil {
-					t.Fatal(err)
-				}
+				kept := periodicSnapshot(t, p, dir)
 				persistLines(t, log, 1001, 1200)
 				waitCounted(t, p, 1200)
-				p.Stop()
-				// A kill leaves the periodic snapshot, not the shutdown's.
-				if err := os.WriteFile(filepath.Join(dir, storage.FileName), kept, 0o600); err != nil {
-					t.Fatal(err)
-				}
+				kill(t, p, dir, kept)
 				lines = 1200
 			} else {
 				p.Stop()
@@ -276,21 +296,13 @@ func TestStorageCutWhileReading(t *testing.T) {
 	if err := os.WriteFile(log, b.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	var kept []byte
 	for range 5 {
-		if err := p.Snapshot(); err != nil {
-			t.Fatal(err)
-		}
+		kept = periodicSnapshot(t, p, dir)
 	}
 	time.Sleep(time.Second)
 	waitCounted(t, p, n)
-	kept, err := os.ReadFile(filepath.Join(dir, storage.FileName))
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.Stop()
-	if err := os.WriteFile(filepath.Join(dir, storage.FileName), kept, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	kill(t, p, dir, kept)
 	p = startStored(t, log, dir, &out, Options{})
 	waitCounted(t, p, n)
 }
@@ -394,6 +406,154 @@ rules:
 	appendTo(t, log, combined)
 	if got := waitTotal(t, p, "after the restart", `requests_total{status="200"}`, 2)[`all_total{}`]; got != 3 {
 		t.Errorf("%v lines counted by the rule that reads every line, want 3", got)
+	}
+}
+
+// The lines held while a file's format is chosen are not counted yet: a periodic snapshot
+// positions their file at the first of them, so that a restart after a kill reads them
+// again, and each line is counted once, those held included, whichever of its files hold
+// lines and however a CRI input's streams interleave their messages and parts.
+func TestStorageKillKeepsHeldLines(t *testing.T) {
+	const request = `10.0.0.1 - - [01/Mar/2024:12:00:00 +0000] "GET / HTTP/1.1" 200 5 "-" "curl"`
+	plain := func(msg string) string { return msg + "\n" }
+	cri := func(msg string) string { return "2024-03-01T12:00:00Z stdout F " + msg + "\n" }
+	cases := []struct {
+		name  string
+		input string // the input's keys besides its path
+		// files are the glob's files; wrap makes a message a line of them. held is what
+		// each ends with at the snapshot, after a request: lines that fit no format, and
+		// so held, which make heldMessages messages.
+		files        []string
+		wrap         func(string) string
+		held         string
+		heldMessages int
+		// rotated: before the snapshot, each file is renamed away and closed after its
+		// grace period, its successor holding a line too.
+		rotated bool
+	}{{
+		name:  "one file",
+		input: "log_format: auto", files: []string{"a.log"}, wrap: plain,
+		held: "starting\nlistening on :80\n", heldMessages: 2,
+	}, {
+		name:  "several files",
+		input: "log_format: auto", files: []string{"a.log", "b.log", "c.log"}, wrap: plain,
+		held: "starting\nlistening on :80\n", heldMessages: 2,
+	}, {
+		name:  "a rotated file",
+		input: "log_format: auto", files: []string{"a.log"}, wrap: plain,
+		held: "starting\nlistening on :80\n", heldMessages: 2, rotated: true,
+	}, {
+		// A message in parts (P) whose last part comes after a held line is read again
+		// whole; one whose last part is the first held line is read again from that part.
+		name:  "CRI, streams interleaved",
+		input: "log_format: auto, wrapper: cri", files: []string{"a.log"}, wrap: cri,
+		held: "2024-03-01T12:00:00Z stdout P sta\n" +
+			"2024-03-01T12:00:00Z stdout F rting\n" +
+			"2024-03-01T12:00:01Z stderr F no config\n" +
+			"2024-03-01T12:00:02Z stdout P listen\n" +
+			"2024-03-01T12:00:02Z stderr F using defaults\n" +
+			"2024-03-01T12:00:02Z stdout F ing on :80\n",
+		heldMessages: 4,
+	}}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			dir, logs := t.TempDir(), t.TempDir()
+			rules := `
+inputs: [{path: '` + logs + `/*.log', start_at: beginning, ` + tc.input + `}]
+rules:
+  - {name: all, match: '.'}
+  - {name: requests, labels: {status: '${status}'}}
+`
+			write := func(text string) {
+				for _, f := range tc.files {
+					appendTo(t, filepath.Join(logs, f), text)
+				}
+			}
+			create := func() {
+				for _, f := range tc.files {
+					if err := os.WriteFile(filepath.Join(logs, f), nil, 0o644); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			create()
+			var out syncbuf.Buffer
+			p := startStoredOn(t, rules, dir, &out, Options{SnapshotInterval: time.Hour})
+			lines := func(text string) uint64 { return uint64(strings.Count(text, "\n") * len(tc.files)) }
+			read := lines(tc.wrap(request) + tc.held)
+			messages := 1 + tc.heldMessages
+			write(tc.wrap(request) + tc.held)
+			waitRead(t, p, read)
+			if tc.rotated {
+				for _, f := range tc.files {
+					if err := os.Rename(filepath.Join(logs, f), filepath.Join(logs, f+".1")); err != nil {
+						t.Fatal(err)
+					}
+				}
+				create()
+				write(tc.wrap("a line of the successor"))
+				read += lines(tc.wrap(""))
+				messages++
+				waitRead(t, p, read)
+				waitLogged(t, &out, "closed rotated file after its grace period", len(tc.files))
+			}
+			requests := float64(len(tc.files))
+			if got := waitTotal(t, p, "before the snapshot", `requests_total{status="200"}`, requests)[`all_total{}`]; got != requests {
+				t.Fatalf("%v lines counted before the snapshot, want the %v requests: the others held", got, requests)
+			}
+			kept := periodicSnapshot(t, p, dir)
+			// The held lines are counted after the snapshot: the restart must not count them
+			// again, nor miss them.
+			write(tc.wrap(request))
+			messages++
+			waitTotal(t, p, "after the snapshot", `all_total{}`, float64(messages*len(tc.files)))
+			kill(t, p, dir, kept)
+			write(tc.wrap(request)) // while it is down
+			messages++
+			p = startStoredOn(t, rules, dir, &out, Options{SnapshotInterval: time.Hour})
+			got := waitTotal(t, p, "after the restart", `all_total{}`, float64(messages*len(tc.files)))
+			if want := 3 * requests; got[`requests_total{status="200"}`] != want {
+				t.Errorf("%v requests counted after the restart, want %v", got[`requests_total{status="200"}`], want)
+			}
+			// Nothing comes later: every file is read to its end, and the readers stopped.
+			waitCaughtUp(t, p)
+			p.Stop()
+			if got := gatherPipeline(t, p)[`all_total{}`]; got != float64(messages*len(tc.files)) {
+				t.Errorf("%v lines counted once the files were read, want %v", got, messages*len(tc.files))
+			}
+		})
+	}
+}
+
+// waitLogged waits until what out holds says what n times.
+func waitLogged(t *testing.T, out *syncbuf.Buffer, what string, n int) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); strings.Count(out.String(), what) < n; {
+		if time.Now().After(deadline) {
+			t.Fatalf("the log does not say %q %d times:\n%s", what, n, out.String())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// waitCaughtUp waits until the pipeline's one input has read every file to its end.
+func waitCaughtUp(t *testing.T, p *Pipeline) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		s := p.inputStats()
+		behind := len(s) != 1
+		for i := range s {
+			for _, f := range s[i].Files {
+				behind = behind || f.BytesBehind > 0
+			}
+		}
+		if !behind {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("input stats %+v: files not read to their end", s)
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }
 

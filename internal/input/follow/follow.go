@@ -105,6 +105,11 @@ type Options struct {
 	// takes it exclusively sees no line being handed on, so that Positions and what the
 	// handler made of the lines before them are one cut.
 	Hold sync.Locker
+	// At, when not nil, is set before each line handed on to where the line starts, for a
+	// handler that may not be done with a line when it returns (it holds it, for a later
+	// line to finish): Line.Position is where a follower resumed from Positions taken
+	// meanwhile is to read it again from. It is the reading goroutine's, as the handler is.
+	At *Line
 
 	now      func() time.Time                    // a test clock for the grace period
 	noNotify bool                                // tests force polling

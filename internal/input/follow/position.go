@@ -26,6 +26,27 @@ type Position struct {
 	Head uint64
 }
 
+// Line is where a line handed on starts (Options.At): the path the file is read under,
+// the file, and the offset of the line's first byte.
+type Line struct {
+	Path     string
+	Dev, Ino uint64
+	Offset   int64
+	f        *os.File
+}
+
+// Position is where a follower resumed (Options.Resume) reads the line again from. It
+// reads the file's first bytes (Position.Head), for the handler to call during the line,
+// of the few lines it keeps; ok is false when they cannot be read.
+func (l *Line) Position() (pos Position, ok bool) {
+	var buf [headLen]byte
+	head, err := headHash(l.f, l.Offset, &buf)
+	if err != nil {
+		return Position{}, false
+	}
+	return Position{Path: l.Path, Dev: l.Dev, Ino: l.Ino, Offset: l.Offset, Head: head}, true
+}
+
 // HeadBytes is how many of a file's first bytes Position.Head covers.
 const HeadBytes = headLen
 

@@ -139,3 +139,57 @@ func TestResumeWithinLineTooLong(t *testing.T) {
 		t.Errorf("resumed: %d lines read, %d too long; want 50 and none", st.LinesRead, st.TooLong)
 	}
 }
+
+// TestAtLineStarts: the follower says where each line it hands on starts (Options.At),
+// whatever ended the lines before it (a "\r\n", a line too long, skipped) and for a last
+// line without a newline, handed on when its file is done with; a follower resumed from a
+// line's Position hands that line on again, then the lines after it.
+func TestAtLineStarts(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "access.log")
+	long := strings.Repeat("z", 300)
+	text := "one\r\n" + long + "\ntwo\nthree\nfour"
+	w := create(t, path)
+	if _, err := w.WriteString(text); err != nil {
+		t.Fatal(err)
+	}
+	o := modes[1].options(path)
+	o.FromBeginning, o.MaxLineBytes, o.At = true, 200, new(Line)
+	var mu sync.Mutex
+	starts := map[string]int64{}
+	var two Position
+	f := start(t, o, func(p string, line []byte) {
+		mu.Lock()
+		defer mu.Unlock()
+		starts[string(line)] = o.At.Offset
+		if p != path || o.At.Path != path {
+			t.Errorf("line %q of %s at %s", line, p, o.At.Path)
+		}
+		if string(line) == "two" {
+			var ok bool
+			if two, ok = o.At.Position(); !ok {
+				t.Error("no position for a line of a readable file")
+			}
+		}
+	})
+	waitFor(t, "three lines", func() bool { mu.Lock(); defer mu.Unlock(); return len(starts) == 3 })
+	rename(t, path, path+".1") // its last line is handed on once the file is closed
+	waitFor(t, "the last line", func() bool { mu.Lock(); defer mu.Unlock(); return len(starts) == 4 })
+	f.Stop()
+	for _, line := range []string{"one", "two", "three", "four"} {
+		if want := int64(strings.Index(text, line)); starts[line] != want {
+			t.Errorf("line %q handed on at %d, want %d", line, starts[line], want)
+		}
+	}
+	var buf [headLen]byte
+	if h, _ := headHash(fileBytes(text), starts["two"], &buf); two.Offset != starts["two"] || two.Head != h {
+		t.Errorf("the position of line two is %+v, want offset %d, head %x", two, starts["two"], h)
+	}
+
+	o.At, o.Resume = nil, []Position{two}
+	var again []string
+	start(t, o, func(_ string, line []byte) { mu.Lock(); defer mu.Unlock(); again = append(again, string(line)) })
+	waitFor(t, "the lines from two", func() bool { mu.Lock(); defer mu.Unlock(); return len(again) == 3 })
+	if got := strings.Join(again, ","); got != "two,three,four" {
+		t.Errorf("resumed at line two, read %s, want two,three,four", got)
+	}
+}

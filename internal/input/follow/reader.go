@@ -163,6 +163,8 @@ type lineReader struct {
 	block   func(path string, lines []byte) bool
 	// hold is Options.Hold, or a lock no one else takes.
 	hold sync.Locker
+	// at is Options.At.
+	at *Line
 }
 
 // newLineReader reads lines as o (normalized) says.
@@ -183,6 +185,7 @@ func newLineReader(o Options, h input.Handler, c *counters, stop *atomic.Bool) *
 		lend:    o.Lend,
 		block:   o.Block,
 		hold:    cmp.Or[sync.Locker](o.Hold, new(sync.Mutex)),
+		at:      o.At,
 	}
 }
 
@@ -250,9 +253,9 @@ func (r *lineReader) scan(t *tracked, path string, start, end int) (int, int) {
 		if i < 0 {
 			break
 		}
-		line := buf[start : start+i]
+		line, at := buf[start:start+i], t.off-int64(end-start)
 		start += i + 1
-		r.line(t, path, line)
+		r.line(t, path, line, at)
 		if r.stopped() {
 			t.done.Store(t.off - int64(end-start))
 			return start, end
@@ -286,8 +289,9 @@ func (r *lineReader) next(buf []byte, start, end int) ([]byte, int, int) {
 // newline is what ends a line.
 var newline = []byte{'\n'}
 
-// line hands on one line, or counts it when it was too long.
-func (r *lineReader) line(t *tracked, path string, line []byte) {
+// line hands on one line, which starts at offset at of t, or counts it when it was too
+// long.
+func (r *lineReader) line(t *tracked, path string, line []byte, at int64) {
 	if t.skipping || len(line) > r.max {
 		if !t.skipping {
 			r.skip(path, line)
@@ -296,6 +300,9 @@ func (r *lineReader) line(t *tracked, path string, line []byte) {
 		return
 	}
 	r.c.lines.Add(1)
+	if r.at != nil {
+		*r.at = Line{Path: path, Dev: t.id.dev, Ino: t.id.ino, Offset: at, f: t.f}
+	}
 	r.h(path, TrimCR(line))
 }
 
@@ -323,7 +330,7 @@ func (r *lineReader) finish(t *tracked, path string) {
 	r.hold.Lock()
 	defer r.hold.Unlock()
 	if t.skipping || len(t.partial) > 0 {
-		r.line(t, path, t.partial)
+		r.line(t, path, t.partial, t.off-int64(len(t.partial)))
 	}
 	t.partial = t.partial[:0]
 	t.done.Store(t.off)
