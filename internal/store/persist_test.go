@@ -83,20 +83,6 @@ func encodeSet(t *testing.T, set *store.Set, ahead bool, between func()) *storag
 	return snap
 }
 
-// copySection writes sec, its name and its records, to w: a snapshot written again with
-// records or sections a test spoils it by.
-func copySection(w *storage.Writer, sec storage.Section) error {
-	if err := w.Section(sec.Name); err != nil {
-		return err
-	}
-	for rec := range sec.Records() {
-		if err := w.Record(rec); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // quantilesOf reads the quantile sketches of every series of rule i at now.
 func quantilesOf(set *store.Set, i int, now int64) map[string][]float64 {
 	r := set.Rule(i)
@@ -224,7 +210,7 @@ func TestRestoreSkipsUndecodableRule(t *testing.T) {
 	set, res := restoreWritten(t, cfg, func(w *storage.Writer) error {
 		rules := 0
 		for _, sec := range snap.Sections {
-			if err := copySection(w, sec); err != nil {
+			if err := storetest.CopySection(w, sec); err != nil {
 				return err
 			}
 			if sec.Name == "rule" {
@@ -279,7 +265,7 @@ func TestRestoreSkipsMalformedRuleHeader(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			_, res := restoreWritten(t, cfg, func(w *storage.Writer) error {
 				for _, sec := range snap.Sections {
-					if err := copySection(w, sec); err != nil {
+					if err := storetest.CopySection(w, sec); err != nil {
 						return err
 					}
 				}
@@ -321,7 +307,7 @@ func FuzzRestore(f *testing.F) {
 	f.Add([]byte{}, []byte{})
 	f.Fuzz(func(t *testing.T, head, series []byte) {
 		fresh, _ := restoreWritten(t, cfg, func(w *storage.Writer) error {
-			if err := copySection(w, set); err != nil {
+			if err := storetest.CopySection(w, set); err != nil {
 				return err
 			}
 			if err := w.Section("rule"); err != nil {

@@ -1,5 +1,6 @@
 // Package storetest builds the rules, configs and events that the tests of the store and
-// of the exposition both write, so that the two packages test with one set of fixtures.
+// of the exposition both write, so that the two packages test with one set of fixtures,
+// and writes again the snapshots that the tests of the store and of the pipeline spoil.
 // It does not import the store, whose own tests use it.
 package storetest
 
@@ -12,6 +13,7 @@ import (
 
 	"github.com/logwindow/logwindow_exporter/config"
 	"github.com/logwindow/logwindow_exporter/config/quantity"
+	"github.com/logwindow/logwindow_exporter/internal/storage"
 	"github.com/logwindow/logwindow_exporter/parser"
 	"github.com/logwindow/logwindow_exporter/parser/event"
 	"github.com/logwindow/logwindow_exporter/windows"
@@ -169,4 +171,18 @@ func ShardLines(sinks int, yield func(sec int64, sink int, line []byte)) {
 			yield(sec, k, []byte(line))
 		}
 	}
+}
+
+// CopySection writes sec, its name and its records, to w: a snapshot written again with
+// records or sections a test spoils it by.
+func CopySection(w *storage.Writer, sec storage.Section) error {
+	if err := w.Section(sec.Name); err != nil {
+		return err
+	}
+	for rec := range sec.Records() {
+		if err := w.Record(rec); err != nil {
+			return err
+		}
+	}
+	return nil
 }
