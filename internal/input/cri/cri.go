@@ -6,6 +6,7 @@ package cri
 
 import (
 	"bytes"
+	"iter"
 	"sync/atomic"
 )
 
@@ -188,6 +189,61 @@ func (j *Joiner) Release(source string) {
 	delete(j.pending, source)
 	j.n -= len(streams)
 	j.held.Add(-freed)
+}
+
+// Part is a message a Joiner is in the middle of: its parts so far, as Pending gives it,
+// for Resume to give back to another Joiner (a restart's) before the rest of its parts.
+type Part struct {
+	// Stream is the stream the message is written to (stdout, stderr).
+	Stream string
+	// Joined is what its parts so far make, joined; empty when Skipped.
+	Joined []byte
+	// Skipped says that the rest of the message is skipped up to its last part, which
+	// ends it: it passed the cap, or was refused the memory or a place to be joined in
+	// (TooLong at its last part); Counted that the reader skipped one of its parts too
+	// long to read, and counted that (Discarded at its last part).
+	Skipped, Counted bool
+}
+
+// Pending yields the messages being joined and skipped now, with the file (source) they
+// are of, a file's one after another. Joined is valid until the next Feed, Dropped,
+// Release or Resume.
+func (j *Joiner) Pending() iter.Seq2[string, Part] {
+	return func(yield func(string, Part) bool) {
+		for source, streams := range j.pending {
+			for name, s := range streams {
+				if !yield(source, Part{Stream: name, Joined: s.buf, Skipped: s.overflow, Counted: s.counted}) {
+					return
+				}
+			}
+		}
+	}
+}
+
+// Resume takes back a message of source that a Joiner was in the middle of (Pending), as
+// if its parts so far had been fed: its next part, or its last, goes on from there. It is
+// bound as Feed's parts are: past the cap, or refused the memory (Bound) or a place
+// (MaxPending), it is skipped to its last part and counted then as TooLong; past
+// maxTracked it is not kept. A message of source's stream being joined already stays as
+// it is.
+func (j *Joiner) Resume(source string, p Part) {
+	if p.Stream == "" || j.pending[source][p.Stream] != nil {
+		return // a stream Feed cannot read, or one it already reads
+	}
+	s := j.open(source, []byte(p.Stream))
+	switch {
+	case s == nil:
+		return
+	case p.Skipped || p.Counted || len(p.Joined) > j.max:
+		j.overflow(s)
+		s.counted = p.Counted
+	case s.overflow, len(p.Joined) == 0:
+	case j.room != nil && !j.room(int64(len(p.Joined))):
+		j.overflow(s)
+	default:
+		s.buf = append(make([]byte, 0, len(p.Joined)), p.Joined...)
+		j.held.Add(int64(cap(s.buf)))
+	}
 }
 
 // HeldBytes is about what the Joiner holds in memory now: the messages being joined, and

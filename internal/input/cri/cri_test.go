@@ -1,6 +1,7 @@
 package cri
 
 import (
+	"cmp"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -10,11 +11,28 @@ import (
 	"github.com/logwindow/logwindow_exporter/internal/input/cri/critest"
 )
 
-func TestFeed(t *testing.T) {
-	type out struct {
-		msg, time string
-		r         Result
+// out is what Feed made of a line, as text.
+type out struct {
+	msg, time string
+	r         Result
+}
+
+// feed feeds j the lines of source and returns what it made of them; a line
+// "dropped <head>" is one the reader skipped for its length (Dropped), which it counted.
+func feed(j *Joiner, source string, lines []string) []out {
+	var got []out
+	for _, l := range lines {
+		if head, ok := strings.CutPrefix(l, "dropped "); ok {
+			j.Dropped(source, []byte(head))
+			continue
+		}
+		msg, time, r := j.Feed(source, []byte(l))
+		got = append(got, out{string(msg), string(time), r})
 	}
+	return got
+}
+
+func TestFeed(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		max   int
@@ -37,8 +55,7 @@ func TestFeed(t *testing.T) {
 			[]out{{"", "", Partial}, {"", "", TooLong}}},
 		{"not cri", 100, []string{"plain line", "t1 stdout X msg", "", "t1 stdout"},
 			[]out{{"", "", Malformed}, {"", "", Malformed}, {"", "", Malformed}, {"", "", Malformed}}},
-		// "dropped <head>" is a line the reader skipped for its length (Dropped), which it
-		// counted: the rest of its message goes with it, uncounted.
+		// A part the reader dropped: the rest of its message goes with it, uncounted.
 		{"reader dropped a part", 5, []string{"dropped t1 stdout P aaaaaaa", "t2 stdout P bb", "t3 stdout F part2", "t4 stdout F ok"},
 			[]out{{"", "", Partial}, {"", "", Discarded}, {"ok", "t4", Complete}}},
 		{"reader dropped a middle part", 5, []string{"t1 stdout P ab", "dropped t2 stdout P cccccccc", "t3 stdout F d"},
@@ -56,16 +73,7 @@ func TestFeed(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			j := New(tc.max)
-			var got []out
-			for _, l := range tc.lines {
-				if head, ok := strings.CutPrefix(l, "dropped "); ok {
-					j.Dropped("f", []byte(head))
-					continue
-				}
-				msg, time, r := j.Feed("f", []byte(l))
-				got = append(got, out{string(msg), string(time), r})
-			}
-			if !slices.Equal(got, tc.want) {
+			if got := feed(j, "f", tc.lines); !slices.Equal(got, tc.want) {
 				t.Errorf("got %q\nwant %q", got, tc.want)
 			}
 			if j.n != 0 || len(j.pending) != 0 || j.HeldBytes() != 0 {
@@ -134,38 +142,129 @@ func TestRandomSplits(t *testing.T) {
 // FuzzFeed: any sequence of lines (split on newlines) never panics, and no joined message
 // passes the cap (a single F line's message is shorter than the line, which the follower
 // caps). A line that starts with '!' is given to Dropped instead, one that is "~" releases
-// the file; lines alternate between two files. HeldBytes stays what the Joiner holds.
-// Seeds: testdata/fuzz/FuzzFeed.
+// the file, one that is "^" restarts a twin Joiner (one made anew is given what it was in
+// the middle of: Pending, Resume), which must make of every line what the Joiner that
+// never restarted makes; lines alternate between two files. HeldBytes stays what each
+// holds. Seeds: testdata/fuzz/FuzzFeed.
 func FuzzFeed(f *testing.F) {
+	f.Add("t1 stdout P ab\nt1 stderr P x\n!t1 stdout P yyyy\n^\n^\nt2 stderr F y\nt2 stdout P c\nt3 stdout F d\nt3 stdout F e", uint8(3))
 	f.Fuzz(func(t *testing.T, lines string, max uint8) {
-		j := New(int(max))
+		j, twin := New(int(max)), New(int(max))
 		for i, l := range strings.Split(lines, "\n") {
 			source := []string{"f", "g"}[i%2]
 			if head, ok := strings.CutPrefix(l, "!"); ok {
 				j.Dropped(source, []byte(head))
+				twin.Dropped(source, []byte(head))
 				continue
 			}
-			if l == "~" {
+			switch l {
+			case "~":
 				j.Release(source)
+				twin.Release(source)
+				continue
+			case "^":
+				twin = restarted(twin)
 				continue
 			}
-			msg, _, r := j.Feed(source, []byte(l))
+			msg, time, r := j.Feed(source, []byte(l))
 			if r == Complete && len(msg) > int(max) && len(msg) >= len(l) {
 				t.Fatalf("joined message of %d bytes past the cap %d", len(msg), max)
 			}
+			if tmsg, ttime, tr := twin.Feed(source, []byte(l)); string(tmsg) != string(msg) || string(ttime) != string(time) || tr != r {
+				t.Fatalf("line %q: %q %q %v, restarted %q %q %v", l, msg, time, r, tmsg, ttime, tr)
+			}
 			if held := recount(j); j.HeldBytes() != held {
 				t.Fatalf("HeldBytes %d, holding %d", j.HeldBytes(), held)
+			}
+			if held := recount(twin); twin.HeldBytes() != held {
+				t.Fatalf("restarted: HeldBytes %d, holding %d", twin.HeldBytes(), held)
 			}
 		}
 		if joining := j.n - skipping(j); j.n > maxTracked || joining > MaxPending {
 			t.Fatalf("%d tracked, %d of them joined", j.n, joining)
 		}
-		j.Release("f")
-		j.Release("g")
-		if j.HeldBytes() != 0 || j.n != 0 {
-			t.Fatalf("%d bytes, %d messages held after releasing every file", j.HeldBytes(), j.n)
+		for _, j := range []*Joiner{j, twin} {
+			j.Release("f")
+			j.Release("g")
+			if j.HeldBytes() != 0 || j.n != 0 {
+				t.Fatalf("%d bytes, %d messages held after releasing every file", j.HeldBytes(), j.n)
+			}
 		}
 	})
+}
+
+// restarted is a Joiner of j's cap made anew and given what j was in the middle of, as a
+// restart gives it.
+func restarted(j *Joiner) *Joiner {
+	next := New(j.max)
+	for source, part := range j.Pending() {
+		next.Resume(source, part)
+	}
+	return next
+}
+
+// A Joiner given back (Resume) what another was in the middle of (Pending) goes on as
+// that one would have: the next parts of its messages, in any stream, end them. Resumed,
+// a message is bound as its parts are when fed: past a smaller cap, refused the memory
+// or a place, it is dropped whole and counted once (TooLong at its last part).
+func TestResume(t *testing.T) {
+	const limit = 100
+	for _, tc := range []struct {
+		name          string
+		before, after []string
+		// max is the cap of the Joiner resumed (limit when 0); room, when not nil, its Bound;
+		// busy, messages being joined already when it resumes.
+		max  int
+		room func(n int64) bool
+		busy int
+		want []out
+	}{
+		{name: "streams interleaved", before: []string{"t1 stdout P a", "t1 stderr P x", "t2 stdout P b"},
+			after: []string{"t3 stderr F y", "t4 stdout F c"},
+			want:  []out{{"xy", "t3", Complete}, {"abc", "t4", Complete}}},
+		{name: "an empty part", before: []string{"t1 stdout P"}, after: []string{"t2 stdout F a"},
+			want: []out{{"a", "t2", Complete}}},
+		{name: "skipped past the cap", before: []string{"t1 stdout P " + strings.Repeat("a", limit), "t2 stdout P b"},
+			after: []string{"t3 stdout F c", "t4 stdout F next"},
+			want:  []out{{"", "", TooLong}, {"next", "t4", Complete}}},
+		{name: "a part dropped by the reader", before: []string{"t1 stdout P a", "dropped t2 stdout P bbb"},
+			after: []string{"t3 stdout P c", "t4 stdout F d", "t5 stdout F next"},
+			want:  []out{{"", "", Partial}, {"", "", Discarded}, {"next", "t5", Complete}}},
+		{name: "past a smaller cap", before: []string{"t1 stdout P abcd"}, max: 3,
+			after: []string{"t2 stdout F e", "t3 stdout F f"},
+			want:  []out{{"", "", TooLong}, {"f", "t3", Complete}}},
+		{name: "refused the memory", before: []string{"t1 stdout P abcd"}, room: func(int64) bool { return false },
+			after: []string{"t2 stdout F e", "t3 stdout F f"},
+			want:  []out{{"", "", TooLong}, {"f", "t3", Complete}}},
+		{name: "refused a place", before: []string{"t1 stdout P abcd"}, busy: MaxPending,
+			after: []string{"t2 stdout F e", "t3 stdout F f"},
+			want:  []out{{"", "", TooLong}, {"f", "t3", Complete}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			j := New(limit)
+			feed(j, "f", tc.before)
+			next := New(cmp.Or(tc.max, limit))
+			next.Bound(tc.room)
+			for i := range tc.busy {
+				next.Feed(fmt.Sprint("busy", i), []byte("t1 stdout P a"))
+			}
+			for source, part := range j.Pending() {
+				next.Resume(source, part)
+			}
+			if held := recount(next); next.HeldBytes() != held {
+				t.Errorf("HeldBytes %d, holding %d", next.HeldBytes(), held)
+			}
+			if got := feed(next, "f", tc.after); !slices.Equal(got, tc.want) {
+				t.Errorf("got %q\nwant %q", got, tc.want)
+			}
+			for i := range tc.busy {
+				next.Release(fmt.Sprint("busy", i))
+			}
+			if next.n != 0 || next.HeldBytes() != 0 {
+				t.Errorf("%d messages, %d bytes held after every message ended", next.n, next.HeldBytes())
+			}
+		})
+	}
 }
 
 // recount is what HeldBytes should say of j, and checks j.n.
