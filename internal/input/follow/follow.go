@@ -110,6 +110,11 @@ type Options struct {
 	// line to finish): Line.Position is where a follower resumed from Positions taken
 	// meanwhile is to read it again from. It is the reading goroutine's, as the handler is.
 	At *Line
+	// Started, when set, is called once by Start, after its first scan and before any
+	// line is handed on, with where each file it found is read from (Positions then): a
+	// caller that kept state with Positions taken before (a CRI message being joined) can
+	// tell whether the files that state goes on in are read on from where it was kept.
+	Started func(from []Position)
 
 	now      func() time.Time                    // a test clock for the grace period
 	noNotify bool                                // tests force polling
@@ -325,6 +330,9 @@ func Start(opts Options, h input.Handler) (*Follower, error) {
 	}
 	f.discover(true)
 	f.resumeRotated()
+	if f.o.Started != nil {
+		f.o.Started(f.Positions())
+	}
 	f.wg.Add(2)
 	go f.watchLoop()
 	go f.readLoop()

@@ -3,6 +3,7 @@ package follow
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -10,16 +11,21 @@ import (
 
 // TestResume: a follower started with the positions of one that stopped hands on every
 // line written since exactly once, whatever happened to the files meanwhile, and from
-// the position even with start_at: end.
+// the position even with start_at: end. Before the first line it tells Started where it
+// reads each file from: the file of the position from there, wherever it is now, and the
+// others from their start.
 func TestResume(t *testing.T) {
 	cases := []struct {
 		name string
 		glob bool
-		// down is what happens while no follower runs; it writes lines 101..150.
-		down func(t *testing.T, dir string, w *os.File)
+		// down is what happens while no follower runs; it writes lines 101..150. files is
+		// how many files the resumed follower reads.
+		down  func(t *testing.T, dir string, w *os.File)
+		files int
 	}{{
-		name: "appended",
-		down: func(t *testing.T, _ string, w *os.File) { writeLines(t, w, 101, 150) },
+		name:  "appended",
+		down:  func(t *testing.T, _ string, w *os.File) { writeLines(t, w, 101, 150) },
+		files: 1,
 	}, {
 		name: "appended, rotated by rename, a new file",
 		down: func(t *testing.T, dir string, w *os.File) {
@@ -28,6 +34,7 @@ func TestResume(t *testing.T) {
 			writeLines(t, w, 121, 130) // the writer has not reopened yet
 			writeLines(t, create(t, filepath.Join(dir, "access.log")), 131, 150)
 		},
+		files: 2,
 	}, {
 		name: "a glob: a file created while down is read from its start",
 		glob: true,
@@ -35,6 +42,7 @@ func TestResume(t *testing.T) {
 			writeLines(t, w, 101, 120)
 			writeLines(t, create(t, filepath.Join(dir, "other.log")), 121, 150)
 		},
+		files: 2,
 	}}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -61,9 +69,31 @@ func TestResume(t *testing.T) {
 			o.FromBeginning = false
 			o.Resume = positions
 			next := newCollector()
+			var from [][]Position
+			o.Started = func(ps []Position) {
+				next.mu.Lock()
+				if len(next.paths) > 0 {
+					t.Error("Started after a line was handed on")
+				}
+				next.mu.Unlock()
+				from = append(from, ps)
+			}
 			start(t, o, next.handle)
 			waitFor(t, "the lines written while down", func() bool { return next.has(101, 150) })
 			next.expectExactly(t, span{101, 150})
+			if len(from) != 1 || len(from[0]) != tc.files {
+				t.Fatalf("Started with %+v, want once with %d files", from, tc.files)
+			}
+			for _, p := range from[0] {
+				if !slices.Contains(positions, p) && p.Offset != 0 {
+					t.Errorf("Started with %+v: neither a position resumed nor a file's start (positions %+v)", p, positions)
+				}
+			}
+			for _, p := range positions {
+				if !slices.Contains(from[0], p) {
+					t.Errorf("Started without %+v, the position resumed", p)
+				}
+			}
 		})
 	}
 }
