@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/logwindow/logwindow_exporter/config"
+	"github.com/logwindow/logwindow_exporter/internal/input/cri/critest"
 	"github.com/logwindow/logwindow_exporter/internal/testutil/testclock"
 )
 
@@ -174,6 +175,66 @@ func TestDealerStatsSpaced(t *testing.T) {
 	owners(t, d, 2, []string{"/pods/web_late_uid/nginx/0.log"})
 	if stats != len(paths) {
 		t.Fatalf("a new directory a second later made %d stats, want %d", stats, len(paths))
+	}
+}
+
+// A CRI message whose parts straddle reloads that change a glob's shards is counted once,
+// whole: the followers started anew take over what the joiners of those they replace were
+// in the middle of. Each step writes a part of a message to every file (its first holds
+// the capture of the label), and a message of the other stream that shows it was read.
+func TestReloadShardsKeepsMessagesInParts(t *testing.T) {
+	root := t.TempDir()
+	logs := podDirs(t, root, 0, 4)
+	for _, l := range logs {
+		if err := os.WriteFile(l, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rules := func(shards int) *config.Config {
+		cfg, err := config.Parse(fmt.Appendf(nil, `
+inputs: [{path: %s/*/nginx/*.log, wrapper: cri, shards: %d}]
+rules:
+  - {name: all, match: '.'}
+  - {name: users, match: '^user=(?P<user>\w+) took=5 done$', labels: {user: '${user}'}}
+`, root, shards), "rules.yaml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cfg
+	}
+	p, err := Start(rules(1), Options{Now: time.Now, PollInterval: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Stop)
+	messages := 0.0
+	step := func(tag, part string) {
+		t.Helper()
+		waitReady(t, p)
+		for _, l := range logs {
+			appendTo(t, l, critest.Line("t", "stdout", tag, part)+"\n"+critest.Line("t", "stderr", "F", "tick")+"\n")
+		}
+		messages += float64(len(logs)) // the ticks
+		if tag == "F" {
+			messages += float64(len(logs)) // and the messages they end
+		}
+		waitTotal(t, p, fmt.Sprintf("%s %q", tag, part), "all_total{", messages)
+	}
+	step("P", "user=alice ")
+	for i, shards := range []int{2, 3, 1} {
+		if err := p.Reload(rules(shards)); err != nil {
+			t.Fatal(err)
+		}
+		switch i {
+		case 0:
+			step("P", "took=5 ")
+		case 1:
+			step("P", "")
+		}
+	}
+	step("F", "done")
+	if got := waitTotal(t, p, "the messages in parts", "users_total{", float64(len(logs))); got[`users_total{user="alice"}`] != float64(len(logs)) {
+		t.Errorf("users_total %v of alice, want %d", got[`users_total{user="alice"}`], len(logs))
 	}
 }
 

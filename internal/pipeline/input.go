@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync"
 	"sync/atomic"
 
 	"github.com/logwindow/logwindow_exporter/config"
@@ -48,6 +49,10 @@ type stream struct {
 	// follower's goroutine only. tooLong counts joined messages past the line cap.
 	cri     *cri.Joiner
 	tooLong atomic.Uint64
+	// stopping is set once the input is being stopped: the joiner then keeps what it was
+	// in the middle of as the follower lets go of its files, for the shutdown's snapshot
+	// or the joiners of the followers a reload starts instead (handOver).
+	stopping atomic.Bool
 	// hold charges the memory bound (store.Set.Hold) with what the joiner's partial
 	// messages take, held what it was charged so far: a running input's (nil in a replay),
 	// used by its reading goroutine, and by stopInputs once it stopped.
@@ -212,11 +217,14 @@ func skipsStream(line []byte, streams config.Streams) (name []byte, skip bool) {
 
 // joinOptions has the follower tell a cri input's joiner of the lines it skips for their
 // length, so that the rest of their message goes with them, and of the files it is done
-// with, so that their partial messages are forgotten. streams are the streams the input
-// reads now: a line of another is skipped before it is joined (unwrap), and so is one too
-// long, whose message the joiner would otherwise keep until its file goes; it counts as a
-// line read, as the others of its stream do, not as too long.
-func (in *stream) joinOptions(o *follow.Options, streams func() config.Streams) {
+// with, so that their partial messages are forgotten, under cut (nil in a one-shot), as a
+// snapshot reads the joiner under it; but not as the input stops: the follower then lets
+// go of every file while their messages in parts go on, in the shutdown's snapshot or in
+// the followers a reload starts instead. streams are the streams the input reads now: a
+// line of another is skipped before it is joined (unwrap), and so is one too long, whose
+// message the joiner would otherwise keep until its file goes; it counts as a line read,
+// as the others of its stream do, not as too long.
+func (in *stream) joinOptions(o *follow.Options, cut *sync.RWMutex, streams func() config.Streams) {
 	if in.cri != nil {
 		o.TooLong = func(path string, head []byte) bool {
 			if _, skip := skipsStream(head, streams()); skip {
@@ -228,6 +236,13 @@ func (in *stream) joinOptions(o *follow.Options, streams func() config.Streams) 
 			return true
 		}
 		o.Closed = func(path string) {
+			if in.stopping.Load() {
+				return // what the joiner holds goes with the input (stopInput)
+			}
+			if cut != nil {
+				cut.RLock()
+				defer cut.RUnlock()
+			}
 			in.cri.Release(path)
 			in.chargeHeld()
 		}
@@ -317,7 +332,7 @@ func (p *Pipeline) syncInputs(cfg *config.Config) error {
 		}
 	}
 	p.stopInputs(wanted)
-	p.handedOver = nil
+	p.handedOver, p.handedParts = nil, nil
 	return errors.Join(errs...)
 }
 
@@ -346,15 +361,18 @@ func (p *Pipeline) handOver(ci config.Input) {
 		p.stopInput(k, in)
 		if f, ok := in.running.(*follow.Follower); ok {
 			if p.handedOver == nil {
-				p.handedOver = map[string][]follow.Position{}
+				p.handedOver, p.handedParts = map[string][]follow.Position{}, map[string][]pathParts{}
 			}
 			// Not nil when empty: a file none of them read came after them, and is read
-			// from its first byte as a new file is.
-			ps := append(p.handedOver[in.source], f.Positions()...)
+			// from its first byte as a new file is. The messages its joiner was in the
+			// middle of go on in the joiners of the followers that replace it.
+			stopped := f.Positions()
+			ps := append(p.handedOver[in.source], stopped...)
 			if ps == nil {
 				ps = []follow.Position{}
 			}
 			p.handedOver[in.source] = ps
+			p.handedParts[in.source] = append(p.handedParts[in.source], in.partsAt(stopped)...)
 		}
 	}
 }
@@ -409,6 +427,7 @@ func (p *Pipeline) stopInput(k string, in *stream) {
 // stop stops in's reader, then its parse workers once they parsed what it dealt them. A
 // stream may be stopped more than once.
 func (in *stream) stop() {
+	in.stopping.Store(true)
 	in.running.Stop()
 	in.stopPool()
 }

@@ -68,7 +68,10 @@ func startFollower(p *Pipeline, ci config.Input, in *stream, shard int) (input.I
 	if in.deal != nil {
 		opts.Select = func(path string) bool { return in.deal.owns(path, shard) }
 	}
-	in.joinOptions(&opts, func() config.Streams { return p.gen.Load().input(in.source).Streams })
+	in.joinOptions(&opts, &p.cut, func() config.Streams { return p.gen.Load().input(in.source).Streams })
+	if pps := p.partsOf(ci.Source()); in.cri != nil && len(pps) > 0 {
+		opts.Started = func(from []follow.Position) { in.resumeParts(pps, from) }
+	}
 	in.formatOptions(p, &opts)
 	if in.files != nil {
 		in.at = new(follow.Line)
@@ -86,6 +89,15 @@ func (p *Pipeline) resumeOf(source string) (ps []follow.Position, handedOver boo
 		return ps, true
 	}
 	return p.resume[source], false
+}
+
+// partsOf is what the joiners were in the middle of whose followers' positions resumeOf
+// gives, for the joiners of the followers that replace them.
+func (p *Pipeline) partsOf(source string) []pathParts {
+	if _, ok := p.handedOver[source]; ok {
+		return p.handedParts[source]
+	}
+	return p.resumeParts[source]
 }
 
 // startListener binds a syslog input's socket; its lines read the clock once per batch of

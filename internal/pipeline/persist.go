@@ -7,9 +7,11 @@ import (
 	"io/fs"
 	"math"
 	"os"
+	"slices"
 	"sync"
 	"time"
 
+	"github.com/logwindow/logwindow_exporter/internal/input/cri"
 	"github.com/logwindow/logwindow_exporter/internal/input/follow"
 	"github.com/logwindow/logwindow_exporter/internal/selfmetric"
 	"github.com/logwindow/logwindow_exporter/internal/storage"
@@ -20,11 +22,13 @@ import (
 // DefaultSnapshotInterval is how often the state is written to --storage.path.
 const DefaultSnapshotInterval = 10 * time.Second
 
-// Sections of a snapshot the pipeline writes besides the Set's: when it started, and the
-// positions of the followed files.
+// Sections of a snapshot the pipeline writes besides the Set's: when it started, the
+// positions of the followed files, and the CRI messages in parts being joined then. A
+// snapshot without the last (written before it was) restores without those messages.
 const (
 	sectionPipeline = "pipeline"
 	sectionFiles    = "files"
+	sectionParts    = "cri-parts"
 )
 
 // persister is the pipeline's side of --storage.path.
@@ -60,10 +64,11 @@ func (s *persister) update(f func(st *selfmetric.StorageStats)) {
 }
 
 // restore reads the snapshot of the storage directory into gen's new Set and returns
-// the positions of the files by input source and the start second it records (or
-// math.MaxInt64). A snapshot that cannot be read or decoded is logged, counted and set
-// aside, and the exporter starts without it.
-func (p *Pipeline) restore(gen *generation) (map[string][]follow.Position, int64) {
+// the positions of the files by input source, the CRI messages in parts its inputs were
+// joining by input source, and the start second it records (or math.MaxInt64). A
+// snapshot that cannot be read or decoded is logged, counted and set aside, and the
+// exporter starts without it.
+func (p *Pipeline) restore(gen *generation) (map[string][]follow.Position, map[string][]pathParts, int64) {
 	s, log := p.storage, p.opts.Logger
 	if err := os.MkdirAll(s.dir, 0o750); err != nil {
 		log.Warn("cannot make the storage directory: snapshots will fail until it can be written", "dir", s.dir, "err", err)
@@ -74,9 +79,13 @@ func (p *Pipeline) restore(gen *generation) (map[string][]follow.Position, int64
 	}
 	snap, err := storage.Read(s.dir, most)
 	var positions map[string][]follow.Position
+	var parts map[string][]pathParts
 	since := int64(math.MaxInt64)
 	if err == nil {
 		positions, since, err = decodePipeline(snap)
+	}
+	if err == nil {
+		parts, err = decodeParts(snap)
 	}
 	var res store.Restored
 	if err == nil {
@@ -85,7 +94,7 @@ func (p *Pipeline) restore(gen *generation) (map[string][]follow.Position, int64
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		log.Info("no snapshot in the storage directory: starting empty", "dir", s.dir)
-		return nil, math.MaxInt64
+		return nil, nil, math.MaxInt64
 	case err != nil:
 		s.update(func(st *selfmetric.StorageStats) { st.RestoreFailures++ })
 		attrs := []any{"dir", s.dir, "err", err}
@@ -97,7 +106,7 @@ func (p *Pipeline) restore(gen *generation) (map[string][]follow.Position, int64
 			}
 		}
 		log.Error("cannot restore the snapshot: starting empty", attrs...)
-		return nil, math.MaxInt64
+		return nil, nil, math.MaxInt64
 	}
 	for _, why := range res.Skipped {
 		log.Warn("a rule of the snapshot was not restored: it starts empty", "err", why)
@@ -105,12 +114,17 @@ func (p *Pipeline) restore(gen *generation) (map[string][]follow.Position, int64
 	s.update(func(st *selfmetric.StorageStats) {
 		st.RestoredRules, st.RestoredSeries, st.SkippedRules = res.Rules, res.Series, len(res.Skipped)
 	})
-	files := 0
+	files, messages := 0, 0
 	for _, ps := range positions {
 		files += len(ps)
 	}
-	log.Info("restored the snapshot", "dir", s.dir, "rules", res.Rules, "series", res.Series, "skipped_rules", len(res.Skipped), "files", files)
-	return positions, since
+	for _, pps := range parts {
+		for _, pp := range pps {
+			messages += len(pp.parts)
+		}
+	}
+	log.Info("restored the snapshot", "dir", s.dir, "rules", res.Rules, "series", res.Series, "skipped_rules", len(res.Skipped), "files", files, "messages_in_parts", messages)
+	return positions, parts, since
 }
 
 // decodePipeline reads the pipeline's sections of a snapshot.
@@ -149,6 +163,158 @@ func decodePipeline(snap *storage.Snapshot) (map[string][]follow.Position, int64
 		positions[source] = ps
 	}
 	return positions, since, nil
+}
+
+// pathParts are the CRI messages in parts that a cri input's joiner was in the middle of
+// under one path, at a snapshot's cut or when a reload stopped its follower, with the
+// files read under that path then and where they were read up to: the joiner of a
+// restart, or of the follower that replaces the stopped one, is given the messages back
+// only when its follower reads each of those files on from there (resumeParts), so that
+// their next parts are the lines that follow those they were joined from.
+type pathParts struct {
+	path string
+	// files are the positions of the files read under path, before keptAt moved any back:
+	// a file read again from further back would give the messages parts they have.
+	files []follow.Position
+	parts []cri.Part
+}
+
+// Flags of a message in parts in its record.
+const (
+	partSkipped = 1 << iota
+	partCounted
+)
+
+// partsAt returns the messages in parts in's joiner is in the middle of, by path, with
+// ps, the positions of in's follower taken at the same cut (under it, which the reading
+// goroutine holds while it feeds the joiner, or once the follower stopped). The messages
+// of a path no file of ps is read under (its files were closed) are left out: nothing
+// goes on with them. They alias the joiner's buffers: the caller copies them before the
+// joiner is fed again.
+func (in *stream) partsAt(ps []follow.Position) []pathParts {
+	if in.cri == nil || in.cri.HeldBytes() == 0 {
+		return nil
+	}
+	byPath := map[string][]cri.Part{}
+	for path, part := range in.cri.Pending() {
+		byPath[path] = append(byPath[path], part)
+	}
+	var pps []pathParts
+	for path, parts := range byPath {
+		pp := pathParts{path: path, parts: parts}
+		for _, pos := range ps {
+			if pos.Path == path {
+				pp.files = append(pp.files, pos)
+			}
+		}
+		if len(pp.files) > 0 {
+			pps = append(pps, pp)
+		}
+	}
+	return pps
+}
+
+// appendPathParts appends the record of the messages in parts pp of the input source.
+func appendPathParts(dst []byte, source string, pp pathParts) []byte {
+	dst = wire.AppendBytes(dst, []byte(source))
+	dst = wire.AppendBytes(dst, []byte(pp.path))
+	dst = wire.AppendUvarint(dst, uint64(len(pp.files)))
+	for _, pos := range pp.files {
+		dst = wire.AppendUvarint(dst, pos.Dev)
+		dst = wire.AppendUvarint(dst, pos.Ino)
+		dst = wire.AppendUvarint(dst, uint64(pos.Offset))
+	}
+	dst = wire.AppendUvarint(dst, uint64(len(pp.parts)))
+	for _, part := range pp.parts {
+		var flags byte
+		if part.Skipped {
+			flags |= partSkipped
+		}
+		if part.Counted {
+			flags |= partCounted
+		}
+		dst = wire.AppendBytes(dst, []byte(part.Stream))
+		dst = append(dst, flags)
+		dst = wire.AppendBytes(dst, part.Joined)
+	}
+	return dst
+}
+
+// decodeParts reads the messages in parts of a snapshot, by input source; a snapshot
+// without them (written before they were kept) has none.
+func decodeParts(snap *storage.Snapshot) (map[string][]pathParts, error) {
+	sec, ok := snap.Section(sectionParts)
+	if !ok {
+		return nil, nil
+	}
+	bySource := map[string][]pathParts{}
+	for rec := range sec.Records() {
+		source, pp, err := decodePathParts(rec)
+		if err != nil {
+			return nil, fmt.Errorf("messages in parts: %w", err)
+		}
+		bySource[source] = append(bySource[source], pp)
+	}
+	return bySource, nil
+}
+
+// decodePathParts reads a record of appendPathParts; the messages' bytes alias rec.
+func decodePathParts(rec []byte) (string, pathParts, error) {
+	r := wire.NewReader(rec)
+	source := string(r.Prefixed())
+	pp := pathParts{path: string(r.Prefixed())}
+	n := r.Count(math.MaxInt, 3)
+	pp.files = make([]follow.Position, 0, n)
+	for range n {
+		pos := follow.Position{Path: pp.path, Dev: r.Uvarint(), Ino: r.Uvarint()}
+		off := r.Uvarint()
+		if off > math.MaxInt64 {
+			r.Failf("offset %d", off)
+		}
+		pos.Offset = int64(off)
+		pp.files = append(pp.files, pos)
+	}
+	n = r.Count(math.MaxInt, 3)
+	pp.parts = make([]cri.Part, 0, n)
+	for range n {
+		part := cri.Part{Stream: string(r.Prefixed())}
+		flags := r.Byte()
+		if flags&^(partSkipped|partCounted) != 0 {
+			r.Failf("message flags %#x", flags)
+		}
+		part.Skipped, part.Counted = flags&partSkipped != 0, flags&partCounted != 0
+		part.Joined = r.Prefixed()
+		pp.parts = append(pp.parts, part)
+	}
+	return source, pp, r.Done()
+}
+
+// resumeParts gives in's joiner back the messages in parts of the snapshot restored, or
+// of the followers a reload stopped to start in's instead (handOver), before its follower
+// hands on a line, for each path whose files the follower reads on from where they were
+// when the messages were kept (from: where it reads each file from); the others are
+// lost, as they were before they were kept: a file rewritten or gone while the exporter
+// was down, or read again from further back.
+func (in *stream) resumeParts(pps []pathParts, from []follow.Position) {
+	for _, pp := range pps {
+		readOn := !slices.ContainsFunc(pp.files, func(k follow.Position) bool {
+			return !slices.ContainsFunc(from, func(f follow.Position) bool {
+				return f.Path == k.Path && f.Dev == k.Dev && f.Ino == k.Ino && f.Offset == k.Offset
+			})
+		})
+		switch {
+		case readOn:
+		case slices.ContainsFunc(from, func(f follow.Position) bool { return f.Path == pp.path }):
+			in.log.Info("the first parts of a message in parts are lost: its file is not read on from where they were kept", "path", pp.path, "messages", len(pp.parts))
+			continue
+		default:
+			continue // another shard's path, or one no file is read under any more
+		}
+		for _, part := range pp.parts {
+			in.cri.Resume(pp.path, part)
+		}
+	}
+	in.chargeHeld()
 }
 
 // Snapshot writes the state to the storage directory now: every rule's series and the
@@ -195,12 +361,17 @@ func (p *Pipeline) snapshot(ahead *store.Encoded, begin time.Time, cutDone func(
 	cutAt := time.Now()
 	p.cut.Lock()
 	files := make(map[string][]follow.Position)
+	var parts [][]byte
 	for _, in := range p.inputs {
 		in.drain()
 	}
 	for _, in := range p.inputs {
 		if f, ok := in.running.(*follow.Follower); ok {
-			files[in.source] = append(files[in.source], in.keptAt(f.Positions())...)
+			ps := f.Positions()
+			for _, pp := range in.partsAt(ps) { // before keptAt moves any back
+				parts = append(parts, appendPathParts(nil, in.source, pp))
+			}
+			files[in.source] = append(files[in.source], in.keptAt(ps)...)
 		}
 	}
 	enc, err := p.gen.Load().set.Encode(ahead)
@@ -224,6 +395,14 @@ func (p *Pipeline) snapshot(ahead *store.Encoded, begin time.Time, cutDone func(
 			var rec []byte
 			for source, ps := range files {
 				rec = appendPositions(rec[:0], source, ps)
+				if err := w.Record(rec); err != nil {
+					return err
+				}
+			}
+			if err := w.Section(sectionParts); err != nil {
+				return err
+			}
+			for _, rec := range parts {
 				if err := w.Record(rec); err != nil {
 					return err
 				}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,8 +17,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/logwindow/logwindow_exporter/config"
+	"github.com/logwindow/logwindow_exporter/internal/input/cri"
+	"github.com/logwindow/logwindow_exporter/internal/input/cri/critest"
+	"github.com/logwindow/logwindow_exporter/internal/input/follow"
 	"github.com/logwindow/logwindow_exporter/internal/storage"
 	"github.com/logwindow/logwindow_exporter/internal/store"
+	"github.com/logwindow/logwindow_exporter/internal/testutil/storetest"
 	"github.com/logwindow/logwindow_exporter/internal/testutil/syncbuf"
 )
 
@@ -204,7 +209,9 @@ func TestStorageBadSnapshot(t *testing.T) {
 	cases := []struct {
 		name  string
 		spoil func(b []byte) []byte
-		opts  Options
+		// rewrite, when set, writes each section of the snapshot spoilt again (rewriteSnapshot).
+		rewrite func(w *storage.Writer, sec storage.Section) error
+		opts    Options
 		// aside: the snapshot is set aside; logged is what the log says.
 		aside  bool
 		logged string
@@ -232,6 +239,19 @@ func TestStorageBadSnapshot(t *testing.T) {
 		opts:   Options{SeriesMaxBytes: 64},
 		aside:  true,
 		logged: "too large",
+	}, {
+		// Its checksums right: a snapshot of another build, or one edited.
+		name:  "messages in parts cut short",
+		spoil: func(b []byte) []byte { return b },
+		rewrite: func(w *storage.Writer, sec storage.Section) error {
+			if err := storetest.CopySection(w, sec); err != nil || sec.Name != sectionParts {
+				return err
+			}
+			rec := partsRecord()
+			return w.Record(rec[:len(rec)-3])
+		},
+		aside:  true,
+		logged: "messages in parts: corrupt",
 	}}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -239,6 +259,9 @@ func TestStorageBadSnapshot(t *testing.T) {
 			b := tc.spoil(good(t, dir))
 			if err := os.WriteFile(filepath.Join(dir, storage.FileName), b, 0o600); err != nil {
 				t.Fatal(err)
+			}
+			if tc.rewrite != nil {
+				rewriteSnapshot(t, dir, tc.rewrite)
 			}
 			var out syncbuf.Buffer
 			p := startStored(t, filepath.Join(t.TempDir(), "access.log"), dir, &out, tc.opts)
@@ -614,4 +637,208 @@ func TestSnapshotHoldsNoLock(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A CRI message whose parts straddle a restart is counted once, whole, as if the
+// exporter had not stopped: the snapshot keeps what the joiner had joined of it (each
+// stream's) and the restart gives that back before its file is read on, whether a kill
+// came after a periodic snapshot or the exporter stopped. Its first part holds the
+// capture its rule's label reads. Lines of the other stream between its parts, counted
+// after the snapshot before a kill, are read again and counted once. A file rewritten
+// while the exporter was down is not read on from its position: the first parts are lost
+// then, and said to be. A snapshot of an earlier version, which did not keep them,
+// restores as it did: the message is counted from its last part alone.
+func TestStorageKeepsMessagesInParts(t *testing.T) {
+	line := func(stream, tag, msg string) string {
+		return critest.Line("2024-03-01T12:00:00Z", stream, tag, msg) + "\n"
+	}
+	cases := []struct {
+		name string
+		// killed: a periodic snapshot, lines after it, then a kill; else a shutdown, and
+		// those lines are written while the exporter is down.
+		killed bool
+		// interleaved: stderr messages, in parts too, between the parts.
+		interleaved bool
+		// rotated: the file is renamed away while the exporter is down, after the last
+		// part was written to it, and another takes its path; rewritten: the file is
+		// replaced by one that holds the last part alone, whose first parts are lost.
+		rotated, rewritten bool
+		// earlier: the snapshot is one of an earlier version, without the messages.
+		earlier bool
+	}{
+		{name: "killed after a periodic snapshot", killed: true},
+		{name: "killed after a periodic snapshot, streams interleaved", killed: true, interleaved: true},
+		{name: "stopped"},
+		{name: "stopped, streams interleaved", interleaved: true},
+		{name: "stopped, rotated while down", interleaved: true, rotated: true},
+		{name: "killed, rewritten while down", killed: true, interleaved: true, rewritten: true},
+		{name: "killed, a snapshot of an earlier version", killed: true, interleaved: true, earlier: true},
+	}
+	const rules = `
+rules:
+  - {name: all, match: '.'}
+  - {name: users, match: '^user=(?P<user>\w+) .* done$', labels: {user: '${user}'}}
+`
+	const users, all = `users_total{user="alice"}`, `all_total{}`
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			dir, log := t.TempDir(), filepath.Join(t.TempDir(), "0.log")
+			if err := os.WriteFile(log, nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			cfg := "inputs: [{path: '" + log + "', wrapper: cri, start_at: beginning}]" + rules
+			var out syncbuf.Buffer
+			p := startStoredOn(t, cfg, dir, &out, Options{SnapshotInterval: time.Hour})
+			text := line("stdout", "P", "user=alice ")
+			if tc.interleaved {
+				text += line("stderr", "P", "warn") + line("stderr", "F", "ing one")
+			}
+			text += line("stdout", "P", "took=5 ")
+			if tc.interleaved {
+				text += line("stderr", "P", "warning ")
+			}
+			appendTo(t, log, text)
+			waitRead(t, p, uint64(strings.Count(text, "\n")))
+			counted := 0.0 // messages complete, counted once each by the end
+			if tc.interleaved {
+				counted = 1
+			}
+			waitTotal(t, p, "before the restart", all, counted)
+			after := line("stderr", "F", "two")
+			if tc.interleaved {
+				after += line("stderr", "P", "three ") + line("stderr", "F", "four")
+			}
+			if tc.killed {
+				kept := periodicSnapshot(t, p, dir)
+				appendTo(t, log, after)
+				waitTotal(t, p, "after the snapshot", all, counted+float64(strings.Count(after, " F ")))
+				kill(t, p, dir, kept)
+			} else {
+				p.Stop()
+				appendTo(t, log, after) // while it is down
+			}
+			appendTo(t, log, line("stdout", "F", "done"))
+			counted += float64(strings.Count(after, " F ")) + 1
+			want := 1.0
+			if tc.earlier {
+				rewriteSnapshot(t, dir, func(w *storage.Writer, sec storage.Section) error {
+					if sec.Name == sectionParts {
+						return nil
+					}
+					return storetest.CopySection(w, sec)
+				})
+				want = 0
+			}
+			switch {
+			case tc.rotated:
+				if err := os.Rename(log, log+".1"); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(log, []byte(line("stderr", "F", "a new file")), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				counted++
+			case tc.rewritten:
+				if err := os.Remove(log); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(log, []byte(line("stdout", "F", "done")), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				// The lines after the snapshot went with the file; the last part is read
+				// as a message of its own.
+				counted, want = counted-float64(strings.Count(after, " F ")), 0
+			}
+			p = startStoredOn(t, cfg, dir, &out, Options{SnapshotInterval: time.Hour})
+			waitTotal(t, p, "after the restart", all, counted)
+			// A flush writes one rule after the other: all's count may be seen first.
+			if got := waitTotal(t, p, "the message in parts", "users_total", want); got[users] != want {
+				t.Errorf("users_total %v of alice, want %v", got[users], want)
+			}
+			if s := p.StorageStats(); s.RestoredRules != 2 || s.RestoreFailures != 0 {
+				t.Errorf("storage stats %+v, want 2 rules restored and no failure", s)
+			}
+			if said := strings.Contains(out.String(), "the first parts of a message in parts are lost"); said != tc.rewritten {
+				t.Errorf("the log says the parts are lost: %v, want %v:\n%s", said, tc.rewritten, out.String())
+			}
+			waitCaughtUp(t, p)
+			p.mu.Lock()
+			defer p.mu.Unlock()
+			p.cut.Lock() // under which the reading goroutine charges what the joiner holds
+			defer p.cut.Unlock()
+			for _, in := range p.inputs {
+				if n := in.cri.HeldBytes(); n != 0 || in.held != 0 {
+					t.Errorf("the joiner holds %d bytes (%d charged) once every message ended", n, in.held)
+				}
+			}
+		})
+	}
+}
+
+// rewriteSnapshot writes the snapshot in dir again, each section as edit writes it to w
+// (storetest.CopySection as it was).
+func rewriteSnapshot(t *testing.T, dir string, edit func(w *storage.Writer, sec storage.Section) error) {
+	t.Helper()
+	snap, err := storage.Read(dir, math.MaxInt64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = storage.Write(dir, func(w *storage.Writer) error {
+		for _, sec := range snap.Sections {
+			if err := edit(w, sec); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// partsRecord is the record of a cri input's messages in parts: a stdout message joined
+// from two parts, a stderr one being skipped, in a file read up to offset 90.
+func partsRecord() []byte {
+	in := &stream{source: "/var/log/pods/*/*/*.log", cri: cri.New(16)}
+	const path = "/var/log/pods/web/nginx/0.log"
+	for _, line := range []string{"t1 stdout P user=alice ", "t1 stderr P " + strings.Repeat("x", 20), "t2 stdout P took=5 "} {
+		in.cri.Feed(path, []byte(line))
+	}
+	pps := in.partsAt([]follow.Position{{Path: path, Dev: 2049, Ino: 131, Offset: 90}})
+	return appendPathParts(nil, in.source, pps[0])
+}
+
+// FuzzDecodePathParts: a record of messages in parts, whatever its bytes (a snapshot of
+// another build, or one edited, its checksums right), is refused as corrupt or decodes to
+// what encodes to it again, and its messages resume into a joiner within its bounds.
+func FuzzDecodePathParts(f *testing.F) {
+	rec := partsRecord()
+	f.Add(rec)
+	f.Add(rec[:len(rec)-3])
+	f.Add([]byte{})
+	f.Fuzz(func(t *testing.T, rec []byte) {
+		source, pp, err := decodePathParts(rec)
+		if err != nil {
+			if !errors.Is(err, storage.ErrCorrupt) {
+				t.Fatalf("%v: not corrupt", err)
+			}
+			return
+		}
+		if again := appendPathParts(nil, source, pp); !bytes.Equal(again, rec) {
+			t.Fatalf("decoded %+v, which encodes to %q, not %q", pp, again, rec)
+		}
+		const limit = 64
+		in := &stream{cri: cri.New(limit), log: slog.New(slog.DiscardHandler)}
+		in.resumeParts([]pathParts{pp}, pp.files)
+		for _, part := range pp.parts {
+			msg, _, _ := in.cri.Feed(pp.path, []byte("t "+part.Stream+" F end"))
+			if len(msg) > limit {
+				t.Fatalf("a message of %d bytes past the cap %d", len(msg), limit)
+			}
+		}
+		in.cri.Release(pp.path)
+		if in.cri.HeldBytes() != 0 {
+			t.Fatalf("%d bytes held once the file was released", in.cri.HeldBytes())
+		}
+	})
 }

@@ -108,12 +108,16 @@ type Pipeline struct {
 	// snapshot while it records the positions and copies the series: one cut of both.
 	cut sync.RWMutex
 	// storage is the side of --storage.path; nil without one. resume holds the positions
-	// of the snapshot restored at Start by input source, for the followers Start starts.
-	storage *persister
-	resume  map[string][]follow.Position
+	// of the snapshot restored at Start by input source, for the followers Start starts,
+	// and resumeParts the CRI messages in parts their joiners were in the middle of.
+	storage     *persister
+	resume      map[string][]follow.Position
+	resumeParts map[string][]pathParts
 	// handedOver holds, during syncInputs, the positions of the followers it stopped to
-	// replace them, by input source (handOver).
-	handedOver map[string][]follow.Position
+	// replace them, by input source (handOver), and handedParts the CRI messages in parts
+	// their joiners were in the middle of.
+	handedOver  map[string][]follow.Position
+	handedParts map[string][]pathParts
 	// unreadable is what warnUnreadable keeps of each input by label, used by it alone.
 	unreadable map[string]*unreadable
 	// started is the processing second of Start, and restored that of the start of the
@@ -138,7 +142,7 @@ func Start(cfg *config.Config, opts Options) (*Pipeline, error) {
 	if opts.StoragePath != "" {
 		p.storage = &persister{dir: opts.StoragePath, interval: cmp.Or(opts.SnapshotInterval, DefaultSnapshotInterval), writeFile: storage.Write, encodeAhead: (*store.Set).EncodeAhead}
 		p.storage.stats.Enabled = true
-		p.resume, p.restored = p.restore(gen)
+		p.resume, p.resumeParts, p.restored = p.restore(gen)
 	}
 	p.gen.Store(gen)
 	p.warnMissing(cfg)
@@ -146,7 +150,7 @@ func Start(cfg *config.Config, opts Options) (*Pipeline, error) {
 	defer p.mu.Unlock()
 	p.starting = true
 	err = p.syncInputs(cfg)
-	p.starting, p.resume = false, nil
+	p.starting, p.resume, p.resumeParts = false, nil, nil
 	if err != nil {
 		p.stopInputs(nil)
 		return nil, err

@@ -159,7 +159,7 @@ func readMessages(file fileInput, opts Options, fn func(path string, n int, msg,
 		in.cri = cri.New(maxLineBytes(opts))
 	}
 	o := follow.Options{Path: file.file, MaxLineBytes: opts.MaxLineBytes, Logger: opts.Logger}
-	in.joinOptions(&o, func() config.Streams { return ci.Streams })
+	in.joinOptions(&o, nil, func() config.Streams { return ci.Streams })
 	var c readCounts
 	var last string
 	n := 0 // the line's number in its file
