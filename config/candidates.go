@@ -23,12 +23,14 @@ const maxOtherCaptures = 64
 func (d *decoder) logFormatCandidates(e entry, subject string, in *Input) bool {
 	v := resolve(e.val)
 	var texts []string
-	var lines []int
+	// items are the entries of the candidates, for a refused one's line: a list item is
+	// its own key and value, so that a directive in a | block is pointed at within it.
+	var items []entry
 	switch {
 	case v.Kind == yaml.ScalarNode && v.Value == LogFormatAuto:
 		texts = logformat.Auto
 		for range texts {
-			lines = append(lines, e.key.Line)
+			items = append(items, e)
 		}
 	case v.Kind == yaml.SequenceNode:
 		var ok bool
@@ -36,7 +38,7 @@ func (d *decoder) logFormatCandidates(e entry, subject string, in *Input) bool {
 			return true
 		}
 		for _, item := range v.Content {
-			lines = append(lines, item.Line)
+			items = append(items, entry{key: item, val: item})
 		}
 		if len(texts) == 0 {
 			d.add(e.key.Line, subject, "log_format: the list of candidates is empty; give one format, a list of them, or auto")
@@ -49,11 +51,11 @@ func (d *decoder) logFormatCandidates(e entry, subject string, in *Input) bool {
 	for i, text := range texts {
 		f, err := logformat.ParseCandidate(text)
 		if err != nil {
-			d.formatError(entry{key: &yaml.Node{Line: lines[i]}}, in, subject, "log_format", text, presets, err)
+			d.formatError(items[i], in, subject, "log_format", text, presets, err)
 			continue
 		}
 		if j := slices.IndexFunc(in.LogFormats, func(g *logformat.Format) bool { return g.ID() == f.ID() }); j >= 0 {
-			d.add(lines[i], subject, "log_format: %q is the same format as candidate #%d", text, j+1)
+			d.add(items[i].key.Line, subject, "log_format: %q is the same format as candidate #%d", text, j+1)
 			continue
 		}
 		in.LogFormats = append(in.LogFormats, f)
@@ -81,6 +83,10 @@ func (rd *ruleDecoder) fromCandidates(line int, r *Rule, reads []Input) bool {
 	caps := &captures{names: []string{""}, candidates: true}
 	for _, in := range reads {
 		cands := in.candidatesOf()
+		if cands == nil && rd.formatRefused[in.Label()] {
+			// Its format's error is the one to fix.
+			continue
+		}
 		if cands == nil {
 			rd.add(line, rd.subject, "match: is missing, and input %q has no log format to read its lines by (the rule reads %s); give it one, or name only inputs with one (inputs: [...])", in.Label(), pluralInputs(r))
 			return false
@@ -139,6 +145,11 @@ func (rd *ruleDecoder) variants(r *Rule, all []Input) {
 	timed := r.Timestamp != nil && r.Timestamp.Capture > 0 && r.Timestamp.Layout == "" && !r.Timestamp.Unix
 	for _, in := range all {
 		if r.Inputs != nil && (in.Name == "" || !slices.Contains(r.Inputs, in.Name)) {
+			continue
+		}
+		if rd.formatRefused[in.Label()] {
+			// A candidate refused may be the one that has the capture: its error is the
+			// one to fix.
 			continue
 		}
 		cands := in.candidatesOf()

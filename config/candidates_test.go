@@ -95,6 +95,8 @@ func slicesIndex(ls []Label, name string) int {
 func TestCandidatesRefused(t *testing.T) {
 	tests := []struct {
 		name, yaml, want string
+		// not is what the errors must not say: a consequence of an error they report.
+		not string
 	}{
 		{"capture no candidate gives", `
 inputs:
@@ -102,7 +104,7 @@ inputs:
 rules:
   - name: latency
     value: request_time
-`, `c.yaml:6: rule "latency": capture "request_time" is given by no log format of input "web", which the rule reads (its candidates: combined, main)`},
+`, `c.yaml:6: rule "latency": capture "request_time" is given by no log format of input "web", which the rule reads (its candidates: combined, main)`, ""},
 		{"of one of two inputs", `
 inputs:
   - {name: web, path: /a, log_format: [combined, upstreaminfo]}
@@ -110,40 +112,67 @@ inputs:
 rules:
   - name: latency
     labels: {upstream: '${upstream_addr}'}
-`, `c.yaml:7: rule "latency": capture "upstream_addr" is given by no log format of input "old"`},
+`, `c.yaml:7: rule "latency": capture "upstream_addr" is given by no log format of input "old"`, ""},
 		{"a time no candidate has", `
 inputs:
   - {name: web, path: /a, log_format: [combined, json]}
 rules:
   - name: timed
     timestamp: {capture: status}
-`, `c.yaml:6: rule "timed": time capture "status" is given by no log format of input "web"`},
+`, `c.yaml:6: rule "timed": time capture "status" is given by no log format of input "web"`, ""},
 		{"unknown preset", `
 inputs:
   - {name: web, path: /a, log_format: [combined, mian]}
 rules: [{name: r}]
-`, `c.yaml:3: input "web": log_format: "mian" is not a preset`},
+`, `c.yaml:3: input "web": log_format: "mian" is not a preset`, ""},
 		{"empty list", `
 inputs:
   - {name: web, path: /a, log_format: []}
 rules: [{name: r, match: x}]
-`, `c.yaml:3: input "web": log_format: the list of candidates is empty`},
+`, `c.yaml:3: input "web": log_format: the list of candidates is empty`, ""},
 		{"same format twice", `
 inputs:
   - {name: web, path: /a, log_format: [combined, '$remote_addr - $remote_user [$time_local] "$request" $status $body_bytes_sent "$http_referer" "$http_user_agent"']}
 rules: [{name: r}]
-`, `c.yaml:3: input "web": log_format: "$remote_addr`},
+`, `c.yaml:3: input "web": log_format: "$remote_addr`, ""},
+		{"a candidate that does not compile", `
+inputs:
+  - {name: web, path: /a, log_format: [combined, '$remote_addr$remote_user']}
+rules: [{name: r}]
+`, `c.yaml:3: input "web": log_format: $remote_user follows $remote_addr with no text between them`, ""},
+		{"a directive that does not compile, at its line in the list", `
+inputs:
+  - name: web
+    path: /a
+    log_format:
+      - combined
+      - |
+        log_format x '$remote_addr - $remote_user [$time_local] '
+                     '"$request" $status$body_bytes_sent';
+rules:
+  - name: latency
+    value: request_time
+`, `c.yaml:9: input "web": log_format: $body_bytes_sent follows $status`, `capture "request_time" is given by no log format`},
+		{"a refused format next to candidates", `
+inputs:
+  - {name: web, path: /a, log_format: [combined, main]}
+  - {name: old, path: /b, log_format: '$status$body_bytes_sent'}
+rules: [{name: r, labels: {s: '${status}'}}]
+`, `c.yaml:4: input "old": log_format: $body_bytes_sent follows $status`, `has no log format`},
 		{"escape with a list", `
 inputs:
   - {name: web, path: /a, log_format: auto, log_format_escape: json}
 rules: [{name: r}]
-`, `c.yaml:3: input "web": log_format_escape: applies to one format string`},
+`, `c.yaml:3: input "web": log_format_escape: applies to one format string`, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := Parse([]byte(tt.yaml), "c.yaml")
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("error %v, want one with %q", err, tt.want)
+			}
+			if err != nil && tt.not != "" && strings.Contains(err.Error(), tt.not) {
+				t.Errorf("error %v, want none with %q", err, tt.not)
 			}
 		})
 	}
