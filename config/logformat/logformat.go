@@ -230,11 +230,18 @@ func (f *Format) Next(capture string) string {
 	return ""
 }
 
-// List reports whether a capture is one value per upstream tried (Capture.List).
+// List reports whether a capture is one value per upstream tried (Capture.List); a JSON
+// format's field is when its variable is such a list, which an escape=json template
+// writes in one string.
 func (f *Format) List(capture string) bool {
 	for _, c := range f.Captures {
 		if c.Name == capture {
 			return c.List
+		}
+	}
+	for _, fl := range f.Fields {
+		if fl.Name == capture {
+			return f.Server == Nginx && slices.Contains(nginxLists, fl.Name)
 		}
 	}
 	return false
