@@ -193,6 +193,20 @@ func gives(f *logformat.Format, name string, isTime bool) bool {
 	return slices.Contains(f.Names(), name)
 }
 
+// Lacks are the captures of the line the rule reads that candidate format f does not give:
+// why it does not apply to a file of that format (none when it does, or for a JSON object
+// format, whose lines may have any member).
+func (r *Rule) Lacks(f *logformat.Format) []string {
+	timed := r.Timestamp != nil && r.Timestamp.Capture > 0 && r.Timestamp.Layout == "" && !r.Timestamp.Unix
+	var out []string
+	for _, name := range readNames(r) {
+		if !gives(f, name, timed && name == r.Timestamp.CaptureName) {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
 // readNames are the names of the captures of the line that r reads (not its path
 // captures, not a wrapper's time), sorted.
 func readNames(r *Rule) []string {

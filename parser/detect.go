@@ -30,7 +30,7 @@ func (p *Parser) entries(rules []*config.Rule) ([]ruleEntry, []*logformat.Format
 			out = append(out, ruleEntry{index: i, rule: cr})
 			continue
 		}
-		p.byFormat = append(p.byFormat, i)
+		p.byFormat = append(p.byFormat, ruleEntry{index: i, rule: cr})
 		if len(cr.Variants) != len(cr.Candidates) {
 			return nil, nil, fmt.Errorf("rule %d: %d variants of %d candidate formats", i, len(cr.Variants), len(cr.Candidates))
 		}

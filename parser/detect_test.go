@@ -376,37 +376,6 @@ func BenchmarkDetect(b *testing.B) {
 	}
 }
 
-// Explain reads a line by the candidate it fits, as Parse does, and says of the rules
-// whose format it is not that their format did not match.
-func TestExplainCandidates(t *testing.T) {
-	p, c := autoParser(t)
-	tests := []struct {
-		line string
-		want map[string]Outcome
-	}{
-		{`10.0.0.1 - - [01/Mar/2024:12:00:00 +0000] "GET / HTTP/1.1" 200 5 "-" "curl"`,
-			map[string]Outcome{"requests": Counted, "request_seconds": NoMatch, "apache_requests": NoMatch}},
-		{`10.0.0.1 ident - [01/Mar/2024:12:00:00 +0000] "GET / HTTP/1.1" 200 5 "-" "curl"`,
-			map[string]Outcome{"requests": NoMatch, "request_seconds": NoMatch, "apache_requests": Counted}},
-		{`{"status":"200","request_time":"0.1"}`,
-			map[string]Outcome{"requests": Counted, "request_seconds": Counted, "apache_requests": NoMatch}},
-		{`{"status":"200"}`,
-			map[string]Outcome{"requests": Counted, "request_seconds": NoMatch, "apache_requests": NoMatch}},
-		{`no format`, map[string]Outcome{"requests": NoMatch, "request_seconds": NoMatch, "apache_requests": NoMatch}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.line, func(t *testing.T) {
-			ex := p.Explain("pods", []byte(tt.line))
-			for _, res := range ex.Rules {
-				name := c.Rules[res.Rule].Name
-				if res.Outcome != tt.want[name] {
-					t.Errorf("%s: %s, want %s", name, res.Outcome, tt.want[name])
-				}
-			}
-		})
-	}
-}
-
 // BenchmarkParseFile is a line's cost once its file's format is chosen, against the same
 // rules over an input of that one format.
 func BenchmarkParseFile(b *testing.B) {

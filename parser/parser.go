@@ -64,8 +64,8 @@ type Parser struct {
 	base  *formatProgram
 	cands []*formatProgram
 	byID  map[string]int
-	// byFormat are the indexes of the rules reading candidates, for Explain.
-	byFormat []int
+	// byFormat are the rules reading candidates, for Explain.
+	byFormat []ruleEntry
 	// objects are the programs of JSON object files by the members their objects have
 	// (objectProgram), made as files need them.
 	objects sync.Map

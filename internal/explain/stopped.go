@@ -14,6 +14,11 @@ func (l *Line) Stopped() string {
 	for i := range l.Rules {
 		r := &l.Rules[i]
 		switch {
+		case r.Miss != nil && r.Miss.Candidates != nil && r.Miss.LogFormat == "":
+			return "the line fits none of the log formats " + strings.Join(r.Miss.Candidates, ", ")
+		case r.Miss != nil && r.Miss.Candidates != nil:
+			return fmt.Sprintf("the line fits none of the log formats %s; %s, which it fits the farthest, at byte %d, %s, expects %s, but the line has %s",
+				strings.Join(r.Miss.Candidates, ", "), r.Miss.LogFormat, r.Miss.End, misfitWhere(r.Miss), expected(r.Miss), found(r.Miss))
 		case r.Miss != nil && r.Miss.LogFormat != "":
 			return fmt.Sprintf("at byte %d, %s, the log format expects %s, but the line has %s", r.Miss.End, misfitWhere(r.Miss), expected(r.Miss), found(r.Miss))
 		case r.Miss != nil && miss == nil:
