@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 
@@ -203,6 +204,38 @@ func (r *Rule) Lacks(f *logformat.Format) []string {
 		if !gives(f, name, timed && name == r.Timestamp.CaptureName) {
 			out = append(out, name)
 		}
+	}
+	return out
+}
+
+// objectOnly warns of each capture rule r reads that none of its candidate text formats
+// gives, when a JSON object candidate (logformat.JSONObject, as in auto), which gives any
+// name, is among them: a name mistyped is then refused by no format, and the rule applies
+// only to JSON lines with such a member.
+func objectOnly(c *Config, r *Rule) []string {
+	var object *logformat.Format
+	var names, have, lacked []string
+	for _, f := range r.Candidates {
+		if f.AnyObject() {
+			object = f
+			continue
+		}
+		lacks := r.Lacks(f)
+		if names == nil {
+			lacked = lacks
+		} else {
+			lacked = slices.DeleteFunc(lacked, func(name string) bool { return !slices.Contains(lacks, name) })
+		}
+		names = append(names, f.Describe())
+		have = append(have, f.Names()...)
+	}
+	if object == nil {
+		return nil
+	}
+	var out []string
+	for _, name := range lacked {
+		out = append(out, fmt.Sprintf("%s:%d: warning: rule %q: capture %q is given by none of the log formats it reads (%s) but %s, which gives it from a JSON line with a member %q%s: the rule applies to no other line",
+			c.File, r.Line, r.Name, name, strings.Join(names, ", "), object.Describe(), name, suggest(name, have)))
 	}
 	return out
 }

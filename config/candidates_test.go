@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -173,6 +174,40 @@ rules: [{name: r}]
 			}
 			if err != nil && tt.not != "" && strings.Contains(err.Error(), tt.not) {
 				t.Errorf("error %v, want none with %q", err, tt.not)
+			}
+		})
+	}
+}
+
+// A capture that among a rule's candidates only a JSON object gives (with auto: a name
+// mistyped) loads, as a JSON line may have any member, and is warned of at the rule's
+// line with the name it may have meant; a list of json alone warns of nothing.
+func TestObjectOnlyWarnings(t *testing.T) {
+	for _, c := range []struct {
+		name, formats, capture string
+		want                   []string
+	}{
+		{"a typo with auto", "auto", "stauts", []string{`c.yaml:3: warning: rule "r": capture "stauts" is given by none of the log formats it reads (upstreaminfo, ` +
+			`main_upstream_time, main_request_time, main, combined_upstream_time, combined_request_time, combined, apache_combined, apache_common) ` +
+			`but json, which gives it from a JSON line with a member "stauts" (did you mean "status"?): the rule applies to no other line`}},
+		{"a member of the JSON lines", "[combined, json]", "trace_id", []string{`c.yaml:3: warning: rule "r": capture "trace_id" is given by none of the log formats it reads (combined) but json`}},
+		{"a variable of a format", "auto", "upstream_addr", nil},
+		{"derived", "auto", "status_class", nil},
+		{"json alone", "[json]", "trace_id", nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cfg, err := Parse([]byte(fmt.Sprintf("inputs: [{name: web, path: /a, log_format: %s}]\nrules:\n  - name: r\n    labels: {v: '${%s}'}\n", c.formats, c.capture)), "c.yaml")
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := Warnings(cfg)
+			if len(got) != len(c.want) {
+				t.Fatalf("warnings %q, want %q", got, c.want)
+			}
+			for i, want := range c.want {
+				if !strings.HasPrefix(got[i], want) {
+					t.Errorf("warning %q, want one starting %q", got[i], want)
+				}
 			}
 		})
 	}
