@@ -372,6 +372,12 @@ func compileText(f *Format, toks []token) error {
 	}
 	seen := map[string]bool{}
 	for i, t := range toks {
+		if k := strings.IndexByte(t.lit, '\n'); k >= 0 {
+			// A log's lines are read one at a time. The quoted pieces of a directive
+			// pasted over lines without its keyword are the likely source.
+			return &Error{t.at + k, "the format has a line break, which no line of a log has, so no line could fit it; " +
+				"if it is the quoted pieces of a log_format directive, give the directive whole (log_format NAME '...' '...';)"}
+		}
 		if t.v == nil {
 			f.Pieces = append(f.Pieces, Piece{Kind: PieceLiteral, Lit: t.lit, Optional: i >= tail})
 			continue

@@ -79,6 +79,10 @@ func TestFormatErrors(t *testing.T) {
 		{`%h %Z`, 0, true, 4, "%Z is not a directive"},
 		{`%{X`, 0, true, 1, "the closing } of the directive's argument is missing"},
 		{"$a\xff", EscapeDefault, false, 2, "not valid UTF-8"},
+		// The quoted pieces of a directive without its keyword: no line holds a line break.
+		{"'$remote_addr '\n'$status'", EscapeDefault, false, 15, "the format has a line break"},
+		{"%h\n%>s", 0, true, 2, "the format has a line break"},
+		{"{\"a\":\"$a\",\n \"b\":\"$b\"}", EscapeJSON, false, 0, ""},
 		// Under the length cap, but each optional variable at the end nests the regex.
 		{strings.Repeat("$v ", 499) + "$v", EscapeDefault, false, 2, "ends with 499 variables each after a space"},
 		{strings.Repeat("%h ", 499) + "%h", 0, true, 2, "nests its regex deeper than Go's regexp allows"},
