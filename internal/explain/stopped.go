@@ -11,6 +11,24 @@ import (
 // format is what the input's lines are written in.
 func (l *Line) Stopped() string {
 	var miss, malformed *Rule
+	// A line of a candidate format that lacks what every rule reading it needs is read by
+	// none: it is of the input's formats, and that is what the rules lack.
+	var lacking []string
+	format := ""
+	for _, r := range l.Rules {
+		if r.Outcome == "other_format" {
+			format = r.Format
+			if len(r.Lacks) > 0 {
+				lacking = append(lacking, fmt.Sprintf("no %s (rule %s)", strings.Join(r.Lacks, ", "), r.Name))
+			}
+		}
+	}
+	if format != "" {
+		if len(lacking) == 0 {
+			return fmt.Sprintf("the line is of the log format %s, to which no rule applies", format)
+		}
+		return fmt.Sprintf("the line is of the log format %s, to which no rule applies: it has %s", format, strings.Join(lacking, ", "))
+	}
 	for i := range l.Rules {
 		r := &l.Rules[i]
 		switch {
