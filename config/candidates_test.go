@@ -181,8 +181,10 @@ rules: [{name: r}]
 
 // A capture that among a rule's candidates only a JSON object gives (with auto: a name
 // mistyped) loads, as a JSON line may have any member, and is warned of at the rule's
-// line with the name it may have meant; a list of json alone warns of nothing.
-func TestObjectOnlyWarnings(t *testing.T) {
+// line with the name it may have meant; a list of json alone warns of nothing. So is a
+// JSON template's variable without quotes that nginx may write as no JSON value, at the
+// line of the format.
+func TestFormatWarnings(t *testing.T) {
 	for _, c := range []struct {
 		name, formats, capture string
 		want                   []string
@@ -194,9 +196,19 @@ func TestObjectOnlyWarnings(t *testing.T) {
 		{"a variable of a format", "auto", "upstream_addr", nil},
 		{"derived", "auto", "status_class", nil},
 		{"json alone", "[json]", "trace_id", nil},
+		{"a template's variable without quotes", `"log_format j escape=json '{\"s\":$status,\"t\":$request_time,\"up\":$upstream_addr,\"u\":\"$remote_user\"}';"`, "status",
+			[]string{`c.yaml:1: warning: input "web": log_format: the JSON template has $upstream_addr without quotes, which nginx writes as it is`}},
+		{"so among candidates", `[combined, "log_format j escape=json '{\"s\":$status,\"t\":$time_iso8601,\"l\":[${request_length}, $host]}';"]`, "status",
+			[]string{`c.yaml:1: warning: input "web": log_format: the JSON template has $time_iso8601, $host without quotes`}},
+		{"a template read as text", `[combined, '{"s":$status,"t":$time_iso8601}']`, "status", nil},
+		{"numbers only", `{log_format: '{"s":$status,"t":$request_time,"n":$bytes_sent}', log_format_escape: json}`, "status", nil},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			cfg, err := Parse([]byte(fmt.Sprintf("inputs: [{name: web, path: /a, log_format: %s}]\nrules:\n  - name: r\n    labels: {v: '${%s}'}\n", c.formats, c.capture)), "c.yaml")
+			input := fmt.Sprintf("{name: web, path: /a, log_format: %s}", c.formats)
+			if strings.HasPrefix(c.formats, "{") {
+				input = "{name: web, path: /a, <<: " + c.formats + "}"
+			}
+			cfg, err := Parse([]byte(fmt.Sprintf("inputs: [%s]\nrules:\n  - name: r\n    labels: {v: '${%s}'}\n", input, c.capture)), "c.yaml")
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -87,6 +87,10 @@ type Format struct {
 	Pieces []Piece
 	// Fields are the captures of a JSON object template: the line is read as JSON.
 	Fields []Field
+	// Unquoted are the variables of a JSON object template written without quotes that
+	// nginx may write as what is no JSON value (nothing, "-", a list of upstreams, text),
+	// as written: a line where it does is no JSON, and no rule reads it.
+	Unquoted []string
 	// Derived are the captures computed from others, numbered after Captures (or Fields).
 	Derived []Derived
 }

@@ -117,6 +117,15 @@ func TestJSONTemplate(t *testing.T) {
 	if !slices.EqualFunc(f.Fields, want, func(a, b Field) bool { return a.Name == b.Name && a.Var == b.Var && slices.Equal(a.Path, b.Path) }) || !f.JSON() {
 		t.Errorf("fields %+v", f.Fields)
 	}
+	if f.Unquoted != nil {
+		t.Errorf("unquoted %q, want none: $status is a number", f.Unquoted)
+	}
+	// Unquoted, what nginx may write as no JSON value: nothing, "-", a list, text.
+	if f, err := ParseNginx(`{"s":$status,"u":$upstream_addr,"t":[$time_local,$upstream_addr]}`, EscapeJSON); err != nil {
+		t.Error(err)
+	} else if !slices.Equal(f.Unquoted, []string{"$upstream_addr", "$time_local"}) {
+		t.Errorf("unquoted %q, want $upstream_addr and $time_local", f.Unquoted)
+	}
 	// Not one object: a text format, with escape=json.
 	if f, err := ParseNginx(`{$status} x`, EscapeJSON); err != nil || f.JSON() {
 		t.Errorf("a text format starting with {: %v %v", f, err)
