@@ -160,6 +160,14 @@ inputs:
   - {name: old, path: /b, log_format: '$status$body_bytes_sent'}
 rules: [{name: r, labels: {s: '${status}'}}]
 `, `c.yaml:4: input "old": log_format: $body_bytes_sent follows $status`, `has no log format`},
+		{"a format of the same lines as another", `
+inputs:
+  - name: web
+    path: /a
+    log_format: [main, '$remote_addr - $remote_user [$time_local] "$request" $status $body_bytes_sent "$http_referer" "$http_user_agent" "$http_x_real_ip"']
+rules: [{name: real, labels: {ip: '${http_x_real_ip}'}}]
+`, `c.yaml:5: input "web": log_format: "$remote_addr - $remote_user [$time_local] \"$request\" $status $body_bytes_sent \"$http_referer\" \"$http_user_agent\" \"$http_x_real_ip\"" fits the same lines as candidate #1 (main)`,
+			`capture "http_x_real_ip" is given by no log format`},
 		{"escape with a list", `
 inputs:
   - {name: web, path: /a, log_format: auto, log_format_escape: json}

@@ -94,10 +94,7 @@ func (d *decoder) formatError(e entry, in *Input, subject, key, text string, pre
 	if err == nil {
 		return
 	}
-	if d.formatRefused == nil {
-		d.formatRefused = map[string]bool{}
-	}
-	d.formatRefused[in.Label()] = true
+	d.refuse(in)
 	var fe *logformat.Error
 	if !errors.As(err, &fe) {
 		d.add(e.key.Line, subject, "%s: %s", key, err)
@@ -109,6 +106,15 @@ func (d *decoder) formatError(e entry, in *Input, subject, key, text string, pre
 		return
 	}
 	d.add(blockLine(e, text, fe.Offset), subject, "%s: %s, in %s", key, fe.Msg, pointAt(text, fe.Offset))
+}
+
+// refuse notes that a log format of in is refused: a rule that reads in is not told what
+// that format lacks.
+func (d *decoder) refuse(in *Input) {
+	if d.formatRefused == nil {
+		d.formatRefused = map[string]bool{}
+	}
+	d.formatRefused[in.Label()] = true
 }
 
 // blockLine is the line of the file holding byte off of a key's value when the value is

@@ -89,6 +89,11 @@ type formatProgram struct {
 	// have so to fit it when its format is chosen.
 	format  *logformat.Format
 	numeric []int
+	// written reads, for a JSON template (logformat.Format.Fields), the members the
+	// template has: nginx writes them all on every line, so a line must have them to fit
+	// it. nwritten is their number.
+	written  *jsonExtractor
+	nwritten int
 }
 
 // buildPrograms makes the base program and one per candidate format, once every group is
@@ -108,6 +113,13 @@ func (p *Parser) buildPrograms(cands []*logformat.Format) {
 	p.base = &formatProgram{groups: p.groups[:common:common]}
 	for _, f := range cands {
 		prog := &formatProgram{format: f}
+		if len(f.Fields) > 0 {
+			paths := make([][]string, len(f.Fields))
+			for i, fl := range f.Fields {
+				paths[i] = fl.Path
+			}
+			prog.written, prog.nwritten = newJSONExtractor(paths), len(paths)
+		}
 		for k, c := range f.Captures {
 			if f.Numeric(c.Name) {
 				prog.numeric = append(prog.numeric, k+1)
@@ -186,11 +198,28 @@ func members(prog *formatProgram, lines [][]byte, s *scratch) []string {
 }
 
 // fit tells whether line fits the format of prog (every variable present, those the
-// server writes as numbers numbers, or a JSON object), and how many of its variables have a value (neither empty nor "-"; none for a
-// JSON format, whose members a line may have or not). caps has room for every group of
-// the format's regex.
+// server writes as numbers numbers; or a JSON object, with every member of a template),
+// and how many of its variables have a value (neither empty nor "-"; a template's members
+// that are not empty; none for any JSON object, whose members a line may have or not).
+// caps has room for every group of the format's regex and every member of its template.
 func fit(prog *formatProgram, line []byte, s *scratch, caps []int) (bool, int) {
 	g := &prog.groups[0]
+	if prog.written != nil {
+		caps = caps[:2*(prog.nwritten+1)]
+		if _, ok := prog.written.extract(line, caps, s); !ok {
+			return false, 0
+		}
+		values := 0
+		for k := 1; k <= prog.nwritten; k++ {
+			if caps[2*k] < 0 {
+				return false, 0
+			}
+			if caps[2*k+1] > caps[2*k] {
+				values++
+			}
+		}
+		return true, values
+	}
 	if g.ex != nil {
 		_, ok := g.ex.extract(line, caps[:g.ncap], s)
 		return ok, 0
@@ -255,7 +284,7 @@ func (s *scratch) detectCaps(cands []*formatProgram) []int {
 	n := 0
 	for _, prog := range cands {
 		g := &prog.groups[0]
-		n = max(n, g.m.ncap, g.ncap)
+		n = max(n, g.m.ncap, g.ncap, 2*(prog.nwritten+1))
 	}
 	if cap(s.detect) < n {
 		s.detect = make([]int, n)

@@ -249,6 +249,42 @@ func TestDetectTies(t *testing.T) {
 	}
 }
 
+// A JSON template (escape=json) writes every member on every line: a JSON line fits it
+// when it has them all, so that of several templates, and json, each reads its own lines;
+// one with every member of two is the one listed first's.
+func TestDetectJSONTemplates(t *testing.T) {
+	c := mustParse(t, `
+inputs:
+  - name: web
+    path: /a
+    log_format:
+      - 'log_format a escape=json ''{"status":"$status","ua":"$http_user_agent"}'';'
+      - 'log_format b escape=json ''{"code":$status,"up":{"addr":"$upstream_addr"}}'';'
+      - json
+rules:
+  - {name: requests, labels: {status: '${status}'}}
+`)
+	p, err := New(c.Rules)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := p.NewSession().s
+	for _, tt := range []struct{ line, want string }{
+		{`{"status":"200","ua":"curl"}`, "a"},
+		{`{"code":200,"up":{"addr":"10.1.0.5:80"}}`, "b"},
+		{`{"code":200,"up":{}}`, logformat.JSONObject},
+		{`{"status":"200"}`, logformat.JSONObject},
+		{`{"status":"200","ua":"curl","code":200,"up":{"addr":""}}`, "a"},
+	} {
+		t.Run(tt.line, func(t *testing.T) {
+			k := choose(p.cands, [][]byte{[]byte(tt.line)}, s)
+			if k < 0 || p.cands[k].format.Describe() != tt.want {
+				t.Errorf("chosen #%d, want %s", k, tt.want)
+			}
+		})
+	}
+}
+
 // countingDone counts the lines a Session says it parsed.
 type countingDone struct{ lines, malformed int }
 

@@ -135,3 +135,45 @@ func TestJSONTemplate(t *testing.T) {
 		t.Errorf("a template with escape=default: %v %v", f, err)
 	}
 }
+
+// Two candidates fit the same lines when only their variables' names differ, which choose
+// cannot tell apart; a literal where the other has a variable, a number where the other
+// has text, or another escaping tells them apart. No two of auto's candidates are alike.
+func TestSameLines(t *testing.T) {
+	for _, c := range []struct {
+		a, b string
+		same bool
+	}{
+		{`$remote_addr "$http_referer" $status`, `$remote_addr "$http_x_real_ip" $status`, true},
+		{`$remote_addr "$http_referer" $status`, `$remote_addr "$http_referer" $request_time`, true},
+		{`$remote_addr "$http_referer" $status`, `$remote_addr "$http_referer" $http_x`, false},
+		{`$remote_addr - $status`, `$remote_addr $remote_user $status`, false},
+		{`$remote_addr $status`, `$remote_addr $status $request_time`, false},
+		{"combined", "apache_combined", false},
+		{`$remote_addr "$http_referer" $status`, "log_format n escape=none '$remote_addr \"$http_referer\" $status';", false},
+		{`{"s":"$status"}`, `{"t":"$status"}`, false},
+	} {
+		t.Run(c.a+" "+c.b, func(t *testing.T) {
+			a, err := ParseCandidate(c.a)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, err := ParseCandidate(c.b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if a.SameLines(b) != c.same || b.SameLines(a) != c.same {
+				t.Errorf("same lines %v, %v; want %v", a.SameLines(b), b.SameLines(a), c.same)
+			}
+		})
+	}
+	for i, a := range Auto {
+		for _, b := range Auto[i+1:] {
+			fa, _ := ParseCandidate(a)
+			fb, _ := ParseCandidate(b)
+			if fa.SameLines(fb) {
+				t.Errorf("auto's %s and %s fit the same lines", a, b)
+			}
+		}
+	}
+}
