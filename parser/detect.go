@@ -135,6 +135,38 @@ func (p *Parser) buildPrograms(cands []*logformat.Format) {
 	}
 }
 
+// SetInputs tells the parser the log formats of the inputs its rules read (config.Input:
+// its candidates, or its one format), so that a line of an input is read by its own: an
+// input of one format that a rule reading candidates reads (another input's) has its
+// lines read by that rule's variant for its format, and a line is never read by a
+// candidate of another input. Call it once, before any line.
+func (p *Parser) SetInputs(inputs []config.Input) {
+	p.inputs, p.one = map[string][]*formatProgram{}, map[string]*formatProgram{}
+	for _, in := range inputs {
+		progs := p.inputs[in.Name]
+		for _, f := range in.LogFormats {
+			if k, ok := p.byID[f.ID()]; ok && !slices.Contains(progs, p.cands[k]) {
+				progs = append(progs, p.cands[k])
+			}
+		}
+		p.inputs[in.Name] = progs
+		if in.LogFormats == nil && in.LogFormat != nil {
+			if k, ok := p.byID[in.LogFormat.ID()]; ok {
+				p.one[in.Name] = p.cands[k]
+			}
+		}
+	}
+}
+
+// inputCands are the programs of input's candidate formats (SetInputs); every
+// candidate's before SetInputs, or for an input it was not told of.
+func (p *Parser) inputCands(input string) []*formatProgram {
+	if progs, ok := p.inputs[input]; ok {
+		return progs
+	}
+	return p.cands
+}
+
 // Candidates are the candidate formats of the parser's rules, in the order the rules
 // name them.
 func (p *Parser) Candidates() []*logformat.Format {
@@ -145,20 +177,24 @@ func (p *Parser) Candidates() []*logformat.Format {
 	return out
 }
 
-// lineProgram is the formatProgram of the candidate format line alone fits best, or the base
-// program when it fits none (or there are none).
-func (p *Parser) lineProgram(s *scratch, line []byte) *formatProgram {
+// lineProgram is the formatProgram of the format of input that line alone fits best, or
+// the base program when it fits none (or there are none).
+func (p *Parser) lineProgram(s *scratch, input string, line []byte) *formatProgram {
 	if len(p.cands) == 0 {
 		return p.base
 	}
-	k := choose(p.cands, [][]byte{line}, s)
+	if prog := p.one[input]; prog != nil {
+		return prog
+	}
+	cands := p.inputCands(input)
+	k := choose(cands, [][]byte{line}, s)
 	switch {
 	case k < 0:
 		return p.base
-	case p.cands[k].format.AnyObject():
-		return p.objectProgram(p.cands[k], members(p.cands[k], [][]byte{line}, s))
+	case cands[k].format.AnyObject():
+		return p.objectProgram(cands[k], members(cands[k], [][]byte{line}, s))
 	}
-	return p.cands[k]
+	return cands[k]
 }
 
 // objectProgram is prog, JSONObject's, with only the rules whose members are all among

@@ -84,9 +84,11 @@ type RuleResult struct {
 	// Format is, for a rule reading candidate formats (config.Rule.Candidates), the one
 	// the line is read by; when it fits none (NoMatch), the text format it fits the
 	// farthest, which Prefix then follows (nil when every candidate is JSON). Lacks are
-	// the captures the rule reads that Format lacks (OtherFormat).
-	Format *logformat.Format
-	Lacks  []string
+	// the captures the rule reads that Format lacks (OtherFormat). Candidates are the
+	// formats of the input, which the line was read by one of or fits none of.
+	Format     *logformat.Format
+	Lacks      []string
+	Candidates []*logformat.Format
 }
 
 // Capture is one named group of a match.
@@ -120,7 +122,7 @@ func (p *Parser) ExplainWrapped(input string, line, wrapperTime []byte) *Explana
 	s.wrapperTime = wrapperTime
 	out := &Explanation{Rules: make([]RuleResult, p.rules)}
 	// A rule reading candidate formats is read by the one the line fits, if any.
-	prog := p.lineProgram(s, line)
+	prog := p.lineProgram(s, input, line)
 	p.explainFormats(out, s, input, line, prog)
 	groups := prog.groups
 	for i := range groups {
@@ -185,8 +187,16 @@ func (p *Parser) ExplainWrapped(input string, line, wrapperTime []byte) *Explana
 func (p *Parser) explainFormats(out *Explanation, s *scratch, input string, line []byte, prog *formatProgram) {
 	var nearest *logformat.Format
 	var prefix *Prefix
+	cands := p.inputCands(input)
+	if one := p.one[input]; one != nil {
+		cands = []*formatProgram{one}
+	}
+	var formats []*logformat.Format
+	for _, c := range cands {
+		formats = append(formats, c.format)
+	}
 	if prog.format == nil {
-		for _, c := range p.cands {
+		for _, c := range cands {
 			g := &c.groups[0]
 			if g.ex != nil {
 				continue
@@ -197,12 +207,12 @@ func (p *Parser) explainFormats(out *Explanation, s *scratch, input string, line
 		}
 	}
 	for _, e := range p.byFormat {
-		res := RuleResult{Rule: e.index, Outcome: NoMatch, Format: nearest, Prefix: prefix}
+		res := RuleResult{Rule: e.index, Outcome: NoMatch, Format: nearest, Prefix: prefix, Candidates: formats}
 		switch {
 		case e.rule.Inputs != nil && !slices.Contains(e.rule.Inputs, input):
 			res = RuleResult{Rule: e.index, Outcome: OtherInput}
 		case prog.format != nil:
-			res = RuleResult{Rule: e.index, Outcome: OtherFormat, Format: prog.format, Lacks: p.lacks(e, prog, s, line)}
+			res = RuleResult{Rule: e.index, Outcome: OtherFormat, Format: prog.format, Lacks: p.lacks(e, prog, s, line), Candidates: formats}
 		}
 		out.Rules[e.index] = res
 	}

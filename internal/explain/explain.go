@@ -255,8 +255,8 @@ func noMatch(cr *config.Rule, res *parser.RuleResult, line []byte) *NoMatch {
 	m := &NoMatch{Regex: cr.Expanded}
 	f, p := cr.LogFormat, res.Prefix
 	if cr.Candidates != nil {
-		// The line fits none of them: it is told by the one it fits the farthest.
-		for _, c := range cr.Candidates {
+		// The line fits none of its input's: it is told by the one it fits the farthest.
+		for _, c := range res.Candidates {
 			m.Candidates = append(m.Candidates, c.Describe())
 		}
 		if f = res.Format; f != nil {
