@@ -15,7 +15,9 @@ func TestConfigCheckSample(t *testing.T) {
 inputs:
   - {name: web, path: 'logs/*.log', log_format: combined}
   - {name: pods, path: 'pods/*.log', wrapper: cri, streams: [stdout]}
+  - {name: mixed, path: 'mixed/*.log', log_format: [combined, upstreaminfo]}
 rules:
+  - {name: upstreams, labels: {addr: '${upstream_addr}'}, inputs: [mixed]}
   - {name: requests, labels: {status: '${status}'}, inputs: [web]}
   - {name: pod_requests, match: ' (?P<status>\d{3})$', labels: {status: '${status}'}, inputs: [pods]}
 `
@@ -26,6 +28,9 @@ rules:
 		"logs/mixed.log": access + "10.0.0.2 - - [01/Mar/2024:12:00:00 +0000] \"GET / HTTP/1.1\" 200\n",
 		"logs/json.log":  `{"status":200}` + "\n",
 		"pods/0.log":     "2024-03-01T12:00:00Z stdout F GET / 200\n2024-03-01T12:00:00Z stderr F [error] open() failed\n",
+		// Of a candidate format, but not of the one the rule applies to.
+		"mixed/combined.log": access + access,
+		"mixed/upstream.log": strings.TrimSuffix(access, "\n") + " 90 0.002 [a] [] 10.1.0.5:80 5 0.001 200 ab\n",
 	}
 	cases := []struct {
 		name    string
@@ -38,10 +43,14 @@ rules:
 		{"none fit", []string{"--sample=logs/json.log"}, 1, []string{
 			`input web: 0 of 1 lines fit (first misfit at line 1: at byte 14, in $remote_addr or the text after it, the log format expects [^ ] or ' ', but the line has the end of the line)`,
 			`sample: input web read 1 lines and none is of its format (first: at byte 14`}},
+		{"a candidate format without what the rules read", []string{"--sample=mixed/combined.log"}, 1, []string{
+			"input mixed: 0 of 2 lines fit (first misfit at line 1: the line is of the log format combined, to which no rule applies: it has no upstream_addr (rule upstreams))",
+			"sample: input mixed read 2 lines and none is of its format (first: the line is of the log format combined, to which no rule applies"}},
+		{"a candidate format with it", []string{"--sample=mixed/upstream.log"}, 0, []string{"input mixed: 1 of 1 lines fit"}},
 		{"two inputs", []string{"--sample=logs/good.log", "--sample=pods/0.log"}, 0, []string{"input web: 2 of 2 lines fit", "input pods: 1 of 1 lines fit (1 lines of other streams skipped)"}},
 	}
 	t.Chdir(t.TempDir())
-	for _, d := range []string{"logs", "pods"} {
+	for _, d := range []string{"logs", "pods", "mixed"} {
 		if err := os.Mkdir(d, 0o755); err != nil {
 			t.Fatal(err)
 		}

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 
@@ -23,12 +24,14 @@ const maxOtherCaptures = 64
 func (d *decoder) logFormatCandidates(e entry, subject string, in *Input) bool {
 	v := resolve(e.val)
 	var texts []string
-	var lines []int
+	// items are the entries of the candidates, for a refused one's line: a list item is
+	// its own key and value, so that a directive in a | block is pointed at within it.
+	var items []entry
 	switch {
 	case v.Kind == yaml.ScalarNode && v.Value == LogFormatAuto:
 		texts = logformat.Auto
 		for range texts {
-			lines = append(lines, e.key.Line)
+			items = append(items, e)
 		}
 	case v.Kind == yaml.SequenceNode:
 		var ok bool
@@ -36,7 +39,7 @@ func (d *decoder) logFormatCandidates(e entry, subject string, in *Input) bool {
 			return true
 		}
 		for _, item := range v.Content {
-			lines = append(lines, item.Line)
+			items = append(items, entry{key: item, val: item})
 		}
 		if len(texts) == 0 {
 			d.add(e.key.Line, subject, "log_format: the list of candidates is empty; give one format, a list of them, or auto")
@@ -49,11 +52,18 @@ func (d *decoder) logFormatCandidates(e entry, subject string, in *Input) bool {
 	for i, text := range texts {
 		f, err := logformat.ParseCandidate(text)
 		if err != nil {
-			d.formatError(entry{key: &yaml.Node{Line: lines[i]}}, in, subject, "log_format", text, presets, err)
+			d.formatError(items[i], in, subject, "log_format", text, presets, err)
 			continue
 		}
+		d.unquoted(items[i], subject, f)
 		if j := slices.IndexFunc(in.LogFormats, func(g *logformat.Format) bool { return g.ID() == f.ID() }); j >= 0 {
-			d.add(lines[i], subject, "log_format: %q is the same format as candidate #%d", text, j+1)
+			d.add(items[i].key.Line, subject, "log_format: %q is the same format as candidate #%d", text, j+1)
+			continue
+		}
+		if j := slices.IndexFunc(in.LogFormats, f.SameLines); j >= 0 {
+			d.add(items[i].key.Line, subject, "log_format: %q fits the same lines as candidate #%d (%s), only its variables are named otherwise: "+
+				"the first is chosen for every file of them, and no file would be read by this one; keep one", text, j+1, in.LogFormats[j].Describe())
+			d.refuse(in)
 			continue
 		}
 		in.LogFormats = append(in.LogFormats, f)
@@ -81,6 +91,10 @@ func (rd *ruleDecoder) fromCandidates(line int, r *Rule, reads []Input) bool {
 	caps := &captures{names: []string{""}, candidates: true}
 	for _, in := range reads {
 		cands := in.candidatesOf()
+		if cands == nil && rd.formatRefused[in.Label()] {
+			// Its format's error is the one to fix.
+			continue
+		}
 		if cands == nil {
 			rd.add(line, rd.subject, "match: is missing, and input %q has no log format to read its lines by (the rule reads %s); give it one, or name only inputs with one (inputs: [...])", in.Label(), pluralInputs(r))
 			return false
@@ -141,6 +155,11 @@ func (rd *ruleDecoder) variants(r *Rule, all []Input) {
 		if r.Inputs != nil && (in.Name == "" || !slices.Contains(r.Inputs, in.Name)) {
 			continue
 		}
+		if rd.formatRefused[in.Label()] {
+			// A candidate refused may be the one that has the capture: its error is the
+			// one to fix.
+			continue
+		}
 		cands := in.candidatesOf()
 		for _, name := range read {
 			isTime := timed && name == r.Timestamp.CaptureName
@@ -180,6 +199,52 @@ func gives(f *logformat.Format, name string, isTime bool) bool {
 		return ok
 	}
 	return slices.Contains(f.Names(), name)
+}
+
+// Lacks are the captures of the line the rule reads that candidate format f does not give:
+// why it does not apply to a file of that format (none when it does, or for a JSON object
+// format, whose lines may have any member).
+func (r *Rule) Lacks(f *logformat.Format) []string {
+	timed := r.Timestamp != nil && r.Timestamp.Capture > 0 && r.Timestamp.Layout == "" && !r.Timestamp.Unix
+	var out []string
+	for _, name := range readNames(r) {
+		if !gives(f, name, timed && name == r.Timestamp.CaptureName) {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// objectOnly warns of each capture rule r reads that none of its candidate text formats
+// gives, when a JSON object candidate (logformat.JSONObject, as in auto), which gives any
+// name, is among them: a name mistyped is then refused by no format, and the rule applies
+// only to JSON lines with such a member.
+func objectOnly(c *Config, r *Rule) []string {
+	var object *logformat.Format
+	var names, have, lacked []string
+	for _, f := range r.Candidates {
+		if f.AnyObject() {
+			object = f
+			continue
+		}
+		lacks := r.Lacks(f)
+		if names == nil {
+			lacked = lacks
+		} else {
+			lacked = slices.DeleteFunc(lacked, func(name string) bool { return !slices.Contains(lacks, name) })
+		}
+		names = append(names, f.Describe())
+		have = append(have, f.Names()...)
+	}
+	if object == nil {
+		return nil
+	}
+	var out []string
+	for _, name := range lacked {
+		out = append(out, fmt.Sprintf("%s:%d: warning: rule %q: capture %q is given by none of the log formats it reads (%s) but %s, which gives it from a JSON line with a member %q%s: the rule applies to no other line",
+			c.File, r.Line, r.Name, name, strings.Join(names, ", "), object.Describe(), name, suggest(name, have)))
+	}
+	return out
 }
 
 // readNames are the names of the captures of the line that r reads (not its path

@@ -25,6 +25,8 @@ type Config struct {
 	Inputs   []Input
 	Patterns map[string]string
 	Rules    []*Rule
+	// warned are the warnings found while decoding, for Warnings.
+	warned []Problem
 }
 
 // Global holds the defaults every rule inherits.

@@ -53,7 +53,7 @@ func Parse(data []byte, file string) (*Config, error) {
 		return nil, d.err(file)
 	}
 	c := d.config(root)
-	c.File = file
+	c.File, c.warned = file, d.warned
 	if err := d.err(file); err != nil {
 		return nil, err
 	}
@@ -64,6 +64,8 @@ func Parse(data []byte, file string) (*Config, error) {
 // every rule's match refers to.
 type decoder struct {
 	problems
+	// warned are what Warnings says of a config that loads, found while it is decoded.
+	warned []Problem
 	// patterns holds each valid pattern expanded (nested %{...} resolved, wrapped in (?:)).
 	patterns map[string]string
 	// patternLines locates each pattern for messages.

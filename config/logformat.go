@@ -44,13 +44,14 @@ func (d *decoder) logFormat(entries []entry, subject string, in *Input) {
 		d.add(apache.key.Line, subject, "log_format and apache_log_format: an input's lines have one format; keep the one its server writes")
 	case hasNginx && d.logFormatCandidates(nginx, subject, in):
 		if e, ok := find(entries, "log_format_escape"); ok {
-			d.add(e.key.Line, subject, "log_format_escape: applies to one format string; in a list of candidates a JSON template ({...}) is read with escape=json and any other with nginx's default")
+			d.add(e.key.Line, subject, "log_format_escape: applies to one format string; in a list of candidates give a format written with escape= as its directive (log_format NAME escape=json '...';), whose escape= says it")
 		}
 	case hasNginx:
 		presets := sortedKeys(logformat.NginxPresets)
 		if text, ok := d.formatText(nginx, subject, "log_format", presets); ok {
 			f, err := logformat.ParseNginxValue(text, esc, declared)
 			d.formatError(nginx, in, subject, "log_format", text, presets, err)
+			d.unquoted(nginx, subject, f)
 			in.LogFormat = f
 		}
 	case hasApache:
@@ -64,6 +65,18 @@ func (d *decoder) logFormat(entries []entry, subject string, in *Input) {
 	if in.LogFormat != nil && in.LogFormat.JSON() {
 		in.Format = FormatJSON
 	}
+}
+
+// unquoted warns of the variables of f, a JSON template, that nginx may write as no JSON
+// value: its lines with one are no JSON, and no rule reads them.
+func (d *decoder) unquoted(e entry, subject string, f *logformat.Format) {
+	if f == nil || len(f.Unquoted) == 0 {
+		return
+	}
+	d.warned = append(d.warned, Problem{Line: e.key.Line, Subject: subject, Msg: fmt.Sprintf(
+		"log_format: the JSON template has %s without quotes, which nginx writes as it is: nothing, \"-\", a list or text where it has no number, "+
+			"and a line with one is no JSON, read by no rule (counted as malformed); put it in quotes (\"%[2]s\")",
+		strings.Join(f.Unquoted, ", "), f.Unquoted[0])})
 }
 
 // formatText reads the text of a log format key.
@@ -81,10 +94,7 @@ func (d *decoder) formatError(e entry, in *Input, subject, key, text string, pre
 	if err == nil {
 		return
 	}
-	if d.formatRefused == nil {
-		d.formatRefused = map[string]bool{}
-	}
-	d.formatRefused[in.Label()] = true
+	d.refuse(in)
 	var fe *logformat.Error
 	if !errors.As(err, &fe) {
 		d.add(e.key.Line, subject, "%s: %s", key, err)
@@ -96,6 +106,15 @@ func (d *decoder) formatError(e entry, in *Input, subject, key, text string, pre
 		return
 	}
 	d.add(blockLine(e, text, fe.Offset), subject, "%s: %s, in %s", key, fe.Msg, pointAt(text, fe.Offset))
+}
+
+// refuse notes that a log format of in is refused: a rule that reads in is not told what
+// that format lacks.
+func (d *decoder) refuse(in *Input) {
+	if d.formatRefused == nil {
+		d.formatRefused = map[string]bool{}
+	}
+	d.formatRefused[in.Label()] = true
 }
 
 // blockLine is the line of the file holding byte off of a key's value when the value is

@@ -48,6 +48,21 @@ func TestLogFormatDirectiveErrors(t *testing.T) {
 		{"a directive without a variable", `
   - {name: web, path: /a, log_format: "log_format a 'x';"}
 `, `f.yaml:2: input "web": log_format: the format has no variable, so there is nothing to capture, in "log_format a '⟨here⟩x';"`},
+		{"the pieces without the keyword", `
+  - name: web
+    path: /a
+    log_format: |
+      '$remote_addr [$time_local] '
+      '"$request" $status'
+`, `f.yaml:5: input "web": log_format: the format has a line break, which no line of a log has`},
+		{"a directive after a comment, wrong", `
+  - name: web
+    path: /a
+    log_format: |
+      # nginx.conf
+      log_format main '$remote_addr [$time_local] '
+                      '"$request" $status;
+`, `f.yaml:7: input "web": log_format: the ' opened here is not closed`},
 		{"only space", `
   - name: web
     path: /a

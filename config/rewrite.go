@@ -210,10 +210,16 @@ func groupList(re *regexp.Regexp) string {
 // Warnings are what --config.check points out in a config that loads: each names the
 // file, the line and the rule, for a setting that works as written but likely not as
 // meant. Today that is a rewrite whose regex matches empty text anywhere in a value: its
-// replacement goes between every two characters ('z*' turns "ab" into "-a-b-").
+// replacement goes between every two characters ('z*' turns "ab" into "-a-b-"); a
+// capture that only a JSON object candidate gives (objectOnly); and a variable of a JSON
+// template without quotes that nginx may write as no JSON value (logformat.Format.Unquoted).
 func Warnings(c *Config) []string {
 	var out []string
+	for _, p := range c.warned {
+		out = append(out, fmt.Sprintf("%s:%d: warning: %s: %s", c.File, p.Line, p.Subject, p.Msg))
+	}
 	for _, r := range c.Rules {
+		out = append(out, objectOnly(c, r)...)
 		for _, rw := range r.Rewrites {
 			if matchesEmptyAnywhere(rw.Regexp) {
 				out = append(out, fmt.Sprintf("%s:%d: warning: rule %q: rewrite of label %q: regex '%s' can match empty text, at more than one place of a value, "+

@@ -30,7 +30,7 @@ func (p *Parser) entries(rules []*config.Rule) ([]ruleEntry, []*logformat.Format
 			out = append(out, ruleEntry{index: i, rule: cr})
 			continue
 		}
-		p.byFormat = append(p.byFormat, i)
+		p.byFormat = append(p.byFormat, ruleEntry{index: i, rule: cr})
 		if len(cr.Variants) != len(cr.Candidates) {
 			return nil, nil, fmt.Errorf("rule %d: %d variants of %d candidate formats", i, len(cr.Variants), len(cr.Candidates))
 		}
@@ -89,6 +89,11 @@ type formatProgram struct {
 	// have so to fit it when its format is chosen.
 	format  *logformat.Format
 	numeric []int
+	// written reads, for a JSON template (logformat.Format.Fields), the members the
+	// template has: nginx writes them all on every line, so a line must have them to fit
+	// it. nwritten is their number.
+	written  *jsonExtractor
+	nwritten int
 }
 
 // buildPrograms makes the base program and one per candidate format, once every group is
@@ -108,6 +113,13 @@ func (p *Parser) buildPrograms(cands []*logformat.Format) {
 	p.base = &formatProgram{groups: p.groups[:common:common]}
 	for _, f := range cands {
 		prog := &formatProgram{format: f}
+		if len(f.Fields) > 0 {
+			paths := make([][]string, len(f.Fields))
+			for i, fl := range f.Fields {
+				paths[i] = fl.Path
+			}
+			prog.written, prog.nwritten = newJSONExtractor(paths), len(paths)
+		}
 		for k, c := range f.Captures {
 			if f.Numeric(c.Name) {
 				prog.numeric = append(prog.numeric, k+1)
@@ -123,6 +135,38 @@ func (p *Parser) buildPrograms(cands []*logformat.Format) {
 	}
 }
 
+// SetInputs tells the parser the log formats of the inputs its rules read (config.Input:
+// its candidates, or its one format), so that a line of an input is read by its own: an
+// input of one format that a rule reading candidates reads (another input's) has its
+// lines read by that rule's variant for its format, and a line is never read by a
+// candidate of another input. Call it once, before any line.
+func (p *Parser) SetInputs(inputs []config.Input) {
+	p.inputs, p.one = map[string][]*formatProgram{}, map[string]*formatProgram{}
+	for _, in := range inputs {
+		progs := p.inputs[in.Name]
+		for _, f := range in.LogFormats {
+			if k, ok := p.byID[f.ID()]; ok && !slices.Contains(progs, p.cands[k]) {
+				progs = append(progs, p.cands[k])
+			}
+		}
+		p.inputs[in.Name] = progs
+		if in.LogFormats == nil && in.LogFormat != nil {
+			if k, ok := p.byID[in.LogFormat.ID()]; ok {
+				p.one[in.Name] = p.cands[k]
+			}
+		}
+	}
+}
+
+// inputCands are the programs of input's candidate formats (SetInputs); every
+// candidate's before SetInputs, or for an input it was not told of.
+func (p *Parser) inputCands(input string) []*formatProgram {
+	if progs, ok := p.inputs[input]; ok {
+		return progs
+	}
+	return p.cands
+}
+
 // Candidates are the candidate formats of the parser's rules, in the order the rules
 // name them.
 func (p *Parser) Candidates() []*logformat.Format {
@@ -133,20 +177,24 @@ func (p *Parser) Candidates() []*logformat.Format {
 	return out
 }
 
-// lineProgram is the formatProgram of the candidate format line alone fits best, or the base
-// program when it fits none (or there are none).
-func (p *Parser) lineProgram(s *scratch, line []byte) *formatProgram {
+// lineProgram is the formatProgram of the format of input that line alone fits best, or
+// the base program when it fits none (or there are none).
+func (p *Parser) lineProgram(s *scratch, input string, line []byte) *formatProgram {
 	if len(p.cands) == 0 {
 		return p.base
 	}
-	k := choose(p.cands, [][]byte{line}, s)
+	if prog := p.one[input]; prog != nil {
+		return prog
+	}
+	cands := p.inputCands(input)
+	k := choose(cands, [][]byte{line}, s)
 	switch {
 	case k < 0:
 		return p.base
-	case p.cands[k].format.AnyObject():
-		return p.objectProgram(p.cands[k], members(p.cands[k], [][]byte{line}, s))
+	case cands[k].format.AnyObject():
+		return p.objectProgram(cands[k], members(cands[k], [][]byte{line}, s))
 	}
-	return p.cands[k]
+	return cands[k]
 }
 
 // objectProgram is prog, JSONObject's, with only the rules whose members are all among
@@ -186,11 +234,28 @@ func members(prog *formatProgram, lines [][]byte, s *scratch) []string {
 }
 
 // fit tells whether line fits the format of prog (every variable present, those the
-// server writes as numbers numbers, or a JSON object), and how many of its variables have a value (neither empty nor "-"; none for a
-// JSON format, whose members a line may have or not). caps has room for every group of
-// the format's regex.
+// server writes as numbers numbers; or a JSON object, with every member of a template),
+// and how many of its variables have a value (neither empty nor "-"; a template's members
+// that are not empty; none for any JSON object, whose members a line may have or not).
+// caps has room for every group of the format's regex and every member of its template.
 func fit(prog *formatProgram, line []byte, s *scratch, caps []int) (bool, int) {
 	g := &prog.groups[0]
+	if prog.written != nil {
+		caps = caps[:2*(prog.nwritten+1)]
+		if _, ok := prog.written.extract(line, caps, s); !ok {
+			return false, 0
+		}
+		values := 0
+		for k := 1; k <= prog.nwritten; k++ {
+			if caps[2*k] < 0 {
+				return false, 0
+			}
+			if caps[2*k+1] > caps[2*k] {
+				values++
+			}
+		}
+		return true, values
+	}
 	if g.ex != nil {
 		_, ok := g.ex.extract(line, caps[:g.ncap], s)
 		return ok, 0
@@ -255,7 +320,7 @@ func (s *scratch) detectCaps(cands []*formatProgram) []int {
 	n := 0
 	for _, prog := range cands {
 		g := &prog.groups[0]
-		n = max(n, g.m.ncap, g.ncap)
+		n = max(n, g.m.ncap, g.ncap, 2*(prog.nwritten+1))
 	}
 	if cap(s.detect) < n {
 		s.detect = make([]int, n)

@@ -4,6 +4,7 @@ import (
 	"slices"
 
 	"github.com/logwindow/logwindow_exporter/config"
+	"github.com/logwindow/logwindow_exporter/config/logformat"
 )
 
 // Outcome is what a rule made of one line.
@@ -25,6 +26,9 @@ const (
 	WhereNotMatched
 	// Malformed: the line is not of the fields rule's format (JSON, logfmt).
 	Malformed
+	// OtherFormat: the rule reads candidate formats, and the one the line is read by
+	// lacks a capture it reads (RuleResult.Lacks), so it does not apply.
+	OtherFormat
 )
 
 // String names the outcome as --explain's JSON does.
@@ -44,6 +48,8 @@ func (o Outcome) String() string {
 		return "where_not_matched"
 	case Malformed:
 		return "malformed"
+	case OtherFormat:
+		return "other_format"
 	}
 	return "unknown"
 }
@@ -75,6 +81,14 @@ type RuleResult struct {
 	Raw, RawItems [][]byte
 	// Prefix says how far the regex got, when Outcome is NoMatch.
 	Prefix *Prefix
+	// Format is, for a rule reading candidate formats (config.Rule.Candidates), the one
+	// the line is read by; when it fits none (NoMatch), the text format it fits the
+	// farthest, which Prefix then follows (nil when every candidate is JSON). Lacks are
+	// the captures the rule reads that Format lacks (OtherFormat). Candidates are the
+	// formats of the input, which the line was read by one of or fits none of.
+	Format     *logformat.Format
+	Lacks      []string
+	Candidates []*logformat.Format
 }
 
 // Capture is one named group of a match.
@@ -108,10 +122,9 @@ func (p *Parser) ExplainWrapped(input string, line, wrapperTime []byte) *Explana
 	s.wrapperTime = wrapperTime
 	out := &Explanation{Rules: make([]RuleResult, p.rules)}
 	// A rule reading candidate formats is read by the one the line fits, if any.
-	for _, i := range p.byFormat {
-		out.Rules[i] = RuleResult{Rule: i, Outcome: NoMatch}
-	}
-	groups := p.lineProgram(s, line).groups
+	prog := p.lineProgram(s, input, line)
+	p.explainFormats(out, s, input, line, prog)
+	groups := prog.groups
 	for i := range groups {
 		g := &groups[i]
 		// A regex group fills every group, also those no rule reads, so all can be shown.
@@ -146,6 +159,9 @@ func (p *Parser) ExplainWrapped(input string, line, wrapperTime []byte) *Explana
 				res.Outcome, res.Prefix = NoMatch, prefix
 			default:
 				res.Captures = copyCaptures(r.names, m.src, m.caps)
+				if g.cand != "" {
+					res.Format = prog.format
+				}
 				outcome, detail := s.apply(r, input, &m, discard{})
 				res.Outcome = outcome
 				switch outcome {
@@ -157,6 +173,67 @@ func (p *Parser) ExplainWrapped(input string, line, wrapperTime []byte) *Explana
 					res.Event = cloneEvent(&s.event)
 					res.Raw, res.RawItems = s.unrewritten(r, &m, &res.Event)
 				}
+			}
+		}
+	}
+	return out
+}
+
+// explainFormats gives the rules reading candidate formats their results where the
+// program of the line, prog, does not run them: the line is of a candidate whose format
+// lacks a capture they read (OtherFormat), or it fits no candidate (NoMatch, followed
+// through the text candidate it fits the farthest). The rules prog runs then have theirs
+// written over.
+func (p *Parser) explainFormats(out *Explanation, s *scratch, input string, line []byte, prog *formatProgram) {
+	var nearest *logformat.Format
+	var prefix *Prefix
+	cands := p.inputCands(input)
+	if one := p.one[input]; one != nil {
+		cands = []*formatProgram{one}
+	}
+	var formats []*logformat.Format
+	for _, c := range cands {
+		formats = append(formats, c.format)
+	}
+	if prog.format == nil {
+		for _, c := range cands {
+			g := &c.groups[0]
+			if g.ex != nil {
+				continue
+			}
+			if pr := longestPrefix(g.prog(), line); prefix == nil || pr.End > prefix.End {
+				nearest, prefix = c.format, pr
+			}
+		}
+	}
+	for _, e := range p.byFormat {
+		res := RuleResult{Rule: e.index, Outcome: NoMatch, Format: nearest, Prefix: prefix, Candidates: formats}
+		switch {
+		case e.rule.Inputs != nil && !slices.Contains(e.rule.Inputs, input):
+			res = RuleResult{Rule: e.index, Outcome: OtherInput}
+		case prog.format != nil:
+			res = RuleResult{Rule: e.index, Outcome: OtherFormat, Format: prog.format, Lacks: p.lacks(e, prog, s, line), Candidates: formats}
+		}
+		out.Rules[e.index] = res
+	}
+}
+
+// lacks are the captures rule e reads that the format of prog, the line's, does not give:
+// for a JSON object, the members the rule reads that the line's object has not.
+func (p *Parser) lacks(e ruleEntry, prog *formatProgram, s *scratch, line []byte) []string {
+	if !prog.format.AnyObject() {
+		return e.rule.Lacks(prog.format)
+	}
+	full := p.cands[p.byID[prog.format.ID()]]
+	present := members(full, [][]byte{line}, s)
+	var out []string
+	for _, r := range full.groups[0].rules {
+		if r.index != e.index {
+			continue
+		}
+		for _, k := range r.keys {
+			if _, ok := slices.BinarySearch(present, k); !ok && !slices.Contains(out, k) {
+				out = append(out, k)
 			}
 		}
 	}

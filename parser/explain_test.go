@@ -102,9 +102,72 @@ func describe(rule *config.Rule, res RuleResult) string {
 	case Dropped:
 		return "dropped " + res.Drop.String()
 	case NoMatch:
-		return fmt.Sprintf("no_match %d-%d in %s", res.Prefix.Start, res.Prefix.End, res.Prefix.Open)
+		s := "no_match"
+		if res.Prefix != nil {
+			s += fmt.Sprintf(" %d-%d in %s", res.Prefix.Start, res.Prefix.End, res.Prefix.Open)
+		}
+		if res.Format != nil {
+			s += " of " + res.Format.Describe()
+		}
+		return s
+	case OtherFormat:
+		return fmt.Sprintf("other_format %s lacks %s", res.Format.Describe(), strings.Join(res.Lacks, ","))
 	}
 	return res.Outcome.String()
+}
+
+// TestExplainCandidates: a rule reading candidate formats is explained by the one the
+// line is read by, as Parse reads it: it counts the line, or does not apply to its format,
+// which lacks what it reads (a JSON object, the members); a line that fits none is
+// followed through the text candidate it fits the farthest.
+func TestExplainCandidates(t *testing.T) {
+	cfg := mustParse(t, `
+inputs:
+  - {name: web, path: /a, log_format: [combined, upstreaminfo, json, apache_combined]}
+  - {name: app, path: /b, log_format: combined}
+rules:
+  - {name: requests, labels: {status: '${status}'}}
+  - {name: upstream, inputs: [web], labels: {addr: '${upstream_addr}'}}
+  - {name: web_agents, inputs: [web], labels: {agent: '${http_user_agent}'}}
+  - {name: apache, inputs: [web], labels: {status: '${s}'}}
+`)
+	const combined = `10.0.0.1 - - [01/Mar/2024:12:00:00 +0000] "GET / HTTP/1.1" 200 5 "-" "curl"`
+	cases := []struct {
+		name, input, line string
+		want              map[string]string // rule -> outcome and detail, see describe
+	}{
+		{"combined", "web", combined, map[string]string{"requests": "counted status=200 1",
+			"upstream": "other_format combined lacks upstream_addr", "web_agents": "counted agent=curl 1", "apache": "other_format combined lacks s"}},
+		{"upstreaminfo", "web", combined + ` 90 0.002 [a] [] 10.1.0.5:80 5 0.001 200 ab`, map[string]string{"requests": "counted status=200 1",
+			"upstream": "counted addr=10.1.0.5:80 1", "web_agents": "counted agent=curl 1", "apache": "other_format upstreaminfo lacks s"}},
+		{"apache", "web", strings.Replace(combined, "- -", "ident -", 1), map[string]string{"requests": "other_format apache_combined lacks status",
+			"upstream": "other_format apache_combined lacks upstream_addr", "web_agents": "other_format apache_combined lacks http_user_agent", "apache": "counted status=200 1"}},
+		{"json", "web", `{"status":"503","upstream_addr":"10.1.0.5:80"}`, map[string]string{"requests": "counted status=503 1",
+			"upstream": "counted addr=10.1.0.5:80 1", "web_agents": "other_format json lacks http_user_agent", "apache": "other_format json lacks s"}},
+		{"json without a member", "web", `{"status":"503"}`, map[string]string{"requests": "counted status=503 1",
+			"upstream": "other_format json lacks upstream_addr", "web_agents": "other_format json lacks http_user_agent", "apache": "other_format json lacks s"}},
+		{"none", "web", `10.0.0.1 - - [01/Mar/2024:12:00:00 +0000] GET`, map[string]string{"requests": "no_match 0-42 in  of combined",
+			"upstream": "no_match 0-42 in  of combined", "web_agents": "no_match 0-42 in  of combined", "apache": "no_match 0-42 in  of combined"}},
+		{"another input", "app", combined, map[string]string{"requests": "counted status=200 1",
+			"upstream": "other_input", "web_agents": "other_input", "apache": "other_input"}},
+	}
+	for _, m := range matchers {
+		p, err := build(cfg.Rules, m.engine)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range cases {
+			t.Run(m.name+"/"+c.name, func(t *testing.T) {
+				ex := p.Explain(c.input, []byte(c.line))
+				for i, res := range ex.Rules {
+					name := cfg.Rules[i].Name
+					if got := describe(cfg.Rules[i], res); got != c.want[name] {
+						t.Errorf("%s: got %q, want %q", name, got, c.want[name])
+					}
+				}
+			})
+		}
+	}
 }
 
 // TestExplainPrefix checks how far a regex that does not match got, against stretches

@@ -103,7 +103,15 @@ func (s *Session) SetFormats(formats []*logformat.Format, files *Files) {
 // that fits it costs what ParseWrapped does.
 func (s *Session) ParseFile(source, input string, line, wrapperTime []byte, sink Sink, done LineDone) {
 	if s.files == nil {
-		_, ok := s.p.parse(s.s, s.p.base.groups, false, input, line, wrapperTime, sink)
+		groups := s.p.base.groups
+		if len(s.p.one) > 0 {
+			// An input of one format read by rules reading candidates: their variant
+			// for its format reads it.
+			if prog := s.p.one[input]; prog != nil {
+				groups = prog.groups
+			}
+		}
+		_, ok := s.p.parse(s.s, groups, false, input, line, wrapperTime, sink)
 		done(ok)
 		return
 	}

@@ -206,15 +206,12 @@ rules:
 }
 
 // TestUpstreamListValues: a value rule over an upstream variable reads the first upstream
-// tried; "-" there is no value.
+// tried; "-" there is no value. So in a JSON template, and in a JSON object whose members
+// are named after the variables (the json candidate), which hold the list as a string.
 func TestUpstreamListValues(t *testing.T) {
-	cfg := mustParse(t, `
-inputs: [{name: web, path: /a, log_format: '$status $upstream_response_time $upstream_status'}]
-rules:
-  - {name: upstream, value: upstream_response_time}
-  - {name: status, value: status}
-`)
-	lines := []string{"502 0.004, 0.045 502, 200", "200 0.010 : 0.002 404 : 200", "200 -, 0.5 -, 200", "499 - -", "200 0.125 200", "200 x, 0.1 200"}
+	// Each line is a status, an upstream response time and an upstream status.
+	lines := [][3]string{{"502", "0.004, 0.045", "502, 200"}, {"200", "0.010 : 0.002", "404 : 200"}, {"200", "-, 0.5", "-, 200"},
+		{"499", "-", "-"}, {"200", "0.125", "200"}, {"200", "x, 0.1", "200"}}
 	want := [][]record{
 		{{Rule: "upstream", Value: 0.004}, {Rule: "status", Value: 502}},
 		{{Rule: "upstream", Value: 0.010}, {Rule: "status", Value: 200}},
@@ -223,12 +220,32 @@ rules:
 		{{Rule: "upstream", Value: 0.125}, {Rule: "status", Value: 200}},
 		{{Rule: "upstream", Drop: BadNumber.String()}, {Rule: "status", Value: 200}},
 	}
-	parseOnEachMatcher(t, cfg.Rules, "web", len(lines), func(i int) string { return lines[i] }, func(i int) string { return lines[i] },
-		func(t *testing.T, i int, got []record) {
-			if !slices.Equal(got, want[i]) {
-				t.Errorf("got %v, want %v", got, want[i])
-			}
+	jsonLine := func(l [3]string) string {
+		return fmt.Sprintf(`{"status":%s,"upstream_response_time":"%s","upstream_status":"%s"}`, l[0], l[1], l[2])
+	}
+	for _, f := range []struct {
+		name, logFormat string
+		line            func([3]string) string
+	}{
+		{"text", `'$status $upstream_response_time $upstream_status'`, func(l [3]string) string { return strings.Join(l[:], " ") }},
+		{"json template", `"log_format j escape=json '{\"status\":$status,\"upstream_response_time\":\"$upstream_response_time\",\"upstream_status\":\"$upstream_status\"}';"`, jsonLine},
+		{"json object", `[json]`, jsonLine},
+	} {
+		t.Run(f.name, func(t *testing.T) {
+			cfg := mustParse(t, `
+inputs: [{name: web, path: /a, log_format: `+f.logFormat+`}]
+rules:
+  - {name: upstream, value: upstream_response_time}
+  - {name: status, value: status}
+`)
+			parseOnEachMatcher(t, cfg.Rules, "web", len(lines), func(i int) string { return strings.Join(lines[i][:], " ") }, func(i int) string { return f.line(lines[i]) },
+				func(t *testing.T, i int, got []record) {
+					if !slices.Equal(got, want[i]) {
+						t.Errorf("got %v, want %v", got, want[i])
+					}
+				})
 		})
+	}
 }
 
 // TestLogFormatMisfits: lines that do not fit their format are not read, whatever they

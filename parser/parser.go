@@ -64,8 +64,14 @@ type Parser struct {
 	base  *formatProgram
 	cands []*formatProgram
 	byID  map[string]int
-	// byFormat are the indexes of the rules reading candidates, for Explain.
-	byFormat []int
+	// inputs are the programs of each input's candidate formats, by input name
+	// (SetInputs); nil until SetInputs: every candidate then. one is the program of an
+	// input of one format that a rule reading candidates reads, which reads every line of
+	// it.
+	inputs map[string][]*formatProgram
+	one    map[string]*formatProgram
+	// byFormat are the rules reading candidates, for Explain.
+	byFormat []ruleEntry
 	// objects are the programs of JSON object files by the members their objects have
 	// (objectProgram), made as files need them.
 	objects sync.Map
@@ -575,7 +581,7 @@ func (p *Parser) Parse(input string, line []byte, sink Sink) bool {
 func (p *Parser) ParseWrapped(input string, line, wrapperTime []byte, sink Sink) bool {
 	s := p.scratch.Get().(*scratch)
 	defer p.scratch.Put(s)
-	_, ok := p.parse(s, p.lineProgram(s, line).groups, false, input, line, wrapperTime, sink)
+	_, ok := p.parse(s, p.lineProgram(s, input, line).groups, false, input, line, wrapperTime, sink)
 	return ok
 }
 
@@ -604,7 +610,10 @@ func (p *Parser) parse(s *scratch, groups []group, mustFit bool, input string, l
 				wellFormed = false
 				continue
 			}
-		} else if !g.parse.Match(line, m.caps) || g.strict > 0 && m.caps[2*g.strict] < 0 {
+		} else if !g.parse.Match(line, m.caps) || fitting && g.strict > 0 && m.caps[2*g.strict] < 0 {
+			// A line that is parsed by the format without having to fit it (held, of a
+			// file of that format) may end before the variables it ends with, as the
+			// lines of an input of that one format may.
 			if fitting {
 				return false, true
 			}

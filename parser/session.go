@@ -28,7 +28,7 @@ func (p *Parser) NewSession() *Session {
 
 // ParseWrapped is Parser.ParseWrapped, with the Session's buffers.
 func (s *Session) ParseWrapped(input string, line, wrapperTime []byte, sink Sink) bool {
-	_, ok := s.p.parse(s.s, s.p.lineProgram(s.s, line).groups, false, input, line, wrapperTime, sink)
+	_, ok := s.p.parse(s.s, s.p.lineProgram(s.s, input, line).groups, false, input, line, wrapperTime, sink)
 	return ok
 }
 

@@ -50,6 +50,26 @@ func ParseCandidate(text string) (*Format, error) {
 	return ParseApache(text)
 }
 
+// SameLines reports whether two text formats fit the same lines alike: the same pieces,
+// of the same escaping, whose values are numbers in the same places, whatever their
+// variables are named. Of two such candidates the one listed first is chosen for every
+// file (choose), so the other reads nothing.
+func (f *Format) SameLines(g *Format) bool {
+	if f.JSON() || g.JSON() || f.Escape != g.Escape || len(f.Pieces) != len(g.Pieces) {
+		return false
+	}
+	for i, p := range f.Pieces {
+		q := g.Pieces[i]
+		if p.Kind != q.Kind || p.Lit != q.Lit || p.Stop != q.Stop || p.Optional != q.Optional || (p.Group == 0) != (q.Group == 0) {
+			return false
+		}
+		if p.Kind != PieceLiteral && p.Group > 0 && f.Numeric(f.Captures[p.Group-1].Name) != g.Numeric(g.Captures[q.Group-1].Name) {
+			return false
+		}
+	}
+	return true
+}
+
 // CandidatePresets are the names a list of candidates may give instead of a format
 // string, sorted as Auto.
 func CandidatePresets() []string {

@@ -51,11 +51,23 @@ func ParseNginxValue(value string, esc Escape, declared bool) (*Format, error) {
 }
 
 // IsDirective reports whether a trimmed log_format: value is the directive: its first
-// word is log_format, which no format string starts with (a variable or literal text
-// would not be followed by a space and a name).
+// word, after the comments nginx.conf may have above it, is log_format, which no format
+// string starts with (a variable or literal text would not be followed by a space and a
+// name).
 func IsDirective(s string) bool {
-	rest, ok := strings.CutPrefix(s, directiveKeyword)
+	rest, ok := strings.CutPrefix(skipComments(s), directiveKeyword)
 	return ok && rest != "" && strings.IndexByte(" \t\r\n", rest[0]) >= 0
+}
+
+// skipComments is s after the space and the # comments it starts with.
+func skipComments(s string) string {
+	for {
+		s = strings.TrimLeft(s, " \t\r\n")
+		if !strings.HasPrefix(s, "#") {
+			return s
+		}
+		s = s[lineEnd(s, 0):]
+	}
 }
 
 // shiftError moves the offset of a format error by at (nil stays nil).

@@ -29,7 +29,8 @@ func TestParseNginxValue(t *testing.T) {
 		{"directive, log_format_escape agrees", mainDirective, EscapeDefault, true, mainText, "main", EscapeDefault, false},
 		{"directive without ;, comments, tabs", "\tlog_format main # the packages' format\n\t'$remote_addr - $remote_user [$time_local] \"$request\" '\n" +
 			"  '$status $body_bytes_sent \"$http_referer\" ' # referer\n  '\"$http_user_agent\" $request_time $upstream_response_time'\n", 0, false, mainText, "main", EscapeDefault, false},
-		{"double quotes and nginx's escapes", `log_format q "\"$request\"\t$status" '\'$uri\' \$x \\ \n';`, 0, false, "\"$request\"\t$status'$uri' \\$x \\ \n", "q", EscapeDefault, false},
+		{"directive after a comment", "# the access log, as nginx.conf has it\n  # (main)\n" + mainDirective, 0, false, mainText, "main", EscapeDefault, false},
+		{"double quotes and nginx's escapes", `log_format q "\"$request\"\t$status" '\'$uri\' \$x \\ \r';`, 0, false, "\"$request\"\t$status'$uri' \\$x \\ \r", "q", EscapeDefault, false},
 		{"unquoted pieces", `log_format bare $status ' ' ${request_time}ms;`, 0, false, "$status ${request_time}ms", "bare", EscapeDefault, false},
 		{"escape=json template", "log_format json escape=json\n  '{\"status\":\"$status\",'\n  '\"ua\":\"$http_user_agent\"}';\n", 0, false,
 			`{"status":"$status","ua":"$http_user_agent"}`, "json", EscapeJSON, true},
@@ -71,6 +72,7 @@ func TestParseNginxValueErrors(t *testing.T) {
 		{"no format string", "log_format main escape=json;", 0, false, ";", "has no format string"},
 		{"no format string, no ;", "log_format main\n", 0, false, "\n", "has no format string"},
 		{"no name", "log_format ;", 0, false, " ;", "has no name"},
+		{"second directive after a comment", "# first\nlog_format a '$status';\nlog_format b '$uri';", 0, false, "log_format b", "text after the directive's ';'"},
 		{"second directive", "log_format a '$status';\nlog_format b '$uri';", 0, false, "log_format b", "text after the directive's ';'"},
 		{"access_log after it", "log_format a '$status'; access_log /x a;", 0, false, "access_log", "text after"},
 		{"a block", "log_format a '$status' {", 0, false, "{", "no block"},
@@ -80,6 +82,7 @@ func TestParseNginxValueErrors(t *testing.T) {
 		{"log_format_escape against nginx's default", "log_format j '$status';", EscapeJSON, true, "'$status'", "escape=default (nginx's when the directive has no escape=)"},
 		{"format error mapped into the directive", "log_format a '$status '\n  '$ x';", 0, false, "$ x'", "a $ must start a variable"},
 		{"format error after an escape", `log_format a "\"$status\" ${x";`, 0, false, `${x";`, "closing }"},
+		{"a line break escaped", `log_format a '$status\n$uri';`, 0, false, `\n$uri`, "the format has a line break"},
 		{"format string error past leading space", "\n  $status $", 0, false, "$", "a $ must start a variable"},
 	} {
 		t.Run(c.name, func(t *testing.T) {

@@ -87,6 +87,10 @@ type Format struct {
 	Pieces []Piece
 	// Fields are the captures of a JSON object template: the line is read as JSON.
 	Fields []Field
+	// Unquoted are the variables of a JSON object template written without quotes that
+	// nginx may write as what is no JSON value (nothing, "-", a list of upstreams, text),
+	// as written: a line where it does is no JSON, and no rule reads it.
+	Unquoted []string
 	// Derived are the captures computed from others, numbered after Captures (or Fields).
 	Derived []Derived
 }
@@ -230,11 +234,18 @@ func (f *Format) Next(capture string) string {
 	return ""
 }
 
-// List reports whether a capture is one value per upstream tried (Capture.List).
+// List reports whether a capture is one value per upstream tried (Capture.List); a JSON
+// format's field is when its variable is such a list, which an escape=json template
+// writes in one string.
 func (f *Format) List(capture string) bool {
 	for _, c := range f.Captures {
 		if c.Name == capture {
 			return c.List
+		}
+	}
+	for _, fl := range f.Fields {
+		if fl.Name == capture {
+			return f.Server == Nginx && slices.Contains(nginxLists, fl.Name)
 		}
 	}
 	return false
@@ -365,6 +376,12 @@ func compileText(f *Format, toks []token) error {
 	}
 	seen := map[string]bool{}
 	for i, t := range toks {
+		if k := strings.IndexByte(t.lit, '\n'); k >= 0 {
+			// A log's lines are read one at a time. The quoted pieces of a directive
+			// pasted over lines without its keyword are the likely source.
+			return &Error{t.at + k, "the format has a line break, which no line of a log has, so no line could fit it; " +
+				"if it is the quoted pieces of a log_format directive, give the directive whole (log_format NAME '...' '...';)"}
+		}
 		if t.v == nil {
 			f.Pieces = append(f.Pieces, Piece{Kind: PieceLiteral, Lit: t.lit, Optional: i >= tail})
 			continue

@@ -79,6 +79,10 @@ func TestFormatErrors(t *testing.T) {
 		{`%h %Z`, 0, true, 4, "%Z is not a directive"},
 		{`%{X`, 0, true, 1, "the closing } of the directive's argument is missing"},
 		{"$a\xff", EscapeDefault, false, 2, "not valid UTF-8"},
+		// The quoted pieces of a directive without its keyword: no line holds a line break.
+		{"'$remote_addr '\n'$status'", EscapeDefault, false, 15, "the format has a line break"},
+		{"%h\n%>s", 0, true, 2, "the format has a line break"},
+		{"{\"a\":\"$a\",\n \"b\":\"$b\"}", EscapeJSON, false, 0, ""},
 		// Under the length cap, but each optional variable at the end nests the regex.
 		{strings.Repeat("$v ", 499) + "$v", EscapeDefault, false, 2, "ends with 499 variables each after a space"},
 		{strings.Repeat("%h ", 499) + "%h", 0, true, 2, "nests its regex deeper than Go's regexp allows"},
@@ -113,6 +117,15 @@ func TestJSONTemplate(t *testing.T) {
 	if !slices.EqualFunc(f.Fields, want, func(a, b Field) bool { return a.Name == b.Name && a.Var == b.Var && slices.Equal(a.Path, b.Path) }) || !f.JSON() {
 		t.Errorf("fields %+v", f.Fields)
 	}
+	if f.Unquoted != nil {
+		t.Errorf("unquoted %q, want none: $status is a number", f.Unquoted)
+	}
+	// Unquoted, what nginx may write as no JSON value: nothing, "-", a list, text.
+	if f, err := ParseNginx(`{"s":$status,"u":$upstream_addr,"t":[$time_local,$upstream_addr]}`, EscapeJSON); err != nil {
+		t.Error(err)
+	} else if !slices.Equal(f.Unquoted, []string{"$upstream_addr", "$time_local"}) {
+		t.Errorf("unquoted %q, want $upstream_addr and $time_local", f.Unquoted)
+	}
 	// Not one object: a text format, with escape=json.
 	if f, err := ParseNginx(`{$status} x`, EscapeJSON); err != nil || f.JSON() {
 		t.Errorf("a text format starting with {: %v %v", f, err)
@@ -120,5 +133,47 @@ func TestJSONTemplate(t *testing.T) {
 	// With another escaping a template is read as text: its values are not JSON strings.
 	if f, err := ParseNginx(`{"s":"$status"}`, EscapeDefault); err != nil || f.JSON() || f.Regex == "" {
 		t.Errorf("a template with escape=default: %v %v", f, err)
+	}
+}
+
+// Two candidates fit the same lines when only their variables' names differ, which choose
+// cannot tell apart; a literal where the other has a variable, a number where the other
+// has text, or another escaping tells them apart. No two of auto's candidates are alike.
+func TestSameLines(t *testing.T) {
+	for _, c := range []struct {
+		a, b string
+		same bool
+	}{
+		{`$remote_addr "$http_referer" $status`, `$remote_addr "$http_x_real_ip" $status`, true},
+		{`$remote_addr "$http_referer" $status`, `$remote_addr "$http_referer" $request_time`, true},
+		{`$remote_addr "$http_referer" $status`, `$remote_addr "$http_referer" $http_x`, false},
+		{`$remote_addr - $status`, `$remote_addr $remote_user $status`, false},
+		{`$remote_addr $status`, `$remote_addr $status $request_time`, false},
+		{"combined", "apache_combined", false},
+		{`$remote_addr "$http_referer" $status`, "log_format n escape=none '$remote_addr \"$http_referer\" $status';", false},
+		{`{"s":"$status"}`, `{"t":"$status"}`, false},
+	} {
+		t.Run(c.a+" "+c.b, func(t *testing.T) {
+			a, err := ParseCandidate(c.a)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, err := ParseCandidate(c.b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if a.SameLines(b) != c.same || b.SameLines(a) != c.same {
+				t.Errorf("same lines %v, %v; want %v", a.SameLines(b), b.SameLines(a), c.same)
+			}
+		})
+	}
+	for i, a := range Auto {
+		for _, b := range Auto[i+1:] {
+			fa, _ := ParseCandidate(a)
+			fb, _ := ParseCandidate(b)
+			if fa.SameLines(fb) {
+				t.Errorf("auto's %s and %s fit the same lines", a, b)
+			}
+		}
 	}
 }

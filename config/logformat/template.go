@@ -26,6 +26,11 @@ func jsonTemplate(f *Format) error {
 	return nil
 }
 
+// jsonNumbers are the variables nginx always writes as a number: those of its log module
+// that are (never "-", never empty), and a connection's.
+var jsonNumbers = []string{"status", "request_time", "body_bytes_sent", "bytes_sent", "request_length", "msec",
+	"connection", "connection_requests", "pid"}
+
 // template is the state of reading a JSON template.
 type template struct {
 	s string
@@ -122,6 +127,9 @@ func (p *template) value(path []string) error {
 		}
 		p.i += n
 		p.field(path, v)
+		if !slices.Contains(jsonNumbers, v.name) && !slices.Contains(p.f.Unquoted, v.text) {
+			p.f.Unquoted = append(p.f.Unquoted, v.text)
+		}
 		return nil
 	}
 	// A number, true, false or null: up to where the member ends.

@@ -40,7 +40,8 @@ type Line struct {
 type Rule struct {
 	Name string `json:"rule"`
 	// Outcome is counted, or why not: other_input, no_match, malformed (not the format of
-	// a fields rule), where, where_not, no_value, bad_number, bad_timestamp.
+	// a fields rule), other_format (the line's candidate format lacks a capture the rule
+	// reads), where, where_not, no_value, bad_number, bad_timestamp.
 	Outcome string `json:"outcome"`
 	// Captures are the regex's named groups when it matched.
 	Captures []Capture `json:"captures,omitempty"`
@@ -59,8 +60,10 @@ type Rule struct {
 	Miss     *NoMatch  `json:"no_match,omitempty"`
 	Filter   *Filter   `json:"where,omitempty"`
 	Drop     *DropInfo `json:"drop,omitempty"`
-	// Format is the structured format the line is not in (malformed).
-	Format string `json:"format,omitempty"`
+	// Format is the structured format the line is not in (malformed), or the candidate log
+	// format it is read by (other_format), which lacks the captures Lacks.
+	Format string   `json:"format,omitempty"`
+	Lacks  []string `json:"lacks,omitempty"`
 }
 
 // Capture is one named group and its text (Escaped as Line.Text).
@@ -119,6 +122,9 @@ type NoMatch struct {
 	// SameAs names an earlier rule of the line with the same regex, hence the same
 	// explanation: text and HTML show it once.
 	SameAs string `json:"same_as,omitempty"`
+	// Candidates are the candidate formats of a rule reading them when the line fits none;
+	// LogFormat is then the one it fits the farthest (none when all are JSON).
+	Candidates []string `json:"candidates,omitempty"`
 }
 
 // Filter is the where filter that failed.
@@ -167,7 +173,7 @@ func (x *Explainer) ExplainWrapped(input string, line, wrapperTime []byte, feed 
 		res := &ex.Rules[i]
 		cr := x.rules[res.Rule]
 		r := Rule{Name: cr.Name, Outcome: res.Outcome.String(), Captures: captures(res.Captures)}
-		if res.Outcome != parser.NoMatch && res.Outcome != parser.OtherInput && res.Outcome != parser.Malformed {
+		if res.Outcome != parser.NoMatch && res.Outcome != parser.OtherInput && res.Outcome != parser.Malformed && res.Outcome != parser.OtherFormat {
 			out.Unmatched = false
 		}
 		switch res.Outcome {
@@ -178,7 +184,7 @@ func (x *Explainer) ExplainWrapped(input string, line, wrapperTime []byte, feed 
 				x.sink.Event(&res.Event)
 			}
 		case parser.NoMatch:
-			r.Miss = noMatch(cr, line, res.Prefix)
+			r.Miss = noMatch(cr, res, line)
 			if first, ok := firstMiss[r.Miss.Regex]; ok {
 				r.Miss.SameAs = first
 			} else {
@@ -194,6 +200,8 @@ func (x *Explainer) ExplainWrapped(input string, line, wrapperTime []byte, feed 
 			r.Filter = &Filter{Capture: f.CaptureName, Regex: f.Regexp.String(), Value: captureText(res.Captures, f.CaptureName)}
 		case parser.Malformed:
 			r.Format = cr.Format.String()
+		case parser.OtherFormat:
+			r.Format, r.Lacks = res.Format.Describe(), res.Lacks
 		case parser.Dropped:
 			r.Outcome = res.Drop.String()
 			r.Drop = dropInfo(cr, res)
@@ -243,8 +251,18 @@ func raw(values [][]byte, i int) *string {
 	return &s
 }
 
-func noMatch(cr *config.Rule, line []byte, p *parser.Prefix) *NoMatch {
+func noMatch(cr *config.Rule, res *parser.RuleResult, line []byte) *NoMatch {
 	m := &NoMatch{Regex: cr.Expanded}
+	f, p := cr.LogFormat, res.Prefix
+	if cr.Candidates != nil {
+		// The line fits none of its input's: it is told by the one it fits the farthest.
+		for _, c := range res.Candidates {
+			m.Candidates = append(m.Candidates, c.Describe())
+		}
+		if f = res.Format; f != nil {
+			m.Regex = f.Regex
+		}
+	}
 	if p == nil {
 		return m
 	}
@@ -255,7 +273,7 @@ func noMatch(cr *config.Rule, line []byte, p *parser.Prefix) *NoMatch {
 		m.Found = strconv.Quote(string(line[p.End : p.End+w]))
 	}
 	m.Captures = captures(p.Captures)
-	if f := cr.LogFormat; f != nil {
+	if f != nil {
 		m.LogFormat = f.Describe()
 		switch {
 		case m.Inside != "":

@@ -134,6 +134,48 @@ rules:
 	}
 }
 
+// TestCandidatesMisfit: a rule reading candidate formats is told in the terms of the one
+// the line is read by (it does not apply there, lacking a capture), or, when the line
+// fits none, of the one it fits the farthest; the one-shots' summary says the same.
+func TestCandidatesMisfit(t *testing.T) {
+	x := newExplainer(t, `
+inputs: [{name: web, path: /a, log_format: [combined, upstreaminfo]}]
+rules:
+  - {name: requests, labels: {status: '${status}'}}
+  - {name: upstream, labels: {addr: '${upstream_addr}'}}
+`)
+	const combined = `10.0.0.1 - - [01/Mar/2024:12:00:00 +0000] "GET / HTTP/1.1" 200 5 "-" "curl"`
+	for _, c := range []struct {
+		name, line string
+		textHas    []string
+		stopped    string
+	}{
+		{"of a format without the capture", combined,
+			[]string{`  + requests{status="200"}`, "  - upstream: does not apply to the line's log format, combined, which has no upstream_addr\n"}, ""},
+		{"of no format", combined[:42] + "GET",
+			[]string{"  UNMATCHED", "  - requests: the line fits none of the log formats combined, upstreaminfo\n      it fits combined the farthest:\n",
+				`then at byte 42, in the text after $time_local, it expects '"', but the line has "G"`,
+				"  - upstream: the line fits none of the log formats (the same as requests's)\n"},
+			`the line fits none of the log formats combined, upstreaminfo; combined, which it fits the farthest, at byte 42, in the text after $time_local, expects '"', but the line has "G"`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			l := x.Explain("web", []byte(c.line), false)
+			var b bytes.Buffer
+			if err := Write(&b, "text", []Line{l}); err != nil {
+				t.Fatal(err)
+			}
+			for _, want := range c.textHas {
+				if !strings.Contains(b.String(), want) {
+					t.Errorf("the text does not say %q:\n%s", want, b.String())
+				}
+			}
+			if c.stopped != "" && l.Stopped() != c.stopped {
+				t.Errorf("Stopped: %q, want %q", l.Stopped(), c.stopped)
+			}
+		})
+	}
+}
+
 // TestRewrite: a rewritten label is shown as the series has it, with the value it was
 // rewritten from; a top label too; one the rewrite left alone has no raw value.
 func TestRewrite(t *testing.T) {

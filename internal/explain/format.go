@@ -96,11 +96,24 @@ func writeRule(b *strings.Builder, r *Rule, shown map[string]bool) {
 	case "no_match":
 		m := r.Miss
 		switch {
+		case m.SameAs != "" && m.Candidates != nil:
+			fmt.Fprintf(b, "  - %s: the line fits none of the log formats (the same as %s's)\n", r.Name, m.SameAs)
+			return
 		case m.SameAs != "" && m.LogFormat != "":
 			fmt.Fprintf(b, "  - %s: the line does not fit the log format (the same as %s's)\n", r.Name, m.SameAs)
 			return
 		case m.SameAs != "":
 			fmt.Fprintf(b, "  - %s: regex does not match (the same as %s's)\n", r.Name, m.SameAs)
+			return
+		}
+		if m.Candidates != nil {
+			fmt.Fprintf(b, "  - %s: the line fits none of the log formats %s\n", r.Name, strings.Join(m.Candidates, ", "))
+			if m.LogFormat == "" {
+				return
+			}
+			fmt.Fprintf(b, "      it fits %s the farthest:\n", m.LogFormat)
+			writeMisfitAt(b, m)
+			writeCaptures(b, "captures read", m.Captures, shown)
 			return
 		}
 		if m.LogFormat != "" {
@@ -132,6 +145,12 @@ func writeRule(b *strings.Builder, r *Rule, shown map[string]bool) {
 		writeCaptures(b, "captures", r.Captures, shown)
 	case "malformed":
 		fmt.Fprintf(b, "  - %s: the line is not %s\n", r.Name, r.Format)
+	case "other_format":
+		fmt.Fprintf(b, "  - %s: does not apply to the line's log format, %s", r.Name, r.Format)
+		if len(r.Lacks) > 0 {
+			fmt.Fprintf(b, ", which has no %s", strings.Join(r.Lacks, ", "))
+		}
+		b.WriteByte('\n')
 	default:
 		fmt.Fprintf(b, "  - %s: dropped, %s: %s %s", r.Name, strings.ReplaceAll(r.Outcome, "_", " "), r.Drop.Capture, strconv.Quote(r.Drop.Value))
 		if r.Drop.Layout != "" {
@@ -185,6 +204,11 @@ func writeCaptures(b *strings.Builder, what string, cs []Capture, shown map[stri
 func writeMisfit(b *strings.Builder, rule string, m *NoMatch) {
 	fmt.Fprintf(b, "  - %s: the line does not fit the log format\n", rule)
 	fmt.Fprintf(b, "      log format: %s\n", m.LogFormat)
+	writeMisfitAt(b, m)
+}
+
+// writeMisfitAt writes how far the line fits a log format, and what it expected there.
+func writeMisfitAt(b *strings.Builder, m *NoMatch) {
 	if m.End > m.Start {
 		fmt.Fprintf(b, "      it fits bytes %d-%d: %s\n", m.Start, m.End, m.Read)
 	}

@@ -11,9 +11,32 @@ import (
 // format is what the input's lines are written in.
 func (l *Line) Stopped() string {
 	var miss, malformed *Rule
+	// A line of a candidate format that lacks what every rule reading it needs is read by
+	// none: it is of the input's formats, and that is what the rules lack.
+	var lacking []string
+	format := ""
+	for _, r := range l.Rules {
+		if r.Outcome == "other_format" {
+			format = r.Format
+			if len(r.Lacks) > 0 {
+				lacking = append(lacking, fmt.Sprintf("no %s (rule %s)", strings.Join(r.Lacks, ", "), r.Name))
+			}
+		}
+	}
+	if format != "" {
+		if len(lacking) == 0 {
+			return fmt.Sprintf("the line is of the log format %s, to which no rule applies", format)
+		}
+		return fmt.Sprintf("the line is of the log format %s, to which no rule applies: it has %s", format, strings.Join(lacking, ", "))
+	}
 	for i := range l.Rules {
 		r := &l.Rules[i]
 		switch {
+		case r.Miss != nil && r.Miss.Candidates != nil && r.Miss.LogFormat == "":
+			return "the line fits none of the log formats " + strings.Join(r.Miss.Candidates, ", ")
+		case r.Miss != nil && r.Miss.Candidates != nil:
+			return fmt.Sprintf("the line fits none of the log formats %s; %s, which it fits the farthest, at byte %d, %s, expects %s, but the line has %s",
+				strings.Join(r.Miss.Candidates, ", "), r.Miss.LogFormat, r.Miss.End, misfitWhere(r.Miss), expected(r.Miss), found(r.Miss))
 		case r.Miss != nil && r.Miss.LogFormat != "":
 			return fmt.Sprintf("at byte %d, %s, the log format expects %s, but the line has %s", r.Miss.End, misfitWhere(r.Miss), expected(r.Miss), found(r.Miss))
 		case r.Miss != nil && miss == nil:

@@ -76,6 +76,7 @@ func newGeneration(cfg *config.Config, prev *generation, opts Options) (*generat
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", cfg.File, err)
 	}
+	p.SetInputs(cfg.Inputs)
 	var prevSet *store.Set
 	if prev != nil {
 		prevSet = prev.set

@@ -13,7 +13,8 @@ import (
 )
 
 // fakeSource explains every line as counted by one rule with the line as its label
-// (rewritten from /raw/ and the line), its top value and its distinct text.
+// (rewritten from /raw/ and the line), its top value and its distinct text; but the lines
+// of otherLines, which it explains as they name.
 type fakeSource struct {
 	cfg       *config.Config
 	input     string // the input of the last line explained
@@ -24,8 +25,20 @@ func (f *fakeSource) Config() *config.Config { return f.cfg }
 
 func (f *fakeSource) ReloadError() error { return f.reloadErr }
 
+// otherLines are the lines fakeSource explains with other outcomes: a rule reading
+// candidate formats that does not apply to the line's, and one whose formats the line
+// fits none of.
+var otherLines = map[string]explain.Rule{
+	"other_format": {Name: "r", Outcome: "other_format", Format: "combined", Lacks: []string{"upstream_addr"}},
+	"no_format": {Name: "r", Outcome: "no_match", Miss: &explain.NoMatch{Candidates: []string{"combined", "upstreaminfo"}, LogFormat: "combined",
+		End: 3, After: "$remote_addr", Expected: []string{"' '"}}},
+}
+
 func (f *fakeSource) Explain(input string, line []byte) explain.Line {
 	f.input = input
+	if r, ok := otherLines[string(line)]; ok {
+		return explain.Line{Input: input, Text: string(line), Unmatched: true, Rules: []explain.Rule{r}}
+	}
 	text, raw := string(line), "/raw/"+string(line)
 	return explain.Line{Input: input, Text: string(line), Counted: true, Rules: []explain.Rule{{
 		Name: "r", Outcome: "counted", Labels: []explain.Label{{Name: "l", Value: text, Raw: &raw}},
@@ -59,6 +72,10 @@ func TestHandlers(t *testing.T) {
 		{"tester shows the value a label was rewritten from", http.MethodPost, ExplainPath, "input=web&lines=b", http.StatusOK, `<code>l="b"</code> (rewritten from <code>"/raw/b"</code>)`},
 		{"tester shows the top value", http.MethodPost, ExplainPath, "input=web&lines=b", http.StatusOK, `<code class="top">t="b"</code>`},
 		{"tester shows the distinct text", http.MethodPost, ExplainPath, "input=web&lines=b", http.StatusOK, `<code class="distinct">&#34;b&#34;</code>`},
+		{"tester says a rule does not apply to the line's format", http.MethodPost, ExplainPath, "input=web&lines=other_format", http.StatusOK,
+			"does not apply to the line's log format, <code>combined</code>, which has no <code>upstream_addr</code>"},
+		{"tester says the line fits none of the formats", http.MethodPost, ExplainPath, "input=web&lines=no_format", http.StatusOK,
+			"the line fits none of the log formats <code>combined, upstreaminfo</code>; it fits <code>combined</code> the farthest"},
 		{"over the bound", http.MethodPost, ExplainPath, big, http.StatusRequestEntityTooLarge, "at most 256 KiB"},
 		{"bad form", http.MethodPost, ExplainPath, "lines=%zz", http.StatusBadRequest, "Bad form"},
 		{"too many lines", http.MethodPost, ExplainPath, "lines=" + strings.Repeat("x%0A", MaxExplainLines+1), http.StatusOK, "Only the first 100 lines"},

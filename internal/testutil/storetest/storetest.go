@@ -122,6 +122,7 @@ func ParseRules(t testing.TB, rules string) (*config.Config, *parser.Parser) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	p.SetInputs(cfg.Inputs)
 	return cfg, p
 }
 
