@@ -169,3 +169,51 @@ func TestUnreadableLinesLogged(t *testing.T) {
 		t.Errorf("the warning lacks %s:\n%s", want, out.String())
 	}
 }
+
+// What --config.check warns of in a config that loads is logged at start and at every
+// reload that has it, for an exporter started or reloaded without the check.
+func TestConfigWarningsLogged(t *testing.T) {
+	log := filepath.Join(t.TempDir(), "access.log")
+	if err := os.WriteFile(log, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rules := func(regex string) *config.Config {
+		t.Helper()
+		cfg, err := config.Parse(fmt.Appendf(nil, `inputs: [{path: '%s'}]
+rules:
+  - name: r
+    match: '(?P<route>\S+)'
+    labels: {route: '${route}'}
+    rewrite: [{label: route, regex: '%s', replacement: '-'}]
+`, log, regex), "rules.yaml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cfg
+	}
+	const warning = `rules.yaml:6: warning: rule \"r\": rewrite of label \"route\": regex 'z*' can match empty text`
+	var out syncbuf.Buffer
+	p, err := Start(rules("z*"), Options{Now: time.Now, PollInterval: time.Hour, Logger: slog.New(slog.NewTextHandler(&out, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Stop)
+	for _, step := range []struct {
+		name   string
+		regex  string
+		logged int
+	}{
+		{"start", "", 1},
+		{"reload without it", "z+", 1},
+		{"reload with it", "z*", 2},
+	} {
+		if step.regex != "" {
+			if err := p.Reload(rules(step.regex)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got := strings.Count(out.String(), warning); got != step.logged {
+			t.Errorf("%s: logged %d times, want %d:\n%s", step.name, got, step.logged, out.String())
+		}
+	}
+}

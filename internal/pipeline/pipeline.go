@@ -146,7 +146,7 @@ func Start(cfg *config.Config, opts Options) (*Pipeline, error) {
 		p.resume, p.resumeParts, p.restored = p.restore(gen)
 	}
 	p.gen.Store(gen)
-	p.warnMissing(cfg)
+	p.warnConfig(cfg)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.starting = true
@@ -227,7 +227,7 @@ func (p *Pipeline) reload(cfg *config.Config) error {
 	for _, in := range p.inputs {
 		in.release()
 	}
-	p.warnMissing(cfg)
+	p.warnConfig(cfg)
 	if err := p.syncInputs(cfg); err != nil {
 		// The rules are in force; an input that cannot start is reported as a failed reload
 		// so the operator looks, while every other input keeps running.
@@ -238,9 +238,14 @@ func (p *Pipeline) reload(cfg *config.Config) error {
 	return nil
 }
 
-// warnMissing logs MissingInputs: at start and at every reload.
-func (p *Pipeline) warnMissing(cfg *config.Config) {
+// warnConfig logs what --config.check warns of, MissingInputs and config.Warnings, at
+// start and at every reload: an exporter started or reloaded without the check must say
+// it as loudly.
+func (p *Pipeline) warnConfig(cfg *config.Config) {
 	for _, w := range MissingInputs(cfg) {
+		p.opts.Logger.Warn(w)
+	}
+	for _, w := range config.Warnings(cfg) {
 		p.opts.Logger.Warn(w)
 	}
 }
