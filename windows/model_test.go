@@ -65,6 +65,16 @@ func (m *model) wentBack(now int64) bool {
 	return m.started && now <= m.t-m.longest
 }
 
+// readSecond is the second a read at now reads the windows at: the series' own when it is
+// later, now when the series holds nothing to read.
+func (m *model) readSecond(now int64) int64 {
+	now = clamped(now)
+	if !m.started || m.wentBack(now) {
+		return now
+	}
+	return max(now, m.t)
+}
+
 // agg is a naive aggregate over a span of seconds.
 type agg struct {
 	sum, abs, n float64
@@ -191,9 +201,13 @@ func replay(l *Layout, since int64, ops []op) error {
 	sums := l.NewSummaries()
 	for i, o := range ops {
 		if o.read {
-			dst = s.Read(o.now, since, dst)
+			var at int64
+			dst, at = s.ReadSecond(o.now, since, dst)
 			if err := m.check(l, dst, o.now, since); err != nil {
 				return fmt.Errorf("op %d (read at %d): %w", i, o.now, err)
+			}
+			if want := m.readSecond(o.now); at != want {
+				return fmt.Errorf("op %d: read at %d reads second %d, want %d", i, o.now, at, want)
 			}
 			if len(sums) > 0 {
 				s.ReadSummaries(o.now, sums)

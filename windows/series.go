@@ -761,6 +761,15 @@ func (s *Series) clear(i int) {
 // documentation): PerSecond divides by the seconds from since to the window's end while
 // they are fewer than the window.
 func (s *Series) Read(now, since int64, dst []Stats) []Stats {
+	dst, _ = s.ReadSecond(now, since, dst)
+	return dst
+}
+
+// ReadSecond is Read, and returns the second it read the windows at: the later of now and
+// the series' second, or now when the series holds nothing to read. A caller adding up
+// the Stats of several series computes the rate of the sum at the latest of their seconds
+// (Layout.PerSecond), as Read computes one series'.
+func (s *Series) ReadSecond(now, since int64, dst []Stats) ([]Stats, int64) {
 	l := s.layout
 	dst = dst[:0]
 	for range l.windows {
@@ -770,7 +779,7 @@ func (s *Series) Read(now, since int64, dst []Stats) []Stats {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.t == never || s.wentBack(now) {
-		return dst
+		return dst, now
 	}
 	now = max(now, s.t)
 	// Windows end at the last complete second: what the current second holds is left
@@ -786,7 +795,7 @@ func (s *Series) Read(now, since int64, dst []Stats) []Stats {
 	for i := range dst {
 		dst[i].PerSecond = l.PerSecond(i, dst[i].Sum, now, since)
 	}
-	return dst
+	return dst, now
 }
 
 // PerSecond is the per-second rate of a sum over window i (in Windows order) read at second

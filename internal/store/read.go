@@ -168,20 +168,25 @@ func (st *store) wheels(s *Series, p *part, now int64) *windows.Series {
 
 // read appends to dst[:0] the Stats of every window of s at second now, its parts merged:
 // sums and counts added, the per-second rate that of the sum, extrema of all. Parts without
-// wheels to read (see wheels) are left out; more holds the other parts' reads.
+// wheels to read (see wheels) are left out; more holds the other parts' reads. Each part
+// is read at the later of now and its own second, and the rate of the sum at the latest
+// of those, as one series written by all would be.
 func (st *store) read(s *Series, now, since int64, dst []windows.Stats, more *[]windows.Stats) []windows.Stats {
 	dst = dst[:0]
 	merged := false
+	at := now
 	for p := range s.parts {
 		w := st.wheels(s, p, now)
 		if w == nil {
 			continue
 		}
+		var t int64
 		if len(dst) == 0 {
-			dst = w.Read(now, since, dst)
+			dst, at = w.ReadSecond(now, since, dst)
 			continue
 		}
-		*more = w.Read(now, since, (*more)[:0])
+		*more, t = w.ReadSecond(now, since, (*more)[:0])
+		at = max(at, t)
 		for i := range min(len(dst), len(*more)) {
 			d, m := &dst[i], (*more)[i]
 			d.Sum += m.Sum
@@ -192,7 +197,7 @@ func (st *store) read(s *Series, now, since int64, dst []windows.Stats, more *[]
 	}
 	if merged {
 		for i := range dst {
-			dst[i].PerSecond = st.layout.PerSecond(i, dst[i].Sum, now, since)
+			dst[i].PerSecond = st.layout.PerSecond(i, dst[i].Sum, at, since)
 		}
 	}
 	return dst
