@@ -201,12 +201,11 @@ func replay(l *Layout, since int64, ops []op) error {
 	sums := l.NewSummaries()
 	for i, o := range ops {
 		if o.read {
-			var at int64
-			dst, at = s.ReadSecond(o.now, since, dst)
+			dst = s.Read(o.now, since, dst)
 			if err := m.check(l, dst, o.now, since); err != nil {
 				return fmt.Errorf("op %d (read at %d): %w", i, o.now, err)
 			}
-			if want := m.readSecond(o.now); at != want {
+			if at, want := ReadSecondOf(o.now, []*Series{s}), m.readSecond(o.now); at != want {
 				return fmt.Errorf("op %d: read at %d reads second %d, want %d", i, o.now, at, want)
 			}
 			if len(sums) > 0 {

@@ -761,15 +761,6 @@ func (s *Series) clear(i int) {
 // documentation): PerSecond divides by the seconds from since to the window's end while
 // they are fewer than the window.
 func (s *Series) Read(now, since int64, dst []Stats) []Stats {
-	dst, _ = s.ReadSecond(now, since, dst)
-	return dst
-}
-
-// ReadSecond is Read, and returns the second it read the windows at: the later of now and
-// the series' second, or now when the series holds nothing to read. A caller adding up
-// the Stats of several series computes the rate of the sum at the latest of their seconds
-// (Layout.PerSecond), as Read computes one series'.
-func (s *Series) ReadSecond(now, since int64, dst []Stats) ([]Stats, int64) {
 	l := s.layout
 	dst = dst[:0]
 	for range l.windows {
@@ -779,7 +770,7 @@ func (s *Series) ReadSecond(now, since int64, dst []Stats) ([]Stats, int64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.t == never || s.wentBack(now) {
-		return dst, now
+		return dst
 	}
 	now = max(now, s.t)
 	// Windows end at the last complete second: what the current second holds is left
@@ -795,7 +786,27 @@ func (s *Series) ReadSecond(now, since int64, dst []Stats) ([]Stats, int64) {
 	for i := range dst {
 		dst[i].PerSecond = l.PerSecond(i, dst[i].Sum, now, since)
 	}
-	return dst, now
+	return dst
+}
+
+// ReadSecondOf is the second that parts (series of one layout: the parts of a label set
+// that several writers wrote) are each read at, at now, so that their windows and their
+// summaries read as one series holding all their events would (Read, ReadSummariesOf): the
+// latest of now and the seconds of those that have events to read at now; and the second
+// at which the rate of their sums is that series' (Layout.PerSecond). A part whose second
+// is so far ahead of now that it reads nothing (a clock gone back past every window) does
+// not count.
+func ReadSecondOf(now int64, parts []*Series) int64 {
+	now = clampTime(now)
+	at := now
+	for _, s := range parts {
+		s.mu.Lock()
+		if s.t != never && !s.wentBack(now) {
+			at = max(at, s.t)
+		}
+		s.mu.Unlock()
+	}
+	return at
 }
 
 // PerSecond is the per-second rate of a sum over window i (in Windows order) read at second

@@ -38,14 +38,20 @@ func TestShardsMergeAtRead(t *testing.T) {
 				}
 				return want
 			}
-			readBehind := false
+			readBehind, readBehindWindow := false, false
 			storetest.ShardLines(sinks, func(sec int64, sink int, line []byte) {
 				if sec >= start+50 && !readBehind {
 					readBehind = true
-					// A read behind the lines, within the first window: its clock read before
-					// the last lines landed, or a wall clock stepped back. Each part is read
-					// at its newest second, as one series is, and so is their rate.
+					// Reads behind the lines: a scrape that reads a rule seconds after it
+					// read its clock, or a wall clock stepped back. The parts are read at the
+					// newest second of them, as one series is: their windows end there and
+					// their rate counts the seconds observed up to it. The first read is
+					// within the first window's seconds, the second ten past the 1m window.
 					same(start + 40)
+				}
+				if sec >= start+70 && !readBehindWindow {
+					readBehindWindow = true
+					same(start + 60)
 				}
 				k1.SetNow(sec, sec)
 				ks[sink].SetNow(sec, sec)
