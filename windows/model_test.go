@@ -31,10 +31,17 @@ func newModel(l *Layout) *model {
 	return &model{longest: longest, reach: l.Longest(), lag: l.Longest() - longest}
 }
 
+// farthest is where the package documentation says times are clamped: ±2^50 seconds.
+const farthest = 1 << 50
+
+// clamped is a time as the documentation says the package takes it.
+func clamped(t int64) int64 { return min(max(t, -farthest), farthest) }
+
 // add follows the documented placement rules: the series' time is the newest now, events
 // older than the windows reach are Late, events after now are placed at now. A now that
-// went back by the longest window or more starts the series over.
+// went back by the longest window or more starts the series over. Times are clamped.
 func (m *model) add(now, at int64, v float64) Placement {
+	now, at = clamped(now), clamped(at)
 	if m.wentBack(now) {
 		m.started, m.events = false, nil
 	}
@@ -56,6 +63,16 @@ func (m *model) add(now, at int64, v float64) Placement {
 // that every event held is after every window at now.
 func (m *model) wentBack(now int64) bool {
 	return m.started && now <= m.t-m.longest
+}
+
+// readSecond is the second a read at now reads the windows at: the series' own when it is
+// later, now when the series holds nothing to read.
+func (m *model) readSecond(now int64) int64 {
+	now = clamped(now)
+	if !m.started || m.wentBack(now) {
+		return now
+	}
+	return max(now, m.t)
 }
 
 // agg is a naive aggregate over a span of seconds.
@@ -102,6 +119,7 @@ func (m *model) check(l *Layout, got []Stats, now, since int64) error {
 	if len(got) != len(wins) {
 		return fmt.Errorf("read returned %d stats for %d windows", len(got), len(wins))
 	}
+	now, since = clamped(now), clamped(since)
 	if !m.started || m.wentBack(now) {
 		for i, g := range got {
 			if g.Sum != 0 || g.Events != 0 || g.PerSecond != 0 || !math.IsNaN(g.Max) || !math.IsNaN(g.Min) {
@@ -186,6 +204,9 @@ func replay(l *Layout, since int64, ops []op) error {
 			dst = s.Read(o.now, since, dst)
 			if err := m.check(l, dst, o.now, since); err != nil {
 				return fmt.Errorf("op %d (read at %d): %w", i, o.now, err)
+			}
+			if at, want := ReadSecondOf(o.now, []*Series{s}), m.readSecond(o.now); at != want {
+				return fmt.Errorf("op %d: read at %d reads second %d, want %d", i, o.now, at, want)
 			}
 			if len(sums) > 0 {
 				s.ReadSummaries(o.now, sums)

@@ -49,6 +49,7 @@ var generators = []struct {
 	{"clock steps back", genStepBack},
 	{"filling second", genFilling},
 	{"log read behind", genBehind},
+	{"edges of time", genFarthest},
 }
 
 // TestReferenceModel compares every window of the wheels with the naive model over
@@ -323,6 +324,38 @@ func genFilling(r *rand.Rand, longest int64) []op {
 		// still holds, and the reads either side of it.
 		ops = append(ops, op{now: now, at: now - longest, v: value(r)},
 			op{read: true, now: now}, op{read: true, now: now + longest - 1}, op{read: true, now: now + longest})
+	}
+	return ops
+}
+
+// genFarthest runs the clock up to where times are clamped (±2^50 s) and past it, with
+// events and reads from the ends of int64 and far ahead of the clock.
+func genFarthest(r *rand.Rand, longest int64) []op {
+	edge := int64(farthest)
+	if r.IntN(2) == 0 {
+		edge = -farthest
+	}
+	now := edge - r.Int64N(3*longest)
+	ends := []int64{math.MinInt64, math.MinInt64 + 1, math.MaxInt64 - 1, math.MaxInt64}
+	ops := make([]op, 0, 300)
+	for range 300 {
+		now += []int64{0, 0, 1, 3, 59, 3600, longest, 1 << 40}[r.IntN(8)]
+		o := op{now: now, at: now - r.Int64N(longest+3), v: value(r)}
+		switch x := r.IntN(10); {
+		case x < 2:
+			o.read = true
+			o.now += r.Int64N(2 * longest)
+			if x == 0 {
+				o.now = ends[r.IntN(len(ends))]
+			}
+		case x < 4:
+			o.at = ends[r.IntN(len(ends))]
+		case x < 5:
+			o.at = now + r.Int64N(1<<52)
+		case x < 6:
+			o.now = ends[r.IntN(len(ends))]
+		}
+		ops = append(ops, o)
 	}
 	return ops
 }

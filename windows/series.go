@@ -789,6 +789,26 @@ func (s *Series) Read(now, since int64, dst []Stats) []Stats {
 	return dst
 }
 
+// ReadSecondOf is the second that parts (series of one layout: the parts of a label set
+// that several writers wrote) are each read at, at now, so that their windows and their
+// summaries read as one series holding all their events would (Read, ReadSummariesOf): the
+// latest of now and the seconds of those that have events to read at now; and the second
+// at which the rate of their sums is that series' (Layout.PerSecond). A part whose second
+// is so far ahead of now that it reads nothing (a clock gone back past every window) does
+// not count.
+func ReadSecondOf(now int64, parts []*Series) int64 {
+	now = clampTime(now)
+	at := now
+	for _, s := range parts {
+		s.mu.Lock()
+		if s.t != never && !s.wentBack(now) {
+			at = max(at, s.t)
+		}
+		s.mu.Unlock()
+	}
+	return at
+}
+
 // PerSecond is the per-second rate of a sum over window i (in Windows order) read at second
 // now, observed since second since, as Read computes it; a caller that adds the Stats of
 // several series read at now computes the rate of the sum with it.

@@ -63,6 +63,7 @@ func (m *model) checkSummaries(l *Layout, got []Summary, now int64) error {
 	if len(got) != len(wins)*len(l.kinds) {
 		return fmt.Errorf("%d summaries for %d windows × %d kinds", len(got), len(wins), len(l.kinds))
 	}
+	now = clamped(now)
 	e := max(now, m.t) - m.lag
 	for i, w := range wins {
 		var want []float64

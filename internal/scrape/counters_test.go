@@ -2,12 +2,16 @@ package scrape
 
 import (
 	"fmt"
-	"github.com/logwindow/logwindow_exporter/internal/testutil/storetest"
+	"math"
 	"math/rand/v2"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/logwindow/logwindow_exporter/internal/store"
+	"github.com/logwindow/logwindow_exporter/internal/testutil/storetest"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	dto "github.com/prometheus/client_model/go"
@@ -200,6 +204,105 @@ func TestCountersAgainstModel(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestCountersThroughClockJumps: with room in the budget and no TTL, every label set's
+// _total of the counting rules equals the lines written for it, and each rule's matched
+// lines every line, at every scrape, while the wall clock the event-time rules live on
+// steps back and forth by seconds to days, lines carry times from the ends of int64 and
+// far ahead, two shards write through direct and batching sinks, and Expire runs now and
+// then; no sample is NaN or infinite, and no window of lines is negative.
+func TestCountersThroughClockJumps(t *testing.T) {
+	cfg, _ := storetest.ParseRules(t, fmt.Sprintf(batchRules, 1000, "0s"))
+	seeds, reads := 6, 80
+	if testing.Short() || raceEnabled {
+		seeds, reads = 2, 40
+	}
+	counting := map[string]bool{}
+	for _, r := range cfg.Rules {
+		counting[r.Name] = !r.IsValueRule()
+	}
+	for seed := range uint64(seeds) {
+		set := storetest.Must(store.NewSetWith(cfg, nil, store.SetOptions{Shards: 2}))
+		sinks := []*store.Sink{set.NewSink(), set.NewBatchSink()}
+		rng := rand.New(rand.NewPCG(seed, 17))
+		c := batchCase{statuses: 5, paths: 30, late: 0.1, future: 0.1}
+		processing, wall := int64(start), int64(start)
+		col := NewCollector(Options{Set: fixed(set), Now: func() int64 { return processing }, Wall: func() int64 { return wall }, Start: start})
+		written := map[string]float64{}
+		matched := map[string]float64{}
+		for read := range reads {
+			processing += []int64{0, 1, 5, 70}[rng.IntN(4)]
+			wall += []int64{0, 1, 70, -3, -400, -4000, 100000, -100000, 3 * 86400, -3 * 86400}[rng.IntN(10)]
+			for _, e := range c.events(rng, cfg, wall) {
+				if e.HasTime {
+					switch rng.IntN(20) {
+					case 0:
+						e.Time = math.MaxInt64 - rng.Int64N(5)
+					case 1:
+						e.Time = math.MinInt64 + rng.Int64N(5)
+					case 2:
+						e.Time = wall + 1<<45
+					}
+				}
+				r := cfg.Rules[e.Rule]
+				matched[fmt.Sprintf("rule=%q", r.Name)]++
+				pairs := make([]string, len(r.Labels))
+				for i, l := range r.Labels {
+					pairs[i] = fmt.Sprintf("%s=%q", l.Name, e.Labels[i])
+				}
+				slices.Sort(pairs)
+				if counting[r.Name] {
+					written[r.Name+"_total{"+strings.Join(pairs, ",")+"}"]++
+				}
+				k := sinks[rng.IntN(len(sinks))]
+				k.SetNow(processing, wall)
+				k.Event(e)
+			}
+			for _, k := range sinks {
+				k.Flush()
+			}
+			if rng.IntN(3) == 0 {
+				set.Expire(processing, wall)
+			}
+			mfs, err := scraped(col).Gather()
+			if err != nil {
+				t.Fatalf("seed %d read %d: %v", seed, read, err)
+			}
+			totals := map[string]float64{}
+			for _, mf := range mfs {
+				name := mf.GetName()
+				for _, m := range mf.GetMetric() {
+					v := m.GetCounter().GetValue() + m.GetGauge().GetValue()
+					key := name + "{" + labelText(m.GetLabel()) + "}"
+					switch rule, _ := strings.CutSuffix(name, "_total"); {
+					case math.IsNaN(v) || math.IsInf(v, 0):
+						t.Fatalf("seed %d read %d (wall %+d): %s = %v", seed, read, wall-start, key, v)
+					case counting[rule] && rule+"_total" == name:
+						totals[key] = v
+					case name == "logwindow_rule_matched_lines_total" && v != matched[labelText(m.GetLabel())]:
+						t.Fatalf("seed %d read %d (wall %+d): %s = %v, want %v", seed, read, wall-start, key, v, matched[labelText(m.GetLabel())])
+					case strings.HasSuffix(name, "_window") && counting[strings.TrimSuffix(name, "_window")] && v < 0:
+						t.Fatalf("seed %d read %d (wall %+d): %s = %v", seed, read, wall-start, key, v)
+					}
+				}
+			}
+			for key, n := range written {
+				if totals[key] != n {
+					t.Fatalf("seed %d read %d (wall %+d): %s = %v, want %v", seed, read, wall-start, key, totals[key], n)
+				}
+			}
+			if len(totals) != len(written) {
+				t.Fatalf("seed %d read %d: %d counters, want %d", seed, read, len(totals), len(written))
+			}
+		}
+		drops := gather(t, col, "logwindow_rule_dropped_lines_total")
+		for _, reason := range []string{"late", "future"} {
+			if drops[fmt.Sprintf("reason=%q,rule=%q", reason, "stamped")] == 0 {
+				t.Errorf("seed %d: no line was %s: the stream missed what it is for", seed, reason)
+			}
+		}
 	}
 }
 

@@ -168,31 +168,40 @@ func (st *store) wheels(s *Series, p *part, now int64) *windows.Series {
 
 // read appends to dst[:0] the Stats of every window of s at second now, its parts merged:
 // sums and counts added, the per-second rate that of the sum, extrema of all. Parts without
-// wheels to read (see wheels) are left out; more holds the other parts' reads.
+// wheels to read (see wheels) are left out; more holds the other parts' reads. The parts
+// are read at one second (windows.ReadSecondOf), as one series written by all would be.
 func (st *store) read(s *Series, now, since int64, dst []windows.Stats, more *[]windows.Stats) []windows.Stats {
+	var buf [MaxShards]*windows.Series
+	parts := st.partsRead(s, now, buf[:0])
 	dst = dst[:0]
-	merged := false
-	for p := range s.parts {
-		w := st.wheels(s, p, now)
-		if w == nil {
-			continue
-		}
-		if len(dst) == 0 {
-			dst = w.Read(now, since, dst)
-			continue
-		}
-		*more = w.Read(now, since, (*more)[:0])
+	if len(parts) == 0 {
+		return dst
+	}
+	if len(parts) == 1 {
+		return parts[0].Read(now, since, dst)
+	}
+	at := windows.ReadSecondOf(now, parts)
+	dst = parts[0].Read(at, since, dst)
+	for _, w := range parts[1:] {
+		*more = w.Read(at, since, (*more)[:0])
 		for i := range min(len(dst), len(*more)) {
 			d, m := &dst[i], (*more)[i]
 			d.Sum += m.Sum
 			d.Events += m.Events
 			d.Max, d.Min = extremum(d.Max, m.Max, true), extremum(d.Min, m.Min, false)
 		}
-		merged = true
 	}
-	if merged {
-		for i := range dst {
-			dst[i].PerSecond = st.layout.PerSecond(i, dst[i].Sum, now, since)
+	for i := range dst {
+		dst[i].PerSecond = st.layout.PerSecond(i, dst[i].Sum, at, since)
+	}
+	return dst
+}
+
+// partsRead appends to dst the wheels of the parts of s read at now (see wheels).
+func (st *store) partsRead(s *Series, now int64, dst []*windows.Series) []*windows.Series {
+	for p := range s.parts {
+		if w := st.wheels(s, p, now); w != nil {
+			dst = append(dst, w)
 		}
 	}
 	return dst
@@ -214,14 +223,12 @@ func extremum(a, b float64, isMax bool) float64 {
 // readSummaries sets dst (made by the layout's NewSummaries) to the summaries of every
 // window of s at second now, its parts merged (windows.ReadSummariesOf); more is the
 // scratch of the kinds merged part by part. Parts without wheels to read (see wheels)
-// are left out.
+// are left out; the others are read at one second, as by read.
 func (st *store) readSummaries(s *Series, now int64, dst []windows.Summary, more *[]windows.Summary) {
 	var buf [MaxShards]*windows.Series
-	parts := buf[:0]
-	for p := range s.parts {
-		if w := st.wheels(s, p, now); w != nil {
-			parts = append(parts, w)
-		}
+	parts := st.partsRead(s, now, buf[:0])
+	if len(parts) > 1 {
+		now = windows.ReadSecondOf(now, parts)
 	}
 	windows.ReadSummariesOf(now, parts, dst, more)
 }

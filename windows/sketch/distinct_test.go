@@ -91,6 +91,51 @@ func TestDistinctMerge(t *testing.T) {
 	}
 }
 
+// TestDistinctMergeAtSparseBound merges two overlapping sketches whose union holds one key
+// less than the sparse bound, the bound, or one more, by a read's Merge and a wheel's
+// Absorb, sealed or not, split anywhere: the union is exact and sparse up to the bound,
+// and dense past it.
+func TestDistinctMergeAtSparseBound(t *testing.T) {
+	var buf [8]byte
+	for _, split := range []int{1, 100, maxSparse / 2, maxSparse - 1} {
+		for _, total := range []int{maxSparse - 1, maxSparse, maxSparse + 1} {
+			for _, sealed := range []bool{false, true} {
+				for _, absorb := range []bool{false, true} {
+					name := fmt.Sprintf("split %d, %d keys, sealed %v, absorb %v", split, total, sealed, absorb)
+					a, b := NewDistinct(), NewDistinct()
+					for id := range total {
+						if id < split {
+							a.Add(0, itemOf(uint64(id)+1, &buf))
+						}
+						if id >= split-50 { // b overlaps a by up to 50 keys
+							b.Add(0, itemOf(uint64(id)+1, &buf))
+						}
+					}
+					if sealed {
+						a.Seal()
+						b.Seal()
+					}
+					into := NewDistinct()
+					for _, from := range []*Distinct{a, b} {
+						if absorb {
+							into.Absorb(from)
+						} else {
+							into.Merge(from)
+						}
+					}
+					got := into.Count()
+					switch exact := total <= maxSparse; {
+					case exact && (got != uint64(total) || into.Precision() != 0):
+						t.Errorf("%s: count %d at precision %d, want exactly %d", name, got, into.Precision(), total)
+					case !exact && (!distinctBound(got, total) || into.Precision() != DistinctPrecision):
+						t.Errorf("%s: count %d at precision %d, want about %d, dense", name, got, into.Precision(), total)
+					}
+				}
+			}
+		}
+	}
+}
+
 // TestDistinctMemoryBounded checks that a sketch holds at most 64 KiB of keys or registers
 // whatever the number of items, sealed or not.
 func TestDistinctMemoryBounded(t *testing.T) {

@@ -298,7 +298,11 @@ func (q *Quantiles) Quantile(p float64) float64 {
 	if q.n == 0 {
 		return math.NaN()
 	}
-	rank := uint64(min(max(math.Ceil(p*float64(q.n)), 1), float64(q.n)))
+	// p is a decimal quantile as a float64, and p·n may land a hair above the whole number
+	// the decimal's product is (0.55·100 = 55.00000000000001): both roundings together err
+	// by under 2^-52 of it, so ⌈⌉ is taken of p·n less 2^-50 of it.
+	x := p * float64(q.n)
+	rank := uint64(min(max(math.Ceil(x-x*0x1p-50), 1), float64(q.n)))
 	// Ascending order: negatives from the largest magnitude down, zeros, positives up.
 	seen := uint64(0)
 	if q.neg != nil {

@@ -3,18 +3,29 @@ package sketch
 import (
 	"maps"
 	"math"
+	"math/big"
 	"math/rand/v2"
 	"slices"
+	"strconv"
 	"testing"
 )
 
 // probes are the quantiles every check asks for, the edges included.
 var probes = []float64{0.001, 0.01, 0.25, 0.5, 0.9, 0.99, 0.999, 1}
 
-// exactRank is the reference: the value of rank ⌈p·n⌉ (at least 1) of sorted.
+// exactRank is the reference: the value of rank ⌈p·n⌉ (at least 1) of sorted, p taken
+// as the decimal it is written as (the shortest that reads as it), in exact arithmetic.
 func exactRank(sorted []float64, p float64) float64 {
-	r := int(math.Ceil(p * float64(len(sorted))))
-	return sorted[min(max(r, 1), len(sorted))-1]
+	x, ok := new(big.Rat).SetString(strconv.FormatFloat(p, 'g', -1, 64))
+	if !ok {
+		panic(p)
+	}
+	x.Mul(x, new(big.Rat).SetInt64(int64(len(sorted))))
+	r := new(big.Int).Quo(x.Num(), x.Denom())
+	if !x.IsInt() {
+		r.Add(r, big.NewInt(1))
+	}
+	return sorted[min(max(int(r.Int64()), 1), len(sorted))-1]
 }
 
 // withinBound reports whether got is the exact value within RelativeError (0 exactly).
@@ -112,6 +123,40 @@ func TestQuantilesBound(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestQuantilesDecimalRank: a quantile written in decimal reads the value of rank ⌈q·n⌉ of
+// that decimal, also where q·n in floats lands a hair above the whole number it is
+// (0.55·100 = 55.00000000000001 once 0.55 is a float64). The values are 10% apart, so
+// that a rank off by one reads another bin.
+func TestQuantilesDecimalRank(t *testing.T) {
+	for _, tc := range []struct {
+		q        string
+		num, den int // q as a fraction
+		n        int
+	}{
+		{"0.07", 7, 100, 100}, {"0.14", 14, 100, 50}, {"0.28", 28, 100, 25},
+		{"0.55", 55, 100, 100}, {"0.56", 56, 100, 25}, {"0.68", 68, 100, 75},
+		{"0.81", 81, 100, 300}, {"0.275", 275, 1000, 200}, {"0.545", 545, 1000, 200},
+		{"0.5", 1, 2, 3}, {"0.99", 99, 100, 101}, {"0.999", 999, 1000, 1000},
+	} {
+		t.Run(tc.q+"/"+strconv.Itoa(tc.n), func(t *testing.T) {
+			p, err := strconv.ParseFloat(tc.q, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var q Quantiles
+			vs := make([]float64, tc.n)
+			for i := range vs {
+				vs[i] = math.Pow(1.1, float64(i))
+				q.Add(vs[i], nil)
+			}
+			rank := (tc.num*tc.n + tc.den - 1) / tc.den
+			if got, want := q.Quantile(p), vs[rank-1]; !withinBound(got, want) {
+				t.Errorf("q%v of %d values = %v, want rank %d's %v", p, tc.n, got, rank, want)
+			}
+		})
 	}
 }
 

@@ -27,6 +27,9 @@ type timed struct {
 	v  float64
 }
 
+// windowBounds are the histogram bounds TestWindowedQuantiles counts values in.
+var windowBounds = []float64{0.005, 0.01, 0.1, 1, 10}
+
 // windowStreams are the adversarial streams of the reference test, each a few hours long.
 var windowStreams = []struct {
 	name string
@@ -77,6 +80,26 @@ var windowStreams = []struct {
 			return []timed{{now, v}}
 		})
 	}},
+	{"on bucket bounds", func(r *rand.Rand) []tick {
+		// Values at the bounds TestWindowedQuantiles counts in, a float either side of them,
+		// signed zeros, and out of order.
+		return stream(r, 0, 2*3600, func(now int64) []timed {
+			vs := make([]timed, r.IntN(4))
+			for i := range vs {
+				v := windowBounds[r.IntN(len(windowBounds))]
+				switch r.IntN(5) {
+				case 0:
+					v = math.Nextafter(v, 0)
+				case 1:
+					v = math.Nextafter(v, math.Inf(1))
+				case 2:
+					v = math.Copysign(0, float64(r.IntN(2)*2-1))
+				}
+				vs[i] = timed{now - r.Int64N(12), v}
+			}
+			return vs
+		})
+	}},
 	{"one value repeated", func(r *rand.Rand) []tick {
 		return stream(r, 0, 2*3600, func(now int64) []timed {
 			return slices.Repeat([]timed{{now, 0.042}}, 1+r.IntN(40))
@@ -104,8 +127,7 @@ func stream(r *rand.Rand, from, secs int64, add func(now int64) []timed) []tick 
 // counts) with the exact rank ⌈q·n⌉ among the values from the start of the window's edge
 // slot (as documented: up to 10 s for windows ≤ 5m, 1 min ≤ 1h, 1 h beyond) through now.
 func TestWindowedQuantiles(t *testing.T) {
-	bounds := []float64{0.005, 0.01, 0.1, 1, 10}
-	l, err := windows.NewLayout(defaultWindows, windows.Options{Summaries: []windows.SummaryKind{QuantilesKind, BucketsKind(bounds)}})
+	l, err := windows.NewLayout(defaultWindows, windows.Options{Summaries: []windows.SummaryKind{QuantilesKind, BucketsKind(windowBounds)}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,7 +160,7 @@ func TestWindowedQuantiles(t *testing.T) {
 					reads++
 					held = slices.DeleteFunc(held, func(h timed) bool { return h.at <= tk.now-25*3600 })
 					s.ReadSummaries(tk.now, dst)
-					if err := checkWindows(dst, held, tk.now, bounds); err != nil {
+					if err := checkWindows(dst, held, tk.now, windowBounds); err != nil {
 						t.Fatalf("read at %d: %v", tk.now, err)
 					}
 				}
