@@ -31,14 +31,15 @@ const apachePrefix = "apache_"
 // log_format directive as pasted from nginx.conf, an nginx JSON object template ({...}), an
 // nginx format ($variables), else an Apache one (%directives).
 func ParseCandidate(text string) (*Format, error) {
+	// Whitespace around a candidate is never part of it, a preset's name included.
 	t := strings.TrimSpace(text)
 	switch {
-	case text == JSONObject:
+	case t == JSONObject:
 		return &Format{Server: Nginx, Preset: JSONObject, Escape: EscapeJSON}, nil
-	case strings.HasPrefix(text, apachePrefix) && ApachePresets[strings.TrimPrefix(text, apachePrefix)] != "":
-		f, err := ParseApache(strings.TrimPrefix(text, apachePrefix))
+	case strings.HasPrefix(t, apachePrefix) && ApachePresets[strings.TrimPrefix(t, apachePrefix)] != "":
+		f, err := ParseApache(strings.TrimPrefix(t, apachePrefix))
 		if f != nil {
-			f.Preset = text
+			f.Preset = t
 		}
 		return f, err
 	case strings.HasPrefix(t, "{") && strings.HasSuffix(t, "}"),

@@ -177,3 +177,24 @@ func TestSameLines(t *testing.T) {
 		}
 	}
 }
+
+// A candidate's name is read without the whitespace around it, as a format string is: a
+// quoted ' json' is the json candidate, not a format no line fits.
+func TestCandidateNamesTrimmed(t *testing.T) {
+	for _, c := range []struct{ text, preset string }{
+		{" json", JSONObject},
+		{"json\n", JSONObject},
+		{" apache_combined ", "apache_combined"},
+		{"\tcombined ", "combined"},
+	} {
+		t.Run(c.preset, func(t *testing.T) {
+			f, err := ParseCandidate(c.text)
+			if err != nil {
+				t.Fatalf("ParseCandidate(%q): %v", c.text, err)
+			}
+			if f.Preset != c.preset {
+				t.Errorf("ParseCandidate(%q) is preset %q, want %q", c.text, f.Preset, c.preset)
+			}
+		})
+	}
+}
