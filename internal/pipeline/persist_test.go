@@ -775,6 +775,62 @@ rules:
 	}
 }
 
+// A CRI message in parts begun after the first held line of a file, which was rotated
+// away and closed and the message went on in its successor, is not given back at a
+// restart after a kill: its first part is read again from that file, and joined once.
+// The successor, which held no line, is read on from its position: the part in it is
+// lost, as the parts before a held line are.
+func TestStorageKillKeepsHeldLinesAndParts(t *testing.T) {
+	line := func(stream, tag, msg string) string {
+		return critest.Line("2024-03-01T12:00:00Z", stream, tag, msg) + "\n"
+	}
+	const request = `10.0.0.1 - - [01/Mar/2024:12:00:00 +0000] "GET / HTTP/1.1" 200 5 "-" "curl"`
+	dir, logs := t.TempDir(), t.TempDir()
+	log := filepath.Join(logs, "a.log")
+	rules := `
+inputs: [{path: '` + logs + `/*.log', start_at: beginning, log_format: auto, wrapper: cri}]
+rules:
+  - {name: all, match: '.'}
+  - {name: requests, labels: {status: '${status}'}}
+  - {name: alice, match: '^user=alice '}
+  - {name: twice, match: 'user=alice .*user=alice'}
+`
+	var out syncbuf.Buffer
+	p := startStoredOn(t, rules, dir, &out, Options{SnapshotInterval: time.Hour})
+	// A request chooses the format; the line after is held, and the stderr message begun
+	// after it is in parts.
+	text := line("stdout", "F", request) + line("stdout", "F", "starting") + line("stderr", "P", "user=alice ")
+	if err := os.WriteFile(log, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	waitRead(t, p, 3)
+	waitTotal(t, p, "before the rotation", `requests_total{status="200"}`, 1)
+	if err := os.Rename(log, log+".1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(log, []byte(line("stderr", "P", "took=5 ")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	waitRead(t, p, 4)
+	waitLogged(t, &out, "closed rotated file after its grace period", 1)
+	kill(t, p, dir, periodicSnapshot(t, p, dir))
+	// While it is down the message ends, and a request has the held lines parsed.
+	appendTo(t, log, line("stderr", "F", "done")+line("stdout", "F", request))
+	p = startStoredOn(t, rules, dir, &out, Options{SnapshotInterval: time.Hour})
+	waitTotal(t, p, "after the restart", `all_total{}`, 4)
+	waitCaughtUp(t, p)
+	p.Stop()
+	got := gatherPipeline(t, p)
+	for _, c := range []struct {
+		name string
+		want float64
+	}{{`all_total{}`, 4}, {`requests_total{status="200"}`, 2}, {`alice_total{}`, 1}, {`twice_total{}`, 0}} {
+		if got[c.name] != c.want {
+			t.Errorf("%s %v, want %v", c.name, got[c.name], c.want)
+		}
+	}
+}
+
 // rewriteSnapshot writes the snapshot in dir again, each section as edit writes it to w
 // (storetest.CopySection as it was).
 func rewriteSnapshot(t *testing.T, dir string, edit func(w *storage.Writer, sec storage.Section) error) {
