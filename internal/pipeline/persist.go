@@ -303,7 +303,8 @@ func decodePathParts(rec []byte) (string, pathParts, error) {
 // was down, or read again from further back.
 func (in *stream) resumeParts(pps []pathParts, from []follow.Position) {
 	for _, pp := range pps {
-		readOn := !slices.ContainsFunc(pp.files, func(k follow.Position) bool {
+		// A record without files (partsAt writes none) would be given to every shard.
+		readOn := len(pp.files) > 0 && !slices.ContainsFunc(pp.files, func(k follow.Position) bool {
 			return !slices.ContainsFunc(from, func(f follow.Position) bool {
 				return f.Path == k.Path && f.Dev == k.Dev && f.Ino == k.Ino && f.Offset == k.Offset
 			})

@@ -864,6 +864,35 @@ func partsRecord() []byte {
 	return appendPathParts(nil, in.source, pps[0])
 }
 
+// resumeParts gives a joiner back the messages in parts of a path only when its follower
+// reads on each file they were kept with from where it was: not those of another shard's
+// path, nor those of a record that names no file (an edited snapshot), which no line
+// would ever end and which would hold memory for good.
+func TestResumeParts(t *testing.T) {
+	const path = "/var/log/pods/web/nginx/0.log"
+	at := follow.Position{Path: path, Dev: 2049, Ino: 131, Offset: 90}
+	parts := []cri.Part{{Stream: "stdout", Joined: []byte("user=alice ")}}
+	cases := []struct {
+		name  string
+		files []follow.Position // those the messages were kept with
+		from  []follow.Position // where the follower reads each file from
+		given bool
+	}{
+		{name: "read on", files: []follow.Position{at}, from: []follow.Position{at}, given: true},
+		{name: "another shard's path", files: []follow.Position{at}, from: []follow.Position{{Path: "/var/log/pods/api/app/0.log", Dev: 2049, Ino: 7}}},
+		{name: "no file", from: []follow.Position{at}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			in := &stream{cri: cri.New(64), log: slog.New(slog.DiscardHandler)}
+			in.resumeParts([]pathParts{{path: path, files: tc.files, parts: parts}}, tc.from)
+			if given := in.cri.HeldBytes() > 0; given != tc.given {
+				t.Errorf("the joiner holds %d bytes: given back %v, want %v", in.cri.HeldBytes(), given, tc.given)
+			}
+		})
+	}
+}
+
 // FuzzDecodePathParts: a record of messages in parts, whatever its bytes (a snapshot of
 // another build, or one edited, its checksums right), is refused as corrupt or decodes to
 // what encodes to it again, and its messages resume into a joiner within its bounds.
