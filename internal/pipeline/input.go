@@ -495,6 +495,11 @@ func (in *stream) handle(p *Pipeline) input.Handler {
 			if in.at != nil {
 				in.keepHeld(path, b.parse.Holds())
 			}
+		} else if in.at != nil && len(in.kept) > 0 && len(in.kept[path]) > 0 {
+			// A line of no message (a CRI part, a line of another stream) of a path that
+			// holds lines: in a file that took the path since (a rotation) it is where the
+			// file is read again from, with the parts of a message begun before it.
+			in.keepHeld(path, true)
 		}
 		in.handed++ // after the parse: a flush by setNow is of the lines before
 		in.unbindIfStale(p, &in.bound, b)
@@ -545,6 +550,8 @@ func (in *stream) flush() {
 // is where a restart reads it again from. With a CRI wrapper that is the message's last
 // part, the line that completed it: its parts before are lost, as those of a message being
 // joined are, rather than a message of another stream counted between them read again.
+// A file that took a holding path since its first held line (a rotation) is read again
+// from its first line since, message or not: every line after that one is.
 func (in *stream) keepHeld(path string, held bool) {
 	if !held {
 		if len(in.kept) > 0 {

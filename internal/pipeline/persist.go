@@ -189,8 +189,11 @@ const (
 // ps, the positions of in's follower taken at the same cut (under it, which the reading
 // goroutine holds while it feeds the joiner, or once the follower stopped). The messages
 // of a path no file of ps is read under (its files were closed) are left out: nothing
-// goes on with them. They alias the joiner's buffers: the caller copies them before the
-// joiner is fed again.
+// goes on with them. So are those of a path that holds lines while its format is chosen
+// (kept): a snapshot's positions go back to its first held line (keptAt), from which
+// their parts are read again, in a file rotated away and closed since too, which ps
+// lacks and so would not tell the restart that the file is read again. They alias the
+// joiner's buffers: the caller copies them before the joiner is fed again.
 func (in *stream) partsAt(ps []follow.Position) []pathParts {
 	if in.cri == nil || in.cri.HeldBytes() == 0 {
 		return nil
@@ -201,6 +204,9 @@ func (in *stream) partsAt(ps []follow.Position) []pathParts {
 	}
 	var pps []pathParts
 	for path, parts := range byPath {
+		if len(in.kept[path]) > 0 {
+			continue
+		}
 		pp := pathParts{path: path, parts: parts}
 		for _, pos := range ps {
 			if pos.Path == path {
@@ -297,7 +303,8 @@ func decodePathParts(rec []byte) (string, pathParts, error) {
 // was down, or read again from further back.
 func (in *stream) resumeParts(pps []pathParts, from []follow.Position) {
 	for _, pp := range pps {
-		readOn := !slices.ContainsFunc(pp.files, func(k follow.Position) bool {
+		// A record without files (partsAt writes none) would be given to every shard.
+		readOn := len(pp.files) > 0 && !slices.ContainsFunc(pp.files, func(k follow.Position) bool {
 			return !slices.ContainsFunc(from, func(f follow.Position) bool {
 				return f.Path == k.Path && f.Dev == k.Dev && f.Ino == k.Ino && f.Offset == k.Offset
 			})

@@ -775,6 +775,75 @@ rules:
 	}
 }
 
+// A CRI message in parts begun after the first held line of a file, which was rotated
+// away and closed and the message goes on in its successor, is read again whole at a
+// restart after a kill: its first part from that file, the next from the successor, which
+// holds no line; the snapshot does not keep it in parts too, which would join those
+// twice, whether the successor had a part of it by then or nothing yet.
+func TestStorageKillKeepsHeldLinesAndParts(t *testing.T) {
+	line := func(stream, tag, msg string) string {
+		return critest.Line("2024-03-01T12:00:00Z", stream, tag, msg) + "\n"
+	}
+	const request = `10.0.0.1 - - [01/Mar/2024:12:00:00 +0000] "GET / HTTP/1.1" 200 5 "-" "curl"`
+	next, last := line("stderr", "P", "took=5 "), line("stderr", "F", "done")
+	cases := []struct {
+		name string
+		// successor is what the file that took the path holds at the snapshot; down what
+		// is written to it while the exporter is down: the rest of the message, and a
+		// request that has the held lines parsed.
+		successor, down string
+	}{
+		{name: "a part in the successor", successor: next, down: last + line("stdout", "F", request)},
+		{name: "nothing in the successor", down: next + last + line("stdout", "F", request)},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			dir, logs := t.TempDir(), t.TempDir()
+			log := filepath.Join(logs, "a.log")
+			rules := `
+inputs: [{path: '` + logs + `/*.log', start_at: beginning, log_format: auto, wrapper: cri}]
+rules:
+  - {name: all, match: '.'}
+  - {name: requests, labels: {status: '${status}'}}
+  - {name: users, match: '^user=(?P<user>\w+) took=5 done$', labels: {user: '${user}'}}
+`
+			var out syncbuf.Buffer
+			p := startStoredOn(t, rules, dir, &out, Options{SnapshotInterval: time.Hour})
+			// A request chooses the format; the line after is held, and the stderr message
+			// begun after it is in parts.
+			text := line("stdout", "F", request) + line("stdout", "F", "starting") + line("stderr", "P", "user=alice ")
+			if err := os.WriteFile(log, []byte(text), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			waitRead(t, p, 3)
+			waitTotal(t, p, "before the rotation", `requests_total{status="200"}`, 1)
+			if err := os.Rename(log, log+".1"); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(log, []byte(tc.successor), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			waitRead(t, p, uint64(3+strings.Count(tc.successor, "\n")))
+			waitLogged(t, &out, "closed rotated file after its grace period", 1)
+			kill(t, p, dir, periodicSnapshot(t, p, dir))
+			appendTo(t, log, tc.down)
+			p = startStoredOn(t, rules, dir, &out, Options{SnapshotInterval: time.Hour})
+			waitTotal(t, p, "after the restart", `all_total{}`, 4)
+			waitCaughtUp(t, p)
+			p.Stop()
+			got := gatherPipeline(t, p)
+			for _, c := range []struct {
+				name string
+				want float64
+			}{{`all_total{}`, 4}, {`requests_total{status="200"}`, 2}, {`users_total{user="alice"}`, 1}} {
+				if got[c.name] != c.want {
+					t.Errorf("%s %v, want %v", c.name, got[c.name], c.want)
+				}
+			}
+		})
+	}
+}
+
 // rewriteSnapshot writes the snapshot in dir again, each section as edit writes it to w
 // (storetest.CopySection as it was).
 func rewriteSnapshot(t *testing.T, dir string, edit func(w *storage.Writer, sec storage.Section) error) {
@@ -806,6 +875,35 @@ func partsRecord() []byte {
 	}
 	pps := in.partsAt([]follow.Position{{Path: path, Dev: 2049, Ino: 131, Offset: 90}})
 	return appendPathParts(nil, in.source, pps[0])
+}
+
+// resumeParts gives a joiner back the messages in parts of a path only when its follower
+// reads on each file they were kept with from where it was: not those of another shard's
+// path, nor those of a record that names no file (an edited snapshot), which no line
+// would ever end and which would hold memory for good.
+func TestResumeParts(t *testing.T) {
+	const path = "/var/log/pods/web/nginx/0.log"
+	at := follow.Position{Path: path, Dev: 2049, Ino: 131, Offset: 90}
+	parts := []cri.Part{{Stream: "stdout", Joined: []byte("user=alice ")}}
+	cases := []struct {
+		name  string
+		files []follow.Position // those the messages were kept with
+		from  []follow.Position // where the follower reads each file from
+		given bool
+	}{
+		{name: "read on", files: []follow.Position{at}, from: []follow.Position{at}, given: true},
+		{name: "another shard's path", files: []follow.Position{at}, from: []follow.Position{{Path: "/var/log/pods/api/app/0.log", Dev: 2049, Ino: 7}}},
+		{name: "no file", from: []follow.Position{at}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			in := &stream{cri: cri.New(64), log: slog.New(slog.DiscardHandler)}
+			in.resumeParts([]pathParts{{path: path, files: tc.files, parts: parts}}, tc.from)
+			if given := in.cri.HeldBytes() > 0; given != tc.given {
+				t.Errorf("the joiner holds %d bytes: given back %v, want %v", in.cri.HeldBytes(), given, tc.given)
+			}
+		})
+	}
 }
 
 // FuzzDecodePathParts: a record of messages in parts, whatever its bytes (a snapshot of
