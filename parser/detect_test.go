@@ -315,9 +315,10 @@ rules:
 	} {
 		t.Run(tt.input+" "+tt.line, func(t *testing.T) {
 			s := p.NewSession()
-			for i, in := range c.Inputs {
+			for _, in := range c.Inputs {
 				if in.Name == tt.input {
-					s.SetFormats(c.Inputs[i].LogFormats, NewFiles())
+					s.SetFormats(in.LogFormats, NewFiles())
+					s.SetFormat(in.LogFormat)
 				}
 			}
 			rec := &recorder{t: t, rules: c.Rules}
@@ -331,6 +332,53 @@ rules:
 			}
 			if got := p.Fits(tt.input, []byte(tt.line)); got != tt.counted {
 				t.Errorf("Fits: %v, want %v", got, tt.counted)
+			}
+		})
+	}
+}
+
+// Inputs without a name share theirs: each is read by its own format at runtime, as its
+// Session is told (SetFormats, SetFormat), and by name a line is read by the one of their
+// formats it fits, not by one of them for all.
+func TestUnnamedInputsOwnFormats(t *testing.T) {
+	c := mustParse(t, `
+inputs:
+  - {path: /a, log_format: combined}
+  - {path: /b, log_format: 'status=$status from $remote_addr'}
+  - {path: /c, log_format: [upstreaminfo, json]}
+rules:
+  - {name: requests, labels: {status: '${status}'}}
+`)
+	p, err := New(c.Rules)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.SetInputs(c.Inputs)
+	const combined = `10.0.0.1 - - [01/Mar/2024:12:00:00 +0000] "GET / HTTP/1.1" 200 5 "-" "curl"`
+	for _, tt := range []struct {
+		input int
+		line  string
+	}{
+		{0, combined},
+		{1, "status=200 from 10.0.0.1"},
+		{2, combined + ` 90 0.002 [a] [] 10.1.0.5:80 5 0.001 200 ab`},
+		{2, `{"status":"200"}`},
+	} {
+		t.Run(c.Inputs[tt.input].Source()+" "+tt.line, func(t *testing.T) {
+			s := p.NewSession()
+			s.SetFormats(c.Inputs[tt.input].LogFormats, NewFiles())
+			s.SetFormat(c.Inputs[tt.input].LogFormat)
+			rec := &recorder{t: t, rules: c.Rules}
+			s.ParseFile("f", "", []byte(tt.line), nil, rec, func(bool) {})
+			s.CloseFile("f", "", rec, func(bool) {})
+			if len(rec.got) != 1 {
+				t.Errorf("ParseFile: %v, want the line counted", rec.got)
+			}
+			if got := p.Explain("", []byte(tt.line)).Rules[0].Outcome; got != Counted {
+				t.Errorf("Explain: %s, want counted", got)
+			}
+			if !p.Fits("", []byte(tt.line)) {
+				t.Error("Fits: false")
 			}
 		})
 	}
