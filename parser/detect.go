@@ -162,10 +162,26 @@ func (p *Parser) SetInputs(inputs []config.Input) {
 		p.inputs[in.Name] = progs
 	}
 	for name, progs := range p.inputs {
-		if !candidates[name] && len(progs) == 1 {
+		if !candidates[name] && len(progs) == 1 && progs[0].readsInput(name) {
 			p.one[name] = progs[0]
 		}
 	}
+}
+
+// readsInput reports whether a rule of the groups of prog's own format (the variants for
+// it of the rules reading candidates) reads input: else its lines need them not, and
+// would pay for their match for nothing.
+func (prog *formatProgram) readsInput(input string) bool {
+	for i := range prog.groups {
+		g := &prog.groups[i]
+		if g.cand == "" {
+			break
+		}
+		if slices.ContainsFunc(g.rules, func(r rule) bool { return r.reads(input) }) {
+			return true
+		}
+	}
+	return false
 }
 
 // inputCands are the programs of input's candidate formats (SetInputs); every

@@ -318,7 +318,7 @@ rules:
 			for _, in := range c.Inputs {
 				if in.Name == tt.input {
 					s.SetFormats(in.LogFormats, NewFiles())
-					s.SetFormat(in.LogFormat)
+					s.SetFormat(in.Name, in.LogFormat)
 				}
 			}
 			rec := &recorder{t: t, rules: c.Rules}
@@ -367,7 +367,7 @@ rules:
 		t.Run(c.Inputs[tt.input].Source()+" "+tt.line, func(t *testing.T) {
 			s := p.NewSession()
 			s.SetFormats(c.Inputs[tt.input].LogFormats, NewFiles())
-			s.SetFormat(c.Inputs[tt.input].LogFormat)
+			s.SetFormat("", c.Inputs[tt.input].LogFormat)
 			rec := &recorder{t: t, rules: c.Rules}
 			s.ParseFile("f", "", []byte(tt.line), nil, rec, func(bool) {})
 			s.CloseFile("f", "", rec, func(bool) {})
@@ -381,6 +381,39 @@ rules:
 				t.Error("Fits: false")
 			}
 		})
+	}
+}
+
+// An input of one format that no rule reading candidates reads is parsed by the groups
+// every line goes to alone, though its format is another input's candidate: the group of
+// that candidate (here one without rules, that only tells its files) is no match its
+// lines pay for.
+func TestOneFormatNotReadByCandidates(t *testing.T) {
+	c := mustParse(t, `
+inputs:
+  - {name: one, path: /a, log_format: combined}
+  - {name: many, path: /b, log_format: [combined, upstreaminfo]}
+rules:
+  - {name: upstream, inputs: [many], labels: {addr: '${upstream_addr}'}}
+  - {name: requests, inputs: [one], labels: {status: '${status}'}}
+`)
+	p, err := New(c.Rules)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.SetInputs(c.Inputs)
+	s := p.NewSession()
+	s.SetFormats(nil, nil)
+	s.SetFormat("one", c.Inputs[0].LogFormat)
+	if p.one["one"] != nil || s.one != nil {
+		t.Errorf("input one is read by its format's candidate program (by name %v, by its session %v), which no rule of it has",
+			p.one["one"] != nil, s.one != nil)
+	}
+	rec := &recorder{t: t, rules: c.Rules}
+	const combined = `10.0.0.1 - - [01/Mar/2024:12:00:00 +0000] "GET / HTTP/1.1" 200 5 "-" "curl"`
+	s.ParseFile("f", "one", []byte(combined), nil, rec, func(bool) {})
+	if want := []record{{Rule: "requests", Labels: "status=200", Value: 1}}; !slices.Equal(rec.take(), want) {
+		t.Errorf("the line of input one is not counted by its rule alone")
 	}
 }
 

@@ -43,17 +43,17 @@ func (s *Session) ParseWrapped(input string, line, wrapperTime []byte, sink Sink
 	return ok
 }
 
-// SetFormat tells the Session the one log format f of the input whose lines it parses
-// (config.Input.LogFormat; nil for none), for the input that SetFormats leaves without
-// candidates: its lines are read by f's variants of the rules reading candidates, as
-// well as by the rules every line goes to. Unlike SetInputs, which tells inputs by their
-// names, it tells apart inputs that have none.
-func (s *Session) SetFormat(f *logformat.Format) {
+// SetFormat tells the Session the one log format f of input, the input whose lines it
+// parses (config.Input.LogFormat; nil for none), for the input that SetFormats leaves
+// without candidates: its lines are read by f's variants of the rules reading candidates
+// that read input, as well as by the rules every line goes to. Unlike SetInputs, which
+// tells inputs by their names, it tells apart inputs that have none.
+func (s *Session) SetFormat(input string, f *logformat.Format) {
 	s.one = nil
 	if f == nil {
 		return
 	}
-	if k, ok := s.p.byID[f.ID()]; ok {
+	if k, ok := s.p.byID[f.ID()]; ok && s.p.cands[k].readsInput(input) {
 		s.one = s.p.cands[k]
 	}
 }

@@ -144,7 +144,7 @@ func (in *stream) bindTo(p *Pipeline, slot *atomic.Pointer[binding]) *binding {
 		}
 		b.parse.SetFormats(formats, in.files)
 	} else {
-		b.parse.SetFormat(ci.LogFormat)
+		b.parse.SetFormat(ci.Name, ci.LogFormat)
 	}
 	b.received = b.sink.Received()
 	b.done = func(wellFormed bool) {
