@@ -162,7 +162,14 @@ func (p *Parser) SetInputs(inputs []config.Input) {
 		p.inputs[in.Name] = progs
 	}
 	for name, progs := range p.inputs {
-		if !candidates[name] && len(progs) == 1 && progs[0].readsInput(name) {
+		if candidates[name] {
+			continue
+		}
+		// Of inputs of one format, only the formats that rules reading candidates read
+		// them by are theirs to be read by: the others' groups read nothing of them.
+		progs = slices.DeleteFunc(progs, func(prog *formatProgram) bool { return !prog.readsInput(name) })
+		p.inputs[name] = progs
+		if len(progs) == 1 {
 			p.one[name] = progs[0]
 		}
 	}

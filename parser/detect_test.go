@@ -402,15 +402,15 @@ rules:
 		t.Fatal(err)
 	}
 	p.SetInputs(c.Inputs)
+	const combined = `10.0.0.1 - - [01/Mar/2024:12:00:00 +0000] "GET / HTTP/1.1" 200 5 "-" "curl"`
 	s := p.NewSession()
 	s.SetFormats(nil, nil)
 	s.SetFormat("one", c.Inputs[0].LogFormat)
-	if p.one["one"] != nil || s.one != nil {
+	if prog := p.lineProgram(s.s, "one", []byte(combined)); prog != p.base || s.one != nil {
 		t.Errorf("input one is read by its format's candidate program (by name %v, by its session %v), which no rule of it has",
-			p.one["one"] != nil, s.one != nil)
+			prog != p.base, s.one != nil)
 	}
 	rec := &recorder{t: t, rules: c.Rules}
-	const combined = `10.0.0.1 - - [01/Mar/2024:12:00:00 +0000] "GET / HTTP/1.1" 200 5 "-" "curl"`
 	s.ParseFile("f", "one", []byte(combined), nil, rec, func(bool) {})
 	if want := []record{{Rule: "requests", Labels: "status=200", Value: 1}}; !slices.Equal(rec.take(), want) {
 		t.Errorf("the line of input one is not counted by its rule alone")
