@@ -139,23 +139,56 @@ func (p *Parser) buildPrograms(cands []*logformat.Format) {
 // its candidates, or its one format), so that a line of an input is read by its own: an
 // input of one format that a rule reading candidates reads (another input's) has its
 // lines read by that rule's variant for its format, and a line is never read by a
-// candidate of another input. Call it once, before any line.
+// candidate of another input. Inputs that share a name (those without one) cannot be
+// told apart by it: a line of that name is read by the one of their formats it fits
+// best, unless they are all of the same one; a Session is told its own input's
+// (Session.SetFormats, Session.SetFormat). Call it once, before any line.
 func (p *Parser) SetInputs(inputs []config.Input) {
 	p.inputs, p.one = map[string][]*formatProgram{}, map[string]*formatProgram{}
+	candidates := map[string]bool{}
 	for _, in := range inputs {
+		formats := in.LogFormats
+		if formats != nil {
+			candidates[in.Name] = true
+		} else if in.LogFormat != nil {
+			formats = []*logformat.Format{in.LogFormat}
+		}
 		progs := p.inputs[in.Name]
-		for _, f := range in.LogFormats {
+		for _, f := range formats {
 			if k, ok := p.byID[f.ID()]; ok && !slices.Contains(progs, p.cands[k]) {
 				progs = append(progs, p.cands[k])
 			}
 		}
 		p.inputs[in.Name] = progs
-		if in.LogFormats == nil && in.LogFormat != nil {
-			if k, ok := p.byID[in.LogFormat.ID()]; ok {
-				p.one[in.Name] = p.cands[k]
-			}
+	}
+	for name, progs := range p.inputs {
+		if candidates[name] {
+			continue
+		}
+		// Of inputs of one format, only the formats that rules reading candidates read
+		// them by are theirs to be read by: the others' groups read nothing of them.
+		progs = slices.DeleteFunc(progs, func(prog *formatProgram) bool { return !prog.readsInput(name) })
+		p.inputs[name] = progs
+		if len(progs) == 1 {
+			p.one[name] = progs[0]
 		}
 	}
+}
+
+// readsInput reports whether a rule of the groups of prog's own format (the variants for
+// it of the rules reading candidates) reads input: else its lines need them not, and
+// would pay for their match for nothing.
+func (prog *formatProgram) readsInput(input string) bool {
+	for i := range prog.groups {
+		g := &prog.groups[i]
+		if g.cand == "" {
+			break
+		}
+		if slices.ContainsFunc(g.rules, func(r rule) bool { return r.reads(input) }) {
+			return true
+		}
+	}
+	return false
 }
 
 // inputCands are the programs of input's candidate formats (SetInputs); every

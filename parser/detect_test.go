@@ -315,9 +315,10 @@ rules:
 	} {
 		t.Run(tt.input+" "+tt.line, func(t *testing.T) {
 			s := p.NewSession()
-			for i, in := range c.Inputs {
+			for _, in := range c.Inputs {
 				if in.Name == tt.input {
-					s.SetFormats(c.Inputs[i].LogFormats, NewFiles())
+					s.SetFormats(in.LogFormats, NewFiles())
+					s.SetFormat(in.Name, in.LogFormat)
 				}
 			}
 			rec := &recorder{t: t, rules: c.Rules}
@@ -333,6 +334,86 @@ rules:
 				t.Errorf("Fits: %v, want %v", got, tt.counted)
 			}
 		})
+	}
+}
+
+// Inputs without a name share theirs: each is read by its own format at runtime, as its
+// Session is told (SetFormats, SetFormat), and by name a line is read by the one of their
+// formats it fits, not by one of them for all.
+func TestUnnamedInputsOwnFormats(t *testing.T) {
+	c := mustParse(t, `
+inputs:
+  - {path: /a, log_format: combined}
+  - {path: /b, log_format: 'status=$status from $remote_addr'}
+  - {path: /c, log_format: [upstreaminfo, json]}
+rules:
+  - {name: requests, labels: {status: '${status}'}}
+`)
+	p, err := New(c.Rules)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.SetInputs(c.Inputs)
+	const combined = `10.0.0.1 - - [01/Mar/2024:12:00:00 +0000] "GET / HTTP/1.1" 200 5 "-" "curl"`
+	for _, tt := range []struct {
+		input int
+		line  string
+	}{
+		{0, combined},
+		{1, "status=200 from 10.0.0.1"},
+		{2, combined + ` 90 0.002 [a] [] 10.1.0.5:80 5 0.001 200 ab`},
+		{2, `{"status":"200"}`},
+	} {
+		t.Run(c.Inputs[tt.input].Source()+" "+tt.line, func(t *testing.T) {
+			s := p.NewSession()
+			s.SetFormats(c.Inputs[tt.input].LogFormats, NewFiles())
+			s.SetFormat("", c.Inputs[tt.input].LogFormat)
+			rec := &recorder{t: t, rules: c.Rules}
+			s.ParseFile("f", "", []byte(tt.line), nil, rec, func(bool) {})
+			s.CloseFile("f", "", rec, func(bool) {})
+			if len(rec.got) != 1 {
+				t.Errorf("ParseFile: %v, want the line counted", rec.got)
+			}
+			if got := p.Explain("", []byte(tt.line)).Rules[0].Outcome; got != Counted {
+				t.Errorf("Explain: %s, want counted", got)
+			}
+			if !p.Fits("", []byte(tt.line)) {
+				t.Error("Fits: false")
+			}
+		})
+	}
+}
+
+// An input of one format that no rule reading candidates reads is parsed by the groups
+// every line goes to alone, though its format is another input's candidate: the group of
+// that candidate (here one without rules, that only tells its files) is no match its
+// lines pay for.
+func TestOneFormatNotReadByCandidates(t *testing.T) {
+	c := mustParse(t, `
+inputs:
+  - {name: one, path: /a, log_format: combined}
+  - {name: many, path: /b, log_format: [combined, upstreaminfo]}
+rules:
+  - {name: upstream, inputs: [many], labels: {addr: '${upstream_addr}'}}
+  - {name: requests, inputs: [one], labels: {status: '${status}'}}
+`)
+	p, err := New(c.Rules)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.SetInputs(c.Inputs)
+	const combined = `10.0.0.1 - - [01/Mar/2024:12:00:00 +0000] "GET / HTTP/1.1" 200 5 "-" "curl"`
+	s := p.NewSession()
+	s.SetFormats(nil, nil)
+	s.SetFormat("one", c.Inputs[0].LogFormat)
+	if prog := p.lineProgram(s.s, "one", []byte(combined)); prog != p.base || s.one != nil {
+		t.Errorf("input one is read by its format's candidate program (by name %v, by its session %v), which no rule of it has",
+			prog != p.base, s.one != nil)
+	}
+	rec := &recorder{t: t, rules: c.Rules}
+	s.ParseFile("f", "one", []byte(combined), nil, rec, func(bool) {})
+	if want := []record{{Rule: "requests", Labels: "status=200", Value: 1}}; !slices.Equal(rec.take(), want) {
+		t.Errorf("the line of input one is not counted by its rule alone")
 	}
 }
 

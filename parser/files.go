@@ -76,7 +76,7 @@ type LineDone func(wellFormed bool)
 
 // SetFormats makes the Session read the lines of ParseFile by the candidate formats of
 // their input, keeping per file what files holds; nil formats (an input of one format)
-// read every line as ParseWrapped does.
+// read every line by its format (SetFormat) and the rules every line goes to.
 func (s *Session) SetFormats(formats []*logformat.Format, files *Files) {
 	s.files, s.progs, s.lastPath, s.last = files, nil, "", nil
 	if formats == nil {
@@ -104,12 +104,10 @@ func (s *Session) SetFormats(formats []*logformat.Format, files *Files) {
 func (s *Session) ParseFile(source, input string, line, wrapperTime []byte, sink Sink, done LineDone) {
 	if s.files == nil {
 		groups := s.p.base.groups
-		if len(s.p.one) > 0 {
+		if s.one != nil {
 			// An input of one format read by rules reading candidates: their variant
 			// for its format reads it.
-			if prog := s.p.one[input]; prog != nil {
-				groups = prog.groups
-			}
+			groups = s.one.groups
 		}
 		_, ok := s.p.parse(s.s, groups, false, input, line, wrapperTime, sink)
 		done(ok)

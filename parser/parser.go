@@ -64,10 +64,10 @@ type Parser struct {
 	base  *formatProgram
 	cands []*formatProgram
 	byID  map[string]int
-	// inputs are the programs of each input's candidate formats, by input name
-	// (SetInputs); nil until SetInputs: every candidate then. one is the program of an
-	// input of one format that a rule reading candidates reads, which reads every line of
-	// it.
+	// inputs are the programs of the formats of the inputs of each name, their
+	// candidates or their one format (SetInputs); nil until SetInputs: every candidate
+	// then. one is the program of the inputs of a name that are of one format, which a
+	// rule reading candidates reads: it reads every line of theirs.
 	inputs map[string][]*formatProgram
 	one    map[string]*formatProgram
 	// byFormat are the rules reading candidates, for Explain.

@@ -1,5 +1,7 @@
 package parser
 
+import "github.com/logwindow/logwindow_exporter/config/logformat"
+
 // Session parses the lines of one goroutine (an input's) with buffers of its own. Parse
 // takes its buffers from a pool that every goroutine shares and gives them back, a Get and
 // a Put for each line; a Session keeps its buffers and pays neither. A Session is not safe
@@ -17,6 +19,9 @@ type Session struct {
 	last     *fileFormat
 	lastPath string
 	prog     *formatProgram
+	// one is the program of the one format of the input (SetFormat) that a rule reading
+	// candidates reads, which reads every line of it; nil otherwise.
+	one *formatProgram
 	// cur keeps the path captures given while held lines are parsed with their own.
 	cur pathState
 }
@@ -27,9 +32,30 @@ func (p *Parser) NewSession() *Session {
 }
 
 // ParseWrapped is Parser.ParseWrapped, with the Session's buffers.
+// ParseWrapped is Parser.ParseWrapped, with the Session's buffers; an input of one format
+// told of by SetFormat has its line read by that format.
 func (s *Session) ParseWrapped(input string, line, wrapperTime []byte, sink Sink) bool {
-	_, ok := s.p.parse(s.s, s.p.lineProgram(s.s, input, line).groups, false, input, line, wrapperTime, sink)
+	prog := s.one
+	if prog == nil {
+		prog = s.p.lineProgram(s.s, input, line)
+	}
+	_, ok := s.p.parse(s.s, prog.groups, false, input, line, wrapperTime, sink)
 	return ok
+}
+
+// SetFormat tells the Session the one log format f of input, the input whose lines it
+// parses (config.Input.LogFormat; nil for none), for the input that SetFormats leaves
+// without candidates: its lines are read by f's variants of the rules reading candidates
+// that read input, as well as by the rules every line goes to. Unlike SetInputs, which
+// tells inputs by their names, it tells apart inputs that have none.
+func (s *Session) SetFormat(input string, f *logformat.Format) {
+	s.one = nil
+	if f == nil {
+		return
+	}
+	if k, ok := s.p.byID[f.ID()]; ok && s.p.cands[k].readsInput(input) {
+		s.one = s.p.cands[k]
+	}
 }
 
 // SetPath gives the values of the path captures of the lines parsed next, those of the

@@ -17,6 +17,9 @@ var ApachePresets = map[string]string{
 // its letter (%h is h, %>s is s), and one with an argument after both, the argument lower
 // case with _ for what is not a letter or digit (%{User-agent}i is i_user_agent).
 func ParseApache(text string) (*Format, error) {
+	// A format given in a YAML block (apache_log_format: |) ends with the block's line
+	// break, which is not the format's: no line of a log has one.
+	text = strings.TrimRight(text, "\r\n")
 	f := &Format{Server: Apache, Text: text, Escape: EscapeApache}
 	if preset, ok := ApachePresets[text]; ok {
 		f.Preset, f.Text = text, preset

@@ -1,6 +1,7 @@
 package logformat
 
 import (
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -104,6 +105,27 @@ func TestFormatErrors(t *testing.T) {
 		if !ok || fe.Offset != c.offset || !strings.Contains(fe.Msg, c.msg) {
 			t.Errorf("%q: %v, want at byte %d: %s", c.text, err, c.offset, c.msg)
 		}
+	}
+}
+
+// An Apache format given in a YAML block (apache_log_format: |) ends with the block's line
+// break, which is not the format's: its lines fit it, as a log_format:'s do.
+func TestApacheBlock(t *testing.T) {
+	const combined = `10.0.0.1 - - [01/Mar/2024:12:00:00 +0000] "GET / HTTP/1.1" 200 5 "-" "curl"`
+	for _, c := range []struct{ text, line string }{
+		{"%h %>s\n", "10.0.0.1 200"},
+		{"%h %>s\r\n", "10.0.0.1 200"},
+		{"combined\n", combined},
+	} {
+		t.Run(c.text, func(t *testing.T) {
+			f, err := ParseApache(c.text)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !regexp.MustCompile(f.Regex).MatchString(c.line) {
+				t.Errorf("regex %q does not match %q", f.Regex, c.line)
+			}
+		})
 	}
 }
 

@@ -143,8 +143,13 @@ const maxHops = 40
 // directory's events name rather than the file. A symlink that points out of the
 // directory is followed, but what happens out there makes no event here: the poll sees it.
 func dependsOn(path string) map[string]bool {
-	dir := filepath.Dir(path)
 	entries := map[string]bool{filepath.Base(path): true}
+	// A symlink's absolute target is told to be in the directory of a relative path
+	// (--config.file=rules.yaml) only against the directory's absolute path.
+	if abs, err := filepath.Abs(path); err == nil {
+		path = abs
+	}
+	dir := filepath.Dir(path)
 	add := func(dir, p string) {
 		rel, err := filepath.Rel(dir, p)
 		if err != nil || rel == "." || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {

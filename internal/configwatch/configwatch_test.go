@@ -220,6 +220,9 @@ func TestReloadOnChange(t *testing.T) {
 		name   string
 		setup  func(t *testing.T, dir string) // writes "v1" to dir/rules.yaml
 		change func(t *testing.T, dir string) // makes dir/rules.yaml read "v2"
+		// relative: the watcher is given the path as relative to dir, the working
+		// directory (--config.file=rules.yaml).
+		relative bool
 	}{
 		{
 			name:   "written in place",
@@ -250,6 +253,15 @@ func TestReloadOnChange(t *testing.T) {
 			change: func(t *testing.T, dir string) { write(t, filepath.Join(dir, "real.yaml"), "v2") },
 		},
 		{
+			name: "a relative path, its symlink's absolute target written in place",
+			setup: func(t *testing.T, dir string) {
+				write(t, filepath.Join(dir, "real.yaml"), "v1")
+				symlink(t, filepath.Join(dir, "real.yaml"), filepath.Join(dir, "rules.yaml"))
+			},
+			change:   func(t *testing.T, dir string) { write(t, filepath.Join(dir, "real.yaml"), "v2") },
+			relative: true,
+		},
+		{
 			name: "a symlink retargeted, as ln -sf does",
 			setup: func(t *testing.T, dir string) {
 				write(t, filepath.Join(dir, "v1.yaml"), "v1")
@@ -277,7 +289,12 @@ func TestReloadOnChange(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			dir := t.TempDir()
 			c.setup(t, dir)
-			h := start(t, filepath.Join(dir, "rules.yaml"))
+			path := filepath.Join(dir, "rules.yaml")
+			if c.relative {
+				t.Chdir(dir)
+				path = "rules.yaml"
+			}
+			h := start(t, path)
 			c.change(t, dir)
 			if got := h.settleAndReload(t); got != "v2" {
 				t.Fatalf("reload read %q, want v2", got)

@@ -215,6 +215,56 @@ rules:
 	}
 }
 
+// Inputs without a name, of different formats, are each read by their own: a rule reading
+// them all (one with candidates) counts every line, live and in a one-shot, where each
+// input's lines fit.
+func TestUnnamedInputs(t *testing.T) {
+	dir := t.TempDir()
+	const combined = `10.0.0.1 - - [01/Mar/2024:12:00:00 +0000] "GET / HTTP/1.1" 200 5 "-" "curl/8.5.0"`
+	files := map[string]string{"a.log": combined, "b.log": "status=200 from 10.0.0.1", "c.log": `{"status":"200"}`}
+	var paths []string
+	for name, line := range files {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, []byte(line+"\n"+line+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		paths = append(paths, path)
+	}
+	slices.Sort(paths)
+	cfg, err := config.Parse(fmt.Appendf(nil, `
+inputs:
+  - {path: '%[1]s/a.log', log_format: combined, start_at: beginning}
+  - {path: '%[1]s/b.log', log_format: 'status=$status from $remote_addr', start_at: beginning}
+  - {path: '%[1]s/c.log', log_format: [upstreaminfo, json], start_at: beginning}
+rules:
+  - {name: requests, labels: {status: '${status}'}}
+`, dir), "rules.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var summary bytes.Buffer
+	var out strings.Builder
+	if err := Replay(cfg, paths, Options{Now: time.Now, Summary: &summary}, &out); err != nil {
+		t.Error(err)
+	}
+	if want := `requests_total{status="200"} 6` + "\n"; !strings.Contains(out.String(), want) {
+		t.Errorf("replay lacks %s:\n%s", want, out.String())
+	}
+	summary.Reset()
+	if err := Sample(cfg, paths, Options{Now: time.Now, Summary: &summary}); err != nil {
+		t.Error(err)
+	}
+	if got := summary.String(); strings.Count(got, ": 2 of 2 lines fit\n") != 3 {
+		t.Errorf("sample: summary %q, want every input's 2 lines fitting", got)
+	}
+	p, err := Start(cfg, Options{Now: time.Now, PollInterval: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Stop)
+	waitTotal(t, p, "live", `requests_total{status="200"}`, 6)
+}
+
 // A one-shot tells of the lines its rules never saw, too long or not CRI lines of a cri
 // input, and fails when no line of an input could be read at all: zeros and exit 0 would
 // hide a wrong wrapper or a line cap too small.

@@ -143,6 +143,8 @@ func (in *stream) bindTo(p *Pipeline, slot *atomic.Pointer[binding]) *binding {
 			formats = []*logformat.Format{}
 		}
 		b.parse.SetFormats(formats, in.files)
+	} else {
+		b.parse.SetFormat(ci.Name, ci.LogFormat)
 	}
 	b.received = b.sink.Received()
 	b.done = func(wellFormed bool) {

@@ -96,6 +96,7 @@ func replayFiles(p *parser.Parser, files []fileInput, opts Options, sink replayS
 		paths := newPathValues(ci, p)
 		ps.SetPath(nil) // none of the previous file's
 		ps.SetFormats(ci.LogFormats, parser.NewFiles())
+		ps.SetFormat(ci.Name, ci.LogFormat)
 		before := sink.Received()
 		var fit *Fit
 		if fs != nil {

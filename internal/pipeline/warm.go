@@ -47,6 +47,7 @@ func (p *Pipeline) warmStart(ci config.Input, log *slog.Logger) func(path string
 		maxLine := maxLineBytes(p.opts)
 		from := backfillFrom(file, end, p.opts.BackfillBytes, wall-longest, g.parser, name, maxLine)
 		ps := g.parser.NewSession()
+		ps.SetFormat(name, g.input(ci.Source()).LogFormat)
 		if paths := newPathValues(g.input(ci.Source()), g.parser); paths != nil {
 			paths.set(ps, path)
 		}
