@@ -322,8 +322,8 @@ rules:
 				}
 			}
 			rec := &recorder{t: t, rules: c.Rules}
-			s.ParseFile("f", tt.input, []byte(tt.line), nil, rec, func(bool) {})
-			s.CloseFile("f", tt.input, rec, func(bool) {})
+			s.ParseFile("f", tt.input, []byte(tt.line), nil, rec, func(bool, bool) {})
+			s.CloseFile("f", tt.input, rec, func(bool, bool) {})
 			if got := len(rec.got) == 1; got != tt.counted {
 				t.Errorf("ParseFile: %v, want counted %v", rec.got, tt.counted)
 			}
@@ -437,7 +437,7 @@ rules:
 	s.SetFormats(c.Inputs[0].LogFormats, NewFiles())
 	rec := &recorder{t: t, rules: c.Rules}
 	for _, line := range []string{combined + " 0.1 0.05", combined, combined + " 0.2", combined + " 0.1 0.05"} {
-		s.ParseFile("f", "web", []byte(line), nil, rec, func(bool) {})
+		s.ParseFile("f", "web", []byte(line), nil, rec, func(bool, bool) {})
 	}
 	want := []record{{Rule: "requests", Labels: "status=200", Value: 1}, {Rule: "upstream", Value: 0.05},
 		{Rule: "requests", Labels: "status=200", Value: 1}, {Rule: "upstream", Drop: NoValue.String()},
@@ -451,7 +451,7 @@ rules:
 // countingDone counts the lines a Session says it parsed.
 type countingDone struct{ lines, malformed int }
 
-func (c *countingDone) done(wellFormed bool) {
+func (c *countingDone) done(wellFormed, _ bool) {
 	c.lines++
 	if !wellFormed {
 		c.malformed++

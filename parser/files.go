@@ -70,9 +70,11 @@ func (f *Files) choose(file *fileFormat, id, name string) {
 }
 
 // LineDone is told of each line a Session parsed, once: whether it was well formed (see
-// Parser.Parse). A line held while its file's format is chosen is told of when it is
-// parsed, during a later call.
-type LineDone func(wellFormed bool)
+// Parser.Parse), and whether it fitted: some group of rules read it (its regex or log
+// format matched, its fields were read), whatever the rules' filters then made of it. A
+// line held while its file's format is chosen is told of when it is parsed, during a later
+// call.
+type LineDone func(wellFormed, fitted bool)
 
 // SetFormats makes the Session read the lines of ParseFile by the candidate formats of
 // their input, keeping per file what files holds; nil formats (an input of one format)
@@ -109,8 +111,8 @@ func (s *Session) ParseFile(source, input string, line, wrapperTime []byte, sink
 			// for its format reads it.
 			groups = s.one.groups
 		}
-		_, ok := s.p.parse(s.s, groups, false, input, line, wrapperTime, sink)
-		done(ok)
+		fits, ok := s.p.parse(s.s, groups, false, input, line, wrapperTime, sink)
+		done(ok, fits)
 		return
 	}
 	if s.last == nil || source != s.lastPath {
@@ -119,7 +121,7 @@ func (s *Session) ParseFile(source, input string, line, wrapperTime []byte, sink
 	file := s.last
 	if s.prog != nil && len(file.held) == 0 {
 		if fits, ok := s.p.parse(s.s, s.prog.groups, true, input, line, wrapperTime, sink); fits {
-			done(ok)
+			done(ok, fits)
 			return
 		}
 	}
@@ -195,8 +197,8 @@ func (s *Session) flush(file *fileFormat, input string, sink Sink, done LineDone
 	s.cur = pathState{p: s.p, text: append(s.cur.text[:0], s.s.pathText...), caps: append(s.cur.caps[:0], s.s.pathCaps...)}
 	for i, line := range file.held {
 		s.setPathState(file.heldPaths[i])
-		_, ok := s.p.parse(s.s, prog.groups, false, input, line, file.heldTimes[i], sink)
-		done(ok)
+		fits, ok := s.p.parse(s.s, prog.groups, false, input, line, file.heldTimes[i], sink)
+		done(ok, fits)
 	}
 	s.setPathState(s.cur)
 	clear(file.held)

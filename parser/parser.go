@@ -585,9 +585,9 @@ func (p *Parser) ParseWrapped(input string, line, wrapperTime []byte, sink Sink)
 	return ok
 }
 
-// parse is ParseWrapped with the buffers s over the groups of a program. With mustFit,
-// groups[0] is a candidate format's, and a line that does not fit it is not parsed at all
-// (fits is false).
+// parse is ParseWrapped with the buffers s over the groups of a program. fits says
+// whether some group read the line (LineDone's fitted). With mustFit, groups[0] is a
+// candidate format's, and a line that does not fit it is not parsed at all.
 func (p *Parser) parse(s *scratch, groups []group, mustFit bool, input string, line, wrapperTime []byte, sink Sink) (fits, wellFormed bool) {
 	s.wrapperTime = wrapperTime
 	wellFormed = true
@@ -619,6 +619,7 @@ func (p *Parser) parse(s *scratch, groups []group, mustFit bool, input string, l
 			}
 			continue
 		}
+		fits = true
 		if !g.post.empty() {
 			g.post.apply(&m, s)
 		}
@@ -630,7 +631,7 @@ func (p *Parser) parse(s *scratch, groups []group, mustFit bool, input string, l
 			s.apply(&g.rules[j], input, &m, sink)
 		}
 	}
-	return true, wellFormed
+	return fits, wellFormed
 }
 
 // apply runs one rule of a matched group on its match m: input, filters, value, time,

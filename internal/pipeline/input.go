@@ -41,10 +41,12 @@ type stream struct {
 	// at the first line after a reload. A reload clears it, so that an input that receives
 	// no line does not keep the previous generation (its parser and stores) alive.
 	bound atomic.Pointer[binding]
-	// malformed counts lines the parser found not to be of the input's format, or not
-	// CRI lines on a cri input; unmatched the lines of the input's format that no rule
-	// matched.
+	// malformed counts lines its fields rules could not read (not JSON, not logfmt), or
+	// not CRI lines on a cri input; unmatched the lines no rule matched.
 	malformed, unmatched atomic.Uint64
+	// unfit counts the unmatched lines that fitted no group of rules (parser.LineDone):
+	// of an input with a log format, lines not of it (warnUnreadable).
+	unfit atomic.Uint64
 	// cri joins the partial lines of a wrapper: cri input (nil otherwise); used by the
 	// follower's goroutine only. tooLong counts joined messages past the line cap.
 	cri     *cri.Joiner
@@ -147,13 +149,16 @@ func (in *stream) bindTo(p *Pipeline, slot *atomic.Pointer[binding]) *binding {
 		b.parse.SetFormat(ci.Name, ci.LogFormat)
 	}
 	b.received = b.sink.Received()
-	b.done = func(wellFormed bool) {
+	b.done = func(wellFormed, fitted bool) {
 		received := b.sink.Received()
 		switch {
 		case !wellFormed:
 			in.malformed.Add(1)
 		case received == b.received:
 			in.unmatched.Add(1)
+			if !fitted {
+				in.unfit.Add(1)
+			}
 		}
 		b.received = received
 	}

@@ -217,3 +217,52 @@ rules:
 		}
 	}
 }
+
+// What an input's lines are not, for warnUnreadable: lines not of its log format (nor
+// matched by another rule's regex), not CRI lines, not the JSON its fields rules read; but
+// not lines that no rule counts because their filters leave them out, or because a regex
+// rule of an input without a format matches rare lines.
+func TestUnreadableInputs(t *testing.T) {
+	const (
+		combined = `10.0.0.1 - - [01/Mar/2024:12:00:00 +0000] "GET / HTTP/1.1" 200 5 "-" "curl/8.5.0"`
+		json     = `{"status":200,"path":"/"}`
+	)
+	for _, tc := range []struct {
+		name, input, rules, line string
+		warned                   bool
+	}{
+		{"not of its log format", "log_format: combined", "[{name: r, labels: {status: '${status}'}}]", json, true},
+		{"not CRI lines", "wrapper: cri, log_format: combined", "[{name: r, labels: {status: '${status}'}}]", combined, true},
+		{"not JSON", "format: json", "[{name: r, inputs: [web], fields: {status: status}, labels: {status: '${status}'}}]", combined, true},
+		{"not of its log format, but a regex rule's", "log_format: combined", "[{name: r, labels: {status: '${status}'}}, {name: any, match: status}]", json, false},
+		{"of its format, filtered out", "log_format: combined", "[{name: r, labels: {status: '${status}'}, where: {status: '^5'}}]", combined, false},
+		{"no format, a regex of rare lines", "", "[{name: errors, match: ERROR}]", combined, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			log := filepath.Join(t.TempDir(), "0.log")
+			if err := os.WriteFile(log, nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			input := fmt.Sprintf("{name: web, path: '%s'}", log)
+			if tc.input != "" {
+				input = fmt.Sprintf("{name: web, path: '%s', %s}", log, tc.input)
+			}
+			cfg, err := config.Parse([]byte("inputs: ["+input+"]\nrules: "+tc.rules+"\n"), "rules.yaml")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var out syncbuf.Buffer
+			p, err := Start(cfg, Options{Now: time.Now, PollInterval: 10 * time.Millisecond, Logger: slog.New(slog.NewTextHandler(&out, nil))})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(p.Stop)
+			appendTo(t, log, strings.Repeat(tc.line+"\n", 20))
+			waitTotal(t, p, "every line", "logwindow_input_lines_total", 20)
+			p.warnUnreadable()
+			if got := strings.Contains(out.String(), "none of the lines the input read lately"); got != tc.warned {
+				t.Errorf("warned %v, want %v:\n%s", got, tc.warned, out.String())
+			}
+		})
+	}
+}

@@ -72,7 +72,7 @@ func Replay(cfg *config.Config, files []string, opts Options, w io.Writer) error
 }
 
 // ignoreDone is told of the lines a replay parses, which it counts by its sink.
-func ignoreDone(bool) {}
+func ignoreDone(bool, bool) {}
 
 // replaySink is a sink that tells how many events and drops it was given.
 type replaySink interface {
