@@ -369,8 +369,8 @@ rules:
 			s.SetFormats(c.Inputs[tt.input].LogFormats, NewFiles())
 			s.SetFormat("", c.Inputs[tt.input].LogFormat)
 			rec := &recorder{t: t, rules: c.Rules}
-			s.ParseFile("f", "", []byte(tt.line), nil, rec, func(bool) {})
-			s.CloseFile("f", "", rec, func(bool) {})
+			s.ParseFile("f", "", []byte(tt.line), nil, rec, func(bool, bool) {})
+			s.CloseFile("f", "", rec, func(bool, bool) {})
 			if len(rec.got) != 1 {
 				t.Errorf("ParseFile: %v, want the line counted", rec.got)
 			}
@@ -411,7 +411,7 @@ rules:
 			prog != p.base, s.one != nil)
 	}
 	rec := &recorder{t: t, rules: c.Rules}
-	s.ParseFile("f", "one", []byte(combined), nil, rec, func(bool) {})
+	s.ParseFile("f", "one", []byte(combined), nil, rec, func(bool, bool) {})
 	if want := []record{{Rule: "requests", Labels: "status=200", Value: 1}}; !slices.Equal(rec.take(), want) {
 		t.Errorf("the line of input one is not counted by its rule alone")
 	}
