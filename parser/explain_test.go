@@ -65,15 +65,19 @@ func TestExplainOutcomes(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, c := range cases {
-			t.Run(m.name+"/"+c.name, func(t *testing.T) {
-				ex := p.Explain("web", []byte(c.line))
-				for i, res := range ex.Rules {
-					name := cfg.Rules[i].Name
-					if got := describe(cfg.Rules[i], res); got != c.want[name] {
-						t.Errorf("%s: got %q, want %q", name, got, c.want[name])
-					}
-				}
-			})
+			t.Run(m.name+"/"+c.name, func(t *testing.T) { wantOutcomes(t, cfg, p, "web", c.line, c.want) })
+		}
+	}
+}
+
+// wantOutcomes checks what Explain says of each rule for a line of input, in describe's
+// form, by rule name.
+func wantOutcomes(t *testing.T, cfg *config.Config, p *Parser, input, line string, want map[string]string) {
+	t.Helper()
+	for i, res := range p.Explain(input, []byte(line)).Rules {
+		name := cfg.Rules[i].Name
+		if got := describe(cfg.Rules[i], res); got != want[name] {
+			t.Errorf("%s: got %q, want %q", name, got, want[name])
 		}
 	}
 }
@@ -157,15 +161,7 @@ rules:
 			t.Fatal(err)
 		}
 		for _, c := range cases {
-			t.Run(m.name+"/"+c.name, func(t *testing.T) {
-				ex := p.Explain(c.input, []byte(c.line))
-				for i, res := range ex.Rules {
-					name := cfg.Rules[i].Name
-					if got := describe(cfg.Rules[i], res); got != c.want[name] {
-						t.Errorf("%s: got %q, want %q", name, got, c.want[name])
-					}
-				}
-			})
+			t.Run(m.name+"/"+c.name, func(t *testing.T) { wantOutcomes(t, cfg, p, c.input, c.line, c.want) })
 		}
 	}
 }
