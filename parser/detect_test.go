@@ -297,11 +297,7 @@ inputs:
 rules:
   - {name: requests, labels: {status: '${status}'}}
 `)
-	p, err := New(c.Rules)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.SetInputs(c.Inputs)
+	p := newOfInputs(t, c)
 	const combined = `10.0.0.1 - - [01/Mar/2024:12:00:00 +0000] "GET / HTTP/1.1" 200 5 "-" "curl"`
 	const upstreaminfo = combined + ` 90 0.002 [a] [] 10.1.0.5:80 5 0.001 200 ab`
 	for _, tt := range []struct {
@@ -349,11 +345,7 @@ inputs:
 rules:
   - {name: requests, labels: {status: '${status}'}}
 `)
-	p, err := New(c.Rules)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.SetInputs(c.Inputs)
+	p := newOfInputs(t, c)
 	const combined = `10.0.0.1 - - [01/Mar/2024:12:00:00 +0000] "GET / HTTP/1.1" 200 5 "-" "curl"`
 	for _, tt := range []struct {
 		input int
@@ -397,11 +389,7 @@ rules:
   - {name: upstream, inputs: [many], labels: {addr: '${upstream_addr}'}}
   - {name: requests, inputs: [one], labels: {status: '${status}'}}
 `)
-	p, err := New(c.Rules)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.SetInputs(c.Inputs)
+	p := newOfInputs(t, c)
 	const combined = `10.0.0.1 - - [01/Mar/2024:12:00:00 +0000] "GET / HTTP/1.1" 200 5 "-" "curl"`
 	s := p.NewSession()
 	s.SetFormats(nil, nil)
@@ -608,4 +596,15 @@ func BenchmarkParseFile(b *testing.B) {
 			}
 		})
 	}
+}
+
+// newOfInputs is the parser of c's rules, told of c's inputs as the pipeline tells it.
+func newOfInputs(t *testing.T, c *config.Config) *Parser {
+	t.Helper()
+	p, err := New(c.Rules)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.SetInputs(c.Inputs)
+	return p
 }
