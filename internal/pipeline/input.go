@@ -317,6 +317,19 @@ func (in *stream) stats() selfmetric.InputStats {
 // syncInputs starts the inputs of cfg that are not running and stops those cfg no longer
 // names. It keeps going past an input that fails to start and returns every failure.
 func (p *Pipeline) syncInputs(cfg *config.Config) error {
+	// The inputs of sources cfg no longer has stop before any starts: one moved to another
+	// address of the same socket (udp://127.0.0.1:514 to udp://0.0.0.0:514) could not bind
+	// while the old one holds it. Those of a source cfg keeps are left to handOver, which
+	// keeps where they stopped.
+	sources := map[string]bool{}
+	for _, ci := range cfg.Inputs {
+		sources[ci.Source()] = true
+	}
+	for k, in := range p.inputs {
+		if !sources[in.source] {
+			p.stopInput(k, in)
+		}
+	}
 	wanted := map[string]bool{}
 	var errs []error
 	for _, ci := range cfg.Inputs {

@@ -280,3 +280,43 @@ func TestSyslogReloadChangesHowLinesAreRead(t *testing.T) {
 		})
 	}
 }
+
+// A reload that moves a syslog input to another address for the same socket (a UDP
+// port from one interface to all of them, a socket path spelled otherwise) binds the new
+// one after the old one let go of it: bound while the old still held it, it would fail,
+// and the reload would leave the input not running at all.
+func TestSyslogReloadMovesAddress(t *testing.T) {
+	const rules = "inputs: [{name: sock, syslog: '%s'}]\nrules: [{name: requests, match: '\" (?P<status>[0-9]{3}) '}]\n"
+	const datagram = `<190>Nov 24 05:28:09 vm nginx: 10.0.0.1 - - [01/Mar/2024:12:00:00 +0000] "GET / HTTP/1.1" 200 5 "-" "curl"`
+	dir := t.TempDir()
+	port := freeUDP(t)
+	_, p, _ := net.SplitHostPort(port)
+	for _, tc := range []struct {
+		name, from, to  string
+		network, sendTo string
+	}{
+		{"udp to all interfaces", "udp://" + port, "udp://0.0.0.0:" + p, "udp", port},
+		{"unix path spelled otherwise", "unixgram://" + dir + "/nginx.sock", "unixgram://" + dir + "/./nginx.sock", "unixgram", filepath.Join(dir, "nginx.sock")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, err := config.Parse([]byte(fmt.Sprintf(rules, tc.from)), "rules.yaml")
+			if err != nil {
+				t.Fatal(err)
+			}
+			pl, err := Start(cfg, Options{Now: testclock.New(time.Date(2026, 11, 24, 5, 28, 9, 0, time.UTC)).Now})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer pl.Stop()
+			moved, err := config.Parse([]byte(fmt.Sprintf(rules, tc.to)), "rules.yaml")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := pl.Reload(moved); err != nil {
+				t.Fatalf("reload: %v", err)
+			}
+			syslogtest.Send(t, tc.network, tc.sendTo, datagram)
+			waitTotal(t, pl, "after the reload", "requests_total{", 1)
+		})
+	}
+}
