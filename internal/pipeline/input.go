@@ -1,8 +1,10 @@
 package pipeline
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -357,11 +359,19 @@ func (p *Pipeline) syncInputs(cfg *config.Config) error {
 }
 
 // reading is what of an input's config its reader is started with, besides its source:
-// a joiner of CRI lines, the state of candidate formats per file.
-type reading struct{ cri, formats bool }
+// a joiner of CRI lines, the state of candidate formats per file, a unix socket's mode
+// (set only as the socket is made).
+type reading struct {
+	cri, formats bool
+	socketMode   fs.FileMode
+}
 
 func readingOf(ci config.Input) reading {
-	return reading{cri: ci.Wrapper == config.WrapperCRI, formats: ci.LogFormats != nil}
+	r := reading{cri: ci.Wrapper == config.WrapperCRI, formats: ci.LogFormats != nil}
+	if ci.Syslog != nil && ci.Syslog.Socket.Network == "unixgram" {
+		r.socketMode = cmp.Or(ci.Syslog.SocketMode, syslog.DefaultSocketMode)
+	}
+	return r
 }
 
 // handOver stops the readers of ci's source that ci no longer has, as when a reload

@@ -320,3 +320,40 @@ func TestSyslogReloadMovesAddress(t *testing.T) {
 		})
 	}
 }
+
+// A reload that changes a unix socket's socket_mode binds it again with that mode (the
+// mode is set only as the socket is made): the operator who opens the socket to nginx's
+// group and reloads must not find it as it was. The socket receives after each reload.
+func TestSyslogReloadSocketMode(t *testing.T) {
+	const rules = "inputs: [{name: sock, syslog: 'unixgram://%s'%s}]\nrules: [{name: requests, match: '\" (?P<status>[0-9]{3}) '}]\n"
+	const datagram = `<190>Nov 24 05:28:09 vm nginx: 10.0.0.1 - - [01/Mar/2024:12:00:00 +0000] "GET / HTTP/1.1" 200 5 "-" "curl"`
+	p, _, sock, _ := startSyslog(t, fmt.Sprintf(rules, "%s", ""))
+	for i, tc := range []struct {
+		name, mode string
+		want       os.FileMode
+	}{
+		{"default written out", ", socket_mode: '0660'", 0o660},
+		{"opened to all", ", socket_mode: '0666'", 0o666},
+		{"owner only", ", socket_mode: '0600'", 0o600},
+		{"back to the default", "", 0o660},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, err := config.Parse([]byte(fmt.Sprintf(rules, sock, tc.mode)), "rules.yaml")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := p.Reload(cfg); err != nil {
+				t.Fatal(err)
+			}
+			fi, err := os.Lstat(sock)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if fi.Mode().Perm() != tc.want {
+				t.Errorf("mode = %v, want %v", fi.Mode().Perm(), tc.want)
+			}
+			syslogtest.Send(t, "unixgram", sock, datagram)
+			waitTotal(t, p, "after the reload", "requests_total{", float64(i+1))
+		})
+	}
+}
