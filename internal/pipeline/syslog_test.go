@@ -357,3 +357,32 @@ func TestSyslogReloadSocketMode(t *testing.T) {
 		})
 	}
 }
+
+// The line tester explains a datagram pasted for a syslog input as the input reads it:
+// its message, the header stripped; a message pasted alone, as the input takes a datagram
+// without a header, whole. For a file input the line is read as it is.
+func TestExplainPastedDatagram(t *testing.T) {
+	p, _, _, _ := startSyslog(t, `
+inputs: [{name: sock, syslog: 'unixgram://%s'}, {name: plain, path: '/nonexistent/access.log'}]
+rules:
+  - {name: anchored, match: '^10\.0\.0\.1 '}
+`)
+	const message = `10.0.0.1 - - [01/Mar/2024:12:00:00 +0000] "GET / HTTP/1.1" 200 5`
+	for _, tc := range []struct {
+		name, input, line, text string
+		counted                 bool
+	}{
+		{"rfc 3164", "sock", "<190>Nov 24 05:28:09 vm nginx: " + message, message, true},
+		{"rfc 3164 with pid, no hostname", "sock", "<190>Nov 24 05:28:09 nginx[12]: " + message + "\n", message, true},
+		{"rfc 5424", "sock", "<190>1 2024-03-01T12:00:00Z vm nginx - - - " + message, message, true},
+		{"a message alone", "sock", message, message, true},
+		{"a datagram for a file input", "plain", "<190>Nov 24 05:28:09 vm nginx: " + message, "<190>Nov 24 05:28:09 vm nginx: " + message, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := p.Explain(tc.input, []byte(tc.line))
+			if l.Text != tc.text || l.Counted != tc.counted {
+				t.Errorf("Explain(%q, %q): text %q, counted %v; want %q, %v", tc.input, tc.line, l.Text, l.Counted, tc.text, tc.counted)
+			}
+		})
+	}
+}
