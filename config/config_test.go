@@ -374,6 +374,7 @@ func TestBadConfigs(t *testing.T) {
 			`:13: input "twice": start_at: applies to file inputs (path:), not to a syslog input`,
 			`:16: input "udp mode": socket_mode: applies only to a syslog: unixgram:// socket`,
 			`:19: input "mode": socket_mode: "0999" is not an octal permission like '0660' (quote it, or YAML reads 0660 as a number)`,
+			`:21: input "spelled otherwise": syslog: "unixgram:///run/./x.sock" is already received on by the input on line 18`,
 		},
 	}
 	files, err := filepath.Glob("testdata/bad/*.yaml")

@@ -246,8 +246,8 @@ func (d *decoder) socket(e entry, subject string, s *SyslogInput, sources map[st
 		return
 	}
 	s.Address, s.Socket = addr, a
-	// Two spellings of one socket (udp://localhost:514 and udp://localhost:syslog) are not
-	// caught here; binding the second fails at start.
+	// Two names of one host (udp://localhost:514 and udp://127.0.0.1:514) are not caught
+	// here; binding the second fails at start.
 	key := a.Network + " " + a.Addr
 	if first, dup := sources[key]; dup {
 		d.add(e.key.Line, subject, "syslog: %q is already received on by the input on line %d", addr, first)

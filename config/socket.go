@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 )
@@ -34,16 +36,19 @@ func parseSocketAddress(s string) (SocketAddress, error) {
 		if len(u.Path) > maxSocketPath {
 			return SocketAddress{}, fmt.Errorf("%q: a unix socket's path is at most %d bytes", s, maxSocketPath)
 		}
-		return SocketAddress{Network: "unixgram", Addr: u.Path}, nil
+		// Cleaned as the socket's directory is when it is bound (filepath.Dir), so that two
+		// spellings of one path are one address.
+		return SocketAddress{Network: "unixgram", Addr: filepath.Clean(u.Path)}, nil
 	case "udp":
 		host, port, err := net.SplitHostPort(u.Host)
 		if err != nil || u.Path != "" || u.RawQuery != "" || port == "" {
 			return SocketAddress{}, fmt.Errorf("%q: a UDP address is udp://host:port, e.g. udp://127.0.0.1:5140", s)
 		}
-		if _, err := net.LookupPort("udp", port); err != nil {
+		n, err := net.LookupPort("udp", port)
+		if err != nil {
 			return SocketAddress{}, fmt.Errorf("%q: %q is not a port number", s, port)
 		}
-		return SocketAddress{Network: "udp", Addr: net.JoinHostPort(host, port)}, nil
+		return SocketAddress{Network: "udp", Addr: net.JoinHostPort(host, strconv.Itoa(n))}, nil
 	}
 	return SocketAddress{}, fmt.Errorf("%q: the scheme is unixgram:// or udp://, not %q", s, u.Scheme)
 }

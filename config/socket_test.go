@@ -15,6 +15,10 @@ func TestParseAddress(t *testing.T) {
 		{"udp://127.0.0.1:5140", SocketAddress{"udp", "127.0.0.1:5140"}, true},
 		{"udp://[::1]:5140", SocketAddress{"udp", "[::1]:5140"}, true},
 		{"udp://:5140", SocketAddress{"udp", ":5140"}, true},
+		// Spellings of one socket give one address, which two inputs may not share.
+		{"unixgram:///run/./logwindow//nginx.sock", SocketAddress{"unixgram", "/run/logwindow/nginx.sock"}, true},
+		{"unixgram:///run/x/../logwindow/nginx.sock", SocketAddress{"unixgram", "/run/logwindow/nginx.sock"}, true},
+		{"udp://127.0.0.1:05140", SocketAddress{"udp", "127.0.0.1:5140"}, true},
 		{"unixgram://relative.sock", SocketAddress{}, false},
 		{"unixgram:relative.sock", SocketAddress{}, false},
 		{"udp://127.0.0.1", SocketAddress{}, false},

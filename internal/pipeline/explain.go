@@ -8,6 +8,7 @@ import (
 	"github.com/logwindow/logwindow_exporter/config"
 	"github.com/logwindow/logwindow_exporter/internal/explain"
 	"github.com/logwindow/logwindow_exporter/internal/input/cri"
+	"github.com/logwindow/logwindow_exporter/internal/input/syslog"
 )
 
 // Explain explains the first maxLines lines of file (the messages of a wrapper: cri
@@ -71,7 +72,8 @@ func Explain(cfg *config.Config, file string, maxLines int, opts Options) ([]exp
 // Explain explains one line as the running rules would count it if input read it now,
 // without counting it. A complete CRI line of a stream a cri input reads is explained as
 // the input reads it, by its message and time (what --explain shows of it); any other
-// line as it is, so that a message pasted alone is explained too.
+// line as it is, so that a message pasted alone is explained too. A datagram pasted for
+// a syslog input is explained by its message, its header stripped as the input strips it.
 func (p *Pipeline) Explain(input string, line []byte) explain.Line {
 	gen := p.gen.Load()
 	sink := gen.set.NewSink()
@@ -86,6 +88,10 @@ func (p *Pipeline) Explain(input string, line []byte) explain.Line {
 		if msg, wrapperTime, r := cri.New(maxLineBytes(p.opts)).Feed("", line); r == cri.Complete {
 			return x.ExplainWrapped(input, msg, wrapperTime, false)
 		}
+	}
+	// A syslog input reads a datagram's message; one without a header, whole.
+	if slices.ContainsFunc(gen.cfg.Inputs, func(in config.Input) bool { return in.Name == input && in.Syslog != nil }) {
+		line, _ = syslog.Message(line)
 	}
 	return x.Explain(input, line, false)
 }

@@ -1,8 +1,10 @@
 package pipeline
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -317,6 +319,19 @@ func (in *stream) stats() selfmetric.InputStats {
 // syncInputs starts the inputs of cfg that are not running and stops those cfg no longer
 // names. It keeps going past an input that fails to start and returns every failure.
 func (p *Pipeline) syncInputs(cfg *config.Config) error {
+	// The inputs of sources cfg no longer has stop before any starts: one moved to another
+	// address of the same socket (udp://127.0.0.1:514 to udp://0.0.0.0:514) could not bind
+	// while the old one holds it. Those of a source cfg keeps are left to handOver, which
+	// keeps where they stopped.
+	sources := map[string]bool{}
+	for _, ci := range cfg.Inputs {
+		sources[ci.Source()] = true
+	}
+	for k, in := range p.inputs {
+		if !sources[in.source] {
+			p.stopInput(k, in)
+		}
+	}
 	wanted := map[string]bool{}
 	var errs []error
 	for _, ci := range cfg.Inputs {
@@ -344,11 +359,19 @@ func (p *Pipeline) syncInputs(cfg *config.Config) error {
 }
 
 // reading is what of an input's config its reader is started with, besides its source:
-// a joiner of CRI lines, the state of candidate formats per file.
-type reading struct{ cri, formats bool }
+// a joiner of CRI lines, the state of candidate formats per file, a unix socket's mode
+// (set only as the socket is made).
+type reading struct {
+	cri, formats bool
+	socketMode   fs.FileMode
+}
 
 func readingOf(ci config.Input) reading {
-	return reading{cri: ci.Wrapper == config.WrapperCRI, formats: ci.LogFormats != nil}
+	r := reading{cri: ci.Wrapper == config.WrapperCRI, formats: ci.LogFormats != nil}
+	if ci.Syslog != nil && ci.Syslog.Socket.Network == "unixgram" {
+		r.socketMode = cmp.Or(ci.Syslog.SocketMode, syslog.DefaultSocketMode)
+	}
+	return r
 }
 
 // handOver stops the readers of ci's source that ci no longer has, as when a reload

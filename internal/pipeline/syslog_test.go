@@ -280,3 +280,109 @@ func TestSyslogReloadChangesHowLinesAreRead(t *testing.T) {
 		})
 	}
 }
+
+// A reload that moves a syslog input to another address for the same socket (a UDP
+// port from one interface to all of them, a socket path spelled otherwise) binds the new
+// one after the old one let go of it: bound while the old still held it, it would fail,
+// and the reload would leave the input not running at all.
+func TestSyslogReloadMovesAddress(t *testing.T) {
+	const rules = "inputs: [{name: sock, syslog: '%s'}]\nrules: [{name: requests, match: '\" (?P<status>[0-9]{3}) '}]\n"
+	const datagram = `<190>Nov 24 05:28:09 vm nginx: 10.0.0.1 - - [01/Mar/2024:12:00:00 +0000] "GET / HTTP/1.1" 200 5 "-" "curl"`
+	dir := t.TempDir()
+	port := freeUDP(t)
+	_, p, _ := net.SplitHostPort(port)
+	for _, tc := range []struct {
+		name, from, to  string
+		network, sendTo string
+	}{
+		{"udp to all interfaces", "udp://" + port, "udp://0.0.0.0:" + p, "udp", port},
+		{"unix path spelled otherwise", "unixgram://" + dir + "/nginx.sock", "unixgram://" + dir + "/./nginx.sock", "unixgram", filepath.Join(dir, "nginx.sock")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, err := config.Parse([]byte(fmt.Sprintf(rules, tc.from)), "rules.yaml")
+			if err != nil {
+				t.Fatal(err)
+			}
+			pl, err := Start(cfg, Options{Now: testclock.New(time.Date(2026, 11, 24, 5, 28, 9, 0, time.UTC)).Now})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer pl.Stop()
+			moved, err := config.Parse([]byte(fmt.Sprintf(rules, tc.to)), "rules.yaml")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := pl.Reload(moved); err != nil {
+				t.Fatalf("reload: %v", err)
+			}
+			syslogtest.Send(t, tc.network, tc.sendTo, datagram)
+			waitTotal(t, pl, "after the reload", "requests_total{", 1)
+		})
+	}
+}
+
+// A reload that changes a unix socket's socket_mode binds it again with that mode (the
+// mode is set only as the socket is made): the operator who opens the socket to nginx's
+// group and reloads must not find it as it was. The socket receives after each reload.
+func TestSyslogReloadSocketMode(t *testing.T) {
+	const rules = "inputs: [{name: sock, syslog: 'unixgram://%s'%s}]\nrules: [{name: requests, match: '\" (?P<status>[0-9]{3}) '}]\n"
+	const datagram = `<190>Nov 24 05:28:09 vm nginx: 10.0.0.1 - - [01/Mar/2024:12:00:00 +0000] "GET / HTTP/1.1" 200 5 "-" "curl"`
+	p, _, sock, _ := startSyslog(t, fmt.Sprintf(rules, "%s", ""))
+	for i, tc := range []struct {
+		name, mode string
+		want       os.FileMode
+	}{
+		{"default written out", ", socket_mode: '0660'", 0o660},
+		{"opened to all", ", socket_mode: '0666'", 0o666},
+		{"owner only", ", socket_mode: '0600'", 0o600},
+		{"back to the default", "", 0o660},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, err := config.Parse([]byte(fmt.Sprintf(rules, sock, tc.mode)), "rules.yaml")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := p.Reload(cfg); err != nil {
+				t.Fatal(err)
+			}
+			fi, err := os.Lstat(sock)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if fi.Mode().Perm() != tc.want {
+				t.Errorf("mode = %v, want %v", fi.Mode().Perm(), tc.want)
+			}
+			syslogtest.Send(t, "unixgram", sock, datagram)
+			waitTotal(t, p, "after the reload", "requests_total{", float64(i+1))
+		})
+	}
+}
+
+// The line tester explains a datagram pasted for a syslog input as the input reads it:
+// its message, the header stripped; a message pasted alone, as the input takes a datagram
+// without a header, whole. For a file input the line is read as it is.
+func TestExplainPastedDatagram(t *testing.T) {
+	p, _, _, _ := startSyslog(t, `
+inputs: [{name: sock, syslog: 'unixgram://%s'}, {name: plain, path: '/nonexistent/access.log'}]
+rules:
+  - {name: anchored, match: '^10\.0\.0\.1 '}
+`)
+	const message = `10.0.0.1 - - [01/Mar/2024:12:00:00 +0000] "GET / HTTP/1.1" 200 5`
+	for _, tc := range []struct {
+		name, input, line, text string
+		counted                 bool
+	}{
+		{"rfc 3164", "sock", "<190>Nov 24 05:28:09 vm nginx: " + message, message, true},
+		{"rfc 3164 with pid, no hostname", "sock", "<190>Nov 24 05:28:09 nginx[12]: " + message + "\n", message, true},
+		{"rfc 5424", "sock", "<190>1 2024-03-01T12:00:00Z vm nginx - - - " + message, message, true},
+		{"a message alone", "sock", message, message, true},
+		{"a datagram for a file input", "plain", "<190>Nov 24 05:28:09 vm nginx: " + message, "<190>Nov 24 05:28:09 vm nginx: " + message, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := p.Explain(tc.input, []byte(tc.line))
+			if l.Text != tc.text || l.Counted != tc.counted {
+				t.Errorf("Explain(%q, %q): text %q, counted %v; want %q, %v", tc.input, tc.line, l.Text, l.Counted, tc.text, tc.counted)
+			}
+		})
+	}
+}

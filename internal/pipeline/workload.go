@@ -23,21 +23,24 @@ const (
 // workloadOf is the name of the workload that owns the pod: a Deployment's pod
 // (web-7d4b9c8f6d-x2kqz) without its ReplicaSet's hash and its suffix (web); a pod of a
 // DaemonSet, ReplicaSet or Job (agent-5lz9w) without its suffix (agent); any other name,
-// a StatefulSet's pod with its ordinal (web-0) or a bare pod, as it is. A Deployment's
-// pod whose prefix was cut to 58 characters has lost part of its hash or of its name:
-// what of a hash is left, and the hyphen before it, go too.
+// a StatefulSet's pod with its ordinal (web-0) or a bare pod, as it is.
+//
+// Kubernetes cuts a generateName (the owner's name and a hyphen) longer than 58
+// characters to 58 and puts the suffix right after it: a pod name of 63 characters whose
+// 58th is not a hyphen is such a prefix and a suffix with nothing between. What is left of
+// a Deployment's hash at the end of the prefix goes with the hyphen before it; a prefix
+// cut within the owner's name is the same for all its pods, and stays.
 func workloadOf(pod string) string {
+	if len(pod) == maxGeneratedPrefix+suffixLen && pod[maxGeneratedPrefix-1] != '-' && inAlphabet(pod[maxGeneratedPrefix:], suffixAlphabet) {
+		prefix := pod[:maxGeneratedPrefix]
+		if owner, ok := cutSegment(prefix, hashAlphabet, 1, maxHashLen); ok {
+			return owner
+		}
+		return prefix
+	}
 	base, ok := cutSegment(pod, suffixAlphabet, suffixLen, suffixLen)
 	if !ok {
 		return pod
-	}
-	if len(base) == maxGeneratedPrefix {
-		// The prefix was cut: the hash may be shorter than it was, or gone with its
-		// hyphen (a name of 57 characters or more).
-		if owner, ok := cutSegment(base, hashAlphabet, 1, maxHashLen); ok {
-			return owner
-		}
-		return strings.TrimSuffix(base, "-")
 	}
 	if owner, ok := cutSegment(base, hashAlphabet, minHashLen, maxHashLen); ok {
 		return owner
@@ -54,13 +57,18 @@ func cutSegment(name, alphabet string, min, max int) (string, bool) {
 		return name, false
 	}
 	seg := name[i+1:]
-	if len(seg) < min || len(seg) > max {
+	if len(seg) < min || len(seg) > max || !inAlphabet(seg, alphabet) {
 		return name, false
 	}
-	for j := 0; j < len(seg); j++ {
-		if strings.IndexByte(alphabet, seg[j]) < 0 {
-			return name, false
+	return name[:i], true
+}
+
+// inAlphabet reports whether every byte of s is one of alphabet's.
+func inAlphabet(s, alphabet string) bool {
+	for j := 0; j < len(s); j++ {
+		if strings.IndexByte(alphabet, s[j]) < 0 {
+			return false
 		}
 	}
-	return name[:i], true
+	return true
 }

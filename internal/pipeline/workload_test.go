@@ -23,9 +23,15 @@ func TestWorkloadOf(t *testing.T) {
 		{"statefulset ordinal of 4 digits", "db-2024", "db-2024"},
 		{"bare pod", "debug", "debug"},
 		{"bare pod with hyphens", "my-debug-pod", "my-debug-pod"},
-		// A prefix cut to 58 characters before its suffix.
-		{"cut hash", long + "-5c8d66c-x2kqz", long},
+		// A generateName longer than 58 characters (the owner's name and its hyphen) is
+		// cut to 58, and the suffix follows what is left with no hyphen between.
+		{"cut hash", long + "-7d4b9c8" + "x2kqz", long},
+		{"cut hash of 1", strings.Repeat("a", 56) + "-7" + "x2kqz", strings.Repeat("a", 56)},
+		{"whole hash, its hyphen cut", strings.Repeat("a", 47) + "-7d4b9c8f6d" + "x2kqz", strings.Repeat("a", 47)},
+		{"cut in the name", strings.Repeat("app-", 15)[:58] + "x2kqz", strings.Repeat("app-", 15)[:58]},
 		{"cut after the hyphen", strings.Repeat("b", 57) + "-x2kqz", strings.Repeat("b", 57)},
+		{"63 characters, a hyphen before the suffix", strings.Repeat("b", 46) + "-7d4b9c8f6d-x2kqz", strings.Repeat("b", 46)},
+		{"63 characters ending in an ordinal", strings.Repeat("b", 60) + "-12", strings.Repeat("b", 60) + "-12"},
 		// Near misses are left as they are.
 		{"suffix with a vowel", "web-7d4b9c8f6d-x2kqa", "web-7d4b9c8f6d-x2kqa"},
 		{"suffix of 4", "web-x2kq", "web-x2kq"},

@@ -16,6 +16,7 @@ func TestParseHeader(t *testing.T) {
 		{"nginx nohostname", nginxNoHostname, "", "nginx", nginxLine},
 		{"tag with pid", "<13>Nov 24 01:02:03 host cron[123]: job done", "host", "cron", "job done"},
 		{"ipv6 host", "<13>Nov 24 01:02:03 ::1 app: hi", "::1", "app", "hi"},
+		{"ipv6 host starting with hex", "<13>Nov 24 01:02:03 fe80::1 app: hi", "fe80::1", "app", "hi"},
 		{"no tag", "<13>Nov 24 01:02:03 host just words here", "host", "", "just words here"},
 		{"only a message", "<13>Nov 24 01:02:03 hello", "", "", "hello"},
 		{"rfc5424", "<165>1 2003-10-11T22:14:15.003Z mymachine.example.com evntslog - ID47 - msg text", "mymachine.example.com", "evntslog", "msg text"},

@@ -148,10 +148,18 @@ func rfc3164(b []byte) ([]byte, Header, bool) {
 		return nil, Header{}, false
 	}
 	b = b[1:]
-	if tag, msg, ok := afterTag(b); ok {
-		return msg, Header{Tag: tag}, true
-	}
 	sp := bytes.IndexByte(b, ' ')
+	word := b
+	if sp >= 0 {
+		word = b[:sp]
+	}
+	// A hostname that is an IPv6 address (fe80::1) would read as a tag up to its first
+	// colon; a tag has one colon after it, an IPv6 address at least two.
+	if bytes.Count(word, []byte(":")) < 2 {
+		if tag, msg, ok := afterTag(b); ok {
+			return msg, Header{Tag: tag}, true
+		}
+	}
 	if sp <= 0 {
 		// A single word after the time: no hostname and no tag, only a message.
 		return b, Header{}, true

@@ -25,6 +25,8 @@ func TestMessage(t *testing.T) {
 		{"tag with pid", "<13>Nov 24 01:02:03 host cron[123]: job done", "job done", true},
 		{"tag with pid, no host", "<13>Nov 24 01:02:03 cron[123]: job done", "job done", true},
 		{"ipv6 host", "<13>Nov 24 01:02:03 ::1 app: hi", "hi", true},
+		{"ipv6 host starting with a word", "<13>Nov 24 01:02:03 fe80::1 app: hi", "hi", true},
+		{"ipv6 host, tag with pid", "<13>Nov 24 01:02:03 2001:db8::1 nginx[7]: hi", "hi", true},
 		{"no tag", "<13>Nov 24 01:02:03 host just words here", "just words here", true},
 		{"colon without space", "<13>Nov 24 01:02:03 host app:x", "x", true},
 		{"trailing newline", "<13>Nov 24 01:02:03 host app: hi\n", "hi", true},
