@@ -1,0 +1,49 @@
+package main
+
+import (
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// shBlock is a document's sh block; imageCommand a `go run ./cmd/image` command of one of
+// its lines, its arguments up to the line's end or a shell operator.
+var (
+	shBlock      = regexp.MustCompile("(?s)```sh\n(.*?)```\n")
+	imageCommand = regexp.MustCompile(`go run \./cmd/image((?: [^\n&|;#]*)?)`)
+)
+
+// TestDocsCommands parses the arguments of every `go run ./cmd/image` command the
+// documents show, $(cat ../VERSION) read as the tree's version: each must be a command
+// line the command takes.
+func TestDocsCommands(t *testing.T) {
+	version, err := os.ReadFile(filepath.Join(src, "VERSION"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	expand := strings.NewReplacer("$(cat ../VERSION)", strings.TrimSpace(string(version)), "\\\n", " ")
+	ran := 0
+	for _, doc := range []string{"docs/operations.md", "deploy/README.md", "deploy/helm/logwindow-exporter/README.md"} {
+		text, err := os.ReadFile(filepath.Join(src, doc))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, block := range shBlock.FindAllSubmatch(text, -1) {
+			for _, m := range imageCommand.FindAllStringSubmatch(expand.Replace(string(block[1])), -1) {
+				args := strings.Fields(m[1])
+				t.Run(doc+": "+strings.Join(args, " "), func(t *testing.T) {
+					if _, err := parseArgs(args, io.Discard); err != nil {
+						t.Errorf("%q: %v", args, err)
+					}
+				})
+				ran++
+			}
+		}
+	}
+	if ran == 0 {
+		t.Fatal("no document shows a go run ./cmd/image command")
+	}
+}
