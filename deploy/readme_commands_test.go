@@ -45,3 +45,25 @@ func TestReadmeDockerBuild(t *testing.T) {
 		t.Errorf("README's BUILD_DATE format %q writes %q, which the stamp's layout %q reads as %v, %v", m[1], date, release.DateLayout, got, err)
 	}
 }
+
+// kubectlApply is a kubectl apply -k command of README.md, with its kustomization.
+var kubectlApply = regexp.MustCompile(`(?m)^kubectl apply (?:-n \S+ )?-k deploy/(\S+)`)
+
+// TestReadmeKubectlApply renders each kustomization README.md applies, as kubectl apply -k
+// would build it: each must be one the manifest tests check.
+func TestReadmeKubectlApply(t *testing.T) {
+	checked := append(slices.Clone(renderTargets), "k8s/grafana")
+	applied := kubectlApply.FindAllSubmatch(mustRead(t, "README.md"), -1)
+	if len(applied) == 0 {
+		t.Fatal("README.md shows no kubectl apply -k command")
+	}
+	for _, m := range applied {
+		dir := string(m[1])
+		t.Run(dir, func(t *testing.T) {
+			if !slices.Contains(checked, dir) {
+				t.Errorf("README applies %s, which the manifest tests do not render (%v)", dir, checked)
+			}
+			render(t, dir)
+		})
+	}
+}
