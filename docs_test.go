@@ -7,12 +7,13 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/logwindow/logwindow_exporter/internal/testutil/doccmd"
 )
 
 // The commands docs/ shows in its sh blocks name a rule file and a log of the reader's
 // own; they are run with the quickstart's, which stand for them.
 var (
-	docsShBlock  = regexp.MustCompile("(?s)```sh\n(.*?)```\n")
 	docsOptional = regexp.MustCompile(`\s*\[[^]]*\]`)
 	docsStandIns = strings.NewReplacer("rules.yaml", "examples/quickstart.yaml", "access.log", "examples/access.log")
 )
@@ -31,22 +32,20 @@ func TestDocsCommands(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, block := range docsShBlock.FindAllSubmatch(text, -1) {
-			for line := range strings.Lines(string(block[1])) {
-				command, ok := strings.CutPrefix(strings.TrimSpace(line), "logwindow_exporter ")
-				if !ok {
-					continue
-				}
-				command, _, _ = strings.Cut(command, ">")
-				args := strings.Fields(docsStandIns.Replace(docsOptional.ReplaceAllString(command, "")))
-				t.Run(doc+": "+strings.TrimSpace(line), func(t *testing.T) {
-					var stdout, stderr bytes.Buffer
-					if code := run(args, &stdout, &stderr); code != 0 {
-						t.Fatalf("%v: exit %d: %s", args, code, stderr.String())
-					}
-				})
-				ran++
+		for _, line := range doccmd.Lines(text) {
+			command, ok := strings.CutPrefix(line, "logwindow_exporter ")
+			if !ok {
+				continue
 			}
+			command, _, _ = strings.Cut(command, ">")
+			args := strings.Fields(docsStandIns.Replace(docsOptional.ReplaceAllString(command, "")))
+			t.Run(doc+": "+line, func(t *testing.T) {
+				var stdout, stderr bytes.Buffer
+				if code := run(args, &stdout, &stderr); code != 0 {
+					t.Fatalf("%v: exit %d: %s", args, code, stderr.String())
+				}
+			})
+			ran++
 		}
 	}
 	if ran == 0 {

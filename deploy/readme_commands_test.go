@@ -8,13 +8,15 @@ import (
 	"testing"
 	"time"
 
+	"helm.sh/helm/v3/pkg/strvals"
+	"sigs.k8s.io/yaml"
+
 	"github.com/logwindow/logwindow_exporter/deploy/internal/release"
+	"github.com/logwindow/logwindow_exporter/internal/testutil/doccmd"
 )
 
 var (
-	// readmeDockerBuild is the docker build command of README.md, over its continued lines.
-	readmeDockerBuild = regexp.MustCompile("(?m)^docker build (?:.*\\\\\n)*.*$")
-	// buildArg is one --build-arg of it, with its value.
+	// buildArg is one --build-arg of a docker build command, with its value.
 	buildArg = regexp.MustCompile(`--build-arg ([A-Z_]+)=(\$\([^)]*\)|\S+)`)
 	// dateCommand is the date command a value is made by, and its format.
 	dateCommand = regexp.MustCompile(`^\$\(date -u \+(\S+)\)$`)
@@ -24,13 +26,14 @@ var (
 // tests run: the same build args, which TestDockerfile shows reach the version stamp, and a
 // BUILD_DATE the stamp's layout reads.
 func TestReadmeDockerBuild(t *testing.T) {
-	command := readmeDockerBuild.Find(mustRead(t, "README.md"))
-	if command == nil {
+	lines := doccmd.Lines(mustRead(t, "README.md"))
+	i := slices.IndexFunc(lines, func(l string) bool { return strings.HasPrefix(l, "docker build ") })
+	if i < 0 {
 		t.Fatal("README.md shows no docker build command")
 	}
 	args := map[string]string{}
-	for _, m := range buildArg.FindAllSubmatch(command, -1) {
-		args[string(m[1])] = string(m[2])
+	for _, m := range buildArg.FindAllStringSubmatch(lines[i], -1) {
+		args[m[1]] = m[2]
 	}
 	if got, want := slices.Sorted(maps.Keys(args)), slices.Sorted(maps.Keys(testBuildArgs)); !slices.Equal(got, want) {
 		t.Errorf("README's docker build passes the build args %v, want the Dockerfile's %v", got, want)
@@ -47,23 +50,65 @@ func TestReadmeDockerBuild(t *testing.T) {
 }
 
 // kubectlApply is a kubectl apply -k command of README.md, with its kustomization.
-var kubectlApply = regexp.MustCompile(`(?m)^kubectl apply (?:-n \S+ )?-k deploy/(\S+)`)
+var kubectlApply = regexp.MustCompile(`^kubectl apply (?:-n \S+ )?-k deploy/(\S+)`)
 
 // TestReadmeKubectlApply renders each kustomization README.md applies, as kubectl apply -k
 // would build it: each must be one the manifest tests check.
 func TestReadmeKubectlApply(t *testing.T) {
 	checked := append(slices.Clone(renderTargets), "k8s/grafana")
-	applied := kubectlApply.FindAllSubmatch(mustRead(t, "README.md"), -1)
-	if len(applied) == 0 {
-		t.Fatal("README.md shows no kubectl apply -k command")
-	}
-	for _, m := range applied {
-		dir := string(m[1])
+	ran := 0
+	for _, line := range doccmd.Lines(mustRead(t, "README.md")) {
+		m := kubectlApply.FindStringSubmatch(line)
+		if m == nil {
+			continue
+		}
+		dir := m[1]
 		t.Run(dir, func(t *testing.T) {
 			if !slices.Contains(checked, dir) {
 				t.Errorf("README applies %s, which the manifest tests do not render (%v)", dir, checked)
 			}
 			render(t, dir)
 		})
+		ran++
+	}
+	if ran == 0 {
+		t.Fatal("README.md shows no kubectl apply -k command")
+	}
+}
+
+var (
+	// helmInstall is a helm install command of the chart's README, its release's name and
+	// the --set values of the rest of its line.
+	helmInstall = regexp.MustCompile(`^helm install (\S+) \S+(.*)$`)
+	helmSet     = regexp.MustCompile(`--set (\S+)`)
+)
+
+// TestChartReadmeInstall renders the chart as each helm install command of its README
+// installs it (the chart of this tree standing in for the published one), with its --set
+// values, which the chart's schema checks.
+func TestChartReadmeInstall(t *testing.T) {
+	ran := 0
+	for _, line := range doccmd.Lines(mustRead(t, chartDir+"/README.md")) {
+		m := helmInstall.FindStringSubmatch(line)
+		if m == nil {
+			continue
+		}
+		vals := map[string]any{}
+		for _, set := range helmSet.FindAllStringSubmatch(m[2], -1) {
+			if err := strvals.ParseInto(set[1], vals); err != nil {
+				t.Fatalf("%s: --set %s: %v", line, set[1], err)
+			}
+		}
+		values, err := yaml.Marshal(vals)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Run(line, func(t *testing.T) {
+			renderChart(t, chartCase{name: line, values: string(values), release: m[1]})
+		})
+		ran++
+	}
+	if ran == 0 {
+		t.Fatal("the chart's README shows no helm install command")
 	}
 }

@@ -7,14 +7,13 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/logwindow/logwindow_exporter/internal/testutil/doccmd"
 )
 
-// shBlock is a document's sh block; imageCommand a `go run ./cmd/image` command of one of
-// its lines, its arguments up to the line's end or a shell operator.
-var (
-	shBlock      = regexp.MustCompile("(?s)```sh\n(.*?)```\n")
-	imageCommand = regexp.MustCompile(`go run \./cmd/image((?: [^\n&|;#]*)?)`)
-)
+// imageCommand is a `go run ./cmd/image` command of a document's sh block, its arguments up
+// to the line's end or a shell operator.
+var imageCommand = regexp.MustCompile(`go run \./cmd/image((?: [^&|;#]*)?)`)
 
 // TestDocsCommands parses the arguments of every `go run ./cmd/image` command the
 // documents show, $(cat ../VERSION) read as the tree's version: each must be a command
@@ -24,23 +23,25 @@ func TestDocsCommands(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	expand := strings.NewReplacer("$(cat ../VERSION)", strings.TrimSpace(string(version)), "\\\n", " ")
+	expand := strings.NewReplacer("$(cat ../VERSION)", strings.TrimSpace(string(version)))
 	ran := 0
 	for _, doc := range []string{"docs/operations.md", "deploy/README.md", "deploy/helm/logwindow-exporter/README.md"} {
 		text, err := os.ReadFile(filepath.Join(src, doc))
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, block := range shBlock.FindAllSubmatch(text, -1) {
-			for _, m := range imageCommand.FindAllStringSubmatch(expand.Replace(string(block[1])), -1) {
-				args := strings.Fields(m[1])
-				t.Run(doc+": "+strings.Join(args, " "), func(t *testing.T) {
-					if _, err := parseArgs(args, io.Discard); err != nil {
-						t.Errorf("%q: %v", args, err)
-					}
-				})
-				ran++
+		for _, line := range doccmd.Lines(text) {
+			m := imageCommand.FindStringSubmatch(expand.Replace(line))
+			if m == nil {
+				continue
 			}
+			args := strings.Fields(m[1])
+			t.Run(doc+": "+strings.Join(args, " "), func(t *testing.T) {
+				if _, err := parseArgs(args, io.Discard); err != nil {
+					t.Errorf("%q: %v", args, err)
+				}
+			})
+			ran++
 		}
 	}
 	if ran == 0 {
