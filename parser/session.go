@@ -31,7 +31,6 @@ func (p *Parser) NewSession() *Session {
 	return &Session{p: p, s: p.scratch.New().(*scratch)}
 }
 
-// ParseWrapped is Parser.ParseWrapped, with the Session's buffers.
 // ParseWrapped is Parser.ParseWrapped, with the Session's buffers; an input of one format
 // told of by SetFormat has its line read by that format.
 func (s *Session) ParseWrapped(input string, line, wrapperTime []byte, sink Sink) bool {
