@@ -35,6 +35,9 @@ type connLimiter struct {
 	running     map[net.Conn]struct{}
 	// closed counts the connections closed to stay within max, for the log.
 	closed int
+	// shutting is set by closeFresh: a connection the server accepts after it (its accept
+	// loop may lag behind the shutdown) is closed at once too.
+	shutting bool
 }
 
 func newConnLimiter(max int, grace time.Duration, logger *slog.Logger) *connLimiter {
@@ -53,11 +56,13 @@ func oldest(m map[net.Conn]time.Time, limit time.Time) net.Conn {
 	return c
 }
 
-// closeFresh closes the connections that have not sent a request yet: at shutdown, as
-// http.Server.Shutdown would wait for each until it is 5 s old before taking it for idle.
+// closeFresh closes the connections that have not sent a request yet, and those accepted
+// from now on: at shutdown, as http.Server.Shutdown would wait for each until it is 5 s
+// old before taking it for idle.
 func (l *connLimiter) closeFresh() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.shutting = true
 	for c := range l.fresh {
 		delete(l.fresh, c)
 		_ = c.Close() // no request read: no TLS alert to write
@@ -72,6 +77,10 @@ func (l *connLimiter) track(c net.Conn, state http.ConnState) {
 	defer l.mu.Unlock()
 	switch state {
 	case http.StateNew:
+		if l.shutting {
+			_ = c.Close() // new: no TLS alert to write
+			return
+		}
 		now := time.Now()
 		if len(l.idle)+len(l.fresh)+len(l.running) >= l.max {
 			if l.closed++; l.closed == 1 || l.closed%1000 == 0 {

@@ -74,6 +74,24 @@ func TestConnLimiter(t *testing.T) {
 	})
 }
 
+// At shutdown the connections that sent no request are closed, and so is one the server's
+// accept loop tracks only after that: Shutdown would wait 5 s for each.
+func TestConnLimiterCloseFresh(t *testing.T) {
+	l := newConnLimiter(10, time.Second, slog.New(slog.DiscardHandler))
+	fresh, running := &testConn{name: "fresh"}, &testConn{name: "running"}
+	l.track(fresh, http.StateNew)
+	l.track(running, http.StateNew)
+	l.track(running, http.StateActive)
+	l.closeFresh()
+	late := &testConn{name: "late"}
+	l.track(late, http.StateNew)
+	for c, want := range map[*testConn]bool{fresh: true, running: false, late: true} {
+		if c.closed.Load() != want {
+			t.Errorf("%s closed %v, want %v", c.name, c.closed.Load(), want)
+		}
+	}
+}
+
 // blockedWriter is a client that reads nothing: its writes block until the write
 // deadline is set (as http.ResponseController sets it), then fail.
 type blockedWriter struct {
