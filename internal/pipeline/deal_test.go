@@ -190,23 +190,14 @@ func TestReloadShardsKeepsMessagesInParts(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	rules := func(shards int) *config.Config {
-		cfg, err := config.Parse(fmt.Appendf(nil, `
+	p, rules := startSharded(t, func(shards int) string {
+		return fmt.Sprintf(`
 inputs: [{path: %s/*/nginx/*.log, wrapper: cri, shards: %d}]
 rules:
   - {name: all, match: '.'}
   - {name: users, match: '^user=(?P<user>\w+) took=5 done$', labels: {user: '${user}'}}
-`, root, shards), "rules.yaml")
-		if err != nil {
-			t.Fatal(err)
-		}
-		return cfg
-	}
-	p, err := Start(rules(1), Options{Now: time.Now, PollInterval: 10 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(p.Stop)
+`, root, shards)
+	})
 	messages := 0.0
 	step := func(tag, part string) {
 		t.Helper()
@@ -252,19 +243,10 @@ func TestReloadShardsReadsOnWhereTheyStopped(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			rules := func(shards int) *config.Config {
-				cfg, err := config.Parse(fmt.Appendf(nil, "inputs: [{path: %s/*/nginx/*.log, start_at: %s, shards: %d}]\nrules: [{name: lines, match: x}]\n",
-					root, startAt, shards), "rules.yaml")
-				if err != nil {
-					t.Fatal(err)
-				}
-				return cfg
-			}
-			p, err := Start(rules(1), Options{Now: time.Now, PollInterval: 10 * time.Millisecond})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(p.Stop)
+			p, rules := startSharded(t, func(shards int) string {
+				return fmt.Sprintf("inputs: [{path: %s/*/nginx/*.log, start_at: %s, shards: %d}]\nrules: [{name: lines, match: x}]\n",
+					root, startAt, shards)
+			})
 			want := 0.0
 			if startAt == "beginning" {
 				want = 3 * float64(len(logs))
@@ -287,4 +269,24 @@ func TestReloadShardsReadsOnWhereTheyStopped(t *testing.T) {
 			}
 		})
 	}
+}
+
+// startSharded starts a pipeline on the rule file text gives for one shard, and returns
+// it with the parse of text for any number of shards, for the reloads that change it.
+func startSharded(t *testing.T, text func(shards int) string) (*Pipeline, func(shards int) *config.Config) {
+	t.Helper()
+	rules := func(shards int) *config.Config {
+		t.Helper()
+		cfg, err := config.Parse([]byte(text(shards)), "rules.yaml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cfg
+	}
+	p, err := Start(rules(1), Options{Now: time.Now, PollInterval: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Stop)
+	return p, rules
 }
