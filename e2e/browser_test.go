@@ -90,7 +90,9 @@ func startBrowser(t *testing.T) *browser {
 	go b.read(fromBrowser)
 
 	var target struct{ TargetID string }
-	b.call("", "Target.createTarget", map[string]any{"url": "about:blank"}, &target)
+	// Chromium's first start on a fresh machine builds its caches before it answers, which
+	// took over 30 s on a loaded two-core machine.
+	b.callWithin(2*time.Minute, "", "Target.createTarget", map[string]any{"url": "about:blank"}, &target)
 	var attached struct{ SessionID string }
 	b.call("", "Target.attachToTarget", map[string]any{"targetId": target.TargetID, "flatten": true}, &attached)
 	b.session = attached.SessionID
@@ -147,6 +149,12 @@ func (b *browser) read(r *os.File) {
 // call sends a command and decodes its result into out (when not nil).
 func (b *browser) call(session, method string, params any, out any) {
 	b.t.Helper()
+	b.callWithin(30*time.Second, session, method, params, out)
+}
+
+// callWithin is call with its own time to wait for the answer.
+func (b *browser) callWithin(wait time.Duration, session, method string, params any, out any) {
+	b.t.Helper()
 	b.mu.Lock()
 	b.nextID++
 	id := b.nextID
@@ -174,8 +182,8 @@ func (b *browser) call(session, method string, params any, out any) {
 				b.t.Fatalf("%s: %v", method, err)
 			}
 		}
-	case <-time.After(30 * time.Second):
-		b.t.Fatalf("%s: no answer from chromium in 30s", method)
+	case <-time.After(wait):
+		b.t.Fatalf("%s: no answer from chromium in %v", method, wait)
 	}
 }
 
