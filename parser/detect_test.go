@@ -376,6 +376,48 @@ rules:
 	}
 }
 
+// A line that fits two formats of inputs without a name as well is read by the first of
+// them by name, but by its own input's through a Session told that input's formats:
+// ExplainWrapped and Fitted read it as ParseFile does.
+func TestSessionExplainsByItsInputsFormats(t *testing.T) {
+	c := mustParse(t, `
+inputs:
+  - {path: /a, log_format: '$remote_addr $http_host'}
+  - {path: /b, log_format: '$http_host [$remote_addr]'}
+  - {path: /c, log_format: ['$remote_addr $http_host', '$http_host [$remote_addr]']}
+rules:
+  - {name: requests, labels: {host: '${http_host}'}}
+`)
+	p := newOfInputs(t, c)
+	for _, tt := range []struct {
+		line, host string // host: "" for a line b's format does not read
+	}{
+		{"h1 [x]", "h1"},
+		{"h1 x", ""},
+	} {
+		s := p.NewSession()
+		s.SetFormats(c.Inputs[1].LogFormats, NewFiles())
+		s.SetFormat("", c.Inputs[1].LogFormat)
+		rec := &recorder{t: t, rules: c.Rules}
+		var fitted []bool
+		s.ParseFile("f", "", []byte(tt.line), nil, rec, func(_, fits bool) { fitted = append(fitted, fits && s.Fitted("", []byte(tt.line))) })
+		want := []record{{Rule: "requests", Labels: "host=" + tt.host, Value: 1}}
+		if tt.host == "" {
+			want = nil
+		}
+		if got := rec.take(); !slices.Equal(got, want) {
+			t.Errorf("%q: ParseFile %v, want %v", tt.line, got, want)
+		}
+		if !slices.Equal(fitted, []bool{tt.host != ""}) {
+			t.Errorf("%q: Fitted %v, want %v", tt.line, fitted, tt.host != "")
+		}
+		res := s.ExplainWrapped("", []byte(tt.line), nil).Rules[0]
+		if got := res.Outcome == Counted && string(res.Event.Labels[0]) == tt.host; got != (tt.host != "") {
+			t.Errorf("%q: ExplainWrapped %s %q, want host %q", tt.line, res.Outcome, res.Event.Labels, tt.host)
+		}
+	}
+}
+
 // An input of one format that no rule reading candidates reads is parsed by the groups
 // every line goes to alone, though its format is another input's candidate: the group of
 // that candidate (here one without rules, that only tells its files) is no match its
