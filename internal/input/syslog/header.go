@@ -144,6 +144,10 @@ func structuredData(b []byte) ([]byte, bool) {
 // hostname. Without a tag, the message is what follows the hostname (RFC 3164 makes the
 // tag optional).
 func rfc3164(b []byte) ([]byte, Header, bool) {
+	if len(b) > 0 && b[0] == ' ' {
+		// One space before the time, as some switches send (rsyslog reads past it too).
+		b = b[1:]
+	}
 	n := timestamp3164(b)
 	if n == 0 {
 		return nil, Header{}, false
@@ -199,7 +203,8 @@ var months = [12]string{"Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", 
 // RFC 3164's `Mmm dd hh:mm:ss`, the day space-padded ("Nov  4"), and what rsyslog also
 // accepts there from other senders: an unpadded day ("Nov 4"), a year before the time
 // ("Nov 24 2026 01:02:03", Cisco), a fraction of a second, a colon after the time, or
-// an RFC 3339 timestamp (rsyslog's forwarding format).
+// an RFC 3339 timestamp (rsyslog's forwarding format). rfc3164 also reads past one space
+// before it.
 func timestamp3164(b []byte) int {
 	if n := rfc3339(b); n > 0 {
 		return n

@@ -60,6 +60,7 @@ func TestMessage(t *testing.T) {
 		{"year before the time", "<13>Nov 24 2026 01:02:03 host app: hello", "hello", true},
 		{"colon after the time", "<13>Nov 24 01:02:03: host app: hello", "hello", true},
 		{"rfc3339 time", "<13>2026-11-24T01:02:03.123456+01:00 host app: hello", "hello", true},
+		{"space before the time", "<13> Nov 24 01:02:03 host app: hello", "hello", true},
 		{"rfc3339 time utc", "<13>2026-11-24T01:02:03Z app[7]: hello", "hello", true},
 		{"rfc5424 malformed stays so", "<165>1 2003-10-11T22:14:15.003Z", "<165>1 2003-10-11T22:14:15.003Z", false},
 		{"empty", "", "", false},
