@@ -100,7 +100,7 @@ type formatProgram struct {
 // complete.
 func (p *Parser) buildPrograms(cands []*logformat.Format) {
 	for i := range p.groups {
-		p.groups[i].entries = nil
+		p.groups[i].entries, p.groups[i].members = nil, nil
 	}
 	// The groups every line goes to come first, and are the base program's as they are.
 	slices.SortStableFunc(p.groups, func(a, b group) int {
@@ -126,9 +126,18 @@ func (p *Parser) buildPrograms(cands []*logformat.Format) {
 			}
 		}
 		for i := range p.groups {
-			if p.groups[i].cand == f.ID() {
-				prog.groups = append(prog.groups, p.groups[i])
+			g := &p.groups[i]
+			if g.cand != f.ID() {
+				continue
 			}
+			if g.fields != nil && len(f.Fields) > 0 && !f.AnyObject() {
+				for k, path := range g.fields.paths {
+					if path != nil {
+						g.members = append(g.members, k+1)
+					}
+				}
+			}
+			prog.groups = append(prog.groups, *g)
 		}
 		prog.groups = append(prog.groups, p.base.groups...)
 		p.cands = append(p.cands, prog)
@@ -219,7 +228,12 @@ func (p *Parser) lineProgram(s *scratch, input string, line []byte) *formatProgr
 	if prog := p.one[input]; prog != nil {
 		return prog
 	}
-	cands := p.inputCands(input)
+	return p.fittest(s, p.inputCands(input), line)
+}
+
+// fittest is the program of the candidate of cands that line alone fits best, or the
+// base program when it fits none.
+func (p *Parser) fittest(s *scratch, cands []*formatProgram, line []byte) *formatProgram {
 	k := choose(cands, [][]byte{line}, s)
 	switch {
 	case k < 0:

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"regexp"
 	"slices"
@@ -376,6 +377,48 @@ rules:
 	}
 }
 
+// A line that fits two formats of inputs without a name as well is read by the first of
+// them by name, but by its own input's through a Session told that input's formats:
+// ExplainWrapped and Fitted read it as ParseFile does.
+func TestSessionExplainsByItsInputsFormats(t *testing.T) {
+	c := mustParse(t, `
+inputs:
+  - {path: /a, log_format: '$remote_addr $http_host'}
+  - {path: /b, log_format: '$http_host [$remote_addr]'}
+  - {path: /c, log_format: ['$remote_addr $http_host', '$http_host [$remote_addr]']}
+rules:
+  - {name: requests, labels: {host: '${http_host}'}}
+`)
+	p := newOfInputs(t, c)
+	for _, tt := range []struct {
+		line, host string // host: "" for a line b's format does not read
+	}{
+		{"h1 [x]", "h1"},
+		{"h1 x", ""},
+	} {
+		s := p.NewSession()
+		s.SetFormats(c.Inputs[1].LogFormats, NewFiles())
+		s.SetFormat("", c.Inputs[1].LogFormat)
+		rec := &recorder{t: t, rules: c.Rules}
+		var fitted []bool
+		s.ParseFile("f", "", []byte(tt.line), nil, rec, func(_, fits bool) { fitted = append(fitted, fits && s.Fitted("", []byte(tt.line))) })
+		want := []record{{Rule: "requests", Labels: "host=" + tt.host, Value: 1}}
+		if tt.host == "" {
+			want = nil
+		}
+		if got := rec.take(); !slices.Equal(got, want) {
+			t.Errorf("%q: ParseFile %v, want %v", tt.line, got, want)
+		}
+		if !slices.Equal(fitted, []bool{tt.host != ""}) {
+			t.Errorf("%q: Fitted %v, want %v", tt.line, fitted, tt.host != "")
+		}
+		res := s.ExplainWrapped("", []byte(tt.line), nil).Rules[0]
+		if got := res.Outcome == Counted && string(res.Event.Labels[0]) == tt.host; got != (tt.host != "") {
+			t.Errorf("%q: ExplainWrapped %s %q, want host %q", tt.line, res.Outcome, res.Event.Labels, tt.host)
+		}
+	}
+}
+
 // An input of one format that no rule reading candidates reads is parsed by the groups
 // every line goes to alone, though its format is another input's candidate: the group of
 // that candidate (here one without rules, that only tells its files) is no match its
@@ -504,6 +547,50 @@ func TestSessionChoosesPerFile(t *testing.T) {
 	}
 	if got := files.Formats(); got["upstreaminfo"] != 1 {
 		t.Errorf("formats %v after b closed, want one upstreaminfo file", got)
+	}
+}
+
+// A file whose JSON template changes (its server now writes other members) is read by
+// the new one after MaxHeld of its lines, and the held ones too, as a file whose text
+// format changes is: a line that lacks a member the rules read of the chosen template is
+// not of it, though it is a JSON object.
+func TestSessionTemplateSwitch(t *testing.T) {
+	c := mustParse(t, `
+inputs:
+  - name: web
+    path: /a
+    log_format:
+      - 'log_format a escape=json ''{"status":"$status","ua":"$http_user_agent"}'';'
+      - 'log_format b escape=json ''{"code":$status,"up":{"addr":"$upstream_addr"}}'';'
+rules:
+  - {name: requests, labels: {status: '${status}'}}
+`)
+	p := newOfInputs(t, c)
+	files := NewFiles()
+	s := p.NewSession()
+	s.SetFormats(c.Inputs[0].LogFormats, files)
+	rec := &recorder{t: t, rules: c.Rules}
+	var count countingDone
+	feed := func(line string, n int) {
+		for range n {
+			s.ParseFile("f", "web", []byte(line), nil, rec, count.done)
+		}
+	}
+	feed(`{"status":"200","ua":"curl"}`, 3)
+	feed(`{"code":404,"up":{"addr":"10.1.0.5:80"}}`, MaxHeld-1)
+	if count.lines != 3 {
+		t.Errorf("%d lines parsed, want the 3 of a, b's held", count.lines)
+	}
+	feed(`{"code":404,"up":{"addr":"10.1.0.5:80"}}`, 1)
+	if got := files.Formats(); got["b"] != 1 || len(got) != 1 {
+		t.Errorf("formats %v, want the file read as b", got)
+	}
+	statuses := map[string]int{}
+	for _, e := range rec.take() {
+		statuses[e.Labels]++
+	}
+	if want := map[string]int{"status=200": 3, "status=404": MaxHeld}; !maps.Equal(statuses, want) || count.lines != 3+MaxHeld {
+		t.Errorf("%d lines parsed, requests %v; want %d, %v", count.lines, statuses, 3+MaxHeld, want)
 	}
 }
 

@@ -119,11 +119,35 @@ func (p *Parser) Explain(input string, line []byte) *Explanation {
 func (p *Parser) ExplainWrapped(input string, line, wrapperTime []byte) *Explanation {
 	s := p.scratch.Get().(*scratch)
 	defer p.scratch.Put(s)
+	// A rule reading candidate formats is read by the one the line fits, if any.
+	cands := p.inputCands(input)
+	if one := p.one[input]; one != nil {
+		cands = []*formatProgram{one}
+	}
+	return p.explain(s, input, line, wrapperTime, p.lineProgram(s, input, line), cands)
+}
+
+// ExplainWrapped is Parser.ExplainWrapped for a line of the Session's input as ParseFile
+// reads a file's first line, by the formats the Session was told (SetFormats,
+// SetFormat), not by those of the input's name, which inputs without one share: its
+// one format's program, else the program of its own candidate the line fits best, else
+// the groups every line goes to. Explaining changes nothing of what ParseFile holds.
+func (s *Session) ExplainWrapped(input string, line, wrapperTime []byte) *Explanation {
+	switch {
+	case s.one != nil:
+		return s.p.explain(s.s, input, line, wrapperTime, s.one, []*formatProgram{s.one})
+	case s.files != nil:
+		return s.p.explain(s.s, input, line, wrapperTime, s.p.fittest(s.s, s.progs, line), s.progs)
+	}
+	return s.p.explain(s.s, input, line, wrapperTime, s.p.base, nil)
+}
+
+// explain is ExplainWrapped with the buffers s, reading line by the groups of prog, chosen
+// among the programs of the input's formats, cands.
+func (p *Parser) explain(s *scratch, input string, line, wrapperTime []byte, prog *formatProgram, cands []*formatProgram) *Explanation {
 	s.wrapperTime = wrapperTime
 	out := &Explanation{Rules: make([]RuleResult, p.rules)}
-	// A rule reading candidate formats is read by the one the line fits, if any.
-	prog := p.lineProgram(s, input, line)
-	p.explainFormats(out, s, input, line, prog)
+	p.explainFormats(out, s, input, line, prog, cands)
 	groups := prog.groups
 	for i := range groups {
 		g := &groups[i]
@@ -182,15 +206,11 @@ func (p *Parser) ExplainWrapped(input string, line, wrapperTime []byte) *Explana
 // explainFormats gives the rules reading candidate formats their results where the
 // program of the line, prog, does not run them: the line is of a candidate whose format
 // lacks a capture they read (OtherFormat), or it fits no candidate (NoMatch, followed
-// through the text candidate it fits the farthest). The rules prog runs then have theirs
-// written over.
-func (p *Parser) explainFormats(out *Explanation, s *scratch, input string, line []byte, prog *formatProgram) {
+// through the text candidate of the input's, cands, it fits the farthest). The rules prog
+// runs then have theirs written over.
+func (p *Parser) explainFormats(out *Explanation, s *scratch, input string, line []byte, prog *formatProgram, cands []*formatProgram) {
 	var nearest *logformat.Format
 	var prefix *Prefix
-	cands := p.inputCands(input)
-	if one := p.one[input]; one != nil {
-		cands = []*formatProgram{one}
-	}
 	var formats []*logformat.Format
 	for _, c := range cands {
 		formats = append(formats, c.format)

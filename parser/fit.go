@@ -25,6 +25,21 @@ func (p *Parser) Fits(input string, line []byte) bool {
 	return p.reads(s, input, line, p.base.groups)
 }
 
+// Fitted reports whether a rule that reads input read line (as Fits says) by the program
+// the Session parsed it with, as its input reads it: its one format's, its file's chosen
+// one's, or the groups every line goes to. Call it from the LineDone of that line's parse
+// (ParseFile, CloseFile), while that program is the Session's.
+func (s *Session) Fitted(input string, line []byte) bool {
+	prog := s.p.base
+	switch {
+	case s.files == nil && s.one != nil:
+		prog = s.one
+	case s.files != nil && s.prog != nil:
+		prog = s.prog
+	}
+	return s.p.reads(s.s, input, line, prog.groups)
+}
+
 // reads reports whether a rule of groups that reads input matches line or reads its
 // fields.
 func (p *Parser) reads(s *scratch, input string, line []byte, groups []group) bool {

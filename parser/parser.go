@@ -117,6 +117,9 @@ type group struct {
 	// variables a format ends with may be missing, see logformat.compileText), 0 for none.
 	cand   string
 	strict int
+	// members are, for the group of a JSON template, the slots of the members its rules
+	// read, which the template always writes: a line that lacks one is not of it.
+	members []int
 	// entries are the config rules of rules, in the same order, while the parser is
 	// built.
 	entries []ruleEntry
@@ -610,6 +613,9 @@ func (p *Parser) parse(s *scratch, groups []group, mustFit bool, input string, l
 				wellFormed = false
 				continue
 			}
+			if fitting && !hasMembers(m.caps, g.members) {
+				return false, true
+			}
 		} else if !g.parse.Match(line, m.caps) || fitting && g.strict > 0 && m.caps[2*g.strict] < 0 {
 			// A line that is parsed by the format without having to fit it (held, of a
 			// file of that format) may end before the variables it ends with, as the
@@ -632,6 +638,16 @@ func (p *Parser) parse(s *scratch, groups []group, mustFit bool, input string, l
 		}
 	}
 	return fits, wellFormed
+}
+
+// hasMembers reports whether every slot of members has a value in caps.
+func hasMembers(caps, members []int) bool {
+	for _, k := range members {
+		if caps[2*k] < 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // apply runs one rule of a matched group on its match m: input, filters, value, time,

@@ -220,3 +220,43 @@ func TestCandidateNamesTrimmed(t *testing.T) {
 		})
 	}
 }
+
+// nginx looks variables up whatever their case (ngx_http_get_variable_index compares
+// names with ngx_strncasecmp and keeps them lowercased), so $Status is $status: the
+// capture has the lowercased name, and what derives from it and reads its time does too.
+// Only the log module's own variables are looked up by their exact name; written
+// otherwise they are read as any other variable, escaped.
+func TestVariableCase(t *testing.T) {
+	for _, c := range []struct {
+		text string
+		esc  Escape
+		want string
+	}{
+		{`$Remote_Addr - $REMOTE_USER [$Time_Local] "$Request" $Status $body_bytes_sent "$HTTP_User_Agent"`, EscapeDefault,
+			"remote_addr remote_user time_local request status body_bytes_sent http_user_agent request_method request_uri uri server_protocol status_class"},
+		{`${Status} ${status}`, EscapeDefault, "status status_class"},
+		{`{"s":$Status,"r":"$Request","t":"$Time_ISO8601"}`, EscapeJSON, "status request time_iso8601 request_method request_uri uri server_protocol status_class"},
+	} {
+		f, err := ParseNginx(c.text, c.esc)
+		if err != nil {
+			t.Errorf("%s: %v", c.text, err)
+			continue
+		}
+		if got := strings.Join(f.Names(), " "); got != c.want {
+			t.Errorf("%s: captures %s, want %s", c.text, got, c.want)
+		}
+	}
+	f, err := ParseNginx(`[$Time_Local] $Status $status`, EscapeDefault)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if layout, _, ok := f.Time("time_local"); !ok || layout != LayoutTimeLocal {
+		t.Errorf("time_local: %q %v", layout, ok)
+	}
+	if f.Var("status") != "$Status" || !f.Captures[1].Escaped {
+		t.Errorf("status: %+v, want $Status escaped (nginx reads it as a variable, not the log module's own)", f.Captures[1])
+	}
+	if f, err := ParseNginx(`{"s":$Status}`, EscapeJSON); err != nil || f.Unquoted != nil {
+		t.Errorf("$Status in a template: %v, unquoted %q; want a number", err, f.Unquoted)
+	}
+}

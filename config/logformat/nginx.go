@@ -107,7 +107,10 @@ func nginxVariable(s string) (*variable, int, *Error) {
 	for end < len(s) && isNameByte(s[end]) {
 		end++
 	}
-	name := s[start:end]
+	written := s[start:end]
+	// nginx looks a variable up whatever its case and keeps its name lowercased
+	// (ngx_http_get_variable_index), so $Status is $status and the capture is named so.
+	name := strings.ToLower(written)
 	n := end
 	if braced {
 		if end >= len(s) || s[end] != '}' {
@@ -118,7 +121,9 @@ func nginxVariable(s string) (*variable, int, *Error) {
 	if name == "" {
 		return nil, 0, &Error{0, "a $ must start a variable ($name or ${name}); nginx has no way to write a literal $ in a log format"}
 	}
-	v := &variable{name: name, text: s[:n], escaped: !slices.Contains(nginxBuiltins, name),
+	// The log module finds its own variables by their exact name; another case is read
+	// through the variables as any other, escaped.
+	v := &variable{name: name, text: s[:n], escaped: !slices.Contains(nginxBuiltins, written),
 		list: slices.Contains(nginxLists, name), spaced: name == "time_local"}
 	return v, n, nil
 }

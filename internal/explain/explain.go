@@ -145,13 +145,20 @@ type DropInfo struct {
 // safe for concurrent use (its sink is one writer's).
 type Explainer struct {
 	rules  []*config.Rule
-	parser *parser.Parser
+	parser Reader
 	sink   *store.Sink
+}
+
+// Reader reads a line for an explanation: a *parser.Parser, by the formats of the input's
+// name, or a *parser.Session told the formats of one input, by its own, as that input
+// reads the line.
+type Reader interface {
+	ExplainWrapped(input string, line, wrapperTime []byte) *parser.Explanation
 }
 
 // New returns an Explainer for rules (the config p and set were built from). sink judges
 // each event at the clocks of its last SetNow.
-func New(rules []*config.Rule, p *parser.Parser, sink *store.Sink) *Explainer {
+func New(rules []*config.Rule, p Reader, sink *store.Sink) *Explainer {
 	return &Explainer{rules: rules, parser: p, sink: sink}
 }
 

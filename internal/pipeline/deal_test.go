@@ -290,3 +290,86 @@ func startSharded(t *testing.T, text func(shards int) string) (*Pipeline, func(s
 	t.Cleanup(p.Stop)
 	return p, rules
 }
+
+// A file renamed from a directory of one follower of a glob into a directory of another
+// is read on by the follower that read it, from where it was, and not again from its
+// start by the other: the followers share which files they read.
+func TestShardsFileRenamedAcrossDirectories(t *testing.T) {
+	root := t.TempDir()
+	a, b := filepath.Join(root, "a"), filepath.Join(root, "b")
+	for _, dir := range []string{a, b} {
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(a, "x.log"), []byte("x\nx\nx\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(b, "y.log"), []byte("x\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p, _ := startSharded(t, func(int) string {
+		return fmt.Sprintf("inputs: [{path: %s/*/*.log, start_at: beginning, shards: 2}]\nrules: [{name: lines, match: x}]\n", root)
+	})
+	waitReady(t, p)
+	waitTotal(t, p, "at start", "lines_total{", 4)
+	var d *dealer
+	for _, in := range p.inputs {
+		d = in.deal
+	}
+	d.mu.Lock()
+	oa, okA := d.owner[a]
+	ob, okB := d.owner[b]
+	d.mu.Unlock()
+	if !okA || !okB || oa == ob {
+		t.Fatalf("directories a and b not dealt to two followers: %v %v, %v %v", oa, okA, ob, okB)
+	}
+	if err := os.Rename(filepath.Join(a, "x.log"), filepath.Join(b, "x.log")); err != nil {
+		t.Fatal(err)
+	}
+	appendTo(t, filepath.Join(b, "x.log"), "x\nx\n")
+	waitTotal(t, p, "renamed and written to", "lines_total{", 6)
+	// Files made after the rename are read once both followers listed the directories
+	// since: by then a second read of x.log would have begun.
+	for _, dir := range []string{a, b} {
+		if err := os.WriteFile(filepath.Join(dir, "z.log"), []byte("x\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitTotal(t, p, "new files", "lines_total{", 8)
+	appendTo(t, filepath.Join(b, "x.log"), "x\n")
+	waitTotal(t, p, "written to again", "lines_total{", 9)
+}
+
+// A file is read by the shard that claimed it first until that one releases it; another
+// shard's release of it changes nothing.
+func TestDealerClaims(t *testing.T) {
+	d := newDealer(2, time.Now)
+	steps := []struct {
+		op    string
+		shard int
+		want  bool
+	}{
+		{"claim", 0, true},
+		{"claim", 0, true},
+		{"claim", 1, false},
+		{"release", 1, false},
+		{"claim", 1, false},
+		{"release", 0, false},
+		{"claim", 1, true},
+		{"claim", 0, false},
+	}
+	for i, s := range steps {
+		switch s.op {
+		case "claim":
+			if got := d.claim(8, 42, s.shard); got != s.want {
+				t.Errorf("step %d: shard %d claims: %v, want %v", i, s.shard, got, s.want)
+			}
+		case "release":
+			d.release(8, 42, s.shard)
+		}
+	}
+	if !d.claim(8, 43, 0) {
+		t.Error("another file is not claimed by the first shard to ask")
+	}
+}

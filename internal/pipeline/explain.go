@@ -9,6 +9,7 @@ import (
 	"github.com/logwindow/logwindow_exporter/internal/explain"
 	"github.com/logwindow/logwindow_exporter/internal/input/cri"
 	"github.com/logwindow/logwindow_exporter/internal/input/syslog"
+	"github.com/logwindow/logwindow_exporter/parser"
 )
 
 // Explain explains the first maxLines lines of file (the messages of a wrapper: cri
@@ -43,19 +44,29 @@ func Explain(cfg *config.Config, file string, maxLines int, opts Options) ([]exp
 	if err != nil {
 		return nil, fmt.Errorf("explain %s: %w", file, err)
 	}
+	// Each line is read as its input reads it, by its own formats: inputs without a name
+	// share theirs, which does not say which of their formats is the file's.
+	session := func() *parser.Session {
+		ps := gen.parser.NewSession()
+		ps.SetFormats(read.input.LogFormats, parser.NewFiles())
+		ps.SetFormat(name, read.input.LogFormat)
+		return ps
+	}
 	now := newClock(opts.Now).second()
 	if hasEventTime(cfg) {
 		newest := &newestTime{}
+		ps := session()
 		for _, m := range msgs {
-			gen.parser.ParseWrapped(name, m.text, m.wrapperTime, newest)
+			ps.ParseFile(file, name, m.text, m.wrapperTime, newest, ignoreDone)
 		}
+		ps.CloseFile(file, name, newest, ignoreDone)
 		if newest.seen {
 			now = newest.time
 		}
 	}
 	sink := gen.set.NewSink()
 	sink.SetNow(now, now)
-	x := explain.New(cfg.Rules, gen.parser, sink)
+	x := explain.New(cfg.Rules, session(), sink)
 	out := make([]explain.Line, len(msgs))
 	for i, m := range msgs {
 		out[i] = x.ExplainWrapped(name, m.text, m.wrapperTime, true)

@@ -4,10 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/logwindow/logwindow_exporter/config"
 	"github.com/logwindow/logwindow_exporter/internal/explain"
+	"github.com/logwindow/logwindow_exporter/internal/store"
+	"github.com/logwindow/logwindow_exporter/parser"
 )
 
 // Fit is what a one-shot made of the lines of one input: how many were of the input's
@@ -72,15 +75,15 @@ func (f Fit) String() string {
 // fits counts the lines of each input read in a one-shot, in the order the inputs
 // were first read.
 type fits struct {
-	gen *generation
-	x   *explain.Explainer
-	all []*Fit
+	gen  *generation
+	sink *store.Sink
+	all  []*Fit
 	// byInput is the Fit of each input by label; a file no input reads has one of its own.
 	byInput map[string]*Fit
 }
 
 func newFits(gen *generation) *fits {
-	return &fits{gen: gen, x: explain.New(gen.cfg.Rules, gen.parser, gen.set.NewSink()), byInput: map[string]*Fit{}}
+	return &fits{gen: gen, sink: gen.set.NewSink(), byInput: map[string]*Fit{}}
 }
 
 // of is the Fit of file's input.
@@ -102,18 +105,87 @@ func (fs *fits) of(file fileInput) *Fit {
 	return f
 }
 
-// line counts line number n of path, msg, which the rules of input read: received says
-// whether it gave the sink an event or a drop, which needs no second look.
-func (fs *fits) line(f *Fit, input, path string, n int, msg []byte, received bool) {
+// lines counts the lines of a file of f's input as ps parses them into sink: call read
+// with each line just before ps.ParseFile, kept just after, and closing before
+// ps.CloseFile, both given done as the LineDone. ps must be told the input's formats.
+func (fs *fits) lines(f *Fit, input string, ps *parser.Session, sink replaySink) *lineFits {
+	return &lineFits{fs: fs, f: f, input: input, ps: ps, sink: sink, x: explain.New(fs.gen.cfg.Rules, ps, fs.sink),
+		pending: map[string][]pendingLine{}}
+}
+
+// lineFits counts a file input's lines, each when it is parsed (LineDone): at once, or,
+// for a line held while its file's format is chosen, when a later line has it parsed. A
+// line fits when its own parse gave the sink an event or a drop, or a rule reading the
+// input read it by the program it was parsed with (parser.Session.Fitted): so a line
+// fits as the runtime reads it, by its own input's formats and its file's chosen one, and
+// one that has held lines parsed is not counted by their events.
+type lineFits struct {
+	fs    *fits
+	f     *Fit
+	input string
+	ps    *parser.Session
+	sink  replaySink
+	x     *explain.Explainer
+	// path is the file of the lines being parsed; pending are the lines of each file read
+	// and not yet parsed, oldest first. received is the sink's count when the line parsed
+	// next started.
+	path     string
+	pending  map[string][]pendingLine
+	received uint64
+}
+
+// pendingLine is a line read and not yet parsed: its number in its file and its text,
+// copied (kept) once it outlives the read's buffer.
+type pendingLine struct {
+	n    int
+	msg  []byte
+	kept bool
+}
+
+// read notes line number n of path, msg, about to be parsed.
+func (l *lineFits) read(path string, n int, msg []byte) {
+	l.path, l.received = path, l.sink.Received()
+	l.pending[path] = append(l.pending[path], pendingLine{n: n, msg: msg})
+}
+
+// kept copies the lines of the last read's file the parse holds.
+func (l *lineFits) kept() {
+	p := l.pending[l.path]
+	for i := len(p) - 1; i >= 0 && !p[i].kept; i-- {
+		p[i].msg, p[i].kept = slices.Clone(p[i].msg), true
+	}
+}
+
+// closing says that what is held of path is parsed next (CloseFile).
+func (l *lineFits) closing(path string) { l.path, l.received = path, l.sink.Received() }
+
+// done is the parse's LineDone: the oldest line of the file being parsed was.
+func (l *lineFits) done(_, fitted bool) {
+	received := l.sink.Received()
+	own := received != l.received
+	l.received = received
+	p := l.pending[l.path]
+	if len(p) == 0 {
+		return
+	}
+	line := p[0]
+	p[0] = pendingLine{}
+	l.pending[l.path] = p[1:]
+	l.fs.line(l.f, l.x, l.input, l.path, line.n, line.msg, own || fitted && l.ps.Fitted(l.input, line.msg))
+}
+
+// line counts line number n of path, msg, which the rules of input read, and which fit or
+// not; x explains the first misfit.
+func (fs *fits) line(f *Fit, x *explain.Explainer, input, path string, n int, msg []byte, fit bool) {
 	f.Lines++
-	if received || fs.gen.parser.Fits(input, msg) {
+	if fit {
 		f.Fitting++
 		return
 	}
 	if f.First == 0 {
 		f.First, f.File = n, path
 		if fs.gen.parser.ReadsInput(input) {
-			l := fs.x.Explain(input, msg, false)
+			l := x.Explain(input, msg, false)
 			f.Stopped = l.Stopped()
 		} else {
 			f.Stopped = "no rule reads this input"

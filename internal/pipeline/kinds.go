@@ -67,6 +67,8 @@ func startFollower(p *Pipeline, ci config.Input, in *stream, shard int) (input.I
 	in.workers.Store(int32(workersOf(ci)))
 	if in.deal != nil {
 		opts.Select = func(path string) bool { return in.deal.owns(path, shard) }
+		opts.Claim = func(dev, ino uint64) bool { return in.deal.claim(dev, ino, shard) }
+		opts.Release = func(dev, ino uint64) { in.deal.release(dev, ino, shard) }
 	}
 	in.joinOptions(&opts, &p.cut, func() config.Streams { return p.gen.Load().input(in.source).Streams })
 	if pps := p.partsOf(ci.Source()); in.cri != nil && len(pps) > 0 {

@@ -99,8 +99,12 @@ func replayFiles(p *parser.Parser, files []fileInput, opts Options, sink replayS
 		ps.SetFormat(ci.Name, ci.LogFormat)
 		before := sink.Received()
 		var fit *Fit
+		var lines *lineFits
+		done := parser.LineDone(ignoreDone)
 		if fs != nil {
 			fit = fs.of(file)
+			lines = fs.lines(fit, ci.Name, ps, sink)
+			done = lines.done
 		}
 		var read []string
 		got, err := readMessages(file, opts, func(path string, n int, msg, wrapperTime []byte, lv lineValues) {
@@ -110,10 +114,12 @@ func replayFiles(p *parser.Parser, files []fileInput, opts Options, sink replayS
 			if !slices.Contains(read, path) {
 				read = append(read, path)
 			}
-			received := sink.Received()
-			ps.ParseFile(path, ci.Name, msg, wrapperTime, sink, ignoreDone)
-			if fit != nil {
-				fs.line(fit, ci.Name, path, n, msg, sink.Received() != received)
+			if lines != nil {
+				lines.read(path, n, msg)
+			}
+			ps.ParseFile(path, ci.Name, msg, wrapperTime, sink, done)
+			if lines != nil {
+				lines.kept()
 			}
 		})
 		if err != nil {
@@ -124,7 +130,10 @@ func replayFiles(p *parser.Parser, files []fileInput, opts Options, sink replayS
 			if paths != nil {
 				paths.set(ps, file.pathOf(path))
 			}
-			ps.CloseFile(path, ci.Name, sink, ignoreDone)
+			if lines != nil {
+				lines.closing(path)
+			}
+			ps.CloseFile(path, ci.Name, sink, done)
 		}
 		if fit != nil {
 			fit.Skipped += got.skipped

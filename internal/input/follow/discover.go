@@ -137,7 +137,7 @@ func (f *Follower) discover(initial bool) {
 // readable, have them read again from their first line.
 func (f *Follower) scan(initial, last bool) bool {
 	f.tree.scan++
-	paths, unlisted := expand(f.o, f.list)
+	paths, refused, unlisted := expand(f.o, f.list)
 	if config.IsGlob(f.o.Path) {
 		f.sweep()
 	}
@@ -179,6 +179,7 @@ func (f *Follower) scan(initial, last bool) bool {
 		}
 	}
 	f.tree.matches = matches
+	f.renamedAway(refused, found, present)
 	for p := range f.failed {
 		if !scanned[p] {
 			delete(f.failed, p) // left the glob
@@ -224,6 +225,44 @@ func (f *Follower) scan(initial, last bool) bool {
 		f.o.Logger.Info("file left its path, reading it to its end", "path", t.path, "grace", f.o.RotationGrace)
 	}
 	return true
+}
+
+// renamedAway finds the files the follower reads that are not at a path it selected
+// (found) among the paths Select refused: a file renamed into another follower's
+// directory, which it reads on there. Only the refused paths of directories listed
+// again by this scan (a rename changes its directory) and those its files were last
+// seen at are looked at, and only when a file is missing.
+func (f *Follower) renamedAway(refused []string, found map[fileID]string, present map[fileID]bool) {
+	if len(refused) == 0 {
+		return
+	}
+	f.mu.Lock()
+	at := map[string]bool{}
+	for _, t := range f.files {
+		if _, ok := found[t.id]; !ok {
+			at[t.path] = true
+		}
+	}
+	f.mu.Unlock()
+	if len(at) == 0 {
+		return
+	}
+	for _, p := range refused {
+		if n := f.tree.nodes[filepath.Dir(p)]; !at[p] && (n == nil || n.relist != f.tree.scan) {
+			continue
+		}
+		fi, err := os.Stat(p) // a symlink's file, whose identity the follower knows it by
+		if err != nil || !fi.Mode().IsRegular() {
+			continue
+		}
+		id := idOf(fi)
+		f.mu.Lock()
+		_, ours := f.byID[id]
+		f.mu.Unlock()
+		if _, dup := found[id]; ours && !dup {
+			found[id], present[id] = p, true
+		}
+	}
 }
 
 // left reports whether the file last seen at t's path is no longer there.
@@ -304,9 +343,13 @@ func (f *Follower) track(path string, initial bool) (m match, exists, isOpen boo
 	if isOpen {
 		return m, true, true, nil
 	}
+	if !f.claim(m.id) {
+		return m, true, false, nil // another follower of the glob reads it
+	}
 	// O_NONBLOCK: a FIFO swapped in after the stat must not block discovery.
 	file, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
+		f.release(m.id)
 		return m, true, false, err
 	}
 	if fi, err = file.Stat(); err == nil && !fi.Mode().IsRegular() {
@@ -317,11 +360,18 @@ func (f *Follower) track(path string, initial bool) (m match, exists, isOpen boo
 	}
 	if err != nil {
 		_ = file.Close()
+		f.release(m.id)
 		return m, true, false, err
 	}
 	// What we opened may already be the next file: its identity is the one
 	// that counts.
-	m.id = idOf(fi)
+	if id := idOf(fi); id != m.id {
+		f.release(m.id)
+		if m.id = id; !f.claim(id) {
+			_ = file.Close()
+			return m, true, false, nil
+		}
+	}
 	t := &tracked{id: m.id, f: file, path: path, lastData: f.o.now()}
 	if size, ok := f.atStart[m.id]; ok {
 		if !f.o.FromBeginning {
@@ -348,6 +398,7 @@ func (f *Follower) track(path string, initial bool) (m match, exists, isOpen boo
 	}
 	f.mu.Unlock()
 	if dup {
+		// The follower reads it already, claimed: it stays so.
 		_ = file.Close()
 		return m, true, true, nil
 	}

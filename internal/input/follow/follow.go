@@ -88,9 +88,17 @@ type Options struct {
 	// not close the path: a message may go on in the successor.
 	Closed func(path string)
 	// Select, when set, keeps of a glob's matches only the paths it accepts, so that
-	// several followers can share one glob's files (each must accept a file's path
-	// whatever it is renamed to within the glob, or the file would be read twice).
+	// several followers can share one glob's files. A file renamed to a path Select
+	// refuses is read on there by the follower that read it (it looks for it among the
+	// refused paths of the directories that changed); Claim keeps the follower whose
+	// path it now is from reading it again.
 	Select func(path string) bool
+	// Claim, when set, is asked before a file is opened whether the follower may read
+	// it (dev and ino identify it), and Release is told of each file claimed once the
+	// follower stops reading it: the followers that share a glob claim from one set, so
+	// that one file is read by one of them, wherever it is renamed within the glob.
+	Claim   func(dev, ino uint64) bool
+	Release func(dev, ino uint64)
 	// Resume, when not nil, is where an earlier follower of the input read its files up to
 	// (Follower.Positions): a file present at Start is read from its position, or from its
 	// start when it has none (it came after them), whatever FromBeginning says, and
@@ -262,17 +270,25 @@ func look(path string, follow bool) (os.FileInfo, error) {
 }
 
 // expand lists the paths the input names now: the glob's matches, or the
-// path itself, whether or not it exists. unlisted holds the directories of a
-// glob that could not be listed, with why.
-func expand(o Options, list func(dir string) ([]string, error)) (paths []string, unlisted map[string]error) {
+// path itself, whether or not it exists, and the matches Select refused. unlisted
+// holds the directories of a glob that could not be listed, with why.
+func expand(o Options, list func(dir string) ([]string, error)) (paths, refused []string, unlisted map[string]error) {
 	if !config.IsGlob(o.Path) {
-		return []string{o.Path}, nil
+		return []string{o.Path}, nil, nil
 	}
 	paths, unlisted = glob(o.Path, list)
 	if o.Select != nil {
-		paths = slices.DeleteFunc(paths, func(p string) bool { return !o.Select(p) })
+		var kept []string
+		for _, p := range paths {
+			if o.Select(p) {
+				kept = append(kept, p)
+			} else {
+				refused = append(refused, p)
+			}
+		}
+		paths = kept
 	}
-	return paths, unlisted
+	return paths, refused, unlisted
 }
 
 // Follower follows one input until Stop.
@@ -425,6 +441,7 @@ func (f *Follower) Stop() {
 		for _, t := range f.files {
 			_ = t.f.Close()
 			f.readPaths[t.path] = true
+			f.release(t.id)
 		}
 		f.files, f.byID = nil, nil
 		f.mu.Unlock()
@@ -434,6 +451,18 @@ func (f *Follower) Stop() {
 			}
 		}
 	})
+}
+
+// claim reports whether the follower may read the file id (Options.Claim).
+func (f *Follower) claim(id fileID) bool {
+	return f.o.Claim == nil || f.o.Claim(id.dev, id.ino)
+}
+
+// release lets go of the file id, claimed (Options.Release).
+func (f *Follower) release(id fileID) {
+	if f.o.Release != nil {
+		f.o.Release(id.dev, id.ino)
+	}
 }
 
 // poke tells the reader there may be something to read; pokes coalesce.
@@ -553,6 +582,7 @@ func (f *Follower) retireIfIdle(t *tracked, path string) {
 func (f *Follower) remove(t *tracked) {
 	f.pathsChanged++
 	delete(f.byID, t.id)
+	f.release(t.id)
 	for i, u := range f.files {
 		if u == t {
 			f.files = append(f.files[:i], f.files[i+1:]...)

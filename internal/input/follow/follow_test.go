@@ -515,6 +515,72 @@ func TestGlob(t *testing.T) {
 	}
 }
 
+// Two followers share a glob by directory (Select) and claim its files from one set: a
+// file renamed from one's directory into the other's is read on by the first, as a file
+// renamed within the glob is, not read again from its start by the second, and keeps its
+// claim while it is read; a file that appears in the second's directory is the second's.
+func TestGlobSharedRenamedAcross(t *testing.T) {
+	for _, m := range modes {
+		t.Run(m.name, func(t *testing.T) {
+			root := t.TempDir()
+			dirA, dirB := filepath.Join(root, "a"), filepath.Join(root, "b")
+			for _, d := range []string{dirA, dirB} {
+				if err := os.Mkdir(d, 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+			x := create(t, filepath.Join(dirA, "x.log"))
+			writeLines(t, x, 1, 10)
+			var mu sync.Mutex
+			claims := map[fileID]string{}
+			c := newCollector()
+			followers := map[string]*Follower{}
+			for _, dir := range []string{dirA, dirB} {
+				o := m.options(filepath.Join(root, "*", "*.log"))
+				o.FromBeginning = true
+				o.Select = func(path string) bool { return filepath.Dir(path) == dir }
+				o.Claim = func(dev, ino uint64) bool {
+					mu.Lock()
+					defer mu.Unlock()
+					if by, ok := claims[fileID{dev, ino}]; ok {
+						return by == dir
+					}
+					claims[fileID{dev, ino}] = dir
+					return true
+				}
+				o.Release = func(dev, ino uint64) {
+					mu.Lock()
+					defer mu.Unlock()
+					if claims[fileID{dev, ino}] == dir {
+						delete(claims, fileID{dev, ino})
+					}
+				}
+				followers[dir] = start(t, o, c.handle)
+			}
+			waitFor(t, "x.log read", func() bool { return c.has(1, 10) })
+			rename(t, filepath.Join(dirA, "x.log"), filepath.Join(dirB, "x.log"))
+			writeLines(t, x, 11, 20)
+			y := create(t, filepath.Join(dirB, "y.log"))
+			writeLines(t, y, 21, 30)
+			waitFor(t, "x.log read on under b, y.log read", func() bool {
+				s := followers[dirA].Stats()
+				return c.has(11, 30) && len(s.Files) == 1 && s.Files[0].Path == filepath.Join(dirB, "x.log")
+			})
+			writeLines(t, x, 31, 40)
+			waitFor(t, "x.log read on again", func() bool { return c.has(31, 40) })
+			c.expectExactly(t, span{1, 40})
+			if s := followers[dirB].Stats(); len(s.Files) != 1 || s.Files[0].Path != filepath.Join(dirB, "y.log") {
+				t.Errorf("b's follower reads %+v, want y.log alone", s.Files)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if len(claims) != 2 {
+				t.Errorf("claims %v, want x.log's by a and y.log's by b", claims)
+			}
+		})
+	}
+}
+
 // A file renamed within a glob between the listing and the look at its old
 // name is not taken for a rotation.
 func TestGlobListingStale(t *testing.T) {

@@ -196,7 +196,7 @@ func (f *Follower) resumeRotated() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for _, t := range found {
-		if _, dup := f.byID[t.id]; dup {
+		if _, dup := f.byID[t.id]; dup || !f.claim(t.id) {
 			_ = t.f.Close()
 			continue
 		}

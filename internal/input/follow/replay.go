@@ -30,7 +30,7 @@ func ReadToEnd(opts Options, h input.Handler) (input.Stats, error) {
 	}
 	var c counters
 	r := newLineReader(o, h, &c, nil)
-	paths, unlisted := expand(o, o.list)
+	paths, _, unlisted := expand(o, o.list)
 	var errs []error
 	for _, dir := range slices.Sorted(maps.Keys(unlisted)) {
 		c.fail(reasonList)

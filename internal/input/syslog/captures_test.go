@@ -22,6 +22,10 @@ func TestParseHeader(t *testing.T) {
 		{"rfc5424", "<165>1 2003-10-11T22:14:15.003Z mymachine.example.com evntslog - ID47 - msg text", "mymachine.example.com", "evntslog", "msg text"},
 		{"rfc5424 nil values", "<165>1 - - - - - - hi", "", "", "hi"},
 		{"rfc5424 sd", `<165>1 2003-10-11T22:14:15.003Z host app 42 ID47 [a@1 b="c"] m`, "host", "app", "m"},
+		{"no timestamp", "<13>hello", "", "", "hello"},
+		{"no timestamp, tag", "<13>busybox[9]: hello there", "", "busybox", "hello there"},
+		{"rfc3339 time", "<13>2026-11-24T01:02:03Z web-2 nginx: hi", "web-2", "nginx", "hi"},
+		{"unpadded day", "<13>Nov 4 01:02:03 web-2 nginx: hi", "web-2", "nginx", "hi"},
 		{"not syslog", "plain line", "", "", "plain line"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

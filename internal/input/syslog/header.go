@@ -14,10 +14,13 @@ type Header struct {
 }
 
 // Message returns the message of a syslog datagram, without its header: RFC 3164 as nginx
-// and most libc syslog() implementations send it (`<PRI>Mmm dd hh:mm:ss [host] tag: msg`)
-// or RFC 5424 (`<PRI>1 TIMESTAMP HOST APP PROCID MSGID SD msg`). ok is false when the
-// datagram does not start with a syslog header; msg is then the whole datagram. One
-// trailing newline is dropped either way. msg is always a subslice of datagram.
+// and most libc syslog() implementations send it (`<PRI>Mmm dd hh:mm:ss [host] tag: msg`),
+// with the timestamps other senders put there (see timestamp3164), or RFC 5424
+// (`<PRI>1 TIMESTAMP HOST APP PROCID MSGID SD msg`). After a priority without a timestamp
+// the rest is the message (RFC 3164 4.3.3's relay keeps it whole as the content), less a
+// `tag: ` opening it. ok is false when the datagram does not start with a priority, or
+// claims RFC 5424 and is not; msg is then the whole datagram. One trailing newline is
+// dropped either way. msg is always a subslice of datagram.
 func Message(datagram []byte) (msg []byte, ok bool) {
 	msg, _, ok = Parse(datagram)
 	return msg, ok
@@ -34,10 +37,14 @@ func Parse(datagram []byte) (msg []byte, h Header, ok bool) {
 	if m, h, ok := rfc5424(rest); ok {
 		return m, h, true
 	}
+	if bytes.HasPrefix(rest, []byte("1 ")) {
+		// A version 1 that is not RFC 5424: a broken sender, not a message of its own.
+		return d, Header{}, false
+	}
 	if m, h, ok := rfc3164(rest); ok {
 		return m, h, true
 	}
-	return d, Header{}, false
+	return headerless(rest)
 }
 
 func trimNewline(b []byte) []byte {
@@ -132,15 +139,20 @@ func structuredData(b []byte) ([]byte, bool) {
 	return b, true
 }
 
-// rfc3164 strips `Mmm dd hh:mm:ss SP [HOSTNAME SP] TAG[pid]: SP` after the priority.
-// nginx sends the hostname unless told `nohostname`, so a first word that is not a tag
-// is the hostname. Without a tag, the message is what follows the hostname (RFC 3164
-// makes the tag optional).
+// rfc3164 strips `TIMESTAMP SP [HOSTNAME SP] TAG[pid]: SP` after the priority. nginx
+// sends the hostname unless told `nohostname`, so a first word that is not a tag is the
+// hostname. Without a tag, the message is what follows the hostname (RFC 3164 makes the
+// tag optional).
 func rfc3164(b []byte) ([]byte, Header, bool) {
-	if !timestamp3164(b) {
+	if len(b) > 0 && b[0] == ' ' {
+		// One space before the time, as some switches send (rsyslog reads past it too).
+		b = b[1:]
+	}
+	n := timestamp3164(b)
+	if n == 0 {
 		return nil, Header{}, false
 	}
-	b = b[len("Mmm dd hh:mm:ss"):]
+	b = b[n:]
 	if len(b) == 0 {
 		return b, Header{}, true
 	}
@@ -173,13 +185,32 @@ func rfc3164(b []byte) ([]byte, Header, bool) {
 	return b, h, true
 }
 
+// headerless reads what follows a priority without a timestamp (`<13>hello`, as busybox
+// syslogd and some loggers send locally): the message, less a tag opening it as rsyslog
+// reads one. With no timestamp to say that a header is there, only `tag: ` or
+// `tag[pid]: ` with its space counts, so that a message such as `http://host/` or an
+// IPv6 address is kept whole; no hostname is read (RFC 3164 puts it after the time).
+func headerless(b []byte) ([]byte, Header, bool) {
+	if tag, msg, ok := afterTag(b); ok && len(msg) < len(b) && b[len(b)-len(msg)-1] == ' ' {
+		return msg, Header{Tag: tag}, true
+	}
+	return b, Header{}, true
+}
+
 var months = [12]string{"Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"}
 
-// timestamp3164 checks `Mmm dd hh:mm:ss`, the day space-padded ("Nov  4").
-func timestamp3164(b []byte) bool {
-	const n = len("Mmm dd hh:mm:ss")
-	if len(b) < n {
-		return false
+// timestamp3164 returns the length of the timestamp opening b, 0 if there is none:
+// RFC 3164's `Mmm dd hh:mm:ss`, the day space-padded ("Nov  4"), and what rsyslog also
+// accepts there from other senders: an unpadded day ("Nov 4"), a year before the time
+// ("Nov 24 2026 01:02:03", Cisco), a fraction of a second, a colon after the time, or
+// an RFC 3339 timestamp (rsyslog's forwarding format). rfc3164 also reads past one space
+// before it.
+func timestamp3164(b []byte) int {
+	if n := rfc3339(b); n > 0 {
+		return n
+	}
+	if len(b) < len("Mmm d hh:mm:ss") || b[3] != ' ' {
+		return 0
 	}
 	month := false
 	for _, m := range months {
@@ -188,18 +219,78 @@ func timestamp3164(b []byte) bool {
 			break
 		}
 	}
-	if !month || b[3] != ' ' || b[6] != ' ' || b[9] != ':' || b[12] != ':' {
-		return false
+	if !month {
+		return 0
 	}
-	if !(b[4] == ' ' || isDigit(b[4])) || !isDigit(b[5]) {
-		return false
+	i := 4
+	switch {
+	case b[4] == ' ' && isDigit(b[5]), isDigit(b[4]) && isDigit(b[5]):
+		i = 6
+	case isDigit(b[4]):
+		i = 5
+	default:
+		return 0
 	}
-	for _, i := range []int{7, 8, 10, 11, 13, 14} {
-		if !isDigit(b[i]) {
-			return false
-		}
+	if i >= len(b) || b[i] != ' ' {
+		return 0
 	}
-	return true
+	i++
+	if n := digits(b[i:]); n == 4 && i+4 < len(b) && b[i+4] == ' ' {
+		i += 5
+	}
+	if !clock(b[i:]) {
+		return 0
+	}
+	i += len("hh:mm:ss")
+	i += fraction(b[i:])
+	if i < len(b) && b[i] == ':' {
+		i++
+	}
+	return i
+}
+
+// rfc3339 returns the length of an RFC 3339 timestamp opening b
+// (`2026-11-24T01:02:03[.frac](Z|+hh:mm)`), 0 if there is none.
+func rfc3339(b []byte) int {
+	const date = len("2026-11-24T")
+	if len(b) < date+len("hh:mm:ssZ") || digits(b) != 4 || b[4] != '-' || digits(b[5:]) != 2 ||
+		b[7] != '-' || digits(b[8:]) != 2 || b[10] != 'T' || !clock(b[date:]) {
+		return 0
+	}
+	i := date + len("hh:mm:ss")
+	i += fraction(b[i:])
+	switch {
+	case i < len(b) && b[i] == 'Z':
+		return i + 1
+	case i+6 <= len(b) && (b[i] == '+' || b[i] == '-') && digits(b[i+1:]) == 2 && b[i+3] == ':' && digits(b[i+4:]) == 2:
+		return i + 6
+	}
+	return 0
+}
+
+// clock checks `hh:mm:ss` at the start of b.
+func clock(b []byte) bool {
+	return len(b) >= len("hh:mm:ss") && digits(b) == 2 && b[2] == ':' && digits(b[3:]) == 2 && b[5] == ':' && digits(b[6:]) == 2
+}
+
+// fraction returns the length of `.digits` at the start of b, 0 if there is none.
+func fraction(b []byte) int {
+	if len(b) < 2 || b[0] != '.' {
+		return 0
+	}
+	if n := digits(b[1:]); n > 0 {
+		return 1 + n
+	}
+	return 0
+}
+
+// digits returns how many decimal digits open b.
+func digits(b []byte) int {
+	n := 0
+	for n < len(b) && isDigit(b[n]) {
+		n++
+	}
+	return n
 }
 
 // afterTag returns the tag and what follows `tag: ` or `tag[pid]: ` at the start of b: a

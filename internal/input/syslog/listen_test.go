@@ -82,13 +82,13 @@ func TestListenReceives(t *testing.T) {
 			if !l.Ready() {
 				t.Fatal("not ready once bound")
 			}
-			syslogtest.Send(t, tc.name, tc.target(l), nginxDatagram, "not syslog at all", nginxNoHostname)
-			got := c.wait(t, 3)
-			want := []string{nginxLine, "not syslog at all", nginxLine}
+			syslogtest.Send(t, tc.name, tc.target(l), nginxDatagram, "not syslog at all", nginxNoHostname, "<13>no timestamp")
+			got := c.wait(t, 4)
+			want := []string{nginxLine, "not syslog at all", nginxLine, "no timestamp"}
 			if !slices.Equal(got, want) {
 				t.Errorf("lines = %q, want %q", got, want)
 			}
-			if s := l.Stats(); s.LinesRead != 3 || received(s) != 3 || count(s, selfmetric.InputMalformedDatagrams.Name, "") != 1 {
+			if s := l.Stats(); s.LinesRead != 4 || received(s) != 4 || count(s, selfmetric.InputMalformedDatagrams.Name, "") != 1 {
 				t.Errorf("stats = %+v", s)
 			}
 		})

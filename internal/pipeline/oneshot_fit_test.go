@@ -1,0 +1,132 @@
+package pipeline
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/logwindow/logwindow_exporter/config"
+)
+
+// A line that ends the holding of a file's lines while its format is chosen again (here
+// the sixteenth held, which has the file switch to upstreaminfo) parses the lines held
+// before it: their events are not its own, and a one-shot counts it by what its own parse
+// made of it. Here it is of no format, and the only misfit.
+func TestOneShotFlushingLineFitsByItself(t *testing.T) {
+	const combined = `10.0.0.1 - - [01/Mar/2024:12:00:00 +0000] "GET / HTTP/1.1" 200 5 "-" "curl/8.5.0"`
+	const upstream = combined + ` 90 0.002 [a] [] 10.1.0.5:80 5 0.001 200 ab`
+	lines := []string{combined}
+	for range 15 {
+		lines = append(lines, upstream)
+	}
+	lines = append(lines, "not a log line")
+	dir := t.TempDir()
+	log := filepath.Join(dir, "access.log")
+	if err := os.WriteFile(log, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Parse(fmt.Appendf(nil, `
+inputs:
+  - {name: web, path: '%s', log_format: [combined, upstreaminfo], start_at: beginning}
+rules:
+  - {name: requests, labels: {status: '${status}'}}
+`, log), "rules.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const want = "input web: 16 of 17 lines fit (first misfit at line 17: "
+	var summary bytes.Buffer
+	if err := Sample(cfg, []string{log}, Options{Now: time.Now, Summary: &summary}); err != nil || !strings.HasPrefix(summary.String(), want) {
+		t.Errorf("sample: %v, summary %q; want %q...", err, summary.String(), want)
+	}
+	summary.Reset()
+	var out strings.Builder
+	if err := Replay(cfg, []string{log}, Options{Now: time.Now, Summary: &summary}, &out); err != nil || !strings.HasPrefix(summary.String(), want) {
+		t.Errorf("replay: %v, summary %q; want %q...", err, summary.String(), want)
+	}
+	if !strings.Contains(out.String(), `requests_total{status="200"} 16`+"\n") {
+		t.Errorf("replay counted not the 16 requests:\n%s", out.String())
+	}
+}
+
+// Inputs without a name share it, and a line of theirs that fits two of their formats as
+// well is read at runtime by its own input's format: --explain and a one-shot's count of
+// the lines that fit read it so too, not by the first of the formats of that name.
+func TestOneShotUnnamedInputReadByItsOwnFormat(t *testing.T) {
+	dir := t.TempDir()
+	a, b := filepath.Join(dir, "a.log"), filepath.Join(dir, "b.log")
+	// "h1 [x]" fits both formats with two values: by name, the first (a's) would read it.
+	if err := os.WriteFile(a, []byte("10.0.0.1 h1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(b, []byte("h1 [x]\nh1 x\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Parse(fmt.Appendf(nil, `
+inputs:
+  - {path: '%[1]s', log_format: '$remote_addr $http_host'}
+  - {path: '%[2]s', log_format: '$http_host [$remote_addr]'}
+  - {path: '%[3]s/c.log', log_format: ['$remote_addr $http_host', '$http_host [$remote_addr]']}
+rules:
+  - {name: requests, labels: {host: '${http_host}'}}
+`, a, b, dir), "rules.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	var summary bytes.Buffer
+	if err := Replay(cfg, []string{b}, Options{Now: time.Now, Summary: &summary}, &out); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), `requests_total{host="h1"} 1`+"\n") {
+		t.Fatalf("replay does not read b.log by its own format:\n%s", out.String())
+	}
+	want := "input " + b + ": 1 of 2 lines fit (first misfit at line 2: "
+	if !strings.HasPrefix(summary.String(), want) {
+		t.Errorf("replay: summary %q, want %q...", summary.String(), want)
+	}
+	summary.Reset()
+	lines, err := Explain(cfg, b, 2, Options{Now: time.Now, Summary: &summary})
+	if err != nil || len(lines) != 2 {
+		t.Fatalf("explain: %d lines, %v", len(lines), err)
+	}
+	if got := lines[0].Rules[0]; !lines[0].Counted || len(got.Labels) != 1 || got.Labels[0].Value != "h1" {
+		t.Errorf("explain of line 1: counted %v, %+v; want host h1 as replay counts it", lines[0].Counted, got)
+	}
+	if lines[1].Counted {
+		t.Errorf("explain of line 2: counted, but replay does not read it")
+	}
+	if !strings.HasPrefix(summary.String(), want) {
+		t.Errorf("explain: summary %q, want %q...", summary.String(), want)
+	}
+}
+
+// A line of a candidate format that lacks what every rule reading the input reads is read
+// by no rule, though the file's format is chosen by it: it does not fit, and a one-shot
+// whose lines are all so fails, naming the format.
+func TestOneShotCandidateNoRuleAppliesTo(t *testing.T) {
+	const combined = `10.0.0.1 - - [01/Mar/2024:12:00:00 +0000] "GET / HTTP/1.1" 200 5 "-" "curl/8.5.0"`
+	log := filepath.Join(t.TempDir(), "access.log")
+	if err := os.WriteFile(log, []byte(combined+"\n"+combined+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Parse(fmt.Appendf(nil, `
+inputs:
+  - {name: web, path: '%s', log_format: [combined, upstreaminfo]}
+rules:
+  - {name: upstreams, labels: {addr: '${upstream_addr}'}}
+`, log), "rules.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var summary bytes.Buffer
+	err = Sample(cfg, []string{log}, Options{Now: time.Now, Summary: &summary})
+	const want = "input web: 0 of 2 lines fit (first misfit at line 1: the line is of the log format combined, to which no rule applies"
+	if err == nil || !strings.HasPrefix(summary.String(), want) {
+		t.Errorf("sample: %v, summary %q; want an error and %q...", err, summary.String(), want)
+	}
+}
