@@ -284,6 +284,10 @@ func decodePathParts(rec []byte) (string, pathParts, error) {
 	pp.parts = make([]cri.Part, 0, n)
 	for range n {
 		part := cri.Part{Stream: string(r.Prefixed())}
+		if r.Err() == nil && !cri.Readable(part.Stream) {
+			// No CRI line has it: kept, its bytes would be held for a message nothing ends.
+			r.Failf("stream name %.16q of %d bytes", part.Stream, len(part.Stream))
+		}
 		flags := r.Byte()
 		if flags&^(partSkipped|partCounted) != 0 {
 			r.Failf("message flags %#x", flags)

@@ -252,6 +252,24 @@ func TestStorageBadSnapshot(t *testing.T) {
 		},
 		aside:  true,
 		logged: "messages in parts: corrupt",
+	}, {
+		// A stream name no CRI line has, long: it was held, and charged to the memory
+		// bound, bounded only by the snapshot's size.
+		name:  "messages in parts of a forged stream",
+		spoil: func(b []byte) []byte { return b },
+		rewrite: func(w *storage.Writer, sec storage.Section) error {
+			if err := storetest.CopySection(w, sec); err != nil || sec.Name != sectionParts {
+				return err
+			}
+			const path = "/var/log/pods/web/nginx/0.log"
+			return w.Record(appendPathParts(nil, "/var/log/pods/*/*/*.log", pathParts{
+				path:  path,
+				files: []follow.Position{{Path: path, Dev: 2049, Ino: 131, Offset: 90}},
+				parts: []cri.Part{{Stream: strings.Repeat("s", 1<<20), Joined: []byte("a")}},
+			}))
+		},
+		aside:  true,
+		logged: "messages in parts: corrupt encoding: stream name",
 	}}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
