@@ -93,8 +93,9 @@ func (s *persister) release() {
 // exporter starts without it.
 func (p *Pipeline) restore(gen *generation) (map[string][]follow.Position, map[string][]pathParts, int64) {
 	s, log := p.storage, p.opts.Logger
-	if err := os.MkdirAll(s.dir, 0o750); err != nil {
-		log.Warn("cannot make the storage directory: snapshots will fail until it can be written", "dir", s.dir, "err", err)
+	made := os.MkdirAll(s.dir, 0o750)
+	if made != nil {
+		log.Warn("cannot make the storage directory: snapshots will fail until it can be written", "dir", s.dir, "err", made)
 	}
 	switch err := s.takeLock(); {
 	case errors.Is(err, storage.ErrLocked):
@@ -103,7 +104,7 @@ func (p *Pipeline) restore(gen *generation) (map[string][]follow.Position, map[s
 		s.update(func(st *selfmetric.StorageStats) { st.RestoreFailures++ })
 		log.Error("another exporter uses the storage directory: starting empty; no snapshot is written until it lets the directory go", "dir", s.dir, "err", err)
 		return nil, nil, math.MaxInt64
-	case err != nil:
+	case err != nil && made == nil:
 		log.Warn("cannot lock the storage directory: another exporter given it too would not be told of", "dir", s.dir, "err", err)
 	}
 	most := int64(math.MaxInt64) // no bound
