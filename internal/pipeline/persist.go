@@ -184,6 +184,11 @@ func decodePipeline(snap *storage.Snapshot) (map[string][]follow.Position, int64
 		ps := make([]follow.Position, 0, n)
 		for range n {
 			pos := follow.Position{Path: string(r.Prefixed()), Dev: r.Uvarint(), Ino: r.Uvarint()}
+			if r.Err() == nil && !follow.Names(source, pos.Path) {
+				// Its file would be looked for by device and inode in that path's directory
+				// and read as the input's, any file the exporter may read.
+				r.Failf("position of %q, which %q does not name", pos.Path, source)
+			}
 			off := r.Uvarint()
 			if off > math.MaxInt64 {
 				r.Failf("offset %d", off)

@@ -270,6 +270,20 @@ func TestStorageBadSnapshot(t *testing.T) {
 		},
 		aside:  true,
 		logged: "messages in parts: corrupt encoding: stream name",
+	}, {
+		// A position of a file the input does not name: a restart read the file of its
+		// device and inode in the position's directory (any the exporter may read) to its
+		// end, as a file rotated away while the exporter was down.
+		name:  "a position the input does not name",
+		spoil: func(b []byte) []byte { return b },
+		rewrite: func(w *storage.Writer, sec storage.Section) error {
+			if err := storetest.CopySection(w, sec); err != nil || sec.Name != sectionFiles {
+				return err
+			}
+			return w.Record(appendPositions(nil, "/var/log/nginx/*.log", []follow.Position{{Path: "/etc/shadow", Dev: 2049, Ino: 131}}))
+		},
+		aside:  true,
+		logged: `corrupt encoding: position of \"/etc/shadow\", which \"/var/log/nginx/*.log\" does not name`,
 	}}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
