@@ -35,8 +35,10 @@ const (
 type persister struct {
 	dir      string
 	interval time.Duration
-	// write serialises the snapshots: one writer per directory.
+	// write serialises the snapshots: one writer per directory. It guards lock.
 	write sync.Mutex
+	// lock is the directory taken from other processes (storage.TakeLock), nil until it is.
+	lock *storage.Lock
 	// writeFile writes a snapshot's file: storage.Write, or a slow disk in tests.
 	writeFile func(dir string, fill func(w *storage.Writer) error) error
 	// encodeAhead is Set.EncodeAhead, or a slow one in tests.
@@ -63,6 +65,27 @@ func (s *persister) update(f func(st *selfmetric.StorageStats)) {
 	f(&s.stats)
 }
 
+// takeLock takes the directory for this process if it has not yet; s.write must be held,
+// or no snapshot be written yet.
+func (s *persister) takeLock() error {
+	if s.lock != nil {
+		return nil
+	}
+	l, err := storage.TakeLock(s.dir)
+	s.lock = l
+	return err
+}
+
+// release lets the directory go, for another process (or a pipeline of this one) to take.
+func (s *persister) release() {
+	s.write.Lock()
+	defer s.write.Unlock()
+	if s.lock != nil {
+		s.lock.Release()
+		s.lock = nil
+	}
+}
+
 // restore reads the snapshot of the storage directory into gen's new Set and returns
 // the positions of the files by input source, the CRI messages in parts its inputs were
 // joining by input source, and the start second it records (or math.MaxInt64). A
@@ -70,8 +93,19 @@ func (s *persister) update(f func(st *selfmetric.StorageStats)) {
 // exporter starts without it.
 func (p *Pipeline) restore(gen *generation) (map[string][]follow.Position, map[string][]pathParts, int64) {
 	s, log := p.storage, p.opts.Logger
-	if err := os.MkdirAll(s.dir, 0o750); err != nil {
-		log.Warn("cannot make the storage directory: snapshots will fail until it can be written", "dir", s.dir, "err", err)
+	made := os.MkdirAll(s.dir, 0o750)
+	if made != nil {
+		log.Warn("cannot make the storage directory: snapshots will fail until it can be written", "dir", s.dir, "err", made)
+	}
+	switch err := s.takeLock(); {
+	case errors.Is(err, storage.ErrLocked):
+		// Its snapshot is not of this exporter's files nor of its series: a file it reads
+		// without a position there would be read from its start, counted again.
+		s.update(func(st *selfmetric.StorageStats) { st.RestoreFailures++ })
+		log.Error("another exporter uses the storage directory: starting empty; no snapshot is written until it lets the directory go", "dir", s.dir, "err", err)
+		return nil, nil, math.MaxInt64
+	case err != nil && made == nil:
+		log.Warn("cannot lock the storage directory: another exporter given it too would not be told of", "dir", s.dir, "err", err)
 	}
 	most := int64(math.MaxInt64) // no bound
 	if p.opts.SeriesMaxBytes > 0 {
@@ -150,6 +184,11 @@ func decodePipeline(snap *storage.Snapshot) (map[string][]follow.Position, int64
 		ps := make([]follow.Position, 0, n)
 		for range n {
 			pos := follow.Position{Path: string(r.Prefixed()), Dev: r.Uvarint(), Ino: r.Uvarint()}
+			if r.Err() == nil && !follow.Names(source, pos.Path) {
+				// Its file would be looked for by device and inode in that path's directory
+				// and read as the input's, any file the exporter may read.
+				r.Failf("position of %q, which %q does not name", pos.Path, source)
+			}
 			off := r.Uvarint()
 			if off > math.MaxInt64 {
 				r.Failf("offset %d", off)
@@ -284,6 +323,10 @@ func decodePathParts(rec []byte) (string, pathParts, error) {
 	pp.parts = make([]cri.Part, 0, n)
 	for range n {
 		part := cri.Part{Stream: string(r.Prefixed())}
+		if r.Err() == nil && !cri.Readable(part.Stream) {
+			// No CRI line has it: kept, its bytes would be held for a message nothing ends.
+			r.Failf("stream name %.16q of %d bytes", part.Stream, len(part.Stream))
+		}
 		flags := r.Byte()
 		if flags&^(partSkipped|partCounted) != 0 {
 			r.Failf("message flags %#x", flags)
@@ -385,6 +428,13 @@ func (p *Pipeline) snapshot(ahead *store.Encoded, begin time.Time, cutDone func(
 	pause := time.Since(cutAt)
 	p.cut.Unlock()
 	cutDone()
+	if err == nil {
+		// Another exporter's directory stays its own; one that cannot be locked for
+		// another reason fails the write too, which says why.
+		if lerr := s.takeLock(); errors.Is(lerr, storage.ErrLocked) {
+			err = lerr
+		}
+	}
 	if err == nil {
 		err = s.writeFile(s.dir, func(w *storage.Writer) error {
 			if err := w.Section(sectionPipeline); err != nil {

@@ -252,6 +252,38 @@ func TestStorageBadSnapshot(t *testing.T) {
 		},
 		aside:  true,
 		logged: "messages in parts: corrupt",
+	}, {
+		// A stream name no CRI line has, long: it was held, and charged to the memory
+		// bound, bounded only by the snapshot's size.
+		name:  "messages in parts of a forged stream",
+		spoil: func(b []byte) []byte { return b },
+		rewrite: func(w *storage.Writer, sec storage.Section) error {
+			if err := storetest.CopySection(w, sec); err != nil || sec.Name != sectionParts {
+				return err
+			}
+			const path = "/var/log/pods/web/nginx/0.log"
+			return w.Record(appendPathParts(nil, "/var/log/pods/*/*/*.log", pathParts{
+				path:  path,
+				files: []follow.Position{{Path: path, Dev: 2049, Ino: 131, Offset: 90}},
+				parts: []cri.Part{{Stream: strings.Repeat("s", 1<<20), Joined: []byte("a")}},
+			}))
+		},
+		aside:  true,
+		logged: "messages in parts: corrupt encoding: stream name",
+	}, {
+		// A position of a file the input does not name: a restart read the file of its
+		// device and inode in the position's directory (any the exporter may read) to its
+		// end, as a file rotated away while the exporter was down.
+		name:  "a position the input does not name",
+		spoil: func(b []byte) []byte { return b },
+		rewrite: func(w *storage.Writer, sec storage.Section) error {
+			if err := storetest.CopySection(w, sec); err != nil || sec.Name != sectionFiles {
+				return err
+			}
+			return w.Record(appendPositions(nil, "/var/log/nginx/*.log", []follow.Position{{Path: "/etc/shadow", Dev: 2049, Ino: 131}}))
+		},
+		aside:  true,
+		logged: `corrupt encoding: position of \"/etc/shadow\", which \"/var/log/nginx/*.log\" does not name`,
 	}}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -939,4 +971,50 @@ func FuzzDecodePathParts(f *testing.F) {
 			t.Fatalf("%d bytes held once the file was released", in.cri.HeldBytes())
 		}
 	})
+}
+
+// Two exporters given one storage directory (two releases of one name on a node, or a
+// copy-paste): the second neither restores the first's snapshot, whose positions and
+// series are not of its files (a file it reads that the snapshot has no position of was
+// read from its start, its lines counted again), nor writes over it; it says so, counts
+// it, and takes the directory once the first let it go.
+func TestStorageTwoExporters(t *testing.T) {
+	dir := t.TempDir()
+	first, second := filepath.Join(t.TempDir(), "access.log"), filepath.Join(t.TempDir(), "access.log")
+	var out1, out2 syncbuf.Buffer
+	p1 := startStored(t, first, dir, &out1, Options{SnapshotInterval: time.Hour})
+	persistLines(t, first, 1, 10)
+	waitCounted(t, p1, 10)
+	kept := periodicSnapshot(t, p1, dir)
+
+	p2 := startStored(t, second, dir, &out2, Options{SnapshotInterval: time.Hour})
+	if !strings.Contains(out2.String(), "another exporter") {
+		t.Errorf("the log does not say another exporter uses the directory:\n%s", out2.String())
+	}
+	if s := p2.StorageStats(); s.RestoreFailures != 1 || s.RestoredRules != 0 {
+		t.Errorf("storage stats %+v, want one restore failure and nothing restored", s)
+	}
+	persistLines(t, second, 1, 3)
+	waitCounted(t, p2, 3)
+	if err := p2.Snapshot(); !errors.Is(err, storage.ErrLocked) {
+		t.Errorf("a snapshot while the first exporter runs: %v, want ErrLocked", err)
+	}
+	if s := p2.StorageStats(); s.Failures != 1 {
+		t.Errorf("storage stats %+v, want the snapshot counted as failed", s)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, storage.FileName)); err != nil || !bytes.Equal(b, kept) {
+		t.Errorf("the first exporter's snapshot was written over (%v)", err)
+	}
+
+	p1.Stop()
+	if err := p2.Snapshot(); err != nil {
+		t.Fatalf("a snapshot once the first exporter stopped: %v", err)
+	}
+	p2.Stop()
+	var out3 syncbuf.Buffer
+	p3 := startStored(t, second, dir, &out3, Options{SnapshotInterval: time.Hour})
+	waitCounted(t, p3, 3)
+	if s := p3.StorageStats(); s.RestoreFailures != 0 || s.RestoredRules != 2 {
+		t.Errorf("storage stats %+v after the second exporter's restart, want its snapshot restored", s)
+	}
 }

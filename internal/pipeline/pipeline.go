@@ -154,6 +154,9 @@ func Start(cfg *config.Config, opts Options) (*Pipeline, error) {
 	p.starting, p.resume, p.resumeParts = false, nil, nil
 	if err != nil {
 		p.stopInputs(nil)
+		if p.storage != nil {
+			p.storage.release()
+		}
 		return nil, err
 	}
 	p.lastSuccess = opts.Now()
@@ -292,6 +295,7 @@ func (p *Pipeline) Stop() {
 		if p.snapshot(nil, time.Now(), func() {}) == nil {
 			p.opts.Logger.Info("snapshot written at shutdown", "dir", p.storage.dir)
 		}
+		p.storage.release()
 	}
 	p.stopInputs(nil)
 }

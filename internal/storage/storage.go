@@ -38,6 +38,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/logwindow/logwindow_exporter/windows/wire"
@@ -251,16 +252,20 @@ func (s *Snapshot) Section(name string) (Section, bool) {
 }
 
 // Read reads the snapshot in dir and checks it whole, refusing one of more than most
-// bytes with ErrTooLarge before reading it. A directory without one gives an error
-// wrapping fs.ErrNotExist.
+// bytes with ErrTooLarge before reading it, and one that is not a regular file (a FIFO,
+// a device, a directory) as ErrCorrupt. A directory without one gives an error wrapping
+// fs.ErrNotExist.
 func Read(dir string, most int64) (*Snapshot, error) {
-	f, err := os.Open(filepath.Join(dir, FileName))
+	// Without O_NONBLOCK the open of a FIFO would wait for a writer, and the start with it.
+	f, err := os.OpenFile(filepath.Join(dir, FileName), os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, fmt.Errorf("snapshot: %w", err)
 	}
 	defer f.Close()
 	if fi, err := f.Stat(); err != nil {
 		return nil, fmt.Errorf("snapshot: %w", err)
+	} else if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%w: %s is not a regular file but a %s", ErrCorrupt, f.Name(), fileType(fi.Mode()))
 	} else if fi.Size() > most {
 		return nil, fmt.Errorf("%w: %d bytes, at most %d", ErrTooLarge, fi.Size(), most)
 	}
@@ -273,6 +278,21 @@ func Read(dir string, most int64) (*Snapshot, error) {
 		return nil, fmt.Errorf("%w: over %d bytes", ErrTooLarge, most)
 	}
 	return Parse(b)
+}
+
+// fileType names the type of a file that is not a regular one.
+func fileType(m fs.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "directory"
+	case m&fs.ModeNamedPipe != 0:
+		return "FIFO"
+	case m&fs.ModeDevice != 0:
+		return "device"
+	case m&fs.ModeSocket != 0:
+		return "socket"
+	}
+	return "file of mode " + m.String()
 }
 
 // Parse checks a snapshot's bytes whole and returns its sections, which alias b.

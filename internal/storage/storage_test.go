@@ -317,3 +317,44 @@ func sections(s *Snapshot) [][]string {
 	}
 	return out
 }
+
+// A snapshot that is not a regular file is refused as corrupt, at once, and can be set
+// aside: a FIFO blocked the start for good (its open waits for a writer), a device (a
+// link to /dev/zero) was read until memory ran out when no bound was given, a
+// directory failed every start and every write until a person removed it.
+func TestNotARegularFile(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		make func(path string) error
+	}{
+		{"fifo", func(path string) error { return mkfifo(path) }},
+		{"device", func(path string) error { return os.Symlink("/dev/zero", path) }},
+		{"directory", func(path string) error { return os.Mkdir(path, 0o700) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			if err := tc.make(filepath.Join(dir, FileName)); err != nil {
+				t.Skip(err)
+			}
+			done := make(chan error, 1)
+			go func() {
+				_, err := Read(dir, math.MaxInt64)
+				done <- err
+			}()
+			select {
+			case err := <-done:
+				if !errors.Is(err, ErrCorrupt) {
+					t.Fatalf("Read: %v, want ErrCorrupt", err)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("Read still waiting after 10 s")
+			}
+			if _, err := SetAside(dir, time.Unix(1_700_000_000, 0)); err != nil {
+				t.Fatal(err)
+			}
+			if err := Write(dir, fill); err != nil {
+				t.Fatalf("the first snapshot after it was set aside: %v", err)
+			}
+		})
+	}
+}

@@ -7,6 +7,7 @@ package cri
 import (
 	"bytes"
 	"iter"
+	"strings"
 	"sync/atomic"
 )
 
@@ -30,19 +31,25 @@ const (
 	Discarded
 )
 
-// MaxPending bounds the messages in progress at once (one per file and stream), being
-// joined or being dropped until their last part. A part that would start one more is
-// refused: its message is dropped whole, counted once as TooLong, and what is kept of it
-// until its last part is a mark without its bytes.
+// MaxPending bounds the messages being joined at once (one per file and stream). A part
+// that would start one more is refused: its message is dropped whole, counted once as
+// TooLong, and what is kept of it until its last part is a mark without its bytes. The
+// marks do not take the places of messages being joined, so that which messages a
+// restart joins (Resume) does not depend on the order it is given them in.
 //
-// maxTracked bounds those marks too, each a few dozen bytes: past MaxPending messages in
-// progress and as many marked, a part that would start one more can only be counted as
-// TooLong, each part alike, and the last (F) part of its message, which cannot be told
-// from a whole message, is handed on as one.
+// maxTracked bounds the messages in progress, joined or marked, each mark a few dozen
+// bytes: past it, a part that would start one more can only be counted as TooLong,
+// each part alike, and the last (F) part of its message, which cannot be told from a
+// whole message, is handed on as one.
 const (
 	MaxPending = 4096
 	maxTracked = 2 * MaxPending
 )
+
+// MaxStreamBytes bounds a stream's name, so that what the marks of messages in progress
+// hold is bounded whatever the lines or a snapshot say: a runtime writes stdout or
+// stderr. A line with a longer one is not a CRI line (Malformed).
+const MaxStreamBytes = 64
 
 // Bytes HeldBytes counts for each message being joined besides its buffer and its
 // stream's name (the record, its map entry), and for each file with one (the file's map
@@ -60,6 +67,7 @@ type Joiner struct {
 	max     int
 	pending map[string]map[string]*stream // by source, then stream name; no empty inner map
 	n       int                           // messages being joined or skipped: streams in pending
+	skipped int                           // of them, those skipped (overflow)
 	held    atomic.Int64
 	// room reports whether the process may hold n more bytes (Bound); nil is no bound.
 	room func(n int64) bool
@@ -88,7 +96,7 @@ func parse(line []byte) (time, name []byte, partial bool, msg []byte, ok bool) {
 		return nil, nil, false, nil, false
 	}
 	name, rest, ok = bytes.Cut(rest, []byte(" "))
-	if !ok || len(name) == 0 {
+	if !ok || len(name) == 0 || len(name) > MaxStreamBytes {
 		return nil, nil, false, nil, false
 	}
 	tag, msg, ok := bytes.Cut(rest, []byte(" "))
@@ -185,6 +193,9 @@ func (j *Joiner) Release(source string) {
 	freed := int64(sourceOverhead)
 	for name, s := range streams {
 		freed += int64(streamOverhead + len(name) + cap(s.buf))
+		if s.overflow {
+			j.skipped--
+		}
 	}
 	delete(j.pending, source)
 	j.n -= len(streams)
@@ -225,10 +236,11 @@ func (j *Joiner) Pending() iter.Seq2[string, Part] {
 // bound as Feed's parts are: past the cap, or refused the memory (Bound) or a place
 // (MaxPending), it is skipped to its last part and counted then as TooLong; past
 // maxTracked it is not kept. A message of source's stream being joined already stays as
-// it is.
+// it is, and one of a stream Feed does not read (not Readable: a forged or damaged
+// snapshot's) is not kept.
 func (j *Joiner) Resume(source string, p Part) {
-	if p.Stream == "" || j.pending[source][p.Stream] != nil {
-		return // a stream Feed cannot read, or one it already reads
+	if !Readable(p.Stream) || j.pending[source][p.Stream] != nil {
+		return
 	}
 	s := j.open(source, []byte(p.Stream))
 	switch {
@@ -246,12 +258,18 @@ func (j *Joiner) Resume(source string, p Part) {
 	}
 }
 
+// Readable reports whether Feed reads the lines of a stream of this name: one that is
+// not empty, holds no space and is at most MaxStreamBytes long.
+func Readable(stream string) bool {
+	return stream != "" && len(stream) <= MaxStreamBytes && !strings.Contains(stream, " ")
+}
+
 // HeldBytes is about what the Joiner holds in memory now: the messages being joined, and
 // what keeps them. It is safe to call from any goroutine.
 func (j *Joiner) HeldBytes() int64 { return j.held.Load() }
 
 // open starts a message of source's stream name: one to join, one to skip (overflow) when
-// MaxPending are tracked, or nil when maxTracked are.
+// MaxPending are being joined, or nil when maxTracked are tracked.
 func (j *Joiner) open(source string, name []byte) *stream {
 	if j.n >= maxTracked {
 		return nil
@@ -262,9 +280,12 @@ func (j *Joiner) open(source string, name []byte) *stream {
 		j.pending[source] = streams
 		j.held.Add(sourceOverhead)
 	}
-	s := &stream{overflow: j.n >= MaxPending}
+	s := &stream{overflow: j.n-j.skipped >= MaxPending}
 	streams[string(name)] = s
 	j.n++
+	if s.overflow {
+		j.skipped++
+	}
 	j.held.Add(int64(streamOverhead + len(name)))
 	return s
 }
@@ -278,6 +299,9 @@ func (j *Joiner) end(source string, name []byte) {
 	}
 	delete(streams, string(name))
 	j.n--
+	if s.overflow {
+		j.skipped--
+	}
 	freed := int64(streamOverhead + len(name) + cap(s.buf))
 	if len(streams) == 0 {
 		delete(j.pending, source)
@@ -288,6 +312,9 @@ func (j *Joiner) end(source string, name []byte) {
 
 // overflow drops what s joined: the rest of its message is skipped.
 func (j *Joiner) overflow(s *stream) {
+	if !s.overflow {
+		j.skipped++
+	}
 	j.held.Add(-int64(cap(s.buf)))
 	s.overflow, s.buf = true, nil
 }

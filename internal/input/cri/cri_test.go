@@ -55,6 +55,10 @@ func TestFeed(t *testing.T) {
 			[]out{{"", "", Partial}, {"", "", TooLong}}},
 		{"not cri", 100, []string{"plain line", "t1 stdout X msg", "", "t1 stdout"},
 			[]out{{"", "", Malformed}, {"", "", Malformed}, {"", "", Malformed}, {"", "", Malformed}}},
+		// No runtime writes a stream name that long: such a line is not one, and its name
+		// is not kept for the message it would start.
+		{"stream name past MaxStreamBytes", 100, []string{"t1 " + strings.Repeat("s", MaxStreamBytes+1) + " P a", "t2 " + strings.Repeat("s", MaxStreamBytes) + " F b"},
+			[]out{{"", "", Malformed}, {"b", "t2", Complete}}},
 		// A part the reader dropped: the rest of its message goes with it, uncounted.
 		{"reader dropped a part", 5, []string{"dropped t1 stdout P aaaaaaa", "t2 stdout P bb", "t3 stdout F part2", "t4 stdout F ok"},
 			[]out{{"", "", Partial}, {"", "", Discarded}, {"ok", "t4", Complete}}},
@@ -267,7 +271,7 @@ func TestResume(t *testing.T) {
 	}
 }
 
-// recount is what HeldBytes should say of j, and checks j.n.
+// recount is what HeldBytes should say of j, and checks j.n and j.skipped.
 func recount(j *Joiner) int64 {
 	held, n := int64(0), 0
 	for _, streams := range j.pending {
@@ -277,7 +281,7 @@ func recount(j *Joiner) int64 {
 			n++
 		}
 	}
-	if n != j.n {
+	if n != j.n || skipping(j) != j.skipped {
 		return -1
 	}
 	return held
@@ -383,4 +387,88 @@ func TestBound(t *testing.T) {
 	if joined+dropped != len(written) || joined == 0 || dropped == 0 {
 		t.Errorf("%d messages joined and %d dropped of %d: want each once, some of both", joined, dropped, len(written))
 	}
+}
+
+// A Part no Feed could have made (a forged or damaged snapshot's) is not kept, nor
+// charged: a stream name Feed does not read, past MaxStreamBytes or with a space in it,
+// was held whatever its length, bounded only by the snapshot's size.
+func TestResumeUnreadableStream(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		stream string
+		kept   bool
+	}{
+		{"stdout", "stdout", true},
+		{"longest", strings.Repeat("s", MaxStreamBytes), true},
+		{"empty", "", false},
+		{"past MaxStreamBytes", strings.Repeat("s", MaxStreamBytes+1), false},
+		{"a megabyte", strings.Repeat("s", 1<<20), false},
+		{"with a space", "std out", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			j := New(100)
+			j.Resume("f", Part{Stream: tc.stream, Joined: []byte("ab")})
+			if held := recount(j); j.HeldBytes() != held {
+				t.Errorf("HeldBytes %d, holding %d", j.HeldBytes(), held)
+			}
+			if kept := j.n == 1; kept != tc.kept {
+				t.Fatalf("kept %v (%d bytes held), want %v", kept, j.HeldBytes(), tc.kept)
+			}
+			if !tc.kept && j.HeldBytes() != 0 {
+				t.Errorf("%d bytes held for a message not kept", j.HeldBytes())
+			}
+			if tc.kept {
+				if got := feed(j, "f", []string{"t2 " + tc.stream + " F c"}); !slices.Equal(got, []out{{"abc", "t2", Complete}}) {
+					t.Errorf("its last part: %q", got)
+				}
+			}
+		})
+	}
+}
+
+// Past MaxPending messages in progress, some skipped, a restart joins the same messages
+// whatever order they are given back in: a skipped one given back first took the place
+// of one being joined, which was then dropped as too long.
+func TestResumeOrderPastMaxPending(t *testing.T) {
+	const skipped = 10
+	j := New(100)
+	source := func(i int) string { return fmt.Sprint("f", i) }
+	for i := range MaxPending + skipped {
+		j.Feed(source(i), []byte("t1 stdout P a"))
+	}
+	var parts []struct {
+		source string
+		part   Part
+	}
+	for source, part := range j.Pending() {
+		parts = append(parts, struct {
+			source string
+			part   Part
+		}{source, Part{Stream: part.Stream, Joined: slices.Clone(part.Joined), Skipped: part.Skipped, Counted: part.Counted}})
+	}
+	// The skipped first: the order a map may give them in.
+	slices.SortStableFunc(parts, func(a, b struct {
+		source string
+		part   Part
+	}) int {
+		return cmp.Compare(btoi(!a.part.Skipped), btoi(!b.part.Skipped))
+	})
+	next := New(100)
+	for _, p := range parts {
+		next.Resume(p.source, p.part)
+	}
+	for i := range MaxPending + skipped {
+		want, _, wr := j.Feed(source(i), []byte("t2 stdout F b"))
+		got, _, gr := next.Feed(source(i), []byte("t2 stdout F b"))
+		if string(got) != string(want) || gr != wr {
+			t.Fatalf("message %d: %q %v after the restart, %q %v without it", i, got, gr, want, wr)
+		}
+	}
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -261,3 +261,67 @@ func TestCaughtUp(t *testing.T) {
 		})
 	}
 }
+
+// cutLocker is an Options.Hold that takes a cut each time it is taken, as a snapshot
+// does: the files' positions and how many lines were handed on before them.
+type cutLocker struct {
+	sync.Mutex
+	f       *Follower
+	handed  *int
+	cuts    [][]Position
+	handeds []int
+}
+
+func (l *cutLocker) Lock() {
+	l.Mutex.Lock()
+	l.cuts = append(l.cuts, l.f.Positions())
+	l.handeds = append(l.handeds, *l.handed)
+}
+
+// A rotated file's last line without a newline, handed on when the file is retired, is
+// in every cut either among the lines handed on or after its file's position: a cut
+// taken between the file's retiring and that line's handing on lacked both, and a
+// restart from it (after a kill) lost the line.
+func TestRetiredLastLineInEveryCut(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "access.log")
+	w := create(t, p)
+	writeLines(t, w, 1, 3)
+	const last = "00000004 half a line"
+	if _, err := w.WriteString(last); err != nil {
+		t.Fatal(err)
+	}
+	clock := testclock.New(time.Unix(1_700_000_000, 0))
+	handed := 0
+	var lines []string
+	l := &cutLocker{handed: &handed}
+	f, err := newFollower(Options{Path: p, FromBeginning: true, noNotify: true, now: clock.Now, RotationGrace: time.Minute, Hold: l, Logger: testLogger(t)},
+		func(_ string, line []byte) { handed++; lines = append(lines, string(line)) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.f = f
+	t.Cleanup(f.Stop)
+	f.discover(true)
+	f.readAll()
+	fi, err := w.Stat()
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := idOf(fi)
+	rename(t, p, p+".1")
+	f.discover(false)
+	clock.Add(2 * time.Minute)
+	f.readAll()
+	if !slices.Contains(lines, last) || openUnder(f, p) != 0 {
+		t.Fatalf("lines %q, %d files open: want the last line handed on and its file closed", lines, openUnder(f, p))
+	}
+	for i, cut := range l.cuts {
+		if l.handeds[i] == len(lines) {
+			continue // every line handed on before the cut
+		}
+		if !slices.ContainsFunc(cut, func(pos Position) bool { return pos.Dev == id.dev && pos.Ino == id.ino }) {
+			t.Errorf("cut %d: %d of %d lines handed on, and no position of the file they are in: %+v", i, l.handeds[i], len(lines), cut)
+		}
+	}
+}

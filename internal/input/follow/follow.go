@@ -561,11 +561,20 @@ func (f *Follower) closeGone(paths []string) {
 
 // retireIfIdle closes t if it left its path and has not grown for the grace
 // period, handing on its final line if it lacks a newline: nothing will
-// complete it now.
+// complete it now. The file leaves the positions and its line is handed on under
+// Options.Hold, as one: a cut between the two would have neither, and a restart
+// from it would lose the line.
 func (f *Follower) retireIfIdle(t *tracked, path string) {
-	now := f.o.now()
 	f.mu.Lock()
-	idle := t.rotated && now.Sub(t.lastData) >= f.o.RotationGrace && now.Sub(t.rotatedAt) >= f.o.RotationGrace
+	idle := f.idle(t)
+	f.mu.Unlock()
+	if !idle {
+		return
+	}
+	f.r.hold.Lock()
+	defer f.r.hold.Unlock()
+	f.mu.Lock()
+	idle = f.idle(t) // again: discovery may have seen it come back meanwhile
 	if idle {
 		f.remove(t)
 	}
@@ -573,9 +582,16 @@ func (f *Follower) retireIfIdle(t *tracked, path string) {
 	if !idle {
 		return
 	}
-	f.r.finish(t, path)
+	f.r.finishHeld(t, path)
 	_ = t.f.Close()
 	f.o.Logger.Debug("closed rotated file after its grace period", "path", path, "offset", t.off)
+}
+
+// idle reports whether t left its path and has not grown for the grace period; f.mu
+// must be held.
+func (f *Follower) idle(t *tracked) bool {
+	now := f.o.now()
+	return t.rotated && now.Sub(t.lastData) >= f.o.RotationGrace && now.Sub(t.rotatedAt) >= f.o.RotationGrace
 }
 
 // remove drops t from the open files; f.mu must be held.

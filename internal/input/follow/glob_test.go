@@ -80,3 +80,48 @@ func TestWithin(t *testing.T) {
 		t.Error("within no directory")
 	}
 }
+
+// Names says whether a path is one the follower of a pattern reads files under: the
+// pattern itself when it is no glob, else a match as the glob lists it (cleaned).
+func TestNames(t *testing.T) {
+	for _, tc := range []struct {
+		pattern, path string
+		want          bool
+	}{
+		{"/var/log/nginx/access.log", "/var/log/nginx/access.log", true},
+		{"/var/log/nginx/access.log", "/var/log/nginx/access.log.1", false},
+		{"/var/log/pods/*/*/*.log", "/var/log/pods/web/nginx/0.log", true},
+		{"/var/log/pods/*/*/*.log", "/var/log/pods/web/0.log", false},
+		{"/var/log/pods/*/*/*.log", "/etc/shadow", false},
+		{"/var/log//pods/./*/*.log", "/var/log/pods/web/0.log", true},
+		{"logs/*.log", "logs/a.log", true},
+		{"./logs/*.log", "logs/a.log", true},
+		{"*.log", "a.log", true},
+	} {
+		if got := Names(tc.pattern, tc.path); got != tc.want {
+			t.Errorf("Names(%q, %q) = %v, want %v", tc.pattern, tc.path, got, tc.want)
+		}
+	}
+}
+
+// Every path a glob lists is one Names says it names.
+func TestNamesWhatGlobLists(t *testing.T) {
+	root := t.TempDir()
+	for _, f := range []string{"pods/web/nginx/0.log", "pods/api/app/1.log", "a.log"} {
+		mkdirs(t, filepath.Dir(filepath.Join(root, f)))
+		if err := os.WriteFile(filepath.Join(root, f), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, pattern := range []string{root + "/pods/*/*/*.log", root + "//pods/./*/*/[0-9].log", root + "/*.log", root + "/pods/../*.log"} {
+		matches, _ := glob(pattern, listDir)
+		if len(matches) == 0 {
+			t.Fatalf("%s lists nothing", pattern)
+		}
+		for _, m := range matches {
+			if !Names(pattern, m) {
+				t.Errorf("%s lists %s, which Names says it does not name", pattern, m)
+			}
+		}
+	}
+}

@@ -329,6 +329,11 @@ func (r *lineReader) skip(path string, head []byte) {
 func (r *lineReader) finish(t *tracked, path string) {
 	r.hold.Lock()
 	defer r.hold.Unlock()
+	r.finishHeld(t, path)
+}
+
+// finishHeld is finish with Options.Hold held.
+func (r *lineReader) finishHeld(t *tracked, path string) {
 	if t.skipping || len(t.partial) > 0 {
 		r.line(t, path, t.partial, t.off-int64(len(t.partial)))
 	}

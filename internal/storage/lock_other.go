@@ -1,0 +1,8 @@
+//go:build !unix
+
+package storage
+
+import "os"
+
+// lockFile does nothing where flock does not exist: the directory is not guarded.
+func lockFile(*os.File) error { return nil }

@@ -1,0 +1,7 @@
+//go:build !unix
+
+package storage
+
+import "errors"
+
+func mkfifo(string) error { return errors.New("no FIFOs here") }
