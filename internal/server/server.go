@@ -132,17 +132,7 @@ func Serve(cfg *config.Config, popts pipeline.Options, webFlags *web.FlagConfig,
 
 	coll := p.Collector()
 	mux := NewMux(p, coll, NewRegistry(coll), o)
-	srv := &http.Server{
-		Handler:           mux,
-		ReadHeaderTimeout: headerTimeout(o.ReadTimeout),
-		ReadTimeout:       o.ReadTimeout,
-		WriteTimeout:      o.WriteTimeout,
-		IdleTimeout:       o.IdleTimeout,
-		MaxHeaderBytes:    maxHeaderBytes,
-	}
-	if o.IdleTimeout == 0 {
-		srv.IdleTimeout = -1 // net/http would take the read timeout
-	}
+	srv := newHTTPServer(mux, o)
 	var conns *connLimiter
 	if o.MaxConnections > 0 {
 		nofile := openFileLimit()
@@ -163,6 +153,26 @@ func Serve(cfg *config.Config, popts pipeline.Options, webFlags *web.FlagConfig,
 		logger.Info("shutting down")
 		return shutdown(srv, conns, logger)
 	}
+}
+
+// newHTTPServer is the server of h, with the timeouts and limits of o. What net/http
+// itself logs (a client's failed TLS handshake, a panic in a handler, an accept error)
+// goes to o.Logger, in --log.format, rather than to stderr in the log package's format,
+// which a JSON log's reader cannot parse.
+func newHTTPServer(h http.Handler, o Options) *http.Server {
+	srv := &http.Server{
+		Handler:           h,
+		ErrorLog:          slog.NewLogLogger(o.Logger.Handler(), slog.LevelError),
+		ReadHeaderTimeout: headerTimeout(o.ReadTimeout),
+		ReadTimeout:       o.ReadTimeout,
+		WriteTimeout:      o.WriteTimeout,
+		IdleTimeout:       o.IdleTimeout,
+		MaxHeaderBytes:    maxHeaderBytes,
+	}
+	if o.IdleTimeout == 0 {
+		srv.IdleTimeout = -1 // net/http would take the read timeout
+	}
+	return srv
 }
 
 // shutdown stops srv: requests in flight get shutdownGrace to end, connections that sent
