@@ -188,7 +188,7 @@ func TestExplainReplyCap(t *testing.T) {
 }
 
 // explainCodes are the answers a POST to the line tester may get from one client alone.
-var explainCodes = []int{http.StatusOK, http.StatusBadRequest, http.StatusMethodNotAllowed, http.StatusRequestEntityTooLarge}
+var explainCodes = []int{http.StatusOK, http.StatusBadRequest, http.StatusMethodNotAllowed, http.StatusRequestEntityTooLarge, http.StatusUnsupportedMediaType}
 
 // FuzzExplainForm sends the line tester arbitrary bodies, content types and methods, with
 // a length or without (chunked): it must not panic, must answer one of explainCodes and

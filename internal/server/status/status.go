@@ -11,10 +11,13 @@ import (
 	"bytes"
 	"embed"
 	"errors"
+	"fmt"
 	"html/template"
 	"log/slog"
+	"mime"
 	"net/http"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -148,6 +151,12 @@ func (lt *lineTester) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Allow", "POST")
 		http.Error(w, "Use POST, with the form fields input and lines.", http.StatusMethodNotAllowed)
 		return
+	case !isForm(r.Header.Get("Content-Type")):
+		// ParseForm reads no other body: the lines would be taken for none given.
+		w.Header().Set("Accept-Post", formType)
+		refuse(w, fmt.Sprintf("Send the fields input and lines as a form (%s, as the page and curl --data-urlencode send them), not %q.",
+			formType, r.Header.Get("Content-Type")), http.StatusUnsupportedMediaType)
+		return
 	case r.ContentLength > MaxExplainBody:
 		// Refused unread: the server then closes the connection rather than read it.
 		tooLong(w)
@@ -173,6 +182,15 @@ func (lt *lineTester) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		return
 	}
+	input := r.PostForm.Get("input")
+	if names := inputNames(lt.o.Source.Config()); input != "" && !slices.Contains(names, input) {
+		msg := fmt.Sprintf("No input is named %q: leave input empty for a line of no named input", input)
+		if len(names) > 0 {
+			msg += ", or name one of " + strings.Join(names, ", ")
+		}
+		http.Error(w, msg+".", http.StatusBadRequest)
+		return
+	}
 	select {
 	case lt.explain <- struct{}{}:
 	case <-r.Context().Done():
@@ -183,7 +201,7 @@ func (lt *lineTester) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		<-lt.explain
 		return
 	}
-	reply, err := lt.o.explainPage(v, r.PostForm.Get("input"), r.PostForm.Get("lines"))
+	reply, err := lt.o.explainPage(v, input, r.PostForm.Get("lines"))
 	<-lt.explain
 	if err != nil {
 		lt.o.Logger.Error("status page", "err", err)
@@ -191,6 +209,26 @@ func (lt *lineTester) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writePage(w, reply)
+}
+
+// formType is the body the line tester reads: its form's, the one ParseForm parses.
+const formType = "application/x-www-form-urlencoded"
+
+// isForm reports whether contentType is formType, with any parameters.
+func isForm(contentType string) bool {
+	t, _, err := mime.ParseMediaType(contentType)
+	return err == nil && t == formType
+}
+
+// inputNames are the names of cfg's named inputs, those the page's form offers.
+func inputNames(cfg *config.Config) []string {
+	var names []string
+	for _, in := range cfg.Inputs {
+		if in.Name != "" {
+			names = append(names, in.Name)
+		}
+	}
+	return names
 }
 
 func tooLong(w http.ResponseWriter) {

@@ -215,10 +215,8 @@ func (o *Options) view(ctx context.Context) *view {
 	sums := o.windowSums()
 	for _, in := range cfg.Inputs {
 		v.Inputs = append(v.Inputs, newInputRow(m, in))
-		if in.Name != "" {
-			v.InputNames = append(v.InputNames, in.Name)
-		}
 	}
+	v.InputNames = inputNames(cfg)
 	for _, r := range cfg.Rules {
 		v.Rules = append(v.Rules, newRuleRow(m, r, sums[r.Name]))
 	}
