@@ -234,12 +234,25 @@ func (p *Pipeline) reload(cfg *config.Config) error {
 	if err := p.syncInputs(cfg); err != nil {
 		// The rules are in force; an input that cannot start is reported as a failed reload
 		// so the operator looks, while every other input keeps running.
-		p.reloadErr = err
-		return err
+		p.reloadErr = &InputsNotStarted{Err: err}
+		return p.reloadErr
 	}
 	p.reloadErr, p.lastSuccess = nil, p.opts.Now()
 	return nil
 }
+
+// InputsNotStarted is the error of a reload that put the new configuration in force but
+// for inputs that could not start (a socket whose address is taken). It counts as a
+// failed reload, so that the operator looks; but unlike a refused one, the previous
+// configuration no longer runs, and what reports it must not say it does.
+type InputsNotStarted struct{ Err error }
+
+func (e *InputsNotStarted) Error() string {
+	return "the new configuration is in force, but inputs did not start: " + e.Err.Error()
+}
+
+// Unwrap returns why the inputs did not start.
+func (e *InputsNotStarted) Unwrap() error { return e.Err }
 
 // warnConfig logs what --config.check warns of, MissingInputs and config.Warnings, at
 // start and at every reload: an exporter started or reloaded without the check must say

@@ -286,6 +286,10 @@ func CheckTelemetryPath(path string) (err error) {
 // Reload is the one reload path shared by SIGHUP, POST /-/reload and the file watch.
 func Reload(p *pipeline.Pipeline, logger *slog.Logger) error {
 	if err := p.ReloadFile(); err != nil {
+		if errors.As(err, new(*pipeline.InputsNotStarted)) {
+			logger.Error("reload failed: the new configuration is in force, but inputs did not start", "err", err)
+			return err
+		}
 		logger.Error("reload failed; the previous configuration keeps running", "err", err)
 		return err
 	}

@@ -93,6 +93,7 @@ type exporterUnderTest struct {
 	clock   *fakeClock
 	url     string
 	written int
+	p       *pipeline.Pipeline
 }
 
 // startExporter runs the exporter on e2eRules.
@@ -128,6 +129,7 @@ func startExporterWith(t testing.TB, rules func(logPath string) string, lifecycl
 		t.Fatal(err)
 	}
 	t.Cleanup(p.Stop)
+	e.p = p
 	coll := p.Collector()
 	reg := NewRegistry(coll)
 	srv := httptest.NewServer(NewMux(p, coll, reg, Options{Logger: logger, MetricsPath: "/metrics", Lifecycle: lifecycle}))

@@ -2,6 +2,7 @@ package status
 
 import (
 	"context"
+	"errors"
 	"html/template"
 	"math"
 	"slices"
@@ -13,6 +14,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/logwindow/logwindow_exporter/config"
+	"github.com/logwindow/logwindow_exporter/internal/pipeline"
 	"github.com/logwindow/logwindow_exporter/internal/scrape"
 	"github.com/logwindow/logwindow_exporter/internal/selfmetric"
 )
@@ -29,6 +31,9 @@ type view struct {
 	// maxReloadErrors of them; ReloadErrorsMore are those left out.
 	ReloadErrors     []string
 	ReloadErrorsMore int
+	// InputsNotStarted: the last reload put its config in force but for inputs that could
+	// not start, which ReloadErrors are about.
+	InputsNotStarted bool
 	Inputs           []inputRow
 	InputNames       []string
 	Rules            []ruleRow
@@ -201,6 +206,9 @@ func (o *Options) view(ctx context.Context) *view {
 		v.Reload += ", last success " + time.Unix(int64(at), 0).UTC().Format(time.RFC3339)
 	}
 	if err := o.Source.ReloadError(); err != nil {
+		if errors.As(err, new(*pipeline.InputsNotStarted)) {
+			v.Reload, v.InputsNotStarted = "the last reload put the new config in force, but inputs did not start", true
+		}
 		for i, line := range strings.Split(err.Error(), "\n") {
 			if i >= maxReloadErrors {
 				v.ReloadErrorsMore++

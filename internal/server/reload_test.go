@@ -1,0 +1,80 @@
+package server
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+)
+
+// TestReloadWithAnInputThatCannotStart reloads a file that adds a rule and a syslog input
+// whose address is taken. The new rules are in force, the input is not: the reload is
+// reported as failed, so that the operator looks, but what POST /-/reload answers, the
+// log and the status page say so, rather than that the previous configuration keeps
+// running.
+func TestReloadWithAnInputThatCannotStart(t *testing.T) {
+	taken, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = taken.Close() }()
+	e := startExporter(t, true)
+	text := fmt.Sprintf(e2eRules, e.logPath)
+	text = strings.Replace(text, "inputs:\n", "inputs:\n  - name: sys\n    syslog: udp://"+taken.LocalAddr().String()+"\n", 1)
+	text += `  - name: http_requests_by_method
+    match: '%{REQ}'
+    labels: {method: '${method}'}
+`
+	e.writeConfig(text)
+
+	resp, err := http.Post(e.url+"/-/reload", "text/plain", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(body), "in force") || !strings.Contains(string(body), "address already in use") {
+		t.Errorf("POST /-/reload: HTTP %d %q; want 400 saying the new configuration is in force but the input did not start", resp.StatusCode, body)
+	}
+	e.request(1, "GET", "/a", 200, 1)
+	if _, ok := e.scrape()["http_requests_by_method_total"]; !ok {
+		t.Fatal("the new rule is not exported: the test's premise, that the reload applied the rules, does not hold")
+	}
+
+	resp, err = http.Get(e.url + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if bytes.Contains(page, []byte("previous config keeps running")) || !bytes.Contains(page, []byte("in force")) {
+		t.Errorf("the status page says of the reload:\n%s", reloadLines(page))
+	}
+
+	var logged bytes.Buffer
+	_ = Reload(e.p, slog.New(slog.NewTextHandler(&logged, nil)))
+	if strings.Contains(logged.String(), "previous configuration keeps running") || !strings.Contains(logged.String(), "in force") {
+		t.Errorf("the log says of the reload: %s", logged.String())
+	}
+
+	// Once the address is free, the next reload starts the input.
+	taken.Close()
+	if err := Reload(e.p, slog.New(slog.DiscardHandler)); err != nil {
+		t.Errorf("reload once the address is free: %v", err)
+	}
+}
+
+// reloadLines are the lines of a status page that speak of the reload.
+func reloadLines(page []byte) string {
+	var out []string
+	for line := range strings.SplitSeq(string(page), "\n") {
+		if strings.Contains(line, "reload") || strings.Contains(line, "config") {
+			out = append(out, line)
+		}
+	}
+	return strings.Join(out, "\n")
+}
