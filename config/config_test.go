@@ -233,6 +233,9 @@ func TestBadConfigs(t *testing.T) {
 			`:4: rule "a_window": name: clashes with rule "a" (line 2) over the metric name a_window`,
 			`:6: rule "a": name: another rule has this name (line 2)`,
 			`:10: rule "b": name: clashes with rule "b_window_max" (line 8) over the metric name b_window_max`,
+			`:18: rule "c_created": name: clashes with rule "c" (line 14) over the metric name c_created`,
+			`:20: rule "c_window_distribution_gcount": name: clashes with rule "c" (line 14) over the metric name c_window_distribution_gcount`,
+			`:22: rule "c_window_distribution_gsum": name: clashes with rule "c" (line 14) over the metric name c_window_distribution_gsum`,
 		},
 		"lint.yaml": {
 			`:3: rule "latency_ms": promtool check metrics would flag latency_ms_total: "ms" abbreviates a unit; spell the unit out, in base units: seconds`,

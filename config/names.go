@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -52,7 +53,8 @@ func checkLabelName(name string) error {
 }
 
 // collisions reports rules whose names or families clash: a name used twice, or one rule's
-// name equal to another's family (rule a_window next to rule a's a_window gauge).
+// name equal to another's family (rule a_window next to rule a's a_window gauge) or to one
+// of its OpenMetrics series (rule a_created next to rule a's counter).
 func (d *decoder) collisions(rules []*Rule) {
 	owner := map[string]*Rule{}
 	for _, r := range rules {
@@ -64,7 +66,7 @@ func (d *decoder) collisions(rules []*Rule) {
 			d.add(r.Line, subject, "name: another rule has this name (line %d)", first.Line)
 			continue
 		}
-		names := append([]string{r.Name}, r.FamilyNames(r.Name)...)
+		names := slices.Concat([]string{r.Name}, r.FamilyNames(r.Name), r.OpenMetricsSeries(r.Name))
 		for _, n := range names {
 			if first, clash := owner[n]; clash {
 				d.add(r.Line, subject, "name: clashes with rule %q (line %d) over the metric name %s", first.Name, first.Line, n)

@@ -573,6 +573,15 @@ func (s *Spec) windowHelp(what string) string {
 	return strings.TrimSpace(s.help() + " " + what + sliding + ".")
 }
 
+// OpenMetricsSeries are the series names OpenMetrics gives a rule's families beyond
+// FamilyNames: its counter's _created (OpenMetrics names the counter's family the rule's
+// name) and the gauge histogram's _gcount and _gsum. Another rule's family named so makes
+// a scrape that strict OpenMetrics parsers refuse: config checks them for clashes too.
+func (s *Spec) OpenMetricsSeries(rule string) []string {
+	h := rule + HistogramSuffix
+	return []string{rule + "_created", h + "_gcount", h + "_gsum"}
+}
+
 // FamilyNames are the names of every family a rule of this name may export, whether it
 // exports it or not: _total first, the gauges, the histogram, then the histogram's
 // series names. config checks them for clashes between rules and with the linter.
