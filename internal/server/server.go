@@ -5,6 +5,7 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -132,7 +133,6 @@ func Serve(cfg *config.Config, popts pipeline.Options, webFlags *web.FlagConfig,
 
 	coll := p.Collector()
 	mux := NewMux(p, coll, NewRegistry(coll), o)
-	srv := newHTTPServer(mux, o)
 	var conns *connLimiter
 	if o.MaxConnections > 0 {
 		nofile := openFileLimit()
@@ -142,17 +142,43 @@ func Serve(cfg *config.Config, popts pipeline.Options, webFlags *web.FlagConfig,
 				"max_connections", limit, "open_file_limit", nofile)
 		}
 		conns = newConnLimiter(limit, connGrace, logger)
-		srv.ConnState = conns.track
 	}
-	errc := make(chan error, 1)
-	go func() { errc <- web.ListenAndServe(srv, webFlags, logger) }()
+	listens := perAddress(webFlags)
+	servers := make([]*http.Server, len(listens))
+	errc := make(chan error, len(listens))
+	for i, flags := range listens {
+		srv := newHTTPServer(mux, o)
+		if conns != nil {
+			srv.ConnState = conns.track
+		}
+		servers[i] = srv
+		go func() { errc <- web.ListenAndServe(srv, flags, logger) }()
+	}
 	select {
 	case err := <-errc:
 		return err
 	case <-ctx.Done():
 		logger.Info("shutting down")
-		return shutdown(srv, conns, logger)
+		return shutdown(servers, conns, logger)
 	}
+}
+
+// perAddress splits flags into one FlagConfig per listen address, each served by an
+// http.Server of its own: exporter-toolkit serves several addresses with one server,
+// whose handler and TLS config it sets up from one goroutine per address when a web
+// config file is given, racing. Systemd's sockets are left together: the toolkit lists
+// them.
+func perAddress(flags *web.FlagConfig) []*web.FlagConfig {
+	if flags.WebSystemdSocket != nil && *flags.WebSystemdSocket || flags.WebListenAddresses == nil || len(*flags.WebListenAddresses) < 2 {
+		return []*web.FlagConfig{flags}
+	}
+	out := make([]*web.FlagConfig, 0, len(*flags.WebListenAddresses))
+	for _, addr := range *flags.WebListenAddresses {
+		one := *flags
+		one.WebListenAddresses = &[]string{addr}
+		out = append(out, &one)
+	}
+	return out
 }
 
 // newHTTPServer is the server of h, with the timeouts and limits of o. What net/http
@@ -175,22 +201,36 @@ func newHTTPServer(h http.Handler, o Options) *http.Server {
 	return srv
 }
 
-// shutdown stops srv: requests in flight get shutdownGrace to end, connections that sent
-// none yet are closed at once (conns tracks them; without it Shutdown waits until each is
-// 5 s old), and what is left after the grace is closed: a client that neither sends nor
-// reads is no failure of the exporter's, whose exit status says how it stopped.
-func shutdown(srv *http.Server, conns *connLimiter, logger *slog.Logger) error {
+// shutdown stops the servers: requests in flight get shutdownGrace to end, connections
+// that sent none yet are closed at once (conns tracks them; without it Shutdown waits
+// until each is 5 s old), and what is left after the grace is closed: a client that
+// neither sends nor reads is no failure of the exporter's, whose exit status says how it
+// stopped.
+func shutdown(servers []*http.Server, conns *connLimiter, logger *slog.Logger) error {
 	ctx, stop := context.WithTimeout(context.Background(), shutdownGrace)
 	defer stop()
-	done := make(chan error, 1)
-	go func() { done <- srv.Shutdown(ctx) }()
+	done := make(chan error, len(servers))
+	for _, srv := range servers {
+		go func() { done <- srv.Shutdown(ctx) }()
+	}
 	if conns != nil {
 		conns.closeFresh()
 	}
-	err := <-done
-	if errors.Is(err, context.DeadlineExceeded) {
+	var err error
+	late := false
+	for range servers {
+		e := <-done
+		if errors.Is(e, context.DeadlineExceeded) {
+			late = true
+			continue
+		}
+		err = cmp.Or(err, e)
+	}
+	if late {
 		logger.Warn("connections still open after the shutdown grace: closed", "grace", shutdownGrace)
-		return srv.Close()
+		for _, srv := range servers {
+			err = cmp.Or(err, srv.Close())
+		}
 	}
 	return err
 }
