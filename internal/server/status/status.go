@@ -182,6 +182,12 @@ func (lt *lineTester) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		return
 	}
+	if _, ok := r.PostForm["lines"]; !ok {
+		// The page's form always sends the field, empty or not: a log posted as it is
+		// (curl --data-binary @access.log) would otherwise read as no line given.
+		http.Error(w, "The form has no field lines: send the lines URL-encoded in it (curl --data-urlencode lines@access.log).", http.StatusBadRequest)
+		return
+	}
 	input := r.PostForm.Get("input")
 	if names := inputNames(lt.o.Source.Config()); input != "" && !slices.Contains(names, input) {
 		msg := fmt.Sprintf("No input is named %q: leave input empty for a line of no named input", input)

@@ -12,8 +12,9 @@ import (
 
 // TestLineTesterRefusesWhatItCannotRead posts to the line tester over a socket what a
 // careless client sends: the lines in a body that is not a URL-encoded form (curl -F, a
-// JSON body, none), or for an input the config has not. Each is refused, saying what was
-// wrong, rather than answered 200 with "No line was given" or explained as another input.
+// JSON body, none), a form without the field lines (a log posted as it is), or lines for
+// an input the config has not. Each is refused, saying what was wrong, rather than
+// answered 200 with "No line was given" or explained as another input.
 func TestLineTesterRefusesWhatItCannotRead(t *testing.T) {
 	var multi bytes.Buffer
 	mw := multipart.NewWriter(&multi)
@@ -32,6 +33,9 @@ func TestLineTesterRefusesWhatItCannotRead(t *testing.T) {
 		{"JSON", "application/json", `{"input": "web", "lines": "a"}`, http.StatusUnsupportedMediaType, "application/json"},
 		{"no content type", "", "input=web&lines=a", http.StatusUnsupportedMediaType, "application/x-www-form-urlencoded"},
 		{"unknown input", "application/x-www-form-urlencoded", "input=wbe&lines=a", http.StatusBadRequest, `"wbe"`},
+		{"form without lines", "application/x-www-form-urlencoded", "input=web", http.StatusBadRequest, "lines"},
+		{"log posted as it is (curl --data-binary @access.log)", "application/x-www-form-urlencoded", `10.0.0.1 - - [14/Nov/2023:22:13:20 +0000] "GET / HTTP/1.1" 200 1`, http.StatusBadRequest, "--data-urlencode lines@"},
+		{"empty lines", "application/x-www-form-urlencoded", "input=web&lines=", http.StatusOK, "No line was given"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -57,8 +61,8 @@ func TestLineTesterRefusesWhatItCannotRead(t *testing.T) {
 			if resp.StatusCode != c.code || !strings.Contains(string(body), c.contains) {
 				t.Errorf("HTTP %d %.300q; want %d with %q", resp.StatusCode, body, c.code, c.contains)
 			}
-			if explained := src.input != "none"; explained != (c.code == http.StatusOK) {
-				t.Errorf("lines explained: %v, for HTTP %d", explained, resp.StatusCode)
+			if c.code != http.StatusOK && src.input != "none" {
+				t.Errorf("lines explained for a request refused with HTTP %d", resp.StatusCode)
 			}
 		})
 	}
