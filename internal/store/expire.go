@@ -52,8 +52,7 @@ func (st *store) settle(s *Series, now, ttl int64) int {
 		if w == nil {
 			continue
 		}
-		if last := w.LastAdd(); last < st.oldestLive(now) {
-			p.last.Store(last)
+		if w.LastAdd() < st.oldestLive(now) {
 			p.win.Store(nil)
 			st.charge(-w.Bytes())
 		} else {
@@ -92,13 +91,10 @@ func (st *store) gone(s *Series, now, ttl int64) bool {
 	}
 	last := int64(math.MinInt64)
 	for p := range s.parts {
-		l := p.last.Load()
-		if w := p.win.Load(); w != nil {
-			if l = w.LastAdd(); l >= st.oldestLive(now) {
-				return false
-			}
+		if w := p.win.Load(); w != nil && w.LastAdd() >= st.oldestLive(now) {
+			return false
 		}
-		last = max(last, l)
+		last = max(last, p.last.Load())
 	}
 	return last < now-ttl
 }

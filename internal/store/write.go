@@ -36,8 +36,10 @@ func (st *store) observe(e *event.Event, w *write, last **Series) {
 	lock := &st.locks[w.shard]
 	lock.RLock()
 	s := st.lookup(e.Key, last)
-	overBudget := s == nil && st.normal >= limit
-	full := overBudget || s == nil && st.mem.full(st.seriesCost(len(e.Key), len(e.Labels)))
+	// A line whose labels read the overflow series' is that series, which no bound keeps out.
+	fresh := s == nil && string(e.Key) != st.overflowKey
+	overBudget := fresh && st.normal >= limit
+	full := overBudget || fresh && st.mem.full(st.seriesCost(len(e.Key), len(e.Labels)))
 	if full && st.tooOld(w.now, w.at) {
 		lock.RUnlock()
 		if !w.backfill {
@@ -243,13 +245,20 @@ func (st *store) partOf(s *Series, shard uint8) *part {
 	return p
 }
 
-// counted counts n events of w's second in part p's lines and last second (unless
-// backfilled), and returns the wheels they go to: made for a kept counter, or nil when
-// they are too old for every window (counted late).
+// counted counts n events of w's second in part p's lines (unless backfilled) and last
+// second, and returns the wheels they go to: made for a kept counter, or nil when they are
+// too old for every window (counted late).
 func (st *store) counted(p *part, w *write, n uint64) *windows.Series {
+	// A series is active when its lines come, on the clock they are judged by, whatever
+	// their own time: a line stamped years ahead must not keep its series from the TTL or
+	// from eviction, nor a late line of a log read from its beginning start a counter
+	// already past the TTL. A warm start's lines came before the start, at about their own
+	// time.
 	if !w.backfill {
 		p.lines.Add(n)
-		p.raiseLast(w.at)
+		p.raiseLast(w.now)
+	} else {
+		p.raiseLast(min(w.at, w.now))
 	}
 	wheels := p.win.Load()
 	if wheels == nil {
