@@ -1133,6 +1133,15 @@ func (s *Series) LastAdd() int64 {
 	return s.last
 }
 
+// Second returns the newest second of the clock the series was added at (its now),
+// math.MinInt64 before the first Add: after a clock stepped back past every window, the
+// second it started over at.
+func (s *Series) Second() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.t
+}
+
 func clampTime(t int64) int64 { return min(max(t, -timeLimit), timeLimit) }
 
 // floorDiv rounds toward minus infinity, so that slots before 1970 are aligned like others.
