@@ -299,30 +299,50 @@ func TestBudgetAgainstModel(t *testing.T) {
 // TestEventTimeAgainstModel is TestBudgetAgainstModel for an event-time rule, whose lines
 // come with times of their own: mostly within the windows, some at their edge, some far
 // in the past (late: counted, in no window) and some ahead of the wall clock, a little or
-// by years (future: placed at the current second). However far a line's time, the series, totals, windows, late and future lines
-// and folds are the model's: a label set is active when its lines come, so a line from the
-// future does not keep it from the TTL or from the budget's eviction, and the old lines of
-// a log read from its beginning stay in its `_total`.
+// by years (future: placed at the current second); in half the runs under a memory bound
+// too. However far a line's time, the series, totals, windows, late and future lines,
+// folds and the memory the series take are the model's: a label set is active when its
+// lines come, so a line from the future does not keep it from the TTL or from the
+// budget's eviction, and the old lines of a log read from its beginning stay in its
+// `_total`.
 func TestEventTimeAgainstModel(t *testing.T) {
 	windowSets := [][]time.Duration{storetest.OneMin, storetest.TenSec, storetest.MinFive}
 	ttls := []time.Duration{0, 30 * time.Second, 90 * time.Second, 5 * time.Minute, 15 * time.Minute}
+	// What a series of the windows costs, read through the API: the bytes one takes.
+	costs := map[int]int64{}
+	for i, ws := range windowSets {
+		one := newSet(t, storetest.Config(10, storetest.EventRule("r", ws, "k")), nil)
+		write(one.NewSink(), line{labels: []string{key(0)}, now: start, at: start})
+		costs[i] = one.MemoryUsed()
+	}
 	for seed := range uint64(200) {
 		rng := rand.New(rand.NewPCG(seed, 31))
 		limit := 1 + rng.IntN(10)
 		ttl := ttls[rng.IntN(len(ttls))]
-		ws := windowSets[rng.IntN(len(windowSets))]
+		w := rng.IntN(len(windowSets))
+		ws := windowSets[w]
 		longest := int64(ws[len(ws)-1] / time.Second)
 		keys := make([]string, limit+1+rng.IntN(6))
 		for i := range keys {
-			keys[i] = fmt.Sprint("k", i)
+			keys[i] = key(i)
 		}
 		rule := storetest.EventRule("r", ws, "k")
 		for i := range rng.IntN(min(2, limit) + 1) {
 			rule.Initial = append(rule.Initial, []string{keys[i]})
 		}
-		what := fmt.Sprintf("seed %d (budget %d, ttl %v, windows %v, %d initial)", seed, limit, ttl, ws, len(rule.Initial))
-		set := newSet(t, storetest.TTLConfig(limit, ttl, rule), nil)
 		m := &model{rules: []*modelRule{newModelRule(limit, ttl, ws, rule.Initial)}}
+		r := m.rules[0]
+		r.cost = costs[w]
+		if rng.IntN(2) == 0 {
+			m.maxBytes = r.cost * int64(len(rule.Initial)+1+rng.IntN(limit+2))
+		}
+		m.used = r.cost * int64(len(rule.Initial))
+		what := fmt.Sprintf("seed %d (budget %d, ttl %v, windows %v, %d initial, bound %d B)", seed, limit, ttl, ws, len(rule.Initial), m.maxBytes)
+		set, err := store.NewSetWith(storetest.TTLConfig(limit, ttl, rule), nil, store.SetOptions{MaxBytes: m.maxBytes})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.wheelBytes = int64(set.Rule(0).Layout().SeriesBytes())
 		k := set.NewSink()
 		wall := int64(start)
 		for range 300 {

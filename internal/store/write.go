@@ -99,8 +99,9 @@ func (st *store) tooOld(now, at int64) bool {
 // create is the first event of a label set (or of the overflow series), or a new label set
 // that found the budget full: the only path that allocates, and the only one that takes the
 // write lock on the write side. It reaps at a full budget only when observe found a reap
-// due, so that reaps stay rate-limited when every new label set comes here (the overflow
-// series does not exist yet, or reaps keep making room for one label set at a time).
+// due, or one is due for a label set idle past the TTL, so that reaps stay rate-limited
+// when every new label set comes here (the overflow series does not exist yet, or reaps
+// keep making room for one label set at a time).
 func (st *store) create(e *event.Event, w *write, due bool) {
 	limit := w.budget.limit
 	// Valid values (what the parser delivers) are looked up by the line's own key and copied
@@ -121,9 +122,10 @@ func (st *store) create(e *event.Event, w *write, due bool) {
 	} else {
 		s, isOverflow = st.series[string(e.Key)], string(e.Key) == st.overflowKey
 	}
+	retired := false
 	if s != nil && st.gone(s, w.now, w.budget.ttl) {
 		st.remove(s)
-		s = nil
+		s, retired = nil, true
 	}
 	cost := st.seriesCost(len(e.Key), len(e.Labels))
 	if cloned {
@@ -131,7 +133,10 @@ func (st *store) create(e *event.Event, w *write, due bool) {
 	}
 	overBudget := s == nil && !isOverflow && st.normal >= limit
 	memFull := s == nil && !isOverflow && st.mem.full(cost)
-	if (overBudget || memFull) && due {
+	// A label set idle past the TTL is a new one, which observe did not judge as one: it
+	// reaps, when due, as a label set never seen does (unless its line is late: see
+	// observe).
+	if (overBudget || memFull) && (due || retired && !st.tooOld(w.now, w.at) && st.reapDue(w.now, limit)) {
 		st.reap(w.now, w.budget, memFull)
 		overBudget = st.normal >= limit
 		memFull = st.mem.full(cost)
