@@ -166,15 +166,21 @@ func (m *model) line(i int, key string, now, at int64) {
 	}
 	if overBudget || overMemory {
 		// Room is made first: idle series release their wheels and go past the TTL,
-		// then the least recently active kept counter gives way.
+		// then the least recently active kept counter gives way: one, or as many as
+		// the rule holds past its budget (a reload lowered it), at most a quarter budget.
 		var kept []string
 		for key := range r.series {
 			if key != store.OverflowValue && m.settle(r, key, now) {
 				kept = append(kept, key)
 			}
 		}
-		if len(kept) > 0 && (r.normal() >= r.limit || overMemory) {
-			m.remove(r, slices.MinFunc(kept, func(a, b string) int { return cmp.Compare(r.series[a].last(), r.series[b].last()) }))
+		evict := max(r.normal()-r.limit+1, 0)
+		if overMemory {
+			evict = max(evict, 1)
+		}
+		slices.SortFunc(kept, func(a, b string) int { return cmp.Compare(r.series[a].last(), r.series[b].last()) })
+		for _, key := range kept[:min(evict, max(r.limit/4, 1), len(kept))] {
+			m.remove(r, key)
 		}
 		overBudget, overMemory = r.normal() >= r.limit, memFull()
 	}
@@ -300,11 +306,13 @@ func TestBudgetAgainstModel(t *testing.T) {
 // come with times of their own: mostly within the windows, some at their edge, some far
 // in the past (late: counted, in no window) and some ahead of the wall clock, a little or
 // by years (future: placed at the current second); in half the runs under a memory bound
-// too. However far a line's time, the series, totals, windows, late and future lines,
-// folds and the memory the series take are the model's: a label set is active when its
-// lines come, so a line from the future does not keep it from the TTL or from the
-// budget's eviction, and the old lines of a log read from its beginning stay in its
-// `_total`.
+// too, with reloads that change the budget, the TTL and the bound (the rule keeps its
+// series) or the windows (it starts over). However far a line's time, the series, totals,
+// windows, late and future lines, folds and the memory the series take are the model's:
+// a label set is active when its lines come, so a line from the future does not keep it
+// from the TTL or from the budget's eviction, and the old lines of a log read from its
+// beginning stay in its `_total`; a budget lowered below what the rule holds is reached
+// again a quarter budget of kept counters at a time, least recently active first.
 func TestEventTimeAgainstModel(t *testing.T) {
 	windowSets := [][]time.Duration{storetest.OneMin, storetest.TenSec, storetest.MinFive}
 	ttls := []time.Duration{0, 30 * time.Second, 90 * time.Second, 5 * time.Minute, 15 * time.Minute}
@@ -330,22 +338,53 @@ func TestEventTimeAgainstModel(t *testing.T) {
 		for i := range rng.IntN(min(2, limit) + 1) {
 			rule.Initial = append(rule.Initial, []string{keys[i]})
 		}
-		m := &model{rules: []*modelRule{newModelRule(limit, ttl, ws, rule.Initial)}}
-		r := m.rules[0]
-		r.cost = costs[w]
+		m := &model{}
 		if rng.IntN(2) == 0 {
-			m.maxBytes = r.cost * int64(len(rule.Initial)+1+rng.IntN(limit+2))
+			m.maxBytes = costs[w] * int64(len(rule.Initial)+1+rng.IntN(limit+2))
 		}
-		m.used = r.cost * int64(len(rule.Initial))
-		what := fmt.Sprintf("seed %d (budget %d, ttl %v, windows %v, %d initial, bound %d B)", seed, limit, ttl, ws, len(rule.Initial), m.maxBytes)
-		set, err := store.NewSetWith(storetest.TTLConfig(limit, ttl, rule), nil, store.SetOptions{MaxBytes: m.maxBytes})
-		if err != nil {
-			t.Fatal(err)
+		what := fmt.Sprintf("seed %d (bound %d B, %d initial): budget %d, ttl %v, windows %v", seed, m.maxBytes, len(rule.Initial), limit, ttl, ws)
+		var set *store.Set
+		var k *store.Sink
+		// reload builds the Set from the one before: the rule keeps its store unless its
+		// windows changed (a new fingerprint), and takes the budget and TTL given.
+		reload := func(changed bool) {
+			if changed || set == nil {
+				r := newModelRule(limit, ttl, ws, rule.Initial)
+				r.cost = costs[w]
+				m.rules = []*modelRule{r}
+				m.used = r.cost * int64(len(rule.Initial))
+			}
+			r := m.rules[0]
+			r.limit, r.ttl = limit, int64(ttl/time.Second)
+			var err error
+			// One shard: the sink after a reload writes the parts of the one before.
+			set, err = store.NewSetWith(storetest.TTLConfig(limit, ttl, rule), set, store.SetOptions{MaxBytes: m.maxBytes, Shards: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			r.wheelBytes = int64(set.Rule(0).Layout().SeriesBytes())
+			k = set.NewSink()
 		}
-		r.wheelBytes = int64(set.Rule(0).Layout().SeriesBytes())
-		k := set.NewSink()
+		reload(true)
 		wall := int64(start)
 		for range 300 {
+			if rng.IntN(40) == 0 {
+				limit, ttl = max(1+rng.IntN(10), len(rule.Initial)), ttls[rng.IntN(len(ttls))]
+				if m.maxBytes > 0 {
+					m.maxBytes = costs[w] * int64(len(rule.Initial)+1+rng.IntN(limit+2))
+				}
+				changed := rng.IntN(3) == 0
+				if changed {
+					w = rng.IntN(len(windowSets))
+					ws = windowSets[w]
+					longest = int64(ws[len(ws)-1] / time.Second)
+					initial := rule.Initial
+					rule = storetest.EventRule("r", ws, "k")
+					rule.Initial, rule.Fingerprint = initial, fmt.Sprint("r", wall)
+				}
+				reload(changed)
+				what += fmt.Sprintf("; at %d: budget %d, ttl %v, windows %v (changed %v), bound %d B", wall, limit, ttl, ws, changed, m.maxBytes)
+			}
 			wall += step(rng)
 			at := wall
 			switch n := rng.IntN(20); {
