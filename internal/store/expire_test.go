@@ -246,6 +246,17 @@ func TestEventTimeActivity(t *testing.T) {
 			{wall: 10121, want: map[string]series{}},
 		},
 	}, {
+		name: "after the wall clock stepped back past every window, idle series give way",
+		// The clock was a day ahead when a and b came: their windows read nothing at the
+		// right time, so they are kept counters, and the new label set c takes a's room.
+		budget: 2, ttl: 2 * time.Minute,
+		steps: []step{
+			{wall: 87400, lines: []line{at("a", 87400)}, want: map[string]series{"a": {1, []float64{1}}}},
+			{wall: 87401, lines: []line{at("b", 87401)}, want: map[string]series{"a": {1, []float64{1}}, "b": {1, []float64{1}}}},
+			{wall: 1000, want: map[string]series{"a": kept(1), "b": kept(1)}},
+			{wall: 1001, lines: []line{at("c", 1001)}, want: map[string]series{"b": kept(1), "c": {1, []float64{1}}}},
+		},
+	}, {
 		name: "a label set of a warm start's lines goes with the TTL after them",
 		// Its lines, which came before the start, are in its windows, not its total; once
 		// they are idle, it is a kept counter until the TTL after their own time.
