@@ -1133,6 +1133,26 @@ func (s *Series) LastAdd() int64 {
 	return s.last
 }
 
+// Holds reports whether a read at second now finds an event of the series in some window:
+// its newest event is no older than now−Longest(), and the clock has not stepped back past
+// every window since it was placed (Read then reads nothing, and the next Add starts over).
+// A series that holds nothing can be dropped.
+func (s *Series) Holds(now int64) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now = clampTime(now)
+	return s.last >= now-s.layout.reach && !s.wentBack(now)
+}
+
+// Second returns the newest second of the clock the series was added at (its now),
+// math.MinInt64 before the first Add: after a clock stepped back past every window, the
+// second it started over at.
+func (s *Series) Second() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.t
+}
+
 func clampTime(t int64) int64 { return min(max(t, -timeLimit), timeLimit) }
 
 // floorDiv rounds toward minus infinity, so that slots before 1970 are aligned like others.

@@ -208,6 +208,44 @@ func TestPlacement(t *testing.T) {
 	}
 }
 
+// TestHolds: a series holds something to read at now while its newest event is no older
+// than the longest window and the clock has not stepped back past every window since.
+func TestHolds(t *testing.T) {
+	l, err := NewLayout([]time.Duration{time.Minute, 5 * time.Minute}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const now = 1_000_000
+	for _, tc := range []struct {
+		name    string
+		adds    [][2]int64 // now, at
+		read    int64
+		holds   bool
+		written bool // the 5m window reads an event at read
+	}{
+		{"nothing added", nil, now, false, false},
+		{"just added", [][2]int64{{now, now}}, now, true, true},
+		{"the oldest second of the longest window", [][2]int64{{now, now}}, now + 299, true, true},
+		{"idle past the longest window", [][2]int64{{now, now}}, now + 301, false, false},
+		{"only a late event", [][2]int64{{now, now - 400}}, now, false, false},
+		{"the clock stepped back less than the longest window", [][2]int64{{now, now}}, now - 299, true, true},
+		{"the clock stepped back past every window", [][2]int64{{now, now}}, now - 300, false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := l.NewSeries()
+			for _, a := range tc.adds {
+				s.Add(a[0], a[1], 1)
+			}
+			if got := s.Holds(tc.read); got != tc.holds {
+				t.Errorf("Holds(%d) = %v, want %v", tc.read, got, tc.holds)
+			}
+			if got := s.Read(tc.read, 0, nil)[1].Sum > 0; got != tc.written {
+				t.Errorf("Read(%d) reads an event: %v, want %v", tc.read, got, tc.written)
+			}
+		})
+	}
+}
+
 // TestAbsurdTimes makes sure no time, however far out, panics or yields non-finite sums.
 func TestAbsurdTimes(t *testing.T) {
 	l, err := NewLayout(append(defaultWindows, MaxWindow), Options{Events: true, Extrema: true})

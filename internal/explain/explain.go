@@ -91,9 +91,11 @@ type Fate struct {
 	// At is the second the line is placed at, Now the clock it was judged by (RFC 3339).
 	At  string `json:"at"`
 	Now string `json:"now"`
-	// Folded: the label set is new and the rule has max_series_per_rule series, so the
-	// line counts in the __overflow__ series.
+	// Folded: the label set is new and the rule has max_series_per_rule series, or the
+	// series of all rules take --series.max-bytes, so the line counts in the __overflow__
+	// series; Memory says it is the latter.
 	Folded bool `json:"folded_into_overflow"`
+	Memory bool `json:"folded_by_max_bytes,omitempty"`
 }
 
 // NoMatch is how far the rule's regex got (see parser.Prefix).
@@ -245,7 +247,7 @@ func (x *Explainer) counted(r *Rule, cr *config.Rule, res *parser.RuleResult) {
 	if e.HasTime && f.Placement == windows.Placed {
 		at = e.Time
 	}
-	r.Fate = &Fate{Placement: f.Placement.String(), At: rfc3339(at), Now: rfc3339(f.Now), Folded: f.Folded}
+	r.Fate = &Fate{Placement: f.Placement.String(), At: rfc3339(at), Now: rfc3339(f.Now), Folded: f.Folded, Memory: f.Memory}
 }
 
 // raw is value i of the values before rewrites (parser.RuleResult.Raw), nil for one no

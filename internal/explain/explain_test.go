@@ -221,10 +221,35 @@ rules:
 }
 
 // newExplainer builds the explainer of a rule file, its sink's clock at second 1000.
+// TestFoldedByMemoryBound: a new label set that would pass --series.max-bytes is shown
+// folded, and why, as one past max_series_per_rule is.
+func TestFoldedByMemoryBound(t *testing.T) {
+	x := newExplainerWith(t, `
+global: {windows: [1m]}
+rules:
+  - name: requests
+    match: '^(?P<method>[A-Z]+) (?P<status>\d+)$'
+    labels: {method: '${method}'}
+`, store.SetOptions{MaxBytes: 1})
+	var text bytes.Buffer
+	if err := Write(&text, "text", []Line{x.Explain("", []byte("GET 200"), false)}); err != nil {
+		t.Fatal(err)
+	}
+	want := `  + requests{method="GET"}: placed at 1970-01-01T00:16:40Z; FOLDED into the __overflow__ series (--series.max-bytes reached)`
+	if !strings.Contains(text.String(), want) {
+		t.Errorf("text lacks %q:\n%s", want, text.String())
+	}
+}
+
 func newExplainer(t *testing.T, rules string) *Explainer {
 	t.Helper()
+	return newExplainerWith(t, rules, store.SetOptions{})
+}
+
+func newExplainerWith(t *testing.T, rules string, opts store.SetOptions) *Explainer {
+	t.Helper()
 	cfg, p := storetest.ParseRules(t, rules)
-	set, err := store.NewSetWith(cfg, nil, store.SetOptions{})
+	set, err := store.NewSetWith(cfg, nil, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -86,7 +86,10 @@ func writeRule(b *strings.Builder, r *Rule, shown map[string]bool) {
 		default:
 			fmt.Fprintf(b, ": placed at %s", f.At)
 		}
-		if f.Folded {
+		switch {
+		case f.Memory:
+			b.WriteString("; FOLDED into the __overflow__ series (--series.max-bytes reached)")
+		case f.Folded:
 			b.WriteString("; FOLDED into the __overflow__ series (max_series_per_rule reached)")
 		}
 		b.WriteByte('\n')

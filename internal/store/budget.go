@@ -174,7 +174,8 @@ func (st *store) fold(memory bool, now int64, b budget, labels [][]byte) {
 	if memory {
 		st.memFolds.Add(1)
 	}
-	if at := st.foldLogAt.Load(); now >= at && st.foldLogAt.CompareAndSwap(at, now+FoldLogEvery) {
+	// A deadline more than FoldLogEvery ahead is one the rule's clock stepped back from.
+	if at := st.foldLogAt.Load(); (now >= at || at-now > FoldLogEvery) && st.foldLogAt.CompareAndSwap(at, now+FoldLogEvery) {
 		st.logFold(memory, b, labels)
 	}
 }

@@ -232,3 +232,36 @@ func TestMaxBytesFolds(t *testing.T) {
 		})
 	}
 }
+
+// TestGoneLabelSetReapsAtBound: a label set idle past the counter TTL is a new one, and at
+// the memory bound it has a reap make room first as a label set never seen does, instead
+// of folding while idle series could give way.
+func TestGoneLabelSetReapsAtBound(t *testing.T) {
+	rule := storetest.CountRule("r", storetest.OneMin, "k")
+	one := newSet(t, storetest.Config(10, rule), nil)
+	write(one.NewSink(), line{labels: []string{key(0)}, now: start})
+	cost := one.MemoryUsed() // of one series; label values as long as OverflowValue cost the same
+	for _, returning := range []string{key(0), key(9)} {
+		t.Run(returning, func(t *testing.T) {
+			set, err := store.NewSetWith(storetest.TTLConfig(10, 2*time.Minute, rule), nil, store.SetOptions{MaxBytes: 2 * cost})
+			if err != nil {
+				t.Fatal(err)
+			}
+			k := set.NewSink()
+			// Two series fill the bound; a third label set folds.
+			write(k, line{labels: []string{key(0)}, now: start}, line{labels: []string{key(1)}, now: start}, line{labels: []string{key(2)}, now: start})
+			if folds := read(set, 0, start).drops.Folds; folds != 1 {
+				t.Fatalf("%d folds at the bound, want 1", folds)
+			}
+			later := int64(start + 121) // every series idle past the TTL
+			write(k, line{labels: []string{returning}, now: later})
+			got := read(set, 0, later)
+			if want := map[string]series{returning: {1, []float64{1}}}; diff(got.series, want) != "" {
+				t.Errorf("series:%s", diff(got.series, want))
+			}
+			if got.drops.Folds != 1 {
+				t.Errorf("%d folds, want the first only", got.drops.Folds)
+			}
+		})
+	}
+}

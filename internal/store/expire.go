@@ -18,8 +18,8 @@ func (s *Set) Expire(processing, wall int64) {
 	}
 }
 
-// stale reports whether s has something to expire at now: wheels idle for longer than the
-// longest window (every window reads zero), or a kept counter idle for longer than ttl.
+// stale reports whether s has something to expire at now: wheels that hold nothing (see
+// wheels), or a kept counter idle for longer than ttl.
 func (st *store) stale(s *Series, now, ttl int64) bool {
 	if s.pinned {
 		return false
@@ -27,7 +27,7 @@ func (st *store) stale(s *Series, now, ttl int64) bool {
 	kept := true
 	for p := range s.parts {
 		if w := p.win.Load(); w != nil {
-			if w.LastAdd() < st.oldestLive(now) {
+			if !w.Holds(now) {
 				return true
 			}
 			kept = false
@@ -52,8 +52,7 @@ func (st *store) settle(s *Series, now, ttl int64) int {
 		if w == nil {
 			continue
 		}
-		if last := w.LastAdd(); last < st.oldestLive(now) {
-			p.last.Store(last)
+		if !w.Holds(now) {
 			p.win.Store(nil)
 			st.charge(-w.Bytes())
 		} else {
@@ -92,13 +91,10 @@ func (st *store) gone(s *Series, now, ttl int64) bool {
 	}
 	last := int64(math.MinInt64)
 	for p := range s.parts {
-		l := p.last.Load()
-		if w := p.win.Load(); w != nil {
-			if l = w.LastAdd(); l >= st.oldestLive(now) {
-				return false
-			}
+		if w := p.win.Load(); w != nil && w.Holds(now) {
+			return false
 		}
-		last = max(last, l)
+		last = max(last, p.last.Load())
 	}
 	return last < now-ttl
 }

@@ -1,6 +1,7 @@
 package store_test
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -178,5 +179,127 @@ func TestExpireClocks(t *testing.T) {
 				t.Errorf("Expire released %d bytes, the windows released take %d", got, released)
 			}
 		})
+	}
+}
+
+// TestEventTimeActivity: a label set of an event-time rule is active when its lines come,
+// on the wall clock, whatever their own time: its counter TTL and its place in the
+// budget's eviction order go by that, not by a line stamped years ahead, and the late
+// lines of a log read from its beginning stay in its `_total`, whether its windows were
+// still held or not. Every case is run with an Expire before each step's lines and
+// without any: what a read shows does not depend on when Expire ran.
+func TestEventTimeActivity(t *testing.T) {
+	rule := storetest.EventRule("r", storetest.OneMin, "k")
+	type step struct {
+		wall  int64
+		lines []line // at wall; at is the line's own second
+		// backfill are lines of a warm start, written before lines
+		backfill []line
+		want     map[string]series
+	}
+	at := func(k string, at int64) line { return line{labels: []string{k}, at: at} }
+	kept := func(total float64) series { return series{total: total} }
+	cases := []struct {
+		name   string
+		budget int
+		ttl    time.Duration
+		steps  []step
+	}{{
+		name: "a line from the future goes with the TTL after the current second",
+		// Idle past the window (60 s) and the TTL (120 s) after the wall second it came at,
+		// the label set is gone, and its next line starts a new counter.
+		budget: 10, ttl: 2 * time.Minute,
+		steps: []step{
+			{wall: 1000, lines: []line{at("a", 1000+1e9)}, want: map[string]series{"a": {1, []float64{1}}}},
+			{wall: 1120, want: map[string]series{"a": kept(1)}},
+			{wall: 1121, want: map[string]series{}},
+			{wall: 1121, lines: []line{at("a", 1121)}, want: map[string]series{"a": {1, []float64{1}}}},
+		},
+	}, {
+		name: "a line from the future does not keep its label set from eviction",
+		// a was active at 1000, b at 1010: the new label set c takes a's room.
+		budget: 2,
+		steps: []step{
+			{wall: 1000, lines: []line{at("a", 1000+1e9)}, want: map[string]series{"a": {1, []float64{1}}}},
+			{wall: 1010, lines: []line{at("b", 1010)}, want: map[string]series{"a": {1, []float64{1}}, "b": {1, []float64{1}}}},
+			{wall: 2000, lines: []line{at("c", 2000)}, want: map[string]series{"b": kept(1), "c": {1, []float64{1}}}},
+		},
+	}, {
+		name: "a late line keeps a counter whose windows are idle",
+		// a's windows are idle from 1061; its late line, which came at 1500, keeps its
+		// counter until 2100.
+		budget: 10, ttl: 10 * time.Minute,
+		steps: []step{
+			{wall: 1000, lines: []line{at("a", 1000)}, want: map[string]series{"a": {1, []float64{1}}}},
+			{wall: 1500, lines: []line{at("a", 1400)}, want: map[string]series{"a": kept(2)}},
+			{wall: 2100, want: map[string]series{"a": kept(2)}},
+			{wall: 2101, want: map[string]series{}},
+		},
+	}, {
+		name: "the old lines of a log read from its beginning stay in its total",
+		// Lines hours older than the window and the TTL, read at 10000, count in one
+		// `_total`, which goes with the TTL after they came.
+		budget: 10, ttl: 2 * time.Minute,
+		steps: []step{
+			{wall: 10000, lines: []line{at("a", 1000), at("b", 2000), at("a", 5000), at("a", 9990)}, want: map[string]series{"a": {3, []float64{1}}, "b": kept(1)}},
+			{wall: 10120, want: map[string]series{"a": kept(3), "b": kept(1)}},
+			{wall: 10121, want: map[string]series{}},
+		},
+	}, {
+		name: "after the wall clock stepped back past every window, idle series give way",
+		// The clock was a day ahead when a and b came: their windows read nothing at the
+		// right time, so they are kept counters, and the new label set c takes a's room.
+		budget: 2, ttl: 2 * time.Minute,
+		steps: []step{
+			{wall: 87400, lines: []line{at("a", 87400)}, want: map[string]series{"a": {1, []float64{1}}}},
+			{wall: 87401, lines: []line{at("b", 87401)}, want: map[string]series{"a": {1, []float64{1}}, "b": {1, []float64{1}}}},
+			{wall: 1000, want: map[string]series{"a": kept(1), "b": kept(1)}},
+			{wall: 1001, lines: []line{at("c", 1001)}, want: map[string]series{"b": kept(1), "c": {1, []float64{1}}}},
+		},
+	}, {
+		name: "a label set of a warm start's lines goes with the TTL after them",
+		// Its lines, which came before the start, are in its windows, not its total; once
+		// they are idle, it is a kept counter until the TTL after their own time.
+		budget: 10, ttl: 2 * time.Minute,
+		steps: []step{
+			{wall: 1000, backfill: []line{at("a", 990)}, want: map[string]series{"a": {0, []float64{1}}}},
+			{wall: 1051, want: map[string]series{"a": kept(0)}},
+			{wall: 1110, want: map[string]series{"a": kept(0)}},
+			{wall: 1111, want: map[string]series{}},
+		},
+	}, {
+		name: "a late line of the overflow series at a full budget is counted in it",
+		// The overflow series is outside the budget: a line whose label reads
+		// __overflow__ goes to it, late or not, whether its old counter is held or gone.
+		budget: 1, ttl: 2 * time.Minute,
+		steps: []step{
+			{wall: 1000, lines: []line{at("x", 1000), at("y", 1000)}, want: map[string]series{"x": {1, []float64{1}}, store.OverflowValue: {1, []float64{1}}}},
+			{wall: 1100, lines: []line{at("x", 1100)}, want: map[string]series{"x": {2, []float64{1}}, store.OverflowValue: kept(1)}},
+			{wall: 1130, lines: []line{at("x", 1130), at(store.OverflowValue, 1070)}, want: map[string]series{"x": {3, []float64{2}}, store.OverflowValue: kept(1)}},
+		},
+	}}
+	for _, tc := range cases {
+		for _, expire := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/expire=%v", tc.name, expire), func(t *testing.T) {
+				set := newSet(t, storetest.TTLConfig(tc.budget, tc.ttl, rule), nil)
+				k, warm := set.NewSink(), set.NewBackfillSink()
+				for _, st := range tc.steps {
+					if expire {
+						set.Expire(start, st.wall)
+					}
+					for _, l := range st.backfill {
+						l.now, l.wall = start, st.wall
+						write(warm, l)
+					}
+					for _, l := range st.lines {
+						l.now, l.wall = start, st.wall
+						write(k, l)
+					}
+					if d := diff(read(set, 0, st.wall).series, st.want); d != "" {
+						t.Fatalf("at %d: series:%s", st.wall, d)
+					}
+				}
+			})
+		}
 	}
 }

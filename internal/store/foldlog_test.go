@@ -3,6 +3,7 @@ package store_test
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"reflect"
 	"strings"
@@ -135,5 +136,36 @@ func TestFoldLoggedOnceAcrossSinks(t *testing.T) {
 	wg.Wait()
 	if n := strings.Count(out.String(), "\n"); n != 1 {
 		t.Errorf("%d folds logged, want 1:\n%s", n, out.String())
+	}
+}
+
+// TestFoldLoggedAfterClockStepsBack: an event-time rule's folds are logged by the wall
+// clock; after it stepped back by more than FoldLogEvery, a fold is logged at once rather
+// than once the clock is back where it was, and then again at most once per FoldLogEvery.
+func TestFoldLoggedAfterClockStepsBack(t *testing.T) {
+	var out bytes.Buffer
+	set, err := store.NewSetWith(storetest.Config(1, storetest.EventRule("r0", storetest.OneMin, "path")), nil,
+		store.SetOptions{Logger: slog.New(slog.NewJSONHandler(&out, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const ahead = start + 3*store.FoldLogEvery
+	k := set.NewSink()
+	for i, l := range []struct {
+		wall   int64
+		logged int // folds logged after the line
+	}{
+		{ahead, 1},
+		{ahead + 1, 1},
+		{start, 2}, // the clock stepped back three hours
+		{start + 1, 2},
+		{start + store.FoldLogEvery, 3},
+	} {
+		// The budget's one label set stays active; another folds.
+		write(k, line{labels: []string{"/"}, now: start, wall: l.wall, at: l.wall})
+		write(k, line{labels: []string{fmt.Sprint("/", i)}, now: start, wall: l.wall, at: l.wall})
+		if n := strings.Count(out.String(), "\n"); n != l.logged {
+			t.Fatalf("after a line at %d: %d folds logged, want %d:\n%s", l.wall, n, l.logged, out.String())
+		}
 	}
 }

@@ -14,12 +14,13 @@ import (
 	"github.com/logwindow/logwindow_exporter/internal/testutil/storetest"
 )
 
-// model is what the package documentation says a store does with the lines of
-// processing-time counting rules with one label, written naively: a list of seconds per
-// label set, every question answered by walking them. It is fed one line per second, so
-// that no two label sets were last active in the same second (the eviction order is then
-// one) and every new label set at a full budget reaps first (the store rate-limits reaps to
-// one per second).
+// model is what the package documentation says a store does with the lines of counting
+// rules with one label, written naively: lists of seconds per label set, every question
+// answered by walking them. It is fed one line per second of the rule's clock, so that
+// every new label set at a full budget reaps first (the store rate-limits reaps to one per
+// second). A line of an event-time rule is placed at its own second, or at the clock's
+// when it is ahead of it, and in no window when older than the longest; whatever its own
+// second, it is active (for the counter TTL and the eviction order) when it comes.
 type model struct {
 	rules []*modelRule
 	// maxBytes is the memory bound (0: none) and used what the series of every rule take:
@@ -36,10 +37,13 @@ type modelRule struct {
 	series           map[string]*modelSeries
 	lines            uint64
 	folds, memFolds  uint64
+	// late and future count the lines older than every window and ahead of the clock.
+	late, future uint64
 }
 
 type modelSeries struct {
-	lines  []int64 // the seconds of its lines since it was made
+	lines  []int64 // the seconds its lines came at, since it was made
+	placed []int64 // the seconds its lines in the windows were placed at
 	wheels bool
 	pinned bool
 }
@@ -64,8 +68,10 @@ func newModelRule(limit int, ttl time.Duration, ws []time.Duration, initial [][]
 
 // live: the series had a line within its longest window, so it exports its windows.
 func (r *modelRule) live(s *modelSeries, now int64) bool {
-	return s.pinned || s.last() >= now-r.windows[len(r.windows)-1]
+	return s.pinned || len(s.placed) > 0 && slices.Max(s.placed) >= now-r.longest()
 }
+
+func (r *modelRule) longest() int64 { return r.windows[len(r.windows)-1] }
 
 // gone: the series is a kept counter idle for longer than the counter TTL.
 func (r *modelRule) gone(s *modelSeries, now int64) bool {
@@ -115,44 +121,66 @@ func (m *model) expire(now int64) {
 	}
 }
 
-func (m *model) add(r *modelRule, key string, now int64) {
+// add counts a line of key that came at second now, placed at second at unless late.
+func (m *model) add(r *modelRule, key string, now, at int64, late bool) {
 	s := r.series[key]
 	if s == nil {
 		s = &modelSeries{}
 		r.series[key] = s
 		m.used += r.cost - r.wheelBytes
 	}
-	if !s.wheels {
+	if !late && !s.wheels {
 		s.wheels = true
 		m.used += r.wheelBytes
 	}
 	s.lines = append(s.lines, now)
+	if !late {
+		s.placed = append(s.placed, at)
+	}
 }
 
-// line is a line of label set key of rule i at second now.
-func (m *model) line(i int, key string, now int64) {
+// line is a line of label set key of rule i at second now of the rule's clock; at is the
+// line's own second (at == now for a processing-time rule).
+func (m *model) line(i int, key string, now, at int64) {
 	r := m.rules[i]
 	r.lines++
+	late := now-at >= r.longest()
+	switch {
+	case late:
+		r.late++
+	case at > now:
+		r.future++
+		at = now
+	}
 	if s := r.series[key]; s != nil && r.gone(s, now) {
 		m.remove(r, key) // a label set idle past the TTL is a new one
 	}
-	if r.series[key] != nil || key == store.OverflowValue {
-		m.add(r, key, now)
+	if r.series[key] != nil || key == store.OverflowValue { // the overflow series is outside the budget
+		m.add(r, key, now, at, late)
 		return
 	}
 	memFull := func() bool { return m.maxBytes > 0 && m.used+r.cost > m.maxBytes }
 	overBudget, overMemory := r.normal() >= r.limit, memFull()
+	if late && (overBudget || overMemory) {
+		return // a late line of a new label set at a full budget has no series to go to
+	}
 	if overBudget || overMemory {
 		// Room is made first: idle series release their wheels and go past the TTL,
-		// then the least recently active kept counter gives way.
+		// then the least recently active kept counter gives way: one, or as many as
+		// the rule holds past its budget (a reload lowered it), at most a quarter budget.
 		var kept []string
 		for key := range r.series {
 			if key != store.OverflowValue && m.settle(r, key, now) {
 				kept = append(kept, key)
 			}
 		}
-		if len(kept) > 0 && (r.normal() >= r.limit || overMemory) {
-			m.remove(r, slices.MinFunc(kept, func(a, b string) int { return cmp.Compare(r.series[a].last(), r.series[b].last()) }))
+		evict := max(r.normal()-r.limit+1, 0)
+		if overMemory {
+			evict = max(evict, 1)
+		}
+		slices.SortFunc(kept, func(a, b string) int { return cmp.Compare(r.series[a].last(), r.series[b].last()) })
+		for _, key := range kept[:min(evict, max(r.limit/4, 1), len(kept))] {
+			m.remove(r, key)
 		}
 		overBudget, overMemory = r.normal() >= r.limit, memFull()
 	}
@@ -166,7 +194,7 @@ func (m *model) line(i int, key string, now int64) {
 			m.remove(r, key)
 		}
 	}
-	m.add(r, key, now)
+	m.add(r, key, now, at, late)
 }
 
 // view is what a scrape at now shows of rule i.
@@ -181,7 +209,7 @@ func (m *model) view(i int, now int64) map[string]series {
 		if r.live(s, now) {
 			v.windows = make([]float64, len(r.windows))
 			for w, sec := range r.windows {
-				for _, t := range s.lines {
+				for _, t := range s.placed {
 					if t > now-sec {
 						v.windows[w]++
 					}
@@ -201,9 +229,11 @@ func (m *model) check(t *testing.T, set *store.Set, now int64, what string) {
 		if d := diff(got.series, m.view(i, now)); d != "" {
 			t.Fatalf("%s, rule %d at %d: series:%s", what, i, now, d)
 		}
-		if got.matched != r.lines || got.drops.Folds != r.folds || got.drops.MemoryFolds != r.memFolds {
-			t.Fatalf("%s, rule %d at %d: %d matched lines, %d folds (%d by memory); want %d, %d (%d)",
-				what, i, now, got.matched, got.drops.Folds, got.drops.MemoryFolds, r.lines, r.folds, r.memFolds)
+		if got.matched != r.lines || got.drops.Folds != r.folds || got.drops.MemoryFolds != r.memFolds ||
+			got.drops.Late != r.late || got.drops.Future != r.future {
+			t.Fatalf("%s, rule %d at %d: %d matched lines, %d folds (%d by memory), %d late, %d future; want %d, %d (%d), %d, %d",
+				what, i, now, got.matched, got.drops.Folds, got.drops.MemoryFolds, got.drops.Late, got.drops.Future,
+				r.lines, r.folds, r.memFolds, r.late, r.future)
 		}
 	}
 	if m.maxBytes > 0 && set.MemoryUsed() != m.used {
@@ -259,7 +289,7 @@ func TestBudgetAgainstModel(t *testing.T) {
 				key = store.OverflowValue // a line whose label reads __overflow__
 			}
 			write(k, line{labels: []string{key}, now: now})
-			m.line(0, key, now)
+			m.line(0, key, now, now)
 			if rng.IntN(6) == 0 {
 				set.Expire(now, now)
 				m.expire(now)
@@ -269,6 +299,124 @@ func TestBudgetAgainstModel(t *testing.T) {
 			}
 		}
 		m.check(t, set, now, what)
+	}
+}
+
+// TestEventTimeAgainstModel is TestBudgetAgainstModel for an event-time rule, whose lines
+// come with times of their own: mostly within the windows, some at their edge, some far
+// in the past (late: counted, in no window) and some ahead of the wall clock, a little or
+// by years (future: placed at the current second); in half the runs under a memory bound
+// too, with reloads that change the budget, the TTL and the bound (the rule keeps its
+// series) or the windows (it starts over). However far a line's time, the series, totals,
+// windows, late and future lines, folds and the memory the series take are the model's:
+// a label set is active when its lines come, so a line from the future does not keep it
+// from the TTL or from the budget's eviction, and the old lines of a log read from its
+// beginning stay in its `_total`; a budget lowered below what the rule holds is reached
+// again a quarter budget of kept counters at a time, least recently active first.
+func TestEventTimeAgainstModel(t *testing.T) {
+	windowSets := [][]time.Duration{storetest.OneMin, storetest.TenSec, storetest.MinFive}
+	ttls := []time.Duration{0, 30 * time.Second, 90 * time.Second, 5 * time.Minute, 15 * time.Minute}
+	// What a series of the windows costs, read through the API: the bytes one takes.
+	costs := map[int]int64{}
+	for i, ws := range windowSets {
+		one := newSet(t, storetest.Config(10, storetest.EventRule("r", ws, "k")), nil)
+		write(one.NewSink(), line{labels: []string{key(0)}, now: start, at: start})
+		costs[i] = one.MemoryUsed()
+	}
+	for seed := range uint64(200) {
+		rng := rand.New(rand.NewPCG(seed, 31))
+		limit := 1 + rng.IntN(10)
+		ttl := ttls[rng.IntN(len(ttls))]
+		w := rng.IntN(len(windowSets))
+		ws := windowSets[w]
+		longest := int64(ws[len(ws)-1] / time.Second)
+		keys := make([]string, limit+1+rng.IntN(6))
+		for i := range keys {
+			keys[i] = key(i)
+		}
+		rule := storetest.EventRule("r", ws, "k")
+		for i := range rng.IntN(min(2, limit) + 1) {
+			rule.Initial = append(rule.Initial, []string{keys[i]})
+		}
+		m := &model{}
+		if rng.IntN(2) == 0 {
+			m.maxBytes = costs[w] * int64(len(rule.Initial)+1+rng.IntN(limit+2))
+		}
+		what := fmt.Sprintf("seed %d (bound %d B, %d initial): budget %d, ttl %v, windows %v", seed, m.maxBytes, len(rule.Initial), limit, ttl, ws)
+		var set *store.Set
+		var k *store.Sink
+		// reload builds the Set from the one before: the rule keeps its store unless its
+		// windows changed (a new fingerprint), and takes the budget and TTL given.
+		reload := func(changed bool) {
+			if changed || set == nil {
+				r := newModelRule(limit, ttl, ws, rule.Initial)
+				r.cost = costs[w]
+				m.rules = []*modelRule{r}
+				m.used = r.cost * int64(len(rule.Initial))
+			}
+			r := m.rules[0]
+			r.limit, r.ttl = limit, int64(ttl/time.Second)
+			var err error
+			// One shard: the sink after a reload writes the parts of the one before.
+			set, err = store.NewSetWith(storetest.TTLConfig(limit, ttl, rule), set, store.SetOptions{MaxBytes: m.maxBytes, Shards: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			r.wheelBytes = int64(set.Rule(0).Layout().SeriesBytes())
+			k = set.NewSink()
+		}
+		reload(true)
+		wall := int64(start)
+		for range 300 {
+			if rng.IntN(40) == 0 {
+				limit, ttl = max(1+rng.IntN(10), len(rule.Initial)), ttls[rng.IntN(len(ttls))]
+				if m.maxBytes > 0 {
+					m.maxBytes = costs[w] * int64(len(rule.Initial)+1+rng.IntN(limit+2))
+				}
+				changed := rng.IntN(3) == 0
+				if changed {
+					w = rng.IntN(len(windowSets))
+					ws = windowSets[w]
+					longest = int64(ws[len(ws)-1] / time.Second)
+					initial := rule.Initial
+					rule = storetest.EventRule("r", ws, "k")
+					rule.Initial, rule.Fingerprint = initial, fmt.Sprint("r", wall)
+				}
+				reload(changed)
+				what += fmt.Sprintf("; at %d: budget %d, ttl %v, windows %v (changed %v), bound %d B", wall, limit, ttl, ws, changed, m.maxBytes)
+			}
+			wall += step(rng)
+			at := wall
+			switch n := rng.IntN(20); {
+			case n < 12:
+				at = wall - rng.Int64N(longest) // in the windows
+			case n < 14:
+				at = wall - longest + rng.Int64N(2) // at the windows' edge
+			case n < 16:
+				at = wall - longest - 1 - rng.Int64N(2000) // late
+			case n < 18:
+				at = wall + 1 + rng.Int64N(longest) // a little ahead
+			default:
+				at = wall + 1 + rng.Int64N(1e9) // far ahead
+			}
+			if at == 0 {
+				at = wall // 0 is no time
+			}
+			key := keys[rng.IntN(len(keys))]
+			if rng.IntN(40) == 0 {
+				key = store.OverflowValue // a line whose label reads __overflow__
+			}
+			write(k, line{labels: []string{key}, now: start, wall: wall, at: at})
+			m.line(0, key, wall, at)
+			if rng.IntN(6) == 0 {
+				set.Expire(start, wall)
+				m.expire(wall)
+			}
+			if rng.IntN(3) == 0 {
+				m.check(t, set, wall, what)
+			}
+		}
+		m.check(t, set, wall, what)
 	}
 }
 
@@ -319,7 +467,7 @@ func TestMaxBytesAgainstModel(t *testing.T) {
 			now += step(rng)
 			i, v := rng.IntN(len(rules)), key(rng.IntN(15))
 			write(k, line{rule: i, labels: []string{v}, now: now})
-			m.line(i, v, now)
+			m.line(i, v, now, now)
 			if rng.IntN(6) == 0 {
 				set.Expire(now, now)
 				m.expire(now)

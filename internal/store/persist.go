@@ -419,6 +419,11 @@ func (st *store) decodeSeries(r *wire.Reader) (*Series, error) {
 			}
 			p.win.Store(w)
 			*r = *wire.NewReader(rest)
+			// A part is active no later than its wheels were written: an earlier build
+			// kept the own second of a line from the future as its last one.
+			if t := w.Second(); t != math.MinInt64 && p.last.Load() > t {
+				p.last.Store(t)
+			}
 		}
 	}
 	if nparts == 0 {

@@ -152,15 +152,13 @@ func (st *store) live(s *Series, now int64) bool {
 	return false
 }
 
-// oldestLive is the oldest second of a line in some window at now: wheels whose newest
-// line is older hold nothing, and are read, expired and released as idle.
-func (st *store) oldestLive(now int64) int64 { return now - st.layout.Longest() }
-
 // wheels returns the wheels of part p of s that are read at now: none when p has none or
-// they are idle past the longest window (they hold nothing then), unless s is pinned.
+// they hold nothing at now (windows.Series.Holds: idle past the longest window, or the
+// clock stepped back past every window), unless s is pinned. Wheels that hold nothing are
+// read, expired and released as idle.
 func (st *store) wheels(s *Series, p *part, now int64) *windows.Series {
 	w := p.win.Load()
-	if w == nil || !s.pinned && w.LastAdd() < st.oldestLive(now) {
+	if w == nil || !s.pinned && !w.Holds(now) {
 		return nil
 	}
 	return w

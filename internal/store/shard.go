@@ -95,8 +95,10 @@ type part struct {
 	// mag is the sum of the magnitudes of the large values added to sum and to the
 	// wheels (float64 bits); see admit.
 	mag atomic.Uint64
-	// last is the second of the newest line: what the counter TTL and the eviction order
-	// of a kept counter go by (while it has wheels, theirs is newest placed line's).
+	// last is the second the part was last active at: that of the clock its newest line
+	// was judged by when it came (the wall clock's for an event-time rule, whatever the
+	// line's own time). It is what the counter TTL and the eviction order of a kept
+	// counter go by, and never before the newest line its wheels placed.
 	last atomic.Int64
 }
 
@@ -157,7 +159,7 @@ func (st *store) newPart(s *Series, shard uint8) *part {
 	return &o[shard].Load().part
 }
 
-// raiseLast moves the last line's second of a kept counter forward to t.
+// raiseLast moves the second p was last active at forward to t.
 func (p *part) raiseLast(t int64) {
 	for {
 		old := p.last.Load()

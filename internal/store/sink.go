@@ -167,10 +167,13 @@ type Fate struct {
 	// Now is the second the event was judged at: the wall clock's for an event with a
 	// time of its own, else processing time.
 	Now int64
-	// Folded: the label set has no series and the rule's budget is full, so the event
-	// goes to the overflow series, unless a reap makes room first (idle series, kept
-	// counters least recently active first).
+	// Folded: the label set has no series and the rule's budget or the memory bound is
+	// full, so the event goes to the overflow series, unless a reap makes room first (idle
+	// series, kept counters least recently active first).
 	Folded bool
+	// Memory: it folds because of the memory bound (--series.max-bytes), the budget having
+	// room.
+	Memory bool
 }
 
 // Judge says what Event would do with e at the clocks of the last SetNow, without doing it;
@@ -188,8 +191,12 @@ func (k *Sink) Judge(e *event.Event) Fate {
 	}
 	lock := &st.locks[k.shard]
 	lock.RLock()
-	s := st.series[string(e.Key)]
-	f.Folded = s == nil && string(e.Key) != st.overflowKey && st.normal >= r.budget.limit && f.Placement != windows.Late
+	// As observe judges it; a late line of a new label set that finds no room is not
+	// folded but counted late only.
+	fresh := st.series[string(e.Key)] == nil && string(e.Key) != st.overflowKey && f.Placement != windows.Late
+	overBudget := fresh && st.normal >= r.budget.limit
+	f.Memory = fresh && !overBudget && st.mem.full(st.seriesCost(len(e.Key), len(e.Labels)))
+	f.Folded = overBudget || f.Memory
 	lock.RUnlock()
 	return f
 }

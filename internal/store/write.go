@@ -36,8 +36,10 @@ func (st *store) observe(e *event.Event, w *write, last **Series) {
 	lock := &st.locks[w.shard]
 	lock.RLock()
 	s := st.lookup(e.Key, last)
-	overBudget := s == nil && st.normal >= limit
-	full := overBudget || s == nil && st.mem.full(st.seriesCost(len(e.Key), len(e.Labels)))
+	// A line whose labels read the overflow series' is that series, which no bound keeps out.
+	fresh := s == nil && string(e.Key) != st.overflowKey
+	overBudget := fresh && st.normal >= limit
+	full := overBudget || fresh && st.mem.full(st.seriesCost(len(e.Key), len(e.Labels)))
 	if full && st.tooOld(w.now, w.at) {
 		lock.RUnlock()
 		if !w.backfill {
@@ -97,8 +99,9 @@ func (st *store) tooOld(now, at int64) bool {
 // create is the first event of a label set (or of the overflow series), or a new label set
 // that found the budget full: the only path that allocates, and the only one that takes the
 // write lock on the write side. It reaps at a full budget only when observe found a reap
-// due, so that reaps stay rate-limited when every new label set comes here (the overflow
-// series does not exist yet, or reaps keep making room for one label set at a time).
+// due, or one is due for a label set idle past the TTL, so that reaps stay rate-limited
+// when every new label set comes here (the overflow series does not exist yet, or reaps
+// keep making room for one label set at a time).
 func (st *store) create(e *event.Event, w *write, due bool) {
 	limit := w.budget.limit
 	// Valid values (what the parser delivers) are looked up by the line's own key and copied
@@ -119,9 +122,10 @@ func (st *store) create(e *event.Event, w *write, due bool) {
 	} else {
 		s, isOverflow = st.series[string(e.Key)], string(e.Key) == st.overflowKey
 	}
+	retired := false
 	if s != nil && st.gone(s, w.now, w.budget.ttl) {
 		st.remove(s)
-		s = nil
+		s, retired = nil, true
 	}
 	cost := st.seriesCost(len(e.Key), len(e.Labels))
 	if cloned {
@@ -129,7 +133,10 @@ func (st *store) create(e *event.Event, w *write, due bool) {
 	}
 	overBudget := s == nil && !isOverflow && st.normal >= limit
 	memFull := s == nil && !isOverflow && st.mem.full(cost)
-	if (overBudget || memFull) && due {
+	// A label set idle past the TTL is a new one, which observe did not judge as one: it
+	// reaps, when due, as a label set never seen does (unless its line is late: see
+	// observe).
+	if (overBudget || memFull) && (due || retired && !st.tooOld(w.now, w.at) && st.reapDue(w.now, limit)) {
 		st.reap(w.now, w.budget, memFull)
 		overBudget = st.normal >= limit
 		memFull = st.mem.full(cost)
@@ -243,13 +250,20 @@ func (st *store) partOf(s *Series, shard uint8) *part {
 	return p
 }
 
-// counted counts n events of w's second in part p's lines and last second (unless
-// backfilled), and returns the wheels they go to: made for a kept counter, or nil when
-// they are too old for every window (counted late).
+// counted counts n events of w's second in part p's lines (unless backfilled) and last
+// second, and returns the wheels they go to: made for a kept counter, or nil when they are
+// too old for every window (counted late).
 func (st *store) counted(p *part, w *write, n uint64) *windows.Series {
+	// A series is active when its lines come, on the clock they are judged by, whatever
+	// their own time: a line stamped years ahead must not keep its series from the TTL or
+	// from eviction, nor a late line of a log read from its beginning start a counter
+	// already past the TTL. A warm start's lines came before the start, at about their own
+	// time.
 	if !w.backfill {
 		p.lines.Add(n)
-		p.raiseLast(w.at)
+		p.raiseLast(w.now)
+	} else {
+		p.raiseLast(min(w.at, w.now))
 	}
 	wheels := p.win.Load()
 	if wheels == nil {

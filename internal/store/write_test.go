@@ -156,6 +156,7 @@ func TestPlacement(t *testing.T) {
 		name         string
 		rule         *config.Rule
 		budget       int
+		oneSeries    bool   // a memory bound that the series of the lines before fill
 		before       []line // written first
 		line         line
 		fate         store.Fate
@@ -211,6 +212,13 @@ func TestPlacement(t *testing.T) {
 		fate:   store.Fate{Placement: windows.Placed, Now: wall, Folded: true},
 		want:   map[string]series{"b": {1, []float64{1}}, store.OverflowValue: {1, []float64{1}}},
 	}, {
+		name: "a placed line of a new label set at the memory bound folds",
+		rule: events, budget: 10, oneSeries: true,
+		before: []line{{labels: []string{"b"}, at: wall}},
+		line:   line{labels: []string{"a"}, at: wall - 1},
+		fate:   store.Fate{Placement: windows.Placed, Now: wall, Folded: true, Memory: true},
+		want:   map[string]series{"b": {1, []float64{1}}, store.OverflowValue: {1, []float64{1}}},
+	}, {
 		name: "a line without a time of its own is placed at the processing second",
 		rule: storetest.CountRule("r", storetest.OneMin, "status"), budget: 10,
 		line: line{labels: []string{"a"}},
@@ -219,7 +227,16 @@ func TestPlacement(t *testing.T) {
 	}}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			set := newSet(t, storetest.Config(tc.budget, tc.rule), nil)
+			var bound int64
+			if tc.oneSeries {
+				one := newSet(t, storetest.Config(tc.budget, tc.rule), nil)
+				write(one.NewSink(), line{labels: []string{"b"}, now: processing, wall: wall, at: wall})
+				bound = one.MemoryUsed()
+			}
+			set, err := store.NewSetWith(storetest.Config(tc.budget, tc.rule), nil, store.SetOptions{MaxBytes: bound})
+			if err != nil {
+				t.Fatal(err)
+			}
 			k := set.NewSink()
 			for _, l := range tc.before {
 				l.now, l.wall = processing, wall
