@@ -987,7 +987,7 @@ func TestStorageTwoExporters(t *testing.T) {
 	waitCounted(t, p1, 10)
 	kept := periodicSnapshot(t, p1, dir)
 
-	p2 := startStored(t, second, dir, &out2, Options{SnapshotInterval: time.Hour})
+	p2 := startStored(t, second, dir, &out2, Options{SnapshotInterval: time.Hour, StorageLockWait: time.Millisecond})
 	if !strings.Contains(out2.String(), "another exporter") {
 		t.Errorf("the log does not say another exporter uses the directory:\n%s", out2.String())
 	}
@@ -1017,4 +1017,60 @@ func TestStorageTwoExporters(t *testing.T) {
 	if s := p3.StorageStats(); s.RestoreFailures != 0 || s.RestoredRules != 2 {
 		t.Errorf("storage stats %+v after the second exporter's restart, want its snapshot restored", s)
 	}
+}
+
+// An exporter started while the one it replaces still holds the storage directory (a
+// DaemonSet deleted and made again, whose new pod starts while the old one is still
+// terminating) waits for it to let the directory go and restores the snapshot it wrote
+// as it stopped: it started empty, and the old one's windows and counters were lost.
+func TestStorageWaitsForTheLock(t *testing.T) {
+	dir := t.TempDir()
+	log := filepath.Join(t.TempDir(), "access.log")
+	var out1, out2 syncbuf.Buffer
+	p1 := startStored(t, log, dir, &out1, Options{SnapshotInterval: time.Hour})
+	persistLines(t, log, 1, 10)
+	waitCounted(t, p1, 10)
+
+	cfg, err := config.Parse([]byte(strings.ReplaceAll(persistRules, "LOG", log)), "rules.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	type started struct {
+		p   *Pipeline
+		err error
+	}
+	done := make(chan started, 1)
+	go func() {
+		p, err := Start(cfg, Options{
+			Now: time.Now, PollInterval: 10 * time.Millisecond, RotationGrace: 50 * time.Millisecond,
+			BackfillBytes: DefaultBackfillBytes, StoragePath: dir, SnapshotInterval: time.Hour, StorageLockWait: time.Minute,
+			Logger: slog.New(slog.NewTextHandler(&out2, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		})
+		done <- started{p, err}
+	}()
+	var second started
+	for deadline := time.Now().Add(20 * time.Second); !strings.Contains(out2.String(), "waiting for it to let the directory go"); {
+		select {
+		case second = <-done:
+			if second.p != nil {
+				second.p.Stop()
+			}
+			t.Fatalf("started (%v) while the exporter it replaces held the directory:\n%s", second.err, out2.String())
+		case <-time.After(10 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no word of waiting after 20 s:\n%s", out2.String())
+		}
+	}
+	p1.Stop() // its last snapshot, then the directory let go
+	second = <-done
+	if second.err != nil {
+		t.Fatal(second.err)
+	}
+	p2 := second.p
+	t.Cleanup(p2.Stop)
+	if s := p2.StorageStats(); s.RestoreFailures != 0 || s.RestoredRules != 2 {
+		t.Errorf("storage stats %+v, want the snapshot of the exporter replaced restored\n%s", s, out2.String())
+	}
+	waitCounted(t, p2, 10)
 }

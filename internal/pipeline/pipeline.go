@@ -54,6 +54,10 @@ type Options struct {
 	// at Stop (0 means DefaultSnapshotInterval).
 	StoragePath      string
 	SnapshotInterval time.Duration
+	// StorageLockWait is how long Start waits for another process to let the storage
+	// directory go (storage.WaitLock) before it starts without its snapshot; 0 means
+	// DefaultStorageLockWait.
+	StorageLockWait time.Duration
 }
 
 // setDefaults gives o a logger that discards when it has none.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 )
 
 // LockName is the file of a storage directory whose lock says that a process uses it.
@@ -33,6 +34,33 @@ func TakeLock(dir string) (*Lock, error) {
 		return nil, err
 	}
 	return &Lock{f}, nil
+}
+
+// lockPoll is how often WaitLock tries the lock again: flock cannot be waited for with a
+// bound, and a wait without one could not be given up.
+const lockPoll = 100 * time.Millisecond
+
+// WaitLock is TakeLock that, while another process holds dir, tries again until wait has
+// passed (ErrLocked then), so that a process started while the one it replaces is still
+// stopping restores the snapshot that one writes last. waiting, when not nil, is called
+// once, when the wait begins.
+func WaitLock(dir string, wait time.Duration, waiting func()) (*Lock, error) {
+	deadline := time.Now().Add(wait)
+	l, err := TakeLock(dir)
+	if !errors.Is(err, ErrLocked) || wait <= 0 {
+		return l, err
+	}
+	if waiting != nil {
+		waiting()
+	}
+	tick := time.NewTicker(lockPoll)
+	defer tick.Stop()
+	for {
+		<-tick.C
+		if l, err = TakeLock(dir); !errors.Is(err, ErrLocked) || !time.Now().Before(deadline) {
+			return l, err
+		}
+	}
 }
 
 // Release lets the directory go.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"syscall"
 	"testing"
+	"time"
 )
 
 func mkfifo(path string) error { return syscall.Mkfifo(path, 0o600) }
@@ -27,4 +28,29 @@ func TestTakeLock(t *testing.T) {
 		t.Fatalf("once the first let it go: %v", err)
 	}
 	second.Release()
+}
+
+// WaitLock gives up once its wait has passed, having said once that it waits, and takes
+// the directory as soon as its holder lets it go.
+func TestWaitLock(t *testing.T) {
+	dir := t.TempDir()
+	first, err := TakeLock(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waited := 0
+	if _, err := WaitLock(dir, 2*lockPoll, func() { waited++ }); !errors.Is(err, ErrLocked) || waited != 1 {
+		t.Fatalf("WaitLock while held: %v, said it waits %d times; want ErrLocked, once", err, waited)
+	}
+	took := make(chan error, 1)
+	go func() {
+		l, err := WaitLock(dir, time.Minute, func() { first.Release() })
+		if err == nil {
+			l.Release()
+		}
+		took <- err
+	}()
+	if err := <-took; err != nil {
+		t.Fatalf("WaitLock once its holder let go: %v", err)
+	}
 }
