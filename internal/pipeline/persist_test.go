@@ -1074,3 +1074,34 @@ func TestStorageWaitsForTheLock(t *testing.T) {
 	}
 	waitCounted(t, p2, 10)
 }
+
+// A storage directory whose lock cannot be taken for another reason than another holder
+// (here DIR/lock a link to nowhere; a file system without flock alike) is warned of and
+// used unguarded: the start does not wait for it, snapshots are written and restored.
+func TestStorageLockFails(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.Symlink(filepath.Join(dir, "nowhere", "lock"), filepath.Join(dir, storage.LockName)); err != nil {
+		t.Fatal(err)
+	}
+	log := filepath.Join(t.TempDir(), "access.log")
+	var out1, out2 syncbuf.Buffer
+	begin := time.Now()
+	p1 := startStored(t, log, dir, &out1, Options{SnapshotInterval: time.Hour})
+	if took := time.Since(begin); took > DefaultStorageLockWait/2 {
+		t.Errorf("the start took %s", took)
+	}
+	if !strings.Contains(out1.String(), "cannot lock the storage directory") {
+		t.Errorf("no warning of the lock:\n%s", out1.String())
+	}
+	persistLines(t, log, 1, 10)
+	waitCounted(t, p1, 10)
+	p1.Stop()
+	if s := p1.StorageStats(); s.Failures != 0 {
+		t.Errorf("storage stats %+v, want the snapshot at shutdown written", s)
+	}
+	p2 := startStored(t, log, dir, &out2, Options{SnapshotInterval: time.Hour})
+	if s := p2.StorageStats(); s.RestoreFailures != 0 || s.RestoredRules != 2 {
+		t.Errorf("storage stats %+v, want the snapshot restored\n%s", s, out2.String())
+	}
+	waitCounted(t, p2, 10)
+}
