@@ -97,25 +97,28 @@ func (s *persister) release() {
 // the positions of the files by input source, the CRI messages in parts its inputs were
 // joining by input source, and the start second it records (or math.MaxInt64). A
 // snapshot that cannot be read or decoded is logged, counted and set aside, and the
-// exporter starts without it.
-func (p *Pipeline) restore(gen *generation) (map[string][]follow.Position, map[string][]pathParts, int64) {
+// exporter starts without it. Its one error is Options.Interrupt closed while it waited
+// for the directory.
+func (p *Pipeline) restore(gen *generation) (map[string][]follow.Position, map[string][]pathParts, int64, error) {
 	s, log := p.storage, p.opts.Logger
 	made := os.MkdirAll(s.dir, 0o750)
 	if made != nil {
 		log.Warn("cannot make the storage directory: snapshots will fail until it can be written", "dir", s.dir, "err", made)
 	}
 	wait := cmp.Or(p.opts.StorageLockWait, DefaultStorageLockWait)
-	l, err := storage.WaitLock(s.dir, wait, func() {
+	l, err := storage.WaitLock(s.dir, wait, p.opts.Interrupt, func() {
 		log.Warn("another exporter uses the storage directory: waiting for it to let the directory go, to restore the snapshot it writes as it stops", "dir", s.dir, "wait", wait)
 	})
 	s.lock = l
 	switch {
+	case errors.Is(err, storage.ErrStopped):
+		return nil, nil, math.MaxInt64, err
 	case errors.Is(err, storage.ErrLocked):
 		// Its snapshot is not of this exporter's files nor of its series: a file it reads
 		// without a position there would be read from its start, counted again.
 		s.update(func(st *selfmetric.StorageStats) { st.RestoreFailures++ })
 		log.Error("another exporter uses the storage directory: starting empty; no snapshot is written until it lets the directory go", "dir", s.dir, "waited", wait, "err", err)
-		return nil, nil, math.MaxInt64
+		return nil, nil, math.MaxInt64, nil
 	case err != nil && made == nil:
 		log.Warn("cannot lock the storage directory: another exporter given it too would not be told of", "dir", s.dir, "err", err)
 	}
@@ -140,7 +143,7 @@ func (p *Pipeline) restore(gen *generation) (map[string][]follow.Position, map[s
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		log.Info("no snapshot in the storage directory: starting empty", "dir", s.dir)
-		return nil, nil, math.MaxInt64
+		return nil, nil, math.MaxInt64, nil
 	case err != nil:
 		s.update(func(st *selfmetric.StorageStats) { st.RestoreFailures++ })
 		attrs := []any{"dir", s.dir, "err", err}
@@ -152,7 +155,7 @@ func (p *Pipeline) restore(gen *generation) (map[string][]follow.Position, map[s
 			}
 		}
 		log.Error("cannot restore the snapshot: starting empty", attrs...)
-		return nil, nil, math.MaxInt64
+		return nil, nil, math.MaxInt64, nil
 	}
 	for _, why := range res.Skipped {
 		log.Warn("a rule of the snapshot was not restored: it starts empty", "err", why)
@@ -170,7 +173,7 @@ func (p *Pipeline) restore(gen *generation) (map[string][]follow.Position, map[s
 		}
 	}
 	log.Info("restored the snapshot", "dir", s.dir, "rules", res.Rules, "series", res.Series, "skipped_rules", len(res.Skipped), "files", files, "messages_in_parts", messages)
-	return positions, parts, since
+	return positions, parts, since, nil
 }
 
 // decodePipeline reads the pipeline's sections of a snapshot.

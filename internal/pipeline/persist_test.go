@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"math"
 	"os"
@@ -1104,4 +1105,40 @@ func TestStorageLockFails(t *testing.T) {
 		t.Errorf("storage stats %+v, want the snapshot restored\n%s", s, out2.String())
 	}
 	waitCounted(t, p2, 10)
+}
+
+// A start told to stop (SIGTERM, Options.Interrupt) while it waits for the storage
+// directory stops waiting and fails at once, writing nothing: the exporter is not deaf to
+// signals for the length of the wait.
+func TestStorageWaitInterrupted(t *testing.T) {
+	dir := t.TempDir()
+	held, err := storage.TakeLock(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Release()
+	cfg, err := config.Parse([]byte(strings.ReplaceAll(persistRules, "LOG", filepath.Join(t.TempDir(), "access.log"))), "rules.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	interrupt := make(chan struct{})
+	var out syncbuf.Buffer
+	go func() {
+		defer close(interrupt)
+		for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+			if strings.Contains(out.String(), "waiting for it to let the directory go") {
+				return
+			}
+		}
+	}()
+	p, err := Start(cfg, Options{Now: time.Now, StoragePath: dir, StorageLockWait: time.Hour, Interrupt: interrupt, Logger: slog.New(slog.NewTextHandler(&out, nil))})
+	if p != nil {
+		p.Stop()
+	}
+	if !errors.Is(err, storage.ErrStopped) {
+		t.Fatalf("Start interrupted while waiting: %v, want ErrStopped\n%s", err, out.String())
+	}
+	if _, err := os.Stat(filepath.Join(dir, storage.FileName)); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a snapshot was written: %v", err)
+	}
 }

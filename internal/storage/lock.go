@@ -40,11 +40,15 @@ func TakeLock(dir string) (*Lock, error) {
 // bound, and a wait without one could not be given up.
 const lockPoll = 100 * time.Millisecond
 
+// ErrStopped is the error of WaitLock given up for its stop channel.
+var ErrStopped = errors.New("stopped while waiting for the storage directory")
+
 // WaitLock is TakeLock that, while another process holds dir, tries again until wait has
 // passed (ErrLocked then), so that a process started while the one it replaces is still
-// stopping restores the snapshot that one writes last. waiting, when not nil, is called
-// once, when the wait begins.
-func WaitLock(dir string, wait time.Duration, waiting func()) (*Lock, error) {
+// stopping restores the snapshot that one writes last. A wait ends early with ErrStopped
+// once stop (which may be nil) is closed: a process told to stop meanwhile does not wait
+// on. waiting, when not nil, is called once, when the wait begins.
+func WaitLock(dir string, wait time.Duration, stop <-chan struct{}, waiting func()) (*Lock, error) {
 	deadline := time.Now().Add(wait)
 	l, err := TakeLock(dir)
 	if !errors.Is(err, ErrLocked) || wait <= 0 {
@@ -56,7 +60,11 @@ func WaitLock(dir string, wait time.Duration, waiting func()) (*Lock, error) {
 	tick := time.NewTicker(lockPoll)
 	defer tick.Stop()
 	for {
-		<-tick.C
+		select {
+		case <-stop:
+			return nil, fmt.Errorf("%w: %w", ErrStopped, err)
+		case <-tick.C:
+		}
 		if l, err = TakeLock(dir); !errors.Is(err, ErrLocked) || !time.Now().Before(deadline) {
 			return l, err
 		}

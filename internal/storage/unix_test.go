@@ -39,12 +39,12 @@ func TestWaitLock(t *testing.T) {
 		t.Fatal(err)
 	}
 	waited := 0
-	if _, err := WaitLock(dir, 2*lockPoll, func() { waited++ }); !errors.Is(err, ErrLocked) || waited != 1 {
+	if _, err := WaitLock(dir, 2*lockPoll, nil, func() { waited++ }); !errors.Is(err, ErrLocked) || waited != 1 {
 		t.Fatalf("WaitLock while held: %v, said it waits %d times; want ErrLocked, once", err, waited)
 	}
 	took := make(chan error, 1)
 	go func() {
-		l, err := WaitLock(dir, time.Minute, func() { first.Release() })
+		l, err := WaitLock(dir, time.Minute, nil, func() { first.Release() })
 		if err == nil {
 			l.Release()
 		}
@@ -52,5 +52,19 @@ func TestWaitLock(t *testing.T) {
 	}()
 	if err := <-took; err != nil {
 		t.Fatalf("WaitLock once its holder let go: %v", err)
+	}
+}
+
+// A wait for the lock ends once its stop channel is closed, the lock still held.
+func TestWaitLockStopped(t *testing.T) {
+	dir := t.TempDir()
+	first, err := TakeLock(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer first.Release()
+	stop := make(chan struct{})
+	if _, err := WaitLock(dir, time.Hour, stop, func() { close(stop) }); !errors.Is(err, ErrStopped) {
+		t.Fatalf("WaitLock stopped: %v, want ErrStopped", err)
 	}
 }
