@@ -638,3 +638,41 @@ func TestChartSidecarValues(t *testing.T) {
 		t.Error("the sidecar's rules do not read ingress-nginx's upstreaminfo")
 	}
 }
+
+// TestChartSurgeWithStorage: a DaemonSet rolled out with a surge starts a node's new pod
+// while the old one holds the storage directory, and stops the old one only once the new
+// one is ready: the new one starts empty and writes over the old one's snapshot. The chart
+// refuses the two together, naming the setting, instead of losing the windows and
+// counters at every rollout; either alone, or a surge of 0, installs.
+func TestChartSurgeWithStorage(t *testing.T) {
+	for _, c := range []struct {
+		name, values string
+		refused      bool
+	}{
+		{"default", "", false},
+		{"surge of one", "daemonset: {updateStrategy: {type: RollingUpdate, rollingUpdate: {maxSurge: 1, maxUnavailable: 0}}}\n", true},
+		{"surge of a percentage", "daemonset: {updateStrategy: {rollingUpdate: {maxSurge: '10%', maxUnavailable: 0}}}\n", true},
+		{"surge without storage", "storage: {enabled: false}\ndaemonset: {updateStrategy: {type: RollingUpdate, rollingUpdate: {maxSurge: 1, maxUnavailable: 0}}}\n", false},
+		{"surge of zero", "daemonset: {updateStrategy: {type: RollingUpdate, rollingUpdate: {maxSurge: 0, maxUnavailable: 2}}}\n", false},
+		{"surge of zero percent", "daemonset: {updateStrategy: {type: RollingUpdate, rollingUpdate: {maxSurge: '0%', maxUnavailable: '10%'}}}\n", false},
+		{"on delete", "daemonset: {updateStrategy: {type: OnDelete}}\n", false},
+		{"surge in syslog mode", "mode: syslog\ndaemonset: {updateStrategy: {rollingUpdate: {maxSurge: 1}}}\n", false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ch, err := loader.Load(chartDir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			install := action.NewInstall(&action.Configuration{Log: func(string, ...any) {}})
+			install.DryRun, install.ClientOnly, install.Replace = true, true, true
+			install.ReleaseName, install.Namespace = "lw", "monitoring"
+			_, err = install.Run(ch, chartCase{values: c.values}.vals(t))
+			switch {
+			case c.refused && (err == nil || !strings.Contains(err.Error(), "maxSurge") || !strings.Contains(err.Error(), "storage.enabled")):
+				t.Errorf("install with %q: %v, want it refused, naming maxSurge and storage.enabled", c.values, err)
+			case !c.refused && err != nil:
+				t.Errorf("install with %q: %v", c.values, err)
+			}
+		})
+	}
+}

@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -21,6 +22,12 @@ import (
 
 // DefaultSnapshotInterval is how often the state is written to --storage.path.
 const DefaultSnapshotInterval = 10 * time.Second
+
+// DefaultStorageLockWait is how long a start waits for the exporter it replaces to let the
+// storage directory go: the snapshot it writes as it stops is the one to restore. A
+// DaemonSet deleted and made again (or a pod restarted by hand) has its new pod started
+// while the old one is still terminating, within Kubernetes' default grace period of 30 s.
+const DefaultStorageLockWait = 30 * time.Second
 
 // Sections of a snapshot the pipeline writes besides the Set's: when it started, the
 // positions of the followed files, and the CRI messages in parts being joined then. A
@@ -65,8 +72,8 @@ func (s *persister) update(f func(st *selfmetric.StorageStats)) {
 	f(&s.stats)
 }
 
-// takeLock takes the directory for this process if it has not yet; s.write must be held,
-// or no snapshot be written yet.
+// takeLock takes the directory for this process if it has not yet (restore waited for it
+// at start); s.write must be held, or no snapshot be written yet.
 func (s *persister) takeLock() error {
 	if s.lock != nil {
 		return nil
@@ -90,20 +97,28 @@ func (s *persister) release() {
 // the positions of the files by input source, the CRI messages in parts its inputs were
 // joining by input source, and the start second it records (or math.MaxInt64). A
 // snapshot that cannot be read or decoded is logged, counted and set aside, and the
-// exporter starts without it.
-func (p *Pipeline) restore(gen *generation) (map[string][]follow.Position, map[string][]pathParts, int64) {
+// exporter starts without it. Its one error is Options.Interrupt closed while it waited
+// for the directory.
+func (p *Pipeline) restore(gen *generation) (map[string][]follow.Position, map[string][]pathParts, int64, error) {
 	s, log := p.storage, p.opts.Logger
 	made := os.MkdirAll(s.dir, 0o750)
 	if made != nil {
 		log.Warn("cannot make the storage directory: snapshots will fail until it can be written", "dir", s.dir, "err", made)
 	}
-	switch err := s.takeLock(); {
+	wait := cmp.Or(p.opts.StorageLockWait, DefaultStorageLockWait)
+	l, err := storage.WaitLock(s.dir, wait, p.opts.Interrupt, func() {
+		log.Warn("another exporter uses the storage directory: waiting for it to let the directory go, to restore the snapshot it writes as it stops", "dir", s.dir, "wait", wait)
+	})
+	s.lock = l
+	switch {
+	case errors.Is(err, storage.ErrStopped):
+		return nil, nil, math.MaxInt64, err
 	case errors.Is(err, storage.ErrLocked):
 		// Its snapshot is not of this exporter's files nor of its series: a file it reads
 		// without a position there would be read from its start, counted again.
 		s.update(func(st *selfmetric.StorageStats) { st.RestoreFailures++ })
-		log.Error("another exporter uses the storage directory: starting empty; no snapshot is written until it lets the directory go", "dir", s.dir, "err", err)
-		return nil, nil, math.MaxInt64
+		log.Error("another exporter uses the storage directory: starting empty; no snapshot is written until it lets the directory go", "dir", s.dir, "waited", wait, "err", err)
+		return nil, nil, math.MaxInt64, nil
 	case err != nil && made == nil:
 		log.Warn("cannot lock the storage directory: another exporter given it too would not be told of", "dir", s.dir, "err", err)
 	}
@@ -128,7 +143,7 @@ func (p *Pipeline) restore(gen *generation) (map[string][]follow.Position, map[s
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		log.Info("no snapshot in the storage directory: starting empty", "dir", s.dir)
-		return nil, nil, math.MaxInt64
+		return nil, nil, math.MaxInt64, nil
 	case err != nil:
 		s.update(func(st *selfmetric.StorageStats) { st.RestoreFailures++ })
 		attrs := []any{"dir", s.dir, "err", err}
@@ -140,7 +155,7 @@ func (p *Pipeline) restore(gen *generation) (map[string][]follow.Position, map[s
 			}
 		}
 		log.Error("cannot restore the snapshot: starting empty", attrs...)
-		return nil, nil, math.MaxInt64
+		return nil, nil, math.MaxInt64, nil
 	}
 	for _, why := range res.Skipped {
 		log.Warn("a rule of the snapshot was not restored: it starts empty", "err", why)
@@ -158,7 +173,7 @@ func (p *Pipeline) restore(gen *generation) (map[string][]follow.Position, map[s
 		}
 	}
 	log.Info("restored the snapshot", "dir", s.dir, "rules", res.Rules, "series", res.Series, "skipped_rules", len(res.Skipped), "files", files, "messages_in_parts", messages)
-	return positions, parts, since
+	return positions, parts, since, nil
 }
 
 // decodePipeline reads the pipeline's sections of a snapshot.

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"math"
 	"os"
@@ -987,7 +988,7 @@ func TestStorageTwoExporters(t *testing.T) {
 	waitCounted(t, p1, 10)
 	kept := periodicSnapshot(t, p1, dir)
 
-	p2 := startStored(t, second, dir, &out2, Options{SnapshotInterval: time.Hour})
+	p2 := startStored(t, second, dir, &out2, Options{SnapshotInterval: time.Hour, StorageLockWait: time.Millisecond})
 	if !strings.Contains(out2.String(), "another exporter") {
 		t.Errorf("the log does not say another exporter uses the directory:\n%s", out2.String())
 	}
@@ -1016,5 +1017,128 @@ func TestStorageTwoExporters(t *testing.T) {
 	waitCounted(t, p3, 3)
 	if s := p3.StorageStats(); s.RestoreFailures != 0 || s.RestoredRules != 2 {
 		t.Errorf("storage stats %+v after the second exporter's restart, want its snapshot restored", s)
+	}
+}
+
+// An exporter started while the one it replaces still holds the storage directory (a
+// DaemonSet deleted and made again, whose new pod starts while the old one is still
+// terminating) waits for it to let the directory go and restores the snapshot it wrote
+// as it stopped: it started empty, and the old one's windows and counters were lost.
+func TestStorageWaitsForTheLock(t *testing.T) {
+	dir := t.TempDir()
+	log := filepath.Join(t.TempDir(), "access.log")
+	var out1, out2 syncbuf.Buffer
+	p1 := startStored(t, log, dir, &out1, Options{SnapshotInterval: time.Hour})
+	persistLines(t, log, 1, 10)
+	waitCounted(t, p1, 10)
+
+	cfg, err := config.Parse([]byte(strings.ReplaceAll(persistRules, "LOG", log)), "rules.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	type started struct {
+		p   *Pipeline
+		err error
+	}
+	done := make(chan started, 1)
+	go func() {
+		p, err := Start(cfg, Options{
+			Now: time.Now, PollInterval: 10 * time.Millisecond, RotationGrace: 50 * time.Millisecond,
+			BackfillBytes: DefaultBackfillBytes, StoragePath: dir, SnapshotInterval: time.Hour, StorageLockWait: time.Minute,
+			Logger: slog.New(slog.NewTextHandler(&out2, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		})
+		done <- started{p, err}
+	}()
+	var second started
+	for deadline := time.Now().Add(20 * time.Second); !strings.Contains(out2.String(), "waiting for it to let the directory go"); {
+		select {
+		case second = <-done:
+			if second.p != nil {
+				second.p.Stop()
+			}
+			t.Fatalf("started (%v) while the exporter it replaces held the directory:\n%s", second.err, out2.String())
+		case <-time.After(10 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no word of waiting after 20 s:\n%s", out2.String())
+		}
+	}
+	p1.Stop() // its last snapshot, then the directory let go
+	second = <-done
+	if second.err != nil {
+		t.Fatal(second.err)
+	}
+	p2 := second.p
+	t.Cleanup(p2.Stop)
+	if s := p2.StorageStats(); s.RestoreFailures != 0 || s.RestoredRules != 2 {
+		t.Errorf("storage stats %+v, want the snapshot of the exporter replaced restored\n%s", s, out2.String())
+	}
+	waitCounted(t, p2, 10)
+}
+
+// A storage directory whose lock cannot be taken for another reason than another holder
+// (here DIR/lock a link to nowhere; a file system without flock alike) is warned of and
+// used unguarded: the start does not wait for it, snapshots are written and restored.
+func TestStorageLockFails(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.Symlink(filepath.Join(dir, "nowhere", "lock"), filepath.Join(dir, storage.LockName)); err != nil {
+		t.Fatal(err)
+	}
+	log := filepath.Join(t.TempDir(), "access.log")
+	var out1, out2 syncbuf.Buffer
+	begin := time.Now()
+	p1 := startStored(t, log, dir, &out1, Options{SnapshotInterval: time.Hour})
+	if took := time.Since(begin); took > DefaultStorageLockWait/2 {
+		t.Errorf("the start took %s", took)
+	}
+	if !strings.Contains(out1.String(), "cannot lock the storage directory") {
+		t.Errorf("no warning of the lock:\n%s", out1.String())
+	}
+	persistLines(t, log, 1, 10)
+	waitCounted(t, p1, 10)
+	p1.Stop()
+	if s := p1.StorageStats(); s.Failures != 0 {
+		t.Errorf("storage stats %+v, want the snapshot at shutdown written", s)
+	}
+	p2 := startStored(t, log, dir, &out2, Options{SnapshotInterval: time.Hour})
+	if s := p2.StorageStats(); s.RestoreFailures != 0 || s.RestoredRules != 2 {
+		t.Errorf("storage stats %+v, want the snapshot restored\n%s", s, out2.String())
+	}
+	waitCounted(t, p2, 10)
+}
+
+// A start told to stop (SIGTERM, Options.Interrupt) while it waits for the storage
+// directory stops waiting and fails at once, writing nothing: the exporter is not deaf to
+// signals for the length of the wait.
+func TestStorageWaitInterrupted(t *testing.T) {
+	dir := t.TempDir()
+	held, err := storage.TakeLock(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Release()
+	cfg, err := config.Parse([]byte(strings.ReplaceAll(persistRules, "LOG", filepath.Join(t.TempDir(), "access.log"))), "rules.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	interrupt := make(chan struct{})
+	var out syncbuf.Buffer
+	go func() {
+		defer close(interrupt)
+		for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+			if strings.Contains(out.String(), "waiting for it to let the directory go") {
+				return
+			}
+		}
+	}()
+	p, err := Start(cfg, Options{Now: time.Now, StoragePath: dir, StorageLockWait: time.Hour, Interrupt: interrupt, Logger: slog.New(slog.NewTextHandler(&out, nil))})
+	if p != nil {
+		p.Stop()
+	}
+	if !errors.Is(err, storage.ErrStopped) {
+		t.Fatalf("Start interrupted while waiting: %v, want ErrStopped\n%s", err, out.String())
+	}
+	if _, err := os.Stat(filepath.Join(dir, storage.FileName)); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a snapshot was written: %v", err)
 	}
 }

@@ -54,6 +54,12 @@ type Options struct {
 	// at Stop (0 means DefaultSnapshotInterval).
 	StoragePath      string
 	SnapshotInterval time.Duration
+	// StorageLockWait is how long Start waits for another process to let the storage
+	// directory go (storage.WaitLock) before it starts without its snapshot; 0 means
+	// DefaultStorageLockWait.
+	StorageLockWait time.Duration
+	// Interrupt, once closed (SIGTERM), ends that wait: Start returns an error.
+	Interrupt <-chan struct{}
 }
 
 // setDefaults gives o a logger that discards when it has none.
@@ -143,7 +149,9 @@ func Start(cfg *config.Config, opts Options) (*Pipeline, error) {
 	if opts.StoragePath != "" {
 		p.storage = &persister{dir: opts.StoragePath, interval: cmp.Or(opts.SnapshotInterval, DefaultSnapshotInterval), writeFile: storage.Write, encodeAhead: (*store.Set).EncodeAhead}
 		p.storage.stats.Enabled = true
-		p.resume, p.resumeParts, p.restored = p.restore(gen)
+		if p.resume, p.resumeParts, p.restored, err = p.restore(gen); err != nil {
+			return nil, err
+		}
 	}
 	p.gen.Store(gen)
 	p.warnConfig(cfg)

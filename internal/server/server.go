@@ -95,6 +95,7 @@ func Serve(cfg *config.Config, popts pipeline.Options, webFlags *web.FlagConfig,
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
 
+	popts.Interrupt = ctx.Done() // a wait for the storage directory
 	p, err := pipeline.Start(cfg, popts)
 	if err != nil {
 		return err

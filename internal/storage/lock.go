@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 )
 
 // LockName is the file of a storage directory whose lock says that a process uses it.
@@ -33,6 +34,41 @@ func TakeLock(dir string) (*Lock, error) {
 		return nil, err
 	}
 	return &Lock{f}, nil
+}
+
+// lockPoll is how often WaitLock tries the lock again: flock cannot be waited for with a
+// bound, and a wait without one could not be given up.
+const lockPoll = 100 * time.Millisecond
+
+// ErrStopped is the error of WaitLock given up for its stop channel.
+var ErrStopped = errors.New("stopped while waiting for the storage directory")
+
+// WaitLock is TakeLock that, while another process holds dir, tries again until wait has
+// passed (ErrLocked then), so that a process started while the one it replaces is still
+// stopping restores the snapshot that one writes last. A wait ends early with ErrStopped
+// once stop (which may be nil) is closed: a process told to stop meanwhile does not wait
+// on. waiting, when not nil, is called once, when the wait begins.
+func WaitLock(dir string, wait time.Duration, stop <-chan struct{}, waiting func()) (*Lock, error) {
+	deadline := time.Now().Add(wait)
+	l, err := TakeLock(dir)
+	if !errors.Is(err, ErrLocked) || wait <= 0 {
+		return l, err
+	}
+	if waiting != nil {
+		waiting()
+	}
+	tick := time.NewTicker(lockPoll)
+	defer tick.Stop()
+	for {
+		select {
+		case <-stop:
+			return nil, fmt.Errorf("%w: %w", ErrStopped, err)
+		case <-tick.C:
+		}
+		if l, err = TakeLock(dir); !errors.Is(err, ErrLocked) || !time.Now().Before(deadline) {
+			return l, err
+		}
+	}
 }
 
 // Release lets the directory go.

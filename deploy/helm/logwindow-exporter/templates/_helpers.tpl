@@ -46,6 +46,20 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 {{- end -}}
 
 {{/*
+A surge pod starts on the node while the old one still runs and holds the storage
+directory, and the old one is stopped only once the new one is ready: the new one cannot
+restore the old one's snapshot, starts empty, and writes over that snapshot once the old one
+is gone. Every rollout would lose the windows and counters storage keeps.
+*/}}
+{{- define "logwindow.checkSurge" -}}
+{{- $strategy := .Values.daemonset.updateStrategy | default dict -}}
+{{- $surge := toString ((get ($strategy.rollingUpdate | default dict) "maxSurge") | default 0) -}}
+{{- if and .Values.storage.enabled (ne (toString $strategy.type) "OnDelete") (not (has $surge (list "0" "0%"))) -}}
+{{- fail (printf "daemonset.updateStrategy.rollingUpdate.maxSurge: %s with storage.enabled: a node's new pod would start while its old one holds the storage directory, start empty and write over the old one's snapshot, losing the windows and counters at every rollout; keep maxSurge at 0 (maxUnavailable: 1, the default), or set storage.enabled: false" $surge) -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
 The timing variables the log format gives, among request_time and upstream_response_time,
 each followed by a space: the chart adds the rules reading each (files/rules/<variable>.yaml, files/rules-pods/ in daemonset mode)
 only then, as a rule naming a capture its input's format lacks does not load. auto gives
