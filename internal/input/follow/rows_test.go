@@ -59,7 +59,12 @@ func TestRenameCreate(t *testing.T) {
 				p := filepath.Join(t.TempDir(), "access.log")
 				w := create(t, p)
 				c := newCollector()
-				f := start(t, m.options(p), c.handle)
+				o := m.options(p)
+				// The late lines are written in a loop that a loaded machine can stall for
+				// longer than the other tests' grace, which would close the renamed file
+				// before them.
+				o.RotationGrace = time.Second
+				f := start(t, o, c.handle)
 				n := 0
 				for r := 1; r <= rotations; r++ {
 					writeLines(t, w, n+1, n+perFile)
