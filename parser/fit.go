@@ -12,14 +12,18 @@ import "slices"
 // Session's. It runs the matchers the parse ran and tells no sink; ReadsInput says
 // whether any rule could.
 func (s *Session) Fitted(input string, line []byte) bool {
-	prog := s.p.base
+	return s.p.reads(s.s, input, line, s.program().groups)
+}
+
+// program is the program the Session's parse reads a line with (see ParseFile).
+func (s *Session) program() *formatProgram {
 	switch {
 	case s.files == nil && s.one != nil:
-		prog = s.one
+		return s.one
 	case s.files != nil && s.prog != nil:
-		prog = s.prog
+		return s.prog
 	}
-	return s.p.reads(s.s, input, line, prog.groups)
+	return s.p.base
 }
 
 // reads reports whether a rule of groups that reads input matches line or reads its

@@ -209,6 +209,10 @@ func (x *Explainer) ExplainWrapped(input string, line, wrapperTime []byte, feed 
 			r.Filter = &Filter{Capture: f.CaptureName, Regex: f.Regexp.String(), Value: captureText(res.Captures, f.CaptureName)}
 		case parser.Malformed:
 			r.Format = cr.Format.String()
+			if res.Format != nil {
+				// A rule reading candidate formats is read by the JSON of its file's.
+				r.Format = res.Format.Describe()
+			}
 		case parser.OtherFormat:
 			r.Format, r.Lacks = res.Format.Describe(), res.Lacks
 		case parser.Dropped:
