@@ -152,8 +152,8 @@ type Explainer struct {
 }
 
 // Reader reads a line for an explanation: a *parser.Parser, by the formats of the input's
-// name, or a *parser.Session told the formats of one input, by its own, as that input
-// reads the line.
+// name, or a *parser.Session told the formats of one input, by its own, as its parse read
+// the line (asked from that parse's LineDone).
 type Reader interface {
 	ExplainWrapped(input string, line, wrapperTime []byte) *parser.Explanation
 }
