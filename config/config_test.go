@@ -735,3 +735,19 @@ rules:
 		t.Error("a field moved to another path kept the fingerprint")
 	}
 }
+
+// nginx reads a variable whatever its case ($HTTP_Host is $http_host), and a log format's
+// capture has its lowercase name: a rule that names it as the format writes it is pointed
+// at that name, however many letters differ.
+func TestCaptureNamedInAnotherCase(t *testing.T) {
+	_, err := Parse([]byte(`
+inputs:
+  - {name: web, path: /x.log, log_format: '$remote_addr $HTTP_Host'}
+rules:
+  - {name: requests, labels: {host: '${HTTP_Host}'}}
+`), "c.yaml")
+	const want = `capture "HTTP_Host" is not in the log format "$remote_addr $HTTP_Host" (did you mean "http_host"?)`
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("err = %v, want %s", err, want)
+	}
+}

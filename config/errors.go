@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -69,9 +70,13 @@ func (ps *problems) err(file string) error {
 
 // suggest returns ` (did you mean "x"?)` when one candidate is a likely typo of word, else
 // "". A distance of at most a third of the word (and at most 2) catches transpositions and
-// dropped letters without proposing unrelated names.
+// dropped letters without proposing unrelated names; a candidate that differs only in
+// case is the likeliest (a log format's captures are nginx's lowercase names).
 func suggest(word string, candidates []string) string {
 	best, bestDist := "", 3
+	if i := slices.IndexFunc(candidates, func(c string) bool { return c != word && strings.EqualFold(c, word) }); i >= 0 {
+		best, candidates = candidates[i], nil
+	}
 	limit := len(word) / 3
 	for _, c := range candidates {
 		d := editDistance(word, c)

@@ -319,16 +319,15 @@ rules:
 				}
 			}
 			rec := &recorder{t: t, rules: c.Rules}
-			s.ParseFile("f", tt.input, []byte(tt.line), nil, rec, func(bool, bool) {})
-			s.CloseFile("f", tt.input, rec, func(bool, bool) {})
+			fitted := fittedBy(t, s, tt.input, tt.line, rec)
 			if got := len(rec.got) == 1; got != tt.counted {
 				t.Errorf("ParseFile: %v, want counted %v", rec.got, tt.counted)
 			}
 			if got := p.Explain(tt.input, []byte(tt.line)).Rules[0].Outcome == Counted; got != tt.counted {
 				t.Errorf("Explain: counted %v, want %v", got, tt.counted)
 			}
-			if got := p.Fits(tt.input, []byte(tt.line)); got != tt.counted {
-				t.Errorf("Fits: %v, want %v", got, tt.counted)
+			if fitted != tt.counted {
+				t.Errorf("Fitted: %v, want %v", fitted, tt.counted)
 			}
 		})
 	}
@@ -362,16 +361,15 @@ rules:
 			s.SetFormats(c.Inputs[tt.input].LogFormats, NewFiles())
 			s.SetFormat("", c.Inputs[tt.input].LogFormat)
 			rec := &recorder{t: t, rules: c.Rules}
-			s.ParseFile("f", "", []byte(tt.line), nil, rec, func(bool, bool) {})
-			s.CloseFile("f", "", rec, func(bool, bool) {})
+			fitted := fittedBy(t, s, "", tt.line, rec)
 			if len(rec.got) != 1 {
 				t.Errorf("ParseFile: %v, want the line counted", rec.got)
 			}
 			if got := p.Explain("", []byte(tt.line)).Rules[0].Outcome; got != Counted {
 				t.Errorf("Explain: %s, want counted", got)
 			}
-			if !p.Fits("", []byte(tt.line)) {
-				t.Error("Fits: false")
+			if !fitted {
+				t.Error("Fitted: false")
 			}
 		})
 	}

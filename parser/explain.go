@@ -127,19 +127,18 @@ func (p *Parser) ExplainWrapped(input string, line, wrapperTime []byte) *Explana
 	return p.explain(s, input, line, wrapperTime, p.lineProgram(s, input, line), cands)
 }
 
-// ExplainWrapped is Parser.ExplainWrapped for a line of the Session's input as ParseFile
-// reads a file's first line, by the formats the Session was told (SetFormats,
-// SetFormat), not by those of the input's name, which inputs without one share: its
-// one format's program, else the program of its own candidate the line fits best, else
-// the groups every line goes to. Explaining changes nothing of what ParseFile holds.
+// ExplainWrapped is Parser.ExplainWrapped for a line of the Session's input as the
+// Session's parse read it, by the formats the Session was told (SetFormats, SetFormat),
+// not by those of the input's name, which inputs without one share: by the program Fitted
+// names. Call it from the LineDone of that line's parse (ParseFile, CloseFile), so that a
+// line of a file is explained by the format chosen for the file then, as it was parsed,
+// not by the one it alone fits best. Explaining changes nothing of what ParseFile holds.
 func (s *Session) ExplainWrapped(input string, line, wrapperTime []byte) *Explanation {
-	switch {
-	case s.one != nil:
-		return s.p.explain(s.s, input, line, wrapperTime, s.one, []*formatProgram{s.one})
-	case s.files != nil:
-		return s.p.explain(s.s, input, line, wrapperTime, s.p.fittest(s.s, s.progs, line), s.progs)
+	cands := s.progs
+	if s.files == nil && s.one != nil {
+		cands = []*formatProgram{s.one}
 	}
-	return s.p.explain(s.s, input, line, wrapperTime, s.p.base, nil)
+	return s.p.explain(s.s, input, line, wrapperTime, s.program(), cands)
 }
 
 // explain is ExplainWrapped with the buffers s, reading line by the groups of prog, chosen
@@ -176,6 +175,9 @@ func (p *Parser) explain(s *scratch, input string, line, wrapperTime []byte, pro
 				res.Outcome = OtherInput
 			case !matched && g.ex != nil:
 				res.Outcome = Malformed
+				if g.cand != "" {
+					res.Format = prog.format // the JSON the line is not
+				}
 			case !matched:
 				if prefix == nil {
 					prefix = longestPrefix(g.prog(), line)

@@ -3,12 +3,15 @@ package parser
 import (
 	"strings"
 	"testing"
+
+	"github.com/logwindow/logwindow_exporter/config"
 )
 
-// Fits says whether some rule of the input matched the line or read its fields, as
-// Explain tells it: filters, values and times aside, and rules of other inputs aside; and
-// rules reading candidate formats aside where the line's format lacks what they read.
-func TestFitsAgreesWithExplain(t *testing.T) {
+// Fitted says of a line a Session parsed whether some rule of the input matched it or read
+// its fields, as Explain tells it: filters, values and times aside, and rules of other
+// inputs aside; and rules reading candidate formats aside where the line's format lacks
+// what they read.
+func TestFittedAgreesWithExplain(t *testing.T) {
 	cfg := mustParse(t, `
 inputs:
   - {name: web, path: /a}
@@ -46,8 +49,8 @@ rules:
 		{"web", upstreaminfo, false},
 	} {
 		t.Run(tc.input+" "+tc.line, func(t *testing.T) {
-			if got := p.Fits(tc.input, []byte(tc.line)); got != tc.fits {
-				t.Errorf("Fits = %v, want %v", got, tc.fits)
+			if got := fittedAlone(t, p, cfg, tc.input, tc.line, discard{}); got != tc.fits {
+				t.Errorf("Fitted = %v, want %v", got, tc.fits)
 			}
 			read := false
 			for _, r := range p.Explain(tc.input, []byte(tc.line)).Rules {
@@ -61,4 +64,33 @@ rules:
 	if !p.ReadsInput("web") || !p.ReadsInput("app") || p.ReadsInput("none") {
 		t.Errorf("ReadsInput web %v, app %v, none %v; want true, true, false", p.ReadsInput("web"), p.ReadsInput("app"), p.ReadsInput("none"))
 	}
+}
+
+// fittedAlone parses line as the one line of a file of the input of cfg named input,
+// through a Session told that input's formats, into sink, and says what the one-shots
+// count it by: the LineDone of its parse said some group read it, and Session.Fitted that
+// a rule reading the input did.
+func fittedAlone(t *testing.T, p *Parser, cfg *config.Config, input, line string, sink Sink) bool {
+	t.Helper()
+	s := p.NewSession()
+	for _, in := range cfg.Inputs {
+		if in.Name == input {
+			s.SetFormats(in.LogFormats, NewFiles())
+			s.SetFormat(in.Name, in.LogFormat)
+		}
+	}
+	return fittedBy(t, s, input, line, sink)
+}
+
+// fittedBy is fittedAlone through s, told its input's formats.
+func fittedBy(t *testing.T, s *Session, input, line string, sink Sink) bool {
+	t.Helper()
+	var got []bool
+	done := func(_, fits bool) { got = append(got, fits && s.Fitted(input, []byte(line))) }
+	s.ParseFile("f", input, []byte(line), nil, sink, done)
+	s.CloseFile("f", input, sink, done)
+	if len(got) != 1 {
+		t.Fatalf("%q: told of %d parses, want 1", line, len(got))
+	}
+	return got[0]
 }

@@ -152,8 +152,8 @@ type Explainer struct {
 }
 
 // Reader reads a line for an explanation: a *parser.Parser, by the formats of the input's
-// name, or a *parser.Session told the formats of one input, by its own, as that input
-// reads the line.
+// name, or a *parser.Session told the formats of one input, by its own, as its parse read
+// the line (asked from that parse's LineDone).
 type Reader interface {
 	ExplainWrapped(input string, line, wrapperTime []byte) *parser.Explanation
 }
@@ -209,6 +209,10 @@ func (x *Explainer) ExplainWrapped(input string, line, wrapperTime []byte, feed 
 			r.Filter = &Filter{Capture: f.CaptureName, Regex: f.Regexp.String(), Value: captureText(res.Captures, f.CaptureName)}
 		case parser.Malformed:
 			r.Format = cr.Format.String()
+			if res.Format != nil {
+				// A rule reading candidate formats is read by the JSON of its file's.
+				r.Format = res.Format.Describe()
+			}
 		case parser.OtherFormat:
 			r.Format, r.Lacks = res.Format.Describe(), res.Lacks
 		case parser.Dropped:

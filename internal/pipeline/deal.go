@@ -13,9 +13,10 @@ import (
 // renamed within it (a rotation) is read by one follower only; a new directory goes to
 // the follower that holds the fewest. A file is read by the follower that claimed it
 // first, wherever it is renamed within the glob: one renamed into another follower's
-// directory is read on by its own (follow.Options.Claim), not again from its start. A hash of the directory balanced eight pods on two
-// followers 4:4 in only 70 of 256 trees (5:3 or worse otherwise, capping two cores at
-// 1.6× one or less); dealing by count gives 4:4 every time.
+// directory is read on by its own (follow.Options.Claim), not again from its start. A
+// hash of the directory balanced eight pods on two followers 4:4 in only 70 of 256 trees
+// (5:3 or worse otherwise, capping two cores at 1.6× one or less); dealing by count gives
+// 4:4 every time.
 type dealer struct {
 	mu     sync.Mutex
 	owner  map[string]int  // directory → the shard it was dealt to

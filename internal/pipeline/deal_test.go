@@ -373,3 +373,48 @@ func TestDealerClaims(t *testing.T) {
 		t.Error("another file is not claimed by the first shard to ask")
 	}
 }
+
+// A file two inputs' globs reach is read by each, its followers claiming it from their own
+// input's dealer: renamed into another directory, it is read on by both, once each.
+func TestShardsFileOfTwoInputs(t *testing.T) {
+	root := t.TempDir()
+	a, b := filepath.Join(root, "a"), filepath.Join(root, "b")
+	for _, dir := range []string{a, b} {
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(a, "x.log"), []byte("x\nx\nx\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(b, "y.log"), []byte("x\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p, _ := startSharded(t, func(int) string {
+		return fmt.Sprintf(`inputs:
+  - {name: all, path: %[1]s/*/*.log, start_at: beginning, shards: 2}
+  - {name: xs, path: %[1]s/*/x*.log, start_at: beginning, shards: 2}
+rules: [{name: lines, match: x}]
+`, root)
+	})
+	waitReady(t, p)
+	waitTotal(t, p, "at start", "lines_total{", 4+3)
+	if err := os.Rename(filepath.Join(a, "x.log"), filepath.Join(b, "x.log")); err != nil {
+		t.Fatal(err)
+	}
+	appendTo(t, filepath.Join(b, "x.log"), "x\nx\n")
+	waitTotal(t, p, "renamed and written to", "lines_total{", 4+3+2*2)
+	// Files made after the rename are read once every follower listed the directories
+	// since: by then a second read of x.log would have begun.
+	for _, dir := range []string{a, b} {
+		if err := os.WriteFile(filepath.Join(dir, "z.log"), []byte("x\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "xz.log"), []byte("x\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitTotal(t, p, "new files", "lines_total{", 4+3+2*2+4+2)
+	appendTo(t, filepath.Join(b, "x.log"), "x\n")
+	waitTotal(t, p, "written to again", "lines_total{", 4+3+2*2+4+2+2)
+}

@@ -44,34 +44,39 @@ func Explain(cfg *config.Config, file string, maxLines int, opts Options) ([]exp
 	if err != nil {
 		return nil, fmt.Errorf("explain %s: %w", file, err)
 	}
-	// Each line is read as its input reads it, by its own formats: inputs without a name
-	// share theirs, which does not say which of their formats is the file's.
-	session := func() *parser.Session {
-		ps := gen.parser.NewSession()
+	// Each line is read as its input reads it, by its own formats (inputs without a name
+	// share theirs, which does not say which of their formats is the file's) and by the
+	// format chosen for its file: done is told of each message, in order, as it is parsed
+	// (a line held while the format is chosen, by a later one).
+	parse := func(ps *parser.Session, sink replaySink, done parser.LineDone) {
 		ps.SetFormats(read.input.LogFormats, parser.NewFiles())
 		ps.SetFormat(name, read.input.LogFormat)
-		return ps
+		for _, m := range msgs {
+			ps.ParseFile(file, name, m.text, m.wrapperTime, sink, done)
+		}
+		ps.CloseFile(file, name, sink, done)
 	}
 	now := newClock(opts.Now).second()
 	if hasEventTime(cfg) {
 		newest := &newestTime{}
-		ps := session()
-		for _, m := range msgs {
-			ps.ParseFile(file, name, m.text, m.wrapperTime, newest, ignoreDone)
-		}
-		ps.CloseFile(file, name, newest, ignoreDone)
+		parse(gen.parser.NewSession(), newest, ignoreDone)
 		if newest.seen {
 			now = newest.time
 		}
 	}
 	sink := gen.set.NewSink()
 	sink.SetNow(now, now)
-	x := explain.New(cfg.Rules, session(), sink)
-	out := make([]explain.Line, len(msgs))
-	for i, m := range msgs {
-		out[i] = x.ExplainWrapped(name, m.text, m.wrapperTime, true)
-		out[i].Number = m.n
-	}
+	ps := gen.parser.NewSession()
+	x := explain.New(cfg.Rules, ps, sink)
+	out := make([]explain.Line, 0, len(msgs))
+	// A line is explained as its parse read it (Session.ExplainWrapped), its events fed
+	// to sink before the next line's parse; the parse's own go nowhere.
+	parse(ps, &newestTime{}, func(bool, bool) {
+		m := msgs[len(out)]
+		l := x.ExplainWrapped(name, m.text, m.wrapperTime, true)
+		l.Number = m.n
+		out = append(out, l)
+	})
 	matched := slices.ContainsFunc(out, func(l explain.Line) bool { return !l.Unmatched })
 	fs := newFits(gen)
 	if _, err := replayFiles(gen.parser, []fileInput{read}, opts, &newestTime{}, fs); err != nil {

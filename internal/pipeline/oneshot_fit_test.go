@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -128,5 +129,43 @@ rules:
 	const want = "input web: 0 of 2 lines fit (first misfit at line 1: the line is of the log format combined, to which no rule applies"
 	if err == nil || !strings.HasPrefix(summary.String(), want) {
 		t.Errorf("sample: %v, summary %q; want an error and %q...", err, summary.String(), want)
+	}
+}
+
+// A line of another candidate amid a file's lines is read by the format chosen for the
+// file, as the runtime reads it: it is a misfit, said so by what that format made of it,
+// and --explain does not count it, as replay does not.
+func TestOneShotMisfitOfAnotherCandidate(t *testing.T) {
+	const combined = `10.0.0.1 - - [01/Mar/2024:12:00:00 +0000] "GET / HTTP/1.1" 200 5 "-" "curl/8.5.0"`
+	const object = `{"status":"200"}`
+	log := filepath.Join(t.TempDir(), "access.log")
+	if err := os.WriteFile(log, []byte(strings.Join([]string{object, object, object, combined, object}, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Parse(fmt.Appendf(nil, `
+inputs:
+  - {name: web, path: '%s', log_format: [combined, json]}
+rules:
+  - {name: requests, labels: {status: '${status}'}}
+`, log), "rules.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const want = "input web: 4 of 5 lines fit (first misfit at line 4: the line is not json (rule requests))\n"
+	var summary bytes.Buffer
+	if err := Sample(cfg, []string{log}, Options{Now: time.Now, Summary: &summary}); err != nil || summary.String() != want {
+		t.Errorf("sample: %v, summary %q; want %q", err, summary.String(), want)
+	}
+	summary.Reset()
+	lines, err := Explain(cfg, log, 5, Options{Now: time.Now, Summary: &summary})
+	if err != nil || summary.String() != want {
+		t.Errorf("explain: %v, summary %q; want %q", err, summary.String(), want)
+	}
+	var counted []bool
+	for _, l := range lines {
+		counted = append(counted, l.Counted)
+	}
+	if want := []bool{true, true, true, false, true}; !slices.Equal(counted, want) {
+		t.Errorf("explain counts lines %v, want %v as replay does", counted, want)
 	}
 }

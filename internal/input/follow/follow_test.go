@@ -531,30 +531,14 @@ func TestGlobSharedRenamedAcross(t *testing.T) {
 			}
 			x := create(t, filepath.Join(dirA, "x.log"))
 			writeLines(t, x, 1, 10)
-			var mu sync.Mutex
-			claims := map[fileID]string{}
+			claims := newClaims()
 			c := newCollector()
 			followers := map[string]*Follower{}
 			for _, dir := range []string{dirA, dirB} {
 				o := m.options(filepath.Join(root, "*", "*.log"))
 				o.FromBeginning = true
 				o.Select = func(path string) bool { return filepath.Dir(path) == dir }
-				o.Claim = func(dev, ino uint64) bool {
-					mu.Lock()
-					defer mu.Unlock()
-					if by, ok := claims[fileID{dev, ino}]; ok {
-						return by == dir
-					}
-					claims[fileID{dev, ino}] = dir
-					return true
-				}
-				o.Release = func(dev, ino uint64) {
-					mu.Lock()
-					defer mu.Unlock()
-					if claims[fileID{dev, ino}] == dir {
-						delete(claims, fileID{dev, ino})
-					}
-				}
+				claims.share(&o, dir)
 				followers[dir] = start(t, o, c.handle)
 			}
 			waitFor(t, "x.log read", func() bool { return c.has(1, 10) })
@@ -572,10 +556,8 @@ func TestGlobSharedRenamedAcross(t *testing.T) {
 			if s := followers[dirB].Stats(); len(s.Files) != 1 || s.Files[0].Path != filepath.Join(dirB, "y.log") {
 				t.Errorf("b's follower reads %+v, want y.log alone", s.Files)
 			}
-			mu.Lock()
-			defer mu.Unlock()
-			if len(claims) != 2 {
-				t.Errorf("claims %v, want x.log's by a and y.log's by b", claims)
+			if n := claims.count(); n != 2 {
+				t.Errorf("%d claims, want x.log's by a and y.log's by b", n)
 			}
 		})
 	}

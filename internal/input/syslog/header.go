@@ -294,10 +294,12 @@ func digits(b []byte) int {
 }
 
 // afterTag returns the tag and what follows `tag: ` or `tag[pid]: ` at the start of b: a
-// tag is up to maxTagLen bytes of printable ASCII other than space, ':' and '['.
+// tag is up to maxTagLen bytes of printable ASCII other than space, ':' and '[', and
+// other than '"', which no program's name has and a JSON object's first member does
+// (`{"level": "info"}` is a message, not the tag `{"level"`).
 func afterTag(b []byte) (tag, msg []byte, ok bool) {
 	i := 0
-	for i < len(b) && i < maxTagLen && b[i] > ' ' && b[i] < 0x7f && b[i] != ':' && b[i] != '[' {
+	for i < len(b) && i < maxTagLen && b[i] > ' ' && b[i] < 0x7f && b[i] != ':' && b[i] != '[' && b[i] != '"' {
 		i++
 	}
 	if i == 0 || i >= len(b) {

@@ -55,6 +55,9 @@ func TestMessage(t *testing.T) {
 		{"no timestamp, colon in a word", "<13>http://example.com/ up", "http://example.com/ up", true},
 		{"no timestamp, ipv6 first", "<13>2001:db8::1 - - hi", "2001:db8::1 - - hi", true},
 		{"no timestamp, nginx line", "<190>" + nginxLine, nginxLine, true},
+		// Python's SysLogHandler sends `<PRI>message`: a JSON object is not a tag.
+		{"no timestamp, json", `<14>{"message": "hi", "level": "INFO"}`, `{"message": "hi", "level": "INFO"}`, true},
+		{"no timestamp, tag, json", `<14>app: {"message": "hi"}`, `{"message": "hi"}`, true},
 		{"unpadded day", "<13>Nov 4 01:02:03 host app: hello", "hello", true},
 		{"fraction of a second", "<13>Nov 24 01:02:03.123 host app: hello", "hello", true},
 		{"year before the time", "<13>Nov 24 2026 01:02:03 host app: hello", "hello", true},
