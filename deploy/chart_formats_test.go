@@ -148,6 +148,10 @@ func TestChartSchema(t *testing.T) {
 		{"no shard", "daemonset: {shards: 0}\n", "shards"},
 		{"container name a glob", "daemonset: {containers: ['*']}\n", "containers"},
 		{"port out of range", "mode: syslog\nsyslog: {port: 70000}\n", "port"},
+		// The exporter refuses a snapshot interval that is not positive: a pod that never starts.
+		{"no snapshot interval", "storage: {snapshotInterval: 0s}\n", "snapshotInterval"},
+		// No stream named: the exporter would read stderr too, nginx's error log.
+		{"no stream", "daemonset: {streams: []}\n", "streams"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			ch, err := loader.Load(chartDir)
