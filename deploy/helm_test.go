@@ -43,17 +43,19 @@ type chartCase struct {
 	mode     string
 	operator bool   // the cluster has the operator's CRDs
 	release  string // the release's name; lw when empty
+	// namespace is the release's namespace; monitoring when empty.
+	namespace string
 }
 
 var chartCases = []chartCase{
-	{"daemonset", "", "daemonset", true, ""},
-	{"daemonset without the operator", "", "daemonset", false, ""},
-	{"daemonset of ingress-nginx controllers", "daemonset: {containers: [controller, nginx]}\npodMonitor: {labels: {release: kps}}\n", "daemonset", true, ""},
-	{"syslog", "mode: syslog\nsyslog: {replicas: 3, port: 1514}\n", "syslog", true, ""},
-	{"syslog without the operator", "mode: syslog\n", "syslog", false, ""},
-	{"sidecar", "mode: sidecar\n", "sidecar", true, ""},
-	{"existing rules", "mode: syslog\nrules: {existingConfigMap: my-rules}\ndashboard: {enabled: false}\n", "syslog", true, ""},
-	{"image", "image: {repository: registry.example.com/logwindow_exporter, tag: 9.9.9}\nextraArgs: [--log.level=debug]\n", "daemonset", false, ""},
+	{"daemonset", "", "daemonset", true, "", ""},
+	{"daemonset without the operator", "", "daemonset", false, "", ""},
+	{"daemonset of ingress-nginx controllers", "daemonset: {containers: [controller, nginx]}\npodMonitor: {labels: {release: kps}}\n", "daemonset", true, "", ""},
+	{"syslog", "mode: syslog\nsyslog: {replicas: 3, port: 1514}\n", "syslog", true, "", ""},
+	{"syslog without the operator", "mode: syslog\n", "syslog", false, "", ""},
+	{"sidecar", "mode: sidecar\n", "sidecar", true, "", ""},
+	{"existing rules", "mode: syslog\nrules: {existingConfigMap: my-rules}\ndashboard: {enabled: false}\n", "syslog", true, "", ""},
+	{"image", "image: {repository: registry.example.com/logwindow_exporter, tag: 9.9.9}\nextraArgs: [--log.level=debug]\n", "daemonset", false, "", ""},
 }
 
 func (c chartCase) vals(t *testing.T) map[string]any {
@@ -75,7 +77,7 @@ func renderChart(t *testing.T, c chartCase) *manifests {
 	}
 	install := action.NewInstall(&action.Configuration{Log: func(string, ...any) {}})
 	install.DryRun, install.ClientOnly, install.Replace = true, true, true
-	install.ReleaseName, install.Namespace = cmp.Or(c.release, "lw"), "monitoring"
+	install.ReleaseName, install.Namespace = cmp.Or(c.release, "lw"), cmp.Or(c.namespace, "monitoring")
 	if c.operator {
 		install.APIVersions = chartutil.VersionSet{operatorAPI}
 	}
@@ -99,7 +101,7 @@ func renderChart(t *testing.T, c chartCase) *manifests {
 		if err := yaml.Unmarshal([]byte(doc), &obj); err != nil {
 			t.Fatal(err)
 		}
-		if obj.Metadata.Namespace != "monitoring" {
+		if obj.Metadata.Namespace != install.Namespace {
 			t.Errorf("%s %s is in namespace %q, not the release's", obj.Kind, obj.Metadata.Name, obj.Metadata.Namespace)
 		}
 		m.objects = append(m.objects, obj.Kind+"/"+obj.Metadata.Name)
@@ -625,6 +627,12 @@ func TestChartSidecarValues(t *testing.T) {
 	}
 	if exp.Resources.Limits.Memory().IsZero() || exp.Resources.Requests.Cpu().IsZero() {
 		t.Error("no resources")
+	}
+	// Its windows survive a restart of the container, as the chart's own pods' do.
+	dir, _ := flagValue(exp.Args, "--storage.path")
+	if i := slices.IndexFunc(exp.VolumeMounts, func(vm corev1.VolumeMount) bool { return vm.MountPath == dir }); dir == "" || i < 0 || exp.VolumeMounts[i].ReadOnly ||
+		!slices.ContainsFunc(spec.Volumes, func(v corev1.Volume) bool { return v.Name == exp.VolumeMounts[i].Name && v.EmptyDir != nil }) {
+		t.Errorf("--storage.path %q: want a writable mount of an emptyDir", dir)
 	}
 	if v := strings.TrimSpace(string(mustRead(t, "../VERSION"))); !strings.HasSuffix(exp.Image, "/logwindow_exporter:"+v) {
 		t.Errorf("image %s, want the VERSION's tag %s", exp.Image, v)

@@ -39,9 +39,39 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 {{- .Values.rules.existingConfigMap | default (printf "%s-rules" (include "logwindow.fullname" .)) -}}
 {{- end -}}
 
-{{- define "logwindow.checkMode" -}}
+{{/*
+The exporter's user and group, as the kubelet picks them: the container's securityContext
+over the pod's, else the image's 65532.
+*/}}
+{{- define "logwindow.runAs" -}}
+{{- $psc := .Values.podSecurityContext | default dict -}}
+{{- $sc := .Values.securityContext | default dict -}}
+{{- $user := ternary $sc.runAsUser (ternary $psc.runAsUser 65532 (hasKey $psc "runAsUser")) (hasKey $sc "runAsUser") -}}
+{{- $group := ternary $sc.runAsGroup (ternary $psc.runAsGroup 65532 (hasKey $psc "runAsGroup")) (hasKey $sc "runAsGroup") -}}
+{{- printf "%d:%d" (int64 $user) (int64 $group) -}}
+{{- end -}}
+
+{{/*
+What values.schema.json cannot say: values that render a pod Kubernetes refuses to start,
+or a rule file the exporter refuses, fail the install naming them.
+*/}}
+{{- define "logwindow.checkValues" -}}
 {{- if not (has .Values.mode (list "daemonset" "syslog" "sidecar")) -}}
 {{- fail (printf "mode: %q is none of daemonset, syslog, sidecar" .Values.mode) -}}
+{{- end -}}
+{{- if and .Values.logFormatEscape (not .Values.rules.content) -}}
+{{- $f := .Values.logFormat | trim -}}
+{{- if eq $f "auto" -}}
+{{- fail (printf "logFormatEscape: %s applies to one format string or preset, not to logFormat: auto, whose candidates are read each with its own escape (the JSON one with escape=json): drop logFormatEscape, or set logFormat to your format" .Values.logFormatEscape) -}}
+{{- else if regexMatch "^(\\s*#[^\\n]*\\n)*\\s*log_format\\s" $f -}}
+{{- fail (printf "logFormatEscape: %s with a pasted log_format directive, which says its own escape=: drop logFormatEscape" .Values.logFormatEscape) -}}
+{{- end -}}
+{{- end -}}
+{{- $psc := .Values.podSecurityContext | default dict -}}
+{{- $sc := .Values.securityContext | default dict -}}
+{{- $nonRoot := ternary $sc.runAsNonRoot $psc.runAsNonRoot (hasKey $sc "runAsNonRoot") -}}
+{{- if and (ne .Values.mode "sidecar") $nonRoot (hasPrefix "0:" (include "logwindow.runAs" .)) -}}
+{{- fail "podSecurityContext (or securityContext) runAsUser: 0 with runAsNonRoot: true, a container the kubelet refuses to start: to run the exporter as root (a runtime that writes the logs 0600), set runAsNonRoot: false too" -}}
 {{- end -}}
 {{- end -}}
 
@@ -237,7 +267,7 @@ initContainers:
   - name: storage-owner
     image: {{ .Values.storage.initImage }}
     imagePullPolicy: {{ .Values.image.pullPolicy }}
-    command: [chown, "{{ .Values.podSecurityContext.runAsUser }}:{{ .Values.podSecurityContext.runAsGroup }}", /var/lib/logwindow-exporter]
+    command: [chown, {{ include "logwindow.runAs" . | quote }}, /var/lib/logwindow-exporter]
     securityContext:
       runAsUser: 0
       runAsNonRoot: false
@@ -266,7 +296,7 @@ volumes:
   - name: storage
 {{- if eq .Values.mode "daemonset" }}
     hostPath:
-      path: {{ trimSuffix "/" .Values.storage.hostPath }}/{{ .Release.Name }}
+      path: {{ trimSuffix "/" .Values.storage.hostPath }}/{{ .Release.Namespace }}/{{ .Release.Name }}
       type: DirectoryOrCreate
 {{- else }}
     emptyDir:
