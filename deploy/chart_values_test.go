@@ -1,6 +1,10 @@
 package deploy
 
 import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -8,6 +12,8 @@ import (
 	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/chart/loader"
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/logwindow/logwindow_exporter/config"
 )
 
 // TestChartValueMistakes: values the schema cannot judge alone, whose pod Kubernetes would
@@ -68,5 +74,312 @@ func TestChartRunAsUser(t *testing.T) {
 				lintChart(t, chartCase{values: c.values}.vals(t))
 			}
 		})
+	}
+}
+
+// chartValueCase is an install setting values the other chart tests leave at their
+// defaults, with what each must change in what is rendered.
+type chartValueCase struct {
+	name, values string
+	check        func(t *testing.T, m *manifests, spec *corev1.PodSpec)
+}
+
+var chartValueCases = []chartValueCase{
+	{"image pull policy and secrets", "image: {pullPolicy: Always}\nimagePullSecrets: [{name: regcred}]\n", func(t *testing.T, m *manifests, spec *corev1.PodSpec) {
+		for _, c := range slices.Concat(spec.InitContainers, spec.Containers) {
+			if c.ImagePullPolicy != corev1.PullAlways {
+				t.Errorf("container %s: imagePullPolicy %s", c.Name, c.ImagePullPolicy)
+			}
+		}
+		if len(spec.ImagePullSecrets) != 1 || spec.ImagePullSecrets[0].Name != "regcred" {
+			t.Errorf("imagePullSecrets %v", spec.ImagePullSecrets)
+		}
+	}},
+	{"nameOverride", "nameOverride: lwx\n", func(t *testing.T, m *manifests, spec *corev1.PodSpec) {
+		if m.daemonSets["lw-lwx"] == nil || m.configMaps["lw-lwx-rules"] == nil {
+			t.Errorf("objects %v: want them named lw-lwx", m.objects)
+		}
+	}},
+	{"fullnameOverride", "fullnameOverride: edge-logs\n", func(t *testing.T, m *manifests, spec *corev1.PodSpec) {
+		if m.daemonSets["edge-logs"] == nil || m.configMaps["edge-logs-rules"] == nil {
+			t.Errorf("objects %v: want them named edge-logs", m.objects)
+		}
+	}},
+	{"rules key", "rules: {key: nginx.yaml}\n", func(t *testing.T, m *manifests, spec *corev1.PodSpec) {
+		if file, _ := flagValue(chartExporter(t, spec).Args, "--config.file"); file != "/etc/logwindow_exporter/nginx.yaml" {
+			t.Errorf("--config.file=%s", file)
+		}
+	}},
+	{"storage off", "storage: {enabled: false}\n", func(t *testing.T, m *manifests, spec *corev1.PodSpec) {
+		if _, ok := flagValue(chartExporter(t, spec).Args, "--storage.path"); ok || len(spec.InitContainers) > 0 {
+			t.Error("storage off, the pod still keeps a snapshot")
+		}
+	}},
+	{"configWatch off", "configWatch: false\n", func(t *testing.T, m *manifests, spec *corev1.PodSpec) {
+		if args := chartExporter(t, spec).Args; slices.Contains(args, "--config.watch") {
+			t.Errorf("args %q", args)
+		}
+	}},
+	{"storage", "storage: {hostPath: /data/lw/, snapshotInterval: 30s, initImage: registry.example.com/busybox:1.37}\n", func(t *testing.T, m *manifests, spec *corev1.PodSpec) {
+		if v, _ := flagValue(chartExporter(t, spec).Args, "--storage.snapshot-interval"); v != "30s" {
+			t.Errorf("--storage.snapshot-interval=%s", v)
+		}
+		i := slices.IndexFunc(spec.Volumes, func(v corev1.Volume) bool { return v.Name == "storage" })
+		if i < 0 || spec.Volumes[i].HostPath == nil || spec.Volumes[i].HostPath.Path != "/data/lw/monitoring/lw" {
+			t.Errorf("volumes %+v: want the hostPath /data/lw/monitoring/lw", spec.Volumes)
+		}
+		if len(spec.InitContainers) != 1 || spec.InitContainers[0].Image != "registry.example.com/busybox:1.37" {
+			t.Errorf("init containers %+v", spec.InitContainers)
+		}
+	}},
+	{"daemonset", "daemonset: {shards: 4, podLogs: /data/pods/, containers: [web], streams: [stdout, stderr], supplementalGroups: [4]," +
+		" tolerations: [{key: edge, operator: Exists, effect: NoSchedule}], updateStrategy: {type: OnDelete}}\n", func(t *testing.T, m *manifests, spec *corev1.PodSpec) {
+		d := m.daemonSets["lw-logwindow-exporter"]
+		// Kubernetes refuses a rollingUpdate with type OnDelete: the default's must not stay.
+		if d.Spec.UpdateStrategy.Type != "OnDelete" || d.Spec.UpdateStrategy.RollingUpdate != nil {
+			t.Errorf("updateStrategy %+v", d.Spec.UpdateStrategy)
+		}
+		if !slices.Equal(spec.SecurityContext.SupplementalGroups, []int64{4}) {
+			t.Errorf("supplementalGroups %v", spec.SecurityContext.SupplementalGroups)
+		}
+		if len(spec.Tolerations) != 1 || spec.Tolerations[0].Key != "edge" {
+			t.Errorf("tolerations %+v: want daemonset.tolerations' alone", spec.Tolerations)
+		}
+		i := slices.IndexFunc(spec.Volumes, func(v corev1.Volume) bool { return v.Name == "pod-logs" })
+		j := slices.IndexFunc(chartExporter(t, spec).VolumeMounts, func(vm corev1.VolumeMount) bool { return vm.Name == "pod-logs" })
+		if i < 0 || j < 0 || spec.Volumes[i].HostPath.Path != "/data/pods/" || spec.Containers[0].VolumeMounts[j].MountPath != "/data/pods/" {
+			t.Errorf("the node's /data/pods/ is not mounted where it is")
+		}
+		cfg := renderedRules(t, m, spec)
+		if len(cfg.Inputs) != 1 {
+			t.Fatalf("%d inputs, want one of the container web", len(cfg.Inputs))
+		}
+		in := cfg.Inputs[0]
+		if in.File == nil || in.File.Path != "/data/pods/*_*_*/web/*.log" || in.File.Shards != 4 || in.Streams != config.StreamStdout|config.StreamStderr {
+			t.Errorf("input %s: path %q, %d shards, streams %v", in.Name, in.Source(), in.File.Shards, in.Streams)
+		}
+	}},
+	{"rules content, the README's", "mode: syslog\n" + readmeRules, func(t *testing.T, m *manifests, spec *corev1.PodSpec) {
+		if cfg := renderedRules(t, m, spec); !slices.Equal(ruleNames(cfg), []string{"nginx_http_requests"}) {
+			t.Errorf("rules %v: want the README's", ruleNames(cfg))
+		}
+	}},
+	{"syslog Service and budget", "mode: syslog\nsyslog: {service: {type: LoadBalancer, annotations: {lb.example.com/internal: \"true\"}}, podDisruptionBudget: {maxUnavailable: 50%}}\n", func(t *testing.T, m *manifests, spec *corev1.PodSpec) {
+		s := m.services["lw-logwindow-exporter"]
+		if s == nil || s.Spec.Type != corev1.ServiceTypeLoadBalancer || s.Annotations["lb.example.com/internal"] != "true" {
+			t.Errorf("Service %+v", s)
+		}
+		b := m.budgets["lw-logwindow-exporter"]
+		if b == nil || b.Spec.MaxUnavailable == nil || b.Spec.MaxUnavailable.String() != "50%" {
+			t.Errorf("PodDisruptionBudget %+v", b)
+		}
+	}},
+	{"sidecar", "mode: sidecar\nsidecar: {port: 6514, portName: lw-metrics, podSelector: {app: web}}\n", func(t *testing.T, m *manifests, spec *corev1.PodSpec) {
+		cfg := renderedRules(t, m, spec)
+		if !receivesOn(cfg.Inputs[0], "udp://127.0.0.1:6514") {
+			t.Errorf("the sidecar receives on %s", cfg.Inputs[0].Source())
+		}
+		pm := m.podMonitors["lw-logwindow-exporter"]
+		if pm == nil || *pm.Spec.PodMetricsEndpoints[0].Port != "lw-metrics" || pm.Spec.Selector.MatchLabels["app"] != "web" || len(pm.Spec.Selector.MatchLabels) != 1 {
+			t.Errorf("PodMonitor endpoints %+v, selector %v: want the port lw-metrics of the pods app=web", pm.Spec.PodMetricsEndpoints, pm.Spec.Selector)
+		}
+	}},
+	{"metricsPort", "mode: syslog\nmetricsPort: 9100\n", func(t *testing.T, m *manifests, spec *corev1.PodSpec) {
+		exp := chartExporter(t, spec)
+		_, port := containerPort(spec, "metrics")
+		if addr, _ := flagValue(exp.Args, "--web.listen-address"); port == nil || port.ContainerPort != 9100 || addr != ":9100" {
+			t.Errorf("port %+v, --web.listen-address=%s", port, addr)
+		}
+	}},
+	{"resources", "resources: {requests: {cpu: 100m, memory: 128Mi}, limits: {cpu: 1, memory: 512Mi}}\n", func(t *testing.T, m *manifests, spec *corev1.PodSpec) {
+		r := chartExporter(t, spec).Resources
+		if r.Requests.Cpu().String() != "100m" || r.Requests.Memory().String() != "128Mi" || r.Limits.Cpu().String() != "1" || r.Limits.Memory().String() != "512Mi" {
+			t.Errorf("resources %+v", r)
+		}
+	}},
+	{"security contexts", "podSecurityContext: {runAsUser: 1000, runAsGroup: 1000, fsGroup: 1000}\nsecurityContext: {privileged: false}\n", func(t *testing.T, m *manifests, spec *corev1.PodSpec) {
+		psc, sc := spec.SecurityContext, chartExporter(t, spec).SecurityContext
+		if *psc.RunAsUser != 1000 || psc.FSGroup == nil || !*psc.RunAsNonRoot || sc.Privileged == nil || *sc.Privileged || !*sc.ReadOnlyRootFilesystem {
+			t.Errorf("securityContexts %+v, %+v: want the values merged into the defaults", psc, sc)
+		}
+		if got := spec.InitContainers[0].Command[1]; got != "1000:1000" {
+			t.Errorf("the snapshot's directory is given to %s", got)
+		}
+	}},
+	{"pod metadata and scheduling", "podAnnotations: {example.com/a: b}\npodLabels: {team: web}\nnodeSelector: {kubernetes.io/os: linux}\n" +
+		"affinity: {nodeAffinity: {requiredDuringSchedulingIgnoredDuringExecution: {nodeSelectorTerms: [{matchExpressions: [{key: pool, operator: In, values: [edge]}]}]}}}\n" +
+		"tolerations: [{key: gpu, operator: Exists}]\npriorityClassName: system-node-critical\n", func(t *testing.T, m *manifests, spec *corev1.PodSpec) {
+		meta := m.daemonSets["lw-logwindow-exporter"].Spec.Template.ObjectMeta
+		if meta.Annotations["example.com/a"] != "b" || meta.Labels["team"] != "web" {
+			t.Errorf("pod metadata %+v", meta)
+		}
+		if spec.NodeSelector["kubernetes.io/os"] != "linux" || spec.Affinity == nil || spec.Affinity.NodeAffinity == nil || spec.PriorityClassName != "system-node-critical" {
+			t.Errorf("scheduling: nodeSelector %v, affinity %+v, priorityClassName %q", spec.NodeSelector, spec.Affinity, spec.PriorityClassName)
+		}
+		if len(spec.Tolerations) != 2 || spec.Tolerations[1].Key != "gpu" {
+			t.Errorf("tolerations %+v: want daemonset.tolerations' and then tolerations'", spec.Tolerations)
+		}
+	}},
+	{"operator objects and dashboard", "podMonitor: {interval: 15s, labels: {release: kps}}\nprometheusRule: {labels: {release: kps}}\ndashboard: {labels: {grafana_dashboard: \"1\", team: web}, namespace: grafana}\n", func(t *testing.T, m *manifests, spec *corev1.PodSpec) {
+		pm, pr := m.podMonitors["lw-logwindow-exporter"], m.prometheusRules["lw-logwindow-exporter"]
+		if pm == nil || pm.Labels["release"] != "kps" || pm.Spec.PodMetricsEndpoints[0].Interval != "15s" {
+			t.Errorf("PodMonitor %+v", pm)
+		}
+		if pr == nil || pr.Labels["release"] != "kps" {
+			t.Errorf("PrometheusRule %+v", pr)
+		}
+		if d := m.configMaps["lw-logwindow-exporter-dashboard"]; d == nil || d.Namespace != "grafana" || d.Labels["team"] != "web" {
+			t.Errorf("dashboard ConfigMap %+v", d)
+		}
+	}},
+	{"operator objects off", "podMonitor: {enabled: false}\nprometheusRule: {enabled: false}\n", func(t *testing.T, m *manifests, spec *corev1.PodSpec) {
+		if len(m.podMonitors)+len(m.prometheusRules) != 0 {
+			t.Errorf("objects %v: want no operator objects", m.objects)
+		}
+	}},
+}
+
+// readmeRules is the chart README's example of rules.content, as values.
+var readmeRules = func() string {
+	readme, err := os.ReadFile(chartDir + "/README.md")
+	if err != nil {
+		panic(err)
+	}
+	_, block, _ := strings.Cut(string(readme), "```yaml\nrules:\n  content: |\n")
+	block, _, _ = strings.Cut(block, "```")
+	return "rules:\n  content: |\n" + block
+}()
+
+// renderedRules is the rule file the rendered exporter reads: its pod's, or in sidecar mode the
+// chart's ConfigMap.
+func renderedRules(t *testing.T, m *manifests, spec *corev1.PodSpec) *config.Config {
+	t.Helper()
+	return loadRules(t, renderedRuleText(t, m, spec))
+}
+
+func renderedRuleText(t *testing.T, m *manifests, spec *corev1.PodSpec) string {
+	t.Helper()
+	if spec == nil {
+		for name, cm := range m.configMaps {
+			if strings.HasSuffix(name, "-rules") {
+				return cm.Data["rules.yaml"]
+			}
+		}
+		t.Fatal("no rules ConfigMap")
+	}
+	exp := chartExporter(t, spec)
+	file, _ := flagValue(exp.Args, "--config.file")
+	text, _ := m.configMapFile(t, spec, exp, file)
+	return text
+}
+
+// exporterConfigCheck runs the built exporter's --config.check with the rendered container's
+// arguments, its rule file in a temporary directory: the flags and the rules must be what
+// the exporter starts with.
+func exporterConfigCheck(t *testing.T, m *manifests, spec *corev1.PodSpec) {
+	t.Helper()
+	local := filepath.Join(t.TempDir(), "rules.yaml")
+	if err := os.WriteFile(local, []byte(renderedRuleText(t, m, spec)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"--config.file=" + local, "--config.check"}
+	if spec != nil {
+		for _, a := range chartExporter(t, spec).Args {
+			if !strings.HasPrefix(a, "--config.file=") {
+				args = append(args, a)
+			}
+		}
+	}
+	out, err := exec.Command(builtBinary(t), args...).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), ": OK") {
+		t.Errorf("logwindow_exporter %q: %v\n%s", args, err, out)
+	}
+}
+
+// chartPodSpec is the pod of the DaemonSet or Deployment rendered, nil in sidecar mode.
+func chartPodSpec(m *manifests) *corev1.PodSpec {
+	for _, d := range m.daemonSets {
+		return &d.Spec.Template.Spec
+	}
+	for _, d := range m.deployments {
+		return &d.Spec.Template.Spec
+	}
+	return nil
+}
+
+// TestChartValues renders each value the other chart tests leave at its default with
+// Helm's own engine, checks that it arrives where it should, lints it, and runs the
+// exporter's own --config.check on the rendered arguments and rules.
+func TestChartValues(t *testing.T) {
+	for _, c := range chartValueCases {
+		t.Run(c.name, func(t *testing.T) {
+			cc := chartCase{name: c.name, values: c.values, operator: true}
+			m := renderChart(t, cc)
+			spec := chartPodSpec(m)
+			c.check(t, m, spec)
+			lintChart(t, cc.vals(t))
+			exporterConfigCheck(t, m, spec)
+		})
+	}
+}
+
+// TestChartValuesCovered: every value values.schema.json takes is set by some install the
+// chart tests render (chartCases, chartLogFormats, chartValueCases), so that no documented
+// value goes unrendered.
+func TestChartValuesCovered(t *testing.T) {
+	var schema struct {
+		Properties map[string]json.RawMessage `json:"properties"`
+	}
+	if err := json.Unmarshal(mustRead(t, chartDir+"/values.schema.json"), &schema); err != nil {
+		t.Fatal(err)
+	}
+	var leaves []string
+	var walk func(prefix string, props map[string]json.RawMessage)
+	walk = func(prefix string, props map[string]json.RawMessage) {
+		for k, raw := range props {
+			var sub struct {
+				Properties map[string]json.RawMessage `json:"properties"`
+			}
+			if err := json.Unmarshal(raw, &sub); err != nil {
+				t.Fatal(err)
+			}
+			if len(sub.Properties) == 0 {
+				leaves = append(leaves, prefix+k)
+			} else {
+				walk(prefix+k+".", sub.Properties)
+			}
+		}
+	}
+	walk("", schema.Properties)
+
+	var set []string
+	var collect func(prefix string, v any)
+	collect = func(prefix string, v any) {
+		set = append(set, prefix)
+		if m, ok := v.(map[string]any); ok {
+			for k, sub := range m {
+				collect(prefix+"."+k, sub)
+			}
+		}
+	}
+	var installs []string
+	for _, c := range chartCases {
+		installs = append(installs, c.values)
+	}
+	for _, f := range chartLogFormats {
+		installs = append(installs, f.values)
+	}
+	for _, c := range chartValueCases {
+		installs = append(installs, c.values)
+	}
+	for _, values := range installs {
+		for k, v := range (chartCase{values: values}).vals(t) {
+			collect(k, v)
+		}
+	}
+	for _, leaf := range slices.Sorted(slices.Values(leaves)) {
+		if !slices.ContainsFunc(set, func(p string) bool { return p == leaf || strings.HasPrefix(p, leaf+".") }) {
+			t.Errorf("no chart test renders %s", leaf)
+		}
 	}
 }

@@ -101,7 +101,12 @@ func renderChart(t *testing.T, c chartCase) *manifests {
 		if err := yaml.Unmarshal([]byte(doc), &obj); err != nil {
 			t.Fatal(err)
 		}
-		if obj.Metadata.Namespace != install.Namespace {
+		want := install.Namespace
+		dashboard, _ := c.vals(t)["dashboard"].(map[string]any)
+		if ns, ok := dashboard["namespace"].(string); ok && ns != "" && obj.Kind == "ConfigMap" && strings.HasSuffix(obj.Metadata.Name, "-dashboard") {
+			want = ns // the namespace Grafana's sidecar watches
+		}
+		if obj.Metadata.Namespace != want {
 			t.Errorf("%s %s is in namespace %q, not the release's", obj.Kind, obj.Metadata.Name, obj.Metadata.Namespace)
 		}
 		m.objects = append(m.objects, obj.Kind+"/"+obj.Metadata.Name)
