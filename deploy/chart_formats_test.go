@@ -63,8 +63,8 @@ var timingRules = map[string]string{
 
 // TestChartLogFormat renders every mode with every documented logFormat with Helm's own
 // engine, loads the rule file each renders with the exporter's own check (config.Load,
-// what --config.check runs), and lints each with `helm lint --strict` and the values
-// schema: every documented value makes a rule file the exporter accepts, with the timing
+// what --config.check runs, and the built exporter's --config.check with the rendered
+// arguments), and lints each with `helm lint --strict` and the values schema: every documented value makes a rule file the exporter accepts, with the timing
 // rules exactly when the format has the times.
 func TestChartLogFormat(t *testing.T) {
 	example := ruleNames(loadRules(t, string(mustRead(t, "../example-rules.yaml"))))
@@ -98,6 +98,7 @@ func TestChartLogFormat(t *testing.T) {
 					}
 				}
 				lintChart(t, c.vals(t))
+				exporterConfigCheck(t, m, chartPodSpec(m))
 			})
 		}
 	}
