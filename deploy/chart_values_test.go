@@ -12,6 +12,7 @@ import (
 	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/chart/loader"
 	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/yaml"
 
 	"github.com/logwindow/logwindow_exporter/config"
 )
@@ -31,6 +32,8 @@ func TestChartValueMistakes(t *testing.T) {
 		{"pod as root and non-root", "podSecurityContext: {runAsUser: 0}\n", "runAsNonRoot"},
 		{"container as root and non-root", "securityContext: {runAsUser: 0}\n", "runAsNonRoot"},
 		{"syslog pod as root and non-root", "mode: syslog\npodSecurityContext: {runAsUser: 0}\n", "runAsNonRoot"},
+		// The workload's selector would no longer select its pods.
+		{"pod label of the selector", "podLabels: {app.kubernetes.io/instance: web}\n", "podLabels"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			ch, err := loader.Load(chartDir)
@@ -113,6 +116,14 @@ var chartValueCases = []chartValueCase{
 	{"storage off", "storage: {enabled: false}\n", func(t *testing.T, m *manifests, spec *corev1.PodSpec) {
 		if _, ok := flagValue(chartExporter(t, spec).Args, "--storage.path"); ok || len(spec.InitContainers) > 0 {
 			t.Error("storage off, the pod still keeps a snapshot")
+		}
+	}},
+	// A flag's value as an element of its own, as kubectl and Helm users write them: each
+	// stays a string, a number and a bracketed address included.
+	{"extraArgs as separate values", "mode: syslog\nextraArgs: [--web.max-requests, \"20\", --web.listen-address, \"[::]:9100\", --log.level, \"debug\"]\n", func(t *testing.T, m *manifests, spec *corev1.PodSpec) {
+		args := chartExporter(t, spec).Args
+		if i := slices.Index(args, "--web.max-requests"); i < 0 || !slices.Equal(args[i:], []string{"--web.max-requests", "20", "--web.listen-address", "[::]:9100", "--log.level", "debug"}) {
+			t.Errorf("args %q", args)
 		}
 	}},
 	{"configWatch off", "configWatch: false\n", func(t *testing.T, m *manifests, spec *corev1.PodSpec) {
@@ -323,9 +334,10 @@ func TestChartValues(t *testing.T) {
 	}
 }
 
-// TestChartValuesCovered: every value values.schema.json takes is set by some install the
-// chart tests render (chartCases, chartLogFormats, chartValueCases), so that no documented
-// value goes unrendered.
+// TestChartValuesCovered: every value values.schema.json takes is in values.yaml (whose
+// every value the README's table names: TestChartReadmeValues), and is set by some install
+// the chart tests render (chartCases, chartLogFormats, chartValueCases), so that no value
+// goes undocumented or unrendered.
 func TestChartValuesCovered(t *testing.T) {
 	var schema struct {
 		Properties map[string]json.RawMessage `json:"properties"`
@@ -351,6 +363,22 @@ func TestChartValuesCovered(t *testing.T) {
 		}
 	}
 	walk("", schema.Properties)
+
+	var defaults map[string]any
+	if err := yaml.Unmarshal(mustRead(t, chartDir+"/values.yaml"), &defaults); err != nil {
+		t.Fatal(err)
+	}
+	for _, leaf := range leaves {
+		var v any = defaults
+		for k := range strings.SplitSeq(leaf, ".") {
+			sub, ok := v.(map[string]any)[k]
+			if !ok {
+				t.Errorf("values.schema.json takes %s, which values.yaml does not have", leaf)
+				break
+			}
+			v = sub
+		}
+	}
 
 	var set []string
 	var collect func(prefix string, v any)

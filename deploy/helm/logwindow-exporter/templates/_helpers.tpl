@@ -67,6 +67,11 @@ or a rule file the exporter refuses, fail the install naming them.
 {{- fail (printf "logFormatEscape: %s with a pasted log_format directive, which says its own escape=: drop logFormatEscape" .Values.logFormatEscape) -}}
 {{- end -}}
 {{- end -}}
+{{- range list "app.kubernetes.io/name" "app.kubernetes.io/instance" -}}
+{{- if hasKey $.Values.podLabels . -}}
+{{- fail (printf "podLabels: %s is the label the chart's selectors select its pods by: use another (nameOverride names the pods' app.kubernetes.io/name)" .) -}}
+{{- end -}}
+{{- end -}}
 {{- $psc := .Values.podSecurityContext | default dict -}}
 {{- $sc := .Values.securityContext | default dict -}}
 {{- $nonRoot := ternary $sc.runAsNonRoot $psc.runAsNonRoot (hasKey $sc "runAsNonRoot") -}}
@@ -194,7 +199,7 @@ args:
   - --storage.snapshot-interval={{ .Values.storage.snapshotInterval }}
 {{- end }}
 {{- range .Values.extraArgs }}
-  - {{ . }}
+  - {{ . | quote }}
 {{- end }}
 ports:
   - name: metrics
