@@ -153,6 +153,12 @@ func TestChartSchema(t *testing.T) {
 		{"no snapshot interval", "storage: {snapshotInterval: 0s}\n", "snapshotInterval"},
 		// No stream named: the exporter would read stderr too, nginx's error log.
 		{"no stream", "daemonset: {streams: []}\n", "streams"},
+		// What Kubernetes or the container runtime would refuse, a pod that never starts.
+		{"repository with its tag", "image: {repository: registry.example.com/logwindow_exporter:0.1.0}\n", "repository"},
+		{"tag a digest", "image: {tag: \"sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef\"}\n", "tag"},
+		{"rules key a path", "rules: {key: rules/nginx.yaml}\n", "key"},
+		{"budget in words", "mode: syslog\nsyslog: {podDisruptionBudget: {maxUnavailable: one}}\n", "maxUnavailable"},
+		{"port name without a letter", "mode: sidecar\nsidecar: {portName: \"9907\"}\n", "portName"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			ch, err := loader.Load(chartDir)
