@@ -32,6 +32,9 @@ func TestChartValueMistakes(t *testing.T) {
 		{"pod as root and non-root", "podSecurityContext: {runAsUser: 0}\n", "runAsNonRoot"},
 		{"container as root and non-root", "securityContext: {runAsUser: 0}\n", "runAsNonRoot"},
 		{"syslog pod as root and non-root", "mode: syslog\npodSecurityContext: {runAsUser: 0}\n", "runAsNonRoot"},
+		// The user's rule file says its inputs' formats: the chart's would be ignored.
+		{"log format with rules.content", "mode: syslog\nlogFormat: main\n" + readmeRules, "logFormat"},
+		{"escape with an existing ConfigMap", "logFormat: combined\nlogFormatEscape: json\nrules: {existingConfigMap: mine}\n", "logFormat"},
 		// The workload's selector would no longer select its pods.
 		{"pod label of the selector", "podLabels: {app.kubernetes.io/instance: web}\n", "podLabels"},
 	} {

@@ -59,8 +59,11 @@ or a rule file the exporter refuses, fail the install naming them.
 {{- if not (has .Values.mode (list "daemonset" "syslog" "sidecar")) -}}
 {{- fail (printf "mode: %q is none of daemonset, syslog, sidecar" .Values.mode) -}}
 {{- end -}}
-{{- if and .Values.logFormatEscape (not .Values.rules.content) -}}
 {{- $f := .Values.logFormat | trim -}}
+{{- if and (or .Values.rules.content .Values.rules.existingConfigMap) (or (ne $f "auto") .Values.logFormatEscape) -}}
+{{- fail "logFormat and logFormatEscape make the chart's rule file, which rules.content or rules.existingConfigMap replaces: give the log_format in your rule file's inputs" -}}
+{{- end -}}
+{{- if .Values.logFormatEscape -}}
 {{- if eq $f "auto" -}}
 {{- fail (printf "logFormatEscape: %s applies to one format string or preset, not to logFormat: auto, whose candidates are read each with its own escape (the JSON one with escape=json): drop logFormatEscape, or set logFormat to your format" .Values.logFormatEscape) -}}
 {{- else if regexMatch "^(\\s*#[^\\n]*\\n)*\\s*log_format\\s" $f -}}
