@@ -178,6 +178,13 @@ var chartValueCases = []chartValueCase{
 			t.Errorf("rules %v: want the README's", ruleNames(cfg))
 		}
 	}},
+	// A container name YAML reads as null names the input (its logwindow_input_* label) as
+	// any other.
+	{"container named null", "daemonset: {containers: [\"null\"]}\n", func(t *testing.T, m *manifests, spec *corev1.PodSpec) {
+		if cfg := renderedRules(t, m, spec); len(cfg.Inputs) != 1 || cfg.Inputs[0].Name != "null" {
+			t.Errorf("inputs %+v: want one named null", cfg.Inputs)
+		}
+	}},
 	{"syslog Service and budget", "mode: syslog\nsyslog: {service: {type: LoadBalancer, annotations: {lb.example.com/internal: \"true\"}}, podDisruptionBudget: {maxUnavailable: 50%}}\n", func(t *testing.T, m *manifests, spec *corev1.PodSpec) {
 		s := m.services["lw-logwindow-exporter"]
 		if s == nil || s.Spec.Type != corev1.ServiceTypeLoadBalancer || s.Annotations["lb.example.com/internal"] != "true" {

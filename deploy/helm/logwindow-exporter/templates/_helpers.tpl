@@ -151,7 +151,7 @@ inputs:
 {{- $logs := .Values.daemonset.podLogs | trimSuffix "/" }}
 {{- range .Values.daemonset.containers }}
   # The logs of every pod's {{ . }} container on the node, labelled by the pod from the path.
-  - name: {{ . }}
+  - name: {{ . | quote }}
     path: {{ printf "%s/*_*_*/%s/*.log" $logs . | quote }}
     wrapper: cri
 {{- with $.Values.daemonset.streams }}
