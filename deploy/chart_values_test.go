@@ -421,3 +421,26 @@ func TestChartValuesCovered(t *testing.T) {
 		}
 	}
 }
+
+// TestChartReadmeDaemonSetInput: the input the README shows for daemonset mode is the
+// first one the chart's defaults render.
+func TestChartReadmeDaemonSetInput(t *testing.T) {
+	_, block, ok := strings.Cut(string(mustRead(t, chartDir+"/README.md")), "```yaml\ninputs:\n")
+	if !ok {
+		t.Fatal("README: no ```yaml block of inputs:")
+	}
+	block, _, _ = strings.Cut(block, "```")
+	var shown, rendered struct {
+		Inputs []map[string]any `json:"inputs"`
+	}
+	if err := yaml.Unmarshal([]byte("inputs:\n"+block), &shown); err != nil {
+		t.Fatal(err)
+	}
+	m := renderChart(t, chartCase{name: "daemonset", mode: "daemonset"})
+	if err := yaml.Unmarshal([]byte(renderedRuleText(t, m, chartPodSpec(m))), &rendered); err != nil {
+		t.Fatal(err)
+	}
+	if len(shown.Inputs) != 1 || len(rendered.Inputs) == 0 || !equalJSON(t, shown.Inputs[0], rendered.Inputs[0]) {
+		t.Errorf("README shows the input %v; the chart renders %v", shown.Inputs, rendered.Inputs)
+	}
+}
