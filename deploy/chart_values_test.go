@@ -35,6 +35,9 @@ func TestChartValueMistakes(t *testing.T) {
 		// The user's rule file says its inputs' formats: the chart's would be ignored.
 		{"log format with rules.content", "mode: syslog\nlogFormat: main\n" + readmeRules, "logFormat"},
 		{"escape with an existing ConfigMap", "logFormat: combined\nlogFormatEscape: json\nrules: {existingConfigMap: mine}\n", "logFormat"},
+		// A flag the chart passes: the exporter refuses it twice, and would not start.
+		{"extraArgs repeating the chart's storage", "extraArgs: [--storage.path=/data]\n", "extraArgs"},
+		{"extraArgs repeating the chart's rule file", "mode: syslog\nextraArgs: [--config.file, /etc/rules.yaml]\n", "extraArgs"},
 		// The workload's selector would no longer select its pods.
 		{"pod label of the selector", "podLabels: {app.kubernetes.io/instance: web}\n", "podLabels"},
 	} {

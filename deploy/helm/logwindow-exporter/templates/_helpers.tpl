@@ -70,6 +70,14 @@ or a rule file the exporter refuses, fail the install naming them.
 {{- fail (printf "logFormatEscape: %s with a pasted log_format directive, which says its own escape=: drop logFormatEscape" .Values.logFormatEscape) -}}
 {{- end -}}
 {{- end -}}
+{{- $flags := list "config.file" -}}
+{{- if .Values.configWatch }}{{ $flags = append $flags "config.watch" }}{{ end -}}
+{{- if .Values.storage.enabled }}{{ $flags = concat $flags (list "storage.path" "storage.snapshot-interval") }}{{ end -}}
+{{- range .Values.extraArgs -}}
+{{- if and (hasPrefix "-" .) (has (regexReplaceAll "^--?([^=]*).*$" . "${1}") $flags) -}}
+{{- fail (printf "extraArgs: %s is a flag the chart passes already (rules.key, configWatch, storage.*), which the exporter refuses twice" .) -}}
+{{- end -}}
+{{- end -}}
 {{- range list "app.kubernetes.io/name" "app.kubernetes.io/instance" -}}
 {{- if hasKey $.Values.podLabels . -}}
 {{- fail (printf "podLabels: %s is the label the chart's selectors select its pods by: use another (nameOverride names the pods' app.kubernetes.io/name)" .) -}}
