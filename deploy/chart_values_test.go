@@ -132,6 +132,16 @@ var chartValueCases = []chartValueCase{
 			t.Errorf("args %q", args)
 		}
 	}},
+	// Helm's way to drop a default is null: the install still renders, Kubernetes' defaults
+	// apply, and the snapshot's directory goes to the image's user.
+	{"defaults dropped with null", "podLabels: null\npodSecurityContext: null\nsecurityContext: null\ndaemonset: {updateStrategy: null}\n", func(t *testing.T, m *manifests, spec *corev1.PodSpec) {
+		if s := m.daemonSets["lw-logwindow-exporter"].Spec.UpdateStrategy; s.Type != "" || s.RollingUpdate != nil {
+			t.Errorf("updateStrategy %+v: want Kubernetes' default", s)
+		}
+		if got := spec.InitContainers[0].Command[1]; got != "65532:65532" {
+			t.Errorf("the snapshot's directory is given to %s, want the image's user", got)
+		}
+	}},
 	{"configWatch off", "configWatch: false\n", func(t *testing.T, m *manifests, spec *corev1.PodSpec) {
 		if args := chartExporter(t, spec).Args; slices.Contains(args, "--config.watch") {
 			t.Errorf("args %q", args)

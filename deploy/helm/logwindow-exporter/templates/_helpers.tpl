@@ -79,7 +79,7 @@ or a rule file the exporter refuses, fail the install naming them.
 {{- end -}}
 {{- end -}}
 {{- range list "app.kubernetes.io/name" "app.kubernetes.io/instance" -}}
-{{- if hasKey $.Values.podLabels . -}}
+{{- if hasKey ($.Values.podLabels | default dict) . -}}
 {{- fail (printf "podLabels: %s is the label the chart's selectors select its pods by: use another (nameOverride names the pods' app.kubernetes.io/name)" .) -}}
 {{- end -}}
 {{- end -}}
@@ -273,7 +273,7 @@ imagePullSecrets:
 priorityClassName: {{ . }}
 {{- end }}
 securityContext:
-  {{- $psc := deepCopy .Values.podSecurityContext }}
+  {{- $psc := deepCopy (.Values.podSecurityContext | default dict) }}
   {{- if and (eq .Values.mode "daemonset") .Values.daemonset.supplementalGroups }}
   {{- $_ := set $psc "supplementalGroups" .Values.daemonset.supplementalGroups }}
   {{- end }}
