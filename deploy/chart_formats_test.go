@@ -153,6 +153,13 @@ func TestChartSchema(t *testing.T) {
 		{"no snapshot interval", "storage: {snapshotInterval: 0s}\n", "snapshotInterval"},
 		// No stream named: the exporter would read stderr too, nginx's error log.
 		{"no stream", "daemonset: {streams: []}\n", "streams"},
+		// A value the templates need, dropped with null: the schema names it.
+		{"no container", "daemonset: {containers: null}\n", "containers"},
+		{"no hostPath", "storage: {hostPath: null}\n", "hostPath"},
+		{"no rules key", "rules: {key: null}\n", "key"},
+		{"syslog without its Service", "mode: syslog\nsyslog: {service: null}\n", "service"},
+		{"syslog without its budget", "mode: syslog\nsyslog: {podDisruptionBudget: {maxUnavailable: null}}\n", "maxUnavailable"},
+		{"no metrics port", "metricsPort: null\n", "metricsPort"},
 		// What Kubernetes or the container runtime would refuse, a pod that never starts.
 		{"repository with its tag", "image: {repository: registry.example.com/logwindow_exporter:0.1.0}\n", "repository"},
 		{"tag a digest", "image: {tag: \"sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef\"}\n", "tag"},

@@ -134,7 +134,10 @@ var chartValueCases = []chartValueCase{
 	}},
 	// Helm's way to drop a default is null: the install still renders, Kubernetes' defaults
 	// apply, and the snapshot's directory goes to the image's user.
-	{"defaults dropped with null", "podLabels: null\npodSecurityContext: null\nsecurityContext: null\ndaemonset: {updateStrategy: null}\n", func(t *testing.T, m *manifests, spec *corev1.PodSpec) {
+	{"defaults dropped with null", "podLabels: null\npodSecurityContext: null\nsecurityContext: null\ndaemonset: {updateStrategy: null, tolerations: null}\ntolerations: null\n", func(t *testing.T, m *manifests, spec *corev1.PodSpec) {
+		if len(spec.Tolerations) != 0 {
+			t.Errorf("tolerations %+v, want none", spec.Tolerations)
+		}
 		if s := m.daemonSets["lw-logwindow-exporter"].Spec.UpdateStrategy; s.Type != "" || s.RollingUpdate != nil {
 			t.Errorf("updateStrategy %+v: want Kubernetes' default", s)
 		}

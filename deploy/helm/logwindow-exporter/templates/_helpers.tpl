@@ -329,7 +329,7 @@ affinity:
 {{- end }}
 {{- $tolerations := .Values.tolerations }}
 {{- if eq .Values.mode "daemonset" }}
-{{- $tolerations = concat .Values.daemonset.tolerations .Values.tolerations }}
+{{- $tolerations = concat (.Values.daemonset.tolerations | default list) (.Values.tolerations | default list) }}
 {{- end }}
 {{- with $tolerations }}
 tolerations:
