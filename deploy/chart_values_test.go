@@ -243,14 +243,14 @@ var chartValueCases = []chartValueCase{
 			t.Errorf("the snapshot's directory is given to %s", got)
 		}
 	}},
-	{"pod metadata and scheduling", "podAnnotations: {example.com/a: b}\npodLabels: {team: web}\nnodeSelector: {kubernetes.io/os: linux}\n" +
+	{"pod metadata and scheduling", "podAnnotations: {example.com/a: b}\npodLabels: {team: web}\nnodeSelector: {pool: edge}\n" +
 		"affinity: {nodeAffinity: {requiredDuringSchedulingIgnoredDuringExecution: {nodeSelectorTerms: [{matchExpressions: [{key: pool, operator: In, values: [edge]}]}]}}}\n" +
 		"tolerations: [{key: gpu, operator: Exists}]\npriorityClassName: system-node-critical\n", func(t *testing.T, m *manifests, spec *corev1.PodSpec) {
 		meta := m.daemonSets["lw-logwindow-exporter"].Spec.Template.ObjectMeta
 		if meta.Annotations["example.com/a"] != "b" || meta.Labels["team"] != "web" {
 			t.Errorf("pod metadata %+v", meta)
 		}
-		if spec.NodeSelector["kubernetes.io/os"] != "linux" || spec.Affinity == nil || spec.Affinity.NodeAffinity == nil || spec.PriorityClassName != "system-node-critical" {
+		if spec.NodeSelector["pool"] != "edge" || spec.NodeSelector["kubernetes.io/os"] != "linux" || spec.Affinity == nil || spec.Affinity.NodeAffinity == nil || spec.PriorityClassName != "system-node-critical" {
 			t.Errorf("scheduling: nodeSelector %v, affinity %+v, priorityClassName %q", spec.NodeSelector, spec.Affinity, spec.PriorityClassName)
 		}
 		if len(spec.Tolerations) != 2 || spec.Tolerations[1].Key != "gpu" {

@@ -286,6 +286,11 @@ func checkChartPod(t *testing.T, c chartCase, m *manifests, pod *corev1.PodTempl
 		t.Errorf("image %s, want %s", exp.Image, image)
 	}
 
+	// The image is linux's: a DaemonSet tolerating every taint would otherwise land on a
+	// cluster's Windows nodes too, and never start there.
+	if spec.NodeSelector["kubernetes.io/os"] != "linux" {
+		t.Errorf("nodeSelector %v: want kubernetes.io/os: linux", spec.NodeSelector)
+	}
 	if spec.AutomountServiceAccountToken == nil || *spec.AutomountServiceAccountToken {
 		t.Error("the pod gets a service-account token; the exporter never talks to the API")
 	}
