@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"helm.sh/helm/v3/pkg/action"
-	"helm.sh/helm/v3/pkg/chart/loader"
 	"helm.sh/helm/v3/pkg/lint/support"
 
 	"github.com/logwindow/logwindow_exporter/config"
@@ -168,15 +167,8 @@ func TestChartSchema(t *testing.T) {
 		{"port name without a letter", "mode: sidecar\nsidecar: {portName: \"9907\"}\n", "portName"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			ch, err := loader.Load(chartDir)
-			if err != nil {
-				t.Fatal(err)
-			}
-			install := action.NewInstall(&action.Configuration{Log: func(string, ...any) {}})
-			install.DryRun, install.ClientOnly, install.Replace = true, true, true
-			install.ReleaseName, install.Namespace = "lw", "monitoring"
 			cc := chartCase{values: c.values}
-			_, err = install.Run(ch, cc.vals(t))
+			_, err := installChart(t, cc)
 			if err == nil || !strings.Contains(err.Error(), "schema") || !strings.Contains(err.Error(), c.want) {
 				t.Errorf("install with %q: %v, want the schema refusing %s", c.values, err, c.want)
 			}

@@ -9,8 +9,6 @@ import (
 	"strings"
 	"testing"
 
-	"helm.sh/helm/v3/pkg/action"
-	"helm.sh/helm/v3/pkg/chart/loader"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 
@@ -42,15 +40,7 @@ func TestChartValueMistakes(t *testing.T) {
 		{"pod label of the selector", "podLabels: {app.kubernetes.io/instance: web}\n", "podLabels"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			ch, err := loader.Load(chartDir)
-			if err != nil {
-				t.Fatal(err)
-			}
-			install := action.NewInstall(&action.Configuration{Log: func(string, ...any) {}})
-			install.DryRun, install.ClientOnly, install.Replace = true, true, true
-			install.ReleaseName, install.Namespace = "lw", "monitoring"
-			cc := chartCase{values: c.values}
-			if _, err := install.Run(ch, cc.vals(t)); err == nil || !strings.Contains(err.Error(), c.want) {
+			if _, err := installChart(t, chartCase{values: c.values}); err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Errorf("install with %q: %v, want an error naming %s", c.values, err, c.want)
 			}
 		})

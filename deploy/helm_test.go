@@ -67,9 +67,10 @@ func (c chartCase) vals(t *testing.T) map[string]any {
 	return vals
 }
 
-// renderChart renders the chart as `helm install --dry-run` (or `helm template`) does,
-// with Helm's own engine, and strictly decodes every object.
-func renderChart(t *testing.T, c chartCase) *manifests {
+// installChart is `helm install --dry-run` (or `helm template`) of the chart with Helm's
+// own engine: the manifest it renders, or the error it fails with (the schema's, a
+// template's).
+func installChart(t *testing.T, c chartCase) (string, error) {
 	t.Helper()
 	ch, err := loader.Load(chartDir)
 	if err != nil {
@@ -83,10 +84,22 @@ func renderChart(t *testing.T, c chartCase) *manifests {
 	}
 	rel, err := install.Run(ch, c.vals(t))
 	if err != nil {
+		return "", err
+	}
+	return rel.Manifest, nil
+}
+
+// renderChart renders the chart as `helm install --dry-run` (or `helm template`) does,
+// with Helm's own engine, and strictly decodes every object.
+func renderChart(t *testing.T, c chartCase) *manifests {
+	t.Helper()
+	manifest, err := installChart(t, c)
+	if err != nil {
 		t.Fatalf("helm install --dry-run: %v", err)
 	}
+	namespace := cmp.Or(c.namespace, "monitoring")
 	m := newManifests()
-	docs := releaseutil.SplitManifests(rel.Manifest)
+	docs := releaseutil.SplitManifests(manifest)
 	for _, k := range slices.Sorted(maps.Keys(docs)) {
 		// SplitManifests trims each document; in the release's manifest, as the cluster
 		// gets it, a newline ends its last block scalar.
@@ -101,7 +114,7 @@ func renderChart(t *testing.T, c chartCase) *manifests {
 		if err := yaml.Unmarshal([]byte(doc), &obj); err != nil {
 			t.Fatal(err)
 		}
-		want := install.Namespace
+		want := namespace
 		dashboard, _ := c.vals(t)["dashboard"].(map[string]any)
 		if ns, ok := dashboard["namespace"].(string); ok && ns != "" && obj.Kind == "ConfigMap" && strings.HasSuffix(obj.Metadata.Name, "-dashboard") {
 			want = ns // the namespace Grafana's sidecar watches
