@@ -16,7 +16,6 @@ import (
 	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/chart/loader"
 	"helm.sh/helm/v3/pkg/chartutil"
-	"helm.sh/helm/v3/pkg/lint/support"
 	"helm.sh/helm/v3/pkg/releaseutil"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -473,22 +472,7 @@ func equalJSON(t *testing.T, a, b any) bool {
 // a warning fails.
 func TestChartLint(t *testing.T) {
 	for _, c := range chartCases {
-		t.Run(c.name, func(t *testing.T) {
-			l := action.NewLint()
-			l.Strict = true
-			l.Namespace = "monitoring"
-			res := l.Run([]string{chartDir}, c.vals(t))
-			for _, msg := range res.Messages {
-				if msg.Severity > support.InfoSev {
-					t.Errorf("helm lint --strict: %s", msg)
-				} else {
-					t.Logf("helm lint: %s", msg)
-				}
-			}
-			for _, err := range res.Errors {
-				t.Errorf("helm lint --strict: %v", err)
-			}
-		})
+		t.Run(c.name, func(t *testing.T) { lintChart(t, c.vals(t)) })
 	}
 }
 
