@@ -211,6 +211,13 @@ var chartValueCases = []chartValueCase{
 			t.Errorf("PodMonitor endpoints %+v, selector %v: want the port lw-metrics of the pods app=web", pm.Spec.PodMetricsEndpoints, pm.Spec.Selector)
 		}
 	}},
+	// Ports below 1024, syslog's own: the pod lets the exporter's user bind them, which
+	// containerd 1.x refuses a process that is not root otherwise.
+	{"low ports", "mode: syslog\nsyslog: {port: 514}\nmetricsPort: 907\n", func(t *testing.T, m *manifests, spec *corev1.PodSpec) {
+		if i := slices.IndexFunc(spec.SecurityContext.Sysctls, func(s corev1.Sysctl) bool { return s.Name == "net.ipv4.ip_unprivileged_port_start" }); i < 0 || spec.SecurityContext.Sysctls[i].Value != "514" {
+			t.Errorf("sysctls %+v: want net.ipv4.ip_unprivileged_port_start 514", spec.SecurityContext.Sysctls)
+		}
+	}},
 	{"metricsPort", "mode: syslog\nmetricsPort: 9100\n", func(t *testing.T, m *manifests, spec *corev1.PodSpec) {
 		exp := chartExporter(t, spec)
 		_, port := containerPort(spec, "metrics")

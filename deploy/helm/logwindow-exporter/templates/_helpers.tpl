@@ -277,6 +277,19 @@ securityContext:
   {{- if and (eq .Values.mode "daemonset") .Values.daemonset.supplementalGroups }}
   {{- $_ := set $psc "supplementalGroups" .Values.daemonset.supplementalGroups }}
   {{- end }}
+  {{- /* A port below 1024: the pod's network namespace lets the exporter's user bind it
+    (a safe sysctl, which every Pod Security Standard allows); without, containerd 1.x
+    runtimes refuse the bind. */}}
+  {{- $low := int .Values.metricsPort }}
+  {{- if eq .Values.mode "syslog" }}{{ $low = min $low (int .Values.syslog.port) }}{{ end }}
+  {{- if lt $low 1024 }}
+  {{- $sysctls := $psc.sysctls | default list }}
+  {{- $given := false }}
+  {{- range $sysctls }}{{ if eq .name "net.ipv4.ip_unprivileged_port_start" }}{{ $given = true }}{{ end }}{{ end }}
+  {{- if not $given }}
+  {{- $_ := set $psc "sysctls" (append $sysctls (dict "name" "net.ipv4.ip_unprivileged_port_start" "value" (toString $low))) }}
+  {{- end }}
+  {{- end }}
   {{- toYaml $psc | nindent 2 }}
 {{- if and .Values.storage.enabled (eq .Values.mode "daemonset") }}
 initContainers:
