@@ -674,14 +674,7 @@ func TestChartSurgeWithStorage(t *testing.T) {
 		{"surge in syslog mode", "mode: syslog\ndaemonset: {updateStrategy: {rollingUpdate: {maxSurge: 1}}}\n", false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			ch, err := loader.Load(chartDir)
-			if err != nil {
-				t.Fatal(err)
-			}
-			install := action.NewInstall(&action.Configuration{Log: func(string, ...any) {}})
-			install.DryRun, install.ClientOnly, install.Replace = true, true, true
-			install.ReleaseName, install.Namespace = "lw", "monitoring"
-			_, err = install.Run(ch, chartCase{values: c.values}.vals(t))
+			_, err := installChart(t, chartCase{values: c.values})
 			switch {
 			case c.refused && (err == nil || !strings.Contains(err.Error(), "maxSurge") || !strings.Contains(err.Error(), "storage.enabled")):
 				t.Errorf("install with %q: %v, want it refused, naming maxSurge and storage.enabled", c.values, err)
