@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"helm.sh/helm/v3/pkg/action"
-	"helm.sh/helm/v3/pkg/chart/loader"
 	"helm.sh/helm/v3/pkg/lint/support"
 
 	"github.com/logwindow/logwindow_exporter/config"
@@ -63,8 +62,8 @@ var timingRules = map[string]string{
 
 // TestChartLogFormat renders every mode with every documented logFormat with Helm's own
 // engine, loads the rule file each renders with the exporter's own check (config.Load,
-// what --config.check runs), and lints each with `helm lint --strict` and the values
-// schema: every documented value makes a rule file the exporter accepts, with the timing
+// what --config.check runs, and the built exporter's --config.check with the rendered
+// arguments), and lints each with `helm lint --strict` and the values schema: every documented value makes a rule file the exporter accepts, with the timing
 // rules exactly when the format has the times.
 func TestChartLogFormat(t *testing.T) {
 	example := ruleNames(loadRules(t, string(mustRead(t, "../example-rules.yaml"))))
@@ -98,6 +97,7 @@ func TestChartLogFormat(t *testing.T) {
 					}
 				}
 				lintChart(t, c.vals(t))
+				exporterConfigCheck(t, m, chartPodSpec(m))
 			})
 		}
 	}
@@ -148,17 +148,27 @@ func TestChartSchema(t *testing.T) {
 		{"no shard", "daemonset: {shards: 0}\n", "shards"},
 		{"container name a glob", "daemonset: {containers: ['*']}\n", "containers"},
 		{"port out of range", "mode: syslog\nsyslog: {port: 70000}\n", "port"},
+		// The exporter refuses a snapshot interval that is not positive: a pod that never starts.
+		{"no snapshot interval", "storage: {snapshotInterval: 0s}\n", "snapshotInterval"},
+		// No stream named: the exporter would read stderr too, nginx's error log.
+		{"no stream", "daemonset: {streams: []}\n", "streams"},
+		// A value the templates need, dropped with null: the schema names it.
+		{"no container", "daemonset: {containers: null}\n", "containers"},
+		{"no hostPath", "storage: {hostPath: null}\n", "hostPath"},
+		{"no rules key", "rules: {key: null}\n", "key"},
+		{"syslog without its Service", "mode: syslog\nsyslog: {service: null}\n", "service"},
+		{"syslog without its budget", "mode: syslog\nsyslog: {podDisruptionBudget: {maxUnavailable: null}}\n", "maxUnavailable"},
+		{"no metrics port", "metricsPort: null\n", "metricsPort"},
+		// What Kubernetes or the container runtime would refuse, a pod that never starts.
+		{"repository with its tag", "image: {repository: registry.example.com/logwindow_exporter:0.1.0}\n", "repository"},
+		{"tag a digest", "image: {tag: \"sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef\"}\n", "tag"},
+		{"rules key a path", "rules: {key: rules/nginx.yaml}\n", "key"},
+		{"budget in words", "mode: syslog\nsyslog: {podDisruptionBudget: {maxUnavailable: one}}\n", "maxUnavailable"},
+		{"port name without a letter", "mode: sidecar\nsidecar: {portName: \"9907\"}\n", "portName"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			ch, err := loader.Load(chartDir)
-			if err != nil {
-				t.Fatal(err)
-			}
-			install := action.NewInstall(&action.Configuration{Log: func(string, ...any) {}})
-			install.DryRun, install.ClientOnly, install.Replace = true, true, true
-			install.ReleaseName, install.Namespace = "lw", "monitoring"
 			cc := chartCase{values: c.values}
-			_, err = install.Run(ch, cc.vals(t))
+			_, err := installChart(t, cc)
 			if err == nil || !strings.Contains(err.Error(), "schema") || !strings.Contains(err.Error(), c.want) {
 				t.Errorf("install with %q: %v, want the schema refusing %s", c.values, err, c.want)
 			}

@@ -16,7 +16,6 @@ import (
 	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/chart/loader"
 	"helm.sh/helm/v3/pkg/chartutil"
-	"helm.sh/helm/v3/pkg/lint/support"
 	"helm.sh/helm/v3/pkg/releaseutil"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -43,17 +42,19 @@ type chartCase struct {
 	mode     string
 	operator bool   // the cluster has the operator's CRDs
 	release  string // the release's name; lw when empty
+	// namespace is the release's namespace; monitoring when empty.
+	namespace string
 }
 
 var chartCases = []chartCase{
-	{"daemonset", "", "daemonset", true, ""},
-	{"daemonset without the operator", "", "daemonset", false, ""},
-	{"daemonset of ingress-nginx controllers", "daemonset: {containers: [controller, nginx]}\npodMonitor: {labels: {release: kps}}\n", "daemonset", true, ""},
-	{"syslog", "mode: syslog\nsyslog: {replicas: 3, port: 1514}\n", "syslog", true, ""},
-	{"syslog without the operator", "mode: syslog\n", "syslog", false, ""},
-	{"sidecar", "mode: sidecar\n", "sidecar", true, ""},
-	{"existing rules", "mode: syslog\nrules: {existingConfigMap: my-rules}\ndashboard: {enabled: false}\n", "syslog", true, ""},
-	{"image", "image: {repository: registry.example.com/logwindow_exporter, tag: 9.9.9}\nextraArgs: [--log.level=debug]\n", "daemonset", false, ""},
+	{"daemonset", "", "daemonset", true, "", ""},
+	{"daemonset without the operator", "", "daemonset", false, "", ""},
+	{"daemonset of ingress-nginx controllers", "daemonset: {containers: [controller, nginx]}\npodMonitor: {labels: {release: kps}}\n", "daemonset", true, "", ""},
+	{"syslog", "mode: syslog\nsyslog: {replicas: 3, port: 1514}\n", "syslog", true, "", ""},
+	{"syslog without the operator", "mode: syslog\n", "syslog", false, "", ""},
+	{"sidecar", "mode: sidecar\n", "sidecar", true, "", ""},
+	{"existing rules", "mode: syslog\nrules: {existingConfigMap: my-rules}\ndashboard: {enabled: false}\n", "syslog", true, "", ""},
+	{"image", "image: {repository: registry.example.com/logwindow_exporter, tag: 9.9.9}\nextraArgs: [--log.level=debug]\n", "daemonset", false, "", ""},
 }
 
 func (c chartCase) vals(t *testing.T) map[string]any {
@@ -65,9 +66,10 @@ func (c chartCase) vals(t *testing.T) map[string]any {
 	return vals
 }
 
-// renderChart renders the chart as `helm install --dry-run` (or `helm template`) does,
-// with Helm's own engine, and strictly decodes every object.
-func renderChart(t *testing.T, c chartCase) *manifests {
+// installChart is `helm install --dry-run` (or `helm template`) of the chart with Helm's
+// own engine: the manifest it renders, or the error it fails with (the schema's, a
+// template's).
+func installChart(t *testing.T, c chartCase) (string, error) {
 	t.Helper()
 	ch, err := loader.Load(chartDir)
 	if err != nil {
@@ -75,16 +77,28 @@ func renderChart(t *testing.T, c chartCase) *manifests {
 	}
 	install := action.NewInstall(&action.Configuration{Log: func(string, ...any) {}})
 	install.DryRun, install.ClientOnly, install.Replace = true, true, true
-	install.ReleaseName, install.Namespace = cmp.Or(c.release, "lw"), "monitoring"
+	install.ReleaseName, install.Namespace = cmp.Or(c.release, "lw"), cmp.Or(c.namespace, "monitoring")
 	if c.operator {
 		install.APIVersions = chartutil.VersionSet{operatorAPI}
 	}
 	rel, err := install.Run(ch, c.vals(t))
 	if err != nil {
+		return "", err
+	}
+	return rel.Manifest, nil
+}
+
+// renderChart renders the chart as `helm install --dry-run` (or `helm template`) does,
+// with Helm's own engine, and strictly decodes every object.
+func renderChart(t *testing.T, c chartCase) *manifests {
+	t.Helper()
+	manifest, err := installChart(t, c)
+	if err != nil {
 		t.Fatalf("helm install --dry-run: %v", err)
 	}
+	namespace := cmp.Or(c.namespace, "monitoring")
 	m := newManifests()
-	docs := releaseutil.SplitManifests(rel.Manifest)
+	docs := releaseutil.SplitManifests(manifest)
 	for _, k := range slices.Sorted(maps.Keys(docs)) {
 		// SplitManifests trims each document; in the release's manifest, as the cluster
 		// gets it, a newline ends its last block scalar.
@@ -99,7 +113,12 @@ func renderChart(t *testing.T, c chartCase) *manifests {
 		if err := yaml.Unmarshal([]byte(doc), &obj); err != nil {
 			t.Fatal(err)
 		}
-		if obj.Metadata.Namespace != "monitoring" {
+		want := namespace
+		dashboard, _ := c.vals(t)["dashboard"].(map[string]any)
+		if ns, ok := dashboard["namespace"].(string); ok && ns != "" && obj.Kind == "ConfigMap" && strings.HasSuffix(obj.Metadata.Name, "-dashboard") {
+			want = ns // the namespace Grafana's sidecar watches
+		}
+		if obj.Metadata.Namespace != want {
 			t.Errorf("%s %s is in namespace %q, not the release's", obj.Kind, obj.Metadata.Name, obj.Metadata.Namespace)
 		}
 		m.objects = append(m.objects, obj.Kind+"/"+obj.Metadata.Name)
@@ -279,6 +298,11 @@ func checkChartPod(t *testing.T, c chartCase, m *manifests, pod *corev1.PodTempl
 		t.Errorf("image %s, want %s", exp.Image, image)
 	}
 
+	// The image is linux's: a DaemonSet tolerating every taint would otherwise land on a
+	// cluster's Windows nodes too, and never start there.
+	if spec.NodeSelector["kubernetes.io/os"] != "linux" {
+		t.Errorf("nodeSelector %v: want kubernetes.io/os: linux", spec.NodeSelector)
+	}
 	if spec.AutomountServiceAccountToken == nil || *spec.AutomountServiceAccountToken {
 		t.Error("the pod gets a service-account token; the exporter never talks to the API")
 	}
@@ -448,22 +472,7 @@ func equalJSON(t *testing.T, a, b any) bool {
 // a warning fails.
 func TestChartLint(t *testing.T) {
 	for _, c := range chartCases {
-		t.Run(c.name, func(t *testing.T) {
-			l := action.NewLint()
-			l.Strict = true
-			l.Namespace = "monitoring"
-			res := l.Run([]string{chartDir}, c.vals(t))
-			for _, msg := range res.Messages {
-				if msg.Severity > support.InfoSev {
-					t.Errorf("helm lint --strict: %s", msg)
-				} else {
-					t.Logf("helm lint: %s", msg)
-				}
-			}
-			for _, err := range res.Errors {
-				t.Errorf("helm lint --strict: %v", err)
-			}
-		})
+		t.Run(c.name, func(t *testing.T) { lintChart(t, c.vals(t)) })
 	}
 }
 
@@ -626,6 +635,12 @@ func TestChartSidecarValues(t *testing.T) {
 	if exp.Resources.Limits.Memory().IsZero() || exp.Resources.Requests.Cpu().IsZero() {
 		t.Error("no resources")
 	}
+	// Its windows survive a restart of the container, as the chart's own pods' do.
+	dir, _ := flagValue(exp.Args, "--storage.path")
+	if i := slices.IndexFunc(exp.VolumeMounts, func(vm corev1.VolumeMount) bool { return vm.MountPath == dir }); dir == "" || i < 0 || exp.VolumeMounts[i].ReadOnly ||
+		!slices.ContainsFunc(spec.Volumes, func(v corev1.Volume) bool { return v.Name == exp.VolumeMounts[i].Name && v.EmptyDir != nil }) {
+		t.Errorf("--storage.path %q: want a writable mount of an emptyDir", dir)
+	}
 	if v := strings.TrimSpace(string(mustRead(t, "../VERSION"))); !strings.HasSuffix(exp.Image, "/logwindow_exporter:"+v) {
 		t.Errorf("image %s, want the VERSION's tag %s", exp.Image, v)
 	}
@@ -659,14 +674,7 @@ func TestChartSurgeWithStorage(t *testing.T) {
 		{"surge in syslog mode", "mode: syslog\ndaemonset: {updateStrategy: {rollingUpdate: {maxSurge: 1}}}\n", false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			ch, err := loader.Load(chartDir)
-			if err != nil {
-				t.Fatal(err)
-			}
-			install := action.NewInstall(&action.Configuration{Log: func(string, ...any) {}})
-			install.DryRun, install.ClientOnly, install.Replace = true, true, true
-			install.ReleaseName, install.Namespace = "lw", "monitoring"
-			_, err = install.Run(ch, chartCase{values: c.values}.vals(t))
+			_, err := installChart(t, chartCase{values: c.values})
 			switch {
 			case c.refused && (err == nil || !strings.Contains(err.Error(), "maxSurge") || !strings.Contains(err.Error(), "storage.enabled")):
 				t.Errorf("install with %q: %v, want it refused, naming maxSurge and storage.enabled", c.values, err)

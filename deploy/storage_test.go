@@ -10,7 +10,7 @@ import (
 )
 
 // The windows survive what each deployment's volume survives: the chart's DaemonSet keeps
-// its snapshot in a hostPath of the node, its release's own, made for the exporter's user
+// its snapshot in a hostPath of the node, its release's own (namespace and name), made for the exporter's user
 // by an init container with CHOWN alone; its syslog Deployment and the kustomize sidecar
 // in an emptyDir. Each passes --storage.path where the volume is mounted.
 func TestStorageVolumes(t *testing.T) {
@@ -58,7 +58,16 @@ func TestStorageVolumes(t *testing.T) {
 	t.Run("chart daemonset", func(t *testing.T) {
 		m := renderChart(t, chartCase{name: "daemonset", mode: "daemonset", release: "edge"})
 		for _, d := range m.daemonSets {
-			check(t, &d.Spec.Template.Spec, chartExporter(t, &d.Spec.Template.Spec), "/var/lib/logwindow-exporter/edge")
+			check(t, &d.Spec.Template.Spec, chartExporter(t, &d.Spec.Template.Spec), "/var/lib/logwindow-exporter/monitoring/edge")
+		}
+	})
+	// Release names are unique in a namespace only: two DaemonSets of one name in two
+	// namespaces run on the same nodes, and a shared directory would have each restore
+	// and overwrite the other's snapshot.
+	t.Run("chart daemonset in another namespace", func(t *testing.T) {
+		m := renderChart(t, chartCase{name: "daemonset", mode: "daemonset", release: "edge", namespace: "ingress"})
+		for _, d := range m.daemonSets {
+			check(t, &d.Spec.Template.Spec, chartExporter(t, &d.Spec.Template.Spec), "/var/lib/logwindow-exporter/ingress/edge")
 		}
 	})
 	t.Run("chart syslog", func(t *testing.T) {

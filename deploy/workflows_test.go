@@ -1,6 +1,8 @@
 package deploy
 
 import (
+	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -16,6 +18,7 @@ type workflow struct {
 	Env  map[string]string `json:"env"`
 	Jobs map[string]struct {
 		Steps []struct {
+			Name string `json:"name"`
 			Uses string `json:"uses"`
 			Run  string `json:"run"`
 		} `json:"steps"`
@@ -86,4 +89,73 @@ func TestWorkflows(t *testing.T) {
 			t.Errorf("release.yml packages the chart with Helm %s; the tests with go.mod's %s", w.Env["HELM_VERSION"], helm[1])
 		}
 	})
+}
+
+// TestReleaseVersionStep runs release.yml's Version step as the runner does (bash -e, the
+// tag in GITHUB_REF_NAME) over a checkout whose VERSION, tag and Chart.yaml agree or not:
+// a mismatch stops the release before anything is pushed, naming what disagrees.
+func TestReleaseVersionStep(t *testing.T) {
+	if _, err := exec.LookPath("bash"); err != nil {
+		t.Skip("no bash")
+	}
+	var w workflow
+	if err := yaml.Unmarshal(mustRead(t, "../.github/workflows/release.yml"), &w); err != nil {
+		t.Fatal(err)
+	}
+	var script string
+	for _, j := range w.Jobs {
+		for _, s := range j.Steps {
+			if s.Name == "Version" {
+				script = s.Run
+			}
+		}
+	}
+	if script == "" {
+		t.Fatal("release.yml has no step Version")
+	}
+	chart := string(mustRead(t, chartDir+"/Chart.yaml"))
+	v := strings.TrimSpace(string(mustRead(t, "../VERSION")))
+	for _, c := range []struct {
+		name, tag, chart, want string // want: what the error names; empty: success
+	}{
+		{"agree", "v" + v, chart, ""},
+		{"tag of another version", "v9.9.9", chart, "tag v9.9.9"},
+		{"chart version behind", "v" + v, strings.Replace(chart, "\nversion: "+v+"\n", "\nversion: 0.0.1\n", 1), "version 0.0.1"},
+		{"chart appVersion behind", "v" + v, strings.Replace(chart, "\nappVersion: \""+v+"\"\n", "\nappVersion: \"0.0.1\"\n", 1), "appVersion 0.0.1"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			files := map[string]string{"VERSION": v + "\n", chartDir + "/Chart.yaml": c.chart}
+			for name, body := range files {
+				p := filepath.Join(dir, "deploy", name)
+				if name == "VERSION" {
+					p = filepath.Join(dir, name)
+				}
+				if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for _, args := range [][]string{{"init", "-q"}, {"add", "."}, {"-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-q", "-m", "x"}} {
+				if out, err := exec.Command("git", append([]string{"-C", dir}, args...)...).CombinedOutput(); err != nil {
+					t.Fatalf("git %q: %v\n%s", args, err, out)
+				}
+			}
+			env := filepath.Join(dir, "github.env")
+			cmd := exec.Command("bash", "-e", "-c", script)
+			cmd.Dir = dir
+			cmd.Env = append(os.Environ(), "GITHUB_REF_NAME="+c.tag, "GITHUB_ENV="+env)
+			out, err := cmd.CombinedOutput()
+			switch {
+			case c.want == "" && err != nil:
+				t.Errorf("the step fails: %v\n%s", err, out)
+			case c.want == "" && !strings.Contains(string(mustRead(t, env)), "VERSION="+v+"\n"):
+				t.Errorf("GITHUB_ENV %q lacks VERSION=%s", mustRead(t, env), v)
+			case c.want != "" && (err == nil || !strings.Contains(string(out), "::error::") || !strings.Contains(string(out), c.want)):
+				t.Errorf("the step: %v\n%s\nwant it to fail naming %s", err, out, c.want)
+			}
+		})
+	}
 }

@@ -27,6 +27,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path"
 	"path/filepath"
 	"runtime"
@@ -112,7 +113,33 @@ func parseArgs(args []string, stderr io.Writer) (options, error) {
 			return o, fmt.Errorf("-push: %w", err)
 		}
 	}
+	// Checked here, not when written: the builds take minutes, and -dist and -binary are
+	// written before the layout.
+	if o.out != "" && o.format == formatOCI {
+		if _, err := os.Stat(o.out); err == nil {
+			return o, fmt.Errorf("-o: %s exists: the OCI layout is written to a new directory", o.out)
+		}
+	}
+	if err := checkBuildable(slices.Concat(o.platforms, o.distPlatforms)); err != nil {
+		return o, err
+	}
 	return o, nil
+}
+
+// checkBuildable fails on a platform the Go toolchain does not build for, before any
+// other is built. Without `go tool dist list` to ask, the build says so itself.
+func checkBuildable(platforms []platform) error {
+	out, err := exec.Command("go", "tool", "dist", "list").Output()
+	if err != nil {
+		return nil
+	}
+	known := strings.Fields(string(out))
+	for _, p := range platforms {
+		if !slices.Contains(known, p.String()) {
+			return fmt.Errorf("%s: Go builds for no such platform (go tool dist list)", p)
+		}
+	}
+	return nil
 }
 
 // run is main with its arguments and outputs, for the tests.

@@ -368,6 +368,28 @@ func TestRunFlags(t *testing.T) {
 	}
 }
 
+// TestParseArgsBeforeBuild: what the command can tell from its arguments alone fails
+// before the minutes of building every platform, and before any file is written: an OCI
+// layout's directory that exists, a platform Go does not build for.
+func TestParseArgsBeforeBuild(t *testing.T) {
+	exists := t.TempDir()
+	for _, c := range []struct {
+		name    string
+		args    []string
+		wantErr string
+	}{
+		{"layout exists", []string{"-o", exists, "-dist", filepath.Join(t.TempDir(), "dist")}, exists + " exists"},
+		{"unknown image platform", []string{"-o", "x", "-platforms", "linux/amd64,linux/amd46"}, "linux/amd46"},
+		{"unknown dist platform", []string{"-o", "x", "-dist", "d", "-dist-platforms", "darwin/arm64,darwin/ppc"}, "darwin/ppc"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if _, err := parseArgs(c.args, io.Discard); err == nil || !strings.Contains(err.Error(), c.wantErr) {
+				t.Errorf("parseArgs(%q): %v, want an error naming %s", c.args, err, c.wantErr)
+			}
+		})
+	}
+}
+
 // readLayout opens the OCI layout at dir and reads its index.
 func readLayout(t *testing.T, dir string) (v1.ImageIndex, *v1.IndexManifest) {
 	t.Helper()

@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"os/user"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -94,6 +95,9 @@ func (s Stamp) LDFlags() (string, error) {
 	return strings.Join(flags, " "), nil
 }
 
+// semver is a SemVer 2 version without build metadata, whose "+" no image tag may hold.
+var semver = regexp.MustCompile(`^(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)(-(0|[1-9][0-9]*|[0-9]*[a-zA-Z-][0-9a-zA-Z-]*)(\.(0|[1-9][0-9]*|[0-9]*[a-zA-Z-][0-9a-zA-Z-]*))*)?$`)
+
 // FromRepo reads the stamp of a build of the checkout at root: the VERSION file, the
 // commit and branch git reports, user@host, and the time (SOURCE_DATE_EPOCH when set, so
 // that a rebuild of the same commit is the same image; else now).
@@ -103,6 +107,9 @@ func FromRepo(root string, now time.Time) (Stamp, error) {
 		return Stamp{}, err
 	}
 	s := Stamp{Version: strings.TrimSpace(string(v)), Date: now.UTC()}
+	if !semver.MatchString(s.Version) {
+		return Stamp{}, fmt.Errorf("VERSION %q: want a SemVer version without a \"v\" or build metadata, like 0.1.0 or 0.2.0-rc.1: it is the chart's version, the image's tag and the release tag after its \"v\"", s.Version)
+	}
 	if epoch := os.Getenv("SOURCE_DATE_EPOCH"); epoch != "" {
 		sec, err := strconv.ParseInt(epoch, 10, 64)
 		if err != nil {
@@ -129,9 +136,9 @@ func FromRepo(root string, now time.Time) (Stamp, error) {
 	if s.Branch, err = git("rev-parse", "--abbrev-ref", "HEAD"); err != nil {
 		return Stamp{}, err
 	}
-	// Untracked files are not in the build unless the module uses them, so only changes
-	// to tracked files mark the revision.
-	status, err := git("status", "--porcelain", "--untracked-files=no")
+	// As Go's own vcs.modified: a file git does not ignore and does not track may be built
+	// in (a .go file beside main.go), so it marks the revision too.
+	status, err := git("status", "--porcelain")
 	if err != nil {
 		return Stamp{}, err
 	}

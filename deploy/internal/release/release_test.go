@@ -3,6 +3,7 @@ package release
 import (
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -74,5 +75,91 @@ func TestFromRepo(t *testing.T) {
 	t.Setenv("SOURCE_DATE_EPOCH", "yesterday")
 	if _, err := FromRepo("../../..", time.Now()); err == nil {
 		t.Error("a SOURCE_DATE_EPOCH that is no number was taken")
+	}
+}
+
+// gitRepo makes a git repository holding VERSION with version and a Go file, committed.
+func gitRepo(t *testing.T, version string) string {
+	t.Helper()
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("no git")
+	}
+	dir := t.TempDir()
+	for name, body := range map[string]string{"VERSION": version, "main.go": "package main\n\nfunc main() {}\n"} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, args := range [][]string{{"init", "-q", "-b", "main"}, {"add", "."}, {"-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-q", "-m", "x"}} {
+		if out, err := exec.Command("git", append([]string{"-C", dir}, args...)...).CombinedOutput(); err != nil {
+			t.Fatalf("git %q: %v\n%s", args, err, out)
+		}
+	}
+	return dir
+}
+
+// TestFromRepoModified: the revision says -modified whenever the build may hold what the
+// commit does not, as Go's own vcs.modified does: a tracked file changed, or a file git
+// does not ignore added (a Go file beside main.go is built in).
+func TestFromRepoModified(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		change   func(dir string) error
+		modified bool
+	}{
+		{"clean", func(string) error { return nil }, false},
+		{"tracked file changed", func(dir string) error {
+			return os.WriteFile(filepath.Join(dir, "main.go"), []byte("package main\n\nfunc main() { println() }\n"), 0o644)
+		}, true},
+		{"untracked Go file", func(dir string) error {
+			return os.WriteFile(filepath.Join(dir, "extra.go"), []byte("package main\n"), 0o644)
+		}, true},
+		{"ignored file", func(dir string) error {
+			if err := os.WriteFile(filepath.Join(dir, ".git", "info", "exclude"), []byte("/dist/\n"), 0o644); err != nil {
+				return err
+			}
+			return os.MkdirAll(filepath.Join(dir, "dist", "oci"), 0o755)
+		}, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := gitRepo(t, "1.2.3\n")
+			if err := c.change(dir); err != nil {
+				t.Fatal(err)
+			}
+			s, err := FromRepo(dir, time.Now())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := strings.HasSuffix(s.Revision, "-modified"); got != c.modified {
+				t.Errorf("revision %s: modified %v, want %v", s.Revision, got, c.modified)
+			}
+		})
+	}
+}
+
+// TestFromRepoVersion: VERSION is a SemVer version without a "v" (the chart's version, the
+// image's tag, the release's tag without its "v"); anything else is an error naming it.
+func TestFromRepoVersion(t *testing.T) {
+	for _, c := range []struct {
+		version string
+		ok      bool
+	}{
+		{"1.2.3\n", true},
+		{"0.1.0-rc.1\n", true},
+		{"v1.2.3\n", false},
+		{"1.2\n", false},
+		{"\n", false},
+		{"1.2.3\n1.2.4\n", false},
+		{"1.2.3 beta\n", false},
+	} {
+		t.Run(strings.TrimSpace(c.version), func(t *testing.T) {
+			s, err := FromRepo(gitRepo(t, c.version), time.Now())
+			if c.ok && (err != nil || s.Version != strings.TrimSpace(c.version)) {
+				t.Errorf("VERSION %q: %q, %v", c.version, s.Version, err)
+			}
+			if !c.ok && (err == nil || !strings.Contains(err.Error(), "VERSION")) {
+				t.Errorf("VERSION %q: %q, %v; want an error naming VERSION", c.version, s.Version, err)
+			}
+		})
 	}
 }

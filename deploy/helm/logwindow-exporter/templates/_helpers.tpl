@@ -39,9 +39,55 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 {{- .Values.rules.existingConfigMap | default (printf "%s-rules" (include "logwindow.fullname" .)) -}}
 {{- end -}}
 
-{{- define "logwindow.checkMode" -}}
+{{/*
+The exporter's user and group, as the kubelet picks them: the container's securityContext
+over the pod's, else the image's 65532.
+*/}}
+{{- define "logwindow.runAs" -}}
+{{- $psc := .Values.podSecurityContext | default dict -}}
+{{- $sc := .Values.securityContext | default dict -}}
+{{- $user := ternary $sc.runAsUser (ternary $psc.runAsUser 65532 (hasKey $psc "runAsUser")) (hasKey $sc "runAsUser") -}}
+{{- $group := ternary $sc.runAsGroup (ternary $psc.runAsGroup 65532 (hasKey $psc "runAsGroup")) (hasKey $sc "runAsGroup") -}}
+{{- printf "%d:%d" (int64 $user) (int64 $group) -}}
+{{- end -}}
+
+{{/*
+What values.schema.json cannot say: values that render a pod Kubernetes refuses to start,
+or a rule file the exporter refuses, fail the install naming them.
+*/}}
+{{- define "logwindow.checkValues" -}}
 {{- if not (has .Values.mode (list "daemonset" "syslog" "sidecar")) -}}
 {{- fail (printf "mode: %q is none of daemonset, syslog, sidecar" .Values.mode) -}}
+{{- end -}}
+{{- $f := .Values.logFormat | trim -}}
+{{- if and (or .Values.rules.content .Values.rules.existingConfigMap) (or (ne $f "auto") .Values.logFormatEscape) -}}
+{{- fail "logFormat and logFormatEscape make the chart's rule file, which rules.content or rules.existingConfigMap replaces: give the log_format in your rule file's inputs" -}}
+{{- end -}}
+{{- if .Values.logFormatEscape -}}
+{{- if eq $f "auto" -}}
+{{- fail (printf "logFormatEscape: %s applies to one format string or preset, not to logFormat: auto, whose candidates are read each with its own escape (the JSON one with escape=json): drop logFormatEscape, or set logFormat to your format" .Values.logFormatEscape) -}}
+{{- else if regexMatch "^(\\s*#[^\\n]*\\n)*\\s*log_format\\s" $f -}}
+{{- fail (printf "logFormatEscape: %s with a pasted log_format directive, which says its own escape=: drop logFormatEscape" .Values.logFormatEscape) -}}
+{{- end -}}
+{{- end -}}
+{{- $flags := list "config.file" -}}
+{{- if .Values.configWatch }}{{ $flags = append $flags "config.watch" }}{{ end -}}
+{{- if .Values.storage.enabled }}{{ $flags = concat $flags (list "storage.path" "storage.snapshot-interval") }}{{ end -}}
+{{- range .Values.extraArgs -}}
+{{- if and (hasPrefix "-" .) (has (regexReplaceAll "^--?([^=]*).*$" . "${1}") $flags) -}}
+{{- fail (printf "extraArgs: %s is a flag the chart passes already (rules.key, configWatch, storage.*), which the exporter refuses twice" .) -}}
+{{- end -}}
+{{- end -}}
+{{- range list "app.kubernetes.io/name" "app.kubernetes.io/instance" -}}
+{{- if hasKey ($.Values.podLabels | default dict) . -}}
+{{- fail (printf "podLabels: %s is the label the chart's selectors select its pods by: use another (nameOverride names the pods' app.kubernetes.io/name)" .) -}}
+{{- end -}}
+{{- end -}}
+{{- $psc := .Values.podSecurityContext | default dict -}}
+{{- $sc := .Values.securityContext | default dict -}}
+{{- $nonRoot := ternary $sc.runAsNonRoot $psc.runAsNonRoot (hasKey $sc "runAsNonRoot") -}}
+{{- if and (ne .Values.mode "sidecar") $nonRoot (hasPrefix "0:" (include "logwindow.runAs" .)) -}}
+{{- fail "podSecurityContext (or securityContext) runAsUser: 0 with runAsNonRoot: true, a container the kubelet refuses to start: to run the exporter as root (a runtime that writes the logs 0600), set runAsNonRoot: false too" -}}
 {{- end -}}
 {{- end -}}
 
@@ -113,7 +159,7 @@ inputs:
 {{- $logs := .Values.daemonset.podLogs | trimSuffix "/" }}
 {{- range .Values.daemonset.containers }}
   # The logs of every pod's {{ . }} container on the node, labelled by the pod from the path.
-  - name: {{ . }}
+  - name: {{ . | quote }}
     path: {{ printf "%s/*_*_*/%s/*.log" $logs . | quote }}
     wrapper: cri
 {{- with $.Values.daemonset.streams }}
@@ -164,7 +210,7 @@ args:
   - --storage.snapshot-interval={{ .Values.storage.snapshotInterval }}
 {{- end }}
 {{- range .Values.extraArgs }}
-  - {{ . }}
+  - {{ . | quote }}
 {{- end }}
 ports:
   - name: metrics
@@ -227,9 +273,22 @@ imagePullSecrets:
 priorityClassName: {{ . }}
 {{- end }}
 securityContext:
-  {{- $psc := deepCopy .Values.podSecurityContext }}
+  {{- $psc := deepCopy (.Values.podSecurityContext | default dict) }}
   {{- if and (eq .Values.mode "daemonset") .Values.daemonset.supplementalGroups }}
   {{- $_ := set $psc "supplementalGroups" .Values.daemonset.supplementalGroups }}
+  {{- end }}
+  {{- /* A port below 1024: the pod's network namespace lets the exporter's user bind it
+    (a safe sysctl, which every Pod Security Standard allows); without, containerd 1.x
+    runtimes refuse the bind. */}}
+  {{- $low := int .Values.metricsPort }}
+  {{- if eq .Values.mode "syslog" }}{{ $low = min $low (int .Values.syslog.port) }}{{ end }}
+  {{- if lt $low 1024 }}
+  {{- $sysctls := $psc.sysctls | default list }}
+  {{- $given := false }}
+  {{- range $sysctls }}{{ if eq .name "net.ipv4.ip_unprivileged_port_start" }}{{ $given = true }}{{ end }}{{ end }}
+  {{- if not $given }}
+  {{- $_ := set $psc "sysctls" (append $sysctls (dict "name" "net.ipv4.ip_unprivileged_port_start" "value" (toString $low))) }}
+  {{- end }}
   {{- end }}
   {{- toYaml $psc | nindent 2 }}
 {{- if and .Values.storage.enabled (eq .Values.mode "daemonset") }}
@@ -237,7 +296,7 @@ initContainers:
   - name: storage-owner
     image: {{ .Values.storage.initImage }}
     imagePullPolicy: {{ .Values.image.pullPolicy }}
-    command: [chown, "{{ .Values.podSecurityContext.runAsUser }}:{{ .Values.podSecurityContext.runAsGroup }}", /var/lib/logwindow-exporter]
+    command: [chown, {{ include "logwindow.runAs" . | quote }}, /var/lib/logwindow-exporter]
     securityContext:
       runAsUser: 0
       runAsNonRoot: false
@@ -266,7 +325,7 @@ volumes:
   - name: storage
 {{- if eq .Values.mode "daemonset" }}
     hostPath:
-      path: {{ trimSuffix "/" .Values.storage.hostPath }}/{{ .Release.Name }}
+      path: {{ trimSuffix "/" .Values.storage.hostPath }}/{{ .Release.Namespace }}/{{ .Release.Name }}
       type: DirectoryOrCreate
 {{- else }}
     emptyDir:
@@ -283,7 +342,7 @@ affinity:
 {{- end }}
 {{- $tolerations := .Values.tolerations }}
 {{- if eq .Values.mode "daemonset" }}
-{{- $tolerations = concat .Values.daemonset.tolerations .Values.tolerations }}
+{{- $tolerations = concat (.Values.daemonset.tolerations | default list) (.Values.tolerations | default list) }}
 {{- end }}
 {{- with $tolerations }}
 tolerations:

@@ -1,0 +1,459 @@
+package deploy
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/logwindow/logwindow_exporter/config"
+)
+
+// TestChartValueMistakes: values the schema cannot judge alone, whose pod Kubernetes would
+// refuse to start or whose rule file the exporter would refuse, fail the install (helm
+// install, upgrade and template; helm lint logs a template's fail and goes on) with an
+// error naming the value, instead of a pod that never runs.
+func TestChartValueMistakes(t *testing.T) {
+	for _, c := range []struct{ name, values, want string }{
+		// auto's candidates are each of their own escape; the exporter refuses one for all.
+		{"escape with auto", "logFormatEscape: json\n", "logFormatEscape"},
+		{"escape with auto in syslog mode", "mode: syslog\nlogFormatEscape: none\n", "logFormatEscape"},
+		// A pasted directive says its own escape=.
+		{"escape with a directive", "logFormat: |\n  log_format x escape=json '$remote_addr [$time_local] \"$request\" $status $body_bytes_sent';\nlogFormatEscape: none\n", "logFormatEscape"},
+		// The kubelet refuses to run a container as root that must not be root.
+		{"pod as root and non-root", "podSecurityContext: {runAsUser: 0}\n", "runAsNonRoot"},
+		{"container as root and non-root", "securityContext: {runAsUser: 0}\n", "runAsNonRoot"},
+		{"syslog pod as root and non-root", "mode: syslog\npodSecurityContext: {runAsUser: 0}\n", "runAsNonRoot"},
+		// The user's rule file says its inputs' formats: the chart's would be ignored.
+		{"log format with rules.content", "mode: syslog\nlogFormat: main\n" + readmeRules, "logFormat"},
+		{"escape with an existing ConfigMap", "logFormat: combined\nlogFormatEscape: json\nrules: {existingConfigMap: mine}\n", "logFormat"},
+		// A flag the chart passes: the exporter refuses it twice, and would not start.
+		{"extraArgs repeating the chart's storage", "extraArgs: [--storage.path=/data]\n", "extraArgs"},
+		{"extraArgs repeating the chart's rule file", "mode: syslog\nextraArgs: [--config.file, /etc/rules.yaml]\n", "extraArgs"},
+		// The workload's selector would no longer select its pods.
+		{"pod label of the selector", "podLabels: {app.kubernetes.io/instance: web}\n", "podLabels"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if _, err := installChart(t, chartCase{values: c.values}); err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("install with %q: %v, want an error naming %s", c.values, err, c.want)
+			}
+		})
+	}
+}
+
+// TestChartRunAsUser: a DaemonSet run as another user, root for a runtime that writes the
+// logs 0600 as the README says (runAsUser 0 with runAsNonRoot false), or a user the
+// container's securityContext sets, gets its snapshot directory chowned to the user it
+// runs as, so that the snapshot can be written.
+func TestChartRunAsUser(t *testing.T) {
+	for _, c := range []struct{ name, values, owner string }{
+		{"default", "", "65532:65532"},
+		{"root, as the README says for CRI-O", "podSecurityContext: {runAsUser: 0, runAsNonRoot: false}\n", "0:65532"},
+		{"the container's user", "securityContext: {runAsUser: 1000, runAsGroup: 1000}\n", "1000:1000"},
+		{"the image's user", "podSecurityContext: {runAsUser: null, runAsGroup: null}\n", "65532:65532"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			m := renderChart(t, chartCase{name: c.name, values: c.values, mode: "daemonset"})
+			for _, d := range m.daemonSets {
+				spec := &d.Spec.Template.Spec
+				k := slices.IndexFunc(spec.InitContainers, func(c corev1.Container) bool { return c.Name == "storage-owner" })
+				if k < 0 {
+					t.Fatal("no init container storage-owner")
+				}
+				dir, _ := flagValue(chartExporter(t, spec).Args, "--storage.path")
+				if got := spec.InitContainers[k].Command; !slices.Equal(got, []string{"chown", c.owner, dir}) {
+					t.Errorf("init container runs %q, want chown %s %s", got, c.owner, dir)
+				}
+				lintChart(t, chartCase{values: c.values}.vals(t))
+			}
+		})
+	}
+}
+
+// chartValueCase is an install setting values the other chart tests leave at their
+// defaults, with what each must change in what is rendered.
+type chartValueCase struct {
+	name, values string
+	check        func(t *testing.T, m *manifests, spec *corev1.PodSpec)
+}
+
+var chartValueCases = []chartValueCase{
+	{"image pull policy and secrets", "image: {pullPolicy: Always}\nimagePullSecrets: [{name: regcred}]\n", func(t *testing.T, m *manifests, spec *corev1.PodSpec) {
+		for _, c := range slices.Concat(spec.InitContainers, spec.Containers) {
+			if c.ImagePullPolicy != corev1.PullAlways {
+				t.Errorf("container %s: imagePullPolicy %s", c.Name, c.ImagePullPolicy)
+			}
+		}
+		if len(spec.ImagePullSecrets) != 1 || spec.ImagePullSecrets[0].Name != "regcred" {
+			t.Errorf("imagePullSecrets %v", spec.ImagePullSecrets)
+		}
+	}},
+	{"nameOverride", "nameOverride: lwx\n", func(t *testing.T, m *manifests, spec *corev1.PodSpec) {
+		if m.daemonSets["lw-lwx"] == nil || m.configMaps["lw-lwx-rules"] == nil {
+			t.Errorf("objects %v: want them named lw-lwx", m.objects)
+		}
+	}},
+	{"fullnameOverride", "fullnameOverride: edge-logs\n", func(t *testing.T, m *manifests, spec *corev1.PodSpec) {
+		if m.daemonSets["edge-logs"] == nil || m.configMaps["edge-logs-rules"] == nil {
+			t.Errorf("objects %v: want them named edge-logs", m.objects)
+		}
+	}},
+	{"rules key", "rules: {key: nginx.yaml}\n", func(t *testing.T, m *manifests, spec *corev1.PodSpec) {
+		if file, _ := flagValue(chartExporter(t, spec).Args, "--config.file"); file != "/etc/logwindow_exporter/nginx.yaml" {
+			t.Errorf("--config.file=%s", file)
+		}
+	}},
+	{"storage off", "storage: {enabled: false}\n", func(t *testing.T, m *manifests, spec *corev1.PodSpec) {
+		if _, ok := flagValue(chartExporter(t, spec).Args, "--storage.path"); ok || len(spec.InitContainers) > 0 {
+			t.Error("storage off, the pod still keeps a snapshot")
+		}
+	}},
+	// A flag's value as an element of its own, as kubectl and Helm users write them: each
+	// stays a string, a number and a bracketed address included.
+	{"extraArgs as separate values", "mode: syslog\nextraArgs: [--web.max-requests, \"20\", --web.listen-address, \"[::]:9100\", --log.level, \"debug\"]\n", func(t *testing.T, m *manifests, spec *corev1.PodSpec) {
+		args := chartExporter(t, spec).Args
+		if i := slices.Index(args, "--web.max-requests"); i < 0 || !slices.Equal(args[i:], []string{"--web.max-requests", "20", "--web.listen-address", "[::]:9100", "--log.level", "debug"}) {
+			t.Errorf("args %q", args)
+		}
+	}},
+	// Helm's way to drop a default is null: the install still renders, Kubernetes' defaults
+	// apply, and the snapshot's directory goes to the image's user.
+	{"defaults dropped with null", "podLabels: null\npodSecurityContext: null\nsecurityContext: null\ndaemonset: {updateStrategy: null, tolerations: null}\ntolerations: null\n", func(t *testing.T, m *manifests, spec *corev1.PodSpec) {
+		if len(spec.Tolerations) != 0 {
+			t.Errorf("tolerations %+v, want none", spec.Tolerations)
+		}
+		if s := m.daemonSets["lw-logwindow-exporter"].Spec.UpdateStrategy; s.Type != "" || s.RollingUpdate != nil {
+			t.Errorf("updateStrategy %+v: want Kubernetes' default", s)
+		}
+		if got := spec.InitContainers[0].Command[1]; got != "65532:65532" {
+			t.Errorf("the snapshot's directory is given to %s, want the image's user", got)
+		}
+	}},
+	{"configWatch off", "configWatch: false\n", func(t *testing.T, m *manifests, spec *corev1.PodSpec) {
+		if args := chartExporter(t, spec).Args; slices.Contains(args, "--config.watch") {
+			t.Errorf("args %q", args)
+		}
+	}},
+	{"storage", "storage: {hostPath: /data/lw/, snapshotInterval: 30s, initImage: registry.example.com/busybox:1.37}\n", func(t *testing.T, m *manifests, spec *corev1.PodSpec) {
+		if v, _ := flagValue(chartExporter(t, spec).Args, "--storage.snapshot-interval"); v != "30s" {
+			t.Errorf("--storage.snapshot-interval=%s", v)
+		}
+		i := slices.IndexFunc(spec.Volumes, func(v corev1.Volume) bool { return v.Name == "storage" })
+		if i < 0 || spec.Volumes[i].HostPath == nil || spec.Volumes[i].HostPath.Path != "/data/lw/monitoring/lw" {
+			t.Errorf("volumes %+v: want the hostPath /data/lw/monitoring/lw", spec.Volumes)
+		}
+		if len(spec.InitContainers) != 1 || spec.InitContainers[0].Image != "registry.example.com/busybox:1.37" {
+			t.Errorf("init containers %+v", spec.InitContainers)
+		}
+	}},
+	{"daemonset", "daemonset: {shards: 4, podLogs: /data/pods/, containers: [web], streams: [stdout, stderr], supplementalGroups: [4]," +
+		" tolerations: [{key: edge, operator: Exists, effect: NoSchedule}], updateStrategy: {type: OnDelete}}\n", func(t *testing.T, m *manifests, spec *corev1.PodSpec) {
+		d := m.daemonSets["lw-logwindow-exporter"]
+		// Kubernetes refuses a rollingUpdate with type OnDelete: the default's must not stay.
+		if d.Spec.UpdateStrategy.Type != "OnDelete" || d.Spec.UpdateStrategy.RollingUpdate != nil {
+			t.Errorf("updateStrategy %+v", d.Spec.UpdateStrategy)
+		}
+		if !slices.Equal(spec.SecurityContext.SupplementalGroups, []int64{4}) {
+			t.Errorf("supplementalGroups %v", spec.SecurityContext.SupplementalGroups)
+		}
+		if len(spec.Tolerations) != 1 || spec.Tolerations[0].Key != "edge" {
+			t.Errorf("tolerations %+v: want daemonset.tolerations' alone", spec.Tolerations)
+		}
+		i := slices.IndexFunc(spec.Volumes, func(v corev1.Volume) bool { return v.Name == "pod-logs" })
+		j := slices.IndexFunc(chartExporter(t, spec).VolumeMounts, func(vm corev1.VolumeMount) bool { return vm.Name == "pod-logs" })
+		if i < 0 || j < 0 || spec.Volumes[i].HostPath.Path != "/data/pods/" || spec.Containers[0].VolumeMounts[j].MountPath != "/data/pods/" {
+			t.Errorf("the node's /data/pods/ is not mounted where it is")
+		}
+		cfg := renderedRules(t, m, spec)
+		if len(cfg.Inputs) != 1 {
+			t.Fatalf("%d inputs, want one of the container web", len(cfg.Inputs))
+		}
+		in := cfg.Inputs[0]
+		if in.File == nil || in.File.Path != "/data/pods/*_*_*/web/*.log" || in.File.Shards != 4 || in.Streams != config.StreamStdout|config.StreamStderr {
+			t.Errorf("input %s: path %q, %d shards, streams %v", in.Name, in.Source(), in.File.Shards, in.Streams)
+		}
+	}},
+	{"rules content, the README's", "mode: syslog\n" + readmeRules, func(t *testing.T, m *manifests, spec *corev1.PodSpec) {
+		if cfg := renderedRules(t, m, spec); !slices.Equal(ruleNames(cfg), []string{"nginx_http_requests"}) {
+			t.Errorf("rules %v: want the README's", ruleNames(cfg))
+		}
+	}},
+	// A container name YAML reads as null names the input (its logwindow_input_* label) as
+	// any other.
+	{"container named null", "daemonset: {containers: [\"null\"]}\n", func(t *testing.T, m *manifests, spec *corev1.PodSpec) {
+		if cfg := renderedRules(t, m, spec); len(cfg.Inputs) != 1 || cfg.Inputs[0].Name != "null" {
+			t.Errorf("inputs %+v: want one named null", cfg.Inputs)
+		}
+	}},
+	{"syslog Service and budget", "mode: syslog\nsyslog: {service: {type: LoadBalancer, annotations: {lb.example.com/internal: \"true\"}}, podDisruptionBudget: {maxUnavailable: 50%}}\n", func(t *testing.T, m *manifests, spec *corev1.PodSpec) {
+		s := m.services["lw-logwindow-exporter"]
+		if s == nil || s.Spec.Type != corev1.ServiceTypeLoadBalancer || s.Annotations["lb.example.com/internal"] != "true" {
+			t.Errorf("Service %+v", s)
+		}
+		b := m.budgets["lw-logwindow-exporter"]
+		if b == nil || b.Spec.MaxUnavailable == nil || b.Spec.MaxUnavailable.String() != "50%" {
+			t.Errorf("PodDisruptionBudget %+v", b)
+		}
+	}},
+	{"sidecar", "mode: sidecar\nsidecar: {port: 6514, portName: lw-metrics, podSelector: {app: web}}\n", func(t *testing.T, m *manifests, spec *corev1.PodSpec) {
+		cfg := renderedRules(t, m, spec)
+		if !receivesOn(cfg.Inputs[0], "udp://127.0.0.1:6514") {
+			t.Errorf("the sidecar receives on %s", cfg.Inputs[0].Source())
+		}
+		pm := m.podMonitors["lw-logwindow-exporter"]
+		if pm == nil || *pm.Spec.PodMetricsEndpoints[0].Port != "lw-metrics" || pm.Spec.Selector.MatchLabels["app"] != "web" || len(pm.Spec.Selector.MatchLabels) != 1 {
+			t.Errorf("PodMonitor endpoints %+v, selector %v: want the port lw-metrics of the pods app=web", pm.Spec.PodMetricsEndpoints, pm.Spec.Selector)
+		}
+	}},
+	// Ports below 1024, syslog's own: the pod lets the exporter's user bind them, which
+	// containerd 1.x refuses a process that is not root otherwise.
+	{"low ports", "mode: syslog\nsyslog: {port: 514}\nmetricsPort: 907\n", func(t *testing.T, m *manifests, spec *corev1.PodSpec) {
+		if i := slices.IndexFunc(spec.SecurityContext.Sysctls, func(s corev1.Sysctl) bool { return s.Name == "net.ipv4.ip_unprivileged_port_start" }); i < 0 || spec.SecurityContext.Sysctls[i].Value != "514" {
+			t.Errorf("sysctls %+v: want net.ipv4.ip_unprivileged_port_start 514", spec.SecurityContext.Sysctls)
+		}
+	}},
+	{"metricsPort", "mode: syslog\nmetricsPort: 9100\n", func(t *testing.T, m *manifests, spec *corev1.PodSpec) {
+		exp := chartExporter(t, spec)
+		_, port := containerPort(spec, "metrics")
+		if addr, _ := flagValue(exp.Args, "--web.listen-address"); port == nil || port.ContainerPort != 9100 || addr != ":9100" {
+			t.Errorf("port %+v, --web.listen-address=%s", port, addr)
+		}
+	}},
+	{"resources", "resources: {requests: {cpu: 100m, memory: 128Mi}, limits: {cpu: 1, memory: 512Mi}}\n", func(t *testing.T, m *manifests, spec *corev1.PodSpec) {
+		r := chartExporter(t, spec).Resources
+		if r.Requests.Cpu().String() != "100m" || r.Requests.Memory().String() != "128Mi" || r.Limits.Cpu().String() != "1" || r.Limits.Memory().String() != "512Mi" {
+			t.Errorf("resources %+v", r)
+		}
+	}},
+	{"security contexts", "podSecurityContext: {runAsUser: 1000, runAsGroup: 1000, fsGroup: 1000}\nsecurityContext: {privileged: false}\n", func(t *testing.T, m *manifests, spec *corev1.PodSpec) {
+		psc, sc := spec.SecurityContext, chartExporter(t, spec).SecurityContext
+		if *psc.RunAsUser != 1000 || psc.FSGroup == nil || !*psc.RunAsNonRoot || sc.Privileged == nil || *sc.Privileged || !*sc.ReadOnlyRootFilesystem {
+			t.Errorf("securityContexts %+v, %+v: want the values merged into the defaults", psc, sc)
+		}
+		if got := spec.InitContainers[0].Command[1]; got != "1000:1000" {
+			t.Errorf("the snapshot's directory is given to %s", got)
+		}
+	}},
+	{"pod metadata and scheduling", "podAnnotations: {example.com/a: b}\npodLabels: {team: web}\nnodeSelector: {pool: edge}\n" +
+		"affinity: {nodeAffinity: {requiredDuringSchedulingIgnoredDuringExecution: {nodeSelectorTerms: [{matchExpressions: [{key: pool, operator: In, values: [edge]}]}]}}}\n" +
+		"tolerations: [{key: gpu, operator: Exists}]\npriorityClassName: system-node-critical\n", func(t *testing.T, m *manifests, spec *corev1.PodSpec) {
+		meta := m.daemonSets["lw-logwindow-exporter"].Spec.Template.ObjectMeta
+		if meta.Annotations["example.com/a"] != "b" || meta.Labels["team"] != "web" {
+			t.Errorf("pod metadata %+v", meta)
+		}
+		if spec.NodeSelector["pool"] != "edge" || spec.NodeSelector["kubernetes.io/os"] != "linux" || spec.Affinity == nil || spec.Affinity.NodeAffinity == nil || spec.PriorityClassName != "system-node-critical" {
+			t.Errorf("scheduling: nodeSelector %v, affinity %+v, priorityClassName %q", spec.NodeSelector, spec.Affinity, spec.PriorityClassName)
+		}
+		if len(spec.Tolerations) != 2 || spec.Tolerations[1].Key != "gpu" {
+			t.Errorf("tolerations %+v: want daemonset.tolerations' and then tolerations'", spec.Tolerations)
+		}
+	}},
+	{"operator objects and dashboard", "podMonitor: {interval: 15s, labels: {release: kps}}\nprometheusRule: {labels: {release: kps}}\ndashboard: {labels: {grafana_dashboard: \"1\", team: web}, namespace: grafana}\n", func(t *testing.T, m *manifests, spec *corev1.PodSpec) {
+		pm, pr := m.podMonitors["lw-logwindow-exporter"], m.prometheusRules["lw-logwindow-exporter"]
+		if pm == nil || pm.Labels["release"] != "kps" || pm.Spec.PodMetricsEndpoints[0].Interval != "15s" {
+			t.Errorf("PodMonitor %+v", pm)
+		}
+		if pr == nil || pr.Labels["release"] != "kps" {
+			t.Errorf("PrometheusRule %+v", pr)
+		}
+		if d := m.configMaps["lw-logwindow-exporter-dashboard"]; d == nil || d.Namespace != "grafana" || d.Labels["team"] != "web" {
+			t.Errorf("dashboard ConfigMap %+v", d)
+		}
+	}},
+	{"operator objects off", "podMonitor: {enabled: false}\nprometheusRule: {enabled: false}\n", func(t *testing.T, m *manifests, spec *corev1.PodSpec) {
+		if len(m.podMonitors)+len(m.prometheusRules) != 0 {
+			t.Errorf("objects %v: want no operator objects", m.objects)
+		}
+	}},
+}
+
+// readmeRules is the chart README's example of rules.content, as values.
+var readmeRules = func() string {
+	readme, err := os.ReadFile(chartDir + "/README.md")
+	if err != nil {
+		panic(err)
+	}
+	_, block, _ := strings.Cut(string(readme), "```yaml\nrules:\n  content: |\n")
+	block, _, _ = strings.Cut(block, "```")
+	return "rules:\n  content: |\n" + block
+}()
+
+// renderedRules is the rule file the rendered exporter reads: its pod's, or in sidecar mode the
+// chart's ConfigMap.
+func renderedRules(t *testing.T, m *manifests, spec *corev1.PodSpec) *config.Config {
+	t.Helper()
+	return loadRules(t, renderedRuleText(t, m, spec))
+}
+
+func renderedRuleText(t *testing.T, m *manifests, spec *corev1.PodSpec) string {
+	t.Helper()
+	if spec == nil {
+		for name, cm := range m.configMaps {
+			if strings.HasSuffix(name, "-rules") {
+				return cm.Data["rules.yaml"]
+			}
+		}
+		t.Fatal("no rules ConfigMap")
+	}
+	exp := chartExporter(t, spec)
+	file, _ := flagValue(exp.Args, "--config.file")
+	text, _ := m.configMapFile(t, spec, exp, file)
+	return text
+}
+
+// exporterConfigCheck runs the built exporter's --config.check with the rendered container's
+// arguments, its rule file in a temporary directory: the flags and the rules must be what
+// the exporter starts with.
+func exporterConfigCheck(t *testing.T, m *manifests, spec *corev1.PodSpec) {
+	t.Helper()
+	local := filepath.Join(t.TempDir(), "rules.yaml")
+	if err := os.WriteFile(local, []byte(renderedRuleText(t, m, spec)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"--config.file=" + local, "--config.check"}
+	if spec != nil {
+		for _, a := range chartExporter(t, spec).Args {
+			if !strings.HasPrefix(a, "--config.file=") {
+				args = append(args, a)
+			}
+		}
+	}
+	out, err := exec.Command(builtBinary(t), args...).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), ": OK") {
+		t.Errorf("logwindow_exporter %q: %v\n%s", args, err, out)
+	}
+}
+
+// chartPodSpec is the pod of the DaemonSet or Deployment rendered, nil in sidecar mode.
+func chartPodSpec(m *manifests) *corev1.PodSpec {
+	for _, d := range m.daemonSets {
+		return &d.Spec.Template.Spec
+	}
+	for _, d := range m.deployments {
+		return &d.Spec.Template.Spec
+	}
+	return nil
+}
+
+// TestChartValues renders each value the other chart tests leave at its default with
+// Helm's own engine, checks that it arrives where it should, lints it, and runs the
+// exporter's own --config.check on the rendered arguments and rules.
+func TestChartValues(t *testing.T) {
+	for _, c := range chartValueCases {
+		t.Run(c.name, func(t *testing.T) {
+			cc := chartCase{name: c.name, values: c.values, operator: true}
+			m := renderChart(t, cc)
+			spec := chartPodSpec(m)
+			c.check(t, m, spec)
+			lintChart(t, cc.vals(t))
+			exporterConfigCheck(t, m, spec)
+		})
+	}
+}
+
+// TestChartValuesCovered: every value values.schema.json takes is in values.yaml (whose
+// every value the README's table names: TestChartReadmeValues), and is set by some install
+// the chart tests render (chartCases, chartLogFormats, chartValueCases), so that no value
+// goes undocumented or unrendered.
+func TestChartValuesCovered(t *testing.T) {
+	var schema struct {
+		Properties map[string]json.RawMessage `json:"properties"`
+	}
+	if err := json.Unmarshal(mustRead(t, chartDir+"/values.schema.json"), &schema); err != nil {
+		t.Fatal(err)
+	}
+	var leaves []string
+	var walk func(prefix string, props map[string]json.RawMessage)
+	walk = func(prefix string, props map[string]json.RawMessage) {
+		for k, raw := range props {
+			var sub struct {
+				Properties map[string]json.RawMessage `json:"properties"`
+			}
+			if err := json.Unmarshal(raw, &sub); err != nil {
+				t.Fatal(err)
+			}
+			if len(sub.Properties) == 0 {
+				leaves = append(leaves, prefix+k)
+			} else {
+				walk(prefix+k+".", sub.Properties)
+			}
+		}
+	}
+	walk("", schema.Properties)
+
+	var defaults map[string]any
+	if err := yaml.Unmarshal(mustRead(t, chartDir+"/values.yaml"), &defaults); err != nil {
+		t.Fatal(err)
+	}
+	for _, leaf := range leaves {
+		var v any = defaults
+		for k := range strings.SplitSeq(leaf, ".") {
+			sub, ok := v.(map[string]any)[k]
+			if !ok {
+				t.Errorf("values.schema.json takes %s, which values.yaml does not have", leaf)
+				break
+			}
+			v = sub
+		}
+	}
+
+	var set []string
+	var collect func(prefix string, v any)
+	collect = func(prefix string, v any) {
+		set = append(set, prefix)
+		if m, ok := v.(map[string]any); ok {
+			for k, sub := range m {
+				collect(prefix+"."+k, sub)
+			}
+		}
+	}
+	var installs []string
+	for _, c := range chartCases {
+		installs = append(installs, c.values)
+	}
+	for _, f := range chartLogFormats {
+		installs = append(installs, f.values)
+	}
+	for _, c := range chartValueCases {
+		installs = append(installs, c.values)
+	}
+	for _, values := range installs {
+		for k, v := range (chartCase{values: values}).vals(t) {
+			collect(k, v)
+		}
+	}
+	for _, leaf := range slices.Sorted(slices.Values(leaves)) {
+		if !slices.ContainsFunc(set, func(p string) bool { return p == leaf || strings.HasPrefix(p, leaf+".") }) {
+			t.Errorf("no chart test renders %s", leaf)
+		}
+	}
+}
+
+// TestChartReadmeDaemonSetInput: the input the README shows for daemonset mode is the
+// first one the chart's defaults render.
+func TestChartReadmeDaemonSetInput(t *testing.T) {
+	_, block, ok := strings.Cut(string(mustRead(t, chartDir+"/README.md")), "```yaml\ninputs:\n")
+	if !ok {
+		t.Fatal("README: no ```yaml block of inputs:")
+	}
+	block, _, _ = strings.Cut(block, "```")
+	var shown, rendered struct {
+		Inputs []map[string]any `json:"inputs"`
+	}
+	if err := yaml.Unmarshal([]byte("inputs:\n"+block), &shown); err != nil {
+		t.Fatal(err)
+	}
+	m := renderChart(t, chartCase{name: "daemonset", mode: "daemonset"})
+	if err := yaml.Unmarshal([]byte(renderedRuleText(t, m, chartPodSpec(m))), &rendered); err != nil {
+		t.Fatal(err)
+	}
+	if len(shown.Inputs) != 1 || len(rendered.Inputs) == 0 || !equalJSON(t, shown.Inputs[0], rendered.Inputs[0]) {
+		t.Errorf("README shows the input %v; the chart renders %v", shown.Inputs, rendered.Inputs)
+	}
+}
