@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log"
 	"log/slog"
 	"net"
 	"net/http"
@@ -19,6 +20,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -242,11 +244,11 @@ func closeAll(ls []net.Listener) {
 // newHTTPServer is the server of h, with the timeouts and limits of o. What net/http
 // itself logs (a client's failed TLS handshake, a panic in a handler, an accept error)
 // goes to o.Logger, in --log.format, rather than to stderr in the log package's format,
-// which a JSON log's reader cannot parse.
+// which a JSON log's reader cannot parse: see serverLog.
 func newHTTPServer(h http.Handler, o Options) *http.Server {
 	srv := &http.Server{
 		Handler:           h,
-		ErrorLog:          slog.NewLogLogger(o.Logger.Handler(), slog.LevelError),
+		ErrorLog:          log.New(&serverLog{logger: o.Logger}, "", 0),
 		ReadHeaderTimeout: headerTimeout(o.ReadTimeout),
 		ReadTimeout:       o.ReadTimeout,
 		WriteTimeout:      o.WriteTimeout,
@@ -257,6 +259,29 @@ func newHTTPServer(h http.Handler, o Options) *http.Server {
 		srv.IdleTimeout = -1 // net/http would take the read timeout
 	}
 	return srv
+}
+
+// serverLog writes what net/http logs to the exporter's logger, at error level, but for
+// failed TLS handshakes: net/http logs one per connection, and a port scan, or a load
+// balancer's TCP check every few seconds, would fill the log with them. Those are logged
+// as the limiters log their refusals, the first and every thousandth, with the count and
+// the last one's text.
+type serverLog struct {
+	logger     *slog.Logger
+	handshakes atomic.Int64
+}
+
+func (l *serverLog) Write(p []byte) (int, error) {
+	msg := strings.TrimSuffix(string(p), "\n")
+	if !strings.HasPrefix(msg, "http: TLS handshake error") {
+		l.logger.Error(msg)
+		return len(p), nil
+	}
+	if n := l.handshakes.Add(1); n == 1 || n%1000 == 0 {
+		l.logger.Warn("TLS handshakes failed (a client without the right certificate, or that closed the connection first: a port scan, a TCP health check); the first and every 1000th are logged",
+			"failed", n, "last", msg)
+	}
+	return len(p), nil
 }
 
 // shutdown stops the servers: requests in flight get shutdownGrace to end, connections
