@@ -51,7 +51,7 @@ func TestReloadWithAnInputThatCannotStart(t *testing.T) {
 	}
 	page, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if bytes.Contains(page, []byte("previous config keeps running")) || !bytes.Contains(page, []byte("in force")) {
+	if bytes.Contains(page, []byte("previous config keeps running")) || !bytes.Contains(page, []byte("in force")) || !bytes.Contains(page, []byte("last success")) {
 		t.Errorf("the status page says of the reload:\n%s", reloadLines(page))
 	}
 
