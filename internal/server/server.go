@@ -409,8 +409,8 @@ func CheckTelemetryPath(path string) (err error) {
 // Reload is the one reload path shared by SIGHUP, POST /-/reload and the file watch.
 func Reload(p *pipeline.Pipeline, logger *slog.Logger) error {
 	if err := p.ReloadFile(); err != nil {
-		if errors.As(err, new(*pipeline.InputsNotStarted)) {
-			logger.Error("reload failed: the new configuration is in force, but inputs did not start", "err", err)
+		if ins := (*pipeline.InputsNotStarted)(nil); errors.As(err, &ins) {
+			logger.Error("reload failed: the new configuration is in force, but inputs did not start", "err", ins.Err)
 			return err
 		}
 		logger.Error("reload failed; the previous configuration keeps running", "err", err)
