@@ -64,3 +64,27 @@ func TestServeFailsWhole(t *testing.T) {
 		})
 	}
 }
+
+// TestListenRefuses checks the errors of listen for what it cannot open.
+func TestListenRefuses(t *testing.T) {
+	yes, no := true, false
+	for _, tc := range []struct {
+		name  string
+		flags web.FlagConfig
+		want  string
+	}{
+		{"no address", web.FlagConfig{WebListenAddresses: &[]string{}, WebSystemdSocket: &no}, "no --web.listen-address"},
+		{"vsock port out of range", web.FlagConfig{WebListenAddresses: &[]string{"vsock://:99999999999"}, WebSystemdSocket: &no}, `--web.listen-address=vsock://:99999999999: vsock port "99999999999"`},
+		{"vsock without port", web.FlagConfig{WebListenAddresses: &[]string{"vsock://"}, WebSystemdSocket: &no}, "--web.listen-address=vsock://: missing port"},
+		// The test runs with no LISTEN_FDS of systemd's.
+		{"systemd passed none", web.FlagConfig{WebSystemdSocket: &yes}, "--web.systemd-socket: systemd passed no listening socket"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ls, err := listen(&tc.flags)
+			closeAll(ls)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("listen: %v; want an error saying %q", err, tc.want)
+			}
+		})
+	}
+}
