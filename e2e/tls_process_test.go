@@ -36,6 +36,10 @@ func TestTLSOnSeveralAddresses(t *testing.T) {
 	p := testexec.StartTest(t, s.dir, "logwindow_exporter", append(s.args,
 		"--web.listen-address=127.0.0.1:0", "--web.listen-address=127.0.0.1:0"))
 	s.check(t, p, p.Output)
+	// A renewed certificate is served on each address without a restart: the toolkit
+	// reads the web config's files again for each new connection.
+	s.renew(t)
+	s.check(t, p, p.Output)
 }
 
 // TestTLSOnSystemdSockets is TestTLSOnSeveralAddresses with two sockets systemd passes
@@ -107,10 +111,24 @@ func newTLSSetup(t *testing.T) *tlsSetup {
 		t.Fatal(err)
 	}
 	s.args = []string{bin, "--config.file=" + cfgPath, "--log.format=json", "--web.config.file=" + webConfig}
+	s.trust(certPEM)
+	return s
+}
+
+// renew writes a new certificate and key in place of the exporter's, and has the client
+// trust only the new one.
+func (s *tlsSetup) renew(t *testing.T) {
+	t.Helper()
+	s.trust(writeSelfSigned(t, s.dir))
+}
+
+// trust has the client trust certPEM alone.
+func (s *tlsSetup) trust(certPEM []byte) {
 	roots := x509.NewCertPool()
 	roots.AppendCertsFromPEM(certPEM)
-	s.client = &http.Client{Timeout: testexec.DefaultTimeout, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots}}}
-	return s
+	// HTTP/2 as Prometheus asks for it: the web config's http2 (on unless it says no)
+	// applies to every address.
+	s.client = &http.Client{Timeout: testexec.DefaultTimeout, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots}, ForceAttemptHTTP2: true}}
 }
 
 // check waits for p to log two addresses it listens on, in its JSON log out, and asks
@@ -140,8 +158,8 @@ func (s *tlsSetup) check(t *testing.T, p *testexec.Proc, out string) {
 				t.Fatalf("%s: %v", addr, err)
 			}
 			resp.Body.Close()
-			if resp.StatusCode != want {
-				t.Errorf("%s, password given %v: HTTP %d, want %d", addr, auth, resp.StatusCode, want)
+			if resp.StatusCode != want || resp.Proto != "HTTP/2.0" {
+				t.Errorf("%s, password given %v: %s %d, want HTTP/2.0 %d", addr, auth, resp.Proto, resp.StatusCode, want)
 			}
 		}
 	}
