@@ -15,6 +15,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
@@ -31,36 +32,116 @@ import (
 // from one goroutine per address when a web config is given: a data race, unless each
 // address has a server of its own.
 func TestTLSOnSeveralAddresses(t *testing.T) {
-	const user, password = "prometheus", "s3cret"
-	bin := testexec.BuildExporter(t, testexec.Race)
-	dir := t.TempDir()
-	certPEM := writeSelfSigned(t, dir)
-	hash, err := bcrypt.GenerateFromPassword([]byte(password), 4)
+	s := newTLSSetup(t)
+	p := testexec.StartTest(t, s.dir, "logwindow_exporter", append(s.args,
+		"--web.listen-address=127.0.0.1:0", "--web.listen-address=127.0.0.1:0"))
+	s.check(t, p, p.Output)
+	// A renewed certificate is served on each address without a restart: the toolkit
+	// reads the web config's files again for each new connection.
+	s.renew(t)
+	s.check(t, p, p.Output)
+}
+
+// TestTLSOnSystemdSockets is TestTLSOnSeveralAddresses with two sockets systemd passes
+// (--web.systemd-socket): exporter-toolkit serves those with one http.Server too.
+func TestTLSOnSystemdSockets(t *testing.T) {
+	s := newTLSSetup(t)
+	var files []*os.File
+	for range 2 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, err := l.(*net.TCPListener).File()
+		l.Close() // f holds the socket
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		files = append(files, f)
+	}
+	out := filepath.Join(s.dir, "logwindow_exporter.out")
+	log, err := os.Create(out)
 	if err != nil {
 		t.Fatal(err)
 	}
-	webConfig := filepath.Join(dir, "web.yml")
-	if err := os.WriteFile(webConfig, fmt.Appendf(nil, "tls_server_config:\n  cert_file: %s\n  key_file: %s\nbasic_auth_users:\n  %s: %s\n",
-		filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem"), user, hash), 0o600); err != nil {
+	defer log.Close()
+	// systemd names the process the sockets are for: the shell's PID is the exporter's
+	// once it execs it.
+	cmd := exec.Command("/bin/sh", append([]string{"-c", `LISTEN_PID=$$ LISTEN_FDS=2 exec "$0" "$@"`}, append(s.args, "--web.systemd-socket")...)...)
+	cmd.ExtraFiles, cmd.Stdout, cmd.Stderr = files, log, log
+	p, err := testexec.Start(cmd)
+	if err != nil {
 		t.Fatal(err)
 	}
-	cfgPath := filepath.Join(dir, "rules.yaml")
-	if err := os.WriteFile(cfgPath, fmt.Appendf(nil, "inputs: [{name: web, path: %s}]\nrules: [{name: r, match: x}]\n", filepath.Join(dir, "access.log")), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	p := testexec.StartTest(t, dir, "logwindow_exporter", []string{bin, "--config.file=" + cfgPath, "--log.format=json",
-		"--web.listen-address=127.0.0.1:0", "--web.listen-address=127.0.0.1:0", "--web.config.file=" + webConfig})
+	t.Cleanup(func() {
+		if err := p.Stop(testexec.StopTimeout); err != nil {
+			t.Errorf("exporter: %v\n%s", err, testexec.Tail(out, 40))
+		}
+	})
+	s.check(t, p, out)
+}
 
+// tlsSetup is an exporter's arguments for TLS with basic auth, and the client that
+// checks it.
+type tlsSetup struct {
+	dir  string
+	args []string // the race-detector build, its rules and web config
+	// client trusts the exporter's certificate; user and password are its basic auth's.
+	client         *http.Client
+	user, password string
+}
+
+func newTLSSetup(t *testing.T) *tlsSetup {
+	t.Helper()
+	s := &tlsSetup{dir: t.TempDir(), user: "prometheus", password: "s3cret"}
+	bin := testexec.BuildExporter(t, testexec.Race)
+	certPEM := writeSelfSigned(t, s.dir)
+	hash, err := bcrypt.GenerateFromPassword([]byte(s.password), 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	webConfig := filepath.Join(s.dir, "web.yml")
+	if err := os.WriteFile(webConfig, fmt.Appendf(nil, "tls_server_config:\n  cert_file: %s\n  key_file: %s\nbasic_auth_users:\n  %s: %s\n",
+		filepath.Join(s.dir, "cert.pem"), filepath.Join(s.dir, "key.pem"), s.user, hash), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfgPath := filepath.Join(s.dir, "rules.yaml")
+	if err := os.WriteFile(cfgPath, fmt.Appendf(nil, "inputs: [{name: web, path: %s}]\nrules: [{name: r, match: x}]\n", filepath.Join(s.dir, "access.log")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s.args = []string{bin, "--config.file=" + cfgPath, "--log.format=json", "--web.config.file=" + webConfig}
+	s.trust(certPEM)
+	return s
+}
+
+// renew writes a new certificate and key in place of the exporter's, and has the client
+// trust only the new one.
+func (s *tlsSetup) renew(t *testing.T) {
+	t.Helper()
+	s.trust(writeSelfSigned(t, s.dir))
+}
+
+// trust has the client trust certPEM alone.
+func (s *tlsSetup) trust(certPEM []byte) {
+	roots := x509.NewCertPool()
+	roots.AppendCertsFromPEM(certPEM)
+	// HTTP/2 as Prometheus asks for it: the web config's http2 (on unless it says no)
+	// applies to every address.
+	s.client = &http.Client{Timeout: testexec.DefaultTimeout, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots}, ForceAttemptHTTP2: true}}
+}
+
+// check waits for p to log two addresses it listens on, in its JSON log out, and asks
+// each over TLS, without and with the password.
+func (s *tlsSetup) check(t *testing.T, p *testexec.Proc, out string) {
+	t.Helper()
 	var addrs []string
 	for deadline := time.Now().Add(testexec.DefaultTimeout); len(addrs) < 2; time.Sleep(10 * time.Millisecond) {
 		if gone, err := p.Exited(); gone || time.Now().After(deadline) {
-			t.Fatalf("not listening on two addresses (exited: %v, %v)", gone, err)
+			t.Fatalf("not listening on two addresses (exited: %v, %v)\n%s", gone, err, testexec.Tail(out, 20))
 		}
-		addrs = listeningOn(p.Output)
+		addrs = listeningOn(out)
 	}
-	roots := x509.NewCertPool()
-	roots.AppendCertsFromPEM(certPEM)
-	client := &http.Client{Timeout: testexec.DefaultTimeout, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots}}}
 	for _, addr := range addrs {
 		for _, auth := range []bool{false, true} {
 			req, err := http.NewRequest(http.MethodGet, "https://"+addr+"/-/healthy", nil)
@@ -69,16 +150,16 @@ func TestTLSOnSeveralAddresses(t *testing.T) {
 			}
 			want := http.StatusUnauthorized
 			if auth {
-				req.SetBasicAuth(user, password)
+				req.SetBasicAuth(s.user, s.password)
 				want = http.StatusOK
 			}
-			resp, err := client.Do(req)
+			resp, err := s.client.Do(req)
 			if err != nil {
 				t.Fatalf("%s: %v", addr, err)
 			}
 			resp.Body.Close()
-			if resp.StatusCode != want {
-				t.Errorf("%s, password given %v: HTTP %d, want %d", addr, auth, resp.StatusCode, want)
+			if resp.StatusCode != want || resp.Proto != "HTTP/2.0" {
+				t.Errorf("%s, password given %v: %s %d, want HTTP/2.0 %d", addr, auth, resp.Proto, resp.StatusCode, want)
 			}
 		}
 	}

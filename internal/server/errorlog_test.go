@@ -2,11 +2,14 @@ package server
 
 import (
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -52,3 +55,89 @@ func TestServerErrorsLogged(t *testing.T) {
 		}
 	}
 }
+
+// TestHandshakeErrorsThrottled has clients open TLS connections and close them before
+// their handshakes, as a port scan does: net/http says so of each, and the log gets the
+// first, with the count, rather than a line per connection. A panic in a handler is
+// still logged each time.
+func TestHandshakeErrorsThrottled(t *testing.T) {
+	var logged strings.Builder
+	var mu sync.Mutex
+	logger := slog.New(slog.NewJSONHandler(writerFunc(func(p []byte) (int, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return logged.Write(p)
+	}), nil))
+	closed := make(chan struct{}, 10)
+	ts := httptest.NewUnstartedServer(nil)
+	ts.Config = newHTTPServer(http.NotFoundHandler(), Options{Logger: logger})
+	ts.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateClosed {
+			closed <- struct{}{} // after net/http logged why
+		}
+	}
+	ts.StartTLS()
+	defer ts.Close()
+
+	const probes = 3
+	for range probes {
+		conn, err := net.Dial("tcp", ts.Listener.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		conn.Close()
+	}
+	for range probes {
+		select {
+		case <-closed:
+		case <-time.After(10 * time.Second):
+			t.Fatal("the server did not close the probes' connections")
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	n := 0
+	for line := range strings.Lines(logged.String()) {
+		if strings.Contains(line, "TLS handshake") {
+			n++
+		}
+	}
+	if n != 1 || !strings.Contains(logged.String(), `"failed":1`) {
+		t.Errorf("%d probes logged %d lines of failed handshakes, want 1 with the count:\n%s", probes, n, logged.String())
+	}
+}
+
+// TestServerLogCounts checks which failed handshakes serverLog logs, with their count, and
+// that it logs every other line of net/http's.
+func TestServerLogCounts(t *testing.T) {
+	var logged strings.Builder
+	l := &serverLog{logger: slog.New(slog.NewTextHandler(&logged, nil))}
+	for i := range 2001 {
+		fmt.Fprintf(l, "http: TLS handshake error from 127.0.0.1:%d: EOF\n", i)
+	}
+	fmt.Fprintln(l, "http: panic serving 127.0.0.1:1: boom")
+	fmt.Fprintln(l, "http: panic serving 127.0.0.1:2: boom")
+	var got []string
+	for line := range strings.Lines(logged.String()) {
+		switch {
+		case strings.Contains(line, "level=WARN") && strings.Contains(line, "handshake"):
+			_, count, _ := strings.Cut(line, "failed=")
+			count, _, _ = strings.Cut(count, " ")
+			_, last, _ := strings.Cut(line, "127.0.0.1:")
+			last, _, _ = strings.Cut(last, ":")
+			got = append(got, count+" last "+last)
+		case strings.Contains(line, "level=ERROR") && strings.Contains(line, "panic serving"):
+			got = append(got, "panic")
+		default:
+			t.Errorf("unexpected line %q", line)
+		}
+	}
+	want := []string{"1 last 0", "1000 last 999", "2000 last 1999", "panic", "panic"}
+	if !slices.Equal(got, want) {
+		t.Errorf("logged %q, want %q", got, want)
+	}
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }

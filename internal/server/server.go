@@ -9,16 +9,23 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log"
 	"log/slog"
+	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/signal"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
+	"github.com/coreos/go-systemd/v22/activation"
+	"github.com/mdlayher/vsock"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	versioncollector "github.com/prometheus/client_golang/prometheus/collectors/version"
@@ -144,19 +151,30 @@ func Serve(cfg *config.Config, popts pipeline.Options, webFlags *web.FlagConfig,
 		}
 		conns = newConnLimiter(limit, connGrace, logger)
 	}
-	listens := perAddress(webFlags)
-	servers := make([]*http.Server, len(listens))
-	errc := make(chan error, len(listens))
-	for i, flags := range listens {
+	listeners, err := listen(webFlags)
+	if err != nil {
+		return err
+	}
+	// A listener a server did not take (its web config failed to load) is closed here; a
+	// server's are closed by its Shutdown or Close first.
+	defer closeAll(listeners)
+	servers := make([]*http.Server, len(listeners))
+	errc := make(chan error, len(listeners))
+	for i, l := range listeners {
 		srv := newHTTPServer(mux, o)
 		if conns != nil {
 			srv.ConnState = conns.track
 		}
 		servers[i] = srv
-		go func() { errc <- web.ListenAndServe(srv, flags, logger) }()
+		go func() { errc <- web.Serve(l, srv, webFlags, logger) }()
 	}
 	select {
 	case err := <-errc:
+		// The process exits on it: the other addresses must not go on answering, as
+		// though it served, while its inputs stop.
+		for _, srv := range servers {
+			_ = srv.Close()
+		}
 		return err
 	case <-ctx.Done():
 		logger.Info("shutting down")
@@ -164,32 +182,73 @@ func Serve(cfg *config.Config, popts pipeline.Options, webFlags *web.FlagConfig,
 	}
 }
 
-// perAddress splits flags into one FlagConfig per listen address, each served by an
-// http.Server of its own: exporter-toolkit serves several addresses with one server,
-// whose handler and TLS config it sets up from one goroutine per address when a web
-// config file is given, racing. Systemd's sockets are left together: the toolkit lists
-// them.
-func perAddress(flags *web.FlagConfig) []*web.FlagConfig {
-	if flags.WebSystemdSocket != nil && *flags.WebSystemdSocket || flags.WebListenAddresses == nil || len(*flags.WebListenAddresses) < 2 {
-		return []*web.FlagConfig{flags}
+// listen opens every socket to serve before any is served, so that one that cannot be
+// opened (an address taken) fails the start with nothing served: systemd's sockets with
+// --web.systemd-socket, else one per --web.listen-address, a vsock one for
+// vsock://:port as exporter-toolkit reads it. Each is then served by an http.Server of
+// its own: exporter-toolkit serves several with one, whose handler and TLS config it
+// sets up from one goroutine per socket when a web config file is given, racing.
+func listen(flags *web.FlagConfig) ([]net.Listener, error) {
+	if flags.WebSystemdSocket != nil && *flags.WebSystemdSocket {
+		ls, err := activation.Listeners()
+		if err != nil {
+			return nil, fmt.Errorf("--web.systemd-socket: %w", err)
+		}
+		// A socket systemd passed that is not a stream listener is nil here.
+		if ls = slices.DeleteFunc(ls, func(l net.Listener) bool { return l == nil }); len(ls) == 0 {
+			return nil, errors.New("--web.systemd-socket: systemd passed no listening socket")
+		}
+		return ls, nil
 	}
-	out := make([]*web.FlagConfig, 0, len(*flags.WebListenAddresses))
+	if flags.WebListenAddresses == nil || len(*flags.WebListenAddresses) == 0 {
+		return nil, errors.New("no --web.listen-address")
+	}
+	var ls []net.Listener
 	for _, addr := range *flags.WebListenAddresses {
-		one := *flags
-		one.WebListenAddresses = &[]string{addr}
-		out = append(out, &one)
+		l, err := listenOn(addr)
+		if err != nil {
+			closeAll(ls)
+			return nil, fmt.Errorf("--web.listen-address=%s: %w", addr, err)
+		}
+		ls = append(ls, l)
 	}
-	return out
+	return ls, nil
+}
+
+// listenOn opens the socket of one --web.listen-address.
+func listenOn(addr string) (net.Listener, error) {
+	if !strings.HasPrefix(addr, "vsock://") {
+		return net.Listen("tcp", addr)
+	}
+	u, err := url.Parse(addr)
+	if err != nil {
+		return nil, err
+	}
+	_, port, err := net.SplitHostPort(u.Host)
+	if err != nil {
+		return nil, err
+	}
+	n, err := strconv.ParseUint(port, 10, 32)
+	if err != nil {
+		return nil, fmt.Errorf("vsock port %q: %w", port, err)
+	}
+	return vsock.Listen(uint32(n), nil)
+}
+
+func closeAll(ls []net.Listener) {
+	for _, l := range ls {
+		_ = l.Close()
+	}
 }
 
 // newHTTPServer is the server of h, with the timeouts and limits of o. What net/http
 // itself logs (a client's failed TLS handshake, a panic in a handler, an accept error)
 // goes to o.Logger, in --log.format, rather than to stderr in the log package's format,
-// which a JSON log's reader cannot parse.
+// which a JSON log's reader cannot parse: see serverLog.
 func newHTTPServer(h http.Handler, o Options) *http.Server {
 	srv := &http.Server{
 		Handler:           h,
-		ErrorLog:          slog.NewLogLogger(o.Logger.Handler(), slog.LevelError),
+		ErrorLog:          log.New(&serverLog{logger: o.Logger}, "", 0),
 		ReadHeaderTimeout: headerTimeout(o.ReadTimeout),
 		ReadTimeout:       o.ReadTimeout,
 		WriteTimeout:      o.WriteTimeout,
@@ -200,6 +259,29 @@ func newHTTPServer(h http.Handler, o Options) *http.Server {
 		srv.IdleTimeout = -1 // net/http would take the read timeout
 	}
 	return srv
+}
+
+// serverLog writes what net/http logs to the exporter's logger, at error level, but for
+// failed TLS handshakes: net/http logs one per connection, and a port scan, or a load
+// balancer's TCP check every few seconds, would fill the log with them. Those are logged
+// as the limiters log their refusals, the first and every thousandth, with the count and
+// the last one's text.
+type serverLog struct {
+	logger     *slog.Logger
+	handshakes atomic.Int64
+}
+
+func (l *serverLog) Write(p []byte) (int, error) {
+	msg := strings.TrimSuffix(string(p), "\n")
+	if !strings.HasPrefix(msg, "http: TLS handshake error") {
+		l.logger.Error(msg)
+		return len(p), nil
+	}
+	if n := l.handshakes.Add(1); n == 1 || n%1000 == 0 {
+		l.logger.Warn("TLS handshakes failed (a client without the right certificate, or that closed the connection first: a port scan, a TCP health check); the first and every 1000th are logged",
+			"failed", n, "last", msg)
+	}
+	return len(p), nil
 }
 
 // shutdown stops the servers: requests in flight get shutdownGrace to end, connections
@@ -327,8 +409,8 @@ func CheckTelemetryPath(path string) (err error) {
 // Reload is the one reload path shared by SIGHUP, POST /-/reload and the file watch.
 func Reload(p *pipeline.Pipeline, logger *slog.Logger) error {
 	if err := p.ReloadFile(); err != nil {
-		if errors.As(err, new(*pipeline.InputsNotStarted)) {
-			logger.Error("reload failed: the new configuration is in force, but inputs did not start", "err", err)
+		if ins := (*pipeline.InputsNotStarted)(nil); errors.As(err, &ins) {
+			logger.Error("reload failed: the new configuration is in force, but inputs did not start", "err", ins.Err)
 			return err
 		}
 		logger.Error("reload failed; the previous configuration keeps running", "err", err)

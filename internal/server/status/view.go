@@ -199,6 +199,8 @@ func (o *Options) view(ctx context.Context) *view {
 	case ok == 1:
 		v.ReloadOK = true
 		v.Reload = "loaded"
+	case errors.As(o.Source.ReloadError(), new(*pipeline.InputsNotStarted)):
+		v.Reload, v.InputsNotStarted = "the last reload put the new config in force, but inputs did not start", true
 	default:
 		v.Reload = "the last reload was refused; the previous config keeps running"
 	}
@@ -206,9 +208,6 @@ func (o *Options) view(ctx context.Context) *view {
 		v.Reload += ", last success " + time.Unix(int64(at), 0).UTC().Format(time.RFC3339)
 	}
 	if err := o.Source.ReloadError(); err != nil {
-		if errors.As(err, new(*pipeline.InputsNotStarted)) {
-			v.Reload, v.InputsNotStarted = "the last reload put the new config in force, but inputs did not start", true
-		}
 		for i, line := range strings.Split(err.Error(), "\n") {
 			if i >= maxReloadErrors {
 				v.ReloadErrorsMore++

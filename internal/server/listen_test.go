@@ -1,0 +1,90 @@
+package server
+
+import (
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/common/promslog"
+	"github.com/prometheus/exporter-toolkit/web"
+
+	"github.com/logwindow/logwindow_exporter/config"
+	"github.com/logwindow/logwindow_exporter/internal/pipeline"
+)
+
+// TestServeFailsWhole has Serve start on two addresses where it cannot serve one: it
+// returns the error, naming the address, and leaves nothing answering on the other, the
+// way it returns to a process that exits on it. Each address had its own listen and
+// serve, so the first was served on after the second had failed.
+func TestServeFailsWhole(t *testing.T) {
+	dir := t.TempDir()
+	cfgPath := filepath.Join(dir, "rules.yaml")
+	if err := os.WriteFile(cfgPath, []byte("inputs: [{path: "+filepath.Join(dir, "access.log")+"}]\nrules: [{name: r, match: x}]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	for _, tc := range []struct {
+		name      string
+		second    string // the second address
+		webConfig string
+		want      string
+	}{
+		{"second address taken", taken.Addr().String(), "", "--web.listen-address=" + taken.Addr().String() + ": listen tcp " + taken.Addr().String() + ": bind: address already in use"},
+		{"web config missing", "127.0.0.1:0", filepath.Join(dir, "missing.yml"), "missing.yml: no such file or directory"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			free, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			first := free.Addr().String()
+			free.Close()
+			cfg, err := config.Load(cfgPath)
+			if err != nil {
+				t.Fatal(err)
+			}
+			logger := promslog.NewNopLogger()
+			systemd := false
+			flags := &web.FlagConfig{WebListenAddresses: &[]string{first, tc.second}, WebSystemdSocket: &systemd, WebConfigFile: &tc.webConfig}
+			err = Serve(cfg, pipeline.Options{Logger: logger, Now: time.Now}, flags, Options{Logger: logger, MetricsPath: "/metrics"})
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("Serve: %v; want an error saying %q", err, tc.want)
+			}
+			if c, err := net.Dial("tcp", first); err == nil {
+				c.Close()
+				t.Errorf("%s still answers after Serve returned", first)
+			}
+		})
+	}
+}
+
+// TestListenRefuses checks the errors of listen for what it cannot open.
+func TestListenRefuses(t *testing.T) {
+	yes, no := true, false
+	for _, tc := range []struct {
+		name  string
+		flags web.FlagConfig
+		want  string
+	}{
+		{"no address", web.FlagConfig{WebListenAddresses: &[]string{}, WebSystemdSocket: &no}, "no --web.listen-address"},
+		{"vsock port out of range", web.FlagConfig{WebListenAddresses: &[]string{"vsock://:99999999999"}, WebSystemdSocket: &no}, `--web.listen-address=vsock://:99999999999: vsock port "99999999999"`},
+		{"vsock without port", web.FlagConfig{WebListenAddresses: &[]string{"vsock://"}, WebSystemdSocket: &no}, "--web.listen-address=vsock://: missing port"},
+		// The test runs with no LISTEN_FDS of systemd's.
+		{"systemd passed none", web.FlagConfig{WebSystemdSocket: &yes}, "--web.systemd-socket: systemd passed no listening socket"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ls, err := listen(&tc.flags)
+			closeAll(ls)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("listen: %v; want an error saying %q", err, tc.want)
+			}
+		})
+	}
+}
