@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"math"
 	"slices"
 	"strconv"
@@ -39,6 +40,21 @@ func (rd *ruleDecoder) aggregations(e entry, r *Rule, isValue bool) {
 		}
 	}
 	r.Aggregations = a
+}
+
+// belowZero warns of the bounds of bs, ascending, that are below 0: a value rule counts no
+// negative value (the parser drops it as negative), so their buckets stay empty. They are
+// allowed, so that a rule file written before that still loads.
+func (rd *ruleDecoder) belowZero(e entry, bs []float64) {
+	n := 0
+	for n < len(bs) && bs[n] < 0 {
+		n++
+	}
+	if n > 0 {
+		rd.warned = append(rd.warned, Problem{Line: e.key.Line, Subject: rd.subject, Msg: fmt.Sprintf(
+			"buckets: %v is below 0, and a value rule counts no negative value (a line of one is dropped as negative): the buckets up to %v stay empty; start the bounds at 0 or above",
+			bs[0], bs[n-1])})
+	}
 }
 
 // distribution reads `quantiles:` and `buckets:`, which shape a value rule's distribution
@@ -96,6 +112,7 @@ func (rd *ruleDecoder) distribution(entries []entry, r *Rule, isValue bool) {
 		}
 		if ok {
 			r.Buckets = bs
+			rd.belowZero(e, bs)
 		}
 	}
 }

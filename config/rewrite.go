@@ -211,8 +211,9 @@ func groupList(re *regexp.Regexp) string {
 // file, the line and the rule, for a setting that works as written but likely not as
 // meant. Today that is a rewrite whose regex matches empty text anywhere in a value: its
 // replacement goes between every two characters ('z*' turns "ab" into "-a-b-"); a
-// capture that only a JSON object candidate gives (objectOnly); and a variable of a JSON
-// template without quotes that nginx may write as no JSON value (logformat.Format.Unquoted).
+// capture that only a JSON object candidate gives (objectOnly); a variable of a JSON
+// template without quotes that nginx may write as no JSON value (logformat.Format.Unquoted);
+// and bucket bounds below 0, whose buckets no value reaches.
 func Warnings(c *Config) []string {
 	var out []string
 	for _, p := range c.warned {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/logwindow/logwindow_exporter/internal/testutil/metrictest"
 	"github.com/logwindow/logwindow_exporter/internal/testutil/testexec"
 )
 
@@ -49,5 +50,38 @@ func TestOpenMetricsWholeScrape(t *testing.T) {
 		if !strings.Contains("\n"+out, "\n"+want+" ") {
 			t.Errorf("parsed families lack %q:\n%s", want, out)
 		}
+	}
+}
+
+// TestOpenMetricsNegativeValues: a value rule fed negative values (a log's -1 for
+// "unknown") drops them as negative, so its _total, a counter, is never negative and
+// Python's OpenMetrics parser, which refuses a whole scrape with a negative counter, reads
+// it.
+func TestOpenMetricsNegativeValues(t *testing.T) {
+	bin := testexec.BuildExporter(t, false)
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "app.log"), []byte("-5\n2\n-10\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(dir, "rules.yaml")
+	rules := "inputs: [{path: " + filepath.Join(dir, "*.log") + ", start_at: beginning}]\n" +
+		"rules: [{name: delta, match: '^(?P<v>-?[0-9.]+)', value: v}]\n"
+	if err := os.WriteFile(cfg, []byte(rules), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p := testexec.StartExporter(t, bin, "--config.file="+cfg)
+	m := p.WaitLines(t, 3)
+	if got := metrictest.Value(m, "delta_total", nil); got != 2 {
+		t.Errorf("delta_total %v, want 2", got)
+	}
+	if got := metrictest.Value(m, "logwindow_rule_dropped_lines_total", map[string]string{"rule": "delta", "reason": "negative"}); got != 2 {
+		t.Errorf("%v lines dropped as negative, want 2", got)
+	}
+	scrape, err := p.Fetch("/metrics", http.Header{"Accept": {"application/openmetrics-text;version=1.0.0"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out := testexec.ParseOpenMetrics(t, scrape); !strings.Contains("\n"+out, "\ndelta counter ") {
+		t.Errorf("parsed families lack delta:\n%s", out)
 	}
 }

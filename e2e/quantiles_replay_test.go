@@ -12,6 +12,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/model"
 
+	"github.com/logwindow/logwindow_exporter/internal/testutil/metrictest"
 	"github.com/logwindow/logwindow_exporter/internal/testutil/reference"
 	"github.com/logwindow/logwindow_exporter/internal/testutil/testexec"
 )
@@ -33,7 +34,8 @@ rules:
 // replays it through the built exporter, and checks every window's quantiles against the
 // exact rank ⌈q·n⌉ over the lines from the start of the window's edge slot (10 s for 1m
 // and 5m, a minute for 15m and 1h, an hour for 24h) to the newest line, none older than
-// the longest window: within 1 %.
+// the longest window: within 1 %. Negative values are in no window: each is dropped, and
+// counted as such.
 func TestReplayQuantilesReference(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the exporter")
@@ -77,7 +79,11 @@ func TestReplayQuantilesReference(t *testing.T) {
 				}
 			}
 			var log bytes.Buffer
+			negatives := 0.0
 			for _, l := range lines {
+				if l.v < 0 {
+					negatives++
+				}
 				fmt.Fprintf(&log, "%s %v\n", time.Unix(l.at, 0).UTC().Format(time.RFC3339), l.v)
 			}
 			newest := int64(math.MinInt64)
@@ -96,7 +102,7 @@ func TestReplayQuantilesReference(t *testing.T) {
 				var vs []float64
 				for _, l := range lines {
 					// Lines older than the longest window are late: in no window.
-					if l.at >= edge && l.at <= newest && l.at > newest-86400 {
+					if l.at >= edge && l.at <= newest && l.at > newest-86400 && l.v >= 0 {
 						vs = append(vs, l.v)
 					}
 				}
@@ -118,6 +124,9 @@ func TestReplayQuantilesReference(t *testing.T) {
 					}
 					checked++
 				}
+			}
+			if got := metrictest.Value(mfs, "logwindow_rule_dropped_lines_total", map[string]string{"reason": "negative"}); negatives == 0 || got != negatives {
+				t.Errorf("%v lines dropped as negative, want %v", got, negatives)
 			}
 			if checked < 20 {
 				t.Fatalf("only %d quantiles checked, in %d families", checked, len(mfs))

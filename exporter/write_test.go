@@ -146,3 +146,43 @@ func TestWriterStopsOnError(t *testing.T) {
 		})
 	}
 }
+
+// TestOpenMetricsNegativeSum: OpenMetrics allows a gauge histogram a negative _gsum only
+// beside a negative bucket bound, so without one the writer leaves _gsum and _gcount out
+// (the +Inf bucket is the count). The exporter's rules give histograms no negative values,
+// but a RuleSnapshot is anyone's to fill, and a snapshot restored from an older version may
+// hold some.
+func TestOpenMetricsNegativeSum(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		buckets []float64
+		sum     float64
+		want    bool
+	}{
+		{"positive sum", []float64{0.5, 1}, 1.5, true},
+		{"negative sum, bounds from 0 up", []float64{0.5, 1}, -1.5, false},
+		{"negative sum, a negative bound", []float64{-1, 1}, -1.5, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			shape, err := NewShape(RuleSpec{Windows: []string{"5m"}, Buckets: tc.buckets, Families: []Family{
+				{Name: "req_total", Help: "Requests.", Kind: Counter},
+				{Name: "req_window_distribution", Help: "Distribution.", Kind: Histogram},
+			}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var r RuleSnapshot
+			r.Reset(shape, 1, false)
+			r.SetSeries(0, nil, 3, true)
+			copy(r.Buckets(0, 0), []float64{1, 2, 3, tc.sum})
+			om := string(writeAll(t, &r, expfmt.FmtOpenMetrics_1_0_0, nil))
+			gsum := strings.Contains(om, "req_window_distribution_gsum{")
+			if gsum != tc.want || strings.Contains(om, "req_window_distribution_gcount{") != tc.want {
+				t.Errorf("_gsum and _gcount written: %v, want %v:\n%s", gsum, tc.want, om)
+			}
+			if !strings.Contains(om, `req_window_distribution_bucket{window="5m",le="+Inf"} 3`) {
+				t.Errorf("no +Inf bucket of the count:\n%s", om)
+			}
+		})
+	}
+}

@@ -10,7 +10,9 @@ import (
 var pow10 = [...]float64{1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11,
 	1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22}
 
-// parseNumber reads a value capture as a finite float64. Plain decimals of up to 15
+// parseNumber reads a value capture as a finite float64, a negative zero ("-0", "-0.0",
+// "-1e-400") as 0, so that the value rules' one test for a negative value (v < 0) lets it
+// through as the zero it is and no extremum reads "-0". Plain decimals of up to 15
 // digits (byte counts, "0.004" seconds: nearly every log value) take a direct path; it
 // computes exactly what strconv does for them (an integer mantissa below 2^52 divided by
 // an exact power of ten is correctly rounded), and everything else goes to strconv.
@@ -44,7 +46,7 @@ func parseNumber(b []byte) (float64, bool) {
 	if frac > 0 {
 		f /= pow10[frac]
 	}
-	if neg {
+	if neg && mant != 0 {
 		f = -f
 	}
 	return f, true
@@ -52,6 +54,9 @@ func parseNumber(b []byte) (float64, bool) {
 
 func parseNumberSlow(b []byte) (float64, bool) {
 	f, err := strconv.ParseFloat(string(b), 64)
+	if f == 0 {
+		f = 0 // -0 too
+	}
 	return f, err == nil && !math.IsNaN(f) && !math.IsInf(f, 0)
 }
 

@@ -30,6 +30,7 @@ const (
 	NoValue      = event.NoValue
 	BadNumber    = event.BadNumber
 	BadTimestamp = event.BadTimestamp
+	Negative     = event.Negative
 )
 
 // Event is one rule matching one line; see event.Event.
@@ -687,6 +688,11 @@ func (s *scratch) apply(r *rule, input string, m *match, sink Sink) (Outcome, in
 		if !ok {
 			sink.Drop(r.index, BadNumber)
 			return Dropped, int(BadNumber)
+		}
+		// The one comparison a value pays for: parseNumber reads -0 as 0, which counts.
+		if v < 0 {
+			sink.Drop(r.index, Negative)
+			return Dropped, int(Negative)
 		}
 		value = v
 	}

@@ -324,7 +324,12 @@ rules:
 		want record
 	}{
 		{"v=42", record{Rule: "v", Value: 42}},
-		{"v=-1.5e3", record{Rule: "v", Value: -1500}},
+		{"v=1.5e3", record{Rule: "v", Value: 1500}},
+		{"v=-1.5e3", record{Rule: "v", Drop: "negative"}},
+		{"v=-1", record{Rule: "v", Drop: "negative"}},
+		{"v=-0", record{Rule: "v", Value: 0}},
+		{"v=-0.000", record{Rule: "v", Value: 0}},
+		{"v=-1e-400", record{Rule: "v", Value: 0}}, // below the smallest float: 0
 		{"v=.5", record{Rule: "v", Value: 0.5}},
 		{"v=-", record{Rule: "v", Drop: "no_value"}},
 		{"v=", record{Rule: "v", Drop: "no_value"}},

@@ -309,7 +309,7 @@ func (b *builder) health(cfg *config.Config) {
 	b.add(timeseries("Lines read/s by input, and those no rule matched", "A rising unmatched rate is a log format the rules do not parse.", "short",
 		target{Expr: "sum by (input) (" + rate(selfmetric.InputLines.Name) + ")", Legend: "{{input}} read", Range: true},
 		target{Expr: "sum by (input) (" + rate(selfmetric.InputUnmatchedLines.Name) + ")", Legend: "{{input}} unmatched", Range: true}), 8, 8)
-	b.add(timeseries("Dropped lines/s by rule and reason", "Lines a rule matched but could not count (no value, bad number, late, future ...).", "short",
+	b.add(timeseries("Dropped lines/s by rule and reason", "Lines a rule matched but could not count (no value, bad number, negative, late, future ...).", "short",
 		target1("sum by (rule, reason) ("+rate(selfmetric.RuleDroppedLines.Name)+")", "{{rule}} {{reason}}")), 8, 8)
 	if slices.ContainsFunc(cfg.Inputs, func(in config.Input) bool { return in.File != nil }) {
 		b.add(timeseries("Bytes behind by file", "Bytes of a followed file not read yet.", "bytes",

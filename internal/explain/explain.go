@@ -41,7 +41,7 @@ type Rule struct {
 	Name string `json:"rule"`
 	// Outcome is counted, or why not: other_input, no_match, malformed (not the format of
 	// a fields rule), other_format (the line's candidate format lacks a capture the rule
-	// reads), where, where_not, no_value, bad_number, bad_timestamp.
+	// reads), where, where_not, no_value, bad_number, bad_timestamp, negative.
 	Outcome string `json:"outcome"`
 	// Captures are the regex's named groups when it matched.
 	Captures []Capture `json:"captures,omitempty"`

@@ -3,6 +3,7 @@ package explain
 import (
 	"bytes"
 	"encoding/json"
+	"math"
 	"strings"
 	"testing"
 
@@ -83,6 +84,46 @@ rules:
 	}
 	if err := Write(&text, "xml", lines); err == nil || !strings.Contains(err.Error(), "text, json") {
 		t.Errorf("unknown format: %v", err)
+	}
+}
+
+// TestNegativeValue: a line whose value is negative is dropped by a value rule, and the
+// explanation says so and shows the value; -0 is zero and counted.
+func TestNegativeValue(t *testing.T) {
+	x := newExplainer(t, `
+global: {windows: [1m], max_series_per_rule: 10}
+rules:
+  - {name: delta, match: '^(?P<v>-?[0-9.]+)', value: v}
+`)
+	for _, c := range []struct {
+		line, outcome, text string
+		value               float64
+	}{
+		{"-5", "negative", `  - delta: dropped, negative: v "-5"` + "\n", 0},
+		{"-0.0", "counted", `  + delta value 0: placed at`, 0},
+		{"2", "counted", `  + delta value 2: placed at`, 2},
+	} {
+		l := x.Explain("", []byte(c.line), false)
+		if len(l.Rules) != 1 {
+			t.Fatalf("%s: %+v", c.line, l)
+		}
+		r := l.Rules[0]
+		if r.Outcome != c.outcome {
+			t.Errorf("%s: outcome %q, want %q", c.line, r.Outcome, c.outcome)
+		}
+		if c.outcome == "counted" && (r.Value == nil || *r.Value != c.value || math.Signbit(*r.Value)) {
+			t.Errorf("%s: value %v, want %v", c.line, r.Value, c.value)
+		}
+		if c.outcome != "counted" && (r.Drop == nil || r.Drop.Capture != "v" || r.Drop.Value != c.line || l.Counted) {
+			t.Errorf("%s: drop %+v, counted %v; want the capture v = %q, not counted", c.line, r.Drop, l.Counted, c.line)
+		}
+		var text bytes.Buffer
+		if err := Write(&text, "text", []Line{l}); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(text.String(), c.text) {
+			t.Errorf("text lacks %q:\n%s", c.text, text.String())
+		}
 	}
 }
 

@@ -272,12 +272,13 @@ http_requests_total 4
 # HELP http_requests_window Requests. Matched lines over the sliding window in the window label, computed by the exporter at scrape time.
 # TYPE http_requests_window gauge
 http_requests_window{window="1m"} 2
-# HELP logwindow_rule_dropped_lines_total Matched lines not counted as is, by reason: no_value, bad_number and bad_timestamp lines are not counted, nor too_large ones (a value that would make a sum of its series too large for a float); late lines (older than the longest window) are in no window, and in a _total only if their label set has a live series; future lines were placed at the current second.
+# HELP logwindow_rule_dropped_lines_total Matched lines not counted as is, by reason: no_value, bad_number, bad_timestamp and negative lines are not counted, nor too_large ones (a value that would make a sum of its series too large for a float); late lines (older than the longest window) are in no window, and in a _total only if their label set has a live series; future lines were placed at the current second.
 # TYPE logwindow_rule_dropped_lines_total counter
 logwindow_rule_dropped_lines_total{reason="bad_number",rule="http_requests"} 2
 logwindow_rule_dropped_lines_total{reason="bad_timestamp",rule="http_requests"} 1
 logwindow_rule_dropped_lines_total{reason="future",rule="http_requests"} 1
 logwindow_rule_dropped_lines_total{reason="late",rule="http_requests"} 2
+logwindow_rule_dropped_lines_total{reason="negative",rule="http_requests"} 0
 logwindow_rule_dropped_lines_total{reason="no_value",rule="http_requests"} 1
 logwindow_rule_dropped_lines_total{reason="too_large",rule="http_requests"} 0
 `,
@@ -309,12 +310,13 @@ logwindow_series_overflow_total{rule="http_requests"} 0
 # HELP logwindow_rule_matched_lines_total Lines matched by the rule, including lines too old for any window (those of a label set with no live series are in no _total).
 # TYPE logwindow_rule_matched_lines_total counter
 logwindow_rule_matched_lines_total{rule="http_requests"} 5
-# HELP logwindow_rule_dropped_lines_total Matched lines not counted as is, by reason: no_value, bad_number and bad_timestamp lines are not counted, nor too_large ones (a value that would make a sum of its series too large for a float); late lines (older than the longest window) are in no window, and in a _total only if their label set has a live series; future lines were placed at the current second.
+# HELP logwindow_rule_dropped_lines_total Matched lines not counted as is, by reason: no_value, bad_number, bad_timestamp and negative lines are not counted, nor too_large ones (a value that would make a sum of its series too large for a float); late lines (older than the longest window) are in no window, and in a _total only if their label set has a live series; future lines were placed at the current second.
 # TYPE logwindow_rule_dropped_lines_total counter
 logwindow_rule_dropped_lines_total{reason="bad_number",rule="http_requests"} 0
 logwindow_rule_dropped_lines_total{reason="bad_timestamp",rule="http_requests"} 0
 logwindow_rule_dropped_lines_total{reason="future",rule="http_requests"} 0
 logwindow_rule_dropped_lines_total{reason="late",rule="http_requests"} 3
+logwindow_rule_dropped_lines_total{reason="negative",rule="http_requests"} 0
 logwindow_rule_dropped_lines_total{reason="no_value",rule="http_requests"} 0
 logwindow_rule_dropped_lines_total{reason="too_large",rule="http_requests"} 0
 `,

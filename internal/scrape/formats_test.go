@@ -74,8 +74,8 @@ rules:
 `
 
 // formatScrape is a Collector over formatRules fed lines over two minutes: positive times,
-// then in the last minute zeros and negative ones (so that a 1m histogram has a negative
-// sum, and none of its bounds is negative), keeping every _total positive.
+// then in the last minute a zero written -0, which counts, and negative ones, which are
+// dropped as negative.
 func formatScrape(t testing.TB) *Collector {
 	p, set := parserSet(t, formatRules)
 	k := set.NewSink()

@@ -18,11 +18,11 @@ global: {windows: [1m, 5m], max_series_per_rule: 100}
 rules:
   - name: http_requests
     help: Requests.
-    match: '^(?P<method>[A-Z]+) (?P<status>[0-9]{3}) (?P<time>[0-9.]+)$'
+    match: '^(?P<method>[A-Z]+) (?P<status>[0-9]{3}) (?P<time>-?[0-9.]+)$'
     labels: {method: '${method}', status: '${status}'}
   - name: request_seconds
     help: Request time.
-    match: '^(?P<method>[A-Z]+) (?P<status>[0-9]{3}) (?P<time>[0-9.]+)$'
+    match: '^(?P<method>[A-Z]+) (?P<status>[0-9]{3}) (?P<time>-?[0-9.]+)$'
     value: time
     labels: {method: '${method}'}
 `
@@ -39,20 +39,20 @@ func TestParserToCollector(t *testing.T) {
 	p, set := parserSet(t, parserRules)
 	k := set.NewSink()
 	k.SetNow(start, start)
-	for _, l := range []string{"GET 200 0.5", "GET 200 1.5", "GET 200 1.2.3", "POST 500 0.25", "not a request"} {
+	for _, l := range []string{"GET 200 0.5", "GET 200 1.5", "GET 200 1.2.3", "POST 500 0.25", "GET 200 -1", "not a request"} {
 		p.Parse("app", []byte(l), k)
 	}
 	now := int64(start)
 	want := `
 # HELP http_requests_total Requests. Matched lines since the exporter started.
 # TYPE http_requests_total counter
-http_requests_total{method="GET",status="200"} 3
+http_requests_total{method="GET",status="200"} 4
 http_requests_total{method="POST",status="500"} 1
 # HELP request_seconds_total Request time. Sum of time since the exporter started.
 # TYPE request_seconds_total counter
 request_seconds_total{method="GET"} 2
 request_seconds_total{method="POST"} 0.25
-# HELP logwindow_rule_dropped_lines_total Matched lines not counted as is, by reason: no_value, bad_number and bad_timestamp lines are not counted, nor too_large ones (a value that would make a sum of its series too large for a float); late lines (older than the longest window) are in no window, and in a _total only if their label set has a live series; future lines were placed at the current second.
+# HELP logwindow_rule_dropped_lines_total Matched lines not counted as is, by reason: no_value, bad_number, bad_timestamp and negative lines are not counted, nor too_large ones (a value that would make a sum of its series too large for a float); late lines (older than the longest window) are in no window, and in a _total only if their label set has a live series; future lines were placed at the current second.
 # TYPE logwindow_rule_dropped_lines_total counter
 logwindow_rule_dropped_lines_total{reason="bad_number",rule="http_requests"} 0
 logwindow_rule_dropped_lines_total{reason="bad_number",rule="request_seconds"} 1
@@ -62,6 +62,8 @@ logwindow_rule_dropped_lines_total{reason="future",rule="http_requests"} 0
 logwindow_rule_dropped_lines_total{reason="future",rule="request_seconds"} 0
 logwindow_rule_dropped_lines_total{reason="late",rule="http_requests"} 0
 logwindow_rule_dropped_lines_total{reason="late",rule="request_seconds"} 0
+logwindow_rule_dropped_lines_total{reason="negative",rule="http_requests"} 0
+logwindow_rule_dropped_lines_total{reason="negative",rule="request_seconds"} 1
 logwindow_rule_dropped_lines_total{reason="no_value",rule="http_requests"} 0
 logwindow_rule_dropped_lines_total{reason="no_value",rule="request_seconds"} 0
 logwindow_rule_dropped_lines_total{reason="too_large",rule="http_requests"} 0

@@ -25,8 +25,8 @@ rules:
 
 // TestQuantileFamilies feeds values through parser, sink and collector: each window's
 // quantile gauges are within 1 % of the exact rank ⌈q·n⌉, the histogram counts the window,
-// a window without values has no quantiles, a NaN is dropped as bad_number, and the whole
-// scrape is lint-clean.
+// a window without values has no quantiles, a NaN is dropped as bad_number and a negative
+// value as negative, and the whole scrape is lint-clean.
 func TestQuantileFamilies(t *testing.T) {
 	p, set := parserSet(t, quantileRules)
 	k := set.NewSink()
@@ -39,7 +39,8 @@ func TestQuantileFamilies(t *testing.T) {
 	for _, v := range old {
 		p.Parse("app", []byte("200 "+formatFloat(v)), k)
 	}
-	p.Parse("app", []byte("500 -3"), k)
+	p.Parse("app", []byte("500 3"), k)
+	p.Parse("app", []byte("200 -3"), k)
 	p.Parse("app", []byte("200 NaN"), k)
 	k.SetNow(start+120, start+120)
 	p.Parse("app", []byte("200 0"), k)
@@ -102,11 +103,14 @@ func TestQuantileFamilies(t *testing.T) {
 			t.Errorf("%s present for a window without values", name)
 		}
 	}
-	if v := got["request_duration_seconds_window_p50{status=500,window=5m}"]; v > -2.97 || v < -3.03 {
-		t.Errorf("negative median %v, want -3", v)
+	if v := got["request_duration_seconds_window_p50{status=500,window=5m}"]; v < 2.97 || v > 3.03 {
+		t.Errorf("500s' median %v, want 3", v)
 	}
 	if got["logwindow_rule_dropped_lines_total{reason=bad_number,rule=request_duration_seconds}"] != 1 {
 		t.Error("NaN not counted as bad_number")
+	}
+	if got["logwindow_rule_dropped_lines_total{reason=negative,rule=request_duration_seconds}"] != 1 {
+		t.Error("-3 not counted as negative")
 	}
 	problems, err := testutil.GatherAndLint(reg)
 	if err != nil {

@@ -3,6 +3,7 @@ package scrape
 import (
 	"bytes"
 	"fmt"
+	"regexp"
 	"testing"
 
 	"github.com/prometheus/common/expfmt"
@@ -14,8 +15,8 @@ import (
 // TestShardsMergeAtRead: lines written through several sinks (shards of the series) and
 // the same lines through one give the same scrape, at every instant read and after
 // expiry: totals, matched lines, windows, rates, extrema, quantiles, histograms, distinct
-// counts and top values. The lines (storetest.ShardLines) merge exactly, so that the
-// texts equal byte for byte.
+// counts and top values, and the lines dropped for a negative value. The lines
+// (storetest.ShardLines) merge exactly, so that the texts equal byte for byte.
 func TestShardsMergeAtRead(t *testing.T) {
 	for _, sinks := range []int{2, 3, store.MaxShards + 1} { // the last: two sinks share a shard
 		t.Run(fmt.Sprintf("%d sinks", sinks), func(t *testing.T) {
@@ -58,9 +59,12 @@ func TestShardsMergeAtRead(t *testing.T) {
 				p.Parse("app", line, k1)
 				p.Parse("app", line, ks[sink])
 			})
-			for _, at := range []int64{start + 399, start + 430, start + 700, start + 1600} {
+			for i, at := range []int64{start + 399, start + 430, start + 700, start + 1600} {
 				now := at
 				want := same(at)
+				if i == 0 && !regexp.MustCompile(`\nlogwindow_rule_dropped_lines_total\{reason="negative",rule="request_seconds"\} [1-9]`).MatchString(want) {
+					t.Errorf("no line dropped as negative:\n%s", want)
+				}
 				one.Expire(at, at)
 				many.Expire(at, at)
 				if got := scrapeText(t, collectorAt(fixed(many), &now)); got != want {

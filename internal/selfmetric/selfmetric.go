@@ -38,7 +38,7 @@ var (
 		"Lines matched by the rule, including lines too old for any window (those of a label set with no live series are in no _total).",
 		[]string{"rule"}}
 	RuleDroppedLines = Metric{"logwindow_rule_dropped_lines_total",
-		"Matched lines not counted as is, by reason: no_value, bad_number and bad_timestamp lines are not counted, nor too_large ones (a value that would make a sum of its series too large for a float); late lines (older than the longest window) are in no window, and in a _total only if their label set has a live series; future lines were placed at the current second.",
+		"Matched lines not counted as is, by reason: no_value, bad_number, bad_timestamp and negative lines are not counted, nor too_large ones (a value that would make a sum of its series too large for a float); late lines (older than the longest window) are in no window, and in a _total only if their label set has a live series; future lines were placed at the current second.",
 		[]string{"rule", "reason"}}
 	RuleSeries = Metric{"logwindow_rule_series",
 		"Label sets the rule holds, with windows or as kept counters (only _total, after idling past the longest window), the overflow series included.",

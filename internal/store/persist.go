@@ -349,11 +349,8 @@ func restoreRule(sec storage.Section, byName map[string]*store) (int, error) {
 		if layout != st.layout.Fingerprint() {
 			return 0, fmt.Errorf("rule %q: %w", name, windows.ErrLayout)
 		}
-		for range st.counters() {
-			counts = append(counts, r.Uvarint())
-		}
-		retired = r.Uvarint()
-		if err := r.Done(); err != nil {
+		var err error
+		if counts, retired, err = st.headerCounts(r); err != nil {
 			return 0, fmt.Errorf("rule %q: %w", name, err)
 		}
 		// One snapshot section per store: a second one of the same rule is refused.
@@ -366,6 +363,32 @@ func restoreRule(sec storage.Section, byName map[string]*store) (int, error) {
 	}
 	st.install(series, counts, retired)
 	return len(series), nil
+}
+
+// snapshotDropReasons are the drop reasons every snapshot keeps a counter of: those before
+// Negative, the first added since snapshots were written. The parser's reasons are the
+// last of a header's counters, in their order, so a snapshot of a version that kept fewer
+// holds the first of them.
+const snapshotDropReasons = int(event.Negative)
+
+// headerCounts reads the rest of a rule header: its counters, in counters' order, and the
+// retired lines. Drop counters a snapshot of an earlier version did not keep start at 0.
+func (st *store) headerCounts(r *wire.Reader) ([]uint64, uint64, error) {
+	most := len(st.counters())
+	least := most - event.NumDropReasons + snapshotDropReasons
+	var vs []uint64
+	for r.Len() > 0 && len(vs) <= most {
+		vs = append(vs, r.Uvarint())
+	}
+	if err := r.Done(); err != nil {
+		return nil, 0, err
+	}
+	if n := len(vs) - 1; n < least || n > most {
+		return nil, 0, r.Failf("%d counters, want %d to %d", n, least, most)
+	}
+	counts := make([]uint64, most)
+	copy(counts, vs[:len(vs)-1])
+	return counts, vs[len(vs)-1], nil
 }
 
 // decodeSeries reads one series record of the store's rule.

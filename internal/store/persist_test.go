@@ -1,6 +1,7 @@
 package store_test
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"testing"
@@ -9,8 +10,10 @@ import (
 	"github.com/logwindow/logwindow_exporter/internal/storage"
 	"github.com/logwindow/logwindow_exporter/internal/store"
 	"github.com/logwindow/logwindow_exporter/internal/testutil/storetest"
+	"github.com/logwindow/logwindow_exporter/parser/event"
 	"github.com/logwindow/logwindow_exporter/windows"
 	"github.com/logwindow/logwindow_exporter/windows/sketch"
+	"github.com/logwindow/logwindow_exporter/windows/wire"
 )
 
 // persistRules are rules of every kind a snapshot keeps: counting with labels, value with
@@ -323,4 +326,105 @@ func FuzzRestore(f *testing.F) {
 			quantilesOf(fresh, i, start+10)
 		}
 	})
+}
+
+// TestRestoreSnapshotOfFewerDropReasons: a snapshot written before the drop reason
+// negative keeps one drop counter fewer in each rule's header. It is restored whole, each
+// drop counter as it was and negative at 0, rather than every rule skipped as corrupt (an
+// upgrade would have lost every window and counter); a header of fewer counters still
+// than that, or of more than this version keeps, is refused as corrupt.
+func TestRestoreSnapshotOfFewerDropReasons(t *testing.T) {
+	rules, cfg, old := persisted()
+	k := old.NewSink()
+	for i := range rules {
+		for range i + 1 {
+			k.Drop(i, event.BadNumber)
+		}
+		k.Drop(i, event.BadTimestamp)
+	}
+	snap := encodeSet(t, old, false, func() {})
+	for _, tc := range []struct {
+		name string
+		less int // counters left out of the header, from its last
+		ok   bool
+	}{
+		{"as written", 0, true},
+		{"before negative", 1, true},
+		{"fewer than any version kept", 2, false},
+		{"one more than kept", -1, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			set, res := restoreWritten(t, cfg, func(w *storage.Writer) error {
+				for _, sec := range snap.Sections {
+					if sec.Name != "rule" {
+						if err := storetest.CopySection(w, sec); err != nil {
+							return err
+						}
+						continue
+					}
+					if err := w.Section(sec.Name); err != nil {
+						return err
+					}
+					head := true
+					for rec := range sec.Records() {
+						if head {
+							rec, head = headerCounters(t, rec, tc.less), false
+						}
+						if err := w.Record(rec); err != nil {
+							return err
+						}
+					}
+				}
+				return nil
+			})
+			if !tc.ok {
+				if res.Rules != 0 || len(res.Skipped) != len(rules) || !errors.Is(res.Skipped[0], storage.ErrCorrupt) {
+					t.Fatalf("restored %d rules, skipped %v; want every rule skipped as corrupt", res.Rules, res.Skipped)
+				}
+				return
+			}
+			if res.Rules != len(rules) || len(res.Skipped) != 0 {
+				t.Fatalf("restored %d rules, skipped %v; want all %d", res.Rules, res.Skipped, len(rules))
+			}
+			for i := range rules {
+				got, want := read(set, i, start+10), read(old, i, start+10)
+				if got.drops != want.drops || got.drops.Parser[event.BadNumber] != uint64(i+1) {
+					t.Errorf("rule %d: drops %+v, want %+v", i, got.drops, want.drops)
+				}
+				if d := diff(got.series, want.series); d != "" {
+					t.Errorf("rule %d:%s", i, d)
+				}
+			}
+		})
+	}
+}
+
+// headerCounters returns a rule header record with its last less counters left out (less
+// < 0: one counter more, a 0), as a version that kept fewer (more) drop reasons wrote it:
+// name, fingerprint, layout, the counters, the retired lines.
+func headerCounters(t *testing.T, rec []byte, less int) []byte {
+	t.Helper()
+	r := wire.NewReader(rec)
+	name, fp, layout := r.Prefixed(), r.Prefixed(), r.Uint64()
+	var counts []uint64
+	for r.Len() > 0 {
+		counts = append(counts, r.Uvarint())
+	}
+	if err := r.Err(); err != nil || len(counts) < 2 {
+		t.Fatalf("header %q: %v", rec, err)
+	}
+	retired := counts[len(counts)-1]
+	counts = counts[:len(counts)-1]
+	if less < 0 {
+		counts = append(counts, 0)
+	} else {
+		counts = counts[:len(counts)-less]
+	}
+	out := wire.AppendBytes(nil, name)
+	out = wire.AppendBytes(out, fp)
+	out = binary.LittleEndian.AppendUint64(out, layout)
+	for _, c := range append(counts, retired) {
+		out = wire.AppendUvarint(out, c)
+	}
+	return out
 }

@@ -41,6 +41,10 @@ const (
 	BadNumber
 	// BadTimestamp: the timestamp capture does not parse with the rule's layout.
 	BadTimestamp
+	// Negative: the value capture is a number below zero. A value rule sums non-negative
+	// quantities: its _total is a counter, and logs write -1 for "unknown" (HAProxy's
+	// timers of an aborted request), which would pollute sums, means and quantiles.
+	Negative
 
 	// NumDropReasons is the number of reasons above, which run from 0: the size of an
 	// array indexed by DropReason. A new reason goes before it.
@@ -56,6 +60,8 @@ func (r DropReason) String() string {
 		return "bad_number"
 	case BadTimestamp:
 		return "bad_timestamp"
+	case Negative:
+		return "negative"
 	}
 	return "unknown"
 }

@@ -5,7 +5,7 @@ import "testing"
 // TestDropReasonString: every reason has a name of its own, which the exporter's drop
 // counter is labelled with, and a value past the reasons is "unknown".
 func TestDropReasonString(t *testing.T) {
-	for r, want := range map[DropReason]string{NoValue: "no_value", BadNumber: "bad_number", BadTimestamp: "bad_timestamp", DropReason(NumDropReasons): "unknown", 99: "unknown"} {
+	for r, want := range map[DropReason]string{NoValue: "no_value", BadNumber: "bad_number", BadTimestamp: "bad_timestamp", Negative: "negative", DropReason(NumDropReasons): "unknown", 99: "unknown"} {
 		if got := r.String(); got != want {
 			t.Errorf("%d: %q, want %q", r, got, want)
 		}

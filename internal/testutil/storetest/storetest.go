@@ -154,8 +154,9 @@ rules:
 `
 
 // ShardLines gives 400 seconds of random lines of ShardRules from Start, each to one of
-// sinks writers, seeded by sinks. Values are multiples of 1/8 and there are fewer items
-// than any summary's capacity, so that parts merged at read are exact. Status 503 only
+// sinks writers, seeded by sinks. Values are multiples of 1/8, some negative (which the
+// value rule drops), and there are fewer items than any summary's capacity, so that parts
+// merged at read are exact. Status 503 only
 // ever goes to the last writer, so that some series have one part that is not the first
 // writer's.
 func ShardLines(sinks int, yield func(sec int64, sink int, line []byte)) {
@@ -164,7 +165,7 @@ func ShardLines(sinks int, yield func(sec int64, sink int, line []byte)) {
 	for sec := int64(Start); sec < Start+400; sec++ {
 		for range rng.IntN(6) {
 			line := fmt.Sprintf("%s %g 10.0.0.%d /p%d", statuses[rng.IntN(len(statuses))],
-				float64(rng.IntN(24))/8, rng.IntN(40), rng.IntN(6))
+				float64(rng.IntN(26)-2)/8, rng.IntN(40), rng.IntN(6))
 			k := rng.IntN(sinks)
 			if strings.HasPrefix(line, "503") {
 				k = sinks - 1
