@@ -268,6 +268,21 @@ func TestEventTimeActivity(t *testing.T) {
 			{wall: 1111, want: map[string]series{}},
 		},
 	}, {
+		name: "a warm start's line older than every window makes no label set",
+		// It places nothing and counts in no total: a label set it alone brings would be a
+		// `_total` of 0 until the TTL after the line's own time.
+		budget: 10, ttl: 2 * time.Minute,
+		steps: []step{
+			{wall: 1000, backfill: []line{at("a", 900)}, want: map[string]series{}},
+			{wall: 1001, lines: []line{at("b", 1001)}, want: map[string]series{"b": {1, []float64{1}}}},
+		},
+	}, {
+		name:   "a warm start's line older than every window makes no label set, kept forever or not",
+		budget: 10,
+		steps: []step{
+			{wall: 1000, backfill: []line{at("a", 900)}, want: map[string]series{}},
+		},
+	}, {
 		name: "a late line of the overflow series at a full budget is counted in it",
 		// The overflow series is outside the budget: a line whose label reads
 		// __overflow__ goes to it, late or not, whether its old counter is held or gone.
