@@ -19,13 +19,17 @@ func (s *Set) Expire(processing, wall int64) {
 }
 
 // stale reports whether s has something to expire at now: wheels that hold nothing (see
-// wheels), or a kept counter idle for longer than ttl.
+// wheels), a kept counter idle for longer than ttl, or a part last active ahead of now
+// (see settle).
 func (st *store) stale(s *Series, now, ttl int64) bool {
 	if s.pinned {
 		return false
 	}
 	kept := true
 	for p := range s.parts {
+		if st.steppedBack(p, now) {
+			return true
+		}
 		if w := p.win.Load(); w != nil {
 			if !w.Holds(now) {
 				return true
@@ -44,10 +48,16 @@ const (
 )
 
 // settle releases the idle wheels of s and removes it if idle past ttl; the write locks
-// are held and s is not pinned.
+// are held and s is not pinned. A part last active before the rule's clock stepped back
+// past every window is active at now: the lines that made it came before the step, and
+// until now it would stay as long as the clock took to catch up, the newest in the
+// eviction order.
 func (st *store) settle(s *Series, now, ttl int64) int {
 	live := false
 	for p := range s.parts {
+		if st.steppedBack(p, now) {
+			p.last.Store(now)
+		}
 		w := p.win.Load()
 		if w == nil {
 			continue
@@ -68,6 +78,11 @@ func (st *store) settle(s *Series, now, ttl int64) int {
 	}
 	return settledKept
 }
+
+// steppedBack reports whether p was last active past every window ahead of now: the rule's
+// clock stepped back since. The processing clock never does while the process lives, but
+// starts at the wall clock's second, so a restored part may find it behind.
+func (st *store) steppedBack(p *part, now int64) bool { return st.tooOld(p.last.Load(), now) }
 
 // idlePastTTL is a cheap first test of gone for the write path: no line of shard's part
 // of s is newer than ttl (gone then reads every part).

@@ -318,3 +318,94 @@ func TestEventTimeActivity(t *testing.T) {
 		}
 	}
 }
+
+// TestClockSteppedBackCounters: after the wall clock stepped back past every window, an
+// event-time label set last active before the step is active at the second the store
+// noticed it (an Expire), not at the second it came at on the clock that was ahead: it
+// goes with the counter TTL after that, and gives way in the budget to label sets active
+// since, rather than staying until the clock catches up (a day here) and being the newest
+// until then. With several parts, the latest goes by the same clock.
+func TestClockSteppedBackCounters(t *testing.T) {
+	rule := storetest.EventRule("r", storetest.OneMin, "k")
+	type step struct {
+		wall   int64
+		sink   int      // the sink the lines are written by: each on a shard of its own
+		lines  []string // label sets of lines at wall, of their own time wall
+		expire bool     // Expire at wall before the lines
+		want   map[string]series
+	}
+	kept := func(total float64) series { return series{total: total} }
+	cases := []struct {
+		name   string
+		budget int
+		ttl    time.Duration
+		steps  []step
+	}{{
+		name:   "a kept counter goes with the TTL after the step",
+		budget: 10, ttl: 2 * time.Minute,
+		steps: []step{
+			{wall: 87400, lines: []string{"a"}, want: map[string]series{"a": {1, []float64{1}}}},
+			{wall: 1000, expire: true, want: map[string]series{"a": kept(1)}},
+			{wall: 1120, want: map[string]series{"a": kept(1)}},
+			{wall: 1121, want: map[string]series{}},
+		},
+	}, {
+		name:   "a label set with a line after the step goes with the TTL after the step",
+		budget: 10, ttl: 2 * time.Minute,
+		steps: []step{
+			{wall: 87400, lines: []string{"a"}, want: map[string]series{"a": {1, []float64{1}}}},
+			{wall: 1000, lines: []string{"a"}, want: map[string]series{"a": {2, []float64{1}}}},
+			{wall: 1005, expire: true, want: map[string]series{"a": {2, []float64{1}}}},
+			{wall: 1125, want: map[string]series{"a": kept(2)}},
+			{wall: 1126, want: map[string]series{}},
+		},
+	}, {
+		name:   "parts of two shards",
+		budget: 10, ttl: 2 * time.Minute,
+		steps: []step{
+			{wall: 87400, sink: 0, lines: []string{"a"}, want: map[string]series{"a": {1, []float64{1}}}},
+			{wall: 1000, sink: 1, lines: []string{"a"}, want: map[string]series{"a": {2, []float64{1}}}},
+			{wall: 1000, expire: true, want: map[string]series{"a": {2, []float64{1}}}},
+			{wall: 1120, want: map[string]series{"a": kept(2)}},
+			{wall: 1121, want: map[string]series{}},
+		},
+	}, {
+		name:   "a kept counter from before the step gives way to one active since",
+		budget: 2,
+		steps: []step{
+			{wall: 87400, lines: []string{"a"}, want: map[string]series{"a": {1, []float64{1}}}},
+			{wall: 1000, expire: true, want: map[string]series{"a": kept(1)}},
+			{wall: 1010, lines: []string{"b"}, want: map[string]series{"a": kept(1), "b": {1, []float64{1}}}},
+			{wall: 2000, lines: []string{"c"}, want: map[string]series{"b": kept(1), "c": {1, []float64{1}}}},
+		},
+	}, {
+		name:   "a step back by less than every window moves nothing",
+		budget: 10, ttl: 2 * time.Minute,
+		steps: []step{
+			{wall: 1000, lines: []string{"a"}, want: map[string]series{"a": {1, []float64{1}}}},
+			{wall: 941, expire: true, want: map[string]series{"a": {1, []float64{1}}}},
+			{wall: 1120, expire: true, want: map[string]series{"a": kept(1)}},
+			{wall: 1121, want: map[string]series{}},
+		},
+	}}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			set, err := store.NewSetWith(storetest.TTLConfig(tc.budget, tc.ttl, rule), nil, store.SetOptions{Shards: 2})
+			if err != nil {
+				t.Fatal(err)
+			}
+			sinks := []*store.Sink{set.NewSink(), set.NewSink()}
+			for _, st := range tc.steps {
+				if st.expire {
+					set.Expire(start, st.wall)
+				}
+				for _, v := range st.lines {
+					write(sinks[st.sink], line{labels: []string{v}, now: start, wall: st.wall, at: st.wall})
+				}
+				if d := diff(read(set, 0, st.wall).series, st.want); d != "" {
+					t.Fatalf("at %d: series:%s", st.wall, d)
+				}
+			}
+		})
+	}
+}
