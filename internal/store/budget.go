@@ -174,8 +174,10 @@ func (st *store) fold(memory bool, now int64, b budget, labels [][]byte) {
 	if memory {
 		st.memFolds.Add(1)
 	}
-	// A deadline more than FoldLogEvery ahead is one the rule's clock stepped back from.
-	if at := st.foldLogAt.Load(); (now >= at || at-now > FoldLogEvery) && st.foldLogAt.CompareAndSwap(at, now+FoldLogEvery) {
+	// A deadline more than 2×FoldLogEvery ahead is one the rule's clock stepped back from,
+	// by more than FoldLogEvery since the last log; sinks' clocks a few seconds apart are
+	// not a step back.
+	if at := st.foldLogAt.Load(); (now >= at || at-now > 2*FoldLogEvery) && st.foldLogAt.CompareAndSwap(at, now+FoldLogEvery) {
 		st.logFold(memory, b, labels)
 	}
 }
