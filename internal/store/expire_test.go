@@ -409,3 +409,46 @@ func TestClockSteppedBackCounters(t *testing.T) {
 		})
 	}
 }
+
+// TestLateLineOfLabelSetPastTTL: a late line of a label set idle past the counter TTL makes
+// it active as any line does, so that, with room in the budget, its `_total` holds the
+// late line and the one in the windows whatever their order, batched or not. At a full
+// budget the label set is a new one that may find no series: a late line coming before the
+// line that makes room is counted late only, as DESIGN.md says of a batching sink, which
+// writes a label set's lines of each second of their own together.
+func TestLateLineOfLabelSetPastTTL(t *testing.T) {
+	rule := storetest.EventRule("r", storetest.OneMin, "k")
+	for _, tc := range []struct {
+		budget    int
+		lateFirst bool
+		total     float64
+	}{
+		{budget: 10, lateFirst: true, total: 2},
+		{budget: 10, lateFirst: false, total: 2},
+		{budget: 1, lateFirst: true, total: 1},
+		{budget: 1, lateFirst: false, total: 2},
+	} {
+		for _, batch := range []bool{false, true} {
+			t.Run(fmt.Sprintf("budget %d, late first %v, batch %v", tc.budget, tc.lateFirst, batch), func(t *testing.T) {
+				set := newSet(t, storetest.TTLConfig(tc.budget, 2*time.Minute, rule), nil)
+				// a is idle past the TTL from 1121; b, kept until 1220, holds a budget of one.
+				write(set.NewSink(), line{labels: []string{"a"}, now: start, wall: 1000, at: 1000}, line{labels: []string{"b"}, now: start, wall: 1100, at: 1100})
+				k := set.NewSink()
+				if batch {
+					k = set.NewBatchSink()
+				}
+				late, on := line{labels: []string{"a"}, now: start, wall: 1200, at: 900}, line{labels: []string{"a"}, now: start, wall: 1200, at: 1200}
+				if tc.lateFirst {
+					write(k, late, on)
+				} else {
+					write(k, on, late)
+				}
+				k.Flush()
+				got := read(set, 0, 1200)
+				if a := got.series["a"]; a.total != tc.total || got.drops.Late != 1 || got.matched != 4 {
+					t.Errorf("a: %v, %d late, %d matched; want a total of %v, 1 late, 4 matched", a, got.drops.Late, got.matched, tc.total)
+				}
+			})
+		}
+	}
+}
