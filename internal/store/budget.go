@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"math"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"unsafe"
 
@@ -213,6 +214,7 @@ func (st *store) reapDue(now int64, limit int) bool {
 func (st *store) reap(now int64, b budget, memFull bool) {
 	st.reapedAt.Store(now)
 	demand := st.foldsSinceReap.Swap(0) + 1
+	st.catchUp(now)
 	var kept []*Series
 	for _, s := range st.series {
 		if s.pinned || s.key == st.overflowKey {
@@ -230,7 +232,9 @@ func (st *store) reap(now int64, b budget, memFull bool) {
 	if evict <= 0 {
 		return
 	}
-	slices.SortFunc(kept, func(a, b *Series) int { return cmp.Compare(a.last(), b.last()) })
+	// Label sets as recently active go in the order of their keys, so that which of them
+	// gives way does not depend on the map's order.
+	slices.SortFunc(kept, func(a, b *Series) int { return cmp.Or(cmp.Compare(a.last(), b.last()), strings.Compare(a.key, b.key)) })
 	for _, s := range kept[:evict] {
 		st.remove(s)
 	}

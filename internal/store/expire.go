@@ -20,7 +20,7 @@ func (s *Set) Expire(processing, wall int64) {
 
 // stale reports whether s has something to expire at now: wheels that hold nothing (see
 // wheels), a kept counter idle for longer than ttl, or a part last active ahead of now
-// (see settle).
+// (see catchUp).
 func (st *store) stale(s *Series, now, ttl int64) bool {
 	if s.pinned {
 		return false
@@ -48,16 +48,10 @@ const (
 )
 
 // settle releases the idle wheels of s and removes it if idle past ttl; the write locks
-// are held and s is not pinned. A part last active before the rule's clock stepped back
-// past every window is active at now: the lines that made it came before the step, and
-// until now it would stay as long as the clock took to catch up, the newest in the
-// eviction order.
+// are held and s is not pinned.
 func (st *store) settle(s *Series, now, ttl int64) int {
 	live := false
 	for p := range s.parts {
-		if st.steppedBack(p, now) {
-			p.last.Store(now)
-		}
 		w := p.win.Load()
 		if w == nil {
 			continue
@@ -83,6 +77,24 @@ func (st *store) settle(s *Series, now, ttl int64) int {
 // clock stepped back since. The processing clock never does while the process lives, but
 // starts at the wall clock's second, so a restored part may find it behind.
 func (st *store) steppedBack(p *part, now int64) bool { return st.tooOld(p.last.Load(), now) }
+
+// catchUp makes the parts last active before the rule's clock stepped back past every
+// window active at now: the lines that made them came before the step, and they would
+// otherwise stay until the clock caught up (plus the counter TTL), the newest in the
+// eviction order all along. Moving them back by the step instead would keep their order,
+// but could move a part with a line since the step (its last second is still the one
+// before) back past that line. The write locks are held; it runs before a pass of settle
+// over the series, which no scrape can foresee, so what a scrape shows after a step back
+// depends on when Expire or a reap ran.
+func (st *store) catchUp(now int64) {
+	for _, s := range st.series {
+		for p := range s.parts {
+			if !s.pinned && st.steppedBack(p, now) {
+				p.last.Store(now)
+			}
+		}
+	}
+}
 
 // idlePastTTL is a cheap first test of gone for the write path: no line of shard's part
 // of s is newer than ttl (gone then reads every part).
@@ -133,6 +145,7 @@ func (st *store) expire(now, ttl int64) {
 	}
 	st.lockAll()
 	defer st.unlockAll()
+	st.catchUp(now)
 	for _, s := range st.series {
 		if !s.pinned {
 			st.settle(s, now, ttl)

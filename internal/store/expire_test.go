@@ -319,10 +319,9 @@ func TestEventTimeActivity(t *testing.T) {
 	}
 }
 
-// TestClockSteppedBackCounters: after the wall clock stepped back past every window, an
-// event-time label set last active before the step is active at the second the store
-// noticed it (an Expire), not at the second it came at on the clock that was ahead: it
-// goes with the counter TTL after that, and gives way in the budget to label sets active
+// TestClockSteppedBackCounters: after the wall clock stepped back past every window, the
+// event-time label sets last active before the step are active at the second the store
+// notices it (an Expire or a reap): they go with the counter TTL after that, and gives way in the budget to label sets active
 // since, rather than staying until the clock catches up (a day here) and being the newest
 // until then. With several parts, the latest goes by the same clock.
 func TestClockSteppedBackCounters(t *testing.T) {
@@ -368,6 +367,18 @@ func TestClockSteppedBackCounters(t *testing.T) {
 			{wall: 1000, expire: true, want: map[string]series{"a": {2, []float64{1}}}},
 			{wall: 1120, want: map[string]series{"a": kept(2)}},
 			{wall: 1121, want: map[string]series{}},
+		},
+	}, {
+		name:   "kept counters from before the step are as recently active, and give way by label set",
+		budget: 3, ttl: 2 * time.Minute,
+		steps: []step{
+			{wall: 87400, lines: []string{"b"}, want: map[string]series{"b": {1, []float64{1}}}},
+			{wall: 87500, lines: []string{"a"}, want: map[string]series{"a": {1, []float64{1}}, "b": kept(1)}},
+			{wall: 1000, expire: true, want: map[string]series{"a": kept(1), "b": kept(1)}},
+			{wall: 1001, lines: []string{"c"}, want: map[string]series{"a": kept(1), "b": kept(1), "c": {1, []float64{1}}}},
+			{wall: 1002, lines: []string{"d"}, want: map[string]series{"b": kept(1), "c": {1, []float64{1}}, "d": {1, []float64{1}}}},
+			{wall: 1120, want: map[string]series{"b": kept(1), "c": {1, nil}, "d": {1, nil}}},
+			{wall: 1121, want: map[string]series{"c": {1, nil}, "d": {1, nil}}},
 		},
 	}, {
 		name:   "a kept counter from before the step gives way to one active since",
