@@ -24,8 +24,9 @@ import (
 // the first seen takes the last room of a budget, as without batching. What differs from
 // Event is the order of events: an entry's events are written together, before those of
 // the entries after it, which the store does not depend on (the parse workers already
-// reorder events) but for which label set takes a full budget's last room, and the order
-// in which floats of different seconds of a slot or a part's sum are added up.
+// reorder events) but for which label set takes a full budget's last room (and so whether
+// a late line of a label set with no series finds one), and the order in which floats of
+// different seconds of a slot or a part's sum are added up.
 
 // Bounds of what a rule's pending events take: entries (label sets and seconds), events
 // in all, and the bytes of their keys, label values and items (a read of a log is 64 KiB,

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"math"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"unsafe"
 
@@ -174,8 +175,10 @@ func (st *store) fold(memory bool, now int64, b budget, labels [][]byte) {
 	if memory {
 		st.memFolds.Add(1)
 	}
-	// A deadline more than FoldLogEvery ahead is one the rule's clock stepped back from.
-	if at := st.foldLogAt.Load(); (now >= at || at-now > FoldLogEvery) && st.foldLogAt.CompareAndSwap(at, now+FoldLogEvery) {
+	// A deadline more than 2×FoldLogEvery ahead is one the rule's clock stepped back from,
+	// by more than FoldLogEvery since the last log; sinks' clocks a few seconds apart are
+	// not a step back.
+	if at := st.foldLogAt.Load(); (now >= at || at-now > 2*FoldLogEvery) && st.foldLogAt.CompareAndSwap(at, now+FoldLogEvery) {
 		st.logFold(memory, b, labels)
 	}
 }
@@ -211,6 +214,7 @@ func (st *store) reapDue(now int64, limit int) bool {
 func (st *store) reap(now int64, b budget, memFull bool) {
 	st.reapedAt.Store(now)
 	demand := st.foldsSinceReap.Swap(0) + 1
+	st.catchUp(now)
 	var kept []*Series
 	for _, s := range st.series {
 		if s.pinned || s.key == st.overflowKey {
@@ -228,7 +232,9 @@ func (st *store) reap(now int64, b budget, memFull bool) {
 	if evict <= 0 {
 		return
 	}
-	slices.SortFunc(kept, func(a, b *Series) int { return cmp.Compare(a.last(), b.last()) })
+	// Label sets as recently active go in the order of their keys, so that which of them
+	// gives way does not depend on the map's order.
+	slices.SortFunc(kept, func(a, b *Series) int { return cmp.Or(cmp.Compare(a.last(), b.last()), strings.Compare(a.key, b.key)) })
 	for _, s := range kept[:evict] {
 		st.remove(s)
 	}

@@ -19,13 +19,17 @@ func (s *Set) Expire(processing, wall int64) {
 }
 
 // stale reports whether s has something to expire at now: wheels that hold nothing (see
-// wheels), or a kept counter idle for longer than ttl.
+// wheels), a kept counter idle for longer than ttl, or a part last active ahead of now
+// (see catchUp).
 func (st *store) stale(s *Series, now, ttl int64) bool {
 	if s.pinned {
 		return false
 	}
 	kept := true
 	for p := range s.parts {
+		if st.steppedBack(p, now) {
+			return true
+		}
 		if w := p.win.Load(); w != nil {
 			if !w.Holds(now) {
 				return true
@@ -67,6 +71,29 @@ func (st *store) settle(s *Series, now, ttl int64) int {
 		return settledRemoved
 	}
 	return settledKept
+}
+
+// steppedBack reports whether p was last active past every window ahead of now: the rule's
+// clock stepped back since. The processing clock never does while the process lives, but
+// starts at the wall clock's second, so a restored part may find it behind.
+func (st *store) steppedBack(p *part, now int64) bool { return st.tooOld(p.last.Load(), now) }
+
+// catchUp makes the parts last active before the rule's clock stepped back past every
+// window active at now: the lines that made them came before the step, and they would
+// otherwise stay until the clock caught up (plus the counter TTL), the newest in the
+// eviction order all along. Moving them back by the step instead would keep their order,
+// but could move a part with a line since the step (its last second is still the one
+// before) back past that line. The write locks are held; it runs before a pass of settle
+// over the series, which no scrape can foresee, so what a scrape shows after a step back
+// depends on when Expire or a reap ran.
+func (st *store) catchUp(now int64) {
+	for _, s := range st.series {
+		for p := range s.parts {
+			if !s.pinned && st.steppedBack(p, now) {
+				p.last.Store(now)
+			}
+		}
+	}
 }
 
 // idlePastTTL is a cheap first test of gone for the write path: no line of shard's part
@@ -118,6 +145,7 @@ func (st *store) expire(now, ttl int64) {
 	}
 	st.lockAll()
 	defer st.unlockAll()
+	st.catchUp(now)
 	for _, s := range st.series {
 		if !s.pinned {
 			st.settle(s, now, ttl)

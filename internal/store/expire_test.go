@@ -268,6 +268,21 @@ func TestEventTimeActivity(t *testing.T) {
 			{wall: 1111, want: map[string]series{}},
 		},
 	}, {
+		name: "a warm start's line older than every window makes no label set",
+		// It places nothing and counts in no total: a label set it alone brings would be a
+		// `_total` of 0 until the TTL after the line's own time.
+		budget: 10, ttl: 2 * time.Minute,
+		steps: []step{
+			{wall: 1000, backfill: []line{at("a", 900)}, want: map[string]series{}},
+			{wall: 1001, lines: []line{at("b", 1001)}, want: map[string]series{"b": {1, []float64{1}}}},
+		},
+	}, {
+		name:   "a warm start's line older than every window makes no label set, kept forever or not",
+		budget: 10,
+		steps: []step{
+			{wall: 1000, backfill: []line{at("a", 900)}, want: map[string]series{}},
+		},
+	}, {
 		name: "a late line of the overflow series at a full budget is counted in it",
 		// The overflow series is outside the budget: a line whose label reads
 		// __overflow__ goes to it, late or not, whether its old counter is held or gone.
@@ -298,6 +313,151 @@ func TestEventTimeActivity(t *testing.T) {
 					if d := diff(read(set, 0, st.wall).series, st.want); d != "" {
 						t.Fatalf("at %d: series:%s", st.wall, d)
 					}
+				}
+			})
+		}
+	}
+}
+
+// TestClockSteppedBackCounters: after the wall clock stepped back past every window, the
+// event-time label sets last active before the step are active at the second the store
+// notices it (an Expire or a reap): they go with the counter TTL after that, and gives way in the budget to label sets active
+// since, rather than staying until the clock catches up (a day here) and being the newest
+// until then. With several parts, the latest goes by the same clock.
+func TestClockSteppedBackCounters(t *testing.T) {
+	rule := storetest.EventRule("r", storetest.OneMin, "k")
+	type step struct {
+		wall   int64
+		sink   int      // the sink the lines are written by: each on a shard of its own
+		lines  []string // label sets of lines at wall, of their own time wall
+		expire bool     // Expire at wall before the lines
+		want   map[string]series
+	}
+	kept := func(total float64) series { return series{total: total} }
+	cases := []struct {
+		name   string
+		budget int
+		ttl    time.Duration
+		steps  []step
+	}{{
+		name:   "a kept counter goes with the TTL after the step",
+		budget: 10, ttl: 2 * time.Minute,
+		steps: []step{
+			{wall: 87400, lines: []string{"a"}, want: map[string]series{"a": {1, []float64{1}}}},
+			{wall: 1000, expire: true, want: map[string]series{"a": kept(1)}},
+			{wall: 1120, want: map[string]series{"a": kept(1)}},
+			{wall: 1121, want: map[string]series{}},
+		},
+	}, {
+		name:   "a label set with a line after the step goes with the TTL after the step",
+		budget: 10, ttl: 2 * time.Minute,
+		steps: []step{
+			{wall: 87400, lines: []string{"a"}, want: map[string]series{"a": {1, []float64{1}}}},
+			{wall: 1000, lines: []string{"a"}, want: map[string]series{"a": {2, []float64{1}}}},
+			{wall: 1005, expire: true, want: map[string]series{"a": {2, []float64{1}}}},
+			{wall: 1125, want: map[string]series{"a": kept(2)}},
+			{wall: 1126, want: map[string]series{}},
+		},
+	}, {
+		name:   "parts of two shards",
+		budget: 10, ttl: 2 * time.Minute,
+		steps: []step{
+			{wall: 87400, sink: 0, lines: []string{"a"}, want: map[string]series{"a": {1, []float64{1}}}},
+			{wall: 1000, sink: 1, lines: []string{"a"}, want: map[string]series{"a": {2, []float64{1}}}},
+			{wall: 1000, expire: true, want: map[string]series{"a": {2, []float64{1}}}},
+			{wall: 1120, want: map[string]series{"a": kept(2)}},
+			{wall: 1121, want: map[string]series{}},
+		},
+	}, {
+		name:   "kept counters from before the step are as recently active, and give way by label set",
+		budget: 3, ttl: 2 * time.Minute,
+		steps: []step{
+			{wall: 87400, lines: []string{"b"}, want: map[string]series{"b": {1, []float64{1}}}},
+			{wall: 87500, lines: []string{"a"}, want: map[string]series{"a": {1, []float64{1}}, "b": kept(1)}},
+			{wall: 1000, expire: true, want: map[string]series{"a": kept(1), "b": kept(1)}},
+			{wall: 1001, lines: []string{"c"}, want: map[string]series{"a": kept(1), "b": kept(1), "c": {1, []float64{1}}}},
+			{wall: 1002, lines: []string{"d"}, want: map[string]series{"b": kept(1), "c": {1, []float64{1}}, "d": {1, []float64{1}}}},
+			{wall: 1120, want: map[string]series{"b": kept(1), "c": {1, nil}, "d": {1, nil}}},
+			{wall: 1121, want: map[string]series{"c": {1, nil}, "d": {1, nil}}},
+		},
+	}, {
+		name:   "a kept counter from before the step gives way to one active since",
+		budget: 2,
+		steps: []step{
+			{wall: 87400, lines: []string{"a"}, want: map[string]series{"a": {1, []float64{1}}}},
+			{wall: 1000, expire: true, want: map[string]series{"a": kept(1)}},
+			{wall: 1010, lines: []string{"b"}, want: map[string]series{"a": kept(1), "b": {1, []float64{1}}}},
+			{wall: 2000, lines: []string{"c"}, want: map[string]series{"b": kept(1), "c": {1, []float64{1}}}},
+		},
+	}, {
+		name:   "a step back by less than every window moves nothing",
+		budget: 10, ttl: 2 * time.Minute,
+		steps: []step{
+			{wall: 1000, lines: []string{"a"}, want: map[string]series{"a": {1, []float64{1}}}},
+			{wall: 941, expire: true, want: map[string]series{"a": {1, []float64{1}}}},
+			{wall: 1120, expire: true, want: map[string]series{"a": kept(1)}},
+			{wall: 1121, want: map[string]series{}},
+		},
+	}}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			set, err := store.NewSetWith(storetest.TTLConfig(tc.budget, tc.ttl, rule), nil, store.SetOptions{Shards: 2})
+			if err != nil {
+				t.Fatal(err)
+			}
+			sinks := []*store.Sink{set.NewSink(), set.NewSink()}
+			for _, st := range tc.steps {
+				if st.expire {
+					set.Expire(start, st.wall)
+				}
+				for _, v := range st.lines {
+					write(sinks[st.sink], line{labels: []string{v}, now: start, wall: st.wall, at: st.wall})
+				}
+				if d := diff(read(set, 0, st.wall).series, st.want); d != "" {
+					t.Fatalf("at %d: series:%s", st.wall, d)
+				}
+			}
+		})
+	}
+}
+
+// TestLateLineOfLabelSetPastTTL: a late line of a label set idle past the counter TTL makes
+// it active as any line does, so that, with room in the budget, its `_total` holds the
+// late line and the one in the windows whatever their order, batched or not. At a full
+// budget the label set is a new one that may find no series: a late line coming before the
+// line that makes room is counted late only, as DESIGN.md says of a batching sink, which
+// writes a label set's lines of each second of their own together.
+func TestLateLineOfLabelSetPastTTL(t *testing.T) {
+	rule := storetest.EventRule("r", storetest.OneMin, "k")
+	for _, tc := range []struct {
+		budget    int
+		lateFirst bool
+		total     float64
+	}{
+		{budget: 10, lateFirst: true, total: 2},
+		{budget: 10, lateFirst: false, total: 2},
+		{budget: 1, lateFirst: true, total: 1},
+		{budget: 1, lateFirst: false, total: 2},
+	} {
+		for _, batch := range []bool{false, true} {
+			t.Run(fmt.Sprintf("budget %d, late first %v, batch %v", tc.budget, tc.lateFirst, batch), func(t *testing.T) {
+				set := newSet(t, storetest.TTLConfig(tc.budget, 2*time.Minute, rule), nil)
+				// a is idle past the TTL from 1121; b, kept until 1220, holds a budget of one.
+				write(set.NewSink(), line{labels: []string{"a"}, now: start, wall: 1000, at: 1000}, line{labels: []string{"b"}, now: start, wall: 1100, at: 1100})
+				k := set.NewSink()
+				if batch {
+					k = set.NewBatchSink()
+				}
+				late, on := line{labels: []string{"a"}, now: start, wall: 1200, at: 900}, line{labels: []string{"a"}, now: start, wall: 1200, at: 1200}
+				if tc.lateFirst {
+					write(k, late, on)
+				} else {
+					write(k, on, late)
+				}
+				k.Flush()
+				got := read(set, 0, 1200)
+				if a := got.series["a"]; a.total != tc.total || got.drops.Late != 1 || got.matched != 4 {
+					t.Errorf("a: %v, %d late, %d matched; want a total of %v, 1 late, 4 matched", a, got.drops.Late, got.matched, tc.total)
 				}
 			})
 		}

@@ -169,3 +169,22 @@ func TestFoldLoggedAfterClockStepsBack(t *testing.T) {
 		}
 	}
 }
+
+// TestFoldLoggedOnceAcrossSinkSeconds: sinks whose clocks are a few seconds apart (each was
+// set by its own read, and a batch is written after it was read) log the rule's fold once
+// within the hour: a sink behind the one that logged is not a clock that stepped back.
+func TestFoldLoggedOnceAcrossSinkSeconds(t *testing.T) {
+	var out bytes.Buffer
+	set, err := store.NewSetWith(storetest.Config(1, storetest.CountRule("r0", storetest.OneMin, "path")), nil,
+		store.SetOptions{Shards: 2, Logger: slog.New(slog.NewJSONHandler(&out, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ahead, behind := set.NewSink(), set.NewSink()
+	write(ahead, line{labels: []string{key(0)}, now: start + 5})
+	write(ahead, line{labels: []string{key(1)}, now: start + 5})
+	write(behind, line{labels: []string{key(2)}, now: start})
+	if n := strings.Count(out.String(), "\n"); n != 1 {
+		t.Errorf("%d folds logged, want 1:\n%s", n, out.String())
+	}
+}

@@ -20,7 +20,10 @@ import (
 // every new label set at a full budget reaps first (the store rate-limits reaps to one per
 // second). A line of an event-time rule is placed at its own second, or at the clock's
 // when it is ahead of it, and in no window when older than the longest; whatever its own
-// second, it is active (for the counter TTL and the eviction order) when it comes.
+// second, it is active (for the counter TTL and the eviction order) when it comes. After
+// the wall clock stepped back past every second a series was written at, by more than
+// every window, its windows hold nothing, and an Expire or a reap finding it active ahead
+// of the clock makes it active at the clock's second.
 type model struct {
 	rules []*modelRule
 	// maxBytes is the memory bound (0: none) and used what the series of every rule take:
@@ -48,11 +51,12 @@ type modelSeries struct {
 	pinned bool
 }
 
+// last is the second the series was last active at: its newest line's.
 func (s *modelSeries) last() int64 {
 	if len(s.lines) == 0 {
 		return math.MinInt64
 	}
-	return s.lines[len(s.lines)-1]
+	return slices.Max(s.lines)
 }
 
 func newModelRule(limit int, ttl time.Duration, ws []time.Duration, initial [][]string) *modelRule {
@@ -99,7 +103,10 @@ func (m *model) remove(r *modelRule, key string) {
 // idle past the TTL; it reports whether the series is left as a kept counter.
 func (m *model) settle(r *modelRule, key string, now int64) bool {
 	s := r.series[key]
-	if s.pinned || r.live(s, now) {
+	if s.pinned {
+		return false
+	}
+	if r.live(s, now) {
 		return false
 	}
 	if s.wheels {
@@ -113,8 +120,21 @@ func (m *model) settle(r *modelRule, key string, now int64) bool {
 	return true
 }
 
+// catchUp makes the series active ahead of now by every window (the wall clock stepped
+// back) active at now.
+func (r *modelRule) catchUp(now int64) {
+	for _, s := range r.series {
+		for i, t := range s.lines {
+			if !s.pinned && t-now >= r.longest() {
+				s.lines[i] = now
+			}
+		}
+	}
+}
+
 func (m *model) expire(now int64) {
 	for _, r := range m.rules {
+		r.catchUp(now)
 		for key := range r.series {
 			m.settle(r, key, now)
 		}
@@ -169,6 +189,7 @@ func (m *model) line(i int, key string, now, at int64) {
 		// then the least recently active kept counter gives way: one, or as many as
 		// the rule holds past its budget (a reload lowered it), at most a quarter budget.
 		var kept []string
+		r.catchUp(now)
 		for key := range r.series {
 			if key != store.OverflowValue && m.settle(r, key, now) {
 				kept = append(kept, key)
@@ -178,7 +199,9 @@ func (m *model) line(i int, key string, now, at int64) {
 		if overMemory {
 			evict = max(evict, 1)
 		}
-		slices.SortFunc(kept, func(a, b string) int { return cmp.Compare(r.series[a].last(), r.series[b].last()) })
+		slices.SortFunc(kept, func(a, b string) int {
+			return cmp.Or(cmp.Compare(r.series[a].last(), r.series[b].last()), cmp.Compare(a, b))
+		})
 		for _, key := range kept[:min(evict, max(r.limit/4, 1), len(kept))] {
 			m.remove(r, key)
 		}
@@ -195,6 +218,16 @@ func (m *model) line(i int, key string, now, at int64) {
 		}
 	}
 	m.add(r, key, now, at, late)
+}
+
+// steppedBack is the wall clock stepping back past every second any series was written
+// at, by more than every window: no series' windows hold anything.
+func (m *model) steppedBack() {
+	for _, r := range m.rules {
+		for _, s := range r.series {
+			s.placed = nil
+		}
+	}
 }
 
 // view is what a scrape at now shows of rule i.
@@ -366,7 +399,9 @@ func TestEventTimeAgainstModel(t *testing.T) {
 			k = set.NewSink()
 		}
 		reload(true)
-		wall := int64(start)
+		// The wall clock starts far enough ahead to step back a few times by more than all
+		// the seconds a run spans.
+		wall := int64(start) + 1e7
 		for range 300 {
 			if rng.IntN(40) == 0 {
 				limit, ttl = max(1+rng.IntN(10), len(rule.Initial)), ttls[rng.IntN(len(ttls))]
@@ -386,6 +421,11 @@ func TestEventTimeAgainstModel(t *testing.T) {
 				what += fmt.Sprintf("; at %d: budget %d, ttl %v, windows %v (changed %v), bound %d B", wall, limit, ttl, ws, changed, m.maxBytes)
 			}
 			wall += step(rng)
+			if rng.IntN(60) == 0 {
+				wall -= 1e6 + rng.Int64N(1e5)
+				m.steppedBack()
+				what += fmt.Sprintf("; the wall clock stepped back to %d", wall)
+			}
 			at := wall
 			switch n := rng.IntN(20); {
 			case n < 12:

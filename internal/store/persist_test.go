@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/logwindow/logwindow_exporter/config"
 	"github.com/logwindow/logwindow_exporter/internal/storage"
@@ -393,6 +394,35 @@ func TestRestoreSnapshotOfFewerDropReasons(t *testing.T) {
 				}
 				if d := diff(got.series, want.series); d != "" {
 					t.Errorf("rule %d:%s", i, d)
+				}
+			}
+		})
+	}
+}
+
+// TestRestoreBehindTheClock: a counter restored by a process whose clock is behind the
+// one that wrote it, past every window (the wall clock stepped back across the restart;
+// the processing clock starts at it), is active from the first Expire after the restore,
+// not from the second its line came at on the clock that was ahead: it goes with the
+// counter TTL after that, for processing-time and event-time rules alike.
+func TestRestoreBehindTheClock(t *testing.T) {
+	for _, rule := range []*config.Rule{storetest.CountRule("r", storetest.OneMin, "k"), storetest.EventRule("r", storetest.OneMin, "k")} {
+		t.Run(fmt.Sprintf("event time %v", rule.Timestamp != nil), func(t *testing.T) {
+			cfg := storetest.TTLConfig(10, 2*time.Minute, rule)
+			set := newSet(t, cfg, nil)
+			write(set.NewSink(), line{labels: []string{"a"}, now: 87400, at: 87400})
+			snap := encodeSet(t, set, false, func() {})
+			restored := newSet(t, cfg, nil)
+			if _, err := restored.Restore(snap); err != nil {
+				t.Fatal(err)
+			}
+			restored.Expire(1000, 1000)
+			for _, tc := range []struct {
+				now  int64
+				want map[string]series
+			}{{1120, map[string]series{"a": {total: 1}}}, {1121, map[string]series{}}} {
+				if d := diff(read(restored, 0, tc.now).series, tc.want); d != "" {
+					t.Errorf("at %d: series:%s", tc.now, d)
 				}
 			}
 		})

@@ -142,15 +142,17 @@ func (st *store) create(e *event.Event, w *write, due bool) {
 		memFull = st.mem.full(cost)
 	}
 	full := overBudget || memFull
+	// A late line with no series to go to is counted late only; a warm start's counts in
+	// nothing, so it makes no series, which would show a `_total` of 0.
+	if (full || w.backfill && s == nil) && st.tooOld(w.now, w.at) {
+		if !w.backfill {
+			st.lateUnseated.Add(1)
+			st.late.Add(1)
+		}
+		return
+	}
 	folded := false
 	if full {
-		if st.tooOld(w.now, w.at) {
-			if !w.backfill {
-				st.lateUnseated.Add(1)
-				st.late.Add(1)
-			}
-			return
-		}
 		s, folded = st.series[st.overflowKey], true
 		if s != nil && st.gone(s, w.now, w.budget.ttl) {
 			// The overflow series idle past the TTL is a new one, as any label set is, whether

@@ -282,9 +282,9 @@ func TestBackfillSink(t *testing.T) {
 		line: line{labels: []string{"a"}, at: now - 10},
 		want: [2]map[string]series{{"a": {0, []float64{1}}}, {"": {0, []float64{0}}}},
 	}, {
-		name: "a late event-time line is neither placed nor counted",
+		name: "a late event-time line is neither placed nor counted, and makes no label set",
 		line: line{labels: []string{"a"}, at: now - 600},
-		want: [2]map[string]series{{"a": {0, nil}}, {"": {0, []float64{0}}}},
+		want: [2]map[string]series{{}, {"": {0, []float64{0}}}},
 	}, {
 		name: "a processing-time line is not written",
 		line: line{rule: 1},
