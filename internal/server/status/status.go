@@ -123,7 +123,7 @@ func Register(mux *http.ServeMux, o Options) {
 			http.Error(w, "Use GET.", http.StatusMethodNotAllowed)
 			return
 		}
-		if v := o.view(r.Context()); v != nil {
+		if v := o.view(r.Context(), "/"); v != nil {
 			o.render(w, v)
 		}
 	})
@@ -203,7 +203,7 @@ func (lt *lineTester) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case <-r.Context().Done():
 		return
 	}
-	v := lt.o.view(r.Context())
+	v := lt.o.view(r.Context(), ExplainPath)
 	if v == nil {
 		<-lt.explain
 		return

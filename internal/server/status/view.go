@@ -22,11 +22,15 @@ import (
 // view is what the template renders.
 type view struct {
 	Name, MetricsPath string
-	Rendered          string
-	GatherError       string
-	ConfigFile        string
-	Reload            string
-	ReloadOK          bool
+	// The page's links, relative to its own URL, so that they hold behind a proxy that
+	// serves the exporter under a path prefix (an ingress's /logwindow/, kubectl proxy's
+	// /api/v1/namespaces/…/proxy/).
+	MetricsLink, HealthyLink, ReadyLink, ExplainLink string
+	Rendered                                         string
+	GatherError                                      string
+	ConfigFile                                       string
+	Reload                                           string
+	ReloadOK                                         bool
 	// ReloadErrors say why the last reload was refused, one problem a line, at most
 	// maxReloadErrors of them; ReloadErrorsMore are those left out.
 	ReloadErrors     []string
@@ -167,11 +171,12 @@ func number(v float64) string {
 	return strconv.FormatFloat(v, 'g', 6, 64)
 }
 
-// view gathers the registry, reads the rules' windows and lays out the page, one request
+// view gathers the registry, reads the rules' windows and lays out the page served at
+// pagePath (where its links are relative to), one request
 // at a time: what a page holds beyond its view (the gathered families, a series per
 // followed file, and the windows) is then held by one request at most, however many ask
 // at once. It returns nil when ctx ends while it waits.
-func (o *Options) view(ctx context.Context) *view {
+func (o *Options) view(ctx context.Context, pagePath string) *view {
 	select {
 	case o.reading <- struct{}{}:
 		defer func() { <-o.reading }()
@@ -182,6 +187,8 @@ func (o *Options) view(ctx context.Context) *view {
 	v := &view{Name: o.Name, MetricsPath: o.MetricsPath, ConfigFile: cfg.File, Build: buildInfo(),
 		Rendered: time.Now().UTC().Format(time.RFC3339), ShownWindow: model.Duration(shownWindow).String(),
 		LineTester: o.LineTester, MaxLines: MaxExplainLines, MaxBody: size(MaxExplainBody), MaxReply: size(MaxExplainReply)}
+	v.MetricsLink, v.HealthyLink = relativeLink(pagePath, o.MetricsPath), relativeLink(pagePath, "/-/healthy")
+	v.ReadyLink, v.ExplainLink = relativeLink(pagePath, "/-/ready"), relativeLink(pagePath, ExplainPath)
 	m := metrics{}
 	families, err := o.Gatherer.Gather()
 	if err != nil {
@@ -228,6 +235,18 @@ func (o *Options) view(ctx context.Context) *view {
 		v.Rules = append(v.Rules, newRuleRow(m, r, sums[r.Name]))
 	}
 	return v
+}
+
+// relativeLink is the link from the page at pagePath to path, both absolute, that
+// resolves to path under whatever prefix both are served: "./" or as many "../" as
+// pagePath has directories, then path. "./" keeps a path whose first segment holds a colon
+// from reading as a scheme.
+func relativeLink(pagePath, path string) string {
+	root := "./"
+	if up := strings.Count(pagePath, "/") - 1; up > 0 {
+		root = strings.Repeat("../", up)
+	}
+	return root + strings.TrimPrefix(path, "/")
 }
 
 // windowSums reads the rules' windows by rule name; nil when the page has no
