@@ -28,6 +28,7 @@ import (
 
 	"github.com/logwindow/logwindow_exporter/config"
 	"github.com/logwindow/logwindow_exporter/internal/explain"
+	"github.com/logwindow/logwindow_exporter/internal/pipeline"
 	"github.com/logwindow/logwindow_exporter/internal/scrape"
 )
 
@@ -61,6 +62,9 @@ type Source interface {
 	Explain(input string, line []byte) explain.Line
 	// ReloadError is why the last reload was refused; nil when it applied.
 	ReloadError() error
+	// InputsNotRunning are the inputs of the config in force that did not start, whatever
+	// reloads were refused since.
+	InputsNotRunning() []pipeline.NotRunning
 }
 
 // WindowReader reads what each rule holds in its windows now: scrape.Collector.

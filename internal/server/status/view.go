@@ -38,11 +38,13 @@ type view struct {
 	// InputsNotStarted: the last reload put its config in force but for inputs that could
 	// not start, which ReloadErrors are about.
 	InputsNotStarted bool
-	Inputs           []inputRow
-	InputNames       []string
-	Rules            []ruleRow
-	ShownWindow      string // the window of the rules' column "now"
-	Build            []pair
+	// NotRunning are the inputs of the config in force that did not start, each with why.
+	NotRunning  []string
+	Inputs      []inputRow
+	InputNames  []string
+	Rules       []ruleRow
+	ShownWindow string // the window of the rules' column "now"
+	Build       []pair
 
 	// The line tester, when it is on: its bounds, what was posted and what it gave.
 	LineTester        bool
@@ -220,11 +222,11 @@ func (o *Options) view(ctx context.Context, pagePath string) *view {
 				v.ReloadErrorsMore++
 				continue
 			}
-			if len(line) > maxErrorBytes {
-				line = strings.ToValidUTF8(line[:maxErrorBytes], "") + " …"
-			}
-			v.ReloadErrors = append(v.ReloadErrors, line)
+			v.ReloadErrors = append(v.ReloadErrors, clip(line))
 		}
+	}
+	for _, in := range o.Source.InputsNotRunning() {
+		v.NotRunning = append(v.NotRunning, clip(in.Input+": "+in.Err.Error()))
 	}
 	sums := o.windowSums()
 	for _, in := range cfg.Inputs {
@@ -235,6 +237,14 @@ func (o *Options) view(ctx context.Context, pagePath string) *view {
 		v.Rules = append(v.Rules, newRuleRow(m, r, sums[r.Name]))
 	}
 	return v
+}
+
+// clip is line within maxErrorBytes, marked when cut.
+func clip(line string) string {
+	if len(line) > maxErrorBytes {
+		return strings.ToValidUTF8(line[:maxErrorBytes], "") + " …"
+	}
+	return line
 }
 
 // relativeLink is the link from the page at pagePath to path, both absolute, that
