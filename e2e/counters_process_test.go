@@ -11,6 +11,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -301,7 +302,11 @@ func TestProcessStatusLinksAndVersion(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := testexec.StartExporter(t, bin, "--config.file="+cfgPath)
-	resp, err := http.Get(p.URL() + "/")
+	pageURL, err := url.Parse(p.URL() + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.Get(pageURL.String())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -317,8 +322,13 @@ func TestProcessStatusLinksAndVersion(t *testing.T) {
 		if strings.HasPrefix(href, "http") {
 			continue // off-site links
 		}
-		href = "/" + strings.TrimPrefix(href, "/")
-		if code := httpStatus(t, p.URL()+href, http.MethodGet); code != http.StatusOK {
+		ref, err := url.Parse(href)
+		if err != nil || ref.IsAbs() || strings.HasPrefix(href, "/") {
+			t.Errorf("landing page link %q is not relative to the page: it would leave a proxy's path prefix", href)
+			continue
+		}
+		u := pageURL.ResolveReference(ref).String()
+		if code := httpStatus(t, u, http.MethodGet); code != http.StatusOK {
 			t.Errorf("landing page link %s answers %d", href, code)
 		}
 		checked++

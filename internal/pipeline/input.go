@@ -334,6 +334,7 @@ func (p *Pipeline) syncInputs(cfg *config.Config) error {
 	}
 	wanted := map[string]bool{}
 	var errs []error
+	p.notRunning = nil
 	for _, ci := range cfg.Inputs {
 		p.handOver(ci)
 		deal := p.dealerOf(ci)
@@ -348,6 +349,9 @@ func (p *Pipeline) syncInputs(cfg *config.Config) error {
 			in, err := p.startInput(ci, shard, deal)
 			if err != nil {
 				errs = append(errs, err)
+				if len(p.notRunning) == 0 || p.notRunning[len(p.notRunning)-1].Input != ci.Label() {
+					p.notRunning = append(p.notRunning, NotRunning{Input: ci.Label(), Err: err})
+				}
 				continue
 			}
 			p.inputs[key] = in

@@ -13,6 +13,7 @@ import (
 	"io"
 	"log/slog"
 	"math"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -110,6 +111,9 @@ type Pipeline struct {
 	stopped     bool
 	reloadErr   error // why the last reload was refused; nil when it applied
 	lastSuccess time.Time
+	// notRunning are the inputs of the config in force that did not start: set by
+	// syncInputs as it applies a config, and kept while later reloads are refused.
+	notRunning []NotRunning
 
 	// cut is held (read) by every follower while it hands lines on, and taken by a
 	// snapshot while it records the positions and copies the series: one cut of both.
@@ -340,7 +344,31 @@ func (p *Pipeline) Collector() *scrape.Collector {
 func (p *Pipeline) reloadStats() selfmetric.ReloadStats {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return selfmetric.ReloadStats{Successful: p.reloadErr == nil, LastSuccess: p.lastSuccess}
+	r := selfmetric.ReloadStats{Successful: p.reloadErr == nil, LastSuccess: p.lastSuccess, Inputs: map[string]bool{}}
+	for _, ci := range p.gen.Load().cfg.Inputs {
+		r.Inputs[ci.Label()] = true
+	}
+	for _, in := range p.notRunning {
+		r.Inputs[in.Input] = false
+	}
+	return r
+}
+
+// NotRunning is an input of the configuration in force that did not start, and why.
+type NotRunning struct {
+	// Input is the input's name, or its path or address when it has none.
+	Input string
+	Err   error
+}
+
+// InputsNotRunning are the inputs of the configuration in force that did not start (a
+// socket whose address was taken when the reload put it in force), in the config's
+// order. A later reload that is refused leaves them as they are: only one that applies
+// starts them, or not.
+func (p *Pipeline) InputsNotRunning() []NotRunning {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.notRunning)
 }
 
 // ReloadError is why the last reload was refused (the config's problems, one per line, or

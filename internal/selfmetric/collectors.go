@@ -105,6 +105,9 @@ type ReloadStats struct {
 	Successful bool
 	// LastSuccess is when a config was last loaded successfully; zero before any.
 	LastSuccess time.Time
+	// Inputs says of each input of the config in force, by its name (or its path or
+	// address when it has none), whether it runs: false for one that did not start.
+	Inputs map[string]bool
 }
 
 // Reload collects the outcome of the latest config load.
@@ -112,11 +115,13 @@ type Reload struct {
 	read       func() ReloadStats
 	failed     *atomic.Uint64
 	ok, atTime *prometheus.Desc
+	running    *prometheus.Desc
 }
 
 // NewReload returns the collector of what read returns.
 func NewReload(read func() ReloadStats, failed *atomic.Uint64) *Reload {
-	return &Reload{read: read, failed: failed, ok: ConfigLastReloadSuccessful.Desc(), atTime: ConfigLastReloadSuccessTimestamp.Desc()}
+	return &Reload{read: read, failed: failed, ok: ConfigLastReloadSuccessful.Desc(), atTime: ConfigLastReloadSuccessTimestamp.Desc(),
+		running: InputRunning.Desc()}
 }
 
 // Describe sends nothing (see Rules.Describe).
@@ -129,6 +134,16 @@ func (c *Reload) Collect(ch chan<- prometheus.Metric) {
 	e.emit(c.ok, prometheus.GaugeValue, boolValue(r.Successful))
 	if !r.LastSuccess.IsZero() {
 		e.emit(c.atTime, prometheus.GaugeValue, float64(r.LastSuccess.UnixNano())/1e9)
+	}
+	// Names made the same by validUTF8 would be one label set twice, which fails a scrape.
+	running := map[string]bool{}
+	for in, ok := range r.Inputs {
+		in = validUTF8(in)
+		prev, seen := running[in]
+		running[in] = ok && (prev || !seen)
+	}
+	for in, ok := range running {
+		e.emit(c.running, prometheus.GaugeValue, boolValue(ok), in)
 	}
 }
 

@@ -109,6 +109,9 @@ var (
 	ConfigLastReloadSuccessful = Metric{"logwindow_config_last_reload_successful",
 		"Whether the last configuration load succeeded (1) or was refused (0).",
 		nil}
+	InputRunning = Metric{"logwindow_input_running",
+		"Whether the input of the configuration in force runs (1) or did not start (0): a reload put the configuration in force, but the input's socket could not be bound. It stays 0, whatever reloads are refused after, until a reload starts it.",
+		[]string{"input"}}
 	ConfigLastReloadSuccessTimestamp = Metric{"logwindow_config_last_reload_success_timestamp_seconds",
 		"Unix time of the last successful configuration load.",
 		nil}

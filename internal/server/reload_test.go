@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -77,4 +78,76 @@ func reloadLines(page []byte) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// TestInputNotRunningOutlivesARefusedReload: a reload puts in force a config whose syslog
+// input cannot bind its address, then a reload of a broken file is refused. The config in
+// force still lacks that input, and the status page and logwindow_input_running say so,
+// whatever later reloads were refused; a reload that starts it clears both. Readiness is
+// not withdrawn: the exporter serves what runs.
+func TestInputNotRunningOutlivesARefusedReload(t *testing.T) {
+	taken, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = taken.Close() }()
+	e := startExporter(t, true)
+	withSys := strings.Replace(fmt.Sprintf(e2eRules, e.logPath), "inputs:\n", "inputs:\n  - name: sys\n    syslog: udp://"+taken.LocalAddr().String()+"\n", 1)
+
+	running := func() map[string]float64 {
+		t.Helper()
+		out := map[string]float64{}
+		f := e.scrape()["logwindow_input_running"]
+		if f == nil {
+			return out
+		}
+		for _, m := range f.GetMetric() {
+			out[m.GetLabel()[0].GetValue()] = m.GetGauge().GetValue()
+		}
+		return out
+	}
+	notRunning := func() string {
+		t.Helper()
+		resp, err := http.Get(e.url + "/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		page, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		m := regexp.MustCompile(`(?s)<pre class="bad" id="inputs-not-running">(.*?)</pre>`).FindSubmatch(page)
+		if m == nil {
+			return ""
+		}
+		return string(m[1])
+	}
+
+	e.writeConfig(withSys)
+	if e.post("/-/reload") != http.StatusBadRequest {
+		t.Fatal("the reload with an input on a taken address was not reported as failed: the test's premise does not hold")
+	}
+	e.writeConfig("inputs: [")
+	if e.post("/-/reload") != http.StatusBadRequest {
+		t.Fatal("the reload of a broken file was not refused")
+	}
+	if got := running(); got["sys"] != 0 || got["web"] != 1 || len(got) != 2 {
+		t.Errorf("after a refused reload, logwindow_input_running = %v; want sys 0, web 1", got)
+	}
+	if got := notRunning(); !strings.Contains(got, "sys") || !strings.Contains(got, "address already in use") || strings.Contains(got, "web") {
+		t.Errorf("after a refused reload, the status page's inputs not running: %q; want sys, with why", got)
+	}
+	if code := e.get("/-/ready"); code != http.StatusOK {
+		t.Errorf("/-/ready: HTTP %d, want 200", code)
+	}
+
+	taken.Close()
+	e.writeConfig(withSys)
+	if code := e.post("/-/reload"); code != http.StatusOK {
+		t.Fatalf("reload once the address is free: HTTP %d", code)
+	}
+	if got := running(); got["sys"] != 1 || got["web"] != 1 {
+		t.Errorf("once sys started, logwindow_input_running = %v; want sys 1, web 1", got)
+	}
+	if got := notRunning(); got != "" {
+		t.Errorf("once sys started, the status page still lists inputs not running: %q", got)
+	}
 }

@@ -21,12 +21,14 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/common/version"
 
 	"github.com/logwindow/logwindow_exporter/config"
 	"github.com/logwindow/logwindow_exporter/internal/explain"
+	"github.com/logwindow/logwindow_exporter/internal/pipeline"
 	"github.com/logwindow/logwindow_exporter/internal/scrape"
 )
 
@@ -60,6 +62,9 @@ type Source interface {
 	Explain(input string, line []byte) explain.Line
 	// ReloadError is why the last reload was refused; nil when it applied.
 	ReloadError() error
+	// InputsNotRunning are the inputs of the config in force that did not start, whatever
+	// reloads were refused since.
+	InputsNotRunning() []pipeline.NotRunning
 }
 
 // WindowReader reads what each rule holds in its windows now: scrape.Collector.
@@ -122,7 +127,7 @@ func Register(mux *http.ServeMux, o Options) {
 			http.Error(w, "Use GET.", http.StatusMethodNotAllowed)
 			return
 		}
-		if v := o.view(r.Context()); v != nil {
+		if v := o.view(r.Context(), "/"); v != nil {
 			o.render(w, v)
 		}
 	})
@@ -145,21 +150,21 @@ type lineTester struct {
 func (lt *lineTester) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case !lt.o.LineTester:
-		http.Error(w, "The line tester is off: the exporter runs with --no-web.enable-line-tester.", http.StatusForbidden)
+		refuse(w, r, "The line tester is off: the exporter runs with --no-web.enable-line-tester.", http.StatusForbidden)
 		return
 	case r.Method != http.MethodPost:
 		w.Header().Set("Allow", "POST")
-		http.Error(w, "Use POST, with the form fields input and lines.", http.StatusMethodNotAllowed)
+		refuse(w, r, "Use POST, with the form fields input and lines.", http.StatusMethodNotAllowed)
 		return
 	case !isForm(r.Header.Get("Content-Type")):
 		// ParseForm reads no other body: the lines would be taken for none given.
 		w.Header().Set("Accept-Post", formType)
-		refuse(w, fmt.Sprintf("Send the fields input and lines as a form (%s, as the page and curl --data-urlencode send them), not %q.",
+		refuse(w, r, fmt.Sprintf("Send the fields input and lines as a form (%s, as the page and curl --data-urlencode send them), not %q.",
 			formType, r.Header.Get("Content-Type")), http.StatusUnsupportedMediaType)
 		return
 	case r.ContentLength > MaxExplainBody:
 		// Refused unread: the server then closes the connection rather than read it.
-		tooLong(w)
+		tooLong(w, r)
 		return
 	}
 	select {
@@ -167,14 +172,14 @@ func (lt *lineTester) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		defer func() { <-lt.admit }()
 	default:
 		w.Header().Set("Retry-After", "1")
-		refuse(w, "The line tester is busy with other requests: try again in a second.", http.StatusTooManyRequests)
+		refuse(w, r, "The line tester is busy with other requests: try again in a second.", http.StatusTooManyRequests)
 		return
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, MaxExplainBody)
 	if err := r.ParseForm(); err != nil {
 		switch {
 		case errors.As(err, new(*http.MaxBytesError)):
-			tooLong(w)
+			tooLong(w, r)
 		case errors.Is(err, os.ErrDeadlineExceeded):
 			http.Error(w, "The lines did not arrive within the read timeout.", http.StatusRequestTimeout)
 		default:
@@ -202,7 +207,7 @@ func (lt *lineTester) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case <-r.Context().Done():
 		return
 	}
-	v := lt.o.view(r.Context())
+	v := lt.o.view(r.Context(), ExplainPath)
 	if v == nil {
 		<-lt.explain
 		return
@@ -237,15 +242,30 @@ func inputNames(cfg *config.Config) []string {
 	return names
 }
 
-func tooLong(w http.ResponseWriter) {
-	refuse(w, "The lines are too long: at most "+size(MaxExplainBody)+" per request.", http.StatusRequestEntityTooLarge)
+func tooLong(w http.ResponseWriter, r *http.Request) {
+	refuse(w, r, "The lines are too long: at most "+size(MaxExplainBody)+" per request.", http.StatusRequestEntityTooLarge)
 }
 
-// refuse answers a request whose body is not read, and closes the connection after the
-// answer, so that the server does not read the body either.
-func refuse(w http.ResponseWriter, msg string, code int) {
-	w.Header().Set("Connection", "close")
+// refuse answers r with msg and code without reading its body (see LeaveBodyUnread).
+func refuse(w http.ResponseWriter, r *http.Request, msg string, code int) {
+	LeaveBodyUnread(w, r)
 	http.Error(w, msg, code)
+}
+
+// LeaveBodyUnread is called by a handler that reads none of r's body: when r has one,
+// the server closes the connection after the reply, at once. Else net/http would read up
+// to 256 KiB of the body, before the reply and again after the handler, to reuse the
+// connection: a client announcing a body and trickling it would hold its connection, and
+// a place within --web.max-connections, until the read timeout. Past the read deadline
+// set here what net/http tries to read fails at once, and "Connection: close" has it
+// close the connection rather than keep it. HTTP/2 reads a stream's body apart from the
+// connection's other streams: nothing to do.
+func LeaveBodyUnread(w http.ResponseWriter, r *http.Request) {
+	if r.ProtoMajor != 1 || r.ContentLength == 0 {
+		return
+	}
+	w.Header().Set("Connection", "close")
+	_ = http.NewResponseController(w).SetReadDeadline(time.Now())
 }
 
 // errReplyFull is what a cappedBuffer's Write returns once the reply would pass its cap.

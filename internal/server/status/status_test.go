@@ -10,20 +10,24 @@ import (
 
 	"github.com/logwindow/logwindow_exporter/config"
 	"github.com/logwindow/logwindow_exporter/internal/explain"
+	"github.com/logwindow/logwindow_exporter/internal/pipeline"
 )
 
 // fakeSource explains every line as counted by one rule with the line as its label
 // (rewritten from /raw/ and the line), its top value and its distinct text; but the lines
 // of otherLines, which it explains as they name.
 type fakeSource struct {
-	cfg       *config.Config
-	input     string // the input of the last line explained
-	reloadErr error
+	cfg        *config.Config
+	input      string // the input of the last line explained
+	reloadErr  error
+	notRunning []pipeline.NotRunning
 }
 
 func (f *fakeSource) Config() *config.Config { return f.cfg }
 
 func (f *fakeSource) ReloadError() error { return f.reloadErr }
+
+func (f *fakeSource) InputsNotRunning() []pipeline.NotRunning { return f.notRunning }
 
 // otherLines are the lines fakeSource explains with other outcomes: a rule reading
 // candidate formats that does not apply to the line's, and one whose formats the line

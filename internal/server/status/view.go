@@ -22,11 +22,15 @@ import (
 // view is what the template renders.
 type view struct {
 	Name, MetricsPath string
-	Rendered          string
-	GatherError       string
-	ConfigFile        string
-	Reload            string
-	ReloadOK          bool
+	// The page's links, relative to its own URL, so that they hold behind a proxy that
+	// serves the exporter under a path prefix (an ingress's /logwindow/, kubectl proxy's
+	// /api/v1/namespaces/…/proxy/).
+	MetricsLink, HealthyLink, ReadyLink, ExplainLink string
+	Rendered                                         string
+	GatherError                                      string
+	ConfigFile                                       string
+	Reload                                           string
+	ReloadOK                                         bool
 	// ReloadErrors say why the last reload was refused, one problem a line, at most
 	// maxReloadErrors of them; ReloadErrorsMore are those left out.
 	ReloadErrors     []string
@@ -34,11 +38,13 @@ type view struct {
 	// InputsNotStarted: the last reload put its config in force but for inputs that could
 	// not start, which ReloadErrors are about.
 	InputsNotStarted bool
-	Inputs           []inputRow
-	InputNames       []string
-	Rules            []ruleRow
-	ShownWindow      string // the window of the rules' column "now"
-	Build            []pair
+	// NotRunning are the inputs of the config in force that did not start, each with why.
+	NotRunning  []string
+	Inputs      []inputRow
+	InputNames  []string
+	Rules       []ruleRow
+	ShownWindow string // the window of the rules' column "now"
+	Build       []pair
 
 	// The line tester, when it is on: its bounds, what was posted and what it gave.
 	LineTester        bool
@@ -167,11 +173,12 @@ func number(v float64) string {
 	return strconv.FormatFloat(v, 'g', 6, 64)
 }
 
-// view gathers the registry, reads the rules' windows and lays out the page, one request
+// view gathers the registry, reads the rules' windows and lays out the page served at
+// pagePath (where its links are relative to), one request
 // at a time: what a page holds beyond its view (the gathered families, a series per
 // followed file, and the windows) is then held by one request at most, however many ask
 // at once. It returns nil when ctx ends while it waits.
-func (o *Options) view(ctx context.Context) *view {
+func (o *Options) view(ctx context.Context, pagePath string) *view {
 	select {
 	case o.reading <- struct{}{}:
 		defer func() { <-o.reading }()
@@ -182,6 +189,8 @@ func (o *Options) view(ctx context.Context) *view {
 	v := &view{Name: o.Name, MetricsPath: o.MetricsPath, ConfigFile: cfg.File, Build: buildInfo(),
 		Rendered: time.Now().UTC().Format(time.RFC3339), ShownWindow: model.Duration(shownWindow).String(),
 		LineTester: o.LineTester, MaxLines: MaxExplainLines, MaxBody: size(MaxExplainBody), MaxReply: size(MaxExplainReply)}
+	v.MetricsLink, v.HealthyLink = relativeLink(pagePath, o.MetricsPath), relativeLink(pagePath, "/-/healthy")
+	v.ReadyLink, v.ExplainLink = relativeLink(pagePath, "/-/ready"), relativeLink(pagePath, ExplainPath)
 	m := metrics{}
 	families, err := o.Gatherer.Gather()
 	if err != nil {
@@ -213,11 +222,11 @@ func (o *Options) view(ctx context.Context) *view {
 				v.ReloadErrorsMore++
 				continue
 			}
-			if len(line) > maxErrorBytes {
-				line = strings.ToValidUTF8(line[:maxErrorBytes], "") + " …"
-			}
-			v.ReloadErrors = append(v.ReloadErrors, line)
+			v.ReloadErrors = append(v.ReloadErrors, clip(line))
 		}
+	}
+	for _, in := range o.Source.InputsNotRunning() {
+		v.NotRunning = append(v.NotRunning, clip(in.Input+": "+in.Err.Error()))
 	}
 	sums := o.windowSums()
 	for _, in := range cfg.Inputs {
@@ -228,6 +237,26 @@ func (o *Options) view(ctx context.Context) *view {
 		v.Rules = append(v.Rules, newRuleRow(m, r, sums[r.Name]))
 	}
 	return v
+}
+
+// clip is line within maxErrorBytes, marked when cut.
+func clip(line string) string {
+	if len(line) > maxErrorBytes {
+		return strings.ToValidUTF8(line[:maxErrorBytes], "") + " …"
+	}
+	return line
+}
+
+// relativeLink is the link from the page at pagePath to path, both absolute, that
+// resolves to path under whatever prefix both are served: "./" or as many "../" as
+// pagePath has directories, then path. "./" keeps a path whose first segment holds a colon
+// from reading as a scheme.
+func relativeLink(pagePath, path string) string {
+	root := "./"
+	if up := strings.Count(pagePath, "/") - 1; up > 0 {
+		root = strings.Repeat("../", up)
+	}
+	return root + strings.TrimPrefix(path, "/")
 }
 
 // windowSums reads the rules' windows by rule name; nil when the page has no
