@@ -297,6 +297,16 @@ var chartValueCases = []chartValueCase{
 			t.Errorf("tolerations %+v: want daemonset.tolerations' and then tolerations'", spec.Tolerations)
 		}
 	}},
+	{"architectures unrestricted", "affinity: null\n", func(t *testing.T, m *manifests, spec *corev1.PodSpec) {
+		if spec.Affinity != nil {
+			t.Errorf("affinity %+v: want none (affinity: null drops the default's architectures)", spec.Affinity)
+		}
+	}},
+	{"architectures with a pod anti-affinity", "affinity: {podAntiAffinity: {preferredDuringSchedulingIgnoredDuringExecution: [{weight: 1, podAffinityTerm: {topologyKey: kubernetes.io/hostname, labelSelector: {matchLabels: {a: b}}}}]}}\n", func(t *testing.T, m *manifests, spec *corev1.PodSpec) {
+		if got, want := archAffinity(spec), publishedArchs(t); !slices.Equal(got, want) || spec.Affinity.PodAntiAffinity == nil {
+			t.Errorf("affinity %+v: want the default's architectures %v kept beside the anti-affinity", spec.Affinity, want)
+		}
+	}},
 	{"operator objects and dashboard", "podMonitor: {interval: 15s, labels: {release: kps}}\nprometheusRule: {labels: {release: kps}}\ndashboard: {labels: {grafana_dashboard: \"1\", team: web}, namespace: grafana}\n", func(t *testing.T, m *manifests, spec *corev1.PodSpec) {
 		pm, pr := m.podMonitors["lw-logwindow-exporter"], m.prometheusRules["lw-logwindow-exporter"]
 		if pm == nil || pm.Labels["release"] != "kps" || pm.Spec.PodMetricsEndpoints[0].Interval != "15s" {

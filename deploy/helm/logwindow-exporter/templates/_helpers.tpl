@@ -149,7 +149,14 @@ podAnnotations: {}
 podLabels: {}
 nodeSelector:
   kubernetes.io/os: linux
-affinity: {}
+affinity:
+  nodeAffinity:
+    requiredDuringSchedulingIgnoredDuringExecution:
+      nodeSelectorTerms:
+        - matchExpressions:
+            - key: kubernetes.io/arch
+              operator: In
+              values: [amd64, arm64]
 tolerations: []
 priorityClassName: ""
 {{- end -}}
