@@ -17,7 +17,7 @@ import (
 
 // workflow is what the tests read of a GitHub Actions workflow.
 type workflow struct {
-	Env  map[string]string `json:"env"`
+	Env map[string]string `json:"env"`
 	// On is the workflow's triggers: YAML 1.1 reads the key on as true.
 	On   map[string]any `json:"true"`
 	Jobs map[string]struct {
