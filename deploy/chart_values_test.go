@@ -47,6 +47,49 @@ func TestChartValueMistakes(t *testing.T) {
 	}
 }
 
+// TestChartSidecarWorkloadValues: in sidecar mode the chart renders no pod, so a value that
+// only shapes the chart's DaemonSet or Deployment would be ignored; set in sidecar mode
+// (anything but the chart's default), it fails the install naming each such value and
+// saying where the sidecar's own go. The defaults, and the values sidecar mode reads,
+// install.
+func TestChartSidecarWorkloadValues(t *testing.T) {
+	for _, c := range []struct {
+		name, values string
+		want         []string // the values the error names; none: the install succeeds
+	}{
+		{"defaults", "", nil},
+		{"a default restated", "resources: {requests: {cpu: 50m, memory: 64Mi}, limits: {cpu: 500m, memory: 256Mi}}\nconfigWatch: true\n", nil},
+		{"what sidecar mode reads", "metricsPort: 9100\nimage: {tag: \"1.0.0\"}\nsidecar: {port: 6514}\nlogFormat: main\n", nil},
+		{"resources", "resources: {limits: {cpu: \"1\"}}\n", []string{"resources"}},
+		{"extraArgs", "extraArgs: [--log.level=debug]\n", []string{"extraArgs"}},
+		{"securityContext", "securityContext: {readOnlyRootFilesystem: false}\n", []string{"securityContext"}},
+		{"several", "podAnnotations: {a: b}\ntolerations: [{operator: Exists}]\nnodeSelector: null\nstorage: {enabled: false}\n",
+			[]string{"podAnnotations", "tolerations", "nodeSelector", "storage"}},
+		{"another mode's", "daemonset: {shards: 2}\nsyslog: {replicas: 3}\n", []string{"daemonset", "syslog"}},
+		{"the workload's pod", "imagePullSecrets: [{name: reg}]\npriorityClassName: high\npodLabels: {a: b}\npodSecurityContext: {runAsUser: 1000}\naffinity: {podAntiAffinity: {}}\n",
+			[]string{"imagePullSecrets", "priorityClassName", "podLabels", "podSecurityContext", "affinity"}},
+		{"configWatch", "configWatch: false\n", []string{"configWatch"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := installChart(t, chartCase{values: "mode: sidecar\n" + c.values})
+			if len(c.want) == 0 {
+				if err != nil {
+					t.Errorf("install with %q: %v", c.values, err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("install with %q succeeds, want an error naming %s", c.values, c.want)
+			}
+			for _, w := range append(c.want, "extraContainers") {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("install with %q: %v, want it to name %s", c.values, err, w)
+				}
+			}
+		})
+	}
+}
+
 // TestChartRunAsUser: a DaemonSet run as another user, root for a runtime that writes the
 // logs 0600 as the README says (runAsUser 0 with runAsNonRoot false), or a user the
 // container's securityContext sets, gets its snapshot directory chowned to the user it
@@ -252,6 +295,16 @@ var chartValueCases = []chartValueCase{
 		}
 		if len(spec.Tolerations) != 2 || spec.Tolerations[1].Key != "gpu" {
 			t.Errorf("tolerations %+v: want daemonset.tolerations' and then tolerations'", spec.Tolerations)
+		}
+	}},
+	{"architectures unrestricted", "affinity: null\n", func(t *testing.T, m *manifests, spec *corev1.PodSpec) {
+		if spec.Affinity != nil {
+			t.Errorf("affinity %+v: want none (affinity: null drops the default's architectures)", spec.Affinity)
+		}
+	}},
+	{"architectures with a pod anti-affinity", "affinity: {podAntiAffinity: {preferredDuringSchedulingIgnoredDuringExecution: [{weight: 1, podAffinityTerm: {topologyKey: kubernetes.io/hostname, labelSelector: {matchLabels: {a: b}}}}]}}\n", func(t *testing.T, m *manifests, spec *corev1.PodSpec) {
+		if got, want := archAffinity(spec), publishedArchs(t); !slices.Equal(got, want) || spec.Affinity.PodAntiAffinity == nil {
+			t.Errorf("affinity %+v: want the default's architectures %v kept beside the anti-affinity", spec.Affinity, want)
 		}
 	}},
 	{"operator objects and dashboard", "podMonitor: {interval: 15s, labels: {release: kps}}\nprometheusRule: {labels: {release: kps}}\ndashboard: {labels: {grafana_dashboard: \"1\", team: web}, namespace: grafana}\n", func(t *testing.T, m *manifests, spec *corev1.PodSpec) {

@@ -271,6 +271,39 @@ func ruleNames(cfg *config.Config) []string {
 	return out
 }
 
+// publishedArchs is the architectures release.yml publishes the image for (-platforms).
+func publishedArchs(t *testing.T) []string {
+	t.Helper()
+	m := regexp.MustCompile(`-platforms (\S+)`).FindSubmatch(mustRead(t, "../.github/workflows/release.yml"))
+	if m == nil {
+		t.Fatal("release.yml has no -platforms")
+	}
+	var archs []string
+	for p := range strings.SplitSeq(string(m[1]), ",") {
+		archs = append(archs, strings.TrimPrefix(p, "linux/"))
+	}
+	return archs
+}
+
+// archAffinity is the kubernetes.io/arch values every required node selector term of
+// spec's affinity allows (nil when a term does not restrict the architecture).
+func archAffinity(spec *corev1.PodSpec) []string {
+	if spec.Affinity == nil || spec.Affinity.NodeAffinity == nil || spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution == nil {
+		return nil
+	}
+	var archs []string
+	for _, term := range spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms {
+		i := slices.IndexFunc(term.MatchExpressions, func(e corev1.NodeSelectorRequirement) bool {
+			return e.Key == "kubernetes.io/arch" && e.Operator == corev1.NodeSelectorOpIn
+		})
+		if i < 0 {
+			return nil
+		}
+		archs = append(archs, term.MatchExpressions[i].Values...)
+	}
+	return archs
+}
+
 // chartExporter is the exporter's container of a pod the chart renders.
 func chartExporter(t *testing.T, spec *corev1.PodSpec) *corev1.Container {
 	t.Helper()
@@ -302,6 +335,13 @@ func checkChartPod(t *testing.T, c chartCase, m *manifests, pod *corev1.PodTempl
 	// cluster's Windows nodes too, and never start there.
 	if spec.NodeSelector["kubernetes.io/os"] != "linux" {
 		t.Errorf("nodeSelector %v: want kubernetes.io/os: linux", spec.NodeSelector)
+	}
+	// The image is published for release.yml's platforms only: on a node of another
+	// architecture the pod would fail to start (exec format error), again and again.
+	if !strings.Contains(c.values, "affinity") {
+		if got, want := archAffinity(spec), publishedArchs(t); !slices.Equal(got, want) {
+			t.Errorf("affinity %+v: want the pods required on kubernetes.io/arch %v", spec.Affinity, want)
+		}
 	}
 	if spec.AutomountServiceAccountToken == nil || *spec.AutomountServiceAccountToken {
 		t.Error("the pod gets a service-account token; the exporter never talks to the API")

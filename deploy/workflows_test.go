@@ -1,10 +1,12 @@
 package deploy
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -15,14 +17,34 @@ import (
 
 // workflow is what the tests read of a GitHub Actions workflow.
 type workflow struct {
-	Env  map[string]string `json:"env"`
+	Env map[string]string `json:"env"`
+	// On is the workflow's triggers: YAML 1.1 reads the key on as true.
+	On   map[string]any `json:"true"`
 	Jobs map[string]struct {
+		// Needs is a job's name or a list of them; Uses a reusable workflow's path.
+		Needs any    `json:"needs"`
+		Uses  string `json:"uses"`
 		Steps []struct {
 			Name string `json:"name"`
 			Uses string `json:"uses"`
 			Run  string `json:"run"`
 		} `json:"steps"`
 	} `json:"jobs"`
+}
+
+// needs is the jobs job waits for.
+func (w workflow) needs(job string) []string {
+	switch n := w.Jobs[job].Needs.(type) {
+	case string:
+		return []string{n}
+	case []any:
+		var out []string
+		for _, v := range n {
+			out = append(out, fmt.Sprint(v))
+		}
+		return out
+	}
+	return nil
 }
 
 // runs is every run: script of w, in order.
@@ -40,15 +62,20 @@ func (w workflow) runs() string {
 // is the commit of, so that a moved tag changes nothing that runs.
 var pinned = regexp.MustCompile(`^\s*(- )?uses: [\w.-]+/[\w./-]+@[0-9a-f]{40} # v\d+(\.\d+)*$`)
 
-// TestWorkflows: each workflow pins its actions; CI runs .ci/run; the release publishes
-// the image where the chart's default points, with the command and the Helm the tests
-// check, and the chart where the README says.
+// localWorkflow is a uses: line of a job that runs a workflow of this repository, at the
+// same commit.
+var localWorkflow = regexp.MustCompile(`^\s*uses: \./\.github/workflows/[\w.-]+\.yml$`)
+
+// TestWorkflows: each workflow pins its actions and passes actionlint; CI runs .ci/run;
+// the release runs CI's workflow first and publishes nothing unless it passes (a tag on a
+// red commit publishes nothing), the image where the chart's default points, with the
+// command and the Helm the tests check, and the chart where the README says.
 func TestWorkflows(t *testing.T) {
 	read := func(t *testing.T, name string) workflow {
 		t.Helper()
 		text := string(mustRead(t, filepath.Join("../.github/workflows", name)))
 		for _, line := range strings.Split(text, "\n") {
-			if strings.Contains(line, "uses:") && !pinned.MatchString(line) {
+			if strings.Contains(line, "uses:") && !pinned.MatchString(line) && !localWorkflow.MatchString(line) {
 				t.Errorf("%s: %q: want uses: owner/action@<commit> # v<version>", name, strings.TrimSpace(line))
 			}
 		}
@@ -60,8 +87,25 @@ func TestWorkflows(t *testing.T) {
 	}
 
 	t.Run("ci", func(t *testing.T) {
-		if w := read(t, "ci.yml"); !strings.Contains(w.runs(), "bash .ci/run") {
+		w := read(t, "ci.yml")
+		if !strings.Contains(w.runs(), "bash .ci/run") {
 			t.Error("ci.yml does not run .ci/run")
+		}
+		if _, ok := w.On["workflow_call"]; !ok {
+			t.Error("ci.yml has no workflow_call: the release cannot run it before publishing")
+		}
+	})
+
+	t.Run("actionlint", func(t *testing.T) {
+		bin, err := exec.LookPath("actionlint")
+		if err != nil {
+			t.Skip("no actionlint (.ci/run installs it)")
+		}
+		// From the repository's root, so that a local reusable workflow is found.
+		cmd := exec.Command(bin, ".github/workflows/ci.yml", ".github/workflows/release.yml")
+		cmd.Dir = ".."
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Errorf("actionlint: %v\n%s", err, out)
 		}
 	})
 
@@ -69,6 +113,20 @@ func TestWorkflows(t *testing.T) {
 		w := read(t, "release.yml")
 		if w.Env["IMAGE"] != release.Repository || w.Env["CHARTS"] != release.ChartRepository {
 			t.Errorf("release.yml publishes to %s and %s, want %s and %s", w.Env["IMAGE"], w.Env["CHARTS"], release.Repository, release.ChartRepository)
+		}
+		var tests []string
+		for name, j := range w.Jobs {
+			if j.Uses == "./.github/workflows/ci.yml" {
+				tests = append(tests, name)
+			}
+		}
+		if len(tests) != 1 {
+			t.Fatalf("release.yml runs ci.yml in jobs %q, want one", tests)
+		}
+		for name, j := range w.Jobs {
+			if name != tests[0] && len(j.Steps) > 0 && !slices.Contains(w.needs(name), tests[0]) {
+				t.Errorf("release.yml: job %s does not need %s: it would publish a commit whose tests fail", name, tests[0])
+			}
 		}
 		runs := w.runs()
 		for _, want := range []string{

@@ -45,6 +45,9 @@ type Stats struct {
 	// Polling is true when change events could not be set up, so that only the poll sees
 	// changes.
 	Polling bool
+	// Backfilling counts the files whose warm start (the windows filled from what
+	// precedes their end at start) is still to run: readiness waits for it a while only.
+	Backfilling int
 	// Files has one entry per path being read, sorted by path.
 	Files []FileStats
 	// Counters are what the input's kind counts beyond what every kind shares, each

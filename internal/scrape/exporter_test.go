@@ -479,8 +479,8 @@ func TestSelfMetrics(t *testing.T) {
 		inputs: []selfmetric.InputStats{
 			{Input: "nginx", Stats: input.Stats{LinesRead: 10, TooLong: 1, Rotations: 2, Truncations: 3, Errors: 4,
 				ErrorsByReason: map[string]uint64{"open": 3, "symlink": 1}, Formats: map[string]int{"main": 2},
-				Files: []input.FileStats{{Path: "/a.log", BytesBehind: 5}, {Path: "/b\xff.log", BytesBehind: 6}}, Unmatched: 5}},
-			{Input: "nginx", Stats: input.Stats{LinesRead: 1, Polling: true, Files: []input.FileStats{{Path: "/a.log", BytesBehind: 7}}, Unmatched: 1,
+				Files: []input.FileStats{{Path: "/a.log", BytesBehind: 5}, {Path: "/b\xff.log", BytesBehind: 6}}, Unmatched: 5, Backfilling: 2}},
+			{Input: "nginx", Stats: input.Stats{LinesRead: 1, Polling: true, Backfilling: 1, Files: []input.FileStats{{Path: "/a.log", BytesBehind: 7}}, Unmatched: 1,
 				ErrorsByReason: map[string]uint64{"open": 0, "symlink": 0}, Formats: map[string]int{"main": 1, "upstreaminfo": 1}}},
 			{Input: "app", Stats: input.Stats{LinesRead: 2, Errors: 1}},
 		},
@@ -519,6 +519,10 @@ logwindow_input_behind_bytes{input="nginx",path="/b` + "\uFFFD" + `.log"} 6
 # TYPE logwindow_input_files gauge
 logwindow_input_files{input="app"} 0
 logwindow_input_files{input="nginx"} 2
+# HELP logwindow_input_warm_start_files Files of the input whose warm start (windows of event-time rules filled from the file's end at start) is still to run; /-/ready waits for 0 for 30 seconds at most.
+# TYPE logwindow_input_warm_start_files gauge
+logwindow_input_warm_start_files{input="app"} 0
+logwindow_input_warm_start_files{input="nginx"} 3
 # HELP logwindow_input_file_format Files of the input by the log format chosen for them (log_format: auto or a list of candidates).
 # TYPE logwindow_input_file_format gauge
 logwindow_input_file_format{format="main",input="nginx"} 3
@@ -554,7 +558,7 @@ logwindow_config_last_reload_successful 0
 			names := []string{"logwindow_input_lines_total", "logwindow_input_too_long_lines_total",
 				"logwindow_input_rotations_total", "logwindow_input_truncations_total", "logwindow_input_errors_total",
 				"logwindow_input_polling", "logwindow_input_behind_bytes", "logwindow_input_files", "logwindow_input_unmatched_lines_total",
-				"logwindow_input_file_format", "logwindow_config_last_reload_successful",
+				"logwindow_input_file_format", "logwindow_input_warm_start_files", "logwindow_config_last_reload_successful",
 				"logwindow_config_last_reload_success_timestamp_seconds"}
 			if err := testutil.GatherAndCompare(scraped(c), strings.NewReader(tc.want), names...); err != nil {
 				t.Error(err)

@@ -21,7 +21,7 @@ type Inputs struct {
 	read                                                  func() []InputStats
 	failed                                                *atomic.Uint64
 	lines, tooLong, rotations, truncations, errs, polling *prometheus.Desc
-	behind, files, unmatched, malformed, formats          *prometheus.Desc
+	behind, files, unmatched, malformed, formats, warm    *prometheus.Desc
 }
 
 // NewInputs returns the collector of what read returns.
@@ -30,7 +30,7 @@ func NewInputs(read func() []InputStats, failed *atomic.Uint64) *Inputs {
 		lines: InputLines.Desc(), tooLong: InputTooLongLines.Desc(), rotations: InputRotations.Desc(),
 		truncations: InputTruncations.Desc(), errs: InputErrors.Desc(), polling: InputPolling.Desc(),
 		behind: InputBehindBytes.Desc(), files: InputFiles.Desc(), unmatched: InputUnmatchedLines.Desc(),
-		malformed: InputMalformedLines.Desc(), formats: InputFileFormats.Desc()}
+		malformed: InputMalformedLines.Desc(), formats: InputFileFormats.Desc(), warm: InputWarmStartFiles.Desc()}
 }
 
 // Describe sends nothing (see Rules.Describe).
@@ -72,6 +72,7 @@ func (c *Inputs) Collect(ch chan<- prometheus.Metric) {
 			formats[labelKey{name, validUTF8(format)}] += n
 		}
 		sum.Polling = sum.Polling || in.Polling
+		sum.Backfilling += in.Backfilling
 		sum.Unmatched += in.Unmatched
 		sum.MalformedLines += in.MalformedLines
 		for _, f := range in.Files {
@@ -100,6 +101,7 @@ func (c *Inputs) Collect(ch chan<- prometheus.Metric) {
 		e.emit(c.truncations, prometheus.CounterValue, float64(in.Truncations), name)
 		e.emit(c.polling, prometheus.GaugeValue, boolValue(in.Polling), name)
 		e.emit(c.files, prometheus.GaugeValue, float64(files[name]), name)
+		e.emit(c.warm, prometheus.GaugeValue, float64(in.Backfilling), name)
 		e.emit(c.unmatched, prometheus.CounterValue, float64(in.Unmatched), name)
 		e.emit(c.malformed, prometheus.CounterValue, float64(in.MalformedLines), name)
 	}

@@ -12,7 +12,8 @@ import (
 
 // Backfill is called once for each file present at Start and positioned at its end, with
 // that offset and the bytes before it, before the file's first line; not for a file that
-// appears later or with FromBeginning; and Ready waits for it.
+// appears later or with FromBeginning. Ready waits for it BackfillReadyWait at most (a
+// startupProbe must not kill a long fill), and Stats counts the files still to fill.
 func TestBackfill(t *testing.T) {
 	for _, fromBeginning := range []bool{false, true} {
 		t.Run(map[bool]string{false: "start at end", true: "from the beginning"}[fromBeginning], func(t *testing.T) {
@@ -25,7 +26,14 @@ func TestBackfill(t *testing.T) {
 			var calls []string
 			var lines []string
 			release := make(chan struct{})
+			var clock sync.Mutex
+			now := time.Unix(1_700_000_000, 0)
 			f, err := Start(Options{
+				now: func() time.Time {
+					clock.Lock()
+					defer clock.Unlock()
+					return now
+				},
 				Path:          filepath.Join(dir, "*.log"),
 				FromBeginning: fromBeginning,
 				PollInterval:  10 * time.Millisecond,
@@ -51,8 +59,25 @@ func TestBackfill(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer f.Stop()
-			if !fromBeginning && f.Ready() {
-				t.Error("ready before the backfill ran")
+			if !fromBeginning {
+				if f.Ready() {
+					t.Error("ready before the backfill ran")
+				}
+				if got := f.Stats().Backfilling; got != 1 {
+					t.Errorf("files still to backfill = %d, want 1", got)
+				}
+				clock.Lock()
+				now = now.Add(BackfillReadyWait - time.Second)
+				clock.Unlock()
+				if f.Ready() {
+					t.Errorf("ready before BackfillReadyWait, the backfill still running")
+				}
+				clock.Lock()
+				now = now.Add(time.Second)
+				clock.Unlock()
+				if !f.Ready() {
+					t.Errorf("not ready BackfillReadyWait after the first scan, the backfill still running")
+				}
 			}
 			close(release)
 			if err := os.WriteFile(filepath.Join(dir, "b.log"), []byte("new\n"), 0o644); err != nil {
@@ -71,6 +96,7 @@ func TestBackfill(t *testing.T) {
 				return len(lines) == want
 			})
 			waitFor(t, "ready", f.Ready)
+			waitFor(t, "every file backfilled", func() bool { return f.Stats().Backfilling == 0 })
 			mu.Lock()
 			defer mu.Unlock()
 			wantCalls := "[a.log:one\ntwo\n]"

@@ -113,6 +113,7 @@ func (f *Follower) discover(initial bool) {
 		clear(f.tree.dirty)
 		f.tree.all = false
 		if initial {
+			f.readyAt = f.o.now()
 			f.ready.Store(true)
 		}
 	}()

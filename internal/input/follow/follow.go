@@ -67,7 +67,7 @@ type Options struct {
 	// Backfill, when set, is called once for each file present at Start and positioned
 	// at its end, with the file and that offset, from the reading goroutine before the
 	// file's first line: the caller may read what precedes the offset (a warm start of
-	// windows). Ready waits for it.
+	// windows). Ready waits for it BackfillReadyWait at most.
 	Backfill func(path string, file io.ReaderAt, end int64)
 	// TooLong, when set, is called in the reading goroutine when a line longer than
 	// MaxLineBytes is skipped, before any later line of its file is handed on, with
@@ -323,7 +323,8 @@ type Follower struct {
 	resume      *resume           // Options.Resume, until Start applied it
 
 	ready     atomic.Bool
-	backfills atomic.Int64 // Backfill calls still due
+	readyAt   time.Time    // the first scan's end on Options' clock, set before ready
+	backfills atomic.Int64 // Backfill calls still due for files of the first scan
 	stopping  atomic.Bool
 	turns     atomic.Uint64 // turns of the reader over all files, for tests that must see one complete
 
@@ -393,17 +394,26 @@ func newFollower(opts Options, h input.Handler) (*Follower, error) {
 	return f, nil
 }
 
+// BackfillReadyWait bounds how long Ready waits for the backfills after the first scan: a
+// warm start of many large files may take minutes on a CPU limit, and a startupProbe on
+// readiness (a minute, in the Helm chart) would kill the process and start the fill again
+// in a loop. Past it the backfills go on in the background (Stats.Backfilling).
+const BackfillReadyWait = 30 * time.Second
+
 // Ready reports whether the input is reading: its first scan is done (the
 // glob listed, every file it could open opened and positioned) and those files
-// backfilled when Options.Backfill asks. A file that could not be opened is an
-// error, counted and retried, and does not hold readiness: waiting would not
-// open it. It stays true afterwards.
-func (f *Follower) Ready() bool { return f.ready.Load() && f.backfills.Load() == 0 }
+// backfilled when Options.Backfill asks, or BackfillReadyWait has passed since. A
+// file that could not be opened is an error, counted and retried, and does not hold
+// readiness: waiting would not open it. It stays true afterwards.
+func (f *Follower) Ready() bool {
+	return f.ready.Load() && (f.backfills.Load() == 0 || f.o.now().Sub(f.readyAt) >= BackfillReadyWait)
+}
 
 // Stats returns a snapshot of the counters and of the lag per path.
 func (f *Follower) Stats() input.Stats {
 	s := f.c.snapshot()
 	s.Polling = f.w == nil
+	s.Backfilling = int(f.backfills.Load())
 	f.mu.Lock()
 	byPath := make(map[string]*input.FileStats)
 	for _, t := range f.files {

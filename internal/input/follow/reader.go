@@ -67,7 +67,8 @@ type tracked struct {
 	done atomic.Int64 // offset up to which lines were handed on or skipped
 
 	// backfill: Options.Backfill is still to be called for what precedes off;
-	// holdsReady when readiness waits for it (a file opened by the first scan).
+	// holdsReady when it is counted in Follower.backfills (a file opened by the first
+	// scan), which readiness waits for.
 	backfill, holdsReady bool
 }
 

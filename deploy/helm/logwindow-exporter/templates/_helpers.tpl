@@ -83,11 +83,100 @@ or a rule file the exporter refuses, fail the install naming them.
 {{- fail (printf "podLabels: %s is the label the chart's selectors select its pods by: use another (nameOverride names the pods' app.kubernetes.io/name)" .) -}}
 {{- end -}}
 {{- end -}}
+{{- include "logwindow.checkSidecar" . -}}
 {{- $psc := .Values.podSecurityContext | default dict -}}
 {{- $sc := .Values.securityContext | default dict -}}
 {{- $nonRoot := ternary $sc.runAsNonRoot $psc.runAsNonRoot (hasKey $sc "runAsNonRoot") -}}
 {{- if and (ne .Values.mode "sidecar") $nonRoot (hasPrefix "0:" (include "logwindow.runAs" .)) -}}
 {{- fail "podSecurityContext (or securityContext) runAsUser: 0 with runAsNonRoot: true, a container the kubelet refuses to start: to run the exporter as root (a runtime that writes the logs 0600), set runAsNonRoot: false too" -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+The values that shape only the pods the chart runs, with values.yaml's defaults: sidecar
+mode runs none, so that one of them set there would be ignored without a word. Helm shows
+a template the merged values only, not which the user set: this copy of the defaults (kept
+equal to values.yaml's by the chart tests' sidecar install with the defaults) tells.
+*/}}
+{{- define "logwindow.workloadDefaults" -}}
+imagePullSecrets: []
+configWatch: true
+extraArgs: []
+storage:
+  enabled: true
+  hostPath: /var/lib/logwindow-exporter
+  snapshotInterval: 10s
+  initImage: busybox:1.37
+daemonset:
+  shards: 1
+  podLogs: /var/log/pods
+  containers: [nginx, controller]
+  streams: [stdout]
+  tolerations:
+    - operator: Exists
+  supplementalGroups: [0]
+  updateStrategy:
+    type: RollingUpdate
+    rollingUpdate:
+      maxUnavailable: 1
+syslog:
+  replicas: 2
+  port: 5140
+  service:
+    type: ClusterIP
+    annotations: {}
+  podDisruptionBudget:
+    maxUnavailable: 1
+resources:
+  requests:
+    cpu: 50m
+    memory: 64Mi
+  limits:
+    cpu: 500m
+    memory: 256Mi
+podSecurityContext:
+  runAsNonRoot: true
+  runAsUser: 65532
+  runAsGroup: 65532
+  seccompProfile:
+    type: RuntimeDefault
+securityContext:
+  allowPrivilegeEscalation: false
+  readOnlyRootFilesystem: true
+  capabilities:
+    drop: ["ALL"]
+podAnnotations: {}
+podLabels: {}
+nodeSelector:
+  kubernetes.io/os: linux
+affinity:
+  nodeAffinity:
+    requiredDuringSchedulingIgnoredDuringExecution:
+      nodeSelectorTerms:
+        - matchExpressions:
+            - key: kubernetes.io/arch
+              operator: In
+              values: [amd64, arm64]
+tolerations: []
+priorityClassName: ""
+{{- end -}}
+
+{{/*
+Sidecar mode: a workload value set (not the default) fails the install, naming each, rather
+than being ignored; the sidecar's own go on the container added to the other chart's pods.
+*/}}
+{{- define "logwindow.checkSidecar" -}}
+{{- if eq .Values.mode "sidecar" -}}
+{{- $defaults := include "logwindow.workloadDefaults" . | fromYaml -}}
+{{- $set := list -}}
+{{- range keys $defaults | sortAlpha -}}
+{{- if ne (toYaml (index $.Values .)) (toYaml (index $defaults .)) -}}
+{{- $set = append $set . -}}
+{{- end -}}
+{{- end -}}
+{{- with $set -}}
+{{- fail (printf "mode: sidecar runs no pod of the chart, so %s (which shape only the chart's DaemonSet or Deployment) would be ignored: drop them here and set the sidecar's resources, args, securityContext and the like on the container you add to the other chart's pods (ingress-nginx's controller.extraContainers: the chart's README, sidecar)" (join ", " .)) -}}
+{{- end -}}
 {{- end -}}
 {{- end -}}
 
