@@ -96,6 +96,8 @@ var formatCases = []formatCase{
 	{"json template, escaped request", `{log_format: '{"r":"$request","s":"$status"}', log_format_escape: json}`,
 		`{"r":"GET /caf\u00e9 HTTP/1.1","s":"200"}`,
 		map[string]string{"request_method": "GET", "uri": "/café", "status_class": "2xx"}},
+	{"json template, escaped key", `{log_format: '{"st\/x":"$status","c\u0061":{"b":$body_bytes_sent}}', log_format_escape: json}`,
+		`{"st\/x":"503","ca":{"b":12}}`, map[string]string{"status": "503", "body_bytes_sent": "12"}},
 }
 
 // formatConfig is a config with one input of the case's format and one rule whose labels
