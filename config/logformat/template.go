@@ -152,6 +152,9 @@ func (p *template) value(path []string) error {
 	if p.i == start {
 		return p.errorf("expected a value")
 	}
+	if lit := p.s[start:p.i]; !json.Valid([]byte(lit)) {
+		return &Error{start, fmt.Sprintf("%q is not a JSON value: a value out of quotes is one variable ($status) or a number, true, false or null", lit)}
+	}
 	return nil
 }
 

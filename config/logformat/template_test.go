@@ -18,10 +18,11 @@ func TestTemplateMembers(t *testing.T) {
 	}
 }
 
-// TestTemplateKeys: a member's key is found in the lines by its JSON value, escapes
+// TestTemplateAsJSON: a member's key is found in the lines by its JSON value, escapes
 // decoded, as every JSON reader finds it; a key an object has twice, which readers keep
-// only the last member of, and a string no JSON reader reads are errors.
-func TestTemplateKeys(t *testing.T) {
+// only the last member of, and a string or literal no JSON reader reads are errors, as
+// no line nginx writes with them would be JSON.
+func TestTemplateAsJSON(t *testing.T) {
 	for _, c := range []struct {
 		name, text string
 		path       []string // of $status; nil: an error
@@ -37,6 +38,10 @@ func TestTemplateKeys(t *testing.T) {
 		{"a bad escape in a key", `{"\q":"$status"}`, nil, "not a JSON string"},
 		{"a bad escape in a value", `{"s":"$status","t":"\q"}`, nil, "not a JSON string"},
 		{"a raw tab in a value", "{\"s\":\"$status\",\"t\":\"a\tb\"}", nil, "not a JSON string"},
+		{"literals", `{"s":"$status","n":-1.5e3,"t":[true,false,null]}`, []string{"s"}, ""},
+		{"a bad literal", `{"s":"$status","b":tru}`, nil, `"tru" is not a JSON value`},
+		{"a number with a leading zero", `{"s":$status,"b":01}`, nil, `"01" is not a JSON value`},
+		{"a literal with a variable", `{"s":"$status","b":1$uri}`, nil, `"1$uri" is not a JSON value`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			f, err := ParseNginx(c.text, EscapeJSON)
