@@ -354,13 +354,13 @@ func appendValidUTF8(dst, src []byte) []byte {
 			i++
 			continue
 		}
-		r, w := utf8.DecodeRune(src[i:])
-		if w == 1 {
-			dst = utf8.AppendRune(dst, r)
+		if _, w := utf8.DecodeRune(src[i:]); w == 1 {
+			dst = utf8.AppendRune(dst, utf8.RuneError)
+			i++
 		} else {
 			dst = append(dst, src[i:i+w]...)
+			i += w
 		}
-		i += w
 	}
 	return dst
 }
