@@ -51,7 +51,7 @@ type pastedRecord struct {
 func generatedRecords(t testing.TB, n int) []pastedRecord {
 	t.Helper()
 	re := regexp.MustCompile(`^(\S+) - (\S+) \[([^\]]+)\] "([^"]*)" (\d+) (\d+) "([^"]*)" "([^"]*)" (\S+) (.+)$`)
-	agents := []string{`say "hi"`, `back\slash "and" é`, "tab\tand\x01control"}
+	agents := []string{`say "hi"`, `back\slash "and" é`, "tab\tand\x01control", "not UTF-8 \xff\xfe\xc3 \"q\"", "not UTF-8 \xff\xfe\xc3"}
 	var out []pastedRecord
 	for i, l := range nginxlog.Lines(t, n, 7) {
 		m := re.FindStringSubmatch(string(l))
@@ -138,7 +138,8 @@ func BenchmarkLogFormatEscape(b *testing.B) {
 
 // TestPastedDirective loads the directives pasted as they are through config.Load and
 // parses the generator's lines written in each input's format: every line counts, under
-// the status, method and user agent nginx had, with the body bytes it sent. The template
+// the status, method and user agent nginx had (bytes that are not UTF-8 in it as a JSON
+// reader has them, whatever the escaping), with the body bytes it sent. The template
 // with no escaping declared reads lines of escape=json (\") and of the default (\x22).
 func TestPastedDirective(t *testing.T) {
 	records := generatedRecords(t, 3000)
@@ -179,7 +180,8 @@ func TestPastedDirective(t *testing.T) {
 					sink := &eventSink{}
 					p.Parse(c.input, []byte(line), sink)
 					method, _, _ := strings.Cut(r.request, " ")
-					agent := r.agent
+					// The user agent as a JSON reader has it: each byte that is not UTF-8 is U+FFFD.
+					agent := testUnescape(nginxEscape(r.agent, "json"), "json")
 					if agent == "-" {
 						agent = ""
 					}

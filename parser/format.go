@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"math/bits"
 	"slices"
+	"unicode/utf8"
 
 	"github.com/logwindow/logwindow_exporter/config"
 	"github.com/logwindow/logwindow_exporter/config/logformat"
@@ -247,7 +248,9 @@ func appendUnescaped(dst, v []byte, esc logformat.Escape) []byte {
 		}
 		if esc == logformat.EscapeEither && v[i+1] == 'u' && i+5 < len(v) && v[i+2] == '0' && v[i+3] == '0' {
 			if h, ok := hexByte(v[i+4], v[i+5]); ok {
-				dst = append(dst, h)
+				// JSON's \u00HH is the character U+00HH, two bytes from 0x80 on (nginx
+				// writes only those below 0x20; a byte of its own is \xHH).
+				dst = utf8.AppendRune(dst, rune(h))
 				i += 5
 				continue
 			}

@@ -413,7 +413,7 @@ func TestLogFormatDifferential(t *testing.T) {
 				}
 				for name, want := range l.want {
 					// Label values are valid UTF-8: invalid bytes read as U+FFFD.
-					if want = strings.ToValidUTF8(want, "\uFFFD"); got[name] != want {
+					if want = validLabel(want); got[name] != want {
 						t.Errorf("%s: %s = %q, want %q", where, name, got[name], want)
 					}
 				}
@@ -432,7 +432,7 @@ func TestLogFormatDifferential(t *testing.T) {
 					} else if !varOf(name).builtin {
 						v = testUnescape(v, g.esc)
 					}
-					if v = strings.ToValidUTF8(v, "\uFFFD"); v != got[name] {
+					if v = validLabel(v); v != got[name] {
 						t.Errorf("%s: %s: the test's regex reads %q, the parser %q", where, name, v, got[name])
 					}
 				}

@@ -96,6 +96,10 @@ var formatCases = []formatCase{
 	{"json template, escaped request", `{log_format: '{"r":"$request","s":"$status"}', log_format_escape: json}`,
 		`{"r":"GET /caf\u00e9 HTTP/1.1","s":"200"}`,
 		map[string]string{"request_method": "GET", "uri": "/café", "status_class": "2xx"}},
+	{"json template read as text, JSON's \\u00HH is U+00HH", `log_format: '{"ua":"$http_user_agent","s":"$status"}'`,
+		`{"ua":"caf\u00E9 \u0001 \xC3\xA9","s":"200"}`, map[string]string{"http_user_agent": "café \x01 é", "status": "200"}},
+	{"json template, escaped key", `{log_format: '{"st\/x":"$status","c\u0061":{"b":$body_bytes_sent}}', log_format_escape: json}`,
+		`{"st\/x":"503","ca":{"b":12}}`, map[string]string{"status": "503", "body_bytes_sent": "12"}},
 }
 
 // formatConfig is a config with one input of the case's format and one rule whose labels

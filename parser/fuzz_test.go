@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"reflect"
 	"regexp"
-	"strings"
 	"testing"
 
 	"github.com/logwindow/logwindow_exporter/config"
@@ -64,7 +63,7 @@ func FuzzParse(f *testing.F) {
 		if !bytes.Equal(line, orig) {
 			t.Fatalf("Parse changed the line")
 		}
-		if got, want := string(appendValidUTF8(nil, line)), strings.ToValidUTF8(string(line), "\uFFFD"); got != want {
+		if got, want := string(appendValidUTF8(nil, line)), validLabel(string(line)); got != want {
 			t.Fatalf("appendValidUTF8(%q) = %q, want %q", line, got, want)
 		}
 	})

@@ -45,7 +45,7 @@ func chainYAML(label string, c [][2]string) string {
 // turn, each result made a label value again.
 func referenceRewrite(c [][2]string, v string) string {
 	label := func(s string) string {
-		s = strings.ToValidUTF8(s, "\uFFFD")
+		s = validLabel(s)
 		for len(s) > MaxLabelValueLen {
 			_, size := utf8.DecodeLastRuneInString(s)
 			s = s[:len(s)-size]

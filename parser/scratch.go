@@ -343,29 +343,24 @@ func capLen[S ~string | ~[]byte](v S) int {
 	return end
 }
 
-// appendValidUTF8 appends src with each run of invalid bytes replaced by one U+FFFD, as
-// strings.ToValidUTF8 does, so values read the same here and in any tool applying it.
+// appendValidUTF8 appends src with each byte that is not part of valid UTF-8 replaced by
+// U+FFFD, as encoding/json and go-logfmt decode such bytes in a string (and Go's range
+// over a string reads them): a value reads the same whether a JSON or logfmt reader
+// decoded it, an escape (nginx's \xHH) was undone, or it came raw from a line.
 func appendValidUTF8(dst, src []byte) []byte {
-	inInvalid := false
 	for i := 0; i < len(src); {
 		if src[i] < utf8.RuneSelf {
 			dst = append(dst, src[i])
 			i++
-			inInvalid = false
 			continue
 		}
-		_, w := utf8.DecodeRune(src[i:])
-		if w == 1 {
-			if !inInvalid {
-				dst = utf8.AppendRune(dst, utf8.RuneError)
-				inInvalid = true
-			}
+		if _, w := utf8.DecodeRune(src[i:]); w == 1 {
+			dst = utf8.AppendRune(dst, utf8.RuneError)
 			i++
-			continue
+		} else {
+			dst = append(dst, src[i:i+w]...)
+			i += w
 		}
-		dst = append(dst, src[i:i+w]...)
-		i += w
-		inInvalid = false
 	}
 	return dst
 }

@@ -125,7 +125,7 @@ func TestValuesAsIs(t *testing.T) {
 }
 
 // TestRenderLabels checks render against a naive model of a label set (each value made
-// valid UTF-8 as strings.ToValidUTF8 does, cut to the cap at a rune start, joined by
+// valid UTF-8 as validLabel does, cut to the cap at a rune start, joined by
 // KeySep) on sets of labels that are one capture each (appended in place) and the same
 // labels as templates of more parts (appendTemplate), with adversarial and random values:
 // invalid UTF-8, empty and unset captures, values around the cap, decoded values past the
@@ -138,7 +138,7 @@ func TestRenderLabels(t *testing.T) {
 	model := func(vs ...string) string {
 		out := make([]string, len(vs))
 		for i, v := range vs {
-			v = strings.ToValidUTF8(v, "\uFFFD")
+			v = validLabel(v)
 			out[i] = v[:capLen(v)]
 		}
 		return strings.Join(out, KeySep)

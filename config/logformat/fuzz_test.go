@@ -1,10 +1,12 @@
 package logformat
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -51,6 +53,7 @@ func FuzzLogFormat(f *testing.F) {
 			if len(fm.Fields) == 0 {
 				t.Fatal("a JSON template without a field compiled")
 			}
+			checkTemplateLine(t, fm)
 			return
 		}
 		// Each byte of text adds a bounded piece of regex: a literal byte at most 4 bytes
@@ -84,6 +87,37 @@ func FuzzLogFormat(f *testing.F) {
 			t.Fatalf("regex %s on %q: fastmatch %v %v, regexp %v", fm.Regex, line, got, caps, want)
 		}
 	})
+}
+
+// nginxVar is a variable of a format as nginx reads it, for writing lines.
+var nginxVar = regexp.MustCompile(`\$(?:\{[A-Za-z0-9_]*\}|[A-Za-z0-9_]+)`)
+
+// checkTemplateLine holds a JSON template to encoding/json: the line nginx writes with
+// each variable's value a number of its own (a string in quotes, a number out of them) is
+// JSON, and each field's path leads encoding/json to its variable's value there.
+func checkTemplateLine(t *testing.T, fm *Format) {
+	values := map[string]int{}
+	line := nginxVar.ReplaceAllStringFunc(fm.Text, func(v string) string {
+		name := strings.ToLower(strings.Trim(v, "${}"))
+		if _, ok := values[name]; !ok {
+			values[name] = len(values) + 1
+		}
+		return strconv.Itoa(values[name])
+	})
+	var doc any
+	if err := json.Unmarshal([]byte(line), &doc); err != nil {
+		t.Fatalf("template %q compiled, but nginx writes %q, which encoding/json refuses: %v", fm.Text, line, err)
+	}
+	for _, fl := range fm.Fields {
+		v := doc
+		for _, key := range fl.Path {
+			obj, _ := v.(map[string]any)
+			v = obj[key]
+		}
+		if want := values[fl.Name]; v != strconv.Itoa(want) && v != float64(want) {
+			t.Errorf("template %q, line %q: encoding/json finds %v at %q, the field of %s (%d)", fm.Text, line, v, fl.Path, fl.Var, want)
+		}
+	}
 }
 
 // FuzzNginxDirective reads any text as the value of log_format: it must not panic, and an

@@ -1,6 +1,7 @@
 package logformat
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -48,7 +49,8 @@ func (p *template) errorf(format string, args ...any) error {
 	return &Error{p.i, fmt.Sprintf(format, args...)}
 }
 
-// object reads the object at p.i, whose members are under the keys path.
+// object reads the object at p.i, whose members are under the keys path. A key is the
+// JSON string's value, escapes decoded, since that is what a reader of the lines finds.
 func (p *template) object(path []string) error {
 	p.i++ // '{'
 	p.ws()
@@ -56,19 +58,29 @@ func (p *template) object(path []string) error {
 		p.i++
 		return nil
 	}
+	var keys []string
 	for {
 		p.ws()
 		if p.i >= len(p.s) || p.s[p.i] != '"' {
 			return p.errorf(`expected a member's key in quotes`)
 		}
 		keyAt := p.i
-		key, err := p.str()
+		raw, err := p.str()
 		if err != nil {
 			return err
 		}
-		if strings.Contains(key, "$") {
-			return &Error{keyAt, fmt.Sprintf("the key %q holds a variable: lines would have it replaced, so no field can be found by it", key)}
+		if strings.Contains(raw, "$") {
+			return &Error{keyAt, fmt.Sprintf("the key %q holds a variable: lines would have it replaced, so no field can be found by it", raw)}
 		}
+		var key string
+		// str has checked it is a JSON string.
+		_ = json.Unmarshal([]byte(p.s[keyAt:p.i]), &key)
+		if slices.Contains(keys, key) {
+			// Readers of the lines (encoding/json, jq) keep the last member of a key and
+			// never see the first; encoding/json/v2 refuses the line.
+			return &Error{keyAt, fmt.Sprintf("the key %q is in the object twice: a JSON reader keeps only its last member", key)}
+		}
+		keys = append(keys, key)
 		p.ws()
 		if p.i >= len(p.s) || p.s[p.i] != ':' {
 			return p.errorf("expected ':' after the key %q", key)
@@ -140,6 +152,9 @@ func (p *template) value(path []string) error {
 	if p.i == start {
 		return p.errorf("expected a value")
 	}
+	if lit := p.s[start:p.i]; !json.Valid([]byte(lit)) {
+		return &Error{start, fmt.Sprintf("%q is not a JSON value: a value out of quotes is one variable ($status) or a number, true, false or null", lit)}
+	}
 	return nil
 }
 
@@ -172,9 +187,11 @@ func (p *template) array() error {
 	}
 }
 
-// str reads the string at p.i and returns its text between the quotes, as written: the
-// template's own escapes are left as they are, since a member is captured only when its
-// text is one variable.
+// str reads the string at p.i and returns its text between the quotes, as written: nginx
+// writes a template's text as it is, so a value is a variable only when written as one
+// ("\u0024status" is the text "$status" to a reader, not a variable). A string nginx would
+// write that no JSON reader reads (a bad escape, a raw control character) is an error: no
+// line would be JSON.
 func (p *template) str() (string, error) {
 	start := p.i + 1
 	for p.i = start; p.i < len(p.s); p.i++ {
@@ -184,6 +201,9 @@ func (p *template) str() (string, error) {
 		case '"':
 			text := p.s[start:p.i]
 			p.i++
+			if !json.Valid([]byte(p.s[start-1 : p.i])) {
+				return "", &Error{start - 1, fmt.Sprintf("the string \"%s\" is not a JSON string (a bad escape or a control character): no line written with it would be JSON", text)}
+			}
 			return text, nil
 		}
 	}

@@ -226,7 +226,7 @@ func TestHostileLabelValues(t *testing.T) {
 		path, agent string   // the label values they must give
 	}{
 		{"Latin-1 bytes, and the replacement character itself", []string{"/caf\xe9", agent, "/caf\xe8", agent, "/caf\uFFFD", agent}, "/caf\uFFFD", agent},
-		{"a run of invalid bytes", []string{"/x", "\xff\xfe\xfd"}, "/x", "\uFFFD"},
+		{"a run of invalid bytes, each replaced", []string{"/x", "\xff\xfe\xfd"}, "/x", "\uFFFD\uFFFD\uFFFD"},
 		{"NUL bytes", []string{"/nul\x00byte", "\x00"}, "/nul\x00byte", "\x00"},
 		{"exposition escapes", []string{`/back\slash`, `quote\x22`}, `/back\slash`, `quote\x22`},
 		{"60 KiB values differing past the cap", []string{"/" + long, agent, "/" + long + "b", agent}, ("/" + long)[:parser.MaxLabelValueLen], agent},
