@@ -90,6 +90,48 @@ func TestChartSidecarWorkloadValues(t *testing.T) {
 	}
 }
 
+// TestChartOtherModeValues: a value only another mode reads (daemonset.*, syslog.*,
+// sidecar.*), set to anything but its default, fails the install naming the value and the
+// mode it belongs to, instead of being ignored. The defaults restated, and each mode's own,
+// install.
+func TestChartOtherModeValues(t *testing.T) {
+	for _, c := range []struct {
+		name, values string
+		want         []string // what the error names; none: the install succeeds
+	}{
+		{"daemonset defaults", "", nil},
+		{"syslog defaults", "mode: syslog\n", nil},
+		{"daemonset's own", "daemonset: {shards: 4}\n", nil},
+		{"syslog's own", "mode: syslog\nsyslog: {replicas: 3}\n", nil},
+		{"defaults restated", "mode: syslog\ndaemonset: {shards: 1, streams: [stdout]}\nsidecar: {port: 5140}\n", nil},
+		{"shards in syslog mode", "mode: syslog\ndaemonset: {shards: 4}\n", []string{"mode: syslog", "daemonset.shards (mode: daemonset's)"}},
+		{"surge in syslog mode", "mode: syslog\ndaemonset: {updateStrategy: {rollingUpdate: {maxSurge: 1}}}\n", []string{"daemonset.updateStrategy (mode: daemonset's)"}},
+		{"dropped in syslog mode", "mode: syslog\ndaemonset: {tolerations: null}\n", []string{"daemonset.tolerations (mode: daemonset's)"}},
+		{"syslog's in daemonset mode", "syslog: {port: 1514, service: {type: LoadBalancer}}\n",
+			[]string{"mode: daemonset", "syslog.port (mode: syslog's)", "syslog.service (mode: syslog's)"}},
+		{"sidecar's in syslog mode", "mode: syslog\nsidecar: {podSelector: {app: web}}\n", []string{"sidecar.podSelector (mode: sidecar's)"}},
+		{"both others'", "syslog: {replicas: 3}\nsidecar: {portName: lw}\n", []string{"syslog.replicas (mode: syslog's)", "sidecar.portName (mode: sidecar's)"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := installChart(t, chartCase{values: c.values})
+			if len(c.want) == 0 {
+				if err != nil {
+					t.Errorf("install with %q: %v", c.values, err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("install with %q succeeds, want an error naming %s", c.values, c.want)
+			}
+			for _, w := range c.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("install with %q: %v, want it to name %s", c.values, err, w)
+				}
+			}
+		})
+	}
+}
+
 // TestChartRunAsUser: a DaemonSet run as another user, root for a runtime that writes the
 // logs 0600 as the README says (runAsUser 0 with runAsNonRoot false), or a user the
 // container's securityContext sets, gets its snapshot directory chowned to the user it

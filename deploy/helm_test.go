@@ -711,7 +711,6 @@ func TestChartSurgeWithStorage(t *testing.T) {
 		{"surge of zero", "daemonset: {updateStrategy: {type: RollingUpdate, rollingUpdate: {maxSurge: 0, maxUnavailable: 2}}}\n", false},
 		{"surge of zero percent", "daemonset: {updateStrategy: {type: RollingUpdate, rollingUpdate: {maxSurge: '0%', maxUnavailable: '10%'}}}\n", false},
 		{"on delete", "daemonset: {updateStrategy: {type: OnDelete}}\n", false},
-		{"surge in syslog mode", "mode: syslog\ndaemonset: {updateStrategy: {rollingUpdate: {maxSurge: 1}}}\n", false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := installChart(t, chartCase{values: c.values})

@@ -64,6 +64,10 @@ func startFollower(p *Pipeline, ci config.Input, in *stream, shard int) (input.I
 		CaughtUp:      hold.CaughtUp,
 	}
 	opts.Resume, opts.HandOver = p.resumeOf(ci.Source())
+	if opts.Backfill != nil {
+		// The storage lock's wait and the fill's are one startupProbe's.
+		opts.Waited = max(p.opts.Now().Sub(p.begun), 0)
+	}
 	in.workers.Store(int32(workersOf(ci)))
 	if in.deal != nil {
 		opts.Select = func(path string) bool { return in.deal.owns(path, shard) }

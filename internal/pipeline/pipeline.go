@@ -108,6 +108,7 @@ type Pipeline struct {
 	mu          sync.Mutex         // serialises reloads and Stop; guards the fields below
 	inputs      map[string]*stream // by config.Input.Source
 	starting    bool               // Start is starting the inputs: warm start applies
+	begun       time.Time          // Start's first reading of Options.Now: the warm start's wait counts from it
 	stopped     bool
 	reloadErr   error // why the last reload was refused; nil when it applied
 	lastSuccess time.Time
@@ -144,11 +145,12 @@ var errStopped = errors.New("the exporter is shutting down")
 // Start builds the state for cfg and starts following its inputs.
 func Start(cfg *config.Config, opts Options) (*Pipeline, error) {
 	opts.setDefaults()
+	begun := opts.Now()
 	gen, err := newGeneration(cfg, nil, opts)
 	if err != nil {
 		return nil, err
 	}
-	p := &Pipeline{opts: opts, clock: newClock(opts.Now), inputs: map[string]*stream{}, restored: math.MaxInt64}
+	p := &Pipeline{opts: opts, clock: newClock(opts.Now), inputs: map[string]*stream{}, restored: math.MaxInt64, begun: begun}
 	p.started = p.clock.second()
 	if opts.StoragePath != "" {
 		p.storage = &persister{dir: opts.StoragePath, interval: cmp.Or(opts.SnapshotInterval, DefaultSnapshotInterval), writeFile: storage.Write, encodeAhead: (*store.Set).EncodeAhead}

@@ -109,3 +109,62 @@ func TestBackfill(t *testing.T) {
 		})
 	}
 }
+
+// What the caller waited before Start (the pipeline's wait for the storage lock) counts in
+// Ready's wait for the backfill: the two together stay within BackfillReadyWait (plus the
+// first scan), not one after the other past a startupProbe of a minute.
+func TestBackfillReadyWaitCountsWaited(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		waited time.Duration
+		ready  time.Duration // after the first scan, the backfill still running
+	}{
+		{"no wait before", 0, BackfillReadyWait},
+		{"the storage lock's 20s", 20 * time.Second, BackfillReadyWait - 20*time.Second},
+		{"the storage lock's whole wait", BackfillReadyWait, 0},
+		{"longer than the bound", BackfillReadyWait + time.Minute, 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			if err := os.WriteFile(filepath.Join(dir, "a.log"), []byte("one\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			release := make(chan struct{})
+			var clock sync.Mutex
+			now := time.Unix(1_700_000_000, 0)
+			f, err := Start(Options{
+				now: func() time.Time {
+					clock.Lock()
+					defer clock.Unlock()
+					return now
+				},
+				Path:         filepath.Join(dir, "*.log"),
+				PollInterval: 10 * time.Millisecond,
+				Waited:       c.waited,
+				Backfill:     func(string, io.ReaderAt, int64) { <-release },
+			}, func(string, []byte) {})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Stop()
+			defer close(release)
+			if c.ready > 0 {
+				clock.Lock()
+				now = now.Add(c.ready - time.Second)
+				clock.Unlock()
+				if f.Ready() {
+					t.Errorf("ready %s after the first scan, %s waited before: want %s", c.ready-time.Second, c.waited, c.ready)
+				}
+				clock.Lock()
+				now = now.Add(time.Second)
+				clock.Unlock()
+			}
+			if !f.Ready() {
+				t.Errorf("not ready %s after the first scan, %s waited before, the backfill still running", c.ready, c.waited)
+			}
+			if got := f.Stats().Backfilling; got != 1 {
+				t.Errorf("files still to backfill = %d, want 1: the readiness above is not the wait's", got)
+			}
+		})
+	}
+}

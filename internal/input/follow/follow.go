@@ -67,8 +67,13 @@ type Options struct {
 	// Backfill, when set, is called once for each file present at Start and positioned
 	// at its end, with the file and that offset, from the reading goroutine before the
 	// file's first line: the caller may read what precedes the offset (a warm start of
-	// windows). Ready waits for it BackfillReadyWait at most.
+	// windows). Ready waits for it BackfillReadyWait at most, less Waited.
 	Backfill func(path string, file io.ReaderAt, end int64)
+	// Waited is how long the caller's start took before Start (the pipeline's wait for
+	// the storage directory's lock): Ready's wait for Backfill counts it, so that the two
+	// waits together stay within BackfillReadyWait plus the first scan, within the
+	// startupProbe that polls readiness from the process's start.
+	Waited time.Duration
 	// TooLong, when set, is called in the reading goroutine when a line longer than
 	// MaxLineBytes is skipped, before any later line of its file is handed on, with
 	// the line's first bytes (MaxLineBytes+1 of them at least, valid during the call
@@ -394,19 +399,21 @@ func newFollower(opts Options, h input.Handler) (*Follower, error) {
 	return f, nil
 }
 
-// BackfillReadyWait bounds how long Ready waits for the backfills after the first scan: a
-// warm start of many large files may take minutes on a CPU limit, and a startupProbe on
-// readiness (a minute, in the Helm chart) would kill the process and start the fill again
-// in a loop. Past it the backfills go on in the background (Stats.Backfilling).
+// BackfillReadyWait bounds how long Ready waits for the backfills, counted from the
+// caller's start (Options.Waited before the first scan's end): a warm start of many large
+// files may take minutes on a CPU limit, and a startupProbe on readiness (a minute, in the
+// Helm chart) would kill the process and start the fill again in a loop. Past it the
+// backfills go on in the background (Stats.Backfilling).
 const BackfillReadyWait = 30 * time.Second
 
 // Ready reports whether the input is reading: its first scan is done (the
 // glob listed, every file it could open opened and positioned) and those files
-// backfilled when Options.Backfill asks, or BackfillReadyWait has passed since. A
+// backfilled when Options.Backfill asks, or BackfillReadyWait has passed since the
+// caller's start (Options.Waited before the first scan's end). A
 // file that could not be opened is an error, counted and retried, and does not hold
 // readiness: waiting would not open it. It stays true afterwards.
 func (f *Follower) Ready() bool {
-	return f.ready.Load() && (f.backfills.Load() == 0 || f.o.now().Sub(f.readyAt) >= BackfillReadyWait)
+	return f.ready.Load() && (f.backfills.Load() == 0 || f.o.Waited+f.o.now().Sub(f.readyAt) >= BackfillReadyWait)
 }
 
 // Stats returns a snapshot of the counters and of the lag per path.

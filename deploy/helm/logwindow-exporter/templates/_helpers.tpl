@@ -83,7 +83,7 @@ or a rule file the exporter refuses, fail the install naming them.
 {{- fail (printf "podLabels: %s is the label the chart's selectors select its pods by: use another (nameOverride names the pods' app.kubernetes.io/name)" .) -}}
 {{- end -}}
 {{- end -}}
-{{- include "logwindow.checkSidecar" . -}}
+{{- include "logwindow.checkModeValues" . -}}
 {{- $psc := .Values.podSecurityContext | default dict -}}
 {{- $sc := .Values.securityContext | default dict -}}
 {{- $nonRoot := ternary $sc.runAsNonRoot $psc.runAsNonRoot (hasKey $sc "runAsNonRoot") -}}
@@ -93,12 +93,14 @@ or a rule file the exporter refuses, fail the install naming them.
 {{- end -}}
 
 {{/*
-The values that shape only the pods the chart runs, with values.yaml's defaults: sidecar
-mode runs none, so that one of them set there would be ignored without a word. Helm shows
-a template the merged values only, not which the user set: this copy of the defaults (kept
-equal to values.yaml's by the chart tests' sidecar install with the defaults) tells.
+The values that only some modes read, with values.yaml's defaults: daemonset.*, syslog.* and
+sidecar.* their own mode's, the rest the pods the chart runs (daemonset and syslog mode;
+sidecar mode runs none). One of them set in a mode that does not read it would be ignored
+without a word. Helm shows a template the merged values only, not which the user set: this
+copy of the defaults (kept equal to values.yaml's by the chart tests' install of each mode
+with the defaults) tells.
 */}}
-{{- define "logwindow.workloadDefaults" -}}
+{{- define "logwindow.modeDefaults" -}}
 imagePullSecrets: []
 configWatch: true
 extraArgs: []
@@ -127,6 +129,10 @@ syslog:
     annotations: {}
   podDisruptionBudget:
     maxUnavailable: 1
+sidecar:
+  port: 5140
+  portName: logwindow
+  podSelector: {}
 resources:
   requests:
     cpu: 50m
@@ -162,20 +168,37 @@ priorityClassName: ""
 {{- end -}}
 
 {{/*
-Sidecar mode: a workload value set (not the default) fails the install, naming each, rather
-than being ignored; the sidecar's own go on the container added to the other chart's pods.
+A value the mode does not read, set (not the default), fails the install naming each, rather
+than being ignored: another mode's by its key under daemonset, syslog or sidecar, with the
+mode it belongs to; in sidecar mode the workload's too, whose sidecar counterparts go on the
+container added to the other chart's pods.
 */}}
-{{- define "logwindow.checkSidecar" -}}
-{{- if eq .Values.mode "sidecar" -}}
-{{- $defaults := include "logwindow.workloadDefaults" . | fromYaml -}}
+{{- define "logwindow.checkModeValues" -}}
+{{- $mode := .Values.mode -}}
+{{- $defaults := include "logwindow.modeDefaults" . | fromYaml -}}
 {{- $set := list -}}
-{{- range keys $defaults | sortAlpha -}}
-{{- if ne (toYaml (index $.Values .)) (toYaml (index $defaults .)) -}}
-{{- $set = append $set . -}}
+{{- range $key := keys $defaults | sortAlpha -}}
+{{- $owner := ternary $key "" (has $key (list "daemonset" "syslog" "sidecar")) -}}
+{{- if or (and $owner (ne $owner $mode)) (and (not $owner) (eq $mode "sidecar")) -}}
+{{- $d := index $defaults $key -}}
+{{- $v := index $.Values $key -}}
+{{- $named := ternary (printf " (mode: %s's)" $owner) "" (and (ne $owner "") (ne $mode "sidecar")) -}}
+{{- if and $owner (kindIs "map" $d) (kindIs "map" $v) -}}
+{{- range $sub := keys (merge (deepCopy $v) $d) | sortAlpha -}}
+{{- if ne (toYaml (index $v $sub)) (toYaml (index $d $sub)) -}}
+{{- $set = append $set (printf "%s.%s%s" $key $sub $named) -}}
+{{- end -}}
+{{- end -}}
+{{- else if ne (toYaml $v) (toYaml $d) -}}
+{{- $set = append $set (printf "%s%s" $key $named) -}}
+{{- end -}}
 {{- end -}}
 {{- end -}}
 {{- with $set -}}
+{{- if eq $mode "sidecar" -}}
 {{- fail (printf "mode: sidecar runs no pod of the chart, so %s (which shape only the chart's DaemonSet or Deployment) would be ignored: drop them here and set the sidecar's resources, args, securityContext and the like on the container you add to the other chart's pods (ingress-nginx's controller.extraContainers: the chart's README, sidecar)" (join ", " .)) -}}
+{{- else -}}
+{{- fail (printf "mode: %s does not read %s, which would be ignored: drop them, or install in the mode they belong to" $mode (join ", " .)) -}}
 {{- end -}}
 {{- end -}}
 {{- end -}}
