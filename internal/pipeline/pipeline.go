@@ -261,6 +261,7 @@ func (p *Pipeline) reload(cfg *config.Config) error {
 // configuration no longer runs, and what reports it must not say it does.
 type InputsNotStarted struct{ Err error }
 
+// Error says that the configuration is in force, then why the inputs did not start.
 func (e *InputsNotStarted) Error() string {
 	return "the new configuration is in force, but inputs did not start: " + e.Err.Error()
 }

@@ -11,7 +11,8 @@ import (
 // LockName is the file of a storage directory whose lock says that a process uses it.
 const LockName = "lock"
 
-// ErrLocked is the error of Lock when another process uses the directory.
+// ErrLocked is the error of TakeLock, and of WaitLock once its wait is over, when another
+// process holds the directory.
 var ErrLocked = errors.New("the storage directory is used by another process")
 
 // Lock is a storage directory taken by this process.
