@@ -1124,9 +1124,10 @@ func (s *Series) Bytes() int64 {
 	return n
 }
 
-// LastAdd returns the newest event second placed, or math.MinInt64 if none was: a series
-// whose LastAdd is older than now−Longest() holds nothing and can be dropped. Compare as
-// LastAdd() < now−Longest(), which cannot overflow.
+// LastAdd returns the newest event second placed, or math.MinInt64 if none was. A
+// series whose LastAdd is older than now−Longest() holds nothing, but one that is not may
+// hold nothing either (the clock stepped back past every window): Holds is what says
+// whether it can be dropped.
 func (s *Series) LastAdd() int64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
