@@ -519,7 +519,7 @@ logwindow_input_behind_bytes{input="nginx",path="/b` + "\uFFFD" + `.log"} 6
 # TYPE logwindow_input_files gauge
 logwindow_input_files{input="app"} 0
 logwindow_input_files{input="nginx"} 2
-# HELP logwindow_input_warm_start_files Files of the input whose warm start (windows of event-time rules filled from the file's end at start) is still to run; /-/ready waits for 0 for 30 seconds at most.
+# HELP logwindow_input_warm_start_files Files of the input whose warm start (windows of event-time rules filled from the file's end at start) is still to run; /-/ready waits for 0 until 30 seconds after the start at most (a wait for the storage directory included).
 # TYPE logwindow_input_warm_start_files gauge
 logwindow_input_warm_start_files{input="app"} 0
 logwindow_input_warm_start_files{input="nginx"} 3

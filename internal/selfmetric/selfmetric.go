@@ -98,7 +98,7 @@ var (
 		"1 while the input has no inotify instance (e.g. the per-user instance limit is reached) and sees changes only by polling, up to --input.poll-interval later; a directory whose watch cannot be added is polled too and counted in errors.",
 		[]string{"input"}}
 	InputWarmStartFiles = Metric{"logwindow_input_warm_start_files",
-		"Files of the input whose warm start (windows of event-time rules filled from the file's end at start) is still to run; /-/ready waits for 0 for 30 seconds at most.",
+		"Files of the input whose warm start (windows of event-time rules filled from the file's end at start) is still to run; /-/ready waits for 0 until 30 seconds after the start at most (a wait for the storage directory included).",
 		[]string{"input"}}
 	InputBehindBytes = Metric{"logwindow_input_behind_bytes",
 		"Bytes of the file not read yet.",
