@@ -75,7 +75,7 @@ func (ps *problems) err(file string) error {
 func suggest(word string, candidates []string) string {
 	best, bestDist := "", 3
 	if i := slices.IndexFunc(candidates, func(c string) bool { return c != word && strings.EqualFold(c, word) }); i >= 0 {
-		best, candidates = candidates[i], nil
+		best, bestDist = candidates[i], 0 // no typo beats it
 	}
 	limit := len(word) / 3
 	for _, c := range candidates {
