@@ -531,7 +531,7 @@ logwindow_input_file_format{format="upstreaminfo",input="nginx"} 1
 # TYPE logwindow_input_unmatched_lines_total counter
 logwindow_input_unmatched_lines_total{input="app"} 0
 logwindow_input_unmatched_lines_total{input="nginx"} 6
-# HELP logwindow_config_last_reload_successful Whether the last configuration load succeeded (1) or was refused (0).
+# HELP logwindow_config_last_reload_successful Whether the last configuration load succeeded (1), or was refused or put in force but for inputs that could not start (0).
 # TYPE logwindow_config_last_reload_successful gauge
 logwindow_config_last_reload_successful 0
 # HELP logwindow_config_last_reload_success_timestamp_seconds Unix time of the last successful configuration load.
@@ -542,7 +542,7 @@ logwindow_config_last_reload_success_timestamp_seconds 1500.5
 		name:   "no input and no successful load yet",
 		reload: selfmetric.ReloadStats{},
 		want: `
-# HELP logwindow_config_last_reload_successful Whether the last configuration load succeeded (1) or was refused (0).
+# HELP logwindow_config_last_reload_successful Whether the last configuration load succeeded (1), or was refused or put in force but for inputs that could not start (0).
 # TYPE logwindow_config_last_reload_successful gauge
 logwindow_config_last_reload_successful 0
 `,

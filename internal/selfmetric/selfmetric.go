@@ -110,7 +110,7 @@ var (
 		"Lines of the input that no rule matched (a line not of the input's format is counted as malformed instead).",
 		[]string{"input"}}
 	ConfigLastReloadSuccessful = Metric{"logwindow_config_last_reload_successful",
-		"Whether the last configuration load succeeded (1) or was refused (0).",
+		"Whether the last configuration load succeeded (1), or was refused or put in force but for inputs that could not start (0).",
 		nil}
 	InputRunning = Metric{"logwindow_input_running",
 		"Whether the input of the configuration in force runs (1) or did not start (0): a reload put the configuration in force, but the input's socket could not be bound. It stays 0, whatever reloads are refused after, until a reload starts it.",
@@ -128,7 +128,7 @@ var (
 		"Datagrams received on the input's syslog socket.",
 		[]string{"input"}}
 	InputMalformedDatagrams = Metric{"logwindow_input_malformed_datagrams_total",
-		"Datagrams without a syslog header; each was taken whole as the line.",
+		"Datagrams without a syslog priority, or that say RFC 5424 and are not; each was taken whole as the line.",
 		[]string{"input"}}
 	InputDroppedDatagrams = Metric{"logwindow_input_dropped_datagrams_total",
 		"Datagrams lost before parsing, by reason: receive_buffer (the kernel dropped them, a full socket buffer; UDP reports it with the next datagram, a unix socket never drops but makes its sender fail) or queue (the exporter's queue to the parser was full).",
