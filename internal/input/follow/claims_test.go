@@ -13,26 +13,9 @@ import (
 func TestGlobSharedClaimsReleasedOnStop(t *testing.T) {
 	for _, m := range modes {
 		t.Run(m.name, func(t *testing.T) {
-			root := t.TempDir()
-			dirA, dirB := filepath.Join(root, "a"), filepath.Join(root, "b")
-			for _, d := range []string{dirA, dirB} {
-				if err := os.Mkdir(d, 0o755); err != nil {
-					t.Fatal(err)
-				}
-			}
-			x := create(t, filepath.Join(dirA, "x.log"))
-			writeLines(t, x, 1, 10)
-			claims := newClaims()
-			c := newCollector()
-			followers := map[string]*Follower{}
-			for _, dir := range []string{dirA, dirB} {
-				o := m.options(filepath.Join(root, "*", "*.log"))
-				o.FromBeginning = true
-				o.RotationGrace = 1 << 40
-				o.Select = func(path string) bool { return filepath.Dir(path) == dir }
-				claims.share(&o, dir)
-				followers[dir] = start(t, o, c.handle)
-			}
+			// The grace outlasts the test: x.log.1 stays open, and claimed, until Stop.
+			sh := startShared(t, m, func(o *Options) { o.RotationGrace = 1 << 40 })
+			dirA, dirB, x, claims, c, followers := sh.dirA, sh.dirB, sh.x, sh.claims, sh.c, sh.followers
 			waitFor(t, "x.log read", func() bool { return c.has(1, 10) })
 			rename(t, filepath.Join(dirA, "x.log"), filepath.Join(dirB, "x.log"))
 			writeLines(t, x, 11, 20)
@@ -54,6 +37,41 @@ func TestGlobSharedClaimsReleasedOnStop(t *testing.T) {
 			}
 		})
 	}
+}
+
+// shared is two followers of root/*/*.log, each reading the files of its directory (a or
+// b, by Select) and claiming them from one set, as the pipeline's shards do; a/x.log holds
+// lines 1 to 10, which the followers read from the beginning.
+type shared struct {
+	dirA, dirB string
+	x          *os.File
+	claims     *claims
+	c          *collector
+	followers  map[string]*Follower // by directory
+}
+
+// startShared starts the followers of a shared, their options first changed by edit.
+func startShared(t *testing.T, m mode, edit func(*Options)) shared {
+	t.Helper()
+	root := t.TempDir()
+	sh := shared{dirA: filepath.Join(root, "a"), dirB: filepath.Join(root, "b"), claims: newClaims(),
+		c: newCollector(), followers: map[string]*Follower{}}
+	for _, d := range []string{sh.dirA, sh.dirB} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sh.x = create(t, filepath.Join(sh.dirA, "x.log"))
+	writeLines(t, sh.x, 1, 10)
+	for _, dir := range []string{sh.dirA, sh.dirB} {
+		o := m.options(filepath.Join(root, "*", "*.log"))
+		o.FromBeginning = true
+		o.Select = func(path string) bool { return filepath.Dir(path) == dir }
+		edit(&o)
+		sh.claims.share(&o, dir)
+		sh.followers[dir] = start(t, o, sh.c.handle)
+	}
+	return sh
 }
 
 // claims is the one set the followers sharing a glob claim their files from, as the

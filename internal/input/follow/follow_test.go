@@ -522,25 +522,8 @@ func TestGlob(t *testing.T) {
 func TestGlobSharedRenamedAcross(t *testing.T) {
 	for _, m := range modes {
 		t.Run(m.name, func(t *testing.T) {
-			root := t.TempDir()
-			dirA, dirB := filepath.Join(root, "a"), filepath.Join(root, "b")
-			for _, d := range []string{dirA, dirB} {
-				if err := os.Mkdir(d, 0o755); err != nil {
-					t.Fatal(err)
-				}
-			}
-			x := create(t, filepath.Join(dirA, "x.log"))
-			writeLines(t, x, 1, 10)
-			claims := newClaims()
-			c := newCollector()
-			followers := map[string]*Follower{}
-			for _, dir := range []string{dirA, dirB} {
-				o := m.options(filepath.Join(root, "*", "*.log"))
-				o.FromBeginning = true
-				o.Select = func(path string) bool { return filepath.Dir(path) == dir }
-				claims.share(&o, dir)
-				followers[dir] = start(t, o, c.handle)
-			}
+			sh := startShared(t, m, func(*Options) {})
+			dirA, dirB, x, claims, c, followers := sh.dirA, sh.dirB, sh.x, sh.claims, sh.c, sh.followers
 			waitFor(t, "x.log read", func() bool { return c.has(1, 10) })
 			rename(t, filepath.Join(dirA, "x.log"), filepath.Join(dirB, "x.log"))
 			writeLines(t, x, 11, 20)
