@@ -291,12 +291,12 @@ func startSharded(t *testing.T, text func(shards int) string) (*Pipeline, func(s
 	return p, rules
 }
 
-// A file renamed from a directory of one follower of a glob into a directory of another
-// is read on by the follower that read it, from where it was, and not again from its
-// start by the other: the followers share which files they read.
-func TestShardsFileRenamedAcrossDirectories(t *testing.T) {
-	root := t.TempDir()
-	a, b := filepath.Join(root, "a"), filepath.Join(root, "b")
+// twoDirs makes the directories a and b of a new root, a/x.log of three lines "x" and
+// b/y.log of one.
+func twoDirs(t *testing.T) (root, a, b string) {
+	t.Helper()
+	root = t.TempDir()
+	a, b = filepath.Join(root, "a"), filepath.Join(root, "b")
 	for _, dir := range []string{a, b} {
 		if err := os.Mkdir(dir, 0o755); err != nil {
 			t.Fatal(err)
@@ -308,6 +308,14 @@ func TestShardsFileRenamedAcrossDirectories(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(b, "y.log"), []byte("x\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	return root, a, b
+}
+
+// A file renamed from a directory of one follower of a glob into a directory of another
+// is read on by the follower that read it, from where it was, and not again from its
+// start by the other: the followers share which files they read.
+func TestShardsFileRenamedAcrossDirectories(t *testing.T) {
+	root, a, b := twoDirs(t)
 	p, _ := startSharded(t, func(int) string {
 		return fmt.Sprintf("inputs: [{path: %s/*/*.log, start_at: beginning, shards: 2}]\nrules: [{name: lines, match: x}]\n", root)
 	})
@@ -377,19 +385,7 @@ func TestDealerClaims(t *testing.T) {
 // A file two inputs' globs reach is read by each, its followers claiming it from their own
 // input's dealer: renamed into another directory, it is read on by both, once each.
 func TestShardsFileOfTwoInputs(t *testing.T) {
-	root := t.TempDir()
-	a, b := filepath.Join(root, "a"), filepath.Join(root, "b")
-	for _, dir := range []string{a, b} {
-		if err := os.Mkdir(dir, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := os.WriteFile(filepath.Join(a, "x.log"), []byte("x\nx\nx\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(b, "y.log"), []byte("x\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	root, a, b := twoDirs(t)
 	p, _ := startSharded(t, func(int) string {
 		return fmt.Sprintf(`inputs:
   - {name: all, path: %[1]s/*/*.log, start_at: beginning, shards: 2}
