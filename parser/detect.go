@@ -228,12 +228,7 @@ func (p *Parser) lineProgram(s *scratch, input string, line []byte) *formatProgr
 	if prog := p.one[input]; prog != nil {
 		return prog
 	}
-	return p.fittest(s, p.inputCands(input), line)
-}
-
-// fittest is the program of the candidate of cands that line alone fits best, or the
-// base program when it fits none.
-func (p *Parser) fittest(s *scratch, cands []*formatProgram, line []byte) *formatProgram {
+	cands := p.inputCands(input)
 	k := choose(cands, [][]byte{line}, s)
 	switch {
 	case k < 0:
