@@ -247,7 +247,7 @@ func closeAll(ls []net.Listener) {
 // which a JSON log's reader cannot parse: see serverLog.
 func newHTTPServer(h http.Handler, o Options) *http.Server {
 	srv := &http.Server{
-		Handler:           bodiesUnread(h, status.ExplainPath),
+		Handler:           bodiesUnread(h),
 		ErrorLog:          log.New(&serverLog{logger: o.Logger}, "", 0),
 		ReadHeaderTimeout: headerTimeout(o.ReadTimeout),
 		ReadTimeout:       o.ReadTimeout,
@@ -261,12 +261,12 @@ func newHTTPServer(h http.Handler, o Options) *http.Server {
 	return srv
 }
 
-// bodiesUnread serves h, whose handlers read no request body but reader's (the path of
-// the line tester, which bounds what it reads and leaves unread what it refuses): a
+// bodiesUnread serves h, whose handlers read no request body but the line tester's (at
+// status.ExplainPath, which bounds what it reads and leaves unread what it refuses): a
 // request with a body to any other path is served without it (status.LeaveBodyUnread).
-func bodiesUnread(h http.Handler, reader string) http.Handler {
+func bodiesUnread(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != reader {
+		if r.URL.Path != status.ExplainPath {
 			status.LeaveBodyUnread(w, r)
 		}
 		h.ServeHTTP(w, r)
