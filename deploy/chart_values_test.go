@@ -109,6 +109,9 @@ func TestChartOtherModeValues(t *testing.T) {
 		{"dropped in syslog mode", "mode: syslog\ndaemonset: {tolerations: null}\n", []string{"daemonset.tolerations (mode: daemonset's)"}},
 		{"syslog's in daemonset mode", "syslog: {port: 1514, service: {type: LoadBalancer}}\n",
 			[]string{"mode: daemonset", "syslog.port (mode: syslog's)", "syslog.service (mode: syslog's)"}},
+		{"the node's storage in syslog mode", "mode: syslog\nstorage: {hostPath: /x, initImage: 'busybox:1'}\n",
+			[]string{"storage.hostPath (mode: daemonset's)", "storage.initImage (mode: daemonset's)"}},
+		{"storage of both in syslog mode", "mode: syslog\nstorage: {snapshotInterval: 30s}\n", nil},
 		{"sidecar's in syslog mode", "mode: syslog\nsidecar: {podSelector: {app: web}}\n", []string{"sidecar.podSelector (mode: sidecar's)"}},
 		{"both others'", "syslog: {replicas: 3}\nsidecar: {portName: lw}\n", []string{"syslog.replicas (mode: syslog's)", "sidecar.portName (mode: sidecar's)"}},
 	} {

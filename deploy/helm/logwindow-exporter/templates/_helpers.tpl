@@ -194,6 +194,14 @@ container added to the other chart's pods.
 {{- end -}}
 {{- end -}}
 {{- end -}}
+{{- /* storage is read by both workload modes, but only daemonset mode keeps it on the node. */ -}}
+{{- if eq $mode "syslog" -}}
+{{- range $sub := list "hostPath" "initImage" -}}
+{{- if ne (toYaml (index $.Values.storage $sub)) (toYaml (index $defaults.storage $sub)) -}}
+{{- $set = append $set (printf "storage.%s (mode: daemonset's)" $sub) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
 {{- with $set -}}
 {{- if eq $mode "sidecar" -}}
 {{- fail (printf "mode: sidecar runs no pod of the chart, so %s (which shape only the chart's DaemonSet or Deployment) would be ignored: drop them here and set the sidecar's resources, args, securityContext and the like on the container you add to the other chart's pods (ingress-nginx's controller.extraContainers: the chart's README, sidecar)" (join ", " .)) -}}
