@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/logwindow/logwindow_exporter/internal/testutil/testclock"
 )
 
 // Backfill is called once for each file present at Start and positioned at its end, with
@@ -26,14 +28,9 @@ func TestBackfill(t *testing.T) {
 			var calls []string
 			var lines []string
 			release := make(chan struct{})
-			var clock sync.Mutex
-			now := time.Unix(1_700_000_000, 0)
+			clock := testclock.New(time.Unix(1_700_000_000, 0))
 			f, err := Start(Options{
-				now: func() time.Time {
-					clock.Lock()
-					defer clock.Unlock()
-					return now
-				},
+				now:           clock.Now,
 				Path:          filepath.Join(dir, "*.log"),
 				FromBeginning: fromBeginning,
 				PollInterval:  10 * time.Millisecond,
@@ -66,15 +63,11 @@ func TestBackfill(t *testing.T) {
 				if got := f.Stats().Backfilling; got != 1 {
 					t.Errorf("files still to backfill = %d, want 1", got)
 				}
-				clock.Lock()
-				now = now.Add(BackfillReadyWait - time.Second)
-				clock.Unlock()
+				clock.Add(BackfillReadyWait - time.Second)
 				if f.Ready() {
 					t.Errorf("ready before BackfillReadyWait, the backfill still running")
 				}
-				clock.Lock()
-				now = now.Add(time.Second)
-				clock.Unlock()
+				clock.Add(time.Second)
 				if !f.Ready() {
 					t.Errorf("not ready BackfillReadyWait after the first scan, the backfill still running")
 				}
@@ -130,14 +123,9 @@ func TestBackfillReadyWaitCountsWaited(t *testing.T) {
 				t.Fatal(err)
 			}
 			release := make(chan struct{})
-			var clock sync.Mutex
-			now := time.Unix(1_700_000_000, 0)
+			clock := testclock.New(time.Unix(1_700_000_000, 0))
 			f, err := Start(Options{
-				now: func() time.Time {
-					clock.Lock()
-					defer clock.Unlock()
-					return now
-				},
+				now:          clock.Now,
 				Path:         filepath.Join(dir, "*.log"),
 				PollInterval: 10 * time.Millisecond,
 				Waited:       c.waited,
@@ -149,15 +137,11 @@ func TestBackfillReadyWaitCountsWaited(t *testing.T) {
 			defer f.Stop()
 			defer close(release)
 			if c.ready > 0 {
-				clock.Lock()
-				now = now.Add(c.ready - time.Second)
-				clock.Unlock()
+				clock.Add(c.ready - time.Second)
 				if f.Ready() {
 					t.Errorf("ready %s after the first scan, %s waited before: want %s", c.ready-time.Second, c.waited, c.ready)
 				}
-				clock.Lock()
-				now = now.Add(time.Second)
-				clock.Unlock()
+				clock.Add(time.Second)
 			}
 			if !f.Ready() {
 				t.Errorf("not ready %s after the first scan, %s waited before, the backfill still running", c.ready, c.waited)
