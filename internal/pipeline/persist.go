@@ -96,8 +96,8 @@ func (s *persister) release() {
 // restore reads the snapshot of the storage directory into gen's new Set and returns
 // the positions of the files by input source, the CRI messages in parts its inputs were
 // joining by input source, and the start second it records (or math.MaxInt64). A
-// snapshot that cannot be read or decoded is logged, counted and set aside, and the
-// exporter starts without it. Its one error is Options.Interrupt closed while it waited
+// snapshot that cannot be opened, read or decoded is logged, counted and set aside, and
+// the exporter starts without it. Its one error is Options.Interrupt closed while it waited
 // for the directory.
 func (p *Pipeline) restore(gen *generation) (map[string][]follow.Position, map[string][]pathParts, int64, error) {
 	s, log := p.storage, p.opts.Logger
@@ -146,13 +146,14 @@ func (p *Pipeline) restore(gen *generation) (map[string][]follow.Position, map[s
 		return nil, nil, math.MaxInt64, nil
 	case err != nil:
 		s.update(func(st *selfmetric.StorageStats) { st.RestoreFailures++ })
+		// Whatever kept it from being read (corrupt, another version, a file this user may
+		// not open, a link loop), the first snapshot written would replace it: set aside,
+		// a person can still read it, and the next start does not fail on it again.
 		attrs := []any{"dir", s.dir, "err", err}
-		if errors.Is(err, storage.ErrCorrupt) || errors.Is(err, storage.ErrVersion) || errors.Is(err, storage.ErrTooLarge) {
-			to, aerr := storage.SetAside(s.dir, p.opts.Now())
-			attrs = append(attrs, "set_aside_as", to)
-			if aerr != nil {
-				attrs = append(attrs, "set_aside_err", aerr)
-			}
+		to, aerr := storage.SetAside(s.dir, p.opts.Now())
+		attrs = append(attrs, "set_aside_as", to)
+		if aerr != nil {
+			attrs = append(attrs, "set_aside_err", aerr)
 		}
 		log.Error("cannot restore the snapshot: starting empty", attrs...)
 		return nil, nil, math.MaxInt64, nil
