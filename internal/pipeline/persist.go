@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"math"
 	"os"
 	"slices"
@@ -74,13 +75,21 @@ func (s *persister) update(f func(st *selfmetric.StorageStats)) {
 
 // takeLock takes the directory for this process if it has not yet (restore waited for it
 // at start); s.write must be held, or no snapshot be written yet.
-func (s *persister) takeLock() error {
+func (s *persister) takeLock(log *slog.Logger) error {
 	if s.lock != nil {
 		return nil
 	}
 	l, err := storage.TakeLock(s.dir)
-	s.lock = l
+	s.took(l, log)
 	return err
+}
+
+// took keeps the lock l taken (nil when none was), and warns when its file was replaced.
+func (s *persister) took(l *storage.Lock, log *slog.Logger) {
+	s.lock = l
+	if l != nil && l.Replaced() != nil {
+		log.Warn("replaced the storage directory's lock file, which this user may not open: an exporter run as another user (root) left it", "dir", s.dir, "err", l.Replaced())
+	}
 }
 
 // release lets the directory go, for another process (or a pipeline of this one) to take.
@@ -109,7 +118,7 @@ func (p *Pipeline) restore(gen *generation) (map[string][]follow.Position, map[s
 	l, err := storage.WaitLock(s.dir, wait, p.opts.Interrupt, func() {
 		log.Warn("another exporter uses the storage directory: waiting for it to let the directory go, to restore the snapshot it writes as it stops", "dir", s.dir, "wait", wait)
 	})
-	s.lock = l
+	s.took(l, log)
 	switch {
 	case errors.Is(err, storage.ErrStopped):
 		return nil, nil, math.MaxInt64, err
@@ -447,7 +456,7 @@ func (p *Pipeline) snapshot(ahead *store.Encoded, begin time.Time, cutDone func(
 	if err == nil {
 		// Another exporter's directory stays its own; one that cannot be locked for
 		// another reason fails the write too, which says why.
-		if lerr := s.takeLock(); errors.Is(lerr, storage.ErrLocked) {
+		if lerr := s.takeLock(p.opts.Logger); errors.Is(lerr, storage.ErrLocked) {
 			err = lerr
 		}
 	}

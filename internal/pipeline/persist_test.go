@@ -427,6 +427,45 @@ func TestStorageUnreadableSnapshot(t *testing.T) {
 	}
 }
 
+// An exporter restarted as another user than root, which ran it before (the chart's
+// runAsUser changed), in the directory root's exporter left (given to the new user, as the
+// chart's init container does, but not its files, mode 0600): it went on without a lock,
+// only warned of, and two exporters given the directory were no longer told of; it
+// replaces the lock file, says so, and keeps the next one out. The snapshot it may not
+// read is set aside.
+func TestStorageUserChanged(t *testing.T) {
+	dir, log := t.TempDir(), filepath.Join(t.TempDir(), "access.log")
+	var out syncbuf.Buffer
+	p := startStored(t, log, dir, &out, Options{SnapshotInterval: time.Hour})
+	persistLines(t, log, 1, 10)
+	waitCounted(t, p, 10)
+	p.Stop()
+	for _, name := range []string{storage.LockName, storage.FileName} {
+		// An earlier build made its lock file 0600 too; mode 0 refuses a user not root
+		// running the tests as asother's user refuses root's 0600.
+		if err := os.Chmod(filepath.Join(dir, name), 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var restarted syncbuf.Buffer
+	p = startStoredAsOther(t, log, dir, &restarted, Options{SnapshotInterval: time.Hour})
+	if !strings.Contains(restarted.String(), "replaced the storage directory's lock file") || strings.Contains(restarted.String(), "cannot lock") {
+		t.Errorf("the log does not say the lock file was replaced:\n%s", restarted.String())
+	}
+	if l, err := storage.TakeLock(dir); !errors.Is(err, storage.ErrLocked) {
+		if l != nil {
+			l.Release()
+		}
+		t.Errorf("another exporter taking the directory: %v, want ErrLocked", err)
+	}
+	if s := p.StorageStats(); s.RestoreFailures != 1 {
+		t.Errorf("storage stats %+v, want the snapshot not restored", s)
+	}
+	if aside, _ := filepath.Glob(filepath.Join(dir, storage.FileName+".bad-*")); len(aside) != 1 {
+		t.Errorf("set aside: %v, want the snapshot", aside)
+	}
+}
+
 // TestStorageCutWhileReading: a snapshot is one cut: taken while lines keep coming,
 // restored, and the rest read from its positions, it counts every line once.
 func TestStorageCutWhileReading(t *testing.T) {
