@@ -370,24 +370,38 @@ func decodePathParts(rec []byte) (string, pathParts, error) {
 // lost, as they were before they were kept: a file rewritten or gone while the exporter
 // was down, or read again from further back.
 func (in *stream) resumeParts(pps []pathParts, from []follow.Position) {
+	type place struct {
+		path     string
+		dev, ino uint64
+		offset   int64
+	}
+	readFrom, read := make(map[place]bool, len(from)), make(map[string]bool, len(from))
+	for _, f := range from {
+		readFrom[place{f.Path, f.Dev, f.Ino, f.Offset}], read[f.Path] = true, true
+	}
+	dropped := 0
 	for _, pp := range pps {
 		// A record without files (partsAt writes none) would be given to every shard.
 		readOn := len(pp.files) > 0 && !slices.ContainsFunc(pp.files, func(k follow.Position) bool {
-			return !slices.ContainsFunc(from, func(f follow.Position) bool {
-				return f.Path == k.Path && f.Dev == k.Dev && f.Ino == k.Ino && f.Offset == k.Offset
-			})
+			return !readFrom[place{k.Path, k.Dev, k.Ino, k.Offset}]
 		})
 		switch {
 		case readOn:
-		case slices.ContainsFunc(from, func(f follow.Position) bool { return f.Path == pp.path }):
+		case read[pp.path]:
 			in.log.Info("the first parts of a message in parts are lost: its file is not read on from where they were kept", "path", pp.path, "messages", len(pp.parts))
 			continue
 		default:
 			continue // another shard's path, or one no file is read under any more
 		}
 		for _, part := range pp.parts {
-			in.cri.Resume(pp.path, part)
+			if !in.cri.Resume(pp.path, part) {
+				dropped++
+			}
 		}
+	}
+	if dropped > 0 {
+		// A snapshot of more shards than read now, whose joiners each held up to the limit.
+		in.log.Warn("messages in parts not resumed, past the limit of messages in progress: their first parts are lost, their last parts read as whole messages", "messages", dropped, "limit", cri.MaxTracked)
 	}
 	in.chargeHeld()
 }

@@ -1068,6 +1068,26 @@ func TestResumeParts(t *testing.T) {
 	}
 }
 
+// Past cri.MaxTracked messages in parts given back to one joiner (a snapshot of a glob's
+// shards restored with fewer of them), the rest were dropped without a word: their first
+// parts lost, their last read as whole messages. The log says how many, and why.
+func TestResumePartsPastMaxTracked(t *testing.T) {
+	const over = 5
+	var pps []pathParts
+	var from []follow.Position
+	for i := range cri.MaxTracked + over {
+		at := follow.Position{Path: fmt.Sprintf("/var/log/pods/web-%d/nginx/0.log", i), Dev: 2049, Ino: uint64(i), Offset: 90}
+		pps = append(pps, pathParts{path: at.Path, files: []follow.Position{at}, parts: []cri.Part{{Stream: "stdout", Joined: []byte("a")}}})
+		from = append(from, at)
+	}
+	var out syncbuf.Buffer
+	in := &stream{cri: cri.New(64), log: slog.New(slog.NewTextHandler(&out, nil))}
+	in.resumeParts(pps, from)
+	if want := fmt.Sprintf("messages=%d limit=%d", over, cri.MaxTracked); !strings.Contains(out.String(), "messages in parts not resumed") || !strings.Contains(out.String(), want) {
+		t.Errorf("the log does not say %s were not resumed:\n%s", want, out.String())
+	}
+}
+
 // FuzzDecodePathParts: a record of messages in parts, whatever its bytes (a snapshot of
 // another build, or one edited, its checksums right), is refused as corrupt or decodes to
 // what encodes to it again, and its messages resume into a joiner within its bounds.
