@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"math"
 	"os"
 	"slices"
@@ -74,13 +75,21 @@ func (s *persister) update(f func(st *selfmetric.StorageStats)) {
 
 // takeLock takes the directory for this process if it has not yet (restore waited for it
 // at start); s.write must be held, or no snapshot be written yet.
-func (s *persister) takeLock() error {
+func (s *persister) takeLock(log *slog.Logger) error {
 	if s.lock != nil {
 		return nil
 	}
 	l, err := storage.TakeLock(s.dir)
-	s.lock = l
+	s.took(l, log)
 	return err
+}
+
+// took keeps the lock l taken (nil when none was), and warns when its file was replaced.
+func (s *persister) took(l *storage.Lock, log *slog.Logger) {
+	s.lock = l
+	if l != nil && l.Replaced() != nil {
+		log.Warn("replaced the storage directory's lock file, which this user may not open: an exporter run as another user (root) left it", "dir", s.dir, "err", l.Replaced())
+	}
 }
 
 // release lets the directory go, for another process (or a pipeline of this one) to take.
@@ -96,8 +105,8 @@ func (s *persister) release() {
 // restore reads the snapshot of the storage directory into gen's new Set and returns
 // the positions of the files by input source, the CRI messages in parts its inputs were
 // joining by input source, and the start second it records (or math.MaxInt64). A
-// snapshot that cannot be read or decoded is logged, counted and set aside, and the
-// exporter starts without it. Its one error is Options.Interrupt closed while it waited
+// snapshot that cannot be opened, read or decoded is logged, counted and set aside, and
+// the exporter starts without it. Its one error is Options.Interrupt closed while it waited
 // for the directory.
 func (p *Pipeline) restore(gen *generation) (map[string][]follow.Position, map[string][]pathParts, int64, error) {
 	s, log := p.storage, p.opts.Logger
@@ -109,7 +118,7 @@ func (p *Pipeline) restore(gen *generation) (map[string][]follow.Position, map[s
 	l, err := storage.WaitLock(s.dir, wait, p.opts.Interrupt, func() {
 		log.Warn("another exporter uses the storage directory: waiting for it to let the directory go, to restore the snapshot it writes as it stops", "dir", s.dir, "wait", wait)
 	})
-	s.lock = l
+	s.took(l, log)
 	switch {
 	case errors.Is(err, storage.ErrStopped):
 		return nil, nil, math.MaxInt64, err
@@ -146,13 +155,14 @@ func (p *Pipeline) restore(gen *generation) (map[string][]follow.Position, map[s
 		return nil, nil, math.MaxInt64, nil
 	case err != nil:
 		s.update(func(st *selfmetric.StorageStats) { st.RestoreFailures++ })
+		// Whatever kept it from being read (corrupt, another version, a file this user may
+		// not open, a link loop), the first snapshot written would replace it: set aside,
+		// a person can still read it, and the next start does not fail on it again.
 		attrs := []any{"dir", s.dir, "err", err}
-		if errors.Is(err, storage.ErrCorrupt) || errors.Is(err, storage.ErrVersion) || errors.Is(err, storage.ErrTooLarge) {
-			to, aerr := storage.SetAside(s.dir, p.opts.Now())
-			attrs = append(attrs, "set_aside_as", to)
-			if aerr != nil {
-				attrs = append(attrs, "set_aside_err", aerr)
-			}
+		to, aerr := storage.SetAside(s.dir, p.opts.Now())
+		attrs = append(attrs, "set_aside_as", to)
+		if aerr != nil {
+			attrs = append(attrs, "set_aside_err", aerr)
 		}
 		log.Error("cannot restore the snapshot: starting empty", attrs...)
 		return nil, nil, math.MaxInt64, nil
@@ -360,24 +370,38 @@ func decodePathParts(rec []byte) (string, pathParts, error) {
 // lost, as they were before they were kept: a file rewritten or gone while the exporter
 // was down, or read again from further back.
 func (in *stream) resumeParts(pps []pathParts, from []follow.Position) {
+	type place struct {
+		path     string
+		dev, ino uint64
+		offset   int64
+	}
+	readFrom, read := make(map[place]bool, len(from)), make(map[string]bool, len(from))
+	for _, f := range from {
+		readFrom[place{f.Path, f.Dev, f.Ino, f.Offset}], read[f.Path] = true, true
+	}
+	dropped := 0
 	for _, pp := range pps {
 		// A record without files (partsAt writes none) would be given to every shard.
 		readOn := len(pp.files) > 0 && !slices.ContainsFunc(pp.files, func(k follow.Position) bool {
-			return !slices.ContainsFunc(from, func(f follow.Position) bool {
-				return f.Path == k.Path && f.Dev == k.Dev && f.Ino == k.Ino && f.Offset == k.Offset
-			})
+			return !readFrom[place{k.Path, k.Dev, k.Ino, k.Offset}]
 		})
 		switch {
 		case readOn:
-		case slices.ContainsFunc(from, func(f follow.Position) bool { return f.Path == pp.path }):
+		case read[pp.path]:
 			in.log.Info("the first parts of a message in parts are lost: its file is not read on from where they were kept", "path", pp.path, "messages", len(pp.parts))
 			continue
 		default:
 			continue // another shard's path, or one no file is read under any more
 		}
 		for _, part := range pp.parts {
-			in.cri.Resume(pp.path, part)
+			if !in.cri.Resume(pp.path, part) {
+				dropped++
+			}
 		}
+	}
+	if dropped > 0 {
+		// A snapshot of more shards than read now, whose joiners each held up to the limit.
+		in.log.Warn("messages in parts not resumed, past the limit of messages in progress: their first parts are lost, their last parts read as whole messages", "messages", dropped, "limit", cri.MaxTracked)
 	}
 	in.chargeHeld()
 }
@@ -446,7 +470,7 @@ func (p *Pipeline) snapshot(ahead *store.Encoded, begin time.Time, cutDone func(
 	if err == nil {
 		// Another exporter's directory stays its own; one that cannot be locked for
 		// another reason fails the write too, which says why.
-		if lerr := s.takeLock(); errors.Is(lerr, storage.ErrLocked) {
+		if lerr := s.takeLock(p.opts.Logger); errors.Is(lerr, storage.ErrLocked) {
 			err = lerr
 		}
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/logwindow/logwindow_exporter/internal/input/follow"
 	"github.com/logwindow/logwindow_exporter/internal/storage"
 	"github.com/logwindow/logwindow_exporter/internal/store"
+	"github.com/logwindow/logwindow_exporter/internal/testutil/asother"
 	"github.com/logwindow/logwindow_exporter/internal/testutil/storetest"
 	"github.com/logwindow/logwindow_exporter/internal/testutil/syncbuf"
 )
@@ -69,6 +70,18 @@ func startStored(t *testing.T, log, dir string, out *syncbuf.Buffer, o Options) 
 // startStoredOn is startStored on rules of its own.
 func startStoredOn(t *testing.T, rules, dir string, out *syncbuf.Buffer, o Options) *Pipeline {
 	t.Helper()
+	cfg, o := storedOn(t, rules, dir, out, o)
+	p, err := Start(cfg, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Stop)
+	return p
+}
+
+// storedOn is what startStoredOn starts.
+func storedOn(t *testing.T, rules, dir string, out *syncbuf.Buffer, o Options) (*config.Config, Options) {
+	t.Helper()
 	cfg, err := config.Parse([]byte(rules), "rules.yaml")
 	if err != nil {
 		t.Fatal(err)
@@ -76,7 +89,17 @@ func startStoredOn(t *testing.T, rules, dir string, out *syncbuf.Buffer, o Optio
 	o.Now, o.PollInterval, o.RotationGrace = time.Now, 10*time.Millisecond, 50*time.Millisecond
 	o.BackfillBytes, o.StoragePath = DefaultBackfillBytes, dir
 	o.Logger = slog.New(slog.NewTextHandler(out, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	p, err := Start(cfg, o)
+	return cfg, o
+}
+
+// startStoredAsOther is startStored as another user than the one that made dir's files
+// (asother): what an exporter restarted as another user (a chart's runAsUser changed) does.
+func startStoredAsOther(t *testing.T, log, dir string, out *syncbuf.Buffer, o Options) *Pipeline {
+	t.Helper()
+	cfg, o := storedOn(t, strings.ReplaceAll(persistRules, "LOG", log), dir, out, o)
+	var p *Pipeline
+	var err error
+	asother.Run(t, 20*time.Second, []string{dir}, func() { p, err = Start(cfg, o) })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -335,6 +358,112 @@ func TestStorageBadSnapshot(t *testing.T) {
 			t.Errorf("log lacks the failure:\n%s", out.String())
 		}
 	})
+}
+
+// TestStorageUnreadableSnapshot: a snapshot the exporter cannot open (one root wrote,
+// mode 0600, read by an exporter restarted as another user; a link loop) is set aside
+// whole, logged and counted, and the exporter starts empty: it was left in place, and
+// the first snapshot written over it, lost without a trace. The next start restores the
+// snapshot written since, without a failure.
+func TestStorageUnreadableSnapshot(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		spoil  func(path string) error
+		asUser bool
+		logged string
+	}{
+		{"refused to the exporter's user", func(path string) error { return os.Chmod(path, 0) }, true, "permission denied"},
+		{"a link loop", func(path string) error {
+			if err := os.Remove(path); err != nil {
+				return err
+			}
+			return os.Symlink(storage.FileName, path)
+		}, false, "too many levels of symbolic links"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir, log := t.TempDir(), filepath.Join(t.TempDir(), "access.log")
+			var out syncbuf.Buffer
+			p := startStored(t, log, dir, &out, Options{SnapshotInterval: time.Hour})
+			persistLines(t, log, 1, 10)
+			waitCounted(t, p, 10)
+			p.Stop()
+			path := filepath.Join(dir, storage.FileName)
+			if err := tc.spoil(path); err != nil {
+				t.Fatal(err)
+			}
+			kept, err := os.Lstat(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var restarted syncbuf.Buffer
+			if tc.asUser {
+				p = startStoredAsOther(t, log, dir, &restarted, Options{SnapshotInterval: time.Hour})
+			} else {
+				p = startStored(t, log, dir, &restarted, Options{SnapshotInterval: time.Hour})
+			}
+			if s := p.StorageStats(); s.RestoreFailures != 1 || s.RestoredRules != 0 {
+				t.Errorf("storage stats %+v, want one restore failure", s)
+			}
+			if !strings.Contains(restarted.String(), "cannot restore the snapshot: starting empty") || !strings.Contains(restarted.String(), tc.logged) {
+				t.Errorf("log lacks the failure (%q):\n%s", tc.logged, restarted.String())
+			}
+			aside, _ := filepath.Glob(filepath.Join(dir, storage.FileName+".bad-*"))
+			if len(aside) != 1 {
+				t.Fatalf("set aside: %v, want one\n%s", aside, restarted.String())
+			}
+			if fi, err := os.Lstat(aside[0]); err != nil || !os.SameFile(fi, kept) {
+				t.Errorf("set aside %s is not the snapshot (%v)", aside[0], err)
+			}
+			if err := p.Snapshot(); err != nil {
+				t.Fatal(err)
+			}
+			p.Stop()
+			var again syncbuf.Buffer
+			p = startStored(t, log, dir, &again, Options{SnapshotInterval: time.Hour})
+			if s := p.StorageStats(); s.RestoreFailures != 0 || s.RestoredRules != 2 {
+				t.Errorf("storage stats %+v at the next start, want the snapshot written since restored\n%s", s, again.String())
+			}
+		})
+	}
+}
+
+// An exporter restarted as another user than root, which ran it before (the chart's
+// runAsUser changed), in the directory root's exporter left (given to the new user, as the
+// chart's init container does, but not its files, mode 0600): it went on without a lock,
+// only warned of, and two exporters given the directory were no longer told of; it
+// replaces the lock file, says so, and keeps the next one out. The snapshot it may not
+// read is set aside.
+func TestStorageUserChanged(t *testing.T) {
+	dir, log := t.TempDir(), filepath.Join(t.TempDir(), "access.log")
+	var out syncbuf.Buffer
+	p := startStored(t, log, dir, &out, Options{SnapshotInterval: time.Hour})
+	persistLines(t, log, 1, 10)
+	waitCounted(t, p, 10)
+	p.Stop()
+	for _, name := range []string{storage.LockName, storage.FileName} {
+		// An earlier build made its lock file 0600 too; mode 0 refuses a user not root
+		// running the tests as asother's user refuses root's 0600.
+		if err := os.Chmod(filepath.Join(dir, name), 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var restarted syncbuf.Buffer
+	p = startStoredAsOther(t, log, dir, &restarted, Options{SnapshotInterval: time.Hour})
+	if !strings.Contains(restarted.String(), "replaced the storage directory's lock file") || strings.Contains(restarted.String(), "cannot lock") {
+		t.Errorf("the log does not say the lock file was replaced:\n%s", restarted.String())
+	}
+	if l, err := storage.TakeLock(dir); !errors.Is(err, storage.ErrLocked) {
+		if l != nil {
+			l.Release()
+		}
+		t.Errorf("another exporter taking the directory: %v, want ErrLocked", err)
+	}
+	if s := p.StorageStats(); s.RestoreFailures != 1 {
+		t.Errorf("storage stats %+v, want the snapshot not restored", s)
+	}
+	if aside, _ := filepath.Glob(filepath.Join(dir, storage.FileName+".bad-*")); len(aside) != 1 {
+		t.Errorf("set aside: %v, want the snapshot", aside)
+	}
 }
 
 // TestStorageCutWhileReading: a snapshot is one cut: taken while lines keep coming,
@@ -936,6 +1065,26 @@ func TestResumeParts(t *testing.T) {
 				t.Errorf("the joiner holds %d bytes: given back %v, want %v", in.cri.HeldBytes(), given, tc.given)
 			}
 		})
+	}
+}
+
+// Past cri.MaxTracked messages in parts given back to one joiner (a snapshot of a glob's
+// shards restored with fewer of them), the rest were dropped without a word: their first
+// parts lost, their last read as whole messages. The log says how many, and why.
+func TestResumePartsPastMaxTracked(t *testing.T) {
+	const over = 5
+	var pps []pathParts
+	var from []follow.Position
+	for i := range cri.MaxTracked + over {
+		at := follow.Position{Path: fmt.Sprintf("/var/log/pods/web-%d/nginx/0.log", i), Dev: 2049, Ino: uint64(i), Offset: 90}
+		pps = append(pps, pathParts{path: at.Path, files: []follow.Position{at}, parts: []cri.Part{{Stream: "stdout", Joined: []byte("a")}}})
+		from = append(from, at)
+	}
+	var out syncbuf.Buffer
+	in := &stream{cri: cri.New(64), log: slog.New(slog.NewTextHandler(&out, nil))}
+	in.resumeParts(pps, from)
+	if want := fmt.Sprintf("messages=%d limit=%d", over, cri.MaxTracked); !strings.Contains(out.String(), "messages in parts not resumed") || !strings.Contains(out.String(), want) {
+		t.Errorf("the log does not say %s were not resumed:\n%s", want, out.String())
 	}
 }
 

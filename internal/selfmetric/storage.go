@@ -52,7 +52,7 @@ var (
 		"Unix time of the last snapshot written.",
 		nil}
 	StorageRestoreFailures = Metric{"logwindow_storage_restore_failures_total",
-		"Snapshots that could not be read at start (corrupt, truncated, of another version, over the memory bound, not a regular file), each set aside, or not read because another exporter used the storage directory; the exporter started empty.",
+		"Snapshots that could not be read at start (corrupt, truncated, of another version, over the memory bound, not a regular file, refused to the exporter's user), each set aside, or not read because another exporter used the storage directory; the exporter started empty.",
 		nil}
 	StorageRestoredSeries = Metric{"logwindow_storage_restored_series",
 		"Series the start took from the snapshot.",

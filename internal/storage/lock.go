@@ -3,8 +3,10 @@ package storage
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"syscall"
 	"time"
 )
 
@@ -16,26 +18,88 @@ const LockName = "lock"
 var ErrLocked = errors.New("the storage directory is used by another process")
 
 // Lock is a storage directory taken by this process.
-type Lock struct{ f *os.File }
+type Lock struct {
+	f        *os.File
+	replaced error
+}
 
 // TakeLock takes dir for this process, so that two exporters given one directory do
 // not read and write each other's snapshots: ErrLocked when another holds it. The lock
 // goes with the process (a kill lets it go); Release lets it go before.
+//
+// The lock file is made readable by all: the lock is taken on a file opened read-only
+// too, so that an exporter run as another user later (a chart's runAsUser changed) takes
+// it as it is. One this process may not open at all (another user's of mode 0600, as
+// earlier builds made them) is replaced by a file of its own, locked first, and
+// Replaced says why: it was left by an exporter that ran as another user, which is
+// stopped before this one starts (a DaemonSet's rollout without surge); one that still
+// ran would hold the file replaced, and the two the directory, until it stopped. A FIFO
+// is locked as a file is, without waiting for a writer; a socket or a device is refused
+// with an error naming it.
 func TakeLock(dir string) (*Lock, error) {
 	path := filepath.Join(dir, LockName)
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
-	if err != nil {
+	if fi, err := os.Stat(path); err == nil && fi.Mode()&(fs.ModeSocket|fs.ModeDevice) != 0 {
+		return nil, fmt.Errorf("snapshot: lock: %s is a %s, not a regular file: remove it", path, fileType(fi.Mode()))
+	}
+	// O_NONBLOCK: the open of a FIFO for reading alone would wait for a writer.
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|syscall.O_NONBLOCK, 0o644)
+	if err == nil {
+		// One this process made may have been made under a umask that left it its own;
+		// one another user made and it may write stays as that user set it.
+		_ = f.Chmod(0o644)
+	} else {
 		// A directory this process may read but not write: another one may be locking it.
-		if f, err = os.Open(path); err != nil {
-			return nil, fmt.Errorf("snapshot: lock: %w", err)
-		}
+		f, err = os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	}
+	if errors.Is(err, fs.ErrPermission) {
+		return takeOver(dir, path, err)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("snapshot: lock: %w", err)
 	}
 	if err := lockFile(f); err != nil {
 		f.Close()
 		return nil, err
 	}
-	return &Lock{f}, nil
+	return &Lock{f: f}, nil
 }
+
+// takeOver replaces the lock file at path, which this process may not open (refused
+// says why), with a new file of its own, locked before it takes the place: a process
+// that opens the lock file after the rename finds it locked. One that replaced it
+// between the look at it and the rename (two exporters given one directory, started at
+// once) is ErrLocked.
+func takeOver(dir, path string, refused error) (*Lock, error) {
+	old, err := os.Lstat(path)
+	if err != nil {
+		return nil, fmt.Errorf("snapshot: lock: %w", refused)
+	}
+	f, err := os.CreateTemp(dir, LockName+".tmp-*")
+	if err != nil {
+		return nil, fmt.Errorf("snapshot: lock: %w; cannot replace it: %w", refused, err)
+	}
+	fail := func(err error) (*Lock, error) {
+		f.Close()
+		os.Remove(f.Name())
+		return nil, err
+	}
+	if err := f.Chmod(0o644); err != nil {
+		return fail(fmt.Errorf("snapshot: lock: %w", err))
+	}
+	if err := lockFile(f); err != nil {
+		return fail(err)
+	}
+	if now, err := os.Lstat(path); err != nil || !os.SameFile(old, now) {
+		return fail(fmt.Errorf("%w: %s replaced by another process", ErrLocked, path))
+	}
+	if err := os.Rename(f.Name(), path); err != nil {
+		return fail(fmt.Errorf("snapshot: lock: %w; cannot replace it: %w", refused, err))
+	}
+	return &Lock{f: f, replaced: refused}, nil
+}
+
+// Replaced is why TakeLock replaced the lock file it found, nil when it did not.
+func (l *Lock) Replaced() error { return l.replaced }
 
 // lockPoll is how often WaitLock tries the lock again: flock cannot be waited for with a
 // bound, and a wait without one could not be given up.

@@ -348,35 +348,69 @@ func Parse(b []byte) (*Snapshot, error) {
 	}
 }
 
-// badPrefix names the snapshots set aside; keepBad of them are kept, the newest.
+// badPrefix names the snapshots set aside; keepBad of them are kept, the newest. Three
+// bound the disk a crash loop that sets one aside at every start can take to three
+// snapshots besides the live one (each within the size bound Read was given), while
+// keeping the first of a series of failures, for a person to read, for two more.
 const (
 	badPrefix = FileName + ".bad-"
 	keepBad   = 3
 )
 
-// SetAside renames the snapshot in dir, one Read refused, to snapshot.bad-<now, Unix
-// seconds> so that the next start does not read it again but a person can, and removes
-// the oldest so set aside beyond the newest three. It returns the new name.
+// setAside is a snapshot set aside, by its name: snapshot.bad-<n>-<Unix seconds>, n
+// counting the set-asides of the directory, or snapshot.bad-<Unix seconds> as earlier
+// builds named them (n 0).
+type setAside struct {
+	name  string
+	n, at int64
+}
+
+// parseSetAside reads the name of a snapshot set aside; ok is false for another file's.
+func parseSetAside(name string) (b setAside, ok bool) {
+	rest, ok := strings.CutPrefix(name, badPrefix)
+	if !ok {
+		return setAside{}, false
+	}
+	first, second, two := strings.Cut(rest, "-")
+	n, err := strconv.ParseInt(first, 10, 64)
+	if err != nil {
+		return setAside{}, false
+	}
+	if !two {
+		return setAside{name: name, at: n}, true
+	}
+	at, err := strconv.ParseInt(second, 10, 64)
+	return setAside{name: name, n: n, at: at}, err == nil && n > 0
+}
+
+// SetAside renames the snapshot in dir, one Read refused, to snapshot.bad-<n>-<now, Unix
+// seconds>, so that the next start does not read it again but a person can, and removes
+// the oldest so set aside beyond the newest three. n is one more than that of the newest
+// set aside before: names are not reused within a second (a crash loop), and which are
+// the newest does not depend on the clock, which may have been set back since. It returns
+// the new name.
 func SetAside(dir string, now time.Time) (string, error) {
-	to := filepath.Join(dir, badPrefix+strconv.FormatInt(now.Unix(), 10))
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return "", fmt.Errorf("snapshot: set aside: %w", err)
+	}
+	var bads []setAside
+	for _, e := range entries {
+		if b, ok := parseSetAside(e.Name()); ok {
+			bads = append(bads, b)
+		}
+	}
+	newest := setAside{n: 1, at: now.Unix()}
+	for _, b := range bads {
+		newest.n = max(newest.n, b.n+1)
+	}
+	newest.name = badPrefix + strconv.FormatInt(newest.n, 10) + "-" + strconv.FormatInt(newest.at, 10)
+	to := filepath.Join(dir, newest.name)
 	if err := os.Rename(filepath.Join(dir, FileName), to); err != nil {
 		return "", fmt.Errorf("snapshot: set aside: %w", err)
 	}
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return to, fmt.Errorf("snapshot: set aside: %w", err)
-	}
-	type bad struct {
-		name string
-		at   int64
-	}
-	var bads []bad
-	for _, e := range entries {
-		if at, err := strconv.ParseInt(strings.TrimPrefix(e.Name(), badPrefix), 10, 64); err == nil && strings.HasPrefix(e.Name(), badPrefix) {
-			bads = append(bads, bad{e.Name(), at})
-		}
-	}
-	slices.SortFunc(bads, func(a, b bad) int { return cmp.Compare(b.at, a.at) })
+	bads = append(bads, newest)
+	slices.SortFunc(bads, func(a, b setAside) int { return cmp.Or(cmp.Compare(b.n, a.n), cmp.Compare(b.at, a.at)) })
 	for _, b := range bads[min(keepBad, len(bads)):] {
 		if err := os.Remove(filepath.Join(dir, b.name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return to, fmt.Errorf("snapshot: set aside: %w", err)

@@ -1,7 +1,6 @@
 package storage
 
 import (
-	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -10,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -237,39 +237,82 @@ func TestWriteFails(t *testing.T) {
 	})
 }
 
-// TestSetAside renames a bad snapshot by the time it was found, keeping the newest three.
+// TestSetAside renames a bad snapshot to a name of its own, keeping the newest three set
+// aside: two set aside within a second (a crash loop) both stay, and so does the newest
+// when the clock went back (the order is the set-asides', not the clock's), and those an
+// earlier build named by their second alone count in the three, as the oldest.
 func TestSetAside(t *testing.T) {
-	dir := t.TempDir()
 	start := time.Unix(1_700_000_000, 0)
-	var names []string
-	for i := range 5 {
-		if err := os.WriteFile(filepath.Join(dir, FileName), []byte{byte(i)}, 0o600); err != nil {
-			t.Fatal(err)
-		}
-		name, err := SetAside(dir, start.Add(time.Duration(i)*time.Hour))
-		if err != nil {
-			t.Fatal(err)
-		}
-		names = append(names, filepath.Base(name))
+	for _, tc := range []struct {
+		name string
+		// before are the names set aside already; at is the clock at each set-aside.
+		before []string
+		at     []time.Time
+		// want is what is left, newest first: a set-aside's number (its content) or a
+		// name of before.
+		want []string
+	}{{
+		name: "an hour apart",
+		at:   []time.Time{start, start.Add(time.Hour), start.Add(2 * time.Hour), start.Add(3 * time.Hour), start.Add(4 * time.Hour)},
+		want: []string{"4", "3", "2"},
+	}, {
+		name: "within one second",
+		at:   []time.Time{start, start, start},
+		want: []string{"2", "1", "0"},
+	}, {
+		name: "the clock gone back",
+		at:   []time.Time{start.Add(3 * time.Hour), start.Add(2 * time.Hour), start.Add(time.Hour), start},
+		want: []string{"3", "2", "1"},
+	}, {
+		name:   "an earlier build's",
+		before: []string{"snapshot.bad-1700000100", "snapshot.bad-1700000050"},
+		at:     []time.Time{start, start},
+		want:   []string{"1", "0", "snapshot.bad-1700000100"},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			for _, name := range tc.before {
+				if err := os.WriteFile(filepath.Join(dir, name), []byte(name), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var names []string
+			for i, at := range tc.at {
+				if err := os.WriteFile(filepath.Join(dir, FileName), []byte(strconv.Itoa(i)), 0o600); err != nil {
+					t.Fatal(err)
+				}
+				name, err := SetAside(dir, at)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !strings.HasPrefix(filepath.Base(name), FileName+".bad-") || slices.Contains(names, name) {
+					t.Errorf("set aside as %s, after %v", name, names)
+				}
+				names = append(names, name)
+			}
+			entries, err := os.ReadDir(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var left []string
+			for _, e := range entries {
+				b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+				if err != nil {
+					t.Fatal(err)
+				}
+				left = append(left, string(b))
+			}
+			slices.Sort(left)
+			want := slices.Sorted(slices.Values(tc.want))
+			if !slices.Equal(left, want) {
+				t.Errorf("left %q, want %q", left, want)
+			}
+			if b, _ := os.ReadFile(names[len(names)-1]); string(b) != strconv.Itoa(len(names)-1) {
+				t.Errorf("newest set aside %s holds %q", names[len(names)-1], b)
+			}
+		})
 	}
-	if names[0] != "snapshot.bad-1700000000" {
-		t.Errorf("set aside as %s", names[0])
-	}
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var left []string
-	for _, e := range entries {
-		left = append(left, e.Name())
-	}
-	if !slices.Equal(left, names[2:]) {
-		t.Errorf("left %v, want %v", left, names[2:])
-	}
-	if b, _ := os.ReadFile(filepath.Join(dir, names[4])); !bytes.Equal(b, []byte{4}) {
-		t.Errorf("newest set aside holds %v", b)
-	}
-	if _, err := SetAside(dir, start); !errors.Is(err, fs.ErrNotExist) {
+	if _, err := SetAside(t.TempDir(), start); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("SetAside without a snapshot: %v", err)
 	}
 }

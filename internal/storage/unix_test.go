@@ -4,9 +4,15 @@ package storage
 
 import (
 	"errors"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/logwindow/logwindow_exporter/internal/testutil/asother"
 )
 
 func mkfifo(path string) error { return syscall.Mkfifo(path, 0o600) }
@@ -66,5 +72,81 @@ func TestWaitLockStopped(t *testing.T) {
 	stop := make(chan struct{})
 	if _, err := WaitLock(dir, time.Hour, stop, func() { close(stop) }); !errors.Is(err, ErrStopped) {
 		t.Fatalf("WaitLock stopped: %v, want ErrStopped", err)
+	}
+}
+
+// A lock file another user left (an exporter run as root, before the chart ran it as
+// another user: mode 0600), or a FIFO at its place, is taken over: the start neither
+// waits forever (the open of a FIFO for reading waited for a writer) nor goes on without
+// a lock (the file could not be opened), and the lock it takes keeps out the next holder.
+// A lock file made by one user is taken by another as it is, read-only.
+func TestTakeLockLeftByAnother(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		// make makes DIR/lock as the tests' user.
+		make func(path string) error
+		// replaced: the lock file is replaced by one of the user taking it.
+		replaced bool
+	}{
+		{"a file of mode 0600, another user's", func(path string) error { return refused(os.WriteFile(path, nil, 0o600), path) }, true},
+		{"a FIFO the user may read", func(path string) error { return syscall.Mkfifo(path, 0o644) }, false},
+		{"a FIFO the user may not open", func(path string) error { return refused(syscall.Mkfifo(path, 0o600), path) }, true},
+		{"a lock this package made", func(path string) error {
+			l, err := TakeLock(filepath.Dir(path))
+			if err == nil {
+				l.Release()
+			}
+			return err
+		}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			path := filepath.Join(dir, LockName)
+			if err := tc.make(path); err != nil {
+				t.Fatal(err)
+			}
+			before, err := os.Lstat(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var l *Lock
+			asother.Run(t, 10*time.Second, []string{dir}, func() { l, err = TakeLock(dir) })
+			if err != nil {
+				t.Fatalf("TakeLock: %v", err)
+			}
+			defer l.Release()
+			after, err := os.Lstat(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if replaced := !os.SameFile(before, after); replaced != tc.replaced || (l.Replaced() != nil) != tc.replaced {
+				t.Errorf("replaced %v (Replaced: %v), want %v", replaced, l.Replaced(), tc.replaced)
+			}
+			if _, err := TakeLock(dir); !errors.Is(err, ErrLocked) {
+				t.Errorf("a second holder: %v, want ErrLocked", err)
+			}
+		})
+	}
+}
+
+// refused makes the file at path one the user asother.Run runs as may not open, after
+// err, the error of its making.
+func refused(err error, path string) error {
+	if err != nil || os.Geteuid() == 0 {
+		return err // asother.Run's user is another than its owner, root
+	}
+	return os.Chmod(path, 0)
+}
+
+// A lock file that can be neither locked nor replaced (a socket) is a clear error at once.
+func TestTakeLockSocket(t *testing.T) {
+	dir := t.TempDir()
+	ln, err := net.Listen("unix", filepath.Join(dir, LockName))
+	if err != nil {
+		t.Skip(err)
+	}
+	defer ln.Close()
+	if _, err := TakeLock(dir); err == nil || errors.Is(err, ErrLocked) || !strings.Contains(err.Error(), "is a socket, not a regular file") {
+		t.Fatalf("TakeLock: %v, want an error saying it is a socket", err)
 	}
 }

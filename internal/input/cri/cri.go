@@ -37,13 +37,13 @@ const (
 // marks do not take the places of messages being joined, so that which messages a
 // restart joins (Resume) does not depend on the order it is given them in.
 //
-// maxTracked bounds the messages in progress, joined or marked, each mark a few dozen
+// MaxTracked bounds the messages in progress, joined or marked, each mark a few dozen
 // bytes: past it, a part that would start one more can only be counted as TooLong,
 // each part alike, and the last (F) part of its message, which cannot be told from a
-// whole message, is handed on as one.
+// whole message, is handed on as one; a message given back (Resume) is not kept.
 const (
 	MaxPending = 4096
-	maxTracked = 2 * MaxPending
+	MaxTracked = 2 * MaxPending
 )
 
 // MaxStreamBytes bounds a stream's name, so that what the marks of messages in progress
@@ -235,17 +235,18 @@ func (j *Joiner) Pending() iter.Seq2[string, Part] {
 // if its parts so far had been fed: its next part, or its last, goes on from there. It is
 // bound as Feed's parts are: past the cap, or refused the memory (Bound) or a place
 // (MaxPending), it is skipped to its last part and counted then as TooLong; past
-// maxTracked it is not kept. A message of source's stream being joined already stays as
+// MaxTracked it is not kept. A message of source's stream being joined already stays as
 // it is, and one of a stream Feed does not read (not Readable: a forged or damaged
-// snapshot's) is not kept.
-func (j *Joiner) Resume(source string, p Part) {
+// snapshot's) is not kept. It reports whether p was kept: the next parts of one that
+// was not are read as a message of their own.
+func (j *Joiner) Resume(source string, p Part) bool {
 	if !Readable(p.Stream) || j.pending[source][p.Stream] != nil {
-		return
+		return false
 	}
 	s := j.open(source, []byte(p.Stream))
 	switch {
 	case s == nil:
-		return
+		return false
 	case p.Skipped || p.Counted || len(p.Joined) > j.max:
 		j.overflow(s)
 		s.counted = p.Counted
@@ -256,6 +257,7 @@ func (j *Joiner) Resume(source string, p Part) {
 		s.buf = append(make([]byte, 0, len(p.Joined)), p.Joined...)
 		j.held.Add(int64(cap(s.buf)))
 	}
+	return true
 }
 
 // Readable reports whether Feed reads the lines of a stream of this name: one that is
@@ -269,9 +271,9 @@ func Readable(stream string) bool {
 func (j *Joiner) HeldBytes() int64 { return j.held.Load() }
 
 // open starts a message of source's stream name: one to join, one to skip (overflow) when
-// MaxPending are being joined, or nil when maxTracked are tracked.
+// MaxPending are being joined, or nil when MaxTracked are tracked.
 func (j *Joiner) open(source string, name []byte) *stream {
-	if j.n >= maxTracked {
+	if j.n >= MaxTracked {
 		return nil
 	}
 	streams := j.pending[source]

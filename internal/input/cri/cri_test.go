@@ -184,7 +184,7 @@ func FuzzFeed(f *testing.F) {
 				t.Fatalf("restarted: HeldBytes %d, holding %d", twin.HeldBytes(), held)
 			}
 		}
-		if joining := j.n - skipping(j); j.n > maxTracked || joining > MaxPending {
+		if joining := j.n - skipping(j); j.n > MaxTracked || joining > MaxPending {
 			t.Fatalf("%d tracked, %d of them joined", j.n, joining)
 		}
 		for _, j := range []*Joiner{j, twin} {
@@ -327,12 +327,12 @@ func TestPendingCap(t *testing.T) {
 	if j.n != MaxPending {
 		t.Errorf("%d messages tracked after the refused one ended, want %d", j.n, MaxPending)
 	}
-	open(MaxPending, maxTracked)
+	open(MaxPending, MaxTracked)
 	if skipped := skipping(j); skipped != MaxPending {
 		t.Errorf("%d of the messages past MaxPending skipped, want %d", skipped, MaxPending)
 	}
 	if got, want := feed("untracked"), []Result{TooLong, TooLong, TooLong, Complete}; !slices.Equal(got, want) {
-		t.Errorf("past maxTracked: %v, want %v", got, want)
+		t.Errorf("past MaxTracked: %v, want %v", got, want)
 	}
 	if msg, _, r := j.Feed("f0", []byte("t2 stdout F z")); r != Complete || string(msg) != "az" {
 		t.Errorf("a message joined before the cap: %q %v", msg, r)
@@ -423,6 +423,25 @@ func TestResumeUnreadableStream(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// Resume says which messages it kept: past MaxTracked messages in progress, none, whose
+// last parts are then read as whole messages, so that its caller can say so.
+func TestResumePastMaxTracked(t *testing.T) {
+	const over = 3
+	j := New(100)
+	for i := range MaxTracked + over {
+		kept := j.Resume(fmt.Sprint("f", i), Part{Stream: "stdout", Joined: []byte("a")})
+		if want := i < MaxTracked; kept != want {
+			t.Fatalf("message %d: kept %v, want %v", i, kept, want)
+		}
+	}
+	if got := feed(j, fmt.Sprint("f", MaxTracked), []string{"t2 stdout F b"}); !slices.Equal(got, []out{{"b", "t2", Complete}}) {
+		t.Errorf("the last part of one not kept: %q", got)
+	}
+	if j.Resume("f0", Part{Stream: "stdout", Joined: []byte("again")}) {
+		t.Error("a message of a stream being joined already was kept")
 	}
 }
 
