@@ -155,8 +155,8 @@ func TestChartRunAsUser(t *testing.T) {
 					t.Fatal("no init container storage-owner")
 				}
 				dir, _ := flagValue(chartExporter(t, spec).Args, "--storage.path")
-				if got := spec.InitContainers[k].Command; !slices.Equal(got, []string{"chown", c.owner, dir}) {
-					t.Errorf("init container runs %q, want chown %s %s", got, c.owner, dir)
+				if got := spec.InitContainers[k].Command; !slices.Equal(got, []string{"chown", "-R", c.owner, dir}) {
+					t.Errorf("init container runs %q, want chown -R %s %s", got, c.owner, dir)
 				}
 				lintChart(t, chartCase{values: c.values}.vals(t))
 			}
@@ -219,7 +219,7 @@ var chartValueCases = []chartValueCase{
 		if s := m.daemonSets["lw-logwindow-exporter"].Spec.UpdateStrategy; s.Type != "" || s.RollingUpdate != nil {
 			t.Errorf("updateStrategy %+v: want Kubernetes' default", s)
 		}
-		if got := spec.InitContainers[0].Command[1]; got != "65532:65532" {
+		if got := spec.InitContainers[0].Command[2]; got != "65532:65532" {
 			t.Errorf("the snapshot's directory is given to %s, want the image's user", got)
 		}
 	}},
@@ -324,7 +324,7 @@ var chartValueCases = []chartValueCase{
 		if *psc.RunAsUser != 1000 || psc.FSGroup == nil || !*psc.RunAsNonRoot || sc.Privileged == nil || *sc.Privileged || !*sc.ReadOnlyRootFilesystem {
 			t.Errorf("securityContexts %+v, %+v: want the values merged into the defaults", psc, sc)
 		}
-		if got := spec.InitContainers[0].Command[1]; got != "1000:1000" {
+		if got := spec.InitContainers[0].Command[2]; got != "1000:1000" {
 			t.Errorf("the snapshot's directory is given to %s", got)
 		}
 	}},

@@ -46,8 +46,11 @@ func TestStorageVolumes(t *testing.T) {
 		}
 		init := spec.InitContainers[k]
 		user := spec.SecurityContext.RunAsUser
-		if user == nil || !strings.Contains(strings.Join(init.Command, " "), "chown "+strconv.FormatInt(*user, 10)+":") {
-			t.Errorf("init container %q: want a chown to the pod's user", init.Command)
+		// -R: the snapshot and lock an exporter run as another user left (a changed
+		// runAsUser, or root before) are given over too, or the new user cannot read
+		// the snapshot and starts with empty windows.
+		if user == nil || !strings.Contains(strings.Join(init.Command, " "), "chown -R "+strconv.FormatInt(*user, 10)+":") {
+			t.Errorf("init container %q: want a chown of the directory and its files to the pod's user", init.Command)
 		}
 		sc := init.SecurityContext
 		if sc == nil || sc.Capabilities == nil || !slices.Equal(sc.Capabilities.Add, []corev1.Capability{"CHOWN"}) ||

@@ -416,7 +416,7 @@ initContainers:
   - name: storage-owner
     image: {{ .Values.storage.initImage }}
     imagePullPolicy: {{ .Values.image.pullPolicy }}
-    command: [chown, {{ include "logwindow.runAs" . | quote }}, /var/lib/logwindow-exporter]
+    command: [chown, -R, {{ include "logwindow.runAs" . | quote }}, /var/lib/logwindow-exporter]
     securityContext:
       runAsUser: 0
       runAsNonRoot: false
