@@ -30,6 +30,17 @@ func TestServeFailsWhole(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer taken.Close()
+	webConfig := func(name, text string) string {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	notYAML := webConfig("not-yaml.yml", "basic_auth_users: [\n")
+	unknownKey := webConfig("unknown-key.yml", "basic_auth_user:\n  prometheus: $2y$10$QOauhQNbBCuQDKes6eFzPeMqBSjb7Mr5DUmpZ/VcEd00UAV/LDeSi\n")
+	notHash := webConfig("not-hash.yml", "basic_auth_users:\n  prometheus: s3cret\n")
+	noCert := webConfig("no-cert.yml", "tls_server_config:\n  cert_file: missing.crt\n  key_file: missing.key\n")
 	for _, tc := range []struct {
 		name      string
 		second    string // the second address
@@ -38,6 +49,11 @@ func TestServeFailsWhole(t *testing.T) {
 	}{
 		{"second address taken", taken.Addr().String(), "", "--web.listen-address=" + taken.Addr().String() + ": listen tcp " + taken.Addr().String() + ": bind: address already in use"},
 		{"web config missing", "127.0.0.1:0", filepath.Join(dir, "missing.yml"), "missing.yml: no such file or directory"},
+		// A web config that does not load names the file, whatever its error says.
+		{"web config not YAML", "127.0.0.1:0", notYAML, "--web.config.file=" + notYAML + ": yaml: line 1"},
+		{"web config key unknown", "127.0.0.1:0", unknownKey, "--web.config.file=" + unknownKey + ": yaml: unmarshal errors:\n  line 1: field basic_auth_user not found"},
+		{"web config password not hashed", "127.0.0.1:0", notHash, "--web.config.file=" + notHash + ": crypto/bcrypt: hashedSecret too short"},
+		{"web config certificate missing", "127.0.0.1:0", noCert, "--web.config.file=" + noCert + ": "},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			free, err := net.Listen("tcp", "127.0.0.1:0")
@@ -53,9 +69,15 @@ func TestServeFailsWhole(t *testing.T) {
 			logger := promslog.NewNopLogger()
 			systemd := false
 			flags := &web.FlagConfig{WebListenAddresses: &[]string{first, tc.second}, WebSystemdSocket: &systemd, WebConfigFile: &tc.webConfig}
-			err = Serve(cfg, pipeline.Options{Logger: logger, Now: time.Now}, flags, Options{Logger: logger, MetricsPath: "/metrics"})
+			storage := filepath.Join(t.TempDir(), "storage")
+			err = Serve(cfg, pipeline.Options{Logger: logger, Now: time.Now, StoragePath: storage}, flags, Options{Logger: logger, MetricsPath: "/metrics"})
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("Serve: %v; want an error saying %q", err, tc.want)
+			}
+			// A web config that does not load fails the start before the inputs start, and
+			// so before their storage is taken.
+			if _, err := os.Stat(storage); tc.webConfig != "" && err == nil {
+				t.Errorf("the storage directory was made before the web config was read")
 			}
 			if c, err := net.Dial("tcp", first); err == nil {
 				c.Close()

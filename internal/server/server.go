@@ -94,6 +94,13 @@ type Options struct {
 func Serve(cfg *config.Config, popts pipeline.Options, webFlags *web.FlagConfig, o Options) error {
 	logger := o.Logger
 	logger.Info("starting "+o.Name, "version", version.Info(), "config", cfg.File)
+	// exporter-toolkit reads the web config only once it serves, after the inputs started,
+	// and says which of its keys, hashes or certificates is wrong but not in which file.
+	if f := webFlags.WebConfigFile; f != nil && *f != "" {
+		if err := web.Validate(*f); err != nil {
+			return fmt.Errorf("--web.config.file=%s: %w", *f, err)
+		}
+	}
 	// Signals are caught before the inputs start: a SIGHUP or SIGTERM during start-up must
 	// not kill the process with the default action.
 	ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
