@@ -434,7 +434,7 @@ func NewMux(p *pipeline.Pipeline, coll *rulescrape.Collector, reg *prometheus.Re
 		}
 		fmt.Fprintln(w, "Ready.")
 	})
-	mux.HandleFunc("/-/reload", func(w http.ResponseWriter, r *http.Request) {
+	mux.Handle("/-/reload", sameOrigin(func(w http.ResponseWriter, r *http.Request) {
 		switch {
 		case !o.Lifecycle:
 			http.Error(w, "Lifecycle API is not enabled (--web.enable-lifecycle).", http.StatusForbidden)
@@ -448,7 +448,7 @@ func NewMux(p *pipeline.Pipeline, coll *rulescrape.Collector, reg *prometheus.Re
 			}
 			fmt.Fprintln(w, "Reloaded.")
 		}
-	})
+	}))
 	status.Register(mux, status.Options{
 		Name:        o.Name,
 		Source:      p,
@@ -460,6 +460,19 @@ func NewMux(p *pipeline.Pipeline, coll *rulescrape.Collector, reg *prometheus.Re
 		Admit:       admitPage,
 	})
 	return mux
+}
+
+// sameOrigin serves h but for a POST a browser sends from another site's page (a form
+// posted to the exporter, with the basic auth credentials the browser holds for it),
+// which gets 403: what the browser says of the request's origin (Sec-Fetch-Site, else
+// Origin against Host) must be the exporter's. curl and scripts, which say nothing, are
+// served.
+func sameOrigin(h http.HandlerFunc) http.Handler {
+	p := http.NewCrossOriginProtection()
+	p.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "Refused: a browser sent this request from another site's page.", http.StatusForbidden)
+	}))
+	return p.Handler(h)
 }
 
 // reservedPaths are served by the exporter itself; the metrics path may not shadow them.
