@@ -18,10 +18,10 @@ import (
 	"golang.org/x/crypto/bcrypt"
 )
 
-// oneConnection has srv hold one connection at most, as --web.max-connections=1 would,
-// and returns a channel that receives each connection the server lets go.
-func oneConnection(srv *http.Server) <-chan struct{} {
-	lim := newConnLimiter(1, time.Second, promslog.NewNopLogger())
+// holdAtMost has srv hold n connections at most, as --web.max-connections=n would, and
+// returns a channel that receives each connection the server lets go.
+func holdAtMost(srv *http.Server, n int) <-chan struct{} {
+	lim := newConnLimiter(n, time.Second, promslog.NewNopLogger())
 	gone := make(chan struct{}, 100)
 	srv.ConnState = func(c net.Conn, state http.ConnState) {
 		lim.track(c, state)
@@ -112,7 +112,7 @@ func TestUnreadBodiesHoldNoConnection(t *testing.T) {
 		ReadTimeout: time.Minute, WriteTimeout: time.Minute}
 	ts := httptest.NewUnstartedServer(nil)
 	ts.Config = newHTTPServer(NewMux(e.p, coll, NewRegistry(coll), o), o)
-	gone := oneConnection(ts.Config)
+	gone := holdAtMost(ts.Config, 1)
 	ts.Start()
 	t.Cleanup(ts.Close)
 	addr := ts.Listener.Addr().String()
@@ -162,7 +162,7 @@ func TestUnreadBodiesBehindBasicAuth(t *testing.T) {
 	o := Options{Logger: promslog.NewNopLogger(), MetricsPath: "/metrics", Lifecycle: true, LineTester: true,
 		ReadTimeout: time.Minute, WriteTimeout: time.Minute}
 	srv := newHTTPServer(NewMux(e.p, coll, NewRegistry(coll), o), o)
-	gone := oneConnection(srv)
+	gone := holdAtMost(srv, 1)
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -254,7 +254,7 @@ func closeAll(ls []net.Listener) {
 // which a JSON log's reader cannot parse: see serverLog.
 func newHTTPServer(h http.Handler, o Options) *http.Server {
 	srv := &http.Server{
-		Handler:           bodyReached(h),
+		Handler:           reached(h),
 		ErrorLog:          log.New(&serverLog{logger: o.Logger}, "", 0),
 		ReadHeaderTimeout: headerTimeout(o.ReadTimeout),
 		ReadTimeout:       o.ReadTimeout,
@@ -262,81 +262,19 @@ func newHTTPServer(h http.Handler, o Options) *http.Server {
 		IdleTimeout:       o.IdleTimeout,
 		MaxHeaderBytes:    maxHeaderBytes,
 	}
-	// web.Serve puts exporter-toolkit's handler in front of Handler, which answers some
-	// requests itself (401 without the right password, 429 past its rate limit, 500 when
-	// the web config no longer parses): bodiesUnread must come before it, so it is put in
-	// front of whatever Handler is when the server starts serving, before its first
-	// connection.
+	// web.Serve puts exporter-toolkit's handler in front of Handler, which checks passwords
+	// and answers some requests itself (401 without the right password, 429 past its rate
+	// limit, 500 when the web config no longer parses): the front must come before it, so
+	// it is put in front of whatever Handler is when the server starts serving, before its
+	// first connection.
 	srv.BaseContext = func(net.Listener) context.Context {
-		srv.Handler = bodiesUnread(srv.Handler)
+		srv.Handler = newFront(srv.Handler, o.Logger)
 		return context.Background()
 	}
 	if o.IdleTimeout == 0 {
 		srv.IdleTimeout = -1 // net/http would take the read timeout
 	}
 	return srv
-}
-
-// bodiesUnread serves h, whose handlers read no request body but the line tester's (at
-// status.ExplainPath, which bounds what it reads and leaves unread what it refuses): a
-// request with a body to any other path is served without it (status.LeaveBodyUnread),
-// and so is one to the line tester that is answered before it reaches the exporter's
-// handlers (see bodyReached).
-func bodiesUnread(h http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != status.ExplainPath || r.ProtoMajor != 1 || r.ContentLength == 0 {
-			status.LeaveBodyUnread(w, r)
-			h.ServeHTTP(w, r)
-			return
-		}
-		g := &bodyGate{ResponseWriter: w, r: r}
-		h.ServeHTTP(g, r)
-		g.leaveUnread() // in case nothing was written: net/http would write 200 and read on
-	})
-}
-
-// bodyGate is the ResponseWriter of a request with a body to the line tester until the
-// request reaches the exporter's handlers (bodyReached opens it): a reply written, or a
-// handler returning, before then leaves the body unread.
-type bodyGate struct {
-	http.ResponseWriter
-	r *http.Request
-	// open is set once the request reached the handlers, shut once the body was left
-	// unread.
-	open, shut bool
-}
-
-func (g *bodyGate) leaveUnread() {
-	if !g.open && !g.shut {
-		g.shut = true
-		status.LeaveBodyUnread(g.ResponseWriter, g.r)
-	}
-}
-
-func (g *bodyGate) WriteHeader(code int) {
-	g.leaveUnread()
-	g.ResponseWriter.WriteHeader(code)
-}
-
-func (g *bodyGate) Write(p []byte) (int, error) {
-	g.leaveUnread()
-	return g.ResponseWriter.Write(p)
-}
-
-// Unwrap lets http.ResponseController reach the connection.
-func (g *bodyGate) Unwrap() http.ResponseWriter { return g.ResponseWriter }
-
-// bodyReached serves h, the exporter's handlers, with the ResponseWriter bodiesUnread
-// gated: a request that gets here passed what exporter-toolkit puts in front (basic
-// auth), and its body is the line tester's to read.
-func bodyReached(h http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if g, ok := w.(*bodyGate); ok {
-			g.open = true
-			w = g.ResponseWriter
-		}
-		h.ServeHTTP(w, r)
-	})
 }
 
 // serverLog writes what net/http logs to the exporter's logger, at error level, but for
