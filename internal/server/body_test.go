@@ -168,7 +168,7 @@ func TestUnreadBodiesBehindBasicAuth(t *testing.T) {
 		t.Fatal(err)
 	}
 	served := make(chan error, 1)
-	go func() { served <- web.Serve(l, srv, &web.FlagConfig{WebConfigFile: &webConfig}, o.Logger) }()
+	go func() { served <- serveOn(l, srv, &web.FlagConfig{WebConfigFile: &webConfig}, o.Logger) }()
 	t.Cleanup(func() {
 		_ = srv.Close()
 		if err := <-served; err != http.ErrServerClosed {

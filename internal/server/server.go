@@ -173,7 +173,7 @@ func Serve(cfg *config.Config, popts pipeline.Options, webFlags *web.FlagConfig,
 			srv.ConnState = conns.track
 		}
 		servers[i] = srv
-		go func() { errc <- web.Serve(l, srv, webFlags, logger) }()
+		go func() { errc <- serveOn(l, srv, webFlags, logger) }()
 	}
 	select {
 	case err := <-errc:
@@ -187,6 +187,18 @@ func Serve(cfg *config.Config, popts pipeline.Options, webFlags *web.FlagConfig,
 		logger.Info("shutting down")
 		return shutdown(servers, conns, logger)
 	}
+}
+
+// serveOn serves l with srv until it is closed, through exporter-toolkit (web.Serve), which
+// reads the web config of flags (TLS, basic auth) before it serves and again for each
+// connection and request. What the toolkit logs names the file: once it no longer
+// parses, the toolkit logs its error alone for each request ("yaml: line 1: ..."), which
+// could be the rule file's.
+func serveOn(l net.Listener, srv *http.Server, flags *web.FlagConfig, logger *slog.Logger) error {
+	if f := flags.WebConfigFile; f != nil && *f != "" {
+		logger = logger.With("web_config", *f)
+	}
+	return web.Serve(l, srv, flags, logger)
 }
 
 // listen opens every socket to serve before any is served, so that one that cannot be
