@@ -33,7 +33,8 @@ func slowAuth(h http.Handler, good string, checking chan<- struct{}, check <-cha
 // --web.max-connections while exporter-toolkit checks their guesses one at a time with
 // bcrypt (tens of milliseconds each, or seconds at a higher cost), nor make a scraper
 // whose password passed before wait behind them. Two guesses are checked at once; one
-// more gets 429 at once. Over real sockets, with four connections allowed.
+// more gets 429 at once. Over real sockets, with four connections allowed, the guesses
+// from four addresses.
 func TestPasswordGuessesHoldNoConnection(t *testing.T) {
 	const max = 4
 	e := startExporter(t, false)
@@ -63,7 +64,9 @@ func TestPasswordGuessesHoldNoConnection(t *testing.T) {
 	replies := make(chan reply, max)
 	for i := range max {
 		go func() {
-			c, err := net.Dial("tcp", ts.Listener.Addr().String())
+			// Each from an address of its own (127.0.0.2, .3, ...).
+			dialer := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, byte(2+i))}}
+			c, err := dialer.Dial("tcp", ts.Listener.Addr().String())
 			if err != nil {
 				replies <- reply{err: err}
 				return
@@ -102,4 +105,60 @@ func TestPasswordGuessesHoldNoConnection(t *testing.T) {
 			t.Errorf("a guess checked: HTTP %d, %v; want 401", r.status, r.err)
 		}
 	}
+}
+
+// TestPasswordGuessesFromOneAddress: a client guessing passwords from one address, on as
+// many connections as it likes, has one guess checked at a time, so that a scraper
+// from another address whose password has not passed yet (the first scrape after a
+// start) is checked beside it rather than refused.
+func TestPasswordGuessesFromOneAddress(t *testing.T) {
+	const max = 8
+	e := startExporter(t, false)
+	coll := e.p.Collector()
+	o := Options{Logger: promslog.NewNopLogger(), MetricsPath: "/metrics", ReadTimeout: time.Minute, WriteTimeout: time.Minute}
+	ts := httptest.NewUnstartedServer(nil)
+	ts.Config = newHTTPServer(NewMux(e.p, coll, NewRegistry(coll), o), o)
+	const user, password = "prometheus", "s3cret"
+	checking, check := make(chan struct{}, max), make(chan struct{})
+	ts.Config.Handler = slowAuth(ts.Config.Handler, "Basic "+basicAuth(user, password), checking, check)
+	gone := holdAtMost(ts.Config, max)
+	ts.Start()
+	t.Cleanup(ts.Close)
+	t.Cleanup(func() { close(check) })
+
+	// The guesses come from 127.0.0.2, the scraper from 127.0.0.1.
+	dialer := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 2)}}
+	statuses := make(chan int, max)
+	for i := range max - 1 {
+		go func() {
+			c, err := dialer.Dial("tcp", ts.Listener.Addr().String())
+			if err != nil {
+				statuses <- 0
+				return
+			}
+			defer c.Close()
+			_ = c.SetDeadline(time.Now().Add(2 * time.Second))
+			fmt.Fprintf(c, "GET /metrics HTTP/1.1\r\nHost: x\r\nAuthorization: Basic %s\r\n\r\n", basicAuth(user, fmt.Sprint("guess", i)))
+			resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+			if err != nil {
+				statuses <- 0
+				return
+			}
+			resp.Body.Close()
+			statuses <- resp.StatusCode
+		}()
+	}
+	for range max - 2 {
+		if code := <-statuses; code != http.StatusTooManyRequests {
+			t.Fatalf("a guess from the address of one being checked: HTTP %d; want 429 at once", code)
+		}
+		let(t, gone, "the connection of a guess refused")
+	}
+	select {
+	case <-checking:
+	case <-time.After(2 * time.Second):
+		t.Fatal("no guess is being checked")
+	}
+	// The scraper's password is checked (here: passes at once) while a guess is.
+	scrapeOnce(t, ts.URL+"/metrics", user, password, gone)
 }

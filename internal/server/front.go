@@ -3,6 +3,7 @@ package server
 import (
 	"crypto/sha256"
 	"log/slog"
+	"net"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -11,8 +12,8 @@ import (
 )
 
 // unverifiedAtOnce is how many requests whose credentials have not passed before may be
-// in exporter-toolkit's password check at once; knownCredentials how many credentials
-// that passed are remembered.
+// in exporter-toolkit's password check at once, from as many client addresses;
+// knownCredentials how many credentials that passed are remembered.
 const (
 	unverifiedAtOnce = 2
 	knownCredentials = 16
@@ -33,25 +34,25 @@ const (
 //     guessing passwords would each hold a connection while they wait their turn, until
 //     they filled --web.max-connections, and push the scraper's check out of the cache,
 //     to wait behind theirs. Requests whose credentials have not reached the handlers
-//     before are let in unverifiedAtOnce at a time, one more gets 429 at once; those whose
-//     credentials did pass go straight on, and wait behind unverifiedAtOnce checks at
-//     most. Requests without credentials cost no check.
+//     before are let in unverifiedAtOnce at a time, one per client address, so that
+//     guesses from one address leave room for a scraper's first check; one more gets 429
+//     at once. Those whose credentials did pass go straight on, and wait behind
+//     unverifiedAtOnce checks at most. Requests without credentials cost no check.
 type front struct {
 	next   http.Handler
 	logger *slog.Logger
-	// lane holds a token per request in the toolkit's check whose credentials have not
-	// passed before.
-	lane chan struct{}
 	// refused counts the 429s, for the log.
 	refused atomic.Int64
 
 	mu sync.Mutex
-	// known are the keys of credentials that reached the handlers.
-	known map[[sha256.Size]byte]struct{}
+	// known are the keys of credentials that reached the handlers; checking the client
+	// addresses of the requests in the toolkit's check whose credentials are not known.
+	known    map[[sha256.Size]byte]struct{}
+	checking map[string]struct{}
 }
 
 func newFront(next http.Handler, logger *slog.Logger) *front {
-	return &front{next: next, logger: logger, lane: make(chan struct{}, unverifiedAtOnce), known: map[[sha256.Size]byte]struct{}{}}
+	return &front{next: next, logger: logger, known: map[[sha256.Size]byte]struct{}{}, checking: map[string]struct{}{}}
 }
 
 func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -64,20 +65,12 @@ func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// The key is a hash: the credentials are not kept.
 	if auth := r.Header.Get("Authorization"); auth != "" {
 		p.key = sha256.Sum256([]byte(auth))
-		f.mu.Lock()
-		_, known := f.known[p.key]
-		f.mu.Unlock()
-		if !known {
-			select {
-			case f.lane <- struct{}{}:
-				p.inLane = true
-			default:
-				f.refuse(w, r)
-				return
-			}
+		if !f.admit(p) {
+			f.refuse(w, r)
+			return
 		}
 	}
-	if !p.gated && !p.inLane {
+	if !p.gated && p.client == "" {
 		f.next.ServeHTTP(w, r)
 		return
 	}
@@ -85,12 +78,34 @@ func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	f.next.ServeHTTP(p, r)
 }
 
+// admit reports whether p may go on to the toolkit's check: its credentials are known,
+// or fewer than unverifiedAtOnce requests with unknown ones are being checked, none from
+// its client's address (a unix or vsock socket's peer is told apart by its connection).
+// p is then in the check until it leaves it.
+func (f *front) admit(p *passage) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if _, ok := f.known[p.key]; ok {
+		return true
+	}
+	client := p.r.RemoteAddr
+	if host, _, err := net.SplitHostPort(client); err == nil {
+		client = host
+	}
+	if _, ok := f.checking[client]; ok || len(f.checking) >= unverifiedAtOnce {
+		return false
+	}
+	f.checking[client] = struct{}{}
+	p.client = client
+	return true
+}
+
 // refuse answers 429 to a request with credentials not known when the lane is full,
 // logging the first and every thousandth.
 func (f *front) refuse(w http.ResponseWriter, r *http.Request) {
 	if n := f.refused.Add(1); n == 1 || n%1000 == 0 {
 		f.logger.Warn("requests answered 429: more credentials that have not passed before than are checked at once (passwords guessed?)",
-			"checked_at_once", unverifiedAtOnce, "refused", n, "remote", r.RemoteAddr)
+			"checked_at_once", unverifiedAtOnce, "refused", n, "client", r.RemoteAddr)
 	}
 	status.LeaveBodyUnread(w, r)
 	w.Header().Set("Retry-After", "1")
@@ -113,13 +128,16 @@ func (f *front) pass(key [sha256.Size]byte) {
 
 // passage is the ResponseWriter of a request the front watches until it reaches the
 // handlers (reached unwraps it): one with a body to the line tester (gated), one whose
-// credentials are being checked (inLane).
+// credentials are being checked (client).
 type passage struct {
 	http.ResponseWriter
-	r             *http.Request
-	front         *front
-	key           [sha256.Size]byte
-	gated, inLane bool
+	r     *http.Request
+	front *front
+	key   [sha256.Size]byte
+	gated bool
+	// client is the address of the request while it is in the toolkit's check with
+	// credentials not known, else empty.
+	client string
 	// arrived is set once the request reached the handlers, shut once its body was
 	// left unread.
 	arrived, shut bool
@@ -129,16 +147,18 @@ type passage struct {
 // body is the line tester's.
 func (p *passage) arrive() {
 	p.arrived = true
-	if p.inLane {
+	if p.client != "" {
 		p.front.pass(p.key)
-		p.leaveLane()
+		p.leaveCheck()
 	}
 }
 
-func (p *passage) leaveLane() {
-	if p.inLane {
-		p.inLane = false
-		<-p.front.lane
+func (p *passage) leaveCheck() {
+	if p.client != "" {
+		p.front.mu.Lock()
+		delete(p.front.checking, p.client)
+		p.front.mu.Unlock()
+		p.client = ""
 	}
 }
 
@@ -155,7 +175,7 @@ func (p *passage) answered() {
 // would write 200 and read the body).
 func (p *passage) done() {
 	p.answered()
-	p.leaveLane()
+	p.leaveCheck()
 }
 
 func (p *passage) WriteHeader(code int) {
