@@ -100,8 +100,7 @@ func (f *front) admit(p *passage) bool {
 	return true
 }
 
-// refuse answers 429 to a request with credentials not known when the lane is full,
-// logging the first and every thousandth.
+// refuse answers 429 to a request admit refused, logging the first and every thousandth.
 func (f *front) refuse(w http.ResponseWriter, r *http.Request) {
 	if n := f.refused.Add(1); n == 1 || n%1000 == 0 {
 		f.logger.Warn("requests answered 429: more credentials that have not passed before than are checked at once (passwords guessed?)",
