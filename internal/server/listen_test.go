@@ -41,6 +41,7 @@ func TestServeFailsWhole(t *testing.T) {
 	unknownKey := webConfig("unknown-key.yml", "basic_auth_user:\n  prometheus: $2y$10$QOauhQNbBCuQDKes6eFzPeMqBSjb7Mr5DUmpZ/VcEd00UAV/LDeSi\n")
 	notHash := webConfig("not-hash.yml", "basic_auth_users:\n  prometheus: s3cret\n")
 	noCert := webConfig("no-cert.yml", "tls_server_config:\n  cert_file: missing.crt\n  key_file: missing.key\n")
+	noBurst := webConfig("no-burst.yml", "rate_limit:\n  interval: 1s\n")
 	for _, tc := range []struct {
 		name      string
 		second    string // the second address
@@ -54,6 +55,8 @@ func TestServeFailsWhole(t *testing.T) {
 		{"web config key unknown", "127.0.0.1:0", unknownKey, "--web.config.file=" + unknownKey + ": yaml: unmarshal errors:\n  line 1: field basic_auth_user not found"},
 		{"web config password not hashed", "127.0.0.1:0", notHash, "--web.config.file=" + notHash + ": crypto/bcrypt: hashedSecret too short"},
 		{"web config certificate missing", "127.0.0.1:0", noCert, "--web.config.file=" + noCert + ": "},
+		// exporter-toolkit would answer every request 429: a rate limit of no burst lets none through.
+		{"web config rate limit without burst", "127.0.0.1:0", noBurst, "--web.config.file=" + noBurst + ": rate_limit: burst 0 lets no request through"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			free, err := net.Listen("tcp", "127.0.0.1:0")
@@ -70,7 +73,15 @@ func TestServeFailsWhole(t *testing.T) {
 			systemd := false
 			flags := &web.FlagConfig{WebListenAddresses: &[]string{first, tc.second}, WebSystemdSocket: &systemd, WebConfigFile: &tc.webConfig}
 			storage := filepath.Join(t.TempDir(), "storage")
-			err = Serve(cfg, pipeline.Options{Logger: logger, Now: time.Now, StoragePath: storage}, flags, Options{Logger: logger, MetricsPath: "/metrics"})
+			served := make(chan error, 1)
+			go func() {
+				served <- Serve(cfg, pipeline.Options{Logger: logger, Now: time.Now, StoragePath: storage}, flags, Options{Logger: logger, MetricsPath: "/metrics"})
+			}()
+			select {
+			case err = <-served:
+			case <-time.After(10 * time.Second):
+				t.Fatalf("Serve serves; want an error saying %q", tc.want)
+			}
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("Serve: %v; want an error saying %q", err, tc.want)
 			}
@@ -106,6 +117,28 @@ func TestListenRefuses(t *testing.T) {
 			closeAll(ls)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("listen: %v; want an error saying %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// TestCheckWebConfigAccepts: web configs exporter-toolkit serves as meant pass the
+// checks of the start.
+func TestCheckWebConfigAccepts(t *testing.T) {
+	for _, tc := range []struct{ name, text string }{
+		{"empty", ""},
+		{"headers", "http_server_config:\n  headers:\n    X-Frame-Options: deny\n"},
+		{"rate limit", "rate_limit:\n  interval: 100ms\n  burst: 10\n"},
+		{"rate limit off", "rate_limit:\n  burst: 0\n"},
+		{"basic auth", "basic_auth_users:\n  prometheus: $2y$10$QOauhQNbBCuQDKes6eFzPeMqBSjb7Mr5DUmpZ/VcEd00UAV/LDeSi\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "web.yml")
+			if err := os.WriteFile(path, []byte(tc.text), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if err := checkWebConfig(path); err != nil {
+				t.Error(err)
 			}
 		})
 	}

@@ -31,6 +31,7 @@ import (
 	versioncollector "github.com/prometheus/client_golang/prometheus/collectors/version"
 	"github.com/prometheus/common/version"
 	"github.com/prometheus/exporter-toolkit/web"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/logwindow/logwindow_exporter/config"
 	"github.com/logwindow/logwindow_exporter/exporter"
@@ -94,10 +95,8 @@ type Options struct {
 func Serve(cfg *config.Config, popts pipeline.Options, webFlags *web.FlagConfig, o Options) error {
 	logger := o.Logger
 	logger.Info("starting "+o.Name, "version", version.Info(), "config", cfg.File)
-	// exporter-toolkit reads the web config only once it serves, after the inputs started,
-	// and says which of its keys, hashes or certificates is wrong but not in which file.
 	if f := webFlags.WebConfigFile; f != nil && *f != "" {
-		if err := web.Validate(*f); err != nil {
+		if err := checkWebConfig(*f); err != nil {
 			return fmt.Errorf("--web.config.file=%s: %w", *f, err)
 		}
 	}
@@ -187,6 +186,34 @@ func Serve(cfg *config.Config, popts pipeline.Options, webFlags *web.FlagConfig,
 		logger.Info("shutting down")
 		return shutdown(servers, conns, logger)
 	}
+}
+
+// checkWebConfig refuses the web config at path before anything starts: exporter-toolkit
+// reads it only once it serves, after the inputs started, and says which of its keys,
+// hashes or certificates is wrong but not in which file. Beyond what the toolkit checks,
+// a rate limit must let requests through: with an interval and no burst, the toolkit
+// would answer every request 429.
+func checkWebConfig(path string) error {
+	if err := web.Validate(path); err != nil {
+		return err
+	}
+	text, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	var c struct {
+		RateLimit struct {
+			Burst    int           `yaml:"burst"`
+			Interval time.Duration `yaml:"interval"`
+		} `yaml:"rate_limit"`
+	}
+	if err := yaml.Unmarshal(text, &c); err != nil {
+		return err
+	}
+	if rl := c.RateLimit; rl.Interval > 0 && rl.Burst < 1 {
+		return fmt.Errorf("rate_limit: burst %d lets no request through: give the requests let through at once, at least 1", rl.Burst)
+	}
+	return nil
 }
 
 // serveOn serves l with srv until it is closed, through exporter-toolkit (web.Serve), which
