@@ -1,6 +1,7 @@
 package server
 
 import (
+	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
@@ -137,9 +138,33 @@ func TestCheckWebConfigAccepts(t *testing.T) {
 			if err := os.WriteFile(path, []byte(tc.text), 0o600); err != nil {
 				t.Fatal(err)
 			}
-			if err := checkWebConfig(path); err != nil {
+			var log strings.Builder
+			if err := checkWebConfig(path, slog.New(slog.NewTextHandler(&log, nil))); err != nil {
 				t.Error(err)
 			}
+			if log.Len() != 0 {
+				t.Errorf("warned of:\n%s", log.String())
+			}
 		})
+	}
+}
+
+// TestCheckWebConfigWarnsOfCost: a password hash of a high bcrypt cost makes every check
+// of a password not seen before (a scraper's after a start, or after a flood of wrong
+// ones pushed it out of exporter-toolkit's cache; every wrong one) take a core for a
+// second or more: the start warns, naming the user.
+func TestCheckWebConfigWarnsOfCost(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "web.yml")
+	// Hashes of cost 10 and 14 (bcrypt.Cost reads the cost from the hash alone).
+	text := "basic_auth_users:\n  usual: $2y$10$QOauhQNbBCuQDKes6eFzPeMqBSjb7Mr5DUmpZ/VcEd00UAV/LDeSi\n  costly: $2y$14$QOauhQNbBCuQDKes6eFzPeMqBSjb7Mr5DUmpZ/VcEd00UAV/LDeSi\n"
+	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var log strings.Builder
+	if err := checkWebConfig(path, slog.New(slog.NewTextHandler(&log, nil))); err != nil {
+		t.Fatal(err)
+	}
+	if got := log.String(); strings.Count(got, "\n") != 1 || !strings.Contains(got, "user=costly cost=14") {
+		t.Errorf("warned of:\n%s\nwant one warning, of user costly, cost 14", got)
 	}
 }

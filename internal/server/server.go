@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"log"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"net/url"
@@ -32,6 +33,7 @@ import (
 	"github.com/prometheus/common/version"
 	"github.com/prometheus/exporter-toolkit/web"
 	"go.yaml.in/yaml/v3"
+	"golang.org/x/crypto/bcrypt"
 
 	"github.com/logwindow/logwindow_exporter/config"
 	"github.com/logwindow/logwindow_exporter/exporter"
@@ -96,7 +98,7 @@ func Serve(cfg *config.Config, popts pipeline.Options, webFlags *web.FlagConfig,
 	logger := o.Logger
 	logger.Info("starting "+o.Name, "version", version.Info(), "config", cfg.File)
 	if f := webFlags.WebConfigFile; f != nil && *f != "" {
-		if err := checkWebConfig(*f); err != nil {
+		if err := checkWebConfig(*f, logger.With("web_config", *f)); err != nil {
 			return fmt.Errorf("--web.config.file=%s: %w", *f, err)
 		}
 	}
@@ -192,8 +194,9 @@ func Serve(cfg *config.Config, popts pipeline.Options, webFlags *web.FlagConfig,
 // reads it only once it serves, after the inputs started, and says which of its keys,
 // hashes or certificates is wrong but not in which file. Beyond what the toolkit checks,
 // a rate limit must let requests through: with an interval and no burst, the toolkit
-// would answer every request 429.
-func checkWebConfig(path string) error {
+// would answer every request 429. A password hash of a bcrypt cost above
+// maxUsualBcryptCost is warned of.
+func checkWebConfig(path string, logger *slog.Logger) error {
 	if err := web.Validate(path); err != nil {
 		return err
 	}
@@ -202,6 +205,7 @@ func checkWebConfig(path string) error {
 		return err
 	}
 	var c struct {
+		Users     map[string]string `yaml:"basic_auth_users"`
 		RateLimit struct {
 			Burst    int           `yaml:"burst"`
 			Interval time.Duration `yaml:"interval"`
@@ -213,8 +217,19 @@ func checkWebConfig(path string) error {
 	if rl := c.RateLimit; rl.Interval > 0 && rl.Burst < 1 {
 		return fmt.Errorf("rate_limit: burst %d lets no request through: give the requests let through at once, at least 1", rl.Burst)
 	}
+	for _, user := range slices.Sorted(maps.Keys(c.Users)) {
+		// web.Validate read every cost.
+		if cost, _ := bcrypt.Cost([]byte(c.Users[user])); cost > maxUsualBcryptCost {
+			logger.Warn("basic_auth_users: a password hash of this bcrypt cost takes a core half a second or more (twice as long for each step past 12) each time a password not seen before is checked: every wrong one, and a scraper's after a start or after wrong ones pushed it out of the cache; scrapes may time out while passwords are guessed. 10 is usual",
+				"user", user, "cost", cost)
+		}
+	}
 	return nil
 }
+
+// maxUsualBcryptCost is the highest cost of a password hash the start does not warn of:
+// a check at cost 12 takes a quarter of a second of a core, at 10 a sixteenth.
+const maxUsualBcryptCost = 12
 
 // serveOn serves l with srv until it is closed, through exporter-toolkit (web.Serve), which
 // reads the web config of flags (TLS, basic auth) before it serves and again for each
