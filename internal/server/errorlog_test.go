@@ -7,11 +7,15 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/prometheus/exporter-toolkit/web"
 )
 
 // lineWriter hands each line a logger writes to the test.
@@ -141,3 +145,63 @@ func TestServerLogCounts(t *testing.T) {
 type writerFunc func([]byte) (int, error)
 
 func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
+
+// TestWebConfigBrokenAfterStart: exporter-toolkit reads the web config again for each
+// request, and once the file no longer parses answers 500 and logs the YAML error alone
+// ("yaml: line 1: ..."), which could be the rule file's: its log lines name the web
+// config.
+func TestWebConfigBrokenAfterStart(t *testing.T) {
+	webConfig := filepath.Join(t.TempDir(), "web.yml")
+	if err := os.WriteFile(webConfig, []byte("http_server_config:\n  headers:\n    X-Content-Type-Options: nosniff\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	lines := make(lineWriter, 100)
+	logger := slog.New(slog.NewJSONHandler(lines, nil))
+	o := Options{Logger: logger}
+	srv := newHTTPServer(http.NotFoundHandler(), o)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- serveOn(l, srv, &web.FlagConfig{WebConfigFile: &webConfig}, logger) }()
+	defer func() {
+		_ = srv.Close()
+		<-served
+	}()
+	get := func() int {
+		resp, err := http.Get("http://" + l.Addr().String() + "/nothing")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if code := get(); code != http.StatusNotFound {
+		t.Fatalf("HTTP %d; want 404", code)
+	}
+	if err := os.WriteFile(webConfig, []byte("http_server_config: [\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code := get(); code != http.StatusInternalServerError {
+		t.Fatalf("HTTP %d with the web config broken; want 500", code)
+	}
+	for {
+		select {
+		case line := <-lines:
+			if !strings.Contains(line, "yaml") {
+				continue
+			}
+			var rec map[string]any
+			if err := json.Unmarshal([]byte(line), &rec); err != nil {
+				t.Fatal(err)
+			}
+			if rec["web_config"] != webConfig {
+				t.Errorf("the web config's error does not name the file: %s", line)
+			}
+			return
+		case <-time.After(5 * time.Second):
+			t.Fatal("the web config's error is not logged")
+		}
+	}
+}

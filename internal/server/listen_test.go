@@ -1,6 +1,7 @@
 package server
 
 import (
+	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
@@ -30,6 +31,18 @@ func TestServeFailsWhole(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer taken.Close()
+	webConfig := func(name, text string) string {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	notYAML := webConfig("not-yaml.yml", "basic_auth_users: [\n")
+	unknownKey := webConfig("unknown-key.yml", "basic_auth_user:\n  prometheus: $2y$10$QOauhQNbBCuQDKes6eFzPeMqBSjb7Mr5DUmpZ/VcEd00UAV/LDeSi\n")
+	notHash := webConfig("not-hash.yml", "basic_auth_users:\n  prometheus: s3cret\n")
+	noCert := webConfig("no-cert.yml", "tls_server_config:\n  cert_file: missing.crt\n  key_file: missing.key\n")
+	noBurst := webConfig("no-burst.yml", "rate_limit:\n  interval: 1s\n")
 	for _, tc := range []struct {
 		name      string
 		second    string // the second address
@@ -38,6 +51,13 @@ func TestServeFailsWhole(t *testing.T) {
 	}{
 		{"second address taken", taken.Addr().String(), "", "--web.listen-address=" + taken.Addr().String() + ": listen tcp " + taken.Addr().String() + ": bind: address already in use"},
 		{"web config missing", "127.0.0.1:0", filepath.Join(dir, "missing.yml"), "missing.yml: no such file or directory"},
+		// A web config that does not load names the file, whatever its error says.
+		{"web config not YAML", "127.0.0.1:0", notYAML, "--web.config.file=" + notYAML + ": yaml: line 1"},
+		{"web config key unknown", "127.0.0.1:0", unknownKey, "--web.config.file=" + unknownKey + ": yaml: unmarshal errors:\n  line 1: field basic_auth_user not found"},
+		{"web config password not hashed", "127.0.0.1:0", notHash, "--web.config.file=" + notHash + ": crypto/bcrypt: hashedSecret too short"},
+		{"web config certificate missing", "127.0.0.1:0", noCert, "--web.config.file=" + noCert + ": "},
+		// exporter-toolkit would answer every request 429: a rate limit of no burst lets none through.
+		{"web config rate limit without burst", "127.0.0.1:0", noBurst, "--web.config.file=" + noBurst + ": rate_limit: burst 0 lets no request through"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			free, err := net.Listen("tcp", "127.0.0.1:0")
@@ -53,9 +73,23 @@ func TestServeFailsWhole(t *testing.T) {
 			logger := promslog.NewNopLogger()
 			systemd := false
 			flags := &web.FlagConfig{WebListenAddresses: &[]string{first, tc.second}, WebSystemdSocket: &systemd, WebConfigFile: &tc.webConfig}
-			err = Serve(cfg, pipeline.Options{Logger: logger, Now: time.Now}, flags, Options{Logger: logger, MetricsPath: "/metrics"})
+			storage := filepath.Join(t.TempDir(), "storage")
+			served := make(chan error, 1)
+			go func() {
+				served <- Serve(cfg, pipeline.Options{Logger: logger, Now: time.Now, StoragePath: storage}, flags, Options{Logger: logger, MetricsPath: "/metrics"})
+			}()
+			select {
+			case err = <-served:
+			case <-time.After(10 * time.Second):
+				t.Fatalf("Serve serves; want an error saying %q", tc.want)
+			}
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("Serve: %v; want an error saying %q", err, tc.want)
+			}
+			// A web config that does not load fails the start before the inputs start, and
+			// so before their storage is taken.
+			if _, err := os.Stat(storage); tc.webConfig != "" && err == nil {
+				t.Errorf("the storage directory was made before the web config was read")
 			}
 			if c, err := net.Dial("tcp", first); err == nil {
 				c.Close()
@@ -86,5 +120,51 @@ func TestListenRefuses(t *testing.T) {
 				t.Errorf("listen: %v; want an error saying %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// TestCheckWebConfigAccepts: web configs exporter-toolkit serves as meant pass the
+// checks of the start.
+func TestCheckWebConfigAccepts(t *testing.T) {
+	for _, tc := range []struct{ name, text string }{
+		{"empty", ""},
+		{"headers", "http_server_config:\n  headers:\n    X-Frame-Options: deny\n"},
+		{"rate limit", "rate_limit:\n  interval: 100ms\n  burst: 10\n"},
+		{"rate limit off", "rate_limit:\n  burst: 0\n"},
+		{"basic auth", "basic_auth_users:\n  prometheus: $2y$10$QOauhQNbBCuQDKes6eFzPeMqBSjb7Mr5DUmpZ/VcEd00UAV/LDeSi\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "web.yml")
+			if err := os.WriteFile(path, []byte(tc.text), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			var log strings.Builder
+			if err := checkWebConfig(path, slog.New(slog.NewTextHandler(&log, nil))); err != nil {
+				t.Error(err)
+			}
+			if log.Len() != 0 {
+				t.Errorf("warned of:\n%s", log.String())
+			}
+		})
+	}
+}
+
+// TestCheckWebConfigWarnsOfCost: a password hash of a high bcrypt cost makes every check
+// of a password not seen before (a scraper's after a start, or after a flood of wrong
+// ones pushed it out of exporter-toolkit's cache; every wrong one) take a core for a
+// second or more: the start warns, naming the user.
+func TestCheckWebConfigWarnsOfCost(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "web.yml")
+	// Hashes of cost 10 and 14 (bcrypt.Cost reads the cost from the hash alone).
+	text := "basic_auth_users:\n  usual: $2y$10$QOauhQNbBCuQDKes6eFzPeMqBSjb7Mr5DUmpZ/VcEd00UAV/LDeSi\n  costly: $2y$14$QOauhQNbBCuQDKes6eFzPeMqBSjb7Mr5DUmpZ/VcEd00UAV/LDeSi\n"
+	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var log strings.Builder
+	if err := checkWebConfig(path, slog.New(slog.NewTextHandler(&log, nil))); err != nil {
+		t.Fatal(err)
+	}
+	if got := log.String(); strings.Count(got, "\n") != 1 || !strings.Contains(got, "user=costly cost=14") {
+		t.Errorf("warned of:\n%s\nwant one warning, of user costly, cost 14", got)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"log"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"net/url"
@@ -31,6 +32,8 @@ import (
 	versioncollector "github.com/prometheus/client_golang/prometheus/collectors/version"
 	"github.com/prometheus/common/version"
 	"github.com/prometheus/exporter-toolkit/web"
+	"go.yaml.in/yaml/v3"
+	"golang.org/x/crypto/bcrypt"
 
 	"github.com/logwindow/logwindow_exporter/config"
 	"github.com/logwindow/logwindow_exporter/exporter"
@@ -94,6 +97,11 @@ type Options struct {
 func Serve(cfg *config.Config, popts pipeline.Options, webFlags *web.FlagConfig, o Options) error {
 	logger := o.Logger
 	logger.Info("starting "+o.Name, "version", version.Info(), "config", cfg.File)
+	if f := webFlags.WebConfigFile; f != nil && *f != "" {
+		if err := checkWebConfig(*f, logger.With("web_config", *f)); err != nil {
+			return fmt.Errorf("--web.config.file=%s: %w", *f, err)
+		}
+	}
 	// Signals are caught before the inputs start: a SIGHUP or SIGTERM during start-up must
 	// not kill the process with the default action.
 	ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
@@ -166,7 +174,7 @@ func Serve(cfg *config.Config, popts pipeline.Options, webFlags *web.FlagConfig,
 			srv.ConnState = conns.track
 		}
 		servers[i] = srv
-		go func() { errc <- web.Serve(l, srv, webFlags, logger) }()
+		go func() { errc <- serveOn(l, srv, webFlags, logger) }()
 	}
 	select {
 	case err := <-errc:
@@ -180,6 +188,59 @@ func Serve(cfg *config.Config, popts pipeline.Options, webFlags *web.FlagConfig,
 		logger.Info("shutting down")
 		return shutdown(servers, conns, logger)
 	}
+}
+
+// checkWebConfig refuses the web config at path before anything starts: exporter-toolkit
+// reads it only once it serves, after the inputs started, and says which of its keys,
+// hashes or certificates is wrong but not in which file. Beyond what the toolkit checks,
+// a rate limit must let requests through: with an interval and no burst, the toolkit
+// would answer every request 429. A password hash of a bcrypt cost above
+// maxUsualBcryptCost is warned of.
+func checkWebConfig(path string, logger *slog.Logger) error {
+	if err := web.Validate(path); err != nil {
+		return err
+	}
+	text, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	var c struct {
+		Users     map[string]string `yaml:"basic_auth_users"`
+		RateLimit struct {
+			Burst    int           `yaml:"burst"`
+			Interval time.Duration `yaml:"interval"`
+		} `yaml:"rate_limit"`
+	}
+	if err := yaml.Unmarshal(text, &c); err != nil {
+		return err
+	}
+	if rl := c.RateLimit; rl.Interval > 0 && rl.Burst < 1 {
+		return fmt.Errorf("rate_limit: burst %d lets no request through: give the requests let through at once, at least 1", rl.Burst)
+	}
+	for _, user := range slices.Sorted(maps.Keys(c.Users)) {
+		// web.Validate read every cost.
+		if cost, _ := bcrypt.Cost([]byte(c.Users[user])); cost > maxUsualBcryptCost {
+			logger.Warn("basic_auth_users: a password hash of this bcrypt cost takes a core half a second or more (twice as long for each step past 12) each time a password not seen before is checked: every wrong one, and a scraper's after a start or after wrong ones pushed it out of the cache; scrapes may time out while passwords are guessed. 10 is usual",
+				"user", user, "cost", cost)
+		}
+	}
+	return nil
+}
+
+// maxUsualBcryptCost is the highest cost of a password hash the start does not warn of:
+// a check at cost 12 takes a quarter of a second of a core, at 10 a sixteenth.
+const maxUsualBcryptCost = 12
+
+// serveOn serves l with srv until it is closed, through exporter-toolkit (web.Serve), which
+// reads the web config of flags (TLS, basic auth) before it serves and again for each
+// connection and request. What the toolkit logs names the file: once it no longer
+// parses, the toolkit logs its error alone for each request ("yaml: line 1: ..."), which
+// could be the rule file's.
+func serveOn(l net.Listener, srv *http.Server, flags *web.FlagConfig, logger *slog.Logger) error {
+	if f := flags.WebConfigFile; f != nil && *f != "" {
+		logger = logger.With("web_config", *f)
+	}
+	return web.Serve(l, srv, flags, logger)
 }
 
 // listen opens every socket to serve before any is served, so that one that cannot be
@@ -247,7 +308,7 @@ func closeAll(ls []net.Listener) {
 // which a JSON log's reader cannot parse: see serverLog.
 func newHTTPServer(h http.Handler, o Options) *http.Server {
 	srv := &http.Server{
-		Handler:           bodiesUnread(h),
+		Handler:           reached(h),
 		ErrorLog:          log.New(&serverLog{logger: o.Logger}, "", 0),
 		ReadHeaderTimeout: headerTimeout(o.ReadTimeout),
 		ReadTimeout:       o.ReadTimeout,
@@ -255,22 +316,19 @@ func newHTTPServer(h http.Handler, o Options) *http.Server {
 		IdleTimeout:       o.IdleTimeout,
 		MaxHeaderBytes:    maxHeaderBytes,
 	}
+	// web.Serve puts exporter-toolkit's handler in front of Handler, which checks passwords
+	// and answers some requests itself (401 without the right password, 429 past its rate
+	// limit, 500 when the web config no longer parses): the front must come before it, so
+	// it is put in front of whatever Handler is when the server starts serving, before its
+	// first connection.
+	srv.BaseContext = func(net.Listener) context.Context {
+		srv.Handler = newFront(srv.Handler, o.Logger)
+		return context.Background()
+	}
 	if o.IdleTimeout == 0 {
 		srv.IdleTimeout = -1 // net/http would take the read timeout
 	}
 	return srv
-}
-
-// bodiesUnread serves h, whose handlers read no request body but the line tester's (at
-// status.ExplainPath, which bounds what it reads and leaves unread what it refuses): a
-// request with a body to any other path is served without it (status.LeaveBodyUnread).
-func bodiesUnread(h http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != status.ExplainPath {
-			status.LeaveBodyUnread(w, r)
-		}
-		h.ServeHTTP(w, r)
-	})
 }
 
 // serverLog writes what net/http logs to the exporter's logger, at error level, but for
@@ -368,7 +426,7 @@ func NewMux(p *pipeline.Pipeline, coll *rulescrape.Collector, reg *prometheus.Re
 		}
 		fmt.Fprintln(w, "Ready.")
 	})
-	mux.HandleFunc("/-/reload", func(w http.ResponseWriter, r *http.Request) {
+	mux.Handle("/-/reload", sameOrigin(func(w http.ResponseWriter, r *http.Request) {
 		switch {
 		case !o.Lifecycle:
 			http.Error(w, "Lifecycle API is not enabled (--web.enable-lifecycle).", http.StatusForbidden)
@@ -382,7 +440,7 @@ func NewMux(p *pipeline.Pipeline, coll *rulescrape.Collector, reg *prometheus.Re
 			}
 			fmt.Fprintln(w, "Reloaded.")
 		}
-	})
+	}))
 	status.Register(mux, status.Options{
 		Name:        o.Name,
 		Source:      p,
@@ -394,6 +452,19 @@ func NewMux(p *pipeline.Pipeline, coll *rulescrape.Collector, reg *prometheus.Re
 		Admit:       admitPage,
 	})
 	return mux
+}
+
+// sameOrigin serves h but for a POST a browser sends from another site's page (a form
+// posted to the exporter, with the basic auth credentials the browser holds for it),
+// which gets 403: what the browser says of the request's origin (Sec-Fetch-Site, else
+// Origin against Host) must be the exporter's. curl and scripts, which say nothing, are
+// served.
+func sameOrigin(h http.HandlerFunc) http.Handler {
+	p := http.NewCrossOriginProtection()
+	p.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "Refused: a browser sent this request from another site's page.", http.StatusForbidden)
+	}))
+	return p.Handler(h)
 }
 
 // reservedPaths are served by the exporter itself; the metrics path may not shadow them.

@@ -350,6 +350,44 @@ func TestEndToEndLifecycle(t *testing.T) {
 			t.Errorf("GET /-/reload = %d, want 405", code)
 		}
 	})
+	// A page of another site can have a browser POST a form to the exporter, with the
+	// basic auth credentials the browser holds for it: a reload no one asked for. Browsers
+	// say where the form came from (Sec-Fetch-Site, Origin); curl and scripts say nothing.
+	t.Run("reload from another site's page refused", func(t *testing.T) {
+		e := startExporter(t, true)
+		e.writeConfig("rules: [{name: broken, match: '('}]\n") // a reload fails: 400
+		for _, tc := range []struct {
+			name    string
+			headers map[string]string
+			want    int
+		}{
+			{"cross-site form", map[string]string{"Sec-Fetch-Site": "cross-site", "Origin": "https://evil.example"}, http.StatusForbidden},
+			{"same-site form", map[string]string{"Sec-Fetch-Site": "same-site", "Origin": "https://evil.example.com"}, http.StatusForbidden},
+			{"form of an older browser", map[string]string{"Origin": "https://evil.example"}, http.StatusForbidden},
+			{"same origin", map[string]string{"Sec-Fetch-Site": "same-origin"}, http.StatusBadRequest},
+			{"curl", nil, http.StatusBadRequest},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				req, err := http.NewRequest(http.MethodPost, e.url+"/-/reload", strings.NewReader("a=b"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+				for k, v := range tc.headers {
+					req.Header.Set(k, v)
+				}
+				resp, err := http.DefaultClient.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				body, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != tc.want {
+					t.Errorf("HTTP %d %s; want %d", resp.StatusCode, body, tc.want)
+				}
+			})
+		}
+	})
 	t.Run("good reload keeps unchanged rules' windows", func(t *testing.T) {
 		e := startExporter(t, true)
 		e.request(4, "GET", "/a", 200, 1)

@@ -1,0 +1,164 @@
+package server
+
+import (
+	"bufio"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/prometheus/common/promslog"
+)
+
+// slowAuth stands for exporter-toolkit's basic auth in front of h, where web.Serve puts
+// it: a request whose Authorization is good passes at once (as its check is cached); any
+// other is checked as long as bcrypt would take, here until check is closed, then gets
+// 401. checking receives a value as each check begins.
+func slowAuth(h http.Handler, good string, checking chan<- struct{}, check <-chan struct{}) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") == good {
+			h.ServeHTTP(w, r)
+			return
+		}
+		checking <- struct{}{}
+		<-check
+		w.Header().Set("WWW-Authenticate", "Basic")
+		http.Error(w, http.StatusText(http.StatusUnauthorized), http.StatusUnauthorized)
+	})
+}
+
+// TestPasswordGuessesHoldNoConnection: clients guessing passwords cannot fill
+// --web.max-connections while exporter-toolkit checks their guesses one at a time with
+// bcrypt (tens of milliseconds each, or seconds at a higher cost), nor make a scraper
+// whose password passed before wait behind them. Two guesses are checked at once; one
+// more gets 429 at once. Over real sockets, with four connections allowed, the guesses
+// from four addresses.
+func TestPasswordGuessesHoldNoConnection(t *testing.T) {
+	const max = 4
+	e := startExporter(t, false)
+	coll := e.p.Collector()
+	o := Options{Logger: promslog.NewNopLogger(), MetricsPath: "/metrics", ReadTimeout: time.Minute, WriteTimeout: time.Minute}
+	ts := httptest.NewUnstartedServer(nil)
+	ts.Config = newHTTPServer(NewMux(e.p, coll, NewRegistry(coll), o), o)
+	const user, password = "prometheus", "s3cret"
+	checking, check := make(chan struct{}, max), make(chan struct{})
+	ts.Config.Handler = slowAuth(ts.Config.Handler, "Basic "+basicAuth(user, password), checking, check)
+	gone := holdAtMost(ts.Config, max)
+	ts.Start()
+	t.Cleanup(ts.Close)
+	checked := false
+	t.Cleanup(func() {
+		if !checked {
+			close(check)
+		}
+	})
+
+	scrapeOnce(t, ts.URL+"/metrics", user, password, gone) // its password passes
+
+	type reply struct {
+		status int
+		err    error
+	}
+	replies := make(chan reply, max)
+	for i := range max {
+		go func() {
+			// Each from an address of its own (127.0.0.2, .3, ...).
+			dialer := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, byte(2+i))}}
+			c, err := dialer.Dial("tcp", ts.Listener.Addr().String())
+			if err != nil {
+				replies <- reply{err: err}
+				return
+			}
+			defer c.Close()
+			_ = c.SetDeadline(time.Now().Add(2 * time.Second))
+			fmt.Fprintf(c, "GET /metrics HTTP/1.1\r\nHost: x\r\nAuthorization: Basic %s\r\n\r\n", basicAuth(user, fmt.Sprint("guess", i)))
+			resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+			if err != nil {
+				replies <- reply{err: err}
+				return
+			}
+			resp.Body.Close()
+			replies <- reply{status: resp.StatusCode}
+		}()
+	}
+	for range max - unverifiedAtOnce {
+		if r := <-replies; r.err != nil || r.status != http.StatusTooManyRequests {
+			t.Fatalf("a guess past the two checked: HTTP %d, %v; want 429 at once, not held while the others are checked", r.status, r.err)
+		}
+		let(t, gone, "the connection of a guess refused")
+	}
+	for range unverifiedAtOnce {
+		select {
+		case <-checking:
+		case <-time.After(2 * time.Second):
+			t.Fatal("two guesses are not being checked")
+		}
+	}
+	// Two guesses still being checked, the scraper gets in, and past them.
+	scrapeOnce(t, ts.URL+"/metrics", user, password, gone)
+	checked = true
+	close(check)
+	for range unverifiedAtOnce {
+		if r := <-replies; r.err != nil || r.status != http.StatusUnauthorized {
+			t.Errorf("a guess checked: HTTP %d, %v; want 401", r.status, r.err)
+		}
+	}
+}
+
+// TestPasswordGuessesFromOneAddress: a client guessing passwords from one address, on as
+// many connections as it likes, has one guess checked at a time, so that a scraper
+// from another address whose password has not passed yet (the first scrape after a
+// start) is checked beside it rather than refused.
+func TestPasswordGuessesFromOneAddress(t *testing.T) {
+	const max = 8
+	e := startExporter(t, false)
+	coll := e.p.Collector()
+	o := Options{Logger: promslog.NewNopLogger(), MetricsPath: "/metrics", ReadTimeout: time.Minute, WriteTimeout: time.Minute}
+	ts := httptest.NewUnstartedServer(nil)
+	ts.Config = newHTTPServer(NewMux(e.p, coll, NewRegistry(coll), o), o)
+	const user, password = "prometheus", "s3cret"
+	checking, check := make(chan struct{}, max), make(chan struct{})
+	ts.Config.Handler = slowAuth(ts.Config.Handler, "Basic "+basicAuth(user, password), checking, check)
+	gone := holdAtMost(ts.Config, max)
+	ts.Start()
+	t.Cleanup(ts.Close)
+	t.Cleanup(func() { close(check) })
+
+	// The guesses come from 127.0.0.2, the scraper from 127.0.0.1.
+	dialer := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 2)}}
+	statuses := make(chan int, max)
+	for i := range max - 1 {
+		go func() {
+			c, err := dialer.Dial("tcp", ts.Listener.Addr().String())
+			if err != nil {
+				statuses <- 0
+				return
+			}
+			defer c.Close()
+			_ = c.SetDeadline(time.Now().Add(2 * time.Second))
+			fmt.Fprintf(c, "GET /metrics HTTP/1.1\r\nHost: x\r\nAuthorization: Basic %s\r\n\r\n", basicAuth(user, fmt.Sprint("guess", i)))
+			resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+			if err != nil {
+				statuses <- 0
+				return
+			}
+			resp.Body.Close()
+			statuses <- resp.StatusCode
+		}()
+	}
+	for range max - 2 {
+		if code := <-statuses; code != http.StatusTooManyRequests {
+			t.Fatalf("a guess from the address of one being checked: HTTP %d; want 429 at once", code)
+		}
+		let(t, gone, "the connection of a guess refused")
+	}
+	select {
+	case <-checking:
+	case <-time.After(2 * time.Second):
+		t.Fatal("no guess is being checked")
+	}
+	// The scraper's password is checked (here: passes at once) while a guess is.
+	scrapeOnce(t, ts.URL+"/metrics", user, password, gone)
+}

@@ -1,0 +1,203 @@
+package server
+
+import (
+	"crypto/sha256"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+
+	"github.com/logwindow/logwindow_exporter/internal/server/status"
+)
+
+// unverifiedAtOnce is how many requests whose credentials have not passed before may be
+// in exporter-toolkit's password check at once, from as many client addresses;
+// knownCredentials how many credentials that passed are remembered.
+const (
+	unverifiedAtOnce = 2
+	knownCredentials = 16
+)
+
+// front is the server's handler, in front of what exporter-toolkit puts in front of the
+// exporter's handlers (its basic auth, rate limit and headers; reached marks where they
+// begin), so that what the toolkit does before them holds no more of the server than
+// the handlers do:
+//
+//   - A request with a body is served without it (status.LeaveBodyUnread), but at the
+//     line tester (status.ExplainPath) once it reaches the handlers: it reads its own,
+//     bounded, and leaves unread what it refuses. A request the toolkit answers itself
+//     (401, 429) leaves its body unread too: else net/http would read it, until the read
+//     timeout when it trickles.
+//   - The toolkit checks passwords with bcrypt one at a time, each taking tens of
+//     milliseconds (seconds at a higher cost), and caches a hundred checks: clients
+//     guessing passwords would each hold a connection while they wait their turn, until
+//     they filled --web.max-connections, and push the scraper's check out of the cache,
+//     to wait behind theirs. Requests whose credentials have not reached the handlers
+//     before are let in unverifiedAtOnce at a time, one per client address, so that
+//     guesses from one address leave room for a scraper's first check; one more gets 429
+//     at once. Those whose credentials did pass go straight on, and wait behind
+//     unverifiedAtOnce checks at most. Requests without credentials cost no check.
+type front struct {
+	next   http.Handler
+	logger *slog.Logger
+	// refused counts the 429s, for the log.
+	refused atomic.Int64
+
+	mu sync.Mutex
+	// known are the keys of credentials that reached the handlers; checking the client
+	// addresses of the requests in the toolkit's check whose credentials are not known.
+	known    map[[sha256.Size]byte]struct{}
+	checking map[string]struct{}
+}
+
+func newFront(next http.Handler, logger *slog.Logger) *front {
+	return &front{next: next, logger: logger, known: map[[sha256.Size]byte]struct{}{}, checking: map[string]struct{}{}}
+}
+
+func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	p := &passage{ResponseWriter: w, r: r, front: f}
+	if r.URL.Path != status.ExplainPath {
+		status.LeaveBodyUnread(w, r)
+	} else {
+		p.gated = r.ProtoMajor == 1 && r.ContentLength != 0
+	}
+	// The key is a hash: the credentials are not kept.
+	if auth := r.Header.Get("Authorization"); auth != "" {
+		p.key = sha256.Sum256([]byte(auth))
+		if !f.admit(p) {
+			f.refuse(w, r)
+			return
+		}
+	}
+	if !p.gated && p.client == "" {
+		f.next.ServeHTTP(w, r)
+		return
+	}
+	defer p.done()
+	f.next.ServeHTTP(p, r)
+}
+
+// admit reports whether p may go on to the toolkit's check: its credentials are known,
+// or fewer than unverifiedAtOnce requests with unknown ones are being checked, none from
+// its client's address (a unix or vsock socket's peer is told apart by its connection).
+// p is then in the check until it leaves it.
+func (f *front) admit(p *passage) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if _, ok := f.known[p.key]; ok {
+		return true
+	}
+	client := p.r.RemoteAddr
+	if host, _, err := net.SplitHostPort(client); err == nil {
+		client = host
+	}
+	if _, ok := f.checking[client]; ok || len(f.checking) >= unverifiedAtOnce {
+		return false
+	}
+	f.checking[client] = struct{}{}
+	p.client = client
+	return true
+}
+
+// refuse answers 429 to a request admit refused, logging the first and every thousandth.
+func (f *front) refuse(w http.ResponseWriter, r *http.Request) {
+	if n := f.refused.Add(1); n == 1 || n%1000 == 0 {
+		f.logger.Warn("requests answered 429: more credentials that have not passed before than are checked at once (passwords guessed?)",
+			"checked_at_once", unverifiedAtOnce, "refused", n, "client", r.RemoteAddr)
+	}
+	status.LeaveBodyUnread(w, r)
+	w.Header().Set("Retry-After", "1")
+	http.Error(w, "Too many credentials being checked: try again in a second.", http.StatusTooManyRequests)
+}
+
+// pass remembers the key of credentials that reached the handlers, forgetting another
+// when it holds knownCredentials.
+func (f *front) pass(key [sha256.Size]byte) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.known) >= knownCredentials {
+		for k := range f.known {
+			delete(f.known, k)
+			break
+		}
+	}
+	f.known[key] = struct{}{}
+}
+
+// passage is the ResponseWriter of a request the front watches until it reaches the
+// handlers (reached unwraps it): one with a body to the line tester (gated), one whose
+// credentials are being checked (client).
+type passage struct {
+	http.ResponseWriter
+	r     *http.Request
+	front *front
+	key   [sha256.Size]byte
+	gated bool
+	// client is the address of the request while it is in the toolkit's check with
+	// credentials not known, else empty.
+	client string
+	// arrived is set once the request reached the handlers, shut once its body was
+	// left unread.
+	arrived, shut bool
+}
+
+// arrive is called as the request reaches the handlers: its credentials passed, its
+// body is the line tester's.
+func (p *passage) arrive() {
+	p.arrived = true
+	if p.client != "" {
+		p.front.pass(p.key)
+		p.leaveCheck()
+	}
+}
+
+func (p *passage) leaveCheck() {
+	if p.client != "" {
+		p.front.mu.Lock()
+		delete(p.front.checking, p.client)
+		p.front.mu.Unlock()
+		p.client = ""
+	}
+}
+
+// answered is called before the toolkit writes a reply of its own: the body is left
+// unread.
+func (p *passage) answered() {
+	if p.gated && !p.arrived && !p.shut {
+		p.shut = true
+		status.LeaveBodyUnread(p.ResponseWriter, p.r)
+	}
+}
+
+// done is called as the front's handler returns, answered by the toolkit or not (net/http
+// would write 200 and read the body).
+func (p *passage) done() {
+	p.answered()
+	p.leaveCheck()
+}
+
+func (p *passage) WriteHeader(code int) {
+	p.answered()
+	p.ResponseWriter.WriteHeader(code)
+}
+
+func (p *passage) Write(b []byte) (int, error) {
+	p.answered()
+	return p.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach the connection.
+func (p *passage) Unwrap() http.ResponseWriter { return p.ResponseWriter }
+
+// reached serves h, the exporter's handlers, behind the front and what exporter-toolkit
+// puts in front of them: a request that gets here passed the toolkit's checks.
+func reached(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if p, ok := w.(*passage); ok {
+			p.arrive()
+			w = p.ResponseWriter
+		}
+		h.ServeHTTP(w, r)
+	})
+}
