@@ -693,3 +693,52 @@ func newOfInputs(t *testing.T, c *config.Config) *Parser {
 	p.SetInputs(c.Inputs)
 	return p
 }
+
+// A file none of whose last MaxHeld lines fits a candidate, never fitted or since it
+// switched, counts under NoFormat, its path among NoFormatFiles, until a line of it fits
+// again or it is closed.
+func TestSessionFileOfNoFormat(t *testing.T) {
+	p, c := autoParser(t)
+	r := rand.New(rand.NewPCG(7, 8))
+	combined := p.Candidates()[6]
+	files := NewFiles()
+	s := p.NewSession()
+	s.SetFormats(c.Inputs[0].LogFormats, files)
+	rec := &recorder{t: t, rules: c.Rules}
+	var count countingDone
+	feed := func(file, line string, n int) {
+		for range n {
+			if line == "" {
+				line = sampleLine(r, combined)
+			}
+			s.ParseFile(file, "pods", []byte(line), nil, rec, count.done)
+		}
+	}
+	for _, step := range []struct {
+		name, file, line string // line "" is one of combined
+		n                int
+		close            bool
+		formats          map[string]int
+		none             []string
+	}{
+		{"too few to tell", "x", "hello world", MaxHeld - 1, false, map[string]int{}, nil},
+		{"none", "x", "hello world", 1, false, map[string]int{NoFormat: 1}, []string{"x"}},
+		{"another of a format", "a", "", 3, false, map[string]int{NoFormat: 1, "combined": 1}, []string{"x"}},
+		{"it switches to none", "a", "hello world", MaxHeld, false, map[string]int{NoFormat: 2}, []string{"a", "x"}},
+		{"and back", "a", "", 1, false, map[string]int{NoFormat: 1, "combined": 1}, []string{"x"}},
+		{"the first fits at last", "x", "", 1, false, map[string]int{"combined": 2}, nil},
+		{"none again", "x", "hello world", MaxHeld, false, map[string]int{NoFormat: 1, "combined": 1}, []string{"x"}},
+		{"closed", "x", "", 0, true, map[string]int{"combined": 1}, nil},
+	} {
+		feed(step.file, step.line, step.n)
+		if step.close {
+			s.CloseFile(step.file, "pods", rec, count.done)
+		}
+		if got := files.Formats(); !maps.Equal(got, step.formats) {
+			t.Errorf("%s: formats %v, want %v", step.name, got, step.formats)
+		}
+		if got := files.NoFormatFiles(); !slices.Equal(got, step.none) {
+			t.Errorf("%s: files of no format %q, want %q", step.name, got, step.none)
+		}
+	}
+}

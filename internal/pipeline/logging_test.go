@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"github.com/logwindow/logwindow_exporter/config"
 	"github.com/logwindow/logwindow_exporter/internal/testutil/syncbuf"
 	"github.com/logwindow/logwindow_exporter/internal/testutil/testclock"
+	"github.com/logwindow/logwindow_exporter/parser"
 )
 
 // An input's log lines name it as its metrics and rules do: by its name, by its path when
@@ -345,5 +347,75 @@ func TestUnmatchedRegexLogged(t *testing.T) {
 		if want := fmt.Sprintf("input=web source=%s lines=%d", log, unmatchedMinLines); step.checkNumLines && !strings.Contains(out.String(), want) {
 			t.Errorf("%s: the warning lacks %s:\n%s", step.name, want, out.String())
 		}
+	}
+}
+
+// A file of an input with candidate log formats whose lines fit none of them is logged by
+// its path, though the input's other files fit: once, and the files that come to fit none
+// later at most once an hour, each named once.
+func TestFilesOfNoFormatLogged(t *testing.T) {
+	dir := t.TempDir()
+	const (
+		combined = `10.0.0.1 - - [01/Mar/2024:12:00:00 +0000] "GET / HTTP/1.1" 200 5 "-" "curl/8.5.0"`
+		plain    = `12:00:00 INFO served / in 5ms`
+	)
+	file := func(pod string) string { return filepath.Join(dir, pod, "0.log") }
+	for _, pod := range []string{"web", "app", "worker"} {
+		if err := os.MkdirAll(filepath.Join(dir, pod), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(file(pod), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg, err := config.Parse(fmt.Appendf(nil, "inputs: [{name: pods, path: '%s/*/*.log', log_format: auto}]\nrules: [{name: requests, labels: {status: '${status}'}}]\n", dir), "rules.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	clock := testclock.New(time.Date(2024, 3, 1, 12, 0, 0, 0, time.UTC))
+	var out syncbuf.Buffer
+	p, err := Start(cfg, Options{Now: clock.Now, PollInterval: 10 * time.Millisecond, Logger: slog.New(slog.NewTextHandler(&out, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Stop)
+	const warning = "files of the input whose lines fit none of its log formats"
+	read := 0
+	for _, step := range []struct {
+		name   string
+		pod    string
+		line   string
+		n      int
+		after  time.Duration
+		logged []string // the file each warning so far names first
+	}{
+		{"of a format", "web", combined, 20, 0, nil},
+		{"of none, too few to tell", "app", plain, parser.MaxHeld - 1, 0, nil},
+		{"of none", "app", plain, 1, 0, []string{"app"}},
+		{"goes on", "app", plain, 2 * parser.MaxHeld, 0, []string{"app"}},
+		{"another, within the hour", "worker", plain, parser.MaxHeld, 59 * time.Minute, []string{"app"}},
+		{"an hour later", "web", combined, 1, time.Hour, []string{"app", "worker"}},
+	} {
+		clock.Add(step.after)
+		appendTo(t, file(step.pod), strings.Repeat(step.line+"\n", step.n))
+		read += step.n
+		waitTotal(t, p, step.name, "logwindow_input_lines_total", float64(read))
+		p.warnUnreadable()
+		var logged []string
+		for _, l := range strings.Split(out.String(), "\n") {
+			if strings.Contains(l, warning) {
+				_, e, _ := strings.Cut(l, " example=")
+				logged = append(logged, filepath.Base(filepath.Dir(e)))
+			}
+		}
+		if !slices.Equal(logged, step.logged) {
+			t.Fatalf("%s: warnings name %q, want %q:\n%s", step.name, logged, step.logged, out.String())
+		}
+	}
+	if st := p.inputStats(); len(st) != 1 || st[0].Formats[parser.NoFormat] != 2 || st[0].Formats["combined"] != 1 {
+		t.Errorf("input stats %+v, want two files of no format and one combined", st)
+	}
+	if want := fmt.Sprintf("input=pods source=%s/*/*.log files=1 example=%s", dir, file("worker")); !strings.Contains(out.String(), want) {
+		t.Errorf("the warning lacks %s:\n%s", want, out.String())
 	}
 }

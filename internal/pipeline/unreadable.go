@@ -1,6 +1,11 @@
 package pipeline
 
-import "time"
+import (
+	"slices"
+	"time"
+
+	"github.com/logwindow/logwindow_exporter/parser"
+)
 
 // unreadableMinLines is how many lines an input must have read since the last look for none
 // of them being readable to be told of: a few odd lines (a startup banner, a stray
@@ -28,6 +33,10 @@ type unreadable struct {
 	// rule's regex.
 	sinceFit, sinceUnfit uint64
 	told                 bool
+	// noFormat are the files of no candidate format (parser.NoFormat) told of, of those
+	// that still are; noFormatLogged when some were last.
+	noFormat       map[string]bool
+	noFormatLogged time.Time
 }
 
 // lineCounts are the counts of an input's lines that warnUnreadable looks at.
@@ -48,6 +57,11 @@ type lineCounts struct{ fit, unfit, malformed uint64 }
 // since its rules were loaded (unmatchedMinLines at least) any rule's regex matched is
 // told of, once per load: that is a regex that is wrong more often than one of lines
 // that did not come yet.
+//
+// A file of an input with candidate log formats none of whose last lines fit any
+// (parser.NoFormat) is logged by its path, though the input's other files fit: a pod whose
+// nginx writes a format of its own. Files that come to it are logged when the first does,
+// and later ones at most every unreadableLogEvery, each once while it is of no format.
 //
 // It looks at counters the inputs keep anyway, or count without an atomic operation a
 // line, so the lines pay next to nothing for it. Start's goroutine calls it every
@@ -77,8 +91,9 @@ func (p *Pipeline) lookUnreadable() {
 	// since the last look at it, so that a stream a reload started anew counts from none.
 	type counts struct {
 		lineCounts
-		source string
-		format bool
+		source   string
+		format   bool
+		noFormat []string
 	}
 	gen := p.gen.Load()
 	now := map[string]*counts{}
@@ -99,6 +114,9 @@ func (p *Pipeline) lookUnreadable() {
 		c.unfit += cur.unfit - last.unfit
 		c.malformed += cur.malformed - last.malformed
 		looked[in] = cur
+		if in.files != nil {
+			c.noFormat = append(c.noFormat, in.files.NoFormatFiles()...)
+		}
 	}
 	p.looked = looked
 	if p.unreadable == nil {
@@ -137,5 +155,35 @@ func (p *Pipeline) lookUnreadable() {
 			p.opts.Logger.Warn("no rule's match regex matched any of the lines the input read since the rules were loaded: its rules count nothing; if they are of rare lines, this is expected, otherwise --explain=FILE says where a line stops matching (logged once per load)",
 				"input", label, "source", c.source, "lines", m.sinceUnfit)
 		}
+		m.warnNoFormat(p, label, c.source, c.noFormat, at)
 	}
+}
+
+// warnNoFormat logs the files of noFormat, an input's of no candidate format, not told of
+// yet, unless some were within unreadableLogEvery; it forgets those no longer of it.
+func (m *unreadable) warnNoFormat(p *Pipeline, label, source string, noFormat []string, at time.Time) {
+	var fresh []string
+	for _, path := range noFormat {
+		if !m.noFormat[path] {
+			fresh = append(fresh, path)
+		}
+	}
+	for path := range m.noFormat {
+		if !slices.Contains(noFormat, path) {
+			delete(m.noFormat, path)
+		}
+	}
+	if len(fresh) == 0 || !m.noFormatLogged.IsZero() && at.Sub(m.noFormatLogged) < unreadableLogEvery {
+		return
+	}
+	if m.noFormat == nil {
+		m.noFormat = map[string]bool{}
+	}
+	for _, path := range fresh {
+		m.noFormat[path] = true
+	}
+	m.noFormatLogged = at
+	slices.Sort(fresh)
+	p.opts.Logger.Warn("files of the input whose lines fit none of its log formats: their lines count as unmatched, and its rules count nothing of them; logwindow_input_file_format{format=\""+parser.NoFormat+"\"} counts them, --explain=FILE says where a line stops fitting (files that come to it later are logged at most once an hour)",
+		"input", label, "source", source, "files", len(fresh), "example", fresh[0])
 }
