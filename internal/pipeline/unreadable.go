@@ -49,7 +49,7 @@ type lineCounts struct{ fit, unfit, malformed uint64 }
 // the rules count zeros meanwhile, which a log line should make loud. Lines that are no
 // message (parts of a CRI message, lines of a CRI stream the input does not read) are
 // neither. It is logged when it starts and again at most every unreadableLogEvery while
-// it goes on; a look that finds lines read ends it.
+// it goes on; a look that finds lines that fit ends it.
 //
 // Lines that were read and that no rule counted are not told of: they are also what rules
 // that filter (where:) leave, and, of an input without a log format, what regex rules
@@ -163,13 +163,15 @@ func (p *Pipeline) lookUnreadable() {
 // yet, unless some were within unreadableLogEvery; it forgets those no longer of it.
 func (m *unreadable) warnNoFormat(p *Pipeline, label, source string, noFormat []string, at time.Time) {
 	var fresh []string
+	still := make(map[string]bool, len(noFormat))
 	for _, path := range noFormat {
+		still[path] = true
 		if !m.noFormat[path] {
 			fresh = append(fresh, path)
 		}
 	}
 	for path := range m.noFormat {
-		if !slices.Contains(noFormat, path) {
+		if !still[path] {
 			delete(m.noFormat, path)
 		}
 	}
