@@ -742,3 +742,49 @@ func TestSessionFileOfNoFormat(t *testing.T) {
 		}
 	}
 }
+
+// A file none of whose lines fits a candidate, a container that is not nginx under a glob
+// over all of them, has each of its lines tried against each candidate once, not again at
+// every line held after it: choosing among its held lines costs as much as fitting one.
+// What is chosen is what choosing among all held lines chooses, and a reload, which may
+// bring other candidates, has the held lines tried again.
+func TestNoFormatFileTriesEachLineOnce(t *testing.T) {
+	p, c := autoParser(t)
+	tries := 0
+	defer func(f func(*formatProgram, []byte, *scratch, []int) (bool, int)) { tryFit = f }(tryFit)
+	tryFit = func(prog *formatProgram, line []byte, s *scratch, caps []int) (bool, int) {
+		tries++
+		return fit(prog, line, s, caps)
+	}
+	files := NewFiles()
+	s := p.NewSession()
+	s.SetFormats(c.Inputs[0].LogFormats, files)
+	rec := &recorder{t: t, rules: c.Rules}
+	var count countingDone
+	const lines = 10 * MaxHeld
+	for range lines {
+		s.ParseFile("x", "pods", []byte(`I0301 12:00:00.000000       1 controller.go:123] "Syncing" key="default/web"`), nil, rec, count.done)
+	}
+	if want := lines * len(p.cands); tries != want || count.lines != lines {
+		t.Errorf("%d lines parsed, %d tries of a line against a candidate, want %d, %d", count.lines, tries, lines, want)
+	}
+	// Held lines (MaxHeld-1 of them) are tried again against a reload's candidates.
+	for range MaxHeld - 1 {
+		s.ParseFile("x", "pods", []byte("hello"), nil, rec, count.done)
+	}
+	tries = 0
+	s.SetFormats(c.Inputs[0].LogFormats, files)
+	s.ParseFile("x", "pods", []byte("hello"), nil, rec, count.done)
+	if want := MaxHeld * len(p.cands); tries != want {
+		t.Errorf("after a reload, %d tries, want %d", tries, want)
+	}
+	// A line that fits has the file's format chosen at once, its held lines parsed by it.
+	r := rand.New(rand.NewPCG(9, 9))
+	for range MaxHeld - 1 {
+		s.ParseFile("x", "pods", []byte("hello"), nil, rec, count.done)
+	}
+	s.ParseFile("x", "pods", []byte(sampleLine(r, p.Candidates()[6])), nil, rec, count.done)
+	if got := files.Formats(); count.lines != lines+2*MaxHeld || got["combined"] != 1 || len(got) != 1 {
+		t.Errorf("%d lines parsed, formats %v; want %d, the file combined", count.lines, got, lines+2*MaxHeld)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"maps"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/logwindow/logwindow_exporter/config/logformat"
 )
@@ -12,6 +13,9 @@ import (
 // format is chosen again after this many consecutive lines that do not fit it, from
 // those lines.
 const MaxHeld = 16
+
+// formatsSeq numbers the calls of SetFormats (Session.formats).
+var formatsSeq atomic.Uint64
 
 // NoFormat is the name Files.Formats counts a file under whose last MaxHeld lines fitted
 // none of its input's candidates: of no format they know, or of another since it switched.
@@ -47,6 +51,11 @@ type fileFormat struct {
 	// members are, for a file of JSON objects, the members the rules read that its
 	// objects have, as the lines its format was chosen from had them.
 	members []string
+	// tried are how many of held, the first, fit none of the candidates of the
+	// SetFormats numbered triedBy (Session.formats): while no format is chosen, a line is
+	// tried against them once, not again at each line held after it.
+	tried   int
+	triedBy uint64
 	// path is the file's source; none says that its last MaxHeld lines fitted no
 	// candidate (a line that fits since ends it), counted under NoFormat rather than name.
 	path string
@@ -126,6 +135,7 @@ type LineDone func(wellFormed, fitted bool)
 // read every line by its format (SetFormat) and the rules every line goes to.
 func (s *Session) SetFormats(formats []*logformat.Format, files *Files) {
 	s.files, s.progs, s.lastPath, s.last = files, nil, "", nil
+	s.formats = formatsSeq.Add(1)
 	if formats == nil {
 		s.files = nil
 		return
@@ -184,7 +194,13 @@ func (s *Session) ParseFile(source, input string, line, wrapperTime []byte, sink
 		}
 		s.flush(file, input, sink, done)
 	case s.prog == nil || len(file.held) >= MaxHeld:
-		if k := choose(s.progs, file.held, s.s); k >= 0 {
+		// With no format chosen, the held lines tried before fit no candidate: choosing
+		// among the lines after them chooses what choosing among all would.
+		from := 0
+		if s.prog == nil && file.triedBy == s.formats {
+			from = file.tried
+		}
+		if k := choose(s.progs, file.held[from:], s.s); k >= 0 {
 			s.prog = s.progs[k]
 			s.files.choose(file, s.prog.format.ID(), s.prog.format.Describe())
 			if s.prog.format.AnyObject() {
@@ -192,7 +208,7 @@ func (s *Session) ParseFile(source, input string, line, wrapperTime []byte, sink
 				s.prog = s.p.objectProgram(s.prog, file.members)
 			}
 			s.flush(file, input, sink, done)
-		} else if len(file.held) >= MaxHeld {
+		} else if file.tried, file.triedBy = len(file.held), s.formats; len(file.held) >= MaxHeld {
 			if !file.none {
 				s.files.fitNone(file)
 			}
@@ -255,6 +271,7 @@ func (s *Session) flush(file *fileFormat, input string, sink Sink, done LineDone
 		done(ok, fits)
 	}
 	s.setPathState(s.cur)
+	file.tried = 0
 	clear(file.held)
 	clear(file.heldTimes)
 	clear(file.heldPaths)
