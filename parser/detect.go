@@ -336,6 +336,10 @@ func filled(line []byte, caps []int) int {
 	return n
 }
 
+// tryFit is fit as choose tries a line against a candidate: a variable, so that a test can
+// count what choosing a file's format costs.
+var tryFit = fit
+
 // choose is the index of the candidate whose format most of lines fit; a tie goes to the
 // one whose captures have a value most often in them, then to the earlier. -1 when no
 // line fits any.
@@ -345,7 +349,7 @@ func choose(cands []*formatProgram, lines [][]byte, s *scratch) int {
 	for k, prog := range cands {
 		fits, values := 0, 0
 		for _, line := range lines {
-			if ok, v := fit(prog, line, s, caps); ok {
+			if ok, v := tryFit(prog, line, s, caps); ok {
 				fits++
 				values += v
 			}

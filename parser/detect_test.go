@@ -693,3 +693,98 @@ func newOfInputs(t *testing.T, c *config.Config) *Parser {
 	p.SetInputs(c.Inputs)
 	return p
 }
+
+// A file none of whose last MaxHeld lines fits a candidate, never fitted or since it
+// switched, counts under NoFormat, its path among NoFormatFiles, until a line of it fits
+// again or it is closed.
+func TestSessionFileOfNoFormat(t *testing.T) {
+	p, c := autoParser(t)
+	r := rand.New(rand.NewPCG(7, 8))
+	combined := p.Candidates()[6]
+	files := NewFiles()
+	s := p.NewSession()
+	s.SetFormats(c.Inputs[0].LogFormats, files)
+	rec := &recorder{t: t, rules: c.Rules}
+	var count countingDone
+	feed := func(file, line string, n int) {
+		for range n {
+			if line == "" {
+				line = sampleLine(r, combined)
+			}
+			s.ParseFile(file, "pods", []byte(line), nil, rec, count.done)
+		}
+	}
+	for _, step := range []struct {
+		name, file, line string // line "" is one of combined
+		n                int
+		close            bool
+		formats          map[string]int
+		none             []string
+	}{
+		{"too few to tell", "x", "hello world", MaxHeld - 1, false, map[string]int{}, nil},
+		{"none", "x", "hello world", 1, false, map[string]int{NoFormat: 1}, []string{"x"}},
+		{"another of a format", "a", "", 3, false, map[string]int{NoFormat: 1, "combined": 1}, []string{"x"}},
+		{"it switches to none", "a", "hello world", MaxHeld, false, map[string]int{NoFormat: 2}, []string{"a", "x"}},
+		{"and back", "a", "", 1, false, map[string]int{NoFormat: 1, "combined": 1}, []string{"x"}},
+		{"the first fits at last", "x", "", 1, false, map[string]int{"combined": 2}, nil},
+		{"none again", "x", "hello world", MaxHeld, false, map[string]int{NoFormat: 1, "combined": 1}, []string{"x"}},
+		{"closed", "x", "", 0, true, map[string]int{"combined": 1}, nil},
+	} {
+		feed(step.file, step.line, step.n)
+		if step.close {
+			s.CloseFile(step.file, "pods", rec, count.done)
+		}
+		if got := files.Formats(); !maps.Equal(got, step.formats) {
+			t.Errorf("%s: formats %v, want %v", step.name, got, step.formats)
+		}
+		if got := files.NoFormatFiles(); !slices.Equal(got, step.none) {
+			t.Errorf("%s: files of no format %q, want %q", step.name, got, step.none)
+		}
+	}
+}
+
+// A file none of whose lines fits a candidate, a container that is not nginx under a glob
+// over all of them, has each of its lines tried against each candidate once, not again at
+// every line held after it: choosing among its held lines costs as much as fitting one.
+// What is chosen is what choosing among all held lines chooses, and a reload, which may
+// bring other candidates, has the held lines tried again.
+func TestNoFormatFileTriesEachLineOnce(t *testing.T) {
+	p, c := autoParser(t)
+	tries := 0
+	defer func(f func(*formatProgram, []byte, *scratch, []int) (bool, int)) { tryFit = f }(tryFit)
+	tryFit = func(prog *formatProgram, line []byte, s *scratch, caps []int) (bool, int) {
+		tries++
+		return fit(prog, line, s, caps)
+	}
+	files := NewFiles()
+	s := p.NewSession()
+	s.SetFormats(c.Inputs[0].LogFormats, files)
+	rec := &recorder{t: t, rules: c.Rules}
+	var count countingDone
+	const lines = 10 * MaxHeld
+	for range lines {
+		s.ParseFile("x", "pods", []byte(`I0301 12:00:00.000000       1 controller.go:123] "Syncing" key="default/web"`), nil, rec, count.done)
+	}
+	if want := lines * len(p.cands); tries != want || count.lines != lines {
+		t.Errorf("%d lines parsed, %d tries of a line against a candidate, want %d, %d", count.lines, tries, lines, want)
+	}
+	// Held lines (MaxHeld-1 of them) are tried again against a reload's candidates.
+	for range MaxHeld - 1 {
+		s.ParseFile("x", "pods", []byte("hello"), nil, rec, count.done)
+	}
+	tries = 0
+	s.SetFormats(c.Inputs[0].LogFormats, files)
+	s.ParseFile("x", "pods", []byte("hello"), nil, rec, count.done)
+	if want := MaxHeld * len(p.cands); tries != want {
+		t.Errorf("after a reload, %d tries, want %d", tries, want)
+	}
+	// A line that fits has the file's format chosen at once, its held lines parsed by it.
+	r := rand.New(rand.NewPCG(9, 9))
+	for range MaxHeld - 1 {
+		s.ParseFile("x", "pods", []byte("hello"), nil, rec, count.done)
+	}
+	s.ParseFile("x", "pods", []byte(sampleLine(r, p.Candidates()[6])), nil, rec, count.done)
+	if got := files.Formats(); count.lines != lines+2*MaxHeld || got["combined"] != 1 || len(got) != 1 {
+		t.Errorf("%d lines parsed, formats %v; want %d, the file combined", count.lines, got, lines+2*MaxHeld)
+	}
+}

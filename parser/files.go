@@ -4,6 +4,7 @@ import (
 	"maps"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/logwindow/logwindow_exporter/config/logformat"
 )
@@ -13,6 +14,15 @@ import (
 // those lines.
 const MaxHeld = 16
 
+// formatsSeq numbers the calls of SetFormats (Session.formats).
+var formatsSeq atomic.Uint64
+
+// NoFormat is the name Files.Formats counts a file under whose last MaxHeld lines fitted
+// none of its input's candidates: of no format they know, or of another since it switched.
+// No candidate has it: a format string has variables, and a name in parentheses is none
+// of nginx's or Apache's.
+const NoFormat = "(none)"
+
 // Files is, for one input with candidate log formats, the format chosen for each file and
 // the lines held while it is being chosen (see Session.ParseFile). It outlives a Session:
 // the Session of a reloaded parser takes over an input's Files, so that a reload loses no
@@ -20,8 +30,10 @@ const MaxHeld = 16
 type Files struct {
 	files map[string]*fileFormat
 	mu    sync.Mutex
-	// counts are the files per chosen format's name.
-	counts map[string]int
+	// counts are the files per chosen format's name, or NoFormat; noFormat the paths of
+	// those counted under NoFormat.
+	counts   map[string]int
+	noFormat map[string]struct{}
 }
 
 // fileFormat is what Files knows of one file.
@@ -39,34 +51,76 @@ type fileFormat struct {
 	// members are, for a file of JSON objects, the members the rules read that its
 	// objects have, as the lines its format was chosen from had them.
 	members []string
+	// tried are how many of held, the first, fit none of the candidates of the
+	// SetFormats numbered triedBy (Session.formats): while no format is chosen, a line is
+	// tried against them once, not again at each line held after it.
+	tried   int
+	triedBy uint64
+	// path is the file's source; none says that its last MaxHeld lines fitted no
+	// candidate (a line that fits since ends it), counted under NoFormat rather than name.
+	path string
+	none bool
 }
 
 // NewFiles returns the state of an input none of whose files was seen yet.
 func NewFiles() *Files {
-	return &Files{files: map[string]*fileFormat{}, counts: map[string]int{}}
+	return &Files{files: map[string]*fileFormat{}, counts: map[string]int{}, noFormat: map[string]struct{}{}}
 }
 
 // Formats counts the files whose format is chosen by the format's name
-// (logformat.Format.Name); a snapshot.
+// (logformat.Format.Name), those whose lines fit none under NoFormat; a snapshot.
 func (f *Files) Formats() map[string]int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return maps.Clone(f.counts)
 }
 
-// choose records name as the format of file.
-func (f *Files) choose(file *fileFormat, id, name string) {
+// NoFormatFiles are the paths of the files counted under NoFormat, sorted; a snapshot.
+func (f *Files) NoFormatFiles() []string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if file.chosen != "" {
-		if f.counts[file.name]--; f.counts[file.name] == 0 {
-			delete(f.counts, file.name)
+	return slices.Sorted(maps.Keys(f.noFormat))
+}
+
+// choose records name as the format of file, and that its lines fit it.
+func (f *Files) choose(file *fileFormat, id, name string) {
+	f.count(file, id, name, false)
+}
+
+// fitNone records that file's last MaxHeld lines fitted no candidate.
+func (f *Files) fitNone(file *fileFormat) {
+	f.count(file, file.chosen, file.name, true)
+}
+
+// count records name as the format of file and whether its lines fit none, moving it
+// from where it was counted.
+func (f *Files) count(file *fileFormat, id, name string, none bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if was := f.countedAs(file); was != "" {
+		if f.counts[was]--; f.counts[was] == 0 {
+			delete(f.counts, was)
 		}
 	}
-	file.chosen, file.name = id, name
-	if id != "" {
-		f.counts[name]++
+	file.chosen, file.name, file.none = id, name, none
+	delete(f.noFormat, file.path)
+	if none {
+		f.noFormat[file.path] = struct{}{}
 	}
+	if is := f.countedAs(file); is != "" {
+		f.counts[is]++
+	}
+}
+
+// countedAs is the name file is counted under ("" for none).
+func (*Files) countedAs(file *fileFormat) string {
+	switch {
+	case file.none:
+		return NoFormat
+	case file.chosen != "":
+		return file.name
+	}
+	return ""
 }
 
 // LineDone is told of each line a Session parsed, once: whether it was well formed (see
@@ -81,6 +135,7 @@ type LineDone func(wellFormed, fitted bool)
 // read every line by its format (SetFormat) and the rules every line goes to.
 func (s *Session) SetFormats(formats []*logformat.Format, files *Files) {
 	s.files, s.progs, s.lastPath, s.last = files, nil, "", nil
+	s.formats = formatsSeq.Add(1)
 	if formats == nil {
 		s.files = nil
 		return
@@ -121,6 +176,9 @@ func (s *Session) ParseFile(source, input string, line, wrapperTime []byte, sink
 	file := s.last
 	if s.prog != nil && len(file.held) == 0 {
 		if fits, ok := s.p.parse(s.s, s.prog.groups, true, input, line, wrapperTime, sink); fits {
+			if file.none {
+				s.files.choose(file, file.chosen, file.name)
+			}
 			done(ok, fits)
 			return
 		}
@@ -131,9 +189,18 @@ func (s *Session) ParseFile(source, input string, line, wrapperTime []byte, sink
 	switch {
 	case s.prog != nil && len(file.held) > 1 && s.fits(file.held[len(file.held)-1]):
 		// A line fits again: those before it are the chosen format's misfits.
+		if file.none {
+			s.files.choose(file, file.chosen, file.name)
+		}
 		s.flush(file, input, sink, done)
 	case s.prog == nil || len(file.held) >= MaxHeld:
-		if k := choose(s.progs, file.held, s.s); k >= 0 {
+		// With no format chosen, the held lines tried before fit no candidate: choosing
+		// among the lines after them chooses what choosing among all would.
+		from := 0
+		if s.prog == nil && file.triedBy == s.formats {
+			from = file.tried
+		}
+		if k := choose(s.progs, file.held[from:], s.s); k >= 0 {
 			s.prog = s.progs[k]
 			s.files.choose(file, s.prog.format.ID(), s.prog.format.Describe())
 			if s.prog.format.AnyObject() {
@@ -141,7 +208,10 @@ func (s *Session) ParseFile(source, input string, line, wrapperTime []byte, sink
 				s.prog = s.p.objectProgram(s.prog, file.members)
 			}
 			s.flush(file, input, sink, done)
-		} else if len(file.held) >= MaxHeld {
+		} else if file.tried, file.triedBy = len(file.held), s.formats; len(file.held) >= MaxHeld {
+			if !file.none {
+				s.files.fitNone(file)
+			}
 			s.flush(file, input, sink, done)
 		}
 	}
@@ -164,7 +234,7 @@ func (s *Session) CloseFile(source, input string, sink Sink, done LineDone) {
 	}
 	s.switchTo(source)
 	s.flush(s.last, input, sink, done)
-	s.files.choose(s.last, "", "")
+	s.files.count(s.last, "", "", false)
 	delete(s.files.files, source)
 	s.last, s.lastPath, s.prog = nil, "", nil
 }
@@ -173,7 +243,7 @@ func (s *Session) CloseFile(source, input string, sink Sink, done LineDone) {
 func (s *Session) switchTo(source string) {
 	file, ok := s.files.files[source]
 	if !ok {
-		file = &fileFormat{}
+		file = &fileFormat{path: source}
 		s.files.files[source] = file
 	}
 	s.last, s.lastPath, s.prog = file, source, nil
@@ -201,6 +271,7 @@ func (s *Session) flush(file *fileFormat, input string, sink Sink, done LineDone
 		done(ok, fits)
 	}
 	s.setPathState(s.cur)
+	file.tried = 0
 	clear(file.held)
 	clear(file.heldTimes)
 	clear(file.heldPaths)

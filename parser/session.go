@@ -22,6 +22,9 @@ type Session struct {
 	// one is the program of the one format of the input (SetFormat) that a rule reading
 	// candidates reads, which reads every line of it; nil otherwise.
 	one *formatProgram
+	// formats numbers the SetFormats that gave progs (formatsSeq), by which a file knows
+	// which of its held lines were tried against them (fileFormat.tried).
+	formats uint64
 	// cur keeps the path captures given while held lines are parsed with their own.
 	cur pathState
 }

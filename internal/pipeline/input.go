@@ -47,8 +47,11 @@ type stream struct {
 	// not CRI lines on a cri input; unmatched the lines no rule matched.
 	malformed, unmatched atomic.Uint64
 	// unfit counts the unmatched lines that fitted no group of rules (parser.LineDone):
-	// of an input with a log format, lines not of it (warnUnreadable).
-	unfit atomic.Uint64
+	// of an input with a log format, lines not of it; fit the well-formed lines that
+	// fitted one (warnUnreadable). Both are added from the bindings' counts when the
+	// lines' events are written (publishFits), fit first: a look at them never finds a
+	// line that did not fit without those that did before it.
+	unfit, fit atomic.Uint64
 	// cri joins the partial lines of a wrapper: cri input (nil otherwise); used by the
 	// follower's goroutine only. tooLong counts joined messages past the line cap.
 	cri     *cri.Joiner
@@ -93,10 +96,11 @@ type stream struct {
 	pool      atomic.Pointer[pool]
 	streamsOf *config.Config
 	streams   config.Streams
-	// unflushed is the sink the reading goroutine's lines went to since it last flushed: a
-	// binding's sink holds what the lines made (store.NewBatchSink) until the reading
-	// goroutine is done handing lines on for a while (flush). Used by that goroutine only.
-	unflushed *store.Sink
+	// unflushed is the binding the reading goroutine's lines went to since it last
+	// flushed: a binding's sink holds what the lines made (store.NewBatchSink) until the
+	// reading goroutine is done handing lines on for a while (flush). Used by that
+	// goroutine only.
+	unflushed *binding
 	// handed counts the lines the reading goroutine parsed since it last flushed; landed
 	// the lines whose events are written, which is what the input's lines read say (see
 	// stats): a scrape that sees a line read sees what it made, though a sink holds a
@@ -122,6 +126,23 @@ type binding struct {
 	// matched is told without a second pass.
 	done     parser.LineDone
 	received uint64
+	// fits and unfits count the well-formed lines done told of that fitted and that did
+	// not, since they were last added to the stream's fit and unfit (publishFits): plain
+	// counts of the binding's goroutine, so that a line pays no atomic operation for them.
+	fits, unfits uint64
+}
+
+// publishFits adds the lines b counted as fitted and not to the stream's counts; called
+// by b's goroutine as it writes their events.
+func (in *stream) publishFits(b *binding) {
+	if b.fits > 0 {
+		in.fit.Add(b.fits)
+		b.fits = 0
+	}
+	if b.unfits > 0 {
+		in.unfit.Add(b.unfits)
+		b.unfits = 0
+	}
 }
 
 // bind returns the input's binding to the current generation, making it on the first
@@ -156,11 +177,14 @@ func (in *stream) bindTo(p *Pipeline, slot *atomic.Pointer[binding]) *binding {
 		switch {
 		case !wellFormed:
 			in.malformed.Add(1)
-		case received == b.received:
+		case received != b.received:
+			b.fits++
+		case fitted:
+			b.fits++
 			in.unmatched.Add(1)
-			if !fitted {
-				in.unfit.Add(1)
-			}
+		default:
+			in.unmatched.Add(1)
+			b.unfits++
 		}
 		b.received = received
 	}
@@ -559,9 +583,9 @@ func (in *stream) batch(p *Pipeline, w *pool, path string, line []byte) {
 // of another binding (the generation changed) is flushed first, so that it holds nothing
 // once it is let go.
 func (in *stream) setNow(b *binding) {
-	if in.unflushed != b.sink {
+	if in.unflushed != b {
 		in.flush()
-		in.unflushed = b.sink
+		in.unflushed = b
 	}
 	b.sink.SetNow(in.processing, in.wall)
 }
@@ -571,7 +595,8 @@ func (in *stream) setNow(b *binding) {
 // lines were parsed.
 func (in *stream) flush() {
 	if in.unflushed != nil {
-		in.unflushed.Flush()
+		in.unflushed.sink.Flush()
+		in.publishFits(in.unflushed)
 		in.unflushed = nil
 	}
 	in.landed.Add(in.handed)

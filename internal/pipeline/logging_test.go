@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"github.com/logwindow/logwindow_exporter/config"
 	"github.com/logwindow/logwindow_exporter/internal/testutil/syncbuf"
 	"github.com/logwindow/logwindow_exporter/internal/testutil/testclock"
+	"github.com/logwindow/logwindow_exporter/parser"
 )
 
 // An input's log lines name it as its metrics and rules do: by its name, by its path when
@@ -237,6 +239,14 @@ func TestUnreadableInputs(t *testing.T) {
 		{"not of its log format, but a regex rule's", "log_format: combined", "[{name: r, labels: {status: '${status}'}}, {name: any, match: status}]", json, false},
 		{"of its format, filtered out", "log_format: combined", "[{name: r, labels: {status: '${status}'}, where: {status: '^5'}}]", combined, false},
 		{"no format, a regex of rare lines", "", "[{name: errors, match: ERROR}]", combined, false},
+		// Lines that are no message (another stream's, a message's parts) are no line
+		// that could be read.
+		{"not of its log format, among another stream's lines", "wrapper: cri, streams: [stdout], log_format: combined", "[{name: r, labels: {status: '${status}'}}]",
+			"2024-03-01T12:00:00Z stdout F " + json + "\n2024-03-01T12:00:00Z stderr F 2024/03/01 12:00:00 [error] 7#7: *1 open() failed", true},
+		{"not of its log format, in parts", "wrapper: cri, log_format: combined", "[{name: r, labels: {status: '${status}'}}]",
+			"2024-03-01T12:00:00Z stdout P " + json[:5] + "\n2024-03-01T12:00:00Z stdout F " + json[5:], true},
+		{"of its log format, among another stream's lines", "wrapper: cri, streams: [stdout], log_format: combined", "[{name: r, labels: {status: '${status}'}}]",
+			"2024-03-01T12:00:00Z stdout F " + combined + "\n2024-03-01T12:00:00Z stderr F 2024/03/01 12:00:00 [error] 7#7: *1 open() failed", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			log := filepath.Join(t.TempDir(), "0.log")
@@ -257,12 +267,155 @@ func TestUnreadableInputs(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Cleanup(p.Stop)
-			appendTo(t, log, strings.Repeat(tc.line+"\n", 20))
-			waitTotal(t, p, "every line", "logwindow_input_lines_total", 20)
+			text := strings.Repeat(tc.line+"\n", 20)
+			appendTo(t, log, text)
+			waitTotal(t, p, "every line", "logwindow_input_lines_total", float64(strings.Count(text, "\n")))
 			p.warnUnreadable()
 			if got := strings.Contains(out.String(), "none of the lines the input read lately"); got != tc.warned {
 				t.Errorf("warned %v, want %v:\n%s", got, tc.warned, out.String())
 			}
 		})
+	}
+}
+
+// An input without a log format none of whose lines since its rules were loaded any rule's
+// regex matched is logged, once per load: too few lines are too few to tell, a regex that
+// matched one line is one of rare lines, and a reload starts the count anew.
+func TestUnmatchedRegexLogged(t *testing.T) {
+	const (
+		line  = `10.0.0.1 - - [01/Mar/2024:12:00:00 +0000] "GET / HTTP/1.1" 200 5 "-" "curl/8.5.0"`
+		wrong = `" (?P<status>\d{3}) \d+ \d+` // one number too many after the status
+		right = `" (?P<status>\d{3}) \d+`
+	)
+	dir := t.TempDir()
+	log := filepath.Join(dir, "access.log")
+	if err := os.WriteFile(log, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rules := func(input, regex string) *config.Config {
+		t.Helper()
+		cfg, err := config.Parse(fmt.Appendf(nil, "inputs: [{name: web, path: '%s'%s}]\nrules: [{name: r, match: '%s', labels: {status: '${status}'}}]\n", log, input, regex), "rules.yaml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cfg
+	}
+	clock := testclock.New(time.Date(2024, 3, 1, 12, 0, 0, 0, time.UTC))
+	var out syncbuf.Buffer
+	p, err := Start(rules("", wrong), Options{Now: clock.Now, PollInterval: 10 * time.Millisecond, Logger: slog.New(slog.NewTextHandler(&out, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Stop)
+	const warning = "no rule's match regex matched any of the lines the input read since the rules were loaded"
+	read := 0
+	for _, step := range []struct {
+		name          string
+		input, regex  string // a reload to them first, when regex is set
+		lines         []string
+		logged        int // warnings so far
+		unreadable    int // warnings of lines not of the input's format so far
+		after         time.Duration
+		checkNumLines bool
+	}{
+		{name: "too few to tell", lines: repeat(line, unmatchedMinLines-1)},
+		{name: "enough", lines: repeat(line, 1), logged: 1, checkNumLines: true},
+		{name: "once per load", lines: repeat(line, 3*unmatchedMinLines), logged: 1, after: 2 * time.Hour},
+		{name: "a reload, still wrong", regex: wrong, lines: repeat(line, unmatchedMinLines), logged: 2},
+		{name: "right", regex: right, lines: repeat(line, unmatchedMinLines), logged: 2},
+		{name: "a regex of rare lines", regex: `(?P<status>ERROR)`, lines: append([]string{"ERROR x"}, repeat(line, 3*unmatchedMinLines)...), logged: 2},
+		{name: "a log format given", input: ", log_format: upstreaminfo", regex: wrong, lines: repeat(line, unmatchedMinLines), logged: 2, unreadable: 1},
+		{name: "and taken away", regex: wrong, lines: repeat(line, unmatchedMinLines-1), logged: 2, unreadable: 1},
+		{name: "since the reload", lines: repeat(line, 1), logged: 3, unreadable: 1},
+	} {
+		clock.Add(step.after)
+		if step.regex != "" {
+			if err := p.Reload(rules(step.input, step.regex)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		appendTo(t, log, strings.Join(step.lines, "\n")+"\n")
+		read += len(step.lines)
+		waitTotal(t, p, step.name, "logwindow_input_lines_total", float64(read))
+		p.warnUnreadable()
+		if got := strings.Count(out.String(), warning); got != step.logged {
+			t.Fatalf("%s: %d warnings, want %d:\n%s", step.name, got, step.logged, out.String())
+		}
+		if got := strings.Count(out.String(), "none of the lines the input read lately"); got != step.unreadable {
+			t.Fatalf("%s: %d warnings of unreadable lines, want %d:\n%s", step.name, got, step.unreadable, out.String())
+		}
+		if want := fmt.Sprintf("input=web source=%s lines=%d", log, unmatchedMinLines); step.checkNumLines && !strings.Contains(out.String(), want) {
+			t.Errorf("%s: the warning lacks %s:\n%s", step.name, want, out.String())
+		}
+	}
+}
+
+// A file of an input with candidate log formats whose lines fit none of them is logged by
+// its path, though the input's other files fit: once, and the files that come to fit none
+// later at most once an hour, each named once.
+func TestFilesOfNoFormatLogged(t *testing.T) {
+	dir := t.TempDir()
+	const (
+		combined = `10.0.0.1 - - [01/Mar/2024:12:00:00 +0000] "GET / HTTP/1.1" 200 5 "-" "curl/8.5.0"`
+		plain    = `12:00:00 INFO served / in 5ms`
+	)
+	file := func(pod string) string { return filepath.Join(dir, pod, "0.log") }
+	for _, pod := range []string{"web", "app", "worker"} {
+		if err := os.MkdirAll(filepath.Join(dir, pod), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(file(pod), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg, err := config.Parse(fmt.Appendf(nil, "inputs: [{name: pods, path: '%s/*/*.log', log_format: auto}]\nrules: [{name: requests, labels: {status: '${status}'}}]\n", dir), "rules.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	clock := testclock.New(time.Date(2024, 3, 1, 12, 0, 0, 0, time.UTC))
+	var out syncbuf.Buffer
+	p, err := Start(cfg, Options{Now: clock.Now, PollInterval: 10 * time.Millisecond, Logger: slog.New(slog.NewTextHandler(&out, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Stop)
+	const warning = "files of the input whose lines fit none of its log formats"
+	read := 0
+	for _, step := range []struct {
+		name   string
+		pod    string
+		line   string
+		n      int
+		after  time.Duration
+		logged []string // the file each warning so far names first
+	}{
+		{"of a format", "web", combined, 20, 0, nil},
+		{"of none, too few to tell", "app", plain, parser.MaxHeld - 1, 0, nil},
+		{"of none", "app", plain, 1, 0, []string{"app"}},
+		{"goes on", "app", plain, 2 * parser.MaxHeld, 0, []string{"app"}},
+		{"another, within the hour", "worker", plain, parser.MaxHeld, 59 * time.Minute, []string{"app"}},
+		{"an hour later", "web", combined, 1, time.Hour, []string{"app", "worker"}},
+	} {
+		clock.Add(step.after)
+		appendTo(t, file(step.pod), strings.Repeat(step.line+"\n", step.n))
+		read += step.n
+		waitTotal(t, p, step.name, "logwindow_input_lines_total", float64(read))
+		p.warnUnreadable()
+		var logged []string
+		for _, l := range strings.Split(out.String(), "\n") {
+			if strings.Contains(l, warning) {
+				_, e, _ := strings.Cut(l, " example=")
+				logged = append(logged, filepath.Base(filepath.Dir(e)))
+			}
+		}
+		if !slices.Equal(logged, step.logged) {
+			t.Fatalf("%s: warnings name %q, want %q:\n%s", step.name, logged, step.logged, out.String())
+		}
+	}
+	if st := p.inputStats(); len(st) != 1 || st[0].Formats[parser.NoFormat] != 2 || st[0].Formats["combined"] != 1 {
+		t.Errorf("input stats %+v, want two files of no format and one combined", st)
+	}
+	if want := fmt.Sprintf("input=pods source=%s/*/*.log files=1 example=%s", dir, file("worker")); !strings.Contains(out.String(), want) {
+		t.Errorf("the warning lacks %s:\n%s", want, out.String())
 	}
 }

@@ -130,8 +130,10 @@ type Pipeline struct {
 	// their joiners were in the middle of.
 	handedOver  map[string][]follow.Position
 	handedParts map[string][]pathParts
-	// unreadable is what warnUnreadable keeps of each input by label, used by it alone.
+	// unreadable is what warnUnreadable keeps of each input by label, and looked each
+	// stream's counts at its last look, used by it alone.
 	unreadable map[string]*unreadable
+	looked     map[*stream]lineCounts
 	// started is the processing second of Start, and restored that of the start of the
 	// process whose snapshot was restored (math.MaxInt64 when none): rates count from
 	// the earlier.
@@ -240,6 +242,7 @@ func (p *Pipeline) reload(cfg *config.Config) error {
 		p.reloadErr = err
 		return err
 	}
+	p.reloadUnreadable()
 	p.gen.Store(gen)
 	for _, in := range p.inputs {
 		in.release()

@@ -1,6 +1,11 @@
 package pipeline
 
-import "time"
+import (
+	"slices"
+	"time"
+
+	"github.com/logwindow/logwindow_exporter/parser"
+)
 
 // unreadableMinLines is how many lines an input must have read since the last look for none
 // of them being readable to be told of: a few odd lines (a startup banner, a stray
@@ -11,49 +16,109 @@ const unreadableMinLines = 10
 // logged again while it goes on.
 const unreadableLogEvery = time.Hour
 
+// unmatchedMinLines is how many lines an input without a log format must have read since
+// its rules were loaded, none of them matched by any rule's regex, for that to be told of
+// (once per load): rules of rare lines (match: ERROR) leave many lines between theirs,
+// and are told of once at most, but a regex that fits no line of the file is seldom
+// meant to.
+const unmatchedMinLines = 100
+
 // unreadable is what warnUnreadable keeps of an input between its looks.
 type unreadable struct {
-	// read and unread are the input's counts at the last look.
-	read, unread uint64
 	// logged is when the episode going on was last logged (zero: none is going on).
 	logged time.Time
+	// sinceFit and sinceUnfit count the lines that fitted and did not since the rules
+	// were loaded (the look of their reload, or Start), and told says whether an input
+	// without a log format was told of, for these rules, that none of them fitted a
+	// rule's regex.
+	sinceFit, sinceUnfit uint64
+	told                 bool
+	// noFormat are the files of no candidate format (parser.NoFormat) told of, of those
+	// that still are; noFormatLogged when some were last.
+	noFormat       map[string]bool
+	noFormatLogged time.Time
 }
+
+// lineCounts are the counts of an input's lines that warnUnreadable looks at.
+type lineCounts struct{ fit, unfit, malformed uint64 }
 
 // warnUnreadable logs each input none of whose lines read since the last look could be
 // read as it says: not of its log format (nor matched by a rule's regex), not CRI lines on
 // a wrapper: cri input, or not the JSON or logfmt its fields rules read. Its counters say
 // so (logwindow_input_unmatched_lines_total, logwindow_input_malformed_lines_total), but
-// the rules count zeros meanwhile, which a log line should make loud. Lines that were read
-// and that no rule matched are not told of: they are also what rules that filter
-// (where:) leave, and, of an input without a log format, what rules that match rare lines
-// leave. It is logged when it starts and again at most every unreadableLogEvery while it
-// goes on; a look that finds lines read ends it. It looks at counters the inputs keep
-// anyway, so the lines pay nothing for it. Start's goroutine calls it every expireEvery.
+// the rules count zeros meanwhile, which a log line should make loud. Lines that are no
+// message (parts of a CRI message, lines of a CRI stream the input does not read) are
+// neither. It is logged when it starts and again at most every unreadableLogEvery while
+// it goes on; a look that finds lines that fit ends it.
+//
+// Lines that were read and that no rule counted are not told of: they are also what rules
+// that filter (where:) leave, and, of an input without a log format, what regex rules
+// that match rare lines leave. But an input without a log format none of whose lines
+// since its rules were loaded (unmatchedMinLines at least) any rule's regex matched is
+// told of, once per load: that is a regex that is wrong more often than one of lines
+// that did not come yet.
+//
+// A file of an input with candidate log formats none of whose last lines fit any
+// (parser.NoFormat) is logged by its path, though the input's other files fit: a pod whose
+// nginx writes a format of its own. Files that come to it are logged when the first does,
+// and later ones at most every unreadableLogEvery, each once while it is of no format.
+//
+// It looks at counters the inputs keep anyway, or count without an atomic operation a
+// line, so the lines pay next to nothing for it. Start's goroutine calls it every
+// expireEvery.
 func (p *Pipeline) warnUnreadable() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.stopped {
 		return
 	}
-	// The shards of an input are one input to the user.
+	p.lookUnreadable()
+}
+
+// reloadUnreadable is warnUnreadable for a reload, with p.mu held, before it puts its
+// generation in force: what the lines read until then made of the rules it replaces is
+// told of them, and the lines since the rules were loaded are counted anew.
+func (p *Pipeline) reloadUnreadable() {
+	p.lookUnreadable()
+	for _, m := range p.unreadable {
+		m.sinceFit, m.sinceUnfit, m.told = 0, 0, false
+	}
+}
+
+// lookUnreadable is warnUnreadable with p.mu held.
+func (p *Pipeline) lookUnreadable() {
+	// The shards of an input are one input to the user; a stream's counts are taken
+	// since the last look at it, so that a stream a reload started anew counts from none.
 	type counts struct {
-		read, unread uint64
-		source       string
+		lineCounts
+		source   string
+		format   bool
+		noFormat []string
 	}
 	gen := p.gen.Load()
 	now := map[string]*counts{}
+	looked := make(map[*stream]lineCounts, len(p.inputs))
 	for _, in := range p.inputs {
 		c := now[in.label]
 		if c == nil {
-			c = &counts{source: in.source}
+			ci := gen.input(in.source)
+			c = &counts{source: in.source, format: ci.LogFormat != nil || len(ci.LogFormats) > 0}
 			now[in.label] = c
 		}
-		c.read += in.landed.Load()
-		c.unread += in.malformed.Load()
-		if ci := gen.input(in.source); ci.LogFormat != nil || len(ci.LogFormats) > 0 {
-			c.unread += in.unfit.Load()
+		// unfit is loaded before fit, which is added to first: a look never finds lines
+		// that did not fit without those that did before them.
+		cur := lineCounts{unfit: in.unfit.Load()}
+		cur.fit, cur.malformed = in.fit.Load(), in.malformed.Load()
+		last := p.looked[in]
+		c.fit += cur.fit - last.fit
+		c.unfit += cur.unfit - last.unfit
+		c.malformed += cur.malformed - last.malformed
+		looked[in] = cur
+		if in.files != nil {
+			c.noFormat = append(c.noFormat, in.files.NoFormatFiles()...)
 		}
 	}
+	p.looked = looked
 	if p.unreadable == nil {
 		p.unreadable = map[string]*unreadable{}
 	}
@@ -69,22 +134,58 @@ func (p *Pipeline) warnUnreadable() {
 			m = &unreadable{}
 			p.unreadable[label] = m
 		}
-		read, unread := c.read-m.read, c.unread-m.unread
-		if c.read < m.read || c.unread < m.unread || unread > read {
-			// A reload replaced a shard, whose counts started again, or gave the input a
-			// log format, whose lines not of it count from before.
-			read, unread = 0, 0
+		unread := c.malformed
+		if c.format {
+			unread += c.unfit
 		}
-		m.read, m.unread = c.read, c.unread
 		switch {
-		case read < unreadableMinLines:
+		case c.fit+unread < unreadableMinLines:
 			// Too few to tell; an episode going on goes on.
-		case unread < read:
+		case c.fit > 0:
 			m.logged = time.Time{}
 		case m.logged.IsZero() || at.Sub(m.logged) >= unreadableLogEvery:
 			m.logged = at
 			p.opts.Logger.Warn("none of the lines the input read lately could be read as it says (not of its log_format, not CRI lines on a wrapper: cri input, or not the JSON or logfmt its fields rules read): its rules count nothing of them; --explain=FILE says where a line stops fitting (logged again at most once an hour while it goes on)",
-				"input", label, "source", c.source, "lines", read)
+				"input", label, "source", c.source, "lines", unread)
+		}
+		m.sinceFit += c.fit
+		m.sinceUnfit += c.unfit
+		if !c.format && !m.told && m.sinceFit == 0 && m.sinceUnfit >= unmatchedMinLines {
+			m.told = true
+			p.opts.Logger.Warn("no rule's match regex matched any of the lines the input read since the rules were loaded: its rules count nothing; if they are of rare lines, this is expected, otherwise --explain=FILE says where a line stops matching (logged once per load)",
+				"input", label, "source", c.source, "lines", m.sinceUnfit)
+		}
+		m.warnNoFormat(p, label, c.source, c.noFormat, at)
+	}
+}
+
+// warnNoFormat logs the files of noFormat, an input's of no candidate format, not told of
+// yet, unless some were within unreadableLogEvery; it forgets those no longer of it.
+func (m *unreadable) warnNoFormat(p *Pipeline, label, source string, noFormat []string, at time.Time) {
+	var fresh []string
+	still := make(map[string]bool, len(noFormat))
+	for _, path := range noFormat {
+		still[path] = true
+		if !m.noFormat[path] {
+			fresh = append(fresh, path)
 		}
 	}
+	for path := range m.noFormat {
+		if !still[path] {
+			delete(m.noFormat, path)
+		}
+	}
+	if len(fresh) == 0 || !m.noFormatLogged.IsZero() && at.Sub(m.noFormatLogged) < unreadableLogEvery {
+		return
+	}
+	if m.noFormat == nil {
+		m.noFormat = map[string]bool{}
+	}
+	for _, path := range fresh {
+		m.noFormat[path] = true
+	}
+	m.noFormatLogged = at
+	slices.Sort(fresh)
+	p.opts.Logger.Warn("files of the input whose lines fit none of its log formats: their lines count as unmatched, and its rules count nothing of them; logwindow_input_file_format{format=\""+parser.NoFormat+"\"} counts them, --explain=FILE says where a line stops fitting (files that come to it later are logged at most once an hour)",
+		"input", label, "source", source, "files", len(fresh), "example", fresh[0])
 }

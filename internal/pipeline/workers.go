@@ -192,6 +192,7 @@ func (w *pool) parse(p *Pipeline, in *stream, slot *atomic.Pointer[binding], bt 
 		}
 	}
 	b.sink.Flush() // before the batch counts as parsed (drain)
+	in.publishFits(b)
 	in.landed.Add(handed)
 	in.unbindIfStale(p, slot, b)
 	bt.data, bt.lines, bt.handed = bt.data[:0], bt.lines[:0], 0

@@ -7,13 +7,17 @@ import "strings"
 // whole stays within 63). A Deployment's ReplicaSet is its name, a hyphen and the
 // pod-template-hash: a uint32's decimal digits each encoded as a letter of suffixAlphabet
 // (apimachinery's rand.SafeEncodeString), hence 1 to 10 of the ten characters in
-// hashAlphabet.
+// hashAlphabet. A CronJob's Job is the CronJob's name, a hyphen and the time it was
+// scheduled for in minutes since 1970 (the cronjob controller's getJobName): minuteLen
+// digits from 1989 to 2160.
 const (
 	suffixAlphabet     = "bcdfghjklmnpqrstvwxz2456789"
 	suffixLen          = 5
 	hashAlphabet       = "456789bcdf"
 	maxHashLen         = 10
 	maxGeneratedPrefix = 58
+	digits             = "0123456789"
+	minuteLen          = 8
 	// minHashLen is the shortest hash taken for one: a shorter one is a hash below
 	// 100000, one in 40,000; a name of a DaemonSet, ReplicaSet or Job that ends in a
 	// hyphen and as many hash characters as this is taken for a Deployment's.
@@ -22,18 +26,23 @@ const (
 
 // workloadOf is the name of the workload that owns the pod: a Deployment's pod
 // (web-7d4b9c8f6d-x2kqz) without its ReplicaSet's hash and its suffix (web); a pod of a
-// DaemonSet, ReplicaSet or Job (agent-5lz9w) without its suffix (agent); any other name,
-// a StatefulSet's pod with its ordinal (web-0) or a bare pod, as it is.
+// DaemonSet, ReplicaSet or Job (agent-5lz9w) without its suffix (agent); a CronJob's Job's
+// pod (backup-29412345-x7k2b) without its Job's scheduled minute and its suffix (backup),
+// so that its runs are one workload; any other name, a StatefulSet's pod with its ordinal
+// (web-0) or a bare pod, as it is.
 //
 // Kubernetes cuts a generateName (the owner's name and a hyphen) longer than 58
 // characters to 58 and puts the suffix right after it: a pod name of 63 characters whose
 // 58th is not a hyphen is such a prefix and a suffix with nothing between. What is left of
-// a Deployment's hash at the end of the prefix goes with the hyphen before it; a prefix
-// cut within the owner's name is the same for all its pods, and stays.
+// a Deployment's hash or a Job's minute at the end of the prefix goes with the hyphen
+// before it; a prefix cut within the owner's name is the same for all its pods, and stays.
 func workloadOf(pod string) string {
 	if len(pod) == maxGeneratedPrefix+suffixLen && pod[maxGeneratedPrefix-1] != '-' && inAlphabet(pod[maxGeneratedPrefix:], suffixAlphabet) {
 		prefix := pod[:maxGeneratedPrefix]
 		if owner, ok := cutSegment(prefix, hashAlphabet, 1, maxHashLen); ok {
+			return owner
+		}
+		if owner, ok := cutSegment(prefix, digits, 1, minuteLen); ok {
 			return owner
 		}
 		return prefix
@@ -43,6 +52,9 @@ func workloadOf(pod string) string {
 		return pod
 	}
 	if owner, ok := cutSegment(base, hashAlphabet, minHashLen, maxHashLen); ok {
+		return owner
+	}
+	if owner, ok := cutSegment(base, digits, minuteLen, minuteLen); ok {
 		return owner
 	}
 	return base

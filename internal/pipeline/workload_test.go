@@ -18,6 +18,11 @@ func TestWorkloadOf(t *testing.T) {
 		{"daemonset named like a word of the hash alphabet", "node-local-dns-x7k9p", "node-local-dns"},
 		{"replicaset", "agent-5lz9w", "agent"},
 		{"job", "migrate-q8x7v", "migrate"},
+		// A CronJob's Job is the CronJob's name, a hyphen and its scheduled time in
+		// minutes since 1970 (eight digits from 1989 to 2160).
+		{"cronjob", "backup-29412345-x7k2b", "backup"},
+		{"cronjob, hyphenated name", "nightly-report-29400000-bq9zt", "nightly-report"},
+		{"cronjob, minute of hash characters", "backup-29456789-x7k2b", "backup"},
 		{"statefulset ordinal", "web-0", "web-0"},
 		{"statefulset ordinal 12", "kafka-12", "kafka-12"},
 		{"statefulset ordinal of 4 digits", "db-2024", "db-2024"},
@@ -31,6 +36,11 @@ func TestWorkloadOf(t *testing.T) {
 		{"cut in the name", strings.Repeat("app-", 15)[:58] + "x2kqz", strings.Repeat("app-", 15)[:58]},
 		{"cut after the hyphen", strings.Repeat("b", 57) + "-x2kqz", strings.Repeat("b", 57)},
 		{"63 characters, a hyphen before the suffix", strings.Repeat("b", 46) + "-7d4b9c8f6d-x2kqz", strings.Repeat("b", 46)},
+		// A CronJob's name is at most 52 characters: from 49 on, its Job's pods have the
+		// minute cut, whole or in part.
+		{"cronjob of 48, nothing cut", strings.Repeat("c", 48) + "-29412345-x7k2b", strings.Repeat("c", 48)},
+		{"cronjob of 49, the hyphen cut", strings.Repeat("c", 49) + "-29412345" + "x7k2b", strings.Repeat("c", 49)},
+		{"cronjob of 52, the minute cut", strings.Repeat("c", 52) + "-29412" + "x7k2b", strings.Repeat("c", 52)},
 		{"63 characters ending in an ordinal", strings.Repeat("b", 60) + "-12", strings.Repeat("b", 60) + "-12"},
 		// Near misses are left as they are.
 		{"suffix with a vowel", "web-7d4b9c8f6d-x2kqa", "web-7d4b9c8f6d-x2kqa"},
@@ -38,6 +48,8 @@ func TestWorkloadOf(t *testing.T) {
 		{"suffix of 6", "web-x2kqzz", "web-x2kqzz"},
 		{"suffix with a 0", "web-x2kq0", "web-x2kq0"},
 		{"upper case suffix", "web-X2KQZ", "web-X2KQZ"},
+		{"minute of 7 digits", "backup-2941234-x7k2b", "backup-2941234"},
+		{"minute of 9 digits", "backup-294123456-x7k2b", "backup-294123456"},
 		{"hash of 11", "web-7d4b9c8f6d4-x2kqz", "web-7d4b9c8f6d4"},
 		{"hash with a letter outside its alphabet", "web-7d4b9c8f6z-x2kqz", "web-7d4b9c8f6z"},
 		{"short hash-like word kept", "web-bcd-x2kqz", "web-bcd"},
