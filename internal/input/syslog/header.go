@@ -41,6 +41,9 @@ func Parse(datagram []byte) (msg []byte, h Header, ok bool) {
 		// A version 1 that is not RFC 5424: a broken sender, not a message of its own.
 		return d, Header{}, false
 	}
+	if m, h, ok := cisco(rest); ok {
+		return m, h, true
+	}
 	if m, h, ok := rfc3164(rest); ok {
 		return m, h, true
 	}
@@ -189,12 +192,96 @@ func rfc3164(b []byte) ([]byte, Header, bool) {
 // syslogd and some loggers send locally): the message, less a tag opening it as rsyslog
 // reads one. With no timestamp to say that a header is there, only `tag: ` or
 // `tag[pid]: ` with its space counts, so that a message such as `http://host/` or an
-// IPv6 address is kept whole; no hostname is read (RFC 3164 puts it after the time).
+// IPv6 address is kept whole, and a log level is no tag: `<12>WARNING: disk full` is
+// what Python's SysLogHandler sends under a formatter of "%(levelname)s: %(message)s",
+// and the level is the message's (rsyslog takes it for the tag). No hostname is read
+// (RFC 3164 puts it after the time).
 func headerless(b []byte) ([]byte, Header, bool) {
-	if tag, msg, ok := afterTag(b); ok && len(msg) < len(b) && b[len(b)-len(msg)-1] == ' ' {
+	if tag, msg, ok := afterTag(b); ok && len(msg) < len(b) && b[len(b)-len(msg)-1] == ' ' && !isLevel(tag) {
 		return msg, Header{Tag: tag}, true
 	}
 	return b, Header{}, true
+}
+
+// levels are the names of a log level or syslog severity, which open a message more often
+// than a program is named so.
+var levels = []string{"emerg", "emergency", "panic", "alert", "crit", "critical", "fatal", "err", "error",
+	"warn", "warning", "notice", "info", "informational", "debug", "trace"}
+
+// isLevel reports whether tag is one of levels, in any case.
+func isLevel(tag []byte) bool {
+	for _, l := range levels {
+		if bytes.EqualFold(tag, []byte(l)) {
+			return true
+		}
+	}
+	return false
+}
+
+// cisco strips the header Cisco IOS writes after the priority:
+// `[seq: ][origin: ][*|.]TIMESTAMP[ ZONE]: `, where seq is the message's sequence number
+// (`service sequence-numbers`), origin its hostname (`logging origin-id`), `*` or `.`
+// marks a clock never or no longer synchronized, and the timestamp may have a year and
+// milliseconds (`service timestamps log datetime msec year show-timezone`). The
+// `%FACILITY-SEVERITY-MNEMONIC: ` opening the message is its tag, as rsyslog's Cisco
+// parser reads it. ok is false unless a sequence number, a marker or a zone says the
+// header is Cisco's: without them it is RFC 3164's (rfc3164).
+func cisco(b []byte) ([]byte, Header, bool) {
+	var h Header
+	seq := false
+	// A number is no program's name: `123: ` is a sequence number, whatever follows it.
+	if n := digits(b); n > 0 && n+1 < len(b) && b[n] == ':' && b[n+1] == ' ' {
+		b, seq = b[n+2:], true
+	}
+	if seq {
+		if c := bytes.Index(b, []byte(": ")); c > 0 && bytes.IndexByte(b[:c], ' ') < 0 && ciscoTime(b[c+2:], true) > 0 {
+			h.Hostname, b = b[:c], b[c+2:]
+		}
+	}
+	n := ciscoTime(b, seq)
+	if n == 0 && !seq {
+		return nil, Header{}, false
+	}
+	b = bytes.TrimPrefix(b[n:], []byte(" "))
+	if len(b) > 0 && b[0] == '%' {
+		if tag, msg, ok := afterTag(b); ok {
+			h.Tag = tag
+			return msg, h, true
+		}
+	}
+	return b, h, true
+}
+
+// ciscoTime returns the length of a Cisco timestamp opening b with the colon that ends
+// it, 0 if there is none or it may be RFC 3164's: without a sequence number before it
+// (seq) or a marker, the time must be followed by neither a colon nor a word and a
+// colon, which nginx's `Nov 24 05:28:09 nginx: ` has.
+func ciscoTime(b []byte, seq bool) int {
+	marked := len(b) > 0 && (b[0] == '*' || b[0] == '.')
+	i := 0
+	if marked {
+		i = 1
+	}
+	n := timestamp3164(b[i:])
+	if n == 0 {
+		return 0
+	}
+	i += n
+	if !marked && !seq {
+		return 0
+	}
+	if b[i-1] == ':' {
+		return i
+	}
+	// A zone: letters, then the colon.
+	z := i + 1
+	for z < len(b) && z-i-1 < 7 && ('A' <= b[z] && b[z] <= 'Z' || 'a' <= b[z] && b[z] <= 'z') {
+		z++
+	}
+	if i < len(b) && b[i] == ' ' && z-i-1 >= 2 && z < len(b) && b[z] == ':' {
+		return z + 1
+	}
+	return 0
 }
 
 var months = [12]string{"Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"}
