@@ -86,30 +86,70 @@ func Explain(cfg *config.Config, file string, maxLines int, opts Options) ([]exp
 }
 
 // Explain explains one line as the running rules would count it if input read it now,
-// without counting it. A complete CRI line of a stream a cri input reads is explained as
-// the input reads it, by its message and time (what --explain shows of it); any other
-// line as it is, so that a message pasted alone is explained too. A datagram pasted for
-// a syslog input is explained by its message, its header stripped as the input strips it.
+// without counting it. input is an input's name or, for an input without one, its path
+// or socket (config.Input.Label, as its self-metrics name it): the inputs without a name
+// share the name "", which does not say whose formats read the line, so such an input's
+// line is read by its own formats, alone, as its file's first line would be. "" is the one
+// input without a name when there is one, else a line of no input of the config. A
+// complete CRI line of a stream a cri input reads is explained as the input reads it, by
+// its message and time (what --explain shows of it); any other line as it is, so that a
+// message pasted alone is explained too. A datagram pasted for a syslog input is
+// explained by its message, its header stripped as the input strips it.
 func (p *Pipeline) Explain(input string, line []byte) explain.Line {
 	gen := p.gen.Load()
 	sink := gen.set.NewSink()
 	sink.SetNow(p.clock.read())
-	x := explain.New(gen.cfg.Rules, gen.parser, sink)
-	// The input skips a line of a stream it does not read before joining it: no message
-	// of it is counted, so it is explained as it is.
-	stream, _ := cri.Stream(line)
-	if slices.ContainsFunc(gen.cfg.Inputs, func(in config.Input) bool {
-		return in.Name == input && in.Wrapper == config.WrapperCRI && in.Streams.Reads(stream)
-	}) {
-		if msg, wrapperTime, r := cri.New(maxLineBytes(p.opts)).Feed("", line); r == cri.Complete {
-			return x.ExplainWrapped(input, msg, wrapperTime, false)
+	in, known := testedInput(gen.cfg, input)
+	name, wrapperTime := input, []byte(nil)
+	if known {
+		name = in.Name
+		// The input skips a line of a stream it does not read before joining it: no
+		// message of it is counted, so it is explained as it is.
+		if stream, _ := cri.Stream(line); in.Wrapper == config.WrapperCRI && in.Streams.Reads(stream) {
+			if msg, at, r := cri.New(maxLineBytes(p.opts)).Feed("", line); r == cri.Complete {
+				line, wrapperTime = msg, at
+			}
+		}
+		// A syslog input reads a datagram's message; one without a header, whole.
+		if in.Syslog != nil {
+			line, _ = syslog.Message(line)
 		}
 	}
-	// A syslog input reads a datagram's message; one without a header, whole.
-	if slices.ContainsFunc(gen.cfg.Inputs, func(in config.Input) bool { return in.Name == input && in.Syslog != nil }) {
-		line, _ = syslog.Message(line)
+	if !known || name != "" {
+		return explain.New(gen.cfg.Rules, gen.parser, sink).ExplainWrapped(name, line, wrapperTime, false)
 	}
-	return x.Explain(input, line, false)
+	ps := gen.parser.NewSession()
+	ps.SetFormats(in.LogFormats, parser.NewFiles())
+	ps.SetFormat("", in.LogFormat)
+	x := explain.New(gen.cfg.Rules, ps, sink)
+	var out explain.Line
+	done := func(bool, bool) { out = x.ExplainWrapped("", line, wrapperTime, false) }
+	ps.ParseFile("", "", line, wrapperTime, &newestTime{}, done)
+	ps.CloseFile("", "", &newestTime{}, done)
+	out.Input = input
+	return out
+}
+
+// testedInput is the input the line tester names input (see Pipeline.Explain): the input
+// of that name, else the input without a name of that path or socket, else, for "", the
+// one input without a name.
+func testedInput(cfg *config.Config, input string) (config.Input, bool) {
+	if i := slices.IndexFunc(cfg.Inputs, func(in config.Input) bool { return in.Name != "" && in.Name == input }); i >= 0 {
+		return cfg.Inputs[i], true
+	}
+	var unnamed []config.Input
+	for _, in := range cfg.Inputs {
+		if in.Name == "" {
+			if input != "" && in.Source() == input {
+				return in, true
+			}
+			unnamed = append(unnamed, in)
+		}
+	}
+	if input == "" && len(unnamed) == 1 {
+		return unnamed[0], true
+	}
+	return config.Input{}, false
 }
 
 // Config returns the config in force.
