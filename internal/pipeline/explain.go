@@ -17,7 +17,9 @@ import (
 // the next line is explained, so budgets and overflow are those the lines themselves
 // bring about. Like Replay it happens at one instant: the newest line's own time when a
 // rule has a timestamp, else the clock's now. The file is read to its end, lines beyond
-// maxLines unexamined.
+// maxLines unexamined but for those that settle the format of lines held before the cut
+// (parser.MaxHeld at most): a line is explained by the format its file's lines after it
+// have chosen for it, as a replay counts it, not by the choice of the moment of the cut.
 //
 // When no input reads the file and no rule matched any of its lines, the lines come with
 // an error that says so. The file's input's Fit, over all its lines read as Replay reads
@@ -37,7 +39,7 @@ func Explain(cfg *config.Config, file string, maxLines int, opts Options) ([]exp
 	read := inputsOf(cfg, []string{file}, opts.Logger)[0]
 	name := read.input.Name
 	_, err = readMessages(read, opts, func(_ string, n int, msg, wrapperTime []byte, _ lineValues) {
-		if len(msgs) < maxLines {
+		if len(msgs) < maxLines+parser.MaxHeld {
 			msgs = append(msgs, message{n, slices.Clone(msg), slices.Clone(wrapperTime)})
 		}
 	})
@@ -46,12 +48,25 @@ func Explain(cfg *config.Config, file string, maxLines int, opts Options) ([]exp
 	}
 	// Each line is read as its input reads it, by its own formats (inputs without a name
 	// share theirs, which does not say which of their formats is the file's) and by the
-	// format chosen for its file: done is told of each message, in order, as it is parsed
-	// (a line held while the format is chosen, by a later one).
-	parse := func(ps *parser.Session, sink replaySink, done parser.LineDone) {
+	// format chosen for its file: parsed is told of each of the first maxLines messages,
+	// in order, as it is parsed (a line held while the format is chosen, by a later one),
+	// and sink of their events alone. The messages after them are parsed only until the
+	// first maxLines are.
+	parse := func(ps *parser.Session, sink parser.Sink, parsed func(m message)) {
 		ps.SetFormats(read.input.LogFormats, parser.NewFiles())
 		ps.SetFormat(name, read.input.LogFormat)
+		n := 0
+		done := func(bool, bool) {
+			if n < maxLines {
+				parsed(msgs[n])
+			}
+			n++
+		}
+		sink = firstLines{sink, &n, maxLines}
 		for _, m := range msgs {
+			if n >= maxLines {
+				break
+			}
 			ps.ParseFile(file, name, m.text, m.wrapperTime, sink, done)
 		}
 		ps.CloseFile(file, name, sink, done)
@@ -59,7 +74,7 @@ func Explain(cfg *config.Config, file string, maxLines int, opts Options) ([]exp
 	now := newClock(opts.Now).second()
 	if hasEventTime(cfg) {
 		newest := &newestTime{}
-		parse(gen.parser.NewSession(), newest, ignoreDone)
+		parse(gen.parser.NewSession(), newest, func(message) {})
 		if newest.seen {
 			now = newest.time
 		}
@@ -68,11 +83,10 @@ func Explain(cfg *config.Config, file string, maxLines int, opts Options) ([]exp
 	sink.SetNow(now, now)
 	ps := gen.parser.NewSession()
 	x := explain.New(cfg.Rules, ps, sink)
-	out := make([]explain.Line, 0, len(msgs))
+	out := make([]explain.Line, 0, min(len(msgs), maxLines))
 	// A line is explained as its parse read it (Session.ExplainWrapped), its events fed
 	// to sink before the next line's parse; the parse's own go nowhere.
-	parse(ps, &newestTime{}, func(bool, bool) {
-		m := msgs[len(out)]
+	parse(ps, &newestTime{}, func(m message) {
 		l := x.ExplainWrapped(name, m.text, m.wrapperTime, true)
 		l.Number = m.n
 		out = append(out, l)
@@ -83,6 +97,26 @@ func Explain(cfg *config.Config, file string, maxLines int, opts Options) ([]exp
 		return out, err
 	}
 	return out, errors.Join(fs.write(opts.Summary), read.unread(cfg, "explain", len(out), matched))
+}
+
+// firstLines is a sink that passes on the events and drops of the lines parsed while
+// fewer than n were, as *parsed counts them.
+type firstLines struct {
+	parser.Sink
+	parsed *int
+	n      int
+}
+
+func (f firstLines) Event(e *parser.Event) {
+	if *f.parsed < f.n {
+		f.Sink.Event(e)
+	}
+}
+
+func (f firstLines) Drop(rule int, reason parser.DropReason) {
+	if *f.parsed < f.n {
+		f.Sink.Drop(rule, reason)
+	}
 }
 
 // Explain explains one line as the running rules would count it if input read it now,
