@@ -19,8 +19,8 @@ type Header struct {
 // (`<PRI>1 TIMESTAMP HOST APP PROCID MSGID SD msg`). After a priority without a timestamp
 // the rest is the message (RFC 3164 4.3.3's relay keeps it whole as the content), less a
 // `tag: ` opening it. ok is false when the datagram does not start with a priority, or
-// claims RFC 5424 and is not; msg is then the whole datagram. One trailing newline is
-// dropped either way. msg is always a subslice of datagram.
+// claims RFC 5424 and is not; msg is then the whole datagram. One trailing newline and
+// NUL are dropped either way (trimNewline). msg is always a subslice of datagram.
 func Message(datagram []byte) (msg []byte, ok bool) {
 	msg, _, ok = Parse(datagram)
 	return msg, ok
@@ -50,8 +50,14 @@ func Parse(datagram []byte) (msg []byte, h Header, ok bool) {
 	return headerless(rest)
 }
 
+// trimNewline drops the end of line a sender may close a datagram with: a newline, with
+// a carriage return before it, and a NUL, which Python's SysLogHandler puts after every
+// message ("some old syslog daemons expect a NUL terminator"), and which would make a
+// JSON message malformed.
 func trimNewline(b []byte) []byte {
 	b = bytes.TrimSuffix(b, []byte("\n"))
+	b = bytes.TrimSuffix(b, []byte("\r"))
+	b = bytes.TrimSuffix(b, []byte("\x00"))
 	return bytes.TrimSuffix(b, []byte("\r"))
 }
 
@@ -103,8 +109,11 @@ func rfc5424(b []byte) ([]byte, Header, bool) {
 	if b[0] != ' ' {
 		return nil, Header{}, false
 	}
-	return bytes.TrimPrefix(b[1:], []byte("\xef\xbb\xbf")), h, true
+	return bytes.TrimPrefix(b[1:], utf8BOM), h, true
 }
+
+// utf8BOM is U+FEFF in UTF-8, which may open a message.
+var utf8BOM = []byte("\xef\xbb\xbf")
 
 // nilValue is an RFC 5424 header field, nil for "-" (the nil value).
 func nilValue(f []byte) []byte {
@@ -195,8 +204,10 @@ func rfc3164(b []byte) ([]byte, Header, bool) {
 // IPv6 address is kept whole, and a log level is no tag: `<12>WARNING: disk full` is
 // what Python's SysLogHandler sends under a formatter of "%(levelname)s: %(message)s",
 // and the level is the message's (rsyslog takes it for the tag). No hostname is read
-// (RFC 3164 puts it after the time).
+// (RFC 3164 puts it after the time). A UTF-8 BOM opening the message goes, as after an
+// RFC 5424 header: Python's SysLogHandler put one there (2.7.0 to 2.7.3, 3.2.0 to 3.2.3).
 func headerless(b []byte) ([]byte, Header, bool) {
+	b = bytes.TrimPrefix(b, utf8BOM)
 	if tag, msg, ok := afterTag(b); ok && len(msg) < len(b) && b[len(b)-len(msg)-1] == ' ' && !isLevel(tag) {
 		return msg, Header{Tag: tag}, true
 	}
