@@ -155,7 +155,7 @@ func (s *Session) ParseFile(source, input string, line, wrapperTime []byte, sink
 // its held lines add to those its objects had, and reports whether they added any: a
 // file's format is chosen from its first lines, which may lack what its later ones have
 // (an application's start-up messages before its access lines), and a rule applies from
-// the first line that has every member it reads.
+// the line on by which the file's objects have had every member it reads.
 func (s *Session) grow(file *fileFormat) bool {
 	if s.prog == nil || !s.prog.format.AnyObject() {
 		return false
