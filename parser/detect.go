@@ -240,7 +240,8 @@ func (p *Parser) lineProgram(s *scratch, input string, line []byte) *formatProgr
 }
 
 // objectProgram is prog, JSONObject's, with only the rules whose members are all among
-// present (sorted): the program of a file whose objects have those members.
+// present (sorted): the program of a file whose objects have those members. A line with
+// another member a rule reads does not fit it (group.absent).
 func (p *Parser) objectProgram(prog *formatProgram, present []string) *formatProgram {
 	key := strings.Join(present, "\x00")
 	if v, ok := p.objects.Load(key); ok {
@@ -251,6 +252,15 @@ func (p *Parser) objectProgram(prog *formatProgram, present []string) *formatPro
 	g.rules = slices.DeleteFunc(slices.Clone(g.rules), func(r rule) bool {
 		return slices.ContainsFunc(r.keys, func(k string) bool { _, ok := slices.BinarySearch(present, k); return !ok })
 	})
+	g.absent = nil
+	for k, path := range g.fields.paths {
+		if path == nil {
+			continue
+		}
+		if _, ok := slices.BinarySearch(present, path[0]); !ok {
+			g.absent = append(g.absent, k+1)
+		}
+	}
 	v, _ := p.objects.LoadOrStore(key, sub)
 	return v.(*formatProgram)
 }

@@ -603,6 +603,8 @@ func FuzzDetect(f *testing.F) {
 		f.Add([]byte(sampleLine(r, cand) + "\n" + sampleLine(r, cand)))
 	}
 	f.Add([]byte("garbage\n{\"status\":\"200\"}\n{not json\n"))
+	// Objects whose members grow: a start-up message first.
+	f.Add([]byte("{\"msg\":\"start\"}\n{\"status\":\"200\"}\nnot json\n{\"request_time\":\"1\"}\n{\"s\":\"2\"}"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		lines := bytes.Split(data, []byte("\n"))
 		s := p.NewSession()
@@ -786,5 +788,45 @@ func TestNoFormatFileTriesEachLineOnce(t *testing.T) {
 	s.ParseFile("x", "pods", []byte(sampleLine(r, p.Candidates()[6])), nil, rec, count.done)
 	if got := files.Formats(); count.lines != lines+2*MaxHeld || got["combined"] != 1 || len(got) != 1 {
 		t.Errorf("%d lines parsed, formats %v; want %d, the file combined", count.lines, got, lines+2*MaxHeld)
+	}
+}
+
+// A file of JSON objects read by json (any object) has a rule apply from the first of its
+// lines with every member the rule reads, though the line its format was chosen from (a
+// start-up message) lacked one: an application's access lines come after what it says as
+// it starts. From then on a line that lacks the member reads it as empty, as it does in
+// a file whose first line had it. The growth survives a switch between files.
+func TestSessionObjectMembersGrow(t *testing.T) {
+	c := mustParse(t, `
+inputs:
+  - {name: app, path: /a, log_format: [json]}
+rules:
+  - {name: requests, labels: {status: '${status}'}}
+  - {name: seconds, value: request_time}
+`)
+	p := newOfInputs(t, c)
+	s := p.NewSession()
+	s.SetFormats(c.Inputs[0].LogFormats, NewFiles())
+	rec := &recorder{t: t, rules: c.Rules}
+	var count countingDone
+	for _, l := range []struct{ file, line string }{
+		{"f", `{"msg":"starting"}`},
+		{"f", `{"status":"200"}`},
+		{"g", `{"msg":"other file"}`},
+		{"f", `{"status":"404","request_time":0.5}`},
+		{"f", `{"msg":"stopping"}`},
+		{"g", `not json`},
+		{"g", `{"request_time":"1.5","status":"500"}`},
+	} {
+		s.ParseFile(l.file, "app", []byte(l.line), nil, rec, count.done)
+	}
+	want := []record{
+		{Rule: "requests", Labels: "status=200", Value: 1},
+		{Rule: "requests", Labels: "status=404", Value: 1}, {Rule: "seconds", Value: 0.5},
+		{Rule: "requests", Labels: "status=", Value: 1}, {Rule: "seconds", Drop: NoValue.String()},
+		{Rule: "requests", Labels: "status=500", Value: 1}, {Rule: "seconds", Value: 1.5},
+	}
+	if got := rec.take(); !slices.Equal(got, want) || count.lines != 7 {
+		t.Errorf("%d lines parsed:\n got %v\nwant %v", count.lines, got, want)
 	}
 }

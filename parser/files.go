@@ -49,7 +49,7 @@ type fileFormat struct {
 	// stream, its datagram's hostname and tag) are its alone.
 	heldPaths []pathState
 	// members are, for a file of JSON objects, the members the rules read that its
-	// objects have, as the lines its format was chosen from had them.
+	// objects had: the lines its format was chosen from and those after them (grow).
 	members []string
 	// tried are how many of held, the first, fit none of the candidates of the
 	// SetFormats numbered triedBy (Session.formats): while no format is chosen, a line is
@@ -187,6 +187,10 @@ func (s *Session) ParseFile(source, input string, line, wrapperTime []byte, sink
 	file.heldTimes = append(file.heldTimes, slices.Clone(wrapperTime))
 	file.heldPaths = append(file.heldPaths, pathState{p: s.p, text: slices.Clone(s.s.pathText), caps: slices.Clone(s.s.pathCaps)})
 	switch {
+	case s.grow(file):
+		// A JSON object with a member the file's did not have: the rules reading it
+		// apply from this line on.
+		s.flush(file, input, sink, done)
 	case s.prog != nil && len(file.held) > 1 && s.fits(file.held[len(file.held)-1]):
 		// A line fits again: those before it are the chosen format's misfits.
 		if file.none {
@@ -215,6 +219,31 @@ func (s *Session) ParseFile(source, input string, line, wrapperTime []byte, sink
 			s.flush(file, input, sink, done)
 		}
 	}
+}
+
+// grow makes the program of a file of JSON objects (json, any object) that of the members
+// its held lines add to those its objects had, and reports whether they added any: a
+// file's format is chosen from its first lines, which may lack what its later ones have
+// (an application's start-up messages before its access lines), and a rule applies from
+// the line on by which the file's objects have had every member it reads.
+func (s *Session) grow(file *fileFormat) bool {
+	if s.prog == nil || !s.prog.format.AnyObject() {
+		return false
+	}
+	full := s.p.cands[s.p.byID[s.prog.format.ID()]]
+	present := file.members
+	for _, m := range members(full, file.held, s.s) {
+		if _, ok := slices.BinarySearch(present, m); !ok {
+			present = append(slices.Clone(present), m)
+			slices.Sort(present)
+		}
+	}
+	if len(present) == len(file.members) {
+		return false
+	}
+	file.members = present
+	s.prog = s.p.objectProgram(full, present)
+	return true
 }
 
 // fits tells whether line fits the chosen format.

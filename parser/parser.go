@@ -121,6 +121,10 @@ type group struct {
 	// members are, for the group of a JSON template, the slots of the members its rules
 	// read, which the template always writes: a line that lacks one is not of it.
 	members []int
+	// absent are, for the group of a file's JSON objects (Parser.objectProgram), the
+	// slots of the members its rules read that none of the file's objects had so far:
+	// a line that has one is read by a program with more of the rules (Session.grow).
+	absent []int
 	// entries are the config rules of rules, in the same order, while the parser is
 	// built.
 	entries []ruleEntry
@@ -614,7 +618,7 @@ func (p *Parser) parse(s *scratch, groups []group, mustFit bool, input string, l
 				wellFormed = false
 				continue
 			}
-			if fitting && !hasMembers(m.caps, g.members) {
+			if fitting && (!hasMembers(m.caps, g.members) || hasAny(m.caps, g.absent)) {
 				return false, true
 			}
 		} else if !g.parse.Match(line, m.caps) || fitting && g.strict > 0 && m.caps[2*g.strict] < 0 {
@@ -639,6 +643,16 @@ func (p *Parser) parse(s *scratch, groups []group, mustFit bool, input string, l
 		}
 	}
 	return fits, wellFormed
+}
+
+// hasAny reports whether some slot of members has a value in caps.
+func hasAny(caps, members []int) bool {
+	for _, k := range members {
+		if caps[2*k] >= 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // hasMembers reports whether every slot of members has a value in caps.

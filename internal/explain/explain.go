@@ -23,8 +23,8 @@ type Line struct {
 	// Number is the line's position in its file (1-based); 0 for a pasted line.
 	Number int    `json:"line,omitempty"`
 	Input  string `json:"input"`
-	// Text is the line for display: as it is when it is valid UTF-8 without control
-	// characters, else Go-quoted (Escaped set), so nothing unprintable reaches a terminal
+	// Text is the line for display: as it is when it is valid UTF-8 without control or
+	// formatting characters, else Go-quoted (Escaped set), so nothing unprintable reaches a terminal
 	// or a page.
 	Text    string `json:"text"`
 	Escaped bool   `json:"escaped,omitempty"`
@@ -335,13 +335,16 @@ func captureText(cs []parser.Capture, name string) string {
 	return ""
 }
 
-// display returns b as it is when it is valid UTF-8 without control characters, else
-// Go-quoted (escaped true): invalid bytes as \xNN, control characters as \n, \x1b, ...
+// display returns b as it is when it is valid UTF-8 without control or formatting
+// characters, else Go-quoted (escaped true): invalid bytes as \xNN, control characters
+// as \n, \x1b, formatting ones as \ufeff, ...
 func display(b []byte) (string, bool) {
 	if utf8.Valid(b) {
 		clean := true
 		for _, r := range string(b) {
-			if unicode.IsControl(r) || r == utf8.RuneError {
+			// A formatting character shows as nothing (U+FEFF) or moves what follows
+			// (U+202E): either would hide what the explanation is about.
+			if unicode.IsControl(r) || unicode.Is(unicode.Cf, r) || r == utf8.RuneError {
 				clean = false
 				break
 			}

@@ -12,7 +12,8 @@ import (
 )
 
 // TestDisplay: text reaches a terminal or page as it is only when it is valid UTF-8
-// without control characters; else Go-quoted.
+// without control characters or invisible formatting ones (a byte order mark that makes a
+// JSON line malformed, a right-to-left override that shows it reordered); else Go-quoted.
 func TestDisplay(t *testing.T) {
 	cases := []struct {
 		in, want string
@@ -23,6 +24,8 @@ func TestDisplay(t *testing.T) {
 		{"a\xffb", `"a\xffb"`, true},
 		{"a\x1b[31mred", `"a\x1b[31mred"`, true},
 		{"tab\there", `"tab\there"`, true},
+		{"\ufeff{\"status\":\"200\"}", `"\ufeff{\"status\":\"200\"}"`, true},
+		{"GET /\u202egnp.exe 200", `"GET /\u202egnp.exe 200"`, true},
 		{"", "", false},
 	}
 	for _, c := range cases {

@@ -17,7 +17,9 @@ import (
 // the next line is explained, so budgets and overflow are those the lines themselves
 // bring about. Like Replay it happens at one instant: the newest line's own time when a
 // rule has a timestamp, else the clock's now. The file is read to its end, lines beyond
-// maxLines unexamined.
+// maxLines unexamined but for those that settle the format of lines held before the cut
+// (parser.MaxHeld at most): a line is explained by the format its file's lines after it
+// have chosen for it, as a replay counts it, not by the choice of the moment of the cut.
 //
 // When no input reads the file and no rule matched any of its lines, the lines come with
 // an error that says so. The file's input's Fit, over all its lines read as Replay reads
@@ -37,7 +39,7 @@ func Explain(cfg *config.Config, file string, maxLines int, opts Options) ([]exp
 	read := inputsOf(cfg, []string{file}, opts.Logger)[0]
 	name := read.input.Name
 	_, err = readMessages(read, opts, func(_ string, n int, msg, wrapperTime []byte, _ lineValues) {
-		if len(msgs) < maxLines {
+		if len(msgs) < maxLines+parser.MaxHeld {
 			msgs = append(msgs, message{n, slices.Clone(msg), slices.Clone(wrapperTime)})
 		}
 	})
@@ -46,12 +48,25 @@ func Explain(cfg *config.Config, file string, maxLines int, opts Options) ([]exp
 	}
 	// Each line is read as its input reads it, by its own formats (inputs without a name
 	// share theirs, which does not say which of their formats is the file's) and by the
-	// format chosen for its file: done is told of each message, in order, as it is parsed
-	// (a line held while the format is chosen, by a later one).
-	parse := func(ps *parser.Session, sink replaySink, done parser.LineDone) {
+	// format chosen for its file: parsed is told of each of the first maxLines messages,
+	// in order, as it is parsed (a line held while the format is chosen, by a later one),
+	// and sink of their events alone. The messages after them are parsed only until the
+	// first maxLines are.
+	parse := func(ps *parser.Session, sink parser.Sink, parsed func(m message)) {
 		ps.SetFormats(read.input.LogFormats, parser.NewFiles())
 		ps.SetFormat(name, read.input.LogFormat)
+		n := 0
+		done := func(bool, bool) {
+			if n < maxLines {
+				parsed(msgs[n])
+			}
+			n++
+		}
+		sink = firstLines{sink, &n, maxLines}
 		for _, m := range msgs {
+			if n >= maxLines {
+				break
+			}
 			ps.ParseFile(file, name, m.text, m.wrapperTime, sink, done)
 		}
 		ps.CloseFile(file, name, sink, done)
@@ -59,7 +74,7 @@ func Explain(cfg *config.Config, file string, maxLines int, opts Options) ([]exp
 	now := newClock(opts.Now).second()
 	if hasEventTime(cfg) {
 		newest := &newestTime{}
-		parse(gen.parser.NewSession(), newest, ignoreDone)
+		parse(gen.parser.NewSession(), newest, func(message) {})
 		if newest.seen {
 			now = newest.time
 		}
@@ -68,11 +83,10 @@ func Explain(cfg *config.Config, file string, maxLines int, opts Options) ([]exp
 	sink.SetNow(now, now)
 	ps := gen.parser.NewSession()
 	x := explain.New(cfg.Rules, ps, sink)
-	out := make([]explain.Line, 0, len(msgs))
+	out := make([]explain.Line, 0, min(len(msgs), maxLines))
 	// A line is explained as its parse read it (Session.ExplainWrapped), its events fed
 	// to sink before the next line's parse; the parse's own go nowhere.
-	parse(ps, &newestTime{}, func(bool, bool) {
-		m := msgs[len(out)]
+	parse(ps, &newestTime{}, func(m message) {
 		l := x.ExplainWrapped(name, m.text, m.wrapperTime, true)
 		l.Number = m.n
 		out = append(out, l)
@@ -85,31 +99,91 @@ func Explain(cfg *config.Config, file string, maxLines int, opts Options) ([]exp
 	return out, errors.Join(fs.write(opts.Summary), read.unread(cfg, "explain", len(out), matched))
 }
 
+// firstLines is a sink that passes on the events and drops of the lines parsed while
+// fewer than n were, as *parsed counts them.
+type firstLines struct {
+	parser.Sink
+	parsed *int
+	n      int
+}
+
+func (f firstLines) Event(e *parser.Event) {
+	if *f.parsed < f.n {
+		f.Sink.Event(e)
+	}
+}
+
+func (f firstLines) Drop(rule int, reason parser.DropReason) {
+	if *f.parsed < f.n {
+		f.Sink.Drop(rule, reason)
+	}
+}
+
 // Explain explains one line as the running rules would count it if input read it now,
-// without counting it. A complete CRI line of a stream a cri input reads is explained as
-// the input reads it, by its message and time (what --explain shows of it); any other
-// line as it is, so that a message pasted alone is explained too. A datagram pasted for
-// a syslog input is explained by its message, its header stripped as the input strips it.
+// without counting it. input is an input's name or, for an input without one, its path
+// or socket (config.Input.Label, as its self-metrics name it): the inputs without a name
+// share the name "", which does not say whose formats read the line, so such an input's
+// line is read by its own formats, alone, as its file's first line would be. "" is the one
+// input without a name when there is one, else a line of no input of the config. A
+// complete CRI line of a stream a cri input reads is explained as the input reads it, by
+// its message and time (what --explain shows of it); any other line as it is, so that a
+// message pasted alone is explained too. A datagram pasted for a syslog input is
+// explained by its message, its header stripped as the input strips it.
 func (p *Pipeline) Explain(input string, line []byte) explain.Line {
 	gen := p.gen.Load()
 	sink := gen.set.NewSink()
 	sink.SetNow(p.clock.read())
-	x := explain.New(gen.cfg.Rules, gen.parser, sink)
-	// The input skips a line of a stream it does not read before joining it: no message
-	// of it is counted, so it is explained as it is.
-	stream, _ := cri.Stream(line)
-	if slices.ContainsFunc(gen.cfg.Inputs, func(in config.Input) bool {
-		return in.Name == input && in.Wrapper == config.WrapperCRI && in.Streams.Reads(stream)
-	}) {
-		if msg, wrapperTime, r := cri.New(maxLineBytes(p.opts)).Feed("", line); r == cri.Complete {
-			return x.ExplainWrapped(input, msg, wrapperTime, false)
+	in, known := testedInput(gen.cfg, input)
+	name, wrapperTime := input, []byte(nil)
+	if known {
+		name = in.Name
+		// The input skips a line of a stream it does not read before joining it: no
+		// message of it is counted, so it is explained as it is.
+		if stream, _ := cri.Stream(line); in.Wrapper == config.WrapperCRI && in.Streams.Reads(stream) {
+			if msg, at, r := cri.New(maxLineBytes(p.opts)).Feed("", line); r == cri.Complete {
+				line, wrapperTime = msg, at
+			}
+		}
+		// A syslog input reads a datagram's message; one without a header, whole.
+		if in.Syslog != nil {
+			line, _ = syslog.Message(line)
 		}
 	}
-	// A syslog input reads a datagram's message; one without a header, whole.
-	if slices.ContainsFunc(gen.cfg.Inputs, func(in config.Input) bool { return in.Name == input && in.Syslog != nil }) {
-		line, _ = syslog.Message(line)
+	if !known || name != "" {
+		return explain.New(gen.cfg.Rules, gen.parser, sink).ExplainWrapped(name, line, wrapperTime, false)
 	}
-	return x.Explain(input, line, false)
+	ps := gen.parser.NewSession()
+	ps.SetFormats(in.LogFormats, parser.NewFiles())
+	ps.SetFormat("", in.LogFormat)
+	x := explain.New(gen.cfg.Rules, ps, sink)
+	var out explain.Line
+	done := func(bool, bool) { out = x.ExplainWrapped("", line, wrapperTime, false) }
+	ps.ParseFile("", "", line, wrapperTime, &newestTime{}, done)
+	ps.CloseFile("", "", &newestTime{}, done)
+	out.Input = input
+	return out
+}
+
+// testedInput is the input the line tester names input (see Pipeline.Explain): the input
+// of that name, else the input without a name of that path or socket, else, for "", the
+// one input without a name.
+func testedInput(cfg *config.Config, input string) (config.Input, bool) {
+	if i := slices.IndexFunc(cfg.Inputs, func(in config.Input) bool { return in.Name != "" && in.Name == input }); i >= 0 {
+		return cfg.Inputs[i], true
+	}
+	var unnamed []config.Input
+	for _, in := range cfg.Inputs {
+		if in.Name == "" {
+			if input != "" && in.Source() == input {
+				return in, true
+			}
+			unnamed = append(unnamed, in)
+		}
+	}
+	if input == "" && len(unnamed) == 1 {
+		return unnamed[0], true
+	}
+	return config.Input{}, false
 }
 
 // Config returns the config in force.

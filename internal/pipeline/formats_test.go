@@ -267,3 +267,51 @@ func TestCRIWrappedGiveIdenticalMetrics(t *testing.T) {
 		}
 	}
 }
+
+// The line tester names an input without a name by its path: a line pasted for it is read
+// by its own formats, not by those of every input without a name, which share the name
+// "" (a line of another's format would be counted as that input never counts it).
+func TestExplainUnnamedInputBySource(t *testing.T) {
+	dir := t.TempDir()
+	a, b, c := filepath.Join(dir, "a.log"), filepath.Join(dir, "b.log"), filepath.Join(dir, "c.log")
+	for _, f := range []string{a, b, c} {
+		if err := os.WriteFile(f, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg, err := config.Parse(fmt.Appendf(nil, `
+inputs:
+  - {path: '%s', log_format: '$remote_addr $http_host'}
+  - {path: '%s', log_format: '$http_host [$remote_addr]'}
+  - {path: '%s', log_format: ['$remote_addr $http_host', '$http_host [$remote_addr]']}
+rules:
+  - {name: requests, labels: {host: '${http_host}'}}
+`, a, b, c), "rules.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := Start(cfg, Options{Now: time.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Stop)
+	for _, tc := range []struct {
+		input, line, host string // host: "" for a line the input does not count
+	}{
+		{a, "h1 x", "x"},
+		{b, "h1 x", ""},
+		{b, "h1 [x]", "h1"},
+		{a, "h1 [x]", "[x]"},
+		// c's candidates both fit: the tie goes to the first.
+		{c, "h1 [x]", "[x]"},
+	} {
+		l := p.Explain(tc.input, []byte(tc.line))
+		got := ""
+		if l.Counted {
+			got = l.Rules[0].Labels[0].Value
+		}
+		if got != tc.host || l.Input != tc.input {
+			t.Errorf("Explain(%s, %q): input %q, counted with host %q; want %q", filepath.Base(tc.input), tc.line, l.Input, got, tc.host)
+		}
+	}
+}

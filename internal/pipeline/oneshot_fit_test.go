@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/logwindow/logwindow_exporter/config"
+	"github.com/logwindow/logwindow_exporter/parser"
 )
 
 // A line that ends the holding of a file's lines while its format is chosen again (here
@@ -167,5 +168,46 @@ rules:
 	}
 	if want := []bool{true, true, true, false, true}; !slices.Equal(counted, want) {
 		t.Errorf("explain counts lines %v, want %v as replay does", counted, want)
+	}
+}
+
+// --explain.lines cutting a file while its format is chosen again (its lines held, as
+// many as MaxHeld in a row) explains the lines before the cut as the choice made after it
+// reads them, as replay counts them, not by the format chosen before them, which it would
+// say they do not fit.
+func TestExplainCutWhileChoosing(t *testing.T) {
+	const plain, keyed = "10.0.0.1 200", "status=404 from 10.0.0.2"
+	var text []string
+	text = append(text, plain, plain)
+	for range parser.MaxHeld + 2 {
+		text = append(text, keyed)
+	}
+	log := filepath.Join(t.TempDir(), "access.log")
+	if err := os.WriteFile(log, []byte(strings.Join(text, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Parse(fmt.Appendf(nil, `
+inputs:
+  - {name: web, path: '%s', log_format: ['$remote_addr $status', 'status=$status from $remote_addr']}
+rules:
+  - {name: requests, labels: {status: '${status}'}}
+`, log), "rules.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []int{1, 3, 5, len(text)} {
+		lines, err := Explain(cfg, log, n, Options{Now: time.Now})
+		if err != nil || len(lines) != n {
+			t.Fatalf("explain %d lines: %d, %v", n, len(lines), err)
+		}
+		for i, l := range lines {
+			want := "status=200"
+			if i >= 2 {
+				want = "status=404"
+			}
+			if !l.Counted || l.Number != i+1 || l.Rules[0].Labels[0].Name+"="+l.Rules[0].Labels[0].Value != want {
+				t.Errorf("--explain.lines %d, line %d (%d): counted %v %v; want %s", n, i+1, l.Number, l.Counted, l.Rules[0], want)
+			}
+		}
 	}
 }

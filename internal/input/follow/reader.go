@@ -240,6 +240,12 @@ func (r *lineReader) scan(t *tracked, path string, start, end int) (int, int) {
 		start += i + 1
 		t.lead = false
 	}
+	if t.off-int64(end-start) == 0 && bytes.HasPrefix(buf[start:end], byteOrderMark) {
+		// The mark of UTF-8 that tools on Windows open a file with says how the file is
+		// written; it is no text of the first line (a JSON object after it is no JSON).
+		// Until three bytes are read the line waits here, as any incomplete one does.
+		start += len(byteOrderMark)
+	}
 	if r.block != nil && !t.skipping {
 		if i := bytes.LastIndexByte(buf[start:end], '\n'); i >= 0 && r.block(path, buf[start:start+i+1]) {
 			r.c.lines.Add(uint64(bytes.Count(buf[start:start+i+1], newline)))
@@ -289,6 +295,9 @@ func (r *lineReader) next(buf []byte, start, end int) ([]byte, int, int) {
 
 // newline is what ends a line.
 var newline = []byte{'\n'}
+
+// byteOrderMark is U+FEFF in UTF-8, dropped where it opens a file.
+var byteOrderMark = []byte("\xef\xbb\xbf")
 
 // line hands on one line, which starts at offset at of t, or counts it when it was too
 // long.

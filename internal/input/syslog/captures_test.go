@@ -27,6 +27,23 @@ func TestParseHeader(t *testing.T) {
 		{"rfc3339 time", "<13>2026-11-24T01:02:03Z web-2 nginx: hi", "web-2", "nginx", "hi"},
 		{"unpadded day", "<13>Nov 4 01:02:03 web-2 nginx: hi", "web-2", "nginx", "hi"},
 		{"not syslog", "plain line", "", "", "plain line"},
+		// A level opening a headerless message (Python's SysLogHandler under a formatter
+		// of "%(levelname)s: %(message)s") is the message's, not a program's name.
+		{"no timestamp, level", "<12>WARNING: disk full", "", "", "WARNING: disk full"},
+		{"no timestamp, lower-case level", "<11>error: disk full", "", "", "error: disk full"},
+		{"no timestamp, tag before a level", "<12>myapp: WARNING: disk full", "", "myapp", "WARNING: disk full"},
+		// nginx always sends its time: a tag there is nginx's, whatever its name.
+		{"nginx tagged as a level", "<190>Nov 24 05:28:09 vm info: GET /", "vm", "info", "GET /"},
+		// Cisco IOS: a sequence number, an origin, a time marked unsynced (*) or
+		// once-synced (.), milliseconds, a time zone, the mnemonic as the tag.
+		{"cisco", "<189>*Mar  1 00:00:00.123: %SYS-5-CONFIG_I: Configured from console", "", "%SYS-5-CONFIG_I", "Configured from console"},
+		{"cisco sequence number", "<189>123: *Mar  1 00:00:00.123: %SYS-5-CONFIG_I: Configured", "", "%SYS-5-CONFIG_I", "Configured"},
+		{"cisco once synced", "<189>124: .Mar  1 00:00:01.456: %LINK-3-UPDOWN: Interface Gi0/1, changed state to up", "", "%LINK-3-UPDOWN", "Interface Gi0/1, changed state to up"},
+		{"cisco time zone", "<189>125: Nov 24 2026 01:02:03.123 UTC: %SYS-5-CONFIG_I: Configured", "", "%SYS-5-CONFIG_I", "Configured"},
+		{"cisco time zone, no sequence", "<189>*Nov 24 01:02:03 CET: %SYS-5-CONFIG_I: Configured", "", "%SYS-5-CONFIG_I", "Configured"},
+		{"cisco origin", "<189>126: R1: *Mar  1 00:00:00.123: %SYS-5-CONFIG_I: Configured", "R1", "%SYS-5-CONFIG_I", "Configured"},
+		{"cisco without timestamps", "<189>127: %SYS-5-CONFIG_I: Configured", "", "%SYS-5-CONFIG_I", "Configured"},
+		{"cisco synced, plain header", "<189>Mar  1 00:00:00.123: %SYS-5-CONFIG_I: Configured", "", "%SYS-5-CONFIG_I", "Configured"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			msg, h, _ := Parse([]byte(tc.in))

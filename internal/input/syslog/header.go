@@ -19,8 +19,8 @@ type Header struct {
 // (`<PRI>1 TIMESTAMP HOST APP PROCID MSGID SD msg`). After a priority without a timestamp
 // the rest is the message (RFC 3164 4.3.3's relay keeps it whole as the content), less a
 // `tag: ` opening it. ok is false when the datagram does not start with a priority, or
-// claims RFC 5424 and is not; msg is then the whole datagram. One trailing newline is
-// dropped either way. msg is always a subslice of datagram.
+// claims RFC 5424 and is not; msg is then the whole datagram. One trailing newline and
+// NUL are dropped either way (trimNewline). msg is always a subslice of datagram.
 func Message(datagram []byte) (msg []byte, ok bool) {
 	msg, _, ok = Parse(datagram)
 	return msg, ok
@@ -41,14 +41,23 @@ func Parse(datagram []byte) (msg []byte, h Header, ok bool) {
 		// A version 1 that is not RFC 5424: a broken sender, not a message of its own.
 		return d, Header{}, false
 	}
+	if m, h, ok := cisco(rest); ok {
+		return m, h, true
+	}
 	if m, h, ok := rfc3164(rest); ok {
 		return m, h, true
 	}
 	return headerless(rest)
 }
 
+// trimNewline drops the end of line a sender may close a datagram with: a newline, with
+// a carriage return before it, and a NUL, which Python's SysLogHandler puts after every
+// message ("some old syslog daemons expect a NUL terminator"), and which would make a
+// JSON message malformed.
 func trimNewline(b []byte) []byte {
 	b = bytes.TrimSuffix(b, []byte("\n"))
+	b = bytes.TrimSuffix(b, []byte("\r"))
+	b = bytes.TrimSuffix(b, []byte("\x00"))
 	return bytes.TrimSuffix(b, []byte("\r"))
 }
 
@@ -100,8 +109,11 @@ func rfc5424(b []byte) ([]byte, Header, bool) {
 	if b[0] != ' ' {
 		return nil, Header{}, false
 	}
-	return bytes.TrimPrefix(b[1:], []byte("\xef\xbb\xbf")), h, true
+	return bytes.TrimPrefix(b[1:], utf8BOM), h, true
 }
+
+// utf8BOM is U+FEFF in UTF-8, which may open a message.
+var utf8BOM = []byte("\xef\xbb\xbf")
 
 // nilValue is an RFC 5424 header field, nil for "-" (the nil value).
 func nilValue(f []byte) []byte {
@@ -189,12 +201,98 @@ func rfc3164(b []byte) ([]byte, Header, bool) {
 // syslogd and some loggers send locally): the message, less a tag opening it as rsyslog
 // reads one. With no timestamp to say that a header is there, only `tag: ` or
 // `tag[pid]: ` with its space counts, so that a message such as `http://host/` or an
-// IPv6 address is kept whole; no hostname is read (RFC 3164 puts it after the time).
+// IPv6 address is kept whole, and a log level is no tag: `<12>WARNING: disk full` is
+// what Python's SysLogHandler sends under a formatter of "%(levelname)s: %(message)s",
+// and the level is the message's (rsyslog takes it for the tag). No hostname is read
+// (RFC 3164 puts it after the time). A UTF-8 BOM opening the message goes, as after an
+// RFC 5424 header: Python's SysLogHandler put one there (2.7.0 to 2.7.3, 3.2.0 to 3.2.3).
 func headerless(b []byte) ([]byte, Header, bool) {
-	if tag, msg, ok := afterTag(b); ok && len(msg) < len(b) && b[len(b)-len(msg)-1] == ' ' {
+	b = bytes.TrimPrefix(b, utf8BOM)
+	if tag, msg, ok := afterTag(b); ok && len(msg) < len(b) && b[len(b)-len(msg)-1] == ' ' && !isLevel(tag) {
 		return msg, Header{Tag: tag}, true
 	}
 	return b, Header{}, true
+}
+
+// levels are the names of a log level or syslog severity, which open a message more often
+// than a program is named so.
+var levels = []string{"emerg", "emergency", "panic", "alert", "crit", "critical", "fatal", "err", "error",
+	"warn", "warning", "notice", "info", "informational", "debug", "trace"}
+
+// isLevel reports whether tag is one of levels, in any case.
+func isLevel(tag []byte) bool {
+	for _, l := range levels {
+		if bytes.EqualFold(tag, []byte(l)) {
+			return true
+		}
+	}
+	return false
+}
+
+// cisco strips the header Cisco IOS writes after the priority:
+// `[seq: ][origin: ][*|.]TIMESTAMP[ ZONE]: `, where seq is the message's sequence number
+// (`service sequence-numbers`), origin its hostname (`logging origin-id`), `*` or `.`
+// marks a clock never or no longer synchronized, and the timestamp may have a year and
+// milliseconds (`service timestamps log datetime msec year show-timezone`). The
+// `%FACILITY-SEVERITY-MNEMONIC: ` opening the message is its tag, as rsyslog's Cisco
+// parser reads it. ok is false unless a sequence number, a marker or a zone says the
+// header is Cisco's: without them it is RFC 3164's (rfc3164).
+func cisco(b []byte) ([]byte, Header, bool) {
+	var h Header
+	seq := false
+	// A number is no program's name: `123: ` is a sequence number, whatever follows it.
+	if n := digits(b); n > 0 && n+1 < len(b) && b[n] == ':' && b[n+1] == ' ' {
+		b, seq = b[n+2:], true
+	}
+	if seq {
+		if c := bytes.Index(b, []byte(": ")); c > 0 && bytes.IndexByte(b[:c], ' ') < 0 && ciscoTime(b[c+2:], true) > 0 {
+			h.Hostname, b = b[:c], b[c+2:]
+		}
+	}
+	n := ciscoTime(b, seq)
+	if n == 0 && !seq {
+		return nil, Header{}, false
+	}
+	b = bytes.TrimPrefix(b[n:], []byte(" "))
+	if len(b) > 0 && b[0] == '%' {
+		if tag, msg, ok := afterTag(b); ok {
+			h.Tag = tag
+			return msg, h, true
+		}
+	}
+	return b, h, true
+}
+
+// ciscoTime returns the length of a Cisco timestamp opening b with the colon that ends
+// it, 0 if there is none or it may be RFC 3164's: without a sequence number before it
+// (seq) or a marker, the time must be followed by neither a colon nor a word and a
+// colon, which nginx's `Nov 24 05:28:09 nginx: ` has.
+func ciscoTime(b []byte, seq bool) int {
+	marked := len(b) > 0 && (b[0] == '*' || b[0] == '.')
+	i := 0
+	if marked {
+		i = 1
+	}
+	n := timestamp3164(b[i:])
+	if n == 0 {
+		return 0
+	}
+	i += n
+	if !marked && !seq {
+		return 0
+	}
+	if b[i-1] == ':' {
+		return i
+	}
+	// A zone: letters, then the colon.
+	z := i + 1
+	for z < len(b) && z-i-1 < 7 && ('A' <= b[z] && b[z] <= 'Z' || 'a' <= b[z] && b[z] <= 'z') {
+		z++
+	}
+	if i < len(b) && b[i] == ' ' && z-i-1 >= 2 && z < len(b) && b[z] == ':' {
+		return z + 1
+	}
+	return 0
 }
 
 var months = [12]string{"Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"}

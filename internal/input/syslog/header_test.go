@@ -3,6 +3,7 @@ package syslog
 import (
 	"bytes"
 	"fmt"
+	"strings"
 	"testing"
 )
 
@@ -58,6 +59,12 @@ func TestMessage(t *testing.T) {
 		// Python's SysLogHandler sends `<PRI>message`: a JSON object is not a tag.
 		{"no timestamp, json", `<14>{"message": "hi", "level": "INFO"}`, `{"message": "hi", "level": "INFO"}`, true},
 		{"no timestamp, tag, json", `<14>app: {"message": "hi"}`, `{"message": "hi"}`, true},
+		// Python's SysLogHandler ends a datagram with a NUL (captured from Python 3.12).
+		{"python", "<12>WARNING: disk full\x00", "WARNING: disk full", true},
+		{"python, json", "<12>{\"level\": \"WARNING\", \"message\": \"hi\"}\x00", `{"level": "WARNING", "message": "hi"}`, true},
+		{"nul then newline", "<13>Nov 24 01:02:03 host app: hi\x00\n", "hi", true},
+		// Python 2.7.0-2.7.3's SysLogHandler put a BOM before the message, as RFC 5424 does.
+		{"no timestamp, bom", "<14>\xef\xbb\xbf{\"message\": \"hi\"}", `{"message": "hi"}`, true},
 		{"unpadded day", "<13>Nov 4 01:02:03 host app: hello", "hello", true},
 		{"fraction of a second", "<13>Nov 24 01:02:03.123 host app: hello", "hello", true},
 		{"year before the time", "<13>Nov 24 2026 01:02:03 host app: hello", "hello", true},
@@ -80,7 +87,7 @@ func TestMessage(t *testing.T) {
 
 // FuzzMessage: any datagram gives a suffix of itself (no copy, nothing invented, never a
 // panic), and a message wrapped in a well-formed RFC 3164 header by the fuzzer's choice of
-// fields comes back unchanged. The seed corpus (testdata/fuzz/FuzzMessage) holds nginx's
+// fields, or in Cisco IOS's, comes back unchanged. The seed corpus (testdata/fuzz/FuzzMessage) holds nginx's
 // datagrams with and without hostname and RFC 5424 with structured data.
 func FuzzMessage(f *testing.F) {
 	f.Fuzz(func(t *testing.T, datagram []byte, pri uint8, host, tag string, msg []byte) {
@@ -92,7 +99,7 @@ func FuzzMessage(f *testing.F) {
 		if !ok && len(got) != len(trimmed) {
 			t.Fatalf("Message(%q) = %q, not syslog but not whole", datagram, got)
 		}
-		if !wellFormedTag(tag) || !wellFormedHost(host) || bytes.HasSuffix(msg, []byte("\n")) || bytes.HasSuffix(msg, []byte("\r")) {
+		if !wellFormedTag(tag) || !wellFormedHost(host) || len(trimNewline(msg)) != len(msg) {
 			return
 		}
 		head := fmt.Sprintf("<%d>Nov  4 05:28:09 ", pri%192)
@@ -100,6 +107,16 @@ func FuzzMessage(f *testing.F) {
 			head += host + " "
 		}
 		wrapped := append([]byte(head+tag+": "), msg...)
+		if got, ok := Message(wrapped); !ok || !bytes.Equal(got, msg) {
+			t.Fatalf("Message(%q) = %q, %v; want %q", wrapped, got, ok, msg)
+		}
+		// The same message as Cisco IOS sends it: a sequence number, the origin, a
+		// clock never synchronized, the mnemonic as the tag.
+		head = fmt.Sprintf("<%d>%d: ", pri%192, pri)
+		if host != "" && !strings.Contains(host, ": ") {
+			head += host + ": "
+		}
+		wrapped = append([]byte(head+"*Nov  4 05:28:09.123: %"+tag+": "), msg...)
 		if got, ok := Message(wrapped); !ok || !bytes.Equal(got, msg) {
 			t.Fatalf("Message(%q) = %q, %v; want %q", wrapped, got, ok, msg)
 		}
@@ -115,7 +132,7 @@ func wellFormedTag(tag string) bool {
 		return false
 	}
 	for _, c := range []byte(name) {
-		if c <= ' ' || c >= 0x7f || c == ':' || c == '[' {
+		if c <= ' ' || c >= 0x7f || c == ':' || c == '[' || c == '"' {
 			return false
 		}
 	}

@@ -194,12 +194,8 @@ func (lt *lineTester) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	input := r.PostForm.Get("input")
-	if names := inputNames(lt.o.Source.Config()); input != "" && !slices.Contains(names, input) {
-		msg := fmt.Sprintf("No input is named %q: leave input empty for a line of no named input", input)
-		if len(names) > 0 {
-			msg += ", or name one of " + strings.Join(names, ", ")
-		}
-		http.Error(w, msg+".", http.StatusBadRequest)
+	if msg := checkInput(lt.o.Source.Config(), input); msg != "" {
+		http.Error(w, msg, http.StatusBadRequest)
 		return
 	}
 	select {
@@ -231,15 +227,45 @@ func isForm(contentType string) bool {
 	return err == nil && t == formType
 }
 
-// inputNames are the names of cfg's named inputs, those the page's form offers.
+// inputNames are what the page's form offers to name an input by: a named input's name,
+// and for an input without one its path or socket (config.Input.Label), since the inputs
+// without a name share the name "" and their formats may differ.
 func inputNames(cfg *config.Config) []string {
 	var names []string
 	for _, in := range cfg.Inputs {
-		if in.Name != "" {
-			names = append(names, in.Name)
+		if l := in.Label(); l != "" && !slices.Contains(names, l) {
+			names = append(names, l)
 		}
 	}
 	return names
+}
+
+// checkInput is why the line tester cannot read a line of input, "" when it can: input
+// names no input (inputNames), or is "" while several inputs have no name, which would
+// leave whose formats read the line to the line.
+func checkInput(cfg *config.Config, input string) string {
+	names := inputNames(cfg)
+	if input != "" && slices.Contains(names, input) {
+		return ""
+	}
+	var unnamed []string
+	for _, in := range cfg.Inputs {
+		if in.Name == "" {
+			unnamed = append(unnamed, in.Source())
+		}
+	}
+	switch {
+	case input == "" && len(unnamed) <= 1:
+		return ""
+	case input == "":
+		return "Several inputs have no name: give the path or socket of the one whose formats are to read the lines as input, one of " +
+			strings.Join(unnamed, ", ") + "."
+	}
+	msg := fmt.Sprintf("No input is named %q: leave input empty for a line of no named input", input)
+	if len(names) > 0 {
+		msg += ", or name one of " + strings.Join(names, ", ") + " (an input without a name by its path or socket)"
+	}
+	return msg + "."
 }
 
 func tooLong(w http.ResponseWriter, r *http.Request) {

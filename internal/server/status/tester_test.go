@@ -6,8 +6,11 @@ import (
 	"mime/multipart"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
+
+	"github.com/logwindow/logwindow_exporter/config"
 )
 
 // TestLineTesterRefusesWhatItCannotRead posts to the line tester over a socket what a
@@ -63,6 +66,56 @@ func TestLineTesterRefusesWhatItCannotRead(t *testing.T) {
 			}
 			if c.code != http.StatusOK && src.input != "none" {
 				t.Errorf("lines explained for a request refused with HTTP %d", resp.StatusCode)
+			}
+		})
+	}
+}
+
+// Inputs without a name share the name "", whose formats may differ: the form offers each
+// by its path or socket, and the tester reads a line of the one it names; "" is refused
+// while it could be several.
+func TestLineTesterNamesUnnamedInputs(t *testing.T) {
+	for _, tc := range []struct {
+		name, inputs string
+		page         []string // what the page's form has
+		posts        map[string]int
+	}{
+		{"two without a name", "[{name: web, path: /x.log}, {path: /a.log}, {syslog: 'udp://127.0.0.1:5140'}]",
+			[]string{`<option value="web">web</option>`, `<option value="/a.log">/a.log</option>`, `<option value="udp://127.0.0.1:5140">udp://127.0.0.1:5140</option>`},
+			map[string]int{"web": http.StatusOK, "/a.log": http.StatusOK, "udp://127.0.0.1:5140": http.StatusOK, "": http.StatusBadRequest, "/b.log": http.StatusBadRequest}},
+		{"one without a name", "[{name: web, path: /x.log}, {path: /a.log}]",
+			[]string{`<option value="/a.log">/a.log</option>`},
+			map[string]int{"/a.log": http.StatusOK, "": http.StatusOK}},
+		{"all named", "[{name: web, path: /x.log}]",
+			[]string{`<option value="">(unnamed input)</option>`},
+			map[string]int{"web": http.StatusOK, "": http.StatusOK, "/x.log": http.StatusBadRequest}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, err := config.Parse([]byte("inputs: "+tc.inputs+"\nrules: [{name: r, match: 'x'}]\n"), "rules.yaml")
+			if err != nil {
+				t.Fatal(err)
+			}
+			src := &fakeSource{cfg: cfg}
+			mux := testMux(t, src, true)
+			rec := httptest.NewRecorder()
+			mux.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/", nil))
+			for _, want := range tc.page {
+				if !strings.Contains(rec.Body.String(), want) {
+					t.Errorf("the page has no %s", want)
+				}
+			}
+			if strings.Contains(rec.Body.String(), "(unnamed input)") != (tc.name == "all named") {
+				t.Errorf("the page offers (unnamed input) with inputs %s", tc.inputs)
+			}
+			for input, code := range tc.posts {
+				src.input = "none"
+				rec := post(mux, "input="+url.QueryEscape(input)+"&lines=a")
+				if rec.Code != code {
+					t.Errorf("input %q: HTTP %d %.200q, want %d", input, rec.Code, rec.Body.String(), code)
+				}
+				if code == http.StatusOK && src.input != input {
+					t.Errorf("input %q: the line explained for input %q", input, src.input)
+				}
 			}
 		})
 	}

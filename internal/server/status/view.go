@@ -39,9 +39,11 @@ type view struct {
 	// not start, which ReloadErrors are about.
 	InputsNotStarted bool
 	// NotRunning are the inputs of the config in force that did not start, each with why.
-	NotRunning  []string
-	Inputs      []inputRow
-	InputNames  []string
+	NotRunning []string
+	Inputs     []inputRow
+	InputNames []string
+	// Unnamed: some input has no name; InputNames name it by its path or socket.
+	Unnamed     bool
 	Rules       []ruleRow
 	ShownWindow string // the window of the rules' column "now"
 	Build       []pair
@@ -233,6 +235,7 @@ func (o *Options) view(ctx context.Context, pagePath string) *view {
 		v.Inputs = append(v.Inputs, newInputRow(m, in))
 	}
 	v.InputNames = inputNames(cfg)
+	v.Unnamed = slices.ContainsFunc(cfg.Inputs, func(in config.Input) bool { return in.Name == "" })
 	for _, r := range cfg.Rules {
 		v.Rules = append(v.Rules, newRuleRow(m, r, sums[r.Name]))
 	}
