@@ -128,10 +128,14 @@ func newGzipWriter() *kgzip.Writer {
 	return w
 }
 
-// acceptsGzip decides the encoding as promhttp does between identity and gzip: gzip when
-// its quality (or a *'s) is positive and above identity's (or a *'s).
+// acceptsGzip decides the encoding between identity and gzip: gzip when its quality is
+// positive and above identity's. A coding named in the header has its own entry's quality,
+// one not named the quality of * (RFC 9110, 12.5.3), and identity named by neither comes
+// last; where a coding is named twice, the higher quality counts. So "identity;q=0,
+// gzip;q=0.5, *;q=0.8" gets gzip, where taking the highest of a coding's and *'s quality
+// for each would weigh identity at 0.8 and send it, refused.
 func acceptsGzip(headers []string) bool {
-	qGzip, qIdentity := -1.0, -1.0
+	qGzip, qIdentity, qAny := -1.0, -1.0, -1.0
 	for _, h := range headers {
 		for spec := range strings.SplitSeq(h, ",") {
 			coding, params, _ := strings.Cut(spec, ";")
@@ -139,21 +143,29 @@ func acceptsGzip(headers []string) bool {
 			q := 1.0
 			for p := range strings.SplitSeq(params, ";") {
 				if k, v, ok := strings.Cut(strings.TrimSpace(p), "="); ok && strings.EqualFold(strings.TrimSpace(k), "q") {
+					// A quality that is no number from 0 to 1 (NaN among them) refuses.
 					f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
-					if err != nil {
+					if err != nil || !(f >= 0 && f <= 1) {
 						f = 0
 					}
 					q = f
 				}
 			}
-			all := coding == "*"
-			if (all || strings.EqualFold(coding, "gzip")) && q > qGzip {
-				qGzip = q
-			}
-			if (all || strings.EqualFold(coding, "identity")) && q > qIdentity {
-				qIdentity = q
+			switch {
+			case coding == "*":
+				qAny = max(qAny, q)
+			case strings.EqualFold(coding, "gzip"):
+				qGzip = max(qGzip, q)
+			case strings.EqualFold(coding, "identity"):
+				qIdentity = max(qIdentity, q)
 			}
 		}
+	}
+	if qGzip < 0 {
+		qGzip = qAny
+	}
+	if qIdentity < 0 {
+		qIdentity = qAny
 	}
 	return qGzip > 0 && qGzip > qIdentity
 }
