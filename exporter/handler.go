@@ -95,13 +95,41 @@ func Handler(src Source, reg prometheus.Gatherer, errorLog *log.Logger) http.Han
 }
 
 // Negotiate is what a Handler serves req: the families its name[] parameters name (keep
-// is nil when it names none: all of them), in the format negotiated from its Accept header.
+// is nil when it names none: all of them), in the format negotiated from its Accept
+// headers, as expfmt negotiates it from the media ranges the client takes: those of
+// every Accept header, but those of quality 0, which it refuses (expfmt would serve one
+// when nothing else matched). With none taken, the text format is served.
 // A limiter in front of the Handler reads it to know what the scrape will read.
 func Negotiate(req *http.Request) (keep func(name string) bool, format expfmt.Format) {
 	if names := req.URL.Query()["name[]"]; len(names) > 0 {
 		keep = func(name string) bool { return slices.Contains(names, name) }
 	}
-	return keep, expfmt.NegotiateAccept(req.Header, expfmt.DefaultOpenMetricsAcceptedFormats()...)
+	var taken []string
+	for _, h := range req.Header.Values("Accept") {
+		for r := range strings.SplitSeq(h, ",") {
+			if _, params, _ := strings.Cut(r, ";"); quality(params) > 0 {
+				taken = append(taken, r)
+			}
+		}
+	}
+	accept := http.Header{"Accept": {strings.Join(taken, ",")}}
+	return keep, expfmt.NegotiateAccept(accept, expfmt.DefaultOpenMetricsAcceptedFormats()...)
+}
+
+// quality is the q parameter among a media range's or a coding's params (";"-separated),
+// 1 without one. A quality that is no number from 0 to 1 (NaN among them) is 0: refused.
+func quality(params string) float64 {
+	q := 1.0
+	for p := range strings.SplitSeq(params, ";") {
+		if k, v, ok := strings.Cut(strings.TrimSpace(p), "="); ok && strings.EqualFold(strings.TrimSpace(k), "q") {
+			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			if err != nil || !(f >= 0 && f <= 1) {
+				f = 0
+			}
+			q = f
+		}
+	}
+	return q
 }
 
 // BuffersWhole reports whether a scrape in format is held whole until its end rather than
@@ -140,17 +168,7 @@ func acceptsGzip(headers []string) bool {
 		for spec := range strings.SplitSeq(h, ",") {
 			coding, params, _ := strings.Cut(spec, ";")
 			coding = strings.TrimSpace(coding)
-			q := 1.0
-			for p := range strings.SplitSeq(params, ";") {
-				if k, v, ok := strings.Cut(strings.TrimSpace(p), "="); ok && strings.EqualFold(strings.TrimSpace(k), "q") {
-					// A quality that is no number from 0 to 1 (NaN among them) refuses.
-					f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
-					if err != nil || !(f >= 0 && f <= 1) {
-						f = 0
-					}
-					q = f
-				}
-			}
+			q := quality(params)
 			switch {
 			case coding == "*":
 				qAny = max(qAny, q)

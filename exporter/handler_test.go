@@ -1,6 +1,12 @@
 package exporter
 
-import "testing"
+import (
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/prometheus/common/expfmt"
+)
 
 // TestAcceptsGzip: gzip is sent when the client's Accept-Encoding gives it a positive
 // quality above identity's, a coding named for itself taking its quality from its own
@@ -37,5 +43,40 @@ func TestAcceptsGzip(t *testing.T) {
 		if got := acceptsGzip(tc.headers); got != tc.want {
 			t.Errorf("acceptsGzip(%q) = %v, want %v", tc.headers, got, tc.want)
 		}
+	}
+}
+
+// TestNegotiate: the format served is one the client takes. A media range of quality 0 is
+// refused (RFC 9110, 12.4.2), not a last choice, and the ranges of every Accept header
+// count, as though joined in one; with none taken the text format is served.
+func TestNegotiate(t *testing.T) {
+	const (
+		om1   = "application/openmetrics-text;version=1.0.0"
+		proto = "application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;encoding=delimited"
+	)
+	for _, tc := range []struct {
+		name   string
+		accept []string
+		want   expfmt.FormatType
+	}{
+		{"none", nil, expfmt.TypeTextPlain},
+		{"Prometheus 2", []string{om1 + ",application/openmetrics-text;version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1"}, expfmt.TypeOpenMetrics},
+		{"Prometheus 3", []string{proto + ";q=0.5," + om1 + ";q=0.4,text/plain;version=1.0.0;q=0.3,*/*;q=0.1"}, expfmt.TypeProtoDelim},
+		{"OpenMetrics refused", []string{om1 + ";q=0"}, expfmt.TypeTextPlain},
+		{"OpenMetrics refused, in capitals", []string{om1 + "; Q=0.000"}, expfmt.TypeTextPlain},
+		{"everything refused", []string{proto + ";q=0, text/plain;q=0"}, expfmt.TypeTextPlain},
+		{"refused before taken", []string{proto + ";q=0, " + om1 + ";q=0.1"}, expfmt.TypeOpenMetrics},
+		{"two headers", []string{"text/plain;q=0.1", om1}, expfmt.TypeOpenMetrics},
+		{"a quality that is no number", []string{proto + ";q=abc"}, expfmt.TypeTextPlain},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req := httptest.NewRequest(http.MethodGet, "/metrics", nil)
+			for _, a := range tc.accept {
+				req.Header.Add("Accept", a)
+			}
+			if _, got := Negotiate(req); got.FormatType() != tc.want {
+				t.Errorf("Accept %q: %q, want a %v format", tc.accept, got, tc.want)
+			}
+		})
 	}
 }
