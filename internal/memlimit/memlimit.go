@@ -119,13 +119,15 @@ func cgroupLimit(fsys fs.FS) (int64, Source, error) {
 // is killed at 256 MiB. Inside a container whose cgroup namespace makes its own cgroup the
 // root, /proc/self/cgroup says "/" while the limit sits at the mount's top; a path that
 // leaves the mount (outside the namespace's root) is read at the top alone. A cgroup
-// without the file (the root's, or one the mount does not show) has no limit; garbage in
-// any of them is an error.
+// without the file (the root's, or one the mount does not show) has no limit, as has a
+// parent whose file cannot be read; garbage in any of them is an error.
 func readLimit(fsys fs.FS, mount, cgroup, file string, src Source) (int64, Source, error) {
 	var lowest int64
-	for _, dir := range cgroupDirs(mount, cgroup) {
+	for i, dir := range cgroupDirs(mount, cgroup) {
 		b, err := fs.ReadFile(fsys, path.Join(dir, file))
-		if errors.Is(err, fs.ErrNotExist) {
+		// A parent the process may not read is one the mount does not show, as for a
+		// rootless container: its own cgroup's limit still counts.
+		if errors.Is(err, fs.ErrNotExist) || i > 0 && errors.Is(err, fs.ErrPermission) {
 			continue
 		}
 		if err != nil {

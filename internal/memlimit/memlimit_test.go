@@ -1,6 +1,7 @@
 package memlimit
 
 import (
+	"io/fs"
 	"math"
 	"path"
 	"strings"
@@ -28,7 +29,7 @@ func TestChoose(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name    string
-		fsys    fstest.MapFS
+		fsys    fs.FS
 		flag    int64
 		set     bool
 		want    Bound
@@ -92,6 +93,12 @@ func TestChoose(t *testing.T) {
 		{name: "v2 outside the namespace's root: the mount's top", fsys: with(fstest.MapFS{
 			"proc/self/cgroup": {Data: []byte("0::/../../other.slice/x.scope\n")}}, "sys/fs/cgroup/memory.max", "268435456"),
 			want: Bound{Bytes: 128 << 20, SoftLimit: 192 << 20, Limit: 256 << 20, Source: CgroupV2}},
+		{name: "v2 nested: a parent not readable is passed over", fsys: unreadable{with(v2("/a.slice/app.service", "268435456"),
+			"sys/fs/cgroup/a.slice/memory.max", "134217728"), "sys/fs/cgroup/a.slice/memory.max"},
+			want: Bound{Bytes: 128 << 20, SoftLimit: 192 << 20, Limit: 256 << 20, Source: CgroupV2}},
+		{name: "v2 own cgroup not readable: default and an error", fsys: unreadable{v2("/a.slice/app.service", "268435456"),
+			"sys/fs/cgroup/a.slice/app.service/memory.max"}, wantErr: true,
+			want: Bound{Bytes: Default, SoftLimit: Default / 2 * 3, Source: Fallback}},
 		{name: "flag past what the soft limit can hold", fsys: fstest.MapFS{}, flag: math.MaxInt64 - 1, set: true,
 			want: Bound{Bytes: math.MaxInt64 - 1, SoftLimit: math.MaxInt64, Source: Flag}},
 	} {
@@ -136,4 +143,18 @@ func TestCheckUserLimit(t *testing.T) {
 			}
 		})
 	}
+}
+
+// unreadable is a file system whose file name cannot be read, as one the process has no
+// permission for.
+type unreadable struct {
+	files fstest.MapFS
+	name  string
+}
+
+func (u unreadable) Open(name string) (fs.File, error) {
+	if name == u.name {
+		return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrPermission}
+	}
+	return u.files.Open(name)
 }
