@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 
 	kgzip "github.com/klauspost/compress/gzip"
 	"github.com/prometheus/client_golang/prometheus"
@@ -44,6 +45,8 @@ func Handler(src Source, reg prometheus.Gatherer, errorLog *log.Logger) http.Han
 			}
 		}
 	}
+	// failed counts the scrapes that could not be written, for the log.
+	var failed atomic.Int64
 	logf := func(format string, v ...any) {
 		if errorLog != nil {
 			errorLog.Printf(format, v...)
@@ -70,16 +73,11 @@ func Handler(src Source, reg prometheus.Gatherer, errorLog *log.Logger) http.Han
 		h.Add("Vary", "Accept-Encoding")
 		h.Set("Content-Type", string(format))
 		var out io.Writer = w
+		var gz *kgzip.Writer
 		if acceptsGzip(req.Header.Values("Accept-Encoding")) {
 			h.Set("Content-Encoding", "gzip")
-			gz := gzips.get(newGzipWriter)
+			gz = gzips.get(newGzipWriter)
 			gz.Reset(w)
-			defer func() {
-				if err := gz.Close(); err != nil {
-					logf("error compressing metrics: %v", err)
-				}
-				gzips.put(gz)
-			}()
 			out = gz
 		}
 		x := NewWriter(out, format, mfs)
@@ -87,9 +85,19 @@ func Handler(src Source, reg prometheus.Gatherer, errorLog *log.Logger) http.Han
 		if cerr := x.Close(); err == nil {
 			err = cerr
 		}
+		if gz != nil {
+			if cerr := gz.Close(); err == nil {
+				err = cerr
+			}
+			gzips.put(gz)
+		}
 		if err != nil {
-			logf("error encoding and sending metrics: %v", err)
 			errs.WithLabelValues("encoding").Inc()
+			// Mostly a client that went away, which anyone may do at every request: the
+			// log gets the first and every thousandth, as the limiters log their refusals.
+			if n := failed.Add(1); n == 1 || n%1000 == 0 {
+				logf("error encoding and sending metrics (%d scrapes so far; the first and every 1000th are logged): %v", n, err)
+			}
 		}
 	})
 }

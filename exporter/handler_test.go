@@ -1,10 +1,15 @@
 package exporter
 
 import (
+	"bytes"
+	"errors"
+	stdlog "log"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/common/expfmt"
 )
 
@@ -78,5 +83,55 @@ func TestNegotiate(t *testing.T) {
 				t.Errorf("Accept %q: %q, want a %v format", tc.accept, got, tc.want)
 			}
 		})
+	}
+}
+
+// noRules is a Source without rule families.
+type noRules struct{}
+
+func (noRules) Scrape(func(string) bool, expfmt.Format) Scrape { return noScrape{} }
+
+type noScrape struct{}
+
+func (noScrape) Write(*Writer) error { return nil }
+func (noScrape) Close()              {}
+
+// goneClient is a client that went away: every write of the reply fails.
+type goneClient struct{ h http.Header }
+
+func (c goneClient) Header() http.Header     { return c.h }
+func (goneClient) WriteHeader(int)           {}
+func (goneClient) Write([]byte) (int, error) { return 0, errors.New("connection reset by peer") }
+
+// TestHandlerLogsGoneClientsThrottled: a scrape whose client went away is counted each time
+// (promhttp_metric_handler_errors_total{cause="encoding"}), but logged only the first time
+// and every thousandth, with the count: a client that asks for /metrics and hangs up, again
+// and again, would otherwise write a line to the log per request.
+func TestHandlerLogsGoneClientsThrottled(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(prometheus.NewGauge(prometheus.GaugeOpts{Name: "up_gauge", Help: "A gauge."}))
+	var log bytes.Buffer
+	h := Handler(noRules{}, reg, stdlog.New(&log, "", 0))
+	const scrapes = 2500
+	for range scrapes {
+		h.ServeHTTP(goneClient{http.Header{}}, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	}
+	lines := strings.Split(strings.TrimSpace(log.String()), "\n")
+	if len(lines) != 3 || !strings.Contains(lines[0], "connection reset by peer") || !strings.Contains(lines[2], "2000") {
+		t.Errorf("%d scrapes of gone clients logged %d lines, want 3 (the 1st, 1000th, 2000th):\n%.500s", scrapes, len(lines), log.String())
+	}
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "promhttp_metric_handler_errors_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			if m.GetLabel()[0].GetValue() == "encoding" && m.GetCounter().GetValue() != scrapes {
+				t.Errorf("encoding errors counted %v, want %d", m.GetCounter().GetValue(), scrapes)
+			}
+		}
 	}
 }
