@@ -186,11 +186,18 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		logger.Warn("could not read the container's memory limit: --series.max-bytes defaults to 512MiB", "err", err)
 	}
-	if bound.SoftLimit > 0 && os.Getenv("GOMEMLIMIT") == "" {
+	softLimit := bound.SoftLimit
+	if os.Getenv("GOMEMLIMIT") != "" {
+		// The runtime read it at start (and refused garbage there): the user's is kept.
+		softLimit = debug.SetMemoryLimit(-1)
+		if err := bound.CheckUserLimit(softLimit); err != nil {
+			logger.Warn("GOMEMLIMIT does not fit the memory bound", "err", err)
+		}
+	} else if softLimit > 0 {
 		// The bound counts what the series hold; the garbage collector lets the heap grow
 		// to twice what is live unless told otherwise, so a process held to the bound could
 		// still take twice it from the node.
-		debug.SetMemoryLimit(bound.SoftLimit)
+		debug.SetMemoryLimit(softLimit)
 	}
 	opts := pipeline.Options{
 		Now:            time.Now,
@@ -238,7 +245,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		scrapeMax = 0
 	}
-	logger.Info("memory bound", "series_max_bytes", bound.Bytes, "from", bound.Source, "container_limit", bound.Limit, "soft_limit", bound.SoftLimit, "scrape_max_bytes", scrapeMax)
+	logger.Info("memory bound", "series_max_bytes", bound.Bytes, "from", bound.Source, "container_limit", bound.Limit, "soft_limit", softLimit, "scrape_max_bytes", scrapeMax)
 	err = server.Serve(cfg, opts, webFlags, server.Options{
 		Name:           exporterName,
 		Logger:         logger,

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"flag"
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -364,6 +365,44 @@ func TestSmallSizeWarns(t *testing.T) {
 			warned := strings.Contains(stderr.String(), "a size under 1 MiB") && strings.Contains(stderr.String(), name)
 			if code != 0 || warned != c.warns {
 				t.Errorf("exit %d, warned %v, stderr %q; want exit 0 and a warning %v", code, warned, stderr.String(), c.warns)
+			}
+		})
+	}
+}
+
+// TestUserMemoryLimit: a GOMEMLIMIT the user set is left in force, and one under the
+// series' bound, which would have the garbage collector run without pause once the series
+// fill it, is said in a warning naming it; the start's log gives the soft limit in force.
+// The runtime reads GOMEMLIMIT when the process starts, so the test sets its limit as
+// that start would have.
+func TestUserMemoryLimit(t *testing.T) {
+	before := debug.SetMemoryLimit(-1)
+	t.Cleanup(func() { debug.SetMemoryLimit(before) })
+	for _, c := range []struct {
+		env   string
+		limit int64 // what the runtime took from env
+		warns bool
+		want  int64 // the limit in force after run
+	}{
+		{"64MiB", 64 << 20, true, 64 << 20},
+		{"1GiB", 1 << 30, false, 1 << 30},
+		{"off", math.MaxInt64, false, math.MaxInt64},
+		{"", math.MaxInt64, false, 384 << 20},
+	} {
+		t.Run("GOMEMLIMIT="+c.env, func(t *testing.T) {
+			t.Setenv("GOMEMLIMIT", c.env)
+			debug.SetMemoryLimit(c.limit)
+			var stdout, stderr bytes.Buffer
+			code := run([]string{"--config.file=example-rules.yaml", "--replay=examples/access.log", "--series.max-bytes=256MiB"}, &stdout, &stderr)
+			warned := false
+			for line := range strings.Lines(stderr.String()) {
+				warned = warned || strings.Contains(line, "level=WARN") && strings.Contains(line, "GOMEMLIMIT")
+			}
+			if code != 0 || warned != c.warns {
+				t.Errorf("exit %d, warned %v, stderr %q; want exit 0 and a warning %v", code, warned, stderr.String(), c.warns)
+			}
+			if got := debug.SetMemoryLimit(-1); got != c.want {
+				t.Errorf("soft limit in force %d, want %d", got, c.want)
 			}
 		})
 	}

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 
 	kgzip "github.com/klauspost/compress/gzip"
 	"github.com/prometheus/client_golang/prometheus"
@@ -44,6 +45,8 @@ func Handler(src Source, reg prometheus.Gatherer, errorLog *log.Logger) http.Han
 			}
 		}
 	}
+	// failed counts the scrapes that could not be written, for the log.
+	var failed atomic.Int64
 	logf := func(format string, v ...any) {
 		if errorLog != nil {
 			errorLog.Printf(format, v...)
@@ -70,16 +73,11 @@ func Handler(src Source, reg prometheus.Gatherer, errorLog *log.Logger) http.Han
 		h.Add("Vary", "Accept-Encoding")
 		h.Set("Content-Type", string(format))
 		var out io.Writer = w
+		var gz *kgzip.Writer
 		if acceptsGzip(req.Header.Values("Accept-Encoding")) {
 			h.Set("Content-Encoding", "gzip")
-			gz := gzips.get(newGzipWriter)
+			gz = gzips.get(newGzipWriter)
 			gz.Reset(w)
-			defer func() {
-				if err := gz.Close(); err != nil {
-					logf("error compressing metrics: %v", err)
-				}
-				gzips.put(gz)
-			}()
 			out = gz
 		}
 		x := NewWriter(out, format, mfs)
@@ -87,21 +85,59 @@ func Handler(src Source, reg prometheus.Gatherer, errorLog *log.Logger) http.Han
 		if cerr := x.Close(); err == nil {
 			err = cerr
 		}
+		if gz != nil {
+			if cerr := gz.Close(); err == nil {
+				err = cerr
+			}
+			gzips.put(gz)
+		}
 		if err != nil {
-			logf("error encoding and sending metrics: %v", err)
 			errs.WithLabelValues("encoding").Inc()
+			// Mostly a client that went away, which anyone may do at every request: the
+			// log gets the first and every thousandth, as the limiters log their refusals.
+			if n := failed.Add(1); n == 1 || n%1000 == 0 {
+				logf("error encoding and sending metrics (%d scrapes so far; the first and every 1000th are logged): %v", n, err)
+			}
 		}
 	})
 }
 
 // Negotiate is what a Handler serves req: the families its name[] parameters name (keep
-// is nil when it names none: all of them), in the format negotiated from its Accept header.
+// is nil when it names none: all of them), in the format negotiated from its Accept
+// headers, as expfmt negotiates it from the media ranges the client takes: those of
+// every Accept header, but those of quality 0, which it refuses (expfmt would serve one
+// when nothing else matched). With none taken, the text format is served.
 // A limiter in front of the Handler reads it to know what the scrape will read.
 func Negotiate(req *http.Request) (keep func(name string) bool, format expfmt.Format) {
 	if names := req.URL.Query()["name[]"]; len(names) > 0 {
 		keep = func(name string) bool { return slices.Contains(names, name) }
 	}
-	return keep, expfmt.NegotiateAccept(req.Header, expfmt.DefaultOpenMetricsAcceptedFormats()...)
+	var taken []string
+	for _, h := range req.Header.Values("Accept") {
+		for r := range strings.SplitSeq(h, ",") {
+			if _, params, _ := strings.Cut(r, ";"); quality(params) > 0 {
+				taken = append(taken, r)
+			}
+		}
+	}
+	accept := http.Header{"Accept": {strings.Join(taken, ",")}}
+	return keep, expfmt.NegotiateAccept(accept, expfmt.DefaultOpenMetricsAcceptedFormats()...)
+}
+
+// quality is the q parameter among a media range's or a coding's params (";"-separated),
+// 1 without one. A quality that is no number from 0 to 1 (NaN among them) is 0: refused.
+func quality(params string) float64 {
+	q := 1.0
+	for p := range strings.SplitSeq(params, ";") {
+		if k, v, ok := strings.Cut(strings.TrimSpace(p), "="); ok && strings.EqualFold(strings.TrimSpace(k), "q") {
+			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			if err != nil || !(f >= 0 && f <= 1) {
+				f = 0
+			}
+			q = f
+		}
+	}
+	return q
 }
 
 // BuffersWhole reports whether a scrape in format is held whole until its end rather than
@@ -128,32 +164,34 @@ func newGzipWriter() *kgzip.Writer {
 	return w
 }
 
-// acceptsGzip decides the encoding as promhttp does between identity and gzip: gzip when
-// its quality (or a *'s) is positive and above identity's (or a *'s).
+// acceptsGzip decides the encoding between identity and gzip: gzip when its quality is
+// positive and above identity's. A coding named in the header has its own entry's quality,
+// one not named the quality of * (RFC 9110, 12.5.3), and identity named by neither comes
+// last; where a coding is named twice, the higher quality counts. So "identity;q=0,
+// gzip;q=0.5, *;q=0.8" gets gzip, where taking the highest of a coding's and *'s quality
+// for each would weigh identity at 0.8 and send it, refused.
 func acceptsGzip(headers []string) bool {
-	qGzip, qIdentity := -1.0, -1.0
+	qGzip, qIdentity, qAny := -1.0, -1.0, -1.0
 	for _, h := range headers {
 		for spec := range strings.SplitSeq(h, ",") {
 			coding, params, _ := strings.Cut(spec, ";")
 			coding = strings.TrimSpace(coding)
-			q := 1.0
-			for p := range strings.SplitSeq(params, ";") {
-				if k, v, ok := strings.Cut(strings.TrimSpace(p), "="); ok && strings.EqualFold(strings.TrimSpace(k), "q") {
-					f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
-					if err != nil {
-						f = 0
-					}
-					q = f
-				}
-			}
-			all := coding == "*"
-			if (all || strings.EqualFold(coding, "gzip")) && q > qGzip {
-				qGzip = q
-			}
-			if (all || strings.EqualFold(coding, "identity")) && q > qIdentity {
-				qIdentity = q
+			q := quality(params)
+			switch {
+			case coding == "*":
+				qAny = max(qAny, q)
+			case strings.EqualFold(coding, "gzip"):
+				qGzip = max(qGzip, q)
+			case strings.EqualFold(coding, "identity"):
+				qIdentity = max(qIdentity, q)
 			}
 		}
+	}
+	if qGzip < 0 {
+		qGzip = qAny
+	}
+	if qIdentity < 0 {
+		qIdentity = qAny
 	}
 	return qGzip > 0 && qGzip > qIdentity
 }

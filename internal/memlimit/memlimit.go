@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io/fs"
 	"math"
+	"path"
 	"strconv"
 	"strings"
 )
@@ -44,7 +45,8 @@ type Bound struct {
 // for the caller to log: a process that cannot read its cgroup still starts.
 func Choose(fsys fs.FS, flagBytes int64, set bool) (Bound, error) {
 	if set {
-		return Bound{Bytes: flagBytes, SoftLimit: flagBytes / 2 * 3, Source: Flag}, nil
+		// 1.5 times the bound, short of overflowing.
+		return Bound{Bytes: flagBytes, SoftLimit: flagBytes + min(flagBytes/2, math.MaxInt64-flagBytes), Source: Flag}, nil
 	}
 	limit, src, err := cgroupLimit(fsys)
 	if err != nil || limit == 0 {
@@ -56,9 +58,28 @@ func Choose(fsys fs.FS, flagBytes int64, set bool) (Bound, error) {
 	return Bound{Bytes: limit / 2, SoftLimit: limit / 4 * 3, Limit: limit, Source: src}, nil
 }
 
-// cgroupLimit reads the memory limit of the process's own cgroup: /proc/self/cgroup names
-// it, v2 (one "0::/path" line) or v1 (a line whose controllers include memory). A limit
-// of "max" (v2) or one no machine has (v1's 2^63 rounded to pages) is none: 0.
+// CheckUserLimit says what is wrong, for the bound b, with a soft memory limit the user
+// set through GOMEMLIMIT (limit as the runtime read it, math.MaxInt64 for off): under the
+// series' bound, the garbage collector runs almost without pause once the series fill it
+// (up to half the CPU, the runtime's cap); above the container's limit, the kernel kills
+// the process before the runtime collects for it. nil when neither, and for off, which
+// the user chose as none.
+func (b Bound) CheckUserLimit(limit int64) error {
+	switch {
+	case limit == math.MaxInt64:
+		return nil
+	case b.Bytes > 0 && limit < b.Bytes:
+		return fmt.Errorf("GOMEMLIMIT=%d is under --series.max-bytes=%d (from %s): once the series hold it, the garbage collector runs without pause; raise GOMEMLIMIT to 1.5 times the bound or unset it", limit, b.Bytes, b.Source)
+	case b.Limit > 0 && limit > b.Limit:
+		return fmt.Errorf("GOMEMLIMIT=%d is above the container's memory limit %d: the kernel kills the process before the runtime collects for it; lower GOMEMLIMIT or unset it", limit, b.Limit)
+	}
+	return nil
+}
+
+// cgroupLimit reads the memory limit of the process's own cgroup (the lowest of its and its
+// parents', see readLimit): /proc/self/cgroup names it, v2 (one "0::/path" line) or v1 (a
+// line whose controllers include memory). A limit of "max" (v2) or one no machine has
+// (v1's 2^63 rounded to pages) is none: 0.
 func cgroupLimit(fsys fs.FS) (int64, Source, error) {
 	b, err := fs.ReadFile(fsys, "proc/self/cgroup")
 	if errors.Is(err, fs.ErrNotExist) {
@@ -72,17 +93,17 @@ func cgroupLimit(fsys fs.FS) (int64, Source, error) {
 	v2, found2 := "", false
 	for line := range strings.SplitSeq(strings.TrimSpace(string(b)), "\n") {
 		id, rest, ok1 := strings.Cut(line, ":")
-		ctrls, path, ok2 := strings.Cut(rest, ":")
+		ctrls, cgroup, ok2 := strings.Cut(rest, ":")
 		if !ok1 || !ok2 {
 			continue
 		}
 		if id == "0" && ctrls == "" {
-			v2, found2 = path, true
+			v2, found2 = cgroup, true
 			continue
 		}
 		for c := range strings.SplitSeq(ctrls, ",") {
 			if c == "memory" {
-				return readLimit(fsys, "sys/fs/cgroup/memory", path, "memory.limit_in_bytes", CgroupV1)
+				return readLimit(fsys, "sys/fs/cgroup/memory", cgroup, "memory.limit_in_bytes", CgroupV1)
 			}
 		}
 	}
@@ -92,39 +113,60 @@ func cgroupLimit(fsys fs.FS) (int64, Source, error) {
 	return 0, Fallback, nil
 }
 
-// readLimit reads file in the cgroup at path under mount, or, as inside a container
-// whose cgroup namespace makes its own cgroup the root, at the mount itself: there
-// /proc/self/cgroup says "/" while the limit sits at the mount's top.
-func readLimit(fsys fs.FS, mount, path, file string, src Source) (int64, Source, error) {
-	dirs := []string{mount + path, mount}
-	if strings.Trim(path, "/") == "" {
-		dirs = dirs[1:]
-	}
-	var b []byte
-	var err error
-	for _, d := range dirs {
-		b, err = fs.ReadFile(fsys, strings.TrimSuffix(d, "/")+"/"+file)
-		if !errors.Is(err, fs.ErrNotExist) {
-			break
+// readLimit reads the limit in file of the cgroup at path under mount and of each of its
+// parents up to the mount's top, and returns the lowest: the kernel holds a cgroup to its
+// parents' limits too, so a service whose own limit is "max" in a slice limited to 256 MiB
+// is killed at 256 MiB. Inside a container whose cgroup namespace makes its own cgroup the
+// root, /proc/self/cgroup says "/" while the limit sits at the mount's top; a path that
+// leaves the mount (outside the namespace's root) is read at the top alone. A cgroup
+// without the file (the root's, or one the mount does not show) has no limit, as has a
+// parent whose file cannot be read; garbage in any of them is an error.
+func readLimit(fsys fs.FS, mount, cgroup, file string, src Source) (int64, Source, error) {
+	var lowest int64
+	for i, dir := range cgroupDirs(mount, cgroup) {
+		b, err := fs.ReadFile(fsys, path.Join(dir, file))
+		// A parent the process may not read is one the mount does not show, as for a
+		// rootless container: its own cgroup's limit still counts.
+		if errors.Is(err, fs.ErrNotExist) || i > 0 && errors.Is(err, fs.ErrPermission) {
+			continue
+		}
+		if err != nil {
+			return 0, src, err
+		}
+		n, err := parseLimit(string(b))
+		if err != nil {
+			return 0, src, fmt.Errorf("/%s: %w", path.Join(dir, file), err)
+		}
+		if n > 0 && (lowest == 0 || n < lowest) {
+			lowest = n
 		}
 	}
-	if errors.Is(err, fs.ErrNotExist) {
-		return 0, src, nil
+	return lowest, src, nil
+}
+
+// cgroupDirs lists the directories of the cgroup at path under mount and of its parents,
+// the mount's top last, leaving out those outside the mount.
+func cgroupDirs(mount, cgroup string) []string {
+	var dirs []string
+	for d := path.Join(mount, cgroup); d != mount && strings.HasPrefix(d, mount+"/"); d = path.Dir(d) {
+		dirs = append(dirs, d)
 	}
-	if err != nil {
-		return 0, src, err
-	}
-	s := strings.TrimSpace(string(b))
+	return append(dirs, mount)
+}
+
+// parseLimit reads a memory limit file's content: a number of bytes, or no limit (0) for
+// v2's "max" and for v1's 2^63 rounded down to pages.
+func parseLimit(content string) (int64, error) {
+	s := strings.TrimSpace(content)
 	if s == "max" {
-		return 0, src, nil
+		return 0, nil
 	}
 	n, err := strconv.ParseInt(s, 10, 64)
 	if err != nil || n <= 0 {
-		return 0, src, fmt.Errorf("%s: %q is not a memory limit", file, s)
+		return 0, fmt.Errorf("%q is not a memory limit", s)
 	}
-	// cgroup v1 writes "no limit" as the largest page-aligned int64.
 	if n >= math.MaxInt64/4096*4096 {
-		return 0, src, nil
+		return 0, nil
 	}
-	return n, src, nil
+	return n, nil
 }

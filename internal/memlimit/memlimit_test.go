@@ -1,7 +1,10 @@
 package memlimit
 
 import (
+	"io/fs"
+	"math"
 	"path"
+	"strings"
 	"testing"
 	"testing/fstest"
 )
@@ -20,9 +23,13 @@ func TestChoose(t *testing.T) {
 			"sys/fs/cgroup/memory/kubepods/pod1/c1/memory.limit_in_bytes": {Data: []byte(limit + "\n")},
 		}
 	}
+	with := func(fsys fstest.MapFS, name, data string) fstest.MapFS {
+		fsys[name] = &fstest.MapFile{Data: []byte(data + "\n")}
+		return fsys
+	}
 	for _, tc := range []struct {
 		name    string
-		fsys    fstest.MapFS
+		fsys    fs.FS
 		flag    int64
 		set     bool
 		want    Bound
@@ -52,6 +59,48 @@ func TestChoose(t *testing.T) {
 			want: Bound{Bytes: Default, SoftLimit: Default / 2 * 3, Source: Fallback}},
 		{name: "garbage limit: default and an error", fsys: v2("/", "lots"), wantErr: true,
 			want: Bound{Bytes: Default, SoftLimit: Default / 2 * 3, Source: Fallback}},
+		{name: "v2 limit amid whitespace", fsys: v2("/", " \t268435456 \n\n"),
+			want: Bound{Bytes: 128 << 20, SoftLimit: 192 << 20, Limit: 256 << 20, Source: CgroupV2}},
+		{name: "v2 empty file: default and an error", fsys: v2("/", "\n"), wantErr: true,
+			want: Bound{Bytes: Default, SoftLimit: Default / 2 * 3, Source: Fallback}},
+		{name: "v2 negative: default and an error", fsys: v2("/", "-1"), wantErr: true,
+			want: Bound{Bytes: Default, SoftLimit: Default / 2 * 3, Source: Fallback}},
+		{name: "v2 zero: default and an error", fsys: v2("/", "0"), wantErr: true,
+			want: Bound{Bytes: Default, SoftLimit: Default / 2 * 3, Source: Fallback}},
+		{name: "v2 past int64: default and an error", fsys: v2("/", "99999999999999999999"), wantErr: true,
+			want: Bound{Bytes: Default, SoftLimit: Default / 2 * 3, Source: Fallback}},
+		{name: "v2 two values: default and an error", fsys: v2("/", "268435456 max"), wantErr: true,
+			want: Bound{Bytes: Default, SoftLimit: Default / 2 * 3, Source: Fallback}},
+		{name: "v1 garbage: default and an error", fsys: v1("lots"), wantErr: true,
+			want: Bound{Bytes: Default, SoftLimit: Default / 2 * 3, Source: Fallback}},
+		// The kernel holds a cgroup to the limits of its parents too: a service in a slice
+		// limited to 256 MiB is killed there, whatever its own memory.max says.
+		{name: "v2 nested: a parent's limit under the cgroup's max", fsys: with(v2("/limited.slice/app.service", "max"),
+			"sys/fs/cgroup/limited.slice/memory.max", "268435456"),
+			want: Bound{Bytes: 128 << 20, SoftLimit: 192 << 20, Limit: 256 << 20, Source: CgroupV2}},
+		{name: "v2 nested: the lowest of the cgroup's and its parents'", fsys: with(with(v2("/a.slice/b.slice/app.service", "1073741824"),
+			"sys/fs/cgroup/a.slice/memory.max", "536870912"), "sys/fs/cgroup/a.slice/b.slice/memory.max", "max"),
+			want: Bound{Bytes: 256 << 20, SoftLimit: 384 << 20, Limit: 512 << 20, Source: CgroupV2}},
+		{name: "v2 nested: the cgroup's own limit under its parent's", fsys: with(v2("/a.slice/app.service", "268435456"),
+			"sys/fs/cgroup/a.slice/memory.max", "1073741824"),
+			want: Bound{Bytes: 128 << 20, SoftLimit: 192 << 20, Limit: 256 << 20, Source: CgroupV2}},
+		{name: "v2 nested: garbage in a parent, default and an error", fsys: with(v2("/a.slice/app.service", "268435456"),
+			"sys/fs/cgroup/a.slice/memory.max", "lots"), wantErr: true,
+			want: Bound{Bytes: Default, SoftLimit: Default / 2 * 3, Source: Fallback}},
+		{name: "v1 nested: the pod's limit under the container's unlimited one", fsys: with(v1("9223372036854771712"),
+			"sys/fs/cgroup/memory/kubepods/pod1/memory.limit_in_bytes", "536870912"),
+			want: Bound{Bytes: 256 << 20, SoftLimit: 384 << 20, Limit: 512 << 20, Source: CgroupV1}},
+		{name: "v2 outside the namespace's root: the mount's top", fsys: with(fstest.MapFS{
+			"proc/self/cgroup": {Data: []byte("0::/../../other.slice/x.scope\n")}}, "sys/fs/cgroup/memory.max", "268435456"),
+			want: Bound{Bytes: 128 << 20, SoftLimit: 192 << 20, Limit: 256 << 20, Source: CgroupV2}},
+		{name: "v2 nested: a parent not readable is passed over", fsys: unreadable{with(v2("/a.slice/app.service", "268435456"),
+			"sys/fs/cgroup/a.slice/memory.max", "134217728"), "sys/fs/cgroup/a.slice/memory.max"},
+			want: Bound{Bytes: 128 << 20, SoftLimit: 192 << 20, Limit: 256 << 20, Source: CgroupV2}},
+		{name: "v2 own cgroup not readable: default and an error", fsys: unreadable{v2("/a.slice/app.service", "268435456"),
+			"sys/fs/cgroup/a.slice/app.service/memory.max"}, wantErr: true,
+			want: Bound{Bytes: Default, SoftLimit: Default / 2 * 3, Source: Fallback}},
+		{name: "flag past what the soft limit can hold", fsys: fstest.MapFS{}, flag: math.MaxInt64 - 1, set: true,
+			want: Bound{Bytes: math.MaxInt64 - 1, SoftLimit: math.MaxInt64, Source: Flag}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := Choose(tc.fsys, tc.flag, tc.set)
@@ -63,4 +112,49 @@ func TestChoose(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestCheckUserLimit: a GOMEMLIMIT under the series' bound, or above the container's
+// limit, is an error naming it; off, or one between the two, is not.
+func TestCheckUserLimit(t *testing.T) {
+	fromCgroup := Bound{Bytes: 128 << 20, SoftLimit: 192 << 20, Limit: 256 << 20, Source: CgroupV2}
+	fromFlag := Bound{Bytes: 128 << 20, SoftLimit: 192 << 20, Source: Flag}
+	for _, tc := range []struct {
+		name    string
+		bound   Bound
+		limit   int64
+		wantErr bool
+	}{
+		{"between the bound and the container's limit", fromCgroup, 200 << 20, false},
+		{"the bound itself", fromCgroup, 128 << 20, false},
+		{"under the bound", fromCgroup, 64 << 20, true},
+		{"above the container's limit", fromCgroup, 1 << 30, true},
+		{"off", fromCgroup, math.MaxInt64, false},
+		{"no container limit: any above the bound", fromFlag, 64 << 30, false},
+		{"no bound: any", Bound{Source: Flag}, 1 << 20, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.bound.CheckUserLimit(tc.limit)
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("CheckUserLimit(%d) = %v, want an error %v", tc.limit, err, tc.wantErr)
+			}
+			if err != nil && !strings.Contains(err.Error(), "GOMEMLIMIT") {
+				t.Errorf("error %q does not name GOMEMLIMIT", err)
+			}
+		})
+	}
+}
+
+// unreadable is a file system whose file name cannot be read, as one the process has no
+// permission for.
+type unreadable struct {
+	files fstest.MapFS
+	name  string
+}
+
+func (u unreadable) Open(name string) (fs.File, error) {
+	if name == u.name {
+		return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrPermission}
+	}
+	return u.files.Open(name)
 }

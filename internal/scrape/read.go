@@ -41,6 +41,7 @@ func (c *Collector) Scrape(keep func(name string) bool, format expfmt.Format) ex
 	}
 	// Two references: the scrape's, and the self-metrics' (pending) until they take it.
 	s.v, s.p = c.view(set, 2), c.planOf(set)
+	s.p.viewBytes.Store(s.v.bytes())
 	// Rules whose families cannot be named are left out, counted once per scrape.
 	c.failed.Add(uint64(s.p.unnamed))
 	if old := c.pending.Swap(s.v); old != nil {
@@ -116,8 +117,9 @@ func (s *Scrape) Write(w *exporter.Writer) error {
 // ScrapeCost is the heap a scrape of the families keep passes (all when nil) in format
 // holds at most beyond the writer's chunk, as the last reads of its rules tell: the rules
 // are read a rule at a time, so it is what the rules open at once held at their last
-// read, the most of any point of the scrape, with the chunk and the compressor's state
-// (scrapeOverhead). known is false when a rule it reads has not been read in that format
+// read, the most of any point of the scrape, with the view of every rule's series the
+// scrape holds throughout (as large as the last one taken), the chunk and the
+// compressor's state (scrapeOverhead). known is false when a rule it reads has not been read in that format
 // since the Set was made, or when format is held whole (exporter.BuffersWhole): then no
 // read tells what it will hold. A rule that grew since its last read holds more.
 func (c *Collector) ScrapeCost(keep func(name string) bool, format expfmt.Format) (cost int64, known bool) {
@@ -148,7 +150,7 @@ func (c *Collector) ScrapeCost(keep func(name string) bool, format expfmt.Format
 	if err != nil {
 		return 0, false
 	}
-	return most + scrapeOverhead, true
+	return most + p.viewBytes.Load() + scrapeOverhead, true
 }
 
 // errUnknownCost ends ScrapeCost's walk at a rule no read of the format has measured.

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/common/model"
@@ -216,6 +217,15 @@ func (c *Collector) view(set *store.Set, refs int32) *view {
 	return v
 }
 
+// bytes is the heap the view holds: its rules' parts and the pointers to their series.
+func (v *view) bytes() int64 {
+	n := int64(unsafe.Sizeof(ruleView{})) * int64(cap(v.rules))
+	for i := range v.rules {
+		n += int64(unsafe.Sizeof((*store.Series)(nil))) * int64(cap(v.rules[i].series))
+	}
+	return n
+}
+
 // release drops a reference to v; the last one keeps its buffers for the next view, the
 // series let go so that removed ones may go.
 func (c *Collector) release(v *view) {
@@ -254,8 +264,10 @@ type plan struct {
 	// unnamed counts the rules whose families could not be built (config refuses such
 	// rules: a label named like the window label, or twice), which are not written.
 	unnamed int
-	// held is, per rule, the heap its last read held (see Collector.ScrapeCost).
-	held []heldBytes
+	// held is, per rule, the heap its last read held (see Collector.ScrapeCost);
+	// viewBytes the heap of the last view a scrape took, which it holds throughout.
+	held      []heldBytes
+	viewBytes atomic.Int64
 }
 
 // heldBytes is the heap the last read of a rule held while it was written, as a snapshot

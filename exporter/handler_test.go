@@ -1,0 +1,137 @@
+package exporter
+
+import (
+	"bytes"
+	"errors"
+	stdlog "log"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/common/expfmt"
+)
+
+// TestAcceptsGzip: gzip is sent when the client's Accept-Encoding gives it a positive
+// quality above identity's, a coding named for itself taking its quality from its own
+// entry rather than from * (RFC 9110, 12.5.3), and identity not named being the least
+// preferred coding the client still takes.
+func TestAcceptsGzip(t *testing.T) {
+	for _, tc := range []struct {
+		headers []string
+		want    bool
+	}{
+		{nil, false},
+		{[]string{"gzip"}, true},
+		{[]string{"GZIP"}, true},
+		{[]string{" gzip ; q = 0.5 "}, true},
+		{[]string{"gzip;q=0"}, false},
+		{[]string{"gzip;q=abc"}, false},
+		{[]string{"gzip;q=NaN"}, false},
+		{[]string{"gzip, gzip;q=NaN"}, true},
+		{[]string{"gzip;q=2"}, false},
+		{[]string{"identity;q=-1, gzip;q=0.1"}, true},
+		{[]string{"br, gzip;q=0.001"}, true},
+		{[]string{"identity", "gzip"}, false},
+		{[]string{"identity;q=0.5, gzip"}, true},
+		{[]string{"*"}, false},
+		{[]string{"*;q=0"}, false},
+		{[]string{"*;q=0, gzip"}, true},
+		{[]string{"gzip;q=0.5, *"}, false},
+		{[]string{"gzip;q=0, *"}, false},
+		// identity refused outright, gzip taken: gzip, though * says more of identity.
+		{[]string{"identity;q=0, gzip;q=0.5, *;q=0.8"}, true},
+		{[]string{"*;q=0.5, identity;q=0.1"}, true},
+		{[]string{"identity;q=0"}, false},
+	} {
+		if got := acceptsGzip(tc.headers); got != tc.want {
+			t.Errorf("acceptsGzip(%q) = %v, want %v", tc.headers, got, tc.want)
+		}
+	}
+}
+
+// TestNegotiate: the format served is one the client takes. A media range of quality 0 is
+// refused (RFC 9110, 12.4.2), not a last choice, and the ranges of every Accept header
+// count, as though joined in one; with none taken the text format is served.
+func TestNegotiate(t *testing.T) {
+	const (
+		om1   = "application/openmetrics-text;version=1.0.0"
+		proto = "application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;encoding=delimited"
+	)
+	for _, tc := range []struct {
+		name   string
+		accept []string
+		want   expfmt.FormatType
+	}{
+		{"none", nil, expfmt.TypeTextPlain},
+		{"Prometheus 2", []string{om1 + ",application/openmetrics-text;version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1"}, expfmt.TypeOpenMetrics},
+		{"Prometheus 3", []string{proto + ";q=0.5," + om1 + ";q=0.4,text/plain;version=1.0.0;q=0.3,*/*;q=0.1"}, expfmt.TypeProtoDelim},
+		{"OpenMetrics refused", []string{om1 + ";q=0"}, expfmt.TypeTextPlain},
+		{"OpenMetrics refused, in capitals", []string{om1 + "; Q=0.000"}, expfmt.TypeTextPlain},
+		{"everything refused", []string{proto + ";q=0, text/plain;q=0"}, expfmt.TypeTextPlain},
+		{"refused before taken", []string{proto + ";q=0, " + om1 + ";q=0.1"}, expfmt.TypeOpenMetrics},
+		{"two headers", []string{"text/plain;q=0.1", om1}, expfmt.TypeOpenMetrics},
+		{"a quality that is no number", []string{proto + ";q=abc"}, expfmt.TypeTextPlain},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req := httptest.NewRequest(http.MethodGet, "/metrics", nil)
+			for _, a := range tc.accept {
+				req.Header.Add("Accept", a)
+			}
+			if _, got := Negotiate(req); got.FormatType() != tc.want {
+				t.Errorf("Accept %q: %q, want a %v format", tc.accept, got, tc.want)
+			}
+		})
+	}
+}
+
+// noRules is a Source without rule families.
+type noRules struct{}
+
+func (noRules) Scrape(func(string) bool, expfmt.Format) Scrape { return noScrape{} }
+
+type noScrape struct{}
+
+func (noScrape) Write(*Writer) error { return nil }
+func (noScrape) Close()              {}
+
+// goneClient is a client that went away: every write of the reply fails.
+type goneClient struct{ h http.Header }
+
+func (c goneClient) Header() http.Header     { return c.h }
+func (goneClient) WriteHeader(int)           {}
+func (goneClient) Write([]byte) (int, error) { return 0, errors.New("connection reset by peer") }
+
+// TestHandlerLogsGoneClientsThrottled: a scrape whose client went away is counted each time
+// (promhttp_metric_handler_errors_total{cause="encoding"}), but logged only the first time
+// and every thousandth, with the count: a client that asks for /metrics and hangs up, again
+// and again, would otherwise write a line to the log per request.
+func TestHandlerLogsGoneClientsThrottled(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(prometheus.NewGauge(prometheus.GaugeOpts{Name: "up_gauge", Help: "A gauge."}))
+	var log bytes.Buffer
+	h := Handler(noRules{}, reg, stdlog.New(&log, "", 0))
+	const scrapes = 2500
+	for range scrapes {
+		h.ServeHTTP(goneClient{http.Header{}}, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	}
+	lines := strings.Split(strings.TrimSpace(log.String()), "\n")
+	if len(lines) != 3 || !strings.Contains(lines[0], "connection reset by peer") || !strings.Contains(lines[2], "2000") {
+		t.Errorf("%d scrapes of gone clients logged %d lines, want 3 (the 1st, 1000th, 2000th):\n%.500s", scrapes, len(lines), log.String())
+	}
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "promhttp_metric_handler_errors_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			if m.GetLabel()[0].GetValue() == "encoding" && m.GetCounter().GetValue() != scrapes {
+				t.Errorf("encoding errors counted %v, want %d", m.GetCounter().GetValue(), scrapes)
+			}
+		}
+	}
+}
