@@ -37,7 +37,8 @@ const (
 //     before are let in unverifiedAtOnce at a time, one per client address, so that
 //     guesses from one address leave room for a scraper's first check; one more gets 429
 //     at once. Those whose credentials did pass go straight on, and wait behind
-//     unverifiedAtOnce checks at most. Requests without credentials cost no check.
+//     unverifiedAtOnce checks at most. Requests without basic auth credentials cost no
+//     check.
 type front struct {
 	next   http.Handler
 	logger *slog.Logger
@@ -62,9 +63,11 @@ func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	} else {
 		p.gated = r.ProtoMajor == 1 && r.ContentLength != 0
 	}
-	// The key is a hash: the credentials are not kept.
-	if auth := r.Header.Get("Authorization"); auth != "" {
-		p.key = sha256.Sum256([]byte(auth))
+	// The toolkit checks with bcrypt only basic auth credentials it can read: a bearer
+	// token, another scheme or basic auth that does not decode costs no check, and is
+	// never refused. The key is a hash: the credentials are not kept.
+	if _, _, ok := r.BasicAuth(); ok {
+		p.key = sha256.Sum256([]byte(r.Header.Get("Authorization")))
 		if !f.admit(p) {
 			f.refuse(w, r)
 			return
