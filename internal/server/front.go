@@ -73,7 +73,7 @@ func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	if !p.gated && p.client == "" {
+	if !p.gated && !p.checking {
 		f.next.ServeHTTP(w, r)
 		return
 	}
@@ -83,8 +83,9 @@ func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // admit reports whether p may go on to the toolkit's check: its credentials are known,
 // or fewer than unverifiedAtOnce requests with unknown ones are being checked, none from
-// its client's address (a unix or vsock socket's peer is told apart by its connection).
-// p is then in the check until it leaves it.
+// its client's address (every peer of a unix socket has one, "@", as every client behind
+// a proxy has the proxy's; a vsock peer has its context ID's). p is then in the check
+// until it leaves it.
 func (f *front) admit(p *passage) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -99,7 +100,7 @@ func (f *front) admit(p *passage) bool {
 		return false
 	}
 	f.checking[client] = struct{}{}
-	p.client = client
+	p.client, p.checking = client, true
 	return true
 }
 
@@ -130,16 +131,18 @@ func (f *front) pass(key [sha256.Size]byte) {
 
 // passage is the ResponseWriter of a request the front watches until it reaches the
 // handlers (reached unwraps it): one with a body to the line tester (gated), one whose
-// credentials are being checked (client).
+// credentials are being checked (checking).
 type passage struct {
 	http.ResponseWriter
 	r     *http.Request
 	front *front
 	key   [sha256.Size]byte
 	gated bool
-	// client is the address of the request while it is in the toolkit's check with
-	// credentials not known, else empty.
-	client string
+	// checking is set while the request is in the toolkit's check with credentials not
+	// known, from client's address (which net/http leaves empty for a connection without
+	// one).
+	checking bool
+	client   string
 	// arrived is set once the request reached the handlers, shut once its body was
 	// left unread.
 	arrived, shut bool
@@ -149,18 +152,18 @@ type passage struct {
 // body is the line tester's.
 func (p *passage) arrive() {
 	p.arrived = true
-	if p.client != "" {
+	if p.checking {
 		p.front.pass(p.key)
 		p.leaveCheck()
 	}
 }
 
 func (p *passage) leaveCheck() {
-	if p.client != "" {
+	if p.checking {
 		p.front.mu.Lock()
 		delete(p.front.checking, p.client)
 		p.front.mu.Unlock()
-		p.client = ""
+		p.checking = false
 	}
 }
 
