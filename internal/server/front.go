@@ -37,7 +37,8 @@ const (
 //     before are let in unverifiedAtOnce at a time, one per client address, so that
 //     guesses from one address leave room for a scraper's first check; one more gets 429
 //     at once. Those whose credentials did pass go straight on, and wait behind
-//     unverifiedAtOnce checks at most. Requests without credentials cost no check.
+//     unverifiedAtOnce checks at most. Requests without basic auth credentials cost no
+//     check.
 type front struct {
 	next   http.Handler
 	logger *slog.Logger
@@ -62,15 +63,17 @@ func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	} else {
 		p.gated = r.ProtoMajor == 1 && r.ContentLength != 0
 	}
-	// The key is a hash: the credentials are not kept.
-	if auth := r.Header.Get("Authorization"); auth != "" {
-		p.key = sha256.Sum256([]byte(auth))
+	// The toolkit checks with bcrypt only basic auth credentials it can read: a bearer
+	// token, another scheme or basic auth that does not decode costs no check, and is
+	// never refused. The key is a hash: the credentials are not kept.
+	if _, _, ok := r.BasicAuth(); ok {
+		p.key = sha256.Sum256([]byte(r.Header.Get("Authorization")))
 		if !f.admit(p) {
 			f.refuse(w, r)
 			return
 		}
 	}
-	if !p.gated && p.client == "" {
+	if !p.gated && !p.checking {
 		f.next.ServeHTTP(w, r)
 		return
 	}
@@ -80,8 +83,9 @@ func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // admit reports whether p may go on to the toolkit's check: its credentials are known,
 // or fewer than unverifiedAtOnce requests with unknown ones are being checked, none from
-// its client's address (a unix or vsock socket's peer is told apart by its connection).
-// p is then in the check until it leaves it.
+// its client's address (every peer of a unix socket has one, "@", as every client behind
+// a proxy has the proxy's; a vsock peer has its context ID's). p is then in the check
+// until it leaves it.
 func (f *front) admit(p *passage) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -96,7 +100,7 @@ func (f *front) admit(p *passage) bool {
 		return false
 	}
 	f.checking[client] = struct{}{}
-	p.client = client
+	p.client, p.checking = client, true
 	return true
 }
 
@@ -127,16 +131,18 @@ func (f *front) pass(key [sha256.Size]byte) {
 
 // passage is the ResponseWriter of a request the front watches until it reaches the
 // handlers (reached unwraps it): one with a body to the line tester (gated), one whose
-// credentials are being checked (client).
+// credentials are being checked (checking).
 type passage struct {
 	http.ResponseWriter
 	r     *http.Request
 	front *front
 	key   [sha256.Size]byte
 	gated bool
-	// client is the address of the request while it is in the toolkit's check with
-	// credentials not known, else empty.
-	client string
+	// checking is set while the request is in the toolkit's check with credentials not
+	// known, from client's address (which net/http leaves empty for a connection without
+	// one).
+	checking bool
+	client   string
 	// arrived is set once the request reached the handlers, shut once its body was
 	// left unread.
 	arrived, shut bool
@@ -146,18 +152,18 @@ type passage struct {
 // body is the line tester's.
 func (p *passage) arrive() {
 	p.arrived = true
-	if p.client != "" {
+	if p.checking {
 		p.front.pass(p.key)
 		p.leaveCheck()
 	}
 }
 
 func (p *passage) leaveCheck() {
-	if p.client != "" {
+	if p.checking {
 		p.front.mu.Lock()
 		delete(p.front.checking, p.client)
 		p.front.mu.Unlock()
-		p.client = ""
+		p.checking = false
 	}
 }
 

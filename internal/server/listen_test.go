@@ -131,6 +131,7 @@ func TestCheckWebConfigAccepts(t *testing.T) {
 		{"headers", "http_server_config:\n  headers:\n    X-Frame-Options: deny\n"},
 		{"rate limit", "rate_limit:\n  interval: 100ms\n  burst: 10\n"},
 		{"rate limit off", "rate_limit:\n  burst: 0\n"},
+		{"rate limit interval in nanoseconds", "rate_limit:\n  interval: 100000000\n  burst: 10\n"},
 		{"basic auth", "basic_auth_users:\n  prometheus: $2y$10$QOauhQNbBCuQDKes6eFzPeMqBSjb7Mr5DUmpZ/VcEd00UAV/LDeSi\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

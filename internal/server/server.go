@@ -32,7 +32,7 @@ import (
 	versioncollector "github.com/prometheus/client_golang/prometheus/collectors/version"
 	"github.com/prometheus/common/version"
 	"github.com/prometheus/exporter-toolkit/web"
-	"go.yaml.in/yaml/v3"
+	"go.yaml.in/yaml/v2"
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/logwindow/logwindow_exporter/config"
@@ -204,22 +204,17 @@ func checkWebConfig(path string, logger *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	var c struct {
-		Users     map[string]string `yaml:"basic_auth_users"`
-		RateLimit struct {
-			Burst    int           `yaml:"burst"`
-			Interval time.Duration `yaml:"interval"`
-		} `yaml:"rate_limit"`
-	}
+	// Read as the toolkit reads it (yaml v2, which takes an interval in nanoseconds too).
+	var c web.Config
 	if err := yaml.Unmarshal(text, &c); err != nil {
 		return err
 	}
-	if rl := c.RateLimit; rl.Interval > 0 && rl.Burst < 1 {
+	if rl := c.RateLimiterConfig; rl.Interval > 0 && rl.Burst < 1 {
 		return fmt.Errorf("rate_limit: burst %d lets no request through: give the requests let through at once, at least 1", rl.Burst)
 	}
 	for _, user := range slices.Sorted(maps.Keys(c.Users)) {
 		// web.Validate read every cost.
-		if cost, _ := bcrypt.Cost([]byte(c.Users[user])); cost > maxUsualBcryptCost {
+		if cost, _ := bcrypt.Cost([]byte(string(c.Users[user]))); cost > maxUsualBcryptCost {
 			logger.Warn("basic_auth_users: a password hash of this bcrypt cost takes a core half a second or more (twice as long for each step past 12) each time a password not seen before is checked: every wrong one, and a scraper's after a start or after wrong ones pushed it out of the cache; scrapes may time out while passwords are guessed. 10 is usual",
 				"user", user, "cost", cost)
 		}

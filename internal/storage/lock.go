@@ -41,19 +41,30 @@ func TakeLock(dir string) (*Lock, error) {
 	if fi, err := os.Stat(path); err == nil && fi.Mode()&(fs.ModeSocket|fs.ModeDevice) != 0 {
 		return nil, fmt.Errorf("snapshot: lock: %s is a %s, not a regular file: remove it", path, fileType(fi.Mode()))
 	}
+	f, err := openLock(path)
+	if errors.Is(err, fs.ErrPermission) {
+		return takeOver(dir, path, err)
+	}
+	return lockOpened(f, err)
+}
+
+// openLock opens the lock file at path, made when missing, to lock it: read-write when
+// this process may, else read-only.
+func openLock(path string) (*os.File, error) {
 	// O_NONBLOCK: the open of a FIFO for reading alone would wait for a writer.
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|syscall.O_NONBLOCK, 0o644)
 	if err == nil {
 		// One this process made may have been made under a umask that left it its own;
 		// one another user made and it may write stays as that user set it.
 		_ = f.Chmod(0o644)
-	} else {
-		// A directory this process may read but not write: another one may be locking it.
-		f, err = os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+		return f, nil
 	}
-	if errors.Is(err, fs.ErrPermission) {
-		return takeOver(dir, path, err)
-	}
+	// A directory this process may read but not write: another one may be locking it.
+	return os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+}
+
+// lockOpened locks f, the lock file as openLock opened it (err the error of its open).
+func lockOpened(f *os.File, err error) (*Lock, error) {
 	if err != nil {
 		return nil, fmt.Errorf("snapshot: lock: %w", err)
 	}
@@ -66,13 +77,18 @@ func TakeLock(dir string) (*Lock, error) {
 
 // takeOver replaces the lock file at path, which this process may not open (refused
 // says why), with a new file of its own, locked before it takes the place: a process
-// that opens the lock file after the rename finds it locked. One that replaced it
-// between the look at it and the rename (two exporters given one directory, started at
-// once) is ErrLocked.
+// that opens the lock file after the rename finds it locked. The replacement is made
+// under a lock of the directory, after a second look at the lock file: of two exporters
+// given one directory and started at once, the second finds the first's replacement,
+// which it may open, locked (ErrLocked), rather than replace it too.
 func takeOver(dir, path string, refused error) (*Lock, error) {
-	old, err := os.Lstat(path)
-	if err != nil {
-		return nil, fmt.Errorf("snapshot: lock: %w", refused)
+	// Where the directory cannot be locked (NFS locks only files open for writing), the
+	// second look alone narrows the race.
+	if unlock, err := lockDir(dir); err == nil {
+		defer unlock()
+	}
+	if f, err := openLock(path); !errors.Is(err, fs.ErrPermission) {
+		return lockOpened(f, err)
 	}
 	f, err := os.CreateTemp(dir, LockName+".tmp-*")
 	if err != nil {
@@ -88,9 +104,6 @@ func takeOver(dir, path string, refused error) (*Lock, error) {
 	}
 	if err := lockFile(f); err != nil {
 		return fail(err)
-	}
-	if now, err := os.Lstat(path); err != nil || !os.SameFile(old, now) {
-		return fail(fmt.Errorf("%w: %s replaced by another process", ErrLocked, path))
 	}
 	if err := os.Rename(f.Name(), path); err != nil {
 		return fail(fmt.Errorf("snapshot: lock: %w; cannot replace it: %w", refused, err))

@@ -24,3 +24,24 @@ func lockFile(f *os.File) error {
 		return fmt.Errorf("snapshot: lock %s: %w", f.Name(), err)
 	}
 }
+
+// lockDir takes an exclusive lock of dir, waiting for it (another process holds it for
+// the time of a rename), and returns its release: the lock file's replacements
+// (takeOver) are made one at a time, each after a look at what the one before left.
+func lockDir(dir string) (func(), error) {
+	d, err := os.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	for {
+		err := syscall.Flock(int(d.Fd()), syscall.LOCK_EX)
+		switch {
+		case err == nil:
+			return func() { d.Close() }, nil
+		case errors.Is(err, syscall.EINTR):
+			continue
+		}
+		d.Close()
+		return nil, fmt.Errorf("lock %s: %w", dir, err)
+	}
+}

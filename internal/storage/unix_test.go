@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -148,5 +149,54 @@ func TestTakeLockSocket(t *testing.T) {
 	defer ln.Close()
 	if _, err := TakeLock(dir); err == nil || errors.Is(err, ErrLocked) || !strings.Contains(err.Error(), "is a socket, not a regular file") {
 		t.Fatalf("TakeLock: %v, want an error saying it is a socket", err)
+	}
+}
+
+// Exporters started at once as a user that may not open the lock file another user left
+// (each replaces it) hold the directory one at a time: one takes it, the others find it
+// taken (ErrLocked), however their replacements interleave.
+func TestTakeOverRace(t *testing.T) {
+	const exporters, rounds = 4, 200
+	for round := range rounds {
+		dir := t.TempDir()
+		if err := refused(os.WriteFile(filepath.Join(dir, LockName), nil, 0o600), filepath.Join(dir, LockName)); err != nil {
+			t.Fatal(err)
+		}
+		start := make(chan struct{})
+		taken := make(chan *Lock, exporters)
+		errs := make(chan error, exporters)
+		var wg sync.WaitGroup
+		for range exporters {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				asother.Run(t, 10*time.Second, []string{dir}, func() {
+					<-start
+					l, err := TakeLock(dir)
+					if err == nil {
+						taken <- l
+					} else if !errors.Is(err, ErrLocked) {
+						errs <- err
+					}
+				})
+			}()
+		}
+		close(start)
+		wg.Wait()
+		close(taken)
+		close(errs)
+		for err := range errs {
+			t.Errorf("round %d: TakeLock: %v", round, err)
+		}
+		var held []*Lock
+		for l := range taken {
+			held = append(held, l)
+		}
+		for _, l := range held {
+			l.Release()
+		}
+		if len(held) != 1 {
+			t.Fatalf("round %d: %d of %d exporters hold the directory, want 1", round, len(held), exporters)
+		}
 	}
 }
