@@ -400,8 +400,9 @@ func (in *stream) resumeParts(pps []pathParts, from []follow.Position) {
 		}
 	}
 	if dropped > 0 {
-		// A snapshot of more shards than read now, whose joiners each held up to the limit.
-		in.log.Warn("messages in parts not resumed, past the limit of messages in progress: their first parts are lost, their last parts read as whole messages", "messages", dropped, "limit", cri.MaxTracked)
+		// A snapshot of more shards than read now, whose joiners each held up to the limit;
+		// or, in one written by hand, a stream named twice or that no line can name.
+		in.log.Warn("messages in parts not resumed, past the limit of messages in progress or of a stream named twice or unreadably: their first parts are lost, their last parts read as whole messages", "messages", dropped, "limit", cri.MaxTracked)
 	}
 	in.chargeHeld()
 }

@@ -380,7 +380,8 @@ func parseSetAside(name string) (b setAside, ok bool) {
 		return setAside{name: name, at: n}, true
 	}
 	at, err := strconv.ParseInt(second, 10, 64)
-	return setAside{name: name, n: n, at: at}, err == nil && n > 0
+	// A number one more of which would not be one is no set-aside's: SetAside counts on.
+	return setAside{name: name, n: n, at: at}, err == nil && n > 0 && n < math.MaxInt64
 }
 
 // SetAside renames the snapshot in dir, one Read refused, to snapshot.bad-<n>-<now, Unix

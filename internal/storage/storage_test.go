@@ -268,6 +268,13 @@ func TestSetAside(t *testing.T) {
 		before: []string{"snapshot.bad-1700000100", "snapshot.bad-1700000050"},
 		at:     []time.Time{start, start},
 		want:   []string{"1", "0", "snapshot.bad-1700000100"},
+	}, {
+		// A name no set-aside is given (a number one more would overflow) is another
+		// file's, kept and passed over, not the newest.
+		name:   "a number past the last",
+		before: []string{"snapshot.bad-9223372036854775807-1"},
+		at:     []time.Time{start, start, start, start},
+		want:   []string{"3", "2", "1", "snapshot.bad-9223372036854775807-1"},
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
