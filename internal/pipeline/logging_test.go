@@ -419,3 +419,50 @@ func TestFilesOfNoFormatLogged(t *testing.T) {
 		t.Errorf("the warning lacks %s:\n%s", want, out.String())
 	}
 }
+
+// An input no rule reads (the rules are all restricted to other inputs: it is followed
+// for its own counters) has no rule that counts nothing and no regex that is wrong: its
+// lines are told of neither as unreadable nor as unmatched, while the same lines of an
+// input a rule reads are.
+func TestUnreadInputOfNoRule(t *testing.T) {
+	const (
+		combined   = `10.0.0.1 - - [01/Mar/2024:12:00:00 +0000] "GET / HTTP/1.1" 200 5 "-" "curl/8.5.0"`
+		unreadable = "none of the lines the input read lately"
+		unmatched  = "no rule's match regex matched any of the lines"
+	)
+	for _, tc := range []struct {
+		name, input, rules, warning string
+		warned                      bool
+	}{
+		{"a regex's input", "", "[{name: r, match: ERROR, inputs: [web]}]", unmatched, true},
+		{"no rule's input", "", "[{name: r, match: ERROR, inputs: [other]}]", unmatched, false},
+		{"a format's input", ", log_format: upstreaminfo", "[{name: r, labels: {status: '${status}'}, inputs: [web]}]", unreadable, true},
+		{"no rule's input of a format", ", log_format: upstreaminfo", "[{name: r, labels: {status: '${status}'}, inputs: [other]}]", unreadable, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			log, other := filepath.Join(dir, "web.log"), filepath.Join(dir, "other.log")
+			for _, f := range []string{log, other} {
+				if err := os.WriteFile(f, nil, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			cfg, err := config.Parse(fmt.Appendf(nil, "inputs: [{name: web, path: '%s'%s}, {name: other, path: '%s', log_format: upstreaminfo}]\nrules: %s\n", log, tc.input, other, tc.rules), "rules.yaml")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var out syncbuf.Buffer
+			p, err := Start(cfg, Options{Now: time.Now, PollInterval: 10 * time.Millisecond, Logger: slog.New(slog.NewTextHandler(&out, nil))})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(p.Stop)
+			appendTo(t, log, strings.Repeat(combined+"\n", unmatchedMinLines))
+			waitTotal(t, p, "every line", "logwindow_input_lines_total", unmatchedMinLines)
+			p.warnUnreadable()
+			if got := strings.Contains(out.String(), tc.warning); got != tc.warned {
+				t.Errorf("warned %v, want %v:\n%s", got, tc.warned, out.String())
+			}
+		})
+	}
+}

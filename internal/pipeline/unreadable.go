@@ -94,6 +94,9 @@ func (p *Pipeline) lookUnreadable() {
 		source   string
 		format   bool
 		noFormat []string
+		// reads says that a rule reads the input: of one no rule reads (followed for its
+		// own counters), no line fits a rule, and no rule or regex is wrong for it.
+		reads bool
 	}
 	gen := p.gen.Load()
 	now := map[string]*counts{}
@@ -102,7 +105,7 @@ func (p *Pipeline) lookUnreadable() {
 		c := now[in.label]
 		if c == nil {
 			ci := gen.input(in.source)
-			c = &counts{source: in.source, format: ci.LogFormat != nil || len(ci.LogFormats) > 0}
+			c = &counts{source: in.source, format: ci.LogFormat != nil || len(ci.LogFormats) > 0, reads: gen.parser.ReadsInput(ci.Name)}
 			now[in.label] = c
 		}
 		// unfit is loaded before fit, which is added to first: a look never finds lines
@@ -135,7 +138,7 @@ func (p *Pipeline) lookUnreadable() {
 			p.unreadable[label] = m
 		}
 		unread := c.malformed
-		if c.format {
+		if c.format && c.reads {
 			unread += c.unfit
 		}
 		switch {
@@ -150,7 +153,7 @@ func (p *Pipeline) lookUnreadable() {
 		}
 		m.sinceFit += c.fit
 		m.sinceUnfit += c.unfit
-		if !c.format && !m.told && m.sinceFit == 0 && m.sinceUnfit >= unmatchedMinLines {
+		if c.reads && !c.format && !m.told && m.sinceFit == 0 && m.sinceUnfit >= unmatchedMinLines {
 			m.told = true
 			p.opts.Logger.Warn("no rule's match regex matched any of the lines the input read since the rules were loaded: its rules count nothing; if they are of rare lines, this is expected, otherwise --explain=FILE says where a line stops matching (logged once per load)",
 				"input", label, "source", c.source, "lines", m.sinceUnfit)
