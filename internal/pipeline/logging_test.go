@@ -239,6 +239,10 @@ func TestUnreadableInputs(t *testing.T) {
 		{"not of its log format, but a regex rule's", "log_format: combined", "[{name: r, labels: {status: '${status}'}}, {name: any, match: status}]", json, false},
 		{"of its format, filtered out", "log_format: combined", "[{name: r, labels: {status: '${status}'}, where: {status: '^5'}}]", combined, false},
 		{"no format, a regex of rare lines", "", "[{name: errors, match: ERROR}]", combined, false},
+		// CRI lines whose messages a regex of rare lines leaves are read as the input
+		// says, though a line among them is not CRI's.
+		{"no format, a regex of rare lines, CRI lines and not", "wrapper: cri", "[{name: errors, match: ERROR}]",
+			"2024-03-01T12:00:00Z stdout F " + combined + "\n" + combined, false},
 		// Lines that are no message (another stream's, a message's parts) are no line
 		// that could be read.
 		{"not of its log format, among another stream's lines", "wrapper: cri, streams: [stdout], log_format: combined", "[{name: r, labels: {status: '${status}'}}]",

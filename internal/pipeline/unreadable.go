@@ -137,14 +137,19 @@ func (p *Pipeline) lookUnreadable() {
 			m = &unreadable{}
 			p.unreadable[label] = m
 		}
-		unread := c.malformed
+		// A well-formed line that fitted no rule is unreadable only by a log format the
+		// rules read it by: without one, it is read as the input says (a CRI line, say)
+		// and left by regexes of other lines.
+		readable, unread := c.fit, c.malformed
 		if c.format && c.reads {
 			unread += c.unfit
+		} else {
+			readable += c.unfit
 		}
 		switch {
-		case c.fit+unread < unreadableMinLines:
+		case readable+unread < unreadableMinLines:
 			// Too few to tell; an episode going on goes on.
-		case c.fit > 0:
+		case readable > 0:
 			m.logged = time.Time{}
 		case m.logged.IsZero() || at.Sub(m.logged) >= unreadableLogEvery:
 			m.logged = at
