@@ -56,7 +56,8 @@ type lineCounts struct{ fit, unfit, malformed uint64 }
 // that match rare lines leave. But an input without a log format none of whose lines
 // since its rules were loaded (unmatchedMinLines at least) any rule's regex matched is
 // told of, once per load: that is a regex that is wrong more often than one of lines
-// that did not come yet.
+// that did not come yet. An input no rule reads, followed for its own counters, has
+// neither a log format its rules read it by nor a regex, and is told of neither way.
 //
 // A file of an input with candidate log formats none of whose last lines fit any
 // (parser.NoFormat) is logged by its path, though the input's other files fit: a pod whose
