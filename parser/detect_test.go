@@ -830,3 +830,39 @@ rules:
 		t.Errorf("%d lines parsed:\n got %v\nwant %v", count.lines, got, want)
 	}
 }
+
+// A file of JSON objects that went of no format (a stack trace of MaxHeld lines) is of
+// json again at its next object, though that object brings a member the file's objects
+// did not have (Session.grow): the line fits.
+func TestSessionObjectMembersGrowEndNoFormat(t *testing.T) {
+	c := mustParse(t, `
+inputs:
+  - {name: app, path: /a, log_format: [json]}
+rules:
+  - {name: requests, labels: {status: '${status}'}}
+`)
+	p := newOfInputs(t, c)
+	s := p.NewSession()
+	files := NewFiles()
+	s.SetFormats(c.Inputs[0].LogFormats, files)
+	rec := &recorder{t: t, rules: c.Rules}
+	var count countingDone
+	parse := func(line string) { s.ParseFile("f", "app", []byte(line), nil, rec, count.done) }
+	parse(`{"msg":"starting"}`)
+	for range MaxHeld {
+		parse("\tat com.example.Main.run(Main.java:42)")
+	}
+	if got := files.NoFormatFiles(); !slices.Equal(got, []string{"f"}) {
+		t.Fatalf("files of no format %q after a trace, want f", got)
+	}
+	parse(`{"status":"200"}`)
+	if got, want := files.Formats(), map[string]int{"json": 1}; !maps.Equal(got, want) {
+		t.Errorf("formats %v after an object with a new member, want %v", got, want)
+	}
+	if got := files.NoFormatFiles(); len(got) != 0 {
+		t.Errorf("files of no format %q after an object with a new member, want none", got)
+	}
+	if count.lines != MaxHeld+2 {
+		t.Errorf("%d lines parsed, want %d", count.lines, MaxHeld+2)
+	}
+}

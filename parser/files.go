@@ -176,9 +176,7 @@ func (s *Session) ParseFile(source, input string, line, wrapperTime []byte, sink
 	file := s.last
 	if s.prog != nil && len(file.held) == 0 {
 		if fits, ok := s.p.parse(s.s, s.prog.groups, true, input, line, wrapperTime, sink); fits {
-			if file.none {
-				s.files.choose(file, file.chosen, file.name)
-			}
+			s.fitAgain(file)
 			done(ok, fits)
 			return
 		}
@@ -189,13 +187,12 @@ func (s *Session) ParseFile(source, input string, line, wrapperTime []byte, sink
 	switch {
 	case s.grow(file):
 		// A JSON object with a member the file's did not have: the rules reading it
-		// apply from this line on.
+		// apply from this line on, which fits them.
+		s.fitAgain(file)
 		s.flush(file, input, sink, done)
 	case s.prog != nil && len(file.held) > 1 && s.fits(file.held[len(file.held)-1]):
 		// A line fits again: those before it are the chosen format's misfits.
-		if file.none {
-			s.files.choose(file, file.chosen, file.name)
-		}
+		s.fitAgain(file)
 		s.flush(file, input, sink, done)
 	case s.prog == nil || len(file.held) >= MaxHeld:
 		// With no format chosen, the held lines tried before fit no candidate: choosing
@@ -244,6 +241,14 @@ func (s *Session) grow(file *fileFormat) bool {
 	file.members = present
 	s.prog = s.p.objectProgram(full, present)
 	return true
+}
+
+// fitAgain records that a line of file fits its chosen format: a file counted under
+// NoFormat is counted under it again.
+func (s *Session) fitAgain(file *fileFormat) {
+	if file.none {
+		s.files.choose(file, file.chosen, file.name)
+	}
 }
 
 // fits tells whether line fits the chosen format.

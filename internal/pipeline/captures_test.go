@@ -3,6 +3,7 @@ package pipeline
 import (
 	"bytes"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -16,6 +17,7 @@ import (
 	"github.com/logwindow/logwindow_exporter/exporter"
 	"github.com/logwindow/logwindow_exporter/internal/input/syslog/syslogtest"
 	"github.com/logwindow/logwindow_exporter/internal/testutil/metrictest"
+	"github.com/logwindow/logwindow_exporter/parser"
 )
 
 // nginxPodLog is a pod's CRI log as the official nginx image writes it: the access log
@@ -406,5 +408,24 @@ rules:
 				t.Errorf("explained %q with outcomes %q; want %q with %q", l.Text, got, tc.text, tc.outcomes)
 			}
 		})
+	}
+}
+
+// --explain.lines of the largest number there is explains every line, as one of the
+// file's length does: the lines read past the cut to settle a format are no overflow.
+func TestExplainLinesLargest(t *testing.T) {
+	log := filepath.Join(t.TempDir(), "access.log")
+	if err := os.WriteFile(log, []byte("a 200\nb 404\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Parse(fmt.Appendf(nil, "inputs: [{name: web, path: '%s'}]\nrules: [{name: requests, match: ' (?P<status>\\d{3})$', labels: {status: '${status}'}}]\n", log), "rules.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []int{2, math.MaxInt - parser.MaxHeld/2, math.MaxInt} {
+		lines, err := Explain(cfg, log, n, Options{Now: time.Now})
+		if err != nil || len(lines) != 2 {
+			t.Errorf("--explain.lines=%d: %d lines explained, %v; want 2", n, len(lines), err)
+		}
 	}
 }

@@ -39,7 +39,7 @@ func Explain(cfg *config.Config, file string, maxLines int, opts Options) ([]exp
 	read := inputsOf(cfg, []string{file}, opts.Logger)[0]
 	name := read.input.Name
 	_, err = readMessages(read, opts, func(_ string, n int, msg, wrapperTime []byte, _ lineValues) {
-		if len(msgs) < maxLines+parser.MaxHeld {
+		if len(msgs)-parser.MaxHeld < maxLines { // maxLines+MaxHeld may overflow
 			msgs = append(msgs, message{n, slices.Clone(msg), slices.Clone(wrapperTime)})
 		}
 	})

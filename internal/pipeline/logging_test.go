@@ -239,6 +239,10 @@ func TestUnreadableInputs(t *testing.T) {
 		{"not of its log format, but a regex rule's", "log_format: combined", "[{name: r, labels: {status: '${status}'}}, {name: any, match: status}]", json, false},
 		{"of its format, filtered out", "log_format: combined", "[{name: r, labels: {status: '${status}'}, where: {status: '^5'}}]", combined, false},
 		{"no format, a regex of rare lines", "", "[{name: errors, match: ERROR}]", combined, false},
+		// CRI lines whose messages a regex of rare lines leaves are read as the input
+		// says, though a line among them is not CRI's.
+		{"no format, a regex of rare lines, CRI lines and not", "wrapper: cri", "[{name: errors, match: ERROR}]",
+			"2024-03-01T12:00:00Z stdout F " + combined + "\n" + combined, false},
 		// Lines that are no message (another stream's, a message's parts) are no line
 		// that could be read.
 		{"not of its log format, among another stream's lines", "wrapper: cri, streams: [stdout], log_format: combined", "[{name: r, labels: {status: '${status}'}}]",
@@ -417,5 +421,52 @@ func TestFilesOfNoFormatLogged(t *testing.T) {
 	}
 	if want := fmt.Sprintf("input=pods source=%s/*/*.log files=1 example=%s", dir, file("worker")); !strings.Contains(out.String(), want) {
 		t.Errorf("the warning lacks %s:\n%s", want, out.String())
+	}
+}
+
+// An input no rule reads (the rules are all restricted to other inputs: it is followed
+// for its own counters) has no rule that counts nothing and no regex that is wrong: its
+// lines are told of neither as unreadable nor as unmatched, while the same lines of an
+// input a rule reads are.
+func TestUnreadInputOfNoRule(t *testing.T) {
+	const (
+		combined   = `10.0.0.1 - - [01/Mar/2024:12:00:00 +0000] "GET / HTTP/1.1" 200 5 "-" "curl/8.5.0"`
+		unreadable = "none of the lines the input read lately"
+		unmatched  = "no rule's match regex matched any of the lines"
+	)
+	for _, tc := range []struct {
+		name, input, rules, warning string
+		warned                      bool
+	}{
+		{"a regex's input", "", "[{name: r, match: ERROR, inputs: [web]}]", unmatched, true},
+		{"no rule's input", "", "[{name: r, match: ERROR, inputs: [other]}]", unmatched, false},
+		{"a format's input", ", log_format: upstreaminfo", "[{name: r, labels: {status: '${status}'}, inputs: [web]}]", unreadable, true},
+		{"no rule's input of a format", ", log_format: upstreaminfo", "[{name: r, labels: {status: '${status}'}, inputs: [other]}]", unreadable, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			log, other := filepath.Join(dir, "web.log"), filepath.Join(dir, "other.log")
+			for _, f := range []string{log, other} {
+				if err := os.WriteFile(f, nil, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			cfg, err := config.Parse(fmt.Appendf(nil, "inputs: [{name: web, path: '%s'%s}, {name: other, path: '%s', log_format: upstreaminfo}]\nrules: %s\n", log, tc.input, other, tc.rules), "rules.yaml")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var out syncbuf.Buffer
+			p, err := Start(cfg, Options{Now: time.Now, PollInterval: 10 * time.Millisecond, Logger: slog.New(slog.NewTextHandler(&out, nil))})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(p.Stop)
+			appendTo(t, log, strings.Repeat(combined+"\n", unmatchedMinLines))
+			waitTotal(t, p, "every line", "logwindow_input_lines_total", unmatchedMinLines)
+			p.warnUnreadable()
+			if got := strings.Contains(out.String(), tc.warning); got != tc.warned {
+				t.Errorf("warned %v, want %v:\n%s", got, tc.warned, out.String())
+			}
+		})
 	}
 }

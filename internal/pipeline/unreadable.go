@@ -56,7 +56,8 @@ type lineCounts struct{ fit, unfit, malformed uint64 }
 // that match rare lines leave. But an input without a log format none of whose lines
 // since its rules were loaded (unmatchedMinLines at least) any rule's regex matched is
 // told of, once per load: that is a regex that is wrong more often than one of lines
-// that did not come yet.
+// that did not come yet. An input no rule reads, followed for its own counters, has
+// neither a log format its rules read it by nor a regex, and is told of neither way.
 //
 // A file of an input with candidate log formats none of whose last lines fit any
 // (parser.NoFormat) is logged by its path, though the input's other files fit: a pod whose
@@ -94,6 +95,9 @@ func (p *Pipeline) lookUnreadable() {
 		source   string
 		format   bool
 		noFormat []string
+		// reads says that a rule reads the input: of one no rule reads (followed for its
+		// own counters), no line fits a rule, and no rule or regex is wrong for it.
+		reads bool
 	}
 	gen := p.gen.Load()
 	now := map[string]*counts{}
@@ -102,7 +106,7 @@ func (p *Pipeline) lookUnreadable() {
 		c := now[in.label]
 		if c == nil {
 			ci := gen.input(in.source)
-			c = &counts{source: in.source, format: ci.LogFormat != nil || len(ci.LogFormats) > 0}
+			c = &counts{source: in.source, format: ci.LogFormat != nil || len(ci.LogFormats) > 0, reads: gen.parser.ReadsInput(ci.Name)}
 			now[in.label] = c
 		}
 		// unfit is loaded before fit, which is added to first: a look never finds lines
@@ -134,14 +138,19 @@ func (p *Pipeline) lookUnreadable() {
 			m = &unreadable{}
 			p.unreadable[label] = m
 		}
-		unread := c.malformed
-		if c.format {
+		// A well-formed line that fitted no rule is unreadable only by a log format the
+		// rules read it by: without one, it is read as the input says (a CRI line, say)
+		// and left by regexes of other lines.
+		readable, unread := c.fit, c.malformed
+		if c.format && c.reads {
 			unread += c.unfit
+		} else {
+			readable += c.unfit
 		}
 		switch {
-		case c.fit+unread < unreadableMinLines:
+		case readable+unread < unreadableMinLines:
 			// Too few to tell; an episode going on goes on.
-		case c.fit > 0:
+		case readable > 0:
 			m.logged = time.Time{}
 		case m.logged.IsZero() || at.Sub(m.logged) >= unreadableLogEvery:
 			m.logged = at
@@ -150,7 +159,7 @@ func (p *Pipeline) lookUnreadable() {
 		}
 		m.sinceFit += c.fit
 		m.sinceUnfit += c.unfit
-		if !c.format && !m.told && m.sinceFit == 0 && m.sinceUnfit >= unmatchedMinLines {
+		if c.reads && !c.format && !m.told && m.sinceFit == 0 && m.sinceUnfit >= unmatchedMinLines {
 			m.told = true
 			p.opts.Logger.Warn("no rule's match regex matched any of the lines the input read since the rules were loaded: its rules count nothing; if they are of rare lines, this is expected, otherwise --explain=FILE says where a line stops matching (logged once per load)",
 				"input", label, "source", c.source, "lines", m.sinceUnfit)

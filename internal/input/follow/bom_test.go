@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -62,5 +63,54 @@ func TestByteOrderMark(t *testing.T) {
 	}
 	if got := <-lines; got != "first" {
 		t.Errorf("first line %q, want %q", got, "first")
+	}
+}
+
+// TestByteOrderMarkResumed: a snapshot taken while a file's first line, after its byte
+// order mark, was not complete yet has the position after the mark; a follower resumed
+// from it reads that line whole, as from a position at 0, not as the rest of a line it
+// started within.
+func TestByteOrderMarkResumed(t *testing.T) {
+	const bom = "\xef\xbb\xbf"
+	for _, tc := range []struct {
+		name    string
+		written string // before the first follower stops
+	}{
+		{"mark and part of the first line", bom + "fir"},
+		{"the mark alone", bom},
+		{"part of the mark", bom[:2]},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "bom.log")
+			w := create(t, path)
+			if _, err := w.WriteString(tc.written); err != nil {
+				t.Fatal(err)
+			}
+			var hold sync.RWMutex
+			var reads atomic.Int64
+			o := Options{Path: path, FromBeginning: true, PollInterval: 5 * time.Millisecond, Hold: hold.RLocker(), Chunk: func() { reads.Add(1) }}
+			f := start(t, o, func(_ string, line []byte) { t.Errorf("line %q handed on before it is complete", line) })
+			waitFor(t, "the first bytes read", func() bool { return reads.Load() > 0 })
+			hold.Lock()
+			positions := f.Positions()
+			hold.Unlock()
+			f.Stop()
+			if _, err := w.WriteString(strings.TrimPrefix(bom+"first\nsecond\n", tc.written)); err != nil {
+				t.Fatal(err)
+			}
+			o.FromBeginning, o.Resume, o.Chunk = false, positions, nil
+			lines := make(chan string, 4)
+			start(t, o, func(_ string, line []byte) { lines <- string(line) })
+			for _, want := range []string{"first", "second"} {
+				select {
+				case got := <-lines:
+					if got != want {
+						t.Errorf("resumed from %+v: line %q, want %q", positions, got, want)
+					}
+				case <-time.After(5 * time.Second):
+					t.Fatalf("resumed from %+v: no line %q", positions, want)
+				}
+			}
+		})
 	}
 }

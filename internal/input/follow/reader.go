@@ -126,7 +126,10 @@ func (t *tracked) positionAt(off int64) {
 		got = 0
 	}
 	t.tailN = got
-	t.lead = got > 0 && t.tail[got-1] != '\n'
+	// A byte order mark is no line's start, but nothing of a line comes before it either:
+	// reading from just after the mark (a snapshot's position while the first line was
+	// incomplete) starts at a line.
+	t.lead = got > 0 && t.tail[got-1] != '\n' && !bytes.Equal(t.tail[:got], byteOrderMark)
 	if got, err = t.f.ReadAt(t.head[:min(headLen, off)], 0); err != nil && !errors.Is(err, io.EOF) {
 		got = 0
 	}

@@ -44,6 +44,13 @@ func TestParseHeader(t *testing.T) {
 		{"cisco origin", "<189>126: R1: *Mar  1 00:00:00.123: %SYS-5-CONFIG_I: Configured", "R1", "%SYS-5-CONFIG_I", "Configured"},
 		{"cisco without timestamps", "<189>127: %SYS-5-CONFIG_I: Configured", "", "%SYS-5-CONFIG_I", "Configured"},
 		{"cisco synced, plain header", "<189>Mar  1 00:00:00.123: %SYS-5-CONFIG_I: Configured", "", "%SYS-5-CONFIG_I", "Configured"},
+		// Without a message counter (`no logging message-counter syslog`) and synced, the
+		// zone and the mnemonic after it still say Cisco: the zone is no tag.
+		{"cisco synced, time zone, no sequence", "<189>Mar  1 00:00:00.123 UTC: %SYS-5-CONFIG_I: Configured", "", "%SYS-5-CONFIG_I", "Configured"},
+		{"cisco synced, time zone and year, no sequence", "<189>Mar  1 2026 00:00:00 CEST: %LINK-3-UPDOWN: Interface Gi0/1, changed state to up", "", "%LINK-3-UPDOWN", "Interface Gi0/1, changed state to up"},
+		// A tag in capitals is a tag, unless a mnemonic follows it.
+		{"tag in capitals", "<190>Nov 24 05:28:09 NGINX: GET /", "", "NGINX", "GET /"},
+		{"tag in capitals, a percent", "<190>Nov 24 05:28:09 APP: %d items", "", "APP", "%d items"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			msg, h, _ := Parse([]byte(tc.in))

@@ -235,8 +235,8 @@ func isLevel(tag []byte) bool {
 // marks a clock never or no longer synchronized, and the timestamp may have a year and
 // milliseconds (`service timestamps log datetime msec year show-timezone`). The
 // `%FACILITY-SEVERITY-MNEMONIC: ` opening the message is its tag, as rsyslog's Cisco
-// parser reads it. ok is false unless a sequence number, a marker or a zone says the
-// header is Cisco's: without them it is RFC 3164's (rfc3164).
+// parser reads it. ok is false unless a sequence number, a marker or a zone before a
+// mnemonic says the header is Cisco's: without them it is RFC 3164's (rfc3164).
 func cisco(b []byte) ([]byte, Header, bool) {
 	var h Header
 	seq := false
@@ -264,9 +264,10 @@ func cisco(b []byte) ([]byte, Header, bool) {
 }
 
 // ciscoTime returns the length of a Cisco timestamp opening b with the colon that ends
-// it, 0 if there is none or it may be RFC 3164's: without a sequence number before it
-// (seq) or a marker, the time must be followed by neither a colon nor a word and a
-// colon, which nginx's `Nov 24 05:28:09 nginx: ` has.
+// it, 0 if there is none or it may be RFC 3164's. Without a sequence number before it
+// (seq) or a marker, a time and a colon is left to rfc3164, which reads it alike, and a
+// word and a colon after the time is a zone only in capitals and before a mnemonic
+// (`UTC: %SYS-5-CONFIG_I: `): else it is a tag, as nginx's in `Nov 24 05:28:09 nginx: `.
 func ciscoTime(b []byte, seq bool) int {
 	marked := len(b) > 0 && (b[0] == '*' || b[0] == '.')
 	i := 0
@@ -278,21 +279,41 @@ func ciscoTime(b []byte, seq bool) int {
 		return 0
 	}
 	i += n
-	if !marked && !seq {
-		return 0
-	}
+	plain := !marked && !seq
 	if b[i-1] == ':' {
+		if plain {
+			return 0
+		}
 		return i
 	}
 	// A zone: letters, then the colon.
-	z := i + 1
+	z, upper := i+1, true
 	for z < len(b) && z-i-1 < 7 && ('A' <= b[z] && b[z] <= 'Z' || 'a' <= b[z] && b[z] <= 'z') {
+		upper = upper && b[z] <= 'Z'
 		z++
 	}
 	if i < len(b) && b[i] == ' ' && z-i-1 >= 2 && z < len(b) && b[z] == ':' {
+		if plain && (!upper || !mnemonic(bytes.TrimPrefix(b[z+1:], []byte(" ")))) {
+			return 0
+		}
 		return z + 1
 	}
 	return 0
+}
+
+// mnemonic reports whether b opens with a Cisco message's `%FACILITY-SEVERITY-MNEMONIC:`,
+// its severity a digit from 0 to 7.
+func mnemonic(b []byte) bool {
+	if len(b) == 0 || b[0] != '%' {
+		return false
+	}
+	tag, _, ok := afterTag(b)
+	parts := bytes.Split(tag[min(1, len(tag)):], []byte("-"))
+	if !ok || len(parts) < 3 {
+		return false
+	}
+	sev := parts[len(parts)-2]
+	return len(sev) == 1 && '0' <= sev[0] && sev[0] <= '7' && len(parts[0]) > 0 && len(parts[len(parts)-1]) > 0
 }
 
 var months = [12]string{"Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"}
