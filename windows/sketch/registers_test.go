@@ -139,8 +139,9 @@ func firstDiff(got, want []uint8) string {
 // TestFleetRegistersWindowed: the registers each of several pods exports for a window,
 // merged by their maximum as the fleet query does, are those of the union of the items
 // every pod placed in that window's slots, register by register, at every precision the
-// pods can export: sparse and dense windows, items shared between pods and late by up to
-// a slot and a half, reads at the seconds a slot rolls up and around them.
+// pods can export: sparse and dense windows, items shared between pods, late by up to a
+// slot and a half or into sealed slots of every wheel, reads at the seconds a slot rolls
+// up and around them.
 func TestFleetRegistersWindowed(t *testing.T) {
 	ws := []time.Duration{time.Minute, 5 * time.Minute, time.Hour}
 	l, err := windows.NewLayout(ws, windows.Options{Summaries: []windows.SummaryKind{DistinctKind(1)}})
@@ -174,8 +175,11 @@ func TestFleetRegistersWindowed(t *testing.T) {
 			}
 			for i := range n {
 				at := now
-				if r.IntN(4) == 0 {
+				switch x := r.IntN(40); {
+				case x < 10:
 					at -= r.Int64N(16) // late, across a 10-second slot's edge
+				case x < 11:
+					at -= r.Int64N(400) // into a sealed slot, and a minute's
 				}
 				item := shared[r.IntN(len(shared))]
 				if r.IntN(3) == 0 || n > 100 {
