@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -141,11 +142,14 @@ func TestCodecSeries(t *testing.T) {
 	short := []time.Duration{10 * time.Second, time.Minute, 7 * time.Minute}
 	all := []windows.SummaryKind{QuantilesKind, BucketsKind(codecBounds), DistinctKind(1), TopKind(100, 2)}
 	for _, tc := range []struct {
-		name     string
-		windows  []time.Duration
-		opts     windows.Options
-		dense    bool
-		pruned   bool // top summaries prune: compared by topClose
+		name    string
+		windows []time.Duration
+		opts    windows.Options
+		dense   bool
+		// pruned: capped top summaries prune by the room each has, which a restored one's
+		// buffers leave otherwise: compared by topClose. Uncapped, a restored summary prunes
+		// as the original does, and reads the same.
+		pruned   bool
 		fromOrig bool // restored from the original at every step
 	}{
 		{name: "floats", windows: defaultWindows, opts: windows.Options{Events: true, Extrema: true}},
@@ -154,7 +158,7 @@ func TestCodecSeries(t *testing.T) {
 		{name: "distinct", windows: defaultWindows, opts: windows.Options{Summaries: []windows.SummaryKind{DistinctKind(1)}}},
 		{name: "distinct dense", windows: short, opts: windows.Options{Summaries: []windows.SummaryKind{DistinctKind(1)}}, dense: true},
 		{name: "top", windows: defaultWindows, opts: windows.Options{Summaries: []windows.SummaryKind{TopKind(100, 2)}}},
-		{name: "top pruned", windows: short, opts: windows.Options{Summaries: []windows.SummaryKind{TopKind(3, 2)}}, pruned: true},
+		{name: "top pruned", windows: short, opts: windows.Options{Summaries: []windows.SummaryKind{TopKind(3, 2)}}},
 		{name: "all kinds last complete", windows: defaultWindows, opts: windows.Options{Events: true, Extrema: true, Summaries: all, LastComplete: true}},
 		{name: "all kinds capped", windows: short, opts: windows.Options{Summaries: all, Account: roomless{}}, dense: true, pruned: true, fromOrig: true},
 	} {
@@ -437,4 +441,56 @@ func FuzzDecodeSketchSeries(f *testing.F) {
 			t.Fatal("rest is not the tail of the input")
 		}
 	})
+}
+
+// TestTopRestoredByAnotherProcess: a top summary's table hashes its items with a seed of
+// the process, which a snapshot does not carry; a series restored by a process of another
+// seed, and run on, reads what the series run on without a stop reads, pruning as it.
+func TestTopRestoredByAnotherProcess(t *testing.T) {
+	l, err := windows.NewLayout([]time.Duration{10 * time.Second, time.Minute, 7 * time.Minute},
+		windows.Options{Summaries: []windows.SummaryKind{TopKind(3, 2), TopKind(100, 2)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(5, 11))
+	nows, events := codecStream(r, 300, false)
+	defer func(seed maphash.Seed) { topSeed = seed }(topSeed)
+	// run reads the series at every second, restoring it from its encoding at second stop
+	// (none when negative) in a process of another seed.
+	run := func(stop int) []string {
+		s, dst := l.NewSeries(), l.NewSummaries()
+		var reads []string
+		for i, now := range nows {
+			if i == stop {
+				enc, err := s.AppendBinary(nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				topSeed = maphash.MakeSeed()
+				if s, _, err = l.DecodeSeries(enc); err != nil {
+					t.Fatalf("second %d: %v", i, err)
+				}
+			}
+			for _, e := range events[i] {
+				s.AddItems(now, e.at, e.v, e.items)
+			}
+			s.ReadSummaries(now, dst)
+			for _, d := range dst {
+				reads = append(reads, view(d))
+			}
+		}
+		return reads
+	}
+	want := run(-1)
+	if !slices.ContainsFunc(want, func(v string) bool { return !strings.Contains(v, "bound=0 ") }) {
+		t.Fatal("no read of a pruned summary")
+	}
+	for _, stop := range []int{1, len(nows) / 3, len(nows) / 2, len(nows) - 1} {
+		got := run(stop)
+		for j := range got {
+			if got[j] != want[j] {
+				t.Fatalf("restored at second %d: read %d is\n%s\nwant\n%s", stop, j, got[j], want[j])
+			}
+		}
+	}
 }

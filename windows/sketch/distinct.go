@@ -42,6 +42,10 @@ const (
 // sketches stays sparse while the union of their keys fits, so a window's count is exact
 // as long as it holds fewer than about 12,000 values.
 //
+// Those bounds are for items not chosen for their hash: xxHash64 is unkeyed so that the
+// registers of every instance agree (Registers), and items picked by it can share keys or
+// registers (counted low) or raise registers to high ranks (counted high), far past them.
+//
 // The memory is bounded whatever the number of items: the set grows by doubling up to
 // 64 KiB (a sealed one is just its keys), the registers take 64 KiB, and an empty sketch
 // holds nothing. Held to less (Cap), a sketch turns dense early, with fewer registers

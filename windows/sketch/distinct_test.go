@@ -219,6 +219,22 @@ var distinctStreams = []struct {
 			return vs
 		})
 	}},
+	{"late into sealed slots of every wheel", func(r *rand.Rand) []tick {
+		return stream(r, 0, 3*3600, func(now int64) []timed {
+			vs := make([]timed, r.IntN(12))
+			for i := range vs {
+				at := now
+				switch x := r.IntN(20); {
+				case x == 0:
+					at -= min(now-base, 10+r.Int64N(400)) // a sealed 10 s slot, a minute's
+				case x == 1:
+					at -= r.Int64N(min(now-base, 20*3600) + 1) // an hour's, from the stream's start
+				}
+				vs[i] = timed{at, float64(1 + r.Uint64N(40_000))} // the longer windows turn dense
+			}
+			return vs
+		})
+	}},
 	{"all values unique", func(r *rand.Rand) []tick {
 		next := uint64(1)
 		return stream(r, 0, 2*3600, func(now int64) []timed {

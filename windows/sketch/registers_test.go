@@ -6,8 +6,12 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/cespare/xxhash/v2"
+
+	"github.com/logwindow/logwindow_exporter/internal/testutil/reference"
+	"github.com/logwindow/logwindow_exporter/windows"
 )
 
 // naiveRegisters are the HyperLogLog registers of items at precision q, by the paper: the
@@ -130,4 +134,100 @@ func firstDiff(got, want []uint8) string {
 		}
 	}
 	return "equal"
+}
+
+// TestFleetRegistersWindowed: the registers each of several pods exports for a window,
+// merged by their maximum as the fleet query does, are those of the union of the items
+// every pod placed in that window's slots, register by register, at every precision the
+// pods can export: sparse and dense windows, items shared between pods, late by up to a
+// slot and a half or into sealed slots of every wheel, reads at the seconds a slot rolls
+// up and around them.
+func TestFleetRegistersWindowed(t *testing.T) {
+	ws := []time.Duration{time.Minute, 5 * time.Minute, time.Hour}
+	l, err := windows.NewLayout(ws, windows.Options{Summaries: []windows.SummaryKind{DistinctKind(1)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	type placed struct {
+		at   int64
+		item []byte
+	}
+	const pods = 3
+	r := rand.New(rand.NewPCG(3, 9))
+	series := make([]*windows.Series, pods)
+	dsts := make([][]windows.Summary, pods)
+	for p := range series {
+		series[p], dsts[p] = l.NewSeries(), l.NewSummaries()
+	}
+	var log []placed
+	shared := randomItems(r, 3000)
+	secs := int64(1500)
+	if testing.Short() || raceEnabled {
+		secs = 700
+	}
+	start := int64(1_700_000_000) - 7 // a few seconds before a 10-second slot's edge
+	reads, dense := 0, 0
+	for now := start; now < start+secs; now++ {
+		for p, s := range series {
+			n := r.IntN(8)
+			if now%600 == 599 && p == 1 {
+				n = 14000 // a burst: the pod's slots, and the fleet's windows, turn dense
+			}
+			for i := range n {
+				at := now
+				switch x := r.IntN(40); {
+				case x < 10:
+					at -= r.Int64N(16) // late, across a 10-second slot's edge
+				case x < 11:
+					at -= r.Int64N(400) // into a sealed slot, and a minute's
+				}
+				item := shared[r.IntN(len(shared))]
+				if r.IntN(3) == 0 || n > 100 {
+					item = fmt.Appendf(nil, "pod%d-%d-%d", p, now, i)
+				}
+				if pl := s.AddItems(now, at, 1, [][]byte{item}); pl != windows.Placed {
+					t.Fatalf("pod %d: add at %d of %d: %v", p, at, now, pl)
+				}
+				log = append(log, placed{at, item})
+			}
+		}
+		if m := now % 10; m != 0 && m != 9 && m != 1 && r.IntN(20) != 0 {
+			continue
+		}
+		reads++
+		for p, s := range series {
+			s.ReadSummaries(now, dsts[p])
+		}
+		for i, w := range ws {
+			edge := reference.SummaryEdge(now, w)
+			var items [][]byte
+			for _, e := range log {
+				if e.at >= edge {
+					items = append(items, e.item)
+				}
+			}
+			for _, q := range []uint8{MinRegisterPrecision, 10, MaxRegisterPrecision} {
+				fleet := make([]uint8, 1<<q)
+				for p := range series {
+					d := dsts[p][i].(*Distinct)
+					if d.Precision() != 0 && q == MinRegisterPrecision {
+						dense++
+					}
+					regs, ok := d.Registers(q, nil)
+					if !ok {
+						t.Fatalf("read at %d, window %v, pod %d: no registers at m=%d", now, w, p, 1<<q)
+					}
+					for j, v := range regs {
+						fleet[j] = max(fleet[j], v)
+					}
+				}
+				if want := naiveRegisters(items, q); !slices.Equal(fleet, want) {
+					t.Fatalf("read at %d, window %v, m=%d: the pods' registers merged differ from the union's: %s", now, w, 1<<q, firstDiff(fleet, want))
+				}
+			}
+		}
+	}
+	if reads < 50 || dense < 10 {
+		t.Fatalf("only %d reads, %d of a dense window", reads, dense)
+	}
 }

@@ -142,6 +142,21 @@ var topStreams = []struct {
 			return hs
 		})
 	}},
+	{"late into sealed slots of every wheel", false, func(r *rand.Rand) []topTick {
+		z := newZipf(1.1)
+		return topStream(r, topSecs, nil, func(now int64) []hit {
+			hs := zipfLines(r, z, now, r.IntN(12), one)
+			for i := range hs {
+				switch x := r.IntN(20); {
+				case x == 0:
+					hs[i].at = now - 10 - r.Int64N(400) // a sealed 10 s slot, a minute's
+				case x == 1:
+					hs[i].at = now - r.Int64N(7200) // an hour's, up to the longest window
+				}
+			}
+			return hs
+		})
+	}},
 	{"well separated heavy values", true, func(r *rand.Rand) []topTick {
 		uniform := newZipf(1e-9)
 		return topStream(r, topSecs, nil, func(now int64) []hit {

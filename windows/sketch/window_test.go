@@ -44,6 +44,22 @@ var windowStreams = []struct {
 			return vs
 		})
 	}},
+	{"late into sealed slots of every wheel", func(r *rand.Rand) []tick {
+		return stream(r, 0, 3*3600, func(now int64) []timed {
+			vs := make([]timed, r.IntN(6))
+			for i := range vs {
+				at := now
+				switch x := r.IntN(10); {
+				case x == 0:
+					at -= 10 + r.Int64N(400) // a sealed 10 s slot, a minute's
+				case x == 1:
+					at -= r.Int64N(20 * 3600) // an hour's
+				}
+				vs[i] = timed{at, logUniform(r, 1e-3, 10)}
+			}
+			return vs
+		})
+	}},
 	{"level changes every 20s", func(r *rand.Rand) []tick {
 		return stream(r, 0, 2*3600, func(now int64) []timed {
 			level := []float64{0.002, 0.5, 8, 0.03}[now/20%4]
