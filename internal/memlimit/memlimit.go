@@ -16,6 +16,9 @@ import (
 // Default is the bound when none is given and no cgroup limit is found.
 const Default = 512 << 20
 
+// noLimit is where a cgroup v1 limit means none (see parseLimit).
+const noLimit = 1 << 62
+
 // Source says where a bound came from, as the self-metric and the log name it.
 type Source string
 
@@ -155,7 +158,9 @@ func cgroupDirs(mount, cgroup string) []string {
 }
 
 // parseLimit reads a memory limit file's content: a number of bytes, or no limit (0) for
-// v2's "max" and for v1's 2^63 rounded down to pages.
+// v2's "max" and for v1's 2^63 rounded down to pages. The kernel rounds it to its own page
+// size (4 KiB, but 64 KiB on many arm64 and ppc64le kernels), so any limit from 2^62
+// (4 EiB, which no machine has) is taken for none rather than for a bound of exbibytes.
 func parseLimit(content string) (int64, error) {
 	s := strings.TrimSpace(content)
 	if s == "max" {
@@ -165,7 +170,7 @@ func parseLimit(content string) (int64, error) {
 	if err != nil || n <= 0 {
 		return 0, fmt.Errorf("%q is not a memory limit", s)
 	}
-	if n >= math.MaxInt64/4096*4096 {
+	if n >= noLimit {
 		return 0, nil
 	}
 	return n, nil

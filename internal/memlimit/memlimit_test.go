@@ -55,6 +55,15 @@ func TestChoose(t *testing.T) {
 		}, want: Bound{Bytes: 1 << 30, SoftLimit: 3 << 29, Limit: 2 << 30, Source: CgroupV1}},
 		{name: "v1 unlimited", fsys: v1("9223372036854771712"),
 			want: Bound{Bytes: Default, SoftLimit: Default / 2 * 3, Source: Fallback}},
+		// The kernel writes v1's "no limit" as the largest int64 rounded down to its page
+		// size: 64 KiB pages (arm64, ppc64le kernels) round it further down than 4 KiB ones.
+		{name: "v1 unlimited, 64 KiB pages", fsys: v1("9223372036854710272"),
+			want: Bound{Bytes: Default, SoftLimit: Default / 2 * 3, Source: Fallback}},
+		{name: "v1 unlimited, 256 KiB pages", fsys: v1("9223372036854513664"),
+			want: Bound{Bytes: Default, SoftLimit: Default / 2 * 3, Source: Fallback}},
+		{name: "v1 on 64 KiB pages: the container's limit, not the root's none", fsys: with(v1("536870912"),
+			"sys/fs/cgroup/memory/memory.limit_in_bytes", "9223372036854710272"),
+			want: Bound{Bytes: 256 << 20, SoftLimit: 384 << 20, Limit: 512 << 20, Source: CgroupV1}},
 		{name: "not Linux", fsys: fstest.MapFS{},
 			want: Bound{Bytes: Default, SoftLimit: Default / 2 * 3, Source: Fallback}},
 		{name: "garbage limit: default and an error", fsys: v2("/", "lots"), wantErr: true,
