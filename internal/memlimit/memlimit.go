@@ -19,6 +19,10 @@ const Default = 512 << 20
 // noLimit is where a cgroup v1 limit means none (see parseLimit).
 const noLimit = 1 << 62
 
+// pageSlack is more than the page size of any kernel, by which the limit a cgroup shows
+// may be under the one it was given (see Bound.CheckUserLimit).
+const pageSlack = 1 << 20
+
 // Source says where a bound came from, as the self-metric and the log name it.
 type Source string
 
@@ -66,14 +70,17 @@ func Choose(fsys fs.FS, flagBytes int64, set bool) (Bound, error) {
 // series' bound, the garbage collector runs almost without pause once the series fill it
 // (up to half the CPU, the runtime's cap); above the container's limit, the kernel kills
 // the process before the runtime collects for it. nil when neither, and for off, which
-// the user chose as none.
+// the user chose as none. The kernel keeps a limit rounded down to its pages, so one that
+// GOMEMLIMIT repeats (a Kubernetes resourceFieldRef of limits.memory: 1G is 1000000000,
+// read back as 999997440) is above what the cgroup shows by less than a page: less than
+// pageSlack above it is the limit itself, not past it.
 func (b Bound) CheckUserLimit(limit int64) error {
 	switch {
 	case limit == math.MaxInt64:
 		return nil
 	case b.Bytes > 0 && limit < b.Bytes:
 		return fmt.Errorf("GOMEMLIMIT=%d is under --series.max-bytes=%d (from %s): once the series hold it, the garbage collector runs without pause; raise GOMEMLIMIT to 1.5 times the bound or unset it", limit, b.Bytes, b.Source)
-	case b.Limit > 0 && limit > b.Limit:
+	case b.Limit > 0 && limit-b.Limit >= pageSlack:
 		return fmt.Errorf("GOMEMLIMIT=%d is above the container's memory limit %d: the kernel kills the process before the runtime collects for it; lower GOMEMLIMIT or unset it", limit, b.Limit)
 	}
 	return nil

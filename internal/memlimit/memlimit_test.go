@@ -139,6 +139,12 @@ func TestCheckUserLimit(t *testing.T) {
 		{"under the bound", fromCgroup, 64 << 20, true},
 		{"above the container's limit", fromCgroup, 1 << 30, true},
 		{"off", fromCgroup, math.MaxInt64, false},
+		// The kernel keeps a limit rounded down to its pages: a pod limited to 1G reads
+		// 999997440 (4 KiB pages) or 999948288 (64 KiB), while GOMEMLIMIT set from the
+		// pod's limits.memory (a resourceFieldRef) is 1000000000, the limit itself.
+		{"the container's limit as given, 4 KiB pages", Bound{Bytes: 999997440 / 2, SoftLimit: 999997440 / 4 * 3, Limit: 999997440, Source: CgroupV2}, 1e9, false},
+		{"the container's limit as given, 64 KiB pages", Bound{Bytes: 999948288 / 2, SoftLimit: 999948288 / 4 * 3, Limit: 999948288, Source: CgroupV2}, 1e9, false},
+		{"a MiB above the container's limit", fromCgroup, 257 << 20, true},
 		{"no container limit: any above the bound", fromFlag, 64 << 30, false},
 		{"no bound: any", Bound{Source: Flag}, 1 << 20, false},
 	} {
