@@ -79,7 +79,8 @@ func (b Bound) CheckUserLimit(limit int64) error {
 	case limit == math.MaxInt64:
 		return nil
 	case b.Bytes > 0 && limit < b.Bytes:
-		return fmt.Errorf("GOMEMLIMIT=%d is under --series.max-bytes=%d (from %s): once the series hold it, the garbage collector runs without pause; raise GOMEMLIMIT to 1.5 times the bound or unset it", limit, b.Bytes, b.Source)
+		// Often meant as the process's cap: how to keep it is said first.
+		return fmt.Errorf("GOMEMLIMIT=%d is under --series.max-bytes=%d (from %s): once the series hold it, the garbage collector runs without pause; to keep GOMEMLIMIT, set --series.max-bytes=%d (two thirds of it) or less, else raise GOMEMLIMIT to 1.5 times the bound or unset it", limit, b.Bytes, b.Source, limit/3*2)
 	case b.Limit > 0 && limit-b.Limit >= pageSlack:
 		return fmt.Errorf("GOMEMLIMIT=%d is above the container's memory limit %d: the kernel kills the process before the runtime collects for it; lower GOMEMLIMIT or unset it", limit, b.Limit)
 	}

@@ -160,6 +160,18 @@ func TestCheckUserLimit(t *testing.T) {
 	}
 }
 
+// TestCheckUserLimitUnderBoundRemedy: a GOMEMLIMIT under the bound is most often meant as
+// the process's cap (a machine without a cgroup limit, the bound the 512 MiB default): the
+// warning says how to keep that cap, a --series.max-bytes of two thirds of it, besides
+// raising GOMEMLIMIT.
+func TestCheckUserLimitUnderBoundRemedy(t *testing.T) {
+	b := Bound{Bytes: Default, SoftLimit: Default / 2 * 3, Source: Fallback}
+	err := b.CheckUserLimit(300 << 20)
+	if err == nil || !strings.Contains(err.Error(), "--series.max-bytes=209715200") {
+		t.Errorf("CheckUserLimit(300MiB) under the default bound = %v, want a remedy of --series.max-bytes=209715200 (200MiB)", err)
+	}
+}
+
 // unreadable is a file system whose file name cannot be read, as one the process has no
 // permission for.
 type unreadable struct {
