@@ -44,6 +44,9 @@ func TestAcceptsGzip(t *testing.T) {
 		{[]string{"identity;q=0, gzip;q=0.5, *;q=0.8"}, true},
 		{[]string{"*;q=0.5, identity;q=0.1"}, true},
 		{[]string{"identity;q=0"}, false},
+		// Prometheus with enable_compression: false (with it, "gzip" above); curl --compressed.
+		{[]string{"identity"}, false},
+		{[]string{"deflate, gzip, br, zstd"}, true},
 	} {
 		if got := acceptsGzip(tc.headers); got != tc.want {
 			t.Errorf("acceptsGzip(%q) = %v, want %v", tc.headers, got, tc.want)
@@ -81,6 +84,35 @@ func TestNegotiate(t *testing.T) {
 			}
 			if _, got := Negotiate(req); got.FormatType() != tc.want {
 				t.Errorf("Accept %q: %q, want a %v format", tc.accept, got, tc.want)
+			}
+		})
+	}
+}
+
+// TestNegotiateScrapers: the Accept headers real scrapers send (no range of quality 0)
+// get the very format expfmt negotiates from them, the escaping they ask for included.
+func TestNegotiateScrapers(t *testing.T) {
+	for _, tc := range []struct {
+		name, accept string
+		want         expfmt.Format
+	}{
+		{"Prometheus 2", "application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1",
+			"application/openmetrics-text; version=1.0.0; charset=utf-8; escaping=underscores"},
+		{"Prometheus 3", "application/openmetrics-text;version=1.0.0;escaping=allow-utf-8;q=0.5,application/openmetrics-text;version=0.0.1;q=0.4,text/plain;version=1.0.0;escaping=allow-utf-8;q=0.3,text/plain;version=0.0.4;q=0.2,*/*;q=0.1",
+			"application/openmetrics-text; version=1.0.0; charset=utf-8; escaping=allow-utf-8"},
+		{"Prometheus 3, protobuf first", "application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;encoding=delimited;escaping=allow-utf-8;q=0.6,application/openmetrics-text;version=1.0.0;escaping=allow-utf-8;q=0.5,text/plain;version=0.0.4;q=0.2,*/*;q=0.1",
+			"application/vnd.google.protobuf; proto=io.prometheus.client.MetricFamily; encoding=delimited; escaping=allow-utf-8"},
+		{"Prometheus 3, text 1.0.0 only", "text/plain;version=1.0.0;escaping=allow-utf-8;q=0.6,*/*;q=0.5",
+			"text/plain; version=0.0.4; charset=utf-8; escaping=allow-utf-8"},
+		{"curl", "*/*", "text/plain; version=0.0.4; charset=utf-8; escaping=underscores"},
+		{"a browser", "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8", "text/plain; version=0.0.4; charset=utf-8; escaping=underscores"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req := httptest.NewRequest(http.MethodGet, "/metrics", nil)
+			req.Header.Set("Accept", tc.accept)
+			_, got := Negotiate(req)
+			if expfmtGot := expfmt.NegotiateAccept(req.Header, expfmt.DefaultOpenMetricsAcceptedFormats()...); got != tc.want || got != expfmtGot {
+				t.Errorf("Accept %q: %q, want %q (expfmt: %q)", tc.accept, got, tc.want, expfmtGot)
 			}
 		})
 	}

@@ -16,6 +16,13 @@ import (
 // Default is the bound when none is given and no cgroup limit is found.
 const Default = 512 << 20
 
+// noLimit is where a cgroup v1 limit means none (see parseLimit).
+const noLimit = 1 << 62
+
+// pageSlack is more than the page size of any kernel, by which the limit a cgroup shows
+// may be under the one it was given (see Bound.CheckUserLimit).
+const pageSlack = 1 << 20
+
 // Source says where a bound came from, as the self-metric and the log name it.
 type Source string
 
@@ -63,14 +70,18 @@ func Choose(fsys fs.FS, flagBytes int64, set bool) (Bound, error) {
 // series' bound, the garbage collector runs almost without pause once the series fill it
 // (up to half the CPU, the runtime's cap); above the container's limit, the kernel kills
 // the process before the runtime collects for it. nil when neither, and for off, which
-// the user chose as none.
+// the user chose as none. The kernel keeps a limit rounded down to its pages, so one that
+// GOMEMLIMIT repeats (a Kubernetes resourceFieldRef of limits.memory: 1G is 1000000000,
+// read back as 999997440) is above what the cgroup shows by less than a page: less than
+// pageSlack above it is the limit itself, not past it.
 func (b Bound) CheckUserLimit(limit int64) error {
 	switch {
 	case limit == math.MaxInt64:
 		return nil
 	case b.Bytes > 0 && limit < b.Bytes:
-		return fmt.Errorf("GOMEMLIMIT=%d is under --series.max-bytes=%d (from %s): once the series hold it, the garbage collector runs without pause; raise GOMEMLIMIT to 1.5 times the bound or unset it", limit, b.Bytes, b.Source)
-	case b.Limit > 0 && limit > b.Limit:
+		// Often meant as the process's cap: how to keep it is said first.
+		return fmt.Errorf("GOMEMLIMIT=%d is under --series.max-bytes=%d (from %s): once the series hold it, the garbage collector runs without pause; to keep GOMEMLIMIT, set --series.max-bytes=%d (two thirds of it) or less, else raise GOMEMLIMIT to 1.5 times the bound or unset it", limit, b.Bytes, b.Source, limit/3*2)
+	case b.Limit > 0 && limit-b.Limit >= pageSlack:
 		return fmt.Errorf("GOMEMLIMIT=%d is above the container's memory limit %d: the kernel kills the process before the runtime collects for it; lower GOMEMLIMIT or unset it", limit, b.Limit)
 	}
 	return nil
@@ -155,7 +166,9 @@ func cgroupDirs(mount, cgroup string) []string {
 }
 
 // parseLimit reads a memory limit file's content: a number of bytes, or no limit (0) for
-// v2's "max" and for v1's 2^63 rounded down to pages.
+// v2's "max" and for v1's 2^63 rounded down to pages. The kernel rounds it to its own page
+// size (4 KiB, but 64 KiB on many arm64 and ppc64le kernels), so any limit from 2^62
+// (4 EiB, which no machine has) is taken for none rather than for a bound of exbibytes.
 func parseLimit(content string) (int64, error) {
 	s := strings.TrimSpace(content)
 	if s == "max" {
@@ -165,7 +178,7 @@ func parseLimit(content string) (int64, error) {
 	if err != nil || n <= 0 {
 		return 0, fmt.Errorf("%q is not a memory limit", s)
 	}
-	if n >= math.MaxInt64/4096*4096 {
+	if n >= noLimit {
 		return 0, nil
 	}
 	return n, nil

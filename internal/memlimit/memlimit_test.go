@@ -55,6 +55,15 @@ func TestChoose(t *testing.T) {
 		}, want: Bound{Bytes: 1 << 30, SoftLimit: 3 << 29, Limit: 2 << 30, Source: CgroupV1}},
 		{name: "v1 unlimited", fsys: v1("9223372036854771712"),
 			want: Bound{Bytes: Default, SoftLimit: Default / 2 * 3, Source: Fallback}},
+		// The kernel writes v1's "no limit" as the largest int64 rounded down to its page
+		// size: 64 KiB pages (arm64, ppc64le kernels) round it further down than 4 KiB ones.
+		{name: "v1 unlimited, 64 KiB pages", fsys: v1("9223372036854710272"),
+			want: Bound{Bytes: Default, SoftLimit: Default / 2 * 3, Source: Fallback}},
+		{name: "v1 unlimited, 256 KiB pages", fsys: v1("9223372036854513664"),
+			want: Bound{Bytes: Default, SoftLimit: Default / 2 * 3, Source: Fallback}},
+		{name: "v1 on 64 KiB pages: the container's limit, not the root's none", fsys: with(v1("536870912"),
+			"sys/fs/cgroup/memory/memory.limit_in_bytes", "9223372036854710272"),
+			want: Bound{Bytes: 256 << 20, SoftLimit: 384 << 20, Limit: 512 << 20, Source: CgroupV1}},
 		{name: "not Linux", fsys: fstest.MapFS{},
 			want: Bound{Bytes: Default, SoftLimit: Default / 2 * 3, Source: Fallback}},
 		{name: "garbage limit: default and an error", fsys: v2("/", "lots"), wantErr: true,
@@ -130,6 +139,12 @@ func TestCheckUserLimit(t *testing.T) {
 		{"under the bound", fromCgroup, 64 << 20, true},
 		{"above the container's limit", fromCgroup, 1 << 30, true},
 		{"off", fromCgroup, math.MaxInt64, false},
+		// The kernel keeps a limit rounded down to its pages: a pod limited to 1G reads
+		// 999997440 (4 KiB pages) or 999948288 (64 KiB), while GOMEMLIMIT set from the
+		// pod's limits.memory (a resourceFieldRef) is 1000000000, the limit itself.
+		{"the container's limit as given, 4 KiB pages", Bound{Bytes: 999997440 / 2, SoftLimit: 999997440 / 4 * 3, Limit: 999997440, Source: CgroupV2}, 1e9, false},
+		{"the container's limit as given, 64 KiB pages", Bound{Bytes: 999948288 / 2, SoftLimit: 999948288 / 4 * 3, Limit: 999948288, Source: CgroupV2}, 1e9, false},
+		{"a MiB above the container's limit", fromCgroup, 257 << 20, true},
 		{"no container limit: any above the bound", fromFlag, 64 << 30, false},
 		{"no bound: any", Bound{Source: Flag}, 1 << 20, false},
 	} {
@@ -142,6 +157,18 @@ func TestCheckUserLimit(t *testing.T) {
 				t.Errorf("error %q does not name GOMEMLIMIT", err)
 			}
 		})
+	}
+}
+
+// TestCheckUserLimitUnderBoundRemedy: a GOMEMLIMIT under the bound is most often meant as
+// the process's cap (a machine without a cgroup limit, the bound the 512 MiB default): the
+// warning says how to keep that cap, a --series.max-bytes of two thirds of it, besides
+// raising GOMEMLIMIT.
+func TestCheckUserLimitUnderBoundRemedy(t *testing.T) {
+	b := Bound{Bytes: Default, SoftLimit: Default / 2 * 3, Source: Fallback}
+	err := b.CheckUserLimit(300 << 20)
+	if err == nil || !strings.Contains(err.Error(), "--series.max-bytes=209715200") {
+		t.Errorf("CheckUserLimit(300MiB) under the default bound = %v, want a remedy of --series.max-bytes=209715200 (200MiB)", err)
 	}
 }
 
