@@ -55,14 +55,20 @@ func Choose(fsys fs.FS, flagBytes int64, set bool) (Bound, error) {
 		// 1.5 times the bound, short of overflowing.
 		return Bound{Bytes: flagBytes, SoftLimit: flagBytes + min(flagBytes/2, math.MaxInt64-flagBytes), Source: Flag}, nil
 	}
-	limit, src, err := cgroupLimit(fsys)
+	limit, own, src, err := cgroupLimit(fsys)
 	if err != nil || limit == 0 {
 		return Bound{Bytes: Default, SoftLimit: Default / 2 * 3, Source: Fallback}, err
 	}
 	// Half for the series; the runtime's soft limit at three quarters leaves the last
 	// quarter for what the bound does not count (buffers of scrapes in flight, stacks,
 	// the runtime itself) before the kernel's limit.
-	return Bound{Bytes: limit / 2, SoftLimit: limit / 4 * 3, Limit: limit, Source: src}, nil
+	b := Bound{Bytes: limit / 2, SoftLimit: limit / 4 * 3, Limit: limit, Source: src}
+	if !own {
+		// A parent's limit is shared by every cgroup under it (kubepods.slice's is the
+		// node's memory for all its pods): it may lower the default, never raise it.
+		b.Bytes, b.SoftLimit = min(b.Bytes, Default), min(b.SoftLimit, Default/2*3)
+	}
+	return b, nil
 }
 
 // CheckUserLimit says what is wrong, for the bound b, with a soft memory limit the user
@@ -88,16 +94,16 @@ func (b Bound) CheckUserLimit(limit int64) error {
 }
 
 // cgroupLimit reads the memory limit of the process's own cgroup (the lowest of its and its
-// parents', see readLimit): /proc/self/cgroup names it, v2 (one "0::/path" line) or v1 (a
-// line whose controllers include memory). A limit of "max" (v2) or one no machine has
-// (v1's 2^63 rounded to pages) is none: 0.
-func cgroupLimit(fsys fs.FS) (int64, Source, error) {
+// parents', see readLimit), own when it is the cgroup's and not a parent's: /proc/self/cgroup
+// names it, v2 (one "0::/path" line) or v1 (a line whose controllers include memory). A
+// limit of "max" (v2) or one no machine has (v1's 2^63 rounded to pages) is none: 0.
+func cgroupLimit(fsys fs.FS) (limit int64, own bool, src Source, err error) {
 	b, err := fs.ReadFile(fsys, "proc/self/cgroup")
 	if errors.Is(err, fs.ErrNotExist) {
-		return 0, Fallback, nil // not Linux
+		return 0, false, Fallback, nil // not Linux
 	}
 	if err != nil {
-		return 0, Fallback, err
+		return 0, false, Fallback, err
 	}
 	// A hybrid machine lists both: its memory controller is v1's, the v2 line names a
 	// hierarchy without one.
@@ -121,7 +127,7 @@ func cgroupLimit(fsys fs.FS) (int64, Source, error) {
 	if found2 {
 		return readLimit(fsys, "sys/fs/cgroup", v2, "memory.max", CgroupV2)
 	}
-	return 0, Fallback, nil
+	return 0, false, Fallback, nil
 }
 
 // readLimit reads the limit in file of the cgroup at path under mount and of each of its
@@ -131,9 +137,11 @@ func cgroupLimit(fsys fs.FS) (int64, Source, error) {
 // root, /proc/self/cgroup says "/" while the limit sits at the mount's top; a path that
 // leaves the mount (outside the namespace's root) is read at the top alone. A cgroup
 // without the file (the root's, or one the mount does not show) has no limit, as has a
-// parent whose file cannot be read; garbage in any of them is an error.
-func readLimit(fsys fs.FS, mount, cgroup, file string, src Source) (int64, Source, error) {
-	var lowest int64
+// parent whose file cannot be read; garbage in any of them is an error. own is whether the
+// lowest is the cgroup's own: that of the first directory with the file, as a container's
+// own cgroup may be shown at the mount's top alone.
+func readLimit(fsys fs.FS, mount, cgroup, file string, src Source) (lowest int64, own bool, _ Source, _ error) {
+	first := true
 	for i, dir := range cgroupDirs(mount, cgroup) {
 		b, err := fs.ReadFile(fsys, path.Join(dir, file))
 		// A parent the process may not read is one the mount does not show, as for a
@@ -142,17 +150,18 @@ func readLimit(fsys fs.FS, mount, cgroup, file string, src Source) (int64, Sourc
 			continue
 		}
 		if err != nil {
-			return 0, src, err
+			return 0, false, src, err
 		}
 		n, err := parseLimit(string(b))
 		if err != nil {
-			return 0, src, fmt.Errorf("/%s: %w", path.Join(dir, file), err)
+			return 0, false, src, fmt.Errorf("/%s: %w", path.Join(dir, file), err)
 		}
 		if n > 0 && (lowest == 0 || n < lowest) {
-			lowest = n
+			lowest, own = n, first
 		}
+		first = false
 	}
-	return lowest, src, nil
+	return lowest, own, src, nil
 }
 
 // cgroupDirs lists the directories of the cgroup at path under mount and of its parents,

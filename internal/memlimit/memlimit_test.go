@@ -108,6 +108,18 @@ func TestChoose(t *testing.T) {
 		{name: "v2 own cgroup not readable: default and an error", fsys: unreadable{v2("/a.slice/app.service", "268435456"),
 			"sys/fs/cgroup/a.slice/app.service/memory.max"}, wantErr: true,
 			want: Bound{Bytes: Default, SoftLimit: Default / 2 * 3, Source: Fallback}},
+		// A parent's limit is shared with every cgroup under it: kubepods.slice's is the
+		// node's memory for all its pods, seen when the host's cgroup tree is (a host
+		// cgroup namespace, or /sys/fs/cgroup mounted from the host). It may lower the
+		// default bound, never raise it to half of what all the pods share.
+		{name: "v2 nested: a pool many share raises no bound", fsys: with(with(with(v2("/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod1.slice/cri-containerd-c1.scope", "max"),
+			"sys/fs/cgroup/kubepods.slice/memory.max", "66571993088"),
+			"sys/fs/cgroup/kubepods.slice/kubepods-besteffort.slice/memory.max", "max"),
+			"sys/fs/cgroup/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod1.slice/memory.max", "max"),
+			want: Bound{Bytes: Default, SoftLimit: Default / 2 * 3, Limit: 66571993088, Source: CgroupV2}},
+		{name: "v2 nested: a parent's limit over the default bound", fsys: with(v2("/a.slice/app.service", "max"),
+			"sys/fs/cgroup/a.slice/memory.max", "4294967296"),
+			want: Bound{Bytes: Default, SoftLimit: Default / 2 * 3, Limit: 4 << 30, Source: CgroupV2}},
 		{name: "flag past what the soft limit can hold", fsys: fstest.MapFS{}, flag: math.MaxInt64 - 1, set: true,
 			want: Bound{Bytes: math.MaxInt64 - 1, SoftLimit: math.MaxInt64, Source: Flag}},
 	} {
