@@ -119,8 +119,8 @@ func (d *decoder) document(data []byte) *yaml.Node {
 }
 
 // yamlError reports a YAML syntax error. yaml.v3 often names the line where the enclosing
-// block starts, or no line at all; the line reported is instead the first at which the
-// file, cut after it, already fails with the same message: where the text went wrong.
+// block starts, or no line at all; the line reported is instead the one at which the file,
+// cut after it, starts to fail with the same message: where the text went wrong.
 func (d *decoder) yamlError(data []byte, err error) {
 	line, msg := splitYAMLError(err)
 	if at := firstFailingLine(data, msg); at > 0 {
@@ -137,29 +137,43 @@ func splitYAMLError(err error) (int, string) {
 	return 0, strings.TrimPrefix(err.Error(), "yaml: ")
 }
 
-// maxLocateLines bounds firstFailingLine, which parses the file once per line.
-const maxLocateLines = 5000
-
-// firstFailingLine returns the first line n such that lines 1..n fail to parse with msg,
-// or 0 when there is none (or the file is too long to search).
+// firstFailingLine returns a line n such that the file cut after n fails to parse with msg
+// and cut before it does not, or 0 when the whole file does not fail with msg. It bisects:
+// cut before the mistake the file parses (or fails otherwise, as a quoted text or a {...}
+// spanning lines cut in the middle does) and cut after it fails as the whole does, so a
+// few parses find the line, where a parse per line took seconds on a file of thousands.
 func firstFailingLine(data []byte, msg string) int {
-	if bytes.Count(data, []byte("\n")) > maxLocateLines {
-		return 0
-	}
-	end := 0
-	for line := 1; end < len(data); line++ {
+	// ends[i] is the end of line i+1: the file cut after it is data[:ends[i]].
+	var ends []int
+	for end := 0; end < len(data); {
 		if nl := bytes.IndexByte(data[end:], '\n'); nl >= 0 {
 			end += nl + 1
 		} else {
 			end = len(data)
 		}
-		if err := firstYAMLError(data[:end]); err != nil {
-			if _, m := splitYAMLError(err); m == msg {
-				return line
-			}
+		ends = append(ends, end)
+	}
+	fails := func(line int) bool {
+		err := firstYAMLError(data[:ends[line-1]])
+		if err == nil {
+			return false
+		}
+		_, m := splitYAMLError(err)
+		return m == msg
+	}
+	if len(ends) == 0 || !fails(len(ends)) {
+		return 0
+	}
+	ok, bad := 0, len(ends)
+	for bad-ok > 1 {
+		mid := ok + (bad-ok)/2
+		if fails(mid) {
+			bad = mid
+		} else {
+			ok = mid
 		}
 	}
-	return 0
+	return bad
 }
 
 // firstYAMLError parses every document of data and returns the first error.
