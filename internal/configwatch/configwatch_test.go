@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -73,6 +74,8 @@ type harness struct {
 	clock   *fakeClock
 	path    string
 	reloads chan string
+	// retry is what each reload answers: whether it is to be tried again.
+	retry atomic.Bool
 }
 
 func start(t *testing.T, path string) *harness {
@@ -93,12 +96,13 @@ func startRun(t *testing.T, path string, run func(*Watcher, context.Context, Opt
 	done := make(chan error, 1)
 	go func() {
 		done <- run(w, ctx, Options{
-			Reload: func() {
+			Reload: func() bool {
 				b, err := os.ReadFile(path)
 				if err != nil {
 					b = []byte("read error: " + err.Error())
 				}
 				h.reloads <- string(b)
+				return h.retry.Load()
 			},
 			Settle: settle,
 			Poll:   poll,
@@ -328,6 +332,30 @@ func TestReloadOnlyOnNewContent(t *testing.T) {
 	write(t, path, "v2")
 	if got := h.settleAndReload(t); got != "v2" {
 		t.Fatalf("reload read %q, want v2", got)
+	}
+}
+
+// TestRetryInputsNotStarted: a reload that put the file in force but left inputs not
+// started (an address still in use) is tried again at each poll, with the same content,
+// until one starts them all: no reload endpoint has to be open to retry it.
+func TestRetryInputsNotStarted(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "rules.yaml")
+	write(t, path, "v1")
+	h := start(t, path)
+	h.retry.Store(true)
+	write(t, path, "v2")
+	if got := h.settleAndReload(t); got != "v2" {
+		t.Fatalf("reload read %q, want v2", got)
+	}
+	if got, ok := h.fire(t, poll); !ok || got != "v2" {
+		t.Fatalf("poll after inputs did not start: reloaded %v, read %q; want v2 again", ok, got)
+	}
+	h.retry.Store(false) // the address is free: this retry starts them
+	if got, ok := h.fire(t, poll); !ok || got != "v2" {
+		t.Fatalf("second poll: reloaded %v, read %q; want v2 again", ok, got)
+	}
+	if got, ok := h.fire(t, poll); ok {
+		t.Fatalf("a poll after the inputs started reloaded %q again", got)
 	}
 }
 
