@@ -115,6 +115,14 @@ func (d *decoder) document(data []byte) *yaml.Node {
 	if len(doc.Content) == 0 {
 		return &yaml.Node{Kind: yaml.MappingNode}
 	}
+	if a := aliasBomb(&doc, len(data)); a != nil {
+		bound := fmt.Sprintf("%d MiB", maxAliasBytes>>20)
+		if len(data) > maxAliasBytes {
+			bound = "its own size"
+		}
+		d.add(a.Line, "", "alias *%s: the file's aliases, written out, add more than %s to it; write out what they share, or share less", a.Value, bound)
+		return nil
+	}
 	return doc.Content[0]
 }
 

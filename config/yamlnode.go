@@ -179,3 +179,58 @@ func at(what string) string {
 	}
 	return what + ": "
 }
+
+// maxAliasBytes is how much a file's aliases may add to it, written out, when the file is
+// smaller: a few shared blocks (a timestamp:, a rule's defaults merged with <<:) add
+// kilobytes. Past it the aliases are a bomb ("billion laughs": each anchor repeating the
+// previous ten times), or one rule's keys repeated thousands of times, whose decoding
+// costs what a file of that size would, from a file of kilobytes.
+const maxAliasBytes = 1 << 20
+
+// aliasMeter measures what the aliases of a document add to it written out: a scalar
+// counts its text and one byte, an alias what its anchor's node counts, its own aliases
+// written out too. Each node is measured once, so a bomb costs its size to measure.
+type aliasMeter struct {
+	// sizes are the written-out sizes of the anchored nodes measured so far.
+	sizes map[*yaml.Node]int
+	added int
+	limit int
+	// over is the alias at which added passed limit; the measure stops there.
+	over *yaml.Node
+}
+
+// aliasBomb returns the alias at which the aliases of root add more than maxAliasBytes, or
+// as much as the file's size when it is larger, to the file written out; nil when they
+// add less.
+func aliasBomb(root *yaml.Node, fileSize int) *yaml.Node {
+	m := &aliasMeter{sizes: map[*yaml.Node]int{}, limit: max(maxAliasBytes, fileSize)}
+	m.size(root)
+	return m.over
+}
+
+func (m *aliasMeter) size(n *yaml.Node) int {
+	if m.over != nil {
+		return 0
+	}
+	var s int
+	switch n.Kind {
+	case yaml.AliasNode:
+		// An alias inside its own anchor (`&a [*a]`) finds no size yet: it adds nothing
+		// here, and the decoder refuses what it makes.
+		s = m.sizes[n.Alias]
+		if m.added += s; m.added > m.limit {
+			m.over = n
+		}
+		return s
+	case yaml.ScalarNode:
+		s = len(n.Value) + 1
+	default:
+		for _, c := range n.Content {
+			s += m.size(c)
+		}
+	}
+	if n.Anchor != "" {
+		m.sizes[n] = s
+	}
+	return s
+}

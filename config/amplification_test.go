@@ -1,0 +1,45 @@
+package config
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+)
+
+// repeat joins n copies of s with sep.
+func repeat(s, sep string, n int) string {
+	return strings.TrimSuffix(strings.Repeat(s+sep, n), sep)
+}
+
+// TestAliasBombs: aliases that repeat much of the file (a "billion laughs", or one rule
+// repeated thousands of times) are refused at the alias that passes the bound, before the
+// rules are decoded: decoding what they expand to took seconds and gigabytes of a file of
+// kilobytes, and listed a problem per copy.
+func TestAliasBombs(t *testing.T) {
+	long := strings.Repeat("x", 1000)
+	laughs := "rules:\n  - name: a\n    match: x\n    labels: *l9\n"
+	var anchors strings.Builder
+	anchors.WriteString("patterns: {L0: &l0 lol}\n")
+	for i := 1; i <= 9; i++ {
+		fmt.Fprintf(&anchors, "x%d: &l%d [%s]\n", i, i, repeat(fmt.Sprintf("*l%d", i-1), ", ", 10))
+	}
+	tests := []struct {
+		name, text string
+		want       string
+	}{
+		{"billion laughs", anchors.String() + laughs,
+			":7: alias *l5: the file's aliases, written out, add more than 1 MiB to it; write out what they share, or share less"},
+		{"a rule repeated", "rules: [{name: a, help: &h '" + long + "', match: x}, " + repeat("{name: b, help: *h, match: x}", ", ", 1100) + "]\n",
+			":1: alias *h: the file's aliases, written out, add more than 1 MiB to it; write out what they share, or share less"},
+		{"label sets repeated", "rules:\n  - name: a\n    match: '(?P<v>.*)'\n    labels: {v: '${v}'}\n    initial: [&s {v: '" + long + "'}, " + repeat("*s", ", ", 1100) + "]\n",
+			":5: alias *s: the file's aliases, written out, add more than 1 MiB to it; write out what they share, or share less"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse([]byte(tt.text), "rules.yaml")
+			if want := "rules.yaml" + tt.want; err == nil || err.Error() != want {
+				t.Errorf("got %.500v, want %s", err, want)
+			}
+		})
+	}
+}
