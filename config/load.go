@@ -84,6 +84,10 @@ type decoder struct {
 	// formatRefused are the inputs (by Input.Label) whose log format did not compile: a rule
 	// reading them gets no message of its own, whose cause the input's already names.
 	formatRefused map[string]bool
+	// regexBytes is the text of the regexes compiled so far (compile), regexSpent set once
+	// they passed maxRegexBytes.
+	regexBytes int
+	regexSpent bool
 }
 
 // yamlLine splits yaml.v3's "yaml: line N: msg" errors.

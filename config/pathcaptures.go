@@ -18,9 +18,8 @@ func (d *decoder) pathCaptures(e entry, subject, wrapper string) *regexp.Regexp 
 		d.add(e.key.Line, subject, "path_captures: is empty; give a regex with named groups, e.g. '^/var/log/pods/(?P<namespace>[^_]+)_(?P<pod>[^_]+)_'")
 		return nil
 	}
-	re, err := regexp.Compile(text)
-	if err != nil {
-		d.add(e.key.Line, subject, "path_captures: invalid regex: %s", regexError(err))
+	re, ok := d.compile(e.key.Line, subject, "path_captures", text)
+	if !ok {
 		return nil
 	}
 	var names []string

@@ -108,12 +108,7 @@ func (rd *ruleDecoder) rewriteRegex(entries []entry, line int, what string) (*re
 		rd.add(xe.key.Line, rd.subject, "%s: regex: is empty (it would match between every two characters)", what)
 		return nil, false
 	}
-	re, err := regexp.Compile(text)
-	if err != nil {
-		rd.add(xe.key.Line, rd.subject, "%s: regex: invalid regex: %s", what, regexError(err))
-		return nil, false
-	}
-	return re, true
+	return rd.compile(xe.key.Line, rd.subject, what+": regex", text)
 }
 
 // checkReplacement finds what in a replacement Regexp.Expand would quietly read as

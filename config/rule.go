@@ -55,8 +55,7 @@ func (d *decoder) expandPatterns(raw map[string]string) {
 			return "", true, false
 		}
 		exp := e.text
-		if _, err := regexp.Compile(exp); err != nil {
-			d.add(d.patternLines[name], subject, "invalid regex: %s", regexError(err))
+		if _, ok := d.compile(d.patternLines[name], subject, "", exp); !ok {
 			d.badPatterns[name] = true
 			return "", true, false
 		}
@@ -118,6 +117,30 @@ func expandRefs(s string, get func(name string) (exp string, known, valid bool))
 
 func sortedKeys[V any](m map[string]V) []string {
 	return slices.Sorted(maps.Keys(m))
+}
+
+// maxRegexBytes bounds the regex text one file compiles, patterns expanded: a pattern of a
+// few hundred kilobytes in every rule of a file of kilobytes compiles the pattern once per
+// rule, a second and tens of megabytes each.
+const maxRegexBytes = 4 << 20
+
+// compile compiles a regex of the file, or reports why not at line: what it is (`match`,
+// `where: status`) is invalid, or the file's regexes pass maxRegexBytes with it (said once:
+// the file is refused already when a later one passes too).
+func (d *decoder) compile(line int, subject, what, text string) (*regexp.Regexp, bool) {
+	if d.regexBytes += len(text); d.regexBytes > maxRegexBytes {
+		if !d.regexSpent {
+			d.add(line, subject, "%swith this regex the file's regexes, patterns expanded, pass %d MiB; expand big patterns in fewer places", at(what), maxRegexBytes>>20)
+		}
+		d.regexSpent = true
+		return nil, false
+	}
+	re, err := regexp.Compile(text)
+	if err != nil {
+		d.add(line, subject, "%sinvalid regex: %s", at(what), regexError(err))
+		return nil, false
+	}
+	return re, true
 }
 
 // regexError words a regexp compile error without Go's "error parsing regexp:" prefix.
@@ -365,9 +388,8 @@ func (rd *ruleDecoder) match(e entry, r *Rule) {
 	if len(x.unknown) > 0 || x.invalid || x.tooLong {
 		return
 	}
-	re, err := regexp.Compile(x.text)
-	if err != nil {
-		rd.add(e.key.Line, rd.subject, "match: invalid regex: %s", regexError(err))
+	re, ok := rd.compile(e.key.Line, rd.subject, "match", x.text)
+	if !ok {
 		return
 	}
 	caps := &captures{names: re.SubexpNames()}
@@ -472,9 +494,8 @@ func (rd *ruleDecoder) where(e entry, key string) []Where {
 			rd.add(w.key.Line, rd.subject, "%s: the regex is empty (it would match every line)", what)
 			continue
 		}
-		re, err := regexp.Compile(text)
-		if err != nil {
-			rd.add(w.key.Line, rd.subject, "%s: invalid regex: %s", what, regexError(err))
+		re, ok := rd.compile(w.key.Line, rd.subject, what, text)
+		if !ok {
 			continue
 		}
 		out = append(out, Where{CaptureName: w.key.Value, Capture: idx, Regexp: re})
