@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/prometheus/common/model"
@@ -37,11 +38,43 @@ const DefaultMaxSeriesPerRule = 10000
 // *Config and an error listing every problem (an *Error when the file could be read), so a
 // reload can keep the running config.
 func Load(path string) (*Config, error) {
-	data, err := os.ReadFile(path)
+	data, err := ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("reading config: %w", err)
 	}
 	return Parse(data, path)
+}
+
+// MaxFileBytes bounds a rule file: hundreds of rules take tens of kilobytes, and a
+// Kubernetes ConfigMap holds at most 1 MiB.
+const MaxFileBytes = 16 << 20
+
+// ReadFile reads the rule file at path, as Load and the watch of the file do: a regular
+// file of at most MaxFileBytes. A path to something else is refused at once, where reading
+// it would wait for a writer (a FIFO) or read on until memory runs out (/dev/zero).
+func ReadFile(path string) ([]byte, error) {
+	// O_NONBLOCK: the open of a FIFO would wait for a writer.
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s: not a regular file (mode %s, as ls -l shows it); give the path of the rule file", path, fi.Mode())
+	}
+	// One byte past the bound tells a file that is larger, or grew since its stat.
+	data, err := io.ReadAll(io.LimitReader(f, MaxFileBytes+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > MaxFileBytes {
+		return nil, fmt.Errorf("%s: larger than %d MiB; a rule file holds rules, not data", path, MaxFileBytes>>20)
+	}
+	return data, nil
 }
 
 // Parse validates a config held in memory; file names it in messages. It is Load without

@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"github.com/fsnotify/fsnotify"
+
+	"github.com/logwindow/logwindow_exporter/config"
 )
 
 // Options say how a Watcher reacts to changes.
@@ -65,8 +67,10 @@ func New(path string) (*Watcher, error) {
 	return &Watcher{path: path, last: sum}, nil
 }
 
+// digest reads the file as a load does: a FIFO or a device put in its place is refused,
+// not waited on or read without end.
 func digest(path string) ([sha256.Size]byte, error) {
-	b, err := os.ReadFile(path)
+	b, err := config.ReadFile(path)
 	if err != nil {
 		return [sha256.Size]byte{}, err
 	}

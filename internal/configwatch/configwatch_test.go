@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -453,6 +454,33 @@ func (r *relay) until(t *testing.T, path string) {
 		case <-timeout:
 			t.Fatalf("no event of %s", path)
 		}
+	}
+}
+
+// TestFIFOSwappedIn: a FIFO renamed over the rule file does not block the watcher, which
+// read it waiting for a writer, and so never checked the file again: the check logs that
+// it cannot read it, and the next file put there is reloaded.
+func TestFIFOSwappedIn(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "rules.yaml")
+	write(t, path, "v1")
+	h := start(t, path)
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(fifo, path); err != nil {
+		t.Fatal(err)
+	}
+	if got, ok := h.settle(t); ok {
+		t.Fatalf("a FIFO reloaded %q", got)
+	}
+	write(t, path+".new", "v2")
+	if err := os.Rename(path+".new", path); err != nil {
+		t.Fatal(err)
+	}
+	if got := h.settleAndReload(t); got != "v2" {
+		t.Fatalf("reload read %q, want v2", got)
 	}
 }
 
