@@ -419,6 +419,11 @@ func (rd *ruleDecoder) labels(e entry, r *Rule) []string {
 			rd.add(l.key.Line, rd.subject, "%s: %s", what, err)
 			continue
 		}
+		if slices.Contains(targetLabels, l.key.Value) {
+			rd.warned = append(rd.warned, Problem{Line: l.key.Line, Subject: rd.subject, Msg: fmt.Sprintf(
+				"%s: Prometheus puts the scrape target's %s label on every series and renames this one exported_%[2]s (unless its scrape has honor_labels: true, and then this one replaces the target's); name it otherwise, e.g. upstream_%[2]s",
+				what, l.key.Value)})
+		}
 		text, ok := rd.scalar(l, rd.subject, what)
 		if !ok {
 			continue
