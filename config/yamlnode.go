@@ -87,8 +87,10 @@ func (d *decoder) mapping(n *yaml.Node, subject, what string) ([]entry, bool) {
 	return append(out, own...), true
 }
 
-// merge appends the entries of the mapping(s) a merge key names. Each mapping is merged at
-// most once (visited), so nested merges stay linear in the size of the file.
+// merge appends the entries of the mapping(s) a merge key names, those that win first (the
+// caller keeps the first of a key): of a list, the earlier mapping's; of a mapping, its own
+// before those it merges itself. Each mapping is merged at most once (visited), so nested
+// merges stay linear in the size of the file.
 func (d *decoder) merge(v *yaml.Node, subject, what string, out []entry, visited map[*yaml.Node]bool) []entry {
 	src := []*yaml.Node{v}
 	if rv := resolve(v); rv.Kind == yaml.SequenceNode {
@@ -104,16 +106,18 @@ func (d *decoder) merge(v *yaml.Node, subject, what string, out []entry, visited
 			continue
 		}
 		visited[m] = true
+		var nested []entry
 		for i := 0; i+1 < len(m.Content); i += 2 {
 			k, val := m.Content[i], m.Content[i+1]
 			if k.Kind == yaml.ScalarNode && k.ShortTag() == "!!merge" {
-				out = d.merge(val, subject, what, out, visited)
+				nested = d.merge(val, subject, what, nested, visited)
 				continue
 			}
 			if k = resolve(k); k.Kind == yaml.ScalarNode {
 				out = append(out, entry{k, val})
 			}
 		}
+		out = append(out, nested...)
 	}
 	return out
 }
