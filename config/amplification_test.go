@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 )
 
 // repeat joins n copies of s with sep.
@@ -62,5 +63,39 @@ func TestRegexTotal(t *testing.T) {
 	want := `rules.yaml:29: rule "r4": match: with this regex the file's regexes, patterns expanded, pass 4 MiB; expand big patterns in fewer places`
 	if err == nil || err.Error() != want {
 		t.Errorf("got %.500v, want %s", err, want)
+	}
+}
+
+// TestLongListsLinear: a list of quantiles or of a rule's inputs is checked for repeats in
+// time linear in its length: each item looked for among those before it took minutes on a
+// list of a few hundred thousand, which a file of a few megabytes holds. The bound is far
+// above the linear check's time and far below the quadratic one's.
+func TestLongListsLinear(t *testing.T) {
+	// items lists n texts of format, the last a repeat of the first.
+	items := func(format string, n int) string {
+		out := make([]string, n)
+		for i := range out {
+			out[i] = fmt.Sprintf(format, i+1)
+		}
+		out[n-1] = out[0]
+		return strings.Join(out, ",")
+	}
+	tests := []struct{ name, text, want string }{
+		{"quantiles", "rules:\n  - name: r\n    match: '(?P<v>.*)'\n    value: v\n    aggregations: [quantiles]\n    quantiles: [" + items("0.%07d", 400000) + "]\n",
+			`rules.yaml:6: rule "r": quantiles: 1e-07 is listed twice`},
+		{"inputs", "inputs: [{name: i1, path: /a.log}]\nrules:\n  - name: r\n    match: x\n    inputs: [" + items("i%d", 150000) + "]\n",
+			`rules.yaml:5: rule "r": inputs: "i1" is listed twice`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			start := time.Now()
+			_, err := Parse([]byte(tt.text), "rules.yaml")
+			if took := time.Since(start); took > 30*time.Second {
+				t.Errorf("checking the list took %v", took)
+			}
+			if err == nil || !strings.Contains(err.Error()+"\n", tt.want+"\n") {
+				t.Errorf("got %.300v, want %s among the problems", err, tt.want)
+			}
+		})
 	}
 }

@@ -559,9 +559,10 @@ func (rd *ruleDecoder) inputs(e entry, r *Rule, inputNames map[string]bool) {
 		return
 	}
 	known := sortedKeys(inputNames)
-	for i, name := range names {
+	listed := make(map[string]bool, len(names))
+	for _, name := range names {
 		switch {
-		case slices.Contains(names[:i], name):
+		case listed[name]:
 			rd.add(e.key.Line, rd.subject, "inputs: %q is listed twice", name)
 		case !inputNames[name]:
 			list := strings.Join(known, ", ")
@@ -570,6 +571,7 @@ func (rd *ruleDecoder) inputs(e entry, r *Rule, inputNames map[string]bool) {
 			}
 			rd.add(e.key.Line, rd.subject, "inputs: no input is named %q%s (named inputs: %s)", name, suggest(name, known), list)
 		}
+		listed[name] = true
 	}
 	r.Inputs = names
 }
