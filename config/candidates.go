@@ -134,6 +134,9 @@ func (c *captures) otherCapture(name string) int {
 	for i := c.reserved; i < len(c.names); i++ {
 		if c.names[i] == "" {
 			c.names[i] = name
+			if c.at != nil {
+				c.at[name] = i
+			}
 			return i
 		}
 	}

@@ -23,10 +23,11 @@ func (d *decoder) pathCaptures(e entry, subject, wrapper string) *regexp.Regexp 
 		return nil
 	}
 	var names []string
+	seen := map[string]bool{}
 	for _, name := range re.SubexpNames() {
 		switch {
 		case name == "":
-		case slices.Contains(names, name):
+		case seen[name]:
 			d.add(e.key.Line, subject, "path_captures: capture %q is defined twice in the regex; rename one", name)
 			return nil
 		case name == CRITimeCapture && wrapper == WrapperCRI:
@@ -38,6 +39,7 @@ func (d *decoder) pathCaptures(e entry, subject, wrapper string) *regexp.Regexp 
 		default:
 			names = append(names, name)
 		}
+		seen[name] = true
 	}
 	if len(names) == 0 {
 		d.add(e.key.Line, subject, "path_captures: the regex has no named group; name the parts of the path to capture with (?P<name>...)")

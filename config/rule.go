@@ -164,13 +164,28 @@ type captures struct {
 	candidates bool
 	reserved   int
 	lines      map[string]int
+	// at indexes names, built at the first index: a rule reading many captures of a
+	// regex of many groups would search names once per reference.
+	at map[string]int
 }
 
-func (c captures) index(name string) int {
+// index returns the index of the named capture, -1 when there is none.
+func (c *captures) index(name string) int {
 	if name == "" {
 		return -1
 	}
-	return slices.Index(c.names, name)
+	if c.at == nil {
+		c.at = make(map[string]int, len(c.names))
+		for i, n := range c.names {
+			if _, dup := c.at[n]; !dup && n != "" {
+				c.at[n] = i
+			}
+		}
+	}
+	if i, ok := c.at[name]; ok {
+		return i
+	}
+	return -1
 }
 
 func (c captures) named() []string {
