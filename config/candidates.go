@@ -3,7 +3,6 @@ package config
 import (
 	"fmt"
 	"slices"
-	"strings"
 
 	"github.com/logwindow/logwindow_exporter/config/logformat"
 	"go.yaml.in/yaml/v3"
@@ -180,7 +179,7 @@ func (rd *ruleDecoder) variants(r *Rule, all []Input) {
 				what = "time capture"
 			}
 			rd.add(rd.caps.lines[name], rd.subject, "%s %q is given by no log format of input %q, which the rule reads (its candidates: %s)%s; name only inputs whose formats have it (inputs: [...])",
-				what, name, in.Label(), strings.Join(names, ", "), suggest(name, have))
+				what, name, in.Label(), listing(names), rd.suggest(name, have))
 		}
 	}
 	for _, f := range r.Candidates {
@@ -245,7 +244,7 @@ func objectOnly(c *Config, r *Rule) []string {
 	var out []string
 	for _, name := range lacked {
 		out = append(out, fmt.Sprintf("%s:%d: warning: rule %q: capture %q is given by none of the log formats it reads (%s) but %s, which gives it from a JSON line with a member %q%s: the rule applies to no other line",
-			c.File, r.Line, r.Name, name, strings.Join(names, ", "), object.Describe(), name, suggest(name, have)))
+			c.File, r.Line, r.Name, name, listing(names), object.Describe(), name, suggest(name, have)))
 	}
 	return out
 }

@@ -179,7 +179,7 @@ func (rd *ruleDecoder) fromFormat(line int, r *Rule, all []Input) {
 		rd.add(line, rd.subject, "match: is missing; give the regex lines must match, or a log_format: to the rule's inputs (then every $variable is a capture)")
 		return
 	case len(without) > 0:
-		rd.add(line, rd.subject, "match: is missing, and input %s has no log format to read its lines by (the rule reads %s); give it one, or name only inputs with one (inputs: [...])", strings.Join(without, ", "), pluralInputs(r))
+		rd.add(line, rd.subject, "match: is missing, and input %s has no log format to read its lines by (the rule reads %s); give it one, or name only inputs with one (inputs: [...])", listing(without), pluralInputs(r))
 		return
 	}
 	if names, ok := rd.compileFormat(line, r, f); ok {
@@ -230,7 +230,7 @@ func pluralInputs(r *Rule) string {
 	if r.Inputs == nil {
 		return "every input"
 	}
-	return "inputs " + strings.Join(quoteAll(r.Inputs), ", ")
+	return "inputs " + listing(quoteAll(r.Inputs))
 }
 
 // formatTime fills in the layout of a timestamp read from a log format's time variable.

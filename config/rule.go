@@ -45,7 +45,7 @@ func (d *decoder) expandPatterns(raw map[string]string) {
 		subject := fmt.Sprintf("pattern %q", name)
 		e := expandRefs(text, visit)
 		for _, u := range e.unknown {
-			d.add(d.patternLines[name], subject, "unknown pattern %%{%s}%s", u, suggest(u, sortedKeys(raw)))
+			d.add(d.patternLines[name], subject, "unknown pattern %%{%s}%s", u, d.suggest(u, sortedKeys(raw)))
 		}
 		if e.tooLong {
 			d.add(d.patternLines[name], subject, "expands to more than %d MiB of regex", maxExpanded>>20)
@@ -229,8 +229,12 @@ func (rd *ruleDecoder) capture(line int, what, name string) int {
 		rd.caps.readAt(name, line)
 		return i
 	}
+	if rd.full() {
+		rd.dropped++ // not worded: listing the captures of each costs what the report saves
+		return -1
+	}
 	have := append(rd.caps.named(), rd.pathCaptureNames()...)
-	list := strings.Join(have, ", ")
+	list := listing(have)
 	if len(have) == 0 {
 		list = "none: name groups with (?P<name>...)"
 	}
@@ -243,7 +247,7 @@ func (rd *ruleDecoder) capture(line int, what, name string) int {
 	case rd.caps.fields:
 		source = "fields"
 	}
-	rd.add(line, rd.subject, "%scapture %q is not in %s%s (have: %s)", at(what), name, source, suggest(name, have), list)
+	rd.add(line, rd.subject, "%scapture %q is not in %s%s (have: %s)", at(what), name, source, rd.suggest(name, have), list)
 	return -1
 }
 
@@ -391,11 +395,11 @@ func (rd *ruleDecoder) match(e entry, r *Rule) {
 	})
 	for _, u := range x.unknown {
 		have := sortedKeys(rd.patternLines)
-		list := strings.Join(have, ", ")
+		list := listing(have)
 		if len(have) == 0 {
 			list = "none: define it under patterns:"
 		}
-		rd.add(e.key.Line, rd.subject, "match: unknown pattern %%{%s}%s (have: %s)", u, suggest(u, have), list)
+		rd.add(e.key.Line, rd.subject, "match: unknown pattern %%{%s}%s (have: %s)", u, rd.suggest(u, have), list)
 	}
 	if x.tooLong {
 		rd.add(e.key.Line, rd.subject, "match: expands to more than %d MiB of regex", maxExpanded>>20)
@@ -580,11 +584,11 @@ func (rd *ruleDecoder) inputs(e entry, r *Rule, inputNames map[string]bool) {
 		case listed[name]:
 			rd.add(e.key.Line, rd.subject, "inputs: %q is listed twice", name)
 		case !inputNames[name]:
-			list := strings.Join(known, ", ")
+			list := listing(known)
 			if len(known) == 0 {
 				list = "none; add name: to an input"
 			}
-			rd.add(e.key.Line, rd.subject, "inputs: no input is named %q%s (named inputs: %s)", name, suggest(name, known), list)
+			rd.add(e.key.Line, rd.subject, "inputs: no input is named %q%s (named inputs: %s)", name, rd.suggest(name, known), list)
 		}
 		listed[name] = true
 	}
@@ -633,7 +637,7 @@ func (rd *ruleDecoder) initial(e entry, r *Rule, limit int) {
 				continue
 			}
 			if j < 0 {
-				rd.add(le.key.Line, rd.subject, "%s: %q is not a label of the rule%s (labels: %s)", what, le.key.Value, suggest(le.key.Value, names), strings.Join(names, ", "))
+				rd.add(le.key.Line, rd.subject, "%s: %q is not a label of the rule%s (labels: %s)", what, le.key.Value, rd.suggest(le.key.Value, names), listing(names))
 				valid = false
 				continue
 			}
@@ -654,7 +658,7 @@ func (rd *ruleDecoder) initial(e entry, r *Rule, limit int) {
 			}
 		}
 		if len(missing) > 0 {
-			rd.add(line, rd.subject, "%s: gives no value for %s; give every label of the rule", what, strings.Join(missing, ", "))
+			rd.add(line, rd.subject, "%s: gives no value for %s; give every label of the rule", what, listing(missing))
 			valid = false
 		}
 		if !valid {
