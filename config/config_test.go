@@ -756,7 +756,8 @@ rules:
 // TestSyntaxErrorLine: a YAML syntax error is reported at the line where the text goes
 // wrong, in a file of thousands of lines too (found by parsing the file cut after each
 // line, it took seconds on such a file and was given up past 5,000 lines), and past a
-// {...} spanning lines, whose first line alone fails too.
+// {...} spanning lines, whose first line alone fails too; in a file of megabytes it is
+// not looked for.
 func TestSyntaxErrorLine(t *testing.T) {
 	var long strings.Builder
 	long.WriteString("rules:\n")
@@ -764,11 +765,15 @@ func TestSyntaxErrorLine(t *testing.T) {
 		fmt.Fprintf(&long, "  - name: r%d\n    match: 'x (?P<n>\\d+) %s'\n", i, strings.Repeat("a", 60))
 	}
 	long.WriteString("  - name: bad\n    match: 'x'\n   labels: {}\n")
+	huge := strings.Replace(long.String(), "rules:\n", "rules:\n"+strings.Repeat("# "+strings.Repeat("c", 98)+"\n", maxLocateBytes/100), 1)
 	tests := []struct {
 		name, text string
 		want       string
 	}{
 		{"long file", long.String(), fmt.Sprintf(":%d: not valid YAML: did not find expected '-' indicator", 2600*2+4)},
+		// Each parse of a file of megabytes takes a tenth of a second: one past
+		// maxLocateBytes gets the line yaml.v3 names, the one before the list's first item.
+		{"file past the bound", huge, fmt.Sprintf(":%d: not valid YAML: did not find expected '-' indicator", 1+maxLocateBytes/100)},
 		{"after a mapping spanning lines", `inputs:
   - {name: a, path: /a.log,
      start_at: end}

@@ -182,12 +182,20 @@ func splitYAMLError(err error) (int, string) {
 	return 0, strings.TrimPrefix(err.Error(), "yaml: ")
 }
 
+// maxLocateBytes bounds the file firstFailingLine searches, which parses it about twenty
+// times: a file of megabytes would take seconds (a mounted ConfigMap holds at most 1 MiB).
+const maxLocateBytes = 1 << 20
+
 // firstFailingLine returns a line n such that the file cut after n fails to parse with msg
-// and cut before it does not, or 0 when the whole file does not fail with msg. It bisects:
+// and cut before it does not, or 0 when the whole file does not fail with msg or is larger
+// than maxLocateBytes. It bisects:
 // cut before the mistake the file parses (or fails otherwise, as a quoted text or a {...}
 // spanning lines cut in the middle does) and cut after it fails as the whole does, so a
 // few parses find the line, where a parse per line took seconds on a file of thousands.
 func firstFailingLine(data []byte, msg string) int {
+	if len(data) > maxLocateBytes {
+		return 0
+	}
 	// ends[i] is the end of line i+1: the file cut after it is data[:ends[i]].
 	var ends []int
 	for end := 0; end < len(data); {
