@@ -62,7 +62,7 @@ func (d *decoder) logFormatCandidates(e entry, subject string, in *Input) bool {
 		if j := slices.IndexFunc(in.LogFormats, f.SameLines); j >= 0 {
 			d.add(items[i].key.Line, subject, "log_format: %q fits the same lines as candidate #%d (%s), only its variables are named otherwise: "+
 				"the first is chosen for every file of them, and no file would be read by this one; keep one", text, j+1, in.LogFormats[j].Describe())
-			d.refuse(in)
+			d.refuse()
 			continue
 		}
 		in.LogFormats = append(in.LogFormats, f)

@@ -104,6 +104,12 @@ func (d *decoder) inputs(e entry) []Input {
 		if k := d.kindOf(entries, subject, resolve(item).Line); k != nil {
 			k.decode(d, entries, subject, &in, sources)
 		}
+		if d.refusing {
+			if d.formatRefused == nil {
+				d.formatRefused = map[string]bool{}
+			}
+			d.formatRefused[in.Label()], d.refusing = true, false
+		}
 		out = append(out, in)
 		lines = append(lines, resolve(item).Line)
 	}

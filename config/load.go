@@ -117,6 +117,8 @@ type decoder struct {
 	// formatRefused are the inputs (by Input.Label) whose log format did not compile: a rule
 	// reading them gets no message of its own, whose cause the input's already names.
 	formatRefused map[string]bool
+	// refusing: a log format of the input being decoded was refused (refuse).
+	refusing bool
 	// regexBytes is the text of the regexes compiled so far (compile), regexSpent set once
 	// they passed maxRegexBytes.
 	regexBytes int
