@@ -69,15 +69,17 @@ func (rd *ruleDecoder) distribution(entries []entry, r *Rule, isValue bool) {
 		case !r.Aggregations.Quantiles:
 			rd.add(e.key.Line, rd.subject, "quantiles: add quantiles to aggregations to export them")
 		default:
-			for i, q := range qs {
+			seen := make(map[float64]bool, len(qs))
+			for _, q := range qs {
 				switch {
 				case !(q > 0 && q < 1):
 					rd.add(e.key.Line, rd.subject, "quantiles: %v is not between 0 and 1 (exclusive); write e.g. 0.99 for p99", q)
 					ok = false
-				case slices.Contains(qs[:i], q):
+				case seen[q]:
 					rd.add(e.key.Line, rd.subject, "quantiles: %v is listed twice", q)
 					ok = false
 				}
+				seen[q] = true
 			}
 			if ok {
 				r.Quantiles = qs

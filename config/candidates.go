@@ -3,7 +3,6 @@ package config
 import (
 	"fmt"
 	"slices"
-	"strings"
 
 	"github.com/logwindow/logwindow_exporter/config/logformat"
 	"go.yaml.in/yaml/v3"
@@ -63,7 +62,7 @@ func (d *decoder) logFormatCandidates(e entry, subject string, in *Input) bool {
 		if j := slices.IndexFunc(in.LogFormats, f.SameLines); j >= 0 {
 			d.add(items[i].key.Line, subject, "log_format: %q fits the same lines as candidate #%d (%s), only its variables are named otherwise: "+
 				"the first is chosen for every file of them, and no file would be read by this one; keep one", text, j+1, in.LogFormats[j].Describe())
-			d.refuse(in)
+			d.refuse()
 			continue
 		}
 		in.LogFormats = append(in.LogFormats, f)
@@ -134,6 +133,9 @@ func (c *captures) otherCapture(name string) int {
 	for i := c.reserved; i < len(c.names); i++ {
 		if c.names[i] == "" {
 			c.names[i] = name
+			if c.at != nil {
+				c.at[name] = i
+			}
 			return i
 		}
 	}
@@ -177,7 +179,7 @@ func (rd *ruleDecoder) variants(r *Rule, all []Input) {
 				what = "time capture"
 			}
 			rd.add(rd.caps.lines[name], rd.subject, "%s %q is given by no log format of input %q, which the rule reads (its candidates: %s)%s; name only inputs whose formats have it (inputs: [...])",
-				what, name, in.Label(), strings.Join(names, ", "), suggest(name, have))
+				what, name, in.Label(), listing(names), rd.suggest(name, have))
 		}
 	}
 	for _, f := range r.Candidates {
@@ -242,7 +244,7 @@ func objectOnly(c *Config, r *Rule) []string {
 	var out []string
 	for _, name := range lacked {
 		out = append(out, fmt.Sprintf("%s:%d: warning: rule %q: capture %q is given by none of the log formats it reads (%s) but %s, which gives it from a JSON line with a member %q%s: the rule applies to no other line",
-			c.File, r.Line, r.Name, name, strings.Join(names, ", "), object.Describe(), name, suggest(name, have)))
+			c.File, r.Line, r.Name, name, listing(names), object.Describe(), name, suggest(name, have)))
 	}
 	return out
 }

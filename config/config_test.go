@@ -2,6 +2,7 @@ package config
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -749,5 +750,47 @@ rules:
 	const want = `capture "HTTP_Host" is not in the log format "$remote_addr $HTTP_Host" (did you mean "http_host"?)`
 	if err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("err = %v, want %s", err, want)
+	}
+}
+
+// TestSyntaxErrorLine: a YAML syntax error is reported at the line where the text goes
+// wrong, in a file of thousands of lines too (found by parsing the file cut after each
+// line, it took seconds on such a file and was given up past 5,000 lines), and past a
+// {...} spanning lines, whose first line alone fails too; in a file of megabytes it is
+// not looked for.
+func TestSyntaxErrorLine(t *testing.T) {
+	var long strings.Builder
+	long.WriteString("rules:\n")
+	for i := range 2600 {
+		fmt.Fprintf(&long, "  - name: r%d\n    match: 'x (?P<n>\\d+) %s'\n", i, strings.Repeat("a", 60))
+	}
+	long.WriteString("  - name: bad\n    match: 'x'\n   labels: {}\n")
+	huge := strings.Replace(long.String(), "rules:\n", "rules:\n"+strings.Repeat("# "+strings.Repeat("c", 98)+"\n", maxLocateBytes/100), 1)
+	tests := []struct {
+		name, text string
+		want       string
+	}{
+		{"long file", long.String(), fmt.Sprintf(":%d: not valid YAML: did not find expected '-' indicator", 2600*2+4)},
+		// Each parse of a file of megabytes takes a tenth of a second: one past
+		// maxLocateBytes gets the line yaml.v3 names, the one before the list's first item.
+		{"file past the bound", huge, fmt.Sprintf(":%d: not valid YAML: did not find expected '-' indicator", 1+maxLocateBytes/100)},
+		{"after a mapping spanning lines", `inputs:
+  - {name: a, path: /a.log,
+     start_at: end}
+  - name: b
+    path: /b.log
+? [
+rules:
+  - name: a
+    match: x
+`, ":6: not valid YAML: did not find expected node content"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse([]byte(tt.text), "rules.yaml")
+			if want := "rules.yaml" + tt.want; err == nil || err.Error() != want {
+				t.Errorf("got %v, want %s", err, want)
+			}
+		})
 	}
 }

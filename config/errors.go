@@ -49,23 +49,73 @@ func (e *Error) Error() string {
 }
 
 // problems collects Problems while a file is decoded; checks go on after a problem so that
-// every independent mistake is reported in one run.
+// every independent mistake is reported in one run, up to maxProblems of them.
 type problems struct {
 	list []Problem
+	// dropped counts the problems found past maxProblems.
+	dropped int
+	// suggested is the work spent on suggestions (suggest), in cells of editDistance.
+	suggested int
 }
 
+// maxProblems bounds the problems reported of one file: a file of thousands of mistakes
+// would take its time and memory to word them all, and no one reads past the first.
+const maxProblems = 1000
+
 func (ps *problems) add(line int, subject, format string, args ...any) {
+	if ps.full() {
+		ps.dropped++
+		return
+	}
 	ps.list = append(ps.list, Problem{Line: line, Subject: subject, Msg: fmt.Sprintf(format, args...)})
 }
 
+// full reports whether maxProblems are found: a check may skip wording another.
+func (ps *problems) full() bool { return len(ps.list) >= maxProblems }
+
+// maxSuggestCells bounds the work of the suggestions of one file: each compares a word
+// with every name it might be a typo of, and thousands of mistakes among thousands of
+// names would compare each with each.
+const maxSuggestCells = 50_000_000
+
+// suggest is the package's suggest, within maxSuggestCells for the file: past them, and
+// once the problems are full, it suggests nothing.
+func (ps *problems) suggest(word string, candidates []string) string {
+	cells := 0
+	for _, c := range candidates {
+		cells += (len(word) + 1) * (len(c) + 1)
+	}
+	if ps.full() || ps.suggested+cells > maxSuggestCells {
+		return ""
+	}
+	ps.suggested += cells
+	return suggest(word, candidates)
+}
+
 // err returns nil when nothing was found, else an *Error with the problems in file order
-// (checks run in several passes; sorting makes the report read top to bottom).
+// (checks run in several passes; sorting makes the report read top to bottom), and how
+// many more were found when they passed maxProblems.
 func (ps *problems) err(file string) error {
 	if len(ps.list) == 0 {
 		return nil
 	}
 	sort.SliceStable(ps.list, func(i, j int) bool { return ps.list[i].Line < ps.list[j].Line })
+	if ps.dropped > 0 {
+		ps.list = append(ps.list, Problem{Msg: fmt.Sprintf("and %d more problems, not listed", ps.dropped)})
+	}
 	return &Error{File: file, Problems: ps.list}
+}
+
+// maxListed bounds the names a message lists: a file of thousands of names would repeat
+// them all in each of thousands of messages that name one, gigabytes of them.
+const maxListed = 20
+
+// listing joins names with ", ": the first maxListed of them, then how many more there are.
+func listing(names []string) string {
+	if len(names) <= maxListed {
+		return strings.Join(names, ", ")
+	}
+	return strings.Join(names[:maxListed], ", ") + fmt.Sprintf(", and %d more", len(names)-maxListed)
 }
 
 // suggest returns ` (did you mean "x"?)` when one candidate is a likely typo of word, else

@@ -66,6 +66,7 @@ func (d *decoder) inputs(e entry) []Input {
 		return nil
 	}
 	var out []Input
+	var lines []int // of each of out
 	names := map[string]int{}
 	sources := map[string]int{}
 	keys := allInputKeys()
@@ -103,9 +104,41 @@ func (d *decoder) inputs(e entry) []Input {
 		if k := d.kindOf(entries, subject, resolve(item).Line); k != nil {
 			k.decode(d, entries, subject, &in, sources)
 		}
+		if d.refusing {
+			if d.formatRefused == nil {
+				d.formatRefused = map[string]bool{}
+			}
+			d.formatRefused[in.Label()], d.refusing = true, false
+		}
 		out = append(out, in)
+		lines = append(lines, resolve(item).Line)
 	}
+	d.inputLabels(out, lines, names)
 	return out
+}
+
+// inputLabels reports a name that is the source of another input without a name, which is
+// known by its source: the two would share the input label of their metrics. lines are
+// those of ins, names those of each name.
+func (d *decoder) inputLabels(ins []Input, lines []int, names map[string]int) {
+	unnamed := map[string]int{} // source → index in ins
+	for i, in := range ins {
+		if in.Name == "" && in.Source() != "" {
+			unnamed[in.Source()] = i
+		}
+	}
+	for _, in := range ins {
+		j, clash := unnamed[in.Name]
+		if !clash || in.Source() == in.Name {
+			continue
+		}
+		what := "path"
+		if ins[j].Kind() == KindSyslog {
+			what = "address"
+		}
+		d.add(names[in.Name], fmt.Sprintf("input %q", in.Name), "name: is the %s of the input on line %d, which has no name and is known by its %[1]s (in the input label of its metrics, in logs); name one of them otherwise",
+			what, lines[j])
+	}
 }
 
 // kindOf is the kind of an input, by the key that makes it; it reports an input with

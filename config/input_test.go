@@ -114,3 +114,28 @@ rules: [{name: a, match: x}]
 		t.Errorf("an Input the loader did not make has kind %q, source %q", Input{}.Kind(), Input{}.Source())
 	}
 }
+
+// TestInputLabelsDiffer: an input's name may not be the path (or address) of another input
+// without a name, which its self-metrics are labelled by: the two inputs' lines, files and
+// errors were summed into one input label, and neither could be told apart.
+func TestInputLabelsDiffer(t *testing.T) {
+	for _, tc := range []struct{ name, inputs, want string }{
+		{"name is another's path", "[{path: /var/log/a.log}, {name: /var/log/a.log, path: /var/log/b.log}]",
+			`rules.yaml:1: input "/var/log/a.log": name: is the path of the input on line 1, which has no name and is known by its path (in the input label of its metrics, in logs); name one of them otherwise`},
+		{"name is another's address, written before it", "[{name: 'udp://127.0.0.1:5140', path: /var/log/b.log}, {syslog: 'udp://127.0.0.1:5140'}]",
+			`rules.yaml:1: input "udp://127.0.0.1:5140": name: is the address of the input on line 1, which has no name and is known by its address (in the input label of its metrics, in logs); name one of them otherwise`},
+		{"name is its own path", "[{name: /var/log/a.log, path: /var/log/a.log}, {path: /var/log/b.log}]", ""},
+		{"name is a named input's path", "[{name: a, path: /var/log/b.log}, {name: /var/log/b.log, path: /var/log/c.log}]", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse([]byte("inputs: "+tc.inputs+"\nrules: [{name: r, match: x}]\n"), "rules.yaml")
+			got := ""
+			if err != nil {
+				got = err.Error()
+			}
+			if got != tc.want {
+				t.Errorf("got:\n%s\nwant:\n%s", got, tc.want)
+			}
+		})
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/prometheus/common/model"
@@ -37,11 +38,43 @@ const DefaultMaxSeriesPerRule = 10000
 // *Config and an error listing every problem (an *Error when the file could be read), so a
 // reload can keep the running config.
 func Load(path string) (*Config, error) {
-	data, err := os.ReadFile(path)
+	data, err := ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("reading config: %w", err)
 	}
 	return Parse(data, path)
+}
+
+// MaxFileBytes bounds a rule file: hundreds of rules take tens of kilobytes, and a
+// Kubernetes ConfigMap holds at most 1 MiB.
+const MaxFileBytes = 16 << 20
+
+// ReadFile reads the rule file at path, as Load and the watch of the file do: a regular
+// file of at most MaxFileBytes. A path to something else is refused at once, where reading
+// it would wait for a writer (a FIFO) or read on until memory runs out (/dev/zero).
+func ReadFile(path string) ([]byte, error) {
+	// O_NONBLOCK: the open of a FIFO would wait for a writer.
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s: not a regular file (mode %s, as ls -l shows it); give the path of the rule file", path, fi.Mode())
+	}
+	// One byte past the bound tells a file that is larger, or grew since its stat.
+	data, err := io.ReadAll(io.LimitReader(f, MaxFileBytes+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > MaxFileBytes {
+		return nil, fmt.Errorf("%s: larger than %d MiB; a rule file holds rules, not data", path, MaxFileBytes>>20)
+	}
+	return data, nil
 }
 
 // Parse validates a config held in memory; file names it in messages. It is Load without
@@ -84,6 +117,12 @@ type decoder struct {
 	// formatRefused are the inputs (by Input.Label) whose log format did not compile: a rule
 	// reading them gets no message of its own, whose cause the input's already names.
 	formatRefused map[string]bool
+	// refusing: a log format of the input being decoded was refused (refuse).
+	refusing bool
+	// regexBytes is the text of the regexes compiled so far (compile), regexSpent set once
+	// they passed maxRegexBytes.
+	regexBytes int
+	regexSpent bool
 }
 
 // yamlLine splits yaml.v3's "yaml: line N: msg" errors.
@@ -115,12 +154,20 @@ func (d *decoder) document(data []byte) *yaml.Node {
 	if len(doc.Content) == 0 {
 		return &yaml.Node{Kind: yaml.MappingNode}
 	}
+	if a := aliasBomb(&doc, len(data)); a != nil {
+		bound := fmt.Sprintf("%d MiB", maxAliasBytes>>20)
+		if len(data) > maxAliasBytes {
+			bound = "its own size"
+		}
+		d.add(a.Line, "", "alias *%s: the file's aliases, written out, add more than %s to it; write out what they share, or share less", a.Value, bound)
+		return nil
+	}
 	return doc.Content[0]
 }
 
 // yamlError reports a YAML syntax error. yaml.v3 often names the line where the enclosing
-// block starts, or no line at all; the line reported is instead the first at which the
-// file, cut after it, already fails with the same message: where the text went wrong.
+// block starts, or no line at all; the line reported is instead the one at which the file,
+// cut after it, starts to fail with the same message: where the text went wrong.
 func (d *decoder) yamlError(data []byte, err error) {
 	line, msg := splitYAMLError(err)
 	if at := firstFailingLine(data, msg); at > 0 {
@@ -137,29 +184,51 @@ func splitYAMLError(err error) (int, string) {
 	return 0, strings.TrimPrefix(err.Error(), "yaml: ")
 }
 
-// maxLocateLines bounds firstFailingLine, which parses the file once per line.
-const maxLocateLines = 5000
+// maxLocateBytes bounds the file firstFailingLine searches, which parses it about twenty
+// times: a file of megabytes would take seconds (a mounted ConfigMap holds at most 1 MiB).
+const maxLocateBytes = 1 << 20
 
-// firstFailingLine returns the first line n such that lines 1..n fail to parse with msg,
-// or 0 when there is none (or the file is too long to search).
+// firstFailingLine returns a line n such that the file cut after n fails to parse with msg
+// and cut before it does not, or 0 when the whole file does not fail with msg or is larger
+// than maxLocateBytes. It bisects:
+// cut before the mistake the file parses (or fails otherwise, as a quoted text or a {...}
+// spanning lines cut in the middle does) and cut after it fails as the whole does, so a
+// few parses find the line, where a parse per line took seconds on a file of thousands.
 func firstFailingLine(data []byte, msg string) int {
-	if bytes.Count(data, []byte("\n")) > maxLocateLines {
+	if len(data) > maxLocateBytes {
 		return 0
 	}
-	end := 0
-	for line := 1; end < len(data); line++ {
+	// ends[i] is the end of line i+1: the file cut after it is data[:ends[i]].
+	var ends []int
+	for end := 0; end < len(data); {
 		if nl := bytes.IndexByte(data[end:], '\n'); nl >= 0 {
 			end += nl + 1
 		} else {
 			end = len(data)
 		}
-		if err := firstYAMLError(data[:end]); err != nil {
-			if _, m := splitYAMLError(err); m == msg {
-				return line
-			}
+		ends = append(ends, end)
+	}
+	fails := func(line int) bool {
+		err := firstYAMLError(data[:ends[line-1]])
+		if err == nil {
+			return false
+		}
+		_, m := splitYAMLError(err)
+		return m == msg
+	}
+	if len(ends) == 0 || !fails(len(ends)) {
+		return 0
+	}
+	ok, bad := 0, len(ends)
+	for bad-ok > 1 {
+		mid := ok + (bad-ok)/2
+		if fails(mid) {
+			bad = mid
+		} else {
+			ok = mid
 		}
 	}
-	return 0
+	return bad
 }
 
 // firstYAMLError parses every document of data and returns the first error.

@@ -94,7 +94,7 @@ func (d *decoder) formatError(e entry, in *Input, subject, key, text string, pre
 	if err == nil {
 		return
 	}
-	d.refuse(in)
+	d.refuse()
 	var fe *logformat.Error
 	if !errors.As(err, &fe) {
 		d.add(e.key.Line, subject, "%s: %s", key, err)
@@ -108,14 +108,10 @@ func (d *decoder) formatError(e entry, in *Input, subject, key, text string, pre
 	d.add(blockLine(e, text, fe.Offset), subject, "%s: %s, in %s", key, fe.Msg, pointAt(text, fe.Offset))
 }
 
-// refuse notes that a log format of in is refused: a rule that reads in is not told what
-// that format lacks.
-func (d *decoder) refuse(in *Input) {
-	if d.formatRefused == nil {
-		d.formatRefused = map[string]bool{}
-	}
-	d.formatRefused[in.Label()] = true
-}
+// refuse notes that a log format of the input being decoded is refused: a rule that reads
+// it is not told what that format lacks. The input is known by its label once its path or
+// address is decoded too (inputs).
+func (d *decoder) refuse() { d.refusing = true }
 
 // blockLine is the line of the file holding byte off of a key's value when the value is
 // a literal block (|), whose lines are the file's; the key's line otherwise.
@@ -179,7 +175,7 @@ func (rd *ruleDecoder) fromFormat(line int, r *Rule, all []Input) {
 		rd.add(line, rd.subject, "match: is missing; give the regex lines must match, or a log_format: to the rule's inputs (then every $variable is a capture)")
 		return
 	case len(without) > 0:
-		rd.add(line, rd.subject, "match: is missing, and input %s has no log format to read its lines by (the rule reads %s); give it one, or name only inputs with one (inputs: [...])", strings.Join(without, ", "), pluralInputs(r))
+		rd.add(line, rd.subject, "match: is missing, and input %s has no log format to read its lines by (the rule reads %s); give it one, or name only inputs with one (inputs: [...])", listing(without), pluralInputs(r))
 		return
 	}
 	if names, ok := rd.compileFormat(line, r, f); ok {
@@ -230,7 +226,7 @@ func pluralInputs(r *Rule) string {
 	if r.Inputs == nil {
 		return "every input"
 	}
-	return "inputs " + strings.Join(quoteAll(r.Inputs), ", ")
+	return "inputs " + listing(quoteAll(r.Inputs))
 }
 
 // formatTime fills in the layout of a timestamp read from a log format's time variable.

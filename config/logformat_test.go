@@ -149,3 +149,25 @@ func TestLogFormatRegexRefusedAtLoad(t *testing.T) {
 		})
 	}
 }
+
+// TestLogFormatRefusedUnnamedInput: the rules reading an input without a name, whose log
+// format is refused, get no message of their own either: they were told to give their
+// inputs a log format, as the input was named by its path only after its format was read.
+func TestLogFormatRefusedUnnamedInput(t *testing.T) {
+	for _, c := range []struct{ name, input string }{
+		{"path", "path: /a.log"},
+		{"syslog", "syslog: 'udp://127.0.0.1:5140'"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			vars := make([]string, 500)
+			for i := range vars {
+				vars[i] = fmt.Sprintf("$v%d", i)
+			}
+			text := "inputs:\n  - " + c.input + "\n    log_format: '" + strings.Join(vars, " ") + "'\nrules:\n  - name: r\n    labels: {a: '${v1}'}\n"
+			_, err := Parse([]byte(text), "rules.yaml")
+			if err == nil || strings.Contains(err.Error(), "\n") || !strings.HasPrefix(err.Error(), "rules.yaml:3: input #1: log_format: ") {
+				t.Errorf("got %v, want only the problem of the log format", err)
+			}
+		})
+	}
+}

@@ -40,6 +40,11 @@ func checkMetricName(name string) error {
 	return nil
 }
 
+// targetLabels are the labels Prometheus gives every series of a scrape from its target:
+// a rule's label of that name is renamed exported_<name> (or, with honor_labels, replaces
+// the target's), so it loads with a warning.
+var targetLabels = []string{"job", "instance"}
+
 func checkLabelName(name string) error {
 	switch {
 	case !isName(name):

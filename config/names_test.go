@@ -3,6 +3,7 @@ package config
 import (
 	"math/rand/v2"
 	"regexp"
+	"slices"
 	"testing"
 )
 
@@ -44,4 +45,29 @@ func FuzzIsName(f *testing.F) {
 			t.Errorf("isName(%q) = %v, the regex says %v", s, got, want)
 		}
 	})
+}
+
+// TestTargetLabelsWarn: a label named job or instance loads, with a warning naming the
+// file, the line and the rule: Prometheus puts the scrape target's job and instance on
+// every series and renames the rule's exported_job or exported_instance, so queries by
+// it (the dashboard's `sum by (instance)`) quietly group by the target's instead.
+func TestTargetLabelsWarn(t *testing.T) {
+	for _, c := range []struct {
+		labels string
+		want   []string
+	}{
+		{"{instance: '${v}'}", []string{`rules.yaml:4: warning: rule "r": labels: instance: Prometheus puts the scrape target's instance label on every series and renames this one exported_instance (unless its scrape has honor_labels: true, and then this one replaces the target's); name it otherwise, e.g. upstream_instance`}},
+		{"{job: '${v}', status: '${v}'}", []string{`rules.yaml:4: warning: rule "r": labels: job: Prometheus puts the scrape target's job label on every series and renames this one exported_job (unless its scrape has honor_labels: true, and then this one replaces the target's); name it otherwise, e.g. upstream_job`}},
+		{"{jobs: '${v}', instance_id: '${v}'}", nil},
+	} {
+		t.Run(c.labels, func(t *testing.T) {
+			cfg, err := Parse([]byte("rules:\n  - name: r\n    match: '(?P<v>.*)'\n    labels: "+c.labels+"\n"), "rules.yaml")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := Warnings(cfg); !slices.Equal(got, c.want) {
+				t.Errorf("warnings:\n%q\nwant:\n%q", got, c.want)
+			}
+		})
+	}
 }

@@ -18,16 +18,16 @@ func (d *decoder) pathCaptures(e entry, subject, wrapper string) *regexp.Regexp 
 		d.add(e.key.Line, subject, "path_captures: is empty; give a regex with named groups, e.g. '^/var/log/pods/(?P<namespace>[^_]+)_(?P<pod>[^_]+)_'")
 		return nil
 	}
-	re, err := regexp.Compile(text)
-	if err != nil {
-		d.add(e.key.Line, subject, "path_captures: invalid regex: %s", regexError(err))
+	re, ok := d.compile(e.key.Line, subject, "path_captures", text)
+	if !ok {
 		return nil
 	}
 	var names []string
+	seen := map[string]bool{}
 	for _, name := range re.SubexpNames() {
 		switch {
 		case name == "":
-		case slices.Contains(names, name):
+		case seen[name]:
 			d.add(e.key.Line, subject, "path_captures: capture %q is defined twice in the regex; rename one", name)
 			return nil
 		case name == CRITimeCapture && wrapper == WrapperCRI:
@@ -39,6 +39,7 @@ func (d *decoder) pathCaptures(e entry, subject, wrapper string) *regexp.Regexp 
 		default:
 			names = append(names, name)
 		}
+		seen[name] = true
 	}
 	if len(names) == 0 {
 		d.add(e.key.Line, subject, "path_captures: the regex has no named group; name the parts of the path to capture with (?P<name>...)")

@@ -65,10 +65,10 @@ func (rd *ruleDecoder) rewrite(e entry, r *Rule, labels []string) {
 		rw := Rewrite{Line: line}
 		valid := true
 		if le, ok := find(entries, "label"); !ok {
-			rd.add(line, rd.subject, "%s: label: is missing; name the label whose value is rewritten (labels: %s)", what, strings.Join(labels, ", "))
+			rd.add(line, rd.subject, "%s: label: is missing; name the label whose value is rewritten (labels: %s)", what, listing(labels))
 			valid = false
 		} else if rw.Label, ok = rd.scalar(le, rd.subject, what+": label"); ok && !slices.Contains(labels, rw.Label) {
-			rd.add(le.key.Line, rd.subject, "%s: label: %q is not a label of the rule%s (labels: %s)", what, rw.Label, suggest(rw.Label, labels), strings.Join(labels, ", "))
+			rd.add(le.key.Line, rd.subject, "%s: label: %q is not a label of the rule%s (labels: %s)", what, rw.Label, rd.suggest(rw.Label, labels), listing(labels))
 			valid = false
 		} else if !ok {
 			valid = false
@@ -108,12 +108,7 @@ func (rd *ruleDecoder) rewriteRegex(entries []entry, line int, what string) (*re
 		rd.add(xe.key.Line, rd.subject, "%s: regex: is empty (it would match between every two characters)", what)
 		return nil, false
 	}
-	re, err := regexp.Compile(text)
-	if err != nil {
-		rd.add(xe.key.Line, rd.subject, "%s: regex: invalid regex: %s", what, regexError(err))
-		return nil, false
-	}
-	return re, true
+	return rd.compile(xe.key.Line, rd.subject, what+": regex", text)
 }
 
 // checkReplacement finds what in a replacement Regexp.Expand would quietly read as

@@ -45,7 +45,7 @@ func (d *decoder) expandPatterns(raw map[string]string) {
 		subject := fmt.Sprintf("pattern %q", name)
 		e := expandRefs(text, visit)
 		for _, u := range e.unknown {
-			d.add(d.patternLines[name], subject, "unknown pattern %%{%s}%s", u, suggest(u, sortedKeys(raw)))
+			d.add(d.patternLines[name], subject, "unknown pattern %%{%s}%s", u, d.suggest(u, sortedKeys(raw)))
 		}
 		if e.tooLong {
 			d.add(d.patternLines[name], subject, "expands to more than %d MiB of regex", maxExpanded>>20)
@@ -55,8 +55,7 @@ func (d *decoder) expandPatterns(raw map[string]string) {
 			return "", true, false
 		}
 		exp := e.text
-		if _, err := regexp.Compile(exp); err != nil {
-			d.add(d.patternLines[name], subject, "invalid regex: %s", regexError(err))
+		if _, ok := d.compile(d.patternLines[name], subject, "", exp); !ok {
 			d.badPatterns[name] = true
 			return "", true, false
 		}
@@ -120,6 +119,30 @@ func sortedKeys[V any](m map[string]V) []string {
 	return slices.Sorted(maps.Keys(m))
 }
 
+// maxRegexBytes bounds the regex text one file compiles, patterns expanded: a pattern of a
+// few hundred kilobytes in every rule of a file of kilobytes compiles the pattern once per
+// rule, a second and tens of megabytes each.
+const maxRegexBytes = 4 << 20
+
+// compile compiles a regex of the file, or reports why not at line: what it is (`match`,
+// `where: status`) is invalid, or the file's regexes pass maxRegexBytes with it (said once:
+// the file is refused already when a later one passes too).
+func (d *decoder) compile(line int, subject, what, text string) (*regexp.Regexp, bool) {
+	if d.regexBytes += len(text); d.regexBytes > maxRegexBytes {
+		if !d.regexSpent {
+			d.add(line, subject, "%swith this regex the file's regexes, patterns expanded, pass %d MiB; expand big patterns in fewer places", at(what), maxRegexBytes>>20)
+		}
+		d.regexSpent = true
+		return nil, false
+	}
+	re, err := regexp.Compile(text)
+	if err != nil {
+		d.add(line, subject, "%sinvalid regex: %s", at(what), regexError(err))
+		return nil, false
+	}
+	return re, true
+}
+
 // regexError words a regexp compile error without Go's "error parsing regexp:" prefix.
 func regexError(err error) string {
 	if se, ok := err.(*syntax.Error); ok {
@@ -141,13 +164,28 @@ type captures struct {
 	candidates bool
 	reserved   int
 	lines      map[string]int
+	// at indexes names, built at the first index: a rule reading many captures of a
+	// regex of many groups would search names once per reference.
+	at map[string]int
 }
 
-func (c captures) index(name string) int {
+// index returns the index of the named capture, -1 when there is none.
+func (c *captures) index(name string) int {
 	if name == "" {
 		return -1
 	}
-	return slices.Index(c.names, name)
+	if c.at == nil {
+		c.at = make(map[string]int, len(c.names))
+		for i, n := range c.names {
+			if _, dup := c.at[n]; !dup && n != "" {
+				c.at[n] = i
+			}
+		}
+	}
+	if i, ok := c.at[name]; ok {
+		return i
+	}
+	return -1
 }
 
 func (c captures) named() []string {
@@ -191,8 +229,12 @@ func (rd *ruleDecoder) capture(line int, what, name string) int {
 		rd.caps.readAt(name, line)
 		return i
 	}
+	if rd.full() {
+		rd.dropped++ // not worded: listing the captures of each costs what the report saves
+		return -1
+	}
 	have := append(rd.caps.named(), rd.pathCaptureNames()...)
-	list := strings.Join(have, ", ")
+	list := listing(have)
 	if len(have) == 0 {
 		list = "none: name groups with (?P<name>...)"
 	}
@@ -205,7 +247,7 @@ func (rd *ruleDecoder) capture(line int, what, name string) int {
 	case rd.caps.fields:
 		source = "fields"
 	}
-	rd.add(line, rd.subject, "%scapture %q is not in %s%s (have: %s)", at(what), name, source, suggest(name, have), list)
+	rd.add(line, rd.subject, "%scapture %q is not in %s%s (have: %s)", at(what), name, source, rd.suggest(name, have), list)
 	return -1
 }
 
@@ -353,11 +395,11 @@ func (rd *ruleDecoder) match(e entry, r *Rule) {
 	})
 	for _, u := range x.unknown {
 		have := sortedKeys(rd.patternLines)
-		list := strings.Join(have, ", ")
+		list := listing(have)
 		if len(have) == 0 {
 			list = "none: define it under patterns:"
 		}
-		rd.add(e.key.Line, rd.subject, "match: unknown pattern %%{%s}%s (have: %s)", u, suggest(u, have), list)
+		rd.add(e.key.Line, rd.subject, "match: unknown pattern %%{%s}%s (have: %s)", u, rd.suggest(u, have), list)
 	}
 	if x.tooLong {
 		rd.add(e.key.Line, rd.subject, "match: expands to more than %d MiB of regex", maxExpanded>>20)
@@ -365,9 +407,8 @@ func (rd *ruleDecoder) match(e entry, r *Rule) {
 	if len(x.unknown) > 0 || x.invalid || x.tooLong {
 		return
 	}
-	re, err := regexp.Compile(x.text)
-	if err != nil {
-		rd.add(e.key.Line, rd.subject, "match: invalid regex: %s", regexError(err))
+	re, ok := rd.compile(e.key.Line, rd.subject, "match", x.text)
+	if !ok {
 		return
 	}
 	caps := &captures{names: re.SubexpNames()}
@@ -396,6 +437,11 @@ func (rd *ruleDecoder) labels(e entry, r *Rule) []string {
 		if err := checkLabelName(l.key.Value); err != nil {
 			rd.add(l.key.Line, rd.subject, "%s: %s", what, err)
 			continue
+		}
+		if slices.Contains(targetLabels, l.key.Value) {
+			rd.warned = append(rd.warned, Problem{Line: l.key.Line, Subject: rd.subject, Msg: fmt.Sprintf(
+				"%s: Prometheus puts the scrape target's %s label on every series and renames this one exported_%[2]s (unless its scrape has honor_labels: true, and then this one replaces the target's); name it otherwise, e.g. upstream_%[2]s",
+				what, l.key.Value)})
 		}
 		text, ok := rd.scalar(l, rd.subject, what)
 		if !ok {
@@ -472,9 +518,8 @@ func (rd *ruleDecoder) where(e entry, key string) []Where {
 			rd.add(w.key.Line, rd.subject, "%s: the regex is empty (it would match every line)", what)
 			continue
 		}
-		re, err := regexp.Compile(text)
-		if err != nil {
-			rd.add(w.key.Line, rd.subject, "%s: invalid regex: %s", what, regexError(err))
+		re, ok := rd.compile(w.key.Line, rd.subject, what, text)
+		if !ok {
 			continue
 		}
 		out = append(out, Where{CaptureName: w.key.Value, Capture: idx, Regexp: re})
@@ -533,17 +578,19 @@ func (rd *ruleDecoder) inputs(e entry, r *Rule, inputNames map[string]bool) {
 		return
 	}
 	known := sortedKeys(inputNames)
-	for i, name := range names {
+	listed := make(map[string]bool, len(names))
+	for _, name := range names {
 		switch {
-		case slices.Contains(names[:i], name):
+		case listed[name]:
 			rd.add(e.key.Line, rd.subject, "inputs: %q is listed twice", name)
 		case !inputNames[name]:
-			list := strings.Join(known, ", ")
+			list := listing(known)
 			if len(known) == 0 {
 				list = "none; add name: to an input"
 			}
-			rd.add(e.key.Line, rd.subject, "inputs: no input is named %q%s (named inputs: %s)", name, suggest(name, known), list)
+			rd.add(e.key.Line, rd.subject, "inputs: no input is named %q%s (named inputs: %s)", name, rd.suggest(name, known), list)
 		}
+		listed[name] = true
 	}
 	r.Inputs = names
 }
@@ -590,7 +637,7 @@ func (rd *ruleDecoder) initial(e entry, r *Rule, limit int) {
 				continue
 			}
 			if j < 0 {
-				rd.add(le.key.Line, rd.subject, "%s: %q is not a label of the rule%s (labels: %s)", what, le.key.Value, suggest(le.key.Value, names), strings.Join(names, ", "))
+				rd.add(le.key.Line, rd.subject, "%s: %q is not a label of the rule%s (labels: %s)", what, le.key.Value, rd.suggest(le.key.Value, names), listing(names))
 				valid = false
 				continue
 			}
@@ -611,7 +658,7 @@ func (rd *ruleDecoder) initial(e entry, r *Rule, limit int) {
 			}
 		}
 		if len(missing) > 0 {
-			rd.add(line, rd.subject, "%s: gives no value for %s; give every label of the rule", what, strings.Join(missing, ", "))
+			rd.add(line, rd.subject, "%s: gives no value for %s; give every label of the rule", what, listing(missing))
 			valid = false
 		}
 		if !valid {

@@ -77,12 +77,12 @@ func (rd *ruleDecoder) fieldsInputs(e entry, r *Rule) {
 		}
 	}
 	if text := formats[FormatText]; len(text) > 0 {
-		rd.add(e.key.Line, rd.subject, "fields: input %s has no format: (text); fields are read from format: json or logfmt inputs", strings.Join(quoteAll(text), ", "))
+		rd.add(e.key.Line, rd.subject, "fields: input %s has no format: (text); fields are read from format: json or logfmt inputs", listing(quoteAll(text)))
 		return
 	}
 	if len(formats) > 1 {
 		rd.add(e.key.Line, rd.subject, "fields: inputs %s are json and %s are logfmt; a fields rule reads inputs of one format",
-			strings.Join(quoteAll(formats[FormatJSON]), ", "), strings.Join(quoteAll(formats[FormatLogfmt]), ", "))
+			listing(quoteAll(formats[FormatJSON])), listing(quoteAll(formats[FormatLogfmt])))
 		return
 	}
 	for f := range formats {

@@ -4,7 +4,6 @@ import (
 	"math"
 	"slices"
 	"strconv"
-	"strings"
 
 	"github.com/logwindow/logwindow_exporter/config/quantity"
 )
@@ -33,12 +32,12 @@ func (rd *ruleDecoder) top(e entry, r *Rule) {
 	at := -1
 	switch le, ok := find(entries, "label"); {
 	case !ok:
-		rd.add(e.key.Line, rd.subject, "top: label: is missing; name the label whose values are ranked (one of the rule's labels: %s)", strings.Join(names, ", "))
+		rd.add(e.key.Line, rd.subject, "top: label: is missing; name the label whose values are ranked (one of the rule's labels: %s)", listing(names))
 		valid = false
 	default:
 		name, _ := rd.scalar(le, rd.subject, "top: label")
 		if at = slices.Index(names, name); at < 0 {
-			rd.add(le.key.Line, rd.subject, "top: label: %q is not a label of the rule%s (labels: %s)", name, suggest(name, names), strings.Join(names, ", "))
+			rd.add(le.key.Line, rd.subject, "top: label: %q is not a label of the rule%s (labels: %s)", name, rd.suggest(name, names), listing(names))
 			valid = false
 		}
 		t.Label = name

@@ -87,8 +87,10 @@ func (d *decoder) mapping(n *yaml.Node, subject, what string) ([]entry, bool) {
 	return append(out, own...), true
 }
 
-// merge appends the entries of the mapping(s) a merge key names. Each mapping is merged at
-// most once (visited), so nested merges stay linear in the size of the file.
+// merge appends the entries of the mapping(s) a merge key names, those that win first (the
+// caller keeps the first of a key): of a list, the earlier mapping's; of a mapping, its own
+// before those it merges itself. Each mapping is merged at most once (visited), so nested
+// merges stay linear in the size of the file.
 func (d *decoder) merge(v *yaml.Node, subject, what string, out []entry, visited map[*yaml.Node]bool) []entry {
 	src := []*yaml.Node{v}
 	if rv := resolve(v); rv.Kind == yaml.SequenceNode {
@@ -104,16 +106,18 @@ func (d *decoder) merge(v *yaml.Node, subject, what string, out []entry, visited
 			continue
 		}
 		visited[m] = true
+		var nested []entry
 		for i := 0; i+1 < len(m.Content); i += 2 {
 			k, val := m.Content[i], m.Content[i+1]
 			if k.Kind == yaml.ScalarNode && k.ShortTag() == "!!merge" {
-				out = d.merge(val, subject, what, out, visited)
+				nested = d.merge(val, subject, what, nested, visited)
 				continue
 			}
 			if k = resolve(k); k.Kind == yaml.ScalarNode {
 				out = append(out, entry{k, val})
 			}
 		}
+		out = append(out, nested...)
 	}
 	return out
 }
@@ -178,4 +182,59 @@ func at(what string) string {
 		return ""
 	}
 	return what + ": "
+}
+
+// maxAliasBytes is how much a file's aliases may add to it, written out, when the file is
+// smaller: a few shared blocks (a timestamp:, a rule's defaults merged with <<:) add
+// kilobytes. Past it the aliases are a bomb ("billion laughs": each anchor repeating the
+// previous ten times), or one rule's keys repeated thousands of times, whose decoding
+// costs what a file of that size would, from a file of kilobytes.
+const maxAliasBytes = 1 << 20
+
+// aliasMeter measures what the aliases of a document add to it written out: a scalar
+// counts its text and one byte, an alias what its anchor's node counts, its own aliases
+// written out too. Each node is measured once, so a bomb costs its size to measure.
+type aliasMeter struct {
+	// sizes are the written-out sizes of the anchored nodes measured so far.
+	sizes map[*yaml.Node]int
+	added int
+	limit int
+	// over is the alias at which added passed limit; the measure stops there.
+	over *yaml.Node
+}
+
+// aliasBomb returns the alias at which the aliases of root add more than maxAliasBytes, or
+// as much as the file's size when it is larger, to the file written out; nil when they
+// add less.
+func aliasBomb(root *yaml.Node, fileSize int) *yaml.Node {
+	m := &aliasMeter{sizes: map[*yaml.Node]int{}, limit: max(maxAliasBytes, fileSize)}
+	m.size(root)
+	return m.over
+}
+
+func (m *aliasMeter) size(n *yaml.Node) int {
+	if m.over != nil {
+		return 0
+	}
+	var s int
+	switch n.Kind {
+	case yaml.AliasNode:
+		// An alias inside its own anchor (`&a [*a]`) finds no size yet: it adds nothing
+		// here, and the decoder refuses what it makes.
+		s = m.sizes[n.Alias]
+		if m.added += s; m.added > m.limit {
+			m.over = n
+		}
+		return s
+	case yaml.ScalarNode:
+		s = len(n.Value) + 1
+	default:
+		for _, c := range n.Content {
+			s += m.size(c)
+		}
+	}
+	if n.Anchor != "" {
+		m.sizes[n] = s
+	}
+	return s
 }

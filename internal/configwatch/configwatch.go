@@ -18,13 +18,18 @@ import (
 	"time"
 
 	"github.com/fsnotify/fsnotify"
+
+	"github.com/logwindow/logwindow_exporter/config"
 )
 
 // Options say how a Watcher reacts to changes.
 type Options struct {
 	// Reload applies the file's new content (the pipeline re-reads and swaps the rules)
-	// and logs its outcome, as it does for SIGHUP.
-	Reload func()
+	// and logs its outcome, as it does for SIGHUP. It returns true when the same content is
+	// to be reloaded again: the configuration is in force but inputs did not start (an
+	// address still in use), which a later reload starts once it can; the watcher then
+	// reloads at each poll until one returns false.
+	Reload func() (retry bool)
 	// Settle is how long the directory must stay quiet after an event of an entry the
 	// file depends on (dependsOn) before the file is read: an editor or the kubelet
 	// changes it in several steps, and reading in the middle would load (and refuse) a
@@ -45,6 +50,8 @@ type Options struct {
 type Watcher struct {
 	path string
 	last [sha256.Size]byte
+	// retry: the last reload asked to be tried again (Options.Reload).
+	retry bool
 	// entries are those of the directory the file depends on (dependsOn), found again
 	// after each event of one of them and at each check.
 	entries map[string]bool
@@ -60,8 +67,10 @@ func New(path string) (*Watcher, error) {
 	return &Watcher{path: path, last: sum}, nil
 }
 
+// digest reads the file as a load does: a FIFO or a device put in its place is refused,
+// not waited on or read without end.
 func digest(path string) ([sha256.Size]byte, error) {
-	b, err := os.ReadFile(path)
+	b, err := config.ReadFile(path)
 	if err != nil {
 		return [sha256.Size]byte{}, err
 	}
@@ -180,8 +189,9 @@ func dependsOn(path string) map[string]bool {
 	return entries
 }
 
-// check reloads when the content differs from the last one seen. A refused reload is not
-// retried until the content changes again: the same bad file would only be refused again.
+// check reloads when the content differs from the last one seen, or when the last reload
+// asked to be tried again. A refused reload is not retried until the content changes
+// again: the same bad file would only be refused again.
 func (w *Watcher) check(opts Options) {
 	// A symlink out of the directory may have been retargeted, which makes no event here.
 	w.entries = dependsOn(w.path)
@@ -190,10 +200,14 @@ func (w *Watcher) check(opts Options) {
 		opts.Logger.Warn("cannot read the rule file; the running configuration stays", "path", w.path, "err", err)
 		return
 	}
-	if sum == w.last {
+	switch {
+	case sum != w.last:
+		opts.Logger.Info("the rule file changed on disk; reloading", "path", w.path)
+	case w.retry:
+		opts.Logger.Info("reloading the rule file again: the last reload left inputs not started", "path", w.path)
+	default:
 		return
 	}
 	w.last = sum
-	opts.Logger.Info("the rule file changed on disk; reloading", "path", w.path)
-	opts.Reload()
+	w.retry = opts.Reload()
 }

@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -73,6 +75,8 @@ type harness struct {
 	clock   *fakeClock
 	path    string
 	reloads chan string
+	// retry is what each reload answers: whether it is to be tried again.
+	retry atomic.Bool
 }
 
 func start(t *testing.T, path string) *harness {
@@ -93,12 +97,13 @@ func startRun(t *testing.T, path string, run func(*Watcher, context.Context, Opt
 	done := make(chan error, 1)
 	go func() {
 		done <- run(w, ctx, Options{
-			Reload: func() {
+			Reload: func() bool {
 				b, err := os.ReadFile(path)
 				if err != nil {
 					b = []byte("read error: " + err.Error())
 				}
 				h.reloads <- string(b)
+				return h.retry.Load()
 			},
 			Settle: settle,
 			Poll:   poll,
@@ -331,6 +336,30 @@ func TestReloadOnlyOnNewContent(t *testing.T) {
 	}
 }
 
+// TestRetryInputsNotStarted: a reload that put the file in force but left inputs not
+// started (an address still in use) is tried again at each poll, with the same content,
+// until one starts them all: no reload endpoint has to be open to retry it.
+func TestRetryInputsNotStarted(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "rules.yaml")
+	write(t, path, "v1")
+	h := start(t, path)
+	h.retry.Store(true)
+	write(t, path, "v2")
+	if got := h.settleAndReload(t); got != "v2" {
+		t.Fatalf("reload read %q, want v2", got)
+	}
+	if got, ok := h.fire(t, poll); !ok || got != "v2" {
+		t.Fatalf("poll after inputs did not start: reloaded %v, read %q; want v2 again", ok, got)
+	}
+	h.retry.Store(false) // the address is free: this retry starts them
+	if got, ok := h.fire(t, poll); !ok || got != "v2" {
+		t.Fatalf("second poll: reloaded %v, read %q; want v2 again", ok, got)
+	}
+	if got, ok := h.fire(t, poll); ok {
+		t.Fatalf("a poll after the inputs started reloaded %q again", got)
+	}
+}
+
 // TestPollFindsChange: the poll reloads a change on its own, and the events of that
 // change do not reload it a second time.
 func TestPollFindsChange(t *testing.T) {
@@ -425,6 +454,33 @@ func (r *relay) until(t *testing.T, path string) {
 		case <-timeout:
 			t.Fatalf("no event of %s", path)
 		}
+	}
+}
+
+// TestFIFOSwappedIn: a FIFO renamed over the rule file does not block the watcher, which
+// read it waiting for a writer, and so never checked the file again: the check logs that
+// it cannot read it, and the next file put there is reloaded.
+func TestFIFOSwappedIn(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "rules.yaml")
+	write(t, path, "v1")
+	h := start(t, path)
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(fifo, path); err != nil {
+		t.Fatal(err)
+	}
+	if got, ok := h.settle(t); ok {
+		t.Fatalf("a FIFO reloaded %q", got)
+	}
+	write(t, path+".new", "v2")
+	if err := os.Rename(path+".new", path); err != nil {
+		t.Fatal(err)
+	}
+	if got := h.settleAndReload(t); got != "v2" {
+		t.Fatalf("reload read %q, want v2", got)
 	}
 }
 

@@ -322,3 +322,56 @@ func TestOptionsDefaults(t *testing.T) {
 		})
 	}
 }
+
+// TestHostileText: help text, label values and a rule file name holding what JSON, PromQL
+// and Grafana's templates give a meaning (quotes, backslashes, $, braces, newlines) come
+// out as written in the JSON's texts, and never reach a query: every string a query holds
+// is one of the dashboard's variables.
+func TestHostileText(t *testing.T) {
+	help := "Say \"hi\" \\ back\\slash $job ${window} {{instance}} } {\nsecond line </script>"
+	rules := `
+rules:
+  - name: hostile
+    help: ` + strconvQuote(help) + `
+    match: '^(?P<method>\S+) (?P<path>\S+)'
+    labels: {method: '${method}', path: '"${path}"\n{}$$'}
+    initial: [{method: "GET\"}\\ {{x}} $job\n"}]
+    top: {label: path, k: 2}
+`
+	cfg, _ := load(t, rules)
+	cfg.File = filepath.Join(t.TempDir(), `we"ird \ $x {y}.yaml`)
+	out, err := New(cfg, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := decode(t, out)
+	if want := `logwindow_exporter: we"ird \ $x {y}`; d.Title != want {
+		t.Errorf("title %q, want %q", d.Title, want)
+	}
+	var row *panel
+	literal := regexp.MustCompile(`"(?:[^"\\]|\\.)*"`)
+	for i, p := range d.Panels {
+		if p.Type == "row" && p.Title == "hostile" {
+			row = &d.Panels[i]
+		}
+		for _, tg := range p.Targets {
+			for _, s := range literal.FindAllString(tg.Expr, -1) {
+				if !slices.Contains([]string{`"$job"`, `"$instance"`, `"$window"`}, s) {
+					t.Errorf("panel %q: query %s holds the string %s", p.Title, tg.Expr, s)
+				}
+			}
+			if strings.Count(tg.Expr, "(") != strings.Count(tg.Expr, ")") || strings.Count(tg.Expr, "{") != strings.Count(tg.Expr, "}") {
+				t.Errorf("panel %q: unbalanced query %s", p.Title, tg.Expr)
+			}
+		}
+	}
+	if row == nil || row.Description != help {
+		t.Fatalf("the rule's row is missing, or its description is not the help as written: %+v", row)
+	}
+}
+
+// strconvQuote quotes s for a YAML double-quoted scalar, whose escapes are JSON's.
+func strconvQuote(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}

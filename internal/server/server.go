@@ -135,7 +135,9 @@ func Serve(cfg *config.Config, popts pipeline.Options, webFlags *web.FlagConfig,
 	if o.Watch != nil {
 		go func() {
 			err := o.Watch.Run(ctx, configwatch.Options{
-				Reload: func() { _ = Reload(p, logger) },
+				Reload: func() bool {
+					return errors.As(Reload(p, logger), new(*pipeline.InputsNotStarted))
+				},
 				Settle: configWatchSettle,
 				Poll:   configWatchPoll,
 				After:  time.After,
