@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -93,5 +94,104 @@ func TestDocsExplainExample(t *testing.T) {
 	want := placedAt.ReplaceAll(bytes.TrimRight(out[3], "\n"), []byte("placed at T"))
 	if !bytes.Equal(got, want) {
 		t.Errorf("docs/operations.md's --explain example is not what the command prints:\n%s", firstDiff(got, want))
+	}
+}
+
+// yamlBlock is a Markdown yaml block, its fence's indentation in the first group.
+var yamlBlock = regexp.MustCompile("(?ms)^( *)```yaml\n(.*?)^ *```")
+
+// docsYAMLNotRules are the yaml blocks of the documents that are no rule file, by their
+// first line, with why they are not loaded.
+var docsYAMLNotRules = map[string]string{
+	"global:    # defaults every rule inherits":      "the file's outline, its four keys empty",
+	"# web.yml, passed as --web.config.file=web.yml": "a web config, its hash elided",
+}
+
+// docsYAMLContext is what a block of docs stands in a rule file with: the input its rules
+// read (a block without inputs:, or a rule's keys alone) and a rule of the inputs it shows
+// (a block without rules:).
+const (
+	docsYAMLInput = "inputs:\n  - name: nginx\n    path: %s\n    log_format: combined\n"
+	docsYAMLRule  = "rules:\n  - name: docs_example\n    match: '.'\n"
+)
+
+// TestDocsYAMLBlocks loads every yaml block of README.md and docs/*.md as --config.check
+// does: a whole rule file as it is, a block of some of its keys with the rest (an input of
+// nginx's combined format named nginx, configuration.md's patterns, a rule), a rule's list
+// item under rules:, a rule's keys in a rule. Each must load: a reader copies them.
+func TestDocsYAMLBlocks(t *testing.T) {
+	conf, err := os.ReadFile("docs/configuration.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	patterns := regexp.MustCompile("(?ms)^```yaml\n(patterns:\n.*?)^```").FindSubmatch(conf)
+	if patterns == nil {
+		t.Fatal("docs/configuration.md has no yaml block of patterns:")
+	}
+	docs, err := filepath.Glob("docs/*.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	log := filepath.Join(dir, "access.log")
+	if err := os.WriteFile(log, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	input := fmt.Sprintf(docsYAMLInput, log)
+	skipped := map[string]bool{}
+	loaded := 0
+	for _, doc := range append([]string{"README.md"}, docs...) {
+		text, err := os.ReadFile(doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range yamlBlock.FindAllSubmatchIndex(text, -1) {
+			indent := string(text[m[2]:m[3]])
+			var block strings.Builder
+			for line := range strings.Lines(string(text[m[4]:m[5]])) {
+				block.WriteString(strings.TrimPrefix(line, indent))
+			}
+			first, _, _ := strings.Cut(block.String(), "\n")
+			if _, ok := docsYAMLNotRules[first]; ok {
+				skipped[first] = true
+				continue
+			}
+			file := block.String()
+			switch {
+			case strings.HasPrefix(first, "    "):
+				file = "rules:\n  - name: docs_example\n" + file
+			case strings.HasPrefix(first, "  - "):
+				file = "rules:\n" + file
+			}
+			if !regexp.MustCompile(`(?m)^inputs:`).MatchString(file) {
+				file = input + file
+			}
+			if !regexp.MustCompile(`(?m)^rules:`).MatchString(file) {
+				file += docsYAMLRule
+			}
+			if strings.Contains(file, "%{") && !regexp.MustCompile(`(?m)^patterns:`).MatchString(file) {
+				file = string(patterns[1]) + file
+			}
+			line := 1 + bytes.Count(text[:m[0]], []byte("\n"))
+			t.Run(fmt.Sprintf("%s:%d", doc, line), func(t *testing.T) {
+				path := filepath.Join(dir, fmt.Sprintf("block%d.yaml", loaded))
+				if err := os.WriteFile(path, []byte(file), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				var stdout, stderr bytes.Buffer
+				if code := run([]string{"--config.file=" + path, "--config.check"}, &stdout, &stderr); code != 0 {
+					t.Errorf("the block does not load (exit %d):\n%s\nas the rule file\n%s", code, stderr.String(), file)
+				}
+			})
+			loaded++
+		}
+	}
+	for first, why := range docsYAMLNotRules {
+		if !skipped[first] {
+			t.Errorf("no yaml block begins %q (%s): drop it from docsYAMLNotRules", first, why)
+		}
+	}
+	if loaded == 0 {
+		t.Fatal("README.md and docs/*.md have no yaml block")
 	}
 }
