@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -193,5 +194,107 @@ func TestDocsYAMLBlocks(t *testing.T) {
 	}
 	if loaded == 0 {
 		t.Fatal("README.md and docs/*.md have no yaml block")
+	}
+}
+
+// docsGoTest is a go test command a document shows in backquotes, with the directory a
+// cd before it moves to.
+var docsGoTest = regexp.MustCompile("`(?:cd (\\S+) && )?go test ([^`]*)`")
+
+// testFuncs are the names of the tests, benchmarks and fuzz targets of the package in dir.
+func testFuncs(t *testing.T, dir string) []string {
+	files, err := filepath.Glob(filepath.Join(dir, "*_test.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, f := range files {
+		text, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range regexp.MustCompile(`(?m)^func ((?:Test|Benchmark|Fuzz)\w*)\(`).FindAllSubmatch(text, -1) {
+			names = append(names, string(m[1]))
+		}
+	}
+	return names
+}
+
+// shellWords splits a command line into its words, as a shell does with single quotes.
+func shellWords(line string) []string {
+	var words []string
+	var word strings.Builder
+	quoted, in := false, false
+	for _, r := range line {
+		switch {
+		case r == '\'':
+			quoted, in = !quoted, true
+		case !quoted && (r == ' ' || r == '\n' || r == '\t'):
+			if in {
+				words = append(words, word.String())
+				word.Reset()
+			}
+			in = false
+		default:
+			word.WriteRune(r)
+			in = true
+		}
+	}
+	if in {
+		words = append(words, word.String())
+	}
+	return words
+}
+
+// TestDocsGoTestCommands holds every go test command of the documents that names its
+// package and a -run or -bench pattern to that package: some test or benchmark of it must
+// match, or the reader runs nothing and is told "no tests to run".
+func TestDocsGoTestCommands(t *testing.T) {
+	docs := []string{"README.md", "DESIGN.md", "deploy/README.md", "deploy/helm/logwindow-exporter/README.md", "bench/README.md", "bench/RESULTS.md"}
+	more, err := filepath.Glob("docs/*.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	checked := 0
+	for _, doc := range append(docs, more...) {
+		text, err := os.ReadFile(doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range docsGoTest.FindAllStringSubmatch(string(text), -1) {
+			var pattern string
+			var pkgs []string
+			words := shellWords(m[2])
+			for i := 0; i < len(words); i++ {
+				switch w := words[i]; {
+				case (w == "-run" && pattern == "" || w == "-bench") && i+1 < len(words):
+					pattern = words[i+1] // -bench's, when given, says what runs
+					i++
+				case w == "." || strings.HasPrefix(w, "./") && !strings.HasSuffix(w, "/..."):
+					pkgs = append(pkgs, filepath.Join(m[1], w))
+				}
+			}
+			if len(pkgs) == 0 && m[1] != "" {
+				pkgs = []string{m[1]} // go test without a package tests the directory's
+			}
+			top, _, _ := strings.Cut(pattern, "/")
+			if top == "" || top == "^$" || len(pkgs) == 0 {
+				continue
+			}
+			re, err := regexp.Compile(top)
+			if err != nil {
+				t.Errorf("%s: %s: %v", doc, m[0], err)
+				continue
+			}
+			for _, pkg := range pkgs {
+				if !slices.ContainsFunc(testFuncs(t, pkg), re.MatchString) {
+					t.Errorf("%s: %s: no test or benchmark of %s matches %s", doc, m[0], pkg, top)
+				}
+				checked++
+			}
+		}
+	}
+	if checked == 0 {
+		t.Fatal("no go test command of the documents was checked")
 	}
 }
