@@ -85,3 +85,47 @@ func TestReadmeQuickstart(t *testing.T) {
 		t.Errorf("README.md's example is not what the quickstart shows; rerun with -update and review the diff.\n%s", firstDiff(got.Bytes(), want))
 	}
 }
+
+// readmeTestCommand is the README's command that runs the tests.
+var readmeTestCommand = regexp.MustCompile(`(?m)^go test .*$`)
+
+// TestReadmeTestCommandIsCIs holds the README's test command to what CI runs: each part of
+// its && list is a line of .ci/run, so that a reader who runs it runs CI's tests.
+func TestReadmeTestCommandIsCIs(t *testing.T) {
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ci, err := os.ReadFile(".ci/run")
+	if err != nil {
+		t.Fatal(err)
+	}
+	command := readmeTestCommand.Find(readme)
+	if command == nil {
+		t.Fatal("README.md has no go test command")
+	}
+	lines := strings.Split(string(ci), "\n")
+	for _, part := range topLevelAnd(string(command)) {
+		if !slices.Contains(lines, part) {
+			t.Errorf("README.md's test command runs %q, which .ci/run does not", part)
+		}
+	}
+}
+
+// topLevelAnd splits a shell && list into its commands, a subshell's (cd dir && cmd) one.
+func topLevelAnd(list string) []string {
+	var parts []string
+	depth, start := 0, 0
+	for i := 0; i < len(list); i++ {
+		switch {
+		case list[i] == '(':
+			depth++
+		case list[i] == ')':
+			depth--
+		case depth == 0 && strings.HasPrefix(list[i:], "&&"):
+			parts = append(parts, strings.TrimSpace(list[start:i]))
+			start = i + 2
+		}
+	}
+	return append(parts, strings.TrimSpace(list[start:]))
+}
