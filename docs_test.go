@@ -3,7 +3,9 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"maps"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -11,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/logwindow/logwindow_exporter/internal/testutil/doccmd"
+	"github.com/logwindow/logwindow_exporter/internal/testutil/testexec"
 )
 
 // The commands docs/ shows in its sh blocks name a rule file and a log of the reader's
@@ -296,5 +299,55 @@ func TestDocsGoTestCommands(t *testing.T) {
 	}
 	if checked == 0 {
 		t.Fatal("no go test command of the documents was checked")
+	}
+}
+
+// The flags --help lists (a line of its own, the short form or an indent before them), with
+// the default shown after '=' when it is one and not a placeholder; and the flags of
+// operations.md's table, each row's first cell.
+var (
+	helpFlag     = regexp.MustCompile(`(?m)^(?:  -\w, |      )--(?:\[no-\])?([a-z][\w.-]*)(?:=(\S+))?`)
+	placeholder  = regexp.MustCompile(`^[A-Z]+$`)
+	docsFlagsRow = regexp.MustCompile("(?m)^\\| `--(?:\\[no-\\])?([a-z][\\w.-]*)[^`]*` \\|([^|]*)\\|")
+)
+
+// TestDocsFlags holds operations.md's table of flags to what the built exporter's --help
+// lists: every flag in both, and a default --help shows written in the table's cell.
+func TestDocsFlags(t *testing.T) {
+	bin := testexec.BuildExporter(t, false)
+	out, err := exec.Command(bin, "--help").CombinedOutput()
+	if err != nil {
+		t.Fatalf("--help: %v\n%s", err, out)
+	}
+	defaults := map[string]string{}
+	for _, m := range helpFlag.FindAllStringSubmatch(string(out), -1) {
+		if m[1] != "help" {
+			defaults[m[1]] = strings.Trim(m[2], `"`)
+		}
+	}
+	doc, err := os.ReadFile("docs/operations.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	documented := map[string]string{}
+	for _, m := range docsFlagsRow.FindAllStringSubmatch(string(doc), -1) {
+		documented[m[1]] = m[2]
+	}
+	if len(defaults) < 20 {
+		t.Fatalf("--help lists %d flags, too few to be read right:\n%s", len(defaults), out)
+	}
+	for _, name := range slices.Sorted(maps.Keys(defaults)) {
+		cell, ok := documented[name]
+		switch def := defaults[name]; {
+		case !ok:
+			t.Errorf("--%s is not in docs/operations.md's table of flags", name)
+		case def != "" && !placeholder.MatchString(def) && !strings.Contains(cell, "`"+def+"`"):
+			t.Errorf("--%s: the table's default %q does not say --help's %q", name, cell, def)
+		}
+	}
+	for name := range documented {
+		if _, ok := defaults[name]; !ok {
+			t.Errorf("docs/operations.md's table has --%s, which --help does not list", name)
+		}
 	}
 }
