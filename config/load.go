@@ -34,11 +34,23 @@ const DefaultCounterTTL = 24 * time.Hour
 // DefaultMaxSeriesPerRule is the cardinality budget of a rule when global does not set one.
 const DefaultMaxSeriesPerRule = 10000
 
-// Load reads and validates the config file at path. On any problem it returns a nil
-// *Config and an error listing every problem (an *Error when the file could be read), so a
-// reload can keep the running config.
+// Load reads and validates the config file at path, the one the exporter starts with (or
+// checks): a regular file, or a pipe (`--config.file=/dev/stdin`, a shell's `<(...)`), of at
+// most MaxFileBytes. On any problem it returns a nil *Config and an error listing every
+// problem (an *Error when the file could be read), so a reload can keep the running config.
 func Load(path string) (*Config, error) {
-	data, err := ReadFile(path)
+	return load(path, true)
+}
+
+// LoadAgain is Load for a reload, which reads the file again: a pipe is refused, which
+// holds nothing more to read, or waits for its writer while the reload holds the running
+// configuration.
+func LoadAgain(path string) (*Config, error) {
+	return load(path, false)
+}
+
+func load(path string, pipe bool) (*Config, error) {
+	data, err := readFile(path, pipe)
 	if err != nil {
 		return nil, fmt.Errorf("reading config: %w", err)
 	}
@@ -49,10 +61,15 @@ func Load(path string) (*Config, error) {
 // Kubernetes ConfigMap holds at most 1 MiB.
 const MaxFileBytes = 16 << 20
 
-// ReadFile reads the rule file at path, as Load and the watch of the file do: a regular
-// file of at most MaxFileBytes. A path to something else is refused at once, where reading
-// it would wait for a writer (a FIFO) or read on until memory runs out (/dev/zero).
+// ReadFile reads the rule file at path, as LoadAgain and the watch of the file do: a
+// regular file of at most MaxFileBytes. A path to something else is refused at once, where
+// reading it would wait for a writer (a FIFO) or read on until memory runs out (/dev/zero).
 func ReadFile(path string) ([]byte, error) {
+	return readFile(path, false)
+}
+
+// readFile is ReadFile, which also reads a pipe when pipe is set.
+func readFile(path string, pipe bool) ([]byte, error) {
 	// O_NONBLOCK: the open of a FIFO would wait for a writer.
 	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
@@ -63,7 +80,7 @@ func ReadFile(path string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if !fi.Mode().IsRegular() {
+	if !fi.Mode().IsRegular() && !(pipe && fi.Mode()&os.ModeNamedPipe != 0) {
 		return nil, fmt.Errorf("%s: not a regular file (mode %s, as ls -l shows it); give the path of the rule file", path, fi.Mode())
 	}
 	// One byte past the bound tells a file that is larger, or grew since its stat.

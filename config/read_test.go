@@ -14,7 +14,8 @@ import (
 // TestLoadRefusesWhatIsNoRuleFile: a path that is not a regular file, or a file past
 // MaxFileBytes, is refused with an error naming it, at once: a FIFO blocked the load (a
 // reload, or the watch of the file) until something wrote to it, and a device such as
-// /dev/zero was read until memory ran out.
+// /dev/zero was read until memory ran out. Load, of the file the exporter starts with,
+// reads a pipe (TestLoadReadsAPipe): a FIFO no one writes to reads as an empty file, at once.
 func TestLoadRefusesWhatIsNoRuleFile(t *testing.T) {
 	dir := t.TempDir()
 	fifo := filepath.Join(dir, "fifo.yaml")
@@ -28,23 +29,28 @@ func TestLoadRefusesWhatIsNoRuleFile(t *testing.T) {
 	if err := os.Truncate(big, MaxFileBytes+1); err != nil {
 		t.Fatal(err)
 	}
-	tests := []struct{ path, want string }{
-		{fifo, notRegular(t, fifo)},
-		{"/dev/zero", notRegular(t, "/dev/zero")},
-		{dir, notRegular(t, dir)},
-		{big, big + ": larger than 16 MiB; a rule file holds rules, not data"},
+	tests := []struct {
+		path, want string
+		load       func(string) (*Config, error)
+	}{
+		{fifo, "reading config: " + notRegular(t, fifo), LoadAgain},
+		{fifo, fifo + ": no rules: add a rules: list (see example-rules.yaml)", Load},
+		{"/dev/zero", "reading config: " + notRegular(t, "/dev/zero"), Load},
+		{dir, "reading config: " + notRegular(t, dir), Load},
+		{dir, "reading config: " + notRegular(t, dir), LoadAgain},
+		{big, "reading config: " + big + ": larger than 16 MiB; a rule file holds rules, not data", Load},
 	}
 	for _, tt := range tests {
 		t.Run(filepath.Base(tt.path), func(t *testing.T) {
 			done := make(chan error, 1)
 			go func() {
-				_, err := Load(tt.path)
+				_, err := tt.load(tt.path)
 				done <- err
 			}()
 			select {
 			case err := <-done:
-				if err == nil || err.Error() != "reading config: "+tt.want {
-					t.Errorf("got %.300v, want reading config: %s", err, tt.want)
+				if err == nil || err.Error() != tt.want {
+					t.Errorf("got %.300v, want %s", err, tt.want)
 				}
 			case <-time.After(10 * time.Second):
 				t.Fatal("Load did not return")
@@ -64,4 +70,46 @@ func notRegular(t *testing.T, path string) string {
 		t.Fatal(err)
 	}
 	return fmt.Sprintf("%s: not a regular file (mode %s, as ls -l shows it); give the path of the rule file", path, fi.Mode())
+}
+
+// TestLoadReadsAPipe: the file the exporter starts with (or checks) may be a pipe, as
+// `--config.file=/dev/stdin` and a shell's `--config.file=<(helm template …)` give it,
+// read once and bounded as a file is; a reload, which would read it again (and wait on a
+// writer that stays silent, holding the reload), refuses it.
+func TestLoadReadsAPipe(t *testing.T) {
+	rules := "inputs: [{path: /var/log/a.log}]\nrules: [{name: a_lines, help: Lines., match: x}]\n"
+	pipe := func(t *testing.T, content string) string {
+		t.Helper()
+		r, w, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { r.Close() })
+		go func() {
+			w.WriteString(content)
+			w.Close()
+		}()
+		return fmt.Sprintf("/proc/self/fd/%d", r.Fd())
+	}
+	t.Run("Load", func(t *testing.T) {
+		cfg, err := Load(pipe(t, rules))
+		if err != nil {
+			t.Fatalf("a pipe: %v", err)
+		}
+		if len(cfg.Rules) != 1 || cfg.Rules[0].Name != "a_lines" {
+			t.Errorf("a pipe loaded %d rules, want a_lines", len(cfg.Rules))
+		}
+	})
+	t.Run("too large", func(t *testing.T) {
+		path := pipe(t, strings.Repeat("#\n", MaxFileBytes/2+1))
+		if _, err := Load(path); err == nil || !strings.HasSuffix(err.Error(), ": larger than 16 MiB; a rule file holds rules, not data") {
+			t.Errorf("a pipe past MaxFileBytes: %v", err)
+		}
+	})
+	t.Run("LoadAgain", func(t *testing.T) {
+		path := pipe(t, rules)
+		if _, err := LoadAgain(path); err == nil || err.Error() != "reading config: "+notRegular(t, path) {
+			t.Errorf("a reload of a pipe: %v", err)
+		}
+	})
 }

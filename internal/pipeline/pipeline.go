@@ -216,7 +216,7 @@ func (p *Pipeline) ReloadFile() error {
 	if p.stopped {
 		return errStopped
 	}
-	cfg, err := config.Load(p.gen.Load().cfg.File)
+	cfg, err := config.LoadAgain(p.gen.Load().cfg.File)
 	if err != nil {
 		p.reloadErr = err
 		return err
