@@ -33,7 +33,7 @@ type dirKey struct {
 func keyOf(fi os.FileInfo) dirKey {
 	k := dirKey{id: idOf(fi), mtime: fi.ModTime().UnixNano()}
 	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-		k.ctime = st.Ctim.Nano()
+		k.ctime = ctimeOf(st)
 	}
 	return k
 }
