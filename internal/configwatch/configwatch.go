@@ -50,8 +50,11 @@ type Options struct {
 type Watcher struct {
 	path string
 	last [sha256.Size]byte
-	// retry: the last reload asked to be tried again (Options.Reload).
-	retry bool
+	// retry: the last reload asked to be tried again (Options.Reload); it is, after
+	// retryIn more checks. retryWait is the checks the last retry waited: each retry of
+	// the same content waits twice as long as the one before, up to maxRetryChecks.
+	retry              bool
+	retryIn, retryWait int
 	// entries are those of the directory the file depends on (dependsOn), found again
 	// after each event of one of them and at each check.
 	entries map[string]bool
@@ -189,9 +192,14 @@ func dependsOn(path string) map[string]bool {
 	return entries
 }
 
+// maxRetryChecks bounds the checks (polls, 30 s apart in the program) between two retries
+// of the same content: an address taken for hours is tried every few minutes, not logged
+// as a failure at every poll.
+const maxRetryChecks = 10
+
 // check reloads when the content differs from the last one seen, or when the last reload
-// asked to be tried again. A refused reload is not retried until the content changes
-// again: the same bad file would only be refused again.
+// asked to be tried again and its wait is over. A refused reload is not retried until the
+// content changes again: the same bad file would only be refused again.
 func (w *Watcher) check(opts Options) {
 	// A symlink out of the directory may have been retargeted, which makes no event here.
 	w.entries = dependsOn(w.path)
@@ -200,14 +208,22 @@ func (w *Watcher) check(opts Options) {
 		opts.Logger.Warn("cannot read the rule file; the running configuration stays", "path", w.path, "err", err)
 		return
 	}
+	changed := sum != w.last
 	switch {
-	case sum != w.last:
+	case changed:
 		opts.Logger.Info("the rule file changed on disk; reloading", "path", w.path)
+		w.retryWait = 0
+	case w.retry && w.retryIn > 1:
+		w.retryIn--
+		return
 	case w.retry:
 		opts.Logger.Info("reloading the rule file again: the last reload left inputs not started", "path", w.path)
 	default:
 		return
 	}
 	w.last = sum
-	w.retry = opts.Reload()
+	if w.retry = opts.Reload(); w.retry {
+		w.retryWait = min(max(2*w.retryWait, 1), maxRetryChecks)
+		w.retryIn = w.retryWait
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -351,12 +352,46 @@ func TestRetryInputsNotStarted(t *testing.T) {
 	if got, ok := h.fire(t, poll); !ok || got != "v2" {
 		t.Fatalf("poll after inputs did not start: reloaded %v, read %q; want v2 again", ok, got)
 	}
-	h.retry.Store(false) // the address is free: this retry starts them
+	h.retry.Store(false) // the address is free: the next retry starts them
+	if got, ok := h.fire(t, poll); ok {
+		t.Fatalf("second poll: reloaded %q, want the retry to wait a poll more", got)
+	}
 	if got, ok := h.fire(t, poll); !ok || got != "v2" {
-		t.Fatalf("second poll: reloaded %v, read %q; want v2 again", ok, got)
+		t.Fatalf("third poll: reloaded %v, read %q; want v2 again", ok, got)
 	}
 	if got, ok := h.fire(t, poll); ok {
 		t.Fatalf("a poll after the inputs started reloaded %q again", got)
+	}
+}
+
+// TestRetriesBackOff: while inputs stay not started (an address taken for hours), the
+// retries of the same content come at polls further and further apart, up to
+// maxRetryChecks polls, each logging its failure; a change of the content is reloaded at
+// once, and its own retries start again at the next poll.
+func TestRetriesBackOff(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "rules.yaml")
+	write(t, path, "v1")
+	h := start(t, path)
+	h.retry.Store(true)
+	write(t, path, "v2")
+	if got := h.settleAndReload(t); got != "v2" {
+		t.Fatalf("reload read %q, want v2", got)
+	}
+	var reloaded []int
+	for i := 1; i <= 50; i++ {
+		if _, ok := h.fire(t, poll); ok {
+			reloaded = append(reloaded, i)
+		}
+	}
+	if want := []int{1, 3, 7, 15, 25, 35, 45}; !slices.Equal(reloaded, want) {
+		t.Fatalf("retried at polls %v, want %v", reloaded, want)
+	}
+	write(t, path, "v3")
+	if got := h.settleAndReload(t); got != "v3" {
+		t.Fatalf("reload read %q, want v3", got)
+	}
+	if got, ok := h.fire(t, poll); !ok || got != "v3" {
+		t.Fatalf("the poll after a new content's reload: reloaded %v, read %q; want v3 again", ok, got)
 	}
 }
 
