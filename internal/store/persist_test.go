@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"reflect"
 	"testing"
 	"time"
 
@@ -309,8 +310,9 @@ func FuzzRestore(f *testing.F) {
 		}
 	}
 	f.Add([]byte{}, []byte{})
+	empty := storetest.Must(store.NewSetWith(cfg, nil, store.SetOptions{}))
 	f.Fuzz(func(t *testing.T, head, series []byte) {
-		fresh, _ := restoreWritten(t, cfg, func(w *storage.Writer) error {
+		fresh, res := restoreWritten(t, cfg, func(w *storage.Writer) error {
 			if err := storetest.CopySection(w, set); err != nil {
 				return err
 			}
@@ -322,9 +324,23 @@ func FuzzRestore(f *testing.F) {
 			}
 			return w.Record(series)
 		})
+		// The one rule section is restored or skipped: as no rule of the Set, or as series
+		// that do not decode with the rule's layout.
+		if res.Rules+len(res.Skipped) != 1 {
+			t.Fatalf("%d rules restored, %v skipped, of one", res.Rules, res.Skipped)
+		}
+		for _, err := range res.Skipped {
+			if !errors.Is(err, storage.ErrCorrupt) && !errors.Is(err, store.ErrNoSuchRule) && !errors.Is(err, windows.ErrLayout) {
+				t.Fatalf("skipped as %v: not a reason Restore gives", err)
+			}
+		}
 		for i := range rules {
-			read(fresh, i, start+10)
+			got := read(fresh, i, start+10)
 			quantilesOf(fresh, i, start+10)
+			// Whole or not at all: a skipped rule leaves the Set as new.
+			if want := read(empty, i, start+10); res.Rules == 0 && !reflect.DeepEqual(got, want) {
+				t.Fatalf("rule %d skipped (%v) reads %+v, a new Set %+v", i, res.Skipped, got, want)
+			}
 		}
 	})
 }

@@ -48,6 +48,11 @@ func TestParseHeader(t *testing.T) {
 		// zone and the mnemonic after it still say Cisco: the zone is no tag.
 		{"cisco synced, time zone, no sequence", "<189>Mar  1 00:00:00.123 UTC: %SYS-5-CONFIG_I: Configured", "", "%SYS-5-CONFIG_I", "Configured"},
 		{"cisco synced, time zone and year, no sequence", "<189>Mar  1 2026 00:00:00 CEST: %LINK-3-UPDOWN: Interface Gi0/1, changed state to up", "", "%LINK-3-UPDOWN", "Interface Gi0/1, changed state to up"},
+		// The '%' marks a mnemonic: the name after it is held to a tag's length, as
+		// an RFC 3164 tag is (48 bytes here).
+		{"cisco mnemonic of a tag's length", "<189>128: *Mar  1 00:00:00.123: %CLIENT_ORCH_LOG-6-CLIENT_ADDED_TO_RUN_STATE_AGAI: up", "", "%CLIENT_ORCH_LOG-6-CLIENT_ADDED_TO_RUN_STATE_AGAI", "up"},
+		{"cisco mnemonic of a tag's length after a zone", "<189>Mar  1 00:00:00.123 UTC: %CLIENT_ORCH_LOG-6-CLIENT_ADDED_TO_RUN_STATE_AGAI: up", "", "%CLIENT_ORCH_LOG-6-CLIENT_ADDED_TO_RUN_STATE_AGAI", "up"},
+		{"cisco mnemonic past a tag's length", "<189>129: *Mar  1 00:00:00.123: %CLIENT_ORCH_LOG-6-CLIENT_ADDED_TO_RUN_STATE_AGAIN: up", "", "", "%CLIENT_ORCH_LOG-6-CLIENT_ADDED_TO_RUN_STATE_AGAIN: up"},
 		// A tag in capitals is a tag, unless a mnemonic follows it.
 		{"tag in capitals", "<190>Nov 24 05:28:09 NGINX: GET /", "", "NGINX", "GET /"},
 		{"tag in capitals, a percent", "<190>Nov 24 05:28:09 APP: %d items", "", "APP", "%d items"},

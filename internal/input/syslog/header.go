@@ -254,11 +254,9 @@ func cisco(b []byte) ([]byte, Header, bool) {
 		return nil, Header{}, false
 	}
 	b = bytes.TrimPrefix(b[n:], []byte(" "))
-	if len(b) > 0 && b[0] == '%' {
-		if tag, msg, ok := afterTag(b); ok {
-			h.Tag = tag
-			return msg, h, true
-		}
+	if tag, msg, ok := mnemonicTag(b); ok {
+		h.Tag = tag
+		return msg, h, true
 	}
 	return b, h, true
 }
@@ -304,16 +302,30 @@ func ciscoTime(b []byte, seq bool) int {
 // mnemonic reports whether b opens with a Cisco message's `%FACILITY-SEVERITY-MNEMONIC:`,
 // its severity a digit from 0 to 7.
 func mnemonic(b []byte) bool {
-	if len(b) == 0 || b[0] != '%' {
+	tag, _, ok := mnemonicTag(b)
+	if !ok {
 		return false
 	}
-	tag, _, ok := afterTag(b)
-	parts := bytes.Split(tag[min(1, len(tag)):], []byte("-"))
-	if !ok || len(parts) < 3 {
+	parts := bytes.Split(tag[1:], []byte("-"))
+	if len(parts) < 3 {
 		return false
 	}
 	sev := parts[len(parts)-2]
 	return len(sev) == 1 && '0' <= sev[0] && sev[0] <= '7' && len(parts[0]) > 0 && len(parts[len(parts)-1]) > 0
+}
+
+// mnemonicTag is afterTag for the `%MNEMONIC: ` opening a Cisco message: the tag keeps
+// its '%', which marks it and is no part of its name, so the name alone is held to
+// maxTagLen as an RFC 3164 tag is.
+func mnemonicTag(b []byte) (tag, msg []byte, ok bool) {
+	if len(b) == 0 || b[0] != '%' {
+		return nil, nil, false
+	}
+	name, msg, ok := afterTag(b[1:])
+	if !ok {
+		return nil, nil, false
+	}
+	return b[:1+len(name)], msg, true
 }
 
 var months = [12]string{"Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"}
