@@ -51,7 +51,7 @@ func (d *decoder) logFormatCandidates(e entry, subject string, in *Input) bool {
 	for i, text := range texts {
 		f, err := logformat.ParseCandidate(text)
 		if err != nil {
-			d.formatError(items[i], in, subject, "log_format", text, presets, err)
+			d.formatError(items[i], subject, "log_format", text, presets, err)
 			continue
 		}
 		d.unquoted(items[i], subject, f)

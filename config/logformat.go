@@ -50,7 +50,7 @@ func (d *decoder) logFormat(entries []entry, subject string, in *Input) {
 		presets := sortedKeys(logformat.NginxPresets)
 		if text, ok := d.formatText(nginx, subject, "log_format", presets); ok {
 			f, err := logformat.ParseNginxValue(text, esc, declared)
-			d.formatError(nginx, in, subject, "log_format", text, presets, err)
+			d.formatError(nginx, subject, "log_format", text, presets, err)
 			d.unquoted(nginx, subject, f)
 			in.LogFormat = f
 		}
@@ -58,7 +58,7 @@ func (d *decoder) logFormat(entries []entry, subject string, in *Input) {
 		presets := sortedKeys(logformat.ApachePresets)
 		if text, ok := d.formatText(apache, subject, "apache_log_format", presets); ok {
 			f, err := logformat.ParseApache(text)
-			d.formatError(apache, in, subject, "apache_log_format", text, presets, err)
+			d.formatError(apache, subject, "apache_log_format", text, presets, err)
 			in.LogFormat = f
 		}
 	}
@@ -90,7 +90,7 @@ func (d *decoder) formatText(e entry, subject, key string, presets []string) (st
 }
 
 // formatError reports a format that does not compile, showing where.
-func (d *decoder) formatError(e entry, in *Input, subject, key, text string, presets []string, err error) {
+func (d *decoder) formatError(e entry, subject, key, text string, presets []string, err error) {
 	if err == nil {
 		return
 	}

@@ -28,7 +28,8 @@ type Options struct {
 	// and logs its outcome, as it does for SIGHUP. It returns true when the same content is
 	// to be reloaded again: the configuration is in force but inputs did not start (an
 	// address still in use), which a later reload starts once it can; the watcher then
-	// reloads at each poll until one returns false.
+	// reloads it again, at the next check, then after twice as many checks each time up
+	// to maxRetryChecks, until one returns false or the content changes.
 	Reload func() (retry bool)
 	// Settle is how long the directory must stay quiet after an event of an entry the
 	// file depends on (dependsOn) before the file is read: an editor or the kubelet

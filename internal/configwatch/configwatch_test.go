@@ -338,8 +338,9 @@ func TestReloadOnlyOnNewContent(t *testing.T) {
 }
 
 // TestRetryInputsNotStarted: a reload that put the file in force but left inputs not
-// started (an address still in use) is tried again at each poll, with the same content,
-// until one starts them all: no reload endpoint has to be open to retry it.
+// started (an address still in use) is tried again with the same content, at the next
+// poll and then further apart (TestRetriesBackOff), until one starts them all: no reload
+// endpoint has to be open to retry it.
 func TestRetryInputsNotStarted(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "rules.yaml")
 	write(t, path, "v1")

@@ -48,7 +48,8 @@ type Bound struct {
 
 // Choose returns the bound: flagBytes when the flag was given (set), else half the memory
 // limit of the cgroup the process is in as fsys (the root of the machine's file system)
-// shows it, else Default. An error reading the cgroup is returned with the Default bound,
+// shows it, the lowest of its and its parents' (a parent's, which other cgroups share,
+// at most Default), else Default. An error reading the cgroup is returned with the Default bound,
 // for the caller to log: a process that cannot read its cgroup still starts.
 func Choose(fsys fs.FS, flagBytes int64, set bool) (Bound, error) {
 	if set {

@@ -132,12 +132,7 @@ func TestUnreadableLinesLogged(t *testing.T) {
 		t.Fatal(err)
 	}
 	clock := testclock.New(time.Date(2024, 3, 1, 12, 0, 0, 0, time.UTC))
-	var out syncbuf.Buffer
-	p, err := Start(cfg, Options{Now: clock.Now, PollInterval: 10 * time.Millisecond, Logger: slog.New(slog.NewTextHandler(&out, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(p.Stop)
+	p, out := startLogged(t, cfg, clock.Now)
 	const warning = "none of the lines the input read lately could be read as it says"
 	read := 0
 	for _, step := range []struct {
@@ -265,12 +260,7 @@ func TestUnreadableInputs(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var out syncbuf.Buffer
-			p, err := Start(cfg, Options{Now: time.Now, PollInterval: 10 * time.Millisecond, Logger: slog.New(slog.NewTextHandler(&out, nil))})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(p.Stop)
+			p, out := startLogged(t, cfg, time.Now)
 			text := strings.Repeat(tc.line+"\n", 20)
 			appendTo(t, log, text)
 			waitTotal(t, p, "every line", "logwindow_input_lines_total", float64(strings.Count(text, "\n")))
@@ -305,12 +295,7 @@ func TestUnmatchedRegexLogged(t *testing.T) {
 		return cfg
 	}
 	clock := testclock.New(time.Date(2024, 3, 1, 12, 0, 0, 0, time.UTC))
-	var out syncbuf.Buffer
-	p, err := Start(rules("", wrong), Options{Now: clock.Now, PollInterval: 10 * time.Millisecond, Logger: slog.New(slog.NewTextHandler(&out, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(p.Stop)
+	p, out := startLogged(t, rules("", wrong), clock.Now)
 	const warning = "no rule's match regex matched any of the lines the input read since the rules were loaded"
 	read := 0
 	for _, step := range []struct {
@@ -377,12 +362,7 @@ func TestFilesOfNoFormatLogged(t *testing.T) {
 		t.Fatal(err)
 	}
 	clock := testclock.New(time.Date(2024, 3, 1, 12, 0, 0, 0, time.UTC))
-	var out syncbuf.Buffer
-	p, err := Start(cfg, Options{Now: clock.Now, PollInterval: 10 * time.Millisecond, Logger: slog.New(slog.NewTextHandler(&out, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(p.Stop)
+	p, out := startLogged(t, cfg, clock.Now)
 	const warning = "files of the input whose lines fit none of its log formats"
 	read := 0
 	for _, step := range []struct {
@@ -455,12 +435,7 @@ func TestUnreadInputOfNoRule(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var out syncbuf.Buffer
-			p, err := Start(cfg, Options{Now: time.Now, PollInterval: 10 * time.Millisecond, Logger: slog.New(slog.NewTextHandler(&out, nil))})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(p.Stop)
+			p, out := startLogged(t, cfg, time.Now)
 			appendTo(t, log, strings.Repeat(combined+"\n", unmatchedMinLines))
 			waitTotal(t, p, "every line", "logwindow_input_lines_total", unmatchedMinLines)
 			p.warnUnreadable()
@@ -469,4 +444,16 @@ func TestUnreadInputOfNoRule(t *testing.T) {
 			}
 		})
 	}
+}
+
+// startLogged starts cfg on the clock now, its log written to the buffer it returns.
+func startLogged(t *testing.T, cfg *config.Config, now func() time.Time) (*Pipeline, *syncbuf.Buffer) {
+	t.Helper()
+	var out syncbuf.Buffer
+	p, err := Start(cfg, Options{Now: now, PollInterval: 10 * time.Millisecond, Logger: slog.New(slog.NewTextHandler(&out, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Stop)
+	return p, &out
 }

@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"sync"
 	"testing"
 	"time"
 
@@ -37,69 +38,31 @@ func slowAuth(h http.Handler, good string, checking chan<- struct{}, check <-cha
 // from four addresses.
 func TestPasswordGuessesHoldNoConnection(t *testing.T) {
 	const max = 4
-	e := startExporter(t, false)
-	coll := e.p.Collector()
-	o := Options{Logger: promslog.NewNopLogger(), MetricsPath: "/metrics", ReadTimeout: time.Minute, WriteTimeout: time.Minute}
-	ts := httptest.NewUnstartedServer(nil)
-	ts.Config = newHTTPServer(NewMux(e.p, coll, NewRegistry(coll), o), o)
-	const user, password = "prometheus", "s3cret"
-	checking, check := make(chan struct{}, max), make(chan struct{})
-	ts.Config.Handler = slowAuth(ts.Config.Handler, "Basic "+basicAuth(user, password), checking, check)
-	gone := holdAtMost(ts.Config, max)
-	ts.Start()
-	t.Cleanup(ts.Close)
-	checked := false
-	t.Cleanup(func() {
-		if !checked {
-			close(check)
-		}
-	})
+	ts, g := startGuessed(t, max)
 
-	scrapeOnce(t, ts.URL+"/metrics", user, password, gone) // its password passes
+	scrapeOnce(t, ts.URL+"/metrics", guessedUser, guessedPassword, g.gone) // its password passes
 
-	type reply struct {
-		status int
-		err    error
-	}
 	replies := make(chan reply, max)
 	for i := range max {
-		go func() {
-			// Each from an address of its own (127.0.0.2, .3, ...).
-			dialer := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, byte(2+i))}}
-			c, err := dialer.Dial("tcp", ts.Listener.Addr().String())
-			if err != nil {
-				replies <- reply{err: err}
-				return
-			}
-			defer c.Close()
-			_ = c.SetDeadline(time.Now().Add(2 * time.Second))
-			fmt.Fprintf(c, "GET /metrics HTTP/1.1\r\nHost: x\r\nAuthorization: Basic %s\r\n\r\n", basicAuth(user, fmt.Sprint("guess", i)))
-			resp, err := http.ReadResponse(bufio.NewReader(c), nil)
-			if err != nil {
-				replies <- reply{err: err}
-				return
-			}
-			resp.Body.Close()
-			replies <- reply{status: resp.StatusCode}
-		}()
+		// Each from an address of its own (127.0.0.2, .3, ...).
+		go func() { replies <- guess(ts, byte(2+i), i) }()
 	}
 	for range max - unverifiedAtOnce {
 		if r := <-replies; r.err != nil || r.status != http.StatusTooManyRequests {
 			t.Fatalf("a guess past the two checked: HTTP %d, %v; want 429 at once, not held while the others are checked", r.status, r.err)
 		}
-		let(t, gone, "the connection of a guess refused")
+		let(t, g.gone, "the connection of a guess refused")
 	}
 	for range unverifiedAtOnce {
 		select {
-		case <-checking:
+		case <-g.checking:
 		case <-time.After(2 * time.Second):
 			t.Fatal("two guesses are not being checked")
 		}
 	}
 	// Two guesses still being checked, the scraper gets in, and past them.
-	scrapeOnce(t, ts.URL+"/metrics", user, password, gone)
-	checked = true
-	close(check)
+	scrapeOnce(t, ts.URL+"/metrics", guessedUser, guessedPassword, g.gone)
+	g.release()
 	for range unverifiedAtOnce {
 		if r := <-replies; r.err != nil || r.status != http.StatusUnauthorized {
 			t.Errorf("a guess checked: HTTP %d, %v; want 401", r.status, r.err)
@@ -113,52 +76,80 @@ func TestPasswordGuessesHoldNoConnection(t *testing.T) {
 // start) is checked beside it rather than refused.
 func TestPasswordGuessesFromOneAddress(t *testing.T) {
 	const max = 8
+	ts, g := startGuessed(t, max)
+
+	// The guesses come from 127.0.0.2, the scraper from 127.0.0.1.
+	replies := make(chan reply, max)
+	for i := range max - 1 {
+		go func() { replies <- guess(ts, 2, i) }()
+	}
+	for range max - 2 {
+		if r := <-replies; r.err != nil || r.status != http.StatusTooManyRequests {
+			t.Fatalf("a guess from the address of one being checked: HTTP %d, %v; want 429 at once", r.status, r.err)
+		}
+		let(t, g.gone, "the connection of a guess refused")
+	}
+	select {
+	case <-g.checking:
+	case <-time.After(2 * time.Second):
+		t.Fatal("no guess is being checked")
+	}
+	// The scraper's password is checked (here: passes at once) while a guess is.
+	scrapeOnce(t, ts.URL+"/metrics", guessedUser, guessedPassword, g.gone)
+}
+
+// The user and password of the scraper in front of slowAuth (startGuessed).
+const guessedUser, guessedPassword = "prometheus", "s3cret"
+
+// guessed is a server whose password checks startGuessed holds: checking receives as each
+// check begins, release lets them all end (at the test's end at the latest), gone
+// receives as each connection goes.
+type guessed struct {
+	checking <-chan struct{}
+	release  func()
+	gone     <-chan struct{}
+}
+
+// startGuessed serves the exporter's handlers behind slowAuth, which passes
+// guessedUser's password at once and holds every other, with at most max connections.
+func startGuessed(t *testing.T, max int) (*httptest.Server, guessed) {
+	t.Helper()
 	e := startExporter(t, false)
 	coll := e.p.Collector()
 	o := Options{Logger: promslog.NewNopLogger(), MetricsPath: "/metrics", ReadTimeout: time.Minute, WriteTimeout: time.Minute}
 	ts := httptest.NewUnstartedServer(nil)
 	ts.Config = newHTTPServer(NewMux(e.p, coll, NewRegistry(coll), o), o)
-	const user, password = "prometheus", "s3cret"
 	checking, check := make(chan struct{}, max), make(chan struct{})
-	ts.Config.Handler = slowAuth(ts.Config.Handler, "Basic "+basicAuth(user, password), checking, check)
+	ts.Config.Handler = slowAuth(ts.Config.Handler, "Basic "+basicAuth(guessedUser, guessedPassword), checking, check)
 	gone := holdAtMost(ts.Config, max)
 	ts.Start()
 	t.Cleanup(ts.Close)
-	t.Cleanup(func() { close(check) })
+	release := sync.OnceFunc(func() { close(check) })
+	t.Cleanup(release)
+	return ts, guessed{checking: checking, release: release, gone: gone}
+}
 
-	// The guesses come from 127.0.0.2, the scraper from 127.0.0.1.
-	dialer := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 2)}}
-	statuses := make(chan int, max)
-	for i := range max - 1 {
-		go func() {
-			c, err := dialer.Dial("tcp", ts.Listener.Addr().String())
-			if err != nil {
-				statuses <- 0
-				return
-			}
-			defer c.Close()
-			_ = c.SetDeadline(time.Now().Add(2 * time.Second))
-			fmt.Fprintf(c, "GET /metrics HTTP/1.1\r\nHost: x\r\nAuthorization: Basic %s\r\n\r\n", basicAuth(user, fmt.Sprint("guess", i)))
-			resp, err := http.ReadResponse(bufio.NewReader(c), nil)
-			if err != nil {
-				statuses <- 0
-				return
-			}
-			resp.Body.Close()
-			statuses <- resp.StatusCode
-		}()
+// reply is what a guess got: an HTTP status, or the error that kept it from one.
+type reply struct {
+	status int
+	err    error
+}
+
+// guess sends ts a request with guessedUser's n-th wrong password from 127.0.0.ip, on a
+// connection of its own, and waits for its reply up to two seconds.
+func guess(ts *httptest.Server, ip byte, n int) reply {
+	dialer := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, ip)}}
+	c, err := dialer.Dial("tcp", ts.Listener.Addr().String())
+	if err != nil {
+		return reply{err: err}
 	}
-	for range max - 2 {
-		if code := <-statuses; code != http.StatusTooManyRequests {
-			t.Fatalf("a guess from the address of one being checked: HTTP %d; want 429 at once", code)
-		}
-		let(t, gone, "the connection of a guess refused")
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(2 * time.Second))
+	fmt.Fprintf(c, "GET /metrics HTTP/1.1\r\nHost: x\r\nAuthorization: Basic %s\r\n\r\n", basicAuth(guessedUser, fmt.Sprint("guess", n)))
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		return reply{err: err}
 	}
-	select {
-	case <-checking:
-	case <-time.After(2 * time.Second):
-		t.Fatal("no guess is being checked")
-	}
-	// The scraper's password is checked (here: passes at once) while a guess is.
-	scrapeOnce(t, ts.URL+"/metrics", user, password, gone)
+	resp.Body.Close()
+	return reply{status: resp.StatusCode}
 }

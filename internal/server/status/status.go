@@ -261,11 +261,15 @@ func checkInput(cfg *config.Config, input string) string {
 		return "Several inputs have no name: give the path or socket of the one whose formats are to read the lines as input, one of " +
 			strings.Join(unnamed, ", ") + "."
 	}
-	msg := fmt.Sprintf("No input is named %q: leave input empty for a line of no named input", input)
-	if len(names) > 0 {
-		msg += ", or name one of " + strings.Join(names, ", ") + " (an input without a name by its path or socket)"
+	msg := fmt.Sprintf("No input is named %q: ", input)
+	if len(unnamed) <= 1 {
+		msg += "leave input empty for a line of no named input"
+		if len(names) == 0 {
+			return msg + "."
+		}
+		msg += ", or "
 	}
-	return msg + "."
+	return msg + "name one of " + strings.Join(names, ", ") + " (an input without a name by its path or socket)."
 }
 
 func tooLong(w http.ResponseWriter, r *http.Request) {

@@ -116,6 +116,10 @@ func TestLineTesterNamesUnnamedInputs(t *testing.T) {
 				if code == http.StatusOK && src.input != input {
 					t.Errorf("input %q: the line explained for input %q", input, src.input)
 				}
+				// An empty input is no way out where it is refused too.
+				if code != http.StatusOK && tc.posts[""] != http.StatusOK && strings.Contains(rec.Body.String(), "leave input empty") {
+					t.Errorf("input %q: %q advises an empty input, which is refused", input, rec.Body.String())
+				}
 			}
 		})
 	}

@@ -10,6 +10,10 @@ import (
 	"time"
 )
 
+// Other is the user and group whose file access Run's code has where the tests run as
+// root: nobody's.
+const Other = 65534
+
 // Run runs f as another user (Other, where the tests run as root) and waits for it,
 // failing the test if f has not returned within, so that code that would wait forever on
 // a file fails its test instead: f is then left where it waits. The directories dirs,

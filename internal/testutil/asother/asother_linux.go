@@ -7,10 +7,6 @@ import (
 	"syscall"
 )
 
-// Other is the user and group whose file access Run's code has where the tests run as
-// root: nobody's.
-const Other = 65534
-
 // run runs f on a thread whose file-system user and group are Other's when the process's
 // are root's. setfsuid changes the calling thread alone; the thread is locked to f's
 // goroutine and ended with it (runtime.LockOSThread without an unlock), so that no
