@@ -91,6 +91,9 @@ func readFile(path string, pipe bool) ([]byte, error) {
 	if len(data) > MaxFileBytes {
 		return nil, fmt.Errorf("%s: larger than %d MiB; a rule file holds rules, not data", path, MaxFileBytes>>20)
 	}
+	if len(data) == 0 && fi.Mode()&os.ModeNamedPipe != 0 {
+		return nil, fmt.Errorf("%s: read nothing from the pipe: its writer wrote nothing, or none had opened it (a named pipe is read at once, not waited on)", path)
+	}
 	return data, nil
 }
 

@@ -15,7 +15,8 @@ import (
 // MaxFileBytes, is refused with an error naming it, at once: a FIFO blocked the load (a
 // reload, or the watch of the file) until something wrote to it, and a device such as
 // /dev/zero was read until memory ran out. Load, of the file the exporter starts with,
-// reads a pipe (TestLoadReadsAPipe): a FIFO no one writes to reads as an empty file, at once.
+// reads a pipe (TestLoadReadsAPipe): a FIFO no one writes to is read at once, and its
+// error says it held nothing (not that the file has no rules).
 func TestLoadRefusesWhatIsNoRuleFile(t *testing.T) {
 	dir := t.TempDir()
 	fifo := filepath.Join(dir, "fifo.yaml")
@@ -34,7 +35,7 @@ func TestLoadRefusesWhatIsNoRuleFile(t *testing.T) {
 		load       func(string) (*Config, error)
 	}{
 		{fifo, "reading config: " + notRegular(t, fifo), LoadAgain},
-		{fifo, fifo + ": no rules: add a rules: list (see example-rules.yaml)", Load},
+		{fifo, "reading config: " + fifo + ": read nothing from the pipe: its writer wrote nothing, or none had opened it (a named pipe is read at once, not waited on)", Load},
 		{"/dev/zero", "reading config: " + notRegular(t, "/dev/zero"), Load},
 		{dir, "reading config: " + notRegular(t, dir), Load},
 		{dir, "reading config: " + notRegular(t, dir), LoadAgain},
