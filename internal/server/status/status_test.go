@@ -119,3 +119,42 @@ func TestPageParses(t *testing.T) {
 		})
 	}
 }
+
+// TestPageHeaders: the page and the tester's reply say what they are, with nothing for a
+// browser to sniff, may not be framed by another site's page (which could overlay the
+// form), and are not kept by a cache: each is the state of one moment, and a reply holds
+// the lines pasted, which may hold what a log should not leave (tokens in URLs).
+func TestPageHeaders(t *testing.T) {
+	cfg, err := config.Parse([]byte("inputs: [{name: web, path: /x.log}]\nrules: [{name: r, match: 'x'}]\n"), "rules.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	Register(mux, Options{Name: "test", Source: &fakeSource{cfg: cfg}, Gatherer: prometheus.NewRegistry(), MetricsPath: "/metrics", LineTester: true})
+	want := map[string]string{
+		"Content-Type":            "text/html; charset=utf-8",
+		"X-Content-Type-Options":  "nosniff",
+		"Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'",
+		"Cache-Control":           "no-store",
+	}
+	for _, c := range []struct{ name, method, path, body string }{
+		{"page", http.MethodGet, "/", ""},
+		{"page by HEAD", http.MethodHead, "/", ""},
+		{"tester", http.MethodPost, ExplainPath, "input=web&lines=GET"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			req := httptest.NewRequest(c.method, c.path, strings.NewReader(c.body))
+			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+			rec := httptest.NewRecorder()
+			mux.ServeHTTP(rec, req)
+			if rec.Code != http.StatusOK {
+				t.Fatalf("HTTP %d: %.200s", rec.Code, rec.Body)
+			}
+			for name, value := range want {
+				if got := rec.Header().Values(name); len(got) != 1 || got[0] != value {
+					t.Errorf("%s: %q, want %q", name, got, value)
+				}
+			}
+		})
+	}
+}
