@@ -106,8 +106,12 @@ var page = sync.OnceValue(func() *template.Template { return template.Must(parse
 func parsePage() (*template.Template, error) {
 	return template.New("page.html").Funcs(template.FuncMap{
 		"join": strings.Join,
-		// quote shows a distinct text as Go quotes it, so bytes that are not text show too.
-		"quote": func(s *string) string { return strconv.Quote(*s) },
+		// quote shows a label's value or a distinct text as Go quotes it, as --explain
+		// does: bytes that are not text, and characters a browser would not show as they
+		// are (a bidi override, a zero-width space), show too.
+		"quote": strconv.Quote,
+		// display shows a text as it is, or Go-quoted as quote when it holds such bytes.
+		"display": explain.Display,
 	}).ParseFS(files, "page.html")
 }
 
