@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"unicode"
@@ -69,7 +70,8 @@ func TestOneShotStderrIsTerminalText(t *testing.T) {
 		code int
 		want string
 	}{
-		{"misfit", 0, "first misfit at line 2 of " + filepath.Join(dir, escaped+".log")},
+		// The summary names the file Go-quoted, as it would a newline in its name.
+		{"misfit", 0, "first misfit at line 2 of " + strconv.Quote(filepath.Join(dir, hostile+".log"))},
 		// A directory the glob matches cannot be read: the error names it.
 		{"unreadable", 1, filepath.Join(dir, "d"+escaped+".log") + ": not a regular file"},
 	} {
