@@ -44,6 +44,7 @@ func main() {
 
 // run is main without the process exit, so flags and exit codes are testable.
 func run(args []string, stdout, stderr io.Writer) int {
+	stderr = terminalText{stderr}
 	app := kingpin.New(exporterName, "Prometheus exporter of sliding-window sums and rates over log lines matched by YAML rules.")
 	app.UsageWriter(stderr)
 	app.ErrorWriter(stderr)

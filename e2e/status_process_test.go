@@ -6,6 +6,7 @@ import (
 	"html"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -208,6 +209,44 @@ func TestStatusPageInBrowser(t *testing.T) {
 	b.drain(&problems)
 	if len(problems) > 0 {
 		t.Errorf("the browser reported:\n%s", strings.Join(problems, "\n"))
+	}
+}
+
+// TestStatusPageNotFramed loads, in headless Chromium, another site's page that frames the
+// status page: the browser must refuse to show it (the page's frame-ancestors), so that
+// no page can overlay the line tester's form with its own.
+func TestStatusPageNotFramed(t *testing.T) {
+	b := startBrowser(t)
+	bin := testexec.BuildExporter(t, testexec.Race)
+	p := startStatusExporter(t, bin, testexec.ServeOptions{})
+	// Another origin: the same address, another port.
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		fmt.Fprintf(w, `<!DOCTYPE html><title>other</title><iframe id="f" src="%s/"></iframe>`, p.URL())
+	}))
+	defer other.Close()
+
+	var problems []string
+	b.navigate(other.URL, &problems)
+	var tree struct {
+		FrameTree struct {
+			ChildFrames []struct {
+				Frame struct{ URL, UnreachableURL string }
+			}
+		}
+	}
+	b.call(b.session, "Page.getFrameTree", nil, &tree)
+	if n := len(tree.FrameTree.ChildFrames); n != 1 {
+		t.Fatalf("the other page has %d frames, want 1", n)
+	}
+	frame := tree.FrameTree.ChildFrames[0].Frame
+	if frame.URL == p.URL()+"/" {
+		t.Errorf("the status page was shown in another site's frame (%+v)", frame)
+	}
+	time.Sleep(200 * time.Millisecond) // let late console events arrive
+	b.drain(&problems)
+	if !strings.Contains(strings.Join(problems, "\n"), "frame-ancestors") {
+		t.Errorf("the browser did not say it refused the frame by frame-ancestors; it reported:\n%s", strings.Join(problems, "\n"))
 	}
 }
 

@@ -72,6 +72,9 @@ func Handler(src Source, reg prometheus.Gatherer, errorLog *log.Logger) http.Han
 		h.Add("Vary", "Accept")
 		h.Add("Vary", "Accept-Encoding")
 		h.Set("Content-Type", string(format))
+		// The label values are text of log lines, and /metrics is opened in browsers: it
+		// is to be taken as the type it names, never sniffed for HTML.
+		h.Set("X-Content-Type-Options", "nosniff")
 		var out io.Writer = w
 		var gz *kgzip.Writer
 		if acceptsGzip(req.Header.Values("Accept-Encoding")) {

@@ -167,3 +167,22 @@ func TestHandlerLogsGoneClientsThrottled(t *testing.T) {
 		}
 	}
 }
+
+// TestHandlerNoSniff: a scrape's reply holds label values taken from log lines, and people
+// open /metrics in a browser: it says the browser is to take it as the type it names,
+// whichever is negotiated, never guess HTML from what a line wrote.
+func TestHandlerNoSniff(t *testing.T) {
+	h := Handler(noRules{}, prometheus.NewRegistry(), stdlog.New(&bytes.Buffer{}, "", 0))
+	for _, accept := range []string{"", "text/html,*/*;q=0.8", "application/openmetrics-text;version=1.0.0",
+		"application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;encoding=delimited"} {
+		t.Run(accept, func(t *testing.T) {
+			req := httptest.NewRequest(http.MethodGet, "/metrics", nil)
+			req.Header.Set("Accept", accept)
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, req)
+			if got := rec.Header().Values("X-Content-Type-Options"); rec.Code != http.StatusOK || len(got) != 1 || got[0] != "nosniff" {
+				t.Errorf("HTTP %d, Content-Type %q, X-Content-Type-Options %q; want 200, nosniff", rec.Code, rec.Header().Get("Content-Type"), got)
+			}
+		})
+	}
+}

@@ -335,6 +335,13 @@ func captureText(cs []parser.Capture, name string) string {
 	return ""
 }
 
+// Display is s as an explanation shows a text (see display). The status page shows file
+// names so, since whoever can write in a glob's directory names its files.
+func Display(s string) string {
+	d, _ := display([]byte(s))
+	return d
+}
+
 // display returns b as it is when it is valid UTF-8 without control or formatting
 // characters, else Go-quoted (escaped true): invalid bytes as \xNN, control characters
 // as \n, \x1b, formatting ones as \ufeff, ...

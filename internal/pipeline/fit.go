@@ -46,14 +46,16 @@ func (f Fit) String() string {
 	if f.Input != "" {
 		fmt.Fprintf(&b, "input %s: ", f.Input)
 	} else {
-		fmt.Fprintf(&b, "file %s (no input reads it): ", f.File)
+		fmt.Fprintf(&b, "file %s (no input reads it): ", explain.Display(f.File))
 	}
 	fmt.Fprintf(&b, "%d of %d lines fit", f.Fitting, f.Lines)
 	var notes []string
 	if f.First > 0 {
 		at := fmt.Sprintf("line %d", f.First)
 		if f.files > 1 {
-			at += " of " + f.File
+			// A glob's file is named by whoever can write in its directory: a newline in
+			// its name would forge a line of the summary.
+			at += " of " + explain.Display(f.File)
 		}
 		notes = append(notes, fmt.Sprintf("first misfit at %s: %s", at, f.Stopped))
 	}

@@ -211,3 +211,29 @@ rules:
 		}
 	}
 }
+
+// TestFitNamesFileShown: the file a one-shot's line names may be one a glob matched, named
+// by whoever can write in its directory. A name holding a newline would otherwise forge a
+// line of the summary, and a bidi override reorder it: such a name is shown Go-quoted, as
+// --explain shows a line that holds them.
+func TestFitNamesFileShown(t *testing.T) {
+	forged := "/logs/a\ninput web: 9 of 9 lines fit\n.log"
+	for _, tc := range []struct {
+		name string
+		fit  Fit
+		want string
+	}{
+		{"plain", Fit{Input: "web", Lines: 2, Fitting: 1, First: 2, File: "/logs/a.log", Stopped: "why", files: 2},
+			"input web: 1 of 2 lines fit (first misfit at line 2 of /logs/a.log: why)"},
+		{"newline", Fit{Input: "web", Lines: 2, Fitting: 1, First: 2, File: forged, Stopped: "why", files: 2},
+			`input web: 1 of 2 lines fit (first misfit at line 2 of "/logs/a\ninput web: 9 of 9 lines fit\n.log": why)`},
+		{"bidi override, no input", Fit{Lines: 1, Fitting: 1, File: "/logs/\u202egol.exe"},
+			`file "/logs/\u202egol.exe" (no input reads it): 1 of 1 lines fit`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := tc.fit.String(); got != tc.want {
+				t.Errorf("\n got %s\nwant %s", got, tc.want)
+			}
+		})
+	}
+}

@@ -381,6 +381,44 @@ func TestReadToEnd(t *testing.T) {
 	}
 }
 
+// TestReadToEndFIFO: a FIFO under a replayed glob, which whoever can write in its
+// directory may put there, is an error that names it, after the other files are read;
+// opening it for reading would wait for a writer, for ever.
+func TestReadToEndFIFO(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "a.log"), []byte("one\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fifo := filepath.Join(dir, "b.log")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	type result struct {
+		lines []string
+		err   error
+	}
+	done := make(chan result, 1)
+	go func() {
+		var r result
+		_, r.err = ReadToEnd(Options{Path: filepath.Join(dir, "*.log")}, func(path string, line []byte) {
+			r.lines = append(r.lines, filepath.Base(path)+":"+string(line))
+		})
+		done <- r
+	}()
+	select {
+	case r := <-done:
+		if fmt.Sprint(r.lines) != "[a.log:one]" || r.err == nil || !strings.Contains(r.err.Error(), fifo+": not a regular file") {
+			t.Errorf("lines %q, error %v; want a.log's line and the FIFO named as not a regular file", r.lines, r.err)
+		}
+	case <-time.After(10 * time.Second):
+		// A writer lets the blocked open return, so the test ends.
+		if w, err := os.OpenFile(fifo, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
+			w.Close()
+		}
+		t.Fatal("ReadToEnd still waits on the FIFO after 10s")
+	}
+}
+
 // TestReadToEndBuffered crosses the reader's buffer boundary with lines of
 // every length around it.
 func TestReadToEndBuffered(t *testing.T) {

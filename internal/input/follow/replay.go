@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"slices"
+	"syscall"
 
 	"github.com/logwindow/logwindow_exporter/config"
 	"github.com/logwindow/logwindow_exporter/internal/input"
@@ -52,7 +53,9 @@ func ReadToEnd(opts Options, h input.Handler) (input.Stats, error) {
 }
 
 func readFile(r *lineReader, path string) error {
-	file, err := os.Open(path)
+	// O_NONBLOCK: a FIFO the glob matched would otherwise wait for a writer, and the
+	// replay with it; a regular file reads the same.
+	file, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return err
 	}

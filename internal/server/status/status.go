@@ -106,8 +106,12 @@ var page = sync.OnceValue(func() *template.Template { return template.Must(parse
 func parsePage() (*template.Template, error) {
 	return template.New("page.html").Funcs(template.FuncMap{
 		"join": strings.Join,
-		// quote shows a distinct text as Go quotes it, so bytes that are not text show too.
-		"quote": func(s *string) string { return strconv.Quote(*s) },
+		// quote shows a label's value or a distinct text as Go quotes it, as --explain
+		// does: bytes that are not text, and characters a browser would not show as they
+		// are (a bidi override, a zero-width space), show too.
+		"quote": strconv.Quote,
+		// display shows a text as it is, or Go-quoted as quote when it holds such bytes.
+		"display": explain.Display,
 	}).ParseFS(files, "page.html")
 }
 
@@ -388,9 +392,16 @@ func (o *Options) render(w http.ResponseWriter, v *view) {
 	writePage(w, buf.Bytes())
 }
 
+// writePage answers with page. The page runs no script and loads nothing (its policy
+// says so, should an escape ever fail), may not be framed by another site's page, which
+// could overlay the form, and is kept by no cache: it is the state of one moment, and the
+// tester's reply holds the lines pasted, which may hold what a log should not leave.
 func writePage(w http.ResponseWriter, page []byte) {
-	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	w.Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'")
+	h := w.Header()
+	h.Set("Content-Type", "text/html; charset=utf-8")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'")
+	h.Set("Cache-Control", "no-store")
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(page)
 }

@@ -3,6 +3,7 @@ package status
 import (
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
 
@@ -11,6 +12,7 @@ import (
 	"github.com/logwindow/logwindow_exporter/config"
 	"github.com/logwindow/logwindow_exporter/internal/explain"
 	"github.com/logwindow/logwindow_exporter/internal/pipeline"
+	"github.com/logwindow/logwindow_exporter/internal/selfmetric"
 )
 
 // fakeSource explains every line as counted by one rule with the line as its label
@@ -72,9 +74,13 @@ func TestHandlers(t *testing.T) {
 		{"other path", http.MethodGet, "/nope", "", http.StatusNotFound, ""},
 		{"page by POST", http.MethodPost, "/", "", http.StatusMethodNotAllowed, ""},
 		{"tester by GET", http.MethodGet, ExplainPath, "", http.StatusMethodNotAllowed, "Use POST"},
-		{"tester", http.MethodPost, ExplainPath, "input=web&lines=a%0D%0Ab", http.StatusOK, `<code>l="b"</code>`},
-		{"tester shows the value a label was rewritten from", http.MethodPost, ExplainPath, "input=web&lines=b", http.StatusOK, `<code>l="b"</code> (rewritten from <code>"/raw/b"</code>)`},
-		{"tester shows the top value", http.MethodPost, ExplainPath, "input=web&lines=b", http.StatusOK, `<code class="top">t="b"</code>`},
+		{"tester", http.MethodPost, ExplainPath, "input=web&lines=a%0D%0Ab", http.StatusOK, `<code>l=&#34;b&#34;</code>`},
+		{"tester shows the value a label was rewritten from", http.MethodPost, ExplainPath, "input=web&lines=b", http.StatusOK, `<code>l=&#34;b&#34;</code> (rewritten from <code>&#34;/raw/b&#34;</code>)`},
+		{"tester shows the top value", http.MethodPost, ExplainPath, "input=web&lines=b", http.StatusOK, `<code class="top">t=&#34;b&#34;</code>`},
+		// A label's value is Go-quoted, as --explain writes it: a bidi override would
+		// otherwise show it reordered, an invisible character not at all.
+		{"tester shows a label's formatting characters escaped", http.MethodPost, ExplainPath, "input=web&lines=" + url.QueryEscape("5\u202e00\u200b"), http.StatusOK,
+			`<code>l=&#34;5\u202e00\u200b&#34;</code>`},
 		{"tester shows the distinct text", http.MethodPost, ExplainPath, "input=web&lines=b", http.StatusOK, `<code class="distinct">&#34;b&#34;</code>`},
 		{"tester says a rule does not apply to the line's format", http.MethodPost, ExplainPath, "input=web&lines=other_format", http.StatusOK,
 			"does not apply to the line's log format, <code>combined</code>, which has no <code>upstream_addr</code>"},
@@ -115,6 +121,74 @@ func TestPageParses(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			if tmpl.Lookup(name) == nil {
 				t.Errorf("the page defines no template %q; it has %s", name, tmpl.DefinedTemplates())
+			}
+		})
+	}
+}
+
+// TestPageHeaders: the page and the tester's reply say what they are, with nothing for a
+// browser to sniff, may not be framed by another site's page (which could overlay the
+// form), and are not kept by a cache: each is the state of one moment, and a reply holds
+// the lines pasted, which may hold what a log should not leave (tokens in URLs).
+func TestPageHeaders(t *testing.T) {
+	cfg, err := config.Parse([]byte("inputs: [{name: web, path: /x.log}]\nrules: [{name: r, match: 'x'}]\n"), "rules.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	Register(mux, Options{Name: "test", Source: &fakeSource{cfg: cfg}, Gatherer: prometheus.NewRegistry(), MetricsPath: "/metrics", LineTester: true})
+	want := map[string]string{
+		"Content-Type":            "text/html; charset=utf-8",
+		"X-Content-Type-Options":  "nosniff",
+		"Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'",
+		"Cache-Control":           "no-store",
+	}
+	for _, c := range []struct{ name, method, path, body string }{
+		{"page", http.MethodGet, "/", ""},
+		{"page by HEAD", http.MethodHead, "/", ""},
+		{"tester", http.MethodPost, ExplainPath, "input=web&lines=GET"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			req := httptest.NewRequest(c.method, c.path, strings.NewReader(c.body))
+			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+			rec := httptest.NewRecorder()
+			mux.ServeHTTP(rec, req)
+			if rec.Code != http.StatusOK {
+				t.Fatalf("HTTP %d: %.200s", rec.Code, rec.Body)
+			}
+			for name, value := range want {
+				if got := rec.Header().Values(name); len(got) != 1 || got[0] != value {
+					t.Errorf("%s: %q, want %q", name, got, value)
+				}
+			}
+		})
+	}
+}
+
+// TestFileNamesShown: a file a glob matched is named by whoever can write in its
+// directory; a name holding a bidi override or an invisible character is shown Go-quoted,
+// as the line tester shows such a line, rather than reordered or with what is hidden.
+func TestFileNamesShown(t *testing.T) {
+	cfg, err := config.Parse([]byte("inputs: [{name: web, path: '/logs/*.log'}]\nrules: [{name: r, match: 'x'}]\n"), "rules.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewRegistry()
+	behind := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: selfmetric.InputBehindBytes.Name, Help: "h"}, selfmetric.InputBehindBytes.Labels)
+	reg.MustRegister(behind)
+	for path, want := range map[string]string{
+		"/logs/access.log":           "<code>/logs/access.log</code>",
+		"/logs/a\u202egol.exe.log":   `<code>&#34;/logs/a\u202egol.exe.log&#34;</code>`,
+		"/logs/b\u200b.log":          `<code>&#34;/logs/b\u200b.log&#34;</code>`,
+		"/logs/c\x1b]8;;x\x1b\\.log": `<code>&#34;/logs/c\x1b]8;;x\x1b\\.log&#34;</code>`,
+	} {
+		t.Run(path, func(t *testing.T) {
+			behind.Reset()
+			behind.WithLabelValues("web", path).Set(1)
+			_, raw := getPage(t, Options{Name: "test", Source: &fakeSource{cfg: cfg}, Gatherer: reg, MetricsPath: "/metrics"})
+			if !strings.Contains(raw, want) {
+				i := max(strings.Index(raw, `<h2 id="inputs">`), 0)
+				t.Errorf("the inputs table lacks %q:\n%.1500s", want, raw[i:])
 			}
 		})
 	}

@@ -29,9 +29,9 @@ func TestLineTesterRefusesWhatItCannotRead(t *testing.T) {
 		code                    int
 		contains                string
 	}{
-		{"form", "application/x-www-form-urlencoded", "input=web&lines=a", http.StatusOK, `<code>l="a"</code>`},
-		{"form with a charset", "application/x-www-form-urlencoded; charset=utf-8", "input=web&lines=a", http.StatusOK, `<code>l="a"</code>`},
-		{"form of no named input", "application/x-www-form-urlencoded", "input=&lines=a", http.StatusOK, `<code>l="a"</code>`},
+		{"form", "application/x-www-form-urlencoded", "input=web&lines=a", http.StatusOK, `<code>l=&#34;a&#34;</code>`},
+		{"form with a charset", "application/x-www-form-urlencoded; charset=utf-8", "input=web&lines=a", http.StatusOK, `<code>l=&#34;a&#34;</code>`},
+		{"form of no named input", "application/x-www-form-urlencoded", "input=&lines=a", http.StatusOK, `<code>l=&#34;a&#34;</code>`},
 		{"multipart form", mw.FormDataContentType(), multi.String(), http.StatusUnsupportedMediaType, "application/x-www-form-urlencoded"},
 		{"JSON", "application/json", `{"input": "web", "lines": "a"}`, http.StatusUnsupportedMediaType, "application/json"},
 		{"no content type", "", "input=web&lines=a", http.StatusUnsupportedMediaType, "application/x-www-form-urlencoded"},
