@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -166,10 +167,18 @@ func (c *watched) Done() <-chan struct{} {
 // frontRequest is a request to f for /metrics from addr with password, in ctx (a
 // context.Background when nil), held in the check when holding; it returns the reply.
 func frontRequest(f http.Handler, ctx context.Context, addr, password string, holding bool) *httptest.ResponseRecorder {
+	return frontRequestWithBody(f, ctx, addr, password, holding, "")
+}
+
+// frontRequestWithBody is frontRequest with a body (none when empty).
+func frontRequestWithBody(f http.Handler, ctx context.Context, addr, password string, holding bool, body string) *httptest.ResponseRecorder {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	r := httptest.NewRequestWithContext(ctx, http.MethodGet, "/metrics", nil)
+	r := httptest.NewRequestWithContext(ctx, http.MethodPost, "/metrics", strings.NewReader(body))
+	if body == "" {
+		r = httptest.NewRequestWithContext(ctx, http.MethodGet, "/metrics", nil)
+	}
 	r.RemoteAddr = addr
 	r.SetBasicAuth("prometheus", password)
 	if holding {
@@ -198,27 +207,31 @@ func waiting(t *testing.T, c *watched, reply <-chan *httptest.ResponseRecorder) 
 // favicon, the first after a start) waits for that check rather than being answered 429,
 // though it comes from the address being checked. When the credentials pass, it goes on
 // as credentials that passed; when they do not, it gets the check's reply (401, with
-// WWW-Authenticate) without being checked itself.
+// WWW-Authenticate) without being checked itself, but for the checked request's
+// "Connection: close" (it had a body left unread).
 func TestFrontSameCredentialsWaitForTheirCheck(t *testing.T) {
 	for _, tc := range []struct {
 		name, first, second, password string
-		want                          int
+		// body is the first request's.
+		body string
+		want int
 		// checks is how many requests the toolkit sees: the waiter goes on to it only when
 		// the credentials passed (answered from the toolkit's cache).
 		checks int64
 	}{
-		{"passing, one address", "10.0.0.1:40000", "10.0.0.1:40001", "right", http.StatusOK, 2},
-		{"passing, unix socket peers", "@", "@", "right", http.StatusOK, 2},
-		{"passing, two addresses", "10.0.0.1:40000", "10.0.0.2:40000", "right", http.StatusOK, 2},
-		{"failing, one address", "10.0.0.1:40000", "10.0.0.1:40001", "wrong", http.StatusUnauthorized, 1},
-		{"failing, no address", "", "", "wrong", http.StatusUnauthorized, 1},
+		{"passing, one address", "10.0.0.1:40000", "10.0.0.1:40001", "right", "", http.StatusOK, 2},
+		{"passing, unix socket peers", "@", "@", "right", "", http.StatusOK, 2},
+		{"passing, two addresses", "10.0.0.1:40000", "10.0.0.2:40000", "right", "", http.StatusOK, 2},
+		{"failing, one address", "10.0.0.1:40000", "10.0.0.1:40001", "wrong", "", http.StatusUnauthorized, 1},
+		{"failing, no address", "", "", "wrong", "", http.StatusUnauthorized, 1},
+		{"failing, the checked with a body", "10.0.0.1:40000", "10.0.0.1:40001", "wrong", "x=1", http.StatusUnauthorized, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			hold, held := make(chan struct{}), make(chan struct{}, 1)
 			var checks atomic.Int64
 			f := newFront(heldCheck(hold, held, &checks), promslog.NewNopLogger())
 			first := make(chan *httptest.ResponseRecorder, 1)
-			go func() { first <- frontRequest(f, nil, tc.first, tc.password, true) }()
+			go func() { first <- frontRequestWithBody(f, nil, tc.first, tc.password, true, tc.body) }()
 			select {
 			case <-held:
 			case <-time.After(2 * time.Second):
@@ -232,7 +245,11 @@ func TestFrontSameCredentialsWaitForTheirCheck(t *testing.T) {
 				t.Errorf("the toolkit saw %d requests while the first was checked, want 1", n)
 			}
 			close(hold)
-			for _, w := range []*httptest.ResponseRecorder{<-first, <-second} {
+			w := <-second
+			if got := w.Header().Get("Connection"); got != "" {
+				t.Errorf("the waiter, without a body: Connection %q, want none", got)
+			}
+			for _, w := range []*httptest.ResponseRecorder{<-first, w} {
 				if w.Code != tc.want {
 					t.Errorf("HTTP %d, want %d", w.Code, tc.want)
 				}
@@ -303,5 +320,48 @@ func TestFrontWaitersPerCheck(t *testing.T) {
 	}
 	if n := checks.Load(); n != 1 {
 		t.Errorf("the toolkit saw %d requests, want the one checked", n)
+	}
+}
+
+// TestFrontWaitersOfACheckThatPanics: when the toolkit's check ends in a panic without a
+// reply (net/http recovers it and drops the connection), those waiting for it are not
+// held: they get 429, to try again, and the credentials are checked anew.
+func TestFrontWaitersOfACheckThatPanics(t *testing.T) {
+	hold, held := make(chan struct{}), make(chan struct{}, 1)
+	var checks atomic.Int64
+	check := heldCheck(hold, held, &checks)
+	toolkit := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("X-Hold") != "" {
+			checks.Add(1)
+			held <- struct{}{}
+			<-hold
+			panic(http.ErrAbortHandler)
+		}
+		check.ServeHTTP(w, r)
+	})
+	f := newFront(toolkit, promslog.NewNopLogger())
+	first := make(chan any, 1)
+	go func() {
+		defer func() { first <- recover() }()
+		frontRequest(f, nil, "10.0.0.1:40000", "right", true)
+	}()
+	select {
+	case <-held:
+	case <-time.After(2 * time.Second):
+		t.Fatal("the first request is not being checked")
+	}
+	ctx := watch(context.Background())
+	second := make(chan *httptest.ResponseRecorder, 1)
+	go func() { second <- frontRequest(f, ctx, "10.0.0.1:40001", "right", false) }()
+	waiting(t, ctx, second)
+	close(hold)
+	if p := <-first; p != http.ErrAbortHandler {
+		t.Fatalf("the first request's check: %v, want its panic", p)
+	}
+	if w := <-second; w.Code != http.StatusTooManyRequests || w.Header().Get("Retry-After") != "1" {
+		t.Errorf("a waiter once the check panicked: HTTP %d, Retry-After %q; want 429, 1", w.Code, w.Header().Get("Retry-After"))
+	}
+	if w := frontRequest(f, nil, "10.0.0.1:40001", "right", false); w.Code != http.StatusOK || checks.Load() != 2 {
+		t.Errorf("the credentials after the panic: HTTP %d, %d checks; want 200 from a check of their own", w.Code, checks.Load())
 	}
 }
