@@ -98,6 +98,40 @@ func TestPasswordGuessesFromOneAddress(t *testing.T) {
 	scrapeOnce(t, ts.URL+"/metrics", guessedUser, guessedPassword, g.gone)
 }
 
+// TestPasswordRepeatedOnManyConnections: a client repeating one wrong password on many
+// connections at once, from one address, over real sockets, has it checked once: one
+// request is checked, waitersPerCheck wait for that check and get its 401, and the rest
+// get 429 at once, their connections let go while the check lasts.
+func TestPasswordRepeatedOnManyConnections(t *testing.T) {
+	const max, refused = 8, 2
+	ts, g := startGuessed(t, max)
+
+	replies := make(chan reply, max)
+	for range 1 + waitersPerCheck + refused {
+		go func() { replies <- guess(ts, 2, 0) }()
+	}
+	for range refused {
+		if r := <-replies; r.err != nil || r.status != http.StatusTooManyRequests {
+			t.Fatalf("a request past those waiting for the check of its password: HTTP %d, %v; want 429 at once", r.status, r.err)
+		}
+		let(t, g.gone, "the connection of a request refused")
+	}
+	select {
+	case <-g.checking:
+	case <-time.After(2 * time.Second):
+		t.Fatal("the password is not being checked")
+	}
+	g.release()
+	for range 1 + waitersPerCheck {
+		if r := <-replies; r.err != nil || r.status != http.StatusUnauthorized {
+			t.Errorf("a request with the password checked: HTTP %d, %v; want 401", r.status, r.err)
+		}
+	}
+	if n := len(g.checking); n != 0 {
+		t.Errorf("the password was checked %d more times, want once", n)
+	}
+}
+
 // The user and password of the scraper in front of slowAuth (startGuessed).
 const guessedUser, guessedPassword = "prometheus", "s3cret"
 

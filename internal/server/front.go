@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -13,9 +14,11 @@ import (
 
 // unverifiedAtOnce is how many requests whose credentials have not passed before may be
 // in exporter-toolkit's password check at once, from as many client addresses;
+// waitersPerCheck how many more with the same credentials may wait for each check;
 // knownCredentials how many credentials that passed are remembered.
 const (
 	unverifiedAtOnce = 2
+	waitersPerCheck  = 3
 	knownCredentials = 16
 )
 
@@ -39,6 +42,15 @@ const (
 //     at once. Those whose credentials did pass go straight on, and wait behind
 //     unverifiedAtOnce checks at most. Requests without basic auth credentials cost no
 //     check.
+//   - A request whose credentials are in the check already (two scrapers sharing them
+//     behind one proxy, a page and its favicon, after a start) waits for that check,
+//     waitersPerCheck of them at most (one more gets 429), rather than being refused for
+//     its address: when the credentials pass it goes on as known; when they do not, it
+//     gets the check's reply without a check of its own. The toolkit would give it the
+//     same (its cache keeps failures too), and checking it in turn would hold it for a
+//     second check, or, once the cache dropped them, spend one outside these bounds. So a
+//     client repeating one wrong password holds 1+waitersPerCheck connections per check
+//     at most, none longer than the check.
 type front struct {
 	next   http.Handler
 	logger *slog.Logger
@@ -46,14 +58,27 @@ type front struct {
 	refused atomic.Int64
 
 	mu sync.Mutex
-	// known are the keys of credentials that reached the handlers; checking the client
-	// addresses of the requests in the toolkit's check whose credentials are not known.
-	known    map[[sha256.Size]byte]struct{}
-	checking map[string]struct{}
+	// known are the keys of credentials that reached the handlers; checks those of the
+	// requests in the toolkit's check whose credentials are not known.
+	known  map[[sha256.Size]byte]struct{}
+	checks map[[sha256.Size]byte]*check
+}
+
+// check is a request in the toolkit's check with credentials not known, from client's
+// address (which net/http leaves empty for a connection without one), and the requests
+// with the same credentials waiting for it. over is closed as it ends, passed or with
+// the status and header of the toolkit's reply.
+type check struct {
+	client  string
+	waiters int
+	over    chan struct{}
+	passed  bool
+	status  int
+	header  http.Header
 }
 
 func newFront(next http.Handler, logger *slog.Logger) *front {
-	return &front{next: next, logger: logger, known: map[[sha256.Size]byte]struct{}{}, checking: map[string]struct{}{}}
+	return &front{next: next, logger: logger, known: map[[sha256.Size]byte]struct{}{}, checks: map[[sha256.Size]byte]*check{}}
 }
 
 func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -68,12 +93,16 @@ func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// never refused. The key is a hash: the credentials are not kept.
 	if _, _, ok := r.BasicAuth(); ok {
 		p.key = sha256.Sum256([]byte(r.Header.Get("Authorization")))
-		if !f.admit(p) {
+		c, ok := f.admit(p)
+		if !ok {
 			f.refuse(w, r)
 			return
 		}
+		if c != nil && !f.await(c, w, r) {
+			return
+		}
 	}
-	if !p.gated && !p.checking {
+	if !p.gated && p.check == nil {
 		f.next.ServeHTTP(w, r)
 		return
 	}
@@ -81,27 +110,76 @@ func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	f.next.ServeHTTP(p, r)
 }
 
-// admit reports whether p may go on to the toolkit's check: its credentials are known,
-// or fewer than unverifiedAtOnce requests with unknown ones are being checked, none from
-// its client's address (every peer of a unix socket has one, "@", as every client behind
-// a proxy has the proxy's; a vsock peer has its context ID's). p is then in the check
-// until it leaves it.
-func (f *front) admit(p *passage) bool {
+// admit reports whether p may go on: to the toolkit's check, as its credentials are
+// known, or fewer than unverifiedAtOnce requests with unknown ones are being checked,
+// none from its client's address (every peer of a unix socket has one, "@", as every
+// client behind a proxy has the proxy's; a vsock peer has its context ID's), p then being
+// in the check until it leaves it; or to wait for the check of its credentials, c, with
+// fewer than waitersPerCheck others.
+func (f *front) admit(p *passage) (c *check, ok bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if _, ok := f.known[p.key]; ok {
-		return true
+		return nil, true
+	}
+	if c := f.checks[p.key]; c != nil {
+		if c.waiters >= waitersPerCheck {
+			return nil, false
+		}
+		c.waiters++
+		return c, true
 	}
 	client := p.r.RemoteAddr
 	if host, _, err := net.SplitHostPort(client); err == nil {
 		client = host
 	}
-	if _, ok := f.checking[client]; ok || len(f.checking) >= unverifiedAtOnce {
+	if len(f.checks) >= unverifiedAtOnce {
+		return nil, false
+	}
+	for _, c := range f.checks {
+		if c.client == client {
+			return nil, false
+		}
+	}
+	p.check = &check{client: client, over: make(chan struct{})}
+	f.checks[p.key] = p.check
+	return nil, true
+}
+
+// await waits for c, the check of the credentials of r, and reports whether they passed,
+// r going on; else r is answered as the check was, or not at all when its client went
+// away first.
+func (f *front) await(c *check, w http.ResponseWriter, r *http.Request) bool {
+	select {
+	case <-c.over:
+	case <-r.Context().Done():
+	}
+	f.mu.Lock()
+	c.waiters--
+	f.mu.Unlock()
+	select {
+	case <-c.over:
+	default:
 		return false
 	}
-	f.checking[client] = struct{}{}
-	p.client, p.checking = client, true
-	return true
+	if c.passed {
+		return true
+	}
+	if c.status == 0 { // the check ended without a reply (a panic)
+		f.refuse(w, r)
+		return false
+	}
+	// The toolkit's reply to these credentials, with the headers of its web config, but
+	// for whether the connection stays open, which is the waiter's own.
+	h := w.Header()
+	for k, v := range c.header {
+		if k != "Connection" {
+			h[k] = slices.Clone(v)
+		}
+	}
+	status.LeaveBodyUnread(w, r)
+	http.Error(w, http.StatusText(c.status), c.status)
+	return false
 }
 
 // refuse answers 429 to a request admit refused, logging the first and every thousandth.
@@ -115,34 +193,18 @@ func (f *front) refuse(w http.ResponseWriter, r *http.Request) {
 	http.Error(w, "Too many credentials being checked: try again in a second.", http.StatusTooManyRequests)
 }
 
-// pass remembers the key of credentials that reached the handlers, forgetting another
-// when it holds knownCredentials.
-func (f *front) pass(key [sha256.Size]byte) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if len(f.known) >= knownCredentials {
-		for k := range f.known {
-			delete(f.known, k)
-			break
-		}
-	}
-	f.known[key] = struct{}{}
-}
-
 // passage is the ResponseWriter of a request the front watches until it reaches the
 // handlers (reached unwraps it): one with a body to the line tester (gated), one whose
-// credentials are being checked (checking).
+// credentials are being checked (check).
 type passage struct {
 	http.ResponseWriter
 	r     *http.Request
 	front *front
 	key   [sha256.Size]byte
 	gated bool
-	// checking is set while the request is in the toolkit's check with credentials not
-	// known, from client's address (which net/http leaves empty for a connection without
-	// one).
-	checking bool
-	client   string
+	// check is set while the request is in the toolkit's check with credentials not
+	// known.
+	check *check
 	// arrived is set once the request reached the handlers, shut once its body was
 	// left unread.
 	arrived, shut bool
@@ -152,19 +214,33 @@ type passage struct {
 // body is the line tester's.
 func (p *passage) arrive() {
 	p.arrived = true
-	if p.checking {
-		p.front.pass(p.key)
-		p.leaveCheck()
-	}
+	p.leaveCheck()
 }
 
+// leaveCheck ends p's check, if it is in one, and with it the wait of those waiting for
+// it: its credentials are remembered if they passed (reached the handlers), forgetting
+// others when knownCredentials are.
 func (p *passage) leaveCheck() {
-	if p.checking {
-		p.front.mu.Lock()
-		delete(p.front.checking, p.client)
-		p.front.mu.Unlock()
-		p.checking = false
+	c := p.check
+	if c == nil {
+		return
 	}
+	p.check = nil
+	f := p.front
+	f.mu.Lock()
+	delete(f.checks, p.key)
+	if p.arrived {
+		if len(f.known) >= knownCredentials {
+			for k := range f.known {
+				delete(f.known, k)
+				break
+			}
+		}
+		f.known[p.key] = struct{}{}
+	}
+	f.mu.Unlock()
+	c.passed = p.arrived
+	close(c.over)
 }
 
 // answered is called before the toolkit writes a reply of its own: the body is left
@@ -184,6 +260,9 @@ func (p *passage) done() {
 }
 
 func (p *passage) WriteHeader(code int) {
+	if c := p.check; c != nil && c.status == 0 {
+		c.status, c.header = code, p.ResponseWriter.Header().Clone()
+	}
 	p.answered()
 	p.ResponseWriter.WriteHeader(code)
 }
