@@ -268,15 +268,10 @@ func (b *builder) rule(r *config.Rule) {
 			suffix := quantity.QuantileSuffix(q)
 			ts = append(ts, target{Expr: family(suffix), Legend: strings.TrimPrefix(suffix, "_window_") + " {{instance}} " + legend})
 		}
-		b.add(timeseries("Quantiles over $window, per instance", "Each instance's quantiles of the values over the window (within 1%). Quantiles of several instances do not add: see the fleet-wide panel when the rule has buckets.", sumUnit, ts...), 12, 8)
+		b.add(timeseries("Quantiles over $window, per instance", "Each instance's quantiles of the values over the window (within 1%). Quantiles of several instances do not add: see the fleet-wide panel, which a rule with buckets or a native histogram has.", sumUnit, ts...), 12, 8)
 	}
-	if len(r.Buckets) > 0 {
-		buckets := "sum by (le) (" + family(quantity.HistogramSuffix+"_bucket") + ")"
-		var ts []target
-		for _, q := range quantity.DefaultQuantiles {
-			ts = append(ts, target{Expr: fmt.Sprintf("histogram_quantile(%v, %s)", q, buckets), Legend: strings.TrimPrefix(quantity.QuantileSuffix(q), "_window_")})
-		}
-		b.add(timeseries("Fleet-wide quantiles over $window", "From every instance's window histogram (buckets add up across instances; never rate() them): histogram_quantile's estimate, as exact as the buckets.", sumUnit, ts...), 12, 8)
+	if len(r.Buckets) > 0 || r.NativeHistogram {
+		b.add(fleetQuantiles(r, family), 12, 8)
 	}
 	if a.Distinct {
 		b.add(timeseries("Different values over $window, per instance", "How many different values of the rule's distinct: template each instance saw over the window (within max(2, 2%)). Counts of several instances do not add: a value seen by two counts twice in their sum.",
@@ -299,6 +294,38 @@ func (b *builder) rule(r *config.Rule) {
 		t := target{Expr: "topk(10, sum" + grouping + " (" + family(quantity.Suffix("window")) + "))", Legend: legend, Instant: true, Format: "table"}
 		b.add(table("Top 10 in $window", "The label sets with the largest sums over the window.", sumUnit, t), 12, 8)
 	}
+}
+
+// fleetQuantiles is the panel of a rule's quantiles across instances, from its window
+// histograms, which add: histogram_quantile over the sum of the classic buckets, or of the
+// native histogram (protobuf scrapes only), whichever Prometheus stored.
+func fleetQuantiles(r *config.Rule, family func(suffix string) string) panel {
+	qs := r.Quantiles
+	if len(qs) == 0 {
+		qs = quantity.DefaultQuantiles
+	}
+	description := "From every instance's window histogram (they add up across instances; never rate() them): histogram_quantile's estimate"
+	switch {
+	case len(r.Buckets) == 0:
+		description += ", within 2%, from the native histogram, which only a protobuf scrape carries: no data unless Prometheus scrapes native histograms (Prometheus 3: scrape_native_histograms: true; 2.40 on: --enable-feature=native-histograms)."
+	case r.NativeHistogram:
+		description += ": from the classic buckets, as exact as they are, or else from the native histogram (within 2%) when Prometheus scrapes native histograms and keeps no classic ones."
+	default:
+		description += ", as exact as the buckets."
+	}
+	var ts []target
+	for _, q := range qs {
+		var exprs []string
+		if len(r.Buckets) > 0 {
+			exprs = append(exprs, fmt.Sprintf("histogram_quantile(%v, sum by (le) (%s))", q, family(quantity.HistogramSuffix+"_bucket")))
+		}
+		if r.NativeHistogram {
+			exprs = append(exprs, fmt.Sprintf("histogram_quantile(%v, sum (%s))", q, family(quantity.HistogramSuffix)))
+		}
+		ts = append(ts, target1(strings.Join(exprs, " or "), strings.TrimPrefix(quantity.QuantileSuffix(q), "_window_")))
+	}
+	sumUnit, _ := units(r)
+	return timeseries("Fleet-wide quantiles over $window", description, sumUnit, ts...)
 }
 
 // health adds the exporter's own row: what it reads, drops and holds, and its config.
