@@ -130,11 +130,18 @@ func load(t *testing.T, rules string) (*config.Config, string) {
 	return cfg, log
 }
 
+// exposure is what the exporter exposes under a series name: the window label values
+// seen, and the label names.
+type exposure struct {
+	windows []string
+	labels  map[string]bool
+}
+
 // exposed runs the rules over the log with the exporter's replay (text) and with its
 // collector in protobuf, the only format with native histograms, and returns each series
-// name a query can select with the window label values seen: a histogram's classic
-// buckets as <family>_bucket, a native histogram as <family>.
-func exposed(t *testing.T, cfg *config.Config, log string) map[string][]string {
+// name a query can select: a histogram's classic buckets as <family>_bucket, a native
+// histogram as <family>.
+func exposed(t *testing.T, cfg *config.Config, log string) map[string]*exposure {
 	t.Helper()
 	var out bytes.Buffer
 	opts := pipeline.Options{Now: time.Now, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
@@ -146,7 +153,7 @@ func exposed(t *testing.T, cfg *config.Config, log string) map[string][]string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := map[string][]string{}
+	got := map[string]*exposure{}
 	add := func(mf *dto.MetricFamily) {
 		for _, m := range mf.GetMetric() {
 			names := []string{mf.GetName()}
@@ -160,12 +167,18 @@ func exposed(t *testing.T, cfg *config.Config, log string) map[string][]string {
 				}
 			}
 			for _, name := range names {
-				if _, ok := got[name]; !ok {
-					got[name] = nil
+				e := got[name]
+				if e == nil {
+					e = &exposure{labels: map[string]bool{}}
+					got[name] = e
+				}
+				if strings.HasSuffix(name, "_bucket") {
+					e.labels["le"] = true // a bucket's bound, a label of the series
 				}
 				for _, lp := range m.GetLabel() {
-					if lp.GetName() == "window" && !slices.Contains(got[name], lp.GetValue()) {
-						got[name] = append(got[name], lp.GetValue())
+					e.labels[lp.GetName()] = true
+					if lp.GetName() == "window" && !slices.Contains(e.windows, lp.GetValue()) {
+						e.windows = append(e.windows, lp.GetValue())
 					}
 				}
 			}
@@ -246,12 +259,20 @@ func decode(t *testing.T, b []byte) *parsed {
 	return &d
 }
 
+// groupedBy finds the labels of an aggregation's by (...) clause.
+var groupedBy = regexp.MustCompile(`\bby \(([^)]*)\)`)
+
+// legendLabel finds the labels a legend format names.
+var legendLabel = regexp.MustCompile(`\{\{(\w+)\}\}`)
+
 // metricRef finds metric names selected in PromQL: a name followed by its matchers.
 var metricRef = regexp.MustCompile(`([a-zA-Z_:][a-zA-Z0-9_:]*)\{`)
 
 // TestPanelsMatchExporter compares the dashboard with what the exporter exposes for the
-// same rules: every windowed family of every rule has a panel, every family a query
-// selects is exposed, and the window variable offers exactly the window label values.
+// same rules, in text and in protobuf: every windowed family of every rule has a panel
+// (a native histogram too), every family a query selects is exposed with the labels it
+// groups by and its legend names, and the window variable offers exactly the window label
+// values.
 func TestPanelsMatchExporter(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -266,16 +287,43 @@ func TestPanelsMatchExporter(t *testing.T) {
 			used := map[string]bool{}
 			for _, p := range d.Panels {
 				for _, tg := range p.Targets {
+					// The labels a query groups by or names in its legend are on a family it
+					// selects, or are the target's that Prometheus adds.
+					labels := map[string]bool{"job": true, "instance": true}
 					for _, m := range metricRef.FindAllStringSubmatch(tg.Expr, -1) {
 						used[m[1]] = true
-						if _, ok := have[m[1]]; !ok && !strings.HasPrefix(m[1], "logwindow_") {
+						if strings.HasPrefix(m[1], "logwindow_") {
+							labels = nil // a self-metric: not replayed with its labels
+							continue
+						}
+						e, ok := have[m[1]]
+						if !ok {
 							t.Errorf("panel %q selects %s, which the exporter does not expose", p.Title, m[1])
+							continue
+						}
+						for l := range e.labels {
+							if labels != nil {
+								labels[l] = true
+							}
+						}
+					}
+					var named []string
+					for _, g := range groupedBy.FindAllStringSubmatch(tg.Expr, -1) {
+						named = append(named, strings.Split(g[1], ", ")...)
+					}
+					for _, l := range legendLabel.FindAllStringSubmatch(tg.Legend, -1) {
+						named = append(named, l[1])
+					}
+					for _, l := range named {
+						if labels != nil && !labels[l] {
+							t.Errorf("panel %q: %s or its legend names the label %s, which no family it selects has", p.Title, tg.Expr, l)
 						}
 					}
 				}
 			}
 			var windows []string
-			for name, ws := range have {
+			for name, e := range have {
+				ws := e.windows
 				if len(ws) == 0 {
 					continue // _total and self-metrics: not windowed
 				}
