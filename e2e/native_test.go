@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -23,6 +24,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/logwindow/logwindow_exporter/internal/testutil/deploytest"
 	"github.com/logwindow/logwindow_exporter/internal/testutil/testexec"
 )
 
@@ -98,16 +100,27 @@ func nativePrometheus(t *testing.T, p testexec.Prometheus, dir string, targets .
 	return promv1.NewAPI(client)
 }
 
+// quantileQuery is a query of the fleet's quantile q.
+type quantileQuery struct {
+	q    float64
+	expr string
+}
+
 // checkFleetQuantiles waits until Prometheus has scraped every value of the fleet in the
 // window distribution family, then wants histogram_quantile over the sum of every pod's
-// native histogram within fleetError of the exact quantile of all values.
-func checkFleetQuantiles(ctx context.Context, t *testing.T, prom promv1.API, family string) {
+// native histogram, and each of more, within fleetError of the exact quantile of all
+// values.
+func checkFleetQuantiles(ctx context.Context, t *testing.T, prom promv1.API, family string, more ...quantileQuery) {
 	t.Helper()
 	all := allLatencies()
 	sum := fmt.Sprintf(`sum(%s{job=%q, window="5m"})`, family, job)
 	waitExact(ctx, t, prom, []exact{{"histogram_count(" + sum + ")", map[string]float64{"{}": float64(len(all))}}})
+	var qs []quantileQuery
 	for _, q := range fleetQuantiles {
-		expr := fmt.Sprintf("histogram_quantile(%g, %s)", q, sum)
+		qs = append(qs, quantileQuery{q, fmt.Sprintf("histogram_quantile(%g, %s)", q, sum)})
+	}
+	for _, qq := range append(qs, more...) {
+		q, expr := qq.q, qq.expr
 		got, err := query(ctx, prom, expr)
 		if err != nil {
 			t.Fatalf("%s: %v", expr, err)
@@ -276,7 +289,8 @@ func hasNativeHistogram(t *testing.T, e *testexec.Exporter, family string) bool 
 // pod's request times and one of a slow pod's with fewer lines, and one Prometheus
 // scraping both with native histograms: histogram_quantile(q, sum(...)) over their window
 // distributions is within 2% of the exact quantiles of all the values of both logs, for
-// the p99, p90 and p50, with no buckets in the rules.
+// the p99, p90 and p50, with no buckets in the rules; so are the queries of the fleet-wide
+// quantile panel --dashboard makes for the rules.
 func TestFleetNativeHistograms(t *testing.T) {
 	if testing.Short() && !testexec.Required {
 		t.Skip("-short: the end-to-end test runs two built exporters and Prometheus")
@@ -307,11 +321,42 @@ func TestFleetNativeHistograms(t *testing.T) {
 		writeFileLines(t, filepath.Join(dir, p.name+".log"), strings.Join(lines, "\n"), 1)
 		exporters[i].WaitLines(t, float64(p.n))
 	}
+	panel := fleetPanelQueries(t, bin, filepath.Join(dir, fleetPods[0].name+".yaml"))
 	for _, p := range proms {
 		t.Run("prometheus "+p.Name(), func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 			defer cancel()
-			checkFleetQuantiles(ctx, t, nativePrometheus(t, p, filepath.Join(dir, "prometheus-"+p.Name()), addrs...), family)
+			checkFleetQuantiles(ctx, t, nativePrometheus(t, p, filepath.Join(dir, "prometheus-"+p.Name()), addrs...), family, panel...)
 		})
 	}
+}
+
+// fleetPanelQueries returns the queries of the fleet-wide quantile panel of the dashboard
+// bin --dashboard makes for the rule file config, over every instance of the job and the
+// 5m window.
+func fleetPanelQueries(t *testing.T, bin, config string) []quantileQuery {
+	t.Helper()
+	out, err := exec.Command(bin, "--config.file="+config, "--dashboard").Output()
+	if err != nil {
+		t.Fatalf("--dashboard: %v", err)
+	}
+	qs, err := deploytest.DashboardQueries(out, deploytest.Vars{Job: job, Instance: ".+", Window: "5m", RateInterval: "1m"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var panel []quantileQuery
+	for _, q := range qs {
+		if !strings.HasPrefix(q.Source, `panel "Fleet-wide quantiles`) {
+			continue
+		}
+		var quantile float64
+		if _, err := fmt.Sscanf(q.Expr, "histogram_quantile(%g,", &quantile); err != nil {
+			t.Fatalf("%s: %s: %v", q.Source, q.Expr, err)
+		}
+		panel = append(panel, quantileQuery{quantile, q.Expr})
+	}
+	if len(panel) != len(fleetQuantiles) {
+		t.Fatalf("the dashboard's fleet-wide quantile panel has %d queries, want one per quantile of the rule (%d)", len(panel), len(fleetQuantiles))
+	}
+	return panel
 }

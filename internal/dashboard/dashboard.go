@@ -164,11 +164,12 @@ func (b *builder) nextID() int {
 	return b.id
 }
 
-// row starts a new row panel across the whole width.
-func (b *builder) row(title, description string) {
+// row starts a new row panel across the whole width. A row has a title only: Grafana's
+// schema has no description for it, and shows none.
+func (b *builder) row(title string) {
 	b.newline()
 	b.panels = append(b.panels, panel{
-		Type: "row", Title: title, Description: description, ID: b.nextID(),
+		Type: "row", Title: title, ID: b.nextID(),
 		GridPos: gridPos{H: 1, W: 24, X: 0, Y: b.y}, Panels: []panel{},
 	})
 	b.y++
@@ -228,25 +229,29 @@ func by(r *config.Rule) (grouping, legend string) {
 
 // rule adds the row of one rule: a panel per family it exports.
 func (b *builder) rule(r *config.Rule) {
-	help := r.Help
-	if help == "" {
-		help = "Rule " + r.Name + "."
+	b.row(r.Name)
+	// The help heads every panel's description, as Grafana shows no row's.
+	help := literal(r.Help)
+	add := func(p panel, w, h int) {
+		if help != "" {
+			p.Description = help + "\n\n" + p.Description
+		}
+		b.add(p, w, h)
 	}
-	b.row(r.Name, help)
 	sumUnit, rateUnit := units(r)
 	grouping, legend := by(r)
 	family := func(suffix string) string { return r.Name + suffix + "{" + windowScope + "}" }
 	a := r.Aggregations
 	if a.Window {
-		b.add(stat(r.Name+" in $window", "The rule's sum over the window, all series and instances.",
+		add(stat(r.Name+" in $window", "The rule's sum over the window, all series and instances.",
 			sumUnit, "sum("+family(quantity.Suffix("window"))+")"), 6, 8)
 	}
 	if a.PerSecond {
-		b.add(timeseries("Per second over $window", "The window's sum divided by its seconds, by the rule's labels: each point is the mean rate over the window ending there.",
+		add(timeseries("Per second over $window", "The window's sum divided by its seconds, by the rule's labels: each point is the mean rate over the window ending there.",
 			rateUnit, target1("sum"+grouping+" ("+family(quantity.Suffix("per_second"))+")", legend)), 9, 8)
 	}
 	if a.Events {
-		b.add(timeseries("Lines in $window", "Matched lines in the window (the sum counts their values).",
+		add(timeseries("Lines in $window", "Matched lines in the window (the sum counts their values).",
 			"short", target1("sum"+grouping+" ("+family(quantity.Suffix("events"))+")", legend)), 9, 8)
 	}
 	if a.Max || a.Min || a.Mean {
@@ -260,7 +265,7 @@ func (b *builder) rule(r *config.Rule) {
 		if a.Min {
 			ts = append(ts, target{Expr: "min" + grouping + " (" + family(quantity.Suffix("min")) + ")", Legend: "min " + legend})
 		}
-		b.add(timeseries("Max, mean, min over $window", "Of the values the window's lines carried; over several instances, the mean is the average of their means.", sumUnit, ts...), 12, 8)
+		add(timeseries("Max, mean, min over $window", "Of the values the window's lines carried; over several instances, the mean is the average of their means.", sumUnit, ts...), 12, 8)
 	}
 	if a.Quantiles {
 		var ts []target
@@ -268,18 +273,13 @@ func (b *builder) rule(r *config.Rule) {
 			suffix := quantity.QuantileSuffix(q)
 			ts = append(ts, target{Expr: family(suffix), Legend: strings.TrimPrefix(suffix, "_window_") + " {{instance}} " + legend})
 		}
-		b.add(timeseries("Quantiles over $window, per instance", "Each instance's quantiles of the values over the window (within 1%). Quantiles of several instances do not add: see the fleet-wide panel when the rule has buckets.", sumUnit, ts...), 12, 8)
+		add(timeseries("Quantiles over $window, per instance", "Each instance's quantiles of the values over the window (within 1%). Quantiles of several instances do not add: see the fleet-wide panel, which a rule with buckets or a native histogram has.", sumUnit, ts...), 12, 8)
 	}
-	if len(r.Buckets) > 0 {
-		buckets := "sum by (le) (" + family(quantity.HistogramSuffix+"_bucket") + ")"
-		var ts []target
-		for _, q := range quantity.DefaultQuantiles {
-			ts = append(ts, target{Expr: fmt.Sprintf("histogram_quantile(%v, %s)", q, buckets), Legend: strings.TrimPrefix(quantity.QuantileSuffix(q), "_window_")})
-		}
-		b.add(timeseries("Fleet-wide quantiles over $window", "From every instance's window histogram (buckets add up across instances; never rate() them): histogram_quantile's estimate, as exact as the buckets.", sumUnit, ts...), 12, 8)
+	if len(r.Buckets) > 0 || r.NativeHistogram {
+		add(fleetQuantiles(r, family), 12, 8)
 	}
 	if a.Distinct {
-		b.add(timeseries("Different values over $window, per instance", "How many different values of the rule's distinct: template each instance saw over the window (within max(2, 2%)). Counts of several instances do not add: a value seen by two counts twice in their sum.",
+		add(timeseries("Different values over $window, per instance", "How many different values of the rule's distinct: template each instance saw over the window (within max(2, 2%)). Counts of several instances do not add: a value seen by two counts twice in their sum.",
 			"short", target{Expr: family(quantity.DistinctSuffix), Legend: "{{instance}} " + legend}), 12, 8)
 	}
 	if m := r.DistinctRegisters; m > 0 {
@@ -287,23 +287,55 @@ func (b *builder) rule(r *config.Rule) {
 		for _, l := range r.Labels {
 			labels = append(labels, l.Name)
 		}
-		b.add(timeseries("Different values over $window, all instances", fmt.Sprintf("How many different values of the rule's distinct: template the selected instances saw together over the window: HyperLogLog's estimate over the maximum of their %d registers (within about %.2g%%, 1.04/√%d, at one standard error).", m, 104/math.Sqrt(float64(m)), m),
+		add(timeseries("Different values over $window, all instances", fmt.Sprintf("How many different values of the rule's distinct: template the selected instances saw together over the window: HyperLogLog's estimate over the maximum of their %d registers (within about %.2g%%, 1.04/√%d, at one standard error).", m, 104/math.Sqrt(float64(m)), m),
 			"short", target1(FleetDistinct(family(quantity.DistinctRegisterSuffix), m, labels), legend)), 12, 8)
 	}
 	if t := r.Top; t != nil {
 		q := target{Expr: fmt.Sprintf("topk(%d, sum by (%s) (%s))", t.K, t.Label, family(quantity.TopSuffix)), Legend: "{{" + t.Label + "}}", Instant: true, Format: "table"}
-		b.add(table(fmt.Sprintf("Top %d values of %s in $window", t.K, t.Label), "The values of "+t.Label+" with the largest sums over the window, summed over instances and the rule's other labels. "+
+		add(table(fmt.Sprintf("Top %d values of %s in $window", t.K, t.Label), "The values of "+t.Label+" with the largest sums over the window, summed over instances and the rule's other labels. "+
 			"Each instance exports its own top values, each at most its window's total/(capacity+1) below the true sum: a value under an instance's k-th is missing from that instance's share.", sumUnit, q), 12, 8)
 	}
 	if len(r.Labels) > 0 && a.Window {
 		t := target{Expr: "topk(10, sum" + grouping + " (" + family(quantity.Suffix("window")) + "))", Legend: legend, Instant: true, Format: "table"}
-		b.add(table("Top 10 in $window", "The label sets with the largest sums over the window.", sumUnit, t), 12, 8)
+		add(table("Top 10 in $window", "The label sets with the largest sums over the window.", sumUnit, t), 12, 8)
 	}
+}
+
+// fleetQuantiles is the panel of a rule's quantiles across instances, from its window
+// histograms, which add: histogram_quantile over the sum of the classic buckets, or of the
+// native histogram (protobuf scrapes only), whichever Prometheus stored.
+func fleetQuantiles(r *config.Rule, family func(suffix string) string) panel {
+	qs := r.Quantiles
+	if len(qs) == 0 {
+		qs = quantity.DefaultQuantiles
+	}
+	description := "From every instance's window histogram (they add up across instances; never `rate()` them): `histogram_quantile`'s estimate"
+	switch {
+	case len(r.Buckets) == 0:
+		description += ", within 2%, from the native histogram, which only a protobuf scrape carries: no data unless Prometheus scrapes native histograms (Prometheus 3: `scrape_native_histograms: true`; 2.40 on: `--enable-feature=native-histograms`)."
+	case r.NativeHistogram:
+		description += ": from the classic buckets, as exact as they are, or else from the native histogram (within 2%) when Prometheus scrapes native histograms and keeps no classic ones."
+	default:
+		description += ", as exact as the buckets."
+	}
+	var ts []target
+	for _, q := range qs {
+		var exprs []string
+		if len(r.Buckets) > 0 {
+			exprs = append(exprs, fmt.Sprintf("histogram_quantile(%v, sum by (le) (%s))", q, family(quantity.HistogramSuffix+"_bucket")))
+		}
+		if r.NativeHistogram {
+			exprs = append(exprs, fmt.Sprintf("histogram_quantile(%v, sum (%s))", q, family(quantity.HistogramSuffix)))
+		}
+		ts = append(ts, target1(strings.Join(exprs, " or "), strings.TrimPrefix(quantity.QuantileSuffix(q), "_window_")))
+	}
+	sumUnit, _ := units(r)
+	return timeseries("Fleet-wide quantiles over $window", description, sumUnit, ts...)
 }
 
 // health adds the exporter's own row: what it reads, drops and holds, and its config.
 func (b *builder) health(cfg *config.Config) {
-	b.row("Exporter health", "logwindow_exporter's self-metrics.")
+	b.row("Exporter health")
 	sel := "{" + scope + "}"
 	rate := func(family string) string { return "rate(" + family + sel + "[$__rate_interval])" }
 	b.add(timeseries("Lines read/s by input, and those no rule matched", "A rising unmatched rate is a log format the rules do not parse.", "short",
@@ -321,13 +353,38 @@ func (b *builder) health(cfg *config.Config) {
 			target{Expr: "sum by (input) (" + rate(selfmetric.InputMalformedDatagrams.Name) + ")", Legend: "{{input}} malformed", Range: true},
 			target{Expr: "sum by (input, reason) (" + rate(selfmetric.InputDroppedDatagrams.Name) + ")", Legend: "{{input}} dropped ({{reason}})", Range: true}), 8, 8)
 	}
-	b.add(timeseries("Series vs budget by rule", "Live label sets over max_series_per_rule; at 100% new label sets fold into __overflow__.", "percentunit",
+	b.add(timeseries("Series vs budget by rule", "Live label sets over `max_series_per_rule`; at 100% new label sets fold into `__overflow__`.", "percentunit",
 		target1("max by (rule) ("+selfmetric.RuleSeries.Name+sel+" / "+selfmetric.RuleSeriesLimit.Name+sel+")", "{{rule}}")), 12, 8)
 	b.add(stat("Last config reload", "1: the running rules are the file's; 0: the last reload was refused.", "none",
 		"min("+selfmetric.ConfigLastReloadSuccessful.Name+sel+")"), 6, 8)
 	version := stat("Exporter version", "", "none", "count by (version) ("+buildInfo+sel+")")
 	version.Targets[0].Legend = "{{version}}"
 	b.add(version, 6, 8)
+}
+
+// literal makes text from the rule file read as written in a panel's description, which
+// Grafana passes through its template service ($var, ${var}, [[var]], $__interval ...)
+// and then renders as Markdown: what either gives a meaning becomes an HTML character
+// reference, which neither substitutes and Markdown turns back into the character. Its
+// whitespace is folded to single spaces, as Markdown would show it, so that no line
+// starts a list, a heading or a quote, and a Markdown marker left at its start is made a
+// reference too.
+func literal(text string) string {
+	text = strings.Join(strings.Fields(text), " ")
+	var out strings.Builder
+	for i, c := range text {
+		special := strings.ContainsRune("$[]*_`\\<>&|~", c)
+		// At the start: a heading, a list item (-, +, or digits then . or )), a setext
+		// underline.
+		lead := i == 0 && strings.ContainsRune("#-+=", c) ||
+			(c == '.' || c == ')') && i > 0 && strings.TrimLeft(text[:i], "0123456789") == ""
+		if special || lead {
+			fmt.Fprintf(&out, "&#%d;", c)
+			continue
+		}
+		out.WriteRune(c)
+	}
+	return out.String()
 }
 
 func target1(expr, legend string) target { return target{Expr: expr, Legend: legend, Range: true} }

@@ -3,6 +3,7 @@ package dashboard
 import (
 	"bytes"
 	"encoding/json"
+	"html"
 	"io"
 	"log/slog"
 	"os"
@@ -13,11 +14,15 @@ import (
 	"testing"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
 	"github.com/logwindow/logwindow_exporter/config"
 	"github.com/logwindow/logwindow_exporter/internal/pipeline"
+	"github.com/logwindow/logwindow_exporter/internal/scrape"
+	"github.com/logwindow/logwindow_exporter/internal/store"
+	logparser "github.com/logwindow/logwindow_exporter/parser"
 )
 
 // lines are what every case's rules read: each rule matches all of them.
@@ -91,6 +96,19 @@ rules:
     labels: {path: '${path}'}
     top: {label: path, k: 5, min: 100}
 `},
+	{"quantiles without buckets, and a native histogram beside buckets", `
+rules:
+  - name: request_duration_seconds
+    match: '^\S+ (?P<path>\S+) \d+ (?P<took>[\d.]+)'
+    value: took
+    labels: {path: '${path}'}
+    aggregations: [quantiles]
+  - name: response_bytes
+    match: ' (?P<bytes>\d+)$'
+    value: bytes
+    buckets: [100, 1000]
+    native_histogram: true
+`},
 }
 
 // load writes a rule file reading a log of lines and loads it.
@@ -112,9 +130,18 @@ func load(t *testing.T, rules string) (*config.Config, string) {
 	return cfg, log
 }
 
-// exposed runs the rules over the log with the exporter's replay and returns each family
-// it exposes with the window label values seen.
-func exposed(t *testing.T, cfg *config.Config, log string) map[string][]string {
+// exposure is what the exporter exposes under a series name: the window label values
+// seen, and the label names.
+type exposure struct {
+	windows []string
+	labels  map[string]bool
+}
+
+// exposed runs the rules over the log with the exporter's replay (text) and with its
+// collector in protobuf, the only format with native histograms, and returns each series
+// name a query can select: a histogram's classic buckets as <family>_bucket, a native
+// histogram as <family>.
+func exposed(t *testing.T, cfg *config.Config, log string) map[string]*exposure {
 	t.Helper()
 	var out bytes.Buffer
 	opts := pipeline.Options{Now: time.Now, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
@@ -126,18 +153,87 @@ func exposed(t *testing.T, cfg *config.Config, log string) map[string][]string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := map[string][]string{}
-	for name, mf := range families {
-		got[name] = nil
+	got := map[string]*exposure{}
+	add := func(mf *dto.MetricFamily) {
 		for _, m := range mf.GetMetric() {
-			for _, lp := range m.GetLabel() {
-				if lp.GetName() == "window" && !slices.Contains(got[name], lp.GetValue()) {
-					got[name] = append(got[name], lp.GetValue())
+			names := []string{mf.GetName()}
+			if h := m.GetHistogram(); h != nil {
+				names = nil
+				if len(h.GetBucket()) > 0 {
+					names = append(names, mf.GetName()+"_bucket")
+				}
+				if h.GetZeroThreshold() > 0 || len(h.GetPositiveSpan())+len(h.GetNegativeSpan()) > 0 {
+					names = append(names, mf.GetName())
+				}
+			}
+			for _, name := range names {
+				e := got[name]
+				if e == nil {
+					e = &exposure{labels: map[string]bool{}}
+					got[name] = e
+				}
+				if strings.HasSuffix(name, "_bucket") {
+					e.labels["le"] = true // a bucket's bound, a label of the series
+				}
+				for _, lp := range m.GetLabel() {
+					e.labels[lp.GetName()] = true
+					if lp.GetName() == "window" && !slices.Contains(e.windows, lp.GetValue()) {
+						e.windows = append(e.windows, lp.GetValue())
+					}
 				}
 			}
 		}
 	}
+	for _, mf := range families {
+		add(mf)
+	}
+	for _, mf := range protobufScrape(t, cfg, log) {
+		add(mf)
+	}
 	return got
+}
+
+// protobufScrape feeds the log's lines through the rules' parser and store and returns
+// what a protobuf scrape of them exposes.
+func protobufScrape(t *testing.T, cfg *config.Config, log string) []*dto.MetricFamily {
+	t.Helper()
+	p, err := logparser.New(cfg.Rules)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.SetInputs(cfg.Inputs)
+	set, err := store.NewSetWith(cfg, nil, store.SetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const now = 1_700_000_000
+	sink := set.NewSink()
+	sink.SetNow(now, now)
+	data, err := os.ReadFile(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for line := range strings.Lines(string(data)) {
+		p.Parse(cfg.Inputs[0].Name, []byte(strings.TrimSuffix(line, "\n")), sink)
+	}
+	sink.Flush()
+	c := scrape.NewCollector(scrape.Options{Set: func() *store.Set { return set }, Now: func() int64 { return now }, Start: now})
+	format := expfmt.NewFormat(expfmt.TypeProtoDelim)
+	var buf bytes.Buffer
+	if err := c.Encode(&buf, nil, format); err != nil {
+		t.Fatal(err)
+	}
+	var out []*dto.MetricFamily
+	dec := expfmt.NewDecoder(&buf, format)
+	for {
+		mf := &dto.MetricFamily{}
+		if err := dec.Decode(mf); err == io.EOF {
+			return out
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, mf)
+	}
 }
 
 // parsed is the part of the JSON the tests read, decoded strictly.
@@ -163,12 +259,20 @@ func decode(t *testing.T, b []byte) *parsed {
 	return &d
 }
 
+// groupedBy finds the labels of an aggregation's by (...) clause.
+var groupedBy = regexp.MustCompile(`\bby \(([^)]*)\)`)
+
+// legendLabel finds the labels a legend format names.
+var legendLabel = regexp.MustCompile(`\{\{(\w+)\}\}`)
+
 // metricRef finds metric names selected in PromQL: a name followed by its matchers.
 var metricRef = regexp.MustCompile(`([a-zA-Z_:][a-zA-Z0-9_:]*)\{`)
 
 // TestPanelsMatchExporter compares the dashboard with what the exporter exposes for the
-// same rules: every windowed family of every rule has a panel, every family a query
-// selects is exposed, and the window variable offers exactly the window label values.
+// same rules, in text and in protobuf: every windowed family of every rule has a panel
+// (a native histogram too), every family a query selects is exposed with the labels it
+// groups by and its legend names, and the window variable offers exactly the window label
+// values.
 func TestPanelsMatchExporter(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -183,21 +287,43 @@ func TestPanelsMatchExporter(t *testing.T) {
 			used := map[string]bool{}
 			for _, p := range d.Panels {
 				for _, tg := range p.Targets {
+					// The labels a query groups by or names in its legend are on a family it
+					// selects, or are the target's that Prometheus adds.
+					labels := map[string]bool{"job": true, "instance": true}
 					for _, m := range metricRef.FindAllStringSubmatch(tg.Expr, -1) {
 						used[m[1]] = true
-						// A histogram's _bucket series belong to its family.
-						if base, ok := strings.CutSuffix(m[1], "_bucket"); ok && have[base] != nil {
-							used[base] = true
+						if strings.HasPrefix(m[1], "logwindow_") {
+							labels = nil // a self-metric: not replayed with its labels
 							continue
 						}
-						if _, ok := have[m[1]]; !ok && !strings.HasPrefix(m[1], "logwindow_") {
+						e, ok := have[m[1]]
+						if !ok {
 							t.Errorf("panel %q selects %s, which the exporter does not expose", p.Title, m[1])
+							continue
+						}
+						for l := range e.labels {
+							if labels != nil {
+								labels[l] = true
+							}
+						}
+					}
+					var named []string
+					for _, g := range groupedBy.FindAllStringSubmatch(tg.Expr, -1) {
+						named = append(named, strings.Split(g[1], ", ")...)
+					}
+					for _, l := range legendLabel.FindAllStringSubmatch(tg.Legend, -1) {
+						named = append(named, l[1])
+					}
+					for _, l := range named {
+						if labels != nil && !labels[l] {
+							t.Errorf("panel %q: %s or its legend names the label %s, which no family it selects has", p.Title, tg.Expr, l)
 						}
 					}
 				}
 			}
 			var windows []string
-			for name, ws := range have {
+			for name, e := range have {
+				ws := e.windows
 				if len(ws) == 0 {
 					continue // _total and self-metrics: not windowed
 				}
@@ -266,6 +392,13 @@ func TestSchemaFacts(t *testing.T) {
 						taken[cell{x, y}] = p.Title
 					}
 				}
+				// Grafana substitutes variables in a description and renders it as Markdown:
+				// either turns the dashboard's own words into something else but in a
+				// code span.
+				text := codeSpan.ReplaceAllString(characterReference.ReplaceAllString(p.Description, ""), "")
+				if m := markdownSyntax.FindString(text) + grafanaVariable.FindString(text); m != "" {
+					t.Errorf("panel %q: description %q holds %q", p.Title, p.Description, m)
+				}
 				if p.Type == "row" {
 					if len(p.Targets) > 0 {
 						t.Errorf("row %q has queries", p.Title)
@@ -324,9 +457,9 @@ func TestOptionsDefaults(t *testing.T) {
 }
 
 // TestHostileText: help text, label values and a rule file name holding what JSON, PromQL
-// and Grafana's templates give a meaning (quotes, backslashes, $, braces, newlines) come
-// out as written in the JSON's texts, and never reach a query: every string a query holds
-// is one of the dashboard's variables.
+// and Grafana's templates give a meaning (quotes, backslashes, $, braces, newlines) never
+// reach a query: every string a query holds is one of the dashboard's variables; the file's
+// name makes the title as written (TestHelpReadsAsWritten follows the help).
 func TestHostileText(t *testing.T) {
 	help := "Say \"hi\" \\ back\\slash $job ${window} {{instance}} } {\nsecond line </script>"
 	rules := `
@@ -365,8 +498,86 @@ rules:
 			}
 		}
 	}
-	if row == nil || row.Description != help {
-		t.Fatalf("the rule's row is missing, or its description is not the help as written: %+v", row)
+	if row == nil {
+		t.Fatal("the rule's row is missing")
+	}
+}
+
+// grafanaVariable is the variable reference Grafana's template service substitutes
+// (variableRegex of public/app/features/variables/utils.ts): $var, [[var]], [[var:fmt]],
+// ${var}, ${var.path} and ${var:fmt}.
+var grafanaVariable = regexp.MustCompile(`\$(\w+)|\[\[([\s\S]+?)(?::(\w+))?\]\]|\$\{(\w+)(?:\.([^:^\}]+))?(?::([^\}]+))?\}`)
+
+// shown is what Grafana shows of a panel description: its variables replaced (every
+// reference, as the dashboard's variables and the built-in ones such as $__interval may
+// be any), then rendered as Markdown, modelled here for text that holds no Markdown
+// syntax: its character references decoded and its line breaks soft (a space).
+func shown(description string) string {
+	s := grafanaVariable.ReplaceAllString(description, "VALUE")
+	s = html.UnescapeString(s)
+	return strings.Join(strings.Fields(s), " ")
+}
+
+// markdownSyntax finds what Markdown gives a meaning: emphasis, code, links, HTML,
+// character references, escapes, tables and strikethrough anywhere, and headings, lists,
+// quotes and setext underlines at the start of a line.
+var markdownSyntax = regexp.MustCompile("[*_`\\[\\]<>&|~\\\\]|(?m)^\\s*(?:[#>=+-]|\\d+[.)])")
+
+// codeSpan is a Markdown code span, which shows its text as written.
+var codeSpan = regexp.MustCompile("`[^`]*`")
+
+// characterReference is a decimal character reference, which the model of Markdown decodes.
+var characterReference = regexp.MustCompile(`&#[0-9]+;`)
+
+// TestHelpReadsAsWritten: a rule's help is shown in the description of each of its
+// panels, and reads there as written although Grafana substitutes variables in a
+// description and renders it as Markdown.
+func TestHelpReadsAsWritten(t *testing.T) {
+	for _, help := range []string{
+		"Requests by $instance and ${job}, every $__interval.",
+		"[[window]] and [[job:raw]] and ${instance:csv} and ${job.text}",
+		"Time nginx spent on requests ($request_time); _window_events counts them.",
+		"*bold* _it_ `code` <b>tag</b> [link](http://x) &amp; a\\b ~~gone~~ a|b",
+		"- not a list\n1. nor this\n# nor a heading\n> nor a quote",
+		"costs $5 and $$ and a lone $",
+	} {
+		t.Run(help, func(t *testing.T) {
+			cfg, _ := load(t, `
+rules:
+  - name: requests
+    help: `+strconvQuote(help)+`
+    match: '^(?P<method>\S+)'
+    labels: {method: '${method}'}
+`)
+			out, err := New(cfg, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := strings.Join(strings.Fields(help), " ")
+			panels := 0
+			for _, p := range decode(t, out).Panels {
+				if p.Type == "row" {
+					if p.Description != "" {
+						t.Errorf("row %q has a description, which Grafana's rows do not show", p.Title)
+					}
+					continue
+				}
+				if strings.HasPrefix(p.Title, "Exporter") || !strings.Contains(p.Targets[0].Expr, "requests_") {
+					continue
+				}
+				panels++
+				help, _, _ := strings.Cut(p.Description, "\n\n")
+				if got := shown(help); got != want {
+					t.Errorf("panel %q shows the help as %q, want %q", p.Title, got, want)
+				}
+				if m := markdownSyntax.FindString(characterReference.ReplaceAllString(help, "")); m != "" {
+					t.Errorf("panel %q: the help's description holds Markdown %q: %q", p.Title, m, help)
+				}
+			}
+			if panels == 0 {
+				t.Error("no panel of the rule")
+			}
+		})
 	}
 }
 
