@@ -37,6 +37,10 @@ const exporterName = "logwindow_exporter"
 // nginxlog-exporter 4040, the nginx exporters 9113/9147/9913).
 const defaultListenAddress = ":9907"
 
+// rootFS is the machine's file system, where memlimit finds the container's memory limit;
+// tests put a fake cgroup in its place.
+var rootFS fs.FS = os.DirFS("/")
+
 func main() {
 	stampFromBuildInfo()
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
@@ -183,9 +187,15 @@ func run(args []string, stdout, stderr io.Writer) int {
 		// restart that the user meant to keep.
 		logger.Warn("--storage.snapshot-interval does nothing without --storage.path: no state is kept across restarts")
 	}
-	bound, err := memlimit.Choose(os.DirFS("/"), *maxBytes, maxBytesSet)
-	if err != nil {
+	bound, err := memlimit.Choose(rootFS, *maxBytes, maxBytesSet)
+	switch {
+	case err != nil && maxBytesSet:
+		logger.Warn("could not read the container's memory limit: --series.max-bytes and GOMEMLIMIT are not checked against it", "err", err)
+	case err != nil:
 		logger.Warn("could not read the container's memory limit: --series.max-bytes defaults to 512MiB", "err", err)
+	}
+	if err := bound.CheckFlag(); err != nil {
+		logger.Warn("--series.max-bytes does not fit the container's memory limit", "err", err)
 	}
 	softLimit := bound.SoftLimit
 	if os.Getenv("GOMEMLIMIT") != "" {

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"flag"
+	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 	"runtime/debug"
 	"strings"
 	"testing"
+	"testing/fstest"
 
 	"github.com/logwindow/logwindow_exporter/config"
 	"github.com/logwindow/logwindow_exporter/internal/dashboard"
@@ -378,6 +380,8 @@ func TestSmallSizeWarns(t *testing.T) {
 func TestUserMemoryLimit(t *testing.T) {
 	before := debug.SetMemoryLimit(-1)
 	t.Cleanup(func() { debug.SetMemoryLimit(before) })
+	// No cgroup: the machine's own limit would add its warnings.
+	fakeRoot(t, fstest.MapFS{})
 	for _, c := range []struct {
 		env   string
 		limit int64 // what the runtime took from env
@@ -403,6 +407,63 @@ func TestUserMemoryLimit(t *testing.T) {
 			}
 			if got := debug.SetMemoryLimit(-1); got != c.want {
 				t.Errorf("soft limit in force %d, want %d", got, c.want)
+			}
+		})
+	}
+}
+
+// fakeRoot has run read the container's memory limit from fsys for the rest of the test.
+func fakeRoot(t *testing.T, fsys fs.FS) {
+	old := rootFS
+	rootFS = fsys
+	t.Cleanup(func() { rootFS = old })
+}
+
+// TestFlagOverContainerLimit: with --series.max-bytes given, the container's limit is still
+// read, and a flag at or above it (the kernel kills the process before the bound folds a
+// label set) or a GOMEMLIMIT above it (before the runtime collects) is warned of, naming
+// the flag or GOMEMLIMIT and the limit.
+func TestFlagOverContainerLimit(t *testing.T) {
+	before := debug.SetMemoryLimit(-1)
+	t.Cleanup(func() { debug.SetMemoryLimit(before) })
+	fakeRoot(t, fstest.MapFS{
+		"proc/self/cgroup":         {Data: []byte("0::/\n")},
+		"sys/fs/cgroup/memory.max": {Data: []byte("268435456\n")},
+	})
+	for _, c := range []struct {
+		flag, env string
+		limit     int64  // what the runtime took from env
+		warns     string // what the warning names besides the limit; "" for none
+	}{
+		{"64MiB", "", math.MaxInt64, ""},
+		{"256MiB", "", math.MaxInt64, "--series.max-bytes=268435456"},
+		{"1GiB", "", math.MaxInt64, "--series.max-bytes=1073741824"},
+		{"64MiB", "200MiB", 200 << 20, ""},
+		{"64MiB", "1GiB", 1 << 30, "GOMEMLIMIT=1073741824"},
+	} {
+		t.Run("--series.max-bytes="+c.flag+",GOMEMLIMIT="+c.env, func(t *testing.T) {
+			t.Setenv("GOMEMLIMIT", c.env)
+			debug.SetMemoryLimit(c.limit)
+			var stdout, stderr bytes.Buffer
+			code := run([]string{"--config.file=example-rules.yaml", "--replay=examples/access.log", "--series.max-bytes=" + c.flag}, &stdout, &stderr)
+			// The replay's own warnings (no input of the rules reads the file) are not these.
+			var warnings []string
+			for line := range strings.Lines(stderr.String()) {
+				if strings.Contains(line, "level=WARN") && strings.Contains(line, "memory limit") {
+					warnings = append(warnings, line)
+				}
+			}
+			if code != 0 {
+				t.Fatalf("exit %d, stderr %q", code, stderr.String())
+			}
+			if c.warns == "" {
+				if len(warnings) > 0 {
+					t.Errorf("warnings of the memory limit %q, want none", warnings)
+				}
+				return
+			}
+			if len(warnings) != 1 || !strings.Contains(warnings[0], c.warns) || !strings.Contains(warnings[0], "268435456") {
+				t.Errorf("warnings of the memory limit %q, want one naming %s and the limit 268435456", warnings, c.warns)
 			}
 		})
 	}

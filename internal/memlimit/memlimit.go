@@ -41,7 +41,8 @@ type Bound struct {
 	// SoftLimit is for debug.SetMemoryLimit: above what the series hold, room for the
 	// garbage the collector lets grow, and below a container's limit; 0 leaves it alone.
 	SoftLimit int64
-	// Limit is the container's limit the bound came from, 0 when it came from elsewhere.
+	// Limit is the container's memory limit, whether or not the bound came from it (see
+	// CheckFlag, CheckUserLimit); 0 when none was found.
 	Limit  int64
 	Source Source
 }
@@ -49,14 +50,19 @@ type Bound struct {
 // Choose returns the bound: flagBytes when the flag was given (set), else half the memory
 // limit of the cgroup the process is in as fsys (the root of the machine's file system)
 // shows it, the lowest of its and its parents' (a parent's, which other cgroups share,
-// at most Default), else Default. An error reading the cgroup is returned with the Default bound,
-// for the caller to log: a process that cannot read its cgroup still starts.
+// at most Default), else Default. The limit is read with the flag too, only to be checked
+// against. An error reading the cgroup is returned with the flag's bound or the Default
+// one, for the caller to log: a process that cannot read its cgroup still starts.
 func Choose(fsys fs.FS, flagBytes int64, set bool) (Bound, error) {
+	limit, own, src, err := cgroupLimit(fsys)
 	if set {
 		// 1.5 times the bound, short of overflowing.
-		return Bound{Bytes: flagBytes, SoftLimit: flagBytes + min(flagBytes/2, math.MaxInt64-flagBytes), Source: Flag}, nil
+		b := Bound{Bytes: flagBytes, SoftLimit: flagBytes + min(flagBytes/2, math.MaxInt64-flagBytes), Source: Flag}
+		if err == nil {
+			b.Limit = limit
+		}
+		return b, err
 	}
-	limit, own, src, err := cgroupLimit(fsys)
 	if err != nil || limit == 0 {
 		return Bound{Bytes: Default, SoftLimit: Default / 2 * 3, Source: Fallback}, err
 	}
@@ -70,6 +76,16 @@ func Choose(fsys fs.FS, flagBytes int64, set bool) (Bound, error) {
 		b.Bytes, b.SoftLimit = min(b.Bytes, Default), min(b.SoftLimit, Default/2*3)
 	}
 	return b, nil
+}
+
+// CheckFlag says what is wrong with a bound given by --series.max-bytes at or above the
+// container's limit: the kernel kills the process before the bound folds a single label
+// set. nil for one under it, for none (0), and for a bound not from the flag.
+func (b Bound) CheckFlag() error {
+	if b.Source == Flag && b.Limit > 0 && b.Bytes >= b.Limit {
+		return fmt.Errorf("--series.max-bytes=%d is at or above the container's memory limit %d: the kernel kills the process before the bound folds any label set; set it well under the limit (half of it is the default) or leave it out", b.Bytes, b.Limit)
+	}
+	return nil
 }
 
 // CheckUserLimit says what is wrong, for the bound b, with a soft memory limit the user

@@ -4,6 +4,7 @@ import (
 	"io/fs"
 	"math"
 	"path"
+	"strconv"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -35,10 +36,19 @@ func TestChoose(t *testing.T) {
 		want    Bound
 		wantErr bool
 	}{
+		// The flag's bound is used as it is, but the container's limit is still read, for
+		// the checks of the flag and of GOMEMLIMIT against it.
 		{name: "flag wins over a cgroup", fsys: v2("/", "268435456"), flag: 64 << 20, set: true,
-			want: Bound{Bytes: 64 << 20, SoftLimit: 96 << 20, Source: Flag}},
+			want: Bound{Bytes: 64 << 20, SoftLimit: 96 << 20, Limit: 256 << 20, Source: Flag}},
 		{name: "flag 0 is no bound", fsys: v2("/", "268435456"), flag: 0, set: true,
-			want: Bound{Source: Flag}},
+			want: Bound{Limit: 256 << 20, Source: Flag}},
+		{name: "flag at a parent's limit", fsys: with(v2("/a.slice/app.service", "max"),
+			"sys/fs/cgroup/a.slice/memory.max", "4294967296"), flag: 4 << 30, set: true,
+			want: Bound{Bytes: 4 << 30, SoftLimit: 6 << 30, Limit: 4 << 30, Source: Flag}},
+		{name: "flag, cgroup without a limit", fsys: v2("/", "max"), flag: 64 << 20, set: true,
+			want: Bound{Bytes: 64 << 20, SoftLimit: 96 << 20, Source: Flag}},
+		{name: "flag, garbage limit: the flag's bound and an error", fsys: v2("/", "lots"), flag: 64 << 20, set: true, wantErr: true,
+			want: Bound{Bytes: 64 << 20, SoftLimit: 96 << 20, Source: Flag}},
 		{name: "v2 namespaced: the mount's top", fsys: v2("/", "268435456"),
 			want: Bound{Bytes: 128 << 20, SoftLimit: 192 << 20, Limit: 256 << 20, Source: CgroupV2}},
 		{name: "v2 by path", fsys: v2("/kubepods.slice/pod.slice/c.scope", "1073741824"),
@@ -158,6 +168,7 @@ func TestCheckUserLimit(t *testing.T) {
 		{"the container's limit as given, 64 KiB pages", Bound{Bytes: 999948288 / 2, SoftLimit: 999948288 / 4 * 3, Limit: 999948288, Source: CgroupV2}, 1e9, false},
 		{"a MiB above the container's limit", fromCgroup, 257 << 20, true},
 		{"no container limit: any above the bound", fromFlag, 64 << 30, false},
+		{"from the flag, above the container's limit", Bound{Bytes: 128 << 20, SoftLimit: 192 << 20, Limit: 256 << 20, Source: Flag}, 1 << 30, true},
 		{"no bound: any", Bound{Source: Flag}, 1 << 20, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -167,6 +178,39 @@ func TestCheckUserLimit(t *testing.T) {
 			}
 			if err != nil && !strings.Contains(err.Error(), "GOMEMLIMIT") {
 				t.Errorf("error %q does not name GOMEMLIMIT", err)
+			}
+		})
+	}
+}
+
+// TestCheckFlag: a --series.max-bytes at or above the container's limit is an error naming
+// the flag, its value and the limit: the kernel kills the process before the bound folds
+// a label set. One under it, none (0), or a bound not from the flag is not.
+func TestCheckFlag(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		bound   Bound
+		wantErr bool
+	}{
+		{"under the container's limit", Bound{Bytes: 64 << 20, SoftLimit: 96 << 20, Limit: 256 << 20, Source: Flag}, false},
+		{"at the container's limit", Bound{Bytes: 256 << 20, SoftLimit: 384 << 20, Limit: 256 << 20, Source: Flag}, true},
+		{"above the container's limit", Bound{Bytes: 1 << 30, SoftLimit: 3 << 29, Limit: 256 << 20, Source: Flag}, true},
+		{"no container limit", Bound{Bytes: 1 << 30, SoftLimit: 3 << 29, Source: Flag}, false},
+		{"0: no bound", Bound{Limit: 256 << 20, Source: Flag}, false},
+		{"from the cgroup", Bound{Bytes: 128 << 20, SoftLimit: 192 << 20, Limit: 256 << 20, Source: CgroupV2}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.bound.CheckFlag()
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("CheckFlag() for %+v = %v, want an error %v", tc.bound, err, tc.wantErr)
+			}
+			if err == nil {
+				return
+			}
+			for _, want := range []string{"--series.max-bytes", strconv.FormatInt(tc.bound.Bytes, 10), strconv.FormatInt(tc.bound.Limit, 10)} {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("error %q does not name %s", err, want)
+				}
 			}
 		})
 	}
