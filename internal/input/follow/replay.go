@@ -73,6 +73,22 @@ func ReadToEnd(opts Options, h input.Handler) (input.Stats, error) {
 // no symlink is followed: looked at before the open, as a FIFO or a device out there
 // must not even be opened, and after it, as a symlink swapped in between could lead
 // anywhere.
+// Refused reports whether err, as ReadToEnd returns it, tells only of a glob's files and
+// directories refused as symlinks out of its root: every other file was read, as a
+// Follower reads on past them, so a one-shot can show what they held before failing.
+func Refused(err error) bool {
+	j, ok := err.(interface{ Unwrap() []error })
+	if !ok {
+		return errors.Is(err, errOutside)
+	}
+	for _, e := range j.Unwrap() {
+		if !errors.Is(e, errOutside) {
+			return false
+		}
+	}
+	return true
+}
+
 func readFile(r *lineReader, tr *tree, path string) error {
 	if tr != nil {
 		if err := tr.inRoot(path); errors.Is(err, errOutside) {
