@@ -22,8 +22,8 @@ import (
 // have chosen for it, as a replay counts it, not by the choice of the moment of the cut.
 //
 // When no input reads the file and no rule matched any of its lines, the lines come with
-// an error that says so. The file's input's Fit, over all its lines read as Replay reads
-// them, goes to opts.Summary.
+// an error that says so, as do symlinks out of a glob's root, not followed. The file's
+// input's Fit, over all its lines read as Replay reads them, goes to opts.Summary.
 func Explain(cfg *config.Config, file string, maxLines int, opts Options) ([]explain.Line, error) {
 	opts.setDefaults()
 	gen, err := newGeneration(cfg, nil, opts)
@@ -38,7 +38,7 @@ func Explain(cfg *config.Config, file string, maxLines int, opts Options) ([]exp
 	var msgs []message
 	read := inputsOf(cfg, []string{file}, opts.Logger)[0]
 	name := read.input.Name
-	_, err = readMessages(read, opts, func(_ string, n int, msg, wrapperTime []byte, _ lineValues) {
+	got, err := readMessages(read, opts, func(_ string, n int, msg, wrapperTime []byte, _ lineValues) {
 		if len(msgs)-parser.MaxHeld < maxLines { // maxLines+MaxHeld may overflow
 			msgs = append(msgs, message{n, slices.Clone(msg), slices.Clone(wrapperTime)})
 		}
@@ -96,7 +96,8 @@ func Explain(cfg *config.Config, file string, maxLines int, opts Options) ([]exp
 	if _, err := replayFiles(gen.parser, []fileInput{read}, opts, &newestTime{}, fs); err != nil {
 		return out, err
 	}
-	return out, errors.Join(fs.write(opts.Summary), read.unread(cfg, "explain", len(out), matched))
+	refused := refusedErr("explain", []fileInput{read}, []fileCount{{refused: got.refused}})
+	return out, errors.Join(fs.write(opts.Summary), read.unread(cfg, "explain", len(out), matched), refused)
 }
 
 // firstLines is a sink that passes on the events and drops of the lines parsed while

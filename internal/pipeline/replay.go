@@ -27,7 +27,8 @@ import (
 //
 // Each file is read as the input that reads it would: a wrapper: cri input's messages of
 // its streams, with its path captures. Each input's Fit goes to opts.Summary, and an input
-// that read lines none of which fit fails the replay, after the output.
+// that read lines none of which fit fails the replay, after the output; so does a symlink
+// out of a glob's root, which is not followed.
 func Replay(cfg *config.Config, files []string, opts Options, w io.Writer) error {
 	opts.setDefaults()
 	gen, err := newGeneration(cfg, nil, opts)
@@ -64,7 +65,7 @@ func Replay(cfg *config.Config, files []string, opts Options, w io.Writer) error
 	if err := c.WriteText(w, reg); err != nil {
 		return err
 	}
-	errs := []error{fs.write(opts.Summary), fs.misfits("replay")}
+	errs := []error{fs.write(opts.Summary), fs.misfits("replay"), refusedErr("replay", read, counts)}
 	for i, f := range read {
 		errs = append(errs, f.unread(cfg, "replay", counts[i].lines, counts[i].received > 0))
 	}
@@ -85,6 +86,18 @@ type replaySink interface {
 type fileCount struct {
 	lines    int
 	received uint64
+	refused  error // readCounts.refused
+}
+
+// refusedErr is the error of the symlinks a one-shot (mode) refused in files, after its output.
+func refusedErr(mode string, files []fileInput, counts []fileCount) error {
+	var errs []error
+	for i, f := range files {
+		if counts[i].refused != nil {
+			errs = append(errs, fmt.Errorf("%s %s: %w", mode, f.file, counts[i].refused))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // replayFiles reads files through p into sink, counting in fs (nil: not) what fits.
@@ -140,7 +153,7 @@ func replayFiles(p *parser.Parser, files []fileInput, opts Options, sink replayS
 			fit.TooLong += got.tooLong
 			fit.Malformed += got.malformed
 		}
-		counts[i] = fileCount{lines: got.lines, received: sink.Received() - before}
+		counts[i] = fileCount{lines: got.lines, received: sink.Received() - before, refused: got.refused}
 	}
 	return counts, nil
 }
@@ -155,6 +168,10 @@ type readCounts struct {
 	// input that are not CRI lines: each is skipped, and told of in the one-shot's
 	// summary, since the rules never see it.
 	tooLong, malformed int
+	// refused tells of the symlinks out of a glob's root that were not followed, as the
+	// live follower does not follow them: the glob's other files were read, and the
+	// one-shot fails after its output, naming them.
+	refused error
 }
 
 // readMessages reads file to its end as its input reads lines: for a wrapper: cri input,
@@ -195,6 +212,9 @@ func readMessages(file fileInput, opts Options, fn func(path string, n int, msg,
 	c.skipped += other
 	c.tooLong = int(st.TooLong + in.tooLong.Load())
 	c.malformed = int(in.malformed.Load())
+	if follow.Refused(err) {
+		c.refused, err = err, nil
+	}
 	return c, err
 }
 

@@ -317,7 +317,7 @@ func (f *Follower) track(path string, initial bool) (m match, exists, isOpen boo
 	fi, err := f.o.look(path, !glob)
 	link := err == nil && fi.Mode()&fs.ModeSymlink != 0
 	if link {
-		if err = f.inRoot(path); err == nil {
+		if err = f.tree.inRoot(path); err == nil {
 			fi, err = f.o.look(path, true)
 		} else if _, refused := errors.AsType[*failure](err); refused {
 			return m, true, false, err
@@ -357,7 +357,7 @@ func (f *Follower) track(path string, initial bool) (m match, exists, isOpen boo
 		err = notRegular(path, fi)
 	}
 	if err == nil && glob {
-		err = f.openedInRoot(path, file)
+		err = f.tree.openedInRoot(path, file)
 	}
 	if err != nil {
 		_ = file.Close()

@@ -204,7 +204,7 @@ func (f *Follower) enter(dir string, was *dirNode) *dirNode {
 			return n
 		}
 	}
-	if err = f.inRoot(dir); err != nil {
+	if err = t.inRoot(dir); err != nil {
 		n.refused = err.Error()
 		if was == nil || was.refused != n.refused {
 			f.c.fail(reasonSymlink)
@@ -233,19 +233,19 @@ var errOutside = errors.New("a symbolic link out of the glob's root is not follo
 
 // inRoot checks that path, once its symbolic links are resolved, is in the
 // glob's root, itself resolved.
-func (f *Follower) inRoot(path string) error {
+func (t *tree) inRoot(path string) error {
 	real, err := filepath.EvalSymlinks(path)
 	if err != nil {
 		return err
 	}
-	return f.realInRoot(path, real)
+	return t.realInRoot(path, real)
 }
 
 // realInRoot checks real, what path resolves to, against the glob's root. Both
 // are made absolute: a relative glob resolves to relative paths, the kernel
 // says where a file is opened by its absolute path.
-func (f *Follower) realInRoot(path, real string) error {
-	root, err := filepath.EvalSymlinks(f.tree.root)
+func (t *tree) realInRoot(path, real string) error {
+	root, err := filepath.EvalSymlinks(t.root)
 	if err == nil {
 		root, err = filepath.Abs(root)
 	}
@@ -258,13 +258,13 @@ func (f *Follower) realInRoot(path, real string) error {
 	if real == root || root == "/" || strings.HasPrefix(real, root+"/") {
 		return nil
 	}
-	return &failure{reasonSymlink, fmt.Errorf("%s resolves to %s, outside %s: %w", path, real, f.tree.root, errOutside)}
+	return &failure{reasonSymlink, fmt.Errorf("%s resolves to %s, outside %s: %w", path, real, t.root, errOutside)}
 }
 
 // openedInRoot checks the file the kernel opened for path, which a symlink
 // swapped in after the looks could have taken elsewhere. Without /proc the
 // looks are all there is.
-func (f *Follower) openedInRoot(path string, file *os.File) error {
+func (t *tree) openedInRoot(path string, file *os.File) error {
 	conn, err := file.SyscallConn()
 	if err != nil {
 		return nil
@@ -275,5 +275,5 @@ func (f *Follower) openedInRoot(path string, file *os.File) error {
 	if err != nil {
 		return nil
 	}
-	return f.realInRoot(path, strings.TrimSuffix(real, " (deleted)"))
+	return t.realInRoot(path, strings.TrimSuffix(real, " (deleted)"))
 }
