@@ -209,6 +209,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 		// to twice what is live unless told otherwise, so a process held to the bound could
 		// still take twice it from the node.
 		debug.SetMemoryLimit(softLimit)
+		if err := bound.CheckSoftLimit(); err != nil {
+			logger.Warn("--series.max-bytes does not fit the container's memory limit", "err", err)
+		}
 	}
 	opts := pipeline.Options{
 		Now:            time.Now,

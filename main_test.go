@@ -440,6 +440,10 @@ func TestFlagOverContainerLimit(t *testing.T) {
 		{"1GiB", "", math.MaxInt64, "--series.max-bytes=1073741824"},
 		{"64MiB", "200MiB", 200 << 20, ""},
 		{"64MiB", "1GiB", 1 << 30, "GOMEMLIMIT=1073741824"},
+		// Under the limit, but the runtime's soft limit, 1.5 times the flag, above it.
+		{"200MiB", "", math.MaxInt64, "--series.max-bytes=209715200"},
+		// The user's GOMEMLIMIT, under the limit, is the soft limit instead.
+		{"200MiB", "200MiB", 200 << 20, ""},
 	} {
 		t.Run("--series.max-bytes="+c.flag+",GOMEMLIMIT="+c.env, func(t *testing.T) {
 			t.Setenv("GOMEMLIMIT", c.env)

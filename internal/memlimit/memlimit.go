@@ -88,6 +88,19 @@ func (b Bound) CheckFlag() error {
 	return nil
 }
 
+// CheckSoftLimit says what is wrong with a bound given by --series.max-bytes under the
+// container's limit whose soft limit, 1.5 times it, is above the limit: the runtime lets
+// the heap grow past what the kernel allows before it collects harder, so the process is
+// killed where a bound of the default's share would have been held. nil otherwise; a bound
+// at or above the limit is CheckFlag's. Only a soft limit the exporter sets is concerned:
+// not the user's GOMEMLIMIT.
+func (b Bound) CheckSoftLimit() error {
+	if b.Source == Flag && b.Limit > 0 && b.Bytes < b.Limit && b.SoftLimit > b.Limit {
+		return fmt.Errorf("--series.max-bytes=%d sets the Go runtime's soft memory limit to %d (1.5 times it), above the container's memory limit %d: the kernel kills the process before the runtime collects for it; set the flag to at most two thirds of the limit (half of it is the default), or GOMEMLIMIT under the limit", b.Bytes, b.SoftLimit, b.Limit)
+	}
+	return nil
+}
+
 // CheckUserLimit says what is wrong, for the bound b, with a soft memory limit the user
 // set through GOMEMLIMIT (limit as the runtime read it, math.MaxInt64 for off): under the
 // series' bound, the garbage collector runs almost without pause once the series fill it

@@ -183,6 +183,37 @@ func TestCheckUserLimit(t *testing.T) {
 	}
 }
 
+// TestCheckSoftLimit: a bound from the flag under the container's limit whose soft limit,
+// 1.5 times it, is above the limit leaves the runtime's limit where the kernel kills first.
+func TestCheckSoftLimit(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		bound   Bound
+		wantErr bool
+	}{
+		{"two thirds of the limit", Bound{Bytes: 170 << 20, SoftLimit: 255 << 20, Limit: 256 << 20, Source: Flag}, false},
+		{"past two thirds", Bound{Bytes: 200 << 20, SoftLimit: 300 << 20, Limit: 256 << 20, Source: Flag}, true},
+		{"at the limit, which CheckFlag tells", Bound{Bytes: 256 << 20, SoftLimit: 384 << 20, Limit: 256 << 20, Source: Flag}, false},
+		{"no container limit", Bound{Bytes: 1 << 30, SoftLimit: 3 << 29, Source: Flag}, false},
+		{"from the cgroup", Bound{Bytes: 128 << 20, SoftLimit: 192 << 20, Limit: 256 << 20, Source: CgroupV2}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.bound.CheckSoftLimit()
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("CheckSoftLimit() for %+v = %v, want an error %v", tc.bound, err, tc.wantErr)
+			}
+			if err == nil {
+				return
+			}
+			for _, want := range []string{"--series.max-bytes", strconv.FormatInt(tc.bound.Bytes, 10), strconv.FormatInt(tc.bound.SoftLimit, 10), strconv.FormatInt(tc.bound.Limit, 10)} {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("error %q does not name %s", err, want)
+				}
+			}
+		})
+	}
+}
+
 // TestCheckFlag: a --series.max-bytes at or above the container's limit is an error naming
 // the flag, its value and the limit: the kernel kills the process before the bound folds
 // a label set. One under it, none (0), or a bound not from the flag is not.
