@@ -69,10 +69,6 @@ func ReadToEnd(opts Options, h input.Handler) (input.Stats, error) {
 	return c.snapshot(), errors.Join(errs...)
 }
 
-// readFile reads path to its end; tr, when not nil, is its glob's tree, out of whose root
-// no symlink is followed: looked at before the open, as a FIFO or a device out there
-// must not even be opened, and after it, as a symlink swapped in between could lead
-// anywhere.
 // Refused reports whether err, as ReadToEnd returns it, tells only of a glob's files and
 // directories refused as symlinks out of its root: every other file was read, as a
 // Follower reads on past them, so a one-shot can show what they held before failing.
@@ -89,6 +85,10 @@ func Refused(err error) bool {
 	return true
 }
 
+// readFile reads path to its end; tr, when not nil, is its glob's tree, out of whose root
+// no symlink is followed: looked at before the open, as a FIFO or a device out there
+// must not even be opened, and after it, as a symlink swapped in between could lead
+// anywhere.
 func readFile(r *lineReader, tr *tree, path string) error {
 	if tr != nil {
 		if err := tr.inRoot(path); errors.Is(err, errOutside) {
