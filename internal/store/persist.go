@@ -272,6 +272,12 @@ type Restored struct {
 	// rules has its name and fingerprint (a rule changed or removed, which starts empty as
 	// at a reload), or its series did not decode with the rule's layout.
 	Skipped []error
+	// Processing is the newest processing second the restored series of processing-time
+	// rules were written or last active at (math.MinInt64 when none was restored): the
+	// processing clock must not start behind it, or those series would read their
+	// windows at that second until the clock caught up, leaving out of the shorter ones
+	// the lines placed behind it (and, by the longest window, read nothing at all).
+	Processing int64
 }
 
 // ErrNoSuchRule is why a rule of a snapshot is skipped when the Set has no rule of its
@@ -284,7 +290,7 @@ var ErrNoSuchRule = errors.New("no rule of this name and definition")
 // error is returned only for a snapshot whose Set section does not decode, and then s is
 // unchanged.
 func (s *Set) Restore(snap *storage.Snapshot) (Restored, error) {
-	var res Restored
+	res := Restored{Processing: math.MinInt64}
 	sec, ok := snap.Section(sectionSet)
 	if !ok {
 		return res, fmt.Errorf("%w: no %q section", storage.ErrCorrupt, sectionSet)
@@ -305,20 +311,23 @@ func (s *Set) Restore(snap *storage.Snapshot) (Restored, error) {
 		if sec.Name != sectionRule {
 			continue
 		}
-		n, err := restoreRule(sec, byName)
+		n, processing, err := restoreRule(sec, byName)
 		if err != nil {
 			res.Skipped = append(res.Skipped, err)
 			continue
 		}
 		res.Rules++
 		res.Series += n
+		res.Processing = max(res.Processing, processing)
 	}
 	s.oldest.Store(min(s.oldest.Load(), oldest))
 	return res, nil
 }
 
-// restoreRule decodes one rule's section whole, then puts its series in its store.
-func restoreRule(sec storage.Section, byName map[string]*store) (int, error) {
+// restoreRule decodes one rule's section whole, then puts its series in its store; it
+// returns how many, and for a processing-time rule the newest second they hold
+// (Restored.Processing).
+func restoreRule(sec storage.Section, byName map[string]*store) (int, int64, error) {
 	var st *store
 	var series []*Series
 	var counts []uint64
@@ -333,7 +342,7 @@ func restoreRule(sec storage.Section, byName map[string]*store) (int, error) {
 				// writes to the store yet, so what it was charged before is exact.
 				st.settlePending()
 				st.charge(charged - st.used.Load())
-				return 0, fmt.Errorf("rule %q: %w", st.name, err)
+				return 0, 0, fmt.Errorf("rule %q: %w", st.name, err)
 			}
 			series = append(series, s)
 			continue
@@ -341,17 +350,17 @@ func restoreRule(sec storage.Section, byName map[string]*store) (int, error) {
 		name, fp := string(r.Prefixed()), string(r.Prefixed())
 		layout := r.Uint64()
 		if err := r.Err(); err != nil {
-			return 0, fmt.Errorf("rule header: %w", err)
+			return 0, 0, fmt.Errorf("rule header: %w", err)
 		}
 		if st = byName[name+"\x00"+fp]; st == nil {
-			return 0, fmt.Errorf("rule %q: %w", name, ErrNoSuchRule)
+			return 0, 0, fmt.Errorf("rule %q: %w", name, ErrNoSuchRule)
 		}
 		if layout != st.layout.Fingerprint() {
-			return 0, fmt.Errorf("rule %q: %w", name, windows.ErrLayout)
+			return 0, 0, fmt.Errorf("rule %q: %w", name, windows.ErrLayout)
 		}
 		var err error
 		if counts, retired, err = st.headerCounts(r); err != nil {
-			return 0, fmt.Errorf("rule %q: %w", name, err)
+			return 0, 0, fmt.Errorf("rule %q: %w", name, err)
 		}
 		// One snapshot section per store: a second one of the same rule is refused.
 		delete(byName, name+"\x00"+fp)
@@ -359,10 +368,27 @@ func restoreRule(sec storage.Section, byName map[string]*store) (int, error) {
 		charged = st.used.Load()
 	}
 	if st == nil {
-		return 0, fmt.Errorf("%w: rule section without a header", storage.ErrCorrupt)
+		return 0, 0, fmt.Errorf("%w: rule section without a header", storage.ErrCorrupt)
 	}
 	st.install(series, counts, retired)
-	return len(series), nil
+	processing := int64(math.MinInt64)
+	if !st.eventTime {
+		for _, s := range series {
+			processing = max(processing, s.newest())
+		}
+	}
+	return len(series), processing, nil
+}
+
+// newest is the newest second s was written or last active at, on its rule's clock.
+func (s *Series) newest() int64 {
+	t := s.last()
+	for p := range s.parts {
+		if w := p.win.Load(); w != nil {
+			t = max(t, w.Second())
+		}
+	}
+	return t
 }
 
 // snapshotDropReasons are the drop reasons every snapshot keeps a counter of: those before
