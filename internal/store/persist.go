@@ -272,11 +272,12 @@ type Restored struct {
 	// rules has its name and fingerprint (a rule changed or removed, which starts empty as
 	// at a reload), or its series did not decode with the rule's layout.
 	Skipped []error
-	// Processing is the newest processing second the restored series of processing-time
-	// rules were written or last active at (math.MinInt64 when none was restored): the
+	// Processing is the newest processing second the restored series were last active at,
+	// or, of processing-time rules, written at (math.MinInt64 when none was restored): the
 	// processing clock must not start behind it, or those series would read their
 	// windows at that second until the clock caught up, leaving out of the shorter ones
-	// the lines placed behind it (and, by the longest window, read nothing at all).
+	// the lines placed behind it (and, by the longest window, read nothing at all), and
+	// the label sets active before the restart would be newer than those active after.
 	Processing int64
 }
 
@@ -325,8 +326,7 @@ func (s *Set) Restore(snap *storage.Snapshot) (Restored, error) {
 }
 
 // restoreRule decodes one rule's section whole, then puts its series in its store; it
-// returns how many, and for a processing-time rule the newest second they hold
-// (Restored.Processing).
+// returns how many, and the newest processing second they hold (Restored.Processing).
 func restoreRule(sec storage.Section, byName map[string]*store) (int, int64, error) {
 	var st *store
 	var series []*Series
@@ -372,23 +372,15 @@ func restoreRule(sec storage.Section, byName map[string]*store) (int, int64, err
 	}
 	st.install(series, counts, retired)
 	processing := int64(math.MinInt64)
-	if !st.eventTime {
-		for _, s := range series {
-			processing = max(processing, s.newest())
+	for _, s := range series {
+		processing = max(processing, s.last())
+		for p := range s.parts {
+			if w := p.win.Load(); w != nil && !st.eventTime {
+				processing = max(processing, w.Second())
+			}
 		}
 	}
 	return len(series), processing, nil
-}
-
-// newest is the newest second s was written or last active at, on its rule's clock.
-func (s *Series) newest() int64 {
-	t := s.last()
-	for p := range s.parts {
-		if w := p.win.Load(); w != nil {
-			t = max(t, w.Second())
-		}
-	}
-	return t
 }
 
 // snapshotDropReasons are the drop reasons every snapshot keeps a counter of: those before
