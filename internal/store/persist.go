@@ -460,8 +460,12 @@ func (st *store) decodeSeries(r *wire.Reader) (*Series, error) {
 			}
 			p.win.Store(w)
 			*r = *wire.NewReader(rest)
-			// A part is active no later than its wheels were written: an earlier build
-			// kept the own second of a line from the future as its last one.
+			// An earlier build kept the own second of a line from the future as a part's
+			// last one: it is taken no later than its wheels were written. Their second is
+			// the rule's clock's, for an event-time rule the wall clock's, which is about
+			// the processing second its activity is now kept in, unless the wall clock
+			// stepped back while the exporter ran: the part is then taken as active that
+			// much earlier.
 			if t := w.Second(); t != math.MinInt64 && p.last.Load() > t {
 				p.last.Store(t)
 			}
