@@ -103,8 +103,8 @@ func (s *persister) release() {
 }
 
 // restore reads the snapshot of the storage directory into gen's new Set, moves the
-// processing clock on to the newest second of the restored series of processing-time rules
-// when it is behind it, and returns the positions of the files by input source, the CRI
+// processing clock on to the newest processing second of the restored series when it is
+// behind it (store.Restored.Processing), and returns the positions of the files by input source, the CRI
 // messages in parts its inputs were joining by input source, and the start second it
 // records (or math.MaxInt64). A
 // snapshot that cannot be opened, read or decoded is logged, counted and set aside, and

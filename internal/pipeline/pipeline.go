@@ -430,7 +430,8 @@ func (c *clock) read() (processing, wall int64) {
 // notBefore moves the processing time forward to second t if it is behind it: a restart
 // goes on from the processing second of the snapshot it restored (store.Restored), not
 // from a wall clock behind it, so that processing time does not go back across a restart
-// either. It then runs that far ahead of the wall clock, which only the windows read.
+// either. It then runs that far ahead of the wall clock, which no sample shows: windows
+// and the activity of label sets go by it, neither of which is exported as a time.
 func (c *clock) notBefore(t int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
