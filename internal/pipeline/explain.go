@@ -15,8 +15,8 @@ import (
 // Explain explains the first maxLines lines of file (the messages of a wrapper: cri
 // input, of its streams) as a replay of them would count them: in order, each line's events going into the series store before
 // the next line is explained, so budgets and overflow are those the lines themselves
-// bring about. Like Replay it happens at one instant: the newest line's own time when a
-// rule has a timestamp, else the clock's now. The file is read to its end, lines beyond
+// bring about. Like Replay it happens at one instant: the newest line's own time not ahead
+// of the clock when a rule has a timestamp, else the clock's now. The file is read to its end, lines beyond
 // maxLines unexamined but for those that settle the format of lines held before the cut
 // (parser.MaxHeld at most): a line is explained by the format its file's lines after it
 // have chosen for it, as a replay counts it, not by the choice of the moment of the cut.
@@ -73,7 +73,7 @@ func Explain(cfg *config.Config, file string, maxLines int, opts Options) ([]exp
 	}
 	now := newClock(opts.Now).second()
 	if hasEventTime(cfg) {
-		newest := &newestTime{}
+		newest := &newestTime{until: now}
 		parse(gen.parser.NewSession(), newest, func(message) {})
 		if newest.seen {
 			now = newest.time

@@ -102,9 +102,11 @@ func (s *persister) release() {
 	}
 }
 
-// restore reads the snapshot of the storage directory into gen's new Set and returns
-// the positions of the files by input source, the CRI messages in parts its inputs were
-// joining by input source, and the start second it records (or math.MaxInt64). A
+// restore reads the snapshot of the storage directory into gen's new Set, moves the
+// processing clock on to the newest processing second of the restored series when it is
+// behind it (store.Restored.Processing), and returns the positions of the files by input source, the CRI
+// messages in parts its inputs were joining by input source, and the start second it
+// records (or math.MaxInt64). A
 // snapshot that cannot be opened, read or decoded is logged, counted and set aside, and
 // the exporter starts without it. Its one error is Options.Interrupt closed while it waited
 // for the directory.
@@ -167,6 +169,7 @@ func (p *Pipeline) restore(gen *generation) (map[string][]follow.Position, map[s
 		log.Error("cannot restore the snapshot: starting empty", attrs...)
 		return nil, nil, math.MaxInt64, nil
 	}
+	p.clock.notBefore(res.Processing)
 	for _, why := range res.Skipped {
 		log.Warn("a rule of the snapshot was not restored: it starts empty", "err", why)
 	}

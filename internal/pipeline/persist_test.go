@@ -26,6 +26,7 @@ import (
 	"github.com/logwindow/logwindow_exporter/internal/testutil/asother"
 	"github.com/logwindow/logwindow_exporter/internal/testutil/storetest"
 	"github.com/logwindow/logwindow_exporter/internal/testutil/syncbuf"
+	"github.com/logwindow/logwindow_exporter/internal/testutil/testclock"
 )
 
 // persistRules count lines twice: at their own time and at processing time, both in
@@ -1289,5 +1290,67 @@ func TestStorageWaitInterrupted(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, storage.FileName)); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("a snapshot was written: %v", err)
+	}
+}
+
+// TestStorageRestartClockBehind: a restart whose wall clock is behind the processing
+// second the snapshot was written at (the host's clock stepped back while the exporter was
+// down, or was ahead before) goes on from that second: the lines read after the restart
+// are in every window with the restored ones, however far behind the clock is. The
+// windows were read at the snapshot's second until the clock caught up, so lines placed
+// at the clock's were left out of the windows shorter than the step; past the longest
+// window the restored windows read nothing at all.
+func TestStorageRestartClockBehind(t *testing.T) {
+	const rules = `
+global: {windows: [1m, 5m]}
+inputs: [{name: web, path: 'LOG', start_at: end}]
+rules:
+  - name: arrived
+    match: 'n='
+`
+	t0 := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
+	for _, behind := range []time.Duration{2 * time.Minute, time.Hour} {
+		t.Run(fmt.Sprint("behind ", behind), func(t *testing.T) {
+			dir, logDir := t.TempDir(), t.TempDir()
+			log := filepath.Join(logDir, "access.log")
+			if err := os.WriteFile(log, nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			start := func(clock *testclock.Clock) *Pipeline {
+				var out syncbuf.Buffer
+				cfg, o := storedOn(t, strings.ReplaceAll(rules, "LOG", log), dir, &out, Options{})
+				o.Now = clock.Now
+				p, err := Start(cfg, o)
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(p.Stop)
+				return p
+			}
+			want := func(p *Pipeline, n float64) {
+				t.Helper()
+				deadline := time.Now().Add(20 * time.Second)
+				for {
+					s := gatherPipeline(t, p)
+					got := []float64{s[`arrived_total{}`], s[`arrived_window{window="1m"}`], s[`arrived_window{window="5m"}`]}
+					if got[0] == n && got[1] == n && got[2] == n {
+						return
+					}
+					if time.Now().After(deadline) {
+						t.Fatalf("total, 1m, 5m = %v, want %v each", got, n)
+					}
+					time.Sleep(10 * time.Millisecond)
+				}
+			}
+			clock := testclock.New(t0)
+			p := start(clock)
+			persistLines(t, log, 1, 10)
+			want(p, 10)
+			clock.Add(10 * time.Second)
+			p.Stop()
+			p = start(testclock.New(t0.Add(10*time.Second - behind)))
+			persistLines(t, log, 11, 15)
+			want(p, 15)
+		})
 	}
 }

@@ -21,9 +21,10 @@ import (
 //
 // A replay happens at one instant. Without event-time rules that is the clock's now, so
 // every line lands in the current second. With event-time rules it is the newest line's
-// own time, found by a first pass, so that replaying a log gives the same output every
-// time and event-time windows are rebuilt exactly; processing-time rules then place every
-// line at that instant too.
+// own time not ahead of the clock (else the clock's now), found by a first pass, so that
+// replaying a log gives the same output every time and event-time windows are rebuilt
+// exactly, and a line stamped ahead of the clock is future there as it is live;
+// processing-time rules then place every line at that instant too.
 //
 // Each file is read as the input that reads it would: a wrapper: cri input's messages of
 // its streams, with its path captures. Each input's Fit goes to opts.Summary, and an input
@@ -38,7 +39,7 @@ func Replay(cfg *config.Config, files []string, opts Options, w io.Writer) error
 	read := inputsOf(cfg, files, opts.Logger)
 	now := newClock(opts.Now).second()
 	if hasEventTime(cfg) {
-		newest := &newestTime{}
+		newest := &newestTime{until: now}
 		if _, err := replayFiles(gen.parser, read, opts, newest, nil); err != nil {
 			return err
 		}
@@ -227,16 +228,20 @@ func hasEventTime(cfg *config.Config) bool {
 	return false
 }
 
-// newestTime is the first replay pass's sink: it only keeps the newest event time.
+// newestTime is the first replay pass's sink: it only keeps the newest event time that is
+// not after until, the clock's second. A line stamped ahead of the clock (a bad timestamp,
+// a writer whose clock is ahead) is future, as the exporter would count it: taken as the
+// instant, it would make every other line late and every window empty.
 type newestTime struct {
 	time     int64
+	until    int64
 	seen     bool
 	received uint64
 }
 
 func (n *newestTime) Event(e *parser.Event) {
 	n.received++
-	if e.HasTime && (!n.seen || e.Time > n.time) {
+	if e.HasTime && e.Time <= n.until && (!n.seen || e.Time > n.time) {
 		n.time, n.seen = e.Time, true
 	}
 }

@@ -207,14 +207,22 @@ func TestCountersAgainstModel(t *testing.T) {
 	}
 }
 
-// TestCountersThroughClockJumps: with room in the budget and no TTL, every label set's
-// _total of the counting rules equals the lines written for it, and each rule's matched
-// lines every line, at every scrape, while the wall clock the event-time rules live on
-// steps back and forth by seconds to days, lines carry times from the ends of int64 and
-// far ahead, two shards write through direct and batching sinks, and Expire runs now and
-// then; no sample is NaN or infinite, and no window of lines is negative.
+// TestCountersThroughClockJumps: with room in the budget, every label set's _total of the
+// counting rules equals the lines written for it, and each rule's matched lines every
+// line, at every scrape, while the wall clock the event-time rules live on steps back and
+// forth by seconds to days, lines carry times from the ends of int64 and far ahead, two
+// shards write through direct and batching sinks, and Expire runs now and then; no sample
+// is NaN or infinite, and no window of lines is negative. With a counter TTL (10m), that
+// holds of every label set that never went a TTL of processing time without a line: a step
+// of the wall clock past the TTL does not make one idle, whose counter would restart.
 func TestCountersThroughClockJumps(t *testing.T) {
-	cfg, _ := storetest.ParseRules(t, fmt.Sprintf(batchRules, 1000, "0s"))
+	for _, ttl := range []int64{0, 600} {
+		t.Run(fmt.Sprintf("ttl %ds", ttl), func(t *testing.T) { countersThroughClockJumps(t, ttl) })
+	}
+}
+
+func countersThroughClockJumps(t *testing.T, ttl int64) {
+	cfg, _ := storetest.ParseRules(t, fmt.Sprintf(batchRules, 1000, fmt.Sprint(ttl, "s")))
 	seeds, reads := 6, 80
 	if testing.Short() || raceEnabled {
 		seeds, reads = 2, 40
@@ -232,6 +240,10 @@ func TestCountersThroughClockJumps(t *testing.T) {
 		col := NewCollector(Options{Set: fixed(set), Now: func() int64 { return processing }, Wall: func() int64 { return wall }, Start: start})
 		written := map[string]float64{}
 		matched := map[string]float64{}
+		// lastLine is the processing second of each label set's last line; idled holds
+		// those that went longer than the TTL without one, whose counters may restart.
+		lastLine := map[string]int64{}
+		idled := map[string]bool{}
 		for read := range reads {
 			processing += []int64{0, 1, 5, 70}[rng.IntN(4)]
 			wall += []int64{0, 1, 70, -3, -400, -4000, 100000, -100000, 3 * 86400, -3 * 86400}[rng.IntN(10)]
@@ -254,7 +266,12 @@ func TestCountersThroughClockJumps(t *testing.T) {
 				}
 				slices.Sort(pairs)
 				if counting[r.Name] {
-					written[r.Name+"_total{"+strings.Join(pairs, ",")+"}"]++
+					key := r.Name + "_total{" + strings.Join(pairs, ",") + "}"
+					written[key]++
+					if last, ok := lastLine[key]; ttl > 0 && ok && processing-last > ttl {
+						idled[key] = true
+					}
+					lastLine[key] = processing
 				}
 				k := sinks[rng.IntN(len(sinks))]
 				k.SetNow(processing, wall)
@@ -289,11 +306,14 @@ func TestCountersThroughClockJumps(t *testing.T) {
 				}
 			}
 			for key, n := range written {
+				if ttl > 0 && (idled[key] || processing-lastLine[key] > ttl) {
+					continue
+				}
 				if totals[key] != n {
 					t.Fatalf("seed %d read %d (wall %+d): %s = %v, want %v", seed, read, wall-start, key, totals[key], n)
 				}
 			}
-			if len(totals) != len(written) {
+			if ttl == 0 && len(totals) != len(written) {
 				t.Fatalf("seed %d read %d: %d counters, want %d", seed, read, len(totals), len(written))
 			}
 		}

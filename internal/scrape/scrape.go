@@ -191,6 +191,7 @@ func (c *Collector) view(set *store.Set, refs int32) *view {
 	v.refs.Store(refs)
 	n := set.NumRules()
 	v.rules = slices.Grow(v.rules[:0], n)[:n]
+	active := c.opts.Now() // the processing second counters' activity goes by
 	for i := range v.rules {
 		r, rv := set.Rule(i), &v.rules[i]
 		buf := rv.series[:0]
@@ -201,7 +202,7 @@ func (c *Collector) view(set *store.Set, refs int32) *view {
 		kept := all[:0]
 		for _, s := range all {
 			matched += s.Lines()
-			if r.Gone(s, rv.now) {
+			if r.Gone(s, rv.now, active) {
 				continue
 			}
 			rv.held++

@@ -80,16 +80,48 @@ type view struct {
 	drops store.Drops
 }
 
+// processingClock turns readings of the wall clock into processing seconds as the
+// pipeline's clock does with an injected time source: it starts at the first reading and
+// moves by the forward differences between readings only, so that a step back of the wall
+// clock makes it stand still rather than go back.
+type processingClock struct {
+	last, at int64
+	started  bool
+}
+
+// set is the processing second once the wall clock was set to second wall (a step: no
+// time passed, so the monotonic clock time.Now carries stands still).
+func (c *processingClock) set(wall int64) int64 {
+	c.last = wall
+	return c.at
+}
+
+// second is the processing second at wall-clock second wall.
+func (c *processingClock) second(wall int64) int64 {
+	switch {
+	case !c.started:
+		c.at, c.started = wall, true
+	case wall > c.last:
+		c.at += wall - c.last
+	}
+	c.last = wall
+	return c.at
+}
+
 // read reads rule i of set at second now, as a scrape does; rates and summaries are left
-// to the exposition's tests.
-func read(set *store.Set, i int, now int64) view {
+// to the exposition's tests. The processing clock, which counters' activity goes by, is
+// at now too.
+func read(set *store.Set, i int, now int64) view { return readAt(set, i, now, now) }
+
+// readAt is read with the processing clock at second active.
+func readAt(set *store.Set, i int, now, active int64) view {
 	r := set.Rule(i)
 	all, matched := r.Snapshot(nil)
 	v := view{series: map[string]series{}, held: len(all), drops: r.Drops()}
 	var stats, more []windows.Stats
 	for _, s := range all {
 		matched += s.Lines()
-		if r.Gone(s, now) {
+		if r.Gone(s, now, active) {
 			continue
 		}
 		got := series{total: r.Total(s)}

@@ -75,9 +75,11 @@ type pendingState struct {
 	index  [2 * maxEntries]uint8
 }
 
-// entry is the events of one label set at one pair of clocks.
+// entry is the events of one label set at one set of clocks (see write): held across
+// reads, events of one second of their rule's clock may have come at different seconds of
+// the processing clock, which their label set's activity goes by.
 type entry struct {
-	now, at int64
+	now, at, active int64
 	// key and labels are the label set's, in the arena.
 	key    []byte
 	labels [][]byte
@@ -90,20 +92,21 @@ type entry struct {
 // int32 (a table holds at most maxPendingEvents) keeps small.
 type run struct{ entry, from int32 }
 
-// add takes e, of the rule's clocks now and at, into its entry. It reports false when the
+// add takes e, of the rule's clocks now and at and the processing second active, into its
+// entry. It reports false when the
 // event must be written at once, by Event (a value past what admit passes without a
 // look at the part), or when the rule's events are to be flushed first (a bound of what
 // they take is reached, or e has another number of items than those held). A label set
 // with a value that is not valid UTF-8 is held as any other: its series is under the
 // value made valid, so that the flush does not find it and writes the entry's events one
 // at a time (observe).
-func (p *pending) add(e *event.Event, now, at int64, seed maphash.Seed) bool {
+func (p *pending) add(e *event.Event, now, at, active int64, seed maphash.Seed) bool {
 	n := len(p.values)
 	if !(math.Abs(e.Value) <= smallValue) || n >= maxPendingEvents || len(p.arena) >= maxArenaBytes || n > 0 && len(e.Items) != p.itemsPer {
 		return false
 	}
-	if i := p.last; i >= p.used || !p.entries[i].holds(e.Key, now, at) {
-		if !p.enter(e, now, at, seed) {
+	if i := p.last; i >= p.used || !p.entries[i].holds(e.Key, now, at, active) {
+		if !p.enter(e, now, at, active, seed) {
 			return false
 		}
 	}
@@ -115,18 +118,18 @@ func (p *pending) add(e *event.Event, now, at int64, seed maphash.Seed) bool {
 	return true
 }
 
-// enter makes the entry of e at clocks now and at the last, opening it if it is new, and
-// starts a run of it; false when the table has no room for another entry.
-func (p *pending) enter(e *event.Event, now, at int64, seed maphash.Seed) bool {
+// enter makes the entry of e at clocks now, at and active the last, opening it if it is
+// new, and starts a run of it; false when the table has no room for another entry.
+func (p *pending) enter(e *event.Event, now, at, active int64, seed maphash.Seed) bool {
 	i := p.prev
-	if i >= p.used || !p.entries[i].holds(e.Key, now, at) {
+	if i >= p.used || !p.entries[i].holds(e.Key, now, at, active) {
 		h := maphash.Bytes(seed, e.Key) ^ uint64(at)*0x9e3779b97f4a7c15
 		var slot int
-		if i, slot = p.find(h, e.Key, now, at); i < 0 {
+		if i, slot = p.find(h, e.Key, now, at, active); i < 0 {
 			if p.used == maxEntries {
 				return false
 			}
-			i = p.open(h, e, now, at)
+			i = p.open(h, e, now, at, active)
 			p.index[slot] = uint8(i + 1)
 		}
 	}
@@ -135,26 +138,26 @@ func (p *pending) enter(e *event.Event, now, at int64, seed maphash.Seed) bool {
 	return true
 }
 
-// holds reports whether the entry is of key at clocks now and at.
-func (ent *entry) holds(key []byte, now, at int64) bool {
-	return ent.at == at && ent.now == now && string(ent.key) == string(key)
+// holds reports whether the entry is of key at clocks now, at and active.
+func (ent *entry) holds(key []byte, now, at, active int64) bool {
+	return ent.at == at && ent.now == now && ent.active == active && string(ent.key) == string(key)
 }
 
-// find returns the entry of key at clocks now and at, hashed h, or −1 and the slot of the
-// index to enter it in.
-func (p *pending) find(h uint64, key []byte, now, at int64) (int, int) {
+// find returns the entry of key at clocks now, at and active, hashed h, or −1 and the slot
+// of the index to enter it in.
+func (p *pending) find(h uint64, key []byte, now, at, active int64) (int, int) {
 	slot := int(h % uint64(len(p.index)))
 	for ; p.index[slot] != 0; slot = (slot + 1) % len(p.index) {
-		if i := int(p.index[slot]) - 1; p.hashes[i] == h && p.entries[i].holds(key, now, at) {
+		if i := int(p.index[slot]) - 1; p.hashes[i] == h && p.entries[i].holds(key, now, at, active) {
 			return i, slot
 		}
 	}
 	return -1, slot
 }
 
-// open starts an entry for e's label set at clocks now and at, hashed h, reusing the
-// buffers of a flushed one.
-func (p *pending) open(h uint64, e *event.Event, now, at int64) int {
+// open starts an entry for e's label set at clocks now, at and active, hashed h, reusing
+// the buffers of a flushed one.
+func (p *pending) open(h uint64, e *event.Event, now, at, active int64) int {
 	i := p.used
 	if i == len(p.entries) {
 		p.entries = append(p.entries, entry{})
@@ -163,7 +166,7 @@ func (p *pending) open(h uint64, e *event.Event, now, at int64) int {
 	p.used++
 	p.hashes[i] = h
 	ent := &p.entries[i]
-	ent.now, ent.at = now, at
+	ent.now, ent.at, ent.active = now, at, active
 	ent.key = p.keep(e.Key)
 	ent.labels = ent.labels[:0]
 	for _, l := range e.Labels {
@@ -254,9 +257,9 @@ func (st *store) flush(p *pending, w write, last **Series, sc *flushScratch) {
 	for i := range p.entries[:p.used] {
 		ent := &p.entries[i]
 		s := st.lookup(ent.key, last)
-		w.now, w.at = ent.now, ent.at
+		w.now, w.at, w.active = ent.now, ent.at, ent.active
 		vs, its := values[ent.from:ent.from+ent.n], items[ent.from*per:(ent.from+ent.n)*per]
-		if s != nil && !st.idlePastTTL(s, w.shard, w.now, w.budget.ttl) {
+		if s != nil && !st.idlePastTTL(s, w.shard, w.now, w.active, w.budget.ttl) {
 			st.addMany(s, &w, vs, its)
 			continue
 		}

@@ -63,7 +63,7 @@ func TestPendingLayoutMatchesModel(t *testing.T) {
 						items = append(items, string(it))
 						e.Items = append(e.Items, it)
 					}
-					if !p.add(&e, 100+c, 50+c, seed) {
+					if !p.add(&e, 100+c, 50+c, 100+c, seed) {
 						break
 					}
 					// What the table copied must not depend on the event's buffers.

@@ -206,21 +206,21 @@ func (st *store) reapDue(now int64, limit int) bool {
 	return now != st.reapedAt.Load() || st.foldsSinceReap.Add(1) >= int64(max(limit/4, 1))
 }
 
-// reap makes room at a full budget; the write locks are held. It releases the wheels of
-// idle series and removes kept counters past the TTL, then, if the budget is still full,
-// the least recently active kept counters: as many as new label sets asked for room since
+// reap makes room at a full budget, at second now of the rule's clock and second active
+// of the processing clock; the write locks are held. It releases the wheels of idle series
+// and removes kept counters past the TTL, then, if the budget is still full, the least
+// recently active kept counters: as many as new label sets asked for room since
 // the last reap (at least one, at most a quarter budget), so a burst of new label sets
 // between two reaps does not fold more of them than needed.
-func (st *store) reap(now int64, b budget, memFull bool) {
+func (st *store) reap(now, active int64, b budget, memFull bool) {
 	st.reapedAt.Store(now)
 	demand := st.foldsSinceReap.Swap(0) + 1
-	st.catchUp(now)
 	var kept []*Series
 	for _, s := range st.series {
 		if s.pinned || s.key == st.overflowKey {
 			continue
 		}
-		if st.settle(s, now, b.ttl) == settledKept {
+		if st.settle(s, now, active, b.ttl) == settledKept {
 			kept = append(kept, s)
 		}
 	}

@@ -3,10 +3,11 @@ package store
 import "math"
 
 // Expire releases the wheels of series idle for longer than their rule's longest window
-// and removes kept counters idle past the counter TTL, in every rule: processing-time
-// rules at second processing, event-time rules at wall. Scrapes do not expire (a scrape
-// changes nothing); the pipeline calls Expire now and then, and between two calls the
-// budgets bound memory as before.
+// and removes kept counters idle past the counter TTL, in every rule: the windows of
+// processing-time rules at second processing, of event-time rules at wall, and the
+// counters of both by processing, the clock their activity goes by. Scrapes do not expire
+// (a scrape changes nothing); the pipeline calls Expire now and then, and between two
+// calls the budgets bound memory as before.
 func (s *Set) Expire(processing, wall int64) {
 	for i := range s.rules {
 		r := &s.rules[i]
@@ -14,22 +15,18 @@ func (s *Set) Expire(processing, wall int64) {
 		if r.store.eventTime {
 			now = wall
 		}
-		r.store.expire(now, r.budget.ttl)
+		r.store.expire(now, processing, r.budget.ttl)
 	}
 }
 
-// stale reports whether s has something to expire at now: wheels that hold nothing (see
-// wheels), a kept counter idle for longer than ttl, or a part last active ahead of now
-// (see catchUp).
-func (st *store) stale(s *Series, now, ttl int64) bool {
+// stale reports whether s has something to expire: wheels that hold nothing at now (see
+// wheels), or a kept counter last active longer than ttl before active.
+func (st *store) stale(s *Series, now, active, ttl int64) bool {
 	if s.pinned {
 		return false
 	}
 	kept := true
 	for p := range s.parts {
-		if st.steppedBack(p, now) {
-			return true
-		}
 		if w := p.win.Load(); w != nil {
 			if !w.Holds(now) {
 				return true
@@ -37,7 +34,7 @@ func (st *store) stale(s *Series, now, ttl int64) bool {
 			kept = false
 		}
 	}
-	return kept && ttl > 0 && s.last() < now-ttl
+	return kept && ttl > 0 && s.last() < active-ttl
 }
 
 // What settle did to a series.
@@ -47,9 +44,9 @@ const (
 	settledRemoved        // it was idle for longer than the TTL
 )
 
-// settle releases the idle wheels of s and removes it if idle past ttl; the write locks
-// are held and s is not pinned.
-func (st *store) settle(s *Series, now, ttl int64) int {
+// settle releases the wheels of s that hold nothing at now and removes it if it was last
+// active longer than ttl before active; the write locks are held and s is not pinned.
+func (st *store) settle(s *Series, now, active, ttl int64) int {
 	live := false
 	for p := range s.parts {
 		w := p.win.Load()
@@ -66,53 +63,31 @@ func (st *store) settle(s *Series, now, ttl int64) int {
 	switch {
 	case live:
 		return settledLive
-	case ttl > 0 && s.last() < now-ttl:
+	case ttl > 0 && s.last() < active-ttl:
 		st.remove(s)
 		return settledRemoved
 	}
 	return settledKept
 }
 
-// steppedBack reports whether p was last active past every window ahead of now: the rule's
-// clock stepped back since. The processing clock never does while the process lives, but
-// starts at the wall clock's second, so a restored part may find it behind.
-func (st *store) steppedBack(p *part, now int64) bool { return st.tooOld(p.last.Load(), now) }
-
-// catchUp makes the parts last active before the rule's clock stepped back past every
-// window active at now: the lines that made them came before the step, and they would
-// otherwise stay until the clock caught up (plus the counter TTL), the newest in the
-// eviction order all along. Moving them back by the step instead would keep their order,
-// but could move a part with a line since the step (its last second is still the one
-// before) back past that line. The write locks are held; it runs before a pass of settle
-// over the series, which no scrape can foresee, so what a scrape shows after a step back
-// depends on when Expire or a reap ran.
-func (st *store) catchUp(now int64) {
-	for _, s := range st.series {
-		for p := range s.parts {
-			if !s.pinned && st.steppedBack(p, now) {
-				p.last.Store(now)
-			}
-		}
-	}
-}
-
 // idlePastTTL is a cheap first test of gone for the write path: no line of shard's part
-// of s is newer than ttl (gone then reads every part).
-func (st *store) idlePastTTL(s *Series, shard uint8, now, ttl int64) bool {
-	return ttl > 0 && !s.pinned && st.partIdlePastTTL(s, shard, now, ttl)
+// of s came within ttl before active (gone then reads every part).
+func (st *store) idlePastTTL(s *Series, shard uint8, now, active, ttl int64) bool {
+	return ttl > 0 && !s.pinned && st.partIdlePastTTL(s, shard, now, active, ttl)
 }
 
 // partIdlePastTTL is idlePastTTL past its first tests, which are inlined.
-func (st *store) partIdlePastTTL(s *Series, shard uint8, now, ttl int64) bool {
-	if p := s.part(shard); p != nil && p.last.Load() >= now-ttl {
+func (st *store) partIdlePastTTL(s *Series, shard uint8, now, active, ttl int64) bool {
+	if p := s.part(shard); p != nil && p.last.Load() >= active-ttl {
 		return false
 	}
-	return st.gone(s, now, ttl)
+	return st.gone(s, now, active, ttl)
 }
 
-// gone reports whether s is a kept counter idle past ttl at now, or would be one once
-// expired: Expire removes it, and a reader leaves it out until then.
-func (st *store) gone(s *Series, now, ttl int64) bool {
+// gone reports whether s is a kept counter at now (or would be one once expired) last
+// active longer than ttl before active: Expire removes it, and a reader leaves it out
+// until then.
+func (st *store) gone(s *Series, now, active, ttl int64) bool {
 	if s.pinned || ttl <= 0 {
 		return false
 	}
@@ -123,18 +98,18 @@ func (st *store) gone(s *Series, now, ttl int64) bool {
 		}
 		last = max(last, p.last.Load())
 	}
-	return last < now-ttl
+	return last < active-ttl
 }
 
-// expire releases the wheels of every series idle for longer than its longest window and
-// removes kept counters idle past ttl, under the write locks. Nothing reads a store
-// differently before and after (readers judge staleness themselves), so it only returns
-// memory.
-func (st *store) expire(now, ttl int64) {
+// expire releases the wheels of every series that hold nothing at now and removes kept
+// counters last active longer than ttl before active, under the write locks. Nothing
+// reads a store differently before and after (readers judge staleness themselves), so it
+// only returns memory.
+func (st *store) expire(now, active, ttl int64) {
 	lock := st.rlock()
 	due := false
 	for _, s := range st.series {
-		if st.stale(s, now, ttl) {
+		if st.stale(s, now, active, ttl) {
 			due = true
 			break
 		}
@@ -145,10 +120,9 @@ func (st *store) expire(now, ttl int64) {
 	}
 	st.lockAll()
 	defer st.unlockAll()
-	st.catchUp(now)
 	for _, s := range st.series {
 		if !s.pinned {
-			st.settle(s, now, ttl)
+			st.settle(s, now, active, ttl)
 		}
 	}
 }

@@ -298,19 +298,21 @@ func TestEventTimeActivity(t *testing.T) {
 			t.Run(fmt.Sprintf("%s/expire=%v", tc.name, expire), func(t *testing.T) {
 				set := newSet(t, storetest.TTLConfig(tc.budget, tc.ttl, rule), nil)
 				k, warm := set.NewSink(), set.NewBackfillSink()
+				var clock processingClock
 				for _, st := range tc.steps {
+					processing := clock.second(st.wall)
 					if expire {
-						set.Expire(start, st.wall)
+						set.Expire(processing, st.wall)
 					}
 					for _, l := range st.backfill {
-						l.now, l.wall = start, st.wall
+						l.now, l.wall = processing, st.wall
 						write(warm, l)
 					}
 					for _, l := range st.lines {
-						l.now, l.wall = start, st.wall
+						l.now, l.wall = processing, st.wall
 						write(k, l)
 					}
-					if d := diff(read(set, 0, st.wall).series, st.want); d != "" {
+					if d := diff(readAt(set, 0, st.wall, processing).series, st.want); d != "" {
 						t.Fatalf("at %d: series:%s", st.wall, d)
 					}
 				}
@@ -319,18 +321,24 @@ func TestEventTimeActivity(t *testing.T) {
 	}
 }
 
-// TestClockSteppedBackCounters: after the wall clock stepped back past every window, the
-// event-time label sets last active before the step are active at the second the store
-// notices it (an Expire or a reap): they go with the counter TTL after that, and gives way in the budget to label sets active
-// since, rather than staying until the clock catches up (a day here) and being the newest
-// until then. With several parts, the latest goes by the same clock.
-func TestClockSteppedBackCounters(t *testing.T) {
+// TestWallClockStepCounters: an event-time label set is active when its lines come on
+// the processing clock, which a step back of the wall clock (here a day, past every
+// window) does not move back and a step forward does not move on: the label sets last
+// active before a step back go with the counter TTL after their last line, keep their
+// order in the budget's eviction, and give way to label sets active since, rather than
+// staying until the wall clock catches up and being the newest until then; a label set
+// with a line after the step is active then. A step forward past the TTL (the clock set
+// right after running a day behind) removes no counter whose last line came a second
+// before, which its next line would restart at 1: a counter that goes down while the
+// process lives. With several parts, the latest goes by the same clock.
+func TestWallClockStepCounters(t *testing.T) {
 	rule := storetest.EventRule("r", storetest.OneMin, "k")
 	type step struct {
 		wall   int64
 		sink   int      // the sink the lines are written by: each on a shard of its own
 		lines  []string // label sets of lines at wall, of their own time wall
 		expire bool     // Expire at wall before the lines
+		set    bool     // the wall clock was set to wall: no time passed
 		want   map[string]series
 	}
 	kept := func(total float64) series { return series{total: total} }
@@ -349,14 +357,15 @@ func TestClockSteppedBackCounters(t *testing.T) {
 			{wall: 1121, want: map[string]series{}},
 		},
 	}, {
-		name:   "a label set with a line after the step goes with the TTL after the step",
+		name:   "a label set with a line after the step goes with the TTL after that line",
 		budget: 10, ttl: 2 * time.Minute,
 		steps: []step{
 			{wall: 87400, lines: []string{"a"}, want: map[string]series{"a": {1, []float64{1}}}},
+			{wall: 87410, want: map[string]series{"a": {1, []float64{1}}}},
 			{wall: 1000, lines: []string{"a"}, want: map[string]series{"a": {2, []float64{1}}}},
 			{wall: 1005, expire: true, want: map[string]series{"a": {2, []float64{1}}}},
-			{wall: 1125, want: map[string]series{"a": kept(2)}},
-			{wall: 1126, want: map[string]series{}},
+			{wall: 1120, want: map[string]series{"a": kept(2)}},
+			{wall: 1121, want: map[string]series{}},
 		},
 	}, {
 		name:   "parts of two shards",
@@ -369,15 +378,16 @@ func TestClockSteppedBackCounters(t *testing.T) {
 			{wall: 1121, want: map[string]series{}},
 		},
 	}, {
-		name:   "kept counters from before the step are as recently active, and give way by label set",
+		name: "kept counters from before the step keep their order",
+		// b was active before a: the new label set d takes b's room, whatever their keys.
 		budget: 3, ttl: 2 * time.Minute,
 		steps: []step{
 			{wall: 87400, lines: []string{"b"}, want: map[string]series{"b": {1, []float64{1}}}},
 			{wall: 87500, lines: []string{"a"}, want: map[string]series{"a": {1, []float64{1}}, "b": kept(1)}},
 			{wall: 1000, expire: true, want: map[string]series{"a": kept(1), "b": kept(1)}},
 			{wall: 1001, lines: []string{"c"}, want: map[string]series{"a": kept(1), "b": kept(1), "c": {1, []float64{1}}}},
-			{wall: 1002, lines: []string{"d"}, want: map[string]series{"b": kept(1), "c": {1, []float64{1}}, "d": {1, []float64{1}}}},
-			{wall: 1120, want: map[string]series{"b": kept(1), "c": {1, nil}, "d": {1, nil}}},
+			{wall: 1002, lines: []string{"d"}, want: map[string]series{"a": kept(1), "c": {1, []float64{1}}, "d": {1, []float64{1}}}},
+			{wall: 1120, want: map[string]series{"a": kept(1), "c": {1, nil}, "d": {1, nil}}},
 			{wall: 1121, want: map[string]series{"c": {1, nil}, "d": {1, nil}}},
 		},
 	}, {
@@ -390,13 +400,34 @@ func TestClockSteppedBackCounters(t *testing.T) {
 			{wall: 2000, lines: []string{"c"}, want: map[string]series{"b": kept(1), "c": {1, []float64{1}}}},
 		},
 	}, {
-		name:   "a step back by less than every window moves nothing",
+		name:   "a step forward past the TTL removes no counter",
+		budget: 10, ttl: 2 * time.Minute,
+		steps: []step{
+			{wall: 1000, lines: []string{"a", "a", "a"}, want: map[string]series{"a": {3, []float64{3}}}},
+			{wall: 87400, set: true, expire: true, want: map[string]series{"a": kept(3)}},
+			{wall: 87401, lines: []string{"a"}, want: map[string]series{"a": {4, []float64{1}}}},
+		},
+	}, {
+		name:   "a step back and forward again removes no counter",
+		budget: 10, ttl: 2 * time.Minute,
+		steps: []step{
+			{wall: 87400, lines: []string{"a", "a"}, want: map[string]series{"a": {2, []float64{2}}}},
+			{wall: 1000, set: true, expire: true, want: map[string]series{"a": kept(2)}},
+			{wall: 1005, expire: true, want: map[string]series{"a": kept(2)}},
+			{wall: 87410, set: true, expire: true, want: map[string]series{"a": kept(2)}},
+			{wall: 87411, lines: []string{"a"}, want: map[string]series{"a": {3, []float64{1}}}},
+		},
+	}, {
+		name: "a step back by less than every window keeps the windows and not the counter",
+		// The windows are read as the step's seconds older until the wall clock catches
+		// up; the counter goes with the TTL after its line, 179 processing seconds before
+		// wall 1120.
 		budget: 10, ttl: 2 * time.Minute,
 		steps: []step{
 			{wall: 1000, lines: []string{"a"}, want: map[string]series{"a": {1, []float64{1}}}},
 			{wall: 941, expire: true, want: map[string]series{"a": {1, []float64{1}}}},
-			{wall: 1120, expire: true, want: map[string]series{"a": kept(1)}},
-			{wall: 1121, want: map[string]series{}},
+			{wall: 1000, expire: true, want: map[string]series{"a": {1, []float64{1}}}},
+			{wall: 1120, expire: true, want: map[string]series{}},
 		},
 	}}
 	for _, tc := range cases {
@@ -406,14 +437,21 @@ func TestClockSteppedBackCounters(t *testing.T) {
 				t.Fatal(err)
 			}
 			sinks := []*store.Sink{set.NewSink(), set.NewSink()}
+			var clock processingClock
 			for _, st := range tc.steps {
+				var processing int64
+				if st.set {
+					processing = clock.set(st.wall)
+				} else {
+					processing = clock.second(st.wall)
+				}
 				if st.expire {
-					set.Expire(start, st.wall)
+					set.Expire(processing, st.wall)
 				}
 				for _, v := range st.lines {
-					write(sinks[st.sink], line{labels: []string{v}, now: start, wall: st.wall, at: st.wall})
+					write(sinks[st.sink], line{labels: []string{v}, now: processing, wall: st.wall, at: st.wall})
 				}
-				if d := diff(read(set, 0, st.wall).series, st.want); d != "" {
+				if d := diff(readAt(set, 0, st.wall, processing).series, st.want); d != "" {
 					t.Fatalf("at %d: series:%s", st.wall, d)
 				}
 			}
@@ -443,12 +481,12 @@ func TestLateLineOfLabelSetPastTTL(t *testing.T) {
 			t.Run(fmt.Sprintf("budget %d, late first %v, batch %v", tc.budget, tc.lateFirst, batch), func(t *testing.T) {
 				set := newSet(t, storetest.TTLConfig(tc.budget, 2*time.Minute, rule), nil)
 				// a is idle past the TTL from 1121; b, kept until 1220, holds a budget of one.
-				write(set.NewSink(), line{labels: []string{"a"}, now: start, wall: 1000, at: 1000}, line{labels: []string{"b"}, now: start, wall: 1100, at: 1100})
+				write(set.NewSink(), line{labels: []string{"a"}, now: 1000, at: 1000}, line{labels: []string{"b"}, now: 1100, at: 1100})
 				k := set.NewSink()
 				if batch {
 					k = set.NewBatchSink()
 				}
-				late, on := line{labels: []string{"a"}, now: start, wall: 1200, at: 900}, line{labels: []string{"a"}, now: start, wall: 1200, at: 1200}
+				late, on := line{labels: []string{"a"}, now: 1200, at: 900}, line{labels: []string{"a"}, now: 1200, at: 1200}
 				if tc.lateFirst {
 					write(k, late, on)
 				} else {

@@ -20,10 +20,10 @@ import (
 // every new label set at a full budget reaps first (the store rate-limits reaps to one per
 // second). A line of an event-time rule is placed at its own second, or at the clock's
 // when it is ahead of it, and in no window when older than the longest; whatever its own
-// second, it is active (for the counter TTL and the eviction order) when it comes. After
-// the wall clock stepped back past every second a series was written at, by more than
-// every window, its windows hold nothing, and an Expire or a reap finding it active ahead
-// of the clock makes it active at the clock's second.
+// second, it is active (for the counter TTL and the eviction order) at the processing
+// second it comes, whatever the wall clock does. After the wall clock stepped back past
+// every second a series was written at, by more than every window, its windows hold
+// nothing.
 type model struct {
 	rules []*modelRule
 	// maxBytes is the memory bound (0: none) and used what the series of every rule take:
@@ -45,13 +45,13 @@ type modelRule struct {
 }
 
 type modelSeries struct {
-	lines  []int64 // the seconds its lines came at, since it was made
+	lines  []int64 // the processing seconds its lines came at, since it was made
 	placed []int64 // the seconds its lines in the windows were placed at
 	wheels bool
 	pinned bool
 }
 
-// last is the second the series was last active at: its newest line's.
+// last is the processing second the series was last active at: its newest line's.
 func (s *modelSeries) last() int64 {
 	if len(s.lines) == 0 {
 		return math.MinInt64
@@ -77,9 +77,10 @@ func (r *modelRule) live(s *modelSeries, now int64) bool {
 
 func (r *modelRule) longest() int64 { return r.windows[len(r.windows)-1] }
 
-// gone: the series is a kept counter idle for longer than the counter TTL.
-func (r *modelRule) gone(s *modelSeries, now int64) bool {
-	return !s.pinned && r.ttl > 0 && !r.live(s, now) && s.last() < now-r.ttl
+// gone: the series is a kept counter at now idle for longer than the counter TTL at
+// processing second active.
+func (r *modelRule) gone(s *modelSeries, now, active int64) bool {
+	return !s.pinned && r.ttl > 0 && !r.live(s, now) && s.last() < active-r.ttl
 }
 
 // normal counts the series the budget limits: all but the overflow series.
@@ -101,7 +102,7 @@ func (m *model) remove(r *modelRule, key string) {
 
 // settle releases the wheels of a series idle past its longest window and removes it when
 // idle past the TTL; it reports whether the series is left as a kept counter.
-func (m *model) settle(r *modelRule, key string, now int64) bool {
+func (m *model) settle(r *modelRule, key string, now, active int64) bool {
 	s := r.series[key]
 	if s.pinned {
 		return false
@@ -113,36 +114,24 @@ func (m *model) settle(r *modelRule, key string, now int64) bool {
 		s.wheels = false
 		m.used -= r.wheelBytes
 	}
-	if r.gone(s, now) {
+	if r.gone(s, now, active) {
 		m.remove(r, key)
 		return false
 	}
 	return true
 }
 
-// catchUp makes the series active ahead of now by every window (the wall clock stepped
-// back) active at now.
-func (r *modelRule) catchUp(now int64) {
-	for _, s := range r.series {
-		for i, t := range s.lines {
-			if !s.pinned && t-now >= r.longest() {
-				s.lines[i] = now
-			}
-		}
-	}
-}
-
-func (m *model) expire(now int64) {
+func (m *model) expire(now, active int64) {
 	for _, r := range m.rules {
-		r.catchUp(now)
 		for key := range r.series {
-			m.settle(r, key, now)
+			m.settle(r, key, now, active)
 		}
 	}
 }
 
-// add counts a line of key that came at second now, placed at second at unless late.
-func (m *model) add(r *modelRule, key string, now, at int64, late bool) {
+// add counts a line of key that came at processing second active, placed at second at
+// unless late.
+func (m *model) add(r *modelRule, key string, active, at int64, late bool) {
 	s := r.series[key]
 	if s == nil {
 		s = &modelSeries{}
@@ -153,15 +142,16 @@ func (m *model) add(r *modelRule, key string, now, at int64, late bool) {
 		s.wheels = true
 		m.used += r.wheelBytes
 	}
-	s.lines = append(s.lines, now)
+	s.lines = append(s.lines, active)
 	if !late {
 		s.placed = append(s.placed, at)
 	}
 }
 
-// line is a line of label set key of rule i at second now of the rule's clock; at is the
-// line's own second (at == now for a processing-time rule).
-func (m *model) line(i int, key string, now, at int64) {
+// line is a line of label set key of rule i at second now of the rule's clock and second
+// active of the processing clock; at is the line's own second (at == now == active for a
+// processing-time rule).
+func (m *model) line(i int, key string, now, at, active int64) {
 	r := m.rules[i]
 	r.lines++
 	late := now-at >= r.longest()
@@ -172,11 +162,11 @@ func (m *model) line(i int, key string, now, at int64) {
 		r.future++
 		at = now
 	}
-	if s := r.series[key]; s != nil && r.gone(s, now) {
+	if s := r.series[key]; s != nil && r.gone(s, now, active) {
 		m.remove(r, key) // a label set idle past the TTL is a new one
 	}
 	if r.series[key] != nil || key == store.OverflowValue { // the overflow series is outside the budget
-		m.add(r, key, now, at, late)
+		m.add(r, key, active, at, late)
 		return
 	}
 	memFull := func() bool { return m.maxBytes > 0 && m.used+r.cost > m.maxBytes }
@@ -189,9 +179,8 @@ func (m *model) line(i int, key string, now, at int64) {
 		// then the least recently active kept counter gives way: one, or as many as
 		// the rule holds past its budget (a reload lowered it), at most a quarter budget.
 		var kept []string
-		r.catchUp(now)
 		for key := range r.series {
-			if key != store.OverflowValue && m.settle(r, key, now) {
+			if key != store.OverflowValue && m.settle(r, key, now, active) {
 				kept = append(kept, key)
 			}
 		}
@@ -213,11 +202,11 @@ func (m *model) line(i int, key string, now, at int64) {
 			r.memFolds++
 		}
 		key = store.OverflowValue
-		if s := r.series[key]; s != nil && r.gone(s, now) {
+		if s := r.series[key]; s != nil && r.gone(s, now, active) {
 			m.remove(r, key)
 		}
 	}
-	m.add(r, key, now, at, late)
+	m.add(r, key, active, at, late)
 }
 
 // steppedBack is the wall clock stepping back past every second any series was written
@@ -230,12 +219,12 @@ func (m *model) steppedBack() {
 	}
 }
 
-// view is what a scrape at now shows of rule i.
-func (m *model) view(i int, now int64) map[string]series {
+// view is what a scrape at now, with the processing clock at active, shows of rule i.
+func (m *model) view(i int, now, active int64) map[string]series {
 	r := m.rules[i]
 	out := map[string]series{}
 	for key, s := range r.series {
-		if r.gone(s, now) {
+		if r.gone(s, now, active) {
 			continue
 		}
 		v := series{total: float64(len(s.lines))}
@@ -254,12 +243,13 @@ func (m *model) view(i int, now int64) map[string]series {
 	return out
 }
 
-// check fails unless set shows at now what m says, for every rule.
-func (m *model) check(t *testing.T, set *store.Set, now int64, what string) {
+// check fails unless set shows at now, with the processing clock at active, what m says,
+// for every rule.
+func (m *model) check(t *testing.T, set *store.Set, now, active int64, what string) {
 	t.Helper()
 	for i, r := range m.rules {
-		got := read(set, i, now)
-		if d := diff(got.series, m.view(i, now)); d != "" {
+		got := readAt(set, i, now, active)
+		if d := diff(got.series, m.view(i, now, active)); d != "" {
 			t.Fatalf("%s, rule %d at %d: series:%s", what, i, now, d)
 		}
 		if got.matched != r.lines || got.drops.Folds != r.folds || got.drops.MemoryFolds != r.memFolds ||
@@ -322,16 +312,16 @@ func TestBudgetAgainstModel(t *testing.T) {
 				key = store.OverflowValue // a line whose label reads __overflow__
 			}
 			write(k, line{labels: []string{key}, now: now})
-			m.line(0, key, now, now)
+			m.line(0, key, now, now, now)
 			if rng.IntN(6) == 0 {
 				set.Expire(now, now)
-				m.expire(now)
+				m.expire(now, now)
 			}
 			if rng.IntN(3) == 0 {
-				m.check(t, set, now, what)
+				m.check(t, set, now, now, what)
 			}
 		}
-		m.check(t, set, now, what)
+		m.check(t, set, now, now, what)
 	}
 }
 
@@ -342,9 +332,10 @@ func TestBudgetAgainstModel(t *testing.T) {
 // too, with reloads that change the budget, the TTL and the bound (the rule keeps its
 // series) or the windows (it starts over). However far a line's time, the series, totals,
 // windows, late and future lines, folds and the memory the series take are the model's:
-// a label set is active when its lines come, so a line from the future does not keep it
-// from the TTL or from the budget's eviction, and the old lines of a log read from its
-// beginning stay in its `_total`; a budget lowered below what the rule holds is reached
+// a label set is active when its lines come, on the processing clock, so a line from the
+// future does not keep it from the TTL or from the budget's eviction, the old lines of a
+// log read from its beginning stay in its `_total`, and the wall clock stepping back or
+// forward (past every window and TTL) moves no label set's activity; a budget lowered below what the rule holds is reached
 // again a quarter budget of kept counters at a time, least recently active first.
 func TestEventTimeAgainstModel(t *testing.T) {
 	windowSets := [][]time.Duration{storetest.OneMin, storetest.TenSec, storetest.MinFive}
@@ -402,6 +393,8 @@ func TestEventTimeAgainstModel(t *testing.T) {
 		// The wall clock starts far enough ahead to step back a few times by more than all
 		// the seconds a run spans.
 		wall := int64(start) + 1e7
+		// The processing clock moves as time passes, not as the wall clock is set.
+		processing := int64(start)
 		for range 300 {
 			if rng.IntN(40) == 0 {
 				limit, ttl = max(1+rng.IntN(10), len(rule.Initial)), ttls[rng.IntN(len(ttls))]
@@ -420,11 +413,17 @@ func TestEventTimeAgainstModel(t *testing.T) {
 				reload(changed)
 				what += fmt.Sprintf("; at %d: budget %d, ttl %v, windows %v (changed %v), bound %d B", wall, limit, ttl, ws, changed, m.maxBytes)
 			}
-			wall += step(rng)
-			if rng.IntN(60) == 0 {
+			gap := step(rng)
+			wall += gap
+			processing += gap
+			switch rng.IntN(60) {
+			case 0:
 				wall -= 1e6 + rng.Int64N(1e5)
 				m.steppedBack()
 				what += fmt.Sprintf("; the wall clock stepped back to %d", wall)
+			case 1:
+				wall += 1e5 + rng.Int64N(1e5)
+				what += fmt.Sprintf("; the wall clock stepped forward to %d", wall)
 			}
 			at := wall
 			switch n := rng.IntN(20); {
@@ -446,17 +445,17 @@ func TestEventTimeAgainstModel(t *testing.T) {
 			if rng.IntN(40) == 0 {
 				key = store.OverflowValue // a line whose label reads __overflow__
 			}
-			write(k, line{labels: []string{key}, now: start, wall: wall, at: at})
-			m.line(0, key, wall, at)
+			write(k, line{labels: []string{key}, now: processing, wall: wall, at: at})
+			m.line(0, key, wall, at, processing)
 			if rng.IntN(6) == 0 {
-				set.Expire(start, wall)
-				m.expire(wall)
+				set.Expire(processing, wall)
+				m.expire(wall, processing)
 			}
 			if rng.IntN(3) == 0 {
-				m.check(t, set, wall, what)
+				m.check(t, set, wall, processing, what)
 			}
 		}
-		m.check(t, set, wall, what)
+		m.check(t, set, wall, processing, what)
 	}
 }
 
@@ -507,16 +506,16 @@ func TestMaxBytesAgainstModel(t *testing.T) {
 			now += step(rng)
 			i, v := rng.IntN(len(rules)), key(rng.IntN(15))
 			write(k, line{rule: i, labels: []string{v}, now: now})
-			m.line(i, v, now, now)
+			m.line(i, v, now, now, now)
 			if rng.IntN(6) == 0 {
 				set.Expire(now, now)
-				m.expire(now)
+				m.expire(now, now)
 			}
 			if rng.IntN(3) == 0 {
-				m.check(t, set, now, what)
+				m.check(t, set, now, now, what)
 			}
 		}
-		m.check(t, set, now, what)
+		m.check(t, set, now, now, what)
 	}
 }
 

@@ -272,6 +272,13 @@ type Restored struct {
 	// rules has its name and fingerprint (a rule changed or removed, which starts empty as
 	// at a reload), or its series did not decode with the rule's layout.
 	Skipped []error
+	// Processing is the newest processing second the restored series were last active at,
+	// or, of processing-time rules, written at (math.MinInt64 when none was restored): the
+	// processing clock must not start behind it, or those series would read their
+	// windows at that second until the clock caught up, leaving out of the shorter ones
+	// the lines placed behind it (and, by the longest window, read nothing at all), and
+	// the label sets active before the restart would be newer than those active after.
+	Processing int64
 }
 
 // ErrNoSuchRule is why a rule of a snapshot is skipped when the Set has no rule of its
@@ -284,7 +291,7 @@ var ErrNoSuchRule = errors.New("no rule of this name and definition")
 // error is returned only for a snapshot whose Set section does not decode, and then s is
 // unchanged.
 func (s *Set) Restore(snap *storage.Snapshot) (Restored, error) {
-	var res Restored
+	res := Restored{Processing: math.MinInt64}
 	sec, ok := snap.Section(sectionSet)
 	if !ok {
 		return res, fmt.Errorf("%w: no %q section", storage.ErrCorrupt, sectionSet)
@@ -305,20 +312,22 @@ func (s *Set) Restore(snap *storage.Snapshot) (Restored, error) {
 		if sec.Name != sectionRule {
 			continue
 		}
-		n, err := restoreRule(sec, byName)
+		n, processing, err := restoreRule(sec, byName)
 		if err != nil {
 			res.Skipped = append(res.Skipped, err)
 			continue
 		}
 		res.Rules++
 		res.Series += n
+		res.Processing = max(res.Processing, processing)
 	}
 	s.oldest.Store(min(s.oldest.Load(), oldest))
 	return res, nil
 }
 
-// restoreRule decodes one rule's section whole, then puts its series in its store.
-func restoreRule(sec storage.Section, byName map[string]*store) (int, error) {
+// restoreRule decodes one rule's section whole, then puts its series in its store; it
+// returns how many, and the newest processing second they hold (Restored.Processing).
+func restoreRule(sec storage.Section, byName map[string]*store) (int, int64, error) {
 	var st *store
 	var series []*Series
 	var counts []uint64
@@ -333,7 +342,7 @@ func restoreRule(sec storage.Section, byName map[string]*store) (int, error) {
 				// writes to the store yet, so what it was charged before is exact.
 				st.settlePending()
 				st.charge(charged - st.used.Load())
-				return 0, fmt.Errorf("rule %q: %w", st.name, err)
+				return 0, 0, fmt.Errorf("rule %q: %w", st.name, err)
 			}
 			series = append(series, s)
 			continue
@@ -341,17 +350,17 @@ func restoreRule(sec storage.Section, byName map[string]*store) (int, error) {
 		name, fp := string(r.Prefixed()), string(r.Prefixed())
 		layout := r.Uint64()
 		if err := r.Err(); err != nil {
-			return 0, fmt.Errorf("rule header: %w", err)
+			return 0, 0, fmt.Errorf("rule header: %w", err)
 		}
 		if st = byName[name+"\x00"+fp]; st == nil {
-			return 0, fmt.Errorf("rule %q: %w", name, ErrNoSuchRule)
+			return 0, 0, fmt.Errorf("rule %q: %w", name, ErrNoSuchRule)
 		}
 		if layout != st.layout.Fingerprint() {
-			return 0, fmt.Errorf("rule %q: %w", name, windows.ErrLayout)
+			return 0, 0, fmt.Errorf("rule %q: %w", name, windows.ErrLayout)
 		}
 		var err error
 		if counts, retired, err = st.headerCounts(r); err != nil {
-			return 0, fmt.Errorf("rule %q: %w", name, err)
+			return 0, 0, fmt.Errorf("rule %q: %w", name, err)
 		}
 		// One snapshot section per store: a second one of the same rule is refused.
 		delete(byName, name+"\x00"+fp)
@@ -359,10 +368,19 @@ func restoreRule(sec storage.Section, byName map[string]*store) (int, error) {
 		charged = st.used.Load()
 	}
 	if st == nil {
-		return 0, fmt.Errorf("%w: rule section without a header", storage.ErrCorrupt)
+		return 0, 0, fmt.Errorf("%w: rule section without a header", storage.ErrCorrupt)
 	}
 	st.install(series, counts, retired)
-	return len(series), nil
+	processing := int64(math.MinInt64)
+	for _, s := range series {
+		processing = max(processing, s.last())
+		for p := range s.parts {
+			if w := p.win.Load(); w != nil && !st.eventTime {
+				processing = max(processing, w.Second())
+			}
+		}
+	}
+	return len(series), processing, nil
 }
 
 // snapshotDropReasons are the drop reasons every snapshot keeps a counter of: those before
@@ -442,8 +460,12 @@ func (st *store) decodeSeries(r *wire.Reader) (*Series, error) {
 			}
 			p.win.Store(w)
 			*r = *wire.NewReader(rest)
-			// A part is active no later than its wheels were written: an earlier build
-			// kept the own second of a line from the future as its last one.
+			// An earlier build kept the own second of a line from the future as a part's
+			// last one: it is taken no later than its wheels were written. Their second is
+			// the rule's clock's, for an event-time rule the wall clock's, which is about
+			// the processing second its activity is now kept in, unless the wall clock
+			// stepped back while the exporter ran: the part is then taken as active that
+			// much earlier.
 			if t := w.Second(); t != math.MinInt64 && p.last.Load() > t {
 				p.last.Store(t)
 			}

@@ -416,29 +416,46 @@ func TestRestoreSnapshotOfFewerDropReasons(t *testing.T) {
 	}
 }
 
-// TestRestoreBehindTheClock: a counter restored by a process whose clock is behind the
-// one that wrote it, past every window (the wall clock stepped back across the restart;
-// the processing clock starts at it), is active from the first Expire after the restore,
-// not from the second its line came at on the clock that was ahead: it goes with the
-// counter TTL after that, for processing-time and event-time rules alike.
-func TestRestoreBehindTheClock(t *testing.T) {
+// TestRestoreProcessing: Restore says the newest processing second its series were last
+// active at, or, of a processing-time rule, written at (its wheels' second), and not the
+// wheels' second of an event-time rule, which is the wall clock's: the processing clock of
+// the restart starts no earlier (see the pipeline), and a restored counter goes with the
+// counter TTL after its last line on that clock, for processing-time and event-time rules
+// alike.
+func TestRestoreProcessing(t *testing.T) {
 	for _, rule := range []*config.Rule{storetest.CountRule("r", storetest.OneMin, "k"), storetest.EventRule("r", storetest.OneMin, "k")} {
 		t.Run(fmt.Sprintf("event time %v", rule.Timestamp != nil), func(t *testing.T) {
 			cfg := storetest.TTLConfig(10, 2*time.Minute, rule)
 			set := newSet(t, cfg, nil)
-			write(set.NewSink(), line{labels: []string{"a"}, now: 87400, at: 87400})
+			// The wall clock is ahead of the processing one: the event-time wheels are at
+			// its second, which is no processing second.
+			own := func(at int64) int64 {
+				if rule.Timestamp == nil {
+					return 0 // a line of a processing-time rule has no time of its own
+				}
+				return at
+			}
+			write(set.NewSink(), line{labels: []string{"a"}, now: 87000, wall: 87400, at: own(87400)})
+			write(set.NewSink(), line{labels: []string{"b"}, now: 87300, wall: 87500, at: own(87500)})
 			snap := encodeSet(t, set, false, func() {})
 			restored := newSet(t, cfg, nil)
-			if _, err := restored.Restore(snap); err != nil {
+			res, err := restored.Restore(snap)
+			if err != nil {
 				t.Fatal(err)
 			}
-			restored.Expire(1000, 1000)
+			if res.Processing != 87300 {
+				t.Errorf("restored processing second %d, want 87300", res.Processing)
+			}
 			for _, tc := range []struct {
-				now  int64
-				want map[string]series
-			}{{1120, map[string]series{"a": {total: 1}}}, {1121, map[string]series{}}} {
-				if d := diff(read(restored, 0, tc.now).series, tc.want); d != "" {
-					t.Errorf("at %d: series:%s", tc.now, d)
+				active int64
+				want   map[string]series
+			}{
+				{87120, map[string]series{"a": {total: 1}, "b": {total: 1}}},
+				{87121, map[string]series{"b": {total: 1}}},
+				{87421, map[string]series{}},
+			} {
+				if d := diff(readAt(restored, 0, 87500+300, tc.active).series, tc.want); d != "" {
+					t.Errorf("at %d: series:%s", tc.active, d)
 				}
 			}
 		})

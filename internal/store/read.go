@@ -61,9 +61,12 @@ func (r *Rule) EventTime() bool { return r.store.eventTime }
 // caller should clear dst after use, so that removed series may go.
 func (r *Rule) Snapshot(dst []*Series) ([]*Series, uint64) { return r.store.snapshot(dst) }
 
-// Gone reports whether s is a kept counter idle past the counter TTL at now: Expire
-// removes it, and a reader leaves it out until then.
-func (r *Rule) Gone(s *Series, now int64) bool { return r.store.gone(s, now, r.budget.ttl) }
+// Gone reports whether s is a kept counter at now (the rule's clock) idle past the counter
+// TTL at active (the processing clock, which activity goes by): Expire removes it, and a
+// reader leaves it out until then.
+func (r *Rule) Gone(s *Series, now, active int64) bool {
+	return r.store.gone(s, now, active, r.budget.ttl)
+}
 
 // Total is the `_total` of s: the sum of its values for a value rule, else its lines.
 func (r *Rule) Total(s *Series) float64 { return r.store.total(s) }

@@ -95,10 +95,9 @@ type part struct {
 	// mag is the sum of the magnitudes of the large values added to sum and to the
 	// wheels (float64 bits); see admit.
 	mag atomic.Uint64
-	// last is the second the part was last active at: that of the clock its newest line
-	// was judged by when it came (the wall clock's for an event-time rule, whatever the
-	// line's own time). It is what the counter TTL and the eviction order of a kept
-	// counter go by, and never before the newest line its wheels placed.
+	// last is the processing second the part was last active at: when its newest line
+	// came, whatever the line's own time and its rule's clock (see counted). It is what
+	// the counter TTL and the eviction order of a kept counter go by.
 	last atomic.Int64
 }
 

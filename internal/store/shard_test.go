@@ -279,7 +279,7 @@ func readAll(set *Set, now int64) {
 		sums := r.Layout().NewSummaries()
 		all, _ := r.Snapshot(nil)
 		for _, s := range all {
-			if r.Gone(s, now) {
+			if r.Gone(s, now, now) {
 				continue
 			}
 			_ = r.Total(s)

@@ -85,8 +85,9 @@ func (s *Set) newSink(backfill bool) *Sink {
 // SetNow sets, in Unix seconds, the clocks the events that follow are placed and judged by,
 // until the next call. An event without a time of its own is placed at processing. An
 // event with one (HasTime) is placed at it and judged late or future against wall, the
-// clock its time comes from. They must be the clocks the exposition reads (the exporter's
-// Now and Wall), so that a series is written and read on one clock.
+// clock its time comes from. Every event makes its label set active at processing. They
+// must be the clocks the exposition reads (the exporter's Now and Wall), so that a series
+// is written and read on one clock.
 func (k *Sink) SetNow(processing, wall int64) { k.processing, k.wall = processing, wall }
 
 // Received is how many events and drops the Sink was given since it was made. A caller
@@ -106,13 +107,13 @@ func (k *Sink) Event(e *event.Event) {
 	w.now, w.at = k.clocks(e)
 	if h := k.held; h != nil {
 		p := &h.rules[e.Rule]
-		if p.add(e, w.now, w.at, h.seed) {
+		if p.add(e, w.now, w.at, w.active, h.seed) {
 			return
 		}
 		// The rule's table is full, or the event is to be written at once: after the
 		// events before it, so that they keep their order.
 		k.flushRule(e.Rule)
-		if p.add(e, w.now, w.at, h.seed) {
+		if p.add(e, w.now, w.at, w.active, h.seed) {
 			return
 		}
 	}
@@ -137,9 +138,10 @@ func (k *Sink) flushRule(i int) {
 	r.store.flush(&k.held.rules[i], k.writeOf(r), &k.last[i], &k.held.scratch)
 }
 
-// writeOf is what the store needs of k to write an event of rule r, but for its clocks.
+// writeOf is what the store needs of k to write an event of rule r, but for the clocks
+// of the event's own second (see clocks).
 func (k *Sink) writeOf(r *Rule) write {
-	return write{budget: r.budget, shard: k.shard, backfill: k.backfill}
+	return write{budget: r.budget, shard: k.shard, backfill: k.backfill, active: k.processing}
 }
 
 // clocks gives the second e is judged at and the second it belongs to.

@@ -32,7 +32,7 @@ func TestSinkLastSeriesRemoved(t *testing.T) {
 	got := map[string]float64{}
 	all, _ := r.Snapshot(nil)
 	for _, s := range all {
-		if !r.Gone(s, now) {
+		if !r.Gone(s, now, now) {
 			got[s.Labels()[0]] = r.Total(s)
 		}
 	}

@@ -45,11 +45,14 @@
 // wall-clock step moves nothing) and is read and expired at it. An event-time rule lives
 // entirely on the wall clock, the clock its log's times come from: its lines are judged
 // late or future against the wall second, and its series are read and expired at it. A
-// rule never mixes the two, so neither clock's steps reach the other's rules. A series is
-// active (what the counter TTL and the eviction order go by) when its lines come, on its
-// rule's clock, whatever their own time: one line stamped years ahead cannot keep its
-// series, and the late lines of a log read from its beginning stay in their `_total`,
-// however old. Rates divide
+// rule never mixes the two, so neither clock's steps reach the other's rules' windows. A
+// series is active (what the counter TTL and the eviction order go by) when its lines
+// come, on the processing clock whatever its rule's, and whatever their own time: one line
+// stamped years ahead cannot keep its series, the late lines of a log read from its
+// beginning stay in their `_total`, however old, and a step of the wall clock neither makes
+// a label set active a second ago look idle for a day (its counter removed, to restart at
+// its next line) nor makes those active before a step back look newer than those active
+// since. Rates divide
 // by the seconds observed: since the exporter's start for processing-time rules; for
 // event-time rules since the earlier of that and the oldest line any event-time rule
 // placed, so that a replay from the beginning of a log gives a series first seen near its

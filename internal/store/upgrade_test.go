@@ -53,7 +53,7 @@ func TestRestoreFutureLast(t *testing.T) {
 		now  int64
 		gone bool
 	}{{1120, false}, {1121, true}} {
-		if got := r.Gone(all[0], tc.now); got != tc.gone {
+		if got := r.Gone(all[0], tc.now, tc.now); got != tc.gone {
 			t.Errorf("at %d: gone %v, want %v", tc.now, got, tc.gone)
 		}
 	}

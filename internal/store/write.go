@@ -14,6 +14,9 @@ type write struct {
 	// now is the second the event is judged at, at the second it belongs to (see
 	// Sink.clocks).
 	now, at int64
+	// active is the processing second the event came at, whatever its rule's clock: what
+	// its label set's activity goes by (see counted).
+	active int64
 	// budget is the event's rule's.
 	budget budget
 	// shard is the sink's shard of writers.
@@ -59,7 +62,7 @@ func (st *store) observe(e *event.Event, w *write, last **Series) {
 			folded = s != nil
 		}
 	}
-	if s != nil && st.idlePastTTL(s, w.shard, w.now, w.budget.ttl) {
+	if s != nil && st.idlePastTTL(s, w.shard, w.now, w.active, w.budget.ttl) {
 		// A label set idle past the counter TTL is a new one (Expire may not have removed
 		// it yet): its total starts again, as a scrape stopped showing the old one.
 		lock.RUnlock()
@@ -123,7 +126,7 @@ func (st *store) create(e *event.Event, w *write, due bool) {
 		s, isOverflow = st.series[string(e.Key)], string(e.Key) == st.overflowKey
 	}
 	retired := false
-	if s != nil && st.gone(s, w.now, w.budget.ttl) {
+	if s != nil && st.gone(s, w.now, w.active, w.budget.ttl) {
 		st.remove(s)
 		s, retired = nil, true
 	}
@@ -137,7 +140,7 @@ func (st *store) create(e *event.Event, w *write, due bool) {
 	// reaps, when due, as a label set never seen does (unless its line is late: see
 	// observe).
 	if (overBudget || memFull) && (due || retired && !st.tooOld(w.now, w.at) && st.reapDue(w.now, limit)) {
-		st.reap(w.now, w.budget, memFull)
+		st.reap(w.now, w.active, w.budget, memFull)
 		overBudget = st.normal >= limit
 		memFull = st.mem.full(cost)
 	}
@@ -154,7 +157,7 @@ func (st *store) create(e *event.Event, w *write, due bool) {
 	folded := false
 	if full {
 		s, folded = st.series[st.overflowKey], true
-		if s != nil && st.gone(s, w.now, w.budget.ttl) {
+		if s != nil && st.gone(s, w.now, w.active, w.budget.ttl) {
 			// The overflow series idle past the TTL is a new one, as any label set is, whether
 			// Expire removed it yet or not: a scrape stopped showing the old one.
 			st.remove(s)
@@ -256,16 +259,19 @@ func (st *store) partOf(s *Series, shard uint8) *part {
 // second, and returns the wheels they go to: made for a kept counter, or nil when they are
 // too old for every window (counted late).
 func (st *store) counted(p *part, w *write, n uint64) *windows.Series {
-	// A series is active when its lines come, on the clock they are judged by, whatever
-	// their own time: a line stamped years ahead must not keep its series from the TTL or
-	// from eviction, nor a late line of a log read from its beginning start a counter
-	// already past the TTL. A warm start's lines came before the start, at about their own
-	// time.
+	// A series is active when its lines come, on the processing clock, whatever their own
+	// time and whatever the wall clock does: a line stamped years ahead must not keep its
+	// series from the TTL or from eviction, nor a late line of a log read from its
+	// beginning start a counter already past the TTL, nor a step of the wall clock make a
+	// label set active a second ago look idle for a day (its counter removed, which its
+	// next line restarts) or newer than one active since. A warm start's lines came before
+	// the start, at about their own time: as long before the processing second as before
+	// the wall's.
 	if !w.backfill {
 		p.lines.Add(n)
-		p.raiseLast(w.now)
+		p.raiseLast(w.active)
 	} else {
-		p.raiseLast(min(w.at, w.now))
+		p.raiseLast(w.active - ago(w.now, w.at))
 	}
 	wheels := p.win.Load()
 	if wheels == nil {
@@ -283,6 +289,15 @@ func (st *store) counted(p *part, w *write, n uint64) *windows.Series {
 		}
 	}
 	return wheels
+}
+
+// ago is how many seconds before second now second at is: 0 when it is not before it, at
+// most 2^62, so that no pair of times can overflow it or a second it is taken from.
+func ago(now, at int64) int64 {
+	if at >= now {
+		return 0
+	}
+	return int64(min(uint64(now-at), 1<<62))
 }
 
 // placed counts what the wheels did with n events of w's second.
