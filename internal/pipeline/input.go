@@ -11,6 +11,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/logwindow/logwindow_exporter/config"
 	"github.com/logwindow/logwindow_exporter/config/logformat"
@@ -87,6 +88,9 @@ type stream struct {
 	// each under the cut.
 	at   *follow.Line
 	kept map[string][]follow.Position
+	// holding is, by path, the processing second of the last line of each file that
+	// holds lines, for settleQuiet. Used by the reading goroutine only.
+	holding map[string]int64
 	// workers is how many goroutines are to parse the follower's lines (workersOf), set
 	// by reloads; pool is the workers running besides the reading goroutine, nil while it
 	// parses them alone (see workers.go). A batch's lines have no binding of the reading
@@ -616,8 +620,15 @@ func (in *stream) keepHeld(path string, held bool) {
 		if len(in.kept) > 0 {
 			delete(in.kept, path)
 		}
+		if len(in.holding) > 0 {
+			delete(in.holding, path)
+		}
 		return
 	}
+	if in.holding == nil {
+		in.holding = map[string]int64{}
+	}
+	in.holding[path] = in.processing
 	ks := in.kept[path]
 	i := slices.IndexFunc(ks, func(k follow.Position) bool { return k.Dev == in.at.Dev && k.Ino == in.at.Ino })
 	if i >= 0 && in.at.Offset >= ks[i].Offset {
@@ -666,12 +677,61 @@ func (in *stream) closeFile(p *Pipeline, path string) {
 	if len(in.kept) > 0 {
 		delete(in.kept, path)
 	}
+	if len(in.holding) > 0 {
+		delete(in.holding, path)
+	}
 	b := in.bind(p)
 	if b.paths != nil {
 		b.paths.set(b.parse, path)
 	}
 	in.setNow(b)
 	b.parse.CloseFile(path, b.name, b.sink, b.done)
+	in.flush()
+	in.unbindIfStale(p, &in.bound, b)
+}
+
+// heldQuiet is how long a file that holds lines of no format chosen, none of which fits a
+// candidate, gets no line before they are settled (settleQuiet): long enough for a
+// container's start-up messages to be followed by its first lines of a format, short
+// enough for a short log of another format to be told of while it matters.
+const heldQuiet = time.Minute
+
+// settleQuiet settles (parser.Session.Settle) the files that hold lines of no format
+// chosen and got no line for heldQuiet: counted under parser.NoFormat and logged, as a
+// file of MaxHeld such lines is, their lines counted as unmatched. A file of fewer lines
+// would otherwise hold them, uncounted and untold, until it is closed. Called by the
+// reading goroutine each time it caught up with the writers, which the follower's poll
+// has it do every poll interval.
+func (in *stream) settleQuiet(p *Pipeline) {
+	if len(in.holding) == 0 {
+		return
+	}
+	now := p.clock.second()
+	for path, last := range in.holding {
+		if now-last < int64(heldQuiet/time.Second) {
+			continue
+		}
+		// A file whose format is chosen holds the lines that do not fit it for its next
+		// line that fits: it is looked at again once it holds a line more.
+		delete(in.holding, path)
+		in.settle(p, path)
+	}
+}
+
+// settle is settleQuiet for one file, under the cut as closeFile is: the held lines are
+// counted and their file's position let go of at once.
+func (in *stream) settle(p *Pipeline, path string) {
+	p.cut.RLock()
+	defer p.cut.RUnlock()
+	b := in.bind(p)
+	if b.paths != nil {
+		b.paths.set(b.parse, path)
+	}
+	in.processing, in.wall = p.clock.read()
+	in.setNow(b)
+	if b.parse.Settle(path, b.name, b.sink, b.done) && len(in.kept) > 0 {
+		delete(in.kept, path)
+	}
 	in.flush()
 	in.unbindIfStale(p, &in.bound, b)
 }

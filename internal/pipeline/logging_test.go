@@ -404,6 +404,60 @@ func TestFilesOfNoFormatLogged(t *testing.T) {
 	}
 }
 
+// A file of an input with candidate log formats that writes fewer than MaxHeld lines, none
+// of a candidate's format, then goes quiet is told of as one of MaxHeld such lines is:
+// counted under "(none)", logged by its path, its lines counted as unmatched; before it
+// has been quiet for heldQuiet, its lines wait for one of a format. A line of a format
+// later has it chosen.
+func TestShortFileOfNoFormatSettles(t *testing.T) {
+	dir := t.TempDir()
+	const (
+		combined = `10.0.0.1 - - [01/Mar/2024:12:00:00 +0000] "GET / HTTP/1.1" 200 5 "-" "curl/8.5.0"`
+		plain    = `12:00:00 INFO served / in 5ms`
+	)
+	file := func(pod string) string { return filepath.Join(dir, pod, "0.log") }
+	for _, pod := range []string{"web", "app"} {
+		if err := os.MkdirAll(filepath.Join(dir, pod), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(file(pod), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg, err := config.Parse(fmt.Appendf(nil, "inputs: [{name: pods, path: '%s/*/*.log', log_format: auto}]\nrules: [{name: requests, labels: {status: '${status}'}}]\n", dir), "rules.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	clock := testclock.New(time.Date(2024, 3, 1, 12, 0, 0, 0, time.UTC))
+	p, out := startLogged(t, cfg, clock.Now)
+	const warning = "files of the input whose lines fit none of its log formats"
+	appendTo(t, file("web"), strings.Repeat(combined+"\n", 3))
+	appendTo(t, file("app"), strings.Repeat(plain+"\n", 3))
+	waitTotal(t, p, "read", "logwindow_input_lines_total", 6)
+	clock.Add(heldQuiet - time.Second)
+	// The reader polls every 10 ms: a settling due now would be done by the next lines.
+	appendTo(t, file("web"), combined+"\n")
+	waitTotal(t, p, "before the quiet period", "logwindow_input_lines_total", 7)
+	p.warnUnreadable()
+	if st := p.inputStats(); len(st) != 1 || st[0].Unmatched != 0 || st[0].Formats[parser.NoFormat] != 0 || strings.Contains(out.String(), warning) {
+		t.Fatalf("before the quiet period: input stats %+v, want the short file's lines held, uncounted:\n%s", st, out.String())
+	}
+	clock.Add(time.Second)
+	waitTotal(t, p, "settled", "logwindow_input_unmatched_lines_total", 3)
+	p.warnUnreadable()
+	if st := p.inputStats(); len(st) != 1 || st[0].Formats[parser.NoFormat] != 1 || st[0].Formats["combined"] != 1 {
+		t.Errorf("settled: input stats %+v, want one file of no format and one combined", st)
+	}
+	if want := fmt.Sprintf("input=pods source=%s/*/*.log files=1 example=%s", dir, file("app")); !strings.Contains(out.String(), want) {
+		t.Errorf("the warning lacks %s:\n%s", want, out.String())
+	}
+	appendTo(t, file("app"), combined+"\n")
+	waitTotal(t, p, "a line of a format", "logwindow_input_lines_total", 8)
+	if st := p.inputStats(); st[0].Formats["combined"] != 2 || st[0].Formats[parser.NoFormat] != 0 {
+		t.Errorf("a line of a format: input stats %+v, want both files combined", st)
+	}
+}
+
 // An input no rule reads (the rules are all restricted to other inputs: it is followed
 // for its own counters) has no rule that counts nothing and no regex that is wrong: its
 // lines are told of neither as unreadable nor as unmatched, while the same lines of an
