@@ -80,6 +80,9 @@ type stream struct {
 	// and the lines held while it is chosen (nil for an input of one format); used by
 	// the reading goroutine, across generations.
 	files *parser.Files
+	// judged judges the files of a glob of one log format (nil for another input); used
+	// by the reading goroutine, across generations, and by the binding's judge.
+	judged *verdicts
 	// at is where the line being handed on starts (follow.Options.At), for a follower of
 	// candidate formats (nil otherwise); kept is, by path, where the first of the lines
 	// held while its format is chosen starts in each file (keepHeld), which a snapshot's
@@ -134,6 +137,9 @@ type binding struct {
 	// not, since they were last added to the stream's fit and unfit (publishFits): plain
 	// counts of the binding's goroutine, so that a line pays no atomic operation for them.
 	fits, unfits uint64
+	// judge says that the stream's files are judged by the input's one log format, which a
+	// rule reads (stream.judged).
+	judge bool
 }
 
 // publishFits adds the lines b counted as fitted and not to the stream's counts; called
@@ -174,6 +180,13 @@ func (in *stream) bindTo(p *Pipeline, slot *atomic.Pointer[binding]) *binding {
 		b.parse.SetFormats(formats, in.files)
 	} else {
 		b.parse.SetFormat(ci.Name, ci.LogFormat)
+	}
+	if in.judged != nil && slot == &in.bound {
+		format := ""
+		if ci.LogFormat != nil && g.parser.ReadsInput(ci.Name) {
+			format, b.judge = ci.LogFormat.ID(), true
+		}
+		in.judged.judgeBy(format)
 	}
 	b.received = b.sink.Received()
 	b.done = func(wellFormed, fitted bool) {
@@ -287,9 +300,10 @@ func (in *stream) joinOptions(o *follow.Options, cut *sync.RWMutex, streams func
 }
 
 // formatOptions has the follower of an input with candidate log formats tell of the files
-// it is done with, so that their held lines are parsed and their state forgotten.
+// it is done with, so that their held lines are parsed and their state forgotten, and that
+// of a glob of one log format, so that their verdicts are.
 func (in *stream) formatOptions(p *Pipeline, o *follow.Options) {
-	if in.files == nil {
+	if in.files == nil && in.judged == nil {
 		return
 	}
 	closed := o.Closed
@@ -297,7 +311,11 @@ func (in *stream) formatOptions(p *Pipeline, o *follow.Options) {
 		if closed != nil {
 			closed(path)
 		}
-		in.closeFile(p, path)
+		if in.files != nil {
+			in.closeFile(p, path)
+		} else {
+			in.judged.closed(path)
+		}
 	}
 }
 
@@ -340,6 +358,8 @@ func (in *stream) stats() selfmetric.InputStats {
 	st.Unmatched = in.unmatched.Load()
 	if in.files != nil {
 		st.Formats = in.files.Formats()
+	} else if in.judged != nil {
+		st.Formats = in.judged.formats()
 	}
 	return selfmetric.InputStats{Input: in.label, Stats: st}
 }
@@ -516,6 +536,8 @@ func (p *Pipeline) startInput(ci config.Input, shard int, deal *dealer) (*stream
 	}
 	if ci.LogFormats != nil {
 		in.files = parser.NewFiles()
+	} else if ci.File != nil && ci.File.IsGlob() {
+		in.judged = newVerdicts()
 	}
 	running, err := kind.start(p, ci, in, shard)
 	if err != nil {
@@ -553,7 +575,13 @@ func (in *stream) handle(p *Pipeline) input.Handler {
 				b.paths.setLine(b.parse, path, lv)
 			}
 			in.setNow(b)
-			b.parse.ParseFile(path, b.name, msg, wrapperTime, b.sink, b.done)
+			if b.judge {
+				fits := b.fits
+				b.parse.ParseFile(path, b.name, msg, wrapperTime, b.sink, b.done)
+				in.judged.line(path, b.fits != fits)
+			} else {
+				b.parse.ParseFile(path, b.name, msg, wrapperTime, b.sink, b.done)
+			}
 			if in.at != nil {
 				in.keepHeld(path, b.parse.Holds())
 			}

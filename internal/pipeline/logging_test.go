@@ -404,6 +404,68 @@ func TestFilesOfNoFormatLogged(t *testing.T) {
 	}
 }
 
+// A file of a glob of one log format none of whose first MaxHeld lines fits it (a pod of
+// another image, under a glob over all of them) is told of as a file of candidate formats
+// that fit none is: counted under "(none)" and logged by its path, though the input's
+// other files fit, until a line of it fits. Its lines count as unmatched, as they did.
+func TestGlobFileOfNotItsFormatLogged(t *testing.T) {
+	dir := t.TempDir()
+	const (
+		combined = `10.0.0.1 - - [01/Mar/2024:12:00:00 +0000] "GET / HTTP/1.1" 200 5 "-" "curl/8.5.0"`
+		plain    = `12:00:00 INFO served / in 5ms`
+	)
+	file := func(pod string) string { return filepath.Join(dir, pod, "0.log") }
+	for _, pod := range []string{"web", "app", "short"} {
+		if err := os.MkdirAll(filepath.Join(dir, pod), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(file(pod), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg, err := config.Parse(fmt.Appendf(nil, "inputs: [{name: pods, path: '%s/*/*.log', log_format: combined}]\nrules: [{name: requests, labels: {status: '${status}'}}]\n", dir), "rules.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	clock := testclock.New(time.Date(2024, 3, 1, 12, 0, 0, 0, time.UTC))
+	p, out := startLogged(t, cfg, clock.Now)
+	const warning = "files of the input whose lines fit none of its log formats"
+	read := 0
+	for _, step := range []struct {
+		name string
+		pod  string
+		line string
+		n    int
+		none int
+	}{
+		{"of its format", "web", combined, 20, 0},
+		{"a few lines of another", "short", plain, parser.MaxHeld - 1, 0},
+		{"another's first lines", "app", plain, parser.MaxHeld, 1},
+		{"it goes on", "app", plain, 5, 1},
+		{"a misfit after lines that fit", "web", plain, parser.MaxHeld, 1},
+		{"a line of its format at last", "app", combined, 1, 0},
+	} {
+		appendTo(t, file(step.pod), strings.Repeat(step.line+"\n", step.n))
+		read += step.n
+		waitTotal(t, p, step.name, "logwindow_input_lines_total", float64(read))
+		if st := p.inputStats(); len(st) != 1 || st[0].Formats[parser.NoFormat] != step.none {
+			t.Errorf("%s: input stats %+v, want %d files of no format", step.name, st, step.none)
+		}
+		if step.none > 0 {
+			p.warnUnreadable()
+		}
+	}
+	if got := strings.Count(out.String(), warning); got != 1 {
+		t.Errorf("%d warnings, want 1:\n%s", got, out.String())
+	}
+	if want := fmt.Sprintf("input=pods source=%s/*/*.log files=1 example=%s", dir, file("app")); !strings.Contains(out.String(), want) {
+		t.Errorf("the warning lacks %s:\n%s", want, out.String())
+	}
+	if st := p.inputStats(); st[0].Unmatched != uint64(parser.MaxHeld-1+parser.MaxHeld+5+parser.MaxHeld) {
+		t.Errorf("%d lines unmatched, want every line of another format", st[0].Unmatched)
+	}
+}
+
 // A file of an input with candidate log formats that writes fewer than MaxHeld lines, none
 // of a candidate's format, then goes quiet is told of as one of MaxHeld such lines is:
 // counted under "(none)", logged by its path, its lines counted as unmatched; before it
