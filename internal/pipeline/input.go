@@ -168,6 +168,14 @@ func (in *stream) bindTo(p *Pipeline, slot *atomic.Pointer[binding]) *binding {
 	}
 	ci := g.input(in.source)
 	b := &binding{gen: g, parse: g.parser.NewSession(), sink: g.set.NewBatchSink(), name: ci.Name, streams: ci.Streams, paths: newPathValues(ci, g.parser)}
+	if b.paths != nil && ci.File != nil {
+		b.paths.miss = func(path string) {
+			// Once per load for the input, whichever of its shards or workers finds it.
+			if _, logged := g.pathsMissed.LoadOrStore(in.source, true); !logged {
+				in.log.Warn(pathsMissMessage, "path", path, "path_captures", ci.File.PathCaptures.String())
+			}
+		}
+	}
 	if in.files != nil {
 		// Candidates a reload took away (or the input with them) are none rather than nil:
 		// nil would drop in.files, and with it the lines held while a file's format was

@@ -404,6 +404,45 @@ func TestFilesOfNoFormatLogged(t *testing.T) {
 	}
 }
 
+// A path_captures regex that does not match the path of a file the input reads (written
+// for /var/log/pods while the node's logs are mounted elsewhere) leaves its captures
+// empty on every line of the file: it is logged at warning once per load, naming the file
+// and the regex, not left to series of empty labels.
+func TestPathCapturesMissLogged(t *testing.T) {
+	const miss = "path_captures does not match the path of a file the input reads"
+	for _, tc := range []struct {
+		name, re string
+		logged   int
+	}{
+		{"matches", `/(?P<pod>[^/]+)/0\.log$`, 0},
+		{"matches none", `^/var/log/pods/(?P<pod>[^/]+)/`, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			for _, pod := range []string{"web", "app"} {
+				if err := os.MkdirAll(filepath.Join(dir, pod), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(filepath.Join(dir, pod, "0.log"), []byte("GET 200\nGET 404\n"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			cfg, err := config.Parse(fmt.Appendf(nil, "inputs: [{name: pods, path: '%s/*/*.log', start_at: beginning, path_captures: '%s'}]\nrules: [{name: requests, match: 'GET (?P<status>\\d+)', labels: {pod: '${pod}', status: '${status}'}}]\n", dir, tc.re), "rules.yaml")
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, out := startLogged(t, cfg, time.Now)
+			waitTotal(t, p, "read", "logwindow_input_lines_total", 4)
+			if got := strings.Count(out.String(), miss); got != tc.logged {
+				t.Errorf("%d warnings, want %d:\n%s", got, tc.logged, out.String())
+			}
+			if tc.logged > 0 && !strings.Contains(out.String(), fmt.Sprintf("path_captures=%s", tc.re)) {
+				t.Errorf("the warning does not name the regex:\n%s", out.String())
+			}
+		})
+	}
+}
+
 // A file of a glob of one log format none of whose first MaxHeld lines fits it (a pod of
 // another image, under a glob over all of them) is told of as a file of candidate formats
 // that fit none is: counted under "(none)" and logged by its path, though the input's
