@@ -866,3 +866,55 @@ rules:
 		t.Errorf("%d lines parsed, want %d", count.lines, MaxHeld+2)
 	}
 }
+
+// Settle has a file that holds fewer than MaxHeld lines, none of which fits a candidate,
+// counted under NoFormat and its lines parsed, as MaxHeld of them would: a short log of
+// another format that then goes quiet is told of. A file whose format is chosen, or that
+// holds no line, is left as it is; a file settled has its format chosen by its next line
+// that fits, as one of MaxHeld misfits does.
+func TestSessionSettle(t *testing.T) {
+	p, c := autoParser(t)
+	r := rand.New(rand.NewPCG(3, 4))
+	combined := p.Candidates()[6]
+	files := NewFiles()
+	s := p.NewSession()
+	s.SetFormats(c.Inputs[0].LogFormats, files)
+	rec := &recorder{t: t, rules: c.Rules}
+	var count countingDone
+	for range 3 {
+		s.ParseFile("short", "pods", []byte("hello world"), nil, rec, count.done)
+	}
+	s.ParseFile("fits", "pods", []byte(sampleLine(r, combined)), nil, rec, count.done)
+	s.ParseFile("fits", "pods", []byte("a stray line"), nil, rec, count.done)
+	if count.lines != 1 {
+		t.Fatalf("%d lines parsed before settling, want 1 (the others held)", count.lines)
+	}
+	for _, step := range []struct {
+		file    string
+		settled bool
+		lines   int
+		formats map[string]int
+	}{
+		{"fits", false, 1, map[string]int{"combined": 1}},    // a chosen format's misfit waits for a line that fits
+		{"unknown", false, 1, map[string]int{"combined": 1}}, // never seen
+		{"short", true, 4, map[string]int{"combined": 1, NoFormat: 1}},
+		{"short", false, 4, map[string]int{"combined": 1, NoFormat: 1}}, // holds nothing now
+	} {
+		if got := s.Settle(step.file, "pods", rec, count.done); got != step.settled {
+			t.Errorf("Settle(%s) = %v, want %v", step.file, got, step.settled)
+		}
+		if count.lines != step.lines {
+			t.Errorf("after settling %s, %d lines parsed, want %d", step.file, count.lines, step.lines)
+		}
+		if got := files.Formats(); !maps.Equal(got, step.formats) {
+			t.Errorf("after settling %s, formats %v, want %v", step.file, got, step.formats)
+		}
+	}
+	if got := files.NoFormatFiles(); !slices.Equal(got, []string{"short"}) {
+		t.Errorf("files of no format %q, want [short]", got)
+	}
+	s.ParseFile("short", "pods", []byte(sampleLine(r, combined)), nil, rec, count.done)
+	if got := files.Formats(); count.lines != 5 || !maps.Equal(got, map[string]int{"combined": 2}) {
+		t.Errorf("a line of a format after settling: %d lines parsed, formats %v; want 5, both combined", count.lines, got)
+	}
+}

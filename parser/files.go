@@ -18,7 +18,8 @@ const MaxHeld = 16
 var formatsSeq atomic.Uint64
 
 // NoFormat is the name Files.Formats counts a file under whose last MaxHeld lines fitted
-// none of its input's candidates: of no format they know, or of another since it switched.
+// none of its input's candidates (or fewer, which Session.Settle settled): of no format
+// they know, or of another since it switched.
 // No candidate has it: a format string has variables, and a name in parentheses is none
 // of nginx's or Apache's.
 const NoFormat = "(none)"
@@ -87,7 +88,7 @@ func (f *Files) choose(file *fileFormat, id, name string) {
 	f.count(file, id, name, false)
 }
 
-// fitNone records that file's last MaxHeld lines fitted no candidate.
+// fitNone records that file's held lines fitted no candidate.
 func (f *Files) fitNone(file *fileFormat) {
 	f.count(file, file.chosen, file.name, true)
 }
@@ -195,27 +196,61 @@ func (s *Session) ParseFile(source, input string, line, wrapperTime []byte, sink
 		s.fitAgain(file)
 		s.flush(file, input, sink, done)
 	case s.prog == nil || len(file.held) >= MaxHeld:
-		// With no format chosen, the held lines tried before fit no candidate: choosing
-		// among the lines after them chooses what choosing among all would.
-		from := 0
-		if s.prog == nil && file.triedBy == s.formats {
-			from = file.tried
-		}
-		if k := choose(s.progs, file.held[from:], s.s); k >= 0 {
-			s.prog = s.progs[k]
-			s.files.choose(file, s.prog.format.ID(), s.prog.format.Describe())
-			if s.prog.format.AnyObject() {
-				file.members = members(s.prog, file.held, s.s)
-				s.prog = s.p.objectProgram(s.prog, file.members)
-			}
-			s.flush(file, input, sink, done)
-		} else if file.tried, file.triedBy = len(file.held), s.formats; len(file.held) >= MaxHeld {
-			if !file.none {
-				s.files.fitNone(file)
-			}
-			s.flush(file, input, sink, done)
-		}
+		s.decide(file, input, sink, done, len(file.held) >= MaxHeld)
 	}
+}
+
+// decide chooses the format of file, the Session's last, as the candidate most of its
+// held lines fit, which parses them. When none fits, settle has them parsed all the same,
+// the file counted under NoFormat: MaxHeld lines in a row fit none, or the file went
+// quiet (Settle).
+func (s *Session) decide(file *fileFormat, input string, sink Sink, done LineDone, settle bool) {
+	// With no format chosen, the held lines tried before fit no candidate: choosing
+	// among the lines after them chooses what choosing among all would.
+	from := 0
+	if s.prog == nil && file.triedBy == s.formats {
+		from = file.tried
+	}
+	if k := choose(s.progs, file.held[from:], s.s); k >= 0 {
+		s.prog = s.progs[k]
+		s.files.choose(file, s.prog.format.ID(), s.prog.format.Describe())
+		if s.prog.format.AnyObject() {
+			file.members = members(s.prog, file.held, s.s)
+			s.prog = s.p.objectProgram(s.prog, file.members)
+		}
+		s.flush(file, input, sink, done)
+		return
+	}
+	file.tried, file.triedBy = len(file.held), s.formats
+	if settle {
+		if !file.none {
+			s.files.fitNone(file)
+		}
+		s.flush(file, input, sink, done)
+	}
+}
+
+// Settle decides the format of file source, of which no format is chosen and whose held
+// lines fit no candidate, as MaxHeld such lines would: it is counted under NoFormat and
+// its lines are parsed. A file that writes fewer (a short log of another format, then
+// quiet) is otherwise never told of, and its lines never parsed, until it is closed.
+// Its caller calls it once the file has been quiet for a while: a file's first lines that
+// fit no candidate (a container's start-up messages) are often followed by ones that do.
+// It reports whether it parsed held lines; a file whose format is chosen keeps those
+// that do not fit it, for its next line that fits to parse them by it.
+func (s *Session) Settle(source, input string, sink Sink, done LineDone) bool {
+	if s.files == nil {
+		return false
+	}
+	if file, ok := s.files.files[source]; !ok || len(file.held) == 0 {
+		return false
+	}
+	s.switchTo(source)
+	if s.prog != nil {
+		return false
+	}
+	s.decide(s.last, input, sink, done, true)
+	return true
 }
 
 // grow makes the program of a file of JSON objects (json, any object) that of the members

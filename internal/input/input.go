@@ -58,7 +58,8 @@ type Stats struct {
 	MalformedLines uint64
 	Unmatched      uint64
 	// Formats counts, for an input with candidate log formats, the files being read by
-	// the name of the format chosen for them (nil for an input of one format).
+	// the name of the format chosen for them; for a glob of one log format, under
+	// parser.NoFormat only, those whose first lines fit it not (nil when there are none).
 	Formats map[string]int
 }
 

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/logwindow/logwindow_exporter/config"
 	"github.com/logwindow/logwindow_exporter/config/logformat"
@@ -79,6 +80,9 @@ type stream struct {
 	// and the lines held while it is chosen (nil for an input of one format); used by
 	// the reading goroutine, across generations.
 	files *parser.Files
+	// judged judges the files of a glob of one log format (nil for another input); used
+	// by the reading goroutine, across generations, and by the binding's judge.
+	judged *verdicts
 	// at is where the line being handed on starts (follow.Options.At), for a follower of
 	// candidate formats (nil otherwise); kept is, by path, where the first of the lines
 	// held while its format is chosen starts in each file (keepHeld), which a snapshot's
@@ -87,6 +91,9 @@ type stream struct {
 	// each under the cut.
 	at   *follow.Line
 	kept map[string][]follow.Position
+	// holding is, by path, the processing second of the last line of each file that
+	// holds lines, for settleQuiet. Used by the reading goroutine only.
+	holding map[string]int64
 	// workers is how many goroutines are to parse the follower's lines (workersOf), set
 	// by reloads; pool is the workers running besides the reading goroutine, nil while it
 	// parses them alone (see workers.go). A batch's lines have no binding of the reading
@@ -130,6 +137,9 @@ type binding struct {
 	// not, since they were last added to the stream's fit and unfit (publishFits): plain
 	// counts of the binding's goroutine, so that a line pays no atomic operation for them.
 	fits, unfits uint64
+	// judge says that the stream's files are judged by the input's one log format, which a
+	// rule reads (stream.judged).
+	judge bool
 }
 
 // publishFits adds the lines b counted as fitted and not to the stream's counts; called
@@ -158,6 +168,14 @@ func (in *stream) bindTo(p *Pipeline, slot *atomic.Pointer[binding]) *binding {
 	}
 	ci := g.input(in.source)
 	b := &binding{gen: g, parse: g.parser.NewSession(), sink: g.set.NewBatchSink(), name: ci.Name, streams: ci.Streams, paths: newPathValues(ci, g.parser)}
+	if b.paths != nil && ci.File != nil {
+		b.paths.miss = func(path string) {
+			// Once per load for the input, whichever of its shards or workers finds it.
+			if _, logged := g.pathsMissed.LoadOrStore(in.source, true); !logged {
+				in.log.Warn(pathsMissMessage, "path", path, "path_captures", ci.File.PathCaptures.String())
+			}
+		}
+	}
 	if in.files != nil {
 		// Candidates a reload took away (or the input with them) are none rather than nil:
 		// nil would drop in.files, and with it the lines held while a file's format was
@@ -170,6 +188,13 @@ func (in *stream) bindTo(p *Pipeline, slot *atomic.Pointer[binding]) *binding {
 		b.parse.SetFormats(formats, in.files)
 	} else {
 		b.parse.SetFormat(ci.Name, ci.LogFormat)
+	}
+	if in.judged != nil && slot == &in.bound {
+		format := ""
+		if ci.LogFormat != nil && g.parser.ReadsInput(ci.Name) {
+			format, b.judge = ci.LogFormat.ID(), true
+		}
+		in.judged.judgeBy(format)
 	}
 	b.received = b.sink.Received()
 	b.done = func(wellFormed, fitted bool) {
@@ -283,9 +308,10 @@ func (in *stream) joinOptions(o *follow.Options, cut *sync.RWMutex, streams func
 }
 
 // formatOptions has the follower of an input with candidate log formats tell of the files
-// it is done with, so that their held lines are parsed and their state forgotten.
+// it is done with, so that their held lines are parsed and their state forgotten, and that
+// of a glob of one log format, so that their verdicts are.
 func (in *stream) formatOptions(p *Pipeline, o *follow.Options) {
-	if in.files == nil {
+	if in.files == nil && in.judged == nil {
 		return
 	}
 	closed := o.Closed
@@ -293,7 +319,11 @@ func (in *stream) formatOptions(p *Pipeline, o *follow.Options) {
 		if closed != nil {
 			closed(path)
 		}
-		in.closeFile(p, path)
+		if in.files != nil {
+			in.closeFile(p, path)
+		} else {
+			in.judged.closed(path)
+		}
 	}
 }
 
@@ -336,6 +366,8 @@ func (in *stream) stats() selfmetric.InputStats {
 	st.Unmatched = in.unmatched.Load()
 	if in.files != nil {
 		st.Formats = in.files.Formats()
+	} else if in.judged != nil {
+		st.Formats = in.judged.formats()
 	}
 	return selfmetric.InputStats{Input: in.label, Stats: st}
 }
@@ -512,6 +544,8 @@ func (p *Pipeline) startInput(ci config.Input, shard int, deal *dealer) (*stream
 	}
 	if ci.LogFormats != nil {
 		in.files = parser.NewFiles()
+	} else if ci.File != nil && ci.File.IsGlob() {
+		in.judged = newVerdicts()
 	}
 	running, err := kind.start(p, ci, in, shard)
 	if err != nil {
@@ -549,7 +583,13 @@ func (in *stream) handle(p *Pipeline) input.Handler {
 				b.paths.setLine(b.parse, path, lv)
 			}
 			in.setNow(b)
-			b.parse.ParseFile(path, b.name, msg, wrapperTime, b.sink, b.done)
+			if b.judge {
+				fits := b.fits
+				b.parse.ParseFile(path, b.name, msg, wrapperTime, b.sink, b.done)
+				in.judged.line(path, b.fits != fits)
+			} else {
+				b.parse.ParseFile(path, b.name, msg, wrapperTime, b.sink, b.done)
+			}
 			if in.at != nil {
 				in.keepHeld(path, b.parse.Holds())
 			}
@@ -616,8 +656,15 @@ func (in *stream) keepHeld(path string, held bool) {
 		if len(in.kept) > 0 {
 			delete(in.kept, path)
 		}
+		if len(in.holding) > 0 {
+			delete(in.holding, path)
+		}
 		return
 	}
+	if in.holding == nil {
+		in.holding = map[string]int64{}
+	}
+	in.holding[path] = in.processing
 	ks := in.kept[path]
 	i := slices.IndexFunc(ks, func(k follow.Position) bool { return k.Dev == in.at.Dev && k.Ino == in.at.Ino })
 	if i >= 0 && in.at.Offset >= ks[i].Offset {
@@ -666,12 +713,61 @@ func (in *stream) closeFile(p *Pipeline, path string) {
 	if len(in.kept) > 0 {
 		delete(in.kept, path)
 	}
+	if len(in.holding) > 0 {
+		delete(in.holding, path)
+	}
 	b := in.bind(p)
 	if b.paths != nil {
 		b.paths.set(b.parse, path)
 	}
 	in.setNow(b)
 	b.parse.CloseFile(path, b.name, b.sink, b.done)
+	in.flush()
+	in.unbindIfStale(p, &in.bound, b)
+}
+
+// heldQuiet is how long a file that holds lines of no format chosen, none of which fits a
+// candidate, gets no line before they are settled (settleQuiet): long enough for a
+// container's start-up messages to be followed by its first lines of a format, short
+// enough for a short log of another format to be told of while it matters.
+const heldQuiet = time.Minute
+
+// settleQuiet settles (parser.Session.Settle) the files that hold lines of no format
+// chosen and got no line for heldQuiet: counted under parser.NoFormat and logged, as a
+// file of MaxHeld such lines is, their lines counted as unmatched. A file of fewer lines
+// would otherwise hold them, uncounted and untold, until it is closed. Called by the
+// reading goroutine each time it caught up with the writers, which the follower's poll
+// has it do every poll interval.
+func (in *stream) settleQuiet(p *Pipeline) {
+	if len(in.holding) == 0 {
+		return
+	}
+	now := p.clock.second()
+	for path, last := range in.holding {
+		if now-last < int64(heldQuiet/time.Second) {
+			continue
+		}
+		// A file whose format is chosen holds the lines that do not fit it for its next
+		// line that fits: it is looked at again once it holds a line more.
+		delete(in.holding, path)
+		in.settle(p, path)
+	}
+}
+
+// settle is settleQuiet for one file, under the cut as closeFile is: the held lines are
+// counted and their file's position let go of at once.
+func (in *stream) settle(p *Pipeline, path string) {
+	p.cut.RLock()
+	defer p.cut.RUnlock()
+	b := in.bind(p)
+	if b.paths != nil {
+		b.paths.set(b.parse, path)
+	}
+	in.processing, in.wall = p.clock.read()
+	in.setNow(b)
+	if b.parse.Settle(path, b.name, b.sink, b.done) && len(in.kept) > 0 {
+		delete(in.kept, path)
+	}
 	in.flush()
 	in.unbindIfStale(p, &in.bound, b)
 }

@@ -404,6 +404,161 @@ func TestFilesOfNoFormatLogged(t *testing.T) {
 	}
 }
 
+// A path_captures regex that does not match the path of a file the input reads (written
+// for /var/log/pods while the node's logs are mounted elsewhere) leaves its captures
+// empty on every line of the file: it is logged at warning once per load, naming the file
+// and the regex, not left to series of empty labels.
+func TestPathCapturesMissLogged(t *testing.T) {
+	const miss = "path_captures does not match the path of a file the input reads"
+	for _, tc := range []struct {
+		name, re string
+		logged   int
+	}{
+		{"matches", `/(?P<pod>[^/]+)/0\.log$`, 0},
+		{"matches none", `^/var/log/pods/(?P<pod>[^/]+)/`, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			for _, pod := range []string{"web", "app"} {
+				if err := os.MkdirAll(filepath.Join(dir, pod), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(filepath.Join(dir, pod, "0.log"), []byte("GET 200\nGET 404\n"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			cfg, err := config.Parse(fmt.Appendf(nil, "inputs: [{name: pods, path: '%s/*/*.log', start_at: beginning, path_captures: '%s'}]\nrules: [{name: requests, match: 'GET (?P<status>\\d+)', labels: {pod: '${pod}', status: '${status}'}}]\n", dir, tc.re), "rules.yaml")
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, out := startLogged(t, cfg, time.Now)
+			waitTotal(t, p, "read", "logwindow_input_lines_total", 4)
+			if got := strings.Count(out.String(), miss); got != tc.logged {
+				t.Errorf("%d warnings, want %d:\n%s", got, tc.logged, out.String())
+			}
+			if tc.logged > 0 && !strings.Contains(out.String(), fmt.Sprintf("path_captures=%s", tc.re)) {
+				t.Errorf("the warning does not name the regex:\n%s", out.String())
+			}
+		})
+	}
+}
+
+// A file of a glob of one log format none of whose first MaxHeld lines fits it (a pod of
+// another image, under a glob over all of them) is told of as a file of candidate formats
+// that fit none is: counted under "(none)" and logged by its path, though the input's
+// other files fit, until a line of it fits. Its lines count as unmatched, as they did.
+func TestGlobFileOfNotItsFormatLogged(t *testing.T) {
+	dir := t.TempDir()
+	const (
+		combined = `10.0.0.1 - - [01/Mar/2024:12:00:00 +0000] "GET / HTTP/1.1" 200 5 "-" "curl/8.5.0"`
+		plain    = `12:00:00 INFO served / in 5ms`
+	)
+	file := func(pod string) string { return filepath.Join(dir, pod, "0.log") }
+	for _, pod := range []string{"web", "app", "short"} {
+		if err := os.MkdirAll(filepath.Join(dir, pod), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(file(pod), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg, err := config.Parse(fmt.Appendf(nil, "inputs: [{name: pods, path: '%s/*/*.log', log_format: combined}]\nrules: [{name: requests, labels: {status: '${status}'}}]\n", dir), "rules.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	clock := testclock.New(time.Date(2024, 3, 1, 12, 0, 0, 0, time.UTC))
+	p, out := startLogged(t, cfg, clock.Now)
+	const warning = "files of the input whose lines fit none of its log formats"
+	read := 0
+	for _, step := range []struct {
+		name string
+		pod  string
+		line string
+		n    int
+		none int
+	}{
+		{"of its format", "web", combined, 20, 0},
+		{"a few lines of another", "short", plain, parser.MaxHeld - 1, 0},
+		{"another's first lines", "app", plain, parser.MaxHeld, 1},
+		{"it goes on", "app", plain, 5, 1},
+		{"a misfit after lines that fit", "web", plain, parser.MaxHeld, 1},
+		{"a line of its format at last", "app", combined, 1, 0},
+	} {
+		appendTo(t, file(step.pod), strings.Repeat(step.line+"\n", step.n))
+		read += step.n
+		waitTotal(t, p, step.name, "logwindow_input_lines_total", float64(read))
+		if st := p.inputStats(); len(st) != 1 || st[0].Formats[parser.NoFormat] != step.none {
+			t.Errorf("%s: input stats %+v, want %d files of no format", step.name, st, step.none)
+		}
+		if step.none > 0 {
+			p.warnUnreadable()
+		}
+	}
+	if got := strings.Count(out.String(), warning); got != 1 {
+		t.Errorf("%d warnings, want 1:\n%s", got, out.String())
+	}
+	if want := fmt.Sprintf("input=pods source=%s/*/*.log files=1 example=%s", dir, file("app")); !strings.Contains(out.String(), want) {
+		t.Errorf("the warning lacks %s:\n%s", want, out.String())
+	}
+	if st := p.inputStats(); st[0].Unmatched != uint64(parser.MaxHeld-1+parser.MaxHeld+5+parser.MaxHeld) {
+		t.Errorf("%d lines unmatched, want every line of another format", st[0].Unmatched)
+	}
+}
+
+// A file of an input with candidate log formats that writes fewer than MaxHeld lines, none
+// of a candidate's format, then goes quiet is told of as one of MaxHeld such lines is:
+// counted under "(none)", logged by its path, its lines counted as unmatched; before it
+// has been quiet for heldQuiet, its lines wait for one of a format. A line of a format
+// later has it chosen.
+func TestShortFileOfNoFormatSettles(t *testing.T) {
+	dir := t.TempDir()
+	const (
+		combined = `10.0.0.1 - - [01/Mar/2024:12:00:00 +0000] "GET / HTTP/1.1" 200 5 "-" "curl/8.5.0"`
+		plain    = `12:00:00 INFO served / in 5ms`
+	)
+	file := func(pod string) string { return filepath.Join(dir, pod, "0.log") }
+	for _, pod := range []string{"web", "app"} {
+		if err := os.MkdirAll(filepath.Join(dir, pod), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(file(pod), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg, err := config.Parse(fmt.Appendf(nil, "inputs: [{name: pods, path: '%s/*/*.log', log_format: auto}]\nrules: [{name: requests, labels: {status: '${status}'}}]\n", dir), "rules.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	clock := testclock.New(time.Date(2024, 3, 1, 12, 0, 0, 0, time.UTC))
+	p, out := startLogged(t, cfg, clock.Now)
+	const warning = "files of the input whose lines fit none of its log formats"
+	appendTo(t, file("web"), strings.Repeat(combined+"\n", 3))
+	appendTo(t, file("app"), strings.Repeat(plain+"\n", 3))
+	waitTotal(t, p, "read", "logwindow_input_lines_total", 6)
+	clock.Add(heldQuiet - time.Second)
+	// The reader polls every 10 ms: a settling due now would be done by the next lines.
+	appendTo(t, file("web"), combined+"\n")
+	waitTotal(t, p, "before the quiet period", "logwindow_input_lines_total", 7)
+	p.warnUnreadable()
+	if st := p.inputStats(); len(st) != 1 || st[0].Unmatched != 0 || st[0].Formats[parser.NoFormat] != 0 || strings.Contains(out.String(), warning) {
+		t.Fatalf("before the quiet period: input stats %+v, want the short file's lines held, uncounted:\n%s", st, out.String())
+	}
+	clock.Add(time.Second)
+	waitTotal(t, p, "settled", "logwindow_input_unmatched_lines_total", 3)
+	p.warnUnreadable()
+	if st := p.inputStats(); len(st) != 1 || st[0].Formats[parser.NoFormat] != 1 || st[0].Formats["combined"] != 1 {
+		t.Errorf("settled: input stats %+v, want one file of no format and one combined", st)
+	}
+	if want := fmt.Sprintf("input=pods source=%s/*/*.log files=1 example=%s", dir, file("app")); !strings.Contains(out.String(), want) {
+		t.Errorf("the warning lacks %s:\n%s", want, out.String())
+	}
+	appendTo(t, file("app"), combined+"\n")
+	waitTotal(t, p, "a line of a format", "logwindow_input_lines_total", 8)
+	if st := p.inputStats(); st[0].Formats["combined"] != 2 || st[0].Formats[parser.NoFormat] != 0 {
+		t.Errorf("a line of a format: input stats %+v, want both files combined", st)
+	}
+}
+
 // An input no rule reads (the rules are all restricted to other inputs: it is followed
 // for its own counters) has no rule that counts nothing and no regex that is wrong: its
 // lines are told of neither as unreadable nor as unmatched, while the same lines of an

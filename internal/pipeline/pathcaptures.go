@@ -52,6 +52,9 @@ type pathValues struct {
 	lastLine lineValues
 	cur      [][]byte
 	known    map[string][][]byte
+	// miss, when set, is told of the first path the regex does not match, whose
+	// captures then read as empty: a regex written for another tree than the files'.
+	miss func(path string)
 }
 
 // newPathValues returns nil when no rule reads a capture the input gives.
@@ -90,6 +93,10 @@ func newPathValues(ci config.Input, p *parser.Parser) *pathValues {
 	}
 	return pv
 }
+
+// pathsMissMessage is what is logged of a path_captures regex that does not match the
+// path of a file the input reads.
+const pathsMissMessage = "path_captures does not match the path of a file the input reads: the captures read as empty for its lines"
 
 // set gives s the captures of a line of path, which has no captures of its own.
 func (pv *pathValues) set(s *parser.Session, path string) {
@@ -142,6 +149,10 @@ func (pv *pathValues) values(path string) [][]byte {
 		return out
 	}
 	loc := pv.re.FindStringSubmatchIndex(path)
+	if loc == nil && pv.miss != nil {
+		pv.miss(path)
+		pv.miss = nil
+	}
 	for i, g := range pv.groups {
 		if g >= 0 && loc != nil && loc[2*g] >= 0 {
 			out[i] = []byte(path[loc[2*g]:loc[2*g+1]])

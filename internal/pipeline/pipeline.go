@@ -76,6 +76,9 @@ type generation struct {
 	cfg    *config.Config
 	parser *parser.Parser
 	set    *store.Set
+	// pathsMissed are the sources of the inputs whose path_captures were found not to
+	// match a file's path under this config, which was logged (pathValues.miss).
+	pathsMissed sync.Map
 }
 
 func newGeneration(cfg *config.Config, prev *generation, opts Options) (*generation, error) {

@@ -108,6 +108,11 @@ func replayFiles(p *parser.Parser, files []fileInput, opts Options, sink replayS
 	for i, file := range files {
 		ci := file.input
 		paths := newPathValues(ci, p)
+		if paths != nil && ci.File != nil {
+			paths.miss = func(path string) {
+				opts.Logger.Warn(pathsMissMessage, "input", ci.Label(), "path", path, "path_captures", ci.File.PathCaptures.String())
+			}
+		}
 		ps.SetPath(nil) // none of the previous file's
 		ps.SetFormats(ci.LogFormats, parser.NewFiles())
 		ps.SetFormat(ci.Name, ci.LogFormat)

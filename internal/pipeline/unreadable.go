@@ -120,6 +120,8 @@ func (p *Pipeline) lookUnreadable() {
 		looked[in] = cur
 		if in.files != nil {
 			c.noFormat = append(c.noFormat, in.files.NoFormatFiles()...)
+		} else if in.judged != nil {
+			c.noFormat = append(c.noFormat, in.judged.noFormatFiles()...)
 		}
 	}
 	p.looked = looked

@@ -375,11 +375,13 @@ func (h batchHold) Unlock() {
 }
 
 // CaughtUp is the follower's CaughtUp (follow.Options.CaughtUp): the reading goroutine
-// parses what the workers have not taken yet (pool.help).
+// parses what the workers have not taken yet (pool.help), and settles the files of
+// candidate formats that went quiet holding lines of none (settleQuiet).
 func (h batchHold) CaughtUp() {
 	if w := h.in.pool.Load(); w != nil {
 		w.help(h.p, h.in)
 	}
+	h.in.settleQuiet(h.p)
 }
 
 // resize makes in's pool that of in.workers-1 workers besides the reading goroutine (none

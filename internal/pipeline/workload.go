@@ -9,7 +9,9 @@ import "strings"
 // (apimachinery's rand.SafeEncodeString), hence 1 to 10 of the ten characters in
 // hashAlphabet. A CronJob's Job is the CronJob's name, a hyphen and the time it was
 // scheduled for in minutes since 1970 (the cronjob controller's getJobName): minuteLen
-// digits from 1989 to 2160.
+// digits from 1989 to 2160. An Indexed Job's pods are the Job's name, a hyphen, the index
+// (decimal, from 0 to completions-1, an int32) and a hyphen, then the suffix, with the
+// Job's name cut so that the prefix is 58 (the job controller's podGenerateNameWithIndex).
 const (
 	suffixAlphabet     = "bcdfghjklmnpqrstvwxz2456789"
 	suffixLen          = 5
@@ -18,6 +20,7 @@ const (
 	maxGeneratedPrefix = 58
 	digits             = "0123456789"
 	minuteLen          = 8
+	maxIndexLen        = 10
 	// minHashLen is the shortest hash taken for one: a shorter one is a hash below
 	// 100000, one in 40,000; a name of a DaemonSet, ReplicaSet or Job that ends in a
 	// hyphen and as many hash characters as this is taken for a Deployment's.
@@ -28,8 +31,10 @@ const (
 // (web-7d4b9c8f6d-x2kqz) without its ReplicaSet's hash and its suffix (web); a pod of a
 // DaemonSet, ReplicaSet or Job (agent-5lz9w) without its suffix (agent); a CronJob's Job's
 // pod (backup-29412345-x7k2b) without its Job's scheduled minute and its suffix (backup),
-// so that its runs are one workload; any other name, a StatefulSet's pod with its ordinal
-// (web-0) or a bare pod, as it is.
+// so that its runs are one workload, and so an Indexed CronJob's Job's pod
+// (backup-29412345-3-x7k2b) without its index too; any other name, a StatefulSet's pod
+// with its ordinal (web-0), an Indexed Job's pod with its index (train-3-x7k2b: a
+// DaemonSet named train-3 has pods of that name), or a bare pod, as it is.
 //
 // Kubernetes cuts a generateName (the owner's name and a hyphen) longer than 58
 // characters to 58 and puts the suffix right after it: a pod name of 63 characters whose
@@ -54,10 +59,32 @@ func workloadOf(pod string) string {
 	if owner, ok := cutSegment(base, hashAlphabet, minHashLen, maxHashLen); ok {
 		return owner
 	}
+	if owner, ok := indexedCronJob(base, len(pod) == maxGeneratedPrefix+suffixLen); ok {
+		return owner
+	}
 	if owner, ok := cutSegment(base, digits, minuteLen, minuteLen); ok {
 		return owner
 	}
 	return base
+}
+
+// indexedCronJob is the CronJob whose Indexed Job's pod has the name base and a suffix:
+// the CronJob's name, a hyphen, the Job's minute, a hyphen and the index. When the pod's
+// name is 63 characters (cut), the Job's name was cut before the index: what is left of
+// the minute, or its hyphen alone, goes. A Job's index alone says nothing (agent-2 may be
+// a DaemonSet's name): without the minute before it, ok is false.
+func indexedCronJob(base string, cut bool) (string, bool) {
+	job, ok := cutSegment(base, digits, 1, maxIndexLen)
+	if !ok || len(job) < len(base)-2 && base[len(job)+1] == '0' {
+		return base, false // no index, or one of a leading zero, which strconv.Itoa writes not
+	}
+	if owner, ok := cutSegment(job, digits, minuteLen, minuteLen); ok {
+		return owner, true
+	}
+	if cut {
+		return cutSegment(job, digits, 0, minuteLen-1)
+	}
+	return base, false
 }
 
 // cutSegment cuts a last segment of name, a hyphen and min to max characters of

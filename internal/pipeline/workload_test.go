@@ -42,6 +42,22 @@ func TestWorkloadOf(t *testing.T) {
 		{"cronjob of 49, the hyphen cut", strings.Repeat("c", 49) + "-29412345" + "x7k2b", strings.Repeat("c", 49)},
 		{"cronjob of 52, the minute cut", strings.Repeat("c", 52) + "-29412" + "x7k2b", strings.Repeat("c", 52)},
 		{"63 characters ending in an ordinal", strings.Repeat("b", 60) + "-12", strings.Repeat("b", 60) + "-12"},
+		// An Indexed Job's pods are the Job's name, a hyphen, the index in decimal and a
+		// hyphen, then the suffix (the job controller's podGenerateNameWithIndex), cut to
+		// 58 from the end of the Job's name. A CronJob's Indexed Job has its minute before
+		// the index: the CronJob's runs and indexes are one workload.
+		{"cronjob's indexed job", "backup-29412345-0-x7k2b", "backup"},
+		{"cronjob's indexed job, index 12", "nightly-report-29400000-12-bq9zt", "nightly-report"},
+		{"cronjob's indexed job, index of hash characters", "backup-29412345-4567-x7k2b", "backup"},
+		{"cronjob's indexed job, the minute cut", strings.Repeat("c", 48) + "-294123-7-" + "x7k2b", strings.Repeat("c", 48)},
+		{"cronjob's indexed job, the minute and its hyphen cut", strings.Repeat("c", 52) + "--123-" + "x7k2b", strings.Repeat("c", 52)},
+		// A Job's index cannot be told from the end of the name of a DaemonSet, a
+		// ReplicaSet or a Job (agent-2-x7k2b is agent-2's pod too): it is kept, as a
+		// StatefulSet's ordinal is.
+		{"indexed job keeps its index", "train-3-x7k2b", "train-3"},
+		{"daemonset named with a number", "agent-2-x7k2b", "agent-2"},
+		{"cronjob's job, index with a leading zero", "backup-29412345-01-x7k2b", "backup-29412345-01"},
+		{"cronjob's job, index of 11 digits", "backup-29412345-12345678901-x7k2b", "backup-29412345-12345678901"},
 		// Near misses are left as they are.
 		{"suffix with a vowel", "web-7d4b9c8f6d-x2kqa", "web-7d4b9c8f6d-x2kqa"},
 		{"suffix of 4", "web-x2kq", "web-x2kq"},

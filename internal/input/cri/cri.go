@@ -121,7 +121,7 @@ func (j *Joiner) Feed(source string, line []byte) (msg, time []byte, r Result) {
 		return nil, nil, Malformed
 	}
 	if !partial && len(j.pending) == 0 {
-		return msg, time, Complete
+		return opening(msg), time, Complete
 	}
 	s := j.pending[source][string(name)]
 	if partial {
@@ -129,6 +129,7 @@ func (j *Joiner) Feed(source string, line []byte) (msg, time []byte, r Result) {
 			if s = j.open(source, name); s == nil {
 				return nil, nil, TooLong
 			}
+			msg = opening(msg)
 		}
 		switch {
 		case s.overflow:
@@ -147,7 +148,7 @@ func (j *Joiner) Feed(source string, line []byte) (msg, time []byte, r Result) {
 		return nil, nil, Partial
 	}
 	if s == nil {
-		return msg, time, Complete
+		return opening(msg), time, Complete
 	}
 	j.end(source, name)
 	switch {
@@ -157,6 +158,17 @@ func (j *Joiner) Feed(source string, line []byte) (msg, time []byte, r Result) {
 		return nil, nil, TooLong
 	}
 	return append(s.buf, msg...), time, Complete
+}
+
+// opening is the first part of a message (or the whole) without the UTF-8 byte order
+// mark a container may write at its start (a .NET or PowerShell console does): it says
+// how the text is written and is no text of the message, which a log format or JSON would
+// not read past. One amid a message, where a runtime split it, is the message's.
+func opening(msg []byte) []byte {
+	if len(msg) >= 3 && msg[0] == 0xef && msg[1] == 0xbb && msg[2] == 0xbf {
+		return msg[3:]
+	}
+	return msg
 }
 
 // Dropped tells the Joiner that the reader skipped a line of source too long to read,

@@ -74,6 +74,18 @@ func TestFeed(t *testing.T) {
 			[]out{{"", "", Partial}, {"xy", "t2", Complete}, {"", "", Discarded}}},
 		{"head too short to tell", 5, []string{"t1 stdout P ab", "dropped t2 stdo", "t3 stdout F c"},
 			[]out{{"", "", Partial}, {"abc", "t3", Complete}}},
+		// A container that writes a UTF-8 byte order mark at its start (a .NET or
+		// PowerShell console) has it open its first message: it says how the text is
+		// written, and is no text of the message (a JSON object after it is no JSON). One
+		// amid a message (in a part after its first) is the message's.
+		{"byte order mark opening a message", 100, []string{"t1 stdout F \ufeff{\"a\":1}", "t2 stdout F \ufeff", "t3 stdout F \ufeff\ufeffx"},
+			[]out{{`{"a":1}`, "t1", Complete}, {"", "t2", Complete}, {"\ufeffx", "t3", Complete}}},
+		{"byte order mark opening a message in parts", 100, []string{"t1 stdout P \ufeffhel", "t2 stdout P \ufeffl", "t3 stdout F o"},
+			[]out{{"", "", Partial}, {"", "", Partial}, {"hel\ufefflo", "t3", Complete}}},
+		{"byte order mark opening a message after another's parts", 100, []string{"t1 stderr P x", "t2 stdout F \ufeffok", "t3 stderr F y"},
+			[]out{{"", "", Partial}, {"ok", "t2", Complete}, {"xy", "t3", Complete}}},
+		{"half a byte order mark", 100, []string{"t1 stdout F \xef\xbbx"},
+			[]out{{"\xef\xbbx", "t1", Complete}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			j := New(tc.max)

@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"errors"
 	"io"
+	"log/slog"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -63,6 +64,9 @@ type tracked struct {
 	headN    int
 	lastData time.Time // when bytes were last read, or when it was opened
 	readErr  string    // error already counted
+	// encodingKnown says that the file's first bytes told whether it is UTF-8
+	// (lineReader.checkEncoding), and the file was warned of when it is not.
+	encodingKnown bool
 
 	done atomic.Int64 // offset up to which lines were handed on or skipped
 
@@ -169,6 +173,8 @@ type lineReader struct {
 	hold sync.Locker
 	// at is Options.At.
 	at *Line
+	// log is Options.Logger, for a file that is not UTF-8 (checkEncoding).
+	log *slog.Logger
 }
 
 // newLineReader reads lines as o (normalized) says.
@@ -190,6 +196,7 @@ func newLineReader(o Options, h input.Handler, c *counters, stop *atomic.Bool) *
 		block:   o.Block,
 		hold:    cmp.Or[sync.Locker](o.Hold, new(sync.Mutex)),
 		at:      o.At,
+		log:     o.Logger,
 	}
 }
 
@@ -209,6 +216,9 @@ func (r *lineReader) pass(t *tracked, path string, budget int64) (read int64, at
 			t.off += int64(n)
 			end += n
 			read += int64(n)
+			if !t.encodingKnown {
+				r.checkEncoding(t, path)
+			}
 			if r.chunk != nil {
 				r.chunk()
 			}

@@ -29,6 +29,12 @@ func TestMessage(t *testing.T) {
 		{"ipv6 host starting with a word", "<13>Nov 24 01:02:03 fe80::1 app: hi", "hi", true},
 		{"ipv6 host, tag with pid", "<13>Nov 24 01:02:03 2001:db8::1 nginx[7]: hi", "hi", true},
 		{"no tag", "<13>Nov 24 01:02:03 host just words here", "just words here", true},
+		// After a time the header is syslog(3)'s (`ident[pid]: `, the program's name, no
+		// hostname) or a relay's (the hostname, then the tag): a word and a colon there is
+		// the tag, a level's name too, as rsyslog reads it. Without a time, a level is the
+		// message's (below).
+		{"level's name after the time", "<14>Nov 29 12:00:00 host WARNING: x", "x", true},
+		{"level's name after the time, no host", "<14>Nov 29 12:00:00 WARNING: x", "x", true},
 		{"colon without space", "<13>Nov 24 01:02:03 host app:x", "x", true},
 		{"trailing newline", "<13>Nov 24 01:02:03 host app: hi\n", "hi", true},
 		{"trailing crlf", "<13>Nov 24 01:02:03 host app: hi\r\n", "hi", true},

@@ -1,0 +1,51 @@
+package pipeline
+
+import (
+	"maps"
+	"slices"
+	"testing"
+
+	"github.com/logwindow/logwindow_exporter/parser"
+)
+
+// A file of a glob of one log format is of no format once its first MaxHeld lines fit not,
+// until a line of it fits; a file one of whose first lines fit is not judged again; a file
+// closed, or a format changed by a reload, is forgotten.
+func TestVerdicts(t *testing.T) {
+	v := newVerdicts()
+	v.judgeBy("combined")
+	lines := func(path string, fit bool, n int) {
+		for range n {
+			v.line(path, fit)
+		}
+	}
+	for _, step := range []struct {
+		name string
+		do   func()
+		none []string
+	}{
+		{"too few to tell", func() { lines("a", false, parser.MaxHeld-1) }, nil},
+		{"interleaved with a file that fits", func() { lines("b", true, 1); lines("b", false, parser.MaxHeld) }, nil},
+		{"of no format", func() { lines("a", false, 1) }, []string{"a"}},
+		{"another", func() { lines("c", false, parser.MaxHeld); lines("a", false, 3) }, []string{"a", "c"}},
+		{"a line fits", func() { lines("a", true, 1) }, []string{"c"}},
+		{"and never again", func() { lines("a", false, 2*parser.MaxHeld) }, []string{"c"}},
+		{"closed", func() { v.closed("c") }, nil},
+		{"read again under its path", func() { lines("c", false, parser.MaxHeld) }, []string{"c"}},
+		{"the same format after a reload", func() { v.judgeBy("combined") }, []string{"c"}},
+		{"another format", func() { v.judgeBy("common"); lines("a", false, parser.MaxHeld) }, []string{"a"}},
+		{"no rule reads the input", func() { v.judgeBy("") }, nil},
+	} {
+		step.do()
+		if got := v.noFormatFiles(); !slices.Equal(got, step.none) {
+			t.Errorf("%s: files of no format %q, want %q", step.name, got, step.none)
+		}
+		var want map[string]int
+		if len(step.none) > 0 {
+			want = map[string]int{parser.NoFormat: len(step.none)}
+		}
+		if got := v.formats(); !maps.Equal(got, want) {
+			t.Errorf("%s: formats %v, want %v", step.name, got, want)
+		}
+	}
+}
