@@ -164,7 +164,9 @@ func TestWebConfigBrokenAfterStart(t *testing.T) {
 		t.Fatal(err)
 	}
 	served := make(chan error, 1)
-	go func() { served <- serveOn(l, srv, &web.FlagConfig{WebConfigFile: &webConfig}, logger) }()
+	go func() {
+		served <- serveOn(l, srv, &web.FlagConfig{WebConfigFile: &webConfig}, newWebConfigErrors(webConfig, logger, time.Now), logger)
+	}()
 	defer func() {
 		_ = srv.Close()
 		<-served

@@ -150,7 +150,13 @@ func Serve(cfg *config.Config, popts pipeline.Options, webFlags *web.FlagConfig,
 	}
 
 	coll := p.Collector()
-	mux := NewMux(p, coll, NewRegistry(coll), o)
+	reg := NewRegistry(coll)
+	var configErrors *webConfigErrors
+	if f := webFlags.WebConfigFile; f != nil && *f != "" {
+		configErrors = newWebConfigErrors(*f, logger, time.Now)
+		reg.MustRegister(configErrors)
+	}
+	mux := NewMux(p, coll, reg, o)
 	var conns *connLimiter
 	if o.MaxConnections > 0 {
 		nofile := openFileLimit()
@@ -176,7 +182,7 @@ func Serve(cfg *config.Config, popts pipeline.Options, webFlags *web.FlagConfig,
 			srv.ConnState = conns.track
 		}
 		servers[i] = srv
-		go func() { errc <- serveOn(l, srv, webFlags, logger) }()
+		go func() { errc <- serveOn(l, srv, webFlags, configErrors, logger) }()
 	}
 	select {
 	case err := <-errc:
@@ -228,16 +234,23 @@ func checkWebConfig(path string, logger *slog.Logger) error {
 // a check at cost 12 takes a quarter of a second of a core, at 10 a sixteenth.
 const maxUsualBcryptCost = 12
 
-// serveOn serves l with srv until it is closed, through exporter-toolkit (web.Serve), which
-// reads the web config of flags (TLS, basic auth) before it serves and again for each
-// connection and request. What the toolkit logs names the file: once it no longer
-// parses, the toolkit logs its error alone for each request ("yaml: line 1: ..."), which
-// could be the rule file's.
-func serveOn(l net.Listener, srv *http.Server, flags *web.FlagConfig, logger *slog.Logger) error {
-	if f := flags.WebConfigFile; f != nil && *f != "" {
-		logger = logger.With("web_config", *f)
+// serveOn serves l with srv until it is closed, through exporter-toolkit, which reads the
+// web config of flags (TLS, basic auth) before it serves and again for each connection and
+// request (see toolkit; the connections' through a cache). What the toolkit logs names the
+// file, and its error for each request once the file no longer parses ("yaml: line 1:
+// ...", which could be the rule file's) goes to configErrors, which counts it and logs
+// some.
+func serveOn(l net.Listener, srv *http.Server, flags *web.FlagConfig, configErrors *webConfigErrors, logger *slog.Logger) error {
+	if f := flags.WebConfigFile; f == nil || *f == "" {
+		return web.Serve(l, srv, flags, logger)
 	}
-	return web.Serve(l, srv, flags, logger)
+	logger = logger.With("web_config", *flags.WebConfigFile)
+	t, err := setUpToolkit(l.Addr(), srv.Handler, flags, configErrors, slog.New(toolkitLog{Handler: logger.Handler(), errors: configErrors}))
+	if err != nil {
+		return err
+	}
+	defer t.close()
+	return t.serve(l, srv)
 }
 
 // listen opens every socket to serve before any is served, so that one that cannot be
