@@ -203,7 +203,7 @@ func Serve(cfg *config.Config, popts pipeline.Options, webFlags *web.FlagConfig,
 // hashes or certificates is wrong but not in which file. Beyond what the toolkit checks,
 // a rate limit must let requests through: with an interval and no burst, the toolkit
 // would answer every request 429. A password hash of a bcrypt cost above
-// maxUsualBcryptCost is warned of.
+// maxUsualBcryptCost is warned of, and so is a file larger than maxUsualWebConfigBytes.
 func checkWebConfig(path string, logger *slog.Logger) error {
 	if err := web.Validate(path); err != nil {
 		return err
@@ -217,6 +217,10 @@ func checkWebConfig(path string, logger *slog.Logger) error {
 	if err := yaml.Unmarshal(text, &c); err != nil {
 		return err
 	}
+	if len(text) > maxUsualWebConfigBytes {
+		logger.Warn("the web config is read and parsed again for every request, before any password is checked, taking a core about a millisecond per 64 KiB of it: put certificates and CAs in files (cert_file, key_file, client_ca_file) rather than inline (cert, key, client_ca), which are read once while they are unchanged",
+			"bytes", len(text))
+	}
 	if rl := c.RateLimiterConfig; rl.Interval > 0 && rl.Burst < 1 {
 		return fmt.Errorf("rate_limit: burst %d lets no request through: give the requests let through at once, at least 1", rl.Burst)
 	}
@@ -229,6 +233,11 @@ func checkWebConfig(path string, logger *slog.Logger) error {
 	}
 	return nil
 }
+
+// maxUsualWebConfigBytes is the size of the largest web config the start does not warn
+// of: exporter-toolkit parses it for each request, about 15 µs per KiB, which at this
+// size is several times what the rest of a small request costs.
+const maxUsualWebConfigBytes = 16 << 10
 
 // maxUsualBcryptCost is the highest cost of a password hash the start does not warn of:
 // a check at cost 12 takes a quarter of a second of a core, at 10 a sixteenth.

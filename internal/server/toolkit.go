@@ -150,6 +150,7 @@ func (c *tlsConfigs) get(hello *tls.ClientHelloInfo) (*tls.Config, error) {
 		return c.config, nil
 	}
 	c.config = nil
+	at := c.now()
 	stamps := c.stamp()
 	config, err := c.load(hello)
 	if err != nil {
@@ -160,7 +161,7 @@ func (c *tlsConfigs) get(hello *tls.ClientHelloInfo) (*tls.Config, error) {
 	if load := config.GetCertificate; load != nil {
 		config.GetCertificate = onceCertificate(load)
 	}
-	if settled(stamps, c.now()) {
+	if settled(stamps, at) {
 		c.config, c.stamps = config, stamps
 	}
 	return config, nil
@@ -196,7 +197,8 @@ func (c *tlsConfigs) stamp() []fileStamp {
 	return stamps
 }
 
-// settled reports whether stamps, taken at now, tell a later change of their files.
+// settled reports whether stamps taken from now on tell any later change of their files:
+// each had last changed racyAge before now or earlier.
 func settled(stamps []fileStamp, now time.Time) bool {
 	for _, s := range stamps {
 		if s.info == nil || now.Sub(s.info.ModTime()) < racyAge {
