@@ -198,10 +198,11 @@ func (c *tlsConfigs) stamp() []fileStamp {
 }
 
 // settled reports whether stamps taken from now on tell any later change of their files:
-// each had last changed racyAge before now or earlier.
+// the modification time of each is racyAge or more away from now (before it, or after it
+// when the file was dated ahead, which a file written now is not).
 func settled(stamps []fileStamp, now time.Time) bool {
 	for _, s := range stamps {
-		if s.info == nil || now.Sub(s.info.ModTime()) < racyAge {
+		if s.info == nil || (now.Sub(s.info.ModTime()).Abs() < racyAge) {
 			return false
 		}
 	}
