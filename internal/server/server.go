@@ -351,24 +351,42 @@ func newHTTPServer(h http.Handler, o Options) *http.Server {
 }
 
 // serverLog writes what net/http logs to the exporter's logger, at error level, but for
-// failed TLS handshakes: net/http logs one per connection, and a port scan, or a load
-// balancer's TCP check every few seconds, would fill the log with them. Those are logged
-// as the limiters log their refusals, the first and every thousandth, with the count and
-// the last one's text.
+// what a client's connection did wrong, which net/http logs once per connection: failed
+// TLS handshakes (a port scan, or a load balancer's TCP check every few seconds, would
+// fill the log with them), and HTTP/2 connections ended for the client's error (what is
+// not HTTP/2 after negotiating it, a frame out of place, no SETTINGS in time), which any
+// client may send over and over. Those are logged as the limiters log their refusals, the
+// first and every thousandth of each kind, with the count and the last one's text.
 type serverLog struct {
-	logger     *slog.Logger
-	handshakes atomic.Int64
+	logger            *slog.Logger
+	handshakes, http2 atomic.Int64
+}
+
+// http2ClientErrors start what net/http's HTTP/2 server logs of a connection it ends for
+// what its client sent, or did not send in time.
+var http2ClientErrors = []string{
+	"http2: server: error reading preface from client",
+	"http2: server connection error from",
+	"http2: server closing client connection",
+	"http2: received GOAWAY",
+	"timeout waiting for SETTINGS frames from",
 }
 
 func (l *serverLog) Write(p []byte) (int, error) {
 	msg := strings.TrimSuffix(string(p), "\n")
-	if !strings.HasPrefix(msg, "http: TLS handshake error") {
+	switch {
+	case strings.HasPrefix(msg, "http: TLS handshake error"):
+		if n := l.handshakes.Add(1); n == 1 || n%1000 == 0 {
+			l.logger.Warn("TLS handshakes failed (a client without the right certificate, or that closed the connection first: a port scan, a TCP health check); the first and every 1000th are logged",
+				"failed", n, "last", msg)
+		}
+	case slices.ContainsFunc(http2ClientErrors, func(prefix string) bool { return strings.HasPrefix(msg, prefix) }):
+		if n := l.http2.Add(1); n == 1 || n%1000 == 0 {
+			l.logger.Warn("HTTP/2 connections ended for their client's error (not HTTP/2, a frame out of place, no SETTINGS in time); the first and every 1000th are logged",
+				"ended", n, "last", msg)
+		}
+	default:
 		l.logger.Error(msg)
-		return len(p), nil
-	}
-	if n := l.handshakes.Add(1); n == 1 || n%1000 == 0 {
-		l.logger.Warn("TLS handshakes failed (a client without the right certificate, or that closed the connection first: a port scan, a TCP health check); the first and every 1000th are logged",
-			"failed", n, "last", msg)
 	}
 	return len(p), nil
 }
