@@ -244,11 +244,11 @@ const maxUsualWebConfigBytes = 16 << 10
 const maxUsualBcryptCost = 12
 
 // serveOn serves l with srv until it is closed, through exporter-toolkit, which reads the
-// web config of flags (TLS, basic auth) before it serves and again for each connection and
-// request (see toolkit; the connections' through a cache). What the toolkit logs names the
-// file, and its error for each request once the file no longer parses ("yaml: line 1:
-// ...", which could be the rule file's) goes to configErrors, which counts it and logs
-// some.
+// web config of flags (TLS, basic auth) before it serves, again for each request, and for
+// each TLS handshake unless neither it nor its files changed (see toolkit). What the
+// toolkit logs names the file, and its error for each request once the file no longer
+// parses ("yaml: line 1: ...", which could be the rule file's) goes to configErrors, which
+// counts it and logs some.
 func serveOn(l net.Listener, srv *http.Server, flags *web.FlagConfig, configErrors *webConfigErrors, logger *slog.Logger) error {
 	if f := flags.WebConfigFile; f == nil || *f == "" {
 		return web.Serve(l, srv, flags, logger)
