@@ -70,6 +70,9 @@ var (
 	ScrapeMaxBytes = Metric{"logwindow_scrape_max_bytes",
 		"The --web.max-scrape-bytes budget of the scrapes in flight.",
 		nil}
+	WebConfigErrors = Metric{"logwindow_web_config_errors_total",
+		"Requests answered 500 and TLS handshakes refused because the --web.config.file, changed while the exporter ran, did not load.",
+		nil}
 	SeriesMaxBytesSource = Metric{"logwindow_series_max_bytes_source",
 		"1 for where the --series.max-bytes bound came from: flag, cgroup_v2 or cgroup_v1 (half the container's memory limit), or default (512MiB: no limit found).",
 		[]string{"source"}}

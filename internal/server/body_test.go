@@ -168,7 +168,9 @@ func TestUnreadBodiesBehindBasicAuth(t *testing.T) {
 		t.Fatal(err)
 	}
 	served := make(chan error, 1)
-	go func() { served <- serveOn(l, srv, &web.FlagConfig{WebConfigFile: &webConfig}, o.Logger) }()
+	go func() {
+		served <- serveOn(l, srv, &web.FlagConfig{WebConfigFile: &webConfig}, newWebConfigErrors(webConfig, o.Logger, time.Now), o.Logger)
+	}()
 	t.Cleanup(func() {
 		_ = srv.Close()
 		if err := <-served; err != http.ErrServerClosed {

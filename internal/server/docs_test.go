@@ -118,7 +118,10 @@ rules:
 	}
 	t.Cleanup(p.Stop)
 	coll := p.Collector()
-	srv := httptest.NewServer(NewMux(p, coll, NewRegistry(coll), Options{Logger: logger, MetricsPath: "/metrics",
+	reg := NewRegistry(coll)
+	// As Serve registers it with a --web.config.file.
+	reg.MustRegister(newWebConfigErrors(filepath.Join(dir, "web.yml"), logger, time.Now))
+	srv := httptest.NewServer(NewMux(p, coll, reg, Options{Logger: logger, MetricsPath: "/metrics",
 		MaxRequests: 2, MaxScrapeBytes: 64 << 20}))
 	t.Cleanup(srv.Close)
 	conn, err := net.Dial("unixgram", sock)

@@ -1,8 +1,10 @@
 package server
 
 import (
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -16,6 +18,8 @@ import (
 	"time"
 
 	"github.com/prometheus/exporter-toolkit/web"
+
+	"github.com/logwindow/logwindow_exporter/internal/testutil/syncbuf"
 )
 
 // lineWriter hands each line a logger writes to the test.
@@ -111,8 +115,9 @@ func TestHandshakeErrorsThrottled(t *testing.T) {
 	}
 }
 
-// TestServerLogCounts checks which failed handshakes serverLog logs, with their count, and
-// that it logs every other line of net/http's.
+// TestServerLogCounts checks which failed handshakes and HTTP/2 client errors serverLog
+// logs, with their count, and that it logs every other line of net/http's, panics of
+// HTTP/2 handlers included.
 func TestServerLogCounts(t *testing.T) {
 	var logged strings.Builder
 	l := &serverLog{logger: slog.New(slog.NewTextHandler(&logged, nil))}
@@ -120,10 +125,15 @@ func TestServerLogCounts(t *testing.T) {
 		fmt.Fprintf(l, "http: TLS handshake error from 127.0.0.1:%d: EOF\n", i)
 	}
 	fmt.Fprintln(l, "http: panic serving 127.0.0.1:1: boom")
-	fmt.Fprintln(l, "http: panic serving 127.0.0.1:2: boom")
+	fmt.Fprintln(l, "http2: server connection error from 127.0.0.1:7: connection error: PROTOCOL_ERROR")
+	fmt.Fprintln(l, "timeout waiting for SETTINGS frames from 127.0.0.1:8")
+	fmt.Fprintln(l, "http2: panic serving 127.0.0.1:2: boom")
 	var got []string
 	for line := range strings.Lines(logged.String()) {
 		switch {
+		case strings.Contains(line, "level=WARN") && strings.Contains(line, "HTTP/2"):
+			_, last, _ := strings.Cut(line, "127.0.0.1:")
+			got = append(got, "http2 "+last[:1])
 		case strings.Contains(line, "level=WARN") && strings.Contains(line, "handshake"):
 			_, count, _ := strings.Cut(line, "failed=")
 			count, _, _ = strings.Cut(count, " ")
@@ -136,7 +146,7 @@ func TestServerLogCounts(t *testing.T) {
 			t.Errorf("unexpected line %q", line)
 		}
 	}
-	want := []string{"1 last 0", "1000 last 999", "2000 last 1999", "panic", "panic"}
+	want := []string{"1 last 0", "1000 last 999", "2000 last 1999", "panic", "http2 7", "panic"}
 	if !slices.Equal(got, want) {
 		t.Errorf("logged %q, want %q", got, want)
 	}
@@ -164,7 +174,9 @@ func TestWebConfigBrokenAfterStart(t *testing.T) {
 		t.Fatal(err)
 	}
 	served := make(chan error, 1)
-	go func() { served <- serveOn(l, srv, &web.FlagConfig{WebConfigFile: &webConfig}, logger) }()
+	go func() {
+		served <- serveOn(l, srv, &web.FlagConfig{WebConfigFile: &webConfig}, newWebConfigErrors(webConfig, logger, time.Now), logger)
+	}()
 	defer func() {
 		_ = srv.Close()
 		<-served
@@ -203,5 +215,69 @@ func TestWebConfigBrokenAfterStart(t *testing.T) {
 		case <-time.After(5 * time.Second):
 			t.Fatal("the web config's error is not logged")
 		}
+	}
+}
+
+// TestHTTP2ClientErrorsThrottled has clients negotiate HTTP/2 over TLS and send what is
+// not HTTP/2, or a frame HTTP/2 forbids: net/http logs each such connection at error
+// level, a line per connection any client can ask for. The log gets the first of each
+// kind, with the count, as for failed handshakes.
+func TestHTTP2ClientErrorsThrottled(t *testing.T) {
+	for _, tc := range []struct {
+		name, sent string
+	}{
+		{"not HTTP/2", "GET / HTTP/1.1\r\nHost: x\r\n\r\nxxxxxxxxxx"},
+		// The preface, an empty SETTINGS frame, then a DATA frame on stream 0: a
+		// connection error.
+		{"protocol error", "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + "\x00\x00\x00\x04\x00\x00\x00\x00\x00" + "\x00\x00\x00\x00\x00\x00\x00\x00\x00"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var logged syncbuf.Buffer
+			logger := slog.New(slog.NewJSONHandler(&logged, nil))
+			closed := make(chan struct{}, 10)
+			ts := httptest.NewUnstartedServer(nil)
+			ts.EnableHTTP2 = true
+			ts.Config = newHTTPServer(http.NotFoundHandler(), Options{Logger: logger})
+			ts.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+				if s == http.StateClosed {
+					closed <- struct{}{} // after net/http logged why
+				}
+			}
+			ts.StartTLS()
+			defer ts.Close()
+
+			const clients = 3
+			for range clients {
+				c, err := tls.Dial("tcp", ts.Listener.Addr().String(), &tls.Config{InsecureSkipVerify: true, NextProtos: []string{"h2"}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if c.ConnectionState().NegotiatedProtocol != "h2" {
+					t.Fatalf("negotiated %q, want h2", c.ConnectionState().NegotiatedProtocol)
+				}
+				if _, err := c.Write([]byte(tc.sent)); err != nil {
+					t.Fatal(err)
+				}
+				_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+				_, _ = io.Copy(io.Discard, c)
+				c.Close()
+			}
+			for range clients {
+				select {
+				case <-closed:
+				case <-time.After(10 * time.Second):
+					t.Fatal("the server did not close the connections")
+				}
+			}
+			n := 0
+			for line := range strings.Lines(logged.String()) {
+				if strings.Contains(line, "http2") {
+					n++
+				}
+			}
+			if n != 1 || !strings.Contains(logged.String(), `"ended":1`) {
+				t.Errorf("%d clients logged %d lines of HTTP/2 errors, want 1 with the count:\n%s", clients, n, logged.String())
+			}
+		})
 	}
 }

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"fmt"
 	"log/slog"
 	"net"
 	"os"
@@ -167,5 +168,36 @@ func TestCheckWebConfigWarnsOfCost(t *testing.T) {
 	}
 	if got := log.String(); strings.Count(got, "\n") != 1 || !strings.Contains(got, "user=costly cost=14") {
 		t.Errorf("warned of:\n%s\nwant one warning, of user costly, cost 14", got)
+	}
+}
+
+// TestCheckWebConfigWarnsOfSize: exporter-toolkit reads and parses the web config for
+// every request, before the password: with a bundle of CAs inline (client_ca), a few
+// milliseconds of a core per request any client can send. The start warns, with the size.
+func TestCheckWebConfigWarnsOfSize(t *testing.T) {
+	dir := t.TempDir()
+	cert, key := newCert(t, "server", 0)
+	for _, name := range []string{"cert.pem", "key.pem"} {
+		if err := os.WriteFile(filepath.Join(dir, name), map[string][]byte{"cert.pem": cert, "key.pem": key}[name], 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var bundle strings.Builder
+	for i := 0; bundle.Len() < 32<<10; i++ {
+		ca, _ := newCert(t, fmt.Sprintf("CA %d", i), 0)
+		bundle.Write(ca)
+	}
+	text := "tls_server_config:\n  cert_file: cert.pem\n  key_file: key.pem\n  client_auth_type: VerifyClientCertIfGiven\n  client_ca: |\n    " +
+		strings.ReplaceAll(strings.TrimSpace(bundle.String()), "\n", "\n    ") + "\n"
+	path := filepath.Join(dir, "web.yml")
+	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var log strings.Builder
+	if err := checkWebConfig(path, slog.New(slog.NewTextHandler(&log, nil))); err != nil {
+		t.Fatal(err)
+	}
+	if got := log.String(); strings.Count(got, "\n") != 1 || !strings.Contains(got, "client_ca_file") || !strings.Contains(got, fmt.Sprintf("bytes=%d", len(text))) {
+		t.Errorf("warned of:\n%s\nwant one warning, of the size, %d bytes", got, len(text))
 	}
 }

@@ -150,7 +150,13 @@ func Serve(cfg *config.Config, popts pipeline.Options, webFlags *web.FlagConfig,
 	}
 
 	coll := p.Collector()
-	mux := NewMux(p, coll, NewRegistry(coll), o)
+	reg := NewRegistry(coll)
+	var configErrors *webConfigErrors
+	if f := webFlags.WebConfigFile; f != nil && *f != "" {
+		configErrors = newWebConfigErrors(*f, logger, time.Now)
+		reg.MustRegister(configErrors)
+	}
+	mux := NewMux(p, coll, reg, o)
 	var conns *connLimiter
 	if o.MaxConnections > 0 {
 		nofile := openFileLimit()
@@ -176,7 +182,7 @@ func Serve(cfg *config.Config, popts pipeline.Options, webFlags *web.FlagConfig,
 			srv.ConnState = conns.track
 		}
 		servers[i] = srv
-		go func() { errc <- serveOn(l, srv, webFlags, logger) }()
+		go func() { errc <- serveOn(l, srv, webFlags, configErrors, logger) }()
 	}
 	select {
 	case err := <-errc:
@@ -197,7 +203,7 @@ func Serve(cfg *config.Config, popts pipeline.Options, webFlags *web.FlagConfig,
 // hashes or certificates is wrong but not in which file. Beyond what the toolkit checks,
 // a rate limit must let requests through: with an interval and no burst, the toolkit
 // would answer every request 429. A password hash of a bcrypt cost above
-// maxUsualBcryptCost is warned of.
+// maxUsualBcryptCost is warned of, and so is a file larger than maxUsualWebConfigBytes.
 func checkWebConfig(path string, logger *slog.Logger) error {
 	if err := web.Validate(path); err != nil {
 		return err
@@ -210,6 +216,10 @@ func checkWebConfig(path string, logger *slog.Logger) error {
 	var c web.Config
 	if err := yaml.Unmarshal(text, &c); err != nil {
 		return err
+	}
+	if len(text) > maxUsualWebConfigBytes {
+		logger.Warn("the web config is read and parsed again for every request, before any password is checked, taking a core about a millisecond per 64 KiB of it: put certificates and CAs in files (cert_file, key_file, client_ca_file) rather than inline (cert, key, client_ca), which are read once while they are unchanged",
+			"bytes", len(text))
 	}
 	if rl := c.RateLimiterConfig; rl.Interval > 0 && rl.Burst < 1 {
 		return fmt.Errorf("rate_limit: burst %d lets no request through: give the requests let through at once, at least 1", rl.Burst)
@@ -224,20 +234,32 @@ func checkWebConfig(path string, logger *slog.Logger) error {
 	return nil
 }
 
+// maxUsualWebConfigBytes is the size of the largest web config the start does not warn
+// of: exporter-toolkit parses it for each request, about 15 µs per KiB, which at this
+// size is several times what the rest of a small request costs.
+const maxUsualWebConfigBytes = 16 << 10
+
 // maxUsualBcryptCost is the highest cost of a password hash the start does not warn of:
 // a check at cost 12 takes a quarter of a second of a core, at 10 a sixteenth.
 const maxUsualBcryptCost = 12
 
-// serveOn serves l with srv until it is closed, through exporter-toolkit (web.Serve), which
-// reads the web config of flags (TLS, basic auth) before it serves and again for each
-// connection and request. What the toolkit logs names the file: once it no longer
-// parses, the toolkit logs its error alone for each request ("yaml: line 1: ..."), which
-// could be the rule file's.
-func serveOn(l net.Listener, srv *http.Server, flags *web.FlagConfig, logger *slog.Logger) error {
-	if f := flags.WebConfigFile; f != nil && *f != "" {
-		logger = logger.With("web_config", *f)
+// serveOn serves l with srv until it is closed, through exporter-toolkit, which reads the
+// web config of flags (TLS, basic auth) before it serves, again for each request, and for
+// each TLS handshake unless neither it nor its files changed (see toolkit). What the
+// toolkit logs names the file, and its error for each request once the file no longer
+// parses ("yaml: line 1: ...", which could be the rule file's) goes to configErrors, which
+// counts it and logs some.
+func serveOn(l net.Listener, srv *http.Server, flags *web.FlagConfig, configErrors *webConfigErrors, logger *slog.Logger) error {
+	if f := flags.WebConfigFile; f == nil || *f == "" {
+		return web.Serve(l, srv, flags, logger)
 	}
-	return web.Serve(l, srv, flags, logger)
+	logger = logger.With("web_config", *flags.WebConfigFile)
+	t, err := setUpToolkit(l.Addr(), srv.Handler, flags, configErrors, slog.New(toolkitLog{Handler: logger.Handler(), errors: configErrors}))
+	if err != nil {
+		return err
+	}
+	defer t.close()
+	return t.serve(l, srv)
 }
 
 // listen opens every socket to serve before any is served, so that one that cannot be
@@ -329,24 +351,42 @@ func newHTTPServer(h http.Handler, o Options) *http.Server {
 }
 
 // serverLog writes what net/http logs to the exporter's logger, at error level, but for
-// failed TLS handshakes: net/http logs one per connection, and a port scan, or a load
-// balancer's TCP check every few seconds, would fill the log with them. Those are logged
-// as the limiters log their refusals, the first and every thousandth, with the count and
-// the last one's text.
+// what a client's connection did wrong, which net/http logs once per connection: failed
+// TLS handshakes (a port scan, or a load balancer's TCP check every few seconds, would
+// fill the log with them), and HTTP/2 connections ended for the client's error (what is
+// not HTTP/2 after negotiating it, a frame out of place, no SETTINGS in time), which any
+// client may send over and over. Those are logged as the limiters log their refusals, the
+// first and every thousandth of each kind, with the count and the last one's text.
 type serverLog struct {
-	logger     *slog.Logger
-	handshakes atomic.Int64
+	logger            *slog.Logger
+	handshakes, http2 atomic.Int64
+}
+
+// http2ClientErrors start what net/http's HTTP/2 server logs of a connection it ends for
+// what its client sent, or did not send in time.
+var http2ClientErrors = []string{
+	"http2: server: error reading preface from client",
+	"http2: server connection error from",
+	"http2: server closing client connection",
+	"http2: received GOAWAY",
+	"timeout waiting for SETTINGS frames from",
 }
 
 func (l *serverLog) Write(p []byte) (int, error) {
 	msg := strings.TrimSuffix(string(p), "\n")
-	if !strings.HasPrefix(msg, "http: TLS handshake error") {
+	switch {
+	case strings.HasPrefix(msg, "http: TLS handshake error"):
+		if n := l.handshakes.Add(1); n == 1 || n%1000 == 0 {
+			l.logger.Warn("TLS handshakes failed (a client without the right certificate, or that closed the connection first: a port scan, a TCP health check); the first and every 1000th are logged",
+				"failed", n, "last", msg)
+		}
+	case slices.ContainsFunc(http2ClientErrors, func(prefix string) bool { return strings.HasPrefix(msg, prefix) }):
+		if n := l.http2.Add(1); n == 1 || n%1000 == 0 {
+			l.logger.Warn("HTTP/2 connections ended for their client's error (not HTTP/2, a frame out of place, no SETTINGS in time); the first and every 1000th are logged",
+				"ended", n, "last", msg)
+		}
+	default:
 		l.logger.Error(msg)
-		return len(p), nil
-	}
-	if n := l.handshakes.Add(1); n == 1 || n%1000 == 0 {
-		l.logger.Warn("TLS handshakes failed (a client without the right certificate, or that closed the connection first: a port scan, a TCP health check); the first and every 1000th are logged",
-			"failed", n, "last", msg)
 	}
 	return len(p), nil
 }

@@ -1,0 +1,355 @@
+package server
+
+import (
+	"context"
+	"crypto/tls"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/exporter-toolkit/web"
+	"go.yaml.in/yaml/v2"
+
+	"github.com/logwindow/logwindow_exporter/internal/selfmetric"
+)
+
+// toolkit is what exporter-toolkit's web.Serve sets up to serve a listener with a web
+// config: its handler (basic auth, rate limit, headers) in front of the exporter's, and,
+// when the web config has TLS, its TLS config and whether HTTP/2 is on. web.Serve sets
+// these up on the server it is given and serves at once, with no way in between to put
+// anything in front of its TLS config's GetConfigForClient, which reads the web config and
+// every file it names again, and parses them, for each handshake (see tlsConfigs). So it
+// is given a server of its own and a listener that accepts nothing (idle), and the
+// exporter's server serves the real listener with what it set up: the toolkit's own
+// handler and hook, the hook behind a cache.
+type toolkit struct {
+	handler http.Handler
+	// tls is nil when the web config has no TLS.
+	tls *tls.Config
+	// http2 is false when the web config turns HTTP/2 off.
+	http2 bool
+	idle  *idleListener
+	// served is web.Serve's return, once idle is closed.
+	served chan error
+}
+
+// setUpToolkit has web.Serve set up what it would serve in front of h on a listener of
+// addr, with flags' web config; the error is web.Serve's when the web config does not
+// load. close ends web.Serve.
+func setUpToolkit(addr net.Addr, h http.Handler, flags *web.FlagConfig, configErrors *webConfigErrors, logger *slog.Logger) (*toolkit, error) {
+	t := &toolkit{idle: &idleListener{addr: addr, closed: make(chan struct{})}, served: make(chan error, 1)}
+	// BaseContext is called as web.Serve starts serving, everything set up, with idle
+	// itself when it serves plain HTTP, else with a TLS listener over it.
+	served := make(chan net.Listener, 1)
+	scratch := &http.Server{Handler: h}
+	scratch.BaseContext = func(l net.Listener) context.Context {
+		served <- l
+		return context.Background()
+	}
+	go func() { t.served <- web.Serve(t.idle, scratch, flags, logger) }()
+	select {
+	case err := <-t.served:
+		return nil, err
+	case l := <-served:
+		t.handler = scratch.Handler
+		if l == net.Listener(t.idle) {
+			return t, nil
+		}
+	}
+	// The toolkit turns HTTP/2 off as net/http has it: a TLSNextProto without "h2".
+	_, h2 := scratch.TLSNextProto["h2"]
+	t.http2 = scratch.TLSNextProto == nil || h2
+	t.tls = scratch.TLSConfig.Clone()
+	t.tls.GetConfigForClient = newTLSConfigs(*flags.WebConfigFile, scratch.TLSConfig.GetConfigForClient, time.Now, configErrors).get
+	return t, nil
+}
+
+// serve serves l with srv, with what the toolkit set up, until srv is closed.
+func (t *toolkit) serve(l net.Listener, srv *http.Server) error {
+	srv.Handler = t.handler
+	if t.tls == nil {
+		return srv.Serve(l)
+	}
+	if !t.http2 {
+		srv.TLSNextProto = map[string]func(*http.Server, *tls.Conn, http.Handler){}
+	}
+	srv.TLSConfig = t.tls
+	return srv.ServeTLS(l, "", "")
+}
+
+// close ends the toolkit's web.Serve.
+func (t *toolkit) close() {
+	t.idle.Close()
+	<-t.served
+}
+
+// idleListener is a listener of addr (what web.Serve logs) that accepts nothing until it
+// is closed.
+type idleListener struct {
+	addr   net.Addr
+	once   sync.Once
+	closed chan struct{}
+}
+
+func (l *idleListener) Accept() (net.Conn, error) {
+	<-l.closed
+	return nil, net.ErrClosed
+}
+
+func (l *idleListener) Close() error {
+	l.once.Do(func() { close(l.closed) })
+	return nil
+}
+
+func (l *idleListener) Addr() net.Addr { return l.addr }
+
+// racyAge is how recently a file may have been changed for its stamp to say nothing: a
+// file rewritten in place within the granularity of its file system's times (a second or
+// two on some) can keep its size and modification time.
+const racyAge = 2 * time.Second
+
+// tlsConfigs is exporter-toolkit's GetConfigForClient (load) behind a cache. The toolkit
+// reads the web config and the certificate, key and client CA files it names, and parses
+// them all, for every TLS handshake, so that renewed certificates are taken without a
+// restart: with a client_ca_file of a few hundred kilobytes (a bundle of CAs) that is tens
+// of milliseconds of a core per handshake, before any password or client certificate is
+// asked for, which any client that can connect can spend over and over. The config the
+// toolkit made is kept, and given to the next handshakes, for as long as none of those
+// files changed: their stamps (which file, size, modification time), taken before the
+// toolkit reads them, are all the same, and none had changed within racyAge of when they
+// were taken. A change is taken by the first handshake after it, as the toolkit takes it.
+// What the toolkit fails to load is not kept (it may be a passing error, a file descriptor
+// short): it is counted, and each handshake loads again.
+type tlsConfigs struct {
+	path   string
+	load   func(*tls.ClientHelloInfo) (*tls.Config, error)
+	now    func() time.Time
+	errors *webConfigErrors
+
+	mu sync.Mutex
+	// config was loaded from the files of stamps; nil when none is kept.
+	config *tls.Config
+	stamps []fileStamp
+}
+
+func newTLSConfigs(path string, load func(*tls.ClientHelloInfo) (*tls.Config, error), now func() time.Time, errors *webConfigErrors) *tlsConfigs {
+	return &tlsConfigs{path: path, load: load, now: now, errors: errors}
+}
+
+// get is the GetConfigForClient of the exporter's TLS config.
+func (c *tlsConfigs) get(hello *tls.ClientHelloInfo) (*tls.Config, error) {
+	// One handshake loads at a time: others wait for its config rather than load their own.
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.config != nil && c.unchanged() {
+		return c.config, nil
+	}
+	c.config = nil
+	at := c.now()
+	stamps := c.stamp()
+	config, err := c.load(hello)
+	if err != nil {
+		c.errors.handshake(err)
+		return nil, err
+	}
+	// The toolkit's config reads the certificate and key again for each handshake too.
+	if load := config.GetCertificate; load != nil {
+		config.GetCertificate = onceCertificate(load)
+	}
+	if settled(stamps, at) {
+		c.config, c.stamps = config, stamps
+	}
+	return config, nil
+}
+
+// unchanged reports whether the files of c.stamps are as they were.
+func (c *tlsConfigs) unchanged() bool {
+	for _, s := range c.stamps {
+		if !s.same(statFile(s.path)) {
+			return false
+		}
+	}
+	return true
+}
+
+// stamp stamps the web config and the files it names now, the web config first.
+func (c *tlsConfigs) stamp() []fileStamp {
+	stamps := []fileStamp{statFile(c.path)}
+	text, err := os.ReadFile(c.path)
+	if err != nil {
+		return stamps
+	}
+	var config web.Config
+	if yaml.Unmarshal(text, &config) != nil {
+		return stamps
+	}
+	config.TLSConfig.SetDirectory(filepath.Dir(c.path))
+	for _, p := range []string{config.TLSConfig.TLSCertPath, config.TLSConfig.TLSKeyPath, config.TLSConfig.ClientCAs} {
+		if p != "" {
+			stamps = append(stamps, statFile(p))
+		}
+	}
+	return stamps
+}
+
+// settled reports whether stamps taken from now on tell any later change of their files:
+// the modification time of each is racyAge or more away from now (before it, or after it
+// when the file was dated ahead, which a file written now is not).
+func settled(stamps []fileStamp, now time.Time) bool {
+	for _, s := range stamps {
+		if s.info == nil || (now.Sub(s.info.ModTime()).Abs() < racyAge) {
+			return false
+		}
+	}
+	return true
+}
+
+// fileStamp is what os.Stat said of a file (through symlinks: the kubelet and certbot
+// renew by pointing one at new files); info is nil when it failed.
+type fileStamp struct {
+	path string
+	info os.FileInfo
+}
+
+func statFile(path string) fileStamp {
+	info, err := os.Stat(path)
+	if err != nil {
+		return fileStamp{path: path}
+	}
+	return fileStamp{path: path, info: info}
+}
+
+// same reports whether s and o are stamps of the same file, unchanged.
+func (s fileStamp) same(o fileStamp) bool {
+	if s.info == nil || o.info == nil {
+		return false
+	}
+	return os.SameFile(s.info, o.info) && s.info.Size() == o.info.Size() &&
+		s.info.ModTime().Equal(o.info.ModTime()) && s.info.Mode() == o.info.Mode()
+}
+
+// onceCertificate is load, loading once: the certificate of a config tlsConfigs keeps,
+// which it no longer gives once the files changed. An error is not kept.
+func onceCertificate(load func(*tls.ClientHelloInfo) (*tls.Certificate, error)) func(*tls.ClientHelloInfo) (*tls.Certificate, error) {
+	var mu sync.Mutex
+	var cert *tls.Certificate
+	return func(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if cert != nil {
+			return cert, nil
+		}
+		c, err := load(hello)
+		if err != nil {
+			return nil, err
+		}
+		cert = c
+		return cert, nil
+	}
+}
+
+// toolkitParseError is what exporter-toolkit logs, at error level, for each request it
+// answers 500 because the web config no longer loads.
+const toolkitParseError = "Unable to parse configuration"
+
+// webConfigErrorsLogged is how often, at most, the same error of a web config that no
+// longer loads is logged while it lasts.
+const webConfigErrorsLogged = time.Minute
+
+// webConfigErrors counts the requests answered 500 and the TLS handshakes refused because
+// the web config, edited while the exporter runs, no longer loads: exporter-toolkit reads
+// it again for each of them, and would log an error for each. The first is logged, then
+// an error other than the last one logged, and else one a minute at most, with the count
+// so far; logwindow_web_config_errors_total counts them all, where a scrape after the fix
+// shows them.
+type webConfigErrors struct {
+	logger *slog.Logger
+	now    func() time.Time
+
+	mu         sync.Mutex
+	n          int64
+	lastErr    string
+	lastLogged time.Time
+}
+
+// newWebConfigErrors counts the errors of the web config at path, logging to logger.
+func newWebConfigErrors(path string, logger *slog.Logger, now func() time.Time) *webConfigErrors {
+	return &webConfigErrors{logger: logger.With("web_config", path), now: now}
+}
+
+func (e *webConfigErrors) request(err string) { e.add("requests answered 500", err) }
+
+func (e *webConfigErrors) handshake(err error) { e.add("TLS handshakes refused", err.Error()) }
+
+func (e *webConfigErrors) add(what, err string) {
+	e.mu.Lock()
+	e.n++
+	n, now := e.n, e.now()
+	log := n == 1 || err != e.lastErr || now.Sub(e.lastLogged) >= webConfigErrorsLogged
+	if log {
+		e.lastErr, e.lastLogged = err, now
+	}
+	e.mu.Unlock()
+	if log {
+		e.logger.Error(what+": the web config does not load (it changed since the start); it is read again for each request and handshake, and this is logged again when the error changes, else once a minute at most",
+			"err", err, "errors", n)
+	}
+}
+
+// Describe sends nothing: an unchecked collector, as the scrape limiter is.
+func (e *webConfigErrors) Describe(chan<- *prometheus.Desc) {}
+
+// Collect sends logwindow_web_config_errors_total.
+func (e *webConfigErrors) Collect(ch chan<- prometheus.Metric) {
+	e.mu.Lock()
+	n := e.n
+	e.mu.Unlock()
+	ch <- prometheus.MustNewConstMetric(webConfigErrorsDesc, prometheus.CounterValue, float64(n))
+}
+
+var webConfigErrorsDesc = selfmetric.WebConfigErrors.Desc()
+
+// toolkitLog is the log handler exporter-toolkit is given: what it logs goes to the
+// exporter's log, but for its error for each request while the web config does not load,
+// which goes to errors.
+type toolkitLog struct {
+	slog.Handler
+	errors *webConfigErrors
+}
+
+// Enabled is true of errors, which the toolkit's for each request is, whatever the
+// exporter's log level: they are counted.
+func (h toolkitLog) Enabled(ctx context.Context, level slog.Level) bool {
+	return level >= slog.LevelError || h.Handler.Enabled(ctx, level)
+}
+
+func (h toolkitLog) Handle(ctx context.Context, r slog.Record) error {
+	if r.Message != toolkitParseError {
+		if !h.Handler.Enabled(ctx, r.Level) {
+			return nil
+		}
+		return h.Handler.Handle(ctx, r)
+	}
+	err := ""
+	r.Attrs(func(a slog.Attr) bool {
+		if a.Key == "err" {
+			err = a.Value.String()
+		}
+		return true
+	})
+	h.errors.request(err)
+	return nil
+}
+
+func (h toolkitLog) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return toolkitLog{Handler: h.Handler.WithAttrs(attrs), errors: h.errors}
+}
+
+func (h toolkitLog) WithGroup(name string) slog.Handler {
+	return toolkitLog{Handler: h.Handler.WithGroup(name), errors: h.errors}
+}

@@ -1,0 +1,469 @@
+package server
+
+import (
+	"bytes"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"fmt"
+	"log/slog"
+	"math/big"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/prometheus/exporter-toolkit/web"
+
+	"github.com/logwindow/logwindow_exporter/internal/testutil/syncbuf"
+	"github.com/logwindow/logwindow_exporter/internal/testutil/testclock"
+)
+
+// tlsFiles writes a web config serving TLS from dir, with the certificate and key
+// newCert made, and what extra adds to its tls_server_config.
+type tlsFiles struct {
+	dir       string
+	webConfig string
+}
+
+func newTLSFiles(t *testing.T, extra, more string) *tlsFiles {
+	t.Helper()
+	f := &tlsFiles{dir: t.TempDir()}
+	f.webConfig = filepath.Join(f.dir, "web.yml")
+	f.write(t, "web.yml", []byte("tls_server_config:\n  cert_file: cert.pem\n  key_file: key.pem\n"+extra+more))
+	cert, key := newCert(t, "first", 0)
+	f.write(t, "cert.pem", cert)
+	f.write(t, "key.pem", key)
+	return f
+}
+
+func (f *tlsFiles) write(t *testing.T, name string, data []byte) {
+	t.Helper()
+	if err := os.WriteFile(filepath.Join(f.dir, name), data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// age sets the modification time of every file of f to an hour ago, plus d.
+func (f *tlsFiles) age(t *testing.T, d time.Duration) {
+	t.Helper()
+	names, err := filepath.Glob(filepath.Join(f.dir, "*"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := time.Now().Add(-time.Hour + d)
+	for _, name := range names {
+		if err := os.Chtimes(name, old, old); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// newCert is a self-signed certificate of cn for 127.0.0.1 and its key, in PEM; size,
+// when not 0, is the certificate's PEM's length, which the name is padded to.
+func newCert(t *testing.T, cn string, size int) (certPEM, keyPEM []byte) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyPEM = pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER})
+	for range 100 {
+		tmpl := &x509.Certificate{
+			SerialNumber: big.NewInt(1),
+			Subject:      pkix.Name{CommonName: cn},
+			IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1)},
+			NotBefore:    time.Now().Add(-time.Hour),
+			NotAfter:     time.Now().Add(time.Hour),
+			KeyUsage:     x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
+			ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
+			IsCA:         true, BasicConstraintsValid: true,
+		}
+		der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		certPEM = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+		// An ECDSA signature's length varies by a byte or two.
+		if size == 0 || len(certPEM) == size {
+			return certPEM, keyPEM
+		}
+	}
+	t.Fatalf("no certificate of %d bytes", size)
+	return nil, nil
+}
+
+// serveTLS serves a 200 with the web config at path as Serve serves it, until the test
+// ends, and returns its address.
+func serveTLS(t *testing.T, path string, configErrors *webConfigErrors) string {
+	t.Helper()
+	logger := slog.New(slog.DiscardHandler)
+	srv := newHTTPServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {}), Options{Logger: logger})
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if configErrors == nil {
+		configErrors = newWebConfigErrors(path, logger, time.Now)
+	}
+	served := make(chan error, 1)
+	go func() { served <- serveOn(l, srv, &web.FlagConfig{WebConfigFile: &path}, configErrors, logger) }()
+	t.Cleanup(func() {
+		_ = srv.Close()
+		if err := <-served; err != http.ErrServerClosed {
+			t.Errorf("serveOn: %v", err)
+		}
+	})
+	return l.Addr().String()
+}
+
+// handshake makes a TLS handshake with addr, a full one (no session to resume), and
+// returns what it negotiated, or the error.
+func handshake(addr string, protos ...string) (tls.ConnectionState, error) {
+	s, _, err := countedHandshake(addr, protos...)
+	return s, err
+}
+
+// countedHandshake is handshake, which also returns the bytes it sent and received.
+func countedHandshake(addr string, protos ...string) (tls.ConnectionState, int64, error) {
+	raw, err := net.Dial("tcp", addr)
+	if err != nil {
+		return tls.ConnectionState{}, 0, err
+	}
+	counted := &countingConn{Conn: raw}
+	c := tls.Client(counted, &tls.Config{InsecureSkipVerify: true, NextProtos: protos})
+	defer c.Close()
+	if err := c.Handshake(); err != nil {
+		return tls.ConnectionState{}, 0, err
+	}
+	// The server's side of the handshake ends as it reads the client's Finished, which
+	// the client sends without waiting: a read waits for the server's reply to it (a
+	// session ticket in TLS 1.3), or the end of the connection.
+	_ = c.SetReadDeadline(time.Now().Add(50 * time.Millisecond))
+	_, _ = c.Read(make([]byte, 1))
+	return c.ConnectionState(), counted.n, nil
+}
+
+// countingConn counts the bytes through a connection.
+type countingConn struct {
+	net.Conn
+	n int64
+}
+
+func (c *countingConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	c.n += int64(n)
+	return n, err
+}
+
+func (c *countingConn) Write(p []byte) (int, error) {
+	n, err := c.Conn.Write(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// servedName is the common name of the certificate addr serves.
+func servedName(t *testing.T, addr string) string {
+	t.Helper()
+	s, err := handshake(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s.PeerCertificates[0].Subject.CommonName
+}
+
+// readBytes is what the process read so far, files and sockets (Linux's rchar).
+func readBytes(t *testing.T) int64 {
+	t.Helper()
+	io, err := os.ReadFile("/proc/self/io")
+	if err != nil {
+		t.Skip("no /proc/self/io:", err)
+	}
+	for line := range strings.Lines(string(io)) {
+		if n, ok := strings.CutPrefix(line, "rchar: "); ok {
+			v, err := strconv.ParseInt(strings.TrimSpace(n), 10, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return v
+		}
+	}
+	t.Fatal("no rchar in /proc/self/io")
+	return 0
+}
+
+func cpuTime() time.Duration {
+	var u syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &u)
+	return time.Duration(u.Utime.Nano() + u.Stime.Nano())
+}
+
+// TestTLSHandshakesReadNoFiles: exporter-toolkit read the web config and its certificate,
+// key and client CA files, and parsed them, for every TLS handshake, before any password
+// or client certificate is asked for: with a bundle of CAs of 220 KB, tens of
+// milliseconds of a core per handshake that any client able to connect could ask for
+// over and over. Once the files are loaded, handshakes read none while they are
+// unchanged, whether they were written long ago or dated ahead (a clock behind, an
+// archive's dates).
+func TestTLSHandshakesReadNoFiles(t *testing.T) {
+	var bundle bytes.Buffer
+	for i := 0; bundle.Len() < 220<<10; i++ {
+		cert, _ := newCert(t, fmt.Sprintf("CA %d", i), 0)
+		bundle.Write(cert)
+	}
+	for _, tc := range []struct {
+		name string
+		age  time.Duration // the files' modification time, from an hour ago
+	}{
+		{"written an hour ago", 0},
+		{"dated an hour ahead", 2 * time.Hour},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newTLSFiles(t, "  client_auth_type: VerifyClientCertIfGiven\n", "  client_ca_file: ca.pem\n")
+			f.write(t, "ca.pem", bundle.Bytes())
+			f.age(t, tc.age)
+			addr := serveTLS(t, f.webConfig, nil)
+			if _, err := handshake(addr); err != nil {
+				t.Fatal(err)
+			}
+
+			// The process reads what the connections carry, both ways (the server reads what
+			// the client sends), and what it reads of files.
+			const handshakes = 20
+			var carried int64
+			read, cpu := readBytes(t), cpuTime()
+			for range handshakes {
+				_, n, err := countedHandshake(addr)
+				if err != nil {
+					t.Fatal(err)
+				}
+				carried += n
+			}
+			read, cpu = readBytes(t)-read-carried, cpuTime()-cpu
+			t.Logf("%d handshakes read %d bytes of files, took %v of CPU (%v each, the client's included)", handshakes, read, cpu, cpu/handshakes)
+			if read > 4096 {
+				t.Errorf("%d handshakes read %d bytes of files (the CA bundle has %d); want none", handshakes, read, bundle.Len())
+			}
+		})
+	}
+}
+
+// TestTLSCertificateRenewed: a certificate renewed while the exporter runs is served from
+// the next handshake on, however it is renewed.
+func TestTLSCertificateRenewed(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		// fresh: the files were written just now, rather than an hour ago.
+		fresh bool
+		renew func(t *testing.T, f *tlsFiles)
+	}{
+		{"renamed into place", false, func(t *testing.T, f *tlsFiles) {
+			cert, key := newCert(t, "second", 0)
+			f.write(t, "cert.new", cert)
+			f.write(t, "key.new", key)
+			for _, name := range []string{"cert", "key"} {
+				if err := os.Rename(filepath.Join(f.dir, name+".new"), filepath.Join(f.dir, name+".pem")); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}},
+		{"rewritten in place", false, func(t *testing.T, f *tlsFiles) {
+			cert, key := newCert(t, "second", 0)
+			f.write(t, "cert.pem", cert)
+			f.write(t, "key.pem", key)
+		}},
+		// The kubelet's Secret volume: the files are symlinks through ..data, which is
+		// pointed at a new directory.
+		{"symlink retargeted", false, func(t *testing.T, f *tlsFiles) {
+			cert, key := newCert(t, "second", 0)
+			f.write(t, "cert.second", cert)
+			f.write(t, "key.second", key)
+			for _, name := range []string{"cert", "key"} {
+				link := filepath.Join(f.dir, name+".pem")
+				if err := os.Remove(link); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.Symlink(name+".second", link); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}},
+		{"web config pointed at other files", false, func(t *testing.T, f *tlsFiles) {
+			cert, key := newCert(t, "second", 0)
+			f.write(t, "other-cert.pem", cert)
+			f.write(t, "other-key.pem", key)
+			f.write(t, "web.yml", []byte("tls_server_config:\n  cert_file: other-cert.pem\n  key_file: other-key.pem\n"))
+		}},
+		// Files written within a file system's time granularity of the last read may keep
+		// their size and modification time: rewritten so, they are read again.
+		{"rewritten in place just after, same size and time", true, func(t *testing.T, f *tlsFiles) {
+			old, err := os.Stat(filepath.Join(f.dir, "cert.pem"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			cert, key := newCert(t, "second", int(old.Size()))
+			f.write(t, "cert.pem", cert)
+			f.write(t, "key.pem", key)
+			for _, name := range []string{"cert.pem", "key.pem"} {
+				if err := os.Chtimes(filepath.Join(f.dir, name), old.ModTime(), old.ModTime()); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newTLSFiles(t, "", "")
+			if !tc.fresh {
+				f.age(t, 0)
+			}
+			addr := serveTLS(t, f.webConfig, nil)
+			for range 2 {
+				if got := servedName(t, addr); got != "first" {
+					t.Fatalf("serves %q; want first", got)
+				}
+			}
+			tc.renew(t, f)
+			if got := servedName(t, addr); got != "second" {
+				t.Errorf("after the renewal, serves %q; want second", got)
+			}
+		})
+	}
+}
+
+// TestTLSProtocols: the web config's http2 is served as exporter-toolkit serves it:
+// HTTP/2 offered to clients that ask for it (Prometheus does), unless it says no.
+func TestTLSProtocols(t *testing.T) {
+	for _, tc := range []struct {
+		name, config string
+		want         string
+	}{
+		{"http2 by default", "", "h2"},
+		{"http2 on", "http_server_config:\n  http2: true\n", "h2"},
+		{"http2 off", "http_server_config:\n  http2: false\n", "http/1.1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newTLSFiles(t, "", tc.config)
+			addr := serveTLS(t, f.webConfig, nil)
+			for range 2 { // the second from the cache
+				s, err := handshake(addr, "h2", "http/1.1")
+				if err != nil {
+					t.Fatal(err)
+				}
+				if s.NegotiatedProtocol != tc.want {
+					t.Errorf("negotiated %q; want %q", s.NegotiatedProtocol, tc.want)
+				}
+			}
+			c := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, ForceAttemptHTTP2: true}}
+			resp, err := c.Get("https://" + addr + "/")
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if wantProto := map[string]string{"h2": "HTTP/2.0", "http/1.1": "HTTP/1.1"}[tc.want]; resp.StatusCode != http.StatusOK || resp.Proto != wantProto {
+				t.Errorf("GET: %s %d; want %s 200", resp.Proto, resp.StatusCode, wantProto)
+			}
+		})
+	}
+}
+
+// TestWebConfigErrorsThrottled: a web config broken while the exporter runs made
+// exporter-toolkit log an error for each request it answered 500, a line per scrape,
+// probe and page, and a failed TLS handshake showed only as a client's. Each is counted,
+// in logwindow_web_config_errors_total, and logged the first time, when the error
+// changes, and else once a minute at most, with the count so far.
+func TestWebConfigErrorsThrottled(t *testing.T) {
+	type step struct {
+		webConfig string        // written before the requests, when not empty
+		advance   time.Duration // the clock moved on before the requests
+		requests  int
+		want      int    // 500s or refused handshakes so far: the count
+		wantLines string // the "errors" of the lines logged
+	}
+	for _, tc := range []struct {
+		name  string
+		tls   bool
+		steps []step
+	}{
+		{"plain HTTP", false, []step{
+			{webConfig: "http_server_config: [\n", requests: 5, want: 5, wantLines: "1"},
+			{advance: 30 * time.Second, requests: 3, want: 8},
+			{advance: 31 * time.Second, requests: 2, want: 10, wantLines: "9"},
+			{webConfig: "http_server_config: {http2: maybe}\n", requests: 2, want: 12, wantLines: "11"},
+			// Mended: served again, nothing counted or logged.
+			{webConfig: "http_server_config: {}\n", requests: 2, want: 12},
+		}},
+		{"TLS", true, []step{
+			{webConfig: "tls_server_config: [\n", requests: 5, want: 5, wantLines: "1"},
+			{advance: time.Minute, requests: 1, want: 6, wantLines: "6"},
+			{webConfig: "tls_server_config:\n  cert_file: missing.pem\n  key_file: key.pem\n", requests: 2, want: 8, wantLines: "7"},
+			{webConfig: "tls_server_config:\n  cert_file: cert.pem\n  key_file: key.pem\n", requests: 2, want: 8},
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newTLSFiles(t, "", "")
+			if !tc.tls {
+				f.write(t, "web.yml", []byte("http_server_config: {}\n"))
+			}
+			var logged syncbuf.Buffer
+			clock := testclock.New(time.Unix(1_700_000_000, 0))
+			configErrors := newWebConfigErrors(f.webConfig, slog.New(slog.NewTextHandler(&logged, nil)), clock.Now)
+			addr := serveTLS(t, f.webConfig, configErrors)
+			client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+			scheme := map[bool]string{false: "http", true: "https"}[tc.tls]
+			if resp, err := client.Get(scheme + "://" + addr + "/"); err != nil {
+				t.Fatal(err)
+			} else {
+				resp.Body.Close()
+			}
+			var lines []string
+			counted := 0
+			for i, s := range tc.steps {
+				if s.webConfig != "" {
+					f.write(t, "web.yml", []byte(s.webConfig))
+				}
+				clock.Add(s.advance)
+				before := len(logged.String())
+				for range s.requests {
+					resp, err := client.Get(scheme + "://" + addr + "/")
+					if err == nil {
+						resp.Body.Close()
+					}
+					if refused := err != nil || resp.StatusCode == http.StatusInternalServerError; refused != (s.want > counted) {
+						t.Errorf("step %d: GET: %v, %v; refused %v, want %v", i, resp, err, refused, !refused)
+					}
+				}
+				if got := testutil.ToFloat64(configErrors); got != float64(s.want) {
+					t.Errorf("step %d: logwindow_web_config_errors_total %v; want %d", i, got, s.want)
+				}
+				counted = s.want
+				var got []string
+				for line := range strings.Lines(logged.String()[before:]) {
+					if !strings.Contains(line, "web_config="+f.webConfig) {
+						t.Errorf("step %d: the line does not name the web config: %s", i, line)
+					}
+					_, n, _ := strings.Cut(line, " errors=")
+					got = append(got, strings.TrimSpace(n))
+					lines = append(lines, line)
+				}
+				if want := strings.Fields(s.wantLines); !slices.Equal(got, want) {
+					t.Errorf("step %d: logged lines of counts %q; want %q:\n%s", i, got, want, strings.Join(lines, ""))
+				}
+			}
+		})
+	}
+}
