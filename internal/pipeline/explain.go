@@ -38,7 +38,7 @@ func Explain(cfg *config.Config, file string, maxLines int, opts Options) ([]exp
 	var msgs []message
 	read := inputsOf(cfg, []string{file}, opts.Logger)[0]
 	name := read.input.Name
-	got, err := readMessages(read, opts, func(_ string, n int, msg, wrapperTime []byte, _ lineValues) {
+	got, err := readMessages(read, opts.quiet(), func(_ string, n int, msg, wrapperTime []byte, _ lineValues) {
 		if len(msgs)-parser.MaxHeld < maxLines { // maxLines+MaxHeld may overflow
 			msgs = append(msgs, message{n, slices.Clone(msg), slices.Clone(wrapperTime)})
 		}

@@ -92,7 +92,8 @@ type stream struct {
 	at   *follow.Line
 	kept map[string][]follow.Position
 	// holding is, by path, the processing second of the last line of each file that
-	// holds lines, for settleQuiet. Used by the reading goroutine only.
+	// holds lines (of a syslog input, of its one path ""), for settleQuiet. Used by the
+	// reading goroutine only.
 	holding map[string]int64
 	// workers is how many goroutines are to parse the follower's lines (workersOf), set
 	// by reloads; pool is the workers running besides the reading goroutine, nil while it
@@ -590,7 +591,7 @@ func (in *stream) handle(p *Pipeline) input.Handler {
 			} else {
 				b.parse.ParseFile(path, b.name, msg, wrapperTime, b.sink, b.done)
 			}
-			if in.at != nil {
+			if in.files != nil {
 				in.keepHeld(path, b.parse.Holds())
 			}
 		} else if in.at != nil && len(in.kept) > 0 && len(in.kept[path]) > 0 {
@@ -643,8 +644,9 @@ func (in *stream) flush() {
 	in.handed = 0
 }
 
-// keepHeld notes, after a message of path was parsed, where the first held line of the
-// message's file starts, or forgets path's files when held says none is held. The lines a
+// keepHeld notes, after a message of path was parsed, when its file (a syslog input's
+// lines: path "") last held lines (holding) and, for a follower, where its first held
+// line starts, or forgets path's files when held says none is held. The lines a
 // path holds are every message of it from the first held on, so a file's first held line
 // is where a restart reads it again from. With a CRI wrapper that is the message's last
 // part, the line that completed it: its parts before are lost, as those of a message being
@@ -665,6 +667,9 @@ func (in *stream) keepHeld(path string, held bool) {
 		in.holding = map[string]int64{}
 	}
 	in.holding[path] = in.processing
+	if in.at == nil {
+		return // no file to read again
+	}
 	ks := in.kept[path]
 	i := slices.IndexFunc(ks, func(k follow.Position) bool { return k.Dev == in.at.Dev && k.Ino == in.at.Ino })
 	if i >= 0 && in.at.Offset >= ks[i].Offset {
@@ -737,7 +742,8 @@ const heldQuiet = time.Minute
 // file of MaxHeld such lines is, their lines counted as unmatched. A file of fewer lines
 // would otherwise hold them, uncounted and untold, until it is closed. Called by the
 // reading goroutine each time it caught up with the writers, which the follower's poll
-// has it do every poll interval.
+// has it do every poll interval, and by a syslog input's every poll interval while no
+// datagram waits (syslog.Options.Quiet).
 func (in *stream) settleQuiet(p *Pipeline) {
 	if len(in.holding) == 0 {
 		return

@@ -107,9 +107,11 @@ func (p *Pipeline) partsOf(source string) []pathParts {
 }
 
 // startListener binds a syslog input's socket; its lines read the clock once per batch of
-// datagrams, and what they made is written at the end of the batch.
+// datagrams, and what they made is written at the end of the batch. With candidate
+// formats, lines held while none fits are settled once the socket was quiet for
+// heldQuiet, as a file's are (settleQuiet).
 func startListener(p *Pipeline, ci config.Input, in *stream, _ int) (input.Input, error) {
-	return syslog.Listen(syslog.Options{
+	opts := syslog.Options{
 		Network:      ci.Syslog.Socket.Network,
 		Addr:         ci.Syslog.Socket.Addr,
 		SocketMode:   ci.Syslog.SocketMode,
@@ -118,5 +120,9 @@ func startListener(p *Pipeline, ci config.Input, in *stream, _ int) (input.Input
 		Header:       func(h syslog.Header) { in.header = h },
 		Batch:        func() { in.processing, in.wall = p.clock.read() },
 		BatchEnd:     in.flush,
-	}, in.handle(p))
+	}
+	if in.files != nil {
+		opts.Quiet, opts.QuietInterval = func() { in.settleQuiet(p) }, p.opts.PollInterval
+	}
+	return syslog.Listen(opts, in.handle(p))
 }

@@ -3,6 +3,7 @@ package pipeline
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf16"
 
 	"github.com/logwindow/logwindow_exporter/config"
 	"github.com/logwindow/logwindow_exporter/internal/testutil/syncbuf"
@@ -611,4 +613,52 @@ func startLogged(t *testing.T, cfg *config.Config, now func() time.Time) (*Pipel
 	}
 	t.Cleanup(p.Stop)
 	return p, &out
+}
+
+// --replay and --explain read a file more than once (the instant of event-time rules,
+// the summary's fits), but tell of it once: a file in UTF-16 is warned of once, and a
+// path_captures regex that misses its path once, not at each pass.
+func TestOneShotWarnsOnceOfAFile(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "web"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(dir, "web", "0.log")
+	var text []byte
+	for _, u := range utf16.Encode([]rune("2026-11-20T00:00:00Z GET 200\n2026-11-20T00:00:01Z GET 404\n")) {
+		text = append(text, byte(u), byte(u>>8))
+	}
+	if err := os.WriteFile(file, append([]byte("\xff\xfe"), text...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Parse(fmt.Appendf(nil, `
+inputs:
+  - {name: pods, path: '%s/*/*.log', path_captures: '^/var/log/pods/(?P<pod>[^/]+)/'}
+rules:
+  - name: requests
+    match: '^(?P<time>\S+) \S+ (?P<status>\d{3})$'
+    labels: {pod: '${pod}', status: '${status}'}
+    timestamp: {capture: time, layout: '2006-01-02T15:04:05Z07:00'}
+`, dir), "rules.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		run  func(opts Options)
+		want map[string]int
+	}{
+		{"replay", func(opts Options) { _ = Replay(cfg, []string{file}, opts, io.Discard) }, map[string]int{"file is not UTF-8 but UTF-16LE": 1, pathsMissMessage: 1}},
+		{"explain", func(opts Options) { _, _ = Explain(cfg, file, 10, opts) }, map[string]int{"file is not UTF-8 but UTF-16LE": 1, pathsMissMessage: 1}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var log bytes.Buffer
+			tc.run(Options{Now: time.Now, Logger: slog.New(slog.NewTextHandler(&log, nil))})
+			for warning, n := range tc.want {
+				if got := strings.Count(log.String(), warning); got != n {
+					t.Errorf("%q logged %d times, want %d:\n%s", warning, got, n, log.String())
+				}
+			}
+		})
+	}
 }

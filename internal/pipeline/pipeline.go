@@ -70,6 +70,14 @@ func (o *Options) setDefaults() {
 	}
 }
 
+// quiet is o for a one-shot's pass over its files that another pass reads again: what
+// reading them has to say (a file not UTF-8, a path_captures regex that misses a path) is
+// logged by the pass that counts their lines, once.
+func (o Options) quiet() Options {
+	o.Logger = slog.New(slog.DiscardHandler)
+	return o
+}
+
 // generation is one loaded config with the parser and series state built from it. The
 // parser's rule indexes are only meaningful for the Set of the same generation.
 type generation struct {

@@ -40,7 +40,7 @@ func Replay(cfg *config.Config, files []string, opts Options, w io.Writer) error
 	now := newClock(opts.Now).second()
 	if hasEventTime(cfg) {
 		newest := &newestTime{until: now}
-		if _, err := replayFiles(gen.parser, read, opts, newest, nil); err != nil {
+		if _, err := replayFiles(gen.parser, read, opts.quiet(), newest, nil); err != nil {
 			return err
 		}
 		if newest.seen {

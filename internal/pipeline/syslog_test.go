@@ -16,6 +16,7 @@ import (
 	"github.com/logwindow/logwindow_exporter/internal/input/syslog/syslogtest"
 	"github.com/logwindow/logwindow_exporter/internal/testutil/metrictest"
 	"github.com/logwindow/logwindow_exporter/internal/testutil/testclock"
+	"github.com/logwindow/logwindow_exporter/parser"
 )
 
 const syslogRules = `
@@ -384,5 +385,36 @@ rules:
 				t.Errorf("Explain(%q, %q): text %q, counted %v; want %q, %v", tc.input, tc.line, l.Text, l.Counted, tc.text, tc.counted)
 			}
 		})
+	}
+}
+
+// A syslog input of candidate formats whose senders send fewer than MaxHeld datagrams,
+// none of a candidate's format, then go quiet has them settled as a quiet file's are:
+// counted under "(none)", their lines as unmatched, once no datagram came for heldQuiet,
+// not held until the input stops. Before then they wait for one of a format.
+func TestSyslogShortLogOfNoFormatSettles(t *testing.T) {
+	sock := filepath.Join(t.TempDir(), "nginx.sock")
+	cfg, err := config.Parse(fmt.Appendf(nil, "inputs: [{name: sock, syslog: 'unixgram://%s', log_format: auto}]\nrules: [{name: requests, labels: {status: '${status}'}}]\n", sock), "rules.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	clock := testclock.New(time.Date(2026, 11, 24, 5, 28, 9, 0, time.UTC))
+	p, err := Start(cfg, Options{Now: clock.Now, PollInterval: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Stop)
+	const plain = `<190>Nov 24 05:28:09 vm app: 12:00:00 INFO served / in 5ms`
+	syslogtest.Send(t, "unixgram", sock, plain, plain, plain)
+	waitTotal(t, p, "received", "logwindow_input_lines_total", 3)
+	clock.Add(heldQuiet - time.Second)
+	time.Sleep(100 * time.Millisecond) // a settling due now would be done by then: ticks are 10 ms apart
+	if st := p.inputStats(); len(st) != 1 || st[0].Unmatched != 0 || st[0].Formats[parser.NoFormat] != 0 {
+		t.Fatalf("before the quiet period: input stats %+v, want the datagrams held, uncounted", st)
+	}
+	clock.Add(time.Second)
+	waitTotal(t, p, "settled", "logwindow_input_unmatched_lines_total", 3)
+	if st := p.inputStats(); len(st) != 1 || st[0].Formats[parser.NoFormat] != 1 {
+		t.Errorf("settled: input stats %+v, want the input's lines of no format", st)
 	}
 }

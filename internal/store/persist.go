@@ -272,12 +272,13 @@ type Restored struct {
 	// rules has its name and fingerprint (a rule changed or removed, which starts empty as
 	// at a reload), or its series did not decode with the rule's layout.
 	Skipped []error
-	// Processing is the newest processing second the restored series were last active at,
-	// or, of processing-time rules, written at (math.MinInt64 when none was restored): the
-	// processing clock must not start behind it, or those series would read their
-	// windows at that second until the clock caught up, leaving out of the shorter ones
-	// the lines placed behind it (and, by the longest window, read nothing at all), and
-	// the label sets active before the restart would be newer than those active after.
+	// Processing is the newest processing second the restored parts that have wheels
+	// were last active at, or, of processing-time rules, written at (math.MinInt64 when
+	// none was restored): the processing clock must not start behind it, or those series
+	// would read their windows at that second until the clock caught up, leaving out of
+	// the shorter ones the lines placed behind it (and, by the longest window, read
+	// nothing at all), and the label sets active before the restart would be newer than
+	// those active after.
 	Processing int64
 }
 
@@ -371,11 +372,18 @@ func restoreRule(sec storage.Section, byName map[string]*store) (int, int64, err
 		return 0, 0, fmt.Errorf("%w: rule section without a header", storage.ErrCorrupt)
 	}
 	st.install(series, counts, retired)
+	// A part without wheels (a kept counter) is left out: an earlier build may have kept it
+	// active at the own second of a line years ahead, which no wheels bound (decodeSeries),
+	// and which would hold the processing clock there.
 	processing := int64(math.MinInt64)
 	for _, s := range series {
-		processing = max(processing, s.last())
 		for p := range s.parts {
-			if w := p.win.Load(); w != nil && !st.eventTime {
+			w := p.win.Load()
+			if w == nil {
+				continue
+			}
+			processing = max(processing, p.last.Load())
+			if !st.eventTime {
 				processing = max(processing, w.Second())
 			}
 		}

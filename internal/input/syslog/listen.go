@@ -70,7 +70,18 @@ type Options struct {
 	// of each batch was handed on: a handler that holds what the datagrams made (a
 	// batching sink) writes it there, at the latest when the queue runs dry.
 	BatchEnd func()
+	// Quiet, when set, is called from the handler's goroutine every QuietInterval while
+	// no datagram waits: a handler that holds lines for the ones after them (while their
+	// format is chosen) lets them go there once none came for long enough, as a
+	// follower's CaughtUp lets it. Datagrams that keep coming settle such lines
+	// themselves, so it is not called between them.
+	Quiet func()
+	// QuietInterval is how often Quiet is called while the socket is quiet; 0: 250ms.
+	QuietInterval time.Duration
 }
+
+// defaultQuietInterval is Options.QuietInterval's default, the followers' poll interval.
+const defaultQuietInterval = 250 * time.Millisecond
 
 // batchDatagrams bounds a batch (Options.Batch): at about a microsecond a datagram, a
 // batch is handled within a millisecond.
@@ -109,6 +120,9 @@ func Listen(opts Options, h input.Handler) (*Listener, error) {
 	}
 	if opts.QueueDatagrams <= 0 {
 		opts.QueueDatagrams = defaultQueueDatagrams
+	}
+	if opts.QuietInterval <= 0 {
+		opts.QuietInterval = defaultQuietInterval
 	}
 	l := &Listener{opts: opts, queue: make(chan []byte, opts.QueueDatagrams), free: make(chan []byte, opts.QueueDatagrams)}
 	switch opts.Network {
@@ -225,11 +239,21 @@ func (l *Listener) read() {
 // their buffers go to the garbage collector, so the free list stays small.
 const maxKeptBuffer = 4 << 10
 
-// deliver hands queued datagrams to h, header stripped.
+// deliver hands queued datagrams to h, header stripped, until the queue is closed.
 func (l *Listener) deliver(h input.Handler) {
 	defer l.wg.Done()
+	var quiet <-chan time.Time
+	if l.opts.Quiet != nil {
+		t := time.NewTicker(l.opts.QuietInterval)
+		defer t.Stop()
+		quiet = t.C
+	}
 	batch := 0 // datagrams of the current batch so far; 0 starts one
-	for b := range l.queue {
+	for {
+		b, ok := l.next(quiet)
+		if !ok {
+			return
+		}
 		if batch == 0 && l.opts.Batch != nil {
 			l.opts.Batch()
 		}
@@ -255,6 +279,24 @@ func (l *Listener) deliver(h input.Handler) {
 			case l.free <- b:
 			default:
 			}
+		}
+	}
+}
+
+// next waits for the next queued datagram, calling Options.Quiet at each tick of quiet
+// while none waits; ok is false once the queue is closed and drained.
+func (l *Listener) next(quiet <-chan time.Time) (b []byte, ok bool) {
+	select {
+	case b, ok = <-l.queue:
+		return b, ok
+	default:
+	}
+	for {
+		select {
+		case b, ok = <-l.queue:
+			return b, ok
+		case <-quiet:
+			l.opts.Quiet()
 		}
 	}
 }

@@ -340,3 +340,41 @@ func count(s input.Stats, name, labelValue string) uint64 {
 
 // received counts the datagrams received.
 func received(s input.Stats) uint64 { return count(s, selfmetric.InputDatagrams.Name, "") }
+
+// Options.Quiet is called on the handler's goroutine while no datagram waits, after the
+// datagrams handed on, so that a handler holding lines for the ones after them can let
+// them go once none comes; with none set, the listener hands datagrams on as ever.
+func TestListenQuiet(t *testing.T) {
+	sock := filepath.Join(t.TempDir(), "s.sock")
+	var mu sync.Mutex
+	var order []string // what the handler's goroutine saw, in order: lines and quiet ticks
+	quiet := make(chan struct{}, 1)
+	l := listen(t, Options{Network: "unixgram", Addr: sock, QuietInterval: time.Millisecond, Quiet: func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if len(order) > 0 && order[len(order)-1] != "quiet" {
+			order = append(order, "quiet")
+			select {
+			case quiet <- struct{}{}:
+			default:
+			}
+		}
+	}}, func(_ string, line []byte) {
+		mu.Lock()
+		defer mu.Unlock()
+		order = append(order, string(line))
+	})
+	for _, line := range []string{"a", "b"} {
+		syslogtest.Send(t, "unixgram", l.unixPath, line)
+		select {
+		case <-quiet:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("no quiet tick after %q", line)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if want := []string{"a", "quiet", "b", "quiet"}; !slices.Equal(order, want) {
+		t.Errorf("handler's goroutine saw %q, want %q", order, want)
+	}
+}
