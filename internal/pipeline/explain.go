@@ -2,7 +2,6 @@ package pipeline
 
 import (
 	"errors"
-	"fmt"
 	"slices"
 
 	"github.com/logwindow/logwindow_exporter/config"
@@ -22,7 +21,8 @@ import (
 // have chosen for it, as a replay counts it, not by the choice of the moment of the cut.
 //
 // When no input reads the file and no rule matched any of its lines, the lines come with
-// an error that says so, as do symlinks out of a glob's root, not followed. The file's
+// an error that says so, as do the files of a glob that could not be read (symlinks out
+// of its root, not followed, among them), each named. The file's
 // input's Fit, over all its lines read as Replay reads them, goes to opts.Summary.
 func Explain(cfg *config.Config, file string, maxLines int, opts Options) ([]explain.Line, error) {
 	opts.setDefaults()
@@ -38,13 +38,13 @@ func Explain(cfg *config.Config, file string, maxLines int, opts Options) ([]exp
 	var msgs []message
 	read := inputsOf(cfg, []string{file}, opts.Logger)[0]
 	name := read.input.Name
-	got, err := readMessages(read, opts.quiet(), func(_ string, n int, msg, wrapperTime []byte, _ lineValues) {
+	got, err := readMessages(read, opts.quiet(), nil, func(_ string, n int, msg, wrapperTime []byte, _ lineValues) {
 		if len(msgs)-parser.MaxHeld < maxLines { // maxLines+MaxHeld may overflow
 			msgs = append(msgs, message{n, slices.Clone(msg), slices.Clone(wrapperTime)})
 		}
 	})
 	if err != nil {
-		return nil, fmt.Errorf("explain %s: %w", file, err)
+		return nil, &fileError{"explain", file, err}
 	}
 	// Each line is read as its input reads it, by its own formats (inputs without a name
 	// share theirs, which does not say which of their formats is the file's) and by the
@@ -93,11 +93,11 @@ func Explain(cfg *config.Config, file string, maxLines int, opts Options) ([]exp
 	})
 	matched := slices.ContainsFunc(out, func(l explain.Line) bool { return !l.Unmatched })
 	fs := newFits(gen)
-	if _, err := replayFiles(gen.parser, []fileInput{read}, opts, &newestTime{}, fs); err != nil {
+	if _, err := replayFiles("explain", gen.parser, []fileInput{read}, opts, &newestTime{}, fs); err != nil {
 		return out, err
 	}
-	refused := refusedErr("explain", []fileInput{read}, []fileCount{{refused: got.refused}})
-	return out, errors.Join(fs.write(opts.Summary), read.unread(cfg, "explain", len(out), matched), refused)
+	unread := unreadErr("explain", []fileInput{read}, []fileCount{{unread: got.unread}})
+	return out, errors.Join(fs.write(opts.Summary), read.unread(cfg, "explain", len(out), matched), unread)
 }
 
 // firstLines is a sink that passes on the events and drops of the lines parsed while

@@ -61,9 +61,12 @@ func matchDir(dir, pattern string, list func(string) ([]string, error), matches 
 	return matches
 }
 
-// listDir returns the names in dir, or those it read before an error.
+// listDir returns the names in dir, or those it read before an error. A glob's
+// wildcard lists every name it matches as a directory: O_DIRECTORY refuses one that
+// is not (ENOTDIR, no match) before the open of a FIFO could wait for a writer, for
+// ever; O_NONBLOCK also covers one swapped in after a look.
 func listDir(dir string) ([]string, error) {
-	d, err := os.Open(dir)
+	d, err := os.OpenFile(dir, os.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, err
 	}
