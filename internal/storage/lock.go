@@ -36,7 +36,54 @@ type Lock struct {
 // ran would hold the file replaced, and the two the directory, until it stopped. A FIFO
 // is locked as a file is, without waiting for a writer; a socket or a device is refused
 // with an error naming it.
+//
+// Once it holds the directory, it removes the replacements (lockTmp) that a process which
+// crashed in the middle of its takeover left.
 func TakeLock(dir string) (*Lock, error) {
+	l, err := takeLock(dir)
+	if err == nil {
+		removeStaleTmps(dir)
+	}
+	return l, err
+}
+
+// lockTmp names the files a takeover makes to rename over the lock file.
+const lockTmp = LockName + ".tmp-"
+
+// removeStaleTmps removes the takeovers' files (lockTmp) in dir that no process holds
+// locked, under the directory's lock: a takeover makes, locks and renames its file under
+// that lock, so one found there is one a process left when it died between the making
+// and the rename. Where the directory cannot be locked, none is removed: a takeover made
+// there without the lock could be between the two.
+func removeStaleTmps(dir string) {
+	names, err := filepath.Glob(filepath.Join(dir, lockTmp+"*"))
+	if err != nil || len(names) == 0 {
+		return
+	}
+	unlock, err := lockDir(dir)
+	if err != nil {
+		return
+	}
+	defer unlock()
+	for _, name := range names {
+		if fi, err := os.Lstat(name); err != nil || !fi.Mode().IsRegular() {
+			continue
+		}
+		// O_NONBLOCK: a FIFO put in its place since the look would wait for a writer.
+		f, err := os.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+		if err == nil {
+			err = lockFile(f)
+			f.Close()
+			if errors.Is(err, ErrLocked) {
+				continue
+			}
+		}
+		_ = os.Remove(name)
+	}
+}
+
+// takeLock is TakeLock without the removal of stale takeovers' files.
+func takeLock(dir string) (*Lock, error) {
 	path := filepath.Join(dir, LockName)
 	if fi, err := os.Stat(path); err == nil && fi.Mode()&(fs.ModeSocket|fs.ModeDevice) != 0 {
 		return nil, fmt.Errorf("snapshot: lock: %s is a %s, not a regular file: remove it", path, fileType(fi.Mode()))
@@ -90,7 +137,7 @@ func takeOver(dir, path string, refused error) (*Lock, error) {
 	if f, err := openLock(path); !errors.Is(err, fs.ErrPermission) {
 		return lockOpened(f, err)
 	}
-	f, err := os.CreateTemp(dir, LockName+".tmp-*")
+	f, err := os.CreateTemp(dir, lockTmp+"*")
 	if err != nil {
 		return nil, fmt.Errorf("snapshot: lock: %w; cannot replace it: %w", refused, err)
 	}

@@ -200,3 +200,39 @@ func TestTakeOverRace(t *testing.T) {
 		}
 	}
 }
+
+// A takeover's file (lock.tmp-*) that a process left when it died between making it and
+// renaming it over the lock file is removed by the next TakeLock; one a process holds (a
+// takeover under way) is left, as is every other file.
+func TestTakeLockRemovesStaleTakeovers(t *testing.T) {
+	dir := t.TempDir()
+	for _, name := range []string{"lock.tmp-1", "lock.tmp-2", "lock.tmp-held", "lock.tmpx", "notes.txt"} {
+		if err := os.WriteFile(filepath.Join(dir, name), nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	held, err := os.Open(filepath.Join(dir, "lock.tmp-held"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	if err := lockFile(held); err != nil {
+		t.Fatal(err)
+	}
+	l, err := TakeLock(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Release()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	if got, want := strings.Join(names, " "), "lock lock.tmp-held lock.tmpx notes.txt"; got != want {
+		t.Errorf("files %s, want %s", got, want)
+	}
+}
