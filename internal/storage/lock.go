@@ -34,8 +34,9 @@ type Lock struct {
 // Replaced says why: it was left by an exporter that ran as another user, which is
 // stopped before this one starts (a DaemonSet's rollout without surge); one that still
 // ran would hold the file replaced, and the two the directory, until it stopped. A FIFO
-// is locked as a file is, without waiting for a writer; a socket or a device is refused
-// with an error naming it.
+// is locked as a file is, without waiting for a writer; a socket, a device or a symbolic
+// link is refused with an error naming it: a link would have the file it leads to, made
+// where it leads when missing, opened for writing and made readable by all.
 //
 // Once it holds the directory, it removes the replacements (lockTmp) that a process which
 // crashed in the middle of its takeover left.
@@ -85,7 +86,7 @@ func removeStaleTmps(dir string) {
 // takeLock is TakeLock without the removal of stale takeovers' files.
 func takeLock(dir string) (*Lock, error) {
 	path := filepath.Join(dir, LockName)
-	if fi, err := os.Stat(path); err == nil && fi.Mode()&(fs.ModeSocket|fs.ModeDevice) != 0 {
+	if fi, err := os.Lstat(path); err == nil && fi.Mode()&(fs.ModeSocket|fs.ModeDevice|fs.ModeSymlink) != 0 {
 		return nil, fmt.Errorf("snapshot: lock: %s is a %s, not a regular file: remove it", path, fileType(fi.Mode()))
 	}
 	f, err := openLock(path)
@@ -99,7 +100,8 @@ func takeLock(dir string) (*Lock, error) {
 // this process may, else read-only.
 func openLock(path string) (*os.File, error) {
 	// O_NONBLOCK: the open of a FIFO for reading alone would wait for a writer.
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|syscall.O_NONBLOCK, 0o644)
+	// noFollow: a symbolic link put in its place since TakeLock's look.
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|syscall.O_NONBLOCK|noFollow, 0o644)
 	if err == nil {
 		// One this process made may have been made under a umask that left it its own;
 		// one another user made and it may write stays as that user set it.
@@ -107,7 +109,7 @@ func openLock(path string) (*os.File, error) {
 		return f, nil
 	}
 	// A directory this process may read but not write: another one may be locking it.
-	return os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	return os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK|noFollow, 0)
 }
 
 // lockOpened locks f, the lock file as openLock opened it (err the error of its open).

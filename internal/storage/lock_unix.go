@@ -9,6 +9,9 @@ import (
 	"syscall"
 )
 
+// noFollow refuses a symbolic link as the lock file.
+const noFollow = syscall.O_NOFOLLOW
+
 // lockFile takes an exclusive lock of f without waiting for it.
 func lockFile(f *os.File) error {
 	for {

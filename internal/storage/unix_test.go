@@ -236,3 +236,40 @@ func TestTakeLockRemovesStaleTakeovers(t *testing.T) {
 		t.Errorf("files %s, want %s", got, want)
 	}
 }
+
+// A lock file that is a symbolic link is refused with an error naming it: the exporter,
+// root in many a DaemonSet, would otherwise make the file it points to where it leads
+// (anywhere, for a dangling one), open it for writing and make it readable by all.
+func TestTakeLockRefusesSymlink(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		exists bool
+	}{{"to a file", true}, {"dangling", false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir, elsewhere := t.TempDir(), t.TempDir()
+			target := filepath.Join(elsewhere, "secret")
+			if tc.exists {
+				if err := os.WriteFile(target, []byte("x"), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := os.Symlink(target, filepath.Join(dir, LockName)); err != nil {
+				t.Fatal(err)
+			}
+			l, err := TakeLock(dir)
+			if err == nil {
+				l.Release()
+			}
+			if err == nil || errors.Is(err, ErrLocked) || !strings.Contains(err.Error(), "is a symbolic link, not a regular file") {
+				t.Errorf("TakeLock: %v, want an error saying it is a symbolic link", err)
+			}
+			fi, err := os.Stat(target)
+			switch {
+			case !tc.exists && err == nil:
+				t.Errorf("the link's target was made")
+			case tc.exists && (err != nil || fi.Mode().Perm() != 0o600):
+				t.Errorf("the link's target: %v, %v; want it as it was, mode 0600", fi.Mode(), err)
+			}
+		})
+	}
+}
