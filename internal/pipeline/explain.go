@@ -30,17 +30,24 @@ func Explain(cfg *config.Config, file string, maxLines int, opts Options) ([]exp
 	if err != nil {
 		return nil, err
 	}
-	// A message is kept with the number of its (last) line and its wrapper's time.
+	// A message is kept with the number of its (last) line, its wrapper's time, and the
+	// path and captures of its own that its captures are worked out from (path_captures,
+	// a CRI line's stream).
 	type message struct {
 		n                 int
 		text, wrapperTime []byte
+		path              string
+		lv                lineValues
 	}
 	var msgs []message
 	read := inputsOf(cfg, []string{file}, opts.Logger)[0]
 	name := read.input.Name
-	got, err := readMessages(read, opts.quiet(), nil, func(_ string, n int, msg, wrapperTime []byte, _ lineValues) {
+	got, err := readMessages(read, opts.quiet(), nil, func(path string, n int, msg, wrapperTime []byte, lv lineValues) {
 		if len(msgs)-parser.MaxHeld < maxLines { // maxLines+MaxHeld may overflow
-			msgs = append(msgs, message{n, slices.Clone(msg), slices.Clone(wrapperTime)})
+			for i := range lv {
+				lv[i] = slices.Clone(lv[i])
+			}
+			msgs = append(msgs, message{n, slices.Clone(msg), slices.Clone(wrapperTime), path, lv})
 		}
 	})
 	if err != nil {
@@ -51,10 +58,13 @@ func Explain(cfg *config.Config, file string, maxLines int, opts Options) ([]exp
 	// format chosen for its file: parsed is told of each of the first maxLines messages,
 	// in order, as it is parsed (a line held while the format is chosen, by a later one),
 	// and sink of their events alone. The messages after them are parsed only until the
-	// first maxLines are.
+	// first maxLines are. A line has the captures its input gives it besides its own, as
+	// a replay's.
 	parse := func(ps *parser.Session, sink parser.Sink, parsed func(m message)) {
 		ps.SetFormats(read.input.LogFormats, parser.NewFiles())
 		ps.SetFormat(name, read.input.LogFormat)
+		paths := newPathValues(read.input, gen.parser)
+		last := ""
 		n := 0
 		done := func(bool, bool) {
 			if n < maxLines {
@@ -67,7 +77,14 @@ func Explain(cfg *config.Config, file string, maxLines int, opts Options) ([]exp
 			if n >= maxLines {
 				break
 			}
+			if paths != nil {
+				paths.setLine(ps, read.pathOf(m.path), m.lv)
+			}
+			last = m.path
 			ps.ParseFile(file, name, m.text, m.wrapperTime, sink, done)
+		}
+		if paths != nil && last != "" {
+			paths.set(ps, read.pathOf(last))
 		}
 		ps.CloseFile(file, name, sink, done)
 	}
