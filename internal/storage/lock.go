@@ -55,13 +55,14 @@ const lockTmp = LockName + ".tmp-"
 // locked, under the directory's lock: a takeover makes, locks and renames its file under
 // that lock, so one found there is one a process left when it died between the making
 // and the rename. Where the directory cannot be locked, none is removed: a takeover made
-// there without the lock could be between the two.
+// there without the lock could be between the two; nor while another process holds the
+// lock, which it does for a moment, unless it hangs: the next start removes them.
 func removeStaleTmps(dir string) {
 	names, err := filepath.Glob(filepath.Join(dir, lockTmp+"*"))
 	if err != nil || len(names) == 0 {
 		return
 	}
-	unlock, err := lockDir(dir)
+	unlock, err := lockDir(dir, false)
 	if err != nil {
 		return
 	}
@@ -133,7 +134,7 @@ func lockOpened(f *os.File, err error) (*Lock, error) {
 func takeOver(dir, path string, refused error) (*Lock, error) {
 	// Where the directory cannot be locked (NFS locks only files open for writing), the
 	// second look alone narrows the race.
-	if unlock, err := lockDir(dir); err == nil {
+	if unlock, err := lockDir(dir, true); err == nil {
 		defer unlock()
 	}
 	if f, err := openLock(path); !errors.Is(err, fs.ErrPermission) {

@@ -11,4 +11,4 @@ const noFollow = 0
 func lockFile(*os.File) error { return nil }
 
 // lockDir does nothing where flock does not exist.
-func lockDir(string) (func(), error) { return func() {}, nil }
+func lockDir(string, bool) (func(), error) { return func() {}, nil }

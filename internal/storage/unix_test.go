@@ -273,3 +273,39 @@ func TestTakeLockRefusesSymlink(t *testing.T) {
 		})
 	}
 }
+
+// The removal of stale takeovers' files does not wait for the directory's lock: a process
+// that holds it (for ever, hung) keeps them for the next start, and does not hold up this
+// one.
+func TestTakeLockDoesNotWaitToRemoveStaleTakeovers(t *testing.T) {
+	dir := t.TempDir()
+	stale := filepath.Join(dir, "lock.tmp-1")
+	if err := os.WriteFile(stale, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	unlock, err := lockDir(dir, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unlock()
+	took := make(chan error, 1)
+	go func() {
+		l, err := TakeLock(dir)
+		if err == nil {
+			l.Release()
+		}
+		took <- err
+	}()
+	select {
+	case err := <-took:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		unlock()
+		t.Fatal("TakeLock waits for the directory's lock")
+	}
+	if _, err := os.Stat(stale); err != nil {
+		t.Errorf("the stale file, removed without the directory's lock: %v", err)
+	}
+}
