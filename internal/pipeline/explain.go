@@ -55,11 +55,11 @@ func Explain(cfg *config.Config, file string, maxLines int, opts Options) ([]exp
 	}
 	// Each line is read as its input reads it, by its own formats (inputs without a name
 	// share theirs, which does not say which of their formats is the file's) and by the
-	// format chosen for its file: parsed is told of each of the first maxLines messages,
-	// in order, as it is parsed (a line held while the format is chosen, by a later one),
-	// and sink of their events alone. The messages after them are parsed only until the
-	// first maxLines are. A line has the captures its input gives it besides its own, as
-	// a replay's.
+	// format chosen for its file, each of a glob's files its own: parsed is told of each
+	// of the first maxLines messages, in order, as it is parsed (a line held while the
+	// format is chosen, by a later one), and sink of their events alone. The messages
+	// after them are parsed only until the first maxLines are. A line has the captures its
+	// input gives it besides its own, as a replay's.
 	parse := func(ps *parser.Session, sink parser.Sink, parsed func(m message)) {
 		ps.SetFormats(read.input.LogFormats, parser.NewFiles())
 		ps.SetFormat(name, read.input.LogFormat)
@@ -73,20 +73,31 @@ func Explain(cfg *config.Config, file string, maxLines int, opts Options) ([]exp
 			n++
 		}
 		sink = firstLines{sink, &n, maxLines}
+		// A glob's files are read one after the other: each is closed, the lines it held
+		// parsed, before the next one's are, so that lines are done in their order.
+		closeLast := func() {
+			if last == "" {
+				return
+			}
+			if paths != nil {
+				paths.set(ps, read.pathOf(last))
+			}
+			ps.CloseFile(last, name, sink, done)
+		}
 		for _, m := range msgs {
 			if n >= maxLines {
 				break
 			}
+			if m.path != last {
+				closeLast()
+				last = m.path
+			}
 			if paths != nil {
 				paths.setLine(ps, read.pathOf(m.path), m.lv)
 			}
-			last = m.path
-			ps.ParseFile(file, name, m.text, m.wrapperTime, sink, done)
+			ps.ParseFile(m.path, name, m.text, m.wrapperTime, sink, done)
 		}
-		if paths != nil && last != "" {
-			paths.set(ps, read.pathOf(last))
-		}
-		ps.CloseFile(file, name, sink, done)
+		closeLast()
 	}
 	now := newClock(opts.Now).second()
 	if hasEventTime(cfg) {
