@@ -117,6 +117,9 @@ func Explain(cfg *config.Config, file string, maxLines int, opts Options) ([]exp
 	parse(ps, &newestTime{}, func(m message) {
 		l := x.ExplainWrapped(name, m.text, m.wrapperTime, true)
 		l.Number = m.n
+		if config.IsGlob(read.file) {
+			l.File = m.path // line numbers of several files
+		}
 		out = append(out, l)
 	})
 	matched := slices.ContainsFunc(out, func(l explain.Line) bool { return !l.Unmatched })

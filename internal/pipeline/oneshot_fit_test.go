@@ -214,7 +214,8 @@ rules:
 
 // --explain of a glob explains each file's lines by the format chosen for that file, as
 // replay counts them: a file of the second candidate after one of the first is not said
-// to fit neither, nor is a file's line done in the place of another file's.
+// to fit neither, nor is a file's line done in the place of another file's. Each line
+// names its file, as the line numbers are of several.
 func TestExplainGlobFilesOfTheirOwnFormats(t *testing.T) {
 	dir := t.TempDir()
 	for name, data := range map[string]string{
@@ -235,7 +236,7 @@ rules:
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"1 201", "2 202", "1 404", "2 503", "3 504"}
+	want := []string{"a.log:1 201", "a.log:2 202", "b.log:1 404", "b.log:2 503", "b.log:3 504"}
 	for _, n := range []int{3, len(want)} {
 		lines, err := Explain(cfg, glob, n, Options{Now: time.Now})
 		if err != nil {
@@ -247,7 +248,7 @@ rules:
 				t.Errorf("--explain.lines %d, line %d %q: not counted", n, l.Number, l.Text)
 				continue
 			}
-			got = append(got, fmt.Sprint(l.Number, " ", l.Rules[0].Labels[0].Value))
+			got = append(got, fmt.Sprint(strings.TrimPrefix(l.File, dir+"/"), ":", l.Number, " ", l.Rules[0].Labels[0].Value))
 		}
 		if strings.Join(got, ", ") != strings.Join(want[:n], ", ") {
 			t.Errorf("--explain.lines %d: %s, want %s", n, strings.Join(got, ", "), strings.Join(want[:n], ", "))
