@@ -94,11 +94,13 @@ func within(path string, dirs map[string]error) bool {
 
 // Names reports whether path is one a follower of pattern (Options.Path) reads files
 // under: pattern itself when it is no glob, else a match of it as the glob lists them
-// (cleaned). A saved Position of a path its input does not name is not that input's.
+// (cleaned). A saved Position of a path its input does not name is not that input's. A
+// listing never gives "." or "..", which a wildcard matches: a path that holds them (not
+// clean) leads elsewhere, and is no match.
 func Names(pattern, path string) bool {
 	if !config.IsGlob(pattern) {
 		return path == pattern
 	}
 	ok, _ := filepath.Match(filepath.Clean(pattern), path)
-	return ok
+	return ok && path == filepath.Clean(path)
 }
