@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"unicode"
 	"unicode/utf8"
@@ -55,13 +56,13 @@ func TestOneShotStderrIsTerminalText(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, hostile+".log"), []byte("GET 200\nnot a request\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	forged := "x\nlevel=error msg=forged.log"
 	glob := filepath.Join(dir, "*.log")
 	cfg := filepath.Join(dir, "rules.yaml")
 	rules := "inputs: [{name: web, path: '" + glob + "'}]\nrules: [{name: reqs, match: '^(?P<m>[A-Z]+) \\d+$', labels: {m: '${m}'}}]\n"
 	if err := os.WriteFile(cfg, []byte(rules), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	escaped := `b\u001b]52;c;ZWNobyBwd25lZA==\u0007\u001b[2J\u000d\u202e`
 	var out string
 	// The glob and a file of it: the input read several, and its misfit names its file.
 	args := []string{"--config.file=" + cfg, "--replay=" + glob, "--replay=" + filepath.Join(dir, "a.log")}
@@ -72,11 +73,14 @@ func TestOneShotStderrIsTerminalText(t *testing.T) {
 	}{
 		// The summary names the file Go-quoted, as it would a newline in its name.
 		{"misfit", 0, "first misfit at line 2 of " + strconv.Quote(filepath.Join(dir, hostile+".log"))},
-		// A directory the glob matches cannot be read: the error names it.
-		{"unreadable", 1, filepath.Join(dir, "d"+escaped+".log") + ": not a regular file"},
+		// A FIFO the glob matches cannot be read: the error names it Go-quoted.
+		{"unreadable", 1, strconv.Quote(filepath.Join(dir, "d"+hostile+".log") + ": not a regular file (p---------)")},
+		// A newline in its name forges no line of stderr (a log line of another level).
+		{"newline", 1, strconv.Quote(filepath.Join(dir, forged) + ": not a regular file (p---------)")},
 	} {
-		if c.name == "unreadable" {
-			if err := os.Mkdir(filepath.Join(dir, "d"+hostile+".log"), 0o755); err != nil {
+		name := map[string]string{"unreadable": "d" + hostile + ".log", "newline": forged}[c.name]
+		if name != "" {
+			if err := syscall.Mkfifo(filepath.Join(dir, name), 0o644); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -86,6 +90,11 @@ func TestOneShotStderrIsTerminalText(t *testing.T) {
 			t.Errorf("%s: exit %d, want %d, with %q on stderr:\n%s", c.name, code, c.code, c.want, stderr.String())
 		}
 		out += stderr.String()
+	}
+	for _, line := range strings.Split(out, "\n") {
+		if strings.HasPrefix(line, "level=error msg=forged") {
+			t.Errorf("stderr holds a forged line:\n%s", out)
+		}
 	}
 	for i, r := range out {
 		if r != '\n' && r != '\t' && !unicode.IsGraphic(r) || r == utf8.RuneError {

@@ -278,7 +278,13 @@ func (l *Layout) DecodeSeries(b []byte) (*Series, []byte, error) {
 	}
 	readRuns(r, len(s.data)/l.stride, func(i int) {
 		for j := range s.data[i*l.stride : (i+1)*l.stride] {
-			s.data[i*l.stride+j] = r.Float()
+			// The sum and the count of admitted values are finite; an extremum is
+			// infinite in a slot that has none, never NaN.
+			if l.extrema == 0 || j < l.extrema {
+				s.data[i*l.stride+j] = r.Finite()
+			} else if s.data[i*l.stride+j] = r.Float(); math.IsNaN(s.data[i*l.stride+j]) {
+				r.Failf("NaN extremum in slot %d", i)
+			}
 		}
 		if s.cleared(i * l.stride) {
 			r.Failf("empty slot %d written", i)

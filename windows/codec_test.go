@@ -334,3 +334,44 @@ func TestCodecConcurrent(t *testing.T) {
 		}
 	}
 }
+
+// TestCodecRefusesNonFinite: a slot's sum is of values the store admitted, finite, and an
+// extremum is a value or, in a slot without one, infinite: a NaN or an infinite sum is an
+// edited file, refused rather than restored and read as the window's sum.
+func TestCodecRefusesNonFinite(t *testing.T) {
+	l, err := NewLayout(defaultWindows, Options{Events: true, Extrema: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := l.NewSeries()
+	lo, hi := 1.1, 2.2 // of long encodings, found nowhere else
+	s.Add(1000, 1000, lo)
+	s.Add(1000, 1000, hi)
+	enc, err := s.AppendBinary(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := l.DecodeSeries(enc); err != nil {
+		t.Fatalf("unspoilt: %v", err)
+	}
+	for _, tc := range []struct {
+		field string
+		v     float64 // the field's value, which every wheel's slot holds
+	}{{"sum", lo + hi}, {"max", hi}, {"min", lo}} {
+		was := wire.AppendFloat(nil, tc.v)
+		if n := bytes.Count(enc, was); n != len(l.wheels) {
+			t.Fatalf("%s found %d times, want once per wheel (%d)", tc.field, n, len(l.wheels))
+		}
+		for _, bad := range []float64{math.NaN(), math.Inf(1), math.Inf(-1)} {
+			if tc.field != "sum" && !math.IsNaN(bad) {
+				continue // an extremum may be infinite
+			}
+			t.Run(fmt.Sprint(tc.field, " ", bad), func(t *testing.T) {
+				b := bytes.ReplaceAll(enc, was, wire.AppendFloat(nil, bad))
+				if _, _, err := l.DecodeSeries(b); !errors.Is(err, wire.ErrCorrupt) {
+					t.Errorf("decoded: %v, want ErrCorrupt", err)
+				}
+			})
+		}
+	}
+}

@@ -21,8 +21,11 @@ import (
 // Line is the explanation of one line.
 type Line struct {
 	// Number is the line's position in its file (1-based); 0 for a pasted line.
-	Number int    `json:"line,omitempty"`
-	Input  string `json:"input"`
+	Number int `json:"line,omitempty"`
+	// File is the file of the line among several a glob matched; empty when one file was
+	// read, or the line was pasted.
+	File  string `json:"file,omitempty"`
+	Input string `json:"input"`
 	// Text is the line for display: as it is when it is valid UTF-8 without control or
 	// formatting characters, else Go-quoted (Escaped set), so nothing unprintable reaches a terminal
 	// or a page.

@@ -50,6 +50,9 @@ rules:
     where: {status: '^5'}
 `)
 	lines := []Line{x.Explain("", []byte("GET 200"), true), x.Explain("", []byte("PUT 200"), false), x.Explain("", []byte("GET 2x"), false)}
+	// A line of one of the files a glob matched, whose name a newline would forge a line
+	// with, is named Go-quoted.
+	lines[2].Number, lines[2].File = 3, "/logs/a\nline 9: x.log"
 
 	var js bytes.Buffer
 	if err := Write(&js, "json", lines); err != nil {
@@ -77,7 +80,7 @@ rules:
 		`  - errors: where status: "200" does not match ^5`,
 		// The budget of one label set is taken by GET, which was fed; PUT would fold.
 		`  + requests{method="PUT"}: placed at 1970-01-01T00:16:40Z; FOLDED into the __overflow__ series`,
-		"line: GET 2x\n  UNMATCHED: no rule matches this line\n  - requests: regex does not match\n",
+		"line 3 of \"/logs/a\\nline 9: x.log\": GET 2x\n  UNMATCHED: no rule matches this line\n  - requests: regex does not match\n",
 		`      then at byte 5 expects [0-9] or end of line ($), but the line has "x" (inside capture status)`,
 		"  - errors: regex does not match (the same as requests's)\n",
 	} {

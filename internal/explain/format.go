@@ -43,6 +43,10 @@ func writeText(b *strings.Builder, l *Line) {
 	} else {
 		b.WriteString("line")
 	}
+	if l.File != "" {
+		// Named by whoever can write in its directory: a newline would forge a line.
+		fmt.Fprintf(b, " of %s", Display(l.File))
+	}
 	if l.Input != "" {
 		fmt.Fprintf(b, " (input %s)", l.Input)
 	}

@@ -359,6 +359,46 @@ rules:
 	}
 }
 
+// --explain gives a line the captures its input gives it besides its own, as --replay and
+// the running exporter do: those of its file's path (path_captures) and, of a cri input,
+// its stream. Labels of them read otherwise empty where the output counts them.
+func TestExplainInputCaptures(t *testing.T) {
+	dir := t.TempDir()
+	log := filepath.Join(dir, "web_alpha", "0.log")
+	if err := os.MkdirAll(filepath.Dir(log), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(log, []byte(nginxPodLog), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Parse(fmt.Appendf(nil, `
+inputs: [{name: pods, path: '%s/*/*.log', wrapper: cri, streams: [stdout, stderr], path_captures: '/web_(?P<site>[a-z]+)/'}]
+rules:
+  - {name: requests, match: ' (?P<status>\d{3})$', labels: {status: '${status}', site: '${site}', stream: '${stream}'}}
+`, dir), "rules.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, file := range []string{log, filepath.Join(dir, "*", "*.log")} {
+		lines, err := Explain(cfg, file, 10, Options{Now: time.Now})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, l := range lines {
+			if l.Counted {
+				for _, lb := range l.Rules[0].Labels {
+					got = append(got, lb.Name+"="+lb.Value)
+				}
+			}
+		}
+		want := "site=alpha status=200 stream=stdout site=alpha status=404 stream=stdout site=alpha status=200 stream=stdout"
+		if strings.Join(got, " ") != want {
+			t.Errorf("%s: labels %s, want %s", file, strings.Join(got, " "), want)
+		}
+	}
+}
+
 // The line tester explains a line pasted for a cri input as the input reads it, as
 // --explain does: a complete CRI line's message, its rules timed by cri_time reading the
 // line's time; a line that is not one (a message pasted alone, a part) is explained as it

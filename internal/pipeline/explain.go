@@ -2,7 +2,6 @@ package pipeline
 
 import (
 	"errors"
-	"fmt"
 	"slices"
 
 	"github.com/logwindow/logwindow_exporter/config"
@@ -22,7 +21,8 @@ import (
 // have chosen for it, as a replay counts it, not by the choice of the moment of the cut.
 //
 // When no input reads the file and no rule matched any of its lines, the lines come with
-// an error that says so, as do symlinks out of a glob's root, not followed. The file's
+// an error that says so, as do the files of a glob that could not be read (symlinks out
+// of its root, not followed, among them), each named. The file's
 // input's Fit, over all its lines read as Replay reads them, goes to opts.Summary.
 func Explain(cfg *config.Config, file string, maxLines int, opts Options) ([]explain.Line, error) {
 	opts.setDefaults()
@@ -30,31 +30,41 @@ func Explain(cfg *config.Config, file string, maxLines int, opts Options) ([]exp
 	if err != nil {
 		return nil, err
 	}
-	// A message is kept with the number of its (last) line and its wrapper's time.
+	// A message is kept with the number of its (last) line, its wrapper's time, and the
+	// path and captures of its own that its captures are worked out from (path_captures,
+	// a CRI line's stream).
 	type message struct {
 		n                 int
 		text, wrapperTime []byte
+		path              string
+		lv                lineValues
 	}
 	var msgs []message
 	read := inputsOf(cfg, []string{file}, opts.Logger)[0]
 	name := read.input.Name
-	got, err := readMessages(read, opts.quiet(), func(_ string, n int, msg, wrapperTime []byte, _ lineValues) {
+	got, err := readMessages(read, opts.quiet(), nil, func(path string, n int, msg, wrapperTime []byte, lv lineValues) {
 		if len(msgs)-parser.MaxHeld < maxLines { // maxLines+MaxHeld may overflow
-			msgs = append(msgs, message{n, slices.Clone(msg), slices.Clone(wrapperTime)})
+			for i := range lv {
+				lv[i] = slices.Clone(lv[i])
+			}
+			msgs = append(msgs, message{n, slices.Clone(msg), slices.Clone(wrapperTime), path, lv})
 		}
 	})
 	if err != nil {
-		return nil, fmt.Errorf("explain %s: %w", file, err)
+		return nil, &fileError{"explain", file, err}
 	}
 	// Each line is read as its input reads it, by its own formats (inputs without a name
 	// share theirs, which does not say which of their formats is the file's) and by the
-	// format chosen for its file: parsed is told of each of the first maxLines messages,
-	// in order, as it is parsed (a line held while the format is chosen, by a later one),
-	// and sink of their events alone. The messages after them are parsed only until the
-	// first maxLines are.
+	// format chosen for its file, each of a glob's files its own: parsed is told of each
+	// of the first maxLines messages, in order, as it is parsed (a line held while the
+	// format is chosen, by a later one), and sink of their events alone. The messages
+	// after them are parsed only until the first maxLines are. A line has the captures its
+	// input gives it besides its own, as a replay's.
 	parse := func(ps *parser.Session, sink parser.Sink, parsed func(m message)) {
 		ps.SetFormats(read.input.LogFormats, parser.NewFiles())
 		ps.SetFormat(name, read.input.LogFormat)
+		paths := newPathValues(read.input, gen.parser)
+		last := ""
 		n := 0
 		done := func(bool, bool) {
 			if n < maxLines {
@@ -63,13 +73,31 @@ func Explain(cfg *config.Config, file string, maxLines int, opts Options) ([]exp
 			n++
 		}
 		sink = firstLines{sink, &n, maxLines}
+		// A glob's files are read one after the other: each is closed, the lines it held
+		// parsed, before the next one's are, so that lines are done in their order.
+		closeLast := func() {
+			if last == "" {
+				return
+			}
+			if paths != nil {
+				paths.set(ps, read.pathOf(last))
+			}
+			ps.CloseFile(last, name, sink, done)
+		}
 		for _, m := range msgs {
 			if n >= maxLines {
 				break
 			}
-			ps.ParseFile(file, name, m.text, m.wrapperTime, sink, done)
+			if m.path != last {
+				closeLast()
+				last = m.path
+			}
+			if paths != nil {
+				paths.setLine(ps, read.pathOf(m.path), m.lv)
+			}
+			ps.ParseFile(m.path, name, m.text, m.wrapperTime, sink, done)
 		}
-		ps.CloseFile(file, name, sink, done)
+		closeLast()
 	}
 	now := newClock(opts.Now).second()
 	if hasEventTime(cfg) {
@@ -89,15 +117,18 @@ func Explain(cfg *config.Config, file string, maxLines int, opts Options) ([]exp
 	parse(ps, &newestTime{}, func(m message) {
 		l := x.ExplainWrapped(name, m.text, m.wrapperTime, true)
 		l.Number = m.n
+		if config.IsGlob(read.file) {
+			l.File = m.path // line numbers of several files
+		}
 		out = append(out, l)
 	})
 	matched := slices.ContainsFunc(out, func(l explain.Line) bool { return !l.Unmatched })
 	fs := newFits(gen)
-	if _, err := replayFiles(gen.parser, []fileInput{read}, opts, &newestTime{}, fs); err != nil {
+	if _, err := replayFiles("explain", gen.parser, []fileInput{read}, opts, &newestTime{}, fs); err != nil {
 		return out, err
 	}
-	refused := refusedErr("explain", []fileInput{read}, []fileCount{{refused: got.refused}})
-	return out, errors.Join(fs.write(opts.Summary), read.unread(cfg, "explain", len(out), matched), refused)
+	unread := unreadErr("explain", []fileInput{read}, []fileCount{{unread: got.unread}})
+	return out, errors.Join(fs.write(opts.Summary), read.unread(cfg, "explain", len(out), matched), unread)
 }
 
 // firstLines is a sink that passes on the events and drops of the lines parsed while

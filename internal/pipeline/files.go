@@ -12,7 +12,7 @@ import (
 
 // fileInput is what a file given to --replay or --explain is read as.
 type fileInput struct {
-	// file is the path as given.
+	// file is the path as given (a relative glob its input's reads, made absolute).
 	file string
 	// input is the first configured input that reads the file; zero when none does.
 	input config.Input
@@ -26,15 +26,26 @@ type fileInput struct {
 // comparing files rather than strings: the path as given when the input's path (or glob)
 // names it as written, else any file the input names now that is the same file (device
 // and inode), so that a relative path, a symlink on either side, or another spelling of a
-// directory all find their input.
+// directory all find their input. A relative glob, which names no one file, is compared
+// as written, then made absolute, and read so, as its input's absolute glob reads its
+// files: by paths its path captures can read.
 func inputOf(cfg *config.Config, file string) fileInput {
 	given, statErr := os.Stat(file)
+	abs := file
+	if config.IsGlob(file) && !filepath.IsAbs(file) {
+		if a, err := filepath.Abs(file); err == nil {
+			abs = a
+		}
+	}
 	for _, in := range cfg.Inputs {
 		if in.File == nil {
 			continue // no file is its
 		}
 		if ok, _ := filepath.Match(in.File.Path, file); ok || in.File.Path == file {
 			return fileInput{file: file, input: in, path: file, found: true}
+		}
+		if ok, _ := filepath.Match(in.File.Path, abs); ok && abs != file {
+			return fileInput{file: abs, input: in, path: abs, found: true}
 		}
 		if statErr != nil {
 			continue

@@ -65,6 +65,7 @@ rules:
 		{"relative, another spelling", "./pods/../logs/access.log", `web_total{status="503"} 1`, false},
 		{"through a symlink", "link.log", `web_total{status="200"} 2`, false},
 		{"in a glob under a symlinked directory", "pods/a.log", `pods_total{pod="a",status="404"} 1`, false},
+		{"a glob, relative", "podlink/*.log", `pods_total{pod="a",status="404"} 1`, false},
 		{"no input's", "copy.log", "", true},
 	}
 	for _, c := range cases {
@@ -96,6 +97,34 @@ rules:
 				t.Errorf("explain: %+v; want the first line counted: %v", lines, !c.noInput)
 			}
 		})
+	}
+}
+
+// A glob given as an input's relative glob is written is that input's, read as it reads
+// it, as it is made absolute for an input of an absolute glob.
+func TestReplayedRelativeGlobOfRelativeInput(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.Mkdir(filepath.Join(dir, "logs"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "logs", "a.log"), []byte("GET / 200\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Parse([]byte(`
+inputs:
+  - {name: web, path: 'logs/*.log'}
+rules:
+  - {name: web, match: ' (?P<status>\d{3})$', labels: {status: '${status}'}, inputs: [web]}
+`), "rules.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(dir)
+	var log bytes.Buffer
+	var out strings.Builder
+	err = Replay(cfg, []string{"logs/*.log"}, Options{Now: time.Now, Logger: slog.New(slog.NewTextHandler(&log, nil))}, &out)
+	if err != nil || !strings.Contains(out.String(), `web_total{status="200"} 1`+"\n") || strings.Contains(log.String(), "no input reads this file") {
+		t.Errorf("replay: %v; log:\n%s\noutput:\n%s\nwant the input's rule to count the line", err, log.String(), out.String())
 	}
 }
 

@@ -228,8 +228,8 @@ func (fs *fits) misfits(mode string) error {
 
 // Sample reads each file as the input that reads it would (its wrapper, streams and path
 // captures; see Replay) through cfg's rules, without counting anything, writes each
-// input's Fit to opts.Summary and fails when an input read lines and none fit, or a
-// symlink out of a glob's root was not followed: the check
+// input's Fit to opts.Summary and fails when an input read lines and none fit, or a file
+// could not be read (a symlink out of a glob's root, not followed, among them): the check
 // of a config against a sample of its logs.
 func Sample(cfg *config.Config, files []string, opts Options) error {
 	opts.setDefaults()
@@ -239,9 +239,9 @@ func Sample(cfg *config.Config, files []string, opts Options) error {
 	}
 	fs := newFits(gen)
 	read := inputsOf(cfg, files, opts.Logger)
-	counts, err := replayFiles(gen.parser, read, opts, &newestTime{}, fs)
+	counts, err := replayFiles("sample", gen.parser, read, opts, &newestTime{}, fs)
 	if err != nil {
 		return err
 	}
-	return errors.Join(fs.write(opts.Summary), fs.misfits("sample"), refusedErr("sample", read, counts))
+	return errors.Join(fs.write(opts.Summary), fs.misfits("sample"), unreadErr("sample", read, counts))
 }

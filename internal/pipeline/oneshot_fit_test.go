@@ -212,6 +212,50 @@ rules:
 	}
 }
 
+// --explain of a glob explains each file's lines by the format chosen for that file, as
+// replay counts them: a file of the second candidate after one of the first is not said
+// to fit neither, nor is a file's line done in the place of another file's. Each line
+// names its file, as the line numbers are of several.
+func TestExplainGlobFilesOfTheirOwnFormats(t *testing.T) {
+	dir := t.TempDir()
+	for name, data := range map[string]string{
+		"a.log": "status=201 from 10.0.0.1\nstatus=202 from 10.0.0.1\n",
+		"b.log": "10.0.0.2 404\n10.0.0.2 503\n10.0.0.2 504\n",
+	} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	glob := filepath.Join(dir, "*.log")
+	cfg, err := config.Parse(fmt.Appendf(nil, `
+inputs:
+  - {name: web, path: '%s', log_format: ['status=$status from $remote_addr', '$remote_addr $status']}
+rules:
+  - {name: requests, labels: {status: '${status}'}}
+`, glob), "rules.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"a.log:1 201", "a.log:2 202", "b.log:1 404", "b.log:2 503", "b.log:3 504"}
+	for _, n := range []int{3, len(want)} {
+		lines, err := Explain(cfg, glob, n, Options{Now: time.Now})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, l := range lines {
+			if !l.Counted {
+				t.Errorf("--explain.lines %d, line %d %q: not counted", n, l.Number, l.Text)
+				continue
+			}
+			got = append(got, fmt.Sprint(strings.TrimPrefix(l.File, dir+"/"), ":", l.Number, " ", l.Rules[0].Labels[0].Value))
+		}
+		if strings.Join(got, ", ") != strings.Join(want[:n], ", ") {
+			t.Errorf("--explain.lines %d: %s, want %s", n, strings.Join(got, ", "), strings.Join(want[:n], ", "))
+		}
+	}
+}
+
 // TestFitNamesFileShown: the file a one-shot's line names may be one a glob matched, named
 // by whoever can write in its directory. A name holding a newline would otherwise forge a
 // line of the summary, and a bidi override reorder it: such a name is shown Go-quoted, as

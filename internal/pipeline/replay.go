@@ -2,13 +2,13 @@ package pipeline
 
 import (
 	"errors"
-	"fmt"
 	"io"
 	"slices"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/logwindow/logwindow_exporter/config"
+	"github.com/logwindow/logwindow_exporter/internal/explain"
 	"github.com/logwindow/logwindow_exporter/internal/input/cri"
 	"github.com/logwindow/logwindow_exporter/internal/input/follow"
 	"github.com/logwindow/logwindow_exporter/internal/scrape"
@@ -28,8 +28,11 @@ import (
 //
 // Each file is read as the input that reads it would: a wrapper: cri input's messages of
 // its streams, with its path captures. Each input's Fit goes to opts.Summary, and an input
-// that read lines none of which fit fails the replay, after the output; so does a symlink
-// out of a glob's root, which is not followed.
+// that read lines none of which fit fails the replay, after the output; so does a file
+// that could not be read (a symlink out of a glob's root, not followed; a FIFO; no
+// permission) or a directory of a glob that could not be listed, each named, the other
+// files read. A file is read once, however many of the files or glob matches given reach
+// it.
 func Replay(cfg *config.Config, files []string, opts Options, w io.Writer) error {
 	opts.setDefaults()
 	gen, err := newGeneration(cfg, nil, opts)
@@ -40,7 +43,7 @@ func Replay(cfg *config.Config, files []string, opts Options, w io.Writer) error
 	now := newClock(opts.Now).second()
 	if hasEventTime(cfg) {
 		newest := &newestTime{until: now}
-		if _, err := replayFiles(gen.parser, read, opts.quiet(), newest, nil); err != nil {
+		if _, err := replayFiles("replay", gen.parser, read, opts.quiet(), newest, nil); err != nil {
 			return err
 		}
 		if newest.seen {
@@ -50,7 +53,7 @@ func Replay(cfg *config.Config, files []string, opts Options, w io.Writer) error
 	sink := gen.set.NewBatchSink()
 	sink.SetNow(now, now)
 	fs := newFits(gen)
-	counts, err := replayFiles(gen.parser, read, opts, sink, fs)
+	counts, err := replayFiles("replay", gen.parser, read, opts, sink, fs)
 	if err != nil {
 		return err
 	}
@@ -66,7 +69,7 @@ func Replay(cfg *config.Config, files []string, opts Options, w io.Writer) error
 	if err := c.WriteText(w, reg); err != nil {
 		return err
 	}
-	errs := []error{fs.write(opts.Summary), fs.misfits("replay"), refusedErr("replay", read, counts)}
+	errs := []error{fs.write(opts.Summary), fs.misfits("replay"), unreadErr("replay", read, counts)}
 	for i, f := range read {
 		errs = append(errs, f.unread(cfg, "replay", counts[i].lines, counts[i].received > 0))
 	}
@@ -87,24 +90,52 @@ type replaySink interface {
 type fileCount struct {
 	lines    int
 	received uint64
-	refused  error // readCounts.refused
+	unread   []error // readCounts.unread
 }
 
-// refusedErr is the error of the symlinks a one-shot (mode) refused in files, after its output.
-func refusedErr(mode string, files []fileInput, counts []fileCount) error {
+// unreadErr is the error of what a one-shot (mode) could not read of files, after its
+// output: a line for each file or directory.
+func unreadErr(mode string, files []fileInput, counts []fileCount) error {
 	var errs []error
 	for i, f := range files {
-		if counts[i].refused != nil {
-			errs = append(errs, fmt.Errorf("%s %s: %w", mode, f.file, counts[i].refused))
+		for _, err := range counts[i].unread {
+			errs = append(errs, &fileError{mode, f.file, err})
 		}
 	}
 	return errors.Join(errs...)
 }
 
-// replayFiles reads files through p into sink, counting in fs (nil: not) what fits.
-func replayFiles(p *parser.Parser, files []fileInput, opts Options, sink replaySink, fs *fits) ([]fileCount, error) {
+// fileError is an error of a one-shot (mode) reading file, one line whatever the names
+// in it: a glob's matches are named by whoever can write in their directory, and a
+// newline in one would forge a line of the output (a log line, an error of another
+// file). The file, and the error when it holds such a character, are Go-quoted then
+// (explain.Display).
+type fileError struct {
+	mode, file string
+	err        error
+}
+
+func (e *fileError) Error() string {
+	return e.mode + " " + explain.Display(e.file) + ": " + explain.Display(e.err.Error())
+}
+
+func (e *fileError) Unwrap() error { return e.err }
+
+// replayFiles reads files through p into sink for a one-shot (mode), counting in fs
+// (nil: not) what fits. A file that several of files reach is read once, as the first
+// reaches it.
+func replayFiles(mode string, p *parser.Parser, files []fileInput, opts Options, sink replaySink, fs *fits) ([]fileCount, error) {
 	ps := p.NewSession()
 	counts := make([]fileCount, len(files))
+	claimed := map[[2]uint64]bool{}
+	claim := func(dev, ino uint64) bool {
+		id := [2]uint64{dev, ino}
+		if claimed[id] {
+			return false
+		}
+		claimed[id] = true
+		return true
+	}
 	for i, file := range files {
 		ci := file.input
 		paths := newPathValues(ci, p)
@@ -126,7 +157,7 @@ func replayFiles(p *parser.Parser, files []fileInput, opts Options, sink replayS
 			done = lines.done
 		}
 		var read []string
-		got, err := readMessages(file, opts, func(path string, n int, msg, wrapperTime []byte, lv lineValues) {
+		got, err := readMessages(file, opts, claim, func(path string, n int, msg, wrapperTime []byte, lv lineValues) {
 			if paths != nil {
 				paths.setLine(ps, file.pathOf(path), lv)
 			}
@@ -142,7 +173,7 @@ func replayFiles(p *parser.Parser, files []fileInput, opts Options, sink replayS
 			}
 		})
 		if err != nil {
-			return nil, fmt.Errorf("replay %s: %w", file.file, err)
+			return nil, &fileError{mode, file.file, err}
 		}
 		// What a file held while its format was being chosen is parsed at its end.
 		for _, path := range read {
@@ -159,7 +190,7 @@ func replayFiles(p *parser.Parser, files []fileInput, opts Options, sink replayS
 			fit.TooLong += got.tooLong
 			fit.Malformed += got.malformed
 		}
-		counts[i] = fileCount{lines: got.lines, received: sink.Received() - before, refused: got.refused}
+		counts[i] = fileCount{lines: got.lines, received: sink.Received() - before, unread: got.unread}
 	}
 	return counts, nil
 }
@@ -174,24 +205,25 @@ type readCounts struct {
 	// input that are not CRI lines: each is skipped, and told of in the one-shot's
 	// summary, since the rules never see it.
 	tooLong, malformed int
-	// refused tells of the symlinks out of a glob's root that were not followed, as the
-	// live follower does not follow them: the glob's other files were read, and the
-	// one-shot fails after its output, naming them.
-	refused error
+	// unread are the errors of the files that could not be read and the directories that
+	// could not be listed (follow.Unread), each naming it, symlinks out of a glob's root
+	// among them: the other files were read, and the one-shot fails after its output.
+	unread []error
 }
 
 // readMessages reads file to its end as its input reads lines: for a wrapper: cri input,
 // the messages of its streams, joined from their parts. It hands fn each message with the
 // path it was read from (a glob reads several), the number of its (last) line there, its
 // wrapper's time and its own captures, all valid during the call, and returns what it
-// read that fn was not handed.
-func readMessages(file fileInput, opts Options, fn func(path string, n int, msg, wrapperTime []byte, lv lineValues)) (readCounts, error) {
+// read that fn was not handed. claim, when not nil, is asked of each file before it is
+// read (follow.Options.Claim).
+func readMessages(file fileInput, opts Options, claim func(dev, ino uint64) bool, fn func(path string, n int, msg, wrapperTime []byte, lv lineValues)) (readCounts, error) {
 	ci := file.input
 	in := &stream{}
 	if ci.Wrapper == config.WrapperCRI {
 		in.cri = cri.New(maxLineBytes(opts))
 	}
-	o := follow.Options{Path: file.file, MaxLineBytes: opts.MaxLineBytes, Logger: opts.Logger}
+	o := follow.Options{Path: file.file, MaxLineBytes: opts.MaxLineBytes, Logger: opts.Logger, Claim: claim}
 	in.joinOptions(&o, nil, func() config.Streams { return ci.Streams })
 	var c readCounts
 	var last string
@@ -218,8 +250,8 @@ func readMessages(file fileInput, opts Options, fn func(path string, n int, msg,
 	c.skipped += other
 	c.tooLong = int(st.TooLong + in.tooLong.Load())
 	c.malformed = int(in.malformed.Load())
-	if follow.Refused(err) {
-		c.refused, err = err, nil
+	if u, ok := errors.AsType[*follow.Unread](err); ok {
+		c.unread, err = u.Errs, nil
 	}
 	return c, err
 }

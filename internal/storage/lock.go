@@ -34,11 +34,60 @@ type Lock struct {
 // Replaced says why: it was left by an exporter that ran as another user, which is
 // stopped before this one starts (a DaemonSet's rollout without surge); one that still
 // ran would hold the file replaced, and the two the directory, until it stopped. A FIFO
-// is locked as a file is, without waiting for a writer; a socket or a device is refused
-// with an error naming it.
+// is locked as a file is, without waiting for a writer; a socket, a device or a symbolic
+// link is refused with an error naming it: a link would have the file it leads to, made
+// where it leads when missing, opened for writing and made readable by all.
+//
+// Once it holds the directory, it removes the replacements (lockTmp) that a process which
+// crashed in the middle of its takeover left.
 func TakeLock(dir string) (*Lock, error) {
+	l, err := takeLock(dir)
+	if err == nil {
+		removeStaleTmps(dir)
+	}
+	return l, err
+}
+
+// lockTmp names the files a takeover makes to rename over the lock file.
+const lockTmp = LockName + ".tmp-"
+
+// removeStaleTmps removes the takeovers' files (lockTmp) in dir that no process holds
+// locked, under the directory's lock: a takeover makes, locks and renames its file under
+// that lock, so one found there is one a process left when it died between the making
+// and the rename. Where the directory cannot be locked, none is removed: a takeover made
+// there without the lock could be between the two; nor while another process holds the
+// lock, which it does for a moment, unless it hangs: the next start removes them.
+func removeStaleTmps(dir string) {
+	names, err := filepath.Glob(filepath.Join(dir, lockTmp+"*"))
+	if err != nil || len(names) == 0 {
+		return
+	}
+	unlock, err := lockDir(dir, false)
+	if err != nil {
+		return
+	}
+	defer unlock()
+	for _, name := range names {
+		if fi, err := os.Lstat(name); err != nil || !fi.Mode().IsRegular() {
+			continue
+		}
+		// O_NONBLOCK: a FIFO put in its place since the look would wait for a writer.
+		f, err := os.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+		if err == nil {
+			err = lockFile(f)
+			f.Close()
+			if errors.Is(err, ErrLocked) {
+				continue
+			}
+		}
+		_ = os.Remove(name)
+	}
+}
+
+// takeLock is TakeLock without the removal of stale takeovers' files.
+func takeLock(dir string) (*Lock, error) {
 	path := filepath.Join(dir, LockName)
-	if fi, err := os.Stat(path); err == nil && fi.Mode()&(fs.ModeSocket|fs.ModeDevice) != 0 {
+	if fi, err := os.Lstat(path); err == nil && fi.Mode()&(fs.ModeSocket|fs.ModeDevice|fs.ModeSymlink) != 0 {
 		return nil, fmt.Errorf("snapshot: lock: %s is a %s, not a regular file: remove it", path, fileType(fi.Mode()))
 	}
 	f, err := openLock(path)
@@ -52,7 +101,8 @@ func TakeLock(dir string) (*Lock, error) {
 // this process may, else read-only.
 func openLock(path string) (*os.File, error) {
 	// O_NONBLOCK: the open of a FIFO for reading alone would wait for a writer.
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|syscall.O_NONBLOCK, 0o644)
+	// noFollow: a symbolic link put in its place since TakeLock's look.
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|syscall.O_NONBLOCK|noFollow, 0o644)
 	if err == nil {
 		// One this process made may have been made under a umask that left it its own;
 		// one another user made and it may write stays as that user set it.
@@ -60,7 +110,7 @@ func openLock(path string) (*os.File, error) {
 		return f, nil
 	}
 	// A directory this process may read but not write: another one may be locking it.
-	return os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	return os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK|noFollow, 0)
 }
 
 // lockOpened locks f, the lock file as openLock opened it (err the error of its open).
@@ -84,13 +134,13 @@ func lockOpened(f *os.File, err error) (*Lock, error) {
 func takeOver(dir, path string, refused error) (*Lock, error) {
 	// Where the directory cannot be locked (NFS locks only files open for writing), the
 	// second look alone narrows the race.
-	if unlock, err := lockDir(dir); err == nil {
+	if unlock, err := lockDir(dir, true); err == nil {
 		defer unlock()
 	}
 	if f, err := openLock(path); !errors.Is(err, fs.ErrPermission) {
 		return lockOpened(f, err)
 	}
-	f, err := os.CreateTemp(dir, LockName+".tmp-*")
+	f, err := os.CreateTemp(dir, lockTmp+"*")
 	if err != nil {
 		return nil, fmt.Errorf("snapshot: lock: %w; cannot replace it: %w", refused, err)
 	}

@@ -9,6 +9,9 @@ import (
 	"syscall"
 )
 
+// noFollow refuses a symbolic link as the lock file.
+const noFollow = syscall.O_NOFOLLOW
+
 // lockFile takes an exclusive lock of f without waiting for it.
 func lockFile(f *os.File) error {
 	for {
@@ -25,16 +28,20 @@ func lockFile(f *os.File) error {
 	}
 }
 
-// lockDir takes an exclusive lock of dir, waiting for it (another process holds it for
-// the time of a rename), and returns its release: the lock file's replacements
+// lockDir takes an exclusive lock of dir, with wait waiting for it (another process holds
+// it for the time of a rename), and returns its release: the lock file's replacements
 // (takeOver) are made one at a time, each after a look at what the one before left.
-func lockDir(dir string) (func(), error) {
+func lockDir(dir string, wait bool) (func(), error) {
 	d, err := os.Open(dir)
 	if err != nil {
 		return nil, err
 	}
+	how := syscall.LOCK_EX
+	if !wait {
+		how |= syscall.LOCK_NB
+	}
 	for {
-		err := syscall.Flock(int(d.Fd()), syscall.LOCK_EX)
+		err := syscall.Flock(int(d.Fd()), how)
 		switch {
 		case err == nil:
 			return func() { d.Close() }, nil

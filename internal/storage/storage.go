@@ -291,6 +291,8 @@ func fileType(m fs.FileMode) string {
 		return "device"
 	case m&fs.ModeSocket != 0:
 		return "socket"
+	case m&fs.ModeSymlink != 0:
+		return "symbolic link"
 	}
 	return "file of mode " + m.String()
 }

@@ -200,3 +200,112 @@ func TestTakeOverRace(t *testing.T) {
 		}
 	}
 }
+
+// A takeover's file (lock.tmp-*) that a process left when it died between making it and
+// renaming it over the lock file is removed by the next TakeLock; one a process holds (a
+// takeover under way) is left, as is every other file.
+func TestTakeLockRemovesStaleTakeovers(t *testing.T) {
+	dir := t.TempDir()
+	for _, name := range []string{"lock.tmp-1", "lock.tmp-2", "lock.tmp-held", "lock.tmpx", "notes.txt"} {
+		if err := os.WriteFile(filepath.Join(dir, name), nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	held, err := os.Open(filepath.Join(dir, "lock.tmp-held"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	if err := lockFile(held); err != nil {
+		t.Fatal(err)
+	}
+	l, err := TakeLock(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Release()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	if got, want := strings.Join(names, " "), "lock lock.tmp-held lock.tmpx notes.txt"; got != want {
+		t.Errorf("files %s, want %s", got, want)
+	}
+}
+
+// A lock file that is a symbolic link is refused with an error naming it: the exporter,
+// root in many a DaemonSet, would otherwise make the file it points to where it leads
+// (anywhere, for a dangling one), open it for writing and make it readable by all.
+func TestTakeLockRefusesSymlink(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		exists bool
+	}{{"to a file", true}, {"dangling", false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir, elsewhere := t.TempDir(), t.TempDir()
+			target := filepath.Join(elsewhere, "secret")
+			if tc.exists {
+				if err := os.WriteFile(target, []byte("x"), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := os.Symlink(target, filepath.Join(dir, LockName)); err != nil {
+				t.Fatal(err)
+			}
+			l, err := TakeLock(dir)
+			if err == nil {
+				l.Release()
+			}
+			if err == nil || errors.Is(err, ErrLocked) || !strings.Contains(err.Error(), "is a symbolic link, not a regular file") {
+				t.Errorf("TakeLock: %v, want an error saying it is a symbolic link", err)
+			}
+			fi, err := os.Stat(target)
+			switch {
+			case !tc.exists && err == nil:
+				t.Errorf("the link's target was made")
+			case tc.exists && (err != nil || fi.Mode().Perm() != 0o600):
+				t.Errorf("the link's target: %v, %v; want it as it was, mode 0600", fi.Mode(), err)
+			}
+		})
+	}
+}
+
+// The removal of stale takeovers' files does not wait for the directory's lock: a process
+// that holds it (for ever, hung) keeps them for the next start, and does not hold up this
+// one.
+func TestTakeLockDoesNotWaitToRemoveStaleTakeovers(t *testing.T) {
+	dir := t.TempDir()
+	stale := filepath.Join(dir, "lock.tmp-1")
+	if err := os.WriteFile(stale, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	unlock, err := lockDir(dir, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unlock()
+	took := make(chan error, 1)
+	go func() {
+		l, err := TakeLock(dir)
+		if err == nil {
+			l.Release()
+		}
+		took <- err
+	}()
+	select {
+	case err := <-took:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		unlock()
+		t.Fatal("TakeLock waits for the directory's lock")
+	}
+	if _, err := os.Stat(stale); err != nil {
+		t.Errorf("the stale file, removed without the directory's lock: %v", err)
+	}
+}

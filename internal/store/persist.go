@@ -457,8 +457,16 @@ func (st *store) decodeSeries(r *wire.Reader) (*Series, error) {
 			p = &far.part
 		}
 		p.lines.Store(r.Uvarint())
-		p.sum.Store(r.Uint64())
-		p.mag.Store(r.Uint64())
+		sum, mag := r.Uint64(), r.Uint64()
+		// admit keeps both finite (mag at most bigBudget): NaN or an infinity is an
+		// edited file, which a scrape would export as the _total.
+		for _, f := range []float64{math.Float64frombits(sum), math.Float64frombits(mag)} {
+			if r.Err() == nil && (math.IsNaN(f) || math.IsInf(f, 0)) {
+				r.Failf("part of shard %d: a sum of %v", shard, f)
+			}
+		}
+		p.sum.Store(sum)
+		p.mag.Store(mag)
 		p.last.Store(r.Varint())
 		if r.Bool() {
 			layout := st.accounts[int(shard)%len(st.accounts)].layout

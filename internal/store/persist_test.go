@@ -1,9 +1,11 @@
 package store_test
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"reflect"
 	"testing"
 	"time"
@@ -490,4 +492,54 @@ func headerCounters(t *testing.T, rec []byte, less int) []byte {
 		out = wire.AppendUvarint(out, c)
 	}
 	return out
+}
+
+// TestRestoreSkipsNonFiniteSums: a series whose _total reads back as
+// NaN or an infinity, which the store's admission of values never lets a sum become
+// (a file edited and its checksums made again), has its rule skipped as corrupt rather
+// than exported with it; the other rules are restored.
+func TestRestoreSkipsNonFiniteSums(t *testing.T) {
+	const spoil = 1 // the value rule without summaries
+	_, cfg, old := persisted()
+	snap := encodeSet(t, old, false, func() {})
+	all, _ := old.Rule(spoil).Snapshot(nil)
+	if len(all) == 0 {
+		t.Fatal("the value rule has no series")
+	}
+	total := binary.LittleEndian.AppendUint64(nil, math.Float64bits(old.Rule(spoil).Total(all[0])))
+	for _, bad := range []float64{math.NaN(), math.Inf(1), math.Inf(-1)} {
+		t.Run(fmt.Sprint(bad), func(t *testing.T) {
+			replaced := 0
+			set, res := restoreWritten(t, cfg, func(w *storage.Writer) error {
+				for _, sec := range snap.Sections {
+					if err := w.Section(sec.Name); err != nil {
+						return err
+					}
+					for rec := range sec.Records() {
+						if n := bytes.Count(rec, total); n > 0 {
+							replaced += n
+							rec = bytes.ReplaceAll(rec, total, binary.LittleEndian.AppendUint64(nil, math.Float64bits(bad)))
+						}
+						if err := w.Record(rec); err != nil {
+							return err
+						}
+					}
+				}
+				return nil
+			})
+			if replaced != 1 {
+				t.Fatalf("the total's bits found %d times in the snapshot, want once", replaced)
+			}
+			if len(res.Skipped) != 1 || !errors.Is(res.Skipped[0], storage.ErrCorrupt) {
+				t.Fatalf("restored %d rules, skipped %v; want the spoilt one skipped as corrupt", res.Rules, res.Skipped)
+			}
+			for i := range set.NumRules() {
+				for key, s := range read(set, i, start+10).series {
+					if math.IsNaN(s.total) || math.IsInf(s.total, 0) {
+						t.Errorf("rule %d series %q: _total %v", i, key, s.total)
+					}
+				}
+			}
+		})
+	}
 }

@@ -32,7 +32,7 @@ func (b *Buckets) AppendBinary(dst []byte) ([]byte, error) {
 // (windows.Codec); the buckets may hold no more values than the count.
 func (b *Buckets) UnmarshalBinary(data []byte) error {
 	r := wire.NewReader(data)
-	n, sum := r.Uvarint(), r.Float()
+	n, sum := r.Uvarint(), r.Finite()
 	total := uint64(0)
 	for i := range b.counts {
 		c := r.Uvarint()

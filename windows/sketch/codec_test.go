@@ -502,3 +502,53 @@ func TestTopRestoredByAnotherProcess(t *testing.T) {
 		}
 	}
 }
+
+// TestCodecRefusesNonFiniteSums: a sum a summary keeps never is NaN or an infinity (the
+// store admits no value that would make one), so an encoding that holds one is an edited
+// file, refused rather than restored and exported.
+func TestCodecRefusesNonFiniteSums(t *testing.T) {
+	top := func(total, kept, loss, count float64) []byte {
+		b := wire.AppendFloat(nil, total)
+		b = wire.AppendFloat(b, kept)
+		b = wire.AppendFloat(b, loss)
+		b = wire.AppendBytes(b, []byte("GET"))
+		b = wire.AppendUvarint(b, 1)
+		b = wire.AppendFloat(b, count)
+		b = wire.AppendUvarint(b, 0)
+		return wire.AppendUvarint(b, 3)
+	}
+	buckets := func(sum float64) []byte {
+		b := wire.AppendFloat(wire.AppendUvarint(nil, 1), sum)
+		b = wire.AppendUvarint(b, 1) // the one value, in the first bucket
+		for range codecBounds[1:] {
+			b = wire.AppendUvarint(b, 0)
+		}
+		return b
+	}
+	for _, bad := range []float64{math.NaN(), math.Inf(1), math.Inf(-1)} {
+		for _, tc := range []struct {
+			name string
+			kind windows.Codec
+			enc  []byte
+		}{
+			{"buckets sum", BucketsKind(codecBounds).New().(*Buckets), buckets(bad)},
+			{"top total", NewTop(4), top(bad, 2, 0, 2)},
+			{"top kept", NewTop(4), top(2, bad, 0, 2)},
+			{"top loss", NewTop(4), top(2, 2, bad, 2)},
+			{"top count", NewTop(4), top(2, 2, 0, bad)},
+		} {
+			t.Run(fmt.Sprint(tc.name, " ", bad), func(t *testing.T) {
+				if err := tc.kind.UnmarshalBinary(tc.enc); !errors.Is(err, wire.ErrCorrupt) {
+					t.Errorf("decoded: %v, want ErrCorrupt", err)
+				}
+			})
+		}
+	}
+	// The same encodings with finite sums decode: what is refused is the sum alone.
+	if err := BucketsKind(codecBounds).New().(*Buckets).UnmarshalBinary(buckets(2.5)); err != nil {
+		t.Errorf("finite buckets: %v", err)
+	}
+	if err := NewTop(4).UnmarshalBinary(top(2, 2, 0, 2)); err != nil {
+		t.Errorf("finite top: %v", err)
+	}
+}

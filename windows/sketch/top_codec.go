@@ -31,10 +31,10 @@ func (t *Top) AppendBinary(dst []byte) ([]byte, error) {
 
 // UnmarshalBinary reads what AppendBinary wrote into an empty summary of the kind
 // (windows.Codec): at most twice its capacity of counters, each positive, of a different
-// item, the items apart in the arena.
+// item, the items apart in the arena, and every sum finite.
 func (t *Top) UnmarshalBinary(data []byte) error {
 	r := wire.NewReader(data)
-	got := Top{capacity: t.capacity, total: r.Float(), kept: r.Float(), loss: r.Float()}
+	got := Top{capacity: t.capacity, total: r.Finite(), kept: r.Finite(), loss: r.Finite()}
 	arena := r.Prefixed()
 	n := r.Count(2*t.capacity, 3)
 	if r.Err() != nil {
@@ -45,7 +45,7 @@ func (t *Top) UnmarshalBinary(data []byte) error {
 		got.counts = make([]topCount, n)
 	}
 	for i := range got.counts {
-		count, off, size := r.Float(), r.Uvarint(), r.Uvarint()
+		count, off, size := r.Finite(), r.Uvarint(), r.Uvarint()
 		if !(count > 0) || off > uint64(len(arena)) || size > uint64(len(arena))-off {
 			return r.Failf("counter %d: count %v, item at %d+%d of %d bytes", i, count, off, size, len(arena))
 		}

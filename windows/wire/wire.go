@@ -136,6 +136,18 @@ func (r *Reader) Float() float64 {
 	return math.Float64frombits(bits.ReverseBytes64(r.Uvarint()))
 }
 
+// Finite reads a float written by AppendFloat where only a finite one belongs, as a sum of
+// values the store admitted: NaN or an infinity there is corrupt (an edited file), which
+// a read would otherwise export as it is.
+func (r *Reader) Finite() float64 {
+	f := r.Float()
+	if r.err == nil && (math.IsNaN(f) || math.IsInf(f, 0)) {
+		r.Failf("%v where a finite number belongs", f)
+		return 0
+	}
+	return f
+}
+
 // Uint32 reads 4 bytes little-endian.
 func (r *Reader) Uint32() uint32 {
 	b := r.Bytes(4)

@@ -102,6 +102,7 @@ type Options struct {
 	// it (dev and ino identify it), and Release is told of each file claimed once the
 	// follower stops reading it: the followers that share a glob claim from one set, so
 	// that one file is read by one of them, wherever it is renamed within the glob.
+	// ReadToEnd asks Claim too, once it opened a file, and releases nothing.
 	Claim   func(dev, ino uint64) bool
 	Release func(dev, ino uint64)
 	// Resume, when not nil, is where an earlier follower of the input read its files up to

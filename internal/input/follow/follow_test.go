@@ -383,39 +383,65 @@ func TestReadToEnd(t *testing.T) {
 
 // TestReadToEndFIFO: a FIFO under a replayed glob, which whoever can write in its
 // directory may put there, is an error that names it, after the other files are read;
-// opening it for reading would wait for a writer, for ever.
+// opening it for reading would wait for a writer, for ever. A FIFO where the glob lists
+// directories is no directory, and no error: the follower passes over it too. Nor is a
+// directory the glob matches where it reads files.
 func TestReadToEndFIFO(t *testing.T) {
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "a.log"), []byte("one\n"), 0o644); err != nil {
-		t.Fatal(err)
+	tests := []struct {
+		name    string
+		fifo    string // under the test's directory
+		pattern string
+		want    string // the lines, as base:line
+		err     string // what the error says of the FIFO, after its path; "" for none
+	}{
+		{name: "a file of the glob", fifo: "b.log", pattern: "*.log", want: "[a.log:one]", err: ": not a regular file"},
+		{name: "a directory of the glob", fifo: "p.log", pattern: "*/*.log", want: "[c.log:two]"},
+		{name: "a directory matched", fifo: "p.log", pattern: "*", want: "[a.log:one]", err: ": not a regular file"},
 	}
-	fifo := filepath.Join(dir, "b.log")
-	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	type result struct {
-		lines []string
-		err   error
-	}
-	done := make(chan result, 1)
-	go func() {
-		var r result
-		_, r.err = ReadToEnd(Options{Path: filepath.Join(dir, "*.log")}, func(path string, line []byte) {
-			r.lines = append(r.lines, filepath.Base(path)+":"+string(line))
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			for name, data := range map[string]string{"a.log": "one\n", "sub.log/c.log": "two\n"} {
+				if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			fifo := filepath.Join(dir, tc.fifo)
+			if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			type result struct {
+				lines []string
+				err   error
+			}
+			done := make(chan result, 1)
+			go func() {
+				var r result
+				_, r.err = ReadToEnd(Options{Path: filepath.Join(dir, tc.pattern)}, func(path string, line []byte) {
+					r.lines = append(r.lines, filepath.Base(path)+":"+string(line))
+				})
+				done <- r
+			}()
+			select {
+			case r := <-done:
+				if fmt.Sprint(r.lines) != tc.want {
+					t.Errorf("lines %q, want %s", r.lines, tc.want)
+				}
+				if tc.err == "" && r.err != nil || tc.err != "" && (r.err == nil || !strings.Contains(r.err.Error(), fifo+tc.err)) ||
+					r.err != nil && strings.Contains(r.err.Error(), "sub.log") {
+					t.Errorf("error %v, want %q after the FIFO's path", r.err, tc.err)
+				}
+			case <-time.After(10 * time.Second):
+				// A writer lets the blocked open return, so the test ends.
+				if w, err := os.OpenFile(fifo, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
+					w.Close()
+				}
+				t.Fatal("ReadToEnd still waits on the FIFO after 10s")
+			}
 		})
-		done <- r
-	}()
-	select {
-	case r := <-done:
-		if fmt.Sprint(r.lines) != "[a.log:one]" || r.err == nil || !strings.Contains(r.err.Error(), fifo+": not a regular file") {
-			t.Errorf("lines %q, error %v; want a.log's line and the FIFO named as not a regular file", r.lines, r.err)
-		}
-	case <-time.After(10 * time.Second):
-		// A writer lets the blocked open return, so the test ends.
-		if w, err := os.OpenFile(fifo, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
-			w.Close()
-		}
-		t.Fatal("ReadToEnd still waits on the FIFO after 10s")
 	}
 }
 

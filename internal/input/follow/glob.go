@@ -61,9 +61,12 @@ func matchDir(dir, pattern string, list func(string) ([]string, error), matches 
 	return matches
 }
 
-// listDir returns the names in dir, or those it read before an error.
+// listDir returns the names in dir, or those it read before an error. A glob's
+// wildcard lists every name it matches as a directory: O_DIRECTORY refuses one that
+// is not (ENOTDIR, no match) before the open of a FIFO could wait for a writer, for
+// ever; O_NONBLOCK also covers one swapped in after a look.
 func listDir(dir string) ([]string, error) {
-	d, err := os.Open(dir)
+	d, err := os.OpenFile(dir, os.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -91,11 +94,13 @@ func within(path string, dirs map[string]error) bool {
 
 // Names reports whether path is one a follower of pattern (Options.Path) reads files
 // under: pattern itself when it is no glob, else a match of it as the glob lists them
-// (cleaned). A saved Position of a path its input does not name is not that input's.
+// (cleaned). A saved Position of a path its input does not name is not that input's. A
+// listing never gives "." or "..", which a wildcard matches: a path that holds them (not
+// clean) leads elsewhere, and is no match.
 func Names(pattern, path string) bool {
 	if !config.IsGlob(pattern) {
 		return path == pattern
 	}
 	ok, _ := filepath.Match(filepath.Clean(pattern), path)
-	return ok
+	return ok && path == filepath.Clean(path)
 }

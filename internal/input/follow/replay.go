@@ -19,11 +19,20 @@ import (
 // goroutine; a last line without a newline is handed on too. It is the
 // replay mode's reader and the tests' reference: the same line splitting and
 // cap as a Follower, without following. FromBeginning, RotationGrace and
-// PollInterval are ignored. Files that cannot be read, directories of a
+// PollInterval are ignored.
+//
+// A glob's files are those a Follower reads: a directory it matches is passed
+// over, and a file several matches reach (a symlink to a directory within the
+// root) is read once, under the path a Follower reads it under (preferred).
+// When opts.Claim is set, a file is read only if it grants it, so that several
+// calls of a one-shot read each file once; Release is not called.
+//
+// Files that cannot be read (missing, no permission, a FIFO), directories of a
 // glob that cannot be listed, and a glob's files and directories that a
 // symlink takes out of its root (refused as a Follower refuses them) are
-// skipped, counted in Errors and reported in the error, which also says when
-// nothing matched.
+// skipped, counted in Errors and reported, each by name, in an *Unread error:
+// every other file was read. Any other error (bad options, a glob that matches
+// nothing) means that nothing was.
 func ReadToEnd(opts Options, h input.Handler) (input.Stats, error) {
 	o, err := opts.normalize()
 	if err != nil {
@@ -54,11 +63,26 @@ func ReadToEnd(opts Options, h input.Handler) (input.Stats, error) {
 		c.fail(reasonOf(unlisted[dir], reasonList))
 		errs = append(errs, unlisted[dir])
 	}
+	if tr != nil {
+		paths = tr.once(paths)
+	}
 	if config.IsGlob(o.Path) && len(paths) == 0 && len(errs) == 0 {
 		return c.snapshot(), fmt.Errorf("follow: no file matches %q", o.Path)
 	}
+	claim := o.Claim
+	if claim == nil {
+		read := map[fileID]bool{}
+		claim = func(dev, ino uint64) bool {
+			id := fileID{dev, ino}
+			if read[id] {
+				return false
+			}
+			read[id] = true
+			return true
+		}
+	}
 	for _, p := range paths {
-		if err := readFile(r, tr, p); err != nil {
+		if err := readFile(r, tr, p, claim); err != nil {
 			c.fail(reasonOf(err, reasonOpen))
 			errs = append(errs, err)
 		}
@@ -66,30 +90,79 @@ func ReadToEnd(opts Options, h input.Handler) (input.Stats, error) {
 			o.Closed(p)
 		}
 	}
-	return c.snapshot(), errors.Join(errs...)
+	if len(errs) > 0 {
+		return c.snapshot(), &Unread{Errs: errs}
+	}
+	return c.snapshot(), nil
 }
 
-// Refused reports whether err, as ReadToEnd returns it, tells only of a glob's files and
-// directories refused as symlinks out of its root: every other file was read, as a
-// Follower reads on past them, so a one-shot can show what they held before failing.
-func Refused(err error) bool {
-	j, ok := err.(interface{ Unwrap() []error })
-	if !ok {
-		return errors.Is(err, errOutside)
+// Unread is ReadToEnd's error when some of its files or directories could not be
+// read: Errs has one error for each, naming it; every other file was read, as a
+// Follower reads on past them, so a one-shot can show what they held before
+// failing.
+type Unread struct{ Errs []error }
+
+func (e *Unread) Error() string   { return errors.Join(e.Errs...).Error() }
+func (e *Unread) Unwrap() []error { return e.Errs }
+
+// once keeps of a glob's matches those a Follower reads, in their order: not a
+// directory, and of several paths that reach one file the preferred one. A path
+// that cannot be looked at is kept, for its read to say why.
+func (t *tree) once(paths []string) []string {
+	type seen struct {
+		path   string
+		direct bool
 	}
-	for _, e := range j.Unwrap() {
-		if !errors.Is(e, errOutside) {
-			return false
+	byID := map[fileID]seen{}
+	ids := make([]fileID, len(paths))
+	keep := make([]bool, len(paths))
+	for i, p := range paths {
+		fi, err := os.Stat(p)
+		if err != nil {
+			keep[i] = true
+			continue
+		}
+		if fi.IsDir() {
+			continue
+		}
+		ids[i] = idOf(fi)
+		direct := t.reachedDirectly(p)
+		if s, dup := byID[ids[i]]; !dup || preferred(p, direct, s.path, s.direct) {
+			byID[ids[i]] = seen{p, direct}
 		}
 	}
-	return true
+	var out []string
+	for i, p := range paths {
+		if keep[i] || byID[ids[i]].path == p {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// reachedDirectly reports whether path is reached from the glob's root through
+// no symbolic link: it resolves to itself under the resolved root.
+func (t *tree) reachedDirectly(path string) bool {
+	real, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		return false
+	}
+	root, err := filepath.EvalSymlinks(t.root)
+	if err != nil {
+		return false
+	}
+	rel, err := filepath.Rel(t.root, path)
+	if err != nil {
+		return false
+	}
+	return filepath.Join(root, rel) == real
 }
 
 // readFile reads path to its end; tr, when not nil, is its glob's tree, out of whose root
 // no symlink is followed: looked at before the open, as a FIFO or a device out there
 // must not even be opened, and after it, as a symlink swapped in between could lead
 // anywhere.
-func readFile(r *lineReader, tr *tree, path string) error {
+func readFile(r *lineReader, tr *tree, path string, claim func(dev, ino uint64) bool) error {
 	if tr != nil {
 		if err := tr.inRoot(path); errors.Is(err, errOutside) {
 			return err
@@ -102,15 +175,20 @@ func readFile(r *lineReader, tr *tree, path string) error {
 		return err
 	}
 	defer file.Close()
-	if fi, err := file.Stat(); err != nil {
+	fi, err := file.Stat()
+	if err != nil {
 		return err
-	} else if !fi.Mode().IsRegular() {
+	}
+	if !fi.Mode().IsRegular() {
 		return notRegular(path, fi)
 	}
 	if tr != nil {
 		if err := tr.openedInRoot(path, file); err != nil {
 			return err
 		}
+	}
+	if id := idOf(fi); !claim(id.dev, id.ino) {
+		return nil // read already, under another path
 	}
 	t := &tracked{f: file, path: path}
 	if _, _, err := r.pass(t, path, math.MaxInt64); err != nil {
