@@ -586,3 +586,44 @@ func strconvQuote(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b)
 }
+
+// TestRowsAsGrafanaSchemaHasThem: Grafana's schema requires `collapsed` and `panels` of a
+// row panel (RowPanel in @grafana/schema), and a panel of another type has neither: every
+// row is written open, `"collapsed": false, "panels": []` in the JSON itself.
+func TestRowsAsGrafanaSchemaHasThem(t *testing.T) {
+	cfg, _ := load(t, `
+rules:
+  - name: requests
+    match: '^(?P<method>\S+)'
+    labels: {method: '${method}'}
+`)
+	out, err := New(cfg, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d struct {
+		Panels []map[string]json.RawMessage `json:"panels"`
+	}
+	if err := json.Unmarshal(out, &d); err != nil {
+		t.Fatal(err)
+	}
+	rows := 0
+	for _, p := range d.Panels {
+		collapsed, hasCollapsed := p["collapsed"]
+		panels, hasPanels := p["panels"]
+		switch string(p["type"]) {
+		case `"row"`:
+			rows++
+			if string(collapsed) != "false" || string(panels) != "[]" {
+				t.Errorf("row %s: collapsed %q, panels %q; want false and []", p["title"], collapsed, panels)
+			}
+		default:
+			if hasCollapsed || hasPanels {
+				t.Errorf("panel %s of type %s has collapsed %s or panels %s, which only rows have", p["title"], p["type"], collapsed, panels)
+			}
+		}
+	}
+	if rows < 2 {
+		t.Fatalf("%d rows, want the rule's and the exporter's", rows)
+	}
+}
