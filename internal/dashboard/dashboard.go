@@ -108,14 +108,17 @@ func variables(cfg *config.Config) []variable {
 		text string
 	}
 	var windows []window
+	// seen keeps the dedup linear: rules may have thousands of windows between them.
+	seen := map[window]bool{}
 	for _, r := range cfg.Rules {
 		for i, w := range r.Windows {
 			text := model.Duration(w).String()
 			if len(r.WindowNames) == len(r.Windows) {
 				text = r.WindowNames[i]
 			}
-			if !slices.Contains(windows, window{w, text}) {
-				windows = append(windows, window{w, text})
+			if win := (window{w, text}); !seen[win] {
+				seen[win] = true
+				windows = append(windows, win)
 			}
 		}
 	}
