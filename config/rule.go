@@ -426,8 +426,11 @@ func (rd *ruleDecoder) match(e entry, r *Rule) {
 // labels decodes `labels:` into r and returns the names it gives, valid or not, sorted:
 // what a rewrite may name (merged ones included).
 func (rd *ruleDecoder) labels(e entry, r *Rule) []string {
+	if rd.tooMany(e, rd.subject, items(e.val), maxLabels, "labels", "rule") {
+		return nil
+	}
 	entries, ok := rd.mapping(e.val, rd.subject, "labels")
-	if !ok {
+	if !ok || rd.tooMany(e, rd.subject, len(entries), maxLabels, "labels", "rule") {
 		return nil
 	}
 	names := make([]string, 0, len(entries))
@@ -612,6 +615,9 @@ func (rd *ruleDecoder) initial(e entry, r *Rule, limit int) {
 	}
 	if len(r.Labels) == 0 {
 		rd.add(e.key.Line, rd.subject, "initial: the rule has no labels; its one series always exists already")
+		return
+	}
+	if rd.tooMany(e, rd.subject, len(v.Content), maxInitial, "label sets", "rule") {
 		return
 	}
 	names := make([]string, len(r.Labels))
