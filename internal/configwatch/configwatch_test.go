@@ -7,9 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"slices"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -76,8 +74,6 @@ type harness struct {
 	clock   *fakeClock
 	path    string
 	reloads chan string
-	// retry is what each reload answers: whether it is to be tried again.
-	retry atomic.Bool
 }
 
 func start(t *testing.T, path string) *harness {
@@ -98,13 +94,12 @@ func startRun(t *testing.T, path string, run func(*Watcher, context.Context, Opt
 	done := make(chan error, 1)
 	go func() {
 		done <- run(w, ctx, Options{
-			Reload: func() bool {
+			Reload: func() {
 				b, err := os.ReadFile(path)
 				if err != nil {
 					b = []byte("read error: " + err.Error())
 				}
 				h.reloads <- string(b)
-				return h.retry.Load()
 			},
 			Settle: settle,
 			Poll:   poll,
@@ -334,65 +329,6 @@ func TestReloadOnlyOnNewContent(t *testing.T) {
 	write(t, path, "v2")
 	if got := h.settleAndReload(t); got != "v2" {
 		t.Fatalf("reload read %q, want v2", got)
-	}
-}
-
-// TestRetryInputsNotStarted: a reload that put the file in force but left inputs not
-// started (an address still in use) is tried again with the same content, at the next
-// poll and then further apart (TestRetriesBackOff), until one starts them all: no reload
-// endpoint has to be open to retry it.
-func TestRetryInputsNotStarted(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "rules.yaml")
-	write(t, path, "v1")
-	h := start(t, path)
-	h.retry.Store(true)
-	write(t, path, "v2")
-	if got := h.settleAndReload(t); got != "v2" {
-		t.Fatalf("reload read %q, want v2", got)
-	}
-	if got, ok := h.fire(t, poll); !ok || got != "v2" {
-		t.Fatalf("poll after inputs did not start: reloaded %v, read %q; want v2 again", ok, got)
-	}
-	h.retry.Store(false) // the address is free: the next retry starts them
-	if got, ok := h.fire(t, poll); ok {
-		t.Fatalf("second poll: reloaded %q, want the retry to wait a poll more", got)
-	}
-	if got, ok := h.fire(t, poll); !ok || got != "v2" {
-		t.Fatalf("third poll: reloaded %v, read %q; want v2 again", ok, got)
-	}
-	if got, ok := h.fire(t, poll); ok {
-		t.Fatalf("a poll after the inputs started reloaded %q again", got)
-	}
-}
-
-// TestRetriesBackOff: while inputs stay not started (an address taken for hours), the
-// retries of the same content come at polls further and further apart, up to
-// maxRetryChecks polls, each logging its failure; a change of the content is reloaded at
-// once, and its own retries start again at the next poll.
-func TestRetriesBackOff(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "rules.yaml")
-	write(t, path, "v1")
-	h := start(t, path)
-	h.retry.Store(true)
-	write(t, path, "v2")
-	if got := h.settleAndReload(t); got != "v2" {
-		t.Fatalf("reload read %q, want v2", got)
-	}
-	var reloaded []int
-	for i := 1; i <= 50; i++ {
-		if _, ok := h.fire(t, poll); ok {
-			reloaded = append(reloaded, i)
-		}
-	}
-	if want := []int{1, 3, 7, 15, 25, 35, 45}; !slices.Equal(reloaded, want) {
-		t.Fatalf("retried at polls %v, want %v", reloaded, want)
-	}
-	write(t, path, "v3")
-	if got := h.settleAndReload(t); got != "v3" {
-		t.Fatalf("reload read %q, want v3", got)
-	}
-	if got, ok := h.fire(t, poll); !ok || got != "v3" {
-		t.Fatalf("the poll after a new content's reload: reloaded %v, read %q; want v3 again", ok, got)
 	}
 }
 

@@ -135,9 +135,7 @@ func Serve(cfg *config.Config, popts pipeline.Options, webFlags *web.FlagConfig,
 	if o.Watch != nil {
 		go func() {
 			err := o.Watch.Run(ctx, configwatch.Options{
-				Reload: func() bool {
-					return errors.As(Reload(p, logger), new(*pipeline.InputsNotStarted))
-				},
+				Reload: func() { _ = Reload(p, logger) },
 				Settle: configWatchSettle,
 				Poll:   configWatchPoll,
 				After:  time.After,
