@@ -48,6 +48,9 @@ type Options struct {
 type Watcher struct {
 	path string
 	last [sha256.Size]byte
+	// unreadable: the file could not be read at the last check, and the reload that
+	// reported it was made.
+	unreadable bool
 	// entries are those of the directory the file depends on (dependsOn), found again
 	// after each event of one of them and at each check.
 	entries map[string]bool
@@ -187,14 +190,26 @@ func dependsOn(path string) map[string]bool {
 
 // check reloads when the content differs from the last one seen. A refused reload is not
 // retried until the content changes again: the same bad file would only be refused again.
+//
+// A file that cannot be read (removed, a FIFO put in its place, its permissions changed)
+// is reloaded once, which fails as a reload by SIGHUP would, and is reported the same way:
+// logged as an error naming the file, and logwindow_config_last_reload_successful 0; the
+// running configuration stays. Later checks that find it unreadable still say nothing
+// more, and the first that reads it reloads it, the content last loaded too, which ends
+// the failure reported.
 func (w *Watcher) check(opts Options) {
 	// A symlink out of the directory may have been retargeted, which makes no event here.
 	w.entries = dependsOn(w.path)
 	sum, err := digest(w.path)
 	if err != nil {
-		opts.Logger.Warn("cannot read the rule file; the running configuration stays", "path", w.path, "err", err)
+		if !w.unreadable {
+			w.unreadable, w.last = true, [sha256.Size]byte{}
+			opts.Logger.Info("the rule file cannot be read; reloading it to report that", "path", w.path, "err", err)
+			opts.Reload()
+		}
 		return
 	}
+	w.unreadable = false
 	if sum == w.last {
 		return
 	}

@@ -8,11 +8,14 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/fsnotify/fsnotify"
+
+	"github.com/logwindow/logwindow_exporter/config"
 )
 
 const (
@@ -95,7 +98,7 @@ func startRun(t *testing.T, path string, run func(*Watcher, context.Context, Opt
 	go func() {
 		done <- run(w, ctx, Options{
 			Reload: func() {
-				b, err := os.ReadFile(path)
+				b, err := config.ReadFile(path) // as the reload does: a FIFO is refused, not waited on
 				if err != nil {
 					b = []byte("read error: " + err.Error())
 				}
@@ -430,8 +433,9 @@ func (r *relay) until(t *testing.T, path string) {
 }
 
 // TestFIFOSwappedIn: a FIFO renamed over the rule file does not block the watcher, which
-// read it waiting for a writer, and so never checked the file again: the check logs that
-// it cannot read it, and the next file put there is reloaded.
+// read it waiting for a writer, and so never checked the file again: the check reloads
+// once, which reports that the file cannot be read, and the next file put there is
+// reloaded.
 func TestFIFOSwappedIn(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "rules.yaml")
@@ -444,8 +448,8 @@ func TestFIFOSwappedIn(t *testing.T) {
 	if err := os.Rename(fifo, path); err != nil {
 		t.Fatal(err)
 	}
-	if got, ok := h.settle(t); ok {
-		t.Fatalf("a FIFO reloaded %q", got)
+	if got, ok := h.settle(t); !ok || !strings.Contains(got, "not a regular file") {
+		t.Fatalf("a FIFO: reloaded %v, read %q; want one reload, which cannot read it", ok, got)
 	}
 	write(t, path+".new", "v2")
 	if err := os.Rename(path+".new", path); err != nil {
@@ -471,5 +475,34 @@ func TestRunNeedsOptions(t *testing.T) {
 	}
 	if err := w.Run(context.Background(), Options{Settle: settle, Poll: poll}); err == nil {
 		t.Fatal("Run without Reload, After and Logger: no error")
+	}
+}
+
+// TestUnreadableReported: a rule file that cannot be read is reloaded once, so that the
+// reload reports it as a failed one (logged as an error, logwindow_config_last_reload_successful
+// 0) rather than a warning at every check that no metric shows; later checks that still
+// cannot read it say nothing more, and the file back, with the content last loaded, is
+// reloaded, which ends the failure.
+func TestUnreadableReported(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "rules.yaml")
+	write(t, path, "v1")
+	h := start(t, path)
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	if got, ok := h.settle(t); !ok || !strings.Contains(got, "read error") {
+		t.Fatalf("the file removed: reloaded %v, read %q; want one reload, which cannot read it", ok, got)
+	}
+	for range 3 {
+		if got, ok := h.fire(t, poll); ok {
+			t.Fatalf("a poll of the file still removed reloaded again: %q", got)
+		}
+	}
+	write(t, path, "v1")
+	if got := h.settleAndReload(t); got != "v1" {
+		t.Fatalf("the file back: reload read %q, want v1", got)
+	}
+	if got, ok := h.fire(t, poll); ok {
+		t.Fatalf("a poll after the file came back reloaded again: %q", got)
 	}
 }
