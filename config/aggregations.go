@@ -121,7 +121,7 @@ func (rd *ruleDecoder) distribution(entries []entry, r *Rule, isValue bool) {
 
 // numbers reads a list of at most limit numbers.
 func (rd *ruleDecoder) numbers(e entry, what string, limit int) ([]float64, bool) {
-	if rd.tooMany(e, rd.subject, items(e.val), limit, what, "rule") {
+	if rd.tooMany(e, rd.subject, items(e.val), limit, what, "a rule") {
 		return nil, false
 	}
 	texts, ok := rd.list(e, rd.subject, what)

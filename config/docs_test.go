@@ -40,7 +40,7 @@ func TestDocsLimits(t *testing.T) {
 	for key, limit := range map[string]int{
 		"rules": maxRules, "inputs": maxInputs, "patterns": maxPatterns, "windows": maxWindows,
 		"labels": maxLabels, "fields": maxFields, "rewrite": maxRewrites, "quantiles": maxQuantiles,
-		"buckets": maxBuckets, "initial": maxInitial,
+		"buckets": maxBuckets, "initial": maxInitial, "log_format": maxCandidates,
 	} {
 		row := regexp.MustCompile("(?m)^\\| `" + key + "` \\| " + regexp.QuoteMeta(thousands(limit)) + " ")
 		if !row.Match(doc) {

@@ -65,7 +65,7 @@ func (d *decoder) inputs(e entry) []Input {
 		d.add(e.key.Line, "", "inputs: must be a list of inputs (- path: ...), not %s", kindName(v))
 		return nil
 	}
-	if d.tooMany(e, "", len(v.Content), maxInputs, "inputs", "file") {
+	if d.tooMany(e, "", len(v.Content), maxInputs, "inputs", "a file") {
 		return nil
 	}
 	var out []Input

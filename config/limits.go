@@ -19,6 +19,9 @@ const (
 	maxQuantiles = 100    // quantiles of a rule
 	maxBuckets   = 1000   // buckets of a rule
 	maxInitial   = 100000 // initial label sets of a rule, within max_series_per_rule
+	// maxCandidates bounds an input's log_format: list; each is parsed, compiled and
+	// compared with those before it, and tried on the first lines of every file.
+	maxCandidates = 100
 )
 
 // items counts the items of a list or the keys of a mapping as written, before either is
@@ -36,11 +39,11 @@ func items(n *yaml.Node) int {
 
 // tooMany reports n things (noun) under e's key past limit, at the key's line with
 // subject (the rule, or none for the file), and says so when it did. holder is what the
-// limit is of: "rule" or "file".
+// limit is of: "a rule", "a file".
 func (d *decoder) tooMany(e entry, subject string, n, limit int, noun, holder string) bool {
 	if n <= limit {
 		return false
 	}
-	d.add(e.key.Line, subject, "%s: %d %s, more than the %d a %s may have", e.key.Value, n, noun, limit, holder)
+	d.add(e.key.Line, subject, "%s: %d %s, more than the %d %s may have", e.key.Value, n, noun, limit, holder)
 	return true
 }

@@ -67,6 +67,10 @@ func TestLimits(t *testing.T) {
 			return "inputs:\n  - {name: app, path: /var/log/x.log, format: json}\nrules:\n  - name: r\n    inputs: [app]\n    fields: {" +
 				joined(n, ",", func(i int) string { return fmt.Sprintf("f%d: f%d", i, i) }) + "}\n"
 		}, `:6: rule "r": fields: %d fields, more than the 1000 a rule may have`},
+		{"log_format candidates", maxCandidates, func(n int) string {
+			return "inputs:\n  - path: /var/log/x.log\n    log_format: [" +
+				joined(n, ",", func(i int) string { return fmt.Sprintf("'$remote_addr $status %d'", i) }) + "]\nrules:\n  - {name: r, labels: {s: '${status}'}}\n"
+		}, `:3: input #1: log_format: %d candidates, more than the 100 an input may have`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

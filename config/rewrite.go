@@ -54,7 +54,7 @@ func (rd *ruleDecoder) rewrite(e entry, r *Rule, labels []string) {
 		rd.add(e.key.Line, rd.subject, "rewrite: the rule has no labels to rewrite")
 		return
 	}
-	if rd.tooMany(e, rd.subject, len(v.Content), maxRewrites, "rewrites", "rule") {
+	if rd.tooMany(e, rd.subject, len(v.Content), maxRewrites, "rewrites", "a rule") {
 		return
 	}
 	for i, item := range v.Content {

@@ -426,11 +426,11 @@ func (rd *ruleDecoder) match(e entry, r *Rule) {
 // labels decodes `labels:` into r and returns the names it gives, valid or not, sorted:
 // what a rewrite may name (merged ones included).
 func (rd *ruleDecoder) labels(e entry, r *Rule) []string {
-	if rd.tooMany(e, rd.subject, items(e.val), maxLabels, "labels", "rule") {
+	if rd.tooMany(e, rd.subject, items(e.val), maxLabels, "labels", "a rule") {
 		return nil
 	}
 	entries, ok := rd.mapping(e.val, rd.subject, "labels")
-	if !ok || rd.tooMany(e, rd.subject, len(entries), maxLabels, "labels", "rule") {
+	if !ok || rd.tooMany(e, rd.subject, len(entries), maxLabels, "labels", "a rule") {
 		return nil
 	}
 	names := make([]string, 0, len(entries))
@@ -617,7 +617,7 @@ func (rd *ruleDecoder) initial(e entry, r *Rule, limit int) {
 		rd.add(e.key.Line, rd.subject, "initial: the rule has no labels; its one series always exists already")
 		return
 	}
-	if rd.tooMany(e, rd.subject, len(v.Content), maxInitial, "label sets", "rule") {
+	if rd.tooMany(e, rd.subject, len(v.Content), maxInitial, "label sets", "a rule") {
 		return
 	}
 	names := make([]string, len(r.Labels))
