@@ -19,6 +19,10 @@ const (
 	maxQuantiles = 100    // quantiles of a rule
 	maxBuckets   = 1000   // buckets of a rule
 	maxInitial   = 100000 // initial label sets of a rule, within max_series_per_rule
+	// maxTemplateBytes and maxTemplateRefs bound a template of a label or of distinct:,
+	// which every line renders, a reference up to the line's length.
+	maxTemplateBytes = 4096
+	maxTemplateRefs  = 100
 	// maxCandidates bounds an input's log_format: list; each is parsed, compiled and
 	// compared with those before it, and tried on the first lines of every file.
 	maxCandidates = 100

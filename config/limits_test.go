@@ -25,7 +25,7 @@ func TestLimits(t *testing.T) {
 		name  string
 		limit int
 		file  func(n int) string
-		// want is the error past the limit, after the file's name.
+		// want is the error past the limit, after the file's name; %d is the count.
 		want string
 	}{
 		{"rules", maxRules, func(n int) string {
@@ -67,6 +67,12 @@ func TestLimits(t *testing.T) {
 			return "inputs:\n  - {name: app, path: /var/log/x.log, format: json}\nrules:\n  - name: r\n    inputs: [app]\n    fields: {" +
 				joined(n, ",", func(i int) string { return fmt.Sprintf("f%d: f%d", i, i) }) + "}\n"
 		}, `:6: rule "r": fields: %d fields, more than the 1000 a rule may have`},
+		{"template references", maxTemplateRefs, func(n int) string {
+			return head + rule + "    labels: {p: '" + strings.Repeat("${p}", n) + "'}\n"
+		}, `:6: rule "r": labels: p: the template has more than 100 references to captures, the most a template may have`},
+		{"template bytes", maxTemplateBytes, func(n int) string {
+			return head + rule + "    distinct: '${p}" + strings.Repeat("x", n-4) + "'\n"
+		}, `:6: rule "r": distinct: the template is %d bytes, more than the 4096 a template may have`},
 		{"log_format candidates", maxCandidates, func(n int) string {
 			return "inputs:\n  - path: /var/log/x.log\n    log_format: [" +
 				joined(n, ",", func(i int) string { return fmt.Sprintf("'$remote_addr $status %d'", i) }) + "]\nrules:\n  - {name: r, labels: {s: '${status}'}}\n"
@@ -78,7 +84,11 @@ func TestLimits(t *testing.T) {
 				t.Fatalf("at the limit, %d: %v", c.limit, err)
 			}
 			_, err := Parse([]byte(c.file(c.limit+1)), "rules.yaml")
-			if want := "rules.yaml" + fmt.Sprintf(c.want, c.limit+1); err == nil || !strings.Contains(err.Error(), want) {
+			want := "rules.yaml" + c.want
+			if strings.Contains(want, "%d") {
+				want = fmt.Sprintf(want, c.limit+1)
+			}
+			if err == nil || !strings.Contains(err.Error(), want) {
 				t.Fatalf("past the limit: %v; want %q", err, want)
 			}
 		})

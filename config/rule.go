@@ -465,7 +465,14 @@ func (rd *ruleDecoder) labels(e entry, r *Rule) []string {
 
 // template compiles a label template: ${name} is a capture, $$ a literal $.
 func (rd *ruleDecoder) template(text string, line int, what string) (Template, bool) {
+	// Each line renders the template: its text and its references bound what a line costs,
+	// a reference up to a line's length.
+	if len(text) > maxTemplateBytes {
+		rd.add(line, rd.subject, "%s: the template is %d bytes, more than the %d a template may have", what, len(text), maxTemplateBytes)
+		return nil, false
+	}
 	var t Template
+	refs := 0
 	var lit strings.Builder
 	flush := func() {
 		if lit.Len() > 0 {
@@ -490,6 +497,10 @@ func (rd *ruleDecoder) template(text string, line int, what string) (Template, b
 				return nil, false
 			}
 			flush()
+			if refs++; refs > maxTemplateRefs {
+				rd.add(line, rd.subject, "%s: the template has more than %d references to captures, the most a template may have", what, maxTemplateRefs)
+				return nil, false
+			}
 			idx := rd.capture(line, what, rest[2:end])
 			ok = ok && idx >= 0
 			t = append(t, TemplatePart{Capture: idx})
