@@ -361,7 +361,7 @@ func (b *builder) health(cfg *config.Config) {
 	}
 	b.add(timeseries("Series vs budget by rule", "Live label sets over `max_series_per_rule`; at 100% new label sets fold into `__overflow__`.", "percentunit",
 		target1("max by (rule) ("+selfmetric.RuleSeries.Name+sel+" / "+selfmetric.RuleSeriesLimit.Name+sel+")", "{{rule}}")), 12, 8)
-	b.add(stat("Last config reload", "1: the running rules are the file's; 0: the last reload was refused.", "none",
+	b.add(stat("Last config reload", "1: the running rules and inputs are the file's; 0: the last reload failed: the file was refused or could not be read (the previous rules keep running), or inputs did not start (tried again; `logwindow_input_running` says which).", "none",
 		"min("+selfmetric.ConfigLastReloadSuccessful.Name+sel+")"), 6, 8)
 	version := stat("Exporter version", "", "none", "count by (version) ("+buildInfo+sel+")")
 	version.Targets[0].Legend = "{{version}}"
