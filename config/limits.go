@@ -23,6 +23,10 @@ const (
 	// which every line renders, a reference up to the line's length.
 	maxTemplateBytes = 4096
 	maxTemplateRefs  = 100
+	// maxNameBytes bounds a rule's name and its labels' names, and maxHelpBytes its help:
+	// every scrape writes them, a name on every sample.
+	maxNameBytes = 256
+	maxHelpBytes = 4096
 	// maxCandidates bounds an input's log_format: list; each is parsed, compiled and
 	// compared with those before it, and tried on the first lines of every file.
 	maxCandidates = 100

@@ -73,6 +73,15 @@ func TestLimits(t *testing.T) {
 		{"template bytes", maxTemplateBytes, func(n int) string {
 			return head + rule + "    distinct: '${p}" + strings.Repeat("x", n-4) + "'\n"
 		}, `:6: rule "r": distinct: the template is %d bytes, more than the 4096 a template may have`},
+		{"rule name", maxNameBytes, func(n int) string {
+			return head + "rules:\n  - name: " + strings.Repeat("r", n) + "\n    match: x\n"
+		}, `:4: rule #1: name: "rrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrr"... is %d bytes, more than the 256 a name may have`},
+		{"label name", maxNameBytes, func(n int) string {
+			return head + rule + "    labels: {" + strings.Repeat("l", n) + ": '${p}'}\n"
+		}, `:6: rule "r": labels: "llllllllllllllllllllllllllllllllllllllll"... is %d bytes, more than the 256 a name may have`},
+		{"help", maxHelpBytes, func(n int) string {
+			return head + rule + "    help: " + strings.Repeat("h", n) + "\n"
+		}, `:6: rule "r": help: %d bytes, more than the 4096 a help may have`},
 		{"log_format candidates", maxCandidates, func(n int) string {
 			return "inputs:\n  - path: /var/log/x.log\n    log_format: [" +
 				joined(n, ",", func(i int) string { return fmt.Sprintf("'$remote_addr $status %d'", i) }) + "]\nrules:\n  - {name: r, labels: {s: '${status}'}}\n"

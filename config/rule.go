@@ -265,6 +265,8 @@ func (d *decoder) rule(n *yaml.Node, index int, g Global, inputNames map[string]
 		name, nameOK = d.scalar(e, rd.subject, "name")
 	}
 	switch {
+	case len(name) > maxNameBytes:
+		d.add(r.Line, rd.subject, "name: %.40q... is %d bytes, more than the %d a name may have", name, len(name), maxNameBytes)
 	case name != "":
 		r.Name = name
 		rd.subject = fmt.Sprintf("rule %q", name)
@@ -294,6 +296,9 @@ func (d *decoder) rule(n *yaml.Node, index int, g Global, inputNames map[string]
 	}
 	if e, ok := find(entries, "help"); ok {
 		r.Help, _ = d.scalar(e, rd.subject, "help")
+		if len(r.Help) > maxHelpBytes {
+			d.add(e.key.Line, rd.subject, "help: %d bytes, more than the %d a help may have", len(r.Help), maxHelpBytes)
+		}
 	}
 	var labels []string
 	if e, ok := find(entries, "labels"); ok {
@@ -435,6 +440,10 @@ func (rd *ruleDecoder) labels(e entry, r *Rule) []string {
 	}
 	names := make([]string, 0, len(entries))
 	for _, l := range entries {
+		if len(l.key.Value) > maxNameBytes {
+			rd.add(l.key.Line, rd.subject, "labels: %.40q... is %d bytes, more than the %d a name may have", l.key.Value, len(l.key.Value), maxNameBytes)
+			continue
+		}
 		names = append(names, l.key.Value)
 		what := "labels: " + l.key.Value
 		if err := checkLabelName(l.key.Value); err != nil {
