@@ -62,7 +62,7 @@ func (rd *ruleDecoder) belowZero(e entry, bs []float64) {
 // window histogram.
 func (rd *ruleDecoder) distribution(entries []entry, r *Rule, isValue bool) {
 	if e, ok := find(entries, "quantiles"); ok {
-		qs, ok := rd.numbers(e, "quantiles")
+		qs, ok := rd.numbers(e, "quantiles", maxQuantiles)
 		switch {
 		case !isValue:
 			rd.add(e.key.Line, rd.subject, "quantiles: needs a value: capture (the quantiles are of the values)")
@@ -90,7 +90,7 @@ func (rd *ruleDecoder) distribution(entries []entry, r *Rule, isValue bool) {
 		r.Quantiles = slices.Clone(quantity.DefaultQuantiles)
 	}
 	if e, ok := find(entries, "buckets"); ok {
-		bs, ok := rd.numbers(e, "buckets")
+		bs, ok := rd.numbers(e, "buckets", maxBuckets)
 		if !isValue {
 			rd.add(e.key.Line, rd.subject, "buckets: needs a value: capture (the buckets count the values)")
 			return
@@ -119,8 +119,11 @@ func (rd *ruleDecoder) distribution(entries []entry, r *Rule, isValue bool) {
 	}
 }
 
-// numbers reads a list of numbers.
-func (rd *ruleDecoder) numbers(e entry, what string) ([]float64, bool) {
+// numbers reads a list of at most limit numbers.
+func (rd *ruleDecoder) numbers(e entry, what string, limit int) ([]float64, bool) {
+	if rd.tooMany(e, rd.subject, items(e.val), limit, what, "a rule") {
+		return nil, false
+	}
 	texts, ok := rd.list(e, rd.subject, what)
 	out := make([]float64, 0, len(texts))
 	for _, t := range texts {

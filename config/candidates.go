@@ -33,6 +33,9 @@ func (d *decoder) logFormatCandidates(e entry, subject string, in *Input) bool {
 			items = append(items, e)
 		}
 	case v.Kind == yaml.SequenceNode:
+		if d.tooMany(e, subject, len(v.Content), maxCandidates, "candidates", "an input") {
+			return true
+		}
 		var ok bool
 		if texts, ok = d.list(e, subject, "log_format"); !ok {
 			return true

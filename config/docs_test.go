@@ -3,6 +3,7 @@ package config
 import (
 	"os"
 	"regexp"
+	"strconv"
 	"testing"
 )
 
@@ -27,4 +28,32 @@ func TestDocsRuleReferenceHasEveryKey(t *testing.T) {
 			t.Errorf("docs/configuration.md's reference of a rule's keys lacks %s", key)
 		}
 	}
+}
+
+// TestDocsLimits holds docs/configuration.md's table of limits to the limits the loader
+// applies: a row per key, with its number.
+func TestDocsLimits(t *testing.T) {
+	doc, err := os.ReadFile("../docs/configuration.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for key, limit := range map[string]int{
+		"rules": maxRules, "inputs": maxInputs, "patterns": maxPatterns, "windows": maxWindows,
+		"labels": maxLabels, "fields": maxFields, "rewrite": maxRewrites, "quantiles": maxQuantiles,
+		"buckets": maxBuckets, "initial": maxInitial, "log_format": maxCandidates,
+	} {
+		row := regexp.MustCompile("(?m)^\\| `" + key + "` \\| " + regexp.QuoteMeta(thousands(limit)) + " ")
+		if !row.Match(doc) {
+			t.Errorf("docs/configuration.md has no limits row | `%s` | %s ... |", key, thousands(limit))
+		}
+	}
+}
+
+// thousands writes n with commas, as the docs write numbers.
+func thousands(n int) string {
+	s := strconv.Itoa(n)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
 }

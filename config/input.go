@@ -65,6 +65,9 @@ func (d *decoder) inputs(e entry) []Input {
 		d.add(e.key.Line, "", "inputs: must be a list of inputs (- path: ...), not %s", kindName(v))
 		return nil
 	}
+	if d.tooMany(e, "", len(v.Content), maxInputs, "inputs", "a file") {
+		return nil
+	}
 	var out []Input
 	var lines []int // of each of out
 	names := map[string]int{}

@@ -338,6 +338,9 @@ func (d *decoder) global(e entry, g *Global) {
 // windows decodes a list of Prometheus durations and checks the wheels can serve them. It
 // returns them sorted, with their text as written in the same order.
 func (d *decoder) windows(e entry, subject string) ([]time.Duration, []string, bool) {
+	if d.tooMany(e, subject, items(e.val), maxWindows, "windows", "a rule") {
+		return nil, nil, false
+	}
 	texts, ok := d.list(e, subject, "windows")
 	if !ok {
 		return nil, nil, false
@@ -387,9 +390,12 @@ func (d *decoder) windows(e entry, subject string) ([]time.Duration, []string, b
 }
 
 func (d *decoder) patternSection(e entry) map[string]string {
-	entries, ok := d.mapping(e.val, "", "patterns")
 	out := map[string]string{}
-	if !ok {
+	if d.tooMany(e, "", items(e.val), maxPatterns, "patterns", "a file") {
+		return out
+	}
+	entries, ok := d.mapping(e.val, "", "patterns")
+	if !ok || d.tooMany(e, "", len(entries), maxPatterns, "patterns", "a file") {
 		return out
 	}
 	for _, p := range entries {
@@ -420,6 +426,9 @@ func (d *decoder) rules(e entry, c *Config) []*Rule {
 	}
 	if len(v.Content) == 0 {
 		d.add(e.key.Line, "", "rules: the list is empty; add at least one rule")
+		return nil
+	}
+	if d.tooMany(e, "", len(v.Content), maxRules, "rules", "a file") {
 		return nil
 	}
 	inputNames := map[string]bool{}

@@ -54,6 +54,9 @@ func (rd *ruleDecoder) rewrite(e entry, r *Rule, labels []string) {
 		rd.add(e.key.Line, rd.subject, "rewrite: the rule has no labels to rewrite")
 		return
 	}
+	if rd.tooMany(e, rd.subject, len(v.Content), maxRewrites, "rewrites", "a rule") {
+		return
+	}
 	for i, item := range v.Content {
 		what := fmt.Sprintf("rewrite #%d", i+1)
 		entries, ok := rd.mapping(item, rd.subject, what)

@@ -265,6 +265,8 @@ func (d *decoder) rule(n *yaml.Node, index int, g Global, inputNames map[string]
 		name, nameOK = d.scalar(e, rd.subject, "name")
 	}
 	switch {
+	case len(name) > maxNameBytes:
+		d.add(r.Line, rd.subject, "name: %.40q... is %d bytes, more than the %d a name may have", name, len(name), maxNameBytes)
 	case name != "":
 		r.Name = name
 		rd.subject = fmt.Sprintf("rule %q", name)
@@ -294,6 +296,9 @@ func (d *decoder) rule(n *yaml.Node, index int, g Global, inputNames map[string]
 	}
 	if e, ok := find(entries, "help"); ok {
 		r.Help, _ = d.scalar(e, rd.subject, "help")
+		if len(r.Help) > maxHelpBytes {
+			d.add(e.key.Line, rd.subject, "help: %d bytes, more than the %d a help may have", len(r.Help), maxHelpBytes)
+		}
 	}
 	var labels []string
 	if e, ok := find(entries, "labels"); ok {
@@ -426,12 +431,19 @@ func (rd *ruleDecoder) match(e entry, r *Rule) {
 // labels decodes `labels:` into r and returns the names it gives, valid or not, sorted:
 // what a rewrite may name (merged ones included).
 func (rd *ruleDecoder) labels(e entry, r *Rule) []string {
+	if rd.tooMany(e, rd.subject, items(e.val), maxLabels, "labels", "a rule") {
+		return nil
+	}
 	entries, ok := rd.mapping(e.val, rd.subject, "labels")
-	if !ok {
+	if !ok || rd.tooMany(e, rd.subject, len(entries), maxLabels, "labels", "a rule") {
 		return nil
 	}
 	names := make([]string, 0, len(entries))
 	for _, l := range entries {
+		if len(l.key.Value) > maxNameBytes {
+			rd.add(l.key.Line, rd.subject, "labels: %.40q... is %d bytes, more than the %d a name may have", l.key.Value, len(l.key.Value), maxNameBytes)
+			continue
+		}
 		names = append(names, l.key.Value)
 		what := "labels: " + l.key.Value
 		if err := checkLabelName(l.key.Value); err != nil {
@@ -462,7 +474,14 @@ func (rd *ruleDecoder) labels(e entry, r *Rule) []string {
 
 // template compiles a label template: ${name} is a capture, $$ a literal $.
 func (rd *ruleDecoder) template(text string, line int, what string) (Template, bool) {
+	// Each line renders the template: its text and its references bound what a line costs,
+	// a reference up to a line's length.
+	if len(text) > maxTemplateBytes {
+		rd.add(line, rd.subject, "%s: the template is %d bytes, more than the %d a template may have", what, len(text), maxTemplateBytes)
+		return nil, false
+	}
 	var t Template
+	refs := 0
 	var lit strings.Builder
 	flush := func() {
 		if lit.Len() > 0 {
@@ -487,6 +506,10 @@ func (rd *ruleDecoder) template(text string, line int, what string) (Template, b
 				return nil, false
 			}
 			flush()
+			if refs++; refs > maxTemplateRefs {
+				rd.add(line, rd.subject, "%s: the template has more than %d references to captures, the most a template may have", what, maxTemplateRefs)
+				return nil, false
+			}
 			idx := rd.capture(line, what, rest[2:end])
 			ok = ok && idx >= 0
 			t = append(t, TemplatePart{Capture: idx})
@@ -612,6 +635,9 @@ func (rd *ruleDecoder) initial(e entry, r *Rule, limit int) {
 	}
 	if len(r.Labels) == 0 {
 		rd.add(e.key.Line, rd.subject, "initial: the rule has no labels; its one series always exists already")
+		return
+	}
+	if rd.tooMany(e, rd.subject, len(v.Content), maxInitial, "label sets", "a rule") {
 		return
 	}
 	names := make([]string, len(r.Labels))

@@ -22,8 +22,11 @@ func (d *decoder) format(e entry, subject string) Format {
 // fields decodes a rule's `fields:` (capture name → field path) into its captures, in
 // place of a match regex.
 func (rd *ruleDecoder) fields(e entry, r *Rule) {
+	if rd.tooMany(e, rd.subject, items(e.val), maxFields, "fields", "a rule") {
+		return
+	}
 	entries, ok := rd.mapping(e.val, rd.subject, "fields")
-	if !ok {
+	if !ok || rd.tooMany(e, rd.subject, len(entries), maxFields, "fields", "a rule") {
 		return
 	}
 	if len(entries) == 0 {

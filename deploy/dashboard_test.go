@@ -335,7 +335,29 @@ func TestDashboardGrafanaSchema(t *testing.T) {
 	if err := os.Symlink(modules, filepath.Join(work, "node_modules")); err != nil {
 		t.Fatal(err)
 	}
-	check := "import type { Dashboard } from '@grafana/schema';\nexport const dashboard: Dashboard = " + string(dashboardJSON) + ";\n"
+	// A row also fits Panel, whose type is any string: the rows are checked again as
+	// RowPanel, which requires what Grafana's rows have (collapsed).
+	var d struct {
+		Panels []map[string]json.RawMessage `json:"panels"`
+	}
+	if err := json.Unmarshal(dashboardJSON, &d); err != nil {
+		t.Fatal(err)
+	}
+	rows := []map[string]json.RawMessage{}
+	for _, p := range d.Panels {
+		if string(p["type"]) == `"row"` {
+			rows = append(rows, p)
+		}
+	}
+	if len(rows) == 0 {
+		t.Fatal("the dashboard has no row")
+	}
+	rowsJSON, err := json.Marshal(rows)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check := "import type { Dashboard, RowPanel } from '@grafana/schema';\nexport const dashboard: Dashboard = " + string(dashboardJSON) + ";\n" +
+		"export const rows: RowPanel[] = " + string(rowsJSON) + ";\n"
 	tsconfig := `{"compilerOptions": {"strict": true, "noEmit": true, "module": "nodenext", "moduleResolution": "nodenext", "skipLibCheck": true, "target": "es2022"}, "files": ["check.ts"]}`
 	for name, text := range map[string]string{"check.ts": check, "tsconfig.json": tsconfig} {
 		if err := os.WriteFile(filepath.Join(work, name), []byte(text), 0o644); err != nil {

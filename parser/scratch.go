@@ -246,7 +246,7 @@ func (s *scratch) render(labels []config.Template, rewriters []int, m *match, va
 		if c := oneCapture(t); c >= 0 {
 			key = append(key, m.capture(c)...)
 		} else {
-			key = appendTemplate(key, t, m)
+			key = appendLabel(key, t, m)
 		}
 		key = s.sanitize(key, start, valid)
 		if rewriters != nil && rewriters[i] >= 0 {
@@ -281,9 +281,10 @@ func (s *scratch) renderItems(items []config.Item, direct, rewriters []int, m *m
 			}
 		}
 		start := len(text)
-		text = appendTemplate(text, it.Template, m)
 		if it.Label {
-			text = s.sanitize(text, start, valid)
+			text = s.sanitize(appendLabel(text, it.Template, m), start, valid)
+		} else {
+			text = appendTemplate(text, it.Template, m)
 		}
 		if rewriters != nil && rewriters[i] >= 0 {
 			text = s.rewrite(rewriters[i], text, start)
@@ -306,6 +307,32 @@ func appendTemplate(dst []byte, t config.Template, m *match) []byte {
 			dst = append(dst, part.Literal...)
 		} else {
 			dst = append(dst, m.capture(part.Capture)...)
+		}
+	}
+	return dst
+}
+
+// labelRender is how much of a label value's template is rendered: sanitize keeps at most
+// MaxLabelValueLen bytes of what it makes of them, which come of as many bytes rendered at
+// most (an invalid byte grows into U+FFFD), and a character that starts among them ends
+// within utf8.UTFMax-1 bytes more.
+const labelRender = MaxLabelValueLen + utf8.UTFMax - 1
+
+// appendLabel is appendTemplate for a label value, which renders no more than sanitize
+// keeps (labelRender): a template of many references, each as long as the line, costs
+// no more than one, where it cost their sum on every line.
+func appendLabel(dst []byte, t config.Template, m *match) []byte {
+	limit := len(dst) + labelRender
+	for _, part := range t {
+		room := limit - len(dst)
+		if room <= 0 {
+			break
+		}
+		if part.Capture < 0 {
+			dst = append(dst, part.Literal[:min(len(part.Literal), room)]...)
+		} else {
+			v := m.capture(part.Capture)
+			dst = append(dst, v[:min(len(v), room)]...)
 		}
 	}
 	return dst

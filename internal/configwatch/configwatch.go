@@ -25,12 +25,9 @@ import (
 // Options say how a Watcher reacts to changes.
 type Options struct {
 	// Reload applies the file's new content (the pipeline re-reads and swaps the rules)
-	// and logs its outcome, as it does for SIGHUP. It returns true when the same content is
-	// to be reloaded again: the configuration is in force but inputs did not start (an
-	// address still in use), which a later reload starts once it can; the watcher then
-	// reloads it again, at the next check, then after twice as many checks each time up
-	// to maxRetryChecks, until one returns false or the content changes.
-	Reload func() (retry bool)
+	// and logs and reports its outcome, as it does for SIGHUP. Inputs it leaves not
+	// started are the pipeline's to try again, as after any reload.
+	Reload func()
 	// Settle is how long the directory must stay quiet after an event of an entry the
 	// file depends on (dependsOn) before the file is read: an editor or the kubelet
 	// changes it in several steps, and reading in the middle would load (and refuse) a
@@ -51,11 +48,9 @@ type Options struct {
 type Watcher struct {
 	path string
 	last [sha256.Size]byte
-	// retry: the last reload asked to be tried again (Options.Reload); it is, after
-	// retryIn more checks. retryWait is the checks the last retry waited: each retry of
-	// the same content waits twice as long as the one before, up to maxRetryChecks.
-	retry              bool
-	retryIn, retryWait int
+	// unreadable: the file could not be read at the last check, and the reload that
+	// reported it was made.
+	unreadable bool
 	// entries are those of the directory the file depends on (dependsOn), found again
 	// after each event of one of them and at each check.
 	entries map[string]bool
@@ -193,38 +188,32 @@ func dependsOn(path string) map[string]bool {
 	return entries
 }
 
-// maxRetryChecks bounds the checks (polls, 30 s apart in the program) between two retries
-// of the same content: an address taken for hours is tried every few minutes, not logged
-// as a failure at every poll.
-const maxRetryChecks = 10
-
-// check reloads when the content differs from the last one seen, or when the last reload
-// asked to be tried again and its wait is over. A refused reload is not retried until the
-// content changes again: the same bad file would only be refused again.
+// check reloads when the content differs from the last one seen. A refused reload is not
+// retried until the content changes again: the same bad file would only be refused again.
+//
+// A file that cannot be read (removed, a FIFO put in its place, its permissions changed)
+// is reloaded once, which fails as a reload by SIGHUP would, and is reported the same way:
+// logged as an error naming the file, and logwindow_config_last_reload_successful 0; the
+// running configuration stays. Later checks that find it unreadable still say nothing
+// more, and the first that reads it reloads it, the content last loaded too, which ends
+// the failure reported.
 func (w *Watcher) check(opts Options) {
 	// A symlink out of the directory may have been retargeted, which makes no event here.
 	w.entries = dependsOn(w.path)
 	sum, err := digest(w.path)
 	if err != nil {
-		opts.Logger.Warn("cannot read the rule file; the running configuration stays", "path", w.path, "err", err)
+		if !w.unreadable {
+			w.unreadable, w.last = true, [sha256.Size]byte{}
+			opts.Logger.Info("the rule file cannot be read; reloading it to report that", "path", w.path, "err", err)
+			opts.Reload()
+		}
 		return
 	}
-	changed := sum != w.last
-	switch {
-	case changed:
-		opts.Logger.Info("the rule file changed on disk; reloading", "path", w.path)
-		w.retryWait = 0
-	case w.retry && w.retryIn > 1:
-		w.retryIn--
-		return
-	case w.retry:
-		opts.Logger.Info("reloading the rule file again: the last reload left inputs not started", "path", w.path)
-	default:
+	w.unreadable = false
+	if sum == w.last {
 		return
 	}
+	opts.Logger.Info("the rule file changed on disk; reloading", "path", w.path)
 	w.last = sum
-	if w.retry = opts.Reload(); w.retry {
-		w.retryWait = min(max(2*w.retryWait, 1), maxRetryChecks)
-		w.retryIn = w.retryWait
-	}
+	opts.Reload()
 }

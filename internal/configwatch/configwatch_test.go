@@ -7,14 +7,15 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"slices"
+	"strings"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/fsnotify/fsnotify"
+
+	"github.com/logwindow/logwindow_exporter/config"
 )
 
 const (
@@ -76,8 +77,6 @@ type harness struct {
 	clock   *fakeClock
 	path    string
 	reloads chan string
-	// retry is what each reload answers: whether it is to be tried again.
-	retry atomic.Bool
 }
 
 func start(t *testing.T, path string) *harness {
@@ -98,13 +97,12 @@ func startRun(t *testing.T, path string, run func(*Watcher, context.Context, Opt
 	done := make(chan error, 1)
 	go func() {
 		done <- run(w, ctx, Options{
-			Reload: func() bool {
-				b, err := os.ReadFile(path)
+			Reload: func() {
+				b, err := config.ReadFile(path) // as the reload does: a FIFO is refused, not waited on
 				if err != nil {
 					b = []byte("read error: " + err.Error())
 				}
 				h.reloads <- string(b)
-				return h.retry.Load()
 			},
 			Settle: settle,
 			Poll:   poll,
@@ -337,65 +335,6 @@ func TestReloadOnlyOnNewContent(t *testing.T) {
 	}
 }
 
-// TestRetryInputsNotStarted: a reload that put the file in force but left inputs not
-// started (an address still in use) is tried again with the same content, at the next
-// poll and then further apart (TestRetriesBackOff), until one starts them all: no reload
-// endpoint has to be open to retry it.
-func TestRetryInputsNotStarted(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "rules.yaml")
-	write(t, path, "v1")
-	h := start(t, path)
-	h.retry.Store(true)
-	write(t, path, "v2")
-	if got := h.settleAndReload(t); got != "v2" {
-		t.Fatalf("reload read %q, want v2", got)
-	}
-	if got, ok := h.fire(t, poll); !ok || got != "v2" {
-		t.Fatalf("poll after inputs did not start: reloaded %v, read %q; want v2 again", ok, got)
-	}
-	h.retry.Store(false) // the address is free: the next retry starts them
-	if got, ok := h.fire(t, poll); ok {
-		t.Fatalf("second poll: reloaded %q, want the retry to wait a poll more", got)
-	}
-	if got, ok := h.fire(t, poll); !ok || got != "v2" {
-		t.Fatalf("third poll: reloaded %v, read %q; want v2 again", ok, got)
-	}
-	if got, ok := h.fire(t, poll); ok {
-		t.Fatalf("a poll after the inputs started reloaded %q again", got)
-	}
-}
-
-// TestRetriesBackOff: while inputs stay not started (an address taken for hours), the
-// retries of the same content come at polls further and further apart, up to
-// maxRetryChecks polls, each logging its failure; a change of the content is reloaded at
-// once, and its own retries start again at the next poll.
-func TestRetriesBackOff(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "rules.yaml")
-	write(t, path, "v1")
-	h := start(t, path)
-	h.retry.Store(true)
-	write(t, path, "v2")
-	if got := h.settleAndReload(t); got != "v2" {
-		t.Fatalf("reload read %q, want v2", got)
-	}
-	var reloaded []int
-	for i := 1; i <= 50; i++ {
-		if _, ok := h.fire(t, poll); ok {
-			reloaded = append(reloaded, i)
-		}
-	}
-	if want := []int{1, 3, 7, 15, 25, 35, 45}; !slices.Equal(reloaded, want) {
-		t.Fatalf("retried at polls %v, want %v", reloaded, want)
-	}
-	write(t, path, "v3")
-	if got := h.settleAndReload(t); got != "v3" {
-		t.Fatalf("reload read %q, want v3", got)
-	}
-	if got, ok := h.fire(t, poll); !ok || got != "v3" {
-		t.Fatalf("the poll after a new content's reload: reloaded %v, read %q; want v3 again", ok, got)
-	}
-}
-
 // TestPollFindsChange: the poll reloads a change on its own, and the events of that
 // change do not reload it a second time.
 func TestPollFindsChange(t *testing.T) {
@@ -494,8 +433,9 @@ func (r *relay) until(t *testing.T, path string) {
 }
 
 // TestFIFOSwappedIn: a FIFO renamed over the rule file does not block the watcher, which
-// read it waiting for a writer, and so never checked the file again: the check logs that
-// it cannot read it, and the next file put there is reloaded.
+// read it waiting for a writer, and so never checked the file again: the check reloads
+// once, which reports that the file cannot be read, and the next file put there is
+// reloaded.
 func TestFIFOSwappedIn(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "rules.yaml")
@@ -508,8 +448,8 @@ func TestFIFOSwappedIn(t *testing.T) {
 	if err := os.Rename(fifo, path); err != nil {
 		t.Fatal(err)
 	}
-	if got, ok := h.settle(t); ok {
-		t.Fatalf("a FIFO reloaded %q", got)
+	if got, ok := h.settle(t); !ok || !strings.Contains(got, "not a regular file") {
+		t.Fatalf("a FIFO: reloaded %v, read %q; want one reload, which cannot read it", ok, got)
 	}
 	write(t, path+".new", "v2")
 	if err := os.Rename(path+".new", path); err != nil {
@@ -535,5 +475,34 @@ func TestRunNeedsOptions(t *testing.T) {
 	}
 	if err := w.Run(context.Background(), Options{Settle: settle, Poll: poll}); err == nil {
 		t.Fatal("Run without Reload, After and Logger: no error")
+	}
+}
+
+// TestUnreadableReported: a rule file that cannot be read is reloaded once, so that the
+// reload reports it as a failed one (logged as an error, logwindow_config_last_reload_successful
+// 0) rather than a warning at every check that no metric shows; later checks that still
+// cannot read it say nothing more, and the file back, with the content last loaded, is
+// reloaded, which ends the failure.
+func TestUnreadableReported(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "rules.yaml")
+	write(t, path, "v1")
+	h := start(t, path)
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	if got, ok := h.settle(t); !ok || !strings.Contains(got, "read error") {
+		t.Fatalf("the file removed: reloaded %v, read %q; want one reload, which cannot read it", ok, got)
+	}
+	for range 3 {
+		if got, ok := h.fire(t, poll); ok {
+			t.Fatalf("a poll of the file still removed reloaded again: %q", got)
+		}
+	}
+	write(t, path, "v1")
+	if got := h.settleAndReload(t); got != "v1" {
+		t.Fatalf("the file back: reload read %q, want v1", got)
+	}
+	if got, ok := h.fire(t, poll); ok {
+		t.Fatalf("a poll after the file came back reloaded again: %q", got)
 	}
 }

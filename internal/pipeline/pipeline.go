@@ -126,6 +126,10 @@ type Pipeline struct {
 	// notRunning are the inputs of the config in force that did not start: set by
 	// syncInputs as it applies a config, and kept while later reloads are refused.
 	notRunning []NotRunning
+	// retryAt is when the inputs of notRunning are next started again (retryInputs), and
+	// retryWait how long it waited for that since the last try.
+	retryAt   time.Time
+	retryWait time.Duration
 
 	// cut is held (read) by every follower while it hands lines on, and taken by a
 	// snapshot while it records the positions and copies the series: one cut of both.
@@ -198,6 +202,7 @@ func Start(cfg *config.Config, opts Options) (*Pipeline, error) {
 			case <-t.C:
 				p.Expire()
 				p.warnUnreadable()
+				p.retryInputs()
 			}
 		}
 	})
@@ -259,14 +264,60 @@ func (p *Pipeline) reload(cfg *config.Config) error {
 		in.release()
 	}
 	p.warnConfig(cfg)
-	if err := p.syncInputs(cfg); err != nil {
+	err = p.syncInputs(cfg)
+	p.retryWait, p.retryAt = 0, time.Time{}
+	if err != nil {
 		// The rules are in force; an input that cannot start is reported as a failed reload
-		// so the operator looks, while every other input keeps running.
+		// so the operator looks, while every other input keeps running, and it is tried
+		// again (retryInputs).
+		p.retryWait = firstRetry
+		p.retryAt = p.opts.Now().Add(firstRetry)
 		p.reloadErr = &InputsNotStarted{Err: err}
 		return p.reloadErr
 	}
 	p.reloadErr, p.lastSuccess = nil, p.opts.Now()
 	return nil
+}
+
+// firstRetry is how long after a reload left inputs not started they are started again,
+// and maxRetryWait the longest wait between two tries, each twice as long as the one
+// before: an address freed a moment later (the old process of a rolling restart still
+// ending) is taken within a minute, and one taken for hours is tried every few minutes,
+// not logged as a failure at every look. Start's goroutine looks every expireEvery.
+const (
+	firstRetry   = 30 * time.Second
+	maxRetryWait = 5 * time.Minute
+)
+
+// retryInputs starts the inputs of the configuration in force that did not start, once
+// their wait is over, whatever made the reload that left them (SIGHUP, POST /-/reload,
+// the watch of the file): the configuration in force again, not the file, which may
+// hold what no one asked to load yet. A refused reload since leaves them to be tried, as
+// they are still not running. When the last reload is the one that left them, the
+// retry that starts them all makes it successful, as a reload of the same file would.
+func (p *Pipeline) retryInputs() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.stopped || len(p.notRunning) == 0 || p.opts.Now().Before(p.retryAt) {
+		return
+	}
+	err := p.syncInputs(p.gen.Load().cfg)
+	var last *InputsNotStarted
+	lastLeftThem := errors.As(p.reloadErr, &last)
+	if err != nil {
+		if lastLeftThem {
+			p.reloadErr = &InputsNotStarted{Err: err}
+		}
+		p.retryWait = min(2*p.retryWait, maxRetryWait)
+		p.retryAt = p.opts.Now().Add(p.retryWait)
+		p.opts.Logger.Error("inputs of the configuration in force still did not start; they are tried again later", "retry_in", p.retryWait, "err", err)
+		return
+	}
+	if lastLeftThem {
+		p.reloadErr, p.lastSuccess = nil, p.opts.Now()
+	}
+	p.retryWait, p.retryAt = 0, time.Time{}
+	p.opts.Logger.Info("the inputs that had not started are running")
 }
 
 // InputsNotStarted is the error of a reload that put the new configuration in force but
