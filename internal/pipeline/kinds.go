@@ -109,7 +109,9 @@ func (p *Pipeline) partsOf(source string) []pathParts {
 // startListener binds a syslog input's socket; its lines read the clock once per batch of
 // datagrams, and what they made is written at the end of the batch. With candidate
 // formats, lines held while none fits are settled once the socket was quiet for
-// heldQuiet, as a file's are (settleQuiet).
+// heldQuiet, as a file's are (settleQuiet), and parsed when it stops, as a file's are
+// when its reader lets go of it (closeFile): a shutdown's snapshot has them, and no
+// restart reads them again.
 func startListener(p *Pipeline, ci config.Input, in *stream, _ int) (input.Input, error) {
 	opts := syslog.Options{
 		Network:      ci.Syslog.Socket.Network,
@@ -123,6 +125,7 @@ func startListener(p *Pipeline, ci config.Input, in *stream, _ int) (input.Input
 	}
 	if in.files != nil {
 		opts.Quiet, opts.QuietInterval = func() { in.settleQuiet(p) }, p.opts.PollInterval
+		opts.Stopped = func() { in.closeFile(p, "") } // a socket's datagrams are one file's, of no path
 	}
 	return syslog.Listen(opts, in.handle(p))
 }

@@ -468,6 +468,8 @@ func (p *Pipeline) snapshot(ahead *store.Encoded, begin time.Time, cutDone func(
 		}
 	}
 	enc, err := p.gen.Load().set.Encode(ahead)
+	// Read once the series are encoded: no line in them was counted at a later second.
+	processing := p.clock.second()
 	pause := time.Since(cutAt)
 	p.cut.Unlock()
 	cutDone()
@@ -486,7 +488,7 @@ func (p *Pipeline) snapshot(ahead *store.Encoded, begin time.Time, cutDone func(
 			if err := w.Record(wire.AppendVarint(nil, min(p.started, p.restored))); err != nil {
 				return err
 			}
-			if err := enc.Write(w); err != nil {
+			if err := enc.Write(w, processing); err != nil {
 				return err
 			}
 			if err := w.Section(sectionFiles); err != nil {

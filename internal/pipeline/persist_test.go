@@ -1354,3 +1354,83 @@ rules:
 		})
 	}
 }
+
+// TestStorageRestartKeepsHeldClock: after a restart held processing time at its snapshot's
+// second, ahead of the wall clock, a label set of an event-time rule active then is
+// restored by the next restart as active at the processing second of its last line, as
+// it was, and holds the clock there: not at its windows' (wall-clock) second, which would
+// take it as active that much earlier at each restart, and, without processing-time rules,
+// let processing time go back across the restart by as much.
+func TestStorageRestartKeepsHeldClock(t *testing.T) {
+	const rules = `
+global: {windows: [1m, 5m]}
+inputs: [{name: web, path: 'LOG', start_at: end}]
+rules:
+  - name: timed
+    match: 'ts=(?P<ts>\S+) id=(?P<id>\S+)'
+    labels: {id: '${id}'}
+    timestamp: {capture: ts, layout: '2006-01-02T15:04:05Z07:00'}
+`
+	t0 := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
+	dir, logDir := t.TempDir(), t.TempDir()
+	log := filepath.Join(logDir, "access.log")
+	if err := os.WriteFile(log, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	start := func(clock *testclock.Clock) *Pipeline {
+		var out syncbuf.Buffer
+		cfg, o := storedOn(t, strings.ReplaceAll(rules, "LOG", log), dir, &out, Options{})
+		o.Now = clock.Now
+		p, err := Start(cfg, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(p.Stop)
+		return p
+	}
+	line := func(p *Pipeline, at time.Time, id string) {
+		t.Helper()
+		f, err := os.OpenFile(log, os.O_APPEND|os.O_WRONLY, 0o644)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = fmt.Fprintf(f, "ts=%s id=%s\n", at.Format(time.RFC3339), id)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		name := fmt.Sprintf("timed_total{id=%q}", id)
+		deadline := time.Now().Add(20 * time.Second)
+		for gatherPipeline(t, p)[name] != 1 {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s not counted", name)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+
+	clock := testclock.New(t0)
+	p := start(clock)
+	line(p, t0, "a")
+	clock.Add(10 * time.Second)
+	p.Stop()
+
+	// The host's clock an hour behind: processing time goes on from t0 (a's last line).
+	behind := t0.Add(-time.Hour)
+	clock = testclock.New(behind)
+	p = start(clock)
+	if got := p.clock.second(); got != t0.Unix() {
+		t.Fatalf("processing second %d after the first restart, want t0 %d", got, t0.Unix())
+	}
+	clock.Add(5 * time.Minute)
+	line(p, behind.Add(5*time.Minute), "b") // at processing second t0+5m
+	clock.Add(10 * time.Second)
+	p.Stop()
+
+	p = start(testclock.New(behind.Add(5*time.Minute + 10*time.Second)))
+	if got, want := p.clock.second(), t0.Add(5*time.Minute).Unix(); got < want {
+		t.Errorf("processing second %d after the second restart, %d s behind b's last line", got, want-got)
+	}
+}

@@ -418,3 +418,38 @@ func TestSyslogShortLogOfNoFormatSettles(t *testing.T) {
 		t.Errorf("settled: input stats %+v, want the input's lines of no format", st)
 	}
 }
+
+// A syslog input of candidate formats holds datagrams while its format is chosen. A
+// graceful stop parses them, as a file's held lines are parsed when its reader lets go of
+// it, so that the shutdown's snapshot has them: they were counted as read, and a restart
+// would not read them again.
+func TestSyslogHeldParsedAtStop(t *testing.T) {
+	sock, dir := filepath.Join(t.TempDir(), "nginx.sock"), t.TempDir()
+	cfg, err := config.Parse(fmt.Appendf(nil, "inputs: [{name: sock, syslog: 'unixgram://%s', log_format: auto}]\nrules: [{name: served, match: 'served '}]\n", sock), "rules.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := func() *Pipeline {
+		clock := testclock.New(time.Date(2026, 11, 24, 5, 28, 9, 0, time.UTC))
+		p, err := Start(cfg, Options{Now: clock.Now, PollInterval: 10 * time.Millisecond, StoragePath: dir})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(p.Stop)
+		return p
+	}
+	p := start()
+	const plain = `<190>Nov 24 05:28:09 vm app: 12:00:00 INFO served / in 5ms`
+	syslogtest.Send(t, "unixgram", sock, plain, plain, plain)
+	waitTotal(t, p, "received", "logwindow_input_lines_total", 3)
+	if got := gatherPipeline(t, p)["served_total{}"]; got != 0 {
+		t.Fatalf("served_total %v before the stop, want the datagrams held", got)
+	}
+	p.Stop()
+	if got := gatherPipeline(t, p)["served_total{}"]; got != 3 {
+		t.Errorf("served_total %v once stopped, want the 3 held datagrams", got)
+	}
+	if got := gatherPipeline(t, start())["served_total{}"]; got != 3 {
+		t.Errorf("served_total %v after the restart, want the 3 held datagrams", got)
+	}
+}

@@ -15,11 +15,17 @@ import (
 )
 
 // Sections of a snapshot that hold a Set: one "set" with what the rules share, then one
-// "rule" per rule whose first record is the rule's header and each later one a series.
+// "rule" per rule whose first record is the rule's header and each later one a series,
+// and one "cut" with the processing second of the cut. A snapshot of an earlier build
+// lacks the last (an earlier build passes it over), and is read without it.
 const (
 	sectionSet  = "set"
 	sectionRule = "rule"
+	sectionCut  = "cut"
 )
+
+// noCut is the processing second of the cut of a snapshot that does not record it.
+const noCut = math.MaxInt64
 
 // Encoded is a Set's state copied into memory by Encode, to be written to a snapshot
 // once whatever keeps the Set still (the pipeline's cut) is let go.
@@ -112,12 +118,21 @@ func (s *Set) encode(ahead *Encoded, note bool) (*Encoded, error) {
 	return e, nil
 }
 
-// Write writes the encoding into w as sections of their own.
-func (e *Encoded) Write(w *storage.Writer) error {
+// Write writes the encoding into w as sections of their own, with processing, the
+// processing second of the cut: read once Encode returned, so that no line in the
+// encoding was counted at a later one. Restore takes the series as active no later than
+// it.
+func (e *Encoded) Write(w *storage.Writer, processing int64) error {
 	if err := w.Section(sectionSet); err != nil {
 		return err
 	}
 	if err := w.Record(e.set); err != nil {
+		return err
+	}
+	if err := w.Section(sectionCut); err != nil {
+		return err
+	}
+	if err := w.Record(wire.AppendVarint(nil, processing)); err != nil {
 		return err
 	}
 	for _, r := range e.rules {
@@ -272,9 +287,10 @@ type Restored struct {
 	// rules has its name and fingerprint (a rule changed or removed, which starts empty as
 	// at a reload), or its series did not decode with the rule's layout.
 	Skipped []error
-	// Processing is the newest processing second the restored parts that have wheels
-	// were last active at, or, of processing-time rules, written at (math.MinInt64 when
-	// none was restored): the processing clock must not start behind it, or those series
+	// Processing is the newest processing second the restored parts were last active at
+	// (of a snapshot that does not record its cut's, those that have wheels only), or, of
+	// processing-time rules, written at (math.MinInt64 when none was restored): the
+	// processing clock must not start behind it, or those series
 	// would read their windows at that second until the clock caught up, leaving out of
 	// the shorter ones the lines placed behind it (and, by the longest window, read
 	// nothing at all), and the label sets active before the restart would be newer than
@@ -305,6 +321,10 @@ func (s *Set) Restore(snap *storage.Snapshot) (Restored, error) {
 			return res, err
 		}
 	}
+	cut, err := decodeCut(snap)
+	if err != nil {
+		return res, err
+	}
 	byName := make(map[string]*store, len(s.rules))
 	for _, r := range s.rules {
 		byName[r.rule.Name+"\x00"+r.rule.Fingerprint] = r.store
@@ -313,7 +333,7 @@ func (s *Set) Restore(snap *storage.Snapshot) (Restored, error) {
 		if sec.Name != sectionRule {
 			continue
 		}
-		n, processing, err := restoreRule(sec, byName)
+		n, processing, err := restoreRule(sec, byName, cut)
 		if err != nil {
 			res.Skipped = append(res.Skipped, err)
 			continue
@@ -326,9 +346,32 @@ func (s *Set) Restore(snap *storage.Snapshot) (Restored, error) {
 	return res, nil
 }
 
+// decodeCut returns the processing second of the snapshot's cut, or noCut when it does
+// not record it (an earlier build's).
+func decodeCut(snap *storage.Snapshot) (int64, error) {
+	sec, ok := snap.Section(sectionCut)
+	if !ok {
+		return noCut, nil
+	}
+	cut, n := int64(noCut), 0
+	for rec := range sec.Records() {
+		r := wire.NewReader(rec)
+		cut = r.Varint()
+		if err := r.Done(); err != nil {
+			return noCut, err
+		}
+		n++
+	}
+	if n != 1 {
+		return noCut, fmt.Errorf("%w: %d records in the %q section", storage.ErrCorrupt, n, sectionCut)
+	}
+	return cut, nil
+}
+
 // restoreRule decodes one rule's section whole, then puts its series in its store; it
 // returns how many, and the newest processing second they hold (Restored.Processing).
-func restoreRule(sec storage.Section, byName map[string]*store) (int, int64, error) {
+// cut is the processing second of the snapshot's cut, or noCut.
+func restoreRule(sec storage.Section, byName map[string]*store, cut int64) (int, int64, error) {
 	var st *store
 	var series []*Series
 	var counts []uint64
@@ -337,7 +380,7 @@ func restoreRule(sec storage.Section, byName map[string]*store) (int, int64, err
 	for rec := range sec.Records() {
 		r := wire.NewReader(rec)
 		if st != nil {
-			s, err := st.decodeSeries(r)
+			s, err := st.decodeSeries(r, cut)
 			if err != nil {
 				// Decoding charged the summaries of the series decoded so far; no sink
 				// writes to the store yet, so what it was charged before is exact.
@@ -372,18 +415,19 @@ func restoreRule(sec storage.Section, byName map[string]*store) (int, int64, err
 		return 0, 0, fmt.Errorf("%w: rule section without a header", storage.ErrCorrupt)
 	}
 	st.install(series, counts, retired)
-	// A part without wheels (a kept counter) is left out: an earlier build may have kept it
-	// active at the own second of a line years ahead, which no wheels bound (decodeSeries),
-	// and which would hold the processing clock there.
+	// Of a snapshot that does not record its cut, a part without wheels (a kept counter) is
+	// left out: an earlier build may have kept it active at the own second of a line years
+	// ahead, which nothing bounds (decodeSeries), and which would hold the processing clock
+	// there.
 	processing := int64(math.MinInt64)
 	for _, s := range series {
 		for p := range s.parts {
 			w := p.win.Load()
-			if w == nil {
+			if w == nil && cut == noCut {
 				continue
 			}
 			processing = max(processing, p.last.Load())
-			if !st.eventTime {
+			if w != nil && !st.eventTime {
 				processing = max(processing, w.Second())
 			}
 		}
@@ -417,8 +461,9 @@ func (st *store) headerCounts(r *wire.Reader) ([]uint64, uint64, error) {
 	return counts, vs[len(vs)-1], nil
 }
 
-// decodeSeries reads one series record of the store's rule.
-func (st *store) decodeSeries(r *wire.Reader) (*Series, error) {
+// decodeSeries reads one series record of the store's rule, of a snapshot whose cut was
+// at processing second cut (noCut: not recorded).
+func (st *store) decodeSeries(r *wire.Reader, cut int64) (*Series, error) {
 	key := string(r.Prefixed())
 	nlabels := r.Count(len(key)+1, 0)
 	owner := r.Byte()
@@ -467,7 +512,9 @@ func (st *store) decodeSeries(r *wire.Reader) (*Series, error) {
 		}
 		p.sum.Store(sum)
 		p.mag.Store(mag)
-		p.last.Store(r.Varint())
+		// No part was active after the cut; an earlier build's snapshot does not say when
+		// that was, and its parts are bounded by their wheels below.
+		p.last.Store(min(r.Varint(), cut))
 		if r.Bool() {
 			layout := st.accounts[int(shard)%len(st.accounts)].layout
 			w, rest, err := layout.DecodeSeries(r.Rest())
@@ -476,13 +523,14 @@ func (st *store) decodeSeries(r *wire.Reader) (*Series, error) {
 			}
 			p.win.Store(w)
 			*r = *wire.NewReader(rest)
-			// An earlier build kept the own second of a line from the future as a part's
-			// last one: it is taken no later than its wheels were written. Their second is
-			// the rule's clock's, for an event-time rule the wall clock's, which is about
-			// the processing second its activity is now kept in, unless the wall clock
-			// stepped back while the exporter ran: the part is then taken as active that
-			// much earlier.
-			if t := w.Second(); t != math.MinInt64 && p.last.Load() > t {
+			// A build before the cut was recorded, and an earlier one still, kept the own
+			// second of a line from the future as a part's last one: it is taken no later
+			// than its wheels were written. Their second is the rule's clock's, for an
+			// event-time rule the wall clock's, which is about the processing second its
+			// activity is now kept in, unless processing time ran ahead of the wall clock
+			// (a restart held it, or the wall clock stepped back while the exporter ran):
+			// the part is then taken as active that much earlier.
+			if t := w.Second(); cut == noCut && t != math.MinInt64 && p.last.Load() > t {
 				p.last.Store(t)
 			}
 		}

@@ -65,6 +65,10 @@ func persisted() ([]*config.Rule, *config.Config, *store.Set) {
 	return rules, cfg, set
 }
 
+// cut is the processing second of the cut of the snapshots these tests write: after every
+// line they count.
+const cut = 1_000_000
+
 // encodeSet writes set's snapshot into a directory and reads it back, as a restart does;
 // with ahead, it is encoded ahead, then between, which writes to set, runs, then the
 // snapshot is taken with what was encoded ahead.
@@ -80,7 +84,7 @@ func encodeSet(t *testing.T, set *store.Set, ahead bool, between func()) *storag
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := storage.Write(dir, enc.Write); err != nil {
+	if err := storage.Write(dir, func(w *storage.Writer) error { return enc.Write(w, cut) }); err != nil {
 		t.Fatal(err)
 	}
 	snap, err := storage.Read(dir, 1<<30)
@@ -294,7 +298,8 @@ func TestRestoreSkipsMalformedRuleHeader(t *testing.T) {
 func FuzzRestore(f *testing.F) {
 	rules, cfg, old := persisted()
 	dir := f.TempDir()
-	if err := storage.Write(dir, storetest.Must(old.Encode(nil)).Write); err != nil {
+	enc := storetest.Must(old.Encode(nil))
+	if err := storage.Write(dir, func(w *storage.Writer) error { return enc.Write(w, cut) }); err != nil {
 		f.Fatal(err)
 	}
 	snap := storetest.Must(storage.Read(dir, 1<<30))

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -25,18 +26,7 @@ func TestRestoreFutureLast(t *testing.T) {
 	all, _ := set.Rule(0).Snapshot(nil)
 	all[0].own.last.Store(1000 + 1e9) // as the earlier build kept it
 
-	dir := t.TempDir()
-	enc, err := set.Encode(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := storage.Write(dir, enc.Write); err != nil {
-		t.Fatal(err)
-	}
-	snap, err := storage.Read(dir, 1<<30)
-	if err != nil {
-		t.Fatal(err)
-	}
+	snap := writeEarlier(t, set)
 	restored, err := NewSetWith(cfg, nil, SetOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -85,18 +75,7 @@ func TestRestoreFutureLastKeptCounter(t *testing.T) {
 	if len(all) != 2 || all[0].own.win.Load() != nil || all[1].own.win.Load() != nil {
 		t.Fatalf("%d series, want two kept counters", len(all))
 	}
-	dir := t.TempDir()
-	enc, err := set.Encode(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := storage.Write(dir, enc.Write); err != nil {
-		t.Fatal(err)
-	}
-	snap, err := storage.Read(dir, 1<<30)
-	if err != nil {
-		t.Fatal(err)
-	}
+	snap := writeEarlier(t, set)
 	restored, err := NewSetWith(cfg, nil, SetOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -107,5 +86,182 @@ func TestRestoreFutureLastKeptCounter(t *testing.T) {
 	}
 	if res.Processing > 1100 {
 		t.Errorf("restored processing second %d, want none past the snapshot's 1100", res.Processing)
+	}
+}
+
+// encodeCut encodes set into a snapshot whose cut was at processing second cut, and reads
+// it back as a restart does.
+func encodeCut(t *testing.T, set *Set, cut int64) *storage.Snapshot {
+	t.Helper()
+	enc, err := set.Encode(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := storage.Write(dir, func(w *storage.Writer) error { return enc.Write(w, cut) }); err != nil {
+		t.Fatal(err)
+	}
+	snap, err := storage.Read(dir, 1<<30)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return snap
+}
+
+// writeEarlier is set's snapshot as a build before the cut's processing second was
+// recorded wrote it: without the section of the cut.
+func writeEarlier(t *testing.T, set *Set) *storage.Snapshot {
+	t.Helper()
+	snap := encodeCut(t, set, noCut)
+	n := len(snap.Sections)
+	snap.Sections = slices.DeleteFunc(snap.Sections, func(sec storage.Section) bool { return sec.Name == sectionCut })
+	if len(snap.Sections) != n-1 {
+		t.Fatalf("%d sections of the cut, want 1", n-len(snap.Sections))
+	}
+	return snap
+}
+
+// TestRestoreHeldAhead: processing time runs ahead of the wall clock after a restart held
+// it at its snapshot's second. A series of an event-time rule, whose wheels go by the wall
+// clock, restored from a snapshot that records its cut's processing second is active at
+// the processing second of its last line, and holds the clock there, as before the
+// restart: not at its wheels' second, which would move it that much older at each restart
+// (its counter TTL shortened by as much) and, without processing-time rules, hold the
+// clock that much behind the snapshot's. A snapshot of an earlier build, without the cut,
+// is still read, its parts bounded by their wheels.
+func TestRestoreHeldAhead(t *testing.T) {
+	cfg := storetest.TTLConfig(10, 2*time.Minute, storetest.EventRule("r", storetest.OneMin, "k"))
+	set, err := NewSetWith(cfg, nil, SetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := set.NewSink()
+	k.SetNow(10000, 9000) // processing 1000 s ahead of the wall clock
+	k.Event(storetest.Event(0, 9000, 0, "a"))
+	for _, tc := range []struct {
+		name string
+		snap *storage.Snapshot
+		want int64
+	}{
+		{"cut recorded", encodeCut(t, set, 10000), 10000},
+		{"cut not recorded", writeEarlier(t, set), 9000},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			restored, err := NewSetWith(cfg, nil, SetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := restored.Restore(tc.snap)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Processing != tc.want {
+				t.Errorf("restored processing second %d, want %d", res.Processing, tc.want)
+			}
+			all, _ := restored.Rule(0).Snapshot(nil)
+			if len(all) != 1 {
+				t.Fatalf("%d series restored, want 1", len(all))
+			}
+			if got := all[0].own.last.Load(); got != tc.want {
+				t.Errorf("last active at %d, want %d", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestRestoreCutBounds: a snapshot that records its cut takes no part as active after it,
+// with wheels or without (a kept counter carried on from an earlier build's snapshot may be
+// active years ahead), and its kept counters hold the processing clock no further. The
+// section of the cut is one record of one second, or the snapshot is corrupt.
+func TestRestoreCutBounds(t *testing.T) {
+	cfg := storetest.TTLConfig(10, 2*time.Minute, storetest.EventRule("r", storetest.OneMin, "k"))
+	set, err := NewSetWith(cfg, nil, SetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := set.NewSink()
+	k.SetNow(1000, 1000)
+	k.Event(storetest.Event(0, 1000, 0, "a"))
+	k.Event(storetest.Event(0, 1000, 0, "b"))
+	k.SetNow(1050, 1050)
+	k.Event(storetest.Event(0, 1050, 0, "c"))
+	all, _ := set.Rule(0).Snapshot(nil)
+	for _, s := range all {
+		if s.key == "a" {
+			s.own.last.Store(1000 + 1e9) // as an earlier build kept it
+		}
+	}
+	set.Expire(1100, 1100) // a's and b's windows released, their counters kept
+	restored, err := NewSetWith(cfg, nil, SetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := restored.Restore(encodeCut(t, set, 1100))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Processing != 1100 {
+		t.Errorf("restored processing second %d, want the cut's 1100", res.Processing)
+	}
+	all, _ = restored.Rule(0).Snapshot(nil)
+	want := map[string]int64{"a": 1100, "b": 1000, "c": 1050}
+	for _, s := range all {
+		if got := s.own.last.Load(); got != want[s.key] {
+			t.Errorf("%s: last active at %d, want %d", s.key, got, want[s.key])
+		}
+		delete(want, s.key)
+	}
+	if len(want) != 0 {
+		t.Errorf("not restored: %v", want)
+	}
+
+	for _, tc := range []struct {
+		name    string
+		records [][]byte
+	}{
+		{"no record", nil},
+		{"two records", [][]byte{{2}, {4}}},
+		{"trailing bytes", [][]byte{{2, 0}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			snap := encodeCut(t, set, 1100)
+			dir := t.TempDir()
+			err := storage.Write(dir, func(w *storage.Writer) error {
+				for _, sec := range snap.Sections {
+					if sec.Name == sectionCut {
+						if err := w.Section(sectionCut); err != nil {
+							return err
+						}
+						for _, rec := range tc.records {
+							if err := w.Record(rec); err != nil {
+								return err
+							}
+						}
+						continue
+					}
+					if err := storetest.CopySection(w, sec); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			snap, err = storage.Read(dir, 1<<30)
+			if err != nil {
+				t.Fatal(err)
+			}
+			restored, err := NewSetWith(cfg, nil, SetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := restored.Restore(snap); err == nil {
+				t.Error("restored, want an error")
+			}
+			if all, _ := restored.Rule(0).Snapshot(nil); len(all) != 0 {
+				t.Errorf("%d series restored from a refused snapshot", len(all))
+			}
+		})
 	}
 }

@@ -78,6 +78,11 @@ type Options struct {
 	Quiet func()
 	// QuietInterval is how often Quiet is called while the socket is quiet; 0: 250ms.
 	QuietInterval time.Duration
+	// Stopped, when set, is called from the handler's goroutine once Stop closed the
+	// socket and every datagram queued was handed on, before Stop returns: a handler that
+	// holds lines for the ones after them lets them go there, as a follower's Closed lets
+	// those of a file.
+	Stopped func()
 }
 
 // defaultQuietInterval is Options.QuietInterval's default, the followers' poll interval.
@@ -252,6 +257,9 @@ func (l *Listener) deliver(h input.Handler) {
 	for {
 		b, ok := l.next(quiet)
 		if !ok {
+			if l.opts.Stopped != nil {
+				l.opts.Stopped()
+			}
 			return
 		}
 		if batch == 0 && l.opts.Batch != nil {
@@ -321,8 +329,9 @@ func (l *Listener) Stats() input.Stats {
 	}
 }
 
-// Stop closes the socket, hands on what is queued, waits for both goroutines and removes
-// the unix socket file, unless another has replaced it meanwhile.
+// Stop closes the socket, hands on what is queued (then calls Options.Stopped), waits for
+// both goroutines and removes the unix socket file, unless another has replaced it
+// meanwhile.
 func (l *Listener) Stop() {
 	l.stopOnce.Do(func() {
 		l.conn.Close()

@@ -378,3 +378,48 @@ func TestListenQuiet(t *testing.T) {
 		t.Errorf("handler's goroutine saw %q, want %q", order, want)
 	}
 }
+
+// Options.Stopped is called on the handler's goroutine once Stop closed the socket and
+// every datagram queued was handed on, before Stop returns, and once however often Stop
+// is called: a handler holding lines for the ones after them lets them go there.
+func TestListenStopped(t *testing.T) {
+	sock := filepath.Join(t.TempDir(), "s.sock")
+	var mu sync.Mutex
+	var order []string // what the handler's goroutine saw, in order: lines and the stop
+	first, release := make(chan struct{}), make(chan struct{})
+	l := listen(t, Options{Network: "unixgram", Addr: sock, Stopped: func() {
+		mu.Lock()
+		defer mu.Unlock()
+		order = append(order, "stopped")
+	}}, func(_ string, line []byte) {
+		if string(line) == "a" {
+			close(first)
+			<-release // the others queue meanwhile
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		order = append(order, string(line))
+	})
+	syslogtest.Send(t, "unixgram", l.unixPath, "a", "b", "c")
+	<-first
+	deadline := time.Now().Add(10 * time.Second)
+	for received(l.Stats()) < 3 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d datagrams received, want 3", received(l.Stats()))
+		}
+		time.Sleep(time.Millisecond)
+	}
+	stopped := make(chan struct{})
+	go func() {
+		l.Stop()
+		close(stopped)
+	}()
+	close(release)
+	<-stopped
+	l.Stop()
+	mu.Lock()
+	defer mu.Unlock()
+	if want := []string{"a", "b", "c", "stopped"}; !slices.Equal(order, want) {
+		t.Errorf("handler's goroutine saw %q by the time Stop returned, want %q", order, want)
+	}
+}
