@@ -415,6 +415,23 @@ func (r *equivRun) shift() {
 	}
 }
 
+// compress replaces a rotated file by its compressed archive, as logrotate and the
+// kubelet do (the archive's name is what matters: nothing reads it).
+func (r *equivRun) compress(path string) {
+	r.t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	if err := os.WriteFile(path+".gz", data, 0o644); err != nil {
+		r.t.Fatal(err)
+	}
+	if err := os.Remove(path); err != nil {
+		r.t.Fatal(err)
+	}
+	r.t.Logf("compress %s", filepath.Base(path))
+}
+
 // copyTruncate rotates the log as logrotate's copytruncate does, once the running
 // exporter (if any) has read it to its end: the lines written between a reader's last
 // read and the truncation are lost by design.
@@ -472,8 +489,8 @@ func replayed(t *testing.T, lines [][]byte) map[string]float64 {
 // beginning once written, followed as it is written (lines in several writes), and
 // across restarts (a shutdown's snapshot, a kill after a periodic one, a line or a CRI
 // message written in part at the time), rotations by rename and copytruncate, and
-// rotations while the exporter was down. The scenarios are drawn at random; a failure
-// names its seed.
+// rotations while the exporter was down (twice, the file of the snapshot compressed or
+// not). The scenarios are drawn at random; a failure names its seed.
 func TestReadingsAgree(t *testing.T) {
 	lines, times := equivLog(t, 2000, 7)
 	want := replayed(t, lines)
@@ -561,7 +578,7 @@ func (r *equivRun) episode() {
 		r.write(chunk(), false)
 	case k == 3:
 		r.stop()
-		switch down := r.rng.IntN(4); {
+		switch down := r.rng.IntN(5); {
 		case down == 1:
 			r.write(chunk(), r.rng.IntN(2) == 0)
 		case down == 2 && whole:
@@ -569,10 +586,26 @@ func (r *equivRun) episode() {
 			r.rename()
 			r.write(chunk(), false)
 		case down == 3 && whole && !r.inParts():
-			// Lines written after the stop would be lost with the copy, by design, and so
-			// would the first parts of a CRI message: its file is not read on from where
+			// The copy is read from the position, the log from its start; the first parts
+			// of a CRI message are lost, by design: its file is not read on from where
 			// they were kept.
+			r.write(r.rng.IntN(100), false)
 			r.copyTruncate()
+			r.write(chunk(), false)
+		case down == 4 && whole:
+			// The file between the one read and the log's is new to the restart, which
+			// the one read may have been compressed by: its lines are read, none written
+			// since.
+			compress := r.rng.IntN(2) == 0
+			if !compress {
+				r.write(chunk(), false)
+			}
+			r.rename()
+			r.write(chunk(), false)
+			r.rename()
+			if compress {
+				r.compress(r.log + ".2")
+			}
 			r.write(chunk(), false)
 		}
 		r.start()
@@ -584,6 +617,9 @@ func (r *equivRun) episode() {
 			r.write(chunk(), false)
 		}
 		r.kill()
+		if r.partial == 0 && r.rng.IntN(2) == 0 {
+			r.rename() // again, while down: the files rotated since the snapshot are read
+		}
 		r.write(r.rng.IntN(100), r.rng.IntN(2) == 0)
 		r.start()
 	case k == 5 && whole:
