@@ -64,6 +64,9 @@ func startFollower(p *Pipeline, ci config.Input, in *stream, shard int) (input.I
 		CaughtUp:      hold.CaughtUp,
 	}
 	opts.Resume, opts.HandOver = p.resumeOf(ci.Source())
+	if !opts.HandOver {
+		opts.Taken = p.resumeTaken
+	}
 	if opts.Backfill != nil {
 		// The storage lock's wait and the fill's are one startupProbe's.
 		opts.Waited = max(p.opts.Now().Sub(p.begun), 0)

@@ -185,6 +185,7 @@ func (p *Pipeline) restore(gen *generation) (map[string][]follow.Position, map[s
 			messages += len(pp.parts)
 		}
 	}
+	p.resumeTaken = snap.Written
 	log.Info("restored the snapshot", "dir", s.dir, "rules", res.Rules, "series", res.Series, "skipped_rules", len(res.Skipped), "files", files, "messages_in_parts", messages)
 	return positions, parts, since, nil
 }

@@ -140,6 +140,8 @@ type Pipeline struct {
 	storage     *persister
 	resume      map[string][]follow.Position
 	resumeParts map[string][]pathParts
+	// resumeTaken is when the snapshot restored was written (follow.Options.Taken).
+	resumeTaken time.Time
 	// handedOver holds, during syncInputs, the positions of the followers it stopped to
 	// replace them, by input source (handOver), and handedParts the CRI messages in parts
 	// their joiners were in the middle of.
@@ -182,7 +184,7 @@ func Start(cfg *config.Config, opts Options) (*Pipeline, error) {
 	defer p.mu.Unlock()
 	p.starting = true
 	err = p.syncInputs(cfg)
-	p.starting, p.resume, p.resumeParts = false, nil, nil
+	p.starting, p.resume, p.resumeParts, p.resumeTaken = false, nil, nil, time.Time{}
 	if err != nil {
 		p.stopInputs(nil)
 		if p.storage != nil {

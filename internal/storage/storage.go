@@ -221,6 +221,9 @@ func Write(dir string, fill func(w *Writer) error) error {
 // Snapshot is a snapshot read and checked whole.
 type Snapshot struct {
 	Sections []Section
+	// Written is when Read's file was last written (its modification time), about when
+	// its state was taken; zero for Parse's.
+	Written time.Time
 }
 
 // Section is one section of a snapshot.
@@ -262,7 +265,8 @@ func Read(dir string, most int64) (*Snapshot, error) {
 		return nil, fmt.Errorf("snapshot: %w", err)
 	}
 	defer f.Close()
-	if fi, err := f.Stat(); err != nil {
+	fi, err := f.Stat()
+	if err != nil {
 		return nil, fmt.Errorf("snapshot: %w", err)
 	} else if !fi.Mode().IsRegular() {
 		return nil, fmt.Errorf("%w: %s is not a regular file but a %s", ErrCorrupt, f.Name(), fileType(fi.Mode()))
@@ -277,7 +281,12 @@ func Read(dir string, most int64) (*Snapshot, error) {
 	case int64(len(b)) > most:
 		return nil, fmt.Errorf("%w: over %d bytes", ErrTooLarge, most)
 	}
-	return Parse(b)
+	snap, err := Parse(b)
+	if err != nil {
+		return nil, err
+	}
+	snap.Written = fi.ModTime()
+	return snap, nil
 }
 
 // fileType names the type of a file that is not a regular one.

@@ -72,8 +72,8 @@ func written(t testing.TB) []byte {
 	return b
 }
 
-// TestRoundTrip reads back what was written, in a directory with only the snapshot in
-// it; a second write replaces the first.
+// TestRoundTrip reads back what was written, and when, in a directory with only the
+// snapshot in it; a second write replaces the first.
 func TestRoundTrip(t *testing.T) {
 	dir := t.TempDir()
 	if err := Write(dir, func(w *Writer) error {
@@ -97,6 +97,9 @@ func TestRoundTrip(t *testing.T) {
 	}
 	if _, ok := snap.Section("old"); ok {
 		t.Error("the first snapshot's section is still there")
+	}
+	if fi, err := os.Stat(filepath.Join(dir, FileName)); err != nil || !snap.Written.Equal(fi.ModTime()) {
+		t.Errorf("Written %v, want the file's modification time (%v, %v)", snap.Written, fi, err)
 	}
 	entries, err := os.ReadDir(dir)
 	if err != nil {

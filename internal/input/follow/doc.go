@@ -69,7 +69,9 @@
 // happens are lost: those written between the copy and the truncation (by
 // design of that method, see logrotate(8)), plus the reader's lag, which is
 // near zero with inotify and up to one PollInterval of writes without. The
-// truncation is detected and counted; the loss cannot be measured from here.
+// truncation is detected and counted; the loss cannot be measured from here. A
+// follower resumed from positions taken before a copytruncate reads the copy from
+// the position (position.go), so that only the first kind is lost then.
 //
 // # Why not nxadm/tail
 //

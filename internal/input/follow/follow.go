@@ -115,6 +115,11 @@ type Options struct {
 	// a reload to start this one instead, not those of a snapshot saved before the
 	// process started: only what is logged of the files that left their path differs.
 	HandOver bool
+	// Taken is when Resume's positions were taken (zero: unknown). A path whose file of a
+	// position is gone or rewritten (compressed after a second rotation, its inode taken
+	// by the next file; truncated by copytruncate) has the files rotated away from it
+	// after then read, as those after a file of a position found rotated are.
+	Taken time.Time
 	// Hold, when set, is held while lines are handed on, a chunk at a time: a caller that
 	// takes it exclusively sees no line being handed on, so that Positions and what the
 	// handler made of the lines before them are one cut.

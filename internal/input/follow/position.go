@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
+	"time"
 
 	"github.com/cespare/xxhash/v2"
 )
@@ -97,18 +99,29 @@ type resume struct {
 	// order is the files in the order of Options.Resume: the rotated ones are finished
 	// in it.
 	order []fileID
+	// all are the positions of Options.Resume, each file's first.
+	all []Position
+	// intact holds the paths of positions whose files the first scan found with the
+	// first bytes they had: at a path of the input still, they are read on. rewritten
+	// holds those of positions whose file's device and inode the first scan found with
+	// other first bytes: truncated, or another file that took the inode of one deleted
+	// (a file compressed, then its successor made).
+	intact, rewritten map[string]bool
+	// resumed holds the files read on from their positions.
+	resumed map[fileID]bool
 }
 
 func newResume(ps []Position) *resume {
 	if ps == nil {
 		return nil
 	}
-	r := &resume{byID: make(map[fileID]Position, len(ps))}
+	r := &resume{byID: make(map[fileID]Position, len(ps)), intact: map[string]bool{}, rewritten: map[string]bool{}, resumed: map[fileID]bool{}}
 	for _, p := range ps {
 		id := fileID{dev: p.Dev, ino: p.Ino}
 		if _, dup := r.byID[id]; !dup {
 			r.byID[id] = p
 			r.order = append(r.order, id)
+			r.all = append(r.all, p)
 		}
 	}
 	return r
@@ -130,8 +143,10 @@ func (f *Follower) resumeAt(id fileID, file *os.File) (off int64, ok bool) {
 	delete(r.byID, id)
 	var buf [headLen]byte
 	if h, err := headHash(file, p.Offset, &buf); err != nil || h != p.Head {
+		r.rewritten[p.Path] = true
 		return 0, true
 	}
+	r.intact[p.Path], r.resumed[id] = true, true
 	return p.Offset, true
 }
 
@@ -140,16 +155,18 @@ func (f *Follower) resumeAt(id fileID, file *os.File) (off int64, ok bool) {
 // process started, so the file went while the exporter was down; a hand-over's are those
 // of followers stopped at a reload a moment ago, which may have been finishing a rotated
 // file still.
-type resumeLog struct{ rotated, gone, rewritten string }
+type resumeLog struct{ rotated, after, gone, rewritten string }
 
 var (
 	snapshotLog = resumeLog{
 		rotated:   "file rotated away while the exporter was down, reading it to its end from the saved position",
+		after:     "file rotated away while the exporter was down after the file of a saved position, reading it from its start",
 		gone:      "the file of a saved position is gone: the lines written to it after the position are lost",
 		rewritten: "the file of a saved position was rewritten: the lines written to it after the position are lost",
 	}
 	handOverLog = resumeLog{
 		rotated:   "file rotated away, handed over at a reload: reading it to its end from where the stopped follower left off",
+		after:     "file rotated away at a reload after the file of a position handed over, reading it from its start",
 		gone:      "the file of a position handed over at a reload is gone: the lines written to it after the position are lost",
 		rewritten: "the file of a position handed over at a reload was rewritten: the lines written to it after the position are lost",
 	}
@@ -158,7 +175,12 @@ var (
 // resumeRotated finishes the files of the positions to resume from that the first scan
 // did not find at any path: rotated away since the positions were taken, they are looked
 // for by device and inode in the directory of their path, and read from their position to
-// their end before they are retired as any rotated file is.
+// their end before they are retired as any rotated file is. When none of a path's files
+// was found at a path as it was, the one read under it then was rotated away too (or
+// gone, or truncated), and the files rotated away after it (rotatedAfter: last written
+// after it, or after Options.Taken when it is not there) are read next, from their start
+// or, a copy of it, from its position (copiedAt): a path rotated more than once while the
+// exporter was down had each of them between that file and the one at the path now.
 func (f *Follower) resumeRotated() {
 	r := f.resume
 	f.resume = nil
@@ -170,6 +192,10 @@ func (f *Follower) resumeRotated() {
 		say = handOverLog
 	}
 	var found []*tracked
+	// lastWrite is, by path, the last write to the files of its positions found rotated;
+	// lost holds the paths of positions whose file is gone or was rewritten.
+	lastWrite := map[string]time.Time{}
+	lost := r.rewritten // the first scan's, to which those gone since are added
 	var buf [headLen]byte
 	for _, id := range r.order {
 		p, ok := r.byID[id]
@@ -179,19 +205,54 @@ func (f *Follower) resumeRotated() {
 		file := openByID(filepath.Dir(p.Path), id)
 		if file == nil {
 			f.o.Logger.Info(say.gone, "path", p.Path, "offset", p.Offset)
+			lost[p.Path] = true
 			continue
 		}
-		if h, err := headHash(file, p.Offset, &buf); err != nil || h != p.Head {
+		fi, err := file.Stat()
+		if h, herr := headHash(file, p.Offset, &buf); err != nil || herr != nil || h != p.Head {
 			_ = file.Close()
 			f.o.Logger.Info(say.rewritten, "path", p.Path, "offset", p.Offset)
+			lost[p.Path] = true
 			continue
 		}
-		now := f.o.now()
-		t := &tracked{id: id, f: file, path: p.Path, lastData: now, rotated: true, rotatedAt: now}
-		t.positionAt(p.Offset)
-		found = append(found, t)
-		f.c.rotations.Add(1)
+		found = append(found, f.rotatedFile(id, file, p.Path, p.Offset))
+		r.resumed[id] = true
 		f.o.Logger.Info(say.rotated, "path", p.Path, "file", file.Name(), "offset", p.Offset)
+		if fi.ModTime().After(lastWrite[p.Path]) {
+			lastWrite[p.Path] = fi.ModTime()
+		}
+	}
+	// The files read on are not read again; nor are those the first scan found at the
+	// input's paths, read from their start at most.
+	known := make(map[fileID]bool, len(found))
+	for _, t := range found {
+		known[t.id] = true
+	}
+	f.mu.Lock()
+	for id := range f.byID {
+		known[id] = true
+	}
+	f.mu.Unlock()
+	var done []string
+	for _, p := range r.all {
+		path := p.Path
+		// A path of which a file read then is there still had nothing rotated after it.
+		if slices.Contains(done, path) || r.intact[path] || f.o.Select != nil && !f.o.Select(path) {
+			continue
+		}
+		done = append(done, path)
+		since, seen := lastWrite[path]
+		switch {
+		case !seen && (!lost[path] || f.o.Taken.IsZero()):
+			continue
+		case !seen:
+			since = f.o.Taken
+		}
+		for _, a := range rotatedAfter(path, since, known) {
+			off := copiedAt(a.file, path, r.all, r.resumed)
+			found = append(found, f.rotatedFile(a.id, a.file, path, off))
+			f.o.Logger.Info(say.after, "path", path, "file", a.file.Name(), "offset", off)
+		}
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -206,6 +267,97 @@ func (f *Follower) resumeRotated() {
 	found = slices.DeleteFunc(found, func(t *tracked) bool { return f.byID[t.id] != t })
 	// Older files are read first: the rotated ones before what replaced them.
 	f.files = append(found, f.files...)
+}
+
+// rotatedFile is file, of identity id, rotated away from path, to be read from off.
+func (f *Follower) rotatedFile(id fileID, file *os.File, path string, off int64) *tracked {
+	now := f.o.now()
+	t := &tracked{id: id, f: file, path: path, lastData: now, rotated: true, rotatedAt: now}
+	t.positionAt(off)
+	f.c.rotations.Add(1)
+	return t
+}
+
+// copiedAt is where file is read from when it begins with the bytes a position of path
+// had, of a file not read on from it (resumed holds those): the copy that logrotate's
+// copytruncate makes of the log before it truncates it, which holds what it had been read
+// up to at the position, and what was written to it after, until the copy. Another file
+// is read from its start.
+func copiedAt(file *os.File, path string, ps []Position, resumed map[fileID]bool) int64 {
+	var buf [headLen]byte
+	for _, p := range ps {
+		if p.Path != path || p.Offset == 0 || resumed[fileID{dev: p.Dev, ino: p.Ino}] {
+			continue
+		}
+		if h, err := headHash(file, p.Offset, &buf); err == nil && h == p.Head {
+			return p.Offset
+		}
+	}
+	return 0
+}
+
+// rotatedAway is a file rotatedAfter found.
+type rotatedAway struct {
+	id    fileID
+	file  *os.File
+	mtime time.Time
+}
+
+// rotatedAfter opens the files of path's directory that were rotated away from path after
+// a file last written at since: named as path with a rotation's suffix (rotatedName), last
+// written after since, and none of known. They are returned oldest first, by their last
+// write. A log's rotated files are last written when they leave its path, one rotation
+// after the other; the archives rotated before since were written before it, and a
+// compressed one is named with a suffix of letters.
+func rotatedAfter(path string, since time.Time, known map[fileID]bool) []rotatedAway {
+	dir, base := filepath.Split(path)
+	entries, err := os.ReadDir(filepath.Clean(dir))
+	if err != nil {
+		return nil
+	}
+	var out []rotatedAway
+	for _, e := range entries {
+		if !e.Type().IsRegular() || !rotatedName(base, e.Name()) {
+			continue
+		}
+		fi, err := e.Info()
+		if err != nil || known[idOf(fi)] || !fi.ModTime().After(since) {
+			continue
+		}
+		file, err := os.Open(filepath.Join(dir, e.Name()))
+		if err != nil {
+			continue
+		}
+		if ofi, err := file.Stat(); err != nil || idOf(ofi) != idOf(fi) {
+			_ = file.Close()
+			continue
+		}
+		out = append(out, rotatedAway{id: idOf(fi), file: file, mtime: fi.ModTime()})
+	}
+	slices.SortStableFunc(out, func(a, b rotatedAway) int { return a.mtime.Compare(b.mtime) })
+	return out
+}
+
+// rotatedName reports whether name is base with the suffix a rotation gives it: a
+// separator (".", "-", "_") then digits and separators, as logrotate's numbers
+// (access.log.1) and dates (access.log-20240301) and the kubelet's times
+// (0.log.20240301-120000) are; not a compressed archive (.gz) nor another log
+// (access.log.json).
+func rotatedName(base, name string) bool {
+	suffix, ok := strings.CutPrefix(name, base)
+	if !ok || len(suffix) < 2 || !strings.ContainsRune(".-_", rune(suffix[0])) {
+		return false
+	}
+	digit := false
+	for _, c := range suffix[1:] {
+		switch {
+		case c >= '0' && c <= '9':
+			digit = true
+		case !strings.ContainsRune(".-_", c):
+			return false
+		}
+	}
+	return digit
 }
 
 // openByID opens the regular file of dir whose device and inode are id, or returns nil.

@@ -1,23 +1,44 @@
 package follow
 
 import (
+	"cmp"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
+
+// touch sets the modification time of path to now plus age, as if it was last written
+// then: rotations come hours apart.
+func touch(t *testing.T, path string, age time.Duration) {
+	t.Helper()
+	at := time.Now().Add(age)
+	if err := os.Chtimes(path, at, at); err != nil {
+		t.Fatal(err)
+	}
+}
 
 // TestResume: a follower started with the positions of one that stopped hands on every
 // line written since exactly once, whatever happened to the files meanwhile, and from
-// the position even with start_at: end. Before the first line it tells Started where it
-// reads each file from: the file of the position from there, wherever it is now, and the
-// others from their start.
+// the position even with start_at: end, and those of a path in the order they were
+// written, across the files it was rotated to. Before the first line it tells Started
+// where it reads each file from: the file of the position from there, wherever it is now,
+// and the others from their start.
 func TestResume(t *testing.T) {
 	cases := []struct {
 		name string
 		glob bool
+		// rotatedAtCut: lines 91..100 are written to a new file, the first renamed away
+		// before the positions are taken, which it is still read at then.
+		// log is the log's name in its directory; "" is access.log.
+		log          string
+		rotatedAtCut bool
+		// unresumed is how many positions are not read on from: their file was
+		// truncated (read from its start) or is gone.
+		unresumed int
 		// down is what happens while no follower runs; it writes lines 101..150. files is
 		// how many files the resumed follower reads.
 		down  func(t *testing.T, dir string, w *os.File)
@@ -36,6 +57,119 @@ func TestResume(t *testing.T) {
 		},
 		files: 2,
 	}, {
+		// Older archives, a compressed one and another log of the name's prefix, written
+		// while down too, are not read; nor the file the snapshot's was rotated from.
+		name: "rotated twice by rename, numbered: the file between is read from its start",
+		down: func(t *testing.T, dir string, w *os.File) {
+			log := filepath.Join(dir, "access.log")
+			decoys := map[string]time.Duration{"access.log.1": -3 * time.Hour, "access.log.4.gz": 0, "access.log.json": 0, "access.log.bak": 0}
+			for name, age := range decoys {
+				writeLines(t, create(t, filepath.Join(dir, name)), 1, 10)
+				touch(t, filepath.Join(dir, name), age)
+			}
+			writeLines(t, w, 101, 120)
+			touch(t, log, -2*time.Hour)
+			rename(t, log+".1", log+".2")
+			rename(t, log, log+".1")
+			writeLines(t, create(t, log), 121, 130)
+			touch(t, log, -time.Hour)
+			rename(t, log+".2", log+".3")
+			rename(t, log+".1", log+".2")
+			rename(t, log, log+".1")
+			writeLines(t, create(t, log), 131, 150)
+		},
+		files: 3,
+	}, {
+		name: "rotated three times by rename, dated: the files between are read in their order",
+		down: func(t *testing.T, dir string, w *os.File) {
+			log := filepath.Join(dir, "access.log")
+			writeLines(t, create(t, log+"-20240228"), 1, 10)
+			touch(t, log+"-20240228", -4*time.Hour)
+			writeLines(t, w, 101, 110)
+			touch(t, log, -3*time.Hour)
+			rename(t, log, log+"-20240301")
+			writeLines(t, create(t, log), 111, 120)
+			touch(t, log, -2*time.Hour)
+			rename(t, log, log+"-20240302")
+			writeLines(t, create(t, log), 121, 130)
+			touch(t, log, -time.Hour)
+			rename(t, log, log+"-20240303")
+			writeLines(t, create(t, log), 131, 150)
+		},
+		files: 4,
+	}, {
+		// The kubelet compresses the older of its rotated files: the position's file is
+		// gone, and the file rotated after it is found by its last write after the
+		// positions were taken; an archive written before is not read.
+		name: "rotated twice by rename, the position's file compressed: the file between is read",
+		down: func(t *testing.T, dir string, w *os.File) {
+			log := filepath.Join(dir, "0.log")
+			writeLines(t, create(t, log+".20240229-120000"), 1, 10)
+			touch(t, log+".20240229-120000", -3*time.Hour)
+			rename(t, log, log+".20240301-120000")
+			writeLines(t, create(t, log), 101, 130)
+			data, err := os.ReadFile(log + ".20240301-120000")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(log+".20240301-120000.gz", data, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Remove(log + ".20240301-120000"); err != nil {
+				t.Fatal(err)
+			}
+			rename(t, log, log+".20240302-120000")
+			writeLines(t, create(t, log), 131, 150)
+		},
+		log:       "0.log",
+		files:     2,
+		unresumed: 1,
+	}, {
+		// The log's copy is newer than the file rotated away before the positions: it is
+		// read from the position of the file it copies, where nothing was written since.
+		name:         "a file rotated away at the cut, the log copied and truncated while down",
+		rotatedAtCut: true, unresumed: 1,
+		down: func(t *testing.T, dir string, w *os.File) {
+			log := filepath.Join(dir, "access.log")
+			rename(t, log+".1", log+".2")
+			data, err := os.ReadFile(log)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(log+".1", data, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Truncate(log, 0); err != nil {
+				t.Fatal(err)
+			}
+			writeLines(t, w, 101, 150)
+		},
+		files: 3,
+	}, {
+		// logrotate's copytruncate: the copy holds the lines written after the position
+		// until it was made, and the log those written after it was truncated.
+		name: "copied and truncated while down: the copy is read from the position",
+		down: func(t *testing.T, dir string, w *os.File) {
+			log := filepath.Join(dir, "access.log")
+			writeLines(t, create(t, log+".1"), 1, 10)
+			touch(t, log+".1", -time.Hour)
+			writeLines(t, w, 101, 120)
+			data, err := os.ReadFile(log)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rename(t, log+".1", log+".2")
+			if err := os.WriteFile(log+".1", data, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Truncate(log, 0); err != nil {
+				t.Fatal(err)
+			}
+			writeLines(t, w, 121, 150)
+		},
+		files:     2,
+		unresumed: 1,
+	}, {
 		name: "a glob: a file created while down is read from its start",
 		glob: true,
 		down: func(t *testing.T, dir string, w *os.File) {
@@ -47,9 +181,15 @@ func TestResume(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
-			w := create(t, filepath.Join(dir, "access.log"))
-			writeLines(t, w, 1, 100)
-			o := modes[1].options(filepath.Join(dir, "access.log"))
+			log := filepath.Join(dir, cmp.Or(tc.log, "access.log"))
+			w := create(t, log)
+			o := modes[1].options(log)
+			before := 100 // written before the first follower starts
+			if tc.rotatedAtCut {
+				before = 90
+				o.RotationGrace = time.Minute // still read at the cut
+			}
+			writeLines(t, w, 1, before)
 			if tc.glob {
 				o.Path = filepath.Join(dir, "*.log")
 			}
@@ -58,16 +198,29 @@ func TestResume(t *testing.T) {
 			o.FromBeginning = true
 			first := newCollector()
 			f := start(t, o, first.handle)
+			if tc.rotatedAtCut {
+				waitFor(t, "the lines of the file rotated", func() bool { return first.has(1, before) })
+				touch(t, log, -2*time.Hour)
+				rename(t, log, log+".1")
+				w = create(t, log)
+				writeLines(t, w, 91, 100)
+			}
 			waitFor(t, "the first lines", func() bool { return first.has(1, 100) })
 			hold.Lock()
 			positions := f.Positions()
 			hold.Unlock()
 			f.Stop()
 			first.expectExactly(t, span{1, 100})
+			if tc.rotatedAtCut && len(positions) != 2 {
+				t.Fatalf("positions %+v, want the rotated file's and the log's", positions)
+			}
 
+			// A file's times come from the kernel's coarse clock, behind time.Now by up to
+			// a tick: a second before, the files written while down are written after.
+			taken := time.Now().Add(-time.Second)
 			tc.down(t, dir, w)
 			o.FromBeginning = false
-			o.Resume = positions
+			o.Resume, o.Taken = positions, taken
 			next := newCollector()
 			var from [][]Position
 			o.Started = func(ps []Position) {
@@ -78,23 +231,73 @@ func TestResume(t *testing.T) {
 				next.mu.Unlock()
 				from = append(from, ps)
 			}
-			start(t, o, next.handle)
+			var mu sync.Mutex
+			last := map[string]int{} // by path, the number of the last line handed on
+			start(t, o, func(path string, line []byte) {
+				mu.Lock()
+				if n, ok := parseNumbered(line); ok {
+					if n < last[path] {
+						t.Errorf("line %d of %s handed on after line %d: out of the order written", n, path, last[path])
+					}
+					last[path] = n
+				}
+				mu.Unlock()
+				next.handle(path, line)
+			})
 			waitFor(t, "the lines written while down", func() bool { return next.has(101, 150) })
 			next.expectExactly(t, span{101, 150})
 			if len(from) != 1 || len(from[0]) != tc.files {
 				t.Fatalf("Started with %+v, want once with %d files", from, tc.files)
 			}
 			for _, p := range from[0] {
-				if !slices.Contains(positions, p) && p.Offset != 0 {
-					t.Errorf("Started with %+v: neither a position resumed nor a file's start (positions %+v)", p, positions)
+				copied := slices.ContainsFunc(positions, func(q Position) bool {
+					return q.Path == p.Path && q.Offset == p.Offset && q.Head == p.Head
+				})
+				if !copied && p.Offset != 0 {
+					t.Errorf("Started with %+v: neither a position resumed, nor a copy of its file read from there, nor a file's start (positions %+v)", p, positions)
 				}
 			}
+			unresumed := 0
 			for _, p := range positions {
 				if !slices.Contains(from[0], p) {
-					t.Errorf("Started without %+v, the position resumed", p)
+					unresumed++
 				}
 			}
+			if unresumed != tc.unresumed {
+				t.Errorf("Started with %+v: %d of the positions %+v not resumed, want %d", from[0], unresumed, positions, tc.unresumed)
+			}
 		})
+	}
+}
+
+// TestRotatedName: the names a rotation gives a log are numbered or dated; a compressed
+// archive, another log or a copy is not one of them.
+func TestRotatedName(t *testing.T) {
+	for _, tc := range []struct {
+		base, name string
+		want       bool
+	}{
+		{"access.log", "access.log.1", true},
+		{"access.log", "access.log.12", true},
+		{"access.log", "access.log-20240301", true},
+		{"access.log", "access.log-2024-03-01", true},
+		{"access.log", "access.log_20240301.1", true},
+		{"0.log", "0.log.20240301-120000", true},
+		{"access.log", "access.log", false},
+		{"access.log", "access.log.", false},
+		{"access.log", "access.log.-", false},
+		{"access.log", "access.log.1.gz", false},
+		{"access.log", "access.log-20240301.zst", false},
+		{"access.log", "access.log.json", false},
+		{"access.log", "access.log.bak", false},
+		{"access.log", "access.logs.1", false},
+		{"access.log", "other.access.log.1", false},
+		{"0.log", "0.log.20240301-120000.gz", false},
+		{"0.log", "0.log.20240301-120000.tmp", false},
+	} {
+		if got := rotatedName(tc.base, tc.name); got != tc.want {
+			t.Errorf("rotatedName(%q, %q) = %v, want %v", tc.base, tc.name, got, tc.want)
+		}
 	}
 }
 

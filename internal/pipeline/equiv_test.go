@@ -1,0 +1,633 @@
+package pipeline
+
+import (
+	"bytes"
+	"fmt"
+	"log/slog"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/logwindow/logwindow_exporter/config"
+	"github.com/logwindow/logwindow_exporter/internal/input/cri/critest"
+	"github.com/logwindow/logwindow_exporter/internal/storage"
+	"github.com/logwindow/logwindow_exporter/internal/testutil/nginxlog"
+	"github.com/logwindow/logwindow_exporter/internal/testutil/syncbuf"
+	"github.com/logwindow/logwindow_exporter/internal/testutil/testclock"
+)
+
+// equivLog is a generated nginx log (tools/gen-nginx-log.py) whose times are spread over
+// about a quarter of an hour, so that windows of 1m, 5m and 15m each leave lines out at
+// their old edge, with a few lines written up to 20 s after their time, out of order as
+// nginx writes a request when it ends. times[i] is line i's time.
+func equivLog(t *testing.T, n, seed int) (lines [][]byte, times []int64) {
+	t.Helper()
+	stamp := regexp.MustCompile(`\[([^\]]+)\]`)
+	const layout = "02/Jan/2006:15:04:05 -0700"
+	rng := rand.New(rand.NewPCG(uint64(seed), 1))
+	var first int64
+	for i, line := range nginxlog.Lines(t, n, seed) {
+		m := stamp.FindSubmatchIndex(line)
+		at, err := time.Parse(layout, string(line[m[2]:m[3]]))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 {
+			first = at.Unix()
+		}
+		sec := first + (at.Unix()-first)*60
+		if rng.IntN(50) == 0 {
+			sec -= rng.Int64N(20)
+		}
+		out := slices.Concat(line[:m[2]], []byte(time.Unix(sec, 0).UTC().Format(layout)), line[m[3]:])
+		lines, times = append(lines, out), append(times, sec)
+	}
+	return lines, times
+}
+
+// criLines are lines as the kubelet writes a container's log: each a stdout message in
+// up to four parts (P lines, then F) at its own time, and between some of the parts those
+// of stderr messages that no rule matches. times are the lines' times.
+func criLines(lines [][]byte, times []int64, seed uint64) (out [][]byte, outTimes []int64) {
+	rng := rand.New(rand.NewPCG(seed, 3))
+	var pending []string // stderr parts, written between stdout's
+	for i, line := range lines {
+		at := time.Unix(times[i], 0).UTC().Format(time.RFC3339Nano)
+		for _, part := range critest.Split(rng, at, "stdout", string(line)) {
+			out, outTimes = append(out, []byte(part)), append(outTimes, times[i])
+			if len(pending) > 0 {
+				out, outTimes = append(out, []byte(pending[0])), append(outTimes, times[i])
+				pending = pending[1:]
+			}
+		}
+		if i%7 == 0 {
+			pending = append(pending, critest.Line(at, "stderr", "P", "worker "), critest.Line(at, "stderr", "F", "warning"))
+		}
+	}
+	for _, part := range pending {
+		out, outTimes = append(out, []byte(part)), append(outTimes, times[len(times)-1])
+	}
+	return out, outTimes
+}
+
+// equivRules are the example rules reading log from its beginning, with the input's keys
+// more (a wrapper): every rule places a line by its own time, so that every way of
+// reading the log gives the same windows.
+func equivRules(t *testing.T, log, more string) *config.Config {
+	t.Helper()
+	text, err := os.ReadFile("../../example-rules.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rules := strings.Replace(string(text), "path: /var/log/nginx/access.log", "path: "+log+more, 1)
+	rules = strings.Replace(rules, "start_at: end", "start_at: beginning", 1)
+	cfg, err := config.Parse([]byte(rules), "rules.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+// exposition is the samples of a text exposition by name and labels (a histogram's
+// buckets, count and sum each), leaving out what is not of the log: the memory the series
+// take.
+func exposition(t *testing.T, text string) map[string]float64 {
+	t.Helper()
+	out := map[string]float64{}
+	for line := range strings.Lines(text) {
+		line = strings.TrimSuffix(line, "\n")
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		cut := strings.LastIndexByte(line, ' ')
+		v, err := strconv.ParseFloat(line[cut+1:], 64)
+		if cut < 0 || err != nil {
+			t.Fatalf("not a sample: %q", line)
+		}
+		if key := line[:cut]; family(key) != "logwindow_series_bytes" {
+			out[key] = v
+		}
+	}
+	if len(out) == 0 {
+		t.Fatalf("no samples in:\n%s", text)
+	}
+	return out
+}
+
+// family is the name of a sample's key: what precedes its labels.
+func family(key string) string {
+	if i := strings.IndexByte(key, '{'); i >= 0 {
+		return key[:i]
+	}
+	return key
+}
+
+// diffSamples lists the samples of want that got lacks or has another value of; samples
+// of got's families that want lacks (the live exporter's inputs, storage, reloads) are
+// not compared, those of want's families are.
+func diffSamples(want, got map[string]float64) []string {
+	fams := map[string]bool{}
+	for k := range want {
+		fams[family(k)] = true
+	}
+	var out []string
+	for k, w := range want {
+		if g, ok := got[k]; !ok {
+			out = append(out, fmt.Sprintf("%s: missing, want %v", k, w))
+		} else if !sameFloat(g, w) {
+			out = append(out, fmt.Sprintf("%s: %v, want %v", k, g, w))
+		}
+	}
+	for k, g := range got {
+		if _, ok := want[k]; !ok && fams[family(k)] {
+			out = append(out, fmt.Sprintf("%s: %v, not in the replay", k, g))
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// sameFloat reports whether a and b are equal but for the rounding of a sum: a sink adds
+// up the values of a read's events of one label set and second before their series does
+// (store.NewBatchSink), so that a sum's terms are grouped by how the log was read.
+func sameFloat(a, b float64) bool {
+	return a == b || math.Abs(a-b) <= 1e-12*max(math.Abs(a), math.Abs(b))
+}
+
+// equivRun is a log being written while exporters read it, one at a time, with the
+// storage directory they share: the steps of a scenario.
+type equivRun struct {
+	t     *testing.T
+	lines [][]byte
+	times []int64
+	// cri says the lines are CRI lines, of which the rules read the messages.
+	cri   bool
+	log   string // the log's path
+	store string // --storage.path
+	cfg   *config.Config
+	out   syncbuf.Buffer
+	rng   *rand.Rand
+
+	// next is the first line not written whole, of which partial bytes are written.
+	next, partial int
+	// p is the running exporter (nil: none), clock its clock; base is how many of the
+	// log's lines the state it started from had counted, and counted how many the state
+	// it would leave has (every line handed on, or a kept snapshot's).
+	p       *Pipeline
+	clock   *testclock.Clock
+	base    int
+	counted int
+	// kept is a periodic snapshot taken by snapshot(), which kill() leaves as the one on
+	// disk; keptCounted is how many lines it had counted.
+	kept        []byte
+	keptCounted int
+	keptAt      time.Time // when it was written
+}
+
+// newest is the time of the newest line written whole, or of the first line before any.
+func (r *equivRun) newest() int64 {
+	if r.next == 0 {
+		return r.times[0]
+	}
+	return slices.Max(r.times[:r.next])
+}
+
+// write appends n lines (the rest of a line written in part first) and then part of the
+// next line when partial; the running exporter's clock is moved to the newest line's
+// time first, as a clock runs ahead of what is written.
+func (r *equivRun) write(n int, partial bool) {
+	r.t.Helper()
+	n = min(n, len(r.lines)-r.next)
+	var b bytes.Buffer
+	for i := range n {
+		line := r.lines[r.next+i]
+		if i == 0 {
+			line = line[r.partial:]
+		}
+		b.Write(line)
+		b.WriteByte('\n')
+	}
+	if n > 0 {
+		r.partial = 0
+	}
+	r.next += n
+	if partial && r.next < len(r.lines) {
+		cut := 1 + r.rng.IntN(len(r.lines[r.next])-1)
+		b.Write(r.lines[r.next][r.partial:cut])
+		r.partial = cut
+	}
+	if r.clock != nil {
+		r.setClock()
+	}
+	r.t.Logf("write: lines to %d, %d bytes of the next", r.next, r.partial)
+	f, err := os.OpenFile(r.log, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.Write(b.Bytes()); err != nil {
+		r.t.Fatal(err)
+	}
+	r.touch(r.log)
+}
+
+// touch sets the modification time of path to now, to the nanosecond: the kernel's
+// coarse clock would give a file written after another its time, rotations come hours
+// apart.
+func (r *equivRun) touch(path string) {
+	r.t.Helper()
+	at := time.Now()
+	if err := os.Chtimes(path, at, at); err != nil {
+		r.t.Fatal(err)
+	}
+}
+
+// setClock moves the running exporter's clock on to the newest line written.
+func (r *equivRun) setClock() {
+	if d := time.Unix(r.newest(), 0).Sub(r.clock.Now()); d > 0 {
+		r.clock.Add(d)
+	}
+}
+
+// start starts an exporter on the storage directory.
+func (r *equivRun) start() {
+	r.t.Helper()
+	r.clock = testclock.New(time.Unix(r.newest(), 0))
+	p, err := Start(r.cfg, Options{
+		Now: r.clock.Now, PollInterval: 10 * time.Millisecond, RotationGrace: 300 * time.Millisecond,
+		StoragePath: r.store, SnapshotInterval: time.Hour,
+		Logger: slog.New(slog.NewTextHandler(&r.out, &slog.HandlerOptions{Level: slog.LevelDebug})),
+	})
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	r.t.Cleanup(p.Stop)
+	r.p, r.base = p, r.counted
+	r.t.Logf("start: %d lines counted", r.counted)
+	waitReady(r.t, p)
+}
+
+// caughtUp waits until the running exporter has read every line written whole.
+func (r *equivRun) caughtUp() {
+	r.t.Helper()
+	want := uint64(r.next - r.base)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		s := r.p.inputStats() // one per shard of a glob
+		var read uint64
+		for _, in := range s {
+			read += in.LinesRead
+		}
+		if read == want {
+			break
+		}
+		if read > want || time.Now().After(deadline) {
+			r.t.Fatalf("input stats %+v, want %d lines read\n%s", s, want, r.out.String())
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	r.counted = r.next
+	requests := r.next
+	if r.cri {
+		requests = 0
+		for _, l := range r.lines[:r.next] {
+			if stream, tag := criTags(l); stream == "stdout" && tag == "F" {
+				requests++
+			}
+		}
+	}
+	if got := r.matched("nginx_http_path_requests"); got != uint64(requests) {
+		r.t.Fatalf("%d requests counted of the %d written in %d lines\n%s", got, requests, r.next, r.out.String())
+	}
+}
+
+// matched is how many lines the running exporter's rule of that name matched, read from
+// its store rather than by a scrape.
+func (r *equivRun) matched(rule string) uint64 {
+	set := r.p.gen.Load().set
+	for i := range set.NumRules() {
+		if rl := set.Rule(i); rl.Config().Name == rule {
+			series, gone := rl.Snapshot(nil)
+			for _, s := range series {
+				gone += s.Lines()
+			}
+			return gone
+		}
+	}
+	r.t.Fatalf("no rule %s", rule)
+	return 0
+}
+
+// inParts reports whether a CRI message is in parts at the end of what was written: the
+// last line of its stream written is a P line.
+func (r *equivRun) inParts() bool {
+	if !r.cri {
+		return false
+	}
+	parts := map[string]bool{}
+	for _, l := range r.lines[:r.next] {
+		stream, tag := criTags(l)
+		parts[stream] = tag == "P"
+	}
+	return parts["stdout"] || parts["stderr"]
+}
+
+// criTags are a CRI line's stream and tag (P or F).
+func criTags(line []byte) (stream, tag string) {
+	f := bytes.SplitN(line, []byte(" "), 4)
+	return string(f[1]), string(f[2])
+}
+
+// stop stops the running exporter, which writes its snapshot.
+func (r *equivRun) stop() {
+	r.t.Helper()
+	r.caughtUp()
+	r.p.Stop()
+	r.p = nil
+	r.t.Logf("stop: %d lines counted", r.counted)
+}
+
+// snapshot takes a periodic snapshot of the running exporter once it has read every
+// line written, for kill.
+func (r *equivRun) snapshot() {
+	r.t.Helper()
+	r.caughtUp()
+	r.kept, r.keptCounted = periodicSnapshot(r.t, r.p, r.store), r.counted
+	fi, err := os.Stat(filepath.Join(r.store, storage.FileName))
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	r.keptAt = fi.ModTime()
+	r.t.Logf("snapshot: %d lines counted", r.counted)
+}
+
+// kill ends the running exporter as a kill after the last snapshot() would: the lines it
+// read since are read again by the next.
+func (r *equivRun) kill() {
+	r.t.Helper()
+	r.caughtUp()
+	kill(r.t, r.p, r.store, r.kept)
+	if err := os.Chtimes(filepath.Join(r.store, storage.FileName), r.keptAt, r.keptAt); err != nil {
+		r.t.Fatal(err)
+	}
+	r.p, r.counted = nil, r.keptCounted
+	r.t.Logf("kill: %d lines counted", r.counted)
+}
+
+// rename rotates the log as logrotate's create does: each older file moves up a number,
+// the log to .1, and the next write makes a new one. The running exporter (if any) has
+// read the log first: a file made and rotated away before a reader looked at its path
+// is not one it can know of.
+func (r *equivRun) rename() {
+	r.t.Helper()
+	if r.p != nil {
+		r.caughtUp()
+	}
+	r.shift()
+	if err := os.Rename(r.log, r.log+".1"); err != nil {
+		r.t.Fatal(err)
+	}
+	r.t.Logf("rename")
+}
+
+// shift moves each rotated file up a number, making room for .1.
+func (r *equivRun) shift() {
+	r.t.Helper()
+	top := 0
+	for ; ; top++ {
+		if _, err := os.Stat(fmt.Sprintf("%s.%d", r.log, top+1)); err != nil {
+			break
+		}
+	}
+	for i := top; i >= 1; i-- {
+		if err := os.Rename(fmt.Sprintf("%s.%d", r.log, i), fmt.Sprintf("%s.%d", r.log, i+1)); err != nil {
+			r.t.Fatal(err)
+		}
+	}
+}
+
+// compress replaces a rotated file by its compressed archive, as logrotate and the
+// kubelet do (the archive's name is what matters: nothing reads it).
+func (r *equivRun) compress(path string) {
+	r.t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	if err := os.WriteFile(path+".gz", data, 0o644); err != nil {
+		r.t.Fatal(err)
+	}
+	if err := os.Remove(path); err != nil {
+		r.t.Fatal(err)
+	}
+	r.t.Logf("compress %s", filepath.Base(path))
+}
+
+// copyTruncate rotates the log as logrotate's copytruncate does, once the running
+// exporter (if any) has read it to its end: the lines written between a reader's last
+// read and the truncation are lost by design.
+func (r *equivRun) copyTruncate() {
+	r.t.Helper()
+	if r.p != nil {
+		r.caughtUp()
+	}
+	data, err := os.ReadFile(r.log)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	r.shift()
+	if err := os.WriteFile(r.log+".1", data, 0o644); err != nil {
+		r.t.Fatal(err)
+	}
+	if err := os.Truncate(r.log, 0); err != nil {
+		r.t.Fatal(err)
+	}
+	r.touch(r.log + ".1")
+	r.touch(r.log)
+	r.t.Logf("copytruncate")
+}
+
+// samples is what the running exporter exports, read at the newest line's time.
+func (r *equivRun) samples() map[string]float64 {
+	r.t.Helper()
+	r.caughtUp()
+	var b bytes.Buffer
+	c, reg := r.p.Collector(), prometheus.NewPedanticRegistry()
+	reg.MustRegister(c)
+	if err := c.WriteText(&b, reg); err != nil {
+		r.t.Fatal(err)
+	}
+	return exposition(r.t, b.String())
+}
+
+// replayed is what --replay exports of the whole log.
+func replayed(t *testing.T, lines [][]byte) map[string]float64 {
+	t.Helper()
+	log := filepath.Join(t.TempDir(), "access.log")
+	if err := os.WriteFile(log, append(bytes.Join(lines, []byte("\n")), '\n'), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	if err := Replay(equivRules(t, log, ""), []string{log}, Options{Now: time.Now}, &b); err != nil {
+		t.Fatal(err)
+	}
+	return exposition(t, b.String())
+}
+
+// TestReadingsAgree: reading a log whose rules place lines by their own time gives the
+// windows (counts, sums, quantiles, distinct counts, top values, buckets) and totals of
+// --replay, at the newest line's time, whichever way it was read: followed from its
+// beginning once written, followed as it is written (lines in several writes), and
+// across restarts (a shutdown's snapshot, a kill after a periodic one, a line or a CRI
+// message written in part at the time), rotations by rename and copytruncate, and
+// rotations while the exporter was down (twice, the file of the snapshot compressed or
+// not). The scenarios are drawn at random; a failure names its seed.
+func TestReadingsAgree(t *testing.T) {
+	lines, times := equivLog(t, 2000, 7)
+	want := replayed(t, lines)
+	if want[`nginx_http_requests_window{method="GET",status="200",status_class="2xx",window="1m"}`] == 0 ||
+		want[`nginx_http_path_requests_total`] != float64(len(lines)) {
+		t.Fatalf("the replay counted no GET in its last minute, or not every line: %v", want[`nginx_http_path_requests_total`])
+	}
+	criText, criTimes := criLines(lines, times, 7)
+	for _, wrap := range []struct {
+		name string
+		// glob has the input read the log's directory's *.log (the rotated files' names
+		// do not match it); input are its keys besides path.
+		glob  bool
+		input string
+		cri   bool
+		lines [][]byte
+		times []int64
+		seeds uint64
+	}{
+		{name: "plain", lines: lines, times: times, seeds: 4},
+		{name: "CRI", input: "\n    wrapper: cri", cri: true, lines: criText, times: criTimes, seeds: 2},
+		{name: "glob of 2 shards", glob: true, input: "\n    shards: 2", lines: lines, times: times, seeds: 1},
+		{name: "2 parse workers", input: "\n    shards: 2", lines: lines, times: times, seeds: 1},
+	} {
+		newRun := func(t *testing.T, seed uint64) *equivRun {
+			dir := t.TempDir()
+			log := filepath.Join(dir, "access.log")
+			path := log
+			if wrap.glob {
+				path = filepath.Join(dir, "*.log")
+			}
+			return &equivRun{t: t, lines: wrap.lines, times: wrap.times, cri: wrap.cri, log: log, store: t.TempDir(), cfg: equivRules(t, path, wrap.input), rng: rand.New(rand.NewPCG(seed, 2))}
+		}
+		check := func(t *testing.T, r *equivRun) {
+			t.Helper()
+			if r.p == nil {
+				r.start()
+			}
+			r.write(len(r.lines), false)
+			if diff := diffSamples(want, r.samples()); len(diff) > 0 {
+				t.Errorf("%d samples differ from the replay's:\n%s", len(diff), strings.Join(diff[:min(len(diff), 40)], "\n"))
+			}
+		}
+		t.Run(wrap.name+", from the beginning", func(t *testing.T) {
+			r := newRun(t, 0)
+			r.write(len(r.lines), false)
+			check(t, r)
+		})
+		t.Run(wrap.name+", as written", func(t *testing.T) {
+			r := newRun(t, 0)
+			r.start()
+			for r.next < len(r.lines) {
+				r.write(1+r.rng.IntN(400), r.rng.IntN(2) == 0)
+			}
+			check(t, r)
+		})
+		for seed := range wrap.seeds {
+			t.Run(fmt.Sprintf("%s, seed %d", wrap.name, seed), func(t *testing.T) {
+				r := newRun(t, seed)
+				r.write(r.rng.IntN(300), false)
+				r.start()
+				for r.next < len(r.lines)*9/10 {
+					r.episode()
+				}
+				check(t, r)
+			})
+		}
+	}
+}
+
+// episode writes some lines and does one thing to the log or the exporter, drawn at
+// random, that must not change what is counted.
+func (r *equivRun) episode() {
+	r.t.Helper()
+	chunk := func() int { return 1 + r.rng.IntN(300) }
+	whole := r.partial == 0 // a writer rotated writes whole lines
+	switch k := r.rng.IntN(6); {
+	case k == 0:
+		r.write(chunk(), r.rng.IntN(2) == 0)
+	case k == 1 && whole:
+		r.rename()
+		r.write(chunk(), false)
+	case k == 2 && whole:
+		r.copyTruncate()
+		r.write(chunk(), false)
+	case k == 3:
+		r.stop()
+		switch down := r.rng.IntN(5); {
+		case down == 1:
+			r.write(chunk(), r.rng.IntN(2) == 0)
+		case down == 2 && whole:
+			r.write(chunk(), false)
+			r.rename()
+			r.write(chunk(), false)
+		case down == 3 && whole && !r.inParts():
+			// The copy is read from the position, the log from its start; the first parts
+			// of a CRI message are lost, by design: its file is not read on from where
+			// they were kept.
+			r.write(r.rng.IntN(100), false)
+			r.copyTruncate()
+			r.write(chunk(), false)
+		case down == 4 && whole:
+			// The file between the one read and the log's is new to the restart, which
+			// the one read may have been compressed by: its lines are read, none written
+			// since.
+			compress := r.rng.IntN(2) == 0
+			if !compress {
+				r.write(chunk(), false)
+			}
+			r.rename()
+			r.write(chunk(), false)
+			r.rename()
+			if compress {
+				r.compress(r.log + ".2")
+			}
+			r.write(chunk(), false)
+		}
+		r.start()
+	case k == 4:
+		r.snapshot()
+		r.write(chunk(), r.rng.IntN(2) == 0)
+		if r.partial == 0 && r.rng.IntN(2) == 0 {
+			r.rename()
+			r.write(chunk(), false)
+		}
+		r.kill()
+		if r.partial == 0 && r.rng.IntN(2) == 0 {
+			r.rename() // again, while down: the files rotated since the snapshot are read
+		}
+		r.write(r.rng.IntN(100), r.rng.IntN(2) == 0)
+		r.start()
+	case k == 5 && whole:
+		// A restart during a rotation: the old file may still be open.
+		r.write(chunk(), false)
+		r.rename()
+		r.write(chunk(), r.rng.IntN(2) == 0)
+		r.stop()
+		r.start()
+	}
+}
