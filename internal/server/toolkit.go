@@ -33,7 +33,9 @@ type toolkit struct {
 	tls *tls.Config
 	// http2 is false when the web config turns HTTP/2 off.
 	http2 bool
-	idle  *idleListener
+	// configs is tls's GetConfigForClient, when tls is not nil.
+	configs *tlsConfigs
+	idle    *idleListener
 	// served is web.Serve's return, once idle is closed.
 	served chan error
 }
@@ -65,7 +67,8 @@ func setUpToolkit(addr net.Addr, h http.Handler, flags *web.FlagConfig, configEr
 	_, h2 := scratch.TLSNextProto["h2"]
 	t.http2 = scratch.TLSNextProto == nil || h2
 	t.tls = scratch.TLSConfig.Clone()
-	t.tls.GetConfigForClient = newTLSConfigs(*flags.WebConfigFile, scratch.TLSConfig.GetConfigForClient, time.Now, configErrors).get
+	t.configs = newTLSConfigs(*flags.WebConfigFile, scratch.TLSConfig.GetConfigForClient, time.Now, configErrors)
+	t.tls.GetConfigForClient = t.configs.get
 	return t, nil
 }
 
@@ -130,6 +133,8 @@ type tlsConfigs struct {
 	load   func(*tls.ClientHelloInfo) (*tls.Config, error)
 	now    func() time.Time
 	errors *webConfigErrors
+	// readFile reads the web config for its files' names (os.ReadFile).
+	readFile func(string) ([]byte, error)
 
 	mu sync.Mutex
 	// config was loaded from the files of stamps; nil when none is kept.
@@ -138,7 +143,7 @@ type tlsConfigs struct {
 }
 
 func newTLSConfigs(path string, load func(*tls.ClientHelloInfo) (*tls.Config, error), now func() time.Time, errors *webConfigErrors) *tlsConfigs {
-	return &tlsConfigs{path: path, load: load, now: now, errors: errors}
+	return &tlsConfigs{path: path, load: load, now: now, errors: errors, readFile: os.ReadFile}
 }
 
 // get is the GetConfigForClient of the exporter's TLS config.
@@ -151,7 +156,7 @@ func (c *tlsConfigs) get(hello *tls.ClientHelloInfo) (*tls.Config, error) {
 	}
 	c.config = nil
 	at := c.now()
-	stamps := c.stamp()
+	stamps, complete := c.stamp()
 	config, err := c.load(hello)
 	if err != nil {
 		c.errors.handshake(err)
@@ -161,7 +166,7 @@ func (c *tlsConfigs) get(hello *tls.ClientHelloInfo) (*tls.Config, error) {
 	if load := config.GetCertificate; load != nil {
 		config.GetCertificate = onceCertificate(load)
 	}
-	if settled(stamps, at) {
+	if complete && settled(stamps, at) {
 		c.config, c.stamps = config, stamps
 	}
 	return config, nil
@@ -177,16 +182,20 @@ func (c *tlsConfigs) unchanged() bool {
 	return true
 }
 
-// stamp stamps the web config and the files it names now, the web config first.
-func (c *tlsConfigs) stamp() []fileStamp {
-	stamps := []fileStamp{statFile(c.path)}
-	text, err := os.ReadFile(c.path)
+// stamp stamps the web config and the files it names now, the web config first;
+// complete is false when the web config could not be read or parsed for their names. The
+// toolkit reads it again a moment later, and may then read it (an error that passed, a
+// file descriptor short) and the files it names: stamps without theirs would keep its
+// config through their renewal.
+func (c *tlsConfigs) stamp() (stamps []fileStamp, complete bool) {
+	stamps = []fileStamp{statFile(c.path)}
+	text, err := c.readFile(c.path)
 	if err != nil {
-		return stamps
+		return stamps, false
 	}
 	var config web.Config
 	if yaml.Unmarshal(text, &config) != nil {
-		return stamps
+		return stamps, false
 	}
 	config.TLSConfig.SetDirectory(filepath.Dir(c.path))
 	for _, p := range []string{config.TLSConfig.TLSCertPath, config.TLSConfig.TLSKeyPath, config.TLSConfig.ClientCAs} {
@@ -194,7 +203,7 @@ func (c *tlsConfigs) stamp() []fileStamp {
 			stamps = append(stamps, statFile(p))
 		}
 	}
-	return stamps
+	return stamps, true
 }
 
 // settled reports whether stamps taken from now on tell any later change of their files:

@@ -467,3 +467,60 @@ func TestWebConfigErrorsThrottled(t *testing.T) {
 		})
 	}
 }
+
+// TestTLSConfigKeptOnlyWithEveryFileStamped: a config is kept only with the stamps of
+// every file it was loaded from. The web config is read for the names of its files as the
+// stamps are taken, and the toolkit reads it again a moment later: a read that failed
+// the first time only (a file descriptor short under a burst of connections) left the
+// certificate, key and client CA unstamped, and a renewed certificate, or a client CA
+// taken out, was not seen until the web config itself changed.
+func TestTLSConfigKeptOnlyWithEveryFileStamped(t *testing.T) {
+	f := newTLSFiles(t, "", "")
+	f.age(t, 0)
+	logger := slog.New(slog.DiscardHandler)
+	flags := &web.FlagConfig{WebConfigFile: &f.webConfig}
+	tk, err := setUpToolkit(&net.TCPAddr{}, http.NotFoundHandler(), flags, newWebConfigErrors(f.webConfig, logger, time.Now), logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tk.close()
+	reads := 0
+	tk.configs.readFile = func(name string) ([]byte, error) {
+		if reads++; reads == 1 {
+			return nil, &os.PathError{Op: "open", Path: name, Err: syscall.EMFILE}
+		}
+		return os.ReadFile(name)
+	}
+	served := func() string {
+		t.Helper()
+		config, err := tk.configs.get(&tls.ClientHelloInfo{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cert, err := config.GetCertificate(&tls.ClientHelloInfo{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		x, err := x509.ParseCertificate(cert.Certificate[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		return x.Subject.CommonName
+	}
+	for range 2 {
+		if got := served(); got != "first" {
+			t.Fatalf("serves %q; want first", got)
+		}
+	}
+	cert, key := newCert(t, "second", 0)
+	f.write(t, "cert.new", cert)
+	f.write(t, "key.new", key)
+	for _, name := range []string{"cert", "key"} {
+		if err := os.Rename(filepath.Join(f.dir, name+".new"), filepath.Join(f.dir, name+".pem")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := served(); got != "second" {
+		t.Errorf("after the renewal, serves %q; want second", got)
+	}
+}
