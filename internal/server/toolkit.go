@@ -3,11 +3,15 @@ package server
 import (
 	"context"
 	"crypto/tls"
+	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
+	"reflect"
+	"slices"
 	"sync"
 	"time"
 
@@ -58,6 +62,10 @@ func setUpToolkit(addr net.Addr, h http.Handler, flags *web.FlagConfig, configEr
 	case err := <-t.served:
 		return nil, err
 	case l := <-served:
+		if err := checkToolkitSetUp(scratch, l, t.idle); err != nil {
+			t.close()
+			return nil, err
+		}
 		t.handler = scratch.Handler
 		if l == net.Listener(t.idle) {
 			return t, nil
@@ -70,6 +78,37 @@ func setUpToolkit(addr net.Addr, h http.Handler, flags *web.FlagConfig, configEr
 	t.configs = newTLSConfigs(*flags.WebConfigFile, scratch.TLSConfig.GetConfigForClient, time.Now, configErrors)
 	t.tls.GetConfigForClient = t.configs.get
 	return t, nil
+}
+
+// toolkitFields are the fields of http.Server that serve takes from web.Serve's: the rest
+// must be as setUpToolkit left them, unset.
+var toolkitFields = []string{"Handler", "TLSConfig", "TLSNextProto", "BaseContext"}
+
+// tlsListener is the type of the listener http.Server's ServeTLS serves.
+var tlsListener = reflect.TypeOf(tls.NewListener(nil, &tls.Config{}))
+
+// checkToolkitSetUp says what web.Serve set up on srv, to serve l over idle, that serve
+// would not serve with: a field of srv beyond toolkitFields (net/http itself sets
+// TLSConfig and TLSNextProto as it sets up HTTP/2, for plain HTTP too), a listener other
+// than idle or ServeTLS's over it. A toolkit release that
+// set up more (a connection hook, a protocol, a listener wrapper) would otherwise be
+// lost without a word, as it is upgraded: the start fails on it instead, and so do the
+// tests that serve a web config.
+func checkToolkitSetUp(srv *http.Server, l, idle net.Listener) error {
+	served := reflect.TypeOf(l) == tlsListener
+	if l != idle && !served {
+		return fmt.Errorf("exporter-toolkit serves a listener of its own (%T), which this exporter does not serve with", l)
+	}
+	v := reflect.ValueOf(srv).Elem()
+	for _, f := range reflect.VisibleFields(v.Type()) {
+		if f.IsExported() && !slices.Contains(toolkitFields, f.Name) && !v.FieldByIndex(f.Index).IsZero() {
+			return fmt.Errorf("exporter-toolkit set http.Server's %s, which this exporter does not serve with", f.Name)
+		}
+	}
+	if served && srv.TLSConfig == nil {
+		return errors.New("exporter-toolkit serves TLS without a TLS config, which this exporter does not serve with")
+	}
+	return nil
 }
 
 // serve serves l with srv, with what the toolkit set up, until srv is closed.

@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -145,6 +146,8 @@ func countedHandshake(addr string, protos ...string) (tls.ConnectionState, int64
 	if err != nil {
 		return tls.ConnectionState{}, 0, err
 	}
+	// A server that does not serve (its set-up failed) fails the handshake, not the run.
+	_ = raw.SetDeadline(time.Now().Add(10 * time.Second))
 	counted := &countingConn{Conn: raw}
 	c := tls.Client(counted, &tls.Config{InsecureSkipVerify: true, NextProtos: protos})
 	defer c.Close()
@@ -522,5 +525,54 @@ func TestTLSConfigKeptOnlyWithEveryFileStamped(t *testing.T) {
 	}
 	if got := served(); got != "second" {
 		t.Errorf("after the renewal, serves %q; want second", got)
+	}
+}
+
+// TestToolkitSetUpChecked: the exporter serves its sockets with what exporter-toolkit's
+// web.Serve set up on a server of its own, its handler, TLS config and HTTP/2 switch; a
+// toolkit release that set up more would lose it without a word. What this release sets
+// up, for each kind of web config, is all taken; anything else fails the start, naming
+// it.
+func TestToolkitSetUpChecked(t *testing.T) {
+	t.Run("this release", func(t *testing.T) {
+		for name, config := range map[string]string{
+			"plain HTTP":            "http_server_config:\n  headers:\n    X-Frame-Options: deny\nrate_limit:\n  burst: 5\n  interval: 1s\n",
+			"TLS":                   "tls_server_config:\n  cert_file: cert.pem\n  key_file: key.pem\n",
+			"TLS without HTTP/2":    "tls_server_config:\n  cert_file: cert.pem\n  key_file: key.pem\nhttp_server_config:\n  http2: false\n",
+			"TLS with client certs": "tls_server_config:\n  cert_file: cert.pem\n  key_file: key.pem\n  client_auth_type: RequireAndVerifyClientCert\n  client_ca_file: cert.pem\n  min_version: TLS13\n",
+		} {
+			t.Run(name, func(t *testing.T) {
+				f := newTLSFiles(t, "", "")
+				f.write(t, "web.yml", []byte(config))
+				logger := slog.New(slog.DiscardHandler)
+				tk, err := setUpToolkit(&net.TCPAddr{}, http.NotFoundHandler(), &web.FlagConfig{WebConfigFile: &f.webConfig}, newWebConfigErrors(f.webConfig, logger, time.Now), logger)
+				if err != nil {
+					t.Fatal(err)
+				}
+				tk.close()
+			})
+		}
+	})
+	idle := &idleListener{closed: make(chan struct{})}
+	tlsConfig := &tls.Config{}
+	for _, tc := range []struct {
+		name string
+		srv  *http.Server
+		l    net.Listener
+		want string // in the error
+	}{
+		{"a field more, plain HTTP", &http.Server{Handler: http.NotFoundHandler(), ReadHeaderTimeout: time.Second}, idle, "ReadHeaderTimeout"},
+		{"a field more, TLS", &http.Server{TLSConfig: tlsConfig, Protocols: new(http.Protocols)}, tls.NewListener(idle, tlsConfig), "Protocols"},
+		{"a connection hook", &http.Server{TLSConfig: tlsConfig, ConnContext: func(ctx context.Context, _ net.Conn) context.Context { return ctx }}, tls.NewListener(idle, tlsConfig), "ConnContext"},
+		{"a listener of its own", &http.Server{}, struct{ net.Listener }{idle}, "listener of its own"},
+		{"a listener of its own under TLS", &http.Server{TLSConfig: tlsConfig}, struct{ net.Listener }{tls.NewListener(idle, tlsConfig)}, "listener of its own"},
+		{"TLS without a TLS config", &http.Server{}, tls.NewListener(idle, tlsConfig), "without a TLS config"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := checkToolkitSetUp(tc.srv, tc.l, idle)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("checkToolkitSetUp: %v; want an error naming %s", err, tc.want)
+			}
+		})
 	}
 }
