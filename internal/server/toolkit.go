@@ -46,7 +46,8 @@ type toolkit struct {
 
 // setUpToolkit has web.Serve set up what it would serve in front of h on a listener of
 // addr, with flags' web config; the error is web.Serve's when the web config does not
-// load. close ends web.Serve.
+// load. close ends web.Serve. configErrors' clock is the one its files' stamps are told
+// settled by (see tlsConfigs).
 func setUpToolkit(addr net.Addr, h http.Handler, flags *web.FlagConfig, configErrors *webConfigErrors, logger *slog.Logger) (*toolkit, error) {
 	t := &toolkit{idle: &idleListener{addr: addr, closed: make(chan struct{})}, served: make(chan error, 1)}
 	// BaseContext is called as web.Serve starts serving, everything set up, with idle
@@ -75,7 +76,7 @@ func setUpToolkit(addr net.Addr, h http.Handler, flags *web.FlagConfig, configEr
 	_, h2 := scratch.TLSNextProto["h2"]
 	t.http2 = scratch.TLSNextProto == nil || h2
 	t.tls = scratch.TLSConfig.Clone()
-	t.configs = newTLSConfigs(*flags.WebConfigFile, scratch.TLSConfig.GetConfigForClient, time.Now, configErrors)
+	t.configs = newTLSConfigs(*flags.WebConfigFile, scratch.TLSConfig.GetConfigForClient, configErrors.now, configErrors)
 	t.tls.GetConfigForClient = t.configs.get
 	return t, nil
 }
@@ -162,7 +163,7 @@ const racyAge = 2 * time.Second
 // of milliseconds of a core per handshake, before any password or client certificate is
 // asked for, which any client that can connect can spend over and over. The config the
 // toolkit made is kept, and given to the next handshakes, for as long as none of those
-// files changed: their stamps (which file, size, modification time), taken before the
+// files changed: their stamps (which file, size, modification and change times), taken before the
 // toolkit reads them, are all the same, and none had changed within racyAge of when they
 // were taken. A change is taken by the first handshake after it, as the toolkit takes it.
 // What the toolkit fails to load is not kept (it may be a passing error, a file descriptor
@@ -246,11 +247,12 @@ func (c *tlsConfigs) stamp() (stamps []fileStamp, complete bool) {
 }
 
 // settled reports whether stamps taken from now on tell any later change of their files:
-// the modification time of each is racyAge or more away from now (before it, or after it
-// when the file was dated ahead, which a file written now is not).
+// the modification and change times of each are racyAge or more away from now (before it,
+// or after it when the file was dated ahead, which a file written now is not).
 func settled(stamps []fileStamp, now time.Time) bool {
 	for _, s := range stamps {
-		if s.info == nil || (now.Sub(s.info.ModTime()).Abs() < racyAge) {
+		if s.info == nil || now.Sub(s.info.ModTime()).Abs() < racyAge ||
+			(!s.changed.IsZero() && now.Sub(s.changed).Abs() < racyAge) {
 			return false
 		}
 	}
@@ -258,10 +260,14 @@ func settled(stamps []fileStamp, now time.Time) bool {
 }
 
 // fileStamp is what os.Stat said of a file (through symlinks: the kubelet and certbot
-// renew by pointing one at new files); info is nil when it failed.
+// renew by pointing one at new files); info is nil when it failed. changed is its ctime,
+// where read (see changeTime): a file replaced with the size and modification time of
+// the one before (cp -p, an archive's dates, kept by tar; a file created again may get
+// the inode number just freed) has a ctime of its own.
 type fileStamp struct {
-	path string
-	info os.FileInfo
+	path    string
+	info    os.FileInfo
+	changed time.Time
 }
 
 func statFile(path string) fileStamp {
@@ -269,7 +275,7 @@ func statFile(path string) fileStamp {
 	if err != nil {
 		return fileStamp{path: path}
 	}
-	return fileStamp{path: path, info: info}
+	return fileStamp{path: path, info: info, changed: changeTime(info)}
 }
 
 // same reports whether s and o are stamps of the same file, unchanged.
@@ -278,7 +284,8 @@ func (s fileStamp) same(o fileStamp) bool {
 		return false
 	}
 	return os.SameFile(s.info, o.info) && s.info.Size() == o.info.Size() &&
-		s.info.ModTime().Equal(o.info.ModTime()) && s.info.Mode() == o.info.Mode()
+		s.info.ModTime().Equal(o.info.ModTime()) && s.info.Mode() == o.info.Mode() &&
+		s.changed.Equal(o.changed)
 }
 
 // onceCertificate is load, loading once: the certificate of a config tlsConfigs keeps,

@@ -240,7 +240,10 @@ func TestTLSHandshakesReadNoFiles(t *testing.T) {
 			f := newTLSFiles(t, "  client_auth_type: VerifyClientCertIfGiven\n", "  client_ca_file: ca.pem\n")
 			f.write(t, "ca.pem", bundle.Bytes())
 			f.age(t, tc.age)
-			addr := serveTLS(t, f.webConfig, nil)
+			// Setting their times changed the files (their ctime): the handshakes come a
+			// minute after.
+			clock := testclock.New(time.Now().Add(time.Minute))
+			addr := serveTLS(t, f.webConfig, newWebConfigErrors(f.webConfig, slog.New(slog.DiscardHandler), clock.Now))
 			if _, err := handshake(addr); err != nil {
 				t.Fatal(err)
 			}
@@ -572,6 +575,65 @@ func TestToolkitSetUpChecked(t *testing.T) {
 			err := checkToolkitSetUp(tc.srv, tc.l, idle)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("checkToolkitSetUp: %v; want an error naming %s", err, tc.want)
+			}
+		})
+	}
+}
+
+// TestTLSCertificateRenewedKeepingTime: a certificate and key renewed with the size and
+// modification time of the files they replace are served from the next handshake on.
+// Certificates of one CA and key size are often of one size (RSA's always), and an archive
+// made reproducibly dates its files alike (tar and kubectl cp keep those dates, as cp -p
+// does); a file unlinked and created again may get the inode number just freed. The
+// files were last changed long before the handshakes (the clock stands a minute on).
+func TestTLSCertificateRenewedKeepingTime(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		replace func(t *testing.T, path string, data []byte)
+	}{
+		{"rewritten in place (cp -p)", func(t *testing.T, path string, data []byte) {
+			if err := os.WriteFile(path, data, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"unlinked and created again (tar x)", func(t *testing.T, path string, data []byte) {
+			if err := os.Remove(path); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(path, data, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newTLSFiles(t, "", "")
+			f.age(t, 0)
+			clock := testclock.New(time.Now().Add(time.Minute))
+			addr := serveTLS(t, f.webConfig, newWebConfigErrors(f.webConfig, slog.New(slog.DiscardHandler), clock.Now))
+			for range 2 {
+				if got := servedName(t, addr); got != "first" {
+					t.Fatalf("serves %q; want first", got)
+				}
+			}
+			certPath := filepath.Join(f.dir, "cert.pem")
+			old, err := os.Stat(certPath)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cert, key := newCert(t, "second", int(old.Size()))
+			for name, data := range map[string][]byte{"cert.pem": cert, "key.pem": key} {
+				path := filepath.Join(f.dir, name)
+				was, err := os.Stat(path)
+				if err != nil {
+					t.Fatal(err)
+				}
+				tc.replace(t, path, data)
+				if err := os.Chtimes(path, was.ModTime(), was.ModTime()); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if got := servedName(t, addr); got != "second" {
+				t.Errorf("after the renewal, serves %q; want second", got)
 			}
 		})
 	}
