@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -206,6 +207,7 @@ func (c *tlsConfigs) get(hello *tls.ClientHelloInfo) (*tls.Config, error) {
 	if load := config.GetCertificate; load != nil {
 		config.GetCertificate = onceCertificate(load)
 	}
+	checkAllowedSANs(config)
 	if complete && settled(stamps, at) {
 		c.config, c.stamps = config, stamps
 	}
@@ -286,6 +288,42 @@ func (s fileStamp) same(o fileStamp) bool {
 	return os.SameFile(s.info, o.info) && s.info.Size() == o.info.Size() &&
 		s.info.ModTime().Equal(o.info.ModTime()) && s.info.Mode() == o.info.Mode() &&
 		s.changed.Equal(o.changed)
+}
+
+// checkAllowedSANs mends exporter-toolkit's check of client_allowed_sans, config's
+// VerifyPeerCertificate. crypto/tls calls it with no certificate when client_auth_type
+// lets a client go without one, and it takes the first of none: a panic, which net/http
+// logs with its stack, for each such client; that client is refused with an error
+// instead, as the panic refused it. And crypto/tls does not call it for a session
+// resumed, whose client may hold a ticket from before its SAN was taken out of the list
+// (the client CA file is checked again, by crypto/tls): VerifyConnection calls it then.
+func checkAllowedSANs(config *tls.Config) {
+	verify := config.VerifyPeerCertificate
+	if verify == nil {
+		return
+	}
+	config.VerifyPeerCertificate = func(raw [][]byte, chains [][]*x509.Certificate) error {
+		if len(raw) == 0 {
+			return errors.New("client_allowed_sans: the client gave no certificate to check")
+		}
+		return verify(raw, chains)
+	}
+	next := config.VerifyConnection
+	config.VerifyConnection = func(cs tls.ConnectionState) error {
+		if cs.DidResume {
+			raw := make([][]byte, len(cs.PeerCertificates))
+			for i, c := range cs.PeerCertificates {
+				raw[i] = c.Raw
+			}
+			if err := config.VerifyPeerCertificate(raw, cs.VerifiedChains); err != nil {
+				return err
+			}
+		}
+		if next != nil {
+			return next(cs)
+		}
+		return nil
+	}
 }
 
 // onceCertificate is load, loading once: the certificate of a config tlsConfigs keeps,

@@ -113,7 +113,12 @@ func newCert(t *testing.T, cn string, size int) (certPEM, keyPEM []byte) {
 // ends, and returns its address.
 func serveTLS(t *testing.T, path string, configErrors *webConfigErrors) string {
 	t.Helper()
-	logger := slog.New(slog.DiscardHandler)
+	return serveTLSLogged(t, path, configErrors, slog.New(slog.DiscardHandler))
+}
+
+// serveTLSLogged is serveTLS, logging to logger.
+func serveTLSLogged(t *testing.T, path string, configErrors *webConfigErrors, logger *slog.Logger) string {
+	t.Helper()
 	srv := newHTTPServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {}), Options{Logger: logger})
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -636,5 +641,160 @@ func TestTLSCertificateRenewedKeepingTime(t *testing.T) {
 				t.Errorf("after the renewal, serves %q; want second", got)
 			}
 		})
+	}
+}
+
+// newCA is a CA's certificate, in PEM, and its certificate and key to sign with.
+func newCA(t *testing.T, cn string) ([]byte, *x509.Certificate, *ecdsa.PrivateKey) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(2),
+		Subject:      pkix.Name{CommonName: cn},
+		NotBefore:    time.Now().Add(-time.Hour),
+		NotAfter:     time.Now().Add(time.Hour),
+		KeyUsage:     x509.KeyUsageCertSign,
+		IsCA:         true, BasicConstraintsValid: true,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca, err := x509.ParseCertificate(der)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), ca, key
+}
+
+// clientCert is a client certificate for the name san, signed by ca.
+func clientCert(t *testing.T, ca *x509.Certificate, caKey *ecdsa.PrivateKey, san string) tls.Certificate {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(3),
+		Subject:      pkix.Name{CommonName: san},
+		DNSNames:     []string{san},
+		NotBefore:    time.Now().Add(-time.Hour),
+		NotAfter:     time.Now().Add(time.Hour),
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
+}
+
+// TestTLSClientAuthFollowsWebConfig: what the web config says of client certificates and
+// TLS versions holds from the next connection on after it, or the client CA file, changed,
+// as exporter-toolkit had it, though handshakes take a config kept from the last one: a
+// CA taken out of client_ca_file, a SAN out of client_allowed_sans, a version below
+// min_version refuse the next connection, a session resumed from before too.
+func TestTLSClientAuthFollowsWebConfig(t *testing.T) {
+	const webConfig = "tls_server_config:\n  cert_file: cert.pem\n  key_file: key.pem\n  client_auth_type: RequireAndVerifyClientCert\n  client_ca_file: ca.pem\n"
+	for _, tc := range []struct {
+		name   string
+		change func(t *testing.T, f *tlsFiles)
+		// client is what the client asks for, beyond its certificate.
+		client *tls.Config
+	}{
+		{"CA taken out of client_ca_file", func(t *testing.T, f *tlsFiles) {
+			other, _, _ := newCA(t, "other CA")
+			f.write(t, "ca.pem", other)
+		}, &tls.Config{}},
+		{"SAN out of client_allowed_sans", func(t *testing.T, f *tlsFiles) {
+			f.write(t, "web.yml", []byte(webConfig+"  client_allowed_sans: [other.example]\n"))
+		}, &tls.Config{}},
+		{"min_version raised", func(t *testing.T, f *tlsFiles) {
+			f.write(t, "web.yml", []byte(webConfig+"  min_version: TLS13\n"))
+		}, &tls.Config{MaxVersion: tls.VersionTLS12}},
+		{"cipher_suites narrowed", func(t *testing.T, f *tlsFiles) {
+			f.write(t, "web.yml", []byte(webConfig+"  max_version: TLS12\n  cipher_suites: [TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305]\n"))
+		}, &tls.Config{CipherSuites: []uint16{tls.TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newTLSFiles(t, "", "")
+			f.write(t, "web.yml", []byte(webConfig))
+			caPEM, ca, caKey := newCA(t, "scrapers' CA")
+			f.write(t, "ca.pem", caPEM)
+			f.age(t, 0)
+			clock := testclock.New(time.Now().Add(time.Minute))
+			addr := serveTLS(t, f.webConfig, newWebConfigErrors(f.webConfig, slog.New(slog.DiscardHandler), clock.Now))
+			config := tc.client.Clone()
+			config.InsecureSkipVerify = true
+			config.Certificates = []tls.Certificate{clientCert(t, ca, caKey, "scraper.example")}
+			config.ClientSessionCache = tls.NewLRUClientSessionCache(4)
+			client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: config, DisableKeepAlives: true}}
+			get := func() (bool, error) {
+				t.Helper()
+				resp, err := client.Get("https://" + addr + "/")
+				if err != nil {
+					return false, err
+				}
+				resp.Body.Close()
+				return resp.TLS.DidResume, nil
+			}
+			resumed := false
+			for range 3 { // the later ones with a config kept, and resuming
+				did, err := get()
+				if err != nil {
+					t.Fatalf("before the change: %v", err)
+				}
+				resumed = resumed || did
+			}
+			if !resumed && tc.client.MaxVersion == 0 {
+				t.Error("no session resumed before the change: the test does not try resumption")
+			}
+			tc.change(t, f)
+			for i := range 2 {
+				if _, err := get(); err == nil {
+					t.Errorf("connection %d after the change: served; want refused", i)
+				}
+			}
+		})
+	}
+}
+
+// TestTLSClientWithoutCertificateAndAllowedSANs: with client_allowed_sans and a
+// client_auth_type that lets a client go without a certificate, exporter-toolkit's check
+// of the SANs took the first of none: a panic for each such client, which net/http logged
+// at error level with its stack, a few kilobytes of log any client could ask for. The
+// client is refused, as the panic refused it, and logged as a failed handshake.
+func TestTLSClientWithoutCertificateAndAllowedSANs(t *testing.T) {
+	f := newTLSFiles(t, "  client_auth_type: VerifyClientCertIfGiven\n  client_ca_file: ca.pem\n", "  client_allowed_sans: [scraper.example]\n")
+	caPEM, ca, caKey := newCA(t, "scrapers' CA")
+	f.write(t, "ca.pem", caPEM)
+	var logged syncbuf.Buffer
+	addr := serveTLSLogged(t, f.webConfig, nil, slog.New(slog.NewTextHandler(&logged, nil)))
+	get := func(certs ...tls.Certificate) error {
+		t.Helper()
+		client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true, Certificates: certs}}}
+		resp, err := client.Get("https://" + addr + "/")
+		if err == nil {
+			resp.Body.Close()
+		}
+		return err
+	}
+	if err := get(clientCert(t, ca, caKey, "scraper.example")); err != nil {
+		t.Fatalf("with an allowed SAN: %v", err)
+	}
+	if err := get(clientCert(t, ca, caKey, "other.example")); err == nil {
+		t.Error("with a SAN not allowed: served; want refused")
+	}
+	for i := range 3 {
+		if err := get(); err == nil {
+			t.Errorf("without a certificate, %d: served; want refused", i)
+		}
+	}
+	if got := logged.String(); strings.Contains(got, "panic") {
+		t.Errorf("logged a panic:\n%s", got)
 	}
 }
