@@ -26,6 +26,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/prometheus/exporter-toolkit/web"
+	"golang.org/x/crypto/bcrypt"
 
 	"github.com/logwindow/logwindow_exporter/internal/testutil/syncbuf"
 	"github.com/logwindow/logwindow_exporter/internal/testutil/testclock"
@@ -796,5 +797,38 @@ func TestTLSClientWithoutCertificateAndAllowedSANs(t *testing.T) {
 	}
 	if got := logged.String(); strings.Contains(got, "panic") {
 		t.Errorf("logged a panic:\n%s", got)
+	}
+}
+
+// TestTLSToolkitHandlerServed: what exporter-toolkit's handler does for each request,
+// from the web config, is done on the exporter's server with TLS too: basic_auth_users'
+// password asked for, http_server_config's headers set, rate_limit's burst held to.
+func TestTLSToolkitHandlerServed(t *testing.T) {
+	hash, err := bcrypt.GenerateFromPassword([]byte("secret"), bcrypt.MinCost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := newTLSFiles(t, "", "http_server_config:\n  headers:\n    X-Frame-Options: deny\nrate_limit:\n  burst: 3\n  interval: 1h\nbasic_auth_users:\n  scraper: "+string(hash)+"\n")
+	addr := serveTLS(t, f.webConfig, nil)
+	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+	for i, want := range []int{http.StatusUnauthorized, http.StatusOK, http.StatusUnauthorized, http.StatusTooManyRequests, http.StatusTooManyRequests} {
+		req, err := http.NewRequest(http.MethodGet, "https://"+addr+"/", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i%2 == 1 {
+			req.SetBasicAuth("scraper", "secret")
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Errorf("request %d: %d; want %d", i, resp.StatusCode, want)
+		}
+		if got := resp.Header.Get("X-Frame-Options"); want != http.StatusTooManyRequests && got != "deny" {
+			t.Errorf("request %d: X-Frame-Options %q; want deny", i, got)
+		}
 	}
 }
