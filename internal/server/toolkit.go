@@ -92,10 +92,9 @@ var tlsListener = reflect.TypeOf(tls.NewListener(nil, &tls.Config{}))
 // checkToolkitSetUp says what web.Serve set up on srv, to serve l over idle, that serve
 // would not serve with: a field of srv beyond toolkitFields (net/http itself sets
 // TLSConfig and TLSNextProto as it sets up HTTP/2, for plain HTTP too), a listener other
-// than idle or ServeTLS's over it. A toolkit release that
-// set up more (a connection hook, a protocol, a listener wrapper) would otherwise be
-// lost without a word, as it is upgraded: the start fails on it instead, and so do the
-// tests that serve a web config.
+// than idle or ServeTLS's over it. A toolkit release that set up more (a connection hook,
+// a protocol, a listener wrapper) would otherwise be lost without a word, as it is
+// upgraded: the start fails on it instead, and so do the tests that serve a web config.
 func checkToolkitSetUp(srv *http.Server, l, idle net.Listener) error {
 	served := reflect.TypeOf(l) == tlsListener
 	if l != idle && !served {
@@ -164,9 +163,9 @@ const racyAge = 2 * time.Second
 // of milliseconds of a core per handshake, before any password or client certificate is
 // asked for, which any client that can connect can spend over and over. The config the
 // toolkit made is kept, and given to the next handshakes, for as long as none of those
-// files changed: their stamps (which file, size, modification and change times), taken before the
-// toolkit reads them, are all the same, and none had changed within racyAge of when they
-// were taken. A change is taken by the first handshake after it, as the toolkit takes it.
+// files changed: their stamps (which file, size, modification and change times), taken
+// before the toolkit reads them, are all the same, and none had changed within racyAge of
+// when they were taken. A change is taken by the first handshake after it, as the toolkit takes it.
 // What the toolkit fails to load is not kept (it may be a passing error, a file descriptor
 // short): it is counted, and each handshake loads again.
 type tlsConfigs struct {
