@@ -3,11 +3,16 @@ package server
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
+	"reflect"
+	"slices"
 	"sync"
 	"time"
 
@@ -33,14 +38,17 @@ type toolkit struct {
 	tls *tls.Config
 	// http2 is false when the web config turns HTTP/2 off.
 	http2 bool
-	idle  *idleListener
+	// configs is tls's GetConfigForClient, when tls is not nil.
+	configs *tlsConfigs
+	idle    *idleListener
 	// served is web.Serve's return, once idle is closed.
 	served chan error
 }
 
 // setUpToolkit has web.Serve set up what it would serve in front of h on a listener of
 // addr, with flags' web config; the error is web.Serve's when the web config does not
-// load. close ends web.Serve.
+// load. close ends web.Serve. configErrors' clock is the one its files' stamps are told
+// settled by (see tlsConfigs).
 func setUpToolkit(addr net.Addr, h http.Handler, flags *web.FlagConfig, configErrors *webConfigErrors, logger *slog.Logger) (*toolkit, error) {
 	t := &toolkit{idle: &idleListener{addr: addr, closed: make(chan struct{})}, served: make(chan error, 1)}
 	// BaseContext is called as web.Serve starts serving, everything set up, with idle
@@ -56,6 +64,10 @@ func setUpToolkit(addr net.Addr, h http.Handler, flags *web.FlagConfig, configEr
 	case err := <-t.served:
 		return nil, err
 	case l := <-served:
+		if err := checkToolkitSetUp(scratch, l, t.idle); err != nil {
+			t.close()
+			return nil, err
+		}
 		t.handler = scratch.Handler
 		if l == net.Listener(t.idle) {
 			return t, nil
@@ -65,8 +77,39 @@ func setUpToolkit(addr net.Addr, h http.Handler, flags *web.FlagConfig, configEr
 	_, h2 := scratch.TLSNextProto["h2"]
 	t.http2 = scratch.TLSNextProto == nil || h2
 	t.tls = scratch.TLSConfig.Clone()
-	t.tls.GetConfigForClient = newTLSConfigs(*flags.WebConfigFile, scratch.TLSConfig.GetConfigForClient, time.Now, configErrors).get
+	t.configs = newTLSConfigs(*flags.WebConfigFile, scratch.TLSConfig.GetConfigForClient, configErrors.now, configErrors)
+	t.tls.GetConfigForClient = t.configs.get
 	return t, nil
+}
+
+// toolkitFields are the fields of http.Server that serve takes from web.Serve's: the rest
+// must be as setUpToolkit left them, unset.
+var toolkitFields = []string{"Handler", "TLSConfig", "TLSNextProto", "BaseContext"}
+
+// tlsListener is the type of the listener http.Server's ServeTLS serves.
+var tlsListener = reflect.TypeOf(tls.NewListener(nil, &tls.Config{}))
+
+// checkToolkitSetUp says what web.Serve set up on srv, to serve l over idle, that serve
+// would not serve with: a field of srv beyond toolkitFields (net/http itself sets
+// TLSConfig and TLSNextProto as it sets up HTTP/2, for plain HTTP too), a listener other
+// than idle or ServeTLS's over it. A toolkit release that set up more (a connection hook,
+// a protocol, a listener wrapper) would otherwise be lost without a word, as it is
+// upgraded: the start fails on it instead, and so do the tests that serve a web config.
+func checkToolkitSetUp(srv *http.Server, l, idle net.Listener) error {
+	served := reflect.TypeOf(l) == tlsListener
+	if l != idle && !served {
+		return fmt.Errorf("exporter-toolkit serves a listener of its own (%T), which this exporter does not serve with", l)
+	}
+	v := reflect.ValueOf(srv).Elem()
+	for _, f := range reflect.VisibleFields(v.Type()) {
+		if f.IsExported() && !slices.Contains(toolkitFields, f.Name) && !v.FieldByIndex(f.Index).IsZero() {
+			return fmt.Errorf("exporter-toolkit set http.Server's %s, which this exporter does not serve with", f.Name)
+		}
+	}
+	if served && srv.TLSConfig == nil {
+		return errors.New("exporter-toolkit serves TLS without a TLS config, which this exporter does not serve with")
+	}
+	return nil
 }
 
 // serve serves l with srv, with what the toolkit set up, until srv is closed.
@@ -120,9 +163,9 @@ const racyAge = 2 * time.Second
 // of milliseconds of a core per handshake, before any password or client certificate is
 // asked for, which any client that can connect can spend over and over. The config the
 // toolkit made is kept, and given to the next handshakes, for as long as none of those
-// files changed: their stamps (which file, size, modification time), taken before the
-// toolkit reads them, are all the same, and none had changed within racyAge of when they
-// were taken. A change is taken by the first handshake after it, as the toolkit takes it.
+// files changed: their stamps (which file, size, modification and change times), taken
+// before the toolkit reads them, are all the same, and none had changed within racyAge of
+// when they were taken. A change is taken by the first handshake after it, as the toolkit takes it.
 // What the toolkit fails to load is not kept (it may be a passing error, a file descriptor
 // short): it is counted, and each handshake loads again.
 type tlsConfigs struct {
@@ -130,6 +173,8 @@ type tlsConfigs struct {
 	load   func(*tls.ClientHelloInfo) (*tls.Config, error)
 	now    func() time.Time
 	errors *webConfigErrors
+	// readFile reads the web config for its files' names (os.ReadFile).
+	readFile func(string) ([]byte, error)
 
 	mu sync.Mutex
 	// config was loaded from the files of stamps; nil when none is kept.
@@ -138,7 +183,7 @@ type tlsConfigs struct {
 }
 
 func newTLSConfigs(path string, load func(*tls.ClientHelloInfo) (*tls.Config, error), now func() time.Time, errors *webConfigErrors) *tlsConfigs {
-	return &tlsConfigs{path: path, load: load, now: now, errors: errors}
+	return &tlsConfigs{path: path, load: load, now: now, errors: errors, readFile: os.ReadFile}
 }
 
 // get is the GetConfigForClient of the exporter's TLS config.
@@ -151,7 +196,7 @@ func (c *tlsConfigs) get(hello *tls.ClientHelloInfo) (*tls.Config, error) {
 	}
 	c.config = nil
 	at := c.now()
-	stamps := c.stamp()
+	stamps, complete := c.stamp()
 	config, err := c.load(hello)
 	if err != nil {
 		c.errors.handshake(err)
@@ -161,7 +206,8 @@ func (c *tlsConfigs) get(hello *tls.ClientHelloInfo) (*tls.Config, error) {
 	if load := config.GetCertificate; load != nil {
 		config.GetCertificate = onceCertificate(load)
 	}
-	if settled(stamps, at) {
+	checkAllowedSANs(config)
+	if complete && settled(stamps, at) {
 		c.config, c.stamps = config, stamps
 	}
 	return config, nil
@@ -177,16 +223,20 @@ func (c *tlsConfigs) unchanged() bool {
 	return true
 }
 
-// stamp stamps the web config and the files it names now, the web config first.
-func (c *tlsConfigs) stamp() []fileStamp {
-	stamps := []fileStamp{statFile(c.path)}
-	text, err := os.ReadFile(c.path)
+// stamp stamps the web config and the files it names now, the web config first;
+// complete is false when the web config could not be read or parsed for their names. The
+// toolkit reads it again a moment later, and may then read it (an error that passed, a
+// file descriptor short) and the files it names: stamps without theirs would keep its
+// config through their renewal.
+func (c *tlsConfigs) stamp() (stamps []fileStamp, complete bool) {
+	stamps = []fileStamp{statFile(c.path)}
+	text, err := c.readFile(c.path)
 	if err != nil {
-		return stamps
+		return stamps, false
 	}
 	var config web.Config
 	if yaml.Unmarshal(text, &config) != nil {
-		return stamps
+		return stamps, false
 	}
 	config.TLSConfig.SetDirectory(filepath.Dir(c.path))
 	for _, p := range []string{config.TLSConfig.TLSCertPath, config.TLSConfig.TLSKeyPath, config.TLSConfig.ClientCAs} {
@@ -194,15 +244,16 @@ func (c *tlsConfigs) stamp() []fileStamp {
 			stamps = append(stamps, statFile(p))
 		}
 	}
-	return stamps
+	return stamps, true
 }
 
 // settled reports whether stamps taken from now on tell any later change of their files:
-// the modification time of each is racyAge or more away from now (before it, or after it
-// when the file was dated ahead, which a file written now is not).
+// the modification and change times of each are racyAge or more away from now (before it,
+// or after it when the file was dated ahead, which a file written now is not).
 func settled(stamps []fileStamp, now time.Time) bool {
 	for _, s := range stamps {
-		if s.info == nil || (now.Sub(s.info.ModTime()).Abs() < racyAge) {
+		if s.info == nil || now.Sub(s.info.ModTime()).Abs() < racyAge ||
+			(!s.changed.IsZero() && now.Sub(s.changed).Abs() < racyAge) {
 			return false
 		}
 	}
@@ -210,10 +261,14 @@ func settled(stamps []fileStamp, now time.Time) bool {
 }
 
 // fileStamp is what os.Stat said of a file (through symlinks: the kubelet and certbot
-// renew by pointing one at new files); info is nil when it failed.
+// renew by pointing one at new files); info is nil when it failed. changed is its ctime,
+// where read (see changeTime): a file replaced with the size and modification time of
+// the one before (cp -p, an archive's dates, kept by tar; a file created again may get
+// the inode number just freed) has a ctime of its own.
 type fileStamp struct {
-	path string
-	info os.FileInfo
+	path    string
+	info    os.FileInfo
+	changed time.Time
 }
 
 func statFile(path string) fileStamp {
@@ -221,7 +276,7 @@ func statFile(path string) fileStamp {
 	if err != nil {
 		return fileStamp{path: path}
 	}
-	return fileStamp{path: path, info: info}
+	return fileStamp{path: path, info: info, changed: changeTime(info)}
 }
 
 // same reports whether s and o are stamps of the same file, unchanged.
@@ -230,7 +285,44 @@ func (s fileStamp) same(o fileStamp) bool {
 		return false
 	}
 	return os.SameFile(s.info, o.info) && s.info.Size() == o.info.Size() &&
-		s.info.ModTime().Equal(o.info.ModTime()) && s.info.Mode() == o.info.Mode()
+		s.info.ModTime().Equal(o.info.ModTime()) && s.info.Mode() == o.info.Mode() &&
+		s.changed.Equal(o.changed)
+}
+
+// checkAllowedSANs mends exporter-toolkit's check of client_allowed_sans, config's
+// VerifyPeerCertificate. crypto/tls calls it with no certificate when client_auth_type
+// lets a client go without one, and it takes the first of none: a panic, which net/http
+// logs with its stack, for each such client; that client is refused with an error
+// instead, as the panic refused it. And crypto/tls does not call it for a session
+// resumed, whose client may hold a ticket from before its SAN was taken out of the list
+// (the client CA file is checked again, by crypto/tls): VerifyConnection calls it then.
+func checkAllowedSANs(config *tls.Config) {
+	verify := config.VerifyPeerCertificate
+	if verify == nil {
+		return
+	}
+	config.VerifyPeerCertificate = func(raw [][]byte, chains [][]*x509.Certificate) error {
+		if len(raw) == 0 {
+			return errors.New("client_allowed_sans: the client gave no certificate to check")
+		}
+		return verify(raw, chains)
+	}
+	next := config.VerifyConnection
+	config.VerifyConnection = func(cs tls.ConnectionState) error {
+		if cs.DidResume {
+			raw := make([][]byte, len(cs.PeerCertificates))
+			for i, c := range cs.PeerCertificates {
+				raw[i] = c.Raw
+			}
+			if err := config.VerifyPeerCertificate(raw, cs.VerifiedChains); err != nil {
+				return err
+			}
+		}
+		if next != nil {
+			return next(cs)
+		}
+		return nil
+	}
 }
 
 // onceCertificate is load, loading once: the certificate of a config tlsConfigs keeps,

@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -25,6 +26,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/prometheus/exporter-toolkit/web"
+	"golang.org/x/crypto/bcrypt"
 
 	"github.com/logwindow/logwindow_exporter/internal/testutil/syncbuf"
 	"github.com/logwindow/logwindow_exporter/internal/testutil/testclock"
@@ -112,7 +114,12 @@ func newCert(t *testing.T, cn string, size int) (certPEM, keyPEM []byte) {
 // ends, and returns its address.
 func serveTLS(t *testing.T, path string, configErrors *webConfigErrors) string {
 	t.Helper()
-	logger := slog.New(slog.DiscardHandler)
+	return serveTLSLogged(t, path, configErrors, slog.New(slog.DiscardHandler))
+}
+
+// serveTLSLogged is serveTLS, logging to logger.
+func serveTLSLogged(t *testing.T, path string, configErrors *webConfigErrors, logger *slog.Logger) string {
+	t.Helper()
 	srv := newHTTPServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {}), Options{Logger: logger})
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -145,6 +152,8 @@ func countedHandshake(addr string, protos ...string) (tls.ConnectionState, int64
 	if err != nil {
 		return tls.ConnectionState{}, 0, err
 	}
+	// A server that does not serve (its set-up failed) fails the handshake, not the run.
+	_ = raw.SetDeadline(time.Now().Add(10 * time.Second))
 	counted := &countingConn{Conn: raw}
 	c := tls.Client(counted, &tls.Config{InsecureSkipVerify: true, NextProtos: protos})
 	defer c.Close()
@@ -237,7 +246,10 @@ func TestTLSHandshakesReadNoFiles(t *testing.T) {
 			f := newTLSFiles(t, "  client_auth_type: VerifyClientCertIfGiven\n", "  client_ca_file: ca.pem\n")
 			f.write(t, "ca.pem", bundle.Bytes())
 			f.age(t, tc.age)
-			addr := serveTLS(t, f.webConfig, nil)
+			// Setting their times changed the files (their ctime): the handshakes come a
+			// minute after.
+			clock := testclock.New(time.Now().Add(time.Minute))
+			addr := serveTLS(t, f.webConfig, newWebConfigErrors(f.webConfig, slog.New(slog.DiscardHandler), clock.Now))
 			if _, err := handshake(addr); err != nil {
 				t.Fatal(err)
 			}
@@ -465,5 +477,358 @@ func TestWebConfigErrorsThrottled(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestTLSConfigKeptOnlyWithEveryFileStamped: a config is kept only with the stamps of
+// every file it was loaded from. The web config is read for the names of its files as the
+// stamps are taken, and the toolkit reads it again a moment later: a read that failed
+// the first time only (a file descriptor short under a burst of connections) left the
+// certificate, key and client CA unstamped, and a renewed certificate, or a client CA
+// taken out, was not seen until the web config itself changed.
+func TestTLSConfigKeptOnlyWithEveryFileStamped(t *testing.T) {
+	f := newTLSFiles(t, "", "")
+	f.age(t, 0)
+	logger := slog.New(slog.DiscardHandler)
+	flags := &web.FlagConfig{WebConfigFile: &f.webConfig}
+	tk, err := setUpToolkit(&net.TCPAddr{}, http.NotFoundHandler(), flags, newWebConfigErrors(f.webConfig, logger, time.Now), logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tk.close()
+	reads := 0
+	tk.configs.readFile = func(name string) ([]byte, error) {
+		if reads++; reads == 1 {
+			return nil, &os.PathError{Op: "open", Path: name, Err: syscall.EMFILE}
+		}
+		return os.ReadFile(name)
+	}
+	served := func() string {
+		t.Helper()
+		config, err := tk.configs.get(&tls.ClientHelloInfo{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cert, err := config.GetCertificate(&tls.ClientHelloInfo{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		x, err := x509.ParseCertificate(cert.Certificate[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		return x.Subject.CommonName
+	}
+	for range 2 {
+		if got := served(); got != "first" {
+			t.Fatalf("serves %q; want first", got)
+		}
+	}
+	cert, key := newCert(t, "second", 0)
+	f.write(t, "cert.new", cert)
+	f.write(t, "key.new", key)
+	for _, name := range []string{"cert", "key"} {
+		if err := os.Rename(filepath.Join(f.dir, name+".new"), filepath.Join(f.dir, name+".pem")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := served(); got != "second" {
+		t.Errorf("after the renewal, serves %q; want second", got)
+	}
+}
+
+// TestToolkitSetUpChecked: the exporter serves its sockets with what exporter-toolkit's
+// web.Serve set up on a server of its own, its handler, TLS config and HTTP/2 switch; a
+// toolkit release that set up more would lose it without a word. What this release sets
+// up, for each kind of web config, is all taken; anything else fails the start, naming
+// it.
+func TestToolkitSetUpChecked(t *testing.T) {
+	t.Run("this release", func(t *testing.T) {
+		for name, config := range map[string]string{
+			"plain HTTP":            "http_server_config:\n  headers:\n    X-Frame-Options: deny\nrate_limit:\n  burst: 5\n  interval: 1s\n",
+			"TLS":                   "tls_server_config:\n  cert_file: cert.pem\n  key_file: key.pem\n",
+			"TLS without HTTP/2":    "tls_server_config:\n  cert_file: cert.pem\n  key_file: key.pem\nhttp_server_config:\n  http2: false\n",
+			"TLS with client certs": "tls_server_config:\n  cert_file: cert.pem\n  key_file: key.pem\n  client_auth_type: RequireAndVerifyClientCert\n  client_ca_file: cert.pem\n  min_version: TLS13\n",
+		} {
+			t.Run(name, func(t *testing.T) {
+				f := newTLSFiles(t, "", "")
+				f.write(t, "web.yml", []byte(config))
+				logger := slog.New(slog.DiscardHandler)
+				tk, err := setUpToolkit(&net.TCPAddr{}, http.NotFoundHandler(), &web.FlagConfig{WebConfigFile: &f.webConfig}, newWebConfigErrors(f.webConfig, logger, time.Now), logger)
+				if err != nil {
+					t.Fatal(err)
+				}
+				tk.close()
+			})
+		}
+	})
+	idle := &idleListener{closed: make(chan struct{})}
+	tlsConfig := &tls.Config{}
+	for _, tc := range []struct {
+		name string
+		srv  *http.Server
+		l    net.Listener
+		want string // in the error
+	}{
+		{"a field more, plain HTTP", &http.Server{Handler: http.NotFoundHandler(), ReadHeaderTimeout: time.Second}, idle, "ReadHeaderTimeout"},
+		{"a field more, TLS", &http.Server{TLSConfig: tlsConfig, Protocols: new(http.Protocols)}, tls.NewListener(idle, tlsConfig), "Protocols"},
+		{"a connection hook", &http.Server{TLSConfig: tlsConfig, ConnContext: func(ctx context.Context, _ net.Conn) context.Context { return ctx }}, tls.NewListener(idle, tlsConfig), "ConnContext"},
+		{"a listener of its own", &http.Server{}, struct{ net.Listener }{idle}, "listener of its own"},
+		{"a listener of its own under TLS", &http.Server{TLSConfig: tlsConfig}, struct{ net.Listener }{tls.NewListener(idle, tlsConfig)}, "listener of its own"},
+		{"TLS without a TLS config", &http.Server{}, tls.NewListener(idle, tlsConfig), "without a TLS config"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := checkToolkitSetUp(tc.srv, tc.l, idle)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("checkToolkitSetUp: %v; want an error naming %s", err, tc.want)
+			}
+		})
+	}
+}
+
+// TestTLSCertificateRenewedKeepingTime: a certificate and key renewed with the size and
+// modification time of the files they replace are served from the next handshake on.
+// Certificates of one CA and key size are often of one size (RSA's always), and an archive
+// made reproducibly dates its files alike (tar and kubectl cp keep those dates, as cp -p
+// does); a file unlinked and created again may get the inode number just freed. The
+// files were last changed long before the handshakes (the clock stands a minute on).
+func TestTLSCertificateRenewedKeepingTime(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		replace func(t *testing.T, path string, data []byte)
+	}{
+		{"rewritten in place (cp -p)", func(t *testing.T, path string, data []byte) {
+			if err := os.WriteFile(path, data, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"unlinked and created again (tar x)", func(t *testing.T, path string, data []byte) {
+			if err := os.Remove(path); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(path, data, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newTLSFiles(t, "", "")
+			f.age(t, 0)
+			clock := testclock.New(time.Now().Add(time.Minute))
+			addr := serveTLS(t, f.webConfig, newWebConfigErrors(f.webConfig, slog.New(slog.DiscardHandler), clock.Now))
+			for range 2 {
+				if got := servedName(t, addr); got != "first" {
+					t.Fatalf("serves %q; want first", got)
+				}
+			}
+			certPath := filepath.Join(f.dir, "cert.pem")
+			old, err := os.Stat(certPath)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cert, key := newCert(t, "second", int(old.Size()))
+			for name, data := range map[string][]byte{"cert.pem": cert, "key.pem": key} {
+				path := filepath.Join(f.dir, name)
+				was, err := os.Stat(path)
+				if err != nil {
+					t.Fatal(err)
+				}
+				tc.replace(t, path, data)
+				if err := os.Chtimes(path, was.ModTime(), was.ModTime()); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if got := servedName(t, addr); got != "second" {
+				t.Errorf("after the renewal, serves %q; want second", got)
+			}
+		})
+	}
+}
+
+// newCA is a CA's certificate, in PEM, and its certificate and key to sign with.
+func newCA(t *testing.T, cn string) ([]byte, *x509.Certificate, *ecdsa.PrivateKey) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(2),
+		Subject:      pkix.Name{CommonName: cn},
+		NotBefore:    time.Now().Add(-time.Hour),
+		NotAfter:     time.Now().Add(time.Hour),
+		KeyUsage:     x509.KeyUsageCertSign,
+		IsCA:         true, BasicConstraintsValid: true,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca, err := x509.ParseCertificate(der)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), ca, key
+}
+
+// clientCert is a client certificate for the name san, signed by ca.
+func clientCert(t *testing.T, ca *x509.Certificate, caKey *ecdsa.PrivateKey, san string) tls.Certificate {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(3),
+		Subject:      pkix.Name{CommonName: san},
+		DNSNames:     []string{san},
+		NotBefore:    time.Now().Add(-time.Hour),
+		NotAfter:     time.Now().Add(time.Hour),
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
+}
+
+// TestTLSClientAuthFollowsWebConfig: what the web config says of client certificates and
+// TLS versions holds from the next connection on after it, or the client CA file, changed,
+// as exporter-toolkit had it, though handshakes take a config kept from the last one: a
+// CA taken out of client_ca_file, a SAN out of client_allowed_sans, a version below
+// min_version refuse the next connection, a session resumed from before too.
+func TestTLSClientAuthFollowsWebConfig(t *testing.T) {
+	const webConfig = "tls_server_config:\n  cert_file: cert.pem\n  key_file: key.pem\n  client_auth_type: RequireAndVerifyClientCert\n  client_ca_file: ca.pem\n"
+	for _, tc := range []struct {
+		name   string
+		change func(t *testing.T, f *tlsFiles)
+		// client is what the client asks for, beyond its certificate.
+		client *tls.Config
+	}{
+		{"CA taken out of client_ca_file", func(t *testing.T, f *tlsFiles) {
+			other, _, _ := newCA(t, "other CA")
+			f.write(t, "ca.pem", other)
+		}, &tls.Config{}},
+		{"SAN out of client_allowed_sans", func(t *testing.T, f *tlsFiles) {
+			f.write(t, "web.yml", []byte(webConfig+"  client_allowed_sans: [other.example]\n"))
+		}, &tls.Config{}},
+		{"min_version raised", func(t *testing.T, f *tlsFiles) {
+			f.write(t, "web.yml", []byte(webConfig+"  min_version: TLS13\n"))
+		}, &tls.Config{MaxVersion: tls.VersionTLS12}},
+		{"cipher_suites narrowed", func(t *testing.T, f *tlsFiles) {
+			f.write(t, "web.yml", []byte(webConfig+"  max_version: TLS12\n  cipher_suites: [TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305]\n"))
+		}, &tls.Config{CipherSuites: []uint16{tls.TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newTLSFiles(t, "", "")
+			f.write(t, "web.yml", []byte(webConfig))
+			caPEM, ca, caKey := newCA(t, "scrapers' CA")
+			f.write(t, "ca.pem", caPEM)
+			f.age(t, 0)
+			clock := testclock.New(time.Now().Add(time.Minute))
+			addr := serveTLS(t, f.webConfig, newWebConfigErrors(f.webConfig, slog.New(slog.DiscardHandler), clock.Now))
+			config := tc.client.Clone()
+			config.InsecureSkipVerify = true
+			config.Certificates = []tls.Certificate{clientCert(t, ca, caKey, "scraper.example")}
+			config.ClientSessionCache = tls.NewLRUClientSessionCache(4)
+			client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: config, DisableKeepAlives: true}}
+			get := func() (bool, error) {
+				t.Helper()
+				resp, err := client.Get("https://" + addr + "/")
+				if err != nil {
+					return false, err
+				}
+				resp.Body.Close()
+				return resp.TLS.DidResume, nil
+			}
+			resumed := false
+			for range 3 { // the later ones with a config kept, and resuming
+				did, err := get()
+				if err != nil {
+					t.Fatalf("before the change: %v", err)
+				}
+				resumed = resumed || did
+			}
+			if !resumed && tc.client.MaxVersion == 0 {
+				t.Error("no session resumed before the change: the test does not try resumption")
+			}
+			tc.change(t, f)
+			for i := range 2 {
+				if _, err := get(); err == nil {
+					t.Errorf("connection %d after the change: served; want refused", i)
+				}
+			}
+		})
+	}
+}
+
+// TestTLSClientWithoutCertificateAndAllowedSANs: with client_allowed_sans and a
+// client_auth_type that lets a client go without a certificate, exporter-toolkit's check
+// of the SANs took the first of none: a panic for each such client, which net/http logged
+// at error level with its stack, a few kilobytes of log any client could ask for. The
+// client is refused, as the panic refused it, and logged as a failed handshake.
+func TestTLSClientWithoutCertificateAndAllowedSANs(t *testing.T) {
+	f := newTLSFiles(t, "  client_auth_type: VerifyClientCertIfGiven\n  client_ca_file: ca.pem\n", "  client_allowed_sans: [scraper.example]\n")
+	caPEM, ca, caKey := newCA(t, "scrapers' CA")
+	f.write(t, "ca.pem", caPEM)
+	var logged syncbuf.Buffer
+	addr := serveTLSLogged(t, f.webConfig, nil, slog.New(slog.NewTextHandler(&logged, nil)))
+	get := func(certs ...tls.Certificate) error {
+		t.Helper()
+		client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true, Certificates: certs}}}
+		resp, err := client.Get("https://" + addr + "/")
+		if err == nil {
+			resp.Body.Close()
+		}
+		return err
+	}
+	if err := get(clientCert(t, ca, caKey, "scraper.example")); err != nil {
+		t.Fatalf("with an allowed SAN: %v", err)
+	}
+	if err := get(clientCert(t, ca, caKey, "other.example")); err == nil {
+		t.Error("with a SAN not allowed: served; want refused")
+	}
+	for i := range 3 {
+		if err := get(); err == nil {
+			t.Errorf("without a certificate, %d: served; want refused", i)
+		}
+	}
+	if got := logged.String(); strings.Contains(got, "panic") {
+		t.Errorf("logged a panic:\n%s", got)
+	}
+}
+
+// TestTLSToolkitHandlerServed: what exporter-toolkit's handler does for each request,
+// from the web config, is done on the exporter's server with TLS too: basic_auth_users'
+// password asked for, http_server_config's headers set, rate_limit's burst held to.
+func TestTLSToolkitHandlerServed(t *testing.T) {
+	hash, err := bcrypt.GenerateFromPassword([]byte("secret"), bcrypt.MinCost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := newTLSFiles(t, "", "http_server_config:\n  headers:\n    X-Frame-Options: deny\nrate_limit:\n  burst: 3\n  interval: 1h\nbasic_auth_users:\n  scraper: "+string(hash)+"\n")
+	addr := serveTLS(t, f.webConfig, nil)
+	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+	for i, want := range []int{http.StatusUnauthorized, http.StatusOK, http.StatusUnauthorized, http.StatusTooManyRequests, http.StatusTooManyRequests} {
+		req, err := http.NewRequest(http.MethodGet, "https://"+addr+"/", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i%2 == 1 {
+			req.SetBasicAuth("scraper", "secret")
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Errorf("request %d: %d; want %d", i, resp.StatusCode, want)
+		}
+		if got := resp.Header.Get("X-Frame-Options"); want != http.StatusTooManyRequests && got != "deny" {
+			t.Errorf("request %d: X-Frame-Options %q; want deny", i, got)
+		}
 	}
 }
