@@ -20,6 +20,7 @@ import (
 	"github.com/prometheus/exporter-toolkit/web"
 	"go.yaml.in/yaml/v2"
 
+	"github.com/logwindow/logwindow_exporter/internal/filestat"
 	"github.com/logwindow/logwindow_exporter/internal/selfmetric"
 )
 
@@ -262,7 +263,7 @@ func settled(stamps []fileStamp, now time.Time) bool {
 
 // fileStamp is what os.Stat said of a file (through symlinks: the kubelet and certbot
 // renew by pointing one at new files); info is nil when it failed. changed is its ctime,
-// where read (see changeTime): a file replaced with the size and modification time of
+// where read (filestat.ChangeTime): a file replaced with the size and modification time of
 // the one before (cp -p, an archive's dates, kept by tar; a file created again may get
 // the inode number just freed) has a ctime of its own.
 type fileStamp struct {
@@ -276,7 +277,11 @@ func statFile(path string) fileStamp {
 	if err != nil {
 		return fileStamp{path: path}
 	}
-	return fileStamp{path: path, info: info, changed: changeTime(info)}
+	s := fileStamp{path: path, info: info}
+	if ns, ok := filestat.ChangeTime(info); ok {
+		s.changed = time.Unix(0, ns)
+	}
+	return s
 }
 
 // same reports whether s and o are stamps of the same file, unchanged.

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/logwindow/logwindow_exporter/config"
+	"github.com/logwindow/logwindow_exporter/internal/filestat"
 )
 
 // settleAfter is how long after a directory's mtime its listing is trusted to
@@ -32,9 +33,7 @@ type dirKey struct {
 
 func keyOf(fi os.FileInfo) dirKey {
 	k := dirKey{id: idOf(fi), mtime: fi.ModTime().UnixNano()}
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-		k.ctime = ctimeOf(st)
-	}
+	k.ctime, _ = filestat.ChangeTime(fi)
 	return k
 }
 
