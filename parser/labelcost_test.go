@@ -1,6 +1,8 @@
 package parser
 
 import (
+	"bytes"
+	"math/rand/v2"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -47,6 +49,65 @@ func TestLongTemplateRendersTheCap(t *testing.T) {
 			if n := max(cap(s.key), cap(s.itemText)); n > 4*labelRender {
 				t.Fatalf("%q at %d: rendering one value of %d bytes grew a buffer to %d bytes", unit, offset, MaxLabelValueLen, n)
 			}
+		}
+	}
+}
+
+// TestLabelCapMatchesFullRendering: a label value rendered only up to the cap is the
+// whole rendering made a label value (invalid bytes as U+FFFD unless the values are known
+// valid, cut at MaxLabelValueLen on a character's start), for random templates of
+// literals and captures around the cap's length, of characters of one to four bytes,
+// combining marks, invalid bytes and sequences cut short. Rendering no more than the cap
+// (a value known valid kept with a character cut short at its end) fails it.
+func TestLabelCapMatchesFullRendering(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	valid := []string{"a", "é", "€", "😀", "\u0300", "-"}
+	invalid := []string{"\xff", "\xe2\x82", "\xf0\x9f\x98", "\x80", "\xc3", "\xed\xa0\x80"}
+	// gen makes at least n bytes, of valid UTF-8 only when onlyValid.
+	gen := func(n int, onlyValid bool) []byte {
+		var b []byte
+		for len(b) < n {
+			if onlyValid || r.IntN(3) > 0 {
+				b = append(b, valid[r.IntN(len(valid))]...)
+			} else {
+				b = append(b, invalid[r.IntN(len(invalid))]...)
+			}
+		}
+		return b
+	}
+	for i := range 1500 {
+		knownValid := i%2 == 1
+		var line []byte
+		caps := []int{0, 0}
+		captures := 1 + r.IntN(4)
+		for range captures {
+			lo := len(line)
+			line = append(line, gen(r.IntN(MaxLabelValueLen+100), knownValid)...)
+			caps = append(caps, lo, len(line))
+		}
+		caps[1] = len(line)
+		var tmpl config.Template
+		for range 1 + r.IntN(6) {
+			if r.IntN(2) == 0 {
+				tmpl = append(tmpl, config.TemplatePart{Literal: string(gen(r.IntN(MaxLabelValueLen+100), true)), Capture: -1})
+			} else {
+				tmpl = append(tmpl, config.TemplatePart{Capture: 1 + r.IntN(captures)})
+			}
+		}
+		m := &match{src: text{line: line}, caps: caps}
+		full := appendTemplate(nil, tmpl, m)
+		if !knownValid {
+			full = appendValidUTF8(nil, full)
+		}
+		want := full[:capLen(full)]
+		s := newScratch(sizes{labels: 1, items: 1})
+		s.render([]config.Template{tmpl}, nil, m, knownValid)
+		if !bytes.Equal(s.labels[0], want) {
+			t.Fatalf("case %d: label of %d bytes, want %d:\n%q\nwant\n%q", i, len(s.labels[0]), len(want), s.labels[0], want)
+		}
+		s.renderItems([]config.Item{{Template: tmpl, Label: true}}, nil, nil, m, knownValid)
+		if !bytes.Equal(s.items[0], want) {
+			t.Fatalf("case %d: top label of %d bytes, want %d:\n%q\nwant\n%q", i, len(s.items[0]), len(want), s.items[0], want)
 		}
 	}
 }

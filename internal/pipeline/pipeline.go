@@ -272,8 +272,8 @@ func (p *Pipeline) reload(cfg *config.Config) error {
 		// The rules are in force; an input that cannot start is reported as a failed reload
 		// so the operator looks, while every other input keeps running, and it is tried
 		// again (retryInputs).
-		p.retryWait = firstRetry
-		p.retryAt = p.opts.Now().Add(firstRetry)
+		p.retryWait = FirstInputRetry
+		p.retryAt = p.opts.Now().Add(FirstInputRetry)
 		p.reloadErr = &InputsNotStarted{Err: err}
 		return p.reloadErr
 	}
@@ -281,14 +281,14 @@ func (p *Pipeline) reload(cfg *config.Config) error {
 	return nil
 }
 
-// firstRetry is how long after a reload left inputs not started they are started again,
-// and maxRetryWait the longest wait between two tries, each twice as long as the one
-// before: an address freed a moment later (the old process of a rolling restart still
+// FirstInputRetry is how long after a reload left inputs not started they are started
+// again, and maxRetryWait the longest wait between two tries, each twice as long as the
+// one before: an address freed a moment later (the old process of a rolling restart still
 // ending) is taken within a minute, and one taken for hours is tried every few minutes,
 // not logged as a failure at every look. Start's goroutine looks every expireEvery.
 const (
-	firstRetry   = 30 * time.Second
-	maxRetryWait = 5 * time.Minute
+	FirstInputRetry = 30 * time.Second
+	maxRetryWait    = 5 * time.Minute
 )
 
 // retryInputs starts the inputs of the configuration in force that did not start, once
@@ -429,16 +429,23 @@ type NotRunning struct {
 	// Input is the input's name, or its path or address when it has none.
 	Input string
 	Err   error
+	// Retry is when it is next tried again (retryInputs), unless a reload that applies
+	// comes first and tries it at once.
+	Retry time.Time
 }
 
 // InputsNotRunning are the inputs of the configuration in force that did not start (a
 // socket whose address was taken when the reload put it in force), in the config's
-// order. A later reload that is refused leaves them as they are: only one that applies
-// starts them, or not.
+// order. A later reload that is refused leaves them as they are: they are tried again
+// (retryInputs), and at once by a reload that applies.
 func (p *Pipeline) InputsNotRunning() []NotRunning {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return slices.Clone(p.notRunning)
+	out := slices.Clone(p.notRunning)
+	for i := range out {
+		out[i].Retry = p.retryAt
+	}
+	return out
 }
 
 // ReloadError is why the last reload was refused (the config's problems, one per line, or

@@ -71,8 +71,13 @@ func TestRetryInputsNotStarted(t *testing.T) {
 	if !slices.Equal(at, want) {
 		t.Errorf("tried at %v, want %v", at, want)
 	}
-	if len(p.InputsNotRunning()) != 1 {
-		t.Fatalf("inputs not running: %v; want sys", p.InputsNotRunning())
+	nr := p.InputsNotRunning()
+	if len(nr) != 1 {
+		t.Fatalf("inputs not running: %v; want sys", nr)
+	}
+	// What the status page shows: the next try, 5 minutes after the last.
+	if next := time.Unix(1_700_000_000, 0).Add(22*min + 30*time.Second); !nr[0].Retry.Equal(next) {
+		t.Errorf("sys is tried again at %v, want %v", nr[0].Retry, next)
 	}
 
 	// Freed: the next try starts it, in the configuration in force (the refused file is
@@ -126,7 +131,7 @@ func TestRetryMakesTheReloadSuccessful(t *testing.T) {
 		t.Fatal("the reload that left an input not started counts as successful")
 	}
 	_ = taken.Close()
-	clock.Add(firstRetry)
+	clock.Add(FirstInputRetry)
 	p.retryInputs()
 	if r := p.reloadStats(); !r.Successful || !r.LastSuccess.Equal(clock.Now()) || !r.Inputs["sys"] {
 		t.Errorf("after the retry started the input: %+v; want successful, now, sys running", r)

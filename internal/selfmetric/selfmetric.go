@@ -116,7 +116,7 @@ var (
 		"Whether the last configuration load succeeded (1), or was refused or put in force but for inputs that could not start (0).",
 		nil}
 	InputRunning = Metric{"logwindow_input_running",
-		"Whether the input of the configuration in force runs (1) or did not start (0): a reload put the configuration in force, but the input's socket could not be bound. It stays 0, whatever reloads are refused after, until a reload starts it.",
+		"Whether the input of the configuration in force runs (1) or did not start (0): a reload put the configuration in force, but the input's socket could not be bound. It stays 0, whatever reloads are refused after, until it starts: it is tried again, less and less often, and at once by a reload.",
 		[]string{"input"}}
 	ConfigLastReloadSuccessTimestamp = Metric{"logwindow_config_last_reload_success_timestamp_seconds",
 		"Unix time of the last successful configuration load.",

@@ -10,6 +10,9 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/logwindow/logwindow_exporter/internal/pipeline"
 )
 
 // TestReloadWithAnInputThatCannotStart reloads a file that adds a rule and a syslog input
@@ -55,11 +58,20 @@ func TestReloadWithAnInputThatCannotStart(t *testing.T) {
 	if bytes.Contains(page, []byte("previous config keeps running")) || !bytes.Contains(page, []byte("in force")) || !bytes.Contains(page, []byte("last success")) {
 		t.Errorf("the status page says of the reload:\n%s", reloadLines(page))
 	}
+	// The inputs not started are tried again with no reload: the page says when.
+	retry := "tried again at " + e.clock.Now().Add(pipeline.FirstInputRetry).UTC().Format(time.RFC3339)
+	if !bytes.Contains(page, []byte(retry)) || bytes.Contains(page, []byte("until a reload starts them")) {
+		t.Errorf("the status page says of the inputs not running:\n%s\nwant %q", notRunningLines(page), retry)
+	}
 
 	var logged bytes.Buffer
 	_ = Reload(e.p, slog.New(slog.NewTextHandler(&logged, nil)))
 	if strings.Contains(logged.String(), "previous configuration keeps running") || strings.Count(logged.String(), "in force") != 1 {
 		t.Errorf("the log says of the reload: %s", logged.String())
+	}
+	// It says when the inputs are tried again: the pipeline's wait, not a copy of it.
+	if want := "retry_in=" + pipeline.FirstInputRetry.String(); !strings.Contains(logged.String(), want) {
+		t.Errorf("the log says of the reload: %s; want %s", logged.String(), want)
 	}
 
 	// Once the address is free, the next reload starts the input.
@@ -67,6 +79,17 @@ func TestReloadWithAnInputThatCannotStart(t *testing.T) {
 	if err := Reload(e.p, slog.New(slog.DiscardHandler)); err != nil {
 		t.Errorf("reload once the address is free: %v", err)
 	}
+}
+
+// notRunningLines are the lines of a status page that speak of inputs not running.
+func notRunningLines(page []byte) string {
+	var out []string
+	for line := range strings.SplitSeq(string(page), "\n") {
+		if strings.Contains(line, "not running") {
+			out = append(out, line)
+		}
+	}
+	return strings.Join(out, "\n")
 }
 
 // reloadLines are the lines of a status page that speak of the reload.

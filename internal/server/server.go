@@ -528,7 +528,7 @@ func CheckTelemetryPath(path string) (err error) {
 func Reload(p *pipeline.Pipeline, logger *slog.Logger) error {
 	if err := p.ReloadFile(); err != nil {
 		if ins := (*pipeline.InputsNotStarted)(nil); errors.As(err, &ins) {
-			logger.Error("reload failed: the new configuration is in force, but inputs did not start; they are tried again, 30 s from now and then less and less often", "err", ins.Err)
+			logger.Error("reload failed: the new configuration is in force, but inputs did not start; they are tried again, then less and less often", "retry_in", pipeline.FirstInputRetry, "err", ins.Err)
 			return err
 		}
 		logger.Error("reload failed; the previous configuration keeps running", "err", err)

@@ -38,8 +38,10 @@ type view struct {
 	// InputsNotStarted: the last reload put its config in force but for inputs that could
 	// not start, which ReloadErrors are about.
 	InputsNotStarted bool
-	// NotRunning are the inputs of the config in force that did not start, each with why.
+	// NotRunning are the inputs of the config in force that did not start, each with why,
+	// and Retry when they are tried again (RFC 3339, UTC; empty when not known).
 	NotRunning []string
+	Retry      string
 	Inputs     []inputRow
 	InputNames []string
 	// Unnamed: some input has no name; InputNames name it by its path or socket.
@@ -229,6 +231,9 @@ func (o *Options) view(ctx context.Context, pagePath string) *view {
 	}
 	for _, in := range o.Source.InputsNotRunning() {
 		v.NotRunning = append(v.NotRunning, clip(in.Input+": "+in.Err.Error()))
+		if !in.Retry.IsZero() {
+			v.Retry = in.Retry.UTC().Format(time.RFC3339)
+		}
 	}
 	sums := o.windowSums()
 	for _, in := range cfg.Inputs {
