@@ -63,9 +63,11 @@ func (d *decoder) inputs(e entry) []Input {
 	v := resolve(e.val)
 	if v.Kind != yaml.SequenceNode {
 		d.add(e.key.Line, "", "inputs: must be a list of inputs (- path: ...), not %s", kindName(v))
+		d.inputsRefused = true
 		return nil
 	}
 	if d.tooMany(e, "", len(v.Content), maxInputs, "inputs", "a file") {
+		d.inputsRefused = true
 		return nil
 	}
 	var out []Input

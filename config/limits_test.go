@@ -41,7 +41,7 @@ func TestLimits(t *testing.T) {
 		}, `:3: patterns: %d patterns, more than the 10000 a file may have`},
 		{"global windows", maxWindows, func(n int) string {
 			return head + "global:\n  windows: [" + joined(n, ",", func(i int) string { return fmt.Sprintf("%ds", i+1) }) + "]\n" + rule
-		}, `:4: global: windows: %d windows, more than the 100 a rule may have`},
+		}, `:4: global: windows: %d windows, more than the 100 the global list may have`},
 		{"windows", maxWindows, func(n int) string {
 			return head + rule + "    windows: [" + joined(n, ",", func(i int) string { return fmt.Sprintf("%ds", i+1) }) + "]\n"
 		}, `:6: rule "r": windows: %d windows, more than the 100 a rule may have`},
@@ -99,6 +99,53 @@ func TestLimits(t *testing.T) {
 			}
 			if err == nil || !strings.Contains(err.Error(), want) {
 				t.Fatalf("past the limit: %v; want %q", err, want)
+			}
+		})
+	}
+}
+
+// TestRefusedSectionNotBlamedOnRules: when inputs: or patterns: is refused whole (past its
+// limit, or not a list or mapping), its error is the one to fix; the rules reading those
+// inputs or patterns say nothing of their own that the section's error already causes,
+// else the section's error came after a thousand of them, past what the status page lists.
+func TestRefusedSectionNotBlamedOnRules(t *testing.T) {
+	rules := joined(5, "", func(i int) string {
+		return fmt.Sprintf("  - {name: r%d, inputs: [i%d], labels: {s: '${status}'}}\n  - {name: p%d, match: '%%{P%d}'}\n", i, i, i, i)
+	})
+	cases := []struct {
+		name, file, want string
+	}{
+		{"inputs past the limit", "rules:\n" + rules + "inputs:\n" +
+			joined(maxInputs+1, "", func(i int) string {
+				return fmt.Sprintf("  - {name: i%d, path: /var/log/x%d.log, log_format: combined}\n", i, i)
+			}) +
+			"patterns:\n" + joined(5, "", func(i int) string { return fmt.Sprintf("  P%d: x\n", i) }),
+			`inputs: 1001 inputs, more than the 1000 a file may have`},
+		{"inputs not a list", "rules:\n" + rules + "inputs: {path: /var/log/x.log}\npatterns:\n" +
+			joined(5, "", func(i int) string { return fmt.Sprintf("  P%d: x\n", i) }),
+			`inputs: must be a list of inputs`},
+		{"patterns past the limit", "inputs:\n" +
+			joined(5, "", func(i int) string {
+				return fmt.Sprintf("  - {name: i%d, path: /var/log/x%d.log, log_format: combined}\n", i, i)
+			}) +
+			"rules:\n" + rules + "patterns:\n" + joined(maxPatterns+1, "", func(i int) string { return fmt.Sprintf("  P%d: x\n", i) }),
+			`patterns: 10001 patterns, more than the 10000 a file may have`},
+		{"patterns not a mapping", "inputs:\n" +
+			joined(5, "", func(i int) string {
+				return fmt.Sprintf("  - {name: i%d, path: /var/log/x%d.log, log_format: combined}\n", i, i)
+			}) +
+			"rules:\n" + rules + "patterns: [x]\n",
+			`patterns: must be`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := Parse([]byte(c.file), "rules.yaml")
+			if err == nil {
+				t.Fatal("loaded")
+			}
+			lines := strings.Split(strings.TrimSpace(err.Error()), "\n")
+			if len(lines) != 1 || !strings.Contains(lines[0], c.want) {
+				t.Fatalf("%d problems:\n%v\nwant only %q", len(lines), err, c.want)
 			}
 		})
 	}

@@ -139,6 +139,11 @@ type decoder struct {
 	formatRefused map[string]bool
 	// refusing: a log format of the input being decoded was refused (refuse).
 	refusing bool
+	// inputsRefused and patternsRefused: the section was refused whole (past its limit, or
+	// not a list or a mapping). Its error is the one to fix: a rule naming an input or a
+	// pattern the section would have held says nothing of its own, so that a thousand of
+	// theirs do not hide it (the status page lists the first problems only).
+	inputsRefused, patternsRefused bool
 	// regexBytes is the text of the regexes compiled so far (compile), regexSpent set once
 	// they passed maxRegexBytes.
 	regexBytes int
@@ -338,7 +343,11 @@ func (d *decoder) global(e entry, g *Global) {
 // windows decodes a list of Prometheus durations and checks the wheels can serve them. It
 // returns them sorted, with their text as written in the same order.
 func (d *decoder) windows(e entry, subject string) ([]time.Duration, []string, bool) {
-	if d.tooMany(e, subject, items(e.val), maxWindows, "windows", "a rule") {
+	holder := "a rule"
+	if subject == "global" {
+		holder = "the global list"
+	}
+	if d.tooMany(e, subject, items(e.val), maxWindows, "windows", holder) {
 		return nil, nil, false
 	}
 	texts, ok := d.list(e, subject, "windows")
@@ -392,10 +401,12 @@ func (d *decoder) windows(e entry, subject string) ([]time.Duration, []string, b
 func (d *decoder) patternSection(e entry) map[string]string {
 	out := map[string]string{}
 	if d.tooMany(e, "", items(e.val), maxPatterns, "patterns", "a file") {
+		d.patternsRefused = true
 		return out
 	}
 	entries, ok := d.mapping(e.val, "", "patterns")
 	if !ok || d.tooMany(e, "", len(entries), maxPatterns, "patterns", "a file") {
+		d.patternsRefused = true
 		return out
 	}
 	for _, p := range entries {

@@ -292,7 +292,9 @@ func (d *decoder) rule(n *yaml.Node, index int, g Global, inputNames map[string]
 	case hasMatch:
 		rd.match(m, r)
 	default:
-		rd.fromFormat(r.Line, r, d.allInputs)
+		if !rd.inputsRefused {
+			rd.fromFormat(r.Line, r, d.allInputs)
+		}
 	}
 	if e, ok := find(entries, "help"); ok {
 		r.Help, _ = d.scalar(e, rd.subject, "help")
@@ -399,6 +401,9 @@ func (rd *ruleDecoder) match(e entry, r *Rule) {
 		return exp, ok, ok
 	})
 	for _, u := range x.unknown {
+		if rd.patternsRefused {
+			break
+		}
 		have := sortedKeys(rd.patternLines)
 		list := listing(have)
 		if len(have) == 0 {
@@ -606,7 +611,7 @@ func (rd *ruleDecoder) inputs(e entry, r *Rule, inputNames map[string]bool) {
 		switch {
 		case listed[name]:
 			rd.add(e.key.Line, rd.subject, "inputs: %q is listed twice", name)
-		case !inputNames[name]:
+		case !inputNames[name] && !rd.inputsRefused:
 			list := listing(known)
 			if len(known) == 0 {
 				list = "none; add name: to an input"
