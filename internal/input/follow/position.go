@@ -249,6 +249,13 @@ func (f *Follower) resumeRotated() {
 			since = f.o.Taken
 		}
 		for _, a := range rotatedAfter(path, since, known) {
+			if ofPosition(a.file, a.id, r.all) {
+				// Another follower of the glob reads it on from its position: the archive
+				// of a position that was written to after it (a writer that had not
+				// reopened the log yet), at a path this one does not select.
+				_ = a.file.Close()
+				continue
+			}
 			off := copiedAt(a.file, path, r.all, r.resumed)
 			found = append(found, f.rotatedFile(a.id, a.file, path, off))
 			f.o.Logger.Info(say.after, "path", path, "file", a.file.Name(), "offset", off)
@@ -294,6 +301,21 @@ func copiedAt(file *os.File, path string, ps []Position, resumed map[fileID]bool
 		}
 	}
 	return 0
+}
+
+// ofPosition reports whether file, of identity id, is the file of one of ps: of its
+// identity, and beginning with the bytes it had then. Another file given its inode since
+// (the file of a position deleted, then another made) is not.
+func ofPosition(file *os.File, id fileID, ps []Position) bool {
+	var buf [headLen]byte
+	for _, p := range ps {
+		if (fileID{dev: p.Dev, ino: p.Ino}) != id {
+			continue
+		}
+		h, err := headHash(file, p.Offset, &buf)
+		return err == nil && h == p.Head
+	}
+	return false
 }
 
 // rotatedAway is a file rotatedAfter found.

@@ -1,0 +1,59 @@
+package follow
+
+import (
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+)
+
+// TestResumeRotatedShared: followers sharing a glob that matches the log's rotated names
+// (access.log*) resume from one snapshot, each the paths it selects. The log's file of
+// the position is gone (compressed) and an archive the snapshot read to its end was
+// written to since (the writer had not reopened the log yet): it is read on from its
+// position by the follower that selects its path, not from its start by the one of the
+// log, which found it among the files rotated away after the snapshot and claimed it
+// first.
+func TestResumeRotatedShared(t *testing.T) {
+	dir := t.TempDir()
+	log, archive := filepath.Join(dir, "access.log"), filepath.Join(dir, "access.log.1")
+	old := create(t, archive)
+	writeLines(t, old, 1, 10)
+	touch(t, archive, -time.Hour)
+	writeLines(t, create(t, log), 11, 100)
+
+	var hold sync.RWMutex
+	o := modes[1].options(filepath.Join(dir, "access.log*"))
+	o.FromBeginning, o.Hold = true, hold.RLocker()
+	first := newCollector()
+	f := start(t, o, first.handle)
+	waitFor(t, "the first lines", func() bool { return first.has(1, 100) })
+	hold.Lock()
+	positions := f.Positions()
+	hold.Unlock()
+	f.Stop()
+	first.expectExactly(t, span{1, 100})
+	if len(positions) != 2 {
+		t.Fatalf("positions %+v, want the log's and the archive's", positions)
+	}
+
+	taken := time.Now().Add(-time.Second) // see TestResume
+	writeLines(t, old, 101, 101)
+	if err := os.Remove(log); err != nil {
+		t.Fatal(err)
+	}
+	writeLines(t, create(t, log), 102, 150)
+
+	next, claims := newCollector(), newClaims()
+	for _, owner := range []string{"access.log", "access.log.1"} {
+		o := o
+		o.FromBeginning, o.Hold = false, nil
+		o.Resume, o.Taken = positions, taken
+		o.Select = func(path string) bool { return (filepath.Base(path) == "access.log") == (owner == "access.log") }
+		claims.share(&o, owner)
+		start(t, o, next.handle)
+	}
+	waitFor(t, "the lines written while down", func() bool { return next.has(101, 150) })
+	next.expectExactly(t, span{101, 150})
+}
