@@ -178,8 +178,10 @@ var (
 // their end before they are retired as any rotated file is. When none of a path's files
 // was found at a path as it was, the one read under it then was rotated away too (or
 // gone, or truncated), and the files rotated away after it (rotatedAfter: last written
-// after it, or after Options.Taken when it is not there) are read next, from their start
-// or, a copy of it, from its position (copiedAt): a path rotated more than once while the
+// after it, or after Options.Taken when it is not there, and after Options.Taken always,
+// as no file came to the path after it but after the positions were taken; not the file
+// of a position, read on by the follower of its path) are read next, from their start or,
+// a copy of it, from its position (copiedAt): a path rotated more than once while the
 // exporter was down had each of them between that file and the one at the path now.
 func (f *Follower) resumeRotated() {
 	r := f.resume
@@ -246,6 +248,13 @@ func (f *Follower) resumeRotated() {
 		case !seen && (!lost[path] || f.o.Taken.IsZero()):
 			continue
 		case !seen:
+			since = f.o.Taken
+		}
+		// The files of the path then were positions' files: one rotated away after them
+		// came to the path after the positions were taken, and was written since. An
+		// archive written to by a writer that had not reopened the log, after the last
+		// write to those files, left before.
+		if since.Before(f.o.Taken) {
 			since = f.o.Taken
 		}
 		for _, a := range rotatedAfter(path, since, known) {

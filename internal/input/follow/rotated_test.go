@@ -57,3 +57,42 @@ func TestResumeRotatedShared(t *testing.T) {
 	waitFor(t, "the lines written while down", func() bool { return next.has(101, 150) })
 	next.expectExactly(t, span{101, 150})
 }
+
+// TestResumeSlowArchive: an archive rotated away before the snapshot and written to by a
+// writer that had not reopened the log, after the last write to the log's file of the
+// position but before the snapshot, is not among the files rotated away after that one
+// while the exporter was down: no file left the log's path since the snapshot before its
+// file of the position did.
+func TestResumeSlowArchive(t *testing.T) {
+	dir := t.TempDir()
+	log, archive := filepath.Join(dir, "access.log"), filepath.Join(dir, "access.log.1")
+	writeLines(t, create(t, archive), 1, 10)
+	w := create(t, log)
+	writeLines(t, w, 1, 100)
+
+	var hold sync.RWMutex
+	o := modes[1].options(log)
+	o.FromBeginning, o.Hold = true, hold.RLocker()
+	first := newCollector()
+	f := start(t, o, first.handle)
+	waitFor(t, "the first lines", func() bool { return first.has(1, 100) })
+	hold.Lock()
+	positions := f.Positions()
+	hold.Unlock()
+	f.Stop()
+	first.expectExactly(t, span{1, 100})
+	touch(t, log, -2*time.Hour)
+	touch(t, archive, -time.Hour) // a late line of the slow writer
+
+	taken := time.Now().Add(-time.Second) // see TestResume
+	rename(t, archive, log+".2")
+	rename(t, log, archive)
+	writeLines(t, create(t, log), 101, 150)
+
+	o.FromBeginning, o.Hold = false, nil
+	o.Resume, o.Taken = positions, taken
+	next := newCollector()
+	start(t, o, next.handle)
+	waitFor(t, "the lines written while down", func() bool { return next.has(101, 150) })
+	next.expectExactly(t, span{101, 150})
+}
