@@ -194,6 +194,9 @@ func (f *Follower) resumeRotated() {
 		say = handOverLog
 	}
 	var found []*tracked
+	// said is, by found file, what the log says of it once the follower kept it: another
+	// follower of the glob may have claimed it first.
+	said := map[*tracked]saying{}
 	// lastWrite is, by path, the last write to the files of its positions found rotated;
 	// lost holds the paths of positions whose file is gone or was rewritten.
 	lastWrite := map[string]time.Time{}
@@ -217,9 +220,10 @@ func (f *Follower) resumeRotated() {
 			lost[p.Path] = true
 			continue
 		}
-		found = append(found, f.rotatedFile(id, file, p.Path, p.Offset))
+		t := f.rotatedFile(id, file, p.Path, p.Offset)
+		found = append(found, t)
 		r.resumed[id] = true
-		f.o.Logger.Info(say.rotated, "path", p.Path, "file", file.Name(), "offset", p.Offset)
+		said[t] = saying{say.rotated, []any{"path", p.Path, "file", file.Name(), "offset", p.Offset}}
 		if fi.ModTime().After(lastWrite[p.Path]) {
 			lastWrite[p.Path] = fi.ModTime()
 		}
@@ -266,12 +270,12 @@ func (f *Follower) resumeRotated() {
 				continue
 			}
 			off := copiedAt(a.file, path, r.all, r.resumed)
-			found = append(found, f.rotatedFile(a.id, a.file, path, off))
-			f.o.Logger.Info(say.after, "path", path, "file", a.file.Name(), "offset", off)
+			t := f.rotatedFile(a.id, a.file, path, off)
+			found = append(found, t)
+			said[t] = saying{say.after, []any{"path", path, "file", a.file.Name(), "offset", off}}
 		}
 	}
 	f.mu.Lock()
-	defer f.mu.Unlock()
 	for _, t := range found {
 		if _, dup := f.byID[t.id]; dup || !f.claim(t.id) {
 			_ = t.f.Close()
@@ -283,6 +287,17 @@ func (f *Follower) resumeRotated() {
 	found = slices.DeleteFunc(found, func(t *tracked) bool { return f.byID[t.id] != t })
 	// Older files are read first: the rotated ones before what replaced them.
 	f.files = append(found, f.files...)
+	f.mu.Unlock()
+	for _, t := range found {
+		f.c.rotations.Add(1)
+		f.o.Logger.Info(said[t].msg, said[t].attrs...)
+	}
+}
+
+// saying is a message of the log with its attributes.
+type saying struct {
+	msg   string
+	attrs []any
 }
 
 // rotatedFile is file, of identity id, rotated away from path, to be read from off.
@@ -290,7 +305,6 @@ func (f *Follower) rotatedFile(id fileID, file *os.File, path string, off int64)
 	now := f.o.now()
 	t := &tracked{id: id, f: file, path: path, lastData: now, rotated: true, rotatedAt: now}
 	t.positionAt(off)
-	f.c.rotations.Add(1)
 	return t
 }
 

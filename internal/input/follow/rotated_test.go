@@ -1,8 +1,11 @@
 package follow
 
 import (
+	"bytes"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -95,4 +98,54 @@ func TestResumeSlowArchive(t *testing.T) {
 	start(t, o, next.handle)
 	waitFor(t, "the lines written while down", func() bool { return next.has(101, 150) })
 	next.expectExactly(t, span{101, 150})
+}
+
+// TestResumeRotatedSharedLog: the file of a position rotated while down to a path of the
+// glob that another follower selects, which read it on from its position first, is not
+// said read, nor counted as a rotation, by the follower of the path it was rotated from:
+// the log tells a user which files a restart read.
+func TestResumeRotatedSharedLog(t *testing.T) {
+	dir := t.TempDir()
+	log := filepath.Join(dir, "access.log")
+	w := create(t, log)
+	writeLines(t, w, 1, 100)
+
+	var hold sync.RWMutex
+	o := modes[1].options(filepath.Join(dir, "access.log*"))
+	o.FromBeginning, o.Hold = true, hold.RLocker()
+	first := newCollector()
+	f := start(t, o, first.handle)
+	waitFor(t, "the first lines", func() bool { return first.has(1, 100) })
+	hold.Lock()
+	positions := f.Positions()
+	hold.Unlock()
+	f.Stop()
+
+	taken := time.Now().Add(-time.Second) // see TestResume
+	writeLines(t, w, 101, 120)
+	rename(t, log, log+".1")
+	writeLines(t, create(t, log), 121, 150)
+
+	next, claims := newCollector(), newClaims()
+	var said bytes.Buffer
+	var followers []*Follower
+	for _, owner := range []string{"access.log.1", "access.log"} { // the archive's first
+		o := o
+		o.FromBeginning, o.Hold = false, nil
+		o.Resume, o.Taken = positions, taken
+		o.Select = func(path string) bool { return (filepath.Base(path) == "access.log") == (owner == "access.log") }
+		if owner == "access.log" {
+			o.Logger = slog.New(slog.NewTextHandler(&said, nil))
+		}
+		claims.share(&o, owner)
+		followers = append(followers, start(t, o, next.handle))
+	}
+	waitFor(t, "the lines written while down", func() bool { return next.has(101, 150) })
+	next.expectExactly(t, span{101, 150})
+	if strings.Contains(said.String(), "access.log.1") {
+		t.Errorf("the follower of access.log says it reads the file the other one reads:\n%s", said.String())
+	}
+	if n := followers[1].c.rotations.Load(); n != 0 {
+		t.Errorf("the follower of access.log counted %d rotations, want none of a file it does not read", n)
+	}
 }
