@@ -305,8 +305,8 @@ var ErrNoSuchRule = errors.New("no rule of this name and definition")
 // Restore puts the state a snapshot of Encode holds into s, which must be new: made by
 // NewSetWith without a previous Set, before any sink writes to it. Each rule of the
 // snapshot goes to the rule of s with its name and fingerprint, whole or not at all; an
-// error is returned only for a snapshot whose Set section does not decode, and then s is
-// unchanged.
+// error is returned only for a snapshot whose Set section or cut section does not decode,
+// and then s is unchanged.
 func (s *Set) Restore(snap *storage.Snapshot) (Restored, error) {
 	res := Restored{Processing: math.MinInt64}
 	sec, ok := snap.Section(sectionSet)

@@ -118,7 +118,8 @@ type Options struct {
 	// Taken is when Resume's positions were taken (zero: unknown). A path whose file of a
 	// position is gone or rewritten (compressed after a second rotation, its inode taken
 	// by the next file; truncated by copytruncate) has the files rotated away from it
-	// after then read, as those after a file of a position found rotated are.
+	// after then read, as those after a file of a position found rotated are; none
+	// written last before then is read.
 	Taken time.Time
 	// Hold, when set, is held while lines are handed on, a chunk at a time: a caller that
 	// takes it exclusively sees no line being handed on, so that Positions and what the

@@ -178,8 +178,10 @@ var (
 // their end before they are retired as any rotated file is. When none of a path's files
 // was found at a path as it was, the one read under it then was rotated away too (or
 // gone, or truncated), and the files rotated away after it (rotatedAfter: last written
-// after it, or after Options.Taken when it is not there) are read next, from their start
-// or, a copy of it, from its position (copiedAt): a path rotated more than once while the
+// after it, or after Options.Taken when it is not there, and after Options.Taken always,
+// as no file came to the path after it but after the positions were taken; not the file
+// of a position, read on by the follower of its path) are read next, from their start or,
+// a copy of it, from its position (copiedAt): a path rotated more than once while the
 // exporter was down had each of them between that file and the one at the path now.
 func (f *Follower) resumeRotated() {
 	r := f.resume
@@ -192,6 +194,9 @@ func (f *Follower) resumeRotated() {
 		say = handOverLog
 	}
 	var found []*tracked
+	// said is, by found file, what the log says of it once the follower kept it: another
+	// follower of the glob may have claimed it first.
+	said := map[*tracked]saying{}
 	// lastWrite is, by path, the last write to the files of its positions found rotated;
 	// lost holds the paths of positions whose file is gone or was rewritten.
 	lastWrite := map[string]time.Time{}
@@ -215,9 +220,10 @@ func (f *Follower) resumeRotated() {
 			lost[p.Path] = true
 			continue
 		}
-		found = append(found, f.rotatedFile(id, file, p.Path, p.Offset))
+		t := f.rotatedFile(id, file, p.Path, p.Offset)
+		found = append(found, t)
 		r.resumed[id] = true
-		f.o.Logger.Info(say.rotated, "path", p.Path, "file", file.Name(), "offset", p.Offset)
+		said[t] = saying{say.rotated, []any{"path", p.Path, "file", file.Name(), "offset", p.Offset}}
 		if fi.ModTime().After(lastWrite[p.Path]) {
 			lastWrite[p.Path] = fi.ModTime()
 		}
@@ -248,14 +254,28 @@ func (f *Follower) resumeRotated() {
 		case !seen:
 			since = f.o.Taken
 		}
+		// The files of the path then were positions' files: one rotated away after them
+		// came to the path after the positions were taken, and was written since. An
+		// archive written to by a writer that had not reopened the log, after the last
+		// write to those files, left before.
+		if since.Before(f.o.Taken) {
+			since = f.o.Taken
+		}
 		for _, a := range rotatedAfter(path, since, known) {
+			if ofPosition(a.file, a.id, r.all) {
+				// Another follower of the glob reads it on from its position: the archive
+				// of a position that was written to after it (a writer that had not
+				// reopened the log yet), at a path this one does not select.
+				_ = a.file.Close()
+				continue
+			}
 			off := copiedAt(a.file, path, r.all, r.resumed)
-			found = append(found, f.rotatedFile(a.id, a.file, path, off))
-			f.o.Logger.Info(say.after, "path", path, "file", a.file.Name(), "offset", off)
+			t := f.rotatedFile(a.id, a.file, path, off)
+			found = append(found, t)
+			said[t] = saying{say.after, []any{"path", path, "file", a.file.Name(), "offset", off}}
 		}
 	}
 	f.mu.Lock()
-	defer f.mu.Unlock()
 	for _, t := range found {
 		if _, dup := f.byID[t.id]; dup || !f.claim(t.id) {
 			_ = t.f.Close()
@@ -267,6 +287,17 @@ func (f *Follower) resumeRotated() {
 	found = slices.DeleteFunc(found, func(t *tracked) bool { return f.byID[t.id] != t })
 	// Older files are read first: the rotated ones before what replaced them.
 	f.files = append(found, f.files...)
+	f.mu.Unlock()
+	for _, t := range found {
+		f.c.rotations.Add(1)
+		f.o.Logger.Info(said[t].msg, said[t].attrs...)
+	}
+}
+
+// saying is a message of the log with its attributes.
+type saying struct {
+	msg   string
+	attrs []any
 }
 
 // rotatedFile is file, of identity id, rotated away from path, to be read from off.
@@ -274,7 +305,6 @@ func (f *Follower) rotatedFile(id fileID, file *os.File, path string, off int64)
 	now := f.o.now()
 	t := &tracked{id: id, f: file, path: path, lastData: now, rotated: true, rotatedAt: now}
 	t.positionAt(off)
-	f.c.rotations.Add(1)
 	return t
 }
 
@@ -294,6 +324,21 @@ func copiedAt(file *os.File, path string, ps []Position, resumed map[fileID]bool
 		}
 	}
 	return 0
+}
+
+// ofPosition reports whether file, of identity id, is the file of one of ps: of its
+// identity, and beginning with the bytes it had then. Another file given its inode since
+// (the file of a position deleted, then another made) is not.
+func ofPosition(file *os.File, id fileID, ps []Position) bool {
+	var buf [headLen]byte
+	for _, p := range ps {
+		if (fileID{dev: p.Dev, ino: p.Ino}) != id {
+			continue
+		}
+		h, err := headHash(file, p.Offset, &buf)
+		return err == nil && h == p.Head
+	}
+	return false
 }
 
 // rotatedAway is a file rotatedAfter found.

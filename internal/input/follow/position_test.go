@@ -39,6 +39,9 @@ func TestResume(t *testing.T) {
 		// unresumed is how many positions are not read on from: their file was
 		// truncated (read from its start) or is gone.
 		unresumed int
+		// taken is how long before the restart the positions were taken, earlier than
+		// the last writes down backdates; 0: a second.
+		taken time.Duration
 		// down is what happens while no follower runs; it writes lines 101..150. files is
 		// how many files the resumed follower reads.
 		down  func(t *testing.T, dir string, w *os.File)
@@ -79,6 +82,7 @@ func TestResume(t *testing.T) {
 			writeLines(t, create(t, log), 131, 150)
 		},
 		files: 3,
+		taken: 150 * time.Minute,
 	}, {
 		name: "rotated three times by rename, dated: the files between are read in their order",
 		down: func(t *testing.T, dir string, w *os.File) {
@@ -97,6 +101,7 @@ func TestResume(t *testing.T) {
 			writeLines(t, create(t, log), 131, 150)
 		},
 		files: 4,
+		taken: 210 * time.Minute,
 	}, {
 		// The kubelet compresses the older of its rotated files: the position's file is
 		// gone, and the file rotated after it is found by its last write after the
@@ -217,7 +222,7 @@ func TestResume(t *testing.T) {
 
 			// A file's times come from the kernel's coarse clock, behind time.Now by up to
 			// a tick: a second before, the files written while down are written after.
-			taken := time.Now().Add(-time.Second)
+			taken := time.Now().Add(-cmp.Or(tc.taken, time.Second))
 			tc.down(t, dir, w)
 			o.FromBeginning = false
 			o.Resume, o.Taken = positions, taken

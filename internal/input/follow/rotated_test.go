@@ -1,0 +1,151 @@
+package follow
+
+import (
+	"bytes"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// TestResumeRotatedShared: followers sharing a glob that matches the log's rotated names
+// (access.log*) resume from one snapshot, each the paths it selects. The log's file of
+// the position is gone (compressed) and an archive the snapshot read to its end was
+// written to since (the writer had not reopened the log yet): it is read on from its
+// position by the follower that selects its path, not from its start by the one of the
+// log, which found it among the files rotated away after the snapshot and claimed it
+// first.
+func TestResumeRotatedShared(t *testing.T) {
+	dir := t.TempDir()
+	log, archive := filepath.Join(dir, "access.log"), filepath.Join(dir, "access.log.1")
+	old := create(t, archive)
+	writeLines(t, old, 1, 10)
+	touch(t, archive, -time.Hour)
+	writeLines(t, create(t, log), 11, 100)
+
+	var hold sync.RWMutex
+	o := modes[1].options(filepath.Join(dir, "access.log*"))
+	o.FromBeginning, o.Hold = true, hold.RLocker()
+	first := newCollector()
+	f := start(t, o, first.handle)
+	waitFor(t, "the first lines", func() bool { return first.has(1, 100) })
+	hold.Lock()
+	positions := f.Positions()
+	hold.Unlock()
+	f.Stop()
+	first.expectExactly(t, span{1, 100})
+	if len(positions) != 2 {
+		t.Fatalf("positions %+v, want the log's and the archive's", positions)
+	}
+
+	taken := time.Now().Add(-time.Second) // see TestResume
+	writeLines(t, old, 101, 101)
+	if err := os.Remove(log); err != nil {
+		t.Fatal(err)
+	}
+	writeLines(t, create(t, log), 102, 150)
+
+	next, claims := newCollector(), newClaims()
+	for _, owner := range []string{"access.log", "access.log.1"} {
+		o := o
+		o.FromBeginning, o.Hold = false, nil
+		o.Resume, o.Taken = positions, taken
+		o.Select = func(path string) bool { return (filepath.Base(path) == "access.log") == (owner == "access.log") }
+		claims.share(&o, owner)
+		start(t, o, next.handle)
+	}
+	waitFor(t, "the lines written while down", func() bool { return next.has(101, 150) })
+	next.expectExactly(t, span{101, 150})
+}
+
+// TestResumeSlowArchive: an archive rotated away before the snapshot and written to by a
+// writer that had not reopened the log, after the last write to the log's file of the
+// position but before the snapshot, is not among the files rotated away after that one
+// while the exporter was down: no file left the log's path since the snapshot before its
+// file of the position did.
+func TestResumeSlowArchive(t *testing.T) {
+	dir := t.TempDir()
+	log, archive := filepath.Join(dir, "access.log"), filepath.Join(dir, "access.log.1")
+	writeLines(t, create(t, archive), 1, 10)
+	w := create(t, log)
+	writeLines(t, w, 1, 100)
+
+	var hold sync.RWMutex
+	o := modes[1].options(log)
+	o.FromBeginning, o.Hold = true, hold.RLocker()
+	first := newCollector()
+	f := start(t, o, first.handle)
+	waitFor(t, "the first lines", func() bool { return first.has(1, 100) })
+	hold.Lock()
+	positions := f.Positions()
+	hold.Unlock()
+	f.Stop()
+	first.expectExactly(t, span{1, 100})
+	touch(t, log, -2*time.Hour)
+	touch(t, archive, -time.Hour) // a late line of the slow writer
+
+	taken := time.Now().Add(-time.Second) // see TestResume
+	rename(t, archive, log+".2")
+	rename(t, log, archive)
+	writeLines(t, create(t, log), 101, 150)
+
+	o.FromBeginning, o.Hold = false, nil
+	o.Resume, o.Taken = positions, taken
+	next := newCollector()
+	start(t, o, next.handle)
+	waitFor(t, "the lines written while down", func() bool { return next.has(101, 150) })
+	next.expectExactly(t, span{101, 150})
+}
+
+// TestResumeRotatedSharedLog: the file of a position rotated while down to a path of the
+// glob that another follower selects, which read it on from its position first, is not
+// said read, nor counted as a rotation, by the follower of the path it was rotated from:
+// the log tells a user which files a restart read.
+func TestResumeRotatedSharedLog(t *testing.T) {
+	dir := t.TempDir()
+	log := filepath.Join(dir, "access.log")
+	w := create(t, log)
+	writeLines(t, w, 1, 100)
+
+	var hold sync.RWMutex
+	o := modes[1].options(filepath.Join(dir, "access.log*"))
+	o.FromBeginning, o.Hold = true, hold.RLocker()
+	first := newCollector()
+	f := start(t, o, first.handle)
+	waitFor(t, "the first lines", func() bool { return first.has(1, 100) })
+	hold.Lock()
+	positions := f.Positions()
+	hold.Unlock()
+	f.Stop()
+
+	taken := time.Now().Add(-time.Second) // see TestResume
+	writeLines(t, w, 101, 120)
+	rename(t, log, log+".1")
+	writeLines(t, create(t, log), 121, 150)
+
+	next, claims := newCollector(), newClaims()
+	var said bytes.Buffer
+	var followers []*Follower
+	for _, owner := range []string{"access.log.1", "access.log"} { // the archive's first
+		o := o
+		o.FromBeginning, o.Hold = false, nil
+		o.Resume, o.Taken = positions, taken
+		o.Select = func(path string) bool { return (filepath.Base(path) == "access.log") == (owner == "access.log") }
+		if owner == "access.log" {
+			o.Logger = slog.New(slog.NewTextHandler(&said, nil))
+		}
+		claims.share(&o, owner)
+		followers = append(followers, start(t, o, next.handle))
+	}
+	waitFor(t, "the lines written while down", func() bool { return next.has(101, 150) })
+	next.expectExactly(t, span{101, 150})
+	if strings.Contains(said.String(), "access.log.1") {
+		t.Errorf("the follower of access.log says it reads the file the other one reads:\n%s", said.String())
+	}
+	if n := followers[1].c.rotations.Load(); n != 0 {
+		t.Errorf("the follower of access.log counted %d rotations, want none of a file it does not read", n)
+	}
+}
