@@ -356,8 +356,9 @@ func decodeCut(snap *storage.Snapshot) (int64, error) {
 	cut, n := int64(noCut), 0
 	for rec := range sec.Records() {
 		r := wire.NewReader(rec)
+		// A later build may add fields after the second: an earlier one reads its own.
 		cut = r.Varint()
-		if err := r.Done(); err != nil {
+		if err := r.Err(); err != nil {
 			return noCut, err
 		}
 		n++

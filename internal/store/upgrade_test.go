@@ -1,6 +1,7 @@
 package store
 
 import (
+	"encoding/binary"
 	"slices"
 	"testing"
 	"time"
@@ -172,7 +173,8 @@ func TestRestoreHeldAhead(t *testing.T) {
 // TestRestoreCutBounds: a snapshot that records its cut takes no part as active after it,
 // with wheels or without (a kept counter carried on from an earlier build's snapshot may be
 // active years ahead), and its kept counters hold the processing clock no further. The
-// section of the cut is one record of one second, or the snapshot is corrupt.
+// section of the cut is one record opening with one second, or the snapshot is corrupt; a
+// record with a field more, as a later build may add, is read for its second.
 func TestRestoreCutBounds(t *testing.T) {
 	cfg := storetest.TTLConfig(10, 2*time.Minute, storetest.EventRule("r", storetest.OneMin, "k"))
 	set, err := NewSetWith(cfg, nil, SetOptions{})
@@ -218,10 +220,13 @@ func TestRestoreCutBounds(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		records [][]byte
+		// restored: the snapshot is restored with the cut's 1100, else refused.
+		restored bool
 	}{
-		{"no record", nil},
-		{"two records", [][]byte{{2}, {4}}},
-		{"trailing bytes", [][]byte{{2, 0}}},
+		{"no record", nil, false},
+		{"two records", [][]byte{{2}, {4}}, false},
+		{"not a second", [][]byte{{0x80}}, false},
+		{"a field more", [][]byte{binary.AppendUvarint(binary.AppendVarint(nil, 1100), 7)}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			snap := encodeCut(t, set, 1100)
@@ -256,10 +261,16 @@ func TestRestoreCutBounds(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := restored.Restore(snap); err == nil {
+			res, err := restored.Restore(snap)
+			all, _ := restored.Rule(0).Snapshot(nil)
+			switch {
+			case tc.restored && err != nil:
+				t.Fatalf("refused: %v", err)
+			case tc.restored && (res.Processing != 1100 || len(all) != 3):
+				t.Errorf("restored processing second %d and %d series, want 1100 and 3", res.Processing, len(all))
+			case !tc.restored && err == nil:
 				t.Error("restored, want an error")
-			}
-			if all, _ := restored.Rule(0).Snapshot(nil); len(all) != 0 {
+			case !tc.restored && len(all) != 0:
 				t.Errorf("%d series restored from a refused snapshot", len(all))
 			}
 		})
