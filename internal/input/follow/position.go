@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/cespare/xxhash/v2"
@@ -207,7 +208,7 @@ func (f *Follower) resumeRotated() {
 		if !ok || f.o.Select != nil && !f.o.Select(p.Path) {
 			continue
 		}
-		file := openByID(filepath.Dir(p.Path), id)
+		file := openByID(filepath.Dir(p.Path), id, os.ReadDir)
 		if file == nil {
 			f.o.Logger.Info(say.gone, "path", p.Path, "offset", p.Offset)
 			lost[p.Path] = true
@@ -406,8 +407,9 @@ func rotatedName(base, name string) bool {
 }
 
 // openByID opens the regular file of dir whose device and inode are id, or returns nil.
-func openByID(dir string, id fileID) *os.File {
-	entries, err := os.ReadDir(dir)
+// readDir lists dir (os.ReadDir).
+func openByID(dir string, id fileID, readDir func(string) ([]os.DirEntry, error)) *os.File {
+	entries, err := readDir(dir)
 	if err != nil {
 		return nil
 	}
@@ -419,11 +421,12 @@ func openByID(dir string, id fileID) *os.File {
 		if err != nil || idOf(fi) != id {
 			continue
 		}
-		file, err := os.Open(filepath.Join(dir, e.Name()))
+		// O_NONBLOCK: a FIFO put in its place since the listing would wait for a writer.
+		file, err := os.OpenFile(filepath.Join(dir, e.Name()), os.O_RDONLY|syscall.O_NONBLOCK, 0)
 		if err != nil {
 			return nil
 		}
-		if fi, err := file.Stat(); err != nil || idOf(fi) != id {
+		if fi, err := file.Stat(); err != nil || !fi.Mode().IsRegular() || idOf(fi) != id {
 			_ = file.Close()
 			return nil
 		}
