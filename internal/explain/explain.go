@@ -22,8 +22,8 @@ import (
 type Line struct {
 	// Number is the line's position in its file (1-based); 0 for a pasted line.
 	Number int `json:"line,omitempty"`
-	// File is the file of the line among several a glob matched; empty when one file was
-	// read, or the line was pasted.
+	// File is the file of the line when a glob was explained, which may match several;
+	// empty for a file given by its path, or a pasted line.
 	File  string `json:"file,omitempty"`
 	Input string `json:"input"`
 	// Text is the line for display: as it is when it is valid UTF-8 without control or
