@@ -237,6 +237,23 @@ func (s *Series) cleared(i int) bool {
 	return true
 }
 
+// impossible says why d, a written slot as read, is none that put leaves, or returns "":
+// a slot is written by at least one event, each of an admitted value (finite, so is their
+// sum), counted one at a time, and its extrema are values of them. What else it holds was
+// edited, and would be read as the window's sum, events, mean, max or min.
+func (l *Layout) impossible(d []float64) string {
+	finite := func(f float64) bool { return !math.IsNaN(f) && !math.IsInf(f, 0) }
+	switch {
+	case !finite(d[0]):
+		return fmt.Sprintf("sum %v", d[0])
+	case l.events != 0 && !(finite(d[l.events]) && d[l.events] >= 1 && d[l.events] == math.Trunc(d[l.events])):
+		return fmt.Sprintf("%v events", d[l.events])
+	case l.extrema != 0 && !(finite(d[l.extrema]) && finite(d[l.extrema+1]) && d[l.extrema+1] <= d[l.extrema]):
+		return fmt.Sprintf("max %v, min %v", d[l.extrema], d[l.extrema+1])
+	}
+	return ""
+}
+
 // DecodeSeries reads a series AppendBinary wrote with a layout of the same Fingerprint,
 // and returns it and the bytes after it. An encoding of another layout is refused with
 // ErrLayout; any other bytes that are not an encoding with an error wrapping
@@ -277,17 +294,17 @@ func (l *Layout) DecodeSeries(b []byte) (*Series, []byte, error) {
 		s.clear(i)
 	}
 	readRuns(r, len(s.data)/l.stride, func(i int) {
-		for j := range s.data[i*l.stride : (i+1)*l.stride] {
-			// The sum and the count of admitted values are finite; an extremum is
-			// infinite in a slot that has none, never NaN.
-			if l.extrema == 0 || j < l.extrema {
-				s.data[i*l.stride+j] = r.Finite()
-			} else if s.data[i*l.stride+j] = r.Float(); math.IsNaN(s.data[i*l.stride+j]) {
-				r.Failf("NaN extremum in slot %d", i)
-			}
+		d := s.data[i*l.stride : (i+1)*l.stride]
+		for j := range d {
+			d[j] = r.Float()
+		}
+		if r.Err() != nil {
+			return
 		}
 		if s.cleared(i * l.stride) {
 			r.Failf("empty slot %d written", i)
+		} else if why := l.impossible(d); why != "" {
+			r.Failf("slot %d: %s", i, why)
 		}
 	})
 	if s.rings != nil {

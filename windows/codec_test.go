@@ -375,3 +375,64 @@ func TestCodecRefusesNonFinite(t *testing.T) {
 		}
 	}
 }
+
+// TestCodecRefusesImpossibleSlots: a written slot holds at least one event, each counted
+// one at a time, and its extrema are values of them: a count that is not a whole number
+// of at least one, or an extremum that is infinite (the mark of a slot without events) or
+// past the other, is an edited file, refused rather than restored and read as the
+// window's events, mean, max or min.
+func TestCodecRefusesImpossibleSlots(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		opts Options
+		// spoil changes a written slot, of its layout.
+		spoil func(l *Layout, d []float64)
+	}{
+		{"negative count", Options{Events: true}, func(l *Layout, d []float64) { d[l.events] = -d[l.events] }},
+		{"fractional count", Options{Events: true}, func(l *Layout, d []float64) { d[l.events] += 0.5 }},
+		{"no events", Options{Events: true}, func(l *Layout, d []float64) { d[l.events] = 0 }},
+		{"infinite count", Options{Events: true}, func(l *Layout, d []float64) { d[l.events] = math.Inf(1) }},
+		{"no events, extrema kept", Options{Events: true, Extrema: true}, func(l *Layout, d []float64) { d[l.events] = 0 }},
+		{"infinite max", Options{Events: true, Extrema: true}, func(l *Layout, d []float64) { d[l.extrema] = math.Inf(1) }},
+		{"max of no events", Options{Events: true, Extrema: true}, func(l *Layout, d []float64) { d[l.extrema] = math.Inf(-1) }},
+		{"infinite min", Options{Events: true, Extrema: true}, func(l *Layout, d []float64) { d[l.extrema+1] = math.Inf(-1) }},
+		{"min of no events", Options{Events: true, Extrema: true}, func(l *Layout, d []float64) { d[l.extrema+1] = math.Inf(1) }},
+		{"min past max", Options{Events: true, Extrema: true}, func(l *Layout, d []float64) {
+			d[l.extrema], d[l.extrema+1] = d[l.extrema+1], d[l.extrema]
+		}},
+		{"min of no events, extrema alone", Options{Extrema: true}, func(l *Layout, d []float64) { d[l.extrema+1] = math.Inf(1) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l, err := NewLayout(defaultWindows, tc.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := l.NewSeries()
+			s.Add(1000, 1000, 1.5)
+			s.Add(1000, 1000, -2)
+			enc, err := s.AppendBinary(nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, _, err := l.DecodeSeries(enc); err != nil {
+				t.Fatalf("unspoilt: %v", err)
+			}
+			spoilt := 0
+			for i := 0; i < len(s.data); i += l.stride {
+				if !s.cleared(i) {
+					tc.spoil(l, s.data[i:i+l.stride])
+					spoilt++
+				}
+			}
+			if spoilt == 0 {
+				t.Fatal("no slot written")
+			}
+			if enc, err = s.AppendBinary(nil); err != nil {
+				t.Fatal(err)
+			}
+			if _, _, err := l.DecodeSeries(enc); !errors.Is(err, wire.ErrCorrupt) {
+				t.Errorf("decoded: %v, want ErrCorrupt", err)
+			}
+		})
+	}
+}

@@ -22,10 +22,13 @@ import (
 type Line struct {
 	// Number is the line's position in its file (1-based); 0 for a pasted line.
 	Number int `json:"line,omitempty"`
-	// File is the file of the line among several a glob matched; empty when one file was
-	// read, or the line was pasted.
-	File  string `json:"file,omitempty"`
-	Input string `json:"input"`
+	// File is the file of the line when a glob was explained, which may match several;
+	// empty for a file given by its path, or a pasted line. It is shown as Text is
+	// (FileEscaped as Escaped): whoever can write in the glob's directories names its
+	// files. SetFile sets both.
+	File        string `json:"file,omitempty"`
+	FileEscaped bool   `json:"file_escaped,omitempty"`
+	Input       string `json:"input"`
 	// Text is the line for display: as it is when it is valid UTF-8 without control or
 	// formatting characters, else Go-quoted (Escaped set), so nothing unprintable reaches a terminal
 	// or a page.
@@ -337,6 +340,9 @@ func captureText(cs []parser.Capture, name string) string {
 	}
 	return ""
 }
+
+// SetFile sets the line's File (and FileEscaped) to path, as it is shown.
+func (l *Line) SetFile(path string) { l.File, l.FileEscaped = display([]byte(path)) }
 
 // Display is s as an explanation shows a text (see display). The status page shows file
 // names so, since whoever can write in a glob's directory names its files.

@@ -52,7 +52,8 @@ rules:
 	lines := []Line{x.Explain("", []byte("GET 200"), true), x.Explain("", []byte("PUT 200"), false), x.Explain("", []byte("GET 2x"), false)}
 	// A line of one of the files a glob matched, whose name a newline would forge a line
 	// with, is named Go-quoted.
-	lines[2].Number, lines[2].File = 3, "/logs/a\nline 9: x.log"
+	lines[2].Number = 3
+	lines[2].SetFile("/logs/a\nline 9: x.log")
 
 	var js bytes.Buffer
 	if err := Write(&js, "json", lines); err != nil {

@@ -44,8 +44,7 @@ func writeText(b *strings.Builder, l *Line) {
 		b.WriteString("line")
 	}
 	if l.File != "" {
-		// Named by whoever can write in its directory: a newline would forge a line.
-		fmt.Fprintf(b, " of %s", Display(l.File))
+		fmt.Fprintf(b, " of %s", l.File) // as SetFile shows it: a newline would forge a line
 	}
 	if l.Input != "" {
 		fmt.Fprintf(b, " (input %s)", l.Input)

@@ -118,7 +118,7 @@ func Explain(cfg *config.Config, file string, maxLines int, opts Options) ([]exp
 		l := x.ExplainWrapped(name, m.text, m.wrapperTime, true)
 		l.Number = m.n
 		if config.IsGlob(read.file) {
-			l.File = m.path // line numbers of several files
+			l.SetFile(m.path) // line numbers of several files
 		}
 		out = append(out, l)
 	})

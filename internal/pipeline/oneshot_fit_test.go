@@ -2,15 +2,18 @@ package pipeline
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/logwindow/logwindow_exporter/config"
+	"github.com/logwindow/logwindow_exporter/internal/explain"
 	"github.com/logwindow/logwindow_exporter/parser"
 )
 
@@ -279,5 +282,54 @@ func TestFitNamesFileShown(t *testing.T) {
 				t.Errorf("\n got %s\nwant %s", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestExplainJSONNamesFileExactly: --explain's JSON names each line's file so that a tool
+// finds it, whatever its name: one that is not UTF-8, or holds a newline or a control
+// character, is Go-quoted with file_escaped set, as a line's text is, rather than have
+// its invalid bytes replaced and lost.
+func TestExplainJSONNamesFileExactly(t *testing.T) {
+	dir := t.TempDir()
+	names := []string{"a.log", "b\xff.log", "c\n\x1b[2J.log"}
+	for _, name := range names {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte("GET 200\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	glob := filepath.Join(dir, "*.log")
+	cfg, err := config.Parse(fmt.Appendf(nil, `
+inputs: [{name: web, path: '%s'}]
+rules: [{name: reqs, match: '^(?P<m>[A-Z]+) \d+$', labels: {m: '${m}'}}]
+`, glob), "rules.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines, err := Explain(cfg, glob, 10, Options{Now: time.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if err := explain.Write(&out, "json", lines); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for dec := json.NewDecoder(&out); dec.More(); {
+		var l struct {
+			File        string `json:"file"`
+			FileEscaped bool   `json:"file_escaped"`
+		}
+		if err := dec.Decode(&l); err != nil {
+			t.Fatal(err)
+		}
+		if l.FileEscaped {
+			if l.File, err = strconv.Unquote(l.File); err != nil {
+				t.Fatal(err)
+			}
+		}
+		got = append(got, strings.TrimPrefix(l.File, dir+"/"))
+	}
+	if fmt.Sprintf("%q", got) != fmt.Sprintf("%q", names) {
+		t.Errorf("files %q, want %q", got, names)
 	}
 }

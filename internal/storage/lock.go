@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -58,8 +59,15 @@ const lockTmp = LockName + ".tmp-"
 // there without the lock could be between the two; nor while another process holds the
 // lock, which it does for a moment, unless it hangs: the next start removes them.
 func removeStaleTmps(dir string) {
-	names, err := filepath.Glob(filepath.Join(dir, lockTmp+"*"))
-	if err != nil || len(names) == 0 {
+	// Listed, not globbed: the directory's own name may hold glob characters.
+	entries, _ := os.ReadDir(dir)
+	var names []string
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), lockTmp) {
+			names = append(names, filepath.Join(dir, e.Name()))
+		}
+	}
+	if len(names) == 0 {
 		return
 	}
 	unlock, err := lockDir(dir, false)

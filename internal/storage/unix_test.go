@@ -4,6 +4,7 @@ package storage
 
 import (
 	"errors"
+	"io/fs"
 	"net"
 	"os"
 	"path/filepath"
@@ -307,5 +308,31 @@ func TestTakeLockDoesNotWaitToRemoveStaleTakeovers(t *testing.T) {
 	}
 	if _, err := os.Stat(stale); err != nil {
 		t.Errorf("the stale file, removed without the directory's lock: %v", err)
+	}
+}
+
+// The stale takeovers' files removed are those of the directory locked alone, whatever
+// its name: one with glob characters names no other directory's.
+func TestTakeLockRemovesStaleTakeoversOfItsDirectoryOnly(t *testing.T) {
+	parent := t.TempDir()
+	dir, other := filepath.Join(parent, "a?[b]"), filepath.Join(parent, "axb")
+	for _, d := range []string{dir, other} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(d, "lock.tmp-1"), nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l, err := TakeLock(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Release()
+	if _, err := os.Stat(filepath.Join(dir, "lock.tmp-1")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the directory's own stale file: %v, want it removed", err)
+	}
+	if _, err := os.Stat(filepath.Join(other, "lock.tmp-1")); err != nil {
+		t.Errorf("another directory's file, which its glob-like name matches: %v", err)
 	}
 }

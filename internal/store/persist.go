@@ -504,12 +504,15 @@ func (st *store) decodeSeries(r *wire.Reader, cut int64) (*Series, error) {
 		}
 		p.lines.Store(r.Uvarint())
 		sum, mag := r.Uint64(), r.Uint64()
-		// admit keeps both finite (mag at most bigBudget): NaN or an infinity is an
-		// edited file, which a scrape would export as the _total.
-		for _, f := range []float64{math.Float64frombits(sum), math.Float64frombits(mag)} {
-			if r.Err() == nil && (math.IsNaN(f) || math.IsInf(f, 0)) {
-				r.Failf("part of shard %d: a sum of %v", shard, f)
-			}
+		// admit keeps the sum finite and mag from 0 to bigBudget: else the file was
+		// edited, and a scrape would export NaN or an infinity as the _total, or values
+		// past the budget be admitted until it is one.
+		switch f, m := math.Float64frombits(sum), math.Float64frombits(mag); {
+		case r.Err() != nil:
+		case math.IsNaN(f) || math.IsInf(f, 0):
+			r.Failf("part of shard %d: a sum of %v", shard, f)
+		case !(m >= 0 && m <= bigBudget):
+			r.Failf("part of shard %d: a magnitude of %v", shard, m)
 		}
 		p.sum.Store(sum)
 		p.mag.Store(mag)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 
@@ -544,6 +545,52 @@ func TestRestoreSkipsNonFiniteSums(t *testing.T) {
 						t.Errorf("rule %d series %q: _total %v", i, key, s.total)
 					}
 				}
+			}
+		})
+	}
+}
+
+// TestRestoreSkipsImpossibleMagnitude: the magnitude of a part's large values, which
+// bounds what it admits so that no sum overflows, is never negative nor over its budget:
+// one that is (a file edited and its checksums made again) would admit values past it,
+// and is refused with its rule, as a non-finite sum is.
+func TestRestoreSkipsImpossibleMagnitude(t *testing.T) {
+	const spoil = 1 // the value rule without summaries
+	_, cfg, old := persisted()
+	snap := encodeSet(t, old, false, func() {})
+	all, _ := old.Rule(spoil).Snapshot(nil)
+	if len(all) == 0 {
+		t.Fatal("the value rule has no series")
+	}
+	// The part's sum (its _total) and the magnitude that follows it, none as no value
+	// was large.
+	total := binary.LittleEndian.AppendUint64(nil, math.Float64bits(old.Rule(spoil).Total(all[0])))
+	was := binary.LittleEndian.AppendUint64(total, 0)
+	for _, bad := range []float64{-1, 0x1p1020, math.MaxFloat64} {
+		t.Run(fmt.Sprint(bad), func(t *testing.T) {
+			replaced := 0
+			_, res := restoreWritten(t, cfg, func(w *storage.Writer) error {
+				for _, sec := range snap.Sections {
+					if err := w.Section(sec.Name); err != nil {
+						return err
+					}
+					for rec := range sec.Records() {
+						if n := bytes.Count(rec, was); n > 0 {
+							replaced += n
+							rec = bytes.ReplaceAll(rec, was, binary.LittleEndian.AppendUint64(slices.Clone(total), math.Float64bits(bad)))
+						}
+						if err := w.Record(rec); err != nil {
+							return err
+						}
+					}
+				}
+				return nil
+			})
+			if replaced != 1 {
+				t.Fatalf("the total and magnitude found %d times in the snapshot, want once", replaced)
+			}
+			if len(res.Skipped) != 1 || !errors.Is(res.Skipped[0], storage.ErrCorrupt) {
+				t.Fatalf("restored %d rules, skipped %v; want the spoilt one skipped as corrupt", res.Rules, res.Skipped)
 			}
 		})
 	}

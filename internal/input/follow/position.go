@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/cespare/xxhash/v2"
@@ -207,7 +208,7 @@ func (f *Follower) resumeRotated() {
 		if !ok || f.o.Select != nil && !f.o.Select(p.Path) {
 			continue
 		}
-		file := openByID(filepath.Dir(p.Path), id)
+		file := openByID(filepath.Dir(p.Path), id, os.ReadDir)
 		if file == nil {
 			f.o.Logger.Info(say.gone, "path", p.Path, "offset", p.Offset)
 			lost[p.Path] = true
@@ -261,7 +262,7 @@ func (f *Follower) resumeRotated() {
 		if since.Before(f.o.Taken) {
 			since = f.o.Taken
 		}
-		for _, a := range rotatedAfter(path, since, known) {
+		for _, a := range rotatedAfter(path, since, known, os.ReadDir) {
 			if ofPosition(a.file, a.id, r.all) {
 				// Another follower of the glob reads it on from its position: the archive
 				// of a position that was written to after it (a writer that had not
@@ -353,10 +354,11 @@ type rotatedAway struct {
 // written after since, and none of known. They are returned oldest first, by their last
 // write. A log's rotated files are last written when they leave its path, one rotation
 // after the other; the archives rotated before since were written before it, and a
-// compressed one is named with a suffix of letters.
-func rotatedAfter(path string, since time.Time, known map[fileID]bool) []rotatedAway {
+// compressed one is named with a suffix of letters. readDir lists the directory
+// (os.ReadDir).
+func rotatedAfter(path string, since time.Time, known map[fileID]bool, readDir func(string) ([]os.DirEntry, error)) []rotatedAway {
 	dir, base := filepath.Split(path)
-	entries, err := os.ReadDir(filepath.Clean(dir))
+	entries, err := readDir(filepath.Clean(dir))
 	if err != nil {
 		return nil
 	}
@@ -369,12 +371,8 @@ func rotatedAfter(path string, since time.Time, known map[fileID]bool) []rotated
 		if err != nil || known[idOf(fi)] || !fi.ModTime().After(since) {
 			continue
 		}
-		file, err := os.Open(filepath.Join(dir, e.Name()))
-		if err != nil {
-			continue
-		}
-		if ofi, err := file.Stat(); err != nil || idOf(ofi) != idOf(fi) {
-			_ = file.Close()
+		file := openListed(dir, e.Name(), idOf(fi))
+		if file == nil {
 			continue
 		}
 		out = append(out, rotatedAway{id: idOf(fi), file: file, mtime: fi.ModTime()})
@@ -406,8 +404,9 @@ func rotatedName(base, name string) bool {
 }
 
 // openByID opens the regular file of dir whose device and inode are id, or returns nil.
-func openByID(dir string, id fileID) *os.File {
-	entries, err := os.ReadDir(dir)
+// readDir lists dir (os.ReadDir).
+func openByID(dir string, id fileID, readDir func(string) ([]os.DirEntry, error)) *os.File {
+	entries, err := readDir(dir)
 	if err != nil {
 		return nil
 	}
@@ -419,15 +418,22 @@ func openByID(dir string, id fileID) *os.File {
 		if err != nil || idOf(fi) != id {
 			continue
 		}
-		file, err := os.Open(filepath.Join(dir, e.Name()))
-		if err != nil {
-			return nil
-		}
-		if fi, err := file.Stat(); err != nil || idOf(fi) != id {
-			_ = file.Close()
-			return nil
-		}
-		return file
+		return openListed(dir, e.Name(), id)
 	}
 	return nil
+}
+
+// openListed opens name in dir, which a listing found to be the regular file id, or
+// returns nil when it is not that file any more. O_NONBLOCK: a FIFO renamed over it
+// since the listing would wait for a writer, for ever.
+func openListed(dir, name string, id fileID) *os.File {
+	file, err := os.OpenFile(filepath.Join(dir, name), os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil
+	}
+	if fi, err := file.Stat(); err != nil || !fi.Mode().IsRegular() || idOf(fi) != id {
+		_ = file.Close()
+		return nil
+	}
+	return file
 }

@@ -2,11 +2,13 @@ package follow
 
 import (
 	"cmp"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -429,5 +431,64 @@ func TestAtLineStarts(t *testing.T) {
 	waitFor(t, "the lines from two", func() bool { mu.Lock(); defer mu.Unlock(); return len(again) == 3 })
 	if got := strings.Join(again, ","); got != "two,three,four" {
 		t.Errorf("resumed at line two, read %s, want two,three,four", got)
+	}
+}
+
+// TestOpenListedSwappedFIFO: a file found rotated away, by the device and inode of a
+// position or as one rotated from its path while the exporter was down, is opened after
+// the listing looked at it; a FIFO renamed over its name in between (whoever can write in
+// the directory may) is no file to read, and its open must not wait for a writer, for
+// ever, holding up the follower's start.
+func TestOpenListedSwappedFIFO(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		open func(dir string, fi os.FileInfo, readDir func(string) ([]os.DirEntry, error)) *os.File
+	}{
+		{"by its position", func(dir string, fi os.FileInfo, readDir func(string) ([]os.DirEntry, error)) *os.File {
+			return openByID(dir, idOf(fi), readDir)
+		}},
+		{"rotated from its path", func(dir string, fi os.FileInfo, readDir func(string) ([]os.DirEntry, error)) *os.File {
+			for _, a := range rotatedAfter(filepath.Join(dir, "a.log"), fi.ModTime().Add(-time.Hour), nil, readDir) {
+				return a.file
+			}
+			return nil
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			path, fifo := filepath.Join(dir, "a.log.1"), filepath.Join(dir, "p")
+			if err := os.WriteFile(path, []byte("one\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			fi, err := os.Stat(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			// The listing as it was when the file was there, the FIFO put in its place since.
+			listed := func(string) ([]os.DirEntry, error) {
+				if err := os.Rename(fifo, path); err != nil {
+					return nil, err
+				}
+				return []os.DirEntry{fs.FileInfoToDirEntry(fi)}, nil
+			}
+			done := make(chan *os.File, 1)
+			go func() { done <- tc.open(dir, fi, listed) }()
+			select {
+			case f := <-done:
+				if f != nil {
+					f.Close()
+					t.Errorf("opened %s, a FIFO, as the file", f.Name())
+				}
+			case <-time.After(10 * time.Second):
+				// A writer lets the blocked open return, so the test ends.
+				if w, err := os.OpenFile(path, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
+					w.Close()
+				}
+				t.Fatal("still waits on the FIFO after 10s")
+			}
+		})
 	}
 }

@@ -3,6 +3,7 @@ package follow
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"maps"
 	"math"
 	"os"
@@ -22,17 +23,18 @@ import (
 // PollInterval are ignored.
 //
 // A glob's files are those a Follower reads: a directory it matches is passed
-// over, and a file several matches reach (a symlink to a directory within the
-// root) is read once, under the path a Follower reads it under (preferred).
-// When opts.Claim is set, a file is read only if it grants it, so that several
-// calls of a one-shot read each file once; Release is not called.
+// over, as is a match that is a link to nothing or is gone by its open, and a
+// file several matches reach (a symlink to a directory within the root) is read
+// once, under the path a Follower reads it under (preferred). When opts.Claim
+// is set, a file is read only if it grants it, so that several calls of a
+// one-shot read each file once; Release is not called.
 //
-// Files that cannot be read (missing, no permission, a FIFO), directories of a
-// glob that cannot be listed, and a glob's files and directories that a
-// symlink takes out of its root (refused as a Follower refuses them) are
-// skipped, counted in Errors and reported, each by name, in an *Unread error:
-// every other file was read. Any other error (bad options, a glob that matches
-// nothing) means that nothing was.
+// Files that cannot be read (a path that is no glob missing, no permission, a
+// FIFO), directories of a glob that cannot be listed, and a glob's files and
+// directories that a symlink takes out of its root (refused as a Follower
+// refuses them) are skipped, counted in Errors and reported, each by name, in
+// an *Unread error: every other file was read. Any other error (bad options, a
+// glob that matches no file) means that nothing was.
 func ReadToEnd(opts Options, h input.Handler) (input.Stats, error) {
 	o, err := opts.normalize()
 	if err != nil {
@@ -66,9 +68,6 @@ func ReadToEnd(opts Options, h input.Handler) (input.Stats, error) {
 	if tr != nil {
 		paths = tr.once(paths)
 	}
-	if config.IsGlob(o.Path) && len(paths) == 0 && len(errs) == 0 {
-		return c.snapshot(), fmt.Errorf("follow: no file matches %q", o.Path)
-	}
 	claim := o.Claim
 	if claim == nil {
 		read := map[fileID]bool{}
@@ -81,8 +80,17 @@ func ReadToEnd(opts Options, h input.Handler) (input.Stats, error) {
 			return true
 		}
 	}
+	found := 0
 	for _, p := range paths {
-		if err := readFile(r, tr, p, claim); err != nil {
+		err := readFile(r, tr, p, claim)
+		if tr != nil && errors.Is(err, fs.ErrNotExist) {
+			// A match that is a link to nothing, or gone since the listing, is no file, as
+			// the follower finds none there: nothing was left unread.
+			err = nil
+		} else {
+			found++
+		}
+		if err != nil {
 			c.fail(reasonOf(err, reasonOpen))
 			errs = append(errs, err)
 		}
@@ -92,6 +100,9 @@ func ReadToEnd(opts Options, h input.Handler) (input.Stats, error) {
 	}
 	if len(errs) > 0 {
 		return c.snapshot(), &Unread{Errs: errs}
+	}
+	if config.IsGlob(o.Path) && found == 0 {
+		return c.snapshot(), fmt.Errorf("follow: no file matches %q", o.Path)
 	}
 	return c.snapshot(), nil
 }

@@ -20,6 +20,7 @@ func TestReadToEndSymlinks(t *testing.T) {
 		pattern string            // under logs/
 		want    []string
 		refused string // the link named in the error, under logs/; "" for none
+		noFile  bool   // the error is that no file matches
 	}{
 		{name: "file link inside the root", links: map[string]string{"in.log": "sub/b.txt"}, pattern: "*.log",
 			want: []string{"a.log:a", "in.log:b"}},
@@ -34,6 +35,18 @@ func TestReadToEndSymlinks(t *testing.T) {
 			want: []string{"sub/b.txt:b"}},
 		{name: "directory link out of the root", links: map[string]string{"pod": "../secret"}, pattern: "*/*.log",
 			want: []string{"real/r.log:r"}, refused: "pod"},
+		// A link that leads nowhere (its file deleted, rotated away) is no file, as the
+		// follower finds none there: nothing was left unread.
+		{name: "dangling file link", links: map[string]string{"gone.log": "sub/none.txt"}, pattern: "*.log",
+			want: []string{"a.log:a"}},
+		{name: "dangling file link out of the root", links: map[string]string{"gone.log": "../secret/none.log"}, pattern: "*.log",
+			want: []string{"a.log:a"}},
+		{name: "dangling directory link", links: map[string]string{"pod": "none"}, pattern: "*/*.log",
+			want: []string{"real/r.log:r"}},
+		// But a glob that matches links to nothing alone matches no file: a replay's zeros
+		// would say the file had no lines.
+		{name: "dangling links alone", links: map[string]string{"gone.txt": "none.txt"}, pattern: "*.txt",
+			noFile: true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -62,6 +75,12 @@ func TestReadToEndSymlinks(t *testing.T) {
 			})
 			if strings.Join(got, "|") != strings.Join(tc.want, "|") {
 				t.Errorf("lines %q, want %q", got, tc.want)
+			}
+			if tc.noFile {
+				if err == nil || !strings.Contains(err.Error(), "no file matches") {
+					t.Errorf("error %v, want no file matches", err)
+				}
+				return
 			}
 			if tc.refused == "" {
 				if err != nil || s.Errors != 0 {
