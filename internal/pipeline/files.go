@@ -72,17 +72,29 @@ func (f fileInput) pathOf(read string) string {
 
 // inputsOf resolves each file's input and warns of every file that no input reads: its
 // lines are read by the rules that read every input only, with no input's wrapper or path
-// captures, which a user who meant an input's file would otherwise not learn.
+// captures, which a user who meant an input's file would otherwise not learn. A file that
+// is not there (a glob that matches none) is not warned of: the one-shot fails naming it
+// as missing, and a relative path could not be compared with an input's files anyway.
 func inputsOf(cfg *config.Config, files []string, log *slog.Logger) []fileInput {
 	out := make([]fileInput, len(files))
 	for i, file := range files {
 		out[i] = inputOf(cfg, file)
-		if !out[i].found {
+		if !out[i].found && there(file) {
 			log.Warn("no input reads this file: only the rules that read every input read its lines, with no input's wrapper or path captures",
 				"file", file, "inputs", inputPaths(cfg))
 		}
 	}
 	return out
+}
+
+// there reports whether file exists, or a glob matches a file.
+func there(file string) bool {
+	if config.IsGlob(file) {
+		matches, _ := filepath.Glob(file)
+		return len(matches) > 0
+	}
+	_, err := os.Lstat(file)
+	return err == nil
 }
 
 // inputPaths lists the file inputs as name: path, for messages.

@@ -157,3 +157,39 @@ rules:
 		t.Errorf("replay without a logger: %v", err)
 	}
 }
+
+// TestMissingFileNotWarnedOfItsInput: a file given to a one-shot that does not exist fails
+// it as missing; it is not first warned of as a file no input reads, which a relative path
+// under an input's glob would otherwise be (it cannot be compared with the input's files).
+func TestMissingFileNotWarnedOfItsInput(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.Mkdir(filepath.Join(dir, "d"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "d", "a.log"), []byte("GET / 200\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Parse(fmt.Appendf(nil, `
+inputs:
+  - {name: d, path: '%s/d/*.log'}
+rules:
+  - {name: web, match: ' (?P<status>\d{3})$', labels: {status: '${status}'}}
+`, dir), "rules.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(dir)
+	for _, file := range []string{"d/missing.log", "e/*.log"} {
+		t.Run(file, func(t *testing.T) {
+			var log bytes.Buffer
+			opts := Options{Now: time.Now, Logger: slog.New(slog.NewTextHandler(&log, nil))}
+			err := Replay(cfg, []string{"d/a.log", file}, opts, io.Discard)
+			if err == nil || !strings.Contains(err.Error(), file) {
+				t.Errorf("replay: %v; want an error naming %s", err, file)
+			}
+			if strings.Contains(log.String(), "no input reads this file") {
+				t.Errorf("warned of a file no input reads:\n%s", log.String())
+			}
+		})
+	}
+}
