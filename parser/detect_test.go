@@ -918,3 +918,69 @@ func TestSessionSettle(t *testing.T) {
 		t.Errorf("a line of a format after settling: %d lines parsed, formats %v; want 5, both combined", count.lines, got)
 	}
 }
+
+// Settle leaves held a file whose held lines are an nginx image's start-up lines alone (an
+// idle pod of the official image, or of ingress-nginx): they tell nothing of its access
+// log's format, and are parsed by it once a line of it comes. A file that holds another
+// line amid them is settled as any other.
+func TestSessionSettleStartupLines(t *testing.T) {
+	entrypoint := []string{
+		"/docker-entrypoint.sh: /docker-entrypoint.d/ is not empty, will attempt to perform configuration",
+		"/docker-entrypoint.sh: Looking for shell scripts in /docker-entrypoint.d/",
+		"/docker-entrypoint.sh: Launching /docker-entrypoint.d/10-listen-on-ipv6-by-default.sh",
+		"10-listen-on-ipv6-by-default.sh: info: Getting the checksum of /etc/nginx/conf.d/default.conf",
+		"10-listen-on-ipv6-by-default.sh: info: Enabled listen on IPv6 in /etc/nginx/conf.d/default.conf",
+		"/docker-entrypoint.sh: Sourcing /docker-entrypoint.d/15-local-resolvers.envsh",
+		"/docker-entrypoint.sh: Launching /docker-entrypoint.d/20-envsubst-on-templates.sh",
+		"/docker-entrypoint.sh: Launching /docker-entrypoint.d/30-tune-worker-processes.sh",
+		"/docker-entrypoint.sh: Configuration complete; ready for start up",
+	}
+	banner := []string{
+		"-------------------------------------------------------------------------------",
+		"NGINX Ingress controller",
+		"  Release:       v1.12.1",
+		"  Build:         51c2b819690bbf1709b844dbf321a9acf6eda5a7",
+		"  Repository:    https://github.com/kubernetes/ingress-nginx",
+		"  nginx version: nginx/1.25.5",
+		"",
+		"-------------------------------------------------------------------------------",
+		"",
+	}
+	for _, tc := range []struct {
+		name  string
+		lines []string
+		held  bool // left held by Settle
+	}{
+		{"official image", entrypoint, true},
+		{"ingress-nginx", banner, true},
+		{"a line of another kind after them", append(slices.Clone(entrypoint), "12:00:00 INFO warming the cache"), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, c := autoParser(t)
+			r := rand.New(rand.NewPCG(5, 6))
+			main := p.Candidates()[3]
+			files := NewFiles()
+			s := p.NewSession()
+			s.SetFormats(c.Inputs[0].LogFormats, files)
+			rec := &recorder{t: t, rules: c.Rules}
+			var count countingDone
+			for _, l := range tc.lines {
+				s.ParseFile("pod", "pods", []byte(l), nil, rec, count.done)
+			}
+			if settled := s.Settle("pod", "pods", rec, count.done); settled == tc.held {
+				t.Fatalf("Settle = %v, want %v", settled, !tc.held)
+			}
+			if tc.held {
+				if count.lines != 0 || len(files.Formats()) != 0 || !s.Holds() {
+					t.Fatalf("start-up lines alone: %d lines parsed, formats %v, held %v; want them held, the file uncounted", count.lines, files.Formats(), s.Holds())
+				}
+			} else if got := files.Formats(); count.lines != len(tc.lines) || !maps.Equal(got, map[string]int{NoFormat: 1}) {
+				t.Fatalf("a line of another kind: %d lines parsed, formats %v; want %d, of no format", count.lines, got, len(tc.lines))
+			}
+			s.ParseFile("pod", "pods", []byte(sampleLine(r, main)), nil, rec, count.done)
+			if got := files.Formats(); count.lines != len(tc.lines)+1 || !maps.Equal(got, map[string]int{"main": 1}) {
+				t.Errorf("a line of main after them: %d lines parsed, formats %v; want %d, main", count.lines, got, len(tc.lines)+1)
+			}
+		})
+	}
+}

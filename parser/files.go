@@ -237,7 +237,9 @@ func (s *Session) decide(file *fileFormat, input string, sink Sink, done LineDon
 // Its caller calls it once the file has been quiet for a while: a file's first lines that
 // fit no candidate (a container's start-up messages) are often followed by ones that do.
 // It reports whether it parsed held lines; a file whose format is chosen keeps those
-// that do not fit it, for its next line that fits to parse them by it.
+// that do not fit it, for its next line that fits to parse them by it, and one that holds
+// an nginx image's start-up lines alone (startupOnly: a pod that served no request yet)
+// keeps them for its first access line.
 func (s *Session) Settle(source, input string, sink Sink, done LineDone) bool {
 	if s.files == nil {
 		return false
@@ -246,7 +248,7 @@ func (s *Session) Settle(source, input string, sink Sink, done LineDone) bool {
 		return false
 	}
 	s.switchTo(source)
-	if s.prog != nil {
+	if s.prog != nil || startupOnly(s.last.held) {
 		return false
 	}
 	s.decide(s.last, input, sink, done, true)

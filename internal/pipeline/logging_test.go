@@ -561,6 +561,78 @@ func TestShortFileOfNoFormatSettles(t *testing.T) {
 	}
 }
 
+// The pods of a node read with candidate formats (the chart's node mode: wrapper: cri,
+// stdout, auto) that start and serve no request for a minute hold their image's start-up
+// lines alone (testdata/startup: the official nginx image's entrypoint, nginx-unprivileged's,
+// ingress-nginx's banner, as the kubelet writes them): they are not settled as files of no
+// format, logged and counted under "(none)", but wait for the pod's first request, whose
+// format then parses them. A pod that wrote a line of another kind after them is settled.
+func TestIdleNginxPodsAreNotOfNoFormat(t *testing.T) {
+	dir := t.TempDir()
+	const (
+		request = `2026-11-29T12:05:00.000000001Z stdout F 10.244.1.1 - - [29/Nov/2026:12:05:00 +0000] "GET / HTTP/1.1" 200 615 "-" "kube-probe/1.31" "-"`
+		tick    = `2026-11-29T12:05:00.000000001Z stdout F 10.244.1.1 - - [29/Nov/2026:12:05:00 +0000] "GET / HTTP/1.1" 200 615 "-" "curl/8.5.0"`
+		other   = `2026-11-29T12:00:00.2Z stdout F 40-warm-cache.sh: warming /var/cache/nginx`
+	)
+	startup := func(image string) string {
+		b, err := os.ReadFile(filepath.Join("testdata", "startup", image+".txt"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	pods := []struct{ pod, text string }{
+		{"nginx", startup("nginx")},
+		{"unprivileged", startup("nginx-unprivileged")},
+		{"ingress", startup("ingress-nginx")},
+		{"custom", startup("nginx") + other + "\n"},
+		{"tick", ""},
+	}
+	file := func(pod string) string { return filepath.Join(dir, pod, "0.log") }
+	lines, stdout := 0, map[string]int{}
+	for _, p := range pods {
+		if err := os.MkdirAll(filepath.Join(dir, p.pod), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(file(p.pod), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		lines += strings.Count(p.text, "\n")
+		stdout[p.pod] = strings.Count(p.text, " stdout F")
+	}
+	cfg, err := config.Parse(fmt.Appendf(nil, "inputs: [{name: pods, path: '%s/*/*.log', wrapper: cri, streams: [stdout], log_format: auto}]\nrules: [{name: requests, labels: {status: '${status}'}}]\n", dir), "rules.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	clock := testclock.New(time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC))
+	p, out := startLogged(t, cfg, clock.Now)
+	const warning = "files of the input whose lines fit none of its log formats"
+	for _, pod := range pods {
+		appendTo(t, file(pod.pod), pod.text)
+	}
+	waitTotal(t, p, "start-up", "logwindow_input_lines_total", float64(lines))
+	clock.Add(heldQuiet)
+	waitTotal(t, p, "settled", "logwindow_input_unmatched_lines_total", float64(stdout["custom"]))
+	// The reader settles every quiet file at once: by a line after, it is done.
+	appendTo(t, file("tick"), tick+"\n")
+	waitTotal(t, p, "a line after settling", "logwindow_input_lines_total", float64(lines+1))
+	p.warnUnreadable()
+	if st := p.inputStats(); len(st) != 1 || st[0].Formats[parser.NoFormat] != 1 || st[0].Unmatched != uint64(stdout["custom"]) {
+		t.Errorf("settled: input stats %+v, want one file of no format, the custom one", st)
+	}
+	if want := fmt.Sprintf("input=pods source=%s/*/*.log files=1 example=%s", dir, file("custom")); !strings.Contains(out.String(), want) {
+		t.Errorf("the warning lacks %s:\n%s", want, out.String())
+	}
+	if n := strings.Count(out.String(), warning); n != 1 {
+		t.Errorf("%d warnings of files of no format, want 1:\n%s", n, out.String())
+	}
+	appendTo(t, file("nginx"), request+"\n")
+	waitTotal(t, p, "a request", "logwindow_input_unmatched_lines_total", float64(stdout["custom"]+stdout["nginx"]))
+	if st := p.inputStats(); st[0].Formats["main"] != 1 || st[0].Formats[parser.NoFormat] != 1 {
+		t.Errorf("a request: input stats %+v, want the nginx pod's file of main, its start-up lines unmatched", st)
+	}
+}
+
 // An input no rule reads (the rules are all restricted to other inputs: it is followed
 // for its own counters) has no rule that counts nothing and no regex that is wrong: its
 // lines are told of neither as unreadable nor as unmatched, while the same lines of an

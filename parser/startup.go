@@ -1,0 +1,69 @@
+package parser
+
+import "bytes"
+
+// startupLines are the lines nginx images write to stdout as they start, before any
+// access line: the official image's entrypoint scripts (nginxinc/docker-nginx, and
+// nginx-unprivileged's, which are the same) and ingress-nginx's controller banner. Each
+// is a line's opening, or the whole line when whole. A pod of them that serves no
+// request for a while holds these lines alone, of no candidate's format; they are no sign
+// that its access log is of another (Session.Settle). The list is of the lines as the
+// images write them, not of their shape: a line of a script of the user's own, or one
+// of these scripts' ERROR lines, is not on it.
+var startupLines = []struct {
+	text  string
+	whole bool
+}{
+	// docker-entrypoint.sh, as ENTRYPOINT ["/docker-entrypoint.sh"] runs it ($0).
+	{"/docker-entrypoint.sh: /docker-entrypoint.d/ is not empty, will attempt to perform configuration", true},
+	{"/docker-entrypoint.sh: Looking for shell scripts in /docker-entrypoint.d/", true},
+	{"/docker-entrypoint.sh: Sourcing /docker-entrypoint.d/", false},
+	{"/docker-entrypoint.sh: Launching /docker-entrypoint.d/", false},
+	{"/docker-entrypoint.sh: Ignoring /docker-entrypoint.d/", false},
+	{"/docker-entrypoint.sh: Configuration complete; ready for start up", true},
+	{"/docker-entrypoint.sh: No files found in /docker-entrypoint.d/, skipping configuration", true},
+	// 10-listen-on-ipv6-by-default.sh says only what it did to default.conf, each line
+	// "info:" (since nginx 1.19.6).
+	{"10-listen-on-ipv6-by-default.sh: info: ", false},
+	// 20-envsubst-on-templates.sh, but for its ERROR lines (an output directory not
+	// writable). 30-tune-worker-processes.sh writes to stderr only.
+	{"20-envsubst-on-templates.sh: Running envsubst on ", false},
+	{"20-envsubst-on-templates.sh: Appending stream block to ", false},
+	{"20-envsubst-on-templates.sh: /etc/nginx/nginx.conf contains a stream block", false},
+	{"20-envsubst-on-templates.sh: info: can not modify ", false},
+	// The ingress-nginx controller's banner (version.String, printed to stdout before
+	// anything else), the nginx -v line indented in it; blank lines are startupOnly's.
+	{"-------------------------------------------------------------------------------", true},
+	{"NGINX Ingress controller", true},
+	{"  Release:       ", false},
+	{"  Build:         ", false},
+	{"  Repository:    ", false},
+	{"  nginx version: ", false},
+}
+
+// startupLine reports whether line is one of startupLines.
+func startupLine(line []byte) bool {
+	for _, l := range startupLines {
+		if l.whole && string(line) == l.text || !l.whole && bytes.HasPrefix(line, []byte(l.text)) {
+			return true
+		}
+	}
+	return false
+}
+
+// startupOnly reports whether the lines are an nginx image's start-up lines alone
+// (startupLines), blank lines among them (ingress-nginx's banner has two): at least one
+// such line, and no line of another kind.
+func startupOnly(lines [][]byte) bool {
+	found := false
+	for _, line := range lines {
+		switch {
+		case len(line) == 0:
+		case startupLine(line):
+			found = true
+		default:
+			return false
+		}
+	}
+	return found
+}
