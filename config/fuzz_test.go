@@ -68,6 +68,7 @@ func checkLoaded(t *testing.T, c *Config, err error, file string) {
 	if len(c.Rules) == 0 {
 		t.Fatal("valid config without rules")
 	}
+	withinLimits(t, c)
 	for _, r := range c.Rules {
 		if _, err := windows.NewLayout(r.Windows, r.Options()); err != nil {
 			t.Fatalf("rule %q loads but its wheels cannot be built: %v", r.Name, err)
@@ -79,4 +80,61 @@ func checkLoaded(t *testing.T, c *Config, err error, file string) {
 			t.Fatalf("rule %q: value capture %d for value %q", r.Name, r.ValueCapture, r.ValueName)
 		}
 	}
+}
+
+// withinLimits checks that what a loaded config holds is within the limits, counted as
+// decoded (aliases and merge keys expanded), not as written.
+func withinLimits(t *testing.T, c *Config) {
+	t.Helper()
+	over := func(what string, n, limit int) {
+		if n > limit {
+			t.Fatalf("loaded with %d %s, over the %d limit", n, what, limit)
+		}
+	}
+	over("rules", len(c.Rules), maxRules)
+	over("inputs", len(c.Inputs), maxInputs)
+	over("patterns", len(c.Patterns), maxPatterns)
+	over("global windows", len(c.Global.Windows), maxWindows)
+	for _, in := range c.Inputs {
+		over("log_format candidates", len(in.LogFormats), maxCandidates)
+	}
+	for _, r := range c.Rules {
+		over("bytes of a rule name", len(r.Name), maxNameBytes)
+		over("bytes of help", len(r.Help), maxHelpBytes)
+		over("windows", len(r.Windows), maxWindows)
+		over("labels", len(r.Labels), maxLabels)
+		over("rewrites", len(r.Rewrites), maxRewrites)
+		over("quantiles", len(r.Quantiles), maxQuantiles)
+		over("buckets", len(r.Buckets), maxBuckets)
+		over("initial label sets", len(r.Initial), maxInitial)
+		for _, l := range r.Labels {
+			over("bytes of a label name", len(l.Name), maxNameBytes)
+			over("references of a label's template", refs(l.Template), maxTemplateRefs)
+			over("literal bytes of a label's template", literalBytes(l.Template), maxTemplateBytes)
+		}
+		for _, it := range r.Items {
+			over("references of an item's template", refs(it.Template), maxTemplateRefs)
+			over("literal bytes of an item's template", literalBytes(it.Template), maxTemplateBytes)
+		}
+	}
+}
+
+// refs counts a template's references to captures.
+func refs(t Template) int {
+	n := 0
+	for _, p := range t {
+		if p.Capture >= 0 {
+			n++
+		}
+	}
+	return n
+}
+
+// literalBytes counts the bytes of a template's literal text.
+func literalBytes(t Template) int {
+	n := 0
+	for _, p := range t {
+		n += len(p.Literal)
+	}
+	return n
 }

@@ -3,6 +3,7 @@ package parser
 import (
 	"bytes"
 	"math/rand/v2"
+	"strconv"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -110,4 +111,65 @@ func TestLabelCapMatchesFullRendering(t *testing.T) {
 			t.Fatalf("case %d: top label of %d bytes, want %d:\n%q\nwant\n%q", i, len(s.items[0]), len(want), s.items[0], want)
 		}
 	}
+}
+
+// FuzzLabelTemplate: a label's template rendered up to the cap (appendLabel) gives the
+// value the whole rendering gives once made valid UTF-8 and cut at the cap: the value of
+// any line, literals and captures (of the line, of decoded text past it, not taking part),
+// repeated past the cap, whatever the template; a label shown as a top value too, and an
+// item that is no label is rendered whole. plan gives the template's parts, a byte each:
+// a literal (cut from lits at the byte) or a capture. Seeds: testdata/fuzz.
+func FuzzLabelTemplate(f *testing.F) {
+	f.Add("GET /index.html", "-é", []byte{0, 1, 4, 2, 3, 9}, uint8(100), true)
+	f.Add("\xe2\x82\xac\xff", "\xf0\x9f", []byte{0, 4, 0, 14, 3, 4}, uint8(255), false)
+	f.Add("😀x", "", []byte{1}, uint8(200), true)
+	f.Add("ab\xf0\x9f\x98", "x\xe2", []byte{2, 9, 2, 9, 2}, uint8(255), false)
+	f.Fuzz(func(t *testing.T, line, lits string, plan []byte, repeat uint8, valid bool) {
+		// Lines of a few KB reach the cap; longer ones only slow the whole rendering down.
+		line, lits = line[:min(len(line), 64)], lits[:min(len(lits), 64)]
+		long := []byte(strings.Repeat(line, int(repeat)+1))
+		more := []byte(strings.Repeat(lits, int(repeat)/2+1))
+		n, half := len(long), len(long)/2
+		for utf8.Valid(long) && half > 0 && !utf8.RuneStart(long[half]) {
+			half--
+		}
+		// Captures 0 to 4: the line, its halves (of valid text cut at a character, as a
+		// regex cuts it), the decoded text past it, one not taking part.
+		caps := []int{0, n, 0, half, half, n, n, n + len(more), -1, -1}
+		m := &match{src: text{line: long, more: more}, caps: caps}
+		var tmpl config.Template
+		for i, b := range plan[:min(len(plan), 2*100)] {
+			if c := int(b % 6); c < 5 {
+				tmpl = append(tmpl, config.TemplatePart{Capture: c})
+			} else {
+				at := int(b) % (len(lits) + 1)
+				tmpl = append(tmpl, config.TemplatePart{Literal: lits[at:] + lits[:at] + strconv.Itoa(i), Capture: -1})
+			}
+		}
+		// The parser says valid only of a line and literals that are.
+		valid = valid && utf8.Valid(long) && utf8.Valid(more) && literalsValid([]config.Template{tmpl}, nil)
+		full := appendTemplate(nil, tmpl, m)
+		want := validLabel(string(full))
+		want = want[:capLen(want)]
+		s := newScratch(sizes{labels: 2, items: 3})
+		s.render([]config.Template{tmpl, tmpl}, nil, m, valid)
+		for i, got := range s.labels[:2] {
+			if string(got) != want {
+				t.Fatalf("label %d: %q, the whole rendering %q makes %q", i, got, full, want)
+			}
+		}
+		// Two values of three times labelRender bytes each at most (an invalid byte is
+		// three once valid), the buffer grown for them: never the whole rendering. A label
+		// of one capture is that capture, made valid whole, as long as the line at most.
+		if c := cap(s.key); oneCapture(tmpl) < 0 && c > 16*labelRender {
+			t.Fatalf("rendering two values of %d bytes grew the key's buffer to %d bytes", MaxLabelValueLen, c)
+		}
+		items := []config.Item{{Template: tmpl, Label: true}, {Template: tmpl}, {Template: tmpl, Label: true}}
+		s.renderItems(items, nil, nil, m, valid)
+		for i, got := range s.items[:3] {
+			if w := map[bool]string{true: want, false: string(full)}[items[i].Label]; string(got) != w {
+				t.Fatalf("item %d (label %v): %q, want %q", i, items[i].Label, got, w)
+			}
+		}
+	})
 }

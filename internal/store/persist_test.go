@@ -199,16 +199,23 @@ func TestRestoreSkipsChangedRules(t *testing.T) {
 // of cfg, failing the test on any error but those Restore reports as skipped.
 func restoreWritten(t *testing.T, cfg *config.Config, fill func(w *storage.Writer) error) (*store.Set, store.Restored) {
 	t.Helper()
+	set, res, err := restoreOf(t, cfg, fill)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return set, res
+}
+
+// restoreOf is restoreWritten of a snapshot that Restore may refuse, with its error.
+func restoreOf(t *testing.T, cfg *config.Config, fill func(w *storage.Writer) error) (*store.Set, store.Restored, error) {
+	t.Helper()
 	dir := t.TempDir()
 	if err := storage.Write(dir, fill); err != nil {
 		t.Fatal(err)
 	}
 	set := storetest.Must(store.NewSetWith(cfg, nil, store.SetOptions{}))
 	res, err := set.Restore(storetest.Must(storage.Read(dir, 1<<30)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return set, res
+	return set, res, err
 }
 
 // TestRestoreSkipsUndecodableRule: a rule whose series do not decode is skipped whole and
@@ -295,7 +302,12 @@ func TestRestoreSkipsMalformedRuleHeader(t *testing.T) {
 
 // FuzzRestore: a rule section of any header and series record, its checksums right (a
 // snapshot of another build, or one edited), is restored or skipped, never a crash, and
-// what is restored reads as a scrape reads it.
+// what is restored reads as a scrape reads it. The snapshot has a cut section of cuts%3
+// records of cutRec (none: an earlier build's, which records no cut): one record that
+// opens with a varint (what a later build adds after it is left) is restored from, any
+// other refused whole, leaving the Set as new; of the event-time rule, restored activity
+// is no later than the cut. Seeds: the records of a snapshot, with its cut, without it,
+// with more after it, corrupt, twice, and a series whose sum is NaN.
 func FuzzRestore(f *testing.F) {
 	rules, cfg, old := persisted()
 	dir := f.TempDir()
@@ -305,6 +317,7 @@ func FuzzRestore(f *testing.F) {
 	}
 	snap := storetest.Must(storage.Read(dir, 1<<30))
 	set, _ := snap.Section("set")
+	cutRec := wire.AppendVarint(nil, cut)
 	for _, sec := range snap.Sections {
 		if sec.Name != "rule" {
 			continue
@@ -313,16 +326,36 @@ func FuzzRestore(f *testing.F) {
 		for rec := range sec.Records() {
 			recs = append(recs, rec)
 		}
-		if len(recs) > 1 {
-			f.Add(recs[0], recs[1])
+		if len(recs) < 2 {
+			continue
+		}
+		f.Add(recs[0], recs[1], cutRec, uint8(1))
+		f.Add(recs[0], recs[1], cutRec, uint8(0))
+		f.Add(recs[0], recs[1], wire.AppendVarint(nil, math.MinInt64), uint8(1))
+		f.Add(recs[0], recs[1], append(cutRec, 0), uint8(1))
+		f.Add(recs[0], recs[1], []byte{0x80}, uint8(1))
+		f.Add(recs[0], recs[1], cutRec, uint8(2))
+		if nan := withNaNSum(recs[1]); nan != nil {
+			f.Add(recs[0], nan, cutRec, uint8(1))
 		}
 	}
-	f.Add([]byte{}, []byte{})
+	f.Add([]byte{}, []byte{}, []byte{}, uint8(1))
 	empty := storetest.Must(store.NewSetWith(cfg, nil, store.SetOptions{}))
-	f.Fuzz(func(t *testing.T, head, series []byte) {
-		fresh, res := restoreWritten(t, cfg, func(w *storage.Writer) error {
+	f.Fuzz(func(t *testing.T, head, series, cutRec []byte, cuts uint8) {
+		cuts %= 3
+		fresh, res, err := restoreOf(t, cfg, func(w *storage.Writer) error {
 			if err := storetest.CopySection(w, set); err != nil {
 				return err
+			}
+			if cuts > 0 {
+				if err := w.Section("cut"); err != nil {
+					return err
+				}
+				for range cuts {
+					if err := w.Record(cutRec); err != nil {
+						return err
+					}
+				}
 			}
 			if err := w.Section("rule"); err != nil {
 				return err
@@ -332,9 +365,18 @@ func FuzzRestore(f *testing.F) {
 			}
 			return w.Record(series)
 		})
+		r := wire.NewReader(cutRec)
+		at := r.Varint()
+		if cutOK := cuts == 0 || cuts == 1 && r.Err() == nil; !cutOK {
+			if err == nil || !errors.Is(err, storage.ErrCorrupt) {
+				t.Fatalf("%d cut records of %x: restored (%v), want refused as corrupt", cuts, cutRec, err)
+			}
+		} else if err != nil {
+			t.Fatalf("%d cut records of %x: %v", cuts, cutRec, err)
+		}
 		// The one rule section is restored or skipped: as no rule of the Set, or as series
 		// that do not decode with the rule's layout.
-		if res.Rules+len(res.Skipped) != 1 {
+		if err == nil && res.Rules+len(res.Skipped) != 1 {
 			t.Fatalf("%d rules restored, %v skipped, of one", res.Rules, res.Skipped)
 		}
 		for _, err := range res.Skipped {
@@ -342,15 +384,37 @@ func FuzzRestore(f *testing.F) {
 				t.Fatalf("skipped as %v: not a reason Restore gives", err)
 			}
 		}
+		if name := wire.NewReader(head).Prefixed(); cuts == 1 && res.Rules == 1 && string(name) == "timed" && res.Processing > at {
+			t.Fatalf("event-time rule restored active at %d, after the cut at %d", res.Processing, at)
+		}
 		for i := range rules {
 			got := read(fresh, i, start+10)
 			quantilesOf(fresh, i, start+10)
 			// Whole or not at all: a skipped rule leaves the Set as new.
 			if want := read(empty, i, start+10); res.Rules == 0 && !reflect.DeepEqual(got, want) {
-				t.Fatalf("rule %d skipped (%v) reads %+v, a new Set %+v", i, res.Skipped, got, want)
+				t.Fatalf("rule %d skipped (%v, %v) reads %+v, a new Set %+v", i, res.Skipped, err, got, want)
 			}
 		}
 	})
+}
+
+// withNaNSum is series, a series record, with its first part's sum NaN, or nil when it
+// does not read as one.
+func withNaNSum(series []byte) []byte {
+	r := wire.NewReader(series)
+	r.Prefixed()
+	r.Uvarint()
+	r.Byte()
+	r.Uvarint()
+	r.Byte()
+	r.Uvarint()
+	if r.Err() != nil || r.Len() < 8 {
+		return nil
+	}
+	at := len(series) - r.Len()
+	nan := bytes.Clone(series)
+	binary.LittleEndian.PutUint64(nan[at:], math.Float64bits(math.NaN()))
+	return nan
 }
 
 // TestRestoreSnapshotOfFewerDropReasons: a snapshot written before the drop reason

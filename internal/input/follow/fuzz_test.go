@@ -1,0 +1,91 @@
+package follow
+
+import (
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// rotatedSuffix is the rest of a rotated name after its base, written the naive way: a
+// separator, then digits and separators holding a digit.
+var rotatedSuffix = regexp.MustCompile(`^[-._][-._0-9]*[0-9][-._0-9]*$`)
+
+// FuzzRotatedName: whatever a directory lists beside a path's base (any bytes, not UTF-8,
+// the base itself, a prefix of it), rotatedName never panics and says what the naive
+// pattern of a rotated name says. Seeds: TestRotatedName's, and testdata/fuzz.
+func FuzzRotatedName(f *testing.F) {
+	for _, s := range [][2]string{
+		{"access.log", "access.log.1"},
+		{"access.log", "access.log-20240301"},
+		{"0.log", "0.log.20240301-120000"},
+		{"access.log", "access.log.1.gz"},
+		{"access.log", "access.log."},
+		{"access.log", "access.log"},
+		{"access.log", "access.lo"},
+		{"a.log", "a.log.\xff1"},
+		{"a.log", "a.log\xae1"},
+		{"", ".1"},
+		{"a\xff", "a\xff_9"},
+	} {
+		f.Add(s[0], s[1])
+	}
+	f.Fuzz(func(t *testing.T, base, name string) {
+		got := rotatedName(base, name)
+		if want := strings.HasPrefix(name, base) && rotatedSuffix.MatchString(name[len(base):]); got != want {
+			t.Fatalf("rotatedName(%q, %q) = %v, the naive pattern says %v", base, name, got, want)
+		}
+	})
+}
+
+// FuzzOtherEncoding: otherEncoding never panics, and what it is sure of, more of the
+// file's bytes do not change: it is asked again as each read adds to a file's first bytes
+// until it is sure, and warns once. A byte order mark of UTF-16 or UTF-32 is named
+// whatever follows it, UTF-8's (and UTF-8 text: no NUL) never.
+func FuzzOtherEncoding(f *testing.F) {
+	for _, s := range []string{
+		"", "\xff", "\xff\xfe", "\xff\xfe\x00", "\xff\xfe\x00\x00", "\xff\xfe\x00\x01", "\xfe\xff\x00a",
+		"\x00\x00\xfe\xff", "\x00\x00\xfe", "\xef\xbb\xbf{\"a\":1}\n",
+		"a\x00b\x00c\x00d\x00e\x00f\x00g\x00h\x00", "\x00a\x00b\x00c\x00d\x00e\x00f\x00g\x00h",
+		"\xff\xfea\x00b\x00c\x00d\x00e\x00f\x00g\x00", "127.0.0.1 - - [01/Mar/2024:12:00:00 +0000] \"GET / HTTP/1.1\" 200 1\n",
+	} {
+		f.Add([]byte(s), uint8(len(s)/2))
+	}
+	f.Fuzz(func(t *testing.T, head []byte, at uint8) {
+		cut := min(int(at), len(head))
+		early, sure := otherEncoding(head[:cut])
+		all, allSure := otherEncoding(head)
+		if sure && (early != all || !allSure) {
+			t.Fatalf("%q: sure of %q after %d bytes, %q (sure %v) after all", head, early, cut, all, allSure)
+		}
+		if len(head) >= encodingSample && !allSure {
+			t.Fatalf("%q: not sure after %d bytes", head, len(head))
+		}
+		var want string
+		switch {
+		case len(head) >= 4 && string(head[:4]) == "\xff\xfe\x00\x00":
+			want = "UTF-32LE"
+		case len(head) >= 4 && string(head[:4]) == "\x00\x00\xfe\xff":
+			want = "UTF-32BE"
+		case len(head) >= 4 && string(head[:2]) == "\xff\xfe":
+			want = "UTF-16LE"
+		case len(head) >= 2 && string(head[:2]) == "\xfe\xff":
+			want = "UTF-16BE"
+		}
+		if want != "" && all != want {
+			t.Fatalf("%q: %q, its byte order mark says %q", head, all, want)
+		}
+		if want == "" && allSure && all != "" && !hasNUL(head[:encodingSample]) {
+			t.Fatalf("%q: %q without a byte order mark or a NUL", head, all)
+		}
+	})
+}
+
+// hasNUL reports whether b holds a NUL byte.
+func hasNUL(b []byte) bool {
+	for _, c := range b {
+		if c == 0 {
+			return true
+		}
+	}
+	return false
+}
