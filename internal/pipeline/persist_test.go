@@ -1299,7 +1299,8 @@ func TestStorageWaitInterrupted(t *testing.T) {
 // are in every window with the restored ones, however far behind the clock is. The
 // windows were read at the snapshot's second until the clock caught up, so lines placed
 // at the clock's were left out of the windows shorter than the step; past the longest
-// window the restored windows read nothing at all.
+// window the restored windows read nothing at all. The restart warns of it: processing time
+// runs that far ahead of the clock from then on.
 func TestStorageRestartClockBehind(t *testing.T) {
 	const rules = `
 global: {windows: [1m, 5m]}
@@ -1316,9 +1317,8 @@ rules:
 			if err := os.WriteFile(log, nil, 0o644); err != nil {
 				t.Fatal(err)
 			}
-			start := func(clock *testclock.Clock) *Pipeline {
-				var out syncbuf.Buffer
-				cfg, o := storedOn(t, strings.ReplaceAll(rules, "LOG", log), dir, &out, Options{})
+			start := func(clock *testclock.Clock, out *syncbuf.Buffer) *Pipeline {
+				cfg, o := storedOn(t, strings.ReplaceAll(rules, "LOG", log), dir, out, Options{})
 				o.Now = clock.Now
 				p, err := Start(cfg, o)
 				if err != nil {
@@ -1327,6 +1327,7 @@ rules:
 				t.Cleanup(p.Stop)
 				return p
 			}
+			const held = "the host's clock is behind the processing time of the snapshot's newest lines"
 			want := func(p *Pipeline, n float64) {
 				t.Helper()
 				deadline := time.Now().Add(20 * time.Second)
@@ -1342,13 +1343,23 @@ rules:
 					time.Sleep(10 * time.Millisecond)
 				}
 			}
+			var first, restarted syncbuf.Buffer
 			clock := testclock.New(t0)
-			p := start(clock)
+			p := start(clock, &first)
 			persistLines(t, log, 1, 10)
 			want(p, 10)
+			if strings.Contains(first.String(), held) {
+				t.Errorf("a start without a snapshot logged %q:\n%s", held, first.String())
+			}
 			clock.Add(10 * time.Second)
 			p.Stop()
-			p = start(testclock.New(t0.Add(10*time.Second - behind)))
+			p = start(testclock.New(t0.Add(10*time.Second-behind)), &restarted)
+			// A person is told, and how far ahead of the clock processing time runs: the
+			// lines were read 10 s before the snapshot.
+			ahead := behind - 10*time.Second
+			if got := restarted.String(); !strings.Contains(got, held) || !strings.Contains(got, "ahead="+ahead.String()) {
+				t.Errorf("restart %v behind the snapshot logged no warning %q with ahead=%v:\n%s", behind, held, ahead, got)
+			}
 			persistLines(t, log, 11, 15)
 			want(p, 15)
 		})
