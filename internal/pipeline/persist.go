@@ -206,7 +206,11 @@ func decodePipeline(snap *storage.Snapshot) (map[string][]follow.Position, int64
 	since := int64(math.MaxInt64)
 	for rec := range meta.Records() {
 		r := wire.NewReader(rec)
-		since = r.Varint()
+		// Rates count from it: one no clock reaches was edited, and would have them read
+		// over spans that overflow.
+		if since = r.Varint(); r.Err() == nil && (since < 0 || since > store.LatestSecond) {
+			r.Failf("start at second %d", since)
+		}
 		if err := r.Done(); err != nil {
 			return nil, 0, err
 		}

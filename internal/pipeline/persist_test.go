@@ -27,6 +27,7 @@ import (
 	"github.com/logwindow/logwindow_exporter/internal/testutil/storetest"
 	"github.com/logwindow/logwindow_exporter/internal/testutil/syncbuf"
 	"github.com/logwindow/logwindow_exporter/internal/testutil/testclock"
+	"github.com/logwindow/logwindow_exporter/windows/wire"
 )
 
 // persistRules count lines twice: at their own time and at processing time, both in
@@ -231,7 +232,7 @@ func TestStorageBadSnapshot(t *testing.T) {
 		}
 		return b
 	}
-	cases := []struct {
+	type badCase struct {
 		name  string
 		spoil func(b []byte) []byte
 		// rewrite, when set, writes each section of the snapshot spoilt again (rewriteSnapshot).
@@ -240,7 +241,8 @@ func TestStorageBadSnapshot(t *testing.T) {
 		// aside: the snapshot is set aside; logged is what the log says.
 		aside  bool
 		logged string
-	}{{
+	}
+	cases := []badCase{{
 		name:   "corrupt",
 		spoil:  func(b []byte) []byte { b[len(b)/2] ^= 0x55; return b },
 		aside:  true,
@@ -310,6 +312,28 @@ func TestStorageBadSnapshot(t *testing.T) {
 		aside:  true,
 		logged: `corrupt encoding: position of \"/etc/shadow\", which \"/var/log/nginx/*.log\" does not name`,
 	}}
+	// A second no clock reaches, in the cut or as the process's start: held to it,
+	// processing time wrapped to negative seconds as it moved on, and rates counted from it
+	// were read over spans that overflowed.
+	for _, far := range []int64{-1, store.LatestSecond + 1, math.MaxInt64 - 1, math.MinInt64} {
+		for _, sec := range []string{"cut", sectionPipeline} {
+			cases = append(cases, badCase{
+				name:  fmt.Sprintf("%s at second %d", sec, far),
+				spoil: func(b []byte) []byte { return b },
+				rewrite: func(w *storage.Writer, s storage.Section) error {
+					if s.Name != sec {
+						return storetest.CopySection(w, s)
+					}
+					if err := w.Section(s.Name); err != nil {
+						return err
+					}
+					return w.Record(wire.AppendVarint(nil, far))
+				},
+				aside:  true,
+				logged: fmt.Sprintf("at second %d", far),
+			})
+		}
+	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
