@@ -1,10 +1,14 @@
 package pipeline
 
 import (
+	"fmt"
+	"math"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/logwindow/logwindow_exporter/internal/store"
 )
 
 // script is a time source that returns t0 plus the given offsets in turn.
@@ -61,5 +65,25 @@ func TestClockConcurrentReaders(t *testing.T) {
 	wg.Wait()
 	if got, want := clk.second()-t0.Unix(), int64(readers*reads+1); got != want {
 		t.Errorf("after %d readings one second apart: t0%+d, want t0%+d", readers*reads+1, got, want)
+	}
+}
+
+// TestClockNotBeforeFarAhead: a processing second restored far ahead is held at most at
+// store.LatestSecond, from where the clock moves on with its source; near the end of
+// int64 the processing time wrapped to hugely negative seconds as soon as it moved.
+func TestClockNotBeforeFarAhead(t *testing.T) {
+	t0 := time.Unix(1_700_000_000, 0)
+	for _, held := range []int64{store.LatestSecond, store.LatestSecond + 1, math.MaxInt64 - 1, math.MaxInt64} {
+		t.Run(fmt.Sprint(held), func(t *testing.T) {
+			clk := newClock(script(t0, []time.Duration{0, 5 * time.Second}))
+			clk.notBefore(held)
+			at, later := clk.second(), clk.second()
+			if later <= at || later-at != 5 {
+				t.Fatalf("held at %d: processing second %d, then %d 5 s later", held, at, later)
+			}
+			if want := min(held, store.LatestSecond); at != want {
+				t.Fatalf("processing second %d after holding it at %d, want %d", at, held, want)
+			}
+		})
 	}
 }

@@ -170,6 +170,12 @@ func (p *Pipeline) restore(gen *generation) (map[string][]follow.Position, map[s
 		return nil, nil, math.MaxInt64, nil
 	}
 	p.clock.notBefore(res.Processing)
+	if ahead := res.Processing - p.clock.wall(); ahead > 0 {
+		// Which clock was wrong cannot be told: one that booted behind (no RTC) is the
+		// hold's reason, one that was ahead when the snapshot was written keeps processing
+		// time ahead across every restart since. Either way a person should know.
+		log.Warn("the host's clock is behind the processing time of the snapshot's newest lines (it stepped back while the exporter was down, or was ahead when the snapshot was written): processing time goes on from theirs, this far ahead of the clock", "dir", s.dir, "ahead", time.Duration(ahead)*time.Second)
+	}
 	for _, why := range res.Skipped {
 		log.Warn("a rule of the snapshot was not restored: it starts empty", "err", why)
 	}
@@ -200,7 +206,11 @@ func decodePipeline(snap *storage.Snapshot) (map[string][]follow.Position, int64
 	since := int64(math.MaxInt64)
 	for rec := range meta.Records() {
 		r := wire.NewReader(rec)
-		since = r.Varint()
+		// Rates count from it: one no clock reaches was edited, and would have them read
+		// over spans that overflow.
+		if since = r.Varint(); r.Err() == nil && (since < 0 || since > store.LatestSecond) {
+			r.Failf("start at second %d", since)
+		}
 		if err := r.Done(); err != nil {
 			return nil, 0, err
 		}

@@ -27,6 +27,7 @@ import (
 	"github.com/logwindow/logwindow_exporter/internal/testutil/storetest"
 	"github.com/logwindow/logwindow_exporter/internal/testutil/syncbuf"
 	"github.com/logwindow/logwindow_exporter/internal/testutil/testclock"
+	"github.com/logwindow/logwindow_exporter/windows/wire"
 )
 
 // persistRules count lines twice: at their own time and at processing time, both in
@@ -231,7 +232,7 @@ func TestStorageBadSnapshot(t *testing.T) {
 		}
 		return b
 	}
-	cases := []struct {
+	type badCase struct {
 		name  string
 		spoil func(b []byte) []byte
 		// rewrite, when set, writes each section of the snapshot spoilt again (rewriteSnapshot).
@@ -240,7 +241,8 @@ func TestStorageBadSnapshot(t *testing.T) {
 		// aside: the snapshot is set aside; logged is what the log says.
 		aside  bool
 		logged string
-	}{{
+	}
+	cases := []badCase{{
 		name:   "corrupt",
 		spoil:  func(b []byte) []byte { b[len(b)/2] ^= 0x55; return b },
 		aside:  true,
@@ -310,6 +312,28 @@ func TestStorageBadSnapshot(t *testing.T) {
 		aside:  true,
 		logged: `corrupt encoding: position of \"/etc/shadow\", which \"/var/log/nginx/*.log\" does not name`,
 	}}
+	// A second no clock reaches, in the cut or as the process's start: held to it,
+	// processing time wrapped to negative seconds as it moved on, and rates counted from it
+	// were read over spans that overflowed.
+	for _, far := range []int64{-1, store.LatestSecond + 1, math.MaxInt64 - 1, math.MinInt64} {
+		for _, sec := range []string{"cut", sectionPipeline} {
+			cases = append(cases, badCase{
+				name:  fmt.Sprintf("%s at second %d", sec, far),
+				spoil: func(b []byte) []byte { return b },
+				rewrite: func(w *storage.Writer, s storage.Section) error {
+					if s.Name != sec {
+						return storetest.CopySection(w, s)
+					}
+					if err := w.Section(s.Name); err != nil {
+						return err
+					}
+					return w.Record(wire.AppendVarint(nil, far))
+				},
+				aside:  true,
+				logged: fmt.Sprintf("at second %d", far),
+			})
+		}
+	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
@@ -1299,7 +1323,8 @@ func TestStorageWaitInterrupted(t *testing.T) {
 // are in every window with the restored ones, however far behind the clock is. The
 // windows were read at the snapshot's second until the clock caught up, so lines placed
 // at the clock's were left out of the windows shorter than the step; past the longest
-// window the restored windows read nothing at all.
+// window the restored windows read nothing at all. The restart warns of it: processing time
+// runs that far ahead of the clock from then on.
 func TestStorageRestartClockBehind(t *testing.T) {
 	const rules = `
 global: {windows: [1m, 5m]}
@@ -1316,9 +1341,8 @@ rules:
 			if err := os.WriteFile(log, nil, 0o644); err != nil {
 				t.Fatal(err)
 			}
-			start := func(clock *testclock.Clock) *Pipeline {
-				var out syncbuf.Buffer
-				cfg, o := storedOn(t, strings.ReplaceAll(rules, "LOG", log), dir, &out, Options{})
+			start := func(clock *testclock.Clock, out *syncbuf.Buffer) *Pipeline {
+				cfg, o := storedOn(t, strings.ReplaceAll(rules, "LOG", log), dir, out, Options{})
 				o.Now = clock.Now
 				p, err := Start(cfg, o)
 				if err != nil {
@@ -1327,6 +1351,7 @@ rules:
 				t.Cleanup(p.Stop)
 				return p
 			}
+			const held = "the host's clock is behind the processing time of the snapshot's newest lines"
 			want := func(p *Pipeline, n float64) {
 				t.Helper()
 				deadline := time.Now().Add(20 * time.Second)
@@ -1342,13 +1367,23 @@ rules:
 					time.Sleep(10 * time.Millisecond)
 				}
 			}
+			var first, restarted syncbuf.Buffer
 			clock := testclock.New(t0)
-			p := start(clock)
+			p := start(clock, &first)
 			persistLines(t, log, 1, 10)
 			want(p, 10)
+			if strings.Contains(first.String(), held) {
+				t.Errorf("a start without a snapshot logged %q:\n%s", held, first.String())
+			}
 			clock.Add(10 * time.Second)
 			p.Stop()
-			p = start(testclock.New(t0.Add(10*time.Second - behind)))
+			p = start(testclock.New(t0.Add(10*time.Second-behind)), &restarted)
+			// A person is told, and how far ahead of the clock processing time runs: the
+			// lines were read 10 s before the snapshot.
+			ahead := behind - 10*time.Second
+			if got := restarted.String(); !strings.Contains(got, held) || !strings.Contains(got, "ahead="+ahead.String()) {
+				t.Errorf("restart %v behind the snapshot logged no warning %q with ahead=%v:\n%s", behind, held, ahead, got)
+			}
 			persistLines(t, log, 11, 15)
 			want(p, 15)
 		})

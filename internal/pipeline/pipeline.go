@@ -502,10 +502,13 @@ func (c *clock) read() (processing, wall int64) {
 // goes on from the processing second of the snapshot it restored (store.Restored), not
 // from a wall clock behind it, so that processing time does not go back across a restart
 // either. It then runs that far ahead of the wall clock, which no sample shows: windows
-// and the activity of label sets go by it, neither of which is exported as a time.
+// and the activity of label sets go by it, neither of which is exported as a time. It
+// is held at most at store.LatestSecond, which a restore checks its seconds against:
+// near the end of int64 the time moved on from t would wrap to negative seconds.
 func (c *clock) notBefore(t int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	t = min(t, store.LatestSecond)
 	if c.at.Unix() < t {
 		c.at = time.Unix(t, 0)
 	}

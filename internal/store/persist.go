@@ -27,6 +27,18 @@ const (
 // noCut is the processing second of the cut of a snapshot that does not record it.
 const noCut = math.MaxInt64
 
+// LatestSecond is the last second a snapshot may hold, 9999-12-31T23:59:59 UTC: with the
+// first, 0 (1970), it bounds what the exporter's clocks reach, wall clock and processing
+// time alike. A second of a snapshot outside them (the cut's, a part's last activity, a
+// wheel's, the oldest placed line's) was edited: near the ends of int64 it would wrap
+// the processing clock held to it (time.Unix(t, 0).Add overflows) and freeze the wheels
+// at the windows' own bound, so it is refused as corrupt. The bound leaves room enough
+// for processing time to run on from it for longer than any exporter runs.
+const LatestSecond = 253402300799
+
+// inRange reports whether t is a second the exporter's clocks reach (LatestSecond).
+func inRange(t int64) bool { return t >= 0 && t <= LatestSecond }
+
 // Encoded is a Set's state copied into memory by Encode, to be written to a snapshot
 // once whatever keeps the Set still (the pipeline's cut) is let go.
 type Encoded struct {
@@ -316,7 +328,9 @@ func (s *Set) Restore(snap *storage.Snapshot) (Restored, error) {
 	oldest := int64(math.MaxInt64)
 	for rec := range sec.Records() {
 		r := wire.NewReader(rec)
-		oldest = r.Varint()
+		if oldest = r.Varint(); r.Err() == nil && oldest != math.MaxInt64 && !inRange(oldest) {
+			r.Failf("oldest line at second %d", oldest)
+		}
 		if err := r.Done(); err != nil {
 			return res, err
 		}
@@ -357,7 +371,9 @@ func decodeCut(snap *storage.Snapshot) (int64, error) {
 	for rec := range sec.Records() {
 		r := wire.NewReader(rec)
 		// A later build may add fields after the second: an earlier one reads its own.
-		cut = r.Varint()
+		if cut = r.Varint(); r.Err() == nil && !inRange(cut) {
+			r.Failf("cut at second %d", cut)
+		}
 		if err := r.Err(); err != nil {
 			return noCut, err
 		}
@@ -518,12 +534,19 @@ func (st *store) decodeSeries(r *wire.Reader, cut int64) (*Series, error) {
 		p.mag.Store(mag)
 		// No part was active after the cut; an earlier build's snapshot does not say when
 		// that was, and its parts are bounded by their wheels below.
-		p.last.Store(min(r.Varint(), cut))
+		last := r.Varint()
+		if r.Err() == nil && last != math.MinInt64 && !inRange(last) {
+			r.Failf("part of shard %d: last active at second %d", shard, last)
+		}
+		p.last.Store(min(last, cut))
 		if r.Bool() {
 			layout := st.accounts[int(shard)%len(st.accounts)].layout
 			w, rest, err := layout.DecodeSeries(r.Rest())
 			if err != nil {
 				return nil, err
+			}
+			if t, at := w.Second(), w.LastAdd(); t != math.MinInt64 && !inRange(t) || at != math.MinInt64 && !inRange(at) {
+				return nil, r.Failf("part of shard %d: wheels at second %d, last added to at %d", shard, t, at)
 			}
 			p.win.Store(w)
 			*r = *wire.NewReader(rest)

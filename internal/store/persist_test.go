@@ -306,8 +306,10 @@ func TestRestoreSkipsMalformedRuleHeader(t *testing.T) {
 // records of cutRec (none: an earlier build's, which records no cut): one record that
 // opens with a varint (what a later build adds after it is left) is restored from, any
 // other refused whole, leaving the Set as new; of the event-time rule, restored activity
-// is no later than the cut. Seeds: the records of a snapshot, with its cut, without it,
-// with more after it, corrupt, twice, and a series whose sum is NaN.
+// is no later than the cut. A cut before 1970 or after LatestSecond is refused too, and
+// processing time is restored at no such second. Seeds: the records of a snapshot, with
+// its cut, without it, with more after it, corrupt, twice, near the end of int64, at
+// LatestSecond, a series last active near the end of int64, and one whose sum is NaN.
 func FuzzRestore(f *testing.F) {
 	rules, cfg, old := persisted()
 	dir := f.TempDir()
@@ -332,6 +334,12 @@ func FuzzRestore(f *testing.F) {
 		f.Add(recs[0], recs[1], cutRec, uint8(1))
 		f.Add(recs[0], recs[1], cutRec, uint8(0))
 		f.Add(recs[0], recs[1], wire.AppendVarint(nil, math.MinInt64), uint8(1))
+		f.Add(recs[0], recs[1], wire.AppendVarint(nil, math.MaxInt64-1), uint8(1))
+		f.Add(recs[0], recs[1], wire.AppendVarint(nil, store.LatestSecond), uint8(1))
+		if last, n, _, _, ok := secondsAt(recs[1]); ok {
+			f.Add(recs[0], withVarint(recs[1], last, n, math.MaxInt64-1), cutRec, uint8(1))
+			f.Add(recs[0], withVarint(recs[1], last, n, math.MaxInt64-1), cutRec, uint8(0))
+		}
 		f.Add(recs[0], recs[1], append(cutRec, 0), uint8(1))
 		f.Add(recs[0], recs[1], []byte{0x80}, uint8(1))
 		f.Add(recs[0], recs[1], cutRec, uint8(2))
@@ -367,7 +375,7 @@ func FuzzRestore(f *testing.F) {
 		})
 		r := wire.NewReader(cutRec)
 		at := r.Varint()
-		if cutOK := cuts == 0 || cuts == 1 && r.Err() == nil; !cutOK {
+		if cutOK := cuts == 0 || cuts == 1 && r.Err() == nil && at >= 0 && at <= store.LatestSecond; !cutOK {
 			if err == nil || !errors.Is(err, storage.ErrCorrupt) {
 				t.Fatalf("%d cut records of %x: restored (%v), want refused as corrupt", cuts, cutRec, err)
 			}
@@ -383,6 +391,10 @@ func FuzzRestore(f *testing.F) {
 			if !errors.Is(err, storage.ErrCorrupt) && !errors.Is(err, store.ErrNoSuchRule) && !errors.Is(err, windows.ErrLayout) {
 				t.Fatalf("skipped as %v: not a reason Restore gives", err)
 			}
+		}
+		// Processing time is held at no second the clocks do not reach.
+		if res.Processing != math.MinInt64 && (res.Processing < 0 || res.Processing > store.LatestSecond) {
+			t.Fatalf("processing restored at second %d", res.Processing)
 		}
 		if name := wire.NewReader(head).Prefixed(); cuts == 1 && res.Rules == 1 && string(name) == "timed" && res.Processing > at {
 			t.Fatalf("event-time rule restored active at %d, after the cut at %d", res.Processing, at)

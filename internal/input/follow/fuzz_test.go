@@ -6,13 +6,15 @@ import (
 	"testing"
 )
 
-// rotatedSuffix is the rest of a rotated name after its base, written the naive way: a
-// separator, then digits and separators holding a digit.
-var rotatedSuffix = regexp.MustCompile(`^[-._][-._0-9]*[0-9][-._0-9]*$`)
+// rotatedSuffix is the rest of a rotated name after its base, written as one pattern:
+// logrotate's number; its seconds since 1970; or a date, then optionally an hour, minute
+// and second, then optionally a number.
+var rotatedSuffix = regexp.MustCompile(`^(\.[0-9]+|-[0-9]{10}|[-._][0-9]{4}[-._]?(0[1-9]|1[0-2])[-._]?(0[1-9]|[12][0-9]|3[01])` +
+	`([-._:]?([01][0-9]|2[0-3])([-._:]?[0-5][0-9]([-._:]?[0-5][0-9])?)?)?(\.[0-9]+)?)$`)
 
 // FuzzRotatedName: whatever a directory lists beside a path's base (any bytes, not UTF-8,
-// the base itself, a prefix of it), rotatedName never panics and says what the naive
-// pattern of a rotated name says. Seeds: TestRotatedName's, and testdata/fuzz.
+// the base itself, a prefix of it), rotatedName never panics and says what the pattern
+// of a rotated name says. Seeds: TestRotatedName's, and testdata/fuzz.
 func FuzzRotatedName(f *testing.F) {
 	for _, s := range [][2]string{
 		{"access.log", "access.log.1"},
@@ -26,6 +28,13 @@ func FuzzRotatedName(f *testing.F) {
 		{"a.log", "a.log\xae1"},
 		{"", ".1"},
 		{"a\xff", "a\xff_9"},
+		{"worker-1", "worker-1-2"},
+		{"worker-1", "worker-1-20240301"},
+		{"access.log", "access.log-20240301_13:05"},
+		{"access.log", "access.log-2024030112.301"},
+		{"access.log", "access.log-20240301-1230.1"},
+		{"access.log", "access.log-1709294400"},
+		{"access.log", "access.log-20240231"},
 	} {
 		f.Add(s[0], s[1])
 	}

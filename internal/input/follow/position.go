@@ -381,26 +381,86 @@ func rotatedAfter(path string, since time.Time, known map[fileID]bool, readDir f
 	return out
 }
 
-// rotatedName reports whether name is base with the suffix a rotation gives it: a
-// separator (".", "-", "_") then digits and separators, as logrotate's numbers
-// (access.log.1) and dates (access.log-20240301) and the kubelet's times
-// (0.log.20240301-120000) are; not a compressed archive (.gz) nor another log
-// (access.log.json).
+// rotatedName reports whether name is base with a suffix a rotator gives it: logrotate's
+// number (access.log.1); a date, as logrotate's dateext makes with its default and hourly
+// formats and those dateformat makes of a date and a time (access.log-20240301,
+// access.log-2024030113, access.log.2024-03-01, access.log-20240301_13:05), the
+// kubelet's time (0.log.20240301-120000), and either of those numbered again
+// (access.log-20240301.1); or logrotate's seconds since 1970 (access.log-1709294400).
+// Not a compressed archive (.gz), nor another log (access.log.json), nor one named as the
+// path with a dash and a number (worker-1-2 beside worker-1), which no rotator makes.
 func rotatedName(base, name string) bool {
 	suffix, ok := strings.CutPrefix(name, base)
-	if !ok || len(suffix) < 2 || !strings.ContainsRune(".-_", rune(suffix[0])) {
+	if !ok || len(suffix) < 2 {
 		return false
 	}
-	digit := false
-	for _, c := range suffix[1:] {
-		switch {
-		case c >= '0' && c <= '9':
-			digit = true
-		case !strings.ContainsRune(".-_", c):
+	sep, rest := suffix[0], suffix[1:]
+	switch {
+	case sep == '.' && digits(rest), sep == '-' && len(rest) == 10 && digits(rest):
+		return true
+	case strings.IndexByte("-._", sep) < 0:
+		return false
+	}
+	rest, ok = cutDate(rest)
+	return ok && timeTail(rest, 0)
+}
+
+// digits reports whether s is one or more decimal digits.
+func digits(s string) bool {
+	for _, c := range []byte(s) {
+		if c < '0' || c > '9' {
 			return false
 		}
 	}
-	return digit
+	return s != ""
+}
+
+// twoDigits returns the number s opens with, of two digits, or -1.
+func twoDigits(s string) int {
+	if len(s) < 2 || !digits(s[:2]) {
+		return -1
+	}
+	return int(s[0]-'0')*10 + int(s[1]-'0')
+}
+
+// cutDate cuts a date off the start of s: a year of four digits, a month and a day of
+// two, each optionally after a separator ("-", ".", "_").
+func cutDate(s string) (string, bool) {
+	if len(s) < 4 || !digits(s[:4]) {
+		return s, false
+	}
+	s = s[4:]
+	for _, most := range []int{12, 31} {
+		if s != "" && strings.IndexByte("-._", s[0]) >= 0 {
+			s = s[1:]
+		}
+		if n := twoDigits(s); n < 1 || n > most {
+			return s, false
+		}
+		s = s[2:]
+	}
+	return s, true
+}
+
+// timeTail reports whether s, what follows a date, is nothing, a number (".1"), or the
+// hour, minute and second of a time from field on (0: the hour), each two digits
+// optionally after a separator ("-", ".", "_", ":"), the fields after the hour optional,
+// then either of the first two. Each way of reading s is tried: ".12" is an hour, or a
+// number.
+func timeTail(s string, field int) bool {
+	if s == "" || s[0] == '.' && digits(s[1:]) {
+		return true
+	}
+	if field == 3 {
+		return false
+	}
+	if strings.IndexByte("-._:", s[0]) >= 0 {
+		s = s[1:]
+	}
+	if n := twoDigits(s); n < 0 || n > []int{23, 59, 59}[field] {
+		return false
+	}
+	return timeTail(s[2:], field+1)
 }
 
 // openByID opens the regular file of dir whose device and inode are id, or returns nil.

@@ -277,8 +277,11 @@ func TestResume(t *testing.T) {
 	}
 }
 
-// TestRotatedName: the names a rotation gives a log are numbered or dated; a compressed
-// archive, another log or a copy is not one of them.
+// TestRotatedName: the names a rotation gives a log are numbered (logrotate's .N), dated
+// (logrotate's dateext in its default and hourly formats and those its dateformat makes
+// of a date and a time, or the seconds since 1970) or timed (the kubelet's); a
+// compressed archive, another log (worker-1-2 beside worker-1) or a copy is not one of
+// them.
 func TestRotatedName(t *testing.T) {
 	for _, tc := range []struct {
 		base, name string
@@ -286,10 +289,31 @@ func TestRotatedName(t *testing.T) {
 	}{
 		{"access.log", "access.log.1", true},
 		{"access.log", "access.log.12", true},
+		{"access.log", "access.log.0", true},
 		{"access.log", "access.log-20240301", true},
 		{"access.log", "access.log-2024-03-01", true},
+		{"access.log", "access.log.2024.03.01", true},
 		{"access.log", "access.log_20240301.1", true},
+		{"access.log", "access.log-2024030113", true},
+		{"access.log", "access.log-20240301-13", true},
+		{"access.log", "access.log-20240301_13:05", true},
+		{"access.log", "access.log-20240301135959", true},
+		{"access.log", "access.log-1709294400", true},
 		{"0.log", "0.log.20240301-120000", true},
+		{"worker-1", "worker-1.2", true},
+		{"worker-1", "worker-1-20240301", true},
+		{"worker-1", "worker-1-2", false},
+		{"worker-1", "worker-1-12", false},
+		{"worker-1", "worker-1_2", false},
+		{"worker-1", "worker-1-2.1", false},
+		{"worker-1", "worker-1-2-3", false},
+		{"app", "app-2024", false},
+		{"access.log", "access.log-20241301", false},
+		{"access.log", "access.log-20240332", false},
+		{"access.log", "access.log-20240301-25", false},
+		{"access.log", "access.log-20240301-1", false},
+		{"access.log", "access.log-20240301..1", false},
+		{"access.log", "access.log-170929440", false},
 		{"access.log", "access.log", false},
 		{"access.log", "access.log.", false},
 		{"access.log", "access.log.-", false},

@@ -100,6 +100,42 @@ func TestResumeSlowArchive(t *testing.T) {
 	next.expectExactly(t, span{101, 150})
 }
 
+// TestResumeTakesNoOtherLog: a log of the directory named as the path with a dash and a
+// number (worker-1-2 beside worker-1) is another log, not one rotated from the path: a
+// restart that finds the path's file of the position gone does not read it as one.
+func TestResumeTakesNoOtherLog(t *testing.T) {
+	dir := t.TempDir()
+	log, other := filepath.Join(dir, "worker-1"), filepath.Join(dir, "worker-1-2")
+	w := create(t, log)
+	writeLines(t, w, 1, 100)
+
+	var hold sync.RWMutex
+	o := modes[1].options(log)
+	o.FromBeginning, o.Hold = true, hold.RLocker()
+	first := newCollector()
+	f := start(t, o, first.handle)
+	waitFor(t, "the first lines", func() bool { return first.has(1, 100) })
+	hold.Lock()
+	positions := f.Positions()
+	hold.Unlock()
+	f.Stop()
+	first.expectExactly(t, span{1, 100})
+
+	taken := time.Now().Add(-time.Second) // see TestResume
+	if err := os.Remove(log); err != nil {
+		t.Fatal(err)
+	}
+	writeLines(t, create(t, other), 1001, 1050)
+	writeLines(t, create(t, log), 101, 150)
+
+	o.FromBeginning, o.Hold = false, nil
+	o.Resume, o.Taken = positions, taken
+	next := newCollector()
+	start(t, o, next.handle)
+	waitFor(t, "the lines written while down", func() bool { return next.has(101, 150) })
+	next.expectExactly(t, span{101, 150})
+}
+
 // TestResumeRotatedSharedLog: the file of a position rotated while down to a path of the
 // glob that another follower selects, which read it on from its position first, is not
 // said read, nor counted as a rotation, by the follower of the path it was rotated from:
