@@ -584,12 +584,10 @@ func (in *stream) handle(p *Pipeline) input.Handler {
 				b.paths.setLine(b.parse, path, lv)
 			}
 			in.setNow(b)
+			fits := b.fits
+			b.parse.ParseFile(path, b.name, msg, wrapperTime, b.sink, b.done)
 			if b.judge {
-				fits := b.fits
-				b.parse.ParseFile(path, b.name, msg, wrapperTime, b.sink, b.done)
 				in.judged.line(path, b.fits != fits)
-			} else {
-				b.parse.ParseFile(path, b.name, msg, wrapperTime, b.sink, b.done)
 			}
 			if in.files != nil {
 				in.keepHeld(path, b.parse.Holds())
