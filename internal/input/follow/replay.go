@@ -113,7 +113,10 @@ func ReadToEnd(opts Options, h input.Handler) (input.Stats, error) {
 // failing.
 type Unread struct{ Errs []error }
 
-func (e *Unread) Error() string   { return errors.Join(e.Errs...).Error() }
+// Error is each file's or directory's error, a line each.
+func (e *Unread) Error() string { return errors.Join(e.Errs...).Error() }
+
+// Unwrap returns each file's or directory's error, for errors.Is and errors.As.
 func (e *Unread) Unwrap() []error { return e.Errs }
 
 // once keeps of a glob's matches those a Follower reads, in their order: not a
