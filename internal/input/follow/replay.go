@@ -121,7 +121,8 @@ func (e *Unread) Unwrap() []error { return e.Errs }
 
 // once keeps of a glob's matches those a Follower reads, in their order: not a
 // directory, and of several paths that reach one file the preferred one. A path
-// that cannot be looked at is kept, for its read to say why.
+// that cannot be looked at, or a link out of the root, is kept, for its read to
+// say why.
 func (t *tree) once(paths []string) []string {
 	type seen struct {
 		path   string
@@ -137,6 +138,12 @@ func (t *tree) once(paths []string) []string {
 			continue
 		}
 		if fi.IsDir() {
+			// Passed over, as the follower passes over a directory; but a link to one
+			// out of the root is refused first, as the follower refuses it: readFile
+			// says so.
+			if li, err := os.Lstat(p); err == nil && li.Mode()&fs.ModeSymlink != 0 && errors.Is(t.inRoot(p), errOutside) {
+				keep[i] = true
+			}
 			continue
 		}
 		ids[i] = idOf(fi)
