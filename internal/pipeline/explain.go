@@ -128,7 +128,7 @@ func Explain(cfg *config.Config, file string, maxLines int, opts Options) ([]exp
 		return out, err
 	}
 	unread := unreadErr("explain", []fileInput{read}, []fileCount{{unread: got.unread}})
-	return out, errors.Join(fs.write(opts.Summary), read.unread(cfg, "explain", len(out), matched), unread)
+	return out, errors.Join(fs.write(opts.Summary), read.noInputErr(cfg, "explain", len(out), matched), unread)
 }
 
 // firstLines is a sink that passes on the events and drops of the lines parsed while

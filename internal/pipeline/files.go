@@ -116,10 +116,11 @@ func inputPaths(cfg *config.Config) string {
 	return strings.Join(paths, ", ")
 }
 
-// unread fails a one-shot (mode is replay or explain) over a file that no input reads and
-// of whose lines no rule matched any: the output is all zeros, most likely because the
+// noInputErr fails a one-shot (mode is replay or explain) over a file that no input reads
+// and of whose lines no rule matched any: the output is all zeros, most likely because the
 // file was meant as an input's and is not, and a zero exit would let that pass unseen.
-func (f fileInput) unread(cfg *config.Config, mode string, lines int, matched bool) error {
+// (What could not be read at all is unreadErr's.)
+func (f fileInput) noInputErr(cfg *config.Config, mode string, lines int, matched bool) error {
 	if f.found || lines == 0 || matched {
 		return nil
 	}

@@ -1318,10 +1318,10 @@ func TestStorageWaitInterrupted(t *testing.T) {
 }
 
 // TestStorageRestartClockBehind: a restart whose wall clock is behind the processing
-// second the snapshot was written at (the host's clock stepped back while the exporter was
-// down, or was ahead before) goes on from that second: the lines read after the restart
-// are in every window with the restored ones, however far behind the clock is. The
-// windows were read at the snapshot's second until the clock caught up, so lines placed
+// second of the newest line the snapshot holds (the host's clock stepped back while the
+// exporter was down, or was ahead before) goes on from that second, not the snapshot's:
+// the lines read after the restart are in every window with the restored ones, however
+// far behind the clock is. The windows were read at that second until the clock caught up, so lines placed
 // at the clock's were left out of the windows shorter than the step; past the longest
 // window the restored windows read nothing at all. The restart warns of it: processing time
 // runs that far ahead of the clock from then on.

@@ -121,7 +121,7 @@ type Pipeline struct {
 	starting    bool               // Start is starting the inputs: warm start applies
 	begun       time.Time          // Start's first reading of Options.Now: the warm start's wait counts from it
 	stopped     bool
-	reloadErr   error // why the last reload was refused; nil when it applied
+	reloadErr   error // why the last reload failed: refused, or *InputsNotStarted until retryInputs starts them; nil when it applied
 	lastSuccess time.Time
 	// notRunning are the inputs of the config in force that did not start: set by
 	// syncInputs as it applies a config, and kept while later reloads are refused.
@@ -448,8 +448,9 @@ func (p *Pipeline) InputsNotRunning() []NotRunning {
 	return out
 }
 
-// ReloadError is why the last reload was refused (the config's problems, one per line, or
-// an input that could not start); nil when it applied.
+// ReloadError is why the last reload was refused (the config's problems, one per line), or
+// that it left inputs not started (*InputsNotStarted), until a retry starts them; nil
+// when it applied.
 func (p *Pipeline) ReloadError() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()

@@ -71,7 +71,7 @@ func Replay(cfg *config.Config, files []string, opts Options, w io.Writer) error
 	}
 	errs := []error{fs.write(opts.Summary), fs.misfits("replay"), unreadErr("replay", read, counts)}
 	for i, f := range read {
-		errs = append(errs, f.unread(cfg, "replay", counts[i].lines, counts[i].received > 0))
+		errs = append(errs, f.noInputErr(cfg, "replay", counts[i].lines, counts[i].received > 0))
 	}
 	return errors.Join(errs...)
 }

@@ -523,7 +523,7 @@ logwindow_input_files{input="nginx"} 2
 # TYPE logwindow_input_warm_start_files gauge
 logwindow_input_warm_start_files{input="app"} 0
 logwindow_input_warm_start_files{input="nginx"} 3
-# HELP logwindow_input_file_format Files of the input by the log format chosen for them (log_format: auto or a list of candidates); format="(none)": files whose last lines fit no candidate, or, for a glob of one log_format, whose first lines fit it not.
+# HELP logwindow_input_file_format Files of the input by the log format chosen for them (log_format: auto or a list of candidates); format="(none)": files whose last lines fit no candidate, or whose fewer lines fit none and were followed by none for a minute, or, for a glob of one log_format, whose first lines fit it not.
 # TYPE logwindow_input_file_format gauge
 logwindow_input_file_format{format="main",input="nginx"} 3
 logwindow_input_file_format{format="upstreaminfo",input="nginx"} 1

@@ -95,7 +95,7 @@ var (
 		"Errors of the input, each logged and retried, by reason: for files watch, list, stat, open, not_regular (a FIFO, a device, a directory), read, symlink (refused: out of the glob's root); for sockets receive.",
 		[]string{"input", "reason"}}
 	InputFileFormats = Metric{"logwindow_input_file_format",
-		"Files of the input by the log format chosen for them (log_format: auto or a list of candidates); format=\"(none)\": files whose last lines fit no candidate, or, for a glob of one log_format, whose first lines fit it not.",
+		"Files of the input by the log format chosen for them (log_format: auto or a list of candidates); format=\"(none)\": files whose last lines fit no candidate, or whose fewer lines fit none and were followed by none for a minute, or, for a glob of one log_format, whose first lines fit it not.",
 		[]string{"input", "format"}}
 	InputPolling = Metric{"logwindow_input_polling",
 		"1 while the input has no inotify instance (e.g. the per-user instance limit is reached) and sees changes only by polling, up to --input.poll-interval later; a directory whose watch cannot be added is polled too and counted in errors.",

@@ -113,12 +113,16 @@ func ReadToEnd(opts Options, h input.Handler) (input.Stats, error) {
 // failing.
 type Unread struct{ Errs []error }
 
-func (e *Unread) Error() string   { return errors.Join(e.Errs...).Error() }
+// Error is each file's or directory's error, a line each.
+func (e *Unread) Error() string { return errors.Join(e.Errs...).Error() }
+
+// Unwrap returns each file's or directory's error, for errors.Is and errors.As.
 func (e *Unread) Unwrap() []error { return e.Errs }
 
 // once keeps of a glob's matches those a Follower reads, in their order: not a
 // directory, and of several paths that reach one file the preferred one. A path
-// that cannot be looked at is kept, for its read to say why.
+// that cannot be looked at, or a link out of the root, is kept, for its read to
+// say why.
 func (t *tree) once(paths []string) []string {
 	type seen struct {
 		path   string
@@ -134,6 +138,12 @@ func (t *tree) once(paths []string) []string {
 			continue
 		}
 		if fi.IsDir() {
+			// Passed over, as the follower passes over a directory; but a link to one
+			// out of the root is refused first, as the follower refuses it: readFile
+			// says so.
+			if li, err := os.Lstat(p); err == nil && li.Mode()&fs.ModeSymlink != 0 && errors.Is(t.inRoot(p), errOutside) {
+				keep[i] = true
+			}
 			continue
 		}
 		ids[i] = idOf(fi)

@@ -35,6 +35,9 @@ func TestReadToEndSymlinks(t *testing.T) {
 			want: []string{"sub/b.txt:b"}},
 		{name: "directory link out of the root", links: map[string]string{"pod": "../secret"}, pattern: "*/*.log",
 			want: []string{"real/r.log:r"}, refused: "pod"},
+		// Matched itself, as the follower refuses it before it would pass over a directory.
+		{name: "directory link out of the root matched", links: map[string]string{"pod": "../secret"}, pattern: "*",
+			want: []string{"a.log:a"}, refused: "pod"},
 		// A link that leads nowhere (its file deleted, rotated away) is no file, as the
 		// follower finds none there: nothing was left unread.
 		{name: "dangling file link", links: map[string]string{"gone.log": "sub/none.txt"}, pattern: "*.log",
