@@ -708,26 +708,8 @@ func (in *stream) keptAt(ps []follow.Position) []follow.Position {
 }
 
 // closeFile parses what is held of a file the follower is done with, while its format
-// was being chosen, and forgets the file. It holds the cut, as handing on a line does:
-// the held lines are counted and their file's position let go of at once.
-func (in *stream) closeFile(p *Pipeline, path string) {
-	p.cut.RLock()
-	defer p.cut.RUnlock()
-	if len(in.kept) > 0 {
-		delete(in.kept, path)
-	}
-	if len(in.holding) > 0 {
-		delete(in.holding, path)
-	}
-	b := in.bind(p)
-	if b.paths != nil {
-		b.paths.set(b.parse, path)
-	}
-	in.setNow(b)
-	b.parse.CloseFile(path, b.name, b.sink, b.done)
-	in.flush()
-	in.unbindIfStale(p, &in.bound, b)
-}
+// was being chosen, and forgets the file (parseHeld).
+func (in *stream) closeFile(p *Pipeline, path string) { in.parseHeld(p, path, true) }
 
 // heldQuiet is how long a file that holds lines of no format chosen, none of which fits a
 // candidate, gets no line before they are settled (settleQuiet): long enough for a
@@ -754,22 +736,30 @@ func (in *stream) settleQuiet(p *Pipeline) {
 		// A file whose format is chosen holds the lines that do not fit it for its next
 		// line that fits: it is looked at again once it holds a line more.
 		delete(in.holding, path)
-		in.settle(p, path)
+		in.parseHeld(p, path, false)
 	}
 }
 
-// settle is settleQuiet for one file, under the cut as closeFile is: the held lines are
-// counted and their file's position let go of at once.
-func (in *stream) settle(p *Pipeline, path string) {
+// parseHeld parses the lines held of the file of path, under the cut as handing on a
+// line does: the held lines are counted and their file's position let go of at once.
+// closed says that the follower is done with the file (closeFile), which is forgotten;
+// else the file went quiet (settleQuiet) and is settled at the clock's reading now.
+func (in *stream) parseHeld(p *Pipeline, path string, closed bool) {
 	p.cut.RLock()
 	defer p.cut.RUnlock()
 	b := in.bind(p)
 	if b.paths != nil {
 		b.paths.set(b.parse, path)
 	}
-	in.processing, in.wall = p.clock.read()
+	if !closed {
+		in.processing, in.wall = p.clock.read()
+	}
 	in.setNow(b)
-	if b.parse.Settle(path, b.name, b.sink, b.done) && len(in.kept) > 0 {
+	if closed {
+		delete(in.kept, path)
+		delete(in.holding, path)
+		b.parse.CloseFile(path, b.name, b.sink, b.done)
+	} else if b.parse.Settle(path, b.name, b.sink, b.done) {
 		delete(in.kept, path)
 	}
 	in.flush()
