@@ -92,8 +92,9 @@ type stream struct {
 	at   *follow.Line
 	kept map[string][]follow.Position
 	// holding is, by path, the processing second of the last line of each file that
-	// holds lines (of a syslog input, of its one path ""), for settleQuiet. Used by the
-	// reading goroutine only.
+	// holds lines (of a syslog input, of its one path ""), or of a glob of one log format
+	// that waits to be judged (verdicts.line), for settleQuiet. Used by the reading
+	// goroutine only.
 	holding map[string]int64
 	// workers is how many goroutines are to parse the follower's lines (workersOf), set
 	// by reloads; pool is the workers running besides the reading goroutine, nil while it
@@ -323,6 +324,7 @@ func (in *stream) formatOptions(p *Pipeline, o *follow.Options) {
 		if in.files != nil {
 			in.closeFile(p, path)
 		} else {
+			delete(in.holding, path)
 			in.judged.closed(path)
 		}
 	}
@@ -587,7 +589,9 @@ func (in *stream) handle(p *Pipeline) input.Handler {
 			fits := b.fits
 			b.parse.ParseFile(path, b.name, msg, wrapperTime, b.sink, b.done)
 			if b.judge {
-				in.judged.line(path, b.fits != fits)
+				if judged, waits := in.judged.line(path, msg, b.fits != fits); judged {
+					in.keepHeld(path, waits)
+				}
 			}
 			if in.files != nil {
 				in.keepHeld(path, b.parse.Holds())
@@ -720,7 +724,9 @@ const heldQuiet = time.Minute
 // settleQuiet settles (parser.Session.Settle) the files that hold lines of no format
 // chosen and got no line for heldQuiet: counted under parser.NoFormat and logged, as a
 // file of MaxHeld such lines is, their lines counted as unmatched. A file of fewer lines
-// would otherwise hold them, uncounted and untold, until it is closed. Called by the
+// would otherwise hold them, uncounted and untold, until it is closed. A glob of one log
+// format has its files that wait to be judged settled alike (verdicts.settle): one of
+// fewer lines would never be told of. Called by the
 // reading goroutine each time it caught up with the writers, which the follower's poll
 // has it do every poll interval, and by a syslog input's every poll interval while no
 // datagram waits (syslog.Options.Quiet).
@@ -736,7 +742,11 @@ func (in *stream) settleQuiet(p *Pipeline) {
 		// A file whose format is chosen holds the lines that do not fit it for its next
 		// line that fits: it is looked at again once it holds a line more.
 		delete(in.holding, path)
-		in.parseHeld(p, path, false)
+		if in.judged != nil {
+			in.judged.settle(path) // its lines were parsed as they came
+		} else {
+			in.parseHeld(p, path, false)
+		}
 	}
 }
 
