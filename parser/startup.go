@@ -55,15 +55,37 @@ func startupLine(line []byte) bool {
 // (startupLines), blank lines among them (ingress-nginx's banner has two): at least one
 // such line, and no line of another kind.
 func startupOnly(lines [][]byte) bool {
-	found := false
+	var s StartupLines
 	for _, line := range lines {
-		switch {
-		case len(line) == 0:
-		case startupLine(line):
-			found = true
-		default:
+		if !s.Add(line) {
 			return false
 		}
 	}
-	return found
+	return s.Only()
 }
+
+// StartupLines tells of a file's lines, added one by one, whether they are an nginx
+// image's start-up lines alone, as Session.Settle tells of the lines it holds: for a
+// reader that judges a file's lines as they come and keeps none (a glob of one log
+// format, whose files of no format are settled as a Session's are). The zero value has
+// had no line.
+type StartupLines struct {
+	found, other bool
+}
+
+// Add adds line and reports whether the lines are still start-up lines and blank lines
+// alone: once one of another kind came, they never are again.
+func (s *StartupLines) Add(line []byte) bool {
+	switch {
+	case s.other, len(line) == 0:
+	case startupLine(line):
+		s.found = true
+	default:
+		s.other = true
+	}
+	return !s.other
+}
+
+// Only reports whether the lines added are an nginx image's start-up lines alone: at
+// least one of them, and none of another kind but blank.
+func (s StartupLines) Only() bool { return s.found && !s.other }

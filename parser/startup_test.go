@@ -75,6 +75,14 @@ func TestStartupOnly(t *testing.T) {
 			if got := startupOnly(lines); got != tc.want {
 				t.Errorf("startupOnly(%s) = %v, want %v", strings.Join(tc.lines, " | "), got, tc.want)
 			}
+			// A reader that judges lines as they come adds each, past one of another kind.
+			var s StartupLines
+			for _, l := range lines {
+				s.Add(l)
+			}
+			if got := s.Only(); got != tc.want {
+				t.Errorf("StartupLines of %s: Only() = %v, want %v", strings.Join(tc.lines, " | "), got, tc.want)
+			}
 		})
 	}
 }

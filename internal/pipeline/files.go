@@ -119,11 +119,12 @@ func inputPaths(cfg *config.Config) string {
 // noInputErr fails a one-shot (mode is replay or explain) over a file that no input reads
 // and of whose lines no rule matched any: the output is all zeros, most likely because the
 // file was meant as an input's and is not, and a zero exit would let that pass unseen.
-// (What could not be read at all is unreadErr's.)
+// (What could not be read at all is unreadErr's.) It is a fileError, one line whatever
+// the file's name, as unreadErr's are.
 func (f fileInput) noInputErr(cfg *config.Config, mode string, lines int, matched bool) error {
 	if f.found || lines == 0 || matched {
 		return nil
 	}
-	return fmt.Errorf("%s %s: no rule matched any of its %d lines, and no input reads this file (inputs: %s); rules restricted to an input, and an input's wrapper and path captures, apply to that input's files only: give the path of a file an input reads, or add an input whose path names it",
-		mode, f.file, lines, inputPaths(cfg))
+	return &fileError{mode, f.file, fmt.Errorf("no rule matched any of its %d lines, and no input reads this file (inputs: %s); rules restricted to an input, and an input's wrapper and path captures, apply to that input's files only: give the path of a file an input reads, or add an input whose path names it",
+		lines, inputPaths(cfg))}
 }

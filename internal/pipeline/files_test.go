@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/logwindow/logwindow_exporter/config"
+	"github.com/logwindow/logwindow_exporter/internal/explain"
 )
 
 // A file given to --replay or --explain is its input's however it is spelled: relative to
@@ -189,6 +190,39 @@ rules:
 			}
 			if strings.Contains(log.String(), "no input reads this file") {
 				t.Errorf("warned of a file no input reads:\n%s", log.String())
+			}
+		})
+	}
+}
+
+// A file no input reads fails a one-shot on one line whatever its name: a newline in it
+// (a glob's match, named by whoever can write in its directory) is written escaped, as
+// a file that could not be read is (fileError), and forges no line of the error.
+func TestNoInputErrorOneLine(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "copy\nreplay forged.log: no rule matched.log")
+	if err := os.WriteFile(file, []byte("POST / 200\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Parse(fmt.Appendf(nil, "inputs: [{name: web, path: '%s/access.log'}]\nrules: [{name: web, match: 'GET (?P<status>\\d{3})$', labels: {status: '${status}'}}]\n", dir), "rules.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := Options{Now: time.Now, Logger: slog.New(slog.DiscardHandler)}
+	for _, tc := range []struct {
+		mode string
+		run  func() error
+	}{
+		{"replay", func() error { return Replay(cfg, []string{file}, opts, io.Discard) }},
+		{"explain", func() error { _, err := Explain(cfg, file, 10, opts); return err }},
+	} {
+		t.Run(tc.mode, func(t *testing.T) {
+			err := tc.run()
+			if err == nil {
+				t.Fatal("no error")
+			}
+			if want := tc.mode + " " + explain.Display(file) + ": no rule matched any of its 1 lines"; strings.Contains(err.Error(), "\n") || !strings.HasPrefix(err.Error(), want) {
+				t.Errorf("error %q, want one line opening %q", err, want)
 			}
 		})
 	}

@@ -92,8 +92,9 @@ type stream struct {
 	at   *follow.Line
 	kept map[string][]follow.Position
 	// holding is, by path, the processing second of the last line of each file that
-	// holds lines (of a syslog input, of its one path ""), for settleQuiet. Used by the
-	// reading goroutine only.
+	// holds lines (of a syslog input, of its one path ""), or of a glob of one log format
+	// that waits to be judged (verdicts.line), for settleQuiet. Used by the reading
+	// goroutine only.
 	holding map[string]int64
 	// workers is how many goroutines are to parse the follower's lines (workersOf), set
 	// by reloads; pool is the workers running besides the reading goroutine, nil while it
@@ -323,6 +324,7 @@ func (in *stream) formatOptions(p *Pipeline, o *follow.Options) {
 		if in.files != nil {
 			in.closeFile(p, path)
 		} else {
+			delete(in.holding, path)
 			in.judged.closed(path)
 		}
 	}
@@ -587,7 +589,9 @@ func (in *stream) handle(p *Pipeline) input.Handler {
 			fits := b.fits
 			b.parse.ParseFile(path, b.name, msg, wrapperTime, b.sink, b.done)
 			if b.judge {
-				in.judged.line(path, b.fits != fits)
+				if judged, waits := in.judged.line(path, msg, b.fits != fits); judged {
+					in.keepHeld(path, waits)
+				}
 			}
 			if in.files != nil {
 				in.keepHeld(path, b.parse.Holds())
@@ -708,26 +712,8 @@ func (in *stream) keptAt(ps []follow.Position) []follow.Position {
 }
 
 // closeFile parses what is held of a file the follower is done with, while its format
-// was being chosen, and forgets the file. It holds the cut, as handing on a line does:
-// the held lines are counted and their file's position let go of at once.
-func (in *stream) closeFile(p *Pipeline, path string) {
-	p.cut.RLock()
-	defer p.cut.RUnlock()
-	if len(in.kept) > 0 {
-		delete(in.kept, path)
-	}
-	if len(in.holding) > 0 {
-		delete(in.holding, path)
-	}
-	b := in.bind(p)
-	if b.paths != nil {
-		b.paths.set(b.parse, path)
-	}
-	in.setNow(b)
-	b.parse.CloseFile(path, b.name, b.sink, b.done)
-	in.flush()
-	in.unbindIfStale(p, &in.bound, b)
-}
+// was being chosen, and forgets the file (parseHeld).
+func (in *stream) closeFile(p *Pipeline, path string) { in.parseHeld(p, path, true) }
 
 // heldQuiet is how long a file that holds lines of no format chosen, none of which fits a
 // candidate, gets no line before they are settled (settleQuiet): long enough for a
@@ -738,7 +724,9 @@ const heldQuiet = time.Minute
 // settleQuiet settles (parser.Session.Settle) the files that hold lines of no format
 // chosen and got no line for heldQuiet: counted under parser.NoFormat and logged, as a
 // file of MaxHeld such lines is, their lines counted as unmatched. A file of fewer lines
-// would otherwise hold them, uncounted and untold, until it is closed. Called by the
+// would otherwise hold them, uncounted and untold, until it is closed. A glob of one log
+// format has its files that wait to be judged settled alike (verdicts.settle): one of
+// fewer lines would never be told of. Called by the
 // reading goroutine each time it caught up with the writers, which the follower's poll
 // has it do every poll interval, and by a syslog input's every poll interval while no
 // datagram waits (syslog.Options.Quiet).
@@ -754,22 +742,34 @@ func (in *stream) settleQuiet(p *Pipeline) {
 		// A file whose format is chosen holds the lines that do not fit it for its next
 		// line that fits: it is looked at again once it holds a line more.
 		delete(in.holding, path)
-		in.settle(p, path)
+		if in.judged != nil {
+			in.judged.settle(path) // its lines were parsed as they came
+		} else {
+			in.parseHeld(p, path, false)
+		}
 	}
 }
 
-// settle is settleQuiet for one file, under the cut as closeFile is: the held lines are
-// counted and their file's position let go of at once.
-func (in *stream) settle(p *Pipeline, path string) {
+// parseHeld parses the lines held of the file of path, under the cut as handing on a
+// line does: the held lines are counted and their file's position let go of at once.
+// closed says that the follower is done with the file (closeFile), which is forgotten;
+// else the file went quiet (settleQuiet) and is settled at the clock's reading now.
+func (in *stream) parseHeld(p *Pipeline, path string, closed bool) {
 	p.cut.RLock()
 	defer p.cut.RUnlock()
 	b := in.bind(p)
 	if b.paths != nil {
 		b.paths.set(b.parse, path)
 	}
-	in.processing, in.wall = p.clock.read()
+	if !closed {
+		in.processing, in.wall = p.clock.read()
+	}
 	in.setNow(b)
-	if b.parse.Settle(path, b.name, b.sink, b.done) && len(in.kept) > 0 {
+	if closed {
+		delete(in.kept, path)
+		delete(in.holding, path)
+		b.parse.CloseFile(path, b.name, b.sink, b.done)
+	} else if b.parse.Settle(path, b.name, b.sink, b.done) {
 		delete(in.kept, path)
 	}
 	in.flush()

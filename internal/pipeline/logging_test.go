@@ -507,6 +507,91 @@ func TestGlobFileOfNotItsFormatLogged(t *testing.T) {
 	}
 }
 
+// A file of a glob of one log format that writes fewer than MaxHeld lines, none of them
+// of the format (a pod of another image that logged a few JSON lines), then goes quiet is
+// told of as one of MaxHeld such lines is, as a short file of candidate formats is: after
+// heldQuiet it counts under "(none)" and is logged by its path, until a line of it fits.
+// An nginx image's start-up lines alone (a pod that served no request yet) are not so
+// settled; with a line of another kind amid them, they are.
+func TestShortGlobFileOfNotItsFormatSettles(t *testing.T) {
+	dir := t.TempDir()
+	const (
+		combined = `2026-11-29T12:00:00.1Z stdout F 10.0.0.1 - - [29/Nov/2026:12:00:00 +0000] "GET / HTTP/1.1" 200 5 "-" "curl/8.5.0"`
+		object   = `2026-11-29T12:00:00.1Z stdout F {"level":"info","msg":"served /","ms":5}`
+		other    = `2026-11-29T12:00:00.2Z stdout F 40-warm-cache.sh: warming /var/cache/nginx`
+	)
+	startup, err := os.ReadFile(filepath.Join("testdata", "startup", "nginx.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := func(pod string) string { return filepath.Join(dir, pod, "0.log") }
+	pods := []struct{ pod, text string }{
+		{"web", strings.Repeat(combined+"\n", 3)},
+		{"app", strings.Repeat(object+"\n", 5)},
+		{"nginx", string(startup)},
+		{"custom", string(startup) + other + "\n"},
+	}
+	lines := 0
+	for _, pod := range pods {
+		if err := os.MkdirAll(filepath.Join(dir, pod.pod), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(file(pod.pod), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		lines += strings.Count(pod.text, "\n")
+	}
+	cfg, err := config.Parse(fmt.Appendf(nil, "inputs: [{name: pods, path: '%s/*/*.log', wrapper: cri, streams: [stdout], log_format: combined}]\nrules: [{name: requests, labels: {status: '${status}'}}]\n", dir), "rules.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	clock := testclock.New(time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC))
+	p, out := startLogged(t, cfg, clock.Now)
+	const warning = "files of the input whose lines fit none of its log formats"
+	for _, pod := range pods {
+		appendTo(t, file(pod.pod), pod.text)
+	}
+	waitTotal(t, p, "read", "logwindow_input_lines_total", float64(lines))
+	clock.Add(heldQuiet - time.Second)
+	// The reader polls every 10 ms: a settling due now would be done by the next lines.
+	appendTo(t, file("web"), combined+"\n")
+	waitTotal(t, p, "before the quiet period", "logwindow_input_lines_total", float64(lines+1))
+	p.warnUnreadable()
+	if st := p.inputStats(); len(st) != 1 || st[0].Formats[parser.NoFormat] != 0 || strings.Contains(out.String(), warning) {
+		t.Fatalf("before the quiet period: input stats %+v, want no file of no format yet:\n%s", st, out.String())
+	}
+	clock.Add(time.Second)
+	waitTotal(t, p, "settled", "logwindow_input_file_format", 2)
+	// The reader settles every quiet file at once: by a line after, it is done.
+	appendTo(t, file("web"), combined+"\n")
+	waitTotal(t, p, "a line after settling", "logwindow_input_lines_total", float64(lines+2))
+	p.warnUnreadable()
+	if got := judgedNoFormat(p); !slices.Equal(got, []string{file("app"), file("custom")}) {
+		t.Errorf("settled: files of no format %q, want the app's and the custom one's", got)
+	}
+	if want := fmt.Sprintf("input=pods source=%s/*/*.log files=2 example=%s", dir, file("app")); !strings.Contains(out.String(), want) {
+		t.Errorf("the warning lacks %s:\n%s", want, out.String())
+	}
+	appendTo(t, file("app"), combined+"\n")
+	waitTotal(t, p, "a line of its format", "logwindow_input_lines_total", float64(lines+3))
+	if got := judgedNoFormat(p); !slices.Equal(got, []string{file("custom")}) {
+		t.Errorf("a line of its format: files of no format %q, want the custom one's", got)
+	}
+}
+
+// judgedNoFormat are the files of no format of p's inputs of a glob of one log format.
+func judgedNoFormat(p *Pipeline) []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []string
+	for _, in := range p.inputs {
+		if in.judged != nil {
+			out = append(out, in.judged.noFormatFiles()...)
+		}
+	}
+	return out
+}
+
 // A file of an input with candidate log formats that writes fewer than MaxHeld lines, none
 // of a candidate's format, then goes quiet is told of as one of MaxHeld such lines is:
 // counted under "(none)", logged by its path, its lines counted as unmatched; before it

@@ -12,8 +12,10 @@ import (
 // of candidate formats judges each file by its last (parser.Files): a file none of whose
 // first parser.MaxHeld lines fits the format (a pod of another image, under a glob over
 // all of them) is of no format, counted under parser.NoFormat and logged by its path
-// (warnUnreadable), until a line of it fits. The input's counts alone say nothing of it
-// while its other files fit. Once a line of a file fits, the file is not looked at
+// (warnUnreadable), until a line of it fits. So is a file of fewer such lines that went
+// quiet (settle), as a Session settles a file of candidate formats: by the same quiet
+// period (stream.settleQuiet). The input's counts alone say nothing of it while its
+// other files fit. Once a line of a file fits, the file is not looked at
 // again: its lines cost one comparison of their path with the last line's. Used by the
 // reading goroutine, but for the files of no format, which the snapshots read under mu.
 type verdicts struct {
@@ -30,27 +32,31 @@ type verdicts struct {
 }
 
 // verdict is what verdicts knows of one file: how many of its first lines did not fit,
-// whether one did, whether it is of no format.
+// whether one did, whether it is of no format; and whether those that did not are an
+// nginx image's start-up lines alone, which are not settled (Session.Settle keeps them).
 type verdict struct {
 	misfits   int
 	fits, off bool
+	startup   parser.StartupLines
 }
 
 func newVerdicts() *verdicts {
 	return &verdicts{files: map[string]*verdict{}, none: map[string]struct{}{}}
 }
 
-// line judges by a line of path, which fit the format or not: most lines are of the file
-// of the last line, which fit.
-func (v *verdicts) line(path string, fit bool) {
+// line judges by line, of path, which fit the format or not: most lines are of the file
+// of the last line, which fit. It reports whether it judged the line, and then whether
+// the file waits to be settled if it goes quiet: its lines so far fit not, fewer than
+// parser.MaxHeld of them.
+func (v *verdicts) line(path string, line []byte, fit bool) (judged, waits bool) {
 	if path == v.last && v.cur == nil {
-		return
+		return false, false
 	}
-	v.judge(path, fit)
+	return true, v.judge(path, line, fit)
 }
 
 // judge is line for a line of another file than the last, or of one still judged.
-func (v *verdicts) judge(path string, fit bool) {
+func (v *verdicts) judge(path string, line []byte, fit bool) (waits bool) {
 	f := v.cur
 	if path != v.last {
 		if f = v.files[path]; f == nil {
@@ -68,6 +74,7 @@ func (v *verdicts) judge(path string, fit bool) {
 			v.setNone(path, false)
 		}
 	case f.misfits < parser.MaxHeld:
+		f.startup.Add(line)
 		if f.misfits++; f.misfits == parser.MaxHeld {
 			f.off = true
 			v.setNone(path, true)
@@ -76,6 +83,17 @@ func (v *verdicts) judge(path string, fit bool) {
 	v.cur = nil
 	if f != nil && !f.fits {
 		v.cur = f
+	}
+	return v.cur != nil && !v.cur.off
+}
+
+// settle has the file of path, quiet since its last line, of no format when none of its
+// lines fit (fewer than parser.MaxHeld, or it would be already), unless they are an nginx
+// image's start-up lines alone: those wait for the pod's first request.
+func (v *verdicts) settle(path string) {
+	if f := v.files[path]; f != nil && !f.fits && !f.off && f.misfits > 0 && !f.startup.Only() {
+		f.off = true
+		v.setNone(path, true)
 	}
 }
 

@@ -9,14 +9,15 @@ import (
 )
 
 // A file of a glob of one log format is of no format once its first MaxHeld lines fit not,
-// until a line of it fits; a file one of whose first lines fit is not judged again; a file
-// closed, or a format changed by a reload, is forgotten.
+// or fewer and it went quiet (but for an nginx image's start-up lines alone), until a line
+// of it fits; a file one of whose first lines fit is not judged again; a file closed, or a
+// format changed by a reload, is forgotten.
 func TestVerdicts(t *testing.T) {
 	v := newVerdicts()
 	v.judgeBy("combined")
 	lines := func(path string, fit bool, n int) {
 		for range n {
-			v.line(path, fit)
+			v.line(path, []byte("12:00:00 INFO served / in 5ms"), fit)
 		}
 	}
 	for _, step := range []struct {
@@ -34,6 +35,13 @@ func TestVerdicts(t *testing.T) {
 		{"read again under its path", func() { lines("c", false, parser.MaxHeld) }, []string{"c"}},
 		{"the same format after a reload", func() { v.judgeBy("combined") }, []string{"c"}},
 		{"another format", func() { v.judgeBy("common"); lines("a", false, parser.MaxHeld) }, []string{"a"}},
+		{"quiet after fewer lines", func() { lines("d", false, 3); v.settle("d") }, []string{"a", "d"}},
+		{"start-up lines alone, quiet", func() {
+			v.line("e", []byte("/docker-entrypoint.sh: Configuration complete; ready for start up"), false)
+			v.settle("e")
+		}, []string{"a", "d"}},
+		{"a file that fits, quiet", func() { lines("f", true, 1); v.settle("f") }, []string{"a", "d"}},
+		{"a line of its format after quiet", func() { lines("d", true, 1) }, []string{"a"}},
 		{"no rule reads the input", func() { v.judgeBy("") }, nil},
 	} {
 		step.do()

@@ -98,3 +98,26 @@ func TestUTF16FileWarnedOnce(t *testing.T) {
 		t.Errorf("%d warnings, want 1:\n%s", got, log.String())
 	}
 }
+
+// A file truncated and written again in UTF-16 (its writer started over in another
+// encoding) is warned of as a new one is: its first bytes before the truncation, which
+// said UTF-8, no longer say anything of it.
+func TestUTF16AfterTruncationWarned(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "app.log")
+	if err := os.WriteFile(path, []byte("GET /index.html 200 5ms\nGET /about 404 1ms\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var log syncbuf.Buffer
+	var read atomic.Int64
+	f := start(t, Options{Path: path, FromBeginning: true, Logger: timelessLogger(&log), PollInterval: 5 * time.Millisecond},
+		func(string, []byte) { read.Add(1) })
+	waitFor(t, "the UTF-8 lines read", func() bool { return read.Load() == 2 })
+	if err := os.WriteFile(path, append([]byte("\xff\xfe"), utf16Text("GET / 200\n", false)...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the truncation", func() bool { return f.Stats().Truncations == 1 })
+	waitFor(t, "the UTF-16 line read", func() bool { return read.Load() == 3 })
+	if got := strings.Count(log.String(), "file is not UTF-8 but UTF-16LE"); got != 1 {
+		t.Errorf("%d warnings, want 1:\n%s", got, log.String())
+	}
+}

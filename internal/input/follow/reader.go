@@ -110,12 +110,14 @@ func (t *tracked) differs(want []byte, off int64) (bool, error) {
 	return !bytes.Equal(b[:n], want), nil
 }
 
-// restart makes the next read start at offset 0, forgetting the old content.
+// restart makes the next read start at offset 0, forgetting the old content, and what
+// its first bytes said of its encoding: what is written again may be in another.
 func (t *tracked) restart() {
 	t.off = 0
 	t.partial = t.partial[:0]
 	t.skipping, t.lead = false, false
 	t.tailN, t.headN = 0, 0
+	t.encodingKnown = false
 	t.done.Store(0)
 }
 
