@@ -3,6 +3,7 @@ package server
 import (
 	"crypto/tls"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -117,10 +118,12 @@ func TestHandshakeErrorsThrottled(t *testing.T) {
 
 // TestServerLogCounts checks which failed handshakes and HTTP/2 client errors serverLog
 // logs, with their count, and that it logs every other line of net/http's, panics of
-// HTTP/2 handlers included.
+// HTTP/2 handlers included. A handshake refused because the web config does not load is
+// neither logged nor counted with the clients' (webConfigErrors tells it).
 func TestServerLogCounts(t *testing.T) {
 	var logged strings.Builder
 	l := &serverLog{logger: slog.New(slog.NewTextHandler(&logged, nil))}
+	fmt.Fprintf(l, "http: TLS handshake error from [::1]:9: %s\n", webConfigRefusal{errors.New("open cert.pem: no such file or directory")})
 	for i := range 2001 {
 		fmt.Fprintf(l, "http: TLS handshake error from 127.0.0.1:%d: EOF\n", i)
 	}

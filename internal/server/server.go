@@ -354,7 +354,9 @@ func newHTTPServer(h http.Handler, o Options) *http.Server {
 // fill the log with them), and HTTP/2 connections ended for the client's error (what is
 // not HTTP/2 after negotiating it, a frame out of place, no SETTINGS in time), which any
 // client may send over and over. Those are logged as the limiters log their refusals, the
-// first and every thousandth of each kind, with the count and the last one's text.
+// first and every thousandth of each kind, with the count and the last one's text. A
+// handshake refused because the web config does not load is no client's failure:
+// webConfigErrors counted and logged it, and it is left out here.
 type serverLog struct {
 	logger            *slog.Logger
 	handshakes, http2 atomic.Int64
@@ -374,6 +376,10 @@ func (l *serverLog) Write(p []byte) (int, error) {
 	msg := strings.TrimSuffix(string(p), "\n")
 	switch {
 	case strings.HasPrefix(msg, "http: TLS handshake error"):
+		// "http: TLS handshake error from <address>: <error>"
+		if _, err, _ := strings.Cut(strings.TrimPrefix(msg, "http: TLS handshake error from "), ": "); strings.HasPrefix(err, webConfigRefused) {
+			return len(p), nil // webConfigErrors counted and logged it
+		}
 		if n := l.handshakes.Add(1); n == 1 || n%1000 == 0 {
 			l.logger.Warn("TLS handshakes failed (a client without the right certificate, or that closed the connection first: a port scan, a TCP health check); the first and every 1000th are logged",
 				"failed", n, "last", msg)

@@ -201,7 +201,7 @@ func (c *tlsConfigs) get(hello *tls.ClientHelloInfo) (*tls.Config, error) {
 	config, err := c.load(hello)
 	if err != nil {
 		c.errors.handshake(err)
-		return nil, err
+		return nil, webConfigRefusal{err}
 	}
 	// The toolkit's config reads the certificate and key again for each handshake too.
 	if load := config.GetCertificate; load != nil {
@@ -349,6 +349,21 @@ func onceCertificate(load func(*tls.ClientHelloInfo) (*tls.Certificate, error)) 
 		return cert, nil
 	}
 }
+
+// webConfigRefused starts the error of a handshake refused because the web config, or a
+// file it names, does not load: net/http logs it with the clients' failed handshakes, as
+// "http: TLS handshake error from <address>: <error>", and serverLog leaves it to
+// webConfigErrors, which counted and logged it, naming the web config. No error crypto/tls
+// makes of what a client sent starts so.
+const webConfigRefused = "refused: the web config does not load: "
+
+// webConfigRefusal is the error tlsConfigs gives crypto/tls for a handshake it refuses
+// because the web config does not load; the client gets an internal_error alert.
+type webConfigRefusal struct{ err error }
+
+func (e webConfigRefusal) Error() string { return webConfigRefused + e.err.Error() }
+
+func (e webConfigRefusal) Unwrap() error { return e.err }
 
 // toolkitParseError is what exporter-toolkit logs, at error level, for each request it
 // answers 500 because the web config no longer loads.

@@ -120,7 +120,21 @@ func serveTLS(t *testing.T, path string, configErrors *webConfigErrors) string {
 // serveTLSLogged is serveTLS, logging to logger.
 func serveTLSLogged(t *testing.T, path string, configErrors *webConfigErrors, logger *slog.Logger) string {
 	t.Helper()
+	addr, _ := serveTLSClosing(t, path, configErrors, logger)
+	return addr
+}
+
+// serveTLSClosing is serveTLSLogged, whose closed gets a value for each connection the
+// server closed, after what net/http logged of it (a failed handshake).
+func serveTLSClosing(t *testing.T, path string, configErrors *webConfigErrors, logger *slog.Logger) (addr string, closed <-chan struct{}) {
+	t.Helper()
 	srv := newHTTPServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {}), Options{Logger: logger})
+	closing := make(chan struct{}, 1000)
+	srv.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateClosed {
+			closing <- struct{}{}
+		}
+	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -136,7 +150,7 @@ func serveTLSLogged(t *testing.T, path string, configErrors *webConfigErrors, lo
 			t.Errorf("serveOn: %v", err)
 		}
 	})
-	return l.Addr().String()
+	return l.Addr().String(), closing
 }
 
 // handshake makes a TLS handshake with addr, a full one (no session to resume), and
@@ -830,5 +844,100 @@ func TestTLSToolkitHandlerServed(t *testing.T) {
 		if got := resp.Header.Get("X-Frame-Options"); want != http.StatusTooManyRequests && got != "deny" {
 			t.Errorf("request %d: X-Frame-Options %q; want deny", i, got)
 		}
+	}
+}
+
+// TestTLSHandshakeRefusedForWebConfigLoggedOnce: a handshake refused because the web
+// config, or a file it names, no longer loads was logged twice, as the web config's error
+// and again by net/http's log as a failed handshake blaming the client ("a client without
+// the right certificate"), and counted with the clients' failures, whose next line then
+// came a thousand failures late. It is told once, by the web config's log, throttled on
+// its clock; a client's failure after it is the first of the clients'.
+func TestTLSHandshakeRefusedForWebConfigLoggedOnce(t *testing.T) {
+	otherKey := func(t *testing.T, f *tlsFiles) {
+		_, key := newCert(t, "other", 0)
+		f.write(t, "key.pem", key)
+	}
+	for _, tc := range []struct {
+		name  string
+		spoil func(t *testing.T, f *tlsFiles)
+		want  string // in the err logged
+	}{
+		{"not YAML", func(t *testing.T, f *tlsFiles) { f.write(t, "web.yml", []byte("tls_server_config: [\n")) }, "yaml"},
+		{"cert_file missing", func(t *testing.T, f *tlsFiles) {
+			f.write(t, "web.yml", []byte("tls_server_config:\n  cert_file: missing.pem\n  key_file: key.pem\n"))
+		}, "missing.pem"},
+		{"key of another certificate", otherKey, "private key does not match public key"},
+		{"client_ca_file missing", func(t *testing.T, f *tlsFiles) {
+			f.write(t, "web.yml", []byte("tls_server_config:\n  cert_file: cert.pem\n  key_file: key.pem\n  client_auth_type: RequireAndVerifyClientCert\n  client_ca_file: missing-ca.pem\n"))
+		}, "missing-ca.pem"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newTLSFiles(t, "", "")
+			var logged syncbuf.Buffer
+			logger := slog.New(slog.NewTextHandler(&logged, nil))
+			clock := testclock.New(time.Unix(1_700_000_000, 0))
+			configErrors := newWebConfigErrors(f.webConfig, logger, clock.Now)
+			addr, closed := serveTLSClosing(t, f.webConfig, configErrors, logger)
+			conns := 0
+			// settle waits for the server to have closed every connection so far, and so
+			// to have logged what it had to of each.
+			settle := func() {
+				t.Helper()
+				for ; conns > 0; conns-- {
+					select {
+					case <-closed:
+					case <-time.After(10 * time.Second):
+						t.Fatal("the server did not close a connection")
+					}
+				}
+			}
+			if _, err := handshake(addr); err != nil {
+				t.Fatal(err)
+			}
+			conns++
+			tc.spoil(t, f)
+			refuse := func(n int) {
+				t.Helper()
+				for range n {
+					if _, err := handshake(addr); err == nil {
+						t.Fatal("handshake with the web config broken: served; want refused")
+					}
+					conns++
+				}
+				settle()
+			}
+			refuse(3)
+			clock.Add(webConfigErrorsLogged)
+			refuse(1)
+			// A client that closes before its handshake, as a TCP check does.
+			probe, err := net.Dial("tcp", addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			probe.Close()
+			conns++
+			settle()
+
+			var refused, failed []string
+			for line := range strings.Lines(logged.String()) {
+				switch {
+				case strings.Contains(line, "TLS handshakes refused"):
+					refused = append(refused, line)
+				case strings.Contains(line, "TLS handshake"):
+					failed = append(failed, line)
+				}
+			}
+			if len(refused) != 2 || !strings.HasSuffix(strings.TrimSpace(refused[0]), " errors=1") ||
+				!strings.Contains(refused[0], tc.want) || !strings.HasSuffix(strings.TrimSpace(refused[1]), " errors=4") {
+				t.Errorf("logged %d lines of handshakes refused; want 2, of errors=1 and errors=4, naming %q:\n%s", len(refused), tc.want, logged.String())
+			}
+			if len(failed) != 1 || !strings.Contains(failed[0], "failed=1 ") || !strings.Contains(failed[0], "EOF") {
+				t.Errorf("logged %d lines of failed handshakes; want 1, the probe's, failed=1:\n%s", len(failed), logged.String())
+			}
+			if got := testutil.ToFloat64(configErrors); got != 4 {
+				t.Errorf("logwindow_web_config_errors_total %v; want 4", got)
+			}
+		})
 	}
 }
