@@ -354,12 +354,54 @@ func newHTTPServer(h http.Handler, o Options) *http.Server {
 // fill the log with them), and HTTP/2 connections ended for the client's error (what is
 // not HTTP/2 after negotiating it, a frame out of place, no SETTINGS in time), which any
 // client may send over and over. Those are logged as the limiters log their refusals, the
-// first and every thousandth of each kind, with the count and the last one's text. A
-// handshake refused because the web config does not load is no client's failure:
-// webConfigErrors counted and logged it, and it is left out here.
+// first and every thousandth of each kind, with the count and the last one's text; failed
+// handshakes by their cause (handshakeCauses), so that a TCP check's, logged first, does
+// not hide a scraper's for a thousand more. A handshake refused because the web config
+// does not load is no client's failure: webConfigErrors counted and logged it, and it is
+// left out here.
 type serverLog struct {
-	logger            *slog.Logger
-	handshakes, http2 atomic.Int64
+	logger     *slog.Logger
+	handshakes [len(handshakeCauses)]atomic.Int64
+	http2      atomic.Int64
+}
+
+// handshakeCauses are the causes of a failed TLS handshake told apart, each by the
+// starts (or, where starting with "*", the ends) of the errors net/http logs of them;
+// the last, with none, is every other.
+var handshakeCauses = [...]struct {
+	cause  string
+	errors []string
+}{
+	{"the client closed the connection, or sent nothing in time, before the handshake's end (a port scan, a TCP health check)",
+		[]string{"EOF", "*connection reset by peer", "*i/o timeout", "*broken pipe"}},
+	{"the client spoke plain HTTP to the TLS port (answered 400): its URL must be https://, or a Prometheus scrape config's scheme: https",
+		[]string{"client sent an HTTP request to an HTTPS server"}},
+	{"the client sent what is not TLS",
+		[]string{"tls: first record does not look like a TLS handshake", "tls: unsupported SSLv2 handshake received"}},
+	{"the client refused the exporter's certificate, or the handshake, with the alert in last: a bad certificate or unknown authority alert is a client that does not trust the exporter's certificate (expired, of a CA it does not know, or not of the name it asked for)",
+		[]string{"remote error: "}},
+	{"the client gave no client certificate, or one the web config's client_ca_file or client_allowed_sans does not accept",
+		[]string{"tls: client didn't provide a certificate", "tls: failed to verify certificate", "tls: failed to parse client certificate",
+			"tls: invalid signature by the client certificate", "client_allowed_sans:", "could not find allowed SANs", "error parsing client certificate"}},
+	{"the client and the web config share no TLS version, cipher suite or curve: see its min_version, max_version, cipher_suites and curve_preferences",
+		[]string{"tls: client offered only unsupported versions", "tls: no cipher suite supported", "tls: no key exchanges supported", "tls: client offered only incompatible point formats"}},
+	{"other errors", nil},
+}
+
+// handshakeCause is the index in handshakeCauses of err, what net/http logged of a failed
+// handshake after its client's address.
+func handshakeCause(err string) int {
+	for i, c := range handshakeCauses {
+		if slices.ContainsFunc(c.errors, func(e string) bool {
+			if end, ok := strings.CutPrefix(e, "*"); ok {
+				return strings.HasSuffix(err, end)
+			}
+			return strings.HasPrefix(err, e)
+		}) {
+			return i
+		}
+	}
+	return len(handshakeCauses) - 1
 }
 
 // http2ClientErrors start what net/http's HTTP/2 server logs of a connection it ends for
@@ -375,13 +417,15 @@ var http2ClientErrors = []string{
 func (l *serverLog) Write(p []byte) (int, error) {
 	msg := strings.TrimSuffix(string(p), "\n")
 	switch {
-	case strings.HasPrefix(msg, "http: TLS handshake error"):
+	case strings.HasPrefix(msg, "http: TLS handshake error from "):
 		// "http: TLS handshake error from <address>: <error>"
-		if _, err, _ := strings.Cut(strings.TrimPrefix(msg, "http: TLS handshake error from "), ": "); strings.HasPrefix(err, webConfigRefused) {
+		_, err, _ := strings.Cut(strings.TrimPrefix(msg, "http: TLS handshake error from "), ": ")
+		if strings.HasPrefix(err, webConfigRefused) {
 			return len(p), nil // webConfigErrors counted and logged it
 		}
-		if n := l.handshakes.Add(1); n == 1 || n%1000 == 0 {
-			l.logger.Warn("TLS handshakes failed (a client without the right certificate, or that closed the connection first: a port scan, a TCP health check); the first and every 1000th are logged",
+		i := handshakeCause(err)
+		if n := l.handshakes[i].Add(1); n == 1 || n%1000 == 0 {
+			l.logger.Warn("TLS handshakes failed: "+handshakeCauses[i].cause+"; the first and every 1000th of this cause are logged",
 				"failed", n, "last", msg)
 		}
 	case slices.ContainsFunc(http2ClientErrors, func(prefix string) bool { return strings.HasPrefix(msg, prefix) }):
