@@ -7,6 +7,7 @@ package server
 import (
 	"cmp"
 	"context"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"log"
@@ -17,6 +18,7 @@ import (
 	"net/url"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strconv"
@@ -200,8 +202,10 @@ func Serve(cfg *config.Config, popts pipeline.Options, webFlags *web.FlagConfig,
 // reads it only once it serves, after the inputs started, and says which of its keys,
 // hashes or certificates is wrong but not in which file. Beyond what the toolkit checks,
 // a rate limit must let requests through: with an interval and no burst, the toolkit
-// would answer every request 429. A password hash of a bcrypt cost above
-// maxUsualBcryptCost is warned of, and so is a file larger than maxUsualWebConfigBytes.
+// would answer every request 429, and a client CA must hold a certificate (see
+// checkTLSConfig). A password hash of a bcrypt cost above maxUsualBcryptCost is warned
+// of, and so are a file larger than maxUsualWebConfigBytes and a certificate out of its
+// dates.
 func checkWebConfig(path string, logger *slog.Logger) error {
 	if err := web.Validate(path); err != nil {
 		return err
@@ -219,6 +223,10 @@ func checkWebConfig(path string, logger *slog.Logger) error {
 		logger.Warn("the web config is read and parsed again for every request, before any password is checked, taking a core about a millisecond per 64 KiB of it: put certificates and CAs in files (cert_file, key_file, client_ca_file) rather than inline (cert, key, client_ca), which are read once while they are unchanged",
 			"bytes", len(text))
 	}
+	c.TLSConfig.SetDirectory(filepath.Dir(path))
+	if err := checkTLSConfig(&c.TLSConfig, time.Now(), logger); err != nil {
+		return err
+	}
 	if rl := c.RateLimiterConfig; rl.Interval > 0 && rl.Burst < 1 {
 		return fmt.Errorf("rate_limit: burst %d lets no request through: give the requests let through at once, at least 1", rl.Burst)
 	}
@@ -229,6 +237,55 @@ func checkWebConfig(path string, logger *slog.Logger) error {
 				"user", user, "cost", cost)
 		}
 	}
+	return nil
+}
+
+// checkTLSConfig refuses a client CA file (or client_ca) of c that holds no certificate
+// (the key, a DER file): exporter-toolkit takes it as a pool of none, which refuses every
+// client certificate as of an unknown authority, and says nothing. And it warns, at now,
+// of a certificate expired or not valid yet, which every client that verifies it refuses
+// (telling only the client, while the exporter's log tells of a client that refused the
+// handshake). web.Validate loaded the certificate and key.
+func checkTLSConfig(c *web.TLSConfig, now time.Time, logger *slog.Logger) error {
+	if c.TLSCertPath == "" && c.TLSCert == "" {
+		return nil
+	}
+	cas, what := []byte(c.ClientCAsText), "client_ca"
+	if c.ClientCAs != "" {
+		text, err := os.ReadFile(c.ClientCAs)
+		if err != nil {
+			return fmt.Errorf("client_ca_file: %w", err)
+		}
+		cas, what = text, "client_ca_file "+c.ClientCAs
+	}
+	if (c.ClientCAs != "" || c.ClientCAsText != "") && !x509.NewCertPool().AppendCertsFromPEM(cas) {
+		return fmt.Errorf("%s holds no certificate in PEM (-----BEGIN CERTIFICATE-----): every client certificate would be refused as of an unknown authority", what)
+	}
+	config, err := web.ConfigToTLSConfig(c)
+	if err != nil {
+		return err
+	}
+	cert, err := config.GetCertificate(nil)
+	if err != nil {
+		return err
+	}
+	leaf := cert.Leaf
+	if leaf == nil {
+		if leaf, err = x509.ParseCertificate(cert.Certificate[0]); err != nil {
+			return err
+		}
+	}
+	var state string
+	switch {
+	case now.After(leaf.NotAfter):
+		state = "has expired"
+	case now.Before(leaf.NotBefore):
+		state = "is not valid yet (or this machine's clock is behind)"
+	default:
+		return nil
+	}
+	logger.Warn("tls_server_config: the certificate "+state+": clients that verify it refuse every handshake (logged as TLS handshakes failed: the client refused the exporter's certificate)",
+		"cert_file", c.TLSCertPath, "not_before", leaf.NotBefore, "not_after", leaf.NotAfter)
 	return nil
 }
 

@@ -76,6 +76,12 @@ func (f *tlsFiles) age(t *testing.T, d time.Duration) {
 // when not 0, is the certificate's PEM's length, which the name is padded to.
 func newCert(t *testing.T, cn string, size int) (certPEM, keyPEM []byte) {
 	t.Helper()
+	return newCertValid(t, cn, size, time.Now().Add(-time.Hour), time.Now().Add(time.Hour))
+}
+
+// newCertValid is newCert, valid from notBefore to notAfter.
+func newCertValid(t *testing.T, cn string, size int, notBefore, notAfter time.Time) (certPEM, keyPEM []byte) {
+	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		t.Fatal(err)
@@ -90,8 +96,8 @@ func newCert(t *testing.T, cn string, size int) (certPEM, keyPEM []byte) {
 			SerialNumber: big.NewInt(1),
 			Subject:      pkix.Name{CommonName: cn},
 			IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1)},
-			NotBefore:    time.Now().Add(-time.Hour),
-			NotAfter:     time.Now().Add(time.Hour),
+			NotBefore:    notBefore,
+			NotAfter:     notAfter,
 			KeyUsage:     x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
 			ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
 			IsCA:         true, BasicConstraintsValid: true,
