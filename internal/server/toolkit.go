@@ -394,10 +394,17 @@ func newWebConfigErrors(path string, logger *slog.Logger, now func() time.Time) 
 	return &webConfigErrors{logger: logger.With("web_config", path), now: now}
 }
 
-func (e *webConfigErrors) request(err string) { e.add("requests answered 500", err) }
+func (e *webConfigErrors) request(err string) {
+	e.add("requests answered 500: the web config does not load (it changed since the start)", err)
+}
 
-func (e *webConfigErrors) handshake(err error) { e.add("TLS handshakes refused", err.Error()) }
+// handshake is told of the files too: a key renewed without its certificate, or a client
+// CA file taken away, leaves the web config itself as it was.
+func (e *webConfigErrors) handshake(err error) {
+	e.add("TLS handshakes refused: the web config, or the certificate, key or client CA file it names, does not load (one changed since the start)", err.Error())
+}
 
+// add counts an error of what failed and why, and logs it as webConfigErrors says.
 func (e *webConfigErrors) add(what, err string) {
 	e.mu.Lock()
 	e.n++
@@ -408,7 +415,7 @@ func (e *webConfigErrors) add(what, err string) {
 	}
 	e.mu.Unlock()
 	if log {
-		e.logger.Error(what+": the web config does not load (it changed since the start); it is read again for each request and handshake, and this is logged again when the error changes, else once a minute at most",
+		e.logger.Error(what+"; it is read again for each request and handshake, and this is logged again when the error changes, else once a minute at most",
 			"err", err, "errors", n)
 	}
 }

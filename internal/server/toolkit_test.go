@@ -858,7 +858,8 @@ func TestTLSToolkitHandlerServed(t *testing.T) {
 // and again by net/http's log as a failed handshake blaming the client ("a client without
 // the right certificate"), and counted with the clients' failures, whose next line then
 // came a thousand failures late. It is told once, by the web config's log, throttled on
-// its clock; a client's failure after it is the first of the clients'.
+// its clock, naming the files it may be (a key renewed without its certificate leaves the
+// web config as it was); a client's failure after it is the first of the clients'.
 func TestTLSHandshakeRefusedForWebConfigLoggedOnce(t *testing.T) {
 	otherKey := func(t *testing.T, f *tlsFiles) {
 		_, key := newCert(t, "other", 0)
@@ -935,8 +936,9 @@ func TestTLSHandshakeRefusedForWebConfigLoggedOnce(t *testing.T) {
 				}
 			}
 			if len(refused) != 2 || !strings.HasSuffix(strings.TrimSpace(refused[0]), " errors=1") ||
-				!strings.Contains(refused[0], tc.want) || !strings.HasSuffix(strings.TrimSpace(refused[1]), " errors=4") {
-				t.Errorf("logged %d lines of handshakes refused; want 2, of errors=1 and errors=4, naming %q:\n%s", len(refused), tc.want, logged.String())
+				!strings.Contains(refused[0], tc.want) || !strings.HasSuffix(strings.TrimSpace(refused[1]), " errors=4") ||
+				!strings.Contains(refused[0], "the certificate, key or client CA file it names") {
+				t.Errorf("logged %d lines of handshakes refused; want 2, of errors=1 and errors=4, naming %q and the files it may be:\n%s", len(refused), tc.want, logged.String())
 			}
 			if len(failed) != 1 || !strings.Contains(failed[0], "failed=1 ") || !strings.Contains(failed[0], "EOF") {
 				t.Errorf("logged %d lines of failed handshakes; want 1, the probe's, failed=1:\n%s", len(failed), logged.String())
