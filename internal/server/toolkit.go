@@ -200,18 +200,32 @@ func (c *tlsConfigs) get(hello *tls.ClientHelloInfo) (*tls.Config, error) {
 	stamps, complete := c.stamp()
 	config, err := c.load(hello)
 	if err != nil {
-		c.errors.handshake(err)
-		return nil, webConfigRefusal{err}
+		return nil, c.refuse(err)
 	}
-	// The toolkit's config reads the certificate and key again for each handshake too.
-	if load := config.GetCertificate; load != nil {
-		config.GetCertificate = onceCertificate(load)
+	// The toolkit's config reads the certificate and key again for each handshake too,
+	// after it loaded: what fails then is the files' failure as well.
+	if config.GetCertificate != nil {
+		load := onceCertificate(config.GetCertificate)
+		config.GetCertificate = func(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
+			cert, err := load(hello)
+			if err != nil {
+				return nil, c.refuse(err)
+			}
+			return cert, nil
+		}
 	}
 	checkAllowedSANs(config)
 	if complete && settled(stamps, at) {
 		c.config, c.stamps = config, stamps
 	}
 	return config, nil
+}
+
+// refuse counts err, which refuses a handshake because the web config or a file it names
+// did not load, and is the error to refuse it with.
+func (c *tlsConfigs) refuse(err error) error {
+	c.errors.handshake(err)
+	return webConfigRefusal{err}
 }
 
 // unchanged reports whether the files of c.stamps are as they were.

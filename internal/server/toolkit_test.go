@@ -10,6 +10,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math/big"
@@ -947,5 +948,33 @@ func TestTLSHandshakeRefusedForWebConfigLoggedOnce(t *testing.T) {
 				t.Errorf("logwindow_web_config_errors_total %v; want 4", got)
 			}
 		})
+	}
+}
+
+// TestTLSCertificateLoadFailureCounted: exporter-toolkit reads the certificate and key
+// again as the handshake asks for the certificate, after its config loaded: a key renewed
+// between the two failed the handshake as a client's failure, uncounted. It is refused
+// as the web config's, counted and logged as the config's failures are.
+func TestTLSCertificateLoadFailureCounted(t *testing.T) {
+	f := newTLSFiles(t, "", "")
+	logger := slog.New(slog.DiscardHandler)
+	configErrors := newWebConfigErrors(f.webConfig, logger, time.Now)
+	tk, err := setUpToolkit(&net.TCPAddr{}, http.NotFoundHandler(), &web.FlagConfig{WebConfigFile: &f.webConfig}, configErrors, logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tk.close()
+	config, err := tk.configs.get(&tls.ClientHelloInfo{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, key := newCert(t, "other", 0)
+	f.write(t, "key.pem", key)
+	_, err = config.GetCertificate(&tls.ClientHelloInfo{})
+	if !errors.As(err, new(webConfigRefusal)) {
+		t.Errorf("GetCertificate with a key of another certificate: %v; want a refusal of the web config's", err)
+	}
+	if got := testutil.ToFloat64(configErrors); got != 1 {
+		t.Errorf("logwindow_web_config_errors_total %v; want 1", got)
 	}
 }
