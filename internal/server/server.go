@@ -442,7 +442,7 @@ var handshakeCauses = [...]struct {
 			"tls: invalid signature by the client certificate", "client_allowed_sans:", "could not find allowed SANs", "error parsing client certificate"}},
 	{"the client and the web config share no TLS version, cipher suite or curve: see its min_version, max_version, cipher_suites and curve_preferences",
 		[]string{"tls: client offered only unsupported versions", "tls: no cipher suite supported", "tls: no key exchanges supported", "tls: client offered only incompatible point formats"}},
-	{"other errors", nil},
+	{"another cause, in last", nil},
 }
 
 // handshakeCause is the index in handshakeCauses of err, what net/http logged of a failed
