@@ -1,8 +1,11 @@
 package server
 
 import (
+	"crypto/ecdsa"
 	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -117,10 +120,12 @@ func TestHandshakeErrorsThrottled(t *testing.T) {
 
 // TestServerLogCounts checks which failed handshakes and HTTP/2 client errors serverLog
 // logs, with their count, and that it logs every other line of net/http's, panics of
-// HTTP/2 handlers included.
+// HTTP/2 handlers included. A handshake refused because the web config does not load is
+// neither logged nor counted with the clients' (webConfigErrors tells it).
 func TestServerLogCounts(t *testing.T) {
 	var logged strings.Builder
 	l := &serverLog{logger: slog.New(slog.NewTextHandler(&logged, nil))}
+	fmt.Fprintf(l, "http: TLS handshake error from [::1]:9: %s\n", webConfigRefusal{errors.New("open cert.pem: no such file or directory")})
 	for i := range 2001 {
 		fmt.Fprintf(l, "http: TLS handshake error from 127.0.0.1:%d: EOF\n", i)
 	}
@@ -277,6 +282,96 @@ func TestHTTP2ClientErrorsThrottled(t *testing.T) {
 			}
 			if n != 1 || !strings.Contains(logged.String(), `"ended":1`) {
 				t.Errorf("%d clients logged %d lines of HTTP/2 errors, want 1 with the count:\n%s", clients, n, logged.String())
+			}
+		})
+	}
+}
+
+// TestHandshakeFailuresNamed: every failed handshake was logged as "a client without the
+// right certificate, or that closed the connection first", the first and every 1000th of
+// all of them: a scraper refusing the exporter's expired or unknown certificate was blamed
+// on a certificate of its own, and once a TCP check's was logged, a Prometheus scraping
+// the TLS port over plain HTTP, or without its client certificate, was not told for a
+// thousand failures. Each cause has a line naming it, the first of its own and every
+// 1000th.
+func TestHandshakeFailuresNamed(t *testing.T) {
+	const plain = "tls_server_config:\n  cert_file: cert.pem\n  key_file: key.pem\n"
+	const clientCerts = plain + "  client_auth_type: RequireAndVerifyClientCert\n  client_ca_file: ca.pem\n"
+	dial := func(t *testing.T, addr, send string) {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		if send != "" {
+			fmt.Fprint(c, send)
+			_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+			_, _ = io.Copy(io.Discard, c)
+		}
+	}
+	get := func(addr, scheme string, config *tls.Config) {
+		c := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: config}}
+		if resp, err := c.Get(scheme + "://" + addr + "/"); err == nil {
+			resp.Body.Close()
+		}
+	}
+	for _, tc := range []struct {
+		name, webConfig string
+		client          func(t *testing.T, addr string, ca *x509.Certificate, caKey *ecdsa.PrivateKey)
+		want            string // in the line's message
+	}{
+		{"plain HTTP to the TLS port", plain, func(t *testing.T, addr string, _ *x509.Certificate, _ *ecdsa.PrivateKey) {
+			get(addr, "http", nil)
+		}, "plain HTTP"},
+		{"not TLS", plain, func(t *testing.T, addr string, _ *x509.Certificate, _ *ecdsa.PrivateKey) {
+			dial(t, addr, "SSH-2.0-OpenSSH_9.6\r\n")
+		}, "not TLS"},
+		{"the exporter's certificate not trusted", plain, func(t *testing.T, addr string, _ *x509.Certificate, _ *ecdsa.PrivateKey) {
+			get(addr, "https", &tls.Config{})
+		}, "exporter's certificate"},
+		{"no client certificate", clientCerts, func(t *testing.T, addr string, _ *x509.Certificate, _ *ecdsa.PrivateKey) {
+			get(addr, "https", &tls.Config{InsecureSkipVerify: true})
+		}, "client certificate"},
+		{"client certificate of another CA", clientCerts, func(t *testing.T, addr string, _ *x509.Certificate, _ *ecdsa.PrivateKey) {
+			_, other, otherKey := newCA(t, "other CA")
+			get(addr, "https", &tls.Config{InsecureSkipVerify: true, Certificates: []tls.Certificate{clientCert(t, other, otherKey, "scraper.example")}})
+		}, "client certificate"},
+		{"client certificate of a SAN not allowed", clientCerts + "  client_allowed_sans: [other.example]\n", func(t *testing.T, addr string, ca *x509.Certificate, caKey *ecdsa.PrivateKey) {
+			get(addr, "https", &tls.Config{InsecureSkipVerify: true, Certificates: []tls.Certificate{clientCert(t, ca, caKey, "scraper.example")}})
+		}, "client certificate"},
+		{"no common version", plain, func(t *testing.T, addr string, _ *x509.Certificate, _ *ecdsa.PrivateKey) {
+			get(addr, "https", &tls.Config{InsecureSkipVerify: true, MinVersion: tls.VersionTLS10, MaxVersion: tls.VersionTLS11})
+		}, "min_version"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newTLSFiles(t, "", "")
+			caPEM, ca, caKey := newCA(t, "scrapers' CA")
+			f.write(t, "ca.pem", caPEM)
+			f.write(t, "web.yml", []byte(tc.webConfig))
+			var logged syncbuf.Buffer
+			addr, closed := serveTLSClosing(t, f.webConfig, nil, slog.New(slog.NewTextHandler(&logged, nil)))
+			settle := func() {
+				t.Helper()
+				select {
+				case <-closed:
+				case <-time.After(10 * time.Second):
+					t.Fatal("the server did not close the connection")
+				}
+			}
+			// A TCP check first, whose failure is logged as the first of its own.
+			dial(t, addr, "")
+			settle()
+			tc.client(t, addr, ca, caKey)
+			settle()
+			var lines []string
+			for line := range strings.Lines(logged.String()) {
+				if strings.Contains(line, "handshake") {
+					lines = append(lines, line)
+				}
+			}
+			if len(lines) != 2 || !strings.Contains(lines[0], "closed the connection") || !strings.Contains(lines[1], tc.want) ||
+				!strings.Contains(lines[0], "failed=1 ") || !strings.Contains(lines[1], "failed=1 ") {
+				t.Errorf("logged %q; want two lines, failed=1, the TCP check's (closed the connection) and the client's, naming %q", lines, tc.want)
 			}
 		})
 	}

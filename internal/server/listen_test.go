@@ -201,3 +201,46 @@ func TestCheckWebConfigWarnsOfSize(t *testing.T) {
 		t.Errorf("warned of:\n%s\nwant one warning, of the size, %d bytes", got, len(text))
 	}
 }
+
+// TestCheckWebConfigTLSMistakes: a certificate expired, or not valid yet, passed the
+// start without a word, and every client that verifies it refused the handshake, which
+// the log told as the client's failure; a client CA file (or client_ca) that holds no
+// certificate (the key, a DER file) passed too, as a pool of none: every client
+// certificate refused as of an unknown authority. The start warns of the first, naming
+// the certificate's dates, and refuses the second, naming the file.
+func TestCheckWebConfigTLSMistakes(t *testing.T) {
+	const tlsConfig = "tls_server_config:\n  cert_file: cert.pem\n  key_file: key.pem\n"
+	const clientCAs = tlsConfig + "  client_auth_type: RequireAndVerifyClientCert\n"
+	now := time.Now()
+	for _, tc := range []struct {
+		name, text          string
+		notBefore, notAfter time.Time
+		wantErr, wantWarn   string // "" for none
+	}{
+		{"valid", clientCAs + "  client_ca_file: ca.pem\n", now.Add(-time.Hour), now.Add(time.Hour), "", ""},
+		{"certificate expired", tlsConfig, now.Add(-48 * time.Hour), now.Add(-24 * time.Hour), "", "has expired"},
+		{"certificate not valid yet", tlsConfig, now.Add(24 * time.Hour), now.Add(48 * time.Hour), "", "not valid yet"},
+		{"client_ca_file without a certificate", clientCAs + "  client_ca_file: key.pem\n", now.Add(-time.Hour), now.Add(time.Hour), "client_ca_file", ""},
+		{"client_ca without a certificate", clientCAs + "  client_ca: not a certificate\n", now.Add(-time.Hour), now.Add(time.Hour), "client_ca", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			cert, key := newCertValid(t, "server", 0, tc.notBefore, tc.notAfter)
+			ca, _ := newCert(t, "CA", 0)
+			for name, data := range map[string][]byte{"cert.pem": cert, "key.pem": key, "ca.pem": ca, "web.yml": []byte(tc.text)} {
+				if err := os.WriteFile(filepath.Join(dir, name), data, 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var log strings.Builder
+			err := checkWebConfig(filepath.Join(dir, "web.yml"), slog.New(slog.NewTextHandler(&log, nil)))
+			if tc.wantErr == "" && err != nil || tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr) || !strings.Contains(err.Error(), "no certificate")) {
+				t.Errorf("checkWebConfig: %v; want an error naming %q", err, tc.wantErr)
+			}
+			got := log.String()
+			if tc.wantWarn == "" && got != "" || tc.wantWarn != "" && (strings.Count(got, "\n") != 1 || !strings.Contains(got, tc.wantWarn) || !strings.Contains(got, "not_after=")) {
+				t.Errorf("warned of:\n%s\nwant %q", got, tc.wantWarn)
+			}
+		})
+	}
+}

@@ -7,6 +7,7 @@ package server
 import (
 	"cmp"
 	"context"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"log"
@@ -17,6 +18,7 @@ import (
 	"net/url"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strconv"
@@ -200,8 +202,10 @@ func Serve(cfg *config.Config, popts pipeline.Options, webFlags *web.FlagConfig,
 // reads it only once it serves, after the inputs started, and says which of its keys,
 // hashes or certificates is wrong but not in which file. Beyond what the toolkit checks,
 // a rate limit must let requests through: with an interval and no burst, the toolkit
-// would answer every request 429. A password hash of a bcrypt cost above
-// maxUsualBcryptCost is warned of, and so is a file larger than maxUsualWebConfigBytes.
+// would answer every request 429, and a client CA must hold a certificate (see
+// checkTLSConfig). A password hash of a bcrypt cost above maxUsualBcryptCost is warned
+// of, and so are a file larger than maxUsualWebConfigBytes and a certificate out of its
+// dates.
 func checkWebConfig(path string, logger *slog.Logger) error {
 	if err := web.Validate(path); err != nil {
 		return err
@@ -219,6 +223,10 @@ func checkWebConfig(path string, logger *slog.Logger) error {
 		logger.Warn("the web config is read and parsed again for every request, before any password is checked, taking a core about a millisecond per 64 KiB of it: put certificates and CAs in files (cert_file, key_file, client_ca_file) rather than inline (cert, key, client_ca), which are read once while they are unchanged",
 			"bytes", len(text))
 	}
+	c.TLSConfig.SetDirectory(filepath.Dir(path))
+	if err := checkTLSConfig(&c.TLSConfig, time.Now(), logger); err != nil {
+		return err
+	}
 	if rl := c.RateLimiterConfig; rl.Interval > 0 && rl.Burst < 1 {
 		return fmt.Errorf("rate_limit: burst %d lets no request through: give the requests let through at once, at least 1", rl.Burst)
 	}
@@ -229,6 +237,55 @@ func checkWebConfig(path string, logger *slog.Logger) error {
 				"user", user, "cost", cost)
 		}
 	}
+	return nil
+}
+
+// checkTLSConfig refuses a client CA file (or client_ca) of c that holds no certificate
+// (the key, a DER file): exporter-toolkit takes it as a pool of none, which refuses every
+// client certificate as of an unknown authority, and says nothing. And it warns, at now,
+// of a certificate expired or not valid yet, which every client that verifies it refuses
+// (telling only the client, while the exporter's log tells of a client that refused the
+// handshake). web.Validate loaded the certificate and key.
+func checkTLSConfig(c *web.TLSConfig, now time.Time, logger *slog.Logger) error {
+	if c.TLSCertPath == "" && c.TLSCert == "" {
+		return nil
+	}
+	cas, what := []byte(c.ClientCAsText), "client_ca"
+	if c.ClientCAs != "" {
+		text, err := os.ReadFile(c.ClientCAs)
+		if err != nil {
+			return fmt.Errorf("client_ca_file: %w", err)
+		}
+		cas, what = text, "client_ca_file "+c.ClientCAs
+	}
+	if (c.ClientCAs != "" || c.ClientCAsText != "") && !x509.NewCertPool().AppendCertsFromPEM(cas) {
+		return fmt.Errorf("%s holds no certificate in PEM (-----BEGIN CERTIFICATE-----): every client certificate would be refused as of an unknown authority", what)
+	}
+	config, err := web.ConfigToTLSConfig(c)
+	if err != nil {
+		return err
+	}
+	cert, err := config.GetCertificate(nil)
+	if err != nil {
+		return err
+	}
+	leaf := cert.Leaf
+	if leaf == nil {
+		if leaf, err = x509.ParseCertificate(cert.Certificate[0]); err != nil {
+			return err
+		}
+	}
+	var state string
+	switch {
+	case now.After(leaf.NotAfter):
+		state = "has expired"
+	case now.Before(leaf.NotBefore):
+		state = "is not valid yet (or this machine's clock is behind)"
+	default:
+		return nil
+	}
+	logger.Warn("tls_server_config: the certificate "+state+": clients that verify it refuse every handshake (logged as TLS handshakes failed: the client refused the exporter's certificate)",
+		"cert_file", c.TLSCertPath, "not_before", leaf.NotBefore, "not_after", leaf.NotAfter)
 	return nil
 }
 
@@ -354,10 +411,54 @@ func newHTTPServer(h http.Handler, o Options) *http.Server {
 // fill the log with them), and HTTP/2 connections ended for the client's error (what is
 // not HTTP/2 after negotiating it, a frame out of place, no SETTINGS in time), which any
 // client may send over and over. Those are logged as the limiters log their refusals, the
-// first and every thousandth of each kind, with the count and the last one's text.
+// first and every thousandth of each kind, with the count and the last one's text; failed
+// handshakes by their cause (handshakeCauses), so that a TCP check's, logged first, does
+// not hide a scraper's for a thousand more. A handshake refused because the web config
+// does not load is no client's failure: webConfigErrors counted and logged it, and it is
+// left out here.
 type serverLog struct {
-	logger            *slog.Logger
-	handshakes, http2 atomic.Int64
+	logger     *slog.Logger
+	handshakes [len(handshakeCauses)]atomic.Int64
+	http2      atomic.Int64
+}
+
+// handshakeCauses are the causes of a failed TLS handshake told apart, each by the
+// starts (or, where starting with "*", the ends) of the errors net/http logs of them;
+// the last, with none, is every other.
+var handshakeCauses = [...]struct {
+	cause  string
+	errors []string
+}{
+	{"the client closed the connection, or sent nothing in time, before the handshake's end (a port scan, a TCP health check)",
+		[]string{"EOF", "*connection reset by peer", "*i/o timeout", "*broken pipe"}},
+	{"the client spoke plain HTTP to the TLS port (answered 400): its URL must be https://, or a Prometheus scrape config's scheme: https",
+		[]string{"client sent an HTTP request to an HTTPS server"}},
+	{"the client sent what is not TLS",
+		[]string{"tls: first record does not look like a TLS handshake", "tls: unsupported SSLv2 handshake received"}},
+	{"the client refused the exporter's certificate, or the handshake, with the alert in last: a bad certificate or unknown authority alert is a client that does not trust the exporter's certificate (expired, of a CA it does not know, or not of the name it asked for)",
+		[]string{"remote error: "}},
+	{"the client gave no client certificate, or one the web config's client_ca_file or client_allowed_sans does not accept",
+		[]string{"tls: client didn't provide a certificate", "tls: failed to verify certificate", "tls: failed to parse client certificate",
+			"tls: invalid signature by the client certificate", "client_allowed_sans:", "could not find allowed SANs", "error parsing client certificate"}},
+	{"the client and the web config share no TLS version, cipher suite or curve: see its min_version, max_version, cipher_suites and curve_preferences",
+		[]string{"tls: client offered only unsupported versions", "tls: no cipher suite supported", "tls: no key exchanges supported", "tls: client offered only incompatible point formats"}},
+	{"another cause, in last", nil},
+}
+
+// handshakeCause is the index in handshakeCauses of err, what net/http logged of a failed
+// handshake after its client's address.
+func handshakeCause(err string) int {
+	for i, c := range handshakeCauses {
+		if slices.ContainsFunc(c.errors, func(e string) bool {
+			if end, ok := strings.CutPrefix(e, "*"); ok {
+				return strings.HasSuffix(err, end)
+			}
+			return strings.HasPrefix(err, e)
+		}) {
+			return i
+		}
+	}
+	return len(handshakeCauses) - 1
 }
 
 // http2ClientErrors start what net/http's HTTP/2 server logs of a connection it ends for
@@ -373,9 +474,15 @@ var http2ClientErrors = []string{
 func (l *serverLog) Write(p []byte) (int, error) {
 	msg := strings.TrimSuffix(string(p), "\n")
 	switch {
-	case strings.HasPrefix(msg, "http: TLS handshake error"):
-		if n := l.handshakes.Add(1); n == 1 || n%1000 == 0 {
-			l.logger.Warn("TLS handshakes failed (a client without the right certificate, or that closed the connection first: a port scan, a TCP health check); the first and every 1000th are logged",
+	case strings.HasPrefix(msg, "http: TLS handshake error from "):
+		// "http: TLS handshake error from <address>: <error>"
+		_, err, _ := strings.Cut(strings.TrimPrefix(msg, "http: TLS handshake error from "), ": ")
+		if strings.HasPrefix(err, webConfigRefused) {
+			return len(p), nil // webConfigErrors counted and logged it
+		}
+		i := handshakeCause(err)
+		if n := l.handshakes[i].Add(1); n == 1 || n%1000 == 0 {
+			l.logger.Warn("TLS handshakes failed: "+handshakeCauses[i].cause+"; the first and every 1000th of this cause are logged",
 				"failed", n, "last", msg)
 		}
 	case slices.ContainsFunc(http2ClientErrors, func(prefix string) bool { return strings.HasPrefix(msg, prefix) }):

@@ -200,18 +200,32 @@ func (c *tlsConfigs) get(hello *tls.ClientHelloInfo) (*tls.Config, error) {
 	stamps, complete := c.stamp()
 	config, err := c.load(hello)
 	if err != nil {
-		c.errors.handshake(err)
-		return nil, err
+		return nil, c.refuse(err)
 	}
-	// The toolkit's config reads the certificate and key again for each handshake too.
-	if load := config.GetCertificate; load != nil {
-		config.GetCertificate = onceCertificate(load)
+	// The toolkit's config reads the certificate and key again for each handshake too,
+	// after it loaded: what fails then is the files' failure as well.
+	if config.GetCertificate != nil {
+		load := onceCertificate(config.GetCertificate)
+		config.GetCertificate = func(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
+			cert, err := load(hello)
+			if err != nil {
+				return nil, c.refuse(err)
+			}
+			return cert, nil
+		}
 	}
 	checkAllowedSANs(config)
 	if complete && settled(stamps, at) {
 		c.config, c.stamps = config, stamps
 	}
 	return config, nil
+}
+
+// refuse counts err, which refuses a handshake because the web config or a file it names
+// did not load, and is the error to refuse it with.
+func (c *tlsConfigs) refuse(err error) error {
+	c.errors.handshake(err)
+	return webConfigRefusal{err}
 }
 
 // unchanged reports whether the files of c.stamps are as they were.
@@ -350,6 +364,21 @@ func onceCertificate(load func(*tls.ClientHelloInfo) (*tls.Certificate, error)) 
 	}
 }
 
+// webConfigRefused starts the error of a handshake refused because the web config, or a
+// file it names, does not load: net/http logs it with the clients' failed handshakes, as
+// "http: TLS handshake error from <address>: <error>", and serverLog leaves it to
+// webConfigErrors, which counted and logged it, naming the web config. No error crypto/tls
+// makes of what a client sent starts so.
+const webConfigRefused = "refused: the web config does not load: "
+
+// webConfigRefusal is the error tlsConfigs gives crypto/tls for a handshake it refuses
+// because the web config does not load; the client gets an internal_error alert.
+type webConfigRefusal struct{ err error }
+
+func (e webConfigRefusal) Error() string { return webConfigRefused + e.err.Error() }
+
+func (e webConfigRefusal) Unwrap() error { return e.err }
+
 // toolkitParseError is what exporter-toolkit logs, at error level, for each request it
 // answers 500 because the web config no longer loads.
 const toolkitParseError = "Unable to parse configuration"
@@ -379,10 +408,17 @@ func newWebConfigErrors(path string, logger *slog.Logger, now func() time.Time) 
 	return &webConfigErrors{logger: logger.With("web_config", path), now: now}
 }
 
-func (e *webConfigErrors) request(err string) { e.add("requests answered 500", err) }
+func (e *webConfigErrors) request(err string) {
+	e.add("requests answered 500: the web config does not load (it changed since the start)", err)
+}
 
-func (e *webConfigErrors) handshake(err error) { e.add("TLS handshakes refused", err.Error()) }
+// handshake is told of the files too: a key renewed without its certificate, or a client
+// CA file taken away, leaves the web config itself as it was.
+func (e *webConfigErrors) handshake(err error) {
+	e.add("TLS handshakes refused: the web config, or the certificate, key or client CA file it names, does not load (one changed since the start)", err.Error())
+}
 
+// add counts an error of what failed and why, and logs it as webConfigErrors says.
 func (e *webConfigErrors) add(what, err string) {
 	e.mu.Lock()
 	e.n++
@@ -393,7 +429,7 @@ func (e *webConfigErrors) add(what, err string) {
 	}
 	e.mu.Unlock()
 	if log {
-		e.logger.Error(what+": the web config does not load (it changed since the start); it is read again for each request and handshake, and this is logged again when the error changes, else once a minute at most",
+		e.logger.Error(what+"; it is read again for each request and handshake, and this is logged again when the error changes, else once a minute at most",
 			"err", err, "errors", n)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math/big"
@@ -76,6 +77,12 @@ func (f *tlsFiles) age(t *testing.T, d time.Duration) {
 // when not 0, is the certificate's PEM's length, which the name is padded to.
 func newCert(t *testing.T, cn string, size int) (certPEM, keyPEM []byte) {
 	t.Helper()
+	return newCertValid(t, cn, size, time.Now().Add(-time.Hour), time.Now().Add(time.Hour))
+}
+
+// newCertValid is newCert, valid from notBefore to notAfter.
+func newCertValid(t *testing.T, cn string, size int, notBefore, notAfter time.Time) (certPEM, keyPEM []byte) {
+	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		t.Fatal(err)
@@ -90,8 +97,8 @@ func newCert(t *testing.T, cn string, size int) (certPEM, keyPEM []byte) {
 			SerialNumber: big.NewInt(1),
 			Subject:      pkix.Name{CommonName: cn},
 			IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1)},
-			NotBefore:    time.Now().Add(-time.Hour),
-			NotAfter:     time.Now().Add(time.Hour),
+			NotBefore:    notBefore,
+			NotAfter:     notAfter,
 			KeyUsage:     x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
 			ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
 			IsCA:         true, BasicConstraintsValid: true,
@@ -120,7 +127,21 @@ func serveTLS(t *testing.T, path string, configErrors *webConfigErrors) string {
 // serveTLSLogged is serveTLS, logging to logger.
 func serveTLSLogged(t *testing.T, path string, configErrors *webConfigErrors, logger *slog.Logger) string {
 	t.Helper()
+	addr, _ := serveTLSClosing(t, path, configErrors, logger)
+	return addr
+}
+
+// serveTLSClosing is serveTLSLogged, whose closed gets a value for each connection the
+// server closed, after what net/http logged of it (a failed handshake).
+func serveTLSClosing(t *testing.T, path string, configErrors *webConfigErrors, logger *slog.Logger) (addr string, closed <-chan struct{}) {
+	t.Helper()
 	srv := newHTTPServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {}), Options{Logger: logger})
+	closing := make(chan struct{}, 1000)
+	srv.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateClosed {
+			closing <- struct{}{}
+		}
+	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -136,7 +157,7 @@ func serveTLSLogged(t *testing.T, path string, configErrors *webConfigErrors, lo
 			t.Errorf("serveOn: %v", err)
 		}
 	})
-	return l.Addr().String()
+	return l.Addr().String(), closing
 }
 
 // handshake makes a TLS handshake with addr, a full one (no session to resume), and
@@ -830,5 +851,130 @@ func TestTLSToolkitHandlerServed(t *testing.T) {
 		if got := resp.Header.Get("X-Frame-Options"); want != http.StatusTooManyRequests && got != "deny" {
 			t.Errorf("request %d: X-Frame-Options %q; want deny", i, got)
 		}
+	}
+}
+
+// TestTLSHandshakeRefusedForWebConfigLoggedOnce: a handshake refused because the web
+// config, or a file it names, no longer loads was logged twice, as the web config's error
+// and again by net/http's log as a failed handshake blaming the client ("a client without
+// the right certificate"), and counted with the clients' failures, whose next line then
+// came a thousand failures late. It is told once, by the web config's log, throttled on
+// its clock, naming the files it may be (a key renewed without its certificate leaves the
+// web config as it was); a client's failure after it is the first of the clients'.
+func TestTLSHandshakeRefusedForWebConfigLoggedOnce(t *testing.T) {
+	otherKey := func(t *testing.T, f *tlsFiles) {
+		_, key := newCert(t, "other", 0)
+		f.write(t, "key.pem", key)
+	}
+	for _, tc := range []struct {
+		name  string
+		spoil func(t *testing.T, f *tlsFiles)
+		want  string // in the err logged
+	}{
+		{"not YAML", func(t *testing.T, f *tlsFiles) { f.write(t, "web.yml", []byte("tls_server_config: [\n")) }, "yaml"},
+		{"cert_file missing", func(t *testing.T, f *tlsFiles) {
+			f.write(t, "web.yml", []byte("tls_server_config:\n  cert_file: missing.pem\n  key_file: key.pem\n"))
+		}, "missing.pem"},
+		{"key of another certificate", otherKey, "private key does not match public key"},
+		{"client_ca_file missing", func(t *testing.T, f *tlsFiles) {
+			f.write(t, "web.yml", []byte("tls_server_config:\n  cert_file: cert.pem\n  key_file: key.pem\n  client_auth_type: RequireAndVerifyClientCert\n  client_ca_file: missing-ca.pem\n"))
+		}, "missing-ca.pem"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newTLSFiles(t, "", "")
+			var logged syncbuf.Buffer
+			logger := slog.New(slog.NewTextHandler(&logged, nil))
+			clock := testclock.New(time.Unix(1_700_000_000, 0))
+			configErrors := newWebConfigErrors(f.webConfig, logger, clock.Now)
+			addr, closed := serveTLSClosing(t, f.webConfig, configErrors, logger)
+			conns := 0
+			// settle waits for the server to have closed every connection so far, and so
+			// to have logged what it had to of each.
+			settle := func() {
+				t.Helper()
+				for ; conns > 0; conns-- {
+					select {
+					case <-closed:
+					case <-time.After(10 * time.Second):
+						t.Fatal("the server did not close a connection")
+					}
+				}
+			}
+			if _, err := handshake(addr); err != nil {
+				t.Fatal(err)
+			}
+			conns++
+			tc.spoil(t, f)
+			refuse := func(n int) {
+				t.Helper()
+				for range n {
+					if _, err := handshake(addr); err == nil {
+						t.Fatal("handshake with the web config broken: served; want refused")
+					}
+					conns++
+				}
+				settle()
+			}
+			refuse(3)
+			clock.Add(webConfigErrorsLogged)
+			refuse(1)
+			// A client that closes before its handshake, as a TCP check does.
+			probe, err := net.Dial("tcp", addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			probe.Close()
+			conns++
+			settle()
+
+			var refused, failed []string
+			for line := range strings.Lines(logged.String()) {
+				switch {
+				case strings.Contains(line, "TLS handshakes refused"):
+					refused = append(refused, line)
+				case strings.Contains(line, "TLS handshake"):
+					failed = append(failed, line)
+				}
+			}
+			if len(refused) != 2 || !strings.HasSuffix(strings.TrimSpace(refused[0]), " errors=1") ||
+				!strings.Contains(refused[0], tc.want) || !strings.HasSuffix(strings.TrimSpace(refused[1]), " errors=4") ||
+				!strings.Contains(refused[0], "the certificate, key or client CA file it names") {
+				t.Errorf("logged %d lines of handshakes refused; want 2, of errors=1 and errors=4, naming %q and the files it may be:\n%s", len(refused), tc.want, logged.String())
+			}
+			if len(failed) != 1 || !strings.Contains(failed[0], "failed=1 ") || !strings.Contains(failed[0], "EOF") {
+				t.Errorf("logged %d lines of failed handshakes; want 1, the probe's, failed=1:\n%s", len(failed), logged.String())
+			}
+			if got := testutil.ToFloat64(configErrors); got != 4 {
+				t.Errorf("logwindow_web_config_errors_total %v; want 4", got)
+			}
+		})
+	}
+}
+
+// TestTLSCertificateLoadFailureCounted: exporter-toolkit reads the certificate and key
+// again as the handshake asks for the certificate, after its config loaded: a key renewed
+// between the two failed the handshake as a client's failure, uncounted. It is refused
+// as the web config's, counted and logged as the config's failures are.
+func TestTLSCertificateLoadFailureCounted(t *testing.T) {
+	f := newTLSFiles(t, "", "")
+	logger := slog.New(slog.DiscardHandler)
+	configErrors := newWebConfigErrors(f.webConfig, logger, time.Now)
+	tk, err := setUpToolkit(&net.TCPAddr{}, http.NotFoundHandler(), &web.FlagConfig{WebConfigFile: &f.webConfig}, configErrors, logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tk.close()
+	config, err := tk.configs.get(&tls.ClientHelloInfo{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, key := newCert(t, "other", 0)
+	f.write(t, "key.pem", key)
+	_, err = config.GetCertificate(&tls.ClientHelloInfo{})
+	if !errors.As(err, new(webConfigRefusal)) {
+		t.Errorf("GetCertificate with a key of another certificate: %v; want a refusal of the web config's", err)
+	}
+	if got := testutil.ToFloat64(configErrors); got != 1 {
+		t.Errorf("logwindow_web_config_errors_total %v; want 1", got)
 	}
 }
