@@ -345,26 +345,12 @@ func TestUnmatchedRegexLogged(t *testing.T) {
 // its path, though the input's other files fit: once, and the files that come to fit none
 // later at most once an hour, each named once.
 func TestFilesOfNoFormatLogged(t *testing.T) {
-	dir := t.TempDir()
 	const (
 		combined = `10.0.0.1 - - [01/Mar/2024:12:00:00 +0000] "GET / HTTP/1.1" 200 5 "-" "curl/8.5.0"`
 		plain    = `12:00:00 INFO served / in 5ms`
 	)
-	file := func(pod string) string { return filepath.Join(dir, pod, "0.log") }
-	for _, pod := range []string{"web", "app", "worker"} {
-		if err := os.MkdirAll(filepath.Join(dir, pod), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(file(pod), nil, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	cfg, err := config.Parse(fmt.Appendf(nil, "inputs: [{name: pods, path: '%s/*/*.log', log_format: auto}]\nrules: [{name: requests, labels: {status: '${status}'}}]\n", dir), "rules.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
 	clock := testclock.New(time.Date(2024, 3, 1, 12, 0, 0, 0, time.UTC))
-	p, out := startLogged(t, cfg, clock.Now)
+	p, out, dir, file := startPods(t, "log_format: auto", clock, "web", "app", "worker")
 	const warning = "files of the input whose lines fit none of its log formats"
 	read := 0
 	for _, step := range []struct {
@@ -450,26 +436,12 @@ func TestPathCapturesMissLogged(t *testing.T) {
 // that fit none is: counted under "(none)" and logged by its path, though the input's
 // other files fit, until a line of it fits. Its lines count as unmatched, as they did.
 func TestGlobFileOfNotItsFormatLogged(t *testing.T) {
-	dir := t.TempDir()
 	const (
 		combined = `10.0.0.1 - - [01/Mar/2024:12:00:00 +0000] "GET / HTTP/1.1" 200 5 "-" "curl/8.5.0"`
 		plain    = `12:00:00 INFO served / in 5ms`
 	)
-	file := func(pod string) string { return filepath.Join(dir, pod, "0.log") }
-	for _, pod := range []string{"web", "app", "short"} {
-		if err := os.MkdirAll(filepath.Join(dir, pod), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(file(pod), nil, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	cfg, err := config.Parse(fmt.Appendf(nil, "inputs: [{name: pods, path: '%s/*/*.log', log_format: combined}]\nrules: [{name: requests, labels: {status: '${status}'}}]\n", dir), "rules.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
 	clock := testclock.New(time.Date(2024, 3, 1, 12, 0, 0, 0, time.UTC))
-	p, out := startLogged(t, cfg, clock.Now)
+	p, out, dir, file := startPods(t, "log_format: combined", clock, "web", "app", "short")
 	const warning = "files of the input whose lines fit none of its log formats"
 	read := 0
 	for _, step := range []struct {
@@ -514,7 +486,6 @@ func TestGlobFileOfNotItsFormatLogged(t *testing.T) {
 // An nginx image's start-up lines alone (a pod that served no request yet) are not so
 // settled; with a line of another kind amid them, they are.
 func TestShortGlobFileOfNotItsFormatSettles(t *testing.T) {
-	dir := t.TempDir()
 	const (
 		combined = `2026-11-29T12:00:00.1Z stdout F 10.0.0.1 - - [29/Nov/2026:12:00:00 +0000] "GET / HTTP/1.1" 200 5 "-" "curl/8.5.0"`
 		object   = `2026-11-29T12:00:00.1Z stdout F {"level":"info","msg":"served /","ms":5}`
@@ -524,7 +495,6 @@ func TestShortGlobFileOfNotItsFormatSettles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	file := func(pod string) string { return filepath.Join(dir, pod, "0.log") }
 	pods := []struct{ pod, text string }{
 		{"web", strings.Repeat(combined+"\n", 3)},
 		{"app", strings.Repeat(object+"\n", 5)},
@@ -533,20 +503,10 @@ func TestShortGlobFileOfNotItsFormatSettles(t *testing.T) {
 	}
 	lines := 0
 	for _, pod := range pods {
-		if err := os.MkdirAll(filepath.Join(dir, pod.pod), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(file(pod.pod), nil, 0o644); err != nil {
-			t.Fatal(err)
-		}
 		lines += strings.Count(pod.text, "\n")
 	}
-	cfg, err := config.Parse(fmt.Appendf(nil, "inputs: [{name: pods, path: '%s/*/*.log', wrapper: cri, streams: [stdout], log_format: combined}]\nrules: [{name: requests, labels: {status: '${status}'}}]\n", dir), "rules.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
 	clock := testclock.New(time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC))
-	p, out := startLogged(t, cfg, clock.Now)
+	p, out, dir, file := startPods(t, "wrapper: cri, streams: [stdout], log_format: combined", clock, podNames(pods)...)
 	const warning = "files of the input whose lines fit none of its log formats"
 	for _, pod := range pods {
 		appendTo(t, file(pod.pod), pod.text)
@@ -598,26 +558,12 @@ func judgedNoFormat(p *Pipeline) []string {
 // has been quiet for heldQuiet, its lines wait for one of a format. A line of a format
 // later has it chosen.
 func TestShortFileOfNoFormatSettles(t *testing.T) {
-	dir := t.TempDir()
 	const (
 		combined = `10.0.0.1 - - [01/Mar/2024:12:00:00 +0000] "GET / HTTP/1.1" 200 5 "-" "curl/8.5.0"`
 		plain    = `12:00:00 INFO served / in 5ms`
 	)
-	file := func(pod string) string { return filepath.Join(dir, pod, "0.log") }
-	for _, pod := range []string{"web", "app"} {
-		if err := os.MkdirAll(filepath.Join(dir, pod), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(file(pod), nil, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	cfg, err := config.Parse(fmt.Appendf(nil, "inputs: [{name: pods, path: '%s/*/*.log', log_format: auto}]\nrules: [{name: requests, labels: {status: '${status}'}}]\n", dir), "rules.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
 	clock := testclock.New(time.Date(2024, 3, 1, 12, 0, 0, 0, time.UTC))
-	p, out := startLogged(t, cfg, clock.Now)
+	p, out, dir, file := startPods(t, "log_format: auto", clock, "web", "app")
 	const warning = "files of the input whose lines fit none of its log formats"
 	appendTo(t, file("web"), strings.Repeat(combined+"\n", 3))
 	appendTo(t, file("app"), strings.Repeat(plain+"\n", 3))
@@ -653,7 +599,6 @@ func TestShortFileOfNoFormatSettles(t *testing.T) {
 // format, logged and counted under "(none)", but wait for the pod's first request, whose
 // format then parses them. A pod that wrote a line of another kind after them is settled.
 func TestIdleNginxPodsAreNotOfNoFormat(t *testing.T) {
-	dir := t.TempDir()
 	const (
 		request = `2026-11-29T12:05:00.000000001Z stdout F 10.244.1.1 - - [29/Nov/2026:12:05:00 +0000] "GET / HTTP/1.1" 200 615 "-" "kube-probe/1.31" "-"`
 		tick    = `2026-11-29T12:05:00.000000001Z stdout F 10.244.1.1 - - [29/Nov/2026:12:05:00 +0000] "GET / HTTP/1.1" 200 615 "-" "curl/8.5.0"`
@@ -673,24 +618,13 @@ func TestIdleNginxPodsAreNotOfNoFormat(t *testing.T) {
 		{"custom", startup("nginx") + other + "\n"},
 		{"tick", ""},
 	}
-	file := func(pod string) string { return filepath.Join(dir, pod, "0.log") }
 	lines, stdout := 0, map[string]int{}
 	for _, p := range pods {
-		if err := os.MkdirAll(filepath.Join(dir, p.pod), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(file(p.pod), nil, 0o644); err != nil {
-			t.Fatal(err)
-		}
 		lines += strings.Count(p.text, "\n")
 		stdout[p.pod] = strings.Count(p.text, " stdout F")
 	}
-	cfg, err := config.Parse(fmt.Appendf(nil, "inputs: [{name: pods, path: '%s/*/*.log', wrapper: cri, streams: [stdout], log_format: auto}]\nrules: [{name: requests, labels: {status: '${status}'}}]\n", dir), "rules.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
 	clock := testclock.New(time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC))
-	p, out := startLogged(t, cfg, clock.Now)
+	p, out, dir, file := startPods(t, "wrapper: cri, streams: [stdout], log_format: auto", clock, podNames(pods)...)
 	const warning = "files of the input whose lines fit none of its log formats"
 	for _, pod := range pods {
 		appendTo(t, file(pod.pod), pod.text)
@@ -770,6 +704,39 @@ func startLogged(t *testing.T, cfg *config.Config, now func() time.Time) (*Pipel
 	}
 	t.Cleanup(p.Stop)
 	return p, &out
+}
+
+// startPods makes an empty 0.log in a directory of its own under dir for each of pods,
+// and starts on clock a pipeline of one input over them, of the keys given after its
+// path (its log format, its wrapper), and one rule counting requests by status: the
+// set-up of the tests of files told of by their format. file is a pod's log.
+func startPods(t *testing.T, keys string, clock *testclock.Clock, pods ...string) (p *Pipeline, out *syncbuf.Buffer, dir string, file func(pod string) string) {
+	t.Helper()
+	dir = t.TempDir()
+	file = func(pod string) string { return filepath.Join(dir, pod, "0.log") }
+	for _, pod := range pods {
+		if err := os.MkdirAll(filepath.Join(dir, pod), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(file(pod), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg, err := config.Parse(fmt.Appendf(nil, "inputs: [{name: pods, path: '%s/*/*.log', %s}]\nrules: [{name: requests, labels: {status: '${status}'}}]\n", dir, keys), "rules.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, out = startLogged(t, cfg, clock.Now)
+	return p, out, dir, file
+}
+
+// podNames are the names of pods of text, for startPods.
+func podNames(pods []struct{ pod, text string }) []string {
+	names := make([]string, len(pods))
+	for i, p := range pods {
+		names[i] = p.pod
+	}
+	return names
 }
 
 // --replay and --explain read a file more than once (the instant of event-time rules,
