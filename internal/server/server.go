@@ -241,25 +241,16 @@ func checkWebConfig(path string, logger *slog.Logger) error {
 }
 
 // checkTLSConfig refuses a client CA file (or client_ca) of c that holds no certificate
-// (the key, a DER file): exporter-toolkit takes it as a pool of none, which refuses every
-// client certificate as of an unknown authority, and says nothing. And it warns, at now,
-// of a certificate expired or not valid yet, which every client that verifies it refuses
-// (telling only the client, while the exporter's log tells of a client that refused the
-// handshake). web.Validate loaded the certificate and key.
+// (see checkClientCAs). And it warns, at now, of a certificate expired or not valid yet,
+// which every client that verifies it refuses (telling only the client, while the
+// exporter's log tells of a client that refused the handshake). web.Validate loaded the
+// certificate and key.
 func checkTLSConfig(c *web.TLSConfig, now time.Time, logger *slog.Logger) error {
 	if c.TLSCertPath == "" && c.TLSCert == "" {
 		return nil
 	}
-	cas, what := []byte(c.ClientCAsText), "client_ca"
-	if c.ClientCAs != "" {
-		text, err := os.ReadFile(c.ClientCAs)
-		if err != nil {
-			return fmt.Errorf("client_ca_file: %w", err)
-		}
-		cas, what = text, "client_ca_file "+c.ClientCAs
-	}
-	if (c.ClientCAs != "" || c.ClientCAsText != "") && !x509.NewCertPool().AppendCertsFromPEM(cas) {
-		return fmt.Errorf("%s holds no certificate in PEM (-----BEGIN CERTIFICATE-----): every client certificate would be refused as of an unknown authority", what)
+	if err := checkClientCAs(c); err != nil {
+		return err
 	}
 	config, err := web.ConfigToTLSConfig(c)
 	if err != nil {
@@ -286,6 +277,25 @@ func checkTLSConfig(c *web.TLSConfig, now time.Time, logger *slog.Logger) error 
 	}
 	logger.Warn("tls_server_config: the certificate "+state+": clients that verify it refuse every handshake (logged as TLS handshakes failed: the client refused the exporter's certificate)",
 		"cert_file", c.TLSCertPath, "not_before", leaf.NotBefore, "not_after", leaf.NotAfter)
+	return nil
+}
+
+// checkClientCAs refuses a client CA file (or client_ca) of c that holds no certificate
+// (the key, a DER file): exporter-toolkit takes it as a pool of none, which refuses every
+// client certificate as of an unknown authority, and says nothing. The start checks it,
+// and so does each load of the TLS config after a file changed (see tlsConfigs).
+func checkClientCAs(c *web.TLSConfig) error {
+	cas, what := []byte(c.ClientCAsText), "client_ca"
+	if c.ClientCAs != "" {
+		text, err := os.ReadFile(c.ClientCAs)
+		if err != nil {
+			return fmt.Errorf("client_ca_file: %w", err)
+		}
+		cas, what = text, "client_ca_file "+c.ClientCAs
+	}
+	if (c.ClientCAs != "" || c.ClientCAsText != "") && !x509.NewCertPool().AppendCertsFromPEM(cas) {
+		return fmt.Errorf("%s holds no certificate in PEM (-----BEGIN CERTIFICATE-----): every client certificate would be refused as of an unknown authority", what)
+	}
 	return nil
 }
 

@@ -168,7 +168,9 @@ const racyAge = 2 * time.Second
 // before the toolkit reads them, are all the same, and none had changed within racyAge of
 // when they were taken. A change is taken by the first handshake after it, as the toolkit takes it.
 // What the toolkit fails to load is not kept (it may be a passing error, a file descriptor
-// short): it is counted, and each handshake loads again.
+// short): it is counted, and each handshake loads again. So is a client CA file (or
+// client_ca) that holds no certificate, which the start refuses (checkClientCAs) and the
+// toolkit takes as a pool of none, refusing every client certificate.
 type tlsConfigs struct {
 	path   string
 	load   func(*tls.ClientHelloInfo) (*tls.Config, error)
@@ -197,8 +199,11 @@ func (c *tlsConfigs) get(hello *tls.ClientHelloInfo) (*tls.Config, error) {
 	}
 	c.config = nil
 	at := c.now()
-	stamps, complete := c.stamp()
+	stamps, named := c.stamp()
 	config, err := c.load(hello)
+	if err == nil && named != nil {
+		err = checkClientCAs(named)
+	}
 	if err != nil {
 		return nil, c.refuse(err)
 	}
@@ -215,7 +220,7 @@ func (c *tlsConfigs) get(hello *tls.ClientHelloInfo) (*tls.Config, error) {
 		}
 	}
 	checkAllowedSANs(config)
-	if complete && settled(stamps, at) {
+	if named != nil && settled(stamps, at) {
 		c.config, c.stamps = config, stamps
 	}
 	return config, nil
@@ -238,20 +243,20 @@ func (c *tlsConfigs) unchanged() bool {
 	return true
 }
 
-// stamp stamps the web config and the files it names now, the web config first;
-// complete is false when the web config could not be read or parsed for their names. The
-// toolkit reads it again a moment later, and may then read it (an error that passed, a
-// file descriptor short) and the files it names: stamps without theirs would keep its
-// config through their renewal.
-func (c *tlsConfigs) stamp() (stamps []fileStamp, complete bool) {
+// stamp stamps the web config and the files it names now, the web config first, and
+// returns what it names them in; named is nil when the web config could not be read or
+// parsed for their names. The toolkit reads it again a moment later, and may then read it
+// (an error that passed, a file descriptor short) and the files it names: stamps without
+// theirs would keep its config through their renewal.
+func (c *tlsConfigs) stamp() (stamps []fileStamp, named *web.TLSConfig) {
 	stamps = []fileStamp{statFile(c.path)}
 	text, err := c.readFile(c.path)
 	if err != nil {
-		return stamps, false
+		return stamps, nil
 	}
 	var config web.Config
 	if yaml.Unmarshal(text, &config) != nil {
-		return stamps, false
+		return stamps, nil
 	}
 	config.TLSConfig.SetDirectory(filepath.Dir(c.path))
 	for _, p := range []string{config.TLSConfig.TLSCertPath, config.TLSConfig.TLSKeyPath, config.TLSConfig.ClientCAs} {
@@ -259,7 +264,7 @@ func (c *tlsConfigs) stamp() (stamps []fileStamp, complete bool) {
 			stamps = append(stamps, statFile(p))
 		}
 	}
-	return stamps, true
+	return stamps, &config.TLSConfig
 }
 
 // settled reports whether stamps taken from now on tell any later change of their files:

@@ -860,28 +860,52 @@ func TestTLSToolkitHandlerServed(t *testing.T) {
 // the right certificate"), and counted with the clients' failures, whose next line then
 // came a thousand failures late. It is told once, by the web config's log, throttled on
 // its clock, naming the files it may be (a key renewed without its certificate leaves the
-// web config as it was); a client's failure after it is the first of the clients'.
+// web config as it was); a client's failure after it is the first of the clients'. A
+// client CA file replaced with what holds no certificate in PEM (the key, a DER file), or
+// a client_ca edited so, which the start refuses, was taken as exporter-toolkit took it,
+// a pool of none, which refuses every client certificate as a client's failure: it is
+// refused as the web config's, naming the file.
 func TestTLSHandshakeRefusedForWebConfigLoggedOnce(t *testing.T) {
 	otherKey := func(t *testing.T, f *tlsFiles) {
 		_, key := newCert(t, "other", 0)
 		f.write(t, "key.pem", key)
 	}
+	// clientCAs lets a client go without a certificate, as handshake does, and checks one
+	// given against ca.pem.
+	const clientCAs = "  client_auth_type: VerifyClientCertIfGiven\n  client_ca_file: ca.pem\n"
 	for _, tc := range []struct {
-		name  string
+		name string
+		// start is added to the web config's tls_server_config at the start.
+		start string
 		spoil func(t *testing.T, f *tlsFiles)
 		want  string // in the err logged
 	}{
-		{"not YAML", func(t *testing.T, f *tlsFiles) { f.write(t, "web.yml", []byte("tls_server_config: [\n")) }, "yaml"},
-		{"cert_file missing", func(t *testing.T, f *tlsFiles) {
+		{"not YAML", "", func(t *testing.T, f *tlsFiles) { f.write(t, "web.yml", []byte("tls_server_config: [\n")) }, "yaml"},
+		{"cert_file missing", "", func(t *testing.T, f *tlsFiles) {
 			f.write(t, "web.yml", []byte("tls_server_config:\n  cert_file: missing.pem\n  key_file: key.pem\n"))
 		}, "missing.pem"},
-		{"key of another certificate", otherKey, "private key does not match public key"},
-		{"client_ca_file missing", func(t *testing.T, f *tlsFiles) {
+		{"key of another certificate", "", otherKey, "private key does not match public key"},
+		{"client_ca_file missing", "", func(t *testing.T, f *tlsFiles) {
 			f.write(t, "web.yml", []byte("tls_server_config:\n  cert_file: cert.pem\n  key_file: key.pem\n  client_auth_type: RequireAndVerifyClientCert\n  client_ca_file: missing-ca.pem\n"))
 		}, "missing-ca.pem"},
+		{"client_ca_file replaced with a key", clientCAs, func(t *testing.T, f *tlsFiles) {
+			_, key := newCert(t, "other", 0)
+			f.write(t, "ca.pem", key)
+		}, "client_ca_file " + filepath.Join("DIR", "ca.pem") + " holds no certificate in PEM"},
+		{"client_ca_file replaced with DER", clientCAs, func(t *testing.T, f *tlsFiles) {
+			caPEM, _, _ := newCA(t, "scrapers' CA")
+			block, _ := pem.Decode(caPEM)
+			f.write(t, "ca.pem", block.Bytes)
+		}, "client_ca_file " + filepath.Join("DIR", "ca.pem") + " holds no certificate in PEM"},
+		{"client_ca edited to no certificate", "", func(t *testing.T, f *tlsFiles) {
+			f.write(t, "web.yml", []byte("tls_server_config:\n  cert_file: cert.pem\n  key_file: key.pem\n  client_auth_type: VerifyClientCertIfGiven\n  client_ca: not a certificate\n"))
+		}, "client_ca holds no certificate in PEM"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newTLSFiles(t, "", "")
+			f := newTLSFiles(t, tc.start, "")
+			caPEM, _, _ := newCA(t, "scrapers' CA")
+			f.write(t, "ca.pem", caPEM)
+			want := strings.ReplaceAll(tc.want, "DIR", f.dir)
 			var logged syncbuf.Buffer
 			logger := slog.New(slog.NewTextHandler(&logged, nil))
 			clock := testclock.New(time.Unix(1_700_000_000, 0))
@@ -937,9 +961,9 @@ func TestTLSHandshakeRefusedForWebConfigLoggedOnce(t *testing.T) {
 				}
 			}
 			if len(refused) != 2 || !strings.HasSuffix(strings.TrimSpace(refused[0]), " errors=1") ||
-				!strings.Contains(refused[0], tc.want) || !strings.HasSuffix(strings.TrimSpace(refused[1]), " errors=4") ||
+				!strings.Contains(refused[0], want) || !strings.HasSuffix(strings.TrimSpace(refused[1]), " errors=4") ||
 				!strings.Contains(refused[0], "the certificate, key or client CA file it names") {
-				t.Errorf("logged %d lines of handshakes refused; want 2, of errors=1 and errors=4, naming %q and the files it may be:\n%s", len(refused), tc.want, logged.String())
+				t.Errorf("logged %d lines of handshakes refused; want 2, of errors=1 and errors=4, naming %q and the files it may be:\n%s", len(refused), want, logged.String())
 			}
 			if len(failed) != 1 || !strings.Contains(failed[0], "failed=1 ") || !strings.Contains(failed[0], "EOF") {
 				t.Errorf("logged %d lines of failed handshakes; want 1, the probe's, failed=1:\n%s", len(failed), logged.String())
