@@ -25,6 +25,20 @@ var startupLines = []struct {
 	// 10-listen-on-ipv6-by-default.sh says only what it did to default.conf, each line
 	// "info:" (since nginx 1.19.6).
 	{"10-listen-on-ipv6-by-default.sh: info: ", false},
+	// Before (nginx 1.18.0, 1.19.0 to 1.19.5) it wrote these lines of it, whole, some
+	// "error:": the same skips as its later "info:" lines, after which nginx starts.
+	{"10-listen-on-ipv6-by-default.sh: Getting the checksum of /etc/nginx/conf.d/default.conf", true},
+	{"10-listen-on-ipv6-by-default.sh: Enabled listen on IPv6 in /etc/nginx/conf.d/default.conf", true},
+	{"10-listen-on-ipv6-by-default.sh: IPv6 listen already enabled, exiting", true},
+	{"10-listen-on-ipv6-by-default.sh: Can not modify /etc/nginx/conf.d/default.conf (read-only file system?), exiting", true},
+	{"10-listen-on-ipv6-by-default.sh: error: ipv6 not available", true},
+	{"10-listen-on-ipv6-by-default.sh: error: /etc/nginx/conf.d/default.conf is not a file or does not exist", true},
+	{"10-listen-on-ipv6-by-default.sh: error: can not modify /etc/nginx/conf.d/default.conf (read-only file system?)", true},
+	{"10-listen-on-ipv6-by-default.sh: error: IPv6 listen already enabled", true},
+	{"10-listen-on-ipv6-by-default.sh: error: can not guess the operating system", true},
+	{"10-listen-on-ipv6-by-default.sh: error: /etc/nginx/conf.d/default.conf differs from the packaged version", true},
+	{"10-listen-on-ipv6-by-default.sh: error: /etc/nginx/conf.d/default.conf differs from the packages version", true}, // alpine's, before 1.19.3
+	{"10-listen-on-ipv6-by-default.sh: error: Unsupported distribution", true},
 	// 20-envsubst-on-templates.sh, but for its ERROR lines (an output directory not
 	// writable). 30-tune-worker-processes.sh writes to stderr only.
 	{"20-envsubst-on-templates.sh: Running envsubst on ", false},
@@ -33,6 +47,8 @@ var startupLines = []struct {
 	{"20-envsubst-on-templates.sh: info: can not modify ", false},
 	// The ingress-nginx controller's banner (version.String, printed to stdout before
 	// anything else), the nginx -v line indented in it; blank lines are startupOnly's.
+	// Its nginx -V lines (built by, configure arguments) are not on it: the banner asks
+	// for them at --v=2, but is printed before the flags are parsed, so never does.
 	{"-------------------------------------------------------------------------------", true},
 	{"NGINX Ingress controller", true},
 	{"  Release:       ", false},

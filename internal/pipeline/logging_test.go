@@ -594,10 +594,10 @@ func TestShortFileOfNoFormatSettles(t *testing.T) {
 
 // The pods of a node read with candidate formats (the chart's node mode: wrapper: cri,
 // stdout, auto) that start and serve no request for a minute hold their image's start-up
-// lines alone (testdata/startup: the official nginx image's entrypoint, nginx-unprivileged's,
-// ingress-nginx's banner, as the kubelet writes them): they are not settled as files of no
-// format, logged and counted under "(none)", but wait for the pod's first request, whose
-// format then parses them. A pod that wrote a line of another kind after them is settled.
+// lines alone (testdata/startup: the official nginx image's entrypoint, today's and
+// 1.19.5's, nginx-unprivileged's, ingress-nginx's banner, as the kubelet writes them):
+// they are not settled as files of no format, logged and counted under "(none)", but wait
+// for the pod's first request, whose format then parses them. A pod that wrote a line of another kind after them is settled.
 func TestIdleNginxPodsAreNotOfNoFormat(t *testing.T) {
 	const (
 		request = `2026-11-29T12:05:00.000000001Z stdout F 10.244.1.1 - - [29/Nov/2026:12:05:00 +0000] "GET / HTTP/1.1" 200 615 "-" "kube-probe/1.31" "-"`
@@ -613,6 +613,7 @@ func TestIdleNginxPodsAreNotOfNoFormat(t *testing.T) {
 	}
 	pods := []struct{ pod, text string }{
 		{"nginx", startup("nginx")},
+		{"nginx-1.19.5", startup("nginx-1.19.5")},
 		{"unprivileged", startup("nginx-unprivileged")},
 		{"ingress", startup("ingress-nginx")},
 		{"custom", startup("nginx") + other + "\n"},
