@@ -35,7 +35,8 @@ type Fit struct {
 	First   int
 	File    string
 	Stopped string
-	// files is how many files the input read: the line number then names its file.
+	// files is how many files the input read lines of, a glob's matches each one: past
+	// one, the line number then names its file.
 	files int
 }
 
@@ -103,7 +104,6 @@ func (fs *fits) of(file fileInput) *Fit {
 		fs.byInput[key] = f
 		fs.all = append(fs.all, f)
 	}
-	f.files++
 	return f
 }
 

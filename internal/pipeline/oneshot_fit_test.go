@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -331,5 +332,54 @@ rules: [{name: reqs, match: '^(?P<m>[A-Z]+) \d+$', labels: {m: '${m}'}}]
 	}
 	if fmt.Sprintf("%q", got) != fmt.Sprintf("%q", names) {
 		t.Errorf("files %q, want %q", got, names)
+	}
+}
+
+// TestOneShotGlobNamesMisfitFile: a glob's matches are several files of one input, as
+// several files given are: the summary names the file of the first misfit, so that a
+// pod's file of another format under a glob over all pods is found, whether the input
+// has one log format or candidates. A glob whose other files fit exits as it did.
+func TestOneShotGlobNamesMisfitFile(t *testing.T) {
+	const combined = `10.0.0.1 - - [01/Mar/2024:12:00:00 +0000] "GET / HTTP/1.1" 200 5 "-" "curl/8.5.0"` + "\n"
+	dir := t.TempDir()
+	for name, data := range map[string]string{
+		"a/access.log": strings.Repeat(combined, 20),
+		"b/access.log": strings.Repeat(`{"msg":"GET /","status":200}`+"\n", 5),
+	} {
+		path := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	glob := filepath.Join(dir, "*", "*.log")
+	want := "input web: 20 of 25 lines fit (first misfit at line 1 of " + filepath.Join(dir, "b", "access.log") + ": "
+	for _, format := range []string{"combined", "[combined, upstreaminfo]"} {
+		cfg, err := config.Parse(fmt.Appendf(nil, `
+inputs:
+  - {name: web, path: '%s', log_format: %s, start_at: beginning}
+rules:
+  - {name: requests, labels: {status: '${status}'}}
+`, glob, format), "rules.yaml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tc := range []struct {
+			name string
+			run  func(opts Options) error
+		}{
+			{"replay", func(opts Options) error { return Replay(cfg, []string{glob}, opts, io.Discard) }},
+			{"sample", func(opts Options) error { return Sample(cfg, []string{glob}, opts) }},
+			{"explain", func(opts Options) error { _, err := Explain(cfg, glob, 100, opts); return err }},
+		} {
+			t.Run(format+"/"+tc.name, func(t *testing.T) {
+				var summary bytes.Buffer
+				if err := tc.run(Options{Now: time.Now, Summary: &summary}); err != nil || !strings.HasPrefix(summary.String(), want) {
+					t.Errorf("%v, summary %q; want no error and %q...", err, summary.String(), want)
+				}
+			})
+		}
 	}
 }

@@ -186,6 +186,7 @@ func replayFiles(mode string, p *parser.Parser, files []fileInput, opts Options,
 			ps.CloseFile(path, ci.Name, sink, done)
 		}
 		if fit != nil {
+			fit.files += got.files
 			fit.Skipped += got.skipped
 			fit.TooLong += got.tooLong
 			fit.Malformed += got.malformed
@@ -198,8 +199,9 @@ func replayFiles(mode string, p *parser.Parser, files []fileInput, opts Options,
 // readCounts is what readMessages read of a file beyond the messages it handed on.
 type readCounts struct {
 	// lines counts every line read; skipped those of streams the input does not read,
-	// too long or not.
-	lines, skipped int
+	// too long or not. files counts the files lines were read of, a glob's one after
+	// the other.
+	lines, skipped, files int
 	// tooLong counts the lines (or CRI messages joined from parts) of what the input
 	// reads that were longer than the line cap, malformed the lines of a wrapper: cri
 	// input that are not CRI lines: each is skipped, and told of in the one-shot's
@@ -232,6 +234,7 @@ func readMessages(file fileInput, opts Options, claim func(dev, ino uint64) bool
 		c.lines++
 		if path != last {
 			last, n = path, 0
+			c.files++
 		}
 		n++
 		var lv lineValues
