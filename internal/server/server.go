@@ -316,7 +316,7 @@ const maxUsualBcryptCost = 12
 // counts it and logs some.
 func serveOn(l net.Listener, srv *http.Server, flags *web.FlagConfig, configErrors *webConfigErrors, logger *slog.Logger) error {
 	if f := flags.WebConfigFile; f == nil || *f == "" {
-		return web.Serve(l, srv, flags, logger)
+		return web.Serve(servePlain(l, srv), srv, flags, logger)
 	}
 	logger = logger.With("web_config", *flags.WebConfigFile)
 	t, err := setUpToolkit(l.Addr(), srv.Handler, flags, configErrors, slog.New(toolkitLog{Handler: logger.Handler(), errors: configErrors}))
@@ -423,13 +423,17 @@ func newHTTPServer(h http.Handler, o Options) *http.Server {
 // client may send over and over. Those are logged as the limiters log their refusals, the
 // first and every thousandth of each kind, with the count and the last one's text; failed
 // handshakes by their cause (handshakeCauses), so that a TCP check's, logged first, does
-// not hide a scraper's for a thousand more. A handshake refused because the web config
-// does not load is no client's failure: webConfigErrors counted and logged it, and it is
-// left out here.
+// not hide a scraper's for a thousand more. TLS handshakes sent to a plain HTTP listener,
+// which net/http answers 400 without logging, are counted and logged the same way (see
+// plainConn). A handshake refused because the web config does not load is no client's
+// failure: webConfigErrors counted and logged it, and it is left out here.
 type serverLog struct {
 	logger     *slog.Logger
 	handshakes [len(handshakeCauses)]atomic.Int64
 	http2      atomic.Int64
+	// plainTLS counts the connections to a plain HTTP listener that opened with a TLS
+	// handshake (see plainConn).
+	plainTLS atomic.Int64
 }
 
 // handshakeCauses are the causes of a failed TLS handshake told apart, each by the
@@ -491,20 +495,93 @@ func (l *serverLog) Write(p []byte) (int, error) {
 			return len(p), nil // webConfigErrors counted and logged it
 		}
 		i := handshakeCause(err)
-		if n := l.handshakes[i].Add(1); n == 1 || n%1000 == 0 {
-			l.logger.Warn("TLS handshakes failed: "+handshakeCauses[i].cause+"; the first and every 1000th of this cause are logged",
-				"failed", n, "last", msg)
-		}
+		l.warnSome(&l.handshakes[i], "TLS handshakes failed: "+handshakeCauses[i].cause+"; the first and every 1000th of this cause are logged",
+			"failed", "last", msg)
 	case slices.ContainsFunc(http2ClientErrors, func(prefix string) bool { return strings.HasPrefix(msg, prefix) }):
-		if n := l.http2.Add(1); n == 1 || n%1000 == 0 {
-			l.logger.Warn("HTTP/2 connections ended for their client's error (not HTTP/2, a frame out of place, no SETTINGS in time); the first and every 1000th are logged",
-				"ended", n, "last", msg)
-		}
+		l.warnSome(&l.http2, "HTTP/2 connections ended for their client's error (not HTTP/2, a frame out of place, no SETTINGS in time); the first and every 1000th are logged",
+			"ended", "last", msg)
 	default:
 		l.logger.Error(msg)
 	}
 	return len(p), nil
 }
+
+// warnSome counts one more of a kind in n and warns of it, msg with the count as counted
+// and args, for the first and every thousandth only.
+func (l *serverLog) warnSome(n *atomic.Int64, msg, counted string, args ...any) {
+	if c := n.Add(1); c == 1 || c%1000 == 0 {
+		l.logger.Warn(msg, append([]any{counted, c}, args...)...)
+	}
+}
+
+// tlsToPlain warns, as of a failed handshake, of a client that opened a TLS handshake on a
+// plain HTTP listener: net/http answers it 400 without a word, and the client says only
+// that the answer is not TLS ("wrong version number", "first record does not look like a
+// TLS handshake").
+func (l *serverLog) tlsToPlain(client net.Addr) {
+	l.warnSome(&l.plainTLS, "TLS handshakes sent to the plain HTTP port (answered 400): the client's URL must be http:// (a Prometheus scrape config's scheme: http, the default), or the exporter be given a web config (--web.config.file) with a tls_server_config; the first and every 1000th are logged",
+		"sent", "client", client.String())
+}
+
+// plainListener is a listener served plain HTTP, whose connections are looked at for a
+// client that speaks TLS to it (see plainConn).
+type plainListener struct {
+	net.Listener
+	log *serverLog
+}
+
+// servePlain wraps l, to be served plain HTTP by srv (of newHTTPServer), in a
+// plainListener that logs to srv's serverLog.
+func servePlain(l net.Listener, srv *http.Server) net.Listener {
+	return plainListener{Listener: l, log: srv.ErrorLog.Writer().(*serverLog)}
+}
+
+func (l plainListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	pc := &plainConn{Conn: c, log: l.log}
+	if _, ok := c.(closeWriter); ok {
+		// net/http half-closes a connection whose request body it did not read, so that
+		// the client reads the answer before the close resets the connection.
+		return plainCloseWriteConn{pc}, nil
+	}
+	return pc, nil
+}
+
+// closeWriter is a connection that can be half-closed, as a TCP one.
+type closeWriter interface{ CloseWrite() error }
+
+// plainConn is a connection to a plain HTTP listener, whose first read is looked at for
+// the start of a TLS record carrying a handshake, which no HTTP request starts with: a
+// ClientHello. Only the first read is looked at, which holds a client's first write but
+// on a connection broken up very small, and the reads after it cost a flag's test.
+type plainConn struct {
+	net.Conn
+	log *serverLog
+	// looked is set by the first read of a byte. net/http reads a connection from one
+	// goroutine at a time, and hands it on after a read with a lock: no race.
+	looked bool
+}
+
+func (c *plainConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if !c.looked && n > 0 {
+		c.looked = true
+		// A TLS record: content type 22 (handshake), then a version 3.x (SSL 3.0 to TLS 1.3).
+		if n >= 3 && p[0] == 0x16 && p[1] == 0x03 && p[2] <= 0x0f {
+			c.log.tlsToPlain(c.RemoteAddr())
+		}
+	}
+	return n, err
+}
+
+// plainCloseWriteConn is a plainConn over a connection that can be half-closed, which
+// net/http must still see it can.
+type plainCloseWriteConn struct{ *plainConn }
+
+func (c plainCloseWriteConn) CloseWrite() error { return c.Conn.(closeWriter).CloseWrite() }
 
 // shutdown stops the servers: requests in flight get shutdownGrace to end, connections
 // that sent none yet are closed at once (conns tracks them; without it Shutdown waits

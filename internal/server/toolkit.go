@@ -117,7 +117,7 @@ func checkToolkitSetUp(srv *http.Server, l, idle net.Listener) error {
 func (t *toolkit) serve(l net.Listener, srv *http.Server) error {
 	srv.Handler = t.handler
 	if t.tls == nil {
-		return srv.Serve(l)
+		return srv.Serve(servePlain(l, srv))
 	}
 	if !t.http2 {
 		srv.TLSNextProto = map[string]func(*http.Server, *tls.Conn, http.Handler){}
