@@ -530,10 +530,14 @@ type plainListener struct {
 	log *serverLog
 }
 
-// servePlain wraps l, to be served plain HTTP by srv (of newHTTPServer), in a
-// plainListener that logs to srv's serverLog.
+// servePlain wraps l, to be served plain HTTP by srv, in a plainListener that logs to
+// srv's serverLog; l as it is when srv logs elsewhere (a server not of newHTTPServer).
 func servePlain(l net.Listener, srv *http.Server) net.Listener {
-	return plainListener{Listener: l, log: srv.ErrorLog.Writer().(*serverLog)}
+	log, ok := srv.ErrorLog.Writer().(*serverLog)
+	if !ok {
+		return l
+	}
+	return plainListener{Listener: l, log: log}
 }
 
 func (l plainListener) Accept() (net.Conn, error) {
