@@ -26,17 +26,7 @@ func TestResumeRotatedShared(t *testing.T) {
 	touch(t, archive, -time.Hour)
 	writeLines(t, create(t, log), 11, 100)
 
-	var hold sync.RWMutex
-	o := modes[1].options(filepath.Join(dir, "access.log*"))
-	o.FromBeginning, o.Hold = true, hold.RLocker()
-	first := newCollector()
-	f := start(t, o, first.handle)
-	waitFor(t, "the first lines", func() bool { return first.has(1, 100) })
-	hold.Lock()
-	positions := f.Positions()
-	hold.Unlock()
-	f.Stop()
-	first.expectExactly(t, span{1, 100})
+	positions, o := readFirst(t, modes[1].options(filepath.Join(dir, "access.log*")))
 	if len(positions) != 2 {
 		t.Fatalf("positions %+v, want the log's and the archive's", positions)
 	}
@@ -51,7 +41,6 @@ func TestResumeRotatedShared(t *testing.T) {
 	next, claims := newCollector(), newClaims()
 	for _, owner := range []string{"access.log", "access.log.1"} {
 		o := o
-		o.FromBeginning, o.Hold = false, nil
 		o.Resume, o.Taken = positions, taken
 		o.Select = func(path string) bool { return (filepath.Base(path) == "access.log") == (owner == "access.log") }
 		claims.share(&o, owner)
@@ -73,17 +62,7 @@ func TestResumeSlowArchive(t *testing.T) {
 	w := create(t, log)
 	writeLines(t, w, 1, 100)
 
-	var hold sync.RWMutex
-	o := modes[1].options(log)
-	o.FromBeginning, o.Hold = true, hold.RLocker()
-	first := newCollector()
-	f := start(t, o, first.handle)
-	waitFor(t, "the first lines", func() bool { return first.has(1, 100) })
-	hold.Lock()
-	positions := f.Positions()
-	hold.Unlock()
-	f.Stop()
-	first.expectExactly(t, span{1, 100})
+	positions, o := readFirst(t, modes[1].options(log))
 	touch(t, log, -2*time.Hour)
 	touch(t, archive, -time.Hour) // a late line of the slow writer
 
@@ -92,12 +71,7 @@ func TestResumeSlowArchive(t *testing.T) {
 	rename(t, log, archive)
 	writeLines(t, create(t, log), 101, 150)
 
-	o.FromBeginning, o.Hold = false, nil
-	o.Resume, o.Taken = positions, taken
-	next := newCollector()
-	start(t, o, next.handle)
-	waitFor(t, "the lines written while down", func() bool { return next.has(101, 150) })
-	next.expectExactly(t, span{101, 150})
+	expectResumed(t, o, positions, taken)
 }
 
 // TestResumeTakesNoOtherLog: a log of the directory named as the path with a dash and a
@@ -109,17 +83,7 @@ func TestResumeTakesNoOtherLog(t *testing.T) {
 	w := create(t, log)
 	writeLines(t, w, 1, 100)
 
-	var hold sync.RWMutex
-	o := modes[1].options(log)
-	o.FromBeginning, o.Hold = true, hold.RLocker()
-	first := newCollector()
-	f := start(t, o, first.handle)
-	waitFor(t, "the first lines", func() bool { return first.has(1, 100) })
-	hold.Lock()
-	positions := f.Positions()
-	hold.Unlock()
-	f.Stop()
-	first.expectExactly(t, span{1, 100})
+	positions, o := readFirst(t, modes[1].options(log))
 
 	taken := time.Now().Add(-time.Second) // see TestResume
 	if err := os.Remove(log); err != nil {
@@ -128,12 +92,7 @@ func TestResumeTakesNoOtherLog(t *testing.T) {
 	writeLines(t, create(t, other), 1001, 1050)
 	writeLines(t, create(t, log), 101, 150)
 
-	o.FromBeginning, o.Hold = false, nil
-	o.Resume, o.Taken = positions, taken
-	next := newCollector()
-	start(t, o, next.handle)
-	waitFor(t, "the lines written while down", func() bool { return next.has(101, 150) })
-	next.expectExactly(t, span{101, 150})
+	expectResumed(t, o, positions, taken)
 }
 
 // TestResumeRotatedSharedLog: the file of a position rotated while down to a path of the
@@ -184,4 +143,34 @@ func TestResumeRotatedSharedLog(t *testing.T) {
 	if n := followers[1].c.rotations.Load(); n != 0 {
 		t.Errorf("the follower of access.log counted %d rotations, want none of a file it does not read", n)
 	}
+}
+
+// readFirst follows o's path from its beginning until lines 1 to 100 are read, and stops:
+// it returns the positions a snapshot took then, under the hold as the pipeline's cut takes
+// them, and o as a restart gives it, neither from the beginning nor held.
+func readFirst(t *testing.T, o Options) ([]Position, Options) {
+	t.Helper()
+	var hold sync.RWMutex
+	o.FromBeginning, o.Hold = true, hold.RLocker()
+	first := newCollector()
+	f := start(t, o, first.handle)
+	waitFor(t, "the first lines", func() bool { return first.has(1, 100) })
+	hold.Lock()
+	positions := f.Positions()
+	hold.Unlock()
+	f.Stop()
+	first.expectExactly(t, span{1, 100})
+	o.FromBeginning, o.Hold = false, nil
+	return positions, o
+}
+
+// expectResumed resumes o from positions, of a snapshot taken at taken, and expects
+// exactly lines 101 to 150: those written while it was down.
+func expectResumed(t *testing.T, o Options, positions []Position, taken time.Time) {
+	t.Helper()
+	o.Resume, o.Taken = positions, taken
+	next := newCollector()
+	start(t, o, next.handle)
+	waitFor(t, "the lines written while down", func() bool { return next.has(101, 150) })
+	next.expectExactly(t, span{101, 150})
 }
