@@ -591,24 +591,7 @@ func TestRestoreSkipsNonFiniteSums(t *testing.T) {
 	total := binary.LittleEndian.AppendUint64(nil, math.Float64bits(old.Rule(spoil).Total(all[0])))
 	for _, bad := range []float64{math.NaN(), math.Inf(1), math.Inf(-1)} {
 		t.Run(fmt.Sprint(bad), func(t *testing.T) {
-			replaced := 0
-			set, res := restoreWritten(t, cfg, func(w *storage.Writer) error {
-				for _, sec := range snap.Sections {
-					if err := w.Section(sec.Name); err != nil {
-						return err
-					}
-					for rec := range sec.Records() {
-						if n := bytes.Count(rec, total); n > 0 {
-							replaced += n
-							rec = bytes.ReplaceAll(rec, total, binary.LittleEndian.AppendUint64(nil, math.Float64bits(bad)))
-						}
-						if err := w.Record(rec); err != nil {
-							return err
-						}
-					}
-				}
-				return nil
-			})
+			set, res, replaced := restoreReplaced(t, cfg, snap, total, binary.LittleEndian.AppendUint64(nil, math.Float64bits(bad)))
 			if replaced != 1 {
 				t.Fatalf("the total's bits found %d times in the snapshot, want once", replaced)
 			}
@@ -644,24 +627,7 @@ func TestRestoreSkipsImpossibleMagnitude(t *testing.T) {
 	was := binary.LittleEndian.AppendUint64(total, 0)
 	for _, bad := range []float64{-1, 0x1p1020, math.MaxFloat64} {
 		t.Run(fmt.Sprint(bad), func(t *testing.T) {
-			replaced := 0
-			_, res := restoreWritten(t, cfg, func(w *storage.Writer) error {
-				for _, sec := range snap.Sections {
-					if err := w.Section(sec.Name); err != nil {
-						return err
-					}
-					for rec := range sec.Records() {
-						if n := bytes.Count(rec, was); n > 0 {
-							replaced += n
-							rec = bytes.ReplaceAll(rec, was, binary.LittleEndian.AppendUint64(slices.Clone(total), math.Float64bits(bad)))
-						}
-						if err := w.Record(rec); err != nil {
-							return err
-						}
-					}
-				}
-				return nil
-			})
+			_, res, replaced := restoreReplaced(t, cfg, snap, was, binary.LittleEndian.AppendUint64(slices.Clone(total), math.Float64bits(bad)))
 			if replaced != 1 {
 				t.Fatalf("the total and magnitude found %d times in the snapshot, want once", replaced)
 			}
@@ -670,4 +636,29 @@ func TestRestoreSkipsImpossibleMagnitude(t *testing.T) {
 			}
 		})
 	}
+}
+
+// restoreReplaced restores snap, written again with every from in its records replaced
+// by to (an edit whose checksums are made again), and says how many it replaced.
+func restoreReplaced(t *testing.T, cfg *config.Config, snap *storage.Snapshot, from, to []byte) (*store.Set, store.Restored, int) {
+	t.Helper()
+	replaced := 0
+	set, res := restoreWritten(t, cfg, func(w *storage.Writer) error {
+		for _, sec := range snap.Sections {
+			if err := w.Section(sec.Name); err != nil {
+				return err
+			}
+			for rec := range sec.Records() {
+				if n := bytes.Count(rec, from); n > 0 {
+					replaced += n
+					rec = bytes.ReplaceAll(rec, from, to)
+				}
+				if err := w.Record(rec); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+	return set, res, replaced
 }
