@@ -145,7 +145,11 @@ func replayFiles(mode string, p *parser.Parser, files []fileInput, opts Options,
 			}
 		}
 		ps.SetPath(nil) // none of the previous file's
-		ps.SetFormats(ci.LogFormats, parser.NewFiles())
+		var formats *parser.Files
+		if ci.LogFormats != nil {
+			formats = parser.NewFiles()
+		}
+		ps.SetFormats(ci.LogFormats, formats)
 		ps.SetFormat(ci.Name, ci.LogFormat)
 		before := sink.Received()
 		var fit *Fit
@@ -153,7 +157,7 @@ func replayFiles(mode string, p *parser.Parser, files []fileInput, opts Options,
 		done := parser.LineDone(ignoreDone)
 		if fs != nil {
 			fit = fs.of(file)
-			lines = fs.lines(fit, ci.Name, ps, sink)
+			lines = fs.lines(fit, ci.Name, ci.LogFormat != nil && p.ReadsInput(ci.Name), ps, sink)
 			done = lines.done
 		}
 		var read []string
@@ -175,13 +179,19 @@ func replayFiles(mode string, p *parser.Parser, files []fileInput, opts Options,
 		if err != nil {
 			return nil, &fileError{mode, file.file, err}
 		}
-		// What a file held while its format was being chosen is parsed at its end.
+		// What a file held while its format was being chosen is parsed at its end. A file
+		// read to its end went quiet: it is settled as the running exporter settles a
+		// file quiet for a while, so that a one-shot finds the files of no format it would.
 		for _, path := range read {
 			if paths != nil {
 				paths.set(ps, file.pathOf(path))
 			}
 			if lines != nil {
 				lines.closing(path)
+			}
+			ps.Settle(path, ci.Name, sink, done)
+			if lines != nil {
+				lines.settled(path, formats)
 			}
 			ps.CloseFile(path, ci.Name, sink, done)
 		}
