@@ -11,9 +11,10 @@ import (
 	"github.com/logwindow/logwindow_exporter/internal/testutil/storetest"
 )
 
-// TestDisplay: text reaches a terminal or page as it is only when it is valid UTF-8
-// without control characters or invisible formatting ones (a byte order mark that makes a
-// JSON line malformed, a right-to-left override that shows it reordered); else Go-quoted.
+// TestDisplay: text reaches a terminal or page as it is only when it is valid UTF-8 of
+// graphic characters alone (no control character, no invisible formatting one such as a
+// byte order mark that makes a JSON line malformed or a right-to-left override that
+// shows it reordered, no line separator); else Go-quoted.
 func TestDisplay(t *testing.T) {
 	cases := []struct {
 		in, want string
@@ -26,12 +27,41 @@ func TestDisplay(t *testing.T) {
 		{"tab\there", `"tab\there"`, true},
 		{"\ufeff{\"status\":\"200\"}", `"\ufeff{\"status\":\"200\"}"`, true},
 		{"GET /\u202egnp.exe 200", `"GET /\u202egnp.exe 200"`, true},
+		// A line or paragraph separator breaks the line on some terminals and pages, and
+		// stderr shows it escaped (\u2028): as it is, it would read as a name of a
+		// backslash and digits.
+		{"/logs/a\u2028b.log", `"/logs/a\u2028b.log"`, true},
+		{"/logs/a\u2029b.log", `"/logs/a\u2029b.log"`, true},
+		{`"GET / HTTP/1.1" 200`, `"GET / HTTP/1.1" 200`, false},
+		{"non\u00a0breaking", "non\u00a0breaking", false},
 		{"", "", false},
 	}
 	for _, c := range cases {
 		got, esc := display([]byte(c.in))
 		if got != c.want || esc != c.escaped {
 			t.Errorf("display(%q) = %q, %v; want %q, %v", c.in, got, esc, c.want, c.escaped)
+		}
+	}
+}
+
+// TestDisplayName: a file name is shown as a text is, and Go-quoted too when it opens
+// with a quote: as it is, a name of a quote, x, a backslash, n, y and a quote showed as
+// the name of x, a newline and y does, Go-quoted.
+func TestDisplayName(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{"/logs/a.log", "/logs/a.log"},
+		{`x\ny`, `x\ny`},
+		{"x\ny", `"x\ny"`},
+		{`"x\ny"`, `"\"x\\ny\""`},
+		{`a "b" c`, `a "b" c`},
+		{"a\u2028b", `"a\u2028b"`},
+	} {
+		if got := Display(c.in); got != c.want {
+			t.Errorf("Display(%q) = %q, want %q", c.in, got, c.want)
+		}
+		var l Line
+		if l.SetFile(c.in); l.File != c.want || l.FileEscaped != (c.want != c.in) {
+			t.Errorf("SetFile(%q): %q, escaped %v; want %q", c.in, l.File, l.FileEscaped, c.want)
 		}
 	}
 }
