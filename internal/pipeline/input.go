@@ -169,7 +169,7 @@ func (in *stream) bindTo(p *Pipeline, slot *atomic.Pointer[binding]) *binding {
 		return b
 	}
 	ci := g.input(in.source)
-	b := &binding{gen: g, parse: g.parser.NewSession(), sink: g.set.NewBatchSink(), name: ci.Name, streams: ci.Streams, paths: newPathValues(ci, g.parser)}
+	b := &binding{gen: g, parse: g.parser.NewSession(), sink: g.set.NewBatchSink(), name: ci.Name, streams: ci.Streams, paths: newPathValues(ci, g.parser, p.opts.Now)}
 	if b.paths != nil && ci.File != nil {
 		b.paths.miss = func(path string) {
 			// Once per load for the input, whichever of its shards or workers finds it.

@@ -138,7 +138,7 @@ func replayFiles(mode string, p *parser.Parser, files []fileInput, opts Options,
 	}
 	for i, file := range files {
 		ci := file.input
-		paths := newPathValues(ci, p)
+		paths := newPathValues(ci, p, opts.Now)
 		if paths != nil && ci.File != nil {
 			paths.miss = func(path string) {
 				opts.Logger.Warn(pathsMissMessage, "input", ci.Label(), "path", path, "path_captures", ci.File.PathCaptures.String())
