@@ -224,7 +224,7 @@ func (x *Explainer) ExplainWrapped(input string, line, wrapperTime []byte, feed 
 			r.Format, r.Lacks = res.Format.Describe(), res.Lacks
 		case parser.Dropped:
 			r.Outcome = res.Drop.String()
-			r.Drop = dropInfo(cr, res)
+			r.Drop = dropInfo(cr, res, wrapperTime)
 			if feed {
 				x.sink.Drop(res.Rule, res.Drop)
 			}
@@ -313,14 +313,20 @@ func noMatch(cr *config.Rule, res *parser.RuleResult, line []byte) *NoMatch {
 	return m
 }
 
-func dropInfo(cr *config.Rule, res *parser.RuleResult) *DropInfo {
-	var name, layout string
-	if res.Drop == parser.BadTimestamp {
-		name, layout = cr.Timestamp.CaptureName, cr.Timestamp.Layout
-	} else {
-		name = cr.ValueName
+// dropInfo is what a rule's drop read: its value's capture, or its timestamp's, which
+// for a rule timed by its wrapper (cri_time) is the line's wrapperTime.
+func dropInfo(cr *config.Rule, res *parser.RuleResult, wrapperTime []byte) *DropInfo {
+	if res.Drop != parser.BadTimestamp {
+		return &DropInfo{Capture: cr.ValueName, Value: captureText(res.Captures, cr.ValueName)}
 	}
-	return &DropInfo{Capture: name, Value: captureText(res.Captures, name), Layout: layout}
+	ts := cr.Timestamp
+	d := &DropInfo{Capture: ts.CaptureName, Layout: ts.Layout}
+	if ts.Capture == config.WrapperTime {
+		d.Value, _ = display(wrapperTime)
+	} else {
+		d.Value = captureText(res.Captures, ts.CaptureName)
+	}
+	return d
 }
 
 func captures(cs []parser.Capture) []Capture {

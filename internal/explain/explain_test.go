@@ -335,3 +335,27 @@ func newExplainerWith(t *testing.T, rules string, opts store.SetOptions) *Explai
 	sink.SetNow(1000, 1000)
 	return New(cfg.Rules, p, sink)
 }
+
+// TestBadWrapperTime: a line dropped for a cri_time that does not parse with the rule's
+// layout shows that time, as a bad timestamp of a capture of the line shows the capture:
+// shown empty, it read as a line without one, not as a layout that does not fit.
+func TestBadWrapperTime(t *testing.T) {
+	x := newExplainer(t, `
+global: {windows: [1m]}
+inputs:
+  - {name: pods, path: /var/log/pods/*/*/*.log, wrapper: cri}
+rules:
+  - name: reqs
+    inputs: [pods]
+    match: '^GET'
+    timestamp: {capture: cri_time, layout: '2006-01-02 15:04:05'}
+`)
+	const at = "2026-11-29T15:00:00.5Z"
+	l := x.ExplainWrapped("pods", []byte("GET"), []byte(at), false)
+	if len(l.Rules) != 1 || l.Rules[0].Drop == nil {
+		t.Fatalf("%+v, want a drop", l)
+	}
+	if d := l.Rules[0].Drop; d.Capture != "cri_time" || d.Value != at {
+		t.Errorf("drop %+v, want cri_time %q", d, at)
+	}
+}
