@@ -26,10 +26,11 @@ type Fit struct {
 	// Lines are the lines the rules read, Fitting those that fit; Skipped the CRI lines
 	// of streams the input does not read (streams:), which are neither.
 	Lines, Fitting, Skipped int
-	// TooLong are the lines (or CRI messages) longer than --input.max-line-bytes and
-	// Malformed the lines of a wrapper: cri input that are not CRI lines: the rules never
-	// read them, so they are neither.
-	TooLong, Malformed int
+	// TooLong are the lines (or CRI messages) longer than --input.max-line-bytes,
+	// Malformed the lines of a wrapper: cri input that are not CRI lines, and Unfinished
+	// its messages in parts whose last part their file did not have: the rules never read
+	// them, so they are neither.
+	TooLong, Malformed, Unfinished int
 	// First is the number of the first line that does not fit in File (0: none), and
 	// Stopped where it stopped fitting (explain.Line.Stopped).
 	First   int
@@ -85,6 +86,9 @@ func (f Fit) String() string {
 	}
 	if f.Malformed > 0 {
 		notes = append(notes, fmt.Sprintf("%d lines not CRI lines skipped", f.Malformed))
+	}
+	if f.Unfinished > 0 {
+		notes = append(notes, fmt.Sprintf("%d messages unfinished at the end of their file skipped", f.Unfinished))
 	}
 	if len(notes) > 0 {
 		fmt.Fprintf(&b, " (%s)", strings.Join(notes, "; "))
