@@ -984,3 +984,54 @@ func TestSessionSettleStartupLines(t *testing.T) {
 		})
 	}
 }
+
+// An nginx image's start-up lines alone are no sign of another format however many there
+// are: the official image writes a line per template it renders, and with seven or more
+// of them more than MaxHeld lines before its first request. They are parsed at MaxHeld,
+// as any held lines, but the file is not counted under NoFormat for them; a line of
+// another kind among them has it counted so, as before.
+func TestSessionStartupLinesPastMaxHeld(t *testing.T) {
+	var lines []string
+	lines = append(lines,
+		"/docker-entrypoint.sh: /docker-entrypoint.d/ is not empty, will attempt to perform configuration",
+		"/docker-entrypoint.sh: Looking for shell scripts in /docker-entrypoint.d/",
+		"/docker-entrypoint.sh: Launching /docker-entrypoint.d/20-envsubst-on-templates.sh")
+	for i := range MaxHeld {
+		lines = append(lines, fmt.Sprintf("20-envsubst-on-templates.sh: Running envsubst on /etc/nginx/templates/site%d.conf.template to /etc/nginx/conf.d/site%d.conf", i, i))
+	}
+	lines = append(lines, "/docker-entrypoint.sh: Configuration complete; ready for start up")
+	for _, tc := range []struct {
+		name  string
+		other bool // a line of another kind after the start-up lines
+	}{{"start-up lines alone", false}, {"a line of another kind after them", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, c := autoParser(t)
+			r := rand.New(rand.NewPCG(7, 8))
+			main := p.Candidates()[3]
+			files := NewFiles()
+			s := p.NewSession()
+			s.SetFormats(c.Inputs[0].LogFormats, files)
+			rec := &recorder{t: t, rules: c.Rules}
+			var count countingDone
+			all := slices.Clone(lines)
+			if tc.other {
+				all = append(all, "12:00:00 INFO warming the cache")
+			}
+			for _, l := range all {
+				s.ParseFile("pod", "pods", []byte(l), nil, rec, count.done)
+			}
+			s.Settle("pod", "pods", rec, count.done)
+			var want map[string]int
+			if tc.other {
+				want = map[string]int{NoFormat: 1}
+			}
+			if got := files.Formats(); !maps.Equal(got, want) {
+				t.Errorf("after %d lines and quiet: formats %v, want %v", len(all), got, want)
+			}
+			s.ParseFile("pod", "pods", []byte(sampleLine(r, main)), nil, rec, count.done)
+			if got := files.Formats(); count.lines != len(all)+1 || !maps.Equal(got, map[string]int{"main": 1}) {
+				t.Errorf("a line of main after them: %d lines parsed, formats %v; want %d, main", count.lines, got, len(all)+1)
+			}
+		})
+	}
+}

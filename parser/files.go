@@ -202,8 +202,8 @@ func (s *Session) ParseFile(source, input string, line, wrapperTime []byte, sink
 
 // decide chooses the format of file, the Session's last, as the candidate most of its
 // held lines fit, which parses them. When none fits, settle has them parsed all the same,
-// the file counted under NoFormat: MaxHeld lines in a row fit none, or the file went
-// quiet (Settle).
+// the file counted under NoFormat (unless they are an nginx image's start-up lines
+// alone): MaxHeld lines in a row fit none, or the file went quiet (Settle).
 func (s *Session) decide(file *fileFormat, input string, sink Sink, done LineDone, settle bool) {
 	// With no format chosen, the held lines tried before fit no candidate: choosing
 	// among the lines after them chooses what choosing among all would.
@@ -223,7 +223,10 @@ func (s *Session) decide(file *fileFormat, input string, sink Sink, done LineDon
 	}
 	file.tried, file.triedBy = len(file.held), s.formats
 	if settle {
-		if !file.none {
+		// MaxHeld of an nginx image's start-up lines alone (the official image writes a
+		// line per template it renders) are parsed, but they tell nothing of the file's
+		// format: it waits for its first request, as a quiet one of fewer does (Settle).
+		if !file.none && !startupOnly(file.held) {
 			s.files.fitNone(file)
 		}
 		s.flush(file, input, sink, done)

@@ -48,12 +48,14 @@ var startupLines = []struct {
 	// The ingress-nginx controller's banner (version.String, printed to stdout before
 	// anything else), the nginx -v line indented in it; blank lines are startupOnly's.
 	// Its nginx -V lines (built by, configure arguments) are not on it: the banner asks
-	// for them at --v=2, but is printed before the flags are parsed, so never does.
+	// for them at --v=2, but is printed before the flags are parsed, so never does. Up to
+	// 0.25 it had no nginx version line and aligned its values by fewer spaces
+	// ("  Release:    0.25.1"): each opening is the older one, which the newer begins with.
 	{"-------------------------------------------------------------------------------", true},
 	{"NGINX Ingress controller", true},
-	{"  Release:       ", false},
-	{"  Build:         ", false},
-	{"  Repository:    ", false},
+	{"  Release:    ", false},
+	{"  Build:      ", false},
+	{"  Repository: ", false},
 	{"  nginx version: ", false},
 }
 

@@ -42,6 +42,12 @@ func TestStartupLine(t *testing.T) {
 		{"  Build:         51c2b819690bbf1709b844dbf321a9acf6eda5a7", true},
 		{"  Repository:    https://github.com/kubernetes/ingress-nginx", true},
 		{"  nginx version: nginx/1.25.5", true},
+		// ingress-nginx up to 0.25 aligned its banner's values by fewer spaces.
+		{"  Release:    0.25.1", true},
+		{"  Build:      git-5179893a9", true},
+		{"  Repository: https://github.com/kubernetes/ingress-nginx", true},
+		{"  Release:", false},
+		{"  Build: x", false},
 
 		{"", false}, // blank: startupOnly's, amid start-up lines
 		{"/docker-entrypoint.sh: Configuration complete; ready for start up, or not", false},

@@ -8,6 +8,7 @@ package explain
 import (
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -29,9 +30,9 @@ type Line struct {
 	File        string `json:"file,omitempty"`
 	FileEscaped bool   `json:"file_escaped,omitempty"`
 	Input       string `json:"input"`
-	// Text is the line for display: as it is when it is valid UTF-8 without control or
-	// formatting characters, else Go-quoted (Escaped set), so nothing unprintable reaches a terminal
-	// or a page.
+	// Text is the line for display: as it is when it is valid UTF-8 of graphic characters
+	// alone, else Go-quoted (Escaped set), so nothing unprintable reaches a terminal or a
+	// page.
 	Text    string `json:"text"`
 	Escaped bool   `json:"escaped,omitempty"`
 	// Counted: some rule counted the line. Unmatched: no rule reading the input matched
@@ -223,7 +224,7 @@ func (x *Explainer) ExplainWrapped(input string, line, wrapperTime []byte, feed 
 			r.Format, r.Lacks = res.Format.Describe(), res.Lacks
 		case parser.Dropped:
 			r.Outcome = res.Drop.String()
-			r.Drop = dropInfo(cr, res)
+			r.Drop = dropInfo(cr, res, wrapperTime)
 			if feed {
 				x.sink.Drop(res.Rule, res.Drop)
 			}
@@ -312,14 +313,20 @@ func noMatch(cr *config.Rule, res *parser.RuleResult, line []byte) *NoMatch {
 	return m
 }
 
-func dropInfo(cr *config.Rule, res *parser.RuleResult) *DropInfo {
-	var name, layout string
-	if res.Drop == parser.BadTimestamp {
-		name, layout = cr.Timestamp.CaptureName, cr.Timestamp.Layout
-	} else {
-		name = cr.ValueName
+// dropInfo is what a rule's drop read: its value's capture, or its timestamp's, which
+// for a rule timed by its wrapper (cri_time) is the line's wrapperTime.
+func dropInfo(cr *config.Rule, res *parser.RuleResult, wrapperTime []byte) *DropInfo {
+	if res.Drop != parser.BadTimestamp {
+		return &DropInfo{Capture: cr.ValueName, Value: captureText(res.Captures, cr.ValueName)}
 	}
-	return &DropInfo{Capture: name, Value: captureText(res.Captures, name), Layout: layout}
+	ts := cr.Timestamp
+	d := &DropInfo{Capture: ts.CaptureName, Layout: ts.Layout}
+	if ts.Capture == config.WrapperTime {
+		d.Value, _ = display(wrapperTime)
+	} else {
+		d.Value = captureText(res.Captures, ts.CaptureName)
+	}
+	return d
 }
 
 func captures(cs []parser.Capture) []Capture {
@@ -341,26 +348,38 @@ func captureText(cs []parser.Capture, name string) string {
 	return ""
 }
 
-// SetFile sets the line's File (and FileEscaped) to path, as it is shown.
-func (l *Line) SetFile(path string) { l.File, l.FileEscaped = display([]byte(path)) }
+// SetFile sets the line's File (and FileEscaped) to path, as a name is shown (Display).
+func (l *Line) SetFile(path string) { l.File, l.FileEscaped = displayName(path) }
 
-// Display is s as an explanation shows a text (see display). The status page shows file
-// names so, since whoever can write in a glob's directory names its files.
+// Display is the file name s as an explanation, the one-shots' summaries and their errors
+// show it: as display shows a text, and Go-quoted also when it opens with a double quote,
+// so that a name shown is of one file. Whoever can write in a glob's directory names its
+// files, and could otherwise name one as the quoted name of another shows.
 func Display(s string) string {
-	d, _ := display([]byte(s))
+	d, _ := displayName(s)
 	return d
 }
 
-// display returns b as it is when it is valid UTF-8 without control or formatting
-// characters, else Go-quoted (escaped true): invalid bytes as \xNN, control characters
-// as \n, \x1b, formatting ones as \ufeff, ...
+// displayName is Display, and whether the name is Go-quoted.
+func displayName(s string) (string, bool) {
+	if strings.HasPrefix(s, `"`) {
+		return strconv.Quote(s), true
+	}
+	return display([]byte(s))
+}
+
+// display returns b as it is when it is valid UTF-8 of graphic characters alone, else
+// Go-quoted (escaped true): invalid bytes as \xNN, control characters as \n, \x1b,
+// formatting ones as \ufeff, line separators as \u2028, ... So what a terminal (stderr's
+// escaping) or a page shows of a text as it is, is the text.
 func display(b []byte) (string, bool) {
 	if utf8.Valid(b) {
 		clean := true
 		for _, r := range string(b) {
 			// A formatting character shows as nothing (U+FEFF) or moves what follows
-			// (U+202E): either would hide what the explanation is about.
-			if unicode.IsControl(r) || unicode.Is(unicode.Cf, r) || r == utf8.RuneError {
+			// (U+202E), a separator (U+2028) breaks the line or shows escaped:
+			// each would hide or forge what the explanation is about.
+			if !unicode.IsGraphic(r) || r == utf8.RuneError {
 				clean = false
 				break
 			}

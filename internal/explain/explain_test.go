@@ -11,9 +11,10 @@ import (
 	"github.com/logwindow/logwindow_exporter/internal/testutil/storetest"
 )
 
-// TestDisplay: text reaches a terminal or page as it is only when it is valid UTF-8
-// without control characters or invisible formatting ones (a byte order mark that makes a
-// JSON line malformed, a right-to-left override that shows it reordered); else Go-quoted.
+// TestDisplay: text reaches a terminal or page as it is only when it is valid UTF-8 of
+// graphic characters alone (no control character, no invisible formatting one such as a
+// byte order mark that makes a JSON line malformed or a right-to-left override that
+// shows it reordered, no line separator); else Go-quoted.
 func TestDisplay(t *testing.T) {
 	cases := []struct {
 		in, want string
@@ -26,12 +27,41 @@ func TestDisplay(t *testing.T) {
 		{"tab\there", `"tab\there"`, true},
 		{"\ufeff{\"status\":\"200\"}", `"\ufeff{\"status\":\"200\"}"`, true},
 		{"GET /\u202egnp.exe 200", `"GET /\u202egnp.exe 200"`, true},
+		// A line or paragraph separator breaks the line on some terminals and pages, and
+		// stderr shows it escaped (\u2028): as it is, it would read as a name of a
+		// backslash and digits.
+		{"/logs/a\u2028b.log", `"/logs/a\u2028b.log"`, true},
+		{"/logs/a\u2029b.log", `"/logs/a\u2029b.log"`, true},
+		{`"GET / HTTP/1.1" 200`, `"GET / HTTP/1.1" 200`, false},
+		{"non\u00a0breaking", "non\u00a0breaking", false},
 		{"", "", false},
 	}
 	for _, c := range cases {
 		got, esc := display([]byte(c.in))
 		if got != c.want || esc != c.escaped {
 			t.Errorf("display(%q) = %q, %v; want %q, %v", c.in, got, esc, c.want, c.escaped)
+		}
+	}
+}
+
+// TestDisplayName: a file name is shown as a text is, and Go-quoted too when it opens
+// with a quote: as it is, a name of a quote, x, a backslash, n, y and a quote showed as
+// the name of x, a newline and y does, Go-quoted.
+func TestDisplayName(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{"/logs/a.log", "/logs/a.log"},
+		{`x\ny`, `x\ny`},
+		{"x\ny", `"x\ny"`},
+		{`"x\ny"`, `"\"x\\ny\""`},
+		{`a "b" c`, `a "b" c`},
+		{"a\u2028b", `"a\u2028b"`},
+	} {
+		if got := Display(c.in); got != c.want {
+			t.Errorf("Display(%q) = %q, want %q", c.in, got, c.want)
+		}
+		var l Line
+		if l.SetFile(c.in); l.File != c.want || l.FileEscaped != (c.want != c.in) {
+			t.Errorf("SetFile(%q): %q, escaped %v; want %q", c.in, l.File, l.FileEscaped, c.want)
 		}
 	}
 }
@@ -304,4 +334,28 @@ func newExplainerWith(t *testing.T, rules string, opts store.SetOptions) *Explai
 	sink := set.NewSink()
 	sink.SetNow(1000, 1000)
 	return New(cfg.Rules, p, sink)
+}
+
+// TestBadWrapperTime: a line dropped for a cri_time that does not parse with the rule's
+// layout shows that time, as a bad timestamp of a capture of the line shows the capture:
+// shown empty, it read as a line without one, not as a layout that does not fit.
+func TestBadWrapperTime(t *testing.T) {
+	x := newExplainer(t, `
+global: {windows: [1m]}
+inputs:
+  - {name: pods, path: /var/log/pods/*/*/*.log, wrapper: cri}
+rules:
+  - name: reqs
+    inputs: [pods]
+    match: '^GET'
+    timestamp: {capture: cri_time, layout: '2006-01-02 15:04:05'}
+`)
+	const at = "2026-11-29T15:00:00.5Z"
+	l := x.ExplainWrapped("pods", []byte("GET"), []byte(at), false)
+	if len(l.Rules) != 1 || l.Rules[0].Drop == nil {
+		t.Fatalf("%+v, want a drop", l)
+	}
+	if d := l.Rules[0].Drop; d.Capture != "cri_time" || d.Value != at {
+		t.Errorf("drop %+v, want cri_time %q", d, at)
+	}
 }

@@ -2,25 +2,29 @@ package explain
 
 import (
 	"strconv"
+	"strings"
 	"testing"
 	"unicode"
 	"unicode/utf8"
 )
 
 // FuzzDisplay: whatever a file name or a line holds, what an explanation shows of it has
-// no control or formatting character and reads back to it: as it is when it has none,
-// else Go-quoted.
+// no control, formatting or separator character (stderr's escaping leaves it as it is)
+// and reads back to it: as it is when it has none, else Go-quoted; a name Go-quoted also
+// when it opens with a quote, so that one shown as it is never reads as one quoted.
 func FuzzDisplay(f *testing.F) {
-	for _, s := range []string{"/logs/a.log", "/logs/a\nline 9: x.log", "a\xffb", "\ufeff{}", "GET /\u202egnp.exe", `"/logs/a\nb"`, "\u0085", "é\u200b"} {
+	for _, s := range []string{"/logs/a.log", "/logs/a\nline 9: x.log", "a\xffb", "\ufeff{}", "GET /\u202egnp.exe", `"/logs/a\nb"`, "a\u2028b", "\u0085", "é\u200b"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
 		d, escaped := display([]byte(s))
-		if Display(s) != d {
-			t.Fatalf("Display(%q) = %q, display %q", s, Display(s), d)
+		if name, quoted := displayName(s); quoted != (escaped || strings.HasPrefix(s, `"`)) || !quoted && name != d || Display(s) != name {
+			t.Fatalf("Display(%q) = %q (escaped %v), display %q", s, name, quoted, d)
+		} else if back, err := strconv.Unquote(name); quoted && (err != nil || back != s) {
+			t.Fatalf("name %q shown as %q, which reads back as %q (%v)", s, name, back, err)
 		}
 		for _, r := range d {
-			if unicode.IsControl(r) || unicode.Is(unicode.Cf, r) || !escaped && r == utf8.RuneError {
+			if !unicode.IsGraphic(r) || !escaped && r == utf8.RuneError {
 				t.Fatalf("%q shown as %q, which holds %U", s, d, r)
 			}
 		}
@@ -39,10 +43,11 @@ func FuzzDisplay(f *testing.F) {
 	})
 }
 
-// hasControl reports whether s holds a control or formatting character, or U+FFFD.
+// hasControl reports whether s holds a character that is not graphic (control,
+// formatting, separator), or U+FFFD.
 func hasControl(s string) bool {
 	for _, r := range s {
-		if unicode.IsControl(r) || unicode.Is(unicode.Cf, r) || r == utf8.RuneError {
+		if !unicode.IsGraphic(r) || r == utf8.RuneError {
 			return true
 		}
 	}

@@ -294,6 +294,14 @@ func TestOneShotUnreadLines(t *testing.T) {
 			"input web read 2 lines and could read none: 0 longer than --input.max-line-bytes, 2 not CRI lines"},
 		{"a CRI message too long", "cri", []string{"2024-03-01T12:00:00Z stdout F " + good, "2024-03-01T12:00:00Z stdout P " + long[:150], "2024-03-01T12:00:00Z stdout F " + long[150:]},
 			"input web: 1 of 1 lines fit (1 lines longer than --input.max-line-bytes skipped)", ""},
+		// A message whose last part the file does not have yet (copied while the
+		// container wrote it) is one the rules never saw.
+		{"a CRI message unfinished", "cri", []string{"2024-03-01T12:00:00Z stdout F " + good, "2024-03-01T12:00:00Z stdout P " + good[:40]},
+			"input web: 1 of 1 lines fit (1 messages unfinished at the end of their file skipped)", ""},
+		{"a CRI message too long and unfinished", "cri", []string{"2024-03-01T12:00:00Z stdout F " + good, "2024-03-01T12:00:00Z stdout P " + long[:150], "2024-03-01T12:00:00Z stdout P " + long[150:300]},
+			"input web: 1 of 1 lines fit (1 messages unfinished at the end of their file skipped)", ""},
+		{"a CRI message of a part too long, unfinished", "cri", []string{"2024-03-01T12:00:00Z stdout F " + good, "2024-03-01T12:00:00Z stdout P " + long},
+			"input web: 1 of 1 lines fit (1 lines longer than --input.max-line-bytes skipped)", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			log := write(strings.ReplaceAll(tc.name, " ", "_")+".log", tc.lines...)

@@ -3,6 +3,8 @@ package pipeline
 import (
 	"bytes"
 	"fmt"
+	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -277,5 +279,46 @@ func TestCRIPartTooLongOfOtherStream(t *testing.T) {
 	}
 	if want := fmt.Sprintf("input %s: 1 of 1 lines fit (2 lines of other streams skipped)\n", log); summary.String() != want {
 		t.Errorf("replay summary %q, want %q", summary.String(), want)
+	}
+}
+
+// A container that writes UTF-16 (a Windows console's, PowerShell's) has the runtime
+// wrap each of its lines as a CRI line whose message is UTF-16: the file starts with the
+// CRI line's own text, so the file's encoding is told by the first message's bytes. It is
+// warned of once, as a file in UTF-16 is; a CRI file of UTF-8 messages is not.
+func TestCRIMessagesInUTF16(t *testing.T) {
+	utf16le := func(s string) string {
+		var b []byte
+		for _, r := range s {
+			b = append(b, byte(r), 0)
+		}
+		return string(b)
+	}
+	const line = `10.0.0.1 - - [01/Mar/2024:12:00:00 +0000] "GET / HTTP/1.1" 200 5 "-" "curl/8.5.0"`
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		name, log string
+		warned    int
+	}{
+		{"UTF-16LE", "2024-03-01T12:00:00.123456789Z stdout F " + utf16le(line+"\r") + "\n2024-03-01T12:00:01Z stdout F \x00" + utf16le(line+"\r") + "\n", 1},
+		{"UTF-16LE with a byte order mark", "2024-03-01T12:00:00Z stdout F \xff\xfe" + utf16le(line) + "\n", 1},
+		{"UTF-8", "2024-03-01T12:00:00Z stdout F " + line + "\n2024-03-01T12:00:01Z stdout F \n", 0},
+		{"UTF-8, a short first message", "2024-03-01T12:00:00Z stdout F x\n2024-03-01T12:00:01Z stdout F " + line + "\n", 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			log := filepath.Join(dir, strings.ReplaceAll(tc.name, " ", "_")+".log")
+			if err := os.WriteFile(log, []byte(tc.log), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			cfg, err := config.Parse(fmt.Appendf(nil, "inputs: [{name: pods, path: '%s', wrapper: cri, log_format: combined}]\nrules: [{name: requests, labels: {status: '${status}'}}]\n", log), "rules.yaml")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var out bytes.Buffer
+			_ = Replay(cfg, []string{log}, Options{Now: time.Now, Logger: slog.New(slog.NewTextHandler(&out, nil))}, io.Discard)
+			if got := strings.Count(out.String(), "file is not UTF-8 but UTF-16LE"); got != tc.warned {
+				t.Errorf("warned %d times, want %d:\n%s", got, tc.warned, out.String())
+			}
+		})
 	}
 }

@@ -63,7 +63,7 @@ func Explain(cfg *config.Config, file string, maxLines int, opts Options) ([]exp
 	parse := func(ps *parser.Session, sink parser.Sink, parsed func(m message)) {
 		ps.SetFormats(read.input.LogFormats, parser.NewFiles())
 		ps.SetFormat(name, read.input.LogFormat)
-		paths := newPathValues(read.input, gen.parser)
+		paths := newPathValues(read.input, gen.parser, opts.Now)
 		last := ""
 		n := 0
 		done := func(bool, bool) {

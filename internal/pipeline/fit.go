@@ -26,15 +26,22 @@ type Fit struct {
 	// Lines are the lines the rules read, Fitting those that fit; Skipped the CRI lines
 	// of streams the input does not read (streams:), which are neither.
 	Lines, Fitting, Skipped int
-	// TooLong are the lines (or CRI messages) longer than --input.max-line-bytes and
-	// Malformed the lines of a wrapper: cri input that are not CRI lines: the rules never
-	// read them, so they are neither.
-	TooLong, Malformed int
+	// TooLong are the lines (or CRI messages) longer than --input.max-line-bytes,
+	// Malformed the lines of a wrapper: cri input that are not CRI lines, and Unfinished
+	// its messages in parts whose last part their file did not have: the rules never read
+	// them, so they are neither.
+	TooLong, Malformed, Unfinished int
 	// First is the number of the first line that does not fit in File (0: none), and
 	// Stopped where it stopped fitting (explain.Line.Stopped).
 	First   int
 	File    string
 	Stopped string
+	// NoFormat are the files the running exporter would count under parser.NoFormat,
+	// each read to its end as a file gone quiet: of a glob of one log format, none of
+	// whose first lines fit it (verdicts); of candidate formats, none of whose last lines
+	// fit any. The first misfit names one file: a file wholly of another format after a
+	// stray line of another would go unnamed.
+	NoFormat []string
 	// files is how many files the input read lines of, a glob's matches each one: past
 	// one, the line number then names its file.
 	files int
@@ -60,6 +67,17 @@ func (f Fit) String() string {
 		}
 		notes = append(notes, fmt.Sprintf("first misfit at %s: %s", at, f.Stopped))
 	}
+	if n := len(f.NoFormat); n > 0 && f.files > 1 {
+		// Of one file read, the input's count of the lines that fit says as much.
+		names := make([]string, 0, maxNoFormatNamed+1)
+		for _, path := range slices.Sorted(slices.Values(f.NoFormat))[:min(n, maxNoFormatNamed)] {
+			names = append(names, explain.Display(path))
+		}
+		if n > maxNoFormatNamed {
+			names = append(names, "...")
+		}
+		notes = append(notes, fmt.Sprintf("%d %s of no format: %s", n, plural(n, "file", "files"), strings.Join(names, ", ")))
+	}
 	if f.Skipped > 0 {
 		notes = append(notes, fmt.Sprintf("%d lines of other streams skipped", f.Skipped))
 	}
@@ -69,10 +87,25 @@ func (f Fit) String() string {
 	if f.Malformed > 0 {
 		notes = append(notes, fmt.Sprintf("%d lines not CRI lines skipped", f.Malformed))
 	}
+	if f.Unfinished > 0 {
+		notes = append(notes, fmt.Sprintf("%d messages unfinished at the end of their file skipped", f.Unfinished))
+	}
 	if len(notes) > 0 {
 		fmt.Fprintf(&b, " (%s)", strings.Join(notes, "; "))
 	}
 	return b.String()
+}
+
+// maxNoFormatNamed is how many of an input's files of no format its summary names: a
+// glob over every pod of a node may match hundreds of another image's.
+const maxNoFormatNamed = 3
+
+// plural is one when n is 1, else many.
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }
 
 // fits counts the lines of each input read in a one-shot, in the order the inputs
@@ -108,11 +141,17 @@ func (fs *fits) of(file fileInput) *Fit {
 }
 
 // lines counts the lines of a file of f's input as ps parses them into sink: call read
-// with each line just before ps.ParseFile, kept just after, and closing before
-// ps.CloseFile, both given done as the LineDone. ps must be told the input's formats.
-func (fs *fits) lines(f *Fit, input string, ps *parser.Session, sink replaySink) *lineFits {
-	return &lineFits{fs: fs, f: f, input: input, ps: ps, sink: sink, x: explain.New(fs.gen.cfg.Rules, ps, fs.sink),
+// with each line just before ps.ParseFile, kept just after, closing before ps.Settle
+// and ps.CloseFile, both given done as the LineDone, and settled between them. ps must
+// be told the input's formats. judge says that the input's files are judged by its one
+// log format, which a rule reads, as the running exporter judges a glob's (verdicts).
+func (fs *fits) lines(f *Fit, input string, judge bool, ps *parser.Session, sink replaySink) *lineFits {
+	l := &lineFits{fs: fs, f: f, input: input, ps: ps, sink: sink, x: explain.New(fs.gen.cfg.Rules, ps, fs.sink),
 		pending: map[string][]pendingLine{}}
+	if judge {
+		l.judged = newVerdicts()
+	}
+	return l
 }
 
 // lineFits counts a file input's lines, each when it is parsed (LineDone): at once, or,
@@ -134,6 +173,8 @@ type lineFits struct {
 	path     string
 	pending  map[string][]pendingLine
 	received uint64
+	// judged judges the files of an input of one log format (nil for another).
+	judged *verdicts
 }
 
 // pendingLine is a line read and not yet parsed: its number in its file and its text,
@@ -173,7 +214,29 @@ func (l *lineFits) done(_, fitted bool) {
 	line := p[0]
 	p[0] = pendingLine{}
 	l.pending[l.path] = p[1:]
-	l.fs.line(l.f, l.x, l.input, l.path, line.n, line.msg, own || fitted && l.ps.Fitted(l.input, line.msg))
+	fit := own || fitted && l.ps.Fitted(l.input, line.msg)
+	if l.judged != nil {
+		l.judged.line(l.path, line.msg, fit)
+	}
+	l.fs.line(l.f, l.x, l.input, l.path, line.n, line.msg, fit)
+}
+
+// settled says that the file of path, read to its end, went quiet and was settled
+// (ps.Settle) as the running exporter settles one; files keeps the formats chosen for
+// the files of an input of candidate formats (nil for another). A file of no format is
+// noted in the Fit.
+func (l *lineFits) settled(path string, files *parser.Files) {
+	var none []string
+	if l.judged != nil {
+		l.judged.settle(path)
+		none = l.judged.noFormatFiles()
+		l.judged.closed(path)
+	} else if files != nil {
+		none = files.NoFormatFiles()
+	}
+	if slices.Contains(none, path) {
+		l.f.NoFormat = append(l.f.NoFormat, path)
+	}
 }
 
 // line counts line number n of path, msg, which the rules of input read, and which fit or

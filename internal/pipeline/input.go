@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"bytes"
 	"cmp"
 	"errors"
 	"fmt"
@@ -169,7 +170,7 @@ func (in *stream) bindTo(p *Pipeline, slot *atomic.Pointer[binding]) *binding {
 		return b
 	}
 	ci := g.input(in.source)
-	b := &binding{gen: g, parse: g.parser.NewSession(), sink: g.set.NewBatchSink(), name: ci.Name, streams: ci.Streams, paths: newPathValues(ci, g.parser)}
+	b := &binding{gen: g, parse: g.parser.NewSession(), sink: g.set.NewBatchSink(), name: ci.Name, streams: ci.Streams, paths: newPathValues(ci, g.parser, p.opts.Now)}
 	if b.paths != nil && ci.File != nil {
 		b.paths.miss = func(path string) {
 			// Once per load for the input, whichever of its shards or workers finds it.
@@ -268,6 +269,18 @@ func (in *stream) unwrap(path string, line []byte, streams config.Streams, lv *l
 	return nil, nil, pending
 }
 
+// criText is where a CRI file's text starts (follow.Options.Text): the message of its
+// first line, whose bytes tell what its container writes in (UTF-16, a Windows console's
+// or PowerShell's), as a file's first bytes tell of its own; a first line that is not a
+// CRI line leaves the file's bytes as they are.
+func criText(head []byte) ([]byte, bool) {
+	line, _, whole := bytes.Cut(head, []byte("\n"))
+	if at, ok := cri.MessageStart(line); ok {
+		return head[at:], true
+	}
+	return head, whole
+}
+
 // skipsStream returns the stream of a CRI line, and whether it is of a stream an input
 // of streams does not read, which is skipped before it is joined.
 func skipsStream(line []byte, streams config.Streams) (name []byte, skip bool) {
@@ -275,9 +288,10 @@ func skipsStream(line []byte, streams config.Streams) (name []byte, skip bool) {
 	return name, ok && !streams.Reads(name)
 }
 
-// joinOptions has the follower tell a cri input's joiner of the lines it skips for their
-// length, so that the rest of their message goes with them, and of the files it is done
-// with, so that their partial messages are forgotten, under cut (nil in a one-shot), as a
+// joinOptions has the follower of a cri input tell a file's encoding by its first
+// message (criText) and tell its joiner of the lines it skips for their length, so that
+// the rest of their message goes with them, and of the files it is done with, so that
+// their partial messages are forgotten, under cut (nil in a one-shot), as a
 // snapshot reads the joiner under it; but not as the input stops: the follower then lets
 // go of every file while their messages in parts go on, in the shutdown's snapshot or in
 // the followers a reload starts instead. streams are the streams the input reads now: a
@@ -286,6 +300,7 @@ func skipsStream(line []byte, streams config.Streams) (name []byte, skip bool) {
 // as the others of its stream do, not as too long.
 func (in *stream) joinOptions(o *follow.Options, cut *sync.RWMutex, streams func() config.Streams) {
 	if in.cri != nil {
+		o.Text = criText
 		o.TooLong = func(path string, head []byte) bool {
 			if _, skip := skipsStream(head, streams()); skip {
 				in.landed.Add(1) // read as the other lines of its stream are: it makes no event

@@ -286,7 +286,7 @@ rules: [{name: r, match: '(?P<s>x)', labels: {pod: '${pod}', restart: 'r${restar
 	if err != nil {
 		t.Fatal(err)
 	}
-	pv := newPathValues(cfg.Inputs[0], gen.parser)
+	pv := newPathValues(cfg.Inputs[0], gen.parser, time.Now)
 	s := gen.parser.NewSession()
 	sink := &keySink{}
 	for i, tc := range []struct{ path, want string }{

@@ -383,3 +383,57 @@ rules:
 		}
 	}
 }
+
+// TestOneShotNamesFilesOfNoFormat: a glob's files are judged by a one-shot as the running
+// exporter judges them, each read to its end as a file gone quiet: a file none of whose
+// lines fit (fewer than 16, here, as a pod that wrote a few lines of another format and
+// went quiet) is of no format, and the summary names it, though the first misfit is a
+// stray line of another file before it. So does a file of no candidate format; a file of
+// an nginx image's start-up lines alone is not (it waits for its first request), nor is
+// one of a stray line among lines that fit.
+func TestOneShotNamesFilesOfNoFormat(t *testing.T) {
+	const combined = `10.0.0.1 - - [01/Mar/2024:12:00:00 +0000] "GET / HTTP/1.1" 200 5 "-" "curl/8.5.0"` + "\n"
+	dir := t.TempDir()
+	for name, data := range map[string]string{
+		"a/access.log": strings.Repeat(combined, 20) + "stray line\n",
+		"b/access.log": strings.Repeat(`{"msg":"GET /","status":200}`+"\n", 5),
+		"c/access.log": "/docker-entrypoint.sh: Configuration complete; ready for start up\n",
+		"d/access.log": strings.Repeat(`{"msg":"x"}`+"\n", 20),
+	} {
+		path := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	glob := filepath.Join(dir, "*", "*.log")
+	want := fmt.Sprintf("; 2 files of no format: %s, %s)\n", filepath.Join(dir, "b", "access.log"), filepath.Join(dir, "d", "access.log"))
+	for _, format := range []string{"combined", "[combined, upstreaminfo]"} {
+		cfg, err := config.Parse(fmt.Appendf(nil, `
+inputs:
+  - {name: web, path: '%s', log_format: %s, start_at: beginning}
+rules:
+  - {name: requests, labels: {status: '${status}'}}
+`, glob, format), "rules.yaml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tc := range []struct {
+			name string
+			run  func(opts Options) error
+		}{
+			{"replay", func(opts Options) error { return Replay(cfg, []string{glob}, opts, io.Discard) }},
+			{"sample", func(opts Options) error { return Sample(cfg, []string{glob}, opts) }},
+			{"explain", func(opts Options) error { _, err := Explain(cfg, glob, 100, opts); return err }},
+		} {
+			t.Run(format+"/"+tc.name, func(t *testing.T) {
+				var summary bytes.Buffer
+				if err := tc.run(Options{Now: time.Now, Summary: &summary}); err != nil || !strings.HasSuffix(summary.String(), want) {
+					t.Errorf("%v, summary %q; want no error and ...%q", err, summary.String(), want)
+				}
+			})
+		}
+	}
+}

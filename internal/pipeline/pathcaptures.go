@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"regexp"
 	"slices"
+	"time"
 
 	"github.com/logwindow/logwindow_exporter/config"
 	"github.com/logwindow/logwindow_exporter/parser"
@@ -55,13 +56,16 @@ type pathValues struct {
 	// miss, when set, is told of the first path the regex does not match, whose
 	// captures then read as empty: a regex written for another tree than the files'.
 	miss func(path string)
+	// now is the clock workloadOf judges a CronJob's Job's minute by.
+	now func() time.Time
 }
 
-// newPathValues returns nil when no rule reads a capture the input gives.
-func newPathValues(ci config.Input, p *parser.Parser) *pathValues {
+// newPathValues returns nil when no rule reads a capture the input gives. now is the
+// clock a pod's workload is worked out by (workloadOf).
+func newPathValues(ci config.Input, p *parser.Parser, now func() time.Time) *pathValues {
 	names := p.PathCaptures()
 	have := ci.InputCaptureNames()
-	pv := &pathValues{workload: -1, podGroup: -1, known: map[string][][]byte{}, cur: make([][]byte, len(names))}
+	pv := &pathValues{workload: -1, podGroup: -1, known: map[string][][]byte{}, cur: make([][]byte, len(names)), now: now}
 	if ci.File != nil {
 		pv.re = ci.File.PathCaptures
 	}
@@ -159,7 +163,7 @@ func (pv *pathValues) values(path string) [][]byte {
 		}
 	}
 	if g := pv.podGroup; pv.workload >= 0 && g >= 0 && loc != nil && loc[2*g] >= 0 {
-		out[pv.workload] = []byte(workloadOf(path[loc[2*g]:loc[2*g+1]]))
+		out[pv.workload] = []byte(workloadOf(path[loc[2*g]:loc[2*g+1]], pv.now()))
 	}
 	return out
 }

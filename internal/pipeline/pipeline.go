@@ -68,6 +68,9 @@ func (o *Options) setDefaults() {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
+	if o.Now == nil {
+		o.Now = time.Now // Sample reads no clock but a pod's workload's (workloadOf)
+	}
 }
 
 // quiet is o for a one-shot's pass over its files that another pass reads again: what

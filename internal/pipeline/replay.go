@@ -138,14 +138,18 @@ func replayFiles(mode string, p *parser.Parser, files []fileInput, opts Options,
 	}
 	for i, file := range files {
 		ci := file.input
-		paths := newPathValues(ci, p)
+		paths := newPathValues(ci, p, opts.Now)
 		if paths != nil && ci.File != nil {
 			paths.miss = func(path string) {
 				opts.Logger.Warn(pathsMissMessage, "input", ci.Label(), "path", path, "path_captures", ci.File.PathCaptures.String())
 			}
 		}
 		ps.SetPath(nil) // none of the previous file's
-		ps.SetFormats(ci.LogFormats, parser.NewFiles())
+		var formats *parser.Files
+		if ci.LogFormats != nil {
+			formats = parser.NewFiles()
+		}
+		ps.SetFormats(ci.LogFormats, formats)
 		ps.SetFormat(ci.Name, ci.LogFormat)
 		before := sink.Received()
 		var fit *Fit
@@ -153,7 +157,7 @@ func replayFiles(mode string, p *parser.Parser, files []fileInput, opts Options,
 		done := parser.LineDone(ignoreDone)
 		if fs != nil {
 			fit = fs.of(file)
-			lines = fs.lines(fit, ci.Name, ps, sink)
+			lines = fs.lines(fit, ci.Name, ci.LogFormat != nil && p.ReadsInput(ci.Name), ps, sink)
 			done = lines.done
 		}
 		var read []string
@@ -175,13 +179,19 @@ func replayFiles(mode string, p *parser.Parser, files []fileInput, opts Options,
 		if err != nil {
 			return nil, &fileError{mode, file.file, err}
 		}
-		// What a file held while its format was being chosen is parsed at its end.
+		// What a file held while its format was being chosen is parsed at its end. A file
+		// read to its end went quiet: it is settled as the running exporter settles a
+		// file quiet for a while, so that a one-shot finds the files of no format it would.
 		for _, path := range read {
 			if paths != nil {
 				paths.set(ps, file.pathOf(path))
 			}
 			if lines != nil {
 				lines.closing(path)
+			}
+			ps.Settle(path, ci.Name, sink, done)
+			if lines != nil {
+				lines.settled(path, formats)
 			}
 			ps.CloseFile(path, ci.Name, sink, done)
 		}
@@ -190,6 +200,7 @@ func replayFiles(mode string, p *parser.Parser, files []fileInput, opts Options,
 			fit.Skipped += got.skipped
 			fit.TooLong += got.tooLong
 			fit.Malformed += got.malformed
+			fit.Unfinished += got.unfinished
 		}
 		counts[i] = fileCount{lines: got.lines, received: sink.Received() - before, unread: got.unread}
 	}
@@ -204,9 +215,11 @@ type readCounts struct {
 	lines, skipped, files int
 	// tooLong counts the lines (or CRI messages joined from parts) of what the input
 	// reads that were longer than the line cap, malformed the lines of a wrapper: cri
-	// input that are not CRI lines: each is skipped, and told of in the one-shot's
-	// summary, since the rules never see it.
-	tooLong, malformed int
+	// input that are not CRI lines, unfinished the CRI messages whose last part the
+	// file did not have (a copy taken while its container wrote it), not counted as too
+	// long yet: each is skipped, and told of in the one-shot's summary, since the rules
+	// never see it.
+	tooLong, malformed, unfinished int
 	// unread are the errors of the files that could not be read and the directories that
 	// could not be listed (follow.Unread), each naming it, symlinks out of a glob's root
 	// among them: the other files were read, and the one-shot fails after its output.
@@ -228,6 +241,16 @@ func readMessages(file fileInput, opts Options, claim func(dev, ino uint64) bool
 	o := follow.Options{Path: file.file, MaxLineBytes: opts.MaxLineBytes, Logger: opts.Logger, Claim: claim}
 	in.joinOptions(&o, nil, func() config.Streams { return ci.Streams })
 	var c readCounts
+	if release := o.Closed; in.cri != nil {
+		o.Closed = func(path string) {
+			for source, part := range in.cri.Pending() {
+				if source == path && !part.Counted {
+					c.unfinished++
+				}
+			}
+			release(path)
+		}
+	}
 	var last string
 	n := 0 // the line's number in its file
 	st, err := follow.ReadToEnd(o, func(path string, line []byte) {

@@ -40,8 +40,15 @@ func TestVerdicts(t *testing.T) {
 			v.line("e", []byte("/docker-entrypoint.sh: Configuration complete; ready for start up"), false)
 			v.settle("e")
 		}, []string{"a", "d"}},
-		{"a file that fits, quiet", func() { lines("f", true, 1); v.settle("f") }, []string{"a", "d"}},
-		{"a line of its format after quiet", func() { lines("d", true, 1) }, []string{"a"}},
+		{"start-up lines alone past MaxHeld", func() {
+			for range parser.MaxHeld + 1 {
+				v.line("g", []byte("20-envsubst-on-templates.sh: Running envsubst on /etc/nginx/templates/a.conf.template to /etc/nginx/conf.d/a.conf"), false)
+			}
+			v.settle("g")
+		}, []string{"a", "d"}},
+		{"a line of another kind after them", func() { lines("g", false, 1) }, []string{"a", "d", "g"}},
+		{"a file that fits, quiet", func() { lines("f", true, 1); v.settle("f") }, []string{"a", "d", "g"}},
+		{"a line of its format after quiet", func() { lines("d", true, 1) }, []string{"a", "g"}},
 		{"no rule reads the input", func() { v.judgeBy("") }, nil},
 	} {
 		step.do()

@@ -48,7 +48,7 @@ func (p *Pipeline) warmStart(ci config.Input, log *slog.Logger) func(path string
 		from := backfillFrom(file, end, p.opts.BackfillBytes, wall-longest, g.parser, name, maxLine)
 		ps := g.parser.NewSession()
 		ps.SetFormat(name, g.input(ci.Source()).LogFormat)
-		if paths := newPathValues(g.input(ci.Source()), g.parser); paths != nil {
+		if paths := newPathValues(g.input(ci.Source()), g.parser, p.opts.Now); paths != nil {
 			paths.set(ps, path)
 		}
 		lines := readLines(file, from, end, maxLine, func(line []byte) { ps.ParseWrapped(name, line, nil, sink) })

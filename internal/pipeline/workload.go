@@ -1,6 +1,10 @@
 package pipeline
 
-import "strings"
+import (
+	"strconv"
+	"strings"
+	"time"
+)
 
 // Kubernetes names a controller's pods by generateName: the owner's name, a hyphen and
 // five characters of suffixAlphabet (the prefix cut to maxGeneratedPrefix so that the
@@ -9,7 +13,9 @@ import "strings"
 // (apimachinery's rand.SafeEncodeString), hence 1 to 10 of the ten characters in
 // hashAlphabet. A CronJob's Job is the CronJob's name, a hyphen and the time it was
 // scheduled for in minutes since 1970 (the cronjob controller's getJobName): minuteLen
-// digits from 1989 to 2160. An Indexed Job's pods are the Job's name, a hyphen, the index
+// digits, from firstJobMinute (the controller that names Jobs so came with Kubernetes
+// 1.20, at the end of 2020; the one before named them by seconds) to the clock's now, but
+// for the skew of the node's clock and the control plane's (maxJobSkew). An Indexed Job's pods are the Job's name, a hyphen, the index
 // (decimal, from 0 to completions-1, an int32) and a hyphen, then the suffix, with the
 // Job's name cut so that the prefix is 58 (the job controller's podGenerateNameWithIndex).
 const (
@@ -20,7 +26,11 @@ const (
 	maxGeneratedPrefix = 58
 	digits             = "0123456789"
 	minuteLen          = 8
-	maxIndexLen        = 10
+	// firstJobMinute is the minute 2020 began, 1970-based: 8 digits before it (a date,
+	// agent-20240101, is one of 2008) end the name of a DaemonSet, a ReplicaSet or a Job.
+	firstJobMinute = 26297280
+	maxJobSkew     = 24 * time.Hour
+	maxIndexLen    = 10
 	// minHashLen is the shortest hash taken for one: a shorter one is a hash below
 	// 100000, one in 40,000; a name of a DaemonSet, ReplicaSet or Job that ends in a
 	// hyphen and as many hash characters as this is taken for a Deployment's.
@@ -31,7 +41,8 @@ const (
 // (web-7d4b9c8f6d-x2kqz) without its ReplicaSet's hash and its suffix (web); a pod of a
 // DaemonSet, ReplicaSet or Job (agent-5lz9w) without its suffix (agent); a CronJob's Job's
 // pod (backup-29412345-x7k2b) without its Job's scheduled minute and its suffix (backup),
-// so that its runs are one workload, and so an Indexed CronJob's Job's pod
+// so that its runs are one workload (a minute since 2020, not ahead of now: see
+// firstJobMinute), and so an Indexed CronJob's Job's pod
 // (backup-29412345-3-x7k2b) without its index too; any other name, a StatefulSet's pod
 // with its ordinal (web-0), an Indexed Job's pod with its index (train-3-x7k2b: a
 // DaemonSet named train-3 has pods of that name), or a bare pod, as it is.
@@ -41,7 +52,8 @@ const (
 // 58th is not a hyphen is such a prefix and a suffix with nothing between. What is left of
 // a Deployment's hash or a Job's minute at the end of the prefix goes with the hyphen
 // before it; a prefix cut within the owner's name is the same for all its pods, and stays.
-func workloadOf(pod string) string {
+func workloadOf(pod string, now time.Time) string {
+	latest := now.Add(maxJobSkew).Unix() / 60
 	if len(pod) == maxGeneratedPrefix+suffixLen && pod[maxGeneratedPrefix-1] != '-' && inAlphabet(pod[maxGeneratedPrefix:], suffixAlphabet) {
 		prefix := pod[:maxGeneratedPrefix]
 		if owner, ok := cutSegment(prefix, hashAlphabet, 1, maxHashLen); ok {
@@ -59,13 +71,27 @@ func workloadOf(pod string) string {
 	if owner, ok := cutSegment(base, hashAlphabet, minHashLen, maxHashLen); ok {
 		return owner
 	}
-	if owner, ok := indexedCronJob(base, len(pod) == maxGeneratedPrefix+suffixLen); ok {
+	if owner, ok := indexedCronJob(base, len(pod) == maxGeneratedPrefix+suffixLen, latest); ok {
 		return owner
 	}
-	if owner, ok := cutSegment(base, digits, minuteLen, minuteLen); ok {
+	if owner, ok := cutMinute(base, latest); ok {
 		return owner
 	}
 	return base
+}
+
+// cutMinute cuts a CronJob's Job's minute off name, the Job's name: a hyphen and
+// minuteLen digits, a minute from firstJobMinute to latest.
+func cutMinute(name string, latest int64) (string, bool) {
+	owner, ok := cutSegment(name, digits, minuteLen, minuteLen)
+	if !ok {
+		return name, false
+	}
+	m, _ := strconv.ParseInt(name[len(owner)+1:], 10, 64)
+	if m < firstJobMinute || m > latest {
+		return name, false
+	}
+	return owner, true
 }
 
 // indexedCronJob is the CronJob whose Indexed Job's pod has the name base and a suffix:
@@ -73,12 +99,12 @@ func workloadOf(pod string) string {
 // name is 63 characters (cut), the Job's name was cut before the index: what is left of
 // the minute, or its hyphen alone, goes. A Job's index alone says nothing (agent-2 may be
 // a DaemonSet's name): without the minute before it, ok is false.
-func indexedCronJob(base string, cut bool) (string, bool) {
+func indexedCronJob(base string, cut bool, latest int64) (string, bool) {
 	job, ok := cutSegment(base, digits, 1, maxIndexLen)
 	if !ok || len(job) < len(base)-2 && base[len(job)+1] == '0' {
 		return base, false // no index, or one of a leading zero, which strconv.Itoa writes not
 	}
-	if owner, ok := cutSegment(job, digits, minuteLen, minuteLen); ok {
+	if owner, ok := cutMinute(job, latest); ok {
 		return owner, true
 	}
 	if cut {

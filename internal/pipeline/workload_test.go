@@ -3,10 +3,13 @@ package pipeline
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestWorkloadOf(t *testing.T) {
 	long := strings.Repeat("a", 50) // a Deployment name that leaves no room for its hash
+	// The clock's now: minute 29931840 since 1970.
+	now := time.Date(2026, 11, 29, 0, 0, 0, 0, time.UTC)
 	for _, tc := range []struct{ name, pod, want string }{
 		// As controllers name them.
 		{"deployment", "web-7d4b9c8f6d-x2kqz", "web"},
@@ -58,6 +61,19 @@ func TestWorkloadOf(t *testing.T) {
 		{"daemonset named with a number", "agent-2-x7k2b", "agent-2"},
 		{"cronjob's job, index with a leading zero", "backup-29412345-01-x7k2b", "backup-29412345-01"},
 		{"cronjob's job, index of 11 digits", "backup-29412345-12345678901-x7k2b", "backup-29412345-12345678901"},
+		// A Job's minute is one since the controller that names Jobs so (Kubernetes 1.20,
+		// at the end of 2020), and not ahead of the clock but by its skew: 8 digits
+		// otherwise are the end of a DaemonSet's, a ReplicaSet's or a Job's name, a date
+		// among them.
+		{"daemonset named by a date", "agent-20240101-x2kqz", "agent-20240101"},
+		{"daemonset named by a number below 2020's minutes", "agent-12345678-x2kqz", "agent-12345678"},
+		{"daemonset named by a number ahead of the clock", "agent-87654321-x2kqz", "agent-87654321"},
+		{"cronjob, first minute of 2020", "backup-26297280-x7k2b", "backup"},
+		{"cronjob, minute before 2020", "backup-26297279-x7k2b", "backup-26297279"},
+		{"cronjob, minute of now", "backup-29931840-x7k2b", "backup"},
+		{"cronjob, minute a day ahead (clock skew)", "backup-29933280-x7k2b", "backup"},
+		{"cronjob, minute more than a day ahead", "backup-29933281-x7k2b", "backup-29933281"},
+		{"indexed job of a daemonset named by a date", "agent-20240101-3-x7k2b", "agent-20240101-3"},
 		// Near misses are left as they are.
 		{"suffix with a vowel", "web-7d4b9c8f6d-x2kqa", "web-7d4b9c8f6d-x2kqa"},
 		{"suffix of 4", "web-x2kq", "web-x2kq"},
@@ -77,7 +93,7 @@ func TestWorkloadOf(t *testing.T) {
 		{"not ASCII", "wéb-x2kqz", "wéb"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := workloadOf(tc.pod); got != tc.want {
+			if got := workloadOf(tc.pod, now); got != tc.want {
 				t.Errorf("workloadOf(%q) = %q, want %q", tc.pod, got, tc.want)
 			}
 		})

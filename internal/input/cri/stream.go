@@ -17,3 +17,15 @@ func Stream(line []byte) (name []byte, ok bool) {
 	}
 	return name, true
 }
+
+// MessageStart is where the message of a CRI line starts in it (its length when the
+// message is empty); ok is false when line is not a CRI line. A reader tells the
+// encoding of a container's text by the bytes from there, not by the runtime's time,
+// stream and tag before them.
+func MessageStart(line []byte) (at int, ok bool) {
+	_, _, _, msg, ok := parse(line)
+	if !ok {
+		return 0, false
+	}
+	return len(line) - len(msg), true
+}

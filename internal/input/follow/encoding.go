@@ -42,11 +42,25 @@ func otherEncoding(head []byte) (encoding string, sure bool) {
 }
 
 // checkEncoding warns once of a file t whose first bytes say it is not UTF-8 (see
-// otherEncoding): its lines are read as bytes, so every rule misses them, and the
-// warnings of lines that fit no rule do not say why.
+// otherEncoding), or those of its lines' own text (Options.Text): its lines are read as
+// bytes, so every rule misses them, and the warnings of lines that fit no rule do not
+// say why.
 func (r *lineReader) checkEncoding(t *tracked, path string) {
-	encoding, sure := otherEncoding(t.head[:t.headN])
-	t.encodingKnown = sure
+	head := t.head[:t.headN]
+	full := t.headN == headLen
+	if r.text != nil {
+		// The text a wrapper's lines hold (a CRI line's message), once its first
+		// line tells where it starts; a first line longer than the head never does.
+		text, found := r.text(head)
+		if !found && !full {
+			return
+		}
+		if found {
+			head = text
+		}
+	}
+	encoding, sure := otherEncoding(head)
+	t.encodingKnown = sure || full
 	if encoding != "" {
 		r.log.Warn("file is not UTF-8 but "+encoding+": its lines are read as bytes, which no rule's text matches; have its writer write UTF-8 (iconv -f "+encoding+" -t UTF-8 converts it)",
 			"path", path, "encoding", encoding)

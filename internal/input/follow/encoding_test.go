@@ -121,3 +121,44 @@ func TestUTF16AfterTruncationWarned(t *testing.T) {
 		t.Errorf("%d warnings, want 1:\n%s", got, log.String())
 	}
 }
+
+// A file whose lines wrap text of their own (Options.Text: a CRI line's message) is told
+// by that text: lines of UTF-16 behind a prefix of ASCII are warned of, lines of UTF-8
+// are not; a first line that never tells where its text starts (longer than the bytes
+// kept of the file's head) has the file told by its bytes as they are.
+func TestWrappedTextEncoding(t *testing.T) {
+	// The wrapper: "W " opens a line, its text follows.
+	wrapped := func(head []byte) ([]byte, bool) {
+		line, _, whole := bytes.Cut(head, []byte("\n"))
+		if rest, ok := bytes.CutPrefix(line, []byte("W ")); ok {
+			return head[len(line)-len(rest):], true
+		}
+		return head, whole
+	}
+	never := func([]byte) ([]byte, bool) { return nil, false }
+	for _, tc := range []struct {
+		name, text string
+		wrapper    func([]byte) ([]byte, bool)
+		warned     bool
+	}{
+		{"UTF-16 behind the wrapper", "W " + string(utf16Text("GET /index.html 200 5ms", false)) + "\nW \x00" + string(utf16Text("GET / 200", false)) + "\n", wrapped, true},
+		{"UTF-8 behind the wrapper", "W GET /index.html 200 5ms\nW GET / 200\n", wrapped, false},
+		{"UTF-16 without the wrapper", string(utf16Text("GET /index.html 200 5ms\n", false)), wrapped, true},
+		{"the text never found, UTF-16", string(utf16Text(strings.Repeat("GET /index.html 200 5ms ", 40)+"\n", false)), never, true},
+		{"the text never found, UTF-8", strings.Repeat("GET /index.html 200 5ms ", 60) + "\n", never, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "app.log")
+			if err := os.WriteFile(path, []byte(tc.text), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			var log bytes.Buffer
+			if _, err := ReadToEnd(Options{Path: path, Logger: timelessLogger(&log), Text: tc.wrapper, MaxLineBytes: 4096}, func(string, []byte) {}); err != nil {
+				t.Fatal(err)
+			}
+			if got := strings.Count(log.String(), "file is not UTF-8 but UTF-16LE"); got != map[bool]int{true: 1}[tc.warned] {
+				t.Errorf("warned %d times, want %v:\n%s", got, tc.warned, log.String())
+			}
+		})
+	}
+}

@@ -74,6 +74,12 @@ type Options struct {
 	// waits together stay within BackfillReadyWait plus the first scan, within the
 	// startupProbe that polls readiness from the process's start.
 	Waited time.Duration
+	// Text, when set, is where the text of its own that a file's lines wrap starts
+	// (a CRI line's message), found in the file's first bytes, head: the file's encoding
+	// is told by that text, not by the wrapper's (see otherEncoding). found is false
+	// while head does not tell yet; a first line that is not of the wrapper is text
+	// whole (head).
+	Text func(head []byte) (text []byte, found bool)
 	// TooLong, when set, is called in the reading goroutine when a line longer than
 	// MaxLineBytes is skipped, before any later line of its file is handed on, with
 	// the line's first bytes (MaxLineBytes+1 of them at least, valid during the call

@@ -175,8 +175,10 @@ type lineReader struct {
 	hold sync.Locker
 	// at is Options.At.
 	at *Line
-	// log is Options.Logger, for a file that is not UTF-8 (checkEncoding).
-	log *slog.Logger
+	// log is Options.Logger, for a file that is not UTF-8 (checkEncoding), and text
+	// Options.Text.
+	log  *slog.Logger
+	text func(head []byte) ([]byte, bool)
 }
 
 // newLineReader reads lines as o (normalized) says.
@@ -199,6 +201,7 @@ func newLineReader(o Options, h input.Handler, c *counters, stop *atomic.Bool) *
 		hold:    cmp.Or[sync.Locker](o.Hold, new(sync.Mutex)),
 		at:      o.At,
 		log:     o.Logger,
+		text:    o.Text,
 	}
 }
 
