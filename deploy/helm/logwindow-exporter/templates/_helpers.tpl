@@ -470,14 +470,24 @@ tolerations:
 {{- end }}
 {{- end -}}
 
-{{/* The pod template's metadata; the rules' checksum is not in it, as the exporter reloads them. */}}
+{{/*
+The pod template's metadata. With configWatch the exporter reloads the rule file the
+kubelet updates, keeping the windows of the rules that did not change: the rules' checksum
+is not in it, or every change of rules would replace the pods and empty their windows.
+Without, nothing rereads the file: the checksum of the chart's rules rolls the pods when
+they change, so that each starts on the new ones.
+*/}}
 {{- define "logwindow.podMetadata" -}}
 labels:
   {{- include "logwindow.selectorLabels" . | nindent 2 }}
   {{- with .Values.podLabels }}
   {{- toYaml . | nindent 2 }}
   {{- end }}
-{{- with .Values.podAnnotations }}
+{{- $annotations := deepCopy (.Values.podAnnotations | default dict) }}
+{{- if and (not .Values.configWatch) (not .Values.rules.existingConfigMap) }}
+{{- $_ := set $annotations "checksum/rules" (include "logwindow.rules" . | sha256sum) }}
+{{- end }}
+{{- with $annotations }}
 annotations:
   {{- toYaml . | nindent 2 }}
 {{- end }}
