@@ -99,8 +99,8 @@ func (s Stamp) LDFlags() (string, error) {
 var semver = regexp.MustCompile(`^(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)(-(0|[1-9][0-9]*|[0-9]*[a-zA-Z-][0-9a-zA-Z-]*)(\.(0|[1-9][0-9]*|[0-9]*[a-zA-Z-][0-9a-zA-Z-]*))*)?$`)
 
 // FromRepo reads the stamp of a build of the checkout at root: the VERSION file, the
-// commit and branch git reports, user@host, and the time (SOURCE_DATE_EPOCH when set, so
-// that a rebuild of the same commit is the same image; else now).
+// commit and branch git reports, user@host, and the time; with SOURCE_DATE_EPOCH set, its
+// time and ReproducibleUser, so that a rebuild of the same commit is the same image.
 func FromRepo(root string, now time.Time) (Stamp, error) {
 	v, err := os.ReadFile(filepath.Join(root, "VERSION"))
 	if err != nil {
@@ -115,7 +115,7 @@ func FromRepo(root string, now time.Time) (Stamp, error) {
 		if err != nil {
 			return Stamp{}, fmt.Errorf("SOURCE_DATE_EPOCH=%q: %w", epoch, err)
 		}
-		s.Date = time.Unix(sec, 0).UTC()
+		s.Date, s.BuildUser = time.Unix(sec, 0).UTC(), ReproducibleUser
 	}
 	git := func(args ...string) (string, error) {
 		cmd := exec.Command("git", args...)
@@ -145,6 +145,9 @@ func FromRepo(root string, now time.Time) (Stamp, error) {
 	if status != "" {
 		s.Revision += "-modified"
 	}
+	if s.BuildUser != "" {
+		return s, nil
+	}
 	u, err := user.Current()
 	if err != nil {
 		return Stamp{}, err
@@ -156,6 +159,11 @@ func FromRepo(root string, now time.Time) (Stamp, error) {
 	s.BuildUser = u.Username + "@" + host
 	return s, nil
 }
+
+// ReproducibleUser is the build user of a build with SOURCE_DATE_EPOCH, in place of
+// user@host: the same commit built by anyone, anywhere (the release workflow run again on
+// another runner, a user checking a release) is then the same binary and image digest.
+const ReproducibleUser = "reproducible@source-date-epoch"
 
 // PGO is the CPU profile, at the module's root, that a release build is optimized by
 // (profile-guided optimization). It is not default.pgo, which every build of the main
