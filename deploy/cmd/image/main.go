@@ -353,10 +353,10 @@ func makeImage(binary, rules []byte, s release.Stamp, arch string) (v1.Image, er
 		_, err := tw.Write(body)
 		return err
 	}
-	if err := add(release.BinaryPath, 0o755, binary); err != nil {
+	if err := add(release.BinaryPath, release.BinaryMode, binary); err != nil {
 		return nil, err
 	}
-	if err := add(release.RulesPath, 0o644, rules); err != nil {
+	if err := add(release.RulesPath, release.RulesMode, rules); err != nil {
 		return nil, err
 	}
 	if err := tw.Close(); err != nil {

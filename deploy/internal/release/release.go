@@ -25,6 +25,11 @@ const (
 	BinaryPath = "/bin/logwindow_exporter"
 	// RulesPath is where example-rules.yaml is, the --config.file of the image's command.
 	RulesPath = "/etc/logwindow_exporter/rules.yaml"
+	// BinaryMode and RulesMode are the two files' modes, whatever the source tree's: both
+	// owned by root, read by the image's user as any other user (a clone made under a umask
+	// of 027 or 077 has its files unreadable to others).
+	BinaryMode = 0o755
+	RulesMode  = 0o644
 	// User is distroless's "nonroot", numeric so that Kubernetes' runAsNonRoot can check it.
 	User = "65532:65532"
 	// Port is the exporter's default listen port.
