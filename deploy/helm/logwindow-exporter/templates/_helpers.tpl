@@ -417,6 +417,13 @@ initContainers:
     image: {{ .Values.storage.initImage }}
     imagePullPolicy: {{ .Values.image.pullPolicy }}
     command: [chown, -R, {{ include "logwindow.runAs" . | quote }}, /var/lib/logwindow-exporter]
+    {{- /* The exporter's: a namespace's ResourceQuota refuses a pod any container of which
+      lacks what it counts, and the pod's own resources (the larger of an init container's
+      and its containers' sum) stay the same. */}}
+    {{- with .Values.resources }}
+    resources:
+      {{- toYaml . | nindent 6 }}
+    {{- end }}
     securityContext:
       runAsUser: 0
       runAsNonRoot: false
