@@ -14,8 +14,8 @@
 // -dist writes the release binaries of a release beside it, the same files the image holds
 // (and any other platform -dist-platforms names, darwin's among them).
 //
-// With SOURCE_DATE_EPOCH set (git log -1 --format=%ct), a rebuild of the same commit is
-// the same image, digest and all. deploy/README.md says how to push it and point the
+// With SOURCE_DATE_EPOCH set (git log -1 --format=%ct), a rebuild of the same commit with
+// the same Go, on any machine, is the same image, digest and all. deploy/README.md says how to push it and point the
 // kustomize base at it.
 package main
 
