@@ -36,6 +36,8 @@ func TestChartValueMistakes(t *testing.T) {
 		// A flag the chart passes: the exporter refuses it twice, and would not start.
 		{"extraArgs repeating the chart's storage", "extraArgs: [--storage.path=/data]\n", "extraArgs"},
 		{"extraArgs repeating the chart's rule file", "mode: syslog\nextraArgs: [--config.file, /etc/rules.yaml]\n", "extraArgs"},
+		// kingpin's negation of a bool flag is that flag again.
+		{"extraArgs negating the chart's watch", "extraArgs: [--no-config.watch]\n", "extraArgs"},
 		// The workload's selector would no longer select its pods.
 		{"pod label of the selector", "podLabels: {app.kubernetes.io/instance: web}\n", "podLabels"},
 	} {

@@ -73,8 +73,9 @@ or a rule file the exporter refuses, fail the install naming them.
 {{- $flags := list "config.file" -}}
 {{- if .Values.configWatch }}{{ $flags = append $flags "config.watch" }}{{ end -}}
 {{- if .Values.storage.enabled }}{{ $flags = concat $flags (list "storage.path" "storage.snapshot-interval") }}{{ end -}}
+{{- /* --no-config.watch is kingpin's --config.watch=false: the same flag again. */ -}}
 {{- range .Values.extraArgs -}}
-{{- if and (hasPrefix "-" .) (has (regexReplaceAll "^--?([^=]*).*$" . "${1}") $flags) -}}
+{{- if and (hasPrefix "-" .) (has (regexReplaceAll "^--?(no-)?([^=]*).*$" . "${2}") $flags) -}}
 {{- fail (printf "extraArgs: %s is a flag the chart passes already (rules.key, configWatch, storage.*), which the exporter refuses twice" .) -}}
 {{- end -}}
 {{- end -}}
