@@ -366,6 +366,17 @@ var chartValueCases = []chartValueCase{
 			t.Errorf("dashboard ConfigMap %+v", d)
 		}
 	}},
+	// The PodMonitor scrapes the path the exporter serves its metrics on.
+	{"telemetry path", "extraArgs: [--web.telemetry-path=/prom]\n", func(t *testing.T, m *manifests, spec *corev1.PodSpec) {
+		if pm := m.podMonitors["lw-logwindow-exporter"]; pm == nil || pm.Spec.PodMetricsEndpoints[0].Path != "/prom" {
+			t.Errorf("PodMonitor scrapes path %q, want /prom, where the exporter serves its metrics", pm.Spec.PodMetricsEndpoints[0].Path)
+		}
+	}},
+	{"telemetry path as a separate value", "mode: syslog\nextraArgs: [--web.telemetry-path, /prom]\n", func(t *testing.T, m *manifests, spec *corev1.PodSpec) {
+		if pm := m.podMonitors["lw-logwindow-exporter"]; pm == nil || pm.Spec.PodMetricsEndpoints[0].Path != "/prom" {
+			t.Errorf("PodMonitor scrapes path %q, want /prom, where the exporter serves its metrics", pm.Spec.PodMetricsEndpoints[0].Path)
+		}
+	}},
 	{"operator objects off", "podMonitor: {enabled: false}\nprometheusRule: {enabled: false}\n", func(t *testing.T, m *manifests, spec *corev1.PodSpec) {
 		if len(m.podMonitors)+len(m.prometheusRules) != 0 {
 			t.Errorf("objects %v: want no operator objects", m.objects)

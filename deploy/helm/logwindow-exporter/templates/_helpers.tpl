@@ -34,6 +34,28 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 {{- printf "%s:%s" .Values.image.repository (.Values.image.tag | default .Chart.AppVersion) -}}
 {{- end -}}
 
+{{/*
+The path the exporter serves its metrics on, which the PodMonitor scrapes: /metrics, or
+extraArgs' --web.telemetry-path (as --flag=value or --flag value; the exporter refuses it
+twice).
+*/}}
+{{- define "logwindow.metricsPath" -}}
+{{- $path := "/metrics" -}}
+{{- $next := false -}}
+{{- $flag := "^--?web\\.telemetry-path" -}}
+{{- range .Values.extraArgs -}}
+{{- if $next -}}
+{{- $path = . -}}
+{{- $next = false -}}
+{{- else if regexMatch (printf "%s=" $flag) . -}}
+{{- $path = regexReplaceAll (printf "%s=" $flag) . "" -}}
+{{- else if regexMatch (printf "%s$" $flag) . -}}
+{{- $next = true -}}
+{{- end -}}
+{{- end -}}
+{{- $path -}}
+{{- end -}}
+
 {{/* The ConfigMap holding the rule file: the user's, or the chart's. */}}
 {{- define "logwindow.rulesConfigMap" -}}
 {{- .Values.rules.existingConfigMap | default (printf "%s-rules" (include "logwindow.fullname" .)) -}}
