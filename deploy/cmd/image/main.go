@@ -152,6 +152,9 @@ func run(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if err := checkPublishable(o.push, stamp); err != nil {
+		return err
+	}
 	ref, err := reference(stamp)
 	if err != nil {
 		return err
@@ -216,6 +219,17 @@ func run(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stdout, "%s@%s (%s) pushed\n", o.push, digest, what)
 	}
 	return nil
+}
+
+// checkPublishable refuses to push to the release's repository an image of a tree with
+// changes no commit holds: it would be published as the release while no commit makes it
+// again. A push elsewhere (a user's registry, with patches of their own) is stamped
+// -modified and goes on.
+func checkPublishable(push name.Reference, s release.Stamp) error {
+	if push == nil || push.Context().Name() != release.Repository || !strings.HasSuffix(s.Revision, "-modified") {
+		return nil
+	}
+	return fmt.Errorf("-push %s: the source tree has uncommitted changes or files git neither tracks nor ignores (git status): a release is built from its commit alone; commit or remove them, or push to a repository of yours", push)
 }
 
 // platform is a GOOS/GOARCH a binary is built for.
