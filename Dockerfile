@@ -41,8 +41,10 @@ LABEL org.opencontainers.image.title="logwindow_exporter" \
       org.opencontainers.image.source="https://github.com/logwindow/logwindow_exporter" \
       org.opencontainers.image.version="${VERSION}" \
       org.opencontainers.image.revision="${REVISION}"
-COPY --from=build /out/logwindow_exporter /bin/logwindow_exporter
-COPY example-rules.yaml /etc/logwindow_exporter/rules.yaml
+# The modes cmd/image sets: COPY would keep the build context's, and a clone made under a
+# umask of 027 or 077 has rules the exporter's user could not read.
+COPY --from=build --chmod=0755 /out/logwindow_exporter /bin/logwindow_exporter
+COPY --chmod=0644 example-rules.yaml /etc/logwindow_exporter/rules.yaml
 # distroless's "nonroot" user, numeric so that Kubernetes' runAsNonRoot can verify it.
 USER 65532:65532
 EXPOSE 9907

@@ -36,6 +36,8 @@ func TestChartValueMistakes(t *testing.T) {
 		// A flag the chart passes: the exporter refuses it twice, and would not start.
 		{"extraArgs repeating the chart's storage", "extraArgs: [--storage.path=/data]\n", "extraArgs"},
 		{"extraArgs repeating the chart's rule file", "mode: syslog\nextraArgs: [--config.file, /etc/rules.yaml]\n", "extraArgs"},
+		// kingpin's negation of a bool flag is that flag again.
+		{"extraArgs negating the chart's watch", "extraArgs: [--no-config.watch]\n", "extraArgs"},
 		// The workload's selector would no longer select its pods.
 		{"pod label of the selector", "podLabels: {app.kubernetes.io/instance: web}\n", "podLabels"},
 	} {
@@ -362,6 +364,17 @@ var chartValueCases = []chartValueCase{
 		}
 		if d := m.configMaps["lw-logwindow-exporter-dashboard"]; d == nil || d.Namespace != "grafana" || d.Labels["team"] != "web" {
 			t.Errorf("dashboard ConfigMap %+v", d)
+		}
+	}},
+	// The PodMonitor scrapes the path the exporter serves its metrics on.
+	{"telemetry path", "extraArgs: [--web.telemetry-path=/prom]\n", func(t *testing.T, m *manifests, spec *corev1.PodSpec) {
+		if pm := m.podMonitors["lw-logwindow-exporter"]; pm == nil || pm.Spec.PodMetricsEndpoints[0].Path != "/prom" {
+			t.Errorf("PodMonitor scrapes path %q, want /prom, where the exporter serves its metrics", pm.Spec.PodMetricsEndpoints[0].Path)
+		}
+	}},
+	{"telemetry path as a separate value", "mode: syslog\nextraArgs: [--web.telemetry-path, /prom]\n", func(t *testing.T, m *manifests, spec *corev1.PodSpec) {
+		if pm := m.podMonitors["lw-logwindow-exporter"]; pm == nil || pm.Spec.PodMetricsEndpoints[0].Path != "/prom" {
+			t.Errorf("PodMonitor scrapes path %q, want /prom, where the exporter serves its metrics", pm.Spec.PodMetricsEndpoints[0].Path)
 		}
 	}},
 	{"operator objects off", "podMonitor: {enabled: false}\nprometheusRule: {enabled: false}\n", func(t *testing.T, m *manifests, spec *corev1.PodSpec) {

@@ -353,10 +353,19 @@ func TestDockerfile(t *testing.T) {
 		t.Errorf("EXPOSE %s, want the default port 9907", got)
 	}
 
-	copies := map[string]string{} // destination -> source
+	copies := map[string]string{} // destination -> source, --from= included
+	modes := map[string]string{}  // destination -> --chmod=
 	for _, in := range byCmd["COPY"] {
 		f := strings.Fields(in.args)
-		copies[f[len(f)-1]] = strings.Join(f[:len(f)-1], " ")
+		var src []string
+		for _, w := range f[:len(f)-1] {
+			if mode, ok := strings.CutPrefix(w, "--chmod="); ok {
+				modes[f[len(f)-1]] = mode
+			} else {
+				src = append(src, w)
+			}
+		}
+		copies[f[len(f)-1]] = strings.Join(src, " ")
 	}
 	entry := execForm(t, byCmd["ENTRYPOINT"][0])
 	stageName := strings.Fields(build[0].args)[2]
@@ -379,6 +388,14 @@ func TestDockerfile(t *testing.T) {
 		}
 		if len(entry) != 1 || entry[0] != release.BinaryPath || config != release.RulesPath {
 			t.Errorf("ENTRYPOINT %q with --config.file=%s, want cmd/image's %s and %s", entry, config, release.BinaryPath, release.RulesPath)
+		}
+		// COPY keeps the build context's mode: from a clone made under a umask of 027 or
+		// 077 the rules would be root's alone, and the exporter, not root, could not read
+		// them. The image sets cmd/image's modes instead.
+		for p, want := range map[string]int{release.BinaryPath: release.BinaryMode, release.RulesPath: release.RulesMode} {
+			if got, err := strconv.ParseUint(modes[p], 8, 32); err != nil || got != uint64(want) {
+				t.Errorf("COPY to %s with --chmod=%q, want cmd/image's %04o, whatever the mode of the build context's file", p, modes[p], want)
+			}
 		}
 		date, err := time.Parse(release.DateLayout, testBuildArgs["BUILD_DATE"])
 		if err != nil {

@@ -112,3 +112,29 @@ func TestChartReadmeInstall(t *testing.T) {
 		t.Fatal("the chart's README shows no helm install command")
 	}
 }
+
+// remoteBase is a kustomization of this repository as an overlay's resources or components
+// name it remotely: its directory and the ?ref= query.
+var remoteBase = regexp.MustCompile(`github\.com/logwindow/logwindow_exporter//(\S*?)(?:\?ref=(\S+))?(?:\s|$)`)
+
+// TestReadmeRemoteBases: the overlay README.md shows names the base and the operator
+// Component at the release tag of VERSION (?ref=v<VERSION>), the release its images: tag
+// is; without a ref kustomize fetches the default branch, whose manifests may pass the
+// exporter flags the released image does not have, and change under the user between two
+// applies. Each names a kustomization of the tree.
+func TestReadmeRemoteBases(t *testing.T) {
+	version := strings.TrimSpace(string(mustRead(t, "../VERSION")))
+	found := remoteBase.FindAllStringSubmatch(string(mustRead(t, "README.md")), -1)
+	if len(found) == 0 {
+		t.Fatal("README.md names no remote kustomization")
+	}
+	for _, m := range found {
+		if m[2] != "v"+version {
+			t.Errorf("README.md names %s with ref %q, want ?ref=v%s, the release of VERSION", m[1], m[2], version)
+		}
+		dir, ok := strings.CutPrefix(m[1], "deploy/")
+		if !ok || !slices.Contains(append(slices.Clone(renderTargets), "k8s/operator"), dir) {
+			t.Errorf("README.md names %s, not a kustomization the manifest tests render", m[1])
+		}
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/yaml"
 )
 
 // The windows survive what each deployment's volume survives: the chart's DaemonSet keeps
@@ -92,4 +93,38 @@ func TestStorageVolumes(t *testing.T) {
 		d := render(t, "k8s").deployments["nginx"]
 		check(t, &d.Spec.Template.Spec, exporterContainer(t, d), "")
 	})
+}
+
+// TestStorageInitResources: a namespace's ResourceQuota on cpu and memory (or on any
+// resource the user gives the exporter) makes the API server refuse a pod any container of
+// which, its init containers included, lacks that request or limit: the DaemonSet would
+// make no pod, the install succeeding. The init container that gives the snapshot's
+// directory away takes the exporter's resources, which leaves the pod's own (the larger of
+// its init containers' and the sum of its containers') as they were.
+func TestStorageInitResources(t *testing.T) {
+	for _, c := range []struct{ name, values string }{
+		{"defaults", ""},
+		{"ephemeral storage too", "resources: {requests: {cpu: 20m, memory: 32Mi, ephemeral-storage: 10Mi}, limits: {cpu: 200m, memory: 128Mi, ephemeral-storage: 20Mi}}\n"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			m := renderChart(t, chartCase{values: c.values, mode: "daemonset"})
+			spec := chartPodSpec(m)
+			if len(spec.InitContainers) == 0 {
+				t.Fatal("no init container")
+			}
+			want := chartExporter(t, spec).Resources
+			for _, r := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
+				if _, ok := want.Requests[r]; !ok {
+					t.Fatalf("the exporter has no %s request", r)
+				}
+			}
+			for _, init := range spec.InitContainers {
+				if !equalJSON(t, init.Resources, want) {
+					got, _ := yaml.Marshal(init.Resources)
+					exp, _ := yaml.Marshal(want)
+					t.Errorf("init container %s: resources\n%s\nwant the exporter's, which a quota of the namespace admits:\n%s", init.Name, got, exp)
+				}
+			}
+		})
+	}
 }

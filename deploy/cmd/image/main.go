@@ -14,8 +14,8 @@
 // -dist writes the release binaries of a release beside it, the same files the image holds
 // (and any other platform -dist-platforms names, darwin's among them).
 //
-// With SOURCE_DATE_EPOCH set (git log -1 --format=%ct), a rebuild of the same commit is
-// the same image, digest and all. deploy/README.md says how to push it and point the
+// With SOURCE_DATE_EPOCH set (git log -1 --format=%ct), a rebuild of the same commit with
+// the same Go, on any machine, is the same image, digest and all. deploy/README.md says how to push it and point the
 // kustomize base at it.
 package main
 
@@ -152,6 +152,9 @@ func run(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if err := checkPublishable(o.push, stamp); err != nil {
+		return err
+	}
 	ref, err := reference(stamp)
 	if err != nil {
 		return err
@@ -216,6 +219,17 @@ func run(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stdout, "%s@%s (%s) pushed\n", o.push, digest, what)
 	}
 	return nil
+}
+
+// checkPublishable refuses to push to the release's repository an image of a tree with
+// changes no commit holds: it would be published as the release while no commit makes it
+// again. A push elsewhere (a user's registry, with patches of their own) is stamped
+// -modified and goes on.
+func checkPublishable(push name.Reference, s release.Stamp) error {
+	if push == nil || push.Context().Name() != release.Repository || !strings.HasSuffix(s.Revision, "-modified") {
+		return nil
+	}
+	return fmt.Errorf("-push %s: the source tree has uncommitted changes or files git neither tracks nor ignores (git status): a release is built from its commit alone; commit or remove them, or push to a repository of yours", push)
 }
 
 // platform is a GOOS/GOARCH a binary is built for.
@@ -353,10 +367,10 @@ func makeImage(binary, rules []byte, s release.Stamp, arch string) (v1.Image, er
 		_, err := tw.Write(body)
 		return err
 	}
-	if err := add(release.BinaryPath, 0o755, binary); err != nil {
+	if err := add(release.BinaryPath, release.BinaryMode, binary); err != nil {
 		return nil, err
 	}
-	if err := add(release.RulesPath, 0o644, rules); err != nil {
+	if err := add(release.RulesPath, release.RulesMode, rules); err != nil {
 		return nil, err
 	}
 	if err := tw.Close(); err != nil {

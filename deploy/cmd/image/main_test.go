@@ -407,3 +407,43 @@ func readLayout(t *testing.T, dir string) (v1.ImageIndex, *v1.IndexManifest) {
 	}
 	return idx, im
 }
+
+// TestRunRefusesModifiedRelease: pushing to the release's repository from a tree with
+// changes no commit holds fails, before the minutes of building, naming them: such an
+// image would be published as the release while no commit makes it again. A push of the
+// same tree elsewhere (a user's registry, patches of their own) goes on.
+func TestRunRefusesModifiedRelease(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("no git")
+	}
+	dir := t.TempDir()
+	for name, body := range map[string]string{"VERSION": "1.2.3\n", "main.go": "package main\n\nfunc main() {}\n"} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, args := range [][]string{{"init", "-q", "-b", "main"}, {"add", "."}, {"-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-q", "-m", "x"}} {
+		if out, err := exec.Command("git", append([]string{"-C", dir}, args...)...).CombinedOutput(); err != nil {
+			t.Fatalf("git %q: %v\n%s", args, err, out)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "extra.go"), []byte("package main\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		push    string
+		refused bool
+	}{
+		{release.Repository + ":1.2.3", true},
+		{release.Repository + ":latest", true},
+		{"registry.example.com/logwindow_exporter:1.2.3", false},
+	} {
+		t.Run(c.push, func(t *testing.T) {
+			// The tree is no module: a push that goes on fails at its build.
+			err := run([]string{"-src", dir, "-push", c.push}, io.Discard, io.Discard)
+			if got := err != nil && strings.Contains(err.Error(), "uncommitted"); got != c.refused {
+				t.Errorf("push to %s from a modified tree: %v; want refused %v", c.push, err, c.refused)
+			}
+		})
+	}
+}

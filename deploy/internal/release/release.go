@@ -25,6 +25,11 @@ const (
 	BinaryPath = "/bin/logwindow_exporter"
 	// RulesPath is where example-rules.yaml is, the --config.file of the image's command.
 	RulesPath = "/etc/logwindow_exporter/rules.yaml"
+	// BinaryMode and RulesMode are the two files' modes, whatever the source tree's: both
+	// owned by root, read by the image's user as any other user (a clone made under a umask
+	// of 027 or 077 has its files unreadable to others).
+	BinaryMode = 0o755
+	RulesMode  = 0o644
 	// User is distroless's "nonroot", numeric so that Kubernetes' runAsNonRoot can check it.
 	User = "65532:65532"
 	// Port is the exporter's default listen port.
@@ -99,8 +104,8 @@ func (s Stamp) LDFlags() (string, error) {
 var semver = regexp.MustCompile(`^(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)(-(0|[1-9][0-9]*|[0-9]*[a-zA-Z-][0-9a-zA-Z-]*)(\.(0|[1-9][0-9]*|[0-9]*[a-zA-Z-][0-9a-zA-Z-]*))*)?$`)
 
 // FromRepo reads the stamp of a build of the checkout at root: the VERSION file, the
-// commit and branch git reports, user@host, and the time (SOURCE_DATE_EPOCH when set, so
-// that a rebuild of the same commit is the same image; else now).
+// commit and branch git reports, user@host, and the time; with SOURCE_DATE_EPOCH set, its
+// time and ReproducibleUser, so that a rebuild of the same commit is the same image.
 func FromRepo(root string, now time.Time) (Stamp, error) {
 	v, err := os.ReadFile(filepath.Join(root, "VERSION"))
 	if err != nil {
@@ -115,7 +120,7 @@ func FromRepo(root string, now time.Time) (Stamp, error) {
 		if err != nil {
 			return Stamp{}, fmt.Errorf("SOURCE_DATE_EPOCH=%q: %w", epoch, err)
 		}
-		s.Date = time.Unix(sec, 0).UTC()
+		s.Date, s.BuildUser = time.Unix(sec, 0).UTC(), ReproducibleUser
 	}
 	git := func(args ...string) (string, error) {
 		cmd := exec.Command("git", args...)
@@ -145,6 +150,9 @@ func FromRepo(root string, now time.Time) (Stamp, error) {
 	if status != "" {
 		s.Revision += "-modified"
 	}
+	if s.BuildUser != "" {
+		return s, nil
+	}
 	u, err := user.Current()
 	if err != nil {
 		return Stamp{}, err
@@ -156,6 +164,11 @@ func FromRepo(root string, now time.Time) (Stamp, error) {
 	s.BuildUser = u.Username + "@" + host
 	return s, nil
 }
+
+// ReproducibleUser is the build user of a build with SOURCE_DATE_EPOCH, in place of
+// user@host: the same commit built by anyone, anywhere (the release workflow run again on
+// another runner, a user checking a release) is then the same binary and image digest.
+const ReproducibleUser = "reproducible@source-date-epoch"
 
 // PGO is the CPU profile, at the module's root, that a release build is optimized by
 // (profile-guided optimization). It is not default.pgo, which every build of the main

@@ -3,6 +3,7 @@ package release
 import (
 	"os"
 	"os/exec"
+	"os/user"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -161,5 +162,36 @@ func TestFromRepoVersion(t *testing.T) {
 				t.Errorf("VERSION %q: %q, %v; want an error naming VERSION", c.version, s.Version, err)
 			}
 		})
+	}
+}
+
+// TestFromRepoReproducible: with SOURCE_DATE_EPOCH the stamp holds nothing of the machine
+// that builds (its user and host name), so that the release workflow run again, on another
+// runner, or anyone rebuilding the tag, makes the same binaries and image digest; without,
+// the build user is user@host, as promu stamps it.
+func TestFromRepoReproducible(t *testing.T) {
+	dir := gitRepo(t, "1.2.3\n")
+	u, err := user.Current()
+	if err != nil {
+		t.Fatal(err)
+	}
+	host, err := os.Hostname()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("SOURCE_DATE_EPOCH", "1772368496")
+	s, err := FromRepo(dir, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.BuildUser == u.Username+"@"+host || s.BuildUser != ReproducibleUser {
+		t.Errorf("build user %q with SOURCE_DATE_EPOCH: a rebuild by another user or on another host (%s@%s) would stamp another binary", s.BuildUser, u.Username, host)
+	}
+	if _, err := s.LDFlags(); err != nil {
+		t.Error(err)
+	}
+	t.Setenv("SOURCE_DATE_EPOCH", "")
+	if s, err = FromRepo(dir, time.Now()); err != nil || s.BuildUser != u.Username+"@"+host {
+		t.Errorf("build user %q (%v) without SOURCE_DATE_EPOCH, want %s@%s", s.BuildUser, err, u.Username, host)
 	}
 }

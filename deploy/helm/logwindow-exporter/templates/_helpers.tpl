@@ -34,6 +34,28 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 {{- printf "%s:%s" .Values.image.repository (.Values.image.tag | default .Chart.AppVersion) -}}
 {{- end -}}
 
+{{/*
+The path the exporter serves its metrics on, which the PodMonitor scrapes: /metrics, or
+extraArgs' --web.telemetry-path (as --flag=value or --flag value; the exporter refuses it
+twice).
+*/}}
+{{- define "logwindow.metricsPath" -}}
+{{- $path := "/metrics" -}}
+{{- $next := false -}}
+{{- $flag := "^--?web\\.telemetry-path" -}}
+{{- range .Values.extraArgs -}}
+{{- if $next -}}
+{{- $path = . -}}
+{{- $next = false -}}
+{{- else if regexMatch (printf "%s=" $flag) . -}}
+{{- $path = regexReplaceAll (printf "%s=" $flag) . "" -}}
+{{- else if regexMatch (printf "%s$" $flag) . -}}
+{{- $next = true -}}
+{{- end -}}
+{{- end -}}
+{{- $path -}}
+{{- end -}}
+
 {{/* The ConfigMap holding the rule file: the user's, or the chart's. */}}
 {{- define "logwindow.rulesConfigMap" -}}
 {{- .Values.rules.existingConfigMap | default (printf "%s-rules" (include "logwindow.fullname" .)) -}}
@@ -73,8 +95,9 @@ or a rule file the exporter refuses, fail the install naming them.
 {{- $flags := list "config.file" -}}
 {{- if .Values.configWatch }}{{ $flags = append $flags "config.watch" }}{{ end -}}
 {{- if .Values.storage.enabled }}{{ $flags = concat $flags (list "storage.path" "storage.snapshot-interval") }}{{ end -}}
+{{- /* --no-config.watch is kingpin's --config.watch=false: the same flag again. */ -}}
 {{- range .Values.extraArgs -}}
-{{- if and (hasPrefix "-" .) (has (regexReplaceAll "^--?([^=]*).*$" . "${1}") $flags) -}}
+{{- if and (hasPrefix "-" .) (has (regexReplaceAll "^--?(no-)?([^=]*).*$" . "${2}") $flags) -}}
 {{- fail (printf "extraArgs: %s is a flag the chart passes already (rules.key, configWatch, storage.*), which the exporter refuses twice" .) -}}
 {{- end -}}
 {{- end -}}
@@ -417,6 +440,13 @@ initContainers:
     image: {{ .Values.storage.initImage }}
     imagePullPolicy: {{ .Values.image.pullPolicy }}
     command: [chown, -R, {{ include "logwindow.runAs" . | quote }}, /var/lib/logwindow-exporter]
+    {{- /* The exporter's: a namespace's ResourceQuota refuses a pod any container of which
+      lacks what it counts, and the pod's own resources (the larger of an init container's
+      and its containers' sum) stay the same. */}}
+    {{- with .Values.resources }}
+    resources:
+      {{- toYaml . | nindent 6 }}
+    {{- end }}
     securityContext:
       runAsUser: 0
       runAsNonRoot: false
@@ -470,14 +500,24 @@ tolerations:
 {{- end }}
 {{- end -}}
 
-{{/* The pod template's metadata; the rules' checksum is not in it, as the exporter reloads them. */}}
+{{/*
+The pod template's metadata. With configWatch the exporter reloads the rule file the
+kubelet updates, keeping the windows of the rules that did not change: the rules' checksum
+is not in it, or every change of rules would replace the pods and empty their windows.
+Without, nothing rereads the file: the checksum of the chart's rules rolls the pods when
+they change, so that each starts on the new ones.
+*/}}
 {{- define "logwindow.podMetadata" -}}
 labels:
   {{- include "logwindow.selectorLabels" . | nindent 2 }}
   {{- with .Values.podLabels }}
   {{- toYaml . | nindent 2 }}
   {{- end }}
-{{- with .Values.podAnnotations }}
+{{- $annotations := deepCopy (.Values.podAnnotations | default dict) }}
+{{- if and (not .Values.configWatch) (not .Values.rules.existingConfigMap) }}
+{{- $_ := set $annotations "checksum/rules" (include "logwindow.rules" . | sha256sum) }}
+{{- end }}
+{{- with $annotations }}
 annotations:
   {{- toYaml . | nindent 2 }}
 {{- end }}

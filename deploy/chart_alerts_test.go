@@ -1,0 +1,103 @@
+package deploy
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/logwindow/logwindow_exporter/internal/testutil/testexec"
+)
+
+// chartNoFileTest is a promtool unit test of LogwindowInputNoFile as the chart's
+// DaemonSet exports it: two nodes, an input per container name of daemonset.containers
+// (nginx, controller), and a cluster without ingress-nginx's controller.
+const chartNoFileTest = `rule_files: [rules.yaml]
+evaluation_interval: 1m
+tests:
+  - name: a container name no pod of the cluster has
+    interval: 1m
+    input_series:
+      - series: 'logwindow_input_files{job="monitoring/lw", instance="a:9907", input="nginx"}'
+        values: '1x30'
+      - series: 'logwindow_input_files{job="monitoring/lw", instance="b:9907", input="nginx"}'
+        values: '0x30'
+      - series: 'logwindow_input_files{job="monitoring/lw", instance="a:9907", input="controller"}'
+        values: '0x30'
+      - series: 'logwindow_input_files{job="monitoring/lw", instance="b:9907", input="controller"}'
+        values: '0x30'
+    alert_rule_test:
+      - eval_time: 20m
+        alertname: LogwindowInputNoFile
+        exp_alerts: []
+  - name: no file of any container on any node
+    interval: 1m
+    input_series:
+      - series: 'logwindow_input_files{job="monitoring/lw", instance="a:9907", input="nginx"}'
+        values: '0x30'
+      - series: 'logwindow_input_files{job="monitoring/lw", instance="a:9907", input="controller"}'
+        values: '0x30'
+    alert_rule_test:
+      - eval_time: 9m
+        alertname: LogwindowInputNoFile
+        exp_alerts: []
+      - eval_time: 11m
+        alertname: LogwindowInputNoFile
+        exp_alerts:
+          - exp_labels: {severity: warning, job: monitoring/lw}
+            exp_annotations: {summary: %q, description: %q}
+`
+
+// TestChartDaemonSetNoFileAlert: the chart's DaemonSet reads each name of
+// daemonset.containers in an input of its own, nginx and controller by default, and a
+// cluster runs one of them or the other: the input of the name it lacks finds no file on
+// any node. LogwindowInputNoFile, which fires for an input without a file on every
+// instance, would fire for it on every such install, for ever. The chart's PrometheusRule
+// fires when no input of the DaemonSet has a file instead (the pod logs unreadable,
+// unmounted, elsewhere); with one container name it is alerts.yaml's.
+func TestChartDaemonSetNoFileAlert(t *testing.T) {
+	promtool := testexec.LookTools(t, "Debian: apt-get install prometheus", "promtool")["promtool"]
+	m := renderChart(t, chartCase{mode: "daemonset", operator: true})
+	pr := m.prometheusRules["lw-logwindow-exporter"]
+	if pr == nil {
+		t.Fatal("no PrometheusRule")
+	}
+	rules, err := yaml.Marshal(ruleFile{Groups: pr.Spec.Groups})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var annotations map[string]string
+	for _, g := range pr.Spec.Groups {
+		for _, r := range g.Rules {
+			if r.Alert == "LogwindowInputNoFile" {
+				annotations = r.Annotations
+			}
+		}
+	}
+	if d := annotations["description"]; strings.Contains(d, "$labels.input") || !strings.Contains(d, "nginx, controller") {
+		t.Errorf("description %q: it has no input label to name, and should name the containers read", d)
+	}
+	// As promtool renders them, which checks they are templates it can.
+	description := strings.ReplaceAll(annotations["description"], "{{ $labels.job }}", "monitoring/lw")
+	test := fmt.Sprintf(chartNoFileTest, annotations["summary"], description)
+	dir := t.TempDir()
+	for name, body := range map[string][]byte{"rules.yaml": rules, "test.yaml": []byte(test)} {
+		if err := os.WriteFile(filepath.Join(dir, name), body, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	runTool(t, dir, promtool, "test", "rules", "test.yaml")
+
+	// One container name, one input: alerts.yaml's alert, per input.
+	one := renderChart(t, chartCase{values: "daemonset: {containers: [nginx]}\n", mode: "daemonset", operator: true})
+	var f ruleFile
+	if err := yaml.UnmarshalStrict(mustRead(t, "alerts.yaml"), &f); err != nil {
+		t.Fatal(err)
+	}
+	if !equalJSON(t, one.prometheusRules["lw-logwindow-exporter"].Spec.Groups, f.Groups) {
+		t.Error("with one container name the PrometheusRule's groups are not alerts.yaml's")
+	}
+}
