@@ -230,6 +230,11 @@ func TestBadConfigs(t *testing.T) {
 			`:10: rule "go_things": name: names starting with go_ are reserved for the exporter's own metrics`,
 			`:12: rule #6: name: is missing; give the metric base name (e.g. nginx_http_requests)`,
 		},
+		"aliased_rules.yaml": {
+			`:9: rule "b": match: invalid regex: missing closing ) in ` + "`x(`",
+			`:10: rule "a": name: another rule has this name (line 5)`,
+			`:11: rule "b": name: another rule has this name (line 8)`,
+		},
 		"collisions.yaml": {
 			`:4: rule "a_window": name: clashes with rule "a" (line 2) over the metric name a_window`,
 			`:6: rule "a": name: another rule has this name (line 2)`,
