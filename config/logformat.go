@@ -52,6 +52,7 @@ func (d *decoder) logFormat(entries []entry, subject string, in *Input) {
 			f, err := logformat.ParseNginxValue(text, esc, declared)
 			d.formatError(nginx, subject, "log_format", text, presets, err)
 			d.unquoted(nginx, subject, f)
+			d.pasted(nginx, subject, text, f)
 			in.LogFormat = f
 		}
 	case hasApache:
@@ -77,6 +78,39 @@ func (d *decoder) unquoted(e entry, subject string, f *logformat.Format) {
 		"log_format: the JSON template has %s without quotes, which nginx writes as it is: nothing, \"-\", a list or text where it has no number, "+
 			"and a line with one is no JSON, read by no rule (counted as malformed); put it in quotes (\"%[2]s\")",
 		strings.Join(f.Unquoted, ", "), f.Unquoted[0])})
+}
+
+// leadingName is a format's name before the quote of its first piece, as the log_format
+// directive has it.
+var leadingName = regexp.MustCompile(`^([A-Za-z_][A-Za-z0-9_]*)[ \t]+['"]`)
+
+// pasted warns of a format string f, given as text, that holds what nginx.conf writes
+// around a format: the quote its pieces start with, the ';' that ends the directive, the
+// format's name before them. nginx writes none of it in a line, so no line would fit, and
+// --config.check without --sample would say OK. A format may hold such text, so it is a
+// warning; a directive given whole is parsed as nginx does and has none left.
+func (d *decoder) pasted(e entry, subject, text string, f *logformat.Format) {
+	text = strings.TrimSpace(text)
+	if f == nil || f.Directive != "" || text == "" {
+		return
+	}
+	var signs []string
+	if m := leadingName.FindStringSubmatch(text); m != nil {
+		signs = append(signs, fmt.Sprintf("starts with a name (%s) and a quote", m[1]))
+	} else if text[0] == '\'' || text[0] == '"' && strings.Count(text, `"`)%2 == 1 {
+		// A format may start with the quote of a quoted field ("$request" ...), whose
+		// closing quote the format has too.
+		signs = append(signs, "starts with a quote")
+	}
+	if strings.HasSuffix(text, ";") {
+		signs = append(signs, "ends with ';'")
+	}
+	if len(signs) == 0 {
+		return
+	}
+	d.warned = append(d.warned, Problem{Line: e.key.Line, Subject: subject, Msg: fmt.Sprintf(
+		"log_format: the format %s, as nginx.conf writes around a format and none of its lines has: no line will fit it; "+
+			"give the directive whole (log_format NAME '...';), or only the text between its quotes", strings.Join(signs, " and "))})
 }
 
 // formatText reads the text of a log format key.

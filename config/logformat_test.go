@@ -171,3 +171,47 @@ func TestLogFormatRefusedUnnamedInput(t *testing.T) {
 		})
 	}
 }
+
+// TestPastedFormatWarnings: a format string that holds what nginx.conf writes around a
+// format (the quotes of its pieces, the ';' that ends the directive, the format's name)
+// loads, as nginx could write such text, but no line of the server's has it: it is warned
+// of, at the format's line, where --config.check without --sample said OK and every line
+// went unmatched. A directive given whole, and a format as nginx writes it, are not.
+func TestPastedFormatWarnings(t *testing.T) {
+	const combined = `$remote_addr - $remote_user [$time_local] \"$request\" $status $body_bytes_sent`
+	for _, c := range []struct {
+		name, format string
+		want         string // "" for no warning
+	}{
+		{"the format", `"` + combined + `"`, ""},
+		{"the directive", `"log_format main '` + combined + `';"`, ""},
+		{"a ';' inside", `"$status;$request_time"`, ""},
+		{"with the directive's ;", `"` + combined + `;"`,
+			`c.yaml:1: warning: input "web": log_format: the format ends with ';', as nginx.conf writes around a format and none of its lines has: no line will fit it; give the directive whole (log_format NAME '...';), or only the text between its quotes`},
+		{"in its quotes", `"'` + combined + `'"`,
+			`c.yaml:1: warning: input "web": log_format: the format starts with a quote, as nginx.conf writes around a format and none of its lines has`},
+		{"in its quotes, with the ;", `"'` + combined + `';"`,
+			`c.yaml:1: warning: input "web": log_format: the format starts with a quote and ends with ';', as nginx.conf writes around a format`},
+		{"the pieces of a directive on one line", `"'$remote_addr [$time_local] ' '$status';"`,
+			`c.yaml:1: warning: input "web": log_format: the format starts with a quote and ends with ';'`},
+		{"the directive without its keyword", `"main '` + combined + `';"`,
+			`c.yaml:1: warning: input "web": log_format: the format starts with a name (main) and a quote and ends with ';'`},
+		{"among candidates", `[combined, "` + combined + `;"]`,
+			`c.yaml:1: warning: input "web": log_format: the format ends with ';'`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			text := fmt.Sprintf("inputs: [{name: web, path: /a, log_format: %s}]\nrules:\n  - {name: r, labels: {s: '${status}'}}\n", c.format)
+			cfg, err := Parse([]byte(text), "c.yaml")
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := Warnings(cfg)
+			switch {
+			case c.want == "" && len(got) > 0:
+				t.Errorf("warnings %q, want none", got)
+			case c.want != "" && (len(got) != 1 || !strings.HasPrefix(got[0], c.want)):
+				t.Errorf("warnings %q, want one starting %q", got, c.want)
+			}
+		})
+	}
+}
