@@ -235,6 +235,16 @@ func TestBadConfigs(t *testing.T) {
 			`:10: rule "a": name: another rule has this name (line 5)`,
 			`:11: rule "b": name: another rule has this name (line 8)`,
 		},
+		"tags.yaml": {
+			`:4: input #1: path: tag !ENV: a rule file's values are plain YAML, whose tags are !!str, !!int, !!float, !!bool, !!null, !!seq and !!map; ` +
+				`no tag includes a file, reads the environment or decodes (!!binary): write the value itself`,
+			`:7: rule "a": match: tag !!binary: a rule file's values are plain YAML, whose tags are !!str, !!int, !!float, !!bool, !!null, !!seq and !!map; ` +
+				`no tag includes a file, reads the environment or decodes (!!binary): write the value itself`,
+			`:8: rule "a": help: tag !include: a rule file's values are plain YAML, whose tags are !!str, !!int, !!float, !!bool, !!null, !!seq and !!map; ` +
+				`no tag includes a file, reads the environment or decodes (!!binary): write the value itself`,
+			`:9: rule "a": windows: tag !ENV: a rule file's values are plain YAML, whose tags are !!str, !!int, !!float, !!bool, !!null, !!seq and !!map; ` +
+				`no tag includes a file, reads the environment or decodes (!!binary): write the value itself`,
+		},
 		"collisions.yaml": {
 			`:4: rule "a_window": name: clashes with rule "a" (line 2) over the metric name a_window`,
 			`:6: rule "a": name: another rule has this name (line 2)`,
