@@ -251,12 +251,21 @@ func (b *builder) add(p panel, w, h int) {
 	p.GridPos = gridPos{H: h, W: w, X: b.x, Y: b.y}
 	p.Datasource = &ref{Type: "prometheus", UID: "${datasource}"}
 	for i := range p.Targets {
-		p.Targets[i].RefID = string(rune('A' + i))
+		p.Targets[i].RefID = refID(i)
 		p.Targets[i].Datasource = p.Datasource
 	}
 	b.panels = append(b.panels, p)
 	b.x += w
 	b.rowH = max(b.rowH, h)
+}
+
+// refID names a panel's query i (from 0) as Grafana names them: A to Z, then AA, AB ...
+func refID(i int) string {
+	name := ""
+	for n := i + 1; n > 0; n = (n - 1) / 26 {
+		name = string(rune('A'+(n-1)%26)) + name
+	}
+	return name
 }
 
 // units guesses Grafana units from the rule name's base unit suffix (Prometheus naming):

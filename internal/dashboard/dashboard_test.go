@@ -710,3 +710,47 @@ func TestWriteStreams(t *testing.T) {
 		t.Errorf("a writer that fails after 64 KiB of %d: %d bytes allocated, as much as %d for all of it", len(whole), failed, written)
 	}
 }
+
+// TestRefIDs: a panel's queries are named as Grafana names them, A to Z, then AA, AB ...:
+// a rule of 99 quantiles has panels of 99 queries, whose names past Z were the
+// characters after it ([, \, `, a ... and control characters).
+func TestRefIDs(t *testing.T) {
+	qs := make([]string, 99)
+	for i := range qs {
+		qs[i] = fmt.Sprintf("0.%02d", i+1)
+	}
+	cfg, err := config.Parse([]byte("rules:\n  - name: a_seconds\n    match: '(?P<v>\\S+)'\n    value: v\n"+
+		"    aggregations: [quantiles]\n    buckets: [1]\n    quantiles: ["+strings.Join(qs, ", ")+"]\n"), "rules.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := New(cfg, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	letters := regexp.MustCompile(`^[A-Z]+$`)
+	long := 0
+	for _, p := range decode(t, out).Panels {
+		refs := map[string]bool{}
+		for _, tg := range p.Targets {
+			if !letters.MatchString(tg.RefID) || refs[tg.RefID] {
+				t.Errorf("panel %q: refId %q, not capital letters or not unique", p.Title, tg.RefID)
+			}
+			refs[tg.RefID] = true
+		}
+		if len(p.Targets) == 99 {
+			long++
+			if last := p.Targets[98].RefID; last != "CU" {
+				t.Errorf("panel %q: the 99th refId is %q, want CU", p.Title, last)
+			}
+		}
+	}
+	if long != 2 {
+		t.Errorf("%d panels of 99 queries, want the quantiles' two", long)
+	}
+	for i, want := range map[int]string{0: "A", 25: "Z", 26: "AA", 51: "AZ", 52: "BA", 701: "ZZ", 702: "AAA"} {
+		if got := refID(i); got != want {
+			t.Errorf("refID(%d) = %q, want %q", i, got, want)
+		}
+	}
+}
