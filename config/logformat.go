@@ -136,10 +136,29 @@ func (d *decoder) formatError(e entry, subject, key, text string, presets []stri
 	}
 	if !strings.ContainsAny(text, "$%") && !logformat.IsDirective(strings.TrimSpace(text)) {
 		text = strings.TrimSpace(text)
-		d.add(e.key.Line, subject, "%s: %q is not a preset (%s)%s, nor a format string (which has variables)", key, text, strings.Join(presets, ", "), suggest(text, presets))
+		d.add(e.key.Line, subject, "%s: %q is not a preset (%s)%s, nor a format string (which has variables)%s", key, text, strings.Join(presets, ", "), suggest(text, presets), presetHint(key, text))
 		return
 	}
 	d.add(blockLine(e, text, fe.Offset), subject, "%s: %s, in %s", key, fe.Msg, pointAt(text, fe.Offset))
+}
+
+// presetHint says where text, taken for a preset of key where it is none, is one: the
+// names a list of candidates has (auto itself, json, Apache's presets with their prefix)
+// are not those of one format; "" when it is none anywhere.
+func presetHint(key, text string) string {
+	apache, prefixed := strings.CutPrefix(text, "apache_")
+	_, isApache := logformat.ApachePresets[apache]
+	switch {
+	case key == "log_format" && text == LogFormatAuto:
+		return "; auto is a list of candidates itself: give log_format: auto, not in a list"
+	case key == "log_format" && text == logformat.JSONObject:
+		return "; json is a candidate: give it in a list (log_format: [json]), or read the JSON lines by fields: (format: json)"
+	case key == "log_format" && prefixed && isApache:
+		return fmt.Sprintf("; %s is a candidate: give it in a list (log_format: [%[1]s]), or as the one format apache_log_format: %s", text, apache)
+	case key == "apache_log_format" && prefixed && isApache:
+		return "; write " + apache
+	}
+	return ""
 }
 
 // refuse notes that a log format of the input being decoded is refused: a rule that reads

@@ -215,3 +215,29 @@ func TestPastedFormatWarnings(t *testing.T) {
 		})
 	}
 }
+
+// TestPresetMistakes: a preset given where it is not one (a candidate's name as the one
+// format, auto in a list, Apache's prefix under apache_log_format) is an error that says
+// where it is one, as the user who wrote it took it for a preset.
+func TestPresetMistakes(t *testing.T) {
+	for _, c := range []struct{ name, input, want string }{
+		{"json alone", "log_format: json",
+			`c.yaml:1: input "web": log_format: "json" is not a preset (combined, combined_request_time, combined_upstream_time, main, main_request_time, main_upstream_time, upstreaminfo), nor a format string (which has variables); ` +
+				`json is a candidate: give it in a list (log_format: [json]), or read the JSON lines by fields: (format: json)`},
+		{"an Apache candidate alone", "log_format: apache_combined",
+			`c.yaml:1: input "web": log_format: "apache_combined" is not a preset (combined, combined_request_time, combined_upstream_time, main, main_request_time, main_upstream_time, upstreaminfo), nor a format string (which has variables); ` +
+				`apache_combined is a candidate: give it in a list (log_format: [apache_combined]), or as the one format apache_log_format: combined`},
+		{"Apache's prefix", "apache_log_format: apache_common",
+			`c.yaml:1: input "web": apache_log_format: "apache_common" is not a preset (combined, common), nor a format string (which has variables); write common`},
+		{"auto in a list", "log_format: [combined, auto]",
+			`c.yaml:1: input "web": log_format: "auto" is not a preset (upstreaminfo, main_upstream_time, main_request_time, main, combined_upstream_time, combined_request_time, combined, json, apache_combined, apache_common), nor a format string (which has variables); ` +
+				`auto is a list of candidates itself: give log_format: auto, not in a list`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := Parse([]byte("inputs: [{name: web, path: /a, "+c.input+"}]\nrules:\n  - {name: r, inputs: [web]}\n"), "c.yaml")
+			if err == nil || err.Error() != c.want {
+				t.Errorf("got:\n%v\nwant:\n%s", err, c.want)
+			}
+		})
+	}
+}
