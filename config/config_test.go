@@ -164,6 +164,9 @@ func TestBadConfigs(t *testing.T) {
 		"syntax.yaml": {
 			`:4: not valid YAML: did not find expected '-' indicator`,
 		},
+		"tab_indent.yaml": {
+			`:3: not valid YAML: found character that cannot start any token; the line is indented with a tab, and YAML indents with spaces only`,
+		},
 		"multi_document.yaml": {
 			`:4: the file holds more than one YAML document (a --- separator); put everything in one`,
 		},
