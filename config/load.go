@@ -411,8 +411,13 @@ func (d *decoder) windows(e entry, subject string) ([]time.Duration, []string, b
 			return nil, nil, false
 		}
 	}
-	for _, w := range ws {
-		if err := windows.CheckWindow(w); err != nil {
+	for i, w := range ws {
+		err := windows.CheckWindow(w)
+		if we := (*windows.WindowError)(nil); errors.As(err, &we) {
+			// The window as written: 400d, not the 9600h0m0s Go would write.
+			d.add(e.key.Line, subject, "windows: %s: %s", names[i], we.Reason)
+			return nil, nil, false
+		} else if err != nil {
 			d.add(e.key.Line, subject, "windows: %s", err)
 			return nil, nil, false
 		}
