@@ -134,7 +134,7 @@ func (d *decoder) formatError(e entry, subject, key, text string, presets []stri
 		d.add(e.key.Line, subject, "%s: %s", key, err)
 		return
 	}
-	if !strings.ContainsAny(text, "$%") && !logformat.IsDirective(strings.TrimSpace(text)) {
+	if !strings.ContainsAny(text, "$%") && !logformat.IsDirective(strings.TrimSpace(text)) && !logformat.IsAccessLog(text) {
 		text = strings.TrimSpace(text)
 		d.add(e.key.Line, subject, "%s: %q is not a preset (%s)%s, nor a format string (which has variables)%s", key, text, strings.Join(presets, ", "), suggest(text, presets), presetHint(key, text))
 		return
