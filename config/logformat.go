@@ -109,7 +109,7 @@ func (d *decoder) pasted(e entry, subject, text string, f *logformat.Format) {
 		return
 	}
 	d.warned = append(d.warned, Problem{Line: e.key.Line, Subject: subject, Msg: fmt.Sprintf(
-		"log_format: the format %s, as nginx.conf writes around a format and none of its lines has: no line will fit it; "+
+		"log_format: the format %s, as nginx.conf writes around a format: pasted from there, it fits no line nginx writes; "+
 			"give the directive whole (log_format NAME '...';), or only the text between its quotes", strings.Join(signs, " and "))})
 }
 
