@@ -164,12 +164,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 	if *dashboardOut {
-		out, err := dashboard.New(cfg, dashboard.Options{})
-		if err != nil {
-			fmt.Fprintln(stderr, err)
+		// A dashboard cut short (a full disk, a closed pipe) is an error, not a success.
+		if err := dashboard.Write(stdout, cfg, dashboard.Options{}); err != nil {
+			fmt.Fprintf(stderr, "writing the dashboard: %v\n", err)
 			return 1
 		}
-		_, _ = stdout.Write(out)
 		return 0
 	}
 	for _, size := range []struct {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"flag"
 	"io/fs"
 	"math"
@@ -141,12 +142,24 @@ func TestDashboardFlag(t *testing.T) {
 		t.Errorf("--dashboard printed %d bytes, not the dashboard of example-rules.yaml", stdout.Len())
 	}
 
+	// A dashboard cut short is an error: exit 0 would leave a truncated file as if whole.
+	stderr.Reset()
+	full := failingWriter{}
+	if code := run([]string{"--dashboard", "--config.file=example-rules.yaml"}, full, &stderr); code != 1 || !strings.Contains(stderr.String(), "writing the dashboard: no space left on device") {
+		t.Errorf("a stdout that fails: exit %d, stderr %q; want 1 and the error", code, stderr.String())
+	}
+
 	stdout.Reset()
 	stderr.Reset()
 	if code := run([]string{"--dashboard", "--config.file=testdata/missing.yaml"}, &stdout, &stderr); code != 1 || stdout.Len() > 0 || !strings.Contains(stderr.String(), "missing.yaml") {
 		t.Errorf("missing rule file: exit %d, stdout %d bytes, stderr %q; want 1, nothing, the error", code, stdout.Len(), stderr.String())
 	}
 }
+
+// failingWriter fails every write, as a full disk does.
+type failingWriter struct{}
+
+func (failingWriter) Write([]byte) (int, error) { return 0, errors.New("no space left on device") }
 
 func TestFillStamp(t *testing.T) {
 	vcs := func(kv ...string) []debug.BuildSetting {

@@ -164,6 +164,9 @@ func TestBadConfigs(t *testing.T) {
 		"syntax.yaml": {
 			`:4: not valid YAML: did not find expected '-' indicator`,
 		},
+		"tab_indent.yaml": {
+			`:3: not valid YAML: found character that cannot start any token; the line is indented with a tab, and YAML indents with spaces only`,
+		},
 		"multi_document.yaml": {
 			`:4: the file holds more than one YAML document (a --- separator); put everything in one`,
 		},
@@ -191,8 +194,8 @@ func TestBadConfigs(t *testing.T) {
 		},
 		"durations.yaml": {
 			`:2: global: windows: "5 minutes" is not a duration (write e.g. 30s, 5m, 1h, 1d)`,
-			`:6: rule "a": windows: window 500ms: shorter than 1s`,
-			`:9: rule "b": windows: window 9600h0m0s: longer than the longest supported window (366 days)`,
+			`:6: rule "a": windows: 500ms: shorter than 1s`,
+			`:9: rule "b": windows: 400d: longer than the longest supported window (366 days)`,
 			`:12: rule "c": windows: 1m and 60s are the same window; list it once`,
 			`:15: rule "d": windows: the list is empty; give at least one window (e.g. [1m, 5m])`,
 		},
@@ -229,6 +232,21 @@ func TestBadConfigs(t *testing.T) {
 			`:8: rule "logwindow_lines": name: names starting with logwindow_ are reserved for the exporter's own metrics`,
 			`:10: rule "go_things": name: names starting with go_ are reserved for the exporter's own metrics`,
 			`:12: rule #6: name: is missing; give the metric base name (e.g. nginx_http_requests)`,
+		},
+		"aliased_rules.yaml": {
+			`:9: rule "b": match: invalid regex: missing closing ) in ` + "`x(`",
+			`:10: rule "a": name: another rule has this name (line 5)`,
+			`:11: rule "b": name: another rule has this name (line 8)`,
+		},
+		"tags.yaml": {
+			`:4: input #1: path: tag !ENV: a rule file's values are plain YAML, whose tags are !!str, !!int, !!float, !!bool, !!null, !!seq and !!map; ` +
+				`no tag includes a file, reads the environment or decodes (!!binary): write the value itself`,
+			`:7: rule "a": match: tag !!binary: a rule file's values are plain YAML, whose tags are !!str, !!int, !!float, !!bool, !!null, !!seq and !!map; ` +
+				`no tag includes a file, reads the environment or decodes (!!binary): write the value itself`,
+			`:8: rule "a": help: tag !include: a rule file's values are plain YAML, whose tags are !!str, !!int, !!float, !!bool, !!null, !!seq and !!map; ` +
+				`no tag includes a file, reads the environment or decodes (!!binary): write the value itself`,
+			`:9: rule "a": windows: tag !ENV: a rule file's values are plain YAML, whose tags are !!str, !!int, !!float, !!bool, !!null, !!seq and !!map; ` +
+				`no tag includes a file, reads the environment or decodes (!!binary): write the value itself`,
 		},
 		"collisions.yaml": {
 			`:4: rule "a_window": name: clashes with rule "a" (line 2) over the metric name a_window`,

@@ -56,6 +56,9 @@ type problems struct {
 	dropped int
 	// suggested is the work spent on suggestions (suggest), in cells of editDistance.
 	suggested int
+	// listed are the problems in list: a part of the file decoded more than once (a rule
+	// repeated by an alias, - *anchor) finds its mistakes again, which are reported once.
+	listed map[Problem]bool
 }
 
 // maxProblems bounds the problems reported of one file: a file of thousands of mistakes
@@ -67,7 +70,15 @@ func (ps *problems) add(line int, subject, format string, args ...any) {
 		ps.dropped++
 		return
 	}
-	ps.list = append(ps.list, Problem{Line: line, Subject: subject, Msg: fmt.Sprintf(format, args...)})
+	p := Problem{Line: line, Subject: subject, Msg: fmt.Sprintf(format, args...)}
+	if ps.listed[p] {
+		return
+	}
+	if ps.listed == nil {
+		ps.listed = map[Problem]bool{}
+	}
+	ps.listed[p] = true
+	ps.list = append(ps.list, p)
 }
 
 // full reports whether maxProblems are found: a check may skip wording another.

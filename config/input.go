@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -258,6 +259,29 @@ func (d *decoder) path(path string, line int, subject string, sources map[string
 		d.add(line, subject, "path: %q is already followed by the input on line %d (its lines would count twice)", path, first)
 	}
 	sources[path] = line
+	d.shellPath(path, line, subject)
+}
+
+// shellVariable is a shell's $NAME or ${NAME}.
+var shellVariable = regexp.MustCompile(`\$\{?[A-Za-z_][A-Za-z0-9_]*\}?`)
+
+// shellPath warns of a path written as a shell, or a tool with recursive globs, reads it:
+// the glob matches another file or none, which only the warning that it matches no file
+// yet would tell. They are names a file may have, so it is no error.
+func (d *decoder) shellPath(path string, line int, subject string) {
+	warn := func(format string, args ...any) {
+		d.warned = append(d.warned, Problem{Line: line, Subject: subject, Msg: fmt.Sprintf(format, args...)})
+	}
+	if strings.HasPrefix(path, "~") {
+		warn("path: %q starts with ~, which a shell expands and a glob does not: give the home directory's path", path)
+	}
+	if v := shellVariable.FindString(path); v != "" {
+		warn("path: %q holds %s, which a shell expands and a glob does not: the rule file reads no environment variable; give the path itself", path, v)
+	}
+	if strings.Contains(path, "**") {
+		warn("path: %q holds **, which a glob reads as *: it matches the names of one directory level, not of any number of them; give each level (%s)",
+			path, strings.ReplaceAll(path, "**", "*"))
+	}
 }
 
 // syslogInput decodes the keys of a syslog input.

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"reflect"
 	"slices"
 	"strings"
@@ -135,6 +136,33 @@ func TestInputLabelsDiffer(t *testing.T) {
 			}
 			if got != tc.want {
 				t.Errorf("got:\n%s\nwant:\n%s", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestShellPathWarnings: a path written as a shell or another tool reads it (~, $VAR,
+// ** for any depth) is a glob here that matches something else, or nothing, where the
+// only word said was that it matches no file yet: each is warned of at the path's line.
+func TestShellPathWarnings(t *testing.T) {
+	for _, c := range []struct{ path, want string }{
+		{"/var/log/nginx/*.log", ""},
+		{"~/logs/access.log", `c.yaml:1: warning: input #1: path: "~/logs/access.log" starts with ~, which a shell expands and a glob does not: give the home directory's path`},
+		{"/var/log/$HOSTNAME/access.log", `c.yaml:1: warning: input #1: path: "/var/log/$HOSTNAME/access.log" holds $HOSTNAME, which a shell expands and a glob does not: the rule file reads no environment variable; give the path itself`},
+		{"/logs/${POD}/*.log", `c.yaml:1: warning: input #1: path: "/logs/${POD}/*.log" holds ${POD}, which a shell expands`},
+		{"/var/log/**/*.log", `c.yaml:1: warning: input #1: path: "/var/log/**/*.log" holds **, which a glob reads as *: it matches the names of one directory level, not of any number of them; give each level (/var/log/*/*.log)`},
+	} {
+		t.Run(c.path, func(t *testing.T) {
+			cfg, err := Parse([]byte(fmt.Sprintf("inputs: [{path: '%s'}]\nrules:\n  - {name: r, match: x}\n", c.path)), "c.yaml")
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := Warnings(cfg)
+			switch {
+			case c.want == "" && len(got) > 0:
+				t.Errorf("warnings %q, want none", got)
+			case c.want != "" && (len(got) != 1 || !strings.HasPrefix(got[0], c.want)):
+				t.Errorf("warnings %q, want one starting %q", got, c.want)
 			}
 		})
 	}

@@ -198,7 +198,29 @@ func (d *decoder) yamlError(data []byte, err error) {
 	if at := firstFailingLine(data, msg); at > 0 {
 		line = at
 	}
+	if !strings.Contains(msg, "tab") && tabIndented(data, line) {
+		// yaml.v3 words a tab where the indentation is as a character it cannot read.
+		msg += "; the line is indented with a tab, and YAML indents with spaces only"
+	}
 	d.add(line, "", "not valid YAML: %s", msg)
+}
+
+// tabIndented says whether line n (from 1) of data has a tab in its indentation, the
+// spaces and list dashes before its first other character.
+func tabIndented(data []byte, n int) bool {
+	if n < 1 {
+		return false
+	}
+	for range n - 1 {
+		nl := bytes.IndexByte(data, '\n')
+		if nl < 0 {
+			return false
+		}
+		data = data[nl+1:]
+	}
+	text, _, _ := bytes.Cut(data, []byte("\n"))
+	indent := text[:len(text)-len(bytes.TrimLeft(text, " \t-"))]
+	return bytes.IndexByte(indent, '\t') >= 0
 }
 
 func splitYAMLError(err error) (int, string) {
@@ -389,8 +411,13 @@ func (d *decoder) windows(e entry, subject string) ([]time.Duration, []string, b
 			return nil, nil, false
 		}
 	}
-	for _, w := range ws {
-		if err := windows.CheckWindow(w); err != nil {
+	for i, w := range ws {
+		err := windows.CheckWindow(w)
+		if we := (*windows.WindowError)(nil); errors.As(err, &we) {
+			// The window as written: 400d, not the 9600h0m0s Go would write.
+			d.add(e.key.Line, subject, "windows: %s: %s", names[i], we.Reason)
+			return nil, nil, false
+		} else if err != nil {
 			d.add(e.key.Line, subject, "windows: %s", err)
 			return nil, nil, false
 		}

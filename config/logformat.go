@@ -52,6 +52,7 @@ func (d *decoder) logFormat(entries []entry, subject string, in *Input) {
 			f, err := logformat.ParseNginxValue(text, esc, declared)
 			d.formatError(nginx, subject, "log_format", text, presets, err)
 			d.unquoted(nginx, subject, f)
+			d.pasted(nginx, subject, text, f)
 			in.LogFormat = f
 		}
 	case hasApache:
@@ -79,6 +80,39 @@ func (d *decoder) unquoted(e entry, subject string, f *logformat.Format) {
 		strings.Join(f.Unquoted, ", "), f.Unquoted[0])})
 }
 
+// leadingName is a format's name before the quote of its first piece, as the log_format
+// directive has it.
+var leadingName = regexp.MustCompile(`^([A-Za-z_][A-Za-z0-9_]*)[ \t]+['"]`)
+
+// pasted warns of a format string f, given as text, that holds what nginx.conf writes
+// around a format: the quote its pieces start with, the ';' that ends the directive, the
+// format's name before them. nginx writes none of it in a line, so no line would fit, and
+// --config.check without --sample would say OK. A format may hold such text, so it is a
+// warning; a directive given whole is parsed as nginx does and has none left.
+func (d *decoder) pasted(e entry, subject, text string, f *logformat.Format) {
+	text = strings.TrimSpace(text)
+	if f == nil || f.Directive != "" || text == "" {
+		return
+	}
+	var signs []string
+	if m := leadingName.FindStringSubmatch(text); m != nil {
+		signs = append(signs, fmt.Sprintf("starts with a name (%s) and a quote", m[1]))
+	} else if text[0] == '\'' || text[0] == '"' && strings.Count(text, `"`)%2 == 1 {
+		// A format may start with the quote of a quoted field ("$request" ...), whose
+		// closing quote the format has too.
+		signs = append(signs, "starts with a quote")
+	}
+	if strings.HasSuffix(text, ";") {
+		signs = append(signs, "ends with ';'")
+	}
+	if len(signs) == 0 {
+		return
+	}
+	d.warned = append(d.warned, Problem{Line: e.key.Line, Subject: subject, Msg: fmt.Sprintf(
+		"log_format: the format %s, as nginx.conf writes around a format: pasted from there, it fits no line nginx writes; "+
+			"give the directive whole (log_format NAME '...';), or only the text between its quotes", strings.Join(signs, " and "))})
+}
+
 // formatText reads the text of a log format key.
 func (d *decoder) formatText(e entry, subject, key string, presets []string) (string, bool) {
 	text, ok := d.scalar(e, subject, key)
@@ -100,12 +134,31 @@ func (d *decoder) formatError(e entry, subject, key, text string, presets []stri
 		d.add(e.key.Line, subject, "%s: %s", key, err)
 		return
 	}
-	if !strings.ContainsAny(text, "$%") && !logformat.IsDirective(strings.TrimSpace(text)) {
+	if !strings.ContainsAny(text, "$%") && !logformat.IsDirective(strings.TrimSpace(text)) && !logformat.IsAccessLog(text) {
 		text = strings.TrimSpace(text)
-		d.add(e.key.Line, subject, "%s: %q is not a preset (%s)%s, nor a format string (which has variables)", key, text, strings.Join(presets, ", "), suggest(text, presets))
+		d.add(e.key.Line, subject, "%s: %q is not a preset (%s)%s, nor a format string (which has variables)%s", key, text, strings.Join(presets, ", "), suggest(text, presets), presetHint(key, text))
 		return
 	}
 	d.add(blockLine(e, text, fe.Offset), subject, "%s: %s, in %s", key, fe.Msg, pointAt(text, fe.Offset))
+}
+
+// presetHint says where text, taken for a preset of key where it is none, is one: the
+// names a list of candidates has (auto itself, json, Apache's presets with their prefix)
+// are not those of one format; "" when it is none anywhere.
+func presetHint(key, text string) string {
+	apache, prefixed := strings.CutPrefix(text, "apache_")
+	_, isApache := logformat.ApachePresets[apache]
+	switch {
+	case key == "log_format" && text == LogFormatAuto:
+		return "; auto is a list of candidates itself: give log_format: auto, not in a list"
+	case key == "log_format" && text == logformat.JSONObject:
+		return "; json is a candidate: give it in a list (log_format: [json]), or read the JSON lines by fields: (format: json)"
+	case key == "log_format" && prefixed && isApache:
+		return fmt.Sprintf("; %s is a candidate: give it in a list (log_format: [%[1]s]), or as the one format apache_log_format: %s", text, apache)
+	case key == "apache_log_format" && prefixed && isApache:
+		return "; write " + apache
+	}
+	return ""
 }
 
 // refuse notes that a log format of the input being decoded is refused: a rule that reads

@@ -63,6 +63,21 @@ func TestLogFormatDirectiveErrors(t *testing.T) {
       log_format main '$remote_addr [$time_local] '
                       '"$request" $status;
 `, `f.yaml:7: input "web": log_format: the ' opened here is not closed`},
+		{"the access_log directive", `
+  - {name: web, path: /a, log_format: "access_log /var/log/nginx/access.log main;"}
+`, `f.yaml:2: input "web": log_format: this is nginx's access_log directive, which names the format its log is written in (access_log PATH NAME): give the log_format directive of that name, in "⟨here⟩access_log /var/log/nginx/access.log mai…"`},
+		{"the access_log directive with a variable", `
+  - {name: web, path: /a, log_format: "access_log /var/log/nginx/access.log main if=$loggable;"}
+`, `f.yaml:2: input "web": log_format: this is nginx's access_log directive, which names the format its log is written in (access_log PATH NAME): give the log_format directive of that name, in "⟨here⟩access_log /var/log/nginx/access.log mai…"`},
+		{"the access_log directive among candidates", `
+  - {name: web, path: /a, log_format: [combined, "access_log /var/log/nginx/access.log main;"]}
+`, `f.yaml:2: input "web": log_format: this is nginx's access_log directive`},
+		{"Apache's LogFormat directive", `
+  - {name: web, path: /a, apache_log_format: 'LogFormat "%h %l %u %t \"%r\" %>s %b" common'}
+`, `f.yaml:2: input "web": apache_log_format: this is Apache's LogFormat directive, which names a format: give only its format string, the text between its quotes, in "⟨here⟩LogFormat \"%h %l %u %t \\\"%r\\\" %>s %b\" co…"`},
+		{"Apache's LogFormat directive among candidates", `
+  - {name: web, path: /a, log_format: [combined, 'LogFormat "%h %l %u %t \"%r\" %>s %b" common']}
+`, `f.yaml:2: input "web": log_format: this is Apache's LogFormat directive`},
 		{"only space", `
   - name: web
     path: /a

@@ -171,3 +171,73 @@ func TestLogFormatRefusedUnnamedInput(t *testing.T) {
 		})
 	}
 }
+
+// TestPastedFormatWarnings: a format string that holds what nginx.conf writes around a
+// format (the quotes of its pieces, the ';' that ends the directive, the format's name)
+// loads, as nginx could write such text, but no line of the server's has it: it is warned
+// of, at the format's line, where --config.check without --sample said OK and every line
+// went unmatched. A directive given whole, and a format as nginx writes it, are not.
+func TestPastedFormatWarnings(t *testing.T) {
+	const combined = `$remote_addr - $remote_user [$time_local] \"$request\" $status $body_bytes_sent`
+	for _, c := range []struct {
+		name, format string
+		want         string // "" for no warning
+	}{
+		{"the format", `"` + combined + `"`, ""},
+		{"the directive", `"log_format main '` + combined + `';"`, ""},
+		{"a ';' inside", `"$status;$request_time"`, ""},
+		{"with the directive's ;", `"` + combined + `;"`,
+			`c.yaml:1: warning: input "web": log_format: the format ends with ';', as nginx.conf writes around a format: pasted from there, it fits no line nginx writes; give the directive whole (log_format NAME '...';), or only the text between its quotes`},
+		{"in its quotes", `"'` + combined + `'"`,
+			`c.yaml:1: warning: input "web": log_format: the format starts with a quote, as nginx.conf writes around a format: pasted from there`},
+		{"in its quotes, with the ;", `"'` + combined + `';"`,
+			`c.yaml:1: warning: input "web": log_format: the format starts with a quote and ends with ';', as nginx.conf writes around a format`},
+		{"the pieces of a directive on one line", `"'$remote_addr [$time_local] ' '$status';"`,
+			`c.yaml:1: warning: input "web": log_format: the format starts with a quote and ends with ';'`},
+		{"the directive without its keyword", `"main '` + combined + `';"`,
+			`c.yaml:1: warning: input "web": log_format: the format starts with a name (main) and a quote and ends with ';'`},
+		{"among candidates", `[combined, "` + combined + `;"]`,
+			`c.yaml:1: warning: input "web": log_format: the format ends with ';'`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			text := fmt.Sprintf("inputs: [{name: web, path: /a, log_format: %s}]\nrules:\n  - {name: r, labels: {s: '${status}'}}\n", c.format)
+			cfg, err := Parse([]byte(text), "c.yaml")
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := Warnings(cfg)
+			switch {
+			case c.want == "" && len(got) > 0:
+				t.Errorf("warnings %q, want none", got)
+			case c.want != "" && (len(got) != 1 || !strings.HasPrefix(got[0], c.want)):
+				t.Errorf("warnings %q, want one starting %q", got, c.want)
+			}
+		})
+	}
+}
+
+// TestPresetMistakes: a preset given where it is not one (a candidate's name as the one
+// format, auto in a list, Apache's prefix under apache_log_format) is an error that says
+// where it is one, as the user who wrote it took it for a preset.
+func TestPresetMistakes(t *testing.T) {
+	for _, c := range []struct{ name, input, want string }{
+		{"json alone", "log_format: json",
+			`c.yaml:1: input "web": log_format: "json" is not a preset (combined, combined_request_time, combined_upstream_time, main, main_request_time, main_upstream_time, upstreaminfo), nor a format string (which has variables); ` +
+				`json is a candidate: give it in a list (log_format: [json]), or read the JSON lines by fields: (format: json)`},
+		{"an Apache candidate alone", "log_format: apache_combined",
+			`c.yaml:1: input "web": log_format: "apache_combined" is not a preset (combined, combined_request_time, combined_upstream_time, main, main_request_time, main_upstream_time, upstreaminfo), nor a format string (which has variables); ` +
+				`apache_combined is a candidate: give it in a list (log_format: [apache_combined]), or as the one format apache_log_format: combined`},
+		{"Apache's prefix", "apache_log_format: apache_common",
+			`c.yaml:1: input "web": apache_log_format: "apache_common" is not a preset (combined, common), nor a format string (which has variables); write common`},
+		{"auto in a list", "log_format: [combined, auto]",
+			`c.yaml:1: input "web": log_format: "auto" is not a preset (upstreaminfo, main_upstream_time, main_request_time, main, combined_upstream_time, combined_request_time, combined, json, apache_combined, apache_common), nor a format string (which has variables); ` +
+				`auto is a list of candidates itself: give log_format: auto, not in a list`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := Parse([]byte("inputs: [{name: web, path: /a, "+c.input+"}]\nrules:\n  - {name: r, inputs: [web]}\n"), "c.yaml")
+			if err == nil || err.Error() != c.want {
+				t.Errorf("got:\n%v\nwant:\n%s", err, c.want)
+			}
+		})
+	}
+}

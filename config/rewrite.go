@@ -211,7 +211,8 @@ func groupList(re *regexp.Regexp) string {
 // replacement goes between every two characters ('z*' turns "ab" into "-a-b-"); a
 // capture that only a JSON object candidate gives (objectOnly); a variable of a JSON
 // template without quotes that nginx may write as no JSON value (logformat.Format.Unquoted);
-// and bucket bounds below 0, whose buckets no value reaches.
+// a format string holding what nginx.conf writes around a format (pasted); and bucket
+// bounds below 0, whose buckets no value reaches.
 func Warnings(c *Config) []string {
 	var out []string
 	for _, p := range c.warned {

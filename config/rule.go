@@ -276,6 +276,11 @@ func (d *decoder) rule(n *yaml.Node, index int, g Global, inputNames map[string]
 	case nameOK:
 		d.add(r.Line, rd.subject, "name: is missing; give the metric base name (e.g. nginx_http_requests)")
 	}
+	if n.Kind == yaml.AliasNode {
+		// A rule repeated by an alias (- *anchor) is where the alias stands: the lines of its
+		// keys are the anchored rule's, which the duplicate's error would name as its own.
+		r.Line = n.Line
+	}
 	d.known(entries, rd.subject, "", ruleKeys...)
 
 	// The inputs come first: a rule with neither match: nor fields: reads their log format.

@@ -149,10 +149,30 @@ func (d *decoder) scalar(e entry, subject, what string) (string, bool) {
 		d.add(e.key.Line, subject, "%smust be a single value, not %s", at(what), kindName(v))
 		return "", false
 	}
+	if d.foreignTag(v, e.key.Line, subject, what) {
+		return "", false
+	}
 	if isNull(v) {
 		return "", true
 	}
 	return v.Value, true
+}
+
+// coreTags are the tags a value may be given: those of plain YAML's own types, which say
+// what its text would be read as anyway.
+var coreTags = []string{"!!str", "!!int", "!!float", "!!bool", "!!null", "!!seq", "!!map"}
+
+// foreignTag reports, at line, a value given a tag other than the core ones: a tool's
+// !include or !ENV, or !!binary, which a dump of bytes writes, would be taken for the
+// text written after it (a regex of base64, a path of "${LOG_PATH}"), with no word said.
+func (d *decoder) foreignTag(v *yaml.Node, line int, subject, what string) bool {
+	if v.Style&yaml.TaggedStyle == 0 || slices.Contains(coreTags, v.ShortTag()) {
+		return false
+	}
+	d.add(line, subject, "%stag %s: a rule file's values are plain YAML, whose tags are %s and %s; "+
+		"no tag includes a file, reads the environment or decodes (!!binary): write the value itself",
+		at(what), v.ShortTag(), strings.Join(coreTags[:len(coreTags)-1], ", "), coreTags[len(coreTags)-1])
+	return true
 }
 
 // list returns the texts of a list of single values.
@@ -168,6 +188,10 @@ func (d *decoder) list(e entry, subject, what string) ([]string, bool) {
 		it := resolve(item)
 		if it.Kind != yaml.ScalarNode || isNull(it) {
 			d.add(item.Line, subject, "%seach item must be a single value, not %s", at(what), kindName(it))
+			ok = false
+			continue
+		}
+		if d.foreignTag(it, item.Line, subject, what) {
 			ok = false
 			continue
 		}

@@ -148,10 +148,18 @@ var valueGrid = grid{{1, 300}, {60, 300 * 60}, {3600, 300 * 3600}, {86400, math.
 // beyond 300 hours, by days.
 var summaryGrid = grid{{10, 300}, {60, 3600}, {3600, 300 * 3600}, {86400, math.MaxInt64}}
 
-// windowError names the window NewLayout rejected and why, for a message at config load:
-// "window 1.5s: not a whole number of seconds".
+// WindowError is a window NewLayout rejects and why, for a message at config load:
+// "window 1.5s: not a whole number of seconds". A caller that has the window as its user
+// wrote it (1500ms) words its own message with Reason.
+type WindowError struct {
+	Window time.Duration
+	Reason string
+}
+
+func (e *WindowError) Error() string { return fmt.Sprintf("window %v: %s", e.Window, e.Reason) }
+
 func windowError(w time.Duration, reason string) error {
-	return fmt.Errorf("window %v: %s", w, reason)
+	return &WindowError{Window: w, Reason: reason}
 }
 
 // Summary is what a slot of a summary wheel holds: a mergeable digest of the events added

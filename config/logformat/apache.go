@@ -20,6 +20,10 @@ func ParseApache(text string) (*Format, error) {
 	// A format given in a YAML block (apache_log_format: |) ends with the block's line
 	// break, which is not the format's: no line of a log has one.
 	text = strings.TrimRight(text, "\r\n")
+	if rest, ok := strings.CutPrefix(strings.TrimLeft(text, " \t"), "LogFormat"); ok && rest != "" && (rest[0] == ' ' || rest[0] == '\t') {
+		// Its format, in quotes with a name after it, would fit no line.
+		return nil, &Error{len(text) - len(strings.TrimLeft(text, " \t")), "this is Apache's LogFormat directive, which names a format: give only its format string, the text between its quotes"}
+	}
 	f := &Format{Server: Apache, Text: text, Escape: EscapeApache}
 	if preset, ok := ApachePresets[text]; ok {
 		f.Preset, f.Text = text, preset

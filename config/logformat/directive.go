@@ -26,6 +26,9 @@ const directiveKeyword = "log_format"
 //
 // An error is an *Error whose offset is into value.
 func ParseNginxValue(value string, esc Escape, declared bool) (*Format, error) {
+	if IsAccessLog(value) {
+		return nil, &Error{len(value) - len(skipComments(value)), "this is nginx's access_log directive, which names the format its log is written in (access_log PATH NAME): give the log_format directive of that name"}
+	}
 	trimmed := strings.TrimSpace(value)
 	lead := strings.Index(value, trimmed)
 	if !IsDirective(trimmed) {
@@ -56,6 +59,14 @@ func ParseNginxValue(value string, esc Escape, declared bool) (*Format, error) {
 // name).
 func IsDirective(s string) bool {
 	rest, ok := strings.CutPrefix(skipComments(s), directiveKeyword)
+	return ok && rest != "" && strings.IndexByte(" \t\r\n", rest[0]) >= 0
+}
+
+// IsAccessLog reports whether a log_format: value is nginx's access_log directive, pasted
+// from the line beside the log_format one: it names a format, and as a format string
+// itself would fit no line.
+func IsAccessLog(s string) bool {
+	rest, ok := strings.CutPrefix(skipComments(s), "access_log")
 	return ok && rest != "" && strings.IndexByte(" \t\r\n", rest[0]) >= 0
 }
 

@@ -35,8 +35,10 @@ type Options struct {
 	Settle time.Duration
 	// Poll is how long after the last check the file is read again even without events:
 	// inotify may be unavailable (its limits reached) or miss a change on some filesystems.
-	// A poll that reads a half-written file loads (or refuses) it, and the event of the
-	// rest of the write reloads the complete file after Settle.
+	// A change a poll finds is reloaded once a read Settle later finds the same: a poll
+	// may read the file in the middle of a save that truncates it and then writes it, and
+	// without events to wait for, a half-written file would be loaded and refused, a
+	// failed reload reported for a file that is fine.
 	Poll time.Duration
 	// After is the clock: time.After in the program, a fake in tests.
 	After func(time.Duration) <-chan time.Time
@@ -105,6 +107,10 @@ func (w *Watcher) loop(ctx context.Context, opts Options, events <-chan fsnotify
 	w.entries = dependsOn(w.path)
 	poll := opts.After(opts.Poll)
 	var settle <-chan time.Time // nil while no event waits
+	// confirm is set while a change a poll found waits for its second read; pending is
+	// what that poll read.
+	var confirm <-chan time.Time
+	var pending reading
 	for {
 		select {
 		case <-ctx.Done():
@@ -119,11 +125,23 @@ func (w *Watcher) loop(ctx context.Context, opts Options, events <-chan fsnotify
 		case err := <-errs:
 			opts.Logger.Warn("watching the rule file", "path", w.path, "err", err)
 		case <-settle:
-			settle = nil
-			w.check(opts)
+			settle, confirm = nil, nil
+			w.apply(opts, w.read())
 			poll = opts.After(opts.Poll)
 		case <-poll:
-			w.check(opts)
+			if r := w.read(); w.changed(r) {
+				pending, confirm = r, opts.After(opts.Settle)
+			}
+			poll = opts.After(opts.Poll)
+		case <-confirm:
+			confirm = nil
+			r := w.read()
+			if w.changed(r) && !r.same(pending) {
+				// Still being written: read again once it has stayed the same.
+				pending, confirm = r, opts.After(opts.Settle)
+				continue
+			}
+			w.apply(opts, r)
 			poll = opts.After(opts.Poll)
 		}
 	}
@@ -188,7 +206,39 @@ func dependsOn(path string) map[string]bool {
 	return entries
 }
 
-// check reloads when the content differs from the last one seen. A refused reload is not
+// reading is what a check read of the file: the digest of its content, or why it could
+// not be read.
+type reading struct {
+	sum [sha256.Size]byte
+	err error
+}
+
+// same says whether two readings found the same: the same content, or no content.
+func (r reading) same(o reading) bool {
+	if r.err != nil || o.err != nil {
+		return r.err != nil && o.err != nil
+	}
+	return r.sum == o.sum
+}
+
+// read reads the file as a check does.
+func (w *Watcher) read() reading {
+	// A symlink out of the directory may have been retargeted, which makes no event here.
+	w.entries = dependsOn(w.path)
+	sum, err := digest(w.path)
+	return reading{sum, err}
+}
+
+// changed says whether apply would reload r: content other than the last loaded, or a
+// file that cannot be read where the last check read it.
+func (w *Watcher) changed(r reading) bool {
+	if r.err != nil {
+		return !w.unreadable
+	}
+	return w.unreadable || r.sum != w.last
+}
+
+// apply reloads when r differs from the content last seen. A refused reload is not
 // retried until the content changes again: the same bad file would only be refused again.
 //
 // A file that cannot be read (removed, a FIFO put in its place, its permissions changed)
@@ -197,23 +247,18 @@ func dependsOn(path string) map[string]bool {
 // running configuration stays. Later checks that find it unreadable still say nothing
 // more, and the first that reads it reloads it, the content last loaded too, which ends
 // the failure reported.
-func (w *Watcher) check(opts Options) {
-	// A symlink out of the directory may have been retargeted, which makes no event here.
-	w.entries = dependsOn(w.path)
-	sum, err := digest(w.path)
-	if err != nil {
-		if !w.unreadable {
-			w.unreadable, w.last = true, [sha256.Size]byte{}
-			opts.Logger.Info("the rule file cannot be read; reloading it to report that", "path", w.path, "err", err)
-			opts.Reload()
-		}
+func (w *Watcher) apply(opts Options, r reading) {
+	if !w.changed(r) {
+		return
+	}
+	if r.err != nil {
+		w.unreadable, w.last = true, [sha256.Size]byte{}
+		opts.Logger.Info("the rule file cannot be read; reloading it to report that", "path", w.path, "err", r.err)
+		opts.Reload()
 		return
 	}
 	w.unreadable = false
-	if sum == w.last {
-		return
-	}
 	opts.Logger.Info("the rule file changed on disk; reloading", "path", w.path)
-	w.last = sum
+	w.last = r.sum
 	opts.Reload()
 }

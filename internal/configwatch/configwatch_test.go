@@ -165,6 +165,34 @@ func (h *harness) fire(t *testing.T, d time.Duration) (string, bool) {
 	}
 }
 
+// fireOnce is fire for a watcher that hears no events: the timers of d are fired and the
+// check they trigger is waited for, but a quiet period it starts is not passed, which is
+// the test's to pass or not. A poll's check ends by asking for the next poll (after a
+// quiet period, if it found a change), and a quiet period's by asking for either.
+func (h *harness) fireOnce(t *testing.T, d time.Duration) (string, bool) {
+	t.Helper()
+	for len(h.clock.asked) > 0 {
+		<-h.clock.asked
+	}
+	h.clock.fire(d)
+	timeout := time.After(guard)
+	for {
+		select {
+		case asked := <-h.clock.asked:
+			if d == settle || asked == poll {
+				select {
+				case got := <-h.reloads:
+					return got, true
+				default:
+					return "", false
+				}
+			}
+		case <-timeout:
+			t.Fatalf("no check after the %v timer fired", d)
+		}
+	}
+}
+
 // settleAndReload is settle for a change that must reload.
 func (h *harness) settleAndReload(t *testing.T) string {
 	t.Helper()
@@ -335,19 +363,69 @@ func TestReloadOnlyOnNewContent(t *testing.T) {
 	}
 }
 
-// TestPollFindsChange: the poll reloads a change on its own, and the events of that
-// change do not reload it a second time.
+// TestPollFindsChange: the poll finds a change on its own, with no event (inotify
+// unavailable, or the poll came first), and reloads it once a read a quiet period later
+// finds the same content; the events of that change do not reload it a second time.
 func TestPollFindsChange(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "rules.yaml")
 	write(t, path, "v1")
 	h := start(t, path)
 	write(t, path, "v2")
 	h.clock.waitAsked(t, settle) // the event is in, its quiet period has not passed
-	if got, ok := h.fire(t, poll); !ok || got != "v2" {
-		t.Fatalf("poll: reloaded %v, read %q; want a reload of v2", ok, got)
+	if got, ok := h.fire(t, poll); ok {
+		t.Fatalf("a poll reloaded %q at once, with no second read to tell a write in progress", got)
 	}
-	if got, ok := h.fire(t, settle); ok {
+	if got, ok := h.fire(t, settle); !ok || got != "v2" {
+		t.Fatalf("poll, then the quiet period: reloaded %v, read %q; want a reload of v2", ok, got)
+	}
+	// The events' quiet period passed with the second read, or passes now: either way the
+	// change is not reloaded again.
+	h.clock.fire(settle)
+	if got, ok := h.fire(t, poll); ok {
 		t.Fatalf("the settled events of the change polled already reloaded %q again", got)
+	}
+}
+
+// TestPollMidWrite: a poll that reads the file in the middle of a save that truncates it
+// and then writes it (an editor saving in place, a shell's >) reloads nothing until a read
+// a quiet period later finds the same content: the half-written file is not reloaded, and
+// so not reported as a failed reload, while a file that stays broken, or unreadable, still
+// is. The watcher hears no event here, as when inotify is unavailable.
+func TestPollMidWrite(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "rules.yaml")
+	write(t, path, "v1")
+	h := startRun(t, path, func(w *Watcher, ctx context.Context, o Options) error {
+		return w.loop(ctx, o, nil, nil)
+	})
+	steps := []struct {
+		name   string
+		change func()
+		fire   time.Duration
+		reload string // the start of what the reload read ("read error: ..."), "" for none
+	}{
+		{"truncated", func() { write(t, path, "") }, poll, ""},
+		{"half written", func() { write(t, path, "v") }, settle, ""},
+		{"written", func() { write(t, path, "v2") }, settle, ""},
+		{"read the same again", func() {}, settle, "v2"},
+		{"changed again", func() { write(t, path, "v") }, poll, ""},
+		{"back to the content loaded before the second read", func() { write(t, path, "v2") }, settle, ""},
+		{"a poll after", func() {}, poll, ""},
+		{"broken", func() { write(t, path, "bad") }, poll, ""},
+		{"still broken", func() {}, settle, "bad"},
+		{"removed", func() { _ = os.Remove(path) }, poll, ""},
+		{"still removed", func() {}, settle, "read error"},
+	}
+	for _, s := range steps {
+		s.change()
+		got, ok := h.fireOnce(t, s.fire)
+		switch {
+		case s.reload == "" && ok:
+			t.Fatalf("%s: reloaded %q", s.name, got)
+		case s.reload != "" && !ok:
+			t.Fatalf("%s: no reload, want one of %q", s.name, s.reload)
+		case s.reload != "" && !strings.HasPrefix(got, s.reload):
+			t.Fatalf("%s: reload read %q, want %q", s.name, got, s.reload)
+		}
 	}
 }
 

@@ -5,9 +5,12 @@
 package dashboard
 
 import (
+	"bufio"
+	"bytes"
 	"cmp"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
 	"path/filepath"
 	"regexp"
@@ -62,14 +65,26 @@ const (
 	windowScope = scope + `, window="$window"`
 )
 
-// New returns the dashboard JSON, indented, for cfg's rules.
+// New returns the dashboard JSON that Write writes.
 func New(cfg *config.Config, opts Options) ([]byte, error) {
-	opts = opts.defaults(cfg.File)
-	b := &builder{}
-	for _, r := range cfg.Rules {
-		b.rule(r)
+	var out bytes.Buffer
+	if err := Write(&out, cfg, opts); err != nil {
+		return nil, err
 	}
-	b.health(cfg)
+	return out.Bytes(), nil
+}
+
+// panelsSlot is where the panels go in the dashboard JSON indented without them: a line
+// no JSON string can hold, as it escapes a newline.
+const panelsSlot = "\n  \"panels\": null,\n"
+
+// Write writes the dashboard JSON, indented, for cfg's rules to w. The panels are built
+// and written a rule's row at a time: a rule's help heads each of its panels, so the
+// dashboard of a file of thousands of long helps is a thousand times larger than the file
+// (a gigabyte from 16 MiB), and held whole it took several times that in memory. Its
+// first error from w ends the writing.
+func Write(w io.Writer, cfg *config.Config, opts Options) error {
+	opts = opts.defaults(cfg.File)
 	d := dashboardJSON{
 		// The title is plain text to Grafana, which substitutes no variable in it and
 		// renders no Markdown: it is written as it is, where literal would show its
@@ -83,7 +98,6 @@ func New(cfg *config.Config, opts Options) ([]byte, error) {
 		Refresh:       "30s",
 		SchemaVersion: schemaVersion,
 		Time:          timeRange{From: "now-6h", To: "now"},
-		Panels:        b.panels,
 		Annotations: annotations{List: []annotation{{
 			BuiltIn: 1, Datasource: ref{Type: "grafana", UID: "-- Grafana --"}, Enable: true, Hide: true,
 			IconColor: "rgba(0, 211, 255, 1)", Name: "Annotations & Alerts", Type: "dashboard",
@@ -91,11 +105,52 @@ func New(cfg *config.Config, opts Options) ([]byte, error) {
 		Templating: templating{List: variables(cfg)},
 		Links:      []any{},
 	}
-	out, err := json.MarshalIndent(d, "", "  ")
+	frame, err := json.MarshalIndent(d, "", "  ")
 	if err != nil {
-		return nil, err
+		return err
 	}
-	return append(out, '\n'), nil
+	head, tail, ok := bytes.Cut(frame, []byte(panelsSlot))
+	if !ok {
+		return fmt.Errorf("dashboard: no panels in the dashboard's JSON")
+	}
+	out := bufio.NewWriter(w)
+	out.Write(head)
+	out.WriteString("\n  \"panels\": [")
+	b, written := &builder{}, false
+	// flush writes the panels built so far as the array's next items, indented as
+	// MarshalIndent indents them in the whole.
+	flush := func() error {
+		for _, p := range b.panels {
+			item, err := json.MarshalIndent(p, "    ", "  ")
+			if err != nil {
+				return err
+			}
+			if written {
+				out.WriteByte(',')
+			}
+			written = true
+			out.WriteString("\n    ")
+			if _, err := out.Write(item); err != nil {
+				return err
+			}
+		}
+		b.panels = b.panels[:0]
+		return nil
+	}
+	for _, r := range cfg.Rules {
+		b.rule(r)
+		if err := flush(); err != nil {
+			return err
+		}
+	}
+	b.health(cfg)
+	if err := flush(); err != nil {
+		return err
+	}
+	out.WriteString("\n  ],\n")
+	out.Write(tail)
+	out.WriteByte('\n')
+	return out.Flush()
 }
 
 // variables are the data source, the job and instance of the exporters, and the window,
@@ -159,7 +214,7 @@ func variables(cfg *config.Config) []variable {
 
 // builder lays panels out on Grafana's 24-column grid, row after row.
 type builder struct {
-	panels []panel
+	panels []panel // built and not yet written
 	id     int
 	x, y   int // where the next panel goes
 	rowH   int // height of the tallest panel in the current line
@@ -196,12 +251,21 @@ func (b *builder) add(p panel, w, h int) {
 	p.GridPos = gridPos{H: h, W: w, X: b.x, Y: b.y}
 	p.Datasource = &ref{Type: "prometheus", UID: "${datasource}"}
 	for i := range p.Targets {
-		p.Targets[i].RefID = string(rune('A' + i))
+		p.Targets[i].RefID = refID(i)
 		p.Targets[i].Datasource = p.Datasource
 	}
 	b.panels = append(b.panels, p)
 	b.x += w
 	b.rowH = max(b.rowH, h)
+}
+
+// refID names a panel's query i (from 0) as Grafana names them: A to Z, then AA, AB ...
+func refID(i int) string {
+	name := ""
+	for n := i + 1; n > 0; n = (n - 1) / 26 {
+		name = string(rune('A'+(n-1)%26)) + name
+	}
+	return name
 }
 
 // units guesses Grafana units from the rule name's base unit suffix (Prometheus naming):

@@ -3,6 +3,7 @@ package dashboard
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"html"
 	"io"
@@ -10,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -649,5 +651,106 @@ func TestManyWindows(t *testing.T) {
 	}
 	if got := len(vars[len(vars)-1].Options); got != 300000 {
 		t.Errorf("%d window options, want 300000", got)
+	}
+}
+
+// failAfter accepts n bytes, then fails every write.
+type failAfter struct{ n int }
+
+var errFull = fmt.Errorf("no space left on device")
+
+func (f *failAfter) Write(p []byte) (int, error) {
+	if len(p) > f.n {
+		n := f.n
+		f.n = 0
+		return n, errFull
+	}
+	f.n -= len(p)
+	return len(p), nil
+}
+
+// TestWriteStreams: the dashboard is written a rule's row at a time, not built whole
+// first: a writer that fails early (a full disk, a closed pipe) ends the work there, with
+// its error, where the whole dashboard of 500 rules with long helps (each heads every panel
+// of its rule) was built and held before its first byte was written.
+func TestWriteStreams(t *testing.T) {
+	var file strings.Builder
+	file.WriteString("rules:\n")
+	for i := range 500 {
+		fmt.Fprintf(&file, "  - name: r%d_seconds\n    help: '%s'\n    match: '(?P<s>\\d+) (?P<t>\\S+)'\n"+
+			"    value: t\n    labels: {status: '${s}'}\n    aggregations: [window, per_second, events, max, min, mean]\n",
+			i, strings.Repeat("$_* ", 300))
+	}
+	cfg, err := config.Parse([]byte(file.String()), "rules.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	whole, err := New(cfg, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !json.Valid(whole) {
+		t.Fatal("the dashboard is not valid JSON")
+	}
+	heap := func() uint64 {
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		return m.TotalAlloc
+	}
+	before := heap()
+	if err := Write(io.Discard, cfg, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	written := heap() - before
+	before = heap()
+	if err := Write(&failAfter{n: 64 << 10}, cfg, Options{}); !errors.Is(err, errFull) {
+		t.Errorf("a writer that fails: %v, want its error", err)
+	}
+	if failed := heap() - before; failed > written/20 {
+		t.Errorf("a writer that fails after 64 KiB of %d: %d bytes allocated, as much as %d for all of it", len(whole), failed, written)
+	}
+}
+
+// TestRefIDs: a panel's queries are named as Grafana names them, A to Z, then AA, AB ...:
+// a rule of 99 quantiles has panels of 99 queries, whose names past Z were the
+// characters after it ([, \, `, a ... and control characters).
+func TestRefIDs(t *testing.T) {
+	qs := make([]string, 99)
+	for i := range qs {
+		qs[i] = fmt.Sprintf("0.%02d", i+1)
+	}
+	cfg, err := config.Parse([]byte("rules:\n  - name: a_seconds\n    match: '(?P<v>\\S+)'\n    value: v\n"+
+		"    aggregations: [quantiles]\n    buckets: [1]\n    quantiles: ["+strings.Join(qs, ", ")+"]\n"), "rules.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := New(cfg, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	letters := regexp.MustCompile(`^[A-Z]+$`)
+	long := 0
+	for _, p := range decode(t, out).Panels {
+		refs := map[string]bool{}
+		for _, tg := range p.Targets {
+			if !letters.MatchString(tg.RefID) || refs[tg.RefID] {
+				t.Errorf("panel %q: refId %q, not capital letters or not unique", p.Title, tg.RefID)
+			}
+			refs[tg.RefID] = true
+		}
+		if len(p.Targets) == 99 {
+			long++
+			if last := p.Targets[98].RefID; last != "CU" {
+				t.Errorf("panel %q: the 99th refId is %q, want CU", p.Title, last)
+			}
+		}
+	}
+	if long != 2 {
+		t.Errorf("%d panels of 99 queries, want the quantiles' two", long)
+	}
+	for i, want := range map[int]string{0: "A", 25: "Z", 26: "AA", 51: "AZ", 52: "BA", 701: "ZZ", 702: "AAA"} {
+		if got := refID(i); got != want {
+			t.Errorf("refID(%d) = %q, want %q", i, got, want)
+		}
 	}
 }
