@@ -14,6 +14,7 @@ import (
 	"reflect"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -113,7 +114,8 @@ func checkToolkitSetUp(srv *http.Server, l, idle net.Listener) error {
 	return nil
 }
 
-// serve serves l with srv, with what the toolkit set up, until srv is closed.
+// serve serves l with srv, with what the toolkit set up, until srv is closed; with TLS,
+// a connection kept alive is held to the web config as it changes (see recheck).
 func (t *toolkit) serve(l net.Listener, srv *http.Server) error {
 	srv.Handler = t.handler
 	if t.tls == nil {
@@ -123,6 +125,8 @@ func (t *toolkit) serve(l net.Listener, srv *http.Server) error {
 		srv.TLSNextProto = map[string]func(*http.Server, *tls.Conn, http.Handler){}
 	}
 	srv.TLSConfig = t.tls
+	srv.ConnContext = t.configs.connContext
+	srv.Handler = t.configs.recheck(srv.Handler)
 	return srv.ServeTLS(l, "", "")
 }
 
@@ -180,9 +184,12 @@ type tlsConfigs struct {
 	readFile func(string) ([]byte, error)
 
 	mu sync.Mutex
-	// config was loaded from the files of stamps; nil when none is kept.
-	config *tls.Config
+	// config was loaded from the files of stamps; nil when none is kept. It is written
+	// under mu, and read without it as a connection is accepted (see connContext).
+	config atomic.Pointer[tls.Config]
 	stamps []fileStamp
+	// closed counts the connections closed by recheck, for the log.
+	closed atomic.Int64
 }
 
 func newTLSConfigs(path string, load func(*tls.ClientHelloInfo) (*tls.Config, error), now func() time.Time, errors *webConfigErrors) *tlsConfigs {
@@ -191,13 +198,23 @@ func newTLSConfigs(path string, load func(*tls.ClientHelloInfo) (*tls.Config, er
 
 // get is the GetConfigForClient of the exporter's TLS config.
 func (c *tlsConfigs) get(hello *tls.ClientHelloInfo) (*tls.Config, error) {
-	// One handshake loads at a time: others wait for its config rather than load their own.
+	config, err := c.current(hello)
+	if err != nil {
+		return nil, c.refuse(err)
+	}
+	return config, nil
+}
+
+// current is the TLS config of the web config and its files as they are now: the one
+// kept while they are unchanged, else loaded. An error is theirs, not counted.
+func (c *tlsConfigs) current(hello *tls.ClientHelloInfo) (*tls.Config, error) {
+	// One loads at a time: others wait for its config rather than load their own.
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.config != nil && c.unchanged() {
-		return c.config, nil
+	if config := c.config.Load(); config != nil && c.unchanged() {
+		return config, nil
 	}
-	c.config = nil
+	c.config.Store(nil)
 	at := c.now()
 	stamps, named := c.stamp()
 	config, err := c.load(hello)
@@ -205,7 +222,7 @@ func (c *tlsConfigs) get(hello *tls.ClientHelloInfo) (*tls.Config, error) {
 		err = checkClientCAs(named)
 	}
 	if err != nil {
-		return nil, c.refuse(err)
+		return nil, err
 	}
 	// The toolkit's config reads the certificate and key again for each handshake too,
 	// after it loaded: what fails then is the files' failure as well.
@@ -221,7 +238,8 @@ func (c *tlsConfigs) get(hello *tls.ClientHelloInfo) (*tls.Config, error) {
 	}
 	checkAllowedSANs(config)
 	if named != nil && settled(stamps, at) {
-		c.config, c.stamps = config, stamps
+		c.config.Store(config)
+		c.stamps = stamps
 	}
 	return config, nil
 }
