@@ -175,14 +175,18 @@ func Serve(cfg *config.Config, popts pipeline.Options, webFlags *web.FlagConfig,
 	// server's are closed by its Shutdown or Close first.
 	defer closeAll(listeners)
 	servers := make([]*http.Server, len(listeners))
+	logs := make(handshakeErrors, len(listeners))
+	for i := range listeners {
+		servers[i] = newHTTPServer(mux, o)
+		if conns != nil {
+			servers[i].ConnState = conns.track
+		}
+		logs[i] = servers[i].ErrorLog.Writer().(*serverLog)
+	}
+	reg.MustRegister(logs)
 	errc := make(chan error, len(listeners))
 	for i, l := range listeners {
-		srv := newHTTPServer(mux, o)
-		if conns != nil {
-			srv.ConnState = conns.track
-		}
-		servers[i] = srv
-		go func() { errc <- serveOn(l, srv, webFlags, configErrors, logger) }()
+		go func() { errc <- serveOn(l, servers[i], webFlags, configErrors, logger) }()
 	}
 	select {
 	case err := <-errc:
@@ -425,8 +429,9 @@ func newHTTPServer(h http.Handler, o Options) *http.Server {
 // handshakes by their cause (handshakeCauses), so that a TCP check's, logged first, does
 // not hide a scraper's for a thousand more. TLS handshakes sent to a plain HTTP listener,
 // which net/http answers 400 without logging, are counted and logged the same way (see
-// plainConn). A handshake refused because the web config does not load is no client's
-// failure: webConfigErrors counted and logged it, and it is left out here.
+// plainConn). Each is counted, in logwindow_tls_handshake_errors_total (handshakeErrors).
+// A handshake refused because the web config does not load is no client's failure:
+// webConfigErrors counted and logged it, and it is left out here.
 type serverLog struct {
 	logger     *slog.Logger
 	handshakes [len(handshakeCauses)]atomic.Int64
@@ -436,28 +441,60 @@ type serverLog struct {
 	plainTLS atomic.Int64
 }
 
-// handshakeCauses are the causes of a failed TLS handshake told apart, each by the
-// starts (or, where starting with "*", the ends) of the errors net/http logs of them;
-// the last, with none, is every other.
+// handshakeCauses are the causes of a failed TLS handshake told apart, each with its
+// label value in logwindow_tls_handshake_errors_total and the starts (or, where starting
+// with "*", the ends) of the errors net/http logs of them; the last, with none, is every
+// other.
 var handshakeCauses = [...]struct {
-	cause  string
-	errors []string
+	label, cause string
+	errors       []string
 }{
-	{"the client closed the connection, or sent nothing in time, before the handshake's end (a port scan, a TCP health check)",
+	{"closed", "the client closed the connection, or sent nothing in time, before the handshake's end (a port scan, a TCP health check)",
 		[]string{"EOF", "*connection reset by peer", "*i/o timeout", "*broken pipe"}},
-	{"the client spoke plain HTTP to the TLS port (answered 400): its URL must be https://, or a Prometheus scrape config's scheme: https",
+	{"plain_http", "the client spoke plain HTTP to the TLS port (answered 400): its URL must be https://, or a Prometheus scrape config's scheme: https",
 		[]string{"client sent an HTTP request to an HTTPS server"}},
-	{"the client sent what is not TLS",
+	{"not_tls", "the client sent what is not TLS",
 		[]string{"tls: first record does not look like a TLS handshake", "tls: unsupported SSLv2 handshake received"}},
-	{"the client refused the exporter's certificate, or the handshake, with the alert in last: a bad certificate or unknown authority alert is a client that does not trust the exporter's certificate (expired, of a CA it does not know, or not of the name it asked for)",
+	{"client_alert", "the client refused the exporter's certificate, or the handshake, with the alert in last: a bad certificate or unknown authority alert is a client that does not trust the exporter's certificate (expired, of a CA it does not know, or not of the name it asked for)",
 		[]string{"remote error: "}},
-	{"the client gave no client certificate, or one the web config's client_ca_file or client_allowed_sans does not accept",
+	{"client_certificate", "the client gave no client certificate, or one the web config's client_ca_file or client_allowed_sans does not accept",
 		[]string{"tls: client didn't provide a certificate", "tls: failed to verify certificate", "tls: failed to parse client certificate",
 			"tls: invalid signature by the client certificate", "client_allowed_sans:", "could not find allowed SANs", "error parsing client certificate"}},
-	{"the client and the web config share no TLS version, cipher suite or curve: see its min_version, max_version, cipher_suites and curve_preferences",
+	{"no_shared_parameters", "the client and the web config share no TLS version, cipher suite or curve: see its min_version, max_version, cipher_suites and curve_preferences",
 		[]string{"tls: client offered only unsupported versions", "tls: no cipher suite supported", "tls: no key exchanges supported", "tls: client offered only incompatible point formats"}},
-	{"another cause, in last", nil},
+	{"other", "another cause, in last", nil},
 }
+
+// tlsToPlainCause is the label value in logwindow_tls_handshake_errors_total of the
+// handshakes sent to a plain HTTP listener (see plainConn).
+const tlsToPlainCause = "tls_to_plain_port"
+
+// handshakeErrors are the serverLogs of the servers of every listener, which count the
+// failed TLS handshakes of their clients: the collector of
+// logwindow_tls_handshake_errors_total, by cause, summed over the listeners, every cause
+// sent, 0 or not, so that a rate of it is there from the start.
+type handshakeErrors []*serverLog
+
+// Describe sends nothing: an unchecked collector, as the scrape limiter is.
+func (h handshakeErrors) Describe(chan<- *prometheus.Desc) {}
+
+// Collect sends logwindow_tls_handshake_errors_total.
+func (h handshakeErrors) Collect(ch chan<- prometheus.Metric) {
+	for i, c := range handshakeCauses {
+		var n int64
+		for _, l := range h {
+			n += l.handshakes[i].Load()
+		}
+		ch <- prometheus.MustNewConstMetric(handshakeErrorsDesc, prometheus.CounterValue, float64(n), c.label)
+	}
+	var n int64
+	for _, l := range h {
+		n += l.plainTLS.Load()
+	}
+	ch <- prometheus.MustNewConstMetric(handshakeErrorsDesc, prometheus.CounterValue, float64(n), tlsToPlainCause)
+}
+
+var handshakeErrorsDesc = selfmetric.TLSHandshakeErrors.Desc()
 
 // handshakeCause is the index in handshakeCauses of err, what net/http logged of a failed
 // handshake after its client's address.
