@@ -412,3 +412,22 @@ logwindow_tls_handshake_errors_total{cause="tls_to_plain_port"} 1
 		t.Error(err)
 	}
 }
+
+// TestHandshakeCauseOfOpenSSLClients: an OpenSSL client (curl, Python, openssl s_client)
+// that refuses the exporter's certificate over TLS 1.3, the most usual mistake of a
+// check by hand (curl without --cacert), fails the handshake on the exporter's side with
+// "local error: tls: bad record MAC", not the alert a Go client's refusal gives: it was
+// logged as "another cause". Each error here is what crypto/tls gave a server for such a
+// client.
+func TestHandshakeCauseOfOpenSSLClients(t *testing.T) {
+	for _, tc := range []struct{ err, label string }{
+		{"local error: tls: bad record MAC", "client_alert"},                 // curl 7.88, OpenSSL 3.0, TLS 1.3
+		{"remote error: tls: unknown certificate authority", "client_alert"}, // the same over TLS 1.2
+		{"remote error: tls: bad certificate", "client_alert"},               // a Go client
+		{"local error: tls: unexpected message", "other"},
+	} {
+		if got := handshakeCauses[handshakeCause(tc.err)].label; got != tc.label {
+			t.Errorf("%q: cause %s; want %s", tc.err, got, tc.label)
+		}
+	}
+}
