@@ -45,6 +45,9 @@ type toolkit struct {
 	idle    *idleListener
 	// served is web.Serve's return, once idle is closed.
 	served chan error
+	// path is the web config's; logger logs naming it.
+	path   string
+	logger *slog.Logger
 }
 
 // setUpToolkit has web.Serve set up what it would serve in front of h on a listener of
@@ -52,7 +55,8 @@ type toolkit struct {
 // load. close ends web.Serve. configErrors' clock is the one its files' stamps are told
 // settled by (see tlsConfigs).
 func setUpToolkit(addr net.Addr, h http.Handler, flags *web.FlagConfig, configErrors *webConfigErrors, logger *slog.Logger) (*toolkit, error) {
-	t := &toolkit{idle: &idleListener{addr: addr, closed: make(chan struct{})}, served: make(chan error, 1)}
+	t := &toolkit{idle: &idleListener{addr: addr, closed: make(chan struct{})}, served: make(chan error, 1),
+		path: *flags.WebConfigFile, logger: configErrors.logger}
 	// BaseContext is called as web.Serve starts serving, everything set up, with idle
 	// itself when it serves plain HTTP, else with a TLS listener over it.
 	served := make(chan net.Listener, 1)
@@ -115,10 +119,12 @@ func checkToolkitSetUp(srv *http.Server, l, idle net.Listener) error {
 }
 
 // serve serves l with srv, with what the toolkit set up, until srv is closed; with TLS,
-// a connection kept alive is held to the web config as it changes (see recheck).
+// a connection kept alive is held to the web config as it changes (see recheck), and
+// without, a tls_server_config added to it is warned of (see tlsAdded).
 func (t *toolkit) serve(l net.Listener, srv *http.Server) error {
 	srv.Handler = t.handler
 	if t.tls == nil {
+		srv.Handler = (&tlsAdded{path: t.path, logger: t.logger.With("address", l.Addr().String())}).handler(srv.Handler)
 		return srv.Serve(servePlain(l, srv))
 	}
 	if !t.http2 {
@@ -220,6 +226,9 @@ func (c *tlsConfigs) current(hello *tls.ClientHelloInfo) (*tls.Config, error) {
 	config, err := c.load(hello)
 	if err == nil && named != nil {
 		err = checkClientCAs(named)
+	}
+	if err != nil && named != nil && !named.IsEnabled() {
+		return nil, fmt.Errorf("tls_server_config was taken out of the web config (or is misspelled), but whether an address serves TLS is decided at the start: it serves TLS, refusing every handshake, until tls_server_config is put back or the exporter restarts to serve plain HTTP (%w)", err)
 	}
 	if err != nil {
 		return nil, err
