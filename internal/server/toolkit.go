@@ -45,9 +45,9 @@ type toolkit struct {
 	idle    *idleListener
 	// served is web.Serve's return, once idle is closed.
 	served chan error
-	// path is the web config's; logger logs naming it.
+	// path is the web config's, whose errors are counted in errors.
 	path   string
-	logger *slog.Logger
+	errors *webConfigErrors
 }
 
 // setUpToolkit has web.Serve set up what it would serve in front of h on a listener of
@@ -56,7 +56,7 @@ type toolkit struct {
 // settled by (see tlsConfigs).
 func setUpToolkit(addr net.Addr, h http.Handler, flags *web.FlagConfig, configErrors *webConfigErrors, logger *slog.Logger) (*toolkit, error) {
 	t := &toolkit{idle: &idleListener{addr: addr, closed: make(chan struct{})}, served: make(chan error, 1),
-		path: *flags.WebConfigFile, logger: configErrors.logger}
+		path: *flags.WebConfigFile, errors: configErrors}
 	// BaseContext is called as web.Serve starts serving, everything set up, with idle
 	// itself when it serves plain HTTP, else with a TLS listener over it.
 	served := make(chan net.Listener, 1)
@@ -119,12 +119,12 @@ func checkToolkitSetUp(srv *http.Server, l, idle net.Listener) error {
 }
 
 // serve serves l with srv, with what the toolkit set up, until srv is closed; with TLS,
-// a connection kept alive is held to the web config as it changes (see recheck), and
-// without, a tls_server_config added to it is warned of (see tlsAdded).
+// a connection kept alive is held to the web config as it changes (see recheck); what
+// the toolkit takes without a word of the web config changed is told (webConfigWatch).
 func (t *toolkit) serve(l net.Listener, srv *http.Server) error {
-	srv.Handler = t.handler
+	watch := &webConfigWatch{path: t.path, plain: t.tls == nil, logger: t.errors.logger.With("address", l.Addr().String()), errors: t.errors}
+	srv.Handler = watch.handler(t.handler)
 	if t.tls == nil {
-		srv.Handler = (&tlsAdded{path: t.path, logger: t.logger.With("address", l.Addr().String())}).handler(srv.Handler)
 		return srv.Serve(servePlain(l, srv))
 	}
 	if !t.http2 {

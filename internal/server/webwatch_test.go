@@ -1,0 +1,169 @@
+package server
+
+import (
+	"crypto/tls"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/prometheus/exporter-toolkit/web"
+	"golang.org/x/crypto/bcrypt"
+
+	"github.com/logwindow/logwindow_exporter/internal/testutil/syncbuf"
+)
+
+// TestTLSSwitchedAtRuntime: whether an address serves TLS is decided at the start, from
+// the web config as it was. A tls_server_config added to the web config of an exporter
+// serving plain HTTP went unnoticed: its scrapers kept sending passwords and metrics in
+// plain text, and one switched to https:// was told the exporter needs a
+// tls_server_config, which it had. One taken out of it refused every handshake with
+// "TLS config is not present". Both are said, naming the restart that takes the change;
+// plain HTTP is still served, and the warning is not given again for every request.
+func TestTLSSwitchedAtRuntime(t *testing.T) {
+	const withTLS = "tls_server_config:\n  cert_file: cert.pem\n  key_file: key.pem\n"
+	const withoutTLS = "http_server_config:\n  headers:\n    X-Content-Type-Options: nosniff\n"
+	t.Run("TLS added", func(t *testing.T) {
+		f := newTLSFiles(t, "", "")
+		f.write(t, "web.yml", []byte(withoutTLS))
+		var logged syncbuf.Buffer
+		logger := slog.New(slog.NewTextHandler(&logged, nil))
+		srv := newHTTPServer(http.NotFoundHandler(), Options{Logger: logger})
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		served := make(chan error, 1)
+		go func() {
+			served <- serveOn(l, srv, &web.FlagConfig{WebConfigFile: &f.webConfig}, newWebConfigErrors(f.webConfig, logger, time.Now), logger)
+		}()
+		defer func() {
+			_ = srv.Close()
+			<-served
+		}()
+		get := func() {
+			t.Helper()
+			resp, err := http.Get("http://" + l.Addr().String() + "/")
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusNotFound {
+				t.Fatalf("served %d; want the handler's 404", resp.StatusCode)
+			}
+		}
+		get()
+		f.write(t, "web.yml", []byte(withTLS))
+		for range 3 {
+			get()
+		}
+		if n := strings.Count(logged.String(), "tls_server_config was added"); n != 1 {
+			t.Errorf("warned %d times of the tls_server_config added; want once:\n%s", n, logged.String())
+		}
+		if !strings.Contains(logged.String(), "restart") {
+			t.Errorf("the warning does not say a restart takes it:\n%s", logged.String())
+		}
+	})
+	t.Run("TLS taken out", func(t *testing.T) {
+		f := newTLSFiles(t, "", "")
+		var logged syncbuf.Buffer
+		logger := slog.New(slog.NewTextHandler(&logged, nil))
+		addr := serveTLSLogged(t, f.webConfig, nil, logger)
+		if _, err := handshake(addr); err != nil {
+			t.Fatal(err)
+		}
+		f.write(t, "web.yml", []byte(withoutTLS))
+		if _, err := handshake(addr); err == nil {
+			t.Fatal("a handshake after tls_server_config was taken out succeeded; want refused, as no certificate is named")
+		}
+		if got := logged.String(); !strings.Contains(got, "tls_server_config was taken out") || !strings.Contains(got, "restart") {
+			t.Errorf("the refused handshake is not said to be of tls_server_config taken out, until a restart:\n%s", got)
+		}
+	})
+}
+
+// TestPasswordHashBrokenAtRuntime: a basic_auth_users hash edited, while the exporter
+// runs, into what is no bcrypt hash (the password itself, as a user who copies the docs
+// may put it; a hash cut short or whose $ a template ate) made exporter-toolkit answer
+// every request of that user 401, as though the password were wrong, with no word: the
+// start refuses such a web config, and a web config that no longer loads answers 500,
+// counted and logged. Requests with that user's credentials are answered 500, counted in
+// logwindow_web_config_errors_total and logged naming the user; another user's are
+// served as before.
+func TestPasswordHashBrokenAtRuntime(t *testing.T) {
+	good, err := bcrypt.GenerateFromPassword([]byte("secret"), bcrypt.MinCost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	users := func(scraper string) []byte {
+		return []byte("basic_auth_users:\n  scraper: '" + scraper + "'\n  other: '" + string(good) + "'\n")
+	}
+	for _, tc := range []struct {
+		name      string
+		webConfig string
+		serve     func(t *testing.T, path string, errors *webConfigErrors, logger *slog.Logger) (url string, client *http.Client)
+	}{
+		{"plain HTTP", "", func(t *testing.T, path string, errors *webConfigErrors, logger *slog.Logger) (string, *http.Client) {
+			srv := newHTTPServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}), Options{Logger: logger})
+			l, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			served := make(chan error, 1)
+			go func() { served <- serveOn(l, srv, &web.FlagConfig{WebConfigFile: &path}, errors, logger) }()
+			t.Cleanup(func() {
+				_ = srv.Close()
+				<-served
+			})
+			return "http://" + l.Addr().String() + "/", http.DefaultClient
+		}},
+		{"TLS", "tls_server_config:\n  cert_file: cert.pem\n  key_file: key.pem\n", func(t *testing.T, path string, errors *webConfigErrors, logger *slog.Logger) (string, *http.Client) {
+			addr := serveTLSLogged(t, path, errors, logger)
+			return "https://" + addr + "/", &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newTLSFiles(t, "", "")
+			f.write(t, "web.yml", append([]byte(tc.webConfig), users(string(good))...))
+			var logged syncbuf.Buffer
+			logger := slog.New(slog.NewTextHandler(&logged, nil))
+			errors := newWebConfigErrors(f.webConfig, logger, time.Now)
+			url, client := tc.serve(t, f.webConfig, errors, logger)
+			get := func(user string) int {
+				t.Helper()
+				req, err := http.NewRequest(http.MethodGet, url, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				req.SetBasicAuth(user, "secret")
+				resp, err := client.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				resp.Body.Close()
+				return resp.StatusCode
+			}
+			if code := get("scraper"); code != http.StatusOK {
+				t.Fatalf("before the change: %d; want 200", code)
+			}
+			f.write(t, "web.yml", append([]byte(tc.webConfig), users("secret")...))
+			for i := range 2 {
+				if code := get("scraper"); code != http.StatusInternalServerError {
+					t.Errorf("request %d of the user whose hash is broken: %d; want 500", i, code)
+				}
+			}
+			if code := get("other"); code != http.StatusOK {
+				t.Errorf("another user's request: %d; want 200", code)
+			}
+			if got := testutil.ToFloat64(errors); got != 2 {
+				t.Errorf("logwindow_web_config_errors_total %v; want 2", got)
+			}
+			if got := logged.String(); !strings.Contains(got, `scraper`) || !strings.Contains(got, "bcrypt") {
+				t.Errorf("the log does not name the user and its hash:\n%s", got)
+			}
+		})
+	}
+}
