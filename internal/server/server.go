@@ -431,7 +431,8 @@ func newHTTPServer(h http.Handler, o Options) *http.Server {
 // which net/http answers 400 without logging, are counted and logged the same way (see
 // plainConn). Each is counted, in logwindow_tls_handshake_errors_total (handshakeErrors).
 // A handshake refused because the web config does not load is no client's failure:
-// webConfigErrors counted and logged it, and it is left out here.
+// webConfigErrors counted and logged it, and it is left out here, as is one whose
+// connection the exporter closed itself.
 type serverLog struct {
 	logger     *slog.Logger
 	handshakes [len(handshakeCauses)]atomic.Int64
@@ -530,6 +531,11 @@ func (l *serverLog) Write(p []byte) (int, error) {
 		_, err, _ := strings.Cut(strings.TrimPrefix(msg, "http: TLS handshake error from "), ": ")
 		if strings.HasPrefix(err, webConfigRefused) {
 			return len(p), nil // webConfigErrors counted and logged it
+		}
+		if strings.HasSuffix(err, net.ErrClosed.Error()) {
+			// The exporter closed the connection: connLimiter, to stay within
+			// --web.max-connections (which it logs), or the shutdown.
+			return len(p), nil
 		}
 		i := handshakeCause(err)
 		l.warnSome(&l.handshakes[i], "TLS handshakes failed: "+handshakeCauses[i].cause+"; the first and every 1000th of this cause are logged",
