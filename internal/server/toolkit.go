@@ -48,6 +48,8 @@ type toolkit struct {
 	// path is the web config's, whose errors are counted in errors.
 	path   string
 	errors *webConfigErrors
+	// rateLimit is the web config's rate_limit as the toolkit took it.
+	rateLimit web.RateLimiterConfig
 }
 
 // setUpToolkit has web.Serve set up what it would serve in front of h on a listener of
@@ -75,6 +77,10 @@ func setUpToolkit(addr net.Addr, h http.Handler, flags *web.FlagConfig, configEr
 			return nil, err
 		}
 		t.handler = scratch.Handler
+		// Read as the toolkit read it a moment before, with no error.
+		if config, err := readWebConfig(t.path); err == nil {
+			t.rateLimit = config.RateLimiterConfig
+		}
 		if l == net.Listener(t.idle) {
 			return t, nil
 		}
@@ -122,8 +128,8 @@ func checkToolkitSetUp(srv *http.Server, l, idle net.Listener) error {
 // a connection kept alive is held to the web config as it changes (see recheck); what
 // the toolkit takes without a word of the web config changed is told (webConfigWatch).
 func (t *toolkit) serve(l net.Listener, srv *http.Server) error {
-	watch := &webConfigWatch{path: t.path, plain: t.tls == nil, logger: t.errors.logger.With("address", l.Addr().String()), errors: t.errors}
-	srv.Handler = watch.handler(t.handler)
+	started := startOnly{tls: t.tls != nil, http2: t.http2, rateLimit: t.rateLimit}
+	srv.Handler = newWebConfigWatch(t.path, l.Addr().String(), started, t.errors).handler(t.handler)
 	if t.tls == nil {
 		return srv.Serve(servePlain(l, srv))
 	}

@@ -14,13 +14,15 @@ import (
 	"golang.org/x/crypto/bcrypt"
 )
 
-// webConfigWatch holds what exporter-toolkit, which reads the web config again for each
-// request, takes from it without a word when it changes while the exporter runs:
+// webConfigWatch tells what exporter-toolkit, which reads the web config again for each
+// request, takes without a word of it changed while the exporter runs:
 //
-//   - Whether an address serves TLS is decided at the start. A tls_server_config added
-//     to the web config of a listener served plain HTTP would leave its scrapers sending
-//     passwords and reading metrics in plain text, with no word that the TLS asked for is
-//     not served: it is warned of, once each time it appears.
+//   - Some keys are taken at the start only (startOnly): whether an address serves TLS,
+//     whether it serves HTTP/2, the rate limit. A tls_server_config added to the web
+//     config of a listener served plain HTTP would leave its scrapers sending passwords
+//     and reading metrics in plain text, with no word that the TLS asked for is not
+//     served; a rate_limit raised would leave clients answered 429. A change of them is
+//     warned of, once, naming each key and what is served until a restart.
 //   - A basic_auth_users hash that is no bcrypt hash (the password itself, a hash cut
 //     short or whose $ a template ate), which the start refuses, would have the toolkit
 //     answer that user's every request 401, as though the password were wrong. Such a
@@ -31,17 +33,53 @@ import (
 // changed (the toolkit reads and parses it for each request anyway).
 type webConfigWatch struct {
 	path string
-	// plain is set for a listener served plain HTTP.
-	plain  bool
-	logger *slog.Logger
-	errors *webConfigErrors
+	// started is what the toolkit took at the start.
+	started startOnly
+	logger  *slog.Logger
+	errors  *webConfigErrors
 
 	mu    sync.Mutex
 	stamp fileStamp
-	// tlsWarned is set while the web config read last has a tls_server_config, warned of.
-	tlsWarned bool
+	// warned is what the web config said of the keys of startOnly when a change of them
+	// was last warned of, or the start's.
+	warned startOnly
 	// badHashes are the errors of the users' hashes that bcrypt does not take, by user.
 	badHashes map[string]error
+}
+
+// startOnly are the keys of the web config exporter-toolkit takes at the start only.
+type startOnly struct {
+	tls       bool
+	http2     bool
+	rateLimit web.RateLimiterConfig
+}
+
+// readStartOnly is what config says of the keys of startOnly.
+func readStartOnly(config *web.Config) startOnly {
+	return startOnly{tls: config.TLSConfig.IsEnabled(), http2: config.HTTPConfig.HTTP2, rateLimit: config.RateLimiterConfig}
+}
+
+// changes describes what of now is not served as now says, the start having taken s.
+func (s startOnly) changes(now startOnly) []string {
+	var changes []string
+	switch {
+	case now.tls && !s.tls:
+		changes = append(changes, "tls_server_config added: this address serves plain HTTP, passwords and metrics unencrypted")
+	case !now.tls && s.tls:
+		changes = append(changes, "tls_server_config taken out: this address serves TLS, refusing every handshake")
+	case s.tls && now.http2 != s.http2:
+		changes = append(changes, fmt.Sprintf("http_server_config.http2 changed: HTTP/2 is served as at the start, http2: %v", s.http2))
+	}
+	if now.rateLimit != s.rateLimit {
+		changes = append(changes, fmt.Sprintf("rate_limit changed: the start's is in force, burst %d, interval %v (none with interval 0)", s.rateLimit.Burst, s.rateLimit.Interval))
+	}
+	return changes
+}
+
+// newWebConfigWatch watches the web config at path of a listener of addr, started as s
+// says, logging with errors.
+func newWebConfigWatch(path, addr string, s startOnly, errors *webConfigErrors) *webConfigWatch {
+	return &webConfigWatch{path: path, started: s, warned: s, logger: errors.logger.With("address", addr), errors: errors}
 }
 
 // handler serves h, looking at the web config first.
@@ -57,9 +95,9 @@ func (c *webConfigWatch) handler(h http.Handler) http.Handler {
 	})
 }
 
-// check reads the web config if it changed since it was last read, warns if it has a
-// tls_server_config it had not, on a listener served plain HTTP, and returns the errors
-// of its users' hashes.
+// check reads the web config if it changed since it was last read, warns of a change of
+// the keys the toolkit took at the start only, and returns the errors of its users'
+// hashes.
 func (c *webConfigWatch) check() map[string]error {
 	s := statFile(c.path)
 	c.mu.Lock()
@@ -68,19 +106,16 @@ func (c *webConfigWatch) check() map[string]error {
 		return c.badHashes
 	}
 	c.stamp = s
-	text, err := os.ReadFile(c.path)
+	config, err := readWebConfig(c.path)
 	if err != nil {
 		return c.badHashes // the toolkit answers 500, and webConfigErrors tells it
 	}
-	var config web.Config
-	if yaml.Unmarshal(text, &config) != nil {
-		return c.badHashes
+	if now := readStartOnly(config); now != c.warned {
+		if changes := c.started.changes(now); len(changes) > 0 {
+			c.logger.Warn("the web config changed keys exporter-toolkit takes at the start only: what the start took is served until the exporter restarts", "changes", changes)
+		}
+		c.warned = now
 	}
-	enabled := config.TLSConfig.IsEnabled()
-	if c.plain && enabled && !c.tlsWarned {
-		c.logger.Warn("tls_server_config was added to the web config, but whether an address serves TLS is decided at the start: it serves plain HTTP, passwords and metrics unencrypted, until the exporter restarts")
-	}
-	c.tlsWarned = enabled
 	c.badHashes = nil
 	for _, user := range slices.Sorted(maps.Keys(config.Users)) {
 		if _, err := bcrypt.Cost([]byte(config.Users[user])); err != nil {
@@ -91,4 +126,18 @@ func (c *webConfigWatch) check() map[string]error {
 		}
 	}
 	return c.badHashes
+}
+
+// readWebConfig reads the web config at path as exporter-toolkit reads it, with its
+// defaults, but leniently (yaml v2).
+func readWebConfig(path string) (*web.Config, error) {
+	text, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	config := &web.Config{HTTPConfig: web.HTTPConfig{HTTP2: true}}
+	if err := yaml.Unmarshal(text, config); err != nil {
+		return nil, err
+	}
+	return config, nil
 }

@@ -16,19 +16,23 @@ import (
 	"github.com/logwindow/logwindow_exporter/internal/testutil/syncbuf"
 )
 
-// TestTLSSwitchedAtRuntime: whether an address serves TLS is decided at the start, from
-// the web config as it was. A tls_server_config added to the web config of an exporter
-// serving plain HTTP went unnoticed: its scrapers kept sending passwords and metrics in
-// plain text, and one switched to https:// was told the exporter needs a
-// tls_server_config, which it had. One taken out of it refused every handshake with
-// "TLS config is not present". Both are said, naming the restart that takes the change;
-// plain HTTP is still served, and the warning is not given again for every request.
-func TestTLSSwitchedAtRuntime(t *testing.T) {
+// TestStartOnlyKeysChangedAtRuntime: exporter-toolkit reads the web config again for
+// each request, for its passwords and headers, but takes some of its keys at the start
+// only: whether an address serves TLS, whether it serves HTTP/2, its rate_limit. A change
+// to them went unnoticed: a tls_server_config added to the web config of an exporter
+// serving plain HTTP left its scrapers sending passwords and metrics in plain text, and
+// one switched to https:// was told the exporter needs a tls_server_config, which it had;
+// a rate_limit raised left clients answered 429. Such a change is warned of, once, naming
+// the key and the restart that takes it; a change of other keys, or back to what the
+// start took, is not. One taken out of it refused every handshake with "TLS config is not
+// present": the refusal says so.
+func TestStartOnlyKeysChangedAtRuntime(t *testing.T) {
 	const withTLS = "tls_server_config:\n  cert_file: cert.pem\n  key_file: key.pem\n"
 	const withoutTLS = "http_server_config:\n  headers:\n    X-Content-Type-Options: nosniff\n"
-	t.Run("TLS added", func(t *testing.T) {
+	const rateLimit = "rate_limit:\n  burst: 1000\n  interval: 1ms\n"
+	t.Run("plain HTTP", func(t *testing.T) {
 		f := newTLSFiles(t, "", "")
-		f.write(t, "web.yml", []byte(withoutTLS))
+		f.write(t, "web.yml", []byte(withoutTLS+rateLimit))
 		var logged syncbuf.Buffer
 		logger := slog.New(slog.NewTextHandler(&logged, nil))
 		srv := newHTTPServer(http.NotFoundHandler(), Options{Logger: logger})
@@ -44,27 +48,60 @@ func TestTLSSwitchedAtRuntime(t *testing.T) {
 			_ = srv.Close()
 			<-served
 		}()
-		get := func() {
-			t.Helper()
-			resp, err := http.Get("http://" + l.Addr().String() + "/")
+		for i, step := range []struct {
+			webConfig string // "" is as it was, the start's at the first step
+			want      string // in the warning; "" is none
+		}{
+			{"", ""},
+			{"http_server_config:\n  headers:\n    X-Frame-Options: deny\n" + rateLimit, ""},
+			{withoutTLS + "rate_limit:\n  burst: 2000\n  interval: 1ms\n", "rate_limit"},
+			{withoutTLS + "rate_limit:\n  burst: 2000\n  interval: 1ms\n# the same\n", ""},
+			{withoutTLS + rateLimit, ""},
+			{withTLS + rateLimit, "tls_server_config added: this address serves plain HTTP"},
+		} {
+			if step.webConfig != "" {
+				f.write(t, "web.yml", []byte(step.webConfig))
+			}
+			before := strings.Count(logged.String(), "level=WARN")
+			for range 2 {
+				resp, err := http.Get("http://" + l.Addr().String() + "/")
+				if err != nil {
+					t.Fatal(err)
+				}
+				resp.Body.Close()
+				if resp.StatusCode != http.StatusNotFound {
+					t.Fatalf("step %d: served %d; want the handler's 404", i, resp.StatusCode)
+				}
+			}
+			got := logged.String()
+			warned := strings.Count(got, "level=WARN") - before
+			switch {
+			case step.want == "" && warned != 0:
+				t.Errorf("step %d: warned, want not:\n%s", i, got)
+			case step.want != "" && (warned != 1 || !strings.Contains(got, step.want) || !strings.Contains(got, "restart")):
+				t.Errorf("step %d: warned %d times; want once, of %q and the restart:\n%s", i, warned, step.want, got)
+			}
+		}
+	})
+	t.Run("HTTP/2 switched off", func(t *testing.T) {
+		f := newTLSFiles(t, "", "")
+		var logged syncbuf.Buffer
+		logger := slog.New(slog.NewTextHandler(&logged, nil))
+		addr := serveTLSLogged(t, f.webConfig, nil, logger)
+		client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+		// The first request is served before the change, once the web config was read.
+		for _, webConfig := range []string{"", withTLS + "http_server_config:\n  http2: false\n"} {
+			if webConfig != "" {
+				f.write(t, "web.yml", []byte(webConfig))
+			}
+			resp, err := client.Get("https://" + addr + "/")
 			if err != nil {
 				t.Fatal(err)
 			}
 			resp.Body.Close()
-			if resp.StatusCode != http.StatusNotFound {
-				t.Fatalf("served %d; want the handler's 404", resp.StatusCode)
-			}
 		}
-		get()
-		f.write(t, "web.yml", []byte(withTLS))
-		for range 3 {
-			get()
-		}
-		if n := strings.Count(logged.String(), "tls_server_config was added"); n != 1 {
-			t.Errorf("warned %d times of the tls_server_config added; want once:\n%s", n, logged.String())
-		}
-		if !strings.Contains(logged.String(), "restart") {
-			t.Errorf("the warning does not say a restart takes it:\n%s", logged.String())
+		if got := logged.String(); !strings.Contains(got, "http_server_config.http2") || !strings.Contains(got, "restart") {
+			t.Errorf("HTTP/2 switched off is not warned of, with the restart:\n%s", got)
 		}
 	})
 	t.Run("TLS taken out", func(t *testing.T) {
