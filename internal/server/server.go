@@ -234,14 +234,32 @@ func checkWebConfig(path string, logger *slog.Logger) error {
 	if rl := c.RateLimiterConfig; rl.Interval > 0 && rl.Burst < 1 {
 		return fmt.Errorf("rate_limit: burst %d lets no request through: give the requests let through at once, at least 1", rl.Burst)
 	}
-	for _, user := range slices.Sorted(maps.Keys(c.Users)) {
-		// web.Validate read every cost.
-		if cost, _ := bcrypt.Cost([]byte(string(c.Users[user]))); cost > maxUsualBcryptCost {
-			logger.Warn("basic_auth_users: a password hash of this bcrypt cost takes a core half a second or more (twice as long for each step past 12) each time a password not seen before is checked: every wrong one, and a scraper's after a start or after wrong ones pushed it out of the cache; scrapes may time out while passwords are guessed. 10 is usual",
-				"user", user, "cost", cost)
+	warnCostlyHashes(costlyHashes(&c), nil, logger)
+	return nil
+}
+
+// costlyHashes are the users of c whose password hash is of a bcrypt cost above
+// maxUsualBcryptCost, with their hash.
+func costlyHashes(c *web.Config) map[string]string {
+	costly := map[string]string{}
+	for user, hash := range c.Users {
+		if cost, _ := bcrypt.Cost([]byte(hash)); cost > maxUsualBcryptCost {
+			costly[user] = string(hash)
 		}
 	}
-	return nil
+	return costly
+}
+
+// warnCostlyHashes warns of each user of costly whose hash is not the one known has.
+func warnCostlyHashes(costly, known map[string]string, logger *slog.Logger) {
+	for _, user := range slices.Sorted(maps.Keys(costly)) {
+		if hash, ok := known[user]; ok && hash == costly[user] {
+			continue
+		}
+		cost, _ := bcrypt.Cost([]byte(costly[user]))
+		logger.Warn("basic_auth_users: a password hash of this bcrypt cost takes a core half a second or more (twice as long for each step past 12) each time a password not seen before is checked: every wrong one, and a scraper's after a start or after wrong ones pushed it out of the cache; scrapes may time out while passwords are guessed. 10 is usual",
+			"user", user, "cost", cost)
+	}
 }
 
 // checkTLSConfig refuses a client CA file (or client_ca) of c that holds no certificate

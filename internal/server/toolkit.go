@@ -48,8 +48,10 @@ type toolkit struct {
 	// path is the web config's, whose errors are counted in errors.
 	path   string
 	errors *webConfigErrors
-	// rateLimit is the web config's rate_limit as the toolkit took it.
+	// rateLimit is the web config's rate_limit as the toolkit took it; costly its costly
+	// password hashes, which the start warned of.
 	rateLimit web.RateLimiterConfig
+	costly    map[string]string
 }
 
 // setUpToolkit has web.Serve set up what it would serve in front of h on a listener of
@@ -79,7 +81,7 @@ func setUpToolkit(addr net.Addr, h http.Handler, flags *web.FlagConfig, configEr
 		t.handler = scratch.Handler
 		// Read as the toolkit read it a moment before, with no error.
 		if config, err := readWebConfig(t.path); err == nil {
-			t.rateLimit = config.RateLimiterConfig
+			t.rateLimit, t.costly = config.RateLimiterConfig, costlyHashes(config)
 		}
 		if l == net.Listener(t.idle) {
 			return t, nil
@@ -129,7 +131,7 @@ func checkToolkitSetUp(srv *http.Server, l, idle net.Listener) error {
 // the toolkit takes without a word of the web config changed is told (webConfigWatch).
 func (t *toolkit) serve(l net.Listener, srv *http.Server) error {
 	started := startOnly{tls: t.tls != nil, http2: t.http2, rateLimit: t.rateLimit}
-	srv.Handler = newWebConfigWatch(t.path, l.Addr().String(), started, t.errors).handler(t.handler)
+	srv.Handler = newWebConfigWatch(t.path, l.Addr().String(), started, t.costly, t.errors).handler(t.handler)
 	if t.tls == nil {
 		return srv.Serve(servePlain(l, srv))
 	}

@@ -23,6 +23,8 @@ import (
 //     and reading metrics in plain text, with no word that the TLS asked for is not
 //     served; a rate_limit raised would leave clients answered 429. A change of them is
 //     warned of, once, naming each key and what is served until a restart.
+//   - A basic_auth_users hash of a high bcrypt cost is warned of, as the start warns of
+//     one (checkWebConfig).
 //   - A basic_auth_users hash that is no bcrypt hash (the password itself, a hash cut
 //     short or whose $ a template ate), which the start refuses, would have the toolkit
 //     answer that user's every request 401, as though the password were wrong. Such a
@@ -45,6 +47,8 @@ type webConfigWatch struct {
 	warned startOnly
 	// badHashes are the errors of the users' hashes that bcrypt does not take, by user.
 	badHashes map[string]error
+	// costly are the users whose hash is of a bcrypt cost warned of, with their hash.
+	costly map[string]string
 }
 
 // startOnly are the keys of the web config exporter-toolkit takes at the start only.
@@ -77,9 +81,9 @@ func (s startOnly) changes(now startOnly) []string {
 }
 
 // newWebConfigWatch watches the web config at path of a listener of addr, started as s
-// says, logging with errors.
-func newWebConfigWatch(path, addr string, s startOnly, errors *webConfigErrors) *webConfigWatch {
-	return &webConfigWatch{path: path, started: s, warned: s, logger: errors.logger.With("address", addr), errors: errors}
+// says, with the costly hashes the start warned of, logging with errors.
+func newWebConfigWatch(path, addr string, s startOnly, costly map[string]string, errors *webConfigErrors) *webConfigWatch {
+	return &webConfigWatch{path: path, started: s, warned: s, costly: costly, logger: errors.logger.With("address", addr), errors: errors}
 }
 
 // handler serves h, looking at the web config first.
@@ -116,6 +120,9 @@ func (c *webConfigWatch) check() map[string]error {
 		}
 		c.warned = now
 	}
+	costly := costlyHashes(config)
+	warnCostlyHashes(costly, c.costly, c.logger)
+	c.costly = costly
 	c.badHashes = nil
 	for _, user := range slices.Sorted(maps.Keys(config.Users)) {
 		if _, err := bcrypt.Cost([]byte(config.Users[user])); err != nil {

@@ -204,3 +204,47 @@ func TestPasswordHashBrokenAtRuntime(t *testing.T) {
 		})
 	}
 }
+
+// TestCostlyHashAddedAtRuntime: the start warns of a password hash of a bcrypt cost above
+// 12, which takes a core half a second or more at each check; one put in the web config
+// while the exporter runs was not warned of. It is, once, naming the user; one the start
+// already had is not warned of again.
+func TestCostlyHashAddedAtRuntime(t *testing.T) {
+	// Hashes of cost 10 and 14 (bcrypt.Cost reads the cost from the hash alone).
+	const usual = "$2y$10$QOauhQNbBCuQDKes6eFzPeMqBSjb7Mr5DUmpZ/VcEd00UAV/LDeSi"
+	const costly = "$2y$14$QOauhQNbBCuQDKes6eFzPeMqBSjb7Mr5DUmpZ/VcEd00UAV/LDeSi"
+	f := newTLSFiles(t, "", "")
+	f.write(t, "web.yml", []byte("basic_auth_users:\n  first: "+costly+"\n  second: "+usual+"\n"))
+	var logged syncbuf.Buffer
+	logger := slog.New(slog.NewTextHandler(&logged, nil))
+	srv := newHTTPServer(http.NotFoundHandler(), Options{Logger: logger})
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan error, 1)
+	go func() {
+		served <- serveOn(l, srv, &web.FlagConfig{WebConfigFile: &f.webConfig}, newWebConfigErrors(f.webConfig, logger, time.Now), logger)
+	}()
+	defer func() {
+		_ = srv.Close()
+		<-served
+	}()
+	for i, webConfig := range []string{"", "basic_auth_users:\n  first: " + costly + "\n  second: " + costly + "\n", ""} {
+		if webConfig != "" {
+			f.write(t, "web.yml", []byte(webConfig))
+		}
+		resp, err := http.Get("http://" + l.Addr().String() + "/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		warned := strings.Count(logged.String(), "bcrypt cost")
+		if want := min(i, 1); warned != want {
+			t.Fatalf("step %d: warned %d times of a costly hash; want %d:\n%s", i, warned, want, logged.String())
+		}
+	}
+	if got := logged.String(); !strings.Contains(got, "user=second cost=14") {
+		t.Errorf("the warning does not name the user and the cost:\n%s", got)
+	}
+}
