@@ -382,9 +382,15 @@ func listen(flags *web.FlagConfig) ([]net.Listener, error) {
 	return ls, nil
 }
 
-// listenOn opens the socket of one --web.listen-address.
+// listenOn opens the socket of one --web.listen-address. An address without its port
+// ("", ":", "host:", what a template whose port value was left empty makes) is refused:
+// net.Listen would take it for port 0 and listen on a port the system chose, where no
+// scraper looks.
 func listenOn(addr string) (net.Listener, error) {
 	if !strings.HasPrefix(addr, "vsock://") {
+		if _, port, err := net.SplitHostPort(addr); addr == "" || (err == nil && port == "") {
+			return nil, errors.New("no port: give one, as :9907 (:0 for a port the system chooses)")
+		}
 		return net.Listen("tcp", addr)
 	}
 	u, err := url.Parse(addr)
