@@ -136,14 +136,14 @@ func (c *webConfigWatch) check() map[string]error {
 }
 
 // readWebConfig reads the web config at path as exporter-toolkit reads it, with its
-// defaults, but leniently (yaml v2).
+// defaults, strictly (yaml v2): one the toolkit would not load is an error.
 func readWebConfig(path string) (*web.Config, error) {
 	text, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
 	config := &web.Config{HTTPConfig: web.HTTPConfig{HTTP2: true}}
-	if err := yaml.Unmarshal(text, config); err != nil {
+	if err := yaml.UnmarshalStrict(text, config); err != nil {
 		return nil, err
 	}
 	return config, nil
