@@ -105,10 +105,12 @@ func TestTLSKeptAliveConnectionFollowsWebConfig(t *testing.T) {
 				case !tc.refused && !reused:
 					t.Error("after the change: served on a new connection; want the one kept alive")
 				}
-				if tc.refused {
-					if got := logged.String(); !strings.Contains(got, "no longer accepted") {
-						t.Errorf("the closed connection is not logged:\n%s", got)
-					}
+				got := logged.String()
+				if tc.refused && !strings.Contains(got, "no longer accepted") {
+					t.Errorf("the closed connection is not logged:\n%s", got)
+				}
+				if strings.Contains(got, "panic") || strings.Contains(got, "level=ERROR") {
+					t.Errorf("logged an error:\n%s", got)
 				}
 			})
 		}
