@@ -122,7 +122,7 @@ func TestListenRefuses(t *testing.T) {
 		{"systemd passed none", web.FlagConfig{WebSystemdSocket: &yes}, "--web.systemd-socket: systemd passed no listening socket"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ls, err := listen(&tc.flags)
+			ls, err := listen(&tc.flags, slog.New(slog.DiscardHandler))
 			closeAll(ls)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("listen: %v; want an error saying %q", err, tc.want)

@@ -167,7 +167,7 @@ func Serve(cfg *config.Config, popts pipeline.Options, webFlags *web.FlagConfig,
 		}
 		conns = newConnLimiter(limit, connGrace, logger)
 	}
-	listeners, err := listen(webFlags)
+	listeners, err := listen(webFlags, logger)
 	if err != nil {
 		return err
 	}
@@ -354,16 +354,22 @@ func serveOn(l net.Listener, srv *http.Server, flags *web.FlagConfig, configErro
 // --web.systemd-socket, else one per --web.listen-address, a vsock one for
 // vsock://:port as exporter-toolkit reads it. Each is then served by an http.Server of
 // its own: exporter-toolkit serves several with one, whose handler and TLS config it
-// sets up from one goroutine per socket when a web config file is given, racing.
-func listen(flags *web.FlagConfig) ([]net.Listener, error) {
+// sets up from one goroutine per socket when a web config file is given, racing. A socket
+// of systemd's that is not a stream listener is warned of to logger.
+func listen(flags *web.FlagConfig, logger *slog.Logger) ([]net.Listener, error) {
 	if flags.WebSystemdSocket != nil && *flags.WebSystemdSocket {
 		ls, err := activation.Listeners()
 		if err != nil {
 			return nil, fmt.Errorf("--web.systemd-socket: %w", err)
 		}
 		// A socket systemd passed that is not a stream listener is nil here.
+		passed := len(ls)
 		if ls = slices.DeleteFunc(ls, func(l net.Listener) bool { return l == nil }); len(ls) == 0 {
 			return nil, errors.New("--web.systemd-socket: systemd passed no listening socket")
+		}
+		if n := passed - len(ls); n > 0 {
+			logger.Warn("--web.systemd-socket: systemd passed sockets that are not stream listeners (a socket unit's ListenDatagram=, ListenFIFO=, or an Accept=yes connection): not served; syslog inputs open their own sockets",
+				"not_served", n, "served", len(ls))
 		}
 		return ls, nil
 	}
