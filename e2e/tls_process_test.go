@@ -43,7 +43,9 @@ func TestTLSOnSeveralAddresses(t *testing.T) {
 }
 
 // TestTLSOnSystemdSockets is TestTLSOnSeveralAddresses with two sockets systemd passes
-// (--web.systemd-socket): exporter-toolkit serves those with one http.Server too.
+// (--web.systemd-socket): exporter-toolkit serves those with one http.Server too. A third,
+// a datagram socket (a ListenDatagram= of the socket unit), which is not served, was
+// left aside without a word: it is warned of.
 func TestTLSOnSystemdSockets(t *testing.T) {
 	s := newTLSSetup(t)
 	var files []*os.File
@@ -60,6 +62,17 @@ func TestTLSOnSystemdSockets(t *testing.T) {
 		defer f.Close()
 		files = append(files, f)
 	}
+	udp, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := udp.(*net.UDPConn).File()
+	udp.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	files = append(files, f)
 	out := filepath.Join(s.dir, "logwindow_exporter.out")
 	log, err := os.Create(out)
 	if err != nil {
@@ -68,7 +81,7 @@ func TestTLSOnSystemdSockets(t *testing.T) {
 	defer log.Close()
 	// systemd names the process the sockets are for: the shell's PID is the exporter's
 	// once it execs it.
-	cmd := exec.Command("/bin/sh", append([]string{"-c", `LISTEN_PID=$$ LISTEN_FDS=2 exec "$0" "$@"`}, append(s.args, "--web.systemd-socket")...)...)
+	cmd := exec.Command("/bin/sh", append([]string{"-c", `LISTEN_PID=$$ LISTEN_FDS=3 exec "$0" "$@"`}, append(s.args, "--web.systemd-socket")...)...)
 	cmd.ExtraFiles, cmd.Stdout, cmd.Stderr = files, log, log
 	p, err := testexec.Start(cmd)
 	if err != nil {
@@ -80,6 +93,13 @@ func TestTLSOnSystemdSockets(t *testing.T) {
 		}
 	})
 	s.check(t, p, out)
+	logged, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(logged, []byte(`"msg":"--web.systemd-socket: systemd passed sockets that are not stream listeners`)) || !bytes.Contains(logged, []byte(`"not_served":1`)) {
+		t.Errorf("the datagram socket systemd passed is not warned of:\n%s", logged)
+	}
 }
 
 // tlsSetup is an exporter's arguments for TLS with basic auth, and the client that

@@ -73,6 +73,9 @@ var (
 	WebConfigErrors = Metric{"logwindow_web_config_errors_total",
 		"Requests answered 500 and TLS handshakes refused because the --web.config.file, changed while the exporter ran, did not load.",
 		nil}
+	TLSHandshakeErrors = Metric{"logwindow_tls_handshake_errors_total",
+		"TLS handshakes that failed for their client, by cause: closed (before the end: a port scan, a TCP check), plain_http (plain HTTP to the TLS port), not_tls, client_alert (the client refused, mostly the exporter's certificate), client_certificate (missing or not accepted), no_shared_parameters (TLS version, cipher suite, curve), other; and tls_to_plain_port, TLS sent to a plain HTTP listener.",
+		[]string{"cause"}}
 	SeriesMaxBytesSource = Metric{"logwindow_series_max_bytes_source",
 		"1 for where the --series.max-bytes bound came from: flag, cgroup_v2 or cgroup_v1 (half the container's memory limit), or default (512MiB: no limit found).",
 		[]string{"source"}}

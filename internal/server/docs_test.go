@@ -120,7 +120,8 @@ rules:
 	coll := p.Collector()
 	reg := NewRegistry(coll)
 	// As Serve registers it with a --web.config.file.
-	reg.MustRegister(newWebConfigErrors(filepath.Join(dir, "web.yml"), logger, time.Now))
+	reg.MustRegister(newWebConfigErrors(filepath.Join(dir, "web.yml"), logger, time.Now),
+		handshakeErrors{newHTTPServer(http.NotFoundHandler(), Options{Logger: logger}).ErrorLog.Writer().(*serverLog)})
 	srv := httptest.NewServer(NewMux(p, coll, reg, Options{Logger: logger, MetricsPath: "/metrics",
 		MaxRequests: 2, MaxScrapeBytes: 64 << 20}))
 	t.Cleanup(srv.Close)

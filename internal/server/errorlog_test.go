@@ -20,8 +20,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/prometheus/exporter-toolkit/web"
 
+	"github.com/logwindow/logwindow_exporter/internal/selfmetric"
 	"github.com/logwindow/logwindow_exporter/internal/testutil/syncbuf"
 )
 
@@ -374,5 +376,61 @@ func TestHandshakeFailuresNamed(t *testing.T) {
 				t.Errorf("logged %q; want two lines, failed=1, the TCP check's (closed the connection) and the client's, naming %q", lines, tc.want)
 			}
 		})
+	}
+}
+
+// TestHandshakeErrorsCounted: failed TLS handshakes were told in the log alone, the first
+// and every 1000th of each cause, where no alert could watch a scraper failing to connect.
+// logwindow_tls_handshake_errors_total counts each by its cause, summed over the servers
+// of every listen address, and TLS sent to a plain port; every cause is sent, 0 or not; a
+// handshake refused because the web config does not load is the web config's error, not
+// counted here, nor is one whose connection the exporter closed (--web.max-connections
+// closing a connection that had not sent its request, which its own warning tells).
+func TestHandshakeErrorsCounted(t *testing.T) {
+	logger := slog.New(slog.DiscardHandler)
+	var logs handshakeErrors
+	for range 2 {
+		logs = append(logs, newHTTPServer(http.NotFoundHandler(), Options{Logger: logger}).ErrorLog.Writer().(*serverLog))
+	}
+	fmt.Fprintf(logs[0], "http: TLS handshake error from [::1]:9: %s\n", webConfigRefusal{errors.New("open cert.pem: no such file or directory")})
+	// Closed by the exporter, to stay within --web.max-connections.
+	fmt.Fprintln(logs[0], "http: TLS handshake error from 127.0.0.1:41412: read tcp 127.0.0.1:19907->127.0.0.1:41412: use of closed network connection")
+	fmt.Fprintln(logs[0], "http: TLS handshake error from 127.0.0.1:1: EOF")
+	fmt.Fprintln(logs[0], "http: TLS handshake error from 127.0.0.1:2: remote error: tls: bad certificate")
+	fmt.Fprintln(logs[1], "http: TLS handshake error from 127.0.0.1:3: remote error: tls: unknown certificate authority")
+	fmt.Fprintln(logs[1], "http: TLS handshake error from 127.0.0.1:4: tls: client didn't provide a certificate")
+	logs[1].tlsToPlain(&net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 5})
+	want := `# HELP logwindow_tls_handshake_errors_total ` + selfmetric.TLSHandshakeErrors.Help + `
+# TYPE logwindow_tls_handshake_errors_total counter
+logwindow_tls_handshake_errors_total{cause="client_alert"} 2
+logwindow_tls_handshake_errors_total{cause="client_certificate"} 1
+logwindow_tls_handshake_errors_total{cause="closed"} 1
+logwindow_tls_handshake_errors_total{cause="no_shared_parameters"} 0
+logwindow_tls_handshake_errors_total{cause="not_tls"} 0
+logwindow_tls_handshake_errors_total{cause="other"} 0
+logwindow_tls_handshake_errors_total{cause="plain_http"} 0
+logwindow_tls_handshake_errors_total{cause="tls_to_plain_port"} 1
+`
+	if err := testutil.CollectAndCompare(logs, strings.NewReader(want)); err != nil {
+		t.Error(err)
+	}
+}
+
+// TestHandshakeCauseOfOpenSSLClients: an OpenSSL client (curl, Python, openssl s_client)
+// that refuses the exporter's certificate over TLS 1.3, the most usual mistake of a
+// check by hand (curl without --cacert), fails the handshake on the exporter's side with
+// "local error: tls: bad record MAC", not the alert a Go client's refusal gives: it was
+// logged as "another cause". Each error here is what crypto/tls gave a server for such a
+// client.
+func TestHandshakeCauseOfOpenSSLClients(t *testing.T) {
+	for _, tc := range []struct{ err, label string }{
+		{"local error: tls: bad record MAC", "client_alert"},                 // curl 7.88, OpenSSL 3.0, TLS 1.3
+		{"remote error: tls: unknown certificate authority", "client_alert"}, // the same over TLS 1.2
+		{"remote error: tls: bad certificate", "client_alert"},               // a Go client
+		{"local error: tls: unexpected message", "other"},
+	} {
+		if got := handshakeCauses[handshakeCause(tc.err)].label; got != tc.label {
+			t.Errorf("%q: cause %s; want %s", tc.err, got, tc.label)
+		}
 	}
 }

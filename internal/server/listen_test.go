@@ -111,11 +111,18 @@ func TestListenRefuses(t *testing.T) {
 		{"no address", web.FlagConfig{WebListenAddresses: &[]string{}, WebSystemdSocket: &no}, "no --web.listen-address"},
 		{"vsock port out of range", web.FlagConfig{WebListenAddresses: &[]string{"vsock://:99999999999"}, WebSystemdSocket: &no}, `--web.listen-address=vsock://:99999999999: vsock port "99999999999"`},
 		{"vsock without port", web.FlagConfig{WebListenAddresses: &[]string{"vsock://"}, WebSystemdSocket: &no}, "--web.listen-address=vsock://: missing port"},
+		// An address without its port (a template's value left empty: ":{{ .port }}")
+		// listened on a port the system chose, served where no scraper looks, said only in
+		// the log's "Listening on".
+		{"empty address", web.FlagConfig{WebListenAddresses: &[]string{""}, WebSystemdSocket: &no}, "--web.listen-address=: no port: give one, as :9907"},
+		{"empty port", web.FlagConfig{WebListenAddresses: &[]string{":"}, WebSystemdSocket: &no}, "--web.listen-address=:: no port"},
+		{"host and empty port", web.FlagConfig{WebListenAddresses: &[]string{"127.0.0.1:"}, WebSystemdSocket: &no}, "--web.listen-address=127.0.0.1:: no port"},
+		{"IPv6 host and empty port", web.FlagConfig{WebListenAddresses: &[]string{"[::1]:"}, WebSystemdSocket: &no}, "--web.listen-address=[::1]:: no port"},
 		// The test runs with no LISTEN_FDS of systemd's.
 		{"systemd passed none", web.FlagConfig{WebSystemdSocket: &yes}, "--web.systemd-socket: systemd passed no listening socket"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ls, err := listen(&tc.flags)
+			ls, err := listen(&tc.flags, slog.New(slog.DiscardHandler))
 			closeAll(ls)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("listen: %v; want an error saying %q", err, tc.want)

@@ -167,7 +167,7 @@ func Serve(cfg *config.Config, popts pipeline.Options, webFlags *web.FlagConfig,
 		}
 		conns = newConnLimiter(limit, connGrace, logger)
 	}
-	listeners, err := listen(webFlags)
+	listeners, err := listen(webFlags, logger)
 	if err != nil {
 		return err
 	}
@@ -175,14 +175,18 @@ func Serve(cfg *config.Config, popts pipeline.Options, webFlags *web.FlagConfig,
 	// server's are closed by its Shutdown or Close first.
 	defer closeAll(listeners)
 	servers := make([]*http.Server, len(listeners))
+	logs := make(handshakeErrors, len(listeners))
+	for i := range listeners {
+		servers[i] = newHTTPServer(mux, o)
+		if conns != nil {
+			servers[i].ConnState = conns.track
+		}
+		logs[i] = servers[i].ErrorLog.Writer().(*serverLog)
+	}
+	reg.MustRegister(logs)
 	errc := make(chan error, len(listeners))
 	for i, l := range listeners {
-		srv := newHTTPServer(mux, o)
-		if conns != nil {
-			srv.ConnState = conns.track
-		}
-		servers[i] = srv
-		go func() { errc <- serveOn(l, srv, webFlags, configErrors, logger) }()
+		go func() { errc <- serveOn(l, servers[i], webFlags, configErrors, logger) }()
 	}
 	select {
 	case err := <-errc:
@@ -230,14 +234,32 @@ func checkWebConfig(path string, logger *slog.Logger) error {
 	if rl := c.RateLimiterConfig; rl.Interval > 0 && rl.Burst < 1 {
 		return fmt.Errorf("rate_limit: burst %d lets no request through: give the requests let through at once, at least 1", rl.Burst)
 	}
-	for _, user := range slices.Sorted(maps.Keys(c.Users)) {
-		// web.Validate read every cost.
-		if cost, _ := bcrypt.Cost([]byte(string(c.Users[user]))); cost > maxUsualBcryptCost {
-			logger.Warn("basic_auth_users: a password hash of this bcrypt cost takes a core half a second or more (twice as long for each step past 12) each time a password not seen before is checked: every wrong one, and a scraper's after a start or after wrong ones pushed it out of the cache; scrapes may time out while passwords are guessed. 10 is usual",
-				"user", user, "cost", cost)
+	warnCostlyHashes(costlyHashes(&c), nil, logger)
+	return nil
+}
+
+// costlyHashes are the users of c whose password hash is of a bcrypt cost above
+// maxUsualBcryptCost, with their hash.
+func costlyHashes(c *web.Config) map[string]string {
+	costly := map[string]string{}
+	for user, hash := range c.Users {
+		if cost, _ := bcrypt.Cost([]byte(hash)); cost > maxUsualBcryptCost {
+			costly[user] = string(hash)
 		}
 	}
-	return nil
+	return costly
+}
+
+// warnCostlyHashes warns of each user of costly whose hash is not the one known has.
+func warnCostlyHashes(costly, known map[string]string, logger *slog.Logger) {
+	for _, user := range slices.Sorted(maps.Keys(costly)) {
+		if hash, ok := known[user]; ok && hash == costly[user] {
+			continue
+		}
+		cost, _ := bcrypt.Cost([]byte(costly[user]))
+		logger.Warn("basic_auth_users: a password hash of this bcrypt cost takes a core half a second or more (twice as long for each step past 12) each time a password not seen before is checked: every wrong one, and a scraper's after a start or after wrong ones pushed it out of the cache; scrapes may time out while passwords are guessed. 10 is usual",
+			"user", user, "cost", cost)
+	}
 }
 
 // checkTLSConfig refuses a client CA file (or client_ca) of c that holds no certificate
@@ -332,16 +354,22 @@ func serveOn(l net.Listener, srv *http.Server, flags *web.FlagConfig, configErro
 // --web.systemd-socket, else one per --web.listen-address, a vsock one for
 // vsock://:port as exporter-toolkit reads it. Each is then served by an http.Server of
 // its own: exporter-toolkit serves several with one, whose handler and TLS config it
-// sets up from one goroutine per socket when a web config file is given, racing.
-func listen(flags *web.FlagConfig) ([]net.Listener, error) {
+// sets up from one goroutine per socket when a web config file is given, racing. A socket
+// of systemd's that is not a stream listener is warned of to logger.
+func listen(flags *web.FlagConfig, logger *slog.Logger) ([]net.Listener, error) {
 	if flags.WebSystemdSocket != nil && *flags.WebSystemdSocket {
 		ls, err := activation.Listeners()
 		if err != nil {
 			return nil, fmt.Errorf("--web.systemd-socket: %w", err)
 		}
 		// A socket systemd passed that is not a stream listener is nil here.
+		passed := len(ls)
 		if ls = slices.DeleteFunc(ls, func(l net.Listener) bool { return l == nil }); len(ls) == 0 {
 			return nil, errors.New("--web.systemd-socket: systemd passed no listening socket")
+		}
+		if n := passed - len(ls); n > 0 {
+			logger.Warn("--web.systemd-socket: systemd passed sockets that are not stream listeners (a socket unit's ListenDatagram=, ListenFIFO=, or an Accept=yes connection): not served; syslog inputs open their own sockets",
+				"not_served", n, "served", len(ls))
 		}
 		return ls, nil
 	}
@@ -360,9 +388,15 @@ func listen(flags *web.FlagConfig) ([]net.Listener, error) {
 	return ls, nil
 }
 
-// listenOn opens the socket of one --web.listen-address.
+// listenOn opens the socket of one --web.listen-address. An address without its port
+// ("", ":", "host:", what a template whose port value was left empty makes) is refused:
+// net.Listen would take it for port 0 and listen on a port the system chose, where no
+// scraper looks.
 func listenOn(addr string) (net.Listener, error) {
 	if !strings.HasPrefix(addr, "vsock://") {
+		if _, port, err := net.SplitHostPort(addr); addr == "" || (err == nil && port == "") {
+			return nil, errors.New("no port: give one, as :9907 (:0 for a port the system chooses)")
+		}
 		return net.Listen("tcp", addr)
 	}
 	u, err := url.Parse(addr)
@@ -425,8 +459,10 @@ func newHTTPServer(h http.Handler, o Options) *http.Server {
 // handshakes by their cause (handshakeCauses), so that a TCP check's, logged first, does
 // not hide a scraper's for a thousand more. TLS handshakes sent to a plain HTTP listener,
 // which net/http answers 400 without logging, are counted and logged the same way (see
-// plainConn). A handshake refused because the web config does not load is no client's
-// failure: webConfigErrors counted and logged it, and it is left out here.
+// plainConn). Each is counted, in logwindow_tls_handshake_errors_total (handshakeErrors).
+// A handshake refused because the web config does not load is no client's failure:
+// webConfigErrors counted and logged it, and it is left out here, as is one whose
+// connection the exporter closed itself.
 type serverLog struct {
 	logger     *slog.Logger
 	handshakes [len(handshakeCauses)]atomic.Int64
@@ -436,28 +472,60 @@ type serverLog struct {
 	plainTLS atomic.Int64
 }
 
-// handshakeCauses are the causes of a failed TLS handshake told apart, each by the
-// starts (or, where starting with "*", the ends) of the errors net/http logs of them;
-// the last, with none, is every other.
+// handshakeCauses are the causes of a failed TLS handshake told apart, each with its
+// label value in logwindow_tls_handshake_errors_total and the starts (or, where starting
+// with "*", the ends) of the errors net/http logs of them; the last, with none, is every
+// other.
 var handshakeCauses = [...]struct {
-	cause  string
-	errors []string
+	label, cause string
+	errors       []string
 }{
-	{"the client closed the connection, or sent nothing in time, before the handshake's end (a port scan, a TCP health check)",
+	{"closed", "the client closed the connection, or sent nothing in time, before the handshake's end (a port scan, a TCP health check)",
 		[]string{"EOF", "*connection reset by peer", "*i/o timeout", "*broken pipe"}},
-	{"the client spoke plain HTTP to the TLS port (answered 400): its URL must be https://, or a Prometheus scrape config's scheme: https",
+	{"plain_http", "the client spoke plain HTTP to the TLS port (answered 400): its URL must be https://, or a Prometheus scrape config's scheme: https",
 		[]string{"client sent an HTTP request to an HTTPS server"}},
-	{"the client sent what is not TLS",
+	{"not_tls", "the client sent what is not TLS",
 		[]string{"tls: first record does not look like a TLS handshake", "tls: unsupported SSLv2 handshake received"}},
-	{"the client refused the exporter's certificate, or the handshake, with the alert in last: a bad certificate or unknown authority alert is a client that does not trust the exporter's certificate (expired, of a CA it does not know, or not of the name it asked for)",
-		[]string{"remote error: "}},
-	{"the client gave no client certificate, or one the web config's client_ca_file or client_allowed_sans does not accept",
+	{"client_alert", "the client refused the exporter's certificate, or the handshake, with the alert in last: a bad certificate or unknown authority alert is a client that does not trust the exporter's certificate (expired, of a CA it does not know, or not of the name it asked for), and so is, over TLS 1.3, a bad record MAC, which is how an OpenSSL client's refusal (curl, Python, openssl s_client) reaches the exporter",
+		[]string{"remote error: ", "local error: tls: bad record MAC"}},
+	{"client_certificate", "the client gave no client certificate, or one the web config's client_ca_file or client_allowed_sans does not accept",
 		[]string{"tls: client didn't provide a certificate", "tls: failed to verify certificate", "tls: failed to parse client certificate",
 			"tls: invalid signature by the client certificate", "client_allowed_sans:", "could not find allowed SANs", "error parsing client certificate"}},
-	{"the client and the web config share no TLS version, cipher suite or curve: see its min_version, max_version, cipher_suites and curve_preferences",
+	{"no_shared_parameters", "the client and the web config share no TLS version, cipher suite or curve: see its min_version, max_version, cipher_suites and curve_preferences",
 		[]string{"tls: client offered only unsupported versions", "tls: no cipher suite supported", "tls: no key exchanges supported", "tls: client offered only incompatible point formats"}},
-	{"another cause, in last", nil},
+	{"other", "another cause, in last", nil},
 }
+
+// tlsToPlainCause is the label value in logwindow_tls_handshake_errors_total of the
+// handshakes sent to a plain HTTP listener (see plainConn).
+const tlsToPlainCause = "tls_to_plain_port"
+
+// handshakeErrors are the serverLogs of the servers of every listener, which count the
+// failed TLS handshakes of their clients: the collector of
+// logwindow_tls_handshake_errors_total, by cause, summed over the listeners, every cause
+// sent, 0 or not, so that a rate of it is there from the start.
+type handshakeErrors []*serverLog
+
+// Describe sends nothing: an unchecked collector, as the scrape limiter is.
+func (h handshakeErrors) Describe(chan<- *prometheus.Desc) {}
+
+// Collect sends logwindow_tls_handshake_errors_total.
+func (h handshakeErrors) Collect(ch chan<- prometheus.Metric) {
+	for i, c := range handshakeCauses {
+		var n int64
+		for _, l := range h {
+			n += l.handshakes[i].Load()
+		}
+		ch <- prometheus.MustNewConstMetric(handshakeErrorsDesc, prometheus.CounterValue, float64(n), c.label)
+	}
+	var n int64
+	for _, l := range h {
+		n += l.plainTLS.Load()
+	}
+	ch <- prometheus.MustNewConstMetric(handshakeErrorsDesc, prometheus.CounterValue, float64(n), tlsToPlainCause)
+}
+
+var handshakeErrorsDesc = selfmetric.TLSHandshakeErrors.Desc()
 
 // handshakeCause is the index in handshakeCauses of err, what net/http logged of a failed
 // handshake after its client's address.
@@ -493,6 +561,11 @@ func (l *serverLog) Write(p []byte) (int, error) {
 		_, err, _ := strings.Cut(strings.TrimPrefix(msg, "http: TLS handshake error from "), ": ")
 		if strings.HasPrefix(err, webConfigRefused) {
 			return len(p), nil // webConfigErrors counted and logged it
+		}
+		if strings.HasSuffix(err, net.ErrClosed.Error()) {
+			// The exporter closed the connection: connLimiter, to stay within
+			// --web.max-connections (which it logs), or the shutdown.
+			return len(p), nil
 		}
 		i := handshakeCause(err)
 		l.warnSome(&l.handshakes[i], "TLS handshakes failed: "+handshakeCauses[i].cause+"; the first and every 1000th of this cause are logged",

@@ -14,6 +14,7 @@ import (
 	"reflect"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -44,6 +45,13 @@ type toolkit struct {
 	idle    *idleListener
 	// served is web.Serve's return, once idle is closed.
 	served chan error
+	// path is the web config's, whose errors are counted in errors.
+	path   string
+	errors *webConfigErrors
+	// rateLimit is the web config's rate_limit as the toolkit took it; costly its costly
+	// password hashes, which the start warned of.
+	rateLimit web.RateLimiterConfig
+	costly    map[string]string
 }
 
 // setUpToolkit has web.Serve set up what it would serve in front of h on a listener of
@@ -51,7 +59,8 @@ type toolkit struct {
 // load. close ends web.Serve. configErrors' clock is the one its files' stamps are told
 // settled by (see tlsConfigs).
 func setUpToolkit(addr net.Addr, h http.Handler, flags *web.FlagConfig, configErrors *webConfigErrors, logger *slog.Logger) (*toolkit, error) {
-	t := &toolkit{idle: &idleListener{addr: addr, closed: make(chan struct{})}, served: make(chan error, 1)}
+	t := &toolkit{idle: &idleListener{addr: addr, closed: make(chan struct{})}, served: make(chan error, 1),
+		path: *flags.WebConfigFile, errors: configErrors}
 	// BaseContext is called as web.Serve starts serving, everything set up, with idle
 	// itself when it serves plain HTTP, else with a TLS listener over it.
 	served := make(chan net.Listener, 1)
@@ -70,6 +79,10 @@ func setUpToolkit(addr net.Addr, h http.Handler, flags *web.FlagConfig, configEr
 			return nil, err
 		}
 		t.handler = scratch.Handler
+		// Read as the toolkit read it a moment before, with no error.
+		if config, err := readWebConfig(t.path); err == nil {
+			t.rateLimit, t.costly = config.RateLimiterConfig, costlyHashes(config)
+		}
 		if l == net.Listener(t.idle) {
 			return t, nil
 		}
@@ -113,9 +126,12 @@ func checkToolkitSetUp(srv *http.Server, l, idle net.Listener) error {
 	return nil
 }
 
-// serve serves l with srv, with what the toolkit set up, until srv is closed.
+// serve serves l with srv, with what the toolkit set up, until srv is closed; with TLS,
+// a connection kept alive is held to the web config as it changes (see recheck); what
+// the toolkit takes without a word of the web config changed is told (webConfigWatch).
 func (t *toolkit) serve(l net.Listener, srv *http.Server) error {
-	srv.Handler = t.handler
+	started := startOnly{tls: t.tls != nil, http2: t.http2, rateLimit: t.rateLimit}
+	srv.Handler = newWebConfigWatch(t.path, l.Addr().String(), started, t.costly, t.errors).handler(t.handler)
 	if t.tls == nil {
 		return srv.Serve(servePlain(l, srv))
 	}
@@ -123,6 +139,8 @@ func (t *toolkit) serve(l net.Listener, srv *http.Server) error {
 		srv.TLSNextProto = map[string]func(*http.Server, *tls.Conn, http.Handler){}
 	}
 	srv.TLSConfig = t.tls
+	srv.ConnContext = t.configs.connContext
+	srv.Handler = t.configs.recheck(srv.Handler)
 	return srv.ServeTLS(l, "", "")
 }
 
@@ -180,9 +198,12 @@ type tlsConfigs struct {
 	readFile func(string) ([]byte, error)
 
 	mu sync.Mutex
-	// config was loaded from the files of stamps; nil when none is kept.
-	config *tls.Config
+	// config was loaded from the files of stamps; nil when none is kept. It is written
+	// under mu, and read without it as a connection is accepted (see connContext).
+	config atomic.Pointer[tls.Config]
 	stamps []fileStamp
+	// closed counts the connections closed by recheck, for the log.
+	closed atomic.Int64
 }
 
 func newTLSConfigs(path string, load func(*tls.ClientHelloInfo) (*tls.Config, error), now func() time.Time, errors *webConfigErrors) *tlsConfigs {
@@ -191,21 +212,34 @@ func newTLSConfigs(path string, load func(*tls.ClientHelloInfo) (*tls.Config, er
 
 // get is the GetConfigForClient of the exporter's TLS config.
 func (c *tlsConfigs) get(hello *tls.ClientHelloInfo) (*tls.Config, error) {
-	// One handshake loads at a time: others wait for its config rather than load their own.
+	config, err := c.current(hello)
+	if err != nil {
+		return nil, c.refuse(err)
+	}
+	return config, nil
+}
+
+// current is the TLS config of the web config and its files as they are now: the one
+// kept while they are unchanged, else loaded. An error is theirs, not counted.
+func (c *tlsConfigs) current(hello *tls.ClientHelloInfo) (*tls.Config, error) {
+	// One loads at a time: others wait for its config rather than load their own.
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.config != nil && c.unchanged() {
-		return c.config, nil
+	if config := c.config.Load(); config != nil && c.unchanged() {
+		return config, nil
 	}
-	c.config = nil
+	c.config.Store(nil)
 	at := c.now()
 	stamps, named := c.stamp()
 	config, err := c.load(hello)
 	if err == nil && named != nil {
 		err = checkClientCAs(named)
 	}
+	if err != nil && named != nil && !named.IsEnabled() {
+		return nil, fmt.Errorf("tls_server_config was taken out of the web config (or is misspelled), but whether an address serves TLS is decided at the start: it serves TLS, refusing every handshake, until tls_server_config is put back or the exporter restarts to serve plain HTTP (%w)", err)
+	}
 	if err != nil {
-		return nil, c.refuse(err)
+		return nil, err
 	}
 	// The toolkit's config reads the certificate and key again for each handshake too,
 	// after it loaded: what fails then is the files' failure as well.
@@ -221,7 +255,8 @@ func (c *tlsConfigs) get(hello *tls.ClientHelloInfo) (*tls.Config, error) {
 	}
 	checkAllowedSANs(config)
 	if named != nil && settled(stamps, at) {
-		c.config, c.stamps = config, stamps
+		c.config.Store(config)
+		c.stamps = stamps
 	}
 	return config, nil
 }

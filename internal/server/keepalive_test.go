@@ -1,0 +1,118 @@
+package server
+
+import (
+	"crypto/tls"
+	"log/slog"
+	"net/http"
+	"net/http/httptrace"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/logwindow/logwindow_exporter/internal/testutil/syncbuf"
+	"github.com/logwindow/logwindow_exporter/internal/testutil/testclock"
+)
+
+// TestTLSKeptAliveConnectionFollowsWebConfig: a connection kept alive from before the web
+// config, or a file it names, changed is held to the new config at its next request, as
+// a new connection is at its handshake: a client whose CA was taken out of
+// client_ca_file, whose SAN was taken out of client_allowed_sans, or whose TLS version is
+// now below min_version is no longer served on it; certificates are otherwise checked at
+// handshakes only, and a scraper keeps its connection for as long as it scrapes. A change
+// that still accepts the client (the exporter's certificate renewed, a CA added) leaves
+// it served on the connection it has, over HTTP/1.1 and HTTP/2.
+func TestTLSKeptAliveConnectionFollowsWebConfig(t *testing.T) {
+	const webConfig = "tls_server_config:\n  cert_file: cert.pem\n  key_file: key.pem\n  client_auth_type: RequireAndVerifyClientCert\n  client_ca_file: ca.pem\n"
+	for _, tc := range []struct {
+		name   string
+		change func(t *testing.T, f *tlsFiles, caPEM []byte)
+		// client is what the client asks for, beyond its certificate.
+		client  *tls.Config
+		refused bool
+	}{
+		{"CA taken out of client_ca_file", func(t *testing.T, f *tlsFiles, _ []byte) {
+			other, _, _ := newCA(t, "other CA")
+			f.write(t, "ca.pem", other)
+		}, &tls.Config{}, true},
+		{"SAN out of client_allowed_sans", func(t *testing.T, f *tlsFiles, _ []byte) {
+			f.write(t, "web.yml", []byte(webConfig+"  client_allowed_sans: [other.example]\n"))
+		}, &tls.Config{}, true},
+		{"min_version raised", func(t *testing.T, f *tlsFiles, _ []byte) {
+			f.write(t, "web.yml", []byte(webConfig+"  min_version: TLS13\n"))
+		}, &tls.Config{MaxVersion: tls.VersionTLS12}, true},
+		{"exporter's certificate renewed", func(t *testing.T, f *tlsFiles, _ []byte) {
+			cert, key := newCert(t, "second", 0)
+			f.write(t, "cert.pem", cert)
+			f.write(t, "key.pem", key)
+		}, &tls.Config{}, false},
+		{"CA added to client_ca_file", func(t *testing.T, f *tlsFiles, caPEM []byte) {
+			other, _, _ := newCA(t, "other CA")
+			f.write(t, "ca.pem", append(other, caPEM...))
+		}, &tls.Config{}, false},
+		{"SAN kept in client_allowed_sans", func(t *testing.T, f *tlsFiles, _ []byte) {
+			f.write(t, "web.yml", []byte(webConfig+"  client_allowed_sans: [other.example, scraper.example]\n"))
+		}, &tls.Config{}, false},
+	} {
+		for _, proto := range []string{"HTTP/1.1", "HTTP/2.0"} {
+			t.Run(tc.name+"/"+proto, func(t *testing.T) {
+				f := newTLSFiles(t, "", "")
+				f.write(t, "web.yml", []byte(webConfig))
+				caPEM, ca, caKey := newCA(t, "scrapers' CA")
+				f.write(t, "ca.pem", caPEM)
+				f.age(t, 0)
+				clock := testclock.New(time.Now().Add(time.Minute))
+				var logged syncbuf.Buffer
+				logger := slog.New(slog.NewTextHandler(&logged, nil))
+				addr := serveTLSLogged(t, f.webConfig, newWebConfigErrors(f.webConfig, logger, clock.Now), logger)
+				config := tc.client.Clone()
+				config.InsecureSkipVerify = true
+				config.Certificates = []tls.Certificate{clientCert(t, ca, caKey, "scraper.example")}
+				transport := &http.Transport{TLSClientConfig: config, ForceAttemptHTTP2: proto == "HTTP/2.0"}
+				defer transport.CloseIdleConnections()
+				client := &http.Client{Timeout: 5 * time.Second, Transport: transport}
+				// get reports whether the request was sent on the connection of the one
+				// before.
+				get := func() (reused bool, err error) {
+					t.Helper()
+					trace := &httptrace.ClientTrace{GotConn: func(info httptrace.GotConnInfo) { reused = info.Reused }}
+					req, err := http.NewRequestWithContext(httptrace.WithClientTrace(t.Context(), trace), http.MethodGet, "https://"+addr+"/", nil)
+					if err != nil {
+						t.Fatal(err)
+					}
+					resp, err := client.Do(req)
+					if err != nil {
+						return reused, err
+					}
+					resp.Body.Close()
+					if resp.Proto != proto {
+						t.Fatalf("served %s; want %s", resp.Proto, proto)
+					}
+					return reused, nil
+				}
+				if _, err := get(); err != nil {
+					t.Fatalf("before the change: %v", err)
+				}
+				if reused, err := get(); err != nil || !reused {
+					t.Fatalf("before the change, again: reused %v, %v; want the connection kept alive", reused, err)
+				}
+				tc.change(t, f, caPEM)
+				reused, err := get()
+				switch {
+				case tc.refused && err == nil:
+					t.Errorf("after the change: served (on the connection kept alive: %v); want refused", reused)
+				case !tc.refused && err != nil:
+					t.Errorf("after the change: %v; want served", err)
+				case !tc.refused && !reused:
+					t.Error("after the change: served on a new connection; want the one kept alive")
+				}
+				got := logged.String()
+				if tc.refused && !strings.Contains(got, "no longer accepted") {
+					t.Errorf("the closed connection is not logged:\n%s", got)
+				}
+				if strings.Contains(got, "panic") || strings.Contains(got, "level=ERROR") {
+					t.Errorf("logged an error:\n%s", got)
+				}
+			})
+		}
+	}
+}

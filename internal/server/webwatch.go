@@ -1,0 +1,150 @@
+package server
+
+import (
+	"fmt"
+	"log/slog"
+	"maps"
+	"net/http"
+	"os"
+	"slices"
+	"sync"
+
+	"github.com/prometheus/exporter-toolkit/web"
+	"go.yaml.in/yaml/v2"
+	"golang.org/x/crypto/bcrypt"
+)
+
+// webConfigWatch tells what exporter-toolkit, which reads the web config again for each
+// request, takes without a word of it changed while the exporter runs:
+//
+//   - Some keys are taken at the start only (startOnly): whether an address serves TLS,
+//     whether it serves HTTP/2, the rate limit. A tls_server_config added to the web
+//     config of a listener served plain HTTP would leave its scrapers sending passwords
+//     and reading metrics in plain text, with no word that the TLS asked for is not
+//     served; a rate_limit raised would leave clients answered 429. A change of them is
+//     warned of, once, naming each key and what is served until a restart.
+//   - A basic_auth_users hash of a high bcrypt cost is warned of, as the start warns of
+//     one (checkWebConfig).
+//   - A basic_auth_users hash that is no bcrypt hash (the password itself, a hash cut
+//     short or whose $ a template ate), which the start refuses, would have the toolkit
+//     answer that user's every request 401, as though the password were wrong. Such a
+//     request is answered 500, as the toolkit answers every request while the web config
+//     does not load, and counted and logged with those (webConfigErrors).
+//
+// Each request looks at the web config's stamp, a stat, and reads it again when it
+// changed (the toolkit reads and parses it for each request anyway).
+type webConfigWatch struct {
+	path string
+	// started is what the toolkit took at the start.
+	started startOnly
+	logger  *slog.Logger
+	errors  *webConfigErrors
+
+	mu    sync.Mutex
+	stamp fileStamp
+	// warned is what the web config said of the keys of startOnly when a change of them
+	// was last warned of, or the start's.
+	warned startOnly
+	// badHashes are the errors of the users' hashes that bcrypt does not take, by user.
+	badHashes map[string]error
+	// costly are the users whose hash is of a bcrypt cost warned of, with their hash.
+	costly map[string]string
+}
+
+// startOnly are the keys of the web config exporter-toolkit takes at the start only.
+type startOnly struct {
+	tls       bool
+	http2     bool
+	rateLimit web.RateLimiterConfig
+}
+
+// readStartOnly is what config says of the keys of startOnly.
+func readStartOnly(config *web.Config) startOnly {
+	return startOnly{tls: config.TLSConfig.IsEnabled(), http2: config.HTTPConfig.HTTP2, rateLimit: config.RateLimiterConfig}
+}
+
+// changes describes what of now is not served as now says, the start having taken s.
+func (s startOnly) changes(now startOnly) []string {
+	var changes []string
+	switch {
+	case now.tls && !s.tls:
+		changes = append(changes, "tls_server_config added: this address serves plain HTTP, passwords and metrics unencrypted")
+	case !now.tls && s.tls:
+		changes = append(changes, "tls_server_config taken out: this address serves TLS, refusing every handshake")
+	case s.tls && now.http2 != s.http2:
+		changes = append(changes, fmt.Sprintf("http_server_config.http2 changed: HTTP/2 is served as at the start, http2: %v", s.http2))
+	}
+	if now.rateLimit != s.rateLimit {
+		changes = append(changes, fmt.Sprintf("rate_limit changed: the start's is in force, burst %d, interval %v (none with interval 0)", s.rateLimit.Burst, s.rateLimit.Interval))
+	}
+	return changes
+}
+
+// newWebConfigWatch watches the web config at path of a listener of addr, started as s
+// says, with the costly hashes the start warned of, logging with errors.
+func newWebConfigWatch(path, addr string, s startOnly, costly map[string]string, errors *webConfigErrors) *webConfigWatch {
+	return &webConfigWatch{path: path, started: s, warned: s, costly: costly, logger: errors.logger.With("address", addr), errors: errors}
+}
+
+// handler serves h, looking at the web config first.
+func (c *webConfigWatch) handler(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		badHashes := c.check()
+		if user, _, ok := r.BasicAuth(); ok && badHashes[user] != nil {
+			c.errors.request(badHashes[user].Error())
+			http.Error(w, http.StatusText(http.StatusInternalServerError), http.StatusInternalServerError)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// check reads the web config if it changed since it was last read, warns of a change of
+// the keys the toolkit took at the start only, and returns the errors of its users'
+// hashes.
+func (c *webConfigWatch) check() map[string]error {
+	s := statFile(c.path)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if s.same(c.stamp) {
+		return c.badHashes
+	}
+	c.stamp = s
+	config, err := readWebConfig(c.path)
+	if err != nil {
+		return c.badHashes // the toolkit answers 500, and webConfigErrors tells it
+	}
+	if now := readStartOnly(config); now != c.warned {
+		if changes := c.started.changes(now); len(changes) > 0 {
+			c.logger.Warn("the web config changed keys exporter-toolkit takes at the start only: what the start took is served until the exporter restarts", "changes", changes)
+		}
+		c.warned = now
+	}
+	costly := costlyHashes(config)
+	warnCostlyHashes(costly, c.costly, c.logger)
+	c.costly = costly
+	c.badHashes = nil
+	for _, user := range slices.Sorted(maps.Keys(config.Users)) {
+		if _, err := bcrypt.Cost([]byte(config.Users[user])); err != nil {
+			if c.badHashes == nil {
+				c.badHashes = map[string]error{}
+			}
+			c.badHashes[user] = fmt.Errorf("basic_auth_users: the password of %q is no bcrypt hash (%w): its requests are answered 500, as the start would refuse the web config", user, err)
+		}
+	}
+	return c.badHashes
+}
+
+// readWebConfig reads the web config at path as exporter-toolkit reads it, with its
+// defaults, strictly (yaml v2): one the toolkit would not load is an error.
+func readWebConfig(path string) (*web.Config, error) {
+	text, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	config := &web.Config{HTTPConfig: web.HTTPConfig{HTTP2: true}}
+	if err := yaml.UnmarshalStrict(text, config); err != nil {
+		return nil, err
+	}
+	return config, nil
+}

@@ -1,0 +1,253 @@
+package server
+
+import (
+	"crypto/tls"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/prometheus/exporter-toolkit/web"
+	"golang.org/x/crypto/bcrypt"
+
+	"github.com/logwindow/logwindow_exporter/internal/testutil/syncbuf"
+)
+
+// TestStartOnlyKeysChangedAtRuntime: exporter-toolkit reads the web config again for
+// each request, for its passwords and headers, but takes some of its keys at the start
+// only: whether an address serves TLS, whether it serves HTTP/2, its rate_limit. A change
+// to them went unnoticed: a tls_server_config added to the web config of an exporter
+// serving plain HTTP left its scrapers sending passwords and metrics in plain text, and
+// one switched to https:// was told the exporter needs a tls_server_config, which it had;
+// a rate_limit raised left clients answered 429. Such a change is warned of, once, naming
+// the key and the restart that takes it; a change of other keys, or back to what the
+// start took, is not. One taken out of it refused every handshake with "TLS config is not
+// present": the refusal says so.
+func TestStartOnlyKeysChangedAtRuntime(t *testing.T) {
+	const withTLS = "tls_server_config:\n  cert_file: cert.pem\n  key_file: key.pem\n"
+	const withoutTLS = "http_server_config:\n  headers:\n    X-Content-Type-Options: nosniff\n"
+	const rateLimit = "rate_limit:\n  burst: 1000\n  interval: 1ms\n"
+	t.Run("plain HTTP", func(t *testing.T) {
+		f := newTLSFiles(t, "", "")
+		f.write(t, "web.yml", []byte(withoutTLS+rateLimit))
+		var logged syncbuf.Buffer
+		logger := slog.New(slog.NewTextHandler(&logged, nil))
+		srv := newHTTPServer(http.NotFoundHandler(), Options{Logger: logger})
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		served := make(chan error, 1)
+		go func() {
+			served <- serveOn(l, srv, &web.FlagConfig{WebConfigFile: &f.webConfig}, newWebConfigErrors(f.webConfig, logger, time.Now), logger)
+		}()
+		defer func() {
+			_ = srv.Close()
+			<-served
+		}()
+		for i, step := range []struct {
+			webConfig string // "" is as it was, the start's at the first step
+			want      string // in the warning; "" is none
+		}{
+			{"", ""},
+			{"http_server_config:\n  headers:\n    X-Frame-Options: deny\n" + rateLimit, ""},
+			{withoutTLS + "rate_limit:\n  burst: 2000\n  interval: 1ms\n", "rate_limit"},
+			{withoutTLS + "rate_limit:\n  burst: 2000\n  interval: 1ms\n# the same\n", ""},
+			{withoutTLS + rateLimit, ""},
+			// A key misspelled: the toolkit answers 500, which webConfigErrors tells; the
+			// rate_limit is not taken for gone.
+			{withoutTLS + "rate_limits:\n  burst: 1\n", ""},
+			{withTLS + rateLimit, "tls_server_config added: this address serves plain HTTP"},
+		} {
+			if step.webConfig != "" {
+				f.write(t, "web.yml", []byte(step.webConfig))
+			}
+			before := strings.Count(logged.String(), "level=WARN")
+			for range 2 {
+				resp, err := http.Get("http://" + l.Addr().String() + "/")
+				if err != nil {
+					t.Fatal(err)
+				}
+				resp.Body.Close()
+				if want := http.StatusNotFound; resp.StatusCode != want && (resp.StatusCode != http.StatusInternalServerError || !strings.Contains(step.webConfig, "rate_limits")) {
+					t.Fatalf("step %d: served %d; want the handler's 404", i, resp.StatusCode)
+				}
+			}
+			got := logged.String()
+			warned := strings.Count(got, "level=WARN") - before
+			switch {
+			case step.want == "" && warned != 0:
+				t.Errorf("step %d: warned, want not:\n%s", i, got)
+			case step.want != "" && (warned != 1 || !strings.Contains(got, step.want) || !strings.Contains(got, "restart")):
+				t.Errorf("step %d: warned %d times; want once, of %q and the restart:\n%s", i, warned, step.want, got)
+			}
+		}
+	})
+	t.Run("HTTP/2 switched off", func(t *testing.T) {
+		f := newTLSFiles(t, "", "")
+		var logged syncbuf.Buffer
+		logger := slog.New(slog.NewTextHandler(&logged, nil))
+		addr := serveTLSLogged(t, f.webConfig, nil, logger)
+		client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+		// The first request is served before the change, once the web config was read.
+		for _, webConfig := range []string{"", withTLS + "http_server_config:\n  http2: false\n"} {
+			if webConfig != "" {
+				f.write(t, "web.yml", []byte(webConfig))
+			}
+			resp, err := client.Get("https://" + addr + "/")
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+		}
+		if got := logged.String(); !strings.Contains(got, "http_server_config.http2") || !strings.Contains(got, "restart") {
+			t.Errorf("HTTP/2 switched off is not warned of, with the restart:\n%s", got)
+		}
+	})
+	t.Run("TLS taken out", func(t *testing.T) {
+		f := newTLSFiles(t, "", "")
+		var logged syncbuf.Buffer
+		logger := slog.New(slog.NewTextHandler(&logged, nil))
+		addr := serveTLSLogged(t, f.webConfig, nil, logger)
+		if _, err := handshake(addr); err != nil {
+			t.Fatal(err)
+		}
+		f.write(t, "web.yml", []byte(withoutTLS))
+		if _, err := handshake(addr); err == nil {
+			t.Fatal("a handshake after tls_server_config was taken out succeeded; want refused, as no certificate is named")
+		}
+		if got := logged.String(); !strings.Contains(got, "tls_server_config was taken out") || !strings.Contains(got, "restart") {
+			t.Errorf("the refused handshake is not said to be of tls_server_config taken out, until a restart:\n%s", got)
+		}
+	})
+}
+
+// TestPasswordHashBrokenAtRuntime: a basic_auth_users hash edited, while the exporter
+// runs, into what is no bcrypt hash (the password itself, as a user who copies the docs
+// may put it; a hash cut short or whose $ a template ate) made exporter-toolkit answer
+// every request of that user 401, as though the password were wrong, with no word: the
+// start refuses such a web config, and a web config that no longer loads answers 500,
+// counted and logged. Requests with that user's credentials are answered 500, counted in
+// logwindow_web_config_errors_total and logged naming the user; another user's are
+// served as before.
+func TestPasswordHashBrokenAtRuntime(t *testing.T) {
+	good, err := bcrypt.GenerateFromPassword([]byte("secret"), bcrypt.MinCost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	users := func(scraper string) []byte {
+		return []byte("basic_auth_users:\n  scraper: '" + scraper + "'\n  other: '" + string(good) + "'\n")
+	}
+	for _, tc := range []struct {
+		name      string
+		webConfig string
+		serve     func(t *testing.T, path string, errors *webConfigErrors, logger *slog.Logger) (url string, client *http.Client)
+	}{
+		{"plain HTTP", "", func(t *testing.T, path string, errors *webConfigErrors, logger *slog.Logger) (string, *http.Client) {
+			srv := newHTTPServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}), Options{Logger: logger})
+			l, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			served := make(chan error, 1)
+			go func() { served <- serveOn(l, srv, &web.FlagConfig{WebConfigFile: &path}, errors, logger) }()
+			t.Cleanup(func() {
+				_ = srv.Close()
+				<-served
+			})
+			return "http://" + l.Addr().String() + "/", http.DefaultClient
+		}},
+		{"TLS", "tls_server_config:\n  cert_file: cert.pem\n  key_file: key.pem\n", func(t *testing.T, path string, errors *webConfigErrors, logger *slog.Logger) (string, *http.Client) {
+			addr := serveTLSLogged(t, path, errors, logger)
+			return "https://" + addr + "/", &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newTLSFiles(t, "", "")
+			f.write(t, "web.yml", append([]byte(tc.webConfig), users(string(good))...))
+			var logged syncbuf.Buffer
+			logger := slog.New(slog.NewTextHandler(&logged, nil))
+			errors := newWebConfigErrors(f.webConfig, logger, time.Now)
+			url, client := tc.serve(t, f.webConfig, errors, logger)
+			get := func(user string) int {
+				t.Helper()
+				req, err := http.NewRequest(http.MethodGet, url, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				req.SetBasicAuth(user, "secret")
+				resp, err := client.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				resp.Body.Close()
+				return resp.StatusCode
+			}
+			if code := get("scraper"); code != http.StatusOK {
+				t.Fatalf("before the change: %d; want 200", code)
+			}
+			f.write(t, "web.yml", append([]byte(tc.webConfig), users("secret")...))
+			for i := range 2 {
+				if code := get("scraper"); code != http.StatusInternalServerError {
+					t.Errorf("request %d of the user whose hash is broken: %d; want 500", i, code)
+				}
+			}
+			if code := get("other"); code != http.StatusOK {
+				t.Errorf("another user's request: %d; want 200", code)
+			}
+			if got := testutil.ToFloat64(errors); got != 2 {
+				t.Errorf("logwindow_web_config_errors_total %v; want 2", got)
+			}
+			if got := logged.String(); !strings.Contains(got, `scraper`) || !strings.Contains(got, "bcrypt") {
+				t.Errorf("the log does not name the user and its hash:\n%s", got)
+			}
+		})
+	}
+}
+
+// TestCostlyHashAddedAtRuntime: the start warns of a password hash of a bcrypt cost above
+// 12, which takes a core half a second or more at each check; one put in the web config
+// while the exporter runs was not warned of. It is, once, naming the user; one the start
+// already had is not warned of again.
+func TestCostlyHashAddedAtRuntime(t *testing.T) {
+	// Hashes of cost 10 and 14 (bcrypt.Cost reads the cost from the hash alone).
+	const usual = "$2y$10$QOauhQNbBCuQDKes6eFzPeMqBSjb7Mr5DUmpZ/VcEd00UAV/LDeSi"
+	const costly = "$2y$14$QOauhQNbBCuQDKes6eFzPeMqBSjb7Mr5DUmpZ/VcEd00UAV/LDeSi"
+	f := newTLSFiles(t, "", "")
+	f.write(t, "web.yml", []byte("basic_auth_users:\n  first: "+costly+"\n  second: "+usual+"\n"))
+	var logged syncbuf.Buffer
+	logger := slog.New(slog.NewTextHandler(&logged, nil))
+	srv := newHTTPServer(http.NotFoundHandler(), Options{Logger: logger})
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan error, 1)
+	go func() {
+		served <- serveOn(l, srv, &web.FlagConfig{WebConfigFile: &f.webConfig}, newWebConfigErrors(f.webConfig, logger, time.Now), logger)
+	}()
+	defer func() {
+		_ = srv.Close()
+		<-served
+	}()
+	for i, webConfig := range []string{"", "basic_auth_users:\n  first: " + costly + "\n  second: " + costly + "\n", ""} {
+		if webConfig != "" {
+			f.write(t, "web.yml", []byte(webConfig))
+		}
+		resp, err := http.Get("http://" + l.Addr().String() + "/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		warned := strings.Count(logged.String(), "bcrypt cost")
+		if want := min(i, 1); warned != want {
+			t.Fatalf("step %d: warned %d times of a costly hash; want %d:\n%s", i, warned, want, logged.String())
+		}
+	}
+	if got := logged.String(); !strings.Contains(got, "user=second cost=14") {
+		t.Errorf("the warning does not name the user and the cost:\n%s", got)
+	}
+}
