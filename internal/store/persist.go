@@ -173,8 +173,19 @@ func (st *store) encode(prev *encodedRule, note bool) (encodedRule, error) {
 	r.head = wire.AppendBytes(nil, []byte(st.name))
 	r.head = wire.AppendBytes(r.head, []byte(st.fingerprint))
 	r.head = binary.LittleEndian.AppendUint64(r.head, st.layout.Fingerprint())
+	counts := make([]uint64, 0, len(st.counters()))
 	for _, c := range st.counters() {
-		r.head = wire.AppendUvarint(r.head, c.Load())
+		counts = append(counts, c.Load())
+	}
+	// The drop counters of reasons added since snapshotDropReasons are left out while 0:
+	// a build from before them refuses a header of more counters, and with it the rule,
+	// as corrupt, and reads one without them as it wrote it.
+	least := len(counts) - event.NumDropReasons + snapshotDropReasons
+	for len(counts) > least && counts[len(counts)-1] == 0 {
+		counts = counts[:len(counts)-1]
+	}
+	for _, c := range counts {
+		r.head = wire.AppendUvarint(r.head, c)
 	}
 	lock := st.rlock()
 	r.head = wire.AppendUvarint(r.head, st.retired)
