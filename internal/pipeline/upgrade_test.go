@@ -20,60 +20,76 @@ import (
 	"github.com/logwindow/logwindow_exporter/internal/testutil/testclock"
 )
 
-// upgradeBuilds are the earlier builds whose snapshots testdata/upgrade keeps, each with
-// what it served just before it stopped and wrote it: the first build that wrote
-// snapshots; the last before a value rule dropped negative values (its windows, sketches
-// and totals hold some, and its rule headers keep one drop counter fewer); the last
-// before a snapshot recorded the processing second of its cut.
-var upgradeBuilds = []string{"f0bf3c7", "cc28006", "358e2ac"}
-
 // TestStorageUpgrade is a differential test of an upgrade: a snapshot an earlier build
-// wrote as it stopped (testdata/upgrade/BUILD/snapshot, of testdata/upgrade/rules.yaml), restored
-// by this one at the second the earlier build was last scraped, serves every sample that
-// build served then (served.txt): each rule's totals and windows, its sketches, top values,
-// distinct counts and histograms, its rates, and the rule's counters. This build's own
-// samples (a drop reason the earlier build did not know) may come in addition.
+// wrote as it stopped (testdata/upgrade/CONFIG/BUILD/snapshot, of CONFIG/rules.yaml),
+// restored by this one at the second the earlier build was last scraped, serves every
+// sample that build served then (served.txt): each rule's totals and windows, its sketches,
+// top values, distinct counts and histograms, its rates, and the rule's counters. This
+// build's own samples (a drop reason the earlier build did not know) may come in addition.
 //
-// Each was made by that build run on rules.yaml with --storage.path, reading a log of
-// lines stamped around its start (some in the future, some past every window, some with
-// negative values), scraped within one second (whose number heads served.txt), then sent
-// SIGTERM; served.txt is that scrape's samples of the rules and their counters.
+// The builds are the first that wrote snapshots (f0bf3c7); the last before a value rule
+// dropped negative values (cc28006: its windows, sketches and totals hold some, and its
+// rule headers keep one drop counter fewer); the last before a snapshot recorded the
+// processing second of its cut (358e2ac). The configurations are every kind of rule
+// (kinds) and windows that end at the last complete second (last-complete). Each was made
+// by that build run on rules.yaml with --storage.path, reading a log of lines stamped
+// around its start (some in the future, some past every window, some with negative
+// values), scraped within one second (whose number heads served.txt), then sent SIGTERM;
+// served.txt is that scrape's samples of the rules and their counters.
 func TestStorageUpgrade(t *testing.T) {
-	rules, err := os.ReadFile(filepath.Join("testdata", "upgrade", "rules.yaml"))
+	configs, err := filepath.Glob(filepath.Join("testdata", "upgrade", "*", "rules.yaml"))
+	if err != nil || len(configs) == 0 {
+		t.Fatalf("no configurations: %v", err)
+	}
+	for _, config := range configs {
+		rules, err := os.ReadFile(config)
+		if err != nil {
+			t.Fatal(err)
+		}
+		builds, err := filepath.Glob(filepath.Join(filepath.Dir(config), "*", "served.txt"))
+		if err != nil || len(builds) == 0 {
+			t.Fatalf("%s: no builds: %v", config, err)
+		}
+		for _, served := range builds {
+			build := filepath.Dir(served)
+			t.Run(filepath.Base(filepath.Dir(config))+"/"+filepath.Base(build), func(t *testing.T) {
+				upgrade(t, string(rules), build)
+			})
+		}
+	}
+}
+
+// upgrade restores the snapshot of build (a directory of testdata/upgrade) on rules and
+// checks that it serves what build served (TestStorageUpgrade).
+func upgrade(t *testing.T, rules, build string) {
+	t.Helper()
+	at, served := readServed(t, filepath.Join(build, "served.txt"))
+	snap, err := os.ReadFile(filepath.Join(build, "snapshot"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, build := range upgradeBuilds {
-		t.Run(build, func(t *testing.T) {
-			at, served := readServed(t, filepath.Join("testdata", "upgrade", build, "served.txt"))
-			snap, err := os.ReadFile(filepath.Join("testdata", "upgrade", build, "snapshot"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			dir := t.TempDir()
-			if err := os.WriteFile(filepath.Join(dir, storage.FileName), snap, 0o600); err != nil {
-				t.Fatal(err)
-			}
-			var out syncbuf.Buffer
-			log := filepath.Join(t.TempDir(), "app.log")
-			cfg, o := storedOn(t, strings.ReplaceAll(string(rules), "LOG", log), dir, &out, Options{})
-			o.Now = testclock.New(time.Unix(at, 0)).Now
-			p, err := Start(cfg, o)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(p.Stop)
-			if !strings.Contains(out.String(), "restored the snapshot") || strings.Contains(out.String(), "not restored") {
-				t.Fatalf("the snapshot was not restored whole:\n%s", out.String())
-			}
-			got := scrapeText(t, p)
-			for _, line := range served {
-				name := sampleName(line)
-				if g, ok := got[name]; !ok || g != line {
-					t.Errorf("%s served %q, this build %q", build, line, g)
-				}
-			}
-		})
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, storage.FileName), snap, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var out syncbuf.Buffer
+	log := filepath.Join(t.TempDir(), "app.log")
+	cfg, o := storedOn(t, strings.ReplaceAll(rules, "LOG", log), dir, &out, Options{})
+	o.Now = testclock.New(time.Unix(at, 0)).Now
+	p, err := Start(cfg, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Stop)
+	if !strings.Contains(out.String(), "restored the snapshot") || strings.Contains(out.String(), "not restored") {
+		t.Fatalf("the snapshot was not restored whole:\n%s", out.String())
+	}
+	got := scrapeText(t, p)
+	for _, line := range served {
+		name := sampleName(line)
+		if g, ok := got[name]; !ok || g != line {
+			t.Errorf("served %q, this build %q", line, g)
+		}
 	}
 }
 
