@@ -87,8 +87,14 @@
 // # Time
 //
 // Nothing here reads a clock: every call passes the current second (Unix seconds), and a
-// series never goes back in time: its time is the newest now any Add passed, and a Read
-// evaluates at the later of its own now and that. Catching up after an idle gap of any
+// series does not go back in time: its time is the newest now any Add passed, and a Read
+// evaluates at the later of its own now and that. Two steps of a clock back are the
+// exceptions: an Add whose now is behind it by the longest window or more starts the
+// series over at now, since everything held is after every window seen from there; and
+// one whose now is behind it by less but after every event placed (a clock that ran ahead
+// of the events' own times and came back) moves the series back to now, since nothing
+// placed lies in between: its windows then lack only what its wheels let go of while it
+// was ahead, rather than reading as of the ahead second until the clock catches up. Catching up after an idle gap of any
 // length costs at most one pass over each wheel, and a Read needs no Add to have advanced
 // the wheels first.
 //

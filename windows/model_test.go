@@ -3,6 +3,7 @@ package windows
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"time"
 )
@@ -13,7 +14,8 @@ type model struct {
 	// longest is the longest window; lag is 1 when windows end at the last complete
 	// second, and reach, longest+lag, how far back from the series' second they reach.
 	longest, lag, reach int64
-	t                   int64 // newest now passed to add
+	t                   int64 // newest now passed to add, or the one it went back to
+	newest              int64 // newest event second placed
 	started             bool
 	events              []event
 }
@@ -21,6 +23,23 @@ type model struct {
 type event struct {
 	at int64
 	v  float64
+	// hi is the newest second the series was at since the event was placed.
+	hi int64
+}
+
+// held reports whether wheel w holds e: its slot was not let go of as the series moved on.
+func (e event) held(w *wheel) bool {
+	return w.slot(e.hi)-w.slot(e.at) < w.n
+}
+
+// servedBy returns the wheel of ws that serves window i.
+func servedBy(ws []wheel, i int) *wheel {
+	for j := range ws {
+		if slices.Contains(ws[j].serve, i) {
+			return &ws[j]
+		}
+	}
+	panic("no wheel serves the window")
 }
 
 func newModel(l *Layout) *model {
@@ -39,14 +58,23 @@ func clamped(t int64) int64 { return min(max(t, -farthest), farthest) }
 
 // add follows the documented placement rules: the series' time is the newest now, events
 // older than the windows reach are Late, events after now are placed at now. A now that
-// went back by the longest window or more starts the series over. Times are clamped.
+// went back by the longest window or more starts the series over; one that went back by
+// less, to after every event placed, is the series' time from then on: a window of a
+// wheel then lacks the events the wheel let go of while the series was ahead (held).
+// Times are clamped.
 func (m *model) add(now, at int64, v float64) Placement {
 	now, at = clamped(now), clamped(at)
 	if m.wentBack(now) {
 		m.started, m.events = false, nil
 	}
-	if !m.started || now > m.t {
+	if !m.started || now > m.t || now < m.t && m.newest < now {
+		if !m.started {
+			m.newest = math.MinInt64
+		}
 		m.t, m.started = now, true
+	}
+	for i := range m.events {
+		m.events[i].hi = max(m.events[i].hi, m.t)
 	}
 	p := Placed
 	if at > now {
@@ -55,7 +83,8 @@ func (m *model) add(now, at int64, v float64) Placement {
 	if at <= m.t-m.reach {
 		return Late
 	}
-	m.events = append(m.events, event{at, v})
+	m.events = append(m.events, event{at, v, m.t})
+	m.newest = max(m.newest, at)
 	return p
 }
 
@@ -81,10 +110,11 @@ type agg struct {
 	max, min    float64
 }
 
-func (m *model) span(from, to int64) agg {
+// span aggregates the events from second from to second to that wheel w holds.
+func (m *model) span(w *wheel, from, to int64) agg {
 	a := agg{max: math.Inf(-1), min: math.Inf(1)}
 	for _, e := range m.events {
-		if e.at < from || e.at > to {
+		if e.at < from || e.at > to || !e.held(w) {
 			continue
 		}
 		a.sum += e.v
@@ -135,8 +165,9 @@ func (m *model) check(l *Layout, got []Stats, now, since int64) error {
 		sec := int64(wins[i] / time.Second)
 		lo := e - sec + 1
 		step := servingStep(sec)
+		w := servedBy(l.wheels, i)
 		edge := floorDiv(lo, step) * step
-		exact := m.span(lo, e)
+		exact := m.span(w, lo, e)
 		wantEvents := func(a agg) float64 {
 			if l.events != 0 {
 				return a.n
@@ -148,13 +179,13 @@ func (m *model) check(l *Layout, got []Stats, now, since int64) error {
 				return fmt.Errorf("window %v at %d: sum %v events %v, naive %v %v", wins[i], s, g.Sum, g.Events, exact.sum, wantEvents(exact))
 			}
 		} else {
-			edgeSlot := m.span(edge, edge+step-1)
+			edgeSlot := m.span(w, edge, edge+step-1)
 			if !within(g.Sum, exact.sum, edgeSlot.abs) || !within(g.Events, wantEvents(exact), wantEvents(edgeSlot)) {
 				return fmt.Errorf("window %v at %d: sum %v events %v, naive %v %v, edge slot %+v beyond bound",
 					wins[i], s, g.Sum, g.Events, exact.sum, wantEvents(exact), edgeSlot)
 			}
 			part := float64(edge+step-lo) / float64(step)
-			inside := m.span(edge+step, e)
+			inside := m.span(w, edge+step, e)
 			if !near(g.Sum, inside.sum+part*edgeSlot.sum) || !near(g.Events, wantEvents(inside)+part*wantEvents(edgeSlot)) {
 				return fmt.Errorf("window %v at %d: sum %v events %v, want %v+%v*%v", wins[i], s, g.Sum, g.Events, inside.sum, part, edgeSlot.sum)
 			}
@@ -164,7 +195,7 @@ func (m *model) check(l *Layout, got []Stats, now, since int64) error {
 		if step > 1 {
 			newest = s
 		}
-		if ext := m.span(edge, newest); l.extrema != 0 && ext.n > 0 {
+		if ext := m.span(w, edge, newest); l.extrema != 0 && ext.n > 0 {
 			wantMax, wantMin = ext.max, ext.min
 		}
 		if !same(g.Max, wantMax) || !same(g.Min, wantMin) {

@@ -47,6 +47,7 @@ var generators = []struct {
 	{"idle then one", genIdle},
 	{"out of order", genOutOfOrder},
 	{"clock steps back", genStepBack},
+	{"clock ahead and back", genAheadAndBack},
 	{"filling second", genFilling},
 	{"log read behind", genBehind},
 	{"edges of time", genFarthest},
@@ -258,6 +259,28 @@ func genStepBack(r *rand.Rand, longest int64) []op {
 			ops = append(ops, op{now: now, at: now + r.Int64N(3) - 1, v: value(r)})
 			if r.IntN(4) == 0 {
 				ops = append(ops, op{read: true, now: now})
+			}
+		}
+	}
+	return ops
+}
+
+// genAheadAndBack is a clock that jumps ahead of the events' own times, which go on as
+// they were, by less than, about or more than a wheel's length, and comes back (an event-
+// time rule's wall clock set wrong and corrected while its log comes from elsewhere);
+// reads while it is ahead, as it comes back and after.
+func genAheadAndBack(r *rand.Rand, longest int64) []op {
+	real := baseTime(r)
+	var ops []op
+	for range 3 {
+		ahead := []int64{1 + r.Int64N(10), 300 + r.Int64N(3) - 1, longest/2 + r.Int64N(longest/2), longest - 1, 3600 + r.Int64N(60)}[r.IntN(5)]
+		for _, skew := range []int64{0, ahead, 0} {
+			for range 20 + r.IntN(40) {
+				real += r.Int64N(3)
+				ops = append(ops, op{now: real + skew, at: real - r.Int64N(3) + r.Int64N(2), v: value(r)})
+				if r.IntN(5) == 0 {
+					ops = append(ops, op{read: true, now: real + skew - r.Int64N(2)})
+				}
 			}
 		}
 	}

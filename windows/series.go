@@ -242,6 +242,12 @@ func (s *Series) seat(now, at int64) (int64, Placement) {
 		// Everything held is newer than every window seen from now: start over at now, or
 		// the series would stay frozen at its old second, dropping current events as late.
 		s.t, s.last = never, never
+	} else if now < s.t && s.last < now {
+		// The clock stepped back, but to after every event placed: it had jumped ahead of
+		// the events' own times and came back. Nothing lies from now on, so the series goes
+		// back to it rather than read its windows at the wrong clock's second until the
+		// clock caught up.
+		s.rewind(now)
 	}
 	l := s.layout
 	if s.rings != nil {
@@ -698,6 +704,27 @@ func (s *Series) advance(t int64) {
 				}
 			}
 		}
+	}
+	s.t = t
+	s.memoAt = never
+}
+
+// rewind moves the series back to second t < s.t, after its newest event: each wheel's
+// head goes back to the slot of t. The slots it leaves are empty, since advance emptied
+// them and no event from t on was placed; they now stand for the oldest slots of the ring,
+// which advance emptied too: the events those held are in the coarser wheels alone, as
+// they would be had the series stayed at s.t. The slot of t holds no event of second t,
+// which windows that end at the last complete second take off (Read). No open slot of a
+// summary wheel is after t's, for the same reason.
+func (s *Series) rewind(t int64) {
+	l := s.layout
+	for i := range l.wheels {
+		w := &l.wheels[i]
+		s.head[i] = int32(floorMod(w.slot(t), w.n))
+	}
+	for i := range l.sumWheels {
+		w := &l.sumWheels[i]
+		s.rings.head[i] = int32(floorMod(w.slot(t), w.n))
 	}
 	s.t = t
 	s.memoAt = never

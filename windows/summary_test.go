@@ -72,8 +72,9 @@ func (m *model) checkSummaries(l *Layout, got []Summary, now int64) error {
 			step := summaryStep(sec)
 			edge := floorDiv(e-sec+1, step) * step
 			last := (floorDiv(e, step)+1)*step - 1
+			w := servedBy(l.sumWheels, i)
 			for _, ev := range m.events {
-				if ev.at >= edge && ev.at <= last {
+				if ev.at >= edge && ev.at <= last && ev.held(w) {
 					want = append(want, ev.v)
 				}
 			}

@@ -2,6 +2,7 @@ package windows
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"runtime"
 	"slices"
@@ -386,4 +387,70 @@ func liveHeap() int64 {
 	var m runtime.MemStats
 	runtime.ReadMemStats(&m)
 	return int64(m.HeapAlloc)
+}
+
+// TestClockAheadAndBack: the clock a series is added at jumps ahead by less than the
+// longest window and comes back, while events keep their own (right) times, as a host's
+// wall clock set wrong and corrected does to an event-time rule whose log comes from
+// elsewhere. Once the clock is back at or past every event placed, nothing placed lies
+// between it and the series' second: the series goes back to the clock, and its windows
+// read the events since, rather than the seconds of the wrong clock, which left the
+// shorter windows empty until the clock caught up. The events placed while it was ahead
+// by more than a wheel holds are in the longer windows alone. A clock that steps back
+// behind events placed (stamped by it) stays as it was: those events are in its windows.
+func TestClockAheadAndBack(t *testing.T) {
+	const t0, ahead = 1_000_000, 1800
+	for _, tc := range []struct {
+		name string
+		// stamped is how far ahead of their right time the events placed while the clock
+		// was ahead were stamped: 0, or by that clock; early is an event of that time
+		// placed then.
+		stamped, early int64
+		// want are the 1m, 5m and 1h windows' events at t0+69, after one event at t0, ten
+		// at t0+1…t0+10 (and early) placed while the clock was ahead, and one a second at
+		// t0+20…t0+69 as it came back.
+		want [3]float64
+	}{
+		{"the events on time", 0, 0, [3]float64{50, 50, 61}},
+		// Until the clock is past the early event, events are placed as before: t0+20…t0+25
+		// are in the 1h window alone.
+		{"an event ahead of the clock come back", 0, t0 + 25, [3]float64{44, 44, 62}},
+		{"the events stamped by the clock ahead", ahead, 0, [3]float64{10, 10, 61}},
+	} {
+		for _, kinds := range [][]SummaryKind{nil, {bagOfValues}} {
+			t.Run(fmt.Sprintf("%s/%d summaries", tc.name, len(kinds)), func(t *testing.T) {
+				l, err := NewLayout([]time.Duration{time.Minute, 5 * time.Minute, time.Hour}, Options{Events: true, Summaries: kinds})
+				if err != nil {
+					t.Fatal(err)
+				}
+				s := l.NewSeries()
+				s.Add(t0, t0, 1)
+				for at := int64(t0 + 1); at <= t0+10; at++ {
+					s.Add(at+ahead, at+tc.stamped, 1)
+				}
+				if tc.early != 0 {
+					s.Add(t0+ahead+11, tc.early, 1)
+				}
+				for at := int64(t0 + 20); at <= t0+69; at++ {
+					s.Add(at, at, 1)
+				}
+				got := s.Read(t0+69, t0, nil)
+				for i, want := range tc.want {
+					if got[i].Events != want {
+						t.Errorf("%v window: %v events, want %v", l.Windows()[i], got[i].Events, want)
+					}
+				}
+				if kinds == nil {
+					return
+				}
+				sums := l.NewSummaries()
+				s.ReadSummaries(t0+69, sums)
+				for i, want := range tc.want {
+					if n := len(sums[i].(*bag).vs); float64(n) != want {
+						t.Errorf("%v window's summary: %d values, want %v", l.Windows()[i], n, want)
+					}
+				}
+			})
+		}
+	}
 }

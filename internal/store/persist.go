@@ -173,8 +173,19 @@ func (st *store) encode(prev *encodedRule, note bool) (encodedRule, error) {
 	r.head = wire.AppendBytes(nil, []byte(st.name))
 	r.head = wire.AppendBytes(r.head, []byte(st.fingerprint))
 	r.head = binary.LittleEndian.AppendUint64(r.head, st.layout.Fingerprint())
+	counts := make([]uint64, 0, len(st.counters()))
 	for _, c := range st.counters() {
-		r.head = wire.AppendUvarint(r.head, c.Load())
+		counts = append(counts, c.Load())
+	}
+	// The drop counters of reasons added since snapshotDropReasons are left out while 0:
+	// a build from before them refuses a header of more counters, and with it the rule,
+	// as corrupt, and reads one without them as it wrote it.
+	least := len(counts) - event.NumDropReasons + snapshotDropReasons
+	for len(counts) > least && counts[len(counts)-1] == 0 {
+		counts = counts[:len(counts)-1]
+	}
+	for _, c := range counts {
+		r.head = wire.AppendUvarint(r.head, c)
 	}
 	lock := st.rlock()
 	r.head = wire.AppendUvarint(r.head, st.retired)
@@ -339,6 +350,13 @@ func (s *Set) Restore(snap *storage.Snapshot) (Restored, error) {
 	if err != nil {
 		return res, err
 	}
+	// A kept counter of a snapshot that does not record its cut has no wheels to bound its
+	// activity by (decodeSeries): the time the snapshot was written does, about its cut's
+	// processing second unless processing time ran ahead of the wall clock.
+	written := int64(noCut)
+	if cut == noCut && !snap.Written.IsZero() {
+		written = snap.Written.Unix()
+	}
 	byName := make(map[string]*store, len(s.rules))
 	for _, r := range s.rules {
 		byName[r.rule.Name+"\x00"+r.rule.Fingerprint] = r.store
@@ -347,7 +365,7 @@ func (s *Set) Restore(snap *storage.Snapshot) (Restored, error) {
 		if sec.Name != sectionRule {
 			continue
 		}
-		n, processing, err := restoreRule(sec, byName, cut)
+		n, processing, err := restoreRule(sec, byName, cut, written)
 		if err != nil {
 			res.Skipped = append(res.Skipped, err)
 			continue
@@ -387,8 +405,9 @@ func decodeCut(snap *storage.Snapshot) (int64, error) {
 
 // restoreRule decodes one rule's section whole, then puts its series in its store; it
 // returns how many, and the newest processing second they hold (Restored.Processing).
-// cut is the processing second of the snapshot's cut, or noCut.
-func restoreRule(sec storage.Section, byName map[string]*store, cut int64) (int, int64, error) {
+// cut is the processing second of the snapshot's cut, or noCut; written bounds the
+// activity of its kept counters when it is noCut (decodeSeries).
+func restoreRule(sec storage.Section, byName map[string]*store, cut, written int64) (int, int64, error) {
 	var st *store
 	var series []*Series
 	var counts []uint64
@@ -397,7 +416,7 @@ func restoreRule(sec storage.Section, byName map[string]*store, cut int64) (int,
 	for rec := range sec.Records() {
 		r := wire.NewReader(rec)
 		if st != nil {
-			s, err := st.decodeSeries(r, cut)
+			s, err := st.decodeSeries(r, cut, written)
 			if err != nil {
 				// Decoding charged the summaries of the series decoded so far; no sink
 				// writes to the store yet, so what it was charged before is exact.
@@ -434,8 +453,8 @@ func restoreRule(sec storage.Section, byName map[string]*store, cut int64) (int,
 	st.install(series, counts, retired)
 	// Of a snapshot that does not record its cut, a part without wheels (a kept counter) is
 	// left out: an earlier build may have kept it active at the own second of a line years
-	// ahead, which nothing bounds (decodeSeries), and which would hold the processing clock
-	// there.
+	// ahead, which only the time of the snapshot's file bounds (decodeSeries), and a copy
+	// or a touch of the file sets that anywhere, where it would hold the processing clock.
 	processing := int64(math.MinInt64)
 	for _, s := range series {
 		for p := range s.parts {
@@ -479,8 +498,9 @@ func (st *store) headerCounts(r *wire.Reader) ([]uint64, uint64, error) {
 }
 
 // decodeSeries reads one series record of the store's rule, of a snapshot whose cut was
-// at processing second cut (noCut: not recorded).
-func (st *store) decodeSeries(r *wire.Reader, cut int64) (*Series, error) {
+// at processing second cut (noCut: not recorded, and then its parts without wheels were
+// active no later than second written).
+func (st *store) decodeSeries(r *wire.Reader, cut, written int64) (*Series, error) {
 	key := string(r.Prefixed())
 	nlabels := r.Count(len(key)+1, 0)
 	owner := r.Byte()
@@ -560,6 +580,11 @@ func (st *store) decodeSeries(r *wire.Reader, cut int64) (*Series, error) {
 			if t := w.Second(); cut == noCut && t != math.MinInt64 && p.last.Load() > t {
 				p.last.Store(t)
 			}
+		} else if cut == noCut {
+			// A kept counter of such a build may be active at a line's own second years
+			// ahead, which kept it for as long as the process ran (nothing reaps a label
+			// set active in the future), and was carried on by each snapshot.
+			p.last.Store(min(p.last.Load(), written))
 		}
 	}
 	if nparts == 0 {

@@ -445,14 +445,14 @@ func TestRestoreSnapshotOfFewerDropReasons(t *testing.T) {
 	}
 	snap := encodeSet(t, old, false, func() {})
 	for _, tc := range []struct {
-		name string
-		less int // counters left out of the header, from its last
-		ok   bool
+		name  string
+		drops int // drop counters the header keeps
+		ok    bool
 	}{
-		{"as written", 0, true},
-		{"before negative", 1, true},
-		{"fewer than any version kept", 2, false},
-		{"one more than kept", -1, false},
+		{"every reason", event.NumDropReasons, true},
+		{"before negative", int(event.Negative), true},
+		{"fewer than any version kept", int(event.Negative) - 1, false},
+		{"one more than kept", event.NumDropReasons + 1, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			set, res := restoreWritten(t, cfg, func(w *storage.Writer) error {
@@ -469,7 +469,7 @@ func TestRestoreSnapshotOfFewerDropReasons(t *testing.T) {
 					head := true
 					for rec := range sec.Records() {
 						if head {
-							rec, head = headerCounters(t, rec, tc.less), false
+							rec, head = headerCounters(t, rec, tc.drops), false
 						}
 						if err := w.Record(rec); err != nil {
 							return err
@@ -497,6 +497,66 @@ func TestRestoreSnapshotOfFewerDropReasons(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestEncodeReadByEarlierBuild: a rule no line of which was dropped as negative is written
+// with the header of the build before that drop reason, whose drop counters it keeps
+// (that build refuses a header of more, and with it every window of the rule, as
+// corrupt): a downgrade to it restores the rule. A rule with such drops keeps them all,
+// and is restored with them. Rule 0 drops nothing: its zeros are kept but negative's.
+func TestEncodeReadByEarlierBuild(t *testing.T) {
+	rules, cfg, old := persisted()
+	k := old.NewSink()
+	for i := range rules[1:] {
+		k.Drop(i+1, event.BadTimestamp)
+	}
+	k.Drop(1, event.Negative)
+	snap := encodeSet(t, old, false, func() {})
+	n := 0
+	for _, sec := range snap.Sections {
+		if sec.Name != "rule" {
+			continue
+		}
+		for rec := range sec.Records() {
+			r := wire.NewReader(rec)
+			r.Prefixed()
+			r.Prefixed()
+			r.Uint64()
+			counts := 0
+			for r.Len() > 0 {
+				r.Uvarint()
+				counts++
+			}
+			want := storeCounters + int(event.Negative) + 1
+			if n == 1 {
+				want = storeCounters + event.NumDropReasons + 1
+			}
+			if r.Err() != nil || counts != want {
+				t.Errorf("rule %d: header of %d counters (%v), want %d", n, counts, r.Err(), want)
+			}
+			break
+		}
+		n++
+	}
+	if n != len(rules) {
+		t.Fatalf("%d rule sections, want %d", n, len(rules))
+	}
+	set, res := restoreWritten(t, cfg, func(w *storage.Writer) error {
+		for _, sec := range snap.Sections {
+			if err := storetest.CopySection(w, sec); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if res.Rules != len(rules) || len(res.Skipped) != 0 {
+		t.Fatalf("restored %d rules, skipped %v; want all %d", res.Rules, res.Skipped, len(rules))
+	}
+	for i := range rules {
+		if got, want := read(set, i, start+10).drops, read(old, i, start+10).drops; got != want {
+			t.Errorf("rule %d: drops %+v, want %+v", i, got, want)
+		}
 	}
 }
 
@@ -546,10 +606,13 @@ func TestRestoreProcessing(t *testing.T) {
 	}
 }
 
-// headerCounters returns a rule header record with its last less counters left out (less
-// < 0: one counter more, a 0), as a version that kept fewer (more) drop reasons wrote it:
-// name, fingerprint, layout, the counters, the retired lines.
-func headerCounters(t *testing.T, rec []byte, less int) []byte {
+// storeCounters are the counters of a rule header before its drop counters.
+const storeCounters = 6
+
+// headerCounters returns a rule header record with its drop counters cut or padded with
+// zeros to drops of them, as a version that kept that many drop reasons wrote it: name,
+// fingerprint, layout, the counters, the retired lines.
+func headerCounters(t *testing.T, rec []byte, drops int) []byte {
 	t.Helper()
 	r := wire.NewReader(rec)
 	name, fp, layout := r.Prefixed(), r.Prefixed(), r.Uint64()
@@ -562,11 +625,7 @@ func headerCounters(t *testing.T, rec []byte, less int) []byte {
 	}
 	retired := counts[len(counts)-1]
 	counts = counts[:len(counts)-1]
-	if less < 0 {
-		counts = append(counts, 0)
-	} else {
-		counts = counts[:len(counts)-less]
-	}
+	counts = append(counts, make([]uint64, max(storeCounters+drops-len(counts), 0))...)[:storeCounters+drops]
 	out := wire.AppendBytes(nil, name)
 	out = wire.AppendBytes(out, fp)
 	out = binary.LittleEndian.AppendUint64(out, layout)

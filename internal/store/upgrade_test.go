@@ -90,6 +90,46 @@ func TestRestoreFutureLastKeptCounter(t *testing.T) {
 	}
 }
 
+// TestRestoreFutureLastKeptCounterWritten: such a kept counter, of an earlier build's
+// snapshot that does not record its cut, is taken as active no later than the snapshot
+// was written (its file's time, about the processing second of its cut), so that it goes
+// with the counter TTL after that: not the own second of a line years ahead, which kept it
+// for as long as the process ran, and for good across the restarts of earlier builds.
+func TestRestoreFutureLastKeptCounterWritten(t *testing.T) {
+	cfg := storetest.TTLConfig(10, 2*time.Minute, storetest.EventRule("r", storetest.OneMin, "k"))
+	set, err := NewSetWith(cfg, nil, SetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := set.NewSink()
+	k.SetNow(1000, 1000)
+	k.Event(storetest.Event(0, 1000, 0, "a"))
+	future := time.Now().Add(200 * 365 * 24 * time.Hour).Unix()
+	all, _ := set.Rule(0).Snapshot(nil)
+	all[0].own.last.Store(future) // as the earlier build kept it
+	set.Expire(1100, 1100)        // its windows released, its counter kept
+	snap := writeEarlier(t, set)
+	written := snap.Written.Unix()
+	restored, err := NewSetWith(cfg, nil, SetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := restored.Restore(snap); err != nil {
+		t.Fatal(err)
+	}
+	r := restored.Rule(0)
+	all, _ = r.Snapshot(nil)
+	if len(all) != 1 || all[0].own.win.Load() != nil {
+		t.Fatalf("%d series restored, want a kept counter", len(all))
+	}
+	if got := all[0].own.last.Load(); got != written {
+		t.Errorf("last active at %d, want the snapshot's writing %d", got, written)
+	}
+	if !r.Gone(all[0], written+121, written+121) {
+		t.Errorf("a kept counter active at %d not gone past the TTL after the snapshot was written at %d", all[0].own.last.Load(), written)
+	}
+}
+
 // encodeCut encodes set into a snapshot whose cut was at processing second cut, and reads
 // it back as a restart does.
 func encodeCut(t *testing.T, set *Set, cut int64) *storage.Snapshot {
