@@ -248,6 +248,14 @@ func TestBadConfigs(t *testing.T) {
 			`:9: rule "a": windows: tag !ENV: a rule file's values are plain YAML, whose tags are !!str, !!int, !!float, !!bool, !!null, !!seq and !!map; ` +
 				`no tag includes a file, reads the environment or decodes (!!binary): write the value itself`,
 		},
+		"collection_tags.yaml": {
+			`:4: tag !include: a rule file's values are plain YAML, whose tags are !!str, !!int, !!float, !!bool, !!null, !!seq and !!map; ` +
+				`no tag includes a file, reads the environment or decodes (!!binary): write the value itself`,
+			`:9: tag !ENV: a rule file's values are plain YAML, whose tags are !!str, !!int, !!float, !!bool, !!null, !!seq and !!map; ` +
+				`no tag includes a file, reads the environment or decodes (!!binary): write the value itself`,
+			`:10: tag !ENV: a rule file's values are plain YAML, whose tags are !!str, !!int, !!float, !!bool, !!null, !!seq and !!map; ` +
+				`no tag includes a file, reads the environment or decodes (!!binary): write the value itself`,
+		},
 		"collisions.yaml": {
 			`:4: rule "a_window": name: clashes with rule "a" (line 2) over the metric name a_window`,
 			`:6: rule "a": name: another rule has this name (line 2)`,

@@ -187,6 +187,7 @@ func (d *decoder) document(data []byte) *yaml.Node {
 		d.add(a.Line, "", "alias *%s: the file's aliases, written out, add more than %s to it; write out what they share, or share less", a.Value, bound)
 		return nil
 	}
+	d.collectionTags(doc.Content[0])
 	return doc.Content[0]
 }
 

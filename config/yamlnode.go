@@ -175,6 +175,31 @@ func (d *decoder) foreignTag(v *yaml.Node, line int, subject, what string) bool 
 	return true
 }
 
+// collectionTags reports, as foreignTag, the tags of what scalar and list do not read as
+// a value: a list, a mapping, a key (a value is reported where it is read, with the
+// rule or input it is of). Aliases are not followed: what they name is reported where
+// it is written.
+func (d *decoder) collectionTags(n *yaml.Node) {
+	switch n.Kind {
+	case yaml.MappingNode:
+		d.foreignTag(n, n.Line, "", "")
+		for i, c := range n.Content {
+			if i%2 == 0 && c.Kind == yaml.ScalarNode {
+				if c.ShortTag() != "!!merge" { // <<, tagged as it is by default
+					d.foreignTag(c, c.Line, "", "")
+				}
+				continue
+			}
+			d.collectionTags(c)
+		}
+	case yaml.SequenceNode:
+		d.foreignTag(n, n.Line, "", "")
+		for _, c := range n.Content {
+			d.collectionTags(c)
+		}
+	}
+}
+
 // list returns the texts of a list of single values.
 func (d *decoder) list(e entry, subject, what string) ([]string, bool) {
 	v := resolve(e.val)

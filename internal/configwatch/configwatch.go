@@ -38,7 +38,9 @@ type Options struct {
 	// A change a poll finds is reloaded once a read Settle later finds the same: a poll
 	// may read the file in the middle of a save that truncates it and then writes it, and
 	// without events to wait for, a half-written file would be loaded and refused, a
-	// failed reload reported for a file that is fine.
+	// failed reload reported for a file that is fine. A change that has not read the same
+	// twice by the next poll is reloaded as that poll reads it: a file rewritten more
+	// often than Settle is reloaded once a Poll, not never.
 	Poll time.Duration
 	// After is the clock: time.After in the program, a fake in tests.
 	After func(time.Duration) <-chan time.Time
@@ -129,7 +131,13 @@ func (w *Watcher) loop(ctx context.Context, opts Options, events <-chan fsnotify
 			w.apply(opts, w.read())
 			poll = opts.After(opts.Poll)
 		case <-poll:
-			if r := w.read(); w.changed(r) {
+			switch r := w.read(); {
+			case confirm != nil:
+				// The change the last poll found has not read the same twice since: a file
+				// rewritten without end is reloaded as read, once a poll, not never.
+				confirm = nil
+				w.apply(opts, r)
+			case w.changed(r):
 				pending, confirm = r, opts.After(opts.Settle)
 			}
 			poll = opts.After(opts.Poll)

@@ -429,6 +429,41 @@ func TestPollMidWrite(t *testing.T) {
 	}
 }
 
+// TestPollNeverSettling: a file whose content changes at every read (a generator that
+// rewrites it more often than the quiet period) is not left unloaded for good: a change a
+// poll found that still has not read the same twice by the next poll is reloaded as that
+// poll reads it, as every poll reloaded before the second read, once a poll period, not
+// never.
+func TestPollNeverSettling(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "rules.yaml")
+	write(t, path, "v1")
+	h := startRun(t, path, func(w *Watcher, ctx context.Context, o Options) error {
+		return w.loop(ctx, o, nil, nil)
+	})
+	steps := []struct {
+		content string
+		fire    time.Duration
+		reload  bool
+	}{
+		{"v2", poll, false},
+		{"v3", settle, false},
+		{"v4", settle, false},
+		{"v5", poll, true}, // a whole poll period of changes: reloaded as read
+		{"v6", poll, false},
+		{"v6", settle, true}, // a change that settles is reloaded once it reads the same
+	}
+	for i, s := range steps {
+		write(t, path, s.content)
+		got, ok := h.fireOnce(t, s.fire)
+		switch {
+		case ok != s.reload:
+			t.Fatalf("step %d (%s, %v): reloaded %v (%q), want %v", i, s.content, s.fire, ok, got, s.reload)
+		case ok && got != s.content:
+			t.Fatalf("step %d: reload read %q, want %q", i, got, s.content)
+		}
+	}
+}
+
 // TestBusyNeighbour: a file written all the time beside the rule file (a log in the same
 // directory) does not postpone the reload of a change: only the events of the entries the
 // rule file depends on restart the quiet period. The test hands the watcher the events of
