@@ -131,7 +131,8 @@ func newResume(ps []Position) *resume {
 // resumeAt says where a file found by the first scan is read from when Options.Resume
 // is set: from its saved position when it has one and its first bytes are those it had,
 // else from its start, as it appeared after the positions were taken (the file that
-// replaced a rotated one, or a new one). ok is false without Options.Resume.
+// replaced a rotated one, or a new one), unless it is the copy of a position's file
+// (copyOf). ok is false without Options.Resume.
 func (f *Follower) resumeAt(id fileID, file *os.File) (off int64, ok bool) {
 	r := f.resume
 	if r == nil {
@@ -139,7 +140,7 @@ func (f *Follower) resumeAt(id fileID, file *os.File) (off int64, ok bool) {
 	}
 	p, found := r.byID[id]
 	if !found {
-		return 0, true
+		return copyOf(file, id, r.all), true
 	}
 	delete(r.byID, id)
 	var buf [headLen]byte
@@ -325,6 +326,33 @@ func copiedAt(file *os.File, path string, ps []Position, resumed map[fileID]bool
 		}
 	}
 	return 0
+}
+
+// copyOf is where file, of identity id, found at a path of the input and without a
+// position of its own, is read from: the offset of a position of a file of its directory
+// (the furthest, should several fit) whose first bytes it begins with, as far as that
+// file was read, and which it holds all of. That is the copy logrotate's copytruncate made
+// of the log while the exporter was down, beside it, found by a glob that matches rotated
+// names too (access.log*); read from its start, the lines before the position would count
+// twice. A file of another directory (another pod's log that begins with the same line)
+// is no copy; any other file is read from its start.
+func copyOf(file *os.File, id fileID, ps []Position) int64 {
+	fi, err := file.Stat()
+	if err != nil {
+		return 0
+	}
+	dir := filepath.Dir(file.Name())
+	var buf [headLen]byte
+	var off int64
+	for _, p := range ps {
+		if p.Offset <= off || p.Offset > fi.Size() || (fileID{dev: p.Dev, ino: p.Ino}) == id || filepath.Dir(p.Path) != dir {
+			continue
+		}
+		if h, err := headHash(file, p.Offset, &buf); err == nil && h == p.Head {
+			off = p.Offset
+		}
+	}
+	return off
 }
 
 // ofPosition reports whether file, of identity id, is the file of one of ps: of its

@@ -174,3 +174,48 @@ func expectResumed(t *testing.T, o Options, positions []Position, taken time.Tim
 	waitFor(t, "the lines written while down", func() bool { return next.has(101, 150) })
 	next.expectExactly(t, span{101, 150})
 }
+
+// TestResumeGlobCopy: a glob that matches the log's rotated names (access.log*) finds the
+// copy that logrotate's copytruncate made of the log while the exporter was down among
+// its files without a position: the copy begins with the bytes the log had at its
+// position, and is read on from there, not from its start, whose lines were counted
+// before the snapshot. A file of the directory that begins otherwise is read whole.
+func TestResumeGlobCopy(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		down func(t *testing.T, log string, w *os.File)
+	}{{
+		name: "copied and truncated",
+		down: func(t *testing.T, log string, w *os.File) {
+			writeLines(t, w, 101, 120)
+			data, err := os.ReadFile(log)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(log+".1", data, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Truncate(log, 0); err != nil {
+				t.Fatal(err)
+			}
+			writeLines(t, w, 121, 150)
+		},
+	}, {
+		name: "another file of the glob created",
+		down: func(t *testing.T, log string, w *os.File) {
+			writeLines(t, w, 101, 120)
+			writeLines(t, create(t, log+".json"), 121, 150)
+		},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			log := filepath.Join(dir, "access.log")
+			w := create(t, log)
+			writeLines(t, w, 1, 100)
+			positions, o := readFirst(t, modes[1].options(filepath.Join(dir, "access.log*")))
+			taken := time.Now().Add(-time.Second) // see TestResume
+			tc.down(t, log, w)
+			expectResumed(t, o, positions, taken)
+		})
+	}
+}
