@@ -324,6 +324,7 @@ type Follower struct {
 	// Owned by the reading goroutine (and Stop after it).
 	readPaths   map[string]bool // paths of the files in the reader's last look at them
 	readChanged uint64          // pathsChanged at that look
+	truncated   []truncation    // files found truncated lately, for judged
 
 	// Owned by the discovery goroutine (and Start before it).
 	tree        tree
@@ -640,6 +641,9 @@ func (f *Follower) step(t *tracked, path string) bool {
 		return false
 	}
 	size := fi.Size()
+	if t.judging.Load() && !f.judged(t, path, size) {
+		return false
+	}
 	rewritten, err := t.rewritten(size)
 	if err != nil {
 		f.readFailed(t, path, err)
@@ -648,6 +652,7 @@ func (f *Follower) step(t *tracked, path string) bool {
 	if rewritten {
 		f.c.truncations.Add(1)
 		f.o.Logger.Info("file truncated, reading it again from the start", "path", path, "offset", t.off, "size", size)
+		f.keepTruncated(t, path)
 		// The bytes that could have completed a last line without a newline
 		// are gone: it is final, as when its file is retired.
 		f.r.finish(t, path)

@@ -219,3 +219,32 @@ func TestResumeGlobCopy(t *testing.T) {
 		})
 	}
 }
+
+// TestResumeNoShortCopy: a log that had a line at the snapshot, and another log of the
+// glob created while down that begins with the same line: that one is not taken for the
+// log's copy, and is read from its start.
+func TestResumeNoShortCopy(t *testing.T) {
+	dir := t.TempDir()
+	log := filepath.Join(dir, "a.log")
+	w := create(t, log)
+	writeLines(t, w, 1, 1)
+	var hold sync.RWMutex
+	o := modes[1].options(filepath.Join(dir, "*.log"))
+	o.FromBeginning, o.Hold = true, hold.RLocker()
+	first := newCollector()
+	f := start(t, o, first.handle)
+	waitFor(t, "the first line", func() bool { return first.has(1, 1) })
+	hold.Lock()
+	positions := f.Positions()
+	hold.Unlock()
+	f.Stop()
+
+	writeLines(t, create(t, filepath.Join(dir, "b.log")), 1, 1)
+	writeLines(t, w, 2, 150)
+	o.FromBeginning, o.Hold = false, nil
+	o.Resume, o.Taken = positions, time.Now().Add(-time.Second)
+	next := newCollector()
+	start(t, o, next.handle)
+	waitFor(t, "the lines written while down", func() bool { return next.has(1, 150) })
+	next.expectExactly(t, span{1, 150})
+}
