@@ -418,12 +418,25 @@ func rotatedAfter(path string, since time.Time, known map[fileID]bool, readDir f
 // rotatedName reports whether name is base with a suffix a rotator gives it: logrotate's
 // number (access.log.1); a date, as logrotate's dateext makes with its default and hourly
 // formats and those dateformat makes of a date and a time (access.log-20240301,
-// access.log-2024030113, access.log.2024-03-01, access.log-20240301_13:05), the
-// kubelet's time (0.log.20240301-120000), and either of those numbered again
+// access.log-2024030113, access.log.2024-03-01, access.log-20240301_13:05), of a month
+// or an ISO week (access.log-202403, access.log-2024-09, access.log-2024-W09), the
+// kubelet's time (0.log.20240301-120000), and any of those numbered again
 // (access.log-20240301.1); or logrotate's seconds since 1970 (access.log-1709294400).
-// Not a compressed archive (.gz), nor another log (access.log.json), nor one named as the
-// path with a dash and a number (worker-1-2 beside worker-1), which no rotator makes.
+// With logrotate's extension, the suffix comes before base's extension (access.1.log,
+// access-20240301.log). Not a compressed archive (.gz), nor another log
+// (access.log.json), nor one named as the path with a dash and a number (worker-1-2
+// beside worker-1), which no rotator makes.
 func rotatedName(base, name string) bool {
+	if suffixed(base, name) {
+		return true
+	}
+	ext := filepath.Ext(base)
+	stem, inner := strings.TrimSuffix(base, ext), strings.TrimSuffix(name, ext)
+	return len(ext) > 1 && !digits(ext[1:]) && stem != "" && inner != name && suffixed(stem, inner)
+}
+
+// suffixed reports whether name is base with a rotator's suffix after it (rotatedName).
+func suffixed(base, name string) bool {
 	suffix, ok := strings.CutPrefix(name, base)
 	if !ok || len(suffix) < 2 {
 		return false
@@ -435,8 +448,30 @@ func rotatedName(base, name string) bool {
 	case strings.IndexByte("-._", sep) < 0:
 		return false
 	}
+	if rest, ok := cutMonth(rest); ok && (rest == "" || rest[0] == '.' && digits(rest[1:])) {
+		return true
+	}
 	rest, ok = cutDate(rest)
 	return ok && timeTail(rest, 0)
+}
+
+// cutMonth cuts a month or an ISO week off the start of s: a year of four digits, then,
+// optionally after a separator ("-", ".", "_"), a month of two, or a week of two, which
+// may follow a "W".
+func cutMonth(s string) (string, bool) {
+	if len(s) < 4 || !digits(s[:4]) {
+		return s, false
+	}
+	s = s[4:]
+	if s != "" && strings.IndexByte("-._", s[0]) >= 0 {
+		s = s[1:]
+	}
+	s = strings.TrimPrefix(s, "W")
+	// Without its W, a week's number (%V) cannot be told from a month's: either is read.
+	if n := twoDigits(s); n < 1 || n > 53 {
+		return s, false
+	}
+	return s[2:], true
 }
 
 // digits reports whether s is one or more decimal digits.
