@@ -320,6 +320,10 @@ type Follower struct {
 
 	// final is where the follower stopped (Positions after Stop); guarded by mu.
 	final []Position
+	// left is where the files closed after they left their path were read up to, the
+	// newest maxLeft (leftOrder, oldest first), should one come back; guarded by mu.
+	left      map[fileID]leftAt
+	leftOrder []fileID
 
 	// Owned by the reading goroutine (and Stop after it).
 	readPaths   map[string]bool // paths of the files in the reader's last look at them
@@ -608,6 +612,7 @@ func (f *Follower) retireIfIdle(t *tracked, path string) {
 		return
 	}
 	f.r.finishHeld(t, path)
+	f.keepLeft(t)
 	_ = t.f.Close()
 	f.o.Logger.Debug("closed rotated file after its grace period", "path", path, "offset", t.off)
 }

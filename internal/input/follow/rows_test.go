@@ -735,3 +735,43 @@ func TestCopyTruncateGlob(t *testing.T) {
 		}
 	}
 }
+
+// TestSymlinkRetargetedBack: a symlink retargeted to another file, and back once the
+// first one was closed after the grace (blue/green releases behind one link): the first
+// file is read on from where it was left, not again from its start.
+func TestSymlinkRetargetedBack(t *testing.T) {
+	for _, m := range modes {
+		t.Run(m.name, func(t *testing.T) {
+			dir := t.TempDir()
+			p := filepath.Join(dir, "current.log")
+			blue, green := filepath.Join(dir, "blue.log"), filepath.Join(dir, "green.log")
+			b, g := create(t, blue), create(t, green)
+			retarget := func(to string) {
+				if err := os.Symlink(to, p+".tmp"); err != nil {
+					t.Fatal(err)
+				}
+				rename(t, p+".tmp", p)
+			}
+			retarget(blue)
+			o := m.options(p)
+			o.FromBeginning = true
+			c := newCollector()
+			f := start(t, o, c.handle)
+			writeLines(t, b, 1, 100)
+			waitFor(t, "the lines of the first target", func() bool { return c.has(1, 100) })
+			retarget(green)
+			writeLines(t, g, 101, 200)
+			waitFor(t, "the second target's lines, the first closed", func() bool {
+				f.mu.Lock()
+				defer f.mu.Unlock()
+				return c.has(101, 200) && len(f.files) == 1
+			})
+			retarget(blue)
+			writeLines(t, b, 201, 300)
+			waitFor(t, "the lines written to the first target again", func() bool { return c.has(201, 300) })
+			turns := f.turns.Load()
+			waitFor(t, "two more turns of the reader", func() bool { return f.turns.Load() > turns+2 })
+			c.expectExactly(t, span{1, 300})
+		})
+	}
+}
