@@ -18,17 +18,15 @@ type truncation struct {
 	at   time.Time
 }
 
-// copied is a file of the same directory that a new file may be a copy of: one at a path
-// of the input, or one found truncated lately (at when it was), with its first bytes as
-// far as it was read. A file that begins with them is its copy (sure) when the file was
-// truncated, when they are all of headLen, or when it is named as one of its rotated
-// files: another log of the directory may well begin with the few bytes of a short one (a
-// line "starting" and no more yet).
+// copied is a file that a new file of its directory may be a copy of, with its first
+// bytes as far as it was read: one found truncated lately (at when it was), or one at a
+// path of the input that the new file is named as a rotated file of. Other files are not:
+// other logs of a directory may well begin with the same bytes (a line "starting", or
+// the same first KiB from replicas of one program).
 type copied struct {
 	head []byte
 	off  int64
 	at   time.Time
-	sure bool
 }
 
 // keepTruncated remembers what t held before it was found truncated, for a glob whose
@@ -44,24 +42,26 @@ func (f *Follower) keepTruncated(t *tracked, path string) {
 
 // judged tells, before t, a file a glob found after the start, is first read, whether it
 // is the copy that logrotate's copytruncate makes of the log beside it, with a glob that
-// matches rotated names too (access.log*): one that begins with the first bytes of another
-// file of its directory (copied), found truncated lately or at a path of the input, as far
-// as that was read, and holds all it read. Such a copy is read on from there: from its
-// start, what was read of the log would count twice. It reports false while that cannot
-// be told yet: t, of size bytes, begins with what such a file was read up to but holds
-// less (a copy being written, or a file created empty), unless t has stayed at that size
-// for the rotation grace: it is then read from its end, a copy of what was read already
-// (made before the log was read further), or from its start when empty. Any other file
-// is read from its start.
+// matches rotated names too (access.log*): one that begins with the first bytes of a file
+// it may be a copy of (copied), as far as that was read, and holds all it read. Such a
+// copy is read on from there: from its start, what was read of the log would count
+// twice. It reports false while that cannot be told yet: t, of size bytes, begins with
+// what such a file was read up to but holds less (a copy being written, or a file created
+// empty), unless t has stayed at that size for the rotation grace: it is then read from
+// its end, a copy of what was read already (made before the log was read further), or
+// from its start when empty. Any other file is read from its start.
 func (f *Follower) judged(t *tracked, path string, size int64) bool {
 	now := f.o.now()
 	if size != t.judgeSize {
 		t.judgeSize, t.judgeAt = size, now
 	}
+	candidates := f.copyCandidates(t, path, now)
 	var buf [headLen]byte
 	n, err := t.f.ReadAt(buf[:min(headLen, size)], 0)
-	if err != nil && !errors.Is(err, io.EOF) {
-		t.judging.Store(false) // read as any file: its read fails, and is counted so
+	if len(candidates) == 0 || err != nil && !errors.Is(err, io.EOF) {
+		// No copy, or read as any file: its read fails, and is counted so.
+		t.judging.Store(false)
+		t.judgeKept = nil
 		return true
 	}
 	got := buf[:n]
@@ -69,20 +69,15 @@ func (f *Follower) judged(t *tracked, path string, size int64) bool {
 	// read from should it stay as it is.
 	var off, held int64
 	wait := false
-	for _, c := range f.copyCandidates(t, path, now) {
-		k := min(len(got), len(c.head))
-		whole := k == len(c.head)
-		switch {
-		case !bytes.Equal(got[:k], c.head[:k]) || whole && !c.sure:
-		case whole && size >= c.off:
+	for _, c := range candidates {
+		switch k := min(len(got), len(c.head)); {
+		case !bytes.Equal(got[:k], c.head[:k]):
+		case k == len(c.head) && size >= c.off:
 			off = max(off, c.off)
 		default:
 			// A copy of part of what was read (of what the file held before it was read
 			// further), or one still being written.
-			wait = true
-			if c.sure {
-				held = max(held, min(size, c.off))
-			}
+			wait, held = true, max(held, min(size, c.off))
 		}
 	}
 	if off == 0 && wait {
@@ -100,24 +95,25 @@ func (f *Follower) judged(t *tracked, path string, size int64) bool {
 	return true
 }
 
-// copyCandidates are the files t, at path, may be a copy of: those of its directory at a
-// path of the input, as far as they were read, and those found truncated lately or while
-// t was judged (kept in t, as a copy still written may take longer than they are kept).
-// The reader calls it.
+// copyCandidates are the files t, at path, may be a copy of (copied): the files of its
+// directory at a path of the input that path is a rotated name of, as far as they were
+// read, and those found truncated lately or while t was judged (kept in t, as a copy
+// still written may take longer than they are kept). The reader calls it.
 func (f *Follower) copyCandidates(t *tracked, path string, now time.Time) []copied {
 	var out []copied
 	dir, name := filepath.Dir(path), filepath.Base(path)
 	f.mu.Lock()
 	for _, u := range f.files {
-		if u != t && !u.rotated && !u.judging.Load() && u.off > 0 && u.headN > 0 && filepath.Dir(u.path) == dir {
-			head := u.head[:min(int64(u.headN), u.off)]
-			out = append(out, copied{head: head, off: u.off, sure: len(head) == headLen || rotatedName(filepath.Base(u.path), name)})
+		// The name first: it tells most files apart at their first bytes, without a copy.
+		if rotatedName(filepath.Base(u.path), name) && u != t && !u.rotated && u.off > 0 && u.headN > 0 &&
+			!u.judging.Load() && filepath.Dir(u.path) == dir {
+			out = append(out, copied{head: u.head[:min(int64(u.headN), u.off)], off: u.off})
 		}
 	}
 	f.mu.Unlock()
 	for _, c := range f.truncated {
 		if c.dir == dir && now.Sub(c.at) <= f.o.RotationGrace && !slices.ContainsFunc(t.judgeKept, func(k copied) bool { return k.at.Equal(c.at) && k.off == c.off }) {
-			t.judgeKept = append(t.judgeKept, copied{head: c.head, off: c.off, at: c.at, sure: true})
+			t.judgeKept = append(t.judgeKept, copied{head: c.head, off: c.off, at: c.at})
 		}
 	}
 	return append(out, t.judgeKept...)

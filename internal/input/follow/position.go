@@ -337,10 +337,10 @@ func copiedAt(file *os.File, path string, ps []Position, resumed map[fileID]bool
 // file was read, and which it holds all of. That is the copy logrotate's copytruncate made
 // of the log while the exporter was down, beside it, found by a glob that matches rotated
 // names too (access.log*); read from its start, the lines before the position would count
-// twice. As the follower judges such a copy (copied), a position of fewer than HeadBytes
-// makes a copy only of a file named as one of its file's rotated ones: another log may
-// begin with the line or two its neighbour had when the snapshot was taken. A file of
-// another directory is no copy; any other file is read from its start.
+// twice. As the follower judges such a copy (copied), it is named as one of the
+// position's file's rotated ones: another log may begin with the bytes its neighbour had
+// when the snapshot was taken (a line or two, or the first KiB of replicas of one
+// program). Any other file is read from its start.
 func copyOf(file *os.File, id fileID, ps []Position) int64 {
 	fi, err := file.Stat()
 	if err != nil {
@@ -351,7 +351,7 @@ func copyOf(file *os.File, id fileID, ps []Position) int64 {
 	var off int64
 	for _, p := range ps {
 		if p.Offset <= off || p.Offset > fi.Size() || (fileID{dev: p.Dev, ino: p.Ino}) == id || filepath.Dir(p.Path) != dir ||
-			p.Offset < headLen && !rotatedName(filepath.Base(p.Path), name) {
+			!rotatedName(filepath.Base(p.Path), name) {
 			continue
 		}
 		if h, err := headHash(file, p.Offset, &buf); err == nil && h == p.Head {

@@ -775,3 +775,22 @@ func TestSymlinkRetargetedBack(t *testing.T) {
 		})
 	}
 }
+
+// TestSameStartNoCopy: a glob's new file that begins with the first KiB of another file of
+// its directory, neither truncated nor named as its rotated file (replicas of one program
+// that log the same first lines), is another log: read from its start.
+func TestSameStartNoCopy(t *testing.T) {
+	dir := t.TempDir()
+	o := modes[1].options(filepath.Join(dir, "*.log"))
+	o.FromBeginning = true
+	c := newCollector()
+	start(t, o, c.handle)
+	writeLines(t, create(t, filepath.Join(dir, "a.log")), 1, 100)
+	waitFor(t, "the first file's lines", func() bool { return c.has(1, 100) })
+	writeLines(t, create(t, filepath.Join(dir, "b.log")), 1, 100)
+	waitFor(t, "the second file's lines", func() bool {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return c.seen[1] == 2 && c.seen[100] == 2
+	})
+}
