@@ -86,10 +86,12 @@ func (f *Follower) judged(t *tracked, path string, size int64) bool {
 		}
 		off = held
 	}
+	if off > 0 {
+		t.positionAt(off) // before positions see it
+	}
 	t.judging.Store(false)
 	t.judgeKept = nil
 	if off > 0 {
-		t.positionAt(off)
 		f.o.Logger.Info("new file is a copy of a file of its directory (copytruncate), reading it from where that file was read up to", "path", path, "offset", off)
 	}
 	return true
