@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
 	"log/slog"
 	"math"
@@ -490,7 +491,8 @@ func replayed(t *testing.T, lines [][]byte) map[string]float64 {
 // across restarts (a shutdown's snapshot, a kill after a periodic one, a line or a CRI
 // message written in part at the time), rotations by rename and copytruncate, and
 // rotations while the exporter was down (twice, the file of the snapshot compressed or
-// not). The scenarios are drawn at random; a failure names its seed.
+// not), with a glob that matches the rotated names too. The scenarios are drawn at
+// random; a failure names its seed.
 func TestReadingsAgree(t *testing.T) {
 	lines, times := equivLog(t, 2000, 7)
 	want := replayed(t, lines)
@@ -502,17 +504,21 @@ func TestReadingsAgree(t *testing.T) {
 	for _, wrap := range []struct {
 		name string
 		// glob has the input read the log's directory's *.log (the rotated files' names
-		// do not match it); input are its keys besides path.
-		glob  bool
-		input string
-		cri   bool
-		lines [][]byte
-		times []int64
-		seeds uint64
+		// do not match it), or pattern when set; input are its keys besides path.
+		glob    bool
+		pattern string
+		input   string
+		cri     bool
+		lines   [][]byte
+		times   []int64
+		seeds   uint64
 	}{
 		{name: "plain", lines: lines, times: times, seeds: 4},
 		{name: "CRI", input: "\n    wrapper: cri", cri: true, lines: criText, times: criTimes, seeds: 2},
 		{name: "glob of 2 shards", glob: true, input: "\n    shards: 2", lines: lines, times: times, seeds: 1},
+		// The rotated files are the glob's too (not the compressed ones): a copytruncate's
+		// copy is read from where the log was read up to.
+		{name: "glob of the rotated names", glob: true, pattern: "access.lo*[^z]", lines: lines, times: times, seeds: 3},
 		{name: "2 parse workers", input: "\n    shards: 2", lines: lines, times: times, seeds: 1},
 	} {
 		newRun := func(t *testing.T, seed uint64) *equivRun {
@@ -520,7 +526,7 @@ func TestReadingsAgree(t *testing.T) {
 			log := filepath.Join(dir, "access.log")
 			path := log
 			if wrap.glob {
-				path = filepath.Join(dir, "*.log")
+				path = filepath.Join(dir, cmp.Or(wrap.pattern, "*.log"))
 			}
 			return &equivRun{t: t, lines: wrap.lines, times: wrap.times, cri: wrap.cri, log: log, store: t.TempDir(), cfg: equivRules(t, path, wrap.input), rng: rand.New(rand.NewPCG(seed, 2))}
 		}

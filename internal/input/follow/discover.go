@@ -386,6 +386,14 @@ func (f *Follower) track(path string, initial bool) (m match, exists, isOpen boo
 		t.positionAt(off)
 		t.backfill, t.holdsReady = false, false // a restored file's windows are the snapshot's
 	}
+	if !initial {
+		if off, back := f.cameBack(m.id, file); back {
+			t.positionAt(off)
+		} else if glob {
+			t.judging.Store(true)
+			t.judgeAt = t.lastData
+		}
+	}
 	off := t.off // once t is the reader's, its offset moves
 	f.mu.Lock()
 	_, dup := f.byID[m.id]

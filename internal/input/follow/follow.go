@@ -326,10 +326,15 @@ type Follower struct {
 
 	// final is where the follower stopped (Positions after Stop); guarded by mu.
 	final []Position
+	// left is where the files closed after they left their path were read up to, the
+	// newest maxLeft (leftOrder, oldest first), should one come back; guarded by mu.
+	left      map[fileID]leftAt
+	leftOrder []fileID
 
 	// Owned by the reading goroutine (and Stop after it).
 	readPaths   map[string]bool // paths of the files in the reader's last look at them
 	readChanged uint64          // pathsChanged at that look
+	truncated   []truncation    // files found truncated lately, for judged
 
 	// Owned by the discovery goroutine (and Start before it).
 	tree        tree
@@ -613,6 +618,7 @@ func (f *Follower) retireIfIdle(t *tracked, path string) {
 		return
 	}
 	f.r.finishHeld(t, path)
+	f.keepLeft(t)
 	_ = t.f.Close()
 	f.o.Logger.Debug("closed rotated file after its grace period", "path", path, "offset", t.off)
 }
@@ -646,6 +652,9 @@ func (f *Follower) step(t *tracked, path string) bool {
 		return false
 	}
 	size := fi.Size()
+	if t.judging.Load() && !f.judged(t, path, size) {
+		return false
+	}
 	rewritten, err := t.rewritten(size)
 	if err != nil {
 		f.readFailed(t, path, err)
@@ -654,6 +663,7 @@ func (f *Follower) step(t *tracked, path string) bool {
 	if rewritten {
 		f.c.truncations.Add(1)
 		f.o.Logger.Info("file truncated, reading it again from the start", "path", path, "offset", t.off, "size", size)
+		f.keepTruncated(t, path)
 		// The bytes that could have completed a last line without a newline
 		// are gone: it is final, as when its file is retired.
 		f.r.finish(t, path)

@@ -1,16 +1,36 @@
 package follow
 
 import (
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 )
 
 // rotatedSuffix is the rest of a rotated name after its base, written as one pattern:
-// logrotate's number; its seconds since 1970; or a date, then optionally an hour, minute
-// and second, then optionally a number.
+// logrotate's number; its seconds since 1970; a date, then optionally an hour, minute
+// and second, then optionally a number; or a month or a week, then optionally a number.
 var rotatedSuffix = regexp.MustCompile(`^(\.[0-9]+|-[0-9]{10}|[-._][0-9]{4}[-._]?(0[1-9]|1[0-2])[-._]?(0[1-9]|[12][0-9]|3[01])` +
-	`([-._:]?([01][0-9]|2[0-3])([-._:]?[0-5][0-9]([-._:]?[0-5][0-9])?)?)?(\.[0-9]+)?)$`)
+	`([-._:]?([01][0-9]|2[0-3])([-._:]?[0-5][0-9]([-._:]?[0-5][0-9])?)?)?(\.[0-9]+)?` +
+	`|[-._][0-9]{4}[-._]?W?(0[1-9]|[1-4][0-9]|5[0-3])(\.[0-9]+)?)$`)
+
+var numberExt = regexp.MustCompile(`^\.[0-9]+$`)
+
+// naiveRotated is rotatedName written plainly: name is base with a rotated suffix, or,
+// with logrotate's extension, base's stem with one and then base's extension (not one of
+// digits alone).
+func naiveRotated(base, name string) bool {
+	if strings.HasPrefix(name, base) && rotatedSuffix.MatchString(name[len(base):]) {
+		return true
+	}
+	ext := filepath.Ext(base)
+	stem := base[:len(base)-len(ext)]
+	if len(ext) < 2 || numberExt.MatchString(ext) || stem == "" || !strings.HasSuffix(name, ext) {
+		return false
+	}
+	inner := name[:len(name)-len(ext)]
+	return strings.HasPrefix(inner, stem) && rotatedSuffix.MatchString(inner[len(stem):])
+}
 
 // FuzzRotatedName: whatever a directory lists beside a path's base (any bytes, not UTF-8,
 // the base itself, a prefix of it), rotatedName never panics and says what the pattern
@@ -35,12 +55,17 @@ func FuzzRotatedName(f *testing.F) {
 		{"access.log", "access.log-20240301-1230.1"},
 		{"access.log", "access.log-1709294400"},
 		{"access.log", "access.log-20240231"},
+		{"access.log", "access.log-2024-W09"},
+		{"access.log", "access.log-202403.1"},
+		{"access.log", "access-20240301.log"},
+		{"access.log", "access.1.log"},
+		{"a.1", "a.2.1"},
 	} {
 		f.Add(s[0], s[1])
 	}
 	f.Fuzz(func(t *testing.T, base, name string) {
 		got := rotatedName(base, name)
-		if want := strings.HasPrefix(name, base) && rotatedSuffix.MatchString(name[len(base):]); got != want {
+		if want := naiveRotated(base, name); got != want {
 			t.Fatalf("rotatedName(%q, %q) = %v, the naive pattern says %v", base, name, got, want)
 		}
 	})

@@ -72,6 +72,9 @@ func (f *Follower) positions() []Position {
 	out := make([]Position, 0, len(f.files))
 	var buf [headLen]byte
 	for _, t := range f.files {
+		if t.judging.Load() {
+			continue // a copy's lines before where it is read from would be read again
+		}
 		off := t.done.Load()
 		head, err := headHash(t.f, off, &buf)
 		if err != nil {
@@ -131,7 +134,8 @@ func newResume(ps []Position) *resume {
 // resumeAt says where a file found by the first scan is read from when Options.Resume
 // is set: from its saved position when it has one and its first bytes are those it had,
 // else from its start, as it appeared after the positions were taken (the file that
-// replaced a rotated one, or a new one). ok is false without Options.Resume.
+// replaced a rotated one, or a new one), unless it is the copy of a position's file
+// (copyOf). ok is false without Options.Resume.
 func (f *Follower) resumeAt(id fileID, file *os.File) (off int64, ok bool) {
 	r := f.resume
 	if r == nil {
@@ -139,7 +143,7 @@ func (f *Follower) resumeAt(id fileID, file *os.File) (off int64, ok bool) {
 	}
 	p, found := r.byID[id]
 	if !found {
-		return 0, true
+		return copyOf(file, id, r.all), true
 	}
 	delete(r.byID, id)
 	var buf [headLen]byte
@@ -327,6 +331,36 @@ func copiedAt(file *os.File, path string, ps []Position, resumed map[fileID]bool
 	return 0
 }
 
+// copyOf is where file, of identity id, found at a path of the input and without a
+// position of its own, is read from: the offset of a position of a file of its directory
+// (the furthest, should several fit) whose first bytes it begins with, as far as that
+// file was read, and which it holds all of. That is the copy logrotate's copytruncate made
+// of the log while the exporter was down, beside it, found by a glob that matches rotated
+// names too (access.log*); read from its start, the lines before the position would count
+// twice. As the follower judges such a copy (copied), it is named as one of the
+// position's file's rotated ones: another log may begin with the bytes its neighbour had
+// when the snapshot was taken (a line or two, or the first KiB of replicas of one
+// program). Any other file is read from its start.
+func copyOf(file *os.File, id fileID, ps []Position) int64 {
+	fi, err := file.Stat()
+	if err != nil {
+		return 0
+	}
+	dir, name := filepath.Dir(file.Name()), filepath.Base(file.Name())
+	var buf [headLen]byte
+	var off int64
+	for _, p := range ps {
+		if p.Offset <= off || p.Offset > fi.Size() || (fileID{dev: p.Dev, ino: p.Ino}) == id || filepath.Dir(p.Path) != dir ||
+			!rotatedName(filepath.Base(p.Path), name) {
+			continue
+		}
+		if h, err := headHash(file, p.Offset, &buf); err == nil && h == p.Head {
+			off = p.Offset
+		}
+	}
+	return off
+}
+
 // ofPosition reports whether file, of identity id, is the file of one of ps: of its
 // identity, and beginning with the bytes it had then. Another file given its inode since
 // (the file of a position deleted, then another made) is not.
@@ -384,12 +418,25 @@ func rotatedAfter(path string, since time.Time, known map[fileID]bool, readDir f
 // rotatedName reports whether name is base with a suffix a rotator gives it: logrotate's
 // number (access.log.1); a date, as logrotate's dateext makes with its default and hourly
 // formats and those dateformat makes of a date and a time (access.log-20240301,
-// access.log-2024030113, access.log.2024-03-01, access.log-20240301_13:05), the
-// kubelet's time (0.log.20240301-120000), and either of those numbered again
+// access.log-2024030113, access.log.2024-03-01, access.log-20240301_13:05), of a month
+// or an ISO week (access.log-202403, access.log-2024-09, access.log-2024-W09), the
+// kubelet's time (0.log.20240301-120000), and any of those numbered again
 // (access.log-20240301.1); or logrotate's seconds since 1970 (access.log-1709294400).
-// Not a compressed archive (.gz), nor another log (access.log.json), nor one named as the
-// path with a dash and a number (worker-1-2 beside worker-1), which no rotator makes.
+// With logrotate's extension, the suffix comes before base's extension (access.1.log,
+// access-20240301.log). Not a compressed archive (.gz), nor another log
+// (access.log.json), nor one named as the path with a dash and a number (worker-1-2
+// beside worker-1), which no rotator makes.
 func rotatedName(base, name string) bool {
+	if suffixed(base, name) {
+		return true
+	}
+	ext := filepath.Ext(base)
+	stem, inner := strings.TrimSuffix(base, ext), strings.TrimSuffix(name, ext)
+	return len(ext) > 1 && !digits(ext[1:]) && stem != "" && inner != name && suffixed(stem, inner)
+}
+
+// suffixed reports whether name is base with a rotator's suffix after it (rotatedName).
+func suffixed(base, name string) bool {
 	suffix, ok := strings.CutPrefix(name, base)
 	if !ok || len(suffix) < 2 {
 		return false
@@ -401,8 +448,30 @@ func rotatedName(base, name string) bool {
 	case strings.IndexByte("-._", sep) < 0:
 		return false
 	}
+	if rest, ok := cutMonth(rest); ok && (rest == "" || rest[0] == '.' && digits(rest[1:])) {
+		return true
+	}
 	rest, ok = cutDate(rest)
 	return ok && timeTail(rest, 0)
+}
+
+// cutMonth cuts a month or an ISO week off the start of s: a year of four digits, then,
+// optionally after a separator ("-", ".", "_"), a month of two, or a week of two, which
+// may follow a "W".
+func cutMonth(s string) (string, bool) {
+	if len(s) < 4 || !digits(s[:4]) {
+		return s, false
+	}
+	s = s[4:]
+	if s != "" && strings.IndexByte("-._", s[0]) >= 0 {
+		s = s[1:]
+	}
+	s = strings.TrimPrefix(s, "W")
+	// Without its W, a week's number (%V) cannot be told from a month's: either is read.
+	if n := twoDigits(s); n < 1 || n > 53 {
+		return s, false
+	}
+	return s[2:], true
 }
 
 // digits reports whether s is one or more decimal digits.

@@ -105,6 +105,32 @@ func TestResume(t *testing.T) {
 		files: 4,
 		taken: 210 * time.Minute,
 	}, {
+		// Monthly, with logrotate's extension (access-202403.log), compressed but the
+		// newest archive (delaycompress): the file between is read.
+		name: "rotated twice by rename, monthly before the extension, the position's file compressed",
+		down: func(t *testing.T, dir string, w *os.File) {
+			log := filepath.Join(dir, "access.log")
+			touch(t, log, -2*time.Hour)
+			rename(t, log, filepath.Join(dir, "access-202402.log"))
+			writeLines(t, create(t, log), 101, 130)
+			touch(t, log, -time.Hour)
+			rename(t, log, filepath.Join(dir, "access-202403.log"))
+			writeLines(t, create(t, log), 131, 150)
+			data, err := os.ReadFile(filepath.Join(dir, "access-202402.log"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, "access-202402.log.gz"), data, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Remove(filepath.Join(dir, "access-202402.log")); err != nil {
+				t.Fatal(err)
+			}
+		},
+		files:     2,
+		unresumed: 1,
+		taken:     150 * time.Minute,
+	}, {
 		// The kubelet compresses the older of its rotated files: the position's file is
 		// gone, and the file rotated after it is found by its last write after the
 		// positions were taken; an archive written before is not read.
@@ -325,6 +351,29 @@ func TestRotatedName(t *testing.T) {
 		{"access.log", "other.access.log.1", false},
 		{"0.log", "0.log.20240301-120000.gz", false},
 		{"0.log", "0.log.20240301-120000.tmp", false},
+		// Monthly (dateformat -%Y%m) and weekly (-%Y-%V) dates.
+		{"access.log", "access.log-202403", true},
+		{"access.log", "access.log-2024-03", true},
+		{"access.log", "access.log-2024-03.1", true},
+		{"access.log", "access.log-2024-53", true},
+		{"access.log", "access.log-2024-W09", true},
+		{"access.log", "access.log-2024-54", false},
+		{"access.log", "access.log-2024-00", false},
+		{"access.log", "access.log-2024-W13-01", false},
+		{"access.log", "access.log-2024-3", false},
+		{"access.log", "access.log-2024-03-1", false},
+		// logrotate's extension: the suffix goes before it.
+		{"access.log", "access.1.log", true},
+		{"access.log", "access-20240301.log", true},
+		{"access.log", "access-202403.log", true},
+		{"app.out.log", "app.out.3.log", true},
+		{"access.log", "access.1.log.gz", false},
+		{"access.log", "access.log.log", false},
+		{"access.log", "access-2.log", false},
+		{"access.log", "error.1.log", false},
+		{"worker-1.log", "worker-1-2.log", false},
+		{"access.log.1", "access.log.2.1", false},
+		{".log", ".1.log", false},
 	} {
 		if got := rotatedName(tc.base, tc.name); got != tc.want {
 			t.Errorf("rotatedName(%q, %q) = %v, want %v", tc.base, tc.name, got, tc.want)

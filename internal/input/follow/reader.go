@@ -70,6 +70,16 @@ type tracked struct {
 
 	done atomic.Int64 // offset up to which lines were handed on or skipped
 
+	// judging: a file a glob found after the start, not read until the reader has told
+	// whether it is the copy of another file of its directory (Follower.judged), which
+	// positions pass over meanwhile. judgeSize is its size when last looked at, and
+	// judgeAt when that size was first seen, judgeKept the truncated files it may be a
+	// copy of (reader).
+	judging   atomic.Bool
+	judgeSize int64
+	judgeAt   time.Time
+	judgeKept []copied
+
 	// backfill: Options.Backfill is still to be called for what precedes off;
 	// holdsReady when it is counted in Follower.backfills (a file opened by the first
 	// scan), which readiness waits for.

@@ -174,3 +174,77 @@ func expectResumed(t *testing.T, o Options, positions []Position, taken time.Tim
 	waitFor(t, "the lines written while down", func() bool { return next.has(101, 150) })
 	next.expectExactly(t, span{101, 150})
 }
+
+// TestResumeGlobCopy: a glob that matches the log's rotated names (access.log*) finds the
+// copy that logrotate's copytruncate made of the log while the exporter was down among
+// its files without a position: the copy begins with the bytes the log had at its
+// position, and is read on from there, not from its start, whose lines were counted
+// before the snapshot. A file of the directory that begins otherwise is read whole.
+func TestResumeGlobCopy(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		down func(t *testing.T, log string, w *os.File)
+	}{{
+		name: "copied and truncated",
+		down: func(t *testing.T, log string, w *os.File) {
+			writeLines(t, w, 101, 120)
+			data, err := os.ReadFile(log)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(log+".1", data, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Truncate(log, 0); err != nil {
+				t.Fatal(err)
+			}
+			writeLines(t, w, 121, 150)
+		},
+	}, {
+		name: "another file of the glob created",
+		down: func(t *testing.T, log string, w *os.File) {
+			writeLines(t, w, 101, 120)
+			writeLines(t, create(t, log+".json"), 121, 150)
+		},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			log := filepath.Join(dir, "access.log")
+			w := create(t, log)
+			writeLines(t, w, 1, 100)
+			positions, o := readFirst(t, modes[1].options(filepath.Join(dir, "access.log*")))
+			taken := time.Now().Add(-time.Second) // see TestResume
+			tc.down(t, log, w)
+			expectResumed(t, o, positions, taken)
+		})
+	}
+}
+
+// TestResumeNoShortCopy: a log that had a line at the snapshot, and another log of the
+// glob created while down that begins with the same line: that one is not taken for the
+// log's copy, and is read from its start.
+func TestResumeNoShortCopy(t *testing.T) {
+	dir := t.TempDir()
+	log := filepath.Join(dir, "a.log")
+	w := create(t, log)
+	writeLines(t, w, 1, 1)
+	var hold sync.RWMutex
+	o := modes[1].options(filepath.Join(dir, "*.log"))
+	o.FromBeginning, o.Hold = true, hold.RLocker()
+	first := newCollector()
+	f := start(t, o, first.handle)
+	waitFor(t, "the first line", func() bool { return first.has(1, 1) })
+	hold.Lock()
+	positions := f.Positions()
+	hold.Unlock()
+	f.Stop()
+
+	writeLines(t, create(t, filepath.Join(dir, "b.log")), 1, 1)
+	writeLines(t, w, 2, 150)
+	o.FromBeginning, o.Hold = false, nil
+	o.Resume, o.Taken = positions, time.Now().Add(-time.Second)
+	next := newCollector()
+	start(t, o, next.handle)
+	waitFor(t, "the lines written while down", func() bool { return next.has(1, 150) })
+	next.expectExactly(t, span{1, 150})
+}

@@ -629,3 +629,168 @@ func TestRotatedFileReadBeforeItsSuccessor(t *testing.T) {
 		})
 	}
 }
+
+// TestCopyTruncateGlob: a glob that matches the log's rotated names (access.log*) finds
+// the copy that logrotate's copytruncate makes of the log beside it: the copy begins with
+// what the log held, read already, and is read on from where the log was read up to, not
+// from its start, whose lines would count twice. So whether the copy is found being
+// written, whole, or after the truncation of the log was read.
+func TestCopyTruncateGlob(t *testing.T) {
+	for _, m := range modes {
+		for _, tc := range []struct {
+			name string
+			// slow: the copy is written in parts, each read before the next: it stays
+			// at a size longer than the test's rotation grace.
+			slow   bool
+			rotate func(t *testing.T, f *Follower, log string, w *os.File)
+		}{{
+			name: "copied then truncated",
+			rotate: func(t *testing.T, f *Follower, log string, w *os.File) {
+				copyFile(t, log, log+".1")
+				if err := os.Truncate(log, 0); err != nil {
+					t.Fatal(err)
+				}
+				writeLines(t, w, 101, 101)
+			},
+		}, {
+			name: "the copy found as it is written",
+			slow: true,
+			rotate: func(t *testing.T, f *Follower, log string, w *os.File) {
+				data, err := os.ReadFile(log)
+				if err != nil {
+					t.Fatal(err)
+				}
+				c := create(t, log+".1")
+				waitFollowed(t, f, c)
+				for _, part := range [][]byte{data[:10], data[10:2000], data[2000:]} {
+					turns := f.turns.Load()
+					if _, err := c.Write(part); err != nil {
+						t.Fatal(err)
+					}
+					waitFor(t, "a turn of the reader", func() bool { return f.turns.Load() > turns+1 })
+				}
+				if err := os.Truncate(log, 0); err != nil {
+					t.Fatal(err)
+				}
+				writeLines(t, w, 101, 101)
+			},
+		}, {
+			name: "the copy found after the truncation was read",
+			rotate: func(t *testing.T, f *Follower, log string, w *os.File) {
+				tmp := filepath.Join(t.TempDir(), "copy")
+				copyFile(t, log, tmp)
+				if err := os.Truncate(log, 0); err != nil {
+					t.Fatal(err)
+				}
+				writeLines(t, w, 101, 101)
+				waitFor(t, "the truncation read", func() bool { return f.Stats().Truncations == 1 })
+				rename(t, tmp, log+".1")
+			},
+		}, {
+			// The log read further after the copy and before its truncation: the copy
+			// holds nothing that was not read.
+			name: "the copy of less than was read",
+			rotate: func(t *testing.T, f *Follower, log string, w *os.File) {
+				tmp := filepath.Join(t.TempDir(), "copy")
+				data, err := os.ReadFile(log)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(tmp, data[:len(data)-int(lineLen)*10], 0o644); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.Truncate(log, 0); err != nil {
+					t.Fatal(err)
+				}
+				writeLines(t, w, 101, 101)
+				waitFor(t, "the truncation read", func() bool { return f.Stats().Truncations == 1 })
+				rename(t, tmp, log+".1")
+			},
+		}, {
+			name: "another file of the directory is read from its start",
+			rotate: func(t *testing.T, f *Follower, log string, w *os.File) {
+				writeLines(t, create(t, log+".2"), 101, 101)
+			},
+		}} {
+			t.Run(m.name+", "+tc.name, func(t *testing.T) {
+				dir := t.TempDir()
+				log := filepath.Join(dir, "access.log")
+				w := create(t, log)
+				o := m.options(filepath.Join(dir, "access.log*"))
+				o.FromBeginning = true
+				if tc.slow {
+					o.RotationGrace = time.Minute
+				}
+				c := newCollector()
+				f := start(t, o, c.handle)
+				writeLines(t, w, 1, 100)
+				waitFor(t, "the first lines", func() bool { return c.has(1, 100) })
+				tc.rotate(t, f, log, w)
+				writeLines(t, w, 102, 150)
+				waitFor(t, "the lines after the rotation", func() bool { return c.has(102, 150) })
+				turns := f.turns.Load()
+				waitFor(t, "two more turns of the reader", func() bool { return f.turns.Load() > turns+2 })
+				c.expectExactly(t, span{1, 150})
+			})
+		}
+	}
+}
+
+// TestSymlinkRetargetedBack: a symlink retargeted to another file, and back once the
+// first one was closed after the grace (blue/green releases behind one link): the first
+// file is read on from where it was left, not again from its start.
+func TestSymlinkRetargetedBack(t *testing.T) {
+	for _, m := range modes {
+		t.Run(m.name, func(t *testing.T) {
+			dir := t.TempDir()
+			p := filepath.Join(dir, "current.log")
+			blue, green := filepath.Join(dir, "blue.log"), filepath.Join(dir, "green.log")
+			b, g := create(t, blue), create(t, green)
+			retarget := func(to string) {
+				if err := os.Symlink(to, p+".tmp"); err != nil {
+					t.Fatal(err)
+				}
+				rename(t, p+".tmp", p)
+			}
+			retarget(blue)
+			o := m.options(p)
+			o.FromBeginning = true
+			c := newCollector()
+			f := start(t, o, c.handle)
+			writeLines(t, b, 1, 100)
+			waitFor(t, "the lines of the first target", func() bool { return c.has(1, 100) })
+			retarget(green)
+			writeLines(t, g, 101, 200)
+			waitFor(t, "the second target's lines, the first closed", func() bool {
+				f.mu.Lock()
+				defer f.mu.Unlock()
+				return c.has(101, 200) && len(f.files) == 1
+			})
+			retarget(blue)
+			writeLines(t, b, 201, 300)
+			waitFor(t, "the lines written to the first target again", func() bool { return c.has(201, 300) })
+			turns := f.turns.Load()
+			waitFor(t, "two more turns of the reader", func() bool { return f.turns.Load() > turns+2 })
+			c.expectExactly(t, span{1, 300})
+		})
+	}
+}
+
+// TestSameStartNoCopy: a glob's new file that begins with the first KiB of another file of
+// its directory, neither truncated nor named as its rotated file (replicas of one program
+// that log the same first lines), is another log: read from its start.
+func TestSameStartNoCopy(t *testing.T) {
+	dir := t.TempDir()
+	o := modes[1].options(filepath.Join(dir, "*.log"))
+	o.FromBeginning = true
+	c := newCollector()
+	start(t, o, c.handle)
+	writeLines(t, create(t, filepath.Join(dir, "a.log")), 1, 100)
+	waitFor(t, "the first file's lines", func() bool { return c.has(1, 100) })
+	writeLines(t, create(t, filepath.Join(dir, "b.log")), 1, 100)
+	waitFor(t, "the second file's lines", func() bool {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return c.seen[1] == 2 && c.seen[100] == 2
+	})
+}

@@ -1,0 +1,122 @@
+package follow
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"path/filepath"
+	"slices"
+	"time"
+)
+
+// truncation is what a file held before it was found truncated: the copy that
+// logrotate's copytruncate made of it first may be found after.
+type truncation struct {
+	dir  string
+	head []byte // its first min(headLen, off) bytes
+	off  int64  // how far it was read
+	at   time.Time
+}
+
+// copied is a file that a new file of its directory may be a copy of, with its first
+// bytes as far as it was read: one found truncated lately (at when it was), or one at a
+// path of the input that the new file is named as a rotated file of. Other files are not:
+// other logs of a directory may well begin with the same bytes (a line "starting", or
+// the same first KiB from replicas of one program).
+type copied struct {
+	head []byte
+	off  int64
+	at   time.Time
+}
+
+// keepTruncated remembers what t held before it was found truncated, for a glob whose
+// new files may be its copy (judged); the reader calls it, before t starts again.
+func (f *Follower) keepTruncated(t *tracked, path string) {
+	now := f.o.now()
+	f.truncated = slices.DeleteFunc(f.truncated, func(c truncation) bool { return now.Sub(c.at) > f.o.RotationGrace })
+	if t.off == 0 || t.headN == 0 {
+		return
+	}
+	f.truncated = append(f.truncated, truncation{dir: filepath.Dir(path), head: slices.Clone(t.head[:min(int64(t.headN), t.off)]), off: t.off, at: now})
+}
+
+// judged tells, before t, a file a glob found after the start, is first read, whether it
+// is the copy that logrotate's copytruncate makes of the log beside it, with a glob that
+// matches rotated names too (access.log*): one that begins with the first bytes of a file
+// it may be a copy of (copied), as far as that was read, and holds all it read. Such a
+// copy is read on from there: from its start, what was read of the log would count
+// twice. It reports false while that cannot be told yet: t, of size bytes, begins with
+// what such a file was read up to but holds less (a copy being written, or a file created
+// empty), unless t has stayed at that size for the rotation grace: it is then read from
+// its end, a copy of what was read already (made before the log was read further), or
+// from its start when empty. Any other file is read from its start.
+func (f *Follower) judged(t *tracked, path string, size int64) bool {
+	now := f.o.now()
+	if size != t.judgeSize {
+		t.judgeSize, t.judgeAt = size, now
+	}
+	candidates := f.copyCandidates(t, path, now)
+	var buf [headLen]byte
+	n, err := t.f.ReadAt(buf[:min(headLen, size)], 0)
+	if len(candidates) == 0 || err != nil && !errors.Is(err, io.EOF) {
+		// No copy, or read as any file: its read fails, and is counted so.
+		t.judging.Store(false)
+		t.judgeKept = nil
+		return true
+	}
+	got := buf[:n]
+	// off is where a copy whole is read from; held, where one that may be still written is
+	// read from should it stay as it is.
+	var off, held int64
+	wait := false
+	for _, c := range candidates {
+		switch k := min(len(got), len(c.head)); {
+		case !bytes.Equal(got[:k], c.head[:k]):
+		case k == len(c.head) && size >= c.off:
+			off = max(off, c.off)
+		default:
+			// A copy of part of what was read (of what the file held before it was read
+			// further), or one still being written.
+			wait, held = true, max(held, min(size, c.off))
+		}
+	}
+	if off == 0 && wait {
+		if now.Sub(t.judgeAt) < f.o.RotationGrace {
+			return false
+		}
+		off = held
+	}
+	if off > 0 {
+		t.positionAt(off) // before positions see it
+	}
+	t.judging.Store(false)
+	t.judgeKept = nil
+	if off > 0 {
+		f.o.Logger.Info("new file is a copy of a file of its directory (copytruncate), reading it from where that file was read up to", "path", path, "offset", off)
+	}
+	return true
+}
+
+// copyCandidates are the files t, at path, may be a copy of (copied): the files of its
+// directory at a path of the input that path is a rotated name of, as far as they were
+// read, and those found truncated lately or while t was judged (kept in t, as a copy
+// still written may take longer than they are kept). The reader calls it.
+func (f *Follower) copyCandidates(t *tracked, path string, now time.Time) []copied {
+	var out []copied
+	dir, name := filepath.Dir(path), filepath.Base(path)
+	f.mu.Lock()
+	for _, u := range f.files {
+		// The name first: it tells most files apart at their first bytes, without a copy.
+		if rotatedName(filepath.Base(u.path), name) && u != t && !u.rotated && u.off > 0 && u.headN > 0 &&
+			!u.judging.Load() && filepath.Dir(u.path) == dir {
+			out = append(out, copied{head: u.head[:min(int64(u.headN), u.off)], off: u.off})
+		}
+	}
+	f.mu.Unlock()
+	for _, c := range f.truncated {
+		if c.dir == dir && now.Sub(c.at) <= f.o.RotationGrace && !slices.ContainsFunc(t.judgeKept, func(k copied) bool { return k.at.Equal(c.at) && k.off == c.off }) {
+			t.judgeKept = append(t.judgeKept, copied{head: c.head, off: c.off, at: c.at})
+		}
+	}
+	return append(out, t.judgeKept...)
+}
