@@ -116,3 +116,69 @@ func TestTLSKeptAliveConnectionFollowsWebConfig(t *testing.T) {
 		}
 	}
 }
+
+// TestTLSKeptAliveConnectionSavedInPlace: a client CA file saved in place (truncated,
+// then written) may be read by a request in between, cut short: a bundle without the CA
+// of a client served on a connection kept alive closed that connection, and warned that
+// its client was no longer accepted, at a save that took no CA out. A connection is
+// checked against files changed within racyAge of the request once they settled; one
+// whose CA was taken out for good is closed then.
+func TestTLSKeptAliveConnectionSavedInPlace(t *testing.T) {
+	f := newTLSFiles(t, "", "")
+	f.write(t, "web.yml", []byte("tls_server_config:\n  cert_file: cert.pem\n  key_file: key.pem\n  client_auth_type: RequireAndVerifyClientCert\n  client_ca_file: ca.pem\n"))
+	other, _, _ := newCA(t, "other CA")
+	caPEM, ca, caKey := newCA(t, "scrapers' CA")
+	bundle := append(append([]byte{}, other...), caPEM...)
+	f.write(t, "ca.pem", bundle)
+	f.age(t, 0)
+	clock := testclock.New(time.Now())
+	var logged syncbuf.Buffer
+	logger := slog.New(slog.NewTextHandler(&logged, nil))
+	addr := serveTLSLogged(t, f.webConfig, newWebConfigErrors(f.webConfig, logger, clock.Now), logger)
+	transport := &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true,
+		Certificates: []tls.Certificate{clientCert(t, ca, caKey, "scraper.example")}}}
+	defer transport.CloseIdleConnections()
+	client := &http.Client{Timeout: 5 * time.Second, Transport: transport}
+	// get reports whether the request was served on the connection of the one before.
+	get := func() (reused bool, err error) {
+		t.Helper()
+		trace := &httptrace.ClientTrace{GotConn: func(info httptrace.GotConnInfo) { reused = info.Reused }}
+		req, err := http.NewRequestWithContext(httptrace.WithClientTrace(t.Context(), trace), http.MethodGet, "https://"+addr+"/", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			return reused, err
+		}
+		resp.Body.Close()
+		return reused, nil
+	}
+	if _, err := get(); err != nil {
+		t.Fatalf("at the start: %v", err)
+	}
+	for _, save := range []struct {
+		step string
+		ca   []byte
+	}{
+		{"the client CA file cut short", bundle[:len(other)]},
+		{"saved", bundle},
+		{"saved, settled", bundle},
+	} {
+		f.write(t, "ca.pem", save.ca)
+		if save.step == "saved, settled" {
+			clock.Add(racyAge)
+		}
+		if reused, err := get(); err != nil || !reused {
+			t.Fatalf("%s: reused %v, %v; want served on the connection kept alive:\n%s", save.step, reused, err, logged.String())
+		}
+	}
+	if strings.Contains(logged.String(), "no longer accepted") {
+		t.Errorf("a save that took no CA out closed a connection:\n%s", logged.String())
+	}
+	f.write(t, "ca.pem", other)
+	clock.Add(racyAge)
+	if _, err := get(); err == nil || !strings.Contains(logged.String(), "no longer accepted") {
+		t.Errorf("the CA taken out, settled: %v; want the connection kept alive closed, and the request sent again on a new one refused:\n%s", err, logged.String())
+	}
+}
