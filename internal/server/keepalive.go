@@ -67,9 +67,16 @@ func (c *tlsConfigs) recheck(h http.Handler) http.Handler {
 // accepts returns why the current TLS config would refuse the client of k, if it would
 // and the config is not the one k was last accepted by. A config c does not keep is of
 // files changed within racyAge, which may be in the middle of a save in place (a client
-// CA bundle cut short): k is checked once they settled, as c keeps their config.
+// CA bundle cut short): k is checked once they settled, as c keeps their config. Nor is
+// k checked while another holds c's lock: a handshake reading the files (slowly, on a
+// network file system that hangs; over and over, while they do not load) would hold
+// every request kept alive, which it did not before; a later request checks k.
 func (c *tlsConfigs) accepts(k *keptConn) error {
-	config, err := c.current(&tls.ClientHelloInfo{Conn: k.conn.NetConn()})
+	if !c.mu.TryLock() {
+		return nil
+	}
+	config, err := c.currentLocked(&tls.ClientHelloInfo{Conn: k.conn.NetConn()})
+	c.mu.Unlock()
 	if err != nil || k.accepted.Load() == config || c.config.Load() != config {
 		return nil
 	}

@@ -1,11 +1,15 @@
 package server
 
 import (
+	"context"
 	"crypto/tls"
 	"log/slog"
+	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/http/httptrace"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -181,4 +185,48 @@ func TestTLSKeptAliveConnectionSavedInPlace(t *testing.T) {
 	if _, err := get(); err == nil || !strings.Contains(logged.String(), "no longer accepted") {
 		t.Errorf("the CA taken out, settled: %v; want the connection kept alive closed, and the request sent again on a new one refused:\n%s", err, logged.String())
 	}
+}
+
+// TestKeptAliveRequestNotHeldByALoad: the files of the web config are loaded under a
+// lock, by a handshake after they changed or while they fail to load, and stamped under
+// it at each request of a connection kept alive. A request waited for the lock: a
+// handshake whose files were read slowly (a network file system that hangs, a flood of
+// handshakes while a key does not load) held every scrape on a connection kept alive,
+// which only the handshakes waited for before. A request that finds the lock held is
+// served, its connection checked at a later one.
+func TestKeptAliveRequestNotHeldByALoad(t *testing.T) {
+	f := newTLSFiles(t, "", "")
+	f.age(t, 0)
+	loading, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	now := settledClock()
+	configs := newTLSConfigs(f.webConfig, func(*tls.ClientHelloInfo) (*tls.Config, error) {
+		once.Do(func() { close(loading) })
+		<-release
+		return &tls.Config{}, nil
+	}, now, newWebConfigErrors(f.webConfig, slog.New(slog.DiscardHandler), now))
+	handshake := make(chan error, 1)
+	go func() {
+		_, err := configs.get(&tls.ClientHelloInfo{})
+		handshake <- err
+	}()
+	<-loading
+	conn, other := net.Pipe()
+	defer conn.Close()
+	defer other.Close()
+	k := &keptConn{conn: tls.Server(conn, &tls.Config{})}
+	r := httptest.NewRequest(http.MethodGet, "/", nil)
+	r = r.WithContext(context.WithValue(r.Context(), keptConnKey{}, k))
+	served := make(chan struct{})
+	go configs.recheck(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { close(served) })).ServeHTTP(httptest.NewRecorder(), r)
+	select {
+	case <-served:
+	case <-time.After(10 * time.Second): // a bound, not a wait: served at once, or never while the load lasts
+		t.Error("a request on a connection kept alive waited for a handshake's load")
+	}
+	close(release)
+	if err := <-handshake; err != nil {
+		t.Fatal(err)
+	}
+	<-served
 }
