@@ -44,9 +44,9 @@ func (c *tlsConfigs) connContext(ctx context.Context, conn net.Conn) context.Con
 // restarts. So when the web config or a file it names changed since a connection was
 // last found accepted, its next request once the change settled checks its client again
 // (see verifyClient), which costs that request a certificate's verification and the
-// others a look at the files' stamps, as a handshake's; a client no longer accepted has its connection closed,
-// unanswered, so that a client that sends its request again on a new connection is told
-// by that handshake what the web config says of it. A TLS config that does not load is
+// others a look at the files' stamps, as a handshake's; a client no longer accepted has
+// its connection closed, unanswered, so that a client that sends its request again on a
+// new connection is told by that handshake what the web config says of it. A TLS config that does not load is
 // the web config's failure, which its errors tell: the connection is served as before.
 func (c *tlsConfigs) recheck(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
