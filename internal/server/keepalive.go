@@ -42,11 +42,11 @@ func (c *tlsConfigs) connContext(ctx context.Context, conn net.Conn) context.Con
 // only, and a scraper keeps its connection alive for as long as it scrapes: a client
 // whose CA was taken out of client_ca_file would be served on it until the exporter
 // restarts. So when the web config or a file it names changed since a connection was
-// last found accepted, its next request checks its client again (see verifyClient), which
-// costs that request a certificate's verification and the others a look at the files'
-// stamps, as a handshake's; a client no longer accepted has its connection closed,
-// unanswered, so that a client that sends its request again on a new connection is told
-// by that handshake what the web config says of it. A TLS config that does not load is
+// last found accepted, its next request once the change settled checks its client again
+// (see verifyClient), which costs that request a certificate's verification and the
+// others a look at the files' stamps, as a handshake's; a client no longer accepted has
+// its connection closed, unanswered, so that a client that sends its request again on a
+// new connection is told by that handshake what the web config says of it. A TLS config that does not load is
 // the web config's failure, which its errors tell: the connection is served as before.
 func (c *tlsConfigs) recheck(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -65,10 +65,19 @@ func (c *tlsConfigs) recheck(h http.Handler) http.Handler {
 }
 
 // accepts returns why the current TLS config would refuse the client of k, if it would
-// and the config is not the one k was last accepted by.
+// and the config is not the one k was last accepted by. A config c does not keep is of
+// files changed within racyAge, which may be in the middle of a save in place (a client
+// CA bundle cut short): k is checked once they settled, as c keeps their config. Nor is
+// k checked while another holds c's lock: a handshake reading the files (slowly, on a
+// network file system that hangs; over and over, while they do not load) would hold
+// every request kept alive, which it did not before; a later request checks k.
 func (c *tlsConfigs) accepts(k *keptConn) error {
-	config, err := c.current(&tls.ClientHelloInfo{Conn: k.conn.NetConn()})
-	if err != nil || k.accepted.Load() == config {
+	if !c.mu.TryLock() {
+		return nil
+	}
+	config, err := c.currentLocked(&tls.ClientHelloInfo{Conn: k.conn.NetConn()})
+	c.mu.Unlock()
+	if err != nil || k.accepted.Load() == config || c.config.Load() != config {
 		return nil
 	}
 	if err := verifyClient(config, k.conn.ConnectionState()); err != nil {

@@ -1,11 +1,15 @@
 package server
 
 import (
+	"context"
 	"crypto/tls"
 	"log/slog"
+	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/http/httptrace"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -115,4 +119,114 @@ func TestTLSKeptAliveConnectionFollowsWebConfig(t *testing.T) {
 			})
 		}
 	}
+}
+
+// TestTLSKeptAliveConnectionSavedInPlace: a client CA file saved in place (truncated,
+// then written) may be read by a request in between, cut short: a bundle without the CA
+// of a client served on a connection kept alive closed that connection, and warned that
+// its client was no longer accepted, at a save that took no CA out. A connection is
+// checked against files changed within racyAge of the request once they settled; one
+// whose CA was taken out for good is closed then.
+func TestTLSKeptAliveConnectionSavedInPlace(t *testing.T) {
+	f := newTLSFiles(t, "", "")
+	f.write(t, "web.yml", []byte("tls_server_config:\n  cert_file: cert.pem\n  key_file: key.pem\n  client_auth_type: RequireAndVerifyClientCert\n  client_ca_file: ca.pem\n"))
+	other, _, _ := newCA(t, "other CA")
+	caPEM, ca, caKey := newCA(t, "scrapers' CA")
+	bundle := append(append([]byte{}, other...), caPEM...)
+	f.write(t, "ca.pem", bundle)
+	f.age(t, 0)
+	clock := testclock.New(time.Now())
+	var logged syncbuf.Buffer
+	logger := slog.New(slog.NewTextHandler(&logged, nil))
+	addr := serveTLSLogged(t, f.webConfig, newWebConfigErrors(f.webConfig, logger, clock.Now), logger)
+	transport := &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true,
+		Certificates: []tls.Certificate{clientCert(t, ca, caKey, "scraper.example")}}}
+	defer transport.CloseIdleConnections()
+	client := &http.Client{Timeout: 5 * time.Second, Transport: transport}
+	// get reports whether the request was served on the connection of the one before.
+	get := func() (reused bool, err error) {
+		t.Helper()
+		trace := &httptrace.ClientTrace{GotConn: func(info httptrace.GotConnInfo) { reused = info.Reused }}
+		req, err := http.NewRequestWithContext(httptrace.WithClientTrace(t.Context(), trace), http.MethodGet, "https://"+addr+"/", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			return reused, err
+		}
+		resp.Body.Close()
+		return reused, nil
+	}
+	if _, err := get(); err != nil {
+		t.Fatalf("at the start: %v", err)
+	}
+	for _, save := range []struct {
+		step string
+		ca   []byte
+	}{
+		{"the client CA file cut short", bundle[:len(other)]},
+		{"saved", bundle},
+		{"saved, settled", bundle},
+	} {
+		f.write(t, "ca.pem", save.ca)
+		if save.step == "saved, settled" {
+			clock.Add(racyAge)
+		}
+		if reused, err := get(); err != nil || !reused {
+			t.Fatalf("%s: reused %v, %v; want served on the connection kept alive:\n%s", save.step, reused, err, logged.String())
+		}
+	}
+	if strings.Contains(logged.String(), "no longer accepted") {
+		t.Errorf("a save that took no CA out closed a connection:\n%s", logged.String())
+	}
+	f.write(t, "ca.pem", other)
+	clock.Add(racyAge)
+	if _, err := get(); err == nil || !strings.Contains(logged.String(), "no longer accepted") {
+		t.Errorf("the CA taken out, settled: %v; want the connection kept alive closed, and the request sent again on a new one refused:\n%s", err, logged.String())
+	}
+}
+
+// TestKeptAliveRequestNotHeldByALoad: the files of the web config are loaded under a
+// lock, by a handshake after they changed or while they fail to load, and stamped under
+// it at each request of a connection kept alive. A request waited for the lock: a
+// handshake whose files were read slowly (a network file system that hangs, a flood of
+// handshakes while a key does not load) held every scrape on a connection kept alive,
+// which only the handshakes waited for before. A request that finds the lock held is
+// served, its connection checked at a later one.
+func TestKeptAliveRequestNotHeldByALoad(t *testing.T) {
+	f := newTLSFiles(t, "", "")
+	f.age(t, 0)
+	loading, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	now := settledClock()
+	configs := newTLSConfigs(f.webConfig, func(*tls.ClientHelloInfo) (*tls.Config, error) {
+		once.Do(func() { close(loading) })
+		<-release
+		return &tls.Config{}, nil
+	}, now, newWebConfigErrors(f.webConfig, slog.New(slog.DiscardHandler), now))
+	handshake := make(chan error, 1)
+	go func() {
+		_, err := configs.get(&tls.ClientHelloInfo{})
+		handshake <- err
+	}()
+	<-loading
+	conn, other := net.Pipe()
+	defer conn.Close()
+	defer other.Close()
+	k := &keptConn{conn: tls.Server(conn, &tls.Config{})}
+	r := httptest.NewRequest(http.MethodGet, "/", nil)
+	r = r.WithContext(context.WithValue(r.Context(), keptConnKey{}, k))
+	served := make(chan struct{})
+	go configs.recheck(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { close(served) })).ServeHTTP(httptest.NewRecorder(), r)
+	select {
+	case <-served:
+	case <-time.After(10 * time.Second): // a bound, not a wait: served at once, or never while the load lasts
+		t.Error("a request on a connection kept alive waited for a handshake's load")
+	}
+	close(release)
+	if err := <-handshake; err != nil {
+		t.Fatal(err)
+	}
+	<-served
 }

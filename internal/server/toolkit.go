@@ -225,6 +225,11 @@ func (c *tlsConfigs) current(hello *tls.ClientHelloInfo) (*tls.Config, error) {
 	// One loads at a time: others wait for its config rather than load their own.
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	return c.currentLocked(hello)
+}
+
+// currentLocked is current, with c.mu held.
+func (c *tlsConfigs) currentLocked(hello *tls.ClientHelloInfo) (*tls.Config, error) {
 	if config := c.config.Load(); config != nil && c.unchanged() {
 		return config, nil
 	}

@@ -32,7 +32,8 @@ import (
 //     does not load, and counted and logged with those (webConfigErrors).
 //
 // Each request looks at the web config's stamp, a stat, and reads it again when it
-// changed (the toolkit reads and parses it for each request anyway).
+// changed, once the change settled (the toolkit reads and parses it for each request
+// anyway).
 type webConfigWatch struct {
 	path string
 	// started is what the toolkit took at the start.
@@ -107,6 +108,13 @@ func (c *webConfigWatch) check() map[string]error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if s.same(c.stamp) {
+		return c.badHashes
+	}
+	// A web config saved in place (truncated, then written) may be read in between, empty
+	// or cut short: what is read within racyAge of its change waits for the change to
+	// settle, as tlsConfigs keeps no config of files so changed. A stamp kept once it
+	// settled tells any later change, at any granularity of its file system's times.
+	if !settled([]fileStamp{s}, c.errors.now()) {
 		return c.badHashes
 	}
 	c.stamp = s

@@ -2,6 +2,8 @@ package server
 
 import (
 	"crypto/tls"
+	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -14,6 +16,7 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/logwindow/logwindow_exporter/internal/testutil/syncbuf"
+	"github.com/logwindow/logwindow_exporter/internal/testutil/testclock"
 )
 
 // TestStartOnlyKeysChangedAtRuntime: exporter-toolkit reads the web config again for
@@ -35,19 +38,7 @@ func TestStartOnlyKeysChangedAtRuntime(t *testing.T) {
 		f.write(t, "web.yml", []byte(withoutTLS+rateLimit))
 		var logged syncbuf.Buffer
 		logger := slog.New(slog.NewTextHandler(&logged, nil))
-		srv := newHTTPServer(http.NotFoundHandler(), Options{Logger: logger})
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		served := make(chan error, 1)
-		go func() {
-			served <- serveOn(l, srv, &web.FlagConfig{WebConfigFile: &f.webConfig}, newWebConfigErrors(f.webConfig, logger, time.Now), logger)
-		}()
-		defer func() {
-			_ = srv.Close()
-			<-served
-		}()
+		addr := servePlainLogged(t, f.webConfig, newWebConfigErrors(f.webConfig, logger, settledClock()), logger)
 		for i, step := range []struct {
 			webConfig string // "" is as it was, the start's at the first step
 			want      string // in the warning; "" is none
@@ -67,7 +58,7 @@ func TestStartOnlyKeysChangedAtRuntime(t *testing.T) {
 			}
 			before := strings.Count(logged.String(), "level=WARN")
 			for range 2 {
-				resp, err := http.Get("http://" + l.Addr().String() + "/")
+				resp, err := http.Get("http://" + addr + "/")
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -90,7 +81,7 @@ func TestStartOnlyKeysChangedAtRuntime(t *testing.T) {
 		f := newTLSFiles(t, "", "")
 		var logged syncbuf.Buffer
 		logger := slog.New(slog.NewTextHandler(&logged, nil))
-		addr := serveTLSLogged(t, f.webConfig, nil, logger)
+		addr := serveTLSLogged(t, f.webConfig, newWebConfigErrors(f.webConfig, logger, settledClock()), logger)
 		client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
 		// The first request is served before the change, once the web config was read.
 		for _, webConfig := range []string{"", withTLS + "http_server_config:\n  http2: false\n"} {
@@ -170,7 +161,7 @@ func TestPasswordHashBrokenAtRuntime(t *testing.T) {
 			f.write(t, "web.yml", append([]byte(tc.webConfig), users(string(good))...))
 			var logged syncbuf.Buffer
 			logger := slog.New(slog.NewTextHandler(&logged, nil))
-			errors := newWebConfigErrors(f.webConfig, logger, time.Now)
+			errors := newWebConfigErrors(f.webConfig, logger, settledClock())
 			url, client := tc.serve(t, f.webConfig, errors, logger)
 			get := func(user string) int {
 				t.Helper()
@@ -220,24 +211,12 @@ func TestCostlyHashAddedAtRuntime(t *testing.T) {
 	f.write(t, "web.yml", []byte("basic_auth_users:\n  first: "+costly+"\n  second: "+usual+"\n"))
 	var logged syncbuf.Buffer
 	logger := slog.New(slog.NewTextHandler(&logged, nil))
-	srv := newHTTPServer(http.NotFoundHandler(), Options{Logger: logger})
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	served := make(chan error, 1)
-	go func() {
-		served <- serveOn(l, srv, &web.FlagConfig{WebConfigFile: &f.webConfig}, newWebConfigErrors(f.webConfig, logger, time.Now), logger)
-	}()
-	defer func() {
-		_ = srv.Close()
-		<-served
-	}()
+	addr := servePlainLogged(t, f.webConfig, newWebConfigErrors(f.webConfig, logger, settledClock()), logger)
 	for i, webConfig := range []string{"", "basic_auth_users:\n  first: " + costly + "\n  second: " + costly + "\n", ""} {
 		if webConfig != "" {
 			f.write(t, "web.yml", []byte(webConfig))
 		}
-		resp, err := http.Get("http://" + l.Addr().String() + "/")
+		resp, err := http.Get("http://" + addr + "/")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -250,4 +229,100 @@ func TestCostlyHashAddedAtRuntime(t *testing.T) {
 	if got := logged.String(); !strings.Contains(got, "user=second cost=14") {
 		t.Errorf("the warning does not name the user and the cost:\n%s", got)
 	}
+}
+
+// TestWebConfigSavedNonAtomically: a web config saved in place (truncated, then written:
+// a shell's >, an editor that keeps the inode) may be read by a request in between,
+// empty or cut short. The watch took what it read for a change, and warned, at a save
+// that changed nothing, that tls_server_config was taken out or rate_limit changed, then
+// warned again of a costly hash it had already told. What it reads within racyAge of the
+// web config's change is left until that change settled; a change that settled is told.
+func TestWebConfigSavedNonAtomically(t *testing.T) {
+	// A hash of cost 14 (bcrypt.Cost reads the cost from the hash alone).
+	const users = "basic_auth_users:\n  scraper: $2y$14$QOauhQNbBCuQDKes6eFzPeMqBSjb7Mr5DUmpZ/VcEd00UAV/LDeSi\n"
+	const withTLS = "tls_server_config:\n  cert_file: cert.pem\n  key_file: key.pem\n"
+	for _, tc := range []struct {
+		name, webConfig string
+		// changed is webConfig with a key taken at the start only changed, and want what
+		// its warning names.
+		changed, want string
+	}{
+		{"plain HTTP", users + "rate_limit:\n  burst: 1000\n  interval: 1ms\n",
+			users + "rate_limit:\n  burst: 2000\n  interval: 1ms\n", "rate_limit changed"},
+		{"TLS", withTLS + users, withTLS + users + "http_server_config:\n  http2: false\n", "http_server_config.http2 changed"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newTLSFiles(t, "", "")
+			f.write(t, "web.yml", []byte(tc.webConfig))
+			f.age(t, 0)
+			clock := testclock.New(time.Now())
+			var logged syncbuf.Buffer
+			logger := slog.New(slog.NewTextHandler(&logged, nil))
+			errors := newWebConfigErrors(f.webConfig, logger, clock.Now)
+			url, client := "", &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+			defer client.CloseIdleConnections()
+			if strings.Contains(tc.webConfig, "tls_server_config") {
+				url = "https://" + serveTLSLogged(t, f.webConfig, errors, logger) + "/"
+			} else {
+				url = "http://" + servePlainLogged(t, f.webConfig, errors, logger) + "/"
+			}
+			warned := func() int { return strings.Count(logged.String(), "level=WARN") }
+			get := func(step string) {
+				t.Helper()
+				// Kept alive: with TLS, the connection of the first request, which needs no
+				// handshake while the web config is cut short.
+				resp, err := client.Get(url)
+				if err != nil {
+					t.Fatalf("%s: %v", step, err)
+				}
+				_, _ = io.Copy(io.Discard, resp.Body) // for the connection to be kept alive
+				resp.Body.Close()
+			}
+			get("at the start")
+			start := warned()
+			for _, cut := range []int{0, len(tc.webConfig) / 2} {
+				f.write(t, "web.yml", []byte(tc.webConfig[:cut]))
+				get(fmt.Sprintf("cut to %d bytes", cut))
+			}
+			f.write(t, "web.yml", []byte(tc.webConfig))
+			get("saved")
+			clock.Add(racyAge)
+			get("saved, settled")
+			if n := warned() - start; n != 0 {
+				t.Fatalf("a save that changed nothing, read in the middle: warned %d times; want none:\n%s", n, logged.String())
+			}
+			f.write(t, "web.yml", []byte(tc.changed))
+			get("changed")
+			clock.Add(racyAge)
+			get("changed, settled")
+			if n := warned() - start; n != 1 || !strings.Contains(logged.String(), tc.want) {
+				t.Errorf("a change that settled: warned %d times; want once, of %q:\n%s", n, tc.want, logged.String())
+			}
+		})
+	}
+}
+
+// servePlainLogged serves a 404 with the web config at path, which has no TLS, as Serve
+// serves it, until the test ends, and returns its address.
+func servePlainLogged(t *testing.T, path string, configErrors *webConfigErrors, logger *slog.Logger) string {
+	t.Helper()
+	srv := newHTTPServer(http.NotFoundHandler(), Options{Logger: logger})
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- serveOn(l, srv, &web.FlagConfig{WebConfigFile: &path}, configErrors, logger) }()
+	t.Cleanup(func() {
+		_ = srv.Close()
+		<-served
+	})
+	return l.Addr().String()
+}
+
+// settledClock is a clock a minute ahead, by which the files a test writes have settled
+// as soon as they are written: the web config is taken at the next request (see
+// webConfigWatch).
+func settledClock() func() time.Time {
+	return testclock.New(time.Now().Add(time.Minute)).Now
 }
