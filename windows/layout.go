@@ -208,8 +208,10 @@ type Account interface {
 
 // Sealer is a Summary that can make itself smaller once its slot is no longer the newest of
 // its wheel: from then on the slot is read, and added to only by events that come late,
-// until the wheel comes round and Resets it. The series calls Seal on a slot's summaries
-// when its wheel moves on from the slot; Add must still work after it.
+// until the wheel comes round and Resets it; or, once a clock that ran ahead of the events
+// came back (see Time), the slot is the newest again and takes the events of its seconds
+// as they come. The series calls Seal on a slot's summaries when its wheel moves on from
+// the slot; Add must still work after it.
 type Sealer interface {
 	Seal()
 }

@@ -715,7 +715,8 @@ func (s *Series) advance(t int64) {
 // which advance emptied too: the events those held are in the coarser wheels alone, as
 // they would be had the series stayed at s.t. The slot of t holds no event of second t,
 // which windows that end at the last complete second take off (Read). No open slot of a
-// summary wheel is after t's, for the same reason.
+// summary wheel is after t's, for the same reason. A head slot that advance sealed as it
+// left it takes the events of its seconds from then on (Sealer).
 func (s *Series) rewind(t int64) {
 	l := s.layout
 	for i := range l.wheels {

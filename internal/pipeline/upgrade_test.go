@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"bufio"
+	"bytes"
 	"fmt"
 	"io"
 	"net/http"
@@ -35,7 +36,10 @@ import (
 // by that build run on rules.yaml with --storage.path, reading a log of lines stamped
 // around its start (some in the future, some past every window, some with negative
 // values), scraped within one second (whose number heads served.txt), then sent SIGTERM;
-// served.txt is that scrape's samples of the rules and their counters.
+// served.txt is that scrape's samples of the rules and their counters. The log's path,
+// which a snapshot records, was then set to goldenLog in its bytes (of the same length,
+// the checksums made anew), so that no path of the machine that made it is kept; this
+// test reads no log.
 func TestStorageUpgrade(t *testing.T) {
 	configs, err := filepath.Glob(filepath.Join("testdata", "upgrade", "*", "rules.yaml"))
 	if err != nil || len(configs) == 0 {
@@ -59,6 +63,9 @@ func TestStorageUpgrade(t *testing.T) {
 	}
 }
 
+// goldenLog is the log's path the golden snapshots record.
+const goldenLog = "/var/log/upgrade/a.log"
+
 // upgrade restores the snapshot of build (a directory of testdata/upgrade) on rules and
 // checks that it serves what build served (TestStorageUpgrade).
 func upgrade(t *testing.T, rules, build string) {
@@ -67,6 +74,9 @@ func upgrade(t *testing.T, rules, build string) {
 	snap, err := os.ReadFile(filepath.Join(build, "snapshot"))
 	if err != nil {
 		t.Fatal(err)
+	}
+	if !bytes.Contains(snap, []byte(goldenLog)) || bytes.Contains(snap, []byte("/tmp/")) {
+		t.Errorf("the snapshot records a log other than %s, or a temporary path", goldenLog)
 	}
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, storage.FileName), snap, 0o600); err != nil {
