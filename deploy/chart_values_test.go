@@ -40,6 +40,8 @@ func TestChartValueMistakes(t *testing.T) {
 		{"extraArgs negating the chart's watch", "extraArgs: [--no-config.watch]\n", "extraArgs"},
 		// The workload's selector would no longer select its pods.
 		{"pod label of the selector", "podLabels: {app.kubernetes.io/instance: web}\n", "podLabels"},
+		// A tag beside a digest would be ignored by the runtime, which pulls the digest.
+		{"tag and digest", "image: {tag: 9.9.9, digest: \"sha256:" + strings.Repeat("0f", 32) + "\"}\n", "image.digest"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			if _, err := installChart(t, chartCase{values: c.values}); err == nil || !strings.Contains(err.Error(), c.want) {
@@ -182,6 +184,13 @@ var chartValueCases = []chartValueCase{
 		}
 		if len(spec.ImagePullSecrets) != 1 || spec.ImagePullSecrets[0].Name != "regcred" {
 			t.Errorf("imagePullSecrets %v", spec.ImagePullSecrets)
+		}
+	}},
+	// Pinned by digest, as deploy/README.md recommends: the image is repository@digest,
+	// which names one build whatever a tag is moved to.
+	{"image digest", "image: {repository: registry.example.com/logwindow_exporter, digest: \"sha256:" + strings.Repeat("0f", 32) + "\"}\n", func(t *testing.T, m *manifests, spec *corev1.PodSpec) {
+		if want := "registry.example.com/logwindow_exporter@sha256:" + strings.Repeat("0f", 32); chartExporter(t, spec).Image != want {
+			t.Errorf("image %s, want %s", chartExporter(t, spec).Image, want)
 		}
 	}},
 	{"nameOverride", "nameOverride: lwx\n", func(t *testing.T, m *manifests, spec *corev1.PodSpec) {

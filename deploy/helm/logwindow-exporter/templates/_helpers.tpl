@@ -30,8 +30,13 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 {{- end -}}
 
+{{/* repository@digest when pinned by digest, else repository:tag. */}}
 {{- define "logwindow.image" -}}
+{{- if .Values.image.digest -}}
+{{- printf "%s@%s" .Values.image.repository .Values.image.digest -}}
+{{- else -}}
 {{- printf "%s:%s" .Values.image.repository (.Values.image.tag | default .Chart.AppVersion) -}}
+{{- end -}}
 {{- end -}}
 
 {{/*
@@ -80,6 +85,9 @@ or a rule file the exporter refuses, fail the install naming them.
 {{- define "logwindow.checkValues" -}}
 {{- if not (has .Values.mode (list "daemonset" "syslog" "sidecar")) -}}
 {{- fail (printf "mode: %q is none of daemonset, syslog, sidecar" .Values.mode) -}}
+{{- end -}}
+{{- if and .Values.image.digest .Values.image.tag -}}
+{{- fail (printf "image.tag: %s beside image.digest: the runtime pulls the digest and ignores the tag: give one of them" .Values.image.tag) -}}
 {{- end -}}
 {{- $f := .Values.logFormat | trim -}}
 {{- if and (or .Values.rules.content .Values.rules.existingConfigMap) (or (ne $f "auto") .Values.logFormatEscape) -}}
