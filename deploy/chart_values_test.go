@@ -461,6 +461,8 @@ func chartPodSpec(m *manifests) *corev1.PodSpec {
 	return nil
 }
 
+func init() { chartValueCases = append(chartValueCases, webCases...) }
+
 // TestChartValues renders each value the other chart tests leave at its default with
 // Helm's own engine, checks that it arrives where it should, lints it, and runs the
 // exporter's own --config.check on the rendered arguments and rules.

@@ -37,6 +37,7 @@ type manifests struct {
 	services        map[string]*corev1.Service
 	configMaps      map[string]*corev1.ConfigMap
 	budgets         map[string]*policyv1.PodDisruptionBudget
+	secrets         map[string]*corev1.Secret
 	podMonitors     map[string]*monitoringv1.PodMonitor
 	prometheusRules map[string]*monitoringv1.PrometheusRule
 	objects         []string // kind/name of each, as rendered
@@ -68,6 +69,9 @@ func decodeManifest(data []byte, m *manifests) error {
 	case "v1 ConfigMap":
 		o := &corev1.ConfigMap{}
 		obj, add = o, func() { m.configMaps[o.Name] = o }
+	case "v1 Secret":
+		o := &corev1.Secret{}
+		obj, add = o, func() { m.secrets[o.Name] = o }
 	case "policy/v1 PodDisruptionBudget":
 		o := &policyv1.PodDisruptionBudget{}
 		obj, add = o, func() { m.budgets[o.Name] = o }
@@ -97,6 +101,7 @@ func newManifests() *manifests {
 		services:        map[string]*corev1.Service{},
 		configMaps:      map[string]*corev1.ConfigMap{},
 		budgets:         map[string]*policyv1.PodDisruptionBudget{},
+		secrets:         map[string]*corev1.Secret{},
 		podMonitors:     map[string]*monitoringv1.PodMonitor{},
 		prometheusRules: map[string]*monitoringv1.PrometheusRule{},
 	}
