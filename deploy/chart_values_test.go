@@ -461,7 +461,8 @@ func chartPodSpec(m *manifests) *corev1.PodSpec {
 	return nil
 }
 
-func init() { chartValueCases = append(chartValueCases, webCases...) }
+// The cases of web.* and networkPolicy.* are theirs, in files of their own.
+func init() { chartValueCases = slices.Concat(chartValueCases, webCases, netpolCases) }
 
 // TestChartValues renders each value the other chart tests leave at its default with
 // Helm's own engine, checks that it arrives where it should, lints it, and runs the

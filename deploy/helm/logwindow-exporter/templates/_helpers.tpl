@@ -117,6 +117,7 @@ or a rule file the exporter refuses, fail the install naming them.
 {{- end -}}
 {{- include "logwindow.checkModeValues" . -}}
 {{- include "logwindow.checkWeb" . -}}
+{{- include "logwindow.checkNetworkPolicy" . -}}
 {{- $psc := .Values.podSecurityContext | default dict -}}
 {{- $sc := .Values.securityContext | default dict -}}
 {{- $nonRoot := ternary $sc.runAsNonRoot $psc.runAsNonRoot (hasKey $sc "runAsNonRoot") -}}
@@ -205,6 +206,10 @@ web:
     clientCASecretName: ""
   basicAuth:
     users: {}
+networkPolicy:
+  enabled: false
+  metricsFrom: []
+  syslogFrom: []
 {{- end -}}
 
 {{/*
@@ -659,6 +664,26 @@ the install naming the value.
 {{- end -}}
 {{- if and .Values.web.basicAuth.users (not $pm.basicAuth) -}}
 {{- fail "web.basicAuth.users without podMonitor.basicAuth: every scrape would be answered 401; give podMonitor.basicAuth: {username: {name: <Secret>, key: username}, password: {name: <Secret>, key: password}}, a Secret of the release's namespace holding the password of one of the users" -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+The NetworkPolicy lets in only the peers given: a port of none would take nothing (an
+empty from would take anything), and syslogFrom in daemonset mode, which has no syslog
+port, would be ignored.
+*/}}
+{{- define "logwindow.checkNetworkPolicy" -}}
+{{- $np := .Values.networkPolicy -}}
+{{- if and (eq .Values.mode "daemonset") $np.syslogFrom -}}
+{{- fail "networkPolicy.syslogFrom (mode: syslog's): the DaemonSet receives no syslog, so it would be ignored: drop it, or install in syslog mode" -}}
+{{- end -}}
+{{- if and $np.enabled (ne .Values.mode "sidecar") -}}
+{{- if not $np.metricsFrom -}}
+{{- fail "networkPolicy.metricsFrom is empty: with networkPolicy.enabled nothing could scrape the exporters; give the peers of your Prometheus (e.g. [{namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: monitoring}}, podSelector: {matchLabels: {app.kubernetes.io/name: prometheus}}}])" -}}
+{{- end -}}
+{{- if and (eq .Values.mode "syslog") (not $np.syslogFrom) -}}
+{{- fail "networkPolicy.syslogFrom is empty: with networkPolicy.enabled no nginx could send its log, and the datagrams would be dropped without a word on either side; give the peers of your nginx pods (podSelector, namespaceSelector) or address blocks (ipBlock)" -}}
 {{- end -}}
 {{- end -}}
 {{- end -}}
