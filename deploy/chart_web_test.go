@@ -136,9 +136,6 @@ func keyPEM(k *ecdsa.PrivateKey) []byte {
 func secretKey(t *testing.T, m *manifests, name, key string) []byte {
 	t.Helper()
 	if s := m.secrets[name]; s != nil {
-		if v, ok := s.StringData[key]; ok {
-			return []byte(v)
-		}
 		if v, ok := s.Data[key]; ok {
 			return v
 		}
@@ -204,7 +201,7 @@ func checkWebPod(t *testing.T, m *manifests, spec *corev1.PodSpec, probeScheme c
 	for _, pm := range m.podMonitors {
 		endpoint = pm.Spec.PodMetricsEndpoints[0]
 	}
-	tlsOn := m.secrets["lw-logwindow-exporter-web-config"] != nil && strings.Contains(m.secrets["lw-logwindow-exporter-web-config"].StringData["web.yml"], "tls_server_config")
+	tlsOn := strings.Contains(string(secretKey(t, m, "lw-logwindow-exporter-web-config", "web.yml")), "tls_server_config")
 	if wantScheme := map[bool]string{true: "https", false: ""}[tlsOn]; ptrString(endpoint.Scheme) != wantScheme || (tlsOn != (endpoint.TLSConfig != nil)) {
 		t.Errorf("PodMonitor endpoint scheme %q, tlsConfig %+v: want scheme %q and a tlsConfig with TLS", ptrString(endpoint.Scheme), endpoint.TLSConfig, wantScheme)
 	}
@@ -347,6 +344,9 @@ func TestChartWebMistakes(t *testing.T) {
 		{"a user name with a colon", "web: {basicAuth: {users: {\"a:b\": \"" + webHash + "\"}}}\n", false, "schema"},
 		{"an unknown client auth type", "web: {tls: {secretName: lw-tls, clientAuthType: RequireClientCert}}\n", false, "clientAuthType"},
 		{"a Secret name that is none", "web: {tls: {secretName: LW_TLS}}\n", false, "secretName"},
+		// The operator's CRD prunes a field it does not know, without a word.
+		{"a typo in the PodMonitor's tlsConfig", webTLSValues + "podMonitor: {tlsConfig: {serverNmae: x}}\n", true, "serverNmae"},
+		{"a typo in the PodMonitor's basicAuth", "web: {" + webUsers + "}\npodMonitor: {basicAuth: {user: {name: a, key: b}}}\n", true, "user"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := installChart(t, chartCase{values: c.values, operator: c.operator})
@@ -374,13 +374,13 @@ func TestChartWebSecret(t *testing.T) {
 		t.Fatalf("no Secret lw-logwindow-exporter-web-config among %v", m.objects)
 	}
 	var got, want map[string]any
-	if err := yaml.Unmarshal([]byte(s.StringData["web.yml"]), &got); err != nil {
+	if err := yaml.Unmarshal(s.Data["web.yml"], &got); err != nil {
 		t.Fatal(err)
 	}
 	if err := yaml.Unmarshal([]byte("tls_server_config: {cert_file: tls.crt, key_file: tls.key, client_auth_type: RequireAndVerifyClientCert, client_ca_file: client-ca.crt}\nbasic_auth_users: {prometheus: \""+webHash+"\"}\n"), &want); err != nil {
 		t.Fatal(err)
 	}
 	if !equalJSON(t, got, want) {
-		t.Errorf("web.yml:\n%s", s.StringData["web.yml"])
+		t.Errorf("web.yml:\n%s", s.Data["web.yml"])
 	}
 }
