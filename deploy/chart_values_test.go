@@ -40,6 +40,8 @@ func TestChartValueMistakes(t *testing.T) {
 		{"extraArgs negating the chart's watch", "extraArgs: [--no-config.watch]\n", "extraArgs"},
 		// The workload's selector would no longer select its pods.
 		{"pod label of the selector", "podLabels: {app.kubernetes.io/instance: web}\n", "podLabels"},
+		// The API server refuses an externalTrafficPolicy on a Service of no external traffic.
+		{"externalTrafficPolicy of a ClusterIP", "mode: syslog\nsyslog: {service: {externalTrafficPolicy: Local}}\n", "syslog.service.externalTrafficPolicy"},
 		// A tag beside a digest would be ignored by the runtime, which pulls the digest.
 		{"tag and digest", "image: {tag: 9.9.9, digest: \"sha256:" + strings.Repeat("0f", 32) + "\"}\n", "image.digest"},
 	} {
@@ -290,9 +292,11 @@ var chartValueCases = []chartValueCase{
 			t.Errorf("inputs %+v: want one named null", cfg.Inputs)
 		}
 	}},
-	{"syslog Service and budget", "mode: syslog\nsyslog: {service: {type: LoadBalancer, annotations: {lb.example.com/internal: \"true\"}}, podDisruptionBudget: {maxUnavailable: 50%}}\n", func(t *testing.T, m *manifests, spec *corev1.PodSpec) {
+	// externalTrafficPolicy Local keeps the senders' addresses, which networkPolicy's
+	// ipBlocks then match.
+	{"syslog Service and budget", "mode: syslog\nsyslog: {service: {type: LoadBalancer, externalTrafficPolicy: Local, annotations: {lb.example.com/internal: \"true\"}}, podDisruptionBudget: {maxUnavailable: 50%}}\n", func(t *testing.T, m *manifests, spec *corev1.PodSpec) {
 		s := m.services["lw-logwindow-exporter"]
-		if s == nil || s.Spec.Type != corev1.ServiceTypeLoadBalancer || s.Annotations["lb.example.com/internal"] != "true" {
+		if s == nil || s.Spec.Type != corev1.ServiceTypeLoadBalancer || s.Annotations["lb.example.com/internal"] != "true" || s.Spec.ExternalTrafficPolicy != corev1.ServiceExternalTrafficPolicyLocal {
 			t.Errorf("Service %+v", s)
 		}
 		b := m.budgets["lw-logwindow-exporter"]

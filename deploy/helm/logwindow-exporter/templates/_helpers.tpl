@@ -160,6 +160,7 @@ syslog:
   port: 5140
   service:
     type: ClusterIP
+    externalTrafficPolicy: ""
     annotations: {}
   podDisruptionBudget:
     maxUnavailable: 1
@@ -675,6 +676,10 @@ port, would be ignored.
 */}}
 {{- define "logwindow.checkNetworkPolicy" -}}
 {{- $np := .Values.networkPolicy -}}
+{{- $svc := .Values.syslog.service -}}
+{{- if and $svc.externalTrafficPolicy (eq $svc.type "ClusterIP") -}}
+{{- fail (printf "syslog.service.externalTrafficPolicy: %s with syslog.service.type: ClusterIP, which has no external traffic: the API server refuses it; set type NodePort or LoadBalancer, or drop it" $svc.externalTrafficPolicy) -}}
+{{- end -}}
 {{- if and (eq .Values.mode "daemonset") $np.syslogFrom -}}
 {{- fail "networkPolicy.syslogFrom (mode: syslog's): the DaemonSet receives no syslog, so it would be ignored: drop it, or install in syslog mode" -}}
 {{- end -}}
