@@ -163,6 +163,18 @@ func TestChartSchema(t *testing.T) {
 		{"repository with its tag", "image: {repository: registry.example.com/logwindow_exporter:0.1.0}\n", "repository"},
 		{"tag a digest", "image: {tag: \"sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef\"}\n", "tag"},
 		{"rules key a path", "rules: {key: rules/nginx.yaml}\n", "key"},
+		// The API server refuses a ConfigMap key of . or .., or starting with .. (the
+		// kubelet's own names in a mounted volume): the install would fail there, later.
+		{"rules key a dot", "rules: {key: .}\n", "key"},
+		{"rules key two dots", "rules: {key: ..}\n", "key"},
+		{"rules key starting with two dots", "rules: {key: ..x}\n", "key"},
+		{"rules key too long", "rules: {key: " + strings.Repeat("r", 254) + "}\n", "key"},
+		// A budget that lets no pod go blocks every drain of a node running one.
+		{"budget of none", "mode: syslog\nsyslog: {podDisruptionBudget: {maxUnavailable: 0}}\n", "maxUnavailable"},
+		{"budget of no percent", "mode: syslog\nsyslog: {podDisruptionBudget: {maxUnavailable: 0%}}\n", "maxUnavailable"},
+		{"budget over all", "mode: syslog\nsyslog: {podDisruptionBudget: {maxUnavailable: 101%}}\n", "maxUnavailable"},
+		{"digest without its algorithm", "image: {digest: 0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef}\n", "digest"},
+		{"digest cut short", "image: {digest: \"sha256:0123456789abcdef\"}\n", "digest"},
 		{"budget in words", "mode: syslog\nsyslog: {podDisruptionBudget: {maxUnavailable: one}}\n", "maxUnavailable"},
 		{"port name without a letter", "mode: sidecar\nsidecar: {portName: \"9907\"}\n", "portName"},
 	} {

@@ -40,6 +40,10 @@ func TestChartValueMistakes(t *testing.T) {
 		{"extraArgs negating the chart's watch", "extraArgs: [--no-config.watch]\n", "extraArgs"},
 		// The workload's selector would no longer select its pods.
 		{"pod label of the selector", "podLabels: {app.kubernetes.io/instance: web}\n", "podLabels"},
+		// The API server refuses an externalTrafficPolicy on a Service of no external traffic.
+		{"externalTrafficPolicy of a ClusterIP", "mode: syslog\nsyslog: {service: {externalTrafficPolicy: Local}}\n", "syslog.service.externalTrafficPolicy"},
+		// A tag beside a digest would be ignored by the runtime, which pulls the digest.
+		{"tag and digest", "image: {tag: 9.9.9, digest: \"sha256:" + strings.Repeat("0f", 32) + "\"}\n", "image.digest"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			if _, err := installChart(t, chartCase{values: c.values}); err == nil || !strings.Contains(err.Error(), c.want) {
@@ -184,6 +188,13 @@ var chartValueCases = []chartValueCase{
 			t.Errorf("imagePullSecrets %v", spec.ImagePullSecrets)
 		}
 	}},
+	// Pinned by digest, as deploy/README.md recommends: the image is repository@digest,
+	// which names one build whatever a tag is moved to.
+	{"image digest", "image: {repository: registry.example.com/logwindow_exporter, digest: \"sha256:" + strings.Repeat("0f", 32) + "\"}\n", func(t *testing.T, m *manifests, spec *corev1.PodSpec) {
+		if want := "registry.example.com/logwindow_exporter@sha256:" + strings.Repeat("0f", 32); chartExporter(t, spec).Image != want {
+			t.Errorf("image %s, want %s", chartExporter(t, spec).Image, want)
+		}
+	}},
 	{"nameOverride", "nameOverride: lwx\n", func(t *testing.T, m *manifests, spec *corev1.PodSpec) {
 		if m.daemonSets["lw-lwx"] == nil || m.configMaps["lw-lwx-rules"] == nil {
 			t.Errorf("objects %v: want them named lw-lwx", m.objects)
@@ -281,9 +292,11 @@ var chartValueCases = []chartValueCase{
 			t.Errorf("inputs %+v: want one named null", cfg.Inputs)
 		}
 	}},
-	{"syslog Service and budget", "mode: syslog\nsyslog: {service: {type: LoadBalancer, annotations: {lb.example.com/internal: \"true\"}}, podDisruptionBudget: {maxUnavailable: 50%}}\n", func(t *testing.T, m *manifests, spec *corev1.PodSpec) {
+	// externalTrafficPolicy Local keeps the senders' addresses, which networkPolicy's
+	// ipBlocks then match.
+	{"syslog Service and budget", "mode: syslog\nsyslog: {service: {type: LoadBalancer, externalTrafficPolicy: Local, annotations: {lb.example.com/internal: \"true\"}}, podDisruptionBudget: {maxUnavailable: 50%}}\n", func(t *testing.T, m *manifests, spec *corev1.PodSpec) {
 		s := m.services["lw-logwindow-exporter"]
-		if s == nil || s.Spec.Type != corev1.ServiceTypeLoadBalancer || s.Annotations["lb.example.com/internal"] != "true" {
+		if s == nil || s.Spec.Type != corev1.ServiceTypeLoadBalancer || s.Annotations["lb.example.com/internal"] != "true" || s.Spec.ExternalTrafficPolicy != corev1.ServiceExternalTrafficPolicyLocal {
 			t.Errorf("Service %+v", s)
 		}
 		b := m.budgets["lw-logwindow-exporter"]
@@ -451,6 +464,9 @@ func chartPodSpec(m *manifests) *corev1.PodSpec {
 	}
 	return nil
 }
+
+// The cases of web.* and networkPolicy.* are theirs, in files of their own.
+func init() { chartValueCases = slices.Concat(chartValueCases, webCases, netpolCases) }
 
 // TestChartValues renders each value the other chart tests leave at its default with
 // Helm's own engine, checks that it arrives where it should, lints it, and runs the

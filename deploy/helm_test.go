@@ -560,6 +560,18 @@ func startChartDaemonSet(t *testing.T) (*testexec.Exporter, string) {
 	for _, d := range m.daemonSets {
 		spec = &d.Spec.Template.Spec
 	}
+	args, root := localDaemonSetArgs(t, m, spec)
+	e := testexec.StartExporter(t, builtBinary(t), args...)
+	e.Get(t, chartExporter(t, spec).StartupProbe.HTTPGet.Path)
+	return e, root
+}
+
+// localDaemonSetArgs are the arguments of the rendered DaemonSet pod's exporter (spec) for a
+// local process: its rule file written to a temporary directory, reading the directory it
+// returns as the node's pod logs, its snapshot in a temporary directory, and no
+// --web.listen-address.
+func localDaemonSetArgs(t *testing.T, m *manifests, spec *corev1.PodSpec) ([]string, string) {
+	t.Helper()
 	exp := chartExporter(t, spec)
 	file, _ := flagValue(exp.Args, "--config.file")
 	rules, _ := m.configMapFile(t, spec, exp, file)
@@ -583,9 +595,7 @@ func startChartDaemonSet(t *testing.T) (*testexec.Exporter, string) {
 			args = append(args, a)
 		}
 	}
-	e := testexec.StartExporter(t, builtBinary(t), args...)
-	e.Get(t, exp.StartupProbe.HTTPGet.Path)
-	return e, root
+	return args, root
 }
 
 // TestChartDaemonSetPod runs the DaemonSet's pod as a local process: the built exporter

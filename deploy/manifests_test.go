@@ -17,6 +17,7 @@ import (
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -37,6 +38,8 @@ type manifests struct {
 	services        map[string]*corev1.Service
 	configMaps      map[string]*corev1.ConfigMap
 	budgets         map[string]*policyv1.PodDisruptionBudget
+	secrets         map[string]*corev1.Secret
+	netPolicies     map[string]*networkingv1.NetworkPolicy
 	podMonitors     map[string]*monitoringv1.PodMonitor
 	prometheusRules map[string]*monitoringv1.PrometheusRule
 	objects         []string // kind/name of each, as rendered
@@ -68,6 +71,12 @@ func decodeManifest(data []byte, m *manifests) error {
 	case "v1 ConfigMap":
 		o := &corev1.ConfigMap{}
 		obj, add = o, func() { m.configMaps[o.Name] = o }
+	case "v1 Secret":
+		o := &corev1.Secret{}
+		obj, add = o, func() { m.secrets[o.Name] = o }
+	case "networking.k8s.io/v1 NetworkPolicy":
+		o := &networkingv1.NetworkPolicy{}
+		obj, add = o, func() { m.netPolicies[o.Name] = o }
 	case "policy/v1 PodDisruptionBudget":
 		o := &policyv1.PodDisruptionBudget{}
 		obj, add = o, func() { m.budgets[o.Name] = o }
@@ -97,6 +106,8 @@ func newManifests() *manifests {
 		services:        map[string]*corev1.Service{},
 		configMaps:      map[string]*corev1.ConfigMap{},
 		budgets:         map[string]*policyv1.PodDisruptionBudget{},
+		secrets:         map[string]*corev1.Secret{},
+		netPolicies:     map[string]*networkingv1.NetworkPolicy{},
 		podMonitors:     map[string]*monitoringv1.PodMonitor{},
 		prometheusRules: map[string]*monitoringv1.PrometheusRule{},
 	}

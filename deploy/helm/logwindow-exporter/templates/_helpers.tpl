@@ -30,8 +30,13 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 {{- end -}}
 
+{{/* repository@digest when pinned by digest, else repository:tag. */}}
 {{- define "logwindow.image" -}}
+{{- if .Values.image.digest -}}
+{{- printf "%s@%s" .Values.image.repository .Values.image.digest -}}
+{{- else -}}
 {{- printf "%s:%s" .Values.image.repository (.Values.image.tag | default .Chart.AppVersion) -}}
+{{- end -}}
 {{- end -}}
 
 {{/*
@@ -81,6 +86,9 @@ or a rule file the exporter refuses, fail the install naming them.
 {{- if not (has .Values.mode (list "daemonset" "syslog" "sidecar")) -}}
 {{- fail (printf "mode: %q is none of daemonset, syslog, sidecar" .Values.mode) -}}
 {{- end -}}
+{{- if and .Values.image.digest .Values.image.tag -}}
+{{- fail (printf "image.tag: %s beside image.digest: the runtime pulls the digest and ignores the tag: give one of them" .Values.image.tag) -}}
+{{- end -}}
 {{- $f := .Values.logFormat | trim -}}
 {{- if and (or .Values.rules.content .Values.rules.existingConfigMap) (or (ne $f "auto") .Values.logFormatEscape) -}}
 {{- fail "logFormat and logFormatEscape make the chart's rule file, which rules.content or rules.existingConfigMap replaces: give the log_format in your rule file's inputs" -}}
@@ -95,10 +103,11 @@ or a rule file the exporter refuses, fail the install naming them.
 {{- $flags := list "config.file" -}}
 {{- if .Values.configWatch }}{{ $flags = append $flags "config.watch" }}{{ end -}}
 {{- if .Values.storage.enabled }}{{ $flags = concat $flags (list "storage.path" "storage.snapshot-interval") }}{{ end -}}
+{{- if include "logwindow.web" . }}{{ $flags = append $flags "web.config.file" }}{{ end -}}
 {{- /* --no-config.watch is kingpin's --config.watch=false: the same flag again. */ -}}
 {{- range .Values.extraArgs -}}
 {{- if and (hasPrefix "-" .) (has (regexReplaceAll "^--?(no-)?([^=]*).*$" . "${2}") $flags) -}}
-{{- fail (printf "extraArgs: %s is a flag the chart passes already (rules.key, configWatch, storage.*), which the exporter refuses twice" .) -}}
+{{- fail (printf "extraArgs: %s is a flag the chart passes already (rules.key, configWatch, storage.*, web.*), which the exporter refuses twice" .) -}}
 {{- end -}}
 {{- end -}}
 {{- range list "app.kubernetes.io/name" "app.kubernetes.io/instance" -}}
@@ -107,6 +116,8 @@ or a rule file the exporter refuses, fail the install naming them.
 {{- end -}}
 {{- end -}}
 {{- include "logwindow.checkModeValues" . -}}
+{{- include "logwindow.checkWeb" . -}}
+{{- include "logwindow.checkNetworkPolicy" . -}}
 {{- $psc := .Values.podSecurityContext | default dict -}}
 {{- $sc := .Values.securityContext | default dict -}}
 {{- $nonRoot := ternary $sc.runAsNonRoot $psc.runAsNonRoot (hasKey $sc "runAsNonRoot") -}}
@@ -149,6 +160,7 @@ syslog:
   port: 5140
   service:
     type: ClusterIP
+    externalTrafficPolicy: ""
     annotations: {}
   podDisruptionBudget:
     maxUnavailable: 1
@@ -188,6 +200,17 @@ affinity:
               values: [amd64, arm64]
 tolerations: []
 priorityClassName: ""
+web:
+  tls:
+    secretName: ""
+    clientAuthType: ""
+    clientCASecretName: ""
+  basicAuth:
+    users: {}
+networkPolicy:
+  enabled: false
+  metricsFrom: []
+  syslogFrom: []
 {{- end -}}
 
 {{/*
@@ -352,6 +375,9 @@ args:
   - --storage.path=/var/lib/logwindow-exporter
   - --storage.snapshot-interval={{ .Values.storage.snapshotInterval }}
 {{- end }}
+{{- if include "logwindow.web" . }}
+  - --web.config.file={{ include "logwindow.webDir" . }}/web.yml
+{{- end }}
 {{- range .Values.extraArgs }}
   - {{ . | quote }}
 {{- end }}
@@ -367,22 +393,16 @@ ports:
 # /-/ready: the inputs are open (files positioned, socket bound). A sidecar's readiness
 # is its pod's: only a startupProbe holds the pod out of its Service while it starts.
 startupProbe:
-  httpGet:
-    path: /-/ready
-    port: metrics
+  {{- include "logwindow.probe" (list . "/-/ready") | nindent 2 }}
   periodSeconds: 1
   failureThreshold: 60
 {{- if ne .Values.mode "sidecar" }}
 readinessProbe:
-  httpGet:
-    path: /-/ready
-    port: metrics
+  {{- include "logwindow.probe" (list . "/-/ready") | nindent 2 }}
   periodSeconds: 10
 {{- end }}
 livenessProbe:
-  httpGet:
-    path: /-/healthy
-    port: metrics
+  {{- include "logwindow.probe" (list . "/-/healthy") | nindent 2 }}
   periodSeconds: 20
   failureThreshold: 3
 resources:
@@ -401,6 +421,11 @@ volumeMounts:
 {{- if .Values.storage.enabled }}
   - name: storage
     mountPath: /var/lib/logwindow-exporter
+{{- end }}
+{{- if include "logwindow.web" . }}
+  - name: web-config
+    mountPath: {{ include "logwindow.webDir" . }}
+    readOnly: true
 {{- end }}
 {{- end -}}
 
@@ -471,6 +496,27 @@ volumes:
       path: {{ .Values.daemonset.podLogs }}
       type: Directory
 {{- end }}
+{{- if include "logwindow.web" . }}
+  {{- /* One directory: web.yml names the files beside it. A projected volume, not
+    subPath mounts, so that a renewed certificate (cert-manager's) reaches the exporter,
+    which reads it again at the next handshake. */}}
+  - name: web-config
+    projected:
+      sources:
+        - secret:
+            name: {{ include "logwindow.fullname" . }}-web-config
+            items: [{key: web.yml, path: web.yml}]
+{{- with .Values.web.tls.secretName }}
+        - secret:
+            name: {{ . }}
+            items: [{key: tls.crt, path: tls.crt}, {key: tls.key, path: tls.key}]
+{{- end }}
+{{- with .Values.web.tls.clientCASecretName }}
+        - secret:
+            name: {{ . }}
+            items: [{key: ca.crt, path: client-ca.crt}]
+{{- end }}
+{{- end }}
 {{- if .Values.storage.enabled }}
   - name: storage
 {{- if eq .Values.mode "daemonset" }}
@@ -521,4 +567,128 @@ labels:
 annotations:
   {{- toYaml . | nindent 2 }}
 {{- end }}
+{{- end -}}
+
+
+{{/*
+The web config (exporter-toolkit's --web.config.file): "true" when web.tls or
+web.basicAuth asks for one, else empty.
+*/}}
+{{- define "logwindow.web" -}}
+{{- if or .Values.web.tls.secretName .Values.web.basicAuth.users }}true{{ end -}}
+{{- end -}}
+
+{{/* Where the web config and the files it names are mounted. */}}
+{{- define "logwindow.webDir" -}}
+/etc/logwindow_exporter_web
+{{- end -}}
+
+{{/* The web config, the chart's Secret's web.yml: the files it names are beside it. */}}
+{{- define "logwindow.webConfig" -}}
+{{- with .Values.web.tls }}
+{{- if .secretName }}
+tls_server_config:
+  cert_file: tls.crt
+  key_file: tls.key
+{{- with .clientAuthType }}
+  client_auth_type: {{ . }}
+{{- end }}
+{{- if .clientCASecretName }}
+  client_ca_file: client-ca.crt
+{{- end }}
+{{- end }}
+{{- end }}
+{{- with .Values.web.basicAuth.users }}
+basic_auth_users:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- end -}}
+
+{{/*
+"true" when the kubelet's probes cannot be HTTP requests: it sends no password and no
+client certificate, so under basic auth or a required client certificate /-/ready and
+/-/healthy, which the web config covers as every endpoint, would answer 401 or refuse the
+handshake, and the pod would be restarted over and over.
+*/}}
+{{- define "logwindow.tcpProbes" -}}
+{{- if or .Values.web.basicAuth.users (and .Values.web.tls.secretName (has .Values.web.tls.clientAuthType (list "RequireAnyClientCert" "RequireAndVerifyClientCert"))) }}true{{ end -}}
+{{- end -}}
+
+{{/*
+A probe's handler, of (list <root> <path>): a GET of the path, over HTTPS with web.tls (the
+kubelet does not verify the certificate), or, where a GET cannot pass (see
+logwindow.tcpProbes), a connection to the port: the exporter listens once its inputs have
+started.
+*/}}
+{{- define "logwindow.probe" -}}
+{{- $root := index . 0 -}}
+{{- if include "logwindow.tcpProbes" $root -}}
+tcpSocket:
+  port: metrics
+{{- else -}}
+httpGet:
+  path: {{ index . 1 }}
+  port: metrics
+{{- if $root.Values.web.tls.secretName }}
+  scheme: HTTPS
+{{- end }}
+{{- end -}}
+{{- end -}}
+
+{{/*
+web.* and the PodMonitor's credentials, which the schema cannot judge alone: what the
+exporter or Prometheus would refuse, or a scrape that would fail on every target, fails
+the install naming the value.
+*/}}
+{{- define "logwindow.checkWeb" -}}
+{{- $tls := .Values.web.tls -}}
+{{- $verifies := list "VerifyClientCertIfGiven" "RequireAndVerifyClientCert" -}}
+{{- if and (not $tls.secretName) (or $tls.clientAuthType $tls.clientCASecretName) -}}
+{{- fail "web.tls.clientAuthType and web.tls.clientCASecretName need web.tls.secretName: client certificates are asked for in a TLS handshake, which the exporter serves only with its own certificate and key" -}}
+{{- end -}}
+{{- if and $tls.clientCASecretName (not (has $tls.clientAuthType $verifies)) -}}
+{{- fail (printf "web.tls.clientCASecretName with web.tls.clientAuthType %q, which verifies no client certificate: exporter-toolkit refuses the web config; set clientAuthType to RequireAndVerifyClientCert (or VerifyClientCertIfGiven)" $tls.clientAuthType) -}}
+{{- end -}}
+{{- if and (has $tls.clientAuthType $verifies) (not $tls.clientCASecretName) -}}
+{{- fail (printf "web.tls.clientAuthType: %s without web.tls.clientCASecretName: give the Secret whose ca.crt is the CA of the client certificates" $tls.clientAuthType) -}}
+{{- end -}}
+{{- $pm := .Values.podMonitor -}}
+{{- if and $pm.tlsConfig (not $tls.secretName) -}}
+{{- fail "podMonitor.tlsConfig without web.tls.secretName: the exporter serves plain HTTP, which the PodMonitor scrapes without TLS; drop it, or give web.tls" -}}
+{{- end -}}
+{{- if and $pm.basicAuth (not .Values.web.basicAuth.users) -}}
+{{- fail "podMonitor.basicAuth without web.basicAuth.users: the exporter asks for no password; drop it, or give web.basicAuth.users" -}}
+{{- end -}}
+{{- if and $pm.enabled (.Capabilities.APIVersions.Has "monitoring.coreos.com/v1") -}}
+{{- if and $tls.secretName (not $pm.tlsConfig) -}}
+{{- fail "web.tls.secretName without podMonitor.tlsConfig: Prometheus would verify the exporter's certificate against its system CAs and for the pod's IP, and every scrape would fail; give podMonitor.tlsConfig: the CA (ca: {secret: {name: <Secret>, key: ca.crt}}) and serverName, a name of the certificate (and cert and keySecret, Prometheus' client certificate, with a web.tls.clientAuthType that asks for one)" -}}
+{{- end -}}
+{{- if and .Values.web.basicAuth.users (not $pm.basicAuth) -}}
+{{- fail "web.basicAuth.users without podMonitor.basicAuth: every scrape would be answered 401; give podMonitor.basicAuth: {username: {name: <Secret>, key: username}, password: {name: <Secret>, key: password}}, a Secret of the release's namespace holding the password of one of the users" -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+The NetworkPolicy lets in only the peers given: a port of none would take nothing (an
+empty from would take anything), and syslogFrom in daemonset mode, which has no syslog
+port, would be ignored.
+*/}}
+{{- define "logwindow.checkNetworkPolicy" -}}
+{{- $np := .Values.networkPolicy -}}
+{{- $svc := .Values.syslog.service -}}
+{{- if and $svc.externalTrafficPolicy (eq $svc.type "ClusterIP") -}}
+{{- fail (printf "syslog.service.externalTrafficPolicy: %s with syslog.service.type: ClusterIP, which has no external traffic: the API server refuses it; set type NodePort or LoadBalancer, or drop it" $svc.externalTrafficPolicy) -}}
+{{- end -}}
+{{- if and (eq .Values.mode "daemonset") $np.syslogFrom -}}
+{{- fail "networkPolicy.syslogFrom (mode: syslog's): the DaemonSet receives no syslog, so it would be ignored: drop it, or install in syslog mode" -}}
+{{- end -}}
+{{- if and $np.enabled (ne .Values.mode "sidecar") -}}
+{{- if not $np.metricsFrom -}}
+{{- fail "networkPolicy.metricsFrom is empty: with networkPolicy.enabled nothing could scrape the exporters; give the peers of your Prometheus (e.g. [{namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: monitoring}}, podSelector: {matchLabels: {app.kubernetes.io/name: prometheus}}}])" -}}
+{{- end -}}
+{{- if and (eq .Values.mode "syslog") (not $np.syslogFrom) -}}
+{{- fail "networkPolicy.syslogFrom is empty: with networkPolicy.enabled no nginx could send its log, and the datagrams would be dropped without a word on either side; give the peers of your nginx pods (podSelector, namespaceSelector) or address blocks (ipBlock)" -}}
+{{- end -}}
+{{- end -}}
 {{- end -}}

@@ -1,0 +1,125 @@
+package deploy
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"sigs.k8s.io/yaml"
+)
+
+// The peers of the NetworkPolicy cases: Prometheus' pods in the namespace monitoring, the
+// nginx pods of the namespace web, and an address block.
+const (
+	netpolPrometheus = "{namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: monitoring}}, podSelector: {matchLabels: {app.kubernetes.io/name: prometheus}}}"
+	netpolNginx      = "{namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: web}}, podSelector: {matchLabels: {app: nginx}}}"
+	netpolBlock      = "{ipBlock: {cidr: 10.20.0.0/16}}"
+)
+
+// netpolCases are the installs of networkPolicy.* that TestChartValues renders.
+var netpolCases = []chartValueCase{
+	{"network policy", "networkPolicy: {enabled: true, metricsFrom: [" + netpolPrometheus + "]}\n", func(t *testing.T, m *manifests, spec *corev1.PodSpec) {
+		checkNetworkPolicy(t, m, map[string][]string{"metrics": {netpolPrometheus}})
+	}},
+	{"network policy of syslog", "mode: syslog\nnetworkPolicy: {enabled: true, metricsFrom: [" + netpolPrometheus + "], syslogFrom: [" + netpolNginx + ", " + netpolBlock + "]}\n", func(t *testing.T, m *manifests, spec *corev1.PodSpec) {
+		checkNetworkPolicy(t, m, map[string][]string{"metrics": {netpolPrometheus}, "syslog": {netpolNginx, netpolBlock}})
+	}},
+}
+
+// checkNetworkPolicy checks the one NetworkPolicy: it selects the exporter's pods, limits
+// their ingress alone, and lets in, to each named port of the pod, the peers of from (as
+// values) and nothing else.
+func checkNetworkPolicy(t *testing.T, m *manifests, from map[string][]string) {
+	t.Helper()
+	if len(m.netPolicies) != 1 {
+		t.Fatalf("%d NetworkPolicies, want one", len(m.netPolicies))
+	}
+	spec := chartPodSpec(m)
+	var pod *metav1.ObjectMeta
+	for _, d := range m.daemonSets {
+		pod = &d.Spec.Template.ObjectMeta
+	}
+	for _, d := range m.deployments {
+		pod = &d.Spec.Template.ObjectMeta
+	}
+	for _, np := range m.netPolicies {
+		s, err := metav1.LabelSelectorAsSelector(&np.Spec.PodSelector)
+		if err != nil || s.Empty() || !s.Matches(labels.Set(pod.Labels)) {
+			t.Errorf("NetworkPolicy selects %v, not the exporter's pods (%v)", np.Spec.PodSelector, pod.Labels)
+		}
+		if !slices.Equal(np.Spec.PolicyTypes, []networkingv1.PolicyType{networkingv1.PolicyTypeIngress}) {
+			t.Errorf("policyTypes %v: want Ingress alone (the exporter's egress is left as it is)", np.Spec.PolicyTypes)
+		}
+		got := map[string][]networkingv1.NetworkPolicyPeer{}
+		for _, rule := range np.Spec.Ingress {
+			if len(rule.Ports) != 1 || rule.Ports[0].Port == nil {
+				t.Fatalf("ingress rule %+v: want one port each", rule)
+			}
+			p := rule.Ports[0]
+			c, port := containerPort(spec, p.Port.String())
+			if c == nil || p.Protocol == nil || *p.Protocol != port.Protocol {
+				t.Errorf("ingress to port %s/%v: not a port of the pod", p.Port, p.Protocol)
+			}
+			if len(rule.From) == 0 {
+				t.Errorf("ingress to port %s from anywhere", p.Port)
+			}
+			got[p.Port.String()] = append(got[p.Port.String()], rule.From...)
+		}
+		for port, peers := range from {
+			var want []networkingv1.NetworkPolicyPeer
+			for _, p := range peers {
+				want = append(want, decodePeer(t, p))
+			}
+			if !equalJSON(t, got[port], want) {
+				t.Errorf("ingress to port %s from %+v, want %s", port, got[port], strings.Join(peers, ", "))
+			}
+			delete(got, port)
+		}
+		if len(got) > 0 {
+			t.Errorf("ingress to ports %v beyond %v", got, from)
+		}
+	}
+}
+
+func decodePeer(t *testing.T, text string) networkingv1.NetworkPolicyPeer {
+	t.Helper()
+	var p networkingv1.NetworkPolicyPeer
+	if err := yaml.UnmarshalStrict([]byte(text), &p); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestChartNetworkPolicy: none by default, nor in sidecar mode (no pod of the chart's);
+// enabled, a port nothing may reach (no peer given) or a peer of another mode's port fails
+// the install naming the value.
+func TestChartNetworkPolicy(t *testing.T) {
+	for _, c := range []struct {
+		name, values string
+		want         string // what the error names; empty: the install succeeds
+	}{
+		{"default", "", ""},
+		{"syslog default", "mode: syslog\n", ""},
+		{"no scraper", "networkPolicy: {enabled: true}\n", "networkPolicy.metricsFrom"},
+		{"no sender", "mode: syslog\nnetworkPolicy: {enabled: true, metricsFrom: [" + netpolPrometheus + "]}\n", "networkPolicy.syslogFrom"},
+		{"senders in daemonset mode", "networkPolicy: {enabled: true, metricsFrom: [" + netpolPrometheus + "], syslogFrom: [" + netpolBlock + "]}\n", "networkPolicy.syslogFrom"},
+		{"sidecar mode", "mode: sidecar\nnetworkPolicy: {enabled: true, metricsFrom: [" + netpolPrometheus + "]}\n", "networkPolicy"},
+		{"a peer of a typo", "networkPolicy: {enabled: true, metricsFrom: [{podselector: {}}]}\n", "podselector"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			manifest, err := installChart(t, chartCase{values: c.values, operator: true})
+			switch {
+			case c.want == "" && err != nil:
+				t.Errorf("install with %q: %v", c.values, err)
+			case c.want == "" && strings.Contains(manifest, "kind: NetworkPolicy"):
+				t.Errorf("install with %q makes a NetworkPolicy", c.values)
+			case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
+				t.Errorf("install with %q: %v, want an error naming %s", c.values, err, c.want)
+			}
+		})
+	}
+}
