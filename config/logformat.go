@@ -80,37 +80,30 @@ func (d *decoder) unquoted(e entry, subject string, f *logformat.Format) {
 		strings.Join(f.Unquoted, ", "), f.Unquoted[0])})
 }
 
-// leadingName is a format's name before the quote of its first piece, as the log_format
-// directive has it.
-var leadingName = regexp.MustCompile(`^([A-Za-z_][A-Za-z0-9_]*)[ \t]+['"]`)
-
-// pasted warns of a format string f, given as text, that holds what nginx.conf writes
-// around a format: the quote its pieces start with, the ';' that ends the directive, the
-// format's name before them. nginx writes none of it in a line, so no line would fit, and
-// --config.check without --sample would say OK. A format may hold such text, so it is a
-// warning; a directive given whole is parsed as nginx does and has none left.
+// pasted warns of a format string f, given as text, that is a log_format directive's
+// arguments after its keyword (logformat.PastedArguments): the quotes of its strings, the
+// format's name before them, the ';' after them. nginx writes none of it in a line, so no
+// line would fit, and --config.check without --sample would say OK. nginx could write such
+// text, so it is a warning; a directive given whole is parsed as nginx does and has none
+// left.
 func (d *decoder) pasted(e entry, subject, text string, f *logformat.Format) {
-	text = strings.TrimSpace(text)
-	if f == nil || f.Directive != "" || text == "" {
+	if f == nil || f.Directive != "" {
 		return
 	}
-	var signs []string
-	if m := leadingName.FindStringSubmatch(text); m != nil {
-		signs = append(signs, fmt.Sprintf("starts with a name (%s) and a quote", m[1]))
-	} else if text[0] == '\'' || text[0] == '"' && strings.Count(text, `"`)%2 == 1 {
-		// A format may start with the quote of a quoted field ("$request" ...), whose
-		// closing quote the format has too.
-		signs = append(signs, "starts with a quote")
-	}
-	if strings.HasSuffix(text, ";") {
-		signs = append(signs, "ends with ';'")
-	}
-	if len(signs) == 0 {
+	p, ok := logformat.PastedArguments(strings.TrimSpace(text))
+	if !ok {
 		return
+	}
+	signs := fmt.Sprintf("in nginx.conf's quotes (%c...%[1]c)", p.Quote)
+	if p.Name != "" {
+		signs += fmt.Sprintf(" after the format's name (%s)", p.Name)
+	}
+	if p.Semicolon {
+		signs += " and ends with the directive's ';'"
 	}
 	d.warned = append(d.warned, Problem{Line: e.key.Line, Subject: subject, Msg: fmt.Sprintf(
-		"log_format: the format %s, as nginx.conf writes around a format: pasted from there, it fits no line nginx writes; "+
-			"give the directive whole (log_format NAME '...';), or only the text between its quotes", strings.Join(signs, " and "))})
+		"log_format: the format is %s, as a log_format directive's arguments: pasted from there, it fits no line nginx writes; "+
+			"give the directive whole (log_format NAME '...';), or only the text between its quotes", signs)})
 }
 
 // formatText reads the text of a log format key.

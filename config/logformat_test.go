@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -172,35 +173,66 @@ func TestLogFormatRefusedUnnamedInput(t *testing.T) {
 	}
 }
 
-// TestPastedFormatWarnings: a format string that holds what nginx.conf writes around a
-// format (the quotes of its pieces, the ';' that ends the directive, the format's name)
-// loads, as nginx could write such text, but no line of the server's has it: it is warned
-// of, at the format's line, where --config.check without --sample said OK and every line
-// went unmatched. A directive given whole, and a format as nginx writes it, are not.
+// TestPastedFormatWarnings: a format string that reads as a log_format directive's
+// arguments after its keyword, as nginx's configuration reader splits them (quoted strings,
+// perhaps the format's name and escape= before them, perhaps the ';' after them), is warned
+// of at the format's line, where --config.check without --sample said OK and every line went
+// unmatched. nginx writes a quote or a ';' of a format literally, so a format that only has
+// some (a quoted field, a piece that is not quoted, a double-quoted run with no other sign)
+// is not warned of: a warning that is sometimes wrong is one users learn to ignore.
 func TestPastedFormatWarnings(t *testing.T) {
-	const combined = `$remote_addr - $remote_user [$time_local] \"$request\" $status $body_bytes_sent`
+	const combined = `$remote_addr - $remote_user [$time_local] "$request" $status $body_bytes_sent`
+	const prefix = `c.yaml:1: warning: input "web": log_format: the format is `
 	for _, c := range []struct {
 		name, format string
+		list         bool   // given as the second of a list of candidates
 		want         string // "" for no warning
 	}{
-		{"the format", `"` + combined + `"`, ""},
-		{"the directive", `"log_format main '` + combined + `';"`, ""},
-		{"a ';' inside", `"$status;$request_time"`, ""},
-		{"with the directive's ;", `"` + combined + `;"`,
-			`c.yaml:1: warning: input "web": log_format: the format ends with ';', as nginx.conf writes around a format: pasted from there, it fits no line nginx writes; give the directive whole (log_format NAME '...';), or only the text between its quotes`},
-		{"in its quotes", `"'` + combined + `'"`,
-			`c.yaml:1: warning: input "web": log_format: the format starts with a quote, as nginx.conf writes around a format: pasted from there`},
-		{"in its quotes, with the ;", `"'` + combined + `';"`,
-			`c.yaml:1: warning: input "web": log_format: the format starts with a quote and ends with ';', as nginx.conf writes around a format`},
-		{"the pieces of a directive on one line", `"'$remote_addr [$time_local] ' '$status';"`,
-			`c.yaml:1: warning: input "web": log_format: the format starts with a quote and ends with ';'`},
-		{"the directive without its keyword", `"main '` + combined + `';"`,
-			`c.yaml:1: warning: input "web": log_format: the format starts with a name (main) and a quote and ends with ';'`},
-		{"among candidates", `[combined, "` + combined + `;"]`,
-			`c.yaml:1: warning: input "web": log_format: the format ends with ';'`},
+		{"the format", combined, false, ""},
+		{"the directive", `log_format main '` + combined + `';`, false, ""},
+		{"a ';' inside", `$status;$request_time`, false, ""},
+		{"a ';' at the end of a piece not quoted", combined + `;`, false, ""},
+		{"quoted fields", `"$a" "$status"`, false, ""},
+		{"quoted fields as combined's tail", `"$status" "$http_user_agent"`, false, ""},
+		{"a single-quoted field, then a variable", `'$remote_user' $status`, false, ""},
+		{"a word, a double-quoted field, then a variable", `upstream "$request" $status`, false, ""},
+		{"a word and a double-quoted field", `upstream "$status"`, false, ""},
+		{"a quote glued to text", `'$remote_user'x $status`, false, ""},
+		{"an unclosed quote", `'$remote_user $status`, false, ""},
+		{"a quoted field, then text with a ';'", `"$request" $status;`, false, ""},
+		{"a JSON template", `{"s":"$status"}`, false, ""},
+		{"a comment's #", `# '$status'`, false, ""},
+		{"a ';' inside the last quotes", `"$status;"`, false, ""},
+
+		{"in its quotes", `'` + combined + `'`, false,
+			prefix + `in nginx.conf's quotes ('...'), as a log_format directive's arguments: pasted from there, it fits no line nginx writes; give the directive whole (log_format NAME '...';), or only the text between its quotes`},
+		{"in its quotes, with the ;", `'` + combined + `';`, false,
+			prefix + `in nginx.conf's quotes ('...') and ends with the directive's ';', as a log_format directive's arguments: pasted from there`},
+		{"the pieces of a directive on one line", `'$remote_addr [$time_local] ' '$status';`, false,
+			prefix + `in nginx.conf's quotes ('...') and ends with the directive's ';'`},
+		{"the pieces without the ;", `'$remote_addr [$time_local] ' '"$request" $status'`, false,
+			prefix + `in nginx.conf's quotes ('...'), as`},
+		{"double-quoted pieces with the ;", `"$remote_addr [$time_local] " "$status";`, false,
+			prefix + `in nginx.conf's quotes ("...") and ends with the directive's ';'`},
+		{"the other quote inside a piece", `'$remote_addr "$request"' "'$status'";`, false,
+			prefix + `in nginx.conf's quotes ('...') and ends with the directive's ';'`},
+		{"the directive without its keyword", `main '` + combined + `';`, false,
+			prefix + `in nginx.conf's quotes ('...') after the format's name (main) and ends with the directive's ';'`},
+		{"the name and pieces without the ;", `main '` + combined + `'`, false,
+			prefix + `in nginx.conf's quotes ('...') after the format's name (main), as`},
+		{"the name and escape=", `main escape=json '{"s":"$status"}';`, false,
+			prefix + `in nginx.conf's quotes ('...') after the format's name (main) and ends with the directive's ';'`},
+		{"space before the ;", `'$status' ;`, false,
+			prefix + `in nginx.conf's quotes ('...') and ends with the directive's ';'`},
+		{"among candidates", `'` + combined + `';`, true,
+			prefix + `in nginx.conf's quotes ('...') and ends with the directive's ';'`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			text := fmt.Sprintf("inputs: [{name: web, path: /a, log_format: %s}]\nrules:\n  - {name: r, labels: {s: '${status}'}}\n", c.format)
+			format := strconv.Quote(c.format)
+			if c.list {
+				format = "[combined, " + format + "]"
+			}
+			text := fmt.Sprintf("inputs: [{name: web, path: /a, log_format: %s}]\nrules:\n  - {name: r, labels: {s: '${status}'}}\n", format)
 			cfg, err := Parse([]byte(text), "c.yaml")
 			if err != nil {
 				t.Fatal(err)

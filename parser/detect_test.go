@@ -985,9 +985,10 @@ func TestSessionSettleStartupLines(t *testing.T) {
 	}
 }
 
-// An nginx image's start-up lines alone are no sign of another format however many there
-// are: the official image writes a line per template it renders, and with seven or more
-// of them more than MaxHeld lines before its first request. They are parsed at MaxHeld,
+// An nginx image's start-up lines alone are no sign of another format past MaxHeld (up to
+// MaxStartupLines, TestSessionStartupLinesBounded): the official image writes a line per
+// template it renders, and with seven or more of them more than MaxHeld lines before its
+// first request. They are parsed at MaxHeld,
 // as any held lines, but the file is not counted under NoFormat for them; a line of
 // another kind among them has it counted so, as before.
 func TestSessionStartupLinesPastMaxHeld(t *testing.T) {
@@ -1031,6 +1032,58 @@ func TestSessionStartupLinesPastMaxHeld(t *testing.T) {
 			s.ParseFile("pod", "pods", []byte(sampleLine(r, main)), nil, rec, count.done)
 			if got := files.Formats(); count.lines != len(all)+1 || !maps.Equal(got, map[string]int{"main": 1}) {
 				t.Errorf("a line of main after them: %d lines parsed, formats %v; want %d, main", count.lines, got, len(all)+1)
+			}
+		})
+	}
+}
+
+// An nginx image's start-up lines are no sign of another format up to MaxStartupLines of
+// them, more than any real image writes before its first request; past it, a file of
+// lines that only look like them (a loop of another image's, one that never serves) is
+// judged as any other, at MaxHeld lines or quiet, and counted under NoFormat until a line
+// of its format comes.
+func TestSessionStartupLinesBounded(t *testing.T) {
+	const launch = "/docker-entrypoint.sh: Launching /docker-entrypoint.d/30-tune-worker-processes.sh"
+	for _, tc := range []struct {
+		name  string
+		lines int
+		quiet bool // Settle after the lines
+		none  bool // the file counted under NoFormat
+	}{
+		{"as many as the bound, quiet", MaxStartupLines, true, false},
+		{"as many as the bound and a blank line, quiet", MaxStartupLines + 1, true, true},
+		{"one more, quiet", MaxStartupLines + 1, true, true},
+		{"MaxHeld more", MaxStartupLines + MaxHeld, false, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, c := autoParser(t)
+			r := rand.New(rand.NewPCG(9, 10))
+			main := p.Candidates()[3]
+			files := NewFiles()
+			s := p.NewSession()
+			s.SetFormats(c.Inputs[0].LogFormats, files)
+			rec := &recorder{t: t, rules: c.Rules}
+			var count countingDone
+			for i := range tc.lines {
+				line := launch
+				if strings.Contains(tc.name, "blank") && i == tc.lines-1 {
+					line = ""
+				}
+				s.ParseFile("pod", "pods", []byte(line), nil, rec, count.done)
+			}
+			if tc.quiet {
+				s.Settle("pod", "pods", rec, count.done)
+			}
+			var want map[string]int
+			if tc.none {
+				want = map[string]int{NoFormat: 1}
+			}
+			if got := files.Formats(); !maps.Equal(got, want) {
+				t.Errorf("after %d start-up lines: formats %v, want %v", tc.lines, got, want)
+			}
+			s.ParseFile("pod", "pods", []byte(sampleLine(r, main)), nil, rec, count.done)
+			if got := files.Formats(); count.lines != tc.lines+1 || !maps.Equal(got, map[string]int{"main": 1}) {
+				t.Errorf("a line of main after them: %d lines parsed, formats %v; want %d, main", count.lines, got, tc.lines+1)
 			}
 		})
 	}

@@ -61,6 +61,10 @@ type fileFormat struct {
 	// candidate (a line that fits since ends it), counted under NoFormat rather than name.
 	path string
 	none bool
+	// startup are the lines held and parsed since one last fitted, when they were an
+	// nginx image's start-up lines alone (StartupLines): bounded, they are no sign of the
+	// file's format.
+	startup StartupLines
 }
 
 // NewFiles returns the state of an input none of whose files was seen yet.
@@ -212,6 +216,7 @@ func (s *Session) decide(file *fileFormat, input string, sink Sink, done LineDon
 		from = file.tried
 	}
 	if k := choose(s.progs, file.held[from:], s.s); k >= 0 {
+		file.startup = StartupLines{}
 		s.prog = s.progs[k]
 		s.files.choose(file, s.prog.format.ID(), s.prog.format.Describe())
 		if s.prog.format.AnyObject() {
@@ -225,8 +230,10 @@ func (s *Session) decide(file *fileFormat, input string, sink Sink, done LineDon
 	if settle {
 		// MaxHeld of an nginx image's start-up lines alone (the official image writes a
 		// line per template it renders) are parsed, but they tell nothing of the file's
-		// format: it waits for its first request, as a quiet one of fewer does (Settle).
-		if !file.none && !startupOnly(file.held) {
+		// format: it waits for its first request, as a quiet one of fewer does (Settle),
+		// unless more came than any image writes (MaxStartupLines).
+		file.startup = file.startup.With(file.held)
+		if !file.none && !file.startup.Only() {
 			s.files.fitNone(file)
 		}
 		s.flush(file, input, sink, done)
@@ -241,8 +248,9 @@ func (s *Session) decide(file *fileFormat, input string, sink Sink, done LineDon
 // fit no candidate (a container's start-up messages) are often followed by ones that do.
 // It reports whether it parsed held lines; a file whose format is chosen keeps those
 // that do not fit it, for its next line that fits to parse them by it, and one that holds
-// an nginx image's start-up lines alone (startupOnly: a pod that served no request yet)
-// keeps them for its first access line.
+// an nginx image's start-up lines alone (StartupLines: a pod that served no request
+// yet), with those parsed before them since a line last fitted, keeps them for its first
+// access line.
 func (s *Session) Settle(source, input string, sink Sink, done LineDone) bool {
 	if s.files == nil {
 		return false
@@ -251,7 +259,7 @@ func (s *Session) Settle(source, input string, sink Sink, done LineDone) bool {
 		return false
 	}
 	s.switchTo(source)
-	if s.prog != nil || startupOnly(s.last.held) {
+	if s.prog != nil || s.last.startup.With(s.last.held).Only() {
 		return false
 	}
 	s.decide(s.last, input, sink, done, true)
@@ -284,11 +292,12 @@ func (s *Session) grow(file *fileFormat) bool {
 }
 
 // fitAgain records that a line of file fits its chosen format: a file counted under
-// NoFormat is counted under it again.
+// NoFormat is counted under it again, and start-up lines after it are counted anew.
 func (s *Session) fitAgain(file *fileFormat) {
 	if file.none {
 		s.files.choose(file, file.chosen, file.name)
 	}
+	file.startup = StartupLines{}
 }
 
 // fits tells whether line fits the chosen format.

@@ -46,7 +46,7 @@ var startupLines = []struct {
 	{"20-envsubst-on-templates.sh: /etc/nginx/nginx.conf contains a stream block", false},
 	{"20-envsubst-on-templates.sh: info: can not modify ", false},
 	// The ingress-nginx controller's banner (version.String, printed to stdout before
-	// anything else), the nginx -v line indented in it; blank lines are startupOnly's.
+	// anything else), the nginx -v line indented in it; blank lines are StartupLines'.
 	// Its nginx -V lines (built by, configure arguments) are not on it: the banner asks
 	// for them at --v=2, but is printed before the flags are parsed, so never does. Up to
 	// 0.25 it had no nginx version line and aligned its values by fewer spaces
@@ -69,41 +69,55 @@ func startupLine(line []byte) bool {
 	return false
 }
 
-// startupOnly reports whether the lines are an nginx image's start-up lines alone
-// (startupLines), blank lines among them (ingress-nginx's banner has two): at least one
-// such line, and no line of another kind.
-func startupOnly(lines [][]byte) bool {
-	var s StartupLines
-	for _, line := range lines {
-		if !s.Add(line) {
-			return false
-		}
-	}
-	return s.Only()
-}
-
 // StartupLines tells of a file's lines, added one by one, whether they are an nginx
-// image's start-up lines alone, as Session.Settle tells of the lines it holds: for a
-// reader that judges a file's lines as they come and keeps none (a glob of one log
-// format, whose files of no format are settled as a Session's are). The zero value has
-// had no line.
+// image's start-up lines alone (startupLines), blank lines among them (ingress-nginx's
+// banner has two): at least one such line, no line of another kind, and no more than
+// MaxStartupLines lines. A reader that judges a file's lines as they come and keeps none
+// (a glob of one log format, whose files of no format are settled as a Session's are)
+// adds each; a Session adds the lines it held (With). The zero value has had no line.
 type StartupLines struct {
 	found, other bool
+	// n are the lines added before one of another kind.
+	n int
 }
 
 // Add adds line and reports whether the lines are still start-up lines and blank lines
 // alone: once one of another kind came, they never are again.
 func (s *StartupLines) Add(line []byte) bool {
 	switch {
-	case s.other, len(line) == 0:
+	case s.other:
+		return false
+	case len(line) == 0:
 	case startupLine(line):
 		s.found = true
 	default:
 		s.other = true
+		return false
 	}
-	return !s.other
+	s.n++
+	return true
+}
+
+// With is s with lines added.
+func (s StartupLines) With(lines [][]byte) StartupLines {
+	for _, line := range lines {
+		if !s.Add(line) {
+			break
+		}
+	}
+	return s
 }
 
 // Only reports whether the lines added are an nginx image's start-up lines alone: at
-// least one of them, and none of another kind but blank.
-func (s StartupLines) Only() bool { return s.found && !s.other }
+// least one of them, none of another kind but blank, and no more than MaxStartupLines.
+func (s StartupLines) Only() bool { return s.found && !s.other && s.n <= MaxStartupLines }
+
+// MaxStartupLines bounds the start-up lines (and blank lines among them) that are no
+// sign of a file's format. The official image's entrypoint writes two lines before its
+// scripts, one per file in /docker-entrypoint.d (four as shipped), one per template it
+// renders (20-envsubst-on-templates.sh; a stream template adds one), at most a few of
+// 10-listen-on-ipv6-by-default.sh's and one after them; ingress-nginx's banner is nine.
+// A pod writes a dozen or so, a few dozen with many templates: 256 leaves room for hundreds
+// of templates and scripts. Past it, lines that only look like them (a loop printing one,
+// an image of another kind) are judged as any others, and their file may be of no format.
+const MaxStartupLines = 256

@@ -1,6 +1,7 @@
 package parser
 
 import (
+	"slices"
 	"strings"
 	"testing"
 )
@@ -49,7 +50,7 @@ func TestStartupLine(t *testing.T) {
 		{"  Release:", false},
 		{"  Build: x", false},
 
-		{"", false}, // blank: startupOnly's, amid start-up lines
+		{"", false}, // blank: StartupLines', amid start-up lines
 		{"/docker-entrypoint.sh: Configuration complete; ready for start up, or not", false},
 		{"20-envsubst-on-templates.sh: ERROR: /etc/nginx/templates exists, but /etc/nginx/conf.d is not writable", false},
 		{"40-custom.sh: info: warming the cache", false},
@@ -83,6 +84,10 @@ func TestStartupOnly(t *testing.T) {
 		{"another line after them", []string{launch, other}, false},
 		{"another line before them", []string{other, launch}, false},
 		{"blank lines alone", []string{"", ""}, false},
+		{"as many as the bound", slices.Repeat([]string{launch}, MaxStartupLines), true},
+		{"as many as the bound, one blank", append(slices.Repeat([]string{launch}, MaxStartupLines-1), ""), true},
+		{"past the bound", slices.Repeat([]string{launch}, MaxStartupLines+1), false},
+		{"past the bound by a blank line", append(slices.Repeat([]string{launch}, MaxStartupLines), ""), false},
 		{"none", nil, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -90,8 +95,8 @@ func TestStartupOnly(t *testing.T) {
 			for i, l := range tc.lines {
 				lines[i] = []byte(l)
 			}
-			if got := startupOnly(lines); got != tc.want {
-				t.Errorf("startupOnly(%s) = %v, want %v", strings.Join(tc.lines, " | "), got, tc.want)
+			if got := (StartupLines{}).With(lines).Only(); got != tc.want {
+				t.Errorf("With(%s).Only() = %v, want %v", strings.Join(tc.lines, " | "), got, tc.want)
 			}
 			// A reader that judges lines as they come adds each, past one of another kind.
 			var s StartupLines

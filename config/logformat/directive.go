@@ -2,6 +2,7 @@ package logformat
 
 import (
 	"fmt"
+	"regexp"
 	"strings"
 )
 
@@ -117,11 +118,13 @@ func (d *directive) source(off int) int {
 }
 
 // word is an argument of a directive: its text as nginx reads it (quotes removed, escapes
-// undone), where it starts, and at[i] the directive's offset of its byte i.
+// undone), where it starts, and at[i] the directive's offset of its byte i; quote is the
+// quote it was in (0 for none).
 type word struct {
 	text  string
 	start int
 	at    []int
+	quote byte
 }
 
 // parseDirective reads a log_format directive the way nginx's configuration reader
@@ -231,6 +234,7 @@ func directiveWord(s string, i int) (word, int, error) {
 		quote = c
 		i++
 	}
+	w.quote = quote
 	for {
 		if i >= len(s) {
 			if quote != 0 {
@@ -270,4 +274,73 @@ func directiveWord(s string, i int) (word, int, error) {
 	}
 	w.text = string(b)
 	return w, i, nil
+}
+
+// Pasted is what a format string holds of the log_format directive it was pasted from
+// without its keyword (PastedArguments).
+type Pasted struct {
+	// Name is the format's name before its strings, "" for none.
+	Name string
+	// Quote is the quote of its first string: ' or ".
+	Quote byte
+	// Semicolon tells whether the directive's ';' ends it.
+	Semicolon bool
+}
+
+// pastedName is a format's name as nginx.conf's log_format has it before the strings.
+var pastedName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// PastedArguments reports whether a trimmed format string s is a log_format directive's
+// arguments after its keyword, as nginx's configuration reader splits them: the format's
+// name and escape= perhaps, then strings all in quotes, perhaps ended by the ';'. nginx
+// writes a quote or a ';' of a format literally, so s is only taken for pasted when it has
+// no piece outside quotes (an unquoted one would be joined to the next with no space, which
+// no format pasted from nginx.conf is written for), and a sign that a format seldom has:
+// a string in single quotes (nginx's own formats double-quote their fields, as
+// "$http_referer" "$http_user_agent" does, and such a run is a format) or the ';' after
+// the closing quote. A format with the name and double quotes only (upstream "$request")
+// is one nginx can write, and is not taken for pasted either.
+func PastedArguments(s string) (Pasted, bool) {
+	var p Pasted
+	var words []word
+	for i := 0; i < len(s); {
+		switch c := s[i]; {
+		case isSpace(c):
+			i++
+		case c == ';':
+			if len(words) == 0 || strings.TrimSpace(s[i+1:]) != "" {
+				return p, false
+			}
+			p.Semicolon = true
+			i = len(s)
+		case c == '{' || c == '}' || c == '#':
+			// nginx would read a block or a comment: no directive's arguments.
+			return p, false
+		default:
+			w, next, err := directiveWord(s, i)
+			if err != nil {
+				return p, false
+			}
+			words = append(words, w)
+			i = next
+		}
+	}
+	if len(words) > 0 && words[0].quote == 0 && pastedName.MatchString(words[0].text) {
+		p.Name, words = words[0].text, words[1:]
+		if len(words) > 0 && words[0].quote == 0 && strings.HasPrefix(words[0].text, "escape=") {
+			words = words[1:]
+		}
+	}
+	single := false
+	for _, w := range words {
+		if w.quote == 0 {
+			return p, false
+		}
+		single = single || w.quote == '\''
+	}
+	if len(words) == 0 {
+		return p, false
+	}
+	p.Quote = words[0].quote
+	return p, single || p.Semicolon
 }

@@ -138,8 +138,13 @@ func FuzzNginxDirective(f *testing.F) {
 				t.Fatalf("value %q: error %v is not an *Error at a byte of the value", value, err)
 			}
 		}
+		PastedArguments(strings.TrimSpace(value)) // any text: no panic
 		at := int(split) % (len(text) + 1)
 		directive := fmt.Sprintf("log_format f escape=%s %s %s;", esc, nginxQuote(text[:at], double), nginxQuote(text[at:], !double))
+		// The directive's arguments, pasted without its keyword, are taken for pasted.
+		if p, ok := PastedArguments(strings.TrimPrefix(directive, "log_format ")); !ok || p.Name != "f" || !p.Semicolon {
+			t.Fatalf("%s without its keyword: %+v, %v; want pasted, named f, with its ';'", directive, p, ok)
+		}
 		want, wantErr := ParseNginx(text, esc)
 		got, err := ParseNginxValue(directive, esc, true)
 		switch {

@@ -354,15 +354,17 @@ func (l *Line) SetFile(path string) { l.File, l.FileEscaped = displayName(path) 
 // Display is the file name s as an explanation, the one-shots' summaries and their errors
 // show it: as display shows a text, and Go-quoted also when it opens with a double quote,
 // so that a name shown is of one file. Whoever can write in a glob's directory names its
-// files, and could otherwise name one as the quoted name of another shows.
-func Display(s string) string {
-	d, _ := displayName(s)
+// files, and could otherwise name one as the quoted name of another shows. A name shown
+// among others is Go-quoted also when it holds one of seps, the texts that part them
+// where it is shown (", " between names): as it is, it would read as two.
+func Display(s string, seps ...string) string {
+	d, _ := displayName(s, seps...)
 	return d
 }
 
 // displayName is Display, and whether the name is Go-quoted.
-func displayName(s string) (string, bool) {
-	if strings.HasPrefix(s, `"`) {
+func displayName(s string, seps ...string) (string, bool) {
+	if strings.HasPrefix(s, `"`) || slices.ContainsFunc(seps, func(sep string) bool { return sep != "" && strings.Contains(s, sep) }) {
 		return strconv.Quote(s), true
 	}
 	return display([]byte(s))

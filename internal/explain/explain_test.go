@@ -66,6 +66,30 @@ func TestDisplayName(t *testing.T) {
 	}
 }
 
+// TestDisplayNameAmong: a name shown among others is Go-quoted also when it holds a text
+// that parts them there, so that two names never read as three; a name without one is
+// shown as Display shows it alone.
+func TestDisplayNameAmong(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		seps []string
+		want string
+	}{
+		{"/logs/a, b.log", []string{", "}, `"/logs/a, b.log"`},
+		{"/logs/a, b.log", nil, "/logs/a, b.log"},
+		{"/logs/a,b.log", []string{", "}, "/logs/a,b.log"},
+		{"/logs/a; b.log", []string{", ", "; "}, `"/logs/a; b.log"`},
+		{"/logs/a.log", []string{", ", "; "}, "/logs/a.log"},
+		{"/logs/a.log", []string{""}, "/logs/a.log"},
+		{`x\ny, z`, []string{", "}, `"x\\ny, z"`},
+		{`x\ny`, []string{", "}, `x\ny`},
+	} {
+		if got := Display(c.in, c.seps...); got != c.want {
+			t.Errorf("Display(%q, %q) = %q, want %q", c.in, c.seps, got, c.want)
+		}
+	}
+}
+
 // TestWrite renders one explained line in both formats: the JSON decodes back to the same
 // Line, the text names each rule's outcome, and an unknown format is an error.
 func TestWrite(t *testing.T) {

@@ -23,6 +23,12 @@ func FuzzDisplay(f *testing.F) {
 		} else if back, err := strconv.Unquote(name); quoted && (err != nil || back != s) {
 			t.Fatalf("name %q shown as %q, which reads back as %q (%v)", s, name, back, err)
 		}
+		// Among names parted by ", ", one shown as it is holds none.
+		if among := Display(s, ", "); among == s && strings.Contains(s, ", ") {
+			t.Fatalf("%q shown among names as it is, though it holds their separator", s)
+		} else if back, err := strconv.Unquote(among); among != s && (err != nil || back != s) {
+			t.Fatalf("%q shown among names as %q, which reads back as %q (%v)", s, among, back, err)
+		}
 		for _, r := range d {
 			if !unicode.IsGraphic(r) || !escaped && r == utf8.RuneError {
 				t.Fatalf("%q shown as %q, which holds %U", s, d, r)

@@ -68,15 +68,17 @@ func (f Fit) String() string {
 		notes = append(notes, fmt.Sprintf("first misfit at %s: %s", at, f.Stopped))
 	}
 	if n := len(f.NoFormat); n > 0 && f.files > 1 {
-		// Of one file read, the input's count of the lines that fit says as much.
+		// Of one file read, the input's count of the lines that fit says as much. A name
+		// holding the list's separator, or the notes', is quoted: as it is, it would read
+		// as two names, or as a name and a note.
 		names := make([]string, 0, maxNoFormatNamed+1)
 		for _, path := range slices.Sorted(slices.Values(f.NoFormat))[:min(n, maxNoFormatNamed)] {
-			names = append(names, explain.Display(path))
+			names = append(names, explain.Display(path, namesSep, notesSep))
 		}
 		if n > maxNoFormatNamed {
 			names = append(names, "...")
 		}
-		notes = append(notes, fmt.Sprintf("%d %s of no format: %s", n, plural(n, "file", "files"), strings.Join(names, ", ")))
+		notes = append(notes, fmt.Sprintf("%d %s of no format: %s", n, plural(n, "file", "files"), strings.Join(names, namesSep)))
 	}
 	if f.Skipped > 0 {
 		notes = append(notes, fmt.Sprintf("%d lines of other streams skipped", f.Skipped))
@@ -91,10 +93,13 @@ func (f Fit) String() string {
 		notes = append(notes, fmt.Sprintf("%d messages unfinished at the end of their file skipped", f.Unfinished))
 	}
 	if len(notes) > 0 {
-		fmt.Fprintf(&b, " (%s)", strings.Join(notes, "; "))
+		fmt.Fprintf(&b, " (%s)", strings.Join(notes, notesSep))
 	}
 	return b.String()
 }
+
+// namesSep parts the names of a summary's list, notesSep its notes.
+const namesSep, notesSep = ", ", "; "
 
 // maxNoFormatNamed is how many of an input's files of no format its summary names: a
 // glob over every pod of a node may match hundreds of another image's.

@@ -437,3 +437,26 @@ rules:
 		}
 	}
 }
+
+// TestFitNamesFilesOfNoFormatApart: the summary's list of files of no format shows a name
+// holding its separator (", ") or that of the summary's notes ("; ") Go-quoted, so that
+// two names never read as three, nor a name as a note; other names as they are.
+func TestFitNamesFilesOfNoFormatApart(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		noFormat []string
+		want     string
+	}{
+		{"plain names", []string{"/logs/b.log", "/logs/a.log"}, "2 files of no format: /logs/a.log, /logs/b.log)"},
+		{"a name with the list's separator", []string{"/logs/a, b.log", "/logs/c.log"}, `2 files of no format: "/logs/a, b.log", /logs/c.log)`},
+		{"a name with the notes' separator", []string{"/logs/a; 3 lines of other streams skipped"}, `1 file of no format: "/logs/a; 3 lines of other streams skipped")`},
+		{"a comma without a space", []string{"/logs/a,b.log", "/logs/c.log"}, "2 files of no format: /logs/a,b.log, /logs/c.log)"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := Fit{Input: "web", Lines: 10, NoFormat: c.noFormat, files: 3}
+			if got := f.String(); !strings.HasSuffix(got, c.want) {
+				t.Errorf("summary %q, want ...%q", got, c.want)
+			}
+		})
+	}
+}

@@ -11,7 +11,9 @@ import (
 // verdicts judges each file of a glob of one log format by its first lines, as an input
 // of candidate formats judges each file by its last (parser.Files): a file none of whose
 // first parser.MaxHeld lines fits the format (a pod of another image, under a glob over
-// all of them), and that are not an nginx image's start-up lines alone, is of no format, counted under parser.NoFormat and logged by its path
+// all of them), and that are not an nginx image's start-up lines alone (up to
+// parser.MaxStartupLines of them), is of no format, counted under parser.NoFormat and
+// logged by its path
 // (warnUnreadable), until a line of it fits. So is a file of fewer such lines that went
 // quiet (settle), as a Session settles a file of candidate formats: by the same quiet
 // period (stream.settleQuiet). The input's counts alone say nothing of it while its
@@ -74,8 +76,9 @@ func (v *verdicts) judge(path string, line []byte, fit bool) (waits bool) {
 			v.setNone(path, false)
 		}
 	case f.misfits < parser.MaxHeld || f.startup.Only():
-		// An nginx image's start-up lines alone, however many (a line per template the
-		// official image renders), wait for the pod's first request as when quiet.
+		// An nginx image's start-up lines alone, past MaxHeld (a line per template the
+		// official image renders), wait for the pod's first request as when quiet; past
+		// parser.MaxStartupLines, they are judged as any others.
 		f.startup.Add(line)
 		if f.misfits++; f.misfits >= parser.MaxHeld && !f.startup.Only() {
 			f.off = true

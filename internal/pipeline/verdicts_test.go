@@ -47,6 +47,16 @@ func TestVerdicts(t *testing.T) {
 			v.settle("g")
 		}, []string{"a", "d"}},
 		{"a line of another kind after them", func() { lines("g", false, 1) }, []string{"a", "d", "g"}},
+		{"as many start-up lines as the bound, quiet", func() {
+			for range parser.MaxStartupLines {
+				v.line("h", []byte("/docker-entrypoint.sh: Launching /docker-entrypoint.d/30-tune-worker-processes.sh"), false)
+			}
+			v.settle("h")
+		}, []string{"a", "d", "g"}},
+		{"one more", func() {
+			v.line("h", []byte("/docker-entrypoint.sh: Launching /docker-entrypoint.d/30-tune-worker-processes.sh"), false)
+		}, []string{"a", "d", "g", "h"}},
+		{"a line of its format after them", func() { lines("h", true, 1) }, []string{"a", "d", "g"}},
 		{"a file that fits, quiet", func() { lines("f", true, 1); v.settle("f") }, []string{"a", "d", "g"}},
 		{"a line of its format after quiet", func() { lines("d", true, 1) }, []string{"a", "g"}},
 		{"no rule reads the input", func() { v.judgeBy("") }, nil},
