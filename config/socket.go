@@ -48,6 +48,10 @@ func parseSocketAddress(s string) (SocketAddress, error) {
 		if err != nil {
 			return SocketAddress{}, fmt.Errorf("%q: %q is not a port number", s, port)
 		}
+		if n == 0 {
+			// The kernel would pick a port, which no sender is told of: nothing would come.
+			return SocketAddress{}, fmt.Errorf("%q: port 0 is no port a sender can be given; name one, e.g. udp://127.0.0.1:5140", s)
+		}
 		return SocketAddress{Network: "udp", Addr: net.JoinHostPort(host, strconv.Itoa(n))}, nil
 	}
 	return SocketAddress{}, fmt.Errorf("%q: the scheme is unixgram:// or udp://, not %q", s, u.Scheme)

@@ -23,6 +23,9 @@ func TestParseAddress(t *testing.T) {
 		{"unixgram:relative.sock", SocketAddress{}, false},
 		{"udp://127.0.0.1", SocketAddress{}, false},
 		{"udp://127.0.0.1:notaport", SocketAddress{}, false},
+		// Port 0 binds a port the kernel picks, which no sender is told of.
+		{"udp://127.0.0.1:0", SocketAddress{}, false},
+		{"udp://:00", SocketAddress{}, false},
 		{"udp://127.0.0.1:5140/x", SocketAddress{}, false},
 		{"tcp://127.0.0.1:5140", SocketAddress{}, false},
 		{"/run/x.sock", SocketAddress{}, false},
