@@ -332,5 +332,10 @@ func (d *decoder) socketMode(e entry, subject string, s *SyslogInput) {
 		d.add(e.key.Line, subject, "socket_mode: %q is not an octal permission like '0660' (quote it, or YAML reads 0660 as a number)", text)
 		return
 	}
+	if m&0o222 == 0 {
+		// connect(2) and sendto(2) on a unix socket need write permission on its file.
+		d.add(e.key.Line, subject, "socket_mode: %q lets no one send: a sender needs write permission on the socket, e.g. '0660'", text)
+		return
+	}
 	s.SocketMode = fs.FileMode(m)
 }

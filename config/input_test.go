@@ -37,6 +37,12 @@ func TestInputShape(t *testing.T) {
 			want: Input{Name: "edge", Format: FormatLogfmt,
 				Syslog: &SyslogInput{Address: "unixgram:///run/edge.sock", Socket: SocketAddress{"unixgram", "/run/edge.sock"}, SocketMode: 0o600}},
 			kind: KindSyslog},
+		// connect(2) to a unix socket needs write permission on its file: a mode without
+		// a write bit makes a socket only root can reach, nginx's workers never.
+		{name: "socket_mode no one may write", input: `
+  - syslog: unixgram:///run/edge.sock
+    socket_mode: '0444'`,
+			err: `in.yaml:3: input #1: socket_mode: "0444" lets no one send: a sender needs write permission on the socket, e.g. '0660'`},
 		{name: "shards on a socket", input: `
   - name: edge
     syslog: udp://127.0.0.1:5140

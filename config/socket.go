@@ -10,7 +10,9 @@ import (
 	"syscall"
 )
 
-// maxSocketPath is the longest path a unix socket address holds.
+// maxSocketPath is one more than the longest path a sender reaches a unix socket by: the
+// address holds the path and the NUL that nginx (like libc and Go) ends it with, and nginx
+// refuses a path that leaves no room for it.
 const maxSocketPath = len(syscall.RawSockaddrUnix{}.Path)
 
 // SocketAddress is a syslog input's socket, parsed.
@@ -33,8 +35,8 @@ func parseSocketAddress(s string) (SocketAddress, error) {
 		}
 		// The socket is bound through a short name of its own and renamed into place, so a
 		// path too long for a socket address would bind and then be out of nginx's reach.
-		if len(u.Path) > maxSocketPath {
-			return SocketAddress{}, fmt.Errorf("%q: a unix socket's path is at most %d bytes", s, maxSocketPath)
+		if len(u.Path) >= maxSocketPath {
+			return SocketAddress{}, fmt.Errorf("%q: a unix socket's path is at most %d bytes (nginx refuses a longer one)", s, maxSocketPath-1)
 		}
 		// Cleaned as the socket's directory is when it is bound (filepath.Dir), so that two
 		// spellings of one path are one address.
@@ -47,6 +49,10 @@ func parseSocketAddress(s string) (SocketAddress, error) {
 		n, err := net.LookupPort("udp", port)
 		if err != nil {
 			return SocketAddress{}, fmt.Errorf("%q: %q is not a port number", s, port)
+		}
+		if n == 0 {
+			// The kernel would pick a port, which no sender is told of: nothing would come.
+			return SocketAddress{}, fmt.Errorf("%q: port 0 is no port a sender can be given; name one, e.g. udp://127.0.0.1:5140", s)
 		}
 		return SocketAddress{Network: "udp", Addr: net.JoinHostPort(host, strconv.Itoa(n))}, nil
 	}

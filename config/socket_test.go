@@ -23,12 +23,17 @@ func TestParseAddress(t *testing.T) {
 		{"unixgram:relative.sock", SocketAddress{}, false},
 		{"udp://127.0.0.1", SocketAddress{}, false},
 		{"udp://127.0.0.1:notaport", SocketAddress{}, false},
+		// Port 0 binds a port the kernel picks, which no sender is told of.
+		{"udp://127.0.0.1:0", SocketAddress{}, false},
+		{"udp://:00", SocketAddress{}, false},
 		{"udp://127.0.0.1:5140/x", SocketAddress{}, false},
 		{"tcp://127.0.0.1:5140", SocketAddress{}, false},
 		{"/run/x.sock", SocketAddress{}, false},
 		{"%zz", SocketAddress{}, false},
-		{"unixgram://" + longPath(maxSocketPath), SocketAddress{"unixgram", longPath(maxSocketPath)}, true},
-		{"unixgram://" + longPath(maxSocketPath+1), SocketAddress{}, false},
+		// nginx (and Go, and libc) end the path with a NUL within the address, so a path
+		// that fills the address whole is one nginx refuses to send to.
+		{"unixgram://" + longPath(maxSocketPath-1), SocketAddress{"unixgram", longPath(maxSocketPath - 1)}, true},
+		{"unixgram://" + longPath(maxSocketPath), SocketAddress{}, false},
 	} {
 		t.Run(tc.in, func(t *testing.T) {
 			got, err := parseSocketAddress(tc.in)

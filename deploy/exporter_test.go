@@ -178,7 +178,8 @@ func withSyslogInput(t *testing.T, config string) {
 	if format == "" {
 		t.Fatal("the rule file's input has no log_format")
 	}
-	text, err := replaceOnce(text, "\ninputs:\n", "\ninputs:\n  - name: syslog\n    syslog: udp://127.0.0.1:0\n"+format+"\n", config)
+	input := fmt.Sprintf("\ninputs:\n  - name: syslog\n    syslog: udp://127.0.0.1:%d\n%s\n", testexec.FreeUDPPort(t), format)
+	text, err := replaceOnce(text, "\ninputs:\n", input, config)
 	if err != nil {
 		t.Fatal(err)
 	}

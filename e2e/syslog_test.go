@@ -3,7 +3,6 @@ package e2e
 import (
 	"bytes"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -38,7 +37,7 @@ func TestNginxSyslog(t *testing.T) {
 	// same code in the syslog and pipeline packages' tests.
 	bin := testexec.BuildExporter(t, false)
 	sock := filepath.Join(dir, "nginx.sock")
-	syslogPort := freeUDPPort(t)
+	syslogPort := testexec.FreeUDPPort(t)
 
 	// The exporter first: nginx connects its syslog socket at its first log line.
 	example := string(repoFile(t, "example-rules.yaml"))
@@ -188,16 +187,6 @@ func startSyslogNginx(t *testing.T, bin, dir, sock string, syslogPort int) *sysl
 	testexec.WaitHTTP(t, p, n.unixBase+"/healthz")
 	testexec.WaitHTTP(t, p, n.udpBase+"/healthz")
 	return n
-}
-
-func freeUDPPort(t *testing.T) int {
-	t.Helper()
-	c, err := net.ListenPacket("udp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	return c.LocalAddr().(*net.UDPAddr).Port
 }
 
 // sendParallel sends n GET / requests from a few clients at once, each answered 200.

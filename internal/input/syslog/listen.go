@@ -44,6 +44,11 @@ const (
 // matching follow's default line cap.
 const defaultMaxDatagram = 64 << 10
 
+// maxUDPDatagram is the most a UDP datagram carries: its header's length is 16 bits (IPv4
+// carries 65,507 bytes of it, IPv6 65,527), so a UDP read needs no larger buffer whatever
+// the line cap.
+const maxUDPDatagram = 1<<16 - 1
+
 // Options configure a Listener.
 type Options struct {
 	// Network is "unixgram" or "udp"; Addr the socket's absolute path or host:port, as
@@ -94,16 +99,20 @@ const batchDatagrams = 256
 
 // Listener is one bound syslog socket.
 type Listener struct {
-	opts     Options
-	conn     net.PacketConn
-	readMsg  func(b, oob []byte) (n, oobn, flags int, err error)
-	unixPath string
-	unixID   fileID // the socket file bound, so Stop removes only that one
-	queue    chan []byte
-	free     chan []byte
-	queued   atomic.Int64 // bytes in queue
-	wg       sync.WaitGroup
-	stopOnce sync.Once
+	opts    Options
+	conn    net.PacketConn
+	readMsg func(b, oob []byte) (n, oobn, flags int, err error)
+	// readBytes is the read buffer's size: one more than the longest datagram handed on,
+	// so that a longer one shows. The buffer lives as long as the socket and the heap
+	// counts it whole, so it is no larger than the socket's datagrams can be.
+	readBytes int
+	unixPath  string
+	unixID    fileID // the socket file bound, so Stop removes only that one
+	queue     chan []byte
+	free      chan []byte
+	queued    atomic.Int64 // bytes in queue
+	wg        sync.WaitGroup
+	stopOnce  sync.Once
 
 	received, malformed, tooLong, droppedKernel, droppedQueue, errs, lines atomic.Uint64
 }
@@ -159,7 +168,7 @@ func (l *Listener) listenUDP(addr string) error {
 	if err != nil {
 		return err
 	}
-	l.conn = c
+	l.conn, l.readBytes = c, min(l.opts.MaxLineBytes, maxUDPDatagram)+1
 	l.readMsg = func(b, oob []byte) (int, int, int, error) {
 		n, oobn, flags, _, err := c.ReadMsgUDP(b, oob)
 		return n, oobn, flags, err
@@ -172,7 +181,7 @@ func (l *Listener) listenUnix(path string) error {
 	if err != nil {
 		return err
 	}
-	l.conn, l.unixPath, l.unixID = c, path, id
+	l.conn, l.unixPath, l.unixID, l.readBytes = c, path, id, l.opts.MaxLineBytes+1
 	l.readMsg = func(b, oob []byte) (int, int, int, error) {
 		n, oobn, flags, _, err := c.ReadMsgUnix(b, oob)
 		return n, oobn, flags, err
@@ -198,7 +207,7 @@ func statID(path string) (fileID, error) {
 func (l *Listener) read() {
 	defer l.wg.Done()
 	defer close(l.queue)
-	buf := make([]byte, l.opts.MaxLineBytes+1)
+	buf := make([]byte, l.readBytes)
 	oob := make([]byte, 64)
 	for {
 		n, oobn, flags, err := l.readMsg(buf, oob)

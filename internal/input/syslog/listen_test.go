@@ -5,7 +5,9 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -106,6 +108,29 @@ func TestListenTooLong(t *testing.T) {
 	}
 	if s := l.Stats(); received(s) != 2 || s.TooLong != 1 {
 		t.Errorf("stats = %+v", s)
+	}
+}
+
+// A UDP datagram is at most 64 KiB, so a line cap set far above it (for a file's long
+// lines) must not make a UDP listener hold a read buffer of the cap: a buffer the heap
+// counts beyond the soft memory limit has the collector run without end. The largest
+// datagram IPv4 carries is still read whole.
+func TestListenUDPBufferBounded(t *testing.T) {
+	const maxLine = 1 << 30
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	c := newCollector()
+	l := listen(t, Options{Network: "udp", Addr: "127.0.0.1:0", MaxLineBytes: maxLine}, c.handle)
+	header := "<13>Nov 24 01:02:03 h t: "
+	body := strings.Repeat("x", 65507-len(header))
+	syslogtest.Send(t, "udp", l.conn.LocalAddr().String(), header+body)
+	if got := c.wait(t, 1); len(got) != 1 || got[0] != body {
+		t.Errorf("the largest IPv4 datagram was not read whole: %d lines", len(got))
+	}
+	runtime.ReadMemStats(&after)
+	if grown := int64(after.HeapAlloc) - int64(before.HeapAlloc); grown > 64<<20 {
+		t.Errorf("the heap grew by %d MiB for a UDP listener of a %d MiB line cap", grown>>20, maxLine>>20)
 	}
 }
 

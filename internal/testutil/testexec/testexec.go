@@ -78,6 +78,18 @@ func FreePort(tb testing.TB) int {
 	return a.Port
 }
 
+// FreeUDPPort is a loopback UDP port nothing received on a moment ago, for a syslog input:
+// its address may not name port 0, which no sender could be given.
+func FreeUDPPort(tb testing.TB) int {
+	tb.Helper()
+	c, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer c.Close()
+	return c.LocalAddr().(*net.UDPAddr).Port
+}
+
 func freeTCPAddr() (*net.TCPAddr, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
