@@ -48,8 +48,10 @@ func (f *Follower) keepTruncated(t *tracked, path string) {
 // twice. It reports false while that cannot be told yet: t, of size bytes, begins with
 // what such a file was read up to but holds less (a copy being written, or a file created
 // empty), unless t has stayed at that size for the rotation grace: it is then read from
-// its end, a copy of what was read already (made before the log was read further), or
-// from its start when empty. Any other file is read from its start.
+// its end when it holds that file's first bytes, as far as headLen, a copy of what was
+// read already (made before the log was read further); from its start when it holds
+// fewer, as another log that begins with the same line would (the line a program writes
+// first each run, then nothing for a while). Any other file is read from its start.
 func (f *Follower) judged(t *tracked, path string, size int64) bool {
 	now := f.o.now()
 	if size != t.judgeSize {
@@ -74,10 +76,15 @@ func (f *Follower) judged(t *tracked, path string, size int64) bool {
 		case !bytes.Equal(got[:k], c.head[:k]):
 		case k == len(c.head) && size >= c.off:
 			off = max(off, c.off)
-		default:
+		case k == len(c.head):
 			// A copy of part of what was read (of what the file held before it was read
 			// further), or one still being written.
-			wait, held = true, max(held, min(size, c.off))
+			wait, held = true, max(held, size)
+		default:
+			// Fewer bytes than that file's first: a copy still being written, or another
+			// log that begins as it does (a line each run of a program writes first),
+			// read from its start should it stay so.
+			wait = true
 		}
 	}
 	if off == 0 && wait {
