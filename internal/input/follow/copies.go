@@ -62,8 +62,7 @@ func (f *Follower) judged(t *tracked, path string, size int64) bool {
 	n, err := t.f.ReadAt(buf[:min(headLen, size)], 0)
 	if len(candidates) == 0 || err != nil && !errors.Is(err, io.EOF) {
 		// No copy, or read as any file: its read fails, and is counted so.
-		t.judging.Store(false)
-		t.judgeKept = nil
+		t.judgedFrom(0)
 		return true
 	}
 	got := buf[:n]
@@ -89,19 +88,26 @@ func (f *Follower) judged(t *tracked, path string, size int64) bool {
 	}
 	if off == 0 && wait {
 		if now.Sub(t.judgeAt) < f.o.RotationGrace {
+			// A snapshot taken meanwhile has such a copy as read where it would be read
+			// from should it stay so: after a restart, the copy, found without a position
+			// and the log's position past its truncation, would be read from its start.
+			t.done.Store(held)
 			return false
 		}
 		off = held
 	}
-	if off > 0 {
-		t.positionAt(off) // before positions see it
-	}
-	t.judging.Store(false)
-	t.judgeKept = nil
+	t.judgedFrom(off)
 	if off > 0 {
 		f.o.Logger.Info("new file is a copy of a file of its directory (copytruncate), reading it from where that file was read up to", "path", path, "offset", off)
 	}
 	return true
+}
+
+// judgedFrom ends the judgment of t: it is read from off. The reader calls it.
+func (t *tracked) judgedFrom(off int64) {
+	t.positionAt(off) // before positions see it, and the offset held meanwhile gone
+	t.judging.Store(false)
+	t.judgeKept = nil
 }
 
 // copyCandidates are the files t, at path, may be a copy of (copied): the files of its
