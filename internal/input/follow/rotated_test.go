@@ -299,3 +299,53 @@ func TestSnapshotWhileCopyJudged(t *testing.T) {
 	waitFor(t, "two more turns of the reader", func() bool { return g.turns.Load() > turns+2 })
 	next.expectExactly(t, span{111, 150})
 }
+
+// TestStopBeforeCopyJudged: a follower stopped once a glob's new file, the copy that
+// logrotate's copytruncate made of the log before the log was read further, was found but
+// before the reader looked at it, the log's truncation read: the positions it stopped at
+// have the copy where it is read from, and the restart does not read it again from its
+// start. The scans and turns are driven by the test.
+func TestStopBeforeCopyJudged(t *testing.T) {
+	dir := t.TempDir()
+	log := filepath.Join(dir, "access.log")
+	w := create(t, log)
+	writeLines(t, w, 1, 100)
+	clock := testclock.New(time.Unix(1_700_000_000, 0))
+	first := newCollector()
+	o := Options{Path: filepath.Join(dir, "access.log*"), FromBeginning: true, noNotify: true, now: clock.Now, RotationGrace: time.Minute, Logger: testLogger(t)}
+	f, err := newFollower(o, first.handle)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(f.Stop)
+	f.discover(true)
+	f.readAll()
+	data, err := os.ReadFile(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(log+".1", data[:len(data)-int(lineLen)*10], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Truncate(0); err != nil {
+		t.Fatal(err)
+	}
+	writeLines(t, w, 101, 110)
+	f.readAll()
+	f.discover(false)
+	if openUnder(f, log+".1") != 1 {
+		t.Fatal("the copy not found")
+	}
+	f.Stop()
+	first.expectExactly(t, span{1, 110})
+
+	writeLines(t, w, 111, 150)
+	o.FromBeginning, o.noNotify, o.now, o.PollInterval = false, false, nil, 10*time.Millisecond
+	o.Resume, o.Taken = f.Positions(), time.Now().Add(-time.Second)
+	next := newCollector()
+	g := start(t, o, next.handle)
+	waitFor(t, "the lines written while down", func() bool { return next.has(111, 150) })
+	turns := g.turns.Load()
+	waitFor(t, "two more turns of the reader", func() bool { return g.turns.Load() > turns+2 })
+	next.expectExactly(t, span{111, 150})
+}
