@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/logwindow/logwindow_exporter/config"
+	"github.com/logwindow/logwindow_exporter/internal/input"
 	"github.com/logwindow/logwindow_exporter/internal/input/cri/critest"
 	"github.com/logwindow/logwindow_exporter/internal/storage"
 	"github.com/logwindow/logwindow_exporter/internal/testutil/nginxlog"
@@ -171,12 +172,15 @@ type equivRun struct {
 	lines [][]byte
 	times []int64
 	// cri says the lines are CRI lines, of which the rules read the messages.
-	cri   bool
-	log   string // the log's path
-	store string // --storage.path
-	cfg   *config.Config
-	out   syncbuf.Buffer
-	rng   *rand.Rand
+	cri bool
+	// copies says the glob matches the log's rotated names: a copytruncate's copy is read
+	// from where the log was read up to.
+	copies bool
+	log    string // the log's path
+	store  string // --storage.path
+	cfg    *config.Config
+	out    syncbuf.Buffer
+	rng    *rand.Rand
 
 	// next is the first line not written whole, of which partial bytes are written.
 	next, partial int
@@ -457,6 +461,60 @@ func (r *equivRun) copyTruncate() {
 	r.t.Logf("copytruncate")
 }
 
+// copyTruncateBehind rotates the log as logrotate's copytruncate does when the running
+// exporter read the log's last lines after the copy was made: the copy holds fewer lines
+// than were read, and lines are written to the log after. With a glob that matches the
+// rotated names, it waits until the exporter has found the copy, which it holds back for
+// the rotation grace: one stopped then must not leave it to be read from its start by the
+// next, the log's position past its truncation.
+func (r *equivRun) copyTruncateBehind() {
+	r.t.Helper()
+	r.caughtUp()
+	data, err := os.ReadFile(r.log)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	cut := len(data)
+	for range 1 + r.rng.IntN(5) {
+		if cut > 0 {
+			cut = bytes.LastIndexByte(data[:cut-1], '\n') + 1
+		}
+	}
+	r.shift()
+	copied := r.log + ".1"
+	if err := os.WriteFile(copied, data[:cut], 0o644); err != nil {
+		r.t.Fatal(err)
+	}
+	if err := os.Truncate(r.log, 0); err != nil {
+		r.t.Fatal(err)
+	}
+	r.touch(copied)
+	r.touch(r.log)
+	r.t.Logf("copytruncate, the copy of %d bytes of the %d read", cut, len(data))
+	// Lines after the truncation: the log's position is past it once they are read.
+	r.write(1+r.rng.IntN(300), false)
+	if !r.copies || cut == 0 {
+		return
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for !r.reads(copied) {
+		if time.Now().After(deadline) {
+			r.t.Fatalf("the copy %s not found: input stats %+v\n%s", copied, r.p.inputStats(), r.out.String())
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// reads reports whether the running exporter has the file at path open.
+func (r *equivRun) reads(path string) bool {
+	for _, in := range r.p.inputStats() {
+		if slices.ContainsFunc(in.Files, func(f input.FileStats) bool { return f.Path == path }) {
+			return true
+		}
+	}
+	return false
+}
+
 // samples is what the running exporter exports, read at the newest line's time.
 func (r *equivRun) samples() map[string]float64 {
 	r.t.Helper()
@@ -528,7 +586,7 @@ func TestReadingsAgree(t *testing.T) {
 			if wrap.glob {
 				path = filepath.Join(dir, cmp.Or(wrap.pattern, "*.log"))
 			}
-			return &equivRun{t: t, lines: wrap.lines, times: wrap.times, cri: wrap.cri, log: log, store: t.TempDir(), cfg: equivRules(t, path, wrap.input), rng: rand.New(rand.NewPCG(seed, 2))}
+			return &equivRun{t: t, lines: wrap.lines, times: wrap.times, cri: wrap.cri, copies: wrap.pattern != "", log: log, store: t.TempDir(), cfg: equivRules(t, path, wrap.input), rng: rand.New(rand.NewPCG(seed, 2))}
 		}
 		check := func(t *testing.T, r *equivRun) {
 			t.Helper()
@@ -579,9 +637,13 @@ func (r *equivRun) episode() {
 	case k == 1 && whole:
 		r.rename()
 		r.write(chunk(), false)
-	case k == 2 && whole:
+	case k == 2 && whole && r.rng.IntN(2) == 0:
 		r.copyTruncate()
 		r.write(chunk(), false)
+	case k == 2 && whole:
+		r.copyTruncateBehind()
+		r.stop()
+		r.start()
 	case k == 3:
 		r.stop()
 		switch down := r.rng.IntN(5); {

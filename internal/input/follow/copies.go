@@ -48,8 +48,10 @@ func (f *Follower) keepTruncated(t *tracked, path string) {
 // twice. It reports false while that cannot be told yet: t, of size bytes, begins with
 // what such a file was read up to but holds less (a copy being written, or a file created
 // empty), unless t has stayed at that size for the rotation grace: it is then read from
-// its end, a copy of what was read already (made before the log was read further), or
-// from its start when empty. Any other file is read from its start.
+// its end when it holds that file's first bytes, as far as headLen, a copy of what was
+// read already (made before the log was read further); from its start when it holds
+// fewer, as another log that begins with the same line would (the line a program writes
+// first each run, then nothing for a while). Any other file is read from its start.
 func (f *Follower) judged(t *tracked, path string, size int64) bool {
 	now := f.o.now()
 	if size != t.judgeSize {
@@ -60,8 +62,7 @@ func (f *Follower) judged(t *tracked, path string, size int64) bool {
 	n, err := t.f.ReadAt(buf[:min(headLen, size)], 0)
 	if len(candidates) == 0 || err != nil && !errors.Is(err, io.EOF) {
 		// No copy, or read as any file: its read fails, and is counted so.
-		t.judging.Store(false)
-		t.judgeKept = nil
+		t.judgedFrom(0)
 		return true
 	}
 	got := buf[:n]
@@ -74,27 +75,39 @@ func (f *Follower) judged(t *tracked, path string, size int64) bool {
 		case !bytes.Equal(got[:k], c.head[:k]):
 		case k == len(c.head) && size >= c.off:
 			off = max(off, c.off)
-		default:
+		case k == len(c.head):
 			// A copy of part of what was read (of what the file held before it was read
 			// further), or one still being written.
-			wait, held = true, max(held, min(size, c.off))
+			wait, held = true, max(held, size)
+		default:
+			// Fewer bytes than that file's first: a copy still being written, or another
+			// log that begins as it does (a line each run of a program writes first),
+			// read from its start should it stay so.
+			wait = true
 		}
 	}
 	if off == 0 && wait {
 		if now.Sub(t.judgeAt) < f.o.RotationGrace {
+			// A snapshot taken meanwhile has such a copy as read where it would be read
+			// from should it stay so: after a restart, the copy, found without a position
+			// and the log's position past its truncation, would be read from its start.
+			t.done.Store(held)
 			return false
 		}
 		off = held
 	}
-	if off > 0 {
-		t.positionAt(off) // before positions see it
-	}
-	t.judging.Store(false)
-	t.judgeKept = nil
+	t.judgedFrom(off)
 	if off > 0 {
 		f.o.Logger.Info("new file is a copy of a file of its directory (copytruncate), reading it from where that file was read up to", "path", path, "offset", off)
 	}
 	return true
+}
+
+// judgedFrom ends the judgment of t: it is read from off. The reader calls it.
+func (t *tracked) judgedFrom(off int64) {
+	t.positionAt(off) // before positions see it, and the offset held meanwhile gone
+	t.judging.Store(false)
+	t.judgeKept = nil
 }
 
 // copyCandidates are the files t, at path, may be a copy of (copied): the files of its

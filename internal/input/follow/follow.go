@@ -471,6 +471,7 @@ func (f *Follower) Stop() {
 		if f.w != nil {
 			_ = f.w.Close()
 		}
+		f.judgeHeld()
 		f.mu.Lock()
 		f.final = f.positions()
 		for _, t := range f.files {
@@ -486,6 +487,27 @@ func (f *Follower) Stop() {
 			}
 		}
 	})
+}
+
+// judgeHeld judges the files held back that the reader has not told yet, so that the
+// positions Stop leaves have a copy where it is read from (judged): passed over, it would
+// be read from its start by the follower that resumes from them, its original's position
+// past its truncation. Stop calls it once the reader is done.
+func (f *Follower) judgeHeld() {
+	f.mu.Lock()
+	var held []*tracked
+	var paths []string
+	for _, t := range f.files {
+		if t.judging.Load() {
+			held, paths = append(held, t), append(paths, t.path)
+		}
+	}
+	f.mu.Unlock()
+	for i, t := range held {
+		if fi, err := f.o.stat(t.f); err == nil {
+			f.judged(t, paths[i], fi.Size())
+		}
+	}
 }
 
 // claim reports whether the follower may read the file id (Options.Claim).

@@ -72,10 +72,12 @@ func (f *Follower) positions() []Position {
 	out := make([]Position, 0, len(f.files))
 	var buf [headLen]byte
 	for _, t := range f.files {
-		if t.judging.Load() {
+		// judging before done: the reader sets done, then clears judging.
+		judging := t.judging.Load()
+		off := t.done.Load()
+		if judging && off == 0 {
 			continue // a copy's lines before where it is read from would be read again
 		}
-		off := t.done.Load()
 		head, err := headHash(t.f, off, &buf)
 		if err != nil {
 			continue // a file that cannot be read now is read again from its start after a restart

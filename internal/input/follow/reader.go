@@ -72,7 +72,8 @@ type tracked struct {
 
 	// judging: a file a glob found after the start, not read until the reader has told
 	// whether it is the copy of another file of its directory (Follower.judged), which
-	// positions pass over meanwhile. judgeSize is its size when last looked at, and
+	// positions pass over meanwhile, or have at done when it is held as a copy of part of
+	// what was read (done is its size then). judgeSize is its size when last looked at, and
 	// judgeAt when that size was first seen, judgeKept the truncated files it may be a
 	// copy of (reader).
 	judging   atomic.Bool

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/logwindow/logwindow_exporter/internal/testutil/testclock"
 )
 
 // TestResumeRotatedShared: followers sharing a glob that matches the log's rotated names
@@ -247,4 +249,103 @@ func TestResumeNoShortCopy(t *testing.T) {
 	start(t, o, next.handle)
 	waitFor(t, "the lines written while down", func() bool { return next.has(1, 150) })
 	next.expectExactly(t, span{1, 150})
+}
+
+// TestSnapshotWhileCopyJudged: a snapshot taken while a glob's new file is held back, the
+// copy that logrotate's copytruncate made of the log before the log was read further,
+// its truncation read already: the restart reads the copy on from where the first run
+// would have, not again from its start, whose lines were counted before the snapshot.
+// The grace is on an injected clock, so that the copy is still held at the snapshot.
+func TestSnapshotWhileCopyJudged(t *testing.T) {
+	dir := t.TempDir()
+	log := filepath.Join(dir, "access.log")
+	w := create(t, log)
+	clock := testclock.New(time.Unix(1_700_000_000, 0))
+	var hold sync.RWMutex
+	o := modes[1].options(filepath.Join(dir, "access.log*"))
+	o.FromBeginning, o.Hold, o.RotationGrace, o.now = true, hold.RLocker(), time.Minute, clock.Now
+	first := newCollector()
+	f := start(t, o, first.handle)
+	writeLines(t, w, 1, 100)
+	waitFor(t, "the first lines", func() bool { return first.has(1, 100) })
+	data, err := os.ReadFile(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(log+".1", data[:len(data)-int(lineLen)*10], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Truncate(0); err != nil {
+		t.Fatal(err)
+	}
+	writeLines(t, w, 101, 110)
+	waitFor(t, "the log read after its truncation", func() bool { return first.has(101, 110) })
+	waitFor(t, "the copy found", func() bool { return openUnder(f, log+".1") == 1 })
+	turns := f.turns.Load()
+	waitFor(t, "two turns of the reader", func() bool { return f.turns.Load() > turns+2 })
+	hold.Lock()
+	positions := f.Positions()
+	hold.Unlock()
+	f.Stop()
+	first.expectExactly(t, span{1, 110})
+
+	writeLines(t, w, 111, 150)
+	o.FromBeginning, o.Hold, o.now = false, nil, nil
+	o.Resume, o.Taken = positions, time.Now().Add(-time.Second)
+	next := newCollector()
+	g := start(t, o, next.handle)
+	waitFor(t, "the lines written while down", func() bool { return next.has(111, 150) })
+	turns = g.turns.Load()
+	waitFor(t, "two more turns of the reader", func() bool { return g.turns.Load() > turns+2 })
+	next.expectExactly(t, span{111, 150})
+}
+
+// TestStopBeforeCopyJudged: a follower stopped once a glob's new file, the copy that
+// logrotate's copytruncate made of the log before the log was read further, was found but
+// before the reader looked at it, the log's truncation read: the positions it stopped at
+// have the copy where it is read from, and the restart does not read it again from its
+// start. The scans and turns are driven by the test.
+func TestStopBeforeCopyJudged(t *testing.T) {
+	dir := t.TempDir()
+	log := filepath.Join(dir, "access.log")
+	w := create(t, log)
+	writeLines(t, w, 1, 100)
+	clock := testclock.New(time.Unix(1_700_000_000, 0))
+	first := newCollector()
+	o := Options{Path: filepath.Join(dir, "access.log*"), FromBeginning: true, noNotify: true, now: clock.Now, RotationGrace: time.Minute, Logger: testLogger(t)}
+	f, err := newFollower(o, first.handle)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(f.Stop)
+	f.discover(true)
+	f.readAll()
+	data, err := os.ReadFile(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(log+".1", data[:len(data)-int(lineLen)*10], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Truncate(0); err != nil {
+		t.Fatal(err)
+	}
+	writeLines(t, w, 101, 110)
+	f.readAll()
+	f.discover(false)
+	if openUnder(f, log+".1") != 1 {
+		t.Fatal("the copy not found")
+	}
+	f.Stop()
+	first.expectExactly(t, span{1, 110})
+
+	writeLines(t, w, 111, 150)
+	o.FromBeginning, o.noNotify, o.now, o.PollInterval = false, false, nil, 10*time.Millisecond
+	o.Resume, o.Taken = f.Positions(), time.Now().Add(-time.Second)
+	next := newCollector()
+	g := start(t, o, next.handle)
+	waitFor(t, "the lines written while down", func() bool { return next.has(111, 150) })
+	turns := g.turns.Load()
+	waitFor(t, "two more turns of the reader", func() bool { return g.turns.Load() > turns+2 })
+	next.expectExactly(t, span{111, 150})
 }

@@ -794,3 +794,62 @@ func TestSameStartNoCopy(t *testing.T) {
 		return c.seen[1] == 2 && c.seen[100] == 2
 	})
 }
+
+// TestNewFileBeginningAsAnother: a glob's new file that holds, for the rotation grace,
+// only the first bytes of a file it may be a copy of (a line each run of a program
+// writes first, then nothing for a while) is another log, not a copy: its lines are read
+// from its start, not passed over, whether the other file was found truncated lately or
+// the new one is named as its rotated file. The grace is on an injected clock.
+func TestNewFileBeginningAsAnother(t *testing.T) {
+	for _, m := range modes {
+		for _, tc := range []struct {
+			name, glob, other string
+			truncate          bool
+		}{
+			{name: "beside a file found truncated", glob: "*.log", other: "b.log", truncate: true},
+			{name: "named as a file's rotated one", glob: "a.log*", other: "a.log.1"},
+		} {
+			t.Run(m.name+", "+tc.name, func(t *testing.T) {
+				dir := t.TempDir()
+				clock := testclock.New(time.Unix(1_700_000_000, 0))
+				o := m.options(filepath.Join(dir, tc.glob))
+				o.FromBeginning, o.RotationGrace, o.now = true, time.Minute, clock.Now
+				c := newCollector()
+				f := start(t, o, c.handle)
+				w := create(t, filepath.Join(dir, "a.log"))
+				writeLines(t, w, 1, 100)
+				waitFor(t, "the first file's lines", func() bool { return c.has(1, 100) })
+				if tc.truncate {
+					if err := w.Truncate(0); err != nil {
+						t.Fatal(err)
+					}
+				}
+				writeLines(t, w, 101, 101)
+				waitFor(t, "the first file read on", func() bool { return c.has(101, 101) })
+				if got, want := f.Stats().Truncations, map[bool]uint64{true: 1}[tc.truncate]; got != want {
+					t.Fatalf("%d truncations, want %d", got, want)
+				}
+				other := create(t, filepath.Join(dir, tc.other))
+				writeLines(t, other, 1, 1) // as the first file began
+				waitFollowed(t, f, other)
+				turns := f.turns.Load()
+				waitFor(t, "two turns of the reader", func() bool { return f.turns.Load() > turns+2 })
+				clock.Add(2 * time.Minute)
+				writeLines(t, w, 102, 110)
+				waitFor(t, "the first file's later lines", func() bool { return c.has(102, 110) })
+				turns = f.turns.Load()
+				waitFor(t, "two turns of the reader", func() bool { return f.turns.Load() > turns+2 })
+				writeLines(t, other, 111, 120)
+				waitFor(t, "the other file's later lines", func() bool { return c.has(111, 120) })
+				c.mu.Lock()
+				first := c.seen[1]
+				c.seen[1]-- // once per file; every other line once
+				c.mu.Unlock()
+				if first != 2 {
+					t.Fatalf("the line both files begin with read %d times, want 2: the other file's first line was passed over", first)
+				}
+				c.expectExactly(t, span{1, 120})
+			})
+		}
+	}
+}
