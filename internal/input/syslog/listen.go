@@ -181,7 +181,7 @@ func (l *Listener) listenUnix(path string) error {
 	if err != nil {
 		return err
 	}
-	l.conn, l.unixPath, l.unixID, l.readBytes = c, path, id, l.opts.MaxLineBytes+1
+	l.conn, l.unixPath, l.unixID, l.readBytes = c, path, id, min(l.opts.MaxLineBytes, maxUnixDatagram())+1
 	l.readMsg = func(b, oob []byte) (int, int, int, error) {
 		n, oobn, flags, _, err := c.ReadMsgUnix(b, oob)
 		return n, oobn, flags, err
