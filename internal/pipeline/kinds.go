@@ -121,10 +121,13 @@ func startListener(p *Pipeline, ci config.Input, in *stream, _ int) (input.Input
 		Addr:         ci.Syslog.Socket.Addr,
 		SocketMode:   ci.Syslog.SocketMode,
 		MaxLineBytes: p.opts.MaxLineBytes,
-		Logger:       in.log,
-		Header:       func(h syslog.Header) { in.header = h },
-		Batch:        func() { in.processing, in.wall = p.clock.read() },
-		BatchEnd:     in.flush,
+		// A unix socket's path is checked as often as a file's, to bind it again when
+		// its file was removed or replaced.
+		CheckInterval: p.opts.PollInterval,
+		Logger:        in.log,
+		Header:        func(h syslog.Header) { in.header = h },
+		Batch:         func() { in.processing, in.wall = p.clock.read() },
+		BatchEnd:      in.flush,
 	}
 	if in.files != nil {
 		opts.Quiet, opts.QuietInterval = func() { in.settleQuiet(p) }, p.opts.PollInterval

@@ -95,7 +95,7 @@ var (
 		"Truncations (copytruncate) seen on the input's files.",
 		[]string{"input"}}
 	InputErrors = Metric{"logwindow_input_errors_total",
-		"Errors of the input, each logged and retried, by reason: for files watch, list, stat, open, not_regular (a FIFO, a device, a directory), read, symlink (refused: out of the glob's root); for sockets receive.",
+		"Errors of the input, each logged and retried, by reason: for files watch, list, stat, open, not_regular (a FIFO, a device, a directory), read, symlink (refused: out of the glob's root); for sockets receive, and socket (a unix socket file found removed or replaced, bound again).",
 		[]string{"input", "reason"}}
 	InputFileFormats = Metric{"logwindow_input_file_format",
 		"Files of the input by the log format chosen for them (log_format: auto or a list of candidates); format=\"(none)\": files whose last lines fit no candidate, or whose fewer lines fit none and were followed by none for a minute, or, for a glob of one log_format, whose first lines fit it not.",

@@ -83,6 +83,9 @@ type Options struct {
 	Quiet func()
 	// QuietInterval is how often Quiet is called while the socket is quiet; 0: 250ms.
 	QuietInterval time.Duration
+	// CheckInterval is how often a unix socket's path is looked at, to bind again a socket
+	// whose file was removed or replaced; 0: 250ms.
+	CheckInterval time.Duration
 	// Stopped, when set, is called from the handler's goroutine once Stop closed the
 	// socket and every datagram queued was handed on, before Stop returns: a handler that
 	// holds lines for the ones after them lets them go there, as a follower's Closed lets
@@ -99,22 +102,31 @@ const batchDatagrams = 256
 
 // Listener is one bound syslog socket.
 type Listener struct {
-	opts    Options
-	conn    net.PacketConn
-	readMsg func(b, oob []byte) (n, oobn, flags int, err error)
+	opts Options
+	// conn and unixID are replaced when a unix socket is bound again, by the check
+	// goroutine, which Stop waits for before it reads them.
+	conn net.PacketConn
 	// readBytes is the read buffer's size: one more than the longest datagram handed on,
 	// so that a longer one shows. The buffer lives as long as the socket and the heap
 	// counts it whole, so it is no larger than the socket's datagrams can be.
 	readBytes int
 	unixPath  string
 	unixID    fileID // the socket file bound, so Stop removes only that one
-	queue     chan []byte
-	free      chan []byte
-	queued    atomic.Int64 // bytes in queue
-	wg        sync.WaitGroup
-	stopOnce  sync.Once
+	// lost is set while the socket file at unixPath is not the one bound: its loss and the
+	// first failure to bind again are logged once, not at every check.
+	lost     bool
+	queue    chan []byte
+	free     chan []byte
+	queued   atomic.Int64 // bytes in queue
+	readers  sync.WaitGroup
+	wg       sync.WaitGroup // deliver
+	checking sync.WaitGroup
+	stop     chan struct{}
+	stopOnce sync.Once
 
 	received, malformed, tooLong, droppedKernel, droppedQueue, errs, lines atomic.Uint64
+	// socketLost counts the times the socket file was found removed or replaced.
+	socketLost atomic.Uint64
 }
 
 // Listen binds the socket and starts handing messages to h (the datagram without its
@@ -138,7 +150,11 @@ func Listen(opts Options, h input.Handler) (*Listener, error) {
 	if opts.QuietInterval <= 0 {
 		opts.QuietInterval = defaultQuietInterval
 	}
-	l := &Listener{opts: opts, queue: make(chan []byte, opts.QueueDatagrams), free: make(chan []byte, opts.QueueDatagrams)}
+	if opts.CheckInterval <= 0 {
+		opts.CheckInterval = defaultQuietInterval
+	}
+	l := &Listener{opts: opts, queue: make(chan []byte, opts.QueueDatagrams), free: make(chan []byte, opts.QueueDatagrams),
+		stop: make(chan struct{})}
 	switch opts.Network {
 	case "unixgram":
 		err = l.listenUnix(opts.Addr)
@@ -150,13 +166,23 @@ func Listen(opts Options, h input.Handler) (*Listener, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := enableDropCount(l.conn); err != nil {
-		opts.Logger.Warn("the kernel will not report dropped datagrams", "err", err)
-	}
-	l.wg.Add(2)
-	go l.read()
+	l.startReading(l.conn)
+	l.wg.Add(1)
 	go l.deliver(h)
+	if l.unixPath != "" {
+		l.checking.Add(1)
+		go l.check()
+	}
 	return l, nil
+}
+
+// startReading starts draining c into the queue.
+func (l *Listener) startReading(c net.PacketConn) {
+	if err := enableDropCount(c); err != nil {
+		l.opts.Logger.Warn("the kernel will not report dropped datagrams", "err", err)
+	}
+	l.readers.Add(1)
+	go l.read(c)
 }
 
 func (l *Listener) listenUDP(addr string) error {
@@ -169,10 +195,6 @@ func (l *Listener) listenUDP(addr string) error {
 		return err
 	}
 	l.conn, l.readBytes = c, min(l.opts.MaxLineBytes, maxUDPDatagram)+1
-	l.readMsg = func(b, oob []byte) (int, int, int, error) {
-		n, oobn, flags, _, err := c.ReadMsgUDP(b, oob)
-		return n, oobn, flags, err
-	}
 	return nil
 }
 
@@ -181,12 +203,56 @@ func (l *Listener) listenUnix(path string) error {
 	if err != nil {
 		return err
 	}
-	l.conn, l.unixPath, l.unixID, l.readBytes = c, path, id, l.opts.MaxLineBytes+1
-	l.readMsg = func(b, oob []byte) (int, int, int, error) {
-		n, oobn, flags, _, err := c.ReadMsgUnix(b, oob)
-		return n, oobn, flags, err
-	}
+	l.conn, l.unixPath, l.unixID, l.readBytes = c, path, id, min(l.opts.MaxLineBytes, maxUnixDatagram())+1
 	return nil
+}
+
+// check looks at the unix socket's path every CheckInterval until Stop.
+func (l *Listener) check() {
+	defer l.checking.Done()
+	t := time.NewTicker(l.opts.CheckInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-l.stop:
+			return
+		case <-t.C:
+			l.checkSocket()
+		}
+	}
+}
+
+// checkSocket binds the socket again when the file at its path is no longer the one bound:
+// removed (rm, a volume cleaned) or replaced (another exporter started on the path). The
+// socket kept would still be read, but no sender could reach it by its path, so nginx
+// would fail to connect and lose every line. bindUnix refuses to replace a live socket or
+// a file that is not a socket, and is tried again at the next check.
+func (l *Listener) checkSocket() {
+	if id, err := statID(l.unixPath); err == nil && id == l.unixID {
+		l.lost = false
+		return
+	}
+	if !l.lost {
+		l.socketLost.Add(1)
+		l.opts.Logger.Warn("the syslog socket's file was removed or replaced; binding it again", "path", l.unixPath)
+	}
+	c, id, err := bindUnix(l.unixPath, l.opts.SocketMode, l.opts.Logger)
+	if err != nil {
+		if !l.lost {
+			l.opts.Logger.Warn("binding the syslog socket again failed; retrying", "path", l.unixPath, "every", l.opts.CheckInterval, "err", err)
+		}
+		l.lost = true
+		return
+	}
+	if l.lost {
+		l.opts.Logger.Info("the syslog socket is bound again", "path", l.unixPath)
+	}
+	l.lost = false
+	l.startReading(c)
+	// Senders still connected to the old socket get an error and connect again, by the
+	// path; the datagram of that error is lost on their side.
+	l.conn.Close()
+	l.conn, l.unixID = c, id
 }
 
 type fileID struct{ dev, ino uint64 }
@@ -203,14 +269,15 @@ func statID(path string) (fileID, error) {
 	return fileID{dev: uint64(st.Dev), ino: st.Ino}, nil
 }
 
-// read drains the socket into the queue until the socket is closed.
-func (l *Listener) read() {
-	defer l.wg.Done()
-	defer close(l.queue)
+// read drains c into the queue until c is closed.
+func (l *Listener) read(c net.PacketConn) {
+	defer l.readers.Done()
+	readMsg := readMsgOf(c)
 	buf := make([]byte, l.readBytes)
 	oob := make([]byte, 64)
+	var drops uint64 // the kernel's count of c's drops, which a socket bound again restarts
 	for {
-		n, oobn, flags, err := l.readMsg(buf, oob)
+		n, oobn, flags, err := readMsg(buf, oob)
 		if err != nil {
 			if errors.Is(err, net.ErrClosed) {
 				return
@@ -222,8 +289,9 @@ func (l *Listener) read() {
 			continue
 		}
 		l.received.Add(1)
-		if drops, ok := dropCount(oob[:oobn]); ok {
-			l.droppedKernel.Store(drops)
+		if d, ok := dropCount(oob[:oobn]); ok && d > drops {
+			l.droppedKernel.Add(d - drops)
+			drops = d
 		}
 		if n > l.opts.MaxLineBytes || flags&syscall.MSG_TRUNC != 0 {
 			l.tooLong.Add(1)
@@ -247,6 +315,24 @@ func (l *Listener) read() {
 			l.droppedQueue.Add(1)
 		}
 	}
+}
+
+// readMsgOf is c's ReadMsgUDP or ReadMsgUnix, which reports the flags (MSG_TRUNC) and
+// control messages (drop counts) ReadFrom hides.
+func readMsgOf(c net.PacketConn) func(b, oob []byte) (n, oobn, flags int, err error) {
+	switch c := c.(type) {
+	case *net.UDPConn:
+		return func(b, oob []byte) (int, int, int, error) {
+			n, oobn, flags, _, err := c.ReadMsgUDP(b, oob)
+			return n, oobn, flags, err
+		}
+	case *net.UnixConn:
+		return func(b, oob []byte) (int, int, int, error) {
+			n, oobn, flags, _, err := c.ReadMsgUnix(b, oob)
+			return n, oobn, flags, err
+		}
+	}
+	panic(fmt.Sprintf("syslog: a %T is neither a UDP nor a unix socket", c))
 }
 
 // maxKeptBuffer is the largest buffer the queue reuses; larger datagrams are rare and
@@ -323,12 +409,14 @@ func (l *Listener) Ready() bool { return true }
 
 // Stats returns the counters.
 func (l *Listener) Stats() input.Stats {
+	errs, lost := l.errs.Load(), l.socketLost.Load()
 	return input.Stats{
 		LinesRead: l.lines.Load(),
 		TooLong:   l.tooLong.Load(),
-		Errors:    l.errs.Load(),
-		// Every error of a socket is a failed receive.
-		ErrorsByReason: map[string]uint64{"receive": l.errs.Load()},
+		Errors:    errs + lost,
+		// A socket's errors are failed receives, and for a unix socket the times its file
+		// was found removed or replaced.
+		ErrorsByReason: map[string]uint64{"receive": errs, "socket": lost},
 		Counters: []input.Counter{
 			selfmetric.InputDatagrams.Count(l.received.Load()),
 			selfmetric.InputMalformedDatagrams.Count(l.malformed.Load()),
@@ -339,11 +427,15 @@ func (l *Listener) Stats() input.Stats {
 }
 
 // Stop closes the socket, hands on what is queued (then calls Options.Stopped), waits for
-// both goroutines and removes the unix socket file, unless another has replaced it
+// the goroutines and removes the unix socket file, unless another has replaced it
 // meanwhile.
 func (l *Listener) Stop() {
 	l.stopOnce.Do(func() {
+		close(l.stop)
+		l.checking.Wait() // no socket is bound again from here on
 		l.conn.Close()
+		l.readers.Wait()
+		close(l.queue)
 		l.wg.Wait()
 		if l.unixPath == "" {
 			return

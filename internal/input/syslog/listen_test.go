@@ -134,6 +134,30 @@ func TestListenUDPBufferBounded(t *testing.T) {
 	}
 }
 
+// A unix datagram may pass 64 KiB (nginx sends up to its socket's send buffer, 208 KiB
+// by default), yet a line cap set far above what any sender can send (for a file's long
+// lines) must not make the listener hold a read buffer of the cap, which the heap counts
+// whole. A datagram of a default sender's largest size is still read whole.
+func TestListenUnixBufferBounded(t *testing.T) {
+	const maxLine = 1 << 30
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	c := newCollector()
+	path := filepath.Join(t.TempDir(), "s.sock")
+	listen(t, Options{Network: "unixgram", Addr: path, MaxLineBytes: maxLine}, c.handle)
+	header := "<13>Nov 24 01:02:03 h t: "
+	body := strings.Repeat("x", 200<<10)
+	syslogtest.Send(t, "unixgram", path, header+body)
+	if got := c.wait(t, 1); len(got) != 1 || got[0] != body {
+		t.Errorf("a datagram of 200 KiB was not read whole: %d lines", len(got))
+	}
+	runtime.ReadMemStats(&after)
+	if grown := int64(after.HeapAlloc) - int64(before.HeapAlloc); grown > 64<<20 {
+		t.Errorf("the heap grew by %d MiB for a unix listener of a %d MiB line cap", grown>>20, maxLine>>20)
+	}
+}
+
 // A handler that stalls fills the in-process queue; what does not fit is dropped and
 // counted, every datagram is accounted for, and the socket is drained all the while (a
 // blocking unix sender never loses one).

@@ -5,9 +5,12 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"math"
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 
 	"golang.org/x/sys/unix"
 )
@@ -149,4 +152,30 @@ func checkStale(path string) error {
 		return fmt.Errorf("%s: checking the existing socket: %w", path, err)
 	}
 	return nil
+}
+
+// maxUnixDatagram is the longest unix datagram a sender without CAP_NET_ADMIN can send:
+// the kernel refuses (EMSGSIZE) one longer than the sender's send buffer less 32 bytes, and
+// that buffer is net.core.wmem_default until the sender sets it, to at most twice
+// net.core.wmem_max. A privileged sender may force a larger buffer; its longer datagrams are
+// counted as too long. When the limits cannot be read, the line cap alone bounds the read.
+func maxUnixDatagram() int {
+	dflt, err1 := readSysctl("/proc/sys/net/core/wmem_default")
+	most, err2 := readSysctl("/proc/sys/net/core/wmem_max")
+	if err1 != nil || err2 != nil {
+		return math.MaxInt - 1
+	}
+	return max(dflt, 2*most) - 32
+}
+
+func readSysctl(path string) (int, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0, err
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err == nil && (n <= 32 || n > math.MaxInt32) {
+		err = fmt.Errorf("%s: %d is out of range", path, n)
+	}
+	return n, err
 }

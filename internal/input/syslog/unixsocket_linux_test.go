@@ -3,12 +3,14 @@ package syslog
 import (
 	"bytes"
 	"io/fs"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/logwindow/logwindow_exporter/internal/input/syslog/syslogtest"
 )
@@ -176,5 +178,122 @@ func TestSocketTakesDirectoryGroup(t *testing.T) {
 	}
 	if entries, err := os.ReadDir(dir); err != nil || len(entries) != 1 {
 		t.Errorf("directory holds %v, %v; want the socket alone", entries, err)
+	}
+}
+
+// A socket file removed or replaced while the exporter runs (rm, an emptyDir cleaned,
+// another exporter started on the path) leaves the socket read but out of every sender's
+// reach. Each check binds it again, with the mode asked for, once nothing live holds the
+// path: a live socket of another process and a file that is not a socket are left alone
+// and tried again at each check. Each loss is counted once, however many checks it lasts.
+func TestSocketBoundAgain(t *testing.T) {
+	const line = "<13>Nov 24 01:02:03 h t: again"
+	for _, tc := range []struct {
+		name string
+		// replace does what happens to the socket file; the returned func, if any, is
+		// what lets the path go later (the other process exits, the file is removed).
+		replace func(t *testing.T, path string) (release func())
+	}{
+		{"removed", func(t *testing.T, path string) func() {
+			if err := os.Remove(path); err != nil {
+				t.Fatal(err)
+			}
+			return nil
+		}},
+		{"replaced by another process's live socket", func(t *testing.T, path string) func() {
+			if err := os.Remove(path); err != nil {
+				t.Fatal(err)
+			}
+			c, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: path, Net: "unixgram"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { c.Close() })
+			return func() { c.Close() } // its file stays, a stale socket
+		}},
+		{"replaced by a regular file", func(t *testing.T, path string) func() {
+			if err := os.Remove(path); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(path, []byte("data"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			return func() {
+				if b, err := os.ReadFile(path); err != nil || string(b) != "data" {
+					t.Errorf("the regular file at the socket's path was touched: %q, %v", b, err)
+				}
+				if err := os.Remove(path); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "s.sock")
+			c := newCollector()
+			// The test runs the checks itself: the listener's own comes after an hour.
+			l := listen(t, Options{Network: "unixgram", Addr: path, SocketMode: 0o600, CheckInterval: time.Hour}, c.handle)
+			first, err := statID(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			l.checkSocket() // the socket in place: nothing to do
+			if n := l.Stats().ErrorsByReason["socket"]; n != 0 {
+				t.Fatalf("a socket in place counted %d losses", n)
+			}
+			release := tc.replace(t, path)
+			if release != nil {
+				other, _ := statID(path)
+				for range 3 {
+					l.checkSocket()
+					if id, _ := statID(path); id != other {
+						t.Fatalf("what holds the path was replaced")
+					}
+				}
+				release()
+			}
+			l.checkSocket()
+			fi, err := os.Lstat(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if id, _ := statID(path); fi.Mode().Type() != fs.ModeSocket || fi.Mode().Perm() != 0o600 || id == first {
+				t.Fatalf("not bound again: %v", fi.Mode())
+			}
+			syslogtest.Send(t, "unixgram", path, line)
+			if got := c.wait(t, 1); !slices.Equal(got, []string{"again"}) {
+				t.Errorf("lines = %q", got)
+			}
+			if s := l.Stats(); s.ErrorsByReason["socket"] != 1 || s.Errors != 1 {
+				t.Errorf("errors = %d %v, want the loss counted once", s.Errors, s.ErrorsByReason)
+			}
+			l.Stop()
+			if _, err := os.Lstat(path); !os.IsNotExist(err) {
+				t.Errorf("the socket bound again is still there after Stop: %v", err)
+			}
+		})
+	}
+}
+
+// The listener checks its socket on its own, every CheckInterval.
+func TestSocketCheckedEveryInterval(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "s.sock")
+	c := newCollector()
+	listen(t, Options{Network: "unixgram", Addr: path, CheckInterval: time.Millisecond}, c.handle)
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	// A wait for the check, not a timing assertion: the socket is back within the bound.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+		if fi, err := os.Lstat(path); err == nil && fi.Mode().Type() == fs.ModeSocket {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the removed socket was not bound again")
+		}
+	}
+	syslogtest.Send(t, "unixgram", path, "<13>Nov 24 01:02:03 h t: back")
+	if got := c.wait(t, 1); !slices.Equal(got, []string{"back"}) {
+		t.Errorf("lines = %q", got)
 	}
 }
