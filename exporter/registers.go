@@ -45,15 +45,17 @@ func newRegisterShape(spec *RuleSpec) registerShape {
 	return rs
 }
 
-// walkRegisters walks the Registers family of r in the order of the exposition.
+// walkRegisters walks the Registers family of r in the order of the exposition, until sw
+// failed.
 func walkRegisters(sw sampleWriter, r *RuleSnapshot) {
 	s, m := r.shape, r.shape.spec.Registers
 	nw := len(s.spec.Windows)
 	pairs := r.regRun[:0]
-	r.eachWindow(func(i, wi int) {
+	r.eachWindow(func(i, wi int) bool {
 		if r.regSet[i*nw+wi] {
 			pairs = append(pairs, [2]int32{int32(i), int32(wi)})
 		}
+		return true
 	})
 	r.regRun = pairs
 	before := s.regOrder[:slices.Index(s.regOrder, pairExtra)]
@@ -67,6 +69,11 @@ func walkRegisters(sw sampleWriter, r *RuleSnapshot) {
 		sw.registerRun(run)
 		for _, k := range s.reg.sorted {
 			for j, p := range run {
+				// A run is every series and window when no label sorts before the
+				// register's: it is checked sample by sample.
+				if sw.failed() != nil {
+					return
+				}
 				sw.register(j, k, r.regs[(int(p[0])*nw+int(p[1]))*m+k])
 			}
 		}

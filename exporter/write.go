@@ -176,9 +176,12 @@ type sampleWriter interface {
 	// rule's buckets, count and sum (h, nil without buckets), and the native histogram
 	// (nil when not asked for).
 	histogram(i, wi int, h []float64, nh *nativeRef)
+	// failed is the error of a flush of the samples: once there is one, the walk stops,
+	// as no one reads what is left of the family.
+	failed() error
 }
 
-// walk walks family f of r, in the order of the exposition.
+// walk walks family f of r, in the order of the exposition, until sw failed.
 func walk(sw sampleWriter, r *RuleSnapshot, f int) {
 	s := r.shape
 	fam := &s.spec.Families[f]
@@ -186,11 +189,17 @@ func walk(sw sampleWriter, r *RuleSnapshot, f int) {
 	switch {
 	case fam.Kind == Counter:
 		for i := range r.labels {
+			if sw.failed() != nil {
+				return
+			}
 			sw.value(i, -1, r.totals[i])
 		}
 		return
 	case fam.Top:
 		for i := range r.tops {
+			if sw.failed() != nil {
+				return
+			}
 			sw.top(&r.tops[i])
 		}
 		return
@@ -201,12 +210,15 @@ func walk(sw sampleWriter, r *RuleSnapshot, f int) {
 		walkRegisters(sw, r)
 		return
 	}
-	one := func(i, wi int) {
+	one := func(i, wi int) bool {
+		if sw.failed() != nil {
+			return false
+		}
 		if fam.Kind == Gauge {
 			if v := r.values[(i*nw+wi)*s.gauges+at]; !isAbsent(v) {
 				sw.value(i, wi, v)
 			}
-			return
+			return true
 		}
 		h := r.Buckets(i, wi)
 		var nh *nativeRef
@@ -216,24 +228,29 @@ func walk(sw sampleWriter, r *RuleSnapshot, f int) {
 		if h != nil || nh != nil {
 			sw.histogram(i, wi, h, nh)
 		}
+		return true
 	}
 	r.eachWindow(one)
 }
 
 // eachWindow calls f with each live series and window, in the order of a windowed
-// family's samples.
-func (r *RuleSnapshot) eachWindow(f func(i, wi int)) {
+// family's samples, until f returns false.
+func (r *RuleSnapshot) eachWindow(f func(i, wi int) bool) {
 	s := r.shape
 	if s.windowAt < len(s.order) {
 		for _, p := range r.order {
-			f(int(p[0]), int(p[1]))
+			if !f(int(p[0]), int(p[1])) {
+				return
+			}
 		}
 		return
 	}
 	for i := range r.labels {
 		if r.live[i] {
 			for _, wi := range s.windowOrder {
-				f(i, wi)
+				if !f(i, wi) {
+					return
+				}
 			}
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"math"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -182,6 +183,66 @@ func TestOpenMetricsNegativeSum(t *testing.T) {
 			}
 			if !strings.Contains(om, `req_window_distribution_bucket{window="5m",le="+Inf"} 3`) {
 				t.Errorf("no +Inf bucket of the count:\n%s", om)
+			}
+		})
+	}
+}
+
+// countingWriter is a sampleWriter whose client went away after its first sample: it
+// counts the samples it is still asked for.
+type countingWriter struct {
+	samples int
+}
+
+func (c *countingWriter) begin(*RuleSnapshot, int)                  {}
+func (c *countingWriter) value(int, int, float64)                   { c.samples++ }
+func (c *countingWriter) top(*topSample)                            { c.samples++ }
+func (c *countingWriter) registerRun([][2]int32)                    {}
+func (c *countingWriter) register(int, int, uint8)                  { c.samples++ }
+func (c *countingWriter) histogram(int, int, []float64, *nativeRef) { c.samples++ }
+func (c *countingWriter) failed() error {
+	if c.samples > 0 {
+		return errors.New("gone")
+	}
+	return nil
+}
+
+// TestWalkStopsOnError: once a flush failed (a client gone, or a stalled one ended to
+// make room) the family being written is not walked on to its end for nothing: a family
+// of registers is m samples per series and window, millions in a large rule, each formatted
+// into a buffer no one reads while the scrape holds the rule's read.
+func TestWalkStopsOnError(t *testing.T) {
+	const series, m = 300, 16
+	shape, err := NewShape(RuleSpec{
+		LabelNames: []string{"a", "z"}, Windows: []string{"5m", "1h"}, TopLabel: "path",
+		Registers: m, RegisterLabel: "register",
+		Families: []Family{
+			{Name: "r_total", Kind: Counter},
+			{Name: "r_window", Kind: Gauge},
+			{Name: "r_window_top", Kind: Gauge, Top: true},
+			{Name: "r_window_distinct_register", Kind: Gauge, Registers: true},
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r RuleSnapshot
+	r.Reset(shape, series, false)
+	for i := range series {
+		r.SetSeries(i, []string{strconv.Itoa(i), "z"}, 1, true)
+		for wi := range 2 {
+			r.Gauges(i, wi)[0] = 1
+			r.AddTop(i, wi, "/p", 1)
+			r.SetRegisters(i, wi, make([]uint8, m))
+		}
+	}
+	r.sort()
+	for f, fam := range shape.Families() {
+		t.Run(fam.Name, func(t *testing.T) {
+			var c countingWriter
+			walk(&c, &r, f)
+			if c.samples != 1 {
+				t.Errorf("%d samples walked, want 1: the walk goes on after the writer failed", c.samples)
 			}
 		})
 	}

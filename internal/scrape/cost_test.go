@@ -2,6 +2,7 @@ package scrape
 
 import (
 	"io"
+	"net/http"
 	"strconv"
 	"strings"
 	"testing"
@@ -151,5 +152,48 @@ func TestReaderBytesCountsKeptSummaries(t *testing.T) {
 	}
 	if got, want := x.bytes(), int64(kept+summaryBytes(x.sums)); got < want {
 		t.Errorf("a reader holding %d bytes of summaries, %d of them another rule's, says it holds %d", want, kept, got)
+	}
+}
+
+// TestScrapeCostOfARuleStalledAmid: a rule that grew since its last read costs what it
+// holds now as soon as a scrape has read it, not once a scrape has written it: a client
+// that stalls amid the rule's samples (or several, sent at once) must not leave every
+// scrape after it charged what the rule held before it grew, while each holds its read.
+func TestScrapeCostOfARuleStalledAmid(t *testing.T) {
+	const paths, pad = 2000, 200
+	p, set := parserSet(t, strings.Replace(topRules, "k: 2, min: 3", "k: 5000", 1))
+	k := set.NewSink()
+	k.SetNow(start, start)
+	parse := func(from, to int) {
+		for i := from; i < to; i++ {
+			p.Parse("web", []byte("h1 eu /"+strings.Repeat("x", pad)+strconv.Itoa(i)), k)
+		}
+	}
+	parse(0, 10)
+	now := int64(start)
+	c := collectorAt(fixed(set), &now)
+	text := expfmt.NewFormat(expfmt.TypeTextPlain)
+	if err := c.Encode(io.Discard, nil, text); err != nil {
+		t.Fatal(err)
+	}
+	before, known := c.ScrapeCost(nil, text)
+	if !known {
+		t.Fatal("the cost of a rule read and written is unknown")
+	}
+	parse(10, paths)
+	// Both windows hold every path, each copied with its value.
+	items := int64(2 * paths * (pad + 1))
+	w := &stallWriter{h: http.Header{}, limit: 0, stalled: make(chan struct{}), resume: make(chan struct{})}
+	stalled := w.stalled
+	done := make(chan error, 1)
+	go func() { done <- c.Encode(w, nil, text) }()
+	<-stalled
+	cost, known := c.ScrapeCost(nil, text)
+	close(w.resume)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if !known || cost < items+scrapeOverhead {
+		t.Errorf("while a scrape stalls amid the grown rule: cost %d (known %v; %d before it grew), want at least its items' %d and the overhead", cost, known, before, items)
 	}
 }

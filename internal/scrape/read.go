@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -95,9 +96,16 @@ func (s *Scrape) Write(w *exporter.Writer) error {
 		}
 	}()
 	return s.p.walk(s.keep, func(f planned, first, last bool) error {
+		held := &s.p.held[f.rule][b2i(s.native)]
 		if first {
-			open[f.rule] = s.c.free.get()
-			open[f.rule].read(s.v.set.Rule(f.rule), &s.v.rules[f.rule], &s.p.rules[f.rule], s.native)
+			x := s.c.free.get()
+			open[f.rule] = x
+			x.read(s.v.set.Rule(f.rule), &s.v.rules[f.rule], &s.p.rules[f.rule], s.native)
+			// Most of what the rule holds is known once it is read: a rule that grew is
+			// charged so from now on, not once a scrape has written it, which a client
+			// that stalls amid its samples puts off until it is ended, every scrape in
+			// between charged what the rule held before.
+			raiseKnown(held, x.bytes())
 		}
 		x := open[f.rule]
 		if err := w.Write(&x.snap, f.f); err != nil {
@@ -106,7 +114,7 @@ func (s *Scrape) Write(w *exporter.Writer) error {
 		if last {
 			// What the rule held is known once it is written: the writers encode its label
 			// pairs at its first family.
-			s.p.held[f.rule][b2i(s.native)].Store(x.bytes())
+			held.Store(x.bytes())
 			open[f.rule] = nil
 			s.c.free.put(x)
 		}
@@ -121,7 +129,8 @@ func (s *Scrape) Write(w *exporter.Writer) error {
 // scrape holds throughout (as large as the last one taken), the chunk and the
 // compressor's state (scrapeOverhead). known is false when a rule it reads has not been read in that format
 // since the Set was made, or when format is held whole (exporter.BuffersWhole): then no
-// read tells what it will hold. A rule that grew since its last read holds more.
+// read tells what it will hold. A rule that grew since its last read holds more, in the
+// scrapes that began before it was read again.
 func (c *Collector) ScrapeCost(keep func(name string) bool, format expfmt.Format) (cost int64, known bool) {
 	set := c.opts.Set()
 	if set == nil {
@@ -151,6 +160,17 @@ func (c *Collector) ScrapeCost(keep func(name string) bool, format expfmt.Format
 		return 0, false
 	}
 	return most + p.viewBytes.Load() + scrapeOverhead, true
+}
+
+// raiseKnown raises a rule's known cost to n: one still unknown stays so, as a read whose
+// label pairs are not yet encoded does not tell all the rule will hold while written.
+func raiseKnown(held *atomic.Int64, n int64) {
+	for {
+		old := held.Load()
+		if old < 0 || old >= n || held.CompareAndSwap(old, n) {
+			return
+		}
+	}
 }
 
 // errUnknownCost ends ScrapeCost's walk at a rule no read of the format has measured.

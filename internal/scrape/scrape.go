@@ -273,7 +273,7 @@ type plan struct {
 
 // heldBytes is the heap the last read of a rule held while it was written, as a snapshot
 // for the text formats and one for the protobuf format (which holds native histograms):
-// -1 until it is read.
+// -1 until it is read and written; raised to what a read holds as soon as it is read.
 type heldBytes [2]atomic.Int64
 
 // planned is one family of a plan: rule's family f.
