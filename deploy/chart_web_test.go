@@ -384,3 +384,38 @@ func TestChartWebSecret(t *testing.T) {
 		t.Errorf("web.yml:\n%s", s.Data["web.yml"])
 	}
 }
+
+// TestChartSidecarWebScrape: in sidecar mode the web config is the container's the user
+// adds (the README's sidecar), which the chart cannot see: the PodMonitor scrapes it with
+// the TLS and basic auth podMonitor.tlsConfig and podMonitor.basicAuth give, over HTTPS
+// with a tlsConfig, rather than refusing them and scraping an HTTPS or password-guarded
+// endpoint in plain HTTP, every scrape failing.
+func TestChartSidecarWebScrape(t *testing.T) {
+	for _, c := range []struct {
+		name, podMonitor string
+		scheme           string
+		tls, auth        bool
+	}{
+		{"plain", "{}", "", false, false},
+		{"TLS", "{" + webPodMonitorTLS + "}", "https", true, false},
+		{"basic auth", "{" + webPodMonitorAuth + "}", "", false, true},
+		{"client certificate and basic auth", "{" + webPodMonitorMTLS + ", " + webPodMonitorAuth + "}", "https", true, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			m := renderChart(t, chartCase{name: c.name, mode: "sidecar", operator: true, values: "mode: sidecar\npodMonitor: " + c.podMonitor + "\n"})
+			if len(m.podMonitors) != 1 {
+				t.Fatalf("PodMonitors among %v, want one", m.objects)
+			}
+			for _, pm := range m.podMonitors {
+				e := pm.Spec.PodMetricsEndpoints[0]
+				scheme := ""
+				if e.Scheme != nil {
+					scheme = strings.ToLower(e.Scheme.String())
+				}
+				if scheme != c.scheme || (e.TLSConfig != nil) != c.tls || (e.BasicAuth != nil) != c.auth {
+					t.Errorf("endpoint scheme %q, tlsConfig %v, basicAuth %v; want scheme %q, tlsConfig %v, basicAuth %v", scheme, e.TLSConfig != nil, e.BasicAuth != nil, c.scheme, c.tls, c.auth)
+				}
+			}
+		})
+	}
+}

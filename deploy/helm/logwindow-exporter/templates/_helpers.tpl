@@ -578,6 +578,14 @@ web.basicAuth asks for one, else empty.
 {{- if or .Values.web.tls.secretName .Values.web.basicAuth.users }}true{{ end -}}
 {{- end -}}
 
+{{/*
+"true" when the PodMonitor scrapes over HTTPS: the chart's exporter serves web.tls, or, in
+sidecar mode, the PodMonitor is given a tlsConfig for the sidecar's own web config.
+*/}}
+{{- define "logwindow.scrapesTLS" -}}
+{{- if or .Values.web.tls.secretName (and (eq .Values.mode "sidecar") .Values.podMonitor.tlsConfig) }}true{{ end -}}
+{{- end -}}
+
 {{/* Where the web config and the files it names are mounted. */}}
 {{- define "logwindow.webDir" -}}
 /etc/logwindow_exporter_web
@@ -653,11 +661,15 @@ the install naming the value.
 {{- fail (printf "web.tls.clientAuthType: %s without web.tls.clientCASecretName: give the Secret whose ca.crt is the CA of the client certificates" $tls.clientAuthType) -}}
 {{- end -}}
 {{- $pm := .Values.podMonitor -}}
+{{- /* In sidecar mode the web config is the container's the user adds, which the chart
+  does not see: the PodMonitor's credentials are the only word of it. */ -}}
+{{- if ne .Values.mode "sidecar" -}}
 {{- if and $pm.tlsConfig (not $tls.secretName) -}}
 {{- fail "podMonitor.tlsConfig without web.tls.secretName: the exporter serves plain HTTP, which the PodMonitor scrapes without TLS; drop it, or give web.tls" -}}
 {{- end -}}
 {{- if and $pm.basicAuth (not .Values.web.basicAuth.users) -}}
 {{- fail "podMonitor.basicAuth without web.basicAuth.users: the exporter asks for no password; drop it, or give web.basicAuth.users" -}}
+{{- end -}}
 {{- end -}}
 {{- if and $pm.enabled (.Capabilities.APIVersions.Has "monitoring.coreos.com/v1") -}}
 {{- if and $tls.secretName (not $pm.tlsConfig) -}}
