@@ -338,6 +338,8 @@ func TestChartWebMistakes(t *testing.T) {
 		{"client certificates without TLS", "web: {tls: {clientAuthType: RequireAnyClientCert}}\n", false, "web.tls.secretName"},
 		{"client certificates verified without their CA", "web: {tls: {secretName: lw-tls, clientAuthType: RequireAndVerifyClientCert}}\n", false, "web.tls.clientCASecretName"},
 		{"a client CA verifying nothing", "web: {tls: {secretName: lw-tls, clientCASecretName: client-ca}}\n", false, "web.tls.clientAuthType"},
+		// exporter-toolkit takes it, and lets in any certificate.
+		{"a client CA with certificates required, not verified", "web: {tls: {secretName: lw-tls, clientAuthType: RequireAnyClientCert, clientCASecretName: client-ca}}\n", false, "would be ignored"},
 		{"the web config in extraArgs too", webTLSValues + "extraArgs: [--web.config.file=/etc/web.yml]\n", false, "extraArgs"},
 		{"web in sidecar mode", "mode: sidecar\n" + webTLSValues, false, "web"},
 		{"a password, not its hash", "web: {basicAuth: {users: {prometheus: s3cret}}}\n", false, "schema"},

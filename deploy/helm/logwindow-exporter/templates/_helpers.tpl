@@ -655,7 +655,7 @@ the install naming the value.
 {{- fail "web.tls.clientAuthType and web.tls.clientCASecretName need web.tls.secretName: client certificates are asked for in a TLS handshake, which the exporter serves only with its own certificate and key" -}}
 {{- end -}}
 {{- if and $tls.clientCASecretName (not (has $tls.clientAuthType $verifies)) -}}
-{{- fail (printf "web.tls.clientCASecretName with web.tls.clientAuthType %q, which verifies no client certificate: exporter-toolkit refuses the web config; set clientAuthType to RequireAndVerifyClientCert (or VerifyClientCertIfGiven)" $tls.clientAuthType) -}}
+{{- fail (printf "web.tls.clientCASecretName with web.tls.clientAuthType %q, which verifies no client certificate: the CA would be ignored (exporter-toolkit refuses it without a clientAuthType), letting in any certificate; set clientAuthType to RequireAndVerifyClientCert (or VerifyClientCertIfGiven)" $tls.clientAuthType) -}}
 {{- end -}}
 {{- if and (has $tls.clientAuthType $verifies) (not $tls.clientCASecretName) -}}
 {{- fail (printf "web.tls.clientAuthType: %s without web.tls.clientCASecretName: give the Secret whose ca.crt is the CA of the client certificates" $tls.clientAuthType) -}}
