@@ -683,8 +683,8 @@ the install naming the value.
 
 {{/*
 The NetworkPolicy lets in only the peers given: a port of none would take nothing (an
-empty from would take anything), and syslogFrom in daemonset mode, which has no syslog
-port, would be ignored.
+empty from would take anything), syslogFrom in daemonset mode, which has no syslog
+port, would be ignored, and a peer of an ipBlock and a selector the API server refuses.
 */}}
 {{- define "logwindow.checkNetworkPolicy" -}}
 {{- $np := .Values.networkPolicy -}}
@@ -694,6 +694,13 @@ port, would be ignored.
 {{- end -}}
 {{- if and (eq .Values.mode "daemonset") $np.syslogFrom -}}
 {{- fail "networkPolicy.syslogFrom (mode: syslog's): the DaemonSet receives no syslog, so it would be ignored: drop it, or install in syslog mode" -}}
+{{- end -}}
+{{- range $key := list "metricsFrom" "syslogFrom" -}}
+{{- range (index $np $key) -}}
+{{- if and .ipBlock (or .podSelector .namespaceSelector (hasKey . "podSelector") (hasKey . "namespaceSelector")) -}}
+{{- fail (printf "networkPolicy.%s: a peer with ipBlock and a selector, which the API server refuses: give the ipBlock as a peer of its own" $key) -}}
+{{- end -}}
+{{- end -}}
 {{- end -}}
 {{- if and $np.enabled (ne .Values.mode "sidecar") -}}
 {{- if not $np.metricsFrom -}}
