@@ -91,13 +91,22 @@ func TestChartDaemonSetNoFileAlert(t *testing.T) {
 	}
 	runTool(t, dir, promtool, "test", "rules", "test.yaml")
 
-	// One container name, one input: alerts.yaml's alert, per input.
-	one := renderChart(t, chartCase{values: "daemonset: {containers: [nginx]}\n", mode: "daemonset", operator: true})
+	// alerts.yaml's alert, per input: one container name, one input; or a rule file of the
+	// user's, whose inputs are none of daemonset.containers' and may each miss its files.
 	var f ruleFile
 	if err := yaml.UnmarshalStrict(mustRead(t, "alerts.yaml"), &f); err != nil {
 		t.Fatal(err)
 	}
-	if !equalJSON(t, one.prometheusRules["lw-logwindow-exporter"].Spec.Groups, f.Groups) {
-		t.Error("with one container name the PrometheusRule's groups are not alerts.yaml's")
+	for _, c := range []struct{ name, values string }{
+		{"one container name", "daemonset: {containers: [nginx]}\n"},
+		{"rules.existingConfigMap", "rules: {existingConfigMap: my-rules}\ndashboard: {enabled: false}\n"},
+		{"rules.content", readmeRules},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			m := renderChart(t, chartCase{values: c.values, mode: "daemonset", operator: true})
+			if !equalJSON(t, m.prometheusRules["lw-logwindow-exporter"].Spec.Groups, f.Groups) {
+				t.Errorf("with %q the PrometheusRule's groups are not alerts.yaml's", c.values)
+			}
+		})
 	}
 }

@@ -109,6 +109,9 @@ func TestChartNetworkPolicy(t *testing.T) {
 		{"senders in daemonset mode", "networkPolicy: {enabled: true, metricsFrom: [" + netpolPrometheus + "], syslogFrom: [" + netpolBlock + "]}\n", "networkPolicy.syslogFrom"},
 		{"sidecar mode", "mode: sidecar\nnetworkPolicy: {enabled: true, metricsFrom: [" + netpolPrometheus + "]}\n", "networkPolicy"},
 		{"a peer of a typo", "networkPolicy: {enabled: true, metricsFrom: [{podselector: {}}]}\n", "podselector"},
+		// The API server refuses both in one peer, and an address block that is none.
+		{"an ipBlock beside a selector", "networkPolicy: {enabled: true, metricsFrom: [{ipBlock: {cidr: 10.0.0.0/8}, podSelector: {}}]}\n", "ipBlock"},
+		{"an ipBlock of an address", "networkPolicy: {enabled: true, metricsFrom: [{ipBlock: {cidr: 10.0.0.1}}]}\n", "cidr"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			manifest, err := installChart(t, chartCase{values: c.values, operator: true})

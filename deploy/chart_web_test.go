@@ -338,6 +338,8 @@ func TestChartWebMistakes(t *testing.T) {
 		{"client certificates without TLS", "web: {tls: {clientAuthType: RequireAnyClientCert}}\n", false, "web.tls.secretName"},
 		{"client certificates verified without their CA", "web: {tls: {secretName: lw-tls, clientAuthType: RequireAndVerifyClientCert}}\n", false, "web.tls.clientCASecretName"},
 		{"a client CA verifying nothing", "web: {tls: {secretName: lw-tls, clientCASecretName: client-ca}}\n", false, "web.tls.clientAuthType"},
+		// exporter-toolkit takes it, and lets in any certificate.
+		{"a client CA with certificates required, not verified", "web: {tls: {secretName: lw-tls, clientAuthType: RequireAnyClientCert, clientCASecretName: client-ca}}\n", false, "would be ignored"},
 		{"the web config in extraArgs too", webTLSValues + "extraArgs: [--web.config.file=/etc/web.yml]\n", false, "extraArgs"},
 		{"web in sidecar mode", "mode: sidecar\n" + webTLSValues, false, "web"},
 		{"a password, not its hash", "web: {basicAuth: {users: {prometheus: s3cret}}}\n", false, "schema"},
@@ -382,5 +384,40 @@ func TestChartWebSecret(t *testing.T) {
 	}
 	if !equalJSON(t, got, want) {
 		t.Errorf("web.yml:\n%s", s.Data["web.yml"])
+	}
+}
+
+// TestChartSidecarWebScrape: in sidecar mode the web config is the container's the user
+// adds (the README's sidecar), which the chart cannot see: the PodMonitor scrapes it with
+// the TLS and basic auth podMonitor.tlsConfig and podMonitor.basicAuth give, over HTTPS
+// with a tlsConfig, rather than refusing them and scraping an HTTPS or password-guarded
+// endpoint in plain HTTP, every scrape failing.
+func TestChartSidecarWebScrape(t *testing.T) {
+	for _, c := range []struct {
+		name, podMonitor string
+		scheme           string
+		tls, auth        bool
+	}{
+		{"plain", "{}", "", false, false},
+		{"TLS", "{" + webPodMonitorTLS + "}", "https", true, false},
+		{"basic auth", "{" + webPodMonitorAuth + "}", "", false, true},
+		{"client certificate and basic auth", "{" + webPodMonitorMTLS + ", " + webPodMonitorAuth + "}", "https", true, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			m := renderChart(t, chartCase{name: c.name, mode: "sidecar", operator: true, values: "mode: sidecar\npodMonitor: " + c.podMonitor + "\n"})
+			if len(m.podMonitors) != 1 {
+				t.Fatalf("PodMonitors among %v, want one", m.objects)
+			}
+			for _, pm := range m.podMonitors {
+				e := pm.Spec.PodMetricsEndpoints[0]
+				scheme := ""
+				if e.Scheme != nil {
+					scheme = strings.ToLower(e.Scheme.String())
+				}
+				if scheme != c.scheme || (e.TLSConfig != nil) != c.tls || (e.BasicAuth != nil) != c.auth {
+					t.Errorf("endpoint scheme %q, tlsConfig %v, basicAuth %v; want scheme %q, tlsConfig %v, basicAuth %v", scheme, e.TLSConfig != nil, e.BasicAuth != nil, c.scheme, c.tls, c.auth)
+				}
+			}
+		})
 	}
 }

@@ -105,7 +105,8 @@ var semver = regexp.MustCompile(`^(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9
 
 // FromRepo reads the stamp of a build of the checkout at root: the VERSION file, the
 // commit and branch git reports, user@host, and the time; with SOURCE_DATE_EPOCH set, its
-// time and ReproducibleUser, so that a rebuild of the same commit is the same image.
+// time, ReproducibleBranch and ReproducibleUser, so that a rebuild of the same commit is
+// the same image.
 func FromRepo(root string, now time.Time) (Stamp, error) {
 	v, err := os.ReadFile(filepath.Join(root, "VERSION"))
 	if err != nil {
@@ -120,7 +121,7 @@ func FromRepo(root string, now time.Time) (Stamp, error) {
 		if err != nil {
 			return Stamp{}, fmt.Errorf("SOURCE_DATE_EPOCH=%q: %w", epoch, err)
 		}
-		s.Date, s.BuildUser = time.Unix(sec, 0).UTC(), ReproducibleUser
+		s.Date, s.Branch, s.BuildUser = time.Unix(sec, 0).UTC(), ReproducibleBranch, ReproducibleUser
 	}
 	git := func(args ...string) (string, error) {
 		cmd := exec.Command("git", args...)
@@ -138,8 +139,10 @@ func FromRepo(root string, now time.Time) (Stamp, error) {
 	if s.Revision, err = git("rev-parse", "HEAD"); err != nil {
 		return Stamp{}, err
 	}
-	if s.Branch, err = git("rev-parse", "--abbrev-ref", "HEAD"); err != nil {
-		return Stamp{}, err
+	if s.Branch == "" {
+		if s.Branch, err = git("rev-parse", "--abbrev-ref", "HEAD"); err != nil {
+			return Stamp{}, err
+		}
 	}
 	// As Go's own vcs.modified: a file git does not ignore and does not track may be built
 	// in (a .go file beside main.go), so it marks the revision too.
@@ -164,6 +167,12 @@ func FromRepo(root string, now time.Time) (Stamp, error) {
 	s.BuildUser = u.Username + "@" + host
 	return s, nil
 }
+
+// ReproducibleBranch is the branch of a build with SOURCE_DATE_EPOCH: which branch, if
+// any, a checkout of the commit is on is no part of the commit, and a rebuild from main
+// would otherwise differ from the release's, built from its tag (a detached HEAD, which
+// git names HEAD, as the release's binaries always said).
+const ReproducibleBranch = "HEAD"
 
 // ReproducibleUser is the build user of a build with SOURCE_DATE_EPOCH, in place of
 // user@host: the same commit built by anyone, anywhere (the release workflow run again on

@@ -195,3 +195,44 @@ func TestFromRepoReproducible(t *testing.T) {
 		t.Errorf("build user %q (%v) without SOURCE_DATE_EPOCH, want %s@%s", s.BuildUser, err, u.Username, host)
 	}
 }
+
+// TestFromRepoReproducibleCheckouts: with SOURCE_DATE_EPOCH, the stamp of a commit is the
+// same whatever checkout of it builds: the release workflow's (the tag, a detached HEAD)
+// and a user's rebuild from the branch the commit is on, or another, make the same
+// binaries and image digest.
+func TestFromRepoReproducibleCheckouts(t *testing.T) {
+	dir := gitRepo(t, "1.2.3\n")
+	t.Setenv("SOURCE_DATE_EPOCH", "1772368496")
+	git := func(args ...string) {
+		t.Helper()
+		if out, err := exec.Command("git", append([]string{"-C", dir}, args...)...).CombinedOutput(); err != nil {
+			t.Fatalf("git %q: %v\n%s", args, err, out)
+		}
+	}
+	git("tag", "v1.2.3")
+	var first string
+	for _, c := range []struct{ name, checkout string }{
+		{"branch main", "main"},
+		{"tag, detached", "v1.2.3"},
+		{"another branch", "-b"},
+	} {
+		args := []string{"checkout", "-q", c.checkout}
+		if c.checkout == "-b" {
+			args = append(args, "feature")
+		}
+		git(args...)
+		s, err := FromRepo(dir, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		flags, err := s.LDFlags()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if first == "" {
+			first = flags
+		} else if flags != first {
+			t.Errorf("%s: -ldflags %s; the first checkout of the same commit: %s", c.name, flags, first)
+		}
+	}
+}

@@ -578,6 +578,14 @@ web.basicAuth asks for one, else empty.
 {{- if or .Values.web.tls.secretName .Values.web.basicAuth.users }}true{{ end -}}
 {{- end -}}
 
+{{/*
+"true" when the PodMonitor scrapes over HTTPS: the chart's exporter serves web.tls, or, in
+sidecar mode, the PodMonitor is given a tlsConfig for the sidecar's own web config.
+*/}}
+{{- define "logwindow.scrapesTLS" -}}
+{{- if or .Values.web.tls.secretName (and (eq .Values.mode "sidecar") .Values.podMonitor.tlsConfig) }}true{{ end -}}
+{{- end -}}
+
 {{/* Where the web config and the files it names are mounted. */}}
 {{- define "logwindow.webDir" -}}
 /etc/logwindow_exporter_web
@@ -647,17 +655,21 @@ the install naming the value.
 {{- fail "web.tls.clientAuthType and web.tls.clientCASecretName need web.tls.secretName: client certificates are asked for in a TLS handshake, which the exporter serves only with its own certificate and key" -}}
 {{- end -}}
 {{- if and $tls.clientCASecretName (not (has $tls.clientAuthType $verifies)) -}}
-{{- fail (printf "web.tls.clientCASecretName with web.tls.clientAuthType %q, which verifies no client certificate: exporter-toolkit refuses the web config; set clientAuthType to RequireAndVerifyClientCert (or VerifyClientCertIfGiven)" $tls.clientAuthType) -}}
+{{- fail (printf "web.tls.clientCASecretName with web.tls.clientAuthType %q, which verifies no client certificate: the CA would be ignored (exporter-toolkit refuses it without a clientAuthType), letting in any certificate; set clientAuthType to RequireAndVerifyClientCert (or VerifyClientCertIfGiven)" $tls.clientAuthType) -}}
 {{- end -}}
 {{- if and (has $tls.clientAuthType $verifies) (not $tls.clientCASecretName) -}}
 {{- fail (printf "web.tls.clientAuthType: %s without web.tls.clientCASecretName: give the Secret whose ca.crt is the CA of the client certificates" $tls.clientAuthType) -}}
 {{- end -}}
 {{- $pm := .Values.podMonitor -}}
+{{- /* In sidecar mode the web config is the container's the user adds, which the chart
+  does not see: the PodMonitor's credentials are the only word of it. */ -}}
+{{- if ne .Values.mode "sidecar" -}}
 {{- if and $pm.tlsConfig (not $tls.secretName) -}}
 {{- fail "podMonitor.tlsConfig without web.tls.secretName: the exporter serves plain HTTP, which the PodMonitor scrapes without TLS; drop it, or give web.tls" -}}
 {{- end -}}
 {{- if and $pm.basicAuth (not .Values.web.basicAuth.users) -}}
 {{- fail "podMonitor.basicAuth without web.basicAuth.users: the exporter asks for no password; drop it, or give web.basicAuth.users" -}}
+{{- end -}}
 {{- end -}}
 {{- if and $pm.enabled (.Capabilities.APIVersions.Has "monitoring.coreos.com/v1") -}}
 {{- if and $tls.secretName (not $pm.tlsConfig) -}}
@@ -671,8 +683,8 @@ the install naming the value.
 
 {{/*
 The NetworkPolicy lets in only the peers given: a port of none would take nothing (an
-empty from would take anything), and syslogFrom in daemonset mode, which has no syslog
-port, would be ignored.
+empty from would take anything), syslogFrom in daemonset mode, which has no syslog
+port, would be ignored, and a peer of an ipBlock and a selector the API server refuses.
 */}}
 {{- define "logwindow.checkNetworkPolicy" -}}
 {{- $np := .Values.networkPolicy -}}
@@ -682,6 +694,13 @@ port, would be ignored.
 {{- end -}}
 {{- if and (eq .Values.mode "daemonset") $np.syslogFrom -}}
 {{- fail "networkPolicy.syslogFrom (mode: syslog's): the DaemonSet receives no syslog, so it would be ignored: drop it, or install in syslog mode" -}}
+{{- end -}}
+{{- range $key := list "metricsFrom" "syslogFrom" -}}
+{{- range (index $np $key) -}}
+{{- if and .ipBlock (or .podSelector .namespaceSelector (hasKey . "podSelector") (hasKey . "namespaceSelector")) -}}
+{{- fail (printf "networkPolicy.%s: a peer with ipBlock and a selector, which the API server refuses: give the ipBlock as a peer of its own" $key) -}}
+{{- end -}}
+{{- end -}}
 {{- end -}}
 {{- if and $np.enabled (ne .Values.mode "sidecar") -}}
 {{- if not $np.metricsFrom -}}
