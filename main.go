@@ -54,7 +54,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	app.ErrorWriter(stderr)
 	var (
 		configFile    = app.Flag("config.file", "Rule file (YAML). Default: "+strings.Join(defaultConfigFiles, ", else ")+", in the working directory.").PlaceHolder("FILE").String()
-		configCheck   = app.Flag("config.check", "Validate the rule file, print every error, and exit (0 valid, 1 invalid).").Bool()
+		configCheck   = app.Flag("config.check", "Validate the rule file, and the web config and listen addresses given, as the start does; print every error, and exit (0 valid, 1 invalid).").Bool()
 		sampleFiles   = app.Flag("sample", "With --config.check: read this file (repeatable) as the input that reads it would, print per input how many of its lines are of its format, and exit 1 when an input read lines and none is, or could read none.").PlaceHolder("FILE").Strings()
 		dashboardOut  = app.Flag("dashboard", "Print a Grafana dashboard (JSON) for the rules of --config.file and exit.").Bool()
 		replayFiles   = app.Flag("replay", "One-shot: read this file to its end (repeatable), print the exposition text of every rule and exit.").PlaceHolder("FILE").Strings()
@@ -132,8 +132,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 		*configFile = file
 	}
 	var watch *configwatch.Watcher
-	if *configWatch && !*configCheck && !*dashboardOut && len(*replayFiles) == 0 && *explainFile == "" {
+	if *configWatch && !*dashboardOut && len(*replayFiles) == 0 && *explainFile == "" {
 		// Before the load: a change in between reloads once more instead of going unseen.
+		// With --config.check too, which must refuse the file the watch refuses (a pipe).
 		w, err := configwatch.New(*configFile)
 		if err != nil {
 			fmt.Fprintf(stderr, "%s: --config.watch: %v\n", exporterName, err)
@@ -142,26 +143,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 		watch = w
 	}
 	cfg, err := config.Load(*configFile)
+	if *configCheck {
+		return checkConfig(cfg, err, *configFile, webFlags, *sampleFiles,
+			pipeline.Options{Now: time.Now, Logger: logger, MaxLineBytes: *maxLineBytes, Summary: stderr}, stdout, stderr)
+	}
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return 1
-	}
-	if *configCheck {
-		for _, w := range pipeline.MissingInputs(cfg) {
-			fmt.Fprintf(stderr, "%s: warning: %s\n", *configFile, w)
-		}
-		for _, w := range config.Warnings(cfg) {
-			fmt.Fprintln(stderr, w)
-		}
-		if len(*sampleFiles) > 0 {
-			opts := pipeline.Options{Now: time.Now, Logger: logger, MaxLineBytes: *maxLineBytes, Summary: stderr}
-			if err := pipeline.Sample(cfg, *sampleFiles, opts); err != nil {
-				fmt.Fprintln(stderr, err)
-				return 1
-			}
-		}
-		fmt.Fprintf(stdout, "%s: %d rules, %d inputs: OK\n", *configFile, len(cfg.Rules), len(cfg.Inputs))
-		return 0
 	}
 	if *dashboardOut {
 		// A dashboard cut short (a full disk, a closed pipe) is an error, not a success.
