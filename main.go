@@ -123,6 +123,23 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "%s: --explain.lines must be at least 1\n", exporterName)
 		return 2
 	}
+	// The flags' mistakes the start warns of are warned of before the one-shots: by
+	// --config.check too, which is to say what the start would.
+	for _, size := range []struct {
+		flag string
+		n    int64
+	}{{"series.max-bytes", *maxBytes}, {"web.max-scrape-bytes", *maxScrape}, {"input.backfill-bytes", *backfill}} {
+		// A plain number is bytes: 512 meant as 512MiB bounds the series or the scrapes to
+		// nothing, which would fold every label set and serve every scrape alone.
+		if size.n > 0 && size.n < 1<<20 {
+			logger.Warn("a size under 1 MiB: a number without a unit is bytes", "flag", "--"+size.flag, "bytes", size.n)
+		}
+	}
+	if snapshotSet && *storagePath == "" {
+		// The interval asks for snapshots the exporter would not write: state lost at a
+		// restart that the user meant to keep.
+		logger.Warn("--storage.snapshot-interval does nothing without --storage.path: no state is kept across restarts")
+	}
 	if *configFile == "" {
 		file, err := defaultConfigFile(logger)
 		if err != nil {
@@ -158,21 +175,6 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return 1
 		}
 		return 0
-	}
-	for _, size := range []struct {
-		flag string
-		n    int64
-	}{{"series.max-bytes", *maxBytes}, {"web.max-scrape-bytes", *maxScrape}, {"input.backfill-bytes", *backfill}} {
-		// A plain number is bytes: 512 meant as 512MiB bounds the series or the scrapes to
-		// nothing, which would fold every label set and serve every scrape alone.
-		if size.n > 0 && size.n < 1<<20 {
-			logger.Warn("a size under 1 MiB: a number without a unit is bytes", "flag", "--"+size.flag, "bytes", size.n)
-		}
-	}
-	if snapshotSet && *storagePath == "" {
-		// The interval asks for snapshots the exporter would not write: state lost at a
-		// restart that the user meant to keep.
-		logger.Warn("--storage.snapshot-interval does nothing without --storage.path: no state is kept across restarts")
 	}
 	bound, err := memlimit.Choose(rootFS, *maxBytes, maxBytesSet)
 	switch {

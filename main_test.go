@@ -55,15 +55,18 @@ func TestSnapshotIntervalWithoutPathWarns(t *testing.T) {
 		{[]string{"--storage.snapshot-interval=5s", "--storage.path=" + t.TempDir()}, false},
 		{nil, false},
 	} {
-		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
-			var stdout, stderr bytes.Buffer
-			args := append([]string{"--config.file=example-rules.yaml", "--replay=examples/access.log"}, c.args...)
-			code := run(args, &stdout, &stderr)
-			warned := strings.Contains(stderr.String(), "--storage.snapshot-interval does nothing without --storage.path")
-			if code != 0 || warned != c.warns {
-				t.Errorf("exit %d, warned %v, stderr %q; want exit 0 and a warning %v", code, warned, stderr.String(), c.warns)
-			}
-		})
+		// --config.check warns as the start does.
+		for _, mode := range []string{"--replay=examples/access.log", "--config.check"} {
+			t.Run(mode+" "+strings.Join(c.args, " "), func(t *testing.T) {
+				var stdout, stderr bytes.Buffer
+				args := append([]string{"--config.file=example-rules.yaml", mode}, c.args...)
+				code := run(args, &stdout, &stderr)
+				warned := strings.Contains(stderr.String(), "--storage.snapshot-interval does nothing without --storage.path")
+				if code != 0 || warned != c.warns {
+					t.Errorf("exit %d, warned %v, stderr %q; want exit 0 and a warning %v", code, warned, stderr.String(), c.warns)
+				}
+			})
+		}
 	}
 }
 
@@ -373,15 +376,18 @@ func TestSmallSizeWarns(t *testing.T) {
 		{"--series.max-bytes=512MiB", false},
 		{"--input.backfill-bytes=0", false},
 	} {
-		t.Run(c.flag, func(t *testing.T) {
-			var stdout, stderr bytes.Buffer
-			code := run([]string{"--config.file=example-rules.yaml", "--replay=examples/access.log", c.flag}, &stdout, &stderr)
-			name, _, _ := strings.Cut(c.flag, "=")
-			warned := strings.Contains(stderr.String(), "a size under 1 MiB") && strings.Contains(stderr.String(), name)
-			if code != 0 || warned != c.warns {
-				t.Errorf("exit %d, warned %v, stderr %q; want exit 0 and a warning %v", code, warned, stderr.String(), c.warns)
-			}
-		})
+		// --config.check warns as the start does.
+		for _, mode := range []string{"--replay=examples/access.log", "--config.check"} {
+			t.Run(mode+" "+c.flag, func(t *testing.T) {
+				var stdout, stderr bytes.Buffer
+				code := run([]string{"--config.file=example-rules.yaml", mode, c.flag}, &stdout, &stderr)
+				name, _, _ := strings.Cut(c.flag, "=")
+				warned := strings.Contains(stderr.String(), "a size under 1 MiB") && strings.Contains(stderr.String(), name)
+				if code != 0 || warned != c.warns {
+					t.Errorf("exit %d, warned %v, stderr %q; want exit 0 and a warning %v", code, warned, stderr.String(), c.warns)
+				}
+			})
+		}
 	}
 }
 
