@@ -140,6 +140,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		// restart that the user meant to keep.
 		logger.Warn("--storage.snapshot-interval does nothing without --storage.path: no state is kept across restarts")
 	}
+	if *maxRequests == 0 && maxScrapeSet && *maxScrape > 0 {
+		// The budget is kept by the scrape limiter, which --web.max-requests=0 turns off.
+		logger.Warn("--web.max-scrape-bytes does nothing with --web.max-requests=0: no scrape is limited")
+	}
 	if *configFile == "" {
 		file, err := defaultConfigFile(logger)
 		if err != nil {
@@ -242,11 +246,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	scrapeMax := scrapeBudget(*maxScrape, maxScrapeSet, bound.Bytes)
 	if *maxRequests == 0 {
-		// The budget is kept by the scrape limiter, which --web.max-requests=0 turns off.
-		if maxScrapeSet && *maxScrape > 0 {
-			logger.Warn("--web.max-scrape-bytes does nothing with --web.max-requests=0: no scrape is limited")
-		}
-		scrapeMax = 0
+		scrapeMax = 0 // see the warning of --web.max-scrape-bytes above
 	}
 	logger.Info("memory bound", "series_max_bytes", bound.Bytes, "from", bound.Source, "container_limit", bound.Limit, "soft_limit", softLimit, "scrape_max_bytes", scrapeMax)
 	err = server.Serve(cfg, opts, webFlags, server.Options{

@@ -70,6 +70,30 @@ func TestSnapshotIntervalWithoutPathWarns(t *testing.T) {
 	}
 }
 
+// TestScrapeBytesWithoutLimiterWarns: --web.max-scrape-bytes given with
+// --web.max-requests=0, which turns off the limiter that keeps it, is said in a warning,
+// by --config.check as by the start; either alone is not.
+func TestScrapeBytesWithoutLimiterWarns(t *testing.T) {
+	for _, c := range []struct {
+		args  []string
+		warns bool
+	}{
+		{[]string{"--web.max-requests=0", "--web.max-scrape-bytes=64MiB"}, true},
+		{[]string{"--web.max-requests=0"}, false},
+		{[]string{"--web.max-scrape-bytes=64MiB"}, false},
+		{[]string{"--web.max-requests=0", "--web.max-scrape-bytes=0"}, false},
+	} {
+		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			code := run(append([]string{"--config.file=example-rules.yaml", "--config.check"}, c.args...), &stdout, &stderr)
+			warned := strings.Contains(stderr.String(), "--web.max-scrape-bytes does nothing with --web.max-requests=0")
+			if code != 0 || warned != c.warns {
+				t.Errorf("exit %d, warned %v, stderr %q; want exit 0 and a warning %v", code, warned, stderr.String(), c.warns)
+			}
+		})
+	}
+}
+
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/ from the current output")
 
 // TestReplayGolden replays bundled logs through the command line's one-shot mode and
