@@ -54,7 +54,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	app.ErrorWriter(stderr)
 	var (
 		configFile    = app.Flag("config.file", "Rule file (YAML). Default: "+strings.Join(defaultConfigFiles, ", else ")+", in the working directory.").PlaceHolder("FILE").String()
-		configCheck   = app.Flag("config.check", "Validate the rule file, print every error, and exit (0 valid, 1 invalid).").Bool()
+		configCheck   = app.Flag("config.check", "Validate the rule file, and the web config and listen addresses given, as the start does; print every error, and exit (0 valid, 1 invalid).").Bool()
 		sampleFiles   = app.Flag("sample", "With --config.check: read this file (repeatable) as the input that reads it would, print per input how many of its lines are of its format, and exit 1 when an input read lines and none is, or could read none.").PlaceHolder("FILE").Strings()
 		dashboardOut  = app.Flag("dashboard", "Print a Grafana dashboard (JSON) for the rules of --config.file and exit.").Bool()
 		replayFiles   = app.Flag("replay", "One-shot: read this file to its end (repeatable), print the exposition text of every rule and exit.").PlaceHolder("FILE").Strings()
@@ -123,54 +123,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "%s: --explain.lines must be at least 1\n", exporterName)
 		return 2
 	}
-	if *configFile == "" {
-		file, err := defaultConfigFile(logger)
-		if err != nil {
-			fmt.Fprintf(stderr, "%s: %v\n", exporterName, err)
-			return 1
-		}
-		*configFile = file
-	}
-	var watch *configwatch.Watcher
-	if *configWatch && !*configCheck && !*dashboardOut && len(*replayFiles) == 0 && *explainFile == "" {
-		// Before the load: a change in between reloads once more instead of going unseen.
-		w, err := configwatch.New(*configFile)
-		if err != nil {
-			fmt.Fprintf(stderr, "%s: --config.watch: %v\n", exporterName, err)
-			return 1
-		}
-		watch = w
-	}
-	cfg, err := config.Load(*configFile)
-	if err != nil {
-		fmt.Fprintln(stderr, err)
-		return 1
-	}
-	if *configCheck {
-		for _, w := range pipeline.MissingInputs(cfg) {
-			fmt.Fprintf(stderr, "%s: warning: %s\n", *configFile, w)
-		}
-		for _, w := range config.Warnings(cfg) {
-			fmt.Fprintln(stderr, w)
-		}
-		if len(*sampleFiles) > 0 {
-			opts := pipeline.Options{Now: time.Now, Logger: logger, MaxLineBytes: *maxLineBytes, Summary: stderr}
-			if err := pipeline.Sample(cfg, *sampleFiles, opts); err != nil {
-				fmt.Fprintln(stderr, err)
-				return 1
-			}
-		}
-		fmt.Fprintf(stdout, "%s: %d rules, %d inputs: OK\n", *configFile, len(cfg.Rules), len(cfg.Inputs))
-		return 0
-	}
-	if *dashboardOut {
-		// A dashboard cut short (a full disk, a closed pipe) is an error, not a success.
-		if err := dashboard.Write(stdout, cfg, dashboard.Options{}); err != nil {
-			fmt.Fprintf(stderr, "writing the dashboard: %v\n", err)
-			return 1
-		}
-		return 0
-	}
+	// The flags' mistakes the start warns of are warned of before the one-shots: by
+	// --config.check too, which is to say what the start would.
 	for _, size := range []struct {
 		flag string
 		n    int64
@@ -185,6 +139,46 @@ func run(args []string, stdout, stderr io.Writer) int {
 		// The interval asks for snapshots the exporter would not write: state lost at a
 		// restart that the user meant to keep.
 		logger.Warn("--storage.snapshot-interval does nothing without --storage.path: no state is kept across restarts")
+	}
+	if *maxRequests == 0 && maxScrapeSet && *maxScrape > 0 {
+		// The budget is kept by the scrape limiter, which --web.max-requests=0 turns off.
+		logger.Warn("--web.max-scrape-bytes does nothing with --web.max-requests=0: no scrape is limited")
+	}
+	if *configFile == "" {
+		file, err := defaultConfigFile(logger)
+		if err != nil {
+			fmt.Fprintf(stderr, "%s: %v\n", exporterName, err)
+			return 1
+		}
+		*configFile = file
+	}
+	var watch *configwatch.Watcher
+	if *configWatch && !*dashboardOut && len(*replayFiles) == 0 && *explainFile == "" {
+		// Before the load: a change in between reloads once more instead of going unseen.
+		// With --config.check too, which must refuse the file the watch refuses (a pipe).
+		w, err := configwatch.New(*configFile)
+		if err != nil {
+			fmt.Fprintf(stderr, "%s: --config.watch: %v\n", exporterName, err)
+			return 1
+		}
+		watch = w
+	}
+	cfg, err := config.Load(*configFile)
+	if *configCheck {
+		return checkConfig(cfg, err, *configFile, webFlags, *sampleFiles,
+			pipeline.Options{Now: time.Now, Logger: logger, MaxLineBytes: *maxLineBytes, Summary: stderr}, stdout, stderr)
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 1
+	}
+	if *dashboardOut {
+		// A dashboard cut short (a full disk, a closed pipe) is an error, not a success.
+		if err := dashboard.Write(stdout, cfg, dashboard.Options{}); err != nil {
+			fmt.Fprintf(stderr, "writing the dashboard: %v\n", err)
+			return 1
+		}
+		return 0
 	}
 	bound, err := memlimit.Choose(rootFS, *maxBytes, maxBytesSet)
 	switch {
@@ -252,11 +246,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	scrapeMax := scrapeBudget(*maxScrape, maxScrapeSet, bound.Bytes)
 	if *maxRequests == 0 {
-		// The budget is kept by the scrape limiter, which --web.max-requests=0 turns off.
-		if maxScrapeSet && *maxScrape > 0 {
-			logger.Warn("--web.max-scrape-bytes does nothing with --web.max-requests=0: no scrape is limited")
-		}
-		scrapeMax = 0
+		scrapeMax = 0 // see the warning of --web.max-scrape-bytes above
 	}
 	logger.Info("memory bound", "series_max_bytes", bound.Bytes, "from", bound.Source, "container_limit", bound.Limit, "soft_limit", softLimit, "scrape_max_bytes", scrapeMax)
 	err = server.Serve(cfg, opts, webFlags, server.Options{

@@ -55,11 +55,38 @@ func TestSnapshotIntervalWithoutPathWarns(t *testing.T) {
 		{[]string{"--storage.snapshot-interval=5s", "--storage.path=" + t.TempDir()}, false},
 		{nil, false},
 	} {
+		// --config.check warns as the start does.
+		for _, mode := range []string{"--replay=examples/access.log", "--config.check"} {
+			t.Run(mode+" "+strings.Join(c.args, " "), func(t *testing.T) {
+				var stdout, stderr bytes.Buffer
+				args := append([]string{"--config.file=example-rules.yaml", mode}, c.args...)
+				code := run(args, &stdout, &stderr)
+				warned := strings.Contains(stderr.String(), "--storage.snapshot-interval does nothing without --storage.path")
+				if code != 0 || warned != c.warns {
+					t.Errorf("exit %d, warned %v, stderr %q; want exit 0 and a warning %v", code, warned, stderr.String(), c.warns)
+				}
+			})
+		}
+	}
+}
+
+// TestScrapeBytesWithoutLimiterWarns: --web.max-scrape-bytes given with
+// --web.max-requests=0, which turns off the limiter that keeps it, is said in a warning,
+// by --config.check as by the start; either alone is not.
+func TestScrapeBytesWithoutLimiterWarns(t *testing.T) {
+	for _, c := range []struct {
+		args  []string
+		warns bool
+	}{
+		{[]string{"--web.max-requests=0", "--web.max-scrape-bytes=64MiB"}, true},
+		{[]string{"--web.max-requests=0"}, false},
+		{[]string{"--web.max-scrape-bytes=64MiB"}, false},
+		{[]string{"--web.max-requests=0", "--web.max-scrape-bytes=0"}, false},
+	} {
 		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
 			var stdout, stderr bytes.Buffer
-			args := append([]string{"--config.file=example-rules.yaml", "--replay=examples/access.log"}, c.args...)
-			code := run(args, &stdout, &stderr)
-			warned := strings.Contains(stderr.String(), "--storage.snapshot-interval does nothing without --storage.path")
+			code := run(append([]string{"--config.file=example-rules.yaml", "--config.check"}, c.args...), &stdout, &stderr)
+			warned := strings.Contains(stderr.String(), "--web.max-scrape-bytes does nothing with --web.max-requests=0")
 			if code != 0 || warned != c.warns {
 				t.Errorf("exit %d, warned %v, stderr %q; want exit 0 and a warning %v", code, warned, stderr.String(), c.warns)
 			}
@@ -373,15 +400,18 @@ func TestSmallSizeWarns(t *testing.T) {
 		{"--series.max-bytes=512MiB", false},
 		{"--input.backfill-bytes=0", false},
 	} {
-		t.Run(c.flag, func(t *testing.T) {
-			var stdout, stderr bytes.Buffer
-			code := run([]string{"--config.file=example-rules.yaml", "--replay=examples/access.log", c.flag}, &stdout, &stderr)
-			name, _, _ := strings.Cut(c.flag, "=")
-			warned := strings.Contains(stderr.String(), "a size under 1 MiB") && strings.Contains(stderr.String(), name)
-			if code != 0 || warned != c.warns {
-				t.Errorf("exit %d, warned %v, stderr %q; want exit 0 and a warning %v", code, warned, stderr.String(), c.warns)
-			}
-		})
+		// --config.check warns as the start does.
+		for _, mode := range []string{"--replay=examples/access.log", "--config.check"} {
+			t.Run(mode+" "+c.flag, func(t *testing.T) {
+				var stdout, stderr bytes.Buffer
+				code := run([]string{"--config.file=example-rules.yaml", mode, c.flag}, &stdout, &stderr)
+				name, _, _ := strings.Cut(c.flag, "=")
+				warned := strings.Contains(stderr.String(), "a size under 1 MiB") && strings.Contains(stderr.String(), name)
+				if code != 0 || warned != c.warns {
+					t.Errorf("exit %d, warned %v, stderr %q; want exit 0 and a warning %v", code, warned, stderr.String(), c.warns)
+				}
+			})
+		}
 	}
 }
 

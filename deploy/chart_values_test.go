@@ -432,7 +432,8 @@ func renderedRuleText(t *testing.T, m *manifests, spec *corev1.PodSpec) string {
 }
 
 // exporterConfigCheck runs the built exporter's --config.check with the rendered container's
-// arguments, its rule file in a temporary directory: the flags and the rules must be what
+// arguments, its rule file and its web config (laid out as the kubelet lays out their
+// volumes) in temporary directories: the flags, the rules and the web config must be what
 // the exporter starts with.
 func exporterConfigCheck(t *testing.T, m *manifests, spec *corev1.PodSpec) {
 	t.Helper()
@@ -443,7 +444,10 @@ func exporterConfigCheck(t *testing.T, m *manifests, spec *corev1.PodSpec) {
 	args := []string{"--config.file=" + local, "--config.check"}
 	if spec != nil {
 		for _, a := range chartExporter(t, spec).Args {
-			if !strings.HasPrefix(a, "--config.file=") {
+			switch {
+			case strings.HasPrefix(a, "--web.config.file="):
+				args = append(args, "--web.config.file="+localWebConfig(t, m, spec))
+			case !strings.HasPrefix(a, "--config.file="):
 				args = append(args, a)
 			}
 		}

@@ -156,34 +156,10 @@ func secretKey(t *testing.T, m *manifests, name, key string) []byte {
 func checkWebPod(t *testing.T, m *manifests, spec *corev1.PodSpec, probeScheme corev1.URIScheme) {
 	t.Helper()
 	exp := chartExporter(t, spec)
-	file, ok := flagValue(exp.Args, "--web.config.file")
-	if !ok {
+	if _, ok := flagValue(exp.Args, "--web.config.file"); !ok {
 		t.Fatalf("args %q: no --web.config.file", exp.Args)
 	}
-
-	// The files of the web config's directory, as the kubelet lays out the volume.
-	dir := t.TempDir()
-	mount := slices.IndexFunc(exp.VolumeMounts, func(vm corev1.VolumeMount) bool { return vm.MountPath == filepath.Dir(file) })
-	if mount < 0 || !exp.VolumeMounts[mount].ReadOnly {
-		t.Fatalf("%s is not in a read-only mount of its own: %+v", file, exp.VolumeMounts)
-	}
-	vol := slices.IndexFunc(spec.Volumes, func(v corev1.Volume) bool { return v.Name == exp.VolumeMounts[mount].Name })
-	if vol < 0 || spec.Volumes[vol].Projected == nil {
-		t.Fatalf("volume %s: want a projected volume of the Secrets (a renewed certificate reaches it)", exp.VolumeMounts[mount].Name)
-	}
-	for _, src := range spec.Volumes[vol].Projected.Sources {
-		if src.Secret == nil {
-			t.Fatalf("projected source %+v: not a Secret", src)
-		}
-		for _, item := range src.Secret.Items {
-			if err := os.WriteFile(filepath.Join(dir, item.Path), secretKey(t, m, src.Secret.Name, item.Key), 0o600); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	if _, err := os.Stat(filepath.Join(dir, filepath.Base(file))); err != nil {
-		t.Fatalf("the volume has no %s: %v", filepath.Base(file), err)
-	}
+	webConfig := localWebConfig(t, m, spec)
 
 	probes := map[string]*corev1.Probe{"startup": exp.StartupProbe, "liveness": exp.LivenessProbe, "readiness": exp.ReadinessProbe}
 	for name, p := range probes {
@@ -214,7 +190,7 @@ func checkWebPod(t *testing.T, m *manifests, spec *corev1.PodSpec, probeScheme c
 	}
 	for i, a := range args {
 		if strings.HasPrefix(a, "--web.config.file=") {
-			args[i] = "--web.config.file=" + filepath.Join(dir, filepath.Base(file))
+			args[i] = "--web.config.file=" + webConfig
 		}
 	}
 	argv := append([]string{builtBinary(t), "--web.listen-address=" + addr}, args...)
@@ -247,6 +223,40 @@ func checkWebPod(t *testing.T, m *manifests, spec *corev1.PodSpec, probeScheme c
 	} else if !strings.Contains(body, "logwindow_build_info") {
 		t.Errorf("the PodMonitor's scrape has no logwindow_build_info:\n%.500s", body)
 	}
+}
+
+// localWebConfig lays out the volume of the pod's --web.config.file in a temporary
+// directory, as the kubelet does (the chart's web.yml beside the files of the user's
+// Secrets), and returns the web config's path there. The volume must be a read-only mount
+// of its own, projected from the Secrets, so that a renewed certificate reaches it.
+func localWebConfig(t *testing.T, m *manifests, spec *corev1.PodSpec) string {
+	t.Helper()
+	exp := chartExporter(t, spec)
+	file, _ := flagValue(exp.Args, "--web.config.file")
+	dir := t.TempDir()
+	mount := slices.IndexFunc(exp.VolumeMounts, func(vm corev1.VolumeMount) bool { return vm.MountPath == filepath.Dir(file) })
+	if mount < 0 || !exp.VolumeMounts[mount].ReadOnly {
+		t.Fatalf("%s is not in a read-only mount of its own: %+v", file, exp.VolumeMounts)
+	}
+	vol := slices.IndexFunc(spec.Volumes, func(v corev1.Volume) bool { return v.Name == exp.VolumeMounts[mount].Name })
+	if vol < 0 || spec.Volumes[vol].Projected == nil {
+		t.Fatalf("volume %s: want a projected volume of the Secrets (a renewed certificate reaches it)", exp.VolumeMounts[mount].Name)
+	}
+	for _, src := range spec.Volumes[vol].Projected.Sources {
+		if src.Secret == nil {
+			t.Fatalf("projected source %+v: not a Secret", src)
+		}
+		for _, item := range src.Secret.Items {
+			if err := os.WriteFile(filepath.Join(dir, item.Path), secretKey(t, m, src.Secret.Name, item.Key), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	local := filepath.Join(dir, filepath.Base(file))
+	if _, err := os.Stat(local); err != nil {
+		t.Fatalf("the volume has no %s: %v", filepath.Base(file), err)
+	}
+	return local
 }
 
 func ptrString[T ~string](p *T) string {

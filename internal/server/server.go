@@ -100,8 +100,8 @@ func Serve(cfg *config.Config, popts pipeline.Options, webFlags *web.FlagConfig,
 	logger := o.Logger
 	logger.Info("starting "+o.Name, "version", version.Info(), "config", cfg.File)
 	if f := webFlags.WebConfigFile; f != nil && *f != "" {
-		if err := checkWebConfig(*f, logger.With("web_config", *f)); err != nil {
-			return fmt.Errorf("--web.config.file=%s: %w", *f, err)
+		if err := CheckWebConfig(*f, logger.With("web_config", *f)); err != nil {
+			return err
 		}
 	}
 	// Signals are caught before the inputs start: a SIGHUP or SIGTERM during start-up must
@@ -200,6 +200,17 @@ func Serve(cfg *config.Config, popts pipeline.Options, webFlags *web.FlagConfig,
 		logger.Info("shutting down")
 		return shutdown(servers, conns, logger)
 	}
+}
+
+// CheckWebConfig refuses the web config file at path (--web.config.file) as the start
+// does, before anything starts, with an error naming the flag and the file, and warns to
+// logger of what the start warns of (see checkWebConfig). --config.check calls it too, so
+// that it says OK only of a web config the start takes.
+func CheckWebConfig(path string, logger *slog.Logger) error {
+	if err := checkWebConfig(path, logger); err != nil {
+		return fmt.Errorf("--web.config.file=%s: %w", path, err)
+	}
+	return nil
 }
 
 // checkWebConfig refuses the web config at path before anything starts: exporter-toolkit
@@ -381,37 +392,79 @@ func listen(flags *web.FlagConfig, logger *slog.Logger) ([]net.Listener, error) 
 		l, err := listenOn(addr)
 		if err != nil {
 			closeAll(ls)
-			return nil, fmt.Errorf("--web.listen-address=%s: %w", addr, err)
+			return nil, listenAddressError(addr, err)
 		}
 		ls = append(ls, l)
 	}
 	return ls, nil
 }
 
-// listenOn opens the socket of one --web.listen-address. An address without its port
-// ("", ":", "host:", what a template whose port value was left empty makes) is refused:
-// net.Listen would take it for port 0 and listen on a port the system chose, where no
-// scraper looks.
-func listenOn(addr string) (net.Listener, error) {
-	if !strings.HasPrefix(addr, "vsock://") {
-		if _, port, err := net.SplitHostPort(addr); addr == "" || (err == nil && port == "") {
-			return nil, errors.New("no port: give one, as :9907 (:0 for a port the system chooses)")
+// CheckListenAddresses refuses, as the start does, each --web.listen-address of flags
+// that cannot be listened on as written (see parseListenAddress), without opening a
+// socket: --config.check calls it, which must not fail for an address the running
+// exporter holds. The addresses are not looked at with --web.systemd-socket, which the
+// start serves instead.
+func CheckListenAddresses(flags *web.FlagConfig) error {
+	if (flags.WebSystemdSocket != nil && *flags.WebSystemdSocket) || flags.WebListenAddresses == nil {
+		return nil
+	}
+	var errs []error
+	for _, addr := range *flags.WebListenAddresses {
+		if _, _, err := parseListenAddress(addr); err != nil {
+			errs = append(errs, listenAddressError(addr, err))
 		}
-		return net.Listen("tcp", addr)
+	}
+	return errors.Join(errs...)
+}
+
+func listenAddressError(addr string, err error) error {
+	return fmt.Errorf("--web.listen-address=%s: %w", addr, err)
+}
+
+// listenOn opens the socket of one --web.listen-address (see parseListenAddress).
+func listenOn(addr string) (net.Listener, error) {
+	port, isVsock, err := parseListenAddress(addr)
+	switch {
+	case err != nil:
+		return nil, err
+	case isVsock:
+		return vsock.Listen(port, nil)
+	}
+	return net.Listen("tcp", addr)
+}
+
+// parseListenAddress refuses what of a --web.listen-address can be told wrong without
+// opening its socket, and returns the port of a vsock://:port one (isVsock), as
+// exporter-toolkit reads it. An address without its port ("", ":", "host:", what a
+// template whose port value was left empty makes) is refused: net.Listen would take it
+// for port 0 and listen on a port the system chose, where no scraper looks. A TCP port is
+// read as net.Listen reads it (a number, or a service name); the host is not looked up,
+// which would depend on the machine the check runs on.
+func parseListenAddress(addr string) (vsockPort uint32, isVsock bool, err error) {
+	if !strings.HasPrefix(addr, "vsock://") {
+		_, port, err := net.SplitHostPort(addr)
+		switch {
+		case addr == "" || (err == nil && port == ""):
+			return 0, false, errors.New("no port: give one, as :9907 (:0 for a port the system chooses)")
+		case err != nil:
+			return 0, false, err
+		}
+		_, err = net.LookupPort("tcp", port)
+		return 0, false, err
 	}
 	u, err := url.Parse(addr)
 	if err != nil {
-		return nil, err
+		return 0, true, err
 	}
 	_, port, err := net.SplitHostPort(u.Host)
 	if err != nil {
-		return nil, err
+		return 0, true, err
 	}
 	n, err := strconv.ParseUint(port, 10, 32)
 	if err != nil {
-		return nil, fmt.Errorf("vsock port %q: %w", port, err)
+		return 0, true, fmt.Errorf("vsock port %q: %w", port, err)
 	}
-	return vsock.Listen(uint32(n), nil)
+	return uint32(n), true, nil
 }
 
 func closeAll(ls []net.Listener) {
