@@ -461,6 +461,27 @@ func (r *equivRun) copyTruncate() {
 	r.t.Logf("copytruncate")
 }
 
+// emptied rotates the log by copytruncate while the exporter runs, and waits until it has
+// seen the log truncated: it reads the log on from its start, offset 0.
+func (r *equivRun) emptied() {
+	r.t.Helper()
+	truncations := func() (n uint64) {
+		for _, in := range r.p.inputStats() {
+			n += in.Truncations
+		}
+		return n
+	}
+	before := truncations()
+	r.copyTruncate()
+	deadline := time.Now().Add(10 * time.Second)
+	for truncations() == before {
+		if time.Now().After(deadline) {
+			r.t.Fatalf("the truncation not seen: input stats %+v\n%s", r.p.inputStats(), r.out.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 // copyTruncateBehind rotates the log as logrotate's copytruncate does when the running
 // exporter read the log's last lines after the copy was made: the copy holds fewer lines
 // than were read, and lines are written to the log after. With a glob that matches the
@@ -609,6 +630,20 @@ func TestReadingsAgree(t *testing.T) {
 			for r.next < len(r.lines) {
 				r.write(1+r.rng.IntN(400), r.rng.IntN(2) == 0)
 			}
+			check(t, r)
+		})
+		// The log was empty at the stop (the exporter had seen it truncated), so its
+		// position is at offset 0: the copy a copytruncate made of it while the exporter
+		// was down holds none of the lines counted, and is read whole.
+		t.Run(wrap.name+", restarted on an emptied log", func(t *testing.T) {
+			r := newRun(t, 0)
+			r.write(len(r.lines)/4, false)
+			r.start()
+			r.emptied()
+			r.stop()
+			r.write(len(r.lines)/4, false)
+			r.copyTruncate()
+			r.write(len(r.lines)/4, false)
 			check(t, r)
 		})
 		for seed := range wrap.seeds {

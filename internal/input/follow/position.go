@@ -1,6 +1,7 @@
 package follow
 
 import (
+	"bytes"
 	"errors"
 	"io"
 	"os"
@@ -113,6 +114,10 @@ type resume struct {
 	// other first bytes: truncated, or another file that took the inode of one deleted
 	// (a file compressed, then its successor made).
 	intact, rewritten map[string]bool
+	// unread holds, by path, the files the first scan found at a position of offset 0:
+	// nothing of them was read, so their first bytes, none, are intact whatever was done
+	// to them since, a copytruncate too, whose copy holds none of the lines read.
+	unread map[string]fileID
 	// resumed holds the files read on from their positions.
 	resumed map[fileID]bool
 }
@@ -121,7 +126,7 @@ func newResume(ps []Position) *resume {
 	if ps == nil {
 		return nil
 	}
-	r := &resume{byID: make(map[fileID]Position, len(ps)), intact: map[string]bool{}, rewritten: map[string]bool{}, resumed: map[fileID]bool{}}
+	r := &resume{byID: make(map[fileID]Position, len(ps)), intact: map[string]bool{}, rewritten: map[string]bool{}, unread: map[string]fileID{}, resumed: map[fileID]bool{}}
 	for _, p := range ps {
 		id := fileID{dev: p.Dev, ino: p.Ino}
 		if _, dup := r.byID[id]; !dup {
@@ -153,7 +158,12 @@ func (f *Follower) resumeAt(id fileID, file *os.File) (off int64, ok bool) {
 		r.rewritten[p.Path] = true
 		return 0, true
 	}
-	r.intact[p.Path], r.resumed[id] = true, true
+	if p.Offset == 0 {
+		r.unread[p.Path] = id
+	} else {
+		r.intact[p.Path] = true
+	}
+	r.resumed[id] = true
 	return p.Offset, true
 }
 
@@ -190,6 +200,10 @@ var (
 // of a position, read on by the follower of its path) are read next, from their start or,
 // a copy of it, from its position (copiedAt): a path rotated more than once while the
 // exporter was down had each of them between that file and the one at the path now.
+// So are those of a path whose file is there still at a position of offset 0 (unread):
+// written after Options.Taken, they hold lines of none read then (the copy that
+// copytruncate made of it while the exporter was down), except a copy the file still
+// holds the lines of (held).
 func (f *Follower) resumeRotated() {
 	r := f.resume
 	f.resume = nil
@@ -255,8 +269,9 @@ func (f *Follower) resumeRotated() {
 		}
 		done = append(done, path)
 		since, seen := lastWrite[path]
+		unread, empty := r.unread[path]
 		switch {
-		case !seen && (!lost[path] || f.o.Taken.IsZero()):
+		case !seen && (!lost[path] && !empty || f.o.Taken.IsZero()):
 			continue
 		case !seen:
 			since = f.o.Taken
@@ -273,6 +288,10 @@ func (f *Follower) resumeRotated() {
 				// Another follower of the glob reads it on from its position: the archive
 				// of a position that was written to after it (a writer that had not
 				// reopened the log yet), at a path this one does not select.
+				_ = a.file.Close()
+				continue
+			}
+			if empty && f.held(unread, a.file) {
 				_ = a.file.Close()
 				continue
 			}
@@ -299,6 +318,26 @@ func (f *Follower) resumeRotated() {
 		f.c.rotations.Add(1)
 		f.o.Logger.Info(said[t].msg, said[t].attrs...)
 	}
+}
+
+// held reports whether the file of identity id, followed from its start, begins with all
+// of file's first bytes (up to HeadBytes): the copy that logrotate's copy (not
+// copytruncate) made of it, whose lines it holds still and which are read there.
+func (f *Follower) held(id fileID, file *os.File) bool {
+	f.mu.Lock()
+	t := f.byID[id]
+	f.mu.Unlock()
+	fi, err := file.Stat()
+	if t == nil || err != nil {
+		return false
+	}
+	var a, b [headLen]byte
+	n := int(min(headLen, fi.Size()))
+	if got, _ := file.ReadAt(a[:n], 0); got < n {
+		return false
+	}
+	got, _ := t.f.ReadAt(b[:n], 0)
+	return got == n && bytes.Equal(a[:n], b[:n])
 }
 
 // saying is a message of the log with its attributes.

@@ -349,3 +349,82 @@ func TestStopBeforeCopyJudged(t *testing.T) {
 	waitFor(t, "two more turns of the reader", func() bool { return g.turns.Load() > turns+2 })
 	next.expectExactly(t, span{111, 150})
 }
+
+// TestResumeEmptyCopied: the log was empty at the snapshot (just truncated, or just made
+// by a rotation), so its position is at offset 0 and intact after any copytruncate. The
+// copies logrotate made of it while the exporter was down, written after the snapshot,
+// hold lines of none read then: a copytruncate's are read whole, oldest first, before the
+// log. A copy the log still holds the lines of (logrotate's copy, without the truncation)
+// is not read.
+func TestResumeEmptyCopied(t *testing.T) {
+	// copy copies the log to its first rotated name, the older copies shifted by one, as
+	// logrotate does, and truncates it if asked.
+	copy := func(t *testing.T, log string, truncate bool) {
+		t.Helper()
+		if _, err := os.Stat(log + ".1"); err == nil {
+			rename(t, log+".1", log+".2")
+		}
+		data, err := os.ReadFile(log)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(log+".1", data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if truncate {
+			if err := os.Truncate(log, 0); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for _, tc := range []struct {
+		name string
+		down func(t *testing.T, log string, w *os.File)
+	}{{
+		name: "copytruncate",
+		down: func(t *testing.T, log string, w *os.File) {
+			writeLines(t, w, 101, 120)
+			copy(t, log, true)
+			writeLines(t, w, 121, 150)
+		},
+	}, {
+		name: "copytruncate twice",
+		down: func(t *testing.T, log string, w *os.File) {
+			writeLines(t, w, 101, 110)
+			copy(t, log, true)
+			touch(t, log+".1", -time.Second/2) // written before the second copy, by mtime
+			writeLines(t, w, 111, 120)
+			copy(t, log, true)
+			writeLines(t, w, 121, 150)
+		},
+	}, {
+		name: "copy",
+		down: func(t *testing.T, log string, w *os.File) {
+			writeLines(t, w, 101, 120)
+			copy(t, log, false)
+			writeLines(t, w, 121, 150)
+		},
+	}} {
+		for _, mode := range modes {
+			t.Run(tc.name+", "+mode.name, func(t *testing.T) {
+				dir := t.TempDir()
+				log := filepath.Join(dir, "access.log")
+				w := create(t, log)
+				o := mode.options(log)
+				o.FromBeginning = true
+				f := start(t, o, newCollector().handle)
+				waitFollowed(t, f, w)
+				f.Stop()
+				positions := f.Positions()
+				if len(positions) != 1 || positions[0].Offset != 0 {
+					t.Fatalf("positions %+v, want the empty log's at offset 0", positions)
+				}
+				o.FromBeginning = false
+
+				taken := time.Now().Add(-time.Second) // see TestResume
+				tc.down(t, log, w)
+				expectResumed(t, o, positions, taken)
+			})
+		}
+	}
+}
