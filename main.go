@@ -153,19 +153,24 @@ func run(args []string, stdout, stderr io.Writer) int {
 		*configFile = file
 	}
 	var watch *configwatch.Watcher
+	var watchErr error
 	if *configWatch && !*dashboardOut && len(*replayFiles) == 0 && *explainFile == "" {
 		// Before the load: a change in between reloads once more instead of going unseen.
-		// With --config.check too, which must refuse the file the watch refuses (a pipe).
+		// With --config.check too, which must refuse the file the watch refuses (a pipe),
+		// among its other errors.
 		w, err := configwatch.New(*configFile)
 		if err != nil {
-			fmt.Fprintf(stderr, "%s: --config.watch: %v\n", exporterName, err)
-			return 1
+			watchErr = fmt.Errorf("%s: --config.watch: %w", exporterName, err)
+			if !*configCheck {
+				fmt.Fprintln(stderr, watchErr)
+				return 1
+			}
 		}
 		watch = w
 	}
 	cfg, err := config.Load(*configFile)
 	if *configCheck {
-		return checkConfig(cfg, err, *configFile, webFlags, *sampleFiles,
+		return checkConfig(cfg, err, watchErr, *configFile, webFlags, *sampleFiles,
 			pipeline.Options{Now: time.Now, Logger: logger, MaxLineBytes: *maxLineBytes, Summary: stderr}, stdout, stderr)
 	}
 	if err != nil {
