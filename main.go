@@ -23,6 +23,7 @@ import (
 	"github.com/prometheus/exporter-toolkit/web/kingpinflag"
 
 	"github.com/logwindow/logwindow_exporter/config"
+	"github.com/logwindow/logwindow_exporter/internal/configcheck"
 	"github.com/logwindow/logwindow_exporter/internal/configwatch"
 	"github.com/logwindow/logwindow_exporter/internal/dashboard"
 	"github.com/logwindow/logwindow_exporter/internal/explain"
@@ -170,7 +171,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	cfg, err := config.Load(*configFile)
 	if *configCheck {
-		return checkConfig(cfg, err, watchErr, *configFile, webFlags, *sampleFiles,
+		return configcheck.Run(cfg, err, watchErr, *configFile, webFlags, *sampleFiles,
 			pipeline.Options{Now: time.Now, Logger: logger, MaxLineBytes: *maxLineBytes, Summary: stderr}, stdout, stderr)
 	}
 	if err != nil {
