@@ -214,3 +214,14 @@ func TestConfigCheckWatchErrorAmongTheOthers(t *testing.T) {
 		}
 	}
 }
+
+// TestConfigCheckWatchOfMissingFile: a rule file that does not load is told once, by the
+// load's error, not again by --config.watch's, which reads the same file.
+func TestConfigCheckWatchOfMissingFile(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "rules.yaml")
+	var stdout, stderr bytes.Buffer
+	code := run([]string{"--config.file=" + missing, "--config.check", "--config.watch"}, &stdout, &stderr)
+	if code != 1 || strings.Count(stderr.String(), "no such file") != 1 || !strings.Contains(stderr.String(), "reading config: ") {
+		t.Errorf("exit %d, stderr %q; want exit 1 and the load's error alone", code, stderr.String())
+	}
+}
