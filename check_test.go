@@ -185,3 +185,43 @@ func testCert(t *testing.T, notBefore, notAfter time.Time) (certPEM, keyPEM []by
 	}
 	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER})
 }
+
+// TestConfigCheckWatchErrorAmongTheOthers: --config.check prints every error of one run,
+// its docs say, but a rule file the watch refuses (a pipe) ended it at once, the web
+// config and the listen addresses unchecked: a second run, with the pipe mended, was the
+// first to tell them.
+func TestConfigCheckWatchErrorAmongTheOthers(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if _, err := w.WriteString("rules: [{name: r, match: x}]\n"); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	path := fmt.Sprintf("/dev/fd/%d", r.Fd())
+	if _, err := os.Stat(path); err != nil {
+		t.Skip(err)
+	}
+	missing := filepath.Join(t.TempDir(), "web.yml")
+	var stdout, stderr bytes.Buffer
+	code := run([]string{"--config.file=" + path, "--config.check", "--config.watch",
+		"--web.config.file=" + missing, "--web.listen-address=:"}, &stdout, &stderr)
+	for _, want := range []string{"--config.watch: ", "--web.config.file=" + missing + ": ", "--web.listen-address=:: no port"} {
+		if code != 1 || !strings.Contains(stderr.String(), want) {
+			t.Errorf("exit %d, stderr %q; want exit 1 saying %q", code, stderr.String(), want)
+		}
+	}
+}
+
+// TestConfigCheckWatchOfMissingFile: a rule file that does not load is told once, by the
+// load's error, not again by --config.watch's, which reads the same file.
+func TestConfigCheckWatchOfMissingFile(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "rules.yaml")
+	var stdout, stderr bytes.Buffer
+	code := run([]string{"--config.file=" + missing, "--config.check", "--config.watch"}, &stdout, &stderr)
+	if code != 1 || strings.Count(stderr.String(), "no such file") != 1 || !strings.Contains(stderr.String(), "reading config: ") {
+		t.Errorf("exit %d, stderr %q; want exit 1 and the load's error alone", code, stderr.String())
+	}
+}

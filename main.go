@@ -23,6 +23,7 @@ import (
 	"github.com/prometheus/exporter-toolkit/web/kingpinflag"
 
 	"github.com/logwindow/logwindow_exporter/config"
+	"github.com/logwindow/logwindow_exporter/internal/configcheck"
 	"github.com/logwindow/logwindow_exporter/internal/configwatch"
 	"github.com/logwindow/logwindow_exporter/internal/dashboard"
 	"github.com/logwindow/logwindow_exporter/internal/explain"
@@ -74,7 +75,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		configWatch   = app.Flag("config.watch", "Reload when the rule file's content changes on disk (a mounted ConfigMap updated by the kubelet), with no reload endpoint open.").Bool()
 		maxLineBytes  = app.Flag("input.max-line-bytes", "Lines longer than this are skipped and counted.").Default("65536").Int()
 		rotationGrace = app.Flag("input.rotation-grace", "How long a rotated-away file keeps being read after its last line.").Default("5s").Duration()
-		pollInterval  = app.Flag("input.poll-interval", "How often files are checked for growth, rotation and truncation when no change event arrives.").Default("250ms").Duration()
+		pollInterval  = app.Flag("input.poll-interval", "How often files are checked for growth, rotation and truncation when no change event arrives, globs scanned, and a syslog unix socket's path looked at.").Default("250ms").Duration()
 		backfill      = bytesFlag(app.Flag("input.backfill-bytes", "At start, how far back from the end of a file with start_at: end to read to fill the windows of event-time rules (0: off).").Default("256MiB"))
 		maxBytesSet   bool
 		maxBytes      = bytesFlag(app.Flag("series.max-bytes", "Bound on the memory of the series of all rules, their sketches and the inputs' partial lines; past it, new label sets fold into their rule's __overflow__ series and sketches are coarsened instead of growing (0: none). Default: half the container's memory limit (cgroup v2 memory.max, v1 memory.limit_in_bytes), else 512MiB. Unless GOMEMLIMIT is set, the Go runtime's soft memory limit is set to 1.5 times it (three quarters of the container's limit).").PlaceHolder("BYTES").IsSetByUser(&maxBytesSet))
@@ -153,19 +154,24 @@ func run(args []string, stdout, stderr io.Writer) int {
 		*configFile = file
 	}
 	var watch *configwatch.Watcher
+	var watchErr error
 	if *configWatch && !*dashboardOut && len(*replayFiles) == 0 && *explainFile == "" {
 		// Before the load: a change in between reloads once more instead of going unseen.
-		// With --config.check too, which must refuse the file the watch refuses (a pipe).
+		// With --config.check too, which must refuse the file the watch refuses (a pipe),
+		// among its other errors.
 		w, err := configwatch.New(*configFile)
 		if err != nil {
-			fmt.Fprintf(stderr, "%s: --config.watch: %v\n", exporterName, err)
-			return 1
+			watchErr = fmt.Errorf("%s: --config.watch: %w", exporterName, err)
+			if !*configCheck {
+				fmt.Fprintln(stderr, watchErr)
+				return 1
+			}
 		}
 		watch = w
 	}
 	cfg, err := config.Load(*configFile)
 	if *configCheck {
-		return checkConfig(cfg, err, *configFile, webFlags, *sampleFiles,
+		return configcheck.Run(cfg, err, watchErr, *configFile, webFlags, *sampleFiles,
 			pipeline.Options{Now: time.Now, Logger: logger, MaxLineBytes: *maxLineBytes, Summary: stderr}, stdout, stderr)
 	}
 	if err != nil {

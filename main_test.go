@@ -157,15 +157,15 @@ func TestDashboardFlag(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, err := dashboard.New(cfg, dashboard.Options{})
-	if err != nil {
+	var want bytes.Buffer
+	if err := dashboard.Write(&want, cfg, dashboard.Options{}); err != nil {
 		t.Fatal(err)
 	}
 	var stdout, stderr bytes.Buffer
 	if code := run([]string{"--dashboard", "--config.file=example-rules.yaml"}, &stdout, &stderr); code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr.String())
 	}
-	if !bytes.Equal(stdout.Bytes(), want) {
+	if !bytes.Equal(stdout.Bytes(), want.Bytes()) {
 		t.Errorf("--dashboard printed %d bytes, not the dashboard of example-rules.yaml", stdout.Len())
 	}
 

@@ -22,6 +22,20 @@ func mustParseFile(t *testing.T, path string) *Config {
 	return c
 }
 
+// parseWarned parses text as the rule file named file, which must load, and checks its
+// warnings: none when want is "", else one, starting with want.
+func parseWarned(t *testing.T, file, text, want string) *Config {
+	t.Helper()
+	cfg, err := Parse([]byte(text), file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := Warnings(cfg); want == "" && len(got) != 0 || want != "" && (len(got) != 1 || !strings.HasPrefix(got[0], want)) {
+		t.Errorf("warnings %q; want one starting %q (none if empty)", got, want)
+	}
+	return cfg
+}
+
 func ruleByName(t *testing.T, c *Config, name string) *Rule {
 	t.Helper()
 	for _, r := range c.Rules {

@@ -233,17 +233,7 @@ func TestPastedFormatWarnings(t *testing.T) {
 				format = "[combined, " + format + "]"
 			}
 			text := fmt.Sprintf("inputs: [{name: web, path: /a, log_format: %s}]\nrules:\n  - {name: r, labels: {s: '${status}'}}\n", format)
-			cfg, err := Parse([]byte(text), "c.yaml")
-			if err != nil {
-				t.Fatal(err)
-			}
-			got := Warnings(cfg)
-			switch {
-			case c.want == "" && len(got) > 0:
-				t.Errorf("warnings %q, want none", got)
-			case c.want != "" && (len(got) != 1 || !strings.HasPrefix(got[0], c.want)):
-				t.Errorf("warnings %q, want one starting %q", got, c.want)
-			}
+			parseWarned(t, "c.yaml", text, c.want)
 		})
 	}
 }

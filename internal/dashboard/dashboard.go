@@ -65,15 +65,6 @@ const (
 	windowScope = scope + `, window="$window"`
 )
 
-// New returns the dashboard JSON that Write writes.
-func New(cfg *config.Config, opts Options) ([]byte, error) {
-	var out bytes.Buffer
-	if err := Write(&out, cfg, opts); err != nil {
-		return nil, err
-	}
-	return out.Bytes(), nil
-}
-
 // panelsSlot is where the panels go in the dashboard JSON indented without them: a line
 // no JSON string can hold, as it escapes a newline.
 const panelsSlot = "\n  \"panels\": null,\n"

@@ -28,6 +28,15 @@ import (
 	logparser "github.com/logwindow/logwindow_exporter/parser"
 )
 
+// New returns the dashboard JSON that Write writes, for the tests that read it whole.
+func New(cfg *config.Config, opts Options) ([]byte, error) {
+	var out bytes.Buffer
+	if err := Write(&out, cfg, opts); err != nil {
+		return nil, err
+	}
+	return out.Bytes(), nil
+}
+
 // lines are what every case's rules read: each rule matches all of them.
 const lines = `GET /a 200 0.010 512
 GET /b 500 0.250 0

@@ -71,7 +71,7 @@ var (
 		"The --web.max-scrape-bytes budget of the scrapes in flight.",
 		nil}
 	WebConfigErrors = Metric{"logwindow_web_config_errors_total",
-		"Requests answered 500 and TLS handshakes refused because the --web.config.file, changed while the exporter ran, did not load.",
+		"Requests answered 500 and TLS handshakes refused because the --web.config.file, changed while the exporter ran, did not load, and requests of a user whose password it holds as no bcrypt hash.",
 		nil}
 	TLSHandshakeErrors = Metric{"logwindow_tls_handshake_errors_total",
 		"TLS handshakes that failed for their client, by cause: closed (before the end: a port scan, a TCP check), plain_http (plain HTTP to the TLS port), not_tls, client_alert (the client refused, mostly the exporter's certificate), client_certificate (missing or not accepted), no_shared_parameters (TLS version, cipher suite, curve), other; and tls_to_plain_port, TLS sent to a plain HTTP listener.",

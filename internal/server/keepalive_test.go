@@ -74,24 +74,13 @@ func TestTLSKeptAliveConnectionFollowsWebConfig(t *testing.T) {
 				transport := &http.Transport{TLSClientConfig: config, ForceAttemptHTTP2: proto == "HTTP/2.0"}
 				defer transport.CloseIdleConnections()
 				client := &http.Client{Timeout: 5 * time.Second, Transport: transport}
-				// get reports whether the request was sent on the connection of the one
-				// before.
-				get := func() (reused bool, err error) {
+				get := func() (bool, error) {
 					t.Helper()
-					trace := &httptrace.ClientTrace{GotConn: func(info httptrace.GotConnInfo) { reused = info.Reused }}
-					req, err := http.NewRequestWithContext(httptrace.WithClientTrace(t.Context(), trace), http.MethodGet, "https://"+addr+"/", nil)
-					if err != nil {
-						t.Fatal(err)
+					reused, served, err := getReused(t, client, addr)
+					if err == nil && served != proto {
+						t.Fatalf("served %s; want %s", served, proto)
 					}
-					resp, err := client.Do(req)
-					if err != nil {
-						return reused, err
-					}
-					resp.Body.Close()
-					if resp.Proto != proto {
-						t.Fatalf("served %s; want %s", resp.Proto, proto)
-					}
-					return reused, nil
+					return reused, err
 				}
 				if _, err := get(); err != nil {
 					t.Fatalf("before the change: %v", err)
@@ -143,20 +132,10 @@ func TestTLSKeptAliveConnectionSavedInPlace(t *testing.T) {
 		Certificates: []tls.Certificate{clientCert(t, ca, caKey, "scraper.example")}}}
 	defer transport.CloseIdleConnections()
 	client := &http.Client{Timeout: 5 * time.Second, Transport: transport}
-	// get reports whether the request was served on the connection of the one before.
-	get := func() (reused bool, err error) {
+	get := func() (bool, error) {
 		t.Helper()
-		trace := &httptrace.ClientTrace{GotConn: func(info httptrace.GotConnInfo) { reused = info.Reused }}
-		req, err := http.NewRequestWithContext(httptrace.WithClientTrace(t.Context(), trace), http.MethodGet, "https://"+addr+"/", nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp, err := client.Do(req)
-		if err != nil {
-			return reused, err
-		}
-		resp.Body.Close()
-		return reused, nil
+		reused, _, err := getReused(t, client, addr)
+		return reused, err
 	}
 	if _, err := get(); err != nil {
 		t.Fatalf("at the start: %v", err)
@@ -229,4 +208,21 @@ func TestKeptAliveRequestNotHeldByALoad(t *testing.T) {
 		t.Fatal(err)
 	}
 	<-served
+}
+
+// getReused gets https://addr/ with client, and reports whether the request was sent on
+// the connection of the one before, and the protocol it was served by.
+func getReused(t *testing.T, client *http.Client, addr string) (reused bool, proto string, err error) {
+	t.Helper()
+	trace := &httptrace.ClientTrace{GotConn: func(info httptrace.GotConnInfo) { reused = info.Reused }}
+	req, err := http.NewRequestWithContext(httptrace.WithClientTrace(t.Context(), trace), http.MethodGet, "https://"+addr+"/", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return reused, "", err
+	}
+	resp.Body.Close()
+	return reused, resp.Proto, nil
 }

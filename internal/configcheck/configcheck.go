@@ -1,4 +1,7 @@
-package main
+// Package configcheck is --config.check: the rule file, and what the start checks of the
+// flags before it serves, by the start's own checks, so that OK means the exporter would
+// start.
+package configcheck
 
 import (
 	"context"
@@ -16,14 +19,20 @@ import (
 	"github.com/logwindow/logwindow_exporter/internal/server"
 )
 
-// checkConfig is --config.check of the rule file cfg loaded from file (loadErr when it
-// did not), and of what else of the flags the start refuses before it serves: the web
-// config of --web.config.file and the listen addresses, each by the start's own check, so
-// that OK means the exporter would start. Each error and warning goes to stderr, all of
-// them in one run (and the lines of the samples, when the rule file loaded); it returns
-// the exit code, 0 with the summary on stdout when there is no error.
-func checkConfig(cfg *config.Config, loadErr error, file string, webFlags *web.FlagConfig, samples []string, sampleOpts pipeline.Options, stdout, stderr io.Writer) int {
-	failed := loadErr != nil
+// Run is --config.check of the rule file cfg loaded from file (loadErr when it did not),
+// and of what else of the flags the start refuses before it serves: the rule file as
+// --config.watch reads it (watchErr when it refused a file the load took), the web config
+// of --web.config.file and the listen addresses, each by the start's own check, so that
+// OK means the exporter would start. Each error and warning goes to stderr, all of them
+// in one run (and the lines of the samples, when the rule file loaded); it returns the
+// exit code, 0 with the summary on stdout when there is no error.
+func Run(cfg *config.Config, loadErr, watchErr error, file string, webFlags *web.FlagConfig, samples []string, sampleOpts pipeline.Options, stdout, stderr io.Writer) int {
+	failed := loadErr != nil || watchErr != nil
+	if watchErr != nil && loadErr == nil {
+		// The watch reads the file the load read: when the load failed, its error tells
+		// the file's trouble, and the watch's would say it again.
+		fmt.Fprintln(stderr, watchErr)
+	}
 	if loadErr != nil {
 		fmt.Fprintln(stderr, loadErr)
 	} else {
