@@ -1,10 +1,15 @@
 package follow
 
 import (
+	"io/fs"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
+	"syscall"
 	"testing"
+
+	"github.com/logwindow/logwindow_exporter/config"
 )
 
 // rotatedSuffix is the rest of a rotated name after its base, written as one pattern:
@@ -122,4 +127,60 @@ func hasNUL(b []byte) bool {
 		}
 	}
 	return false
+}
+
+// FuzzNamesAgreesWithGlob: Names says of a path what the glob of the pattern says when
+// the path is all there is (a tree of its directories and itself): named exactly when
+// listed. A snapshot's position is taken as its input's by Names, and read; one the glob
+// would never list is a file out of the input's. Seeds: TestNames's, and testdata/fuzz.
+func FuzzNamesAgreesWithGlob(f *testing.F) {
+	for _, s := range [][2]string{
+		{"/var/log/pods/*/*/*.log", "/var/log/pods/web/nginx/0.log"},
+		{"/var/log/pods/*/*/*.log", "/var/log/pods/web/0.log"},
+		{"/var/log//pods/./*/*.log", "/var/log/pods/web/0.log"},
+		{"./logs/*.log", "logs/a.log"},
+		{"*.log", "a.log"},
+		{"/var/log/pods/*/*.log", "/var/log/pods/../secret.log"},
+		{"logs/[a-c]?.log", "logs/b1.log"},
+		{`logs/\*.log`, "logs/*.log"},
+	} {
+		f.Add(s[0], s[1])
+	}
+	f.Fuzz(func(t *testing.T, pattern, path string) {
+		if !config.IsGlob(pattern) || path == "" || path != filepath.Clean(path) || strings.ContainsRune(pattern+path, 0) {
+			return
+		}
+		if _, err := filepath.Match(pattern, ""); err != nil {
+			return // Options.normalize refuses it
+		}
+		for _, elem := range strings.Split(path, "/") {
+			if elem == "." || elem == ".." {
+				return // no listing gives it; TestNames has Names refuse it
+			}
+		}
+		// The tree: each directory of path lists the next element, the last path itself.
+		tree := map[string][]string{}
+		for p := path; ; {
+			dir := filepath.Dir(p)
+			tree[dir] = []string{filepath.Base(p)}
+			if dir == p || dir == "." || dir == "/" {
+				break
+			}
+			p = dir
+		}
+		list := func(dir string) ([]string, error) {
+			dir = filepath.Clean(dir)
+			if names, ok := tree[dir]; ok {
+				return names, nil
+			}
+			if dir == path {
+				return nil, syscall.ENOTDIR
+			}
+			return nil, fs.ErrNotExist
+		}
+		matches, _ := glob(pattern, list)
+		if listed := slices.Contains(matches, path); Names(pattern, path) != listed {
+			t.Fatalf("Names(%q, %q) = %v, the glob lists %q", pattern, path, !listed, matches)
+		}
+	})
 }
