@@ -198,8 +198,8 @@ func FuzzLines(f *testing.F) {
 	f.Add([]byte("\xef\xbb\xbfx\n\xef\xbb\xbfy\n"), []byte{0, 1, 0}, uint8(4))
 	f.Add([]byte("0123456789\n01\n0123456789"), []byte{3, 3, 3, 3}, uint8(5))
 	f.Add([]byte("\xff\xfea\x00\n\x00"), []byte{}, uint8(1))
+	path := filepath.Join(f.TempDir(), "a.log") // written anew by each input
 	f.Fuzz(func(t *testing.T, content, pieces []byte, max uint8) {
-		path := filepath.Join(t.TempDir(), "a.log")
 		out, err := os.Create(path)
 		if err != nil {
 			t.Fatal(err)
