@@ -217,30 +217,37 @@ func decodePipeline(snap *storage.Snapshot) (map[string][]follow.Position, int64
 	}
 	positions := map[string][]follow.Position{}
 	for rec := range files.Records() {
-		r := wire.NewReader(rec)
-		source := string(r.Prefixed())
-		n := r.Count(math.MaxInt, 1)
-		ps := make([]follow.Position, 0, n)
-		for range n {
-			pos := follow.Position{Path: string(r.Prefixed()), Dev: r.Uvarint(), Ino: r.Uvarint()}
-			if r.Err() == nil && !follow.Names(source, pos.Path) {
-				// Its file would be looked for by device and inode in that path's directory
-				// and read as the input's, any file the exporter may read.
-				r.Failf("position of %q, which %q does not name", pos.Path, source)
-			}
-			off := r.Uvarint()
-			if off > math.MaxInt64 {
-				r.Failf("offset %d", off)
-			}
-			pos.Offset, pos.Head = int64(off), r.Uint64()
-			ps = append(ps, pos)
-		}
-		if err := r.Done(); err != nil {
+		source, ps, err := decodePositions(rec)
+		if err != nil {
 			return nil, 0, err
 		}
 		positions[source] = ps
 	}
 	return positions, since, nil
+}
+
+// decodePositions reads a record of the files section: an input's source and the
+// positions of its files (appendPositions).
+func decodePositions(rec []byte) (string, []follow.Position, error) {
+	r := wire.NewReader(rec)
+	source := string(r.Prefixed())
+	n := r.Count(math.MaxInt, 1)
+	ps := make([]follow.Position, 0, n)
+	for range n {
+		pos := follow.Position{Path: string(r.Prefixed()), Dev: r.Uvarint(), Ino: r.Uvarint()}
+		if r.Err() == nil && !follow.Names(source, pos.Path) {
+			// Its file would be looked for by device and inode in that path's directory
+			// and read as the input's, any file the exporter may read.
+			r.Failf("position of %q, which %q does not name", pos.Path, source)
+		}
+		off := r.Uvarint()
+		if off > math.MaxInt64 {
+			r.Failf("offset %d", off)
+		}
+		pos.Offset, pos.Head = int64(off), r.Uint64()
+		ps = append(ps, pos)
+	}
+	return source, ps, r.Done()
 }
 
 // pathParts are the CRI messages in parts that a cri input's joiner was in the middle of

@@ -1148,6 +1148,36 @@ func FuzzDecodePathParts(f *testing.F) {
 	})
 }
 
+// FuzzDecodePositions: a record of an input's positions, whatever its bytes (a snapshot of
+// another build, or one edited, its checksums right), is refused as corrupt or decodes to
+// positions each of a file its input names, which encode to the record again.
+func FuzzDecodePositions(f *testing.F) {
+	at := follow.Position{Path: "/var/log/pods/web/nginx/0.log", Dev: 2049, Ino: 131, Offset: 90, Head: 7}
+	glob := appendPositions(nil, "/var/log/pods/*/*/*.log", []follow.Position{at, at})
+	f.Add(glob)
+	f.Add(glob[:len(glob)-3])
+	f.Add(appendPositions(nil, "/var/log/a.log", []follow.Position{{Path: "/var/log/a.log", Dev: 1, Ino: 2, Offset: 3}}))
+	f.Add(appendPositions(nil, "/var/log/pods/*/../*.log", []follow.Position{{Path: "/var/log/pods/x.log"}}))
+	f.Add([]byte{})
+	f.Fuzz(func(t *testing.T, rec []byte) {
+		source, ps, err := decodePositions(rec)
+		if err != nil {
+			if !errors.Is(err, storage.ErrCorrupt) {
+				t.Fatalf("%v: not corrupt", err)
+			}
+			return
+		}
+		for _, pos := range ps {
+			if !follow.Names(source, pos.Path) || pos.Offset < 0 {
+				t.Fatalf("%q: position %+v", source, pos)
+			}
+		}
+		if again := appendPositions(nil, source, ps); !bytes.Equal(again, rec) {
+			t.Fatalf("decoded %q %+v, which encodes to %q, not %q", source, ps, again, rec)
+		}
+	})
+}
+
 // Two exporters given one storage directory (two releases of one name on a node, or a
 // copy-paste): the second neither restores the first's snapshot, whose positions and
 // series are not of its files (a file it reads that the snapshot has no position of was

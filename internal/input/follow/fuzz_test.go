@@ -1,10 +1,17 @@
 package follow
 
 import (
+	"io/fs"
+	"math"
+	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
+	"syscall"
 	"testing"
+
+	"github.com/logwindow/logwindow_exporter/config"
 )
 
 // rotatedSuffix is the rest of a rotated name after its base, written as one pattern:
@@ -122,4 +129,139 @@ func hasNUL(b []byte) bool {
 		}
 	}
 	return false
+}
+
+// FuzzNamesAgreesWithGlob: Names says of a path what the glob of the pattern says when
+// the path is all there is (a tree of its directories and itself): named exactly when
+// listed. A snapshot's position is taken as its input's by Names, and read; one the glob
+// would never list is a file out of the input's. Seeds: TestNames's, and testdata/fuzz.
+func FuzzNamesAgreesWithGlob(f *testing.F) {
+	for _, s := range [][2]string{
+		{"/var/log/pods/*/*/*.log", "/var/log/pods/web/nginx/0.log"},
+		{"/var/log/pods/*/*/*.log", "/var/log/pods/web/0.log"},
+		{"/var/log//pods/./*/*.log", "/var/log/pods/web/0.log"},
+		{"./logs/*.log", "logs/a.log"},
+		{"*.log", "a.log"},
+		{"/var/log/pods/*/*.log", "/var/log/pods/../secret.log"},
+		{"logs/[a-c]?.log", "logs/b1.log"},
+		{`logs/\*.log`, "logs/*.log"},
+	} {
+		f.Add(s[0], s[1])
+	}
+	f.Fuzz(func(t *testing.T, pattern, path string) {
+		if !config.IsGlob(pattern) || path == "" || path != filepath.Clean(path) || strings.ContainsRune(pattern+path, 0) {
+			return
+		}
+		if _, err := filepath.Match(pattern, ""); err != nil {
+			return // Options.normalize refuses it
+		}
+		for _, elem := range strings.Split(path, "/") {
+			if elem == "." || elem == ".." {
+				return // no listing gives it; TestNames has Names refuse it
+			}
+		}
+		// The tree: each directory of path lists the next element, the last path itself.
+		tree := map[string][]string{}
+		for p := path; ; {
+			dir := filepath.Dir(p)
+			tree[dir] = []string{filepath.Base(p)}
+			if dir == p || dir == "." || dir == "/" {
+				break
+			}
+			p = dir
+		}
+		list := func(dir string) ([]string, error) {
+			dir = filepath.Clean(dir)
+			if names, ok := tree[dir]; ok {
+				return names, nil
+			}
+			if dir == path {
+				return nil, syscall.ENOTDIR
+			}
+			return nil, fs.ErrNotExist
+		}
+		matches, _ := glob(pattern, list)
+		if listed := slices.Contains(matches, path); Names(pattern, path) != listed {
+			t.Fatalf("Names(%q, %q) = %v, the glob lists %q", pattern, path, !listed, matches)
+		}
+	})
+}
+
+// FuzzLines: whatever a file holds, written in pieces of the fuzzer's sizes each read by a
+// pass of the fuzzer's budget, then ended, the reader hands on what splitting the whole
+// file at its newlines gives: every line of at most the cap, without a "\r" before its
+// newline, and the last one whether or not it ends in one; it counts each longer line as
+// too long once, drops a UTF-8 byte order mark that opens the file, and has handed all of
+// the file on.
+func FuzzLines(f *testing.F) {
+	f.Add([]byte("a\r\nbb\n\nccc"), []byte{2, 0, 9}, uint8(2))
+	f.Add([]byte("\xef\xbb\xbfx\n\xef\xbb\xbfy\n"), []byte{0, 1, 0}, uint8(4))
+	f.Add([]byte("0123456789\n01\n0123456789"), []byte{3, 3, 3, 3}, uint8(5))
+	f.Add([]byte("\xff\xfea\x00\n\x00"), []byte{}, uint8(1))
+	path := filepath.Join(f.TempDir(), "a.log") // written anew by each input
+	f.Fuzz(func(t *testing.T, content, pieces []byte, max uint8) {
+		out, err := os.Create(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer out.Close()
+		in, err := os.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer in.Close()
+		o, err := Options{Path: path, MaxLineBytes: 1 + int(max)}.normalize()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var c counters
+		var got []string
+		r := newLineReader(o, func(_ string, line []byte) { got = append(got, string(line)) }, &c, nil)
+		file := &tracked{f: in, path: path}
+		rest := content
+		for i := 0; len(rest) > 0; i++ {
+			n := len(rest)
+			if i < len(pieces) {
+				n = min(n, 1+int(pieces[i]))
+			}
+			if _, err := out.Write(rest[:n]); err != nil {
+				t.Fatal(err)
+			}
+			rest = rest[n:]
+			budget := int64(math.MaxInt64)
+			if i < len(pieces) {
+				budget = 1 + int64(pieces[len(pieces)-1-i])
+			}
+			if _, _, err := r.pass(file, path, budget); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for atEOF := false; !atEOF; {
+			if _, atEOF, err = r.pass(file, path, math.MaxInt64); err != nil {
+				t.Fatal(err)
+			}
+		}
+		r.finish(file, path)
+
+		var want []string
+		var tooLong uint64
+		lines := strings.Split(strings.TrimPrefix(string(content), "\xef\xbb\xbf"), "\n")
+		if lines[len(lines)-1] == "" {
+			lines = lines[:len(lines)-1] // the file ends with a newline, or is empty
+		}
+		for _, l := range lines {
+			if len(l) > o.MaxLineBytes {
+				tooLong++
+				continue
+			}
+			want = append(want, strings.TrimSuffix(l, "\r"))
+		}
+		if !slices.Equal(got, want) || c.tooLong.Load() != tooLong || c.lines.Load() != uint64(len(want)) {
+			t.Fatalf("cap %d, %q: handed on %q (%d counted), %d too long; want %q, %d too long",
+				o.MaxLineBytes, content, got, c.lines.Load(), c.tooLong.Load(), want, tooLong)
+		}
+		if done := file.done.Load(); done != int64(len(content)) {
+			t.Fatalf("%q: position %d at the end", content, done)
+		}
+	})
 }

@@ -101,6 +101,31 @@ func Names(pattern, path string) bool {
 	if !config.IsGlob(pattern) {
 		return path == pattern
 	}
-	ok, _ := filepath.Match(filepath.Clean(pattern), path)
-	return ok && path == filepath.Clean(path)
+	return path == filepath.Clean(path) && listed(pattern, path)
+}
+
+// listed reports whether glob lists path, a clean one, for pattern, given a tree that
+// holds it: globInto's steps, taken on the one path. Matching the cleaned pattern is not
+// the same: cleaning drops a "." or a "dir/.." after a wildcard, and a slash too many,
+// where the glob matches an element against names no listing gives (".", "..", "").
+func listed(pattern, path string) bool {
+	dir, file := filepath.Split(pattern)
+	switch dir {
+	case "":
+		dir = "."
+	case "/":
+	default:
+		dir = dir[:len(dir)-1]
+	}
+	name, parent := filepath.Base(path), filepath.Dir(path)
+	if name == "." || name == ".." || name == "/" {
+		return false
+	}
+	if ok, _ := filepath.Match(file, name); !ok {
+		return false
+	}
+	if !config.IsGlob(dir) {
+		return filepath.Clean(dir) == parent
+	}
+	return dir != pattern && listed(dir, parent)
 }

@@ -102,6 +102,20 @@ func TestNames(t *testing.T) {
 		{"/var/log/pods/*/*.log", "/var/log/pods/../secret.log", false},
 		{"/var/log/pods/*/*/*.log", "/var/log/pods/../../x.log", false},
 		{"/var/log/pods/*/*.log", "/var/log/pods/./x.log", false},
+		// Nor does a listing give "." or ".." to match such an element of the pattern, or
+		// an empty name to match what a slash too many leaves after a wildcard: the glob
+		// lists nothing there, whatever cleaning the pattern would make of it.
+		{"/var/log/pods/*/../*.log", "/var/log/pods/x.log", false},
+		{"/var/log/pods/*/../../../etc/*", "/var/etc/shadow", false},
+		{"/var/log/pods/*/./*.log", "/var/log/pods/web/0.log", false},
+		{"/var/log/pods/*//*.log", "/var/log/pods/web/0.log", false},
+		{"/var/log/pods/*/", "/var/log/pods/web", false},
+		{`/var/log/pods/*\/*.log`, "/var/log/pods/web/0.log", false},
+		{"/var/log/pods/../*.log", "/var/log/x.log", true},
+		{"/var/log//pods/*.log", "/var/log/pods/x.log", true},
+		{"../logs/*.log", "../logs/a.log", true},
+		{"*", "..", false},
+		{"/*", "/", false},
 	} {
 		if got := Names(tc.pattern, tc.path); got != tc.want {
 			t.Errorf("Names(%q, %q) = %v, want %v", tc.pattern, tc.path, got, tc.want)

@@ -269,10 +269,13 @@ func (r *lineReader) scan(t *tracked, path string, start, end int) (int, int) {
 		start += i + 1
 		t.lead = false
 	}
-	if t.off-int64(end-start) == 0 && bytes.HasPrefix(buf[start:end], byteOrderMark) {
-		// The mark of UTF-8 that tools on Windows open a file with says how the file is
-		// written; it is no text of the first line (a JSON object after it is no JSON).
-		// Until three bytes are read the line waits here, as any incomplete one does.
+	// The mark of UTF-8 that tools on Windows open a file with says how the file is
+	// written; it is no text of the first line (a JSON object after it is no JSON).
+	// Until three bytes are read the line waits here, as any incomplete one does, and
+	// is not too long yet whatever the cap.
+	first := t.off-int64(end-start) == 0
+	atMark := first && bytes.HasPrefix(byteOrderMark, buf[start:end])
+	if first && bytes.HasPrefix(buf[start:end], byteOrderMark) {
 		start += len(byteOrderMark)
 	}
 	if r.block != nil && !t.skipping {
@@ -298,7 +301,7 @@ func (r *lineReader) scan(t *tracked, path string, start, end int) (int, int) {
 		}
 	}
 	t.done.Store(t.off - int64(end-start))
-	if !t.skipping && end-start > r.max {
+	if !t.skipping && end-start > r.max && !atMark {
 		t.skipping = true
 		r.skip(path, buf[start:end])
 	}

@@ -92,18 +92,32 @@ func TestMessage(t *testing.T) {
 }
 
 // FuzzMessage: any datagram gives a suffix of itself (no copy, nothing invented, never a
-// panic), and a message wrapped in a well-formed RFC 3164 header by the fuzzer's choice of
-// fields, or in Cisco IOS's, comes back unchanged. The seed corpus (testdata/fuzz/FuzzMessage) holds nginx's
-// datagrams with and without hostname and RFC 5424 with structured data.
+// panic) and a header whose hostname and tag are subslices of it before the message
+// (none when it is not syslog), and a message wrapped in a well-formed RFC 3164 header by
+// the fuzzer's choice of fields, or in Cisco IOS's, comes back unchanged with that
+// hostname and tag. The seed corpus (testdata/fuzz/FuzzMessage) holds nginx's datagrams
+// with and without hostname and RFC 5424 with structured data.
 func FuzzMessage(f *testing.F) {
 	f.Fuzz(func(t *testing.T, datagram []byte, pri uint8, host, tag string, msg []byte) {
-		got, ok := Message(datagram)
+		got, h, ok := Parse(datagram)
 		trimmed := trimNewline(datagram)
 		if !bytes.HasSuffix(trimmed, got) || len(got) > 0 && &got[len(got)-1] != &trimmed[len(trimmed)-1] {
 			t.Fatalf("Message(%q) = %q, not a suffix of the datagram", datagram, got)
 		}
 		if !ok && len(got) != len(trimmed) {
 			t.Fatalf("Message(%q) = %q, not syslog but not whole", datagram, got)
+		}
+		if !ok && (h.Hostname != nil || h.Tag != nil) {
+			t.Fatalf("Parse(%q): not syslog, yet host %q, tag %q", datagram, h.Hostname, h.Tag)
+		}
+		header := trimmed[:len(trimmed)-len(got)]
+		for _, field := range [][]byte{h.Hostname, h.Tag} {
+			if field != nil && !within(field, header) {
+				t.Fatalf("Parse(%q) = host %q, tag %q: %q is not of the header %q", datagram, h.Hostname, h.Tag, field, header)
+			}
+		}
+		if m, mok := Message(datagram); !bytes.Equal(m, got) || mok != ok {
+			t.Fatalf("Message(%q) = %q, %v; Parse %q, %v", datagram, m, mok, got, ok)
 		}
 		if !wellFormedTag(tag) || !wellFormedHost(host) || len(trimNewline(msg)) != len(msg) {
 			return
@@ -112,21 +126,32 @@ func FuzzMessage(f *testing.F) {
 		if host != "" {
 			head += host + " "
 		}
+		name, _, _ := strings.Cut(tag, "[")
 		wrapped := append([]byte(head+tag+": "), msg...)
-		if got, ok := Message(wrapped); !ok || !bytes.Equal(got, msg) {
-			t.Fatalf("Message(%q) = %q, %v; want %q", wrapped, got, ok, msg)
+		if got, h, ok := Parse(wrapped); !ok || !bytes.Equal(got, msg) || string(h.Hostname) != host || string(h.Tag) != name {
+			t.Fatalf("Parse(%q) = %q, host %q, tag %q, %v; want %q, %q, %q", wrapped, got, h.Hostname, h.Tag, ok, msg, host, name)
 		}
 		// The same message as Cisco IOS sends it: a sequence number, the origin, a
 		// clock never synchronized, the mnemonic as the tag.
 		head = fmt.Sprintf("<%d>%d: ", pri%192, pri)
-		if host != "" && !strings.Contains(host, ": ") {
+		if host != "" {
 			head += host + ": "
 		}
 		wrapped = append([]byte(head+"*Nov  4 05:28:09.123: %"+tag+": "), msg...)
-		if got, ok := Message(wrapped); !ok || !bytes.Equal(got, msg) {
-			t.Fatalf("Message(%q) = %q, %v; want %q", wrapped, got, ok, msg)
+		if got, h, ok := Parse(wrapped); !ok || !bytes.Equal(got, msg) || string(h.Hostname) != host || string(h.Tag) != "%"+name {
+			t.Fatalf("Parse(%q) = %q, host %q, tag %q, %v; want %q, %q, %q", wrapped, got, h.Hostname, h.Tag, ok, msg, host, "%"+name)
 		}
 	})
+}
+
+// within reports whether sub is a subslice of b: its bytes are b's, not a copy.
+func within(sub, b []byte) bool {
+	for i := range len(b) - len(sub) + 1 {
+		if len(sub) == 0 || &b[i] == &sub[0] {
+			return true
+		}
+	}
+	return false
 }
 
 func wellFormedTag(tag string) bool {
