@@ -502,7 +502,7 @@ logwindow_input_rotations_total{input="nginx"} 2
 # TYPE logwindow_input_truncations_total counter
 logwindow_input_truncations_total{input="app"} 0
 logwindow_input_truncations_total{input="nginx"} 3
-# HELP logwindow_input_errors_total Errors of the input, each logged and retried, by reason: for files watch, list, stat, open, not_regular (a FIFO, a device, a directory), read, symlink (refused: out of the glob's root); for sockets receive.
+# HELP logwindow_input_errors_total Errors of the input, each logged and retried, by reason: for files watch, list, stat, open, not_regular (a FIFO, a device, a directory), read, symlink (refused: out of the glob's root); for sockets receive, and socket (a unix socket file found removed or replaced, bound again).
 # TYPE logwindow_input_errors_total counter
 logwindow_input_errors_total{input="app",reason="other"} 1
 logwindow_input_errors_total{input="nginx",reason="open"} 3
