@@ -95,6 +95,10 @@ func (s *Scrape) Write(w *exporter.Writer) error {
 			}
 		}
 	}()
+	// holding is what the open reads held when read, with the view and the overhead, as
+	// ScrapeCost counts them.
+	holding := s.p.viewBytes.Load() + scrapeOverhead
+	readBytes := make([]int64, len(s.p.rules))
 	return s.p.walk(s.keep, func(f planned, first, last bool) error {
 		held := &s.p.held[f.rule][b2i(s.native)]
 		if first {
@@ -105,13 +109,22 @@ func (s *Scrape) Write(w *exporter.Writer) error {
 			// charged so from now on, not once a scrape has written it, which a client
 			// that stalls amid its samples puts off until it is ended, every scrape in
 			// between charged what the rule held before.
-			raiseKnown(held, x.bytes())
+			readBytes[f.rule] = x.bytes()
+			raiseKnown(held, readBytes[f.rule])
+			holding += readBytes[f.rule]
+			// This scrape was charged what the rule held before, if it began before a
+			// read of it: it holds the rule's read now, and is charged so before it
+			// writes any of it (a limiter may make it wait, or end it).
+			if err := w.Hold(holding); err != nil {
+				return err
+			}
 		}
 		x := open[f.rule]
 		if err := w.Write(&x.snap, f.f); err != nil {
 			return err
 		}
 		if last {
+			holding -= readBytes[f.rule]
 			// What the rule held is known once it is written: the writers encode its label
 			// pairs at its first family.
 			held.Store(x.bytes())
