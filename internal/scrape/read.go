@@ -454,9 +454,17 @@ func (l *freeList) get() *reader {
 // otherwise keep tens of MB per kept reader between scrapes, outside --series.max-bytes.
 const keepSummaryBytes = 1 << 20
 
+// keepReaderBytes is the most the readers kept may hold beside the largest: a reader
+// keeps the buffers of what it read, and scrapes sent at once that each read a large
+// rule, one reader each, would otherwise keep as many reads of it between scrapes,
+// outside what --web.max-scrape-bytes charges the scrapes in flight. The largest is
+// kept whatever its size, so that a scraper's next scrape reuses its buffers.
+const keepReaderBytes = 8 << 20
+
 // put keeps x, having let go of what its snapshot references, and of its merged summaries
 // past keepSummaryBytes in all, those of the layouts read longest ago first; a few are
-// kept, as many as the rules a scrape reads at once.
+// kept, as many as the rules a scrape reads at once, holding keepReaderBytes beside the
+// largest.
 func (l *freeList) put(x *reader) {
 	x.snap.Release()
 	clear(x.tops)
@@ -472,7 +480,17 @@ func (l *freeList) put(x *reader) {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if len(l.rs) < 8 {
+	if len(l.rs) >= 8 {
+		return
+	}
+	total := x.bytes()
+	largest := total
+	for _, k := range l.rs {
+		n := k.bytes()
+		total += n
+		largest = max(largest, n)
+	}
+	if total-largest <= keepReaderBytes {
 		l.rs = append(l.rs, x)
 	}
 }
