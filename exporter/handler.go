@@ -84,6 +84,7 @@ func Handler(src Source, reg prometheus.Gatherer, errorLog *log.Logger) http.Han
 			out = gz
 		}
 		x := NewWriter(out, format, mfs)
+		x.hold, _ = req.Context().Value(holdKey{}).(func(int64) error)
 		err = rules.Write(x)
 		if cerr := x.Close(); err == nil {
 			err = cerr

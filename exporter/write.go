@@ -37,6 +37,8 @@ type Writer struct {
 	format expfmt.Format
 	delim  *bytes.Buffer
 	err    error
+	// hold is the limiter's, from the request's context (WithHold); nil when none.
+	hold func(bytes int64) error
 }
 
 // NewWriter returns the Writer of a scrape in format (one expfmt.NegotiateAccept returns

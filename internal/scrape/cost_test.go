@@ -3,6 +3,7 @@ package scrape
 import (
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -195,5 +196,32 @@ func TestScrapeCostOfARuleStalledAmid(t *testing.T) {
 	}
 	if !known || cost < items+scrapeOverhead {
 		t.Errorf("while a scrape stalls amid the grown rule: cost %d (known %v; %d before it grew), want at least its items' %d and the overhead", cost, known, before, items)
+	}
+}
+
+// TestFreeListKeepsOneLargeRead: readers are kept from one scrape to the next with the
+// buffers of what they read; those of scrapes sent at once that each read a large rule
+// (one reader each) must not all be kept, each as large as the rule's read, outside
+// what the scrapes are charged: beside the largest, the readers kept hold
+// keepReaderBytes at most.
+func TestFreeListKeepsOneLargeRead(t *testing.T) {
+	const tops = 1 << 20 // a reader of tens of MB
+	var l freeList
+	var one int64
+	for range 4 {
+		x := new(reader)
+		x.tops = make([]sketch.TopValue, 0, tops)
+		one = x.bytes()
+		l.put(x)
+	}
+	small := new(reader)
+	l.put(small)
+	var kept int64
+	for _, x := range l.rs {
+		kept += x.bytes()
+	}
+	if kept > one+keepReaderBytes || !slices.Contains(l.rs, small) {
+		t.Errorf("4 readers of %d bytes and a small one put: %d readers of %d bytes kept (the small one: %v), want at most one of them, and the small one",
+			one, len(l.rs), kept, slices.Contains(l.rs, small))
 	}
 }

@@ -95,6 +95,10 @@ func (s *Scrape) Write(w *exporter.Writer) error {
 			}
 		}
 	}()
+	// holding is what the open reads held when read, with the view and the overhead, as
+	// ScrapeCost counts them.
+	holding := s.p.viewBytes.Load() + scrapeOverhead
+	readBytes := make([]int64, len(s.p.rules))
 	return s.p.walk(s.keep, func(f planned, first, last bool) error {
 		held := &s.p.held[f.rule][b2i(s.native)]
 		if first {
@@ -105,13 +109,22 @@ func (s *Scrape) Write(w *exporter.Writer) error {
 			// charged so from now on, not once a scrape has written it, which a client
 			// that stalls amid its samples puts off until it is ended, every scrape in
 			// between charged what the rule held before.
-			raiseKnown(held, x.bytes())
+			readBytes[f.rule] = x.bytes()
+			raiseKnown(held, readBytes[f.rule])
+			holding += readBytes[f.rule]
+			// This scrape was charged what the rule held before, if it began before a
+			// read of it: it holds the rule's read now, and is charged so before it
+			// writes any of it (a limiter may make it wait, or end it).
+			if err := w.Hold(holding); err != nil {
+				return err
+			}
 		}
 		x := open[f.rule]
 		if err := w.Write(&x.snap, f.f); err != nil {
 			return err
 		}
 		if last {
+			holding -= readBytes[f.rule]
 			// What the rule held is known once it is written: the writers encode its label
 			// pairs at its first family.
 			held.Store(x.bytes())
@@ -441,9 +454,17 @@ func (l *freeList) get() *reader {
 // otherwise keep tens of MB per kept reader between scrapes, outside --series.max-bytes.
 const keepSummaryBytes = 1 << 20
 
+// keepReaderBytes is the most the readers kept may hold beside the largest: a reader
+// keeps the buffers of what it read, and scrapes sent at once that each read a large
+// rule, one reader each, would otherwise keep as many reads of it between scrapes,
+// outside what --web.max-scrape-bytes charges the scrapes in flight. The largest is
+// kept whatever its size, so that a scraper's next scrape reuses its buffers.
+const keepReaderBytes = 8 << 20
+
 // put keeps x, having let go of what its snapshot references, and of its merged summaries
 // past keepSummaryBytes in all, those of the layouts read longest ago first; a few are
-// kept, as many as the rules a scrape reads at once.
+// kept, as many as the rules a scrape reads at once, holding keepReaderBytes beside the
+// largest.
 func (l *freeList) put(x *reader) {
 	x.snap.Release()
 	clear(x.tops)
@@ -459,7 +480,17 @@ func (l *freeList) put(x *reader) {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if len(l.rs) < 8 {
+	if len(l.rs) >= 8 {
+		return
+	}
+	total := x.bytes()
+	largest := total
+	for _, k := range l.rs {
+		n := k.bytes()
+		total += n
+		largest = max(largest, n)
+	}
+	if total-largest <= keepReaderBytes {
 		l.rs = append(l.rs, x)
 	}
 }

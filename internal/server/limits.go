@@ -1,6 +1,8 @@
 package server
 
 import (
+	"context"
+	"errors"
 	"log/slog"
 	"net"
 	"net/http"
@@ -11,6 +13,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/logwindow/logwindow_exporter/exporter"
 	"github.com/logwindow/logwindow_exporter/internal/selfmetric"
 )
 
@@ -126,7 +129,10 @@ func (l *connLimiter) track(c net.Conn, state http.ConnState) {
 // charged its cost before it runs (what the last reads of its rules held, see
 // scrape.Collector.ScrapeCost), and waits, as for a place, until the scrapes running leave
 // room for it; a scrape whose cost is unknown or over the budget is charged the whole
-// budget, so that it runs alone. The charge is given back when its handler returns.
+// budget, so that it runs alone. A scrape that comes to hold more than it was charged (a
+// rule that grew since the read its cost came from) is charged the difference before it
+// writes what it read, and waits for it as for a place (see hold). The charge is given
+// back when its handler returns.
 type scrapeLimiter struct {
 	max         int
 	stall, wait time.Duration
@@ -148,6 +154,9 @@ type scrapeLimiter struct {
 	refusals [numRefusals]uint64
 	ended    uint64
 	alone    uint64
+	// freed is closed when a scrape gives up its charge, for those waiting in hold; nil
+	// while none waits.
+	freed chan struct{}
 }
 
 // refusal is why a scrape got 503.
@@ -226,6 +235,10 @@ func (l *scrapeLimiter) handler(h http.Handler) http.Handler {
 			return
 		}
 		defer l.release(s)
+		if l.budget > 0 {
+			ctx := r.Context()
+			r = r.WithContext(exporter.WithHold(ctx, func(bytes int64) error { return l.hold(ctx, s, bytes) }))
+		}
 		h.ServeHTTP(scrapeWriter{w, s}, r)
 	})
 }
@@ -306,23 +319,8 @@ func (l *scrapeLimiter) fits(s *scrape) bool {
 func (l *scrapeLimiter) fill() time.Duration {
 	for len(l.waiting) > 0 {
 		w := l.waiting[len(l.waiting)-1]
-		for !l.fits(w) {
-			now := time.Now().UnixNano()
-			var victim *scrape
-			oldest := now
-			for x := range l.running {
-				if b := x.blocked.Load(); b != 0 && b < oldest {
-					victim, oldest = x, b
-				}
-			}
-			if wait := time.Duration(oldest + int64(l.stall) - now); victim == nil || wait > 0 {
-				return wait
-			}
-			// Ended while it is still in its handler (its release waits for l.mu), so the
-			// deadline cannot reach a later request on its connection.
-			victim.end()
-			l.drop(victim)
-			l.ended++
+		if wait := l.makeRoom(nil, func() bool { return l.fits(w) }); wait > 0 {
+			return wait
 		}
 		l.waiting = l.waiting[:len(l.waiting)-1]
 		l.running[w] = struct{}{}
@@ -335,10 +333,94 @@ func (l *scrapeLimiter) fill() time.Duration {
 	return l.stall
 }
 
-// drop takes s out of the running scrapes, with its charge. Under l.mu.
+// makeRoom ends the running scrapes stalled for l.stall, but self, the one blocked longest
+// first, until fit holds; it returns 0 once it does, else when the scrape blocked
+// longest will have stalled (l.stall when none is blocked). Under l.mu.
+func (l *scrapeLimiter) makeRoom(self *scrape, fit func() bool) time.Duration {
+	for !fit() {
+		now := time.Now().UnixNano()
+		var victim *scrape
+		oldest := now
+		for x := range l.running {
+			if b := x.blocked.Load(); x != self && b != 0 && b < oldest {
+				victim, oldest = x, b
+			}
+		}
+		if wait := time.Duration(oldest + int64(l.stall) - now); victim == nil || wait > 0 {
+			return max(wait, 1) // 0 says the room is made
+		}
+		// Ended while it is still in its handler (its release waits for l.mu), so the
+		// deadline cannot reach a later request on its connection.
+		victim.end()
+		l.drop(victim)
+		l.ended++
+	}
+	return 0
+}
+
+// errEnded is what hold returns to a scrape ended while it waited for room.
+var errEnded = errors.New("scrape ended to make room for others within --web.max-scrape-bytes")
+
+// hold charges the running scrape s for the bytes it holds now, when that is more than
+// it was charged (the whole budget at most, and then it runs alone), before it writes
+// what it read: scrapes that all began before a read of a rule that grew were charged
+// its old size, and each would hold its read while its client stalls. It waits for the
+// room, until ctx ends, taking that of stalled scrapes as fill does. While it waits it
+// is as blocked as a write to a client that does not read, and is ended as one: so two
+// scrapes that each wait for the other's room do not wait for ever, and scrapes waiting
+// for room with reads held cannot keep out a scraper. It returns an error when s was
+// ended (or ctx ended): s is to end.
+func (l *scrapeLimiter) hold(ctx context.Context, s *scrape, bytes int64) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	want := min(bytes, l.budget)
+	if want <= s.charge {
+		return nil
+	}
+	s.blocked.Store(time.Now().UnixNano())
+	defer s.blocked.Store(0)
+	for {
+		if _, ok := l.running[s]; !ok {
+			return errEnded
+		}
+		wait := l.makeRoom(s, func() bool { return l.held-s.charge+want <= l.budget })
+		if wait == 0 {
+			l.held += want - s.charge
+			s.charge = want
+			if bytes > l.budget && !s.alone {
+				s.alone = true
+				l.alone++
+			}
+			return nil
+		}
+		if l.freed == nil {
+			l.freed = make(chan struct{})
+		}
+		freed := l.freed
+		l.mu.Unlock()
+		recheck := time.NewTimer(wait)
+		select {
+		case <-freed:
+		case <-recheck.C:
+		case <-ctx.Done():
+		}
+		recheck.Stop()
+		l.mu.Lock()
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+	}
+}
+
+// drop takes s out of the running scrapes, with its charge, and wakes those waiting for
+// room in hold. Under l.mu.
 func (l *scrapeLimiter) drop(s *scrape) {
 	delete(l.running, s)
 	l.held -= s.charge
+	if l.freed != nil {
+		close(l.freed)
+		l.freed = nil
+	}
 }
 
 func (l *scrapeLimiter) release(s *scrape) {

@@ -1,0 +1,121 @@
+package server
+
+import (
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/common/expfmt"
+
+	"github.com/logwindow/logwindow_exporter/exporter"
+	rulescrape "github.com/logwindow/logwindow_exporter/internal/scrape"
+	"github.com/logwindow/logwindow_exporter/internal/store"
+	"github.com/logwindow/logwindow_exporter/internal/testutil/storetest"
+)
+
+// countedWriter is a client that reads nothing, as blockedWriter, and counts the scrapes
+// blocked writing to it: each holds its read of the rule it writes.
+type countedWriter struct {
+	*blockedWriter
+	writing *atomic.Int32
+}
+
+func (w *countedWriter) Write(p []byte) (int, error) {
+	w.writing.Add(1)
+	defer w.writing.Add(-1)
+	return w.blockedWriter.Write(p)
+}
+
+// TestScrapeBudgetGrownRule: scrapes that all began before any read of a rule that grew
+// were charged its old, small size; each then reads the rule whole. A scrape whose read
+// holds more than it was charged waits for the difference before it writes (here the
+// read is past the budget: it runs alone), so clients that send their scrapes at once
+// and never read hold one such read, not one each. Those waiting for room are as
+// blocked as a client that does not read: one of them ends the others after the stall,
+// rather than each waiting for the others' room.
+func TestScrapeBudgetGrownRule(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const stall, wait, scrapes = time.Second, 5 * time.Second, 3
+		cfg, p := storetest.ParseRules(t, `
+global: {windows: [1m], max_series_per_rule: 1000}
+rules:
+  - name: clients
+    match: '^(?P<addr>[^ ]*) (?P<vhost>[^ ]*)$'
+    labels: {vhost: '${vhost}'}
+    distinct: '${addr}'
+    distinct_registers: 16384
+`)
+		set, err := store.NewSetWith(cfg, nil, store.SetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		const now = 1_700_000_000
+		k := set.NewSink()
+		k.SetNow(now, now)
+		feed := func(vhosts int) {
+			for v := range vhosts {
+				p.Parse("app", fmt.Appendf(nil, "10.0.0.1 v%d", v), k)
+			}
+		}
+		coll := rulescrape.NewCollector(rulescrape.Options{Set: func() *store.Set { return set }, Now: func() int64 { return now }, Start: now})
+		text := expfmt.NewFormat(expfmt.TypeTextPlain)
+		feed(2)
+		h := exporter.Handler(coll, prometheus.NewRegistry(), nil)
+		h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, "/metrics", nil))
+		small, known := coll.ScrapeCost(nil, text)
+		budget := scrapes * small
+		feed(300)
+		// What a read of the grown rule holds, as a scrape of it tells.
+		var grown int64
+		{
+			c := rulescrape.NewCollector(rulescrape.Options{Set: func() *store.Set { return set }, Now: func() int64 { return now }, Start: now})
+			exporter.Handler(c, prometheus.NewRegistry(), nil).ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, "/metrics", nil))
+			grown, _ = c.ScrapeCost(nil, text)
+		}
+		if !known || grown <= budget {
+			t.Fatalf("a scrape of the small rule costs %d (known %v), of the grown one %d: want the grown one past %d scrapes of the small", small, known, grown, scrapes)
+		}
+		l := newScrapeLimiter(10, stall, wait, slog.New(slog.DiscardHandler)).withBudget(budget, func(r *http.Request) (int64, bool) { return coll.ScrapeCost(exporter.Negotiate(r)) })
+		lh := l.handler(h)
+		var writing atomic.Int32
+		clients := make([]*countedWriter, scrapes)
+		done := make(chan bool, scrapes)
+		for i := range clients {
+			clients[i] = &countedWriter{blockedWriter: newBlockedWriter(), writing: &writing}
+			go func() {
+				lh.ServeHTTP(clients[i], httptest.NewRequest(http.MethodGet, "/metrics", nil))
+				done <- clients[i].Code == http.StatusOK
+			}()
+		}
+		synctest.Wait()
+		if n := writing.Load(); n > 1 {
+			t.Errorf("%d scrapes charged %d each write a read of %d at once, within a budget of %d: want at most one", n, small, grown, budget)
+		}
+		time.Sleep(stall + time.Millisecond)
+		synctest.Wait()
+		if n := writing.Load(); n != 1 {
+			t.Errorf("after the stall, %d scrapes are blocked writing the grown rule, want the one left", n)
+		}
+		l.mu.Lock()
+		running, held := len(l.running), l.held
+		l.mu.Unlock()
+		if running != 1 || held != budget {
+			t.Errorf("after the stall: %d scrapes running, charged %d; want the one left, charged the whole budget %d", running, held, budget)
+		}
+		for _, c := range clients {
+			_ = c.SetWriteDeadline(time.Now()) // the clients go away
+		}
+		for range clients {
+			<-done
+		}
+		if l.held != 0 || len(l.running) != 0 {
+			t.Errorf("after: %d bytes held by %d scrapes, want none", l.held, len(l.running))
+		}
+	})
+}
