@@ -26,14 +26,7 @@ func glob(pattern string, list func(dir string) ([]string, error)) (matches []st
 }
 
 func globInto(pattern string, list func(string) ([]string, error), matches []string, unlisted map[string]error) []string {
-	dir, file := filepath.Split(pattern)
-	switch dir {
-	case "":
-		dir = "."
-	case "/":
-	default:
-		dir = dir[:len(dir)-1]
-	}
+	dir, file := splitGlob(pattern)
 	if !config.IsGlob(dir) {
 		return matchDir(dir, file, list, matches, unlisted)
 	}
@@ -109,14 +102,7 @@ func Names(pattern, path string) bool {
 // the same: cleaning drops a "." or a "dir/.." after a wildcard, and a slash too many,
 // where the glob matches an element against names no listing gives (".", "..", "").
 func listed(pattern, path string) bool {
-	dir, file := filepath.Split(pattern)
-	switch dir {
-	case "":
-		dir = "."
-	case "/":
-	default:
-		dir = dir[:len(dir)-1]
-	}
+	dir, file := splitGlob(pattern)
 	name, parent := filepath.Base(path), filepath.Dir(path)
 	if name == "." || name == ".." || name == "/" {
 		return false
@@ -128,4 +114,18 @@ func listed(pattern, path string) bool {
 		return filepath.Clean(dir) == parent
 	}
 	return dir != pattern && listed(dir, parent)
+}
+
+// splitGlob splits pattern into its directory and its last element as filepath.Glob
+// does: the directory without its trailing separator, "." for none.
+func splitGlob(pattern string) (dir, file string) {
+	dir, file = filepath.Split(pattern)
+	switch dir {
+	case "":
+		dir = "."
+	case "/":
+	default:
+		dir = dir[:len(dir)-1]
+	}
+	return dir, file
 }
