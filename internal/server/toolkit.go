@@ -80,7 +80,7 @@ func setUpToolkit(addr net.Addr, h http.Handler, flags *web.FlagConfig, configEr
 		}
 		t.handler = scratch.Handler
 		// Read as the toolkit read it a moment before, with no error.
-		if config, err := readWebConfig(t.path); err == nil {
+		if config, _, err := readWebConfig(t.path); err == nil {
 			t.rateLimit, t.costly = config.RateLimiterConfig, costlyHashes(config)
 		}
 		if l == net.Listener(t.idle) {

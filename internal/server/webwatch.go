@@ -1,11 +1,13 @@
 package server
 
 import (
+	"crypto/tls"
 	"fmt"
 	"log/slog"
 	"maps"
 	"net/http"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -130,7 +132,7 @@ func (c *webConfigWatch) check() map[string]error {
 		return c.badHashes
 	}
 	c.stamp = s
-	config, err := readWebConfig(c.path)
+	config, _, err := readWebConfig(c.path)
 	if err != nil {
 		return c.badHashes // the toolkit answers 500, and webConfigErrors tells it
 	}
@@ -177,15 +179,23 @@ func (c *webConfigWatch) warnStartOnly(now startOnly) {
 }
 
 // readWebConfig reads the web config at path as exporter-toolkit reads it, with its
-// defaults, strictly (yaml v2): one the toolkit would not load is an error.
-func readWebConfig(path string) (*web.Config, error) {
+// defaults (but for prefer_server_cipher_suites, of no effect), strictly (yaml v2), its
+// files' paths taken from its directory: one the toolkit would not load is an error (but
+// for its check of the headers, which web.Validate does at the start). It is the one
+// reader of the web config of the start (checkWebConfig), of the toolkit's set-up and of
+// the watch, so that they cannot disagree. size is the file's length.
+func readWebConfig(path string) (config *web.Config, size int, err error) {
 	text, err := os.ReadFile(path)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	config := &web.Config{HTTPConfig: web.HTTPConfig{HTTP2: true}}
+	config = &web.Config{
+		TLSConfig:  web.TLSConfig{MinVersion: tls.VersionTLS12, MaxVersion: tls.VersionTLS13},
+		HTTPConfig: web.HTTPConfig{HTTP2: true},
+	}
 	if err := yaml.UnmarshalStrict(text, config); err != nil {
-		return nil, err
+		return nil, len(text), err
 	}
-	return config, nil
+	config.TLSConfig.SetDirectory(filepath.Dir(path))
+	return config, len(text), nil
 }
