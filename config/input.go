@@ -255,11 +255,38 @@ func (d *decoder) path(path string, line int, subject string, sources map[string
 		d.add(line, subject, "path: %q is not a valid glob: %s", path, err)
 		return
 	}
+	if elem := unlistedElement(path); elem != "" {
+		d.add(line, subject, "path: %q has %s after a wildcard, which no directory listing gives: the glob matches no file; give the cleaned path %s", path, elem, filepath.Clean(path))
+		return
+	}
 	if first, dup := sources[path]; dup {
 		d.add(line, subject, "path: %q is already followed by the input on line %d (its lines would count twice)", path, first)
 	}
 	sources[path] = line
 	d.shellPath(path, line, subject)
+}
+
+// unlistedElement describes the first ".", ".." or empty element of a glob after its
+// first wildcard, "" if none. The follower matches each element from the first wildcard
+// on against the names a directory's listing gives, which never holds these: such a glob
+// matches no file, ever. Before the first wildcard the system resolves them, and they work.
+func unlistedElement(path string) string {
+	elems := strings.Split(path, string(filepath.Separator))
+	first := slices.IndexFunc(elems, IsGlob)
+	if first < 0 {
+		return ""
+	}
+	for i, e := range elems[first+1:] {
+		switch {
+		case e == "." || e == "..":
+			return strconv.Quote(e)
+		case e == "" && first+1+i == len(elems)-1:
+			return "a trailing " + string(filepath.Separator)
+		case e == "":
+			return "an empty element (" + strings.Repeat(string(filepath.Separator), 2) + ")"
+		}
+	}
+	return ""
 }
 
 // shellVariable is a shell's $NAME or ${NAME}.

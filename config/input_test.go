@@ -163,3 +163,38 @@ func TestShellPathWarnings(t *testing.T) {
 		})
 	}
 }
+
+// TestGlobUnlistedElement: a glob is matched element by element against directory
+// listings from its first wildcard on, and a listing never gives ".", ".." or an empty
+// name, so a glob with one of them after a wildcard matches no file, ever. It loaded
+// without a word; it is refused, with the cleaned path. Before any wildcard they are
+// resolved by the system, as in a plain path, and work.
+func TestGlobUnlistedElement(t *testing.T) {
+	const hint = `, which no directory listing gives: the glob matches no file; `
+	for _, c := range []struct{ path, want string }{
+		{"/var/log/pods/*/../x/*.log", `c.yaml:1: input #1: path: "/var/log/pods/*/../x/*.log" has ".." after a wildcard` + hint + `give the cleaned path /var/log/pods/x/*.log`},
+		{"/logs/*/./a.log", `c.yaml:1: input #1: path: "/logs/*/./a.log" has "." after a wildcard` + hint + `give the cleaned path /logs/*/a.log`},
+		{"/logs/*//a.log", `c.yaml:1: input #1: path: "/logs/*//a.log" has an empty element (//) after a wildcard` + hint + `give the cleaned path /logs/*/a.log`},
+		{"/logs/*/", `c.yaml:1: input #1: path: "/logs/*/" has a trailing / after a wildcard` + hint + `give the cleaned path /logs/*`},
+		{"logs/a?/b/..", `c.yaml:1: input #1: path: "logs/a?/b/.." has ".." after a wildcard` + hint + `give the cleaned path logs/a?`},
+		{`/logs/a\[b/./c.log`, `c.yaml:1: input #1: path: "/logs/a\\[b/./c.log" has "." after a wildcard` + hint + `give the cleaned path /logs/a\[b/c.log`},
+		// Before the first wildcard, or in a path that is no glob: the system resolves them.
+		{"/var/log/../log/*.log", ""},
+		{"./logs/*.log", ""},
+		{"/var//log/./*.log", ""},
+		{"/var/log/../log/a.log", ""},
+		{"/logs/a.log/", ""},
+		{"/logs/*.d/x..y/a.log", ""},
+	} {
+		t.Run(c.path, func(t *testing.T) {
+			_, err := Parse([]byte(fmt.Sprintf("inputs: [{path: '%s'}]\nrules:\n  - {name: r, match: x}\n", c.path)), "c.yaml")
+			got := ""
+			if err != nil {
+				got = err.Error()
+			}
+			if got != c.want {
+				t.Errorf("got:\n%s\nwant:\n%s", got, c.want)
+			}
+		})
+	}
+}

@@ -18,7 +18,6 @@ import (
 	"net/url"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"runtime"
 	"slices"
 	"strconv"
@@ -34,7 +33,6 @@ import (
 	versioncollector "github.com/prometheus/client_golang/prometheus/collectors/version"
 	"github.com/prometheus/common/version"
 	"github.com/prometheus/exporter-toolkit/web"
-	"go.yaml.in/yaml/v2"
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/logwindow/logwindow_exporter/config"
@@ -225,27 +223,23 @@ func checkWebConfig(path string, logger *slog.Logger) error {
 	if err := web.Validate(path); err != nil {
 		return err
 	}
-	text, err := os.ReadFile(path)
+	// Read again, as the watch reads it: saved in between, it is held to what the toolkit
+	// takes all the same.
+	c, size, err := readWebConfig(path)
 	if err != nil {
 		return err
 	}
-	// Read as the toolkit reads it (yaml v2, which takes an interval in nanoseconds too).
-	var c web.Config
-	if err := yaml.Unmarshal(text, &c); err != nil {
-		return err
-	}
-	if len(text) > maxUsualWebConfigBytes {
+	if size > maxUsualWebConfigBytes {
 		logger.Warn("the web config is read and parsed again for every request, before any password is checked, taking a core about a millisecond per 64 KiB of it: put certificates and CAs in files (cert_file, key_file, client_ca_file) rather than inline (cert, key, client_ca), which are read once while they are unchanged",
-			"bytes", len(text))
+			"bytes", size)
 	}
-	c.TLSConfig.SetDirectory(filepath.Dir(path))
 	if err := checkTLSConfig(&c.TLSConfig, time.Now(), logger); err != nil {
 		return err
 	}
 	if rl := c.RateLimiterConfig; rl.Interval > 0 && rl.Burst < 1 {
 		return fmt.Errorf("rate_limit: burst %d lets no request through: give the requests let through at once, at least 1", rl.Burst)
 	}
-	warnCostlyHashes(costlyHashes(&c), nil, logger)
+	warnCostlyHashes(costlyHashes(c), nil, logger)
 	return nil
 }
 

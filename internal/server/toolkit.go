@@ -80,7 +80,7 @@ func setUpToolkit(addr net.Addr, h http.Handler, flags *web.FlagConfig, configEr
 		}
 		t.handler = scratch.Handler
 		// Read as the toolkit read it a moment before, with no error.
-		if config, err := readWebConfig(t.path); err == nil {
+		if config, _, err := readWebConfig(t.path); err == nil {
 			t.rateLimit, t.costly = config.RateLimiterConfig, costlyHashes(config)
 		}
 		if l == net.Listener(t.idle) {
@@ -131,7 +131,7 @@ func checkToolkitSetUp(srv *http.Server, l, idle net.Listener) error {
 // the toolkit takes without a word of the web config changed is told (webConfigWatch).
 func (t *toolkit) serve(l net.Listener, srv *http.Server) error {
 	started := startOnly{tls: t.tls != nil, http2: t.http2, rateLimit: t.rateLimit}
-	srv.Handler = newWebConfigWatch(t.path, l.Addr().String(), started, t.costly, t.errors).handler(t.handler)
+	srv.Handler = t.errors.watch.handler(t.handler, l.Addr().String(), started, t.costly)
 	if t.tls == nil {
 		return srv.Serve(servePlain(l, srv))
 	}
@@ -441,6 +441,8 @@ const webConfigErrorsLogged = time.Minute
 type webConfigErrors struct {
 	logger *slog.Logger
 	now    func() time.Time
+	// watch is the file's one watch, which every listener asks.
+	watch *webConfigWatch
 
 	mu         sync.Mutex
 	n          int64
@@ -448,9 +450,12 @@ type webConfigErrors struct {
 	lastLogged time.Time
 }
 
-// newWebConfigErrors counts the errors of the web config at path, logging to logger.
+// newWebConfigErrors counts the errors of the web config at path, logging to logger, and
+// makes the file's watch.
 func newWebConfigErrors(path string, logger *slog.Logger, now func() time.Time) *webConfigErrors {
-	return &webConfigErrors{logger: logger.With("web_config", path), now: now}
+	e := &webConfigErrors{logger: logger.With("web_config", path), now: now}
+	e.watch = &webConfigWatch{path: path, logger: e.logger, errors: e}
+	return e
 }
 
 func (e *webConfigErrors) request(err string) {

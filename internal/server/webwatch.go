@@ -1,12 +1,15 @@
 package server
 
 import (
+	"crypto/tls"
 	"fmt"
 	"log/slog"
 	"maps"
 	"net/http"
 	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/prometheus/exporter-toolkit/web"
@@ -33,23 +36,32 @@ import (
 //
 // Each request looks at the web config's stamp, a stat, and reads it again when it
 // changed, once the change settled (the toolkit reads and parses it for each request
-// anyway).
+// anyway). There is one watch of the web config file, which every listener's requests
+// ask (see webConfigErrors.watch): what it warns of is the file's, logged once however
+// many addresses are served, naming those it holds for.
 type webConfigWatch struct {
-	path string
-	// started is what the toolkit took at the start.
-	started startOnly
-	logger  *slog.Logger
-	errors  *webConfigErrors
+	path   string
+	logger *slog.Logger
+	errors *webConfigErrors
 
 	mu    sync.Mutex
 	stamp fileStamp
-	// warned is what the web config said of the keys of startOnly when a change of them
-	// was last warned of, or the start's.
-	warned startOnly
+	// listeners are the listeners served, each with what the toolkit took at its start.
+	listeners []*watchedListener
 	// badHashes are the errors of the users' hashes that bcrypt does not take, by user.
 	badHashes map[string]error
 	// costly are the users whose hash is of a bcrypt cost warned of, with their hash.
 	costly map[string]string
+}
+
+// watchedListener is a listener a webConfigWatch tells of.
+type watchedListener struct {
+	addr string
+	// started is what the toolkit took at the listener's start.
+	started startOnly
+	// warned is what the web config said of the keys of startOnly when a change of them
+	// was last warned of, or the start's.
+	warned startOnly
 }
 
 // startOnly are the keys of the web config exporter-toolkit takes at the start only.
@@ -81,14 +93,16 @@ func (s startOnly) changes(now startOnly) []string {
 	return changes
 }
 
-// newWebConfigWatch watches the web config at path of a listener of addr, started as s
-// says, with the costly hashes the start warned of, logging with errors.
-func newWebConfigWatch(path, addr string, s startOnly, costly map[string]string, errors *webConfigErrors) *webConfigWatch {
-	return &webConfigWatch{path: path, started: s, warned: s, costly: costly, logger: errors.logger.With("address", addr), errors: errors}
-}
-
-// handler serves h, looking at the web config first.
-func (c *webConfigWatch) handler(h http.Handler) http.Handler {
+// handler serves h for a listener of addr, started as s says, looking at the web config
+// first. costly are the hashes the start warned of: those of the first listener's start
+// are the watch's, each listener's start reading the one file.
+func (c *webConfigWatch) handler(h http.Handler, addr string, s startOnly, costly map[string]string) http.Handler {
+	c.mu.Lock()
+	if len(c.listeners) == 0 {
+		c.costly = costly
+	}
+	c.listeners = append(c.listeners, &watchedListener{addr: addr, started: s, warned: s})
+	c.mu.Unlock()
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		badHashes := c.check()
 		if user, _, ok := r.BasicAuth(); ok && badHashes[user] != nil {
@@ -118,16 +132,11 @@ func (c *webConfigWatch) check() map[string]error {
 		return c.badHashes
 	}
 	c.stamp = s
-	config, err := readWebConfig(c.path)
+	config, _, err := readWebConfig(c.path)
 	if err != nil {
 		return c.badHashes // the toolkit answers 500, and webConfigErrors tells it
 	}
-	if now := readStartOnly(config); now != c.warned {
-		if changes := c.started.changes(now); len(changes) > 0 {
-			c.logger.Warn("the web config changed keys exporter-toolkit takes at the start only: what the start took is served until the exporter restarts", "changes", changes)
-		}
-		c.warned = now
-	}
+	c.warnStartOnly(readStartOnly(config))
 	costly := costlyHashes(config)
 	warnCostlyHashes(costly, c.costly, c.logger)
 	c.costly = costly
@@ -143,16 +152,50 @@ func (c *webConfigWatch) check() map[string]error {
 	return c.badHashes
 }
 
+// warnStartOnly warns of what the web config, saying now of the keys of startOnly, changed
+// of what each listener's start took, once for the listeners it changed alike.
+func (c *webConfigWatch) warnStartOnly(now startOnly) {
+	var said [][]string
+	addrs := map[string][]string{} // by the changes, joined
+	for _, l := range c.listeners {
+		if now == l.warned {
+			continue
+		}
+		l.warned = now
+		changes := l.started.changes(now)
+		if len(changes) == 0 {
+			continue
+		}
+		key := strings.Join(changes, "\n")
+		if addrs[key] == nil {
+			said = append(said, changes)
+		}
+		addrs[key] = append(addrs[key], l.addr)
+	}
+	for _, changes := range said {
+		c.logger.Warn("the web config changed keys exporter-toolkit takes at the start only: what the start took is served until the exporter restarts",
+			"address", strings.Join(addrs[strings.Join(changes, "\n")], ", "), "changes", changes)
+	}
+}
+
 // readWebConfig reads the web config at path as exporter-toolkit reads it, with its
-// defaults, strictly (yaml v2): one the toolkit would not load is an error.
-func readWebConfig(path string) (*web.Config, error) {
+// defaults (but for prefer_server_cipher_suites, of no effect), strictly (yaml v2), its
+// files' paths taken from its directory: one the toolkit would not load is an error (but
+// for its check of the headers, which web.Validate does at the start). It is the one
+// reader of the web config of the start (checkWebConfig), of the toolkit's set-up and of
+// the watch, so that they cannot disagree. size is the file's length.
+func readWebConfig(path string) (config *web.Config, size int, err error) {
 	text, err := os.ReadFile(path)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	config := &web.Config{HTTPConfig: web.HTTPConfig{HTTP2: true}}
+	config = &web.Config{
+		TLSConfig:  web.TLSConfig{MinVersion: tls.VersionTLS12, MaxVersion: tls.VersionTLS13},
+		HTTPConfig: web.HTTPConfig{HTTP2: true},
+	}
 	if err := yaml.UnmarshalStrict(text, config); err != nil {
-		return nil, err
+		return nil, len(text), err
 	}
-	return config, nil
+	config.TLSConfig.SetDirectory(filepath.Dir(path))
+	return config, len(text), nil
 }

@@ -326,3 +326,71 @@ func servePlainLogged(t *testing.T, path string, configErrors *webConfigErrors, 
 func settledClock() func() time.Time {
 	return testclock.New(time.Now().Add(time.Minute)).Now
 }
+
+// TestWebConfigWarnedOncePerFile: with several --web.listen-address, each listener had a
+// watch of its own on the one web config, and each warned of its change: a start-only key
+// changed, or a costly bcrypt hash added, was logged once per address, where it is said
+// once. It is logged once, naming the addresses it holds for.
+func TestWebConfigWarnedOncePerFile(t *testing.T) {
+	const rateLimit = "rate_limit:\n  burst: 1000\n  interval: 1ms\n"
+	cheap, err := bcrypt.GenerateFromPassword([]byte("secret"), bcrypt.MinCost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Of cost 13 to bcrypt.Cost, which reads only its prefix; no password is checked.
+	costly := strings.Replace(string(cheap), fmt.Sprintf("$%02d$", bcrypt.MinCost), "$13$", 1)
+	f := newTLSFiles(t, "", "")
+	f.write(t, "web.yml", []byte(rateLimit))
+	var logged syncbuf.Buffer
+	logger := slog.New(slog.NewTextHandler(&logged, nil))
+	configErrors := newWebConfigErrors(f.webConfig, logger, settledClock())
+	addrs := []string{servePlainLogged(t, f.webConfig, configErrors, logger), servePlainLogged(t, f.webConfig, configErrors, logger)}
+	get := func() {
+		for _, addr := range addrs {
+			for range 2 {
+				resp, err := http.Get("http://" + addr + "/")
+				if err != nil {
+					t.Fatal(err)
+				}
+				resp.Body.Close()
+			}
+		}
+	}
+	get()
+	f.write(t, "web.yml", []byte("rate_limit:\n  burst: 2000\n  interval: 1ms\nbasic_auth_users:\n  alice: "+costly+"\n"))
+	get()
+	got := logged.String()
+	for _, want := range []string{"rate_limit changed", "bcrypt cost"} {
+		if n := strings.Count(got, want); n != 1 {
+			t.Errorf("%q logged %d times; want once:\n%s", want, n, got)
+		}
+	}
+	for _, addr := range addrs {
+		if !strings.Contains(got, addr) {
+			t.Errorf("the warning does not name %s:\n%s", addr, got)
+		}
+	}
+}
+
+// TestWebConfigWarnedPerStart: listeners whose starts took different start-only keys (the
+// web config saved between them) are each told of their own: one warning for those a
+// change leaves alike, another for the rest, and none for one the change gives what it
+// took.
+func TestWebConfigWarnedPerStart(t *testing.T) {
+	var logged syncbuf.Buffer
+	c := newWebConfigErrors("web.yml", slog.New(slog.NewTextHandler(&logged, nil)), time.Now).watch
+	tls, plain := startOnly{tls: true, http2: true}, startOnly{http2: true}
+	c.handler(http.NotFoundHandler(), "a:1", plain, nil)
+	c.handler(http.NotFoundHandler(), "b:2", plain, nil)
+	c.handler(http.NotFoundHandler(), "c:3", tls, nil)
+	c.warnStartOnly(tls)
+	got := logged.String()
+	if n := strings.Count(got, "level=WARN"); n != 1 || !strings.Contains(got, `address="a:1, b:2"`) || !strings.Contains(got, "tls_server_config added") {
+		t.Errorf("TLS added to what a:1 and b:2 took: %d warnings; want one, naming both:\n%s", n, got)
+	}
+	c.warnStartOnly(plain)
+	got = logged.String()
+	if n := strings.Count(got, "level=WARN"); n != 2 || !strings.Contains(got, "address=c:3") || !strings.Contains(got, "tls_server_config taken out") {
+		t.Errorf("TLS taken out of what c:3 took: %d warnings in all; want a second, naming c:3:\n%s", n, got)
+	}
+}

@@ -42,6 +42,26 @@ func TestGlobMatchesFilepathGlob(t *testing.T) {
 			}
 		})
 	}
+	// From the first wildcard on, each element is matched against a listing, which never
+	// gives ".", ".." or "": such a glob matches nothing (the config refuses it), where
+	// before the first wildcard the system resolves them.
+	for pattern, want := range map[string][]string{
+		"p*/../a.log": nil, "p*/./0.log": nil, "p*//0.log": nil, "p*/": nil, "p*/sub/..": nil,
+		"p2/../p1/*.log": {"p1/0.log"}, "./p1/*.log": {"p1/0.log"}, "p2//sub/*.log": {"p2/sub/0.log"},
+	} {
+		t.Run(pattern, func(t *testing.T) {
+			got, _ := glob(dir+string(filepath.Separator)+pattern, listDir)
+			for i := range got {
+				got[i] = filepath.Clean(got[i])
+			}
+			for i := range want {
+				want[i] = filepath.Join(dir, want[i])
+			}
+			if !slices.Equal(got, want) {
+				t.Errorf("glob: %q, want %q", got, want)
+			}
+		})
+	}
 	t.Run("relative", func(t *testing.T) {
 		t.Chdir(dir)
 		got, unlisted := glob("p*/*.log", listDir)
