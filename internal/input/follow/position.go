@@ -114,9 +114,10 @@ type resume struct {
 	// other first bytes: truncated, or another file that took the inode of one deleted
 	// (a file compressed, then its successor made).
 	intact, rewritten map[string]bool
-	// unread holds, by path, the files the first scan found at a position of offset 0:
-	// nothing of them was read, so their first bytes, none, are intact whatever was done
-	// to them since, a copytruncate too, whose copy holds none of the lines read.
+	// unread holds, by path, the files the first scan found at a position of offset 0,
+	// changed since the positions were taken: nothing of them was read, so their first
+	// bytes, none, are intact whatever was done to them since, a copytruncate too, whose
+	// copy holds none of the lines read. One unchanged since is intact.
 	unread map[string]fileID
 	// resumed holds the files read on from their positions.
 	resumed map[fileID]bool
@@ -158,13 +159,22 @@ func (f *Follower) resumeAt(id fileID, file *os.File) (off int64, ok bool) {
 		r.rewritten[p.Path] = true
 		return 0, true
 	}
-	if p.Offset == 0 {
+	if p.Offset == 0 && changedAfter(file, f.o.Taken) {
 		r.unread[p.Path] = id
 	} else {
 		r.intact[p.Path] = true
 	}
 	r.resumed[id] = true
 	return p.Offset, true
+}
+
+// changedAfter reports whether file was written or truncated after taken. A log at offset
+// 0 that was not had no copytruncate since: a rotated file of its path written after then
+// is another's, such as the archive a writer that did not reopen the log after a rename
+// writes to still, whose lines, read before the snapshot, are not to be read again.
+func changedAfter(file *os.File, taken time.Time) bool {
+	fi, err := file.Stat()
+	return err == nil && fi.ModTime().After(taken)
 }
 
 // resumeLog is what resumeRotated logs of the files of positions that left their path,

@@ -428,3 +428,45 @@ func TestResumeEmptyCopied(t *testing.T) {
 		}
 	}
 }
+
+// TestResumeUnreadNotReopened: a log renamed away by a rotation whose writer did not
+// reopen it leaves the new, empty log at offset 0 in the snapshot, and its archive,
+// retired after the grace period, is written to while the exporter is down. The log
+// was neither truncated nor written after the snapshot: the archive is no copy of it,
+// and none of its lines, counted before the snapshot, is read again.
+func TestResumeUnreadNotReopened(t *testing.T) {
+	for _, mode := range modes {
+		t.Run(mode.name, func(t *testing.T) {
+			dir := t.TempDir()
+			log := filepath.Join(dir, "access.log")
+			w := create(t, log)
+			o := mode.options(log)
+			o.FromBeginning = true
+			first := newCollector()
+			f := start(t, o, first.handle)
+			writeLines(t, w, 1, 100)
+			waitFor(t, "the lines written", func() bool { return first.has(1, 100) })
+			rename(t, log, log+".1")
+			next := create(t, log)
+			waitFollowed(t, f, next)
+			waitFor(t, "the archive retired", func() bool { return openUnder(f, log) == 1 })
+			f.Stop()
+			positions := f.Positions()
+			if len(positions) != 1 || positions[0].Offset != 0 {
+				t.Fatalf("positions %+v, want the new log's at offset 0", positions)
+			}
+			touch(t, log, -2*time.Second)
+			touch(t, log+".1", -2*time.Second)
+			taken := time.Now().Add(-time.Second) // see TestResume
+
+			writeLines(t, w, 101, 150) // to the archive, while down: lost, as ever
+			o.FromBeginning, o.Resume, o.Taken = false, positions, taken
+			again := newCollector()
+			start(t, o, again.handle)
+			// The log's lines are read after those of any file rotated away from it.
+			writeLines(t, next, 151, 151)
+			waitFor(t, "the line written to the log", func() bool { return again.has(151, 151) })
+			again.expectExactly(t, span{151, 151})
+		})
+	}
+}
