@@ -232,13 +232,23 @@ func (f *Follower) resumeRotated() {
 	// lost holds the paths of positions whose file is gone or was rewritten.
 	lastWrite := map[string]time.Time{}
 	lost := r.rewritten // the first scan's, to which those gone since are added
+	// Each directory is listed once: a glob's logs share theirs, by the thousand.
+	listings := map[string]listing{}
+	readDir := func(dir string) ([]os.DirEntry, error) {
+		l, ok := listings[dir]
+		if !ok {
+			l.entries, l.err = f.o.readDir(dir)
+			listings[dir] = l
+		}
+		return l.entries, l.err
+	}
 	var buf [headLen]byte
 	for _, id := range r.order {
 		p, ok := r.byID[id]
 		if !ok || f.o.Select != nil && !f.o.Select(p.Path) {
 			continue
 		}
-		file := openByID(filepath.Dir(p.Path), id, os.ReadDir)
+		file := openByID(filepath.Dir(p.Path), id, readDir)
 		if file == nil {
 			f.o.Logger.Info(say.gone, "path", p.Path, "offset", p.Offset)
 			lost[p.Path] = true
@@ -293,7 +303,7 @@ func (f *Follower) resumeRotated() {
 		if since.Before(f.o.Taken) {
 			since = f.o.Taken
 		}
-		for _, a := range rotatedAfter(path, since, known, os.ReadDir) {
+		for _, a := range rotatedAfter(path, since, known, readDir) {
 			if ofPosition(a.file, a.id, r.all) {
 				// Another follower of the glob reads it on from its position: the archive
 				// of a position that was written to after it (a writer that had not
@@ -328,6 +338,12 @@ func (f *Follower) resumeRotated() {
 		f.c.rotations.Add(1)
 		f.o.Logger.Info(said[t].msg, said[t].attrs...)
 	}
+}
+
+// listing is what a directory's listing gave.
+type listing struct {
+	entries []os.DirEntry
+	err     error
 }
 
 // held reports whether the file of identity id, followed from its start, begins with all

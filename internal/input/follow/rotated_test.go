@@ -2,6 +2,7 @@ package follow
 
 import (
 	"bytes"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -468,5 +469,50 @@ func TestResumeUnreadNotReopened(t *testing.T) {
 			waitFor(t, "the line written to the log", func() bool { return again.has(151, 151) })
 			again.expectExactly(t, span{151, 151})
 		})
+	}
+}
+
+// TestResumeListsOnce: a restart lists a directory once, however many logs of it it
+// looks for the files rotated away from, not once per log: a glob of thousands of
+// logs in one directory would otherwise list it thousands of times.
+func TestResumeListsOnce(t *testing.T) {
+	const logs = 20
+	dir := t.TempDir()
+	var ws []*os.File
+	for i := range logs {
+		ws = append(ws, create(t, filepath.Join(dir, fmt.Sprintf("%d.log", i))))
+	}
+	o := modes[1].options(filepath.Join(dir, "*.log"))
+	f := start(t, o, newCollector().handle)
+	for _, w := range ws {
+		waitFollowed(t, f, w)
+	}
+	f.Stop()
+	positions := f.Positions()
+	if len(positions) != logs {
+		t.Fatalf("%d positions, want %d", len(positions), logs)
+	}
+	taken := time.Now().Add(-time.Second) // see TestResume
+	for i, w := range ws {
+		// Changed since the snapshot, each is looked at for files rotated away from it.
+		writeLines(t, w, i+1, i+1)
+	}
+	var mu sync.Mutex
+	listed := map[string]int{}
+	o.readDir = func(d string) ([]os.DirEntry, error) {
+		mu.Lock()
+		listed[d]++
+		mu.Unlock()
+		return os.ReadDir(d)
+	}
+	o.Resume, o.Taken = positions, taken
+	next := newCollector()
+	start(t, o, next.handle)
+	waitFor(t, "the lines written while down", func() bool { return next.has(1, logs) })
+	next.expectExactly(t, span{1, logs})
+	mu.Lock()
+	defer mu.Unlock()
+	if listed[dir] != 1 {
+		t.Errorf("the directory listed %d times, want once", listed[dir])
 	}
 }
