@@ -472,47 +472,88 @@ func TestResumeUnreadNotReopened(t *testing.T) {
 	}
 }
 
-// TestResumeListsOnce: a restart lists a directory once, however many logs of it it
-// looks for the files rotated away from, not once per log: a glob of thousands of
-// logs in one directory would otherwise list it thousands of times.
+// TestResumeListsOnce: a restart lists a directory once, and looks at each of its files
+// at most twice (for the identities of the positions' files, and as a file rotated away
+// from its log), however many logs of it it resumes: a glob of thousands of logs in one
+// directory would otherwise list it, and look at its files, thousands of times.
 func TestResumeListsOnce(t *testing.T) {
 	const logs = 20
-	dir := t.TempDir()
-	var ws []*os.File
-	for i := range logs {
-		ws = append(ws, create(t, filepath.Join(dir, fmt.Sprintf("%d.log", i))))
+	for _, tc := range []struct {
+		name string
+		down func(t *testing.T, log string, w *os.File) *os.File
+	}{{
+		// Each is looked at for files rotated away from it: a copytruncate while down.
+		name: "changed at offset 0",
+		down: func(t *testing.T, log string, w *os.File) *os.File {
+			return w
+		},
+	}, {
+		// Each position's file is looked for by its identity.
+		name: "renamed",
+		down: func(t *testing.T, log string, w *os.File) *os.File {
+			rename(t, log, log+".1")
+			return create(t, log)
+		},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			var ws []*os.File
+			for i := range logs {
+				ws = append(ws, create(t, filepath.Join(dir, fmt.Sprintf("%d.log", i))))
+			}
+			o := modes[1].options(filepath.Join(dir, "*.log"))
+			f := start(t, o, newCollector().handle)
+			for _, w := range ws {
+				waitFollowed(t, f, w)
+			}
+			f.Stop()
+			positions := f.Positions()
+			if len(positions) != logs {
+				t.Fatalf("%d positions, want %d", len(positions), logs)
+			}
+			taken := time.Now().Add(-time.Second) // see TestResume
+			for i, w := range ws {
+				w = tc.down(t, filepath.Join(dir, fmt.Sprintf("%d.log", i)), w)
+				writeLines(t, w, i+1, i+1)
+			}
+			var mu sync.Mutex
+			listed, looked := map[string]int{}, map[string]int{}
+			o.readDir = func(d string) ([]os.DirEntry, error) {
+				entries, err := os.ReadDir(d)
+				mu.Lock()
+				defer mu.Unlock()
+				listed[d]++
+				for i, e := range entries {
+					entries[i] = countedEntry{e, func() { mu.Lock(); looked[e.Name()]++; mu.Unlock() }}
+				}
+				return entries, err
+			}
+			o.Resume, o.Taken = positions, taken
+			next := newCollector()
+			start(t, o, next.handle)
+			waitFor(t, "the lines written while down", func() bool { return next.has(1, logs) })
+			next.expectExactly(t, span{1, logs})
+			mu.Lock()
+			defer mu.Unlock()
+			if listed[dir] != 1 {
+				t.Errorf("the directory listed %d times, want once", listed[dir])
+			}
+			for name, n := range looked {
+				if n > 2 {
+					t.Errorf("%s looked at %d times, want twice at most", name, n)
+				}
+			}
+		})
 	}
-	o := modes[1].options(filepath.Join(dir, "*.log"))
-	f := start(t, o, newCollector().handle)
-	for _, w := range ws {
-		waitFollowed(t, f, w)
-	}
-	f.Stop()
-	positions := f.Positions()
-	if len(positions) != logs {
-		t.Fatalf("%d positions, want %d", len(positions), logs)
-	}
-	taken := time.Now().Add(-time.Second) // see TestResume
-	for i, w := range ws {
-		// Changed since the snapshot, each is looked at for files rotated away from it.
-		writeLines(t, w, i+1, i+1)
-	}
-	var mu sync.Mutex
-	listed := map[string]int{}
-	o.readDir = func(d string) ([]os.DirEntry, error) {
-		mu.Lock()
-		listed[d]++
-		mu.Unlock()
-		return os.ReadDir(d)
-	}
-	o.Resume, o.Taken = positions, taken
-	next := newCollector()
-	start(t, o, next.handle)
-	waitFor(t, "the lines written while down", func() bool { return next.has(1, logs) })
-	next.expectExactly(t, span{1, logs})
-	mu.Lock()
-	defer mu.Unlock()
-	if listed[dir] != 1 {
-		t.Errorf("the directory listed %d times, want once", listed[dir])
-	}
+}
+
+// countedEntry is a directory entry that tells when it is looked at (Info).
+type countedEntry struct {
+	os.DirEntry
+	looked func()
+}
+
+func (e countedEntry) Info() (os.FileInfo, error) {
+	e.looked()
+	return e.DirEntry.Info()
 }
