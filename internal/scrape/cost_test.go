@@ -225,3 +225,28 @@ func TestFreeListKeepsOneLargeRead(t *testing.T) {
 			one, len(l.rs), kept, slices.Contains(l.rs, small))
 	}
 }
+
+// TestFreeListKeepsTheLargest: a reader larger than those kept, put when they hold
+// keepReaderBytes beside it no more, is kept, the smaller ones let go instead: the
+// largest is kept whatever its size, so that the next scrape of a rule that grew reuses
+// its buffers rather than growing a smaller reader's again.
+func TestFreeListKeepsTheLargest(t *testing.T) {
+	sized := func(tops int) *reader {
+		x := new(reader)
+		x.tops = make([]sketch.TopValue, 0, tops)
+		return x
+	}
+	var l freeList
+	first := sized(1 << 20)
+	l.put(first)
+	grown := sized(1 << 21)
+	l.put(grown)
+	var kept int64
+	for _, x := range l.rs {
+		kept += x.bytes()
+	}
+	if !slices.Contains(l.rs, grown) || kept > grown.bytes()+keepReaderBytes {
+		t.Errorf("a reader of %d bytes kept, one of %d put: %d readers of %d bytes kept (the larger: %v), want the larger, and at most %d beside it",
+			first.bytes(), grown.bytes(), len(l.rs), kept, slices.Contains(l.rs, grown), keepReaderBytes)
+	}
+}

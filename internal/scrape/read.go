@@ -1,6 +1,7 @@
 package scrape
 
 import (
+	"cmp"
 	"errors"
 	"io"
 	"slices"
@@ -483,15 +484,29 @@ func (l *freeList) put(x *reader) {
 	if len(l.rs) >= 8 {
 		return
 	}
-	total := x.bytes()
-	largest := total
-	for _, k := range l.rs {
-		n := k.bytes()
-		total += n
-		largest = max(largest, n)
+	// The largest is kept; beside it, the larger go first past keepReaderBytes, so that
+	// as many of the others are kept as fit.
+	type sized struct {
+		x     *reader
+		bytes int64
 	}
-	if total-largest <= keepReaderBytes {
-		l.rs = append(l.rs, x)
+	rs := []sized{{x, x.bytes()}}
+	for _, k := range l.rs {
+		rs = append(rs, sized{k, k.bytes()})
+	}
+	slices.SortStableFunc(rs, func(a, b sized) int { return cmp.Compare(a.bytes, b.bytes) })
+	var beside int64
+	for _, k := range rs[:len(rs)-1] {
+		beside += k.bytes
+	}
+	for i := len(rs) - 2; i >= 0 && beside > keepReaderBytes; i-- {
+		beside -= rs[i].bytes
+		rs = slices.Delete(rs, i, i+1)
+	}
+	// A new slice: those let go are referenced by no array of the list.
+	l.rs = make([]*reader, len(rs))
+	for i, k := range rs {
+		l.rs[i] = k.x
 	}
 }
 

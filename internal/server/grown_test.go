@@ -119,3 +119,96 @@ rules:
 		}
 	})
 }
+
+// TestScrapeBudgetHoldServedFirst: a running scrape that waits in hold for the difference
+// its read grew by holds that read already; the room a scrape that ends leaves goes to
+// it first, not to a scrape that waits for a place, which would hold as much again on
+// top and leave the one in hold waiting, its read held, until it is ended as stalled.
+func TestScrapeBudgetHoldServedFirst(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const stall, wait, budget = time.Second, 5 * time.Second, 100
+		cost := func(r *http.Request) (int64, bool) {
+			var n int64
+			_, err := fmt.Sscan(r.Header.Get("Cost"), &n)
+			return n, err == nil
+		}
+		l := newScrapeLimiter(10, stall, wait, slog.New(slog.DiscardHandler)).withBudget(budget, cost)
+		end := map[string]chan struct{}{"grown": make(chan struct{}), "other": make(chan struct{}), "late": make(chan struct{})}
+		held := make(chan error, 1)
+		var lateRan atomic.Bool
+		grown := exporter.Handler(grownSource{held: held, end: end["grown"]}, prometheus.NewRegistry(), nil)
+		h := l.handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			name := r.Header.Get("Name")
+			switch name {
+			case "grown":
+				grown.ServeHTTP(w, r)
+				return
+			case "late":
+				lateRan.Store(true)
+			}
+			<-end[name]
+		}))
+		done := make(chan int, 3)
+		scrape := func(name string, cost int) {
+			req := httptest.NewRequest(http.MethodGet, "/metrics", nil)
+			req.Header.Set("Name", name)
+			req.Header.Set("Cost", fmt.Sprint(cost))
+			go func() {
+				rec := httptest.NewRecorder()
+				h.ServeHTTP(rec, req)
+				done <- rec.Code
+			}()
+			synctest.Wait()
+		}
+		scrape("other", 60)
+		scrape("grown", 40) // charged 40, holds 80 once read: waits for 40 more
+		scrape("late", 40)  // waits for a place
+		select {
+		case err := <-held:
+			t.Fatalf("hold returned %v with the budget taken, want it to wait", err)
+		default:
+		}
+		close(end["other"])
+		synctest.Wait()
+		select {
+		case err := <-held:
+			if err != nil {
+				t.Errorf("hold: %v, want the room the scrape that ended left", err)
+			}
+		default:
+			t.Errorf("the scrape in hold waits on with its read held, the room given to a scrape that had none (late ran: %v)", lateRan.Load())
+		}
+		if lateRan.Load() {
+			t.Errorf("the late scrape runs beside the one in hold: %d bytes held of %d", l.held, budget)
+		}
+		close(end["grown"])
+		synctest.Wait()
+		if !lateRan.Load() {
+			t.Error("the late scrape did not run once the one in hold ended")
+		}
+		close(end["late"])
+		for range 3 {
+			if code := <-done; code != http.StatusOK {
+				t.Errorf("a scrape answered %d, want 200", code)
+			}
+		}
+	})
+}
+
+// grownSource's scrape holds 80 bytes once it read, telling its Writer so (Writer.Hold);
+// it sends what Hold returned on held, then writes nothing until end is closed.
+type grownSource struct {
+	held chan<- error
+	end  <-chan struct{}
+}
+
+func (g grownSource) Scrape(func(string) bool, expfmt.Format) exporter.Scrape { return g }
+
+func (g grownSource) Write(w *exporter.Writer) error {
+	err := w.Hold(80)
+	g.held <- err
+	<-g.end
+	return err
+}
+
+func (grownSource) Close() {}

@@ -157,6 +157,10 @@ type scrapeLimiter struct {
 	// freed is closed when a scrape gives up its charge, for those waiting in hold; nil
 	// while none waits.
 	freed chan struct{}
+	// wanting is what the scrapes waiting in hold want beyond their charges: they hold
+	// their reads already, so a scrape waiting for a place does not fit in it (fits),
+	// and the room a scrape that ends leaves goes to them first.
+	wanting int64
 }
 
 // refusal is why a scrape got 503.
@@ -197,6 +201,9 @@ type scrape struct {
 	// budget because no read told its cost or its cost is past the budget.
 	charge int64
 	alone  bool
+	// wanting is what it wants beyond its charge while it waits in hold (counted in
+	// scrapeLimiter.wanting), 0 otherwise.
+	wanting int64
 	// given says, once, whether it was given a place (true) or put out of the waiting
 	// scrapes (false).
 	given chan bool
@@ -310,7 +317,7 @@ func (l *scrapeLimiter) acquire(r *http.Request, s *scrape) (bool, refusal) {
 
 // fits reports whether s may run beside the running scrapes. Under l.mu.
 func (l *scrapeLimiter) fits(s *scrape) bool {
-	return len(l.running) < l.max && (l.budget == 0 || l.held+s.charge <= l.budget)
+	return len(l.running) < l.max && (l.budget == 0 || l.held+l.wanting+s.charge <= l.budget)
 }
 
 // fill gives places to the waiting scrapes, the last come first, while it fits or can be
@@ -379,12 +386,16 @@ func (l *scrapeLimiter) hold(ctx context.Context, s *scrape, bytes int64) error 
 	}
 	s.blocked.Store(time.Now().UnixNano())
 	defer s.blocked.Store(0)
+	s.wanting = want - s.charge
+	l.wanting += s.wanting
+	defer l.unwant(s) // before the deferred unlock
 	for {
 		if _, ok := l.running[s]; !ok {
 			return errEnded
 		}
 		wait := l.makeRoom(s, func() bool { return l.held-s.charge+want <= l.budget })
 		if wait == 0 {
+			l.unwant(s)
 			l.held += want - s.charge
 			s.charge = want
 			if bytes > l.budget && !s.alone {
@@ -417,10 +428,18 @@ func (l *scrapeLimiter) hold(ctx context.Context, s *scrape, bytes int64) error 
 func (l *scrapeLimiter) drop(s *scrape) {
 	delete(l.running, s)
 	l.held -= s.charge
+	l.unwant(s)
 	if l.freed != nil {
 		close(l.freed)
 		l.freed = nil
 	}
+}
+
+// unwant takes what s wants beyond its charge in hold out of l.wanting: it has its room,
+// or waits no more. Under l.mu.
+func (l *scrapeLimiter) unwant(s *scrape) {
+	l.wanting -= s.wanting
+	s.wanting = 0
 }
 
 func (l *scrapeLimiter) release(s *scrape) {

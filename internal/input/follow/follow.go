@@ -147,6 +147,9 @@ type Options struct {
 	stat     func(*os.File) (os.FileInfo, error) // tests show what a write in progress looks like
 	listed   func()                              // tests rename files between a listing and the looks
 	list     func(dir string) ([]string, error)  // tests make a directory fail to list
+	// readDir is os.ReadDir, which a restart finds the files of positions by: tests count
+	// its listings.
+	readDir func(dir string) ([]os.DirEntry, error)
 	// look is os.Stat (follow) or os.Lstat: tests count what discovery looks at.
 	look func(path string, follow bool) (os.FileInfo, error)
 	// Chunk, when set, is called in the reading goroutine after each read from a file
@@ -273,6 +276,9 @@ func (o Options) normalize() (Options, error) {
 	}
 	if o.list == nil {
 		o.list = listDir
+	}
+	if o.readDir == nil {
+		o.readDir = os.ReadDir
 	}
 	if o.look == nil {
 		o.look = look

@@ -114,9 +114,10 @@ type resume struct {
 	// other first bytes: truncated, or another file that took the inode of one deleted
 	// (a file compressed, then its successor made).
 	intact, rewritten map[string]bool
-	// unread holds, by path, the files the first scan found at a position of offset 0:
-	// nothing of them was read, so their first bytes, none, are intact whatever was done
-	// to them since, a copytruncate too, whose copy holds none of the lines read.
+	// unread holds, by path, the files the first scan found at a position of offset 0,
+	// changed since the positions were taken: nothing of them was read, so their first
+	// bytes, none, are intact whatever was done to them since, a copytruncate too, whose
+	// copy holds none of the lines read. One unchanged since is intact.
 	unread map[string]fileID
 	// resumed holds the files read on from their positions.
 	resumed map[fileID]bool
@@ -158,13 +159,22 @@ func (f *Follower) resumeAt(id fileID, file *os.File) (off int64, ok bool) {
 		r.rewritten[p.Path] = true
 		return 0, true
 	}
-	if p.Offset == 0 {
+	if p.Offset == 0 && changedAfter(file, f.o.Taken) {
 		r.unread[p.Path] = id
 	} else {
 		r.intact[p.Path] = true
 	}
 	r.resumed[id] = true
 	return p.Offset, true
+}
+
+// changedAfter reports whether file was written or truncated after taken. A log at offset
+// 0 that was not had no copytruncate since: a rotated file of its path written after then
+// is another's, such as the archive a writer that did not reopen the log after a rename
+// writes to still, whose lines, read before the snapshot, are not to be read again.
+func changedAfter(file *os.File, taken time.Time) bool {
+	fi, err := file.Stat()
+	return err == nil && fi.ModTime().After(taken)
 }
 
 // resumeLog is what resumeRotated logs of the files of positions that left their path,
@@ -222,13 +232,14 @@ func (f *Follower) resumeRotated() {
 	// lost holds the paths of positions whose file is gone or was rewritten.
 	lastWrite := map[string]time.Time{}
 	lost := r.rewritten // the first scan's, to which those gone since are added
+	dirs := newListings(f.o.readDir)
 	var buf [headLen]byte
 	for _, id := range r.order {
 		p, ok := r.byID[id]
 		if !ok || f.o.Select != nil && !f.o.Select(p.Path) {
 			continue
 		}
-		file := openByID(filepath.Dir(p.Path), id, os.ReadDir)
+		file := dirs.openByID(filepath.Dir(p.Path), id)
 		if file == nil {
 			f.o.Logger.Info(say.gone, "path", p.Path, "offset", p.Offset)
 			lost[p.Path] = true
@@ -283,7 +294,7 @@ func (f *Follower) resumeRotated() {
 		if since.Before(f.o.Taken) {
 			since = f.o.Taken
 		}
-		for _, a := range rotatedAfter(path, since, known, os.ReadDir) {
+		for _, a := range rotatedAfter(path, since, known, dirs.list) {
 			if ofPosition(a.file, a.id, r.all) {
 				// Another follower of the glob reads it on from its position: the archive
 				// of a position that was written to after it (a writer that had not
@@ -573,24 +584,59 @@ func timeTail(s string, field int) bool {
 	return timeTail(s[2:], field+1)
 }
 
+// listings lists each directory a restart looks in once, and looks at each of its files
+// once for their identities: a glob's logs, by the thousand, share theirs.
+type listings struct {
+	readDir func(string) ([]os.DirEntry, error)
+	listed  map[string]listing
+	// names holds, by directory, its regular files' names by device and inode.
+	names map[string]map[fileID]string
+}
+
+// listing is what a directory's listing gave.
+type listing struct {
+	entries []os.DirEntry
+	err     error
+}
+
+// newListings lists directories with readDir (os.ReadDir).
+func newListings(readDir func(string) ([]os.DirEntry, error)) *listings {
+	return &listings{readDir: readDir, listed: map[string]listing{}, names: map[string]map[fileID]string{}}
+}
+
+// list is dir's listing.
+func (l *listings) list(dir string) ([]os.DirEntry, error) {
+	d, ok := l.listed[dir]
+	if !ok {
+		d.entries, d.err = l.readDir(dir)
+		l.listed[dir] = d
+	}
+	return d.entries, d.err
+}
+
 // openByID opens the regular file of dir whose device and inode are id, or returns nil.
-// readDir lists dir (os.ReadDir).
-func openByID(dir string, id fileID, readDir func(string) ([]os.DirEntry, error)) *os.File {
-	entries, err := readDir(dir)
-	if err != nil {
+func (l *listings) openByID(dir string, id fileID) *os.File {
+	names, ok := l.names[dir]
+	if !ok {
+		names = map[fileID]string{}
+		entries, _ := l.list(dir)
+		for _, e := range entries {
+			if !e.Type().IsRegular() {
+				continue
+			}
+			if fi, err := e.Info(); err == nil {
+				if _, dup := names[idOf(fi)]; !dup { // hard links: the first name listed
+					names[idOf(fi)] = e.Name()
+				}
+			}
+		}
+		l.names[dir] = names
+	}
+	name, ok := names[id]
+	if !ok {
 		return nil
 	}
-	for _, e := range entries {
-		if !e.Type().IsRegular() {
-			continue
-		}
-		fi, err := e.Info()
-		if err != nil || idOf(fi) != id {
-			continue
-		}
-		return openListed(dir, e.Name(), id)
-	}
-	return nil
+	return openListed(dir, name, id)
 }
 
 // openListed opens name in dir, which a listing found to be the regular file id, or

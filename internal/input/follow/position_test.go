@@ -518,7 +518,7 @@ func TestOpenListedSwappedFIFO(t *testing.T) {
 		open func(dir string, fi os.FileInfo, readDir func(string) ([]os.DirEntry, error)) *os.File
 	}{
 		{"by its position", func(dir string, fi os.FileInfo, readDir func(string) ([]os.DirEntry, error)) *os.File {
-			return openByID(dir, idOf(fi), readDir)
+			return newListings(readDir).openByID(dir, idOf(fi))
 		}},
 		{"rotated from its path", func(dir string, fi os.FileInfo, readDir func(string) ([]os.DirEntry, error)) *os.File {
 			for _, a := range rotatedAfter(filepath.Join(dir, "a.log"), fi.ModTime().Add(-time.Hour), nil, readDir) {

@@ -2,6 +2,7 @@ package follow
 
 import (
 	"bytes"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -427,4 +428,132 @@ func TestResumeEmptyCopied(t *testing.T) {
 			})
 		}
 	}
+}
+
+// TestResumeUnreadNotReopened: a log renamed away by a rotation whose writer did not
+// reopen it leaves the new, empty log at offset 0 in the snapshot, and its archive,
+// retired after the grace period, is written to while the exporter is down. The log
+// was neither truncated nor written after the snapshot: the archive is no copy of it,
+// and none of its lines, counted before the snapshot, is read again.
+func TestResumeUnreadNotReopened(t *testing.T) {
+	for _, mode := range modes {
+		t.Run(mode.name, func(t *testing.T) {
+			dir := t.TempDir()
+			log := filepath.Join(dir, "access.log")
+			w := create(t, log)
+			o := mode.options(log)
+			o.FromBeginning = true
+			first := newCollector()
+			f := start(t, o, first.handle)
+			writeLines(t, w, 1, 100)
+			waitFor(t, "the lines written", func() bool { return first.has(1, 100) })
+			rename(t, log, log+".1")
+			next := create(t, log)
+			waitFollowed(t, f, next)
+			waitFor(t, "the archive retired", func() bool { return openUnder(f, log) == 1 })
+			f.Stop()
+			positions := f.Positions()
+			if len(positions) != 1 || positions[0].Offset != 0 {
+				t.Fatalf("positions %+v, want the new log's at offset 0", positions)
+			}
+			touch(t, log, -2*time.Second)
+			touch(t, log+".1", -2*time.Second)
+			taken := time.Now().Add(-time.Second) // see TestResume
+
+			writeLines(t, w, 101, 150) // to the archive, while down: lost, as ever
+			o.FromBeginning, o.Resume, o.Taken = false, positions, taken
+			again := newCollector()
+			start(t, o, again.handle)
+			// The log's lines are read after those of any file rotated away from it.
+			writeLines(t, next, 151, 151)
+			waitFor(t, "the line written to the log", func() bool { return again.has(151, 151) })
+			again.expectExactly(t, span{151, 151})
+		})
+	}
+}
+
+// TestResumeListsOnce: a restart lists a directory once, and looks at each of its files
+// at most twice (for the identities of the positions' files, and as a file rotated away
+// from its log), however many logs of it it resumes: a glob of thousands of logs in one
+// directory would otherwise list it, and look at its files, thousands of times.
+func TestResumeListsOnce(t *testing.T) {
+	const logs = 20
+	for _, tc := range []struct {
+		name string
+		down func(t *testing.T, log string, w *os.File) *os.File
+	}{{
+		// Each is looked at for files rotated away from it: a copytruncate while down.
+		name: "changed at offset 0",
+		down: func(t *testing.T, log string, w *os.File) *os.File {
+			return w
+		},
+	}, {
+		// Each position's file is looked for by its identity.
+		name: "renamed",
+		down: func(t *testing.T, log string, w *os.File) *os.File {
+			rename(t, log, log+".1")
+			return create(t, log)
+		},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			var ws []*os.File
+			for i := range logs {
+				ws = append(ws, create(t, filepath.Join(dir, fmt.Sprintf("%d.log", i))))
+			}
+			o := modes[1].options(filepath.Join(dir, "*.log"))
+			f := start(t, o, newCollector().handle)
+			for _, w := range ws {
+				waitFollowed(t, f, w)
+			}
+			f.Stop()
+			positions := f.Positions()
+			if len(positions) != logs {
+				t.Fatalf("%d positions, want %d", len(positions), logs)
+			}
+			taken := time.Now().Add(-time.Second) // see TestResume
+			for i, w := range ws {
+				w = tc.down(t, filepath.Join(dir, fmt.Sprintf("%d.log", i)), w)
+				writeLines(t, w, i+1, i+1)
+			}
+			var mu sync.Mutex
+			listed, looked := map[string]int{}, map[string]int{}
+			o.readDir = func(d string) ([]os.DirEntry, error) {
+				entries, err := os.ReadDir(d)
+				mu.Lock()
+				defer mu.Unlock()
+				listed[d]++
+				for i, e := range entries {
+					entries[i] = countedEntry{e, func() { mu.Lock(); looked[e.Name()]++; mu.Unlock() }}
+				}
+				return entries, err
+			}
+			o.Resume, o.Taken = positions, taken
+			next := newCollector()
+			start(t, o, next.handle)
+			waitFor(t, "the lines written while down", func() bool { return next.has(1, logs) })
+			next.expectExactly(t, span{1, logs})
+			mu.Lock()
+			defer mu.Unlock()
+			if listed[dir] != 1 {
+				t.Errorf("the directory listed %d times, want once", listed[dir])
+			}
+			for name, n := range looked {
+				if n > 2 {
+					t.Errorf("%s looked at %d times, want twice at most", name, n)
+				}
+			}
+		})
+	}
+}
+
+// countedEntry is a directory entry that tells when it is looked at (Info).
+type countedEntry struct {
+	os.DirEntry
+	looked func()
+}
+
+func (e countedEntry) Info() (os.FileInfo, error) {
+	e.looked()
+	return e.DirEntry.Info()
 }
