@@ -515,3 +515,23 @@ func TestFlagOverContainerLimit(t *testing.T) {
 		})
 	}
 }
+
+// A one-shot's path with ".", ".." or an empty element after a wildcard, which no
+// directory listing gives, is refused as an input's path is, naming the element and the
+// cleaned path: "no file matches" would read as a mistyped name, the file being there.
+func TestOneShotUnlistedGlobRefused(t *testing.T) {
+	for _, c := range []struct{ path, want string }{
+		{"examples/*/../access.log", `has ".." after a wildcard, which no directory listing gives: the glob matches no file; give the cleaned path examples/access.log`},
+		{"examples/*//access.log", "has an empty element (//) after a wildcard"},
+	} {
+		for _, mode := range [][]string{{"--replay=" + c.path}, {"--explain=" + c.path}, {"--config.check", "--sample=" + c.path}} {
+			t.Run(strings.Join(mode, " "), func(t *testing.T) {
+				var stdout, stderr bytes.Buffer
+				code := run(append([]string{"--config.file=example-rules.yaml"}, mode...), &stdout, &stderr)
+				if code != 1 || !strings.Contains(stderr.String(), c.want) {
+					t.Errorf("exit %d, stderr %q; want exit 1 and an error with %q", code, stderr.String(), c.want)
+				}
+			})
+		}
+	}
+}

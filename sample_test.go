@@ -47,6 +47,12 @@ rules:
 			"input mixed: 0 of 2 lines fit (first misfit at line 1: the line is of the log format combined, to which no rule applies: it has no upstream_addr (rule upstreams))",
 			"sample: input mixed read 2 lines and none is of its format (first: the line is of the log format combined, to which no rule applies"}},
 		{"a candidate format with it", []string{"--sample=mixed/upstream.log"}, 0, []string{"input mixed: 1 of 1 lines fit"}},
+		// A sample that cannot be read is its error alone: no input's count of no lines.
+		{"a missing sample", []string{"--sample=logs/missing.log"}, 1, []string{"sample logs/missing.log: open logs/missing.log: no such file or directory"}},
+		{"a missing sample no input reads", []string{"--sample=/nonexistent.log"}, 1, []string{"sample /nonexistent.log: open /nonexistent.log: no such file or directory"}},
+		{"a missing sample next to one read", []string{"--sample=logs/good.log", "--sample=logs/missing.log"}, 1, []string{
+			"input web: 2 of 2 lines fit",
+			"sample logs/missing.log: open logs/missing.log: no such file or directory"}},
 		{"two inputs", []string{"--sample=logs/good.log", "--sample=pods/0.log"}, 0, []string{"input web: 2 of 2 lines fit", "input pods: 1 of 1 lines fit (1 lines of other streams skipped)"}},
 	}
 	t.Chdir(t.TempDir())

@@ -28,6 +28,10 @@ func (d *decoder) logFormatCandidates(e entry, subject string, in *Input) bool {
 	var items []entry
 	switch {
 	case v.Kind == yaml.ScalarNode && v.Value == LogFormatAuto:
+		// auto is read here, not by scalar: its tag is checked as scalar would.
+		if d.foreignTag(v, e.key.Line, subject, "log_format") {
+			return true
+		}
 		texts = logformat.Auto
 		for range texts {
 			items = append(items, e)

@@ -168,6 +168,11 @@ inputs:
 rules: [{name: real, labels: {ip: '${http_x_real_ip}'}}]
 `, `c.yaml:5: input "web": log_format: "$remote_addr - $remote_user [$time_local] \"$request\" $status $body_bytes_sent \"$http_referer\" \"$http_user_agent\" \"$http_x_real_ip\"" fits the same lines as candidate #1 (main)`,
 			`capture "http_x_real_ip" is given by no log format`},
+		{"auto under a tag of a tool", `
+inputs:
+  - {name: web, path: /a, log_format: !ENV auto}
+rules: [{name: r}]
+`, `c.yaml:3: input "web": log_format: tag !ENV: a rule file's values are plain YAML`, ""},
 		{"escape with a list", `
 inputs:
   - {name: web, path: /a, log_format: auto, log_format_escape: json}

@@ -255,8 +255,8 @@ func (d *decoder) path(path string, line int, subject string, sources map[string
 		d.add(line, subject, "path: %q is not a valid glob: %s", path, err)
 		return
 	}
-	if elem := unlistedElement(path); elem != "" {
-		d.add(line, subject, "path: %q has %s after a wildcard, which no directory listing gives: the glob matches no file; give the cleaned path %s", path, elem, filepath.Clean(path))
+	if err := UnlistedElement(path); err != nil {
+		d.add(line, subject, "path: %q %v", path, err)
 		return
 	}
 	if first, dup := sources[path]; dup {
@@ -266,27 +266,34 @@ func (d *decoder) path(path string, line int, subject string, sources map[string
 	d.shellPath(path, line, subject)
 }
 
-// unlistedElement describes the first ".", ".." or empty element of a glob after its
-// first wildcard, "" if none. The follower matches each element from the first wildcard
-// on against the names a directory's listing gives, which never holds these: such a glob
-// matches no file, ever. Before the first wildcard the system resolves them, and they work.
-func unlistedElement(path string) string {
-	elems := strings.Split(path, string(filepath.Separator))
+// UnlistedElement refuses a glob with a ".", ".." or empty element after its first
+// wildcard, naming the first, as what follows the path in a message; nil for another
+// path. The follower matches each element from the first wildcard on against the names a
+// directory's listing gives, which never holds these: such a glob matches no file, ever.
+// Before the first wildcard the system resolves them, and they work. The one-shots'
+// paths, given on the command line, are refused as an input's.
+func UnlistedElement(path string) error {
+	sep := string(filepath.Separator)
+	elems := strings.Split(path, sep)
 	first := slices.IndexFunc(elems, IsGlob)
 	if first < 0 {
-		return ""
+		return nil
 	}
 	for i, e := range elems[first+1:] {
+		var elem string
 		switch {
 		case e == "." || e == "..":
-			return strconv.Quote(e)
+			elem = strconv.Quote(e)
 		case e == "" && first+1+i == len(elems)-1:
-			return "a trailing " + string(filepath.Separator)
+			elem = "a trailing " + sep
 		case e == "":
-			return "an empty element (" + strings.Repeat(string(filepath.Separator), 2) + ")"
+			elem = "an empty element (" + sep + sep + ")"
+		default:
+			continue
 		}
+		return fmt.Errorf("has %s after a wildcard, which no directory listing gives: the glob matches no file; give the cleaned path %s", elem, filepath.Clean(path))
 	}
-	return ""
+	return nil
 }
 
 // shellVariable is a shell's $NAME or ${NAME}.

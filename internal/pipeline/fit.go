@@ -45,6 +45,10 @@ type Fit struct {
 	// files is how many files the input read lines of, a glob's matches each one: past
 	// one, the line number then names its file.
 	files int
+	// read is how many of the one-shot's paths of the input were read: a path of which
+	// nothing was, each of its files unreadable, is told of by its error alone, as a
+	// count of no lines would read as a file of none.
+	read int
 }
 
 // String is the one-shots' line about the input: `input NAME: N of M lines fit (first
@@ -263,12 +267,15 @@ func (fs *fits) line(f *Fit, x *explain.Explainer, input, path string, n int, ms
 	}
 }
 
-// write writes each input's line to w (nil: nowhere).
+// write writes the line of each input a path of was read to w (nil: nowhere).
 func (fs *fits) write(w io.Writer) error {
 	if w == nil {
 		return nil
 	}
 	for _, f := range fs.all {
+		if f.read == 0 {
+			continue
+		}
 		if _, err := fmt.Fprintln(w, f); err != nil {
 			return err
 		}

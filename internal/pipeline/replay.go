@@ -201,6 +201,9 @@ func replayFiles(mode string, p *parser.Parser, files []fileInput, opts Options,
 			fit.TooLong += got.tooLong
 			fit.Malformed += got.malformed
 			fit.Unfinished += got.unfinished
+			if got.lines > 0 || len(got.unread) == 0 {
+				fit.read++
+			}
 		}
 		counts[i] = fileCount{lines: got.lines, received: sink.Received() - before, unread: got.unread}
 	}

@@ -247,6 +247,9 @@ func (o Options) normalize() (Options, error) {
 		if _, err := filepath.Match(o.Path, ""); err != nil {
 			return o, fmt.Errorf("follow: path %q: %w", o.Path, err)
 		}
+		if err := config.UnlistedElement(o.Path); err != nil {
+			return o, fmt.Errorf("follow: path %q %w", o.Path, err)
+		}
 	}
 	switch {
 	case o.MaxLineBytes < 0 || o.MaxLineBytes > MaxMaxLineBytes:

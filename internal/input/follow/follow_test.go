@@ -344,6 +344,12 @@ func TestReadToEnd(t *testing.T) {
 		{name: "missing file", path: "nope", err: "no such file"},
 		{name: "glob without match", path: "*.log", err: "no file matches"},
 		{name: "directory", files: map[string]string{"d/a": "1\n"}, path: "d", err: "not a regular file"},
+		// An element after a wildcard that no listing gives matches nothing, a file there
+		// or not: the error says why, as the rule file's check of an input's path does.
+		{name: "dot-dot after a wildcard", files: map[string]string{"a.log": "1\n", "d/b.log": "2\n"}, path: "*/../a.log", err: `has ".." after a wildcard`},
+		{name: "dot after a wildcard", files: map[string]string{"d/b.log": "2\n"}, path: "*/./b.log", err: `has "." after a wildcard`},
+		{name: "empty element after a wildcard", files: map[string]string{"d/b.log": "2\n"}, path: "*//b.log", err: "has an empty element (//) after a wildcard"},
+		{name: "trailing separator after a wildcard", files: map[string]string{"d/b.log": "2\n"}, path: "d/*.log/", err: "has a trailing / after a wildcard"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -358,7 +364,8 @@ func TestReadToEnd(t *testing.T) {
 				}
 			}
 			var got []string
-			s, err := ReadToEnd(Options{Path: filepath.Join(dir, tc.path), MaxLineBytes: 8}, func(path string, line []byte) {
+			// Not filepath.Join, which would clean the path the case gives.
+			s, err := ReadToEnd(Options{Path: dir + string(filepath.Separator) + tc.path, MaxLineBytes: 8}, func(path string, line []byte) {
 				rel, _ := filepath.Rel(dir, path)
 				got = append(got, rel+":"+string(line))
 			})
