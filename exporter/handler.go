@@ -140,8 +140,11 @@ func appendTaken(dst []byte, r string) []byte {
 	if q <= 0 {
 		return dst
 	}
-	typ, sub, _ := strings.Cut(mediaType, "/")
+	typ, sub, slash := strings.Cut(mediaType, "/")
 	typ, sub = strings.TrimSpace(typ), strings.TrimSpace(sub)
+	if typ == "*" && !slash {
+		sub = "*" // as expfmt reads "*", which Java's HttpURLConnection sends
+	}
 	if !isToken(typ) || !isToken(sub) {
 		return dst // no media type: none expfmt serves
 	}

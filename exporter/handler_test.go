@@ -113,6 +113,7 @@ func TestNegotiateScrapers(t *testing.T) {
 		{"Prometheus 3, text 1.0.0 only", "text/plain;version=1.0.0;escaping=allow-utf-8;q=0.6,*/*;q=0.5",
 			"text/plain; version=0.0.4; charset=utf-8; escaping=allow-utf-8"},
 		{"curl", "*/*", "text/plain; version=0.0.4; charset=utf-8; escaping=underscores"},
+		{"Java's *", "*; escaping=allow-utf-8", "text/plain; version=0.0.4; charset=utf-8; escaping=allow-utf-8"},
 
 		{"a browser", "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8", "text/plain; version=0.0.4; charset=utf-8; escaping=underscores"},
 	} {
