@@ -2,6 +2,7 @@ package exporter
 
 import (
 	"io"
+	"iter"
 	"log"
 	"net/http"
 	"slices"
@@ -116,25 +117,99 @@ func Negotiate(req *http.Request) (keep func(name string) bool, format expfmt.Fo
 	if names := req.URL.Query()["name[]"]; len(names) > 0 {
 		keep = func(name string) bool { return slices.Contains(names, name) }
 	}
-	var taken []string
+	var taken []byte
 	for _, h := range req.Header.Values("Accept") {
-		for r := range strings.SplitSeq(h, ",") {
-			if _, params, _ := strings.Cut(r, ";"); quality(params) > 0 {
-				taken = append(taken, r)
-			}
+		for rest := h; rest != ""; {
+			var r string
+			r, rest, _ = cutUnquoted(rest, ',')
+			taken = appendTaken(taken, r)
 		}
 	}
-	accept := http.Header{"Accept": {strings.Join(taken, ",")}}
+	accept := http.Header{"Accept": {string(taken)}}
 	return keep, expfmt.NegotiateAccept(accept, expfmt.DefaultOpenMetricsAcceptedFormats()...)
 }
 
+// appendTaken appends media range r to the Accept list dst unless its quality is 0, in
+// the form expfmt reads: expfmt splits at every "," ";" and "=", quoted or not, so r goes
+// with its quoted values unquoted, those that are no token dropped (no format expfmt
+// serves has such a parameter), and its quality as quality reads it. A range whose type
+// or subtype is no token is dropped: no format expfmt serves matches it.
+func appendTaken(dst []byte, r string) []byte {
+	mediaType, ps, _ := cutUnquoted(r, ';')
+	q := quality(ps)
+	if q <= 0 {
+		return dst
+	}
+	typ, sub, slash := strings.Cut(mediaType, "/")
+	typ, sub = strings.TrimSpace(typ), strings.TrimSpace(sub)
+	if typ == "*" && !slash {
+		sub = "*" // as expfmt reads "*", which Java's HttpURLConnection sends
+	}
+	if !isToken(typ) || !isToken(sub) {
+		return dst // no media type: none expfmt serves
+	}
+	if len(dst) > 0 {
+		dst = append(dst, ',')
+	}
+	dst = append(append(append(dst, typ...), '/'), sub...)
+	for k, v := range params(ps) {
+		if strings.EqualFold(k, "q") {
+			continue
+		}
+		n := len(dst)
+		dst = append(append(append(dst, ';'), k...), '=')
+		var ok bool
+		if dst, ok = appendToken(dst, v); ok && isToken(k) {
+			continue
+		}
+		dst = dst[:n]
+	}
+	if q < 1 {
+		dst = strconv.AppendFloat(append(dst, ";q="...), q, 'g', -1, 64)
+	}
+	return dst
+}
+
+// appendToken appends v, unquoted if it is a quoted string, and reports whether what it
+// appended is a token.
+func appendToken(dst []byte, v string) ([]byte, bool) {
+	if !strings.HasPrefix(v, `"`) {
+		return append(dst, v...), isToken(v)
+	}
+	n := len(dst)
+	for i := 1; i < len(v); i++ {
+		c := v[i]
+		switch {
+		case c == '"':
+			return dst, i == len(v)-1 && isToken(dst[n:])
+		case c == '\\' && i+1 < len(v):
+			i++
+			c = v[i]
+		}
+		dst = append(dst, c)
+	}
+	return dst, false // unterminated
+}
+
+// isToken reports whether s is an RFC 9110 token (5.6.2).
+func isToken[T string | []byte](s T) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0) {
+			return false
+		}
+	}
+	return len(s) > 0
+}
+
 // quality is the q parameter among a media range's or a coding's params (";"-separated),
-// 1 without one. A quality that is no number from 0 to 1 (NaN among them) is 0: refused.
-func quality(params string) float64 {
+// 1 without one. A quality that is no number from 0 to 1 (NaN, or one quoted, among them)
+// is 0: refused.
+func quality(ps string) float64 {
 	q := 1.0
-	for p := range strings.SplitSeq(params, ";") {
-		if k, v, ok := strings.Cut(strings.TrimSpace(p), "="); ok && strings.EqualFold(strings.TrimSpace(k), "q") {
-			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+	for k, v := range params(ps) {
+		if strings.EqualFold(k, "q") {
+			f, err := strconv.ParseFloat(v, 64)
 			if err != nil || !(f >= 0 && f <= 1) {
 				f = 0
 			}
@@ -142,6 +217,38 @@ func quality(params string) float64 {
 		}
 	}
 	return q
+}
+
+// params yields the name and value, trimmed, of each parameter in ps (";"-separated, a
+// value perhaps a quoted string, RFC 9110, 5.6.6), but those with no "=".
+func params(ps string) iter.Seq2[string, string] {
+	return func(yield func(string, string) bool) {
+		for rest := ps; rest != ""; {
+			var p string
+			p, rest, _ = cutUnquoted(rest, ';')
+			if k, v, ok := strings.Cut(p, "="); ok && !yield(strings.TrimSpace(k), strings.TrimSpace(v)) {
+				return
+			}
+		}
+	}
+}
+
+// cutUnquoted is strings.Cut at the first sep outside a quoted string: within one, sep
+// and a quote escaped by a backslash are text of the value (RFC 9110, 5.6.4). An
+// unterminated quoted string runs to the end of s.
+func cutUnquoted(s string, sep byte) (before, after string, found bool) {
+	quoted := false
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case quoted && c == '\\':
+			i++
+		case c == '"':
+			quoted = !quoted
+		case !quoted && c == sep:
+			return s[:i], s[i+1:], true
+		}
+	}
+	return s, "", false
 }
 
 // BuffersWhole reports whether a scrape in format is held whole until its end rather than

@@ -76,6 +76,14 @@ func TestNegotiate(t *testing.T) {
 		{"refused before taken", []string{proto + ";q=0, " + om1 + ";q=0.1"}, expfmt.TypeOpenMetrics},
 		{"two headers", []string{"text/plain;q=0.1", om1}, expfmt.TypeOpenMetrics},
 		{"a quality that is no number", []string{proto + ";q=abc"}, expfmt.TypeTextPlain},
+		// A parameter's value may be a quoted string (RFC 9110, 5.6.6), holding ";", ","
+		// and escaped quotes that neither end the parameter nor the range.
+		{"quoted ;", []string{om1 + `;q=0.9;a="x;q=0"`}, expfmt.TypeOpenMetrics},
+		{"quoted ; before a lower range", []string{om1 + `;q=0.9;a="x;q=0", text/plain;q=0.5`}, expfmt.TypeOpenMetrics},
+		{"quoted ,", []string{proto + `;a="x,` + om1 + `";q=0`}, expfmt.TypeTextPlain},
+		{"quoted , taken", []string{proto + `;a="x, text/plain;q=1";q=0.5, text/plain;q=0.4`}, expfmt.TypeProtoDelim},
+		{`quoted \"`, []string{om1 + `;q=0.9;a="x\";q=0"`}, expfmt.TypeOpenMetrics},
+		{`quoted \" refused`, []string{om1 + `;a="x\";q=1";q=0`}, expfmt.TypeTextPlain},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			req := httptest.NewRequest(http.MethodGet, "/metrics", nil)
@@ -105,6 +113,8 @@ func TestNegotiateScrapers(t *testing.T) {
 		{"Prometheus 3, text 1.0.0 only", "text/plain;version=1.0.0;escaping=allow-utf-8;q=0.6,*/*;q=0.5",
 			"text/plain; version=0.0.4; charset=utf-8; escaping=allow-utf-8"},
 		{"curl", "*/*", "text/plain; version=0.0.4; charset=utf-8; escaping=underscores"},
+		{"Java's *", "*; escaping=allow-utf-8", "text/plain; version=0.0.4; charset=utf-8; escaping=allow-utf-8"},
+
 		{"a browser", "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8", "text/plain; version=0.0.4; charset=utf-8; escaping=underscores"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -115,6 +125,17 @@ func TestNegotiateScrapers(t *testing.T) {
 				t.Errorf("Accept %q: %q, want %q (expfmt: %q)", tc.accept, got, tc.want, expfmtGot)
 			}
 		})
+	}
+}
+
+// TestNegotiateQuotedValues: a parameter's value quoted is the same value as a token
+// (RFC 9110, 5.6.6), the version and escaping asked for read from either.
+func TestNegotiateQuotedValues(t *testing.T) {
+	req := httptest.NewRequest(http.MethodGet, "/metrics", nil)
+	req.Header.Set("Accept", `application/openmetrics-text;version="1.0.0";escaping="allow-\utf-8";q=0.5,text/plain;version=0.0.4;q=0.2`)
+	const want = "application/openmetrics-text; version=1.0.0; charset=utf-8; escaping=allow-utf-8"
+	if _, got := Negotiate(req); got != want {
+		t.Errorf("Accept %q: %q, want %q", req.Header.Get("Accept"), got, want)
 	}
 }
 

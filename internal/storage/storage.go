@@ -376,23 +376,37 @@ type setAside struct {
 	n, at int64
 }
 
-// parseSetAside reads the name of a snapshot set aside; ok is false for another file's.
+// fileName is the name SetAside gives b, or an earlier build gave it (n 0).
+func (b setAside) fileName() string {
+	if b.n == 0 {
+		return badPrefix + strconv.FormatInt(b.at, 10)
+	}
+	return badPrefix + strconv.FormatInt(b.n, 10) + "-" + strconv.FormatInt(b.at, 10)
+}
+
+// parseSetAside reads the name of a snapshot set aside; ok is false for another file's,
+// among them any name SetAside would not write, though its numbers read the same
+// (snapshot.bad-01-5, snapshot.bad-+1-5): the set-asides are removed, other files are not.
 func parseSetAside(name string) (b setAside, ok bool) {
 	rest, ok := strings.CutPrefix(name, badPrefix)
 	if !ok {
 		return setAside{}, false
 	}
-	first, second, two := strings.Cut(rest, "-")
-	n, err := strconv.ParseInt(first, 10, 64)
-	if err != nil {
-		return setAside{}, false
+	if at, err := strconv.ParseInt(rest, 10, 64); err == nil {
+		b = setAside{name: name, at: at}
+	} else {
+		first, second, _ := strings.Cut(rest, "-")
+		n, err := strconv.ParseInt(first, 10, 64)
+		// A number one more of which would not be one is no set-aside's: SetAside counts on.
+		if err != nil || n <= 0 || n == math.MaxInt64 {
+			return setAside{}, false
+		}
+		if b.at, err = strconv.ParseInt(second, 10, 64); err != nil {
+			return setAside{}, false
+		}
+		b.name, b.n = name, n
 	}
-	if !two {
-		return setAside{name: name, at: n}, true
-	}
-	at, err := strconv.ParseInt(second, 10, 64)
-	// A number one more of which would not be one is no set-aside's: SetAside counts on.
-	return setAside{name: name, n: n, at: at}, err == nil && n > 0 && n < math.MaxInt64
+	return b, b.fileName() == name
 }
 
 // SetAside renames the snapshot in dir, one Read refused, to snapshot.bad-<n>-<now, Unix
@@ -416,7 +430,7 @@ func SetAside(dir string, now time.Time) (string, error) {
 	for _, b := range bads {
 		newest.n = max(newest.n, b.n+1)
 	}
-	newest.name = badPrefix + strconv.FormatInt(newest.n, 10) + "-" + strconv.FormatInt(newest.at, 10)
+	newest.name = newest.fileName()
 	to := filepath.Join(dir, newest.name)
 	if err := os.Rename(filepath.Join(dir, FileName), to); err != nil {
 		return "", fmt.Errorf("snapshot: set aside: %w", err)

@@ -278,6 +278,13 @@ func TestSetAside(t *testing.T) {
 		before: []string{"snapshot.bad-9223372036854775807-1"},
 		at:     []time.Time{start, start, start, start},
 		want:   []string{"3", "2", "1", "snapshot.bad-9223372036854775807-1"},
+	}, {
+		// Names SetAside does not write, though their numbers read as its, are other
+		// files': kept, not counted.
+		name:   "numbers not written so",
+		before: []string{"snapshot.bad-+1-5", "snapshot.bad-01-5", "snapshot.bad-1-05", "snapshot.bad-+5", "snapshot.bad-05"},
+		at:     []time.Time{start, start, start, start},
+		want:   []string{"3", "2", "1", "snapshot.bad-+1-5", "snapshot.bad-01-5", "snapshot.bad-1-05", "snapshot.bad-+5", "snapshot.bad-05"},
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
@@ -325,6 +332,81 @@ func TestSetAside(t *testing.T) {
 	if _, err := SetAside(t.TempDir(), start); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("SetAside without a snapshot: %v", err)
 	}
+}
+
+// TestParseSetAside: the names SetAside writes, and earlier builds wrote, are read back;
+// no other name is, though its numbers would read the same.
+func TestParseSetAside(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		n, at int64
+		ok    bool
+	}{
+		{"snapshot.bad-1-1700000000", 1, 1700000000, true},
+		{"snapshot.bad-12-0", 12, 0, true},
+		{"snapshot.bad-1--5", 1, -5, true},
+		{"snapshot.bad-9223372036854775806-9223372036854775807", math.MaxInt64 - 1, math.MaxInt64, true},
+		{"snapshot.bad-1700000100", 0, 1700000100, true},
+		{"snapshot.bad-0", 0, 0, true},
+		{"snapshot.bad--5", 0, -5, true},
+		{"snapshot.bad-+1-5", 0, 0, false},
+		{"snapshot.bad-01-5", 0, 0, false},
+		{"snapshot.bad-1-05", 0, 0, false},
+		{"snapshot.bad-1-+5", 0, 0, false},
+		{"snapshot.bad-1--0", 0, 0, false},
+		{"snapshot.bad-0-5", 0, 0, false},
+		{"snapshot.bad--1-5", 0, 0, false},
+		{"snapshot.bad-9223372036854775807-1", 0, 0, false},
+		{"snapshot.bad-+5", 0, 0, false},
+		{"snapshot.bad-05", 0, 0, false},
+		{"snapshot.bad--0", 0, 0, false},
+		{"snapshot.bad-", 0, 0, false},
+		{"snapshot.bad-1-", 0, 0, false},
+		{"snapshot.bad-1-5-6", 0, 0, false},
+		{"snapshot.bad-1-5.tmp", 0, 0, false},
+		{"snapshot", 0, 0, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b, ok := parseSetAside(tc.name)
+			if ok != tc.ok || ok && (b.n != tc.n || b.at != tc.at || b.name != tc.name) {
+				t.Errorf("parseSetAside(%q) = %+v, %v; want n %d, at %d, %v", tc.name, b, ok, tc.n, tc.at, tc.ok)
+			}
+		})
+	}
+}
+
+// FuzzParseSetAside: a name parses only as the very name written for its numbers, and
+// every name SetAside writes (n from 1 on, any second) or an earlier build wrote (a second
+// alone) parses to its numbers.
+func FuzzParseSetAside(f *testing.F) {
+	f.Add("snapshot.bad-1-1700000000", int64(1), int64(1700000000))
+	f.Add("snapshot.bad-+1-5", int64(math.MaxInt64), int64(-5))
+	f.Add("snapshot.bad--05", int64(0), int64(0))
+	f.Fuzz(func(t *testing.T, name string, n, at int64) {
+		if b, ok := parseSetAside(name); ok {
+			want := fmt.Sprintf("%s.bad-%d-%d", FileName, b.n, b.at)
+			if b.n == 0 {
+				want = fmt.Sprintf("%s.bad-%d", FileName, b.at)
+			}
+			if b.n < 0 || b.n == math.MaxInt64 || want != name || b.name != name {
+				t.Fatalf("parseSetAside(%q) = %+v, the name of %q", name, b, want)
+			}
+		}
+		legacy := fmt.Sprintf("%s.bad-%d", FileName, at)
+		if b, ok := parseSetAside(legacy); !ok || b.n != 0 || b.at != at {
+			t.Fatalf("parseSetAside(%q) = %+v, %v", legacy, b, ok)
+		}
+		if n <= 0 || n == math.MaxInt64 {
+			return
+		}
+		written := fmt.Sprintf("%s.bad-%d-%d", FileName, n, at)
+		if b, ok := parseSetAside(written); !ok || b.n != n || b.at != at {
+			t.Fatalf("parseSetAside(%q) = %+v, %v", written, b, ok)
+		}
+		if got := (setAside{n: n, at: at}).fileName(); got != written {
+			t.Fatalf("set aside %d at %d as %q, want %q", n, at, got, written)
+		}
+	})
 }
 
 // FuzzParse parses any bytes without panicking; what parses writes back to a snapshot

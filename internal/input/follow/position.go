@@ -271,14 +271,15 @@ func (f *Follower) resumeRotated() {
 		known[id] = true
 	}
 	f.mu.Unlock()
-	var done []string
+	// done is a set, not a list: node mode resumes thousands of paths at once.
+	done := make(map[string]bool, len(r.all))
 	for _, p := range r.all {
 		path := p.Path
 		// A path of which a file read then is there still had nothing rotated after it.
-		if slices.Contains(done, path) || r.intact[path] || f.o.Select != nil && !f.o.Select(path) {
+		if done[path] || r.intact[path] || f.o.Select != nil && !f.o.Select(path) {
 			continue
 		}
-		done = append(done, path)
+		done[path] = true
 		since, seen := lastWrite[path]
 		unread, empty := r.unread[path]
 		switch {
