@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/fsnotify/fsnotify"
 )
@@ -182,7 +183,10 @@ func unreadable(t *testing.T, m mode) {
 	writeLines(t, old, 1, 100)
 	c := newCollector()
 	o := m.options(p)
-	o.FromBeginning = true
+	// The late writer below writes a line at a time; on a loaded machine it can pause
+	// for longer than the shared 150ms grace, which would close the rotated file before
+	// its last lines, as the grace is meant to.
+	o.FromBeginning, o.RotationGrace = true, 2*time.Second
 	f := start(t, o, c.handle)
 	waitFor(t, "the first lines", func() bool { return c.has(1, 100) })
 
