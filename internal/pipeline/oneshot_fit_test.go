@@ -342,46 +342,14 @@ rules: [{name: reqs, match: '^(?P<m>[A-Z]+) \d+$', labels: {m: '${m}'}}]
 func TestOneShotGlobNamesMisfitFile(t *testing.T) {
 	const combined = `10.0.0.1 - - [01/Mar/2024:12:00:00 +0000] "GET / HTTP/1.1" 200 5 "-" "curl/8.5.0"` + "\n"
 	dir := t.TempDir()
-	for name, data := range map[string]string{
+	glob := writeGlobTree(t, dir, map[string]string{
 		"a/access.log": strings.Repeat(combined, 20),
 		"b/access.log": strings.Repeat(`{"msg":"GET /","status":200}`+"\n", 5),
-	} {
-		path := filepath.Join(dir, name)
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(data), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	glob := filepath.Join(dir, "*", "*.log")
+	})
 	want := "input web: 20 of 25 lines fit (first misfit at line 1 of " + filepath.Join(dir, "b", "access.log") + ": "
-	for _, format := range []string{"combined", "[combined, upstreaminfo]"} {
-		cfg, err := config.Parse(fmt.Appendf(nil, `
-inputs:
-  - {name: web, path: '%s', log_format: %s, start_at: beginning}
-rules:
-  - {name: requests, labels: {status: '${status}'}}
-`, glob, format), "rules.yaml")
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, tc := range []struct {
-			name string
-			run  func(opts Options) error
-		}{
-			{"replay", func(opts Options) error { return Replay(cfg, []string{glob}, opts, io.Discard) }},
-			{"sample", func(opts Options) error { return Sample(cfg, []string{glob}, opts) }},
-			{"explain", func(opts Options) error { _, err := Explain(cfg, glob, 100, opts); return err }},
-		} {
-			t.Run(format+"/"+tc.name, func(t *testing.T) {
-				var summary bytes.Buffer
-				if err := tc.run(Options{Now: time.Now, Summary: &summary}); err != nil || !strings.HasPrefix(summary.String(), want) {
-					t.Errorf("%v, summary %q; want no error and %q...", err, summary.String(), want)
-				}
-			})
-		}
-	}
+	eachOneShotSummary(t, glob, func(err error, summary string) bool {
+		return err == nil && strings.HasPrefix(summary, want)
+	}, "want no error and %q...", want)
 }
 
 // TestOneShotNamesFilesOfNoFormat: a glob's files are judged by a one-shot as the running
@@ -394,48 +362,16 @@ rules:
 func TestOneShotNamesFilesOfNoFormat(t *testing.T) {
 	const combined = `10.0.0.1 - - [01/Mar/2024:12:00:00 +0000] "GET / HTTP/1.1" 200 5 "-" "curl/8.5.0"` + "\n"
 	dir := t.TempDir()
-	for name, data := range map[string]string{
+	glob := writeGlobTree(t, dir, map[string]string{
 		"a/access.log": strings.Repeat(combined, 20) + "stray line\n",
 		"b/access.log": strings.Repeat(`{"msg":"GET /","status":200}`+"\n", 5),
 		"c/access.log": "/docker-entrypoint.sh: Configuration complete; ready for start up\n",
 		"d/access.log": strings.Repeat(`{"msg":"x"}`+"\n", 20),
-	} {
-		path := filepath.Join(dir, name)
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(data), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	glob := filepath.Join(dir, "*", "*.log")
+	})
 	want := fmt.Sprintf("; 2 files of no format: %s, %s)\n", filepath.Join(dir, "b", "access.log"), filepath.Join(dir, "d", "access.log"))
-	for _, format := range []string{"combined", "[combined, upstreaminfo]"} {
-		cfg, err := config.Parse(fmt.Appendf(nil, `
-inputs:
-  - {name: web, path: '%s', log_format: %s, start_at: beginning}
-rules:
-  - {name: requests, labels: {status: '${status}'}}
-`, glob, format), "rules.yaml")
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, tc := range []struct {
-			name string
-			run  func(opts Options) error
-		}{
-			{"replay", func(opts Options) error { return Replay(cfg, []string{glob}, opts, io.Discard) }},
-			{"sample", func(opts Options) error { return Sample(cfg, []string{glob}, opts) }},
-			{"explain", func(opts Options) error { _, err := Explain(cfg, glob, 100, opts); return err }},
-		} {
-			t.Run(format+"/"+tc.name, func(t *testing.T) {
-				var summary bytes.Buffer
-				if err := tc.run(Options{Now: time.Now, Summary: &summary}); err != nil || !strings.HasSuffix(summary.String(), want) {
-					t.Errorf("%v, summary %q; want no error and ...%q", err, summary.String(), want)
-				}
-			})
-		}
-	}
+	eachOneShotSummary(t, glob, func(err error, summary string) bool {
+		return err == nil && strings.HasSuffix(summary, want)
+	}, "want no error and ...%q", want)
 }
 
 // TestFitNamesFilesOfNoFormatApart: the summary's list of files of no format shows a name
@@ -458,5 +394,54 @@ func TestFitNamesFilesOfNoFormatApart(t *testing.T) {
 				t.Errorf("summary %q, want ...%q", got, c.want)
 			}
 		})
+	}
+}
+
+// writeGlobTree writes files (a path under dir to its text) and returns the glob of
+// dir's files one directory down, as a glob over all pods' logs.
+func writeGlobTree(t *testing.T, dir string, files map[string]string) string {
+	t.Helper()
+	for name, data := range files {
+		path := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return filepath.Join(dir, "*", "*.log")
+}
+
+// eachOneShotSummary runs --replay, --sample and --explain over glob, read as combined
+// and then by candidate formats, and holds each to ok of its error and summary, saying
+// wantf of want when it fails.
+func eachOneShotSummary(t *testing.T, glob string, ok func(err error, summary string) bool, wantf, want string) {
+	t.Helper()
+	for _, format := range []string{"combined", "[combined, upstreaminfo]"} {
+		cfg, err := config.Parse(fmt.Appendf(nil, `
+inputs:
+  - {name: web, path: '%s', log_format: %s, start_at: beginning}
+rules:
+  - {name: requests, labels: {status: '${status}'}}
+`, glob, format), "rules.yaml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tc := range []struct {
+			name string
+			run  func(opts Options) error
+		}{
+			{"replay", func(opts Options) error { return Replay(cfg, []string{glob}, opts, io.Discard) }},
+			{"sample", func(opts Options) error { return Sample(cfg, []string{glob}, opts) }},
+			{"explain", func(opts Options) error { _, err := Explain(cfg, glob, 100, opts); return err }},
+		} {
+			t.Run(format+"/"+tc.name, func(t *testing.T) {
+				var summary bytes.Buffer
+				if err := tc.run(Options{Now: time.Now, Summary: &summary}); !ok(err, summary.String()) {
+					t.Errorf("%v, summary %q; "+wantf, err, summary.String(), want)
+				}
+			})
+		}
 	}
 }
