@@ -135,20 +135,7 @@ func TestConfigCheckWatchOfPipe(t *testing.T) {
 		{"with watch", true, 1, "--config.watch: "},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r, w, err := os.Pipe()
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer r.Close()
-			if _, err := w.WriteString("rules: [{name: r, match: x}]\n"); err != nil {
-				t.Fatal(err)
-			}
-			w.Close()
-			// As a shell's --config.file=<(...) gives it.
-			path := fmt.Sprintf("/dev/fd/%d", r.Fd())
-			if _, err := os.Stat(path); err != nil {
-				t.Skip(err)
-			}
+			path := pipedRules(t)
 			args := []string{"--config.file=" + path, "--config.check"}
 			if tc.watch {
 				args = append(args, "--config.watch")
@@ -191,19 +178,7 @@ func testCert(t *testing.T, notBefore, notAfter time.Time) (certPEM, keyPEM []by
 // config and the listen addresses unchecked: a second run, with the pipe mended, was the
 // first to tell them.
 func TestConfigCheckWatchErrorAmongTheOthers(t *testing.T) {
-	r, w, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	if _, err := w.WriteString("rules: [{name: r, match: x}]\n"); err != nil {
-		t.Fatal(err)
-	}
-	w.Close()
-	path := fmt.Sprintf("/dev/fd/%d", r.Fd())
-	if _, err := os.Stat(path); err != nil {
-		t.Skip(err)
-	}
+	path := pipedRules(t)
 	missing := filepath.Join(t.TempDir(), "web.yml")
 	var stdout, stderr bytes.Buffer
 	code := run([]string{"--config.file=" + path, "--config.check", "--config.watch",
@@ -224,4 +199,25 @@ func TestConfigCheckWatchOfMissingFile(t *testing.T) {
 	if code != 1 || strings.Count(stderr.String(), "no such file") != 1 || !strings.Contains(stderr.String(), "reading config: ") {
 		t.Errorf("exit %d, stderr %q; want exit 1 and the load's error alone", code, stderr.String())
 	}
+}
+
+// pipedRules is a rule file given as a pipe, as a shell's --config.file=<(...) gives it:
+// its /dev/fd path, the pipe closed when the test ends. The test is skipped where the
+// system has no /dev/fd.
+func pipedRules(t *testing.T) string {
+	t.Helper()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	if _, err := w.WriteString("rules: [{name: r, match: x}]\n"); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	path := fmt.Sprintf("/dev/fd/%d", r.Fd())
+	if _, err := os.Stat(path); err != nil {
+		t.Skip(err)
+	}
+	return path
 }

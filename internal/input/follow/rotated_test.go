@@ -107,17 +107,7 @@ func TestResumeRotatedSharedLog(t *testing.T) {
 	log := filepath.Join(dir, "access.log")
 	w := create(t, log)
 	writeLines(t, w, 1, 100)
-
-	var hold sync.RWMutex
-	o := modes[1].options(filepath.Join(dir, "access.log*"))
-	o.FromBeginning, o.Hold = true, hold.RLocker()
-	first := newCollector()
-	f := start(t, o, first.handle)
-	waitFor(t, "the first lines", func() bool { return first.has(1, 100) })
-	hold.Lock()
-	positions := f.Positions()
-	hold.Unlock()
-	f.Stop()
+	positions, o := readFirst(t, modes[1].options(filepath.Join(dir, "access.log*")))
 
 	taken := time.Now().Add(-time.Second) // see TestResume
 	writeLines(t, w, 101, 120)
@@ -129,7 +119,6 @@ func TestResumeRotatedSharedLog(t *testing.T) {
 	var followers []*Follower
 	for _, owner := range []string{"access.log.1", "access.log"} { // the archive's first
 		o := o
-		o.FromBeginning, o.Hold = false, nil
 		o.Resume, o.Taken = positions, taken
 		o.Select = func(path string) bool { return (filepath.Base(path) == "access.log") == (owner == "access.log") }
 		if owner == "access.log" {
