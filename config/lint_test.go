@@ -40,11 +40,13 @@ func (c lintCase) String() string {
 // name ending in _total (its counter would be _total_total), and the labels "window" and
 // __*, which the exporter or Prometheus use.
 func (c lintCase) checkable() bool {
-	if checkMetricName(c.name) != nil {
+	// Names past maxNameBytes are refused by a bound of config's own (limits.go), which
+	// promtool's linter does not share.
+	if checkMetricName(c.name) != nil || len(c.name) > maxNameBytes {
 		return false
 	}
 	for _, l := range c.labels {
-		if checkLabelName(l) != nil {
+		if checkLabelName(l) != nil || len(l) > maxNameBytes {
 			return false
 		}
 	}
