@@ -277,6 +277,7 @@ func TestBackfillSink(t *testing.T) {
 		line  line
 		want  [2]map[string]series // by rule: event time, processing time
 		drops store.Drops
+		ahead uint64 // the lines the sink says it left out as ahead of the clock
 	}{{
 		name: "an event-time line in its window",
 		line: line{labels: []string{"a"}, at: now - 10},
@@ -289,13 +290,23 @@ func TestBackfillSink(t *testing.T) {
 		name: "a processing-time line is not written",
 		line: line{rule: 1},
 		want: [2]map[string]series{{}, {"": {0, []float64{0}}}},
+	}, {
+		// Placed at now, as a live line ahead is, it would be in the 1m window.
+		name:  "an event-time line ahead of the clock is left out, and makes no label set",
+		line:  line{labels: []string{"a"}, at: now + 3600},
+		want:  [2]map[string]series{{}, {"": {0, []float64{0}}}},
+		ahead: 1,
 	}}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			set := newSet(t, storetest.Config(10, storetest.EventRule("events", storetest.OneMin, "status"), storetest.CountRule("requests", storetest.OneMin)), nil)
 			l := tc.line
 			l.now = now
-			write(set.NewBackfillSink(), l)
+			k := set.NewBackfillSink()
+			write(k, l)
+			if got := k.LeftAhead(); got != tc.ahead {
+				t.Errorf("LeftAhead %d, want %d", got, tc.ahead)
+			}
 			for i, want := range tc.want {
 				got := read(set, i, now)
 				if d := diff(got.series, want); d != "" {
