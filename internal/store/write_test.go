@@ -416,3 +416,33 @@ func raise(c *atomic.Int64, v int64) {
 		}
 	}
 }
+
+// TestTwoSinksClockBack: an event-time rule's label set written by two inputs (two sinks,
+// two shards of its series) while the host's wall clock runs half an hour ahead of the
+// lines' own times, and by one of them alone once the clock is set right. A scrape must
+// read the label set as one series written by both would be: the lines since the clock
+// came back are in its 1m and 5m windows, rather than held out of them, at the second the
+// clock ran ahead to, for as long as the other input writes none of it.
+func TestTwoSinksClockBack(t *testing.T) {
+	const ahead = 1800
+	cfg := storetest.Config(10, storetest.EventRule("events", []time.Duration{time.Minute, 5 * time.Minute, time.Hour}, "status"))
+	set, err := store.NewSetWith(cfg, nil, store.SetOptions{Shards: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sinks := []*store.Sink{set.NewSink(), set.NewSink()}
+	real := int64(start)
+	for i := range 40 {
+		write(sinks[i%2], line{labels: []string{"200"}, now: real, wall: real + ahead, at: real})
+		real++
+	}
+	for range 10 {
+		write(sinks[0], line{labels: []string{"200"}, now: real, at: real})
+		real++
+	}
+	got := read(set, 0, real-1)
+	want := map[string]series{"200": {50, []float64{10, 10, 50}}}
+	if d := diff(got.series, want); d != "" {
+		t.Errorf("series:%s", d)
+	}
+}
