@@ -95,10 +95,11 @@ func (m *model) wentBack(now int64) bool {
 }
 
 // readSecond is the second a read at now reads the windows at: the series' own when it is
-// later, now when the series holds nothing to read.
+// later, now when the series holds nothing to read or when now is after every event
+// placed, where its next add would take the series back (add).
 func (m *model) readSecond(now int64) int64 {
 	now = clamped(now)
-	if !m.started || m.wentBack(now) {
+	if !m.started || m.wentBack(now) || m.newest < now {
 		return now
 	}
 	return max(now, m.t)
@@ -158,7 +159,7 @@ func (m *model) check(l *Layout, got []Stats, now, since int64) error {
 		}
 		return nil
 	}
-	s := max(now, m.t)
+	s := m.readSecond(now)
 	e := s - m.lag
 	observed := max(e-since+1, 1)
 	for i, g := range got {

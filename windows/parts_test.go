@@ -178,3 +178,66 @@ func TestReadSummariesOfFew(t *testing.T) {
 		}
 	})
 }
+
+// TestPartsReadBackAsOne: the clock a label set's parts are added at runs ahead of the
+// events' own times and comes back (an event-time rule's wall clock set wrong and set
+// right, its lines written by two inputs), and only one part has events after that. Its
+// parts must read as one series that had every event does, which goes back to the clock
+// at its first event after it came back: the quiet part is read back with it rather than
+// holding the label set's reads at the second of the wrong clock, where the shorter
+// windows lack every event since.
+func TestPartsReadBackAsOne(t *testing.T) {
+	const t0 = 1_700_000_000
+	for _, ahead := range []int64{90, 1800, 7200} {
+		for _, kinds := range [][]SummaryKind{nil, {unorderedBag, orderedBag}} {
+			for _, end := range windowEnds {
+				t.Run(fmt.Sprintf("ahead %ds/%d summaries/%s", ahead, len(kinds), end.name), func(t *testing.T) {
+					l, err := NewLayout(defaultWindows, Options{Events: true, Summaries: kinds, LastComplete: end.lastComplete})
+					if err != nil {
+						t.Fatal(err)
+					}
+					whole := l.NewSeries()
+					parts := []*Series{l.NewSeries(), l.NewSeries()}
+					add := func(part int, now, at int64) {
+						v := float64(at - t0)
+						whole.Add(now, at, v)
+						parts[part].Add(now, at, v)
+					}
+					real := int64(t0)
+					for i := range 40 {
+						add(i%2, real+ahead, real)
+						real++
+					}
+					for range 100 {
+						add(0, real, real)
+						real++
+						now := real + 1
+						want := whole.Read(now, t0, nil)
+						at := ReadSecondOf(now, parts)
+						got := parts[0].Read(at, t0, nil)
+						more := parts[1].Read(at, t0, nil)
+						for i := range got {
+							got[i].Events += more[i].Events
+							if got[i].Events != want[i].Events {
+								t.Fatalf("read at %d: %v window of the parts read at %d holds %v events, one series %v", now, l.Windows()[i], at, got[i].Events, want[i].Events)
+							}
+						}
+						if kinds == nil {
+							continue
+						}
+						gotSums, wantSums := l.NewSummaries(), l.NewSummaries()
+						ReadSummariesOf(at, parts, gotSums, nil)
+						whole.ReadSummaries(now, wantSums)
+						for k := range gotSums {
+							g := slices.Sorted(slices.Values(gotSums[k].(*bag).vs))
+							w := slices.Sorted(slices.Values(wantSums[k].(*bag).vs))
+							if !slices.Equal(g, w) {
+								t.Fatalf("read at %d: summary %d of the parts read at %d holds %v, one series %v", now, k, at, g, w)
+							}
+						}
+					}
+				})
+			}
+		}
+	}
+}

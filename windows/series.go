@@ -762,6 +762,14 @@ func (w *wheel) move(head *int32, from, to int64) (first, n int64) {
 	return first, min(moved, w.n)
 }
 
+// indexOf is the ring index of slot u, where the head is when the series is at a second of
+// it; a read of a series read back to such a second (readSecond) starts there, as it would
+// once the series went back (rewind). The slots between it and the series' own head are
+// empty, since a series goes back only to after every event it placed; the older slots
+// the read reaches past them at those indexes were let go of as the series moved on, as
+// they are once it goes back.
+func (w *wheel) indexOf(u int64) int64 { return floorMod(u, w.n) }
+
 // index maps a ring position that may run one length past the end back into the ring.
 func (w *wheel) index(i int64) int {
 	if i >= w.n {
@@ -800,16 +808,18 @@ func (s *Series) Read(now, since int64, dst []Stats) []Stats {
 	if s.t == never || s.wentBack(now) {
 		return dst
 	}
-	now = max(now, s.t)
+	t := s.readSecond(now)
+	now = max(now, t)
 	// Windows end at the last complete second: what the current second holds is left
 	// out, from the second wheel by starting below its head slot, from a coarser one by
-	// taking it off the newest slot's sum and count (its extrema cannot be).
+	// taking it off the newest slot's sum and count (its extrema cannot be). A series read
+	// back at now holds nothing of second now.
 	var current []float64
 	if l.lag != 0 && s.t == now {
 		current = s.data[int(s.head[0])*l.stride:][:l.stride]
 	}
 	for i := range l.wheels {
-		s.readWheel(i, now-l.lag, current, dst)
+		s.readWheel(i, t, now-l.lag, current, dst)
 	}
 	for i := range dst {
 		dst[i].PerSecond = l.PerSecond(i, dst[i].Sum, now, since)
@@ -820,21 +830,37 @@ func (s *Series) Read(now, since int64, dst []Stats) []Stats {
 // ReadSecondOf is the second that parts (series of one layout: the parts of a label set
 // that several writers wrote) are each read at, at now, so that their windows and their
 // summaries read as one series holding all their events would (Read, ReadSummariesOf): the
-// latest of now and the seconds of those that have events to read at now; and the second
-// at which the rate of their sums is that series' (Layout.PerSecond). A part whose second
-// is so far ahead of now that it reads nothing (a clock gone back past every window) does
-// not count.
+// latest of now and the seconds each is read at (that of a part with events to read at now
+// that is not read back to now: see readSecond); and the second at which the rate of their
+// sums is that series' (Layout.PerSecond). A part whose second is so far ahead of now that
+// it reads nothing (a clock gone back past every window) does not count, nor does one
+// whose second is ahead of now but none of its events is: one series holding all their
+// events would go back to now with the first of them (seat), and this one is read as if it
+// had.
 func ReadSecondOf(now int64, parts []*Series) int64 {
 	now = clampTime(now)
 	at := now
 	for _, s := range parts {
 		s.mu.Lock()
 		if s.t != never && !s.wentBack(now) {
-			at = max(at, s.t)
+			at = max(at, s.readSecond(now))
 		}
 		s.mu.Unlock()
 	}
 	return at
+}
+
+// readSecond is the second the series, which has events to read at now (not wentBack),
+// is read at, at now: its own, or now when that is behind it but after every event placed,
+// to which its next Add takes it back (seat). It is read as it would be then, so that a
+// scrape does not read the windows at the second of a clock that ran ahead and came back
+// until the series has its next event; nor, when the series is a part of a label set,
+// leave out of the shorter windows what the other parts placed since they went back.
+func (s *Series) readSecond(now int64) int64 {
+	if now < s.t && s.last < now {
+		return now
+	}
+	return s.t
 }
 
 // PerSecond is the per-second rate of a sum over window i (in Windows order) read at second
@@ -845,19 +871,22 @@ func (l *Layout) PerSecond(i int, sum float64, now, since int64) float64 {
 	return sum / float64(min(l.secs[i], observed))
 }
 
-// readWheel fills the Stats of the windows wheel i serves, ending at second end. It walks
-// the ring once from the newest slot back, shortest window first, so nested windows share
-// the walk; a window's oldest slot is added pro rata, and then fully for the longer
-// windows. current, when not nil, is the slot of second s.t = end+1, which the windows
-// leave out.
-func (s *Series) readWheel(i int, end int64, current []float64, dst []Stats) {
+// readWheel fills the Stats of the windows wheel i serves, ending at second end, the series
+// being read at second t (readSecond). It walks the ring once from the newest slot back,
+// shortest window first, so nested windows share the walk; a window's oldest slot is added
+// pro rata, and then fully for the longer windows. current, when not nil, is the slot of
+// second s.t = end+1, which the windows leave out.
+func (s *Series) readWheel(i int, t, end int64, current []float64, dst []Stats) {
 	l := s.layout
 	w := &l.wheels[i]
 	ring := s.data[w.off : w.off+int(w.n)*l.stride]
-	// Slots after s.t are empty: the walk starts at the slot of s.t, not of end. u is the
+	// Slots after t are empty: the walk starts at the slot of t, not of end. u is the
 	// newest slot not folded into acc yet, at ring index idx.
-	u := floorDiv(s.t, w.step)
+	u := floorDiv(t, w.step)
 	idx := int64(s.head[i])
+	if t != s.t {
+		idx = w.indexOf(u)
+	}
 	var acc slot
 	acc.reset()
 	switch {
@@ -1022,10 +1051,14 @@ func (c *sumCursor) start(now int64, i int) {
 	s := c.s
 	l := s.layout
 	w := &l.sumWheels[i]
-	c.end = max(now, s.t) - l.lag
-	// As in readWheel: the slots after s.t are empty, and so is the slot after end's.
-	c.u = floorDiv(s.t, w.step)
+	t := s.readSecond(now)
+	c.end = max(now, t) - l.lag
+	// As in readWheel: the slots after t are empty, and so is the slot after end's.
+	c.u = floorDiv(t, w.step)
 	c.idx = int64(s.rings.head[i])
+	if t != s.t {
+		c.idx = w.indexOf(c.u)
+	}
 	if c.u > w.slot(c.end) {
 		c.u, c.idx = c.u-1, floorMod(c.idx-1, w.n)
 	}

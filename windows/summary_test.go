@@ -64,7 +64,7 @@ func (m *model) checkSummaries(l *Layout, got []Summary, now int64) error {
 		return fmt.Errorf("%d summaries for %d windows × %d kinds", len(got), len(wins), len(l.kinds))
 	}
 	now = clamped(now)
-	e := max(now, m.t) - m.lag
+	e := m.readSecond(now) - m.lag
 	for i, w := range wins {
 		var want []float64
 		if m.started && !m.wentBack(now) {

@@ -54,6 +54,10 @@ func (p *Pipeline) warmStart(ci config.Input, log *slog.Logger) func(path string
 		lines := readLines(file, from, end, maxLine, func(line []byte) { ps.ParseWrapped(name, line, nil, sink) })
 		log.Info("warm start: windows of event-time rules filled from the end of the file",
 			"path", path, "from", from, "to", end, "lines", lines)
+		if ahead := sink.LeftAhead(); ahead > 0 {
+			log.Warn("warm start: lines stamped after the host's clock were left out of the windows (a writer's clock ahead, or local times read as UTC by a timestamp layout without a zone); read live, such a line counts at the second it is read, as a future line",
+				"path", path, "rule_matches", ahead, "wall_clock", time.Unix(wall, 0).UTC())
+		}
 	}
 }
 

@@ -158,6 +158,50 @@ func TestWarmStart(t *testing.T) {
 	}
 }
 
+// TestWarmStartAheadOfClock: lines stamped ahead of the host's clock (local times read
+// as UTC east of Greenwich, a writer whose clock is ahead) have no second to go to: a warm
+// start leaves them out, rather than putting everything it read of the file into the
+// current second, as a live line ahead of the clock is put. Those behind the clock fill
+// the windows as ever.
+func TestWarmStartAheadOfClock(t *testing.T) {
+	const nowSec = 1_700_000_000
+	now := time.Unix(nowSec, 0)
+	behind, times, statuses := warmLog(nowSec)
+	ahead, _, _ := warmLog(nowSec + 3*3600) // its lines from an hour ahead on
+	for _, tc := range []struct {
+		name string
+		text string
+		// want counts the lines of times (with statuses) in the windows.
+		times    []int64
+		statuses []string
+	}{
+		{"every line an hour ahead or more", ahead, nil, nil},
+		{"the last lines an hour ahead", behind + ahead[len(ahead)-2000:][strings.Index(ahead[len(ahead)-2000:], "\n")+1:], times, statuses},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, _ := startWarm(t, tc.text, now, DefaultBackfillBytes)
+			got := gatherPipeline(t, p)
+			for _, s := range []string{"200", "404", "500"} {
+				for _, w := range []struct {
+					label string
+					secs  int64
+				}{{"1m", 60}, {"5m", 300}} {
+					want := 0.0
+					for i, at := range tc.times {
+						if tc.statuses[i] == s && at > nowSec-w.secs {
+							want++
+						}
+					}
+					key := fmt.Sprintf(`requests_window{status=%q,window=%q}`, s, w.label)
+					if got[key] != want {
+						t.Errorf("%s = %v, want %v", key, got[key], want)
+					}
+				}
+			}
+		})
+	}
+}
+
 // A reload does not warm-start: only the process start does.
 func TestWarmStartNotOnReload(t *testing.T) {
 	const nowSec = 1_700_000_000

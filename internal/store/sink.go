@@ -40,6 +40,9 @@ type sinkState struct {
 	rules    []Rule
 	// last holds, per rule, the series of the rule's last event (see store.observe).
 	last []*Series
+	// ahead counts the events a backfill sink left out as ahead of its wall clock
+	// (LeftAhead).
+	ahead uint64
 }
 
 // held is the events a batching sink holds, per rule, and what its flushes build in.
@@ -69,7 +72,7 @@ func (s *Set) NewBatchSink() *Sink {
 // the windows of event-time rules only: not into any `_total` or self-metric (they were
 // counted by the process that read them first, and a counter reset must stay a clean
 // reset for rate()), and not into processing-time rules, whose lines have no time of
-// their own to be placed by.
+// their own to be placed by, nor are those of a time after the wall clock (LeftAhead).
 func (s *Set) NewBackfillSink() *Sink {
 	return s.newSink(true)
 }
@@ -100,7 +103,14 @@ func (k *Sink) Received() uint64 { return k.received }
 func (k *Sink) Event(e *event.Event) {
 	k.received++
 	r := &k.rules[e.Rule]
-	if k.backfill && !e.HasTime {
+	if k.backfill && (!e.HasTime || e.Time > k.wall) {
+		// A line the file held before the start that is stamped after it has no second
+		// of its own to go to: placed at the current second as a live line ahead of the
+		// clock is, a log stamped ahead (local times read as UTC east of Greenwich) would
+		// have everything the fill read put into that second.
+		if e.HasTime {
+			k.ahead++
+		}
 		return
 	}
 	w := k.writeOf(r)
@@ -119,6 +129,10 @@ func (k *Sink) Event(e *event.Event) {
 	}
 	r.store.observe(e, &w, &k.last[e.Rule])
 }
+
+// LeftAhead is how many events a warm start's sink (NewBackfillSink) left out of the
+// windows because their own time was after the wall clock it was given (SetNow).
+func (k *Sink) LeftAhead() uint64 { return k.ahead }
 
 // Flush writes the events a batching sink holds (see NewBatchSink); nothing for another.
 func (k *Sink) Flush() {

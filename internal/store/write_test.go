@@ -277,6 +277,7 @@ func TestBackfillSink(t *testing.T) {
 		line  line
 		want  [2]map[string]series // by rule: event time, processing time
 		drops store.Drops
+		ahead uint64 // the lines the sink says it left out as ahead of the clock
 	}{{
 		name: "an event-time line in its window",
 		line: line{labels: []string{"a"}, at: now - 10},
@@ -289,13 +290,23 @@ func TestBackfillSink(t *testing.T) {
 		name: "a processing-time line is not written",
 		line: line{rule: 1},
 		want: [2]map[string]series{{}, {"": {0, []float64{0}}}},
+	}, {
+		// Placed at now, as a live line ahead is, it would be in the 1m window.
+		name:  "an event-time line ahead of the clock is left out, and makes no label set",
+		line:  line{labels: []string{"a"}, at: now + 3600},
+		want:  [2]map[string]series{{}, {"": {0, []float64{0}}}},
+		ahead: 1,
 	}}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			set := newSet(t, storetest.Config(10, storetest.EventRule("events", storetest.OneMin, "status"), storetest.CountRule("requests", storetest.OneMin)), nil)
 			l := tc.line
 			l.now = now
-			write(set.NewBackfillSink(), l)
+			k := set.NewBackfillSink()
+			write(k, l)
+			if got := k.LeftAhead(); got != tc.ahead {
+				t.Errorf("LeftAhead %d, want %d", got, tc.ahead)
+			}
 			for i, want := range tc.want {
 				got := read(set, i, now)
 				if d := diff(got.series, want); d != "" {
@@ -403,5 +414,35 @@ func raise(c *atomic.Int64, v int64) {
 		if v <= old || c.CompareAndSwap(old, v) {
 			return
 		}
+	}
+}
+
+// TestTwoSinksClockBack: an event-time rule's label set written by two inputs (two sinks,
+// two shards of its series) while the host's wall clock runs half an hour ahead of the
+// lines' own times, and by one of them alone once the clock is set right. A scrape must
+// read the label set as one series written by both would be: the lines since the clock
+// came back are in its 1m and 5m windows, rather than held out of them, at the second the
+// clock ran ahead to, for as long as the other input writes none of it.
+func TestTwoSinksClockBack(t *testing.T) {
+	const ahead = 1800
+	cfg := storetest.Config(10, storetest.EventRule("events", []time.Duration{time.Minute, 5 * time.Minute, time.Hour}, "status"))
+	set, err := store.NewSetWith(cfg, nil, store.SetOptions{Shards: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sinks := []*store.Sink{set.NewSink(), set.NewSink()}
+	real := int64(start)
+	for i := range 40 {
+		write(sinks[i%2], line{labels: []string{"200"}, now: real, wall: real + ahead, at: real})
+		real++
+	}
+	for range 10 {
+		write(sinks[0], line{labels: []string{"200"}, now: real, at: real})
+		real++
+	}
+	got := read(set, 0, real-1)
+	want := map[string]series{"200": {50, []float64{10, 10, 50}}}
+	if d := diff(got.series, want); d != "" {
+		t.Errorf("series:%s", d)
 	}
 }
