@@ -96,7 +96,7 @@ func decodePeer(t *testing.T, text string) networkingv1.NetworkPolicyPeer {
 
 // TestChartNetworkPolicy: none by default, nor in sidecar mode (no pod of the chart's);
 // enabled, a port nothing may reach (no peer given) or a peer of another mode's port fails
-// the install naming the value.
+// the install naming the value, and so do peers given without networkPolicy.enabled.
 func TestChartNetworkPolicy(t *testing.T) {
 	for _, c := range []struct {
 		name, values string
@@ -108,6 +108,11 @@ func TestChartNetworkPolicy(t *testing.T) {
 		{"no sender", "mode: syslog\nnetworkPolicy: {enabled: true, metricsFrom: [" + netpolPrometheus + "]}\n", "networkPolicy.syslogFrom"},
 		{"senders in daemonset mode", "networkPolicy: {enabled: true, metricsFrom: [" + netpolPrometheus + "], syslogFrom: [" + netpolBlock + "]}\n", "networkPolicy.syslogFrom"},
 		{"sidecar mode", "mode: sidecar\nnetworkPolicy: {enabled: true, metricsFrom: [" + netpolPrometheus + "]}\n", "networkPolicy"},
+		// Peers without enabled make no policy: the exporters would stay open to every pod
+		// (and, behind a LoadBalancer, to anyone) while the values say who may reach them.
+		{"scrapers, not enabled", "networkPolicy: {metricsFrom: [" + netpolPrometheus + "]}\n", "networkPolicy.enabled"},
+		{"senders, not enabled", "mode: syslog\nnetworkPolicy: {metricsFrom: [" + netpolPrometheus + "], syslogFrom: [" + netpolBlock + "]}\n", "networkPolicy.enabled"},
+		{"senders alone, not enabled", "mode: syslog\nnetworkPolicy: {enabled: false, syslogFrom: [" + netpolNginx + "]}\n", "networkPolicy.enabled"},
 		{"a peer of a typo", "networkPolicy: {enabled: true, metricsFrom: [{podselector: {}}]}\n", "podselector"},
 		// The API server refuses both in one peer, and an address block that is none.
 		{"an ipBlock beside a selector", "networkPolicy: {enabled: true, metricsFrom: [{ipBlock: {cidr: 10.0.0.0/8}, podSelector: {}}]}\n", "ipBlock"},
