@@ -304,14 +304,14 @@ var chartValueCases = []chartValueCase{
 			t.Errorf("PodDisruptionBudget %+v", b)
 		}
 	}},
-	{"sidecar", "mode: sidecar\nsidecar: {port: 6514, portName: lw-metrics, podSelector: {app: web}}\n", func(t *testing.T, m *manifests, spec *corev1.PodSpec) {
+	{"sidecar", "mode: sidecar\nsidecar: {port: 6514, portName: lw-metrics, podSelector: {app: web}, telemetryPath: /lw}\n", func(t *testing.T, m *manifests, spec *corev1.PodSpec) {
 		cfg := renderedRules(t, m, spec)
 		if !receivesOn(cfg.Inputs[0], "udp://127.0.0.1:6514") {
 			t.Errorf("the sidecar receives on %s", cfg.Inputs[0].Source())
 		}
 		pm := m.podMonitors["lw-logwindow-exporter"]
-		if pm == nil || *pm.Spec.PodMetricsEndpoints[0].Port != "lw-metrics" || pm.Spec.Selector.MatchLabels["app"] != "web" || len(pm.Spec.Selector.MatchLabels) != 1 {
-			t.Errorf("PodMonitor endpoints %+v, selector %v: want the port lw-metrics of the pods app=web", pm.Spec.PodMetricsEndpoints, pm.Spec.Selector)
+		if pm == nil || *pm.Spec.PodMetricsEndpoints[0].Port != "lw-metrics" || pm.Spec.PodMetricsEndpoints[0].Path != "/lw" || pm.Spec.Selector.MatchLabels["app"] != "web" || len(pm.Spec.Selector.MatchLabels) != 1 {
+			t.Errorf("PodMonitor endpoints %+v, selector %v: want the path /lw of the port lw-metrics of the pods app=web", pm.Spec.PodMetricsEndpoints, pm.Spec.Selector)
 		}
 	}},
 	// Ports below 1024, syslog's own: the pod lets the exporter's user bind them, which

@@ -42,10 +42,14 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 {{/*
 The path the exporter serves its metrics on, which the PodMonitor scrapes: /metrics, or
 extraArgs' --web.telemetry-path (as --flag=value or --flag value; the exporter refuses it
-twice).
+twice); in sidecar mode, whose exporter's flags are those of the container the user adds,
+sidecar.telemetryPath.
 */}}
 {{- define "logwindow.metricsPath" -}}
 {{- $path := "/metrics" -}}
+{{- if eq .Values.mode "sidecar" -}}
+{{- $path = .Values.sidecar.telemetryPath -}}
+{{- end -}}
 {{- $next := false -}}
 {{- $flag := "^--?web\\.telemetry-path" -}}
 {{- range .Values.extraArgs -}}
@@ -168,6 +172,7 @@ sidecar:
   port: 5140
   portName: logwindow
   podSelector: {}
+  telemetryPath: /metrics
 resources:
   requests:
     cpu: 50m
