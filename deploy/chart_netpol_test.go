@@ -1,6 +1,7 @@
 package deploy
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -92,6 +93,40 @@ func decodePeer(t *testing.T, text string) networkingv1.NetworkPolicyPeer {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// TestChartNetworkPolicyNATWarning: behind a NodePort or LoadBalancer Service of
+// externalTrafficPolicy Cluster (Kubernetes' default), a sender outside the cluster reaches
+// the pod with the address of the node that forwarded its datagram: an ipBlock of the
+// senders' addresses matches none of them, and every line is dropped without a word on
+// either side. The chart cannot refuse it (an ipBlock of the nodes' addresses, a load
+// balancer that sends to the pods directly, keep working), so the install says it after
+// the install as `helm install` prints, naming the values; not with Local, which keeps the
+// senders' addresses, nor without an ipBlock or an external Service.
+func TestChartNetworkPolicyNATWarning(t *testing.T) {
+	const policy = "networkPolicy: {enabled: true, metricsFrom: [" + netpolPrometheus + "], syslogFrom: [%s]}\n"
+	for _, c := range []struct {
+		name, service, peers string
+		warned               bool
+	}{
+		{"LoadBalancer, Cluster", "{type: LoadBalancer}", netpolNginx + ", " + netpolBlock, true},
+		{"NodePort, Cluster said", "{type: NodePort, externalTrafficPolicy: Cluster}", netpolBlock, true},
+		{"LoadBalancer, Local", "{type: LoadBalancer, externalTrafficPolicy: Local}", netpolBlock, false},
+		{"LoadBalancer, selectors alone", "{type: LoadBalancer}", netpolNginx, false},
+		{"ClusterIP", "{type: ClusterIP}", netpolBlock, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			values := "mode: syslog\nsyslog: {service: " + c.service + "}\n" + fmt.Sprintf(policy, c.peers)
+			rel, err := installRelease(t, chartCase{values: values})
+			if err != nil {
+				t.Fatal(err)
+			}
+			warned := strings.Contains(rel.Info.Notes, "WARNING") && strings.Contains(rel.Info.Notes, "externalTrafficPolicy") && strings.Contains(rel.Info.Notes, "ipBlock")
+			if warned != c.warned {
+				t.Errorf("install with %q: NOTES warn of the senders' addresses: %v, want %v:\n%s", values, warned, c.warned, rel.Info.Notes)
+			}
+		})
+	}
 }
 
 // TestChartNetworkPolicy: none by default, nor in sidecar mode (no pod of the chart's);
