@@ -434,7 +434,8 @@ func renderedRuleText(t *testing.T, m *manifests, spec *corev1.PodSpec) string {
 // exporterConfigCheck runs the built exporter's --config.check with the rendered container's
 // arguments, its rule file and its web config (laid out as the kubelet lays out their
 // volumes) in temporary directories: the flags, the rules and the web config must be what
-// the exporter starts with.
+// the exporter starts with. In sidecar mode, the rule file and the path the PodMonitor
+// scrapes.
 func exporterConfigCheck(t *testing.T, m *manifests, spec *corev1.PodSpec) {
 	t.Helper()
 	local := filepath.Join(t.TempDir(), "rules.yaml")
@@ -450,6 +451,12 @@ func exporterConfigCheck(t *testing.T, m *manifests, spec *corev1.PodSpec) {
 			case !strings.HasPrefix(a, "--config.file="):
 				args = append(args, a)
 			}
+		}
+	} else {
+		// The sidecar's flags are the user's: the path the PodMonitor scrapes is the
+		// --web.telemetry-path the NOTES tell them to give it.
+		for _, pm := range m.podMonitors {
+			args = append(args, "--web.telemetry-path="+pm.Spec.PodMetricsEndpoints[0].Path)
 		}
 	}
 	out, err := exec.Command(builtBinary(t), args...).CombinedOutput()
