@@ -38,6 +38,10 @@ func TestChartValueMistakes(t *testing.T) {
 		{"extraArgs repeating the chart's rule file", "mode: syslog\nextraArgs: [--config.file, /etc/rules.yaml]\n", "extraArgs"},
 		// kingpin's negation of a bool flag is that flag again.
 		{"extraArgs negating the chart's watch", "extraArgs: [--no-config.watch]\n", "extraArgs"},
+		// Without storage.enabled the pod has no writable directory (the root filesystem is
+		// read-only): the exporter would run, warn at every snapshot, and keep nothing.
+		{"extraArgs storing without storage", "storage: {enabled: false}\nextraArgs: [--storage.path=/data]\n", "storage.enabled"},
+		{"extraArgs storing without storage in syslog mode", "mode: syslog\nstorage: {enabled: false}\nextraArgs: [--storage.snapshot-interval, 1m]\n", "storage.enabled"},
 		// The workload's selector would no longer select its pods.
 		{"pod label of the selector", "podLabels: {app.kubernetes.io/instance: web}\n", "podLabels"},
 		// The API server refuses an externalTrafficPolicy on a Service of no external traffic.

@@ -110,8 +110,14 @@ or a rule file the exporter refuses, fail the install naming them.
 {{- if include "logwindow.web" . }}{{ $flags = append $flags "web.config.file" }}{{ end -}}
 {{- /* --no-config.watch is kingpin's --config.watch=false: the same flag again. */ -}}
 {{- range .Values.extraArgs -}}
-{{- if and (hasPrefix "-" .) (has (regexReplaceAll "^--?(no-)?([^=]*).*$" . "${2}") $flags) -}}
+{{- $name := regexReplaceAll "^--?(no-)?([^=]*).*$" . "${2}" -}}
+{{- if and (hasPrefix "-" .) (has $name $flags) -}}
 {{- fail (printf "extraArgs: %s is a flag the chart passes already (rules.key, configWatch, storage.*, web.*), which the exporter refuses twice" .) -}}
+{{- end -}}
+{{- /* Without storage the pod mounts no writable directory (its root filesystem is
+  read-only): the exporter would warn at every snapshot and keep nothing. */ -}}
+{{- if and (hasPrefix "-" .) (hasPrefix "storage." $name) (not $.Values.storage.enabled) -}}
+{{- fail (printf "extraArgs: %s with storage.enabled: false, which mounts no writable directory for it (the root filesystem is read-only): the exporter would keep nothing; set storage.enabled: true (storage.* set the flags) instead" .) -}}
 {{- end -}}
 {{- end -}}
 {{- range list "app.kubernetes.io/name" "app.kubernetes.io/instance" -}}
