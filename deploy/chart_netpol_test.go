@@ -95,35 +95,55 @@ func decodePeer(t *testing.T, text string) networkingv1.NetworkPolicyPeer {
 	return p
 }
 
-// TestChartNetworkPolicyNATWarning: behind a NodePort or LoadBalancer Service of
-// externalTrafficPolicy Cluster (Kubernetes' default), a sender outside the cluster reaches
-// the pod with the address of the node that forwarded its datagram: an ipBlock of the
-// senders' addresses matches none of them, and every line is dropped without a word on
-// either side. The chart cannot refuse it (an ipBlock of the nodes' addresses, a load
-// balancer that sends to the pods directly, keep working), so the install says it after
-// the install as `helm install` prints, naming the values; not with Local, which keeps the
-// senders' addresses, nor without an ipBlock or an external Service.
-func TestChartNetworkPolicyNATWarning(t *testing.T) {
+// TestChartSyslogServiceWarnings: a syslog Service of type NodePort or LoadBalancer
+// takes datagrams from outside the cluster, where what the NetworkPolicy does with them is
+// silent on both sides (UDP has no answer to fail). The chart cannot refuse these installs
+// (an internal load balancer, an ipBlock of the nodes' addresses, a load balancer sending
+// to the pods directly are right), so the notes `helm install` prints after the install
+// warn, naming the values:
+//   - open: no NetworkPolicy, so anyone who reaches the Service writes lines into the
+//     windows, as nginx's;
+//   - nat: syslogFrom's ipBlocks behind externalTrafficPolicy Cluster (Kubernetes'
+//     default), which gives a sender outside the cluster the address of the node that
+//     forwarded its datagram: no ipBlock of the senders' matches, and every line is dropped;
+//   - closed: syslogFrom names pods alone, which no sender outside the cluster is: every
+//     datagram through the Service from outside is dropped.
+//
+// A ClusterIP Service, or Local with ipBlocks, warns of nothing.
+func TestChartSyslogServiceWarnings(t *testing.T) {
 	const policy = "networkPolicy: {enabled: true, metricsFrom: [" + netpolPrometheus + "], syslogFrom: [%s]}\n"
+	markers := map[string]string{"open": "no NetworkPolicy", "nat": "externalTrafficPolicy is Cluster", "closed": "names no ipBlock"}
 	for _, c := range []struct {
-		name, service, peers string
-		warned               bool
+		name, service, peers string // peers: syslogFrom's; empty: no NetworkPolicy
+		want                 []string
 	}{
-		{"LoadBalancer, Cluster", "{type: LoadBalancer}", netpolNginx + ", " + netpolBlock, true},
-		{"NodePort, Cluster said", "{type: NodePort, externalTrafficPolicy: Cluster}", netpolBlock, true},
-		{"LoadBalancer, Local", "{type: LoadBalancer, externalTrafficPolicy: Local}", netpolBlock, false},
-		{"LoadBalancer, selectors alone", "{type: LoadBalancer}", netpolNginx, false},
-		{"ClusterIP", "{type: ClusterIP}", netpolBlock, false},
+		{"LoadBalancer, Cluster", "{type: LoadBalancer}", netpolNginx + ", " + netpolBlock, []string{"nat"}},
+		{"NodePort, Cluster said", "{type: NodePort, externalTrafficPolicy: Cluster}", netpolBlock, []string{"nat"}},
+		{"LoadBalancer, Local", "{type: LoadBalancer, externalTrafficPolicy: Local}", netpolBlock, nil},
+		{"LoadBalancer, selectors alone", "{type: LoadBalancer}", netpolNginx, []string{"closed"}},
+		{"NodePort, Local, selectors alone", "{type: NodePort, externalTrafficPolicy: Local}", netpolNginx, []string{"closed"}},
+		{"LoadBalancer, no policy", "{type: LoadBalancer, externalTrafficPolicy: Local}", "", []string{"open"}},
+		{"NodePort, no policy", "{type: NodePort}", "", []string{"open"}},
+		{"ClusterIP", "{type: ClusterIP}", netpolBlock, nil},
+		{"ClusterIP, no policy", "{type: ClusterIP}", "", nil},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			values := "mode: syslog\nsyslog: {service: " + c.service + "}\n" + fmt.Sprintf(policy, c.peers)
+			values := "mode: syslog\nsyslog: {service: " + c.service + "}\n"
+			if c.peers != "" {
+				values += fmt.Sprintf(policy, c.peers)
+			}
 			rel, err := installRelease(t, chartCase{values: values})
 			if err != nil {
 				t.Fatal(err)
 			}
-			warned := strings.Contains(rel.Info.Notes, "WARNING") && strings.Contains(rel.Info.Notes, "externalTrafficPolicy") && strings.Contains(rel.Info.Notes, "ipBlock")
-			if warned != c.warned {
-				t.Errorf("install with %q: NOTES warn of the senders' addresses: %v, want %v:\n%s", values, warned, c.warned, rel.Info.Notes)
+			var got []string
+			for _, kind := range []string{"open", "nat", "closed"} {
+				if strings.Contains(rel.Info.Notes, markers[kind]) {
+					got = append(got, kind)
+				}
+			}
+			if !slices.Equal(got, c.want) || strings.Count(rel.Info.Notes, "WARNING") != len(c.want) {
+				t.Errorf("install with %q: NOTES warn of %q, want %q:\n%s", values, got, c.want, rel.Info.Notes)
 			}
 		})
 	}
