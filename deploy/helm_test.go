@@ -776,6 +776,36 @@ func TestChartSidecarTelemetryPath(t *testing.T) {
 	}
 }
 
+// TestChartNotesWithoutOperator: without the Prometheus operator's CRDs the chart makes no
+// PodMonitor and no PrometheusRule, whatever podMonitor.* and prometheusRule.* say: the
+// notes `helm install` prints say so, and what scrapes the exporter instead (the port and
+// path), rather than leaving an install nothing scrapes without a word. Not with the
+// operator, nor with both objects turned off.
+func TestChartNotesWithoutOperator(t *testing.T) {
+	for _, c := range []struct {
+		name, values string
+		operator     bool
+		want         string // in the notes; empty: no word of the operator
+	}{
+		{"daemonset", "", false, "port metrics, path /metrics"},
+		{"syslog with a telemetry path", "mode: syslog\nextraArgs: [--web.telemetry-path=/prom]\n", false, "port metrics, path /prom"},
+		{"sidecar", "mode: sidecar\n", false, "port logwindow, path /metrics"},
+		{"with the operator", "", true, ""},
+		{"objects off", "podMonitor: {enabled: false}\nprometheusRule: {enabled: false}\n", false, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			rel, err := installRelease(t, chartCase{values: c.values, operator: c.operator})
+			if err != nil {
+				t.Fatal(err)
+			}
+			notes := rel.Info.Notes
+			if said := strings.Contains(notes, operatorAPI); said != (c.want != "") || !strings.Contains(notes, c.want) {
+				t.Errorf("install with %q (operator %v): notes\n%s\nwant them to say %q of the missing %s: %v", c.values, c.operator, notes, c.want, operatorAPI, c.want != "")
+			}
+		})
+	}
+}
+
 // TestChartSurgeWithStorage: a DaemonSet rolled out with a surge starts a node's new pod
 // while the old one holds the storage directory, and stops the old one only once the new
 // one is ready: the new one starts empty and writes over the old one's snapshot. The chart
