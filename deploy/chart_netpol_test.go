@@ -1,6 +1,7 @@
 package deploy
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -94,9 +95,63 @@ func decodePeer(t *testing.T, text string) networkingv1.NetworkPolicyPeer {
 	return p
 }
 
+// TestChartSyslogServiceWarnings: a syslog Service of type NodePort or LoadBalancer
+// takes datagrams from outside the cluster, where what the NetworkPolicy does with them is
+// silent on both sides (UDP has no answer to fail). The chart cannot refuse these installs
+// (an internal load balancer, an ipBlock of the nodes' addresses, a load balancer sending
+// to the pods directly are right), so the notes `helm install` prints after the install
+// warn, naming the values:
+//   - open: no NetworkPolicy, so anyone who reaches the Service writes lines into the
+//     windows, as nginx's;
+//   - nat: syslogFrom's ipBlocks behind externalTrafficPolicy Cluster (Kubernetes'
+//     default), which gives a sender outside the cluster the address of the node that
+//     forwarded its datagram: no ipBlock of the senders' matches, and every line is dropped;
+//   - closed: syslogFrom names pods alone, which no sender outside the cluster is: every
+//     datagram through the Service from outside is dropped.
+//
+// A ClusterIP Service, or Local with ipBlocks, warns of nothing.
+func TestChartSyslogServiceWarnings(t *testing.T) {
+	const policy = "networkPolicy: {enabled: true, metricsFrom: [" + netpolPrometheus + "], syslogFrom: [%s]}\n"
+	markers := map[string]string{"open": "no NetworkPolicy", "nat": "externalTrafficPolicy is Cluster", "closed": "names no ipBlock"}
+	for _, c := range []struct {
+		name, service, peers string // peers: syslogFrom's; empty: no NetworkPolicy
+		want                 []string
+	}{
+		{"LoadBalancer, Cluster", "{type: LoadBalancer}", netpolNginx + ", " + netpolBlock, []string{"nat"}},
+		{"NodePort, Cluster said", "{type: NodePort, externalTrafficPolicy: Cluster}", netpolBlock, []string{"nat"}},
+		{"LoadBalancer, Local", "{type: LoadBalancer, externalTrafficPolicy: Local}", netpolBlock, nil},
+		{"LoadBalancer, selectors alone", "{type: LoadBalancer}", netpolNginx, []string{"closed"}},
+		{"NodePort, Local, selectors alone", "{type: NodePort, externalTrafficPolicy: Local}", netpolNginx, []string{"closed"}},
+		{"LoadBalancer, no policy", "{type: LoadBalancer, externalTrafficPolicy: Local}", "", []string{"open"}},
+		{"NodePort, no policy", "{type: NodePort}", "", []string{"open"}},
+		{"ClusterIP", "{type: ClusterIP}", netpolBlock, nil},
+		{"ClusterIP, no policy", "{type: ClusterIP}", "", nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			values := "mode: syslog\nsyslog: {service: " + c.service + "}\n"
+			if c.peers != "" {
+				values += fmt.Sprintf(policy, c.peers)
+			}
+			rel, err := installRelease(t, chartCase{values: values})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, kind := range []string{"open", "nat", "closed"} {
+				if strings.Contains(rel.Info.Notes, markers[kind]) {
+					got = append(got, kind)
+				}
+			}
+			if !slices.Equal(got, c.want) || strings.Count(rel.Info.Notes, "WARNING") != len(c.want) {
+				t.Errorf("install with %q: NOTES warn of %q, want %q:\n%s", values, got, c.want, rel.Info.Notes)
+			}
+		})
+	}
+}
+
 // TestChartNetworkPolicy: none by default, nor in sidecar mode (no pod of the chart's);
 // enabled, a port nothing may reach (no peer given) or a peer of another mode's port fails
-// the install naming the value.
+// the install naming the value, and so do peers given without networkPolicy.enabled.
 func TestChartNetworkPolicy(t *testing.T) {
 	for _, c := range []struct {
 		name, values string
@@ -108,6 +163,11 @@ func TestChartNetworkPolicy(t *testing.T) {
 		{"no sender", "mode: syslog\nnetworkPolicy: {enabled: true, metricsFrom: [" + netpolPrometheus + "]}\n", "networkPolicy.syslogFrom"},
 		{"senders in daemonset mode", "networkPolicy: {enabled: true, metricsFrom: [" + netpolPrometheus + "], syslogFrom: [" + netpolBlock + "]}\n", "networkPolicy.syslogFrom"},
 		{"sidecar mode", "mode: sidecar\nnetworkPolicy: {enabled: true, metricsFrom: [" + netpolPrometheus + "]}\n", "networkPolicy"},
+		// Peers without enabled make no policy: the exporters would stay open to every pod
+		// (and, behind a LoadBalancer, to anyone) while the values say who may reach them.
+		{"scrapers, not enabled", "networkPolicy: {metricsFrom: [" + netpolPrometheus + "]}\n", "networkPolicy.enabled"},
+		{"senders, not enabled", "mode: syslog\nnetworkPolicy: {metricsFrom: [" + netpolPrometheus + "], syslogFrom: [" + netpolBlock + "]}\n", "networkPolicy.enabled"},
+		{"senders alone, not enabled", "mode: syslog\nnetworkPolicy: {enabled: false, syslogFrom: [" + netpolNginx + "]}\n", "networkPolicy.enabled"},
 		{"a peer of a typo", "networkPolicy: {enabled: true, metricsFrom: [{podselector: {}}]}\n", "podselector"},
 		// The API server refuses both in one peer, and an address block that is none.
 		{"an ipBlock beside a selector", "networkPolicy: {enabled: true, metricsFrom: [{ipBlock: {cidr: 10.0.0.0/8}, podSelector: {}}]}\n", "ipBlock"},

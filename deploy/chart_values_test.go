@@ -38,6 +38,10 @@ func TestChartValueMistakes(t *testing.T) {
 		{"extraArgs repeating the chart's rule file", "mode: syslog\nextraArgs: [--config.file, /etc/rules.yaml]\n", "extraArgs"},
 		// kingpin's negation of a bool flag is that flag again.
 		{"extraArgs negating the chart's watch", "extraArgs: [--no-config.watch]\n", "extraArgs"},
+		// Without storage.enabled the pod has no writable directory (the root filesystem is
+		// read-only): the exporter would run, warn at every snapshot, and keep nothing.
+		{"extraArgs storing without storage", "storage: {enabled: false}\nextraArgs: [--storage.path=/data]\n", "storage.enabled"},
+		{"extraArgs storing without storage in syslog mode", "mode: syslog\nstorage: {enabled: false}\nextraArgs: [--storage.snapshot-interval, 1m]\n", "storage.enabled"},
 		// The workload's selector would no longer select its pods.
 		{"pod label of the selector", "podLabels: {app.kubernetes.io/instance: web}\n", "podLabels"},
 		// The API server refuses an externalTrafficPolicy on a Service of no external traffic.
@@ -304,14 +308,14 @@ var chartValueCases = []chartValueCase{
 			t.Errorf("PodDisruptionBudget %+v", b)
 		}
 	}},
-	{"sidecar", "mode: sidecar\nsidecar: {port: 6514, portName: lw-metrics, podSelector: {app: web}}\n", func(t *testing.T, m *manifests, spec *corev1.PodSpec) {
+	{"sidecar", "mode: sidecar\nsidecar: {port: 6514, portName: lw-metrics, podSelector: {app: web}, telemetryPath: /lw}\n", func(t *testing.T, m *manifests, spec *corev1.PodSpec) {
 		cfg := renderedRules(t, m, spec)
 		if !receivesOn(cfg.Inputs[0], "udp://127.0.0.1:6514") {
 			t.Errorf("the sidecar receives on %s", cfg.Inputs[0].Source())
 		}
 		pm := m.podMonitors["lw-logwindow-exporter"]
-		if pm == nil || *pm.Spec.PodMetricsEndpoints[0].Port != "lw-metrics" || pm.Spec.Selector.MatchLabels["app"] != "web" || len(pm.Spec.Selector.MatchLabels) != 1 {
-			t.Errorf("PodMonitor endpoints %+v, selector %v: want the port lw-metrics of the pods app=web", pm.Spec.PodMetricsEndpoints, pm.Spec.Selector)
+		if pm == nil || *pm.Spec.PodMetricsEndpoints[0].Port != "lw-metrics" || pm.Spec.PodMetricsEndpoints[0].Path != "/lw" || pm.Spec.Selector.MatchLabels["app"] != "web" || len(pm.Spec.Selector.MatchLabels) != 1 {
+			t.Errorf("PodMonitor endpoints %+v, selector %v: want the path /lw of the port lw-metrics of the pods app=web", pm.Spec.PodMetricsEndpoints, pm.Spec.Selector)
 		}
 	}},
 	// Ports below 1024, syslog's own: the pod lets the exporter's user bind them, which
@@ -434,7 +438,8 @@ func renderedRuleText(t *testing.T, m *manifests, spec *corev1.PodSpec) string {
 // exporterConfigCheck runs the built exporter's --config.check with the rendered container's
 // arguments, its rule file and its web config (laid out as the kubelet lays out their
 // volumes) in temporary directories: the flags, the rules and the web config must be what
-// the exporter starts with.
+// the exporter starts with. In sidecar mode, the rule file and the path the PodMonitor
+// scrapes.
 func exporterConfigCheck(t *testing.T, m *manifests, spec *corev1.PodSpec) {
 	t.Helper()
 	local := filepath.Join(t.TempDir(), "rules.yaml")
@@ -450,6 +455,12 @@ func exporterConfigCheck(t *testing.T, m *manifests, spec *corev1.PodSpec) {
 			case !strings.HasPrefix(a, "--config.file="):
 				args = append(args, a)
 			}
+		}
+	} else {
+		// The sidecar's flags are the user's: the path the PodMonitor scrapes is the
+		// --web.telemetry-path the NOTES tell them to give it.
+		for _, pm := range m.podMonitors {
+			args = append(args, "--web.telemetry-path="+pm.Spec.PodMetricsEndpoints[0].Path)
 		}
 	}
 	out, err := exec.Command(builtBinary(t), args...).CombinedOutput()

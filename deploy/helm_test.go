@@ -16,6 +16,7 @@ import (
 	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/chart/loader"
 	"helm.sh/helm/v3/pkg/chartutil"
+	helmrelease "helm.sh/helm/v3/pkg/release"
 	"helm.sh/helm/v3/pkg/releaseutil"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -71,6 +72,17 @@ func (c chartCase) vals(t *testing.T) map[string]any {
 // template's).
 func installChart(t *testing.T, c chartCase) (string, error) {
 	t.Helper()
+	rel, err := installRelease(t, c)
+	if err != nil {
+		return "", err
+	}
+	return rel.Manifest, nil
+}
+
+// installRelease is installChart's release, whose Info.Notes is what `helm install`
+// prints after it: the rendered NOTES.txt.
+func installRelease(t *testing.T, c chartCase) (*helmrelease.Release, error) {
+	t.Helper()
 	ch, err := loader.Load(chartDir)
 	if err != nil {
 		t.Fatal(err)
@@ -81,11 +93,7 @@ func installChart(t *testing.T, c chartCase) (string, error) {
 	if c.operator {
 		install.APIVersions = chartutil.VersionSet{operatorAPI}
 	}
-	rel, err := install.Run(ch, c.vals(t))
-	if err != nil {
-		return "", err
-	}
-	return rel.Manifest, nil
+	return install.Run(ch, c.vals(t))
 }
 
 // renderChart renders the chart as `helm install --dry-run` (or `helm template`) does,
@@ -723,6 +731,78 @@ func TestChartSidecarValues(t *testing.T) {
 	}
 	if !slices.ContainsFunc(cfg.Inputs[0].LogFormats, func(f *logformat.Format) bool { return f.Preset == "upstreaminfo" }) {
 		t.Error("the sidecar's rules do not read ingress-nginx's upstreaminfo")
+	}
+}
+
+// TestChartSidecarTelemetryPath: in sidecar mode the exporter's flags are those of the
+// container the user adds, not the chart's extraArgs (which sidecar mode refuses): the
+// path it serves its metrics on (--web.telemetry-path) is sidecar.telemetryPath, which the
+// PodMonitor scrapes and the NOTES put among the flags to give the container. A path
+// the PodMonitor did not follow would have every scrape answered 404.
+func TestChartSidecarTelemetryPath(t *testing.T) {
+	for _, c := range []struct {
+		name, values, path string
+		flag               bool // the NOTES name --web.telemetry-path
+	}{
+		{"default", "mode: sidecar\n", "/metrics", false},
+		{"a path of its own", "mode: sidecar\nsidecar: {telemetryPath: /lw/metrics}\n", "/lw/metrics", true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			rel, err := installRelease(t, chartCase{values: c.values, operator: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			m := renderChart(t, chartCase{name: c.name, values: c.values, mode: "sidecar", operator: true})
+			for _, pm := range m.podMonitors {
+				if got := pm.Spec.PodMetricsEndpoints[0].Path; got != c.path {
+					t.Errorf("the PodMonitor scrapes %q, want %q, where the sidecar serves its metrics", got, c.path)
+				}
+			}
+			if len(m.podMonitors) != 1 {
+				t.Fatalf("%d PodMonitors, want one", len(m.podMonitors))
+			}
+			if flag := "--web.telemetry-path=" + c.path; strings.Contains(rel.Info.Notes, flag) != c.flag {
+				t.Errorf("NOTES name %s: %v, want %v:\n%s", flag, !c.flag, c.flag, rel.Info.Notes)
+			}
+		})
+	}
+	// The exporter refuses a path that does not start with / or is one of its own: the
+	// sidecar would never start.
+	for _, path := range []string{"metrics", "/-/ready", "/"} {
+		values := "mode: sidecar\nsidecar: {telemetryPath: \"" + path + "\"}\n"
+		if _, err := installChart(t, chartCase{values: values}); err == nil || !strings.Contains(err.Error(), "telemetryPath") {
+			t.Errorf("install with %q: %v, want it refused naming telemetryPath", values, err)
+		}
+	}
+}
+
+// TestChartNotesWithoutOperator: without the Prometheus operator's CRDs the chart makes no
+// PodMonitor and no PrometheusRule, whatever podMonitor.* and prometheusRule.* say: the
+// notes `helm install` prints say so, and what scrapes the exporter instead (the port and
+// path), rather than leaving an install nothing scrapes without a word. Not with the
+// operator, nor with both objects turned off.
+func TestChartNotesWithoutOperator(t *testing.T) {
+	for _, c := range []struct {
+		name, values string
+		operator     bool
+		want         string // in the notes; empty: no word of the operator
+	}{
+		{"daemonset", "", false, "port metrics, path /metrics"},
+		{"syslog with a telemetry path", "mode: syslog\nextraArgs: [--web.telemetry-path=/prom]\n", false, "port metrics, path /prom"},
+		{"sidecar", "mode: sidecar\n", false, "port logwindow, path /metrics"},
+		{"with the operator", "", true, ""},
+		{"objects off", "podMonitor: {enabled: false}\nprometheusRule: {enabled: false}\n", false, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			rel, err := installRelease(t, chartCase{values: c.values, operator: c.operator})
+			if err != nil {
+				t.Fatal(err)
+			}
+			notes := rel.Info.Notes
+			if said := strings.Contains(notes, operatorAPI); said != (c.want != "") || !strings.Contains(notes, c.want) {
+				t.Errorf("install with %q (operator %v): notes\n%s\nwant them to say %q of the missing %s: %v", c.values, c.operator, notes, c.want, operatorAPI, c.want != "")
+			}
+		})
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -25,9 +26,10 @@ type workflow struct {
 		Needs any    `json:"needs"`
 		Uses  string `json:"uses"`
 		Steps []struct {
-			Name string `json:"name"`
-			Uses string `json:"uses"`
-			Run  string `json:"run"`
+			Name string         `json:"name"`
+			Uses string         `json:"uses"`
+			Run  string         `json:"run"`
+			With map[string]any `json:"with"`
 		} `json:"steps"`
 	} `json:"jobs"`
 }
@@ -147,6 +149,58 @@ func TestWorkflows(t *testing.T) {
 			t.Errorf("release.yml packages the chart with Helm %s; the tests with go.mod's %s", w.Env["HELM_VERSION"], helm[1])
 		}
 	})
+}
+
+// goVersionFile is the file both workflows take their Go from: one exact release.
+const goVersionFile = ".go-version"
+
+// TestWorkflowsGo: CI and the release set up the one Go release goVersionFile names, not
+// the latest of a line (check-latest): the release job, run minutes after the tests or
+// re-run alone days later, would otherwise build the published binaries and image with a
+// Go the tests never ran with, and a rebuild of the tag could not tell which Go makes the
+// same digest. The release named is one that builds the module (go.mod's go line or later).
+func TestWorkflowsGo(t *testing.T) {
+	text := strings.TrimSpace(string(mustRead(t, "../"+goVersionFile)))
+	pinnedGo := regexp.MustCompile(`^(\d+)\.(\d+)\.(\d+)$`).FindStringSubmatch(text)
+	if pinnedGo == nil {
+		t.Fatalf("%s holds %q, want one release, major.minor.patch", goVersionFile, text)
+	}
+	m := regexp.MustCompile(`(?m)^go (\d+)\.(\d+)\.(\d+)$`).FindStringSubmatch(string(mustRead(t, "../go.mod")))
+	if m == nil {
+		t.Fatal("go.mod: no go line of a release")
+	}
+	num := func(s []string) []int {
+		var out []int
+		for _, v := range s[1:] {
+			n, _ := strconv.Atoi(v)
+			out = append(out, n)
+		}
+		return out
+	}
+	if slices.Compare(num(pinnedGo), num(m)) < 0 {
+		t.Errorf("%s: Go %s, older than go.mod's go %s.%s.%s, which it cannot build", goVersionFile, text, m[1], m[2], m[3])
+	}
+	for _, name := range []string{"ci.yml", "release.yml"} {
+		var w workflow
+		if err := yaml.Unmarshal(mustRead(t, "../.github/workflows/"+name), &w); err != nil {
+			t.Fatal(err)
+		}
+		setups := 0
+		for job, j := range w.Jobs {
+			for _, s := range j.Steps {
+				if !strings.HasPrefix(s.Uses, "actions/setup-go@") {
+					continue
+				}
+				setups++
+				if s.With["go-version-file"] != goVersionFile || s.With["go-version"] != nil || s.With["check-latest"] != nil {
+					t.Errorf("%s: job %s sets up Go with %v, want go-version-file: %s alone (and no check-latest)", name, job, s.With, goVersionFile)
+				}
+			}
+		}
+		if setups == 0 {
+			t.Errorf("%s sets up no Go", name)
+		}
+	}
 }
 
 // TestReleaseVersionStep runs release.yml's Version step as the runner does (bash -e, the

@@ -42,10 +42,14 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 {{/*
 The path the exporter serves its metrics on, which the PodMonitor scrapes: /metrics, or
 extraArgs' --web.telemetry-path (as --flag=value or --flag value; the exporter refuses it
-twice).
+twice); in sidecar mode, whose exporter's flags are those of the container the user adds,
+sidecar.telemetryPath.
 */}}
 {{- define "logwindow.metricsPath" -}}
 {{- $path := "/metrics" -}}
+{{- if eq .Values.mode "sidecar" -}}
+{{- $path = .Values.sidecar.telemetryPath -}}
+{{- end -}}
 {{- $next := false -}}
 {{- $flag := "^--?web\\.telemetry-path" -}}
 {{- range .Values.extraArgs -}}
@@ -106,8 +110,14 @@ or a rule file the exporter refuses, fail the install naming them.
 {{- if include "logwindow.web" . }}{{ $flags = append $flags "web.config.file" }}{{ end -}}
 {{- /* --no-config.watch is kingpin's --config.watch=false: the same flag again. */ -}}
 {{- range .Values.extraArgs -}}
-{{- if and (hasPrefix "-" .) (has (regexReplaceAll "^--?(no-)?([^=]*).*$" . "${2}") $flags) -}}
+{{- $name := regexReplaceAll "^--?(no-)?([^=]*).*$" . "${2}" -}}
+{{- if and (hasPrefix "-" .) (has $name $flags) -}}
 {{- fail (printf "extraArgs: %s is a flag the chart passes already (rules.key, configWatch, storage.*, web.*), which the exporter refuses twice" .) -}}
+{{- end -}}
+{{- /* Without storage the pod mounts no writable directory (its root filesystem is
+  read-only): the exporter would warn at every snapshot and keep nothing. */ -}}
+{{- if and (hasPrefix "-" .) (hasPrefix "storage." $name) (not $.Values.storage.enabled) -}}
+{{- fail (printf "extraArgs: %s with storage.enabled: false, which mounts no writable directory for it (the root filesystem is read-only): the exporter would keep nothing; set storage.enabled: true (storage.* set the flags) instead" .) -}}
 {{- end -}}
 {{- end -}}
 {{- range list "app.kubernetes.io/name" "app.kubernetes.io/instance" -}}
@@ -168,6 +178,7 @@ sidecar:
   port: 5140
   portName: logwindow
   podSelector: {}
+  telemetryPath: /metrics
 resources:
   requests:
     cpu: 50m
@@ -685,6 +696,8 @@ the install naming the value.
 The NetworkPolicy lets in only the peers given: a port of none would take nothing (an
 empty from would take anything), syslogFrom in daemonset mode, which has no syslog
 port, would be ignored, and a peer of an ipBlock and a selector the API server refuses.
+Peers without networkPolicy.enabled make no policy at all: the exporters would stay open
+to every pod while the values say who alone may reach them.
 */}}
 {{- define "logwindow.checkNetworkPolicy" -}}
 {{- $np := .Values.networkPolicy -}}
@@ -699,6 +712,13 @@ port, would be ignored, and a peer of an ipBlock and a selector the API server r
 {{- range (index $np $key) -}}
 {{- if and .ipBlock (or .podSelector .namespaceSelector (hasKey . "podSelector") (hasKey . "namespaceSelector")) -}}
 {{- fail (printf "networkPolicy.%s: a peer with ipBlock and a selector, which the API server refuses: give the ipBlock as a peer of its own" $key) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- if and (not $np.enabled) (ne .Values.mode "sidecar") -}}
+{{- range $key := list "metricsFrom" "syslogFrom" -}}
+{{- if index $np $key -}}
+{{- fail (printf "networkPolicy.%s without networkPolicy.enabled: no NetworkPolicy is made, so every pod (and, behind a NodePort or LoadBalancer, anyone) still reaches the exporters; set networkPolicy.enabled: true, or drop it" $key) -}}
 {{- end -}}
 {{- end -}}
 {{- end -}}
