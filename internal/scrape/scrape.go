@@ -269,11 +269,16 @@ type plan struct {
 	// viewBytes the heap of the last view a scrape took, which it holds throughout.
 	held      []heldBytes
 	viewBytes atomic.Int64
+	// perSeries is, per rule, what its last read and write held a series beside the
+	// merged summaries, as held is kept (0 before): a scrape asks for it before it reads
+	// the rule (Scrape.Write).
+	perSeries []heldBytes
 }
 
-// heldBytes is the heap the last read of a rule held while it was written, as a snapshot
-// for the text formats and one for the protobuf format (which holds native histograms):
-// -1 until it is read and written; raised to what a read holds as soon as it is read.
+// heldBytes is a measure of the last read of a rule while it was written, the heap it held
+// or held a series, of a snapshot for the text formats and of one for the protobuf
+// format (which holds native histograms). The heap held is -1 until the rule is read and
+// written, and raised to what a read holds as soon as it is read.
 type heldBytes [2]atomic.Int64
 
 // planned is one family of a plan: rule's family f.
@@ -296,7 +301,8 @@ func (c *Collector) planOf(set *store.Set) *plan {
 	if p := c.plan.Load(); p != nil && p.set == set {
 		return p
 	}
-	p := &plan{set: set, rules: make([]rulePlan, set.NumRules()), held: make([]heldBytes, set.NumRules())}
+	p := &plan{set: set, rules: make([]rulePlan, set.NumRules()), held: make([]heldBytes, set.NumRules()),
+		perSeries: make([]heldBytes, set.NumRules())}
 	for i := range p.held {
 		p.held[i][0].Store(-1)
 		p.held[i][1].Store(-1)
