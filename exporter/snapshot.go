@@ -310,11 +310,28 @@ func (r *RuleSnapshot) Keep(v any, n int64) {
 
 // Bytes is the heap the snapshot holds: its buffers, the top values' items and the label
 // pairs encoded for the formats (the series' label values are the store's, not counted).
-func (r *RuleSnapshot) Bytes() int64 {
-	n := 24*cap(r.labels) + 8*cap(r.totals) + cap(r.live) + 8*cap(r.values) + 8*cap(r.hists) +
-		int(unsafe.Sizeof(nativeRef{}))*cap(r.natives) + cap(r.nativePB) + int(unsafe.Sizeof(topSample{}))*cap(r.tops) +
-		cap(r.regs) + cap(r.regSet) + 8*cap(r.regRun) + 8*cap(r.order) +
-		cap(r.text.b) + 8*cap(r.text.cuts) + cap(r.pb.b) + 8*cap(r.pb.cuts) + 16*cap(r.kept)
+func (r *RuleSnapshot) Bytes() int64 { return r.bytes(false) }
+
+// UsedBytes is what Bytes counts of the buffers' lengths only: what the snapshot's series
+// take, whatever larger snapshots its buffers were grown for before.
+func (r *RuleSnapshot) UsedBytes() int64 { return r.bytes(true) }
+
+// bytes is Bytes, or UsedBytes when used.
+func (r *RuleSnapshot) bytes(used bool) int64 {
+	size := func(length, capacity int) int {
+		if used {
+			return length
+		}
+		return capacity
+	}
+	n := 24*size(len(r.labels), cap(r.labels)) + 8*size(len(r.totals), cap(r.totals)) + size(len(r.live), cap(r.live)) +
+		8*size(len(r.values), cap(r.values)) + 8*size(len(r.hists), cap(r.hists)) +
+		int(unsafe.Sizeof(nativeRef{}))*size(len(r.natives), cap(r.natives)) + size(len(r.nativePB), cap(r.nativePB)) +
+		int(unsafe.Sizeof(topSample{}))*size(len(r.tops), cap(r.tops)) +
+		size(len(r.regs), cap(r.regs)) + size(len(r.regSet), cap(r.regSet)) + 8*size(len(r.regRun), cap(r.regRun)) +
+		8*size(len(r.order), cap(r.order)) +
+		size(len(r.text.b), cap(r.text.b)) + 8*size(len(r.text.cuts), cap(r.text.cuts)) +
+		size(len(r.pb.b), cap(r.pb.b)) + 8*size(len(r.pb.cuts), cap(r.pb.cuts)) + 16*size(len(r.kept), cap(r.kept))
 	for i := range r.tops {
 		n += len(r.tops[i].item)
 	}

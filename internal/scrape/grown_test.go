@@ -78,3 +78,54 @@ func TestScrapeHoldsGrownReadBeforeReading(t *testing.T) {
 		t.Errorf("a scrape refused the room for a read of %d bytes allocated %d: it read the rule before it asked", grown, allocated)
 	}
 }
+
+// TestScrapeHoldsGrownReadByWhatItUses: what a scrape asks for before it reads a rule that
+// grew goes by what the rule's last read used a series, not by the buffers of the reader
+// that read it, which a larger rule read before may have left larger: a rule of two
+// series read with the buffers of one of hundreds, grown to four, is asked for as four
+// series, not as twice those buffers.
+func TestScrapeHoldsGrownReadByWhatItUses(t *testing.T) {
+	const vhosts = 300
+	p, set := parserSet(t, grownRules+`
+  - name: requests
+    match: '^(?P<addr>[^ ]*) (?P<vhost>[^ ]*)$'
+    labels: {vhost: '${vhost}'}
+`)
+	k := set.NewSink()
+	k.SetNow(start, start)
+	for v := range vhosts {
+		p.Parse("app", fmt.Appendf(nil, "10.0.0.1 v%d", v), k)
+	}
+	now := int64(start)
+	c := collectorAt(fixed(set), &now)
+	h := exporter.Handler(c, prometheus.NewRegistry(), nil)
+	// clients_* sort before requests_*: the reader of clients reads requests next.
+	keep := "?name[]=clients_total&name[]=clients_window&name[]=clients_distinct&name[]=requests_total&name[]=requests_window"
+	scrape := func() (asked []int64) {
+		req := httptest.NewRequest(http.MethodGet, "/metrics"+keep, nil)
+		req = req.WithContext(exporter.WithHold(context.Background(), func(n int64) error {
+			asked = append(asked, n)
+			return nil
+		}))
+		h.ServeHTTP(httptest.NewRecorder(), req)
+		return asked
+	}
+	first := scrape()
+	if len(first) != 4 {
+		t.Fatalf("a scrape of two rules asked to hold %v, want before and after each read", first)
+	}
+	// requests grows from its 300 vhosts by 4: what it asks before its read may grow by
+	// what 4 series take, and by its label pairs, which the first estimate (the buffers a
+	// snapshot makes alone) left out: some 30 bytes a series; not by what the reader's
+	// buffers, grown for clients, hold a series (30 KB).
+	for v := range 4 {
+		p.Parse("app", fmt.Appendf(nil, "10.0.0.1 w%d", v), k)
+	}
+	second := scrape()
+	if len(second) != 4 {
+		t.Fatalf("a scrape of two rules asked to hold %v, want before and after each read", second)
+	}
+	if grew := second[2] - first[2]; grew > 64<<10 {
+		t.Errorf("before reading a rule grown by 4 series of a few dozen bytes, the scrape asked for %d bytes more (%v, then %v)", grew, first, second)
+	}
+}

@@ -137,7 +137,7 @@ func (s *Scrape) Write(w *exporter.Writer) error {
 			// pairs at its first family.
 			held.Store(x.bytes())
 			if n := int64(len(s.v.rules[f.rule].series)); n > 0 {
-				s.p.perSeries[f.rule][b2i(s.native)].Store((x.bytes() - int64(x.summaryBytes()) + n - 1) / n)
+				s.p.perSeries[f.rule][b2i(s.native)].Store((x.usedBytes() + n - 1) / n)
 			}
 			open[f.rule] = nil
 			s.c.free.put(x)
@@ -187,8 +187,8 @@ func (c *Collector) ScrapeCost(keep func(name string) bool, format expfmt.Format
 }
 
 // estimate is what reading rule i, of n series now, into x will hold at least: the merged
-// summaries x keeps, and per series what its snapshot held a series at the rule's last
-// read in that format (native), or the buffers a snapshot makes a series at the least.
+// summaries x keeps, and per series what the rule's last read in that format (native)
+// used a series, or the buffers a snapshot makes a series at the least.
 func (p *plan) estimate(i int, x *reader, native bool, n int) int64 {
 	per := max(p.perSeries[i][b2i(native)].Load(), p.rules[i].shape.SnapshotBytes(1, native))
 	return int64(x.summaryBytes()) + per*int64(n)
@@ -359,6 +359,13 @@ func (x *reader) useSums(l *windows.Layout) {
 // values it read them from, and the merged summaries it keeps of the rules it read before.
 func (x *reader) bytes() int64 {
 	return x.snap.Bytes() + int64(x.summaryBytes()) + int64(cap(x.tops))*int64(unsafe.Sizeof(sketch.TopValue{}))
+}
+
+// usedBytes is what the reader's snapshot and top values take, by their lengths: what
+// the rule read last needed beside the merged summaries, whatever larger reads the
+// reader's buffers were grown for.
+func (x *reader) usedBytes() int64 {
+	return x.snap.UsedBytes() + int64(len(x.tops))*int64(unsafe.Sizeof(sketch.TopValue{}))
 }
 
 // summaryBytes is what the reader's merged summaries hold, those of every layout it keeps.
