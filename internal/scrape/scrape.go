@@ -269,16 +269,16 @@ type plan struct {
 	// viewBytes the heap of the last view a scrape took, which it holds throughout.
 	held      []heldBytes
 	viewBytes atomic.Int64
-	// perSeries is, per rule, what its last read and write held a series beside the
-	// merged summaries, as held is kept (0 before): a scrape asks for it before it reads
-	// the rule (Scrape.Write).
+	// perSeries is, per rule, what its last read used a series once written (its
+	// snapshot and top values by their lengths, the label pairs encoded included; 0
+	// before): a scrape asks for it, for each series, before it reads the rule.
 	perSeries []heldBytes
 }
 
-// heldBytes is a measure of the last read of a rule while it was written, the heap it held
-// or held a series, of a snapshot for the text formats and of one for the protobuf
-// format (which holds native histograms). The heap held is -1 until the rule is read and
-// written, and raised to what a read holds as soon as it is read.
+// heldBytes is a measure of the last read of a rule, for the text formats and for the
+// protobuf format (whose snapshots hold native histograms). As plan.held it is the heap
+// the read held while it was written: -1 until the rule is read and written, and raised
+// to what a read holds as soon as it is read.
 type heldBytes [2]atomic.Int64
 
 // planned is one family of a plan: rule's family f.
