@@ -219,7 +219,7 @@ func (r *mediaRange) matches(o *offer) bool {
 			continue
 		}
 		got, ok := r.params[k]
-		if !ok && k == "version" && r.sub != "*" {
+		if !ok && k == "version" {
 			switch r.typ + "/" + r.sub {
 			case "text/plain":
 				got = expfmt.TextVersion
@@ -247,8 +247,9 @@ func (r *mediaRange) matches(o *offer) bool {
 // expfmt differs: it sorts the ranges with a precedence that puts a type before a
 // wildcard whatever their qualities ("*/*, application/openmetrics-text;q=0.1" gets
 // OpenMetrics), takes each range's quality for every offer it names (a range of quality
-// 0 refuses nothing, Negotiate's caller dropped them), and compares types and parameter
-// names as they are written, where RFC 9110 has them case-insensitive.
+// 0 refuses nothing: it is tried last, and what it names served when nothing else
+// matched), and compares types and parameter names as they are written, where RFC 9110
+// has them case-insensitive.
 func negotiate(ranges []mediaRange) expfmt.Format {
 	order := make([]int, len(ranges))
 	for i := range order {
