@@ -237,12 +237,12 @@ func (r *mediaRange) matches(o *offer) bool {
 // negotiate chooses among the offers by ranges (RFC 9110, 12.5.1): an offer's quality is
 // that of the most specific range naming it (the higher among equals), so that a range
 // of quality 0 refuses it whatever a wider one says; the offer of the highest quality is
-// served, among equals the one named by the more specific range, then by the range that
-// comes first, then expfmt's preference. The escaping scheme is the one the last range
-// asked for of those ranked at or above the range that chose, ranked by quality and
-// specificity as the offers are (the last of all when none chose: the text format is
-// served), which is how expfmt carries a scraper's escaping from a range of a format it
-// does not offer to the one it serves.
+// served, among equals the one named by a type rather than a wildcard, then by the range
+// that comes first, then expfmt's preference. The escaping scheme is the one the last
+// range asked for of those ranked at or above the range that chose, ranked as the offers
+// are (the last of all when none chose: the text format is served), which is how expfmt
+// carries a scraper's escaping from a range of a format it does not offer to the one it
+// serves.
 //
 // expfmt differs: it sorts the ranges with a precedence that puts a type before a
 // wildcard whatever their qualities ("*/*, application/openmetrics-text;q=0.1" gets
@@ -255,13 +255,14 @@ func negotiate(ranges []mediaRange) expfmt.Format {
 	for i := range order {
 		order[i] = i
 	}
-	// By quality, then specificity, then place: a stable ranking.
+	// By quality, then a type before "type/*" before "*/*", then place: a stable ranking,
+	// which is expfmt's where its precedence is one.
 	slices.SortStableFunc(order, func(a, b int) int {
 		ra, rb := &ranges[a], &ranges[b]
 		if ra.q != rb.q {
 			return cmp.Compare(rb.q, ra.q)
 		}
-		return cmp.Compare(rb.specificity(), ra.specificity())
+		return cmp.Compare(min(rb.specificity(), 2), min(ra.specificity(), 2))
 	})
 	rank := make([]int, len(ranges)) // a range's place in order
 	for k, i := range order {

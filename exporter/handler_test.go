@@ -130,7 +130,8 @@ func TestNegotiateScrapers(t *testing.T) {
 
 // TestNegotiatePrecedence: a format's quality is that of the most specific range that
 // names it (RFC 9110, 12.5.1), a wildcard range naming the text format alone, and the
-// format of the highest quality is served, the more specific range first among equals.
+// format of the highest quality is served; among equals, a type before a wildcard, then
+// the range that comes first.
 // expfmt, given the same header, differs where it is said: it sorts the ranges putting
 // a type before a wildcard whatever their qualities, refuses nothing for a quality of
 // 0, and compares types as written.
@@ -156,6 +157,8 @@ func TestNegotiatePrecedence(t *testing.T) {
 			"text/plain; version=0.0.4; charset=utf-8; escaping=allow-utf-8", false},
 		{"a named type before anything, at one quality", "*/*, " + om1,
 			"application/openmetrics-text; version=1.0.0; charset=utf-8; escaping=underscores", true},
+		{"the first of two named types, at one quality", "text/plain, " + om1,
+			"text/plain; version=0.0.4; charset=utf-8; escaping=underscores", true},
 		{"types and parameter names in capitals", "Application/OpenMetrics-Text; Version=1.0.0, text/plain;q=0.5",
 			"application/openmetrics-text; version=1.0.0; charset=utf-8; escaping=underscores", false},
 	} {
