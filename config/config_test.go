@@ -419,6 +419,11 @@ func TestBadConfigs(t *testing.T) {
 			`:16: input "udp mode": socket_mode: applies only to a syslog: unixgram:// socket`,
 			`:19: input "mode": socket_mode: "0999" is not an octal permission like '0660' (quote it, or YAML reads 0660 as a number)`,
 			`:21: input "spelled otherwise": syslog: "unixgram:///run/./x.sock" is already received on by the input on line 18`,
+			// A socket on every address takes its port on each: binding it beside one on an
+			// address of it, or the other way round, fails.
+			`:23: input "every address": syslog: "udp://0.0.0.0:5140" overlaps the input on line 10: a UDP socket on every address takes port 5140 on each, and binding the second would fail`,
+			`:27: input "one address of it": syslog: "udp://127.0.0.1:5142" overlaps the input on line 25: a UDP socket on every address takes port 5142 on each, and binding the second would fail`,
+			`:29: input "the v6 loopback beside it": syslog: "udp://[::1]:5140" overlaps the input on line 23: a UDP socket on every address takes port 5140 on each, and binding the second would fail`,
 		},
 	}
 	files, err := filepath.Glob("testdata/bad/*.yaml")

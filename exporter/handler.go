@@ -1,6 +1,7 @@
 package exporter
 
 import (
+	"cmp"
 	"io"
 	"iter"
 	"log"
@@ -14,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 )
 
 // Source is what a Handler serves besides a registry's families: the rule families.
@@ -108,87 +110,219 @@ func Handler(src Source, reg prometheus.Gatherer, errorLog *log.Logger) http.Han
 }
 
 // Negotiate is what a Handler serves req: the families its name[] parameters name (keep
-// is nil when it names none: all of them), in the format negotiated from its Accept
-// headers, as expfmt negotiates it from the media ranges the client takes: those of
-// every Accept header, but those of quality 0, which it refuses (expfmt would serve one
-// when nothing else matched). With none taken, the text format is served.
-// A limiter in front of the Handler reads it to know what the scrape will read.
+// is nil when it names none: all of them), in the format negotiated from the media ranges
+// of every Accept header, by RFC 9110 (12.5.1) among the formats expfmt offers with
+// OpenMetrics on, matched as expfmt matches them (see negotiate). With none acceptable,
+// the text format is served. A limiter in front of the Handler reads it to know what the
+// scrape will read.
 func Negotiate(req *http.Request) (keep func(name string) bool, format expfmt.Format) {
 	if names := req.URL.Query()["name[]"]; len(names) > 0 {
 		keep = func(name string) bool { return slices.Contains(names, name) }
 	}
-	var taken []byte
+	var ranges []mediaRange
 	for _, h := range req.Header.Values("Accept") {
 		for rest := h; rest != ""; {
 			var r string
 			r, rest, _ = cutUnquoted(rest, ',')
-			taken = appendTaken(taken, r)
+			if mr, ok := parseRange(r); ok {
+				ranges = append(ranges, mr)
+			}
 		}
 	}
-	accept := http.Header{"Accept": {string(taken)}}
-	return keep, expfmt.NegotiateAccept(accept, expfmt.DefaultOpenMetricsAcceptedFormats()...)
+	return keep, negotiate(ranges)
 }
 
-// appendTaken appends media range r to the Accept list dst unless its quality is 0, in
-// the form expfmt reads: expfmt splits at every "," ";" and "=", quoted or not, so r goes
-// with its quoted values unquoted, those that are no token dropped (no format expfmt
-// serves has such a parameter), and its quality as quality reads it. A range whose type
-// or subtype is no token is dropped: no format expfmt serves matches it.
-func appendTaken(dst []byte, r string) []byte {
+// mediaRange is one media range of an Accept header: its type and subtype in lower case
+// ("*" for any), its parameters but the quality (names in lower case, values unquoted),
+// and its quality.
+type mediaRange struct {
+	typ, sub string
+	params   map[string]string
+	q        float64
+}
+
+// parseRange reads media range r; ok is false when its type or subtype is no token: no
+// format matches it. A parameter whose name is no token, or whose value is neither a
+// token nor a quoted string, is left out: no format has it. A bare "*" is
+// "*/*", as expfmt reads it (Java's HttpURLConnection sends it).
+func parseRange(r string) (mr mediaRange, ok bool) {
 	mediaType, ps, _ := cutUnquoted(r, ';')
-	q := quality(ps)
-	if q <= 0 {
-		return dst
-	}
 	typ, sub, slash := strings.Cut(mediaType, "/")
 	typ, sub = strings.TrimSpace(typ), strings.TrimSpace(sub)
 	if typ == "*" && !slash {
-		sub = "*" // as expfmt reads "*", which Java's HttpURLConnection sends
+		sub = "*"
 	}
 	if !isToken(typ) || !isToken(sub) {
-		return dst // no media type: none expfmt serves
+		return mediaRange{}, false
 	}
-	if len(dst) > 0 {
-		dst = append(dst, ',')
-	}
-	dst = append(append(append(dst, typ...), '/'), sub...)
+	mr = mediaRange{typ: strings.ToLower(typ), sub: strings.ToLower(sub), q: quality(ps)}
 	for k, v := range params(ps) {
-		if strings.EqualFold(k, "q") {
+		if k = strings.ToLower(k); k == "q" {
 			continue
 		}
-		n := len(dst)
-		dst = append(append(append(dst, ';'), k...), '=')
-		var ok bool
-		if dst, ok = appendToken(dst, v); ok && isToken(k) {
-			continue
+		v, ok := unquote(v)
+		if !ok || !isToken(k) {
+			continue // no parameter: no format has it
 		}
-		dst = dst[:n]
+		if mr.params == nil {
+			mr.params = map[string]string{}
+		}
+		mr.params[k] = v
 	}
-	if q < 1 {
-		dst = strconv.AppendFloat(append(dst, ";q="...), q, 'g', -1, 64)
-	}
-	return dst
+	return mr, true
 }
 
-// appendToken appends v, unquoted if it is a quoted string, and reports whether what it
-// appended is a token.
-func appendToken(dst []byte, v string) ([]byte, bool) {
-	if !strings.HasPrefix(v, `"`) {
-		return append(dst, v...), isToken(v)
+// specificity ranks how narrowly r names types (RFC 9110, 12.5.1): "*/*", then "type/*",
+// then a type, then a type with more parameters.
+func (r *mediaRange) specificity() int {
+	switch {
+	case r.typ == "*":
+		return 0
+	case r.sub == "*":
+		return 1
 	}
-	n := len(dst)
+	return 2 + len(r.params)
+}
+
+// offer is a format a scrape may be served in, its media type read as ranges are.
+type offer struct {
+	format expfmt.Format
+	mediaRange
+}
+
+// offers are the formats expfmt offers with OpenMetrics on, in its order of preference.
+var offers = func() []offer {
+	var out []offer
+	for _, f := range expfmt.DefaultOpenMetricsAcceptedFormats() {
+		r, ok := parseRange(string(f))
+		if !ok {
+			panic("exporter: expfmt offers the format " + string(f) + ", which is no media type")
+		}
+		out = append(out, offer{f, r})
+	}
+	return out
+}()
+
+// matches reports whether range r names offer o, as expfmt matches them: its type and
+// subtype, or "*", and every parameter o has but the charset, a range of the text or the
+// OpenMetrics type without a version taken for their first (0.0.4, 0.0.1). A wildcard
+// range names the text format besides (in expfmt it serves it, when nothing else matched).
+func (r *mediaRange) matches(o *offer) bool {
+	if o.format.FormatType() == expfmt.TypeTextPlain && r.sub == "*" && (r.typ == "*" || r.typ == o.typ) {
+		return true
+	}
+	if r.typ != "*" && r.typ != o.typ || r.sub != "*" && r.sub != o.sub {
+		return false
+	}
+	for k, v := range o.params {
+		if k == "charset" {
+			continue
+		}
+		got, ok := r.params[k]
+		if !ok && k == "version" {
+			switch r.typ + "/" + r.sub {
+			case "text/plain":
+				got = expfmt.TextVersion
+			case expfmt.OpenMetricsType:
+				got = expfmt.OpenMetricsVersion_0_0_1
+			}
+		}
+		if got != v {
+			return false
+		}
+	}
+	return true
+}
+
+// negotiate chooses among the offers by ranges (RFC 9110, 12.5.1): an offer's quality is
+// that of the most specific range naming it (the higher among equals), so that a range
+// of quality 0 refuses it whatever a wider one says; the offer of the highest quality is
+// served, among equals the one named by a type rather than a wildcard, then by the range
+// that comes first, then expfmt's preference. The escaping scheme is the one the last
+// range asked for of those ranked at or above the range that chose, ranked as the offers
+// are (the last of all when none chose: the text format is served), which is how expfmt
+// carries a scraper's escaping from a range of a format it does not offer to the one it
+// serves.
+//
+// expfmt differs: it sorts the ranges with a precedence that puts a type before a
+// wildcard whatever their qualities ("*/*, application/openmetrics-text;q=0.1" gets
+// OpenMetrics), takes each range's quality for every offer it names (a range of quality
+// 0 refuses nothing: it is tried last, and what it names served when nothing else
+// matched), and compares types and parameter names as they are written, where RFC 9110
+// has them case-insensitive.
+func negotiate(ranges []mediaRange) expfmt.Format {
+	order := make([]int, len(ranges))
+	for i := range order {
+		order[i] = i
+	}
+	// By quality, then a type before "type/*" before "*/*", then place: a stable ranking,
+	// which is expfmt's where its precedence is one.
+	slices.SortStableFunc(order, func(a, b int) int {
+		ra, rb := &ranges[a], &ranges[b]
+		if ra.q != rb.q {
+			return cmp.Compare(rb.q, ra.q)
+		}
+		return cmp.Compare(min(rb.specificity(), 2), min(ra.specificity(), 2))
+	})
+	rank := make([]int, len(ranges)) // a range's place in order
+	for k, i := range order {
+		rank[i] = k
+	}
+	chosen, by := -1, -1 // the offer served and the range that chose it
+	for oi := range offers {
+		o := &offers[oi]
+		decides := -1
+		for i := range ranges {
+			r := &ranges[i]
+			if !r.matches(o) {
+				continue
+			}
+			if d := decides; d < 0 || r.specificity() > ranges[d].specificity() || r.specificity() == ranges[d].specificity() && r.q > ranges[d].q {
+				decides = i
+			}
+		}
+		if decides < 0 || ranges[decides].q <= 0 {
+			continue
+		}
+		if by < 0 || rank[decides] < rank[by] {
+			chosen, by = oi, decides
+		}
+	}
+	format, last := expfmt.FmtText, len(order)-1
+	if chosen >= 0 {
+		format, last = offers[chosen].format, rank[by]
+	}
+	escaping := model.NameEscapingScheme.String()
+	for _, i := range order[:last+1] {
+		r := &ranges[i]
+		switch v := r.params[model.EscapingKey]; {
+		case r.q <= 0:
+		case v == model.AllowUTF8, v == model.EscapeUnderscores, v == model.EscapeDots, v == model.EscapeValues:
+			escaping = v
+		}
+	}
+	return format + expfmt.Format("; escaping="+escaping)
+}
+
+// unquote returns v unquoted if it is a quoted string, as it is if it is a token; ok is
+// false for anything else.
+func unquote(v string) (string, bool) {
+	if !strings.HasPrefix(v, `"`) {
+		return v, isToken(v)
+	}
+	var b strings.Builder
 	for i := 1; i < len(v); i++ {
 		c := v[i]
 		switch {
 		case c == '"':
-			return dst, i == len(v)-1 && isToken(dst[n:])
+			return b.String(), i == len(v)-1
 		case c == '\\' && i+1 < len(v):
 			i++
 			c = v[i]
 		}
-		dst = append(dst, c)
+		b.WriteByte(c)
 	}
-	return dst, false // unterminated
+	return "", false // unterminated
 }
 
 // isToken reports whether s is an RFC 9110 token (5.6.2).

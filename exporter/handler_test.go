@@ -128,6 +128,53 @@ func TestNegotiateScrapers(t *testing.T) {
 	}
 }
 
+// TestNegotiatePrecedence: a format's quality is that of the most specific range that
+// names it (RFC 9110, 12.5.1), a wildcard range naming the text format alone, and the
+// format of the highest quality is served; among equals, a type before a wildcard, then
+// the range that comes first.
+// expfmt, given the same header, differs where it is said: it sorts the ranges putting
+// a type before a wildcard whatever their qualities, refuses nothing for a quality of
+// 0, and compares types as written.
+func TestNegotiatePrecedence(t *testing.T) {
+	const (
+		om1   = "application/openmetrics-text;version=1.0.0"
+		proto = "application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;encoding=delimited"
+	)
+	for _, tc := range []struct {
+		name, accept string
+		want         expfmt.Format
+		expfmtAgrees bool
+	}{
+		{"anything above OpenMetrics", "*/*, " + om1 + ";q=0.1",
+			"text/plain; version=0.0.4; charset=utf-8; escaping=underscores", false},
+		{"any text above OpenMetrics", "text/*;q=0.9, " + om1 + ";q=0.5",
+			"text/plain; version=0.0.4; charset=utf-8; escaping=underscores", false},
+		{"text refused beside anything", "text/plain;q=0, */*;q=0.5, " + om1 + ";q=0.1",
+			"application/openmetrics-text; version=1.0.0; charset=utf-8; escaping=underscores", true},
+		{"text refused by its version", proto + ";q=0.1, text/plain;version=0.0.4;q=0, text/plain;q=0.9",
+			"application/vnd.google.protobuf; proto=io.prometheus.client.MetricFamily; encoding=delimited; escaping=underscores", false},
+		{"the escaping of the range that chose", "*/*;escaping=allow-utf-8, " + om1 + ";q=0.1;escaping=dots",
+			"text/plain; version=0.0.4; charset=utf-8; escaping=allow-utf-8", false},
+		{"a named type before anything, at one quality", "*/*, " + om1,
+			"application/openmetrics-text; version=1.0.0; charset=utf-8; escaping=underscores", true},
+		{"the first of two named types, at one quality", "text/plain, " + om1,
+			"text/plain; version=0.0.4; charset=utf-8; escaping=underscores", true},
+		{"types and parameter names in capitals", "Application/OpenMetrics-Text; Version=1.0.0, text/plain;q=0.5",
+			"application/openmetrics-text; version=1.0.0; charset=utf-8; escaping=underscores", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req := httptest.NewRequest(http.MethodGet, "/metrics", nil)
+			req.Header.Set("Accept", tc.accept)
+			if _, got := Negotiate(req); got != tc.want {
+				t.Errorf("Accept %q: %q, want %q", tc.accept, got, tc.want)
+			}
+			if got := expfmt.NegotiateAccept(req.Header, expfmt.DefaultOpenMetricsAcceptedFormats()...); (got == tc.want) != tc.expfmtAgrees {
+				t.Errorf("Accept %q: expfmt negotiates %q, said to agree with %q: %v", tc.accept, got, tc.want, tc.expfmtAgrees)
+			}
+		})
+	}
+}
+
 // TestNegotiateQuotedValues: a parameter's value quoted is the same value as a token
 // (RFC 9110, 5.6.6), the version and escaping asked for read from either.
 func TestNegotiateQuotedValues(t *testing.T) {

@@ -223,42 +223,64 @@ type topSample struct {
 // Reset makes the snapshot that of n series of shape, every gauge absent; native: it is
 // read for the protobuf format, and holds native histograms if the shape has one.
 func (r *RuleSnapshot) Reset(shape *Shape, n int, native bool) {
-	nw := len(shape.spec.Windows)
+	d := shape.sizes(n, native)
 	r.shape, r.sorted = shape, false
 	clear(r.labels) // the old series' values may go
 	r.labels = slices.Grow(r.labels[:0], n)[:n]
 	r.totals = slices.Grow(r.totals[:0], n)[:n]
 	r.live = slices.Grow(r.live[:0], n)[:n]
-	r.values = slices.Grow(r.values[:0], n*nw*shape.gauges)[:n*nw*shape.gauges]
+	r.values = slices.Grow(r.values[:0], d.values)[:d.values]
 	for i := range r.values {
 		r.values[i] = absent
 	}
-	width := 0
-	hasNative := false
-	for _, f := range shape.spec.Families {
-		if f.Kind == Histogram && len(shape.spec.Buckets) > 0 {
-			width = len(shape.spec.Buckets) + 2
-		}
-		hasNative = hasNative || f.Native
-	}
-	r.hists = slices.Grow(r.hists[:0], n*nw*width)[:n*nw*width]
+	r.hists = slices.Grow(r.hists[:0], d.hists)[:d.hists]
 	clear(r.hists)
 	r.natives, r.nativePB = r.natives[:0], r.nativePB[:0]
-	if native && hasNative {
-		r.natives = slices.Grow(r.natives, n*nw)[:n*nw]
+	if d.natives > 0 {
+		r.natives = slices.Grow(r.natives, d.natives)[:d.natives]
 		clear(r.natives)
 	}
 	clear(r.tops) // the items may go
 	r.tops = r.tops[:0]
 	r.letGo()
-	m := shape.spec.Registers
-	r.regs = slices.Grow(r.regs[:0], n*nw*m)[:n*nw*m]
-	r.regSet = slices.Grow(r.regSet[:0], n*nw)[:n*nw]
-	if m == 0 {
-		r.regSet = r.regSet[:0]
-	}
+	r.regs = slices.Grow(r.regs[:0], d.regs)[:d.regs]
+	r.regSet = slices.Grow(r.regSet[:0], d.regSet)[:d.regSet]
 	clear(r.regSet)
 	r.text.ok, r.pb.ok = false, false
+}
+
+// snapshotSizes are the lengths of a snapshot's per-series buffers but the labels',
+// totals' and live's (one each a series), as Reset makes them.
+type snapshotSizes struct{ values, hists, natives, regs, regSet int }
+
+// sizes are the buffers' lengths of a snapshot of n series of s; native as for Reset.
+func (s *Shape) sizes(n int, native bool) snapshotSizes {
+	nw := len(s.spec.Windows)
+	width := 0
+	hasNative := false
+	for _, f := range s.spec.Families {
+		if f.Kind == Histogram && len(s.spec.Buckets) > 0 {
+			width = len(s.spec.Buckets) + 2
+		}
+		hasNative = hasNative || f.Native
+	}
+	d := snapshotSizes{values: n * nw * s.gauges, hists: n * nw * width}
+	if native && hasNative {
+		d.natives = n * nw
+	}
+	if m := s.spec.Registers; m > 0 {
+		d.regs, d.regSet = n*nw*m, n*nw
+	}
+	return d
+}
+
+// SnapshotBytes is the heap the buffers of a snapshot of n series of s take as Reset makes
+// them (native as for Reset): what a read of n series holds at least, before the label
+// pairs, top values and native histograms' buckets it comes to hold as it is read and
+// written. A reader asks for it before it reads a rule that grew.
+func (s *Shape) SnapshotBytes(n int, native bool) int64 {
+	d := s.sizes(n, native)
+	return int64((24+8+1)*n + 8*d.values + 8*d.hists + int(unsafe.Sizeof(nativeRef{}))*d.natives + d.regs + d.regSet)
 }
 
 // Release lets go of what the snapshot references (label values, items), keeping its
@@ -288,11 +310,28 @@ func (r *RuleSnapshot) Keep(v any, n int64) {
 
 // Bytes is the heap the snapshot holds: its buffers, the top values' items and the label
 // pairs encoded for the formats (the series' label values are the store's, not counted).
-func (r *RuleSnapshot) Bytes() int64 {
-	n := 24*cap(r.labels) + 8*cap(r.totals) + cap(r.live) + 8*cap(r.values) + 8*cap(r.hists) +
-		int(unsafe.Sizeof(nativeRef{}))*cap(r.natives) + cap(r.nativePB) + int(unsafe.Sizeof(topSample{}))*cap(r.tops) +
-		cap(r.regs) + cap(r.regSet) + 8*cap(r.regRun) + 8*cap(r.order) +
-		cap(r.text.b) + 8*cap(r.text.cuts) + cap(r.pb.b) + 8*cap(r.pb.cuts) + 16*cap(r.kept)
+func (r *RuleSnapshot) Bytes() int64 { return r.bytes(false) }
+
+// UsedBytes is what Bytes counts of the buffers' lengths only: what the snapshot's series
+// take, whatever larger snapshots its buffers were grown for before.
+func (r *RuleSnapshot) UsedBytes() int64 { return r.bytes(true) }
+
+// bytes is Bytes, or UsedBytes when used.
+func (r *RuleSnapshot) bytes(used bool) int64 {
+	size := func(length, capacity int) int {
+		if used {
+			return length
+		}
+		return capacity
+	}
+	n := 24*size(len(r.labels), cap(r.labels)) + 8*size(len(r.totals), cap(r.totals)) + size(len(r.live), cap(r.live)) +
+		8*size(len(r.values), cap(r.values)) + 8*size(len(r.hists), cap(r.hists)) +
+		int(unsafe.Sizeof(nativeRef{}))*size(len(r.natives), cap(r.natives)) + size(len(r.nativePB), cap(r.nativePB)) +
+		int(unsafe.Sizeof(topSample{}))*size(len(r.tops), cap(r.tops)) +
+		size(len(r.regs), cap(r.regs)) + size(len(r.regSet), cap(r.regSet)) + 8*size(len(r.regRun), cap(r.regRun)) +
+		8*size(len(r.order), cap(r.order)) +
+		size(len(r.text.b), cap(r.text.b)) + 8*size(len(r.text.cuts), cap(r.text.cuts)) +
+		size(len(r.pb.b), cap(r.pb.b)) + 8*size(len(r.pb.cuts), cap(r.pb.cuts)) + 16*size(len(r.kept), cap(r.kept))
 	for i := range r.tops {
 		n += len(r.tops[i].item)
 	}

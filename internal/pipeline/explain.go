@@ -160,38 +160,51 @@ func (f firstLines) Drop(rule int, reason parser.DropReason) {
 // complete CRI line of a stream a cri input reads is explained as the input reads it, by
 // its message and time (what --explain shows of it); any other line as it is, so that a
 // message pasted alone is explained too. A datagram pasted for a syslog input is
-// explained by its message, its header stripped as the input strips it.
+// explained by its message, its header stripped as the input strips it. The line has
+// the captures the input gives a line of its own, as the input reads it: the stream of
+// a CRI line, the hostname and tag of a datagram's header (those of its file's path are
+// unset: no path is pasted).
 func (p *Pipeline) Explain(input string, line []byte) explain.Line {
 	gen := p.gen.Load()
 	sink := gen.set.NewSink()
 	sink.SetNow(p.clock.read())
 	in, known := testedInput(gen.cfg, input)
 	name, wrapperTime := input, []byte(nil)
+	var lv lineValues
+	var paths *pathValues
 	if known {
 		name = in.Name
 		// The input skips a line of a stream it does not read before joining it: no
 		// message of it is counted, so it is explained as it is.
 		if stream, _ := cri.Stream(line); in.Wrapper == config.WrapperCRI && in.Streams.Reads(stream) {
 			if msg, at, r := cri.New(maxLineBytes(p.opts)).Feed("", line); r == cri.Complete {
-				line, wrapperTime = msg, at
+				line, wrapperTime, lv[lineStream] = msg, at, stream
 			}
 		}
 		// A syslog input reads a datagram's message; one without a header, whole.
 		if in.Syslog != nil {
-			line, _ = syslog.Message(line)
+			var h syslog.Header
+			line, h, _ = syslog.Parse(line)
+			lv[lineHostname], lv[lineTag] = h.Hostname, h.Tag
 		}
+		paths = newPathValues(in, gen.parser, p.opts.Now)
 	}
-	if !known || name != "" {
+	if !known || name != "" && paths == nil {
 		return explain.New(gen.cfg.Rules, gen.parser, sink).ExplainWrapped(name, line, wrapperTime, false)
 	}
+	// Read by a session of the input's own, as --explain reads a file's lines: by its own
+	// formats, and with the captures it gives the line.
 	ps := gen.parser.NewSession()
 	ps.SetFormats(in.LogFormats, parser.NewFiles())
-	ps.SetFormat("", in.LogFormat)
+	ps.SetFormat(name, in.LogFormat)
+	if paths != nil {
+		paths.setLine(ps, "", lv)
+	}
 	x := explain.New(gen.cfg.Rules, ps, sink)
 	var out explain.Line
-	done := func(bool, bool) { out = x.ExplainWrapped("", line, wrapperTime, false) }
-	ps.ParseFile("", "", line, wrapperTime, &newestTime{}, done)
-	ps.CloseFile("", "", &newestTime{}, done)
+	done := func(bool, bool) { out = x.ExplainWrapped(name, line, wrapperTime, false) }
+	ps.ParseFile("", name, line, wrapperTime, &newestTime{}, done)
+	ps.CloseFile("", name, &newestTime{}, done)
 	out.Input = input
 	return out
 }

@@ -453,3 +453,42 @@ func TestSyslogHeldParsedAtStop(t *testing.T) {
 		t.Errorf("served_total %v after the restart, want the 3 held datagrams", got)
 	}
 }
+
+// The line tester gives a line pasted for an input the captures the input gives it of its
+// own: the hostname and tag of a datagram's syslog header, the stream of a CRI line. A
+// rule that reads them explains the line as the input counts it, not as a line with
+// them unset (no host, and filtered out by a where on the tag).
+func TestExplainPastedLineCaptures(t *testing.T) {
+	pods := filepath.Join(t.TempDir(), "0.log")
+	p, _, _, _ := startSyslog(t, `
+inputs: [{name: sock, syslog: 'unixgram://%s'}, {name: pods, path: '`+pods+`', wrapper: cri}]
+rules:
+  - {name: nginx, match: '^(?P<m>.*)$', inputs: [sock], where: {syslog_tag: nginx}, labels: {host: '${syslog_hostname}'}}
+  - {name: errors, match: '^(?P<m>.*)$', inputs: [pods], where: {stream: stderr}, labels: {stream: '${stream}'}}
+`)
+	for _, tc := range []struct {
+		name, input, line string
+		counted           bool
+		label             string
+	}{
+		{"rfc 3164", "sock", "<190>Nov 24 05:28:09 vm nginx: GET /", true, "host=vm"},
+		{"rfc 5424", "sock", "<190>1 2024-03-01T12:00:00Z vm nginx - - - GET /", true, "host=vm"},
+		{"another tag", "sock", "<190>Nov 24 05:28:09 vm app: GET /", false, ""},
+		{"a message alone", "sock", "GET /", false, ""},
+		{"a CRI line of stderr", "pods", "2024-03-01T12:00:00Z stderr F GET /", true, "stream=stderr"},
+		{"a CRI line of stdout", "pods", "2024-03-01T12:00:00Z stdout F GET /", false, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := p.Explain(tc.input, []byte(tc.line))
+			var label string
+			for _, r := range l.Rules {
+				for _, lb := range r.Labels {
+					label = lb.Name + "=" + lb.Value
+				}
+			}
+			if l.Counted != tc.counted || label != tc.label {
+				t.Errorf("Explain(%q, %q): counted %v with %q; want %v with %q (%+v)", tc.input, tc.line, l.Counted, label, tc.counted, tc.label, l.Rules)
+			}
+		})
+	}
+}

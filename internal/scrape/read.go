@@ -105,6 +105,13 @@ func (s *Scrape) Write(w *exporter.Writer) error {
 		if first {
 			x := s.c.free.get()
 			open[f.rule] = x
+			// A rule that grew since its last read holds more once read: it is asked for
+			// before the read, at the rule's size now, so that scrapes sent at once, each
+			// charged the old size, do not each make the grown read before a limiter
+			// can make one wait or end it.
+			if err := w.Hold(holding + s.p.estimate(f.rule, x, s.native, len(s.v.rules[f.rule].series))); err != nil {
+				return err
+			}
 			x.read(s.v.set.Rule(f.rule), &s.v.rules[f.rule], &s.p.rules[f.rule], s.native)
 			// Most of what the rule holds is known once it is read: a rule that grew is
 			// charged so from now on, not once a scrape has written it, which a client
@@ -129,6 +136,9 @@ func (s *Scrape) Write(w *exporter.Writer) error {
 			// What the rule held is known once it is written: the writers encode its label
 			// pairs at its first family.
 			held.Store(x.bytes())
+			if n := int64(len(s.v.rules[f.rule].series)); n > 0 {
+				s.p.perSeries[f.rule][b2i(s.native)].Store((x.usedBytes() + n - 1) / n)
+			}
 			open[f.rule] = nil
 			s.c.free.put(x)
 		}
@@ -174,6 +184,14 @@ func (c *Collector) ScrapeCost(keep func(name string) bool, format expfmt.Format
 		return 0, false
 	}
 	return most + p.viewBytes.Load() + scrapeOverhead, true
+}
+
+// estimate is what reading rule i, of n series now, into x will hold at least: the merged
+// summaries x keeps, and per series what the rule's last read in that format (native)
+// used a series, or the buffers a snapshot makes a series at the least.
+func (p *plan) estimate(i int, x *reader, native bool, n int) int64 {
+	per := max(p.perSeries[i][b2i(native)].Load(), p.rules[i].shape.SnapshotBytes(1, native))
+	return int64(x.summaryBytes()) + per*int64(n)
 }
 
 // raiseKnown raises a rule's known cost to n: one still unknown stays so, as a read whose
@@ -341,6 +359,13 @@ func (x *reader) useSums(l *windows.Layout) {
 // values it read them from, and the merged summaries it keeps of the rules it read before.
 func (x *reader) bytes() int64 {
 	return x.snap.Bytes() + int64(x.summaryBytes()) + int64(cap(x.tops))*int64(unsafe.Sizeof(sketch.TopValue{}))
+}
+
+// usedBytes is what the reader's snapshot and top values take, by their lengths: what
+// the rule read last needed beside the merged summaries, whatever larger reads the
+// reader's buffers were grown for.
+func (x *reader) usedBytes() int64 {
+	return x.snap.UsedBytes() + int64(len(x.tops))*int64(unsafe.Sizeof(sketch.TopValue{}))
 }
 
 // summaryBytes is what the reader's merged summaries hold, those of every layout it keeps.

@@ -269,11 +269,16 @@ type plan struct {
 	// viewBytes the heap of the last view a scrape took, which it holds throughout.
 	held      []heldBytes
 	viewBytes atomic.Int64
+	// perSeries is, per rule, what its last read used a series once written (its
+	// snapshot and top values by their lengths, the label pairs encoded included; 0
+	// before): a scrape asks for it, for each series, before it reads the rule.
+	perSeries []heldBytes
 }
 
-// heldBytes is the heap the last read of a rule held while it was written, as a snapshot
-// for the text formats and one for the protobuf format (which holds native histograms):
-// -1 until it is read and written; raised to what a read holds as soon as it is read.
+// heldBytes is a measure of the last read of a rule, for the text formats and for the
+// protobuf format (whose snapshots hold native histograms). As plan.held it is the heap
+// the read held while it was written: -1 until the rule is read and written, and raised
+// to what a read holds as soon as it is read.
 type heldBytes [2]atomic.Int64
 
 // planned is one family of a plan: rule's family f.
@@ -296,7 +301,8 @@ func (c *Collector) planOf(set *store.Set) *plan {
 	if p := c.plan.Load(); p != nil && p.set == set {
 		return p
 	}
-	p := &plan{set: set, rules: make([]rulePlan, set.NumRules()), held: make([]heldBytes, set.NumRules())}
+	p := &plan{set: set, rules: make([]rulePlan, set.NumRules()), held: make([]heldBytes, set.NumRules()),
+		perSeries: make([]heldBytes, set.NumRules())}
 	for i := range p.held {
 		p.held[i][0].Store(-1)
 		p.held[i][1].Store(-1)

@@ -1,9 +1,11 @@
 package status
 
 import (
+	"html"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -191,5 +193,33 @@ func TestFileNamesShown(t *testing.T) {
 				t.Errorf("the inputs table lacks %q:\n%.1500s", want, raw[i:])
 			}
 		})
+	}
+}
+
+// TestMalformedDatagramsShown: a socket input's datagrams that are not syslog (no
+// priority, or a version 1 header that is not RFC 5424's) are shown in its malformed
+// cell beside the lines its fields rules could not read, which every input has: they
+// were left out whenever that count was there, 0 or not.
+func TestMalformedDatagramsShown(t *testing.T) {
+	cfg, err := config.Parse([]byte("inputs: [{name: sys, syslog: 'udp://127.0.0.1:5140'}]\nrules: [{name: r, match: 'x'}]\n"), "rules.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewRegistry()
+	lines := prometheus.NewCounterVec(prometheus.CounterOpts{Name: selfmetric.InputMalformedLines.Name, Help: "h"}, selfmetric.InputMalformedLines.Labels)
+	datagrams := prometheus.NewCounterVec(prometheus.CounterOpts{Name: selfmetric.InputMalformedDatagrams.Name, Help: "h"}, selfmetric.InputMalformedDatagrams.Labels)
+	reg.MustRegister(lines, datagrams)
+	lines.WithLabelValues("sys").Add(2)
+	datagrams.WithLabelValues("sys").Add(3)
+	_, raw := getPage(t, Options{Name: "test", Source: &fakeSource{cfg: cfg}, Gatherer: reg, MetricsPath: "/metrics"})
+	table := raw[strings.Index(raw, `<h2 id="inputs">`):]
+	table = table[:strings.Index(table, "</table>")]
+	cells := strings.Split(strings.Split(table, "<tr>")[2], "<td")
+	if len(cells) < 8 {
+		t.Fatalf("the input's row has %d cells:\n%s", len(cells)-1, table)
+	}
+	malformed := html.UnescapeString(regexp.MustCompile(`<[^>]*>`).ReplaceAllString(cells[7][strings.Index(cells[7], ">")+1:], ""))
+	if !strings.Contains(malformed, "2") || !strings.Contains(malformed, "3 datagrams") {
+		t.Errorf("the malformed cell says %q, want the 2 lines and the 3 datagrams", malformed)
 	}
 }

@@ -71,6 +71,9 @@ type inputRow struct {
 	FilesFollowed                                string
 	Lines, Unmatched, Malformed, TooLong, Errors string
 	Behind                                       string
+	// MalformedDatagrams are a socket input's datagrams that are not syslog; empty for
+	// the other inputs.
+	MalformedDatagrams string
 }
 
 type ruleRow struct {
@@ -289,8 +292,10 @@ func newInputRow(m metrics, in config.Input) inputRow {
 		TooLong:   m.text(selfmetric.InputTooLongLines.Name, "input", l),
 		Errors:    m.text(selfmetric.InputErrors.Name, "input", l),
 	}
-	if row.Malformed == "–" {
-		row.Malformed = m.text(selfmetric.InputMalformedDatagrams.Name, "input", l)
+	if _, ok := m.get(selfmetric.InputMalformedDatagrams.Name, "input", l); ok {
+		// A socket's datagrams that are not syslog, read whole: another count than the
+		// lines its fields rules could not read, which every input has.
+		row.MalformedDatagrams = m.text(selfmetric.InputMalformedDatagrams.Name, "input", l)
 	}
 	var behind float64
 	for _, s := range m[selfmetric.InputBehindBytes.Name] {
