@@ -55,6 +55,10 @@ func TestDisplayName(t *testing.T) {
 		{`"x\ny"`, `"\"x\\ny\""`},
 		{`a "b" c`, `a "b" c`},
 		{"a\u2028b", `"a\u2028b"`},
+		{"/logs/a: b.log", `"/logs/a: b.log"`},
+		{"/logs/a:b.log", "/logs/a:b.log"},
+		{"...", `"..."`},
+		{"/logs/....log", "/logs/....log"},
 	} {
 		if got := Display(c.in); got != c.want {
 			t.Errorf("Display(%q) = %q, want %q", c.in, got, c.want)

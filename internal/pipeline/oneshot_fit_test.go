@@ -277,6 +277,16 @@ func TestFitNamesFileShown(t *testing.T) {
 			`input web: 1 of 2 lines fit (first misfit at line 2 of "/logs/a\ninput web: 9 of 9 lines fit\n.log": why)`},
 		{"bidi override, no input", Fit{Lines: 1, Fitting: 1, File: "/logs/\u202egol.exe"},
 			`file "/logs/\u202egol.exe" (no input reads it): 1 of 1 lines fit`},
+		// A name holding ": ", which ends every name a one-shot shows, would read as a
+		// shorter name and a text of the one-shot's own after it.
+		{"the misfit's file with a colon and a space", Fit{Input: "web", Lines: 2, Fitting: 1, First: 2, File: "/logs/a.log: fits; 0 lines", Stopped: "why", files: 2},
+			`input web: 1 of 2 lines fit (first misfit at line 2 of "/logs/a.log: fits; 0 lines": why)`},
+		{"no input, a colon and a space", Fit{Lines: 3, Fitting: 0, File: "/logs/a (no input reads it): 3 of 3 lines fit (x"},
+			`file "/logs/a (no input reads it): 3 of 3 lines fit (x" (no input reads it): 0 of 3 lines fit`},
+		// A name of three dots in the list of files of no format reads as the mark of
+		// files left unnamed.
+		{"a file named ...", Fit{Input: "web", Lines: 2, Fitting: 2, NoFormat: []string{"...", "a.log"}, files: 3},
+			`input web: 2 of 2 lines fit (2 files of no format: "...", a.log)`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := tc.fit.String(); got != tc.want {

@@ -109,14 +109,14 @@ func unreadErr(mode string, files []fileInput, counts []fileCount) error {
 // in it: a glob's matches are named by whoever can write in their directory, and a
 // newline in one would forge a line of the output (a log line, an error of another
 // file). The file, and the error when it holds such a character, are Go-quoted then
-// (explain.Display).
+// (explain.Display, explain.DisplayText).
 type fileError struct {
 	mode, file string
 	err        error
 }
 
 func (e *fileError) Error() string {
-	return e.mode + " " + explain.Display(e.file) + ": " + explain.Display(e.err.Error())
+	return e.mode + " " + explain.Display(e.file) + ": " + explain.DisplayText(e.err.Error())
 }
 
 func (e *fileError) Unwrap() error { return e.err }
