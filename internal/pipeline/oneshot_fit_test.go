@@ -384,6 +384,36 @@ func TestOneShotNamesFilesOfNoFormat(t *testing.T) {
 	}, "want no error and ...%q", want)
 }
 
+// TestOneShotIdleNginxPods: pods of an nginx image that served no request yet hold its
+// start-up lines alone, which the running exporter takes for no sign of their format (it
+// waits for their first request): a one-shot over them says so and does not fail, as if
+// their format were wrong. A line of another kind among an input's misfits still fails it.
+func TestOneShotIdleNginxPods(t *testing.T) {
+	const startup = "/docker-entrypoint.sh: /docker-entrypoint.d/ is not empty, will attempt to perform configuration\n" +
+		"/docker-entrypoint.sh: Looking for shell scripts in /docker-entrypoint.d/\n\n" +
+		"/docker-entrypoint.sh: Configuration complete; ready for start up\n"
+	glob := writeGlobTree(t, t.TempDir(), map[string]string{"a/access.log": startup, "b/access.log": startup})
+	const want = "input web: 0 of 8 lines fit (first misfit at line 1 of "
+	eachOneShotSummary(t, glob, func(err error, summary string) bool {
+		return err == nil && strings.HasPrefix(summary, want) && strings.HasSuffix(summary, "; its lines are an nginx image's start-up lines alone: no request yet)\n")
+	}, "want no error and %q..., its lines start-up lines", want)
+	glob = writeGlobTree(t, t.TempDir(), map[string]string{"a/access.log": startup, "b/access.log": `{"msg":"GET /","status":200}` + "\n"})
+	cfg, err := config.Parse(fmt.Appendf(nil, "inputs: [{name: web, path: '%s', log_format: combined}]\nrules: [{name: requests, labels: {status: '${status}'}}]\n", glob), "rules.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var summary bytes.Buffer
+	opts := Options{Now: time.Now, Summary: &summary}
+	for mode, err := range map[string]error{"replay": Replay(cfg, []string{glob}, opts, io.Discard), "sample": Sample(cfg, []string{glob}, opts)} {
+		if err == nil || !strings.Contains(err.Error(), "read 5 lines and none is of its format") {
+			t.Errorf("%s: %v, want none of the lines of its format", mode, err)
+		}
+	}
+	if strings.Contains(summary.String(), "start-up") {
+		t.Errorf("summary %q tells of start-up lines alone", summary.String())
+	}
+}
+
 // TestFitNamesFilesOfNoFormatApart: the summary's list of files of no format shows a name
 // holding its separator (", ") or that of the summary's notes ("; ") Go-quoted, so that
 // two names never read as three, nor a name as a note; other names as they are.
