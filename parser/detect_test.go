@@ -960,6 +960,43 @@ func TestSessionSettleChoosesAgain(t *testing.T) {
 	}
 }
 
+// CloseFile parses the lines a file holds as Settle would have them parsed: a file done
+// with (a pod deleted) within a minute of a stray first line and a few requests has them
+// counted by the format they fit, as a one-shot of its file counts them.
+func TestSessionCloseFileChoosesAgain(t *testing.T) {
+	p, c := autoParser(t)
+	r := rand.New(rand.NewPCG(7, 8))
+	combined := p.Candidates()[6]
+	for _, tc := range []struct {
+		name     string
+		lines    []string
+		requests int
+	}{
+		{"a JSON line, then requests", append([]string{`{"msg":"starting","level":"info"}`}, repeat(r, combined, 5)...), 5},
+		{"requests, then fewer JSON lines", append(repeat(r, combined, 5), `{"a":1}`, `{"a":2}`), 5},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := p.NewSession()
+			s.SetFormats(c.Inputs[0].LogFormats, NewFiles())
+			rec := &recorder{t: t, rules: c.Rules}
+			var count countingDone
+			for _, line := range tc.lines {
+				s.ParseFile("pod", "pods", []byte(line), nil, rec, count.done)
+			}
+			s.CloseFile("pod", "pods", rec, count.done)
+			requests := 0
+			for _, e := range rec.take() {
+				if e.Rule == "requests" && e.Drop == "" {
+					requests++
+				}
+			}
+			if requests != tc.requests || count.lines != len(tc.lines) {
+				t.Errorf("%d requests counted, %d lines parsed; want %d, %d", requests, count.lines, tc.requests, len(tc.lines))
+			}
+		})
+	}
+}
+
 // repeat is n lines of format, drawn from r.
 func repeat(r *rand.Rand, format *logformat.Format, n int) []string {
 	out := make([]string, n)

@@ -266,16 +266,22 @@ func (s *Session) Settle(source, input string, sink Sink, done LineDone) bool {
 	}
 	s.switchTo(source)
 	file := s.last
-	if file.startup.With(file.held).Only() {
+	switch {
+	case file.startup.With(file.held).Only():
 		return false
+	case s.prog != nil:
+		return s.chooseAgain(file, input, sink, done)
 	}
-	if s.prog != nil {
-		if file.fitted >= len(file.held) {
-			return false
-		}
-		if choose(s.progs, file.held, s.s) < 0 {
-			return false
-		}
+	s.decide(file, input, sink, done, true)
+	return true
+}
+
+// chooseAgain chooses the format of file, the Session's last, whose format is chosen,
+// again from its held lines when they fit a candidate and outnumber the lines that ever
+// fitted its format, which parses them, and reports whether it did.
+func (s *Session) chooseAgain(file *fileFormat, input string, sink Sink, done LineDone) bool {
+	if file.fitted >= len(file.held) || choose(s.progs, file.held, s.s) < 0 {
+		return false
 	}
 	s.decide(file, input, sink, done, true)
 	return true
@@ -328,12 +334,16 @@ func (s *Session) fits(line []byte) bool {
 // is chosen: that line among them, and every line of the file since the first held.
 func (s *Session) Holds() bool { return s.last != nil && len(s.last.held) > 0 }
 
-// CloseFile parses what is held of file source and forgets it: it is read no more.
+// CloseFile parses what is held of file source and forgets it: it is read no more. Lines
+// that Settle would have chosen the file's format again from are parsed by that format.
 func (s *Session) CloseFile(source, input string, sink Sink, done LineDone) {
 	if s.files == nil {
 		return
 	}
 	s.switchTo(source)
+	if s.prog != nil && len(s.last.held) > 0 {
+		s.chooseAgain(s.last, input, sink, done)
+	}
 	s.flush(s.last, input, sink, done)
 	s.files.count(s.last, "", "", false)
 	delete(s.files.files, source)
