@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/logwindow/logwindow_exporter/config"
 	"github.com/logwindow/logwindow_exporter/internal/input/follow"
@@ -141,6 +142,7 @@ func (f fileInput) pathOf(read string) string {
 // captures, which a user who meant an input's file would otherwise not learn. A file that
 // is not there (a glob that matches none) is not warned of: the one-shot fails naming it
 // as missing, and a relative path could not be compared with an input's files anyway.
+// The files of one log are put in the order it wrote them (inWrittenOrder).
 func inputsOf(cfg *config.Config, files []string, log *slog.Logger) []fileInput {
 	out := make([]fileInput, len(files))
 	for i, file := range files {
@@ -150,7 +152,53 @@ func inputsOf(cfg *config.Config, files []string, log *slog.Logger) []fileInput 
 				"file", file, "inputs", inputPaths(cfg))
 		}
 	}
+	inWrittenOrder(out)
 	return out
+}
+
+// inWrittenOrder puts the files given one by one of one log (fileInput.path) in the order
+// the log wrote them, in the places they were given at: its rotated files by their last
+// write, then the log itself, so that a CRI message split across a rotation is joined
+// (replayFiles) whatever the order they were given in: ls, and a shell's 0.log*, name the
+// log first.
+func inWrittenOrder(files []fileInput) {
+	type written struct {
+		f     fileInput
+		log   bool
+		mtime time.Time
+	}
+	byLog := map[string][]int{}
+	for i, f := range files {
+		if f.found && !config.IsGlob(f.file) {
+			byLog[f.path] = append(byLog[f.path], i)
+		}
+	}
+	for path, at := range byLog {
+		if len(at) < 2 {
+			continue
+		}
+		logInfo, logErr := os.Stat(path)
+		group := make([]written, len(at))
+		for k, i := range at {
+			group[k].f = files[i]
+			if fi, err := os.Stat(files[i].file); err == nil {
+				group[k].log = logErr == nil && os.SameFile(fi, logInfo)
+				group[k].mtime = fi.ModTime()
+			}
+		}
+		slices.SortStableFunc(group, func(a, b written) int {
+			switch {
+			case a.log == b.log:
+				return a.mtime.Compare(b.mtime)
+			case a.log:
+				return 1
+			}
+			return -1
+		})
+		for k, i := range at {
+			files[i] = group[k].f
+		}
+	}
 }
 
 // there reports whether file exists, or a glob matches a file.

@@ -38,6 +38,10 @@ func TestOneShotRotatedFilesOfALog(t *testing.T) {
 	}
 	rotated := write(filepath.Join(pod, "nginx", "0.log.20240301-120002"),
 		"2024-03-01T12:00:00.1Z stdout F "+ok, "2024-03-01T12:00:01.2Z stdout P "+cut)
+	// Last written before the log, as a rotated file is.
+	if err := os.Chtimes(rotated, time.Now().Add(-time.Hour), time.Now().Add(-time.Hour)); err != nil {
+		t.Fatal(err)
+	}
 	live := write(filepath.Join(pod, "nginx", "0.log"),
 		"2024-03-01T12:00:01.3Z stdout F "+end, "2024-03-01T12:00:02Z stdout F "+ok)
 	// Another container's log whose message in parts its file does not finish: the next
@@ -63,6 +67,10 @@ rules:
 		want    []string
 	}{
 		{"rotated, then the log", []string{rotated, live}, "input pods: 3 of 3 lines fit",
+			[]string{`requests_total{container="nginx",status="200",workload="web"} 2`, `requests_total{container="nginx",status="404",workload="web"} 1`}},
+		// As ls lists them, the log before its rotated files: read in the order the log
+		// was written all the same.
+		{"the log, then rotated", []string{live, rotated}, "input pods: 3 of 3 lines fit",
 			[]string{`requests_total{container="nginx",status="200",workload="web"} 2`, `requests_total{container="nginx",status="404",workload="web"} 1`}},
 		{"relative", []string{rel(t, rotated), rel(t, live)}, "input pods: 3 of 3 lines fit",
 			[]string{`requests_total{container="nginx",status="200",workload="web"} 2`, `requests_total{container="nginx",status="404",workload="web"} 1`}},
