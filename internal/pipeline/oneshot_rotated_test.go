@@ -74,9 +74,8 @@ rules:
 			[]string{`requests_total{container="nginx",status="200",workload="web"} 2`, `requests_total{container="nginx",status="404",workload="web"} 1`}},
 		{"relative", []string{rel(t, rotated), rel(t, live)}, "input pods: 3 of 3 lines fit",
 			[]string{`requests_total{container="nginx",status="200",workload="web"} 2`, `requests_total{container="nginx",status="404",workload="web"} 1`}},
-		{"another log between", []string{rotated, other, live}, "input pods: 3 of 4 lines fit (first misfit at line 1 of " + live +
-			`: at byte 4, in the text after $remote_addr, the log format expects '-', but the line has "5"; 2 messages unfinished at the end of their file skipped)`,
-			[]string{`requests_total{container="nginx",status="200",workload="web"} 2`, `requests_total{container="sidecar",status="200",workload="web"} 1`}},
+		{"another log between", []string{rotated, other, live}, "input pods: 4 of 4 lines fit (1 messages unfinished at the end of their file skipped)",
+			[]string{`requests_total{container="nginx",status="200",workload="web"} 2`, `requests_total{container="nginx",status="404",workload="web"} 1`, `requests_total{container="sidecar",status="200",workload="web"} 1`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			for _, mode := range []string{"replay", "sample"} {

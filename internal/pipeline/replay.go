@@ -136,9 +136,9 @@ func replayFiles(mode string, p *parser.Parser, files []fileInput, opts Options,
 		claimed[id] = true
 		return true
 	}
-	// A CRI message in parts at the end of a file goes on in the next file given when that
-	// is of the same log (the file rotated away from it, then it): the joiner is kept.
-	var joiner *cri.Joiner
+	// A CRI message in parts at the end of a file goes on in a later file given of the
+	// same log (the file rotated away from it, then it): each input's joiner is kept.
+	joiners := map[string]*cri.Joiner{}
 	for i, file := range files {
 		ci := file.input
 		paths := newPathValues(ci, p, opts.Now)
@@ -164,11 +164,13 @@ func replayFiles(mode string, p *parser.Parser, files []fileInput, opts Options,
 			done = lines.done
 		}
 		var read []string
+		joiner := joiners[ci.Label()]
 		if ci.Wrapper == config.WrapperCRI && joiner == nil {
 			joiner = cri.New(maxLineBytes(opts))
+			joiners[ci.Label()] = joiner
 		}
 		keep := ""
-		if i+1 < len(files) && file.goesOnIn(files[i+1]) {
+		if slices.ContainsFunc(files[i+1:], file.goesOnIn) {
 			keep = file.path
 		}
 		got, err := readMessages(file, opts, claim, joiner, keep, func(path string, n int, msg, wrapperTime []byte, lv lineValues) {
@@ -216,14 +218,11 @@ func replayFiles(mode string, p *parser.Parser, files []fileInput, opts Options,
 			}
 		}
 		counts[i] = fileCount{lines: got.lines, received: sink.Received() - before, unread: got.unread}
-		if keep == "" {
-			joiner = nil
-		}
 	}
 	return counts, nil
 }
 
-// goesOnIn reports whether the log f reads may go on in next, the file given after it: a
+// goesOnIn reports whether the log f reads may go on in next, a file given after it: a
 // file of the same log, as a rotated file of it and then the log are, of a wrapper: cri
 // input, whose messages in parts may then be split across the two. A glob's files are
 // each of a log of their own.
