@@ -592,13 +592,43 @@ func (rd *ruleDecoder) timestamp(e entry) *Timestamp {
 			if err != nil || !got.Equal(layoutProbe) {
 				rd.add(l.key.Line, rd.subject, "timestamp: layout: %q does not give a full date and time to the second; "+
 					"write it with Go's reference time, e.g. '02/Jan/2006:15:04:05 -0700' for nginx", ts.Layout)
+			} else if ts.Capture == WrapperTime {
+				rd.checkRuntimeTimes(l.key.Line, ts.Layout)
 			}
 		}
+	}
+	if ts.Capture == WrapperTime && ts.Layout == "" && layoutOK {
+		ts.Layout = time.RFC3339 // the runtime's; fractions of a second are read too
 	}
 	if ts.Layout == "" && layoutOK && !rd.formatTime(ts) {
 		rd.add(e.key.Line, rd.subject, "timestamp: layout: is missing; give a Go time layout (e.g. '02/Jan/2006:15:04:05 -0700'; a log format's time_local, time_iso8601 and msec need none)")
 	}
 	return ts
+}
+
+// runtimeTimes are layoutProbe as container runtimes write a CRI line's time, each with
+// the runtime that writes it so: containerd RFC 3339 with its nanoseconds trimmed of
+// zeros (none on a whole second) and Z in UTC or the node's offset, CRI-O (conmon) nine
+// digits and an offset, +00:00 in UTC.
+var runtimeTimes = [][2]string{
+	{"2024-03-17T13:04:05.123456789Z", "containerd"},
+	{"2024-03-17T13:04:05.1234Z", "containerd"},
+	{"2024-03-17T13:04:05Z", "containerd"},
+	{"2024-03-17T14:04:05.123456789+01:00", "containerd"},
+	{"2024-03-17T13:04:05.120000000+00:00", "CRI-O"},
+}
+
+// checkRuntimeTimes refuses a layout of cri_time that does not read a time some runtime
+// writes: it would drop that runtime's lines, or a share of them (a tenth of containerd's
+// have a nanosecond count ending in zero), as bad_timestamp.
+func (rd *ruleDecoder) checkRuntimeTimes(line int, layout string) {
+	for _, rt := range runtimeTimes {
+		if got, err := time.ParseInLocation(layout, rt[0], time.UTC); err != nil || got.Unix() != layoutProbe.Unix() {
+			rd.add(line, rd.subject, "timestamp: layout: %q does not read %q, a time %s writes; cri_time is the runtime's RFC 3339 time: "+
+				"leave layout out, or give '2006-01-02T15:04:05Z07:00'", layout, rt[0], rt[1])
+			return
+		}
+	}
 }
 
 func (rd *ruleDecoder) inputs(e entry, r *Rule, inputNames map[string]bool) {

@@ -354,6 +354,12 @@ var tryFit = fit
 // one whose captures have a value most often in them, then to the earlier. -1 when no
 // line fits any.
 func choose(cands []*formatProgram, lines [][]byte, s *scratch) int {
+	k, _ := chooseFits(cands, lines, s)
+	return k
+}
+
+// chooseFits is choose, and how many of lines fit the candidate chosen.
+func chooseFits(cands []*formatProgram, lines [][]byte, s *scratch) (int, int) {
 	best, bestFits, bestValues := -1, 0, 0
 	caps := s.detectCaps(cands)
 	for k, prog := range cands {
@@ -368,7 +374,7 @@ func choose(cands []*formatProgram, lines [][]byte, s *scratch) int {
 			best, bestFits, bestValues = k, fits, values
 		}
 	}
-	return best
+	return best, bestFits
 }
 
 // detectCaps is a buffer with room for every group of every candidate's format.

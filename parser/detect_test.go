@@ -919,6 +919,93 @@ func TestSessionSettle(t *testing.T) {
 	}
 }
 
+// Settle chooses again the format of a quiet file whose held lines fit a candidate and
+// outnumber the lines that ever fitted its format: one chosen from a stray first line (a
+// container's JSON start-up message before its access lines), which a low-traffic pod
+// would otherwise follow with up to MaxHeld-1 requests held, uncounted, for hours. A
+// format that more lines fitted keeps its misfits held, as does one whose held lines fit
+// no candidate, for their file's next line that fits.
+func TestSessionSettleChoosesAgain(t *testing.T) {
+	p, c := autoParser(t)
+	r := rand.New(rand.NewPCG(5, 6))
+	combined := p.Candidates()[6]
+	for _, tc := range []struct {
+		name    string
+		lines   []string
+		settled bool
+		formats map[string]int
+		parsed  int
+	}{
+		{"a JSON line, then requests", append([]string{`{"msg":"starting","level":"info"}`}, repeat(r, combined, 5)...), true, map[string]int{"combined": 1}, 6},
+		{"requests, then fewer JSON lines", append(repeat(r, combined, 5), `{"a":1}`, `{"a":2}`, `{"a":3}`), false, map[string]int{"combined": 1}, 5},
+		{"as many", append(repeat(r, combined, 2), `{"a":1}`, `{"a":2}`), false, map[string]int{"combined": 1}, 2},
+		{"a request, then lines of no candidate", append(repeat(r, combined, 1), "\tat a.B(C.java:1)", "\tat a.B(C.java:2)"), false, map[string]int{"combined": 1}, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			files := NewFiles()
+			s := p.NewSession()
+			s.SetFormats(c.Inputs[0].LogFormats, files)
+			rec := &recorder{t: t, rules: c.Rules}
+			var count countingDone
+			for _, line := range tc.lines {
+				s.ParseFile("pod", "pods", []byte(line), nil, rec, count.done)
+			}
+			if got := s.Settle("pod", "pods", rec, count.done); got != tc.settled {
+				t.Errorf("Settle = %v, want %v", got, tc.settled)
+			}
+			if got := files.Formats(); !maps.Equal(got, tc.formats) || count.lines != tc.parsed {
+				t.Errorf("formats %v, %d lines parsed; want %v, %d", got, count.lines, tc.formats, tc.parsed)
+			}
+		})
+	}
+}
+
+// CloseFile parses the lines a file holds as Settle would have them parsed: a file done
+// with (a pod deleted) within a minute of a stray first line and a few requests has them
+// counted by the format they fit, as a one-shot of its file counts them.
+func TestSessionCloseFileChoosesAgain(t *testing.T) {
+	p, c := autoParser(t)
+	r := rand.New(rand.NewPCG(7, 8))
+	combined := p.Candidates()[6]
+	for _, tc := range []struct {
+		name     string
+		lines    []string
+		requests int
+	}{
+		{"a JSON line, then requests", append([]string{`{"msg":"starting","level":"info"}`}, repeat(r, combined, 5)...), 5},
+		{"requests, then fewer JSON lines", append(repeat(r, combined, 5), `{"a":1}`, `{"a":2}`), 5},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := p.NewSession()
+			s.SetFormats(c.Inputs[0].LogFormats, NewFiles())
+			rec := &recorder{t: t, rules: c.Rules}
+			var count countingDone
+			for _, line := range tc.lines {
+				s.ParseFile("pod", "pods", []byte(line), nil, rec, count.done)
+			}
+			s.CloseFile("pod", "pods", rec, count.done)
+			requests := 0
+			for _, e := range rec.take() {
+				if e.Rule == "requests" && e.Drop == "" {
+					requests++
+				}
+			}
+			if requests != tc.requests || count.lines != len(tc.lines) {
+				t.Errorf("%d requests counted, %d lines parsed; want %d, %d", requests, count.lines, tc.requests, len(tc.lines))
+			}
+		})
+	}
+}
+
+// repeat is n lines of format, drawn from r.
+func repeat(r *rand.Rand, format *logformat.Format, n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = sampleLine(r, format)
+	}
+	return out
+}
+
 // Settle leaves held a file whose held lines are an nginx image's start-up lines alone (an
 // idle pod of the official image, or of ingress-nginx): they tell nothing of its access
 // log's format, and are parsed by it once a line of it comes. A file that holds another

@@ -208,8 +208,9 @@ func (p *Parser) explain(s *scratch, input string, line, wrapperTime []byte, pro
 // explainFormats gives the rules reading candidate formats their results where the
 // program of the line, prog, does not run them: the line is of a candidate whose format
 // lacks a capture they read (OtherFormat), or it fits no candidate (NoMatch, followed
-// through the text candidate of the input's, cands, it fits the farthest). The rules prog
-// runs then have theirs written over.
+// through the text candidate of the input's, cands, it fits the farthest), or it is of
+// an input they do not read, or of one with no format (OtherInput). The rules prog runs
+// then have theirs written over.
 func (p *Parser) explainFormats(out *Explanation, s *scratch, input string, line []byte, prog *formatProgram, cands []*formatProgram) {
 	var nearest *logformat.Format
 	var prefix *Prefix
@@ -231,7 +232,7 @@ func (p *Parser) explainFormats(out *Explanation, s *scratch, input string, line
 	for _, e := range p.byFormat {
 		res := RuleResult{Rule: e.index, Outcome: NoMatch, Format: nearest, Prefix: prefix, Candidates: formats}
 		switch {
-		case e.rule.Inputs != nil && !slices.Contains(e.rule.Inputs, input):
+		case e.rule.Inputs != nil && !slices.Contains(e.rule.Inputs, input), prog.format == nil && len(cands) == 0:
 			res = RuleResult{Rule: e.index, Outcome: OtherInput}
 		case prog.format != nil:
 			res = RuleResult{Rule: e.index, Outcome: OtherFormat, Format: prog.format, Lacks: p.lacks(e, prog, s, line), Candidates: formats}

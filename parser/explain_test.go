@@ -166,6 +166,38 @@ rules:
 	}
 }
 
+// TestExplainNoInputOfCandidates: where every input has candidate formats, a line of no
+// input (a file given to --explain that no input reads) has no log format, and a rule that
+// reads only its inputs' formats does not read it: it is explained so, not as a regex of
+// nothing that expected nothing at byte 0.
+func TestExplainNoInputOfCandidates(t *testing.T) {
+	cfg := mustParse(t, `
+inputs:
+  - {name: web, path: /a, log_format: auto}
+rules:
+  - {name: requests, labels: {status: '${status}'}}
+  - {name: gets, match: '^GET'}
+`)
+	for _, m := range matchers {
+		p, err := build(cfg.Rules, m.engine)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Run(m.name, func(t *testing.T) {
+			// As a one-shot reads a file no input reads: by no input's formats.
+			s := p.NewSession()
+			s.SetFormats(nil, nil)
+			s.SetFormat("", nil)
+			want := map[string]string{"requests": "other_input", "gets": "no_match 0-0 in "}
+			for i, res := range s.ExplainWrapped("", []byte("hello world"), nil).Rules {
+				if name := cfg.Rules[i].Name; describe(cfg.Rules[i], res) != want[name] {
+					t.Errorf("%s: got %q, want %q", name, describe(cfg.Rules[i], res), want[name])
+				}
+			}
+		})
+	}
+}
+
 // TestExplainPrefix checks how far a regex that does not match got, against stretches
 // worked out by hand.
 func TestExplainPrefix(t *testing.T) {

@@ -65,6 +65,9 @@ type fileFormat struct {
 	// nginx image's start-up lines alone (StartupLines): bounded, they are no sign of the
 	// file's format.
 	startup StartupLines
+	// fitted counts the lines that fitted the chosen format, those it was chosen from
+	// and those after, up to MaxHeld: Settle weighs them against the lines held.
+	fitted int
 }
 
 // NewFiles returns the state of an input none of whose files was seen yet.
@@ -215,8 +218,8 @@ func (s *Session) decide(file *fileFormat, input string, sink Sink, done LineDon
 	if s.prog == nil && file.triedBy == s.formats {
 		from = file.tried
 	}
-	if k := choose(s.progs, file.held[from:], s.s); k >= 0 {
-		file.startup = StartupLines{}
+	if k, fits := chooseFits(s.progs, file.held[from:], s.s); k >= 0 {
+		file.startup, file.fitted = StartupLines{}, fits
 		s.prog = s.progs[k]
 		s.files.choose(file, s.prog.format.ID(), s.prog.format.Describe())
 		if s.prog.format.AnyObject() {
@@ -247,7 +250,10 @@ func (s *Session) decide(file *fileFormat, input string, sink Sink, done LineDon
 // Its caller calls it once the file has been quiet for a while: a file's first lines that
 // fit no candidate (a container's start-up messages) are often followed by ones that do.
 // It reports whether it parsed held lines; a file whose format is chosen keeps those
-// that do not fit it, for its next line that fits to parse them by it, and one that holds
+// that do not fit it, for its next line that fits to parse them by it, unless they fit a
+// candidate and outnumber the lines that ever fitted its format: the format was then
+// chosen from a stray first line (a container's JSON start-up message before its access
+// lines), and is chosen again from them, as MaxHeld of them would have it. One that holds
 // an nginx image's start-up lines alone (StartupLines: a pod that served no request
 // yet), with those parsed before them since a line last fitted, keeps them for its first
 // access line.
@@ -259,10 +265,25 @@ func (s *Session) Settle(source, input string, sink Sink, done LineDone) bool {
 		return false
 	}
 	s.switchTo(source)
-	if s.prog != nil || s.last.startup.With(s.last.held).Only() {
+	file := s.last
+	switch {
+	case file.startup.With(file.held).Only():
+		return false
+	case s.prog != nil:
+		return s.chooseAgain(file, input, sink, done)
+	}
+	s.decide(file, input, sink, done, true)
+	return true
+}
+
+// chooseAgain chooses the format of file, the Session's last, whose format is chosen,
+// again from its held lines when they fit a candidate and outnumber the lines that ever
+// fitted its format, which parses them, and reports whether it did.
+func (s *Session) chooseAgain(file *fileFormat, input string, sink Sink, done LineDone) bool {
+	if file.fitted >= len(file.held) || choose(s.progs, file.held, s.s) < 0 {
 		return false
 	}
-	s.decide(s.last, input, sink, done, true)
+	s.decide(file, input, sink, done, true)
 	return true
 }
 
@@ -298,6 +319,9 @@ func (s *Session) fitAgain(file *fileFormat) {
 		s.files.choose(file, file.chosen, file.name)
 	}
 	file.startup = StartupLines{}
+	if file.fitted < MaxHeld {
+		file.fitted++
+	}
 }
 
 // fits tells whether line fits the chosen format.
@@ -310,12 +334,16 @@ func (s *Session) fits(line []byte) bool {
 // is chosen: that line among them, and every line of the file since the first held.
 func (s *Session) Holds() bool { return s.last != nil && len(s.last.held) > 0 }
 
-// CloseFile parses what is held of file source and forgets it: it is read no more.
+// CloseFile parses what is held of file source and forgets it: it is read no more. Lines
+// that Settle would have chosen the file's format again from are parsed by that format.
 func (s *Session) CloseFile(source, input string, sink Sink, done LineDone) {
 	if s.files == nil {
 		return
 	}
 	s.switchTo(source)
+	if s.prog != nil && len(s.last.held) > 0 {
+		s.chooseAgain(s.last, input, sink, done)
+	}
 	s.flush(s.last, input, sink, done)
 	s.files.count(s.last, "", "", false)
 	delete(s.files.files, source)

@@ -395,3 +395,35 @@ rules:
 		}
 	}
 }
+
+// A rule timed by cri_time reads the time as every runtime writes it: containerd's
+// RFC 3339 with its nanoseconds trimmed of zeros (none at all on a whole second) and Z or
+// the node's offset, CRI-O's (conmon's) nine digits and an offset always, +00:00 in UTC;
+// with no layout given, or a layout that reads RFC 3339.
+func TestWrapperTimeAsRuntimesWriteIt(t *testing.T) {
+	for _, layout := range []string{"", ", layout: '2006-01-02T15:04:05Z07:00'", ", layout: '2006-01-02T15:04:05.999999999Z07:00'"} {
+		c := mustParse(t, `
+inputs: [{name: pod, path: /var/log/pods/*/*/*.log, wrapper: cri}]
+rules:
+  - {name: lines, match: 'GET', inputs: [pod], timestamp: {capture: cri_time`+layout+`}}
+`)
+		p, err := New(c.Rules)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, at := range []string{
+			"2024-03-01T12:00:00.123456789Z",
+			"2024-03-01T12:00:00.1234Z",
+			"2024-03-01T12:00:00Z",
+			"2024-03-01T13:00:00.5+01:00",
+			"2024-03-01T12:00:00.120000000+00:00",
+			"2024-03-01T06:30:00.000000000-05:30",
+		} {
+			r := &recorder{t: t, rules: c.Rules}
+			p.ParseWrapped("pod", []byte("GET /"), []byte(at), r)
+			if got := r.take(); len(got) != 1 || got[0].String() != "lines{} 1 t=1709294400/true" {
+				t.Errorf("layout %q, time %s: got %v", layout, at, got)
+			}
+		}
+	}
+}

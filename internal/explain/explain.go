@@ -352,11 +352,13 @@ func captureText(cs []parser.Capture, name string) string {
 func (l *Line) SetFile(path string) { l.File, l.FileEscaped = displayName(path) }
 
 // Display is the file name s as an explanation, the one-shots' summaries and their errors
-// show it: as display shows a text, and Go-quoted also when it opens with a double quote,
-// so that a name shown is of one file. Whoever can write in a glob's directory names its
-// files, and could otherwise name one as the quoted name of another shows. A name shown
-// among others is Go-quoted also when it holds one of seps, the texts that part them
-// where it is shown (", " between names): as it is, it would read as two.
+// show it: as DisplayText shows a text, and Go-quoted also when it holds ": ", which ends a
+// name wherever one is shown (`line 3 of NAME: text`, `replay NAME: error`), and would
+// read as a shorter name and a text of the exporter's after it, or is "...", which reads
+// as the mark of names left out of a list. Whoever can write in a glob's directory names
+// its files. A name shown among others is Go-quoted also when it holds one of seps, the
+// texts that part them where it is shown (", " between names): as it is, it would read
+// as two.
 func Display(s string, seps ...string) string {
 	d, _ := displayName(s, seps...)
 	return d
@@ -364,7 +366,24 @@ func Display(s string, seps ...string) string {
 
 // displayName is Display, and whether the name is Go-quoted.
 func displayName(s string, seps ...string) (string, bool) {
-	if strings.HasPrefix(s, `"`) || slices.ContainsFunc(seps, func(sep string) bool { return sep != "" && strings.Contains(s, sep) }) {
+	if strings.Contains(s, ": ") || s == "..." || slices.ContainsFunc(seps, func(sep string) bool { return sep != "" && strings.Contains(s, sep) }) {
+		return strconv.Quote(s), true
+	}
+	return displayText(s)
+}
+
+// DisplayText is s, a text that names files (an error's), as display shows a text, and
+// Go-quoted also when it opens with a double quote, so that what is shown unquoted is
+// the text as it is: whoever can write in a glob's directory could otherwise name a file
+// as the quoted name of another shows.
+func DisplayText(s string) string {
+	d, _ := displayText(s)
+	return d
+}
+
+// displayText is DisplayText, and whether the text is Go-quoted.
+func displayText(s string) (string, bool) {
+	if strings.HasPrefix(s, `"`) {
 		return strconv.Quote(s), true
 	}
 	return display([]byte(s))

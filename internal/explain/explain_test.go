@@ -55,6 +55,10 @@ func TestDisplayName(t *testing.T) {
 		{`"x\ny"`, `"\"x\\ny\""`},
 		{`a "b" c`, `a "b" c`},
 		{"a\u2028b", `"a\u2028b"`},
+		{"/logs/a: b.log", `"/logs/a: b.log"`},
+		{"/logs/a:b.log", "/logs/a:b.log"},
+		{"...", `"..."`},
+		{"/logs/....log", "/logs/....log"},
 	} {
 		if got := Display(c.in); got != c.want {
 			t.Errorf("Display(%q) = %q, want %q", c.in, got, c.want)
@@ -360,9 +364,9 @@ func newExplainerWith(t *testing.T, rules string, opts store.SetOptions) *Explai
 	return New(cfg.Rules, p, sink)
 }
 
-// TestBadWrapperTime: a line dropped for a cri_time that does not parse with the rule's
-// layout shows that time, as a bad timestamp of a capture of the line shows the capture:
-// shown empty, it read as a line without one, not as a layout that does not fit.
+// TestBadWrapperTime: a line dropped for a cri_time that does not parse (no runtime's: a
+// damaged line) shows that time, as a bad timestamp of a capture of the line shows the
+// capture: shown empty, it read as a line without one, not as a time that does not parse.
 func TestBadWrapperTime(t *testing.T) {
 	x := newExplainer(t, `
 global: {windows: [1m]}
@@ -372,9 +376,9 @@ rules:
   - name: reqs
     inputs: [pods]
     match: '^GET'
-    timestamp: {capture: cri_time, layout: '2006-01-02 15:04:05'}
+    timestamp: {capture: cri_time}
 `)
-	const at = "2026-11-29T15:00:00.5Z"
+	const at = "2026-11-29 15:00:00.5"
 	l := x.ExplainWrapped("pods", []byte("GET"), []byte(at), false)
 	if len(l.Rules) != 1 || l.Rules[0].Drop == nil {
 		t.Fatalf("%+v, want a drop", l)

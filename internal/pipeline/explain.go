@@ -42,7 +42,7 @@ func Explain(cfg *config.Config, file string, maxLines int, opts Options) ([]exp
 	var msgs []message
 	read := inputsOf(cfg, []string{file}, opts.Logger)[0]
 	name := read.input.Name
-	got, err := readMessages(read, opts.quiet(), nil, func(path string, n int, msg, wrapperTime []byte, lv lineValues) {
+	got, err := readMessages(read, opts.quiet(), nil, nil, "", func(path string, n int, msg, wrapperTime []byte, lv lineValues) {
 		if len(msgs)-parser.MaxHeld < maxLines { // maxLines+MaxHeld may overflow
 			for i := range lv {
 				lv[i] = slices.Clone(lv[i])

@@ -5,9 +5,12 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"time"
 
 	"github.com/logwindow/logwindow_exporter/config"
+	"github.com/logwindow/logwindow_exporter/internal/input/follow"
 )
 
 // fileInput is what a file given to --replay or --explain is read as.
@@ -51,14 +54,78 @@ func inputOf(cfg *config.Config, file string) fileInput {
 			continue
 		}
 		// A path without a glob's metacharacters gives itself when it exists.
-		matches, _ := filepath.Glob(in.File.Path)
-		for _, m := range matches {
-			if fi, err := os.Stat(m); err == nil && os.SameFile(given, fi) {
-				return fileInput{file: file, input: in, path: m, found: true}
+		if m, ok := matchOf(in, given); ok {
+			return fileInput{file: file, input: in, path: m, found: true}
+		}
+	}
+	if in, log, ok := rotatedOf(cfg, file); ok {
+		return fileInput{file: file, input: in, path: log, found: true}
+	}
+	return fileInput{file: file, path: file}
+}
+
+// matchOf is the path of in's that names the file fi is of, if any.
+func matchOf(in config.Input, fi os.FileInfo) (string, bool) {
+	matches, _ := filepath.Glob(in.File.Path)
+	for _, m := range matches {
+		if mi, err := os.Stat(m); err == nil && os.SameFile(fi, mi) {
+			return m, true
+		}
+	}
+	return "", false
+}
+
+// rotatedOf finds the input that reads the log file was rotated away from, named as a
+// rotator names it (0.log.20240301-120000 beside 0.log, access.log.1 beside access.log;
+// follow.RotatedName), and that log's path: a Follower reads a rotated file on under its
+// log's path, a CRI message split across the rotation joined whole, and so does a
+// one-shot given the two files. The log is compared as inputOf compares a file: its path
+// when the input's names it, else a file of the input's that is it, when it is there.
+func rotatedOf(cfg *config.Config, file string) (config.Input, string, bool) {
+	if config.IsGlob(file) {
+		return config.Input{}, "", false
+	}
+	abs, err := filepath.Abs(file)
+	if err != nil {
+		return config.Input{}, "", false
+	}
+	dir, name := filepath.Split(abs)
+	for _, in := range cfg.Inputs {
+		if in.File == nil {
+			continue
+		}
+		for _, base := range logNames(name) {
+			log := filepath.Join(dir, base)
+			if ok, _ := filepath.Match(in.File.Path, log); ok || in.File.Path == log {
+				return in, log, true
+			}
+			if fi, err := os.Stat(log); err == nil {
+				if m, ok := matchOf(in, fi); ok {
+					return in, m, true
+				}
 			}
 		}
 	}
-	return fileInput{file: file, path: file}
+	return config.Input{}, "", false
+}
+
+// logNames are the names of the logs a file of this name may have been rotated away
+// from: what precedes a separator of its name, with the name's extension after it too, as
+// logrotate's extension option names access.1.log.
+func logNames(name string) []string {
+	var out []string
+	ext := filepath.Ext(name)
+	for i := 1; i < len(name); i++ {
+		if strings.IndexByte(".-_", name[i]) < 0 {
+			continue
+		}
+		for _, base := range []string{name[:i], name[:i] + ext} {
+			if follow.RotatedName(base, name) && !slices.Contains(out, base) {
+				out = append(out, base)
+			}
+		}
+	}
+	return out
 }
 
 // pathOf is the path the input names a line's file by, given the path it was read under
@@ -75,6 +142,7 @@ func (f fileInput) pathOf(read string) string {
 // captures, which a user who meant an input's file would otherwise not learn. A file that
 // is not there (a glob that matches none) is not warned of: the one-shot fails naming it
 // as missing, and a relative path could not be compared with an input's files anyway.
+// The files of one log are put in the order it wrote them (inWrittenOrder).
 func inputsOf(cfg *config.Config, files []string, log *slog.Logger) []fileInput {
 	out := make([]fileInput, len(files))
 	for i, file := range files {
@@ -84,7 +152,53 @@ func inputsOf(cfg *config.Config, files []string, log *slog.Logger) []fileInput 
 				"file", file, "inputs", inputPaths(cfg))
 		}
 	}
+	inWrittenOrder(out)
 	return out
+}
+
+// inWrittenOrder puts the files given one by one of one log (fileInput.path) in the order
+// the log wrote them, in the places they were given at: its rotated files by their last
+// write, then the log itself, so that a CRI message split across a rotation is joined
+// (replayFiles) whatever the order they were given in: ls, and a shell's 0.log*, name the
+// log first.
+func inWrittenOrder(files []fileInput) {
+	type written struct {
+		f     fileInput
+		log   bool
+		mtime time.Time
+	}
+	byLog := map[string][]int{}
+	for i, f := range files {
+		if f.found && !config.IsGlob(f.file) {
+			byLog[f.path] = append(byLog[f.path], i)
+		}
+	}
+	for path, at := range byLog {
+		if len(at) < 2 {
+			continue
+		}
+		logInfo, logErr := os.Stat(path)
+		group := make([]written, len(at))
+		for k, i := range at {
+			group[k].f = files[i]
+			if fi, err := os.Stat(files[i].file); err == nil {
+				group[k].log = logErr == nil && os.SameFile(fi, logInfo)
+				group[k].mtime = fi.ModTime()
+			}
+		}
+		slices.SortStableFunc(group, func(a, b written) int {
+			switch {
+			case a.log == b.log:
+				return a.mtime.Compare(b.mtime)
+			case a.log:
+				return 1
+			}
+			return -1
+		})
+		for k, i := range at {
+			files[i] = group[k].f
+		}
+	}
 }
 
 // there reports whether file exists, or a glob matches a file.

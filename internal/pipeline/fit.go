@@ -42,6 +42,12 @@ type Fit struct {
 	// fit any. The first misfit names one file: a file wholly of another format after a
 	// stray line of another would go unnamed.
 	NoFormat []string
+	// startup are the lines that did not fit that are an nginx image's start-up lines
+	// (parser.StartupLines), blank lines among them; startupSeen says that one was a
+	// start-up line, not blank. When they are every line, the input's pods served no
+	// request yet: the running exporter waits for one, and so the one-shot fails not.
+	startup     int
+	startupSeen bool
 	// files is how many files the input read lines of, a glob's matches each one: past
 	// one, the line number then names its file.
 	files int
@@ -96,10 +102,19 @@ func (f Fit) String() string {
 	if f.Unfinished > 0 {
 		notes = append(notes, fmt.Sprintf("%d messages unfinished at the end of their file skipped", f.Unfinished))
 	}
+	if f.idle() {
+		notes = append(notes, "its lines are an nginx image's start-up lines alone: no request yet")
+	}
 	if len(notes) > 0 {
 		fmt.Fprintf(&b, " (%s)", strings.Join(notes, notesSep))
 	}
 	return b.String()
+}
+
+// idle reports whether the input read lines, none of which fit, all of them an nginx
+// image's start-up lines: its pods served no request yet.
+func (f Fit) idle() bool {
+	return f.Lines > 0 && f.Fitting == 0 && f.startupSeen && f.startup == f.Lines
 }
 
 // namesSep parts the names of a summary's list, notesSep its notes.
@@ -256,6 +271,11 @@ func (fs *fits) line(f *Fit, x *explain.Explainer, input, path string, n int, ms
 		f.Fitting++
 		return
 	}
+	var startup parser.StartupLines
+	if startup.Add(msg) {
+		f.startup++
+		f.startupSeen = f.startupSeen || startup.Only()
+	}
 	if f.First == 0 {
 		f.First, f.File = n, path
 		if fs.gen.parser.ReadsInput(input) {
@@ -285,13 +305,14 @@ func (fs *fits) write(w io.Writer) error {
 
 // misfits fails a one-shot in which an input read lines and none fit: whatever the rules
 // count of it is zero because the format is not the file's, or because no line could be
-// read at all (each too long, or not a CRI line of a wrapper: cri input). A file no input
-// reads is fileInput.unread's to judge.
+// read at all (each too long, or not a CRI line of a wrapper: cri input); but not when its
+// lines are an nginx image's start-up lines alone (pods that served no request yet, as
+// the running exporter takes them). A file no input reads is fileInput.unread's to judge.
 func (fs *fits) misfits(mode string) error {
 	var errs []error
 	for _, f := range fs.all {
 		switch {
-		case f.Input == "" || f.Fitting > 0:
+		case f.Input == "" || f.Fitting > 0 || f.idle():
 		case f.Lines > 0:
 			errs = append(errs, fmt.Errorf("%s: input %s read %d lines and none is of its format (first: %s)", mode, f.Input, f.Lines, f.Stopped))
 		case f.TooLong+f.Malformed > 0:

@@ -592,6 +592,36 @@ func TestShortFileOfNoFormatSettles(t *testing.T) {
 	}
 }
 
+// A pod whose first line is a JSON object (a start-up message), then a few requests, then
+// quiet, has its format chosen again from its requests once quiet: they are counted, live
+// after heldQuiet as by a replay of its file, rather than held, uncounted, until MaxHeld
+// of them came (live) or told of as misfits (replay).
+func TestQuietFileOfAStrayFirstLineChoosesAgain(t *testing.T) {
+	const (
+		object  = `2026-11-29T12:00:00.1Z stdout F {"level":"info","msg":"starting"}`
+		request = `2026-11-29T12:00:01.1Z stdout F 10.0.0.1 - - [29/Nov/2026:12:00:01 +0000] "GET / HTTP/1.1" 200 5 "-" "curl/8.5.0"`
+	)
+	clock := testclock.New(time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC))
+	p, _, _, file := startPods(t, "wrapper: cri, streams: [stdout], log_format: auto", clock, "web")
+	appendTo(t, file("web"), object+"\n"+strings.Repeat(request+"\n", 5))
+	waitTotal(t, p, "read", "logwindow_input_lines_total", 6)
+	clock.Add(heldQuiet)
+	waitTotal(t, p, "settled", `requests_total{status="200"}`, 5)
+	if st := p.inputStats(); len(st) != 1 || st[0].Unmatched != 1 || st[0].Formats["combined"] != 1 {
+		t.Errorf("settled: input stats %+v, want the JSON line unmatched and the file combined", st)
+	}
+	var out, summary bytes.Buffer
+	if err := Replay(p.gen.Load().cfg, []string{file("web")}, Options{Now: clock.Now, Summary: &summary}, &out); err != nil {
+		t.Error(err)
+	}
+	if want := `requests_total{status="200"} 5` + "\n"; !strings.Contains(out.String(), want) {
+		t.Errorf("replay lacks %s:\n%s", want, out.String())
+	}
+	if got, want := summary.String(), "input pods: 5 of 6 lines fit (first misfit at line 1: the line is of the log format json, to which no rule applies: it has no status (rule requests))\n"; got != want {
+		t.Errorf("replay: summary %q, want %q", got, want)
+	}
+}
+
 // The pods of a node read with candidate formats (the chart's node mode: wrapper: cri,
 // stdout, auto) that start and serve no request for a minute hold their image's start-up
 // lines alone (testdata/startup: the official nginx image's entrypoint, today's and

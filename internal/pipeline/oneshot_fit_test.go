@@ -277,6 +277,16 @@ func TestFitNamesFileShown(t *testing.T) {
 			`input web: 1 of 2 lines fit (first misfit at line 2 of "/logs/a\ninput web: 9 of 9 lines fit\n.log": why)`},
 		{"bidi override, no input", Fit{Lines: 1, Fitting: 1, File: "/logs/\u202egol.exe"},
 			`file "/logs/\u202egol.exe" (no input reads it): 1 of 1 lines fit`},
+		// A name holding ": ", which ends every name a one-shot shows, would read as a
+		// shorter name and a text of the one-shot's own after it.
+		{"the misfit's file with a colon and a space", Fit{Input: "web", Lines: 2, Fitting: 1, First: 2, File: "/logs/a.log: fits; 0 lines", Stopped: "why", files: 2},
+			`input web: 1 of 2 lines fit (first misfit at line 2 of "/logs/a.log: fits; 0 lines": why)`},
+		{"no input, a colon and a space", Fit{Lines: 3, Fitting: 0, File: "/logs/a (no input reads it): 3 of 3 lines fit (x"},
+			`file "/logs/a (no input reads it): 3 of 3 lines fit (x" (no input reads it): 0 of 3 lines fit`},
+		// A name of three dots in the list of files of no format reads as the mark of
+		// files left unnamed.
+		{"a file named ...", Fit{Input: "web", Lines: 2, Fitting: 2, NoFormat: []string{"...", "a.log"}, files: 3},
+			`input web: 2 of 2 lines fit (2 files of no format: "...", a.log)`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := tc.fit.String(); got != tc.want {
@@ -372,6 +382,36 @@ func TestOneShotNamesFilesOfNoFormat(t *testing.T) {
 	eachOneShotSummary(t, glob, func(err error, summary string) bool {
 		return err == nil && strings.HasSuffix(summary, want)
 	}, "want no error and ...%q", want)
+}
+
+// TestOneShotIdleNginxPods: pods of an nginx image that served no request yet hold its
+// start-up lines alone, which the running exporter takes for no sign of their format (it
+// waits for their first request): a one-shot over them says so and does not fail, as if
+// their format were wrong. A line of another kind among an input's misfits still fails it.
+func TestOneShotIdleNginxPods(t *testing.T) {
+	const startup = "/docker-entrypoint.sh: /docker-entrypoint.d/ is not empty, will attempt to perform configuration\n" +
+		"/docker-entrypoint.sh: Looking for shell scripts in /docker-entrypoint.d/\n\n" +
+		"/docker-entrypoint.sh: Configuration complete; ready for start up\n"
+	glob := writeGlobTree(t, t.TempDir(), map[string]string{"a/access.log": startup, "b/access.log": startup})
+	const want = "input web: 0 of 8 lines fit (first misfit at line 1 of "
+	eachOneShotSummary(t, glob, func(err error, summary string) bool {
+		return err == nil && strings.HasPrefix(summary, want) && strings.HasSuffix(summary, "; its lines are an nginx image's start-up lines alone: no request yet)\n")
+	}, "want no error and %q..., its lines start-up lines", want)
+	glob = writeGlobTree(t, t.TempDir(), map[string]string{"a/access.log": startup, "b/access.log": `{"msg":"GET /","status":200}` + "\n"})
+	cfg, err := config.Parse(fmt.Appendf(nil, "inputs: [{name: web, path: '%s', log_format: combined}]\nrules: [{name: requests, labels: {status: '${status}'}}]\n", glob), "rules.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var summary bytes.Buffer
+	opts := Options{Now: time.Now, Summary: &summary}
+	for mode, err := range map[string]error{"replay": Replay(cfg, []string{glob}, opts, io.Discard), "sample": Sample(cfg, []string{glob}, opts)} {
+		if err == nil || !strings.Contains(err.Error(), "read 5 lines and none is of its format") {
+			t.Errorf("%s: %v, want none of the lines of its format", mode, err)
+		}
+	}
+	if strings.Contains(summary.String(), "start-up") {
+		t.Errorf("summary %q tells of start-up lines alone", summary.String())
+	}
 }
 
 // TestFitNamesFilesOfNoFormatApart: the summary's list of files of no format shows a name

@@ -109,14 +109,14 @@ func unreadErr(mode string, files []fileInput, counts []fileCount) error {
 // in it: a glob's matches are named by whoever can write in their directory, and a
 // newline in one would forge a line of the output (a log line, an error of another
 // file). The file, and the error when it holds such a character, are Go-quoted then
-// (explain.Display).
+// (explain.Display, explain.DisplayText).
 type fileError struct {
 	mode, file string
 	err        error
 }
 
 func (e *fileError) Error() string {
-	return e.mode + " " + explain.Display(e.file) + ": " + explain.Display(e.err.Error())
+	return e.mode + " " + explain.Display(e.file) + ": " + explain.DisplayText(e.err.Error())
 }
 
 func (e *fileError) Unwrap() error { return e.err }
@@ -136,6 +136,9 @@ func replayFiles(mode string, p *parser.Parser, files []fileInput, opts Options,
 		claimed[id] = true
 		return true
 	}
+	// A CRI message in parts at the end of a file goes on in a later file given of the
+	// same log (the file rotated away from it, then it): each input's joiner is kept.
+	joiners := map[string]*cri.Joiner{}
 	for i, file := range files {
 		ci := file.input
 		paths := newPathValues(ci, p, opts.Now)
@@ -161,7 +164,16 @@ func replayFiles(mode string, p *parser.Parser, files []fileInput, opts Options,
 			done = lines.done
 		}
 		var read []string
-		got, err := readMessages(file, opts, claim, func(path string, n int, msg, wrapperTime []byte, lv lineValues) {
+		joiner := joiners[ci.Label()]
+		if ci.Wrapper == config.WrapperCRI && joiner == nil {
+			joiner = cri.New(maxLineBytes(opts))
+			joiners[ci.Label()] = joiner
+		}
+		keep := ""
+		if slices.ContainsFunc(files[i+1:], file.goesOnIn) {
+			keep = file.path
+		}
+		got, err := readMessages(file, opts, claim, joiner, keep, func(path string, n int, msg, wrapperTime []byte, lv lineValues) {
 			if paths != nil {
 				paths.setLine(ps, file.pathOf(path), lv)
 			}
@@ -210,6 +222,15 @@ func replayFiles(mode string, p *parser.Parser, files []fileInput, opts Options,
 	return counts, nil
 }
 
+// goesOnIn reports whether the log f reads may go on in next, a file given after it: a
+// file of the same log, as a rotated file of it and then the log are, of a wrapper: cri
+// input, whose messages in parts may then be split across the two. A glob's files are
+// each of a log of their own.
+func (f fileInput) goesOnIn(next fileInput) bool {
+	return f.found && next.found && f.input.Wrapper == config.WrapperCRI && f.input.Label() == next.input.Label() &&
+		!config.IsGlob(f.file) && !config.IsGlob(next.file) && f.path == next.path
+}
+
 // readCounts is what readMessages read of a file beyond the messages it handed on.
 type readCounts struct {
 	// lines counts every line read; skipped those of streams the input does not read,
@@ -230,28 +251,40 @@ type readCounts struct {
 }
 
 // readMessages reads file to its end as its input reads lines: for a wrapper: cri input,
-// the messages of its streams, joined from their parts. It hands fn each message with the
-// path it was read from (a glob reads several), the number of its (last) line there, its
-// wrapper's time and its own captures, all valid during the call, and returns what it
-// read that fn was not handed. claim, when not nil, is asked of each file before it is
-// read (follow.Options.Claim).
-func readMessages(file fileInput, opts Options, claim func(dev, ino uint64) bool, fn func(path string, n int, msg, wrapperTime []byte, lv lineValues)) (readCounts, error) {
+// the messages of its streams, joined from their parts by j (nil: a joiner of its own),
+// per log, the path the input names a file by (fileInput.pathOf). It hands fn each
+// message with the path it was read from (a glob reads several), the number of its (last)
+// line there, its wrapper's time and its own captures, all valid during the call, and
+// returns what it read that fn was not handed. The messages of a log whose last part its
+// file did not have are unfinished, but those of keep, which stay with j for the next file
+// of that log. claim, when not nil, is asked of each file before it is read
+// (follow.Options.Claim).
+func readMessages(file fileInput, opts Options, claim func(dev, ino uint64) bool, j *cri.Joiner, keep string, fn func(path string, n int, msg, wrapperTime []byte, lv lineValues)) (readCounts, error) {
 	ci := file.input
 	in := &stream{}
 	if ci.Wrapper == config.WrapperCRI {
-		in.cri = cri.New(maxLineBytes(opts))
+		in.cri = j
+		if j == nil {
+			in.cri = cri.New(maxLineBytes(opts))
+		}
 	}
 	o := follow.Options{Path: file.file, MaxLineBytes: opts.MaxLineBytes, Logger: opts.Logger, Claim: claim}
 	in.joinOptions(&o, nil, func() config.Streams { return ci.Streams })
 	var c readCounts
-	if release := o.Closed; in.cri != nil {
+	if in.cri != nil {
+		tooLong := o.TooLong
+		o.TooLong = func(path string, head []byte) bool { return tooLong(file.pathOf(path), head) }
 		o.Closed = func(path string) {
+			log := file.pathOf(path)
+			if log == keep {
+				return
+			}
 			for source, part := range in.cri.Pending() {
-				if source == path && !part.Counted {
+				if source == log && !part.Counted {
 					c.unfinished++
 				}
 			}
-			release(path)
+			in.cri.Release(log)
 		}
 	}
 	var last string
@@ -264,7 +297,7 @@ func readMessages(file fileInput, opts Options, claim func(dev, ino uint64) bool
 		}
 		n++
 		var lv lineValues
-		switch msg, wrapperTime, u := in.unwrap(path, line, ci.Streams, &lv); u {
+		switch msg, wrapperTime, u := in.unwrap(file.pathOf(path), line, ci.Streams, &lv); u {
 		case message:
 			fn(path, n, msg, wrapperTime, lv)
 		case otherStream:

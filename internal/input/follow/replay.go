@@ -218,3 +218,8 @@ func readFile(r *lineReader, tr *tree, path string, claim func(dev, ino uint64) 
 	r.finish(t, path)
 	return nil
 }
+
+// RotatedName reports whether name (a file's base name) is the name a rotator gives a
+// file rotated away from the log named base, as a Follower that resumes looks for them:
+// a one-shot given a log's rotated files reads them as the log's.
+func RotatedName(base, name string) bool { return rotatedName(base, name) }
