@@ -251,3 +251,76 @@ func TestCheckWebConfigTLSMistakes(t *testing.T) {
 		})
 	}
 }
+
+// TestListenAddressesOverlap checks the check's verdict on two addresses against the
+// kernel's: each pair is listened on in turn, and the check refuses the pair exactly when
+// the second cannot be listened on beside the first.
+func TestListenAddressesOverlap(t *testing.T) {
+	free := func() string {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		_, port, _ := net.SplitHostPort(l.Addr().String())
+		return port
+	}
+	ipv6 := true
+	if l, err := net.Listen("tcp", "[::1]:0"); err != nil {
+		ipv6 = false
+	} else {
+		l.Close()
+	}
+	no := false
+	for _, tc := range []struct {
+		name        string
+		first, then string // with P and Q for two free ports
+		needsIPv6   bool
+	}{
+		{"the same address twice", ":P", ":P", false},
+		{"a host beside the wildcard", ":P", "127.0.0.1:P", false},
+		{"the wildcard after a host", "127.0.0.1:P", "0.0.0.0:P", false},
+		{"the IPv4 wildcard takes IPv6 too", "0.0.0.0:P", "[::1]:P", true},
+		{"a name twice", "localhost:P", "localhost:P", false},
+		{"an IPv4-mapped address", "[::ffff:127.0.0.1]:P", "127.0.0.1:P", false},
+		{"two hosts", "127.0.0.1:P", "127.0.0.2:P", false},
+		{"two families", "127.0.0.1:P", "[::1]:P", true},
+		{"two ports", "127.0.0.1:P", "127.0.0.1:Q", false},
+		{"port 0 twice", "127.0.0.1:0", "127.0.0.1:0", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.needsIPv6 && !ipv6 {
+				t.Skip("no IPv6 loopback here")
+			}
+			p, q := free(), free()
+			ports := strings.NewReplacer("P", p, "Q", q)
+			first, then := ports.Replace(tc.first), ports.Replace(tc.then)
+			kernel := func() bool {
+				a, err := net.Listen("tcp", first)
+				if err != nil {
+					t.Fatalf("listen on %s alone: %v", first, err)
+				}
+				defer a.Close()
+				b, err := net.Listen("tcp", then)
+				if err != nil {
+					return false
+				}
+				b.Close()
+				return true
+			}()
+			flags := web.FlagConfig{WebListenAddresses: &[]string{first, then}, WebSystemdSocket: &no}
+			checked := CheckListenAddresses(&flags)
+			ls, started := listen(&flags, slog.New(slog.DiscardHandler))
+			closeAll(ls)
+			want := "--web.listen-address=" + then + ": its port is taken by --web.listen-address=" + first
+			for what, err := range map[string]error{"the check": checked, "the start": started} {
+				switch {
+				case kernel && err != nil:
+					t.Errorf("%s refuses %s beside %s, which the kernel lets listen: %v", what, then, first, err)
+				case !kernel && (err == nil || !strings.Contains(err.Error(), want)):
+					t.Errorf("%s: %v; want an error saying %q (the kernel refuses it)", what, err, want)
+				}
+			}
+		})
+	}
+}

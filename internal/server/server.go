@@ -15,6 +15,7 @@ import (
 	"maps"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"os"
 	"os/signal"
@@ -381,6 +382,9 @@ func listen(flags *web.FlagConfig, logger *slog.Logger) ([]net.Listener, error) 
 	if flags.WebListenAddresses == nil || len(*flags.WebListenAddresses) == 0 {
 		return nil, errors.New("no --web.listen-address")
 	}
+	if err := overlapping(*flags.WebListenAddresses); err != nil {
+		return nil, err
+	}
 	var ls []net.Listener
 	for _, addr := range *flags.WebListenAddresses {
 		l, err := listenOn(addr)
@@ -407,6 +411,50 @@ func CheckListenAddresses(flags *web.FlagConfig) error {
 		if _, _, err := parseListenAddress(addr); err != nil {
 			errs = append(errs, listenAddressError(addr, err))
 		}
+	}
+	errs = append(errs, overlapping(*flags.WebListenAddresses))
+	return errors.Join(errs...)
+}
+
+// overlapping refuses each address of addrs that the process could not listen on beside
+// an earlier one: the same port on the same host, or on any host where either is a
+// wildcard, since Go listens on a wildcard address (":9907", "0.0.0.0:9907") dual-stack,
+// on the port of every address. A host given by name is compared as written, as the
+// check looks nothing up; port 0 and addresses parseListenAddress refuses are left out.
+func overlapping(addrs []string) error {
+	type bound struct {
+		addr, host string
+		ip         netip.Addr // invalid for a host given by name
+		port       string
+	}
+	var seen []bound
+	var errs []error
+	for _, addr := range addrs {
+		vsockPort, isVsock, err := parseListenAddress(addr)
+		if err != nil {
+			continue
+		}
+		b := bound{addr: addr, host: "vsock", port: strconv.FormatUint(uint64(vsockPort), 10)}
+		if !isVsock {
+			var port string
+			b.host, port, _ = net.SplitHostPort(addr)
+			n, _ := net.LookupPort("tcp", port)
+			b.port = strconv.Itoa(n)
+			if ip, err := netip.ParseAddr(b.host); err == nil {
+				b.ip = ip.Unmap()
+			}
+		}
+		if b.port == "0" {
+			continue
+		}
+		wild := func(b bound) bool { return b.host == "" || (b.ip.IsValid() && b.ip.IsUnspecified()) }
+		for _, o := range seen {
+			if o.port == b.port && (o.host == b.host || wild(o) || wild(b) || (b.ip.IsValid() && o.ip == b.ip)) {
+				errs = append(errs, listenAddressError(addr, fmt.Errorf("its port is taken by --web.listen-address=%s, given before it: a process cannot listen on both", o.addr)))
+				break
+			}
+		}
+		seen = append(seen, b)
 	}
 	return errors.Join(errs...)
 }
