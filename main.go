@@ -89,7 +89,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	app.Version(version.Print(exporterName))
 	app.HelpFlag.Short('h')
 	if _, err := app.Parse(args); err != nil {
-		fmt.Fprintf(stderr, "%s: %v\n", exporterName, err)
+		fmt.Fprintf(stderr, "%s: %v\n", exporterName, flagError(app, args, err))
 		return 2
 	}
 	if err := server.CheckTelemetryPath(*metricsPath); err != nil {
@@ -345,4 +345,30 @@ func bytesFlag(c *kingpin.FlagClause) *int64 {
 	v := &byteSize{flag: c.Model().Name}
 	c.SetValue(v)
 	return &v.n
+}
+
+// flagError is err of app.Parse(args) with the flag whose value it refuses named: kingpin
+// returns a value's own error alone (`strconv.ParseFloat: parsing "2MiB": invalid
+// syntax`), which leaves a user of many flags to guess. Each flag's value is set again in
+// turn, its error compared with err; the values are not used after.
+func flagError(app *kingpin.Application, args []string, err error) error {
+	ctx, perr := app.ParseContext(args)
+	if perr != nil {
+		return err
+	}
+	for _, e := range ctx.Elements {
+		f, ok := e.Clause.(*kingpin.FlagClause)
+		if !ok || e.Value == nil {
+			continue
+		}
+		m := f.Model()
+		if serr := m.Value.Set(*e.Value); serr == nil || serr.Error() != err.Error() {
+			continue
+		}
+		if strings.Contains(err.Error(), "--"+m.Name) { // the value's own error names it
+			return err
+		}
+		return fmt.Errorf("--%s=%s: %w", m.Name, *e.Value, err)
+	}
+	return err
 }

@@ -270,6 +270,28 @@ func TestWebLimitsRefused(t *testing.T) {
 	}
 }
 
+// TestFlagValueRefusedNamed: a flag's value of the wrong type is refused naming the flag
+// and the value, whatever the flag's type (kingpin's parsers name neither), and once.
+func TestFlagValueRefusedNamed(t *testing.T) {
+	for _, flag := range []string{
+		"--web.max-requests=abc",         // an int
+		"--input.max-line-bytes=2MiB",    // an int a size is mistaken for
+		"--web.read-timeout=5",           // a duration without its unit
+		"--log.level=loud",               // promslog's
+		"--series.max-bytes=12XB",        // ours, which names itself
+		"--input.rotation-grace=forever", // a duration
+	} {
+		t.Run(flag, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			name, value, _ := strings.Cut(flag, "=")
+			code := run([]string{"--config.file=examples/quickstart.yaml", "--config.check", flag}, &stdout, &stderr)
+			if code != 2 || strings.Count(stderr.String(), name) != 1 || !strings.Contains(stderr.String(), value) {
+				t.Errorf("exit %d, stderr %q; want exit 2 naming %s and %q once", code, stderr.String(), name, value)
+			}
+		})
+	}
+}
+
 // Without --config.file the exporter reads logwindow.yml, else logwindow.yaml (the
 // extension of every example), and says which; with both it reads the first and warns.
 func TestDefaultConfigFile(t *testing.T) {
