@@ -433,8 +433,9 @@ const toolkitParseError = "Unable to parse configuration"
 const webConfigErrorsLogged = time.Minute
 
 // webConfigErrors counts the requests answered 500 and the TLS handshakes refused because
-// the web config, edited while the exporter runs, no longer loads: exporter-toolkit reads
-// it again for each of them, and would log an error for each. The first is logged, then
+// the web config, edited while the exporter runs, no longer loads (exporter-toolkit reads
+// it again for each of them, and would log an error for each), and the requests of a
+// user whose hash it holds as no bcrypt hash. The first is logged, then
 // an error other than the last one logged, and else one a minute at most, with the count
 // so far; logwindow_web_config_errors_total counts them all, where a scrape after the fix
 // shows them.
@@ -460,6 +461,12 @@ func newWebConfigErrors(path string, logger *slog.Logger, now func() time.Time) 
 
 func (e *webConfigErrors) request(err string) {
 	e.add("requests answered 500: the web config does not load (it changed since the start)", err)
+}
+
+// badHash is told of a request of a user whose basic_auth_users hash is no bcrypt hash,
+// which is refused as a wrong password is (see webConfigWatch).
+func (e *webConfigErrors) badHash(err error) {
+	e.add("requests refused as with a wrong password (401, or 429 past rate_limit): the web config holds their user's password as no bcrypt hash (it changed since the start)", err.Error())
 }
 
 // handshake is told of the files too: a key renewed without its certificate, or a client

@@ -29,10 +29,15 @@ import (
 //   - A basic_auth_users hash of a high bcrypt cost is warned of, as the start warns of
 //     one (checkWebConfig).
 //   - A basic_auth_users hash that is no bcrypt hash (the password itself, a hash cut
-//     short or whose $ a template ate), which the start refuses, would have the toolkit
-//     answer that user's every request 401, as though the password were wrong. Such a
-//     request is answered 500, as the toolkit answers every request while the web config
-//     does not load, and counted and logged with those (webConfigErrors).
+//     short or whose $ a template ate), which the start refuses, has the toolkit answer
+//     that user's every request 401, as though the password were wrong, with no word.
+//     Such a request is counted and logged with the errors of a web config that does not
+//     load (webConfigErrors), and handed to the toolkit as a request of a user the web
+//     config does not hold, with the same password: so it is answered as a wrong
+//     password is, after the same rate limit, with the same headers and in the same time
+//     (the toolkit checks it against its hash for unknown users, where a broken hash
+//     fails at once), and a client learns nothing of which users have a broken hash, or
+//     are users at all.
 //
 // Each request looks at the web config's stamp, a stat, and reads it again when it
 // changed, once the change settled (the toolkit reads and parses it for each request
@@ -48,8 +53,10 @@ type webConfigWatch struct {
 	stamp fileStamp
 	// listeners are the listeners served, each with what the toolkit took at its start.
 	listeners []*watchedListener
-	// badHashes are the errors of the users' hashes that bcrypt does not take, by user.
+	// badHashes are the errors of the users' hashes that bcrypt does not take, by user;
+	// stranger is a user name the web config does not hold, when there are some.
 	badHashes map[string]error
+	stranger  string
 	// costly are the users whose hash is of a bcrypt cost warned of, with their hash.
 	costly map[string]string
 }
@@ -104,11 +111,11 @@ func (c *webConfigWatch) handler(h http.Handler, addr string, s startOnly, costl
 	c.listeners = append(c.listeners, &watchedListener{addr: addr, started: s, warned: s})
 	c.mu.Unlock()
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		badHashes := c.check()
-		if user, _, ok := r.BasicAuth(); ok && badHashes[user] != nil {
-			c.errors.request(badHashes[user].Error())
-			http.Error(w, http.StatusText(http.StatusInternalServerError), http.StatusInternalServerError)
-			return
+		badHashes, stranger := c.check()
+		if user, password, ok := r.BasicAuth(); ok && badHashes[user] != nil {
+			c.errors.badHash(badHashes[user])
+			r = r.Clone(r.Context())
+			r.SetBasicAuth(stranger, password)
 		}
 		h.ServeHTTP(w, r)
 	})
@@ -116,40 +123,46 @@ func (c *webConfigWatch) handler(h http.Handler, addr string, s startOnly, costl
 
 // check reads the web config if it changed since it was last read, warns of a change of
 // the keys the toolkit took at the start only, and returns the errors of its users'
-// hashes.
-func (c *webConfigWatch) check() map[string]error {
+// hashes, with a user name it does not hold when there are some.
+func (c *webConfigWatch) check() (badHashes map[string]error, stranger string) {
 	s := statFile(c.path)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if s.same(c.stamp) {
-		return c.badHashes
+		return c.badHashes, c.stranger
 	}
 	// A web config saved in place (truncated, then written) may be read in between, empty
 	// or cut short: what is read within racyAge of its change waits for the change to
 	// settle, as tlsConfigs keeps no config of files so changed. A stamp kept once it
 	// settled tells any later change, at any granularity of its file system's times.
 	if !settled([]fileStamp{s}, c.errors.now()) {
-		return c.badHashes
+		return c.badHashes, c.stranger
 	}
 	c.stamp = s
 	config, _, err := readWebConfig(c.path)
 	if err != nil {
-		return c.badHashes // the toolkit answers 500, and webConfigErrors tells it
+		return c.badHashes, c.stranger // the toolkit answers 500, and webConfigErrors tells it
 	}
 	c.warnStartOnly(readStartOnly(config))
 	costly := costlyHashes(config)
 	warnCostlyHashes(costly, c.costly, c.logger)
 	c.costly = costly
-	c.badHashes = nil
+	c.badHashes, c.stranger = nil, ""
 	for _, user := range slices.Sorted(maps.Keys(config.Users)) {
 		if _, err := bcrypt.Cost([]byte(config.Users[user])); err != nil {
 			if c.badHashes == nil {
 				c.badHashes = map[string]error{}
 			}
-			c.badHashes[user] = fmt.Errorf("basic_auth_users: the password of %q is no bcrypt hash (%w): its requests are answered 500, as the start would refuse the web config", user, err)
+			c.badHashes[user] = fmt.Errorf("basic_auth_users: the password of %q is no bcrypt hash (%w): its requests are refused as with a wrong password, as the start would refuse the web config", user, err)
 		}
 	}
-	return c.badHashes
+	if c.badHashes != nil {
+		c.stranger = "stranger"
+		for _, held := config.Users[c.stranger]; held; _, held = config.Users[c.stranger] {
+			c.stranger += "_"
+		}
+	}
+	return c.badHashes, c.stranger
 }
 
 // warnStartOnly warns of what the web config, saying now of the keys of startOnly, changed

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -129,8 +130,10 @@ func TestPasswordHashBrokenAtRuntime(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Five requests in all, the last past the burst.
+	const more = "http_server_config:\n  headers:\n    X-Frame-Options: deny\nrate_limit:\n  burst: 4\n  interval: 1h\n"
 	users := func(scraper string) []byte {
-		return []byte("basic_auth_users:\n  scraper: '" + scraper + "'\n  other: '" + string(good) + "'\n")
+		return []byte(more + "basic_auth_users:\n  scraper: '" + scraper + "'\n  other: '" + string(good) + "'\n")
 	}
 	for _, tc := range []struct {
 		name      string
@@ -163,31 +166,42 @@ func TestPasswordHashBrokenAtRuntime(t *testing.T) {
 			logger := slog.New(slog.NewTextHandler(&logged, nil))
 			errors := newWebConfigErrors(f.webConfig, logger, settledClock())
 			url, client := tc.serve(t, f.webConfig, errors, logger)
-			get := func(user string) int {
+			// get returns the answer to user's request, without its Date.
+			get := func(user, password string) string {
 				t.Helper()
 				req, err := http.NewRequest(http.MethodGet, url, nil)
 				if err != nil {
 					t.Fatal(err)
 				}
-				req.SetBasicAuth(user, "secret")
+				req.SetBasicAuth(user, password)
 				resp, err := client.Do(req)
 				if err != nil {
 					t.Fatal(err)
 				}
-				resp.Body.Close()
-				return resp.StatusCode
+				defer resp.Body.Close()
+				body, err := io.ReadAll(resp.Body)
+				if err != nil {
+					t.Fatal(err)
+				}
+				resp.Header.Del("Date")
+				return fmt.Sprintf("%d %v %q", resp.StatusCode, resp.Header, body)
 			}
-			if code := get("scraper"); code != http.StatusOK {
-				t.Fatalf("before the change: %d; want 200", code)
+			if got := get("scraper", "secret"); !strings.HasPrefix(got, "200 ") {
+				t.Fatalf("before the change: %s; want 200", got)
 			}
 			f.write(t, "web.yml", append([]byte(tc.webConfig), users("secret")...))
-			for i := range 2 {
-				if code := get("scraper"); code != http.StatusInternalServerError {
-					t.Errorf("request %d of the user whose hash is broken: %d; want 500", i, code)
-				}
+			wrong := get("other", "wrong")
+			if !strings.HasPrefix(wrong, "401 ") || !strings.Contains(wrong, "Www-Authenticate:[Basic]") || !strings.Contains(wrong, "X-Frame-Options:[deny]") {
+				t.Fatalf("a wrong password: %s; want 401, asking for basic auth, with the web config's headers", wrong)
 			}
-			if code := get("other"); code != http.StatusOK {
-				t.Errorf("another user's request: %d; want 200", code)
+			if got := get("scraper", "secret"); got != wrong {
+				t.Errorf("the user whose hash is broken: %s\nwant the answer to a wrong password: %s", got, wrong)
+			}
+			if got := get("other", "secret"); !strings.HasPrefix(got, "200 ") {
+				t.Errorf("another user's request: %s; want 200", got)
+			}
+			if got := get("scraper", "secret"); !strings.HasPrefix(got, "429 ") {
+				t.Errorf("the user whose hash is broken, past the rate limit's burst: %s; want 429", got)
 			}
 			if got := testutil.ToFloat64(errors); got != 2 {
 				t.Errorf("logwindow_web_config_errors_total %v; want 2", got)
@@ -196,6 +210,32 @@ func TestPasswordHashBrokenAtRuntime(t *testing.T) {
 				t.Errorf("the log does not name the user and its hash:\n%s", got)
 			}
 		})
+	}
+}
+
+// TestPasswordHashBrokenCheckedAsAStranger: the toolkit fails a broken hash at once,
+// where it checks a wrong password with bcrypt, which takes tens of milliseconds: the
+// time of the answer would tell the users whose hash is broken. Their requests are handed
+// to it as of a user the web config does not hold, with their password, whom it checks
+// against a hash of its own, as long as a wrong password takes; a name the web config
+// holds is not taken for that user.
+func TestPasswordHashBrokenCheckedAsAStranger(t *testing.T) {
+	good, err := bcrypt.GenerateFromPassword([]byte("secret"), bcrypt.MinCost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := newTLSFiles(t, "", "")
+	f.write(t, "web.yml", []byte("basic_auth_users:\n  scraper: secret\n  stranger: '"+string(good)+"'\n  stranger_: '"+string(good)+"'\n"))
+	watch := newWebConfigErrors(f.webConfig, slog.New(slog.DiscardHandler), settledClock()).watch
+	var user, password string
+	h := watch.handler(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
+		user, password, _ = r.BasicAuth()
+	}), "a:1", startOnly{}, nil)
+	req := httptest.NewRequest(http.MethodGet, "/", nil)
+	req.SetBasicAuth("scraper", "secret")
+	h.ServeHTTP(httptest.NewRecorder(), req)
+	if user == "scraper" || user == "stranger" || user == "stranger_" || password != "secret" {
+		t.Errorf("the toolkit was handed user %q, password %q; want a user the web config does not hold, password %q", user, password, "secret")
 	}
 }
 
