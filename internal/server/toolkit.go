@@ -81,7 +81,7 @@ func setUpToolkit(addr net.Addr, h http.Handler, flags *web.FlagConfig, configEr
 		t.handler = scratch.Handler
 		// Read as the toolkit read it a moment before, with no error.
 		if config, _, err := readWebConfig(t.path); err == nil {
-			t.rateLimit, t.costly = config.RateLimiterConfig, costlyHashes(config)
+			t.rateLimit, t.costly = readStartOnly(config).rateLimit, costlyHashes(config)
 		}
 		if l == net.Listener(t.idle) {
 			return t, nil

@@ -78,9 +78,16 @@ type startOnly struct {
 	rateLimit web.RateLimiterConfig
 }
 
-// readStartOnly is what config says of the keys of startOnly.
+// readStartOnly is what config says of the keys of startOnly. A rate_limit without an
+// interval, or with one below zero, limits nothing (the toolkit makes no limiter of the
+// one, and one of no limit of the other, whatever the burst): it is taken for none, so
+// that a change among such limits is not warned of.
 func readStartOnly(config *web.Config) startOnly {
-	return startOnly{tls: config.TLSConfig.IsEnabled(), http2: config.HTTPConfig.HTTP2, rateLimit: config.RateLimiterConfig}
+	s := startOnly{tls: config.TLSConfig.IsEnabled(), http2: config.HTTPConfig.HTTP2, rateLimit: config.RateLimiterConfig}
+	if s.rateLimit.Interval <= 0 {
+		s.rateLimit = web.RateLimiterConfig{}
+	}
+	return s
 }
 
 // changes describes what of now is not served as now says, the start having taken s.
@@ -94,8 +101,12 @@ func (s startOnly) changes(now startOnly) []string {
 	case s.tls && now.http2 != s.http2:
 		changes = append(changes, fmt.Sprintf("http_server_config.http2 changed: HTTP/2 is served as at the start, http2: %v", s.http2))
 	}
-	if now.rateLimit != s.rateLimit {
-		changes = append(changes, fmt.Sprintf("rate_limit changed: the start's is in force, burst %d, interval %v (none with interval 0)", s.rateLimit.Burst, s.rateLimit.Interval))
+	switch {
+	case now.rateLimit == s.rateLimit:
+	case s.rateLimit == web.RateLimiterConfig{}:
+		changes = append(changes, "rate_limit changed: the start's is in force, which limits nothing")
+	default:
+		changes = append(changes, fmt.Sprintf("rate_limit changed: the start's is in force, burst %d, interval %v", s.rateLimit.Burst, s.rateLimit.Interval))
 	}
 	return changes
 }

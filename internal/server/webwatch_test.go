@@ -34,16 +34,16 @@ func TestStartOnlyKeysChangedAtRuntime(t *testing.T) {
 	const withTLS = "tls_server_config:\n  cert_file: cert.pem\n  key_file: key.pem\n"
 	const withoutTLS = "http_server_config:\n  headers:\n    X-Content-Type-Options: nosniff\n"
 	const rateLimit = "rate_limit:\n  burst: 1000\n  interval: 1ms\n"
-	t.Run("plain HTTP", func(t *testing.T) {
-		f := newTLSFiles(t, "", "")
-		f.write(t, "web.yml", []byte(withoutTLS+rateLimit))
-		var logged syncbuf.Buffer
-		logger := slog.New(slog.NewTextHandler(&logged, nil))
-		addr := servePlainLogged(t, f.webConfig, newWebConfigErrors(f.webConfig, logger, settledClock()), logger)
-		for i, step := range []struct {
-			webConfig string // "" is as it was, the start's at the first step
-			want      string // in the warning; "" is none
-		}{
+	type step struct {
+		webConfig string // "" is as it was, the start's at the first step
+		want      string // in the warning; "" is none
+	}
+	for _, tc := range []struct {
+		name  string
+		start string
+		steps []step
+	}{
+		{"plain HTTP", withoutTLS + rateLimit, []step{
 			{"", ""},
 			{"http_server_config:\n  headers:\n    X-Frame-Options: deny\n" + rateLimit, ""},
 			{withoutTLS + "rate_limit:\n  burst: 2000\n  interval: 1ms\n", "rate_limit"},
@@ -53,31 +53,50 @@ func TestStartOnlyKeysChangedAtRuntime(t *testing.T) {
 			// rate_limit is not taken for gone.
 			{withoutTLS + "rate_limits:\n  burst: 1\n", ""},
 			{withTLS + rateLimit, "tls_server_config added: this address serves plain HTTP"},
-		} {
-			if step.webConfig != "" {
-				f.write(t, "web.yml", []byte(step.webConfig))
-			}
-			before := strings.Count(logged.String(), "level=WARN")
-			for range 2 {
-				resp, err := http.Get("http://" + addr + "/")
-				if err != nil {
-					t.Fatal(err)
+		}},
+		// A rate_limit without an interval, or with one below zero, limits nothing, as
+		// none does: a change among them changes nothing served, and one from them to a
+		// limit is warned of.
+		{"rate_limit that limits nothing", withoutTLS + "rate_limit:\n  burst: 5\n", []step{
+			{"", ""},
+			{withoutTLS, ""},
+			{withoutTLS + "rate_limit:\n  burst: 3\n  interval: -1s\n", ""},
+			{withoutTLS + "rate_limit:\n  interval: 0s\n", ""},
+			{withoutTLS + rateLimit, "rate_limit changed: the start's is in force, which limits nothing"},
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newTLSFiles(t, "", "")
+			f.write(t, "web.yml", []byte(tc.start))
+			var logged syncbuf.Buffer
+			logger := slog.New(slog.NewTextHandler(&logged, nil))
+			addr := servePlainLogged(t, f.webConfig, newWebConfigErrors(f.webConfig, logger, settledClock()), logger)
+			for i, step := range tc.steps {
+				if step.webConfig != "" {
+					f.write(t, "web.yml", []byte(step.webConfig))
 				}
-				resp.Body.Close()
-				if want := http.StatusNotFound; resp.StatusCode != want && (resp.StatusCode != http.StatusInternalServerError || !strings.Contains(step.webConfig, "rate_limits")) {
-					t.Fatalf("step %d: served %d; want the handler's 404", i, resp.StatusCode)
+				before := strings.Count(logged.String(), "level=WARN")
+				for range 2 {
+					resp, err := http.Get("http://" + addr + "/")
+					if err != nil {
+						t.Fatal(err)
+					}
+					resp.Body.Close()
+					if want := http.StatusNotFound; resp.StatusCode != want && (resp.StatusCode != http.StatusInternalServerError || !strings.Contains(step.webConfig, "rate_limits")) {
+						t.Fatalf("step %d: served %d; want the handler's 404", i, resp.StatusCode)
+					}
+				}
+				got := logged.String()
+				warned := strings.Count(got, "level=WARN") - before
+				switch {
+				case step.want == "" && warned != 0:
+					t.Errorf("step %d: warned, want not:\n%s", i, got)
+				case step.want != "" && (warned != 1 || !strings.Contains(got, step.want) || !strings.Contains(got, "restart")):
+					t.Errorf("step %d: warned %d times; want once, of %q and the restart:\n%s", i, warned, step.want, got)
 				}
 			}
-			got := logged.String()
-			warned := strings.Count(got, "level=WARN") - before
-			switch {
-			case step.want == "" && warned != 0:
-				t.Errorf("step %d: warned, want not:\n%s", i, got)
-			case step.want != "" && (warned != 1 || !strings.Contains(got, step.want) || !strings.Contains(got, "restart")):
-				t.Errorf("step %d: warned %d times; want once, of %q and the restart:\n%s", i, warned, step.want, got)
-			}
-		}
-	})
+		})
+	}
 	t.Run("HTTP/2 switched off", func(t *testing.T) {
 		f := newTLSFiles(t, "", "")
 		var logged syncbuf.Buffer
@@ -120,9 +139,11 @@ func TestStartOnlyKeysChangedAtRuntime(t *testing.T) {
 // TestPasswordHashBrokenAtRuntime: a basic_auth_users hash edited, while the exporter
 // runs, into what is no bcrypt hash (the password itself, as a user who copies the docs
 // may put it; a hash cut short or whose $ a template ate) made exporter-toolkit answer
-// every request of that user 401, as though the password were wrong, with no word: the
-// start refuses such a web config, and a web config that no longer loads answers 500,
-// counted and logged. Requests with that user's credentials are answered 500, counted in
+// every request of that user 401 with no word, for the start refuses such a web config.
+// Those requests were then answered 500, before the toolkit: that told any client which
+// users the web config holds, and which have a broken hash, and let it past rate_limit
+// and without the configured headers. They are answered as a wrong password is, the
+// rate limit and headers with it, while they are counted in
 // logwindow_web_config_errors_total and logged naming the user; another user's are
 // served as before.
 func TestPasswordHashBrokenAtRuntime(t *testing.T) {
