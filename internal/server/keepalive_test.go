@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/http/httptrace"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -208,6 +209,68 @@ func TestKeptAliveRequestNotHeldByALoad(t *testing.T) {
 		t.Fatal(err)
 	}
 	<-served
+}
+
+// TestKeptAliveRequestNotHeldByItsLook: a request kept alive that takes the lock of the
+// web config's files stamps them, and loads them when they changed: on a file system
+// that hangs (a network mount) it waited for as long as the hang, with its connection,
+// which a scraper's timeout then closed, where the other connections kept alive were
+// served. It is served after recheckWait at most, the look going on; the requests after
+// it are served at once while it lasts, and once it ended the connection is checked at
+// a later request.
+func TestKeptAliveRequestNotHeldByItsLook(t *testing.T) {
+	f := newTLSFiles(t, "", "")
+	f.age(t, 0)
+	loading, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	now := settledClock()
+	configs := newTLSConfigs(f.webConfig, func(*tls.ClientHelloInfo) (*tls.Config, error) {
+		once.Do(func() { close(loading) })
+		<-release
+		return &tls.Config{ClientAuth: tls.RequireAnyClientCert}, nil
+	}, now, newWebConfigErrors(f.webConfig, slog.New(slog.DiscardHandler), now))
+	conn, other := net.Pipe()
+	defer conn.Close()
+	defer other.Close()
+	k := &keptConn{conn: tls.Server(conn, &tls.Config{})}
+	// serve serves a request of the connection, and tells whether it got to the handler
+	// (else its connection was closed).
+	serve := func() <-chan bool {
+		r := httptest.NewRequest(http.MethodGet, "/", nil)
+		r = r.WithContext(context.WithValue(r.Context(), keptConnKey{}, k))
+		served := make(chan bool, 1)
+		go func() {
+			ran := false
+			defer func() {
+				_ = recover() // http.ErrAbortHandler, of a connection closed
+				served <- ran
+			}()
+			configs.recheck(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { ran = true })).ServeHTTP(httptest.NewRecorder(), r)
+		}()
+		return served
+	}
+	first := serve()
+	<-loading
+	for i, served := range []<-chan bool{first, serve()} {
+		select {
+		case ran := <-served:
+			if !ran {
+				t.Fatalf("request %d refused; want served", i+1)
+			}
+		case <-time.After(10 * time.Second): // a bound, not a wait
+			t.Fatalf("request %d on a connection kept alive waited for the look at the files, which hangs", i+1)
+		}
+	}
+	close(release)
+	for !configs.mu.TryLock() { // the look ends
+		runtime.Gosched()
+	}
+	configs.mu.Unlock()
+	// The config it loaded requires a certificate, which the connection (no handshake)
+	// has not given.
+	if <-serve() {
+		t.Error("once the look ended, the connection was not checked against the config it loaded")
+	}
 }
 
 // getReused gets https://addr/ with client, and reports whether the request was sent on
