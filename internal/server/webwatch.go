@@ -1,6 +1,8 @@
 package server
 
 import (
+	"context"
+	"crypto/sha256"
 	"crypto/tls"
 	"fmt"
 	"log/slog"
@@ -38,6 +40,13 @@ import (
 //     (the toolkit checks it against its hash for unknown users, where a broken hash
 //     fails at once), and a client learns nothing of which users have a broken hash, or
 //     are users at all.
+//   - The toolkit serves every request without a password when the web config it reads
+//     holds no basic_auth_users: a web config saved in place (truncated, then written)
+//     read in between, empty or cut short, would let any client through. While the web
+//     config changed within racyAge, unsettled, a request the toolkit lets through must
+//     pass the basic auth of the web config last read too (see mustPassKey): a change
+//     that lets more through (users taken out, a password changed) takes effect once it
+//     settled, one that lets fewer through at once.
 //
 // Each request looks at the web config's stamp, a stat, and reads it again when it
 // changed, once the change settled (the toolkit reads and parses it for each request
@@ -57,6 +66,12 @@ type webConfigWatch struct {
 	// stranger is a user name the web config does not hold, when there are some.
 	badHashes map[string]error
 	stranger  string
+	// users are the bcrypt hashes of the web config last read, by user (nil when it
+	// asks for no password); verified the keys of the credentials that passed them
+	// (see passes), checked one at a time under bcryptMu.
+	users    map[string]string
+	verified map[[sha256.Size]byte]struct{}
+	bcryptMu sync.Mutex
 	// costly are the users whose hash is of a bcrypt cost warned of, with their hash.
 	costly map[string]string
 }
@@ -122,50 +137,112 @@ func (c *webConfigWatch) handler(h http.Handler, addr string, s startOnly, costl
 	c.listeners = append(c.listeners, &watchedListener{addr: addr, started: s, warned: s})
 	c.mu.Unlock()
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		badHashes, stranger := c.check()
-		if user, password, ok := r.BasicAuth(); ok && badHashes[user] != nil {
-			c.errors.badHash(badHashes[user])
+		now := c.check()
+		if user, password, ok := r.BasicAuth(); ok && now.badHashes[user] != nil {
+			c.errors.badHash(now.badHashes[user])
 			r = r.Clone(r.Context())
-			r.SetBasicAuth(stranger, password)
+			r.SetBasicAuth(now.stranger, password)
+		}
+		if now.users != nil {
+			users := now.users
+			r = r.WithContext(context.WithValue(r.Context(), mustPassKey{}, func(r *http.Request) bool { return c.passes(users, r) }))
 		}
 		h.ServeHTTP(w, r)
 	})
 }
 
+// mustPassKey is the context key of what a request the toolkit let through must pass
+// besides, a func(*http.Request) bool: reached refuses it as the toolkit refuses a wrong
+// password when the func is false.
+type mustPassKey struct{}
+
+// webConfigNow is what a webConfigWatch tells a request of the web config.
+type webConfigNow struct {
+	// badHashes are the errors of the users' hashes, with a user name it does not hold
+	// when there are some.
+	badHashes map[string]error
+	stranger  string
+	// users, when not nil, are the users whose basic auth the request must pass besides
+	// the toolkit's (see passes): those of the web config last read, when it changed
+	// since, unsettled.
+	users map[string]string
+}
+
+// passes reports whether the basic auth credentials of r are those of one of users.
+// Credentials that passed are remembered (knownCredentials of them), as the toolkit
+// remembers its checks: a scraper's requests, which passed the toolkit's check, are
+// checked once while the web config is unsettled.
+func (c *webConfigWatch) passes(users map[string]string, r *http.Request) bool {
+	user, password, ok := r.BasicAuth()
+	hash, held := users[user]
+	if !ok || !held {
+		return false
+	}
+	// Neither a bcrypt hash nor a user name of basic auth holds a colon.
+	key := sha256.Sum256([]byte(hash + ":" + user + ":" + password))
+	c.mu.Lock()
+	_, known := c.verified[key]
+	c.mu.Unlock()
+	if known {
+		return true
+	}
+	c.bcryptMu.Lock()
+	err := bcrypt.CompareHashAndPassword([]byte(hash), []byte(password))
+	c.bcryptMu.Unlock()
+	if err != nil {
+		return false
+	}
+	c.mu.Lock()
+	if c.verified == nil || len(c.verified) >= knownCredentials {
+		c.verified = map[[sha256.Size]byte]struct{}{}
+	}
+	c.verified[key] = struct{}{}
+	c.mu.Unlock()
+	return true
+}
+
 // check reads the web config if it changed since it was last read, warns of a change of
-// the keys the toolkit took at the start only, and returns the errors of its users'
-// hashes, with a user name it does not hold when there are some.
-func (c *webConfigWatch) check() (badHashes map[string]error, stranger string) {
+// the keys the toolkit took at the start only, and returns what a request is to be told
+// of it.
+func (c *webConfigWatch) check() webConfigNow {
 	s := statFile(c.path)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if s.same(c.stamp) {
-		return c.badHashes, c.stranger
+		return webConfigNow{badHashes: c.badHashes, stranger: c.stranger}
 	}
+	// What the toolkit reads may be the web config in the middle of a save.
+	unsettled := webConfigNow{badHashes: c.badHashes, stranger: c.stranger, users: c.users}
 	// A web config saved in place (truncated, then written) may be read in between, empty
 	// or cut short: what is read within racyAge of its change waits for the change to
 	// settle, as tlsConfigs keeps no config of files so changed. A stamp kept once it
 	// settled tells any later change, at any granularity of its file system's times.
 	if !settled([]fileStamp{s}, c.errors.now()) {
-		return c.badHashes, c.stranger
+		return unsettled
 	}
 	c.stamp = s
 	config, _, err := readWebConfig(c.path)
 	if err != nil {
-		return c.badHashes, c.stranger // the toolkit answers 500, and webConfigErrors tells it
+		return unsettled // the toolkit answers 500, and webConfigErrors tells it
 	}
 	c.warnStartOnly(readStartOnly(config))
 	costly := costlyHashes(config)
 	warnCostlyHashes(costly, c.costly, c.logger)
 	c.costly = costly
-	c.badHashes, c.stranger = nil, ""
+	c.badHashes, c.stranger, c.users = nil, "", nil
 	for _, user := range slices.Sorted(maps.Keys(config.Users)) {
-		if _, err := bcrypt.Cost([]byte(config.Users[user])); err != nil {
+		hash := string(config.Users[user])
+		if c.users == nil {
+			c.users = map[string]string{}
+		}
+		if _, err := bcrypt.Cost([]byte(hash)); err != nil {
 			if c.badHashes == nil {
 				c.badHashes = map[string]error{}
 			}
 			c.badHashes[user] = fmt.Errorf("basic_auth_users: the password of %q is no bcrypt hash (%w): its requests are refused as with a wrong password, as the start would refuse the web config", user, err)
+			continue
 		}
+		c.users[user] = hash
 	}
 	if c.badHashes != nil {
 		c.stranger = "stranger"
@@ -173,7 +250,7 @@ func (c *webConfigWatch) check() (badHashes map[string]error, stranger string) {
 			c.stranger += "_"
 		}
 	}
-	return c.badHashes, c.stranger
+	return webConfigNow{badHashes: c.badHashes, stranger: c.stranger}
 }
 
 // warnStartOnly warns of what the web config, saying now of the keys of startOnly, changed

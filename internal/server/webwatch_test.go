@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -257,6 +258,78 @@ func TestPasswordHashBrokenCheckedAsAStranger(t *testing.T) {
 	h.ServeHTTP(httptest.NewRecorder(), req)
 	if user == "scraper" || user == "stranger" || user == "stranger_" || password != "secret" {
 		t.Errorf("the toolkit was handed user %q, password %q; want a user the web config does not hold, password %q", user, password, "secret")
+	}
+}
+
+// TestWebConfigUsersGoneWhileSaved: exporter-toolkit reads the web config for each
+// request, and serves every request without a password when it holds no
+// basic_auth_users. A web config saved in place (truncated, then written) read in
+// between, empty or cut short before basic_auth_users, served a client without a
+// password, or with a wrong one, anything it asked for, a POST /-/reload among them: a
+// client sending requests over and over gets some through at each such save. While the
+// web config changed within racyAge, unsettled, a request the toolkit lets through must
+// pass the basic auth of the web config last read, settled, too; once the change settled
+// it is the web config, and a web config that no longer asks for passwords is served so.
+func TestWebConfigUsersGoneWhileSaved(t *testing.T) {
+	good, err := bcrypt.GenerateFromPassword([]byte("secret"), bcrypt.MinCost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := newTLSFiles(t, "", "")
+	f.write(t, "web.yml", []byte("basic_auth_users:\n  scraper: '"+string(good)+"'\n"))
+	// The clock is a minute ahead, when every file written has settled; a save is made
+	// now by it by dating the file so.
+	clock := testclock.New(time.Now().Add(time.Minute))
+	logger := slog.New(slog.DiscardHandler)
+	addr := servePlainLogged(t, f.webConfig, newWebConfigErrors(f.webConfig, logger, clock.Now), logger)
+	get := func(user, password string) int {
+		t.Helper()
+		req, err := http.NewRequest(http.MethodGet, "http://"+addr+"/", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if user != "" {
+			req.SetBasicAuth(user, password)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	const served, refused = http.StatusNotFound, http.StatusUnauthorized // the handler's 404
+	for i, step := range []struct {
+		webConfig string // "" is as it was
+		settle    bool
+		user      string
+		password  string
+		want      int
+	}{
+		{"", false, "", "", refused},
+		{"", false, "scraper", "secret", served},
+		// Read between its truncation and its write: no basic_auth_users.
+		{"\n", false, "", "", refused},
+		{"", false, "scraper", "wrong", refused},
+		{"", false, "scraper", "secret", served},
+		{"", false, "other", "secret", refused},
+		// Cut short before them.
+		{"http_server_config:\n  headers:\n    X-Frame-Options: deny\n", false, "", "", refused},
+		// The save settled: the web config holds no users.
+		{"", true, "", "", served},
+	} {
+		if step.webConfig != "" {
+			f.write(t, "web.yml", []byte(step.webConfig))
+			if err := os.Chtimes(f.webConfig, clock.Now(), clock.Now()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if step.settle {
+			clock.Add(racyAge)
+		}
+		if got := get(step.user, step.password); got != step.want {
+			t.Errorf("step %d, user %q, password %q: %d; want %d", i, step.user, step.password, got, step.want)
+		}
 	}
 }
 
