@@ -48,10 +48,10 @@ type toolkit struct {
 	// path is the web config's, whose errors are counted in errors.
 	path   string
 	errors *webConfigErrors
-	// rateLimit is the web config's rate_limit as the toolkit took it; costly its costly
-	// password hashes, which the start warned of.
+	// rateLimit is the web config's rate_limit as the toolkit took it; read what else
+	// the watch takes of the web config the toolkit read.
 	rateLimit web.RateLimiterConfig
-	costly    map[string]string
+	read      startRead
 }
 
 // setUpToolkit has web.Serve set up what it would serve in front of h on a listener of
@@ -81,7 +81,8 @@ func setUpToolkit(addr net.Addr, h http.Handler, flags *web.FlagConfig, configEr
 		t.handler = scratch.Handler
 		// Read as the toolkit read it a moment before, with no error.
 		if config, _, err := readWebConfig(t.path); err == nil {
-			t.rateLimit, t.costly = readStartOnly(config).rateLimit, costlyHashes(config)
+			users, _ := readUsers(config) // the start refused a hash that is none
+			t.rateLimit, t.read = readStartOnly(config).rateLimit, startRead{costly: costlyHashes(config), users: users}
 		}
 		if l == net.Listener(t.idle) {
 			return t, nil
@@ -131,7 +132,7 @@ func checkToolkitSetUp(srv *http.Server, l, idle net.Listener) error {
 // the toolkit takes without a word of the web config changed is told (webConfigWatch).
 func (t *toolkit) serve(l net.Listener, srv *http.Server) error {
 	started := startOnly{tls: t.tls != nil, http2: t.http2, rateLimit: t.rateLimit}
-	srv.Handler = t.errors.watch.handler(t.handler, l.Addr().String(), started, t.costly)
+	srv.Handler = t.errors.watch.handler(t.handler, l.Addr().String(), started, t.read)
 	if t.tls == nil {
 		return srv.Serve(servePlain(l, srv))
 	}
@@ -455,7 +456,7 @@ type webConfigErrors struct {
 // makes the file's watch.
 func newWebConfigErrors(path string, logger *slog.Logger, now func() time.Time) *webConfigErrors {
 	e := &webConfigErrors{logger: logger.With("web_config", path), now: now}
-	e.watch = &webConfigWatch{path: path, logger: e.logger, errors: e}
+	e.watch = &webConfigWatch{path: path, logger: e.logger, errors: e, readConfig: readWebConfig}
 	return e
 }
 

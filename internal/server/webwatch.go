@@ -57,6 +57,8 @@ type webConfigWatch struct {
 	path   string
 	logger *slog.Logger
 	errors *webConfigErrors
+	// readConfig reads the web config (readWebConfig).
+	readConfig func(path string) (*web.Config, int, error)
 
 	mu    sync.Mutex
 	stamp fileStamp
@@ -126,13 +128,20 @@ func (s startOnly) changes(now startOnly) []string {
 	return changes
 }
 
+// startRead is what a listener's start read of the web config, for its watch: the hashes
+// the start warned of (costly), and the bcrypt hashes of the users (see readUsers).
+type startRead struct {
+	costly, users map[string]string
+}
+
 // handler serves h for a listener of addr, started as s says, looking at the web config
-// first. costly are the hashes the start warned of: those of the first listener's start
-// are the watch's, each listener's start reading the one file.
-func (c *webConfigWatch) handler(h http.Handler, addr string, s startOnly, costly map[string]string) http.Handler {
+// first. What the first listener's start read is the watch's, each listener's start
+// reading the one file: so a save begun before the first request is held to the users
+// the start read.
+func (c *webConfigWatch) handler(h http.Handler, addr string, s startOnly, read startRead) http.Handler {
 	c.mu.Lock()
 	if len(c.listeners) == 0 {
-		c.costly = costly
+		c.costly, c.users = read.costly, read.users
 	}
 	c.listeners = append(c.listeners, &watchedListener{addr: addr, started: s, warned: s})
 	c.mu.Unlock()
@@ -220,8 +229,11 @@ func (c *webConfigWatch) check() webConfigNow {
 	if !settled([]fileStamp{s}, c.errors.now()) {
 		return unsettled
 	}
+	config, _, err := c.readConfig(c.path)
+	if !statFile(c.path).same(s) {
+		return unsettled // saved while it was read: what was read may be cut short
+	}
 	c.stamp = s
-	config, _, err := readWebConfig(c.path)
 	if err != nil {
 		return unsettled // the toolkit answers 500, and webConfigErrors tells it
 	}
@@ -229,21 +241,8 @@ func (c *webConfigWatch) check() webConfigNow {
 	costly := costlyHashes(config)
 	warnCostlyHashes(costly, c.costly, c.logger)
 	c.costly = costly
-	c.badHashes, c.stranger, c.users = nil, "", nil
-	for _, user := range slices.Sorted(maps.Keys(config.Users)) {
-		hash := string(config.Users[user])
-		if c.users == nil {
-			c.users = map[string]string{}
-		}
-		if _, err := bcrypt.Cost([]byte(hash)); err != nil {
-			if c.badHashes == nil {
-				c.badHashes = map[string]error{}
-			}
-			c.badHashes[user] = fmt.Errorf("basic_auth_users: the password of %q is no bcrypt hash (%w): its requests are refused as with a wrong password, as the start would refuse the web config", user, err)
-			continue
-		}
-		c.users[user] = hash
-	}
+	c.users, c.badHashes = readUsers(config)
+	c.stranger = ""
 	if c.badHashes != nil {
 		c.stranger = "stranger"
 		for _, held := config.Users[c.stranger]; held; _, held = config.Users[c.stranger] {
@@ -251,6 +250,26 @@ func (c *webConfigWatch) check() webConfigNow {
 		}
 	}
 	return webConfigNow{badHashes: c.badHashes, stranger: c.stranger}
+}
+
+// readUsers returns the bcrypt hashes of the users of config, by user (nil when it has
+// none, a map of none when none is a bcrypt hash), and the errors of the others' hashes.
+func readUsers(config *web.Config) (users map[string]string, badHashes map[string]error) {
+	for _, user := range slices.Sorted(maps.Keys(config.Users)) {
+		hash := string(config.Users[user])
+		if users == nil {
+			users = map[string]string{}
+		}
+		if _, err := bcrypt.Cost([]byte(hash)); err != nil {
+			if badHashes == nil {
+				badHashes = map[string]error{}
+			}
+			badHashes[user] = fmt.Errorf("basic_auth_users: the password of %q is no bcrypt hash (%w): its requests are refused as with a wrong password, as the start would refuse the web config", user, err)
+			continue
+		}
+		users[user] = hash
+	}
+	return users, badHashes
 }
 
 // warnStartOnly warns of what the web config, saying now of the keys of startOnly, changed

@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -252,7 +253,7 @@ func TestPasswordHashBrokenCheckedAsAStranger(t *testing.T) {
 	var user, password string
 	h := watch.handler(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
 		user, password, _ = r.BasicAuth()
-	}), "a:1", startOnly{}, nil)
+	}), "a:1", startOnly{}, startRead{})
 	req := httptest.NewRequest(http.MethodGet, "/", nil)
 	req.SetBasicAuth("scraper", "secret")
 	h.ServeHTTP(httptest.NewRecorder(), req)
@@ -275,39 +276,15 @@ func TestWebConfigUsersGoneWhileSaved(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := newTLSFiles(t, "", "")
-	f.write(t, "web.yml", []byte("basic_auth_users:\n  scraper: '"+string(good)+"'\n"))
-	// The clock is a minute ahead, when every file written has settled; a save is made
-	// now by it by dating the file so.
-	clock := testclock.New(time.Now().Add(time.Minute))
-	logger := slog.New(slog.DiscardHandler)
-	addr := servePlainLogged(t, f.webConfig, newWebConfigErrors(f.webConfig, logger, clock.Now), logger)
-	get := func(user, password string) int {
-		t.Helper()
-		req, err := http.NewRequest(http.MethodGet, "http://"+addr+"/", nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if user != "" {
-			req.SetBasicAuth(user, password)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		return resp.StatusCode
-	}
 	const served, refused = http.StatusNotFound, http.StatusUnauthorized // the handler's 404
-	for i, step := range []struct {
+	type step struct {
 		webConfig string // "" is as it was
 		settle    bool
 		user      string
 		password  string
 		want      int
-	}{
-		{"", false, "", "", refused},
-		{"", false, "scraper", "secret", served},
+	}
+	save := []step{
 		// Read between its truncation and its write: no basic_auth_users.
 		{"\n", false, "", "", refused},
 		{"", false, "scraper", "wrong", refused},
@@ -317,18 +294,100 @@ func TestWebConfigUsersGoneWhileSaved(t *testing.T) {
 		{"http_server_config:\n  headers:\n    X-Frame-Options: deny\n", false, "", "", refused},
 		// The save settled: the web config holds no users.
 		{"", true, "", "", served},
+	}
+	for _, tc := range []struct {
+		name string
+		// unsettled dates the web config now at the start, so that the watch does not
+		// read it: the start's read holds.
+		unsettled bool
+		steps     []step
+	}{
+		{"read before the save", false, append([]step{{"", false, "", "", refused}, {"", false, "scraper", "secret", served}}, save...)},
+		{"not read since the start", true, append([]step{{"", false, "", "", refused}}, save...)},
 	} {
-		if step.webConfig != "" {
-			f.write(t, "web.yml", []byte(step.webConfig))
-			if err := os.Chtimes(f.webConfig, clock.Now(), clock.Now()); err != nil {
-				t.Fatal(err)
+		t.Run(tc.name, func(t *testing.T) {
+			f := newTLSFiles(t, "", "")
+			f.write(t, "web.yml", []byte("basic_auth_users:\n  scraper: '"+string(good)+"'\n"))
+			// The clock is a minute ahead, when every file written has settled; a save is
+			// made now by it by dating the file so.
+			clock := testclock.New(time.Now().Add(time.Minute))
+			if tc.unsettled {
+				if err := os.Chtimes(f.webConfig, clock.Now(), clock.Now()); err != nil {
+					t.Fatal(err)
+				}
 			}
+			logger := slog.New(slog.DiscardHandler)
+			addr := servePlainLogged(t, f.webConfig, newWebConfigErrors(f.webConfig, logger, clock.Now), logger)
+			get := func(user, password string) int {
+				t.Helper()
+				req, err := http.NewRequest(http.MethodGet, "http://"+addr+"/", nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if user != "" {
+					req.SetBasicAuth(user, password)
+				}
+				resp, err := http.DefaultClient.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				resp.Body.Close()
+				return resp.StatusCode
+			}
+			for i, step := range tc.steps {
+				if step.webConfig != "" {
+					f.write(t, "web.yml", []byte(step.webConfig))
+					if err := os.Chtimes(f.webConfig, clock.Now(), clock.Now()); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if step.settle {
+					clock.Add(racyAge)
+				}
+				if got := get(step.user, step.password); got != step.want {
+					t.Errorf("step %d, user %q, password %q: %d; want %d", i, step.user, step.password, got, step.want)
+				}
+			}
+		})
+	}
+}
+
+// TestWebConfigSavedWhileWatchReads: the watch stamps the web config, then reads it when
+// it settled: a save in place begun in between was read, empty or cut short, and taken
+// for the web config, a web config without basic_auth_users among them, which then
+// held no request to the users of the web config before it while the save lasted (see
+// TestWebConfigUsersGoneWhileSaved). What it read is taken only when the web config's
+// stamp after the read is the one before.
+func TestWebConfigSavedWhileWatchReads(t *testing.T) {
+	good, err := bcrypt.GenerateFromPassword([]byte("secret"), bcrypt.MinCost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := newTLSFiles(t, "", "")
+	f.write(t, "web.yml", []byte("basic_auth_users:\n  scraper: '"+string(good)+"'\n"))
+	clock := testclock.New(time.Now().Add(time.Minute))
+	logger := slog.New(slog.DiscardHandler)
+	configErrors := newWebConfigErrors(f.webConfig, logger, clock.Now)
+	var once sync.Once
+	configErrors.watch.readConfig = func(path string) (*web.Config, int, error) {
+		// The save begins: the file is truncated.
+		once.Do(func() {
+			f.write(t, "web.yml", nil)
+			if err := os.Chtimes(f.webConfig, clock.Now(), clock.Now()); err != nil {
+				t.Error(err)
+			}
+		})
+		return readWebConfig(path)
+	}
+	addr := servePlainLogged(t, f.webConfig, configErrors, logger)
+	for i := range 2 {
+		resp, err := http.Get("http://" + addr + "/")
+		if err != nil {
+			t.Fatal(err)
 		}
-		if step.settle {
-			clock.Add(racyAge)
-		}
-		if got := get(step.user, step.password); got != step.want {
-			t.Errorf("step %d, user %q, password %q: %d; want %d", i, step.user, step.password, got, step.want)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusUnauthorized {
+			t.Errorf("request %d without a password while the web config is saved: %d; want 401", i, resp.StatusCode)
 		}
 	}
 }
@@ -514,9 +573,9 @@ func TestWebConfigWarnedPerStart(t *testing.T) {
 	var logged syncbuf.Buffer
 	c := newWebConfigErrors("web.yml", slog.New(slog.NewTextHandler(&logged, nil)), time.Now).watch
 	tls, plain := startOnly{tls: true, http2: true}, startOnly{http2: true}
-	c.handler(http.NotFoundHandler(), "a:1", plain, nil)
-	c.handler(http.NotFoundHandler(), "b:2", plain, nil)
-	c.handler(http.NotFoundHandler(), "c:3", tls, nil)
+	c.handler(http.NotFoundHandler(), "a:1", plain, startRead{})
+	c.handler(http.NotFoundHandler(), "b:2", plain, startRead{})
+	c.handler(http.NotFoundHandler(), "c:3", tls, startRead{})
 	c.warnStartOnly(tls)
 	got := logged.String()
 	if n := strings.Count(got, "level=WARN"); n != 1 || !strings.Contains(got, `address="a:1, b:2"`) || !strings.Contains(got, "tls_server_config added") {
