@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/http/httptrace"
+	"os"
 	"runtime"
 	"strings"
 	"sync"
@@ -288,4 +289,68 @@ func getReused(t *testing.T, client *http.Client, addr string) (reused bool, pro
 	}
 	resp.Body.Close()
 	return reused, resp.Proto, nil
+}
+
+// TestTLSWebConfigCutShortWhileSaved: exporter-toolkit loads the web config again for a
+// handshake after it changed, and a web config saved in place (truncated, then written)
+// may be read in between, cut short before client_auth_type and client_ca_file: the
+// handshake was made with what was read, which asks no client for a certificate, and a
+// client without one was served, on a connection it kept until the change settled.
+// While the files changed within racyAge, unsettled, a handshake's client must be
+// accepted by the config kept before the change too; once the change settled it is the
+// web config, and one that asks for no client certificate is served so.
+func TestTLSWebConfigCutShortWhileSaved(t *testing.T) {
+	const mTLS = "tls_server_config:\n  cert_file: cert.pem\n  key_file: key.pem\n  client_auth_type: RequireAndVerifyClientCert\n  client_ca_file: ca.pem\n"
+	f := newTLSFiles(t, "", "")
+	f.write(t, "web.yml", []byte(mTLS))
+	caPEM, ca, caKey := newCA(t, "scrapers' CA")
+	f.write(t, "ca.pem", caPEM)
+	// A minute ahead, every file written has settled; a save is made now by it by dating
+	// the file so.
+	clock := testclock.New(time.Now().Add(time.Minute))
+	logger := slog.New(slog.DiscardHandler)
+	addr := serveTLSLogged(t, f.webConfig, newWebConfigErrors(f.webConfig, logger, clock.Now), logger)
+	// get gets / on a new connection, with a client certificate or none.
+	get := func(withCert bool) error {
+		t.Helper()
+		config := &tls.Config{InsecureSkipVerify: true}
+		if withCert {
+			config.Certificates = []tls.Certificate{clientCert(t, ca, caKey, "scraper.example")}
+		}
+		transport := &http.Transport{TLSClientConfig: config}
+		defer transport.CloseIdleConnections()
+		resp, err := (&http.Client{Timeout: 5 * time.Second, Transport: transport}).Get("https://" + addr + "/")
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		return nil
+	}
+	for i, step := range []struct {
+		webConfig string // "" is as it was
+		settle    bool
+		withCert  bool
+		served    bool
+	}{
+		{"", false, true, true},
+		{"", false, false, false},
+		// Read in the middle of a save: cut short.
+		{"tls_server_config:\n  cert_file: cert.pem\n  key_file: key.pem\n", false, false, false},
+		{"", false, true, true},
+		// The save settled: the web config asks for no client certificate.
+		{"", true, false, true},
+	} {
+		if step.webConfig != "" {
+			f.write(t, "web.yml", []byte(step.webConfig))
+			if err := os.Chtimes(f.webConfig, clock.Now(), clock.Now()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if step.settle {
+			clock.Add(racyAge)
+		}
+		if err := get(step.withCert); (err == nil) != step.served {
+			t.Errorf("step %d, client certificate %v: %v; want served %v", i, step.withCert, err, step.served)
+		}
+	}
 }

@@ -203,6 +203,9 @@ type tlsConfigs struct {
 	// under mu, and read without it as a connection is accepted (see connContext).
 	config atomic.Pointer[tls.Config]
 	stamps []fileStamp
+	// last is the config last kept, which a handshake's client must be accepted by too
+	// while the files changed since are unsettled (see heldTo). Under mu.
+	last *tls.Config
 	// closed counts the connections closed by recheck, for the log.
 	closed atomic.Int64
 }
@@ -263,8 +266,39 @@ func (c *tlsConfigs) currentLocked(hello *tls.ClientHelloInfo) (*tls.Config, err
 	if named != nil && settled(stamps, at) {
 		c.config.Store(config)
 		c.stamps = stamps
+		c.last = config
+		return config, nil
+	}
+	if c.last != nil {
+		return heldTo(config, c.last), nil
 	}
 	return config, nil
+}
+
+// heldTo is config, loaded from files that changed within racyAge, holding a handshake's
+// client to kept, the config of the files before their change, too. The web config saved
+// in place (truncated, then written) may have been read in between, cut short before
+// client_auth_type or client_ca_file: a handshake made with what was read would ask no
+// client for a certificate, and let any client through. So a client that kept would ask
+// for a certificate is asked for one, and one that kept would refuse (see verifyClient)
+// is refused: a change that lets more clients through takes effect once it settled, as
+// tlsConfigs then keeps its config, one that lets fewer through at once.
+func heldTo(config, kept *tls.Config) *tls.Config {
+	held := config.Clone()
+	if held.ClientAuth < tls.RequestClientCert && kept.ClientAuth >= tls.RequestClientCert {
+		held.ClientAuth = tls.RequestClientCert // verifyClient verifies it as kept does
+	}
+	next := held.VerifyConnection
+	held.VerifyConnection = func(cs tls.ConnectionState) error {
+		if err := verifyClient(kept, cs); err != nil {
+			return err
+		}
+		if next != nil {
+			return next(cs)
+		}
+		return nil
+	}
+	return held
 }
 
 // refuse counts err, which refuses a handshake because the web config or a file it names
