@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"net/http/httptrace"
 	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"sync"
@@ -353,4 +354,52 @@ func TestTLSWebConfigCutShortWhileSaved(t *testing.T) {
 			t.Errorf("step %d, client certificate %v: %v; want served %v", i, step.withCert, err, step.served)
 		}
 	}
+}
+
+// TestTLSConfigSavedWhileLoaded: the TLS files are stamped, then loaded, and the config
+// loaded is kept when the stamps had settled: a save in place of the web config begun in
+// between was loaded, cut short before client_auth_type, and kept, the config every
+// handshake's client is held to while a change is unsettled (see heldTo) among them: a
+// client without a certificate was let through for as long as the save lasted. What was
+// loaded is kept only when the stamps after the load are the ones before.
+func TestTLSConfigSavedWhileLoaded(t *testing.T) {
+	f := newTLSFiles(t, "", "")
+	clock := testclock.New(time.Now().Add(time.Minute)) // every file written has settled
+	required := &tls.Config{ClientAuth: tls.RequireAnyClientCert}
+	var save bool
+	configs := newTLSConfigs(f.webConfig, func(*tls.ClientHelloInfo) (*tls.Config, error) {
+		if !save {
+			return required.Clone(), nil
+		}
+		// The save begins as the files are loaded: what is loaded is cut short.
+		f.write(t, "web.yml", []byte("tls_server_config:\n  cert_file: cert.pem\n"))
+		if err := os.Chtimes(f.webConfig, clock.Now(), clock.Now()); err != nil {
+			t.Fatal(err)
+		}
+		return &tls.Config{}, nil
+	}, clock.Now, newWebConfigErrors(f.webConfig, slog.New(slog.DiscardHandler), clock.Now))
+	if _, err := configs.get(&tls.ClientHelloInfo{}); err != nil {
+		t.Fatal(err)
+	}
+	f.write(t, "key.pem", mustRead(t, filepath.Join(f.dir, "key.pem"))) // a change, settled
+	save = true
+	for i := range 2 {
+		config, err := configs.get(&tls.ClientHelloInfo{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// A client that gave no certificate, at the end of its handshake.
+		if config.VerifyConnection == nil || config.VerifyConnection(tls.ConnectionState{Version: tls.VersionTLS13}) == nil {
+			t.Errorf("handshake %d during the save: a client without a certificate is accepted", i+1)
+		}
+	}
+}
+
+func mustRead(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

@@ -184,8 +184,8 @@ const racyAge = 2 * time.Second
 // asked for, which any client that can connect can spend over and over. The config the
 // toolkit made is kept, and given to the next handshakes, for as long as none of those
 // files changed: their stamps (which file, size, modification and change times), taken
-// before the toolkit reads them, are all the same, and none had changed within racyAge of
-// when they were taken. A change is taken by the first handshake after it, as the toolkit takes it.
+// before the toolkit reads them, were the same right after it read them and are now, and
+// none had changed within racyAge of when they were taken. A change is taken by the first handshake after it, as the toolkit takes it.
 // What the toolkit fails to load is not kept (it may be a passing error, a file descriptor
 // short): it is counted, and each handshake loads again. So is a client CA file (or
 // client_ca) that holds no certificate, which the start refuses (checkClientCAs) and the
@@ -234,7 +234,7 @@ func (c *tlsConfigs) current(hello *tls.ClientHelloInfo) (*tls.Config, error) {
 
 // currentLocked is current, with c.mu held.
 func (c *tlsConfigs) currentLocked(hello *tls.ClientHelloInfo) (*tls.Config, error) {
-	if config := c.config.Load(); config != nil && c.unchanged() {
+	if config := c.config.Load(); config != nil && unchanged(c.stamps) {
 		return config, nil
 	}
 	c.config.Store(nil)
@@ -263,7 +263,9 @@ func (c *tlsConfigs) currentLocked(hello *tls.ClientHelloInfo) (*tls.Config, err
 		}
 	}
 	checkAllowedSANs(config)
-	if named != nil && settled(stamps, at) {
+	// Stamps that are not those after the load are of files changed while it read them:
+	// a save in place begun meanwhile may have been read cut short.
+	if named != nil && settled(stamps, at) && unchanged(stamps) {
 		c.config.Store(config)
 		c.stamps = stamps
 		c.last = config
@@ -308,9 +310,9 @@ func (c *tlsConfigs) refuse(err error) error {
 	return webConfigRefusal{err}
 }
 
-// unchanged reports whether the files of c.stamps are as they were.
-func (c *tlsConfigs) unchanged() bool {
-	for _, s := range c.stamps {
+// unchanged reports whether the files of stamps are as they were.
+func unchanged(stamps []fileStamp) bool {
+	for _, s := range stamps {
 		if !s.same(statFile(s.path)) {
 			return false
 		}
