@@ -222,6 +222,17 @@ func CheckWebConfig(path string, logger *slog.Logger) error {
 // dates.
 func checkWebConfig(path string, logger *slog.Logger) error {
 	if err := web.Validate(path); err != nil {
+		// The toolkit's error of a password that is no bcrypt hash names neither the key
+		// nor the user.
+		if c, _, rerr := readWebConfig(path); rerr == nil {
+			if _, bad := readUsers(c); bad != nil {
+				var errs []error
+				for _, user := range slices.Sorted(maps.Keys(bad)) {
+					errs = append(errs, fmt.Errorf("%w: give its bcrypt hash, as htpasswd -nBC 10 \"\" | tr -d ':\\n' prints it", bad[user]))
+				}
+				return errors.Join(errs...)
+			}
+		}
 		return err
 	}
 	// Read again, as the watch reads it: saved in between, it is held to what the toolkit

@@ -242,6 +242,9 @@ func (c *webConfigWatch) check() webConfigNow {
 	warnCostlyHashes(costly, c.costly, c.logger)
 	c.costly = costly
 	c.users, c.badHashes = readUsers(config)
+	for user, err := range c.badHashes {
+		c.badHashes[user] = fmt.Errorf("%w: its requests are refused as with a wrong password, as the start would refuse the web config", err)
+	}
 	c.stranger = ""
 	if c.badHashes != nil {
 		c.stranger = "stranger"
@@ -264,7 +267,7 @@ func readUsers(config *web.Config) (users map[string]string, badHashes map[strin
 			if badHashes == nil {
 				badHashes = map[string]error{}
 			}
-			badHashes[user] = fmt.Errorf("basic_auth_users: the password of %q is no bcrypt hash (%w): its requests are refused as with a wrong password, as the start would refuse the web config", user, err)
+			badHashes[user] = fmt.Errorf("basic_auth_users: the password of %q is no bcrypt hash (%w)", user, err)
 			continue
 		}
 		users[user] = hash
