@@ -75,7 +75,7 @@ func TestConfigCheckAsTheStart(t *testing.T) {
 		{"web config key unknown", []string{"--web.config.file=" + unknownKey}, 1,
 			[]string{"--web.config.file=" + unknownKey + ": ", "field basic_auth_user not found"}},
 		{"web config password not hashed", []string{"--web.config.file=" + notHash}, 1,
-			[]string{"--web.config.file=" + notHash + ": crypto/bcrypt: hashedSecret too short"}},
+			[]string{"--web.config.file=" + notHash + `: basic_auth_users: the password of "prometheus" is no bcrypt hash (crypto/bcrypt: hashedSecret too short`}},
 		{"web config certificate missing", []string{"--web.config.file=" + noCert}, 1, []string{"--web.config.file=" + noCert + ": ", "missing.crt"}},
 		{"web config key not the certificate's", []string{"--web.config.file=" + wrongKey}, 1,
 			[]string{"--web.config.file=" + wrongKey + ": ", "private key does not match public key"}},
@@ -89,7 +89,7 @@ func TestConfigCheckAsTheStart(t *testing.T) {
 			[]string{costly + ": warning: basic_auth_users: a password hash of this bcrypt cost", "user=costly", "cost=14"}},
 		// Every error is printed, the rule file's and the web config's.
 		{"rule file and web config wrong", []string{"--config.file=" + badRules, "--web.config.file=" + notHash}, 1,
-			[]string{badRules + ":1: ", "--web.config.file=" + notHash + ": crypto/bcrypt"}},
+			[]string{badRules + ":1: ", "--web.config.file=" + notHash + ": basic_auth_users"}},
 		{"listen address without port", []string{"--web.listen-address=:"}, 1, []string{"--web.listen-address=:: no port"}},
 		{"listen address port out of range", []string{"--web.listen-address=:99999"}, 1, []string{"--web.listen-address=:99999: ", "invalid port"}},
 		{"listen address no port at all", []string{"--web.listen-address=9907"}, 1, []string{"--web.listen-address=9907: ", "missing port"}},

@@ -57,6 +57,13 @@ func Handler(src Source, reg prometheus.Gatherer, errorLog *log.Logger) http.Han
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		keep, format := Negotiate(req)
+		gzipped := acceptsGzip(req.Header.Values("Accept-Encoding"))
+		if req.Method == http.MethodHead {
+			// No body is sent: nothing is read for it. Written, it would fail over
+			// HTTP/2, whose stream ends with a HEAD's headers, and count as an error.
+			setReplyHeader(w.Header(), format, gzipped)
+			return
+		}
 		rules := src.Scrape(keep, format)
 		defer rules.Close()
 		mfs, err := reg.Gather()
@@ -71,17 +78,10 @@ func Handler(src Source, reg prometheus.Gatherer, errorLog *log.Logger) http.Han
 		if keep != nil {
 			mfs = slices.DeleteFunc(mfs, func(mf *dto.MetricFamily) bool { return !keep(mf.GetName()) })
 		}
-		h := w.Header()
-		h.Add("Vary", "Accept")
-		h.Add("Vary", "Accept-Encoding")
-		h.Set("Content-Type", string(format))
-		// The label values are text of log lines, and /metrics is opened in browsers: it
-		// is to be taken as the type it names, never sniffed for HTML.
-		h.Set("X-Content-Type-Options", "nosniff")
+		setReplyHeader(w.Header(), format, gzipped)
 		var out io.Writer = w
 		var gz *kgzip.Writer
-		if acceptsGzip(req.Header.Values("Accept-Encoding")) {
-			h.Set("Content-Encoding", "gzip")
+		if gzipped {
 			gz = gzips.get(newGzipWriter)
 			gz.Reset(w)
 			out = gz
@@ -107,6 +107,19 @@ func Handler(src Source, reg prometheus.Gatherer, errorLog *log.Logger) http.Han
 			}
 		}
 	})
+}
+
+// setReplyHeader sets the header of a scrape's reply in format, gzipped or not.
+func setReplyHeader(h http.Header, format expfmt.Format, gzipped bool) {
+	h.Add("Vary", "Accept")
+	h.Add("Vary", "Accept-Encoding")
+	h.Set("Content-Type", string(format))
+	// The label values are text of log lines, and /metrics is opened in browsers: it is
+	// to be taken as the type it names, never sniffed for HTML.
+	h.Set("X-Content-Type-Options", "nosniff")
+	if gzipped {
+		h.Set("Content-Encoding", "gzip")
+	}
 }
 
 // Negotiate is what a Handler serves req: the families its name[] parameters name (keep

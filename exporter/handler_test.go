@@ -3,13 +3,16 @@ package exporter
 import (
 	"bytes"
 	"errors"
+	"io"
 	stdlog "log"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/common/expfmt"
 )
 
@@ -253,4 +256,102 @@ func TestHandlerNoSniff(t *testing.T) {
 			}
 		})
 	}
+}
+
+// countedRules counts the scrapes started.
+type countedRules struct{ n atomic.Int64 }
+
+func (c *countedRules) Scrape(func(string) bool, expfmt.Format) Scrape {
+	c.n.Add(1)
+	return noScrape{}
+}
+
+// TestHandlerHead: a HEAD of /metrics (an uptime check, a probe with method HEAD) read
+// every rule and gathered the registry for a body it does not send, and over HTTP/2,
+// whose stream ends with the headers of a HEAD, failed as it wrote: counted in
+// promhttp_metric_handler_errors_total{cause="encoding"} and logged as an error. It gets
+// the headers a GET gets, format and encoding negotiated, with nothing read, counted or
+// logged.
+func TestHandlerHead(t *testing.T) {
+	for _, http2 := range []bool{false, true} {
+		t.Run(map[bool]string{false: "HTTP/1.1", true: "HTTP/2"}[http2], func(t *testing.T) {
+			reg := prometheus.NewRegistry()
+			reg.MustRegister(collectors.NewGoCollector()) // a body of several chunks of HTTP/2's
+			var log bytes.Buffer
+			rules := &countedRules{}
+			srv := httptest.NewUnstartedServer(Handler(rules, reg, stdlog.New(&log, "", 0)))
+			srv.EnableHTTP2 = http2
+			srv.StartTLS()
+			defer srv.Close()
+			do := func(method, encoding string) *http.Response {
+				t.Helper()
+				req, err := http.NewRequest(method, srv.URL+"/metrics", nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				req.Header.Set("Accept", "application/openmetrics-text;version=1.0.0")
+				req.Header.Set("Accept-Encoding", encoding)
+				resp, err := srv.Client().Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				// Read to its end: a GET's reply left unread would fail its write.
+				if _, err := io.Copy(io.Discard, resp.Body); err != nil {
+					t.Fatal(err)
+				}
+				resp.Body.Close()
+				if want := map[bool]int{false: 1, true: 2}[http2]; resp.ProtoMajor != want {
+					t.Fatalf("served over %s; want HTTP/%d", resp.Proto, want)
+				}
+				resp.Header.Del("Date")
+				return resp
+			}
+			encodings := []string{"identity", "gzip"}
+			for _, encoding := range encodings {
+				get := do(http.MethodGet, encoding)
+				for range 3 {
+					head := do(http.MethodHead, encoding)
+					if head.StatusCode != http.StatusOK || !equalHeaders(head.Header, get.Header) {
+						t.Errorf("HEAD, %s: %d %v\nwant GET's: %d %v", encoding, head.StatusCode, head.Header, get.StatusCode, get.Header)
+					}
+				}
+			}
+			if n := rules.n.Load(); n != int64(len(encodings)) {
+				t.Errorf("%d scrapes of the rules; want %d, the GETs'", n, len(encodings))
+			}
+			errs, err := reg.Gather()
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, mf := range errs {
+				if mf.GetName() == "promhttp_metric_handler_errors_total" {
+					for _, m := range mf.GetMetric() {
+						if v := m.GetCounter().GetValue(); v != 0 {
+							t.Errorf("promhttp_metric_handler_errors_total{cause=%q} %v; want 0", m.GetLabel()[0].GetValue(), v)
+						}
+					}
+				}
+			}
+			if log.Len() != 0 {
+				t.Errorf("logged:\n%s", log.String())
+			}
+		})
+	}
+}
+
+// equalHeaders reports whether a and b hold the same values, but for a body's length,
+// which a HEAD need not tell.
+func equalHeaders(a, b http.Header) bool {
+	a, b = a.Clone(), b.Clone()
+	a.Del("Content-Length")
+	b.Del("Content-Length")
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if strings.Join(v, "\n") != strings.Join(b[k], "\n") {
+			return false
+		}
+	}
+	return true
 }

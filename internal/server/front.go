@@ -276,9 +276,16 @@ func (p *passage) Write(b []byte) (int, error) {
 func (p *passage) Unwrap() http.ResponseWriter { return p.ResponseWriter }
 
 // reached serves h, the exporter's handlers, behind the front and what exporter-toolkit
-// puts in front of them: a request that gets here passed the toolkit's checks.
+// puts in front of them: a request that gets here passed the toolkit's checks, and is
+// served if it passes what the web config's watch asks of it besides (mustPassKey), else
+// refused as the toolkit refuses a wrong password, the web config's headers set.
 func reached(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if pass, ok := r.Context().Value(mustPassKey{}).(func(*http.Request) bool); ok && !pass(r) {
+			w.Header().Set("WWW-Authenticate", "Basic")
+			http.Error(w, http.StatusText(http.StatusUnauthorized), http.StatusUnauthorized)
+			return
+		}
 		if p, ok := w.(*passage); ok {
 			p.arrive()
 			w = p.ResponseWriter

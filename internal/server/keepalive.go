@@ -64,20 +64,49 @@ func (c *tlsConfigs) recheck(h http.Handler) http.Handler {
 	})
 }
 
+// recheckWait is how long a request kept alive waits for the stamps, or the load, of the
+// web config's files (see accepts): a stat takes microseconds, unless its file system
+// hangs.
+const recheckWait = time.Second
+
 // accepts returns why the current TLS config would refuse the client of k, if it would
 // and the config is not the one k was last accepted by. A config c does not keep is of
 // files changed within racyAge, which may be in the middle of a save in place (a client
 // CA bundle cut short): k is checked once they settled, as c keeps their config. Nor is
 // k checked while another holds c's lock: a handshake reading the files (slowly, on a
 // network file system that hangs; over and over, while they do not load) would hold
-// every request kept alive, which it did not before; a later request checks k.
+// every request kept alive, which it did not before; a later request checks k. Nor,
+// past recheckWait, while its own look at the files lasts: their file system hung, it
+// would hold the request (and a scraper's connection, which its timeout then closes) for
+// as long as the hang, where the other requests kept alive are served; the look goes on
+// with the lock, and a later request checks k.
 func (c *tlsConfigs) accepts(k *keptConn) error {
 	if !c.mu.TryLock() {
 		return nil
 	}
-	config, err := c.currentLocked(&tls.ClientHelloInfo{Conn: k.conn.NetConn()})
-	c.mu.Unlock()
-	if err != nil || k.accepted.Load() == config || c.config.Load() != config {
+	type current struct {
+		config *tls.Config
+		err    error
+	}
+	looked := make(chan current, 1)
+	go func() {
+		config, err := c.currentLocked(&tls.ClientHelloInfo{Conn: k.conn.NetConn()})
+		c.mu.Unlock()
+		looked <- current{config, err}
+	}()
+	wait := time.NewTimer(recheckWait)
+	defer wait.Stop()
+	var config *tls.Config
+	select {
+	case cur := <-looked:
+		if cur.err != nil {
+			return nil
+		}
+		config = cur.config
+	case <-wait.C:
+		return nil
+	}
+	if k.accepted.Load() == config || c.config.Load() != config {
 		return nil
 	}
 	if err := verifyClient(config, k.conn.ConnectionState()); err != nil {

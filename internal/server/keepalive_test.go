@@ -8,6 +8,9 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/http/httptrace"
+	"os"
+	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -210,6 +213,68 @@ func TestKeptAliveRequestNotHeldByALoad(t *testing.T) {
 	<-served
 }
 
+// TestKeptAliveRequestNotHeldByItsLook: a request kept alive that takes the lock of the
+// web config's files stamps them, and loads them when they changed: on a file system
+// that hangs (a network mount) it waited for as long as the hang, with its connection,
+// which a scraper's timeout then closed, where the other connections kept alive were
+// served. It is served after recheckWait at most, the look going on; the requests after
+// it are served at once while it lasts, and once it ended the connection is checked at
+// a later request.
+func TestKeptAliveRequestNotHeldByItsLook(t *testing.T) {
+	f := newTLSFiles(t, "", "")
+	f.age(t, 0)
+	loading, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	now := settledClock()
+	configs := newTLSConfigs(f.webConfig, func(*tls.ClientHelloInfo) (*tls.Config, error) {
+		once.Do(func() { close(loading) })
+		<-release
+		return &tls.Config{ClientAuth: tls.RequireAnyClientCert}, nil
+	}, now, newWebConfigErrors(f.webConfig, slog.New(slog.DiscardHandler), now))
+	conn, other := net.Pipe()
+	defer conn.Close()
+	defer other.Close()
+	k := &keptConn{conn: tls.Server(conn, &tls.Config{})}
+	// serve serves a request of the connection, and tells whether it got to the handler
+	// (else its connection was closed).
+	serve := func() <-chan bool {
+		r := httptest.NewRequest(http.MethodGet, "/", nil)
+		r = r.WithContext(context.WithValue(r.Context(), keptConnKey{}, k))
+		served := make(chan bool, 1)
+		go func() {
+			ran := false
+			defer func() {
+				_ = recover() // http.ErrAbortHandler, of a connection closed
+				served <- ran
+			}()
+			configs.recheck(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { ran = true })).ServeHTTP(httptest.NewRecorder(), r)
+		}()
+		return served
+	}
+	first := serve()
+	<-loading
+	for i, served := range []<-chan bool{first, serve()} {
+		select {
+		case ran := <-served:
+			if !ran {
+				t.Fatalf("request %d refused; want served", i+1)
+			}
+		case <-time.After(10 * time.Second): // a bound, not a wait
+			t.Fatalf("request %d on a connection kept alive waited for the look at the files, which hangs", i+1)
+		}
+	}
+	close(release)
+	for !configs.mu.TryLock() { // the look ends
+		runtime.Gosched()
+	}
+	configs.mu.Unlock()
+	// The config it loaded requires a certificate, which the connection (no handshake)
+	// has not given.
+	if <-serve() {
+		t.Error("once the look ended, the connection was not checked against the config it loaded")
+	}
+}
+
 // getReused gets https://addr/ with client, and reports whether the request was sent on
 // the connection of the one before, and the protocol it was served by.
 func getReused(t *testing.T, client *http.Client, addr string) (reused bool, proto string, err error) {
@@ -225,4 +290,116 @@ func getReused(t *testing.T, client *http.Client, addr string) (reused bool, pro
 	}
 	resp.Body.Close()
 	return reused, resp.Proto, nil
+}
+
+// TestTLSWebConfigCutShortWhileSaved: exporter-toolkit loads the web config again for a
+// handshake after it changed, and a web config saved in place (truncated, then written)
+// may be read in between, cut short before client_auth_type and client_ca_file: the
+// handshake was made with what was read, which asks no client for a certificate, and a
+// client without one was served, on a connection it kept until the change settled.
+// While the files changed within racyAge, unsettled, a handshake's client must be
+// accepted by the config kept before the change too; once the change settled it is the
+// web config, and one that asks for no client certificate is served so.
+func TestTLSWebConfigCutShortWhileSaved(t *testing.T) {
+	const mTLS = "tls_server_config:\n  cert_file: cert.pem\n  key_file: key.pem\n  client_auth_type: RequireAndVerifyClientCert\n  client_ca_file: ca.pem\n"
+	f := newTLSFiles(t, "", "")
+	f.write(t, "web.yml", []byte(mTLS))
+	caPEM, ca, caKey := newCA(t, "scrapers' CA")
+	f.write(t, "ca.pem", caPEM)
+	// A minute ahead, every file written has settled; a save is made now by it by dating
+	// the file so.
+	clock := testclock.New(time.Now().Add(time.Minute))
+	logger := slog.New(slog.DiscardHandler)
+	addr := serveTLSLogged(t, f.webConfig, newWebConfigErrors(f.webConfig, logger, clock.Now), logger)
+	// get gets / on a new connection, with a client certificate or none.
+	get := func(withCert bool) error {
+		t.Helper()
+		config := &tls.Config{InsecureSkipVerify: true}
+		if withCert {
+			config.Certificates = []tls.Certificate{clientCert(t, ca, caKey, "scraper.example")}
+		}
+		transport := &http.Transport{TLSClientConfig: config}
+		defer transport.CloseIdleConnections()
+		resp, err := (&http.Client{Timeout: 5 * time.Second, Transport: transport}).Get("https://" + addr + "/")
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		return nil
+	}
+	for i, step := range []struct {
+		webConfig string // "" is as it was
+		settle    bool
+		withCert  bool
+		served    bool
+	}{
+		{"", false, true, true},
+		{"", false, false, false},
+		// Read in the middle of a save: cut short.
+		{"tls_server_config:\n  cert_file: cert.pem\n  key_file: key.pem\n", false, false, false},
+		{"", false, true, true},
+		// The save settled: the web config asks for no client certificate.
+		{"", true, false, true},
+	} {
+		if step.webConfig != "" {
+			f.write(t, "web.yml", []byte(step.webConfig))
+			if err := os.Chtimes(f.webConfig, clock.Now(), clock.Now()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if step.settle {
+			clock.Add(racyAge)
+		}
+		if err := get(step.withCert); (err == nil) != step.served {
+			t.Errorf("step %d, client certificate %v: %v; want served %v", i, step.withCert, err, step.served)
+		}
+	}
+}
+
+// TestTLSConfigSavedWhileLoaded: the TLS files are stamped, then loaded, and the config
+// loaded is kept when the stamps had settled: a save in place of the web config begun in
+// between was loaded, cut short before client_auth_type, and kept, the config every
+// handshake's client is held to while a change is unsettled (see heldTo) among them: a
+// client without a certificate was let through for as long as the save lasted. What was
+// loaded is kept only when the stamps after the load are the ones before.
+func TestTLSConfigSavedWhileLoaded(t *testing.T) {
+	f := newTLSFiles(t, "", "")
+	clock := testclock.New(time.Now().Add(time.Minute)) // every file written has settled
+	required := &tls.Config{ClientAuth: tls.RequireAnyClientCert}
+	var save bool
+	configs := newTLSConfigs(f.webConfig, func(*tls.ClientHelloInfo) (*tls.Config, error) {
+		if !save {
+			return required.Clone(), nil
+		}
+		// The save begins as the files are loaded: what is loaded is cut short.
+		f.write(t, "web.yml", []byte("tls_server_config:\n  cert_file: cert.pem\n"))
+		if err := os.Chtimes(f.webConfig, clock.Now(), clock.Now()); err != nil {
+			t.Fatal(err)
+		}
+		return &tls.Config{}, nil
+	}, clock.Now, newWebConfigErrors(f.webConfig, slog.New(slog.DiscardHandler), clock.Now))
+	if _, err := configs.get(&tls.ClientHelloInfo{}); err != nil {
+		t.Fatal(err)
+	}
+	f.write(t, "key.pem", mustRead(t, filepath.Join(f.dir, "key.pem"))) // a change, settled
+	save = true
+	for i := range 2 {
+		config, err := configs.get(&tls.ClientHelloInfo{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// A client that gave no certificate, at the end of its handshake.
+		if config.VerifyConnection == nil || config.VerifyConnection(tls.ConnectionState{Version: tls.VersionTLS13}) == nil {
+			t.Errorf("handshake %d during the save: a client without a certificate is accepted", i+1)
+		}
+	}
+}
+
+func mustRead(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

@@ -55,7 +55,7 @@ func TestServeFailsWhole(t *testing.T) {
 		// A web config that does not load names the file, whatever its error says.
 		{"web config not YAML", "127.0.0.1:0", notYAML, "--web.config.file=" + notYAML + ": yaml: line 1"},
 		{"web config key unknown", "127.0.0.1:0", unknownKey, "--web.config.file=" + unknownKey + ": yaml: unmarshal errors:\n  line 1: field basic_auth_user not found"},
-		{"web config password not hashed", "127.0.0.1:0", notHash, "--web.config.file=" + notHash + ": crypto/bcrypt: hashedSecret too short"},
+		{"web config password not hashed", "127.0.0.1:0", notHash, "--web.config.file=" + notHash + `: basic_auth_users: the password of "prometheus" is no bcrypt hash (crypto/bcrypt: hashedSecret too short`},
 		{"web config certificate missing", "127.0.0.1:0", noCert, "--web.config.file=" + noCert + ": "},
 		// exporter-toolkit would answer every request 429: a rate limit of no burst lets none through.
 		{"web config rate limit without burst", "127.0.0.1:0", noBurst, "--web.config.file=" + noBurst + ": rate_limit: burst 0 lets no request through"},
@@ -155,6 +155,31 @@ func TestCheckWebConfigAccepts(t *testing.T) {
 				t.Errorf("warned of:\n%s", log.String())
 			}
 		})
+	}
+}
+
+// TestCheckWebConfigNamesBrokenHash: a basic_auth_users password that is no bcrypt hash
+// (the docs' "$2y$10$..." copied as it is, the password itself) failed the start with
+// exporter-toolkit's error alone, "crypto/bcrypt: hashedSecret too short to be a
+// bcrypted password", naming neither the key nor the user. The error names both, every
+// such user, and how to make a hash.
+func TestCheckWebConfigNamesBrokenHash(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "web.yml")
+	text := "basic_auth_users:\n  prometheus: $2y$10$...\n  grafana: secret\n  usual: $2y$10$QOauhQNbBCuQDKes6eFzPeMqBSjb7Mr5DUmpZ/VcEd00UAV/LDeSi\n"
+	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	err := checkWebConfig(path, slog.New(slog.DiscardHandler))
+	if err == nil {
+		t.Fatal("accepted; want refused")
+	}
+	for _, want := range []string{"basic_auth_users", `"prometheus"`, `"grafana"`, "bcrypt", "htpasswd"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("%v\nwant it to say %s", err, want)
+		}
+	}
+	if strings.Contains(err.Error(), "usual") {
+		t.Errorf("%v\nnames a user whose hash is one", err)
 	}
 }
 

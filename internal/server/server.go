@@ -19,6 +19,7 @@ import (
 	"net/url"
 	"os"
 	"os/signal"
+	pathpkg "path"
 	"runtime"
 	"slices"
 	"strconv"
@@ -222,6 +223,17 @@ func CheckWebConfig(path string, logger *slog.Logger) error {
 // dates.
 func checkWebConfig(path string, logger *slog.Logger) error {
 	if err := web.Validate(path); err != nil {
+		// The toolkit's error of a password that is no bcrypt hash names neither the key
+		// nor the user.
+		if c, _, rerr := readWebConfig(path); rerr == nil {
+			if _, bad := readUsers(c); bad != nil {
+				var errs []error
+				for _, user := range slices.Sorted(maps.Keys(bad)) {
+					errs = append(errs, fmt.Errorf("%w: give its bcrypt hash, as htpasswd -nBC 10 \"\" | tr -d ':\\n' prints it", bad[user]))
+				}
+				return errors.Join(errs...)
+			}
+		}
 		return err
 	}
 	// Read again, as the watch reads it: saved in between, it is held to what the toolkit
@@ -873,7 +885,11 @@ var reservedPaths = []string{"/", "/-/healthy", "/-/ready", "/-/reload", status.
 
 // CheckTelemetryPath refuses a metrics path the mux cannot serve, which would otherwise
 // panic after the inputs started: it registers the path next to the reserved ones on a
-// scratch mux, which panics on a pattern it rejects or a conflict.
+// scratch mux, which panics on a pattern it rejects or a conflict. It refuses too a path
+// no scraper's request reaches, which would serve the metrics nowhere: one the mux
+// redirects requests for (not clean), or holding a query or fragment, which a scraper
+// sends apart from the path; and one holding a wildcard of the mux's patterns, which
+// would serve them at every path of its shape.
 func CheckTelemetryPath(path string) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
@@ -882,6 +898,20 @@ func CheckTelemetryPath(path string) (err error) {
 	}()
 	if !strings.HasPrefix(path, "/") {
 		return fmt.Errorf("%q must start with /", path)
+	}
+	if strings.ContainsAny(path, "?#") {
+		return fmt.Errorf("%q holds a query or fragment (? or #), which a scraper sends apart from the path: give the path alone", path)
+	}
+	// As the mux cleans a request's path, keeping a trailing slash.
+	cleaned := pathpkg.Clean(path)
+	if strings.HasSuffix(path, "/") && cleaned != "/" {
+		cleaned += "/"
+	}
+	if cleaned != path {
+		return fmt.Errorf("%q is not a clean path: requests for it are redirected to %q, where nothing would be served; give %q", path, cleaned, cleaned)
+	}
+	if strings.ContainsAny(path, "{}") {
+		return fmt.Errorf("%q holds { or }, which the mux reads as a wildcard: the metrics would be served at every path of its shape", path)
 	}
 	mux := http.NewServeMux()
 	for _, p := range append(slices.Clone(reservedPaths), path) {

@@ -449,8 +449,34 @@ func TestReloadRenamedInputKeepsItsPlace(t *testing.T) {
 	}
 }
 
+// TestTelemetryPathUnreachableRefused: a metrics path no scraper's request reaches was
+// taken, and the exporter started to serve the metrics nowhere, every scrape answered
+// 404: one not clean ("//metrics" of a template joining "/" and "/metrics", "/a/../b"),
+// whose requests the mux redirects to the path cleaned, or holding a query ("?": a
+// scraper sends what follows as the query of the path before it). One holding a wildcard
+// ("{x}") served the metrics at every path of its shape. Each is refused, with why.
+func TestTelemetryPathUnreachableRefused(t *testing.T) {
+	for _, tc := range []struct{ path, want string }{
+		{"//metrics", `redirected to "/metrics"`},
+		{"/probe/../metrics", `redirected to "/metrics"`},
+		{"/probe/./metrics", `redirected to "/probe/metrics"`},
+		{"/metrics//", `redirected to "/metrics/"`},
+		{"/metrics?format=text", "query"},
+		{"/metrics#top", "fragment"},
+		{"/{x}", "wildcard"},
+		{"/probe/{target}", "wildcard"},
+		{"/metrics/{$}", "wildcard"},
+	} {
+		t.Run(tc.path, func(t *testing.T) {
+			if err := CheckTelemetryPath(tc.path); err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("%v; want refused, saying %q", err, tc.want)
+			}
+		})
+	}
+}
+
 func TestTelemetryPathAccepted(t *testing.T) {
-	for _, path := range []string{"/metrics", "/probe/metrics", "/-/metrics"} {
+	for _, path := range []string{"/metrics", "/probe/metrics", "/-/metrics", "/metrics/"} {
 		if err := CheckTelemetryPath(path); err != nil {
 			t.Errorf("%s: %v", path, err)
 		}

@@ -48,10 +48,10 @@ type toolkit struct {
 	// path is the web config's, whose errors are counted in errors.
 	path   string
 	errors *webConfigErrors
-	// rateLimit is the web config's rate_limit as the toolkit took it; costly its costly
-	// password hashes, which the start warned of.
+	// rateLimit is the web config's rate_limit as the toolkit took it; read what else
+	// the watch takes of the web config the toolkit read.
 	rateLimit web.RateLimiterConfig
-	costly    map[string]string
+	read      startRead
 }
 
 // setUpToolkit has web.Serve set up what it would serve in front of h on a listener of
@@ -81,7 +81,8 @@ func setUpToolkit(addr net.Addr, h http.Handler, flags *web.FlagConfig, configEr
 		t.handler = scratch.Handler
 		// Read as the toolkit read it a moment before, with no error.
 		if config, _, err := readWebConfig(t.path); err == nil {
-			t.rateLimit, t.costly = config.RateLimiterConfig, costlyHashes(config)
+			users, _ := readUsers(config) // the start refused a hash that is none
+			t.rateLimit, t.read = readStartOnly(config).rateLimit, startRead{costly: costlyHashes(config), users: users}
 		}
 		if l == net.Listener(t.idle) {
 			return t, nil
@@ -131,7 +132,7 @@ func checkToolkitSetUp(srv *http.Server, l, idle net.Listener) error {
 // the toolkit takes without a word of the web config changed is told (webConfigWatch).
 func (t *toolkit) serve(l net.Listener, srv *http.Server) error {
 	started := startOnly{tls: t.tls != nil, http2: t.http2, rateLimit: t.rateLimit}
-	srv.Handler = t.errors.watch.handler(t.handler, l.Addr().String(), started, t.costly)
+	srv.Handler = t.errors.watch.handler(t.handler, l.Addr().String(), started, t.read)
 	if t.tls == nil {
 		return srv.Serve(servePlain(l, srv))
 	}
@@ -183,8 +184,8 @@ const racyAge = 2 * time.Second
 // asked for, which any client that can connect can spend over and over. The config the
 // toolkit made is kept, and given to the next handshakes, for as long as none of those
 // files changed: their stamps (which file, size, modification and change times), taken
-// before the toolkit reads them, are all the same, and none had changed within racyAge of
-// when they were taken. A change is taken by the first handshake after it, as the toolkit takes it.
+// before the toolkit reads them, were the same right after it read them and are now, and
+// none had changed within racyAge of when they were taken. A change is taken by the first handshake after it, as the toolkit takes it.
 // What the toolkit fails to load is not kept (it may be a passing error, a file descriptor
 // short): it is counted, and each handshake loads again. So is a client CA file (or
 // client_ca) that holds no certificate, which the start refuses (checkClientCAs) and the
@@ -202,6 +203,9 @@ type tlsConfigs struct {
 	// under mu, and read without it as a connection is accepted (see connContext).
 	config atomic.Pointer[tls.Config]
 	stamps []fileStamp
+	// last is the config last kept, which a handshake's client must be accepted by too
+	// while the files changed since are unsettled (see heldTo). Under mu.
+	last *tls.Config
 	// closed counts the connections closed by recheck, for the log.
 	closed atomic.Int64
 }
@@ -230,7 +234,7 @@ func (c *tlsConfigs) current(hello *tls.ClientHelloInfo) (*tls.Config, error) {
 
 // currentLocked is current, with c.mu held.
 func (c *tlsConfigs) currentLocked(hello *tls.ClientHelloInfo) (*tls.Config, error) {
-	if config := c.config.Load(); config != nil && c.unchanged() {
+	if config := c.config.Load(); config != nil && unchanged(c.stamps) {
 		return config, nil
 	}
 	c.config.Store(nil)
@@ -259,11 +263,44 @@ func (c *tlsConfigs) currentLocked(hello *tls.ClientHelloInfo) (*tls.Config, err
 		}
 	}
 	checkAllowedSANs(config)
-	if named != nil && settled(stamps, at) {
+	// Stamps that are not those after the load are of files changed while it read them:
+	// a save in place begun meanwhile may have been read cut short.
+	if named != nil && settled(stamps, at) && unchanged(stamps) {
 		c.config.Store(config)
 		c.stamps = stamps
+		c.last = config
+		return config, nil
+	}
+	if c.last != nil {
+		return heldTo(config, c.last), nil
 	}
 	return config, nil
+}
+
+// heldTo is config, loaded from files that changed within racyAge, holding a handshake's
+// client to kept, the config of the files before their change, too. The web config saved
+// in place (truncated, then written) may have been read in between, cut short before
+// client_auth_type or client_ca_file: a handshake made with what was read would ask no
+// client for a certificate, and let any client through. So a client that kept would ask
+// for a certificate is asked for one, and one that kept would refuse (see verifyClient)
+// is refused: a change that lets more clients through takes effect once it settled, as
+// tlsConfigs then keeps its config, one that lets fewer through at once.
+func heldTo(config, kept *tls.Config) *tls.Config {
+	held := config.Clone()
+	if held.ClientAuth < tls.RequestClientCert && kept.ClientAuth >= tls.RequestClientCert {
+		held.ClientAuth = tls.RequestClientCert // verifyClient verifies it as kept does
+	}
+	next := held.VerifyConnection
+	held.VerifyConnection = func(cs tls.ConnectionState) error {
+		if err := verifyClient(kept, cs); err != nil {
+			return err
+		}
+		if next != nil {
+			return next(cs)
+		}
+		return nil
+	}
+	return held
 }
 
 // refuse counts err, which refuses a handshake because the web config or a file it names
@@ -273,9 +310,9 @@ func (c *tlsConfigs) refuse(err error) error {
 	return webConfigRefusal{err}
 }
 
-// unchanged reports whether the files of c.stamps are as they were.
-func (c *tlsConfigs) unchanged() bool {
-	for _, s := range c.stamps {
+// unchanged reports whether the files of stamps are as they were.
+func unchanged(stamps []fileStamp) bool {
+	for _, s := range stamps {
 		if !s.same(statFile(s.path)) {
 			return false
 		}
@@ -433,8 +470,9 @@ const toolkitParseError = "Unable to parse configuration"
 const webConfigErrorsLogged = time.Minute
 
 // webConfigErrors counts the requests answered 500 and the TLS handshakes refused because
-// the web config, edited while the exporter runs, no longer loads: exporter-toolkit reads
-// it again for each of them, and would log an error for each. The first is logged, then
+// the web config, edited while the exporter runs, no longer loads (exporter-toolkit reads
+// it again for each of them, and would log an error for each), and the requests of a
+// user whose hash it holds as no bcrypt hash. The first is logged, then
 // an error other than the last one logged, and else one a minute at most, with the count
 // so far; logwindow_web_config_errors_total counts them all, where a scrape after the fix
 // shows them.
@@ -454,12 +492,18 @@ type webConfigErrors struct {
 // makes the file's watch.
 func newWebConfigErrors(path string, logger *slog.Logger, now func() time.Time) *webConfigErrors {
 	e := &webConfigErrors{logger: logger.With("web_config", path), now: now}
-	e.watch = &webConfigWatch{path: path, logger: e.logger, errors: e}
+	e.watch = &webConfigWatch{path: path, logger: e.logger, errors: e, readConfig: readWebConfig}
 	return e
 }
 
 func (e *webConfigErrors) request(err string) {
 	e.add("requests answered 500: the web config does not load (it changed since the start)", err)
+}
+
+// badHash is told of a request of a user whose basic_auth_users hash is no bcrypt hash,
+// which is refused as a wrong password is (see webConfigWatch).
+func (e *webConfigErrors) badHash(err error) {
+	e.add("requests refused as with a wrong password (401, or 429 past rate_limit): the web config holds their user's password as no bcrypt hash (it changed since the start)", err.Error())
 }
 
 // handshake is told of the files too: a key renewed without its certificate, or a client

@@ -1,6 +1,8 @@
 package server
 
 import (
+	"context"
+	"crypto/sha256"
 	"crypto/tls"
 	"fmt"
 	"log/slog"
@@ -29,10 +31,22 @@ import (
 //   - A basic_auth_users hash of a high bcrypt cost is warned of, as the start warns of
 //     one (checkWebConfig).
 //   - A basic_auth_users hash that is no bcrypt hash (the password itself, a hash cut
-//     short or whose $ a template ate), which the start refuses, would have the toolkit
-//     answer that user's every request 401, as though the password were wrong. Such a
-//     request is answered 500, as the toolkit answers every request while the web config
-//     does not load, and counted and logged with those (webConfigErrors).
+//     short or whose $ a template ate), which the start refuses, has the toolkit answer
+//     that user's every request 401, as though the password were wrong, with no word.
+//     Such a request is counted and logged with the errors of a web config that does not
+//     load (webConfigErrors), and handed to the toolkit as a request of a user the web
+//     config does not hold, with the same password: so it is answered as a wrong
+//     password is, after the same rate limit, with the same headers and in the same time
+//     (the toolkit checks it against its hash for unknown users, where a broken hash
+//     fails at once), and a client learns nothing of which users have a broken hash, or
+//     are users at all.
+//   - The toolkit serves every request without a password when the web config it reads
+//     holds no basic_auth_users: a web config saved in place (truncated, then written)
+//     read in between, empty or cut short, would let any client through. While the web
+//     config changed within racyAge, unsettled, a request the toolkit lets through must
+//     pass the basic auth of the web config last read too (see mustPassKey): a change
+//     that lets more through (users taken out, a password changed) takes effect once it
+//     settled, one that lets fewer through at once.
 //
 // Each request looks at the web config's stamp, a stat, and reads it again when it
 // changed, once the change settled (the toolkit reads and parses it for each request
@@ -43,13 +57,23 @@ type webConfigWatch struct {
 	path   string
 	logger *slog.Logger
 	errors *webConfigErrors
+	// readConfig reads the web config (readWebConfig).
+	readConfig func(path string) (*web.Config, int, error)
 
 	mu    sync.Mutex
 	stamp fileStamp
 	// listeners are the listeners served, each with what the toolkit took at its start.
 	listeners []*watchedListener
-	// badHashes are the errors of the users' hashes that bcrypt does not take, by user.
+	// badHashes are the errors of the users' hashes that bcrypt does not take, by user;
+	// stranger is a user name the web config does not hold, when there are some.
 	badHashes map[string]error
+	stranger  string
+	// users are the bcrypt hashes of the web config last read, by user (nil when it
+	// asks for no password); verified the keys of the credentials that passed them
+	// (see passes), checked one at a time under bcryptMu.
+	users    map[string]string
+	verified map[[sha256.Size]byte]struct{}
+	bcryptMu sync.Mutex
 	// costly are the users whose hash is of a bcrypt cost warned of, with their hash.
 	costly map[string]string
 }
@@ -71,9 +95,16 @@ type startOnly struct {
 	rateLimit web.RateLimiterConfig
 }
 
-// readStartOnly is what config says of the keys of startOnly.
+// readStartOnly is what config says of the keys of startOnly. A rate_limit without an
+// interval, or with one below zero, limits nothing (the toolkit makes no limiter of the
+// one, and one of no limit of the other, whatever the burst): it is taken for none, so
+// that a change among such limits is not warned of.
 func readStartOnly(config *web.Config) startOnly {
-	return startOnly{tls: config.TLSConfig.IsEnabled(), http2: config.HTTPConfig.HTTP2, rateLimit: config.RateLimiterConfig}
+	s := startOnly{tls: config.TLSConfig.IsEnabled(), http2: config.HTTPConfig.HTTP2, rateLimit: config.RateLimiterConfig}
+	if s.rateLimit.Interval <= 0 {
+		s.rateLimit = web.RateLimiterConfig{}
+	}
+	return s
 }
 
 // changes describes what of now is not served as now says, the start having taken s.
@@ -87,69 +118,161 @@ func (s startOnly) changes(now startOnly) []string {
 	case s.tls && now.http2 != s.http2:
 		changes = append(changes, fmt.Sprintf("http_server_config.http2 changed: HTTP/2 is served as at the start, http2: %v", s.http2))
 	}
-	if now.rateLimit != s.rateLimit {
-		changes = append(changes, fmt.Sprintf("rate_limit changed: the start's is in force, burst %d, interval %v (none with interval 0)", s.rateLimit.Burst, s.rateLimit.Interval))
+	switch {
+	case now.rateLimit == s.rateLimit:
+	case s.rateLimit == web.RateLimiterConfig{}:
+		changes = append(changes, "rate_limit changed: the start's is in force, which limits nothing")
+	default:
+		changes = append(changes, fmt.Sprintf("rate_limit changed: the start's is in force, burst %d, interval %v", s.rateLimit.Burst, s.rateLimit.Interval))
 	}
 	return changes
 }
 
+// startRead is what a listener's start read of the web config, for its watch: the hashes
+// the start warned of (costly), and the bcrypt hashes of the users (see readUsers).
+type startRead struct {
+	costly, users map[string]string
+}
+
 // handler serves h for a listener of addr, started as s says, looking at the web config
-// first. costly are the hashes the start warned of: those of the first listener's start
-// are the watch's, each listener's start reading the one file.
-func (c *webConfigWatch) handler(h http.Handler, addr string, s startOnly, costly map[string]string) http.Handler {
+// first. What the first listener's start read is the watch's, each listener's start
+// reading the one file: so a save begun before the first request is held to the users
+// the start read.
+func (c *webConfigWatch) handler(h http.Handler, addr string, s startOnly, read startRead) http.Handler {
 	c.mu.Lock()
 	if len(c.listeners) == 0 {
-		c.costly = costly
+		c.costly, c.users = read.costly, read.users
 	}
 	c.listeners = append(c.listeners, &watchedListener{addr: addr, started: s, warned: s})
 	c.mu.Unlock()
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		badHashes := c.check()
-		if user, _, ok := r.BasicAuth(); ok && badHashes[user] != nil {
-			c.errors.request(badHashes[user].Error())
-			http.Error(w, http.StatusText(http.StatusInternalServerError), http.StatusInternalServerError)
-			return
+		now := c.check()
+		if user, password, ok := r.BasicAuth(); ok && now.badHashes[user] != nil {
+			c.errors.badHash(now.badHashes[user])
+			r = r.Clone(r.Context())
+			r.SetBasicAuth(now.stranger, password)
+		}
+		if now.users != nil {
+			users := now.users
+			r = r.WithContext(context.WithValue(r.Context(), mustPassKey{}, func(r *http.Request) bool { return c.passes(users, r) }))
 		}
 		h.ServeHTTP(w, r)
 	})
 }
 
+// mustPassKey is the context key of what a request the toolkit let through must pass
+// besides, a func(*http.Request) bool: reached refuses it as the toolkit refuses a wrong
+// password when the func is false.
+type mustPassKey struct{}
+
+// webConfigNow is what a webConfigWatch tells a request of the web config.
+type webConfigNow struct {
+	// badHashes are the errors of the users' hashes, with a user name it does not hold
+	// when there are some.
+	badHashes map[string]error
+	stranger  string
+	// users, when not nil, are the users whose basic auth the request must pass besides
+	// the toolkit's (see passes): those of the web config last read, when it changed
+	// since, unsettled.
+	users map[string]string
+}
+
+// passes reports whether the basic auth credentials of r are those of one of users.
+// Credentials that passed are remembered (knownCredentials of them), as the toolkit
+// remembers its checks: a scraper's requests, which passed the toolkit's check, are
+// checked once while the web config is unsettled.
+func (c *webConfigWatch) passes(users map[string]string, r *http.Request) bool {
+	user, password, ok := r.BasicAuth()
+	hash, held := users[user]
+	if !ok || !held {
+		return false
+	}
+	// Neither a bcrypt hash nor a user name of basic auth holds a colon.
+	key := sha256.Sum256([]byte(hash + ":" + user + ":" + password))
+	c.mu.Lock()
+	_, known := c.verified[key]
+	c.mu.Unlock()
+	if known {
+		return true
+	}
+	c.bcryptMu.Lock()
+	err := bcrypt.CompareHashAndPassword([]byte(hash), []byte(password))
+	c.bcryptMu.Unlock()
+	if err != nil {
+		return false
+	}
+	c.mu.Lock()
+	if c.verified == nil || len(c.verified) >= knownCredentials {
+		c.verified = map[[sha256.Size]byte]struct{}{}
+	}
+	c.verified[key] = struct{}{}
+	c.mu.Unlock()
+	return true
+}
+
 // check reads the web config if it changed since it was last read, warns of a change of
-// the keys the toolkit took at the start only, and returns the errors of its users'
-// hashes.
-func (c *webConfigWatch) check() map[string]error {
+// the keys the toolkit took at the start only, and returns what a request is to be told
+// of it.
+func (c *webConfigWatch) check() webConfigNow {
 	s := statFile(c.path)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if s.same(c.stamp) {
-		return c.badHashes
+		return webConfigNow{badHashes: c.badHashes, stranger: c.stranger}
 	}
+	// What the toolkit reads may be the web config in the middle of a save.
+	unsettled := webConfigNow{badHashes: c.badHashes, stranger: c.stranger, users: c.users}
 	// A web config saved in place (truncated, then written) may be read in between, empty
 	// or cut short: what is read within racyAge of its change waits for the change to
 	// settle, as tlsConfigs keeps no config of files so changed. A stamp kept once it
 	// settled tells any later change, at any granularity of its file system's times.
 	if !settled([]fileStamp{s}, c.errors.now()) {
-		return c.badHashes
+		return unsettled
+	}
+	config, _, err := c.readConfig(c.path)
+	if !statFile(c.path).same(s) {
+		return unsettled // saved while it was read: what was read may be cut short
 	}
 	c.stamp = s
-	config, _, err := readWebConfig(c.path)
 	if err != nil {
-		return c.badHashes // the toolkit answers 500, and webConfigErrors tells it
+		return unsettled // the toolkit answers 500, and webConfigErrors tells it
 	}
 	c.warnStartOnly(readStartOnly(config))
 	costly := costlyHashes(config)
 	warnCostlyHashes(costly, c.costly, c.logger)
 	c.costly = costly
-	c.badHashes = nil
-	for _, user := range slices.Sorted(maps.Keys(config.Users)) {
-		if _, err := bcrypt.Cost([]byte(config.Users[user])); err != nil {
-			if c.badHashes == nil {
-				c.badHashes = map[string]error{}
-			}
-			c.badHashes[user] = fmt.Errorf("basic_auth_users: the password of %q is no bcrypt hash (%w): its requests are answered 500, as the start would refuse the web config", user, err)
+	c.users, c.badHashes = readUsers(config)
+	for user, err := range c.badHashes {
+		c.badHashes[user] = fmt.Errorf("%w: its requests are refused as with a wrong password, as the start would refuse the web config", err)
+	}
+	c.stranger = ""
+	if c.badHashes != nil {
+		c.stranger = "stranger"
+		for _, held := config.Users[c.stranger]; held; _, held = config.Users[c.stranger] {
+			c.stranger += "_"
 		}
 	}
-	return c.badHashes
+	return webConfigNow{badHashes: c.badHashes, stranger: c.stranger}
+}
+
+// readUsers returns the bcrypt hashes of the users of config, by user (nil when it has
+// none, a map of none when none is a bcrypt hash), and the errors of the others' hashes.
+func readUsers(config *web.Config) (users map[string]string, badHashes map[string]error) {
+	for _, user := range slices.Sorted(maps.Keys(config.Users)) {
+		hash := string(config.Users[user])
+		if users == nil {
+			users = map[string]string{}
+		}
+		if _, err := bcrypt.Cost([]byte(hash)); err != nil {
+			if badHashes == nil {
+				badHashes = map[string]error{}
+			}
+			badHashes[user] = fmt.Errorf("basic_auth_users: the password of %q is no bcrypt hash (%w)", user, err)
+			continue
+		}
+		users[user] = hash
+	}
+	return users, badHashes
 }
 
 // warnStartOnly warns of what the web config, saying now of the keys of startOnly, changed

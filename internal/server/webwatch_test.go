@@ -7,7 +7,10 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/httptest"
+	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -33,16 +36,16 @@ func TestStartOnlyKeysChangedAtRuntime(t *testing.T) {
 	const withTLS = "tls_server_config:\n  cert_file: cert.pem\n  key_file: key.pem\n"
 	const withoutTLS = "http_server_config:\n  headers:\n    X-Content-Type-Options: nosniff\n"
 	const rateLimit = "rate_limit:\n  burst: 1000\n  interval: 1ms\n"
-	t.Run("plain HTTP", func(t *testing.T) {
-		f := newTLSFiles(t, "", "")
-		f.write(t, "web.yml", []byte(withoutTLS+rateLimit))
-		var logged syncbuf.Buffer
-		logger := slog.New(slog.NewTextHandler(&logged, nil))
-		addr := servePlainLogged(t, f.webConfig, newWebConfigErrors(f.webConfig, logger, settledClock()), logger)
-		for i, step := range []struct {
-			webConfig string // "" is as it was, the start's at the first step
-			want      string // in the warning; "" is none
-		}{
+	type step struct {
+		webConfig string // "" is as it was, the start's at the first step
+		want      string // in the warning; "" is none
+	}
+	for _, tc := range []struct {
+		name  string
+		start string
+		steps []step
+	}{
+		{"plain HTTP", withoutTLS + rateLimit, []step{
 			{"", ""},
 			{"http_server_config:\n  headers:\n    X-Frame-Options: deny\n" + rateLimit, ""},
 			{withoutTLS + "rate_limit:\n  burst: 2000\n  interval: 1ms\n", "rate_limit"},
@@ -52,31 +55,50 @@ func TestStartOnlyKeysChangedAtRuntime(t *testing.T) {
 			// rate_limit is not taken for gone.
 			{withoutTLS + "rate_limits:\n  burst: 1\n", ""},
 			{withTLS + rateLimit, "tls_server_config added: this address serves plain HTTP"},
-		} {
-			if step.webConfig != "" {
-				f.write(t, "web.yml", []byte(step.webConfig))
-			}
-			before := strings.Count(logged.String(), "level=WARN")
-			for range 2 {
-				resp, err := http.Get("http://" + addr + "/")
-				if err != nil {
-					t.Fatal(err)
+		}},
+		// A rate_limit without an interval, or with one below zero, limits nothing, as
+		// none does: a change among them changes nothing served, and one from them to a
+		// limit is warned of.
+		{"rate_limit that limits nothing", withoutTLS + "rate_limit:\n  burst: 5\n", []step{
+			{"", ""},
+			{withoutTLS, ""},
+			{withoutTLS + "rate_limit:\n  burst: 3\n  interval: -1s\n", ""},
+			{withoutTLS + "rate_limit:\n  interval: 0s\n", ""},
+			{withoutTLS + rateLimit, "rate_limit changed: the start's is in force, which limits nothing"},
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newTLSFiles(t, "", "")
+			f.write(t, "web.yml", []byte(tc.start))
+			var logged syncbuf.Buffer
+			logger := slog.New(slog.NewTextHandler(&logged, nil))
+			addr := servePlainLogged(t, f.webConfig, newWebConfigErrors(f.webConfig, logger, settledClock()), logger)
+			for i, step := range tc.steps {
+				if step.webConfig != "" {
+					f.write(t, "web.yml", []byte(step.webConfig))
 				}
-				resp.Body.Close()
-				if want := http.StatusNotFound; resp.StatusCode != want && (resp.StatusCode != http.StatusInternalServerError || !strings.Contains(step.webConfig, "rate_limits")) {
-					t.Fatalf("step %d: served %d; want the handler's 404", i, resp.StatusCode)
+				before := strings.Count(logged.String(), "level=WARN")
+				for range 2 {
+					resp, err := http.Get("http://" + addr + "/")
+					if err != nil {
+						t.Fatal(err)
+					}
+					resp.Body.Close()
+					if want := http.StatusNotFound; resp.StatusCode != want && (resp.StatusCode != http.StatusInternalServerError || !strings.Contains(step.webConfig, "rate_limits")) {
+						t.Fatalf("step %d: served %d; want the handler's 404", i, resp.StatusCode)
+					}
+				}
+				got := logged.String()
+				warned := strings.Count(got, "level=WARN") - before
+				switch {
+				case step.want == "" && warned != 0:
+					t.Errorf("step %d: warned, want not:\n%s", i, got)
+				case step.want != "" && (warned != 1 || !strings.Contains(got, step.want) || !strings.Contains(got, "restart")):
+					t.Errorf("step %d: warned %d times; want once, of %q and the restart:\n%s", i, warned, step.want, got)
 				}
 			}
-			got := logged.String()
-			warned := strings.Count(got, "level=WARN") - before
-			switch {
-			case step.want == "" && warned != 0:
-				t.Errorf("step %d: warned, want not:\n%s", i, got)
-			case step.want != "" && (warned != 1 || !strings.Contains(got, step.want) || !strings.Contains(got, "restart")):
-				t.Errorf("step %d: warned %d times; want once, of %q and the restart:\n%s", i, warned, step.want, got)
-			}
-		}
-	})
+		})
+	}
 	t.Run("HTTP/2 switched off", func(t *testing.T) {
 		f := newTLSFiles(t, "", "")
 		var logged syncbuf.Buffer
@@ -119,9 +141,11 @@ func TestStartOnlyKeysChangedAtRuntime(t *testing.T) {
 // TestPasswordHashBrokenAtRuntime: a basic_auth_users hash edited, while the exporter
 // runs, into what is no bcrypt hash (the password itself, as a user who copies the docs
 // may put it; a hash cut short or whose $ a template ate) made exporter-toolkit answer
-// every request of that user 401, as though the password were wrong, with no word: the
-// start refuses such a web config, and a web config that no longer loads answers 500,
-// counted and logged. Requests with that user's credentials are answered 500, counted in
+// every request of that user 401 with no word, for the start refuses such a web config.
+// Those requests were then answered 500, before the toolkit: that told any client which
+// users the web config holds, and which have a broken hash, and let it past rate_limit
+// and without the configured headers. They are answered as a wrong password is, the
+// rate limit and headers with it, while they are counted in
 // logwindow_web_config_errors_total and logged naming the user; another user's are
 // served as before.
 func TestPasswordHashBrokenAtRuntime(t *testing.T) {
@@ -129,8 +153,10 @@ func TestPasswordHashBrokenAtRuntime(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Five requests in all, the last past the burst.
+	const more = "http_server_config:\n  headers:\n    X-Frame-Options: deny\nrate_limit:\n  burst: 4\n  interval: 1h\n"
 	users := func(scraper string) []byte {
-		return []byte("basic_auth_users:\n  scraper: '" + scraper + "'\n  other: '" + string(good) + "'\n")
+		return []byte(more + "basic_auth_users:\n  scraper: '" + scraper + "'\n  other: '" + string(good) + "'\n")
 	}
 	for _, tc := range []struct {
 		name      string
@@ -163,31 +189,42 @@ func TestPasswordHashBrokenAtRuntime(t *testing.T) {
 			logger := slog.New(slog.NewTextHandler(&logged, nil))
 			errors := newWebConfigErrors(f.webConfig, logger, settledClock())
 			url, client := tc.serve(t, f.webConfig, errors, logger)
-			get := func(user string) int {
+			// get returns the answer to user's request, without its Date.
+			get := func(user, password string) string {
 				t.Helper()
 				req, err := http.NewRequest(http.MethodGet, url, nil)
 				if err != nil {
 					t.Fatal(err)
 				}
-				req.SetBasicAuth(user, "secret")
+				req.SetBasicAuth(user, password)
 				resp, err := client.Do(req)
 				if err != nil {
 					t.Fatal(err)
 				}
-				resp.Body.Close()
-				return resp.StatusCode
+				defer resp.Body.Close()
+				body, err := io.ReadAll(resp.Body)
+				if err != nil {
+					t.Fatal(err)
+				}
+				resp.Header.Del("Date")
+				return fmt.Sprintf("%d %v %q", resp.StatusCode, resp.Header, body)
 			}
-			if code := get("scraper"); code != http.StatusOK {
-				t.Fatalf("before the change: %d; want 200", code)
+			if got := get("scraper", "secret"); !strings.HasPrefix(got, "200 ") {
+				t.Fatalf("before the change: %s; want 200", got)
 			}
 			f.write(t, "web.yml", append([]byte(tc.webConfig), users("secret")...))
-			for i := range 2 {
-				if code := get("scraper"); code != http.StatusInternalServerError {
-					t.Errorf("request %d of the user whose hash is broken: %d; want 500", i, code)
-				}
+			wrong := get("other", "wrong")
+			if !strings.HasPrefix(wrong, "401 ") || !strings.Contains(wrong, "Www-Authenticate:[Basic]") || !strings.Contains(wrong, "X-Frame-Options:[deny]") {
+				t.Fatalf("a wrong password: %s; want 401, asking for basic auth, with the web config's headers", wrong)
 			}
-			if code := get("other"); code != http.StatusOK {
-				t.Errorf("another user's request: %d; want 200", code)
+			if got := get("scraper", "secret"); got != wrong {
+				t.Errorf("the user whose hash is broken: %s\nwant the answer to a wrong password: %s", got, wrong)
+			}
+			if got := get("other", "secret"); !strings.HasPrefix(got, "200 ") {
+				t.Errorf("another user's request: %s; want 200", got)
+			}
+			if got := get("scraper", "secret"); !strings.HasPrefix(got, "429 ") {
+				t.Errorf("the user whose hash is broken, past the rate limit's burst: %s; want 429", got)
 			}
 			if got := testutil.ToFloat64(errors); got != 2 {
 				t.Errorf("logwindow_web_config_errors_total %v; want 2", got)
@@ -196,6 +233,162 @@ func TestPasswordHashBrokenAtRuntime(t *testing.T) {
 				t.Errorf("the log does not name the user and its hash:\n%s", got)
 			}
 		})
+	}
+}
+
+// TestPasswordHashBrokenCheckedAsAStranger: the toolkit fails a broken hash at once,
+// where it checks a wrong password with bcrypt, which takes tens of milliseconds: the
+// time of the answer would tell the users whose hash is broken. Their requests are handed
+// to it as of a user the web config does not hold, with their password, whom it checks
+// against a hash of its own, as long as a wrong password takes; a name the web config
+// holds is not taken for that user.
+func TestPasswordHashBrokenCheckedAsAStranger(t *testing.T) {
+	good, err := bcrypt.GenerateFromPassword([]byte("secret"), bcrypt.MinCost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := newTLSFiles(t, "", "")
+	f.write(t, "web.yml", []byte("basic_auth_users:\n  scraper: secret\n  stranger: '"+string(good)+"'\n  stranger_: '"+string(good)+"'\n"))
+	watch := newWebConfigErrors(f.webConfig, slog.New(slog.DiscardHandler), settledClock()).watch
+	var user, password string
+	h := watch.handler(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
+		user, password, _ = r.BasicAuth()
+	}), "a:1", startOnly{}, startRead{})
+	req := httptest.NewRequest(http.MethodGet, "/", nil)
+	req.SetBasicAuth("scraper", "secret")
+	h.ServeHTTP(httptest.NewRecorder(), req)
+	if user == "scraper" || user == "stranger" || user == "stranger_" || password != "secret" {
+		t.Errorf("the toolkit was handed user %q, password %q; want a user the web config does not hold, password %q", user, password, "secret")
+	}
+}
+
+// TestWebConfigUsersGoneWhileSaved: exporter-toolkit reads the web config for each
+// request, and serves every request without a password when it holds no
+// basic_auth_users. A web config saved in place (truncated, then written) read in
+// between, empty or cut short before basic_auth_users, served a client without a
+// password, or with a wrong one, anything it asked for, a POST /-/reload among them: a
+// client sending requests over and over gets some through at each such save. While the
+// web config changed within racyAge, unsettled, a request the toolkit lets through must
+// pass the basic auth of the web config last read, settled, too; once the change settled
+// it is the web config, and a web config that no longer asks for passwords is served so.
+func TestWebConfigUsersGoneWhileSaved(t *testing.T) {
+	good, err := bcrypt.GenerateFromPassword([]byte("secret"), bcrypt.MinCost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const served, refused = http.StatusNotFound, http.StatusUnauthorized // the handler's 404
+	type step struct {
+		webConfig string // "" is as it was
+		settle    bool
+		user      string
+		password  string
+		want      int
+	}
+	save := []step{
+		// Read between its truncation and its write: no basic_auth_users.
+		{"\n", false, "", "", refused},
+		{"", false, "scraper", "wrong", refused},
+		{"", false, "scraper", "secret", served},
+		{"", false, "other", "secret", refused},
+		// Cut short before them.
+		{"http_server_config:\n  headers:\n    X-Frame-Options: deny\n", false, "", "", refused},
+		// The save settled: the web config holds no users.
+		{"", true, "", "", served},
+	}
+	for _, tc := range []struct {
+		name string
+		// unsettled dates the web config now at the start, so that the watch does not
+		// read it: the start's read holds.
+		unsettled bool
+		steps     []step
+	}{
+		{"read before the save", false, append([]step{{"", false, "", "", refused}, {"", false, "scraper", "secret", served}}, save...)},
+		{"not read since the start", true, append([]step{{"", false, "", "", refused}}, save...)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newTLSFiles(t, "", "")
+			f.write(t, "web.yml", []byte("basic_auth_users:\n  scraper: '"+string(good)+"'\n"))
+			// The clock is a minute ahead, when every file written has settled; a save is
+			// made now by it by dating the file so.
+			clock := testclock.New(time.Now().Add(time.Minute))
+			if tc.unsettled {
+				if err := os.Chtimes(f.webConfig, clock.Now(), clock.Now()); err != nil {
+					t.Fatal(err)
+				}
+			}
+			logger := slog.New(slog.DiscardHandler)
+			addr := servePlainLogged(t, f.webConfig, newWebConfigErrors(f.webConfig, logger, clock.Now), logger)
+			get := func(user, password string) int {
+				t.Helper()
+				req, err := http.NewRequest(http.MethodGet, "http://"+addr+"/", nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if user != "" {
+					req.SetBasicAuth(user, password)
+				}
+				resp, err := http.DefaultClient.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				resp.Body.Close()
+				return resp.StatusCode
+			}
+			for i, step := range tc.steps {
+				if step.webConfig != "" {
+					f.write(t, "web.yml", []byte(step.webConfig))
+					if err := os.Chtimes(f.webConfig, clock.Now(), clock.Now()); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if step.settle {
+					clock.Add(racyAge)
+				}
+				if got := get(step.user, step.password); got != step.want {
+					t.Errorf("step %d, user %q, password %q: %d; want %d", i, step.user, step.password, got, step.want)
+				}
+			}
+		})
+	}
+}
+
+// TestWebConfigSavedWhileWatchReads: the watch stamps the web config, then reads it when
+// it settled: a save in place begun in between was read, empty or cut short, and taken
+// for the web config, a web config without basic_auth_users among them, which then
+// held no request to the users of the web config before it while the save lasted (see
+// TestWebConfigUsersGoneWhileSaved). What it read is taken only when the web config's
+// stamp after the read is the one before.
+func TestWebConfigSavedWhileWatchReads(t *testing.T) {
+	good, err := bcrypt.GenerateFromPassword([]byte("secret"), bcrypt.MinCost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := newTLSFiles(t, "", "")
+	f.write(t, "web.yml", []byte("basic_auth_users:\n  scraper: '"+string(good)+"'\n"))
+	clock := testclock.New(time.Now().Add(time.Minute))
+	logger := slog.New(slog.DiscardHandler)
+	configErrors := newWebConfigErrors(f.webConfig, logger, clock.Now)
+	var once sync.Once
+	configErrors.watch.readConfig = func(path string) (*web.Config, int, error) {
+		// The save begins: the file is truncated.
+		once.Do(func() {
+			f.write(t, "web.yml", nil)
+			if err := os.Chtimes(f.webConfig, clock.Now(), clock.Now()); err != nil {
+				t.Error(err)
+			}
+		})
+		return readWebConfig(path)
+	}
+	addr := servePlainLogged(t, f.webConfig, configErrors, logger)
+	for i := range 2 {
+		resp, err := http.Get("http://" + addr + "/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusUnauthorized {
+			t.Errorf("request %d without a password while the web config is saved: %d; want 401", i, resp.StatusCode)
+		}
 	}
 }
 
@@ -380,9 +573,9 @@ func TestWebConfigWarnedPerStart(t *testing.T) {
 	var logged syncbuf.Buffer
 	c := newWebConfigErrors("web.yml", slog.New(slog.NewTextHandler(&logged, nil)), time.Now).watch
 	tls, plain := startOnly{tls: true, http2: true}, startOnly{http2: true}
-	c.handler(http.NotFoundHandler(), "a:1", plain, nil)
-	c.handler(http.NotFoundHandler(), "b:2", plain, nil)
-	c.handler(http.NotFoundHandler(), "c:3", tls, nil)
+	c.handler(http.NotFoundHandler(), "a:1", plain, startRead{})
+	c.handler(http.NotFoundHandler(), "b:2", plain, startRead{})
+	c.handler(http.NotFoundHandler(), "c:3", tls, startRead{})
 	c.warnStartOnly(tls)
 	got := logged.String()
 	if n := strings.Count(got, "level=WARN"); n != 1 || !strings.Contains(got, `address="a:1, b:2"`) || !strings.Contains(got, "tls_server_config added") {
