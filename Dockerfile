@@ -13,7 +13,8 @@
 # environment variables, as docker does) and checks the binary it makes, and that the
 # flags, paths, user and labels are those of deploy/cmd/image's image.
 
-ARG GO_VERSION=1.26
+# The Go of .go-version, the one the tests and the release workflow run with.
+ARG GO_VERSION=1.26.8
 
 FROM golang:${GO_VERSION} AS build
 WORKDIR /src

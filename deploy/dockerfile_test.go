@@ -309,13 +309,10 @@ func TestDockerfile(t *testing.T) {
 	if len(from) != 3 || !strings.EqualFold(from[1], "AS") || from[0] != "golang:${GO_VERSION}" {
 		t.Errorf("build stage is FROM %s, want golang:${GO_VERSION} AS <name>", build[0].args)
 	}
-	goMod, err := os.ReadFile("../go.mod")
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := regexp.MustCompile(`(?m)^go (\d+\.\d+)`).FindSubmatch(goMod)
-	if m == nil || df.globalGo != string(m[1]) {
-		t.Errorf("ARG GO_VERSION=%s, want go.mod's go %s so the image has a toolchain that builds the module", df.globalGo, m[1])
+	// The Go the tests ran with, which TestWorkflowsGo holds to one that builds the module:
+	// a floating golang:1.26 would build the image with whatever 1.26.x is newest that day.
+	if pinned := strings.TrimSpace(string(mustRead(t, "../"+goVersionFile))); df.globalGo != pinned {
+		t.Errorf("ARG GO_VERSION=%s, want %s's %s, the Go the tests and the release run with", df.globalGo, goVersionFile, pinned)
 	}
 
 	env, argv, out := df.buildCommand(t, nil)
