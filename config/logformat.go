@@ -98,12 +98,19 @@ func (d *decoder) pasted(e entry, subject, text string, f *logformat.Format) {
 	if p.Name != "" {
 		signs += fmt.Sprintf(" after the format's name (%s)", p.Name)
 	}
+	if p.Escaped {
+		signs += ` with its own quotes escaped (\")`
+	}
 	if p.Semicolon {
 		signs += " and ends with the directive's ';'"
 	}
+	unescape := ""
+	if p.Escaped {
+		unescape = `, each \" made "`
+	}
 	d.warned = append(d.warned, Problem{Line: e.key.Line, Subject: subject, Msg: fmt.Sprintf(
 		"log_format: the format is %s, as a log_format directive's arguments: pasted from there, it fits no line nginx writes; "+
-			"give the directive whole (log_format NAME '...';), or only the text between its quotes", signs)})
+			"give the directive whole (log_format NAME %c...%[2]c;), or only the text between its quotes%s", signs, p.Quote, unescape)})
 }
 
 // formatText reads the text of a log format key.

@@ -224,6 +224,13 @@ func TestPastedFormatWarnings(t *testing.T) {
 			prefix + `in nginx.conf's quotes ('...') after the format's name (main) and ends with the directive's ';'`},
 		{"space before the ;", `'$status' ;`, false,
 			prefix + `in nginx.conf's quotes ('...') and ends with the directive's ';'`},
+		{"the name and a double-quoted string with quotes not escaped", `main "` + combined + `"`, false, ""},
+		{"the name and a double-quoted string of several fields", `main "$remote_addr [$time_local] $status"`, false,
+			prefix + `in nginx.conf's quotes ("...") after the format's name (main), as`},
+		{"double-quoted, its quotes escaped", `"$remote_addr \"$request\" $status"`, false,
+			prefix + `in nginx.conf's quotes ("...") with its own quotes escaped (\"), as a log_format directive's arguments: pasted from there, it fits no line nginx writes; give the directive whole (log_format NAME "...";), or only the text between its quotes, each \" made "`},
+		{"the name and a double-quoted string with escaped quotes", `main "` + strings.ReplaceAll(combined, `"`, `\"`) + `"`, false,
+			prefix + `in nginx.conf's quotes ("...") after the format's name (main) with its own quotes escaped (\"), as`},
 		{"among candidates", `'` + combined + `';`, true,
 			prefix + `in nginx.conf's quotes ('...') and ends with the directive's ';'`},
 	} {
