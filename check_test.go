@@ -37,6 +37,7 @@ func TestConfigCheckAsTheStart(t *testing.T) {
 		return path
 	}
 	rules := write("rules.yaml", "rules: [{name: r, match: x}]\n")
+	wideBudget := write("wide-budget.yaml", "global: {max_series_per_rule: 1000000}\nrules: [{name: r, match: '(?P<a>x)', labels: {a: '${a}'}}]\n")
 	badRules := write("bad-rules.yaml", "rules: [{name: r, match: '('}]\n")
 	write("cert.pem", string(cert))
 	write("key.pem", string(key))
@@ -95,6 +96,10 @@ func TestConfigCheckAsTheStart(t *testing.T) {
 		{"listen address no port at all", []string{"--web.listen-address=9907"}, 1, []string{"--web.listen-address=9907: ", "missing port"}},
 		{"second listen address wrong", []string{"--web.listen-address=:9907", "--web.listen-address=[::1]:"}, 1, []string{"--web.listen-address=[::1]:: no port"}},
 		{"vsock port out of range", []string{"--web.listen-address=vsock://:99999999999"}, 1, []string{`--web.listen-address=vsock://:99999999999: vsock port "99999999999"`}},
+		// The rules' budgets are checked against the memory bound the start keeps.
+		{"series budget past the memory bound", []string{"--config.file=" + wideBudget, "--series.max-bytes=64MiB"}, 0,
+			[]string{wideBudget + `: warning: max_series_per_rule (1000000) series of rule "r" hold at least`, "more than --series.max-bytes (64MiB)"}},
+		{"default series budget within the memory bound", []string{"--series.max-bytes=64MiB"}, 0, nil},
 		// The start serves systemd's sockets, not the addresses.
 		{"listen address ignored for systemd's sockets", []string{"--web.systemd-socket", "--web.listen-address=:"}, 0, nil},
 		{"listen addresses that serve", []string{"--web.listen-address=127.0.0.1:9907", "--web.listen-address=[::1]:0", "--web.listen-address=:http", "--web.listen-address=vsock://:9907"}, 0, nil},

@@ -339,16 +339,24 @@ func (e *InputsNotStarted) Error() string {
 // Unwrap returns why the inputs did not start.
 func (e *InputsNotStarted) Unwrap() error { return e.Err }
 
-// warnConfig logs what --config.check warns of, MissingInputs and config.Warnings, at
+// warnConfig logs what --config.check warns of, StartWarnings and config.Warnings, at
 // start and at every reload: an exporter started or reloaded without the check must say
 // it as loudly.
 func (p *Pipeline) warnConfig(cfg *config.Config) {
-	for _, w := range MissingInputs(cfg) {
+	for _, w := range StartWarnings(cfg, p.opts.SeriesMaxBytes) {
 		p.opts.Logger.Warn(w)
 	}
 	for _, w := range config.Warnings(cfg) {
 		p.opts.Logger.Warn(w)
 	}
+}
+
+// StartWarnings are what the start warns of cfg besides the rule file's own warnings
+// (config.Warnings), which it can tell only of the machine and the flags: the inputs'
+// paths that match no file (MissingInputs), and a series budget past the memory bound
+// seriesMaxBytes (store.BudgetsPastBound).
+func StartWarnings(cfg *config.Config, seriesMaxBytes int64) []string {
+	return append(MissingInputs(cfg), store.BudgetsPastBound(cfg, seriesMaxBytes)...)
 }
 
 // Ready reports whether every input has opened and positioned the files that exist, or
