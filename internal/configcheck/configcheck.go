@@ -37,7 +37,7 @@ func Run(cfg *config.Config, loadErr, watchErr error, file string, webFlags *web
 	if loadErr != nil {
 		fmt.Fprintln(stderr, loadErr)
 	} else {
-		for _, w := range pipeline.StartWarnings(cfg, sampleOpts.SeriesMaxBytes) {
+		for _, w := range append(pipeline.StartWarnings(cfg, sampleOpts.SeriesMaxBytes), pipeline.SocketProblems(cfg)...) {
 			fmt.Fprintf(stderr, "%s: warning: %s\n", file, w)
 		}
 		for _, w := range config.Warnings(cfg) {
