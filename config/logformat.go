@@ -60,6 +60,9 @@ func (d *decoder) logFormat(entries []entry, subject string, in *Input) {
 		if text, ok := d.formatText(apache, subject, "apache_log_format", presets); ok {
 			f, err := logformat.ParseApache(text)
 			d.formatError(apache, subject, "apache_log_format", text, presets, err)
+			if f != nil {
+				d.apachePasted(apache, subject, text)
+			}
 			in.LogFormat = f
 		}
 	}
@@ -111,6 +114,22 @@ func (d *decoder) pasted(e entry, subject, text string, f *logformat.Format) {
 	d.warned = append(d.warned, Problem{Line: e.key.Line, Subject: subject, Msg: fmt.Sprintf(
 		"log_format: the format is %s, as a log_format directive's arguments: pasted from there, it fits no line nginx writes; "+
 			"give the directive whole (log_format NAME %c...%[2]c;), or only the text between its quotes%s", signs, p.Quote, unescape)})
+}
+
+// apachePasted warns of an Apache format string given as LogFormat's argument, in
+// httpd.conf's quotes (logformat.ApachePasted): as pasted, its quotes and nickname are
+// text no line has, and --config.check without --sample would say OK.
+func (d *decoder) apachePasted(e entry, subject, text string) {
+	nick, ok := logformat.ApachePasted(strings.TrimSpace(text))
+	if !ok {
+		return
+	}
+	signs := `in httpd.conf's quotes ("...")`
+	if nick != "" {
+		signs += fmt.Sprintf(" with the format's nickname after them (%s)", nick)
+	}
+	d.warned = append(d.warned, Problem{Line: e.key.Line, Subject: subject, Msg: fmt.Sprintf(
+		"apache_log_format: the format is %s, as LogFormat's format: pasted from there, it fits no line Apache writes; give only the text between its quotes", signs)})
 }
 
 // formatText reads the text of a log format key.

@@ -245,6 +245,28 @@ func TestPastedFormatWarnings(t *testing.T) {
 	}
 }
 
+// TestApachePastedWarnings: an Apache format given with httpd.conf's quotes around it
+// (its own quotes escaped inside, perhaps the nickname after it), as LogFormat's
+// arguments are, fits no line Apache writes and is warned of at its line; a format with
+// quoted fields, written as Apache writes them, is not.
+func TestApachePastedWarnings(t *testing.T) {
+	const common = `%h %l %u %t \"%r\" %>s %b`
+	const prefix = `c.yaml:1: warning: input "web": apache_log_format: the format is in httpd.conf's quotes ("...")`
+	for _, c := range []struct{ name, format, want string }{
+		{"the format", `%h %l %u %t "%r" %>s %b`, ""},
+		{"the format, its quotes escaped", common, ""},
+		{"a quoted field first", `"%r" %>s`, ""},
+		{"quoted fields only", `"%r" "%>s"`, ""},
+		{"in its quotes", `"` + common + `"`, prefix + `, as LogFormat's format: pasted from there, it fits no line Apache writes; give only the text between its quotes`},
+		{"in its quotes with the nickname", `"` + common + `" common`, prefix + ` with the format's nickname after them (common), as LogFormat's format`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			text := fmt.Sprintf("inputs: [{name: web, path: /a, apache_log_format: %s}]\nrules:\n  - {name: r, labels: {s: '${s}'}}\n", strconv.Quote(c.format))
+			parseWarned(t, "c.yaml", text, c.want)
+		})
+	}
+}
+
 // TestPresetMistakes: a preset given where it is not one (a candidate's name as the one
 // format, auto in a list, Apache's prefix under apache_log_format) is an error that says
 // where it is one, as the user who wrote it took it for a preset.
