@@ -125,11 +125,26 @@ func (d *decoder) merge(v *yaml.Node, subject, what string, out []entry, visited
 // known reports keys that are not in the allowed set; a typo gets a suggestion.
 func (d *decoder) known(entries []entry, subject, what string, allowed ...string) {
 	for _, e := range entries {
-		if !slices.Contains(allowed, e.key.Value) {
-			d.add(e.key.Line, subject, "%sunknown key %q%s (known keys: %s)",
-				at(what), e.key.Value, suggest(e.key.Value, allowed), strings.Join(allowed, ", "))
+		if slices.Contains(allowed, e.key.Value) {
+			continue
 		}
+		if hint, ok := foreignKeys[e.key.Value]; ok && slices.Contains(allowed, hint.key) {
+			d.add(e.key.Line, subject, "%sunknown key %q: it is %s", at(what), e.key.Value, hint.msg)
+			continue
+		}
+		d.add(e.key.Line, subject, "%sunknown key %q%s (known keys: %s)",
+			at(what), e.key.Value, suggest(e.key.Value, allowed), strings.Join(allowed, ", "))
 	}
+}
+
+// foreignKeys are keys of other tools' configurations that users paste here, too far
+// from the key that takes their value for suggest to find it: what to say instead where
+// that key is known.
+var foreignKeys = map[string]struct{ key, msg string }{
+	"log-format-upstream":    {"log_format", "the ingress-nginx controller's ConfigMap key; an input gives its value as log_format:"},
+	"log-format-stream":      {"log_format", "the ingress-nginx controller's ConfigMap key; an input gives its value as log_format:"},
+	"log-format-escape-json": {"log_format_escape", "the ingress-nginx controller's ConfigMap key; an input gives it as log_format_escape: json"},
+	"log-format-escape-none": {"log_format_escape", "the ingress-nginx controller's ConfigMap key; an input gives it as log_format_escape: none"},
 }
 
 // find returns the entry for key, if present.

@@ -30,6 +30,9 @@ func ParseNginxValue(value string, esc Escape, declared bool) (*Format, error) {
 	if IsAccessLog(value) {
 		return nil, &Error{len(value) - len(skipComments(value)), "this is nginx's access_log directive, which names the format its log is written in (access_log PATH NAME): give the log_format directive of that name"}
 	}
+	if key := ingressEntry(value); key != "" {
+		return nil, &Error{len(value) - len(strings.TrimLeft(value, " \t\r\n")), fmt.Sprintf("this is the ingress-nginx controller's ConfigMap entry %s; give only its value, the format string", key)}
+	}
 	trimmed := strings.TrimSpace(value)
 	lead := strings.Index(value, trimmed)
 	if !IsDirective(trimmed) {
@@ -69,6 +72,23 @@ func IsDirective(s string) bool {
 func IsAccessLog(s string) bool {
 	rest, ok := strings.CutPrefix(skipComments(s), "access_log")
 	return ok && rest != "" && strings.IndexByte(" \t\r\n", rest[0]) >= 0
+}
+
+// ingressFormatKeys are the ingress-nginx controller's ConfigMap keys whose value is an
+// nginx format string.
+var ingressFormatKeys = []string{"log-format-upstream", "log-format-stream"}
+
+// ingressEntry returns the key when a log_format: value is an entry of the ingress-nginx
+// controller's ConfigMap pasted whole (log-format-upstream: '...'), which no format string
+// starts with; "" when it is not.
+func ingressEntry(s string) string {
+	s = strings.TrimLeft(s, " \t\r\n")
+	for _, k := range ingressFormatKeys {
+		if strings.HasPrefix(s, k+":") {
+			return k
+		}
+	}
+	return ""
 }
 
 // skipComments is s after the space and the # comments it starts with.
