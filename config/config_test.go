@@ -834,3 +834,28 @@ rules:
 		})
 	}
 }
+
+// TestQuotedValues: a list, a mapping or a boolean written in quotes, as Helm's quote
+// renders a value, is text; the error says so, where it said "must be a list, not a
+// single value" of what reads as a list, or "must be true or false" of "true".
+func TestQuotedValues(t *testing.T) {
+	for _, c := range []struct{ name, text, want string }{
+		{"a list in quotes", "global: {windows: \"[1m, 5m]\"}\nrules: [{name: r, match: x}]\n",
+			`c.yaml:1: global: windows: must be a list (e.g. [a, b]), not text in quotes ("[1m, 5m]"), which without them would be a list`},
+		{"a mapping in quotes", "rules: [{name: r, match: '(?P<s>x)', labels: '{s: \"${s}\"}'}]\n",
+			`c.yaml:1: rule "r": labels: must be a mapping, not text in quotes ("{s: \"${s}\"}"), which without them would be a mapping`},
+		{"a boolean in quotes", "rules: [{name: r, match: '(?P<v>\\d+)', value: v, native_histogram: \"true\"}]\n",
+			`c.yaml:1: rule "r": native_histogram: must be true or false, not text in quotes ("true"); write it without them`},
+		{"not a boolean", "rules: [{name: r, match: '(?P<v>\\d+)', value: v, native_histogram: yes}]\n",
+			`c.yaml:1: rule "r": native_histogram: must be true or false`},
+		{"a single value", "global: {windows: 5m}\nrules: [{name: r, match: x}]\n",
+			`c.yaml:1: global: windows: must be a list (e.g. [a, b]), not a single value`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := Parse([]byte(c.text), "c.yaml")
+			if err == nil || err.Error() != c.want {
+				t.Errorf("error:\n%v\nwant:\n%s", err, c.want)
+			}
+		})
+	}
+}

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 
@@ -36,9 +37,32 @@ func kindName(n *yaml.Node) string {
 		if n.ShortTag() == "!!null" {
 			return "empty"
 		}
+		if kind := unquotedKind(n); kind == yaml.SequenceNode || kind == yaml.MappingNode {
+			return fmt.Sprintf("text in quotes (%q), which without them would be %s", n.Value, kindName(&yaml.Node{Kind: kind}))
+		}
 		return "a single value"
 	}
 	return "something else"
+}
+
+// unquotedKind is what a quoted value would be without its quotes, as Helm's quote
+// renders a list, a mapping or a boolean as text: a flow list or mapping's kind, a
+// boolean's ScalarNode; 0 for a value that is not quoted, or would still be text.
+func unquotedKind(n *yaml.Node) yaml.Kind {
+	if n.Kind != yaml.ScalarNode || n.Style&(yaml.DoubleQuotedStyle|yaml.SingleQuotedStyle) == 0 {
+		return 0
+	}
+	var plain yaml.Node
+	if yaml.Unmarshal([]byte(n.Value), &plain) != nil || len(plain.Content) != 1 {
+		return 0
+	}
+	switch v := plain.Content[0]; {
+	case v.Kind == yaml.SequenceNode && v.Style&yaml.FlowStyle != 0, v.Kind == yaml.MappingNode && v.Style&yaml.FlowStyle != 0:
+		return v.Kind
+	case v.Kind == yaml.ScalarNode && v.ShortTag() == "!!bool":
+		return yaml.ScalarNode
+	}
+	return 0
 }
 
 // isNull reports whether a value was left empty (`key:` or `key: ~`).
