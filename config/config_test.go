@@ -859,3 +859,14 @@ func TestQuotedValues(t *testing.T) {
 		})
 	}
 }
+
+// TestAnchorHolderKey: a key that only holds an anchor for later aliases (x-defaults: &d,
+// as docker compose files have them) is unknown, and the error says where an anchor goes.
+func TestAnchorHolderKey(t *testing.T) {
+	text := "x-defaults: &d {windows: [1m]}\nrules:\n  - {<<: *d, name: r, match: x}\n"
+	want := `c.yaml:1: unknown key "x-defaults" (known keys: global, inputs, patterns, rules): it holds only the anchor &d, and the file has no key for anchors alone; put the anchor on the first value that uses it (a rule's key), and alias it after`
+	_, err := Parse([]byte(text), "c.yaml")
+	if err == nil || err.Error() != want {
+		t.Errorf("error:\n%v\nwant:\n%s", err, want)
+	}
+}

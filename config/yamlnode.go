@@ -156,8 +156,12 @@ func (d *decoder) known(entries []entry, subject, what string, allowed ...string
 			d.add(e.key.Line, subject, "%sunknown key %q: it is %s", at(what), e.key.Value, hint.msg)
 			continue
 		}
-		d.add(e.key.Line, subject, "%sunknown key %q%s (known keys: %s)",
-			at(what), e.key.Value, suggest(e.key.Value, allowed), strings.Join(allowed, ", "))
+		anchor := ""
+		if e.val.Anchor != "" && suggest(e.key.Value, allowed) == "" {
+			anchor = fmt.Sprintf(": it holds only the anchor &%s, and the file has no key for anchors alone; put the anchor on the first value that uses it (a rule's key), and alias it after", e.val.Anchor)
+		}
+		d.add(e.key.Line, subject, "%sunknown key %q%s (known keys: %s)%s",
+			at(what), e.key.Value, suggest(e.key.Value, allowed), strings.Join(allowed, ", "), anchor)
 	}
 }
 
