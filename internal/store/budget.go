@@ -87,10 +87,13 @@ func BudgetsPastBound(cfg *config.Config, maxBytes int64) []string {
 		}
 		others += ")"
 	}
+	fix := fmt.Sprintf("lower max_series_per_rule to %d or less, or raise --series.max-bytes", maxBytes/most)
+	if maxBytes < most {
+		fix = "not one series of it fits: raise --series.max-bytes"
+	}
 	return []string{fmt.Sprintf("max_series_per_rule (%d) series of rule %q hold at least %s (%d bytes each before their label values), "+
-		"more than --series.max-bytes (%s)%s: the rule fills the memory bound before its budget, and then the new label sets of every rule fold into __overflow__; "+
-		"lower max_series_per_rule to %d or less, or raise --series.max-bytes",
-		limit, worst, roughBytes(float64(limit)*float64(most)), most, units.Base2Bytes(maxBytes), others, maxBytes/most)}
+		"more than --series.max-bytes (%s)%s: the rule fills the memory bound before its budget, and then the new label sets of every rule fold into __overflow__; %s",
+		limit, worst, roughBytes(float64(limit)*float64(most)), most, units.Base2Bytes(maxBytes), others, fix)}
 }
 
 // roughBytes is n bytes in the largest binary unit under it, to a tenth: the size of a

@@ -290,6 +290,8 @@ func TestBudgetsPastBound(t *testing.T) {
 			[]string{`max_series_per_rule (200000) series of rule "wide" hold at least`, "more than --series.max-bytes (512MiB)"}},
 		{"a huge budget", 1<<63 - 1, bound, []*config.Rule{small, wide},
 			[]string{`max_series_per_rule (9223372036854775807) series of rule "wide" hold at least`, `also rule "small"`}},
+		{"a bound under one series", 1, 1000, []*config.Rule{wide},
+			[]string{`max_series_per_rule (1) series of rule "wide"`, "not one series of it fits: raise --series.max-bytes"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			got := store.BudgetsPastBound(storetest.Config(c.budget, c.rules...), c.maxBytes)
@@ -306,6 +308,9 @@ func TestBudgetsPastBound(t *testing.T) {
 				if !strings.Contains(got[0], w) {
 					t.Errorf("warning %q lacks %q", got[0], w)
 				}
+			}
+			if c.budget == 1 {
+				return // no budget fits
 			}
 			// The budget it says fits does, and is the largest that does.
 			m := regexp.MustCompile(`lower max_series_per_rule to (\d+) or less`).FindStringSubmatch(got[0])
