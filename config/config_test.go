@@ -403,7 +403,7 @@ func TestBadConfigs(t *testing.T) {
 			`:10: input "struct": format: and a log format: the log format says how the lines are read (a JSON template with log_format_escape: json reads JSON); leave format: out`,
 			`:11: input "badjson": log_format: expected ':' after the key "a", in "{\"a\" ⟨here⟩\"$status\"}"`,
 			`:12: input "apache": apache_log_format: %Z is not a directive of mod_log_config, in "%h %⟨here⟩Z"`,
-			`:14: rule "mixed": match: is missing, and inputs "web" and "api" have different log formats: a rule without match: reads inputs of one format (name them with inputs: [...])`,
+			`:14: rule "mixed": match: is missing, and inputs "web" and "api" have different log formats: a rule without match: reads inputs of one format (its inputs: names both; keep those of one format, or give the rule a match: regex)`,
 			`:16: rule "no_format": match: is missing; give the regex lines must match, or a log_format: to the rule's inputs (then every $variable is a capture)`,
 			`:18: rule "some_without": match: is missing, and input "plain" has no log format to read its lines by (the rule reads inputs "web", "plain"); give it one, or name only inputs with one (inputs: [...])`,
 			`:22: rule "unknown_capture": labels: method: capture "requst_method" is not in the log format "combined" (did you mean "request_method"?) (have: remote_addr, remote_user, time_local, request, status, body_bytes_sent, http_referer, http_user_agent, request_method, request_uri, uri, server_protocol, status_class)`,

@@ -236,7 +236,12 @@ func (rd *ruleDecoder) fromFormat(line int, r *Rule, all []Input) {
 		case f == nil:
 			f, first = in.LogFormat, in.Label()
 		case !f.Equal(in.LogFormat):
-			rd.add(line, rd.subject, "match: is missing, and inputs %q and %q have different log formats: a rule without match: reads inputs of one format (name them with inputs: [...])", first, in.Label())
+			// The rule that names its inputs already did what "name them" would ask.
+			fix := "name those of one format with inputs: [...]"
+			if r.Inputs != nil {
+				fix = "its inputs: names both; keep those of one format, or give the rule a match: regex"
+			}
+			rd.add(line, rd.subject, "match: is missing, and inputs %q and %q have different log formats: a rule without match: reads inputs of one format (%s)", first, in.Label(), fix)
 			return
 		}
 	}

@@ -292,3 +292,22 @@ func TestPresetMistakes(t *testing.T) {
 		})
 	}
 }
+
+// TestMixedFormatsHint: a rule without match: over inputs of different formats is told
+// to name those of one format, and one that names them already to keep those of one, not
+// to do what it did.
+func TestMixedFormatsHint(t *testing.T) {
+	const inputs = "inputs:\n  - {name: web, path: /a, log_format: combined}\n  - {name: api, path: /b, log_format: main}\n"
+	for _, c := range []struct{ name, rule, want string }{
+		{"every input", "{name: r}", `(name those of one format with inputs: [...])`},
+		{"its inputs named", "{name: r, inputs: [web, api]}", `(its inputs: names both; keep those of one format, or give the rule a match: regex)`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := Parse([]byte(inputs+"rules:\n  - "+c.rule+"\n"), "c.yaml")
+			want := `c.yaml:5: rule "r": match: is missing, and inputs "web" and "api" have different log formats: a rule without match: reads inputs of one format ` + c.want
+			if err == nil || err.Error() != want {
+				t.Errorf("error:\n%v\nwant:\n%s", err, want)
+			}
+		})
+	}
+}
