@@ -181,6 +181,12 @@ func TestBadConfigs(t *testing.T) {
 		"tab_indent.yaml": {
 			`:3: not valid YAML: found character that cannot start any token; the line is indented with a tab, and YAML indents with spaces only`,
 		},
+		"unquoted_indicator.yaml": {
+			`:4: not valid YAML: found character that cannot start any token; the value starts with %, which YAML keeps for itself: put the value in quotes ('...')`,
+		},
+		"unquoted_json.yaml": {
+			`:4: input "web": log_format: must be a single value, not a mapping; a JSON template is text: put it in quotes ('{...}')`,
+		},
 		"multi_document.yaml": {
 			`:4: the file holds more than one YAML document (a --- separator); put everything in one`,
 		},

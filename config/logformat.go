@@ -134,6 +134,11 @@ func (d *decoder) apachePasted(e entry, subject, text string) {
 
 // formatText reads the text of a log format key.
 func (d *decoder) formatText(e entry, subject, key string, presets []string) (string, bool) {
+	if v := resolve(e.val); v.Kind == yaml.MappingNode && v.Style&yaml.FlowStyle != 0 {
+		// A JSON template written as it is, which YAML reads as a mapping of its own.
+		d.add(e.key.Line, subject, "%s: must be a single value, not a mapping; a JSON template is text: put it in quotes ('{...}')", key)
+		return "", false
+	}
 	text, ok := d.scalar(e, subject, key)
 	if ok && strings.TrimSpace(text) == "" {
 		d.add(e.key.Line, subject, "%s: is empty; give a preset (%s) or the format string as the server's configuration has it", key, strings.Join(presets, ", "))
