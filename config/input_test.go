@@ -227,3 +227,37 @@ func TestIngressConfigMapKeys(t *testing.T) {
 		})
 	}
 }
+
+// TestSameFileTwice: a path written otherwise than another input's (/logs/./a.log,
+// /logs//a.log) is the same file, followed twice and its lines counted twice by a rule
+// that reads both, as an identical path is refused; and a path that another input's glob
+// matches is read by both, which is warned of (rules may keep to one input each).
+func TestSameFileTwice(t *testing.T) {
+	for _, c := range []struct{ name, second, err, warn string }{
+		{"the same path", "/logs/a.log", `f.yaml:3: input "b": path: "/logs/a.log" is already followed by the input on line 2 (its lines would count twice)`, ""},
+		{"a dot element", "/logs/./a.log", `f.yaml:3: input "b": path: "/logs/./a.log" is already followed by the input on line 2, as /logs/a.log (its lines would count twice)`, ""},
+		{"a double slash", "/logs//a.log", `f.yaml:3: input "b": path: "/logs//a.log" is already followed by the input on line 2, as /logs/a.log (its lines would count twice)`, ""},
+		{"a glob matching it", "/logs/*.log", "",
+			`f.yaml:2: warning: input "a": path: "/logs/a.log" is also matched by the glob "/logs/*.log" of the input on line 3: both read its lines, and a rule that reads both inputs counts them twice`},
+		{"another file", "/logs/b.log", "", ""},
+		{"a glob matching others", "/logs/*.txt", "", ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			text := "inputs:\n  - {name: a, path: /logs/a.log}\n  - {name: b, path: '" + c.second + "'}\nrules: [{name: r, match: x}]\n"
+			cfg, err := Parse([]byte(text), "f.yaml")
+			switch {
+			case c.err != "":
+				if err == nil || err.Error() != c.err {
+					t.Errorf("error:\n%v\nwant:\n%s", err, c.err)
+				}
+				return
+			case err != nil:
+				t.Fatal(err)
+			}
+			got := Warnings(cfg)
+			if c.warn == "" && len(got) != 0 || c.warn != "" && (len(got) != 1 || got[0] != c.warn) {
+				t.Errorf("warnings %q; want %q", got, c.warn)
+			}
+		})
+	}
+}
