@@ -309,8 +309,8 @@ func TestCheckUnixPath(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		setup func(t *testing.T, dir string) string // returns the socket's path
-		other bool                                   // check as another user than the directory's
-		want  string                                 // "" for none
+		other bool                                  // check as another user than the directory's
+		want  string                                // "" for none
 	}{
 		{"nothing there", func(t *testing.T, dir string) string { return filepath.Join(dir, "s.sock") }, false, ""},
 		{"a stale socket", func(t *testing.T, dir string) string {
