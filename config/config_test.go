@@ -258,6 +258,9 @@ func TestBadConfigs(t *testing.T) {
 			`:10: rule "a": name: another rule has this name (line 5)`,
 			`:11: rule "b": name: another rule has this name (line 8)`,
 		},
+		"aliased_inputs.yaml": {
+			`:4: input "web": is the input on line 3 again (*web): its lines would count twice; repeat its keys with <<: *web and give a name and a path of its own`,
+		},
 		"tags.yaml": {
 			`:4: input #1: path: tag !ENV: a rule file's values are plain YAML, whose tags are !!str, !!int, !!float, !!bool, !!null, !!seq and !!map; ` +
 				`no tag includes a file, reads the environment or decodes (!!binary): write the value itself`,

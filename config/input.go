@@ -78,6 +78,16 @@ func (d *decoder) inputs(e entry) []Input {
 	keys := allInputKeys()
 	for i, item := range v.Content {
 		subject := fmt.Sprintf("input #%d", i+1)
+		if item.Kind == yaml.AliasNode && resolve(item).Kind == yaml.MappingNode {
+			// The whole input again: its keys' lines are the anchored input's, where the
+			// errors of the duplicate would be reported, naming that line as the first.
+			if name := scalarKey(resolve(item), "name"); name != "" {
+				subject = fmt.Sprintf("input %q", name)
+			}
+			d.add(item.Line, subject, "is the input on line %d again (*%s): its lines would count twice; repeat its keys with <<: *%[2]s and give a name and a path of its own",
+				resolve(item).Line, item.Value)
+			continue
+		}
 		entries, ok := d.mapping(item, subject, "")
 		if !ok {
 			continue

@@ -65,6 +65,16 @@ func unquotedKind(n *yaml.Node) yaml.Kind {
 	return 0
 }
 
+// scalarKey is the text of key's single value in mapping m, "" when it has none.
+func scalarKey(m *yaml.Node, key string) string {
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if k, v := resolve(m.Content[i]), resolve(m.Content[i+1]); k.Value == key && v.Kind == yaml.ScalarNode {
+			return v.Value
+		}
+	}
+	return ""
+}
+
 // isNull reports whether a value was left empty (`key:` or `key: ~`).
 func isNull(n *yaml.Node) bool {
 	return n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null"
