@@ -258,6 +258,10 @@ func TestBadConfigs(t *testing.T) {
 			`:10: rule "a": name: another rule has this name (line 5)`,
 			`:11: rule "b": name: another rule has this name (line 8)`,
 		},
+		"huge_numbers.yaml": {
+			`:1: global: max_series_per_rule: 99999999999999999999 is too large a number`,
+			`:6: rule "r": top: k: must be from 1 to 1000000, not 99999999999999999999`,
+		},
 		"aliased_inputs.yaml": {
 			`:4: input "web": is the input on line 3 again (*web): its lines would count twice; repeat its keys with <<: *web and give a name and a path of its own`,
 		},

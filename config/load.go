@@ -376,6 +376,8 @@ func (d *decoder) global(e entry, g *Global) {
 		n, err := strconv.Atoi(s)
 		switch {
 		case !ok:
+		case errors.Is(err, strconv.ErrRange):
+			d.add(m.key.Line, "global", "max_series_per_rule: %s is too large a number", s)
 		case err != nil:
 			d.add(m.key.Line, "global", "max_series_per_rule: %q is not a whole number", s)
 		case n < 1:
