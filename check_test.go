@@ -37,6 +37,8 @@ func TestConfigCheckAsTheStart(t *testing.T) {
 		return path
 	}
 	rules := write("rules.yaml", "rules: [{name: r, match: x}]\n")
+	socketNoDir := write("socket-no-dir.yaml", "inputs: [{name: nginx, syslog: 'unixgram://"+dir+"/run/nginx.sock'}]\nrules: [{name: r, match: x}]\n")
+	wideBudget := write("wide-budget.yaml", "global: {max_series_per_rule: 1000000}\nrules: [{name: r, match: '(?P<a>x)', labels: {a: '${a}'}}]\n")
 	badRules := write("bad-rules.yaml", "rules: [{name: r, match: '('}]\n")
 	write("cert.pem", string(cert))
 	write("key.pem", string(key))
@@ -95,6 +97,14 @@ func TestConfigCheckAsTheStart(t *testing.T) {
 		{"listen address no port at all", []string{"--web.listen-address=9907"}, 1, []string{"--web.listen-address=9907: ", "missing port"}},
 		{"second listen address wrong", []string{"--web.listen-address=:9907", "--web.listen-address=[::1]:"}, 1, []string{"--web.listen-address=[::1]:: no port"}},
 		{"vsock port out of range", []string{"--web.listen-address=vsock://:99999999999"}, 1, []string{`--web.listen-address=vsock://:99999999999: vsock port "99999999999"`}},
+		// The rules' budgets are checked against the memory bound the start keeps.
+		{"series budget past the memory bound", []string{"--config.file=" + wideBudget, "--series.max-bytes=64MiB"}, 0,
+			[]string{wideBudget + `: warning: max_series_per_rule (1000000) series of rule "r" hold at least`, "more than --series.max-bytes (64MiB)"}},
+		{"default series budget within the memory bound", []string{"--series.max-bytes=64MiB"}, 0, nil},
+		// What would keep a syslog input's socket from being created here is said; the
+		// check may run where the start does not, so it is a warning.
+		{"syslog socket's directory missing", []string{"--config.file=" + socketNoDir}, 0,
+			[]string{socketNoDir + `: warning: input "nginx": unixgram://` + dir + "/run/nginx.sock: the socket's directory " + dir + "/run does not exist: a start here fails"}},
 		// The start serves systemd's sockets, not the addresses.
 		{"listen address ignored for systemd's sockets", []string{"--web.systemd-socket", "--web.listen-address=:"}, 0, nil},
 		{"listen addresses that serve", []string{"--web.listen-address=127.0.0.1:9907", "--web.listen-address=[::1]:0", "--web.listen-address=:http", "--web.listen-address=vsock://:9907"}, 0, nil},

@@ -171,8 +171,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	cfg, err := config.Load(*configFile)
 	if *configCheck {
+		// The bound is the start's, which the rules' budgets are checked against.
+		bound := memoryBound(logger, *maxBytes, maxBytesSet)
 		return configcheck.Run(cfg, err, watchErr, *configFile, webFlags, *sampleFiles,
-			pipeline.Options{Now: time.Now, Logger: logger, MaxLineBytes: *maxLineBytes, Summary: stderr}, stdout, stderr)
+			pipeline.Options{Now: time.Now, Logger: logger, MaxLineBytes: *maxLineBytes, Summary: stderr, SeriesMaxBytes: bound.Bytes}, stdout, stderr)
 	}
 	if err != nil {
 		fmt.Fprintln(stderr, err)
@@ -186,16 +188,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		return 0
 	}
-	bound, err := memlimit.Choose(rootFS, *maxBytes, maxBytesSet)
-	switch {
-	case err != nil && maxBytesSet:
-		logger.Warn("could not read the container's memory limit: --series.max-bytes and GOMEMLIMIT are not checked against it", "err", err)
-	case err != nil:
-		logger.Warn("could not read the container's memory limit: --series.max-bytes defaults to 512MiB", "err", err)
-	}
-	if err := bound.CheckFlag(); err != nil {
-		logger.Warn("--series.max-bytes does not fit the container's memory limit", "err", err)
-	}
+	bound := memoryBound(logger, *maxBytes, maxBytesSet)
 	softLimit := bound.SoftLimit
 	if os.Getenv("GOMEMLIMIT") != "" {
 		// The runtime read it at start (and refused garbage there): the user's is kept.
@@ -274,6 +267,22 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// memoryBound is the series' memory bound of --series.max-bytes (flagBytes, when set) or
+// of the container's memory limit, its trouble logged.
+func memoryBound(logger *slog.Logger, flagBytes int64, set bool) memlimit.Bound {
+	bound, err := memlimit.Choose(rootFS, flagBytes, set)
+	switch {
+	case err != nil && set:
+		logger.Warn("could not read the container's memory limit: --series.max-bytes and GOMEMLIMIT are not checked against it", "err", err)
+	case err != nil:
+		logger.Warn("could not read the container's memory limit: --series.max-bytes defaults to 512MiB", "err", err)
+	}
+	if err := bound.CheckFlag(); err != nil {
+		logger.Warn("--series.max-bytes does not fit the container's memory limit", "err", err)
+	}
+	return bound
 }
 
 // scrapeBudget is --web.max-scrape-bytes: flagBytes when given (set), else half the

@@ -181,6 +181,12 @@ func TestBadConfigs(t *testing.T) {
 		"tab_indent.yaml": {
 			`:3: not valid YAML: found character that cannot start any token; the line is indented with a tab, and YAML indents with spaces only`,
 		},
+		"unquoted_indicator.yaml": {
+			`:4: not valid YAML: found character that cannot start any token; the value starts with %, which YAML keeps for itself: put the value in quotes ('...')`,
+		},
+		"unquoted_json.yaml": {
+			`:4: input "web": log_format: must be a single value, not a mapping; a JSON template is text: put it in quotes ('{...}')`,
+		},
 		"multi_document.yaml": {
 			`:4: the file holds more than one YAML document (a --- separator); put everything in one`,
 		},
@@ -251,6 +257,13 @@ func TestBadConfigs(t *testing.T) {
 			`:9: rule "b": match: invalid regex: missing closing ) in ` + "`x(`",
 			`:10: rule "a": name: another rule has this name (line 5)`,
 			`:11: rule "b": name: another rule has this name (line 8)`,
+		},
+		"huge_numbers.yaml": {
+			`:1: global: max_series_per_rule: 99999999999999999999 is too large a number`,
+			`:6: rule "r": top: k: must be from 1 to 1000000, not 99999999999999999999`,
+		},
+		"aliased_inputs.yaml": {
+			`:4: input "web": is the input on line 3 again (*web): its lines would count twice; repeat its keys with <<: *web and give a name and a path of its own`,
 		},
 		"tags.yaml": {
 			`:4: input #1: path: tag !ENV: a rule file's values are plain YAML, whose tags are !!str, !!int, !!float, !!bool, !!null, !!seq and !!map; ` +
@@ -403,7 +416,7 @@ func TestBadConfigs(t *testing.T) {
 			`:10: input "struct": format: and a log format: the log format says how the lines are read (a JSON template with log_format_escape: json reads JSON); leave format: out`,
 			`:11: input "badjson": log_format: expected ':' after the key "a", in "{\"a\" ⟨here⟩\"$status\"}"`,
 			`:12: input "apache": apache_log_format: %Z is not a directive of mod_log_config, in "%h %⟨here⟩Z"`,
-			`:14: rule "mixed": match: is missing, and inputs "web" and "api" have different log formats: a rule without match: reads inputs of one format (name them with inputs: [...])`,
+			`:14: rule "mixed": match: is missing, and inputs "web" and "api" have different log formats: a rule without match: reads inputs of one format (its inputs: names both; keep those of one format, or give the rule a match: regex)`,
 			`:16: rule "no_format": match: is missing; give the regex lines must match, or a log_format: to the rule's inputs (then every $variable is a capture)`,
 			`:18: rule "some_without": match: is missing, and input "plain" has no log format to read its lines by (the rule reads inputs "web", "plain"); give it one, or name only inputs with one (inputs: [...])`,
 			`:22: rule "unknown_capture": labels: method: capture "requst_method" is not in the log format "combined" (did you mean "request_method"?) (have: remote_addr, remote_user, time_local, request, status, body_bytes_sent, http_referer, http_user_agent, request_method, request_uri, uri, server_protocol, status_class)`,
@@ -837,5 +850,41 @@ rules:
 				t.Errorf("got %v, want %s", err, want)
 			}
 		})
+	}
+}
+
+// TestQuotedValues: a list, a mapping or a boolean written in quotes, as Helm's quote
+// renders a value, is text; the error says so, where it said "must be a list, not a
+// single value" of what reads as a list, or "must be true or false" of "true".
+func TestQuotedValues(t *testing.T) {
+	for _, c := range []struct{ name, text, want string }{
+		{"a list in quotes", "global: {windows: \"[1m, 5m]\"}\nrules: [{name: r, match: x}]\n",
+			`c.yaml:1: global: windows: must be a list (e.g. [a, b]), not text in quotes ("[1m, 5m]"), which without them would be a list`},
+		{"a mapping in quotes", "rules: [{name: r, match: '(?P<s>x)', labels: '{s: \"${s}\"}'}]\n",
+			`c.yaml:1: rule "r": labels: must be a mapping, not text in quotes ("{s: \"${s}\"}"), which without them would be a mapping`},
+		{"a boolean in quotes", "rules: [{name: r, match: '(?P<v>\\d+)', value: v, native_histogram: \"true\"}]\n",
+			`c.yaml:1: rule "r": native_histogram: must be true or false, not text in quotes ("true"); write it without them`},
+		{"not a boolean", "rules: [{name: r, match: '(?P<v>\\d+)', value: v, native_histogram: yes}]\n",
+			`c.yaml:1: rule "r": native_histogram: must be true or false`},
+		{"a single value", "global: {windows: 5m}\nrules: [{name: r, match: x}]\n",
+			`c.yaml:1: global: windows: must be a list (e.g. [a, b]), not a single value`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := Parse([]byte(c.text), "c.yaml")
+			if err == nil || err.Error() != c.want {
+				t.Errorf("error:\n%v\nwant:\n%s", err, c.want)
+			}
+		})
+	}
+}
+
+// TestAnchorHolderKey: a key that only holds an anchor for later aliases (x-defaults: &d,
+// as docker compose files have them) is unknown, and the error says where an anchor goes.
+func TestAnchorHolderKey(t *testing.T) {
+	text := "x-defaults: &d {windows: [1m]}\nrules:\n  - {<<: *d, name: r, match: x}\n"
+	want := `c.yaml:1: unknown key "x-defaults" (known keys: global, inputs, patterns, rules): it holds only the anchor &d, and the file has no key for anchors alone; put the anchor on the first value that uses it (a rule's key), and alias it after`
+	_, err := Parse([]byte(text), "c.yaml")
+	if err == nil || err.Error() != want {
+		t.Errorf("error:\n%v\nwant:\n%s", err, want)
 	}
 }

@@ -79,6 +79,16 @@ func (d *decoder) inputs(e entry) []Input {
 	keys := allInputKeys()
 	for i, item := range v.Content {
 		subject := fmt.Sprintf("input #%d", i+1)
+		if item.Kind == yaml.AliasNode && resolve(item).Kind == yaml.MappingNode {
+			// The whole input again: its keys' lines are the anchored input's, where the
+			// errors of the duplicate would be reported, naming that line as the first.
+			if name := scalarKey(resolve(item), "name"); name != "" {
+				subject = fmt.Sprintf("input %q", name)
+			}
+			d.add(item.Line, subject, "is the input on line %d again (*%s): its lines would count twice; repeat its keys with <<: *%[2]s and give a name and a path of its own",
+				resolve(item).Line, item.Value)
+			continue
+		}
 		entries, ok := d.mapping(item, subject, "")
 		if !ok {
 			continue
@@ -121,7 +131,38 @@ func (d *decoder) inputs(e entry) []Input {
 		lines = append(lines, resolve(item).Line)
 	}
 	d.inputLabels(out, lines, names)
+	d.globbedTwice(out, lines)
 	return out
+}
+
+// globbedTwice warns of a file input's path that another input's glob matches: both
+// inputs read the file, and a rule that reads both counts its lines twice. Rules may keep
+// to one input each, so it is no error. Only the paths are compared: two globs that
+// match one file, or a symlink to it, are not seen.
+func (d *decoder) globbedTwice(ins []Input, lines []int) {
+	var globs []int
+	for i, in := range ins {
+		if in.File != nil && strings.ContainsAny(in.File.Path, "*?[") {
+			globs = append(globs, i)
+		}
+	}
+	if len(globs) == 0 {
+		return
+	}
+	for i, in := range ins {
+		if in.File == nil || strings.ContainsAny(in.File.Path, "*?[") {
+			continue
+		}
+		for _, g := range globs {
+			glob := ins[g].File.Path
+			if ok, _ := filepath.Match(filepath.Clean(glob), filepath.Clean(in.File.Path)); ok {
+				d.warned = append(d.warned, Problem{Line: lines[i], Subject: fmt.Sprintf("input %q", in.Label()), Msg: fmt.Sprintf(
+					"path: %q is also matched by the glob %q of the input on line %d: both read its lines, and a rule that reads both inputs counts them twice",
+					in.File.Path, glob, lines[g])})
+				break
+			}
+		}
+	}
 }
 
 // inputLabels reports a name that is the source of another input without a name, which is
@@ -260,10 +301,16 @@ func (d *decoder) path(path string, line int, subject string, sources map[string
 		d.add(line, subject, "path: %q %v", path, err)
 		return
 	}
-	if first, dup := sources[path]; dup {
-		d.add(line, subject, "path: %q is already followed by the input on line %d (its lines would count twice)", path, first)
+	// Two spellings of one path (./, //, a trailing /.) follow one file twice.
+	key := filepath.Clean(path)
+	if first, dup := sources[key]; dup {
+		as := ""
+		if key != path {
+			as = ", as " + key
+		}
+		d.add(line, subject, "path: %q is already followed by the input on line %d%s (its lines would count twice)", path, first, as)
 	}
-	sources[path] = line
+	sources[key] = line
 	d.shellPath(path, line, subject)
 }
 

@@ -198,3 +198,66 @@ func TestGlobUnlistedElement(t *testing.T) {
 		})
 	}
 }
+
+// TestIngressConfigMapKeys: the ingress-nginx controller's ConfigMap keys for its access
+// log, pasted into an input, or the key with its value pasted as the format, are errors
+// that say which key of the input takes the value: they read as unknown keys with no
+// suggestion, and the pasted key's text as a format that no line fits, with no word.
+func TestIngressConfigMapKeys(t *testing.T) {
+	for _, c := range []struct{ name, input, want string }{
+		{"log-format-upstream", `log-format-upstream: '$remote_addr $status'`,
+			`f.yaml:2: input "web": unknown key "log-format-upstream": it is the ingress-nginx controller's ConfigMap key; an input gives its value as log_format:`},
+		{"log-format-stream", `log-format-stream: '[$remote_addr] $status'`,
+			`f.yaml:2: input "web": unknown key "log-format-stream": it is the ingress-nginx controller's ConfigMap key; an input gives its value as log_format:`},
+		{"log-format-escape-json", `{log_format: '{"s":"$status"}', log-format-escape-json: "true"}`,
+			`f.yaml:2: input "web": unknown key "log-format-escape-json": it is the ingress-nginx controller's ConfigMap key; an input gives it as log_format_escape: json`},
+		{"log-format-escape-none", `{log_format: '$status', log-format-escape-none: "true"}`,
+			`f.yaml:2: input "web": unknown key "log-format-escape-none": it is the ingress-nginx controller's ConfigMap key; an input gives it as log_format_escape: none`},
+		{"the key with its value as the format", `log_format: "log-format-upstream: '$remote_addr $status'"`,
+			`f.yaml:2: input "web": log_format: this is the ingress-nginx controller's ConfigMap entry log-format-upstream; give only its value, the format string`},
+		{"the key with its value unquoted as the format", `log_format: "log-format-upstream: $remote_addr $status"`,
+			`f.yaml:2: input "web": log_format: this is the ingress-nginx controller's ConfigMap entry log-format-upstream; give only its value, the format string`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			text := "inputs:\n  - {name: web, path: /a.log, " + strings.TrimSuffix(strings.TrimPrefix(c.input, "{"), "}") + "}\nrules: [{name: r, match: x}]\n"
+			_, err := Parse([]byte(text), "f.yaml")
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("error:\n%v\nwant it to hold:\n%s", err, c.want)
+			}
+		})
+	}
+}
+
+// TestSameFileTwice: a path written otherwise than another input's (/logs/./a.log,
+// /logs//a.log) is the same file, followed twice and its lines counted twice by a rule
+// that reads both, as an identical path is refused; and a path that another input's glob
+// matches is read by both, which is warned of (rules may keep to one input each).
+func TestSameFileTwice(t *testing.T) {
+	for _, c := range []struct{ name, second, err, warn string }{
+		{"the same path", "/logs/a.log", `f.yaml:3: input "b": path: "/logs/a.log" is already followed by the input on line 2 (its lines would count twice)`, ""},
+		{"a dot element", "/logs/./a.log", `f.yaml:3: input "b": path: "/logs/./a.log" is already followed by the input on line 2, as /logs/a.log (its lines would count twice)`, ""},
+		{"a double slash", "/logs//a.log", `f.yaml:3: input "b": path: "/logs//a.log" is already followed by the input on line 2, as /logs/a.log (its lines would count twice)`, ""},
+		{"a glob matching it", "/logs/*.log", "",
+			`f.yaml:2: warning: input "a": path: "/logs/a.log" is also matched by the glob "/logs/*.log" of the input on line 3: both read its lines, and a rule that reads both inputs counts them twice`},
+		{"another file", "/logs/b.log", "", ""},
+		{"a glob matching others", "/logs/*.txt", "", ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			text := "inputs:\n  - {name: a, path: /logs/a.log}\n  - {name: b, path: '" + c.second + "'}\nrules: [{name: r, match: x}]\n"
+			cfg, err := Parse([]byte(text), "f.yaml")
+			switch {
+			case c.err != "":
+				if err == nil || err.Error() != c.err {
+					t.Errorf("error:\n%v\nwant:\n%s", err, c.err)
+				}
+				return
+			case err != nil:
+				t.Fatal(err)
+			}
+			got := Warnings(cfg)
+			if c.warn == "" && len(got) != 0 || c.warn != "" && (len(got) != 1 || got[0] != c.warn) {
+				t.Errorf("warnings %q; want %q", got, c.warn)
+			}
+		})
+	}
+}

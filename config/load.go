@@ -199,29 +199,52 @@ func (d *decoder) yamlError(data []byte, err error) {
 	if at := firstFailingLine(data, msg); at > 0 {
 		line = at
 	}
-	if !strings.Contains(msg, "tab") && tabIndented(data, line) {
+	switch text := lineOf(data, line); {
+	case !strings.Contains(msg, "tab") && tabIndented(text):
 		// yaml.v3 words a tab where the indentation is as a character it cannot read.
 		msg += "; the line is indented with a tab, and YAML indents with spaces only"
+	case strings.Contains(msg, "cannot start any token") && reservedStart(text) != 0:
+		// An Apache format (%h ...) or a value pasted from elsewhere, not quoted.
+		msg += fmt.Sprintf("; the value starts with %c, which YAML keeps for itself: put the value in quotes ('...')", reservedStart(text))
 	}
 	d.add(line, "", "not valid YAML: %s", msg)
 }
 
-// tabIndented says whether line n (from 1) of data has a tab in its indentation, the
-// spaces and list dashes before its first other character.
-func tabIndented(data []byte, n int) bool {
+// lineOf is line n (from 1) of data, nil when there is none.
+func lineOf(data []byte, n int) []byte {
 	if n < 1 {
-		return false
+		return nil
 	}
 	for range n - 1 {
 		nl := bytes.IndexByte(data, '\n')
 		if nl < 0 {
-			return false
+			return nil
 		}
 		data = data[nl+1:]
 	}
 	text, _, _ := bytes.Cut(data, []byte("\n"))
+	return text
+}
+
+// tabIndented says whether a line has a tab in its indentation, the spaces and list
+// dashes before its first other character.
+func tabIndented(text []byte) bool {
 	indent := text[:len(text)-len(bytes.TrimLeft(text, " \t-"))]
 	return bytes.IndexByte(indent, '\t') >= 0
+}
+
+// reservedStart is the character a line's value starts with when it is one YAML reserves
+// (%, @ or `) and no value may start with unquoted; 0 otherwise. The value is what follows
+// the line's indentation and list dashes, and its key's ": " if it has one.
+func reservedStart(text []byte) byte {
+	text = bytes.TrimLeft(text, " -")
+	if _, v, ok := bytes.Cut(text, []byte(": ")); ok {
+		text = bytes.TrimLeft(v, " ")
+	}
+	if len(text) > 0 && bytes.IndexByte([]byte("%@`"), text[0]) >= 0 {
+		return text[0]
+	}
+	return 0
 }
 
 func splitYAMLError(err error) (int, string) {
@@ -353,6 +376,8 @@ func (d *decoder) global(e entry, g *Global) {
 		n, err := strconv.Atoi(s)
 		switch {
 		case !ok:
+		case errors.Is(err, strconv.ErrRange):
+			d.add(m.key.Line, "global", "max_series_per_rule: %s is too large a number", s)
 		case err != nil:
 			d.add(m.key.Line, "global", "max_series_per_rule: %q is not a whole number", s)
 		case n < 1:

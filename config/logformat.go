@@ -60,6 +60,9 @@ func (d *decoder) logFormat(entries []entry, subject string, in *Input) {
 		if text, ok := d.formatText(apache, subject, "apache_log_format", presets); ok {
 			f, err := logformat.ParseApache(text)
 			d.formatError(apache, subject, "apache_log_format", text, presets, err)
+			if f != nil {
+				d.apachePasted(apache, subject, text)
+			}
 			in.LogFormat = f
 		}
 	}
@@ -98,16 +101,44 @@ func (d *decoder) pasted(e entry, subject, text string, f *logformat.Format) {
 	if p.Name != "" {
 		signs += fmt.Sprintf(" after the format's name (%s)", p.Name)
 	}
+	if p.Escaped {
+		signs += ` with its own quotes escaped (\")`
+	}
 	if p.Semicolon {
 		signs += " and ends with the directive's ';'"
 	}
+	unescape := ""
+	if p.Escaped {
+		unescape = `, each \" made "`
+	}
 	d.warned = append(d.warned, Problem{Line: e.key.Line, Subject: subject, Msg: fmt.Sprintf(
 		"log_format: the format is %s, as a log_format directive's arguments: pasted from there, it fits no line nginx writes; "+
-			"give the directive whole (log_format NAME '...';), or only the text between its quotes", signs)})
+			"give the directive whole (log_format NAME %c...%[2]c;), or only the text between its quotes%s", signs, p.Quote, unescape)})
+}
+
+// apachePasted warns of an Apache format string given as LogFormat's argument, in
+// httpd.conf's quotes (logformat.ApachePasted): as pasted, its quotes and nickname are
+// text no line has, and --config.check without --sample would say OK.
+func (d *decoder) apachePasted(e entry, subject, text string) {
+	nick, ok := logformat.ApachePasted(strings.TrimSpace(text))
+	if !ok {
+		return
+	}
+	signs := `in httpd.conf's quotes ("...")`
+	if nick != "" {
+		signs += fmt.Sprintf(" with the format's nickname after them (%s)", nick)
+	}
+	d.warned = append(d.warned, Problem{Line: e.key.Line, Subject: subject, Msg: fmt.Sprintf(
+		"apache_log_format: the format is %s, as LogFormat's format: pasted from there, it fits no line Apache writes; give only the text between its quotes", signs)})
 }
 
 // formatText reads the text of a log format key.
 func (d *decoder) formatText(e entry, subject, key string, presets []string) (string, bool) {
+	if v := resolve(e.val); v.Kind == yaml.MappingNode && v.Style&yaml.FlowStyle != 0 {
+		// A JSON template written as it is, which YAML reads as a mapping of its own.
+		d.add(e.key.Line, subject, "%s: must be a single value, not a mapping; a JSON template is text: put it in quotes ('{...}')", key)
+		return "", false
+	}
 	text, ok := d.scalar(e, subject, key)
 	if ok && strings.TrimSpace(text) == "" {
 		d.add(e.key.Line, subject, "%s: is empty; give a preset (%s) or the format string as the server's configuration has it", key, strings.Join(presets, ", "))
@@ -210,7 +241,12 @@ func (rd *ruleDecoder) fromFormat(line int, r *Rule, all []Input) {
 		case f == nil:
 			f, first = in.LogFormat, in.Label()
 		case !f.Equal(in.LogFormat):
-			rd.add(line, rd.subject, "match: is missing, and inputs %q and %q have different log formats: a rule without match: reads inputs of one format (name them with inputs: [...])", first, in.Label())
+			// The rule that names its inputs already did what "name them" would ask.
+			fix := "name those of one format with inputs: [...]"
+			if r.Inputs != nil {
+				fix = "its inputs: names both; keep those of one format, or give the rule a match: regex"
+			}
+			rd.add(line, rd.subject, "match: is missing, and inputs %q and %q have different log formats: a rule without match: reads inputs of one format (%s)", first, in.Label(), fix)
 			return
 		}
 	}

@@ -78,6 +78,12 @@ func TestLogFormatDirectiveErrors(t *testing.T) {
 		{"Apache's LogFormat directive among candidates", `
   - {name: web, path: /a, log_format: [combined, 'LogFormat "%h %l %u %t \"%r\" %>s %b" common']}
 `, `f.yaml:2: input "web": log_format: this is Apache's LogFormat directive`},
+		{"Apache's CustomLog directive with its format", `
+  - {name: web, path: /a, apache_log_format: 'CustomLog logs/access_log "%h %l %u %t \"%r\" %>s %b"'}
+`, `f.yaml:2: input "web": apache_log_format: this is Apache's CustomLog directive, which names the log file and its format: give only its format string, the text between its quotes (or the LogFormat of the nickname it names), in "⟨here⟩CustomLog logs/access_log \"%h %l %u %t \\…"`},
+		{"Apache's CustomLog directive among candidates", `
+  - {name: web, path: /a, log_format: [combined, 'CustomLog "|/usr/bin/rotatelogs /var/log/access.%Y 86400" "%h %>s"']}
+`, `f.yaml:2: input "web": log_format: this is Apache's CustomLog directive`},
 		{"only space", `
   - name: web
     path: /a

@@ -224,6 +224,13 @@ func TestPastedFormatWarnings(t *testing.T) {
 			prefix + `in nginx.conf's quotes ('...') after the format's name (main) and ends with the directive's ';'`},
 		{"space before the ;", `'$status' ;`, false,
 			prefix + `in nginx.conf's quotes ('...') and ends with the directive's ';'`},
+		{"the name and a double-quoted string with quotes not escaped", `main "` + combined + `"`, false, ""},
+		{"the name and a double-quoted string of several fields", `main "$remote_addr [$time_local] $status"`, false,
+			prefix + `in nginx.conf's quotes ("...") after the format's name (main), as`},
+		{"double-quoted, its quotes escaped", `"$remote_addr \"$request\" $status"`, false,
+			prefix + `in nginx.conf's quotes ("...") with its own quotes escaped (\"), as a log_format directive's arguments: pasted from there, it fits no line nginx writes; give the directive whole (log_format NAME "...";), or only the text between its quotes, each \" made "`},
+		{"the name and a double-quoted string with escaped quotes", `main "` + strings.ReplaceAll(combined, `"`, `\"`) + `"`, false,
+			prefix + `in nginx.conf's quotes ("...") after the format's name (main) with its own quotes escaped (\"), as`},
 		{"among candidates", `'` + combined + `';`, true,
 			prefix + `in nginx.conf's quotes ('...') and ends with the directive's ';'`},
 	} {
@@ -233,6 +240,28 @@ func TestPastedFormatWarnings(t *testing.T) {
 				format = "[combined, " + format + "]"
 			}
 			text := fmt.Sprintf("inputs: [{name: web, path: /a, log_format: %s}]\nrules:\n  - {name: r, labels: {s: '${status}'}}\n", format)
+			parseWarned(t, "c.yaml", text, c.want)
+		})
+	}
+}
+
+// TestApachePastedWarnings: an Apache format given with httpd.conf's quotes around it
+// (its own quotes escaped inside, perhaps the nickname after it), as LogFormat's
+// arguments are, fits no line Apache writes and is warned of at its line; a format with
+// quoted fields, written as Apache writes them, is not.
+func TestApachePastedWarnings(t *testing.T) {
+	const common = `%h %l %u %t \"%r\" %>s %b`
+	const prefix = `c.yaml:1: warning: input "web": apache_log_format: the format is in httpd.conf's quotes ("...")`
+	for _, c := range []struct{ name, format, want string }{
+		{"the format", `%h %l %u %t "%r" %>s %b`, ""},
+		{"the format, its quotes escaped", common, ""},
+		{"a quoted field first", `"%r" %>s`, ""},
+		{"quoted fields only", `"%r" "%>s"`, ""},
+		{"in its quotes", `"` + common + `"`, prefix + `, as LogFormat's format: pasted from there, it fits no line Apache writes; give only the text between its quotes`},
+		{"in its quotes with the nickname", `"` + common + `" common`, prefix + ` with the format's nickname after them (common), as LogFormat's format`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			text := fmt.Sprintf("inputs: [{name: web, path: /a, apache_log_format: %s}]\nrules:\n  - {name: r, labels: {s: '${s}'}}\n", strconv.Quote(c.format))
 			parseWarned(t, "c.yaml", text, c.want)
 		})
 	}
@@ -259,6 +288,25 @@ func TestPresetMistakes(t *testing.T) {
 			_, err := Parse([]byte("inputs: [{name: web, path: /a, "+c.input+"}]\nrules:\n  - {name: r, inputs: [web]}\n"), "c.yaml")
 			if err == nil || err.Error() != c.want {
 				t.Errorf("got:\n%v\nwant:\n%s", err, c.want)
+			}
+		})
+	}
+}
+
+// TestMixedFormatsHint: a rule without match: over inputs of different formats is told
+// to name those of one format, and one that names them already to keep those of one, not
+// to do what it did.
+func TestMixedFormatsHint(t *testing.T) {
+	const inputs = "inputs:\n  - {name: web, path: /a, log_format: combined}\n  - {name: api, path: /b, log_format: main}\n"
+	for _, c := range []struct{ name, rule, want string }{
+		{"every input", "{name: r}", `(name those of one format with inputs: [...])`},
+		{"its inputs named", "{name: r, inputs: [web, api]}", `(its inputs: names both; keep those of one format, or give the rule a match: regex)`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := Parse([]byte(inputs+"rules:\n  - "+c.rule+"\n"), "c.yaml")
+			want := `c.yaml:5: rule "r": match: is missing, and inputs "web" and "api" have different log formats: a rule without match: reads inputs of one format ` + c.want
+			if err == nil || err.Error() != want {
+				t.Errorf("error:\n%v\nwant:\n%s", err, want)
 			}
 		})
 	}

@@ -1,6 +1,10 @@
 package config
 
-import "go.yaml.in/yaml/v3"
+import (
+	"fmt"
+
+	"go.yaml.in/yaml/v3"
+)
 
 // nativeHistogram reads `native_histogram:`, which exports a value rule's window
 // distribution as a native histogram to a scrape in protobuf. Without the key a rule gets one
@@ -15,7 +19,11 @@ func (rd *ruleDecoder) nativeHistogram(entries []entry, r *Rule, isValue bool) {
 	v := resolve(e.val)
 	var on bool
 	if v.Kind != yaml.ScalarNode || v.ShortTag() != "!!bool" || v.Decode(&on) != nil {
-		rd.add(e.key.Line, rd.subject, "native_histogram: must be true or false")
+		quoted := ""
+		if unquotedKind(v) == yaml.ScalarNode {
+			quoted = fmt.Sprintf(", not text in quotes (%q); write it without them", v.Value)
+		}
+		rd.add(e.key.Line, rd.subject, "native_histogram: must be true or false%s", quoted)
 		return
 	}
 	if on && !isValue {

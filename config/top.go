@@ -1,6 +1,7 @@
 package config
 
 import (
+	"errors"
 	"math"
 	"slices"
 	"strconv"
@@ -86,6 +87,10 @@ func (rd *ruleDecoder) wholeNumber(e entry, what string, least, most int) (int, 
 	}
 	n, err := strconv.Atoi(s)
 	switch {
+	case errors.Is(err, strconv.ErrRange):
+		// A whole number past what an int holds: out of the range as any other.
+		rd.add(e.key.Line, rd.subject, "%s: must be from %d to %d, not %s", what, least, most, s)
+		return 0, false
 	case err != nil:
 		rd.add(e.key.Line, rd.subject, "%s: %q is not a whole number", what, s)
 		return 0, false

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 
@@ -36,9 +37,42 @@ func kindName(n *yaml.Node) string {
 		if n.ShortTag() == "!!null" {
 			return "empty"
 		}
+		if kind := unquotedKind(n); kind == yaml.SequenceNode || kind == yaml.MappingNode {
+			return fmt.Sprintf("text in quotes (%q), which without them would be %s", n.Value, kindName(&yaml.Node{Kind: kind}))
+		}
 		return "a single value"
 	}
 	return "something else"
+}
+
+// unquotedKind is what a quoted value would be without its quotes, as Helm's quote
+// renders a list, a mapping or a boolean as text: a flow list or mapping's kind, a
+// boolean's ScalarNode; 0 for a value that is not quoted, or would still be text.
+func unquotedKind(n *yaml.Node) yaml.Kind {
+	if n.Kind != yaml.ScalarNode || n.Style&(yaml.DoubleQuotedStyle|yaml.SingleQuotedStyle) == 0 {
+		return 0
+	}
+	var plain yaml.Node
+	if yaml.Unmarshal([]byte(n.Value), &plain) != nil || len(plain.Content) != 1 {
+		return 0
+	}
+	switch v := plain.Content[0]; {
+	case v.Kind == yaml.SequenceNode && v.Style&yaml.FlowStyle != 0, v.Kind == yaml.MappingNode && v.Style&yaml.FlowStyle != 0:
+		return v.Kind
+	case v.Kind == yaml.ScalarNode && v.ShortTag() == "!!bool":
+		return yaml.ScalarNode
+	}
+	return 0
+}
+
+// scalarKey is the text of key's single value in mapping m, "" when it has none.
+func scalarKey(m *yaml.Node, key string) string {
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if k, v := resolve(m.Content[i]), resolve(m.Content[i+1]); k.Value == key && v.Kind == yaml.ScalarNode {
+			return v.Value
+		}
+	}
+	return ""
 }
 
 // isNull reports whether a value was left empty (`key:` or `key: ~`).
@@ -125,11 +159,30 @@ func (d *decoder) merge(v *yaml.Node, subject, what string, out []entry, visited
 // known reports keys that are not in the allowed set; a typo gets a suggestion.
 func (d *decoder) known(entries []entry, subject, what string, allowed ...string) {
 	for _, e := range entries {
-		if !slices.Contains(allowed, e.key.Value) {
-			d.add(e.key.Line, subject, "%sunknown key %q%s (known keys: %s)",
-				at(what), e.key.Value, suggest(e.key.Value, allowed), strings.Join(allowed, ", "))
+		if slices.Contains(allowed, e.key.Value) {
+			continue
 		}
+		if hint, ok := foreignKeys[e.key.Value]; ok && slices.Contains(allowed, hint.key) {
+			d.add(e.key.Line, subject, "%sunknown key %q: it is %s", at(what), e.key.Value, hint.msg)
+			continue
+		}
+		anchor := ""
+		if e.val.Anchor != "" && suggest(e.key.Value, allowed) == "" {
+			anchor = fmt.Sprintf(": it holds only the anchor &%s, and the file has no key for anchors alone; put the anchor on the first value that uses it (a rule's key), and alias it after", e.val.Anchor)
+		}
+		d.add(e.key.Line, subject, "%sunknown key %q%s (known keys: %s)%s",
+			at(what), e.key.Value, suggest(e.key.Value, allowed), strings.Join(allowed, ", "), anchor)
 	}
+}
+
+// foreignKeys are keys of other tools' configurations that users paste here, too far
+// from the key that takes their value for suggest to find it: what to say instead where
+// that key is known.
+var foreignKeys = map[string]struct{ key, msg string }{
+	"log-format-upstream":    {"log_format", "the ingress-nginx controller's ConfigMap key; an input gives its value as log_format:"},
+	"log-format-stream":      {"log_format", "the ingress-nginx controller's ConfigMap key; an input gives its value as log_format:"},
+	"log-format-escape-json": {"log_format_escape", "the ingress-nginx controller's ConfigMap key; an input gives it as log_format_escape: json"},
+	"log-format-escape-none": {"log_format_escape", "the ingress-nginx controller's ConfigMap key; an input gives it as log_format_escape: none"},
 }
 
 // find returns the entry for key, if present.

@@ -2,6 +2,7 @@ package logformat
 
 import (
 	"fmt"
+	"regexp"
 	"strings"
 )
 
@@ -20,9 +21,12 @@ func ParseApache(text string) (*Format, error) {
 	// A format given in a YAML block (apache_log_format: |) ends with the block's line
 	// break, which is not the format's: no line of a log has one.
 	text = strings.TrimRight(text, "\r\n")
-	if rest, ok := strings.CutPrefix(strings.TrimLeft(text, " \t"), "LogFormat"); ok && rest != "" && (rest[0] == ' ' || rest[0] == '\t') {
-		// Its format, in quotes with a name after it, would fit no line.
+	// A directive's format, in quotes after its other arguments, would fit no line.
+	switch strings.ToLower(firstWord(text)) {
+	case "logformat":
 		return nil, &Error{len(text) - len(strings.TrimLeft(text, " \t")), "this is Apache's LogFormat directive, which names a format: give only its format string, the text between its quotes"}
+	case "customlog":
+		return nil, &Error{len(text) - len(strings.TrimLeft(text, " \t")), "this is Apache's CustomLog directive, which names the log file and its format: give only its format string, the text between its quotes (or the LogFormat of the nickname it names)"}
 	}
 	f := &Format{Server: Apache, Text: text, Escape: EscapeApache}
 	if preset, ok := ApachePresets[text]; ok {
@@ -40,6 +44,52 @@ func ParseApache(text string) (*Format, error) {
 	}
 	derive(f, "r", "s")
 	return f, nil
+}
+
+// ApachePasted reports whether a trimmed format string s is LogFormat's format argument
+// as httpd.conf has it: in double quotes, with its own quotes escaped inside (\"), perhaps
+// with the nickname after it, which it returns. mod_log_config writes such quotes, so a
+// format that starts and ends with a quoted field is taken for pasted only with the
+// escapes, which a format not copied from inside quotes has no need of.
+func ApachePasted(s string) (nickname string, ok bool) {
+	if !strings.HasPrefix(s, `"`) {
+		return "", false
+	}
+	end := -1
+	for i := 1; i < len(s); i++ {
+		if s[i] == '\\' {
+			i++
+			continue
+		}
+		if s[i] == '"' {
+			end = i
+			break
+		}
+	}
+	if end < 0 || !strings.Contains(s[1:end], `\"`) {
+		return "", false
+	}
+	rest := s[end+1:]
+	if rest == "" {
+		return "", true
+	}
+	if !strings.HasPrefix(rest, " ") && !strings.HasPrefix(rest, "\t") {
+		return "", false
+	}
+	rest = strings.TrimSpace(rest)
+	return rest, nicknameWord.MatchString(rest)
+}
+
+// nicknameWord is a LogFormat nickname as httpd.conf's default and its users write them.
+var nicknameWord = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_-]*$`)
+
+// firstWord is text's first word when another follows it: the name of the httpd.conf
+// directive text would be.
+func firstWord(text string) string {
+	if f := strings.Fields(text); len(f) > 1 {
+		return f[0]
+	}
+	return ""
 }
 
 // apacheTokens splits a mod_log_config format into text and directives:

@@ -30,6 +30,9 @@ func ParseNginxValue(value string, esc Escape, declared bool) (*Format, error) {
 	if IsAccessLog(value) {
 		return nil, &Error{len(value) - len(skipComments(value)), "this is nginx's access_log directive, which names the format its log is written in (access_log PATH NAME): give the log_format directive of that name"}
 	}
+	if key := ingressEntry(value); key != "" {
+		return nil, &Error{len(value) - len(strings.TrimLeft(value, " \t\r\n")), fmt.Sprintf("this is the ingress-nginx controller's ConfigMap entry %s; give only its value, the format string", key)}
+	}
 	trimmed := strings.TrimSpace(value)
 	lead := strings.Index(value, trimmed)
 	if !IsDirective(trimmed) {
@@ -69,6 +72,23 @@ func IsDirective(s string) bool {
 func IsAccessLog(s string) bool {
 	rest, ok := strings.CutPrefix(skipComments(s), "access_log")
 	return ok && rest != "" && strings.IndexByte(" \t\r\n", rest[0]) >= 0
+}
+
+// ingressFormatKeys are the ingress-nginx controller's ConfigMap keys whose value is an
+// nginx format string.
+var ingressFormatKeys = []string{"log-format-upstream", "log-format-stream"}
+
+// ingressEntry returns the key when a log_format: value is an entry of the ingress-nginx
+// controller's ConfigMap pasted whole (log-format-upstream: '...'), which no format string
+// starts with; "" when it is not.
+func ingressEntry(s string) string {
+	s = strings.TrimLeft(s, " \t\r\n")
+	for _, k := range ingressFormatKeys {
+		if strings.HasPrefix(s, k+":") {
+			return k
+		}
+	}
+	return ""
 }
 
 // skipComments is s after the space and the # comments it starts with.
@@ -119,12 +139,13 @@ func (d *directive) source(off int) int {
 
 // word is an argument of a directive: its text as nginx reads it (quotes removed, escapes
 // undone), where it starts, and at[i] the directive's offset of its byte i; quote is the
-// quote it was in (0 for none).
+// quote it was in (0 for none), escapedQuote whether that quote was escaped inside it.
 type word struct {
-	text  string
-	start int
-	at    []int
-	quote byte
+	text         string
+	start        int
+	at           []int
+	quote        byte
+	escapedQuote bool
 }
 
 // parseDirective reads a log_format directive the way nginx's configuration reader
@@ -246,6 +267,7 @@ func directiveWord(s string, i int) (word, int, error) {
 		if c == '\\' && i+1 < len(s) {
 			if e, ok := unescapes[s[i+1]]; ok {
 				b, w.at = append(b, e), append(w.at, i)
+				w.escapedQuote = w.escapedQuote || quote != 0 && e == quote
 			} else {
 				b, w.at = append(b, c, s[i+1]), append(w.at, i, i+1)
 			}
@@ -285,6 +307,9 @@ type Pasted struct {
 	Quote byte
 	// Semicolon tells whether the directive's ';' ends it.
 	Semicolon bool
+	// Escaped tells whether a double-quoted string has its own quotes escaped (\"),
+	// which nginx's reader undoes and a format string keeps as a backslash.
+	Escaped bool
 }
 
 // pastedName is a format's name as nginx.conf's log_format has it before the strings.
@@ -298,8 +323,10 @@ var pastedName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 // no format pasted from nginx.conf is written for), and a sign that a format seldom has:
 // a string in single quotes (nginx's own formats double-quote their fields, as
 // "$http_referer" "$http_user_agent" does, and such a run is a format) or the ';' after
-// the closing quote. A format with the name and double quotes only (upstream "$request")
-// is one nginx can write, and is not taken for pasted either.
+// the closing quote, or a double-quoted string with its own quotes escaped (nginx writes
+// the backslash), or, after the name, one holding a space (nginx's formats double-quote
+// one field at a time). A format with the name and a double-quoted field
+// (upstream "$request") is one nginx can write, and is not taken for pasted either.
 func PastedArguments(s string) (Pasted, bool) {
 	var p Pasted
 	var words []word
@@ -321,6 +348,7 @@ func PastedArguments(s string) (Pasted, bool) {
 			if err != nil {
 				return p, false
 			}
+			p.Escaped = p.Escaped || w.quote == '"' && w.escapedQuote
 			words = append(words, w)
 			i = next
 		}
@@ -331,16 +359,16 @@ func PastedArguments(s string) (Pasted, bool) {
 			words = words[1:]
 		}
 	}
-	single := false
+	sign := p.Semicolon || p.Escaped
 	for _, w := range words {
 		if w.quote == 0 {
 			return p, false
 		}
-		single = single || w.quote == '\''
+		sign = sign || w.quote == '\'' || p.Name != "" && strings.ContainsAny(w.text, " \t")
 	}
 	if len(words) == 0 {
 		return p, false
 	}
 	p.Quote = words[0].quote
-	return p, single || p.Semicolon
+	return p, sign
 }

@@ -33,6 +33,7 @@ func FuzzLogFormat(f *testing.F) {
 		var fm *Format
 		var err error
 		if apache {
+			ApachePasted(strings.TrimSpace(text)) // any text: no panic
 			fm, err = ParseApache(text)
 		} else {
 			fm, err = ParseNginx(text, []Escape{EscapeDefault, EscapeJSON, EscapeNone, EscapeEither}[escape%4])

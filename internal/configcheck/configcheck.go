@@ -25,7 +25,8 @@ import (
 // of --web.config.file and the listen addresses, each by the start's own check, so that
 // OK means the exporter would start. Each error and warning goes to stderr, all of them
 // in one run (and the lines of the samples, when the rule file loaded); it returns the
-// exit code, 0 with the summary on stdout when there is no error.
+// exit code, 0 with the summary on stdout when there is no error. sampleOpts' SeriesMaxBytes
+// is the memory bound the start would keep, which the rules' budgets are checked against.
 func Run(cfg *config.Config, loadErr, watchErr error, file string, webFlags *web.FlagConfig, samples []string, sampleOpts pipeline.Options, stdout, stderr io.Writer) int {
 	failed := loadErr != nil || watchErr != nil
 	if watchErr != nil && loadErr == nil {
@@ -36,7 +37,7 @@ func Run(cfg *config.Config, loadErr, watchErr error, file string, webFlags *web
 	if loadErr != nil {
 		fmt.Fprintln(stderr, loadErr)
 	} else {
-		for _, w := range pipeline.MissingInputs(cfg) {
+		for _, w := range append(pipeline.StartWarnings(cfg, sampleOpts.SeriesMaxBytes), pipeline.SocketProblems(cfg)...) {
 			fmt.Fprintf(stderr, "%s: warning: %s\n", file, w)
 		}
 		for _, w := range config.Warnings(cfg) {

@@ -55,6 +55,9 @@ type Watcher struct {
 	// unreadable: the file could not be read at the last check, and the reload that
 	// reported it was made.
 	unreadable bool
+	// emptyHeld: a check found the file empty and did not reload it (apply); the checks
+	// after it reload it if it still is. Any read of content or of no file clears it.
+	emptyHeld bool
 	// entries are those of the directory the file depends on (dependsOn), found again
 	// after each event of one of them and at each check.
 	entries map[string]bool
@@ -63,7 +66,7 @@ type Watcher struct {
 // New reads path's current content as the one loaded. Call it before the configuration
 // is loaded: a change in between then reloads once more, rather than going unnoticed.
 func New(path string) (*Watcher, error) {
-	sum, err := digest(path)
+	sum, _, err := digest(path)
 	if err != nil {
 		return nil, err
 	}
@@ -71,13 +74,13 @@ func New(path string) (*Watcher, error) {
 }
 
 // digest reads the file as a load does: a FIFO or a device put in its place is refused,
-// not waited on or read without end.
-func digest(path string) ([sha256.Size]byte, error) {
+// not waited on or read without end. empty tells a file of no bytes.
+func digest(path string) (sum [sha256.Size]byte, empty bool, err error) {
 	b, err := config.ReadFile(path)
 	if err != nil {
-		return [sha256.Size]byte{}, err
+		return [sha256.Size]byte{}, false, err
 	}
-	return sha256.Sum256(b), nil
+	return sha256.Sum256(b), len(b) == 0, nil
 }
 
 // Run watches until ctx is done. It returns an error only when opts are unusable; a
@@ -214,11 +217,12 @@ func dependsOn(path string) map[string]bool {
 	return entries
 }
 
-// reading is what a check read of the file: the digest of its content, or why it could
-// not be read.
+// reading is what a check read of the file: the digest of its content (and whether it
+// has none), or why it could not be read.
 type reading struct {
-	sum [sha256.Size]byte
-	err error
+	sum   [sha256.Size]byte
+	empty bool
+	err   error
 }
 
 // same says whether two readings found the same: the same content, or no content.
@@ -233,8 +237,9 @@ func (r reading) same(o reading) bool {
 func (w *Watcher) read() reading {
 	// A symlink out of the directory may have been retargeted, which makes no event here.
 	w.entries = dependsOn(w.path)
-	sum, err := digest(w.path)
-	return reading{sum, err}
+	sum, empty, err := digest(w.path)
+	w.emptyHeld = w.emptyHeld && empty
+	return reading{sum, empty, err}
 }
 
 // changed says whether apply would reload r: content other than the last loaded, or a
@@ -255,8 +260,20 @@ func (w *Watcher) changed(r reading) bool {
 // running configuration stays. Later checks that find it unreadable still say nothing
 // more, and the first that reads it reloads it, the content last loaded too, which ends
 // the failure reported.
+//
+// An empty file is not reloaded at the first check that finds it, but at a later one that
+// still does (the poll's): a save that truncates the file and writes it a while later
+// (generator > rules.yaml: the shell truncates it before the generator has written a byte)
+// leaves it empty for longer than Settle, and reloading it then reports a failed reload
+// for a file that is fine a moment later. No rule file is empty, so the wait costs only
+// the report of one that stays so; a file that has content is reloaded as it is read.
 func (w *Watcher) apply(opts Options, r reading) {
 	if !w.changed(r) {
+		return
+	}
+	if r.empty && !w.emptyHeld {
+		w.emptyHeld = true
+		opts.Logger.Info("the rule file is empty, as a save that truncates it leaves it until it writes; reloading it if it still is at the next poll", "path", w.path, "poll", opts.Poll)
 		return
 	}
 	if r.err != nil {

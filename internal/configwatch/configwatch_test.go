@@ -619,3 +619,44 @@ func TestUnreadableReported(t *testing.T) {
 		t.Fatalf("a poll after the file came back reloaded again: %q", got)
 	}
 }
+
+// TestSlowTruncateThenWrite: a save that truncates the file and writes it more than a
+// quiet period later (generator > rules.yaml, whose shell truncates the file before the
+// generator has written a byte) left it empty when the directory settled, and the empty
+// file was reloaded and refused: a failed reload reported for a file that was fine a
+// moment later. An empty file, which no rule file is, waits for the next poll: the write
+// that follows reloads as any change, and a file that stays empty is reloaded then, and
+// reported. The same holds for a poll that finds the file empty.
+func TestSlowTruncateThenWrite(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "rules.yaml")
+	write(t, path, "v1")
+	h := start(t, path)
+
+	write(t, path, "")
+	if got, ok := h.settle(t); ok {
+		t.Fatalf("the file truncated: reloaded %q", got)
+	}
+	write(t, path, "v2")
+	if got := h.settleAndReload(t); got != "v2" {
+		t.Fatalf("the file written after: reload read %q, want v2", got)
+	}
+
+	write(t, path, "")
+	if got, ok := h.settle(t); ok {
+		t.Fatalf("the file truncated again: reloaded %q", got)
+	}
+	// Still empty at the next poll, and at the second read after it: reloaded, once.
+	if got, ok := h.fire(t, poll); ok {
+		t.Fatalf("a poll of the file still empty reloaded %q before a second read", got)
+	}
+	if got, ok := h.fire(t, settle); !ok || got != "" {
+		t.Fatalf("the file empty for a poll period: reloaded %v, read %q; want a reload of the empty file", ok, got)
+	}
+	if got, ok := h.fire(t, poll); ok {
+		t.Fatalf("a poll after the empty file was reloaded reloaded it again: %q", got)
+	}
+	write(t, path, "v3")
+	if got := h.settleAndReload(t); got != "v3" {
+		t.Fatalf("the file written at last: reload read %q, want v3", got)
+	}
+}

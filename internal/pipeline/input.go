@@ -825,6 +825,23 @@ func MissingInputs(cfg *config.Config) []string {
 	return out
 }
 
+// SocketProblems words a warning for every syslog input whose unix socket could not be
+// created here now (syslog.CheckUnixPath): a start refuses it, but the check that asks may
+// run where the exporter does not (a CI job, without the pod's volumes), so it is no
+// error. Only --config.check asks: the start and a reload report the bind's own error.
+func SocketProblems(cfg *config.Config) []string {
+	var out []string
+	for _, ci := range cfg.Inputs {
+		if ci.Syslog == nil || ci.Syslog.Socket.Network != "unixgram" {
+			continue
+		}
+		if err := syslog.CheckUnixPath(ci.Syslog.Socket.Addr); err != nil {
+			out = append(out, fmt.Sprintf("input %q: %s: %v: a start here fails to create it", ci.Label(), ci.Syslog.Address, err))
+		}
+	}
+	return out
+}
+
 // notDir reports whether path is there and is not a directory (a symlink is looked
 // through): something a follower may read.
 func notDir(path string) bool {

@@ -217,6 +217,44 @@ rules:
 	}
 }
 
+// A series budget past the memory bound, which only the start knows, is logged at start
+// and at every reload that has it, as --config.check prints it.
+func TestBudgetPastBoundLogged(t *testing.T) {
+	rules := func(budget int) *config.Config {
+		t.Helper()
+		cfg, err := config.Parse(fmt.Appendf(nil, "global: {max_series_per_rule: %d}\nrules: [{name: r, match: '(?P<a>x)', labels: {a: '${a}'}}]\n", budget), "rules.yaml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cfg
+	}
+	const warning = `max_series_per_rule (1000000) series of rule \"r\" hold at least`
+	var out syncbuf.Buffer
+	p, err := Start(rules(1000000), Options{Now: time.Now, PollInterval: time.Hour, SeriesMaxBytes: 64 << 20, Logger: slog.New(slog.NewTextHandler(&out, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Stop)
+	for _, step := range []struct {
+		name   string
+		budget int
+		logged int
+	}{
+		{"start", 0, 1},
+		{"reload within the bound", 1000, 1},
+		{"reload past it", 1000000, 2},
+	} {
+		if step.budget != 0 {
+			if err := p.Reload(rules(step.budget)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got := strings.Count(out.String(), warning); got != step.logged {
+			t.Errorf("%s: logged %d times, want %d:\n%s", step.name, got, step.logged, out.String())
+		}
+	}
+}
+
 // What an input's lines are not, for warnUnreadable: lines not of its log format (nor
 // matched by another rule's regex), not CRI lines, not the JSON its fields rules read; but
 // not lines that no rule counts because their filters leave them out, or because a regex

@@ -119,6 +119,9 @@ type Pipeline struct {
 	expiring chan struct{}
 	expired  sync.WaitGroup
 
+	// reloading serialises reloads, their reading of the file included; it is taken
+	// before mu.
+	reloading   sync.Mutex
 	mu          sync.Mutex         // serialises reloads and Stop; guards the fields below
 	inputs      map[string]*stream // by config.Input.Source
 	starting    bool               // Start is starting the inputs: warm start applies
@@ -229,15 +232,18 @@ func (p *Pipeline) Expire() {
 }
 
 // ReloadFile loads the config file in use again and applies it; a file that fails to load
-// or build changes nothing. The file is read under the reload lock, so of two reloads at
-// once the later one applies the newer file.
+// or build changes nothing. The file is read under reloading, so of two reloads at once
+// the later one applies the newer file, but not under mu, which every scrape, /-/ready and
+// the status page wait on: a file of thousands of rules takes seconds to load.
 func (p *Pipeline) ReloadFile() error {
+	p.reloading.Lock()
+	defer p.reloading.Unlock()
+	cfg, err := config.LoadAgain(p.gen.Load().cfg.File)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.stopped {
 		return errStopped
 	}
-	cfg, err := config.LoadAgain(p.gen.Load().cfg.File)
 	if err != nil {
 		p.reloadErr = err
 		return err
@@ -248,6 +254,8 @@ func (p *Pipeline) ReloadFile() error {
 // Reload swaps in cfg: rules whose definition did not change keep their window state,
 // inputs that are no longer configured stop, new ones start.
 func (p *Pipeline) Reload(cfg *config.Config) error {
+	p.reloading.Lock()
+	defer p.reloading.Unlock()
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.stopped {
@@ -339,16 +347,24 @@ func (e *InputsNotStarted) Error() string {
 // Unwrap returns why the inputs did not start.
 func (e *InputsNotStarted) Unwrap() error { return e.Err }
 
-// warnConfig logs what --config.check warns of, MissingInputs and config.Warnings, at
+// warnConfig logs what --config.check warns of, StartWarnings and config.Warnings, at
 // start and at every reload: an exporter started or reloaded without the check must say
 // it as loudly.
 func (p *Pipeline) warnConfig(cfg *config.Config) {
-	for _, w := range MissingInputs(cfg) {
+	for _, w := range StartWarnings(cfg, p.opts.SeriesMaxBytes) {
 		p.opts.Logger.Warn(w)
 	}
 	for _, w := range config.Warnings(cfg) {
 		p.opts.Logger.Warn(w)
 	}
+}
+
+// StartWarnings are what the start warns of cfg besides the rule file's own warnings
+// (config.Warnings), which it can tell only of the machine and the flags: the inputs'
+// paths that match no file (MissingInputs), and a series budget past the memory bound
+// seriesMaxBytes (store.BudgetsPastBound).
+func StartWarnings(cfg *config.Config, seriesMaxBytes int64) []string {
+	return append(MissingInputs(cfg), store.BudgetsPastBound(cfg, seriesMaxBytes)...)
 }
 
 // Ready reports whether every input has opened and positioned the files that exist, or

@@ -2,13 +2,18 @@ package store
 
 import (
 	"cmp"
+	"fmt"
 	"log/slog"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"unsafe"
 
+	"github.com/alecthomas/units"
+
+	"github.com/logwindow/logwindow_exporter/config"
 	"github.com/logwindow/logwindow_exporter/windows"
 )
 
@@ -40,6 +45,69 @@ type budget struct {
 // labels slice header and its map entry (the map grows by doubling: measured by
 // TestMaxBytes and BenchmarkMaxBytes20Rules).
 const seriesOverhead = int64(unsafe.Sizeof(Series{})) + 64
+
+// BudgetsPastBound words a warning when max_series_per_rule series of a rule hold more
+// than maxBytes (--series.max-bytes; 0 is none) before a label value is written: that
+// rule fills the bound before it reaches its budget, which then bounds nothing, and from
+// then on the new label sets of every rule fold into __overflow__, where the budget was
+// to fold the rule's alone. A huge budget meant as "no limit" is one. The rule named is
+// the one whose series are largest (the lowest budget that fits is said for it); the
+// others past it are counted.
+func BudgetsPastBound(cfg *config.Config, maxBytes int64) []string {
+	limit := int64(cfg.Global.MaxSeriesPerRule)
+	if maxBytes <= 0 || limit <= 0 {
+		return nil
+	}
+	var past []string
+	var worst string
+	var most int64
+	for _, r := range cfg.Rules {
+		layout, err := windows.NewLayout(r.Windows, layoutOptions(r))
+		if err != nil {
+			continue // the Set's build refuses it
+		}
+		cost := seriesOverhead + 16*int64(len(r.Labels)) + int64(layout.SeriesBytes())
+		if limit <= maxBytes/cost {
+			continue
+		}
+		past = append(past, r.Name)
+		if cost > most {
+			worst, most = r.Name, cost
+		}
+	}
+	if len(past) == 0 {
+		return nil
+	}
+	others := ""
+	if len(past) > 1 {
+		names := slices.DeleteFunc(past, func(n string) bool { return n == worst })
+		others = fmt.Sprintf(" (also rule %q", names[0])
+		if len(names) > 1 {
+			others += fmt.Sprintf(" and %d more", len(names)-1)
+		}
+		others += ")"
+	}
+	fix := fmt.Sprintf("lower max_series_per_rule to %d or less, or raise --series.max-bytes", maxBytes/most)
+	if maxBytes < most {
+		fix = "not one series of it fits: raise --series.max-bytes"
+	}
+	return []string{fmt.Sprintf("max_series_per_rule (%d) series of rule %q hold at least %s (%d bytes each before their label values), "+
+		"more than --series.max-bytes (%s)%s: the rule fills the memory bound before its budget, and then the new label sets of every rule fold into __overflow__; %s",
+		limit, worst, roughBytes(float64(limit)*float64(most)), most, units.Base2Bytes(maxBytes), others, fix)}
+}
+
+// roughBytes is n bytes in the largest binary unit under it, to a tenth: the size of a
+// budget's series, which may not fit an int64.
+func roughBytes(n float64) string {
+	unit := 0
+	for n >= 1024 && unit < len(byteUnits)-1 {
+		n /= 1024
+		unit++
+	}
+	return strconv.FormatFloat(math.Round(n*10)/10, 'f', -1, 64) + byteUnits[unit]
+}
+
+var byteUnits = []string{"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB", "ZiB", "YiB"}
 
 // Heap a series takes for a second writing shard: the table of the other shards' parts
 // (once) and each such part.

@@ -2,7 +2,9 @@ package store_test
 
 import (
 	"maps"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -261,6 +263,64 @@ func TestGoneLabelSetReapsAtBound(t *testing.T) {
 			}
 			if got.drops.Folds != 1 {
 				t.Errorf("%d folds, want the first only", got.drops.Folds)
+			}
+		})
+	}
+}
+
+// TestBudgetsPastBound: a max_series_per_rule whose series would hold more than the
+// memory bound before a label value is written is a budget no rule reaches: the bound
+// stops the rule first, and from then on every rule's new label sets fold. It is warned
+// of, naming the rules and the budget that fits, without overflowing on a huge value;
+// a budget that fits, or no bound, is not.
+func TestBudgetsPastBound(t *testing.T) {
+	small := storetest.CountRule("small", storetest.OneMin, "status")
+	wide := storetest.CountRule("wide", []time.Duration{time.Minute, 5 * time.Minute, time.Hour, 24 * time.Hour}, "status", "path")
+	const bound = 512 << 20
+	for _, c := range []struct {
+		name     string
+		budget   int
+		maxBytes int64
+		rules    []*config.Rule
+		want     []string // substrings of the one warning; none for no warning
+	}{
+		{"the default budget", config.DefaultMaxSeriesPerRule, bound, []*config.Rule{small, wide}, nil},
+		{"no bound", 1 << 40, 0, []*config.Rule{small, wide}, nil},
+		{"a budget past the bound for one rule", 200000, bound, []*config.Rule{small, wide},
+			[]string{`max_series_per_rule (200000) series of rule "wide" hold at least`, "more than --series.max-bytes (512MiB)"}},
+		{"a huge budget", 1<<63 - 1, bound, []*config.Rule{small, wide},
+			[]string{`max_series_per_rule (9223372036854775807) series of rule "wide" hold at least`, `also rule "small"`}},
+		{"a bound under one series", 1, 1000, []*config.Rule{wide},
+			[]string{`max_series_per_rule (1) series of rule "wide"`, "not one series of it fits: raise --series.max-bytes"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got := store.BudgetsPastBound(storetest.Config(c.budget, c.rules...), c.maxBytes)
+			if len(c.want) == 0 {
+				if len(got) != 0 {
+					t.Fatalf("warnings %q; want none", got)
+				}
+				return
+			}
+			if len(got) != 1 {
+				t.Fatalf("warnings %q; want one", got)
+			}
+			for _, w := range c.want {
+				if !strings.Contains(got[0], w) {
+					t.Errorf("warning %q lacks %q", got[0], w)
+				}
+			}
+			if c.budget == 1 {
+				return // no budget fits
+			}
+			// The budget it says fits does, and is the largest that does.
+			m := regexp.MustCompile(`lower max_series_per_rule to (\d+) or less`).FindStringSubmatch(got[0])
+			if m == nil {
+				t.Fatalf("warning %q says no budget that fits", got[0])
+			}
+			fits, _ := strconv.Atoi(m[1])
+			if fits <= 0 || fits >= c.budget || len(store.BudgetsPastBound(storetest.Config(fits, c.rules...), c.maxBytes)) != 0 ||
+				len(store.BudgetsPastBound(storetest.Config(fits+1, c.rules...), c.maxBytes)) == 0 {
+				t.Errorf("the budget said to fit, %d, does not, or is not the largest that does", fits)
 			}
 		})
 	}

@@ -159,6 +159,13 @@ type store struct {
 // newStore makes the store of rule r. Its series share one layout of the rule's windows
 // with what its quantities keep (an inherited store has the same, as the fingerprint covers
 // both), whose summaries charge their growth to the store (see Charge).
+// layoutOptions are what r's wheels keep, without an account.
+func layoutOptions(r *config.Rule) windows.Options {
+	opts := r.Options()
+	opts.LastComplete = r.WindowEnd == config.WindowEndLastComplete
+	return opts
+}
+
 func newStore(r *config.Rule, oldest *atomic.Int64, mem *memory, shards int, log *slog.Logger) (*store, error) {
 	overflow := make([]string, len(r.Labels))
 	names := make([]string, len(r.Labels))
@@ -181,8 +188,7 @@ func newStore(r *config.Rule, oldest *atomic.Int64, mem *memory, shards int, log
 		labelNames:     names,
 	}
 	st.foldLogAt.Store(math.MinInt64)
-	opts := r.Options()
-	opts.LastComplete = r.WindowEnd == config.WindowEndLastComplete
+	opts := layoutOptions(r)
 	st.accounts = make([]shardAccount, shards)
 	for i := range st.accounts {
 		a := &st.accounts[i]

@@ -85,6 +85,42 @@ func bindUnix(path string, mode fs.FileMode, log *slog.Logger) (*net.UnixConn, f
 	return c, id, nil
 }
 
+// CheckUnixPath tells what would keep the socket from being created at path, without
+// creating anything or looking beyond path and its directory: the directory missing, not
+// a directory, or not one this process may add entries to (bindUnix makes its private
+// directory there and renames the socket into it), or a file at path that is not a
+// socket. A live socket at path is not reported: the exporter being checked may hold it,
+// and a start beside it would be refused by its own bind. What only binding tells (a
+// socket another process starts on the path meanwhile, a full file system, a security
+// module's refusal) it cannot.
+func CheckUnixPath(path string) error {
+	parent := filepath.Dir(path)
+	fi, err := os.Stat(parent)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("the socket's directory %s does not exist", parent)
+	case err != nil:
+		return fmt.Errorf("the socket's directory: %w", err)
+	case !fi.IsDir():
+		return fmt.Errorf("the socket's directory %s is not a directory", parent)
+	}
+	// As the effective user (AT_EACCESS), which makes the socket; a read-only mount is
+	// EROFS.
+	if err := unix.Faccessat(unix.AT_FDCWD, parent, unix.W_OK|unix.X_OK, unix.AT_EACCESS); err != nil {
+		return fmt.Errorf("the socket's directory %s is not one this user (uid %d) may create files in: %w", parent, os.Geteuid(), err)
+	}
+	fi, err = os.Lstat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil
+	case err != nil:
+		return err
+	case fi.Mode().Type() != fs.ModeSocket:
+		return fmt.Errorf("%s exists and is not a socket; refusing to replace it", path)
+	}
+	return nil
+}
+
 // openPrivate opens the directory just made, refusing one swapped in for it that is not
 // the exporter's alone: anyone may rename the entries of a directory writable by all.
 func openPrivate(pfd int, name string) (int, error) {

@@ -3,6 +3,7 @@ package syslog
 import (
 	"bytes"
 	"io/fs"
+	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/logwindow/logwindow_exporter/internal/input/syslog/syslogtest"
+	"github.com/logwindow/logwindow_exporter/internal/testutil/asother"
 )
 
 // A neighbour who may write the socket's directory swaps files there between bind and
@@ -296,4 +298,102 @@ func TestSocketCheckedEveryInterval(t *testing.T) {
 	if got := c.wait(t, 1); !slices.Equal(got, []string{"back"}) {
 		t.Errorf("lines = %q", got)
 	}
+}
+
+// CheckUnixPath tells, without creating anything, what would keep bindUnix from creating
+// the socket at a path: its directory missing, not a directory, or not one this user may
+// add to, or a file at the path that is not a socket. It does what bindUnix does with
+// each (refuses or binds), but for a live socket, which the exporter being checked may
+// well hold; and it leaves the directory as it was.
+func TestCheckUnixPath(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		setup func(t *testing.T, dir string) string // returns the socket's path
+		other bool                                  // check as another user than the directory's
+		want  string                                // "" for none
+	}{
+		{"nothing there", func(t *testing.T, dir string) string { return filepath.Join(dir, "s.sock") }, false, ""},
+		{"a stale socket", func(t *testing.T, dir string) string {
+			path := filepath.Join(dir, "s.sock")
+			c, _, err := bindUnix(path, DefaultSocketMode, slog.New(slog.DiscardHandler))
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.Close() // the file stays, no one receives on it
+			return path
+		}, false, ""},
+		{"the directory missing", func(t *testing.T, dir string) string { return filepath.Join(dir, "run", "s.sock") }, false,
+			"the socket's directory DIR/run does not exist"},
+		{"the directory a file", func(t *testing.T, dir string) string {
+			if err := os.WriteFile(filepath.Join(dir, "run"), nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			return filepath.Join(dir, "run", "s.sock")
+		}, false, "the socket's directory DIR/run is not a directory"},
+		{"a file at the path", func(t *testing.T, dir string) string {
+			if err := os.WriteFile(filepath.Join(dir, "s.sock"), []byte("data"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			return filepath.Join(dir, "s.sock")
+		}, false, "DIR/s.sock exists and is not a socket; refusing to replace it"},
+		{"the directory not writable", func(t *testing.T, dir string) string {
+			run := filepath.Join(dir, "run")
+			if err := os.Mkdir(run, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			return filepath.Join(run, "s.sock")
+		}, true, "the socket's directory DIR/run is not one this user (uid"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			path := tc.setup(t, dir)
+			var err, bindErr error
+			check := func() {
+				before := dirTree(t, dir)
+				err = CheckUnixPath(path)
+				if after := dirTree(t, dir); !slices.Equal(after, before) {
+					t.Errorf("the check changed the directory: %q, was %q", after, before)
+				}
+				var c *net.UnixConn
+				if c, _, bindErr = bindUnix(path, DefaultSocketMode, slog.New(slog.DiscardHandler)); bindErr == nil {
+					c.Close()
+				}
+			}
+			if tc.other {
+				asother.Run(t, 10*time.Second, []string{dir}, check)
+			} else {
+				check()
+			}
+			want := strings.ReplaceAll(tc.want, "DIR", dir)
+			switch {
+			case want == "" && err != nil:
+				t.Errorf("error %v; want none", err)
+			case want != "" && (err == nil || !strings.Contains(err.Error(), want)):
+				t.Errorf("error %v; want one saying %q", err, want)
+			case (err == nil) != (bindErr == nil):
+				t.Errorf("the check says %v, binding says %v", err, bindErr)
+			}
+		})
+	}
+}
+
+// dirTree lists the entries under dir with their modes.
+func dirTree(t *testing.T, dir string) []string {
+	t.Helper()
+	var out []string
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		out = append(out, p+" "+fi.Mode().String())
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
 }

@@ -18,3 +18,9 @@ func bindUnix(path string, _ fs.FileMode, _ *slog.Logger) (*net.UnixConn, fileID
 
 // maxUnixDatagram leaves the line cap alone to bound a read: bindUnix refuses here anyway.
 func maxUnixDatagram() int { return math.MaxInt - 1 }
+
+// CheckUnixPath says what bindUnix would: no unix socket here.
+func CheckUnixPath(path string) error {
+	_, _, err := bindUnix(path, 0, nil)
+	return err
+}

@@ -114,11 +114,48 @@ func pickWindow(ws []time.Duration) int {
 	return len(ws) - 1
 }
 
-// metrics indexes gathered families by name, then by their labels' values.
-type metrics map[string][]*dto.Metric
+// metrics indexes gathered families by name (all), and their samples by name and the
+// value of a label a row is looked up by (byLabel), so that a row reads its own samples:
+// a search of the family's for each of thousands of rules took minutes of a core a page.
+type metrics struct {
+	all     map[string][]*dto.Metric
+	byLabel map[sampleKey][]*dto.Metric
+}
+
+// sampleKey is a family's name and a label's name and value.
+type sampleKey struct{ family, label, value string }
+
+// indexedLabels are the labels rows are looked up by.
+var indexedLabels = []string{"rule", "input"}
+
+func newMetrics(families []*dto.MetricFamily) metrics {
+	m := metrics{all: map[string][]*dto.Metric{}, byLabel: map[sampleKey][]*dto.Metric{}}
+	for _, f := range families {
+		name := f.GetName()
+		m.all[name] = f.GetMetric()
+		for _, s := range f.GetMetric() {
+			for _, l := range s.GetLabel() {
+				if slices.Contains(indexedLabels, l.GetName()) {
+					k := sampleKey{name, l.GetName(), l.GetValue()}
+					m.byLabel[k] = append(m.byLabel[k], s)
+				}
+			}
+		}
+	}
+	return m
+}
+
+// samples are those of family name that have the first of labels (name, value pairs), if
+// it is indexed, else all of the family's.
+func (m metrics) samples(name string, labels ...string) []*dto.Metric {
+	if len(labels) >= 2 && slices.Contains(indexedLabels, labels[0]) {
+		return m.byLabel[sampleKey{name, labels[0], labels[1]}]
+	}
+	return m.all[name]
+}
 
 func (m metrics) get(name string, labels ...string) (float64, bool) {
-	for _, s := range m[name] {
+	for _, s := range m.samples(name, labels...) {
 		if matchLabels(s, labels) {
 			return sampleValue(s), true
 		}
@@ -198,15 +235,12 @@ func (o *Options) view(ctx context.Context, pagePath string) *view {
 		LineTester: o.LineTester, MaxLines: MaxExplainLines, MaxBody: size(MaxExplainBody), MaxReply: size(MaxExplainReply)}
 	v.MetricsLink, v.HealthyLink = relativeLink(pagePath, o.MetricsPath), relativeLink(pagePath, "/-/healthy")
 	v.ReadyLink, v.ExplainLink = relativeLink(pagePath, "/-/ready"), relativeLink(pagePath, ExplainPath)
-	m := metrics{}
 	families, err := o.Gatherer.Gather()
 	if err != nil {
 		// What could be gathered is still shown; the rest reads as missing.
 		v.GatherError = err.Error()
 	}
-	for _, f := range families {
-		m[f.GetName()] = f.GetMetric()
-	}
+	m := newMetrics(families)
 	ok, okFound := m.get(selfmetric.ConfigLastReloadSuccessful.Name)
 	at, atFound := m.get(selfmetric.ConfigLastReloadSuccessTimestamp.Name)
 	switch {
@@ -298,11 +332,9 @@ func newInputRow(m metrics, in config.Input) inputRow {
 		row.MalformedDatagrams = m.text(selfmetric.InputMalformedDatagrams.Name, "input", l)
 	}
 	var behind float64
-	for _, s := range m[selfmetric.InputBehindBytes.Name] {
-		if label(s, "input") == l {
-			row.Files = append(row.Files, pair{label(s, "path"), number(sampleValue(s))})
-			behind += sampleValue(s)
-		}
+	for _, s := range m.samples(selfmetric.InputBehindBytes.Name, "input", l) {
+		row.Files = append(row.Files, pair{label(s, "path"), number(sampleValue(s))})
+		behind += sampleValue(s)
 	}
 	slices.SortFunc(row.Files, func(a, b pair) int { return strings.Compare(a.Name, b.Name) })
 	row.FilesFollowed = m.text(selfmetric.InputFiles.Name, "input", l)
@@ -357,8 +389,8 @@ func newRuleRow(m metrics, r *config.Rule, sums scrape.WindowSums) ruleRow {
 	if r.Inputs != nil {
 		row.Inputs = strings.Join(r.Inputs, ", ")
 	}
-	for _, s := range m[selfmetric.RuleDroppedLines.Name] {
-		if label(s, "rule") == r.Name && sampleValue(s) > 0 {
+	for _, s := range m.samples(selfmetric.RuleDroppedLines.Name, "rule", r.Name) {
+		if sampleValue(s) > 0 {
 			row.Dropped = append(row.Dropped, pair{label(s, "reason"), number(sampleValue(s))})
 		}
 	}
