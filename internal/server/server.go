@@ -913,6 +913,9 @@ func CheckTelemetryPath(path string) (err error) {
 	if strings.ContainsAny(path, "{}") {
 		return fmt.Errorf("%q holds { or }, which the mux reads as a wildcard: the metrics would be served at every path of its shape", path)
 	}
+	if slices.Contains(reservedPaths, path) {
+		return fmt.Errorf("%q is the exporter's own path, beside %s: give another, as /metrics", path, strings.Join(slices.DeleteFunc(slices.Clone(reservedPaths), func(p string) bool { return p == path }), ", "))
+	}
 	mux := http.NewServeMux()
 	for _, p := range append(slices.Clone(reservedPaths), path) {
 		mux.Handle(p, http.NotFoundHandler())
