@@ -338,7 +338,7 @@ func TestBadConfigs(t *testing.T) {
 			`:7: rule "b": timestamp: layout: is missing; give a Go time layout (e.g. '02/Jan/2006:15:04:05 -0700'; a log format's time_local, time_iso8601 and msec need none)`,
 			`:10: rule "c": timestamp: capture: is missing; name the capture holding the line's time`,
 			`:10: rule "c": timestamp: layout: "2006-01-02 15:04" does not give a full date and time to the second; write it with Go's reference time, e.g. '02/Jan/2006:15:04:05 -0700' for nginx`,
-			`:13: rule "unknown_zone": timestamp: location: "America/New_Yrok" is not a time zone: give an IANA name, e.g. 'America/New_York', 'Europe/Berlin' or 'UTC' (Local: the exporter's host's zone)`,
+			`:13: rule "unknown_zone": timestamp: location: "America/New_Yrok" is not a time zone: give an IANA name, e.g. 'America/New_York', 'Europe/Berlin' or 'UTC' (Local: the exporter's own zone)`,
 			`:16: rule "offset_in_layout": timestamp: location: layout "2006-01-02T15:04:05Z07:00" reads each line's own UTC offset; location is for a layout without a zone, e.g. '2006-01-02 15:04:05': leave it out`,
 			`:19: rule "empty_zone": timestamp: location: is empty; give the IANA time zone the log's times are written in, e.g. 'America/New_York'`,
 			`:22: rule "zone_of_the_runtime": timestamp: location: cri_time carries its own UTC offset (or is seconds since the epoch); location is for a layout without a zone: leave it out`,

@@ -630,7 +630,7 @@ func (rd *ruleDecoder) location(l entry, ts *Timestamp, layoutGiven bool) {
 	}
 	loc, err := time.LoadLocation(name)
 	if err != nil {
-		rd.add(l.key.Line, rd.subject, "timestamp: location: %q is not a time zone: give an IANA name, e.g. 'America/New_York', 'Europe/Berlin' or 'UTC' (Local: the exporter's host's zone)", name)
+		rd.add(l.key.Line, rd.subject, "timestamp: location: %q is not a time zone: give an IANA name, e.g. 'America/New_York', 'Europe/Berlin' or 'UTC' (Local: the exporter's own zone)", name)
 		return
 	}
 	switch {
