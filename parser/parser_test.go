@@ -365,10 +365,16 @@ rules:
   - name: nozone
     match: '^(?P<t>.+) nozone$'
     timestamp: {capture: t, layout: '2006-01-02 15:04:05'}
+  - name: newyork
+    match: '^(?P<t>.+) nozone$'
+    timestamp: {capture: t, layout: '2006-01-02 15:04:05', location: America/New_York}
 `)
 	at := func(rule string, unix int64) []record {
 		return []record{{Rule: rule, Value: 1, Time: unix, HasTime: true}}
 	}
+	// Two rules of one match read one capture with one layout in two zones: each its own.
+	zoned := func(utc, newYork int64) []record { return append(at("nozone", utc), at("newyork", newYork)...) }
+	const jul1 = mar1 + 122*86400 // 2024-07-01 12:00:00 UTC
 	bad := func(rule string) []record { return []record{{Rule: rule, Drop: "bad_timestamp"}} }
 	tests := []struct {
 		line string
@@ -385,7 +391,9 @@ rules:
 		{"[01/Mar/2024:12:00:00]", bad("nginx")}, // a cached failure stays a failure
 		{"2024-03-01T12:00:00.250Z iso", at("iso", mar1)},
 		{"2024-03-01T13:00:00+01:00 iso", at("iso", mar1)},
-		{"2024-03-01 12:00:01 nozone", at("nozone", mar1+1)}, // read as UTC
+		{"2024-03-01 12:00:01 nozone", zoned(mar1+1, mar1+1+5*3600)}, // read as UTC; in New York, EST
+		{"2024-07-01 12:00:00 nozone", zoned(jul1, jul1+4*3600)},     // EDT in summer
+		{"2024-07-01 12:00:00 nozone", zoned(jul1, jul1+4*3600)},     // from the cache
 	}
 	line := func(i int) string { return tests[i].line }
 	parseOnEachMatcher(t, c.Rules, "", len(tests), line, line, func(t *testing.T, i int, got []record) {

@@ -143,6 +143,9 @@ type binding struct {
 	// judge says that the stream's files are judged by the input's one log format, which a
 	// rule reads (stream.judged).
 	judge bool
+	// zones are the runs of the offsets from the clock of the times the rules read, one
+	// per time read of the parser (watchZones); nil until the first is sampled.
+	zones []zoneRun
 }
 
 // publishFits adds the lines b counted as fitted and not to the stream's counts; called
@@ -655,6 +658,7 @@ func (in *stream) flush() {
 	if in.unflushed != nil {
 		in.unflushed.sink.Flush()
 		in.publishFits(in.unflushed)
+		in.watchZones(in.unflushed, in.wall)
 		in.unflushed = nil
 	}
 	in.landed.Add(in.handed)

@@ -90,6 +90,9 @@ type generation struct {
 	// pathsMissed are the sources of the inputs whose path_captures were found not to
 	// match a file's path under this config, which was logged (pathValues.miss).
 	pathsMissed sync.Map
+	// zonesTold are the inputs' time reads whose lines were warned of as a whole UTC
+	// offset from the clock (watchZones), by source and time read.
+	zonesTold sync.Map
 }
 
 func newGeneration(cfg *config.Config, prev *generation, opts Options) (*generation, error) {
