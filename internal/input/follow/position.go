@@ -106,8 +106,14 @@ type resume struct {
 	// order is the files in the order of Options.Resume: the rotated ones are finished
 	// in it.
 	order []fileID
-	// all are the positions of Options.Resume, each file's first.
-	all []Position
+	// all are the positions of Options.Resume, each file's first; ids, byPath and byName
+	// hold them by file, by path and by directory and name, as a restart looks for them:
+	// a glob resumes thousands of positions, often of one directory, which a search of
+	// all for each file would make a start of seconds.
+	all    []Position
+	ids    map[fileID]Position
+	byPath map[string][]Position
+	byName map[string]map[string][]Position
 	// intact holds the paths of positions whose files the first scan found with the
 	// first bytes they had: at a path of the input still, they are read on. rewritten
 	// holds those of positions whose file's device and inode the first scan found with
@@ -127,13 +133,20 @@ func newResume(ps []Position) *resume {
 	if ps == nil {
 		return nil
 	}
-	r := &resume{byID: make(map[fileID]Position, len(ps)), intact: map[string]bool{}, rewritten: map[string]bool{}, unread: map[string]fileID{}, resumed: map[fileID]bool{}}
+	r := &resume{byID: make(map[fileID]Position, len(ps)), intact: map[string]bool{}, rewritten: map[string]bool{}, unread: map[string]fileID{}, resumed: map[fileID]bool{},
+		ids: make(map[fileID]Position, len(ps)), byPath: map[string][]Position{}, byName: map[string]map[string][]Position{}}
 	for _, p := range ps {
 		id := fileID{dev: p.Dev, ino: p.Ino}
 		if _, dup := r.byID[id]; !dup {
-			r.byID[id] = p
+			r.byID[id], r.ids[id] = p, p
 			r.order = append(r.order, id)
 			r.all = append(r.all, p)
+			r.byPath[p.Path] = append(r.byPath[p.Path], p)
+			dir, name := filepath.Dir(p.Path), filepath.Base(p.Path)
+			if r.byName[dir] == nil {
+				r.byName[dir] = map[string][]Position{}
+			}
+			r.byName[dir][name] = append(r.byName[dir][name], p)
 		}
 	}
 	return r
@@ -151,7 +164,7 @@ func (f *Follower) resumeAt(id fileID, file *os.File) (off int64, ok bool) {
 	}
 	p, found := r.byID[id]
 	if !found {
-		return copyOf(file, id, r.all), true
+		return copyOf(file, id, r.byName[filepath.Dir(file.Name())]), true
 	}
 	delete(r.byID, id)
 	var buf [headLen]byte
@@ -296,7 +309,7 @@ func (f *Follower) resumeRotated() {
 			since = f.o.Taken
 		}
 		for _, a := range rotatedAfter(path, since, known, dirs.list) {
-			if ofPosition(a.file, a.id, r.all) {
+			if ofPosition(a.file, a.id, r.ids) {
 				// Another follower of the glob reads it on from its position: the archive
 				// of a position that was written to after it (a writer that had not
 				// reopened the log yet), at a path this one does not select.
@@ -307,7 +320,7 @@ func (f *Follower) resumeRotated() {
 				_ = a.file.Close()
 				continue
 			}
-			off := copiedAt(a.file, path, r.all, r.resumed)
+			off := copiedAt(a.file, r.byPath[path], r.resumed)
 			t := f.rotatedFile(a.id, a.file, path, off)
 			found = append(found, t)
 			said[t] = saying{say.after, []any{"path", path, "file", a.file.Name(), "offset", off}}
@@ -366,15 +379,15 @@ func (f *Follower) rotatedFile(id fileID, file *os.File, path string, off int64)
 	return t
 }
 
-// copiedAt is where file is read from when it begins with the bytes a position of path
-// had, of a file not read on from it (resumed holds those): the copy that logrotate's
-// copytruncate makes of the log before it truncates it, which holds what it had been read
-// up to at the position, and what was written to it after, until the copy. Another file
-// is read from its start.
-func copiedAt(file *os.File, path string, ps []Position, resumed map[fileID]bool) int64 {
+// copiedAt is where file is read from when it begins with the bytes a position of its
+// path (ps, those of the path) had, of a file not read on from it (resumed holds those):
+// the copy that logrotate's copytruncate makes of the log before it truncates it, which
+// holds what it had been read up to at the position, and what was written to it after,
+// until the copy. Another file is read from its start.
+func copiedAt(file *os.File, ps []Position, resumed map[fileID]bool) int64 {
 	var buf [headLen]byte
 	for _, p := range ps {
-		if p.Path != path || p.Offset == 0 || resumed[fileID{dev: p.Dev, ino: p.Ino}] {
+		if p.Offset == 0 || resumed[fileID{dev: p.Dev, ino: p.Ino}] {
 			continue
 		}
 		if h, err := headHash(file, p.Offset, &buf); err == nil && h == p.Head {
@@ -393,40 +406,61 @@ func copiedAt(file *os.File, path string, ps []Position, resumed map[fileID]bool
 // twice. As the follower judges such a copy (copied), it is named as one of the
 // position's file's rotated ones: another log may begin with the bytes its neighbour had
 // when the snapshot was taken (a line or two, or the first KiB of replicas of one
-// program). Any other file is read from its start.
-func copyOf(file *os.File, id fileID, ps []Position) int64 {
+// program). Any other file is read from its start. named holds the positions of file's
+// directory by the name of their path.
+func copyOf(file *os.File, id fileID, named map[string][]Position) int64 {
+	if len(named) == 0 {
+		return 0
+	}
 	fi, err := file.Stat()
 	if err != nil {
 		return 0
 	}
-	dir, name := filepath.Dir(file.Name()), filepath.Base(file.Name())
+	name := filepath.Base(file.Name())
 	var buf [headLen]byte
 	var off int64
-	for _, p := range ps {
-		if p.Offset <= off || p.Offset > fi.Size() || (fileID{dev: p.Dev, ino: p.Ino}) == id || filepath.Dir(p.Path) != dir ||
-			!rotatedName(filepath.Base(p.Path), name) {
-			continue
-		}
-		if h, err := headHash(file, p.Offset, &buf); err == nil && h == p.Head {
-			off = p.Offset
+	for _, base := range rotatedBases(name) {
+		for _, p := range named[base] {
+			if p.Offset <= off || p.Offset > fi.Size() || (fileID{dev: p.Dev, ino: p.Ino}) == id || !rotatedName(base, name) {
+				continue
+			}
+			if h, err := headHash(file, p.Offset, &buf); err == nil && h == p.Head {
+				off = p.Offset
+			}
 		}
 	}
 	return off
 }
 
-// ofPosition reports whether file, of identity id, is the file of one of ps: of its
-// identity, and beginning with the bytes it had then. Another file given its inode since
-// (the file of a position deleted, then another made) is not.
-func ofPosition(file *os.File, id fileID, ps []Position) bool {
-	var buf [headLen]byte
-	for _, p := range ps {
-		if (fileID{dev: p.Dev, ino: p.Ino}) != id {
+// rotatedBases returns the names name may be a rotated name of (rotatedName), and some it
+// is not: a rotator's suffix begins with ".", "-" or "_", after the base, or after its
+// stem with its extension after the suffix.
+func rotatedBases(name string) []string {
+	var out []string
+	ext := filepath.Ext(name)
+	for k := range len(name) {
+		if strings.IndexByte(".-_", name[k]) < 0 {
 			continue
 		}
-		h, err := headHash(file, p.Offset, &buf)
-		return err == nil && h == p.Head
+		out = append(out, name[:k])
+		if ext != "" && k < len(name)-len(ext) {
+			out = append(out, name[:k]+ext)
+		}
 	}
-	return false
+	return out
+}
+
+// ofPosition reports whether file, of identity id, is the file of one of ps (by
+// identity): of its identity, and beginning with the bytes it had then. Another file
+// given its inode since (the file of a position deleted, then another made) is not.
+func ofPosition(file *os.File, id fileID, ps map[fileID]Position) bool {
+	p, ok := ps[id]
+	if !ok {
+		return false
+	}
+	var buf [headLen]byte
+	h, err := headHash(file, p.Offset, &buf)
+	return err == nil && h == p.Head
 }
 
 // rotatedAway is a file rotatedAfter found.
@@ -442,15 +476,23 @@ type rotatedAway struct {
 // write. A log's rotated files are last written when they leave its path, one rotation
 // after the other; the archives rotated before since were written before it, and a
 // compressed one is named with a suffix of letters. readDir lists the directory
-// (os.ReadDir).
+// (os.ReadDir), sorted by name: only the names that begin as path's does without its
+// extension are looked at, not every file of a directory of thousands of logs for each.
 func rotatedAfter(path string, since time.Time, known map[fileID]bool, readDir func(string) ([]os.DirEntry, error)) []rotatedAway {
 	dir, base := filepath.Split(path)
 	entries, err := readDir(filepath.Clean(dir))
 	if err != nil {
 		return nil
 	}
+	// Every rotated name begins with the stem: rotatedName puts a suffix after base, or
+	// between the stem and the extension.
+	stem := strings.TrimSuffix(base, filepath.Ext(base))
+	from, _ := slices.BinarySearchFunc(entries, stem, func(e os.DirEntry, s string) int { return strings.Compare(e.Name(), s) })
 	var out []rotatedAway
-	for _, e := range entries {
+	for _, e := range entries[from:] {
+		if !strings.HasPrefix(e.Name(), stem) {
+			break
+		}
 		if !e.Type().IsRegular() || !rotatedName(base, e.Name()) {
 			continue
 		}
@@ -605,11 +647,15 @@ func newListings(readDir func(string) ([]os.DirEntry, error)) *listings {
 	return &listings{readDir: readDir, listed: map[string]listing{}, names: map[string]map[fileID]string{}}
 }
 
-// list is dir's listing.
+// list is dir's listing, sorted by name (as os.ReadDir sorts it).
 func (l *listings) list(dir string) ([]os.DirEntry, error) {
 	d, ok := l.listed[dir]
 	if !ok {
 		d.entries, d.err = l.readDir(dir)
+		byName := func(a, b os.DirEntry) int { return strings.Compare(a.Name(), b.Name()) }
+		if !slices.IsSortedFunc(d.entries, byName) {
+			slices.SortFunc(d.entries, byName)
+		}
 		l.listed[dir] = d
 	}
 	return d.entries, d.err

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -534,6 +535,63 @@ func TestResumeListsOnce(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestResumeLooksByName: a restart of a glob of many logs in one directory (the kubelet's
+// /var/log/containers), each rotated while the exporter was down, reads the names of the
+// directory's files a few times each, not once per log: every log's rotated files are
+// found among the names that begin as its own does, where a look at every file of the
+// directory for each log made a restart of 4,000 logs take seconds.
+func TestResumeLooksByName(t *testing.T) {
+	const logs = 300
+	dir := t.TempDir()
+	var ws []*os.File
+	for i := range logs {
+		w := create(t, filepath.Join(dir, fmt.Sprintf("pod-%03d.log", i)))
+		writeLines(t, w, i+1, i+1)
+		ws = append(ws, w)
+	}
+	o := modes[1].options(filepath.Join(dir, "*.log"))
+	o.FromBeginning = true
+	first := newCollector()
+	f := start(t, o, first.handle)
+	waitFor(t, "the lines before the snapshot", func() bool { return first.has(1, logs) })
+	f.Stop()
+	positions := f.Positions()
+	taken := time.Now().Add(-time.Second) // see TestResume
+	for i, w := range ws {
+		writeLines(t, w, logs+i+1, logs+i+1)
+		path := filepath.Join(dir, fmt.Sprintf("pod-%03d.log", i))
+		rename(t, path, path+".1")
+		writeLines(t, create(t, path), 2*logs+i+1, 2*logs+i+1)
+	}
+	var names atomic.Int64
+	o.readDir = func(d string) ([]os.DirEntry, error) {
+		entries, err := os.ReadDir(d)
+		for i, e := range entries {
+			entries[i] = namedEntry{e, &names}
+		}
+		return entries, err
+	}
+	o.Resume, o.Taken = positions, taken
+	next := newCollector()
+	start(t, o, next.handle)
+	waitFor(t, "the lines written while down", func() bool { return next.has(logs+1, 3*logs) })
+	next.expectExactly(t, span{logs + 1, 3 * logs})
+	if n, most := names.Load(), int64(20*2*logs); n > most {
+		t.Errorf("the names of the directory's %d files read %d times, want %d at most", 2*logs, n, most)
+	}
+}
+
+// namedEntry is a directory entry that counts the reads of its name.
+type namedEntry struct {
+	os.DirEntry
+	reads *atomic.Int64
+}
+
+func (e namedEntry) Name() string {
+	e.reads.Add(1)
+	return e.DirEntry.Name()
 }
 
 // countedEntry is a directory entry that tells when it is looked at (Info).
