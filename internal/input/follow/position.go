@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/cespare/xxhash/v2"
+	"github.com/logwindow/logwindow_exporter/config"
 )
 
 // Position is where a follower read a file up to, for a restart to read on from there
@@ -252,7 +253,12 @@ func (f *Follower) resumeRotated() {
 		if !ok || f.o.Select != nil && !f.o.Select(p.Path) {
 			continue
 		}
-		file := dirs.openByID(filepath.Dir(p.Path), id)
+		var file *os.File
+		for _, at := range f.rotationPaths(p.Path) {
+			if file = dirs.openByID(filepath.Dir(at), id); file != nil {
+				break
+			}
+		}
 		if file == nil {
 			f.o.Logger.Info(say.gone, "path", p.Path, "offset", p.Offset)
 			lost[p.Path] = true
@@ -308,7 +314,12 @@ func (f *Follower) resumeRotated() {
 		if since.Before(f.o.Taken) {
 			since = f.o.Taken
 		}
-		for _, a := range rotatedAfter(path, since, known, dirs.list) {
+		var away []rotatedAway
+		for _, at := range f.rotationPaths(path) {
+			away = append(away, rotatedAfter(at, since, known, dirs.list)...)
+		}
+		slices.SortStableFunc(away, func(a, b rotatedAway) int { return a.mtime.Compare(b.mtime) })
+		for _, a := range away {
 			if ofPosition(a.file, a.id, r.ids) {
 				// Another follower of the glob reads it on from its position: the archive
 				// of a position that was written to after it (a writer that had not
@@ -343,6 +354,18 @@ func (f *Follower) resumeRotated() {
 		f.c.rotations.Add(1)
 		f.o.Logger.Info(said[t].msg, said[t].attrs...)
 	}
+}
+
+// rotationPaths is where the files rotated away from path are looked for after a restart:
+// path's directory and name, and when path is a symbolic link, those of the file it leads
+// to (a link to a log of another directory, which its rotator renames there), unless it
+// leads out of a glob's root, which is not followed.
+func (f *Follower) rotationPaths(path string) []string {
+	real, err := filepath.EvalSymlinks(path)
+	if err != nil || real == path || config.IsGlob(f.o.Path) && f.tree.realInRoot(path, real) != nil {
+		return []string{path}
+	}
+	return []string{path, real}
 }
 
 // held reports whether the file of identity id, followed from its start, begins with all

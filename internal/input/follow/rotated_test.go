@@ -78,6 +78,78 @@ func TestResumeSlowArchive(t *testing.T) {
 	expectResumed(t, o, positions, taken)
 }
 
+// TestResumeSymlinkRotated: an input's path that is a symbolic link to a log of another
+// directory, rotated there while the exporter was down, has the file of its position
+// found where its rotator renamed it, beside the file the link leads to, and read on from
+// the position; so are the files rotated away after it, named as that file is. Looked
+// for beside the link alone, it was lost with what was written to it after the snapshot.
+func TestResumeSymlinkRotated(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		glob bool
+		// down rotates the log the link leads to, whose writer is w, and returns the
+		// lines to be read: those written after the positions.
+		down func(t *testing.T, real string, w *os.File) span
+	}{{
+		name: "rotated once",
+		down: func(t *testing.T, real string, w *os.File) span {
+			writeLines(t, w, 101, 120)
+			rename(t, real, real+".1")
+			writeLines(t, create(t, real), 121, 150)
+			return span{101, 150}
+		},
+	}, {
+		name: "rotated once, the link in a glob",
+		glob: true,
+		down: func(t *testing.T, real string, w *os.File) span {
+			writeLines(t, w, 101, 120)
+			rename(t, real, real+".1")
+			writeLines(t, create(t, real), 121, 150)
+			return span{101, 150}
+		},
+	}, {
+		// The file of the position compressed after a second rotation: the one rotated
+		// after it is read whole.
+		name: "rotated twice",
+		down: func(t *testing.T, real string, w *os.File) span {
+			rename(t, real, real+".1")
+			writeLines(t, create(t, real), 101, 130)
+			if err := os.Remove(real + ".1"); err != nil {
+				t.Fatal(err)
+			}
+			rename(t, real, real+".1")
+			writeLines(t, create(t, real), 131, 150)
+			return span{101, 150}
+		},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			links, target := filepath.Join(dir, "links"), filepath.Join(dir, "links", "releases")
+			if err := os.MkdirAll(target, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			real, link := filepath.Join(target, "app.log"), filepath.Join(links, "current.log")
+			w := create(t, real)
+			writeLines(t, w, 1, 100)
+			if err := os.Symlink(real, link); err != nil {
+				t.Fatal(err)
+			}
+			path := link
+			if tc.glob {
+				path = filepath.Join(links, "*.log")
+			}
+			positions, o := readFirst(t, modes[1].options(path))
+			taken := time.Now().Add(-time.Second) // see TestResume
+			want := tc.down(t, real, w)
+			o.Resume, o.Taken = positions, taken
+			next := newCollector()
+			start(t, o, next.handle)
+			waitFor(t, "the lines written while down", func() bool { return next.has(want.from, want.to) })
+			next.expectExactly(t, want)
+		})
+	}
+}
+
 // TestResumeTakesNoOtherLog: a log of the directory named as the path with a dash and a
 // number (worker-1-2 beside worker-1) is another log, not one rotated from the path: a
 // restart that finds the path's file of the position gone does not read it as one.
