@@ -64,6 +64,7 @@ func startFollower(p *Pipeline, ci config.Input, in *stream, shard int) (input.I
 		CaughtUp:      hold.CaughtUp,
 	}
 	opts.Resume, opts.HandOver = p.resumeOf(ci.Source())
+	opts.Left = p.leftOf(ci.Source())
 	if !opts.HandOver {
 		opts.Taken = p.resumeTaken
 	}
@@ -98,6 +99,15 @@ func (p *Pipeline) resumeOf(source string) (ps []follow.Position, handedOver boo
 		return ps, true
 	}
 	return p.resume[source], false
+}
+
+// leftOf is where the followers whose positions resumeOf gives read the files they closed
+// after the files left their path, for the followers that replace them.
+func (p *Pipeline) leftOf(source string) []follow.Position {
+	if _, ok := p.handedOver[source]; ok {
+		return p.handedLeft[source]
+	}
+	return p.resumeLeft[source]
 }
 
 // partsOf is what the joiners were in the middle of whose followers' positions resumeOf

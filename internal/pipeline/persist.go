@@ -31,12 +31,15 @@ const DefaultSnapshotInterval = 10 * time.Second
 const DefaultStorageLockWait = 30 * time.Second
 
 // Sections of a snapshot the pipeline writes besides the Set's: when it started, the
-// positions of the followed files, and the CRI messages in parts being joined then. A
-// snapshot without the last (written before it was) restores without those messages.
+// positions of the followed files, the CRI messages in parts being joined then, and
+// where the files the followers closed after they left their path were read up to
+// (follow.Follower.Left). A snapshot without the last two (written before they were)
+// restores without those messages and files.
 const (
 	sectionPipeline = "pipeline"
 	sectionFiles    = "files"
 	sectionParts    = "cri-parts"
+	sectionLeft     = "left-files"
 )
 
 // persister is the pipeline's side of --storage.path.
@@ -147,6 +150,10 @@ func (p *Pipeline) restore(gen *generation) (map[string][]follow.Position, map[s
 	if err == nil {
 		parts, err = decodeParts(snap)
 	}
+	var left map[string][]follow.Position
+	if err == nil {
+		left, err = decodeLeft(snap)
+	}
 	var res store.Restored
 	if err == nil {
 		res, err = gen.set.Restore(snap)
@@ -191,7 +198,7 @@ func (p *Pipeline) restore(gen *generation) (map[string][]follow.Position, map[s
 			messages += len(pp.parts)
 		}
 	}
-	p.resumeTaken = snap.Written
+	p.resumeTaken, p.resumeLeft = snap.Written, left
 	log.Info("restored the snapshot", "dir", s.dir, "rules", res.Rules, "series", res.Series, "skipped_rules", len(res.Skipped), "files", files, "messages_in_parts", messages)
 	return positions, parts, since, nil
 }
@@ -329,6 +336,25 @@ func appendPathParts(dst []byte, source string, pp pathParts) []byte {
 		dst = wire.AppendBytes(dst, part.Joined)
 	}
 	return dst
+}
+
+// decodeLeft reads where the files the followers closed after they left their path were
+// read up to, by input source; a snapshot without them (written before they were kept)
+// has none.
+func decodeLeft(snap *storage.Snapshot) (map[string][]follow.Position, error) {
+	sec, ok := snap.Section(sectionLeft)
+	if !ok {
+		return nil, nil
+	}
+	bySource := map[string][]follow.Position{}
+	for rec := range sec.Records() {
+		source, ps, err := decodePositions(rec)
+		if err != nil {
+			return nil, fmt.Errorf("files left: %w", err)
+		}
+		bySource[source] = append(bySource[source], ps...)
+	}
+	return bySource, nil
 }
 
 // decodeParts reads the messages in parts of a snapshot, by input source; a snapshot
@@ -471,7 +497,7 @@ func (p *Pipeline) snapshot(ahead *store.Encoded, begin time.Time, cutDone func(
 	defer s.write.Unlock()
 	cutAt := time.Now()
 	p.cut.Lock()
-	files := make(map[string][]follow.Position)
+	files, left := make(map[string][]follow.Position), make(map[string][]follow.Position)
 	var parts [][]byte
 	for _, in := range p.inputs {
 		in.drain()
@@ -483,6 +509,7 @@ func (p *Pipeline) snapshot(ahead *store.Encoded, begin time.Time, cutDone func(
 				parts = append(parts, appendPathParts(nil, in.source, pp))
 			}
 			files[in.source] = append(files[in.source], in.keptAt(ps)...)
+			left[in.source] = append(left[in.source], f.Left()...)
 		}
 	}
 	enc, err := p.gen.Load().set.Encode(ahead)
@@ -523,6 +550,18 @@ func (p *Pipeline) snapshot(ahead *store.Encoded, begin time.Time, cutDone func(
 				return err
 			}
 			for _, rec := range parts {
+				if err := w.Record(rec); err != nil {
+					return err
+				}
+			}
+			if err := w.Section(sectionLeft); err != nil {
+				return err
+			}
+			for source, ps := range left {
+				if len(ps) == 0 {
+					continue
+				}
+				rec = appendPositions(rec[:0], source, ps)
 				if err := w.Record(rec); err != nil {
 					return err
 				}

@@ -136,6 +136,11 @@ type Options struct {
 	// line to finish): Line.Position is where a follower resumed from Positions taken
 	// meanwhile is to read it again from. It is the reading goroutine's, as the handler is.
 	At *Line
+	// Left, when not nil, is where an earlier follower of the input read the files it
+	// closed after they left their path (Follower.Left): one that comes back to a path
+	// (a symlink retargeted back to it) is read on from there, as that follower would
+	// have, a file present at Start without a position of Resume too.
+	Left []Position
 	// Started, when set, is called once by Start, after its first scan and before any
 	// line is handed on, with where each file it found is read from (Positions then): a
 	// caller that kept state with Positions taken before (a CRI message being joined) can
@@ -411,6 +416,9 @@ func newFollower(opts Options, h input.Handler) (*Follower, error) {
 		stop:        make(chan struct{}),
 		wake:        make(chan struct{}, 1),
 	}
+	for _, p := range o.Left {
+		f.remember(fileID{dev: p.Dev, ino: p.Ino}, leftAt{path: p.Path, off: p.Offset, head: p.Head})
+	}
 	f.r = newLineReader(o, h, &f.c, &f.stopping)
 	if !o.noNotify {
 		// fsnotify returns an error where nxadm/tail would exit: with the
@@ -649,7 +657,7 @@ func (f *Follower) retireIfIdle(t *tracked, path string) {
 		return
 	}
 	f.r.finishHeld(t, path)
-	f.keepLeft(t)
+	f.keepLeft(t, path)
 	_ = t.f.Close()
 	f.o.Logger.Debug("closed rotated file after its grace period", "path", path, "offset", t.off)
 }

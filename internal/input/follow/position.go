@@ -165,6 +165,9 @@ func (f *Follower) resumeAt(id fileID, file *os.File) (off int64, ok bool) {
 	}
 	p, found := r.byID[id]
 	if !found {
+		if off, back := f.cameBack(id, file); back {
+			return off, true // closed by the follower of the positions after it left its path
+		}
 		return copyOf(file, id, r.byName[filepath.Dir(file.Name())]), true
 	}
 	delete(r.byID, id)

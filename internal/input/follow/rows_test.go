@@ -776,6 +776,57 @@ func TestSymlinkRetargetedBack(t *testing.T) {
 	}
 }
 
+// TestSymlinkRetargetedBackAfterRestart: a symlink retargeted to another file, the first
+// closed after the grace, then back to it after the follower was stopped and another
+// started from its positions and the files it closed (Left): the first file is read on
+// from where it was left, not again from its start, whether the link came back while
+// the follower was down (the first scan finds the file without a position) or after.
+func TestSymlinkRetargetedBackAfterRestart(t *testing.T) {
+	for _, whileDown := range []bool{true, false} {
+		t.Run(fmt.Sprintf("while down %v", whileDown), func(t *testing.T) {
+			dir := t.TempDir()
+			p := filepath.Join(dir, "current.log")
+			blue, green := filepath.Join(dir, "blue.log"), filepath.Join(dir, "green.log")
+			b, g := create(t, blue), create(t, green)
+			retarget := func(to string) {
+				if err := os.Symlink(to, p+".tmp"); err != nil {
+					t.Fatal(err)
+				}
+				rename(t, p+".tmp", p)
+			}
+			retarget(blue)
+			o := modes[1].options(p)
+			o.FromBeginning = true
+			first := newCollector()
+			f := start(t, o, first.handle)
+			writeLines(t, b, 1, 100)
+			waitFor(t, "the lines of the first target", func() bool { return first.has(1, 100) })
+			retarget(green)
+			writeLines(t, g, 101, 200)
+			waitFor(t, "the second target's lines, the first closed", func() bool {
+				return first.has(101, 200) && len(f.Left()) == 1
+			})
+			f.Stop()
+			first.expectExactly(t, span{1, 200})
+
+			o.FromBeginning, o.Resume, o.Left = false, f.Positions(), f.Left()
+			if whileDown {
+				retarget(blue)
+			}
+			next := newCollector()
+			f = start(t, o, next.handle)
+			if !whileDown {
+				retarget(blue)
+			}
+			writeLines(t, b, 201, 300)
+			waitFor(t, "the lines written to the first target again", func() bool { return next.has(201, 300) })
+			turns := f.turns.Load()
+			waitFor(t, "two more turns of the reader", func() bool { return f.turns.Load() > turns+2 })
+			next.expectExactly(t, span{201, 300})
+		})
+	}
+}
+
 // TestSameStartNoCopy: a glob's new file that begins with the first KiB of another file of
 // its directory, neither truncated nor named as its rotated file (replicas of one program
 // that log the same first lines), is another log: read from its start.
