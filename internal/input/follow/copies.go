@@ -20,13 +20,14 @@ type truncation struct {
 
 // copied is a file that a new file of its directory may be a copy of, with its first
 // bytes as far as it was read: one found truncated lately (at when it was), or one at a
-// path of the input that the new file is named as a rotated file of. Other files are not:
-// other logs of a directory may well begin with the same bytes (a line "starting", or
-// the same first KiB from replicas of one program).
+// path of the input that the new file is named as a rotated file of (live: read there
+// still). Other files are not: other logs of a directory may well begin with the same
+// bytes (a line "starting", or the same first KiB from replicas of one program).
 type copied struct {
 	head []byte
 	off  int64
 	at   time.Time
+	live bool
 }
 
 // keepTruncated remembers what t held before it was found truncated, for a glob whose
@@ -44,14 +45,19 @@ func (f *Follower) keepTruncated(t *tracked, path string) {
 // is the copy that logrotate's copytruncate makes of the log beside it, with a glob that
 // matches rotated names too (access.log*): one that begins with the first bytes of a file
 // it may be a copy of (copied), as far as that was read, and holds all it read. Such a
-// copy is read on from there: from its start, what was read of the log would count
-// twice. It reports false while that cannot be told yet: t, of size bytes, begins with
-// what such a file was read up to but holds less (a copy being written, or a file created
-// empty), unless t has stayed at that size for the rotation grace: it is then read from
-// its end when it holds that file's first bytes, as far as headLen, a copy of what was
-// read already (made before the log was read further); from its start when it holds
-// fewer, as another log that begins with the same line would (the line a program writes
-// first each run, then nothing for a while). Any other file is read from its start.
+// copy of a file found truncated is read on from where that file was read up to then:
+// from its start, what was read of the log would count twice. A copy of a file still
+// read at its path (live) holds past there lines that file holds too, read there, unless
+// it is found truncated (copytruncate, whose copy comes first): it waits for that, and is
+// read from its end should the file not be truncated within the rotation grace
+// (logrotate's copy, a backup made with cp). It reports false while that cannot be told
+// yet: t, of size bytes, begins with what such a file was read up to but holds less (a
+// copy being written, or a file created empty), unless t has stayed at that size for the
+// rotation grace: it is then read from its end when it holds that file's first bytes, as
+// far as headLen, a copy of what was read already (made before the log was read
+// further); from its start when it holds fewer, as another log that begins with the same
+// line would (the line a program writes first each run, then nothing for a while). Any
+// other file is read from its start.
 func (f *Follower) judged(t *tracked, path string, size int64) bool {
 	now := f.o.now()
 	if size != t.judgeSize {
@@ -66,19 +72,24 @@ func (f *Follower) judged(t *tracked, path string, size int64) bool {
 		return true
 	}
 	got := buf[:n]
-	// off is where a copy whole is read from; held, where one that may be still written is
-	// read from should it stay as it is.
-	var off, held int64
+	// off is where a copy whole is read from; held, where one that may be still written
+	// (or whose original is not truncated yet) is read from should it stay as it is, and
+	// cut where positions have it meanwhile.
+	var off, held, cut int64
 	wait := false
 	for _, c := range candidates {
 		switch k := min(len(got), len(c.head)); {
 		case !bytes.Equal(got[:k], c.head[:k]):
+		case k == len(c.head) && size >= c.off && c.live:
+			// Read from where its original was read should that be found truncated; after
+			// a restart, from its position, as a copy found while the exporter was down.
+			wait, held, cut = true, max(held, size), max(cut, c.off)
 		case k == len(c.head) && size >= c.off:
 			off = max(off, c.off)
 		case k == len(c.head):
 			// A copy of part of what was read (of what the file held before it was read
 			// further), or one still being written.
-			wait, held = true, max(held, size)
+			wait, held, cut = true, max(held, size), max(cut, size)
 		default:
 			// Fewer bytes than that file's first: a copy still being written, or another
 			// log that begins as it does (a line each run of a program writes first),
@@ -91,7 +102,7 @@ func (f *Follower) judged(t *tracked, path string, size int64) bool {
 			// A snapshot taken meanwhile has such a copy as read where it would be read
 			// from should it stay so: after a restart, the copy, found without a position
 			// and the log's position past its truncation, would be read from its start.
-			t.done.Store(held)
+			t.done.Store(cut)
 			return false
 		}
 		off = held
@@ -120,9 +131,10 @@ func (f *Follower) copyCandidates(t *tracked, path string, now time.Time) []copi
 	f.mu.Lock()
 	for _, u := range f.files {
 		// The name first: it tells most files apart at their first bytes, without a copy.
-		if rotatedName(filepath.Base(u.path), name) && u != t && !u.rotated && u.off > 0 && u.headN > 0 &&
+		// Up to its last line handed on: the rest of a line read in part is the copy's.
+		if done := u.done.Load(); rotatedName(filepath.Base(u.path), name) && u != t && !u.rotated && done > 0 && u.headN > 0 &&
 			!u.judging.Load() && filepath.Dir(u.path) == dir {
-			out = append(out, copied{head: u.head[:min(int64(u.headN), u.off)], off: u.off})
+			out = append(out, copied{head: u.head[:min(int64(u.headN), done)], off: done, live: true})
 		}
 	}
 	f.mu.Unlock()

@@ -827,6 +827,61 @@ func TestSymlinkRetargetedBackAfterRestart(t *testing.T) {
 	}
 }
 
+// TestCopyOfFileBehind: a glob that matches rotated names finds the copy logrotate made of
+// the log while the follower is behind on the log (more than a turn's read). The copy's
+// lines past where the log was read are the log's too: they are read from the copy only
+// when the log is found truncated (copytruncate), from where it had been read up to then
+// (here its end: the reader caught up first), and not at all when the log is not
+// (logrotate's copy, a backup made with cp), which is read on. Judged at once against
+// where the log was read up to, the copy was read from there while the log was read on
+// past it: the lines between counted twice. Driven by hand, on an injected clock.
+func TestCopyOfFileBehind(t *testing.T) {
+	for _, truncate := range []bool{true, false} {
+		t.Run(fmt.Sprintf("truncated %v", truncate), func(t *testing.T) {
+			dir := t.TempDir()
+			log := filepath.Join(dir, "access.log")
+			w := create(t, log)
+			writeLines(t, w, 1, 100)
+			clock := testclock.New(time.Unix(1_700_000_000, 0))
+			c := newCollector()
+			f, err := newFollower(Options{Path: log + "*", FromBeginning: true, noNotify: true, now: clock.Now, RotationGrace: time.Minute, Logger: testLogger(t)}, c.handle)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(f.Stop)
+			f.discover(true)
+			f.readAll()
+			// More than a turn reads of one file (passBudget) behind.
+			const copied = 30_000
+			writeLines(t, w, 101, copied)
+			data, err := os.ReadFile(log)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(log+".1", data, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			f.discover(false)
+			for f.readAll() {
+			}
+			if truncate {
+				if err := w.Truncate(0); err != nil {
+					t.Fatal(err)
+				}
+			}
+			writeLines(t, w, copied+1, copied+100)
+			for range 20 {
+				f.readAll()
+			}
+			clock.Add(2 * time.Minute)
+			for range 3 {
+				f.readAll()
+			}
+			c.expectExactly(t, span{1, copied + 100})
+		})
+	}
+}
+
 // TestSameStartNoCopy: a glob's new file that begins with the first KiB of another file of
 // its directory, neither truncated nor named as its rotated file (replicas of one program
 // that log the same first lines), is another log: read from its start.
