@@ -107,12 +107,12 @@ type resume struct {
 	// order is the files in the order of Options.Resume: the rotated ones are finished
 	// in it.
 	order []fileID
-	// all are the positions of Options.Resume, each file's first; ids, byPath and byName
-	// hold them by file, by path and by directory and name, as a restart looks for them:
-	// a glob resumes thousands of positions, often of one directory, which a search of
-	// all for each file would make a start of seconds.
+	// all are the positions of Options.Resume, each file's first; byIno, byPath and
+	// byName hold them by inode, by path and by directory and name, as a restart looks
+	// for them: a glob resumes thousands of positions, often of one directory, which a
+	// search of all for each file would make a start of seconds.
 	all    []Position
-	ids    map[fileID]Position
+	byIno  map[uint64][]Position
 	byPath map[string][]Position
 	byName map[string]map[string][]Position
 	// intact holds the paths of positions whose files the first scan found with the
@@ -135,14 +135,15 @@ func newResume(ps []Position) *resume {
 		return nil
 	}
 	r := &resume{byID: make(map[fileID]Position, len(ps)), intact: map[string]bool{}, rewritten: map[string]bool{}, unread: map[string]fileID{}, resumed: map[fileID]bool{},
-		ids: make(map[fileID]Position, len(ps)), byPath: map[string][]Position{}, byName: map[string]map[string][]Position{}}
+		byIno: map[uint64][]Position{}, byPath: map[string][]Position{}, byName: map[string]map[string][]Position{}}
 	for _, p := range ps {
 		id := fileID{dev: p.Dev, ino: p.Ino}
 		if _, dup := r.byID[id]; !dup {
-			r.byID[id], r.ids[id] = p, p
+			r.byID[id] = p
 			r.order = append(r.order, id)
 			r.all = append(r.all, p)
 			r.byPath[p.Path] = append(r.byPath[p.Path], p)
+			r.byIno[p.Ino] = append(r.byIno[p.Ino], p)
 			dir, name := filepath.Dir(p.Path), filepath.Base(p.Path)
 			if r.byName[dir] == nil {
 				r.byName[dir] = map[string][]Position{}
@@ -165,12 +166,15 @@ func (f *Follower) resumeAt(id fileID, file *os.File) (off int64, ok bool) {
 	}
 	p, found := r.byID[id]
 	if !found {
+		p, found = r.renumbered(id, file)
+	}
+	if !found {
 		if off, back := f.cameBack(id, file); back {
 			return off, true // closed by the follower of the positions after it left its path
 		}
 		return copyOf(file, id, r.byName[filepath.Dir(file.Name())]), true
 	}
-	delete(r.byID, id)
+	delete(r.byID, fileID{dev: p.Dev, ino: p.Ino})
 	var buf [headLen]byte
 	if h, err := headHash(file, p.Offset, &buf); err != nil || h != p.Head {
 		r.rewritten[p.Path] = true
@@ -181,8 +185,27 @@ func (f *Follower) resumeAt(id fileID, file *os.File) (off int64, ok bool) {
 	} else {
 		r.intact[p.Path] = true
 	}
-	r.resumed[id] = true
+	r.resumed[fileID{dev: p.Dev, ino: p.Ino}] = true
 	return p.Offset, true
+}
+
+// renumbered returns the position not applied yet of file, of identity id, at its path,
+// when the file's device number is not the position's: a node's reboot may number its
+// disks otherwise (LVM, NVMe), and a file system without a device of its own (btrfs,
+// overlayfs, NFS) is given another number at each mount. It is the file of a position of
+// its path with its inode, beginning with the bytes that file had: read again from its
+// start instead, every line of it would count twice.
+func (r *resume) renumbered(id fileID, file *os.File) (Position, bool) {
+	var buf [headLen]byte
+	for _, p := range r.byPath[file.Name()] {
+		if _, pending := r.byID[fileID{dev: p.Dev, ino: p.Ino}]; !pending || p.Ino != id.ino || p.Dev == id.dev {
+			continue
+		}
+		if h, err := headHash(file, p.Offset, &buf); err == nil && h == p.Head {
+			return p, true
+		}
+	}
+	return Position{}, false
 }
 
 // changedAfter reports whether file was written or truncated after taken. A log at offset
@@ -258,7 +281,12 @@ func (f *Follower) resumeRotated() {
 		}
 		var file *os.File
 		for _, at := range f.rotationPaths(p.Path) {
+			// By its inode alone when its device was renumbered since (renumbered): its
+			// first bytes are checked below.
 			if file = dirs.openByID(filepath.Dir(at), id); file != nil {
+				break
+			}
+			if file = dirs.openByIno(filepath.Dir(at), id.ino); file != nil {
 				break
 			}
 		}
@@ -274,7 +302,7 @@ func (f *Follower) resumeRotated() {
 			lost[p.Path] = true
 			continue
 		}
-		t := f.rotatedFile(id, file, p.Path, p.Offset)
+		t := f.rotatedFile(idOf(fi), file, p.Path, p.Offset)
 		found = append(found, t)
 		r.resumed[id] = true
 		said[t] = saying{say.rotated, []any{"path", p.Path, "file", file.Name(), "offset", p.Offset}}
@@ -323,7 +351,7 @@ func (f *Follower) resumeRotated() {
 		}
 		slices.SortStableFunc(away, func(a, b rotatedAway) int { return a.mtime.Compare(b.mtime) })
 		for _, a := range away {
-			if ofPosition(a.file, a.id, r.ids) {
+			if r.ofPosition(a.file, a.id) {
 				// Another follower of the glob reads it on from its position: the archive
 				// of a position that was written to after it (a writer that had not
 				// reopened the log yet), at a path this one does not select.
@@ -476,17 +504,22 @@ func rotatedBases(name string) []string {
 	return out
 }
 
-// ofPosition reports whether file, of identity id, is the file of one of ps (by
-// identity): of its identity, and beginning with the bytes it had then. Another file
-// given its inode since (the file of a position deleted, then another made) is not.
-func ofPosition(file *os.File, id fileID, ps map[fileID]Position) bool {
-	p, ok := ps[id]
-	if !ok {
-		return false
+// ofPosition reports whether file, of identity id, is the file of a position: of its
+// identity, or of its inode on a device renumbered since (renumbered), and beginning with
+// the bytes it had then. Another file given its inode since (the file of a position
+// deleted, then another made) is not.
+func (r *resume) ofPosition(file *os.File, id fileID) bool {
+	ps := r.byIno[id.ino]
+	if i := slices.IndexFunc(ps, func(p Position) bool { return p.Dev == id.dev }); i >= 0 {
+		ps = ps[i : i+1] // of its identity: no other is
 	}
 	var buf [headLen]byte
-	h, err := headHash(file, p.Offset, &buf)
-	return err == nil && h == p.Head
+	for _, p := range ps {
+		if h, err := headHash(file, p.Offset, &buf); err == nil && h == p.Head {
+			return true
+		}
+	}
+	return false
 }
 
 // rotatedAway is a file rotatedAfter found.
@@ -658,8 +691,10 @@ func timeTail(s string, field int) bool {
 type listings struct {
 	readDir func(string) ([]os.DirEntry, error)
 	listed  map[string]listing
-	// names holds, by directory, its regular files' names by device and inode.
+	// names holds, by directory, its regular files' names by device and inode, and inos
+	// their identities by inode.
 	names map[string]map[fileID]string
+	inos  map[string]map[uint64]fileID
 }
 
 // listing is what a directory's listing gave.
@@ -670,7 +705,7 @@ type listing struct {
 
 // newListings lists directories with readDir (os.ReadDir).
 func newListings(readDir func(string) ([]os.DirEntry, error)) *listings {
-	return &listings{readDir: readDir, listed: map[string]listing{}, names: map[string]map[fileID]string{}}
+	return &listings{readDir: readDir, listed: map[string]listing{}, names: map[string]map[fileID]string{}, inos: map[string]map[uint64]fileID{}}
 }
 
 // list is dir's listing, sorted by name (as os.ReadDir sorts it).
@@ -689,27 +724,45 @@ func (l *listings) list(dir string) ([]os.DirEntry, error) {
 
 // openByID opens the regular file of dir whose device and inode are id, or returns nil.
 func (l *listings) openByID(dir string, id fileID) *os.File {
-	names, ok := l.names[dir]
-	if !ok {
-		names = map[fileID]string{}
-		entries, _ := l.list(dir)
-		for _, e := range entries {
-			if !e.Type().IsRegular() {
-				continue
-			}
-			if fi, err := e.Info(); err == nil {
-				if _, dup := names[idOf(fi)]; !dup { // hard links: the first name listed
-					names[idOf(fi)] = e.Name()
-				}
-			}
-		}
-		l.names[dir] = names
-	}
-	name, ok := names[id]
+	name, ok := l.identities(dir)[id]
 	if !ok {
 		return nil
 	}
 	return openListed(dir, name, id)
+}
+
+// openByIno opens the regular file of dir whose inode is ino, on whichever device, or
+// returns nil.
+func (l *listings) openByIno(dir string, ino uint64) *os.File {
+	l.identities(dir)
+	id, ok := l.inos[dir][ino]
+	if !ok {
+		return nil
+	}
+	return l.openByID(dir, id)
+}
+
+// identities are the names of dir's regular files by device and inode; l.inos[dir] has
+// their identities by inode.
+func (l *listings) identities(dir string) map[fileID]string {
+	if names, ok := l.names[dir]; ok {
+		return names
+	}
+	names, inos := map[fileID]string{}, map[uint64]fileID{}
+	entries, _ := l.list(dir)
+	for _, e := range entries {
+		if !e.Type().IsRegular() {
+			continue
+		}
+		if fi, err := e.Info(); err == nil {
+			if _, dup := names[idOf(fi)]; !dup { // hard links: the first name listed
+				names[idOf(fi)] = e.Name()
+				inos[idOf(fi).ino] = idOf(fi)
+			}
+		}
+	}
+	l.names[dir], l.inos[dir] = names, inos
+	return names
 }
 
 // openListed opens name in dir, which a listing found to be the regular file id, or

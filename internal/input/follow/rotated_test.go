@@ -150,6 +150,52 @@ func TestResumeSymlinkRotated(t *testing.T) {
 	}
 }
 
+// TestResumeRenumberedDevice: positions whose files' device was numbered otherwise since
+// they were taken (a node's reboot renumbers an LVM or NVMe disk; btrfs, overlayfs and NFS
+// get a new number at each mount) still find their files by inode and first bytes, at
+// their path and in its directory: appended, the log is read on from its position, not
+// again from its start; rotated, the file of the position is read on from there, and
+// the new log from its start.
+func TestResumeRenumberedDevice(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		glob bool
+		down func(t *testing.T, log string, w *os.File)
+	}{{
+		name: "appended",
+		down: func(t *testing.T, log string, w *os.File) { writeLines(t, w, 101, 150) },
+	}, {
+		name: "appended, a glob",
+		glob: true,
+		down: func(t *testing.T, log string, w *os.File) { writeLines(t, w, 101, 150) },
+	}, {
+		name: "rotated",
+		down: func(t *testing.T, log string, w *os.File) {
+			writeLines(t, w, 101, 120)
+			rename(t, log, log+".1")
+			writeLines(t, create(t, log), 121, 150)
+		},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			log := filepath.Join(dir, "access.log")
+			w := create(t, log)
+			writeLines(t, w, 1, 100)
+			path := log
+			if tc.glob {
+				path = filepath.Join(dir, "*.log")
+			}
+			positions, o := readFirst(t, modes[1].options(path))
+			for i := range positions {
+				positions[i].Dev++
+			}
+			taken := time.Now().Add(-time.Second) // see TestResume
+			tc.down(t, log, w)
+			expectResumed(t, o, positions, taken)
+		})
+	}
+}
+
 // TestResumeTakesNoOtherLog: a log of the directory named as the path with a dash and a
 // number (worker-1-2 beside worker-1) is another log, not one rotated from the path: a
 // restart that finds the path's file of the position gone does not read it as one.
