@@ -46,15 +46,16 @@ func (f *Follower) keepTruncated(t *tracked, path string) {
 // matches rotated names too (access.log*): one that begins with the first bytes of a file
 // it may be a copy of (copied), as far as that was read, and holds all it read. Such a
 // copy of a file found truncated is read on from where that file was read up to then:
-// from its start, what was read of the log would count twice. A copy of a file still
-// read at its path (live) holds past there lines that file holds too, read there, unless
-// it is found truncated (copytruncate, whose copy comes first): it waits for that, and is
-// read from its end should the file not be truncated within the rotation grace
-// (logrotate's copy, a backup made with cp). It reports false while that cannot be told
-// yet: t, of size bytes, begins with what such a file was read up to but holds less (a
-// copy being written, or a file created empty), unless t has stayed at that size for the
-// rotation grace: it is then read from its end when it holds that file's first bytes, as
-// far as headLen, a copy of what was read already (made before the log was read
+// from its start, what was read of the log would count twice. A copy of a file still read
+// at its path (live) holds past there lines that file holds too, read there, unless it is
+// found truncated (copytruncate, whose copy comes first): it waits for that, and is read
+// from its end should the file not be truncated within the rotation grace (logrotate's
+// copy, a backup made with cp), or should the file leave its path without (renamed, or
+// deleted and made again), read to its end there. It reports false while that cannot be
+// told yet: t, of size bytes, begins with what such a file was read up to but holds less
+// (a copy being written, or a file created empty), unless t has stayed at that size for
+// the rotation grace: it is then read from its end when it holds that file's first bytes,
+// as far as headLen, a copy of what was read already (made before the log was read
 // further); from its start when it holds fewer, as another log that begins with the same
 // line would (the line a program writes first each run, then nothing for a while). Any
 // other file is read from its start.
@@ -66,7 +67,7 @@ func (f *Follower) judged(t *tracked, path string, size int64) bool {
 	candidates := f.copyCandidates(t, path, now)
 	var buf [headLen]byte
 	n, err := t.f.ReadAt(buf[:min(headLen, size)], 0)
-	if len(candidates) == 0 || err != nil && !errors.Is(err, io.EOF) {
+	if len(candidates) == 0 && !t.judgeLive || err != nil && !errors.Is(err, io.EOF) {
 		// No copy, or read as any file: its read fails, and is counted so.
 		t.judgedFrom(0)
 		return true
@@ -77,19 +78,24 @@ func (f *Follower) judged(t *tracked, path string, size int64) bool {
 	// cut where positions have it meanwhile.
 	var off, held, cut int64
 	wait := false
+	if t.judgeLive {
+		// Its original, read at its path when it was found a copy of it, may have left
+		// the path since without a truncation: its lines are that file's still.
+		wait, held, cut = true, size, t.done.Load()
+	}
 	for _, c := range candidates {
 		switch k := min(len(got), len(c.head)); {
 		case !bytes.Equal(got[:k], c.head[:k]):
 		case k == len(c.head) && size >= c.off && c.live:
 			// Read from where its original was read should that be found truncated; after
 			// a restart, from its position, as a copy found while the exporter was down.
-			wait, held, cut = true, max(held, size), max(cut, c.off)
+			wait, held, cut, t.judgeLive = true, max(held, size), max(cut, c.off), true
 		case k == len(c.head) && size >= c.off:
 			off = max(off, c.off)
 		case k == len(c.head):
 			// A copy of part of what was read (of what the file held before it was read
 			// further), or one still being written.
-			wait, held, cut = true, max(held, size), max(cut, size)
+			wait, held, cut, t.judgeLive = true, max(held, size), max(cut, size), t.judgeLive || c.live
 		default:
 			// Fewer bytes than that file's first: a copy still being written, or another
 			// log that begins as it does (a line each run of a program writes first),
@@ -118,7 +124,7 @@ func (f *Follower) judged(t *tracked, path string, size int64) bool {
 func (t *tracked) judgedFrom(off int64) {
 	t.positionAt(off) // before positions see it, and the offset held meanwhile gone
 	t.judging.Store(false)
-	t.judgeKept = nil
+	t.judgeKept, t.judgeLive = nil, false
 }
 
 // copyCandidates are the files t, at path, may be a copy of (copied): the files of its

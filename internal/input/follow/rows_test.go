@@ -882,6 +882,61 @@ func TestCopyOfFileBehind(t *testing.T) {
 	}
 }
 
+// TestCopyOfFileThatLeft: a glob that matches rotated names finds a copy of the log, and
+// the log then leaves its path without a truncation (deleted and made again, or renamed
+// away): the copy's lines are the log's, read to its end, and the copy is read from its
+// end, not from its start once the log it was found a copy of is no longer at a path.
+// Driven by hand, on an injected clock.
+func TestCopyOfFileThatLeft(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		leave func(t *testing.T, log string)
+	}{
+		{"deleted", func(t *testing.T, log string) {
+			if err := os.Remove(log); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"renamed", func(t *testing.T, log string) { rename(t, log, log+".old") }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			log := filepath.Join(dir, "access.log")
+			w := create(t, log)
+			writeLines(t, w, 1, 100)
+			clock := testclock.New(time.Unix(1_700_000_000, 0))
+			c := newCollector()
+			f, err := newFollower(Options{Path: log + "*", FromBeginning: true, noNotify: true, now: clock.Now, RotationGrace: time.Minute, Logger: testLogger(t)}, c.handle)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(f.Stop)
+			f.discover(true)
+			f.readAll()
+			data, err := os.ReadFile(log)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(log+".1", data, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			f.discover(false)
+			f.readAll()
+			tc.leave(t, log)
+			writeLines(t, create(t, log), 101, 110)
+			f.discover(false)
+			for range 3 {
+				f.readAll()
+			}
+			clock.Add(2 * time.Minute)
+			for range 3 {
+				f.readAll()
+			}
+			c.expectExactly(t, span{1, 110})
+		})
+	}
+}
+
 // TestSameStartNoCopy: a glob's new file that begins with the first KiB of another file of
 // its directory, neither truncated nor named as its rotated file (replicas of one program
 // that log the same first lines), is another log: read from its start.
