@@ -126,15 +126,17 @@ type resume struct {
 	// bytes, none, are intact whatever was done to them since, a copytruncate too, whose
 	// copy holds none of the lines read. One unchanged since is intact.
 	unread map[string]fileID
-	// resumed holds the files read on from their positions.
+	// resumed holds the files read on from their positions, and copies the paths of the
+	// positions the files the first scan found without one were taken for copies of.
 	resumed map[fileID]bool
+	copies  map[fileID]string
 }
 
 func newResume(ps []Position) *resume {
 	if ps == nil {
 		return nil
 	}
-	r := &resume{byID: make(map[fileID]Position, len(ps)), intact: map[string]bool{}, rewritten: map[string]bool{}, unread: map[string]fileID{}, resumed: map[fileID]bool{},
+	r := &resume{byID: make(map[fileID]Position, len(ps)), intact: map[string]bool{}, rewritten: map[string]bool{}, unread: map[string]fileID{}, resumed: map[fileID]bool{}, copies: map[fileID]string{},
 		byIno: map[uint64][]Position{}, byPath: map[string][]Position{}, byName: map[string]map[string][]Position{}}
 	for _, p := range ps {
 		id := fileID{dev: p.Dev, ino: p.Ino}
@@ -172,7 +174,11 @@ func (f *Follower) resumeAt(id fileID, file *os.File) (off int64, ok bool) {
 		if off, back := f.cameBack(id, file); back {
 			return off, true // closed by the follower of the positions after it left its path
 		}
-		return copyOf(file, id, r.byName[filepath.Dir(file.Name())]), true
+		off, of := copyOf(file, id, r.byName[filepath.Dir(file.Name())])
+		if off > 0 {
+			r.copies[id] = of
+		}
+		return off, true
 	}
 	delete(r.byID, fileID{dev: p.Dev, ino: p.Ino})
 	var buf [headLen]byte
@@ -264,6 +270,7 @@ func (f *Follower) resumeRotated() {
 	if f.o.HandOver {
 		say = handOverLog
 	}
+	f.readCopiesAtEnd(r)
 	var found []*tracked
 	// said is, by found file, what the log says of it once the follower kept it: another
 	// follower of the glob may have claimed it first.
@@ -399,6 +406,31 @@ func (f *Follower) rotationPaths(path string) []string {
 	return []string{path, real}
 }
 
+// readCopiesAtEnd has the files the first scan took for copies of a position's file
+// (copyOf) read from their end when that file was found at its path as it was, not
+// truncated: the copy of logrotate's copy, or a backup made with cp, whose lines past the
+// position that file holds too, read there (as judged has one found while running).
+// After a copytruncate, the copy is read from the position.
+func (f *Follower) readCopiesAtEnd(r *resume) {
+	for id, of := range r.copies {
+		if !r.intact[of] {
+			continue
+		}
+		f.mu.Lock()
+		t := f.byID[id]
+		f.mu.Unlock()
+		if t == nil {
+			continue
+		}
+		fi, err := f.o.stat(t.f)
+		if err != nil {
+			continue
+		}
+		t.positionAt(fi.Size()) // the reader has not started: t is still the scan's
+		f.o.Logger.Info("file is a copy of a file read on at its path, reading it from its end", "path", t.path, "of", of, "offset", fi.Size())
+	}
+}
+
 // held reports whether the file of identity id, followed from its start, begins with all
 // of file's first bytes (up to HeadBytes): the copy that logrotate's copy (not
 // copytruncate) made of it, whose lines it holds still and which are read there.
@@ -461,29 +493,28 @@ func copiedAt(file *os.File, ps []Position, resumed map[fileID]bool) int64 {
 // position's file's rotated ones: another log may begin with the bytes its neighbour had
 // when the snapshot was taken (a line or two, or the first KiB of replicas of one
 // program). Any other file is read from its start. named holds the positions of file's
-// directory by the name of their path.
-func copyOf(file *os.File, id fileID, named map[string][]Position) int64 {
+// directory by the name of their path; of is the path of the position it is a copy of.
+func copyOf(file *os.File, id fileID, named map[string][]Position) (off int64, of string) {
 	if len(named) == 0 {
-		return 0
+		return 0, ""
 	}
 	fi, err := file.Stat()
 	if err != nil {
-		return 0
+		return 0, ""
 	}
 	name := filepath.Base(file.Name())
 	var buf [headLen]byte
-	var off int64
 	for _, base := range rotatedBases(name) {
 		for _, p := range named[base] {
 			if p.Offset <= off || p.Offset > fi.Size() || (fileID{dev: p.Dev, ino: p.Ino}) == id || !rotatedName(base, name) {
 				continue
 			}
 			if h, err := headHash(file, p.Offset, &buf); err == nil && h == p.Head {
-				off = p.Offset
+				off, of = p.Offset, p.Path
 			}
 		}
 	}
-	return off
+	return off, of
 }
 
 // rotatedBases returns the names name may be a rotated name of (rotatedName), and some it

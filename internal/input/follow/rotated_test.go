@@ -196,6 +196,29 @@ func TestResumeRenumberedDevice(t *testing.T) {
 	}
 }
 
+// TestResumeGlobCopyNotTruncated: a glob that matches the log's rotated names finds at a
+// restart a copy of the log made while the exporter was down, the log not truncated
+// (logrotate's copy, a backup made with cp): the copy's lines past the position are the
+// log's, read on from there, and the copy is read from its end, not from the position.
+func TestResumeGlobCopyNotTruncated(t *testing.T) {
+	dir := t.TempDir()
+	log := filepath.Join(dir, "access.log")
+	w := create(t, log)
+	writeLines(t, w, 1, 100)
+	positions, o := readFirst(t, modes[1].options(log+"*"))
+	taken := time.Now().Add(-time.Second) // see TestResume
+	writeLines(t, w, 101, 120)
+	data, err := os.ReadFile(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(log+".1", data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	writeLines(t, w, 121, 150)
+	expectResumed(t, o, positions, taken)
+}
+
 // TestResumeTakesNoOtherLog: a log of the directory named as the path with a dash and a
 // number (worker-1-2 beside worker-1) is another log, not one rotated from the path: a
 // restart that finds the path's file of the position gone does not read it as one.
