@@ -31,15 +31,17 @@ const DefaultSnapshotInterval = 10 * time.Second
 const DefaultStorageLockWait = 30 * time.Second
 
 // Sections of a snapshot the pipeline writes besides the Set's: when it started, the
-// positions of the followed files, the CRI messages in parts being joined then, and
-// where the files the followers closed after they left their path were read up to
-// (follow.Follower.Left). A snapshot without the last two (written before they were)
-// restores without those messages and files.
+// positions of the followed files, the CRI messages in parts being joined then, where
+// the files the followers closed after they left their path were read up to
+// (follow.Follower.Left), and what the files they found truncated lately held
+// (follow.Follower.Truncated). A snapshot without the last three (written before they
+// were) restores without those messages and files.
 const (
-	sectionPipeline = "pipeline"
-	sectionFiles    = "files"
-	sectionParts    = "cri-parts"
-	sectionLeft     = "left-files"
+	sectionPipeline  = "pipeline"
+	sectionFiles     = "files"
+	sectionParts     = "cri-parts"
+	sectionLeft      = "left-files"
+	sectionTruncated = "truncated-files"
 )
 
 // persister is the pipeline's side of --storage.path.
@@ -150,9 +152,12 @@ func (p *Pipeline) restore(gen *generation) (map[string][]follow.Position, map[s
 	if err == nil {
 		parts, err = decodeParts(snap)
 	}
-	var left map[string][]follow.Position
+	var left, truncated map[string][]follow.Position
 	if err == nil {
-		left, err = decodeLeft(snap)
+		left, err = decodeFiles(snap, sectionLeft)
+	}
+	if err == nil {
+		truncated, err = decodeFiles(snap, sectionTruncated)
 	}
 	var res store.Restored
 	if err == nil {
@@ -198,7 +203,7 @@ func (p *Pipeline) restore(gen *generation) (map[string][]follow.Position, map[s
 			messages += len(pp.parts)
 		}
 	}
-	p.resumeTaken, p.resumeLeft = snap.Written, left
+	p.resumeTaken, p.resumeLeft, p.resumeTruncated = snap.Written, left, truncated
 	log.Info("restored the snapshot", "dir", s.dir, "rules", res.Rules, "series", res.Series, "skipped_rules", len(res.Skipped), "files", files, "messages_in_parts", messages)
 	return positions, parts, since, nil
 }
@@ -338,11 +343,11 @@ func appendPathParts(dst []byte, source string, pp pathParts) []byte {
 	return dst
 }
 
-// decodeLeft reads where the files the followers closed after they left their path were
-// read up to, by input source; a snapshot without them (written before they were kept)
-// has none.
-func decodeLeft(snap *storage.Snapshot) (map[string][]follow.Position, error) {
-	sec, ok := snap.Section(sectionLeft)
+// decodeFiles reads a section of files other than those of the positions (sectionLeft,
+// sectionTruncated), by input source; a snapshot without it (written before it was) has
+// none.
+func decodeFiles(snap *storage.Snapshot, section string) (map[string][]follow.Position, error) {
+	sec, ok := snap.Section(section)
 	if !ok {
 		return nil, nil
 	}
@@ -350,7 +355,7 @@ func decodeLeft(snap *storage.Snapshot) (map[string][]follow.Position, error) {
 	for rec := range sec.Records() {
 		source, ps, err := decodePositions(rec)
 		if err != nil {
-			return nil, fmt.Errorf("files left: %w", err)
+			return nil, fmt.Errorf("%s: %w", section, err)
 		}
 		bySource[source] = append(bySource[source], ps...)
 	}
@@ -497,7 +502,7 @@ func (p *Pipeline) snapshot(ahead *store.Encoded, begin time.Time, cutDone func(
 	defer s.write.Unlock()
 	cutAt := time.Now()
 	p.cut.Lock()
-	files, left := make(map[string][]follow.Position), make(map[string][]follow.Position)
+	files, left, truncated := make(map[string][]follow.Position), make(map[string][]follow.Position), make(map[string][]follow.Position)
 	var parts [][]byte
 	for _, in := range p.inputs {
 		in.drain()
@@ -510,6 +515,7 @@ func (p *Pipeline) snapshot(ahead *store.Encoded, begin time.Time, cutDone func(
 			}
 			files[in.source] = append(files[in.source], in.keptAt(ps)...)
 			left[in.source] = append(left[in.source], f.Left()...)
+			truncated[in.source] = append(truncated[in.source], f.Truncated()...)
 		}
 	}
 	enc, err := p.gen.Load().set.Encode(ahead)
@@ -554,16 +560,21 @@ func (p *Pipeline) snapshot(ahead *store.Encoded, begin time.Time, cutDone func(
 					return err
 				}
 			}
-			if err := w.Section(sectionLeft); err != nil {
-				return err
-			}
-			for source, ps := range left {
-				if len(ps) == 0 {
-					continue
-				}
-				rec = appendPositions(rec[:0], source, ps)
-				if err := w.Record(rec); err != nil {
+			for _, sec := range []struct {
+				name  string
+				files map[string][]follow.Position
+			}{{sectionLeft, left}, {sectionTruncated, truncated}} {
+				if err := w.Section(sec.name); err != nil {
 					return err
+				}
+				for source, ps := range sec.files {
+					if len(ps) == 0 {
+						continue
+					}
+					rec = appendPositions(rec[:0], source, ps)
+					if err := w.Record(rec); err != nil {
+						return err
+					}
 				}
 			}
 			return nil

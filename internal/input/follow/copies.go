@@ -7,12 +7,15 @@ import (
 	"path/filepath"
 	"slices"
 	"time"
+
+	"github.com/cespare/xxhash/v2"
 )
 
 // truncation is what a file held before it was found truncated: the copy that
 // logrotate's copytruncate made of it first may be found after.
 type truncation struct {
-	dir  string
+	path string // the path it was read under
+	id   fileID
 	head []byte // its first min(headLen, off) bytes
 	off  int64  // how far it was read
 	at   time.Time
@@ -34,11 +37,33 @@ type copied struct {
 // new files may be its copy (judged); the reader calls it, before t starts again.
 func (f *Follower) keepTruncated(t *tracked, path string) {
 	now := f.o.now()
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	f.truncated = slices.DeleteFunc(f.truncated, func(c truncation) bool { return now.Sub(c.at) > f.o.RotationGrace })
 	if t.off == 0 || t.headN == 0 {
 		return
 	}
-	f.truncated = append(f.truncated, truncation{dir: filepath.Dir(path), head: slices.Clone(t.head[:min(int64(t.headN), t.off)]), off: t.off, at: now})
+	f.truncated = append(f.truncated, truncation{path: path, id: t.id, head: slices.Clone(t.head[:min(int64(t.headN), t.off)]), off: t.off, at: now})
+}
+
+// Truncated returns what the files the follower found truncated within the rotation grace
+// held before, as positions (the path each was read under, its identity, how far it was
+// read and the hash of its first bytes up to there): a follower resumed from Positions
+// taken with them (Options.Truncated) reads a copy of one that it finds without a
+// position (copytruncate's, found after its truncation was read) from there, not from its
+// start, whose lines were counted. So that they are one cut with Positions, the caller
+// calls it while no line is being handed on (Options.Hold), or after Stop.
+func (f *Follower) Truncated() []Position {
+	now := f.o.now()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []Position
+	for _, c := range f.truncated {
+		if now.Sub(c.at) <= f.o.RotationGrace {
+			out = append(out, Position{Path: c.path, Dev: c.id.dev, Ino: c.id.ino, Offset: c.off, Head: xxhash.Sum64(c.head)})
+		}
+	}
+	return out
 }
 
 // judged tells, before t, a file a glob found after the start, is first read, whether it
@@ -145,7 +170,7 @@ func (f *Follower) copyCandidates(t *tracked, path string, now time.Time) []copi
 	}
 	f.mu.Unlock()
 	for _, c := range f.truncated {
-		if c.dir == dir && now.Sub(c.at) <= f.o.RotationGrace && !slices.ContainsFunc(t.judgeKept, func(k copied) bool { return k.at.Equal(c.at) && k.off == c.off }) {
+		if filepath.Dir(c.path) == dir && now.Sub(c.at) <= f.o.RotationGrace && !slices.ContainsFunc(t.judgeKept, func(k copied) bool { return k.at.Equal(c.at) && k.off == c.off }) {
 			t.judgeKept = append(t.judgeKept, copied{head: c.head, off: c.off, at: c.at})
 		}
 	}

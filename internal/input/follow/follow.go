@@ -136,6 +136,11 @@ type Options struct {
 	// line to finish): Line.Position is where a follower resumed from Positions taken
 	// meanwhile is to read it again from. It is the reading goroutine's, as the handler is.
 	At *Line
+	// Truncated, when not nil, is what the files an earlier follower of the input found
+	// truncated lately held before (Follower.Truncated), taken with Resume: a file present
+	// at Start without a position that is a copy of one is read from where that one was
+	// read up to, as it is of a position's file (see position.go).
+	Truncated []Position
 	// Left, when not nil, is where an earlier follower of the input read the files it
 	// closed after they left their path (Follower.Left): one that comes back to a path
 	// (a symlink retargeted back to it) is read on from there, as that follower would
@@ -348,7 +353,7 @@ type Follower struct {
 	// Owned by the reading goroutine (and Stop after it).
 	readPaths   map[string]bool // paths of the files in the reader's last look at them
 	readChanged uint64          // pathsChanged at that look
-	truncated   []truncation    // files found truncated lately, for judged
+	truncated   []truncation    // files found truncated lately, for judged; written under mu
 
 	// Owned by the discovery goroutine (and Start before it).
 	tree        tree
@@ -411,7 +416,7 @@ func newFollower(opts Options, h input.Handler) (*Follower, error) {
 		watchFailed: make(map[string]string),
 		unlisted:    make(map[string]string),
 		atStart:     make(map[fileID]int64),
-		resume:      newResume(o.Resume),
+		resume:      newResume(o.Resume, o.Truncated),
 		readPaths:   make(map[string]bool),
 		stop:        make(chan struct{}),
 		wake:        make(chan struct{}, 1),

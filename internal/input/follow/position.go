@@ -115,6 +115,8 @@ type resume struct {
 	byIno  map[uint64][]Position
 	byPath map[string][]Position
 	byName map[string]map[string][]Position
+	// truncated holds Options.Truncated as byName does the positions.
+	truncated map[string]map[string][]Position
 	// intact holds the paths of positions whose files the first scan found with the
 	// first bytes they had: at a path of the input still, they are read on. rewritten
 	// holds those of positions whose file's device and inode the first scan found with
@@ -132,12 +134,12 @@ type resume struct {
 	copies  map[fileID]string
 }
 
-func newResume(ps []Position) *resume {
+func newResume(ps, truncated []Position) *resume {
 	if ps == nil {
 		return nil
 	}
 	r := &resume{byID: make(map[fileID]Position, len(ps)), intact: map[string]bool{}, rewritten: map[string]bool{}, unread: map[string]fileID{}, resumed: map[fileID]bool{}, copies: map[fileID]string{},
-		byIno: map[uint64][]Position{}, byPath: map[string][]Position{}, byName: map[string]map[string][]Position{}}
+		byIno: map[uint64][]Position{}, byPath: map[string][]Position{}, byName: map[string]map[string][]Position{}, truncated: map[string]map[string][]Position{}}
 	for _, p := range ps {
 		id := fileID{dev: p.Dev, ino: p.Ino}
 		if _, dup := r.byID[id]; !dup {
@@ -146,21 +148,31 @@ func newResume(ps []Position) *resume {
 			r.all = append(r.all, p)
 			r.byPath[p.Path] = append(r.byPath[p.Path], p)
 			r.byIno[p.Ino] = append(r.byIno[p.Ino], p)
-			dir, name := filepath.Dir(p.Path), filepath.Base(p.Path)
-			if r.byName[dir] == nil {
-				r.byName[dir] = map[string][]Position{}
-			}
-			r.byName[dir][name] = append(r.byName[dir][name], p)
+			byName(r.byName, p)
 		}
 	}
+	for _, p := range truncated {
+		byName(r.truncated, p)
+	}
 	return r
+}
+
+// byName adds p to m, by the directory and the name of its path.
+func byName(m map[string]map[string][]Position, p Position) {
+	dir, name := filepath.Dir(p.Path), filepath.Base(p.Path)
+	if m[dir] == nil {
+		m[dir] = map[string][]Position{}
+	}
+	m[dir][name] = append(m[dir][name], p)
 }
 
 // resumeAt says where a file found by the first scan is read from when Options.Resume
 // is set: from its saved position when it has one and its first bytes are those it had,
 // else from its start, as it appeared after the positions were taken (the file that
 // replaced a rotated one, or a new one), unless it is the copy of a position's file
-// (copyOf). ok is false without Options.Resume.
+// (copyOf), or of a file found truncated before they were taken (Options.Truncated: its
+// copy found after the truncation was read), or a file closed after it left its path
+// (Options.Left). ok is false without Options.Resume.
 func (f *Follower) resumeAt(id fileID, file *os.File) (off int64, ok bool) {
 	r := f.resume
 	if r == nil {
@@ -174,7 +186,11 @@ func (f *Follower) resumeAt(id fileID, file *os.File) (off int64, ok bool) {
 		if off, back := f.cameBack(id, file); back {
 			return off, true // closed by the follower of the positions after it left its path
 		}
-		off, of := copyOf(file, id, r.byName[filepath.Dir(file.Name())])
+		dir := filepath.Dir(file.Name())
+		off, of := copyOf(file, id, r.byName[dir])
+		if cut, _ := copyOf(file, id, r.truncated[dir]); cut >= off && cut > 0 {
+			return cut, true // of a file truncated since the position: not of one as it was
+		}
 		if off > 0 {
 			r.copies[id] = of
 		}

@@ -937,6 +937,58 @@ func TestCopyOfFileThatLeft(t *testing.T) {
 	}
 }
 
+// TestResumeCopyAfterTruncation: a glob that matches rotated names, whose follower read
+// the log's truncation (copytruncate) and stopped before it found the copy: the follower
+// resumed from its positions and what it found truncated (Truncated) reads the copy from
+// where the log was read up to before its truncation, not from its start, whose lines
+// were counted. Driven by hand, on an injected clock.
+func TestResumeCopyAfterTruncation(t *testing.T) {
+	dir := t.TempDir()
+	log := filepath.Join(dir, "access.log")
+	w := create(t, log)
+	writeLines(t, w, 1, 100)
+	clock := testclock.New(time.Unix(1_700_000_000, 0))
+	o := Options{Path: log + "*", FromBeginning: true, noNotify: true, now: clock.Now, RotationGrace: time.Minute, Logger: testLogger(t)}
+	first := newCollector()
+	f, err := newFollower(o, first.handle)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.discover(true)
+	f.readAll()
+	writeLines(t, w, 101, 120)
+	data, err := os.ReadFile(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(log+".1", data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Truncate(0); err != nil {
+		t.Fatal(err)
+	}
+	writeLines(t, w, 121, 130)
+	f.readAll() // the truncation, not the copy: no scan since
+	f.Stop()
+	first.expectExactly(t, span{1, 100}, span{121, 130})
+	if len(f.Truncated()) != 1 {
+		t.Fatalf("truncated %+v, want the log's", f.Truncated())
+	}
+
+	o.FromBeginning, o.Resume, o.Truncated = false, f.Positions(), f.Truncated()
+	next := newCollector()
+	f, err = newFollower(o, next.handle)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(f.Stop)
+	f.discover(true)
+	f.resumeRotated()
+	for f.readAll() {
+	}
+	next.expectExactly(t, span{101, 120})
+}
+
 // TestSameStartNoCopy: a glob's new file that begins with the first KiB of another file of
 // its directory, neither truncated nor named as its rotated file (replicas of one program
 // that log the same first lines), is another log: read from its start.
