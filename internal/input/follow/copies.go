@@ -30,7 +30,7 @@ type copied struct {
 	head []byte
 	off  int64
 	at   time.Time
-	live bool
+	live *tracked // the file, when live
 }
 
 // keepTruncated remembers what t held before it was found truncated, for a glob whose
@@ -106,21 +106,27 @@ func (f *Follower) judged(t *tracked, path string, size int64) bool {
 	if t.judgeLive {
 		// Its original, read at its path when it was found a copy of it, may have left
 		// the path since without a truncation: its lines are that file's still.
-		wait, held, cut = true, size, t.done.Load()
+		wait, held, cut = true, size, size
 	}
+	var of *tracked
 	for _, c := range candidates {
 		switch k := min(len(got), len(c.head)); {
 		case !bytes.Equal(got[:k], c.head[:k]):
-		case k == len(c.head) && size >= c.off && c.live:
-			// Read from where its original was read should that be found truncated; after
-			// a restart, from its position, as a copy found while the exporter was down.
-			wait, held, cut, t.judgeLive = true, max(held, size), max(cut, c.off), true
+		case k == len(c.head) && size >= c.off && c.live != nil:
+			// Read from where its original was read should that be found truncated.
+			// Positions pass over it while it holds all its original was read up to:
+			// after a restart it is found as a copy of the original's position, read from
+			// there or, the original as it was, from its end (copyOf).
+			wait, held, cut, t.judgeLive = true, max(held, size), max(cut, size), true
+			if of == nil || c.off > of.done.Load() {
+				of = c.live
+			}
 		case k == len(c.head) && size >= c.off:
 			off = max(off, c.off)
 		case k == len(c.head):
 			// A copy of part of what was read (of what the file held before it was read
 			// further), or one still being written.
-			wait, held, cut, t.judgeLive = true, max(held, size), max(cut, size), t.judgeLive || c.live
+			wait, held, cut, t.judgeLive = true, max(held, size), max(cut, size), t.judgeLive || c.live != nil
 		default:
 			// Fewer bytes than that file's first: a copy still being written, or another
 			// log that begins as it does (a line each run of a program writes first),
@@ -134,6 +140,7 @@ func (f *Follower) judged(t *tracked, path string, size int64) bool {
 			// from should it stay so: after a restart, the copy, found without a position
 			// and the log's position past its truncation, would be read from its start.
 			t.done.Store(cut)
+			t.judgeOf.Store(of)
 			return false
 		}
 		off = held
@@ -150,6 +157,7 @@ func (t *tracked) judgedFrom(off int64) {
 	t.positionAt(off) // before positions see it, and the offset held meanwhile gone
 	t.judging.Store(false)
 	t.judgeKept, t.judgeLive = nil, false
+	t.judgeOf.Store(nil)
 }
 
 // copyCandidates are the files t, at path, may be a copy of (copied): the files of its
@@ -165,7 +173,7 @@ func (f *Follower) copyCandidates(t *tracked, path string, now time.Time) []copi
 		// Up to its last line handed on: the rest of a line read in part is the copy's.
 		if done := u.done.Load(); rotatedName(filepath.Base(u.path), name) && u != t && !u.rotated && done > 0 && u.headN > 0 &&
 			!u.judging.Load() && filepath.Dir(u.path) == dir {
-			out = append(out, copied{head: u.head[:min(int64(u.headN), done)], off: done, live: true})
+			out = append(out, copied{head: u.head[:min(int64(u.headN), done)], off: done, live: u})
 		}
 	}
 	f.mu.Unlock()

@@ -80,6 +80,11 @@ func (f *Follower) positions() []Position {
 		if judging && off == 0 {
 			continue // a copy's lines before where it is read from would be read again
 		}
+		if u := t.judgeOf.Load(); judging && u != nil && f.byID[u.id] == u && !u.rotated && off >= u.done.Load() {
+			// A copy of u that holds all u was read up to: found without a position after a
+			// restart, it is read from u's position, or from its end when u is intact.
+			continue
+		}
 		head, err := headHash(t.f, off, &buf)
 		if err != nil {
 			continue // a file that cannot be read now is read again from its start after a restart

@@ -882,6 +882,64 @@ func TestCopyOfFileBehind(t *testing.T) {
 	}
 }
 
+// TestCopyOfFileBehindAtStop: a copy of the log found while the follower was behind on
+// the log, waiting for the log's truncation when the follower stopped, is no position:
+// the follower resumed from the positions finds it again as a copy of the log's, and
+// reads it from there when the log was truncated meanwhile (copytruncate), from its end
+// when the log is as it was (logrotate's copy), whose lines past there the log holds.
+// Held at where the log was read up to when it was found, it was read from there after
+// a restart whatever became of the log: the lines the log holds past there counted twice.
+// Driven by hand, on an injected clock.
+func TestCopyOfFileBehindAtStop(t *testing.T) {
+	for _, truncate := range []bool{true, false} {
+		t.Run(fmt.Sprintf("truncated while down %v", truncate), func(t *testing.T) {
+			dir := t.TempDir()
+			log := filepath.Join(dir, "access.log")
+			w := create(t, log)
+			writeLines(t, w, 1, 100)
+			clock := testclock.New(time.Unix(1_700_000_000, 0))
+			o := Options{Path: log + "*", FromBeginning: true, noNotify: true, now: clock.Now, RotationGrace: time.Minute, Logger: testLogger(t)}
+			c := newCollector()
+			f, err := newFollower(o, c.handle)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f.discover(true)
+			f.readAll()
+			const copied = 30_000 // more than a turn reads of one file (passBudget)
+			writeLines(t, w, 101, copied)
+			data, err := os.ReadFile(log)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(log+".1", data, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			f.discover(false)
+			f.readAll()
+			f.Stop()
+			if truncate {
+				if err := w.Truncate(0); err != nil {
+					t.Fatal(err)
+				}
+			}
+			writeLines(t, w, copied+1, copied+100)
+
+			o.FromBeginning, o.Resume, o.Truncated = false, f.Positions(), f.Truncated()
+			f, err = newFollower(o, c.handle)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(f.Stop)
+			f.discover(true)
+			f.resumeRotated()
+			for f.readAll() {
+			}
+			c.expectExactly(t, span{1, copied + 100})
+		})
+	}
+}
+
 // TestCopyOfFileThatLeft: a glob that matches rotated names finds a copy of the log, and
 // the log then leaves its path without a truncation (deleted and made again, or renamed
 // away): the copy's lines are the log's, read to its end, and the copy is read from its
