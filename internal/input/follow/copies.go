@@ -34,16 +34,30 @@ type copied struct {
 }
 
 // keepTruncated remembers what t held before it was found truncated, for a glob whose
-// new files may be its copy (judged); the reader calls it, before t starts again.
-func (f *Follower) keepTruncated(t *tracked, path string) {
+// new files may be its copy (judged), as far as it was read, or to the start of the line
+// read in part when whole (its copy holds the rest); the reader calls it, before t starts
+// again.
+func (f *Follower) keepTruncated(t *tracked, path string, whole bool) {
 	now := f.o.now()
+	off := t.off
+	if whole {
+		off = t.done.Load()
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.truncated = slices.DeleteFunc(f.truncated, func(c truncation) bool { return now.Sub(c.at) > f.o.RotationGrace })
-	if t.off == 0 || t.headN == 0 {
+	if off == 0 || t.headN == 0 {
 		return
 	}
-	f.truncated = append(f.truncated, truncation{path: path, id: t.id, head: slices.Clone(t.head[:min(int64(t.headN), t.off)]), off: t.off, at: now})
+	f.truncated = append(f.truncated, truncation{path: path, id: t.id, head: slices.Clone(t.head[:min(int64(t.headN), off)]), off: off, at: now})
+}
+
+// copyWaits reports whether a new file of the glob waits, judged a copy of t, for t's
+// truncation (judged). The reader calls it.
+func (f *Follower) copyWaits(t *tracked) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.ContainsFunc(f.files, func(u *tracked) bool { return u.judging.Load() && u.judgeOf.Load() == t })
 }
 
 // Truncated returns what the files the follower found truncated within the rotation grace

@@ -707,10 +707,14 @@ func (f *Follower) step(t *tracked, path string) bool {
 	if rewritten {
 		f.c.truncations.Add(1)
 		f.o.Logger.Info("file truncated, reading it again from the start", "path", path, "offset", t.off, "size", size)
-		f.keepTruncated(t, path)
-		// The bytes that could have completed a last line without a newline
-		// are gone: it is final, as when its file is retired.
-		f.r.finish(t, path)
+		// The bytes that could have completed a last line without a newline are gone: it
+		// is final, as when its file is retired; unless a copy of the file waits for this
+		// truncation (judged), which holds them, and is read from the line's start.
+		whole := !t.skipping && !t.lead && f.copyWaits(t)
+		f.keepTruncated(t, path, whole)
+		if !whole {
+			f.r.finish(t, path)
+		}
 		t.restart()
 	} else if size == t.off {
 		return false

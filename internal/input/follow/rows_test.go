@@ -831,13 +831,18 @@ func TestSymlinkRetargetedBackAfterRestart(t *testing.T) {
 // the log while the follower is behind on the log (more than a turn's read). The copy's
 // lines past where the log was read are the log's too: they are read from the copy only
 // when the log is found truncated (copytruncate), from where it had been read up to then
-// (here its end: the reader caught up first), and not at all when the log is not
-// (logrotate's copy, a backup made with cp), which is read on. Judged at once against
-// where the log was read up to, the copy was read from there while the log was read on
-// past it: the lines between counted twice. Driven by hand, on an injected clock.
+// (its end, the reader caught up first; or within a line, the rest of which the copy
+// holds: from the line's start, the part read of it not handed on), and not at all when
+// the log is not (logrotate's copy, a backup made with cp), which is read on. Judged at
+// once against where the log was read up to, the copy was read from there while the log
+// was read on past it: the lines between counted twice. Driven by hand, on an injected
+// clock.
 func TestCopyOfFileBehind(t *testing.T) {
-	for _, truncate := range []bool{true, false} {
-		t.Run(fmt.Sprintf("truncated %v", truncate), func(t *testing.T) {
+	for _, tc := range []struct {
+		truncate, behind bool
+	}{{true, false}, {true, true}, {false, false}} {
+		truncate := tc.truncate
+		t.Run(fmt.Sprintf("truncated %v, behind %v", truncate, tc.behind), func(t *testing.T) {
 			dir := t.TempDir()
 			log := filepath.Join(dir, "access.log")
 			w := create(t, log)
@@ -862,7 +867,7 @@ func TestCopyOfFileBehind(t *testing.T) {
 				t.Fatal(err)
 			}
 			f.discover(false)
-			for f.readAll() {
+			for more := f.readAll(); more && !tc.behind; more = f.readAll() {
 			}
 			if truncate {
 				if err := w.Truncate(0); err != nil {
