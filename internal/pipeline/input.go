@@ -435,7 +435,7 @@ func (p *Pipeline) syncInputs(cfg *config.Config) error {
 		}
 	}
 	p.stopInputs(wanted)
-	p.handedOver, p.handedParts = nil, nil
+	p.handedOver, p.handedParts, p.handedLeft, p.handedTruncated = nil, nil, nil, nil
 	return errors.Join(errs...)
 }
 
@@ -473,6 +473,7 @@ func (p *Pipeline) handOver(ci config.Input) {
 		if f, ok := in.running.(*follow.Follower); ok {
 			if p.handedOver == nil {
 				p.handedOver, p.handedParts = map[string][]follow.Position{}, map[string][]pathParts{}
+				p.handedLeft, p.handedTruncated = map[string][]follow.Position{}, map[string][]follow.Position{}
 			}
 			// Not nil when empty: a file none of them read came after them, and is read
 			// from its first byte as a new file is. The messages its joiner was in the
@@ -484,6 +485,8 @@ func (p *Pipeline) handOver(ci config.Input) {
 			}
 			p.handedOver[in.source] = ps
 			p.handedParts[in.source] = append(p.handedParts[in.source], in.partsAt(stopped)...)
+			p.handedLeft[in.source] = append(p.handedLeft[in.source], f.Left()...)
+			p.handedTruncated[in.source] = append(p.handedTruncated[in.source], f.Truncated()...)
 		}
 	}
 }
