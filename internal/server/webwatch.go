@@ -42,11 +42,13 @@ import (
 //     are users at all.
 //   - The toolkit serves every request without a password when the web config it reads
 //     holds no basic_auth_users: a web config saved in place (truncated, then written)
-//     read in between, empty or cut short, would let any client through. While the web
-//     config changed within racyAge, unsettled, a request the toolkit lets through must
-//     pass the basic auth of the web config last read too (see mustPassKey): a change
-//     that lets more through (users taken out, a password changed) takes effect once it
-//     settled, one that lets fewer through at once.
+//     read in between, empty or cut short, would let any client through. Unless the web
+//     config is, after the toolkit read it, still the one the watch last read, settled,
+//     a request the toolkit lets through must pass the basic auth of the web config last
+//     read too (see mustPassKey): a change that lets more through (users taken out, a
+//     password changed) takes effect once it settled, one that lets fewer through at
+//     once. The watch looks at the web config before the toolkit reads it: a save begun
+//     in between is seen by a look after the toolkit's read.
 //
 // Each request looks at the web config's stamp, a stat, and reads it again when it
 // changed, once the change settled (the toolkit reads and parses it for each request
@@ -153,8 +155,11 @@ func (c *webConfigWatch) handler(h http.Handler, addr string, s startOnly, read 
 			r.SetBasicAuth(now.stranger, password)
 		}
 		if now.users != nil {
-			users := now.users
-			r = r.WithContext(context.WithValue(r.Context(), mustPassKey{}, func(r *http.Request) bool { return c.passes(users, r) }))
+			r = r.WithContext(context.WithValue(r.Context(), mustPassKey{}, func(r *http.Request) bool {
+				// The toolkit read the web config between two looks at the one the watch
+				// read: it read that whole.
+				return now.read.info != nil && statFile(c.path).same(now.read) || c.passes(now.users, r)
+			}))
 		}
 		h.ServeHTTP(w, r)
 	})
@@ -171,10 +176,13 @@ type webConfigNow struct {
 	// when there are some.
 	badHashes map[string]error
 	stranger  string
-	// users, when not nil, are the users whose basic auth the request must pass besides
-	// the toolkit's (see passes): those of the web config last read, when it changed
-	// since, unsettled.
+	// users are those of the web config last read (nil when it asks for no password),
+	// whose basic auth a request the toolkit let through must pass (see passes) unless
+	// the web config is still, after the toolkit's read, the one read at stamp read:
+	// that of the web config as the request looked at it, when the watch read that one
+	// (else read.info is nil).
 	users map[string]string
+	read  fileStamp
 }
 
 // passes reports whether the basic auth credentials of r are those of one of users.
@@ -218,7 +226,7 @@ func (c *webConfigWatch) check() webConfigNow {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if s.same(c.stamp) {
-		return webConfigNow{badHashes: c.badHashes, stranger: c.stranger}
+		return webConfigNow{badHashes: c.badHashes, stranger: c.stranger, users: c.users, read: s}
 	}
 	// What the toolkit reads may be the web config in the middle of a save.
 	unsettled := webConfigNow{badHashes: c.badHashes, stranger: c.stranger, users: c.users}
@@ -252,7 +260,7 @@ func (c *webConfigWatch) check() webConfigNow {
 			c.stranger += "_"
 		}
 	}
-	return webConfigNow{badHashes: c.badHashes, stranger: c.stranger}
+	return webConfigNow{badHashes: c.badHashes, stranger: c.stranger, users: c.users, read: s}
 }
 
 // readUsers returns the bcrypt hashes of the users of config, by user (nil when it has

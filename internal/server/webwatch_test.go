@@ -392,6 +392,69 @@ func TestWebConfigSavedWhileWatchReads(t *testing.T) {
 	}
 }
 
+// TestWebConfigSavedAfterWatchLooked: the watch looks at the web config's stamp before
+// exporter-toolkit reads the web config, and held a request to the users it last read
+// only when the stamp had changed. A save in place (truncated, then written) of a web
+// config settled long before, begun between the look and the toolkit's read, had the
+// toolkit read it empty and serve the request without a password: a client sending
+// requests over and over gets some through at each such save. What the toolkit let
+// through is held to the users the watch read unless the web config is, after the
+// toolkit's read, still the one the watch read.
+func TestWebConfigSavedAfterWatchLooked(t *testing.T) {
+	good, err := bcrypt.GenerateFromPassword([]byte("secret"), bcrypt.MinCost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := newTLSFiles(t, "", "")
+	webConfig := []byte("basic_auth_users:\n  scraper: '" + string(good) + "'\n")
+	f.write(t, "web.yml", webConfig)
+	clock := testclock.New(time.Now().Add(time.Minute)) // every file written has settled
+	logger := slog.New(slog.DiscardHandler)
+	configErrors := newWebConfigErrors(f.webConfig, logger, clock.Now)
+	tk, err := setUpToolkit(&net.TCPAddr{}, reached(http.NotFoundHandler()), &web.FlagConfig{WebConfigFile: &f.webConfig}, configErrors, logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tk.close()
+	// save is what the web config is read as by the toolkit, saved after the watch
+	// looked; nil: none. The save then ends: the web config is written whole again.
+	var save []byte
+	h := configErrors.watch.handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if save != nil {
+			f.write(t, "web.yml", save)
+			defer f.write(t, "web.yml", webConfig)
+		}
+		tk.handler.ServeHTTP(w, r)
+	}), "a:1", startOnly{}, tk.read)
+	for i, step := range []struct {
+		save     string // "" is none
+		user     string // "" sends no password
+		password string
+		want     int
+	}{
+		{"", "", "", http.StatusUnauthorized},
+		{"", "scraper", "secret", http.StatusNotFound},
+		// Read between its truncation and its write.
+		{"\n", "", "", http.StatusUnauthorized},
+		{"\n", "scraper", "wrong", http.StatusUnauthorized},
+		{"\n", "scraper", "secret", http.StatusNotFound},
+	} {
+		save = nil
+		if step.save != "" {
+			save = []byte(step.save)
+		}
+		req := httptest.NewRequest(http.MethodGet, "/", nil)
+		if step.user != "" {
+			req.SetBasicAuth(step.user, step.password)
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code != step.want {
+			t.Errorf("step %d, saved %q after the look, user %q, password %q: %d; want %d", i, step.save, step.user, step.password, rec.Code, step.want)
+		}
+	}
+}
+
 // TestCostlyHashAddedAtRuntime: the start warns of a password hash of a bcrypt cost above
 // 12, which takes a core half a second or more at each check; one put in the web config
 // while the exporter runs was not warned of. It is, once, naming the user; one the start
