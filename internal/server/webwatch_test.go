@@ -392,6 +392,71 @@ func TestWebConfigSavedWhileWatchReads(t *testing.T) {
 	}
 }
 
+// TestWebConfigPasswordChangedUnderGenerator: while the web config is unsettled, a
+// request the toolkit lets through is held to the users of the web config last read,
+// settled (see TestWebConfigUsersGoneWhileSaved). A web config a generator writes again
+// every second (a template rendered in a loop) never settles: a password changed in it
+// had the toolkit refuse the old password and the watch the new one, every request
+// answered 401 for as long as the generator ran. A request passes the users of the web
+// config as the watch reads it too, which are users of the file, if fewer when read cut
+// short; one without a password, or with the old one, is still refused.
+func TestWebConfigPasswordChangedUnderGenerator(t *testing.T) {
+	hashOf := func(password string) string {
+		hash, err := bcrypt.GenerateFromPassword([]byte(password), bcrypt.MinCost)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(hash)
+	}
+	users := func(password string) []byte {
+		return []byte("basic_auth_users:\n  scraper: '" + hashOf(password) + "'\n")
+	}
+	f := newTLSFiles(t, "", "")
+	f.write(t, "web.yml", users("old"))
+	clock := testclock.New(time.Now().Add(time.Minute)) // every file written has settled
+	logger := slog.New(slog.DiscardHandler)
+	addr := servePlainLogged(t, f.webConfig, newWebConfigErrors(f.webConfig, logger, clock.Now), logger)
+	get := func(user, password string) int {
+		t.Helper()
+		req, err := http.NewRequest(http.MethodGet, "http://"+addr+"/", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if user != "" {
+			req.SetBasicAuth(user, password)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if got := get("scraper", "old"); got != http.StatusNotFound {
+		t.Fatalf("before the change: %d; want the handler's 404", got)
+	}
+	// The generator writes the new password, and again each second, never settling.
+	for i := range 4 {
+		f.write(t, "web.yml", users("new"))
+		if err := os.Chtimes(f.webConfig, clock.Now(), clock.Now()); err != nil {
+			t.Fatal(err)
+		}
+		for _, step := range []struct {
+			user, password string
+			want           int
+		}{
+			{"scraper", "new", http.StatusNotFound},
+			{"scraper", "old", http.StatusUnauthorized},
+			{"", "", http.StatusUnauthorized},
+		} {
+			if got := get(step.user, step.password); got != step.want {
+				t.Errorf("rewrite %d, user %q, password %q: %d; want %d", i, step.user, step.password, got, step.want)
+			}
+		}
+		clock.Add(time.Second)
+	}
+}
+
 // TestWebConfigSavedAfterWatchLooked: the watch looks at the web config's stamp before
 // exporter-toolkit reads the web config, and held a request to the users it last read
 // only when the stamp had changed. A save in place (truncated, then written) of a web
