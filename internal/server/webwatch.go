@@ -162,7 +162,7 @@ func (c *webConfigWatch) handler(h http.Handler, addr string, s startOnly, read 
 			r = r.Clone(r.Context())
 			r.SetBasicAuth(now.stranger, password)
 		}
-		if now.users != nil {
+		if now.users != nil || now.pending != nil {
 			r = r.WithContext(context.WithValue(r.Context(), mustPassKey{}, func(r *http.Request) bool {
 				// The toolkit read the web config between two looks at the one the watch
 				// read: it read that whole.
@@ -192,7 +192,9 @@ type webConfigNow struct {
 	users map[string]string
 	read  fileStamp
 	// pending are the users of the web config as the watch read it, unsettled, which a
-	// request may pass instead of users.
+	// request may pass instead of users; when users is nil (the start read the web
+	// config cut short, or it asked for no password), a request must pass them if they
+	// are not.
 	pending map[string]string
 }
 

@@ -457,6 +457,61 @@ func TestWebConfigPasswordChangedUnderGenerator(t *testing.T) {
 	}
 }
 
+// TestWebConfigCutShortAtStart: the users a request is held to while the web config is
+// unsettled are those the start read (see TestWebConfigUsersGoneWhileSaved): a web config
+// saved in place as the exporter starts, read by the start between its truncation and
+// its write, held it to none, and a read of the toolkit cut short again, as the save goes
+// on, let a client without a password through. It is held to the users of the web config
+// as the watch reads it too.
+func TestWebConfigCutShortAtStart(t *testing.T) {
+	good, err := bcrypt.GenerateFromPassword([]byte("secret"), bcrypt.MinCost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	webConfig := []byte("basic_auth_users:\n  scraper: '" + string(good) + "'\n")
+	f := newTLSFiles(t, "", "")
+	f.write(t, "web.yml", nil) // the start reads it truncated
+	clock := testclock.New(time.Now().Add(time.Minute))
+	logger := slog.New(slog.DiscardHandler)
+	configErrors := newWebConfigErrors(f.webConfig, logger, clock.Now)
+	tk, err := setUpToolkit(&net.TCPAddr{}, reached(http.NotFoundHandler()), &web.FlagConfig{WebConfigFile: &f.webConfig}, configErrors, logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tk.close()
+	// The save goes on, written and dated now; the toolkit reads it cut short again.
+	written := func() {
+		f.write(t, "web.yml", webConfig)
+		if err := os.Chtimes(f.webConfig, clock.Now(), clock.Now()); err != nil {
+			t.Error(err)
+		}
+	}
+	written()
+	h := configErrors.watch.handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		f.write(t, "web.yml", nil)
+		defer written()
+		tk.handler.ServeHTTP(w, r)
+	}), "a:1", startOnly{}, tk.read)
+	for i, step := range []struct {
+		user, password string
+		want           int
+	}{
+		{"", "", http.StatusUnauthorized},
+		{"scraper", "wrong", http.StatusUnauthorized},
+		{"scraper", "secret", http.StatusNotFound},
+	} {
+		req := httptest.NewRequest(http.MethodGet, "/", nil)
+		if step.user != "" {
+			req.SetBasicAuth(step.user, step.password)
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code != step.want {
+			t.Errorf("step %d, user %q, password %q: %d; want %d", i, step.user, step.password, rec.Code, step.want)
+		}
+	}
+}
+
 // TestWebConfigSavedAfterWatchLooked: the watch looks at the web config's stamp before
 // exporter-toolkit reads the web config, and held a request to the users it last read
 // only when the stamp had changed. A save in place (truncated, then written) of a web
