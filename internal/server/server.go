@@ -814,6 +814,20 @@ func NewRegistry(coll *rulescrape.Collector) *prometheus.Registry {
 	return reg
 }
 
+// limited serves h, the metrics, within lim, but a HEAD, for which h reads nothing
+// (exporter.Handler): charged as a scrape, it would wait for a place or for room, be
+// refused 503, or put a waiting scrape out of its place, for headers alone.
+func limited(lim *scrapeLimiter, h http.Handler) http.Handler {
+	scrapes := lim.handler(h)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodHead {
+			h.ServeHTTP(w, r)
+			return
+		}
+		scrapes.ServeHTTP(w, r)
+	})
+}
+
 // NewMux serves metrics, the status page with its line tester and the lifecycle endpoints
 // of p.
 func NewMux(p *pipeline.Pipeline, coll *rulescrape.Collector, reg *prometheus.Registry, o Options) *http.ServeMux {
@@ -825,7 +839,7 @@ func NewMux(p *pipeline.Pipeline, coll *rulescrape.Collector, reg *prometheus.Re
 		lim := newScrapeLimiter(o.MaxRequests, scrapeStall, scrapeWait, logger).withBudget(o.MaxScrapeBytes,
 			func(r *http.Request) (int64, bool) { return coll.ScrapeCost(exporter.Negotiate(r)) })
 		reg.MustRegister(lim)
-		metrics = lim.handler(metrics)
+		metrics = limited(lim, metrics)
 		admitPage = newScrapeLimiter(o.MaxRequests, scrapeStall, scrapeWait, logger).handler
 	}
 	mux.Handle(o.MetricsPath, metrics)
