@@ -242,6 +242,9 @@ func checkWebConfig(path string, logger *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	if setsNothing(c) {
+		logger.Warn("the web config sets nothing (it is empty, comments alone, or empty sections and values of no effect): the exporter is served over plain HTTP without a password, as without --web.config.file; give tls_server_config or basic_auth_users, or leave the flag out")
+	}
 	if size > maxUsualWebConfigBytes {
 		logger.Warn("the web config is read and parsed again for every request, before any password is checked, taking a core about a millisecond per 64 KiB of it: put certificates and CAs in files (cert_file, key_file, client_ca_file) rather than inline (cert, key, client_ca), which are read once while they are unchanged",
 			"bytes", size)

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -353,6 +354,28 @@ func (c *webConfigWatch) warnStartOnly(now startOnly) {
 	}
 }
 
+// defaultWebConfig is the web config of a file that sets nothing, as exporter-toolkit
+// reads it.
+func defaultWebConfig() *web.Config {
+	return &web.Config{
+		TLSConfig:  web.TLSConfig{MinVersion: tls.VersionTLS12, MaxVersion: tls.VersionTLS13},
+		HTTPConfig: web.HTTPConfig{HTTP2: true},
+	}
+}
+
+// setsNothing reports whether c is served as no web config is: plain HTTP, no password,
+// no header, no limit. Empty sections count as none.
+func setsNothing(c *web.Config) bool {
+	d := *c
+	if len(d.Users) == 0 {
+		d.Users = nil
+	}
+	if len(d.HTTPConfig.Header) == 0 {
+		d.HTTPConfig.Header = nil
+	}
+	return reflect.DeepEqual(&d, defaultWebConfig())
+}
+
 // readWebConfig reads the web config at path as exporter-toolkit reads it, with its
 // defaults (but for prefer_server_cipher_suites, of no effect), strictly (yaml v2), its
 // files' paths taken from its directory: one the toolkit would not load is an error (but
@@ -364,10 +387,7 @@ func readWebConfig(path string) (config *web.Config, size int, err error) {
 	if err != nil {
 		return nil, 0, err
 	}
-	config = &web.Config{
-		TLSConfig:  web.TLSConfig{MinVersion: tls.VersionTLS12, MaxVersion: tls.VersionTLS13},
-		HTTPConfig: web.HTTPConfig{HTTP2: true},
-	}
+	config = defaultWebConfig()
 	if err := yaml.UnmarshalStrict(text, config); err != nil {
 		return nil, len(text), err
 	}
