@@ -940,6 +940,9 @@ func TestSessionSettleChoosesAgain(t *testing.T) {
 		{"requests, then fewer JSON lines", append(repeat(r, combined, 5), `{"a":1}`, `{"a":2}`, `{"a":3}`), false, map[string]int{"combined": 1}, 5},
 		{"as many", append(repeat(r, combined, 2), `{"a":1}`, `{"a":2}`), false, map[string]int{"combined": 1}, 2},
 		{"a request, then lines of no candidate", append(repeat(r, combined, 1), "\tat a.B(C.java:1)", "\tat a.B(C.java:2)"), false, map[string]int{"combined": 1}, 1},
+		// Held lines outnumber the requests, but fewer of them fit another candidate than
+		// fitted its format: a JSON line amid a stack trace is no sign of a new format.
+		{"requests, then a JSON line amid lines of no candidate", append(repeat(r, combined, 2), `{"a":1}`, "\tat a.B(C.java:1)", "\tat a.B(C.java:2)", "\tat a.B(C.java:3)"), false, map[string]int{"combined": 1}, 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			files := NewFiles()
@@ -974,6 +977,8 @@ func TestSessionCloseFileChoosesAgain(t *testing.T) {
 	}{
 		{"a JSON line, then requests", append([]string{`{"msg":"starting","level":"info"}`}, repeat(r, combined, 5)...), 5},
 		{"requests, then fewer JSON lines", append(repeat(r, combined, 5), `{"a":1}`, `{"a":2}`), 5},
+		// Its status is no request's: a format chosen again from it would count it.
+		{"requests, then a JSON line amid lines of no candidate", append(repeat(r, combined, 2), `{"status":500}`, "\tat a.B(C.java:1)", "\tat a.B(C.java:2)", "\tat a.B(C.java:3)"), 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := p.NewSession()
