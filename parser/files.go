@@ -277,14 +277,25 @@ func (s *Session) Settle(source, input string, sink Sink, done LineDone) bool {
 }
 
 // chooseAgain chooses the format of file, the Session's last, whose format is chosen,
-// again from its held lines when more of them fit a candidate than ever fitted its
-// format, which parses them, and reports whether it did. Those that fit none do not
-// weigh: a line of another candidate amid a stack trace is no sign of a new format.
+// again from its held lines when more of them fit a candidate a rule applies to than ever
+// fitted its format, which parses them, and reports whether it did. Those that fit none
+// do not weigh (a line of another candidate amid a stack trace is no sign of a new
+// format), nor do a candidate's lines that no rule reads (an application's JSON messages
+// between a few requests): chosen from them, the file would hold its next requests,
+// uncounted, until they outnumbered them.
 func (s *Session) chooseAgain(file *fileFormat, input string, sink Sink, done LineDone) bool {
 	if file.fitted >= len(file.held) {
 		return false // no candidate can be fitted by more: spare trying them
 	}
-	if k, fits := chooseFits(s.progs, file.held, s.s); k < 0 || fits <= file.fitted {
+	k, fits := chooseFits(s.progs, file.held, s.s)
+	if k < 0 || fits <= file.fitted {
+		return false
+	}
+	prog := s.progs[k]
+	if prog.format.AnyObject() {
+		prog = s.p.objectProgram(prog, members(prog, file.held, s.s))
+	}
+	if !prog.reads(input) {
 		return false
 	}
 	s.decide(file, input, sink, done, true)
