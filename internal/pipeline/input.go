@@ -762,7 +762,8 @@ func (in *stream) settleQuiet(p *Pipeline) {
 			continue
 		}
 		// A file whose format is chosen holds the lines that do not fit it for its next
-		// line that fits: it is looked at again once it holds a line more.
+		// line that fits, unless more of them fit another candidate (Settle chooses it
+		// again from them): it is looked at again once it holds a line more.
 		delete(in.holding, path)
 		if in.judged != nil {
 			in.judged.settle(path) // its lines were parsed as they came
