@@ -356,6 +356,8 @@ func TestBadConfigs(t *testing.T) {
 			`:19: rule "empty_zone": timestamp: location: is empty; give the IANA time zone the log's times are written in, e.g. 'America/New_York'`,
 			`:22: rule "zone_of_the_runtime": timestamp: location: cri_time carries its own UTC offset (or is seconds since the epoch); location is for a layout without a zone: leave it out`,
 			`:22: rule "zone_of_the_runtime": timestamp: capture: cri_time needs the rule to name its inputs (inputs: [...]), all with wrapper: cri`,
+			`:28: rule "utc_in_layout": timestamp: location: layout "2006-01-02T15:04:05Z" writes a literal Z, which says its times are UTC; location would read them in another zone: leave it out (or, if the log writes an offset where it is not UTC, write Z07:00 in the layout)`,
+			`:31: rule "utc_after_fraction": timestamp: location: layout "2006-01-02T15:04:05.000Z" writes a literal Z, which says its times are UTC; location would read them in another zone: leave it out (or, if the log writes an offset where it is not UTC, write Z07:00 in the layout)`,
 		},
 		"initial.yaml": {
 			`:3: global: counter_ttl: "a while" is not a duration (write e.g. 24h, 7d, or 0 to keep counters while the process lives)`,

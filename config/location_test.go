@@ -54,3 +54,25 @@ func TestTimestampLocation(t *testing.T) {
 		t.Error("the same location written otherwise changes the fingerprint")
 	}
 }
+
+// A layout's literal Z says its times are UTC; Go's zone elements that begin with a Z, and
+// a Z in a word, do not.
+func TestLiteralZ(t *testing.T) {
+	for layout, want := range map[string]bool{
+		"2006-01-02T15:04:05Z":           true,
+		"2006-01-02T15:04:05.000Z":       true,
+		"2006-01-02 15:04:05 Z":          true,
+		"2006-01-02T15:04:05Z07:00":      false,
+		"2006-01-02T15:04:05Z0700":       false,
+		"2006-01-02T15:04:05Z07":         false,
+		"2006-01-02T15:04:05Z07:00:00":   false,
+		"2006-01-02 15:04:05":            false,
+		"2006-01-02 15:04:05 MST":        false,
+		"2006-01-02 15:04:05 Zone MST":   false,
+		"2006-01-02 15:04:05 (ZSTD) MST": false,
+	} {
+		if got := literalZ(layout); got != want {
+			t.Errorf("literalZ(%q) = %v, want %v", layout, got, want)
+		}
+	}
+}

@@ -642,6 +642,11 @@ func (rd *ruleDecoder) location(l entry, ts *Timestamp, layoutGiven bool) {
 	case readsOffset(ts.Layout):
 		rd.add(l.key.Line, rd.subject, "timestamp: location: layout %q reads each line's own UTC offset; location is for a layout without a zone, e.g. '2006-01-02 15:04:05': leave it out", ts.Layout)
 		return
+	case literalZ(ts.Layout):
+		// Go reads a literal Z as any other literal character, so location would shift
+		// every time of a log that says it writes UTC.
+		rd.add(l.key.Line, rd.subject, "timestamp: location: layout %q writes a literal Z, which says its times are UTC; location would read them in another zone: leave it out (or, if the log writes an offset where it is not UTC, write Z07:00 in the layout)", ts.Layout)
+		return
 	}
 	ts.Location = loc
 }
@@ -650,6 +655,25 @@ func (rd *ruleDecoder) location(l entry, ts *Timestamp, layoutGiven bool) {
 func readsOffset(layout string) bool {
 	got, err := time.ParseInLocation(layout, layoutProbe.In(offsetZone).Format(layout), time.UTC)
 	return err == nil && got.Equal(layoutProbe)
+}
+
+// literalZ reports whether layout has a Z of its own, ISO 8601's UTC designator
+// ('2006-01-02T15:04:05Z'), rather than one that begins Go's zone element (Z07:00, Z0700,
+// Z07, ...) or is a letter of a word.
+func literalZ(layout string) bool {
+	isLetter := func(i int) bool {
+		if i < 0 || i >= len(layout) {
+			return false
+		}
+		c := layout[i] | 0x20
+		return 'a' <= c && c <= 'z'
+	}
+	for i := range len(layout) {
+		if layout[i] == 'Z' && !strings.HasPrefix(layout[i:], "Z07") && !isLetter(i-1) && !isLetter(i+1) {
+			return true
+		}
+	}
+	return false
 }
 
 // runtimeTimes are layoutProbe as container runtimes write a CRI line's time, each with

@@ -844,5 +844,25 @@ func (s *scratch) time(c *timeCache, ts *timestampSpec, m *match) {
 	// Layouts without a zone read in the rule's location (UTC unless given); with a
 	// numeric zone the line's offset is applied.
 	t, err := time.ParseInLocation(ts.layout, string(raw), ts.loc)
+	if err != nil {
+		t, err = leapSecond(ts, err)
+	}
 	c.unix, c.ok = t.Unix(), err == nil
+}
+
+// leapSecond reads again, as second 59 of its minute, a time that failed to parse
+// (err) only because its second is 60: a leap second (23:59:60 UTC), which a clock that
+// follows UTC writes and time.Parse refuses as out of range. The line counts at the last
+// second of the minute rather than being dropped. The error locates the second: its
+// ValueElem is what follows the element that was out of range.
+func leapSecond(ts *timestampSpec, err error) (time.Time, error) {
+	pe, ok := err.(*time.ParseError)
+	if !ok || pe.Message != ": second out of range" {
+		return time.Time{}, err
+	}
+	end := len(pe.Value) - len(pe.ValueElem)
+	if end < 2 || pe.Value[end-2:end] != "60" {
+		return time.Time{}, err
+	}
+	return time.ParseInLocation(ts.layout, pe.Value[:end-2]+"59"+pe.Value[end:], ts.loc)
 }

@@ -403,6 +403,64 @@ rules:
 	})
 }
 
+// TestLeapSecond: a time at a leap second (23:59:60 UTC, as a clock that follows UTC
+// writes it) is read as second 59 of its minute, which Go's time.Parse alone refuses as
+// out of range: the line counts, at the last second before the next minute, rather than
+// being dropped as bad_timestamp. Only 60 is read so; any other second, or minute, out of
+// range is still a bad timestamp.
+func TestLeapSecond(t *testing.T) {
+	c := mustParse(t, `
+rules:
+  - name: utc
+    match: '^(?P<t>[^ ]+) utc$'
+    timestamp: {capture: t, layout: '2006-01-02T15:04:05Z'}
+  - name: rfc3339
+    match: '^(?P<t>[^ ]+) rfc$'
+    timestamp: {capture: t, layout: '2006-01-02T15:04:05.999999999Z07:00'}
+  - name: nginx
+    match: '^\[(?P<t>[^\]]*)\]'
+    timestamp: {capture: t, layout: '02/Jan/2006:15:04:05 -0700'}
+  - name: compact
+    match: '^(?P<t>\d+) compact$'
+    timestamp: {capture: t, layout: '20060102150405'}
+  - name: unpadded
+    match: '^(?P<t>.+) unpadded$'
+    timestamp: {capture: t, layout: '2006-01-02 15:4:5', location: America/New_York}
+`)
+	const leap = 1483228799 // 2016-12-31T23:59:59Z; 23:59:60 came after it
+	at := func(rule string, unix int64) []record {
+		return []record{{Rule: rule, Value: 1, Time: unix, HasTime: true}}
+	}
+	bad := func(rule string) []record { return []record{{Rule: rule, Drop: "bad_timestamp"}} }
+	tests := []struct {
+		line string
+		want []record
+	}{
+		{"2016-12-31T23:59:60Z utc", at("utc", leap)},
+		{"2016-12-31T23:59:60Z utc", at("utc", leap)}, // from the cache
+		{"2016-12-31T23:59:59Z utc", at("utc", leap)},
+		{"2017-01-01T00:00:00Z utc", at("utc", leap+1)},
+		{"2016-12-31T23:59:60.999Z rfc", at("rfc3339", leap)},
+		{"2017-01-01T05:29:60+05:30 rfc", at("rfc3339", leap)},
+		{"[31/Dec/2016:23:59:60 +0000]", at("nginx", leap)},
+		{"20161231235960 compact", at("compact", leap)},
+		{"2016-12-31 18:59:60 unpadded", at("unpadded", leap)}, // EST
+		{"2016-12-31T23:59:61Z utc", bad("utc")},
+		{"2016-12-31T23:59:99Z utc", bad("utc")},
+		{"2016-12-31T23:60:00Z utc", bad("utc")},
+		{"2016-12-31T23:59:60 utc", bad("utc")}, // its Z missing: bad whatever the second
+		{"2016-12-31T23:59:60.5Z rfc", at("rfc3339", leap)},
+		{"2016-12-31T23:59:60.5+0100 rfc", bad("rfc3339")},
+		{"[31/Dec/2016:23:59:60]", bad("nginx")},
+	}
+	line := func(i int) string { return tests[i].line }
+	parseOnEachMatcher(t, c.Rules, "", len(tests), line, line, func(t *testing.T, i int, got []record) {
+		if !reflect.DeepEqual(got, tests[i].want) {
+			t.Errorf("got %v, want %v", got, tests[i].want)
+		}
+	})
+}
+
 func TestLabelValues(t *testing.T) {
 	c := mustParse(t, `
 rules:
