@@ -303,6 +303,9 @@ func TestCRIMessagesInUTF16(t *testing.T) {
 		{"UTF-16LE", "2024-03-01T12:00:00.123456789Z stdout F " + utf16le(line+"\r") + "\n2024-03-01T12:00:01Z stdout F \x00" + utf16le(line+"\r") + "\n", 1},
 		{"UTF-16LE with a byte order mark", "2024-03-01T12:00:00Z stdout F \xff\xfe" + utf16le(line) + "\n", 1},
 		{"UTF-8", "2024-03-01T12:00:00Z stdout F " + line + "\n2024-03-01T12:00:01Z stdout F \n", 0},
+		// A first message of binary that opens with FF FE: the container's bytes, not a
+		// byte order mark of the file, and no NUL every other byte.
+		{"UTF-8 after a binary first message opening with FF FE", "2024-03-01T12:00:00Z stdout F \xff\xfe\x01junk\n2024-03-01T12:00:01Z stdout F " + line + "\n2024-03-01T12:00:02Z stdout F " + line + "\n", 0},
 		{"UTF-8, a short first message", "2024-03-01T12:00:00Z stdout F x\n2024-03-01T12:00:01Z stdout F " + line + "\n", 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

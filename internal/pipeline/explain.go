@@ -40,7 +40,10 @@ func Explain(cfg *config.Config, file string, maxLines int, opts Options) ([]exp
 		lv                lineValues
 	}
 	var msgs []message
-	read := inputsOf(cfg, []string{file}, opts.Logger)[0]
+	// A glob is explained as one file, its lines numbered in its files: no input reads
+	// it as a whole when none reads it as written.
+	read := inputOf(cfg, file)
+	warnNoInput(cfg, read, opts.Logger)
 	name := read.input.Name
 	got, err := readMessages(read, opts.quiet(), nil, nil, "", func(path string, n int, msg, wrapperTime []byte, lv lineValues) {
 		if len(msgs)-parser.MaxHeld < maxLines { // maxLines+MaxHeld may overflow

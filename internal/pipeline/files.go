@@ -1,7 +1,9 @@
 package pipeline
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -15,7 +17,8 @@ import (
 
 // fileInput is what a file given to --replay or --explain is read as.
 type fileInput struct {
-	// file is the path as given (a relative glob its input's reads, made absolute).
+	// file is the path as given (a relative glob its input's reads, made absolute), or
+	// one of the matches of glob.
 	file string
 	// input is the first configured input that reads the file; zero when none does.
 	input config.Input
@@ -23,6 +26,11 @@ type fileInput struct {
 	// input's own path, or the match of its glob, that is this file.
 	path  string
 	found bool
+	// glob is the glob given whose match file is, read as a file given by itself
+	// (matchesOf); "" for a file or glob given as it is. unlisted are the errors of that
+	// glob's directories that could not be listed, with its first match.
+	glob     string
+	unlisted []error
 }
 
 // inputOf gives a replayed or explained file the first configured input that reads it,
@@ -144,15 +152,56 @@ func (f fileInput) pathOf(read string) string {
 // as missing, and a relative path could not be compared with an input's files anyway.
 // The files of one log are put in the order it wrote them (inWrittenOrder).
 func inputsOf(cfg *config.Config, files []string, log *slog.Logger) []fileInput {
-	out := make([]fileInput, len(files))
-	for i, file := range files {
-		out[i] = inputOf(cfg, file)
-		if !out[i].found && there(file) {
-			log.Warn("no input reads this file: only the rules that read every input read its lines, with no input's wrapper or path captures",
-				"file", file, "inputs", inputPaths(cfg))
-		}
+	var out []fileInput
+	for _, file := range files {
+		out = append(out, matchesOf(cfg, inputOf(cfg, file))...)
+	}
+	for _, f := range out {
+		warnNoInput(cfg, f, log)
 	}
 	inWrittenOrder(out)
+	return out
+}
+
+// warnNoInput warns of f when no input reads it (inputsOf).
+func warnNoInput(cfg *config.Config, f fileInput, log *slog.Logger) {
+	if !f.found && there(f.file) {
+		log.Warn("no input reads this file: only the rules that read every input read its lines, with no input's wrapper or path captures",
+			"file", f.file, "inputs", inputPaths(cfg))
+	}
+}
+
+// matchesOf is f, or, for a glob that no input reads as written but some of whose
+// matches an input reads (a log's rotated files beside it, 0.log*, which a shell would
+// have named one by one), its matches, each read as if given by itself: by the input
+// that reads it, a rotated file under its log's path, the files of a log in the order it
+// wrote them, still as the glob reads them (follow.Matches: no symlink out of its root
+// followed).
+func matchesOf(cfg *config.Config, f fileInput) []fileInput {
+	if f.found || !config.IsGlob(f.file) {
+		return []fileInput{f}
+	}
+	matches, err := follow.Matches(f.file)
+	u, unlisted := errors.AsType[*follow.Unread](err)
+	if err != nil && !unlisted {
+		return []fileInput{f} // its read says why
+	}
+	var out []fileInput
+	read := false
+	for _, m := range matches {
+		if _, err := os.Stat(m); errors.Is(err, fs.ErrNotExist) {
+			continue // a link to nothing is no file, as the glob's read finds none there
+		}
+		out = append(out, inputOf(cfg, m))
+		out[len(out)-1].glob = f.file
+		read = read || out[len(out)-1].found
+	}
+	if !read {
+		return []fileInput{f}
+	}
+	if unlisted {
+		out[0].unlisted = u.Errs
+	}
 	return out
 }
 

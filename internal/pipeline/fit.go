@@ -42,12 +42,11 @@ type Fit struct {
 	// fit any. The first misfit names one file: a file wholly of another format after a
 	// stray line of another would go unnamed.
 	NoFormat []string
-	// startup are the lines that did not fit that are an nginx image's start-up lines
-	// (parser.StartupLines), blank lines among them; startupSeen says that one was a
-	// start-up line, not blank. When they are every line, the input's pods served no
-	// request yet: the running exporter waits for one, and so the one-shot fails not.
-	startup     int
-	startupSeen bool
+	// startup are the lines of each file that did not fit (parser.StartupLines). When
+	// every file's are an nginx image's start-up lines alone, and no more of them than
+	// the running exporter bounds a file's by (parser.MaxStartupLines), the input's pods
+	// served no request yet: it waits for one, and so the one-shot fails not.
+	startup map[string]parser.StartupLines
 	// files is how many files the input read lines of, a glob's matches each one: past
 	// one, the line number then names its file.
 	files int
@@ -111,10 +110,18 @@ func (f Fit) String() string {
 	return b.String()
 }
 
-// idle reports whether the input read lines, none of which fit, all of them an nginx
-// image's start-up lines: its pods served no request yet.
+// idle reports whether the input read lines, none of which fit, those of each file an
+// nginx image's start-up lines alone: its pods served no request yet.
 func (f Fit) idle() bool {
-	return f.Lines > 0 && f.Fitting == 0 && f.startupSeen && f.startup == f.Lines
+	if f.Lines == 0 || f.Fitting > 0 || len(f.startup) == 0 {
+		return false
+	}
+	for _, lines := range f.startup {
+		if !lines.Only() {
+			return false
+		}
+	}
+	return true
 }
 
 // namesSep parts the names of a summary's list, notesSep its notes.
@@ -271,11 +278,12 @@ func (fs *fits) line(f *Fit, x *explain.Explainer, input, path string, n int, ms
 		f.Fitting++
 		return
 	}
-	var startup parser.StartupLines
-	if startup.Add(msg) {
-		f.startup++
-		f.startupSeen = f.startupSeen || startup.Only()
+	if f.startup == nil {
+		f.startup = map[string]parser.StartupLines{}
 	}
+	startup := f.startup[path]
+	startup.Add(msg)
+	f.startup[path] = startup
 	if f.First == 0 {
 		f.First, f.File = n, path
 		if fs.gen.parser.ReadsInput(input) {

@@ -414,6 +414,53 @@ func TestOneShotIdleNginxPods(t *testing.T) {
 	}
 }
 
+// TestOneShotStartupLinesBounded: a file's start-up lines are no sign of its format up to
+// parser.MaxStartupLines, as the running exporter bounds them; past it (a loop printing
+// one, an image of another kind) they are judged as any others, and the file is of no
+// format: the one-shot fails as over any file none of whose lines fit, rather than exit 0
+// as over pods that served no request yet. The bound is a file's: two files of that many
+// each are still idle pods.
+func TestOneShotStartupLinesBounded(t *testing.T) {
+	const line = "20-envsubst-on-templates.sh: Running envsubst on /etc/nginx/templates/site.conf.template to /etc/nginx/conf.d/site.conf\n"
+	bound := strings.Repeat(line, parser.MaxStartupLines)
+	for _, tc := range []struct {
+		name  string
+		files map[string]string
+		lines int
+		idle  bool
+	}{
+		{"MaxStartupLines in a file", map[string]string{"a/access.log": bound}, parser.MaxStartupLines, true},
+		{"MaxStartupLines in each of two files", map[string]string{"a/access.log": bound, "b/access.log": bound}, 2 * parser.MaxStartupLines, true},
+		{"one more in a file", map[string]string{"a/access.log": bound + line}, parser.MaxStartupLines + 1, false},
+		{"300 in a file", map[string]string{"a/access.log": strings.Repeat(line, 300)}, 300, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			glob := writeGlobTree(t, t.TempDir(), tc.files)
+			for _, format := range []string{"combined", "[combined, upstreaminfo]"} {
+				cfg, err := config.Parse(fmt.Appendf(nil, "inputs: [{name: web, path: '%s', log_format: %s}]\nrules: [{name: requests, labels: {status: '${status}'}}]\n", glob, format), "rules.yaml")
+				if err != nil {
+					t.Fatal(err)
+				}
+				for mode, run := range map[string]func(Options) error{
+					"replay": func(opts Options) error { return Replay(cfg, []string{glob}, opts, io.Discard) },
+					"sample": func(opts Options) error { return Sample(cfg, []string{glob}, opts) },
+				} {
+					var summary bytes.Buffer
+					err := run(Options{Now: time.Now, Summary: &summary})
+					idle := strings.Contains(summary.String(), "no request yet")
+					if idle != tc.idle {
+						t.Errorf("%s %s: summary %q, want it to tell of no request yet: %v", format, mode, summary.String(), tc.idle)
+					}
+					want := fmt.Sprintf("read %d lines and none is of its format", tc.lines)
+					if tc.idle && err != nil || !tc.idle && (err == nil || !strings.Contains(err.Error(), want)) {
+						t.Errorf("%s %s: %v, want an error %v (%q)", format, mode, err, !tc.idle, want)
+					}
+				}
+			}
+		})
+	}
+}
+
 // TestFitNamesFilesOfNoFormatApart: the summary's list of files of no format shows a name
 // holding its separator (", ") or that of the summary's notes ("; ") Go-quoted, so that
 // two names never read as three, nor a name as a note; other names as they are.

@@ -74,6 +74,14 @@ rules:
 			[]string{`requests_total{container="nginx",status="200",workload="web"} 2`, `requests_total{container="nginx",status="404",workload="web"} 1`}},
 		{"relative", []string{rel(t, rotated), rel(t, live)}, "input pods: 3 of 3 lines fit",
 			[]string{`requests_total{container="nginx",status="200",workload="web"} 2`, `requests_total{container="nginx",status="404",workload="web"} 1`}},
+		// A glob the exporter expands, quoted so that no shell does: no input's path reads
+		// it as written, its files are each read as if given by themselves.
+		{"a glob of the log's files", []string{filepath.Join(pod, "nginx", "0.log*")}, "input pods: 3 of 3 lines fit",
+			[]string{`requests_total{container="nginx",status="200",workload="web"} 2`, `requests_total{container="nginx",status="404",workload="web"} 1`}},
+		{"a relative glob of the log's files", []string{filepath.Join(rel(t, filepath.Join(pod, "nginx")), "0.log*")}, "input pods: 3 of 3 lines fit",
+			[]string{`requests_total{container="nginx",status="200",workload="web"} 2`, `requests_total{container="nginx",status="404",workload="web"} 1`}},
+		{"a glob of the pod's files", []string{filepath.Join(pod, "*", "0.log*")}, "input pods: 4 of 4 lines fit (1 messages unfinished at the end of their file skipped)",
+			[]string{`requests_total{container="nginx",status="200",workload="web"} 2`, `requests_total{container="nginx",status="404",workload="web"} 1`, `requests_total{container="sidecar",status="200",workload="web"} 1`}},
 		{"another log between", []string{rotated, other, live}, "input pods: 4 of 4 lines fit (1 messages unfinished at the end of their file skipped)",
 			[]string{`requests_total{container="nginx",status="200",workload="web"} 2`, `requests_total{container="nginx",status="404",workload="web"} 1`, `requests_total{container="sidecar",status="200",workload="web"} 1`}},
 	} {
@@ -117,4 +125,57 @@ func rel(t *testing.T, path string) string {
 		t.Fatal(err)
 	}
 	return r
+}
+
+// A glob of a log's files read each as if given by itself is still read as a glob: a
+// symlink among its matches to a file out of its root is not followed, the one-shot
+// failing after its output naming the glob and the link, the others read as the input's.
+func TestOneShotGlobOfALogsFilesRefusesLinksOut(t *testing.T) {
+	dir := t.TempDir()
+	nginx := filepath.Join(dir, "default_web-7d4b9c8f6d-x2kqz_0f1e", "nginx")
+	if err := os.MkdirAll(nginx, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	const ok = `10.0.0.1 - - [01/Mar/2024:12:00:00 +0000] "GET / HTTP/1.1" 200 5 "-" "curl/8.5.0"`
+	for path, line := range map[string]string{
+		filepath.Join(nginx, "0.log"):                 "2024-03-01T12:00:00Z stdout F " + ok,
+		filepath.Join(nginx, "0.log.20240301-120000"): "2024-03-01T11:00:00Z stdout F " + ok,
+		filepath.Join(dir, "secret.log"):              "2024-03-01T11:00:00Z stdout F " + strings.Replace(ok, " 200 ", " 500 ", 1),
+	} {
+		if err := os.WriteFile(path, []byte(line+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	link := filepath.Join(nginx, "0.log.20240301-110000")
+	if err := os.Symlink("../../secret.log", link); err != nil {
+		t.Fatal(err)
+	}
+	// A link to nothing is no file: neither read nor warned of.
+	if err := os.Symlink("gone", filepath.Join(nginx, "0.log.bak")); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Parse(fmt.Appendf(nil, `
+inputs:
+  - {name: pods, path: '%s/*_*_*/*/*.log', wrapper: cri, log_format: combined}
+rules:
+  - {name: requests, labels: {status: '${status}'}}
+`, dir), "rules.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	glob := filepath.Join(nginx, "0.log*")
+	var out, summary, logs bytes.Buffer
+	err = Replay(cfg, []string{glob}, Options{Now: time.Now, Summary: &summary, Logger: slog.New(slog.NewTextHandler(&logs, nil))}, &out)
+	if want := "replay " + glob + ": " + link + " resolves to "; err == nil || !strings.Contains(err.Error(), want) || strings.Count(err.Error(), "\n") > 0 {
+		t.Errorf("%v; want the link refused (%q...), alone", err, want)
+	}
+	if strings.Contains(logs.String(), "no input reads") {
+		t.Errorf("logged %s", logs.String())
+	}
+	if !strings.Contains(out.String(), `requests_total{status="200"} 2`+"\n") || strings.Contains(out.String(), `status="500"`) {
+		t.Errorf("replay read not the glob's two files alone:\n%s", out.String())
+	}
+	if got, want := summary.String(), "input pods: 2 of 2 lines fit\n"; got != want {
+		t.Errorf("summary %q, want %q", got, want)
+	}
 }

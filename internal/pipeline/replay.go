@@ -98,8 +98,14 @@ type fileCount struct {
 func unreadErr(mode string, files []fileInput, counts []fileCount) error {
 	var errs []error
 	for i, f := range files {
-		for _, err := range counts[i].unread {
-			errs = append(errs, &fileError{mode, f.file, err})
+		// A glob's match read by itself is named as the glob given, as reading the glob
+		// names it.
+		given := f.file
+		if f.glob != "" {
+			given = f.glob
+		}
+		for _, err := range slices.Concat(f.unlisted, counts[i].unread) {
+			errs = append(errs, &fileError{mode, given, err})
 		}
 	}
 	return errors.Join(errs...)
@@ -268,7 +274,7 @@ func readMessages(file fileInput, opts Options, claim func(dev, ino uint64) bool
 			in.cri = cri.New(maxLineBytes(opts))
 		}
 	}
-	o := follow.Options{Path: file.file, MaxLineBytes: opts.MaxLineBytes, Logger: opts.Logger, Claim: claim}
+	o := follow.Options{Path: file.file, Glob: file.glob, MaxLineBytes: opts.MaxLineBytes, Logger: opts.Logger, Claim: claim}
 	in.joinOptions(&o, nil, func() config.Streams { return ci.Streams })
 	var c readCounts
 	if in.cri != nil {

@@ -24,6 +24,16 @@ func otherEncoding(head []byte) (encoding string, sure bool) {
 		// "\xff\xfe" may begin UTF-32LE's mark.
 		return "", false
 	}
+	return unmarkedEncoding(head)
+}
+
+// unmarkedEncoding is otherEncoding of text that has no byte order mark of its own: a
+// wrapper's message, whose first bytes are whatever its writer wrote (binary that opens
+// with FF FE is not UTF-16 for that), is UTF-16 by its NULs alone.
+func unmarkedEncoding(head []byte) (encoding string, sure bool) {
+	if len(head) < encodingSample {
+		return "", false
+	}
 	// The first bytes of ASCII text in UTF-16 have a NUL every other byte and none
 	// between; text of other scripts, fewer. UTF-8 text has no NUL.
 	var nuls [2]int
@@ -42,12 +52,13 @@ func otherEncoding(head []byte) (encoding string, sure bool) {
 }
 
 // checkEncoding warns once of a file t whose first bytes say it is not UTF-8 (see
-// otherEncoding), or those of its lines' own text (Options.Text): its lines are read as
-// bytes, so every rule misses them, and the warnings of lines that fit no rule do not
-// say why.
+// otherEncoding), or those of its lines' own text (Options.Text; unmarkedEncoding): its
+// lines are read as bytes, so every rule misses them, and the warnings of lines that fit
+// no rule do not say why.
 func (r *lineReader) checkEncoding(t *tracked, path string) {
 	head := t.head[:t.headN]
 	full := t.headN == headLen
+	told := otherEncoding
 	if r.text != nil {
 		// The text a wrapper's lines hold (a CRI line's message), once its first
 		// line tells where it starts; a first line longer than the head never does.
@@ -56,10 +67,10 @@ func (r *lineReader) checkEncoding(t *tracked, path string) {
 			return
 		}
 		if found {
-			head = text
+			head, told = text, unmarkedEncoding
 		}
 	}
-	encoding, sure := otherEncoding(head)
+	encoding, sure := told(head)
 	t.encodingKnown = sure || full
 	if encoding != "" {
 		r.log.Warn("file is not UTF-8 but "+encoding+": its lines are read as bytes, which no rule's text matches; have its writer write UTF-8 (iconv -f "+encoding+" -t UTF-8 converts it)",

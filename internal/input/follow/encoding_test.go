@@ -143,6 +143,10 @@ func TestWrappedTextEncoding(t *testing.T) {
 	}{
 		{"UTF-16 behind the wrapper", "W " + string(utf16Text("GET /index.html 200 5ms", false)) + "\nW \x00" + string(utf16Text("GET / 200", false)) + "\n", wrapped, true},
 		{"UTF-8 behind the wrapper", "W GET /index.html 200 5ms\nW GET / 200\n", wrapped, false},
+		// A message's first bytes are the writer's, not the file's byte order mark:
+		// binary that opens with FF FE is no UTF-16 unless its NULs say so.
+		{"FF FE opening binary behind the wrapper", "W \xff\xfe\x01junk\nW GET /index.html 200 5ms\nW GET / 200\n", wrapped, false},
+		{"FF FE opening UTF-16 behind the wrapper", "W \xff\xfe" + string(utf16Text("GET /index.html 200 5ms", false)) + "\n", wrapped, true},
 		{"UTF-16 without the wrapper", string(utf16Text("GET /index.html 200 5ms\n", false)), wrapped, true},
 		{"the text never found, UTF-16", string(utf16Text(strings.Repeat("GET /index.html 200 5ms ", 40)+"\n", false)), never, true},
 		{"the text never found, UTF-8", strings.Repeat("GET /index.html 200 5ms ", 60) + "\n", never, false},

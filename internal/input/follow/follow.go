@@ -43,6 +43,10 @@ type Options struct {
 	// Path is a file or a glob (filepath.Match syntax). A glob is expanded
 	// again on every scan, so files that appear later are followed too.
 	Path string
+	// Glob, for ReadToEnd of a path that is one of a glob's matches (Matches), is that
+	// glob: the file is read as ReadToEnd of the glob reads it, not through a symlink out
+	// of the glob's root, and a link to nothing is no file.
+	Glob string
 	// FromBeginning reads the files that exist at Start from their first
 	// byte (start_at: beginning); otherwise from their size at Start, or from
 	// the next line when that size falls within one (a writer in the middle of

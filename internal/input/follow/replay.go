@@ -45,28 +45,11 @@ func ReadToEnd(opts Options, h input.Handler) (input.Stats, error) {
 	}
 	var c counters
 	r := newLineReader(o, h, &c, nil)
-	var tr *tree // nil for a path without a glob: it is the operator's, wherever it leads
-	list := o.list
-	if config.IsGlob(o.Path) {
-		t := newTree(o.Path)
-		tr = &t
-		list = func(dir string) ([]string, error) {
-			if filepath.Clean(dir) != tr.root {
-				if err := tr.inRoot(dir); errors.Is(err, errOutside) {
-					return nil, err
-				}
-			}
-			return o.list(dir)
-		}
-	}
-	paths, _, unlisted := expand(o, list)
+	paths, tr, unlisted := o.toRead()
 	var errs []error
 	for _, dir := range slices.Sorted(maps.Keys(unlisted)) {
 		c.fail(reasonOf(unlisted[dir], reasonList))
 		errs = append(errs, unlisted[dir])
-	}
-	if tr != nil {
-		paths = tr.once(paths)
 	}
 	claim := o.Claim
 	if claim == nil {
@@ -105,6 +88,56 @@ func ReadToEnd(opts Options, h input.Handler) (input.Stats, error) {
 		return c.snapshot(), fmt.Errorf("follow: no file matches %q", o.Path)
 	}
 	return c.snapshot(), nil
+}
+
+// toRead is what ReadToEnd reads of o.Path: its files, in name order, those a Follower
+// reads of a glob (tree.once); the tree of its glob, or of o.Glob whose match it is, out
+// of whose root no symlink is followed (nil for a path given by itself: it is the
+// operator's, wherever it leads); and the directories of its glob that could not be
+// listed.
+func (o Options) toRead() (paths []string, tr *tree, unlisted map[string]error) {
+	pattern := o.Path
+	if !config.IsGlob(pattern) {
+		pattern = o.Glob
+	}
+	if pattern == "" {
+		return []string{o.Path}, nil, nil
+	}
+	t := newTree(pattern)
+	list := func(dir string) ([]string, error) {
+		if filepath.Clean(dir) != t.root {
+			if err := t.inRoot(dir); errors.Is(err, errOutside) {
+				return nil, err
+			}
+		}
+		return o.list(dir)
+	}
+	paths, _, unlisted = expand(o, list)
+	return t.once(paths), &t, unlisted
+}
+
+// Matches are the files of glob that ReadToEnd would read, in its order: a one-shot that
+// reads each as a file of its own, each by Options.Path with Options.Glob set to glob,
+// reads what ReadToEnd of the glob reads. err is an *Unread naming each directory that
+// could not be listed, the matches of the others given all the same; or, with no
+// matches, the glob's fault.
+func Matches(glob string) ([]string, error) {
+	o, err := Options{Path: glob}.normalize()
+	if err != nil {
+		return nil, err
+	}
+	if !config.IsGlob(glob) {
+		return nil, fmt.Errorf("follow: %q is no glob", glob)
+	}
+	paths, _, unlisted := o.toRead()
+	if len(unlisted) > 0 {
+		var errs []error
+		for _, dir := range slices.Sorted(maps.Keys(unlisted)) {
+			errs = append(errs, unlisted[dir])
+		}
+		return paths, &Unread{Errs: errs}
+	}
+	return paths, nil
 }
 
 // Unread is ReadToEnd's error when some of its files or directories could not be
