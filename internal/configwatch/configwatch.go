@@ -55,8 +55,9 @@ type Watcher struct {
 	// unreadable: the file could not be read at the last check, and the reload that
 	// reported it was made.
 	unreadable bool
-	// emptyHeld: a check found the file empty and did not reload it (apply); the checks
-	// after it reload it if it still is. Any read of content or of no file clears it.
+	// emptyHeld: a check found the file empty and did not reload it (apply); a poll's
+	// check after it reloads it if it still is. Any read of content or of no file clears
+	// it.
 	emptyHeld bool
 	// entries are those of the directory the file depends on (dependsOn), found again
 	// after each event of one of them and at each check.
@@ -131,7 +132,7 @@ func (w *Watcher) loop(ctx context.Context, opts Options, events <-chan fsnotify
 			opts.Logger.Warn("watching the rule file", "path", w.path, "err", err)
 		case <-settle:
 			settle, confirm = nil, nil
-			w.apply(opts, w.read())
+			w.apply(opts, w.read(), false)
 			poll = opts.After(opts.Poll)
 		case <-poll:
 			switch r := w.read(); {
@@ -139,7 +140,7 @@ func (w *Watcher) loop(ctx context.Context, opts Options, events <-chan fsnotify
 				// The change the last poll found has not read the same twice since: a file
 				// rewritten without end is reloaded as read, once a poll, not never.
 				confirm = nil
-				w.apply(opts, r)
+				w.apply(opts, r, true)
 			case w.changed(r):
 				pending, confirm = r, opts.After(opts.Settle)
 			}
@@ -152,7 +153,7 @@ func (w *Watcher) loop(ctx context.Context, opts Options, events <-chan fsnotify
 				pending, confirm = r, opts.After(opts.Settle)
 				continue
 			}
-			w.apply(opts, r)
+			w.apply(opts, r, true)
 			poll = opts.After(opts.Poll)
 		}
 	}
@@ -261,17 +262,21 @@ func (w *Watcher) changed(r reading) bool {
 // more, and the first that reads it reloads it, the content last loaded too, which ends
 // the failure reported.
 //
-// An empty file is not reloaded at the first check that finds it, but at a later one that
-// still does (the poll's): a save that truncates the file and writes it a while later
+// An empty file is not reloaded at the first check that finds it, nor at the check of
+// another event (a chmod of the truncated file), but at a later poll's check (polled)
+// that still finds it empty: a save that truncates the file and writes it a while later
 // (generator > rules.yaml: the shell truncates it before the generator has written a byte)
 // leaves it empty for longer than Settle, and reloading it then reports a failed reload
 // for a file that is fine a moment later. No rule file is empty, so the wait costs only
 // the report of one that stays so; a file that has content is reloaded as it is read.
-func (w *Watcher) apply(opts Options, r reading) {
+func (w *Watcher) apply(opts Options, r reading, polled bool) {
 	if !w.changed(r) {
 		return
 	}
-	if r.empty && !w.emptyHeld {
+	if r.empty && (!w.emptyHeld || !polled) {
+		if w.emptyHeld {
+			return // said at the check that held it
+		}
 		w.emptyHeld = true
 		opts.Logger.Info("the rule file is empty, as a save that truncates it leaves it until it writes; reloading it if it still is at the next poll", "path", w.path, "poll", opts.Poll)
 		return
