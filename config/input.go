@@ -159,7 +159,7 @@ func (d *decoder) globbedTwice(ins []Input, lines []int, rules []*Rule) {
 			if ok, _ := filepath.Match(filepath.Clean(glob), filepath.Clean(in.File.Path)); !ok {
 				continue
 			}
-			both := slices.IndexFunc(rules, func(r *Rule) bool { return r.reads(in) && r.reads(ins[g]) })
+			both := slices.IndexFunc(rules, func(r *Rule) bool { return r.Reads(in) && r.Reads(ins[g]) })
 			if both < 0 {
 				continue
 			}
@@ -169,11 +169,6 @@ func (d *decoder) globbedTwice(ins []Input, lines []int, rules []*Rule) {
 			break
 		}
 	}
-}
-
-// reads says whether the rule reads in's lines: it names no inputs, or in's name.
-func (r *Rule) reads(in Input) bool {
-	return r.Inputs == nil || in.Name != "" && slices.Contains(r.Inputs, in.Name)
 }
 
 // inputLabels reports a name that is the source of another input without a name, which is
