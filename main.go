@@ -14,6 +14,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	// The IANA zones a rule's timestamp: location: names, in the binary: the image has no
+	// zoneinfo of its own, and a rule file must load alike wherever it runs.
+	_ "time/tzdata"
 
 	"github.com/alecthomas/kingpin/v2"
 	"github.com/alecthomas/units"

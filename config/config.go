@@ -358,4 +358,16 @@ type Timestamp struct {
 	// Unix: the capture is seconds since the epoch with a fraction (nginx's $msec); Layout
 	// is then empty.
 	Unix bool
+	// Location is the time zone a Layout without one reads its times in (the key
+	// location:, an IANA name); nil reads them as UTC. Only a layout without a numeric
+	// offset has it: with one, each line says its own.
+	Location *time.Location
+}
+
+// In is the time zone the layout's times are read in when they carry none.
+func (ts *Timestamp) In() *time.Location {
+	if ts.Location == nil {
+		return time.UTC
+	}
+	return ts.Location
 }

@@ -196,7 +196,7 @@ func TestBadConfigs(t *testing.T) {
 		"unknown_key.yaml": {
 			`:2: global: unknown key "window" (did you mean "windows"?) (known keys: windows, max_series_per_rule, counter_ttl)`,
 			`:6: rule "a": unknown key "lables" (did you mean "labels"?) (known keys: name, help, match, fields, labels, where, where_not, value, timestamp, windows, aggregations, quantiles, buckets, distinct, distinct_registers, inputs, initial, top, rewrite, native_histogram, window_end)`,
-			`:7: rule "a": timestamp: unknown key "layuot" (did you mean "layout"?) (known keys: capture, layout)`,
+			`:7: rule "a": timestamp: unknown key "layuot" (did you mean "layout"?) (known keys: capture, layout, location)`,
 			`:7: rule "a": timestamp: capture "t" is not in the match regex (have: none: name groups with (?P<name>...))`,
 			`:7: rule "a": timestamp: layout: is missing; give a Go time layout (e.g. '02/Jan/2006:15:04:05 -0700'; a log format's time_local, time_iso8601 and msec need none)`,
 			`:8: unknown key "rulez" (did you mean "rules"?) (known keys: global, inputs, patterns, rules)`,
@@ -351,6 +351,13 @@ func TestBadConfigs(t *testing.T) {
 			`:7: rule "b": timestamp: layout: is missing; give a Go time layout (e.g. '02/Jan/2006:15:04:05 -0700'; a log format's time_local, time_iso8601 and msec need none)`,
 			`:10: rule "c": timestamp: capture: is missing; name the capture holding the line's time`,
 			`:10: rule "c": timestamp: layout: "2006-01-02 15:04" does not give a full date and time to the second; write it with Go's reference time, e.g. '02/Jan/2006:15:04:05 -0700' for nginx`,
+			`:13: rule "unknown_zone": timestamp: location: "America/New_Yrok" is not a time zone: give an IANA name, e.g. 'America/New_York', 'Europe/Berlin' or 'UTC' (Local: the exporter's own zone)`,
+			`:16: rule "offset_in_layout": timestamp: location: layout "2006-01-02T15:04:05Z07:00" reads each line's own UTC offset; location is for a layout without a zone, e.g. '2006-01-02 15:04:05': leave it out`,
+			`:19: rule "empty_zone": timestamp: location: is empty; give the IANA time zone the log's times are written in, e.g. 'America/New_York'`,
+			`:22: rule "zone_of_the_runtime": timestamp: location: cri_time carries its own UTC offset (or is seconds since the epoch); location is for a layout without a zone: leave it out`,
+			`:22: rule "zone_of_the_runtime": timestamp: capture: cri_time needs the rule to name its inputs (inputs: [...]), all with wrapper: cri`,
+			`:28: rule "utc_in_layout": timestamp: location: layout "2006-01-02T15:04:05Z" writes a literal Z, which says its times are UTC; location would read them in another zone: leave it out (or, if the log writes an offset where it is not UTC, write Z07:00 in the layout)`,
+			`:31: rule "utc_after_fraction": timestamp: location: layout "2006-01-02T15:04:05.000Z" writes a literal Z, which says its times are UTC; location would read them in another zone: leave it out (or, if the log writes an offset where it is not UTC, write Z07:00 in the layout)`,
 		},
 		"initial.yaml": {
 			`:3: global: counter_ttl: "a while" is not a duration (write e.g. 24h, 7d, or 0 to keep counters while the process lives)`,
@@ -421,6 +428,7 @@ func TestBadConfigs(t *testing.T) {
 			`:18: rule "some_without": match: is missing, and input "plain" has no log format to read its lines by (the rule reads inputs "web", "plain"); give it one, or name only inputs with one (inputs: [...])`,
 			`:22: rule "unknown_capture": labels: method: capture "requst_method" is not in the log format "combined" (did you mean "request_method"?) (have: remote_addr, remote_user, time_local, request, status, body_bytes_sent, http_referer, http_user_agent, request_method, request_uri, uri, server_protocol, status_class)`,
 			`:25: rule "no_layout": timestamp: layout: is missing; give a Go time layout (e.g. '02/Jan/2006:15:04:05 -0700'; a log format's time_local, time_iso8601 and msec need none)`,
+			`:28: rule "zone_of_time_local": timestamp: location: time_local carries its own UTC offset (or is seconds since the epoch); location is for a layout without a zone: leave it out`,
 		},
 		"syslog.yaml": {
 			`:4: input "both": path and syslog: an input reads a file or a socket, not both; make two inputs`,

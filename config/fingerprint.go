@@ -58,6 +58,11 @@ func fingerprint(r *Rule) string {
 	if r.Timestamp != nil {
 		field(r.Timestamp.CaptureName)
 		field(r.Timestamp.Layout)
+		if r.Timestamp.Location != nil {
+			// Only when given, so that the rules written before the key keep the
+			// fingerprints their snapshots were saved under.
+			field("location " + r.Timestamp.Location.String())
+		}
 		field(strconv.FormatBool(r.Timestamp.Unix))
 	} else {
 		field("")

@@ -570,9 +570,10 @@ func (rd *ruleDecoder) timestamp(e entry) *Timestamp {
 	if !ok {
 		return nil
 	}
-	rd.known(entries, rd.subject, "timestamp", "capture", "layout")
+	rd.known(entries, rd.subject, "timestamp", "capture", "layout", "location")
 	ts := &Timestamp{Capture: -1}
 	capOK, layoutOK := true, true
+	layoutGiven := false
 	if c, ok := find(entries, "capture"); ok {
 		ts.CaptureName, capOK = rd.scalar(c, rd.subject, "timestamp: capture")
 		switch {
@@ -587,6 +588,7 @@ func (rd *ruleDecoder) timestamp(e entry) *Timestamp {
 	}
 	if l, ok := find(entries, "layout"); ok {
 		ts.Layout, layoutOK = rd.scalar(l, rd.subject, "timestamp: layout")
+		layoutGiven = ts.Layout != ""
 		if ts.Layout != "" {
 			got, err := time.ParseInLocation(ts.Layout, layoutProbe.Format(ts.Layout), time.UTC)
 			if err != nil || !got.Equal(layoutProbe) {
@@ -603,7 +605,75 @@ func (rd *ruleDecoder) timestamp(e entry) *Timestamp {
 	if ts.Layout == "" && layoutOK && !rd.formatTime(ts) {
 		rd.add(e.key.Line, rd.subject, "timestamp: layout: is missing; give a Go time layout (e.g. '02/Jan/2006:15:04:05 -0700'; a log format's time_local, time_iso8601 and msec need none)")
 	}
+	if l, ok := find(entries, "location"); ok {
+		rd.location(l, ts, layoutGiven)
+	}
 	return ts
+}
+
+// offsetZone is a zone no layout's default matches, named so that a layout with a zone
+// name (MST) but no offset does not read it back: one that does reads a numeric offset.
+var offsetZone = time.FixedZone("XST", -(3*3600 + 30*60))
+
+// location reads timestamp: location:, the IANA time zone a layout without a zone reads its
+// times in. It is refused where it would change nothing: a layout that reads each line's
+// own UTC offset, a log format's time (implied, every one with an offset or in seconds
+// since the epoch) or the runtime's cri_time.
+func (rd *ruleDecoder) location(l entry, ts *Timestamp, layoutGiven bool) {
+	name, ok := rd.scalar(l, rd.subject, "timestamp: location")
+	if !ok {
+		return
+	}
+	if name == "" {
+		rd.add(l.key.Line, rd.subject, "timestamp: location: is empty; give the IANA time zone the log's times are written in, e.g. 'America/New_York'")
+		return
+	}
+	loc, err := time.LoadLocation(name)
+	if err != nil {
+		rd.add(l.key.Line, rd.subject, "timestamp: location: %q is not a time zone: give an IANA name, e.g. 'America/New_York', 'Europe/Berlin' or 'UTC' (Local: the exporter's own zone)", name)
+		return
+	}
+	switch {
+	case !layoutGiven && (ts.Layout != "" || ts.Unix || rd.caps != nil && rd.caps.candidates):
+		rd.add(l.key.Line, rd.subject, "timestamp: location: %s carries its own UTC offset (or is seconds since the epoch); location is for a layout without a zone: leave it out", ts.CaptureName)
+		return
+	case !layoutGiven:
+		return // no layout at all, which is told
+	case readsOffset(ts.Layout):
+		rd.add(l.key.Line, rd.subject, "timestamp: location: layout %q reads each line's own UTC offset; location is for a layout without a zone, e.g. '2006-01-02 15:04:05': leave it out", ts.Layout)
+		return
+	case literalZ(ts.Layout):
+		// Go reads a literal Z as any other literal character, so location would shift
+		// every time of a log that says it writes UTC.
+		rd.add(l.key.Line, rd.subject, "timestamp: location: layout %q writes a literal Z, which says its times are UTC; location would read them in another zone: leave it out (or, if the log writes an offset where it is not UTC, write Z07:00 in the layout)", ts.Layout)
+		return
+	}
+	ts.Location = loc
+}
+
+// readsOffset reports whether layout reads the UTC offset a time is written with.
+func readsOffset(layout string) bool {
+	got, err := time.ParseInLocation(layout, layoutProbe.In(offsetZone).Format(layout), time.UTC)
+	return err == nil && got.Equal(layoutProbe)
+}
+
+// literalZ reports whether layout has a Z of its own, ISO 8601's UTC designator
+// ('2006-01-02T15:04:05Z'), rather than one that begins Go's zone element (Z07:00, Z0700,
+// Z07, ...) or is a letter of a word.
+func literalZ(layout string) bool {
+	isLetter := func(i int) bool {
+		if i < 0 || i >= len(layout) {
+			return false
+		}
+		c := layout[i] | 0x20
+		return 'a' <= c && c <= 'z'
+	}
+	for i := range len(layout) {
+		if layout[i] == 'Z' && !strings.HasPrefix(layout[i:], "Z07") && !isLetter(i-1) && !isLetter(i+1) {
+			return true
+		}
+	}
+	return false
 }
 
 // runtimeTimes are layoutProbe as container runtimes write a CRI line's time, each with

@@ -151,7 +151,7 @@ func TestChartSyslogServiceWarnings(t *testing.T) {
 
 // TestChartNetworkPolicy: none by default, nor in sidecar mode (no pod of the chart's);
 // enabled, a port nothing may reach (no peer given) or a peer of another mode's port fails
-// the install naming the value, and so do peers given without networkPolicy.enabled.
+// the install naming the value; peers given without networkPolicy.enabled make none.
 func TestChartNetworkPolicy(t *testing.T) {
 	for _, c := range []struct {
 		name, values string
@@ -163,11 +163,10 @@ func TestChartNetworkPolicy(t *testing.T) {
 		{"no sender", "mode: syslog\nnetworkPolicy: {enabled: true, metricsFrom: [" + netpolPrometheus + "]}\n", "networkPolicy.syslogFrom"},
 		{"senders in daemonset mode", "networkPolicy: {enabled: true, metricsFrom: [" + netpolPrometheus + "], syslogFrom: [" + netpolBlock + "]}\n", "networkPolicy.syslogFrom"},
 		{"sidecar mode", "mode: sidecar\nnetworkPolicy: {enabled: true, metricsFrom: [" + netpolPrometheus + "]}\n", "networkPolicy"},
-		// Peers without enabled make no policy: the exporters would stay open to every pod
-		// (and, behind a LoadBalancer, to anyone) while the values say who may reach them.
-		{"scrapers, not enabled", "networkPolicy: {metricsFrom: [" + netpolPrometheus + "]}\n", "networkPolicy.enabled"},
-		{"senders, not enabled", "mode: syslog\nnetworkPolicy: {metricsFrom: [" + netpolPrometheus + "], syslogFrom: [" + netpolBlock + "]}\n", "networkPolicy.enabled"},
-		{"senders alone, not enabled", "mode: syslog\nnetworkPolicy: {enabled: false, syslogFrom: [" + netpolNginx + "]}\n", "networkPolicy.enabled"},
+		// Peers without enabled make no policy (TestChartNetworkPolicyNotEnabled: the notes
+		// warn of it).
+		{"scrapers, not enabled", "networkPolicy: {metricsFrom: [" + netpolPrometheus + "]}\n", ""},
+		{"senders alone, not enabled", "mode: syslog\nnetworkPolicy: {enabled: false, syslogFrom: [" + netpolNginx + "]}\n", ""},
 		{"a peer of a typo", "networkPolicy: {enabled: true, metricsFrom: [{podselector: {}}]}\n", "podselector"},
 		// The API server refuses both in one peer, and an address block that is none.
 		{"an ipBlock beside a selector", "networkPolicy: {enabled: true, metricsFrom: [{ipBlock: {cidr: 10.0.0.0/8}, podSelector: {}}]}\n", "ipBlock"},
@@ -182,6 +181,35 @@ func TestChartNetworkPolicy(t *testing.T) {
 				t.Errorf("install with %q makes a NetworkPolicy", c.values)
 			case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
 				t.Errorf("install with %q: %v, want an error naming %s", c.values, err, c.want)
+			}
+		})
+	}
+}
+
+// TestChartNetworkPolicyNotEnabled: peers given without networkPolicy.enabled make no
+// policy, as a value switched off does in any chart (a values file shared by environments
+// keeps its peers and switches enabled per environment), and the notes `helm install`
+// prints say so, naming the value, since the exporters stay open to every pod while the
+// values name who alone should reach them. Without peers, or with a policy, they say
+// nothing of it.
+func TestChartNetworkPolicyNotEnabled(t *testing.T) {
+	const marker = "networkPolicy.enabled is false"
+	for _, c := range []struct {
+		name, values string
+		warns        bool
+	}{
+		{"scrapers", "networkPolicy: {metricsFrom: [" + netpolPrometheus + "]}\n", true},
+		{"senders", "mode: syslog\nnetworkPolicy: {enabled: false, metricsFrom: [" + netpolPrometheus + "], syslogFrom: [" + netpolBlock + "]}\n", true},
+		{"no peers", "mode: syslog\n", false},
+		{"enabled", "networkPolicy: {enabled: true, metricsFrom: [" + netpolPrometheus + "]}\n", false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			rel, err := installRelease(t, chartCase{values: c.values})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if warned := strings.Contains(rel.Info.Notes, marker); warned != c.warns {
+				t.Errorf("install with %q: notes warn of peers without a policy: %v, want %v:\n%s", c.values, warned, c.warns, rel.Info.Notes)
 			}
 		})
 	}

@@ -239,6 +239,15 @@ func (p *Parser) lineProgram(s *scratch, input string, line []byte) *formatProgr
 	return cands[k]
 }
 
+// reads reports whether a rule reads the lines of input that fit prog, a candidate's
+// program: its format gives every capture the rule reads (for a JSON object's program,
+// objectProgram's, the members its file's objects have).
+func (prog *formatProgram) reads(input string) bool {
+	return slices.ContainsFunc(prog.groups[0].rules, func(r rule) bool {
+		return r.inputs == nil || slices.Contains(r.inputs, input)
+	})
+}
+
 // objectProgram is prog, JSONObject's, with only the rules whose members are all among
 // present (sorted): the program of a file whose objects have those members. A line with
 // another member a rule reads does not fit it (group.absent).

@@ -940,6 +940,15 @@ func TestSessionSettleChoosesAgain(t *testing.T) {
 		{"requests, then fewer JSON lines", append(repeat(r, combined, 5), `{"a":1}`, `{"a":2}`, `{"a":3}`), false, map[string]int{"combined": 1}, 5},
 		{"as many", append(repeat(r, combined, 2), `{"a":1}`, `{"a":2}`), false, map[string]int{"combined": 1}, 2},
 		{"a request, then lines of no candidate", append(repeat(r, combined, 1), "\tat a.B(C.java:1)", "\tat a.B(C.java:2)"), false, map[string]int{"combined": 1}, 1},
+		// More JSON lines than requests, but no rule applies to them (an application's
+		// messages, which have no status): no sign of a new format. Chosen again, the file
+		// would hold its next requests, uncounted, until they outnumbered them.
+		{"requests, then more JSON lines no rule applies to", append(repeat(r, combined, 3), `{"level":"warn","msg":"a"}`, `{"level":"warn","msg":"b"}`, `{"level":"warn","msg":"c"}`, `{"level":"warn","msg":"d"}`), false, map[string]int{"combined": 1}, 3},
+		// nginx reconfigured to an escape=json template a few requests in.
+		{"requests, then more JSON requests", append(repeat(r, combined, 3), `{"status":"500"}`, `{"status":"502"}`, `{"status":"503"}`, `{"status":"504"}`), true, map[string]int{"json": 1}, 7},
+		// Held lines outnumber the requests, but fewer of them fit another candidate than
+		// fitted its format: a JSON line amid a stack trace is no sign of a new format.
+		{"requests, then a JSON line amid lines of no candidate", append(repeat(r, combined, 2), `{"a":1}`, "\tat a.B(C.java:1)", "\tat a.B(C.java:2)", "\tat a.B(C.java:3)"), false, map[string]int{"combined": 1}, 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			files := NewFiles()
@@ -974,6 +983,8 @@ func TestSessionCloseFileChoosesAgain(t *testing.T) {
 	}{
 		{"a JSON line, then requests", append([]string{`{"msg":"starting","level":"info"}`}, repeat(r, combined, 5)...), 5},
 		{"requests, then fewer JSON lines", append(repeat(r, combined, 5), `{"a":1}`, `{"a":2}`), 5},
+		// Its status is no request's: a format chosen again from it would count it.
+		{"requests, then a JSON line amid lines of no candidate", append(repeat(r, combined, 2), `{"status":500}`, "\tat a.B(C.java:1)", "\tat a.B(C.java:2)", "\tat a.B(C.java:3)"), 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := p.NewSession()

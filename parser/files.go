@@ -250,8 +250,8 @@ func (s *Session) decide(file *fileFormat, input string, sink Sink, done LineDon
 // Its caller calls it once the file has been quiet for a while: a file's first lines that
 // fit no candidate (a container's start-up messages) are often followed by ones that do.
 // It reports whether it parsed held lines; a file whose format is chosen keeps those
-// that do not fit it, for its next line that fits to parse them by it, unless they fit a
-// candidate and outnumber the lines that ever fitted its format: the format was then
+// that do not fit it, for its next line that fits to parse them by it, unless more of
+// them fit a candidate than ever fitted its format: the format was then
 // chosen from a stray first line (a container's JSON start-up message before its access
 // lines), and is chosen again from them, as MaxHeld of them would have it. One that holds
 // an nginx image's start-up lines alone (StartupLines: a pod that served no request
@@ -277,10 +277,25 @@ func (s *Session) Settle(source, input string, sink Sink, done LineDone) bool {
 }
 
 // chooseAgain chooses the format of file, the Session's last, whose format is chosen,
-// again from its held lines when they fit a candidate and outnumber the lines that ever
-// fitted its format, which parses them, and reports whether it did.
+// again from its held lines when more of them fit a candidate a rule applies to than ever
+// fitted its format, which parses them, and reports whether it did. Those that fit none
+// do not weigh (a line of another candidate amid a stack trace is no sign of a new
+// format), nor do a candidate's lines that no rule reads (an application's JSON messages
+// between a few requests): chosen from them, the file would hold its next requests,
+// uncounted, until they outnumbered them.
 func (s *Session) chooseAgain(file *fileFormat, input string, sink Sink, done LineDone) bool {
-	if file.fitted >= len(file.held) || choose(s.progs, file.held, s.s) < 0 {
+	if file.fitted >= len(file.held) {
+		return false // no candidate can be fitted by more: spare trying them
+	}
+	k, fits := chooseFits(s.progs, file.held, s.s)
+	if k < 0 || fits <= file.fitted {
+		return false
+	}
+	prog := s.progs[k]
+	if prog.format.AnyObject() {
+		prog = s.p.objectProgram(prog, members(prog, file.held, s.s))
+	}
+	if !prog.reads(input) {
 		return false
 	}
 	s.decide(file, input, sink, done, true)

@@ -79,6 +79,9 @@ type Parser struct {
 	// paths are the path captures the rules read, sorted: the order Session.SetPath
 	// takes their values in.
 	paths []string
+	// timeRules are, per slot of the times' cache (timestampSpec.slot), the rules that
+	// read it: TimeRules.
+	timeRules [][]int
 	// scratch holds the per-call buffers, so Parse allocates nothing per line and
 	// concurrent calls never share a buffer.
 	scratch sync.Pool
@@ -177,6 +180,8 @@ type where struct {
 type timestampSpec struct {
 	capture int
 	layout  string
+	// loc is the zone a layout without one reads its times in (config.Timestamp.In).
+	loc *time.Location
 	// unix: the capture is seconds since the epoch (config.Timestamp.Unix).
 	unix bool
 	// slot indexes the per-call cache; rules of a group with the same capture and layout
@@ -270,7 +275,7 @@ func build(rules []*config.Rule, eng engine) (*Parser, error) {
 		r.where = filters(cr.Where, eng, &sz)
 		r.whereNot = filters(cr.WhereNot, eng, &sz)
 		if ts := cr.Timestamp; ts != nil {
-			r.ts = &timestampSpec{capture: ts.Capture, layout: ts.Layout, unix: ts.Unix}
+			r.ts = &timestampSpec{capture: ts.Capture, layout: ts.Layout, loc: ts.In(), unix: ts.Unix}
 		}
 		if g.fields != nil {
 			// The group learns the rule's fields now; their slots do not move as
@@ -348,13 +353,17 @@ func build(rules []*config.Rule, eng engine) (*Parser, error) {
 				return a.rewriter == b.rewriter && a.of.Label == b.of.Label && slices.Equal(a.of.Template, b.of.Template)
 			})
 			if r.ts != nil {
-				key := fmt.Sprintf("%d\x00%d\x00%s\x00%t", i, r.ts.capture, r.ts.layout, r.ts.unix)
+				key := fmt.Sprintf("%d\x00%d\x00%s\x00%s\x00%t", i, r.ts.capture, r.ts.layout, r.ts.loc, r.ts.unix)
 				slot, ok := slots[key]
 				if !ok {
 					slot = len(slots)
 					slots[key] = slot
+					p.timeRules = append(p.timeRules, nil)
 				}
 				r.ts.slot = slot
+				if !slices.Contains(p.timeRules[slot], r.index) {
+					p.timeRules[slot] = append(p.timeRules[slot], r.index)
+				}
 			}
 		}
 		if g.fields == nil {
@@ -832,7 +841,28 @@ func (s *scratch) time(c *timeCache, ts *timestampSpec, m *match) {
 		c.unix, c.ok = unixSeconds(raw)
 		return
 	}
-	// Layouts without a zone read as UTC; with a numeric zone the offset is applied.
-	t, err := time.ParseInLocation(ts.layout, string(raw), time.UTC)
+	// Layouts without a zone read in the rule's location (UTC unless given); with a
+	// numeric zone the line's offset is applied.
+	t, err := time.ParseInLocation(ts.layout, string(raw), ts.loc)
+	if err != nil {
+		t, err = leapSecond(ts, err)
+	}
 	c.unix, c.ok = t.Unix(), err == nil
+}
+
+// leapSecond reads again, as second 59 of its minute, a time that failed to parse
+// (err) only because its second is 60: a leap second (23:59:60 UTC), which a clock that
+// follows UTC writes and time.Parse refuses as out of range. The line counts at the last
+// second of the minute rather than being dropped. The error locates the second: its
+// ValueElem is what follows the element that was out of range.
+func leapSecond(ts *timestampSpec, err error) (time.Time, error) {
+	pe, ok := err.(*time.ParseError)
+	if !ok || pe.Message != ": second out of range" {
+		return time.Time{}, err
+	}
+	end := len(pe.Value) - len(pe.ValueElem)
+	if end < 2 || pe.Value[end-2:end] != "60" {
+		return time.Time{}, err
+	}
+	return time.ParseInLocation(ts.layout, pe.Value[:end-2]+"59"+pe.Value[end:], ts.loc)
 }

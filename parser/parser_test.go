@@ -365,10 +365,16 @@ rules:
   - name: nozone
     match: '^(?P<t>.+) nozone$'
     timestamp: {capture: t, layout: '2006-01-02 15:04:05'}
+  - name: newyork
+    match: '^(?P<t>.+) nozone$'
+    timestamp: {capture: t, layout: '2006-01-02 15:04:05', location: America/New_York}
 `)
 	at := func(rule string, unix int64) []record {
 		return []record{{Rule: rule, Value: 1, Time: unix, HasTime: true}}
 	}
+	// Two rules of one match read one capture with one layout in two zones: each its own.
+	zoned := func(utc, newYork int64) []record { return append(at("nozone", utc), at("newyork", newYork)...) }
+	const jul1 = mar1 + 122*86400 // 2024-07-01 12:00:00 UTC
 	bad := func(rule string) []record { return []record{{Rule: rule, Drop: "bad_timestamp"}} }
 	tests := []struct {
 		line string
@@ -385,7 +391,67 @@ rules:
 		{"[01/Mar/2024:12:00:00]", bad("nginx")}, // a cached failure stays a failure
 		{"2024-03-01T12:00:00.250Z iso", at("iso", mar1)},
 		{"2024-03-01T13:00:00+01:00 iso", at("iso", mar1)},
-		{"2024-03-01 12:00:01 nozone", at("nozone", mar1+1)}, // read as UTC
+		{"2024-03-01 12:00:01 nozone", zoned(mar1+1, mar1+1+5*3600)}, // read as UTC; in New York, EST
+		{"2024-07-01 12:00:00 nozone", zoned(jul1, jul1+4*3600)},     // EDT in summer
+		{"2024-07-01 12:00:00 nozone", zoned(jul1, jul1+4*3600)},     // from the cache
+	}
+	line := func(i int) string { return tests[i].line }
+	parseOnEachMatcher(t, c.Rules, "", len(tests), line, line, func(t *testing.T, i int, got []record) {
+		if !reflect.DeepEqual(got, tests[i].want) {
+			t.Errorf("got %v, want %v", got, tests[i].want)
+		}
+	})
+}
+
+// TestLeapSecond: a time at a leap second (23:59:60 UTC, as a clock that follows UTC
+// writes it) is read as second 59 of its minute, which Go's time.Parse alone refuses as
+// out of range: the line counts, at the last second before the next minute, rather than
+// being dropped as bad_timestamp. Only 60 is read so; any other second, or minute, out of
+// range is still a bad timestamp.
+func TestLeapSecond(t *testing.T) {
+	c := mustParse(t, `
+rules:
+  - name: utc
+    match: '^(?P<t>[^ ]+) utc$'
+    timestamp: {capture: t, layout: '2006-01-02T15:04:05Z'}
+  - name: rfc3339
+    match: '^(?P<t>[^ ]+) rfc$'
+    timestamp: {capture: t, layout: '2006-01-02T15:04:05.999999999Z07:00'}
+  - name: nginx
+    match: '^\[(?P<t>[^\]]*)\]'
+    timestamp: {capture: t, layout: '02/Jan/2006:15:04:05 -0700'}
+  - name: compact
+    match: '^(?P<t>\d+) compact$'
+    timestamp: {capture: t, layout: '20060102150405'}
+  - name: unpadded
+    match: '^(?P<t>.+) unpadded$'
+    timestamp: {capture: t, layout: '2006-01-02 15:4:5', location: America/New_York}
+`)
+	const leap = 1483228799 // 2016-12-31T23:59:59Z; 23:59:60 came after it
+	at := func(rule string, unix int64) []record {
+		return []record{{Rule: rule, Value: 1, Time: unix, HasTime: true}}
+	}
+	bad := func(rule string) []record { return []record{{Rule: rule, Drop: "bad_timestamp"}} }
+	tests := []struct {
+		line string
+		want []record
+	}{
+		{"2016-12-31T23:59:60Z utc", at("utc", leap)},
+		{"2016-12-31T23:59:60Z utc", at("utc", leap)}, // from the cache
+		{"2016-12-31T23:59:59Z utc", at("utc", leap)},
+		{"2017-01-01T00:00:00Z utc", at("utc", leap+1)},
+		{"2016-12-31T23:59:60.999Z rfc", at("rfc3339", leap)},
+		{"2017-01-01T05:29:60+05:30 rfc", at("rfc3339", leap)},
+		{"[31/Dec/2016:23:59:60 +0000]", at("nginx", leap)},
+		{"20161231235960 compact", at("compact", leap)},
+		{"2016-12-31 18:59:60 unpadded", at("unpadded", leap)}, // EST
+		{"2016-12-31T23:59:61Z utc", bad("utc")},
+		{"2016-12-31T23:59:99Z utc", bad("utc")},
+		{"2016-12-31T23:60:00Z utc", bad("utc")},
+		{"2016-12-31T23:59:60 utc", bad("utc")}, // its Z missing: bad whatever the second
+		{"2016-12-31T23:59:60.5Z rfc", at("rfc3339", leap)},
+		{"2016-12-31T23:59:60.5+0100 rfc", bad("rfc3339")},
+		{"[31/Dec/2016:23:59:60]", bad("nginx")},
 	}
 	line := func(i int) string { return tests[i].line }
 	parseOnEachMatcher(t, c.Rules, "", len(tests), line, line, func(t *testing.T, i int, got []record) {

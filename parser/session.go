@@ -73,3 +73,20 @@ func (s *Session) SetPath(values [][]byte) {
 func (p *Parser) PathCaptures() []string {
 	return p.paths
 }
+
+// TimeRules are the times the parser reads from a line, by number: each the indexes of the
+// rules that read one capture with one layout in one zone of one match (rules reading it
+// alike share it). Session.LastTime tells of each by its number. The caller does not
+// modify them.
+func (p *Parser) TimeRules() [][]int { return p.timeRules }
+
+// LastTime is the time the session's rules read last for time i (TimeRules), in Unix
+// seconds, with the number of the match it was read for, which grows as the session parses
+// lines: a caller that keeps it knows whether a line read the time since. ok is false until
+// a line gave one that parsed, and while the last one did not. It costs the parse nothing:
+// it is what the session remembers anyway, so that lines of one second parse their time
+// once.
+func (s *Session) LastTime(i int) (unix int64, match uint64, ok bool) {
+	c := &s.s.times[i]
+	return c.unix, c.match, c.valid && c.ok
+}

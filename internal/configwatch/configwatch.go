@@ -10,7 +10,9 @@ package configwatch
 import (
 	"context"
 	"crypto/sha256"
+	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -55,10 +57,9 @@ type Watcher struct {
 	// unreadable: the file could not be read at the last check, and the reload that
 	// reported it was made.
 	unreadable bool
-	// emptyHeld: a check found the file empty and did not reload it (apply); a poll's
-	// check after it reloads it if it still is. Any read of content or of no file clears
-	// it.
-	emptyHeld bool
+	// held: a check found the file empty or missing and did not reload it (apply); a
+	// poll's check after it reloads it if it still is either. Any other reading clears it.
+	held bool
 	// entries are those of the directory the file depends on (dependsOn), found again
 	// after each event of one of them and at each check.
 	entries map[string]bool
@@ -226,6 +227,13 @@ type reading struct {
 	err   error
 }
 
+// vacant says whether r found no file or no content: what a save leaves for a moment
+// (truncated before it writes, removed before it creates), and no rule file is. Other
+// errors (a FIFO or a directory in its place, permissions) are no step of a save.
+func (r reading) vacant() bool {
+	return r.empty || errors.Is(r.err, fs.ErrNotExist)
+}
+
 // same says whether two readings found the same: the same content, or no content.
 func (r reading) same(o reading) bool {
 	if r.err != nil || o.err != nil {
@@ -239,8 +247,9 @@ func (w *Watcher) read() reading {
 	// A symlink out of the directory may have been retargeted, which makes no event here.
 	w.entries = dependsOn(w.path)
 	sum, empty, err := digest(w.path)
-	w.emptyHeld = w.emptyHeld && empty
-	return reading{sum, empty, err}
+	r := reading{sum, empty, err}
+	w.held = w.held && r.vacant()
+	return r
 }
 
 // changed says whether apply would reload r: content other than the last loaded, or a
@@ -256,29 +265,36 @@ func (w *Watcher) changed(r reading) bool {
 // retried until the content changes again: the same bad file would only be refused again.
 //
 // A file that cannot be read (removed, a FIFO put in its place, its permissions changed)
-// is reloaded once, which fails as a reload by SIGHUP would, and is reported the same way:
+// is reloaded once (a removed one only if it is still missing at the next poll, below), which fails as a reload by SIGHUP would, and is reported the same way:
 // logged as an error naming the file, and logwindow_config_last_reload_successful 0; the
 // running configuration stays. Later checks that find it unreadable still say nothing
 // more, and the first that reads it reloads it, the content last loaded too, which ends
 // the failure reported.
 //
-// An empty file is not reloaded at the first check that finds it, nor at the check of
-// another event (a chmod of the truncated file), but at a later poll's check (polled)
-// that still finds it empty: a save that truncates the file and writes it a while later
-// (generator > rules.yaml: the shell truncates it before the generator has written a byte)
-// leaves it empty for longer than Settle, and reloading it then reports a failed reload
-// for a file that is fine a moment later. No rule file is empty, so the wait costs only
-// the report of one that stays so; a file that has content is reloaded as it is read.
+// An empty or missing file is not reloaded at the first check that finds it, nor at the
+// check of another event meanwhile (a chmod of the truncated file, the creation of an
+// empty one), but at a later poll's check (polled) that still finds it so: a save that
+// truncates the file and writes it a while later (generator > rules.yaml: the shell
+// truncates it before the generator has written a byte), or removes it and creates it
+// again (tar extracting over it, kubectl cp), leaves it so for longer than Settle, and
+// reloading it then reports a failed reload for a file that is fine a moment later. No
+// rule file is empty or missing, so the wait costs only the report of one that stays so,
+// a poll later; a file that has content is reloaded as it is read, and one that cannot
+// be read for another cause is reported at once.
 func (w *Watcher) apply(opts Options, r reading, polled bool) {
 	if !w.changed(r) {
 		return
 	}
-	if r.empty && (!w.emptyHeld || !polled) {
-		if w.emptyHeld {
+	if r.vacant() && (!w.held || !polled) {
+		if w.held {
 			return // said at the check that held it
 		}
-		w.emptyHeld = true
-		opts.Logger.Info("the rule file is empty, as a save that truncates it leaves it until it writes; reloading it if it still is at the next poll", "path", w.path, "poll", opts.Poll)
+		w.held = true
+		what := "empty, as a save that truncates it leaves it until it writes"
+		if !r.empty {
+			what = "missing, as a save that removes it leaves it until it creates it again"
+		}
+		opts.Logger.Info("the rule file is "+what+"; reloading it if it still is at the next poll", "path", w.path, "poll", opts.Poll)
 		return
 	}
 	if r.err != nil {

@@ -389,8 +389,8 @@ func TestPollFindsChange(t *testing.T) {
 // TestPollMidWrite: a poll that reads the file in the middle of a save that truncates it
 // and then writes it (an editor saving in place, a shell's >) reloads nothing until a read
 // a quiet period later finds the same content: the half-written file is not reloaded, and
-// so not reported as a failed reload, while a file that stays broken, or unreadable, still
-// is. The watcher hears no event here, as when inotify is unavailable.
+// so not reported as a failed reload, while a file that stays broken, or missing for a
+// poll period, still is. The watcher hears no event here, as when inotify is unavailable.
 func TestPollMidWrite(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "rules.yaml")
 	write(t, path, "v1")
@@ -413,7 +413,9 @@ func TestPollMidWrite(t *testing.T) {
 		{"broken", func() { write(t, path, "bad") }, poll, ""},
 		{"still broken", func() {}, settle, "bad"},
 		{"removed", func() { _ = os.Remove(path) }, poll, ""},
-		{"still removed", func() {}, settle, "read error"},
+		{"still removed", func() {}, settle, ""}, // missing, as a save leaves it: wait a poll
+		{"removed at the next poll", func() {}, poll, ""},
+		{"and still at its second read", func() {}, settle, "read error"},
 	}
 	for _, s := range steps {
 		s.change()
@@ -595,69 +597,147 @@ func TestRunNeedsOptions(t *testing.T) {
 // reload reports it as a failed one (logged as an error, logwindow_config_last_reload_successful
 // 0) rather than a warning at every check that no metric shows; later checks that still
 // cannot read it say nothing more, and the file back, with the content last loaded, is
-// reloaded, which ends the failure.
+// reloaded, which ends the failure. One that cannot be read for a cause no save makes (a
+// directory in its place) is reported as the directory settles; a missing one, which a save
+// that removes and creates the file leaves for a moment, once it is still missing at the
+// next poll and the second read after it (TestSlowTruncateThenWrite tells why).
 func TestUnreadableReported(t *testing.T) {
+	cases := []struct {
+		name  string
+		spoil func(path string) error
+		// reload: what the reload read contains.
+		reload string
+		// polled: the failure is reloaded after the next poll, not as the directory settles.
+		polled bool
+	}{
+		{"removed", os.Remove, "no such file", true},
+		{"a directory in its place", func(path string) error {
+			if err := os.Remove(path); err != nil {
+				return err
+			}
+			return os.Mkdir(path, 0o755)
+		}, "not a regular file", false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "rules.yaml")
+			write(t, path, "v1")
+			h := start(t, path)
+			if err := c.spoil(path); err != nil {
+				t.Fatal(err)
+			}
+			got, ok := h.settle(t)
+			if c.polled {
+				if ok {
+					t.Fatalf("the file %s: reloaded %q as the directory settled; want it to wait for the next poll", c.name, got)
+				}
+				if got, ok := h.fire(t, poll); ok {
+					t.Fatalf("the file %s: the poll reloaded %q before a second read", c.name, got)
+				}
+				got, ok = h.fire(t, settle)
+			}
+			if !ok || !strings.Contains(got, c.reload) {
+				t.Fatalf("the file %s: reloaded %v, read %q; want one reload, which cannot read it (%s)", c.name, ok, got, c.reload)
+			}
+			for range 3 {
+				if got, ok := h.fire(t, poll); ok {
+					t.Fatalf("a poll of the file still %s reloaded again: %q", c.name, got)
+				}
+			}
+			if err := os.RemoveAll(path); err != nil {
+				t.Fatal(err)
+			}
+			write(t, path, "v1")
+			if got := h.settleAndReload(t); got != "v1" {
+				t.Fatalf("the file back: reload read %q, want v1", got)
+			}
+			if got, ok := h.fire(t, poll); ok {
+				t.Fatalf("a poll after the file came back reloaded again: %q", got)
+			}
+		})
+	}
+}
+
+// TestSlowTruncateThenWrite: a save that truncates the file and writes it more than a
+// quiet period later (generator > rules.yaml, whose shell truncates the file before the
+// generator has written a byte), or removes it and creates it again as late (tar
+// extracting over it, kubectl cp), left it empty or missing when the directory settled,
+// and that was reloaded and refused: a failed reload reported for a file that was fine a
+// moment later. A file empty or missing, which no rule file is, waits for the next poll:
+// the write that follows reloads as any change, and a file that stays empty or missing is
+// reloaded then, and reported. The same holds for a poll that finds it so.
+func TestSlowTruncateThenWrite(t *testing.T) {
+	cases := []struct {
+		name  string
+		clear func(path string) error
+		// reload: the start of what the reload of the file still cleared reads.
+		reload string
+	}{
+		{"truncated", func(path string) error { return os.WriteFile(path, nil, 0o644) }, ""},
+		{"removed", os.Remove, "read error"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "rules.yaml")
+			write(t, path, "v1")
+			h := start(t, path)
+			clear := func() {
+				t.Helper()
+				if err := c.clear(path); err != nil {
+					t.Fatal(err)
+				}
+			}
+
+			clear()
+			if got, ok := h.settle(t); ok {
+				t.Fatalf("the file %s: reloaded %q", c.name, got)
+			}
+			write(t, path, "v2")
+			if got := h.settleAndReload(t); got != "v2" {
+				t.Fatalf("the file written after: reload read %q, want v2", got)
+			}
+
+			clear()
+			if got, ok := h.settle(t); ok {
+				t.Fatalf("the file %s again: reloaded %q", c.name, got)
+			}
+			// Still so at the next poll, and at the second read after it: reloaded, once.
+			if got, ok := h.fire(t, poll); ok {
+				t.Fatalf("a poll of the file still %s reloaded %q before a second read", c.name, got)
+			}
+			if got, ok := h.fire(t, settle); !ok || !strings.HasPrefix(got, c.reload) || (c.reload == "" && got != "") {
+				t.Fatalf("the file %s for a poll period: reloaded %v, read %q; want a reload reading %q", c.name, ok, got, c.reload)
+			}
+			if got, ok := h.fire(t, poll); ok {
+				t.Fatalf("a poll after the file still %s was reloaded reloaded it again: %q", c.name, got)
+			}
+			write(t, path, "v3")
+			if got := h.settleAndReload(t); got != "v3" {
+				t.Fatalf("the file written at last: reload read %q, want v3", got)
+			}
+		})
+	}
+}
+
+// TestRecreatedSameContent: a file removed and created again with the content last loaded
+// (kubectl cp of the same file) reloads nothing and reports nothing: the configuration
+// running is the one on disk all along.
+func TestRecreatedSameContent(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "rules.yaml")
 	write(t, path, "v1")
 	h := start(t, path)
 	if err := os.Remove(path); err != nil {
 		t.Fatal(err)
 	}
-	if got, ok := h.settle(t); !ok || !strings.Contains(got, "read error") {
-		t.Fatalf("the file removed: reloaded %v, read %q; want one reload, which cannot read it", ok, got)
-	}
-	for range 3 {
-		if got, ok := h.fire(t, poll); ok {
-			t.Fatalf("a poll of the file still removed reloaded again: %q", got)
-		}
+	if got, ok := h.settle(t); ok {
+		t.Fatalf("the file removed: reloaded %q", got)
 	}
 	write(t, path, "v1")
-	if got := h.settleAndReload(t); got != "v1" {
-		t.Fatalf("the file back: reload read %q, want v1", got)
-	}
-	if got, ok := h.fire(t, poll); ok {
-		t.Fatalf("a poll after the file came back reloaded again: %q", got)
-	}
-}
-
-// TestSlowTruncateThenWrite: a save that truncates the file and writes it more than a
-// quiet period later (generator > rules.yaml, whose shell truncates the file before the
-// generator has written a byte) left it empty when the directory settled, and the empty
-// file was reloaded and refused: a failed reload reported for a file that was fine a
-// moment later. An empty file, which no rule file is, waits for the next poll: the write
-// that follows reloads as any change, and a file that stays empty is reloaded then, and
-// reported. The same holds for a poll that finds the file empty.
-func TestSlowTruncateThenWrite(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "rules.yaml")
-	write(t, path, "v1")
-	h := start(t, path)
-
-	write(t, path, "")
 	if got, ok := h.settle(t); ok {
-		t.Fatalf("the file truncated: reloaded %q", got)
-	}
-	write(t, path, "v2")
-	if got := h.settleAndReload(t); got != "v2" {
-		t.Fatalf("the file written after: reload read %q, want v2", got)
-	}
-
-	write(t, path, "")
-	if got, ok := h.settle(t); ok {
-		t.Fatalf("the file truncated again: reloaded %q", got)
-	}
-	// Still empty at the next poll, and at the second read after it: reloaded, once.
-	if got, ok := h.fire(t, poll); ok {
-		t.Fatalf("a poll of the file still empty reloaded %q before a second read", got)
-	}
-	if got, ok := h.fire(t, settle); !ok || got != "" {
-		t.Fatalf("the file empty for a poll period: reloaded %v, read %q; want a reload of the empty file", ok, got)
+		t.Fatalf("the file back with the content loaded: reloaded %q", got)
 	}
 	if got, ok := h.fire(t, poll); ok {
-		t.Fatalf("a poll after the empty file was reloaded reloaded it again: %q", got)
-	}
-	write(t, path, "v3")
-	if got := h.settleAndReload(t); got != "v3" {
-		t.Fatalf("the file written at last: reload read %q, want v3", got)
+		t.Fatalf("a poll after reloaded %q", got)
 	}
 }
 

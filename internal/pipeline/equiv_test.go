@@ -176,11 +176,16 @@ type equivRun struct {
 	// copies says the glob matches the log's rotated names: a copytruncate's copy is read
 	// from where the log was read up to.
 	copies bool
-	log    string // the log's path
-	store  string // --storage.path
-	cfg    *config.Config
-	out    syncbuf.Buffer
-	rng    *rand.Rand
+	// kubelet says the log's rotated files are named as the kubelet names a container
+	// log's (0.log.20240301-120000), rotated their names, oldest first; else logrotate's
+	// numbers.
+	kubelet bool
+	rotated []string
+	log     string // the log's path
+	store   string // --storage.path
+	cfg     *config.Config
+	out     syncbuf.Buffer
+	rng     *rand.Rand
 
 	// next is the first line not written whole, of which partial bytes are written.
 	next, partial int
@@ -397,11 +402,32 @@ func (r *equivRun) rename() {
 	if r.p != nil {
 		r.caughtUp()
 	}
-	r.shift()
-	if err := os.Rename(r.log, r.log+".1"); err != nil {
+	to := r.newRotated()
+	if err := os.Rename(r.log, to); err != nil {
 		r.t.Fatal(err)
 	}
-	r.t.Logf("rename")
+	r.t.Logf("rename to %s", filepath.Base(to))
+}
+
+// newRotated is the name the log's next rotated file takes: logrotate's .1, the others
+// moved up a number (shift), or the kubelet's name of the time.
+func (r *equivRun) newRotated() string {
+	if !r.kubelet {
+		r.shift()
+		return r.log + ".1"
+	}
+	n := len(r.rotated)
+	to := fmt.Sprintf("%s.20240301-12%02d%02d", r.log, n/60, n%60)
+	r.rotated = append(r.rotated, to)
+	return to
+}
+
+// older is the name of the log's i-th newest rotated file (1: the newest).
+func (r *equivRun) older(i int) string {
+	if !r.kubelet {
+		return fmt.Sprintf("%s.%d", r.log, i)
+	}
+	return r.rotated[len(r.rotated)-i]
 }
 
 // shift moves each rotated file up a number, making room for .1.
@@ -449,14 +475,14 @@ func (r *equivRun) copyTruncate() {
 	if err != nil {
 		r.t.Fatal(err)
 	}
-	r.shift()
-	if err := os.WriteFile(r.log+".1", data, 0o644); err != nil {
+	to := r.newRotated()
+	if err := os.WriteFile(to, data, 0o644); err != nil {
 		r.t.Fatal(err)
 	}
 	if err := os.Truncate(r.log, 0); err != nil {
 		r.t.Fatal(err)
 	}
-	r.touch(r.log + ".1")
+	r.touch(to)
 	r.touch(r.log)
 	r.t.Logf("copytruncate")
 }
@@ -501,8 +527,7 @@ func (r *equivRun) copyTruncateBehind() {
 			cut = bytes.LastIndexByte(data[:cut-1], '\n') + 1
 		}
 	}
-	r.shift()
-	copied := r.log + ".1"
+	copied := r.newRotated()
 	if err := os.WriteFile(copied, data[:cut], 0o644); err != nil {
 		r.t.Fatal(err)
 	}
@@ -588,12 +613,16 @@ func TestReadingsAgree(t *testing.T) {
 		pattern string
 		input   string
 		cri     bool
+		kubelet bool
 		lines   [][]byte
 		times   []int64
 		seeds   uint64
 	}{
 		{name: "plain", lines: lines, times: times, seeds: 4},
 		{name: "CRI", input: "\n    wrapper: cri", cri: true, lines: criText, times: criTimes, seeds: 2},
+		// The chart's: a pod's container's directory, the kubelet's names of its rotated
+		// files, which the glob does not match.
+		{name: "CRI, the kubelet's names", glob: true, input: "\n    wrapper: cri", cri: true, kubelet: true, lines: criText, times: criTimes, seeds: 2},
 		{name: "glob of 2 shards", glob: true, input: "\n    shards: 2", lines: lines, times: times, seeds: 1},
 		// The rotated files are the glob's too (not the compressed ones): a copytruncate's
 		// copy is read from where the log was read up to.
@@ -603,11 +632,14 @@ func TestReadingsAgree(t *testing.T) {
 		newRun := func(t *testing.T, seed uint64) *equivRun {
 			dir := t.TempDir()
 			log := filepath.Join(dir, "access.log")
+			if wrap.kubelet {
+				log = filepath.Join(dir, "0.log")
+			}
 			path := log
 			if wrap.glob {
 				path = filepath.Join(dir, cmp.Or(wrap.pattern, "*.log"))
 			}
-			return &equivRun{t: t, lines: wrap.lines, times: wrap.times, cri: wrap.cri, copies: wrap.pattern != "", log: log, store: t.TempDir(), cfg: equivRules(t, path, wrap.input), rng: rand.New(rand.NewPCG(seed, 2))}
+			return &equivRun{t: t, lines: wrap.lines, times: wrap.times, cri: wrap.cri, copies: wrap.pattern != "", kubelet: wrap.kubelet, log: log, store: t.TempDir(), cfg: equivRules(t, path, wrap.input), rng: rand.New(rand.NewPCG(seed, 2))}
 		}
 		check := func(t *testing.T, r *equivRun) {
 			t.Helper()
@@ -707,7 +739,7 @@ func (r *equivRun) episode() {
 			r.write(chunk(), false)
 			r.rename()
 			if compress {
-				r.compress(r.log + ".2")
+				r.compress(r.older(2))
 			}
 			r.write(chunk(), false)
 		}

@@ -143,6 +143,9 @@ type binding struct {
 	// judge says that the stream's files are judged by the input's one log format, which a
 	// rule reads (stream.judged).
 	judge bool
+	// zones are the runs of the offsets from the clock of the times the rules read, one
+	// per time read of the parser (watchZones); nil until the first is sampled.
+	zones []zoneRun
 }
 
 // publishFits adds the lines b counted as fitted and not to the stream's counts; called
@@ -432,7 +435,7 @@ func (p *Pipeline) syncInputs(cfg *config.Config) error {
 		}
 	}
 	p.stopInputs(wanted)
-	p.handedOver, p.handedParts = nil, nil
+	p.handedOver, p.handedParts, p.handedLeft, p.handedTruncated = nil, nil, nil, nil
 	return errors.Join(errs...)
 }
 
@@ -470,6 +473,7 @@ func (p *Pipeline) handOver(ci config.Input) {
 		if f, ok := in.running.(*follow.Follower); ok {
 			if p.handedOver == nil {
 				p.handedOver, p.handedParts = map[string][]follow.Position{}, map[string][]pathParts{}
+				p.handedLeft, p.handedTruncated = map[string][]follow.Position{}, map[string][]follow.Position{}
 			}
 			// Not nil when empty: a file none of them read came after them, and is read
 			// from its first byte as a new file is. The messages its joiner was in the
@@ -481,6 +485,8 @@ func (p *Pipeline) handOver(ci config.Input) {
 			}
 			p.handedOver[in.source] = ps
 			p.handedParts[in.source] = append(p.handedParts[in.source], in.partsAt(stopped)...)
+			p.handedLeft[in.source] = append(p.handedLeft[in.source], f.Left()...)
+			p.handedTruncated[in.source] = append(p.handedTruncated[in.source], f.Truncated()...)
 		}
 	}
 }
@@ -655,6 +661,7 @@ func (in *stream) flush() {
 	if in.unflushed != nil {
 		in.unflushed.sink.Flush()
 		in.publishFits(in.unflushed)
+		in.watchZones(in.unflushed, in.wall)
 		in.unflushed = nil
 	}
 	in.landed.Add(in.handed)
@@ -755,7 +762,8 @@ func (in *stream) settleQuiet(p *Pipeline) {
 			continue
 		}
 		// A file whose format is chosen holds the lines that do not fit it for its next
-		// line that fits: it is looked at again once it holds a line more.
+		// line that fits, unless more of them fit another candidate (Settle chooses it
+		// again from them): it is looked at again once it holds a line more.
 		delete(in.holding, path)
 		if in.judged != nil {
 			in.judged.settle(path) // its lines were parsed as they came

@@ -64,6 +64,7 @@ func startFollower(p *Pipeline, ci config.Input, in *stream, shard int) (input.I
 		CaughtUp:      hold.CaughtUp,
 	}
 	opts.Resume, opts.HandOver = p.resumeOf(ci.Source())
+	opts.Left, opts.Truncated = p.leftOf(ci.Source())
 	if !opts.HandOver {
 		opts.Taken = p.resumeTaken
 	}
@@ -98,6 +99,16 @@ func (p *Pipeline) resumeOf(source string) (ps []follow.Position, handedOver boo
 		return ps, true
 	}
 	return p.resume[source], false
+}
+
+// leftOf is where the followers whose positions resumeOf gives read the files they closed
+// after the files left their path, and what the files they found truncated lately held,
+// for the followers that replace them.
+func (p *Pipeline) leftOf(source string) (left, truncated []follow.Position) {
+	if _, ok := p.handedOver[source]; ok {
+		return p.handedLeft[source], p.handedTruncated[source]
+	}
+	return p.resumeLeft[source], p.resumeTruncated[source]
 }
 
 // partsOf is what the joiners were in the middle of whose followers' positions resumeOf

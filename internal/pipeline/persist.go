@@ -31,12 +31,17 @@ const DefaultSnapshotInterval = 10 * time.Second
 const DefaultStorageLockWait = 30 * time.Second
 
 // Sections of a snapshot the pipeline writes besides the Set's: when it started, the
-// positions of the followed files, and the CRI messages in parts being joined then. A
-// snapshot without the last (written before it was) restores without those messages.
+// positions of the followed files, the CRI messages in parts being joined then, where
+// the files the followers closed after they left their path were read up to
+// (follow.Follower.Left), and what the files they found truncated lately held
+// (follow.Follower.Truncated). A snapshot without the last three (written before they
+// were) restores without those messages and files.
 const (
-	sectionPipeline = "pipeline"
-	sectionFiles    = "files"
-	sectionParts    = "cri-parts"
+	sectionPipeline  = "pipeline"
+	sectionFiles     = "files"
+	sectionParts     = "cri-parts"
+	sectionLeft      = "left-files"
+	sectionTruncated = "truncated-files"
 )
 
 // persister is the pipeline's side of --storage.path.
@@ -147,6 +152,13 @@ func (p *Pipeline) restore(gen *generation) (map[string][]follow.Position, map[s
 	if err == nil {
 		parts, err = decodeParts(snap)
 	}
+	var left, truncated map[string][]follow.Position
+	if err == nil {
+		left, err = decodeFiles(snap, sectionLeft)
+	}
+	if err == nil {
+		truncated, err = decodeFiles(snap, sectionTruncated)
+	}
 	var res store.Restored
 	if err == nil {
 		res, err = gen.set.Restore(snap)
@@ -191,7 +203,7 @@ func (p *Pipeline) restore(gen *generation) (map[string][]follow.Position, map[s
 			messages += len(pp.parts)
 		}
 	}
-	p.resumeTaken = snap.Written
+	p.resumeTaken, p.resumeLeft, p.resumeTruncated = snap.Written, left, truncated
 	log.Info("restored the snapshot", "dir", s.dir, "rules", res.Rules, "series", res.Series, "skipped_rules", len(res.Skipped), "files", files, "messages_in_parts", messages)
 	return positions, parts, since, nil
 }
@@ -329,6 +341,25 @@ func appendPathParts(dst []byte, source string, pp pathParts) []byte {
 		dst = wire.AppendBytes(dst, part.Joined)
 	}
 	return dst
+}
+
+// decodeFiles reads a section of files other than those of the positions (sectionLeft,
+// sectionTruncated), by input source; a snapshot without it (written before it was) has
+// none.
+func decodeFiles(snap *storage.Snapshot, section string) (map[string][]follow.Position, error) {
+	sec, ok := snap.Section(section)
+	if !ok {
+		return nil, nil
+	}
+	bySource := map[string][]follow.Position{}
+	for rec := range sec.Records() {
+		source, ps, err := decodePositions(rec)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", section, err)
+		}
+		bySource[source] = append(bySource[source], ps...)
+	}
+	return bySource, nil
 }
 
 // decodeParts reads the messages in parts of a snapshot, by input source; a snapshot
@@ -471,7 +502,7 @@ func (p *Pipeline) snapshot(ahead *store.Encoded, begin time.Time, cutDone func(
 	defer s.write.Unlock()
 	cutAt := time.Now()
 	p.cut.Lock()
-	files := make(map[string][]follow.Position)
+	files, left, truncated := make(map[string][]follow.Position), make(map[string][]follow.Position), make(map[string][]follow.Position)
 	var parts [][]byte
 	for _, in := range p.inputs {
 		in.drain()
@@ -483,6 +514,8 @@ func (p *Pipeline) snapshot(ahead *store.Encoded, begin time.Time, cutDone func(
 				parts = append(parts, appendPathParts(nil, in.source, pp))
 			}
 			files[in.source] = append(files[in.source], in.keptAt(ps)...)
+			left[in.source] = append(left[in.source], f.Left()...)
+			truncated[in.source] = append(truncated[in.source], f.Truncated()...)
 		}
 	}
 	enc, err := p.gen.Load().set.Encode(ahead)
@@ -525,6 +558,23 @@ func (p *Pipeline) snapshot(ahead *store.Encoded, begin time.Time, cutDone func(
 			for _, rec := range parts {
 				if err := w.Record(rec); err != nil {
 					return err
+				}
+			}
+			for _, sec := range []struct {
+				name  string
+				files map[string][]follow.Position
+			}{{sectionLeft, left}, {sectionTruncated, truncated}} {
+				if err := w.Section(sec.name); err != nil {
+					return err
+				}
+				for source, ps := range sec.files {
+					if len(ps) == 0 {
+						continue
+					}
+					rec = appendPositions(rec[:0], source, ps)
+					if err := w.Record(rec); err != nil {
+						return err
+					}
 				}
 			}
 			return nil

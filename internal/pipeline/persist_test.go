@@ -214,6 +214,106 @@ func TestStorageRestart(t *testing.T) {
 	}
 }
 
+// TestStorageKeepsLeftFiles: a file the follower closed after it left its path (blue and
+// green releases behind one symlink, the link retargeted from blue to green) is read on
+// from where it was left when the link comes back to it after a restart, killed after a
+// periodic snapshot or stopped, not again from its start: its lines are counted once.
+func TestStorageKeepsLeftFiles(t *testing.T) {
+	for _, killed := range []bool{false, true} {
+		t.Run(fmt.Sprintf("killed %v", killed), func(t *testing.T) {
+			dir, logDir := t.TempDir(), t.TempDir()
+			link := filepath.Join(logDir, "current.log")
+			blue, green := filepath.Join(logDir, "blue.log"), filepath.Join(logDir, "green.log")
+			retarget := func(to string) {
+				if err := os.Symlink(to, link+".tmp"); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.Rename(link+".tmp", link); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for _, f := range []string{blue, green} {
+				if err := os.WriteFile(f, nil, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			retarget(blue)
+			var out syncbuf.Buffer
+			p := startStored(t, link, dir, &out, Options{})
+			persistLines(t, blue, 1, 100)
+			waitCounted(t, p, 100)
+			retarget(green)
+			persistLines(t, green, 101, 200)
+			waitCounted(t, p, 200)
+			waitLogged(t, &out, "closed rotated file after its grace period", 1)
+			if killed {
+				kill(t, p, dir, periodicSnapshot(t, p, dir))
+			} else {
+				p.Stop()
+			}
+			retarget(blue)
+			persistLines(t, blue, 201, 300)
+			var restarted syncbuf.Buffer
+			p = startStored(t, link, dir, &restarted, Options{})
+			waitCounted(t, p, 300)
+			waitCaughtUp(t, p)
+			waitCounted(t, p, 300)
+		})
+	}
+}
+
+// TestStorageKeepsTruncations: a snapshot keeps what the files its followers found
+// truncated within the rotation grace held (the log's copy, should a restart find it
+// after the truncation was read, is read from where the log was read up to), and a
+// restart's followers, which found none truncated, keep none.
+func TestStorageKeepsTruncations(t *testing.T) {
+	dir, logDir := t.TempDir(), t.TempDir()
+	log := filepath.Join(logDir, "access.log")
+	var out syncbuf.Buffer
+	rules := strings.ReplaceAll(persistRules, "LOG", filepath.Join(logDir, "access.log*"))
+	start := func() *Pipeline {
+		cfg, o := storedOn(t, rules, dir, &out, Options{})
+		o.RotationGrace = time.Hour // the truncation is recent at the snapshot
+		p, err := Start(cfg, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(p.Stop)
+		return p
+	}
+	p := start()
+	persistLines(t, log, 1, 100)
+	waitCounted(t, p, 100)
+	if err := os.Truncate(log, 0); err != nil {
+		t.Fatal(err)
+	}
+	persistLines(t, log, 101, 110)
+	waitCounted(t, p, 110)
+	truncated := func() []follow.Position {
+		t.Helper()
+		snap, err := storage.Read(dir, math.MaxInt64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files, err := decodeFiles(snap, sectionTruncated)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return files[filepath.Join(logDir, "access.log*")]
+	}
+	p.Stop()
+	kept := truncated()
+	if len(kept) != 1 || kept[0].Path != log || kept[0].Offset == 0 {
+		t.Fatalf("truncated files %+v, want the log's, as read before its truncation", kept)
+	}
+	p = start()
+	waitCounted(t, p, 110)
+	p.Stop()
+	if again := truncated(); len(again) != 0 {
+		t.Errorf("truncated files %+v after a restart, want none: the restart's follower found no truncation", again)
+	}
+}
+
 // TestStorageBadSnapshot: a snapshot that cannot be read is logged, counted and set
 // aside, and the exporter starts empty; a directory that cannot be written fails each
 // snapshot, logged and counted, and nothing else.
@@ -279,6 +379,30 @@ func TestStorageBadSnapshot(t *testing.T) {
 		},
 		aside:  true,
 		logged: "messages in parts: corrupt",
+	}, {
+		name:  "files left cut short",
+		spoil: func(b []byte) []byte { return b },
+		rewrite: func(w *storage.Writer, sec storage.Section) error {
+			if err := storetest.CopySection(w, sec); err != nil || sec.Name != sectionLeft {
+				return err
+			}
+			rec := appendPositions(nil, "/var/log/app/current.log", []follow.Position{{Path: "/var/log/app/current.log", Dev: 2049, Ino: 131, Offset: 90}})
+			return w.Record(rec[:len(rec)-3])
+		},
+		aside:  true,
+		logged: "left-files: corrupt",
+	}, {
+		name:  "truncated files cut short",
+		spoil: func(b []byte) []byte { return b },
+		rewrite: func(w *storage.Writer, sec storage.Section) error {
+			if err := storetest.CopySection(w, sec); err != nil || sec.Name != sectionTruncated {
+				return err
+			}
+			rec := appendPositions(nil, "/var/log/app/current.log", []follow.Position{{Path: "/var/log/app/current.log", Dev: 2049, Ino: 131, Offset: 90}})
+			return w.Record(rec[:len(rec)-3])
+		},
+		aside:  true,
+		logged: "truncated-files: corrupt",
 	}, {
 		// A stream name no CRI line has, long: it was held, and charged to the memory
 		// bound, bounded only by the snapshot's size.

@@ -90,6 +90,9 @@ type generation struct {
 	// pathsMissed are the sources of the inputs whose path_captures were found not to
 	// match a file's path under this config, which was logged (pathValues.miss).
 	pathsMissed sync.Map
+	// zonesTold are the inputs' time reads whose lines were warned of as a whole UTC
+	// offset from the clock (watchZones), by source and time read.
+	zonesTold sync.Map
 }
 
 func newGeneration(cfg *config.Config, prev *generation, opts Options) (*generation, error) {
@@ -146,13 +149,21 @@ type Pipeline struct {
 	storage     *persister
 	resume      map[string][]follow.Position
 	resumeParts map[string][]pathParts
-	// resumeTaken is when the snapshot restored was written (follow.Options.Taken).
-	resumeTaken time.Time
+	// resumeTaken is when the snapshot restored was written (follow.Options.Taken),
+	// resumeLeft where its followers' files closed after they left their path were read
+	// up to, by input source (follow.Options.Left), and resumeTruncated what the files
+	// they found truncated lately held (follow.Options.Truncated).
+	resumeTaken     time.Time
+	resumeLeft      map[string][]follow.Position
+	resumeTruncated map[string][]follow.Position
 	// handedOver holds, during syncInputs, the positions of the followers it stopped to
 	// replace them, by input source (handOver), and handedParts the CRI messages in parts
-	// their joiners were in the middle of.
-	handedOver  map[string][]follow.Position
-	handedParts map[string][]pathParts
+	// their joiners were in the middle of, handedLeft the files they closed after the
+	// files left their path, and handedTruncated those they found truncated lately.
+	handedOver      map[string][]follow.Position
+	handedParts     map[string][]pathParts
+	handedLeft      map[string][]follow.Position
+	handedTruncated map[string][]follow.Position
 	// unreadable is what warnUnreadable keeps of each input by label, and looked each
 	// stream's counts at its last look, used by it alone.
 	unreadable map[string]*unreadable
@@ -190,7 +201,7 @@ func Start(cfg *config.Config, opts Options) (*Pipeline, error) {
 	defer p.mu.Unlock()
 	p.starting = true
 	err = p.syncInputs(cfg)
-	p.starting, p.resume, p.resumeParts, p.resumeTaken = false, nil, nil, time.Time{}
+	p.starting, p.resume, p.resumeParts, p.resumeTaken, p.resumeLeft, p.resumeTruncated = false, nil, nil, time.Time{}, nil, nil
 	if err != nil {
 		p.stopInputs(nil)
 		if p.storage != nil {

@@ -54,7 +54,7 @@ func (p *Pipeline) warmStart(ci config.Input, log *slog.Logger) func(path string
 		log.Info("warm start: windows of event-time rules filled from the end of the file",
 			"path", path, "from", from, "to", end, "lines", lines)
 		if ahead := sink.LeftAhead(); ahead > 0 {
-			log.Warn("warm start: lines stamped after the host's clock were left out of the windows (a writer's clock ahead, or local times read as UTC by a timestamp layout without a zone); read live, such a line counts at the second it is read, as a future line",
+			log.Warn("warm start: lines stamped after the host's clock were left out of the windows (a writer's clock ahead, or local times read as UTC by a timestamp layout without a zone: give it the log's timestamp: location:); read live, such a line counts at the second it is read, as a future line",
 				"path", path, "rule_matches", ahead, "wall_clock", time.Unix(wall, 0).UTC())
 		}
 	}

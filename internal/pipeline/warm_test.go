@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"fmt"
+	"log/slog"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -16,6 +17,7 @@ import (
 	"github.com/logwindow/logwindow_exporter/config"
 	"github.com/logwindow/logwindow_exporter/exporter"
 	"github.com/logwindow/logwindow_exporter/internal/testutil/metrictest"
+	"github.com/logwindow/logwindow_exporter/internal/testutil/syncbuf"
 )
 
 const warmRules = `
@@ -79,6 +81,12 @@ func labelText(pairs []*dto.LabelPair) string {
 // the given backfill bound, and waits until it is ready (backfill done).
 func startWarm(t *testing.T, text string, now time.Time, backfill int64) (*Pipeline, *config.Config) {
 	t.Helper()
+	return startWarmLogging(t, text, now, backfill, nil)
+}
+
+// startWarmLogging is startWarm logging to logger (nil: the default).
+func startWarmLogging(t *testing.T, text string, now time.Time, backfill int64, logger *slog.Logger) (*Pipeline, *config.Config) {
+	t.Helper()
 	log := filepath.Join(t.TempDir(), "access.log")
 	if err := os.WriteFile(log, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
@@ -87,7 +95,7 @@ func startWarm(t *testing.T, text string, now time.Time, backfill int64) (*Pipel
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := Start(cfg, Options{Now: func() time.Time { return now }, PollInterval: 10 * time.Millisecond, BackfillBytes: backfill})
+	p, err := Start(cfg, Options{Now: func() time.Time { return now }, PollInterval: 10 * time.Millisecond, BackfillBytes: backfill, Logger: logger})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,8 +169,8 @@ func TestWarmStart(t *testing.T) {
 // TestWarmStartAheadOfClock: lines stamped ahead of the host's clock (local times read
 // as UTC east of Greenwich, a writer whose clock is ahead) have no second to go to: a warm
 // start leaves them out, rather than putting everything it read of the file into the
-// current second, as a live line ahead of the clock is put. Those behind the clock fill
-// the windows as ever.
+// current second, as a live line ahead of the clock is put, and warns of how many. Those
+// behind the clock fill the windows as ever; with none ahead, nothing is warned of.
 func TestWarmStartAheadOfClock(t *testing.T) {
 	const nowSec = 1_700_000_000
 	now := time.Unix(nowSec, 0)
@@ -177,9 +185,26 @@ func TestWarmStartAheadOfClock(t *testing.T) {
 	}{
 		{"every line an hour ahead or more", ahead, nil, nil},
 		{"the last lines an hour ahead", behind + ahead[len(ahead)-2000:][strings.Index(ahead[len(ahead)-2000:], "\n")+1:], times, statuses},
+		{"none ahead", behind, times, statuses},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p, _ := startWarm(t, tc.text, now, DefaultBackfillBytes)
+			var log syncbuf.Buffer
+			p, _ := startWarmLogging(t, tc.text, now, DefaultBackfillBytes, slog.New(slog.NewTextHandler(&log, nil)))
+			// Every line ahead is read (none is old enough to stop the probe back) and
+			// matched by the one event-time rule.
+			warning := ""
+			if n := strings.Count(tc.text, "\n") - len(tc.times); n > 0 {
+				warning = fmt.Sprintf("rule_matches=%d ", n)
+			}
+			var warned []string
+			for _, line := range strings.Split(log.String(), "\n") {
+				if strings.Contains(line, "lines stamped after the host's clock were left out") {
+					warned = append(warned, line)
+				}
+			}
+			if warning == "" && len(warned) > 0 || warning != "" && (len(warned) != 1 || !strings.Contains(warned[0], warning)) {
+				t.Errorf("warned %q, want %q", warned, warning)
+			}
 			got := gatherPipeline(t, p)
 			for _, s := range []string{"200", "404", "500"} {
 				for _, w := range []struct {

@@ -193,6 +193,7 @@ func (w *pool) parse(p *Pipeline, in *stream, slot *atomic.Pointer[binding], bt 
 	}
 	b.sink.Flush() // before the batch counts as parsed (drain)
 	in.publishFits(b)
+	in.watchZones(b, bt.wall)
 	in.landed.Add(handed)
 	in.unbindIfStale(p, slot, b)
 	bt.data, bt.lines, bt.handed = bt.data[:0], bt.lines[:0], 0

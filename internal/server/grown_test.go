@@ -136,7 +136,7 @@ func TestScrapeBudgetHoldServedFirst(t *testing.T) {
 		end := map[string]chan struct{}{"grown": make(chan struct{}), "other": make(chan struct{}), "late": make(chan struct{})}
 		held := make(chan error, 1)
 		var lateRan atomic.Bool
-		grown := exporter.Handler(grownSource{held: held, end: end["grown"]}, prometheus.NewRegistry(), nil)
+		grown := exporter.Handler(grownSource{bytes: 80, held: held, end: end["grown"]}, prometheus.NewRegistry(), nil)
 		h := l.handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			name := r.Header.Get("Name")
 			switch name {
@@ -195,17 +195,96 @@ func TestScrapeBudgetHoldServedFirst(t *testing.T) {
 	})
 }
 
-// grownSource's scrape holds 80 bytes once it read, telling its Writer so (Writer.Hold);
-// it sends what Hold returned on held, then writes nothing until end is closed.
+// TestScrapeBudgetChargedWhenGiven: scrapes that wait for a place are charged what the
+// reads made while they waited tell, not what their rules held when they came. Two
+// scrapes come, each of a rule small then, while a third runs alone; that one reads the
+// rule, which has grown past the budget, and stalls. Charged the old size, both would be
+// let in beside each other once it is ended, and each would then wait in hold for the
+// other's room until one ended the other a stall later; charged the grown size, one runs
+// alone and the other waits for its place.
+func TestScrapeBudgetChargedWhenGiven(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const stall, wait, budget, small, grown = time.Second, 5 * time.Second, 100, 30, 150
+		var ruleCost atomic.Int64
+		ruleCost.Store(small)
+		cost := func(r *http.Request) (int64, bool) {
+			var n int64
+			if _, err := fmt.Sscan(r.Header.Get("Cost"), &n); err == nil {
+				return n, true
+			}
+			return ruleCost.Load(), true
+		}
+		l := newScrapeLimiter(10, stall, wait, slog.New(slog.DiscardHandler)).withBudget(budget, cost)
+		gate, end := make(chan struct{}), make(chan struct{})
+		held := make(chan error, 2)
+		waiter := exporter.Handler(grownSource{bytes: grown, held: held, end: end}, prometheus.NewRegistry(), nil)
+		h := l.handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Header.Get("Cost") == "" {
+				waiter.ServeHTTP(w, r)
+				return
+			}
+			<-gate
+			ruleCost.Store(grown) // its read tells the rule grew
+			_, _ = w.Write([]byte("metrics\n"))
+		}))
+		done := make(chan int, 3)
+		scrape := func(w http.ResponseWriter, cost string) {
+			req := httptest.NewRequest(http.MethodGet, "/metrics", nil)
+			if cost != "" {
+				req.Header.Set("Cost", cost)
+			}
+			go func() {
+				h.ServeHTTP(w, req)
+				done <- w.(interface{ Result() *http.Response }).Result().StatusCode
+			}()
+			synctest.Wait()
+		}
+		scrape(newBlockedWriter(), fmt.Sprint(budget)) // runs alone, its client stalls
+		scrape(httptest.NewRecorder(), "")
+		scrape(httptest.NewRecorder(), "")
+		close(gate)
+		synctest.Wait()
+		time.Sleep(stall + time.Millisecond)
+		synctest.Wait()
+		l.mu.Lock()
+		running, charged, wanting := len(l.running), l.held, l.wanting
+		l.mu.Unlock()
+		if running != 1 || charged != budget || wanting != 0 {
+			t.Errorf("after the stalled scrape was ended: %d scrapes running, charged %d and wanting %d more; want one, charged the whole budget %d", running, charged, wanting, budget)
+		}
+		select {
+		case err := <-held:
+			if err != nil {
+				t.Errorf("hold: %v, want the room of the scrape that ran alone", err)
+			}
+		default:
+			t.Error("no scrape that waited holds its read")
+		}
+		close(end)
+		for range 3 {
+			<-done
+		}
+		if err := <-held; err != nil {
+			t.Errorf("the last scrape's hold: %v, want the room of the one before", err)
+		}
+		if l.held != 0 || len(l.running) != 0 {
+			t.Errorf("after: %d bytes held by %d scrapes, want none", l.held, len(l.running))
+		}
+	})
+}
+
+// grownSource's scrape holds bytes once it read, telling its Writer so (Writer.Hold); it
+// sends what Hold returned on held, then writes nothing until end is closed.
 type grownSource struct {
-	held chan<- error
-	end  <-chan struct{}
+	bytes int64
+	held  chan<- error
+	end   <-chan struct{}
 }
 
 func (g grownSource) Scrape(func(string) bool, expfmt.Format) exporter.Scrape { return g }
 
 func (g grownSource) Write(w *exporter.Writer) error {
-	err := w.Hold(80)
+	err := w.Hold(g.bytes)
 	g.held <- err
 	<-g.end
 	return err

@@ -292,6 +292,59 @@ func getReused(t *testing.T, client *http.Client, addr string) (reused bool, pro
 	return reused, resp.Proto, nil
 }
 
+// TestTLSWebConfigCutShortUnsettledSinceStart: a handshake's client is held to the config
+// kept before a change of the files (see TestTLSWebConfigCutShortWhileSaved), but none is
+// kept until the files settled: a web config written just before the start (by the
+// script that starts the exporter, or a volume mounted for its container), or rewritten
+// over and over by a generator, then saved in place and read cut short, before
+// client_auth_type and client_ca_file, let a client without a certificate through. It is
+// held to the config the start loaded until one is kept.
+func TestTLSWebConfigCutShortUnsettledSinceStart(t *testing.T) {
+	const mTLS = "tls_server_config:\n  cert_file: cert.pem\n  key_file: key.pem\n  client_auth_type: RequireAndVerifyClientCert\n  client_ca_file: ca.pem\n"
+	f := newTLSFiles(t, "", "")
+	f.write(t, "web.yml", []byte(mTLS))
+	caPEM, ca, caKey := newCA(t, "scrapers' CA")
+	f.write(t, "ca.pem", caPEM)
+	// A minute ahead, every file written has settled; the web config is dated now by it,
+	// written a moment before the start.
+	clock := testclock.New(time.Now().Add(time.Minute))
+	if err := os.Chtimes(f.webConfig, clock.Now(), clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	logger := slog.New(slog.DiscardHandler)
+	addr := serveTLSLogged(t, f.webConfig, newWebConfigErrors(f.webConfig, logger, clock.Now), logger)
+	get := func(withCert bool) error {
+		t.Helper()
+		config := &tls.Config{InsecureSkipVerify: true}
+		if withCert {
+			config.Certificates = []tls.Certificate{clientCert(t, ca, caKey, "scraper.example")}
+		}
+		transport := &http.Transport{TLSClientConfig: config}
+		defer transport.CloseIdleConnections()
+		resp, err := (&http.Client{Timeout: 5 * time.Second, Transport: transport}).Get("https://" + addr + "/")
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		return nil
+	}
+	if err := get(true); err != nil {
+		t.Fatalf("a client with a certificate: %v; want served", err)
+	}
+	// Read in the middle of a save, a second later: cut short.
+	clock.Add(time.Second)
+	f.write(t, "web.yml", []byte("tls_server_config:\n  cert_file: cert.pem\n  key_file: key.pem\n"))
+	if err := os.Chtimes(f.webConfig, clock.Now(), clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if err := get(false); err == nil {
+		t.Error("a client without a certificate was served while the web config was saved")
+	}
+	if err := get(true); err != nil {
+		t.Errorf("a client with a certificate: %v; want served", err)
+	}
+}
+
 // TestTLSWebConfigCutShortWhileSaved: exporter-toolkit loads the web config again for a
 // handshake after it changed, and a web config saved in place (truncated, then written)
 // may be read in between, cut short before client_auth_type and client_ca_file: the

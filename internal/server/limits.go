@@ -127,12 +127,13 @@ func (l *connLimiter) track(c net.Conn, state http.ConnState) {
 //
 // With a budget, the limiter also bounds the heap the scrapes in flight hold: each is
 // charged its cost before it runs (what the last reads of its rules held, see
-// scrape.Collector.ScrapeCost), and waits, as for a place, until the scrapes running leave
-// room for it; a scrape whose cost is unknown or over the budget is charged the whole
-// budget, so that it runs alone. A scrape that comes to hold more than it was charged (a
-// rule that grew since the read its cost came from) is charged the difference before it
-// writes what it read, and waits for it as for a place (see hold). The charge is given
-// back when its handler returns.
+// scrape.Collector.ScrapeCost, as they tell when it is given its place: reads made while
+// it waited may have found its rules grown), and waits, as for a place, until the scrapes
+// running leave room for it; a scrape whose cost is unknown or over the budget is charged
+// the whole budget, so that it runs alone. A scrape that comes to hold more than it was
+// charged (a rule that grew since the read its cost came from) is charged the difference
+// before it reads the rule and before it writes what it read, and waits for it as for a
+// place (see hold). The charge is given back when its handler returns.
 type scrapeLimiter struct {
 	max         int
 	stall, wait time.Duration
@@ -197,6 +198,8 @@ type scrape struct {
 	blocked atomic.Int64
 	// end ends it: its writes fail from then on.
 	end func()
+	// req is its request, whose cost it is charged when it is given a place.
+	req *http.Request
 	// charge is what it is charged of the budget; alone, that it is charged the whole
 	// budget because no read told its cost or its cost is past the budget.
 	charge int64
@@ -229,13 +232,7 @@ func (w scrapeWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 func (l *scrapeLimiter) handler(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rc := http.NewResponseController(w)
-		s := &scrape{end: func() { _ = rc.SetWriteDeadline(time.Now()) }, given: make(chan bool, 1)}
-		if l.budget > 0 {
-			s.charge, s.alone = l.budget, true
-			if cost, known := l.cost(r); known && cost <= l.budget {
-				s.charge, s.alone = cost, false
-			}
-		}
+		s := &scrape{end: func() { _ = rc.SetWriteDeadline(time.Now()) }, req: r, given: make(chan bool, 1)}
 		if ok, why := l.acquire(r, s); !ok {
 			l.logRefusal(r, why)
 			http.Error(w, refusalText[why], http.StatusServiceUnavailable)
@@ -326,6 +323,7 @@ func (l *scrapeLimiter) fits(s *scrape) bool {
 func (l *scrapeLimiter) fill() time.Duration {
 	for len(l.waiting) > 0 {
 		w := l.waiting[len(l.waiting)-1]
+		l.price(w)
 		if wait := l.makeRoom(nil, func() bool { return l.fits(w) }); wait > 0 {
 			return wait
 		}
@@ -338,6 +336,20 @@ func (l *scrapeLimiter) fill() time.Duration {
 		w.given <- true
 	}
 	return l.stall
+}
+
+// price sets what the waiting scrape s is charged: its cost as the rules' reads tell it
+// now, not when it came, since a read made while it waited may have found a rule grown
+// (charged the old size, scrapes let in together would each wait in hold for the others'
+// room); the whole budget when that cost is unknown or larger. Under l.mu.
+func (l *scrapeLimiter) price(s *scrape) {
+	if l.budget == 0 {
+		return
+	}
+	s.charge, s.alone = l.budget, true
+	if cost, known := l.cost(s.req); known && cost <= l.budget {
+		s.charge, s.alone = cost, false
+	}
 }
 
 // makeRoom ends the running scrapes stalled for l.stall, but self, the one blocked longest

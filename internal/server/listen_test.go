@@ -135,10 +135,8 @@ func TestListenRefuses(t *testing.T) {
 // checks of the start.
 func TestCheckWebConfigAccepts(t *testing.T) {
 	for _, tc := range []struct{ name, text string }{
-		{"empty", ""},
 		{"headers", "http_server_config:\n  headers:\n    X-Frame-Options: deny\n"},
 		{"rate limit", "rate_limit:\n  interval: 100ms\n  burst: 10\n"},
-		{"rate limit off", "rate_limit:\n  burst: 0\n"},
 		{"rate limit interval in nanoseconds", "rate_limit:\n  interval: 100000000\n  burst: 10\n"},
 		{"basic auth", "basic_auth_users:\n  prometheus: $2y$10$QOauhQNbBCuQDKes6eFzPeMqBSjb7Mr5DUmpZ/VcEd00UAV/LDeSi\n"},
 	} {
@@ -153,6 +151,39 @@ func TestCheckWebConfigAccepts(t *testing.T) {
 			}
 			if log.Len() != 0 {
 				t.Errorf("warned of:\n%s", log.String())
+			}
+		})
+	}
+}
+
+// TestCheckWebConfigWarnsOfNothing: a web config that sets nothing (an empty file, a
+// ConfigMap key rendered empty, comments alone, values of no effect) served plain HTTP without a password, as
+// no --web.config.file does, said only in an INFO line: a user who gives the flag means
+// TLS or passwords. The start warns; a config that sets anything does not warn.
+func TestCheckWebConfigWarnsOfNothing(t *testing.T) {
+	for _, tc := range []struct {
+		name, text string
+		warns      bool
+	}{
+		{"empty", "", true},
+		{"comments", "# TLS to come\n", true},
+		{"empty sections", "tls_server_config: {}\nbasic_auth_users: {}\nhttp_server_config: {}\n", true},
+		{"rate limit off", "rate_limit:\n  burst: 0\n", true}, // accepted, of no effect
+		{"http2 off", "http_server_config:\n  http2: false\n", false},
+		{"headers", "http_server_config:\n  headers:\n    X-Frame-Options: deny\n", false},
+		{"rate limit", "rate_limit:\n  interval: 1s\n  burst: 10\n", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "web.yml")
+			if err := os.WriteFile(path, []byte(tc.text), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			var log strings.Builder
+			if err := checkWebConfig(path, slog.New(slog.NewTextHandler(&log, nil))); err != nil {
+				t.Fatal(err)
+			}
+			if warned := strings.Contains(log.String(), "sets nothing"); warned != tc.warns {
+				t.Errorf("warned of:\n%s\nwant a warning that it sets nothing: %v", log.String(), tc.warns)
 			}
 		})
 	}

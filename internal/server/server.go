@@ -242,6 +242,9 @@ func checkWebConfig(path string, logger *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	if setsNothing(c) {
+		logger.Warn("the web config sets nothing (it is empty, comments alone, or empty sections and values of no effect): the exporter is served over plain HTTP without a password, as without --web.config.file; give tls_server_config or basic_auth_users, or leave the flag out")
+	}
 	if size > maxUsualWebConfigBytes {
 		logger.Warn("the web config is read and parsed again for every request, before any password is checked, taking a core about a millisecond per 64 KiB of it: put certificates and CAs in files (cert_file, key_file, client_ca_file) rather than inline (cert, key, client_ca), which are read once while they are unchanged",
 			"bytes", size)
@@ -816,6 +819,20 @@ func NewRegistry(coll *rulescrape.Collector) *prometheus.Registry {
 	return reg
 }
 
+// limited serves h, the metrics, within lim, but a HEAD, for which h reads nothing
+// (exporter.Handler): charged as a scrape, it would wait for a place or for room, be
+// refused 503, or put a waiting scrape out of its place, for headers alone.
+func limited(lim *scrapeLimiter, h http.Handler) http.Handler {
+	scrapes := lim.handler(h)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodHead {
+			h.ServeHTTP(w, r)
+			return
+		}
+		scrapes.ServeHTTP(w, r)
+	})
+}
+
 // NewMux serves metrics, the status page with its line tester and the lifecycle endpoints
 // of p.
 func NewMux(p *pipeline.Pipeline, coll *rulescrape.Collector, reg *prometheus.Registry, o Options) *http.ServeMux {
@@ -827,7 +844,7 @@ func NewMux(p *pipeline.Pipeline, coll *rulescrape.Collector, reg *prometheus.Re
 		lim := newScrapeLimiter(o.MaxRequests, scrapeStall, scrapeWait, logger).withBudget(o.MaxScrapeBytes,
 			func(r *http.Request) (int64, bool) { return coll.ScrapeCost(exporter.Negotiate(r)) })
 		reg.MustRegister(lim)
-		metrics = lim.handler(metrics)
+		metrics = limited(lim, metrics)
 		admitPage = newScrapeLimiter(o.MaxRequests, scrapeStall, scrapeWait, logger).handler
 	}
 	mux.Handle(o.MetricsPath, metrics)

@@ -93,6 +93,7 @@ func setUpToolkit(addr net.Addr, h http.Handler, flags *web.FlagConfig, configEr
 	t.http2 = scratch.TLSNextProto == nil || h2
 	t.tls = scratch.TLSConfig.Clone()
 	t.configs = newTLSConfigs(*flags.WebConfigFile, scratch.TLSConfig.GetConfigForClient, configErrors.now, configErrors)
+	t.configs.holdToStart()
 	t.tls.GetConfigForClient = t.configs.get
 	return t, nil
 }
@@ -203,8 +204,9 @@ type tlsConfigs struct {
 	// under mu, and read without it as a connection is accepted (see connContext).
 	config atomic.Pointer[tls.Config]
 	stamps []fileStamp
-	// last is the config last kept, which a handshake's client must be accepted by too
-	// while the files changed since are unsettled (see heldTo). Under mu.
+	// last is the config last kept, or the start's until one is (see holdToStart), which
+	// a handshake's client must be accepted by too while the files changed since are
+	// unsettled (see heldTo). Under mu.
 	last *tls.Config
 	// closed counts the connections closed by recheck, for the log.
 	closed atomic.Int64
@@ -212,6 +214,21 @@ type tlsConfigs struct {
 
 func newTLSConfigs(path string, load func(*tls.ClientHelloInfo) (*tls.Config, error), now func() time.Time, errors *webConfigErrors) *tlsConfigs {
 	return &tlsConfigs{path: path, load: load, now: now, errors: errors, readFile: os.ReadFile}
+}
+
+// holdToStart loads the config of the files as the start validated them, a moment
+// before, for handshakes to be held to until a config is kept: files written just before
+// the start (by the script that starts the exporter, or as a container's volume is
+// mounted), or rewritten over and over, are unsettled, and a save in place read cut short
+// would otherwise let any client through until they settled. What fails to load holds
+// nothing: the handshakes' loads fail and are told.
+func (c *tlsConfigs) holdToStart() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if config, err := c.load(&tls.ClientHelloInfo{}); err == nil {
+		checkAllowedSANs(config)
+		c.last = config
+	}
 }
 
 // get is the GetConfigForClient of the exporter's TLS config.

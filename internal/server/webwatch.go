@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -42,11 +43,17 @@ import (
 //     are users at all.
 //   - The toolkit serves every request without a password when the web config it reads
 //     holds no basic_auth_users: a web config saved in place (truncated, then written)
-//     read in between, empty or cut short, would let any client through. While the web
-//     config changed within racyAge, unsettled, a request the toolkit lets through must
-//     pass the basic auth of the web config last read too (see mustPassKey): a change
-//     that lets more through (users taken out, a password changed) takes effect once it
-//     settled, one that lets fewer through at once.
+//     read in between, empty or cut short, would let any client through. Unless the web
+//     config is, after the toolkit read it, still the one the watch last read, settled,
+//     a request the toolkit lets through must pass the basic auth of the web config last
+//     read too (see mustPassKey): a change that lets more through (users taken out, a
+//     password changed) takes effect once it settled, one that lets fewer through at
+//     once. The watch looks at the web config before the toolkit reads it: a save begun
+//     in between is seen by a look after the toolkit's read. The request may pass the
+//     users of the web config as the watch reads it while unsettled besides (pending):
+//     read cut short, it holds fewer users, never a password of none, so that a
+//     password changed is taken at once, even in a web config a generator writes again
+//     every second, which never settles.
 //
 // Each request looks at the web config's stamp, a stat, and reads it again when it
 // changed, once the change settled (the toolkit reads and parses it for each request
@@ -74,6 +81,10 @@ type webConfigWatch struct {
 	users    map[string]string
 	verified map[[sha256.Size]byte]struct{}
 	bcryptMu sync.Mutex
+	// pending are the bcrypt hashes of the users of the web config as read, unsettled,
+	// at stamp pendingStamp.
+	pending      map[string]string
+	pendingStamp fileStamp
 	// costly are the users whose hash is of a bcrypt cost warned of, with their hash.
 	costly map[string]string
 }
@@ -152,9 +163,12 @@ func (c *webConfigWatch) handler(h http.Handler, addr string, s startOnly, read 
 			r = r.Clone(r.Context())
 			r.SetBasicAuth(now.stranger, password)
 		}
-		if now.users != nil {
-			users := now.users
-			r = r.WithContext(context.WithValue(r.Context(), mustPassKey{}, func(r *http.Request) bool { return c.passes(users, r) }))
+		if now.users != nil || now.pending != nil {
+			r = r.WithContext(context.WithValue(r.Context(), mustPassKey{}, func(r *http.Request) bool {
+				// The toolkit read the web config between two looks at the one the watch
+				// read: it read that whole.
+				return now.read.info != nil && statFile(c.path).same(now.read) || c.passes(r, now.users, now.pending)
+			}))
 		}
 		h.ServeHTTP(w, r)
 	})
@@ -171,43 +185,63 @@ type webConfigNow struct {
 	// when there are some.
 	badHashes map[string]error
 	stranger  string
-	// users, when not nil, are the users whose basic auth the request must pass besides
-	// the toolkit's (see passes): those of the web config last read, when it changed
-	// since, unsettled.
+	// users are those of the web config last read (nil when it asks for no password),
+	// whose basic auth a request the toolkit let through must pass (see passes) unless
+	// the web config is still, after the toolkit's read, the one read at stamp read:
+	// that of the web config as the request looked at it, when the watch read that one
+	// (else read.info is nil).
 	users map[string]string
+	read  fileStamp
+	// pending are the users of the web config as the watch read it, unsettled, which a
+	// request may pass instead of users; when users is nil (the start read the web
+	// config cut short, or it asked for no password), a request must pass them if they
+	// are not.
+	pending map[string]string
 }
 
-// passes reports whether the basic auth credentials of r are those of one of users.
-// Credentials that passed are remembered (knownCredentials of them), as the toolkit
+// passes reports whether the basic auth credentials of r are those of a user of one of
+// users. Credentials that passed are remembered (knownCredentials of them), as the toolkit
 // remembers its checks: a scraper's requests, which passed the toolkit's check, are
-// checked once while the web config is unsettled.
-func (c *webConfigWatch) passes(users map[string]string, r *http.Request) bool {
+// checked once while the web config is unsettled, and those remembered for one of users
+// are not checked against another's hash first (a password changed fails the old one's).
+func (c *webConfigWatch) passes(r *http.Request, users ...map[string]string) bool {
 	user, password, ok := r.BasicAuth()
-	hash, held := users[user]
-	if !ok || !held {
+	if !ok {
 		return false
 	}
-	// Neither a bcrypt hash nor a user name of basic auth holds a colon.
-	key := sha256.Sum256([]byte(hash + ":" + user + ":" + password))
+	var keys [][sha256.Size]byte
+	var hashes []string
 	c.mu.Lock()
-	_, known := c.verified[key]
+	for _, users := range users {
+		hash, held := users[user]
+		if !held {
+			continue
+		}
+		// Neither a bcrypt hash nor a user name of basic auth holds a colon.
+		key := sha256.Sum256([]byte(hash + ":" + user + ":" + password))
+		if _, known := c.verified[key]; known {
+			c.mu.Unlock()
+			return true
+		}
+		keys, hashes = append(keys, key), append(hashes, hash)
+	}
 	c.mu.Unlock()
-	if known {
+	for i, hash := range hashes {
+		c.bcryptMu.Lock()
+		err := bcrypt.CompareHashAndPassword([]byte(hash), []byte(password))
+		c.bcryptMu.Unlock()
+		if err != nil {
+			continue
+		}
+		c.mu.Lock()
+		if c.verified == nil || len(c.verified) >= knownCredentials {
+			c.verified = map[[sha256.Size]byte]struct{}{}
+		}
+		c.verified[keys[i]] = struct{}{}
+		c.mu.Unlock()
 		return true
 	}
-	c.bcryptMu.Lock()
-	err := bcrypt.CompareHashAndPassword([]byte(hash), []byte(password))
-	c.bcryptMu.Unlock()
-	if err != nil {
-		return false
-	}
-	c.mu.Lock()
-	if c.verified == nil || len(c.verified) >= knownCredentials {
-		c.verified = map[[sha256.Size]byte]struct{}{}
-	}
-	c.verified[key] = struct{}{}
-	c.mu.Unlock()
-	return true
+	return false
 }
 
 // check reads the web config if it changed since it was last read, warns of a change of
@@ -218,7 +252,7 @@ func (c *webConfigWatch) check() webConfigNow {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if s.same(c.stamp) {
-		return webConfigNow{badHashes: c.badHashes, stranger: c.stranger}
+		return webConfigNow{badHashes: c.badHashes, stranger: c.stranger, users: c.users, read: s}
 	}
 	// What the toolkit reads may be the web config in the middle of a save.
 	unsettled := webConfigNow{badHashes: c.badHashes, stranger: c.stranger, users: c.users}
@@ -227,6 +261,8 @@ func (c *webConfigWatch) check() webConfigNow {
 	// settle, as tlsConfigs keeps no config of files so changed. A stamp kept once it
 	// settled tells any later change, at any granularity of its file system's times.
 	if !settled([]fileStamp{s}, c.errors.now()) {
+		c.readPending(s)
+		unsettled.pending = c.pending
 		return unsettled
 	}
 	config, _, err := c.readConfig(c.path)
@@ -252,7 +288,24 @@ func (c *webConfigWatch) check() webConfigNow {
 			c.stranger += "_"
 		}
 	}
-	return webConfigNow{badHashes: c.badHashes, stranger: c.stranger}
+	return webConfigNow{badHashes: c.badHashes, stranger: c.stranger, users: c.users, read: s}
+}
+
+// readPending reads the users of the web config, unsettled at stamp s, unless they were
+// read at s: once for each time it is written, however many requests come meanwhile.
+// What is read is taken if the web config was not saved while it was read.
+func (c *webConfigWatch) readPending(s fileStamp) {
+	if s.same(c.pendingStamp) {
+		return
+	}
+	config, _, err := c.readConfig(c.path)
+	if !statFile(c.path).same(s) {
+		return
+	}
+	c.pending, c.pendingStamp = nil, s
+	if err == nil {
+		c.pending, _ = readUsers(config)
+	}
 }
 
 // readUsers returns the bcrypt hashes of the users of config, by user (nil when it has
@@ -301,6 +354,28 @@ func (c *webConfigWatch) warnStartOnly(now startOnly) {
 	}
 }
 
+// defaultWebConfig is the web config of a file that sets nothing, as exporter-toolkit
+// reads it.
+func defaultWebConfig() *web.Config {
+	return &web.Config{
+		TLSConfig:  web.TLSConfig{MinVersion: tls.VersionTLS12, MaxVersion: tls.VersionTLS13},
+		HTTPConfig: web.HTTPConfig{HTTP2: true},
+	}
+}
+
+// setsNothing reports whether c is served as no web config is: plain HTTP, no password,
+// no header, no limit. Empty sections count as none.
+func setsNothing(c *web.Config) bool {
+	d := *c
+	if len(d.Users) == 0 {
+		d.Users = nil
+	}
+	if len(d.HTTPConfig.Header) == 0 {
+		d.HTTPConfig.Header = nil
+	}
+	return reflect.DeepEqual(&d, defaultWebConfig())
+}
+
 // readWebConfig reads the web config at path as exporter-toolkit reads it, with its
 // defaults (but for prefer_server_cipher_suites, of no effect), strictly (yaml v2), its
 // files' paths taken from its directory: one the toolkit would not load is an error (but
@@ -312,10 +387,7 @@ func readWebConfig(path string) (config *web.Config, size int, err error) {
 	if err != nil {
 		return nil, 0, err
 	}
-	config = &web.Config{
-		TLSConfig:  web.TLSConfig{MinVersion: tls.VersionTLS12, MaxVersion: tls.VersionTLS13},
-		HTTPConfig: web.HTTPConfig{HTTP2: true},
-	}
+	config = defaultWebConfig()
 	if err := yaml.UnmarshalStrict(text, config); err != nil {
 		return nil, len(text), err
 	}

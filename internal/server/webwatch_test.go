@@ -392,6 +392,189 @@ func TestWebConfigSavedWhileWatchReads(t *testing.T) {
 	}
 }
 
+// TestWebConfigPasswordChangedUnderGenerator: while the web config is unsettled, a
+// request the toolkit lets through is held to the users of the web config last read,
+// settled (see TestWebConfigUsersGoneWhileSaved). A web config a generator writes again
+// every second (a template rendered in a loop) never settles: a password changed in it
+// had the toolkit refuse the old password and the watch the new one, every request
+// answered 401 for as long as the generator ran. A request passes the users of the web
+// config as the watch reads it too, which are users of the file, if fewer when read cut
+// short; one without a password, or with the old one, is still refused.
+func TestWebConfigPasswordChangedUnderGenerator(t *testing.T) {
+	hashOf := func(password string) string {
+		hash, err := bcrypt.GenerateFromPassword([]byte(password), bcrypt.MinCost)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(hash)
+	}
+	users := func(password string) []byte {
+		return []byte("basic_auth_users:\n  scraper: '" + hashOf(password) + "'\n")
+	}
+	f := newTLSFiles(t, "", "")
+	f.write(t, "web.yml", users("old"))
+	clock := testclock.New(time.Now().Add(time.Minute)) // every file written has settled
+	logger := slog.New(slog.DiscardHandler)
+	addr := servePlainLogged(t, f.webConfig, newWebConfigErrors(f.webConfig, logger, clock.Now), logger)
+	get := func(user, password string) int {
+		t.Helper()
+		req, err := http.NewRequest(http.MethodGet, "http://"+addr+"/", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if user != "" {
+			req.SetBasicAuth(user, password)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if got := get("scraper", "old"); got != http.StatusNotFound {
+		t.Fatalf("before the change: %d; want the handler's 404", got)
+	}
+	// The generator writes the new password, and again each second, never settling.
+	for i := range 4 {
+		f.write(t, "web.yml", users("new"))
+		if err := os.Chtimes(f.webConfig, clock.Now(), clock.Now()); err != nil {
+			t.Fatal(err)
+		}
+		for _, step := range []struct {
+			user, password string
+			want           int
+		}{
+			{"scraper", "new", http.StatusNotFound},
+			{"scraper", "old", http.StatusUnauthorized},
+			{"", "", http.StatusUnauthorized},
+		} {
+			if got := get(step.user, step.password); got != step.want {
+				t.Errorf("rewrite %d, user %q, password %q: %d; want %d", i, step.user, step.password, got, step.want)
+			}
+		}
+		clock.Add(time.Second)
+	}
+}
+
+// TestWebConfigCutShortAtStart: the users a request is held to while the web config is
+// unsettled are those the start read (see TestWebConfigUsersGoneWhileSaved): a web config
+// saved in place as the exporter starts, read by the start between its truncation and
+// its write, held it to none, and a read of the toolkit cut short again, as the save goes
+// on, let a client without a password through. It is held to the users of the web config
+// as the watch reads it too.
+func TestWebConfigCutShortAtStart(t *testing.T) {
+	good, err := bcrypt.GenerateFromPassword([]byte("secret"), bcrypt.MinCost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	webConfig := []byte("basic_auth_users:\n  scraper: '" + string(good) + "'\n")
+	f := newTLSFiles(t, "", "")
+	f.write(t, "web.yml", nil) // the start reads it truncated
+	clock := testclock.New(time.Now().Add(time.Minute))
+	logger := slog.New(slog.DiscardHandler)
+	configErrors := newWebConfigErrors(f.webConfig, logger, clock.Now)
+	tk, err := setUpToolkit(&net.TCPAddr{}, reached(http.NotFoundHandler()), &web.FlagConfig{WebConfigFile: &f.webConfig}, configErrors, logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tk.close()
+	// The save goes on, written and dated now; the toolkit reads it cut short again.
+	written := func() {
+		f.write(t, "web.yml", webConfig)
+		if err := os.Chtimes(f.webConfig, clock.Now(), clock.Now()); err != nil {
+			t.Error(err)
+		}
+	}
+	written()
+	h := configErrors.watch.handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		f.write(t, "web.yml", nil)
+		defer written()
+		tk.handler.ServeHTTP(w, r)
+	}), "a:1", startOnly{}, tk.read)
+	for i, step := range []struct {
+		user, password string
+		want           int
+	}{
+		{"", "", http.StatusUnauthorized},
+		{"scraper", "wrong", http.StatusUnauthorized},
+		{"scraper", "secret", http.StatusNotFound},
+	} {
+		req := httptest.NewRequest(http.MethodGet, "/", nil)
+		if step.user != "" {
+			req.SetBasicAuth(step.user, step.password)
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code != step.want {
+			t.Errorf("step %d, user %q, password %q: %d; want %d", i, step.user, step.password, rec.Code, step.want)
+		}
+	}
+}
+
+// TestWebConfigSavedAfterWatchLooked: the watch looks at the web config's stamp before
+// exporter-toolkit reads the web config, and held a request to the users it last read
+// only when the stamp had changed. A save in place (truncated, then written) of a web
+// config settled long before, begun between the look and the toolkit's read, had the
+// toolkit read it empty and serve the request without a password: a client sending
+// requests over and over gets some through at each such save. What the toolkit let
+// through is held to the users the watch read unless the web config is, after the
+// toolkit's read, still the one the watch read.
+func TestWebConfigSavedAfterWatchLooked(t *testing.T) {
+	good, err := bcrypt.GenerateFromPassword([]byte("secret"), bcrypt.MinCost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := newTLSFiles(t, "", "")
+	webConfig := []byte("basic_auth_users:\n  scraper: '" + string(good) + "'\n")
+	f.write(t, "web.yml", webConfig)
+	clock := testclock.New(time.Now().Add(time.Minute)) // every file written has settled
+	logger := slog.New(slog.DiscardHandler)
+	configErrors := newWebConfigErrors(f.webConfig, logger, clock.Now)
+	tk, err := setUpToolkit(&net.TCPAddr{}, reached(http.NotFoundHandler()), &web.FlagConfig{WebConfigFile: &f.webConfig}, configErrors, logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tk.close()
+	// save is what the web config is read as by the toolkit, saved after the watch
+	// looked; nil: none. The save then ends: the web config is written whole again.
+	var save []byte
+	h := configErrors.watch.handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if save != nil {
+			f.write(t, "web.yml", save)
+			defer f.write(t, "web.yml", webConfig)
+		}
+		tk.handler.ServeHTTP(w, r)
+	}), "a:1", startOnly{}, tk.read)
+	for i, step := range []struct {
+		save     string // "" is none
+		user     string // "" sends no password
+		password string
+		want     int
+	}{
+		{"", "", "", http.StatusUnauthorized},
+		{"", "scraper", "secret", http.StatusNotFound},
+		// Read between its truncation and its write.
+		{"\n", "", "", http.StatusUnauthorized},
+		{"\n", "scraper", "wrong", http.StatusUnauthorized},
+		{"\n", "scraper", "secret", http.StatusNotFound},
+	} {
+		save = nil
+		if step.save != "" {
+			save = []byte(step.save)
+		}
+		req := httptest.NewRequest(http.MethodGet, "/", nil)
+		if step.user != "" {
+			req.SetBasicAuth(step.user, step.password)
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code != step.want {
+			t.Errorf("step %d, saved %q after the look, user %q, password %q: %d; want %d", i, step.save, step.user, step.password, rec.Code, step.want)
+		}
+	}
+}
+
 // TestCostlyHashAddedAtRuntime: the start warns of a password hash of a bcrypt cost above
 // 12, which takes a core half a second or more at each check; one put in the web config
 // while the exporter runs was not warned of. It is, once, naming the user; one the start

@@ -7,12 +7,15 @@ import (
 	"path/filepath"
 	"slices"
 	"time"
+
+	"github.com/cespare/xxhash/v2"
 )
 
 // truncation is what a file held before it was found truncated: the copy that
 // logrotate's copytruncate made of it first may be found after.
 type truncation struct {
-	dir  string
+	path string // the path it was read under
+	id   fileID
 	head []byte // its first min(headLen, off) bytes
 	off  int64  // how far it was read
 	at   time.Time
@@ -20,38 +23,81 @@ type truncation struct {
 
 // copied is a file that a new file of its directory may be a copy of, with its first
 // bytes as far as it was read: one found truncated lately (at when it was), or one at a
-// path of the input that the new file is named as a rotated file of. Other files are not:
-// other logs of a directory may well begin with the same bytes (a line "starting", or
-// the same first KiB from replicas of one program).
+// path of the input that the new file is named as a rotated file of (live: read there
+// still). Other files are not: other logs of a directory may well begin with the same
+// bytes (a line "starting", or the same first KiB from replicas of one program).
 type copied struct {
 	head []byte
 	off  int64
 	at   time.Time
+	live *tracked // the file, when live
 }
 
 // keepTruncated remembers what t held before it was found truncated, for a glob whose
-// new files may be its copy (judged); the reader calls it, before t starts again.
-func (f *Follower) keepTruncated(t *tracked, path string) {
+// new files may be its copy (judged), as far as it was read, or to the start of the line
+// read in part when whole (its copy holds the rest); the reader calls it, before t starts
+// again.
+func (f *Follower) keepTruncated(t *tracked, path string, whole bool) {
 	now := f.o.now()
+	off := t.off
+	if whole {
+		off = t.done.Load()
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	f.truncated = slices.DeleteFunc(f.truncated, func(c truncation) bool { return now.Sub(c.at) > f.o.RotationGrace })
-	if t.off == 0 || t.headN == 0 {
+	if off == 0 || t.headN == 0 {
 		return
 	}
-	f.truncated = append(f.truncated, truncation{dir: filepath.Dir(path), head: slices.Clone(t.head[:min(int64(t.headN), t.off)]), off: t.off, at: now})
+	f.truncated = append(f.truncated, truncation{path: path, id: t.id, head: slices.Clone(t.head[:min(int64(t.headN), off)]), off: off, at: now})
+}
+
+// copyWaits reports whether a new file of the glob waits, judged a copy of t, for t's
+// truncation (judged). The reader calls it.
+func (f *Follower) copyWaits(t *tracked) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.ContainsFunc(f.files, func(u *tracked) bool { return u.judging.Load() && u.judgeOf.Load() == t })
+}
+
+// Truncated returns what the files the follower found truncated within the rotation grace
+// held before, as positions (the path each was read under, its identity, how far it was
+// read and the hash of its first bytes up to there): a follower resumed from Positions
+// taken with them (Options.Truncated) reads a copy of one that it finds without a
+// position (copytruncate's, found after its truncation was read) from there, not from its
+// start, whose lines were counted. So that they are one cut with Positions, the caller
+// calls it while no line is being handed on (Options.Hold), or after Stop.
+func (f *Follower) Truncated() []Position {
+	now := f.o.now()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []Position
+	for _, c := range f.truncated {
+		if now.Sub(c.at) <= f.o.RotationGrace {
+			out = append(out, Position{Path: c.path, Dev: c.id.dev, Ino: c.id.ino, Offset: c.off, Head: xxhash.Sum64(c.head)})
+		}
+	}
+	return out
 }
 
 // judged tells, before t, a file a glob found after the start, is first read, whether it
 // is the copy that logrotate's copytruncate makes of the log beside it, with a glob that
 // matches rotated names too (access.log*): one that begins with the first bytes of a file
 // it may be a copy of (copied), as far as that was read, and holds all it read. Such a
-// copy is read on from there: from its start, what was read of the log would count
-// twice. It reports false while that cannot be told yet: t, of size bytes, begins with
-// what such a file was read up to but holds less (a copy being written, or a file created
-// empty), unless t has stayed at that size for the rotation grace: it is then read from
-// its end when it holds that file's first bytes, as far as headLen, a copy of what was
-// read already (made before the log was read further); from its start when it holds
-// fewer, as another log that begins with the same line would (the line a program writes
-// first each run, then nothing for a while). Any other file is read from its start.
+// copy of a file found truncated is read on from where that file was read up to then:
+// from its start, what was read of the log would count twice. A copy of a file still read
+// at its path (live) holds past there lines that file holds too, read there, unless it is
+// found truncated (copytruncate, whose copy comes first): it waits for that, and is read
+// from its end should the file not be truncated within the rotation grace (logrotate's
+// copy, a backup made with cp), or should the file leave its path without (renamed, or
+// deleted and made again), read to its end there. It reports false while that cannot be
+// told yet: t, of size bytes, begins with what such a file was read up to but holds less
+// (a copy being written, or a file created empty), unless t has stayed at that size for
+// the rotation grace: it is then read from its end when it holds that file's first bytes,
+// as far as headLen, a copy of what was read already (made before the log was read
+// further); from its start when it holds fewer, as another log that begins with the same
+// line would (the line a program writes first each run, then nothing for a while). Any
+// other file is read from its start.
 func (f *Follower) judged(t *tracked, path string, size int64) bool {
 	now := f.o.now()
 	if size != t.judgeSize {
@@ -60,25 +106,41 @@ func (f *Follower) judged(t *tracked, path string, size int64) bool {
 	candidates := f.copyCandidates(t, path, now)
 	var buf [headLen]byte
 	n, err := t.f.ReadAt(buf[:min(headLen, size)], 0)
-	if len(candidates) == 0 || err != nil && !errors.Is(err, io.EOF) {
+	if len(candidates) == 0 && !t.judgeLive || err != nil && !errors.Is(err, io.EOF) {
 		// No copy, or read as any file: its read fails, and is counted so.
 		t.judgedFrom(0)
 		return true
 	}
 	got := buf[:n]
-	// off is where a copy whole is read from; held, where one that may be still written is
-	// read from should it stay as it is.
-	var off, held int64
+	// off is where a copy whole is read from; held, where one that may be still written
+	// (or whose original is not truncated yet) is read from should it stay as it is, and
+	// cut where positions have it meanwhile.
+	var off, held, cut int64
 	wait := false
+	if t.judgeLive {
+		// Its original, read at its path when it was found a copy of it, may have left
+		// the path since without a truncation: its lines are that file's still.
+		wait, held, cut = true, size, size
+	}
+	var of *tracked
 	for _, c := range candidates {
 		switch k := min(len(got), len(c.head)); {
 		case !bytes.Equal(got[:k], c.head[:k]):
+		case k == len(c.head) && size >= c.off && c.live != nil:
+			// Read from where its original was read should that be found truncated.
+			// Positions pass over it while it holds all its original was read up to:
+			// after a restart it is found as a copy of the original's position, read from
+			// there or, the original as it was, from its end (copyOf).
+			wait, held, cut, t.judgeLive = true, max(held, size), max(cut, size), true
+			if of == nil || c.off > of.done.Load() {
+				of = c.live
+			}
 		case k == len(c.head) && size >= c.off:
 			off = max(off, c.off)
 		case k == len(c.head):
 			// A copy of part of what was read (of what the file held before it was read
 			// further), or one still being written.
-			wait, held = true, max(held, size)
+			wait, held, cut, t.judgeLive = true, max(held, size), max(cut, size), t.judgeLive || c.live != nil
 		default:
 			// Fewer bytes than that file's first: a copy still being written, or another
 			// log that begins as it does (a line each run of a program writes first),
@@ -91,7 +153,8 @@ func (f *Follower) judged(t *tracked, path string, size int64) bool {
 			// A snapshot taken meanwhile has such a copy as read where it would be read
 			// from should it stay so: after a restart, the copy, found without a position
 			// and the log's position past its truncation, would be read from its start.
-			t.done.Store(held)
+			t.done.Store(cut)
+			t.judgeOf.Store(of)
 			return false
 		}
 		off = held
@@ -107,7 +170,8 @@ func (f *Follower) judged(t *tracked, path string, size int64) bool {
 func (t *tracked) judgedFrom(off int64) {
 	t.positionAt(off) // before positions see it, and the offset held meanwhile gone
 	t.judging.Store(false)
-	t.judgeKept = nil
+	t.judgeKept, t.judgeLive = nil, false
+	t.judgeOf.Store(nil)
 }
 
 // copyCandidates are the files t, at path, may be a copy of (copied): the files of its
@@ -120,14 +184,15 @@ func (f *Follower) copyCandidates(t *tracked, path string, now time.Time) []copi
 	f.mu.Lock()
 	for _, u := range f.files {
 		// The name first: it tells most files apart at their first bytes, without a copy.
-		if rotatedName(filepath.Base(u.path), name) && u != t && !u.rotated && u.off > 0 && u.headN > 0 &&
+		// Up to its last line handed on: the rest of a line read in part is the copy's.
+		if done := u.done.Load(); rotatedName(filepath.Base(u.path), name) && u != t && !u.rotated && done > 0 && u.headN > 0 &&
 			!u.judging.Load() && filepath.Dir(u.path) == dir {
-			out = append(out, copied{head: u.head[:min(int64(u.headN), u.off)], off: u.off})
+			out = append(out, copied{head: u.head[:min(int64(u.headN), done)], off: done, live: u})
 		}
 	}
 	f.mu.Unlock()
 	for _, c := range f.truncated {
-		if c.dir == dir && now.Sub(c.at) <= f.o.RotationGrace && !slices.ContainsFunc(t.judgeKept, func(k copied) bool { return k.at.Equal(c.at) && k.off == c.off }) {
+		if filepath.Dir(c.path) == dir && now.Sub(c.at) <= f.o.RotationGrace && !slices.ContainsFunc(t.judgeKept, func(k copied) bool { return k.at.Equal(c.at) && k.off == c.off }) {
 			t.judgeKept = append(t.judgeKept, copied{head: c.head, off: c.off, at: c.at})
 		}
 	}

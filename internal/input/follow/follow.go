@@ -136,6 +136,16 @@ type Options struct {
 	// line to finish): Line.Position is where a follower resumed from Positions taken
 	// meanwhile is to read it again from. It is the reading goroutine's, as the handler is.
 	At *Line
+	// Truncated, when not nil, is what the files an earlier follower of the input found
+	// truncated lately held before (Follower.Truncated), taken with Resume: a file present
+	// at Start without a position that is a copy of one is read from where that one was
+	// read up to, as it is of a position's file (see position.go).
+	Truncated []Position
+	// Left, when not nil, is where an earlier follower of the input read the files it
+	// closed after they left their path (Follower.Left): one that comes back to a path
+	// (a symlink retargeted back to it) is read on from there, as that follower would
+	// have, a file present at Start without a position of Resume too.
+	Left []Position
 	// Started, when set, is called once by Start, after its first scan and before any
 	// line is handed on, with where each file it found is read from (Positions then): a
 	// caller that kept state with Positions taken before (a CRI message being joined) can
@@ -343,7 +353,7 @@ type Follower struct {
 	// Owned by the reading goroutine (and Stop after it).
 	readPaths   map[string]bool // paths of the files in the reader's last look at them
 	readChanged uint64          // pathsChanged at that look
-	truncated   []truncation    // files found truncated lately, for judged
+	truncated   []truncation    // files found truncated lately, for judged; written under mu
 
 	// Owned by the discovery goroutine (and Start before it).
 	tree        tree
@@ -406,10 +416,13 @@ func newFollower(opts Options, h input.Handler) (*Follower, error) {
 		watchFailed: make(map[string]string),
 		unlisted:    make(map[string]string),
 		atStart:     make(map[fileID]int64),
-		resume:      newResume(o.Resume),
+		resume:      newResume(o.Resume, o.Truncated),
 		readPaths:   make(map[string]bool),
 		stop:        make(chan struct{}),
 		wake:        make(chan struct{}, 1),
+	}
+	for _, p := range o.Left {
+		f.remember(fileID{dev: p.Dev, ino: p.Ino}, leftAt{path: p.Path, off: p.Offset, head: p.Head})
 	}
 	f.r = newLineReader(o, h, &f.c, &f.stopping)
 	if !o.noNotify {
@@ -649,7 +662,7 @@ func (f *Follower) retireIfIdle(t *tracked, path string) {
 		return
 	}
 	f.r.finishHeld(t, path)
-	f.keepLeft(t)
+	f.keepLeft(t, path)
 	_ = t.f.Close()
 	f.o.Logger.Debug("closed rotated file after its grace period", "path", path, "offset", t.off)
 }
@@ -694,10 +707,14 @@ func (f *Follower) step(t *tracked, path string) bool {
 	if rewritten {
 		f.c.truncations.Add(1)
 		f.o.Logger.Info("file truncated, reading it again from the start", "path", path, "offset", t.off, "size", size)
-		f.keepTruncated(t, path)
-		// The bytes that could have completed a last line without a newline
-		// are gone: it is final, as when its file is retired.
-		f.r.finish(t, path)
+		// The bytes that could have completed a last line without a newline are gone: it
+		// is final, as when its file is retired; unless a copy of the file waits for this
+		// truncation (judged), which holds them, and is read from the line's start.
+		whole := !t.skipping && !t.lead && f.copyWaits(t)
+		f.keepTruncated(t, path, whole)
+		if !whole {
+			f.r.finish(t, path)
+		}
 		t.restart()
 	} else if size == t.off {
 		return false

@@ -41,7 +41,8 @@ func naiveRotated(base, name string) bool {
 
 // FuzzRotatedName: whatever a directory lists beside a path's base (any bytes, not UTF-8,
 // the base itself, a prefix of it), rotatedName never panics and says what the pattern
-// of a rotated name says. Seeds: TestRotatedName's, and testdata/fuzz.
+// of a rotated name says, and a rotated name's base is among those rotatedBases gives for
+// it, by which a restart looks it up. Seeds: TestRotatedName's, and testdata/fuzz.
 func FuzzRotatedName(f *testing.F) {
 	for _, s := range [][2]string{
 		{"access.log", "access.log.1"},
@@ -74,6 +75,9 @@ func FuzzRotatedName(f *testing.F) {
 		got := rotatedName(base, name)
 		if want := naiveRotated(base, name); got != want {
 			t.Fatalf("rotatedName(%q, %q) = %v, the naive pattern says %v", base, name, got, want)
+		}
+		if got && !slices.Contains(rotatedBases(name), base) {
+			t.Fatalf("rotatedBases(%q) = %q, which lacks %q", name, rotatedBases(name), base)
 		}
 	})
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/cespare/xxhash/v2"
+	"github.com/logwindow/logwindow_exporter/config"
 )
 
 // Position is where a follower read a file up to, for a restart to read on from there
@@ -79,6 +80,11 @@ func (f *Follower) positions() []Position {
 		if judging && off == 0 {
 			continue // a copy's lines before where it is read from would be read again
 		}
+		if u := t.judgeOf.Load(); judging && u != nil && f.byID[u.id] == u && !u.rotated && off >= u.done.Load() {
+			// A copy of u that holds all u was read up to: found without a position after a
+			// restart, it is read from u's position, or from its end when u is intact.
+			continue
+		}
 		head, err := headHash(t.f, off, &buf)
 		if err != nil {
 			continue // a file that cannot be read now is read again from its start after a restart
@@ -106,8 +112,16 @@ type resume struct {
 	// order is the files in the order of Options.Resume: the rotated ones are finished
 	// in it.
 	order []fileID
-	// all are the positions of Options.Resume, each file's first.
-	all []Position
+	// all are the positions of Options.Resume, each file's first; byIno, byPath and
+	// byName hold them by inode, by path and by directory and name, as a restart looks
+	// for them: a glob resumes thousands of positions, often of one directory, which a
+	// search of all for each file would make a start of seconds.
+	all    []Position
+	byIno  map[uint64][]Position
+	byPath map[string][]Position
+	byName map[string]map[string][]Position
+	// truncated holds Options.Truncated as byName does the positions.
+	truncated map[string]map[string][]Position
 	// intact holds the paths of positions whose files the first scan found with the
 	// first bytes they had: at a path of the input still, they are read on. rewritten
 	// holds those of positions whose file's device and inode the first scan found with
@@ -119,31 +133,51 @@ type resume struct {
 	// bytes, none, are intact whatever was done to them since, a copytruncate too, whose
 	// copy holds none of the lines read. One unchanged since is intact.
 	unread map[string]fileID
-	// resumed holds the files read on from their positions.
+	// resumed holds the files read on from their positions, and copies the paths of the
+	// positions the files the first scan found without one were taken for copies of.
 	resumed map[fileID]bool
+	copies  map[fileID]string
 }
 
-func newResume(ps []Position) *resume {
+func newResume(ps, truncated []Position) *resume {
 	if ps == nil {
 		return nil
 	}
-	r := &resume{byID: make(map[fileID]Position, len(ps)), intact: map[string]bool{}, rewritten: map[string]bool{}, unread: map[string]fileID{}, resumed: map[fileID]bool{}}
+	r := &resume{byID: make(map[fileID]Position, len(ps)), intact: map[string]bool{}, rewritten: map[string]bool{}, unread: map[string]fileID{}, resumed: map[fileID]bool{}, copies: map[fileID]string{},
+		byIno: map[uint64][]Position{}, byPath: map[string][]Position{}, byName: map[string]map[string][]Position{}, truncated: map[string]map[string][]Position{}}
 	for _, p := range ps {
 		id := fileID{dev: p.Dev, ino: p.Ino}
 		if _, dup := r.byID[id]; !dup {
 			r.byID[id] = p
 			r.order = append(r.order, id)
 			r.all = append(r.all, p)
+			r.byPath[p.Path] = append(r.byPath[p.Path], p)
+			r.byIno[p.Ino] = append(r.byIno[p.Ino], p)
+			byName(r.byName, p)
 		}
 	}
+	for _, p := range truncated {
+		byName(r.truncated, p)
+	}
 	return r
+}
+
+// byName adds p to m, by the directory and the name of its path.
+func byName(m map[string]map[string][]Position, p Position) {
+	dir, name := filepath.Dir(p.Path), filepath.Base(p.Path)
+	if m[dir] == nil {
+		m[dir] = map[string][]Position{}
+	}
+	m[dir][name] = append(m[dir][name], p)
 }
 
 // resumeAt says where a file found by the first scan is read from when Options.Resume
 // is set: from its saved position when it has one and its first bytes are those it had,
 // else from its start, as it appeared after the positions were taken (the file that
 // replaced a rotated one, or a new one), unless it is the copy of a position's file
-// (copyOf). ok is false without Options.Resume.
+// (copyOf), or of a file found truncated before they were taken (Options.Truncated: its
+// copy found after the truncation was read), or a file closed after it left its path
+// (Options.Left). ok is false without Options.Resume.
 func (f *Follower) resumeAt(id fileID, file *os.File) (off int64, ok bool) {
 	r := f.resume
 	if r == nil {
@@ -151,9 +185,23 @@ func (f *Follower) resumeAt(id fileID, file *os.File) (off int64, ok bool) {
 	}
 	p, found := r.byID[id]
 	if !found {
-		return copyOf(file, id, r.all), true
+		p, found = r.renumbered(id, file)
 	}
-	delete(r.byID, id)
+	if !found {
+		if off, back := f.cameBack(id, file); back {
+			return off, true // closed by the follower of the positions after it left its path
+		}
+		dir := filepath.Dir(file.Name())
+		off, of := copyOf(file, id, r.byName[dir])
+		if cut, _ := copyOf(file, id, r.truncated[dir]); cut >= off && cut > 0 {
+			return cut, true // of a file truncated since the position: not of one as it was
+		}
+		if off > 0 {
+			r.copies[id] = of
+		}
+		return off, true
+	}
+	delete(r.byID, fileID{dev: p.Dev, ino: p.Ino})
 	var buf [headLen]byte
 	if h, err := headHash(file, p.Offset, &buf); err != nil || h != p.Head {
 		r.rewritten[p.Path] = true
@@ -164,8 +212,27 @@ func (f *Follower) resumeAt(id fileID, file *os.File) (off int64, ok bool) {
 	} else {
 		r.intact[p.Path] = true
 	}
-	r.resumed[id] = true
+	r.resumed[fileID{dev: p.Dev, ino: p.Ino}] = true
 	return p.Offset, true
+}
+
+// renumbered returns the position not applied yet of file, of identity id, at its path,
+// when the file's device number is not the position's: a node's reboot may number its
+// disks otherwise (LVM, NVMe), and a file system without a device of its own (btrfs,
+// overlayfs, NFS) is given another number at each mount. It is the file of a position of
+// its path with its inode, beginning with the bytes that file had: read again from its
+// start instead, every line of it would count twice.
+func (r *resume) renumbered(id fileID, file *os.File) (Position, bool) {
+	var buf [headLen]byte
+	for _, p := range r.byPath[file.Name()] {
+		if _, pending := r.byID[fileID{dev: p.Dev, ino: p.Ino}]; !pending || p.Ino != id.ino || p.Dev == id.dev {
+			continue
+		}
+		if h, err := headHash(file, p.Offset, &buf); err == nil && h == p.Head {
+			return p, true
+		}
+	}
+	return Position{}, false
 }
 
 // changedAfter reports whether file was written or truncated after taken. A log at offset
@@ -224,6 +291,7 @@ func (f *Follower) resumeRotated() {
 	if f.o.HandOver {
 		say = handOverLog
 	}
+	f.readCopiesAtEnd(r)
 	var found []*tracked
 	// said is, by found file, what the log says of it once the follower kept it: another
 	// follower of the glob may have claimed it first.
@@ -239,7 +307,17 @@ func (f *Follower) resumeRotated() {
 		if !ok || f.o.Select != nil && !f.o.Select(p.Path) {
 			continue
 		}
-		file := dirs.openByID(filepath.Dir(p.Path), id)
+		var file *os.File
+		for _, at := range f.rotationPaths(p.Path) {
+			// By its inode alone when its device was renumbered since (renumbered): its
+			// first bytes are checked below.
+			if file = dirs.openByID(filepath.Dir(at), id); file != nil {
+				break
+			}
+			if file = dirs.openByIno(filepath.Dir(at), id.ino); file != nil {
+				break
+			}
+		}
 		if file == nil {
 			f.o.Logger.Info(say.gone, "path", p.Path, "offset", p.Offset)
 			lost[p.Path] = true
@@ -252,7 +330,7 @@ func (f *Follower) resumeRotated() {
 			lost[p.Path] = true
 			continue
 		}
-		t := f.rotatedFile(id, file, p.Path, p.Offset)
+		t := f.rotatedFile(idOf(fi), file, p.Path, p.Offset)
 		found = append(found, t)
 		r.resumed[id] = true
 		said[t] = saying{say.rotated, []any{"path", p.Path, "file", file.Name(), "offset", p.Offset}}
@@ -295,8 +373,13 @@ func (f *Follower) resumeRotated() {
 		if since.Before(f.o.Taken) {
 			since = f.o.Taken
 		}
-		for _, a := range rotatedAfter(path, since, known, dirs.list) {
-			if ofPosition(a.file, a.id, r.all) {
+		var away []rotatedAway
+		for _, at := range f.rotationPaths(path) {
+			away = append(away, rotatedAfter(at, since, known, dirs.list)...)
+		}
+		slices.SortStableFunc(away, func(a, b rotatedAway) int { return a.mtime.Compare(b.mtime) })
+		for _, a := range away {
+			if r.ofPosition(a.file, a.id) {
 				// Another follower of the glob reads it on from its position: the archive
 				// of a position that was written to after it (a writer that had not
 				// reopened the log yet), at a path this one does not select.
@@ -307,7 +390,7 @@ func (f *Follower) resumeRotated() {
 				_ = a.file.Close()
 				continue
 			}
-			off := copiedAt(a.file, path, r.all, r.resumed)
+			off := copiedAt(a.file, r.byPath[path], r.resumed)
 			t := f.rotatedFile(a.id, a.file, path, off)
 			found = append(found, t)
 			said[t] = saying{say.after, []any{"path", path, "file", a.file.Name(), "offset", off}}
@@ -329,6 +412,43 @@ func (f *Follower) resumeRotated() {
 	for _, t := range found {
 		f.c.rotations.Add(1)
 		f.o.Logger.Info(said[t].msg, said[t].attrs...)
+	}
+}
+
+// rotationPaths is where the files rotated away from path are looked for after a restart:
+// path's directory and name, and when path is a symbolic link, those of the file it leads
+// to (a link to a log of another directory, which its rotator renames there), unless it
+// leads out of a glob's root, which is not followed.
+func (f *Follower) rotationPaths(path string) []string {
+	real, err := filepath.EvalSymlinks(path)
+	if err != nil || real == path || config.IsGlob(f.o.Path) && f.tree.realInRoot(path, real) != nil {
+		return []string{path}
+	}
+	return []string{path, real}
+}
+
+// readCopiesAtEnd has the files the first scan took for copies of a position's file
+// (copyOf) read from their end when that file was found at its path as it was, not
+// truncated: the copy of logrotate's copy, or a backup made with cp, whose lines past the
+// position that file holds too, read there (as judged has one found while running).
+// After a copytruncate, the copy is read from the position.
+func (f *Follower) readCopiesAtEnd(r *resume) {
+	for id, of := range r.copies {
+		if !r.intact[of] {
+			continue
+		}
+		f.mu.Lock()
+		t := f.byID[id]
+		f.mu.Unlock()
+		if t == nil {
+			continue
+		}
+		fi, err := f.o.stat(t.f)
+		if err != nil {
+			continue
+		}
+		t.positionAt(fi.Size()) // the reader has not started: t is still the scan's
+		f.o.Logger.Info("file is a copy of a file read on at its path, reading it from its end", "path", t.path, "of", of, "offset", fi.Size())
 	}
 }
 
@@ -366,15 +486,15 @@ func (f *Follower) rotatedFile(id fileID, file *os.File, path string, off int64)
 	return t
 }
 
-// copiedAt is where file is read from when it begins with the bytes a position of path
-// had, of a file not read on from it (resumed holds those): the copy that logrotate's
-// copytruncate makes of the log before it truncates it, which holds what it had been read
-// up to at the position, and what was written to it after, until the copy. Another file
-// is read from its start.
-func copiedAt(file *os.File, path string, ps []Position, resumed map[fileID]bool) int64 {
+// copiedAt is where file is read from when it begins with the bytes a position of its
+// path (ps, those of the path) had, of a file not read on from it (resumed holds those):
+// the copy that logrotate's copytruncate makes of the log before it truncates it, which
+// holds what it had been read up to at the position, and what was written to it after,
+// until the copy. Another file is read from its start.
+func copiedAt(file *os.File, ps []Position, resumed map[fileID]bool) int64 {
 	var buf [headLen]byte
 	for _, p := range ps {
-		if p.Path != path || p.Offset == 0 || resumed[fileID{dev: p.Dev, ino: p.Ino}] {
+		if p.Offset == 0 || resumed[fileID{dev: p.Dev, ino: p.Ino}] {
 			continue
 		}
 		if h, err := headHash(file, p.Offset, &buf); err == nil && h == p.Head {
@@ -393,38 +513,63 @@ func copiedAt(file *os.File, path string, ps []Position, resumed map[fileID]bool
 // twice. As the follower judges such a copy (copied), it is named as one of the
 // position's file's rotated ones: another log may begin with the bytes its neighbour had
 // when the snapshot was taken (a line or two, or the first KiB of replicas of one
-// program). Any other file is read from its start.
-func copyOf(file *os.File, id fileID, ps []Position) int64 {
+// program). Any other file is read from its start. named holds the positions of file's
+// directory by the name of their path; of is the path of the position it is a copy of.
+func copyOf(file *os.File, id fileID, named map[string][]Position) (off int64, of string) {
+	if len(named) == 0 {
+		return 0, ""
+	}
 	fi, err := file.Stat()
 	if err != nil {
-		return 0
+		return 0, ""
 	}
-	dir, name := filepath.Dir(file.Name()), filepath.Base(file.Name())
+	name := filepath.Base(file.Name())
 	var buf [headLen]byte
-	var off int64
-	for _, p := range ps {
-		if p.Offset <= off || p.Offset > fi.Size() || (fileID{dev: p.Dev, ino: p.Ino}) == id || filepath.Dir(p.Path) != dir ||
-			!rotatedName(filepath.Base(p.Path), name) {
-			continue
-		}
-		if h, err := headHash(file, p.Offset, &buf); err == nil && h == p.Head {
-			off = p.Offset
+	for _, base := range rotatedBases(name) {
+		for _, p := range named[base] {
+			if p.Offset <= off || p.Offset > fi.Size() || (fileID{dev: p.Dev, ino: p.Ino}) == id || !rotatedName(base, name) {
+				continue
+			}
+			if h, err := headHash(file, p.Offset, &buf); err == nil && h == p.Head {
+				off, of = p.Offset, p.Path
+			}
 		}
 	}
-	return off
+	return off, of
 }
 
-// ofPosition reports whether file, of identity id, is the file of one of ps: of its
-// identity, and beginning with the bytes it had then. Another file given its inode since
-// (the file of a position deleted, then another made) is not.
-func ofPosition(file *os.File, id fileID, ps []Position) bool {
-	var buf [headLen]byte
-	for _, p := range ps {
-		if (fileID{dev: p.Dev, ino: p.Ino}) != id {
+// rotatedBases returns the names name may be a rotated name of (rotatedName), and some it
+// is not: a rotator's suffix begins with ".", "-" or "_", after the base, or after its
+// stem with its extension after the suffix.
+func rotatedBases(name string) []string {
+	var out []string
+	ext := filepath.Ext(name)
+	for k := range len(name) {
+		if strings.IndexByte(".-_", name[k]) < 0 {
 			continue
 		}
-		h, err := headHash(file, p.Offset, &buf)
-		return err == nil && h == p.Head
+		out = append(out, name[:k])
+		if ext != "" && k < len(name)-len(ext) {
+			out = append(out, name[:k]+ext)
+		}
+	}
+	return out
+}
+
+// ofPosition reports whether file, of identity id, is the file of a position: of its
+// identity, or of its inode on a device renumbered since (renumbered), and beginning with
+// the bytes it had then. Another file given its inode since (the file of a position
+// deleted, then another made) is not.
+func (r *resume) ofPosition(file *os.File, id fileID) bool {
+	ps := r.byIno[id.ino]
+	if i := slices.IndexFunc(ps, func(p Position) bool { return p.Dev == id.dev }); i >= 0 {
+		ps = ps[i : i+1] // of its identity: no other is
+	}
+	var buf [headLen]byte
+	for _, p := range ps {
+		if h, err := headHash(file, p.Offset, &buf); err == nil && h == p.Head {
+			return true
+		}
 	}
 	return false
 }
@@ -442,15 +587,23 @@ type rotatedAway struct {
 // write. A log's rotated files are last written when they leave its path, one rotation
 // after the other; the archives rotated before since were written before it, and a
 // compressed one is named with a suffix of letters. readDir lists the directory
-// (os.ReadDir).
+// (os.ReadDir), sorted by name: only the names that begin as path's does without its
+// extension are looked at, not every file of a directory of thousands of logs for each.
 func rotatedAfter(path string, since time.Time, known map[fileID]bool, readDir func(string) ([]os.DirEntry, error)) []rotatedAway {
 	dir, base := filepath.Split(path)
 	entries, err := readDir(filepath.Clean(dir))
 	if err != nil {
 		return nil
 	}
+	// Every rotated name begins with the stem: rotatedName puts a suffix after base, or
+	// between the stem and the extension.
+	stem := strings.TrimSuffix(base, filepath.Ext(base))
+	from, _ := slices.BinarySearchFunc(entries, stem, func(e os.DirEntry, s string) int { return strings.Compare(e.Name(), s) })
 	var out []rotatedAway
-	for _, e := range entries {
+	for _, e := range entries[from:] {
+		if !strings.HasPrefix(e.Name(), stem) {
+			break
+		}
 		if !e.Type().IsRegular() || !rotatedName(base, e.Name()) {
 			continue
 		}
@@ -590,8 +743,10 @@ func timeTail(s string, field int) bool {
 type listings struct {
 	readDir func(string) ([]os.DirEntry, error)
 	listed  map[string]listing
-	// names holds, by directory, its regular files' names by device and inode.
+	// names holds, by directory, its regular files' names by device and inode, and inos
+	// their identities by inode.
 	names map[string]map[fileID]string
+	inos  map[string]map[uint64]fileID
 }
 
 // listing is what a directory's listing gave.
@@ -602,14 +757,18 @@ type listing struct {
 
 // newListings lists directories with readDir (os.ReadDir).
 func newListings(readDir func(string) ([]os.DirEntry, error)) *listings {
-	return &listings{readDir: readDir, listed: map[string]listing{}, names: map[string]map[fileID]string{}}
+	return &listings{readDir: readDir, listed: map[string]listing{}, names: map[string]map[fileID]string{}, inos: map[string]map[uint64]fileID{}}
 }
 
-// list is dir's listing.
+// list is dir's listing, sorted by name (as os.ReadDir sorts it).
 func (l *listings) list(dir string) ([]os.DirEntry, error) {
 	d, ok := l.listed[dir]
 	if !ok {
 		d.entries, d.err = l.readDir(dir)
+		byName := func(a, b os.DirEntry) int { return strings.Compare(a.Name(), b.Name()) }
+		if !slices.IsSortedFunc(d.entries, byName) {
+			slices.SortFunc(d.entries, byName)
+		}
 		l.listed[dir] = d
 	}
 	return d.entries, d.err
@@ -617,27 +776,45 @@ func (l *listings) list(dir string) ([]os.DirEntry, error) {
 
 // openByID opens the regular file of dir whose device and inode are id, or returns nil.
 func (l *listings) openByID(dir string, id fileID) *os.File {
-	names, ok := l.names[dir]
-	if !ok {
-		names = map[fileID]string{}
-		entries, _ := l.list(dir)
-		for _, e := range entries {
-			if !e.Type().IsRegular() {
-				continue
-			}
-			if fi, err := e.Info(); err == nil {
-				if _, dup := names[idOf(fi)]; !dup { // hard links: the first name listed
-					names[idOf(fi)] = e.Name()
-				}
-			}
-		}
-		l.names[dir] = names
-	}
-	name, ok := names[id]
+	name, ok := l.identities(dir)[id]
 	if !ok {
 		return nil
 	}
 	return openListed(dir, name, id)
+}
+
+// openByIno opens the regular file of dir whose inode is ino, on whichever device, or
+// returns nil.
+func (l *listings) openByIno(dir string, ino uint64) *os.File {
+	l.identities(dir)
+	id, ok := l.inos[dir][ino]
+	if !ok {
+		return nil
+	}
+	return l.openByID(dir, id)
+}
+
+// identities are the names of dir's regular files by device and inode; l.inos[dir] has
+// their identities by inode.
+func (l *listings) identities(dir string) map[fileID]string {
+	if names, ok := l.names[dir]; ok {
+		return names
+	}
+	names, inos := map[fileID]string{}, map[uint64]fileID{}
+	entries, _ := l.list(dir)
+	for _, e := range entries {
+		if !e.Type().IsRegular() {
+			continue
+		}
+		if fi, err := e.Info(); err == nil {
+			if _, dup := names[idOf(fi)]; !dup { // hard links: the first name listed
+				names[idOf(fi)] = e.Name()
+				inos[idOf(fi).ino] = idOf(fi)
+			}
+		}
+	}
+	l.names[dir], l.inos[dir] = names, inos
+	return names
 }
 
 // openListed opens name in dir, which a listing found to be the regular file id, or

@@ -378,6 +378,9 @@ func TestRotatedName(t *testing.T) {
 		if got := rotatedName(tc.base, tc.name); got != tc.want {
 			t.Errorf("rotatedName(%q, %q) = %v, want %v", tc.base, tc.name, got, tc.want)
 		}
+		if tc.want && !slices.Contains(rotatedBases(tc.name), tc.base) {
+			t.Errorf("rotatedBases(%q) = %q, which lacks %q", tc.name, rotatedBases(tc.name), tc.base)
+		}
 	}
 }
 

@@ -75,11 +75,14 @@ type tracked struct {
 	// positions pass over meanwhile, or have at done when it is held as a copy of part of
 	// what was read (done is its size then). judgeSize is its size when last looked at, and
 	// judgeAt when that size was first seen, judgeKept the truncated files it may be a
-	// copy of (reader).
+	// copy of, judgeLive whether it began as one of a file read at its path (reader), and
+	// judgeOf the file read at its path it was last found to hold all that was read of.
 	judging   atomic.Bool
 	judgeSize int64
 	judgeAt   time.Time
 	judgeKept []copied
+	judgeLive bool
+	judgeOf   atomic.Pointer[tracked]
 
 	// backfill: Options.Backfill is still to be called for what precedes off;
 	// holdsReady when it is counted in Follower.backfills (a file opened by the first

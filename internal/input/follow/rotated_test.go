@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -74,6 +75,147 @@ func TestResumeSlowArchive(t *testing.T) {
 	rename(t, log, archive)
 	writeLines(t, create(t, log), 101, 150)
 
+	expectResumed(t, o, positions, taken)
+}
+
+// TestResumeSymlinkRotated: an input's path that is a symbolic link to a log of another
+// directory, rotated there while the exporter was down, has the file of its position
+// found where its rotator renamed it, beside the file the link leads to, and read on from
+// the position; so are the files rotated away after it, named as that file is. Looked
+// for beside the link alone, it was lost with what was written to it after the snapshot.
+func TestResumeSymlinkRotated(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		glob bool
+		// down rotates the log the link leads to, whose writer is w, and returns the
+		// lines to be read: those written after the positions.
+		down func(t *testing.T, real string, w *os.File) span
+	}{{
+		name: "rotated once",
+		down: func(t *testing.T, real string, w *os.File) span {
+			writeLines(t, w, 101, 120)
+			rename(t, real, real+".1")
+			writeLines(t, create(t, real), 121, 150)
+			return span{101, 150}
+		},
+	}, {
+		name: "rotated once, the link in a glob",
+		glob: true,
+		down: func(t *testing.T, real string, w *os.File) span {
+			writeLines(t, w, 101, 120)
+			rename(t, real, real+".1")
+			writeLines(t, create(t, real), 121, 150)
+			return span{101, 150}
+		},
+	}, {
+		// The file of the position compressed after a second rotation: the one rotated
+		// after it is read whole.
+		name: "rotated twice",
+		down: func(t *testing.T, real string, w *os.File) span {
+			rename(t, real, real+".1")
+			writeLines(t, create(t, real), 101, 130)
+			if err := os.Remove(real + ".1"); err != nil {
+				t.Fatal(err)
+			}
+			rename(t, real, real+".1")
+			writeLines(t, create(t, real), 131, 150)
+			return span{101, 150}
+		},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			links, target := filepath.Join(dir, "links"), filepath.Join(dir, "links", "releases")
+			if err := os.MkdirAll(target, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			real, link := filepath.Join(target, "app.log"), filepath.Join(links, "current.log")
+			w := create(t, real)
+			writeLines(t, w, 1, 100)
+			if err := os.Symlink(real, link); err != nil {
+				t.Fatal(err)
+			}
+			path := link
+			if tc.glob {
+				path = filepath.Join(links, "*.log")
+			}
+			positions, o := readFirst(t, modes[1].options(path))
+			taken := time.Now().Add(-time.Second) // see TestResume
+			want := tc.down(t, real, w)
+			o.Resume, o.Taken = positions, taken
+			next := newCollector()
+			start(t, o, next.handle)
+			waitFor(t, "the lines written while down", func() bool { return next.has(want.from, want.to) })
+			next.expectExactly(t, want)
+		})
+	}
+}
+
+// TestResumeRenumberedDevice: positions whose files' device was numbered otherwise since
+// they were taken (a node's reboot renumbers an LVM or NVMe disk; btrfs, overlayfs and NFS
+// get a new number at each mount) still find their files by inode and first bytes, at
+// their path and in its directory: appended, the log is read on from its position, not
+// again from its start; rotated, the file of the position is read on from there, and
+// the new log from its start.
+func TestResumeRenumberedDevice(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		glob bool
+		down func(t *testing.T, log string, w *os.File)
+	}{{
+		name: "appended",
+		down: func(t *testing.T, log string, w *os.File) { writeLines(t, w, 101, 150) },
+	}, {
+		name: "appended, a glob",
+		glob: true,
+		down: func(t *testing.T, log string, w *os.File) { writeLines(t, w, 101, 150) },
+	}, {
+		name: "rotated",
+		down: func(t *testing.T, log string, w *os.File) {
+			writeLines(t, w, 101, 120)
+			rename(t, log, log+".1")
+			writeLines(t, create(t, log), 121, 150)
+		},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			log := filepath.Join(dir, "access.log")
+			w := create(t, log)
+			writeLines(t, w, 1, 100)
+			path := log
+			if tc.glob {
+				path = filepath.Join(dir, "*.log")
+			}
+			positions, o := readFirst(t, modes[1].options(path))
+			for i := range positions {
+				positions[i].Dev++
+			}
+			taken := time.Now().Add(-time.Second) // see TestResume
+			tc.down(t, log, w)
+			expectResumed(t, o, positions, taken)
+		})
+	}
+}
+
+// TestResumeGlobCopyNotTruncated: a glob that matches the log's rotated names finds at a
+// restart a copy of the log made while the exporter was down, the log not truncated
+// (logrotate's copy, a backup made with cp): the copy's lines past the position are the
+// log's, read on from there, and the copy is read from its end, not from the position.
+func TestResumeGlobCopyNotTruncated(t *testing.T) {
+	dir := t.TempDir()
+	log := filepath.Join(dir, "access.log")
+	w := create(t, log)
+	writeLines(t, w, 1, 100)
+	positions, o := readFirst(t, modes[1].options(log+"*"))
+	taken := time.Now().Add(-time.Second) // see TestResume
+	writeLines(t, w, 101, 120)
+	data, err := os.ReadFile(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(log+".1", data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	writeLines(t, w, 121, 150)
 	expectResumed(t, o, positions, taken)
 }
 
@@ -534,6 +676,63 @@ func TestResumeListsOnce(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestResumeLooksByName: a restart of a glob of many logs in one directory (the kubelet's
+// /var/log/containers), each rotated while the exporter was down, reads the names of the
+// directory's files a few times each, not once per log: every log's rotated files are
+// found among the names that begin as its own does, where a look at every file of the
+// directory for each log made a restart of 4,000 logs take seconds.
+func TestResumeLooksByName(t *testing.T) {
+	const logs = 300
+	dir := t.TempDir()
+	var ws []*os.File
+	for i := range logs {
+		w := create(t, filepath.Join(dir, fmt.Sprintf("pod-%03d.log", i)))
+		writeLines(t, w, i+1, i+1)
+		ws = append(ws, w)
+	}
+	o := modes[1].options(filepath.Join(dir, "*.log"))
+	o.FromBeginning = true
+	first := newCollector()
+	f := start(t, o, first.handle)
+	waitFor(t, "the lines before the snapshot", func() bool { return first.has(1, logs) })
+	f.Stop()
+	positions := f.Positions()
+	taken := time.Now().Add(-time.Second) // see TestResume
+	for i, w := range ws {
+		writeLines(t, w, logs+i+1, logs+i+1)
+		path := filepath.Join(dir, fmt.Sprintf("pod-%03d.log", i))
+		rename(t, path, path+".1")
+		writeLines(t, create(t, path), 2*logs+i+1, 2*logs+i+1)
+	}
+	var names atomic.Int64
+	o.readDir = func(d string) ([]os.DirEntry, error) {
+		entries, err := os.ReadDir(d)
+		for i, e := range entries {
+			entries[i] = namedEntry{e, &names}
+		}
+		return entries, err
+	}
+	o.Resume, o.Taken = positions, taken
+	next := newCollector()
+	start(t, o, next.handle)
+	waitFor(t, "the lines written while down", func() bool { return next.has(logs+1, 3*logs) })
+	next.expectExactly(t, span{logs + 1, 3 * logs})
+	if n, most := names.Load(), int64(20*2*logs); n > most {
+		t.Errorf("the names of the directory's %d files read %d times, want %d at most", 2*logs, n, most)
+	}
+}
+
+// namedEntry is a directory entry that counts the reads of its name.
+type namedEntry struct {
+	os.DirEntry
+	reads *atomic.Int64
+}
+
+func (e namedEntry) Name() string {
+	e.reads.Add(1)
+	return e.DirEntry.Name()
 }
 
 // countedEntry is a directory entry that tells when it is looked at (Info).

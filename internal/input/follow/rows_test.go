@@ -776,6 +776,282 @@ func TestSymlinkRetargetedBack(t *testing.T) {
 	}
 }
 
+// TestSymlinkRetargetedBackAfterRestart: a symlink retargeted to another file, the first
+// closed after the grace, then back to it after the follower was stopped and another
+// started from its positions and the files it closed (Left): the first file is read on
+// from where it was left, not again from its start, whether the link came back while
+// the follower was down (the first scan finds the file without a position) or after.
+func TestSymlinkRetargetedBackAfterRestart(t *testing.T) {
+	for _, whileDown := range []bool{true, false} {
+		t.Run(fmt.Sprintf("while down %v", whileDown), func(t *testing.T) {
+			dir := t.TempDir()
+			p := filepath.Join(dir, "current.log")
+			blue, green := filepath.Join(dir, "blue.log"), filepath.Join(dir, "green.log")
+			b, g := create(t, blue), create(t, green)
+			retarget := func(to string) {
+				if err := os.Symlink(to, p+".tmp"); err != nil {
+					t.Fatal(err)
+				}
+				rename(t, p+".tmp", p)
+			}
+			retarget(blue)
+			o := modes[1].options(p)
+			o.FromBeginning = true
+			first := newCollector()
+			f := start(t, o, first.handle)
+			writeLines(t, b, 1, 100)
+			waitFor(t, "the lines of the first target", func() bool { return first.has(1, 100) })
+			retarget(green)
+			writeLines(t, g, 101, 200)
+			waitFor(t, "the second target's lines, the first closed", func() bool {
+				return first.has(101, 200) && len(f.Left()) == 1
+			})
+			f.Stop()
+			first.expectExactly(t, span{1, 200})
+
+			o.FromBeginning, o.Resume, o.Left = false, f.Positions(), f.Left()
+			if whileDown {
+				retarget(blue)
+			}
+			next := newCollector()
+			f = start(t, o, next.handle)
+			if !whileDown {
+				retarget(blue)
+			}
+			writeLines(t, b, 201, 300)
+			waitFor(t, "the lines written to the first target again", func() bool { return next.has(201, 300) })
+			turns := f.turns.Load()
+			waitFor(t, "two more turns of the reader", func() bool { return f.turns.Load() > turns+2 })
+			next.expectExactly(t, span{201, 300})
+		})
+	}
+}
+
+// TestCopyOfFileBehind: a glob that matches rotated names finds the copy logrotate made of
+// the log while the follower is behind on the log (more than a turn's read). The copy's
+// lines past where the log was read are the log's too: they are read from the copy only
+// when the log is found truncated (copytruncate), from where it had been read up to then
+// (its end, the reader caught up first; or within a line, the rest of which the copy
+// holds: from the line's start, the part read of it not handed on), and not at all when
+// the log is not (logrotate's copy, a backup made with cp), which is read on. Judged at
+// once against where the log was read up to, the copy was read from there while the log
+// was read on past it: the lines between counted twice. Driven by hand, on an injected
+// clock.
+func TestCopyOfFileBehind(t *testing.T) {
+	for _, tc := range []struct {
+		truncate, behind bool
+	}{{true, false}, {true, true}, {false, false}} {
+		truncate := tc.truncate
+		t.Run(fmt.Sprintf("truncated %v, behind %v", truncate, tc.behind), func(t *testing.T) {
+			dir := t.TempDir()
+			log := filepath.Join(dir, "access.log")
+			w := create(t, log)
+			writeLines(t, w, 1, 100)
+			clock := testclock.New(time.Unix(1_700_000_000, 0))
+			c := newCollector()
+			f, err := newFollower(Options{Path: log + "*", FromBeginning: true, noNotify: true, now: clock.Now, RotationGrace: time.Minute, Logger: testLogger(t)}, c.handle)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(f.Stop)
+			f.discover(true)
+			f.readAll()
+			// More than a turn reads of one file (passBudget) behind.
+			const copied = 30_000
+			writeLines(t, w, 101, copied)
+			data, err := os.ReadFile(log)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(log+".1", data, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			f.discover(false)
+			for more := f.readAll(); more && !tc.behind; more = f.readAll() {
+			}
+			if truncate {
+				if err := w.Truncate(0); err != nil {
+					t.Fatal(err)
+				}
+			}
+			writeLines(t, w, copied+1, copied+100)
+			for range 20 {
+				f.readAll()
+			}
+			clock.Add(2 * time.Minute)
+			for range 3 {
+				f.readAll()
+			}
+			c.expectExactly(t, span{1, copied + 100})
+		})
+	}
+}
+
+// TestCopyOfFileBehindAtStop: a copy of the log found while the follower was behind on
+// the log, waiting for the log's truncation when the follower stopped, is no position:
+// the follower resumed from the positions finds it again as a copy of the log's, and
+// reads it from there when the log was truncated meanwhile (copytruncate), from its end
+// when the log is as it was (logrotate's copy), whose lines past there the log holds.
+// Held at where the log was read up to when it was found, it was read from there after
+// a restart whatever became of the log: the lines the log holds past there counted twice.
+// Driven by hand, on an injected clock.
+func TestCopyOfFileBehindAtStop(t *testing.T) {
+	for _, truncate := range []bool{true, false} {
+		t.Run(fmt.Sprintf("truncated while down %v", truncate), func(t *testing.T) {
+			dir := t.TempDir()
+			log := filepath.Join(dir, "access.log")
+			w := create(t, log)
+			writeLines(t, w, 1, 100)
+			clock := testclock.New(time.Unix(1_700_000_000, 0))
+			o := Options{Path: log + "*", FromBeginning: true, noNotify: true, now: clock.Now, RotationGrace: time.Minute, Logger: testLogger(t)}
+			c := newCollector()
+			f, err := newFollower(o, c.handle)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f.discover(true)
+			f.readAll()
+			const copied = 30_000 // more than a turn reads of one file (passBudget)
+			writeLines(t, w, 101, copied)
+			data, err := os.ReadFile(log)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(log+".1", data, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			f.discover(false)
+			f.readAll()
+			f.Stop()
+			if truncate {
+				if err := w.Truncate(0); err != nil {
+					t.Fatal(err)
+				}
+			}
+			writeLines(t, w, copied+1, copied+100)
+
+			o.FromBeginning, o.Resume, o.Truncated = false, f.Positions(), f.Truncated()
+			f, err = newFollower(o, c.handle)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(f.Stop)
+			f.discover(true)
+			f.resumeRotated()
+			for f.readAll() {
+			}
+			c.expectExactly(t, span{1, copied + 100})
+		})
+	}
+}
+
+// TestCopyOfFileThatLeft: a glob that matches rotated names finds a copy of the log, and
+// the log then leaves its path without a truncation (deleted and made again, or renamed
+// away): the copy's lines are the log's, read to its end, and the copy is read from its
+// end, not from its start once the log it was found a copy of is no longer at a path.
+// Driven by hand, on an injected clock.
+func TestCopyOfFileThatLeft(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		leave func(t *testing.T, log string)
+	}{
+		{"deleted", func(t *testing.T, log string) {
+			if err := os.Remove(log); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"renamed", func(t *testing.T, log string) { rename(t, log, log+".old") }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			log := filepath.Join(dir, "access.log")
+			w := create(t, log)
+			writeLines(t, w, 1, 100)
+			clock := testclock.New(time.Unix(1_700_000_000, 0))
+			c := newCollector()
+			f, err := newFollower(Options{Path: log + "*", FromBeginning: true, noNotify: true, now: clock.Now, RotationGrace: time.Minute, Logger: testLogger(t)}, c.handle)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(f.Stop)
+			f.discover(true)
+			f.readAll()
+			data, err := os.ReadFile(log)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(log+".1", data, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			f.discover(false)
+			f.readAll()
+			tc.leave(t, log)
+			writeLines(t, create(t, log), 101, 110)
+			f.discover(false)
+			for range 3 {
+				f.readAll()
+			}
+			clock.Add(2 * time.Minute)
+			for range 3 {
+				f.readAll()
+			}
+			c.expectExactly(t, span{1, 110})
+		})
+	}
+}
+
+// TestResumeCopyAfterTruncation: a glob that matches rotated names, whose follower read
+// the log's truncation (copytruncate) and stopped before it found the copy: the follower
+// resumed from its positions and what it found truncated (Truncated) reads the copy from
+// where the log was read up to before its truncation, not from its start, whose lines
+// were counted. Driven by hand, on an injected clock.
+func TestResumeCopyAfterTruncation(t *testing.T) {
+	dir := t.TempDir()
+	log := filepath.Join(dir, "access.log")
+	w := create(t, log)
+	writeLines(t, w, 1, 100)
+	clock := testclock.New(time.Unix(1_700_000_000, 0))
+	o := Options{Path: log + "*", FromBeginning: true, noNotify: true, now: clock.Now, RotationGrace: time.Minute, Logger: testLogger(t)}
+	first := newCollector()
+	f, err := newFollower(o, first.handle)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.discover(true)
+	f.readAll()
+	writeLines(t, w, 101, 120)
+	data, err := os.ReadFile(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(log+".1", data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Truncate(0); err != nil {
+		t.Fatal(err)
+	}
+	writeLines(t, w, 121, 130)
+	f.readAll() // the truncation, not the copy: no scan since
+	f.Stop()
+	first.expectExactly(t, span{1, 100}, span{121, 130})
+	if len(f.Truncated()) != 1 {
+		t.Fatalf("truncated %+v, want the log's", f.Truncated())
+	}
+
+	o.FromBeginning, o.Resume, o.Truncated = false, f.Positions(), f.Truncated()
+	next := newCollector()
+	f, err = newFollower(o, next.handle)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(f.Stop)
+	f.discover(true)
+	f.resumeRotated()
+	for f.readAll() {
+	}
+	next.expectExactly(t, span{101, 120})
+}
+
 // TestSameStartNoCopy: a glob's new file that begins with the first KiB of another file of
 // its directory, neither truncated nor named as its rotated file (replicas of one program
 // that log the same first lines), is another log: read from its start.

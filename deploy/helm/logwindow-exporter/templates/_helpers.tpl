@@ -696,8 +696,9 @@ the install naming the value.
 The NetworkPolicy lets in only the peers given: a port of none would take nothing (an
 empty from would take anything), syslogFrom in daemonset mode, which has no syslog
 port, would be ignored, and a peer of an ipBlock and a selector the API server refuses.
-Peers without networkPolicy.enabled make no policy at all: the exporters would stay open
-to every pod while the values say who alone may reach them.
+Peers without networkPolicy.enabled make no policy, as a value switched off does in any
+chart (a values file shared by environments keeps its peers and switches enabled per
+environment); the notes warn of it.
 */}}
 {{- define "logwindow.checkNetworkPolicy" -}}
 {{- $np := .Values.networkPolicy -}}
@@ -712,13 +713,6 @@ to every pod while the values say who alone may reach them.
 {{- range (index $np $key) -}}
 {{- if and .ipBlock (or .podSelector .namespaceSelector (hasKey . "podSelector") (hasKey . "namespaceSelector")) -}}
 {{- fail (printf "networkPolicy.%s: a peer with ipBlock and a selector, which the API server refuses: give the ipBlock as a peer of its own" $key) -}}
-{{- end -}}
-{{- end -}}
-{{- end -}}
-{{- if and (not $np.enabled) (ne .Values.mode "sidecar") -}}
-{{- range $key := list "metricsFrom" "syslogFrom" -}}
-{{- if index $np $key -}}
-{{- fail (printf "networkPolicy.%s without networkPolicy.enabled: no NetworkPolicy is made, so every pod (and, behind a NodePort or LoadBalancer, anyone) still reaches the exporters; set networkPolicy.enabled: true, or drop it" $key) -}}
 {{- end -}}
 {{- end -}}
 {{- end -}}

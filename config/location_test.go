@@ -1,0 +1,78 @@
+package config
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// timestamp: location: gives the zone a layout without one reads its times in, and is part
+// of the rule's definition: a reload that changes it starts the rule's windows over.
+func TestTimestampLocation(t *testing.T) {
+	rule := func(ts string) string {
+		return "rules:\n  - name: r\n    match: '(?P<t>.+)'\n    timestamp: " + ts + "\n"
+	}
+	cases := []struct {
+		name, ts string
+		want     string // the zone's name; "" for none
+	}{
+		{"none", `{capture: t, layout: '2006-01-02 15:04:05'}`, ""},
+		{"IANA name", `{capture: t, layout: '2006-01-02 15:04:05', location: America/New_York}`, "America/New_York"},
+		{"UTC named", `{capture: t, layout: '2006-01-02 15:04:05', location: UTC}`, "UTC"},
+		// A zone's abbreviation is read in the zone that has it (EST, EDT in New York).
+		{"abbreviation", `{capture: t, layout: '2006-01-02 15:04:05 MST', location: America/New_York}`, "America/New_York"},
+	}
+	prints := map[string]string{}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			cfg, err := Parse([]byte(rule(c.ts)), "r.yaml")
+			if err != nil {
+				t.Fatal(err)
+			}
+			ts := cfg.Rules[0].Timestamp
+			got := ""
+			if ts.Location != nil {
+				got = ts.Location.String()
+			}
+			if got != c.want {
+				t.Errorf("location %q, want %q", got, c.want)
+			}
+			if c.want == "" && ts.In() != time.UTC {
+				t.Errorf("no location reads in %v, want UTC", ts.In())
+			}
+			prints[c.name] = cfg.Rules[0].Fingerprint
+		})
+	}
+	if prints["none"] == prints["IANA name"] || prints["IANA name"] == prints["UTC named"] {
+		t.Errorf("a change of location keeps the fingerprint: %v", prints)
+	}
+	again, err := Parse([]byte(rule(strings.ReplaceAll(cases[1].ts, "'", `"`))), "r.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.Rules[0].Fingerprint != prints["IANA name"] {
+		t.Error("the same location written otherwise changes the fingerprint")
+	}
+}
+
+// A layout's literal Z says its times are UTC; Go's zone elements that begin with a Z, and
+// a Z in a word, do not.
+func TestLiteralZ(t *testing.T) {
+	for layout, want := range map[string]bool{
+		"2006-01-02T15:04:05Z":           true,
+		"2006-01-02T15:04:05.000Z":       true,
+		"2006-01-02 15:04:05 Z":          true,
+		"2006-01-02T15:04:05Z07:00":      false,
+		"2006-01-02T15:04:05Z0700":       false,
+		"2006-01-02T15:04:05Z07":         false,
+		"2006-01-02T15:04:05Z07:00:00":   false,
+		"2006-01-02 15:04:05":            false,
+		"2006-01-02 15:04:05 MST":        false,
+		"2006-01-02 15:04:05 Zone MST":   false,
+		"2006-01-02 15:04:05 (ZSTD) MST": false,
+	} {
+		if got := literalZ(layout); got != want {
+			t.Errorf("literalZ(%q) = %v, want %v", layout, got, want)
+		}
+	}
+}

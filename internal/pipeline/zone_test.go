@@ -1,0 +1,158 @@
+package pipeline
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/logwindow/logwindow_exporter/config"
+	"github.com/logwindow/logwindow_exporter/internal/testutil/syncbuf"
+	"github.com/logwindow/logwindow_exporter/internal/testutil/testclock"
+)
+
+// A log of local times read by a layout without a zone is placed a whole UTC offset from
+// the clock, in no window west of Greenwich and as future east of it. The lines read live
+// that stay so for 5 minutes are warned of, once, naming the input, the rules, the offset
+// and the fix; lines on time, a log read in its zone (location:), a writer's clock a few
+// minutes off and a log's old lines read while the clock moves are not.
+func TestZoneOffsetWarned(t *testing.T) {
+	t0 := time.Date(2026, 11, 29, 18, 0, 0, 0, time.UTC) // 13:00 in New York (EST, UTC−5)
+	newYork, err := time.LoadLocation("America/New_York")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name     string
+		location string
+		shards   int // parse workers (shards:), 0 for none
+		// stamp is the time a line read at the clock's now carries.
+		stamp func(now time.Time) time.Time
+		want  string // what the warning says; "" for none
+	}{
+		{"west, local times read as UTC", "", 0, func(now time.Time) time.Time { return now.In(newYork) },
+			`level=WARN msg="timestamp: the lines' own times stay a whole UTC offset behind the host's clock`},
+		{"west, its offset", "", 0, func(now time.Time) time.Time { return now.In(newYork) },
+			`input=app rules=lines,errors behind=5h0m0s as_local_times_of=UTC-05:00`},
+		{"east, local times read as UTC", "", 0, func(now time.Time) time.Time { return now.In(time.FixedZone("", 3600)) },
+			`msg="timestamp: the lines' own times stay a whole UTC offset ahead of the host's clock, as a log's local times read as UTC by a layout without a zone are; each is counted as future, at the second it is read: give the rules' timestamp: location: the time zone the log is written in (an IANA name, e.g. America/New_York), or a layout that reads the offset its lines carry (-0700); a writer whose clock is off by as much is set right instead" input=app rules=lines,errors ahead=1h0m0s as_local_times_of=UTC+01:00`},
+		{"a quarter-hour zone", "", 0, func(now time.Time) time.Time { return now.In(time.FixedZone("", 5*3600+45*60)) },
+			`ahead=5h45m0s as_local_times_of=UTC+05:45`},
+		{"lines held back a minute by a buffer", "", 0, func(now time.Time) time.Time {
+			return now.In(newYork).Add(-time.Duration(now.Minute()%2) * time.Minute)
+		}, `behind=5h0m0s as_local_times_of=UTC-05:00`},
+		{"west, lines parsed by workers", "", 2, func(now time.Time) time.Time { return now.In(newYork) },
+			`input=app rules=lines,errors behind=5h0m0s as_local_times_of=UTC-05:00`},
+		{"on time", "", 0, func(now time.Time) time.Time { return now }, ""},
+		{"read in its zone", "America/New_York", 0, func(now time.Time) time.Time { return now.In(newYork) }, ""},
+		{"a writer's clock minutes behind", "", 0, func(now time.Time) time.Time { return now.Add(-7 * time.Minute) }, ""},
+		{"a log's old lines", "", 0, func(time.Time) time.Time { return t0.In(newYork) }, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "app.log")
+			if err := os.WriteFile(path, nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			ts := `{capture: t, layout: '2006-01-02 15:04:05'}`
+			if c.location != "" {
+				ts = `{capture: t, layout: '2006-01-02 15:04:05', location: ` + c.location + `}`
+			}
+			cfg, err := config.Parse(fmt.Appendf(nil, `
+global: {windows: [1m, 5m]}
+inputs: [{name: app, path: '%s', shards: %[3]d}]
+rules:
+  - name: lines
+    match: '^(?P<t>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d) (?P<status>\d+)'
+    timestamp: %[2]s
+  - name: errors
+    match: '^(?P<t>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d) (?P<status>\d+)'
+    where: {status: '^5'}
+    timestamp: %[2]s
+`, path, ts, max(c.shards, 1)), "rules.yaml")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var log syncbuf.Buffer
+			clock := testclock.New(t0)
+			p, err := Start(cfg, Options{Now: clock.Now, PollInterval: 5 * time.Millisecond, Logger: slog.New(slog.NewTextHandler(&log, nil))})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(p.Stop)
+			waitReady(t, p)
+			// A line a minute, and one more, for 20 minutes: 4 times the 5 the offset must
+			// last, so that each of several workers parses a run of them.
+			var read uint64
+			for range 20 {
+				stamp := c.stamp(clock.Now()).Format("2006-01-02 15:04:05")
+				appendTo(t, path, stamp+" 200\n"+stamp+" 503\n")
+				read += 2
+				waitRead(t, p, read)
+				clock.Add(time.Minute)
+			}
+			got := log.String()
+			if c.want == "" {
+				if strings.Contains(got, "timestamp:") {
+					t.Errorf("warned:\n%s", got)
+				}
+				return
+			}
+			if !strings.Contains(got, c.want) {
+				t.Errorf("log lacks %s:\n%s", c.want, got)
+			}
+			if n := strings.Count(got, "level=WARN msg=\"timestamp:"); n != 1 {
+				t.Errorf("warned %d times, want once:\n%s", n, got)
+			}
+		})
+	}
+}
+
+// A run of offsets from the clock is judged once it lasted zoneSpan with zoneSamples
+// samples within zoneSpread; one that moves starts over.
+func TestZoneRun(t *testing.T) {
+	type sample struct{ wall, offset int64 }
+	steady := func(offset int64, n int, every int64) []sample {
+		var s []sample
+		for i := range n {
+			s = append(s, sample{int64(i) * every, offset})
+		}
+		return s
+	}
+	cases := []struct {
+		name    string
+		samples []sample
+		want    int64
+	}{
+		{"five hours behind", steady(-5*3600, 6, 60), -5 * 3600},
+		{"too short a run", steady(-5*3600, 5, 60), 0},
+		{"too few samples", steady(-5*3600, 4, 100), 0},
+		{"on time", steady(-2, 20, 60), 0},
+		{"minutes off", steady(-7*60, 20, 60), 0},
+		{"half a quarter off", steady(-3600-450, 20, 60), 0},
+		{"lagging within the spread", []sample{{0, -3600}, {60, -3660}, {120, -3610}, {180, -3600}, {240, -3650}, {300, -3600}}, -3600},
+		{"a log's old lines, standing still", []sample{{0, -3600}, {60, -3660}, {120, -3720}, {180, -3780}, {240, -3840}, {300, -3900}}, 0},
+		{"a catch-up, then live", append([]sample{{0, -86400}, {1, -40000}, {2, -9000}}, steady(5400, 6, 60)...), 5400},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var r zoneRun
+			var got int64
+			for _, s := range c.samples {
+				if o := r.observe(s.wall, s.offset); o != 0 {
+					if got != 0 {
+						t.Fatalf("judged twice: %d then %d", got, o)
+					}
+					got = o
+					r.told = true
+				}
+			}
+			if got != c.want {
+				t.Errorf("observe gave %d, want %d", got, c.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,47 @@
+package server
+
+import (
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+// TestHeadOfMetricsNotLimited: a HEAD of the metrics path reads nothing for the body it
+// does not send (exporter.Handler), but went through the scrape limiter as a scrape does:
+// charged a scrape's cost (the whole budget while it is unknown), it waited up to 5 s for
+// a place or for room, got 503 when none came, and, when max scrapes waited, put the one
+// that had waited longest out with a 503: a probe that sends HEAD kept a scraper out. A
+// HEAD is served at once, past the limiter; a GET still waits for its place.
+func TestHeadOfMetricsNotLimited(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := newScrapeLimiter(1, time.Second, 5*time.Second, slog.New(slog.DiscardHandler))
+		start := time.Now()
+		g := newGate()
+		running := serveAt(l, start, httptest.NewRecorder(), g, "/metrics") // the one place
+		synctest.Wait()
+		served := 0
+		h := limited(l, http.HandlerFunc(func(http.ResponseWriter, *http.Request) { served++ }))
+		for _, tc := range []struct {
+			method string
+			code   int
+			after  time.Duration
+			served int
+		}{
+			{http.MethodHead, http.StatusOK, 0, 1},
+			{http.MethodGet, http.StatusServiceUnavailable, 5 * time.Second, 1},
+		} {
+			began := time.Now()
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, httptest.NewRequest(tc.method, "/metrics", nil))
+			if took := time.Since(began); rec.Code != tc.code || took != tc.after || served != tc.served {
+				t.Errorf("%s while a scrape holds the one place: %d after %v, served %d times; want %d after %v, served %d times",
+					tc.method, rec.Code, took, served, tc.code, tc.after, tc.served)
+			}
+		}
+		close(g.open)
+		<-running
+	})
+}
