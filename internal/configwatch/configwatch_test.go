@@ -767,4 +767,24 @@ func TestEmptyFileWaitsForThePoll(t *testing.T) {
 	if got, ok := h.fire(t, settle); !ok || got != "" {
 		t.Fatalf("the file empty at the poll: reloaded %v, read %q; want a reload of the empty file", ok, got)
 	}
+
+	// Removed, then created again empty, before its writer writes: held until the poll too.
+	write(t, path, "v2")
+	if got := h.settleAndReload(t); got != "v2" {
+		t.Fatalf("the file written: reload read %q, want v2", got)
+	}
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	if got, ok := h.settle(t); ok {
+		t.Fatalf("the file removed: reloaded %q", got)
+	}
+	write(t, path, "")
+	if got, ok := h.settle(t); ok {
+		t.Fatalf("the file created again empty before the poll: reloaded %q", got)
+	}
+	write(t, path, "v3")
+	if got := h.settleAndReload(t); got != "v3" {
+		t.Fatalf("the file written at last: reload read %q, want v3", got)
+	}
 }
