@@ -162,7 +162,7 @@ func (rd *ruleDecoder) variants(r *Rule, all []Input) {
 	read := readNames(r)
 	timed := r.Timestamp != nil && r.Timestamp.Capture > 0 && r.Timestamp.Layout == "" && !r.Timestamp.Unix
 	for _, in := range all {
-		if r.Inputs != nil && (in.Name == "" || !slices.Contains(r.Inputs, in.Name)) {
+		if !r.Reads(in) {
 			continue
 		}
 		if rd.formatRefused[in.Label()] {

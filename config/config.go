@@ -10,6 +10,7 @@ package config
 import (
 	"io/fs"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -265,6 +266,12 @@ func (r *Rule) Longest() time.Duration { return r.Windows[len(r.Windows)-1] }
 
 // IsValueRule reports whether the rule sums a capture rather than counting lines.
 func (r *Rule) IsValueRule() bool { return r.ValueCapture >= 0 }
+
+// Reads says whether the rule reads in's lines: it names no inputs, or in's name (an
+// input without a name is read only by rules that name none).
+func (r *Rule) Reads(in Input) bool {
+	return r.Inputs == nil || in.Name != "" && slices.Contains(r.Inputs, in.Name)
+}
 
 // Label is one output label and its template over captures.
 type Label struct {

@@ -131,18 +131,19 @@ func (d *decoder) inputs(e entry) []Input {
 		lines = append(lines, resolve(item).Line)
 	}
 	d.inputLabels(out, lines, names)
-	d.globbedTwice(out, lines)
+	d.inputLines = lines
 	return out
 }
 
-// globbedTwice warns of a file input's path that another input's glob matches: both
-// inputs read the file, and a rule that reads both counts its lines twice. Rules may keep
-// to one input each, so it is no error. Only the paths are compared: two globs that
-// match one file, or a symlink to it, are not seen.
-func (d *decoder) globbedTwice(ins []Input, lines []int) {
+// globbedTwice warns of a file input's path that another input's glob matches, when a
+// rule reads both inputs: both read the file, and that rule counts its lines twice. Rules
+// that keep to one input each count them once, so it is no error. Only the paths are
+// compared: two globs that match one file, or a symlink to it, are not seen. lines are
+// those of ins.
+func (d *decoder) globbedTwice(ins []Input, lines []int, rules []*Rule) {
 	var globs []int
 	for i, in := range ins {
-		if in.File != nil && strings.ContainsAny(in.File.Path, "*?[") {
+		if in.File != nil && in.File.IsGlob() {
 			globs = append(globs, i)
 		}
 	}
@@ -150,17 +151,22 @@ func (d *decoder) globbedTwice(ins []Input, lines []int) {
 		return
 	}
 	for i, in := range ins {
-		if in.File == nil || strings.ContainsAny(in.File.Path, "*?[") {
+		if in.File == nil || in.File.IsGlob() {
 			continue
 		}
 		for _, g := range globs {
 			glob := ins[g].File.Path
-			if ok, _ := filepath.Match(filepath.Clean(glob), filepath.Clean(in.File.Path)); ok {
-				d.warned = append(d.warned, Problem{Line: lines[i], Subject: fmt.Sprintf("input %q", in.Label()), Msg: fmt.Sprintf(
-					"path: %q is also matched by the glob %q of the input on line %d: both read its lines, and a rule that reads both inputs counts them twice",
-					in.File.Path, glob, lines[g])})
-				break
+			if ok, _ := filepath.Match(filepath.Clean(glob), filepath.Clean(in.File.Path)); !ok {
+				continue
 			}
+			both := slices.IndexFunc(rules, func(r *Rule) bool { return r.Reads(in) && r.Reads(ins[g]) })
+			if both < 0 {
+				continue
+			}
+			d.warned = append(d.warned, Problem{Line: lines[i], Subject: fmt.Sprintf("input %q", in.Label()), Msg: fmt.Sprintf(
+				"path: %q is also matched by the glob %q of the input on line %d: both read its lines, and rule %q, which reads both inputs, counts them twice",
+				in.File.Path, glob, lines[g], rules[both].Name)})
+			break
 		}
 	}
 }

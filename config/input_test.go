@@ -238,7 +238,9 @@ func TestSameFileTwice(t *testing.T) {
 		{"a dot element", "/logs/./a.log", `f.yaml:3: input "b": path: "/logs/./a.log" is already followed by the input on line 2, as /logs/a.log (its lines would count twice)`, ""},
 		{"a double slash", "/logs//a.log", `f.yaml:3: input "b": path: "/logs//a.log" is already followed by the input on line 2, as /logs/a.log (its lines would count twice)`, ""},
 		{"a glob matching it", "/logs/*.log", "",
-			`f.yaml:2: warning: input "a": path: "/logs/a.log" is also matched by the glob "/logs/*.log" of the input on line 3: both read its lines, and a rule that reads both inputs counts them twice`},
+			`f.yaml:2: warning: input "a": path: "/logs/a.log" is also matched by the glob "/logs/*.log" of the input on line 3: both read its lines, and rule "r", which reads both inputs, counts them twice`},
+		{"a glob of an escaped character", `/logs/\a.log`, "",
+			`f.yaml:2: warning: input "a": path: "/logs/a.log" is also matched by the glob "/logs/\\a.log" of the input on line 3: both read its lines, and rule "r", which reads both inputs, counts them twice`},
 		{"another file", "/logs/b.log", "", ""},
 		{"a glob matching others", "/logs/*.txt", "", ""},
 	} {
@@ -252,6 +254,30 @@ func TestSameFileTwice(t *testing.T) {
 				}
 				return
 			case err != nil:
+				t.Fatal(err)
+			}
+			got := Warnings(cfg)
+			if c.warn == "" && len(got) != 0 || c.warn != "" && (len(got) != 1 || got[0] != c.warn) {
+				t.Errorf("warnings %q; want %q", got, c.warn)
+			}
+		})
+	}
+}
+
+// TestGlobbedTwiceByRules: a file that another input's glob matches is read by both, and
+// counted twice only by a rule that reads both inputs: rules that keep to one input each
+// (inputs:) count it once, and are not warned of; a rule that reads both is named.
+func TestGlobbedTwiceByRules(t *testing.T) {
+	const inputs = "inputs:\n  - {name: a, path: /logs/a.log}\n  - {name: b, path: '/logs/*.log'}\n  - {path: /other.log}\n"
+	const warning = `f.yaml:2: warning: input "a": path: "/logs/a.log" is also matched by the glob "/logs/*.log" of the input on line 3: both read its lines, and rule %q, which reads both inputs, counts them twice`
+	for _, c := range []struct{ name, rules, warn string }{
+		{"each rule keeps to one input", "  - {name: ra, match: x, inputs: [a]}\n  - {name: rb, match: x, inputs: [b]}\n", ""},
+		{"a rule lists both", "  - {name: ra, match: x, inputs: [a]}\n  - {name: both, match: x, inputs: [b, a]}\n", fmt.Sprintf(warning, "both")},
+		{"a rule reads every input", "  - {name: ra, match: x, inputs: [a]}\n  - {name: all, match: x}\n", fmt.Sprintf(warning, "all")},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cfg, err := Parse([]byte(inputs+"rules:\n"+c.rules), "f.yaml")
+			if err != nil {
 				t.Fatal(err)
 			}
 			got := Warnings(cfg)

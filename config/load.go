@@ -134,6 +134,9 @@ type decoder struct {
 	// formatRegexps the regex of each log format, compiled once for all its rules.
 	allInputs     []Input
 	formatRegexps map[*logformat.Format]*regexp.Regexp
+	// inputLines are the lines of the config's inputs, in order, for the checks of them
+	// that wait for the rules (globbedTwice).
+	inputLines []int
 	// formatRefused are the inputs (by Input.Label) whose log format did not compile: a rule
 	// reading them gets no message of its own, whose cause the input's already names.
 	formatRefused map[string]bool
@@ -346,6 +349,7 @@ func (d *decoder) config(root *yaml.Node) *Config {
 		return c
 	}
 	c.Rules = d.rules(e, c)
+	d.globbedTwice(c.Inputs, d.inputLines, c.Rules)
 	return c
 }
 

@@ -223,7 +223,7 @@ func (rd *ruleDecoder) fromFormat(line int, r *Rule, all []Input) {
 	var reads []Input
 	refused := false
 	for _, in := range all {
-		if r.Inputs != nil && (in.Name == "" || !slices.Contains(r.Inputs, in.Name)) {
+		if !r.Reads(in) {
 			continue
 		}
 		reads = append(reads, in)

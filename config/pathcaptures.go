@@ -104,7 +104,7 @@ func (rd *ruleDecoder) pathCaptureNames() []string {
 func (rd *ruleDecoder) checkPathCaptures(r *Rule, line int) {
 	r.PathCaptures = rd.paths
 	for _, in := range rd.allInputs {
-		if r.Inputs != nil && !slices.Contains(r.Inputs, in.Name) {
+		if !r.Reads(in) {
 			continue
 		}
 		have := in.PathCaptureNames()

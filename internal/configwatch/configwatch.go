@@ -57,8 +57,8 @@ type Watcher struct {
 	// unreadable: the file could not be read at the last check, and the reload that
 	// reported it was made.
 	unreadable bool
-	// held: a check found the file empty or missing and did not reload it (apply); the
-	// checks after it reload it if it still is either. Any other reading clears it.
+	// held: a check found the file empty or missing and did not reload it (apply); a
+	// poll's check after it reloads it if it still is either. Any other reading clears it.
 	held bool
 	// entries are those of the directory the file depends on (dependsOn), found again
 	// after each event of one of them and at each check.
@@ -133,7 +133,7 @@ func (w *Watcher) loop(ctx context.Context, opts Options, events <-chan fsnotify
 			opts.Logger.Warn("watching the rule file", "path", w.path, "err", err)
 		case <-settle:
 			settle, confirm = nil, nil
-			w.apply(opts, w.read())
+			w.apply(opts, w.read(), false)
 			poll = opts.After(opts.Poll)
 		case <-poll:
 			switch r := w.read(); {
@@ -141,7 +141,7 @@ func (w *Watcher) loop(ctx context.Context, opts Options, events <-chan fsnotify
 				// The change the last poll found has not read the same twice since: a file
 				// rewritten without end is reloaded as read, once a poll, not never.
 				confirm = nil
-				w.apply(opts, r)
+				w.apply(opts, r, true)
 			case w.changed(r):
 				pending, confirm = r, opts.After(opts.Settle)
 			}
@@ -154,7 +154,7 @@ func (w *Watcher) loop(ctx context.Context, opts Options, events <-chan fsnotify
 				pending, confirm = r, opts.After(opts.Settle)
 				continue
 			}
-			w.apply(opts, r)
+			w.apply(opts, r, true)
 			poll = opts.After(opts.Poll)
 		}
 	}
@@ -271,20 +271,24 @@ func (w *Watcher) changed(r reading) bool {
 // more, and the first that reads it reloads it, the content last loaded too, which ends
 // the failure reported.
 //
-// An empty or missing file is not reloaded at the first check that finds it, but at a
-// later one that still does (the poll's): a save that truncates the file and writes it a
-// while later (generator > rules.yaml: the shell truncates it before the generator has
-// written a byte), or removes it and creates it again (tar extracting over it, kubectl
-// cp), leaves it so for longer than Settle, and reloading it then reports a failed reload
-// for a file that is fine a moment later. No rule file is empty or missing, so the wait
-// costs only the report of one that stays so, a poll later; a file that has content is
-// reloaded as it is read, and one that cannot be read for another cause is reported at
-// once.
-func (w *Watcher) apply(opts Options, r reading) {
+// An empty or missing file is not reloaded at the first check that finds it, nor at the
+// check of another event meanwhile (a chmod of the truncated file, the creation of an
+// empty one), but at a later poll's check (polled) that still finds it so: a save that
+// truncates the file and writes it a while later (generator > rules.yaml: the shell
+// truncates it before the generator has written a byte), or removes it and creates it
+// again (tar extracting over it, kubectl cp), leaves it so for longer than Settle, and
+// reloading it then reports a failed reload for a file that is fine a moment later. No
+// rule file is empty or missing, so the wait costs only the report of one that stays so,
+// a poll later; a file that has content is reloaded as it is read, and one that cannot
+// be read for another cause is reported at once.
+func (w *Watcher) apply(opts Options, r reading, polled bool) {
 	if !w.changed(r) {
 		return
 	}
-	if r.vacant() && !w.held {
+	if r.vacant() && (!w.held || !polled) {
+		if w.held {
+			return // said at the check that held it
+		}
 		w.held = true
 		what := "empty, as a save that truncates it leaves it until it writes"
 		if !r.empty {

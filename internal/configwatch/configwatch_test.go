@@ -740,3 +740,51 @@ func TestRecreatedSameContent(t *testing.T) {
 		t.Fatalf("a poll after reloaded %q", got)
 	}
 }
+
+// TestEmptyFileWaitsForThePoll: an empty file is reloaded by the poll that still finds it
+// so, not by the check of another event while it is empty (a chmod or a touch of the
+// truncated file before its writer writes): that reloaded it, a failed reload reported
+// for a file written a moment later, as the wait was meant to avoid.
+func TestEmptyFileWaitsForThePoll(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "rules.yaml")
+	write(t, path, "v1")
+	h := start(t, path)
+
+	write(t, path, "")
+	if got, ok := h.settle(t); ok {
+		t.Fatalf("the file truncated: reloaded %q", got)
+	}
+	if err := os.Chmod(path, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if got, ok := h.settle(t); ok {
+		t.Fatalf("the empty file's mode changed before the poll: reloaded %q", got)
+	}
+	// Still empty at the poll, and at the second read after it: reloaded.
+	if got, ok := h.fire(t, poll); ok {
+		t.Fatalf("a poll of the file still empty reloaded %q before a second read", got)
+	}
+	if got, ok := h.fire(t, settle); !ok || got != "" {
+		t.Fatalf("the file empty at the poll: reloaded %v, read %q; want a reload of the empty file", ok, got)
+	}
+
+	// Removed, then created again empty, before its writer writes: held until the poll too.
+	write(t, path, "v2")
+	if got := h.settleAndReload(t); got != "v2" {
+		t.Fatalf("the file written: reload read %q, want v2", got)
+	}
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	if got, ok := h.settle(t); ok {
+		t.Fatalf("the file removed: reloaded %q", got)
+	}
+	write(t, path, "")
+	if got, ok := h.settle(t); ok {
+		t.Fatalf("the file created again empty before the poll: reloaded %q", got)
+	}
+	write(t, path, "v3")
+	if got := h.settleAndReload(t); got != "v3" {
+		t.Fatalf("the file written at last: reload read %q, want v3", got)
+	}
+}

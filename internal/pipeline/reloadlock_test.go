@@ -77,3 +77,55 @@ func TestReloadLoadsWithoutTheLock(t *testing.T) {
 		t.Errorf("the refused reload changed the rules: %d", len(p.Config().Rules))
 	}
 }
+
+// TestReloadsApplyInOrder: two reloads at once (SIGHUP and the watch of the file) apply
+// the file in the order they read it, the later one last: a reload still loading an
+// older content, read before the file was saved again, must not put it in force after
+// the reload that read the new one. The first reload loads a file of thousands of rules,
+// which takes a while; the file is saved again meanwhile and a second reload made. Had
+// the first read the file after the save, both read the new one: no wrong order, and no
+// false failure either.
+func TestReloadsApplyInOrder(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "rules.yaml")
+	save := func(text string) {
+		t.Helper()
+		tmp := filepath.Join(dir, "rules.yaml.tmp")
+		if err := os.WriteFile(tmp, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(tmp, path); err != nil {
+			t.Fatal(err)
+		}
+	}
+	save("rules:\n  - {name: start, match: x}\n")
+	cfg, err := config.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := Start(cfg, Options{Now: time.Now, PollInterval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Stop)
+
+	var big strings.Builder
+	big.WriteString("rules:\n")
+	for i := range 3000 {
+		fmt.Fprintf(&big, "  - {name: old%d, match: '(?P<s>\\d+) (?P<m>[A-Z]+)', labels: {s: '${s}', m: '${m}'}, windows: [1m, 5m, 1h]}\n", i)
+	}
+	save(big.String())
+	first := make(chan error, 1)
+	go func() { first <- p.ReloadFile() }()
+	time.Sleep(50 * time.Millisecond) // the first has read the file, and is loading it
+	save("rules:\n  - {name: new, match: x}\n")
+	if err := p.ReloadFile(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	if rules := p.Config().Rules; len(rules) != 1 || rules[0].Name != "new" {
+		t.Errorf("in force after both reloads: %d rules, the first %q; want the file saved last, rule new", len(rules), rules[0].Name)
+	}
+}

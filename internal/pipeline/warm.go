@@ -6,7 +6,6 @@ import (
 	"errors"
 	"io"
 	"log/slog"
-	"slices"
 	"time"
 
 	"github.com/logwindow/logwindow_exporter/config"
@@ -31,7 +30,7 @@ func (p *Pipeline) warmStart(ci config.Input, log *slog.Logger) func(path string
 	}
 	var longest int64
 	for _, r := range p.gen.Load().cfg.Rules {
-		if r.Timestamp != nil && (r.Inputs == nil || slices.Contains(r.Inputs, ci.Name)) {
+		if r.Timestamp != nil && r.Reads(ci) {
 			longest = max(longest, int64(r.Longest()/time.Second))
 		}
 	}

@@ -380,3 +380,34 @@ func TestListenAddressesOverlap(t *testing.T) {
 		})
 	}
 }
+
+// TestListenAddressesVsockApart: a vsock port is not a TCP port, so a vsock address takes
+// nothing from a TCP one of the same number, the wildcard's either, nor from a TCP host
+// spelled "vsock"; two vsock addresses of one port do overlap, as vsock.Listen takes the
+// port on every CID. (vsock cannot be listened on here: the check alone is held.)
+func TestListenAddressesVsockApart(t *testing.T) {
+	no := false
+	for _, tc := range []struct {
+		first, then string
+		refused     bool
+	}{
+		{":9907", "vsock://:9907", false},
+		{"vsock://:9907", "0.0.0.0:9907", false},
+		{"vsock://:9907", "[::]:9907", false},
+		{"vsock:9907", "vsock://:9907", false},
+		{"vsock://:9907", "vsock://:9907", true},
+		{"vsock://3:9907", "vsock://:9907", true},
+		{"vsock://:9907", "vsock://:9908", false},
+	} {
+		t.Run(tc.first+" "+tc.then, func(t *testing.T) {
+			err := CheckListenAddresses(&web.FlagConfig{WebListenAddresses: &[]string{tc.first, tc.then}, WebSystemdSocket: &no})
+			want := "--web.listen-address=" + tc.then + ": its port is taken by --web.listen-address=" + tc.first
+			switch {
+			case tc.refused && (err == nil || !strings.Contains(err.Error(), want)):
+				t.Errorf("%v; want an error saying %q", err, want)
+			case !tc.refused && err != nil:
+				t.Errorf("refused: %v; a vsock port and a TCP port are apart", err)
+			}
+		})
+	}
+}

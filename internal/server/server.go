@@ -434,13 +434,15 @@ func CheckListenAddresses(flags *web.FlagConfig) error {
 // overlapping refuses each address of addrs that the process could not listen on beside
 // an earlier one: the same port on the same host, or on any host where either is a
 // wildcard, since Go listens on a wildcard address (":9907", "0.0.0.0:9907") dual-stack,
-// on the port of every address. A host given by name is compared as written, as the
-// check looks nothing up; port 0 and addresses parseListenAddress refuses are left out.
+// on the port of every address. A vsock port is taken on every CID, and is apart from
+// TCP's ports. A host given by name is compared as written, as the check looks nothing
+// up; port 0 and addresses parseListenAddress refuses are left out.
 func overlapping(addrs []string) error {
 	type bound struct {
 		addr, host string
 		ip         netip.Addr // invalid for a host given by name
 		port       string
+		vsock      bool // a vsock port, of every CID; apart from TCP's ports
 	}
 	var seen []bound
 	var errs []error
@@ -449,7 +451,7 @@ func overlapping(addrs []string) error {
 		if err != nil {
 			continue
 		}
-		b := bound{addr: addr, host: "vsock", port: strconv.FormatUint(uint64(vsockPort), 10)}
+		b := bound{addr: addr, port: strconv.FormatUint(uint64(vsockPort), 10), vsock: isVsock}
 		if !isVsock {
 			var port string
 			b.host, port, _ = net.SplitHostPort(addr)
@@ -464,7 +466,7 @@ func overlapping(addrs []string) error {
 		}
 		wild := func(b bound) bool { return b.host == "" || (b.ip.IsValid() && b.ip.IsUnspecified()) }
 		for _, o := range seen {
-			if o.port == b.port && (o.host == b.host || wild(o) || wild(b) || (b.ip.IsValid() && o.ip == b.ip)) {
+			if o.vsock == b.vsock && o.port == b.port && (o.host == b.host || wild(o) || wild(b) || (b.ip.IsValid() && o.ip == b.ip)) {
 				errs = append(errs, listenAddressError(addr, fmt.Errorf("its port is taken by --web.listen-address=%s, given before it: a process cannot listen on both", o.addr)))
 				break
 			}

@@ -62,6 +62,9 @@ func BudgetsPastBound(cfg *config.Config, maxBytes int64) []string {
 	var worst string
 	var most int64
 	for _, r := range cfg.Rules {
+		if !labelsVary(r) {
+			continue // one label set, whatever its budget
+		}
 		layout, err := windows.NewLayout(r.Windows, layoutOptions(r))
 		if err != nil {
 			continue // the Set's build refuses it
@@ -94,6 +97,16 @@ func BudgetsPastBound(cfg *config.Config, maxBytes int64) []string {
 	return []string{fmt.Sprintf("max_series_per_rule (%d) series of rule %q hold at least %s (%d bytes each before their label values), "+
 		"more than --series.max-bytes (%s)%s: the rule fills the memory bound before its budget, and then the new label sets of every rule fold into __overflow__; %s",
 		limit, worst, roughBytes(float64(limit)*float64(most)), most, units.Base2Bytes(maxBytes), others, fix)}
+}
+
+// labelsVary says whether r's lines may make more than one label set: a label of r
+// renders a capture. Without labels, the one series is outside the budget (newStore pins
+// it); labels of text alone render the same set for every line.
+func labelsVary(r *config.Rule) bool {
+	return slices.ContainsFunc(r.Labels, func(l config.Label) bool {
+		// An empty template, which the loader refuses, is a rule built by hand: taken to vary.
+		return len(l.Template) == 0 || slices.ContainsFunc(l.Template, func(p config.TemplatePart) bool { return p.Capture >= 0 })
+	})
 }
 
 // roughBytes is n bytes in the largest binary unit under it, to a tenth: the size of a

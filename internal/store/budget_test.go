@@ -275,7 +275,13 @@ func TestGoneLabelSetReapsAtBound(t *testing.T) {
 // a budget that fits, or no bound, is not.
 func TestBudgetsPastBound(t *testing.T) {
 	small := storetest.CountRule("small", storetest.OneMin, "status")
-	wide := storetest.CountRule("wide", []time.Duration{time.Minute, 5 * time.Minute, time.Hour, 24 * time.Hour}, "status", "path")
+	long := []time.Duration{time.Minute, 5 * time.Minute, time.Hour, 24 * time.Hour}
+	wide := storetest.CountRule("wide", long, "status", "path")
+	// A rule without labels, or whose labels are text alone, holds one label set whatever
+	// its budget: it never reaches one, however large.
+	bare := storetest.CountRule("bare", long)
+	fixed := storetest.CountRule("fixed", long, "job")
+	fixed.Labels[0].Template = config.Template{{Literal: "nginx", Capture: -1}}
 	const bound = 512 << 20
 	for _, c := range []struct {
 		name     string
@@ -290,6 +296,9 @@ func TestBudgetsPastBound(t *testing.T) {
 			[]string{`max_series_per_rule (200000) series of rule "wide" hold at least`, "more than --series.max-bytes (512MiB)"}},
 		{"a huge budget", 1<<63 - 1, bound, []*config.Rule{small, wide},
 			[]string{`max_series_per_rule (9223372036854775807) series of rule "wide" hold at least`, `also rule "small"`}},
+		{"rules of one label set", 1 << 40, bound, []*config.Rule{bare, fixed}, nil},
+		{"a rule of one label set beside one past the bound", 200000, bound, []*config.Rule{bare, wide, fixed},
+			[]string{`max_series_per_rule (200000) series of rule "wide" hold at least`, "more than --series.max-bytes (512MiB): the rule"}},
 		{"a bound under one series", 1, 1000, []*config.Rule{wide},
 			[]string{`max_series_per_rule (1) series of rule "wide"`, "not one series of it fits: raise --series.max-bytes"}},
 	} {

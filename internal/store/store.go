@@ -156,9 +156,6 @@ type store struct {
 	foldLogAt  atomic.Int64
 }
 
-// newStore makes the store of rule r. Its series share one layout of the rule's windows
-// with what its quantities keep (an inherited store has the same, as the fingerprint covers
-// both), whose summaries charge their growth to the store (see Charge).
 // layoutOptions are what r's wheels keep, without an account.
 func layoutOptions(r *config.Rule) windows.Options {
 	opts := r.Options()
@@ -166,6 +163,9 @@ func layoutOptions(r *config.Rule) windows.Options {
 	return opts
 }
 
+// newStore makes the store of rule r. Its series share one layout of the rule's windows
+// with what its quantities keep (an inherited store has the same, as the fingerprint covers
+// both), whose summaries charge their growth to the store (see Charge).
 func newStore(r *config.Rule, oldest *atomic.Int64, mem *memory, shards int, log *slog.Logger) (*store, error) {
 	overflow := make([]string, len(r.Labels))
 	names := make([]string, len(r.Labels))
