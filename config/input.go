@@ -401,21 +401,21 @@ func (d *decoder) socket(e entry, subject string, s *SyslogInput, sources map[st
 	key := a.Network + " " + a.Addr
 	if first, dup := sources[key]; dup {
 		d.add(e.key.Line, subject, "syslog: %q is already received on by the input on line %d", addr, first)
-	} else if first, port, ok := overlapsUDP(a, e.key.Line, sources); !ok {
+	} else if first, port, overlaps := overlapsUDP(a, e.key.Line, sources); overlaps {
 		d.add(e.key.Line, subject, "syslog: %q overlaps the input on line %d: a UDP socket on every address takes port %s on each, and binding the second would fail",
 			addr, first, port)
 	}
 	sources[key] = e.key.Line
 }
 
-// overlapsUDP notes UDP address a of the input on line in sources, and reports the line of
-// an input before it whose socket it cannot be bound beside (ok false): one on the same
-// port where either is on every address (0.0.0.0, [::] or none, which takes the port on
-// every address of both families).
-func overlapsUDP(a SocketAddress, line int, sources map[string]int) (first int, port string, ok bool) {
+// overlapsUDP notes UDP address a of the input on line in sources, and reports whether
+// it overlaps an input before it, on line first, whose socket it cannot be bound beside:
+// one on the same port where either is on every address (0.0.0.0, [::] or none, which
+// takes the port on every address of both families).
+func overlapsUDP(a SocketAddress, line int, sources map[string]int) (first int, port string, overlaps bool) {
 	host, port, err := net.SplitHostPort(a.Addr)
 	if a.Network != "udp" || err != nil {
-		return 0, "", true
+		return 0, "", false
 	}
 	ip := net.ParseIP(host)
 	every := host == "" || ip != nil && ip.IsUnspecified()
@@ -431,7 +431,7 @@ func overlapsUDP(a SocketAddress, line int, sources map[string]int) (first int, 
 	if _, ok := sources[key]; !ok {
 		sources[key] = line
 	}
-	return first, port, !taken
+	return first, port, taken
 }
 
 // socketMode decodes `socket_mode:`, an octal permission like '0660'.

@@ -243,9 +243,7 @@ func (p *Parser) lineProgram(s *scratch, input string, line []byte) *formatProgr
 // program: its format gives every capture the rule reads (for a JSON object's program,
 // objectProgram's, the members its file's objects have).
 func (prog *formatProgram) reads(input string) bool {
-	return slices.ContainsFunc(prog.groups[0].rules, func(r rule) bool {
-		return r.inputs == nil || slices.Contains(r.inputs, input)
-	})
+	return slices.ContainsFunc(prog.groups[0].rules, func(r rule) bool { return r.reads(input) })
 }
 
 // objectProgram is prog, JSONObject's, with only the rules whose members are all among

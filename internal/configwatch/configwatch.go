@@ -265,9 +265,10 @@ func (w *Watcher) changed(r reading) bool {
 // retried until the content changes again: the same bad file would only be refused again.
 //
 // A file that cannot be read (removed, a FIFO put in its place, its permissions changed)
-// is reloaded once (a removed one only if it is still missing at the next poll, below), which fails as a reload by SIGHUP would, and is reported the same way:
-// logged as an error naming the file, and logwindow_config_last_reload_successful 0; the
-// running configuration stays. Later checks that find it unreadable still say nothing
+// is reloaded once (a removed one only if it is still missing at the next poll, below),
+// which fails as a reload by SIGHUP would, and is reported the same way: logged as an
+// error naming the file, and logwindow_config_last_reload_successful 0; the running
+// configuration stays. Later checks that find it unreadable still say nothing
 // more, and the first that reads it reloads it, the content last loaded too, which ends
 // the failure reported.
 //

@@ -85,7 +85,7 @@ func matchOf(in config.Input, fi os.FileInfo) (string, bool) {
 
 // rotatedOf finds the input that reads the log file was rotated away from, named as a
 // rotator names it (0.log.20240301-120000 beside 0.log, access.log.1 beside access.log;
-// follow.RotatedName), and that log's path: a Follower reads a rotated file on under its
+// follow.RotatedFrom), and that log's path: a Follower reads a rotated file on under its
 // log's path, a CRI message split across the rotation joined whole, and so does a
 // one-shot given the two files. The log is compared as inputOf compares a file: its path
 // when the input's names it, else a file of the input's that is it, when it is there.
@@ -102,7 +102,7 @@ func rotatedOf(cfg *config.Config, file string) (config.Input, string, bool) {
 		if in.File == nil {
 			continue
 		}
-		for _, base := range logNames(name) {
+		for _, base := range follow.RotatedFrom(name) {
 			log := filepath.Join(dir, base)
 			if ok, _ := filepath.Match(in.File.Path, log); ok || in.File.Path == log {
 				return in, log, true
@@ -115,25 +115,6 @@ func rotatedOf(cfg *config.Config, file string) (config.Input, string, bool) {
 		}
 	}
 	return config.Input{}, "", false
-}
-
-// logNames are the names of the logs a file of this name may have been rotated away
-// from: what precedes a separator of its name, with the name's extension after it too, as
-// logrotate's extension option names access.1.log.
-func logNames(name string) []string {
-	var out []string
-	ext := filepath.Ext(name)
-	for i := 1; i < len(name); i++ {
-		if strings.IndexByte(".-_", name[i]) < 0 {
-			continue
-		}
-		for _, base := range []string{name[:i], name[:i] + ext} {
-			if follow.RotatedName(base, name) && !slices.Contains(out, base) {
-				out = append(out, base)
-			}
-		}
-	}
-	return out
 }
 
 // pathOf is the path the input names a line's file by, given the path it was read under

@@ -2,9 +2,10 @@ package pipeline
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 	"time"
+
+	"github.com/logwindow/logwindow_exporter/config"
 )
 
 // A log of local times read by a layout without a zone is read as UTC: its lines are
@@ -110,9 +111,9 @@ func (in *stream) watchZones(b *binding, wall int64) {
 // offset seconds from the wall clock.
 func (in *stream) warnZone(b *binding, rules []int, offset int64) {
 	var names []string
+	ci := config.Input{Name: b.name} // b's input, as Rule.Reads knows it: by its name
 	for _, i := range rules {
-		r := b.gen.cfg.Rules[i]
-		if r.Inputs == nil || slices.Contains(r.Inputs, b.name) {
+		if r := b.gen.cfg.Rules[i]; r.Reads(ci) {
 			names = append(names, r.Name)
 		}
 	}

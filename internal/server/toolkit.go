@@ -186,7 +186,8 @@ const racyAge = 2 * time.Second
 // toolkit made is kept, and given to the next handshakes, for as long as none of those
 // files changed: their stamps (which file, size, modification and change times), taken
 // before the toolkit reads them, were the same right after it read them and are now, and
-// none had changed within racyAge of when they were taken. A change is taken by the first handshake after it, as the toolkit takes it.
+// none had changed within racyAge of when they were taken. A change is taken by the first
+// handshake after it, as the toolkit takes it.
 // What the toolkit fails to load is not kept (it may be a passing error, a file descriptor
 // short): it is counted, and each handshake loads again. So is a client CA file (or
 // client_ca) that holds no certificate, which the start refuses (checkClientCAs) and the

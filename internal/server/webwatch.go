@@ -265,9 +265,9 @@ func (c *webConfigWatch) check() webConfigNow {
 		unsettled.pending = c.pending
 		return unsettled
 	}
-	config, _, err := c.readConfig(c.path)
-	if !statFile(c.path).same(s) {
-		return unsettled // saved while it was read: what was read may be cut short
+	config, whole, err := c.readAt(s)
+	if !whole {
+		return unsettled
 	}
 	c.stamp = s
 	if err != nil {
@@ -298,14 +298,21 @@ func (c *webConfigWatch) readPending(s fileStamp) {
 	if s.same(c.pendingStamp) {
 		return
 	}
-	config, _, err := c.readConfig(c.path)
-	if !statFile(c.path).same(s) {
+	config, whole, err := c.readAt(s)
+	if !whole {
 		return
 	}
 	c.pending, c.pendingStamp = nil, s
 	if err == nil {
 		c.pending, _ = readUsers(config)
 	}
+}
+
+// readAt reads the web config, found at stamp s before: whole is false when it was saved
+// while it was read, which may then have been cut short.
+func (c *webConfigWatch) readAt(s fileStamp) (config *web.Config, whole bool, err error) {
+	config, _, err = c.readConfig(c.path)
+	return config, statFile(c.path).same(s), err
 }
 
 // readUsers returns the bcrypt hashes of the users of config, by user (nil when it has

@@ -252,7 +252,15 @@ func readFile(r *lineReader, tr *tree, path string, claim func(dev, ino uint64) 
 	return nil
 }
 
-// RotatedName reports whether name (a file's base name) is the name a rotator gives a
-// file rotated away from the log named base, as a Follower that resumes looks for them:
-// a one-shot given a log's rotated files reads them as the log's.
-func RotatedName(base, name string) bool { return rotatedName(base, name) }
+// RotatedFrom returns the names of the logs a file named name (a base name) may have been
+// rotated away from, as a Follower that resumes looks for them (rotatedName): a one-shot
+// given a log's rotated files reads them as the log's.
+func RotatedFrom(name string) []string {
+	var out []string
+	for _, base := range rotatedBases(name) {
+		if base != "" && rotatedName(base, name) && !slices.Contains(out, base) {
+			out = append(out, base)
+		}
+	}
+	return out
+}
