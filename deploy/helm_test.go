@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -26,6 +27,7 @@ import (
 	"github.com/logwindow/logwindow_exporter/config"
 	"github.com/logwindow/logwindow_exporter/config/logformat"
 	"github.com/logwindow/logwindow_exporter/deploy/internal/release"
+	"github.com/logwindow/logwindow_exporter/internal/server"
 	"github.com/logwindow/logwindow_exporter/internal/testutil/metrictest"
 	"github.com/logwindow/logwindow_exporter/internal/testutil/testexec"
 )
@@ -766,12 +768,22 @@ func TestChartSidecarTelemetryPath(t *testing.T) {
 			}
 		})
 	}
-	// The exporter refuses a path that does not start with / or is one of its own: the
-	// sidecar would never start.
-	for _, path := range []string{"metrics", "/-/ready", "/"} {
-		values := "mode: sidecar\nsidecar: {telemetryPath: \"" + path + "\"}\n"
-		if _, err := installChart(t, chartCase{values: values}); err == nil || !strings.Contains(err.Error(), "telemetryPath") {
-			t.Errorf("install with %q: %v, want it refused naming telemetryPath", values, err)
+	// A path the exporter refuses (not starting with /, one of its own, not clean, with a
+	// query or a wildcard) would keep the sidecar from starting: the chart refuses
+	// exactly what the exporter's own check refuses.
+	for _, path := range []string{
+		"/metrics", "/lw/metrics", "/metrics/", "/-/metrics", "/.well-known/metrics", "/a..b", "/...", "/é",
+		"metrics", "/", "/-/ready", "/-/explain", "//metrics", "/a//b", "/a/./b", "/a/../b", "/a/.", "/a/..",
+		"/metrics//", "/m?x", "/m#x", "/{x}", "/a b", "/a\tb", "",
+	} {
+		values := "mode: sidecar\nsidecar: {telemetryPath: " + strconv.Quote(path) + "}\n"
+		_, err := installChart(t, chartCase{values: values})
+		exporter := server.CheckTelemetryPath(path)
+		switch {
+		case exporter == nil && err != nil:
+			t.Errorf("telemetryPath %q: the install fails (%v), where the exporter serves it", path, err)
+		case exporter != nil && (err == nil || !strings.Contains(err.Error(), "telemetryPath")):
+			t.Errorf("telemetryPath %q: install %v, want it refused naming telemetryPath, as the exporter refuses it: %v", path, err, exporter)
 		}
 	}
 }
