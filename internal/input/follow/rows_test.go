@@ -1129,3 +1129,100 @@ func TestNewFileBeginningAsAnother(t *testing.T) {
 		}
 	}
 }
+
+// TestNewFileBeginsAsLog: a glob that matches rotated names finds a new file named as one
+// of the log's rotated files that is no copy of it but begins with all the log was read up
+// to: the log holds only its header line so far (a program's first line of each file) and
+// the new file, a daily file of the same program, begins with that line too. The log is
+// read on at its path, not truncated, and holds other bytes than the new file past there:
+// the new file is read from its start, whether it held more than the header when first
+// found or only that at first. Taken for a copy of the log waiting for its truncation, it
+// was read from its end once it stopped growing for the rotation grace: its lines lost.
+// Driven by hand, on an injected clock.
+func TestNewFileBeginsAsLog(t *testing.T) {
+	for _, headerFirst := range []bool{false, true} {
+		t.Run(fmt.Sprintf("header alone first %v", headerFirst), func(t *testing.T) {
+			dir := t.TempDir()
+			log := filepath.Join(dir, "access.log")
+			w := create(t, log)
+			writeLines(t, w, 0, 0) // the header
+			clock := testclock.New(time.Unix(1_700_000_000, 0))
+			c := newCollector()
+			f, err := newFollower(Options{Path: log + "*", FromBeginning: true, noNotify: true, now: clock.Now, RotationGrace: time.Minute, Logger: testLogger(t)}, c.handle)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(f.Stop)
+			f.discover(true)
+			f.readAll()
+			daily := log + ".2026-11-30"
+			if !rotatedName(filepath.Base(log), filepath.Base(daily)) {
+				t.Fatalf("%s is not named as a rotated file of %s", daily, log)
+			}
+			d := create(t, daily)
+			writeLines(t, d, 0, 0)
+			if headerFirst {
+				f.discover(false)
+				f.readAll()
+			}
+			writeLines(t, d, 1000, 1100)
+			f.discover(false)
+			f.readAll()
+			writeLines(t, w, 1, 10)
+			writeLines(t, d, 1101, 1200)
+			for range 3 {
+				f.readAll()
+			}
+			clock.Add(2 * time.Minute)
+			for range 3 {
+				f.readAll()
+			}
+			// The header twice, once of each file; every other line once.
+			lost, dup, malformed := c.tally(span{0, 10}, span{1000, 1200})
+			if lost != 0 || dup != 1 || malformed != 0 {
+				t.Fatalf("lost %d, duplicated %d (want 1: the daily file's header), malformed %d", lost, dup, malformed)
+			}
+		})
+	}
+}
+
+// TestResumeNewFileBeginsAsLog: TestNewFileBeginsAsLog across a restart. The daily file,
+// made while the exporter was down, begins with all the log's position held (its header
+// line) and has no position: it is no copy of the log, found at its path as it was, which
+// holds other bytes past there, and is read from its start. Taken for logrotate's copy of
+// the log, it was read from its end: its lines lost. Driven by hand, on an injected clock.
+func TestResumeNewFileBeginsAsLog(t *testing.T) {
+	dir := t.TempDir()
+	log := filepath.Join(dir, "access.log")
+	w := create(t, log)
+	writeLines(t, w, 0, 0) // the header
+	clock := testclock.New(time.Unix(1_700_000_000, 0))
+	o := Options{Path: log + "*", FromBeginning: true, noNotify: true, now: clock.Now, RotationGrace: time.Minute, Logger: testLogger(t)}
+	c := newCollector()
+	f, err := newFollower(o, c.handle)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.discover(true)
+	f.readAll()
+	f.Stop()
+	d := create(t, log+".2026-11-30")
+	writeLines(t, d, 0, 0)
+	writeLines(t, d, 1000, 1100)
+	writeLines(t, w, 1, 10)
+
+	o.FromBeginning, o.Resume, o.Truncated = false, f.Positions(), f.Truncated()
+	f, err = newFollower(o, c.handle)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(f.Stop)
+	f.discover(true)
+	f.resumeRotated()
+	for f.readAll() {
+	}
+	lost, dup, malformed := c.tally(span{0, 10}, span{1000, 1100})
+	if lost != 0 || dup != 1 || malformed != 0 {
+		t.Fatalf("lost %d, duplicated %d (want 1: the daily file's header), malformed %d", lost, dup, malformed)
+	}
+}
