@@ -347,8 +347,10 @@ type Follower struct {
 	final []Position
 	// left is where the files closed after they left their path were read up to, the
 	// newest maxLeft (leftOrder, oldest first), should one come back; guarded by mu.
-	left      map[fileID]leftAt
-	leftOrder []fileID
+	// leftLooked is how many there were after pruneLeft last looked for the gone ones.
+	left       map[fileID]leftAt
+	leftOrder  []fileID
+	leftLooked int
 
 	// Owned by the reading goroutine (and Stop after it).
 	readPaths   map[string]bool // paths of the files in the reader's last look at them
@@ -423,6 +425,9 @@ func newFollower(opts Options, h input.Handler) (*Follower, error) {
 	}
 	for _, p := range o.Left {
 		f.remember(fileID{dev: p.Dev, ino: p.Ino}, leftAt{path: p.Path, off: p.Offset, head: p.Head})
+	}
+	if len(o.Left) > 0 {
+		f.placeLeft()
 	}
 	f.r = newLineReader(o, h, &f.c, &f.stopping)
 	if !o.noNotify {
@@ -650,6 +655,7 @@ func (f *Follower) retireIfIdle(t *tracked, path string) {
 	if !idle {
 		return
 	}
+	defer f.pruneLeft() // after the hold: its stats hold no line back
 	f.r.hold.Lock()
 	defer f.r.hold.Unlock()
 	f.mu.Lock()

@@ -7,9 +7,11 @@ package follow
 import (
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -1224,5 +1226,80 @@ func TestResumeNewFileBeginsAsLog(t *testing.T) {
 	lost, dup, malformed := c.tally(span{0, 10}, span{1000, 1100})
 	if lost != 0 || dup != 1 || malformed != 0 {
 		t.Fatalf("lost %d, duplicated %d (want 1: the daily file's header), malformed %d", lost, dup, malformed)
+	}
+}
+
+// TestLeftPruned: the files a follower closed after they left their path (Left) are
+// forgotten once they are gone, deleted since (the kubelet compresses a container log's
+// rotated file, then deletes it), while one still where it was when closed (a symlink's
+// former target) or back at the path it was read under is kept: the list, in each
+// snapshot, is not filled up to maxLeft with archives that cannot come back. A follower
+// given such a list (Options.Left, from a snapshot) forgets the gone ones at its start.
+// Driven by hand, on an injected clock.
+func TestLeftPruned(t *testing.T) {
+	dir := t.TempDir()
+	log := filepath.Join(dir, "0.log")
+	clock := testclock.New(time.Unix(1_700_000_000, 0))
+	o := Options{Path: log, FromBeginning: true, noNotify: true, now: clock.Now, RotationGrace: time.Minute, Logger: testLogger(t)}
+	c := newCollector()
+	w := create(t, log)
+	f, err := newFollower(o, c.handle)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(f.Stop)
+	f.discover(true)
+	const rotations = 3 * leftPruneMin
+	kept := map[fileID]string{} // the archives still there
+	n := 0
+	for i := range rotations {
+		writeLines(t, w, n+1, n+10)
+		n += 10
+		f.readAll()
+		archive := fmt.Sprintf("%s.%d", log, i)
+		rename(t, log, archive)
+		w = create(t, log)
+		f.discover(false)
+		f.readAll()
+		clock.Add(2 * time.Minute)
+		f.discover(false)
+		f.readAll()
+		if i%leftPruneMin == 0 {
+			fi, err := os.Stat(archive)
+			if err != nil {
+				t.Fatal(err)
+			}
+			kept[idOf(fi)] = archive
+		} else if err := os.Remove(archive); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.expectExactly(t, span{1, n})
+	remembered := func(f *Follower) map[fileID]string {
+		out := map[fileID]string{}
+		for _, p := range f.Left() {
+			out[fileID{dev: p.Dev, ino: p.Ino}] = kept[fileID{dev: p.Dev, ino: p.Ino}]
+		}
+		return out
+	}
+	if left := remembered(f); len(left) > 2*leftPruneMin {
+		t.Errorf("%d files remembered closed after %d rotations, %d of them still there: the gone ones are not forgotten", len(left), rotations, len(kept))
+	} else {
+		for id, archive := range kept {
+			if _, ok := left[id]; !ok {
+				t.Errorf("%s, still there, forgotten", archive)
+			}
+		}
+	}
+
+	f.Stop()
+	o.FromBeginning, o.Resume, o.Left = false, f.Positions(), f.Left()
+	next, err := newFollower(o, c.handle)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(next.Stop)
+	if got := remembered(next); !maps.Equal(got, kept) {
+		t.Errorf("restored with %d files closed before, %d of them still there (%v); remembers %d, of them %v", len(o.Left), len(kept), slices.Sorted(maps.Values(kept)), len(got), slices.Sorted(maps.Values(got)))
 	}
 }
