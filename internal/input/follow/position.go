@@ -184,8 +184,13 @@ func (f *Follower) resumeAt(id fileID, file *os.File) (off int64, ok bool) {
 		return 0, false
 	}
 	p, found := r.byID[id]
-	if !found {
-		p, found = r.renumbered(id, file)
+	if !found || p.Path != file.Name() {
+		// A position of its path renumbered before one of its identity at another path:
+		// a reboot may give one disk the number another had, whose files have inode
+		// numbers of their own (two disks swap theirs).
+		if q, ok := r.renumbered(id, file); ok {
+			p, found = q, true
+		}
 	}
 	if !found {
 		if off, back := f.cameBack(id, file); back {
