@@ -55,10 +55,15 @@ func (f *Follower) Left() []Position {
 // the follower is started.
 func (f *Follower) placeLeft() {
 	dirs := newListings(os.ReadDir)
+	looks := map[string][]string{} // by path: a log's archives were read under one
 	for id, at := range f.left {
-		look := []string{filepath.Dir(at.path)}
-		if real, err := filepath.EvalSymlinks(at.path); err == nil && filepath.Dir(real) != look[0] {
-			look = append(look, filepath.Dir(real))
+		look, ok := looks[at.path]
+		if !ok {
+			look = []string{filepath.Dir(at.path)}
+			if real, err := filepath.EvalSymlinks(at.path); err == nil && filepath.Dir(real) != look[0] {
+				look = append(look, filepath.Dir(real))
+			}
+			looks[at.path] = look
 		}
 		for _, dir := range look {
 			if name, ok := dirs.identities(dir)[id]; ok {
