@@ -18,7 +18,10 @@ type truncation struct {
 	path string // the path it was read under
 	id   fileID
 	head []byte // its first min(headLen, off) bytes
-	off  int64  // how far it was read
+	// hash is the xxhash of those when head is nil: one an earlier follower found
+	// (Options.Truncated), whose snapshot keeps no more of them.
+	hash uint64
+	off  int64 // how far it was read
 	at   time.Time
 }
 
@@ -29,6 +32,7 @@ type truncation struct {
 // bytes (a line "starting", or the same first KiB from replicas of one program).
 type copied struct {
 	head []byte
+	hash uint64 // of the first bytes when head is nil (truncation)
 	off  int64
 	at   time.Time
 	live *tracked // the file, when live
@@ -74,7 +78,8 @@ func (f *Follower) Truncated() []Position {
 	defer f.mu.Unlock()
 	var out []Position
 	for _, c := range f.truncated {
-		if now.Sub(c.at) <= f.o.RotationGrace {
+		// Not those of Options.Truncated: a restart after each would keep them for good.
+		if c.head != nil && now.Sub(c.at) <= f.o.RotationGrace {
 			out = append(out, Position{Path: c.path, Dev: c.id.dev, Ino: c.id.ino, Offset: c.off, Head: xxhash.Sum64(c.head)})
 		}
 	}
@@ -123,7 +128,15 @@ func (f *Follower) judged(t *tracked, path string, size int64) bool {
 	live, refuted := t.judgeLive, false
 	t.judgeLive = false
 	var of *tracked
+	var hashed [headLen]byte
 	for _, c := range candidates {
+		if c.head == nil {
+			// Known by the hash of its first bytes alone: a copy holds them all.
+			if h, err := headHash(t.f, c.off, &hashed); size >= c.off && err == nil && h == c.hash {
+				off = max(off, c.off)
+			}
+			continue
+		}
 		switch k := min(len(got), len(c.head)); {
 		case !bytes.Equal(got[:k], c.head[:k]):
 		case k == len(c.head) && size >= c.off && c.live != nil && f.refutes(c.live, c.head, t.f, size, c.off):
@@ -232,7 +245,7 @@ func (f *Follower) copyCandidates(t *tracked, path string, now time.Time) []copi
 	f.mu.Unlock()
 	for _, c := range f.truncated {
 		if filepath.Dir(c.path) == dir && now.Sub(c.at) <= f.o.RotationGrace && !slices.ContainsFunc(t.judgeKept, func(k copied) bool { return k.at.Equal(c.at) && k.off == c.off }) {
-			t.judgeKept = append(t.judgeKept, copied{head: c.head, off: c.off, at: c.at})
+			t.judgeKept = append(t.judgeKept, copied{head: c.head, hash: c.hash, off: c.off, at: c.at})
 		}
 	}
 	return append(out, t.judgeKept...)

@@ -139,7 +139,8 @@ type Options struct {
 	// Truncated, when not nil, is what the files an earlier follower of the input found
 	// truncated lately held before (Follower.Truncated), taken with Resume: a file present
 	// at Start without a position that is a copy of one is read from where that one was
-	// read up to, as it is of a position's file (see position.go).
+	// read up to, as it is of a position's file (see position.go), and so is one a glob
+	// finds within the rotation grace after Start (see copies.go).
 	Truncated []Position
 	// Left, when not nil, is where an earlier follower of the input read the files it
 	// closed after they left their path (Follower.Left): one that comes back to a path
@@ -428,6 +429,13 @@ func newFollower(opts Options, h input.Handler) (*Follower, error) {
 	}
 	if len(o.Left) > 0 {
 		f.placeLeft()
+	}
+	for _, p := range o.Truncated {
+		// A copy found after the start, within the rotation grace, is judged against them
+		// too: the restart came between the truncation's read and the copy's find.
+		if p.Offset > 0 {
+			f.truncated = append(f.truncated, truncation{path: p.Path, id: fileID{dev: p.Dev, ino: p.Ino}, hash: p.Head, off: p.Offset, at: o.now()})
+		}
 	}
 	f.r = newLineReader(o, h, &f.c, &f.stopping)
 	if !o.noNotify {

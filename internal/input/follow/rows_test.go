@@ -1303,3 +1303,60 @@ func TestLeftPruned(t *testing.T) {
 		t.Errorf("restored with %d files closed before, %d of them still there (%v); remembers %d, of them %v", len(o.Left), len(kept), slices.Sorted(maps.Values(kept)), len(got), slices.Sorted(maps.Values(got)))
 	}
 }
+
+// TestResumeCopyFoundAfterStart: TestResumeCopyAfterTruncation with the copy found after
+// the restart, within the rotation grace (the follower stopped between its read of the
+// log's truncation and its find of the copy; here the copy is moved into the glob after
+// the start): the copy is judged against what the log held before its truncation
+// (Options.Truncated) as a copy found while running is, and read from where the log was
+// read up to, not from its start, whose lines were counted. Driven by hand, on an
+// injected clock.
+func TestResumeCopyFoundAfterStart(t *testing.T) {
+	dir := t.TempDir()
+	log := filepath.Join(dir, "access.log")
+	w := create(t, log)
+	writeLines(t, w, 1, 100)
+	clock := testclock.New(time.Unix(1_700_000_000, 0))
+	o := Options{Path: log + "*", FromBeginning: true, noNotify: true, now: clock.Now, RotationGrace: time.Minute, Logger: testLogger(t)}
+	c := newCollector()
+	f, err := newFollower(o, c.handle)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.discover(true)
+	f.readAll()
+	writeLines(t, w, 101, 120)
+	data, err := os.ReadFile(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "tmp"), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Truncate(0); err != nil {
+		t.Fatal(err)
+	}
+	writeLines(t, w, 121, 130)
+	f.readAll()
+	f.Stop()
+	o.FromBeginning, o.Resume, o.Truncated = false, f.Positions(), f.Truncated()
+	f, err = newFollower(o, c.handle)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(f.Stop)
+	f.discover(true)
+	f.resumeRotated()
+	f.readAll()
+	rename(t, filepath.Join(dir, "tmp"), log+".1") // found after the restart, within the grace
+	clock.Add(time.Second)
+	f.discover(false)
+	for range 3 {
+		f.readAll()
+	}
+	clock.Add(2 * time.Minute)
+	for range 3 {
+		f.readAll()
+	}
+	c.expectExactly(t, span{1, 130})
+}
