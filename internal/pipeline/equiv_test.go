@@ -506,6 +506,28 @@ func (r *equivRun) emptied() {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+	// The copy was made before any snapshot that follows: a restart does not take it for
+	// one made while the exporter was down. A snapshot's time is its file's, which the
+	// kernel stamps by its clock tick, up to a tick behind the clock touch stamped the
+	// copy with.
+	copied, err := os.Stat(r.older(1))
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	probe := filepath.Join(r.t.TempDir(), "probe")
+	for {
+		if err := os.WriteFile(probe, nil, 0o644); err != nil {
+			r.t.Fatal(err)
+		}
+		if fi, err := os.Stat(probe); err != nil {
+			r.t.Fatal(err)
+		} else if fi.ModTime().After(copied.ModTime()) {
+			return
+		} else if time.Now().After(deadline) {
+			r.t.Fatalf("the kernel's clock is not past %v", copied.ModTime())
+		}
+		time.Sleep(time.Millisecond)
+	}
 }
 
 // copyTruncateBehind rotates the log as logrotate's copytruncate does when the running

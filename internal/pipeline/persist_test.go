@@ -1623,3 +1623,64 @@ rules:
 		t.Errorf("processing second %d after the second restart, %d s behind b's last line", got, want-got)
 	}
 }
+
+// TestReloadHandsOverLeftFiles: TestStorageKeepsLeftFiles at a reload that replaces the
+// followers (the glob's shards changed): the file the follower closed after the symlink
+// left it is read on from where it was left when the link comes back to it after the
+// reload, not again from its start, by the follower that replaced it.
+func TestReloadHandsOverLeftFiles(t *testing.T) {
+	root := t.TempDir()
+	app, rel := filepath.Join(root, "app"), filepath.Join(root, "releases")
+	for _, d := range []string{app, rel} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	link := filepath.Join(app, "current.log")
+	blue, green := filepath.Join(rel, "blue.log"), filepath.Join(rel, "green.log")
+	retarget := func(to string) {
+		if err := os.Symlink(to, link+".tmp"); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(link+".tmp", link); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, f := range []string{blue, green} {
+		if err := os.WriteFile(f, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	retarget(blue)
+	rules := func(shards int) *config.Config {
+		t.Helper()
+		cfg, err := config.Parse(fmt.Appendf(nil, "inputs: [{path: %s/*/current.log, start_at: beginning, shards: %d}]\nrules: [{name: lines, match: x}]\n", root, shards), "rules.yaml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cfg
+	}
+	var out syncbuf.Buffer
+	p, err := Start(rules(2), Options{Now: time.Now, PollInterval: 10 * time.Millisecond, RotationGrace: 50 * time.Millisecond,
+		Logger: slog.New(slog.NewTextHandler(&out, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Stop)
+	waitReady(t, p)
+	appendTo(t, blue, "x\nx\nx\n")
+	waitTotal(t, p, "the first target's lines", "lines_total{", 3)
+	retarget(green)
+	appendTo(t, green, "x\n")
+	waitTotal(t, p, "the second target's line", "lines_total{", 4)
+	waitLogged(t, &out, "closed rotated file after its grace period", 1)
+	if err := p.Reload(rules(1)); err != nil {
+		t.Fatal(err)
+	}
+	waitReady(t, p)
+	retarget(blue)
+	appendTo(t, blue, "x\n")
+	waitTotal(t, p, "the line written to the first target again", "lines_total{", 5)
+	waitCaughtUp(t, p)
+	waitTotal(t, p, "no line counted twice", "lines_total{", 5)
+}

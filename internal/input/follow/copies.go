@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"os"
 	"path/filepath"
 	"slices"
 	"time"
@@ -17,7 +18,10 @@ type truncation struct {
 	path string // the path it was read under
 	id   fileID
 	head []byte // its first min(headLen, off) bytes
-	off  int64  // how far it was read
+	// hash is the xxhash of those when head is nil: one an earlier follower found
+	// (Options.Truncated), whose snapshot keeps no more of them.
+	hash uint64
+	off  int64 // how far it was read
 	at   time.Time
 }
 
@@ -28,6 +32,7 @@ type truncation struct {
 // bytes (a line "starting", or the same first KiB from replicas of one program).
 type copied struct {
 	head []byte
+	hash uint64 // of the first bytes when head is nil (truncation)
 	off  int64
 	at   time.Time
 	live *tracked // the file, when live
@@ -73,7 +78,8 @@ func (f *Follower) Truncated() []Position {
 	defer f.mu.Unlock()
 	var out []Position
 	for _, c := range f.truncated {
-		if now.Sub(c.at) <= f.o.RotationGrace {
+		// Not those of Options.Truncated: a restart after each would keep them for good.
+		if c.head != nil && now.Sub(c.at) <= f.o.RotationGrace {
 			out = append(out, Position{Path: c.path, Dev: c.id.dev, Ino: c.id.ino, Offset: c.off, Head: xxhash.Sum64(c.head)})
 		}
 	}
@@ -117,15 +123,24 @@ func (f *Follower) judged(t *tracked, path string, size int64) bool {
 	// cut where positions have it meanwhile.
 	var off, held, cut int64
 	wait := false
-	if t.judgeLive {
-		// Its original, read at its path when it was found a copy of it, may have left
-		// the path since without a truncation: its lines are that file's still.
-		wait, held, cut = true, size, size
-	}
+	// live: t was found a copy of a file read at its path before; refuted: a file read at
+	// its path shows it is none of it now.
+	live, refuted := t.judgeLive, false
+	t.judgeLive = false
 	var of *tracked
+	var hashed [headLen]byte
 	for _, c := range candidates {
+		if c.head == nil {
+			// Known by the hash of its first bytes alone: a copy holds them all.
+			if h, err := headHash(t.f, c.off, &hashed); size >= c.off && err == nil && h == c.hash {
+				off = max(off, c.off)
+			}
+			continue
+		}
 		switch k := min(len(got), len(c.head)); {
 		case !bytes.Equal(got[:k], c.head[:k]):
+		case k == len(c.head) && size >= c.off && c.live != nil && f.refutes(c.live, c.head, t.f, size, c.off):
+			refuted = true
 		case k == len(c.head) && size >= c.off && c.live != nil:
 			// Read from where its original was read should that be found truncated.
 			// Positions pass over it while it holds all its original was read up to:
@@ -148,6 +163,11 @@ func (f *Follower) judged(t *tracked, path string, size int64) bool {
 			wait = true
 		}
 	}
+	if live && !refuted && !t.judgeLive {
+		// Its original, read at its path when it was found a copy of it, may have left
+		// the path since without a truncation: its lines are that file's still.
+		wait, held, cut, t.judgeLive = true, max(held, size), max(cut, size), true
+	}
 	if off == 0 && wait {
 		if now.Sub(t.judgeAt) < f.o.RotationGrace {
 			// A snapshot taken meanwhile has such a copy as read where it would be read
@@ -164,6 +184,38 @@ func (f *Follower) judged(t *tracked, path string, size int64) bool {
 		f.o.Logger.Info("new file is a copy of a file of its directory (copytruncate), reading it from where that file was read up to", "path", path, "offset", off)
 	}
 	return true
+}
+
+// refutes reports whether orig, a file read at its path up to where it begins with head
+// (how far it was read when that is under headLen), shows that cp, of size bytes, which
+// begins with head too and holds all orig was read up to (from), is no copy of it: orig
+// is there as it was read, neither truncated nor written again from its start, and holds
+// other bytes than cp past from, or fewer, as far as headLen. A copy holds what its
+// original held when it was copied, and the original holds it still unless truncated;
+// another log that begins as orig does (the header line a program writes first in each
+// of its files, a daily file's) holds lines of its own there. Unknown (false) while cp
+// holds nothing past from.
+func (f *Follower) refutes(orig *tracked, head []byte, cp *os.File, size, from int64) bool {
+	n := min(headLen, size-from)
+	if n <= 0 {
+		return false
+	}
+	fi, err := f.o.stat(orig.f)
+	if err != nil || fi.Size() < orig.off {
+		return false // truncated: the reader has not found it yet
+	}
+	var a, b [headLen]byte
+	if got, err := orig.f.ReadAt(a[:len(head)], 0); got < len(head) || err != nil && !errors.Is(err, io.EOF) || !bytes.Equal(a[:len(head)], head) {
+		return false // written again from its start
+	}
+	if got, err := cp.ReadAt(b[:n], from); int64(got) < n || err != nil && !errors.Is(err, io.EOF) {
+		return false
+	}
+	got, err := orig.f.ReadAt(a[:n], from)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return false
+	}
+	return !bytes.Equal(a[:got], b[:n])
 }
 
 // judgedFrom ends the judgment of t: it is read from off. The reader calls it.
@@ -193,7 +245,7 @@ func (f *Follower) copyCandidates(t *tracked, path string, now time.Time) []copi
 	f.mu.Unlock()
 	for _, c := range f.truncated {
 		if filepath.Dir(c.path) == dir && now.Sub(c.at) <= f.o.RotationGrace && !slices.ContainsFunc(t.judgeKept, func(k copied) bool { return k.at.Equal(c.at) && k.off == c.off }) {
-			t.judgeKept = append(t.judgeKept, copied{head: c.head, off: c.off, at: c.at})
+			t.judgeKept = append(t.judgeKept, copied{head: c.head, hash: c.hash, off: c.off, at: c.at})
 		}
 	}
 	return append(out, t.judgeKept...)

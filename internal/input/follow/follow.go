@@ -143,7 +143,8 @@ type Options struct {
 	// Truncated, when not nil, is what the files an earlier follower of the input found
 	// truncated lately held before (Follower.Truncated), taken with Resume: a file present
 	// at Start without a position that is a copy of one is read from where that one was
-	// read up to, as it is of a position's file (see position.go).
+	// read up to, as it is of a position's file (see position.go), and so is one a glob
+	// finds within the rotation grace after Start (see copies.go).
 	Truncated []Position
 	// Left, when not nil, is where an earlier follower of the input read the files it
 	// closed after they left their path (Follower.Left): one that comes back to a path
@@ -351,8 +352,10 @@ type Follower struct {
 	final []Position
 	// left is where the files closed after they left their path were read up to, the
 	// newest maxLeft (leftOrder, oldest first), should one come back; guarded by mu.
-	left      map[fileID]leftAt
-	leftOrder []fileID
+	// leftLooked is how many there were after pruneLeft last looked for the gone ones.
+	left       map[fileID]leftAt
+	leftOrder  []fileID
+	leftLooked int
 
 	// Owned by the reading goroutine (and Stop after it).
 	readPaths   map[string]bool // paths of the files in the reader's last look at them
@@ -427,6 +430,16 @@ func newFollower(opts Options, h input.Handler) (*Follower, error) {
 	}
 	for _, p := range o.Left {
 		f.remember(fileID{dev: p.Dev, ino: p.Ino}, leftAt{path: p.Path, off: p.Offset, head: p.Head})
+	}
+	if len(o.Left) > 0 {
+		f.placeLeft()
+	}
+	for _, p := range o.Truncated {
+		// A copy found after the start, within the rotation grace, is judged against them
+		// too: the restart came between the truncation's read and the copy's find.
+		if p.Offset > 0 {
+			f.truncated = append(f.truncated, truncation{path: p.Path, id: fileID{dev: p.Dev, ino: p.Ino}, hash: p.Head, off: p.Offset, at: o.now()})
+		}
 	}
 	f.r = newLineReader(o, h, &f.c, &f.stopping)
 	if !o.noNotify {
@@ -654,6 +667,7 @@ func (f *Follower) retireIfIdle(t *tracked, path string) {
 	if !idle {
 		return
 	}
+	defer f.pruneLeft() // after the hold: its stats hold no line back
 	f.r.hold.Lock()
 	defer f.r.hold.Unlock()
 	f.mu.Lock()

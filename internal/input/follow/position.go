@@ -184,8 +184,13 @@ func (f *Follower) resumeAt(id fileID, file *os.File) (off int64, ok bool) {
 		return 0, false
 	}
 	p, found := r.byID[id]
-	if !found {
-		p, found = r.renumbered(id, file)
+	if !found || p.Path != file.Name() {
+		// A position of its path renumbered before one of its identity at another path:
+		// a reboot may give one disk the number another had, whose files have inode
+		// numbers of their own (two disks swap theirs).
+		if q, ok := r.renumbered(id, file); ok {
+			p, found = q, true
+		}
 	}
 	if !found {
 		if off, back := f.cameBack(id, file); back {
@@ -431,7 +436,9 @@ func (f *Follower) rotationPaths(path string) []string {
 // (copyOf) read from their end when that file was found at its path as it was, not
 // truncated: the copy of logrotate's copy, or a backup made with cp, whose lines past the
 // position that file holds too, read there (as judged has one found while running).
-// After a copytruncate, the copy is read from the position.
+// After a copytruncate, the copy is read from the position. One that holds other bytes
+// than that file past the position (refutes) is another file that begins as it does (a
+// daily file's header line), read from its start.
 func (f *Follower) readCopiesAtEnd(r *resume) {
 	for id, of := range r.copies {
 		if !r.intact[of] {
@@ -439,6 +446,10 @@ func (f *Follower) readCopiesAtEnd(r *resume) {
 		}
 		f.mu.Lock()
 		t := f.byID[id]
+		var u *tracked
+		if i := slices.IndexFunc(f.files, func(u *tracked) bool { return u.path == of && !u.rotated }); i >= 0 {
+			u = f.files[i]
+		}
 		f.mu.Unlock()
 		if t == nil {
 			continue
@@ -447,7 +458,13 @@ func (f *Follower) readCopiesAtEnd(r *resume) {
 		if err != nil {
 			continue
 		}
-		t.positionAt(fi.Size()) // the reader has not started: t is still the scan's
+		// The reader has not started: t and u are still the scan's.
+		if u != nil && f.refutes(u, u.head[:min(int64(u.headN), t.off)], t.f, fi.Size(), t.off) {
+			t.positionAt(0)
+			f.o.Logger.Info("file begins as a file read on at its path but holds other lines, reading it from its start", "path", t.path, "of", of)
+			continue
+		}
+		t.positionAt(fi.Size())
 		f.o.Logger.Info("file is a copy of a file read on at its path, reading it from its end", "path", t.path, "of", of, "offset", fi.Size())
 	}
 }

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cespare/xxhash/v2"
+
 	"github.com/logwindow/logwindow_exporter/internal/testutil/testclock"
 )
 
@@ -194,6 +196,45 @@ func TestResumeRenumberedDevice(t *testing.T) {
 			expectResumed(t, o, positions, taken)
 		})
 	}
+}
+
+// TestResumeRenumberedSharedInode: a glob over two disks (/data1/app.log, /data2/app.log)
+// whose files have one inode number, each on its disk; a reboot numbered the disks
+// otherwise, the first with the number the second had (NVMe disks found in the other
+// order swap theirs). The first disk's log now has the identity the second's position
+// has: it is the file of its own path's position, renumbered, and read on from there,
+// not taken for the second's file, found rewritten and read again from its start, its
+// lines counted twice. (The second's file, which one disk cannot give the same inode
+// number, is a new file here.)
+func TestResumeRenumberedSharedInode(t *testing.T) {
+	dir := t.TempDir()
+	a, b := filepath.Join(dir, "data1", "app.log"), filepath.Join(dir, "data2", "app.log")
+	for _, d := range []string{a, b} {
+		if err := os.Mkdir(filepath.Dir(d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w := create(t, a)
+	writeLines(t, w, 1, 100)
+	positions, o := readFirst(t, modes[1].options(filepath.Join(dir, "*", "app.log")))
+	if len(positions) != 1 {
+		t.Fatalf("positions %v, want the log's alone", positions)
+	}
+	taken := time.Now().Add(-time.Second) // see TestResume
+	writeLines(t, create(t, b), 1001, 1050)
+	other, err := os.ReadFile(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := positions[0]
+	positions[0].Dev++ // the number the first disk had
+	positions = append(positions, Position{Path: b, Dev: first.Dev, Ino: first.Ino, Offset: int64(len(other)), Head: xxhash.Sum64(other[:headLen])})
+	writeLines(t, w, 101, 150)
+	o.Resume, o.Taken = positions, taken
+	next := newCollector()
+	start(t, o, next.handle)
+	waitFor(t, "the lines written while down", func() bool { return next.has(101, 150) && next.has(1001, 1050) })
+	next.expectExactly(t, span{101, 150}, span{1001, 1050})
 }
 
 // TestResumeGlobCopyNotTruncated: a glob that matches the log's rotated names finds at a

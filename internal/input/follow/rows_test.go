@@ -7,9 +7,11 @@ package follow
 import (
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -1128,4 +1130,233 @@ func TestNewFileBeginningAsAnother(t *testing.T) {
 			})
 		}
 	}
+}
+
+// TestNewFileBeginsAsLog: a glob that matches rotated names finds a new file named as one
+// of the log's rotated files that is no copy of it but begins with all the log was read up
+// to: the log holds only its header line so far (a program's first line of each file) and
+// the new file, a daily file of the same program, begins with that line too. The log is
+// read on at its path, not truncated, and holds other bytes than the new file past there:
+// the new file is read from its start, whether it held more than the header when first
+// found or only that at first. Taken for a copy of the log waiting for its truncation, it
+// was read from its end once it stopped growing for the rotation grace: its lines lost.
+// Driven by hand, on an injected clock.
+func TestNewFileBeginsAsLog(t *testing.T) {
+	for _, headerFirst := range []bool{false, true} {
+		t.Run(fmt.Sprintf("header alone first %v", headerFirst), func(t *testing.T) {
+			dir := t.TempDir()
+			log := filepath.Join(dir, "access.log")
+			w := create(t, log)
+			writeLines(t, w, 0, 0) // the header
+			clock := testclock.New(time.Unix(1_700_000_000, 0))
+			c := newCollector()
+			f, err := newFollower(Options{Path: log + "*", FromBeginning: true, noNotify: true, now: clock.Now, RotationGrace: time.Minute, Logger: testLogger(t)}, c.handle)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(f.Stop)
+			f.discover(true)
+			f.readAll()
+			daily := log + ".2026-11-30"
+			if !rotatedName(filepath.Base(log), filepath.Base(daily)) {
+				t.Fatalf("%s is not named as a rotated file of %s", daily, log)
+			}
+			d := create(t, daily)
+			writeLines(t, d, 0, 0)
+			if headerFirst {
+				f.discover(false)
+				f.readAll()
+			}
+			writeLines(t, d, 1000, 1100)
+			f.discover(false)
+			f.readAll()
+			writeLines(t, w, 1, 10)
+			writeLines(t, d, 1101, 1200)
+			for range 3 {
+				f.readAll()
+			}
+			clock.Add(2 * time.Minute)
+			for range 3 {
+				f.readAll()
+			}
+			// The header twice, once of each file; every other line once.
+			lost, dup, malformed := c.tally(span{0, 10}, span{1000, 1200})
+			if lost != 0 || dup != 1 || malformed != 0 {
+				t.Fatalf("lost %d, duplicated %d (want 1: the daily file's header), malformed %d", lost, dup, malformed)
+			}
+		})
+	}
+}
+
+// TestResumeNewFileBeginsAsLog: TestNewFileBeginsAsLog across a restart. The daily file,
+// made while the exporter was down, begins with all the log's position held (its header
+// line) and has no position: it is no copy of the log, found at its path as it was, which
+// holds other bytes past there, and is read from its start. Taken for logrotate's copy of
+// the log, it was read from its end: its lines lost. Driven by hand, on an injected clock.
+func TestResumeNewFileBeginsAsLog(t *testing.T) {
+	dir := t.TempDir()
+	log := filepath.Join(dir, "access.log")
+	w := create(t, log)
+	writeLines(t, w, 0, 0) // the header
+	clock := testclock.New(time.Unix(1_700_000_000, 0))
+	o := Options{Path: log + "*", FromBeginning: true, noNotify: true, now: clock.Now, RotationGrace: time.Minute, Logger: testLogger(t)}
+	c := newCollector()
+	f, err := newFollower(o, c.handle)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.discover(true)
+	f.readAll()
+	f.Stop()
+	d := create(t, log+".2026-11-30")
+	writeLines(t, d, 0, 0)
+	writeLines(t, d, 1000, 1100)
+	writeLines(t, w, 1, 10)
+
+	o.FromBeginning, o.Resume, o.Truncated = false, f.Positions(), f.Truncated()
+	f, err = newFollower(o, c.handle)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(f.Stop)
+	f.discover(true)
+	f.resumeRotated()
+	for f.readAll() {
+	}
+	lost, dup, malformed := c.tally(span{0, 10}, span{1000, 1100})
+	if lost != 0 || dup != 1 || malformed != 0 {
+		t.Fatalf("lost %d, duplicated %d (want 1: the daily file's header), malformed %d", lost, dup, malformed)
+	}
+}
+
+// TestLeftPruned: the files a follower closed after they left their path (Left) are
+// forgotten once they are gone, deleted since (the kubelet compresses a container log's
+// rotated file, then deletes it), while one still where it was when closed (a symlink's
+// former target) or back at the path it was read under is kept: the list, in each
+// snapshot, is not filled up to maxLeft with archives that cannot come back. A follower
+// given such a list (Options.Left, from a snapshot) forgets the gone ones at its start.
+// Driven by hand, on an injected clock.
+func TestLeftPruned(t *testing.T) {
+	dir := t.TempDir()
+	log := filepath.Join(dir, "0.log")
+	clock := testclock.New(time.Unix(1_700_000_000, 0))
+	o := Options{Path: log, FromBeginning: true, noNotify: true, now: clock.Now, RotationGrace: time.Minute, Logger: testLogger(t)}
+	c := newCollector()
+	w := create(t, log)
+	f, err := newFollower(o, c.handle)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(f.Stop)
+	f.discover(true)
+	const rotations = 3 * leftPruneMin
+	kept := map[fileID]string{} // the archives still there
+	n := 0
+	for i := range rotations {
+		writeLines(t, w, n+1, n+10)
+		n += 10
+		f.readAll()
+		archive := fmt.Sprintf("%s.%d", log, i)
+		rename(t, log, archive)
+		w = create(t, log)
+		f.discover(false)
+		f.readAll()
+		clock.Add(2 * time.Minute)
+		f.discover(false)
+		f.readAll()
+		if i%leftPruneMin == 0 {
+			fi, err := os.Stat(archive)
+			if err != nil {
+				t.Fatal(err)
+			}
+			kept[idOf(fi)] = archive
+		} else if err := os.Remove(archive); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.expectExactly(t, span{1, n})
+	remembered := func(f *Follower) map[fileID]string {
+		out := map[fileID]string{}
+		for _, p := range f.Left() {
+			out[fileID{dev: p.Dev, ino: p.Ino}] = kept[fileID{dev: p.Dev, ino: p.Ino}]
+		}
+		return out
+	}
+	if left := remembered(f); len(left) > 2*leftPruneMin {
+		t.Errorf("%d files remembered closed after %d rotations, %d of them still there: the gone ones are not forgotten", len(left), rotations, len(kept))
+	} else {
+		for id, archive := range kept {
+			if _, ok := left[id]; !ok {
+				t.Errorf("%s, still there, forgotten", archive)
+			}
+		}
+	}
+
+	f.Stop()
+	o.FromBeginning, o.Resume, o.Left = false, f.Positions(), f.Left()
+	next, err := newFollower(o, c.handle)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(next.Stop)
+	if got := remembered(next); !maps.Equal(got, kept) {
+		t.Errorf("restored with %d files closed before, %d of them still there (%v); remembers %d, of them %v", len(o.Left), len(kept), slices.Sorted(maps.Values(kept)), len(got), slices.Sorted(maps.Values(got)))
+	}
+}
+
+// TestResumeCopyFoundAfterStart: TestResumeCopyAfterTruncation with the copy found after
+// the restart, within the rotation grace (the follower stopped between its read of the
+// log's truncation and its find of the copy; here the copy is moved into the glob after
+// the start): the copy is judged against what the log held before its truncation
+// (Options.Truncated) as a copy found while running is, and read from where the log was
+// read up to, not from its start, whose lines were counted. Driven by hand, on an
+// injected clock.
+func TestResumeCopyFoundAfterStart(t *testing.T) {
+	dir := t.TempDir()
+	log := filepath.Join(dir, "access.log")
+	w := create(t, log)
+	writeLines(t, w, 1, 100)
+	clock := testclock.New(time.Unix(1_700_000_000, 0))
+	o := Options{Path: log + "*", FromBeginning: true, noNotify: true, now: clock.Now, RotationGrace: time.Minute, Logger: testLogger(t)}
+	c := newCollector()
+	f, err := newFollower(o, c.handle)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.discover(true)
+	f.readAll()
+	writeLines(t, w, 101, 120)
+	data, err := os.ReadFile(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "tmp"), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Truncate(0); err != nil {
+		t.Fatal(err)
+	}
+	writeLines(t, w, 121, 130)
+	f.readAll()
+	f.Stop()
+	o.FromBeginning, o.Resume, o.Truncated = false, f.Positions(), f.Truncated()
+	f, err = newFollower(o, c.handle)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(f.Stop)
+	f.discover(true)
+	f.resumeRotated()
+	f.readAll()
+	rename(t, filepath.Join(dir, "tmp"), log+".1") // found after the restart, within the grace
+	clock.Add(time.Second)
+	f.discover(false)
+	for range 3 {
+		f.readAll()
+	}
+	clock.Add(2 * time.Minute)
+	for range 3 {
+		f.readAll()
+	}
+	c.expectExactly(t, span{1, 130})
 }
