@@ -485,7 +485,7 @@ func TestStorageBadOptionalRecord(t *testing.T) {
 			// A file the input does not name would be looked for by device and inode in
 			// its directory and read as the input's.
 			return appendPositions(nil, log, []follow.Position{{Path: "/etc/shadow", Dev: 2049, Ino: 131}})
-		}, `which`}}
+		}, "does not name"}}
 	}
 	cases := map[string][]bad{
 		"messages in parts cut short":          {cutShortParts},
