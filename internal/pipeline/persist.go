@@ -149,15 +149,14 @@ func (p *Pipeline) restore(gen *generation) (map[string][]follow.Position, map[s
 	if err == nil {
 		positions, since, err = decodePipeline(snap)
 	}
-	if err == nil {
-		parts, err = decodeParts(snap)
-	}
+	// The optional sections only help rare cases: a record of them that does not decode
+	// costs that record (skipped), not the snapshot's series and positions.
 	var left, truncated map[string][]follow.Position
+	var skipped []skippedRecord
 	if err == nil {
-		left, err = decodeFiles(snap, sectionLeft)
-	}
-	if err == nil {
-		truncated, err = decodeFiles(snap, sectionTruncated)
+		parts, skipped = decodeParts(snap, skipped)
+		left, skipped = decodeFiles(snap, sectionLeft, skipped)
+		truncated, skipped = decodeFiles(snap, sectionTruncated, skipped)
 	}
 	var res store.Restored
 	if err == nil {
@@ -191,8 +190,12 @@ func (p *Pipeline) restore(gen *generation) (map[string][]follow.Position, map[s
 	for _, why := range res.Skipped {
 		log.Warn("a rule of the snapshot was not restored: it starts empty", "err", why)
 	}
+	for _, sk := range skipped {
+		log.Warn("a record of the snapshot was not restored: the rest of the snapshot is", "section", sk.section, "err", sk.err)
+	}
 	s.update(func(st *selfmetric.StorageStats) {
 		st.RestoredRules, st.RestoredSeries, st.SkippedRules = res.Rules, res.Series, len(res.Skipped)
+		st.SkippedRecords = len(skipped)
 	})
 	files, messages := 0, 0
 	for _, ps := range positions {
@@ -343,41 +346,52 @@ func appendPathParts(dst []byte, source string, pp pathParts) []byte {
 	return dst
 }
 
+// skippedRecord is a record of an optional section of a snapshot that did not decode,
+// left out of the restore: its section's name, and why.
+type skippedRecord struct {
+	section string
+	err     error
+}
+
 // decodeFiles reads a section of files other than those of the positions (sectionLeft,
 // sectionTruncated), by input source; a snapshot without it (written before it was) has
-// none.
-func decodeFiles(snap *storage.Snapshot, section string) (map[string][]follow.Position, error) {
+// none. The records that do not decode are left out, appended to skipped.
+func decodeFiles(snap *storage.Snapshot, section string, skipped []skippedRecord) (map[string][]follow.Position, []skippedRecord) {
 	sec, ok := snap.Section(section)
 	if !ok {
-		return nil, nil
+		return nil, skipped
 	}
 	bySource := map[string][]follow.Position{}
 	for rec := range sec.Records() {
 		source, ps, err := decodePositions(rec)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", section, err)
+			skipped = append(skipped, skippedRecord{section, err})
+			continue
 		}
 		bySource[source] = append(bySource[source], ps...)
 	}
-	return bySource, nil
+	return bySource, skipped
 }
 
 // decodeParts reads the messages in parts of a snapshot, by input source; a snapshot
-// without them (written before they were kept) has none.
-func decodeParts(snap *storage.Snapshot) (map[string][]pathParts, error) {
+// without them (written before they were kept) has none. The records that do not decode
+// are left out, appended to skipped: their messages' first parts are lost, as they were
+// before they were kept.
+func decodeParts(snap *storage.Snapshot, skipped []skippedRecord) (map[string][]pathParts, []skippedRecord) {
 	sec, ok := snap.Section(sectionParts)
 	if !ok {
-		return nil, nil
+		return nil, skipped
 	}
 	bySource := map[string][]pathParts{}
 	for rec := range sec.Records() {
 		source, pp, err := decodePathParts(rec)
 		if err != nil {
-			return nil, fmt.Errorf("messages in parts: %w", err)
+			skipped = append(skipped, skippedRecord{sectionParts, err})
+			continue
 		}
 		bySource[source] = append(bySource[source], pp)
 	}
-	return bySource, nil
+	return bySource, skipped
 }
 
 // decodePathParts reads a record of appendPathParts; the messages' bytes alias rec.

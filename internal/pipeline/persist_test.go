@@ -295,9 +295,9 @@ func TestStorageKeepsTruncations(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		files, err := decodeFiles(snap, sectionTruncated)
-		if err != nil {
-			t.Fatal(err)
+		files, skipped := decodeFiles(snap, sectionTruncated, nil)
+		if len(skipped) != 0 {
+			t.Fatalf("records skipped: %v", skipped)
 		}
 		return files[filepath.Join(logDir, "access.log*")]
 	}
@@ -366,61 +366,6 @@ func TestStorageBadSnapshot(t *testing.T) {
 		opts:   Options{SeriesMaxBytes: 64},
 		aside:  true,
 		logged: "too large",
-	}, {
-		// Its checksums right: a snapshot of another build, or one edited.
-		name:  "messages in parts cut short",
-		spoil: func(b []byte) []byte { return b },
-		rewrite: func(w *storage.Writer, sec storage.Section) error {
-			if err := storetest.CopySection(w, sec); err != nil || sec.Name != sectionParts {
-				return err
-			}
-			rec := partsRecord()
-			return w.Record(rec[:len(rec)-3])
-		},
-		aside:  true,
-		logged: "messages in parts: corrupt",
-	}, {
-		name:  "files left cut short",
-		spoil: func(b []byte) []byte { return b },
-		rewrite: func(w *storage.Writer, sec storage.Section) error {
-			if err := storetest.CopySection(w, sec); err != nil || sec.Name != sectionLeft {
-				return err
-			}
-			rec := appendPositions(nil, "/var/log/app/current.log", []follow.Position{{Path: "/var/log/app/current.log", Dev: 2049, Ino: 131, Offset: 90}})
-			return w.Record(rec[:len(rec)-3])
-		},
-		aside:  true,
-		logged: "left-files: corrupt",
-	}, {
-		name:  "truncated files cut short",
-		spoil: func(b []byte) []byte { return b },
-		rewrite: func(w *storage.Writer, sec storage.Section) error {
-			if err := storetest.CopySection(w, sec); err != nil || sec.Name != sectionTruncated {
-				return err
-			}
-			rec := appendPositions(nil, "/var/log/app/current.log", []follow.Position{{Path: "/var/log/app/current.log", Dev: 2049, Ino: 131, Offset: 90}})
-			return w.Record(rec[:len(rec)-3])
-		},
-		aside:  true,
-		logged: "truncated-files: corrupt",
-	}, {
-		// A stream name no CRI line has, long: it was held, and charged to the memory
-		// bound, bounded only by the snapshot's size.
-		name:  "messages in parts of a forged stream",
-		spoil: func(b []byte) []byte { return b },
-		rewrite: func(w *storage.Writer, sec storage.Section) error {
-			if err := storetest.CopySection(w, sec); err != nil || sec.Name != sectionParts {
-				return err
-			}
-			const path = "/var/log/pods/web/nginx/0.log"
-			return w.Record(appendPathParts(nil, "/var/log/pods/*/*/*.log", pathParts{
-				path:  path,
-				files: []follow.Position{{Path: path, Dev: 2049, Ino: 131, Offset: 90}},
-				parts: []cri.Part{{Stream: strings.Repeat("s", 1<<20), Joined: []byte("a")}},
-			}))
-		},
-		aside:  true,
-		logged: "messages in parts: corrupt encoding: stream name",
 	}, {
 		// A position of a file the input does not name: a restart read the file of its
 		// device and inode in the position's directory (any the exporter may read) to its
@@ -507,6 +452,94 @@ func TestStorageBadSnapshot(t *testing.T) {
 			t.Errorf("log lacks the failure:\n%s", out.String())
 		}
 	})
+}
+
+// TestStorageBadOptionalRecord: a bad record (its checksums right: a snapshot of another
+// build, or one edited) in a section that only helps a rare case (messages in parts,
+// files left, files found truncated) costs that record, warned of by its section and
+// counted, not the snapshot: its series and positions are restored, and the lines
+// appended while the exporter was down are counted once. It set the snapshot aside whole.
+func TestStorageBadOptionalRecord(t *testing.T) {
+	const criSource = "/var/log/pods/*/*/*.log"
+	cutShort := func(rec []byte) []byte { return rec[:len(rec)-3] }
+	type bad struct {
+		section string
+		record  func(log string) []byte
+		logged  string
+	}
+	cutShortParts := bad{sectionParts, func(string) []byte { return cutShort(partsRecord()) }, "corrupt"}
+	// A stream name no CRI line has, long: it was held, and charged to the memory bound,
+	// bounded only by the snapshot's size.
+	forgedStream := bad{sectionParts, func(string) []byte {
+		const path = "/var/log/pods/web/nginx/0.log"
+		return appendPathParts(nil, criSource, pathParts{
+			path:  path,
+			files: []follow.Position{{Path: path, Dev: 2049, Ino: 131, Offset: 90}},
+			parts: []cri.Part{{Stream: strings.Repeat("s", 1<<20), Joined: []byte("a")}},
+		})
+	}, "stream name"}
+	files := func(section string) []bad {
+		return []bad{{section, func(log string) []byte {
+			return cutShort(appendPositions(nil, log, []follow.Position{{Path: log, Dev: 2049, Ino: 131, Offset: 90}}))
+		}, "corrupt"}, {section, func(log string) []byte {
+			// A file the input does not name would be looked for by device and inode in
+			// its directory and read as the input's.
+			return appendPositions(nil, log, []follow.Position{{Path: "/etc/shadow", Dev: 2049, Ino: 131}})
+		}, "does not name"}}
+	}
+	cases := map[string][]bad{
+		"messages in parts cut short":          {cutShortParts},
+		"messages in parts of a forged stream": {forgedStream},
+		"files left cut short":                 files(sectionLeft)[:1],
+		"files left the input does not name":   files(sectionLeft)[1:],
+		"truncated files cut short":            files(sectionTruncated)[:1],
+		"truncated files not named":            files(sectionTruncated)[1:],
+		"one in each":                          {cutShortParts, forgedStream, files(sectionLeft)[1], files(sectionTruncated)[0]},
+	}
+	for name, bads := range cases {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			log := filepath.Join(t.TempDir(), "access.log")
+			var out syncbuf.Buffer
+			p := startStored(t, log, dir, &out, Options{})
+			persistLines(t, log, 1, 10)
+			waitCounted(t, p, 10)
+			p.Stop()
+			rewriteSnapshot(t, dir, func(w *storage.Writer, sec storage.Section) error {
+				if err := storetest.CopySection(w, sec); err != nil {
+					return err
+				}
+				for _, b := range bads {
+					if b.section == sec.Name {
+						if err := w.Record(b.record(log)); err != nil {
+							return err
+						}
+					}
+				}
+				return nil
+			})
+			persistLines(t, log, 11, 15)
+			var restarted syncbuf.Buffer
+			p = startStored(t, log, dir, &restarted, Options{})
+			waitCounted(t, p, 15)
+			s := p.StorageStats()
+			if s.RestoreFailures != 0 || s.RestoredRules != 2 || s.SkippedRecords != len(bads) {
+				t.Errorf("storage stats %+v, want 2 rules restored, %d records skipped, no failure", s, len(bads))
+			}
+			if aside, _ := filepath.Glob(filepath.Join(dir, storage.FileName+".bad-*")); len(aside) != 0 {
+				t.Errorf("set aside: %v", aside)
+			}
+			logged := restarted.String()
+			for _, b := range bads {
+				if !strings.Contains(logged, "section="+b.section) || !strings.Contains(logged, b.logged) {
+					t.Errorf("log lacks the %s record skipped (%q):\n%s", b.section, b.logged, logged)
+				}
+			}
+			if strings.Contains(logged, "cannot restore the snapshot") || strings.Contains(logged, "warm start") {
+				t.Errorf("the snapshot was not restored:\n%s", logged)
+			}
+		})
+	}
 }
 
 // TestStorageUnreadableSnapshot: a snapshot the exporter cannot open (one root wrote,

@@ -29,6 +29,10 @@ type StorageStats struct {
 	// SkippedRules the rules of the snapshot that were not restored (changed or removed
 	// rules, series that did not decode with the rule's layout).
 	RestoredRules, RestoredSeries, SkippedRules int
+	// SkippedRecords are the records of the snapshot's optional sections (messages in
+	// parts, files left or found truncated) that did not decode and were left out; the
+	// rest of the snapshot was restored.
+	SkippedRecords int
 }
 
 // The storage's self-metrics, exported while a storage path is set.
@@ -60,13 +64,16 @@ var (
 	StorageSkippedRules = Metric{"logwindow_storage_skipped_rules",
 		"Rules of the snapshot not restored at start: changed or removed since, or whose series did not decode.",
 		nil}
+	StorageSkippedRecords = Metric{"logwindow_storage_skipped_records",
+		"Records of the snapshot's optional sections (messages in parts, files left or found truncated) not restored at start because they did not decode; each is logged, the rest of the snapshot was restored.",
+		nil}
 )
 
 // Storage collects the snapshots' statistics.
 type Storage struct {
 	read   func() StorageStats
 	failed *atomic.Uint64
-	descs  [9]*prometheus.Desc
+	descs  [10]*prometheus.Desc
 }
 
 // NewStorage returns the collector of what read returns; it sends nothing while no
@@ -74,7 +81,7 @@ type Storage struct {
 func NewStorage(read func() StorageStats, failed *atomic.Uint64) *Storage {
 	c := &Storage{read: read, failed: failed}
 	for i, m := range []Metric{StorageSnapshots, StorageSnapshotFailures, StorageSnapshotBytes, StorageSnapshotDuration,
-		StorageSnapshotPause, StorageLastSnapshot, StorageRestoreFailures, StorageRestoredSeries, StorageSkippedRules} {
+		StorageSnapshotPause, StorageLastSnapshot, StorageRestoreFailures, StorageRestoredSeries, StorageSkippedRules, StorageSkippedRecords} {
 		c.descs[i] = m.Desc()
 	}
 	return c
@@ -101,4 +108,5 @@ func (c *Storage) Collect(ch chan<- prometheus.Metric) {
 	e.emit(c.descs[6], prometheus.CounterValue, float64(st.RestoreFailures))
 	e.emit(c.descs[7], prometheus.GaugeValue, float64(st.RestoredSeries))
 	e.emit(c.descs[8], prometheus.GaugeValue, float64(st.SkippedRules))
+	e.emit(c.descs[9], prometheus.GaugeValue, float64(st.SkippedRecords))
 }
