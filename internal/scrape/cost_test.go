@@ -203,14 +203,15 @@ func TestScrapeCostOfARuleStalledAmid(t *testing.T) {
 // buffers of what they read; those of scrapes sent at once that each read a large rule
 // (one reader each) must not all be kept, each as large as the rule's read, outside
 // what the scrapes are charged: beside the largest, the readers kept hold
-// keepReaderBytes at most.
+// keepReaderBytes at most. Their top values are all used, as a read that needed them leaves
+// them, so that none is let go as a spike's (reader.shrink).
 func TestFreeListKeepsOneLargeRead(t *testing.T) {
 	const tops = 1 << 20 // a reader of tens of MB
 	var l freeList
 	var one int64
 	for range 4 {
 		x := new(reader)
-		x.tops = make([]sketch.TopValue, 0, tops)
+		x.tops = make([]sketch.TopValue, tops)
 		one = x.bytes()
 		l.put(x)
 	}
@@ -233,7 +234,7 @@ func TestFreeListKeepsOneLargeRead(t *testing.T) {
 func TestFreeListKeepsTheLargest(t *testing.T) {
 	sized := func(tops int) *reader {
 		x := new(reader)
-		x.tops = make([]sketch.TopValue, 0, tops)
+		x.tops = make([]sketch.TopValue, tops)
 		return x
 	}
 	var l freeList

@@ -89,6 +89,7 @@ func (s *Scrape) Write(w *exporter.Writer) error {
 		return nil
 	}
 	open := make([]*reader, len(s.p.rules))
+	scrape := s.c.free.scrapes.Add(1)
 	defer func() {
 		for _, x := range open {
 			if x != nil {
@@ -104,6 +105,7 @@ func (s *Scrape) Write(w *exporter.Writer) error {
 		held := &s.p.held[f.rule][b2i(s.native)]
 		if first {
 			x := s.c.free.get()
+			x.readFor(scrape)
 			open[f.rule] = x
 			// A rule that grew since its last read holds more once read: it is asked for
 			// before the read, at the rule's size now, so that scrapes sent at once, each
@@ -280,6 +282,42 @@ type reader struct {
 	tops   []sketch.TopValue
 	regs   []uint8
 	native nativeBuilder
+	// used is the most the reader's reads used (usedBytes) in each of the last
+	// shrinkScrapes scrapes it read for, the newest, scrape, first: its high-water mark,
+	// by scrapes rather than reads, as one scrape reads its rules in turn with one reader
+	// and its largest rule must not be forgotten by the time the next scrape reads it.
+	used   [shrinkScrapes]int64
+	scrape uint64
+}
+
+// shrinkScrapes is how many of the scrapes a reader read for last its high-water mark
+// spans: buffers far beyond what they used are let go (reader.shrink).
+const shrinkScrapes = 4
+
+// shrinkFloor is what a reader's buffers may hold whatever its reads used: less than the
+// reads that use them would take to grow them again for nothing.
+const shrinkFloor = 64 << 10
+
+// readFor begins a read for scrape: a scrape other than the one the reader read for last
+// makes its high-water mark forget the oldest of the scrapes it spans.
+func (x *reader) readFor(scrape uint64) {
+	if x.scrape != scrape {
+		copy(x.used[1:], x.used[:])
+		x.used[0], x.scrape = 0, scrape
+	}
+}
+
+// shrink lets go of the reader's snapshot and top values when their buffers hold more than
+// four times what its reads of the last shrinkScrapes scrapes used, and shrinkFloor: a
+// rule's read is charged what the reader's buffers hold, so buffers grown for a spike (a
+// rule's series since expired, a larger rule read with the reader) would otherwise charge
+// every later read the spike. A steady read uses half its buffers at least, as append
+// grows them to twice what they held at most.
+func (x *reader) shrink() {
+	buffers := x.snap.Bytes() + int64(cap(x.tops))*int64(unsafe.Sizeof(sketch.TopValue{}))
+	if buffers > shrinkFloor && buffers > 4*slices.Max(x.used[:]) {
+		x.snap, x.tops = exporter.RuleSnapshot{}, nil
+	}
 }
 
 // read reads the series of rule r in view rv into the reader's snapshot.
@@ -462,6 +500,8 @@ func readHistogram(snap *exporter.RuleSnapshot, fam *quantity.Family, sums []win
 type freeList struct {
 	mu sync.Mutex
 	rs []*reader
+	// scrapes numbers the scrapes the readers read for (reader.readFor).
+	scrapes atomic.Uint64
 }
 
 func (l *freeList) get() *reader {
@@ -492,8 +532,10 @@ const keepReaderBytes = 8 << 20
 // kept, as many as the rules a scrape reads at once, holding keepReaderBytes beside the
 // largest.
 func (l *freeList) put(x *reader) {
+	x.used[0] = max(x.used[0], x.usedBytes())
 	x.snap.Release()
 	clear(x.tops)
+	x.shrink()
 	held := x.summaryBytes()
 	drop := 0
 	for ; held > keepSummaryBytes && drop < len(x.others); drop++ {
