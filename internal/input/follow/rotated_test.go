@@ -249,13 +249,7 @@ func TestResumeGlobCopyNotTruncated(t *testing.T) {
 	positions, o := readFirst(t, modes[1].options(log+"*"))
 	taken := time.Now().Add(-time.Second) // see TestResume
 	writeLines(t, w, 101, 120)
-	data, err := os.ReadFile(log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(log+".1", data, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	copyFile(t, log, log+".1")
 	writeLines(t, w, 121, 150)
 	expectResumed(t, o, positions, taken)
 }
@@ -363,13 +357,7 @@ func TestResumeGlobCopy(t *testing.T) {
 		name: "copied and truncated",
 		down: func(t *testing.T, log string, w *os.File) {
 			writeLines(t, w, 101, 120)
-			data, err := os.ReadFile(log)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(log+".1", data, 0o644); err != nil {
-				t.Fatal(err)
-			}
+			copyFile(t, log, log+".1")
 			if err := os.Truncate(log, 0); err != nil {
 				t.Fatal(err)
 			}
@@ -483,16 +471,8 @@ func TestStopBeforeCopyJudged(t *testing.T) {
 	log := filepath.Join(dir, "access.log")
 	w := create(t, log)
 	writeLines(t, w, 1, 100)
-	clock := testclock.New(time.Unix(1_700_000_000, 0))
 	first := newCollector()
-	o := Options{Path: filepath.Join(dir, "access.log*"), FromBeginning: true, noNotify: true, now: clock.Now, RotationGrace: time.Minute, Logger: testLogger(t)}
-	f, err := newFollower(o, first.handle)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(f.Stop)
-	f.discover(true)
-	f.readAll()
+	f, _, o := handDriven(t, filepath.Join(dir, "access.log*"), first.handle)
 	data, err := os.ReadFile(log)
 	if err != nil {
 		t.Fatal(err)
@@ -537,13 +517,7 @@ func TestResumeEmptyCopied(t *testing.T) {
 		if _, err := os.Stat(log + ".1"); err == nil {
 			rename(t, log+".1", log+".2")
 		}
-		data, err := os.ReadFile(log)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(log+".1", data, 0o644); err != nil {
-			t.Fatal(err)
-		}
+		copyFile(t, log, log+".1")
 		if truncate {
 			if err := os.Truncate(log, 0); err != nil {
 				t.Fatal(err)

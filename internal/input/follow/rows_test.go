@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/logwindow/logwindow_exporter/internal/input"
 	"github.com/logwindow/logwindow_exporter/internal/testutil/testclock"
 	"go.uber.org/goleak"
 )
@@ -246,6 +247,52 @@ func copyFile(t *testing.T, from, to string) int {
 		t.Fatal(err)
 	}
 	return int(n / lineLen)
+}
+
+// handDriven makes a follower of path that the test drives by hand, its scans and turns,
+// on an injected clock with a minute's rotation grace, and lets it read all there is from
+// the beginning. The options are returned for a restart (resumed).
+func handDriven(t *testing.T, path string, h input.Handler) (*Follower, *testclock.Clock, Options) {
+	t.Helper()
+	clock := testclock.New(time.Unix(1_700_000_000, 0))
+	o := Options{Path: path, FromBeginning: true, noNotify: true, now: clock.Now, RotationGrace: time.Minute, Logger: testLogger(t)}
+	f, err := newFollower(o, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(f.Stop)
+	f.discover(true)
+	f.readAll()
+	return f, clock, o
+}
+
+// resumed stops f and makes another hand-driven follower of o from where f stopped: its
+// positions and the files it found truncated, as a restart from a snapshot would. The new
+// one has made its first scan and resumed the rotated files, and read nothing yet.
+func resumed(t *testing.T, f *Follower, o Options, h input.Handler) *Follower {
+	t.Helper()
+	f.Stop()
+	o.FromBeginning, o.Resume, o.Truncated = false, f.Positions(), f.Truncated()
+	g, err := newFollower(o, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(g.Stop)
+	g.discover(true)
+	g.resumeRotated()
+	return g
+}
+
+// settle lets a hand-driven follower read three turns, past the rotation grace too: the
+// copies it holds back are judged, and what they are read from read.
+func settle(f *Follower, clock *testclock.Clock) {
+	for range 3 {
+		f.readAll()
+	}
+	clock.Add(2 * time.Minute)
+	for range 3 {
+		f.readAll()
+	}
 }
 
 // the file is truncated and refilled past its old size before the
@@ -849,25 +896,12 @@ func TestCopyOfFileBehind(t *testing.T) {
 			log := filepath.Join(dir, "access.log")
 			w := create(t, log)
 			writeLines(t, w, 1, 100)
-			clock := testclock.New(time.Unix(1_700_000_000, 0))
 			c := newCollector()
-			f, err := newFollower(Options{Path: log + "*", FromBeginning: true, noNotify: true, now: clock.Now, RotationGrace: time.Minute, Logger: testLogger(t)}, c.handle)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(f.Stop)
-			f.discover(true)
-			f.readAll()
+			f, clock, _ := handDriven(t, log+"*", c.handle)
 			// More than a turn reads of one file (passBudget) behind.
 			const copied = 30_000
 			writeLines(t, w, 101, copied)
-			data, err := os.ReadFile(log)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(log+".1", data, 0o644); err != nil {
-				t.Fatal(err)
-			}
+			copyFile(t, log, log+".1")
 			f.discover(false)
 			for more := f.readAll(); more && !tc.behind; more = f.readAll() {
 			}
@@ -904,24 +938,11 @@ func TestCopyOfFileBehindAtStop(t *testing.T) {
 			log := filepath.Join(dir, "access.log")
 			w := create(t, log)
 			writeLines(t, w, 1, 100)
-			clock := testclock.New(time.Unix(1_700_000_000, 0))
-			o := Options{Path: log + "*", FromBeginning: true, noNotify: true, now: clock.Now, RotationGrace: time.Minute, Logger: testLogger(t)}
 			c := newCollector()
-			f, err := newFollower(o, c.handle)
-			if err != nil {
-				t.Fatal(err)
-			}
-			f.discover(true)
-			f.readAll()
+			f, _, o := handDriven(t, log+"*", c.handle)
 			const copied = 30_000 // more than a turn reads of one file (passBudget)
 			writeLines(t, w, 101, copied)
-			data, err := os.ReadFile(log)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(log+".1", data, 0o644); err != nil {
-				t.Fatal(err)
-			}
+			copyFile(t, log, log+".1")
 			f.discover(false)
 			f.readAll()
 			f.Stop()
@@ -932,14 +953,7 @@ func TestCopyOfFileBehindAtStop(t *testing.T) {
 			}
 			writeLines(t, w, copied+1, copied+100)
 
-			o.FromBeginning, o.Resume, o.Truncated = false, f.Positions(), f.Truncated()
-			f, err = newFollower(o, c.handle)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(f.Stop)
-			f.discover(true)
-			f.resumeRotated()
+			f = resumed(t, f, o, c.handle)
 			for f.readAll() {
 			}
 			c.expectExactly(t, span{1, copied + 100})
@@ -969,34 +983,15 @@ func TestCopyOfFileThatLeft(t *testing.T) {
 			log := filepath.Join(dir, "access.log")
 			w := create(t, log)
 			writeLines(t, w, 1, 100)
-			clock := testclock.New(time.Unix(1_700_000_000, 0))
 			c := newCollector()
-			f, err := newFollower(Options{Path: log + "*", FromBeginning: true, noNotify: true, now: clock.Now, RotationGrace: time.Minute, Logger: testLogger(t)}, c.handle)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(f.Stop)
-			f.discover(true)
-			f.readAll()
-			data, err := os.ReadFile(log)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(log+".1", data, 0o644); err != nil {
-				t.Fatal(err)
-			}
+			f, clock, _ := handDriven(t, log+"*", c.handle)
+			copyFile(t, log, log+".1")
 			f.discover(false)
 			f.readAll()
 			tc.leave(t, log)
 			writeLines(t, create(t, log), 101, 110)
 			f.discover(false)
-			for range 3 {
-				f.readAll()
-			}
-			clock.Add(2 * time.Minute)
-			for range 3 {
-				f.readAll()
-			}
+			settle(f, clock)
 			c.expectExactly(t, span{1, 110})
 		})
 	}
@@ -1012,23 +1007,10 @@ func TestResumeCopyAfterTruncation(t *testing.T) {
 	log := filepath.Join(dir, "access.log")
 	w := create(t, log)
 	writeLines(t, w, 1, 100)
-	clock := testclock.New(time.Unix(1_700_000_000, 0))
-	o := Options{Path: log + "*", FromBeginning: true, noNotify: true, now: clock.Now, RotationGrace: time.Minute, Logger: testLogger(t)}
 	first := newCollector()
-	f, err := newFollower(o, first.handle)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.discover(true)
-	f.readAll()
+	f, _, o := handDriven(t, log+"*", first.handle)
 	writeLines(t, w, 101, 120)
-	data, err := os.ReadFile(log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(log+".1", data, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	copyFile(t, log, log+".1")
 	if err := w.Truncate(0); err != nil {
 		t.Fatal(err)
 	}
@@ -1040,15 +1022,8 @@ func TestResumeCopyAfterTruncation(t *testing.T) {
 		t.Fatalf("truncated %+v, want the log's", f.Truncated())
 	}
 
-	o.FromBeginning, o.Resume, o.Truncated = false, f.Positions(), f.Truncated()
 	next := newCollector()
-	f, err = newFollower(o, next.handle)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(f.Stop)
-	f.discover(true)
-	f.resumeRotated()
+	f = resumed(t, f, o, next.handle)
 	for f.readAll() {
 	}
 	next.expectExactly(t, span{101, 120})
@@ -1148,15 +1123,8 @@ func TestNewFileBeginsAsLog(t *testing.T) {
 			log := filepath.Join(dir, "access.log")
 			w := create(t, log)
 			writeLines(t, w, 0, 0) // the header
-			clock := testclock.New(time.Unix(1_700_000_000, 0))
 			c := newCollector()
-			f, err := newFollower(Options{Path: log + "*", FromBeginning: true, noNotify: true, now: clock.Now, RotationGrace: time.Minute, Logger: testLogger(t)}, c.handle)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(f.Stop)
-			f.discover(true)
-			f.readAll()
+			f, clock, _ := handDriven(t, log+"*", c.handle)
 			daily := log + ".2026-11-30"
 			if !rotatedName(filepath.Base(log), filepath.Base(daily)) {
 				t.Fatalf("%s is not named as a rotated file of %s", daily, log)
@@ -1172,13 +1140,7 @@ func TestNewFileBeginsAsLog(t *testing.T) {
 			f.readAll()
 			writeLines(t, w, 1, 10)
 			writeLines(t, d, 1101, 1200)
-			for range 3 {
-				f.readAll()
-			}
-			clock.Add(2 * time.Minute)
-			for range 3 {
-				f.readAll()
-			}
+			settle(f, clock)
 			// The header twice, once of each file; every other line once.
 			lost, dup, malformed := c.tally(span{0, 10}, span{1000, 1200})
 			if lost != 0 || dup != 1 || malformed != 0 {
@@ -1198,29 +1160,15 @@ func TestResumeNewFileBeginsAsLog(t *testing.T) {
 	log := filepath.Join(dir, "access.log")
 	w := create(t, log)
 	writeLines(t, w, 0, 0) // the header
-	clock := testclock.New(time.Unix(1_700_000_000, 0))
-	o := Options{Path: log + "*", FromBeginning: true, noNotify: true, now: clock.Now, RotationGrace: time.Minute, Logger: testLogger(t)}
 	c := newCollector()
-	f, err := newFollower(o, c.handle)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.discover(true)
-	f.readAll()
+	f, _, o := handDriven(t, log+"*", c.handle)
 	f.Stop()
 	d := create(t, log+".2026-11-30")
 	writeLines(t, d, 0, 0)
 	writeLines(t, d, 1000, 1100)
 	writeLines(t, w, 1, 10)
 
-	o.FromBeginning, o.Resume, o.Truncated = false, f.Positions(), f.Truncated()
-	f, err = newFollower(o, c.handle)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(f.Stop)
-	f.discover(true)
-	f.resumeRotated()
+	f = resumed(t, f, o, c.handle)
 	for f.readAll() {
 	}
 	lost, dup, malformed := c.tally(span{0, 10}, span{1000, 1100})
@@ -1239,16 +1187,9 @@ func TestResumeNewFileBeginsAsLog(t *testing.T) {
 func TestLeftPruned(t *testing.T) {
 	dir := t.TempDir()
 	log := filepath.Join(dir, "0.log")
-	clock := testclock.New(time.Unix(1_700_000_000, 0))
-	o := Options{Path: log, FromBeginning: true, noNotify: true, now: clock.Now, RotationGrace: time.Minute, Logger: testLogger(t)}
 	c := newCollector()
 	w := create(t, log)
-	f, err := newFollower(o, c.handle)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(f.Stop)
-	f.discover(true)
+	f, clock, o := handDriven(t, log, c.handle)
 	const rotations = 3 * leftPruneMin
 	kept := map[fileID]string{} // the archives still there
 	n := 0
@@ -1316,47 +1257,21 @@ func TestResumeCopyFoundAfterStart(t *testing.T) {
 	log := filepath.Join(dir, "access.log")
 	w := create(t, log)
 	writeLines(t, w, 1, 100)
-	clock := testclock.New(time.Unix(1_700_000_000, 0))
-	o := Options{Path: log + "*", FromBeginning: true, noNotify: true, now: clock.Now, RotationGrace: time.Minute, Logger: testLogger(t)}
 	c := newCollector()
-	f, err := newFollower(o, c.handle)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.discover(true)
-	f.readAll()
+	f, clock, o := handDriven(t, log+"*", c.handle)
 	writeLines(t, w, 101, 120)
-	data, err := os.ReadFile(log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "tmp"), data, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	copyFile(t, log, filepath.Join(dir, "tmp"))
 	if err := w.Truncate(0); err != nil {
 		t.Fatal(err)
 	}
 	writeLines(t, w, 121, 130)
 	f.readAll()
 	f.Stop()
-	o.FromBeginning, o.Resume, o.Truncated = false, f.Positions(), f.Truncated()
-	f, err = newFollower(o, c.handle)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(f.Stop)
-	f.discover(true)
-	f.resumeRotated()
+	f = resumed(t, f, o, c.handle)
 	f.readAll()
 	rename(t, filepath.Join(dir, "tmp"), log+".1") // found after the restart, within the grace
 	clock.Add(time.Second)
 	f.discover(false)
-	for range 3 {
-		f.readAll()
-	}
-	clock.Add(2 * time.Minute)
-	for range 3 {
-		f.readAll()
-	}
+	settle(f, clock)
 	c.expectExactly(t, span{1, 130})
 }
