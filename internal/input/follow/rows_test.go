@@ -785,37 +785,46 @@ func TestCopyTruncateGlob(t *testing.T) {
 	}
 }
 
+// blueGreen makes two logs, blue.log and green.log, in a new directory and current.log, a
+// symbolic link to the first (blue/green releases behind one link). It returns the link,
+// the two logs and how to retarget the link: a new link renamed over it, as release tools
+// do, so that the path is never without one.
+func blueGreen(t *testing.T) (link string, blue, green *os.File, retarget func(to *os.File)) {
+	t.Helper()
+	dir := t.TempDir()
+	link = filepath.Join(dir, "current.log")
+	blue, green = create(t, filepath.Join(dir, "blue.log")), create(t, filepath.Join(dir, "green.log"))
+	retarget = func(to *os.File) {
+		if err := os.Symlink(to.Name(), link+".tmp"); err != nil {
+			t.Fatal(err)
+		}
+		rename(t, link+".tmp", link)
+	}
+	retarget(blue)
+	return link, blue, green, retarget
+}
+
 // TestSymlinkRetargetedBack: a symlink retargeted to another file, and back once the
 // first one was closed after the grace (blue/green releases behind one link): the first
 // file is read on from where it was left, not again from its start.
 func TestSymlinkRetargetedBack(t *testing.T) {
 	for _, m := range modes {
 		t.Run(m.name, func(t *testing.T) {
-			dir := t.TempDir()
-			p := filepath.Join(dir, "current.log")
-			blue, green := filepath.Join(dir, "blue.log"), filepath.Join(dir, "green.log")
-			b, g := create(t, blue), create(t, green)
-			retarget := func(to string) {
-				if err := os.Symlink(to, p+".tmp"); err != nil {
-					t.Fatal(err)
-				}
-				rename(t, p+".tmp", p)
-			}
-			retarget(blue)
+			p, b, g, retarget := blueGreen(t)
 			o := m.options(p)
 			o.FromBeginning = true
 			c := newCollector()
 			f := start(t, o, c.handle)
 			writeLines(t, b, 1, 100)
 			waitFor(t, "the lines of the first target", func() bool { return c.has(1, 100) })
-			retarget(green)
+			retarget(g)
 			writeLines(t, g, 101, 200)
 			waitFor(t, "the second target's lines, the first closed", func() bool {
 				f.mu.Lock()
 				defer f.mu.Unlock()
 				return c.has(101, 200) && len(f.files) == 1
 			})
-			retarget(blue)
+			retarget(b)
 			writeLines(t, b, 201, 300)
 			waitFor(t, "the lines written to the first target again", func() bool { return c.has(201, 300) })
 			turns := f.turns.Load()
@@ -833,24 +842,14 @@ func TestSymlinkRetargetedBack(t *testing.T) {
 func TestSymlinkRetargetedBackAfterRestart(t *testing.T) {
 	for _, whileDown := range []bool{true, false} {
 		t.Run(fmt.Sprintf("while down %v", whileDown), func(t *testing.T) {
-			dir := t.TempDir()
-			p := filepath.Join(dir, "current.log")
-			blue, green := filepath.Join(dir, "blue.log"), filepath.Join(dir, "green.log")
-			b, g := create(t, blue), create(t, green)
-			retarget := func(to string) {
-				if err := os.Symlink(to, p+".tmp"); err != nil {
-					t.Fatal(err)
-				}
-				rename(t, p+".tmp", p)
-			}
-			retarget(blue)
+			p, b, g, retarget := blueGreen(t)
 			o := modes[1].options(p)
 			o.FromBeginning = true
 			first := newCollector()
 			f := start(t, o, first.handle)
 			writeLines(t, b, 1, 100)
 			waitFor(t, "the lines of the first target", func() bool { return first.has(1, 100) })
-			retarget(green)
+			retarget(g)
 			writeLines(t, g, 101, 200)
 			waitFor(t, "the second target's lines, the first closed", func() bool {
 				return first.has(101, 200) && len(f.Left()) == 1
@@ -860,12 +859,12 @@ func TestSymlinkRetargetedBackAfterRestart(t *testing.T) {
 
 			o.FromBeginning, o.Resume, o.Left = false, f.Positions(), f.Left()
 			if whileDown {
-				retarget(blue)
+				retarget(b)
 			}
 			next := newCollector()
 			f = start(t, o, next.handle)
 			if !whileDown {
-				retarget(blue)
+				retarget(b)
 			}
 			writeLines(t, b, 201, 300)
 			waitFor(t, "the lines written to the first target again", func() bool { return next.has(201, 300) })
