@@ -2,7 +2,9 @@ package server
 
 import (
 	"context"
+	"crypto/ecdsa"
 	"crypto/tls"
+	"crypto/x509"
 	"log/slog"
 	"net"
 	"net/http"
@@ -300,43 +302,20 @@ func getReused(t *testing.T, client *http.Client, addr string) (reused bool, pro
 // client_auth_type and client_ca_file, let a client without a certificate through. It is
 // held to the config the start loaded until one is kept.
 func TestTLSWebConfigCutShortUnsettledSinceStart(t *testing.T) {
-	const mTLS = "tls_server_config:\n  cert_file: cert.pem\n  key_file: key.pem\n  client_auth_type: RequireAndVerifyClientCert\n  client_ca_file: ca.pem\n"
-	f := newTLSFiles(t, "", "")
-	f.write(t, "web.yml", []byte(mTLS))
-	caPEM, ca, caKey := newCA(t, "scrapers' CA")
-	f.write(t, "ca.pem", caPEM)
+	f, ca, caKey := newMTLSFiles(t)
 	// A minute ahead, every file written has settled; the web config is dated now by it,
 	// written a moment before the start.
 	clock := testclock.New(time.Now().Add(time.Minute))
-	if err := os.Chtimes(f.webConfig, clock.Now(), clock.Now()); err != nil {
-		t.Fatal(err)
-	}
+	f.stampNow(t, clock)
 	logger := slog.New(slog.DiscardHandler)
 	addr := serveTLSLogged(t, f.webConfig, newWebConfigErrors(f.webConfig, logger, clock.Now), logger)
-	get := func(withCert bool) error {
-		t.Helper()
-		config := &tls.Config{InsecureSkipVerify: true}
-		if withCert {
-			config.Certificates = []tls.Certificate{clientCert(t, ca, caKey, "scraper.example")}
-		}
-		transport := &http.Transport{TLSClientConfig: config}
-		defer transport.CloseIdleConnections()
-		resp, err := (&http.Client{Timeout: 5 * time.Second, Transport: transport}).Get("https://" + addr + "/")
-		if err != nil {
-			return err
-		}
-		resp.Body.Close()
-		return nil
-	}
+	get := mTLSGet(t, addr, ca, caKey)
 	if err := get(true); err != nil {
 		t.Fatalf("a client with a certificate: %v; want served", err)
 	}
 	// Read in the middle of a save, a second later: cut short.
 	clock.Add(time.Second)
-	f.write(t, "web.yml", []byte("tls_server_config:\n  cert_file: cert.pem\n  key_file: key.pem\n"))
-	if err := os.Chtimes(f.webConfig, clock.Now(), clock.Now()); err != nil {
-		t.Fatal(err)
-	}
+	f.saveNow(t, clock, []byte("tls_server_config:\n  cert_file: cert.pem\n  key_file: key.pem\n"))
 	if err := get(false); err == nil {
 		t.Error("a client without a certificate was served while the web config was saved")
 	}
@@ -354,32 +333,13 @@ func TestTLSWebConfigCutShortUnsettledSinceStart(t *testing.T) {
 // accepted by the config kept before the change too; once the change settled it is the
 // web config, and one that asks for no client certificate is served so.
 func TestTLSWebConfigCutShortWhileSaved(t *testing.T) {
-	const mTLS = "tls_server_config:\n  cert_file: cert.pem\n  key_file: key.pem\n  client_auth_type: RequireAndVerifyClientCert\n  client_ca_file: ca.pem\n"
-	f := newTLSFiles(t, "", "")
-	f.write(t, "web.yml", []byte(mTLS))
-	caPEM, ca, caKey := newCA(t, "scrapers' CA")
-	f.write(t, "ca.pem", caPEM)
+	f, ca, caKey := newMTLSFiles(t)
 	// A minute ahead, every file written has settled; a save is made now by it by dating
 	// the file so.
 	clock := testclock.New(time.Now().Add(time.Minute))
 	logger := slog.New(slog.DiscardHandler)
 	addr := serveTLSLogged(t, f.webConfig, newWebConfigErrors(f.webConfig, logger, clock.Now), logger)
-	// get gets / on a new connection, with a client certificate or none.
-	get := func(withCert bool) error {
-		t.Helper()
-		config := &tls.Config{InsecureSkipVerify: true}
-		if withCert {
-			config.Certificates = []tls.Certificate{clientCert(t, ca, caKey, "scraper.example")}
-		}
-		transport := &http.Transport{TLSClientConfig: config}
-		defer transport.CloseIdleConnections()
-		resp, err := (&http.Client{Timeout: 5 * time.Second, Transport: transport}).Get("https://" + addr + "/")
-		if err != nil {
-			return err
-		}
-		resp.Body.Close()
-		return nil
-	}
+	get := mTLSGet(t, addr, ca, caKey)
 	for i, step := range []struct {
 		webConfig string // "" is as it was
 		settle    bool
@@ -395,10 +355,7 @@ func TestTLSWebConfigCutShortWhileSaved(t *testing.T) {
 		{"", true, false, true},
 	} {
 		if step.webConfig != "" {
-			f.write(t, "web.yml", []byte(step.webConfig))
-			if err := os.Chtimes(f.webConfig, clock.Now(), clock.Now()); err != nil {
-				t.Fatal(err)
-			}
+			f.saveNow(t, clock, []byte(step.webConfig))
 		}
 		if step.settle {
 			clock.Add(racyAge)
@@ -425,10 +382,7 @@ func TestTLSConfigSavedWhileLoaded(t *testing.T) {
 			return required.Clone(), nil
 		}
 		// The save begins as the files are loaded: what is loaded is cut short.
-		f.write(t, "web.yml", []byte("tls_server_config:\n  cert_file: cert.pem\n"))
-		if err := os.Chtimes(f.webConfig, clock.Now(), clock.Now()); err != nil {
-			t.Fatal(err)
-		}
+		f.saveNow(t, clock, []byte("tls_server_config:\n  cert_file: cert.pem\n"))
 		return &tls.Config{}, nil
 	}, clock.Now, newWebConfigErrors(f.webConfig, slog.New(slog.DiscardHandler), clock.Now))
 	if _, err := configs.get(&tls.ClientHelloInfo{}); err != nil {
@@ -455,4 +409,34 @@ func mustRead(t *testing.T, path string) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// newMTLSFiles makes the TLS files of a web config that asks every client for a
+// certificate signed by a CA of its own, which it returns to sign clients' certificates.
+func newMTLSFiles(t *testing.T) (*tlsFiles, *x509.Certificate, *ecdsa.PrivateKey) {
+	t.Helper()
+	f := newTLSFiles(t, "  client_auth_type: RequireAndVerifyClientCert\n  client_ca_file: ca.pem\n", "")
+	caPEM, ca, caKey := newCA(t, "scrapers' CA")
+	f.write(t, "ca.pem", caPEM)
+	return f, ca, caKey
+}
+
+// mTLSGet returns how to get / from the server at addr on a new connection, with a
+// certificate the CA signed or none, and what failed.
+func mTLSGet(t *testing.T, addr string, ca *x509.Certificate, caKey *ecdsa.PrivateKey) func(withCert bool) error {
+	return func(withCert bool) error {
+		t.Helper()
+		config := &tls.Config{InsecureSkipVerify: true}
+		if withCert {
+			config.Certificates = []tls.Certificate{clientCert(t, ca, caKey, "scraper.example")}
+		}
+		transport := &http.Transport{TLSClientConfig: config}
+		defer transport.CloseIdleConnections()
+		resp, err := (&http.Client{Timeout: 5 * time.Second, Transport: transport}).Get("https://" + addr + "/")
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		return nil
+	}
 }

@@ -312,34 +312,14 @@ func TestWebConfigUsersGoneWhileSaved(t *testing.T) {
 			// made now by it by dating the file so.
 			clock := testclock.New(time.Now().Add(time.Minute))
 			if tc.unsettled {
-				if err := os.Chtimes(f.webConfig, clock.Now(), clock.Now()); err != nil {
-					t.Fatal(err)
-				}
+				f.stampNow(t, clock)
 			}
 			logger := slog.New(slog.DiscardHandler)
 			addr := servePlainLogged(t, f.webConfig, newWebConfigErrors(f.webConfig, logger, clock.Now), logger)
-			get := func(user, password string) int {
-				t.Helper()
-				req, err := http.NewRequest(http.MethodGet, "http://"+addr+"/", nil)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if user != "" {
-					req.SetBasicAuth(user, password)
-				}
-				resp, err := http.DefaultClient.Do(req)
-				if err != nil {
-					t.Fatal(err)
-				}
-				resp.Body.Close()
-				return resp.StatusCode
-			}
+			get := basicAuthGet(t, addr)
 			for i, step := range tc.steps {
 				if step.webConfig != "" {
-					f.write(t, "web.yml", []byte(step.webConfig))
-					if err := os.Chtimes(f.webConfig, clock.Now(), clock.Now()); err != nil {
-						t.Fatal(err)
-					}
+					f.saveNow(t, clock, []byte(step.webConfig))
 				}
 				if step.settle {
 					clock.Add(racyAge)
@@ -416,31 +396,13 @@ func TestWebConfigPasswordChangedUnderGenerator(t *testing.T) {
 	clock := testclock.New(time.Now().Add(time.Minute)) // every file written has settled
 	logger := slog.New(slog.DiscardHandler)
 	addr := servePlainLogged(t, f.webConfig, newWebConfigErrors(f.webConfig, logger, clock.Now), logger)
-	get := func(user, password string) int {
-		t.Helper()
-		req, err := http.NewRequest(http.MethodGet, "http://"+addr+"/", nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if user != "" {
-			req.SetBasicAuth(user, password)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		return resp.StatusCode
-	}
+	get := basicAuthGet(t, addr)
 	if got := get("scraper", "old"); got != http.StatusNotFound {
 		t.Fatalf("before the change: %d; want the handler's 404", got)
 	}
 	// The generator writes the new password, and again each second, never settling.
 	for i := range 4 {
-		f.write(t, "web.yml", users("new"))
-		if err := os.Chtimes(f.webConfig, clock.Now(), clock.Now()); err != nil {
-			t.Fatal(err)
-		}
+		f.saveNow(t, clock, users("new"))
 		for _, step := range []struct {
 			user, password string
 			want           int
@@ -768,5 +730,26 @@ func TestWebConfigWarnedPerStart(t *testing.T) {
 	got = logged.String()
 	if n := strings.Count(got, "level=WARN"); n != 2 || !strings.Contains(got, "address=c:3") || !strings.Contains(got, "tls_server_config taken out") {
 		t.Errorf("TLS taken out of what c:3 took: %d warnings in all; want a second, naming c:3:\n%s", n, got)
+	}
+}
+
+// basicAuthGet returns how to get / from the server at addr over plain HTTP as user, with
+// password (no credentials for user ""), and the status it answered.
+func basicAuthGet(t *testing.T, addr string) func(user, password string) int {
+	return func(user, password string) int {
+		t.Helper()
+		req, err := http.NewRequest(http.MethodGet, "http://"+addr+"/", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if user != "" {
+			req.SetBasicAuth(user, password)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
 	}
 }
