@@ -86,6 +86,12 @@ func TestResumeSlowArchive(t *testing.T) {
 // the position; so are the files rotated away after it, named as that file is. Looked
 // for beside the link alone, it was lost with what was written to it after the snapshot.
 func TestResumeSymlinkRotated(t *testing.T) {
+	rotatedOnce := func(t *testing.T, real string, w *os.File) span {
+		writeLines(t, w, 101, 120)
+		rename(t, real, real+".1")
+		writeLines(t, create(t, real), 121, 150)
+		return span{101, 150}
+	}
 	for _, tc := range []struct {
 		name string
 		glob bool
@@ -94,21 +100,11 @@ func TestResumeSymlinkRotated(t *testing.T) {
 		down func(t *testing.T, real string, w *os.File) span
 	}{{
 		name: "rotated once",
-		down: func(t *testing.T, real string, w *os.File) span {
-			writeLines(t, w, 101, 120)
-			rename(t, real, real+".1")
-			writeLines(t, create(t, real), 121, 150)
-			return span{101, 150}
-		},
+		down: rotatedOnce,
 	}, {
 		name: "rotated once, the link in a glob",
 		glob: true,
-		down: func(t *testing.T, real string, w *os.File) span {
-			writeLines(t, w, 101, 120)
-			rename(t, real, real+".1")
-			writeLines(t, create(t, real), 121, 150)
-			return span{101, 150}
-		},
+		down: rotatedOnce,
 	}, {
 		// The file of the position compressed after a second rotation: the one rotated
 		// after it is read whole.
