@@ -179,26 +179,13 @@ func TestTLSKeptAliveConnectionSavedInPlace(t *testing.T) {
 // which only the handshakes waited for before. A request that finds the lock held is
 // served, its connection checked at a later one.
 func TestKeptAliveRequestNotHeldByALoad(t *testing.T) {
-	f := newTLSFiles(t, "", "")
-	f.age(t, 0)
-	loading, release := make(chan struct{}), make(chan struct{})
-	var once sync.Once
-	now := settledClock()
-	configs := newTLSConfigs(f.webConfig, func(*tls.ClientHelloInfo) (*tls.Config, error) {
-		once.Do(func() { close(loading) })
-		<-release
-		return &tls.Config{}, nil
-	}, now, newWebConfigErrors(f.webConfig, slog.New(slog.DiscardHandler), now))
+	configs, k, loading, release := loadHeld(t, &tls.Config{})
 	handshake := make(chan error, 1)
 	go func() {
 		_, err := configs.get(&tls.ClientHelloInfo{})
 		handshake <- err
 	}()
 	<-loading
-	conn, other := net.Pipe()
-	defer conn.Close()
-	defer other.Close()
-	k := &keptConn{conn: tls.Server(conn, &tls.Config{})}
 	r := httptest.NewRequest(http.MethodGet, "/", nil)
 	r = r.WithContext(context.WithValue(r.Context(), keptConnKey{}, k))
 	served := make(chan struct{})
@@ -223,20 +210,7 @@ func TestKeptAliveRequestNotHeldByALoad(t *testing.T) {
 // it are served at once while it lasts, and once it ended the connection is checked at
 // a later request.
 func TestKeptAliveRequestNotHeldByItsLook(t *testing.T) {
-	f := newTLSFiles(t, "", "")
-	f.age(t, 0)
-	loading, release := make(chan struct{}), make(chan struct{})
-	var once sync.Once
-	now := settledClock()
-	configs := newTLSConfigs(f.webConfig, func(*tls.ClientHelloInfo) (*tls.Config, error) {
-		once.Do(func() { close(loading) })
-		<-release
-		return &tls.Config{ClientAuth: tls.RequireAnyClientCert}, nil
-	}, now, newWebConfigErrors(f.webConfig, slog.New(slog.DiscardHandler), now))
-	conn, other := net.Pipe()
-	defer conn.Close()
-	defer other.Close()
-	k := &keptConn{conn: tls.Server(conn, &tls.Config{})}
+	configs, k, loading, release := loadHeld(t, &tls.Config{ClientAuth: tls.RequireAnyClientCert})
 	// serve serves a request of the connection, and tells whether it got to the handler
 	// (else its connection was closed).
 	serve := func() <-chan bool {
@@ -439,4 +413,27 @@ func mTLSGet(t *testing.T, addr string, ca *x509.Certificate, caKey *ecdsa.Priva
 		resp.Body.Close()
 		return nil
 	}
+}
+
+// loadHeld returns the TLS configs of new TLS files, settled, whose load waits, once
+// begun (loading closed), until release is closed, then loads a copy of config; and a
+// connection kept alive, over a pipe closed at the test's end, to put requests on.
+func loadHeld(t *testing.T, config *tls.Config) (configs *tlsConfigs, k *keptConn, loading, release chan struct{}) {
+	t.Helper()
+	f := newTLSFiles(t, "", "")
+	f.age(t, 0)
+	loading, release = make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	now := settledClock()
+	configs = newTLSConfigs(f.webConfig, func(*tls.ClientHelloInfo) (*tls.Config, error) {
+		once.Do(func() { close(loading) })
+		<-release
+		return config.Clone(), nil
+	}, now, newWebConfigErrors(f.webConfig, slog.New(slog.DiscardHandler), now))
+	conn, other := net.Pipe()
+	t.Cleanup(func() {
+		conn.Close()
+		other.Close()
+	})
+	return configs, &keptConn{conn: tls.Server(conn, &tls.Config{})}, loading, release
 }
