@@ -785,23 +785,52 @@ func TestCopyTruncateGlob(t *testing.T) {
 	}
 }
 
-// blueGreen makes two logs, blue.log and green.log, in a new directory and current.log, a
-// symbolic link to the first (blue/green releases behind one link). It returns the link,
-// the two logs and how to retarget the link: a new link renamed over it, as release tools
-// do, so that the path is never without one.
-func blueGreen(t *testing.T) (link string, blue, green *os.File, retarget func(to *os.File)) {
+// blueGreen is two logs, blue.log and green.log, behind one symbolic link, current.log:
+// blue/green releases.
+type blueGreen struct {
+	link        string
+	blue, green *os.File
+}
+
+// newBlueGreen makes them in a new directory, the link to blue.log.
+func newBlueGreen(t *testing.T) *blueGreen {
 	t.Helper()
 	dir := t.TempDir()
-	link = filepath.Join(dir, "current.log")
-	blue, green = create(t, filepath.Join(dir, "blue.log")), create(t, filepath.Join(dir, "green.log"))
-	retarget = func(to *os.File) {
-		if err := os.Symlink(to.Name(), link+".tmp"); err != nil {
-			t.Fatal(err)
-		}
-		rename(t, link+".tmp", link)
+	l := &blueGreen{link: filepath.Join(dir, "current.log"), blue: create(t, filepath.Join(dir, "blue.log")), green: create(t, filepath.Join(dir, "green.log"))}
+	l.retarget(t, l.blue)
+	return l
+}
+
+// retarget points the link to the file to: a new link renamed over it, as release tools
+// do, so that the path is never without one.
+func (l *blueGreen) retarget(t *testing.T, to *os.File) {
+	t.Helper()
+	if err := os.Symlink(to.Name(), l.link+".tmp"); err != nil {
+		t.Fatal(err)
 	}
-	retarget(blue)
-	return link, blue, green, retarget
+	rename(t, l.link+".tmp", l.link)
+}
+
+// away writes lines 1-100 to blue and, the link retargeted to green, lines 101-200 to
+// green, and waits for each in c, the second until closed tells that blue was closed
+// after the grace too.
+func (l *blueGreen) away(t *testing.T, c *collector, closed func() bool) {
+	t.Helper()
+	writeLines(t, l.blue, 1, 100)
+	waitFor(t, "the lines of the first target", func() bool { return c.has(1, 100) })
+	l.retarget(t, l.green)
+	writeLines(t, l.green, 101, 200)
+	waitFor(t, "the second target's lines, the first closed", func() bool { return c.has(101, 200) && closed() })
+}
+
+// back writes lines 201-300 to blue, the link's target again, and waits for them in c
+// and for two more turns of f's reader, in which a line read again would have been.
+func (l *blueGreen) back(t *testing.T, f *Follower, c *collector) {
+	t.Helper()
+	writeLines(t, l.blue, 201, 300)
+	waitFor(t, "the lines written to the first target again", func() bool { return c.has(201, 300) })
+	turns := f.turns.Load()
+	waitFor(t, "two more turns of the reader", func() bool { return f.turns.Load() > turns+2 })
 }
 
 // TestSymlinkRetargetedBack: a symlink retargeted to another file, and back once the
@@ -810,25 +839,18 @@ func blueGreen(t *testing.T) (link string, blue, green *os.File, retarget func(t
 func TestSymlinkRetargetedBack(t *testing.T) {
 	for _, m := range modes {
 		t.Run(m.name, func(t *testing.T) {
-			p, b, g, retarget := blueGreen(t)
-			o := m.options(p)
+			l := newBlueGreen(t)
+			o := m.options(l.link)
 			o.FromBeginning = true
 			c := newCollector()
 			f := start(t, o, c.handle)
-			writeLines(t, b, 1, 100)
-			waitFor(t, "the lines of the first target", func() bool { return c.has(1, 100) })
-			retarget(g)
-			writeLines(t, g, 101, 200)
-			waitFor(t, "the second target's lines, the first closed", func() bool {
+			l.away(t, c, func() bool {
 				f.mu.Lock()
 				defer f.mu.Unlock()
-				return c.has(101, 200) && len(f.files) == 1
+				return len(f.files) == 1
 			})
-			retarget(b)
-			writeLines(t, b, 201, 300)
-			waitFor(t, "the lines written to the first target again", func() bool { return c.has(201, 300) })
-			turns := f.turns.Load()
-			waitFor(t, "two more turns of the reader", func() bool { return f.turns.Load() > turns+2 })
+			l.retarget(t, l.blue)
+			l.back(t, f, c)
 			c.expectExactly(t, span{1, 300})
 		})
 	}
@@ -842,34 +864,25 @@ func TestSymlinkRetargetedBack(t *testing.T) {
 func TestSymlinkRetargetedBackAfterRestart(t *testing.T) {
 	for _, whileDown := range []bool{true, false} {
 		t.Run(fmt.Sprintf("while down %v", whileDown), func(t *testing.T) {
-			p, b, g, retarget := blueGreen(t)
-			o := modes[1].options(p)
+			l := newBlueGreen(t)
+			o := modes[1].options(l.link)
 			o.FromBeginning = true
 			first := newCollector()
 			f := start(t, o, first.handle)
-			writeLines(t, b, 1, 100)
-			waitFor(t, "the lines of the first target", func() bool { return first.has(1, 100) })
-			retarget(g)
-			writeLines(t, g, 101, 200)
-			waitFor(t, "the second target's lines, the first closed", func() bool {
-				return first.has(101, 200) && len(f.Left()) == 1
-			})
+			l.away(t, first, func() bool { return len(f.Left()) == 1 })
 			f.Stop()
 			first.expectExactly(t, span{1, 200})
 
 			o.FromBeginning, o.Resume, o.Left = false, f.Positions(), f.Left()
 			if whileDown {
-				retarget(b)
+				l.retarget(t, l.blue)
 			}
 			next := newCollector()
 			f = start(t, o, next.handle)
 			if !whileDown {
-				retarget(b)
+				l.retarget(t, l.blue)
 			}
-			writeLines(t, b, 201, 300)
-			waitFor(t, "the lines written to the first target again", func() bool { return next.has(201, 300) })
-			turns := f.turns.Load()
-			waitFor(t, "two more turns of the reader", func() bool { return f.turns.Load() > turns+2 })
+			l.back(t, f, next)
 			next.expectExactly(t, span{201, 300})
 		})
 	}
