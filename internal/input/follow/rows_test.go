@@ -1153,11 +1153,7 @@ func TestNewFileBeginsAsLog(t *testing.T) {
 			writeLines(t, w, 1, 10)
 			writeLines(t, d, 1101, 1200)
 			settle(f, clock)
-			// The header twice, once of each file; every other line once.
-			lost, dup, malformed := c.tally(span{0, 10}, span{1000, 1200})
-			if lost != 0 || dup != 1 || malformed != 0 {
-				t.Fatalf("lost %d, duplicated %d (want 1: the daily file's header), malformed %d", lost, dup, malformed)
-			}
+			expectHeaderTwice(t, c, span{1000, 1200})
 		})
 	}
 }
@@ -1183,7 +1179,15 @@ func TestResumeNewFileBeginsAsLog(t *testing.T) {
 	f = resumed(t, f, o, c.handle)
 	for f.readAll() {
 	}
-	lost, dup, malformed := c.tally(span{0, 10}, span{1000, 1100})
+	expectHeaderTwice(t, c, span{1000, 1100})
+}
+
+// expectHeaderTwice checks that c holds the log's lines 0-10 and the daily file's lines
+// of daily, each once but the header, line 0, which both files begin with: twice, once of
+// each file.
+func expectHeaderTwice(t *testing.T, c *collector, daily span) {
+	t.Helper()
+	lost, dup, malformed := c.tally(span{0, 10}, daily)
 	if lost != 0 || dup != 1 || malformed != 0 {
 		t.Fatalf("lost %d, duplicated %d (want 1: the daily file's header), malformed %d", lost, dup, malformed)
 	}
