@@ -243,12 +243,9 @@ func TestPasswordHashBrokenAtRuntime(t *testing.T) {
 // against a hash of its own, as long as a wrong password takes; a name the web config
 // holds is not taken for that user.
 func TestPasswordHashBrokenCheckedAsAStranger(t *testing.T) {
-	good, err := bcrypt.GenerateFromPassword([]byte("secret"), bcrypt.MinCost)
-	if err != nil {
-		t.Fatal(err)
-	}
+	good := passwordHash(t, "secret")
 	f := newTLSFiles(t, "", "")
-	f.write(t, "web.yml", []byte("basic_auth_users:\n  scraper: secret\n  stranger: '"+string(good)+"'\n  stranger_: '"+string(good)+"'\n"))
+	f.write(t, "web.yml", []byte("basic_auth_users:\n  scraper: secret\n  stranger: '"+good+"'\n  stranger_: '"+good+"'\n"))
 	watch := newWebConfigErrors(f.webConfig, slog.New(slog.DiscardHandler), settledClock()).watch
 	var user, password string
 	h := watch.handler(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
@@ -272,10 +269,7 @@ func TestPasswordHashBrokenCheckedAsAStranger(t *testing.T) {
 // pass the basic auth of the web config last read, settled, too; once the change settled
 // it is the web config, and a web config that no longer asks for passwords is served so.
 func TestWebConfigUsersGoneWhileSaved(t *testing.T) {
-	good, err := bcrypt.GenerateFromPassword([]byte("secret"), bcrypt.MinCost)
-	if err != nil {
-		t.Fatal(err)
-	}
+	good := passwordHash(t, "secret")
 	const served, refused = http.StatusNotFound, http.StatusUnauthorized // the handler's 404
 	type step struct {
 		webConfig string // "" is as it was
@@ -307,7 +301,7 @@ func TestWebConfigUsersGoneWhileSaved(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newTLSFiles(t, "", "")
-			f.write(t, "web.yml", []byte("basic_auth_users:\n  scraper: '"+string(good)+"'\n"))
+			f.write(t, "web.yml", []byte("basic_auth_users:\n  scraper: '"+good+"'\n"))
 			// The clock is a minute ahead, when every file written has settled; a save is
 			// made now by it by dating the file so.
 			clock := testclock.New(time.Now().Add(time.Minute))
@@ -339,12 +333,9 @@ func TestWebConfigUsersGoneWhileSaved(t *testing.T) {
 // TestWebConfigUsersGoneWhileSaved). What it read is taken only when the web config's
 // stamp after the read is the one before.
 func TestWebConfigSavedWhileWatchReads(t *testing.T) {
-	good, err := bcrypt.GenerateFromPassword([]byte("secret"), bcrypt.MinCost)
-	if err != nil {
-		t.Fatal(err)
-	}
+	good := passwordHash(t, "secret")
 	f := newTLSFiles(t, "", "")
-	f.write(t, "web.yml", []byte("basic_auth_users:\n  scraper: '"+string(good)+"'\n"))
+	f.write(t, "web.yml", []byte("basic_auth_users:\n  scraper: '"+good+"'\n"))
 	clock := testclock.New(time.Now().Add(time.Minute))
 	logger := slog.New(slog.DiscardHandler)
 	configErrors := newWebConfigErrors(f.webConfig, logger, clock.Now)
@@ -381,15 +372,8 @@ func TestWebConfigSavedWhileWatchReads(t *testing.T) {
 // config as the watch reads it too, which are users of the file, if fewer when read cut
 // short; one without a password, or with the old one, is still refused.
 func TestWebConfigPasswordChangedUnderGenerator(t *testing.T) {
-	hashOf := func(password string) string {
-		hash, err := bcrypt.GenerateFromPassword([]byte(password), bcrypt.MinCost)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return string(hash)
-	}
 	users := func(password string) []byte {
-		return []byte("basic_auth_users:\n  scraper: '" + hashOf(password) + "'\n")
+		return []byte("basic_auth_users:\n  scraper: '" + passwordHash(t, password) + "'\n")
 	}
 	f := newTLSFiles(t, "", "")
 	f.write(t, "web.yml", users("old"))
@@ -403,10 +387,7 @@ func TestWebConfigPasswordChangedUnderGenerator(t *testing.T) {
 	// The generator writes the new password, and again each second, never settling.
 	for i := range 4 {
 		f.saveNow(t, clock, users("new"))
-		for _, step := range []struct {
-			user, password string
-			want           int
-		}{
+		for _, step := range []basicAuthTry{
 			{"scraper", "new", http.StatusNotFound},
 			{"scraper", "old", http.StatusUnauthorized},
 			{"", "", http.StatusUnauthorized},
@@ -426,11 +407,8 @@ func TestWebConfigPasswordChangedUnderGenerator(t *testing.T) {
 // on, let a client without a password through. It is held to the users of the web config
 // as the watch reads it too.
 func TestWebConfigCutShortAtStart(t *testing.T) {
-	good, err := bcrypt.GenerateFromPassword([]byte("secret"), bcrypt.MinCost)
-	if err != nil {
-		t.Fatal(err)
-	}
-	webConfig := []byte("basic_auth_users:\n  scraper: '" + string(good) + "'\n")
+	good := passwordHash(t, "secret")
+	webConfig := []byte("basic_auth_users:\n  scraper: '" + good + "'\n")
 	f := newTLSFiles(t, "", "")
 	f.write(t, "web.yml", nil) // the start reads it truncated
 	clock := testclock.New(time.Now().Add(time.Minute))
@@ -454,10 +432,7 @@ func TestWebConfigCutShortAtStart(t *testing.T) {
 		defer written()
 		tk.handler.ServeHTTP(w, r)
 	}), "a:1", startOnly{}, tk.read)
-	for i, step := range []struct {
-		user, password string
-		want           int
-	}{
+	for i, step := range []basicAuthTry{
 		{"", "", http.StatusUnauthorized},
 		{"scraper", "wrong", http.StatusUnauthorized},
 		{"scraper", "secret", http.StatusNotFound},
@@ -483,12 +458,9 @@ func TestWebConfigCutShortAtStart(t *testing.T) {
 // through is held to the users the watch read unless the web config is, after the
 // toolkit's read, still the one the watch read.
 func TestWebConfigSavedAfterWatchLooked(t *testing.T) {
-	good, err := bcrypt.GenerateFromPassword([]byte("secret"), bcrypt.MinCost)
-	if err != nil {
-		t.Fatal(err)
-	}
+	good := passwordHash(t, "secret")
 	f := newTLSFiles(t, "", "")
-	webConfig := []byte("basic_auth_users:\n  scraper: '" + string(good) + "'\n")
+	webConfig := []byte("basic_auth_users:\n  scraper: '" + good + "'\n")
 	f.write(t, "web.yml", webConfig)
 	clock := testclock.New(time.Now().Add(time.Minute)) // every file written has settled
 	logger := slog.New(slog.DiscardHandler)
@@ -752,4 +724,21 @@ func basicAuthGet(t *testing.T, addr string) func(user, password string) int {
 		resp.Body.Close()
 		return resp.StatusCode
 	}
+}
+
+// basicAuthTry is a request as user, with password (none for user ""), and the status
+// it is to be answered with.
+type basicAuthTry struct {
+	user, password string
+	want           int
+}
+
+// passwordHash is password's bcrypt hash for basic_auth_users, at the lowest cost.
+func passwordHash(t *testing.T, password string) string {
+	t.Helper()
+	hash, err := bcrypt.GenerateFromPassword([]byte(password), bcrypt.MinCost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(hash)
 }
