@@ -1021,12 +1021,7 @@ func TestResumeCopyAfterTruncation(t *testing.T) {
 	writeLines(t, w, 1, 100)
 	first := newCollector()
 	f, _, o := handDriven(t, log+"*", first.handle)
-	writeLines(t, w, 101, 120)
-	copyFile(t, log, log+".1")
-	if err := w.Truncate(0); err != nil {
-		t.Fatal(err)
-	}
-	writeLines(t, w, 121, 130)
+	copytruncate(t, w, log, log+".1")
 	f.readAll() // the truncation, not the copy: no scan since
 	f.Stop()
 	first.expectExactly(t, span{1, 100}, span{121, 130})
@@ -1261,6 +1256,19 @@ func TestLeftPruned(t *testing.T) {
 	}
 }
 
+// copytruncate does as logrotate's copytruncate to the log at log, whose writer is w,
+// once lines 101-120 were written to it: a copy of it made at to, then the log
+// truncated, and lines 121-130 written to it since.
+func copytruncate(t *testing.T, w *os.File, log, to string) {
+	t.Helper()
+	writeLines(t, w, 101, 120)
+	copyFile(t, log, to)
+	if err := w.Truncate(0); err != nil {
+		t.Fatal(err)
+	}
+	writeLines(t, w, 121, 130)
+}
+
 // TestResumeCopyFoundAfterStart: TestResumeCopyAfterTruncation with the copy found after
 // the restart, within the rotation grace (the follower stopped between its read of the
 // log's truncation and its find of the copy; here the copy is moved into the glob after
@@ -1275,14 +1283,8 @@ func TestResumeCopyFoundAfterStart(t *testing.T) {
 	writeLines(t, w, 1, 100)
 	c := newCollector()
 	f, clock, o := handDriven(t, log+"*", c.handle)
-	writeLines(t, w, 101, 120)
-	copyFile(t, log, filepath.Join(dir, "tmp"))
-	if err := w.Truncate(0); err != nil {
-		t.Fatal(err)
-	}
-	writeLines(t, w, 121, 130)
+	copytruncate(t, w, log, filepath.Join(dir, "tmp"))
 	f.readAll()
-	f.Stop()
 	f = resumed(t, f, o, c.handle)
 	f.readAll()
 	rename(t, filepath.Join(dir, "tmp"), log+".1") // found after the restart, within the grace
