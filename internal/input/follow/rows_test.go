@@ -256,14 +256,22 @@ func handDriven(t *testing.T, path string, h input.Handler) (*Follower, *testclo
 	t.Helper()
 	clock := testclock.New(time.Unix(1_700_000_000, 0))
 	o := Options{Path: path, FromBeginning: true, noNotify: true, now: clock.Now, RotationGrace: time.Minute, Logger: testLogger(t)}
+	f := discovered(t, o, h)
+	f.readAll()
+	return f, clock, o
+}
+
+// discovered makes a follower of o, stopped at the test's end, for the test to drive by
+// hand: its first scan made, nothing read yet.
+func discovered(t *testing.T, o Options, h input.Handler) *Follower {
+	t.Helper()
 	f, err := newFollower(o, h)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(f.Stop)
 	f.discover(true)
-	f.readAll()
-	return f, clock, o
+	return f
 }
 
 // resumed stops f and makes another hand-driven follower of o from where f stopped: its
@@ -273,12 +281,7 @@ func resumed(t *testing.T, f *Follower, o Options, h input.Handler) *Follower {
 	t.Helper()
 	f.Stop()
 	o.FromBeginning, o.Resume, o.Truncated = false, f.Positions(), f.Truncated()
-	g, err := newFollower(o, h)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(g.Stop)
-	g.discover(true)
+	g := discovered(t, o, h)
 	g.resumeRotated()
 	return g
 }
