@@ -412,13 +412,7 @@ func TestWebConfigCutShortAtStart(t *testing.T) {
 	f := newTLSFiles(t, "", "")
 	f.write(t, "web.yml", nil) // the start reads it truncated
 	clock := testclock.New(time.Now().Add(time.Minute))
-	logger := slog.New(slog.DiscardHandler)
-	configErrors := newWebConfigErrors(f.webConfig, logger, clock.Now)
-	tk, err := setUpToolkit(&net.TCPAddr{}, reached(http.NotFoundHandler()), &web.FlagConfig{WebConfigFile: &f.webConfig}, configErrors, logger)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tk.close()
+	tk, configErrors := watchedToolkit(t, f, clock)
 	// The save goes on, written and dated now; the toolkit reads it cut short again.
 	written := func() {
 		f.write(t, "web.yml", webConfig)
@@ -463,13 +457,7 @@ func TestWebConfigSavedAfterWatchLooked(t *testing.T) {
 	webConfig := []byte("basic_auth_users:\n  scraper: '" + good + "'\n")
 	f.write(t, "web.yml", webConfig)
 	clock := testclock.New(time.Now().Add(time.Minute)) // every file written has settled
-	logger := slog.New(slog.DiscardHandler)
-	configErrors := newWebConfigErrors(f.webConfig, logger, clock.Now)
-	tk, err := setUpToolkit(&net.TCPAddr{}, reached(http.NotFoundHandler()), &web.FlagConfig{WebConfigFile: &f.webConfig}, configErrors, logger)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tk.close()
+	tk, configErrors := watchedToolkit(t, f, clock)
 	// save is what the web config is read as by the toolkit, saved after the watch
 	// looked; nil: none. The save then ends: the web config is written whole again.
 	var save []byte
@@ -741,4 +729,18 @@ func passwordHash(t *testing.T, password string) string {
 		t.Fatal(err)
 	}
 	return string(hash)
+}
+
+// watchedToolkit sets up exporter-toolkit over f's web config, to serve the handler's
+// 404, with the web config's watch on clock; closed at the test's end.
+func watchedToolkit(t *testing.T, f *tlsFiles, clock *testclock.Clock) (*toolkit, *webConfigErrors) {
+	t.Helper()
+	logger := slog.New(slog.DiscardHandler)
+	configErrors := newWebConfigErrors(f.webConfig, logger, clock.Now)
+	tk, err := setUpToolkit(&net.TCPAddr{}, reached(http.NotFoundHandler()), &web.FlagConfig{WebConfigFile: &f.webConfig}, configErrors, logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(tk.close)
+	return tk, configErrors
 }
