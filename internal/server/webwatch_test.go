@@ -431,14 +431,8 @@ func TestWebConfigCutShortAtStart(t *testing.T) {
 		{"scraper", "wrong", http.StatusUnauthorized},
 		{"scraper", "secret", http.StatusNotFound},
 	} {
-		req := httptest.NewRequest(http.MethodGet, "/", nil)
-		if step.user != "" {
-			req.SetBasicAuth(step.user, step.password)
-		}
-		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, req)
-		if rec.Code != step.want {
-			t.Errorf("step %d, user %q, password %q: %d; want %d", i, step.user, step.password, rec.Code, step.want)
+		if got := basicAuthStatus(h, step.user, step.password); got != step.want {
+			t.Errorf("step %d, user %q, password %q: %d; want %d", i, step.user, step.password, got, step.want)
 		}
 	}
 }
@@ -485,14 +479,8 @@ func TestWebConfigSavedAfterWatchLooked(t *testing.T) {
 		if step.save != "" {
 			save = []byte(step.save)
 		}
-		req := httptest.NewRequest(http.MethodGet, "/", nil)
-		if step.user != "" {
-			req.SetBasicAuth(step.user, step.password)
-		}
-		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, req)
-		if rec.Code != step.want {
-			t.Errorf("step %d, saved %q after the look, user %q, password %q: %d; want %d", i, step.save, step.user, step.password, rec.Code, step.want)
+		if got := basicAuthStatus(h, step.user, step.password); got != step.want {
+			t.Errorf("step %d, saved %q after the look, user %q, password %q: %d; want %d", i, step.save, step.user, step.password, got, step.want)
 		}
 	}
 }
@@ -743,4 +731,16 @@ func watchedToolkit(t *testing.T, f *tlsFiles, clock *testclock.Clock) (*toolkit
 	}
 	t.Cleanup(tk.close)
 	return tk, configErrors
+}
+
+// basicAuthStatus is the status h answers a request for / with, as user with password
+// (no credentials for user "").
+func basicAuthStatus(h http.Handler, user, password string) int {
+	req := httptest.NewRequest(http.MethodGet, "/", nil)
+	if user != "" {
+		req.SetBasicAuth(user, password)
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	return rec.Code
 }
