@@ -175,10 +175,7 @@ func TestResumeRenumberedDevice(t *testing.T) {
 		},
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
-			dir := t.TempDir()
-			log := filepath.Join(dir, "access.log")
-			w := create(t, log)
-			writeLines(t, w, 1, 100)
+			dir, log, w := accessLog(t)
 			path := log
 			if tc.glob {
 				path = filepath.Join(dir, "*.log")
@@ -238,10 +235,7 @@ func TestResumeRenumberedSharedInode(t *testing.T) {
 // (logrotate's copy, a backup made with cp): the copy's lines past the position are the
 // log's, read on from there, and the copy is read from its end, not from the position.
 func TestResumeGlobCopyNotTruncated(t *testing.T) {
-	dir := t.TempDir()
-	log := filepath.Join(dir, "access.log")
-	w := create(t, log)
-	writeLines(t, w, 1, 100)
+	_, log, w := accessLog(t)
 	positions, o := readFirst(t, modes[1].options(log+"*"))
 	taken := time.Now().Add(-time.Second) // see TestResume
 	writeLines(t, w, 101, 120)
@@ -276,10 +270,7 @@ func TestResumeTakesNoOtherLog(t *testing.T) {
 // said read, nor counted as a rotation, by the follower of the path it was rotated from:
 // the log tells a user which files a restart read.
 func TestResumeRotatedSharedLog(t *testing.T) {
-	dir := t.TempDir()
-	log := filepath.Join(dir, "access.log")
-	w := create(t, log)
-	writeLines(t, w, 1, 100)
+	dir, log, w := accessLog(t)
 	positions, o := readFirst(t, modes[1].options(filepath.Join(dir, "access.log*")))
 
 	taken := time.Now().Add(-time.Second) // see TestResume
@@ -367,10 +358,7 @@ func TestResumeGlobCopy(t *testing.T) {
 		},
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
-			dir := t.TempDir()
-			log := filepath.Join(dir, "access.log")
-			w := create(t, log)
-			writeLines(t, w, 1, 100)
+			dir, log, w := accessLog(t)
 			positions, o := readFirst(t, modes[1].options(filepath.Join(dir, "access.log*")))
 			taken := time.Now().Add(-time.Second) // see TestResume
 			tc.down(t, log, w)
@@ -463,10 +451,7 @@ func TestSnapshotWhileCopyJudged(t *testing.T) {
 // have the copy where it is read from, and the restart does not read it again from its
 // start. The scans and turns are driven by the test.
 func TestStopBeforeCopyJudged(t *testing.T) {
-	dir := t.TempDir()
-	log := filepath.Join(dir, "access.log")
-	w := create(t, log)
-	writeLines(t, w, 1, 100)
+	dir, log, w := accessLog(t)
 	first := newCollector()
 	f, _, o := handDriven(t, filepath.Join(dir, "access.log*"), first.handle)
 	data, err := os.ReadFile(log)

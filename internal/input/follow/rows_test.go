@@ -249,6 +249,17 @@ func copyFile(t *testing.T, from, to string) int {
 	return int(n / lineLen)
 }
 
+// accessLog makes access.log in a new directory, holding lines 1-100, and returns the
+// directory, the log's path and its writer.
+func accessLog(t *testing.T) (dir, log string, w *os.File) {
+	t.Helper()
+	dir = t.TempDir()
+	log = filepath.Join(dir, "access.log")
+	w = create(t, log)
+	writeLines(t, w, 1, 100)
+	return dir, log, w
+}
+
 // handDriven makes a follower of path that the test drives by hand, its scans and turns,
 // on an injected clock with a minute's rotation grace, and lets it read all there is from
 // the beginning. The options are returned for a restart (resumed).
@@ -907,10 +918,7 @@ func TestCopyOfFileBehind(t *testing.T) {
 	}{{true, false}, {true, true}, {false, false}} {
 		truncate := tc.truncate
 		t.Run(fmt.Sprintf("truncated %v, behind %v", truncate, tc.behind), func(t *testing.T) {
-			dir := t.TempDir()
-			log := filepath.Join(dir, "access.log")
-			w := create(t, log)
-			writeLines(t, w, 1, 100)
+			_, log, w := accessLog(t)
 			c := newCollector()
 			f, clock, _ := handDriven(t, log+"*", c.handle)
 			// More than a turn reads of one file (passBudget) behind.
@@ -949,10 +957,7 @@ func TestCopyOfFileBehind(t *testing.T) {
 func TestCopyOfFileBehindAtStop(t *testing.T) {
 	for _, truncate := range []bool{true, false} {
 		t.Run(fmt.Sprintf("truncated while down %v", truncate), func(t *testing.T) {
-			dir := t.TempDir()
-			log := filepath.Join(dir, "access.log")
-			w := create(t, log)
-			writeLines(t, w, 1, 100)
+			_, log, w := accessLog(t)
 			c := newCollector()
 			f, _, o := handDriven(t, log+"*", c.handle)
 			const copied = 30_000 // more than a turn reads of one file (passBudget)
@@ -994,10 +999,7 @@ func TestCopyOfFileThatLeft(t *testing.T) {
 		{"renamed", func(t *testing.T, log string) { rename(t, log, log+".old") }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			dir := t.TempDir()
-			log := filepath.Join(dir, "access.log")
-			w := create(t, log)
-			writeLines(t, w, 1, 100)
+			_, log, _ := accessLog(t)
 			c := newCollector()
 			f, clock, _ := handDriven(t, log+"*", c.handle)
 			copyFile(t, log, log+".1")
@@ -1018,10 +1020,7 @@ func TestCopyOfFileThatLeft(t *testing.T) {
 // where the log was read up to before its truncation, not from its start, whose lines
 // were counted. Driven by hand, on an injected clock.
 func TestResumeCopyAfterTruncation(t *testing.T) {
-	dir := t.TempDir()
-	log := filepath.Join(dir, "access.log")
-	w := create(t, log)
-	writeLines(t, w, 1, 100)
+	_, log, w := accessLog(t)
 	first := newCollector()
 	f, _, o := handDriven(t, log+"*", first.handle)
 	copytruncate(t, w, log, log+".1")
@@ -1280,10 +1279,7 @@ func copytruncate(t *testing.T, w *os.File, log, to string) {
 // read up to, not from its start, whose lines were counted. Driven by hand, on an
 // injected clock.
 func TestResumeCopyFoundAfterStart(t *testing.T) {
-	dir := t.TempDir()
-	log := filepath.Join(dir, "access.log")
-	w := create(t, log)
-	writeLines(t, w, 1, 100)
+	dir, log, w := accessLog(t)
 	c := newCollector()
 	f, clock, o := handDriven(t, log+"*", c.handle)
 	copytruncate(t, w, log, filepath.Join(dir, "tmp"))
