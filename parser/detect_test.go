@@ -477,6 +477,17 @@ rules:
 	}
 }
 
+// autoSession returns a session of p counting files by c's first input's formats in
+// files, a recorder of c's rules for it and a count of the lines it parses: what every
+// test of a session's format detection starts from.
+func autoSession(t testing.TB, p *Parser, c *config.Config) (*Session, *Files, *recorder, *countingDone) {
+	t.Helper()
+	files := NewFiles()
+	s := p.NewSession()
+	s.SetFormats(c.Inputs[0].LogFormats, files)
+	return s, files, &recorder{t: t, rules: c.Rules}, &countingDone{}
+}
+
 // countingDone counts the lines a Session says it parsed.
 type countingDone struct{ lines, malformed int }
 
@@ -496,11 +507,7 @@ func TestSessionChoosesPerFile(t *testing.T) {
 	if combined.Describe() != "combined" || upstream.Describe() != "upstreaminfo" {
 		t.Fatalf("candidates %s, %s", combined.Describe(), upstream.Describe())
 	}
-	files := NewFiles()
-	s := p.NewSession()
-	s.SetFormats(c.Inputs[0].LogFormats, files)
-	rec := &recorder{t: t, rules: c.Rules}
-	var count countingDone
+	s, files, rec, count := autoSession(t, p, c)
 	feed := func(file string, f *logformat.Format, n int) {
 		for range n {
 			s.ParseFile(file, "pods", []byte(sampleLine(r, f)), nil, rec, count.done)
@@ -564,11 +571,7 @@ rules:
   - {name: requests, labels: {status: '${status}'}}
 `)
 	p := newOfInputs(t, c)
-	files := NewFiles()
-	s := p.NewSession()
-	s.SetFormats(c.Inputs[0].LogFormats, files)
-	rec := &recorder{t: t, rules: c.Rules}
-	var count countingDone
+	s, files, rec, count := autoSession(t, p, c)
 	feed := func(line string, n int) {
 		for range n {
 			s.ParseFile("f", "web", []byte(line), nil, rec, count.done)
@@ -703,11 +706,7 @@ func TestSessionFileOfNoFormat(t *testing.T) {
 	p, c := autoParser(t)
 	r := rand.New(rand.NewPCG(7, 8))
 	combined := p.Candidates()[6]
-	files := NewFiles()
-	s := p.NewSession()
-	s.SetFormats(c.Inputs[0].LogFormats, files)
-	rec := &recorder{t: t, rules: c.Rules}
-	var count countingDone
+	s, files, rec, count := autoSession(t, p, c)
 	feed := func(file, line string, n int) {
 		for range n {
 			if line == "" {
@@ -758,11 +757,7 @@ func TestNoFormatFileTriesEachLineOnce(t *testing.T) {
 		tries++
 		return fit(prog, line, s, caps)
 	}
-	files := NewFiles()
-	s := p.NewSession()
-	s.SetFormats(c.Inputs[0].LogFormats, files)
-	rec := &recorder{t: t, rules: c.Rules}
-	var count countingDone
+	s, files, rec, count := autoSession(t, p, c)
 	const lines = 10 * MaxHeld
 	for range lines {
 		s.ParseFile("x", "pods", []byte(`I0301 12:00:00.000000       1 controller.go:123] "Syncing" key="default/web"`), nil, rec, count.done)
@@ -842,11 +837,7 @@ rules:
   - {name: requests, labels: {status: '${status}'}}
 `)
 	p := newOfInputs(t, c)
-	s := p.NewSession()
-	files := NewFiles()
-	s.SetFormats(c.Inputs[0].LogFormats, files)
-	rec := &recorder{t: t, rules: c.Rules}
-	var count countingDone
+	s, files, rec, count := autoSession(t, p, c)
 	parse := func(line string) { s.ParseFile("f", "app", []byte(line), nil, rec, count.done) }
 	parse(`{"msg":"starting"}`)
 	for range MaxHeld {
@@ -876,11 +867,7 @@ func TestSessionSettle(t *testing.T) {
 	p, c := autoParser(t)
 	r := rand.New(rand.NewPCG(3, 4))
 	combined := p.Candidates()[6]
-	files := NewFiles()
-	s := p.NewSession()
-	s.SetFormats(c.Inputs[0].LogFormats, files)
-	rec := &recorder{t: t, rules: c.Rules}
-	var count countingDone
+	s, files, rec, count := autoSession(t, p, c)
 	for range 3 {
 		s.ParseFile("short", "pods", []byte("hello world"), nil, rec, count.done)
 	}
@@ -951,11 +938,7 @@ func TestSessionSettleChoosesAgain(t *testing.T) {
 		{"requests, then a JSON line amid lines of no candidate", append(repeat(r, combined, 2), `{"a":1}`, "\tat a.B(C.java:1)", "\tat a.B(C.java:2)", "\tat a.B(C.java:3)"), false, map[string]int{"combined": 1}, 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			files := NewFiles()
-			s := p.NewSession()
-			s.SetFormats(c.Inputs[0].LogFormats, files)
-			rec := &recorder{t: t, rules: c.Rules}
-			var count countingDone
+			s, files, rec, count := autoSession(t, p, c)
 			for _, line := range tc.lines {
 				s.ParseFile("pod", "pods", []byte(line), nil, rec, count.done)
 			}
@@ -987,10 +970,7 @@ func TestSessionCloseFileChoosesAgain(t *testing.T) {
 		{"requests, then a JSON line amid lines of no candidate", append(repeat(r, combined, 2), `{"status":500}`, "\tat a.B(C.java:1)", "\tat a.B(C.java:2)", "\tat a.B(C.java:3)"), 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := p.NewSession()
-			s.SetFormats(c.Inputs[0].LogFormats, NewFiles())
-			rec := &recorder{t: t, rules: c.Rules}
-			var count countingDone
+			s, _, rec, count := autoSession(t, p, c)
 			for _, line := range tc.lines {
 				s.ParseFile("pod", "pods", []byte(line), nil, rec, count.done)
 			}
@@ -1057,11 +1037,7 @@ func TestSessionSettleStartupLines(t *testing.T) {
 			p, c := autoParser(t)
 			r := rand.New(rand.NewPCG(5, 6))
 			main := p.Candidates()[3]
-			files := NewFiles()
-			s := p.NewSession()
-			s.SetFormats(c.Inputs[0].LogFormats, files)
-			rec := &recorder{t: t, rules: c.Rules}
-			var count countingDone
+			s, files, rec, count := autoSession(t, p, c)
 			for _, l := range tc.lines {
 				s.ParseFile("pod", "pods", []byte(l), nil, rec, count.done)
 			}
@@ -1107,11 +1083,7 @@ func TestSessionStartupLinesPastMaxHeld(t *testing.T) {
 			p, c := autoParser(t)
 			r := rand.New(rand.NewPCG(7, 8))
 			main := p.Candidates()[3]
-			files := NewFiles()
-			s := p.NewSession()
-			s.SetFormats(c.Inputs[0].LogFormats, files)
-			rec := &recorder{t: t, rules: c.Rules}
-			var count countingDone
+			s, files, rec, count := autoSession(t, p, c)
 			all := slices.Clone(lines)
 			if tc.other {
 				all = append(all, "12:00:00 INFO warming the cache")
@@ -1157,11 +1129,7 @@ func TestSessionStartupLinesBounded(t *testing.T) {
 			p, c := autoParser(t)
 			r := rand.New(rand.NewPCG(9, 10))
 			main := p.Candidates()[3]
-			files := NewFiles()
-			s := p.NewSession()
-			s.SetFormats(c.Inputs[0].LogFormats, files)
-			rec := &recorder{t: t, rules: c.Rules}
-			var count countingDone
+			s, files, rec, count := autoSession(t, p, c)
 			for i := range tc.lines {
 				line := launch
 				if strings.Contains(tc.name, "blank") && i == tc.lines-1 {

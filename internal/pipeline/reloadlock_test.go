@@ -24,24 +24,11 @@ func TestReloadLoadsWithoutTheLock(t *testing.T) {
 	if err := os.WriteFile(path, []byte(good), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := config.Load(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := Start(cfg, Options{Now: time.Now, PollInterval: time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(p.Stop)
+	p := startRuleFile(t, path)
 
 	// Thousands of rules, and one mistake at the end: loaded whole, then refused.
-	var big strings.Builder
-	big.WriteString("rules:\n")
-	for i := range 3000 {
-		fmt.Fprintf(&big, "  - {name: r%d, match: '(?P<s>\\d+) (?P<m>[A-Z]+)', labels: {s: '${s}', m: '${m}'}, windows: [1m, 5m, 1h]}\n", i)
-	}
-	big.WriteString("  - {name: bad, match: '('}\n")
-	if err := os.WriteFile(path, []byte(big.String()), 0o644); err != nil {
+	big := manyRules("r") + "  - {name: bad, match: '('}\n"
+	if err := os.WriteFile(path, []byte(big), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	start := time.Now()
@@ -99,22 +86,9 @@ func TestReloadsApplyInOrder(t *testing.T) {
 		}
 	}
 	save("rules:\n  - {name: start, match: x}\n")
-	cfg, err := config.Load(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := Start(cfg, Options{Now: time.Now, PollInterval: time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(p.Stop)
+	p := startRuleFile(t, path)
 
-	var big strings.Builder
-	big.WriteString("rules:\n")
-	for i := range 3000 {
-		fmt.Fprintf(&big, "  - {name: old%d, match: '(?P<s>\\d+) (?P<m>[A-Z]+)', labels: {s: '${s}', m: '${m}'}, windows: [1m, 5m, 1h]}\n", i)
-	}
-	save(big.String())
+	save(manyRules("old"))
 	first := make(chan error, 1)
 	go func() { first <- p.ReloadFile() }()
 	time.Sleep(50 * time.Millisecond) // the first has read the file, and is loading it
@@ -128,4 +102,30 @@ func TestReloadsApplyInOrder(t *testing.T) {
 	if rules := p.Config().Rules; len(rules) != 1 || rules[0].Name != "new" {
 		t.Errorf("in force after both reloads: %d rules, the first %q; want the file saved last, rule new", len(rules), rules[0].Name)
 	}
+}
+
+// startRuleFile starts a pipeline of the rule file at path, stopped at the test's end.
+func startRuleFile(t *testing.T, path string) *Pipeline {
+	t.Helper()
+	cfg, err := config.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := Start(cfg, Options{Now: time.Now, PollInterval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Stop)
+	return p
+}
+
+// manyRules is a rule file of thousands of rules named name and a number, each with a
+// regular expression, labels and windows: seconds to load.
+func manyRules(name string) string {
+	var b strings.Builder
+	b.WriteString("rules:\n")
+	for i := range 3000 {
+		fmt.Fprintf(&b, "  - {name: %s%d, match: '(?P<s>\\d+) (?P<m>[A-Z]+)', labels: {s: '${s}', m: '${m}'}, windows: [1m, 5m, 1h]}\n", name, i)
+	}
+	return b.String()
 }

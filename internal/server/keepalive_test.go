@@ -2,7 +2,9 @@ package server
 
 import (
 	"context"
+	"crypto/ecdsa"
 	"crypto/tls"
+	"crypto/x509"
 	"log/slog"
 	"net"
 	"net/http"
@@ -177,26 +179,13 @@ func TestTLSKeptAliveConnectionSavedInPlace(t *testing.T) {
 // which only the handshakes waited for before. A request that finds the lock held is
 // served, its connection checked at a later one.
 func TestKeptAliveRequestNotHeldByALoad(t *testing.T) {
-	f := newTLSFiles(t, "", "")
-	f.age(t, 0)
-	loading, release := make(chan struct{}), make(chan struct{})
-	var once sync.Once
-	now := settledClock()
-	configs := newTLSConfigs(f.webConfig, func(*tls.ClientHelloInfo) (*tls.Config, error) {
-		once.Do(func() { close(loading) })
-		<-release
-		return &tls.Config{}, nil
-	}, now, newWebConfigErrors(f.webConfig, slog.New(slog.DiscardHandler), now))
+	configs, k, loading, release := loadHeld(t, &tls.Config{})
 	handshake := make(chan error, 1)
 	go func() {
 		_, err := configs.get(&tls.ClientHelloInfo{})
 		handshake <- err
 	}()
 	<-loading
-	conn, other := net.Pipe()
-	defer conn.Close()
-	defer other.Close()
-	k := &keptConn{conn: tls.Server(conn, &tls.Config{})}
 	r := httptest.NewRequest(http.MethodGet, "/", nil)
 	r = r.WithContext(context.WithValue(r.Context(), keptConnKey{}, k))
 	served := make(chan struct{})
@@ -221,20 +210,7 @@ func TestKeptAliveRequestNotHeldByALoad(t *testing.T) {
 // it are served at once while it lasts, and once it ended the connection is checked at
 // a later request.
 func TestKeptAliveRequestNotHeldByItsLook(t *testing.T) {
-	f := newTLSFiles(t, "", "")
-	f.age(t, 0)
-	loading, release := make(chan struct{}), make(chan struct{})
-	var once sync.Once
-	now := settledClock()
-	configs := newTLSConfigs(f.webConfig, func(*tls.ClientHelloInfo) (*tls.Config, error) {
-		once.Do(func() { close(loading) })
-		<-release
-		return &tls.Config{ClientAuth: tls.RequireAnyClientCert}, nil
-	}, now, newWebConfigErrors(f.webConfig, slog.New(slog.DiscardHandler), now))
-	conn, other := net.Pipe()
-	defer conn.Close()
-	defer other.Close()
-	k := &keptConn{conn: tls.Server(conn, &tls.Config{})}
+	configs, k, loading, release := loadHeld(t, &tls.Config{ClientAuth: tls.RequireAnyClientCert})
 	// serve serves a request of the connection, and tells whether it got to the handler
 	// (else its connection was closed).
 	serve := func() <-chan bool {
@@ -300,43 +276,20 @@ func getReused(t *testing.T, client *http.Client, addr string) (reused bool, pro
 // client_auth_type and client_ca_file, let a client without a certificate through. It is
 // held to the config the start loaded until one is kept.
 func TestTLSWebConfigCutShortUnsettledSinceStart(t *testing.T) {
-	const mTLS = "tls_server_config:\n  cert_file: cert.pem\n  key_file: key.pem\n  client_auth_type: RequireAndVerifyClientCert\n  client_ca_file: ca.pem\n"
-	f := newTLSFiles(t, "", "")
-	f.write(t, "web.yml", []byte(mTLS))
-	caPEM, ca, caKey := newCA(t, "scrapers' CA")
-	f.write(t, "ca.pem", caPEM)
+	f, ca, caKey := newMTLSFiles(t)
 	// A minute ahead, every file written has settled; the web config is dated now by it,
 	// written a moment before the start.
 	clock := testclock.New(time.Now().Add(time.Minute))
-	if err := os.Chtimes(f.webConfig, clock.Now(), clock.Now()); err != nil {
-		t.Fatal(err)
-	}
+	f.stampNow(t, clock)
 	logger := slog.New(slog.DiscardHandler)
 	addr := serveTLSLogged(t, f.webConfig, newWebConfigErrors(f.webConfig, logger, clock.Now), logger)
-	get := func(withCert bool) error {
-		t.Helper()
-		config := &tls.Config{InsecureSkipVerify: true}
-		if withCert {
-			config.Certificates = []tls.Certificate{clientCert(t, ca, caKey, "scraper.example")}
-		}
-		transport := &http.Transport{TLSClientConfig: config}
-		defer transport.CloseIdleConnections()
-		resp, err := (&http.Client{Timeout: 5 * time.Second, Transport: transport}).Get("https://" + addr + "/")
-		if err != nil {
-			return err
-		}
-		resp.Body.Close()
-		return nil
-	}
+	get := mTLSGet(t, addr, ca, caKey)
 	if err := get(true); err != nil {
 		t.Fatalf("a client with a certificate: %v; want served", err)
 	}
 	// Read in the middle of a save, a second later: cut short.
 	clock.Add(time.Second)
-	f.write(t, "web.yml", []byte("tls_server_config:\n  cert_file: cert.pem\n  key_file: key.pem\n"))
-	if err := os.Chtimes(f.webConfig, clock.Now(), clock.Now()); err != nil {
-		t.Fatal(err)
-	}
+	f.saveNow(t, clock, []byte("tls_server_config:\n  cert_file: cert.pem\n  key_file: key.pem\n"))
 	if err := get(false); err == nil {
 		t.Error("a client without a certificate was served while the web config was saved")
 	}
@@ -354,32 +307,13 @@ func TestTLSWebConfigCutShortUnsettledSinceStart(t *testing.T) {
 // accepted by the config kept before the change too; once the change settled it is the
 // web config, and one that asks for no client certificate is served so.
 func TestTLSWebConfigCutShortWhileSaved(t *testing.T) {
-	const mTLS = "tls_server_config:\n  cert_file: cert.pem\n  key_file: key.pem\n  client_auth_type: RequireAndVerifyClientCert\n  client_ca_file: ca.pem\n"
-	f := newTLSFiles(t, "", "")
-	f.write(t, "web.yml", []byte(mTLS))
-	caPEM, ca, caKey := newCA(t, "scrapers' CA")
-	f.write(t, "ca.pem", caPEM)
+	f, ca, caKey := newMTLSFiles(t)
 	// A minute ahead, every file written has settled; a save is made now by it by dating
 	// the file so.
 	clock := testclock.New(time.Now().Add(time.Minute))
 	logger := slog.New(slog.DiscardHandler)
 	addr := serveTLSLogged(t, f.webConfig, newWebConfigErrors(f.webConfig, logger, clock.Now), logger)
-	// get gets / on a new connection, with a client certificate or none.
-	get := func(withCert bool) error {
-		t.Helper()
-		config := &tls.Config{InsecureSkipVerify: true}
-		if withCert {
-			config.Certificates = []tls.Certificate{clientCert(t, ca, caKey, "scraper.example")}
-		}
-		transport := &http.Transport{TLSClientConfig: config}
-		defer transport.CloseIdleConnections()
-		resp, err := (&http.Client{Timeout: 5 * time.Second, Transport: transport}).Get("https://" + addr + "/")
-		if err != nil {
-			return err
-		}
-		resp.Body.Close()
-		return nil
-	}
+	get := mTLSGet(t, addr, ca, caKey)
 	for i, step := range []struct {
 		webConfig string // "" is as it was
 		settle    bool
@@ -395,10 +329,7 @@ func TestTLSWebConfigCutShortWhileSaved(t *testing.T) {
 		{"", true, false, true},
 	} {
 		if step.webConfig != "" {
-			f.write(t, "web.yml", []byte(step.webConfig))
-			if err := os.Chtimes(f.webConfig, clock.Now(), clock.Now()); err != nil {
-				t.Fatal(err)
-			}
+			f.saveNow(t, clock, []byte(step.webConfig))
 		}
 		if step.settle {
 			clock.Add(racyAge)
@@ -425,10 +356,7 @@ func TestTLSConfigSavedWhileLoaded(t *testing.T) {
 			return required.Clone(), nil
 		}
 		// The save begins as the files are loaded: what is loaded is cut short.
-		f.write(t, "web.yml", []byte("tls_server_config:\n  cert_file: cert.pem\n"))
-		if err := os.Chtimes(f.webConfig, clock.Now(), clock.Now()); err != nil {
-			t.Fatal(err)
-		}
+		f.saveNow(t, clock, []byte("tls_server_config:\n  cert_file: cert.pem\n"))
 		return &tls.Config{}, nil
 	}, clock.Now, newWebConfigErrors(f.webConfig, slog.New(slog.DiscardHandler), clock.Now))
 	if _, err := configs.get(&tls.ClientHelloInfo{}); err != nil {
@@ -455,4 +383,57 @@ func mustRead(t *testing.T, path string) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// newMTLSFiles makes the TLS files of a web config that asks every client for a
+// certificate signed by a CA of its own, which it returns to sign clients' certificates.
+func newMTLSFiles(t *testing.T) (*tlsFiles, *x509.Certificate, *ecdsa.PrivateKey) {
+	t.Helper()
+	f := newTLSFiles(t, "  client_auth_type: RequireAndVerifyClientCert\n  client_ca_file: ca.pem\n", "")
+	caPEM, ca, caKey := newCA(t, "scrapers' CA")
+	f.write(t, "ca.pem", caPEM)
+	return f, ca, caKey
+}
+
+// mTLSGet returns how to get / from the server at addr on a new connection, with a
+// certificate the CA signed or none, and what failed.
+func mTLSGet(t *testing.T, addr string, ca *x509.Certificate, caKey *ecdsa.PrivateKey) func(withCert bool) error {
+	return func(withCert bool) error {
+		t.Helper()
+		config := &tls.Config{InsecureSkipVerify: true}
+		if withCert {
+			config.Certificates = []tls.Certificate{clientCert(t, ca, caKey, "scraper.example")}
+		}
+		transport := &http.Transport{TLSClientConfig: config}
+		defer transport.CloseIdleConnections()
+		resp, err := (&http.Client{Timeout: 5 * time.Second, Transport: transport}).Get("https://" + addr + "/")
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		return nil
+	}
+}
+
+// loadHeld returns the TLS configs of new TLS files, settled, whose load waits, once
+// begun (loading closed), until release is closed, then loads a copy of config; and a
+// connection kept alive, over a pipe closed at the test's end, to put requests on.
+func loadHeld(t *testing.T, config *tls.Config) (configs *tlsConfigs, k *keptConn, loading, release chan struct{}) {
+	t.Helper()
+	f := newTLSFiles(t, "", "")
+	f.age(t, 0)
+	loading, release = make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	now := settledClock()
+	configs = newTLSConfigs(f.webConfig, func(*tls.ClientHelloInfo) (*tls.Config, error) {
+		once.Do(func() { close(loading) })
+		<-release
+		return config.Clone(), nil
+	}, now, newWebConfigErrors(f.webConfig, slog.New(slog.DiscardHandler), now))
+	conn, other := net.Pipe()
+	t.Cleanup(func() {
+		conn.Close()
+		other.Close()
+	})
+	return configs, &keptConn{conn: tls.Server(conn, &tls.Config{})}, loading, release
 }

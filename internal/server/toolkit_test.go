@@ -58,6 +58,22 @@ func (f *tlsFiles) write(t *testing.T, name string, data []byte) {
 	}
 }
 
+// stampNow dates the web config now by clock, as a save just made: unsettled until racyAge
+// later by it.
+func (f *tlsFiles) stampNow(t *testing.T, clock *testclock.Clock) {
+	t.Helper()
+	if err := os.Chtimes(f.webConfig, clock.Now(), clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// saveNow writes data to the web config, a save in place made now by clock (stampNow).
+func (f *tlsFiles) saveNow(t *testing.T, clock *testclock.Clock, data []byte) {
+	t.Helper()
+	f.write(t, "web.yml", data)
+	f.stampNow(t, clock)
+}
+
 // age sets the modification time of every file of f to an hour ago, plus d.
 func (f *tlsFiles) age(t *testing.T, d time.Duration) {
 	t.Helper()

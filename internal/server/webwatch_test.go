@@ -243,12 +243,9 @@ func TestPasswordHashBrokenAtRuntime(t *testing.T) {
 // against a hash of its own, as long as a wrong password takes; a name the web config
 // holds is not taken for that user.
 func TestPasswordHashBrokenCheckedAsAStranger(t *testing.T) {
-	good, err := bcrypt.GenerateFromPassword([]byte("secret"), bcrypt.MinCost)
-	if err != nil {
-		t.Fatal(err)
-	}
+	good := passwordHash(t, "secret")
 	f := newTLSFiles(t, "", "")
-	f.write(t, "web.yml", []byte("basic_auth_users:\n  scraper: secret\n  stranger: '"+string(good)+"'\n  stranger_: '"+string(good)+"'\n"))
+	f.write(t, "web.yml", []byte("basic_auth_users:\n  scraper: secret\n  stranger: '"+good+"'\n  stranger_: '"+good+"'\n"))
 	watch := newWebConfigErrors(f.webConfig, slog.New(slog.DiscardHandler), settledClock()).watch
 	var user, password string
 	h := watch.handler(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
@@ -272,10 +269,7 @@ func TestPasswordHashBrokenCheckedAsAStranger(t *testing.T) {
 // pass the basic auth of the web config last read, settled, too; once the change settled
 // it is the web config, and a web config that no longer asks for passwords is served so.
 func TestWebConfigUsersGoneWhileSaved(t *testing.T) {
-	good, err := bcrypt.GenerateFromPassword([]byte("secret"), bcrypt.MinCost)
-	if err != nil {
-		t.Fatal(err)
-	}
+	good := passwordHash(t, "secret")
 	const served, refused = http.StatusNotFound, http.StatusUnauthorized // the handler's 404
 	type step struct {
 		webConfig string // "" is as it was
@@ -307,39 +301,19 @@ func TestWebConfigUsersGoneWhileSaved(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newTLSFiles(t, "", "")
-			f.write(t, "web.yml", []byte("basic_auth_users:\n  scraper: '"+string(good)+"'\n"))
+			f.write(t, "web.yml", []byte("basic_auth_users:\n  scraper: '"+good+"'\n"))
 			// The clock is a minute ahead, when every file written has settled; a save is
 			// made now by it by dating the file so.
 			clock := testclock.New(time.Now().Add(time.Minute))
 			if tc.unsettled {
-				if err := os.Chtimes(f.webConfig, clock.Now(), clock.Now()); err != nil {
-					t.Fatal(err)
-				}
+				f.stampNow(t, clock)
 			}
 			logger := slog.New(slog.DiscardHandler)
 			addr := servePlainLogged(t, f.webConfig, newWebConfigErrors(f.webConfig, logger, clock.Now), logger)
-			get := func(user, password string) int {
-				t.Helper()
-				req, err := http.NewRequest(http.MethodGet, "http://"+addr+"/", nil)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if user != "" {
-					req.SetBasicAuth(user, password)
-				}
-				resp, err := http.DefaultClient.Do(req)
-				if err != nil {
-					t.Fatal(err)
-				}
-				resp.Body.Close()
-				return resp.StatusCode
-			}
+			get := basicAuthGet(t, addr)
 			for i, step := range tc.steps {
 				if step.webConfig != "" {
-					f.write(t, "web.yml", []byte(step.webConfig))
-					if err := os.Chtimes(f.webConfig, clock.Now(), clock.Now()); err != nil {
-						t.Fatal(err)
-					}
+					f.saveNow(t, clock, []byte(step.webConfig))
 				}
 				if step.settle {
 					clock.Add(racyAge)
@@ -359,12 +333,9 @@ func TestWebConfigUsersGoneWhileSaved(t *testing.T) {
 // TestWebConfigUsersGoneWhileSaved). What it read is taken only when the web config's
 // stamp after the read is the one before.
 func TestWebConfigSavedWhileWatchReads(t *testing.T) {
-	good, err := bcrypt.GenerateFromPassword([]byte("secret"), bcrypt.MinCost)
-	if err != nil {
-		t.Fatal(err)
-	}
+	good := passwordHash(t, "secret")
 	f := newTLSFiles(t, "", "")
-	f.write(t, "web.yml", []byte("basic_auth_users:\n  scraper: '"+string(good)+"'\n"))
+	f.write(t, "web.yml", []byte("basic_auth_users:\n  scraper: '"+good+"'\n"))
 	clock := testclock.New(time.Now().Add(time.Minute))
 	logger := slog.New(slog.DiscardHandler)
 	configErrors := newWebConfigErrors(f.webConfig, logger, clock.Now)
@@ -401,50 +372,22 @@ func TestWebConfigSavedWhileWatchReads(t *testing.T) {
 // config as the watch reads it too, which are users of the file, if fewer when read cut
 // short; one without a password, or with the old one, is still refused.
 func TestWebConfigPasswordChangedUnderGenerator(t *testing.T) {
-	hashOf := func(password string) string {
-		hash, err := bcrypt.GenerateFromPassword([]byte(password), bcrypt.MinCost)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return string(hash)
-	}
 	users := func(password string) []byte {
-		return []byte("basic_auth_users:\n  scraper: '" + hashOf(password) + "'\n")
+		return []byte("basic_auth_users:\n  scraper: '" + passwordHash(t, password) + "'\n")
 	}
 	f := newTLSFiles(t, "", "")
 	f.write(t, "web.yml", users("old"))
 	clock := testclock.New(time.Now().Add(time.Minute)) // every file written has settled
 	logger := slog.New(slog.DiscardHandler)
 	addr := servePlainLogged(t, f.webConfig, newWebConfigErrors(f.webConfig, logger, clock.Now), logger)
-	get := func(user, password string) int {
-		t.Helper()
-		req, err := http.NewRequest(http.MethodGet, "http://"+addr+"/", nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if user != "" {
-			req.SetBasicAuth(user, password)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		return resp.StatusCode
-	}
+	get := basicAuthGet(t, addr)
 	if got := get("scraper", "old"); got != http.StatusNotFound {
 		t.Fatalf("before the change: %d; want the handler's 404", got)
 	}
 	// The generator writes the new password, and again each second, never settling.
 	for i := range 4 {
-		f.write(t, "web.yml", users("new"))
-		if err := os.Chtimes(f.webConfig, clock.Now(), clock.Now()); err != nil {
-			t.Fatal(err)
-		}
-		for _, step := range []struct {
-			user, password string
-			want           int
-		}{
+		f.saveNow(t, clock, users("new"))
+		for _, step := range []basicAuthTry{
 			{"scraper", "new", http.StatusNotFound},
 			{"scraper", "old", http.StatusUnauthorized},
 			{"", "", http.StatusUnauthorized},
@@ -464,21 +407,12 @@ func TestWebConfigPasswordChangedUnderGenerator(t *testing.T) {
 // on, let a client without a password through. It is held to the users of the web config
 // as the watch reads it too.
 func TestWebConfigCutShortAtStart(t *testing.T) {
-	good, err := bcrypt.GenerateFromPassword([]byte("secret"), bcrypt.MinCost)
-	if err != nil {
-		t.Fatal(err)
-	}
-	webConfig := []byte("basic_auth_users:\n  scraper: '" + string(good) + "'\n")
+	good := passwordHash(t, "secret")
+	webConfig := []byte("basic_auth_users:\n  scraper: '" + good + "'\n")
 	f := newTLSFiles(t, "", "")
 	f.write(t, "web.yml", nil) // the start reads it truncated
 	clock := testclock.New(time.Now().Add(time.Minute))
-	logger := slog.New(slog.DiscardHandler)
-	configErrors := newWebConfigErrors(f.webConfig, logger, clock.Now)
-	tk, err := setUpToolkit(&net.TCPAddr{}, reached(http.NotFoundHandler()), &web.FlagConfig{WebConfigFile: &f.webConfig}, configErrors, logger)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tk.close()
+	tk, configErrors := watchedToolkit(t, f, clock)
 	// The save goes on, written and dated now; the toolkit reads it cut short again.
 	written := func() {
 		f.write(t, "web.yml", webConfig)
@@ -492,22 +426,13 @@ func TestWebConfigCutShortAtStart(t *testing.T) {
 		defer written()
 		tk.handler.ServeHTTP(w, r)
 	}), "a:1", startOnly{}, tk.read)
-	for i, step := range []struct {
-		user, password string
-		want           int
-	}{
+	for i, step := range []basicAuthTry{
 		{"", "", http.StatusUnauthorized},
 		{"scraper", "wrong", http.StatusUnauthorized},
 		{"scraper", "secret", http.StatusNotFound},
 	} {
-		req := httptest.NewRequest(http.MethodGet, "/", nil)
-		if step.user != "" {
-			req.SetBasicAuth(step.user, step.password)
-		}
-		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, req)
-		if rec.Code != step.want {
-			t.Errorf("step %d, user %q, password %q: %d; want %d", i, step.user, step.password, rec.Code, step.want)
+		if got := basicAuthStatus(h, step.user, step.password); got != step.want {
+			t.Errorf("step %d, user %q, password %q: %d; want %d", i, step.user, step.password, got, step.want)
 		}
 	}
 }
@@ -521,21 +446,12 @@ func TestWebConfigCutShortAtStart(t *testing.T) {
 // through is held to the users the watch read unless the web config is, after the
 // toolkit's read, still the one the watch read.
 func TestWebConfigSavedAfterWatchLooked(t *testing.T) {
-	good, err := bcrypt.GenerateFromPassword([]byte("secret"), bcrypt.MinCost)
-	if err != nil {
-		t.Fatal(err)
-	}
+	good := passwordHash(t, "secret")
 	f := newTLSFiles(t, "", "")
-	webConfig := []byte("basic_auth_users:\n  scraper: '" + string(good) + "'\n")
+	webConfig := []byte("basic_auth_users:\n  scraper: '" + good + "'\n")
 	f.write(t, "web.yml", webConfig)
 	clock := testclock.New(time.Now().Add(time.Minute)) // every file written has settled
-	logger := slog.New(slog.DiscardHandler)
-	configErrors := newWebConfigErrors(f.webConfig, logger, clock.Now)
-	tk, err := setUpToolkit(&net.TCPAddr{}, reached(http.NotFoundHandler()), &web.FlagConfig{WebConfigFile: &f.webConfig}, configErrors, logger)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tk.close()
+	tk, configErrors := watchedToolkit(t, f, clock)
 	// save is what the web config is read as by the toolkit, saved after the watch
 	// looked; nil: none. The save then ends: the web config is written whole again.
 	var save []byte
@@ -563,14 +479,8 @@ func TestWebConfigSavedAfterWatchLooked(t *testing.T) {
 		if step.save != "" {
 			save = []byte(step.save)
 		}
-		req := httptest.NewRequest(http.MethodGet, "/", nil)
-		if step.user != "" {
-			req.SetBasicAuth(step.user, step.password)
-		}
-		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, req)
-		if rec.Code != step.want {
-			t.Errorf("step %d, saved %q after the look, user %q, password %q: %d; want %d", i, step.save, step.user, step.password, rec.Code, step.want)
+		if got := basicAuthStatus(h, step.user, step.password); got != step.want {
+			t.Errorf("step %d, saved %q after the look, user %q, password %q: %d; want %d", i, step.save, step.user, step.password, got, step.want)
 		}
 	}
 }
@@ -769,4 +679,68 @@ func TestWebConfigWarnedPerStart(t *testing.T) {
 	if n := strings.Count(got, "level=WARN"); n != 2 || !strings.Contains(got, "address=c:3") || !strings.Contains(got, "tls_server_config taken out") {
 		t.Errorf("TLS taken out of what c:3 took: %d warnings in all; want a second, naming c:3:\n%s", n, got)
 	}
+}
+
+// basicAuthGet returns how to get / from the server at addr over plain HTTP as user, with
+// password (no credentials for user ""), and the status it answered.
+func basicAuthGet(t *testing.T, addr string) func(user, password string) int {
+	return func(user, password string) int {
+		t.Helper()
+		req, err := http.NewRequest(http.MethodGet, "http://"+addr+"/", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if user != "" {
+			req.SetBasicAuth(user, password)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+}
+
+// basicAuthTry is a request as user, with password (none for user ""), and the status
+// it is to be answered with.
+type basicAuthTry struct {
+	user, password string
+	want           int
+}
+
+// passwordHash is password's bcrypt hash for basic_auth_users, at the lowest cost.
+func passwordHash(t *testing.T, password string) string {
+	t.Helper()
+	hash, err := bcrypt.GenerateFromPassword([]byte(password), bcrypt.MinCost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(hash)
+}
+
+// watchedToolkit sets up exporter-toolkit over f's web config, to serve the handler's
+// 404, with the web config's watch on clock; closed at the test's end.
+func watchedToolkit(t *testing.T, f *tlsFiles, clock *testclock.Clock) (*toolkit, *webConfigErrors) {
+	t.Helper()
+	logger := slog.New(slog.DiscardHandler)
+	configErrors := newWebConfigErrors(f.webConfig, logger, clock.Now)
+	tk, err := setUpToolkit(&net.TCPAddr{}, reached(http.NotFoundHandler()), &web.FlagConfig{WebConfigFile: &f.webConfig}, configErrors, logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(tk.close)
+	return tk, configErrors
+}
+
+// basicAuthStatus is the status h answers a request for / with, as user with password
+// (no credentials for user "").
+func basicAuthStatus(h http.Handler, user, password string) int {
+	req := httptest.NewRequest(http.MethodGet, "/", nil)
+	if user != "" {
+		req.SetBasicAuth(user, password)
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	return rec.Code
 }

@@ -86,6 +86,12 @@ func TestResumeSlowArchive(t *testing.T) {
 // the position; so are the files rotated away after it, named as that file is. Looked
 // for beside the link alone, it was lost with what was written to it after the snapshot.
 func TestResumeSymlinkRotated(t *testing.T) {
+	rotatedOnce := func(t *testing.T, real string, w *os.File) span {
+		writeLines(t, w, 101, 120)
+		rename(t, real, real+".1")
+		writeLines(t, create(t, real), 121, 150)
+		return span{101, 150}
+	}
 	for _, tc := range []struct {
 		name string
 		glob bool
@@ -94,21 +100,11 @@ func TestResumeSymlinkRotated(t *testing.T) {
 		down func(t *testing.T, real string, w *os.File) span
 	}{{
 		name: "rotated once",
-		down: func(t *testing.T, real string, w *os.File) span {
-			writeLines(t, w, 101, 120)
-			rename(t, real, real+".1")
-			writeLines(t, create(t, real), 121, 150)
-			return span{101, 150}
-		},
+		down: rotatedOnce,
 	}, {
 		name: "rotated once, the link in a glob",
 		glob: true,
-		down: func(t *testing.T, real string, w *os.File) span {
-			writeLines(t, w, 101, 120)
-			rename(t, real, real+".1")
-			writeLines(t, create(t, real), 121, 150)
-			return span{101, 150}
-		},
+		down: rotatedOnce,
 	}, {
 		// The file of the position compressed after a second rotation: the one rotated
 		// after it is read whole.
@@ -179,10 +175,7 @@ func TestResumeRenumberedDevice(t *testing.T) {
 		},
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
-			dir := t.TempDir()
-			log := filepath.Join(dir, "access.log")
-			w := create(t, log)
-			writeLines(t, w, 1, 100)
+			dir, log, w := accessLog(t)
 			path := log
 			if tc.glob {
 				path = filepath.Join(dir, "*.log")
@@ -242,20 +235,11 @@ func TestResumeRenumberedSharedInode(t *testing.T) {
 // (logrotate's copy, a backup made with cp): the copy's lines past the position are the
 // log's, read on from there, and the copy is read from its end, not from the position.
 func TestResumeGlobCopyNotTruncated(t *testing.T) {
-	dir := t.TempDir()
-	log := filepath.Join(dir, "access.log")
-	w := create(t, log)
-	writeLines(t, w, 1, 100)
+	_, log, w := accessLog(t)
 	positions, o := readFirst(t, modes[1].options(log+"*"))
 	taken := time.Now().Add(-time.Second) // see TestResume
 	writeLines(t, w, 101, 120)
-	data, err := os.ReadFile(log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(log+".1", data, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	copyFile(t, log, log+".1")
 	writeLines(t, w, 121, 150)
 	expectResumed(t, o, positions, taken)
 }
@@ -286,10 +270,7 @@ func TestResumeTakesNoOtherLog(t *testing.T) {
 // said read, nor counted as a rotation, by the follower of the path it was rotated from:
 // the log tells a user which files a restart read.
 func TestResumeRotatedSharedLog(t *testing.T) {
-	dir := t.TempDir()
-	log := filepath.Join(dir, "access.log")
-	w := create(t, log)
-	writeLines(t, w, 1, 100)
+	dir, log, w := accessLog(t)
 	positions, o := readFirst(t, modes[1].options(filepath.Join(dir, "access.log*")))
 
 	taken := time.Now().Add(-time.Second) // see TestResume
@@ -363,13 +344,7 @@ func TestResumeGlobCopy(t *testing.T) {
 		name: "copied and truncated",
 		down: func(t *testing.T, log string, w *os.File) {
 			writeLines(t, w, 101, 120)
-			data, err := os.ReadFile(log)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(log+".1", data, 0o644); err != nil {
-				t.Fatal(err)
-			}
+			copyFile(t, log, log+".1")
 			if err := os.Truncate(log, 0); err != nil {
 				t.Fatal(err)
 			}
@@ -383,10 +358,7 @@ func TestResumeGlobCopy(t *testing.T) {
 		},
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
-			dir := t.TempDir()
-			log := filepath.Join(dir, "access.log")
-			w := create(t, log)
-			writeLines(t, w, 1, 100)
+			dir, log, w := accessLog(t)
 			positions, o := readFirst(t, modes[1].options(filepath.Join(dir, "access.log*")))
 			taken := time.Now().Add(-time.Second) // see TestResume
 			tc.down(t, log, w)
@@ -479,20 +451,9 @@ func TestSnapshotWhileCopyJudged(t *testing.T) {
 // have the copy where it is read from, and the restart does not read it again from its
 // start. The scans and turns are driven by the test.
 func TestStopBeforeCopyJudged(t *testing.T) {
-	dir := t.TempDir()
-	log := filepath.Join(dir, "access.log")
-	w := create(t, log)
-	writeLines(t, w, 1, 100)
-	clock := testclock.New(time.Unix(1_700_000_000, 0))
+	dir, log, w := accessLog(t)
 	first := newCollector()
-	o := Options{Path: filepath.Join(dir, "access.log*"), FromBeginning: true, noNotify: true, now: clock.Now, RotationGrace: time.Minute, Logger: testLogger(t)}
-	f, err := newFollower(o, first.handle)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(f.Stop)
-	f.discover(true)
-	f.readAll()
+	f, _, o := handDriven(t, filepath.Join(dir, "access.log*"), first.handle)
 	data, err := os.ReadFile(log)
 	if err != nil {
 		t.Fatal(err)
@@ -537,13 +498,7 @@ func TestResumeEmptyCopied(t *testing.T) {
 		if _, err := os.Stat(log + ".1"); err == nil {
 			rename(t, log+".1", log+".2")
 		}
-		data, err := os.ReadFile(log)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(log+".1", data, 0o644); err != nil {
-			t.Fatal(err)
-		}
+		copyFile(t, log, log+".1")
 		if truncate {
 			if err := os.Truncate(log, 0); err != nil {
 				t.Fatal(err)

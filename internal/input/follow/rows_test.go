@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/logwindow/logwindow_exporter/internal/input"
 	"github.com/logwindow/logwindow_exporter/internal/testutil/testclock"
 	"go.uber.org/goleak"
 )
@@ -246,6 +247,66 @@ func copyFile(t *testing.T, from, to string) int {
 		t.Fatal(err)
 	}
 	return int(n / lineLen)
+}
+
+// accessLog makes access.log in a new directory, holding lines 1-100, and returns the
+// directory, the log's path and its writer.
+func accessLog(t *testing.T) (dir, log string, w *os.File) {
+	t.Helper()
+	dir = t.TempDir()
+	log = filepath.Join(dir, "access.log")
+	w = create(t, log)
+	writeLines(t, w, 1, 100)
+	return dir, log, w
+}
+
+// handDriven makes a follower of path that the test drives by hand, its scans and turns,
+// on an injected clock with a minute's rotation grace, and lets it read all there is from
+// the beginning. The options are returned for a restart (resumed).
+func handDriven(t *testing.T, path string, h input.Handler) (*Follower, *testclock.Clock, Options) {
+	t.Helper()
+	clock := testclock.New(time.Unix(1_700_000_000, 0))
+	o := Options{Path: path, FromBeginning: true, noNotify: true, now: clock.Now, RotationGrace: time.Minute, Logger: testLogger(t)}
+	f := discovered(t, o, h)
+	f.readAll()
+	return f, clock, o
+}
+
+// discovered makes a follower of o, stopped at the test's end, for the test to drive by
+// hand: its first scan made, nothing read yet.
+func discovered(t *testing.T, o Options, h input.Handler) *Follower {
+	t.Helper()
+	f, err := newFollower(o, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(f.Stop)
+	f.discover(true)
+	return f
+}
+
+// resumed stops f and makes another hand-driven follower of o from where f stopped: its
+// positions and the files it found truncated, as a restart from a snapshot would. The new
+// one has made its first scan and resumed the rotated files, and read nothing yet.
+func resumed(t *testing.T, f *Follower, o Options, h input.Handler) *Follower {
+	t.Helper()
+	f.Stop()
+	o.FromBeginning, o.Resume, o.Truncated = false, f.Positions(), f.Truncated()
+	g := discovered(t, o, h)
+	g.resumeRotated()
+	return g
+}
+
+// settle lets a hand-driven follower read three turns, past the rotation grace too: the
+// copies it holds back are judged, and what they are read from read.
+func settle(f *Follower, clock *testclock.Clock) {
+	for range 3 {
+		f.readAll()
+	}
+	clock.Add(2 * time.Minute)
+	for range 3 {
+		f.readAll()
+	}
 }
 
 // the file is truncated and refilled past its old size before the
@@ -738,41 +799,72 @@ func TestCopyTruncateGlob(t *testing.T) {
 	}
 }
 
+// blueGreen is two logs, blue.log and green.log, behind one symbolic link, current.log:
+// blue/green releases.
+type blueGreen struct {
+	link        string
+	blue, green *os.File
+}
+
+// newBlueGreen makes them in a new directory, the link to blue.log.
+func newBlueGreen(t *testing.T) *blueGreen {
+	t.Helper()
+	dir := t.TempDir()
+	l := &blueGreen{link: filepath.Join(dir, "current.log"), blue: create(t, filepath.Join(dir, "blue.log")), green: create(t, filepath.Join(dir, "green.log"))}
+	l.retarget(t, l.blue)
+	return l
+}
+
+// retarget points the link to the file to: a new link renamed over it, as release tools
+// do, so that the path is never without one.
+func (l *blueGreen) retarget(t *testing.T, to *os.File) {
+	t.Helper()
+	if err := os.Symlink(to.Name(), l.link+".tmp"); err != nil {
+		t.Fatal(err)
+	}
+	rename(t, l.link+".tmp", l.link)
+}
+
+// away writes lines 1-100 to blue and, the link retargeted to green, lines 101-200 to
+// green, and waits for each in c, the second until closed tells that blue was closed
+// after the grace too.
+func (l *blueGreen) away(t *testing.T, c *collector, closed func() bool) {
+	t.Helper()
+	writeLines(t, l.blue, 1, 100)
+	waitFor(t, "the lines of the first target", func() bool { return c.has(1, 100) })
+	l.retarget(t, l.green)
+	writeLines(t, l.green, 101, 200)
+	waitFor(t, "the second target's lines, the first closed", func() bool { return c.has(101, 200) && closed() })
+}
+
+// back writes lines 201-300 to blue, the link's target again, and waits for them in c
+// and for two more turns of f's reader, in which a line read again would have been.
+func (l *blueGreen) back(t *testing.T, f *Follower, c *collector) {
+	t.Helper()
+	writeLines(t, l.blue, 201, 300)
+	waitFor(t, "the lines written to the first target again", func() bool { return c.has(201, 300) })
+	turns := f.turns.Load()
+	waitFor(t, "two more turns of the reader", func() bool { return f.turns.Load() > turns+2 })
+}
+
 // TestSymlinkRetargetedBack: a symlink retargeted to another file, and back once the
 // first one was closed after the grace (blue/green releases behind one link): the first
 // file is read on from where it was left, not again from its start.
 func TestSymlinkRetargetedBack(t *testing.T) {
 	for _, m := range modes {
 		t.Run(m.name, func(t *testing.T) {
-			dir := t.TempDir()
-			p := filepath.Join(dir, "current.log")
-			blue, green := filepath.Join(dir, "blue.log"), filepath.Join(dir, "green.log")
-			b, g := create(t, blue), create(t, green)
-			retarget := func(to string) {
-				if err := os.Symlink(to, p+".tmp"); err != nil {
-					t.Fatal(err)
-				}
-				rename(t, p+".tmp", p)
-			}
-			retarget(blue)
-			o := m.options(p)
+			l := newBlueGreen(t)
+			o := m.options(l.link)
 			o.FromBeginning = true
 			c := newCollector()
 			f := start(t, o, c.handle)
-			writeLines(t, b, 1, 100)
-			waitFor(t, "the lines of the first target", func() bool { return c.has(1, 100) })
-			retarget(green)
-			writeLines(t, g, 101, 200)
-			waitFor(t, "the second target's lines, the first closed", func() bool {
+			l.away(t, c, func() bool {
 				f.mu.Lock()
 				defer f.mu.Unlock()
-				return c.has(101, 200) && len(f.files) == 1
+				return len(f.files) == 1
 			})
-			retarget(blue)
-			writeLines(t, b, 201, 300)
-			waitFor(t, "the lines written to the first target again", func() bool { return c.has(201, 300) })
-			turns := f.turns.Load()
-			waitFor(t, "two more turns of the reader", func() bool { return f.turns.Load() > turns+2 })
+			l.retarget(t, l.blue)
+			l.back(t, f, c)
 			c.expectExactly(t, span{1, 300})
 		})
 	}
@@ -786,44 +878,25 @@ func TestSymlinkRetargetedBack(t *testing.T) {
 func TestSymlinkRetargetedBackAfterRestart(t *testing.T) {
 	for _, whileDown := range []bool{true, false} {
 		t.Run(fmt.Sprintf("while down %v", whileDown), func(t *testing.T) {
-			dir := t.TempDir()
-			p := filepath.Join(dir, "current.log")
-			blue, green := filepath.Join(dir, "blue.log"), filepath.Join(dir, "green.log")
-			b, g := create(t, blue), create(t, green)
-			retarget := func(to string) {
-				if err := os.Symlink(to, p+".tmp"); err != nil {
-					t.Fatal(err)
-				}
-				rename(t, p+".tmp", p)
-			}
-			retarget(blue)
-			o := modes[1].options(p)
+			l := newBlueGreen(t)
+			o := modes[1].options(l.link)
 			o.FromBeginning = true
 			first := newCollector()
 			f := start(t, o, first.handle)
-			writeLines(t, b, 1, 100)
-			waitFor(t, "the lines of the first target", func() bool { return first.has(1, 100) })
-			retarget(green)
-			writeLines(t, g, 101, 200)
-			waitFor(t, "the second target's lines, the first closed", func() bool {
-				return first.has(101, 200) && len(f.Left()) == 1
-			})
+			l.away(t, first, func() bool { return len(f.Left()) == 1 })
 			f.Stop()
 			first.expectExactly(t, span{1, 200})
 
 			o.FromBeginning, o.Resume, o.Left = false, f.Positions(), f.Left()
 			if whileDown {
-				retarget(blue)
+				l.retarget(t, l.blue)
 			}
 			next := newCollector()
 			f = start(t, o, next.handle)
 			if !whileDown {
-				retarget(blue)
+				l.retarget(t, l.blue)
 			}
-			writeLines(t, b, 201, 300)
-			waitFor(t, "the lines written to the first target again", func() bool { return next.has(201, 300) })
-			turns := f.turns.Load()
-			waitFor(t, "two more turns of the reader", func() bool { return f.turns.Load() > turns+2 })
+			l.back(t, f, next)
 			next.expectExactly(t, span{201, 300})
 		})
 	}
@@ -845,29 +918,13 @@ func TestCopyOfFileBehind(t *testing.T) {
 	}{{true, false}, {true, true}, {false, false}} {
 		truncate := tc.truncate
 		t.Run(fmt.Sprintf("truncated %v, behind %v", truncate, tc.behind), func(t *testing.T) {
-			dir := t.TempDir()
-			log := filepath.Join(dir, "access.log")
-			w := create(t, log)
-			writeLines(t, w, 1, 100)
-			clock := testclock.New(time.Unix(1_700_000_000, 0))
+			_, log, w := accessLog(t)
 			c := newCollector()
-			f, err := newFollower(Options{Path: log + "*", FromBeginning: true, noNotify: true, now: clock.Now, RotationGrace: time.Minute, Logger: testLogger(t)}, c.handle)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(f.Stop)
-			f.discover(true)
-			f.readAll()
+			f, clock, _ := handDriven(t, log+"*", c.handle)
 			// More than a turn reads of one file (passBudget) behind.
 			const copied = 30_000
 			writeLines(t, w, 101, copied)
-			data, err := os.ReadFile(log)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(log+".1", data, 0o644); err != nil {
-				t.Fatal(err)
-			}
+			copyFile(t, log, log+".1")
 			f.discover(false)
 			for more := f.readAll(); more && !tc.behind; more = f.readAll() {
 			}
@@ -900,28 +957,12 @@ func TestCopyOfFileBehind(t *testing.T) {
 func TestCopyOfFileBehindAtStop(t *testing.T) {
 	for _, truncate := range []bool{true, false} {
 		t.Run(fmt.Sprintf("truncated while down %v", truncate), func(t *testing.T) {
-			dir := t.TempDir()
-			log := filepath.Join(dir, "access.log")
-			w := create(t, log)
-			writeLines(t, w, 1, 100)
-			clock := testclock.New(time.Unix(1_700_000_000, 0))
-			o := Options{Path: log + "*", FromBeginning: true, noNotify: true, now: clock.Now, RotationGrace: time.Minute, Logger: testLogger(t)}
+			_, log, w := accessLog(t)
 			c := newCollector()
-			f, err := newFollower(o, c.handle)
-			if err != nil {
-				t.Fatal(err)
-			}
-			f.discover(true)
-			f.readAll()
+			f, _, o := handDriven(t, log+"*", c.handle)
 			const copied = 30_000 // more than a turn reads of one file (passBudget)
 			writeLines(t, w, 101, copied)
-			data, err := os.ReadFile(log)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(log+".1", data, 0o644); err != nil {
-				t.Fatal(err)
-			}
+			copyFile(t, log, log+".1")
 			f.discover(false)
 			f.readAll()
 			f.Stop()
@@ -932,14 +973,7 @@ func TestCopyOfFileBehindAtStop(t *testing.T) {
 			}
 			writeLines(t, w, copied+1, copied+100)
 
-			o.FromBeginning, o.Resume, o.Truncated = false, f.Positions(), f.Truncated()
-			f, err = newFollower(o, c.handle)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(f.Stop)
-			f.discover(true)
-			f.resumeRotated()
+			f = resumed(t, f, o, c.handle)
 			for f.readAll() {
 			}
 			c.expectExactly(t, span{1, copied + 100})
@@ -965,38 +999,16 @@ func TestCopyOfFileThatLeft(t *testing.T) {
 		{"renamed", func(t *testing.T, log string) { rename(t, log, log+".old") }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			dir := t.TempDir()
-			log := filepath.Join(dir, "access.log")
-			w := create(t, log)
-			writeLines(t, w, 1, 100)
-			clock := testclock.New(time.Unix(1_700_000_000, 0))
+			_, log, _ := accessLog(t)
 			c := newCollector()
-			f, err := newFollower(Options{Path: log + "*", FromBeginning: true, noNotify: true, now: clock.Now, RotationGrace: time.Minute, Logger: testLogger(t)}, c.handle)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(f.Stop)
-			f.discover(true)
-			f.readAll()
-			data, err := os.ReadFile(log)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(log+".1", data, 0o644); err != nil {
-				t.Fatal(err)
-			}
+			f, clock, _ := handDriven(t, log+"*", c.handle)
+			copyFile(t, log, log+".1")
 			f.discover(false)
 			f.readAll()
 			tc.leave(t, log)
 			writeLines(t, create(t, log), 101, 110)
 			f.discover(false)
-			for range 3 {
-				f.readAll()
-			}
-			clock.Add(2 * time.Minute)
-			for range 3 {
-				f.readAll()
-			}
+			settle(f, clock)
 			c.expectExactly(t, span{1, 110})
 		})
 	}
@@ -1008,31 +1020,10 @@ func TestCopyOfFileThatLeft(t *testing.T) {
 // where the log was read up to before its truncation, not from its start, whose lines
 // were counted. Driven by hand, on an injected clock.
 func TestResumeCopyAfterTruncation(t *testing.T) {
-	dir := t.TempDir()
-	log := filepath.Join(dir, "access.log")
-	w := create(t, log)
-	writeLines(t, w, 1, 100)
-	clock := testclock.New(time.Unix(1_700_000_000, 0))
-	o := Options{Path: log + "*", FromBeginning: true, noNotify: true, now: clock.Now, RotationGrace: time.Minute, Logger: testLogger(t)}
+	_, log, w := accessLog(t)
 	first := newCollector()
-	f, err := newFollower(o, first.handle)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.discover(true)
-	f.readAll()
-	writeLines(t, w, 101, 120)
-	data, err := os.ReadFile(log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(log+".1", data, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Truncate(0); err != nil {
-		t.Fatal(err)
-	}
-	writeLines(t, w, 121, 130)
+	f, _, o := handDriven(t, log+"*", first.handle)
+	copytruncate(t, w, log, log+".1")
 	f.readAll() // the truncation, not the copy: no scan since
 	f.Stop()
 	first.expectExactly(t, span{1, 100}, span{121, 130})
@@ -1040,15 +1031,8 @@ func TestResumeCopyAfterTruncation(t *testing.T) {
 		t.Fatalf("truncated %+v, want the log's", f.Truncated())
 	}
 
-	o.FromBeginning, o.Resume, o.Truncated = false, f.Positions(), f.Truncated()
 	next := newCollector()
-	f, err = newFollower(o, next.handle)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(f.Stop)
-	f.discover(true)
-	f.resumeRotated()
+	f = resumed(t, f, o, next.handle)
 	for f.readAll() {
 	}
 	next.expectExactly(t, span{101, 120})
@@ -1148,15 +1132,8 @@ func TestNewFileBeginsAsLog(t *testing.T) {
 			log := filepath.Join(dir, "access.log")
 			w := create(t, log)
 			writeLines(t, w, 0, 0) // the header
-			clock := testclock.New(time.Unix(1_700_000_000, 0))
 			c := newCollector()
-			f, err := newFollower(Options{Path: log + "*", FromBeginning: true, noNotify: true, now: clock.Now, RotationGrace: time.Minute, Logger: testLogger(t)}, c.handle)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(f.Stop)
-			f.discover(true)
-			f.readAll()
+			f, clock, _ := handDriven(t, log+"*", c.handle)
 			daily := log + ".2026-11-30"
 			if !rotatedName(filepath.Base(log), filepath.Base(daily)) {
 				t.Fatalf("%s is not named as a rotated file of %s", daily, log)
@@ -1172,18 +1149,8 @@ func TestNewFileBeginsAsLog(t *testing.T) {
 			f.readAll()
 			writeLines(t, w, 1, 10)
 			writeLines(t, d, 1101, 1200)
-			for range 3 {
-				f.readAll()
-			}
-			clock.Add(2 * time.Minute)
-			for range 3 {
-				f.readAll()
-			}
-			// The header twice, once of each file; every other line once.
-			lost, dup, malformed := c.tally(span{0, 10}, span{1000, 1200})
-			if lost != 0 || dup != 1 || malformed != 0 {
-				t.Fatalf("lost %d, duplicated %d (want 1: the daily file's header), malformed %d", lost, dup, malformed)
-			}
+			settle(f, clock)
+			expectHeaderTwice(t, c, span{1000, 1200})
 		})
 	}
 }
@@ -1198,32 +1165,26 @@ func TestResumeNewFileBeginsAsLog(t *testing.T) {
 	log := filepath.Join(dir, "access.log")
 	w := create(t, log)
 	writeLines(t, w, 0, 0) // the header
-	clock := testclock.New(time.Unix(1_700_000_000, 0))
-	o := Options{Path: log + "*", FromBeginning: true, noNotify: true, now: clock.Now, RotationGrace: time.Minute, Logger: testLogger(t)}
 	c := newCollector()
-	f, err := newFollower(o, c.handle)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.discover(true)
-	f.readAll()
+	f, _, o := handDriven(t, log+"*", c.handle)
 	f.Stop()
 	d := create(t, log+".2026-11-30")
 	writeLines(t, d, 0, 0)
 	writeLines(t, d, 1000, 1100)
 	writeLines(t, w, 1, 10)
 
-	o.FromBeginning, o.Resume, o.Truncated = false, f.Positions(), f.Truncated()
-	f, err = newFollower(o, c.handle)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(f.Stop)
-	f.discover(true)
-	f.resumeRotated()
+	f = resumed(t, f, o, c.handle)
 	for f.readAll() {
 	}
-	lost, dup, malformed := c.tally(span{0, 10}, span{1000, 1100})
+	expectHeaderTwice(t, c, span{1000, 1100})
+}
+
+// expectHeaderTwice checks that c holds the log's lines 0-10 and the daily file's lines
+// of daily, each once but the header, line 0, which both files begin with: twice, once of
+// each file.
+func expectHeaderTwice(t *testing.T, c *collector, daily span) {
+	t.Helper()
+	lost, dup, malformed := c.tally(span{0, 10}, daily)
 	if lost != 0 || dup != 1 || malformed != 0 {
 		t.Fatalf("lost %d, duplicated %d (want 1: the daily file's header), malformed %d", lost, dup, malformed)
 	}
@@ -1239,16 +1200,9 @@ func TestResumeNewFileBeginsAsLog(t *testing.T) {
 func TestLeftPruned(t *testing.T) {
 	dir := t.TempDir()
 	log := filepath.Join(dir, "0.log")
-	clock := testclock.New(time.Unix(1_700_000_000, 0))
-	o := Options{Path: log, FromBeginning: true, noNotify: true, now: clock.Now, RotationGrace: time.Minute, Logger: testLogger(t)}
 	c := newCollector()
 	w := create(t, log)
-	f, err := newFollower(o, c.handle)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(f.Stop)
-	f.discover(true)
+	f, clock, o := handDriven(t, log, c.handle)
 	const rotations = 3 * leftPruneMin
 	kept := map[fileID]string{} // the archives still there
 	n := 0
@@ -1304,6 +1258,19 @@ func TestLeftPruned(t *testing.T) {
 	}
 }
 
+// copytruncate does as logrotate's copytruncate to the log at log, whose writer is w,
+// once lines 101-120 were written to it: a copy of it made at to, then the log
+// truncated, and lines 121-130 written to it since.
+func copytruncate(t *testing.T, w *os.File, log, to string) {
+	t.Helper()
+	writeLines(t, w, 101, 120)
+	copyFile(t, log, to)
+	if err := w.Truncate(0); err != nil {
+		t.Fatal(err)
+	}
+	writeLines(t, w, 121, 130)
+}
+
 // TestResumeCopyFoundAfterStart: TestResumeCopyAfterTruncation with the copy found after
 // the restart, within the rotation grace (the follower stopped between its read of the
 // log's truncation and its find of the copy; here the copy is moved into the glob after
@@ -1312,51 +1279,16 @@ func TestLeftPruned(t *testing.T) {
 // read up to, not from its start, whose lines were counted. Driven by hand, on an
 // injected clock.
 func TestResumeCopyFoundAfterStart(t *testing.T) {
-	dir := t.TempDir()
-	log := filepath.Join(dir, "access.log")
-	w := create(t, log)
-	writeLines(t, w, 1, 100)
-	clock := testclock.New(time.Unix(1_700_000_000, 0))
-	o := Options{Path: log + "*", FromBeginning: true, noNotify: true, now: clock.Now, RotationGrace: time.Minute, Logger: testLogger(t)}
+	dir, log, w := accessLog(t)
 	c := newCollector()
-	f, err := newFollower(o, c.handle)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.discover(true)
+	f, clock, o := handDriven(t, log+"*", c.handle)
+	copytruncate(t, w, log, filepath.Join(dir, "tmp"))
 	f.readAll()
-	writeLines(t, w, 101, 120)
-	data, err := os.ReadFile(log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "tmp"), data, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Truncate(0); err != nil {
-		t.Fatal(err)
-	}
-	writeLines(t, w, 121, 130)
-	f.readAll()
-	f.Stop()
-	o.FromBeginning, o.Resume, o.Truncated = false, f.Positions(), f.Truncated()
-	f, err = newFollower(o, c.handle)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(f.Stop)
-	f.discover(true)
-	f.resumeRotated()
+	f = resumed(t, f, o, c.handle)
 	f.readAll()
 	rename(t, filepath.Join(dir, "tmp"), log+".1") // found after the restart, within the grace
 	clock.Add(time.Second)
 	f.discover(false)
-	for range 3 {
-		f.readAll()
-	}
-	clock.Add(2 * time.Minute)
-	for range 3 {
-		f.readAll()
-	}
+	settle(f, clock)
 	c.expectExactly(t, span{1, 130})
 }
