@@ -224,20 +224,7 @@ func TestStorageKeepsLeftFiles(t *testing.T) {
 			dir, logDir := t.TempDir(), t.TempDir()
 			link := filepath.Join(logDir, "current.log")
 			blue, green := filepath.Join(logDir, "blue.log"), filepath.Join(logDir, "green.log")
-			retarget := func(to string) {
-				if err := os.Symlink(to, link+".tmp"); err != nil {
-					t.Fatal(err)
-				}
-				if err := os.Rename(link+".tmp", link); err != nil {
-					t.Fatal(err)
-				}
-			}
-			for _, f := range []string{blue, green} {
-				if err := os.WriteFile(f, nil, 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			retarget(blue)
+			retarget := blueGreen(t, link, blue, green)
 			var out syncbuf.Buffer
 			p := startStored(t, link, dir, &out, Options{})
 			persistLines(t, blue, 1, 100)
@@ -1671,20 +1658,7 @@ func TestReloadHandsOverLeftFiles(t *testing.T) {
 	}
 	link := filepath.Join(app, "current.log")
 	blue, green := filepath.Join(rel, "blue.log"), filepath.Join(rel, "green.log")
-	retarget := func(to string) {
-		if err := os.Symlink(to, link+".tmp"); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Rename(link+".tmp", link); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for _, f := range []string{blue, green} {
-		if err := os.WriteFile(f, nil, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	retarget(blue)
+	retarget := blueGreen(t, link, blue, green)
 	rules := func(shards int) *config.Config {
 		t.Helper()
 		cfg, err := config.Parse(fmt.Appendf(nil, "inputs: [{path: %s/*/current.log, start_at: beginning, shards: %d}]\nrules: [{name: lines, match: x}]\n", root, shards), "rules.yaml")
@@ -1716,4 +1690,26 @@ func TestReloadHandsOverLeftFiles(t *testing.T) {
 	waitTotal(t, p, "the line written to the first target again", "lines_total{", 5)
 	waitCaughtUp(t, p)
 	waitTotal(t, p, "no line counted twice", "lines_total{", 5)
+}
+
+// blueGreen makes blue and green empty and link a symbolic link to blue, as a blue/green
+// deployment's current log; retarget points link at another file at once (a rename over
+// it, as a deployment switches).
+func blueGreen(t *testing.T, link, blue, green string) (retarget func(to string)) {
+	t.Helper()
+	retarget = func(to string) {
+		if err := os.Symlink(to, link+".tmp"); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(link+".tmp", link); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, f := range []string{blue, green} {
+		if err := os.WriteFile(f, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	retarget(blue)
+	return retarget
 }

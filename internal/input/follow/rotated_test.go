@@ -413,16 +413,7 @@ func TestSnapshotWhileCopyJudged(t *testing.T) {
 	f := start(t, o, first.handle)
 	writeLines(t, w, 1, 100)
 	waitFor(t, "the first lines", func() bool { return first.has(1, 100) })
-	data, err := os.ReadFile(log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(log+".1", data[:len(data)-int(lineLen)*10], 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Truncate(0); err != nil {
-		t.Fatal(err)
-	}
+	copyTruncatedBehind(t, w, log)
 	writeLines(t, w, 101, 110)
 	waitFor(t, "the log read after its truncation", func() bool { return first.has(101, 110) })
 	waitFor(t, "the copy found", func() bool { return openUnder(f, log+".1") == 1 })
@@ -454,16 +445,7 @@ func TestStopBeforeCopyJudged(t *testing.T) {
 	dir, log, w := accessLog(t)
 	first := newCollector()
 	f, _, o := handDriven(t, filepath.Join(dir, "access.log*"), first.handle)
-	data, err := os.ReadFile(log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(log+".1", data[:len(data)-int(lineLen)*10], 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Truncate(0); err != nil {
-		t.Fatal(err)
-	}
+	copyTruncatedBehind(t, w, log)
 	writeLines(t, w, 101, 110)
 	f.readAll()
 	f.discover(false)
@@ -740,4 +722,21 @@ type countedEntry struct {
 func (e countedEntry) Info() (os.FileInfo, error) {
 	e.looked()
 	return e.DirEntry.Info()
+}
+
+// copyTruncatedBehind makes the copy logrotate's copytruncate makes of log, log.1, before
+// the log was read to its end: it lacks the log's last ten lines, which were written
+// after the copy; then it truncates the log w writes.
+func copyTruncatedBehind(t *testing.T, w *os.File, log string) {
+	t.Helper()
+	data, err := os.ReadFile(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(log+".1", data[:len(data)-int(lineLen)*10], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Truncate(0); err != nil {
+		t.Fatal(err)
+	}
 }
