@@ -131,6 +131,19 @@ func TestListenRefuses(t *testing.T) {
 	}
 }
 
+// checkWebConfigText runs the start's check of a web config file holding text, and returns
+// what it warned of and its error.
+func checkWebConfigText(t *testing.T, text string) (warned string, err error) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "web.yml")
+	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var log strings.Builder
+	err = checkWebConfig(path, slog.New(slog.NewTextHandler(&log, nil)))
+	return log.String(), err
+}
+
 // TestCheckWebConfigAccepts: web configs exporter-toolkit serves as meant pass the
 // checks of the start.
 func TestCheckWebConfigAccepts(t *testing.T) {
@@ -141,25 +154,21 @@ func TestCheckWebConfigAccepts(t *testing.T) {
 		{"basic auth", "basic_auth_users:\n  prometheus: $2y$10$QOauhQNbBCuQDKes6eFzPeMqBSjb7Mr5DUmpZ/VcEd00UAV/LDeSi\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			path := filepath.Join(t.TempDir(), "web.yml")
-			if err := os.WriteFile(path, []byte(tc.text), 0o600); err != nil {
-				t.Fatal(err)
-			}
-			var log strings.Builder
-			if err := checkWebConfig(path, slog.New(slog.NewTextHandler(&log, nil))); err != nil {
+			warned, err := checkWebConfigText(t, tc.text)
+			if err != nil {
 				t.Error(err)
 			}
-			if log.Len() != 0 {
-				t.Errorf("warned of:\n%s", log.String())
+			if warned != "" {
+				t.Errorf("warned of:\n%s", warned)
 			}
 		})
 	}
 }
 
 // TestCheckWebConfigWarnsOfNothing: a web config that sets nothing (an empty file, a
-// ConfigMap key rendered empty, comments alone, values of no effect) served plain HTTP without a password, as
-// no --web.config.file does, said only in an INFO line: a user who gives the flag means
-// TLS or passwords. The start warns; a config that sets anything does not warn.
+// ConfigMap key rendered empty, comments alone, values of no effect) served plain HTTP
+// without a password, as no --web.config.file does, said only in an INFO line: a user
+// who gives the flag means TLS or passwords. The start warns; a config that sets anything does not warn.
 func TestCheckWebConfigWarnsOfNothing(t *testing.T) {
 	for _, tc := range []struct {
 		name, text string
@@ -174,16 +183,12 @@ func TestCheckWebConfigWarnsOfNothing(t *testing.T) {
 		{"rate limit", "rate_limit:\n  interval: 1s\n  burst: 10\n", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			path := filepath.Join(t.TempDir(), "web.yml")
-			if err := os.WriteFile(path, []byte(tc.text), 0o600); err != nil {
+			log, err := checkWebConfigText(t, tc.text)
+			if err != nil {
 				t.Fatal(err)
 			}
-			var log strings.Builder
-			if err := checkWebConfig(path, slog.New(slog.NewTextHandler(&log, nil))); err != nil {
-				t.Fatal(err)
-			}
-			if warned := strings.Contains(log.String(), "sets nothing"); warned != tc.warns {
-				t.Errorf("warned of:\n%s\nwant a warning that it sets nothing: %v", log.String(), tc.warns)
+			if warned := strings.Contains(log, "sets nothing"); warned != tc.warns {
+				t.Errorf("warned of:\n%s\nwant a warning that it sets nothing: %v", log, tc.warns)
 			}
 		})
 	}
