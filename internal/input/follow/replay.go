@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"syscall"
 
 	"github.com/logwindow/logwindow_exporter/config"
@@ -30,7 +31,7 @@ import (
 // one-shot read each file once; Release is not called.
 //
 // Files that cannot be read (a path that is no glob missing, no permission, a
-// FIFO), directories of a glob that cannot be listed, and a glob's files and
+// FIFO, a compressed archive: a log's rotation gzipped), directories of a glob that cannot be listed, and a glob's files and
 // directories that a symlink takes out of its root (refused as a Follower
 // refuses them) are skipped, counted in Errors and reported, each by name, in
 // an *Unread error: every other file was read. Any other error (bad options, a
@@ -244,6 +245,9 @@ func readFile(r *lineReader, tr *tree, path string, claim func(dev, ino uint64) 
 	if id := idOf(fi); !claim(id.dev, id.ino) {
 		return nil // read already, under another path
 	}
+	if err := compressed(path, file); err != nil {
+		return err
+	}
 	t := &tracked{f: file, path: path}
 	if _, _, err := r.pass(t, path, math.MaxInt64); err != nil {
 		return &failure{reasonRead, fmt.Errorf("%s: %w", path, err)}
@@ -263,4 +267,35 @@ func RotatedFrom(name string) []string {
 		}
 	}
 	return out
+}
+
+// compressors are the archives a rotator makes of a log (logrotate's compresscmd, the
+// kubelet's gzip), by the bytes they begin with, and the command that reads one back.
+var compressors = []struct{ name, magic, cat string }{
+	{"gzip", "\x1f\x8b", "zcat"},
+	{"bzip2", "BZh", "bzcat"}, // and a digit, then the block magic: see compressed
+	{"xz", "\xfd7zXZ\x00", "xzcat"},
+	{"zstd", "\x28\xb5\x2f\xfd", "zstdcat"},
+}
+
+// compressed refuses a file that begins as a compressed archive does: its lines would be
+// binary that fits no rule, and a one-shot over a glob that matches a log's compressed
+// rotations (access.log*) would count none of their lines and exit 0. The error says
+// how to read it.
+func compressed(path string, f *os.File) error {
+	var head [10]byte
+	n, _ := f.ReadAt(head[:], 0)
+	b := string(head[:n])
+	for _, c := range compressors {
+		if !strings.HasPrefix(b, c.magic) {
+			continue
+		}
+		// "BZh" may begin a line of text: a bzip2 archive goes on with its block size
+		// and the block's magic (the digits of pi).
+		if c.name == "bzip2" && (n < 10 || b[3] < '1' || b[3] > '9' || b[4:] != "1AY&SY") {
+			continue
+		}
+		return &failure{reasonRead, fmt.Errorf("%s: %s-compressed: the exporter reads logs as text; read it decompressed (%s %s > FILE, then give FILE)", path, c.name, c.cat, path)}
+	}
+	return nil
 }
