@@ -69,7 +69,21 @@ func inputOf(cfg *config.Config, file string) fileInput {
 	if in, log, ok := rotatedOf(cfg, file); ok {
 		return fileInput{file: file, input: in, path: log, found: true}
 	}
+	if in, ok := soleSocket(cfg); ok {
+		return fileInput{file: file, input: in, path: file, found: true}
+	}
 	return fileInput{file: file, path: file}
+}
+
+// soleSocket is the one input of cfg when it is a syslog input (the chart's syslog and
+// sidecar modes): a file given to a one-shot is then read as its datagrams, a line each
+// (readMessages), so that a sample of the access log tests the rules as the input's
+// format reads it. Of several inputs, none is the file's.
+func soleSocket(cfg *config.Config) (config.Input, bool) {
+	if len(cfg.Inputs) != 1 || cfg.Inputs[0].Syslog == nil {
+		return config.Input{}, false
+	}
+	return cfg.Inputs[0], true
 }
 
 // matchOf is the path of in's that names the file fi is of, if any.

@@ -11,6 +11,7 @@ import (
 	"github.com/logwindow/logwindow_exporter/internal/explain"
 	"github.com/logwindow/logwindow_exporter/internal/input/cri"
 	"github.com/logwindow/logwindow_exporter/internal/input/follow"
+	"github.com/logwindow/logwindow_exporter/internal/input/syslog"
 	"github.com/logwindow/logwindow_exporter/internal/scrape"
 	"github.com/logwindow/logwindow_exporter/internal/store"
 	"github.com/logwindow/logwindow_exporter/parser"
@@ -303,6 +304,14 @@ func readMessages(file fileInput, opts Options, claim func(dev, ino uint64) bool
 		}
 		n++
 		var lv lineValues
+		if ci.Syslog != nil {
+			// A line of a syslog input's file is a datagram: its header is stripped, as
+			// the input strips it; a line without one is taken whole.
+			msg, h, _ := syslog.Parse(line)
+			lv[lineHostname], lv[lineTag] = h.Hostname, h.Tag
+			fn(path, n, msg, nil, lv)
+			return
+		}
 		switch msg, wrapperTime, u := in.unwrap(file.pathOf(path), line, ci.Streams, &lv); u {
 		case message:
 			fn(path, n, msg, wrapperTime, lv)
