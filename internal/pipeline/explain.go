@@ -160,11 +160,7 @@ func Explain(cfg *config.Config, file string, maxLines int, opts Options) ([]exp
 	if _, err := replayFiles("explain", gen.parser, read, opts, &newestTime{}, fs); err != nil {
 		return out, err
 	}
-	errs := []error{fs.write(opts.Summary), unreadErr("explain", read, counts)}
-	for i, f := range read {
-		errs = append(errs, f.noInputErr(cfg, "explain", counts[i].lines, counts[i].received > 0))
-	}
-	return out, errors.Join(errs...)
+	return out, errors.Join(fs.write(opts.Summary), unreadErr("explain", read, counts), noInputErrs(cfg, "explain", read, counts))
 }
 
 // firstLines is a sink that passes on the events and drops of the lines parsed while

@@ -286,3 +286,12 @@ func (f fileInput) noInputErr(cfg *config.Config, mode string, lines int, matche
 	return &fileError{mode, f.file, fmt.Errorf("no rule matched any of its %d lines, and no input reads this file (inputs: %s); rules restricted to an input, and an input's wrapper and path captures, apply to that input's files only: give the path of a file an input reads, or add an input whose path names it",
 		lines, inputPaths(cfg))}
 }
+
+// noInputErrs are the noInputErr of each file a one-shot (mode) read, by its counts.
+func noInputErrs(cfg *config.Config, mode string, files []fileInput, counts []fileCount) error {
+	var errs []error
+	for i, f := range files {
+		errs = append(errs, f.noInputErr(cfg, mode, counts[i].lines, counts[i].received > 0))
+	}
+	return errors.Join(errs...)
+}

@@ -70,11 +70,7 @@ func Replay(cfg *config.Config, files []string, opts Options, w io.Writer) error
 	if err := c.WriteText(w, reg); err != nil {
 		return err
 	}
-	errs := []error{fs.write(opts.Summary), fs.misfits("replay"), unreadErr("replay", read, counts)}
-	for i, f := range read {
-		errs = append(errs, f.noInputErr(cfg, "replay", counts[i].lines, counts[i].received > 0))
-	}
-	return errors.Join(errs...)
+	return errors.Join(fs.write(opts.Summary), fs.misfits("replay"), unreadErr("replay", read, counts), noInputErrs(cfg, "replay", read, counts))
 }
 
 // ignoreDone is told of the lines a replay parses, which it counts by its sink.
