@@ -48,20 +48,9 @@ func Explain(cfg *config.Config, file string, maxLines int, opts Options) ([]exp
 	// one file, its lines numbered in its files.
 	read := inputsOf(cfg, []string{file}, opts.Logger)
 	counts := make([]fileCount, len(read))
-	joiners := map[string]*cri.Joiner{}
+	joiners := logJoiners{}
 	for i, f := range read {
-		var j *cri.Joiner
-		if f.input.Wrapper == config.WrapperCRI {
-			if j = joiners[f.input.Label()]; j == nil {
-				j = cri.New(maxLineBytes(opts))
-				joiners[f.input.Label()] = j
-			}
-		}
-		keep := ""
-		if slices.ContainsFunc(read[i+1:], f.goesOnIn) {
-			keep = f.path
-		}
-		got, err := readMessages(f, opts.quiet(), nil, j, keep, func(path string, n int, msg, wrapperTime []byte, lv lineValues) {
+		got, err := readMessages(f, opts.quiet(), nil, joiners.of(f.input, opts), keptFor(read, i), func(path string, n int, msg, wrapperTime []byte, lv lineValues) {
 			if len(msgs)-parser.MaxHeld < maxLines { // maxLines+MaxHeld may overflow
 				for i := range lv {
 					lv[i] = slices.Clone(lv[i])

@@ -139,9 +139,7 @@ func replayFiles(mode string, p *parser.Parser, files []fileInput, opts Options,
 		claimed[id] = true
 		return true
 	}
-	// A CRI message in parts at the end of a file goes on in a later file given of the
-	// same log (the file rotated away from it, then it): each input's joiner is kept.
-	joiners := map[string]*cri.Joiner{}
+	joiners := logJoiners{}
 	for i, file := range files {
 		ci := file.input
 		paths := newPathValues(ci, p, opts.Now)
@@ -167,16 +165,7 @@ func replayFiles(mode string, p *parser.Parser, files []fileInput, opts Options,
 			done = lines.done
 		}
 		var read []string
-		joiner := joiners[ci.Label()]
-		if ci.Wrapper == config.WrapperCRI && joiner == nil {
-			joiner = cri.New(maxLineBytes(opts))
-			joiners[ci.Label()] = joiner
-		}
-		keep := ""
-		if slices.ContainsFunc(files[i+1:], file.goesOnIn) {
-			keep = file.path
-		}
-		got, err := readMessages(file, opts, claim, joiner, keep, func(path string, n int, msg, wrapperTime []byte, lv lineValues) {
+		got, err := readMessages(file, opts, claim, joiners.of(ci, opts), keptFor(files, i), func(path string, n int, msg, wrapperTime []byte, lv lineValues) {
 			if paths != nil {
 				paths.setLine(ps, file.pathOf(path), lv)
 			}
@@ -223,6 +212,31 @@ func replayFiles(mode string, p *parser.Parser, files []fileInput, opts Options,
 		counts[i] = fileCount{lines: got.lines, received: sink.Received() - before, unread: got.unread}
 	}
 	return counts, nil
+}
+
+// logJoiners are the joiners of a one-shot's cri inputs, by input: a CRI message in parts
+// at the end of a file goes on in a later file given of the same log (the file rotated
+// away from it, then it), so each input's joiner is kept from one file to the next.
+type logJoiners map[string]*cri.Joiner
+
+// of is ci's joiner, made at its first file; nil for an input without wrapper: cri.
+func (j logJoiners) of(ci config.Input, opts Options) *cri.Joiner {
+	if ci.Wrapper != config.WrapperCRI {
+		return nil
+	}
+	if j[ci.Label()] == nil {
+		j[ci.Label()] = cri.New(maxLineBytes(opts))
+	}
+	return j[ci.Label()]
+}
+
+// keptFor is the log of files[i] when a file given after it goes on with it (goesOnIn),
+// whose messages in parts at its end readMessages keeps with the joiner; else "".
+func keptFor(files []fileInput, i int) string {
+	if slices.ContainsFunc(files[i+1:], files[i].goesOnIn) {
+		return files[i].path
+	}
+	return ""
 }
 
 // goesOnIn reports whether the log f reads may go on in next, a file given after it: a
