@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"syscall"
 
 	"github.com/logwindow/logwindow_exporter/config"
@@ -267,35 +266,4 @@ func RotatedFrom(name string) []string {
 		}
 	}
 	return out
-}
-
-// compressors are the archives a rotator makes of a log (logrotate's compresscmd, the
-// kubelet's gzip), by the bytes they begin with, and the command that reads one back.
-var compressors = []struct{ name, magic, cat string }{
-	{"gzip", "\x1f\x8b", "zcat"},
-	{"bzip2", "BZh", "bzcat"}, // and a digit, then the block magic: see compressed
-	{"xz", "\xfd7zXZ\x00", "xzcat"},
-	{"zstd", "\x28\xb5\x2f\xfd", "zstdcat"},
-}
-
-// compressed refuses a file that begins as a compressed archive does: its lines would be
-// binary that fits no rule, and a one-shot over a glob that matches a log's compressed
-// rotations (access.log*) would count none of their lines and exit 0. The error says
-// how to read it.
-func compressed(path string, f *os.File) error {
-	var head [10]byte
-	n, _ := f.ReadAt(head[:], 0)
-	b := string(head[:n])
-	for _, c := range compressors {
-		if !strings.HasPrefix(b, c.magic) {
-			continue
-		}
-		// "BZh" may begin a line of text: a bzip2 archive goes on with its block size
-		// and the block's magic (the digits of pi).
-		if c.name == "bzip2" && (n < 10 || b[3] < '1' || b[3] > '9' || b[4:] != "1AY&SY") {
-			continue
-		}
-		return &failure{reasonRead, fmt.Errorf("%s: %s-compressed: the exporter reads logs as text; read it decompressed (%s %s > FILE, then give FILE)", path, c.name, c.cat, path)}
-	}
-	return nil
 }
