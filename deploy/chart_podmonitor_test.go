@@ -128,3 +128,30 @@ func promSeries(t *testing.T, addr, q string) []map[string]string {
 		time.Sleep(200 * time.Millisecond)
 	}
 }
+
+// TestChartPodMonitorHonorsLabelsInEveryMode: in syslog and sidecar modes too the series
+// are of other pods than the exporter's own (the nginx that sent a datagram, the backends
+// an ingress controller proxies to), and a rule that labels them so (pod:
+// '${syslog_hostname}', the hostname nginx sends being its pod's name; a namespace from
+// $proxy_upstream_name) must not have them renamed exported_pod and the like under the
+// target's. The exporter's own series, which have none of those labels, keep the target's.
+func TestChartPodMonitorHonorsLabelsInEveryMode(t *testing.T) {
+	for _, c := range chartCases {
+		if !c.operator {
+			continue
+		}
+		t.Run(c.name, func(t *testing.T) {
+			m := renderChart(t, c)
+			if len(m.podMonitors) != 1 {
+				t.Fatalf("%d PodMonitors, want one", len(m.podMonitors))
+			}
+			for name, pm := range m.podMonitors {
+				for i, e := range pm.Spec.PodMetricsEndpoints {
+					if !e.HonorLabels {
+						t.Errorf("PodMonitor %s endpoint %d: honorLabels false", name, i)
+					}
+				}
+			}
+		})
+	}
+}

@@ -20,41 +20,48 @@ import (
 // (parser.MaxHeld at most): a line is explained by the format its file's lines after it
 // have chosen for it, as a replay counts it, not by the choice of the moment of the cut.
 //
-// When no input reads the file and no rule matched any of its lines, the lines come with
-// an error that says so, as do the files of a glob that could not be read (symlinks out
-// of its root, not followed, among them), each named. The file's
-// input's Fit, over all its lines read as Replay reads them, goes to opts.Summary.
+// A glob is read as Replay reads it given alone: by the input that reads it as written,
+// else, when an input reads some of its matches, each match by its own input. When no
+// input reads a file and no rule matched any of its lines, the lines come with an error
+// that says so, as do the files of a glob that could not be read (symlinks out of its
+// root, not followed, among them), each named. Each input's Fit, over all its lines read
+// as Replay reads them, goes to opts.Summary.
 func Explain(cfg *config.Config, file string, maxLines int, opts Options) ([]explain.Line, error) {
 	opts.setDefaults()
 	gen, err := newGeneration(cfg, nil, opts)
 	if err != nil {
 		return nil, err
 	}
-	// A message is kept with the number of its (last) line, its wrapper's time, and the
-	// path and captures of its own that its captures are worked out from (path_captures,
-	// a CRI line's stream).
+	// A message is kept with the file it is of (an index into read), the number of its
+	// (last) line, its wrapper's time, and the path and captures of its own that its
+	// captures are worked out from (path_captures, a CRI line's stream).
 	type message struct {
-		n                 int
+		file, n           int
 		text, wrapperTime []byte
 		path              string
 		lv                lineValues
 	}
 	var msgs []message
-	// A glob is explained as one file, its lines numbered in its files: no input reads
-	// it as a whole when none reads it as written.
-	read := inputOf(cfg, file)
-	warnNoInput(cfg, read, opts.Logger)
-	name := read.input.Name
-	got, err := readMessages(read, opts.quiet(), nil, nil, "", func(path string, n int, msg, wrapperTime []byte, lv lineValues) {
-		if len(msgs)-parser.MaxHeld < maxLines { // maxLines+MaxHeld may overflow
-			for i := range lv {
-				lv[i] = slices.Clone(lv[i])
+	// A glob that no input reads as written but whose matches one does (a node's pod logs
+	// by a shorter glob, a log's rotated files) is its matches, each read as its input
+	// reads it, as --replay reads them; one that no input's matches are of is explained as
+	// one file, its lines numbered in its files.
+	read := inputsOf(cfg, []string{file}, opts.Logger)
+	counts := make([]fileCount, len(read))
+	joiners := logJoiners{}
+	for i, f := range read {
+		got, err := readMessages(f, opts.quiet(), nil, joiners.of(f.input, opts), keptFor(read, i), func(path string, n int, msg, wrapperTime []byte, lv lineValues) {
+			if len(msgs)-parser.MaxHeld < maxLines { // maxLines+MaxHeld may overflow
+				for i := range lv {
+					lv[i] = slices.Clone(lv[i])
+				}
+				msgs = append(msgs, message{i, n, slices.Clone(msg), slices.Clone(wrapperTime), path, lv})
 			}
-			msgs = append(msgs, message{n, slices.Clone(msg), slices.Clone(wrapperTime), path, lv})
+		})
+		if err != nil {
+			return nil, &fileError{"explain", f.file, err}
 		}
-	})
-	if err != nil {
-		return nil, &fileError{"explain", file, err}
+		counts[i].unread = got.unread
 	}
 	// Each line is read as its input reads it, by its own formats (inputs without a name
 	// share theirs, which does not say which of their formats is the file's) and by the
@@ -64,10 +71,11 @@ func Explain(cfg *config.Config, file string, maxLines int, opts Options) ([]exp
 	// after them are parsed only until the first maxLines are. A line has the captures its
 	// input gives it besides its own, as a replay's.
 	parse := func(ps *parser.Session, sink parser.Sink, parsed func(m message)) {
-		ps.SetFormats(read.input.LogFormats, parser.NewFiles())
-		ps.SetFormat(name, read.input.LogFormat)
-		paths := newPathValues(read.input, gen.parser, opts.Now)
-		last := ""
+		var (
+			at    = -1 // the file of last in read
+			last  string
+			paths *pathValues
+		)
 		n := 0
 		done := func(bool, bool) {
 			if n < maxLines {
@@ -83,22 +91,30 @@ func Explain(cfg *config.Config, file string, maxLines int, opts Options) ([]exp
 				return
 			}
 			if paths != nil {
-				paths.set(ps, read.pathOf(last))
+				paths.set(ps, read[at].pathOf(last))
 			}
-			ps.CloseFile(last, name, sink, done)
+			ps.CloseFile(last, read[at].input.Name, sink, done)
 		}
 		for _, m := range msgs {
 			if n >= maxLines {
 				break
 			}
-			if m.path != last {
+			if m.file != at || m.path != last {
 				closeLast()
 				last = m.path
 			}
-			if paths != nil {
-				paths.setLine(ps, read.pathOf(m.path), m.lv)
+			f := read[m.file]
+			if m.file != at {
+				at = m.file
+				ps.SetPath(nil) // none of the previous file's
+				ps.SetFormats(f.input.LogFormats, parser.NewFiles())
+				ps.SetFormat(f.input.Name, f.input.LogFormat)
+				paths = newPathValues(f.input, gen.parser, opts.Now)
 			}
-			ps.ParseFile(m.path, name, m.text, m.wrapperTime, sink, done)
+			if paths != nil {
+				paths.setLine(ps, f.pathOf(m.path), m.lv)
+			}
+			ps.ParseFile(m.path, f.input.Name, m.text, m.wrapperTime, sink, done)
 		}
 		closeLast()
 	}
@@ -118,20 +134,22 @@ func Explain(cfg *config.Config, file string, maxLines int, opts Options) ([]exp
 	// A line is explained as its parse read it (Session.ExplainWrapped), its events fed
 	// to sink before the next line's parse; the parse's own go nowhere.
 	parse(ps, &newestTime{}, func(m message) {
-		l := x.ExplainWrapped(name, m.text, m.wrapperTime, true)
+		l := x.ExplainWrapped(read[m.file].input.Name, m.text, m.wrapperTime, true)
 		l.Number = m.n
-		if config.IsGlob(read.file) {
+		if config.IsGlob(file) {
 			l.SetFile(m.path) // line numbers of several files
 		}
 		out = append(out, l)
+		counts[m.file].lines++
+		if !l.Unmatched {
+			counts[m.file].received++
+		}
 	})
-	matched := slices.ContainsFunc(out, func(l explain.Line) bool { return !l.Unmatched })
 	fs := newFits(gen)
-	if _, err := replayFiles("explain", gen.parser, []fileInput{read}, opts, &newestTime{}, fs); err != nil {
+	if _, err := replayFiles("explain", gen.parser, read, opts, &newestTime{}, fs); err != nil {
 		return out, err
 	}
-	unread := unreadErr("explain", []fileInput{read}, []fileCount{{unread: got.unread}})
-	return out, errors.Join(fs.write(opts.Summary), read.noInputErr(cfg, "explain", len(out), matched), unread)
+	return out, errors.Join(fs.write(opts.Summary), unreadErr("explain", read, counts), noInputErrs(cfg, "explain", read, counts))
 }
 
 // firstLines is a sink that passes on the events and drops of the lines parsed while

@@ -69,7 +69,21 @@ func inputOf(cfg *config.Config, file string) fileInput {
 	if in, log, ok := rotatedOf(cfg, file); ok {
 		return fileInput{file: file, input: in, path: log, found: true}
 	}
+	if in, ok := soleSocket(cfg); ok {
+		return fileInput{file: file, input: in, path: file, found: true}
+	}
 	return fileInput{file: file, path: file}
+}
+
+// soleSocket is the one input of cfg when it is a syslog input (the chart's syslog and
+// sidecar modes): a file given to a one-shot is then read as its datagrams, a line each
+// (readMessages), so that a sample of the access log tests the rules as the input's
+// format reads it. Of several inputs, none is the file's.
+func soleSocket(cfg *config.Config) (config.Input, bool) {
+	if len(cfg.Inputs) != 1 || cfg.Inputs[0].Syslog == nil {
+		return config.Input{}, false
+	}
+	return cfg.Inputs[0], true
 }
 
 // matchOf is the path of in's that names the file fi is of, if any.
@@ -271,4 +285,13 @@ func (f fileInput) noInputErr(cfg *config.Config, mode string, lines int, matche
 	}
 	return &fileError{mode, f.file, fmt.Errorf("no rule matched any of its %d lines, and no input reads this file (inputs: %s); rules restricted to an input, and an input's wrapper and path captures, apply to that input's files only: give the path of a file an input reads, or add an input whose path names it",
 		lines, inputPaths(cfg))}
+}
+
+// noInputErrs are the noInputErr of each file a one-shot (mode) read, by its counts.
+func noInputErrs(cfg *config.Config, mode string, files []fileInput, counts []fileCount) error {
+	var errs []error
+	for i, f := range files {
+		errs = append(errs, f.noInputErr(cfg, mode, counts[i].lines, counts[i].received > 0))
+	}
+	return errors.Join(errs...)
 }

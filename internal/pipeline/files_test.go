@@ -215,6 +215,8 @@ func TestNoInputErrorOneLine(t *testing.T) {
 	}{
 		{"replay", func() error { return Replay(cfg, []string{file}, opts, io.Discard) }},
 		{"explain", func() error { _, err := Explain(cfg, file, 10, opts); return err }},
+		// --config.check --sample too: an OK and exit 0 would let the mistake pass.
+		{"sample", func() error { return Sample(cfg, []string{file}, opts) }},
 	} {
 		t.Run(tc.mode, func(t *testing.T) {
 			err := tc.run()

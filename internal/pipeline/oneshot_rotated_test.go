@@ -179,3 +179,61 @@ rules:
 		t.Errorf("summary %q, want %q", got, want)
 	}
 }
+
+// A glob given to --explain that no input reads as written, but whose matches an input
+// reads (a node's pod logs spelled with a shorter glob, a log's rotated files), is
+// explained as --replay reads it: each match as its input reads it, with its wrapper and
+// path captures, not as one file no input reads.
+func TestExplainGlobOfAnInputsFiles(t *testing.T) {
+	dir := t.TempDir()
+	const ok = `10.0.0.1 - - [01/Mar/2024:12:00:00 +0000] "GET / HTTP/1.1" 200 5 "-" "curl/8.5.0"`
+	for pod, status := range map[string]string{"default_web-7d4b9c8f6d-x2kqz_0f1e": "200", "default_api-0_9a8b": "503"} {
+		nginx := filepath.Join(dir, pod, "nginx")
+		if err := os.MkdirAll(nginx, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		line := "2024-03-01T12:00:00Z stdout F " + strings.Replace(ok, " 200 ", " "+status+" ", 1)
+		if err := os.WriteFile(filepath.Join(nginx, "0.log"), []byte(line+"\n"+line+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg, err := config.Parse(fmt.Appendf(nil, `
+inputs:
+  - name: pods
+    path: '%s/*_*_*/*/*.log'
+    wrapper: cri
+    path_captures: '/[^_/]+_(?P<pod>[^_]+)_[^/]+/(?P<container>[^/]+)/'
+    log_format: combined
+rules:
+  - {name: requests, labels: {pod: '${pod}', status: '${status}'}}
+`, dir), "rules.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, glob := range []string{
+		filepath.Join(dir, "*", "nginx", "*.log"),
+		filepath.Join(dir, "default_web-7d4b9c8f6d-x2kqz_0f1e", "nginx", "0.log*"),
+	} {
+		t.Run(filepath.Base(filepath.Dir(filepath.Dir(glob))), func(t *testing.T) {
+			var summary, logs bytes.Buffer
+			lines, err := Explain(cfg, glob, 10, Options{Now: time.Now, Summary: &summary, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+			if err != nil {
+				t.Errorf("explain: %v", err)
+			}
+			if strings.Contains(logs.String(), "no input reads") {
+				t.Errorf("logged %s", logs.String())
+			}
+			if len(lines) == 0 {
+				t.Fatal("no line explained")
+			}
+			for _, l := range lines {
+				if !l.Counted || l.Input != "pods" || l.File == "" || len(l.Rules) != 1 || len(l.Rules[0].Labels) != 2 || l.Rules[0].Labels[0].Value == "" {
+					t.Errorf("line %d of %s: %+v; want it counted by the input's rule, with its pod from the path", l.Number, l.File, l)
+				}
+			}
+			if want := fmt.Sprintf("input pods: %d of %d lines fit\n", len(lines), len(lines)); summary.String() != want {
+				t.Errorf("summary %q, want %q", summary.String(), want)
+			}
+		})
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"github.com/logwindow/logwindow_exporter/internal/explain"
 	"github.com/logwindow/logwindow_exporter/internal/input/cri"
 	"github.com/logwindow/logwindow_exporter/internal/input/follow"
+	"github.com/logwindow/logwindow_exporter/internal/input/syslog"
 	"github.com/logwindow/logwindow_exporter/internal/scrape"
 	"github.com/logwindow/logwindow_exporter/internal/store"
 	"github.com/logwindow/logwindow_exporter/parser"
@@ -69,11 +70,7 @@ func Replay(cfg *config.Config, files []string, opts Options, w io.Writer) error
 	if err := c.WriteText(w, reg); err != nil {
 		return err
 	}
-	errs := []error{fs.write(opts.Summary), fs.misfits("replay"), unreadErr("replay", read, counts)}
-	for i, f := range read {
-		errs = append(errs, f.noInputErr(cfg, "replay", counts[i].lines, counts[i].received > 0))
-	}
-	return errors.Join(errs...)
+	return errors.Join(fs.write(opts.Summary), fs.misfits("replay"), unreadErr("replay", read, counts), noInputErrs(cfg, "replay", read, counts))
 }
 
 // ignoreDone is told of the lines a replay parses, which it counts by its sink.
@@ -142,9 +139,7 @@ func replayFiles(mode string, p *parser.Parser, files []fileInput, opts Options,
 		claimed[id] = true
 		return true
 	}
-	// A CRI message in parts at the end of a file goes on in a later file given of the
-	// same log (the file rotated away from it, then it): each input's joiner is kept.
-	joiners := map[string]*cri.Joiner{}
+	joiners := logJoiners{}
 	for i, file := range files {
 		ci := file.input
 		paths := newPathValues(ci, p, opts.Now)
@@ -170,16 +165,7 @@ func replayFiles(mode string, p *parser.Parser, files []fileInput, opts Options,
 			done = lines.done
 		}
 		var read []string
-		joiner := joiners[ci.Label()]
-		if ci.Wrapper == config.WrapperCRI && joiner == nil {
-			joiner = cri.New(maxLineBytes(opts))
-			joiners[ci.Label()] = joiner
-		}
-		keep := ""
-		if slices.ContainsFunc(files[i+1:], file.goesOnIn) {
-			keep = file.path
-		}
-		got, err := readMessages(file, opts, claim, joiner, keep, func(path string, n int, msg, wrapperTime []byte, lv lineValues) {
+		got, err := readMessages(file, opts, claim, joiners.of(ci, opts), keptFor(files, i), func(path string, n int, msg, wrapperTime []byte, lv lineValues) {
 			if paths != nil {
 				paths.setLine(ps, file.pathOf(path), lv)
 			}
@@ -226,6 +212,31 @@ func replayFiles(mode string, p *parser.Parser, files []fileInput, opts Options,
 		counts[i] = fileCount{lines: got.lines, received: sink.Received() - before, unread: got.unread}
 	}
 	return counts, nil
+}
+
+// logJoiners are the joiners of a one-shot's cri inputs, by input: a CRI message in parts
+// at the end of a file goes on in a later file given of the same log (the file rotated
+// away from it, then it), so each input's joiner is kept from one file to the next.
+type logJoiners map[string]*cri.Joiner
+
+// of is ci's joiner, made at its first file; nil for an input without wrapper: cri.
+func (j logJoiners) of(ci config.Input, opts Options) *cri.Joiner {
+	if ci.Wrapper != config.WrapperCRI {
+		return nil
+	}
+	if j[ci.Label()] == nil {
+		j[ci.Label()] = cri.New(maxLineBytes(opts))
+	}
+	return j[ci.Label()]
+}
+
+// keptFor is the log of files[i] when a file given after it goes on with it (goesOnIn),
+// whose messages in parts at its end readMessages keeps with the joiner; else "".
+func keptFor(files []fileInput, i int) string {
+	if slices.ContainsFunc(files[i+1:], files[i].goesOnIn) {
+		return files[i].path
+	}
+	return ""
 }
 
 // goesOnIn reports whether the log f reads may go on in next, a file given after it: a
@@ -303,6 +314,14 @@ func readMessages(file fileInput, opts Options, claim func(dev, ino uint64) bool
 		}
 		n++
 		var lv lineValues
+		if ci.Syslog != nil {
+			// A line of a syslog input's file is a datagram: its header is stripped, as
+			// the input strips it; a line without one is taken whole.
+			msg, h, _ := syslog.Parse(line)
+			lv[lineHostname], lv[lineTag] = h.Hostname, h.Tag
+			fn(path, n, msg, nil, lv)
+			return
+		}
 		switch msg, wrapperTime, u := in.unwrap(file.pathOf(path), line, ci.Streams, &lv); u {
 		case message:
 			fn(path, n, msg, wrapperTime, lv)

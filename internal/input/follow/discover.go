@@ -335,6 +335,11 @@ func (f *Follower) track(path string, initial bool) (m match, exists, isOpen boo
 	if !fi.Mode().IsRegular() {
 		return m, true, false, notRegular(path, fi)
 	}
+	if glob {
+		if err := compressedMatch(path); err != nil {
+			return m, true, false, err
+		}
+	}
 	if initial {
 		f.atStart[m.id] = fi.Size()
 	}

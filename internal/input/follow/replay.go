@@ -30,7 +30,7 @@ import (
 // one-shot read each file once; Release is not called.
 //
 // Files that cannot be read (a path that is no glob missing, no permission, a
-// FIFO), directories of a glob that cannot be listed, and a glob's files and
+// FIFO, a compressed archive: a log's rotation gzipped), directories of a glob that cannot be listed, and a glob's files and
 // directories that a symlink takes out of its root (refused as a Follower
 // refuses them) are skipped, counted in Errors and reported, each by name, in
 // an *Unread error: every other file was read. Any other error (bad options, a
@@ -243,6 +243,9 @@ func readFile(r *lineReader, tr *tree, path string, claim func(dev, ino uint64) 
 	}
 	if id := idOf(fi); !claim(id.dev, id.ino) {
 		return nil // read already, under another path
+	}
+	if err := compressed(path, file); err != nil {
+		return err
 	}
 	t := &tracked{f: file, path: path}
 	if _, _, err := r.pass(t, path, math.MaxInt64); err != nil {

@@ -1,0 +1,95 @@
+package pipeline
+
+import (
+	"bytes"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/logwindow/logwindow_exporter/config"
+)
+
+// The rule file of the chart's syslog and sidecar modes has one input, a socket, whose
+// log format the rules read: a sample of nginx's access log given to a one-shot is read
+// as that input's datagrams, a line each (a header stripped as the input strips it, its
+// hostname and tag captures; a line without one whole), so that the rules can be tested
+// against it as a file input's can, not fail as a file no input reads.
+func TestOneShotsReadAFileAsTheSyslogInputs(t *testing.T) {
+	dir := t.TempDir()
+	const access = `10.0.0.1 - - [01/Mar/2024:12:00:00 +0000] "GET / HTTP/1.1" 503 5 "-" "curl/8.5.0"`
+	file := filepath.Join(dir, "access.log")
+	text := access + "\n" + "<190>Mar  1 12:00:01 web-1 nginx: " + access + "\n"
+	if err := os.WriteFile(file, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Parse([]byte(`
+inputs:
+  - name: nginx
+    syslog: udp://127.0.0.1:5140
+    log_format: auto
+rules:
+  - {name: requests, labels: {status: '${status}', host: '${syslog_hostname}'}}
+`), "rules.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "input nginx: 2 of 2 lines fit\n"
+	run := func(t *testing.T, mode string, f func(opts Options) error) string {
+		t.Helper()
+		var summary, logs bytes.Buffer
+		if err := f(Options{Now: time.Now, Summary: &summary, Logger: slog.New(slog.NewTextHandler(&logs, nil))}); err != nil {
+			t.Errorf("%s: %v", mode, err)
+		}
+		if summary.String() != want {
+			t.Errorf("%s: summary %q, want %q", mode, summary.String(), want)
+		}
+		if strings.Contains(logs.String(), "no input reads") {
+			t.Errorf("%s: logged %s", mode, logs.String())
+		}
+		return summary.String()
+	}
+	var out strings.Builder
+	run(t, "replay", func(opts Options) error { return Replay(cfg, []string{file}, opts, &out) })
+	for _, line := range []string{`requests_total{host="",status="503"} 1`, `requests_total{host="web-1",status="503"} 1`} {
+		if !strings.Contains(out.String(), line+"\n") {
+			t.Errorf("replay lacks %s:\n%s", line, out.String())
+		}
+	}
+	run(t, "sample", func(opts Options) error { return Sample(cfg, []string{file}, opts) })
+	run(t, "explain", func(opts Options) error {
+		lines, err := Explain(cfg, file, 10, opts)
+		if len(lines) != 2 || !lines[0].Counted || !lines[1].Counted || lines[1].Text != access {
+			t.Errorf("explain: %+v; want both lines counted, the second by its message", lines)
+		}
+		return err
+	})
+}
+
+// A file given with a config of several socket inputs is no one input's: it fails as a
+// file no input reads, naming them.
+func TestOneShotFileOfSeveralSyslogInputs(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "access.log")
+	if err := os.WriteFile(file, []byte("GET / 200\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Parse(fmt.Appendf(nil, `
+inputs:
+  - {name: a, syslog: udp://127.0.0.1:5140}
+  - {name: b, syslog: 'unixgram://%s/b.sock'}
+rules:
+  - {name: requests, match: ' (?P<status>\d{3})$', labels: {status: '${status}'}, inputs: [a, b]}
+`, dir), "rules.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	err = Replay(cfg, []string{file}, Options{Now: time.Now, Summary: &bytes.Buffer{}}, &out)
+	if err == nil || !strings.Contains(err.Error(), "no input reads this file") {
+		t.Errorf("replay: %v; want the file refused as no input's", err)
+	}
+}
