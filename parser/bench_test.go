@@ -333,7 +333,7 @@ func BenchmarkJSONExtract(b *testing.B) {
 			b.Fatalf("not read: %q", l)
 		}
 		for k, p := range paths {
-			if got, want := string(capture(src, caps, k+1)), m[p[0]]; got != want {
+			if got, want := string(capture(&src, caps, k+1)), m[p[0]]; got != want {
 				b.Fatalf("field %s: extractor %q, encoding/json %q", p[0], got, want)
 			}
 		}

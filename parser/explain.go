@@ -292,7 +292,7 @@ func captureNames(r *config.Rule, slot func(int) int) []namedCapture {
 func copyCaptures(names []namedCapture, src text, caps []int) []Capture {
 	out := make([]Capture, 0, len(names))
 	for _, n := range names {
-		out = append(out, Capture{Name: n.name, Value: slices.Clone(capture(src, caps, n.index)), Matched: caps[2*n.index] >= 0})
+		out = append(out, Capture{Name: n.name, Value: slices.Clone(capture(&src, caps, n.index)), Matched: caps[2*n.index] >= 0})
 	}
 	return out
 }

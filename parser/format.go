@@ -138,12 +138,12 @@ func (p *formatPost) apply(m *match, s *scratch) {
 			}
 		}
 		if lo := caps[2*r.from]; lo >= 0 {
-			splitRequest(capture(text{line, more}, caps, r.from), lo, caps, &r.to)
+			splitRequest(capture(&text{line, more}, caps, r.from), lo, caps, &r.to)
 		}
 	}
 	for _, d := range p.classes {
 		caps[2*d.to], caps[2*d.to+1] = -1, -1
-		if v := capture(text{line, more}, caps, d.from); len(v) > 0 && v[0] >= '0' && v[0] <= '9' {
+		if v := capture(&text{line, more}, caps, d.from); len(v) > 0 && v[0] >= '0' && v[0] <= '9' {
 			more = append(more, v[0], 'x', 'x')
 			caps[2*d.to], caps[2*d.to+1] = n+len(more)-3, n+len(more)
 		}

@@ -735,7 +735,7 @@ func (s *scratch) apply(r *rule, input string, m *match, sink Sink) (Outcome, in
 	}
 	// Rules of a group often share their labels (and items): what the previous rule
 	// rendered from this match is used again.
-	valid := len(r.labels)+len(r.items) > 0 && r.literalsValid && s.asciiText(m.src)
+	valid := len(r.labels)+len(r.items) > 0 && r.literalsValid && s.asciiText(m)
 	// The event's slices are written only when they change: a rule with the labels of
 	// the previous one leaves them as they are.
 	e := &s.event
@@ -808,11 +808,13 @@ type match struct {
 
 // capture returns capture i of the match.
 func (m *match) capture(i int) []byte {
-	return capture(m.src, m.caps, i)
+	return capture(&m.src, m.caps, i)
 }
 
-// capture returns capture i of src; one that did not participate reads as empty.
-func capture(src text, caps []int, i int) []byte {
+// capture returns capture i of src; one that did not participate reads as empty. src is a
+// pointer: the text (six words) given by value was copied for every capture read, and the
+// first copy of a match read back words that Parser.parse had just written one by one.
+func capture(src *text, caps []int, i int) []byte {
 	lo, hi := caps[2*i], caps[2*i+1]
 	if n := len(src.line); lo >= n {
 		return src.more[lo-n : hi-n]

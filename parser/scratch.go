@@ -150,20 +150,21 @@ func (s *scratch) newMatch() {
 	s.match++
 }
 
-// asciiText reports whether src, the text of the current match, has only ASCII bytes,
+// asciiText reports whether the text of m, the current match, has only ASCII bytes,
 // looking once per match. Then every capture is valid UTF-8, and so is any label value
-// made of captures and valid literal text.
-func (s *scratch) asciiText(src text) bool {
+// made of captures and valid literal text. The match is passed by its pointer, as its
+// text passed as a value would be copied for every rule that asks.
+func (s *scratch) asciiText(m *match) bool {
 	if s.asciiMatch != s.match {
-		s.lookASCII(src)
+		s.lookASCII(m)
 	}
 	return s.ascii
 }
 
 // lookASCII is asciiText's look at the text, apart so that the rules after the first
 // inline the check.
-func (s *scratch) lookASCII(src text) {
-	s.asciiMatch, s.ascii = s.match, isASCII(src.line) && (len(src.more) == 0 || isASCII(src.more))
+func (s *scratch) lookASCII(m *match) {
+	s.asciiMatch, s.ascii = s.match, isASCII(m.src.line) && (len(m.src.more) == 0 || isASCII(m.src.more))
 }
 
 // Word-at-a-time constants: a byte of ones, and the top bit of every byte.

@@ -89,7 +89,7 @@ func TestValuesAsIs(t *testing.T) {
 					s := newScratch(sizes{labels: 1, items: len(items)})
 					m := &match{src, caps}
 					s.render([]config.Template{{{Capture: 1}}}, nil, m, known)
-					got := capture(src, caps, 1)
+					got := capture(&src, caps, 1)
 					ok := asIs(got, known)
 					if ok && (string(got) != string(s.key) || string(got) != string(s.labels[0])) {
 						t.Errorf("label %q as is, rendered %q", got, s.key)

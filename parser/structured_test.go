@@ -40,7 +40,7 @@ func extractAll(x extractor, nslots int, line string) ([]field, bool) {
 	out := make([]field, nslots)
 	for k := 1; k <= nslots; k++ {
 		if caps[2*k] >= 0 {
-			out[k-1] = present(string(capture(src, caps, k)))
+			out[k-1] = present(string(capture(&src, caps, k)))
 		}
 	}
 	return out, ok

@@ -16,8 +16,10 @@ package formatscan
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"math/bits"
 	"strings"
 	"unicode/utf8"
 
@@ -53,9 +55,17 @@ type piece struct {
 	stop     byte
 	group    int
 	optional bool
+	// number: the server writes the value as a number (logformat.Format.Numeric), most
+	// often of fewer than 8 bytes.
+	number bool
 	// then is the literal text that follows a value, read in the same step; nil when the
 	// value is followed by an optional part, another value or nothing.
 	then []byte
+	// thenWord is then's first 8 bytes (or fewer) as a little-endian word and thenMask
+	// the bytes of the word that then has: where 8 bytes of the line are left, a then of
+	// at most 8 bytes (thenShort) is compared in one step.
+	thenWord, thenMask uint64
+	thenShort          bool
 }
 
 // Compile builds the scanner of text format f, which hands the lines it cannot decide to
@@ -71,6 +81,7 @@ func Compile(f *logformat.Format, regex Matcher) (*Scanner, error) {
 			return nil, fmt.Errorf("%w: %s: %s", ErrUnsupported, f.Describe(), err)
 		}
 		sp := piece{kind: p.Kind, lit: []byte(p.Lit), group: p.Group, optional: p.Optional}
+		sp.number = p.Group > 0 && f.Numeric(f.Captures[p.Group-1].Name)
 		if p.Kind == logformat.PieceUntil || p.Kind == logformat.PieceUntilEscaped {
 			sp.lit = utf8.AppendRune(nil, p.Stop)
 			if p.Stop < utf8.RuneSelf {
@@ -78,12 +89,22 @@ func Compile(f *logformat.Format, regex Matcher) (*Scanner, error) {
 			}
 		}
 		if n := len(s.pieces); n > 0 && p.Kind == logformat.PieceLiteral && !p.Optional && s.pieces[n-1].kind != logformat.PieceLiteral {
-			s.pieces[n-1].then = sp.lit
+			s.pieces[n-1].setThen(sp.lit)
 			continue
 		}
 		s.pieces = append(s.pieces, sp)
 	}
 	return s, nil
+}
+
+// setThen makes then the literal text the value of sp is followed by.
+func (sp *piece) setThen(then []byte) {
+	sp.then = then
+	sp.thenShort = len(then) <= 8
+	for i, c := range then[:min(len(then), 8)] {
+		sp.thenWord |= uint64(c) << (8 * i)
+		sp.thenMask |= 0xff << (8 * i)
+	}
 }
 
 // check says why the scanner cannot read piece i of pieces as the regex does, nil when
@@ -196,16 +217,37 @@ func (s *Scanner) scan(line []byte, caps []int) result {
 				p = until(line, p, sp.lit)
 				break
 			}
-			j := bytes.IndexByte(line[p:], sp.stop)
+			// A number is mostly shorter than 8 bytes (a status, a byte count, a time):
+			// its stop is found in a word of the line, not by a call (every value held
+			// in a register is stored before a call and loaded after it), which costs
+			// more than such a value. Other values are mostly longer: no word for them.
+			j := -1
+			if sp.number && p+8 <= len(line) {
+				x := binary.LittleEndian.Uint64(line[p:p+8:p+8]) ^ lows*uint64(sp.stop)
+				// The lowest byte flagged is the first zero byte of x, where the line
+				// holds the stop (a flag above a zero byte may be false, one below
+				// never is).
+				if found := (x - lows) &^ x & highs; found != 0 {
+					j = bits.TrailingZeros64(found) / 8
+				} else if k := bytes.IndexByte(line[p+8:], sp.stop); k >= 0 {
+					j = 8 + k
+				}
+			} else {
+				j = bytes.IndexByte(line[p:], sp.stop)
+			}
 			if j < 0 {
 				p = len(line)
 				break
 			}
 			p += j
 			if sp.then != nil {
-				// The text after the value starts with its stop (check), found at p:
-				// only the rest of it is compared.
-				if !hasPrefix(line[p+1:], sp.then[1:]) {
+				// The text after the value starts with its stop (check), found at p.
+				// A short one is compared as a word.
+				if sp.thenShort && p+8 <= len(line) {
+					if binary.LittleEndian.Uint64(line[p:p+8:p+8])&sp.thenMask != sp.thenWord {
+						return fail
+					}
+				} else if !hasPrefix(line[p+1:], sp.then[1:]) {
 					return fail
 				}
 				if sp.group > 0 {
@@ -266,6 +308,12 @@ func (s *Scanner) scan(line []byte, caps []int) result {
 	caps[0], caps[1] = 0, len(line)
 	return matched
 }
+
+// Word-at-a-time constants: a byte of ones, and the top bit of every byte.
+const (
+	lows  = 0x0101010101010101
+	highs = 0x8080808080808080
+)
 
 // until is the end of a value starting at p that runs up to its stop character, lit
 // encoded (one that is not a byte scan searches for itself), or the end of the line.
