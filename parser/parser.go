@@ -853,8 +853,10 @@ func (s *scratch) time(c *timeCache, ts *timestampSpec, m *match) {
 // leapSecond reads again, as second 59 of its minute, a time that failed to parse
 // (err) only because its second is 60: a leap second (23:59:60 UTC), which a clock that
 // follows UTC writes and time.Parse refuses as out of range. The line counts at the last
-// second of the minute rather than being dropped. The error locates the second: its
-// ValueElem is what follows the element that was out of range.
+// second of the minute rather than being dropped. A leap second is only ever the last of
+// a UTC day, so a 60 in any other minute (12:34:60 UTC, or 23:59:60 in a zone other than
+// UTC's) is no time a clock writes and stays the error. The error locates the second:
+// its ValueElem is what follows the element that was out of range.
 func leapSecond(ts *timestampSpec, err error) (time.Time, error) {
 	pe, ok := err.(*time.ParseError)
 	if !ok || pe.Message != ": second out of range" {
@@ -864,5 +866,12 @@ func leapSecond(ts *timestampSpec, err error) (time.Time, error) {
 	if end < 2 || pe.Value[end-2:end] != "60" {
 		return time.Time{}, err
 	}
-	return time.ParseInLocation(ts.layout, pe.Value[:end-2]+"59"+pe.Value[end:], ts.loc)
+	t, again := time.ParseInLocation(ts.layout, pe.Value[:end-2]+"59"+pe.Value[end:], ts.loc)
+	if again != nil {
+		return time.Time{}, again
+	}
+	if h, m, s := t.UTC().Clock(); h != 23 || m != 59 || s != 59 {
+		return time.Time{}, err
+	}
+	return t, nil
 }

@@ -406,8 +406,10 @@ rules:
 // TestLeapSecond: a time at a leap second (23:59:60 UTC, as a clock that follows UTC
 // writes it) is read as second 59 of its minute, which Go's time.Parse alone refuses as
 // out of range: the line counts, at the last second before the next minute, rather than
-// being dropped as bad_timestamp. Only 60 is read so; any other second, or minute, out of
-// range is still a bad timestamp.
+// being dropped as bad_timestamp. Only 60 is read so, and only in the last minute of a UTC
+// day, the one minute a leap second is inserted in (23:59:60 UTC is 05:29:60 in +05:30,
+// 18:59:60 in New York in winter): 12:34:60 is no time any clock writes, and a line with
+// it is a bad timestamp, as any other second, or minute, out of range is.
 func TestLeapSecond(t *testing.T) {
 	c := mustParse(t, `
 rules:
@@ -445,6 +447,13 @@ rules:
 		{"[31/Dec/2016:23:59:60 +0000]", at("nginx", leap)},
 		{"20161231235960 compact", at("compact", leap)},
 		{"2016-12-31 18:59:60 unpadded", at("unpadded", leap)}, // EST
+		{"2016-12-31T12:34:60Z utc", bad("utc")},
+		{"2016-12-31T23:58:60Z utc", bad("utc")},
+		{"2016-12-31T22:59:60Z utc", bad("utc")},
+		{"2016-12-31T23:59:60+01:00 rfc", bad("rfc3339")},
+		{"2016-12-31 23:59:60 unpadded", bad("unpadded")}, // 04:59:60 UTC
+		{"[01/Jan/2017:05:29:60 +0530]", at("nginx", leap)},
+		{"2016-06-30T23:59:60Z utc", at("utc", 1467331199)}, // none was inserted then, but any UTC day may end with one
 		{"2016-12-31T23:59:61Z utc", bad("utc")},
 		{"2016-12-31T23:59:99Z utc", bad("utc")},
 		{"2016-12-31T23:60:00Z utc", bad("utc")},
