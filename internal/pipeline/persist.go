@@ -211,6 +211,16 @@ func (p *Pipeline) restore(gen *generation) (map[string][]follow.Position, map[s
 		}
 	}
 	p.resumeTaken, p.resumeLeft, p.resumeTruncated = snap.Written, left, truncated
+	// The followers judge by it which files rotated away while the exporter was down are
+	// to be read, against those files' own times. One ahead of the system's clock now was
+	// written while the clock ran ahead: the files written since it was set right are
+	// older, and would be left out; the followers go by the files' times alone, as for
+	// positions whose time is unknown. The clock compared is the system's, whose time the
+	// files were given, not the one injected.
+	if snap.Written.After(time.Now()) {
+		log.Warn("the snapshot was written at a time ahead of the host's clock (the clock ran ahead then, or stepped back since): the files rotated away while the exporter was down are judged by their own times alone", "dir", s.dir, "written", snap.Written)
+		p.resumeTaken = time.Time{}
+	}
 	log.Info("restored the snapshot", "dir", s.dir, "rules", res.Rules, "series", res.Series, "skipped_rules", len(res.Skipped), "files", files, "messages_in_parts", messages)
 	return positions, parts, since, nil
 }

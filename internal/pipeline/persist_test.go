@@ -1776,3 +1776,62 @@ rules:
 		})
 	}
 }
+
+// TestStorageRestartSnapshotAheadRotated: a snapshot written while the host's clock ran
+// ahead has a modification time ahead of the files written after the clock was set right
+// while the exporter was down. Those rotated away are found by their times, after the
+// snapshot's (follow.Options.Taken): by a time ahead of the clock, the file rotated away
+// between the snapshot's and the one at the path now was left out, its lines lost. A
+// snapshot's time ahead of the clock is one the restart cannot go by.
+func TestStorageRestartSnapshotAheadRotated(t *testing.T) {
+	// A second before the rotations, as a snapshot written before the exporter went down
+	// is (the file system's clock is coarser than time.Now), or an hour ahead.
+	for _, ahead := range []time.Duration{-time.Second, time.Hour} {
+		t.Run(fmt.Sprint("written ", ahead), func(t *testing.T) {
+			dir, logDir := t.TempDir(), t.TempDir()
+			log := filepath.Join(logDir, "access.log")
+			if err := os.WriteFile(log, nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			start := func(out *syncbuf.Buffer) *Pipeline {
+				cfg, o := storedOn(t, strings.ReplaceAll(persistRules, "LOG", log), dir, out, Options{})
+				p, err := Start(cfg, o)
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(p.Stop)
+				return p
+			}
+			want := func(p *Pipeline, n float64) {
+				t.Helper()
+				for deadline := time.Now().Add(20 * time.Second); gatherPipeline(t, p)[`arrived_total{}`] != n; time.Sleep(10 * time.Millisecond) {
+					if time.Now().After(deadline) {
+						t.Fatalf("arrived_total %v, want %v", gatherPipeline(t, p)[`arrived_total{}`], n)
+					}
+				}
+			}
+			rename := func(from, to string) {
+				t.Helper()
+				if err := os.Rename(from, to); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var first, restarted syncbuf.Buffer
+			p := start(&first)
+			persistLines(t, log, 1, 5)
+			want(p, 5)
+			p.Stop()
+			at := time.Now().Add(ahead)
+			if err := os.Chtimes(filepath.Join(dir, storage.FileName), at, at); err != nil {
+				t.Fatal(err)
+			}
+			// While down, with the clock right: rotated twice.
+			rename(log, log+".1")
+			persistLines(t, log, 6, 10)
+			rename(log+".1", log+".2")
+			rename(log, log+".1")
+			persistLines(t, log, 11, 15)
+			want(start(&restarted), 15)
+		})
+	}
+}
