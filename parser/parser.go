@@ -13,6 +13,7 @@ package parser
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -184,6 +185,9 @@ type timestampSpec struct {
 	loc *time.Location
 	// unix: the capture is seconds since the epoch (config.Timestamp.Unix).
 	unix bool
+	// folds: the layout reads no zone, and loc is not UTC, so a time may fall in an hour
+	// loc repeats, read at the offset nearer the line before's time (nearerReading).
+	folds bool
 	// slot indexes the per-call cache; rules of a group with the same capture and layout
 	// share one, so a line's time is parsed once, and not again while it repeats.
 	slot int
@@ -276,6 +280,9 @@ func build(rules []*config.Rule, eng engine) (*Parser, error) {
 		r.whereNot = filters(cr.WhereNot, eng, &sz)
 		if ts := cr.Timestamp; ts != nil {
 			r.ts = &timestampSpec{capture: ts.Capture, layout: ts.Layout, loc: ts.In(), unix: ts.Unix}
+			// A location is given only beside a layout that reads no offset (config); a
+			// zone name (MST) the line carries says which of the two offsets it is.
+			r.ts.folds = ts.In() != time.UTC && !strings.Contains(ts.Layout, "MST")
 		}
 		if g.fields != nil {
 			// The group learns the rule's fields now; their slots do not move as
@@ -837,6 +844,7 @@ func (s *scratch) time(c *timeCache, ts *timestampSpec, m *match) {
 	if c.valid && string(c.raw) == string(raw) {
 		return
 	}
+	prev, hasPrev := c.unix, c.valid && c.ok
 	c.raw = append(c.raw[:0], raw...)
 	c.valid = true
 	if ts.unix {
@@ -849,14 +857,59 @@ func (s *scratch) time(c *timeCache, ts *timestampSpec, m *match) {
 	if err != nil {
 		t, err = leapSecond(ts, err)
 	}
+	if err == nil && ts.folds && hasPrev {
+		t = nearerReading(t, prev)
+	}
 	c.unix, c.ok = t.Unix(), err == nil
+}
+
+// foldReach is how far from a time a zone's offset is looked up to find the other offset
+// of an hour it repeats: more than any change of offset a zone makes (an hour, two in
+// a few).
+const foldReach = 3 * time.Hour
+
+// nearerReading returns, of the instants at which the zone of t reads the wall-clock time
+// t reads (two in the hour its clocks repeat when they go back, which Go reads at one of
+// them), the one nearer second prev, the time of the line read before (the later when
+// both are as near): a log's lines come in time order, so the second time through the
+// hour is read on from the first's end, not an hour back (in no window shorter than an
+// hour), as long as its lines are less than half an hour apart. It is t elsewhere.
+func nearerReading(t time.Time, prev int64) time.Time {
+	_, off := t.Zone()
+	for _, d := range [...]time.Duration{-foldReach, foldReach} {
+		_, other := t.Add(d).Zone()
+		if other == off {
+			continue
+		}
+		// The same wall-clock reading at the other offset, if the zone is at that offset
+		// then: a time in the hour skipped when the clocks go forward has none.
+		alt := t.Add(time.Duration(off-other) * time.Second)
+		if _, at := alt.Zone(); at != other {
+			continue
+		}
+		// Equally near, the later: lines go forward.
+		if da, dt := dist(alt.Unix(), prev), dist(t.Unix(), prev); da < dt || da == dt && alt.After(t) {
+			return alt
+		}
+	}
+	return t
+}
+
+// dist is the distance between seconds a and b.
+func dist(a, b int64) int64 {
+	if a < b {
+		return b - a
+	}
+	return a - b
 }
 
 // leapSecond reads again, as second 59 of its minute, a time that failed to parse
 // (err) only because its second is 60: a leap second (23:59:60 UTC), which a clock that
 // follows UTC writes and time.Parse refuses as out of range. The line counts at the last
-// second of the minute rather than being dropped. The error locates the second: its
-// ValueElem is what follows the element that was out of range.
+// second of the minute rather than being dropped. A leap second is only ever the last of
+// a UTC day, so a 60 in any other minute (12:34:60 UTC, or 23:59:60 in a zone other than
+// UTC's) is no time a clock writes and stays the error. The error locates the second:
+// its ValueElem is what follows the element that was out of range.
 func leapSecond(ts *timestampSpec, err error) (time.Time, error) {
 	pe, ok := err.(*time.ParseError)
 	if !ok || pe.Message != ": second out of range" {
@@ -866,5 +919,12 @@ func leapSecond(ts *timestampSpec, err error) (time.Time, error) {
 	if end < 2 || pe.Value[end-2:end] != "60" {
 		return time.Time{}, err
 	}
-	return time.ParseInLocation(ts.layout, pe.Value[:end-2]+"59"+pe.Value[end:], ts.loc)
+	t, again := time.ParseInLocation(ts.layout, pe.Value[:end-2]+"59"+pe.Value[end:], ts.loc)
+	if again != nil {
+		return time.Time{}, again
+	}
+	if h, m, s := t.UTC().Clock(); h != 23 || m != 59 || s != 59 {
+		return time.Time{}, err
+	}
+	return t, nil
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	"github.com/logwindow/logwindow_exporter/config"
@@ -406,8 +407,10 @@ rules:
 // TestLeapSecond: a time at a leap second (23:59:60 UTC, as a clock that follows UTC
 // writes it) is read as second 59 of its minute, which Go's time.Parse alone refuses as
 // out of range: the line counts, at the last second before the next minute, rather than
-// being dropped as bad_timestamp. Only 60 is read so; any other second, or minute, out of
-// range is still a bad timestamp.
+// being dropped as bad_timestamp. Only 60 is read so, and only in the last minute of a UTC
+// day, the one minute a leap second is inserted in (23:59:60 UTC is 05:29:60 in +05:30,
+// 18:59:60 in New York in winter): 12:34:60 is no time any clock writes, and a line with
+// it is a bad timestamp, as any other second, or minute, out of range is.
 func TestLeapSecond(t *testing.T) {
 	c := mustParse(t, `
 rules:
@@ -445,6 +448,13 @@ rules:
 		{"[31/Dec/2016:23:59:60 +0000]", at("nginx", leap)},
 		{"20161231235960 compact", at("compact", leap)},
 		{"2016-12-31 18:59:60 unpadded", at("unpadded", leap)}, // EST
+		{"2016-12-31T12:34:60Z utc", bad("utc")},
+		{"2016-12-31T23:58:60Z utc", bad("utc")},
+		{"2016-12-31T22:59:60Z utc", bad("utc")},
+		{"2016-12-31T23:59:60+01:00 rfc", bad("rfc3339")},
+		{"2016-12-31 23:59:60 unpadded", bad("unpadded")}, // 04:59:60 UTC
+		{"[01/Jan/2017:05:29:60 +0530]", at("nginx", leap)},
+		{"2016-06-30T23:59:60Z utc", at("utc", 1467331199)}, // none was inserted then, but any UTC day may end with one
 		{"2016-12-31T23:59:61Z utc", bad("utc")},
 		{"2016-12-31T23:59:99Z utc", bad("utc")},
 		{"2016-12-31T23:60:00Z utc", bad("utc")},
@@ -459,6 +469,83 @@ rules:
 			t.Errorf("got %v, want %v", got, tests[i].want)
 		}
 	})
+}
+
+// TestRepeatedHour: in the hour a zone repeats when its clocks go back, a log written in
+// local time without an offset gives each time twice, first at the summer offset, then
+// at the winter one. Read in order, a line of that hour is read at the offset that puts it
+// nearer the line before it: the second time through the hour the lines go on from the
+// first's end rather than being placed an hour back, where no window shorter than an
+// hour holds them. A layout with a zone name reads the line's own, whatever came before.
+func TestRepeatedHour(t *testing.T) {
+	c := mustParse(t, `
+rules:
+  - name: ny
+    match: '^(?P<t>.+) ny$'
+    timestamp: {capture: t, layout: '2006-01-02 15:04:05', location: America/New_York}
+  - name: sydney
+    match: '^(?P<t>.+) sydney$'
+    timestamp: {capture: t, layout: '2006-01-02 15:04:05', location: Australia/Sydney}
+  - name: named
+    match: '^(?P<t>.+) named$'
+    timestamp: {capture: t, layout: '2006-01-02 15:04:05 MST', location: America/New_York}
+`)
+	utc := func(s string) int64 {
+		u, err := time.Parse(time.RFC3339, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return u.Unix()
+	}
+	for _, run := range []struct {
+		name  string
+		lines []string
+		want  []string // each line's time, UTC
+	}{
+		{"new york", []string{
+			"2026-11-01 00:59:59 ny", "2026-11-01 01:00:00 ny", "2026-11-01 01:59:59 ny",
+			"2026-11-01 01:00:00 ny", "2026-11-01 01:00:00 ny", "2026-11-01 01:30:00 ny", "2026-11-01 02:00:00 ny",
+		}, []string{
+			"2026-11-01T04:59:59Z", "2026-11-01T05:00:00Z", "2026-11-01T05:59:59Z",
+			"2026-11-01T06:00:00Z", "2026-11-01T06:00:00Z", "2026-11-01T06:30:00Z", "2026-11-01T07:00:00Z",
+		}},
+		// Go reads this hour at the winter offset where New York's reads at the summer one.
+		{"sydney", []string{
+			"2026-04-05 01:59:59 sydney", "2026-04-05 02:30:00 sydney", "2026-04-05 02:59:59 sydney",
+			"2026-04-05 02:00:00 sydney", "2026-04-05 03:00:00 sydney",
+		}, []string{
+			"2026-04-04T14:59:59Z", "2026-04-04T15:30:00Z", "2026-04-04T15:59:59Z",
+			"2026-04-04T16:00:00Z", "2026-04-04T17:00:00Z",
+		}},
+		{"the offset named", []string{
+			"2026-11-01 01:59:00 EST named", "2026-11-01 01:05:00 EDT named", "2026-11-01 01:06:00 EST named",
+		}, []string{
+			"2026-11-01T06:59:00Z", "2026-11-01T05:05:00Z", "2026-11-01T06:06:00Z",
+		}},
+		// Away from the repeated hour the line before does not count.
+		{"an hour apart", []string{
+			"2026-11-01 01:59:59 ny", "2026-11-01 00:30:00 ny", "2026-11-01 03:00:00 ny",
+		}, []string{
+			"2026-11-01T05:59:59Z", "2026-11-01T04:30:00Z", "2026-11-01T08:00:00Z",
+		}},
+	} {
+		for _, m := range matchers {
+			t.Run(run.name+"/"+m.name, func(t *testing.T) {
+				p, err := build(c.Rules, m.engine)
+				if err != nil {
+					t.Fatal(err)
+				}
+				s := p.NewSession()
+				for i, line := range run.lines {
+					rec := &recorder{t: t, rules: c.Rules}
+					s.ParseWrapped("", []byte(line), nil, rec)
+					if len(rec.got) != 1 || !rec.got[0].HasTime || rec.got[0].Time != utc(run.want[i]) {
+						t.Errorf("line %d %q: %v, want a time of %s (%d)", i, line, rec.got, run.want[i], utc(run.want[i]))
+					}
+				}
+			})
+		}
+	}
 }
 
 func TestLabelValues(t *testing.T) {

@@ -181,11 +181,15 @@ func (p *Pipeline) restore(gen *generation) (map[string][]follow.Position, map[s
 		return nil, nil, math.MaxInt64, nil
 	}
 	p.clock.notBefore(res.Processing)
-	if ahead := res.Processing - p.clock.wall(); ahead > 0 {
+	// Compared, not subtracted: a snapshot that restored no line has math.MinInt64, which
+	// less the clock's second wraps to far ahead.
+	if wall := p.clock.wall(); res.Processing > wall {
+		// In a Duration up to its 292 years: a second past them was edited in.
+		ahead := time.Duration(min(res.Processing-wall, int64(math.MaxInt64/time.Second))) * time.Second
 		// Which clock was wrong cannot be told: one that booted behind (no RTC) is the
 		// hold's reason, one that was ahead when the snapshot was written keeps processing
 		// time ahead across every restart since. Either way a person should know.
-		log.Warn("the host's clock is behind the processing time of the snapshot's newest lines (it stepped back while the exporter was down, or was ahead when the snapshot was written): processing time goes on from theirs, this far ahead of the clock", "dir", s.dir, "ahead", time.Duration(ahead)*time.Second)
+		log.Warn("the host's clock is behind the processing time of the snapshot's newest lines (it stepped back while the exporter was down, or was ahead when the snapshot was written): processing time goes on from theirs, this far ahead of the clock", "dir", s.dir, "ahead", ahead)
 	}
 	for _, why := range res.Skipped {
 		log.Warn("a rule of the snapshot was not restored: it starts empty", "err", why)
@@ -207,6 +211,16 @@ func (p *Pipeline) restore(gen *generation) (map[string][]follow.Position, map[s
 		}
 	}
 	p.resumeTaken, p.resumeLeft, p.resumeTruncated = snap.Written, left, truncated
+	// The followers judge by it which files rotated away while the exporter was down are
+	// to be read, against those files' own times. One ahead of the system's clock now was
+	// written while the clock ran ahead: the files written since it was set right are
+	// older, and would be left out; the followers go by the files' times alone, as for
+	// positions whose time is unknown. The clock compared is the system's, whose time the
+	// files were given, not the one injected.
+	if snap.Written.After(time.Now()) {
+		log.Warn("the snapshot was written at a time ahead of the host's clock (the clock ran ahead then, or stepped back since): the files rotated away while the exporter was down are judged by their own times alone", "dir", s.dir, "written", snap.Written)
+		p.resumeTaken = time.Time{}
+	}
 	log.Info("restored the snapshot", "dir", s.dir, "rules", res.Rules, "series", res.Series, "skipped_rules", len(res.Skipped), "files", files, "messages_in_parts", messages)
 	return positions, parts, since, nil
 }

@@ -1713,3 +1713,125 @@ func blueGreen(t *testing.T, link, blue, green string) (retarget func(to string)
 	retarget(blue)
 	return retarget
 }
+
+// TestStorageRestartNoRuleRestored: a restart that restores no line (none of the
+// snapshot's rules, their windows changed while the exporter was down; or a snapshot of
+// rules that had read none) has no processing second to go on from, and does not warn
+// that the host's clock is behind the snapshot's lines by a nonsense duration, which the
+// newest second of no line at all read as. Rules it could not restore it names.
+func TestStorageRestartNoRuleRestored(t *testing.T) {
+	const rules = `
+global: {windows: [WINDOWS]}
+inputs: [{name: web, path: 'LOG', start_at: end}]
+rules:
+  - name: arrived
+    match: 'n='
+`
+	for _, tc := range []struct {
+		name, restart string
+		lines         int
+		skipped       bool
+	}{
+		{"windows changed", "1m, 5m", 10, true},
+		{"no line read", "1m", 0, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir, logDir := t.TempDir(), t.TempDir()
+			log := filepath.Join(logDir, "access.log")
+			if err := os.WriteFile(log, nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			clock := testclock.New(time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC))
+			start := func(windows string, out *syncbuf.Buffer) *Pipeline {
+				text := strings.NewReplacer("LOG", log, "WINDOWS", windows).Replace(rules)
+				cfg, o := storedOn(t, text, dir, out, Options{})
+				o.Now = clock.Now
+				p, err := Start(cfg, o)
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(p.Stop)
+				return p
+			}
+			var first, restarted syncbuf.Buffer
+			p := start("1m", &first)
+			if tc.lines > 0 {
+				persistLines(t, log, 1, tc.lines)
+			}
+			for deadline := time.Now().Add(20 * time.Second); gatherPipeline(t, p)[`arrived_total{}`] != float64(tc.lines); time.Sleep(10 * time.Millisecond) {
+				if time.Now().After(deadline) {
+					t.Fatal("the lines were not read")
+				}
+			}
+			clock.Add(10 * time.Second)
+			p.Stop()
+			start(tc.restart, &restarted)
+			got := restarted.String()
+			if strings.Contains(got, "clock is behind") {
+				t.Errorf("a restart that restored no line warned of the clock:\n%s", got)
+			}
+			if skipped := strings.Contains(got, "a rule of the snapshot was not restored"); skipped != tc.skipped {
+				t.Errorf("the restart said a rule was not restored: %v, want %v:\n%s", skipped, tc.skipped, got)
+			}
+		})
+	}
+}
+
+// TestStorageRestartSnapshotAheadRotated: a snapshot written while the host's clock ran
+// ahead has a modification time ahead of the files written after the clock was set right
+// while the exporter was down. Those rotated away are found by their times, after the
+// snapshot's (follow.Options.Taken): by a time ahead of the clock, the file rotated away
+// between the snapshot's and the one at the path now was left out, its lines lost. A
+// snapshot's time ahead of the clock is one the restart cannot go by.
+func TestStorageRestartSnapshotAheadRotated(t *testing.T) {
+	// A second before the rotations, as a snapshot written before the exporter went down
+	// is (the file system's clock is coarser than time.Now), or an hour ahead.
+	for _, ahead := range []time.Duration{-time.Second, time.Hour} {
+		t.Run(fmt.Sprint("written ", ahead), func(t *testing.T) {
+			dir, logDir := t.TempDir(), t.TempDir()
+			log := filepath.Join(logDir, "access.log")
+			if err := os.WriteFile(log, nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			start := func(out *syncbuf.Buffer) *Pipeline {
+				cfg, o := storedOn(t, strings.ReplaceAll(persistRules, "LOG", log), dir, out, Options{})
+				p, err := Start(cfg, o)
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(p.Stop)
+				return p
+			}
+			want := func(p *Pipeline, n float64) {
+				t.Helper()
+				for deadline := time.Now().Add(20 * time.Second); gatherPipeline(t, p)[`arrived_total{}`] != n; time.Sleep(10 * time.Millisecond) {
+					if time.Now().After(deadline) {
+						t.Fatalf("arrived_total %v, want %v", gatherPipeline(t, p)[`arrived_total{}`], n)
+					}
+				}
+			}
+			rename := func(from, to string) {
+				t.Helper()
+				if err := os.Rename(from, to); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var first, restarted syncbuf.Buffer
+			p := start(&first)
+			persistLines(t, log, 1, 5)
+			want(p, 5)
+			p.Stop()
+			at := time.Now().Add(ahead)
+			if err := os.Chtimes(filepath.Join(dir, storage.FileName), at, at); err != nil {
+				t.Fatal(err)
+			}
+			// While down, with the clock right: rotated twice.
+			rename(log, log+".1")
+			persistLines(t, log, 6, 10)
+			rename(log+".1", log+".2")
+			rename(log, log+".1")
+			persistLines(t, log, 11, 15)
+			want(start(&restarted), 15)
+		})
+	}
+}

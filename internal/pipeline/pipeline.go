@@ -124,7 +124,11 @@ type Pipeline struct {
 
 	// reloading serialises reloads, their reading of the file included; it is taken
 	// before mu.
-	reloading   sync.Mutex
+	reloading sync.Mutex
+	// loadAgain reads and checks the rule file for ReloadFile (config.LoadAgain), under
+	// reloading and not under mu; a test holds a reload in it to see what waits on it.
+	loadAgain func(path string) (*config.Config, error)
+
 	mu          sync.Mutex         // serialises reloads and Stop; guards the fields below
 	inputs      map[string]*stream // by config.Input.Source
 	starting    bool               // Start is starting the inputs: warm start applies
@@ -186,7 +190,7 @@ func Start(cfg *config.Config, opts Options) (*Pipeline, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Pipeline{opts: opts, clock: newClock(opts.Now), inputs: map[string]*stream{}, restored: math.MaxInt64, begun: begun}
+	p := &Pipeline{opts: opts, clock: newClock(opts.Now), loadAgain: config.LoadAgain, inputs: map[string]*stream{}, restored: math.MaxInt64, begun: begun}
 	if opts.StoragePath != "" {
 		p.storage = &persister{dir: opts.StoragePath, interval: cmp.Or(opts.SnapshotInterval, DefaultSnapshotInterval), writeFile: storage.Write, encodeAhead: (*store.Set).EncodeAhead}
 		p.storage.stats.Enabled = true
@@ -249,7 +253,7 @@ func (p *Pipeline) Expire() {
 func (p *Pipeline) ReloadFile() error {
 	p.reloading.Lock()
 	defer p.reloading.Unlock()
-	cfg, err := config.LoadAgain(p.gen.Load().cfg.File)
+	cfg, err := p.loadAgain(p.gen.Load().cfg.File)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.stopped {

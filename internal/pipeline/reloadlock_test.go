@@ -1,10 +1,11 @@
 package pipeline
 
 import (
-	"fmt"
+	"bytes"
 	"os"
 	"path/filepath"
-	"strings"
+	"runtime"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -16,71 +17,62 @@ import (
 // the lock that every scrape (the reload and input self-metrics), /-/ready and the status
 // page wait on: a file of thousands of rules takes seconds to load, and those waited for
 // all of it, a scrape past its timeout, though the file was then refused and nothing
-// changed. Reloads still apply one at a time, in the order they read the file.
+// changed. The reload is held in its load until the looks at the pipeline are done, so
+// had they waited on it they would never be.
 func TestReloadLoadsWithoutTheLock(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "rules.yaml")
-	good := "rules:\n  - {name: r, match: x}\n"
-	if err := os.WriteFile(path, []byte(good), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	writeRules(t, path, "rules:\n  - {name: r, match: x}\n")
 	p := startRuleFile(t, path)
 
-	// Thousands of rules, and one mistake at the end: loaded whole, then refused.
-	big := manyRules("r") + "  - {name: bad, match: '('}\n"
-	if err := os.WriteFile(path, []byte(big), 0o644); err != nil {
-		t.Fatal(err)
+	// A mistake at the end: loaded whole, then refused.
+	writeRules(t, path, "rules:\n  - {name: r, match: x}\n  - {name: other, match: y}\n  - {name: bad, match: '('}\n")
+	loading, loaded := make(chan struct{}), make(chan struct{})
+	release := sync.OnceFunc(func() { close(loaded) })
+	t.Cleanup(release) // before the pipeline stops, had the test failed with the load held
+	p.loadAgain = func(path string) (*config.Config, error) {
+		close(loading)
+		<-loaded
+		return config.LoadAgain(path)
 	}
-	start := time.Now()
-	if _, err := config.Load(path); err == nil {
-		t.Fatal("the big file loaded")
-	}
-	load := time.Since(start)
+	reloaded := make(chan error, 1)
+	go func() { reloaded <- p.ReloadFile() }()
+	<-loading
 
-	var longest atomic.Int64
-	done := make(chan struct{})
+	looked := make(chan struct{})
 	go func() {
-		defer close(done)
-		if err := p.ReloadFile(); err == nil {
-			t.Error("the reload of the big file applied")
-		}
+		defer close(looked)
+		_ = p.ReloadError()
+		_ = p.Ready()
+		_ = p.inputStats()
 	}()
-	for waiting := true; waiting; {
-		select {
-		case <-done:
-			waiting = false
-		default:
-			begin := time.Now()
-			_ = p.ReloadError()
-			_ = p.Ready()
-			longest.Store(max(longest.Load(), int64(time.Since(begin))))
-			time.Sleep(time.Millisecond)
-		}
+	select {
+	case <-looked:
+	case <-time.After(time.Minute):
+		t.Fatal("a look at the pipeline waits for the reload to load the rule file")
 	}
-	if got := time.Duration(longest.Load()); got > load/2 {
-		t.Errorf("a look at the pipeline waited %v during a reload; loading the file takes %v", got, load)
+	release()
+	if err := <-reloaded; err == nil {
+		t.Error("the reload of the bad file applied")
 	}
-	if p.Config().Rules[0].Name != "r" || len(p.Config().Rules) != 1 {
-		t.Errorf("the refused reload changed the rules: %d", len(p.Config().Rules))
+	if rules := p.Config().Rules; len(rules) != 1 || rules[0].Name != "r" {
+		t.Errorf("the refused reload changed the rules: %d", len(rules))
 	}
 }
 
 // TestReloadsApplyInOrder: two reloads at once (SIGHUP and the watch of the file) apply
 // the file in the order they read it, the later one last: a reload still loading an
 // older content, read before the file was saved again, must not put it in force after
-// the reload that read the new one. The first reload loads a file of thousands of rules,
-// which takes a while; the file is saved again meanwhile and a second reload made. Had
-// the first read the file after the save, both read the new one: no wrong order, and no
-// false failure either.
+// the reload that read the new one. The first reload is held in its load once it read
+// the file; the file is saved again and a second reload made, and the first goes on
+// once the second waits for it, or has done without waiting.
 func TestReloadsApplyInOrder(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "rules.yaml")
 	save := func(text string) {
 		t.Helper()
 		tmp := filepath.Join(dir, "rules.yaml.tmp")
-		if err := os.WriteFile(tmp, []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		writeRules(t, tmp, text)
 		if err := os.Rename(tmp, path); err != nil {
 			t.Fatal(err)
 		}
@@ -88,12 +80,32 @@ func TestReloadsApplyInOrder(t *testing.T) {
 	save("rules:\n  - {name: start, match: x}\n")
 	p := startRuleFile(t, path)
 
-	save(manyRules("old"))
+	save("rules:\n  - {name: old, match: x}\n")
+	read, loaded := make(chan struct{}), make(chan struct{})
+	release := sync.OnceFunc(func() { close(loaded) })
+	t.Cleanup(release)
+	var loads atomic.Int32
+	p.loadAgain = func(path string) (*config.Config, error) {
+		cfg, err := config.LoadAgain(path)
+		if loads.Add(1) == 1 {
+			close(read)
+			<-loaded
+		}
+		return cfg, err
+	}
 	first := make(chan error, 1)
 	go func() { first <- p.ReloadFile() }()
-	time.Sleep(50 * time.Millisecond) // the first has read the file, and is loading it
+	<-read // the first has read the old file, and is loading it
 	save("rules:\n  - {name: new, match: x}\n")
-	if err := p.ReloadFile(); err != nil {
+	second := make(chan error, 1)
+	go func() { second <- p.ReloadFile() }()
+	for deadline := time.Now().Add(time.Minute); len(second) == 0 && !waitsOnLockIn("pipeline.(*Pipeline).ReloadFile"); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the second reload neither waits for the first nor returns")
+		}
+	}
+	release()
+	if err := <-second; err != nil {
 		t.Fatal(err)
 	}
 	if err := <-first; err != nil {
@@ -101,6 +113,41 @@ func TestReloadsApplyInOrder(t *testing.T) {
 	}
 	if rules := p.Config().Rules; len(rules) != 1 || rules[0].Name != "new" {
 		t.Errorf("in force after both reloads: %d rules, the first %q; want the file saved last, rule new", len(rules), rules[0].Name)
+	}
+}
+
+// waitsOnLockIn reports whether a goroutine is blocked locking a sync.Mutex in the
+// function fn (as a stack trace names it, its package's last element first): its stack's
+// frame below the lock's is fn's.
+func waitsOnLockIn(fn string) bool {
+	buf := make([]byte, 1<<16)
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) {
+			buf = buf[:n]
+			break
+		}
+		buf = make([]byte, 2*len(buf))
+	}
+	for g := range bytes.SplitSeq(buf, []byte("\n\n")) {
+		lines := bytes.Split(g, []byte("\n"))
+		if !bytes.Contains(lines[0], []byte("[sync.Mutex.Lock")) {
+			continue
+		}
+		for i, l := range lines[:max(len(lines)-2, 0)] {
+			if bytes.HasPrefix(l, []byte("sync.(*Mutex).Lock(")) && bytes.Contains(lines[i+2], []byte("/"+fn+"(")) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// writeRules writes a rule file's text to path.
+func writeRules(t *testing.T, path, text string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -117,15 +164,4 @@ func startRuleFile(t *testing.T, path string) *Pipeline {
 	}
 	t.Cleanup(p.Stop)
 	return p
-}
-
-// manyRules is a rule file of thousands of rules named name and a number, each with a
-// regular expression, labels and windows: seconds to load.
-func manyRules(name string) string {
-	var b strings.Builder
-	b.WriteString("rules:\n")
-	for i := range 3000 {
-		fmt.Fprintf(&b, "  - {name: %s%d, match: '(?P<s>\\d+) (?P<m>[A-Z]+)', labels: {s: '${s}', m: '${m}'}, windows: [1m, 5m, 1h]}\n", name, i)
-	}
-	return b.String()
 }
