@@ -340,6 +340,54 @@ func TestTLSWebConfigCutShortWhileSaved(t *testing.T) {
 	}
 }
 
+// TestTLSClientCAReplacedUnderGenerator: a change of the TLS files is taken once it
+// settled, racyAge after they were written, a handshake's client held to the config
+// before it meanwhile (see TestTLSWebConfigCutShortWhileSaved). A web config a generator
+// writes again every second never settles by its file's times: a client CA file replaced
+// by a new CA's went on refusing every client of the new CA, for as long as the
+// generator ran, and a connection kept alive of a client of the CA taken out was served.
+// What the files are read as whole the same at each load for racyAge has settled; a new
+// client of the CA taken out is refused all along, one kept alive once the change
+// settled.
+func TestTLSClientCAReplacedUnderGenerator(t *testing.T) {
+	f, oldCA, oldKey := newMTLSFiles(t)
+	clock := testclock.New(time.Now().Add(time.Minute)) // every file written has settled
+	logger := slog.New(slog.DiscardHandler)
+	addr := serveTLSLogged(t, f.webConfig, newWebConfigErrors(f.webConfig, logger, clock.Now), logger)
+	oldClient := mTLSGet(t, addr, oldCA, oldKey)
+	if err := oldClient(true); err != nil {
+		t.Fatalf("a client of the CA before the change: %v; want served", err)
+	}
+	transport := &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true,
+		Certificates: []tls.Certificate{clientCert(t, oldCA, oldKey, "scraper.example")}}}
+	defer transport.CloseIdleConnections()
+	keptAlive := &http.Client{Timeout: 5 * time.Second, Transport: transport}
+	if _, _, err := getReused(t, keptAlive, addr); err != nil {
+		t.Fatalf("a client of the CA before the change, kept alive: %v; want served", err)
+	}
+	caPEM, newCA, newKey := newCA(t, "scrapers' new CA")
+	f.write(t, "ca.pem", caPEM)
+	if err := os.Chtimes(filepath.Join(f.dir, "ca.pem"), clock.Now(), clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	newClient := mTLSGet(t, addr, newCA, newKey)
+	webConfig := mustRead(t, f.webConfig)
+	for i, newServed := range []bool{false, false, true, true} {
+		f.saveNow(t, clock, webConfig)
+		if err := newClient(true); (err == nil) != newServed {
+			t.Errorf("rewrite %d, a client of the new CA: %v; want served %v", i, err, newServed)
+		}
+		if err := oldClient(true); err == nil {
+			t.Errorf("rewrite %d, a client of the CA taken out was served", i)
+		}
+		reused, _, err := getReused(t, keptAlive, addr)
+		if served := err == nil; served == newServed || served && !reused {
+			t.Errorf("rewrite %d, a client of the CA taken out, kept alive: served %v (on the connection kept alive: %v); want %v", i, served, reused, !newServed)
+		}
+		clock.Add(time.Second)
+	}
+}
+
 // TestTLSConfigSavedWhileLoaded: the TLS files are stamped, then loaded, and the config
 // loaded is kept when the stamps had settled: a save in place of the web config begun in
 // between was loaded, cut short before client_auth_type, and kept, the config every

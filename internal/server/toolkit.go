@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"crypto/sha256"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
@@ -187,7 +188,8 @@ const racyAge = 2 * time.Second
 // files changed: their stamps (which file, size, modification and change times), taken
 // before the toolkit reads them, were the same right after it read them and are now, and
 // none had changed within racyAge of when they were taken. A change is taken by the first
-// handshake after it, as the toolkit takes it.
+// handshake after it, as the toolkit takes it. Files that a generator writes again more
+// often than racyAge are never kept, but what they are read as settles (see steady).
 // What the toolkit fails to load is not kept (it may be a passing error, a file descriptor
 // short): it is counted, and each handshake loads again. So is a client CA file (or
 // client_ca) that holds no certificate, which the start refuses (checkClientCAs) and the
@@ -209,6 +211,8 @@ type tlsConfigs struct {
 	// a handshake's client must be accepted by too while the files changed since are
 	// unsettled (see heldTo). Under mu.
 	last *tls.Config
+	// steady tells when what the files, unsettled, are read as settled. Under mu.
+	steady steady
 	// closed counts the connections closed by recheck, for the log.
 	closed atomic.Int64
 }
@@ -257,11 +261,18 @@ func (c *tlsConfigs) currentLocked(hello *tls.ClientHelloInfo) (*tls.Config, err
 	}
 	c.config.Store(nil)
 	at := c.now()
-	stamps, named := c.stamp()
+	stamps, named, read := c.stamp()
 	config, err := c.load(hello)
 	if err == nil && named != nil {
 		err = checkClientCAs(named)
 	}
+	// Stamps that are not those after the load are of files changed while it read them:
+	// a save in place begun meanwhile may have been read cut short.
+	whole := err == nil && named != nil && unchanged(stamps)
+	if !whole {
+		read = nil
+	}
+	held := c.steady.held(read, at)
 	if err != nil && named != nil && !named.IsEnabled() {
 		return nil, fmt.Errorf("tls_server_config was taken out of the web config (or is misspelled), but whether an address serves TLS is decided at the start: it serves TLS, refusing every handshake, until tls_server_config is put back or the exporter restarts to serve plain HTTP (%w)", err)
 	}
@@ -281,11 +292,16 @@ func (c *tlsConfigs) currentLocked(hello *tls.ClientHelloInfo) (*tls.Config, err
 		}
 	}
 	checkAllowedSANs(config)
-	// Stamps that are not those after the load are of files changed while it read them:
-	// a save in place begun meanwhile may have been read cut short.
-	if named != nil && settled(stamps, at) && unchanged(stamps) {
+	if whole && settled(stamps, at) {
 		c.config.Store(config)
 		c.stamps = stamps
+		c.last = config
+		return config, nil
+	}
+	// What the files are read as settled though their stamps did not (see steady): the
+	// config is not kept, for the stamps of a file system with times of a second or two
+	// may not tell the next change, but it is the one handshakes are held to.
+	if whole && held {
 		c.last = config
 		return config, nil
 	}
@@ -342,24 +358,40 @@ func unchanged(stamps []fileStamp) bool {
 // returns what it names them in; named is nil when the web config could not be read or
 // parsed for their names. The toolkit reads it again a moment later, and may then read it
 // (an error that passed, a file descriptor short) and the files it names: stamps without
-// theirs would keep its config through their renewal.
-func (c *tlsConfigs) stamp() (stamps []fileStamp, named *web.TLSConfig) {
+// theirs would keep its config through their renewal. read is the sum of what the files
+// were read as (see steady), nil when one could not be read.
+func (c *tlsConfigs) stamp() (stamps []fileStamp, named *web.TLSConfig, read any) {
 	stamps = []fileStamp{statFile(c.path)}
 	text, err := c.readFile(c.path)
 	if err != nil {
-		return stamps, nil
+		return stamps, nil, nil
 	}
 	var config web.Config
 	if yaml.Unmarshal(text, &config) != nil {
-		return stamps, nil
+		return stamps, nil, nil
 	}
 	config.TLSConfig.SetDirectory(filepath.Dir(c.path))
-	for _, p := range []string{config.TLSConfig.TLSCertPath, config.TLSConfig.TLSKeyPath, config.TLSConfig.ClientCAs} {
-		if p != "" {
-			stamps = append(stamps, statFile(p))
-		}
+	sum := sha256.New()
+	add := func(text []byte) {
+		// Each file's length first, for two files' texts not to sum as one.
+		fmt.Fprintf(sum, "%d:", len(text))
+		sum.Write(text)
 	}
-	return stamps, &config.TLSConfig
+	add(text)
+	summed := true
+	for _, p := range []string{config.TLSConfig.TLSCertPath, config.TLSConfig.TLSKeyPath, config.TLSConfig.ClientCAs} {
+		if p == "" {
+			continue
+		}
+		stamps = append(stamps, statFile(p))
+		text, err := c.readFile(p)
+		summed = summed && err == nil
+		add(text)
+	}
+	if summed {
+		read = [sha256.Size]byte(sum.Sum(nil))
+	}
+	return stamps, &config.TLSConfig, read
 }
 
 // settled reports whether stamps taken from now on tell any later change of their files:
@@ -373,6 +405,32 @@ func settled(stamps []fileStamp, now time.Time) bool {
 		}
 	}
 	return true
+}
+
+// steady tells when what files hold settled though their times do not: a web config a
+// generator writes again every second (a template rendered in a loop) is never racyAge
+// old, and a change of it was never taken (a client CA replaced had the clients of the
+// new CA refused, basic_auth_users taken out still asked for passwords). What a save in
+// place is read as in its middle (empty, cut short) lasts as long as the save, a moment,
+// where what the generator writes stays until it writes it again: what was read the
+// same, whole, at every read for racyAge or more has settled. A read in the middle of a
+// save starts the wait again, and so does one that was not whole, or did not load; that
+// what a save was read as in its middle be taken, two reads racyAge apart would each
+// have to fall within a save, at the same point of it, with none between.
+type steady struct {
+	read  any // what was last read whole; nil for none
+	since time.Time
+}
+
+// held tells, of read, what the files were read as at now (nil when they were not read
+// whole, or did not load), whether it settled: whether it is what every read since
+// racyAge or more before read.
+func (s *steady) held(read any, now time.Time) bool {
+	if read == nil || s.read == nil || !reflect.DeepEqual(read, s.read) {
+		s.read, s.since = read, now
+		return false
+	}
+	return now.Sub(s.since) >= racyAge
 }
 
 // fileStamp is what os.Stat said of a file (through symlinks: the kubelet and certbot

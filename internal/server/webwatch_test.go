@@ -400,6 +400,74 @@ func TestWebConfigPasswordChangedUnderGenerator(t *testing.T) {
 	}
 }
 
+// TestWebConfigChangeSettledUnderGenerator: a change of the web config is taken once it
+// settled, racyAge after it was written (see TestWebConfigUsersGoneWhileSaved). A web
+// config a generator writes again every second (a template rendered in a loop) never
+// settles by its file's times: basic_auth_users taken out went on asking every client
+// for a password, and a password turned into what is no bcrypt hash was refused as a
+// wrong one with no word, for as long as the generator ran. What the watch reads whole
+// the same at each read for racyAge, with nothing else read between, has settled: a read
+// in the middle of a save (cut short) starts the wait again.
+func TestWebConfigChangeSettledUnderGenerator(t *testing.T) {
+	good := passwordHash(t, "secret")
+	const noUsers = "http_server_config:\n  headers:\n    X-Frame-Options: deny\n"
+	brokenHash := "basic_auth_users:\n  scraper: secret\n  other: '" + good + "'\n"
+	type rewrite struct {
+		webConfig string // what the generator writes, a second after the one before
+		try       basicAuthTry
+		logged    bool // a bcrypt hash is logged of, counted in logwindow_web_config_errors_total
+	}
+	for _, tc := range []struct {
+		name     string
+		rewrites []rewrite
+	}{
+		{"basic_auth_users taken out", []rewrite{
+			{noUsers, basicAuthTry{"", "", http.StatusUnauthorized}, false},
+			{noUsers, basicAuthTry{"", "", http.StatusUnauthorized}, false},
+			{noUsers, basicAuthTry{"", "", http.StatusNotFound}, false},
+			{noUsers, basicAuthTry{"", "", http.StatusNotFound}, false},
+		}},
+		{"read cut short between", []rewrite{
+			{noUsers, basicAuthTry{"", "", http.StatusUnauthorized}, false},
+			{"http_server_config:\n", basicAuthTry{"", "", http.StatusUnauthorized}, false},
+			{noUsers, basicAuthTry{"", "", http.StatusUnauthorized}, false},
+			{noUsers, basicAuthTry{"", "", http.StatusUnauthorized}, false},
+			{noUsers, basicAuthTry{"", "", http.StatusNotFound}, false},
+		}},
+		{"a hash broken", []rewrite{
+			{brokenHash, basicAuthTry{"scraper", "secret", http.StatusUnauthorized}, false},
+			{brokenHash, basicAuthTry{"scraper", "secret", http.StatusUnauthorized}, false},
+			{brokenHash, basicAuthTry{"scraper", "secret", http.StatusUnauthorized}, true},
+			{brokenHash, basicAuthTry{"other", "secret", http.StatusNotFound}, true},
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newTLSFiles(t, "", "")
+			f.write(t, "web.yml", []byte("basic_auth_users:\n  scraper: '"+good+"'\n  other: '"+good+"'\n"))
+			clock := testclock.New(time.Now().Add(time.Minute)) // every file written has settled
+			var logged syncbuf.Buffer
+			logger := slog.New(slog.NewTextHandler(&logged, nil))
+			configErrors := newWebConfigErrors(f.webConfig, logger, clock.Now)
+			addr := servePlainLogged(t, f.webConfig, configErrors, logger)
+			get := basicAuthGet(t, addr)
+			if got := get("scraper", "secret"); got != http.StatusNotFound {
+				t.Fatalf("before the change: %d; want the handler's 404", got)
+			}
+			for i, step := range tc.rewrites {
+				f.saveNow(t, clock, []byte(step.webConfig))
+				if got := get(step.try.user, step.try.password); got != step.try.want {
+					t.Errorf("rewrite %d, user %q, password %q: %d; want %d", i, step.try.user, step.try.password, got, step.try.want)
+				}
+				counted := testutil.ToFloat64(configErrors) > 0
+				if told := counted && strings.Contains(logged.String(), "bcrypt hash"); told != step.logged || counted != step.logged {
+					t.Errorf("rewrite %d: the broken hash counted %v, logged %v; want %v:\n%s", i, counted, told, step.logged, logged.String())
+				}
+				clock.Add(time.Second)
+			}
+		})
+	}
+}
+
 // TestWebConfigCutShortAtStart: the users a request is held to while the web config is
 // unsettled are those the start read (see TestWebConfigUsersGoneWhileSaved): a web config
 // saved in place as the exporter starts, read by the start between its truncation and
