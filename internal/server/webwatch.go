@@ -238,10 +238,10 @@ func (c *webConfigWatch) passes(r *http.Request, users ...map[string]string) boo
 			continue
 		}
 		c.mu.Lock()
-		if c.verified == nil || len(c.verified) >= knownCredentials {
+		if c.verified == nil {
 			c.verified = map[[sha256.Size]byte]struct{}{}
 		}
-		c.verified[keys[i]] = struct{}{}
+		remember(c.verified, keys[i])
 		c.mu.Unlock()
 		return true
 	}

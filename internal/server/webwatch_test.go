@@ -812,3 +812,48 @@ func basicAuthStatus(h http.Handler, user, password string) int {
 	h.ServeHTTP(rec, req)
 	return rec.Code
 }
+
+// TestWebConfigManyUsersRemembered: while the web config is unsettled (a generator
+// writes it again every second, and then it always is), each request the toolkit lets
+// through is checked against the users of the web config the watch read (see passes),
+// with bcrypt unless its credentials passed before. Those remembered were forgotten all
+// at once when sixteen were: with more scrapers than that, each with its password, every
+// scrape paid a bcrypt check, one at a time, as long as the generator ran. Credentials
+// that passed once pass again without one.
+func TestWebConfigManyUsersRemembered(t *testing.T) {
+	const scrapers = 40
+	c := newWebConfigErrors("web.yml", slog.New(slog.DiscardHandler), time.Now).watch
+	users := map[string]string{}
+	for i := range scrapers {
+		users[fmt.Sprint("scraper", i)] = passwordHash(t, fmt.Sprint("secret", i))
+	}
+	request := func(i int) *http.Request {
+		r := httptest.NewRequest(http.MethodGet, "/metrics", nil)
+		r.SetBasicAuth(fmt.Sprint("scraper", i), fmt.Sprint("secret", i))
+		return r
+	}
+	for i := range scrapers {
+		if !c.passes(request(i), users) {
+			t.Fatalf("scraper %d did not pass", i)
+		}
+	}
+	// No check can be made now: one made would wait until the test ends.
+	c.bcryptMu.Lock()
+	defer c.bcryptMu.Unlock()
+	done := make(chan int, scrapers)
+	go func() {
+		for i := range scrapers {
+			if !c.passes(request(i), users) {
+				t.Errorf("scraper %d did not pass again", i)
+			}
+			done <- i
+		}
+	}()
+	for i := range scrapers {
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			t.Fatalf("scraper %d, which passed before, is checked with bcrypt again", i)
+		}
+	}
+}
