@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/logwindow/logwindow_exporter/config"
 	"github.com/logwindow/logwindow_exporter/internal/pipeline"
+	"github.com/logwindow/logwindow_exporter/internal/testutil/testclock"
 )
 
 // TestServeFailsWhole has Serve start on two addresses where it cannot serve one: it
@@ -412,6 +414,76 @@ func TestListenAddressesVsockApart(t *testing.T) {
 				t.Errorf("%v; want an error saying %q", err, want)
 			case !tc.refused && err != nil:
 				t.Errorf("refused: %v; a vsock port and a TCP port are apart", err)
+			}
+		})
+	}
+}
+
+// TestWebConfigSettledBeforeTheStart: the start reads the web config (its check, the
+// toolkit's set-up) and takes what it read for good: whether an address serves TLS among
+// it. A web config saved in place as the exporter started, read in the middle of the save,
+// empty or cut short, had the exporter serve plain HTTP until a restart, or fail its start
+// with the error of a YAML cut short. The start waits for the web config and its files to
+// settle, by their times or by what they are read as (a generator writes them again each
+// second), and webConfigSettleWait at most, saying so; a file settled long before, or
+// missing, is not waited for.
+func TestWebConfigSettledBeforeTheStart(t *testing.T) {
+	f := newTLSFiles(t, "", "")
+	whole := mustRead(t, f.webConfig)
+	for _, tc := range []struct {
+		name string
+		// saves are what the web config holds at the start, then at each look after, the
+		// last held from then on; nil is as it was, settled long before.
+		saves [][]byte
+		// waited is how long the start waits, at least and less than racyAge more.
+		waited time.Duration
+		warned bool
+	}{
+		{"settled long before", nil, 0, false},
+		{"read truncated", [][]byte{{}, whole}, racyAge, false},
+		{"read cut short", [][]byte{whole[:len(whole)/2], whole}, racyAge, false},
+		{"written again each look", [][]byte{whole}, racyAge, false},
+		{"changing at each look", nil, webConfigSettleWait, true},
+		{"missing", [][]byte{nil}, 0, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f.write(t, "web.yml", whole)
+			f.age(t, 0)
+			clock := testclock.New(time.Now().Add(time.Minute)) // every file written has settled
+			looks := 0
+			save := func() {
+				switch {
+				case tc.name == "missing":
+					if err := os.Remove(f.webConfig); err != nil {
+						t.Fatal(err)
+					}
+				case tc.name == "changing at each look":
+					f.saveNow(t, clock, fmt.Appendf(slices.Clip(whole), "# %d\n", looks))
+				case tc.saves != nil:
+					f.saveNow(t, clock, tc.saves[min(looks, len(tc.saves)-1)])
+				}
+				looks++
+			}
+			save()
+			var logged strings.Builder
+			start := clock.Now()
+			settleWebConfig(f.webConfig, clock.Now, func(d time.Duration) {
+				clock.Add(d)
+				save()
+			}, slog.New(slog.NewTextHandler(&logged, nil)))
+			if waited := clock.Now().Sub(start); waited < tc.waited || waited >= tc.waited+racyAge {
+				t.Errorf("the start waited %v; want %v or more, less than %v more", waited, tc.waited, racyAge)
+			}
+			if warned := strings.Contains(logged.String(), "still changes"); warned != tc.warned {
+				t.Errorf("warned %v; want %v:\n%s", warned, tc.warned, logged.String())
+			}
+			if tc.name == "missing" {
+				return
+			}
+			// What the start's check then reads.
+			var checked strings.Builder
+			if err := checkWebConfig(f.webConfig, slog.New(slog.NewTextHandler(&checked, nil))); err != nil || strings.Contains(checked.String(), "sets nothing") {
+				t.Errorf("the start's check once it waited: %v\n%s", err, checked.String())
 			}
 		})
 	}

@@ -100,6 +100,7 @@ func Serve(cfg *config.Config, popts pipeline.Options, webFlags *web.FlagConfig,
 	logger := o.Logger
 	logger.Info("starting "+o.Name, "version", version.Info(), "config", cfg.File)
 	if f := webFlags.WebConfigFile; f != nil && *f != "" {
+		settleWebConfig(*f, time.Now, time.Sleep, logger.With("web_config", *f))
 		if err := CheckWebConfig(*f, logger.With("web_config", *f)); err != nil {
 			return err
 		}
@@ -199,6 +200,46 @@ func Serve(cfg *config.Config, popts pipeline.Options, webFlags *web.FlagConfig,
 	case <-ctx.Done():
 		logger.Info("shutting down")
 		return shutdown(servers, conns, logger)
+	}
+}
+
+// webConfigSettleWait is how long the start waits at most for the web config and the
+// files it names to settle (see settleWebConfig), looking again every
+// webConfigSettlePoll.
+const (
+	webConfigSettleWait = 5 * time.Second
+	webConfigSettlePoll = 100 * time.Millisecond
+)
+
+// settleWebConfig waits, by now and sleep, until the web config at path and the files it
+// names settled, by their times or by what they are read as (see steady), or one of them
+// is missing, for webConfigSettleWait at most, which is warned of to logger. The start
+// reads the web config several times (its check, exporter-toolkit's set-up, the TLS
+// config and the users that handshakes and requests are held to while a change is
+// unsettled) and takes what they read for good: whether an address serves TLS among
+// them. A web config saved in place as the exporter started (a generator writing it
+// again every second, a script writing it as the exporter restarts) and read in the
+// middle of its save, empty or cut short, served plain HTTP until a restart, or failed
+// the start with the error of a YAML cut short. Files that settled long before, as
+// usual, are not waited for.
+func settleWebConfig(path string, now func() time.Time, sleep func(time.Duration), logger *slog.Logger) {
+	var s steady
+	start := now()
+	for {
+		at := now()
+		stamps, named, read := stampWebConfig(path, os.ReadFile)
+		if named == nil || !unchanged(stamps) {
+			read = nil
+		}
+		if s.held(read, at) || settled(stamps, at) || slices.ContainsFunc(stamps, func(s fileStamp) bool { return s.info == nil }) {
+			return
+		}
+		if at.Sub(start) >= webConfigSettleWait {
+			logger.Warn("the web config, or a file it names, still changes: it is read as it is now, and one saved in place read in the middle of its save may be cut short (whether an address serves TLS is decided now, until a restart)",
+				"waited", webConfigSettleWait)
+			return
+		}
+		sleep(webConfigSettlePoll)
 	}
 }
 

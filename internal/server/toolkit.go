@@ -261,7 +261,7 @@ func (c *tlsConfigs) currentLocked(hello *tls.ClientHelloInfo) (*tls.Config, err
 	}
 	c.config.Store(nil)
 	at := c.now()
-	stamps, named, read := c.stamp()
+	stamps, named, read := stampWebConfig(c.path, c.readFile)
 	config, err := c.load(hello)
 	if err == nil && named != nil {
 		err = checkClientCAs(named)
@@ -354,15 +354,16 @@ func unchanged(stamps []fileStamp) bool {
 	return true
 }
 
-// stamp stamps the web config and the files it names now, the web config first, and
-// returns what it names them in; named is nil when the web config could not be read or
-// parsed for their names. The toolkit reads it again a moment later, and may then read it
-// (an error that passed, a file descriptor short) and the files it names: stamps without
-// theirs would keep its config through their renewal. read is the sum of what the files
-// were read as (see steady), nil when one could not be read.
-func (c *tlsConfigs) stamp() (stamps []fileStamp, named *web.TLSConfig, read any) {
-	stamps = []fileStamp{statFile(c.path)}
-	text, err := c.readFile(c.path)
+// stampWebConfig stamps the web config at path and the files it names now, the web
+// config first, reading them with readFile, and returns what it names them in; named is
+// nil when the web config could not be read or parsed for their names. The toolkit reads
+// it again a moment later, and may then read it (an error that passed, a file descriptor
+// short) and the files it names: stamps without theirs would keep its config through
+// their renewal. read is the sum of what the files were read as (see steady), nil when
+// one could not be read.
+func stampWebConfig(path string, readFile func(string) ([]byte, error)) (stamps []fileStamp, named *web.TLSConfig, read any) {
+	stamps = []fileStamp{statFile(path)}
+	text, err := readFile(path)
 	if err != nil {
 		return stamps, nil, nil
 	}
@@ -370,7 +371,7 @@ func (c *tlsConfigs) stamp() (stamps []fileStamp, named *web.TLSConfig, read any
 	if yaml.Unmarshal(text, &config) != nil {
 		return stamps, nil, nil
 	}
-	config.TLSConfig.SetDirectory(filepath.Dir(c.path))
+	config.TLSConfig.SetDirectory(filepath.Dir(path))
 	sum := sha256.New()
 	add := func(text []byte) {
 		// Each file's length first, for two files' texts not to sum as one.
@@ -384,7 +385,7 @@ func (c *tlsConfigs) stamp() (stamps []fileStamp, named *web.TLSConfig, read any
 			continue
 		}
 		stamps = append(stamps, statFile(p))
-		text, err := c.readFile(p)
+		text, err := readFile(p)
 		summed = summed && err == nil
 		add(text)
 	}
