@@ -5,6 +5,7 @@ import (
 	"crypto/ecdsa"
 	"crypto/tls"
 	"crypto/x509"
+	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
@@ -13,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -373,7 +375,8 @@ func TestTLSClientCAReplacedUnderGenerator(t *testing.T) {
 	newClient := mTLSGet(t, addr, newCA, newKey)
 	webConfig := mustRead(t, f.webConfig)
 	for i, newServed := range []bool{false, false, true, true} {
-		f.saveNow(t, clock, webConfig)
+		// The generator dates what it writes.
+		f.saveNow(t, clock, fmt.Appendf(slices.Clip(webConfig), "# written at %s\n", clock.Now()))
 		if err := newClient(true); (err == nil) != newServed {
 			t.Errorf("rewrite %d, a client of the new CA: %v; want served %v", i, err, newServed)
 		}

@@ -458,7 +458,7 @@ func TestWebConfigSettledBeforeTheStart(t *testing.T) {
 						t.Fatal(err)
 					}
 				case tc.name == "changing at each look":
-					f.saveNow(t, clock, fmt.Appendf(slices.Clip(whole), "# %d\n", looks))
+					f.saveNow(t, clock, fmt.Appendf(slices.Clip(whole), "  min_version: TLS1%d\n", 2+looks%2))
 				case tc.saves != nil:
 					f.saveNow(t, clock, tc.saves[min(looks, len(tc.saves)-1)])
 				}

@@ -359,8 +359,9 @@ func unchanged(stamps []fileStamp) bool {
 // nil when the web config could not be read or parsed for their names. The toolkit reads
 // it again a moment later, and may then read it (an error that passed, a file descriptor
 // short) and the files it names: stamps without theirs would keep its config through
-// their renewal. read is the sum of what the files were read as (see steady), nil when
-// one could not be read.
+// their renewal. read is what they were read as (see steady), nil when one could not be
+// read: the web config's tls_server_config as parsed, for a generator may write a
+// comment of its own each time (the time it wrote it), and the sum of the files it names.
 func stampWebConfig(path string, readFile func(string) ([]byte, error)) (stamps []fileStamp, named *web.TLSConfig, read any) {
 	stamps = []fileStamp{statFile(path)}
 	text, err := readFile(path)
@@ -373,26 +374,27 @@ func stampWebConfig(path string, readFile func(string) ([]byte, error)) (stamps 
 	}
 	config.TLSConfig.SetDirectory(filepath.Dir(path))
 	sum := sha256.New()
-	add := func(text []byte) {
-		// Each file's length first, for two files' texts not to sum as one.
-		fmt.Fprintf(sum, "%d:", len(text))
-		sum.Write(text)
-	}
-	add(text)
-	summed := true
 	for _, p := range []string{config.TLSConfig.TLSCertPath, config.TLSConfig.TLSKeyPath, config.TLSConfig.ClientCAs} {
 		if p == "" {
 			continue
 		}
 		stamps = append(stamps, statFile(p))
 		text, err := readFile(p)
-		summed = summed && err == nil
-		add(text)
+		if err != nil {
+			return stamps, &config.TLSConfig, nil
+		}
+		// Each file's length first, for two files' texts not to sum as one.
+		fmt.Fprintf(sum, "%d:", len(text))
+		sum.Write(text)
 	}
-	if summed {
-		read = [sha256.Size]byte(sum.Sum(nil))
-	}
-	return stamps, &config.TLSConfig, read
+	return stamps, &config.TLSConfig, tlsRead{config.TLSConfig, [sha256.Size]byte(sum.Sum(nil))}
+}
+
+// tlsRead is what the TLS files were read as: the web config's tls_server_config, and
+// the sum of the files it names.
+type tlsRead struct {
+	config web.TLSConfig
+	files  [sha256.Size]byte
 }
 
 // settled reports whether stamps taken from now on tell any later change of their files:

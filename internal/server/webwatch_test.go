@@ -454,7 +454,8 @@ func TestWebConfigChangeSettledUnderGenerator(t *testing.T) {
 				t.Fatalf("before the change: %d; want the handler's 404", got)
 			}
 			for i, step := range tc.rewrites {
-				f.saveNow(t, clock, []byte(step.webConfig))
+				// The generator dates what it writes.
+				f.saveNow(t, clock, []byte(step.webConfig+"# written at "+clock.Now().String()+"\n"))
 				if got := get(step.try.user, step.try.password); got != step.try.want {
 					t.Errorf("rewrite %d, user %q, password %q: %d; want %d", i, step.try.user, step.try.password, got, step.try.want)
 				}
