@@ -360,8 +360,8 @@ func unchanged(stamps []fileStamp) bool {
 // it again a moment later, and may then read it (an error that passed, a file descriptor
 // short) and the files it names: stamps without theirs would keep its config through
 // their renewal. read is what they were read as (see steady), nil when one could not be
-// read: the web config's tls_server_config as parsed, for a generator may write a
-// comment of its own each time (the time it wrote it), and the sum of the files it names.
+// read: the web config as parsed, for a generator may write a comment of its own each
+// time (the time it wrote it), and the sum of the files it names.
 func stampWebConfig(path string, readFile func(string) ([]byte, error)) (stamps []fileStamp, named *web.TLSConfig, read any) {
 	stamps = []fileStamp{statFile(path)}
 	text, err := readFile(path)
@@ -387,13 +387,13 @@ func stampWebConfig(path string, readFile func(string) ([]byte, error)) (stamps 
 		fmt.Fprintf(sum, "%d:", len(text))
 		sum.Write(text)
 	}
-	return stamps, &config.TLSConfig, tlsRead{config.TLSConfig, [sha256.Size]byte(sum.Sum(nil))}
+	return stamps, &config.TLSConfig, webConfigRead{config, [sha256.Size]byte(sum.Sum(nil))}
 }
 
-// tlsRead is what the TLS files were read as: the web config's tls_server_config, and
-// the sum of the files it names.
-type tlsRead struct {
-	config web.TLSConfig
+// webConfigRead is what the web config and the files it names were read as: the web
+// config, parsed, and the sum of the files.
+type webConfigRead struct {
+	config web.Config
 	files  [sha256.Size]byte
 }
 
