@@ -417,9 +417,9 @@ func settled(stamps []fileStamp, now time.Time) bool {
 // place is read as in its middle (empty, cut short) lasts as long as the save, a moment,
 // where what the generator writes stays until it writes it again: what was read the
 // same, whole, at every read for racyAge or more has settled. A read in the middle of a
-// save starts the wait again, and so does one that was not whole, or did not load; that
-// what a save was read as in its middle be taken, two reads racyAge apart would each
-// have to fall within a save, at the same point of it, with none between.
+// save starts the wait again, and so does one that was not whole, or did not load: for
+// what a save was read as in its middle to be taken, two reads racyAge or more apart
+// would each have to fall within a save, at the same point of it, with no read between.
 type steady struct {
 	read  any // what was last read whole; nil for none
 	since time.Time

@@ -256,7 +256,7 @@ func (c *webConfigWatch) check() webConfigNow {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if s.same(c.stamp) {
-		return webConfigNow{badHashes: c.badHashes, stranger: c.stranger, users: c.users, read: s}
+		return c.told(s)
 	}
 	// A web config saved in place (truncated, then written) may be read in between, empty
 	// or cut short: what is read within racyAge of its change waits for the change to
@@ -266,19 +266,26 @@ func (c *webConfigWatch) check() webConfigNow {
 	if !settled([]fileStamp{s}, now) {
 		c.readPending(s, now)
 		// What the toolkit reads may be the web config in the middle of a save.
-		return webConfigNow{badHashes: c.badHashes, stranger: c.stranger, users: c.users, pending: c.pending}
+		told := c.told(fileStamp{})
+		told.pending = c.pending
+		return told
 	}
 	config, whole, _, err := c.readAt(s, now)
 	if !whole {
-		return webConfigNow{badHashes: c.badHashes, stranger: c.stranger, users: c.users}
+		return c.told(fileStamp{})
 	}
 	c.stamp = s
 	if err != nil {
-		// The toolkit answers 500, and webConfigErrors tells it.
-		return webConfigNow{badHashes: c.badHashes, stranger: c.stranger, users: c.users}
+		return c.told(fileStamp{}) // the toolkit answers 500, and webConfigErrors tells it
 	}
 	c.take(config)
-	return webConfigNow{badHashes: c.badHashes, stranger: c.stranger, users: c.users, read: s}
+	return c.told(s)
+}
+
+// told is what a request is told of the web config last taken, read at stamp read (see
+// webConfigNow). Under c.mu.
+func (c *webConfigWatch) told(read fileStamp) webConfigNow {
+	return webConfigNow{badHashes: c.badHashes, stranger: c.stranger, users: c.users, read: read}
 }
 
 // take takes config for the web config, settled: warns of what changed of it that the
