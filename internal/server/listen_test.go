@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 
 	"github.com/logwindow/logwindow_exporter/config"
 	"github.com/logwindow/logwindow_exporter/internal/pipeline"
+	"github.com/logwindow/logwindow_exporter/internal/testutil/syncbuf"
 	"github.com/logwindow/logwindow_exporter/internal/testutil/testclock"
 )
 
@@ -467,9 +469,10 @@ func TestWebConfigSettledBeforeTheStart(t *testing.T) {
 			save()
 			var logged strings.Builder
 			start := clock.Now()
-			settleWebConfig(f.webConfig, clock.Now, func(d time.Duration) {
+			settleWebConfig(f.webConfig, clock.Now, func(d time.Duration) bool {
 				clock.Add(d)
 				save()
+				return true
 			}, slog.New(slog.NewTextHandler(&logged, nil)))
 			if waited := clock.Now().Sub(start); waited < tc.waited || waited >= tc.waited+racyAge {
 				t.Errorf("the start waited %v; want %v or more, less than %v more", waited, tc.waited, racyAge)
@@ -484,6 +487,73 @@ func TestWebConfigSettledBeforeTheStart(t *testing.T) {
 			var checked strings.Builder
 			if err := checkWebConfig(f.webConfig, slog.New(slog.NewTextHandler(&checked, nil))); err != nil || strings.Contains(checked.String(), "sets nothing") {
 				t.Errorf("the start's check once it waited: %v\n%s", err, checked.String())
+			}
+		})
+	}
+}
+
+// TestServeSignalsWhileTheWebConfigSettles: signals are caught before the start reads the
+// web config, which it may wait for a few seconds to settle (see settleWebConfig): a
+// SIGHUP sent meanwhile (a generator that writes the web config and the rules, and sends
+// SIGHUP each time) killed the process, with the signal's default action. It is the
+// reload it asks for, once the exporter runs; a SIGTERM ends the wait and the start.
+func TestServeSignalsWhileTheWebConfigSettles(t *testing.T) {
+	dir := t.TempDir()
+	cfgPath := filepath.Join(dir, "rules.yaml")
+	if err := os.WriteFile(cfgPath, []byte("inputs: [{path: "+filepath.Join(dir, "access.log")+"}]\nrules: [{name: r, match: x}]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Load(cfgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, signal := range []syscall.Signal{syscall.SIGHUP, syscall.SIGTERM} {
+		t.Run(signal.String(), func(t *testing.T) {
+			free, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			addr := free.Addr().String()
+			free.Close()
+			// Written now: the start waits for it to settle.
+			webConfig := filepath.Join(t.TempDir(), "web.yml")
+			if err := os.WriteFile(webConfig, []byte("http_server_config:\n  headers:\n    X-Frame-Options: deny\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			var logged syncbuf.Buffer
+			logger := slog.New(slog.NewTextHandler(&logged, nil))
+			systemd := false
+			flags := &web.FlagConfig{WebListenAddresses: &[]string{addr}, WebSystemdSocket: &systemd, WebConfigFile: &webConfig}
+			served := make(chan error, 1)
+			go func() {
+				served <- Serve(cfg, pipeline.Options{Logger: logger, Now: time.Now}, flags, Options{Logger: logger, MetricsPath: "/metrics"})
+			}()
+			for !strings.Contains(logged.String(), "starting") {
+				time.Sleep(10 * time.Millisecond)
+			}
+			time.Sleep(100 * time.Millisecond)
+			if err := syscall.Kill(os.Getpid(), signal); err != nil {
+				t.Fatal(err)
+			}
+			if signal == syscall.SIGHUP {
+				deadline := time.Now().Add(10 * time.Second)
+				for !strings.Contains(logged.String(), "configuration reloaded") && time.Now().Before(deadline) {
+					time.Sleep(10 * time.Millisecond)
+				}
+				if !strings.Contains(logged.String(), "configuration reloaded") {
+					t.Errorf("a SIGHUP while the web config settled was not taken for a reload:\n%s", logged.String())
+				}
+				if err := syscall.Kill(os.Getpid(), syscall.SIGTERM); err != nil {
+					t.Fatal(err)
+				}
+			}
+			select {
+			case err := <-served:
+				if err != nil {
+					t.Errorf("Serve: %v; want it ended by SIGTERM", err)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("Serve goes on after SIGTERM")
 			}
 		})
 	}

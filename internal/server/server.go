@@ -99,19 +99,31 @@ type Options struct {
 func Serve(cfg *config.Config, popts pipeline.Options, webFlags *web.FlagConfig, o Options) error {
 	logger := o.Logger
 	logger.Info("starting "+o.Name, "version", version.Info(), "config", cfg.File)
-	if f := webFlags.WebConfigFile; f != nil && *f != "" {
-		settleWebConfig(*f, time.Now, time.Sleep, logger.With("web_config", *f))
-		if err := CheckWebConfig(*f, logger.With("web_config", *f)); err != nil {
-			return err
-		}
-	}
-	// Signals are caught before the inputs start: a SIGHUP or SIGTERM during start-up must
-	// not kill the process with the default action.
+	// Signals are caught before the web config is read, which may wait for it to settle,
+	// and the inputs start: a SIGHUP or SIGTERM during start-up must not kill the process
+	// with the default action. A SIGHUP is the reload it asks for once the exporter runs.
 	ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer cancel()
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
+	if f := webFlags.WebConfigFile; f != nil && *f != "" {
+		settleWebConfig(*f, time.Now, func(d time.Duration) bool {
+			select {
+			case <-ctx.Done():
+				return false
+			case <-time.After(d):
+				return true
+			}
+		}, logger.With("web_config", *f))
+		if ctx.Err() != nil {
+			logger.Info("shutting down")
+			return nil
+		}
+		if err := CheckWebConfig(*f, logger.With("web_config", *f)); err != nil {
+			return err
+		}
+	}
 
 	popts.Interrupt = ctx.Done() // a wait for the storage directory
 	p, err := pipeline.Start(cfg, popts)
@@ -213,7 +225,8 @@ const (
 
 // settleWebConfig waits, by now and sleep, until the web config at path and the files it
 // names settled, by their times or by what they are read as (see steady), or one of them
-// is missing, for webConfigSettleWait at most, which is warned of to logger. The start
+// is missing, for webConfigSettleWait at most, which is warned of to logger, or until
+// sleep returns false (the start is ended). The start
 // reads the web config several times (its check, exporter-toolkit's set-up, the TLS
 // config and the users that handshakes and requests are held to while a change is
 // unsettled) and takes what they read for good: whether an address serves TLS among
@@ -222,7 +235,7 @@ const (
 // middle of its save, empty or cut short, served plain HTTP until a restart, or failed
 // the start with the error of a YAML cut short. Files that settled long before, as
 // usual, are not waited for.
-func settleWebConfig(path string, now func() time.Time, sleep func(time.Duration), logger *slog.Logger) {
+func settleWebConfig(path string, now func() time.Time, sleep func(time.Duration) bool, logger *slog.Logger) {
 	var s steady
 	start := now()
 	for {
@@ -239,7 +252,9 @@ func settleWebConfig(path string, now func() time.Time, sleep func(time.Duration
 				"waited", webConfigSettleWait)
 			return
 		}
-		sleep(webConfigSettlePoll)
+		if !sleep(webConfigSettlePoll) {
+			return
+		}
 	}
 }
 
