@@ -91,6 +91,8 @@ type webConfigWatch struct {
 	steady steady
 	// costly are the users whose hash is of a bcrypt cost warned of, with their hash.
 	costly map[string]string
+	// emptied is set while the web config sets nothing, which was warned of (see take).
+	emptied bool
 }
 
 // watchedListener is a listener a webConfigWatch tells of.
@@ -285,16 +287,34 @@ func (c *webConfigWatch) check() webConfigNow {
 // told is what a request is told of the web config last taken, read at stamp read (see
 // webConfigNow). Under c.mu.
 func (c *webConfigWatch) told(read fileStamp) webConfigNow {
+	if c.emptied {
+		// The users are not the web config's: the toolkit's read of it is no pass.
+		read = fileStamp{}
+	}
 	return webConfigNow{badHashes: c.badHashes, stranger: c.stranger, users: c.users, read: read}
 }
 
 // take takes config for the web config, settled: warns of what changed of it that the
-// toolkit does not take, and holds requests to its users.
+// toolkit does not take, and holds requests to its users. But for a web config that sets
+// nothing at all, where the one before asked for passwords: a save that truncates the
+// web config and writes it seconds later (`fetch > web.yml`, whose shell truncates it at
+// once) leaves it empty long enough to settle, and every request would be served without
+// a password until the write. Requests are held to the users before, which is warned of,
+// until it sets something or the exporter restarts, where one who means to serve without
+// a password takes the flag out.
 func (c *webConfigWatch) take(config *web.Config) {
 	c.warnStartOnly(readStartOnly(config))
 	costly := costlyHashes(config)
 	warnCostlyHashes(costly, c.costly, c.logger)
 	c.costly = costly
+	if setsNothing(config) && c.users != nil {
+		if !c.emptied {
+			c.emptied = true
+			c.logger.Warn("the web config now sets nothing (it is empty, comments alone, or empty sections), as a save that truncates it and writes it later leaves it meanwhile: requests are still held to the basic_auth_users of before, until it sets something again or the exporter restarts (to serve without a password, leave --web.config.file out)")
+		}
+		return
+	}
+	c.emptied = false
 	c.users, c.badHashes = readUsers(config)
 	for user, err := range c.badHashes {
 		c.badHashes[user] = fmt.Errorf("%w: its requests are refused as with a wrong password, as the start would refuse the web config", err)

@@ -469,6 +469,61 @@ func TestWebConfigChangeSettledUnderGenerator(t *testing.T) {
 	}
 }
 
+// TestWebConfigEmptiedWhileRunning: a change that lets more through is taken once it
+// settled, racyAge after it was written (see TestWebConfigUsersGoneWhileSaved). A save
+// that truncates the web config and writes it more than that later (`fetch > web.yml`,
+// whose shell truncates it at once, the fetch taking seconds) left it empty long enough
+// to be taken: every request was served without a password until the write. A web config
+// that sets nothing at all, while the one before asked for passwords, is not taken for
+// their removal: requests are held to them, and that is warned of, until it sets
+// something again or the exporter restarts; one that keeps a key (a header) is taken.
+func TestWebConfigEmptiedWhileRunning(t *testing.T) {
+	good := passwordHash(t, "secret")
+	users := "basic_auth_users:\n  scraper: '" + good + "'\n"
+	for _, tc := range []struct {
+		name, saved string
+		want        int
+		warned      bool
+	}{
+		{"empty", "", http.StatusUnauthorized, true},
+		{"comments alone", "# generated\n", http.StatusUnauthorized, true},
+		{"an empty section", "basic_auth_users: {}\n", http.StatusUnauthorized, true},
+		{"a header kept", "http_server_config:\n  headers:\n    X-Frame-Options: deny\n", http.StatusNotFound, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newTLSFiles(t, "", "")
+			f.write(t, "web.yml", []byte(users))
+			clock := testclock.New(time.Now().Add(time.Minute)) // every file written has settled
+			var logged syncbuf.Buffer
+			logger := slog.New(slog.NewTextHandler(&logged, nil))
+			addr := servePlainLogged(t, f.webConfig, newWebConfigErrors(f.webConfig, logger, clock.Now), logger)
+			get := basicAuthGet(t, addr)
+			if got := get("", ""); got != http.StatusUnauthorized {
+				t.Fatalf("before the save: %d; want 401", got)
+			}
+			f.saveNow(t, clock, []byte(tc.saved))
+			for range 3 {
+				clock.Add(racyAge)
+				if got := get("", ""); got != tc.want {
+					t.Errorf("%s, settled: %d without a password; want %d", tc.name, got, tc.want)
+				}
+			}
+			if got := get("scraper", "secret"); got != http.StatusNotFound {
+				t.Errorf("%s, settled: the scraper got %d; want the handler's 404", tc.name, got)
+			}
+			if warned := strings.Count(logged.String(), "sets nothing"); warned != map[bool]int{true: 1}[tc.warned] {
+				t.Errorf("warned %d times that the web config sets nothing; want it %v, once:\n%s", warned, tc.warned, logged.String())
+			}
+			// Written at last: taken as any change.
+			f.saveNow(t, clock, []byte("http_server_config:\n  headers:\n    X-Frame-Options: deny\n"))
+			clock.Add(racyAge)
+			if got := get("", ""); got != http.StatusNotFound {
+				t.Errorf("%s, then a web config without users, settled: %d without a password; want the handler's 404", tc.name, got)
+			}
+		})
+	}
+}
+
 // TestWebConfigCutShortAtStart: the users a request is held to while the web config is
 // unsettled are those the start read (see TestWebConfigUsersGoneWhileSaved): a web config
 // saved in place as the exporter starts, read by the start between its truncation and
