@@ -92,6 +92,11 @@ type Options struct {
 	// MaxScrapeBytes bounds the heap the scrapes in flight hold, within MaxRequests (see
 	// scrapeLimiter); 0 is none.
 	MaxScrapeBytes int64
+
+	// reloads runs POST /-/reload's reloads, and those of SIGHUP and the rule file's
+	// watch, which share them (see reloader): Serve sets it; without it NewMux makes one
+	// of its own.
+	reloads *reloader
 }
 
 // Serve follows the inputs of cfg and answers HTTP on the addresses of webFlags until
@@ -137,20 +142,21 @@ func Serve(cfg *config.Config, popts pipeline.Options, webFlags *web.FlagConfig,
 	// that set-up goes on there meanwhile.
 	runtime.Gosched()
 
+	o.reloads = newReloader(func() error { return Reload(p, logger) })
 	go func() {
 		for {
 			select {
 			case <-ctx.Done():
 				return
 			case <-hup:
-				_ = Reload(p, logger)
+				_ = o.reloads.Reload()
 			}
 		}
 	}()
 	if o.Watch != nil {
 		go func() {
 			err := o.Watch.Run(ctx, configwatch.Options{
-				Reload: func() { _ = Reload(p, logger) },
+				Reload: func() { _ = o.reloads.Reload() },
 				Settle: configWatchSettle,
 				Poll:   configWatchPoll,
 				After:  time.After,
@@ -914,6 +920,10 @@ func NewMux(p *pipeline.Pipeline, coll *rulescrape.Collector, reg *prometheus.Re
 		}
 		fmt.Fprintln(w, "Ready.")
 	})
+	reloads := o.reloads
+	if reloads == nil {
+		reloads = newReloader(func() error { return Reload(p, logger) })
+	}
 	mux.Handle("/-/reload", sameOrigin(func(w http.ResponseWriter, r *http.Request) {
 		switch {
 		case !o.Lifecycle:
@@ -922,7 +932,7 @@ func NewMux(p *pipeline.Pipeline, coll *rulescrape.Collector, reg *prometheus.Re
 			w.Header().Set("Allow", "POST, PUT")
 			http.Error(w, "Use POST to reload.", http.StatusMethodNotAllowed)
 		default:
-			if err := Reload(p, logger); err != nil {
+			if err := reloads.Reload(); err != nil {
 				http.Error(w, err.Error(), http.StatusBadRequest)
 				return
 			}
@@ -998,7 +1008,8 @@ func CheckTelemetryPath(path string) (err error) {
 	return nil
 }
 
-// Reload is the one reload path shared by SIGHUP, POST /-/reload and the file watch.
+// Reload is the one reload path shared by SIGHUP, POST /-/reload and the file watch,
+// through a reloader.
 func Reload(p *pipeline.Pipeline, logger *slog.Logger) error {
 	if err := p.ReloadFile(); err != nil {
 		if ins := (*pipeline.InputsNotStarted)(nil); errors.As(err, &ins) {
