@@ -73,8 +73,7 @@ const recheckWait = time.Second
 // and the config is not the one k was last accepted by. A config of files changed within
 // racyAge may be of the middle of a save in place (a client CA bundle cut short): k is
 // checked once they settled, by their times or by what they are read as (see steady),
-// the config handshakes are then held to; while a generator writes them again, that is a
-// config of each load, and k is checked at each of its requests. Nor is
+// against the config handshakes are then held to. Nor is
 // k checked while another holds c's lock: a handshake reading the files (slowly, on a
 // network file system that hangs; over and over, while they do not load) would hold
 // every request kept alive, which it did not before; a later request checks k. Nor,

@@ -391,6 +391,46 @@ func TestTLSClientCAReplacedUnderGenerator(t *testing.T) {
 	}
 }
 
+// TestTLSConfigUnderGeneratorLoadedOnce: the TLS config is kept, and handshakes load no
+// files, while the files are unchanged (see TestTLSHandshakesReadNoFiles); a web config a
+// generator writes again every second never is, and every handshake had the toolkit read
+// and parse them all, a bundle of CAs among them, tens of milliseconds of a core that any
+// client able to connect could ask for over and over. Once what the files are read as
+// settled (see steady), a handshake that reads them as that, comments aside, is given
+// the config loaded from it, with no load of its own; a change is loaded.
+func TestTLSConfigUnderGeneratorLoadedOnce(t *testing.T) {
+	f := newTLSFiles(t, "", "")
+	webConfig := mustRead(t, f.webConfig)
+	clock := testclock.New(time.Now().Add(time.Minute)) // every file written has settled
+	var loads int
+	configs := newTLSConfigs(f.webConfig, func(*tls.ClientHelloInfo) (*tls.Config, error) {
+		loads++
+		return &tls.Config{}, nil
+	}, clock.Now, newWebConfigErrors(f.webConfig, slog.New(slog.DiscardHandler), clock.Now))
+	for i, want := range []int{3, 3, 1, 0, 0} {
+		// The generator dates what it writes.
+		f.saveNow(t, clock, fmt.Appendf(slices.Clip(webConfig), "# written at %s\n", clock.Now()))
+		before := loads
+		for range 3 {
+			if _, err := configs.get(&tls.ClientHelloInfo{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got := loads - before; got != want {
+			t.Errorf("second %d of the generator: three handshakes loaded the files %d times; want %d", i, got, want)
+		}
+		clock.Add(time.Second)
+	}
+	f.saveNow(t, clock, append(slices.Clip(webConfig), "  min_version: TLS13\n"...))
+	before := loads
+	if _, err := configs.get(&tls.ClientHelloInfo{}); err != nil {
+		t.Fatal(err)
+	}
+	if loads == before {
+		t.Error("a change the generator wrote was not loaded")
+	}
+}
+
 // TestTLSConfigSavedWhileLoaded: the TLS files are stamped, then loaded, and the config
 // loaded is kept when the stamps had settled: a save in place of the web config begun in
 // between was loaded, cut short before client_auth_type, and kept, the config every

@@ -189,7 +189,9 @@ const racyAge = 2 * time.Second
 // before the toolkit reads them, were the same right after it read them and are now, and
 // none had changed within racyAge of when they were taken. A change is taken by the first
 // handshake after it, as the toolkit takes it. Files that a generator writes again more
-// often than racyAge are never kept, but what they are read as settles (see steady).
+// often than racyAge are never kept, but what they are read as settles (see steady): the
+// config loaded from it is given to the handshakes that read them as that, which then
+// read them (and parse the web config) but load nothing.
 // What the toolkit fails to load is not kept (it may be a passing error, a file descriptor
 // short): it is counted, and each handshake loads again. So is a client CA file (or
 // client_ca) that holds no certificate, which the start refuses (checkClientCAs) and the
@@ -211,8 +213,10 @@ type tlsConfigs struct {
 	// a handshake's client must be accepted by too while the files changed since are
 	// unsettled (see heldTo). Under mu.
 	last *tls.Config
-	// steady tells when what the files, unsettled, are read as settled. Under mu.
-	steady steady
+	// steady tells when what the files, unsettled, are read as settled; lastRead is what
+	// they were read as for last, when that was kept or settled so. Under mu.
+	steady   steady
+	lastRead any
 	// closed counts the connections closed by recheck, for the log.
 	closed atomic.Int64
 }
@@ -262,6 +266,13 @@ func (c *tlsConfigs) currentLocked(hello *tls.ClientHelloInfo) (*tls.Config, err
 	c.config.Store(nil)
 	at := c.now()
 	stamps, named, read := stampWebConfig(c.path, c.readFile)
+	// Read, whole, as the config handshakes are held to was, and settled so (a generator
+	// writes the files again every second): that config is theirs, with no load. The
+	// toolkit's parses every certificate again, a bundle of CAs in tens of milliseconds,
+	// which any client able to connect could otherwise ask for over and over.
+	if read != nil && c.lastRead != nil && reflect.DeepEqual(read, c.lastRead) && unchanged(stamps) && c.steady.held(read, at) {
+		return c.last, nil
+	}
 	config, err := c.load(hello)
 	if err == nil && named != nil {
 		err = checkClientCAs(named)
@@ -295,14 +306,14 @@ func (c *tlsConfigs) currentLocked(hello *tls.ClientHelloInfo) (*tls.Config, err
 	if whole && settled(stamps, at) {
 		c.config.Store(config)
 		c.stamps = stamps
-		c.last = config
+		c.last, c.lastRead = config, read
 		return config, nil
 	}
 	// What the files are read as settled though their stamps did not (see steady): the
 	// config is not kept, for the stamps of a file system with times of a second or two
 	// may not tell the next change, but it is the one handshakes are held to.
 	if whole && held {
-		c.last = config
+		c.last, c.lastRead = config, read
 		return config, nil
 	}
 	if c.last != nil {
