@@ -432,21 +432,28 @@ func TestListenAddressesVsockApart(t *testing.T) {
 func TestWebConfigSettledBeforeTheStart(t *testing.T) {
 	f := newTLSFiles(t, "", "")
 	whole := mustRead(t, f.webConfig)
+	// in returns, of a save, what the web config holds at each look: the first at the
+	// start, the last from then on.
+	in := func(saves ...[]byte) func(look int) []byte {
+		return func(look int) []byte { return saves[min(look, len(saves)-1)] }
+	}
 	for _, tc := range []struct {
 		name string
-		// saves are what the web config holds at the start, then at each look after, the
-		// last held from then on; nil is as it was, settled long before.
-		saves [][]byte
+		// holds is what the web config holds at each look, saved then; nil is as it was,
+		// settled long before, and a nil text none: the file is removed.
+		holds func(look int) []byte
 		// waited is how long the start waits, at least and less than racyAge more.
 		waited time.Duration
 		warned bool
 	}{
 		{"settled long before", nil, 0, false},
-		{"read truncated", [][]byte{{}, whole}, racyAge, false},
-		{"read cut short", [][]byte{whole[:len(whole)/2], whole}, racyAge, false},
-		{"written again each look", [][]byte{whole}, racyAge, false},
-		{"changing at each look", nil, webConfigSettleWait, true},
-		{"missing", [][]byte{nil}, 0, false},
+		{"read truncated", in([]byte{}, whole), racyAge, false},
+		{"read cut short", in(whole[:len(whole)/2], whole), racyAge, false},
+		{"written again each look", in(whole), racyAge, false},
+		{"changing at each look", func(look int) []byte {
+			return fmt.Appendf(slices.Clip(whole), "  min_version: TLS1%d\n", 2+look%2)
+		}, webConfigSettleWait, true},
+		{"missing", in(nil), 0, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f.write(t, "web.yml", whole)
@@ -454,17 +461,16 @@ func TestWebConfigSettledBeforeTheStart(t *testing.T) {
 			clock := testclock.New(time.Now().Add(time.Minute)) // every file written has settled
 			looks := 0
 			save := func() {
+				defer func() { looks++ }()
 				switch {
-				case tc.name == "missing":
-					if err := os.Remove(f.webConfig); err != nil {
+				case tc.holds == nil:
+				case tc.holds(looks) == nil:
+					if err := os.Remove(f.webConfig); err != nil && !os.IsNotExist(err) {
 						t.Fatal(err)
 					}
-				case tc.name == "changing at each look":
-					f.saveNow(t, clock, fmt.Appendf(slices.Clip(whole), "  min_version: TLS1%d\n", 2+looks%2))
-				case tc.saves != nil:
-					f.saveNow(t, clock, tc.saves[min(looks, len(tc.saves)-1)])
+				default:
+					f.saveNow(t, clock, tc.holds(looks))
 				}
-				looks++
 			}
 			save()
 			var logged strings.Builder
@@ -480,7 +486,7 @@ func TestWebConfigSettledBeforeTheStart(t *testing.T) {
 			if warned := strings.Contains(logged.String(), "still changes"); warned != tc.warned {
 				t.Errorf("warned %v; want %v:\n%s", warned, tc.warned, logged.String())
 			}
-			if tc.name == "missing" {
+			if tc.holds != nil && tc.holds(looks) == nil {
 				return
 			}
 			// What the start's check then reads.
