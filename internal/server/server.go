@@ -232,15 +232,14 @@ const (
 // settleWebConfig waits, by now and sleep, until the web config at path and the files it
 // names settled, by their times or by what they are read as (see steady), or one of them
 // is missing, for webConfigSettleWait at most, which is warned of to logger, or until
-// sleep returns false (the start is ended). The start
-// reads the web config several times (its check, exporter-toolkit's set-up, the TLS
-// config and the users that handshakes and requests are held to while a change is
-// unsettled) and takes what they read for good: whether an address serves TLS among
-// them. A web config saved in place as the exporter started (a generator writing it
-// again every second, a script writing it as the exporter restarts) and read in the
-// middle of its save, empty or cut short, served plain HTTP until a restart, or failed
-// the start with the error of a YAML cut short. Files that settled long before, as
-// usual, are not waited for.
+// sleep returns false (the start is ended). The start reads the web config several times
+// (its check, exporter-toolkit's set-up, the TLS config and the users that handshakes and
+// requests are held to while a change is unsettled) and takes what they read for good:
+// whether an address serves TLS among them. A web config saved in place as the exporter
+// started (a generator writing it again every second, a script writing it as the exporter
+// restarts) and read in the middle of its save, empty or cut short, served plain HTTP
+// until a restart, or failed the start with the error of a YAML cut short. Files that
+// settled long before, as usual, are not waited for.
 func settleWebConfig(path string, now func() time.Time, sleep func(time.Duration) bool, logger *slog.Logger) {
 	var s steady
 	start := now()
