@@ -73,13 +73,13 @@ func connHost(c net.Conn) string {
 // holding the most fresh connections, if that holds more than one more than host; nil
 // if none does. Under l.mu.
 func (l *connLimiter) crowding(host string) net.Conn {
-	most, n := "", l.freshBy[host]+1
+	most, n, found := "", l.freshBy[host]+1, false
 	for h, m := range l.freshBy {
 		if m > n {
-			most, n = h, m
+			most, n, found = h, m, true
 		}
 	}
-	if most == "" {
+	if !found {
 		return nil
 	}
 	var c net.Conn

@@ -29,6 +29,9 @@ type testConn struct {
 }
 
 func (c *testConn) RemoteAddr() net.Addr {
+	if c.remote == "" {
+		return &net.UnixAddr{Net: "unix"}
+	}
 	addr, _ := net.ResolveTCPAddr("tcp", c.remote)
 	return addr
 }
@@ -122,6 +125,16 @@ func TestConnLimiterFloodFromOneAddress(t *testing.T) {
 		// Each address holds one now.
 		if third := conn("third", "10.0.0.3:50000"); !third.closed.Load() {
 			t.Error("past the limit, with each address holding one, a new connection was let in within a second of the others")
+		}
+		// The peers of a unix socket have an address of none, which can crowd too.
+		time.Sleep(time.Second)
+		var peers []*testConn
+		for i := range 4 {
+			peers = append(peers, conn(fmt.Sprint("peer", i), ""))
+			time.Sleep(time.Millisecond)
+		}
+		if tcp := conn("tcp", "10.0.0.1:50001"); tcp.closed.Load() || !peers[0].closed.Load() {
+			t.Errorf("beside the peers of a unix socket: the new connection closed %v, the oldest peer's %v; want the peer's alone", tcp.closed.Load(), peers[0].closed.Load())
 		}
 	})
 }
