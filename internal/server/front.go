@@ -19,7 +19,7 @@ import (
 const (
 	unverifiedAtOnce = 2
 	waitersPerCheck  = 3
-	knownCredentials = 16
+	knownCredentials = 1024
 )
 
 // front is the server's handler, in front of what exporter-toolkit puts in front of the
@@ -230,17 +230,24 @@ func (p *passage) leaveCheck() {
 	f.mu.Lock()
 	delete(f.checks, p.key)
 	if p.arrived {
-		if len(f.known) >= knownCredentials {
-			for k := range f.known {
-				delete(f.known, k)
-				break
-			}
-		}
-		f.known[p.key] = struct{}{}
+		remember(f.known, p.key)
 	}
 	f.mu.Unlock()
 	c.passed = p.arrived
 	close(c.over)
+}
+
+// remember adds key to known, the keys of credentials that passed, forgetting another
+// when knownCredentials are there: one at a time, so that credentials used over and over
+// stay, however many others come and go.
+func remember(known map[[sha256.Size]byte]struct{}, key [sha256.Size]byte) {
+	if len(known) >= knownCredentials {
+		for k := range known {
+			delete(known, k)
+			break
+		}
+	}
+	known[key] = struct{}{}
 }
 
 // answered is called before the toolkit writes a reply of its own: the body is left

@@ -70,9 +70,10 @@ func (c *tlsConfigs) recheck(h http.Handler) http.Handler {
 const recheckWait = time.Second
 
 // accepts returns why the current TLS config would refuse the client of k, if it would
-// and the config is not the one k was last accepted by. A config c does not keep is of
-// files changed within racyAge, which may be in the middle of a save in place (a client
-// CA bundle cut short): k is checked once they settled, as c keeps their config. Nor is
+// and the config is not the one k was last accepted by. A config of files changed within
+// racyAge may be of the middle of a save in place (a client CA bundle cut short): k is
+// checked once they settled, by their times or by what they are read as (see steady),
+// against the config handshakes are then held to. Nor is
 // k checked while another holds c's lock: a handshake reading the files (slowly, on a
 // network file system that hangs; over and over, while they do not load) would hold
 // every request kept alive, which it did not before; a later request checks k. Nor,
@@ -86,27 +87,31 @@ func (c *tlsConfigs) accepts(k *keptConn) error {
 	}
 	type current struct {
 		config *tls.Config
-		err    error
+		// settled is whether config is of the files settled (see steady), the one
+		// handshakes are held to.
+		settled bool
+		err     error
 	}
 	looked := make(chan current, 1)
 	go func() {
 		config, err := c.currentLocked(&tls.ClientHelloInfo{Conn: k.conn.NetConn()})
+		settled := config != nil && config == c.last
 		c.mu.Unlock()
-		looked <- current{config, err}
+		looked <- current{config, settled, err}
 	}()
 	wait := time.NewTimer(recheckWait)
 	defer wait.Stop()
 	var config *tls.Config
 	select {
 	case cur := <-looked:
-		if cur.err != nil {
+		if cur.err != nil || !cur.settled {
 			return nil
 		}
 		config = cur.config
 	case <-wait.C:
 		return nil
 	}
-	if k.accepted.Load() == config || c.config.Load() != config {
+	if k.accepted.Load() == config {
 		return nil
 	}
 	if err := verifyClient(config, k.conn.ConnectionState()); err != nil {

@@ -5,6 +5,7 @@ import (
 	"crypto/ecdsa"
 	"crypto/tls"
 	"crypto/x509"
+	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
@@ -13,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -337,6 +339,95 @@ func TestTLSWebConfigCutShortWhileSaved(t *testing.T) {
 		if err := get(step.withCert); (err == nil) != step.served {
 			t.Errorf("step %d, client certificate %v: %v; want served %v", i, step.withCert, err, step.served)
 		}
+	}
+}
+
+// TestTLSClientCAReplacedUnderGenerator: a change of the TLS files is taken once it
+// settled, racyAge after they were written, a handshake's client held to the config
+// before it meanwhile (see TestTLSWebConfigCutShortWhileSaved). A web config a generator
+// writes again every second never settles by its file's times: a client CA file replaced
+// by a new CA's went on refusing every client of the new CA, for as long as the
+// generator ran, and a connection kept alive of a client of the CA taken out was served.
+// What the files are read as whole the same at each load for racyAge has settled; a new
+// client of the CA taken out is refused all along, one kept alive once the change
+// settled.
+func TestTLSClientCAReplacedUnderGenerator(t *testing.T) {
+	f, oldCA, oldKey := newMTLSFiles(t)
+	clock := testclock.New(time.Now().Add(time.Minute)) // every file written has settled
+	logger := slog.New(slog.DiscardHandler)
+	addr := serveTLSLogged(t, f.webConfig, newWebConfigErrors(f.webConfig, logger, clock.Now), logger)
+	oldClient := mTLSGet(t, addr, oldCA, oldKey)
+	if err := oldClient(true); err != nil {
+		t.Fatalf("a client of the CA before the change: %v; want served", err)
+	}
+	transport := &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true,
+		Certificates: []tls.Certificate{clientCert(t, oldCA, oldKey, "scraper.example")}}}
+	defer transport.CloseIdleConnections()
+	keptAlive := &http.Client{Timeout: 5 * time.Second, Transport: transport}
+	if _, _, err := getReused(t, keptAlive, addr); err != nil {
+		t.Fatalf("a client of the CA before the change, kept alive: %v; want served", err)
+	}
+	caPEM, newCA, newKey := newCA(t, "scrapers' new CA")
+	f.write(t, "ca.pem", caPEM)
+	if err := os.Chtimes(filepath.Join(f.dir, "ca.pem"), clock.Now(), clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	newClient := mTLSGet(t, addr, newCA, newKey)
+	webConfig := mustRead(t, f.webConfig)
+	for i, newServed := range []bool{false, false, true, true} {
+		// The generator dates what it writes.
+		f.saveNow(t, clock, fmt.Appendf(slices.Clip(webConfig), "# written at %s\n", clock.Now()))
+		if err := newClient(true); (err == nil) != newServed {
+			t.Errorf("rewrite %d, a client of the new CA: %v; want served %v", i, err, newServed)
+		}
+		if err := oldClient(true); err == nil {
+			t.Errorf("rewrite %d, a client of the CA taken out was served", i)
+		}
+		reused, _, err := getReused(t, keptAlive, addr)
+		if served := err == nil; served == newServed || served && !reused {
+			t.Errorf("rewrite %d, a client of the CA taken out, kept alive: served %v (on the connection kept alive: %v); want %v", i, served, reused, !newServed)
+		}
+		clock.Add(time.Second)
+	}
+}
+
+// TestTLSConfigUnderGeneratorLoadedOnce: the TLS config is kept, and handshakes load no
+// files, while the files are unchanged (see TestTLSHandshakesReadNoFiles); a web config a
+// generator writes again every second never is, and every handshake had the toolkit read
+// and parse them all, a bundle of CAs among them, tens of milliseconds of a core that any
+// client able to connect could ask for over and over. Once what the files are read as
+// settled (see steady), a handshake that reads them as that, comments aside, is given
+// the config loaded from it, with no load of its own; a change is loaded.
+func TestTLSConfigUnderGeneratorLoadedOnce(t *testing.T) {
+	f := newTLSFiles(t, "", "")
+	webConfig := mustRead(t, f.webConfig)
+	clock := testclock.New(time.Now().Add(time.Minute)) // every file written has settled
+	var loads int
+	configs := newTLSConfigs(f.webConfig, func(*tls.ClientHelloInfo) (*tls.Config, error) {
+		loads++
+		return &tls.Config{}, nil
+	}, clock.Now, newWebConfigErrors(f.webConfig, slog.New(slog.DiscardHandler), clock.Now))
+	for i, want := range []int{3, 3, 1, 0, 0} {
+		// The generator dates what it writes.
+		f.saveNow(t, clock, fmt.Appendf(slices.Clip(webConfig), "# written at %s\n", clock.Now()))
+		before := loads
+		for range 3 {
+			if _, err := configs.get(&tls.ClientHelloInfo{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got := loads - before; got != want {
+			t.Errorf("second %d of the generator: three handshakes loaded the files %d times; want %d", i, got, want)
+		}
+		clock.Add(time.Second)
+	}
+	f.saveNow(t, clock, append(slices.Clip(webConfig), "  min_version: TLS13\n"...))
+	before := loads
+	if _, err := configs.get(&tls.ClientHelloInfo{}); err != nil {
+		t.Fatal(err)
+	}
+	if loads == before {
+		t.Error("a change the generator wrote was not loaded")
 	}
 }
 

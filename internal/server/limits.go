@@ -20,9 +20,12 @@ import (
 // connLimiter bounds the connections the server holds, as its http.Server's ConnState:
 // past max, a new connection takes the place of the one that has been idle longest
 // between requests, or else of the one that has waited longest for its first request,
-// if that has waited for grace at least; else the new connection is closed. So held
-// sockets use at most max file descriptors, a client that opens many and sends nothing
-// cannot keep a scraper out for long, and a burst of new connections cannot close a
+// if that has waited for grace at least; or else of the one that has waited longest of
+// the client address holding the most that wait for their first request, when it holds
+// more than one more than the new connection's address; else the new connection is
+// closed. So held sockets use at most max file descriptors, a client that opens many
+// and sends nothing cannot keep a scraper out for long, nor at all from another address
+// (by opening max connections a second), and a burst of new connections cannot close a
 // scraper's before it had the time to send its request. (An idle connection may be
 // closed at any time: a client sends its request again on a new one.) A connection
 // running a request is left alone: the read and write timeouts end it.
@@ -36,6 +39,10 @@ type connLimiter struct {
 	// the first, since when; running are those running a request.
 	idle, fresh map[net.Conn]time.Time
 	running     map[net.Conn]struct{}
+	// hosts are the client addresses of the fresh connections, freshBy how many each
+	// holds.
+	hosts   map[net.Conn]string
+	freshBy map[string]int
 	// closed counts the connections closed to stay within max, for the log.
 	closed int
 	// shutting is set by closeFresh: a connection the server accepts after it (its accept
@@ -45,7 +52,57 @@ type connLimiter struct {
 
 func newConnLimiter(max int, grace time.Duration, logger *slog.Logger) *connLimiter {
 	return &connLimiter{max: max, grace: grace, logger: logger,
-		idle: map[net.Conn]time.Time{}, fresh: map[net.Conn]time.Time{}, running: map[net.Conn]struct{}{}}
+		idle: map[net.Conn]time.Time{}, fresh: map[net.Conn]time.Time{}, running: map[net.Conn]struct{}{},
+		hosts: map[net.Conn]string{}, freshBy: map[string]int{}}
+}
+
+// connHost is the client address of c, without its port.
+func connHost(c net.Conn) string {
+	addr := c.RemoteAddr()
+	if addr == nil {
+		return ""
+	}
+	host, _, err := net.SplitHostPort(addr.String())
+	if err != nil {
+		return addr.String() // a unix socket's peer, a vsock context ID
+	}
+	return host
+}
+
+// crowding is the fresh connection that has waited longest of the client address
+// holding the most fresh connections, if that holds more than one more than host; nil
+// if none does. Under l.mu.
+func (l *connLimiter) crowding(host string) net.Conn {
+	most, n, found := "", l.freshBy[host]+1, false
+	for h, m := range l.freshBy {
+		if m > n {
+			most, n, found = h, m, true
+		}
+	}
+	if !found {
+		return nil
+	}
+	var c net.Conn
+	var since time.Time
+	for x, t := range l.fresh {
+		if l.hosts[x] == most && (c == nil || t.Before(since)) {
+			c, since = x, t
+		}
+	}
+	return c
+}
+
+// unfresh takes c out of the fresh connections. Under l.mu.
+func (l *connLimiter) unfresh(c net.Conn) {
+	if _, ok := l.fresh[c]; !ok {
+		return
+	}
+	delete(l.fresh, c)
+	host := l.hosts[c]
+	delete(l.hosts, c)
+	if l.freshBy[host]--; l.freshBy[host] == 0 {
+		delete(l.freshBy, host)
+	}
 }
 
 // oldest is the connection of m waiting since before limit, the earliest; nil if none.
@@ -67,7 +124,7 @@ func (l *connLimiter) closeFresh() {
 	defer l.mu.Unlock()
 	l.shutting = true
 	for c := range l.fresh {
-		delete(l.fresh, c)
+		l.unfresh(c)
 		_ = c.Close() // no request read: no TLS alert to write
 	}
 }
@@ -85,6 +142,7 @@ func (l *connLimiter) track(c net.Conn, state http.ConnState) {
 			return
 		}
 		now := time.Now()
+		host := connHost(c)
 		if len(l.idle)+len(l.fresh)+len(l.running) >= l.max {
 			if l.closed++; l.closed == 1 || l.closed%1000 == 0 {
 				l.logger.Warn("connections closed to stay within --web.max-connections", "max_connections", l.max, "closed", l.closed)
@@ -94,24 +152,29 @@ func (l *connLimiter) track(c net.Conn, state http.ConnState) {
 				victim = oldest(l.fresh, now.Add(-l.grace))
 			}
 			if victim == nil {
+				victim = l.crowding(host)
+			}
+			if victim == nil {
 				_ = c.Close() // new: no TLS alert to write
 				return
 			}
 			delete(l.idle, victim)
-			delete(l.fresh, victim)
+			l.unfresh(victim)
 			go victim.Close()
 		}
 		l.fresh[c] = now
+		l.hosts[c] = host
+		l.freshBy[host]++
 	case http.StateActive:
 		delete(l.idle, c)
-		delete(l.fresh, c)
+		l.unfresh(c)
 		l.running[c] = struct{}{}
 	case http.StateIdle:
 		delete(l.running, c)
 		l.idle[c] = time.Now()
 	case http.StateHijacked, http.StateClosed:
 		delete(l.idle, c)
-		delete(l.fresh, c)
+		l.unfresh(c)
 		delete(l.running, c)
 	}
 }

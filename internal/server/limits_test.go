@@ -3,6 +3,7 @@ package server
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"log/slog"
 	"math/rand/v2"
 	"net"
@@ -18,11 +19,21 @@ import (
 	"time"
 )
 
-// testConn is a connection that only records its closing.
+// testConn is a connection that only records its closing, from remote ("" is an address
+// of none).
 type testConn struct {
 	net.Conn
 	name   string
+	remote string
 	closed atomic.Bool
+}
+
+func (c *testConn) RemoteAddr() net.Addr {
+	if c.remote == "" {
+		return &net.UnixAddr{Net: "unix"}
+	}
+	addr, _ := net.ResolveTCPAddr("tcp", c.remote)
+	return addr
 }
 
 func (c *testConn) Close() error {
@@ -71,6 +82,60 @@ func TestConnLimiter(t *testing.T) {
 		l.track(b, http.StateClosed)
 		h := conn("h")
 		check("b closed by the server", map[*testConn]bool{g: false, h: false})
+	})
+}
+
+// TestConnLimiterFloodFromOneAddress: past the limit, a new connection replaced one that
+// had waited a second for its first request, else was closed: a client that opened the
+// limit's worth of connections each second, sending nothing (512 TCP connects, no TLS,
+// no password), had every scraper's connection closed at once, and kept every scrape
+// out for as long as it went on. A new connection from another address takes the place
+// of the oldest of those that have sent nothing yet of the address holding the most of
+// them, when it holds more than one more than the new connection's own address; one
+// from the flooding address is still closed, and so is one when no address holds more
+// than one more than another.
+func TestConnLimiterFloodFromOneAddress(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := newConnLimiter(4, time.Second, slog.New(slog.DiscardHandler))
+		conn := func(name, addr string) *testConn {
+			c := &testConn{name: name, remote: addr}
+			l.track(c, http.StateNew)
+			synctest.Wait() // a victim is closed on a goroutine
+			return c
+		}
+		var flood []*testConn
+		for i := range 3 {
+			flood = append(flood, conn(fmt.Sprint("flood", i), "10.0.0.9:"+strconv.Itoa(40000+i)))
+			time.Sleep(time.Millisecond)
+		}
+		other := conn("other", "10.0.0.8:40000")
+		more := conn("flood3", "10.0.0.9:40003")
+		if !more.closed.Load() {
+			t.Error("a new connection from the address holding the most was let in, within a second of the others")
+		}
+		scraper := conn("scraper", "10.0.0.1:50000")
+		if scraper.closed.Load() || !flood[0].closed.Load() || flood[1].closed.Load() || other.closed.Load() {
+			t.Errorf("a scraper's connection beside a flood: scraper closed %v, the flood's oldest %v, its next %v, another address's %v; want the flood's oldest alone closed",
+				scraper.closed.Load(), flood[0].closed.Load(), flood[1].closed.Load(), other.closed.Load())
+		}
+		second := conn("second scraper", "10.0.0.2:50000")
+		if second.closed.Load() || !flood[1].closed.Load() {
+			t.Errorf("another scraper's connection: closed %v, the flood's oldest left %v; want the flood's closed", second.closed.Load(), flood[1].closed.Load())
+		}
+		// Each address holds one now.
+		if third := conn("third", "10.0.0.3:50000"); !third.closed.Load() {
+			t.Error("past the limit, with each address holding one, a new connection was let in within a second of the others")
+		}
+		// The peers of a unix socket have an address of none, which can crowd too.
+		time.Sleep(time.Second)
+		var peers []*testConn
+		for i := range 4 {
+			peers = append(peers, conn(fmt.Sprint("peer", i), ""))
+			time.Sleep(time.Millisecond)
+		}
+		if tcp := conn("tcp", "10.0.0.1:50001"); tcp.closed.Load() || !peers[0].closed.Load() {
+			t.Errorf("beside the peers of a unix socket: the new connection closed %v, the oldest peer's %v; want the peer's alone", tcp.closed.Load(), peers[0].closed.Load())
+		}
 	})
 }
 

@@ -6,7 +6,9 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -15,6 +17,8 @@ import (
 
 	"github.com/logwindow/logwindow_exporter/config"
 	"github.com/logwindow/logwindow_exporter/internal/pipeline"
+	"github.com/logwindow/logwindow_exporter/internal/testutil/syncbuf"
+	"github.com/logwindow/logwindow_exporter/internal/testutil/testclock"
 )
 
 // TestServeFailsWhole has Serve start on two addresses where it cannot serve one: it
@@ -412,6 +416,150 @@ func TestListenAddressesVsockApart(t *testing.T) {
 				t.Errorf("%v; want an error saying %q", err, want)
 			case !tc.refused && err != nil:
 				t.Errorf("refused: %v; a vsock port and a TCP port are apart", err)
+			}
+		})
+	}
+}
+
+// TestWebConfigSettledBeforeTheStart: the start reads the web config (its check, the
+// toolkit's set-up) and takes what it read for good: whether an address serves TLS among
+// it. A web config saved in place as the exporter started, read in the middle of the save,
+// empty or cut short, had the exporter serve plain HTTP until a restart, or fail its start
+// with the error of a YAML cut short. The start waits for the web config and its files to
+// settle, by their times or by what they are read as (a generator writes them again each
+// second), and webConfigSettleWait at most, saying so; a file settled long before, or
+// missing, is not waited for.
+func TestWebConfigSettledBeforeTheStart(t *testing.T) {
+	f := newTLSFiles(t, "", "")
+	whole := mustRead(t, f.webConfig)
+	// in returns, of a save, what the web config holds at each look: the first at the
+	// start, the last from then on.
+	in := func(saves ...[]byte) func(look int) []byte {
+		return func(look int) []byte { return saves[min(look, len(saves)-1)] }
+	}
+	for _, tc := range []struct {
+		name string
+		// holds is what the web config holds at each look, saved then; nil is as it was,
+		// settled long before, and a nil text none: the file is removed.
+		holds func(look int) []byte
+		// waited is how long the start waits, at least and less than racyAge more.
+		waited time.Duration
+		warned bool
+	}{
+		{"settled long before", nil, 0, false},
+		{"read truncated", in([]byte{}, whole), racyAge, false},
+		{"read cut short", in(whole[:len(whole)/2], whole), racyAge, false},
+		{"written again each look", in(whole), racyAge, false},
+		{"changing at each look", func(look int) []byte {
+			return fmt.Appendf(slices.Clip(whole), "  min_version: TLS1%d\n", 2+look%2)
+		}, webConfigSettleWait, true},
+		{"missing", in(nil), 0, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f.write(t, "web.yml", whole)
+			f.age(t, 0)
+			clock := testclock.New(time.Now().Add(time.Minute)) // every file written has settled
+			looks := 0
+			save := func() {
+				defer func() { looks++ }()
+				switch {
+				case tc.holds == nil:
+				case tc.holds(looks) == nil:
+					if err := os.Remove(f.webConfig); err != nil && !os.IsNotExist(err) {
+						t.Fatal(err)
+					}
+				default:
+					f.saveNow(t, clock, tc.holds(looks))
+				}
+			}
+			save()
+			var logged strings.Builder
+			start := clock.Now()
+			settleWebConfig(f.webConfig, clock.Now, func(d time.Duration) bool {
+				clock.Add(d)
+				save()
+				return true
+			}, slog.New(slog.NewTextHandler(&logged, nil)))
+			if waited := clock.Now().Sub(start); waited < tc.waited || waited >= tc.waited+racyAge {
+				t.Errorf("the start waited %v; want %v or more, less than %v more", waited, tc.waited, racyAge)
+			}
+			if warned := strings.Contains(logged.String(), "still changes"); warned != tc.warned {
+				t.Errorf("warned %v; want %v:\n%s", warned, tc.warned, logged.String())
+			}
+			if tc.holds != nil && tc.holds(looks) == nil {
+				return
+			}
+			// What the start's check then reads.
+			var checked strings.Builder
+			if err := checkWebConfig(f.webConfig, slog.New(slog.NewTextHandler(&checked, nil))); err != nil || strings.Contains(checked.String(), "sets nothing") {
+				t.Errorf("the start's check once it waited: %v\n%s", err, checked.String())
+			}
+		})
+	}
+}
+
+// TestServeSignalsWhileTheWebConfigSettles: signals are caught before the start reads the
+// web config, which it may wait for a few seconds to settle (see settleWebConfig): a
+// SIGHUP sent meanwhile (a generator that writes the web config and the rules, and sends
+// SIGHUP each time) killed the process, with the signal's default action. It is the
+// reload it asks for, once the exporter runs; a SIGTERM ends the wait and the start.
+func TestServeSignalsWhileTheWebConfigSettles(t *testing.T) {
+	dir := t.TempDir()
+	cfgPath := filepath.Join(dir, "rules.yaml")
+	if err := os.WriteFile(cfgPath, []byte("inputs: [{path: "+filepath.Join(dir, "access.log")+"}]\nrules: [{name: r, match: x}]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Load(cfgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, signal := range []syscall.Signal{syscall.SIGHUP, syscall.SIGTERM} {
+		t.Run(signal.String(), func(t *testing.T) {
+			free, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			addr := free.Addr().String()
+			free.Close()
+			// Written now: the start waits for it to settle.
+			webConfig := filepath.Join(t.TempDir(), "web.yml")
+			if err := os.WriteFile(webConfig, []byte("http_server_config:\n  headers:\n    X-Frame-Options: deny\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			var logged syncbuf.Buffer
+			logger := slog.New(slog.NewTextHandler(&logged, nil))
+			systemd := false
+			flags := &web.FlagConfig{WebListenAddresses: &[]string{addr}, WebSystemdSocket: &systemd, WebConfigFile: &webConfig}
+			served := make(chan error, 1)
+			go func() {
+				served <- Serve(cfg, pipeline.Options{Logger: logger, Now: time.Now}, flags, Options{Logger: logger, MetricsPath: "/metrics"})
+			}()
+			for !strings.Contains(logged.String(), "starting") {
+				time.Sleep(10 * time.Millisecond)
+			}
+			time.Sleep(100 * time.Millisecond)
+			if err := syscall.Kill(os.Getpid(), signal); err != nil {
+				t.Fatal(err)
+			}
+			if signal == syscall.SIGHUP {
+				deadline := time.Now().Add(10 * time.Second)
+				for !strings.Contains(logged.String(), "configuration reloaded") && time.Now().Before(deadline) {
+					time.Sleep(10 * time.Millisecond)
+				}
+				if !strings.Contains(logged.String(), "configuration reloaded") {
+					t.Errorf("a SIGHUP while the web config settled was not taken for a reload:\n%s", logged.String())
+				}
+				if err := syscall.Kill(os.Getpid(), syscall.SIGTERM); err != nil {
+					t.Fatal(err)
+				}
+			}
+			select {
+			case err := <-served:
+				if err != nil {
+					t.Errorf("Serve: %v; want it ended by SIGTERM", err)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("Serve goes on after SIGTERM")
 			}
 		})
 	}

@@ -92,6 +92,11 @@ type Options struct {
 	// MaxScrapeBytes bounds the heap the scrapes in flight hold, within MaxRequests (see
 	// scrapeLimiter); 0 is none.
 	MaxScrapeBytes int64
+
+	// reloads runs POST /-/reload's reloads, and those of SIGHUP and the rule file's
+	// watch, which share them (see reloader): Serve sets it; without it NewMux makes one
+	// of its own.
+	reloads *reloader
 }
 
 // Serve follows the inputs of cfg and answers HTTP on the addresses of webFlags until
@@ -99,18 +104,31 @@ type Options struct {
 func Serve(cfg *config.Config, popts pipeline.Options, webFlags *web.FlagConfig, o Options) error {
 	logger := o.Logger
 	logger.Info("starting "+o.Name, "version", version.Info(), "config", cfg.File)
-	if f := webFlags.WebConfigFile; f != nil && *f != "" {
-		if err := CheckWebConfig(*f, logger.With("web_config", *f)); err != nil {
-			return err
-		}
-	}
-	// Signals are caught before the inputs start: a SIGHUP or SIGTERM during start-up must
-	// not kill the process with the default action.
+	// Signals are caught before the web config is read, which may wait for it to settle,
+	// and the inputs start: a SIGHUP or SIGTERM during start-up must not kill the process
+	// with the default action. A SIGHUP is the reload it asks for once the exporter runs.
 	ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer cancel()
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
+	if f := webFlags.WebConfigFile; f != nil && *f != "" {
+		settleWebConfig(*f, time.Now, func(d time.Duration) bool {
+			select {
+			case <-ctx.Done():
+				return false
+			case <-time.After(d):
+				return true
+			}
+		}, logger.With("web_config", *f))
+		if ctx.Err() != nil {
+			logger.Info("shutting down")
+			return nil
+		}
+		if err := CheckWebConfig(*f, logger.With("web_config", *f)); err != nil {
+			return err
+		}
+	}
 
 	popts.Interrupt = ctx.Done() // a wait for the storage directory
 	p, err := pipeline.Start(cfg, popts)
@@ -124,20 +142,21 @@ func Serve(cfg *config.Config, popts pipeline.Options, webFlags *web.FlagConfig,
 	// that set-up goes on there meanwhile.
 	runtime.Gosched()
 
+	o.reloads = newReloader(func() error { return Reload(p, logger) })
 	go func() {
 		for {
 			select {
 			case <-ctx.Done():
 				return
 			case <-hup:
-				_ = Reload(p, logger)
+				_ = o.reloads.Reload()
 			}
 		}
 	}()
 	if o.Watch != nil {
 		go func() {
 			err := o.Watch.Run(ctx, configwatch.Options{
-				Reload: func() { _ = Reload(p, logger) },
+				Reload: func() { _ = o.reloads.Reload() },
 				Settle: configWatchSettle,
 				Poll:   configWatchPoll,
 				After:  time.After,
@@ -199,6 +218,48 @@ func Serve(cfg *config.Config, popts pipeline.Options, webFlags *web.FlagConfig,
 	case <-ctx.Done():
 		logger.Info("shutting down")
 		return shutdown(servers, conns, logger)
+	}
+}
+
+// webConfigSettleWait is how long the start waits at most for the web config and the
+// files it names to settle (see settleWebConfig), looking again every
+// webConfigSettlePoll.
+const (
+	webConfigSettleWait = 5 * time.Second
+	webConfigSettlePoll = 100 * time.Millisecond
+)
+
+// settleWebConfig waits, by now and sleep, until the web config at path and the files it
+// names settled, by their times or by what they are read as (see steady), or one of them
+// is missing, for webConfigSettleWait at most, which is warned of to logger, or until
+// sleep returns false (the start is ended). The start reads the web config several times
+// (its check, exporter-toolkit's set-up, the TLS config and the users that handshakes and
+// requests are held to while a change is unsettled) and takes what they read for good:
+// whether an address serves TLS among them. A web config saved in place as the exporter
+// started (a generator writing it again every second, a script writing it as the exporter
+// restarts) and read in the middle of its save, empty or cut short, served plain HTTP
+// until a restart, or failed the start with the error of a YAML cut short. Files that
+// settled long before, as usual, are not waited for.
+func settleWebConfig(path string, now func() time.Time, sleep func(time.Duration) bool, logger *slog.Logger) {
+	var s steady
+	start := now()
+	for {
+		at := now()
+		stamps, named, read := stampWebConfig(path, os.ReadFile)
+		if named == nil || !unchanged(stamps) {
+			read = nil
+		}
+		if s.held(read, at) || settled(stamps, at) || slices.ContainsFunc(stamps, func(s fileStamp) bool { return s.info == nil }) {
+			return
+		}
+		if at.Sub(start) >= webConfigSettleWait {
+			logger.Warn("the web config, or a file it names, still changes: it is read as it is now, and one saved in place read in the middle of its save may be cut short (whether an address serves TLS is decided now, until a restart)",
+				"waited", webConfigSettleWait)
+			return
+		}
+		if !sleep(webConfigSettlePoll) {
+			return
+		}
 	}
 }
 
@@ -858,6 +919,10 @@ func NewMux(p *pipeline.Pipeline, coll *rulescrape.Collector, reg *prometheus.Re
 		}
 		fmt.Fprintln(w, "Ready.")
 	})
+	reloads := o.reloads
+	if reloads == nil {
+		reloads = newReloader(func() error { return Reload(p, logger) })
+	}
 	mux.Handle("/-/reload", sameOrigin(func(w http.ResponseWriter, r *http.Request) {
 		switch {
 		case !o.Lifecycle:
@@ -866,7 +931,7 @@ func NewMux(p *pipeline.Pipeline, coll *rulescrape.Collector, reg *prometheus.Re
 			w.Header().Set("Allow", "POST, PUT")
 			http.Error(w, "Use POST to reload.", http.StatusMethodNotAllowed)
 		default:
-			if err := Reload(p, logger); err != nil {
+			if err := reloads.Reload(); err != nil {
 				http.Error(w, err.Error(), http.StatusBadRequest)
 				return
 			}
@@ -942,7 +1007,8 @@ func CheckTelemetryPath(path string) (err error) {
 	return nil
 }
 
-// Reload is the one reload path shared by SIGHUP, POST /-/reload and the file watch.
+// Reload is the one reload path shared by SIGHUP, POST /-/reload and the file watch,
+// through a reloader.
 func Reload(p *pipeline.Pipeline, logger *slog.Logger) error {
 	if err := p.ReloadFile(); err != nil {
 		if ins := (*pipeline.InputsNotStarted)(nil); errors.As(err, &ins) {

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"crypto/sha256"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
@@ -187,7 +188,10 @@ const racyAge = 2 * time.Second
 // files changed: their stamps (which file, size, modification and change times), taken
 // before the toolkit reads them, were the same right after it read them and are now, and
 // none had changed within racyAge of when they were taken. A change is taken by the first
-// handshake after it, as the toolkit takes it.
+// handshake after it, as the toolkit takes it. Files that a generator writes again more
+// often than racyAge are never kept, but what they are read as settles (see steady): the
+// config loaded from it is given to the handshakes that read them as that, which then
+// read them (and parse the web config) but load nothing.
 // What the toolkit fails to load is not kept (it may be a passing error, a file descriptor
 // short): it is counted, and each handshake loads again. So is a client CA file (or
 // client_ca) that holds no certificate, which the start refuses (checkClientCAs) and the
@@ -209,6 +213,10 @@ type tlsConfigs struct {
 	// a handshake's client must be accepted by too while the files changed since are
 	// unsettled (see heldTo). Under mu.
 	last *tls.Config
+	// steady tells when what the files, unsettled, are read as settled; lastRead is what
+	// they were read as for last, when that was kept or settled so. Under mu.
+	steady   steady
+	lastRead any
 	// closed counts the connections closed by recheck, for the log.
 	closed atomic.Int64
 }
@@ -257,11 +265,25 @@ func (c *tlsConfigs) currentLocked(hello *tls.ClientHelloInfo) (*tls.Config, err
 	}
 	c.config.Store(nil)
 	at := c.now()
-	stamps, named := c.stamp()
+	stamps, named, read := stampWebConfig(c.path, c.readFile)
+	// Read, whole, as the config handshakes are held to was, and settled so (a generator
+	// writes the files again every second): that config is theirs, with no load. The
+	// toolkit's parses every certificate again, a bundle of CAs in tens of milliseconds,
+	// which any client able to connect could otherwise ask for over and over.
+	if read != nil && c.lastRead != nil && reflect.DeepEqual(read, c.lastRead) && unchanged(stamps) && c.steady.held(read, at) {
+		return c.last, nil
+	}
 	config, err := c.load(hello)
 	if err == nil && named != nil {
 		err = checkClientCAs(named)
 	}
+	// Stamps that are not those after the load are of files changed while it read them:
+	// a save in place begun meanwhile may have been read cut short.
+	whole := err == nil && named != nil && unchanged(stamps)
+	if !whole {
+		read = nil
+	}
+	held := c.steady.held(read, at)
 	if err != nil && named != nil && !named.IsEnabled() {
 		return nil, fmt.Errorf("tls_server_config was taken out of the web config (or is misspelled), but whether an address serves TLS is decided at the start: it serves TLS, refusing every handshake, until tls_server_config is put back or the exporter restarts to serve plain HTTP (%w)", err)
 	}
@@ -281,12 +303,17 @@ func (c *tlsConfigs) currentLocked(hello *tls.ClientHelloInfo) (*tls.Config, err
 		}
 	}
 	checkAllowedSANs(config)
-	// Stamps that are not those after the load are of files changed while it read them:
-	// a save in place begun meanwhile may have been read cut short.
-	if named != nil && settled(stamps, at) && unchanged(stamps) {
+	if whole && settled(stamps, at) {
 		c.config.Store(config)
 		c.stamps = stamps
-		c.last = config
+		c.last, c.lastRead = config, read
+		return config, nil
+	}
+	// What the files are read as settled though their stamps did not (see steady): the
+	// config is not kept, for the stamps of a file system with times of a second or two
+	// may not tell the next change, but it is the one handshakes are held to.
+	if whole && held {
+		c.last, c.lastRead = config, read
 		return config, nil
 	}
 	if c.last != nil {
@@ -338,28 +365,47 @@ func unchanged(stamps []fileStamp) bool {
 	return true
 }
 
-// stamp stamps the web config and the files it names now, the web config first, and
-// returns what it names them in; named is nil when the web config could not be read or
-// parsed for their names. The toolkit reads it again a moment later, and may then read it
-// (an error that passed, a file descriptor short) and the files it names: stamps without
-// theirs would keep its config through their renewal.
-func (c *tlsConfigs) stamp() (stamps []fileStamp, named *web.TLSConfig) {
-	stamps = []fileStamp{statFile(c.path)}
-	text, err := c.readFile(c.path)
+// stampWebConfig stamps the web config at path and the files it names now, the web
+// config first, reading them with readFile, and returns what it names them in; named is
+// nil when the web config could not be read or parsed for their names. The toolkit reads
+// it again a moment later, and may then read it (an error that passed, a file descriptor
+// short) and the files it names: stamps without theirs would keep its config through
+// their renewal. read is what they were read as (see steady), nil when one could not be
+// read: the web config as parsed, for a generator may write a comment of its own each
+// time (the time it wrote it), and the sum of the files it names.
+func stampWebConfig(path string, readFile func(string) ([]byte, error)) (stamps []fileStamp, named *web.TLSConfig, read any) {
+	stamps = []fileStamp{statFile(path)}
+	text, err := readFile(path)
 	if err != nil {
-		return stamps, nil
+		return stamps, nil, nil
 	}
 	var config web.Config
 	if yaml.Unmarshal(text, &config) != nil {
-		return stamps, nil
+		return stamps, nil, nil
 	}
-	config.TLSConfig.SetDirectory(filepath.Dir(c.path))
+	config.TLSConfig.SetDirectory(filepath.Dir(path))
+	sum := sha256.New()
 	for _, p := range []string{config.TLSConfig.TLSCertPath, config.TLSConfig.TLSKeyPath, config.TLSConfig.ClientCAs} {
-		if p != "" {
-			stamps = append(stamps, statFile(p))
+		if p == "" {
+			continue
 		}
+		stamps = append(stamps, statFile(p))
+		text, err := readFile(p)
+		if err != nil {
+			return stamps, &config.TLSConfig, nil
+		}
+		// Each file's length first, for two files' texts not to sum as one.
+		fmt.Fprintf(sum, "%d:", len(text))
+		sum.Write(text)
 	}
-	return stamps, &config.TLSConfig
+	return stamps, &config.TLSConfig, webConfigRead{config, [sha256.Size]byte(sum.Sum(nil))}
+}
+
+// webConfigRead is what the web config and the files it names were read as: the web
+// config, parsed, and the sum of the files.
+type webConfigRead struct {
+	config web.Config
+	files  [sha256.Size]byte
 }
 
 // settled reports whether stamps taken from now on tell any later change of their files:
@@ -373,6 +419,32 @@ func settled(stamps []fileStamp, now time.Time) bool {
 		}
 	}
 	return true
+}
+
+// steady tells when what files hold settled though their times do not: a web config a
+// generator writes again every second (a template rendered in a loop) is never racyAge
+// old, and a change of it was never taken (a client CA replaced had the clients of the
+// new CA refused, basic_auth_users taken out still asked for passwords). What a save in
+// place is read as in its middle (empty, cut short) lasts as long as the save, a moment,
+// where what the generator writes stays until it writes it again: what was read the
+// same, whole, at every read for racyAge or more has settled. A read in the middle of a
+// save starts the wait again, and so does one that was not whole, or did not load: for
+// what a save was read as in its middle to be taken, two reads racyAge or more apart
+// would each have to fall within a save, at the same point of it, with no read between.
+type steady struct {
+	read  any // what was last read whole; nil for none
+	since time.Time
+}
+
+// held tells, of read, what the files were read as at now (nil when they were not read
+// whole, or did not load), whether it settled: whether it is what every read since
+// racyAge or more before read.
+func (s *steady) held(read any, now time.Time) bool {
+	if read == nil || s.read == nil || !reflect.DeepEqual(read, s.read) {
+		s.read, s.since = read, now
+		return false
+	}
+	return now.Sub(s.since) >= racyAge
 }
 
 // fileStamp is what os.Stat said of a file (through symlinks: the kubelet and certbot

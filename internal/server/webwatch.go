@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/prometheus/exporter-toolkit/web"
 	"go.yaml.in/yaml/v2"
@@ -53,7 +54,8 @@ import (
 //     users of the web config as the watch reads it while unsettled besides (pending):
 //     read cut short, it holds fewer users, never a password of none, so that a
 //     password changed is taken at once, even in a web config a generator writes again
-//     every second, which never settles.
+//     every second, which never settles by its times; what it is read as settles, and
+//     is then taken as a web config settled is (see steady).
 //
 // Each request looks at the web config's stamp, a stat, and reads it again when it
 // changed, once the change settled (the toolkit reads and parses it for each request
@@ -85,8 +87,12 @@ type webConfigWatch struct {
 	// at stamp pendingStamp.
 	pending      map[string]string
 	pendingStamp fileStamp
+	// steady tells when what the unsettled web config is read as settled.
+	steady steady
 	// costly are the users whose hash is of a bcrypt cost warned of, with their hash.
 	costly map[string]string
+	// emptied is set while the web config sets nothing, which was warned of (see take).
+	emptied bool
 }
 
 // watchedListener is a listener a webConfigWatch tells of.
@@ -234,10 +240,10 @@ func (c *webConfigWatch) passes(r *http.Request, users ...map[string]string) boo
 			continue
 		}
 		c.mu.Lock()
-		if c.verified == nil || len(c.verified) >= knownCredentials {
+		if c.verified == nil {
 			c.verified = map[[sha256.Size]byte]struct{}{}
 		}
-		c.verified[keys[i]] = struct{}{}
+		remember(c.verified, keys[i])
 		c.mu.Unlock()
 		return true
 	}
@@ -252,31 +258,63 @@ func (c *webConfigWatch) check() webConfigNow {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if s.same(c.stamp) {
-		return webConfigNow{badHashes: c.badHashes, stranger: c.stranger, users: c.users, read: s}
+		return c.told(s)
 	}
-	// What the toolkit reads may be the web config in the middle of a save.
-	unsettled := webConfigNow{badHashes: c.badHashes, stranger: c.stranger, users: c.users}
 	// A web config saved in place (truncated, then written) may be read in between, empty
 	// or cut short: what is read within racyAge of its change waits for the change to
 	// settle, as tlsConfigs keeps no config of files so changed. A stamp kept once it
 	// settled tells any later change, at any granularity of its file system's times.
-	if !settled([]fileStamp{s}, c.errors.now()) {
-		c.readPending(s)
-		unsettled.pending = c.pending
-		return unsettled
+	now := c.errors.now()
+	if !settled([]fileStamp{s}, now) {
+		c.readPending(s, now)
+		// What the toolkit reads may be the web config in the middle of a save.
+		told := c.told(fileStamp{})
+		told.pending = c.pending
+		return told
 	}
-	config, whole, err := c.readAt(s)
+	config, whole, _, err := c.readAt(s, now)
 	if !whole {
-		return unsettled
+		return c.told(fileStamp{})
 	}
 	c.stamp = s
 	if err != nil {
-		return unsettled // the toolkit answers 500, and webConfigErrors tells it
+		return c.told(fileStamp{}) // the toolkit answers 500, and webConfigErrors tells it
 	}
+	c.take(config)
+	return c.told(s)
+}
+
+// told is what a request is told of the web config last taken, read at stamp read (see
+// webConfigNow). Under c.mu.
+func (c *webConfigWatch) told(read fileStamp) webConfigNow {
+	if c.emptied {
+		// The users are not the web config's: the toolkit's read of it is no pass.
+		read = fileStamp{}
+	}
+	return webConfigNow{badHashes: c.badHashes, stranger: c.stranger, users: c.users, read: read}
+}
+
+// take takes config for the web config, settled: warns of what changed of it that the
+// toolkit does not take, and holds requests to its users. But for a web config that sets
+// nothing at all, where the one before asked for passwords: a save that truncates the
+// web config and writes it seconds later (`fetch > web.yml`, whose shell truncates it at
+// once) leaves it empty long enough to settle, and every request would be served without
+// a password until the write. Requests are held to the users before, which is warned of,
+// until it sets something or the exporter restarts, where one who means to serve without
+// a password takes the flag out.
+func (c *webConfigWatch) take(config *web.Config) {
 	c.warnStartOnly(readStartOnly(config))
 	costly := costlyHashes(config)
 	warnCostlyHashes(costly, c.costly, c.logger)
 	c.costly = costly
+	if setsNothing(config) && c.users != nil {
+		if !c.emptied {
+			c.emptied = true
+			c.logger.Warn("the web config now sets nothing (it is empty, comments alone, or empty sections), as a save that truncates it and writes it later leaves it meanwhile: requests are still held to the basic_auth_users of before, until it sets something again or the exporter restarts (to serve without a password, leave --web.config.file out)")
+		}
+		return
+	}
+	c.emptied = false
 	c.users, c.badHashes = readUsers(config)
 	for user, err := range c.badHashes {
 		c.badHashes[user] = fmt.Errorf("%w: its requests are refused as with a wrong password, as the start would refuse the web config", err)
@@ -288,31 +326,42 @@ func (c *webConfigWatch) check() webConfigNow {
 			c.stranger += "_"
 		}
 	}
-	return webConfigNow{badHashes: c.badHashes, stranger: c.stranger, users: c.users, read: s}
 }
 
-// readPending reads the users of the web config, unsettled at stamp s, unless they were
-// read at s: once for each time it is written, however many requests come meanwhile.
-// What is read is taken if the web config was not saved while it was read.
-func (c *webConfigWatch) readPending(s fileStamp) {
+// readPending reads the users of the web config, unsettled at stamp s at now, unless they
+// were read at s: once for each time it is written, however many requests come
+// meanwhile. What is read is taken if the web config was not saved while it was read;
+// and taken for the web config, settled, when it is what it was read as for racyAge
+// (see steady), which a web config a generator writes again every second is.
+func (c *webConfigWatch) readPending(s fileStamp, now time.Time) {
 	if s.same(c.pendingStamp) {
 		return
 	}
-	config, whole, err := c.readAt(s)
+	config, whole, held, err := c.readAt(s, now)
 	if !whole {
 		return
 	}
 	c.pending, c.pendingStamp = nil, s
-	if err == nil {
-		c.pending, _ = readUsers(config)
+	if err != nil {
+		return
+	}
+	c.pending, _ = readUsers(config)
+	if held {
+		c.take(config)
 	}
 }
 
-// readAt reads the web config, found at stamp s before: whole is false when it was saved
-// while it was read, which may then have been cut short.
-func (c *webConfigWatch) readAt(s fileStamp) (config *web.Config, whole bool, err error) {
+// readAt reads the web config, found at stamp s before, at now: whole is false when it
+// was saved while it was read, which may then have been cut short; held tells whether
+// what was read settled (see steady).
+func (c *webConfigWatch) readAt(s fileStamp, now time.Time) (config *web.Config, whole, held bool, err error) {
 	config, _, err = c.readConfig(c.path)
-	return config, statFile(c.path).same(s), err
+	whole = statFile(c.path).same(s)
+	var read any
+	if whole && err == nil {
+		read = config
+	}
+	return config, whole, c.steady.held(read, now), err
 }
 
 // readUsers returns the bcrypt hashes of the users of config, by user (nil when it has

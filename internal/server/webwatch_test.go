@@ -400,6 +400,130 @@ func TestWebConfigPasswordChangedUnderGenerator(t *testing.T) {
 	}
 }
 
+// TestWebConfigChangeSettledUnderGenerator: a change of the web config is taken once it
+// settled, racyAge after it was written (see TestWebConfigUsersGoneWhileSaved). A web
+// config a generator writes again every second (a template rendered in a loop) never
+// settles by its file's times: basic_auth_users taken out went on asking every client
+// for a password, and a password turned into what is no bcrypt hash was refused as a
+// wrong one with no word, for as long as the generator ran. What the watch reads whole
+// the same at each read for racyAge, with nothing else read between, has settled: a read
+// in the middle of a save (cut short) starts the wait again.
+func TestWebConfigChangeSettledUnderGenerator(t *testing.T) {
+	good := passwordHash(t, "secret")
+	const noUsers = "http_server_config:\n  headers:\n    X-Frame-Options: deny\n"
+	brokenHash := "basic_auth_users:\n  scraper: secret\n  other: '" + good + "'\n"
+	type rewrite struct {
+		webConfig string // what the generator writes, a second after the one before
+		try       basicAuthTry
+		logged    bool // a bcrypt hash is logged of, counted in logwindow_web_config_errors_total
+	}
+	for _, tc := range []struct {
+		name     string
+		rewrites []rewrite
+	}{
+		{"basic_auth_users taken out", []rewrite{
+			{noUsers, basicAuthTry{"", "", http.StatusUnauthorized}, false},
+			{noUsers, basicAuthTry{"", "", http.StatusUnauthorized}, false},
+			{noUsers, basicAuthTry{"", "", http.StatusNotFound}, false},
+			{noUsers, basicAuthTry{"", "", http.StatusNotFound}, false},
+		}},
+		{"read cut short between", []rewrite{
+			{noUsers, basicAuthTry{"", "", http.StatusUnauthorized}, false},
+			{"http_server_config:\n", basicAuthTry{"", "", http.StatusUnauthorized}, false},
+			{noUsers, basicAuthTry{"", "", http.StatusUnauthorized}, false},
+			{noUsers, basicAuthTry{"", "", http.StatusUnauthorized}, false},
+			{noUsers, basicAuthTry{"", "", http.StatusNotFound}, false},
+		}},
+		{"a hash broken", []rewrite{
+			{brokenHash, basicAuthTry{"scraper", "secret", http.StatusUnauthorized}, false},
+			{brokenHash, basicAuthTry{"scraper", "secret", http.StatusUnauthorized}, false},
+			{brokenHash, basicAuthTry{"scraper", "secret", http.StatusUnauthorized}, true},
+			{brokenHash, basicAuthTry{"other", "secret", http.StatusNotFound}, true},
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newTLSFiles(t, "", "")
+			f.write(t, "web.yml", []byte("basic_auth_users:\n  scraper: '"+good+"'\n  other: '"+good+"'\n"))
+			clock := testclock.New(time.Now().Add(time.Minute)) // every file written has settled
+			var logged syncbuf.Buffer
+			logger := slog.New(slog.NewTextHandler(&logged, nil))
+			configErrors := newWebConfigErrors(f.webConfig, logger, clock.Now)
+			addr := servePlainLogged(t, f.webConfig, configErrors, logger)
+			get := basicAuthGet(t, addr)
+			if got := get("scraper", "secret"); got != http.StatusNotFound {
+				t.Fatalf("before the change: %d; want the handler's 404", got)
+			}
+			for i, step := range tc.rewrites {
+				// The generator dates what it writes.
+				f.saveNow(t, clock, []byte(step.webConfig+"# written at "+clock.Now().String()+"\n"))
+				if got := get(step.try.user, step.try.password); got != step.try.want {
+					t.Errorf("rewrite %d, user %q, password %q: %d; want %d", i, step.try.user, step.try.password, got, step.try.want)
+				}
+				counted := testutil.ToFloat64(configErrors) > 0
+				if told := counted && strings.Contains(logged.String(), "bcrypt hash"); told != step.logged || counted != step.logged {
+					t.Errorf("rewrite %d: the broken hash counted %v, logged %v; want %v:\n%s", i, counted, told, step.logged, logged.String())
+				}
+				clock.Add(time.Second)
+			}
+		})
+	}
+}
+
+// TestWebConfigEmptiedWhileRunning: a change that lets more through is taken once it
+// settled, racyAge after it was written (see TestWebConfigUsersGoneWhileSaved). A save
+// that truncates the web config and writes it more than that later (`fetch > web.yml`,
+// whose shell truncates it at once, the fetch taking seconds) left it empty long enough
+// to be taken: every request was served without a password until the write. A web config
+// that sets nothing at all, while the one before asked for passwords, is not taken for
+// their removal: requests are held to them, and that is warned of, until it sets
+// something again or the exporter restarts; one that keeps a key (a header) is taken.
+func TestWebConfigEmptiedWhileRunning(t *testing.T) {
+	good := passwordHash(t, "secret")
+	users := "basic_auth_users:\n  scraper: '" + good + "'\n"
+	for _, tc := range []struct {
+		name, saved string
+		want        int
+		warned      bool
+	}{
+		{"empty", "", http.StatusUnauthorized, true},
+		{"comments alone", "# generated\n", http.StatusUnauthorized, true},
+		{"an empty section", "basic_auth_users: {}\n", http.StatusUnauthorized, true},
+		{"a header kept", "http_server_config:\n  headers:\n    X-Frame-Options: deny\n", http.StatusNotFound, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newTLSFiles(t, "", "")
+			f.write(t, "web.yml", []byte(users))
+			clock := testclock.New(time.Now().Add(time.Minute)) // every file written has settled
+			var logged syncbuf.Buffer
+			logger := slog.New(slog.NewTextHandler(&logged, nil))
+			addr := servePlainLogged(t, f.webConfig, newWebConfigErrors(f.webConfig, logger, clock.Now), logger)
+			get := basicAuthGet(t, addr)
+			if got := get("", ""); got != http.StatusUnauthorized {
+				t.Fatalf("before the save: %d; want 401", got)
+			}
+			f.saveNow(t, clock, []byte(tc.saved))
+			for range 3 {
+				clock.Add(racyAge)
+				if got := get("", ""); got != tc.want {
+					t.Errorf("%s, settled: %d without a password; want %d", tc.name, got, tc.want)
+				}
+			}
+			if got := get("scraper", "secret"); got != http.StatusNotFound {
+				t.Errorf("%s, settled: the scraper got %d; want the handler's 404", tc.name, got)
+			}
+			if warned := strings.Count(logged.String(), "sets nothing"); warned != map[bool]int{true: 1}[tc.warned] {
+				t.Errorf("warned %d times that the web config sets nothing; want it %v, once:\n%s", warned, tc.warned, logged.String())
+			}
+			// Written at last: taken as any change.
+			f.saveNow(t, clock, []byte("http_server_config:\n  headers:\n    X-Frame-Options: deny\n"))
+			clock.Add(racyAge)
+			if got := get("", ""); got != http.StatusNotFound {
+				t.Errorf("%s, then a web config without users, settled: %d without a password; want the handler's 404", tc.name, got)
+			}
+		})
+	}
+}
+
 // TestWebConfigCutShortAtStart: the users a request is held to while the web config is
 // unsettled are those the start read (see TestWebConfigUsersGoneWhileSaved): a web config
 // saved in place as the exporter starts, read by the start between its truncation and
@@ -743,4 +867,49 @@ func basicAuthStatus(h http.Handler, user, password string) int {
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, req)
 	return rec.Code
+}
+
+// TestWebConfigManyUsersRemembered: while the web config is unsettled (a generator
+// writes it again every second, and then it always is), each request the toolkit lets
+// through is checked against the users of the web config the watch read (see passes),
+// with bcrypt unless its credentials passed before. Those remembered were forgotten all
+// at once when sixteen were: with more scrapers than that, each with its password, every
+// scrape paid a bcrypt check, one at a time, as long as the generator ran. Credentials
+// that passed once pass again without one.
+func TestWebConfigManyUsersRemembered(t *testing.T) {
+	const scrapers = 40
+	c := newWebConfigErrors("web.yml", slog.New(slog.DiscardHandler), time.Now).watch
+	users := map[string]string{}
+	for i := range scrapers {
+		users[fmt.Sprint("scraper", i)] = passwordHash(t, fmt.Sprint("secret", i))
+	}
+	request := func(i int) *http.Request {
+		r := httptest.NewRequest(http.MethodGet, "/metrics", nil)
+		r.SetBasicAuth(fmt.Sprint("scraper", i), fmt.Sprint("secret", i))
+		return r
+	}
+	for i := range scrapers {
+		if !c.passes(request(i), users) {
+			t.Fatalf("scraper %d did not pass", i)
+		}
+	}
+	// No check can be made now: one made would wait until the test ends.
+	c.bcryptMu.Lock()
+	defer c.bcryptMu.Unlock()
+	done := make(chan int, scrapers)
+	go func() {
+		for i := range scrapers {
+			if !c.passes(request(i), users) {
+				t.Errorf("scraper %d did not pass again", i)
+			}
+			done <- i
+		}
+	}()
+	for i := range scrapers {
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			t.Fatalf("scraper %d, which passed before, is checked with bcrypt again", i)
+		}
+	}
 }

@@ -326,3 +326,48 @@ func TestPageOfManyRules(t *testing.T) {
 		}
 	}
 }
+
+// TestHeadOfPageReadsNothing: a HEAD of the page (an uptime probe's) gathered the
+// registry, read every rule's windows and made the whole page for a body it does not
+// send, as a GET does, in turn with the pages asked for and in the server's bound on the
+// requests in flight: a page of thousands of rules costs a core a good part of a second.
+// It gets the GET's headers at once, reading nothing and taking no place; another path
+// is still not found.
+func TestHeadOfPageReadsNothing(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		windows := &blockingWindows{entered: make(chan struct{}, 10), release: make(chan struct{})}
+		admitted := 0
+		mux := http.NewServeMux()
+		Register(mux, Options{Name: "test", Source: &fakeSource{cfg: testConfig(t)}, Gatherer: prometheus.NewRegistry(), MetricsPath: "/metrics", Windows: windows,
+			Admit: func(h http.Handler) http.Handler {
+				return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					admitted++
+					h.ServeHTTP(w, r)
+				})
+			}})
+		do := func(method, path string) *httptest.ResponseRecorder {
+			rec := httptest.NewRecorder()
+			mux.ServeHTTP(rec, httptest.NewRequest(method, path, nil))
+			return rec
+		}
+		head := make(chan *httptest.ResponseRecorder, 1)
+		go func() { head <- do(http.MethodHead, "/") }()
+		synctest.Wait()
+		if n := len(windows.entered); n != 0 || admitted != 0 {
+			t.Errorf("a HEAD read the windows %d times and took %d places; want none", n, admitted)
+		}
+		close(windows.release)
+		got, get := <-head, do(http.MethodGet, "/")
+		if got.Code != http.StatusOK || got.Body.Len() != 0 {
+			t.Errorf("HEAD: %d with %d bytes; want 200 with none", got.Code, got.Body.Len())
+		}
+		for _, name := range []string{"Content-Type", "X-Content-Type-Options", "Content-Security-Policy", "Cache-Control"} {
+			if got.Header().Get(name) != get.Header().Get(name) {
+				t.Errorf("HEAD's %s: %q; want the GET's, %q", name, got.Header().Get(name), get.Header().Get(name))
+			}
+		}
+		if code := do(http.MethodHead, "/nothing").Code; code != http.StatusNotFound {
+			t.Errorf("HEAD of another path: %d; want 404", code)
+		}
+	})
+}

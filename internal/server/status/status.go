@@ -138,7 +138,16 @@ func Register(mux *http.ServeMux, o Options) {
 	if o.Admit != nil {
 		landing = o.Admit(landing)
 	}
-	mux.Handle("/", landing)
+	mux.Handle("/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// A HEAD (an uptime probe's) is answered the GET's headers at once: it reads
+		// nothing, and waits for no page, for a body it does not send.
+		if r.Method == http.MethodHead && r.URL.Path == "/" {
+			pageHeader(w.Header())
+			w.WriteHeader(http.StatusOK)
+			return
+		}
+		landing.ServeHTTP(w, r)
+	}))
 	mux.Handle(ExplainPath, &lineTester{o: &o, admit: make(chan struct{}, explainRequests), explain: make(chan struct{}, 1)})
 }
 
@@ -397,13 +406,17 @@ func (o *Options) render(w http.ResponseWriter, v *view) {
 // could overlay the form, and is kept by no cache: it is the state of one moment, and the
 // tester's reply holds the lines pasted, which may hold what a log should not leave.
 func writePage(w http.ResponseWriter, page []byte) {
-	h := w.Header()
+	pageHeader(w.Header())
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(page)
+}
+
+// pageHeader sets the header of a page in h (see writePage).
+func pageHeader(h http.Header) {
 	h.Set("Content-Type", "text/html; charset=utf-8")
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'")
 	h.Set("Cache-Control", "no-store")
-	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(page)
 }
 
 // size is a byte count as the page and the errors say it: "256 KiB", "2 MiB".
