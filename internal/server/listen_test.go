@@ -564,3 +564,69 @@ func TestServeSignalsWhileTheWebConfigSettles(t *testing.T) {
 		})
 	}
 }
+
+// TestWebConfigProjectedNotWaitedFor: a web config from a Secret or a ConfigMap volume is
+// written by the kubelet just before the container starts, so it is always young at the
+// start; the kubelet swaps such a volume's files in whole (a new directory, then ..data
+// renamed to it), so the start does not wait for them to age. A young file reached any
+// other way is still waited for.
+func TestWebConfigProjectedNotWaitedFor(t *testing.T) {
+	const webConfig = "http_server_config:\n  http2: true\n"
+	for _, tc := range []struct {
+		name string
+		// lay writes web.yml into dir, returning its path.
+		lay    func(t *testing.T, dir string) string
+		waited time.Duration
+	}{
+		{"a Secret's volume", func(t *testing.T, dir string) string {
+			mustWrite(t, filepath.Join(dir, "..2026_11_29_21_00_00.1", "web.yml"), webConfig)
+			mustLink(t, "..2026_11_29_21_00_00.1", filepath.Join(dir, "..data"))
+			mustLink(t, "..data/web.yml", filepath.Join(dir, "web.yml"))
+			return filepath.Join(dir, "web.yml")
+		}, 0},
+		{"a file written in place", func(t *testing.T, dir string) string {
+			mustWrite(t, filepath.Join(dir, "web.yml"), webConfig)
+			return filepath.Join(dir, "web.yml")
+		}, racyAge},
+		{"..data a directory, not the kubelet's link", func(t *testing.T, dir string) string {
+			mustWrite(t, filepath.Join(dir, "..data", "web.yml"), webConfig)
+			mustLink(t, "..data/web.yml", filepath.Join(dir, "web.yml"))
+			return filepath.Join(dir, "web.yml")
+		}, racyAge},
+		{"a link elsewhere", func(t *testing.T, dir string) string {
+			mustWrite(t, filepath.Join(dir, "conf", "web.yml"), webConfig)
+			mustLink(t, "conf/web.yml", filepath.Join(dir, "web.yml"))
+			return filepath.Join(dir, "web.yml")
+		}, racyAge},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := tc.lay(t, t.TempDir())
+			clock := testclock.New(time.Now())
+			start := clock.Now()
+			settleWebConfig(path, clock.Now, func(d time.Duration) bool {
+				clock.Add(d)
+				return true
+			}, slog.New(slog.DiscardHandler))
+			if waited := clock.Now().Sub(start); waited < tc.waited || waited >= tc.waited+racyAge {
+				t.Errorf("the start waited %v; want %v or more, less than %v more", waited, tc.waited, racyAge)
+			}
+		})
+	}
+}
+
+func mustWrite(t *testing.T, path, text string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func mustLink(t *testing.T, target, link string) {
+	t.Helper()
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
+	}
+}

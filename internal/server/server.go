@@ -20,6 +20,7 @@ import (
 	"os"
 	"os/signal"
 	pathpkg "path"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strconv"
@@ -249,7 +250,7 @@ func settleWebConfig(path string, now func() time.Time, sleep func(time.Duration
 		if named == nil || !unchanged(stamps) {
 			read = nil
 		}
-		if s.held(read, at) || settled(stamps, at) || slices.ContainsFunc(stamps, func(s fileStamp) bool { return s.info == nil }) {
+		if s.held(read, at) || settled(stamps, at) || projected(stamps) || slices.ContainsFunc(stamps, func(s fileStamp) bool { return s.info == nil }) {
 			return
 		}
 		if at.Sub(start) >= webConfigSettleWait {
@@ -262,6 +263,27 @@ func settleWebConfig(path string, now func() time.Time, sleep func(time.Duration
 		}
 	}
 }
+
+// projected reports whether every file of stamps is one the kubelet projects from a Secret
+// or a ConfigMap volume: a link to ..data/<name> beside the link ..data. The kubelet writes
+// a volume's new files into a directory of their own and swaps ..data to it by one rename,
+// so such a file is never read in the middle of a save, and a pod's start need not wait
+// the two seconds that the files it wrote just before the container started are young.
+func projected(stamps []fileStamp) bool {
+	for _, s := range stamps {
+		target, err := os.Readlink(s.path)
+		if err != nil || filepath.Clean(target) != filepath.Join(kubeletData, filepath.Base(s.path)) {
+			return false
+		}
+		if info, err := os.Lstat(filepath.Join(filepath.Dir(s.path), kubeletData)); err != nil || info.Mode()&os.ModeSymlink == 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// kubeletData is the link a kubelet's Secret or ConfigMap volume holds its files behind.
+const kubeletData = "..data"
 
 // CheckWebConfig refuses the web config file at path (--web.config.file) as the start
 // does, before anything starts, with an error naming the flag and the file, and warns to
