@@ -130,7 +130,16 @@ func setReplyHeader(h http.Header, format expfmt.Format, gzipped bool) {
 // scrape will read.
 func Negotiate(req *http.Request) (keep func(name string) bool, format expfmt.Format) {
 	if names := req.URL.Query()["name[]"]; len(names) > 0 {
-		keep = func(name string) bool { return slices.Contains(names, name) }
+		// Looked up: keep is called for every family, under the limiter's lock when it
+		// prices a scrape, and a query may name thousands.
+		named := make(map[string]struct{}, len(names))
+		for _, n := range names {
+			named[n] = struct{}{}
+		}
+		keep = func(name string) bool {
+			_, ok := named[name]
+			return ok
+		}
 	}
 	var ranges []mediaRange
 	for _, h := range req.Header.Values("Accept") {
