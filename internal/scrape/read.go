@@ -104,14 +104,15 @@ func (s *Scrape) Write(w *exporter.Writer) error {
 	return s.p.walk(s.keep, func(f planned, first, last bool) error {
 		held := &s.p.held[f.rule][b2i(s.native)]
 		if first {
-			x := s.c.free.get()
+			need := s.p.need(f.rule, s.native, len(s.v.rules[f.rule].series))
+			x := s.c.free.get(need, scrape)
 			x.readFor(scrape)
 			open[f.rule] = x
 			// A rule that grew since its last read holds more once read: it is asked for
 			// before the read, at the rule's size now, so that scrapes sent at once, each
 			// charged the old size, do not each make the grown read before a limiter
 			// can make one wait or end it.
-			if err := w.Hold(holding + s.p.estimate(f.rule, x, s.native, len(s.v.rules[f.rule].series))); err != nil {
+			if err := w.Hold(holding + int64(x.summaryBytes()) + need); err != nil {
 				return err
 			}
 			x.read(s.v.set.Rule(f.rule), &s.v.rules[f.rule], &s.p.rules[f.rule], s.native)
@@ -188,12 +189,13 @@ func (c *Collector) ScrapeCost(keep func(name string) bool, format expfmt.Format
 	return most + p.viewBytes.Load() + scrapeOverhead, true
 }
 
-// estimate is what reading rule i, of n series now, into x will hold at least: the merged
-// summaries x keeps, and per series what the rule's last read in that format (native)
-// used a series, or the buffers a snapshot makes a series at the least.
-func (p *plan) estimate(i int, x *reader, native bool, n int) int64 {
+// need is what reading rule i, of n series now, will use of a reader's buffers at least:
+// per series what the rule's last read in that format (native) used a series, or the
+// buffers a snapshot makes a series at the least. The read holds the merged summaries
+// of the reader besides.
+func (p *plan) need(i int, native bool, n int) int64 {
 	per := max(p.perSeries[i][b2i(native)].Load(), p.rules[i].shape.SnapshotBytes(1, native))
-	return int64(x.summaryBytes()) + per*int64(n)
+	return per * int64(n)
 }
 
 // raiseKnown raises a rule's known cost to n: one still unknown stays so, as a read whose
@@ -307,17 +309,28 @@ func (x *reader) readFor(scrape uint64) {
 	}
 }
 
-// shrink lets go of the reader's snapshot and top values when their buffers hold more than
-// four times what its reads of the last shrinkScrapes scrapes used, and shrinkFloor: a
-// rule's read is charged what the reader's buffers hold, so buffers grown for a spike (a
-// rule's series since expired, a larger rule read with the reader) would otherwise charge
-// every later read the spike. A steady read uses half its buffers at least, as append
-// grows them to twice what they held at most.
+// shrink lets go of the reader's snapshot and top values when their buffers are
+// oversized for what its reads of the last shrinkScrapes scrapes used: a rule's read is
+// charged what the reader's buffers hold, so buffers grown for a spike (a rule's series
+// since expired, a larger rule read with the reader) would otherwise charge every later
+// read the spike.
 func (x *reader) shrink() {
-	buffers := x.snap.Bytes() + int64(cap(x.tops))*int64(unsafe.Sizeof(sketch.TopValue{}))
-	if buffers > shrinkFloor && buffers > 4*slices.Max(x.used[:]) {
+	if oversized(x.bufferBytes(), slices.Max(x.used[:])) {
 		x.snap, x.tops = exporter.RuleSnapshot{}, nil
 	}
+}
+
+// oversized reports whether buffers of a reader hold too much for reads that use used
+// bytes of them: more than four times that, and shrinkFloor. A steady read uses half its
+// buffers at least, as append grows them to twice what they held at most.
+func oversized(buffers, used int64) bool {
+	return buffers > shrinkFloor && buffers > 4*used
+}
+
+// bufferBytes is what the reader's snapshot and top values hold, by their capacities:
+// what a read grows, and uses again at the next.
+func (x *reader) bufferBytes() int64 {
+	return x.snap.Bytes() + int64(cap(x.tops))*int64(unsafe.Sizeof(sketch.TopValue{}))
 }
 
 // read reads the series of rule r in view rv into the reader's snapshot.
@@ -396,7 +409,7 @@ func (x *reader) useSums(l *windows.Layout) {
 // bytes is the heap the reader holds: its snapshot and the merged summaries and top
 // values it read them from, and the merged summaries it keeps of the rules it read before.
 func (x *reader) bytes() int64 {
-	return x.snap.Bytes() + int64(x.summaryBytes()) + int64(cap(x.tops))*int64(unsafe.Sizeof(sketch.TopValue{}))
+	return x.bufferBytes() + int64(x.summaryBytes())
 }
 
 // usedBytes is what the reader's snapshot and top values take, by their lengths: what
@@ -504,15 +517,42 @@ type freeList struct {
 	scrapes atomic.Uint64
 }
 
-func (l *freeList) get() *reader {
+// get returns a reader for a read of scrape that uses need bytes of its buffers: of
+// those kept, the smallest whose buffers hold need, else the largest, but never one
+// whose buffers are oversized for need, which would charge the read for them (a rule of
+// a few series read by name[] between full scrapes that read a large one); a new one
+// when every reader kept is. Those it passes over as oversized are aged as if they read
+// for scrape and used nothing, and let go of their buffers as a reader that read it
+// would (shrink): a reader grown for a spike, or for a rule that is no longer read, then
+// goes as it would had it read the small rules since.
+func (l *freeList) get(need int64, scrape uint64) *reader {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if n := len(l.rs); n > 0 {
-		x := l.rs[n-1]
-		l.rs = l.rs[:n-1]
-		return x
+	best := -1
+	for i, x := range l.rs {
+		b := x.bufferBytes()
+		if oversized(b, need) {
+			x.readFor(scrape)
+			x.shrink()
+			if b = x.bufferBytes(); oversized(b, need) {
+				continue
+			}
+		}
+		if best < 0 {
+			best = i
+			continue
+		}
+		bb := l.rs[best].bufferBytes()
+		if bb < need && b > bb || b >= need && (bb < need || b < bb) {
+			best = i
+		}
 	}
-	return new(reader)
+	if best < 0 {
+		return new(reader)
+	}
+	x := l.rs[best]
+	l.rs = slices.Delete(l.rs, best, best+1)
+	return x
 }
 
 // keepSummaryBytes is the most a kept reader's merged summaries may hold: past it they go
