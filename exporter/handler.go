@@ -407,10 +407,10 @@ func cutUnquoted(s string, sep byte) (before, after string, found bool) {
 	return s, "", false
 }
 
-// BuffersWhole reports whether a scrape in format is held whole until its end rather than
-// written as it is encoded: the protobuf text formats, decoded from the delimited protobuf
-// at Close (see NewWriter).
-func BuffersWhole(format expfmt.Format) bool {
+// BuffersFamilies reports whether a scrape in format holds each family whole before it
+// writes it, rather than writing it as it is encoded: the protobuf text formats, decoded
+// from the delimited protobuf a family at a time (see NewWriter).
+func BuffersFamilies(format expfmt.Format) bool {
 	switch format.FormatType() {
 	case expfmt.TypeTextPlain, expfmt.TypeOpenMetrics, expfmt.TypeProtoDelim:
 		return false

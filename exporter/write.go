@@ -31,10 +31,10 @@ type Writer struct {
 	enc      expfmt.Encoder
 	gathered []*dto.MetricFamily
 	buf      *[]byte
-	// decode: the format is a protobuf text one, written by decoding the delimited
-	// protobuf buffered in delim at Close.
-	out    io.Writer
-	format expfmt.Format
+	// delim: the format is a protobuf text one, written by decoding the delimited
+	// protobuf buffered in it after each family (decodeDelim) into the format's encoder
+	// on the io.Writer, outEnc.
+	outEnc expfmt.Encoder
 	delim  *bytes.Buffer
 	err    error
 	// hold is the limiter's, from the request's context (WithHold); nil when none.
@@ -48,11 +48,12 @@ func NewWriter(w io.Writer, format expfmt.Format, gathered []*dto.MetricFamily) 
 	if format.FormatType() == expfmt.TypeOpenMetrics {
 		gathered = withoutOpenMetricsTwins(gathered)
 	}
-	x := &Writer{gathered: gathered, out: w, format: format, buf: bufs.get(newBuf)}
+	x := &Writer{gathered: gathered, buf: bufs.get(newBuf)}
 	switch {
-	case BuffersWhole(format):
+	case BuffersFamilies(format):
 		// The protobuf text formats, for people reading a scrape: the delimited protobuf,
-		// decoded at Close and written as expfmt writes them.
+		// decoded family by family and written as expfmt writes them.
+		x.outEnc = expfmt.NewEncoder(w, format)
 		x.delim = new(bytes.Buffer)
 		x.fw = &protoWriter{w: x.delim, buf: x.buf}
 		format = expfmt.FmtProtoDelim
@@ -86,7 +87,33 @@ func (x *Writer) Write(r *RuleSnapshot, f int) error {
 	r.sort()
 	x.fw.family(r, f)
 	// A client that went away fails the flush: the rules left are not read for it.
-	return x.fail(x.fw.failed())
+	if err := x.fail(x.fw.failed()); err != nil {
+		return err
+	}
+	return x.decodeDelim()
+}
+
+// decodeDelim writes what was written so far of a scrape in a protobuf text format: the
+// delimited protobuf buffered, decoded and written as expfmt writes the format. It is
+// called after each family, so that the scrape holds one family's protobuf and its
+// decoding, not the whole scrape's.
+func (x *Writer) decodeDelim() error {
+	if x.delim == nil {
+		return x.err
+	}
+	if err := x.fw.flush(); err != nil {
+		return x.fail(err)
+	}
+	for x.delim.Len() > 0 {
+		mf := &dto.MetricFamily{}
+		if err := protodelim.UnmarshalFrom(x.delim, mf); err != nil {
+			return x.fail(err)
+		}
+		if err := x.outEnc.Encode(mf); err != nil {
+			return x.fail(err)
+		}
+	}
+	return x.err
 }
 
 // gatheredBefore writes the gathered families whose names before passes.
@@ -99,6 +126,9 @@ func (x *Writer) gatheredBefore(before func(name string) bool) error {
 		}
 		if err := x.enc.Encode(mf); err != nil {
 			return x.fail(err)
+		}
+		if err := x.decodeDelim(); err != nil {
+			return err
 		}
 	}
 	return x.err
@@ -130,17 +160,7 @@ func (x *Writer) Close() error {
 	if x.delim == nil {
 		return nil
 	}
-	enc := expfmt.NewEncoder(x.out, x.format)
-	for x.delim.Len() > 0 {
-		mf := &dto.MetricFamily{}
-		if err := protodelim.UnmarshalFrom(x.delim, mf); err != nil {
-			return x.fail(err)
-		}
-		if err := enc.Encode(mf); err != nil {
-			return x.fail(err)
-		}
-	}
-	return nil
+	return x.decodeDelim()
 }
 
 func (x *Writer) release() {

@@ -155,7 +155,7 @@ func (s *Scrape) Write(w *exporter.Writer) error {
 // read, the most of any point of the scrape, with the view of every rule's series the
 // scrape holds throughout (as large as the last one taken), the chunk and the
 // compressor's state (scrapeOverhead). known is false when a rule it reads has not been read in that format
-// since the Set was made, or when format is held whole (exporter.BuffersWhole): then no
+// since the Set was made, or when format holds its families whole (exporter.BuffersFamilies): then no
 // read tells what it will hold. A rule that grew since its last read holds more, in the
 // scrapes that began before it was read again.
 func (c *Collector) ScrapeCost(keep func(name string) bool, format expfmt.Format) (cost int64, known bool) {
@@ -163,7 +163,7 @@ func (c *Collector) ScrapeCost(keep func(name string) bool, format expfmt.Format
 	if set == nil {
 		return scrapeOverhead, true
 	}
-	if exporter.BuffersWhole(format) {
+	if exporter.BuffersFamilies(format) {
 		return 0, false
 	}
 	p := c.planOf(set)
