@@ -75,6 +75,8 @@ func Handler(src Source, reg prometheus.Gatherer, errorLog *log.Logger) http.Han
 				return
 			}
 		}
+		// The scrape holds all it gathered, whatever name[] keeps of it.
+		gathered := gatheredBytes(mfs)
 		if keep != nil {
 			mfs = slices.DeleteFunc(mfs, func(mf *dto.MetricFamily) bool { return !keep(mf.GetName()) })
 		}
@@ -88,6 +90,7 @@ func Handler(src Source, reg prometheus.Gatherer, errorLog *log.Logger) http.Han
 		}
 		x := NewWriter(out, format, mfs)
 		x.hold, _ = req.Context().Value(holdKey{}).(func(int64) error)
+		x.gatheredBytes = gathered
 		err = rules.Write(x)
 		if cerr := x.Close(); err == nil {
 			err = cerr

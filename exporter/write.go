@@ -5,6 +5,7 @@ import (
 	"io"
 	"strings"
 	"sync/atomic"
+	"unsafe"
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
@@ -39,6 +40,9 @@ type Writer struct {
 	err    error
 	// hold is the limiter's, from the request's context (WithHold); nil when none.
 	hold func(bytes int64) error
+	// gatheredBytes is about the heap the families gathered for the scrape hold
+	// (GatheredBytes).
+	gatheredBytes int64
 }
 
 // NewWriter returns the Writer of a scrape in format (one expfmt.NegotiateAccept returns
@@ -48,7 +52,7 @@ func NewWriter(w io.Writer, format expfmt.Format, gathered []*dto.MetricFamily) 
 	if format.FormatType() == expfmt.TypeOpenMetrics {
 		gathered = withoutOpenMetricsTwins(gathered)
 	}
-	x := &Writer{gathered: gathered, buf: bufs.get(newBuf)}
+	x := &Writer{gathered: gathered, gatheredBytes: gatheredBytes(gathered), buf: bufs.get(newBuf)}
 	switch {
 	case BuffersFamilies(format):
 		// The protobuf text formats, for people reading a scrape: the delimited protobuf,
@@ -64,6 +68,52 @@ func NewWriter(w io.Writer, format expfmt.Format, gathered []*dto.MetricFamily) 
 	}
 	x.enc = expfmt.NewEncoder(x.fw.writer(), format)
 	return x
+}
+
+// GatheredBytes is about the heap the families gathered for the scrape hold: those given
+// to NewWriter, or, in a Handler's scrape, all the registry gathered, name[] filters or
+// not. The scrape holds them from its start to its end, beside the rules it reads.
+func (x *Writer) GatheredBytes() int64 { return x.gatheredBytes }
+
+// gatheredBytes is about the heap mfs take as a Gatherer returns them: each family's,
+// metric's, label pair's and value's struct, the pointers to them and to their strings,
+// each allocation rounded up as the allocator rounds small ones. The strings' text is
+// not counted: names and label values are the collectors' own, shared.
+func gatheredBytes(mfs []*dto.MetricFamily) int64 {
+	const ptr, str, num = 8, 16, 8 // a pointer; a *string's and a *float64's or *uint64's allocation
+	n := allocBytes(ptr * cap(mfs))
+	for _, mf := range mfs {
+		n += allocBytes(int(unsafe.Sizeof(dto.MetricFamily{}))) + 2*str + num + allocBytes(ptr*cap(mf.Metric))
+		for _, m := range mf.Metric {
+			n += allocBytes(int(unsafe.Sizeof(dto.Metric{}))) + allocBytes(ptr*cap(m.Label))
+			n += int64(len(m.Label)) * (allocBytes(int(unsafe.Sizeof(dto.LabelPair{}))) + 2*str)
+			switch {
+			case m.Counter != nil:
+				n += allocBytes(int(unsafe.Sizeof(dto.Counter{}))) + num
+			case m.Gauge != nil:
+				n += allocBytes(int(unsafe.Sizeof(dto.Gauge{}))) + num
+			case m.Untyped != nil:
+				n += allocBytes(int(unsafe.Sizeof(dto.Untyped{}))) + num
+			case m.Summary != nil:
+				q := m.Summary.Quantile
+				n += allocBytes(int(unsafe.Sizeof(dto.Summary{}))) + 2*num + allocBytes(ptr*cap(q)) +
+					int64(len(q))*(allocBytes(int(unsafe.Sizeof(dto.Quantile{})))+2*num)
+			case m.Histogram != nil:
+				h := m.Histogram
+				n += allocBytes(int(unsafe.Sizeof(dto.Histogram{}))) + 3*num + allocBytes(ptr*cap(h.Bucket)) +
+					int64(len(h.Bucket))*(allocBytes(int(unsafe.Sizeof(dto.Bucket{})))+2*num) +
+					allocBytes(ptr*(cap(h.PositiveSpan)+cap(h.NegativeSpan))) +
+					int64(len(h.PositiveSpan)+len(h.NegativeSpan))*(allocBytes(int(unsafe.Sizeof(dto.BucketSpan{})))+2*num) +
+					allocBytes(8*(cap(h.PositiveDelta)+cap(h.NegativeDelta)+cap(h.PositiveCount)+cap(h.NegativeCount)))
+			}
+		}
+	}
+	return n
+}
+
+// allocBytes is n bytes as the allocator takes them for a small object: rounded up to 16.
+func allocBytes(n int) int64 {
+	return int64(n+15) &^ 15
 }
 
 // WantsNative reports whether the format has native histograms: snapshots written in

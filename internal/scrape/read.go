@@ -97,9 +97,11 @@ func (s *Scrape) Write(w *exporter.Writer) error {
 			}
 		}
 	}()
-	// holding is what the open reads held when read, with the view and the overhead, as
-	// ScrapeCost counts them.
-	holding := s.p.viewBytes.Load() + scrapeOverhead
+	// holding is what the open reads held when read, with the view, the families
+	// gathered and the overhead, as ScrapeCost counts them.
+	gathered := w.GatheredBytes()
+	s.c.gathered.Store(gathered)
+	holding := s.p.viewBytes.Load() + gathered + scrapeOverhead
 	readBytes := make([]int64, len(s.p.rules))
 	return s.p.walk(s.keep, func(f planned, first, last bool) error {
 		held := &s.p.held[f.rule][b2i(s.native)]
@@ -152,9 +154,10 @@ func (s *Scrape) Write(w *exporter.Writer) error {
 // ScrapeCost is the heap a scrape of the families keep passes (all when nil) in format
 // holds at most beyond the writer's chunk, as the last reads of its rules tell: the rules
 // are read a rule at a time, so it is what the rules open at once held at their last
-// read, the most of any point of the scrape, with the view of every rule's series the
-// scrape holds throughout (as large as the last one taken), the chunk and the
-// compressor's state (scrapeOverhead). known is false when a rule it reads has not been read in that format
+// read, the most of any point of the scrape, with what the scrape holds throughout: the
+// view of every rule's series (as large as the last one taken), the families the last
+// scrape gathered (exporter.Writer.GatheredBytes: the self-metrics, a dozen samples a
+// rule), the chunk and the compressor's state (scrapeOverhead). known is false when a rule it reads has not been read in that format
 // since the Set was made, or when format holds its families whole (exporter.BuffersFamilies): then no
 // read tells what it will hold. A rule that grew since its last read holds more, in the
 // scrapes that began before it was read again.
@@ -186,7 +189,7 @@ func (c *Collector) ScrapeCost(keep func(name string) bool, format expfmt.Format
 	if err != nil {
 		return 0, false
 	}
-	return most + p.viewBytes.Load() + scrapeOverhead, true
+	return most + p.viewBytes.Load() + c.gathered.Load() + scrapeOverhead, true
 }
 
 // need is what reading rule i, of n series now, will use of a reader's buffers at least:
