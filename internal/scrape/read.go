@@ -157,10 +157,11 @@ func (s *Scrape) Write(w *exporter.Writer) error {
 // read, the most of any point of the scrape, with what the scrape holds throughout: the
 // view of every rule's series (as large as the last one taken), the families the last
 // scrape gathered (exporter.Writer.GatheredBytes: the self-metrics, a dozen samples a
-// rule), the chunk and the compressor's state (scrapeOverhead). known is false when a rule it reads has not been read in that format
-// since the Set was made, or when format holds its families whole (exporter.BuffersFamilies): then no
-// read tells what it will hold. A rule that grew since its last read holds more, in the
-// scrapes that began before it was read again.
+// rule), the chunk and the compressor's state (scrapeOverhead). known is false when a
+// rule it reads has not been read in that format since the Set was made, or when format
+// holds its families whole (exporter.BuffersFamilies): then no read tells what it will
+// hold. A rule that grew since its last read holds more, in the scrapes that began
+// before it was read again.
 func (c *Collector) ScrapeCost(keep func(name string) bool, format expfmt.Format) (cost int64, known bool) {
 	set := c.opts.Set()
 	if set == nil {
@@ -531,7 +532,7 @@ type freeList struct {
 func (l *freeList) get(need int64, scrape uint64) *reader {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	best := -1
+	best, bestBytes := -1, int64(0)
 	for i, x := range l.rs {
 		b := x.bufferBytes()
 		if oversized(b, need) {
@@ -541,13 +542,8 @@ func (l *freeList) get(need int64, scrape uint64) *reader {
 				continue
 			}
 		}
-		if best < 0 {
-			best = i
-			continue
-		}
-		bb := l.rs[best].bufferBytes()
-		if bb < need && b > bb || b >= need && (bb < need || b < bb) {
-			best = i
+		if best < 0 || fitsBetter(b, bestBytes, need) {
+			best, bestBytes = i, b
 		}
 	}
 	if best < 0 {
@@ -556,6 +552,19 @@ func (l *freeList) get(need int64, scrape uint64) *reader {
 	x := l.rs[best]
 	l.rs = slices.Delete(l.rs, best, best+1)
 	return x
+}
+
+// fitsBetter reports whether buffers of a bytes fit a read that uses need bytes of them
+// better than buffers of b: of those that hold need, the smaller; else the larger, which
+// grows the least.
+func fitsBetter(a, b, need int64) bool {
+	if (a >= need) != (b >= need) {
+		return a >= need
+	}
+	if a >= need {
+		return a < b
+	}
+	return a > b
 }
 
 // keepSummaryBytes is the most a kept reader's merged summaries may hold: past it they go
