@@ -297,3 +297,32 @@ func TestScrapeCostCountsGathered(t *testing.T) {
 	}
 	t.Logf("gathered %d bytes; the scrape costs %d beside the overhead", gathered, cost-scrapeOverhead)
 }
+
+// TestScrapeCostOfANewSetBuildsNothing: the cost of a scrape of a Set no scrape has read
+// (the first after a start or a reload) is unknown, and telling so builds nothing: a
+// limiter prices scrapes under its lock, and the families of 10,000 rules took half a
+// second to plan there, every scrape and release waiting. The first scrape plans them.
+func TestScrapeCostOfANewSetBuildsNothing(t *testing.T) {
+	var rules strings.Builder
+	rules.WriteString("global: {windows: [1m]}\nrules:\n")
+	for i := range 300 {
+		fmt.Fprintf(&rules, "  - name: r%03d\n    match: '^(?P<v>.*)$'\n    labels: {v: '${v}'}\n", i)
+	}
+	_, set := parserSet(t, rules.String())
+	now := int64(start)
+	c := collectorAt(fixed(set), &now)
+	text := expfmt.NewFormat(expfmt.TypeTextPlain)
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	_, known := c.ScrapeCost(nil, text)
+	runtime.ReadMemStats(&after)
+	if allocs := after.Mallocs - before.Mallocs; known || allocs > 50 {
+		t.Errorf("the cost of a scrape of 300 rules no scrape read: known %v, %d allocations; want unknown and none to speak of", known, allocs)
+	}
+	if err := c.Encode(io.Discard, nil, text); err != nil {
+		t.Fatal(err)
+	}
+	if _, known := c.ScrapeCost(nil, text); !known {
+		t.Error("the cost of a scrape of rules a scrape read is unknown")
+	}
+}

@@ -160,8 +160,8 @@ func (s *Scrape) Write(w *exporter.Writer) error {
 // rule), the chunk and the compressor's state (scrapeOverhead). known is false when a
 // rule it reads has not been read in that format since the Set was made, or when format
 // holds its families whole (exporter.BuffersFamilies): then no read tells what it will
-// hold. A rule that grew since its last read holds more, in the scrapes that began
-// before it was read again.
+// hold, as it is until a scrape of the Set in use began. A rule that grew since its last
+// read holds more, in the scrapes that began before it was read again.
 func (c *Collector) ScrapeCost(keep func(name string) bool, format expfmt.Format) (cost int64, known bool) {
 	set := c.opts.Set()
 	if set == nil {
@@ -170,7 +170,12 @@ func (c *Collector) ScrapeCost(keep func(name string) bool, format expfmt.Format
 	if exporter.BuffersFamilies(format) {
 		return 0, false
 	}
-	p := c.planOf(set)
+	// The first scrape of a Set plans its families, not its cost: no rule of it is read
+	// before, and a limiter asks for the cost under its lock.
+	p := c.plan.Load()
+	if p == nil || p.set != set {
+		return 0, false
+	}
 	native := b2i(exporter.WantsNative(format))
 	var open, most int64
 	err := p.walk(keep, func(f planned, first, last bool) error {
