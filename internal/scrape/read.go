@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"unsafe"
+	"weak"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/common/expfmt"
@@ -284,7 +285,10 @@ type reader struct {
 	partStats []windows.Stats
 	sums      []windows.Summary
 	partSums  []windows.Summary
-	sumsOf    *windows.Layout
+	// sumsOf is the layout of sums and partSums, weakly: a layout reaches its rule's
+	// store (windows.Account) and with it every series, which a reader kept between
+	// scrapes would otherwise keep from going after a reload replaced or removed the rule.
+	sumsOf weak.Pointer[windows.Layout]
 	// others are the merged summaries of other rules' layouts the reader read before,
 	// kept for when it reads them again: a scrape reads its rules one after another with
 	// the same reader, which would otherwise make every rule's summaries, and grow their
@@ -384,9 +388,10 @@ func (x *reader) read(r *store.Rule, rv *ruleView, p *rulePlan, native bool) {
 	}
 }
 
-// layoutSums are the merged summaries of a layout's windows (reader.sums, partSums).
+// layoutSums are the merged summaries of a layout's windows (reader.sums, partSums), the
+// layout held weakly, as reader.sumsOf.
 type layoutSums struct {
-	of             *windows.Layout
+	of             weak.Pointer[windows.Layout]
 	sums, partSums []windows.Summary
 }
 
@@ -396,15 +401,16 @@ func (ls *layoutSums) bytes() int { return summaryBytes(ls.sums) + summaryBytes(
 // useSums makes the reader's summaries those of layout l: the ones it kept for l, or new
 // ones; those of the layout it read last are kept among the others.
 func (x *reader) useSums(l *windows.Layout) {
-	if x.sumsOf == l {
+	of := weak.Make(l)
+	if x.sumsOf == of {
 		return
 	}
-	if x.sumsOf != nil {
+	if x.sums != nil {
 		x.others = append(x.others, layoutSums{x.sumsOf, x.sums, x.partSums})
 	}
-	x.sums, x.partSums, x.sumsOf = nil, nil, l
+	x.sums, x.partSums, x.sumsOf = nil, nil, of
 	for i, o := range x.others {
-		if o.of == l {
+		if o.of == of {
 			x.sums, x.partSums = o.sums, o.partSums
 			x.others = slices.Delete(x.others, i, i+1)
 			break
@@ -593,6 +599,11 @@ func (l *freeList) put(x *reader) {
 	x.snap.Release()
 	clear(x.tops)
 	x.shrink()
+	// The summaries of a rule a reload replaced or removed are read no more.
+	x.others = slices.DeleteFunc(x.others, func(o layoutSums) bool { return o.of.Value() == nil })
+	if x.sumsOf.Value() == nil {
+		x.sums, x.partSums, x.sumsOf = nil, nil, weak.Pointer[windows.Layout]{}
+	}
 	held := x.summaryBytes()
 	drop := 0
 	for ; held > keepSummaryBytes && drop < len(x.others); drop++ {
@@ -600,7 +611,7 @@ func (l *freeList) put(x *reader) {
 	}
 	x.others = slices.Delete(x.others, 0, drop)
 	if held > keepSummaryBytes {
-		x.sums, x.partSums, x.sumsOf = nil, nil, nil
+		x.sums, x.partSums, x.sumsOf = nil, nil, weak.Pointer[windows.Layout]{}
 		x.tops = nil
 	}
 	l.mu.Lock()
