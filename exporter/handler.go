@@ -75,7 +75,8 @@ func Handler(src Source, reg prometheus.Gatherer, errorLog *log.Logger) http.Han
 				return
 			}
 		}
-		// The scrape holds all it gathered, whatever name[] keeps of it.
+		// The scrape made the registry's whole Gather, whatever name[] keeps of it: what
+		// it leaves out goes at the next garbage collection, not at once.
 		gathered := gatheredBytes(mfs)
 		if keep != nil {
 			mfs = slices.DeleteFunc(mfs, func(mf *dto.MetricFamily) bool { return !keep(mf.GetName()) })

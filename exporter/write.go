@@ -72,7 +72,8 @@ func NewWriter(w io.Writer, format expfmt.Format, gathered []*dto.MetricFamily) 
 
 // GatheredBytes is about the heap the families gathered for the scrape hold: those given
 // to NewWriter, or, in a Handler's scrape, all the registry gathered, name[] filters or
-// not. The scrape holds them from its start to its end, beside the rules it reads.
+// not (those left out go at the next garbage collection). The scrape holds them from its
+// start to its end, beside the rules it reads.
 func (x *Writer) GatheredBytes() int64 { return x.gatheredBytes }
 
 // gatheredBytes is about the heap mfs take as a Gatherer returns them: each family's,
