@@ -75,6 +75,9 @@ func Handler(src Source, reg prometheus.Gatherer, errorLog *log.Logger) http.Han
 				return
 			}
 		}
+		// The scrape made the registry's whole Gather, whatever name[] keeps of it: what
+		// it leaves out goes at the next garbage collection, not at once.
+		gathered := gatheredBytes(mfs)
 		if keep != nil {
 			mfs = slices.DeleteFunc(mfs, func(mf *dto.MetricFamily) bool { return !keep(mf.GetName()) })
 		}
@@ -88,6 +91,7 @@ func Handler(src Source, reg prometheus.Gatherer, errorLog *log.Logger) http.Han
 		}
 		x := NewWriter(out, format, mfs)
 		x.hold, _ = req.Context().Value(holdKey{}).(func(int64) error)
+		x.gatheredBytes = gathered
 		err = rules.Write(x)
 		if cerr := x.Close(); err == nil {
 			err = cerr
@@ -130,7 +134,16 @@ func setReplyHeader(h http.Header, format expfmt.Format, gzipped bool) {
 // scrape will read.
 func Negotiate(req *http.Request) (keep func(name string) bool, format expfmt.Format) {
 	if names := req.URL.Query()["name[]"]; len(names) > 0 {
-		keep = func(name string) bool { return slices.Contains(names, name) }
+		// Looked up: keep is called for every family, under the limiter's lock when it
+		// prices a scrape, and a query may name thousands.
+		named := make(map[string]struct{}, len(names))
+		for _, n := range names {
+			named[n] = struct{}{}
+		}
+		keep = func(name string) bool {
+			_, ok := named[name]
+			return ok
+		}
 	}
 	var ranges []mediaRange
 	for _, h := range req.Header.Values("Accept") {
@@ -398,10 +411,10 @@ func cutUnquoted(s string, sep byte) (before, after string, found bool) {
 	return s, "", false
 }
 
-// BuffersWhole reports whether a scrape in format is held whole until its end rather than
-// written as it is encoded: the protobuf text formats, decoded from the delimited protobuf
-// at Close (see NewWriter).
-func BuffersWhole(format expfmt.Format) bool {
+// BuffersFamilies reports whether a scrape in format holds each family whole before it
+// writes it, rather than writing it as it is encoded: the protobuf text formats, decoded
+// from the delimited protobuf a family at a time (see NewWriter).
+func BuffersFamilies(format expfmt.Format) bool {
 	switch format.FormatType() {
 	case expfmt.TypeTextPlain, expfmt.TypeOpenMetrics, expfmt.TypeProtoDelim:
 		return false

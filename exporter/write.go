@@ -5,6 +5,7 @@ import (
 	"io"
 	"strings"
 	"sync/atomic"
+	"unsafe"
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
@@ -31,14 +32,17 @@ type Writer struct {
 	enc      expfmt.Encoder
 	gathered []*dto.MetricFamily
 	buf      *[]byte
-	// decode: the format is a protobuf text one, written by decoding the delimited
-	// protobuf buffered in delim at Close.
-	out    io.Writer
-	format expfmt.Format
+	// delim: the format is a protobuf text one, written by decoding the delimited
+	// protobuf buffered in it after each family (decodeDelim) into the format's encoder
+	// on the io.Writer, outEnc.
+	outEnc expfmt.Encoder
 	delim  *bytes.Buffer
 	err    error
 	// hold is the limiter's, from the request's context (WithHold); nil when none.
 	hold func(bytes int64) error
+	// gatheredBytes is about the heap the families gathered for the scrape hold
+	// (GatheredBytes).
+	gatheredBytes int64
 }
 
 // NewWriter returns the Writer of a scrape in format (one expfmt.NegotiateAccept returns
@@ -48,11 +52,12 @@ func NewWriter(w io.Writer, format expfmt.Format, gathered []*dto.MetricFamily) 
 	if format.FormatType() == expfmt.TypeOpenMetrics {
 		gathered = withoutOpenMetricsTwins(gathered)
 	}
-	x := &Writer{gathered: gathered, out: w, format: format, buf: bufs.get(newBuf)}
+	x := &Writer{gathered: gathered, gatheredBytes: gatheredBytes(gathered), buf: bufs.get(newBuf)}
 	switch {
-	case BuffersWhole(format):
+	case BuffersFamilies(format):
 		// The protobuf text formats, for people reading a scrape: the delimited protobuf,
-		// decoded at Close and written as expfmt writes them.
+		// decoded family by family and written as expfmt writes them.
+		x.outEnc = expfmt.NewEncoder(w, format)
 		x.delim = new(bytes.Buffer)
 		x.fw = &protoWriter{w: x.delim, buf: x.buf}
 		format = expfmt.FmtProtoDelim
@@ -63,6 +68,53 @@ func NewWriter(w io.Writer, format expfmt.Format, gathered []*dto.MetricFamily) 
 	}
 	x.enc = expfmt.NewEncoder(x.fw.writer(), format)
 	return x
+}
+
+// GatheredBytes is about the heap the families gathered for the scrape hold: those given
+// to NewWriter, or, in a Handler's scrape, all the registry gathered, name[] filters or
+// not (those left out go at the next garbage collection). The scrape holds them from its
+// start to its end, beside the rules it reads.
+func (x *Writer) GatheredBytes() int64 { return x.gatheredBytes }
+
+// gatheredBytes is about the heap mfs take as a Gatherer returns them: each family's,
+// metric's, label pair's and value's struct, the pointers to them and to their strings,
+// each allocation rounded up as the allocator rounds small ones. The strings' text is
+// not counted: names and label values are the collectors' own, shared.
+func gatheredBytes(mfs []*dto.MetricFamily) int64 {
+	const ptr, str, num = 8, 16, 8 // a pointer; a *string's and a *float64's or *uint64's allocation
+	n := allocBytes(ptr * cap(mfs))
+	for _, mf := range mfs {
+		n += allocBytes(int(unsafe.Sizeof(dto.MetricFamily{}))) + 2*str + num + allocBytes(ptr*cap(mf.Metric))
+		for _, m := range mf.Metric {
+			n += allocBytes(int(unsafe.Sizeof(dto.Metric{}))) + allocBytes(ptr*cap(m.Label))
+			n += int64(len(m.Label)) * (allocBytes(int(unsafe.Sizeof(dto.LabelPair{}))) + 2*str)
+			switch {
+			case m.Counter != nil:
+				n += allocBytes(int(unsafe.Sizeof(dto.Counter{}))) + num
+			case m.Gauge != nil:
+				n += allocBytes(int(unsafe.Sizeof(dto.Gauge{}))) + num
+			case m.Untyped != nil:
+				n += allocBytes(int(unsafe.Sizeof(dto.Untyped{}))) + num
+			case m.Summary != nil:
+				q := m.Summary.Quantile
+				n += allocBytes(int(unsafe.Sizeof(dto.Summary{}))) + 2*num + allocBytes(ptr*cap(q)) +
+					int64(len(q))*(allocBytes(int(unsafe.Sizeof(dto.Quantile{})))+2*num)
+			case m.Histogram != nil:
+				h := m.Histogram
+				n += allocBytes(int(unsafe.Sizeof(dto.Histogram{}))) + 3*num + allocBytes(ptr*cap(h.Bucket)) +
+					int64(len(h.Bucket))*(allocBytes(int(unsafe.Sizeof(dto.Bucket{})))+2*num) +
+					allocBytes(ptr*(cap(h.PositiveSpan)+cap(h.NegativeSpan))) +
+					int64(len(h.PositiveSpan)+len(h.NegativeSpan))*(allocBytes(int(unsafe.Sizeof(dto.BucketSpan{})))+2*num) +
+					allocBytes(8*(cap(h.PositiveDelta)+cap(h.NegativeDelta)+cap(h.PositiveCount)+cap(h.NegativeCount)))
+			}
+		}
+	}
+	return n
+}
+
+// allocBytes is n bytes as the allocator takes them for a small object: rounded up to 16.
+func allocBytes(n int) int64 {
+	return int64(n+15) &^ 15
 }
 
 // WantsNative reports whether the format has native histograms: snapshots written in
@@ -86,7 +138,33 @@ func (x *Writer) Write(r *RuleSnapshot, f int) error {
 	r.sort()
 	x.fw.family(r, f)
 	// A client that went away fails the flush: the rules left are not read for it.
-	return x.fail(x.fw.failed())
+	if err := x.fail(x.fw.failed()); err != nil {
+		return err
+	}
+	return x.decodeDelim()
+}
+
+// decodeDelim writes what was written so far of a scrape in a protobuf text format: the
+// delimited protobuf buffered, decoded and written as expfmt writes the format. It is
+// called after each family, so that the scrape holds one family's protobuf and its
+// decoding, not the whole scrape's.
+func (x *Writer) decodeDelim() error {
+	if x.delim == nil {
+		return x.err
+	}
+	if err := x.fw.flush(); err != nil {
+		return x.fail(err)
+	}
+	for x.delim.Len() > 0 {
+		mf := &dto.MetricFamily{}
+		if err := protodelim.UnmarshalFrom(x.delim, mf); err != nil {
+			return x.fail(err)
+		}
+		if err := x.outEnc.Encode(mf); err != nil {
+			return x.fail(err)
+		}
+	}
+	return x.err
 }
 
 // gatheredBefore writes the gathered families whose names before passes.
@@ -99,6 +177,9 @@ func (x *Writer) gatheredBefore(before func(name string) bool) error {
 		}
 		if err := x.enc.Encode(mf); err != nil {
 			return x.fail(err)
+		}
+		if err := x.decodeDelim(); err != nil {
+			return err
 		}
 	}
 	return x.err
@@ -130,17 +211,7 @@ func (x *Writer) Close() error {
 	if x.delim == nil {
 		return nil
 	}
-	enc := expfmt.NewEncoder(x.out, x.format)
-	for x.delim.Len() > 0 {
-		mf := &dto.MetricFamily{}
-		if err := protodelim.UnmarshalFrom(x.delim, mf); err != nil {
-			return x.fail(err)
-		}
-		if err := enc.Encode(mf); err != nil {
-			return x.fail(err)
-		}
-	}
-	return nil
+	return x.decodeDelim()
 }
 
 func (x *Writer) release() {

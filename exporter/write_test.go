@@ -247,3 +247,32 @@ func TestWalkStopsOnError(t *testing.T) {
 		})
 	}
 }
+
+// TestProtoTextWrittenAsItGoes: a scrape in a protobuf text format (held as delimited
+// protobuf, then decoded and written as expfmt writes the format) writes each family as
+// soon as it is written, not the whole scrape at Close: held whole, a scrape of every
+// rule held the exposition many times over while it ran alone, past any
+// --web.max-scrape-bytes, and while its client did not read.
+func TestProtoTextWrittenAsItGoes(t *testing.T) {
+	r := testSnapshot(t)
+	for _, format := range []expfmt.Format{expfmt.NewFormat(expfmt.TypeProtoText), expfmt.NewFormat(expfmt.TypeProtoCompact)} {
+		t.Run(string(format), func(t *testing.T) {
+			var b bytes.Buffer
+			x := NewWriter(&b, format, nil)
+			for f, fam := range r.shape.Families() {
+				if err := x.Write(r, f); err != nil {
+					t.Fatal(err)
+				}
+				if !strings.Contains(b.String(), strconv.Quote(fam.Name)) {
+					t.Errorf("family %s was written, and is not in what the client got: %q", fam.Name, b.String())
+				}
+			}
+			if err := x.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if whole := writeAll(t, r, format, nil); !bytes.Equal(b.Bytes(), whole) {
+				t.Errorf("written as it goes:\n%s\nwritten whole:\n%s", b.Bytes(), whole)
+			}
+		})
+	}
+}

@@ -1,8 +1,11 @@
 package scrape
 
 import (
+	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -10,8 +13,10 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/common/expfmt"
 
+	"github.com/logwindow/logwindow_exporter/exporter"
 	"github.com/logwindow/logwindow_exporter/internal/store"
 	"github.com/logwindow/logwindow_exporter/internal/testutil/storetest"
 	"github.com/logwindow/logwindow_exporter/windows"
@@ -249,5 +254,75 @@ func TestFreeListKeepsTheLargest(t *testing.T) {
 	if !slices.Contains(l.rs, grown) || kept > grown.bytes()+keepReaderBytes {
 		t.Errorf("a reader of %d bytes kept, one of %d put: %d readers of %d bytes kept (the larger: %v), want the larger, and at most %d beside it",
 			first.bytes(), grown.bytes(), len(l.rs), kept, slices.Contains(l.rs, grown), keepReaderBytes)
+	}
+}
+
+// TestScrapeCostCountsGathered: a scrape holds, from its start to its end, the families
+// the registry gathered for it (the self-metrics: a dozen samples a rule), which the cost
+// a scrape leaves for the next counts, about as the heap holds them: the self-metrics of
+// a few thousand rules, held by each of many stalled scrapes, were tens of MB outside
+// --web.max-scrape-bytes.
+func TestScrapeCostCountsGathered(t *testing.T) {
+	var rules strings.Builder
+	rules.WriteString("global: {windows: [1m]}\nrules:\n")
+	for i := range 300 {
+		fmt.Fprintf(&rules, "  - name: r%03d\n    match: '^(?P<v>.*)$'\n", i)
+	}
+	_, set := parserSet(t, rules.String())
+	now := int64(start)
+	c := collectorAt(fixed(set), &now)
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(c)
+	exporter.Handler(c, reg, nil).ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	cost, known := c.ScrapeCost(nil, expfmt.NewFormat(expfmt.TypeTextPlain))
+	heap := func() int64 {
+		var m runtime.MemStats
+		runtime.GC()
+		runtime.GC() // the pools' victims too
+		runtime.ReadMemStats(&m)
+		return int64(m.HeapAlloc)
+	}
+	heap() // what the scrape left, finalizers run
+	before := heap()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	gathered := heap() - before
+	runtime.KeepAlive(mfs)
+	runtime.KeepAlive(reg) // and with it the collector and the Set
+	if !known || cost < scrapeOverhead+gathered*3/4 || cost > scrapeOverhead+2*gathered+64<<10 {
+		t.Errorf("a scrape of 300 rules of no series, its registry gathering %d bytes of families, costs %d (known %v): want the overhead %d and about those",
+			gathered, cost, known, scrapeOverhead)
+	}
+	t.Logf("gathered %d bytes; the scrape costs %d beside the overhead", gathered, cost-scrapeOverhead)
+}
+
+// TestScrapeCostOfANewSetBuildsNothing: the cost of a scrape of a Set no scrape has read
+// (the first after a start or a reload) is unknown, and telling so builds nothing: a
+// limiter prices scrapes under its lock, and the families of 10,000 rules took half a
+// second to plan there, every scrape and release waiting. The first scrape plans them.
+func TestScrapeCostOfANewSetBuildsNothing(t *testing.T) {
+	var rules strings.Builder
+	rules.WriteString("global: {windows: [1m]}\nrules:\n")
+	for i := range 300 {
+		fmt.Fprintf(&rules, "  - name: r%03d\n    match: '^(?P<v>.*)$'\n    labels: {v: '${v}'}\n", i)
+	}
+	_, set := parserSet(t, rules.String())
+	now := int64(start)
+	c := collectorAt(fixed(set), &now)
+	text := expfmt.NewFormat(expfmt.TypeTextPlain)
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	_, known := c.ScrapeCost(nil, text)
+	runtime.ReadMemStats(&after)
+	if allocs := after.Mallocs - before.Mallocs; known || allocs > 50 {
+		t.Errorf("the cost of a scrape of 300 rules no scrape read: known %v, %d allocations; want unknown and none to speak of", known, allocs)
+	}
+	if err := c.Encode(io.Discard, nil, text); err != nil {
+		t.Fatal(err)
+	}
+	if _, known := c.ScrapeCost(nil, text); !known {
+		t.Error("the cost of a scrape of rules a scrape read is unknown")
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"unsafe"
+	"weak"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/common/expfmt"
@@ -97,21 +98,24 @@ func (s *Scrape) Write(w *exporter.Writer) error {
 			}
 		}
 	}()
-	// holding is what the open reads held when read, with the view and the overhead, as
-	// ScrapeCost counts them.
-	holding := s.p.viewBytes.Load() + scrapeOverhead
+	// holding is what the open reads held when read, with the view, the families
+	// gathered and the overhead, as ScrapeCost counts them.
+	gathered := w.GatheredBytes()
+	s.c.gathered.Store(gathered)
+	holding := s.p.viewBytes.Load() + gathered + scrapeOverhead
 	readBytes := make([]int64, len(s.p.rules))
 	return s.p.walk(s.keep, func(f planned, first, last bool) error {
 		held := &s.p.held[f.rule][b2i(s.native)]
 		if first {
-			x := s.c.free.get()
+			need := s.p.need(f.rule, s.native, len(s.v.rules[f.rule].series))
+			x := s.c.free.get(need, scrape)
 			x.readFor(scrape)
 			open[f.rule] = x
 			// A rule that grew since its last read holds more once read: it is asked for
 			// before the read, at the rule's size now, so that scrapes sent at once, each
 			// charged the old size, do not each make the grown read before a limiter
 			// can make one wait or end it.
-			if err := w.Hold(holding + s.p.estimate(f.rule, x, s.native, len(s.v.rules[f.rule].series))); err != nil {
+			if err := w.Hold(holding + int64(x.summaryBytes()) + need); err != nil {
 				return err
 			}
 			x.read(s.v.set.Rule(f.rule), &s.v.rules[f.rule], &s.p.rules[f.rule], s.native)
@@ -151,21 +155,28 @@ func (s *Scrape) Write(w *exporter.Writer) error {
 // ScrapeCost is the heap a scrape of the families keep passes (all when nil) in format
 // holds at most beyond the writer's chunk, as the last reads of its rules tell: the rules
 // are read a rule at a time, so it is what the rules open at once held at their last
-// read, the most of any point of the scrape, with the view of every rule's series the
-// scrape holds throughout (as large as the last one taken), the chunk and the
-// compressor's state (scrapeOverhead). known is false when a rule it reads has not been read in that format
-// since the Set was made, or when format is held whole (exporter.BuffersWhole): then no
-// read tells what it will hold. A rule that grew since its last read holds more, in the
-// scrapes that began before it was read again.
+// read, the most of any point of the scrape, with what the scrape holds throughout: the
+// view of every rule's series (as large as the last one taken), the families the last
+// scrape gathered (exporter.Writer.GatheredBytes: the self-metrics, a dozen samples a
+// rule), the chunk and the compressor's state (scrapeOverhead). known is false when a
+// rule it reads has not been read in that format since the Set was made, or when format
+// holds its families whole (exporter.BuffersFamilies): then no read tells what it will
+// hold, as it is until a scrape of the Set in use began. A rule that grew since its last
+// read holds more, in the scrapes that began before it was read again.
 func (c *Collector) ScrapeCost(keep func(name string) bool, format expfmt.Format) (cost int64, known bool) {
 	set := c.opts.Set()
 	if set == nil {
 		return scrapeOverhead, true
 	}
-	if exporter.BuffersWhole(format) {
+	if exporter.BuffersFamilies(format) {
 		return 0, false
 	}
-	p := c.planOf(set)
+	// The first scrape of a Set plans its families, not its cost: no rule of it is read
+	// before, and a limiter asks for the cost under its lock.
+	p := c.plan.Load()
+	if p == nil || p.set != set {
+		return 0, false
+	}
 	native := b2i(exporter.WantsNative(format))
 	var open, most int64
 	err := p.walk(keep, func(f planned, first, last bool) error {
@@ -185,15 +196,16 @@ func (c *Collector) ScrapeCost(keep func(name string) bool, format expfmt.Format
 	if err != nil {
 		return 0, false
 	}
-	return most + p.viewBytes.Load() + scrapeOverhead, true
+	return most + p.viewBytes.Load() + c.gathered.Load() + scrapeOverhead, true
 }
 
-// estimate is what reading rule i, of n series now, into x will hold at least: the merged
-// summaries x keeps, and per series what the rule's last read in that format (native)
-// used a series, or the buffers a snapshot makes a series at the least.
-func (p *plan) estimate(i int, x *reader, native bool, n int) int64 {
+// need is what reading rule i, of n series now, will use of a reader's buffers at least:
+// per series what the rule's last read in that format (native) used a series, or the
+// buffers a snapshot makes a series at the least. The read holds the merged summaries
+// of the reader besides.
+func (p *plan) need(i int, native bool, n int) int64 {
 	per := max(p.perSeries[i][b2i(native)].Load(), p.rules[i].shape.SnapshotBytes(1, native))
-	return int64(x.summaryBytes()) + per*int64(n)
+	return per * int64(n)
 }
 
 // raiseKnown raises a rule's known cost to n: one still unknown stays so, as a read whose
@@ -273,7 +285,10 @@ type reader struct {
 	partStats []windows.Stats
 	sums      []windows.Summary
 	partSums  []windows.Summary
-	sumsOf    *windows.Layout
+	// sumsOf is the layout of sums and partSums, weakly: a layout reaches its rule's
+	// store (windows.Account) and with it every series, which a reader kept between
+	// scrapes would otherwise keep from going after a reload replaced or removed the rule.
+	sumsOf weak.Pointer[windows.Layout]
 	// others are the merged summaries of other rules' layouts the reader read before,
 	// kept for when it reads them again: a scrape reads its rules one after another with
 	// the same reader, which would otherwise make every rule's summaries, and grow their
@@ -307,17 +322,28 @@ func (x *reader) readFor(scrape uint64) {
 	}
 }
 
-// shrink lets go of the reader's snapshot and top values when their buffers hold more than
-// four times what its reads of the last shrinkScrapes scrapes used, and shrinkFloor: a
-// rule's read is charged what the reader's buffers hold, so buffers grown for a spike (a
-// rule's series since expired, a larger rule read with the reader) would otherwise charge
-// every later read the spike. A steady read uses half its buffers at least, as append
-// grows them to twice what they held at most.
+// shrink lets go of the reader's snapshot and top values when their buffers are
+// oversized for what its reads of the last shrinkScrapes scrapes used: a rule's read is
+// charged what the reader's buffers hold, so buffers grown for a spike (a rule's series
+// since expired, a larger rule read with the reader) would otherwise charge every later
+// read the spike.
 func (x *reader) shrink() {
-	buffers := x.snap.Bytes() + int64(cap(x.tops))*int64(unsafe.Sizeof(sketch.TopValue{}))
-	if buffers > shrinkFloor && buffers > 4*slices.Max(x.used[:]) {
+	if oversized(x.bufferBytes(), slices.Max(x.used[:])) {
 		x.snap, x.tops = exporter.RuleSnapshot{}, nil
 	}
+}
+
+// oversized reports whether buffers of a reader hold too much for reads that use used
+// bytes of them: more than four times that, and shrinkFloor. A steady read uses half its
+// buffers at least, as append grows them to twice what they held at most.
+func oversized(buffers, used int64) bool {
+	return buffers > shrinkFloor && buffers > 4*used
+}
+
+// bufferBytes is what the reader's snapshot and top values hold, by their capacities:
+// what a read grows, and uses again at the next.
+func (x *reader) bufferBytes() int64 {
+	return x.snap.Bytes() + int64(cap(x.tops))*int64(unsafe.Sizeof(sketch.TopValue{}))
 }
 
 // read reads the series of rule r in view rv into the reader's snapshot.
@@ -362,9 +388,10 @@ func (x *reader) read(r *store.Rule, rv *ruleView, p *rulePlan, native bool) {
 	}
 }
 
-// layoutSums are the merged summaries of a layout's windows (reader.sums, partSums).
+// layoutSums are the merged summaries of a layout's windows (reader.sums, partSums), the
+// layout held weakly, as reader.sumsOf.
 type layoutSums struct {
-	of             *windows.Layout
+	of             weak.Pointer[windows.Layout]
 	sums, partSums []windows.Summary
 }
 
@@ -374,15 +401,16 @@ func (ls *layoutSums) bytes() int { return summaryBytes(ls.sums) + summaryBytes(
 // useSums makes the reader's summaries those of layout l: the ones it kept for l, or new
 // ones; those of the layout it read last are kept among the others.
 func (x *reader) useSums(l *windows.Layout) {
-	if x.sumsOf == l {
+	of := weak.Make(l)
+	if x.sumsOf == of {
 		return
 	}
-	if x.sumsOf != nil {
+	if x.sums != nil {
 		x.others = append(x.others, layoutSums{x.sumsOf, x.sums, x.partSums})
 	}
-	x.sums, x.partSums, x.sumsOf = nil, nil, l
+	x.sums, x.partSums, x.sumsOf = nil, nil, of
 	for i, o := range x.others {
-		if o.of == l {
+		if o.of == of {
 			x.sums, x.partSums = o.sums, o.partSums
 			x.others = slices.Delete(x.others, i, i+1)
 			break
@@ -396,7 +424,7 @@ func (x *reader) useSums(l *windows.Layout) {
 // bytes is the heap the reader holds: its snapshot and the merged summaries and top
 // values it read them from, and the merged summaries it keeps of the rules it read before.
 func (x *reader) bytes() int64 {
-	return x.snap.Bytes() + int64(x.summaryBytes()) + int64(cap(x.tops))*int64(unsafe.Sizeof(sketch.TopValue{}))
+	return x.bufferBytes() + int64(x.summaryBytes())
 }
 
 // usedBytes is what the reader's snapshot and top values take, by their lengths: what
@@ -504,15 +532,50 @@ type freeList struct {
 	scrapes atomic.Uint64
 }
 
-func (l *freeList) get() *reader {
+// get returns a reader for a read of scrape that uses need bytes of its buffers: of
+// those kept, the smallest whose buffers hold need, else the largest, but never one
+// whose buffers are oversized for need, which would charge the read for them (a rule of
+// a few series read by name[] between full scrapes that read a large one); a new one
+// when every reader kept is. Those it passes over as oversized are aged as if they read
+// for scrape and used nothing, and let go of their buffers as a reader that read it
+// would (shrink): a reader grown for a spike, or for a rule that is no longer read, then
+// goes as it would had it read the small rules since.
+func (l *freeList) get(need int64, scrape uint64) *reader {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if n := len(l.rs); n > 0 {
-		x := l.rs[n-1]
-		l.rs = l.rs[:n-1]
-		return x
+	best, bestBytes := -1, int64(0)
+	for i, x := range l.rs {
+		b := x.bufferBytes()
+		if oversized(b, need) {
+			x.readFor(scrape)
+			x.shrink()
+			if b = x.bufferBytes(); oversized(b, need) {
+				continue
+			}
+		}
+		if best < 0 || fitsBetter(b, bestBytes, need) {
+			best, bestBytes = i, b
+		}
 	}
-	return new(reader)
+	if best < 0 {
+		return new(reader)
+	}
+	x := l.rs[best]
+	l.rs = slices.Delete(l.rs, best, best+1)
+	return x
+}
+
+// fitsBetter reports whether buffers of a bytes fit a read that uses need bytes of them
+// better than buffers of b: of those that hold need, the smaller; else the larger, which
+// grows the least.
+func fitsBetter(a, b, need int64) bool {
+	if (a >= need) != (b >= need) {
+		return a >= need
+	}
+	if a >= need {
+		return a < b
+	}
+	return a > b
 }
 
 // keepSummaryBytes is the most a kept reader's merged summaries may hold: past it they go
@@ -536,6 +599,11 @@ func (l *freeList) put(x *reader) {
 	x.snap.Release()
 	clear(x.tops)
 	x.shrink()
+	// The summaries of a rule a reload replaced or removed are read no more.
+	x.others = slices.DeleteFunc(x.others, func(o layoutSums) bool { return o.of.Value() == nil })
+	if x.sumsOf.Value() == nil {
+		x.sums, x.partSums, x.sumsOf = nil, nil, weak.Pointer[windows.Layout]{}
+	}
 	held := x.summaryBytes()
 	drop := 0
 	for ; held > keepSummaryBytes && drop < len(x.others); drop++ {
@@ -543,7 +611,7 @@ func (l *freeList) put(x *reader) {
 	}
 	x.others = slices.Delete(x.others, 0, drop)
 	if held > keepSummaryBytes {
-		x.sums, x.partSums, x.sumsOf = nil, nil, nil
+		x.sums, x.partSums, x.sumsOf = nil, nil, weak.Pointer[windows.Layout]{}
 		x.tops = nil
 	}
 	l.mu.Lock()

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"weak"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
@@ -198,4 +199,55 @@ logwindow_rule_matched_lines_total{rule="kept"} %d
 	if all, _ := final.Rule(0).Snapshot(nil); len(all) > budget+1 {
 		t.Errorf("kept rule holds %d series, budget %d plus overflow", len(all), budget)
 	}
+}
+
+// TestReloadLetsGoOfReplacedStores: a rule's store that a reload replaced (its
+// definition changed) or removed goes once no scrape reads it: the readers kept between
+// scrapes keep the merged summaries of the rules they read, but not what they were read
+// from. A layout reaches its store, and with it every series: a kept reader held each
+// replaced summary rule's series for good, a reload after another.
+func TestReloadLetsGoOfReplacedStores(t *testing.T) {
+	const requests = `
+  - name: requests
+    match: '^(?P<path>\S+) (?P<time>\S+)$'
+    labels: {path: '${path}'}
+`
+	const rules = `
+global: {windows: [1m]}
+rules:
+  - name: latency
+    match: '^(?P<path>\S+) (?P<time>\S+)$'
+    labels: {path: '${path}'}
+    value: time
+    aggregations: [window, quantiles]` + requests
+	p, set := parserSet(t, rules)
+	k := set.NewSink()
+	k.SetNow(start, start)
+	for i := range 100 {
+		p.Parse("app", fmt.Appendf(nil, "/p%d 0.%d", i, i), k)
+	}
+	var cur atomic.Pointer[store.Set]
+	cur.Store(set)
+	now := int64(start)
+	c := NewCollector(Options{Set: func() *store.Set { return cur.Load() }, Now: func() int64 { return now }, Start: start})
+	scrapeKept(t, c, nil)
+	all, _ := set.Rule(0).Snapshot(nil)
+	if set.Rule(0).Config().Name != "latency" || len(all) == 0 {
+		t.Fatalf("rule 0 is %s, of %d series", set.Rule(0).Config().Name, len(all))
+	}
+	gone := weak.Make(all[0])
+	// The latency rule's windows change: a new store; then it is removed.
+	cfg, _ := storetest.ParseRules(t, strings.Replace(rules, "windows: [1m]", "windows: [5m]", 1))
+	cur.Store(mustSet(t, cfg, set))
+	scrapeKept(t, c, nil)
+	cfg, _ = storetest.ParseRules(t, "global: {windows: [1m]}\nrules:"+requests)
+	all, set, k = nil, nil, nil
+	cur.Store(mustSet(t, cfg, cur.Load()))
+	scrapeKept(t, c, nil)
+	runtime.GC()
+	runtime.GC()
+	if gone.Value() != nil {
+		t.Error("a series of a store two reloads replaced is still reachable, after scrapes of the rules in use")
+	}
+	runtime.KeepAlive(c) // and with it the readers it keeps
 }

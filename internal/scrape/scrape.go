@@ -71,6 +71,8 @@ type Collector struct {
 	pending atomic.Pointer[view]
 	// spareView is a view released, whose buffers the next one reuses.
 	spareView atomic.Pointer[view]
+	// gathered is what the families gathered for the last scrape hold (see ScrapeCost).
+	gathered atomic.Int64
 	// free are readers kept from one scrape to the next, so that a scrape leaves little
 	// garbage.
 	free freeList

@@ -127,3 +127,49 @@ func TestSteadyScrapesKeepReaders(t *testing.T) {
 		t.Errorf("%d scrapes of a large rule and a small one allocated %d bytes, against the large read's %d: the reader's buffers were made anew", scrapes, allocated, read)
 	}
 }
+
+// TestScrapeCostFilteredBetweenFull: a scrape of one small rule (name[]) between full
+// scrapes is charged about what its read uses, not the buffers the full scrapes keep
+// their reader grown to for a larger rule; and the two kinds of scrape, taking turns,
+// keep their readers' buffers rather than grow them anew at every scrape.
+func TestScrapeCostFilteredBetweenFull(t *testing.T) {
+	const vhosts = 300
+	requestsOnly := func(name string) bool { return strings.HasPrefix(name, "requests_") }
+	p, set := parserSet(t, shrinkRules)
+	k := set.NewSink()
+	k.SetNow(start, start)
+	for v := range vhosts {
+		p.Parse("app", fmt.Appendf(nil, "10.0.0.1 v%d", v), k)
+	}
+	now := int64(start)
+	c := collectorAt(fixed(set), &now)
+	turns := func(n int) {
+		for range n {
+			scrapeKept(t, c, nil)
+			scrapeKept(t, c, requestsOnly)
+		}
+	}
+	turns(shrinkScrapes + 1)
+	text := expfmt.NewFormat(expfmt.TypeTextPlain)
+	cost, known := c.ScrapeCost(requestsOnly, text)
+	fresh := collectorAt(fixed(set), &now)
+	scrapeKept(t, fresh, requestsOnly)
+	want, wantKnown := fresh.ScrapeCost(requestsOnly, text)
+	if !known || !wantKnown {
+		t.Fatalf("costs unknown after scrapes of the rule (known %v, fresh %v)", known, wantKnown)
+	}
+	if read, freshRead := cost-scrapeOverhead, want-scrapeOverhead; read > 2*freshRead+4<<10 {
+		t.Errorf("a scrape of the small rule between full scrapes is charged %d bytes, %d beside the overhead; read by a fresh reader, %d (%d)",
+			cost, read, want, freshRead)
+	}
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	turns(shrinkScrapes)
+	runtime.ReadMemStats(&after)
+	// The clients read alone: every vhost's registers, each window's.
+	read := uint64(vhosts * registerBytes)
+	if allocated := after.TotalAlloc - before.TotalAlloc; allocated > 2*shrinkScrapes*read/2 {
+		t.Errorf("%d full and filtered scrapes in turn allocated %d bytes, against the large read's %d: the readers' buffers were made anew", 2*shrinkScrapes, allocated, read)
+	}
+}

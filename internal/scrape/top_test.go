@@ -228,9 +228,9 @@ rules:
 					t.Fatalf("%d readers kept, want 1", len(c.free.rs))
 				}
 				x := c.free.rs[0]
-				got := map[*windows.Layout]windows.Summary{x.sumsOf: x.sums[0]}
+				got := map[*windows.Layout]windows.Summary{x.sumsOf.Value(): x.sums[0]}
 				for _, o := range x.others {
-					got[o.of] = o.sums[0]
+					got[o.of.Value()] = o.sums[0]
 				}
 				return got
 			}

@@ -81,7 +81,7 @@ rules:
 		if !known || grown <= budget {
 			t.Fatalf("a scrape of the small rule costs %d (known %v), of the grown one %d: want the grown one past %d scrapes of the small", small, known, grown, scrapes)
 		}
-		l := newScrapeLimiter(10, stall, wait, slog.New(slog.DiscardHandler)).withBudget(budget, func(r *http.Request) (int64, bool) { return coll.ScrapeCost(exporter.Negotiate(r)) })
+		l := newScrapeLimiter(10, stall, wait, slog.New(slog.DiscardHandler)).withBudget(budget, scrapeCost(coll))
 		lh := l.handler(h)
 		var writing atomic.Int32
 		clients := make([]*countedWriter, scrapes)
@@ -132,7 +132,7 @@ func TestScrapeBudgetHoldServedFirst(t *testing.T) {
 			_, err := fmt.Sscan(r.Header.Get("Cost"), &n)
 			return n, err == nil
 		}
-		l := newScrapeLimiter(10, stall, wait, slog.New(slog.DiscardHandler)).withBudget(budget, cost)
+		l := newScrapeLimiter(10, stall, wait, slog.New(slog.DiscardHandler)).withBudget(budget, perRequest(cost))
 		end := map[string]chan struct{}{"grown": make(chan struct{}), "other": make(chan struct{}), "late": make(chan struct{})}
 		held := make(chan error, 1)
 		var lateRan atomic.Bool
@@ -214,7 +214,7 @@ func TestScrapeBudgetChargedWhenGiven(t *testing.T) {
 			}
 			return ruleCost.Load(), true
 		}
-		l := newScrapeLimiter(10, stall, wait, slog.New(slog.DiscardHandler)).withBudget(budget, cost)
+		l := newScrapeLimiter(10, stall, wait, slog.New(slog.DiscardHandler)).withBudget(budget, perRequest(cost))
 		gate, end := make(chan struct{}), make(chan struct{})
 		held := make(chan error, 2)
 		waiter := exporter.Handler(grownSource{bytes: grown, held: held, end: end}, prometheus.NewRegistry(), nil)

@@ -201,10 +201,13 @@ type scrapeLimiter struct {
 	max         int
 	stall, wait time.Duration
 	logger      *slog.Logger
-	// budget bounds the sum of the running scrapes' charges; 0 is none. cost is a
-	// scrape's, and whether it is known.
+	// budget bounds the sum of the running scrapes' charges; 0 is none. cost reads a
+	// request once, outside the lock, into the function that tells its cost as the
+	// rules' reads tell it now, and whether it is known, which the limiter calls under
+	// its lock whenever it prices the scrape: so a request slow to read (a long query of
+	// name[] filters) holds no other scrape.
 	budget int64
-	cost   func(*http.Request) (int64, bool)
+	cost   func(*http.Request) func() (int64, bool)
 	// refused counts the requests answered 503, for the log.
 	refused atomic.Int64
 
@@ -248,8 +251,8 @@ func newScrapeLimiter(max int, stall, wait time.Duration, logger *slog.Logger) *
 }
 
 // withBudget bounds the heap of the scrapes in flight to budget bytes (0: none), a
-// scrape's cost given by cost.
-func (l *scrapeLimiter) withBudget(budget int64, cost func(*http.Request) (int64, bool)) *scrapeLimiter {
+// scrape's cost given by what cost returns for its request.
+func (l *scrapeLimiter) withBudget(budget int64, cost func(*http.Request) func() (int64, bool)) *scrapeLimiter {
 	l.budget, l.cost = budget, cost
 	return l
 }
@@ -261,8 +264,8 @@ type scrape struct {
 	blocked atomic.Int64
 	// end ends it: its writes fail from then on.
 	end func()
-	// req is its request, whose cost it is charged when it is given a place.
-	req *http.Request
+	// cost is its request's cost, which it is charged when it is given a place.
+	cost func() (int64, bool)
 	// charge is what it is charged of the budget; alone, that it is charged the whole
 	// budget because no read told its cost or its cost is past the budget.
 	charge int64
@@ -295,7 +298,10 @@ func (w scrapeWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 func (l *scrapeLimiter) handler(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rc := http.NewResponseController(w)
-		s := &scrape{end: func() { _ = rc.SetWriteDeadline(time.Now()) }, req: r, given: make(chan bool, 1)}
+		s := &scrape{end: func() { _ = rc.SetWriteDeadline(time.Now()) }, given: make(chan bool, 1)}
+		if l.budget > 0 {
+			s.cost = l.cost(r)
+		}
 		if ok, why := l.acquire(r, s); !ok {
 			l.logRefusal(r, why)
 			http.Error(w, refusalText[why], http.StatusServiceUnavailable)
@@ -410,7 +416,7 @@ func (l *scrapeLimiter) price(s *scrape) {
 		return
 	}
 	s.charge, s.alone = l.budget, true
-	if cost, known := l.cost(s.req); known && cost <= l.budget {
+	if cost, known := s.cost(); known && cost <= l.budget {
 		s.charge, s.alone = cost, false
 	}
 }

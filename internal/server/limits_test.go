@@ -331,6 +331,12 @@ func TestHeaderTimeout(t *testing.T) {
 	}
 }
 
+// perRequest is a limiter's cost of scrapes whose cost is read from their request
+// whenever they are priced.
+func perRequest(cost func(*http.Request) (int64, bool)) func(*http.Request) func() (int64, bool) {
+	return func(r *http.Request) func() (int64, bool) { return func() (int64, bool) { return cost(r) } }
+}
+
 // costOf is a test's scrape cost: its cost query parameter in bytes, unknown without one.
 func costOf(r *http.Request) (int64, bool) {
 	c := r.URL.Query().Get("cost")
@@ -394,7 +400,7 @@ func TestScrapeBudget(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				var log bytes.Buffer
-				l := newScrapeLimiter(10, stall, wait, slog.New(slog.NewTextHandler(&log, nil))).withBudget(budget, costOf)
+				l := newScrapeLimiter(10, stall, wait, slog.New(slog.NewTextHandler(&log, nil))).withBudget(budget, perRequest(costOf))
 				start := time.Now()
 				g := newGate()
 				results := make([]chan scrapeResult, len(tc.scrapes))
@@ -445,7 +451,7 @@ func TestScrapeBudget(t *testing.T) {
 func TestScrapeBudgetConcurrent(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const budget, scrapes = 100, 200
-		l := newScrapeLimiter(8, time.Second, 5*time.Second, slog.New(slog.DiscardHandler)).withBudget(budget, costOf)
+		l := newScrapeLimiter(8, time.Second, 5*time.Second, slog.New(slog.DiscardHandler)).withBudget(budget, perRequest(costOf))
 		var inside, most atomic.Int64
 		var wg sync.WaitGroup
 		codes := make([]int, scrapes)
@@ -481,4 +487,34 @@ func TestScrapeBudgetConcurrent(t *testing.T) {
 		}
 		t.Logf("%d of %d served, %d refused (%v), the most at once cost %d", served, scrapes, scrapes-served, l.refusals, most.Load())
 	})
+}
+
+// TestScrapeBudgetSlowRequest: what reading a request takes for its cost (its name[]
+// parameters, its Accept header) is done outside the limiter's lock: a request slow to
+// read holds no other scrape, nor the release of one.
+func TestScrapeBudgetSlowRequest(t *testing.T) {
+	read := make(chan struct{})
+	cost := func(r *http.Request) func() (int64, bool) {
+		if r.URL.Query().Has("slow") {
+			<-read
+		}
+		return func() (int64, bool) { return 10, true }
+	}
+	l := newScrapeLimiter(10, time.Second, 5*time.Second, slog.New(slog.DiscardHandler)).withBudget(100, cost)
+	start := time.Now()
+	slow := serveAt(l, start, httptest.NewRecorder(), nil, "/metrics?slow")
+	time.Sleep(50 * time.Millisecond) // the slow request is being read
+	fast := serveAt(l, start, httptest.NewRecorder(), nil, "/metrics")
+	select {
+	case got := <-fast:
+		if got.code != http.StatusOK {
+			t.Errorf("the scrape beside a slow request: HTTP %d, want 200", got.code)
+		}
+	case <-time.After(10 * time.Second):
+		t.Error("a scrape waits for the cost of another request to be read")
+	}
+	close(read)
+	if got := <-slow; got.code != http.StatusOK {
+		t.Errorf("the slow request: HTTP %d, want 200", got.code)
+	}
 }

@@ -902,6 +902,15 @@ func NewRegistry(coll *rulescrape.Collector) *prometheus.Registry {
 	return reg
 }
 
+// scrapeCost is the cost a scrape of coll is charged by the limiter: its request read
+// once (exporter.Negotiate), its rules' reads' cost told when asked (ScrapeCost).
+func scrapeCost(coll *rulescrape.Collector) func(*http.Request) func() (int64, bool) {
+	return func(r *http.Request) func() (int64, bool) {
+		keep, format := exporter.Negotiate(r)
+		return func() (int64, bool) { return coll.ScrapeCost(keep, format) }
+	}
+}
+
 // limited serves h, the metrics, within lim, but a HEAD, for which h reads nothing
 // (exporter.Handler): charged as a scrape, it would wait for a place or for room, be
 // refused 503, or put a waiting scrape out of its place, for headers alone.
@@ -924,8 +933,7 @@ func NewMux(p *pipeline.Pipeline, coll *rulescrape.Collector, reg *prometheus.Re
 	var metrics http.Handler = exporter.Handler(coll, reg, slog.NewLogLogger(logger.Handler(), slog.LevelError))
 	var admitPage func(http.Handler) http.Handler
 	if o.MaxRequests > 0 {
-		lim := newScrapeLimiter(o.MaxRequests, scrapeStall, scrapeWait, logger).withBudget(o.MaxScrapeBytes,
-			func(r *http.Request) (int64, bool) { return coll.ScrapeCost(exporter.Negotiate(r)) })
+		lim := newScrapeLimiter(o.MaxRequests, scrapeStall, scrapeWait, logger).withBudget(o.MaxScrapeBytes, scrapeCost(coll))
 		reg.MustRegister(lim)
 		metrics = limited(lim, metrics)
 		admitPage = newScrapeLimiter(o.MaxRequests, scrapeStall, scrapeWait, logger).handler
