@@ -94,6 +94,41 @@ func (f *Follower) positions() []Position {
 	return out
 }
 
+// Drained returns those of Positions' files, with their positions, that had left their
+// path and were read to their end: lines to come under their path do not follow any of
+// theirs but one written by a writer that did not reopen the log, so what a caller keeps
+// of the path's lines (a CRI message in parts) does not wait for them. A restart that no
+// longer finds one (the kubelet compresses and removes a container log's rotated file at
+// its next rotation) loses none of its lines. So that it is one cut with Positions, the
+// caller calls it while no line is being handed on (Options.Hold), or after Stop.
+func (f *Follower) Drained() []Position {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.byID == nil {
+		return slices.Clone(f.finalDrained)
+	}
+	return f.drained()
+}
+
+// drained is Drained of the open files; f.mu must be held.
+func (f *Follower) drained() []Position {
+	var out []Position
+	var buf [headLen]byte
+	for _, t := range f.files {
+		if !t.rotated || t.judging.Load() {
+			continue
+		}
+		off := t.done.Load()
+		if fi, err := f.o.stat(t.f); err != nil || fi.Size() != off {
+			continue
+		}
+		if head, err := headHash(t.f, off, &buf); err == nil {
+			out = append(out, Position{Path: t.path, Dev: t.id.dev, Ino: t.id.ino, Offset: off, Head: head})
+		}
+	}
+	return out
+}
+
 // headHash is the hash of the first min(headLen, off) bytes of file.
 func headHash(file io.ReaderAt, off int64, buf *[headLen]byte) (uint64, error) {
 	n := int(min(headLen, off))
