@@ -738,6 +738,9 @@ func (f *Follower) step(t *tracked, path string) bool {
 	} else if size == t.off {
 		return false
 	}
+	if t.atHole() {
+		t.skipHole(size, &f.stopping)
+	}
 	read, atEOF, err := f.r.pass(t, path, passBudget)
 	if read > 0 {
 		t.lastData = f.o.now()
