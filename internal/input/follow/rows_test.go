@@ -874,10 +874,13 @@ func TestSymlinkRetargetedBack(t *testing.T) {
 // closed after the grace, then back to it after the follower was stopped and another
 // started from its positions and the files it closed (Left): the first file is read on
 // from where it was left, not again from its start, whether the link came back while
-// the follower was down (the first scan finds the file without a position) or after.
+// the follower was down (the first scan finds the file without a position) or after,
+// and whether the disk's device was numbered otherwise meanwhile (a reboot: see
+// TestResumeRenumberedDevice) or not.
 func TestSymlinkRetargetedBackAfterRestart(t *testing.T) {
-	for _, whileDown := range []bool{true, false} {
-		t.Run(fmt.Sprintf("while down %v", whileDown), func(t *testing.T) {
+	for _, tc := range []struct{ whileDown, renumbered bool }{{true, false}, {false, false}, {true, true}, {false, true}} {
+		whileDown := tc.whileDown
+		t.Run(fmt.Sprintf("while down %v, renumbered %v", whileDown, tc.renumbered), func(t *testing.T) {
 			l := newBlueGreen(t)
 			o := modes[1].options(l.link)
 			o.FromBeginning = true
@@ -888,6 +891,13 @@ func TestSymlinkRetargetedBackAfterRestart(t *testing.T) {
 			first.expectExactly(t, span{1, 200})
 
 			o.FromBeginning, o.Resume, o.Left = false, f.Positions(), f.Left()
+			if tc.renumbered {
+				for _, ps := range [][]Position{o.Resume, o.Left} {
+					for i := range ps {
+						ps[i].Dev++
+					}
+				}
+			}
 			if whileDown {
 				l.retarget(t, l.blue)
 			}
