@@ -359,6 +359,9 @@ func (f *Follower) resumeRotated() {
 			}
 		}
 		if file == nil {
+			file = f.inOldDir(dirs, p.Path, id)
+		}
+		if file == nil {
 			f.o.Logger.Info(say.gone, "path", p.Path, "offset", p.Offset)
 			lost[p.Path] = true
 			continue
@@ -465,6 +468,27 @@ func (f *Follower) rotationPaths(path string) []string {
 		return []string{path}
 	}
 	return []string{path, real}
+}
+
+// inOldDir opens the file id in a directory within one of path's rotation directories
+// (rotationPaths), where logrotate's olddir, given relative to the log's directory, moves
+// its rotated files, or returns nil. By its device and inode alone: such a directory may
+// hold another log's archives of the name, which are not taken for the files rotated away
+// after it (rotatedAfter).
+func (f *Follower) inOldDir(dirs *listings, path string, id fileID) *os.File {
+	for _, at := range f.rotationPaths(path) {
+		dir := filepath.Dir(at)
+		entries, _ := dirs.list(dir)
+		for _, e := range entries {
+			if !e.IsDir() {
+				continue
+			}
+			if file := dirs.openByID(filepath.Join(dir, e.Name()), id); file != nil {
+				return file
+			}
+		}
+	}
+	return nil
 }
 
 // readCopiesAtEnd has the files the first scan took for copies of a position's file
