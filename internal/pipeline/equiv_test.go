@@ -794,10 +794,10 @@ func (r *equivRun) episode() {
 		case down == 4 && whole && !(r.node && r.inParts()):
 			// The file between the one read and the log's is new to the restart, which
 			// the one read may have been compressed by: its lines are read, none written
-			// since. The kubelet compresses the one read at the second rename: a CRI
-			// message's first parts are lost then, by design, as the restart cannot tell
-			// that no line of the file gone followed them.
-			compress := r.node || r.rng.IntN(2) == 0
+			// since. The kubelet compresses the one read at the second rename. A CRI
+			// message's first parts are lost when it is, by design, as the restart cannot
+			// tell that no line of the file gone followed them: not drawn.
+			compress := r.node || !r.inParts() && r.rng.IntN(2) == 0
 			if !compress {
 				r.write(chunk(), false)
 			}
