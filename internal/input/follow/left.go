@@ -86,6 +86,7 @@ func (f *Follower) placeLeft() {
 			f.left[id] = at
 		}
 	}
+	f.leftOrder = slices.DeleteFunc(f.leftOrder, func(id fileID) bool { _, ok := f.left[id]; return !ok })
 	for id, now := range renumbered {
 		if _, known := f.left[now]; !known {
 			f.left[now] = f.left[id]
