@@ -209,7 +209,8 @@ func byName(m map[string]map[string][]Position, p Position) {
 // resumeAt says where a file found by the first scan is read from when Options.Resume
 // is set: from its saved position when it has one and its first bytes are those it had,
 // else from its start, as it appeared after the positions were taken (the file that
-// replaced a rotated one, or a new one), unless it is the copy of a position's file
+// replaced a rotated one, or a new one, one given the inode of a position's file deleted
+// since or that file rewritten too), unless it is the copy of a position's file
 // (copyOf), or of a file found truncated before they were taken (Options.Truncated: its
 // copy found after the truncation was read), or a file closed after it left its path
 // (Options.Left). ok is false without Options.Resume.
@@ -227,33 +228,35 @@ func (f *Follower) resumeAt(id fileID, file *os.File) (off int64, ok bool) {
 			p, found = q, true
 		}
 	}
-	if !found {
-		if off, back := f.cameBack(id, file); back {
-			return off, true // closed by the follower of the positions after it left its path
+	if found {
+		delete(r.byID, fileID{dev: p.Dev, ino: p.Ino})
+		var buf [headLen]byte
+		if h, err := headHash(file, p.Offset, &buf); err == nil && h == p.Head {
+			if p.Offset == 0 && changedAfter(file, f.o.Taken) {
+				r.unread[p.Path] = id
+			} else {
+				r.intact[p.Path] = true
+			}
+			r.resumed[fileID{dev: p.Dev, ino: p.Ino}] = true
+			return p.Offset, true
 		}
-		dir := filepath.Dir(file.Name())
-		off, of := copyOf(file, id, r.byName[dir])
-		if cut, _ := copyOf(file, id, r.truncated[dir]); cut >= off && cut > 0 {
-			return cut, true // of a file truncated since the position: not of one as it was
-		}
-		if off > 0 {
-			r.copies[id] = of
-		}
-		return off, true
-	}
-	delete(r.byID, fileID{dev: p.Dev, ino: p.Ino})
-	var buf [headLen]byte
-	if h, err := headHash(file, p.Offset, &buf); err != nil || h != p.Head {
+		// Not the position's file as it was: truncated or rewritten since, or another
+		// that the file system gave its inode once it was deleted (the copy copytruncate
+		// made after logrotate removed the oldest archive). It is judged as a new file.
 		r.rewritten[p.Path] = true
-		return 0, true
 	}
-	if p.Offset == 0 && changedAfter(file, f.o.Taken) {
-		r.unread[p.Path] = id
-	} else {
-		r.intact[p.Path] = true
+	if off, back := f.cameBack(id, file); back {
+		return off, true // closed by the follower of the positions after it left its path
 	}
-	r.resumed[fileID{dev: p.Dev, ino: p.Ino}] = true
-	return p.Offset, true
+	dir := filepath.Dir(file.Name())
+	off, of := copyOf(file, id, r.byName[dir])
+	if cut, _ := copyOf(file, id, r.truncated[dir]); cut >= off && cut > 0 {
+		return cut, true // of a file truncated since the position: not of one as it was
+	}
+	if off > 0 {
+		r.copies[id] = of
+	}
+	return off, true
 }
 
 // renumbered returns the position not applied yet of file, of identity id, at its path,

@@ -769,3 +769,34 @@ func TestResumeRotatedIntoOldDir(t *testing.T) {
 		})
 	}
 }
+
+// TestResumeCopyOnReusedInode: the copy that copytruncate made of the log while the
+// exporter was down, found by a glob that matches rotated names, was given the inode of
+// a file of a position deleted since (logrotate removed its oldest archive, or, with
+// `rotate 1`, the copy before it, then made the copy: a file system reuses a freed inode
+// at once). It is not that file, whose first bytes it lacks, but a new one, judged as
+// any: the log's copy, read from the log's position, not from its start (the lines
+// before the position counted twice).
+func TestResumeCopyOnReusedInode(t *testing.T) {
+	for _, at := range []string{"access.log.6", "access.log.1"} {
+		t.Run(at, func(t *testing.T) {
+			dir, log, w := accessLog(t)
+			positions, o := readFirst(t, modes[1].options(filepath.Join(dir, "access.log*")))
+			taken := time.Now().Add(-time.Second) // see TestResume
+			writeLines(t, w, 101, 120)
+			copyFile(t, log, log+".1")
+			if err := os.Truncate(log, 0); err != nil {
+				t.Fatal(err)
+			}
+			writeLines(t, w, 121, 150)
+			fi, err := os.Stat(log + ".1")
+			if err != nil {
+				t.Fatal(err)
+			}
+			id := idOf(fi)
+			old := numbered(9999)
+			positions = append(positions, Position{Path: filepath.Join(dir, at), Dev: id.dev, Ino: id.ino, Offset: int64(len(old)), Head: xxhash.Sum64(old)})
+			expectResumed(t, o, positions, taken)
+		})
+	}
+}
