@@ -459,7 +459,9 @@ func (r *equivRun) older(i int) string {
 	return r.rotated[len(r.rotated)-i]
 }
 
-// shift moves each rotated file up a number, making room for .1.
+// shift moves each rotated file up a number, making room for .1, as logrotate's rotate 3
+// does: the third is removed first, its inode free for the next file made (a file system
+// reuses a freed inode at once).
 func (r *equivRun) shift() {
 	r.t.Helper()
 	top := 0
@@ -467,6 +469,12 @@ func (r *equivRun) shift() {
 		if _, err := os.Stat(fmt.Sprintf("%s.%d", r.log, top+1)); err != nil {
 			break
 		}
+	}
+	if top == 3 {
+		if err := os.Remove(fmt.Sprintf("%s.%d", r.log, top)); err != nil {
+			r.t.Fatal(err)
+		}
+		top--
 	}
 	for i := top; i >= 1; i-- {
 		if err := os.Rename(fmt.Sprintf("%s.%d", r.log, i), fmt.Sprintf("%s.%d", r.log, i+1)); err != nil {
