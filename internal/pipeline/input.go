@@ -484,7 +484,7 @@ func (p *Pipeline) handOver(ci config.Input) {
 				ps = []follow.Position{}
 			}
 			p.handedOver[in.source] = ps
-			p.handedParts[in.source] = append(p.handedParts[in.source], in.partsAt(stopped)...)
+			p.handedParts[in.source] = append(p.handedParts[in.source], in.partsAt(stopped, f.Drained)...)
 			p.handedLeft[in.source] = append(p.handedLeft[in.source], f.Left()...)
 			p.handedTruncated[in.source] = append(p.handedTruncated[in.source], f.Truncated()...)
 		}

@@ -301,17 +301,22 @@ const (
 
 // partsAt returns the messages in parts in's joiner is in the middle of, by path, with
 // ps, the positions of in's follower taken at the same cut (under it, which the reading
-// goroutine holds while it feeds the joiner, or once the follower stopped). The messages
+// goroutine holds while it feeds the joiner, or once the follower stopped), less those
+// drained returns (its files then rotated away and read to their end, asked only of a
+// cri input holding parts: the cut waits for it) when the path has others:
+// their next parts are in those, and a restart that finds a drained file gone (compressed
+// by the kubelet at its next rotation) goes on with them. The messages
 // of a path no file of ps is read under (its files were closed) are left out: nothing
 // goes on with them. So are those of a path that holds lines while its format is chosen
 // (kept): a snapshot's positions go back to its first held line (keptAt), from which
 // their parts are read again, in a file rotated away and closed since too, which ps
 // lacks and so would not tell the restart that the file is read again. They alias the
 // joiner's buffers: the caller copies them before the joiner is fed again.
-func (in *stream) partsAt(ps []follow.Position) []pathParts {
+func (in *stream) partsAt(ps []follow.Position, drained func() []follow.Position) []pathParts {
 	if in.cri == nil || in.cri.HeldBytes() == 0 {
 		return nil
 	}
+	done := drained()
 	byPath := map[string][]cri.Part{}
 	for path, part := range in.cri.Pending() {
 		byPath[path] = append(byPath[path], part)
@@ -326,6 +331,11 @@ func (in *stream) partsAt(ps []follow.Position) []pathParts {
 			if pos.Path == path {
 				pp.files = append(pp.files, pos)
 			}
+		}
+		if live := slices.DeleteFunc(slices.Clone(pp.files), func(pos follow.Position) bool {
+			return slices.Contains(done, pos)
+		}); len(live) > 0 {
+			pp.files = live
 		}
 		if len(pp.files) > 0 {
 			pps = append(pps, pp)
@@ -538,7 +548,7 @@ func (p *Pipeline) snapshot(ahead *store.Encoded, begin time.Time, cutDone func(
 	for _, in := range p.inputs {
 		if f, ok := in.running.(*follow.Follower); ok {
 			ps := f.Positions()
-			for _, pp := range in.partsAt(ps) { // before keptAt moves any back
+			for _, pp := range in.partsAt(ps, f.Drained) { // before keptAt moves any back
 				parts = append(parts, appendPathParts(nil, in.source, pp))
 			}
 			files[in.source] = append(files[in.source], in.keptAt(ps)...)

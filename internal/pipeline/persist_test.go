@@ -1204,7 +1204,7 @@ func partsRecord() []byte {
 	for _, line := range []string{"t1 stdout P user=alice ", "t1 stderr P " + strings.Repeat("x", 20), "t2 stdout P took=5 "} {
 		in.cri.Feed(path, []byte(line))
 	}
-	pps := in.partsAt([]follow.Position{{Path: path, Dev: 2049, Ino: 131, Offset: 90}})
+	pps := in.partsAt([]follow.Position{{Path: path, Dev: 2049, Ino: 131, Offset: 90}}, func() []follow.Position { return nil })
 	return appendPathParts(nil, in.source, pps[0])
 }
 

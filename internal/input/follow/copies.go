@@ -98,7 +98,8 @@ func (f *Follower) Truncated() []Position {
 // copy, a backup made with cp), or should the file leave its path without (renamed, or
 // deleted and made again), read to its end there. It reports false while that cannot be
 // told yet: t, of size bytes, begins with what such a file was read up to but holds less
-// (a copy being written, or a file created empty), unless t has stayed at that size for
+// (a copy being written, or a file created empty), and nothing else (a file read at its
+// path shows which), unless t has stayed at that size for
 // the rotation grace: it is then read from its end when it holds that file's first bytes,
 // as far as headLen, a copy of what was read already (made before the log was read
 // further); from its start when it holds fewer, as another log that begins with the same
@@ -152,6 +153,10 @@ func (f *Follower) judged(t *tracked, path string, size int64) bool {
 			}
 		case k == len(c.head) && size >= c.off:
 			off = max(off, c.off)
+		case k == len(c.head) && c.live != nil && f.refutes(c.live, c.head, t.f, size, max(int64(len(c.head)), size-headLen)):
+			// Less than its original was read up to, and other bytes than it holds there:
+			// a copy of part of it, or one being written, holds what it holds so far.
+			refuted = true
 		case k == len(c.head):
 			// A copy of part of what was read (of what the file held before it was read
 			// further), or one still being written.
@@ -188,9 +193,11 @@ func (f *Follower) judged(t *tracked, path string, size int64) bool {
 
 // refutes reports whether orig, a file read at its path up to where it begins with head
 // (how far it was read when that is under headLen), shows that cp, of size bytes, which
-// begins with head too and holds all orig was read up to (from), is no copy of it: orig
-// is there as it was read, neither truncated nor written again from its start, and holds
-// other bytes than cp past from, or fewer, as far as headLen. A copy holds what its
+// begins with head too, is no copy of it: orig is there as it was read, neither truncated
+// nor written again from its start, and holds other bytes than cp at from, or fewer, as
+// far as headLen. From is where orig was read up to, when cp holds all of that; or within
+// that, when cp holds less: a copy of part of orig, or one being written, holds what orig
+// holds as far as it goes. A copy holds what its
 // original held when it was copied, and the original holds it still unless truncated;
 // another log that begins as orig does (the header line a program writes first in each
 // of its files, a daily file's) holds lines of its own there. Unknown (false) while cp

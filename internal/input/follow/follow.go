@@ -348,8 +348,9 @@ type Follower struct {
 	// renamed within the glob. The reader looks for paths no longer read only then.
 	pathsChanged uint64
 
-	// final is where the follower stopped (Positions after Stop); guarded by mu.
-	final []Position
+	// final is where the follower stopped (Positions after Stop), finalDrained its
+	// files then drained (Drained after Stop); guarded by mu.
+	final, finalDrained []Position
 	// left is where the files closed after they left their path were read up to, the
 	// newest maxLeft (leftOrder, oldest first), should one come back; guarded by mu.
 	// leftLooked is how many there were after pruneLeft last looked for the gone ones.
@@ -512,7 +513,7 @@ func (f *Follower) Stop() {
 		}
 		f.judgeHeld()
 		f.mu.Lock()
-		f.final = f.positions()
+		f.final, f.finalDrained = f.positions(), f.drained()
 		for _, t := range f.files {
 			_ = t.f.Close()
 			f.readPaths[t.path] = true
@@ -736,6 +737,9 @@ func (f *Follower) step(t *tracked, path string) bool {
 		t.restart()
 	} else if size == t.off {
 		return false
+	}
+	if t.atHole() {
+		t.skipHole(size, &f.stopping)
 	}
 	read, atEOF, err := f.r.pass(t, path, passBudget)
 	if read > 0 {

@@ -51,11 +51,14 @@ func (f *Follower) Left() []Position {
 // (a Position's path is the one a file was read under), and forgets the ones gone
 // (pruneLeft): it looks for each in the directory of the path it was read under and, for
 // a symbolic link, of the file that leads to, where its rotator renames it (a container
-// log's rotated file) or it stays (a link's former target). newFollower calls it, before
-// the follower is started.
+// log's rotated file) or it stays (a link's former target). One found there by its
+// inode on another device is taken as renumbered since (a reboot, as for a position:
+// resume.renumbered), whose coming back cameBack judges by its first bytes as any
+// other's. newFollower calls it, before the follower is started.
 func (f *Follower) placeLeft() {
 	dirs := newListings(os.ReadDir)
 	looks := map[string][]string{} // by path: a log's archives were read under one
+	renumbered := map[fileID]fileID{}
 	for id, at := range f.left {
 		look, ok := looks[at.path]
 		if !ok {
@@ -71,11 +74,25 @@ func (f *Follower) placeLeft() {
 				break
 			}
 		}
+		for _, dir := range look {
+			names := dirs.identities(dir) // before its inos
+			if now, ok := dirs.inos[dir][id.ino]; ok && at.where == "" && now.dev != id.dev {
+				at.where, renumbered[id] = filepath.Join(dir, names[now]), now
+			}
+		}
 		if at.where == "" {
 			delete(f.left, id)
 		} else {
 			f.left[id] = at
 		}
+	}
+	f.leftOrder = slices.DeleteFunc(f.leftOrder, func(id fileID) bool { _, ok := f.left[id]; return !ok })
+	for id, now := range renumbered {
+		if _, known := f.left[now]; !known {
+			f.left[now] = f.left[id]
+			f.leftOrder[slices.Index(f.leftOrder, id)] = now
+		}
+		delete(f.left, id)
 	}
 	f.leftOrder = slices.DeleteFunc(f.leftOrder, func(id fileID) bool { _, ok := f.left[id]; return !ok })
 	f.leftLooked = len(f.leftOrder)

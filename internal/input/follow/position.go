@@ -94,6 +94,41 @@ func (f *Follower) positions() []Position {
 	return out
 }
 
+// Drained returns those of Positions' files, with their positions, that had left their
+// path and were read to their end: lines to come under their path do not follow any of
+// theirs but one written by a writer that did not reopen the log, so what a caller keeps
+// of the path's lines (a CRI message in parts) does not wait for them. A restart that no
+// longer finds one (the kubelet compresses and removes a container log's rotated file at
+// its next rotation) loses none of its lines. So that it is one cut with Positions, the
+// caller calls it while no line is being handed on (Options.Hold), or after Stop.
+func (f *Follower) Drained() []Position {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.byID == nil {
+		return slices.Clone(f.finalDrained)
+	}
+	return f.drained()
+}
+
+// drained is Drained of the open files; f.mu must be held.
+func (f *Follower) drained() []Position {
+	var out []Position
+	var buf [headLen]byte
+	for _, t := range f.files {
+		if !t.rotated || t.judging.Load() {
+			continue
+		}
+		off := t.done.Load()
+		if fi, err := f.o.stat(t.f); err != nil || fi.Size() != off {
+			continue
+		}
+		if head, err := headHash(t.f, off, &buf); err == nil {
+			out = append(out, Position{Path: t.path, Dev: t.id.dev, Ino: t.id.ino, Offset: off, Head: head})
+		}
+	}
+	return out
+}
+
 // headHash is the hash of the first min(headLen, off) bytes of file.
 func headHash(file io.ReaderAt, off int64, buf *[headLen]byte) (uint64, error) {
 	n := int(min(headLen, off))
@@ -174,7 +209,8 @@ func byName(m map[string]map[string][]Position, p Position) {
 // resumeAt says where a file found by the first scan is read from when Options.Resume
 // is set: from its saved position when it has one and its first bytes are those it had,
 // else from its start, as it appeared after the positions were taken (the file that
-// replaced a rotated one, or a new one), unless it is the copy of a position's file
+// replaced a rotated one, or a new one, one given the inode of a position's file deleted
+// since or that file rewritten too), unless it is the copy of a position's file
 // (copyOf), or of a file found truncated before they were taken (Options.Truncated: its
 // copy found after the truncation was read), or a file closed after it left its path
 // (Options.Left). ok is false without Options.Resume.
@@ -192,33 +228,35 @@ func (f *Follower) resumeAt(id fileID, file *os.File) (off int64, ok bool) {
 			p, found = q, true
 		}
 	}
-	if !found {
-		if off, back := f.cameBack(id, file); back {
-			return off, true // closed by the follower of the positions after it left its path
+	if found {
+		delete(r.byID, fileID{dev: p.Dev, ino: p.Ino})
+		var buf [headLen]byte
+		if h, err := headHash(file, p.Offset, &buf); err == nil && h == p.Head {
+			if p.Offset == 0 && changedAfter(file, f.o.Taken) {
+				r.unread[p.Path] = id
+			} else {
+				r.intact[p.Path] = true
+			}
+			r.resumed[fileID{dev: p.Dev, ino: p.Ino}] = true
+			return p.Offset, true
 		}
-		dir := filepath.Dir(file.Name())
-		off, of := copyOf(file, id, r.byName[dir])
-		if cut, _ := copyOf(file, id, r.truncated[dir]); cut >= off && cut > 0 {
-			return cut, true // of a file truncated since the position: not of one as it was
-		}
-		if off > 0 {
-			r.copies[id] = of
-		}
-		return off, true
-	}
-	delete(r.byID, fileID{dev: p.Dev, ino: p.Ino})
-	var buf [headLen]byte
-	if h, err := headHash(file, p.Offset, &buf); err != nil || h != p.Head {
+		// Not the position's file as it was: truncated or rewritten since, or another
+		// that the file system gave its inode once it was deleted (the copy copytruncate
+		// made after logrotate removed the oldest archive). It is judged as a new file.
 		r.rewritten[p.Path] = true
-		return 0, true
 	}
-	if p.Offset == 0 && changedAfter(file, f.o.Taken) {
-		r.unread[p.Path] = id
-	} else {
-		r.intact[p.Path] = true
+	if off, back := f.cameBack(id, file); back {
+		return off, true // closed by the follower of the positions after it left its path
 	}
-	r.resumed[fileID{dev: p.Dev, ino: p.Ino}] = true
-	return p.Offset, true
+	dir := filepath.Dir(file.Name())
+	off, of := copyOf(file, id, r.byName[dir])
+	if cut, _ := copyOf(file, id, r.truncated[dir]); cut >= off && cut > 0 {
+		return cut, true // of a file truncated since the position: not of one as it was
+	}
+	if off > 0 {
+		r.copies[id] = of
+	}
+	return off, true
 }
 
 // renumbered returns the position not applied yet of file, of identity id, at its path,
@@ -322,6 +360,9 @@ func (f *Follower) resumeRotated() {
 			if file = dirs.openByIno(filepath.Dir(at), id.ino); file != nil {
 				break
 			}
+		}
+		if file == nil {
+			file = f.inOldDir(dirs, p.Path, id)
 		}
 		if file == nil {
 			f.o.Logger.Info(say.gone, "path", p.Path, "offset", p.Offset)
@@ -430,6 +471,27 @@ func (f *Follower) rotationPaths(path string) []string {
 		return []string{path}
 	}
 	return []string{path, real}
+}
+
+// inOldDir opens the file id in a directory within one of path's rotation directories
+// (rotationPaths), where logrotate's olddir, given relative to the log's directory, moves
+// its rotated files, or returns nil. By its device and inode alone: such a directory may
+// hold another log's archives of the name, which are not taken for the files rotated away
+// after it (rotatedAfter).
+func (f *Follower) inOldDir(dirs *listings, path string, id fileID) *os.File {
+	for _, at := range f.rotationPaths(path) {
+		dir := filepath.Dir(at)
+		entries, _ := dirs.list(dir)
+		for _, e := range entries {
+			if !e.IsDir() {
+				continue
+			}
+			if file := dirs.openByID(filepath.Join(dir, e.Name()), id); file != nil {
+				return file
+			}
+		}
+	}
+	return nil
 }
 
 // readCopiesAtEnd has the files the first scan took for copies of a position's file

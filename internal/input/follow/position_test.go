@@ -568,3 +568,43 @@ func TestOpenListedSwappedFIFO(t *testing.T) {
 		})
 	}
 }
+
+// TestDrained: the files a follower lists as drained are those that left their path and
+// were read to their end, at the same cut as its positions and after Stop: not the file
+// at the path, nor a rotated one a late writer wrote to since it was read.
+func TestDrained(t *testing.T) {
+	dir := t.TempDir()
+	log := filepath.Join(dir, "0.log")
+	old := create(t, log)
+	writeLines(t, old, 1, 10)
+	f, _, _ := handDriven(t, log, newCollector().handle)
+	rename(t, log, log+".20240301-120000")
+	w := create(t, log)
+	writeLines(t, w, 11, 20)
+	f.discover(false)
+	f.readAll()
+	f.readAll()
+	drainedOf := func() []int64 {
+		var out []int64
+		for _, p := range f.Drained() {
+			if !slices.Contains(f.Positions(), p) {
+				t.Errorf("drained %+v, not among the positions %+v", p, f.Positions())
+			}
+			out = append(out, p.Offset)
+		}
+		return out
+	}
+	size := int64(10 * len(numbered(1)))
+	if got := drainedOf(); !slices.Equal(got, []int64{size}) {
+		t.Fatalf("drained at %v, want the rotated file's end %d", got, size)
+	}
+	writeLines(t, old, 21, 21) // a late writer, not read yet
+	if got := drainedOf(); len(got) != 0 {
+		t.Errorf("drained at %v with a line of the rotated file not read", got)
+	}
+	f.readAll()
+	f.Stop()
+	if got := drainedOf(); !slices.Equal(got, []int64{size + int64(len(numbered(21)))}) {
+		t.Errorf("drained after Stop at %v, want the rotated file's end", got)
+	}
+}

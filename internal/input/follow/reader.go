@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/logwindow/logwindow_exporter/internal/input"
 )
 
@@ -148,12 +150,55 @@ func (t *tracked) positionAt(off int64) {
 	t.tailN = got
 	// A byte order mark is no line's start, but nothing of a line comes before it either:
 	// reading from just after the mark (a snapshot's position while the first line was
-	// incomplete) starts at a line.
-	t.lead = got > 0 && t.tail[got-1] != '\n' && !bytes.Equal(t.tail[:got], byteOrderMark)
+	// incomplete) starts at a line. So does reading from after a hole (skipHole).
+	t.lead = got > 0 && t.tail[got-1] != '\n' && t.tail[got-1] != 0 && !bytes.Equal(t.tail[:got], byteOrderMark)
 	if got, err = t.f.ReadAt(t.head[:min(headLen, off)], 0); err != nil && !errors.Is(err, io.EOF) {
 		got = 0
 	}
 	t.headN = got
+}
+
+// atHole reports whether t is read from its start or from after NUL bytes, at a line's
+// start: where a hole may open (skipHole). A line read up to its newline leaves none
+// before it.
+func (t *tracked) atHole() bool {
+	return t.off == 0 || len(t.partial) == 0 && !t.lead && !t.skipping && t.tailN > 0 && t.tail[t.tailN-1] == 0
+}
+
+// skipHole moves t's reading past the NUL bytes at its offset, up to size: they are no
+// text, but the hole that a writer which does not append (a shell's `>`, a file opened
+// without O_APPEND) leaves when copytruncate empties its log under it and it writes on at
+// its own offset. Read as text, they would open the first line written after the
+// truncation, which they would make too long or unmatched. The file system is asked
+// where data begins (SEEK_DATA), so that a hole of gigabytes is not read; where it cannot
+// tell, the NULs are read. stop says to give up.
+func (t *tracked) skipHole(size int64, stop *atomic.Bool) {
+	off := t.off
+	switch data, err := t.f.Seek(off, unix.SEEK_DATA); {
+	case err == nil && data > off:
+		off = data
+	case errors.Is(err, syscall.ENXIO):
+		off = size // nothing but the hole so far
+	}
+	var buf, zeros [4096]byte
+	for off < size && !stop.Load() {
+		n, err := t.f.ReadAt(buf[:min(int64(len(buf)), size-off)], off)
+		i := 0
+		if bytes.Equal(buf[:n], zeros[:n]) {
+			i = n
+		} else {
+			for buf[i] == 0 {
+				i++
+			}
+		}
+		off += int64(i)
+		if i < n || err != nil {
+			break
+		}
+	}
+	if off != t.off {
+		t.positionAt(off)
+	}
 }
 
 // noteRead keeps the first headLen bytes of the file and the last tailLen

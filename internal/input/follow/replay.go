@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/logwindow/logwindow_exporter/config"
@@ -248,6 +249,7 @@ func readFile(r *lineReader, tr *tree, path string, claim func(dev, ino uint64) 
 		return err
 	}
 	t := &tracked{f: file, path: path}
+	t.skipHole(fi.Size(), new(atomic.Bool)) // read as a follower reads it
 	if _, _, err := r.pass(t, path, math.MaxInt64); err != nil {
 		return &failure{reasonRead, fmt.Errorf("%s: %w", path, err)}
 	}

@@ -740,3 +740,63 @@ func copyTruncatedBehind(t *testing.T, w *os.File, log string) {
 		t.Fatal(err)
 	}
 }
+
+// TestResumeRotatedIntoOldDir: logrotate's olddir (relative, as `olddir old`) moves the
+// rotated log into a directory within the log's: the file of the position, rotated there
+// while the exporter was down, is found there by its device and inode and read on from
+// its position, the new log from its start. Not a file of such a directory that is
+// another's, which only its identity could make the log's.
+func TestResumeRotatedIntoOldDir(t *testing.T) {
+	for _, glob := range []bool{false, true} {
+		t.Run(fmt.Sprintf("glob %v", glob), func(t *testing.T) {
+			dir, log, w := accessLog(t)
+			old := filepath.Join(dir, "old")
+			if err := os.Mkdir(old, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			// Another log's archive of the same name, written after the snapshot.
+			path := log
+			if glob {
+				path = filepath.Join(dir, "*.log")
+			}
+			positions, o := readFirst(t, modes[1].options(path))
+			taken := time.Now().Add(-time.Second) // see TestResume
+			writeLines(t, w, 101, 120)
+			rename(t, log, filepath.Join(old, "access.log.1"))
+			writeLines(t, create(t, filepath.Join(old, "access.log.2")), 5001, 5010)
+			writeLines(t, create(t, log), 121, 150)
+			expectResumed(t, o, positions, taken)
+		})
+	}
+}
+
+// TestResumeCopyOnReusedInode: the copy that copytruncate made of the log while the
+// exporter was down, found by a glob that matches rotated names, was given the inode of
+// a file of a position deleted since (logrotate removed its oldest archive, or, with
+// `rotate 1`, the copy before it, then made the copy: a file system reuses a freed inode
+// at once). It is not that file, whose first bytes it lacks, but a new one, judged as
+// any: the log's copy, read from the log's position, not from its start (the lines
+// before the position counted twice).
+func TestResumeCopyOnReusedInode(t *testing.T) {
+	for _, at := range []string{"access.log.6", "access.log.1"} {
+		t.Run(at, func(t *testing.T) {
+			dir, log, w := accessLog(t)
+			positions, o := readFirst(t, modes[1].options(filepath.Join(dir, "access.log*")))
+			taken := time.Now().Add(-time.Second) // see TestResume
+			writeLines(t, w, 101, 120)
+			copyFile(t, log, log+".1")
+			if err := os.Truncate(log, 0); err != nil {
+				t.Fatal(err)
+			}
+			writeLines(t, w, 121, 150)
+			fi, err := os.Stat(log + ".1")
+			if err != nil {
+				t.Fatal(err)
+			}
+			id := idOf(fi)
+			old := numbered(9999)
+			positions = append(positions, Position{Path: filepath.Join(dir, at), Dev: id.dev, Ino: id.ino, Offset: int64(len(old)), Head: xxhash.Sum64(old)})
+			expectResumed(t, o, positions, taken)
+		})
+	}
+}

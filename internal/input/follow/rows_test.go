@@ -874,10 +874,13 @@ func TestSymlinkRetargetedBack(t *testing.T) {
 // closed after the grace, then back to it after the follower was stopped and another
 // started from its positions and the files it closed (Left): the first file is read on
 // from where it was left, not again from its start, whether the link came back while
-// the follower was down (the first scan finds the file without a position) or after.
+// the follower was down (the first scan finds the file without a position) or after,
+// and whether the disk's device was numbered otherwise meanwhile (a reboot: see
+// TestResumeRenumberedDevice) or not.
 func TestSymlinkRetargetedBackAfterRestart(t *testing.T) {
-	for _, whileDown := range []bool{true, false} {
-		t.Run(fmt.Sprintf("while down %v", whileDown), func(t *testing.T) {
+	for _, tc := range []struct{ whileDown, renumbered bool }{{true, false}, {false, false}, {true, true}, {false, true}} {
+		whileDown := tc.whileDown
+		t.Run(fmt.Sprintf("while down %v, renumbered %v", whileDown, tc.renumbered), func(t *testing.T) {
 			l := newBlueGreen(t)
 			o := modes[1].options(l.link)
 			o.FromBeginning = true
@@ -888,6 +891,13 @@ func TestSymlinkRetargetedBackAfterRestart(t *testing.T) {
 			first.expectExactly(t, span{1, 200})
 
 			o.FromBeginning, o.Resume, o.Left = false, f.Positions(), f.Left()
+			if tc.renumbered {
+				for _, ps := range [][]Position{o.Resume, o.Left} {
+					for i := range ps {
+						ps[i].Dev++
+					}
+				}
+			}
 			if whileDown {
 				l.retarget(t, l.blue)
 			}
@@ -1291,4 +1301,39 @@ func TestResumeCopyFoundAfterStart(t *testing.T) {
 	f.discover(false)
 	settle(f, clock)
 	c.expectExactly(t, span{1, 130})
+}
+
+// TestNewFileShorterBeginsAsLog: a glob that matches rotated names finds a new file named
+// as one of the log's rotated files that begins with all the log's first KiB (a header of
+// ten lines that every file of the program begins with) but holds less than the log was
+// read up to, and other lines past its header: no copy of the log, read on at its path as
+// it was, even in part (a copy being written holds what the log holds as far as it goes).
+// It is read from its start, whether the follower runs on past the rotation grace or a
+// restart takes its positions within it. Taken for a copy of part of what was read, it
+// was held at its end: read from there, its lines lost. Driven by hand, on an injected
+// clock.
+func TestNewFileShorterBeginsAsLog(t *testing.T) {
+	for _, restart := range []bool{false, true} {
+		t.Run(fmt.Sprintf("restart %v", restart), func(t *testing.T) {
+			dir := t.TempDir()
+			log := filepath.Join(dir, "access.log")
+			w := create(t, log)
+			writeLines(t, w, 0, 100) // lines 0-9, past the first KiB, the header
+			c := newCollector()
+			f, clock, o := handDriven(t, log+"*", c.handle)
+			d := create(t, log+".2026-11-30")
+			writeLines(t, d, 0, 9)
+			writeLines(t, d, 1000, 1010)
+			f.discover(false)
+			f.readAll()
+			if restart {
+				f = resumed(t, f, o, c.handle)
+			}
+			settle(f, clock)
+			lost, dup, malformed := c.tally(span{0, 100}, span{1000, 1010})
+			if lost != 0 || dup != 10 || malformed != 0 {
+				t.Fatalf("lost %d, duplicated %d (want 10: the new file's header), malformed %d", lost, dup, malformed)
+			}
+		})
+	}
 }

@@ -1,0 +1,111 @@
+package follow
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// TestTruncatedUnderWriterAtOffset: a writer that does not append (a shell's `>`, a file
+// opened without O_APPEND) writes on at its own offset after copytruncate empties its
+// log, leaving the file a hole of NUL bytes up to there. The hole is no text: the first
+// line written after the truncation is read as it was written, neither too long (a hole
+// past the line cap) nor opened by NULs, whether the reader saw the file empty first or
+// not, and so are the lines after a second truncation.
+func TestTruncatedUnderWriterAtOffset(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		// lines is how many lines precede the truncation: their bytes are the hole.
+		lines int
+		// seen: the reader sees the file empty before the writer writes again.
+		seen bool
+	}{
+		{name: "a hole past the line cap", lines: 3000},
+		{name: "a hole past the line cap, seen empty", lines: 3000, seen: true},
+		{name: "a hole within the line cap", lines: 10},
+		{name: "a hole within the line cap, seen empty", lines: 10, seen: true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			log := filepath.Join(t.TempDir(), "access.log")
+			w, err := os.OpenFile(log, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = w.Close() })
+			writeLines(t, w, 1, c.lines)
+			col := newCollector()
+			f, _, _ := handDriven(t, log, col.handle)
+			next := c.lines + 1
+			for range 2 {
+				if err := os.Truncate(log, 0); err != nil {
+					t.Fatal(err)
+				}
+				if c.seen {
+					f.readAll()
+				}
+				writeLines(t, w, next, next+9)
+				next += 10
+				f.readAll()
+				f.readAll()
+			}
+			col.expectExactly(t, span{1, next - 1})
+			if n := f.c.tooLong.Load(); n != 0 {
+				t.Errorf("%d lines too long", n)
+			}
+		})
+	}
+}
+
+// TestReplayAfterHole: a one-shot reads a log that a writer at its own offset left a
+// hole in as a follower does: the lines after the hole, none too long nor opened by NULs.
+func TestReplayAfterHole(t *testing.T) {
+	log := filepath.Join(t.TempDir(), "access.log")
+	w, err := os.OpenFile(log, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	writeLines(t, w, 1, 3000)
+	if err := os.Truncate(log, 0); err != nil {
+		t.Fatal(err)
+	}
+	writeLines(t, w, 3001, 3010)
+	col := newCollector()
+	st, err := ReadToEnd(Options{Path: log}, col.handle)
+	if err != nil {
+		t.Fatal(err)
+	}
+	col.expectExactly(t, span{3001, 3010})
+	if st.TooLong != 0 {
+		t.Errorf("%d lines too long", st.TooLong)
+	}
+}
+
+// TestResumeAfterHole: a follower stopped with a line after a hole begun but not ended
+// has its position at the hole's end; the one resumed from there reads that line whole,
+// not as the rest of a line begun before it.
+func TestResumeAfterHole(t *testing.T) {
+	log := filepath.Join(t.TempDir(), "access.log")
+	w, err := os.OpenFile(log, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	writeLines(t, w, 1, 20)
+	col := newCollector()
+	f, _, o := handDriven(t, log, col.handle)
+	if err := os.Truncate(log, 0); err != nil {
+		t.Fatal(err)
+	}
+	line := numbered(21)
+	if _, err := w.Write(line[:10]); err != nil {
+		t.Fatal(err)
+	}
+	f.readAll()
+	g := resumed(t, f, o, col.handle)
+	if _, err := w.Write(line[10:]); err != nil {
+		t.Fatal(err)
+	}
+	g.readAll()
+	col.expectExactly(t, span{1, 21})
+}
