@@ -55,8 +55,9 @@ func benchLog(b *testing.B, lines int, c benchConfig) (string, *config.Config, *
 
 // BenchmarkPipeline is the live path in process, with the binary's clock, for profiling:
 // each op starts a pipeline on a 200,000-line log read from the beginning with
-// example-rules.yaml, and with 5 more rules over its pattern (follow → parser → store →
-// wheels), and stops it once a scrape shows every line read. It reports wall and CPU time
+// example-rules.yaml, with 5 more rules over its pattern, and with the rules of the
+// harness's -like-mtail (follow → parser → store → wheels), and stops it once a scrape
+// shows every line read. It reports wall and CPU time
 // per line: on a machine shared with other work, the process' CPU time moves less with
 // their load than its wall time does. The follower's goroutines run under
 // follow.(*Follower).readLoop, so
@@ -67,9 +68,16 @@ func benchLog(b *testing.B, lines int, c benchConfig) (string, *config.Config, *
 // leaves out the generation of the log.
 func BenchmarkPipeline(b *testing.B) {
 	const lines = 200000
-	for _, extra := range []int{0, 5} {
-		b.Run(fmt.Sprintf("rules=%d", 5+extra), func(b *testing.B) {
-			_, cfg, _ := benchLog(b, lines, benchConfig{extraRules: extra})
+	for _, tc := range []struct {
+		name string
+		c    benchConfig
+	}{
+		{"rules=5", benchConfig{}},
+		{"rules=10", benchConfig{extraRules: 5}},
+		{"like-mtail", benchConfig{likeMtail: true}},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			_, cfg, _ := benchLog(b, lines, tc.c)
 			b.ReportAllocs()
 			cpu0 := processCPU(b)
 			for b.Loop() {

@@ -304,41 +304,90 @@ func (s *Series) putMemo(v float64) {
 }
 
 // putRun adds the values in turn to the slots the memo holds, as putMemo would one by
-// one: a slot adds them up in the same order and counts them one at a time, in registers
-// rather than through memory, and takes their extrema at once (max and min are the same
-// in any order, NaN and signed zeros included).
+// one, and gives the same bits: each slot adds them up in the same order, but the slots'
+// sums are kept side by side in registers, in one pass over the values, so that their
+// additions overlap instead of each waiting for the one before; a count is raised by the
+// run's length at once when that is exact (see addCount); and the extrema, taken only when
+// kept, in four interleaved lanes (max and min are the same in any order, NaN and signed
+// zeros included).
 func (s *Series) putRun(values []float64) {
 	if len(values) == 0 {
 		return
 	}
 	l := s.layout
-	hi, lo := values[0], values[0]
-	for _, v := range values[1:] {
-		hi, lo = max(hi, v), min(lo, v)
-	}
+	// at[k] is where the k-th slot the memo holds starts in data.
+	var at [len(grid{})]int
+	n := 0
 	for i := range l.wheels {
-		idx := s.memo[i]
-		if idx < 0 {
-			continue
-		}
-		slot := s.data[l.wheels[i].off+int(idx)*l.stride:][:l.stride]
-		sum := slot[0]
-		for _, v := range values {
-			sum += v
-		}
-		slot[0] = sum
-		if l.events != 0 {
-			n := slot[l.events]
-			for range values {
-				n++
-			}
-			slot[l.events] = n
-		}
-		if l.extrema != 0 {
-			slot[l.extrema] = max(slot[l.extrema], hi)
-			slot[l.extrema+1] = min(slot[l.extrema+1], lo)
+		if idx := s.memo[i]; idx >= 0 {
+			at[n] = l.wheels[i].off + int(idx)*l.stride
+			n++
 		}
 	}
+	if n == 0 {
+		return
+	}
+	d := s.data
+	// The lanes of the wheels the memo does not hold add into a sum that is dropped.
+	var sums [len(grid{})]float64
+	for k := range n {
+		sums[k] = d[at[k]]
+	}
+	s0, s1, s2, s3 := sums[0], sums[1], sums[2], sums[3]
+	for _, v := range values {
+		s0, s1, s2, s3 = s0+v, s1+v, s2+v, s3+v
+	}
+	sums = [...]float64{s0, s1, s2, s3}
+	for k := range n {
+		d[at[k]] = sums[k]
+	}
+	if l.events != 0 {
+		for k := range n {
+			addCount(&d[at[k]+l.events], len(values))
+		}
+	}
+	if l.extrema != 0 {
+		hi, lo := extrema(values)
+		for k := range n {
+			x := d[at[k]+l.extrema:][:2]
+			x[0] = max(x[0], hi)
+			x[1] = min(x[1], lo)
+		}
+	}
+}
+
+// addCount adds 1 to the count c, n times, as put does one event at a time: at once when
+// that is exact (c a whole number and c+n below 2^53, where every count on the way is a
+// float64 of its own), else one by one.
+func addCount(c *float64, n int) {
+	if v := *c; v >= 0 && v+float64(n) < 1<<53 && v == float64(int64(v)) {
+		*c = v + float64(n)
+		return
+	}
+	v := *c
+	for range n {
+		v++
+	}
+	*c = v
+}
+
+// extrema returns the max and min of values, at least one, in four lanes so that the
+// comparisons of one lane do not wait for another's.
+func extrema(values []float64) (hi, lo float64) {
+	h0, l0 := values[0], values[0]
+	h1, h2, h3, l1, l2, l3 := h0, h0, h0, l0, l0, l0
+	i := 1
+	for ; i+4 <= len(values); i += 4 {
+		v := values[i : i+4 : i+4]
+		h0, l0 = max(h0, v[0]), min(l0, v[0])
+		h1, l1 = max(h1, v[1]), min(l1, v[1])
+		h2, l2 = max(h2, v[2]), min(l2, v[2])
+		h3, l3 = max(h3, v[3]), min(l3, v[3])
+	}
+	for _, v := range values[i:] {
+		h0, l0 = max(h0, v), min(l0, v)
+	}
+	return max(h0, h1, h2, h3), min(l0, l1, l2, l3)
 }
 
 // slotsBack returns how many slots the slot of second at is behind that of second t ≥ at.

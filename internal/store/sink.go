@@ -113,20 +113,22 @@ func (k *Sink) Event(e *event.Event) {
 		}
 		return
 	}
-	w := k.writeOf(r)
-	w.now, w.at = k.clocks(e)
+	// A batching sink's table takes the clocks as they are, without a write (see writeOf).
+	now, at := k.clocks(e)
 	if h := k.held; h != nil {
 		p := &h.rules[e.Rule]
-		if p.add(e, w.now, w.at, w.active, h.seed) {
+		if p.add(e, now, at, k.processing, h.seed) {
 			return
 		}
 		// The rule's table is full, or the event is to be written at once: after the
 		// events before it, so that they keep their order.
 		k.flushRule(e.Rule)
-		if p.add(e, w.now, w.at, w.active, h.seed) {
+		if p.add(e, now, at, k.processing, h.seed) {
 			return
 		}
 	}
+	w := k.writeOf(r)
+	w.now, w.at = now, at
 	r.store.observe(e, &w, &k.last[e.Rule])
 }
 
@@ -153,7 +155,9 @@ func (k *Sink) flushRule(i int) {
 }
 
 // writeOf is what the store needs of k to write an event of rule r, but for the clocks
-// of the event's own second (see clocks).
+// of the event's own second (see clocks). An event a batching sink holds does without it:
+// its fields, stored one by one and then copied 16 bytes at a time, made every event wait
+// for the copy's loads (which no store could forward), a tenth of the sink's time.
 func (k *Sink) writeOf(r *Rule) write {
 	return write{budget: r.budget, shard: k.shard, backfill: k.backfill, active: k.processing}
 }
