@@ -90,6 +90,14 @@ var customFormats = []struct {
 	{`%t%q %{X-Forwarded-For}i`, 0, true},
 	{`%v:%p %h \"%r\" %>s %{Cookie}n`, 0, true},
 	{`%h x%{X}ix%>s`, 0, true},
+	// The text after a number of 7, 8 and 9 bytes, its stop's included: the scanner compares
+	// one of at most 8 bytes as a word where 8 bytes of the line are left, the one at the
+	// end of the line among them.
+	{`$remote_addr $status 123456$body_bytes_sent`, logformat.EscapeDefault, false},
+	{`$remote_addr $status 1234567$body_bytes_sent`, logformat.EscapeDefault, false},
+	{`$remote_addr $status 12345678$body_bytes_sent`, logformat.EscapeDefault, false},
+	{`$remote_addr $request_time ;abcdef`, logformat.EscapeDefault, false},
+	{`$remote_addr $request_time ;abcdefg`, logformat.EscapeDefault, false},
 }
 
 // formats are the presets and the custom formats, each with its scanner.
