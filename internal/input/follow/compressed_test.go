@@ -73,3 +73,49 @@ func TestGlobPassesOverCompressedFiles(t *testing.T) {
 		})
 	}
 }
+
+// TestReadToEndRefusesCompressedByTheirBytes: ReadToEnd refuses a file that begins as an
+// archive of each compressor does, whatever its name, and reads a log whose text merely
+// begins with some of an archive's first bytes ("BZh", which bzip2's magic is, is also
+// a word) or with a magic cut short.
+func TestReadToEndRefusesCompressedByTheirBytes(t *testing.T) {
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	if _, err := zw.Write([]byte("GET / 200\n")); err != nil {
+		t.Fatal(err)
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, content, refused string // refused: the compressor named, "" when read
+	}{
+		{"gzip", gz.String(), "gzip"},
+		{"bzip2", "BZh91AY&SY\x12\x34", "bzip2"},
+		{"xz", "\xfd7zXZ\x00\x00\x04", "xz"},
+		{"zstd", "\x28\xb5\x2f\xfd\x04\x00", "zstd"},
+		{"a line opening with BZh", "BZh91 AY&SY went well\n", ""},
+		{"a line that is BZh and a digit", "BZh9\n", ""},
+		{"bzip2's block magic after no block size", "BZh01AY&SY\n", ""},
+		{"gzip's first byte alone", "\x1f\n", ""},
+		{"empty", "", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := filepath.Join(t.TempDir(), "access.log")
+			if err := os.WriteFile(p, []byte(tc.content), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			var lines int
+			st, err := ReadToEnd(Options{Path: p}, func(string, []byte) { lines++ })
+			if tc.refused == "" {
+				if err != nil || lines != strings.Count(tc.content, "\n") {
+					t.Errorf("read %d lines, %v; want the file read as text", lines, err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), p+": "+tc.refused+"-compressed") || lines != 0 || st.ErrorsByReason["not_regular"] != 1 {
+				t.Errorf("read %d lines, stats %+v, %v; want it refused as %s-compressed, counted as not_regular", lines, st, err, tc.refused)
+			}
+		})
+	}
+}
