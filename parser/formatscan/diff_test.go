@@ -253,6 +253,32 @@ func TestDifferential(t *testing.T) {
 	}
 }
 
+// TestLinesCutInTheirBuffer reads every prefix of generated lines where the follower's
+// buffer holds it: the rest of the line, and the next, after its end, at every alignment.
+// A line that ends inside a number, or right before the text after it, or within 8 bytes
+// of its start, is read as regexp reads it: the scanner's word loads never see past the
+// line's end, though the buffer goes on.
+func TestLinesCutInTheirBuffer(t *testing.T) {
+	for i, f := range formats(t) {
+		t.Run(fmt.Sprintf("%d %s %s", i, f.Describe(), f.Escape), func(t *testing.T) {
+			re := regexp.MustCompile(f.Regex)
+			s, err := Compile(f, regexpMatcher{re})
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := rand.New(rand.NewPCG(uint64(i), 2))
+			for range 10 {
+				l := line(r, f)
+				for n := range len(l) + 1 {
+					at := n % 8
+					buf := slices.Concat(bytes.Repeat([]byte{'x'}, at), l, []byte{'\n'}, l)
+					sameAsRegexp(t, f, s, re, nil, buf[at:at+n])
+				}
+			}
+		})
+	}
+}
+
 // TestCompile tells which formats the scanner reads and which it leaves to the regex.
 func TestCompile(t *testing.T) {
 	for _, f := range presets(t) {
