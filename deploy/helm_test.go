@@ -791,17 +791,18 @@ func TestChartSidecarTelemetryPath(t *testing.T) {
 // TestChartNotesWithoutOperator: without the Prometheus operator's CRDs the chart makes no
 // PodMonitor and no PrometheusRule, whatever podMonitor.* and prometheusRule.* say: the
 // notes `helm install` prints say so, and what scrapes the exporter instead (the port and
-// path), rather than leaving an install nothing scrapes without a word. Not with the
-// operator, nor with both objects turned off.
+// path, and honor_labels, which in every mode keeps the series' own pod labels), rather
+// than leaving an install nothing scrapes without a word. Not with the operator, nor with
+// both objects turned off.
 func TestChartNotesWithoutOperator(t *testing.T) {
 	for _, c := range []struct {
 		name, values string
 		operator     bool
 		want         string // in the notes; empty: no word of the operator
 	}{
-		{"daemonset", "", false, "port metrics, path /metrics"},
-		{"syslog with a telemetry path", "mode: syslog\nextraArgs: [--web.telemetry-path=/prom]\n", false, "port metrics, path /prom"},
-		{"sidecar", "mode: sidecar\n", false, "port logwindow, path /metrics"},
+		{"daemonset", "", false, "port metrics, path /metrics, honor_labels: true"},
+		{"syslog with a telemetry path", "mode: syslog\nextraArgs: [--web.telemetry-path=/prom]\n", false, "port metrics, path /prom, honor_labels: true"},
+		{"sidecar", "mode: sidecar\n", false, "port logwindow, path /metrics, honor_labels: true"},
 		{"with the operator", "", true, ""},
 		{"objects off", "podMonitor: {enabled: false}\nprometheusRule: {enabled: false}\n", false, ""},
 	} {

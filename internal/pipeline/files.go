@@ -255,21 +255,18 @@ func there(file string) bool {
 	return err == nil
 }
 
-// inputPaths lists the file inputs as name: path, for messages.
+// inputPaths lists the inputs as name: path (or socket address), for messages.
 func inputPaths(cfg *config.Config) string {
 	var paths []string
 	for _, in := range cfg.Inputs {
-		if in.File == nil {
-			continue
-		}
 		if in.Name == "" {
-			paths = append(paths, in.File.Path)
+			paths = append(paths, in.Source())
 		} else {
-			paths = append(paths, in.Name+": "+in.File.Path)
+			paths = append(paths, in.Name+": "+in.Source())
 		}
 	}
 	if len(paths) == 0 {
-		return "none reads a file"
+		return "none"
 	}
 	return strings.Join(paths, ", ")
 }
@@ -283,8 +280,13 @@ func (f fileInput) noInputErr(cfg *config.Config, mode string, lines int, matche
 	if f.found || lines == 0 || matched {
 		return nil
 	}
-	return &fileError{mode, f.file, fmt.Errorf("no rule matched any of its %d lines, and no input reads this file (inputs: %s); rules restricted to an input, and an input's wrapper and path captures, apply to that input's files only: give the path of a file an input reads, or add an input whose path names it",
-		lines, inputPaths(cfg))}
+	sockets := ""
+	if slices.ContainsFunc(cfg.Inputs, func(in config.Input) bool { return in.Syslog != nil }) {
+		// soleSocket: the datagrams of which of several sockets a file holds, nothing says.
+		sockets = "; a file is read as a syslog input's datagrams only when that input is the configuration's one input"
+	}
+	return &fileError{mode, f.file, fmt.Errorf("no rule matched any of its %d lines, and no input reads this file (inputs: %s); rules restricted to an input, and an input's wrapper and path captures, apply to that input's files only: give the path of a file an input reads, or add an input whose path names it%s",
+		lines, inputPaths(cfg), sockets)}
 }
 
 // noInputErrs are the noInputErr of each file a one-shot (mode) read, by its counts.

@@ -130,7 +130,8 @@ rules:
 }
 
 // A file no input reads is counted by the rules that read every input, with a warning
-// and no error.
+// and no error; --explain and --sample, which fail on such a file when no rule matched
+// any of its lines, do not fail on it when one did.
 func TestReplayOfNoInputsFileCounted(t *testing.T) {
 	dir := t.TempDir()
 	file := filepath.Join(dir, "copy.log")
@@ -156,6 +157,14 @@ rules:
 	}
 	if err := Replay(cfg, []string{file}, Options{Now: time.Now}, io.Discard); err != nil {
 		t.Errorf("replay without a logger: %v", err)
+	}
+	opts := Options{Now: time.Now, Summary: io.Discard, Logger: slog.New(slog.DiscardHandler)}
+	lines, err := Explain(cfg, file, 10, opts)
+	if err != nil || len(lines) != 1 || lines[0].Unmatched {
+		t.Errorf("explain: %+v, %v; want the line matched and no error", lines, err)
+	}
+	if err := Sample(cfg, []string{file}, opts); err != nil {
+		t.Errorf("sample: %v", err)
 	}
 }
 

@@ -70,7 +70,7 @@ rules:
 }
 
 // A file given with a config of several socket inputs is no one input's: it fails as a
-// file no input reads, naming them.
+// file no input reads, naming them, and saying when a file is a socket input's.
 func TestOneShotFileOfSeveralSyslogInputs(t *testing.T) {
 	dir := t.TempDir()
 	file := filepath.Join(dir, "access.log")
@@ -90,6 +90,11 @@ rules:
 	var out strings.Builder
 	err = Replay(cfg, []string{file}, Options{Now: time.Now, Summary: &bytes.Buffer{}}, &out)
 	if err == nil || !strings.Contains(err.Error(), "no input reads this file") {
-		t.Errorf("replay: %v; want the file refused as no input's", err)
+		t.Fatalf("replay: %v; want the file refused as no input's", err)
+	}
+	for _, want := range []string{"a: udp://127.0.0.1:5140", "b: unixgram://" + dir + "/b.sock", "the configuration's one input"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("replay: %v; want it to say %q", err, want)
+		}
 	}
 }

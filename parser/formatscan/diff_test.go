@@ -90,6 +90,14 @@ var customFormats = []struct {
 	{`%t%q %{X-Forwarded-For}i`, 0, true},
 	{`%v:%p %h \"%r\" %>s %{Cookie}n`, 0, true},
 	{`%h x%{X}ix%>s`, 0, true},
+	// The text after a number of 7, 8 and 9 bytes, its stop's included: the scanner compares
+	// one of at most 8 bytes as a word where 8 bytes of the line are left, the one at the
+	// end of the line among them.
+	{`$remote_addr $status 123456$body_bytes_sent`, logformat.EscapeDefault, false},
+	{`$remote_addr $status 1234567$body_bytes_sent`, logformat.EscapeDefault, false},
+	{`$remote_addr $status 12345678$body_bytes_sent`, logformat.EscapeDefault, false},
+	{`$remote_addr $request_time ;abcdef`, logformat.EscapeDefault, false},
+	{`$remote_addr $request_time ;abcdefg`, logformat.EscapeDefault, false},
 }
 
 // formats are the presets and the custom formats, each with its scanner.
@@ -240,6 +248,32 @@ func TestDifferential(t *testing.T) {
 			// Most clean lines fit: the generator does exercise the captures.
 			if fits < 250 {
 				t.Errorf("only %d of 1500 generated lines fit", fits)
+			}
+		})
+	}
+}
+
+// TestLinesCutInTheirBuffer reads every prefix of generated lines where the follower's
+// buffer holds it: the rest of the line, and the next, after its end, at every alignment.
+// A line that ends inside a number, or right before the text after it, or within 8 bytes
+// of its start, is read as regexp reads it: the scanner's word loads never see past the
+// line's end, though the buffer goes on.
+func TestLinesCutInTheirBuffer(t *testing.T) {
+	for i, f := range formats(t) {
+		t.Run(fmt.Sprintf("%d %s %s", i, f.Describe(), f.Escape), func(t *testing.T) {
+			re := regexp.MustCompile(f.Regex)
+			s, err := Compile(f, regexpMatcher{re})
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := rand.New(rand.NewPCG(uint64(i), 2))
+			for range 10 {
+				l := line(r, f)
+				for n := range len(l) + 1 {
+					at := n % 8
+					buf := slices.Concat(bytes.Repeat([]byte{'x'}, at), l, []byte{'\n'}, l)
+					sameAsRegexp(t, f, s, re, nil, buf[at:at+n])
+				}
 			}
 		})
 	}

@@ -43,12 +43,21 @@ func compressed(path string, f *os.File) error {
 // a glob that matches a log's rotations (access.log*) matches what a rotator compresses
 // them into too, which a Follower, finding it new, would read from its first byte as
 // binary lines. It is named by its extension rather than read, as a rotator writes it
-// after creating it: a Follower may find it empty. Counted as not_regular: no log file.
+// after creating it: a Follower may find it empty. So is the archive the kubelet is still
+// writing, under the rotated file's name and .tmp (0.log.20240301-120000.tmp), which it
+// names .gz once complete. Counted as not_regular: no log file.
 func compressedMatch(path string) error {
+	base := filepath.Base(path)
 	for _, c := range compressors {
-		if strings.HasSuffix(filepath.Base(path), c.ext) {
+		if strings.HasSuffix(base, c.ext) {
 			return &failure{reasonNotRegular, fmt.Errorf("%s: a %s-compressed archive, not a log: not followed; narrow the glob so that it does not match it", path, c.name)}
 		}
 	}
+	if stem, ok := strings.CutSuffix(base, kubeletTemp); ok && len(RotatedFrom(stem)) > 0 {
+		return &failure{reasonNotRegular, fmt.Errorf("%s: a rotated log's archive being written (the kubelet's, named .gz once complete), not a log: not followed; narrow the glob so that it does not match it", path)}
+	}
 	return nil
 }
+
+// kubeletTemp ends the name the kubelet writes a rotated log's gzip archive under.
+const kubeletTemp = ".tmp"
