@@ -844,7 +844,6 @@ func (s *scratch) time(c *timeCache, ts *timestampSpec, m *match) {
 	if c.valid && string(c.raw) == string(raw) {
 		return
 	}
-	prev, hasPrev := c.unix, c.valid && c.ok
 	c.raw = append(c.raw[:0], raw...)
 	c.valid = true
 	if ts.unix {
@@ -857,10 +856,13 @@ func (s *scratch) time(c *timeCache, ts *timestampSpec, m *match) {
 	if err != nil {
 		t, err = leapSecond(ts, err)
 	}
-	if err == nil && ts.folds && hasPrev {
-		t = nearerReading(t, prev)
+	if c.ok = err == nil; !c.ok {
+		return // c.unix stays the time of the line before, for nearerReading
 	}
-	c.unix, c.ok = t.Unix(), err == nil
+	if ts.folds {
+		t = nearerReading(t, c.unix, c.parsed)
+	}
+	c.unix, c.parsed = t.Unix(), true
 }
 
 // foldReach is how far from a time a zone's offset is looked up to find the other offset
@@ -873,8 +875,13 @@ const foldReach = 3 * time.Hour
 // them), the one nearer second prev, the time of the line read before (the later when
 // both are as near): a log's lines come in time order, so the second time through the
 // hour is read on from the first's end, not an hour back (in no window shorter than an
-// hour), as long as its lines are less than half an hour apart. It is t elsewhere.
-func nearerReading(t time.Time, prev int64) time.Time {
+// hour), as long as its lines are less than half an hour apart. With no line before
+// (known false: a start, a reload), the later: Go's own pick is the earlier west of
+// Greenwich and the later east of it, and the earlier, wrong, puts the lines of the
+// second time through an hour back, out of every window shorter than an hour, until the
+// hour ends, where the later, wrong, puts those of the first ahead of the clock, which
+// places them at the second they are read. It is t elsewhere.
+func nearerReading(t time.Time, prev int64, known bool) time.Time {
 	_, off := t.Zone()
 	for _, d := range [...]time.Duration{-foldReach, foldReach} {
 		_, other := t.Add(d).Zone()
@@ -885,6 +892,12 @@ func nearerReading(t time.Time, prev int64) time.Time {
 		// then: a time in the hour skipped when the clocks go forward has none.
 		alt := t.Add(time.Duration(off-other) * time.Second)
 		if _, at := alt.Zone(); at != other {
+			continue
+		}
+		if !known {
+			if alt.After(t) {
+				return alt
+			}
 			continue
 		}
 		// Equally near, the later: lines go forward.

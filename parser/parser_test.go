@@ -489,6 +489,9 @@ rules:
   - name: named
     match: '^(?P<t>.+) named$'
     timestamp: {capture: t, layout: '2006-01-02 15:04:05 MST', location: America/New_York}
+  - name: lordhowe
+    match: '^(?P<t>.+) lordhowe$'
+    timestamp: {capture: t, layout: '2006-01-02 15:04:05', location: Australia/Lord_Howe}
 `)
 	utc := func(s string) int64 {
 		u, err := time.Parse(time.RFC3339, s)
@@ -500,7 +503,7 @@ rules:
 	for _, run := range []struct {
 		name  string
 		lines []string
-		want  []string // each line's time, UTC
+		want  []string // each line's time, UTC; "" for a bad timestamp
 	}{
 		{"new york", []string{
 			"2026-11-01 00:59:59 ny", "2026-11-01 01:00:00 ny", "2026-11-01 01:59:59 ny",
@@ -524,9 +527,38 @@ rules:
 		}},
 		// Away from the repeated hour the line before does not count.
 		{"an hour apart", []string{
-			"2026-11-01 01:59:59 ny", "2026-11-01 00:30:00 ny", "2026-11-01 03:00:00 ny",
+			"2026-11-01 00:59:59 ny", "2026-11-01 01:59:59 ny", "2026-11-01 00:30:00 ny", "2026-11-01 03:00:00 ny",
 		}, []string{
-			"2026-11-01T05:59:59Z", "2026-11-01T04:30:00Z", "2026-11-01T08:00:00Z",
+			"2026-11-01T04:59:59Z", "2026-11-01T05:59:59Z", "2026-11-01T04:30:00Z", "2026-11-01T08:00:00Z",
+		}},
+		// A line whose time does not parse is no line before: the one before it still is.
+		// Read at Go's reading, the summer offset, the rest of the hour went an hour back.
+		{"a bad time between", []string{
+			"2026-11-01 00:59:59 ny", "2026-11-01 01:59:59 ny", "2026-11-01 01:00:00 ny", "2026-11-01 01:00:61 ny", "2026-11-01 01:10:00 ny",
+		}, []string{
+			"2026-11-01T04:59:59Z", "2026-11-01T05:59:59Z", "2026-11-01T06:00:00Z", "", "2026-11-01T06:10:00Z",
+		}},
+		// With no line before (a start, a reload), the later reading, whichever Go gives:
+		// right the second time through; the first time through, ahead of the clock, a
+		// line is placed at the second it is read rather than left out of the windows
+		// shorter than an hour.
+		{"starting in the second time", []string{
+			"2026-11-01 01:30:00 ny", "2026-11-01 01:45:00 ny", "2026-11-01 02:00:00 ny",
+		}, []string{
+			"2026-11-01T06:30:00Z", "2026-11-01T06:45:00Z", "2026-11-01T07:00:00Z",
+		}},
+		{"starting in the first time", []string{
+			"2026-04-05 02:30:00 sydney", "2026-04-05 02:59:59 sydney", "2026-04-05 02:00:00 sydney",
+		}, []string{
+			"2026-04-04T16:30:00Z", "2026-04-04T16:59:59Z", "2026-04-04T16:00:00Z",
+		}},
+		// Lord Howe's clocks go back by half an hour.
+		{"lord howe", []string{
+			"2026-04-05 01:20:00 lordhowe", "2026-04-05 01:40:00 lordhowe", "2026-04-05 01:55:00 lordhowe",
+			"2026-04-05 01:35:00 lordhowe", "2026-04-05 01:50:00 lordhowe", "2026-04-05 02:05:00 lordhowe",
+		}, []string{
+			"2026-04-04T14:20:00Z", "2026-04-04T14:40:00Z", "2026-04-04T14:55:00Z",
+			"2026-04-04T15:05:00Z", "2026-04-04T15:20:00Z", "2026-04-04T15:35:00Z",
 		}},
 	} {
 		for _, m := range matchers {
@@ -539,6 +571,12 @@ rules:
 				for i, line := range run.lines {
 					rec := &recorder{t: t, rules: c.Rules}
 					s.ParseWrapped("", []byte(line), nil, rec)
+					if run.want[i] == "" {
+						if len(rec.got) != 1 || rec.got[0].Drop != BadTimestamp.String() {
+							t.Errorf("line %d %q: %v; want a bad timestamp", i, line, rec.got)
+						}
+						continue
+					}
 					if len(rec.got) != 1 || !rec.got[0].HasTime || rec.got[0].Time != utc(run.want[i]) {
 						t.Errorf("line %d %q: %v, want a time of %s (%d)", i, line, rec.got, run.want[i], utc(run.want[i]))
 					}

@@ -66,11 +66,15 @@ type scratch struct {
 }
 
 type timeCache struct {
-	raw   []byte
-	unix  int64
-	ok    bool
-	valid bool   // raw, unix and ok hold a result
-	match uint64 // the result is that of the capture of this match
+	raw []byte
+	// unix is the time of raw when ok; else still that of the last time that parsed, if
+	// parsed: the line before, by which a time of an hour its zone repeats is read
+	// (nearerReading), which a line whose time does not parse between does not change.
+	unix   int64
+	ok     bool
+	parsed bool
+	valid  bool   // raw, unix and ok hold a result
+	match  uint64 // the result is that of the capture of this match
 }
 
 // newScratch sizes every buffer to whole cache lines. Inputs on different cores parse

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"crypto/ecdsa"
 	"crypto/tls"
@@ -388,6 +389,43 @@ func TestTLSClientCAReplacedUnderGenerator(t *testing.T) {
 			t.Errorf("rewrite %d, a client of the CA taken out, kept alive: served %v (on the connection kept alive: %v); want %v", i, served, reused, !newServed)
 		}
 		clock.Add(time.Second)
+	}
+}
+
+// TestTLSCutShortUnderGenerator: what the files are read as the same, whole, for racyAge
+// has settled (see TestTLSClientCAReplacedUnderGenerator), but a web config a generator
+// saves in place in more than one write is read in the middle of each save as the same
+// text cut short, here before client_auth_type: a client that connected alone in the
+// middle of two saves racyAge apart (scrapers keep their connections alive, and read
+// nothing between) had the second handshake, and every one after, asking no client for
+// a certificate. A web config read as a strict prefix of the one read before is cut
+// short.
+func TestTLSCutShortUnderGenerator(t *testing.T) {
+	for _, dated := range generatorDates {
+		t.Run(dated.name, func(t *testing.T) {
+			f, ca, caKey := newMTLSFiles(t)
+			clock := testclock.New(time.Now().Add(time.Minute)) // every file written has settled
+			webConfig := mustRead(t, f.webConfig)
+			f.write(t, "web.yml", dated.write(webConfig, clock.Now()))
+			logger := slog.New(slog.DiscardHandler)
+			configErrors := newWebConfigErrors(f.webConfig, logger, clock.Now)
+			addr := serveTLSLogged(t, f.webConfig, configErrors, logger)
+			get := mTLSGet(t, addr, ca, caKey)
+			// The first read since the start is one cut short.
+			waitWatched(t, configErrors.watch)
+			for i := range 3 {
+				clock.Add(time.Minute)
+				saved := dated.write(webConfig, clock.Now())
+				f.saveNow(t, clock, saved[:bytes.Index(saved, []byte("  client_auth_type"))]) // read in the middle of the save
+				if err := get(false); err == nil {
+					t.Errorf("save %d, read cut short: a client without a certificate was served", i)
+				}
+				f.saveNow(t, clock, saved)
+			}
+			if err := get(true); err != nil {
+				t.Errorf("a client of the CA: %v; want served", err)
+			}
+		})
 	}
 }
 

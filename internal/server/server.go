@@ -246,11 +246,11 @@ func settleWebConfig(path string, now func() time.Time, sleep func(time.Duration
 	start := now()
 	for {
 		at := now()
-		stamps, named, read := stampWebConfig(path, os.ReadFile)
+		stamps, named, read, text := stampWebConfig(path, os.ReadFile)
 		if named == nil || !unchanged(stamps) {
 			read = nil
 		}
-		if s.held(read, at) || settled(stamps, at) || projected(stamps) || slices.ContainsFunc(stamps, func(s fileStamp) bool { return s.info == nil }) {
+		if s.held(read, text, at) || settled(stamps, at) || projected(stamps) || slices.ContainsFunc(stamps, func(s fileStamp) bool { return s.info == nil }) {
 			return
 		}
 		if at.Sub(start) >= webConfigSettleWait {
@@ -321,14 +321,14 @@ func checkWebConfig(path string, logger *slog.Logger) error {
 	}
 	// Read again, as the watch reads it: saved in between, it is held to what the toolkit
 	// takes all the same.
-	c, size, err := readWebConfig(path)
+	c, text, err := readWebConfig(path)
 	if err != nil {
 		return err
 	}
 	if setsNothing(c) {
 		logger.Warn("the web config sets nothing (it is empty, comments alone, or empty sections and values of no effect): the exporter is served over plain HTTP without a password, as without --web.config.file; give tls_server_config or basic_auth_users, or leave the flag out")
 	}
-	if size > maxUsualWebConfigBytes {
+	if size := len(text); size > maxUsualWebConfigBytes {
 		logger.Warn("the web config is read and parsed again for every request, before any password is checked, taking a core about a millisecond per 64 KiB of it: put certificates and CAs in files (cert_file, key_file, client_ca_file) rather than inline (cert, key, client_ca), which are read once while they are unchanged",
 			"bytes", size)
 	}

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"crypto/tls"
@@ -81,9 +82,10 @@ func setUpToolkit(addr net.Addr, h http.Handler, flags *web.FlagConfig, configEr
 		}
 		t.handler = scratch.Handler
 		// Read as the toolkit read it a moment before, with no error.
-		if config, _, err := readWebConfig(t.path); err == nil {
+		config, text, err := readWebConfig(t.path)
+		if err == nil {
 			users, _ := readUsers(config) // the start refused a hash that is none
-			t.rateLimit, t.read = readStartOnly(config).rateLimit, startRead{costly: costlyHashes(config), users: users}
+			t.rateLimit, t.read = readStartOnly(config).rateLimit, startRead{costly: costlyHashes(config), users: users, text: text}
 		}
 		if l == net.Listener(t.idle) {
 			return t, nil
@@ -94,7 +96,7 @@ func setUpToolkit(addr net.Addr, h http.Handler, flags *web.FlagConfig, configEr
 	t.http2 = scratch.TLSNextProto == nil || h2
 	t.tls = scratch.TLSConfig.Clone()
 	t.configs = newTLSConfigs(*flags.WebConfigFile, scratch.TLSConfig.GetConfigForClient, configErrors.now, configErrors)
-	t.configs.holdToStart()
+	t.configs.holdToStart(t.read.text)
 	t.tls.GetConfigForClient = t.configs.get
 	return t, nil
 }
@@ -231,9 +233,10 @@ func newTLSConfigs(path string, load func(*tls.ClientHelloInfo) (*tls.Config, er
 // mounted), or rewritten over and over, are unsettled, and a save in place read cut short
 // would otherwise let any client through until they settled. What fails to load holds
 // nothing: the handshakes' loads fail and are told.
-func (c *tlsConfigs) holdToStart() {
+func (c *tlsConfigs) holdToStart(text []byte) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.steady.saw(text)
 	if config, err := c.load(&tls.ClientHelloInfo{}); err == nil {
 		checkAllowedSANs(config)
 		c.last = config
@@ -265,12 +268,12 @@ func (c *tlsConfigs) currentLocked(hello *tls.ClientHelloInfo) (*tls.Config, err
 	}
 	c.config.Store(nil)
 	at := c.now()
-	stamps, named, read := stampWebConfig(c.path, c.readFile)
+	stamps, named, read, text := stampWebConfig(c.path, c.readFile)
 	// Read, whole, as the config handshakes are held to was, and settled so (a generator
 	// writes the files again every second): that config is theirs, with no load. The
 	// toolkit's parses every certificate again, a bundle of CAs in tens of milliseconds,
 	// which any client able to connect could otherwise ask for over and over.
-	if read != nil && c.lastRead != nil && reflect.DeepEqual(read, c.lastRead) && unchanged(stamps) && c.steady.held(read, at) {
+	if read != nil && c.lastRead != nil && reflect.DeepEqual(read, c.lastRead) && unchanged(stamps) && c.steady.held(read, text, at) {
 		return c.last, nil
 	}
 	config, err := c.load(hello)
@@ -283,7 +286,7 @@ func (c *tlsConfigs) currentLocked(hello *tls.ClientHelloInfo) (*tls.Config, err
 	if !whole {
 		read = nil
 	}
-	held := c.steady.held(read, at)
+	held := c.steady.held(read, text, at)
 	if err != nil && named != nil && !named.IsEnabled() {
 		return nil, fmt.Errorf("tls_server_config was taken out of the web config (or is misspelled), but whether an address serves TLS is decided at the start: it serves TLS, refusing every handshake, until tls_server_config is put back or the exporter restarts to serve plain HTTP (%w)", err)
 	}
@@ -304,6 +307,7 @@ func (c *tlsConfigs) currentLocked(hello *tls.ClientHelloInfo) (*tls.Config, err
 	}
 	checkAllowedSANs(config)
 	if whole && settled(stamps, at) {
+		c.steady.saw(text)
 		c.config.Store(config)
 		c.stamps = stamps
 		c.last, c.lastRead = config, read
@@ -372,16 +376,17 @@ func unchanged(stamps []fileStamp) bool {
 // short) and the files it names: stamps without theirs would keep its config through
 // their renewal. read is what they were read as (see steady), nil when one could not be
 // read: the web config as parsed, for a generator may write a comment of its own each
-// time (the time it wrote it), and the sum of the files it names.
-func stampWebConfig(path string, readFile func(string) ([]byte, error)) (stamps []fileStamp, named *web.TLSConfig, read any) {
+// time (the time it wrote it), and the sum of the files it names; text is the web
+// config's text.
+func stampWebConfig(path string, readFile func(string) ([]byte, error)) (stamps []fileStamp, named *web.TLSConfig, read any, text []byte) {
 	stamps = []fileStamp{statFile(path)}
 	text, err := readFile(path)
 	if err != nil {
-		return stamps, nil, nil
+		return stamps, nil, nil, nil
 	}
 	var config web.Config
 	if yaml.Unmarshal(text, &config) != nil {
-		return stamps, nil, nil
+		return stamps, nil, nil, text
 	}
 	config.TLSConfig.SetDirectory(filepath.Dir(path))
 	sum := sha256.New()
@@ -390,15 +395,15 @@ func stampWebConfig(path string, readFile func(string) ([]byte, error)) (stamps 
 			continue
 		}
 		stamps = append(stamps, statFile(p))
-		text, err := readFile(p)
+		file, err := readFile(p)
 		if err != nil {
-			return stamps, &config.TLSConfig, nil
+			return stamps, &config.TLSConfig, nil, text
 		}
 		// Each file's length first, for two files' texts not to sum as one.
-		fmt.Fprintf(sum, "%d:", len(text))
-		sum.Write(text)
+		fmt.Fprintf(sum, "%d:", len(file))
+		sum.Write(file)
 	}
-	return stamps, &config.TLSConfig, webConfigRead{config, [sha256.Size]byte(sum.Sum(nil))}
+	return stamps, &config.TLSConfig, webConfigRead{config, [sha256.Size]byte(sum.Sum(nil))}, text
 }
 
 // webConfigRead is what the web config and the files it names were read as: the web
@@ -431,20 +436,56 @@ func settled(stamps []fileStamp, now time.Time) bool {
 // save starts the wait again, and so does one that was not whole, or did not load: for
 // what a save was read as in its middle to be taken, two reads racyAge or more apart
 // would each have to fall within a save, at the same point of it, with no read between.
+// But two saves of the same text read at the same point are the same text cut short,
+// which one client may well read twice, alone (scrapers keep their connections alive,
+// reading nothing), by connecting in the middle of each: a web config truncated, then
+// written in more than one write (a template rendered line by line, a file larger than
+// a write's buffer), cut short before client_auth_type or basic_auth_users. So a read
+// of the web config whose text, comment lines aside (the generator's date, at its top or
+// end), is a strict prefix of the one read whole before it is taken for one in the
+// middle of a save: a change that only takes lines off the end of a web config a
+// generator writes again is not taken until it stood unchanged racyAge.
 type steady struct {
 	read  any // what was last read whole; nil for none
 	since time.Time
+	// text is the web config's text, comment lines aside, as last read whole, but not
+	// cut short (see held).
+	text []byte
 }
 
 // held tells, of read, what the files were read as at now (nil when they were not read
-// whole, or did not load), whether it settled: whether it is what every read since
-// racyAge or more before read.
-func (s *steady) held(read any, now time.Time) bool {
+// whole, or did not load), the web config as text, whether it settled: whether it is what
+// every read since racyAge or more before read.
+func (s *steady) held(read any, text []byte, now time.Time) bool {
+	if read != nil {
+		if text = uncommented(text); len(text) < len(s.text) && bytes.HasPrefix(s.text, text) {
+			read = nil // cut short
+		} else {
+			s.text = text
+		}
+	}
 	if read == nil || s.read == nil || !reflect.DeepEqual(read, s.read) {
 		s.read, s.since = read, now
 		return false
 	}
 	return now.Sub(s.since) >= racyAge
+}
+
+// saw tells s of the web config's text as read whole and taken: at the start, or settled
+// by its times.
+func (s *steady) saw(text []byte) {
+	s.text = uncommented(text)
+}
+
+// uncommented is text, a YAML file's, without its comment lines, in a new slice.
+func uncommented(text []byte) []byte {
+	var kept []byte
+	for line := range bytes.Lines(text) {
+		if !bytes.HasPrefix(bytes.TrimLeft(line, " \t"), []byte("#")) {
+			kept = append(kept, line...)
+		}
+	}
+	return kept
 }
 
 // fileStamp is what os.Stat said of a file (through symlinks: the kubelet and certbot

@@ -67,7 +67,7 @@ type webConfigWatch struct {
 	logger *slog.Logger
 	errors *webConfigErrors
 	// readConfig reads the web config (readWebConfig).
-	readConfig func(path string) (*web.Config, int, error)
+	readConfig func(path string) (*web.Config, []byte, error)
 
 	mu    sync.Mutex
 	stamp fileStamp
@@ -149,6 +149,8 @@ func (s startOnly) changes(now startOnly) []string {
 // the start warned of (costly), and the bcrypt hashes of the users (see readUsers).
 type startRead struct {
 	costly, users map[string]string
+	// text is the web config's text (see steady).
+	text []byte
 }
 
 // handler serves h for a listener of addr, started as s says, looking at the web config
@@ -159,6 +161,7 @@ func (c *webConfigWatch) handler(h http.Handler, addr string, s startOnly, read 
 	c.mu.Lock()
 	if len(c.listeners) == 0 {
 		c.costly, c.users = read.costly, read.users
+		c.steady.saw(read.text)
 	}
 	c.listeners = append(c.listeners, &watchedListener{addr: addr, started: s, warned: s})
 	c.mu.Unlock()
@@ -272,7 +275,7 @@ func (c *webConfigWatch) check() webConfigNow {
 		told.pending = c.pending
 		return told
 	}
-	config, whole, _, err := c.readAt(s, now)
+	config, whole, _, err := c.readAt(s, now, true)
 	if !whole {
 		return c.told(fileStamp{})
 	}
@@ -337,7 +340,7 @@ func (c *webConfigWatch) readPending(s fileStamp, now time.Time) {
 	if s.same(c.pendingStamp) {
 		return
 	}
-	config, whole, held, err := c.readAt(s, now)
+	config, whole, held, err := c.readAt(s, now, false)
 	if !whole {
 		return
 	}
@@ -351,17 +354,20 @@ func (c *webConfigWatch) readPending(s fileStamp, now time.Time) {
 	}
 }
 
-// readAt reads the web config, found at stamp s before, at now: whole is false when it
-// was saved while it was read, which may then have been cut short; held tells whether
-// what was read settled (see steady).
-func (c *webConfigWatch) readAt(s fileStamp, now time.Time) (config *web.Config, whole, held bool, err error) {
-	config, _, err = c.readConfig(c.path)
+// readAt reads the web config, found at stamp s before, at now, settled by its times or
+// not: whole is false when it was saved while it was read, which may then have been cut
+// short; held tells whether what was read settled (see steady).
+func (c *webConfigWatch) readAt(s fileStamp, now time.Time, settled bool) (config *web.Config, whole, held bool, err error) {
+	config, text, err := c.readConfig(c.path)
 	whole = statFile(c.path).same(s)
 	var read any
 	if whole && err == nil {
 		read = config
+		if settled {
+			c.steady.saw(text)
+		}
 	}
-	return config, whole, c.steady.held(read, now), err
+	return config, whole, c.steady.held(read, text, now), err
 }
 
 // readUsers returns the bcrypt hashes of the users of config, by user (nil when it has
@@ -437,16 +443,16 @@ func setsNothing(c *web.Config) bool {
 // files' paths taken from its directory: one the toolkit would not load is an error (but
 // for its check of the headers, which web.Validate does at the start). It is the one
 // reader of the web config of the start (checkWebConfig), of the toolkit's set-up and of
-// the watch, so that they cannot disagree. size is the file's length.
-func readWebConfig(path string) (config *web.Config, size int, err error) {
-	text, err := os.ReadFile(path)
+// the watch, so that they cannot disagree. text is the file as read.
+func readWebConfig(path string) (config *web.Config, text []byte, err error) {
+	text, err = os.ReadFile(path)
 	if err != nil {
-		return nil, 0, err
+		return nil, nil, err
 	}
 	config = defaultWebConfig()
 	if err := yaml.UnmarshalStrict(text, config); err != nil {
-		return nil, len(text), err
+		return nil, text, err
 	}
 	config.TLSConfig.SetDirectory(filepath.Dir(path))
-	return config, len(text), nil
+	return config, text, nil
 }

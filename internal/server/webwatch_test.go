@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"crypto/tls"
 	"fmt"
 	"io"
@@ -9,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -340,7 +342,7 @@ func TestWebConfigSavedWhileWatchReads(t *testing.T) {
 	logger := slog.New(slog.DiscardHandler)
 	configErrors := newWebConfigErrors(f.webConfig, logger, clock.Now)
 	var once sync.Once
-	configErrors.watch.readConfig = func(path string) (*web.Config, int, error) {
+	configErrors.watch.readConfig = func(path string) (*web.Config, []byte, error) {
 		// The save begins: the file is truncated.
 		once.Do(func() {
 			f.write(t, "web.yml", nil)
@@ -466,6 +468,74 @@ func TestWebConfigChangeSettledUnderGenerator(t *testing.T) {
 				clock.Add(time.Second)
 			}
 		})
+	}
+}
+
+// TestWebConfigCutShortUnderGenerator: what the watch reads the same, whole, for racyAge
+// has settled (see TestWebConfigChangeSettledUnderGenerator), but a web config a
+// generator saves in place in more than one write is read in the middle of each save as
+// the same text cut short, here before basic_auth_users: a client that asked alone in
+// the middle of two saves racyAge apart had the users taken out, and every request
+// served without a password until the web config was read otherwise. A web config read
+// as a strict prefix of the one read before is cut short.
+func TestWebConfigCutShortUnderGenerator(t *testing.T) {
+	good := passwordHash(t, "secret")
+	webConfig := []byte("http_server_config:\n  headers:\n    X-Frame-Options: deny\nbasic_auth_users:\n  scraper: '" + good + "'\n")
+	for _, dated := range generatorDates {
+		t.Run(dated.name, func(t *testing.T) {
+			f := newTLSFiles(t, "", "")
+			clock := testclock.New(time.Now().Add(time.Minute)) // every file written has settled
+			f.write(t, "web.yml", dated.write(webConfig, clock.Now()))
+			logger := slog.New(slog.DiscardHandler)
+			configErrors := newWebConfigErrors(f.webConfig, logger, clock.Now)
+			addr := servePlainLogged(t, f.webConfig, configErrors, logger)
+			get := basicAuthGet(t, addr)
+			// The first read since the start is one cut short.
+			waitWatched(t, configErrors.watch)
+			for i := range 3 {
+				clock.Add(time.Minute)
+				saved := dated.write(webConfig, clock.Now())
+				f.saveNow(t, clock, saved[:bytes.Index(saved, []byte("basic_auth_users"))]) // read in the middle of the save
+				if got := get("", ""); got != http.StatusUnauthorized {
+					t.Errorf("save %d, read cut short: %d without a password; want 401", i, got)
+				}
+				f.saveNow(t, clock, saved)
+			}
+			if got := get("scraper", "secret"); got != http.StatusNotFound {
+				t.Errorf("the scraper: %d; want the handler's 404", got)
+			}
+		})
+	}
+}
+
+// generatorDates are how a generator may date what it writes.
+var generatorDates = []struct {
+	name  string
+	write func(text []byte, at time.Time) []byte
+}{
+	{"undated", func(text []byte, _ time.Time) []byte { return text }},
+	{"dated at the end", func(text []byte, at time.Time) []byte {
+		return fmt.Appendf(slices.Clip(text), "# written at %s\n", at)
+	}},
+	{"dated at the top", func(text []byte, at time.Time) []byte {
+		return append(fmt.Appendf(nil, "# Generated at %s: do not edit.\n", at), text...)
+	}},
+}
+
+// waitWatched waits for the start to have read the web config, and served c's first
+// listener.
+func waitWatched(t *testing.T, c *webConfigWatch) {
+	t.Helper()
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(time.Millisecond) {
+		c.mu.Lock()
+		n := len(c.listeners)
+		c.mu.Unlock()
+		if n > 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the web config's watch serves no listener")
+		}
 	}
 }
 
