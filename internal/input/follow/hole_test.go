@@ -1,6 +1,7 @@
 package follow
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
@@ -187,4 +188,30 @@ func TestResumeAfterHoleCopyTruncated(t *testing.T) {
 			col.expectExactly(t, span{1, last})
 		})
 	}
+}
+
+// TestTruncatedAfterStatAtStart: a file read from its start that is truncated between the
+// reader's look at its size and its asking where the data begins (copytruncate at that
+// moment) is not read on from the size it had: there is no hole, the file is empty. The
+// lines written to it next are read, none skipped for bytes it no longer holds.
+func TestTruncatedAfterStatAtStart(t *testing.T) {
+	log := filepath.Join(t.TempDir(), "access.log")
+	w := create(t, log)
+	col := newCollector()
+	f, _, _ := handDriven(t, log, col.handle)
+	writeLines(t, w, 1, 10)
+	truncate := true
+	f.o.stat = func(file *os.File) (os.FileInfo, error) {
+		fi, err := file.Stat()
+		if truncate {
+			truncate = false
+			err = errors.Join(err, os.Truncate(file.Name(), 0))
+		}
+		return fi, err
+	}
+	f.readAll()
+	writeLines(t, w, 11, 30)
+	f.readAll()
+	f.readAll()
+	col.expectExactly(t, span{11, 30})
 }
