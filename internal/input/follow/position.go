@@ -161,7 +161,7 @@ type resume struct {
 	// first bytes they had: at a path of the input still, they are read on. rewritten
 	// holds those of positions whose file's device and inode the first scan found with
 	// other first bytes: truncated, or another file that took the inode of one deleted
-	// (a file compressed, then its successor made).
+	// (a file compressed, then its successor made); or with a longer hole (holeGrown).
 	intact, rewritten map[string]bool
 	// unread holds, by path, the files the first scan found at a position of offset 0,
 	// changed since the positions were taken: nothing of them was read, so their first
