@@ -493,9 +493,10 @@ func TestScrapeBudgetConcurrent(t *testing.T) {
 // parameters, its Accept header) is done outside the limiter's lock: a request slow to
 // read holds no other scrape, nor the release of one.
 func TestScrapeBudgetSlowRequest(t *testing.T) {
-	read := make(chan struct{})
+	reading, read := make(chan struct{}), make(chan struct{})
 	cost := func(r *http.Request) func() (int64, bool) {
 		if r.URL.Query().Has("slow") {
+			close(reading)
 			<-read
 		}
 		return func() (int64, bool) { return 10, true }
@@ -503,7 +504,7 @@ func TestScrapeBudgetSlowRequest(t *testing.T) {
 	l := newScrapeLimiter(10, time.Second, 5*time.Second, slog.New(slog.DiscardHandler)).withBudget(100, cost)
 	start := time.Now()
 	slow := serveAt(l, start, httptest.NewRecorder(), nil, "/metrics?slow")
-	time.Sleep(50 * time.Millisecond) // the slow request is being read
+	<-reading
 	fast := serveAt(l, start, httptest.NewRecorder(), nil, "/metrics")
 	select {
 	case got := <-fast:

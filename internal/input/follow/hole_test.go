@@ -1,9 +1,11 @@
 package follow
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 )
 
 // TestTruncatedUnderWriterAtOffset: a writer that does not append (a shell's `>`, a file
@@ -108,4 +110,108 @@ func TestResumeAfterHole(t *testing.T) {
 	}
 	g.readAll()
 	col.expectExactly(t, span{1, 21})
+}
+
+// TestResumeAfterHoleCopyTruncated: a log that a writer at its own offset left beginning
+// with a hole, read past it, then copied and truncated again while the exporter was down
+// (its writer writing on at its offset, a longer hole): the log's first bytes are NULs as
+// they were at the snapshot, but not the bytes it was read up to. The lines written
+// between the snapshot and the copy are read from the copy, from the position, and the
+// log's new lines once, whether a glob finds the copy or not. A log not rotated while down
+// is read on from its position, whether lines were read past its hole or not.
+func TestResumeAfterHoleCopyTruncated(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		glob bool
+		// hole: the log is left a hole at the snapshot, none of its lines read past it.
+		// copied: it is copied and truncated while down, between lines 41-50 and 51-60.
+		hole, copied bool
+	}{
+		{name: "copied", copied: true},
+		{name: "copied, a glob of the copy", glob: true, copied: true},
+		{name: "not rotated"},
+		{name: "not rotated, at the hole's end", hole: true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			log := filepath.Join(dir, "access.log")
+			w, err := os.OpenFile(log, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = w.Close() })
+			writeLines(t, w, 1, 30) // past the first KiB: the hole is all the head
+			path := log
+			if c.glob {
+				path += "*" // the copy, access.log.1, too
+			}
+			col := newCollector()
+			f, _, o := handDriven(t, path, col.handle)
+			last := 60
+			if err := os.Truncate(log, 0); err != nil {
+				t.Fatal(err)
+			}
+			if c.hole {
+				if err := os.Truncate(log, 30*lineLen); err != nil { // as far as the writer's offset
+					t.Fatal(err)
+				}
+				f.readAll()
+				f.Stop()
+				writeLines(t, w, 31, 40)
+				last = 40
+			} else {
+				writeLines(t, w, 31, 40)
+				f.readAll()
+				f.Stop()
+				writeLines(t, w, 41, 50)
+			}
+			if c.copied {
+				data, err := os.ReadFile(log)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(log+".1", data, 0o644); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.Truncate(log, 0); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if !c.hole {
+				writeLines(t, w, 51, 60)
+			}
+			o.FromBeginning, o.Resume, o.Taken = false, f.Positions(), time.Now().Add(-time.Second)
+			g := discovered(t, o, col.handle)
+			g.resumeRotated()
+			g.readAll()
+			g.readAll()
+			col.expectExactly(t, span{1, last})
+		})
+	}
+}
+
+// TestTruncatedAfterStatAtStart: a file read from its start that is truncated between the
+// reader's look at its size and its asking where the data begins (copytruncate at that
+// moment) is not read on from the size it had: there is no hole, the file is empty. The
+// lines written to it next are read, none skipped for bytes it no longer holds.
+func TestTruncatedAfterStatAtStart(t *testing.T) {
+	log := filepath.Join(t.TempDir(), "access.log")
+	w := create(t, log)
+	col := newCollector()
+	f, _, _ := handDriven(t, log, col.handle)
+	writeLines(t, w, 1, 10)
+	truncate := true
+	f.o.stat = func(file *os.File) (os.FileInfo, error) {
+		fi, err := file.Stat()
+		if truncate {
+			truncate = false
+			err = errors.Join(err, os.Truncate(file.Name(), 0))
+		}
+		return fi, err
+	}
+	f.readAll()
+	writeLines(t, w, 11, 30)
+	f.readAll()
+	f.readAll()
+	col.expectExactly(t, span{11, 30})
 }

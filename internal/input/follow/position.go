@@ -161,7 +161,7 @@ type resume struct {
 	// first bytes they had: at a path of the input still, they are read on. rewritten
 	// holds those of positions whose file's device and inode the first scan found with
 	// other first bytes: truncated, or another file that took the inode of one deleted
-	// (a file compressed, then its successor made).
+	// (a file compressed, then its successor made); or with a longer hole (holeGrown).
 	intact, rewritten map[string]bool
 	// unread holds, by path, the files the first scan found at a position of offset 0,
 	// changed since the positions were taken: nothing of them was read, so their first
@@ -231,7 +231,7 @@ func (f *Follower) resumeAt(id fileID, file *os.File) (off int64, ok bool) {
 	if found {
 		delete(r.byID, fileID{dev: p.Dev, ino: p.Ino})
 		var buf [headLen]byte
-		if h, err := headHash(file, p.Offset, &buf); err == nil && h == p.Head {
+		if h, err := headHash(file, p.Offset, &buf); err == nil && h == p.Head && !holeGrown(file, p.Offset, &buf) {
 			if p.Offset == 0 && changedAfter(file, f.o.Taken) {
 				r.unread[p.Path] = id
 			} else {
@@ -257,6 +257,23 @@ func (f *Follower) resumeAt(id fileID, file *os.File) (off int64, ok bool) {
 		r.copies[id] = of
 	}
 	return off, true
+}
+
+// holeGrown reports whether file, found with the first bytes a position at off had
+// (buf holds them: headHash), was left a longer hole since: those bytes are NULs, a hole
+// (skipHole), and so is the byte before off, where a line read past the hole ended. A
+// head of NULs does not tell the file as it was from the file truncated again under a
+// writer at its own offset, which wrote on past off: the lines from off on are in the
+// copy (resumeRotated reads it from off, or the first scan: copyOf). Read from its
+// start, a file whose hole had ended at off (nothing read past it) is read from there
+// again, the hole skipped.
+func holeGrown(file io.ReaderAt, off int64, buf *[headLen]byte) bool {
+	if off == 0 || slices.ContainsFunc(buf[:min(headLen, off)], func(b byte) bool { return b != 0 }) {
+		return false
+	}
+	var last [1]byte
+	_, err := file.ReadAt(last[:], off-1)
+	return err == nil && last[0] == 0
 }
 
 // renumbered returns the position not applied yet of file, of identity id, at its path,

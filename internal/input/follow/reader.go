@@ -178,7 +178,12 @@ func (t *tracked) skipHole(size int64, stop *atomic.Bool) {
 	case err == nil && data > off:
 		off = data
 	case errors.Is(err, syscall.ENXIO):
-		off = size // nothing but the hole so far
+		// Nothing but the hole so far, as far as the file goes now: truncated since size
+		// was looked at (copytruncate), it holds less, and what is written to it next is
+		// read from its start.
+		if end, err := t.f.Seek(0, io.SeekEnd); err == nil {
+			off = max(off, min(size, end))
+		}
 	}
 	var buf, zeros [4096]byte
 	for off < size && !stop.Load() {
