@@ -277,45 +277,67 @@ func TestAddManyIdleRuns(t *testing.T) {
 }
 
 // TestPutRunIsPutMemo: a run put at once (putRun) leaves every float slot with the bits
-// putting its values one by one (putMemo) leaves: runs of every length around the lanes of
-// the extrema, with NaN, infinities and signed zeros anywhere in them, onto counts where
-// adding a run at once is exact and where it is not (2^53 and near it, a fraction, a
-// negative or NaN count, as a damaged snapshot could hold).
+// putting its values one by one (putMemo) leaves: in every reference layout (up to the four
+// wheels of the sums' lanes), onto slots of every wheel or of the coarser ones alone, runs
+// of every length around the lanes of the extrema, with NaN, infinities and signed zeros
+// anywhere in them, onto counts where adding a run at once is exact and where it is not
+// (2^53 and near it, a fraction, a negative count, one past −2^53, infinite or NaN, as a
+// damaged snapshot could hold).
 func TestPutRunIsPutMemo(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 53))
 	specials := []float64{math.NaN(), math.Inf(1), math.Inf(-1), 0, math.Copysign(0, -1), 1e308, -1e308, 0.1}
-	counts := []float64{0, 1, 41, 1<<53 - 3, 1 << 53, 1<<53 + 2, 1<<52 + 0.5, 0.1, -7, math.Inf(1), math.NaN(), math.Copysign(0, -1)}
-	for _, opts := range []Options{{Events: true, Extrema: true}, {Events: true}, {Extrema: true}, {}} {
-		l := mustLayout(t, defaultWindows, opts)
-		for n := 1; n <= 19; n++ {
-			for trial := range 40 {
-				values := make([]float64, n)
-				for i := range values {
-					values[i] = value(r)
-					if r.IntN(4) == 0 {
-						values[i] = specials[r.IntN(len(specials))]
-					}
+	// 2^52 − 0.5 plus 1 is a tie that rounds to even, so that one by one a count of it
+	// gains less than at once; −2^54 + 1 too, and stays there one by one.
+	counts := []float64{0, 1, 41, 1<<53 - 3, 1 << 53, 1<<53 + 2, 1<<52 - 0.5, 0.1, -7, -(1 << 54), math.Inf(1), math.NaN(), math.Copysign(0, -1)}
+	for _, lay := range referenceLayouts {
+		for _, opts := range allOptions {
+			l := mustLayout(t, lay.windows, opts)
+			// An event 61 s old is in a slot of its own in every wheel; one of 2 h
+			// is in the coarser wheels alone, where the layout has any.
+			for _, age := range []int64{61, 7200} {
+				name := fmt.Sprintf("%s/%s/age %d", lay.name, optName(opts), age)
+				putRunIsPutMemo(t, name, r, l, age, specials, counts)
+			}
+		}
+	}
+}
+
+// putRunIsPutMemo is TestPutRunIsPutMemo for the layout l, named name, and events age
+// seconds old.
+func putRunIsPutMemo(t *testing.T, name string, r *rand.Rand, l *Layout, age int64, specials, counts []float64) {
+	t.Helper()
+	for n := 1; n <= 19; n++ {
+		for trial := range 40 {
+			values := make([]float64, n)
+			for i := range values {
+				values[i] = value(r)
+				if r.IntN(4) == 0 {
+					values[i] = specials[r.IntN(len(specials))]
 				}
-				c := counts[trial%len(counts)]
-				const now = 1_700_000_000
-				one, run := l.NewSeries(), l.NewSeries()
-				for _, s := range []*Series{one, run} {
-					s.Add(now, now-61, 1) // a second of its own slot in every wheel
-					s.Add(now, now-61, -2)
-					if l.events != 0 {
-						for i := range l.wheels {
+			}
+			c := counts[trial%len(counts)]
+			const now = 1_700_000_000
+			one, run := l.NewSeries(), l.NewSeries()
+			for _, s := range []*Series{one, run} {
+				if s.Add(now, now-age, 1) == Late {
+					return
+				}
+				s.Add(now, now-age, -2)
+				if l.events != 0 {
+					for i := range l.wheels {
+						if s.memo[i] >= 0 {
 							s.data[l.wheels[i].off+int(s.memo[i])*l.stride+l.events] = c
 						}
 					}
 				}
-				for _, v := range values {
-					one.putMemo(v)
-				}
-				run.putRun(values)
-				for i := range one.data {
-					if a, b := one.data[i], run.data[i]; math.Float64bits(a) != math.Float64bits(b) && !(math.IsNaN(a) && math.IsNaN(b)) {
-						t.Fatalf("%+v, count %v, values %v: float %d is %v put at once, %v one by one", opts, c, values, i, b, a)
-					}
+			}
+			for _, v := range values {
+				one.putMemo(v)
+			}
+			run.putRun(values)
+			for i := range one.data {
+				if a, b := one.data[i], run.data[i]; math.Float64bits(a) != math.Float64bits(b) && !(math.IsNaN(a) && math.IsNaN(b)) {
+					t.Fatalf("%s, count %v, values %v: float %d is %v put at once, %v one by one", name, c, values, i, b, a)
 				}
 			}
 		}

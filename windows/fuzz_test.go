@@ -1,6 +1,7 @@
 package windows
 
 import (
+	"math/rand/v2"
 	"testing"
 )
 
@@ -10,7 +11,8 @@ var fuzzGaps = [...]int64{0, 0, 0, 1, 1, 2, 3, 59, 60, 61, 299, 300, 3599, 3600,
 
 // FuzzSeries decodes the input into a layout and a sequence of adds and reads (four bytes
 // each: kind and clock move, event age, value, read offset) and checks every step against
-// the naive model.
+// the naive model, and that the adds given a second's run at a time (AddMany) give what
+// they give one by one.
 func FuzzSeries(f *testing.F) {
 	f.Add([]byte{0, 0, 0, 0, 1, 2, 3, 4, 5, 6, 7, 8})
 	f.Add([]byte{3, 1, 0x11, 0, 9, 0, 0x2f, 5, 0, 0x91, 0, 0xff, 0, 0, 0x80, 2, 1, 0xff, 0xff, 0xff})
@@ -53,6 +55,14 @@ func FuzzSeries(f *testing.F) {
 			ops = append(ops, o)
 		}
 		if err := replay(l, since, ops); err != nil {
+			t.Fatal(err)
+		}
+		one, many := &account{}, &account{}
+		o1, om := opts, opts
+		o1.Account, om.Account = one, many
+		l1, lm := mustLayout(t, lay.windows, o1), mustLayout(t, lay.windows, om)
+		r := rand.New(rand.NewPCG(uint64(len(data)), uint64(data[0])))
+		if err := addManyMatches(l1.NewSeries(), lm.NewSeries(), one, many, runs(r, ops)); err != nil {
 			t.Fatal(err)
 		}
 	})

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/logwindow/logwindow_exporter/config"
@@ -40,7 +41,8 @@ type fileInput struct {
 // directory all find their input. A relative glob, which names no one file, is compared
 // as written, then made absolute, and read so, as its input's absolute glob reads its
 // files: by paths its path captures can read.
-func inputOf(cfg *config.Config, file string) fileInput {
+func (r *resolver) inputOf(file string) fileInput {
+	cfg := r.cfg
 	given, statErr := os.Stat(file)
 	abs := file
 	if config.IsGlob(file) && !filepath.IsAbs(file) {
@@ -62,11 +64,11 @@ func inputOf(cfg *config.Config, file string) fileInput {
 			continue
 		}
 		// A path without a glob's metacharacters gives itself when it exists.
-		if m, ok := matchOf(in, given); ok {
+		if m, ok := r.matchOf(in, given); ok {
 			return fileInput{file: file, input: in, path: m, found: true}
 		}
 	}
-	if in, log, ok := rotatedOf(cfg, file); ok {
+	if in, log, ok := r.rotatedOf(file); ok {
 		return fileInput{file: file, input: in, path: log, found: true}
 	}
 	if in, ok := soleSocket(cfg); ok {
@@ -86,15 +88,55 @@ func soleSocket(cfg *config.Config) (config.Input, bool) {
 	return cfg.Inputs[0], true
 }
 
-// matchOf is the path of in's that names the file fi is of, if any.
-func matchOf(in config.Input, fi os.FileInfo) (string, bool) {
-	matches, _ := filepath.Glob(in.File.Path)
-	for _, m := range matches {
-		if mi, err := os.Stat(m); err == nil && os.SameFile(fi, mi) {
-			return m, true
-		}
+// resolver finds the inputs of the files given to one one-shot (inputsOf). It lists what
+// each input's path names once, when a file first needs it: listed again for every file,
+// a glob of thousands given through another spelling of the input's directory (a symlink)
+// cost a glob and thousands of stats for each of its matches.
+type resolver struct {
+	cfg *config.Config
+	// named holds, by an input's path, the first of its matches that is each file.
+	named map[string]map[fileID]string
+}
+
+// fileID is a file whatever its name: device and inode.
+type fileID struct{ dev, ino uint64 }
+
+// statMatch stats a match of an input's path; a variable so that a test counts the stats.
+var statMatch = os.Stat
+
+// idOf is the file fi is of; false where the system does not say.
+func idOf(fi os.FileInfo) (fileID, bool) {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return fileID{}, false
 	}
-	return "", false
+	return fileID{dev: uint64(st.Dev), ino: uint64(st.Ino)}, true
+}
+
+// matchOf is the path of in's that names the file fi is of, if any: the first of its
+// matches, in the glob's order, that is it.
+func (r *resolver) matchOf(in config.Input, fi os.FileInfo) (string, bool) {
+	id, ok := idOf(fi)
+	if !ok {
+		return "", false
+	}
+	named, ok := r.named[in.File.Path]
+	if !ok {
+		named = map[fileID]string{}
+		matches, _ := filepath.Glob(in.File.Path)
+		for _, m := range matches {
+			if mi, err := statMatch(m); err == nil {
+				if id, ok := idOf(mi); ok {
+					if _, seen := named[id]; !seen {
+						named[id] = m
+					}
+				}
+			}
+		}
+		r.named[in.File.Path] = named
+	}
+	m, ok := named[id]
+	return m, ok
 }
 
 // rotatedOf finds the input that reads the log file was rotated away from, named as a
@@ -103,7 +145,7 @@ func matchOf(in config.Input, fi os.FileInfo) (string, bool) {
 // log's path, a CRI message split across the rotation joined whole, and so does a
 // one-shot given the two files. The log is compared as inputOf compares a file: its path
 // when the input's names it, else a file of the input's that is it, when it is there.
-func rotatedOf(cfg *config.Config, file string) (config.Input, string, bool) {
+func (r *resolver) rotatedOf(file string) (config.Input, string, bool) {
 	if config.IsGlob(file) {
 		return config.Input{}, "", false
 	}
@@ -112,7 +154,7 @@ func rotatedOf(cfg *config.Config, file string) (config.Input, string, bool) {
 		return config.Input{}, "", false
 	}
 	dir, name := filepath.Split(abs)
-	for _, in := range cfg.Inputs {
+	for _, in := range r.cfg.Inputs {
 		if in.File == nil {
 			continue
 		}
@@ -122,7 +164,7 @@ func rotatedOf(cfg *config.Config, file string) (config.Input, string, bool) {
 				return in, log, true
 			}
 			if fi, err := os.Stat(log); err == nil {
-				if m, ok := matchOf(in, fi); ok {
+				if m, ok := r.matchOf(in, fi); ok {
 					return in, m, true
 				}
 			}
@@ -148,8 +190,9 @@ func (f fileInput) pathOf(read string) string {
 // The files of one log are put in the order it wrote them (inWrittenOrder).
 func inputsOf(cfg *config.Config, files []string, log *slog.Logger) []fileInput {
 	var out []fileInput
+	r := &resolver{cfg: cfg, named: map[string]map[fileID]string{}}
 	for _, file := range files {
-		out = append(out, matchesOf(cfg, inputOf(cfg, file))...)
+		out = append(out, r.matchesOf(r.inputOf(file))...)
 	}
 	for _, f := range out {
 		warnNoInput(cfg, f, log)
@@ -172,7 +215,7 @@ func warnNoInput(cfg *config.Config, f fileInput, log *slog.Logger) {
 // that reads it, a rotated file under its log's path, the files of a log in the order it
 // wrote them, still as the glob reads them (follow.Matches: no symlink out of its root
 // followed).
-func matchesOf(cfg *config.Config, f fileInput) []fileInput {
+func (r *resolver) matchesOf(f fileInput) []fileInput {
 	if f.found || !config.IsGlob(f.file) {
 		return []fileInput{f}
 	}
@@ -187,7 +230,7 @@ func matchesOf(cfg *config.Config, f fileInput) []fileInput {
 		if _, err := os.Stat(m); errors.Is(err, fs.ErrNotExist) {
 			continue // a link to nothing is no file, as the glob's read finds none there
 		}
-		out = append(out, inputOf(cfg, m))
+		out = append(out, r.inputOf(m))
 		out[len(out)-1].glob = f.file
 		read = read || out[len(out)-1].found
 	}

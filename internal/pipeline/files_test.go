@@ -238,3 +238,88 @@ func TestNoInputErrorOneLine(t *testing.T) {
 		})
 	}
 }
+
+// A one-shot lists each input's files once, however many files it is given: through a
+// symlink to the input's directory, every file given, and the log of every rotated one,
+// is compared with the input's files, which were globbed and stat'd again for each, so
+// that a glob of thousands of files took minutes. The input's files are stat'd once each
+// (for the rotated files' logs, when the files given are spelled as the input spells
+// them), and every file given is still its input's, rotated ones under their log's path.
+func TestOneShotListsInputsOnce(t *testing.T) {
+	const logs, rotated = 30, 10
+	dir := t.TempDir()
+	logDir := filepath.Join(dir, "logs")
+	if err := os.Mkdir(logDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for i := range logs {
+		name := filepath.Join(logDir, fmt.Sprintf("f%02d.log", i))
+		if err := os.WriteFile(name, []byte("GET / 200\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if i < rotated {
+			if err := os.WriteFile(name+".1", []byte("GET / 200\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	link := filepath.Join(dir, "link")
+	if err := os.Symlink(logDir, link); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Parse(fmt.Appendf(nil, `
+inputs:
+  - {name: app, path: '%s/*.log', path_captures: '/(?P<file>f\d+)\.log$'}
+rules:
+  - {name: web, match: ' (?P<status>\d{3})$', labels: {file: '${file}'}, inputs: [app]}
+`, logDir), "rules.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	stats := 0
+	statMatch = func(name string) (os.FileInfo, error) {
+		stats++
+		return os.Stat(name)
+	}
+	t.Cleanup(func() { statMatch = os.Stat })
+
+	for _, c := range []struct {
+		name, glob string
+	}{
+		{"through a symlink", filepath.Join(link, "f*")},
+		{"as the input spells it", filepath.Join(logDir, "f*")},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			opts := Options{Now: time.Now, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+			stats = 0
+			var out strings.Builder
+			if err := Replay(cfg, []string{c.glob}, opts, &out); err != nil {
+				t.Fatal(err)
+			}
+			if stats != logs {
+				t.Errorf("replay stat'd the input's files %d times, want %d", stats, logs)
+			}
+			if want := `web_total{file="f00"} 2`; !strings.Contains(out.String(), want+"\n") || strings.Count(out.String(), "web_total{") != logs {
+				t.Errorf("replay: want %d series, %s among them:\n%s", logs, want, out.String())
+			}
+
+			stats = 0
+			lines, err := Explain(cfg, c.glob, logs+rotated, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if stats != logs {
+				t.Errorf("explain stat'd the input's files %d times, want %d", stats, logs)
+			}
+			counted := 0
+			for _, l := range lines {
+				if l.Counted && l.Input == "app" {
+					counted++
+				}
+			}
+			if len(lines) != logs+rotated || counted != len(lines) {
+				t.Errorf("explain: %d lines, %d counted by the input's rule; want %d, all", len(lines), counted, logs+rotated)
+			}
+		})
+	}
+}

@@ -501,3 +501,35 @@ func TestLateLineOfLabelSetPastTTL(t *testing.T) {
 		}
 	}
 }
+
+// TestSinksActiveByProcessing: whether a sink holds its events until Flush or writes each
+// at once, and whatever its sinks' wall clock says, an event-time line makes its label set
+// active at the processing second it came at: a wall clock set far ahead of processing
+// (stepped, or a line read long after the time it was stamped with) keeps no label set
+// from the counter TTL.
+func TestSinksActiveByProcessing(t *testing.T) {
+	const ttl = 2 * time.Minute
+	const ahead = 1e6 // the wall clock's lead on processing
+	for _, batch := range []bool{false, true} {
+		t.Run(fmt.Sprintf("batch %v", batch), func(t *testing.T) {
+			set := newSet(t, storetest.TTLConfig(10, ttl, storetest.EventRule("r", storetest.OneMin, "k")), nil)
+			k := set.NewSink()
+			if batch {
+				k = set.NewBatchSink()
+			}
+			write(k, line{labels: []string{"a"}, now: start, wall: start + ahead, at: start + ahead})
+			k.Flush()
+			for _, c := range []struct {
+				after int64
+				gone  bool
+			}{{60, false}, {int64(ttl/time.Second) + 61, true}} {
+				processing := int64(start) + c.after
+				set.Expire(processing, processing+ahead)
+				_, there := readAt(set, 0, processing+ahead, processing).series["a"]
+				if there == c.gone {
+					t.Errorf("%d s after its line: a is there %v; want %v", c.after, there, !c.gone)
+				}
+			}
+		})
+	}
+}
