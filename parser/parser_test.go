@@ -478,21 +478,18 @@ rules:
 // first's end rather than being placed an hour back, where no window shorter than an
 // hour holds them. A layout with a zone name reads the line's own, whatever came before.
 func TestRepeatedHour(t *testing.T) {
-	c := mustParse(t, `
-rules:
-  - name: ny
-    match: '^(?P<t>.+) ny$'
-    timestamp: {capture: t, layout: '2006-01-02 15:04:05', location: America/New_York}
-  - name: sydney
-    match: '^(?P<t>.+) sydney$'
-    timestamp: {capture: t, layout: '2006-01-02 15:04:05', location: Australia/Sydney}
-  - name: named
-    match: '^(?P<t>.+) named$'
-    timestamp: {capture: t, layout: '2006-01-02 15:04:05 MST', location: America/New_York}
-  - name: lordhowe
-    match: '^(?P<t>.+) lordhowe$'
-    timestamp: {capture: t, layout: '2006-01-02 15:04:05', location: Australia/Lord_Howe}
-`)
+	// A rule a zone: its name ends its lines, its layout and zone read the time before.
+	var rules strings.Builder
+	rules.WriteString("rules:\n")
+	for _, r := range []struct{ name, layout, zone string }{
+		{"ny", "2006-01-02 15:04:05", "America/New_York"},
+		{"sydney", "2006-01-02 15:04:05", "Australia/Sydney"},
+		{"named", "2006-01-02 15:04:05 MST", "America/New_York"},
+		{"lordhowe", "2006-01-02 15:04:05", "Australia/Lord_Howe"},
+	} {
+		fmt.Fprintf(&rules, "  - name: %s\n    match: '^(?P<t>.+) %[1]s$'\n    timestamp: {capture: t, layout: '%s', location: %s}\n", r.name, r.layout, r.zone)
+	}
+	c := mustParse(t, rules.String())
 	utc := func(s string) int64 {
 		u, err := time.Parse(time.RFC3339, s)
 		if err != nil {

@@ -13,6 +13,26 @@ import (
 	"github.com/logwindow/logwindow_exporter/config"
 )
 
+// podsConfig is an input of the pod logs under dir, read as the kubelet writes them with
+// their pod and container taken from their path, and a rule of their requests by labels.
+func podsConfig(t *testing.T, dir, labels string) *config.Config {
+	t.Helper()
+	cfg, err := config.Parse(fmt.Appendf(nil, `
+inputs:
+  - name: pods
+    path: '%s/*_*_*/*/*.log'
+    wrapper: cri
+    path_captures: '/[^_/]+_(?P<pod>[^_]+)_[^/]+/(?P<container>[^/]+)/'
+    log_format: combined
+rules:
+  - {name: requests, labels: %s}
+`, dir, labels), "rules.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
 // A log's rotated files given to a one-shot with it, oldest first, are read as the input
 // reads the log (its wrapper, the captures of its path), a CRI message the runtime split
 // across the rotation joined whole, as the running exporter, which reads a rotated file on
@@ -47,19 +67,7 @@ func TestOneShotRotatedFilesOfALog(t *testing.T) {
 	// Another container's log whose message in parts its file does not finish: the next
 	// file's first part is not its.
 	other := write(filepath.Join(pod, "sidecar", "0.log"), "2024-03-01T12:00:00Z stdout F "+ok, "2024-03-01T12:00:01Z stdout P "+cut)
-	cfg, err := config.Parse(fmt.Appendf(nil, `
-inputs:
-  - name: pods
-    path: '%s/*_*_*/*/*.log'
-    wrapper: cri
-    path_captures: '/[^_/]+_(?P<pod>[^_]+)_[^/]+/(?P<container>[^/]+)/'
-    log_format: combined
-rules:
-  - {name: requests, labels: {container: '${container}', workload: '${workload}', status: '${status}'}}
-`, dir), "rules.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := podsConfig(t, dir, `{container: '${container}', workload: '${workload}', status: '${status}'}`)
 	for _, tc := range []struct {
 		name    string
 		files   []string
@@ -89,6 +97,7 @@ rules:
 			for _, mode := range []string{"replay", "sample"} {
 				var out, summary, logs bytes.Buffer
 				opts := Options{Now: time.Now, Summary: &summary, Logger: slog.New(slog.NewTextHandler(&logs, nil))}
+				var err error
 				if mode == "replay" {
 					err = Replay(cfg, tc.files, opts, &out)
 				} else {
@@ -197,19 +206,7 @@ func TestExplainGlobOfAnInputsFiles(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	cfg, err := config.Parse(fmt.Appendf(nil, `
-inputs:
-  - name: pods
-    path: '%s/*_*_*/*/*.log'
-    wrapper: cri
-    path_captures: '/[^_/]+_(?P<pod>[^_]+)_[^/]+/(?P<container>[^/]+)/'
-    log_format: combined
-rules:
-  - {name: requests, labels: {pod: '${pod}', status: '${status}'}}
-`, dir), "rules.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := podsConfig(t, dir, `{pod: '${pod}', status: '${status}'}`)
 	for _, glob := range []string{
 		filepath.Join(dir, "*", "nginx", "*.log"),
 		filepath.Join(dir, "default_web-7d4b9c8f6d-x2kqz_0f1e", "nginx", "0.log*"),

@@ -81,14 +81,17 @@ func startStoredOn(t *testing.T, rules, dir string, out *syncbuf.Buffer, o Optio
 	return p
 }
 
-// storedOn is what startStoredOn starts.
+// storedOn is what startStoredOn starts, on o's clock (Now) when it has one, else the host's.
 func storedOn(t *testing.T, rules, dir string, out *syncbuf.Buffer, o Options) (*config.Config, Options) {
 	t.Helper()
 	cfg, err := config.Parse([]byte(rules), "rules.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	o.Now, o.PollInterval, o.RotationGrace = time.Now, 10*time.Millisecond, 50*time.Millisecond
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	o.PollInterval, o.RotationGrace = 10*time.Millisecond, 50*time.Millisecond
 	o.BackfillBytes, o.StoragePath = DefaultBackfillBytes, dir
 	o.Logger = slog.New(slog.NewTextHandler(out, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	return cfg, o
@@ -1516,14 +1519,7 @@ rules:
 				t.Fatal(err)
 			}
 			start := func(clock *testclock.Clock, out *syncbuf.Buffer) *Pipeline {
-				cfg, o := storedOn(t, strings.ReplaceAll(rules, "LOG", log), dir, out, Options{})
-				o.Now = clock.Now
-				p, err := Start(cfg, o)
-				if err != nil {
-					t.Fatal(err)
-				}
-				t.Cleanup(p.Stop)
-				return p
+				return startStoredOn(t, strings.ReplaceAll(rules, "LOG", log), dir, out, Options{Now: clock.Now})
 			}
 			const held = "the host's clock is behind the processing time of the snapshot's newest lines"
 			want := func(p *Pipeline, n float64) {
@@ -1588,14 +1584,7 @@ rules:
 	}
 	start := func(clock *testclock.Clock) *Pipeline {
 		var out syncbuf.Buffer
-		cfg, o := storedOn(t, strings.ReplaceAll(rules, "LOG", log), dir, &out, Options{})
-		o.Now = clock.Now
-		p, err := Start(cfg, o)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(p.Stop)
-		return p
+		return startStoredOn(t, strings.ReplaceAll(rules, "LOG", log), dir, &out, Options{Now: clock.Now})
 	}
 	line := func(p *Pipeline, at time.Time, id string) {
 		t.Helper()
@@ -1744,14 +1733,7 @@ rules:
 			clock := testclock.New(time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC))
 			start := func(windows string, out *syncbuf.Buffer) *Pipeline {
 				text := strings.NewReplacer("LOG", log, "WINDOWS", windows).Replace(rules)
-				cfg, o := storedOn(t, text, dir, out, Options{})
-				o.Now = clock.Now
-				p, err := Start(cfg, o)
-				if err != nil {
-					t.Fatal(err)
-				}
-				t.Cleanup(p.Stop)
-				return p
+				return startStoredOn(t, text, dir, out, Options{Now: clock.Now})
 			}
 			var first, restarted syncbuf.Buffer
 			p := start("1m", &first)

@@ -257,20 +257,27 @@ func TestFreeListKeepsTheLargest(t *testing.T) {
 	}
 }
 
+// rulesCollector is a Collector, read at start, over n rules of one window and no series,
+// each written by the format rule from its number.
+func rulesCollector(t *testing.T, n int, rule string) *Collector {
+	t.Helper()
+	var rules strings.Builder
+	rules.WriteString("global: {windows: [1m]}\nrules:\n")
+	for i := range n {
+		fmt.Fprintf(&rules, rule, i)
+	}
+	_, set := parserSet(t, rules.String())
+	now := int64(start)
+	return collectorAt(fixed(set), &now)
+}
+
 // TestScrapeCostCountsGathered: a scrape holds, from its start to its end, the families
 // the registry gathered for it (the self-metrics: a dozen samples a rule), which the cost
 // a scrape leaves for the next counts, about as the heap holds them: the self-metrics of
 // a few thousand rules, held by each of many stalled scrapes, were tens of MB outside
 // --web.max-scrape-bytes.
 func TestScrapeCostCountsGathered(t *testing.T) {
-	var rules strings.Builder
-	rules.WriteString("global: {windows: [1m]}\nrules:\n")
-	for i := range 300 {
-		fmt.Fprintf(&rules, "  - name: r%03d\n    match: '^(?P<v>.*)$'\n", i)
-	}
-	_, set := parserSet(t, rules.String())
-	now := int64(start)
-	c := collectorAt(fixed(set), &now)
+	c := rulesCollector(t, 300, "  - name: r%03d\n    match: '^(?P<v>.*)$'\n")
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(c)
 	exporter.Handler(c, reg, nil).ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, "/metrics", nil))
@@ -303,14 +310,7 @@ func TestScrapeCostCountsGathered(t *testing.T) {
 // limiter prices scrapes under its lock, and the families of 10,000 rules took half a
 // second to plan there, every scrape and release waiting. The first scrape plans them.
 func TestScrapeCostOfANewSetBuildsNothing(t *testing.T) {
-	var rules strings.Builder
-	rules.WriteString("global: {windows: [1m]}\nrules:\n")
-	for i := range 300 {
-		fmt.Fprintf(&rules, "  - name: r%03d\n    match: '^(?P<v>.*)$'\n    labels: {v: '${v}'}\n", i)
-	}
-	_, set := parserSet(t, rules.String())
-	now := int64(start)
-	c := collectorAt(fixed(set), &now)
+	c := rulesCollector(t, 300, "  - name: r%03d\n    match: '^(?P<v>.*)$'\n    labels: {v: '${v}'}\n")
 	text := expfmt.NewFormat(expfmt.TypeTextPlain)
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)

@@ -3,7 +3,6 @@ package scrape
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
@@ -35,25 +34,18 @@ rules:
 // leaves the rule unread.
 func TestScrapeHoldsGrownReadBeforeReading(t *testing.T) {
 	const vhosts = 300
-	p, set := parserSet(t, grownRules)
-	k := set.NewSink()
-	k.SetNow(start, start)
-	feed := func(n int) {
-		for v := range n {
-			p.Parse("app", fmt.Appendf(nil, "10.0.0.1 v%d", v), k)
-		}
-	}
+	set, feed := vhostFeed(t, grownRules)
 	now := int64(start)
 	c := collectorAt(fixed(set), &now)
 	h := exporter.Handler(c, prometheus.NewRegistry(), nil)
-	feed(2)
+	feed(start, "v", 2)
 	h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, "/metrics", nil))
 	text := expfmt.NewFormat(expfmt.TypeTextPlain)
 	small, known := c.ScrapeCost(nil, text)
 	if !known {
 		t.Fatal("the cost of a scrape of a rule read is unknown")
 	}
-	feed(vhosts)
+	feed(start, "v", vhosts)
 	// The registers of the grown read alone: every vhost's, each window's.
 	grown := int64(vhosts * 2 * 16384)
 	noRoom := errors.New("no room")
@@ -86,16 +78,12 @@ func TestScrapeHoldsGrownReadBeforeReading(t *testing.T) {
 // series, not as twice those buffers.
 func TestScrapeHoldsGrownReadByWhatItUses(t *testing.T) {
 	const vhosts = 300
-	p, set := parserSet(t, grownRules+`
+	set, feed := vhostFeed(t, grownRules+`
   - name: requests
     match: '^(?P<addr>[^ ]*) (?P<vhost>[^ ]*)$'
     labels: {vhost: '${vhost}'}
 `)
-	k := set.NewSink()
-	k.SetNow(start, start)
-	for v := range vhosts {
-		p.Parse("app", fmt.Appendf(nil, "10.0.0.1 v%d", v), k)
-	}
+	feed(start, "v", vhosts)
 	now := int64(start)
 	c := collectorAt(fixed(set), &now)
 	h := exporter.Handler(c, prometheus.NewRegistry(), nil)
@@ -118,9 +106,7 @@ func TestScrapeHoldsGrownReadByWhatItUses(t *testing.T) {
 	// what 4 series take, and by its label pairs, which the first estimate (the buffers a
 	// snapshot makes alone) left out: some 30 bytes a series; not by what the reader's
 	// buffers, grown for clients, hold a series (30 KB).
-	for v := range 4 {
-		p.Parse("app", fmt.Appendf(nil, "10.0.0.1 w%d", v), k)
-	}
+	feed(start, "w", 4)
 	second := scrape()
 	if len(second) != 4 {
 		t.Fatalf("a scrape of two rules asked to hold %v, want before and after each read", second)

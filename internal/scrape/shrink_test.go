@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 
 	"github.com/logwindow/logwindow_exporter/exporter"
+	"github.com/logwindow/logwindow_exporter/internal/store"
 )
 
 // scrapeKept writes a text scrape of c of the families keep passes (all when nil).
@@ -24,6 +25,19 @@ func scrapeKept(t *testing.T, c *Collector, keep func(string) bool) {
 	}
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// vhostFeed is a Set over rules and a feed of its app log through one sink: at a time,
+// a line from each of n vhosts, named prefix and their number, all from one client.
+func vhostFeed(t testing.TB, rules string) (*store.Set, func(at int64, prefix string, n int)) {
+	p, set := parserSet(t, rules)
+	k := set.NewSink()
+	return set, func(at int64, prefix string, n int) {
+		k.SetNow(at, at)
+		for v := range n {
+			p.Parse("app", fmt.Appendf(nil, "10.0.0.1 %s%d", prefix, v), k)
+		}
 	}
 }
 
@@ -66,14 +80,7 @@ func TestScrapeCostAfterSpike(t *testing.T) {
 		}, clientsOnly},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p, set := parserSet(t, rules)
-			k := set.NewSink()
-			feed := func(at int64, prefix string, n int) {
-				k.SetNow(at, at)
-				for v := range n {
-					p.Parse("app", fmt.Appendf(nil, "10.0.0.1 %s%d", prefix, v), k)
-				}
-			}
+			set, feed := vhostFeed(t, rules)
 			feed(start, "v", vhosts)
 			now := int64(start)
 			c := collectorAt(fixed(set), &now)
@@ -103,12 +110,8 @@ func TestScrapeCostAfterSpike(t *testing.T) {
 // buffers a spike grew must not make every scrape of the two grow them anew.
 func TestSteadyScrapesKeepReaders(t *testing.T) {
 	const vhosts = 300
-	p, set := parserSet(t, shrinkRules)
-	k := set.NewSink()
-	k.SetNow(start, start)
-	for v := range vhosts {
-		p.Parse("app", fmt.Appendf(nil, "10.0.0.1 v%d", v), k)
-	}
+	set, feed := vhostFeed(t, shrinkRules)
+	feed(start, "v", vhosts)
 	now := int64(start)
 	c := collectorAt(fixed(set), &now)
 	scrapeKept(t, c, nil)
@@ -135,12 +138,8 @@ func TestSteadyScrapesKeepReaders(t *testing.T) {
 func TestScrapeCostFilteredBetweenFull(t *testing.T) {
 	const vhosts = 300
 	requestsOnly := func(name string) bool { return strings.HasPrefix(name, "requests_") }
-	p, set := parserSet(t, shrinkRules)
-	k := set.NewSink()
-	k.SetNow(start, start)
-	for v := range vhosts {
-		p.Parse("app", fmt.Appendf(nil, "10.0.0.1 v%d", v), k)
-	}
+	set, feed := vhostFeed(t, shrinkRules)
+	feed(start, "v", vhosts)
 	now := int64(start)
 	c := collectorAt(fixed(set), &now)
 	turns := func(n int) {

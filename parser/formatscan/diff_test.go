@@ -100,6 +100,17 @@ var customFormats = []struct {
 	{`$remote_addr $request_time ;abcdefg`, logformat.EscapeDefault, false},
 }
 
+// compiled is f's regexp and its scanner over it.
+func compiled(t *testing.T, f *logformat.Format) (*regexp.Regexp, *Scanner) {
+	t.Helper()
+	re := regexp.MustCompile(f.Regex)
+	s, err := Compile(f, regexpMatcher{re})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return re, s
+}
+
 // formats are the presets and the custom formats, each with its scanner.
 func formats(tb testing.TB) []*logformat.Format {
 	out := presets(tb)
@@ -220,11 +231,7 @@ func TestDifferential(t *testing.T) {
 	logLines := nginxlog.Lines(t, 1000, 7)
 	for i, f := range formats(t) {
 		t.Run(fmt.Sprintf("%d %s %s", i, f.Describe(), f.Escape), func(t *testing.T) {
-			re := regexp.MustCompile(f.Regex)
-			s, err := Compile(f, regexpMatcher{re})
-			if err != nil {
-				t.Fatal(err)
-			}
+			re, s := compiled(t, f)
 			fm, err := fastmatch.Compile(f.Regex)
 			if err != nil {
 				t.Fatal(err)
@@ -261,11 +268,7 @@ func TestDifferential(t *testing.T) {
 func TestLinesCutInTheirBuffer(t *testing.T) {
 	for i, f := range formats(t) {
 		t.Run(fmt.Sprintf("%d %s %s", i, f.Describe(), f.Escape), func(t *testing.T) {
-			re := regexp.MustCompile(f.Regex)
-			s, err := Compile(f, regexpMatcher{re})
-			if err != nil {
-				t.Fatal(err)
-			}
+			re, s := compiled(t, f)
 			r := rand.New(rand.NewPCG(uint64(i), 2))
 			for range 10 {
 				l := line(r, f)
@@ -313,11 +316,7 @@ func TestCompile(t *testing.T) {
 // at a " : " when read whole it does not fit, and regexp ends it earlier.
 func TestListColon(t *testing.T) {
 	f := format(t, `$upstream_addr $a;$b`, logformat.EscapeDefault, false)
-	re := regexp.MustCompile(f.Regex)
-	s, err := Compile(f, regexpMatcher{re})
-	if err != nil {
-		t.Fatal(err)
-	}
+	re, s := compiled(t, f)
 	line := []byte("p : q;r")
 	caps := make([]int, 2*(len(f.Captures)+1))
 	if res := s.scan(line, caps); res != undecided {

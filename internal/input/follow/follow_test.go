@@ -209,7 +209,14 @@ func start(t *testing.T, o Options, h input.Handler) *Follower {
 
 func create(t *testing.T, path string) *os.File {
 	t.Helper()
-	w, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	return openToWrite(t, path, os.O_APPEND)
+}
+
+// openToWrite opens the file at path to write, creating it, with flag besides; the file
+// is closed when the test ends.
+func openToWrite(t *testing.T, path string, flag int) *os.File {
+	t.Helper()
+	w, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|flag, 0o644)
 	if err != nil {
 		t.Fatal(err)
 	}

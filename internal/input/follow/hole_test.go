@@ -8,6 +8,13 @@ import (
 	"time"
 )
 
+// createAtOffset creates the file at path for a writer that writes at its own offset, not
+// appending, as a shell's `>` does: truncated under it, it leaves a hole.
+func createAtOffset(t *testing.T, path string) *os.File {
+	t.Helper()
+	return openToWrite(t, path, os.O_TRUNC)
+}
+
 // TestTruncatedUnderWriterAtOffset: a writer that does not append (a shell's `>`, a file
 // opened without O_APPEND) writes on at its own offset after copytruncate empties its
 // log, leaving the file a hole of NUL bytes up to there. The hole is no text: the first
@@ -29,11 +36,7 @@ func TestTruncatedUnderWriterAtOffset(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			log := filepath.Join(t.TempDir(), "access.log")
-			w, err := os.OpenFile(log, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = w.Close() })
+			w := createAtOffset(t, log)
 			writeLines(t, w, 1, c.lines)
 			col := newCollector()
 			f, _, _ := handDriven(t, log, col.handle)
@@ -62,11 +65,7 @@ func TestTruncatedUnderWriterAtOffset(t *testing.T) {
 // hole in as a follower does: the lines after the hole, none too long nor opened by NULs.
 func TestReplayAfterHole(t *testing.T) {
 	log := filepath.Join(t.TempDir(), "access.log")
-	w, err := os.OpenFile(log, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
+	w := createAtOffset(t, log)
 	writeLines(t, w, 1, 3000)
 	if err := os.Truncate(log, 0); err != nil {
 		t.Fatal(err)
@@ -88,11 +87,7 @@ func TestReplayAfterHole(t *testing.T) {
 // not as the rest of a line begun before it.
 func TestResumeAfterHole(t *testing.T) {
 	log := filepath.Join(t.TempDir(), "access.log")
-	w, err := os.OpenFile(log, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
+	w := createAtOffset(t, log)
 	writeLines(t, w, 1, 20)
 	col := newCollector()
 	f, _, o := handDriven(t, log, col.handle)
@@ -135,11 +130,7 @@ func TestResumeAfterHoleCopyTruncated(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			dir := t.TempDir()
 			log := filepath.Join(dir, "access.log")
-			w, err := os.OpenFile(log, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = w.Close() })
+			w := createAtOffset(t, log)
 			writeLines(t, w, 1, 30) // past the first KiB: the hole is all the head
 			path := log
 			if c.glob {
@@ -166,13 +157,7 @@ func TestResumeAfterHoleCopyTruncated(t *testing.T) {
 				writeLines(t, w, 41, 50)
 			}
 			if c.copied {
-				data, err := os.ReadFile(log)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if err := os.WriteFile(log+".1", data, 0o644); err != nil {
-					t.Fatal(err)
-				}
+				copyFile(t, log, log+".1")
 				if err := os.Truncate(log, 0); err != nil {
 					t.Fatal(err)
 				}
