@@ -508,6 +508,31 @@ func TestWebConfigCutShortUnderGenerator(t *testing.T) {
 	}
 }
 
+// TestWebConfigCommentedOutUnderGenerator: the trailing basic_auth_users of a web config
+// a generator writes again every second, commented out, leave the text read a prefix of
+// the one before, comment lines aside, as a read cut short is (see
+// TestWebConfigCutShortUnderGenerator): the change is not taken while the generator
+// writes, as the operations guide says, and requests still need the password.
+func TestWebConfigCommentedOutUnderGenerator(t *testing.T) {
+	good := passwordHash(t, "secret")
+	head := "http_server_config:\n  headers:\n    X-Frame-Options: deny\n"
+	f := newTLSFiles(t, "", "")
+	clock := testclock.New(time.Now().Add(time.Minute))
+	f.write(t, "web.yml", []byte(head+"basic_auth_users:\n  scraper: '"+good+"'\n"))
+	logger := slog.New(slog.DiscardHandler)
+	configErrors := newWebConfigErrors(f.webConfig, logger, clock.Now)
+	addr := servePlainLogged(t, f.webConfig, configErrors, logger)
+	get := basicAuthGet(t, addr)
+	waitWatched(t, configErrors.watch)
+	for i := range 3 {
+		clock.Add(time.Minute)
+		f.saveNow(t, clock, []byte(head+"#basic_auth_users:\n#  scraper: '"+good+"'\n"))
+		if got := get("", ""); got != http.StatusUnauthorized {
+			t.Errorf("save %d: %d without a password; want 401", i, got)
+		}
+	}
+}
+
 // generatorDates are how a generator may date what it writes.
 var generatorDates = []struct {
 	name  string
