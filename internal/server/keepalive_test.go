@@ -399,33 +399,42 @@ func TestTLSClientCAReplacedUnderGenerator(t *testing.T) {
 // middle of two saves racyAge apart (scrapers keep their connections alive, and read
 // nothing between) had the second handshake, and every one after, asking no client for
 // a certificate. A web config read as a strict prefix of the one read before is cut
-// short.
+// short. A change above the cut (another certificate file) has the first read cut short
+// no prefix of the one before and the second the same as the first: a change of
+// client_auth_type is not taken from reads alone.
 func TestTLSCutShortUnderGenerator(t *testing.T) {
 	for _, dated := range generatorDates {
-		t.Run(dated.name, func(t *testing.T) {
-			f, ca, caKey := newMTLSFiles(t)
-			clock := testclock.New(time.Now().Add(time.Minute)) // every file written has settled
-			webConfig := mustRead(t, f.webConfig)
-			f.write(t, "web.yml", dated.write(webConfig, clock.Now()))
-			logger := slog.New(slog.DiscardHandler)
-			configErrors := newWebConfigErrors(f.webConfig, logger, clock.Now)
-			addr := serveTLSLogged(t, f.webConfig, configErrors, logger)
-			get := mTLSGet(t, addr, ca, caKey)
-			// The first read since the start is one cut short.
-			waitWatched(t, configErrors.watch)
-			for i := range 3 {
-				clock.Add(time.Minute)
-				saved := dated.write(webConfig, clock.Now())
-				f.saveNow(t, clock, saved[:bytes.Index(saved, []byte("  client_auth_type"))]) // read in the middle of the save
-				if err := get(false); err == nil {
-					t.Errorf("save %d, read cut short: a client without a certificate was served", i)
+		for _, changed := range []string{"", ", changed above the cut"} {
+			t.Run(dated.name+changed, func(t *testing.T) {
+				f, ca, caKey := newMTLSFiles(t)
+				clock := testclock.New(time.Now().Add(time.Minute)) // every file written has settled
+				webConfig := mustRead(t, f.webConfig)
+				saves := webConfig
+				if changed != "" {
+					f.write(t, "cert2.pem", mustRead(t, filepath.Join(f.dir, "cert.pem")))
+					saves = bytes.Replace(webConfig, []byte("cert.pem"), []byte("cert2.pem"), 1)
 				}
-				f.saveNow(t, clock, saved)
-			}
-			if err := get(true); err != nil {
-				t.Errorf("a client of the CA: %v; want served", err)
-			}
-		})
+				f.write(t, "web.yml", dated.write(webConfig, clock.Now()))
+				logger := slog.New(slog.DiscardHandler)
+				configErrors := newWebConfigErrors(f.webConfig, logger, clock.Now)
+				addr := serveTLSLogged(t, f.webConfig, configErrors, logger)
+				get := mTLSGet(t, addr, ca, caKey)
+				// The first read since the start is one cut short.
+				waitWatched(t, configErrors.watch)
+				for i := range 3 {
+					clock.Add(time.Minute)
+					saved := dated.write(saves, clock.Now())
+					f.saveNow(t, clock, saved[:bytes.Index(saved, []byte("  client_auth_type"))]) // read in the middle of the save
+					if err := get(false); err == nil {
+						t.Errorf("save %d, read cut short: a client without a certificate was served", i)
+					}
+					f.saveNow(t, clock, saved)
+				}
+				if err := get(true); err != nil {
+					t.Errorf("a client of the CA: %v; want served", err)
+				}
+			})
+		}
 	}
 }
 

@@ -315,8 +315,11 @@ func (c *tlsConfigs) currentLocked(hello *tls.ClientHelloInfo) (*tls.Config, err
 	}
 	// What the files are read as settled though their stamps did not (see steady): the
 	// config is not kept, for the stamps of a file system with times of a second or two
-	// may not tell the next change, but it is the one handshakes are held to.
-	if whole && held {
+	// may not tell the next change, but it is the one handshakes are held to. Not when it
+	// changes client_auth_type: a client alone may time its handshakes to the same point
+	// of two saves racyAge apart, cut short before client_auth_type, so such a change is
+	// taken once it settled by its times (the generator stopped), never by reads alone.
+	if whole && held && (c.last == nil || config.ClientAuth == c.last.ClientAuth) {
 		c.last, c.lastRead = config, read
 		return config, nil
 	}

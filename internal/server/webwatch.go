@@ -335,7 +335,10 @@ func (c *webConfigWatch) take(config *web.Config) {
 // were read at s: once for each time it is written, however many requests come
 // meanwhile. What is read is taken if the web config was not saved while it was read;
 // and taken for the web config, settled, when it is what it was read as for racyAge
-// (see steady), which a web config a generator writes again every second is.
+// (see steady), which a web config a generator writes again every second is, unless it
+// takes every user out: a client alone may time its reads to the same point of two
+// saves racyAge apart, cut short before basic_auth_users, so a web config without users
+// is taken once it settled by its times (the generator stopped), never by reads alone.
 func (c *webConfigWatch) readPending(s fileStamp, now time.Time) {
 	if s.same(c.pendingStamp) {
 		return
@@ -349,7 +352,7 @@ func (c *webConfigWatch) readPending(s fileStamp, now time.Time) {
 		return
 	}
 	c.pending, _ = readUsers(config)
-	if held {
+	if held && !(c.users != nil && len(config.Users) == 0) {
 		c.take(config)
 	}
 }
