@@ -403,37 +403,47 @@ func TestTLSClientCAReplacedUnderGenerator(t *testing.T) {
 // no prefix of the one before and the second the same as the first: a change of
 // client_auth_type is not taken from reads alone.
 func TestTLSCutShortUnderGenerator(t *testing.T) {
-	for _, dated := range generatorDates {
-		for _, changed := range []string{"", ", changed above the cut"} {
-			t.Run(dated.name+changed, func(t *testing.T) {
-				f, ca, caKey := newMTLSFiles(t)
-				clock := testclock.New(time.Now().Add(time.Minute)) // every file written has settled
-				webConfig := mustRead(t, f.webConfig)
-				saves := webConfig
-				if changed != "" {
-					f.write(t, "cert2.pem", mustRead(t, filepath.Join(f.dir, "cert.pem")))
-					saves = bytes.Replace(webConfig, []byte("cert.pem"), []byte("cert2.pem"), 1)
-				}
-				f.write(t, "web.yml", dated.write(webConfig, clock.Now()))
-				logger := slog.New(slog.DiscardHandler)
-				configErrors := newWebConfigErrors(f.webConfig, logger, clock.Now)
-				addr := serveTLSLogged(t, f.webConfig, configErrors, logger)
-				get := mTLSGet(t, addr, ca, caKey)
-				// The first read since the start is one cut short.
-				waitWatched(t, configErrors.watch)
-				for i := range 3 {
-					clock.Add(time.Minute)
-					saved := dated.write(saves, clock.Now())
-					f.saveNow(t, clock, saved[:bytes.Index(saved, []byte("  client_auth_type"))]) // read in the middle of the save
-					if err := get(false); err == nil {
-						t.Errorf("save %d, read cut short: a client without a certificate was served", i)
+	// What a save is cut before, and whether a client of the CA (its SAN scraper.example)
+	// is served once the saves are read whole.
+	for _, cut := range []struct {
+		name, sans, before string
+		served             bool
+	}{
+		{"", "", "  client_auth_type", true},
+		{", client_allowed_sans", "  client_allowed_sans: [other.example]\n", "  client_allowed_sans", false},
+	} {
+		for _, dated := range generatorDates {
+			for _, changed := range []string{"", ", changed above the cut"} {
+				t.Run(dated.name+changed+cut.name, func(t *testing.T) {
+					f, ca, caKey := newMTLSFiles(t)
+					clock := testclock.New(time.Now().Add(time.Minute)) // every file written has settled
+					webConfig := append(mustRead(t, f.webConfig), cut.sans...)
+					saves := webConfig
+					if changed != "" {
+						f.write(t, "cert2.pem", mustRead(t, filepath.Join(f.dir, "cert.pem")))
+						saves = bytes.Replace(webConfig, []byte("cert.pem"), []byte("cert2.pem"), 1)
 					}
-					f.saveNow(t, clock, saved)
-				}
-				if err := get(true); err != nil {
-					t.Errorf("a client of the CA: %v; want served", err)
-				}
-			})
+					f.write(t, "web.yml", dated.write(webConfig, clock.Now()))
+					logger := slog.New(slog.DiscardHandler)
+					configErrors := newWebConfigErrors(f.webConfig, logger, clock.Now)
+					addr := serveTLSLogged(t, f.webConfig, configErrors, logger)
+					get := mTLSGet(t, addr, ca, caKey)
+					// The first read since the start is one cut short.
+					waitWatched(t, configErrors.watch)
+					for i := range 3 {
+						clock.Add(time.Minute)
+						saved := dated.write(saves, clock.Now())
+						f.saveNow(t, clock, saved[:bytes.Index(saved, []byte(cut.before))]) // read in the middle of the save
+						if err := get(cut.sans != ""); err == nil {
+							t.Errorf("save %d, read cut short: a client the web config refuses was served", i)
+						}
+						f.saveNow(t, clock, saved)
+					}
+					if err := get(true); (err == nil) != cut.served {
+						t.Errorf("a client of the CA: %v; want served %v", err, cut.served)
+					}
+				})
+			}
 		}
 	}
 }

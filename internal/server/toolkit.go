@@ -316,10 +316,11 @@ func (c *tlsConfigs) currentLocked(hello *tls.ClientHelloInfo) (*tls.Config, err
 	// What the files are read as settled though their stamps did not (see steady): the
 	// config is not kept, for the stamps of a file system with times of a second or two
 	// may not tell the next change, but it is the one handshakes are held to. Not when it
-	// changes client_auth_type: a client alone may time its handshakes to the same point
-	// of two saves racyAge apart, cut short before client_auth_type, so such a change is
-	// taken once it settled by its times (the generator stopped), never by reads alone.
-	if whole && held && (c.last == nil || config.ClientAuth == c.last.ClientAuth) {
+	// changes client_auth_type or has client_allowed_sans come or go: a client alone may
+	// time its handshakes to the same point of two saves racyAge apart, cut short before
+	// either, so such a change is taken once it settled by its times (the generator
+	// stopped), never by reads alone.
+	if whole && held && (c.last == nil || sameClients(config, c.last)) {
 		c.last, c.lastRead = config, read
 		return config, nil
 	}
@@ -327,6 +328,13 @@ func (c *tlsConfigs) currentLocked(hello *tls.ClientHelloInfo) (*tls.Config, err
 		return heldTo(config, c.last), nil
 	}
 	return config, nil
+}
+
+// sameClients reports whether a and b ask the same of a client's certificate: the same
+// client_auth_type, and client_allowed_sans in both or in neither (the toolkit checks
+// them in VerifyPeerCertificate, which it sets for them alone).
+func sameClients(a, b *tls.Config) bool {
+	return a.ClientAuth == b.ClientAuth && (a.VerifyPeerCertificate == nil) == (b.VerifyPeerCertificate == nil)
 }
 
 // heldTo is config, loaded from files that changed within racyAge, holding a handshake's
