@@ -498,12 +498,7 @@ func TestWebConfigCutShortUnderGenerator(t *testing.T) {
 				f := newTLSFiles(t, "", "")
 				clock := testclock.New(time.Now().Add(time.Minute)) // every file written has settled
 				f.write(t, "web.yml", dated.write(webConfig, clock.Now()))
-				logger := slog.New(slog.DiscardHandler)
-				configErrors := newWebConfigErrors(f.webConfig, logger, clock.Now)
-				addr := servePlainLogged(t, f.webConfig, configErrors, logger)
-				get := basicAuthGet(t, addr)
-				// The first read since the start is one cut short.
-				waitWatched(t, configErrors.watch)
+				get := serveWatched(t, f, clock) // the first read since the start is one cut short
 				for i := range 3 {
 					clock.Add(time.Minute)
 					saved := dated.write(saves, clock.Now())
@@ -532,11 +527,7 @@ func TestWebConfigCommentedOutUnderGenerator(t *testing.T) {
 	f := newTLSFiles(t, "", "")
 	clock := testclock.New(time.Now().Add(time.Minute))
 	f.write(t, "web.yml", []byte(head+"basic_auth_users:\n  scraper: '"+good+"'\n"))
-	logger := slog.New(slog.DiscardHandler)
-	configErrors := newWebConfigErrors(f.webConfig, logger, clock.Now)
-	addr := servePlainLogged(t, f.webConfig, configErrors, logger)
-	get := basicAuthGet(t, addr)
-	waitWatched(t, configErrors.watch)
+	get := serveWatched(t, f, clock)
 	for i := range 3 {
 		clock.Add(time.Minute)
 		f.saveNow(t, clock, []byte(head+"#basic_auth_users:\n#  scraper: '"+good+"'\n"))
@@ -911,6 +902,17 @@ func TestWebConfigWarnedPerStart(t *testing.T) {
 	if n := strings.Count(got, "level=WARN"); n != 2 || !strings.Contains(got, "address=c:3") || !strings.Contains(got, "tls_server_config taken out") {
 		t.Errorf("TLS taken out of what c:3 took: %d warnings in all; want a second, naming c:3:\n%s", n, got)
 	}
+}
+
+// serveWatched serves f's web config over plain HTTP on clock, once its watch looked at
+// it, and returns basicAuthGet of the address.
+func serveWatched(t *testing.T, f *tlsFiles, clock *testclock.Clock) func(user, password string) int {
+	t.Helper()
+	logger := slog.New(slog.DiscardHandler)
+	configErrors := newWebConfigErrors(f.webConfig, logger, clock.Now)
+	get := basicAuthGet(t, servePlainLogged(t, f.webConfig, configErrors, logger))
+	waitWatched(t, configErrors.watch)
+	return get
 }
 
 // basicAuthGet returns how to get / from the server at addr over plain HTTP as user, with
