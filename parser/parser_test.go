@@ -354,6 +354,14 @@ rules:
 	})
 }
 
+// timedAt is what a line of rule counted at its own time, unix, is parsed as.
+func timedAt(rule string, unix int64) []record {
+	return []record{{Rule: rule, Value: 1, Time: unix, HasTime: true}}
+}
+
+// badTime is what a line of rule whose time does not parse is parsed as.
+func badTime(rule string) []record { return []record{{Rule: rule, Drop: "bad_timestamp"}} }
+
 func TestTimestamps(t *testing.T) {
 	c := mustParse(t, `
 rules:
@@ -370,28 +378,26 @@ rules:
     match: '^(?P<t>.+) nozone$'
     timestamp: {capture: t, layout: '2006-01-02 15:04:05', location: America/New_York}
 `)
-	at := func(rule string, unix int64) []record {
-		return []record{{Rule: rule, Value: 1, Time: unix, HasTime: true}}
-	}
 	// Two rules of one match read one capture with one layout in two zones: each its own.
-	zoned := func(utc, newYork int64) []record { return append(at("nozone", utc), at("newyork", newYork)...) }
+	zoned := func(utc, newYork int64) []record {
+		return append(timedAt("nozone", utc), timedAt("newyork", newYork)...)
+	}
 	const jul1 = mar1 + 122*86400 // 2024-07-01 12:00:00 UTC
-	bad := func(rule string) []record { return []record{{Rule: rule, Drop: "bad_timestamp"}} }
 	tests := []struct {
 		line string
 		want []record
 	}{
-		{"[01/Mar/2024:12:00:00 +0000]", at("nginx", mar1)},
-		{"[01/Mar/2024:12:00:00 +0000]", at("nginx", mar1)}, // from the cache
-		{"[01/Mar/2024:14:30:00 +0230]", at("nginx", mar1)}, // offsets that are not whole hours
-		{"[01/Mar/2024:07:00:00 -0500]", at("nginx", mar1)},
-		{"[01/Mar/2024:12:00:59 +0000]", at("nginx", mar1+59)},
-		{"[]", bad("nginx")},
-		{"[-]", bad("nginx")},
-		{"[01/Mar/2024:12:00:00]", bad("nginx")},
-		{"[01/Mar/2024:12:00:00]", bad("nginx")}, // a cached failure stays a failure
-		{"2024-03-01T12:00:00.250Z iso", at("iso", mar1)},
-		{"2024-03-01T13:00:00+01:00 iso", at("iso", mar1)},
+		{"[01/Mar/2024:12:00:00 +0000]", timedAt("nginx", mar1)},
+		{"[01/Mar/2024:12:00:00 +0000]", timedAt("nginx", mar1)}, // from the cache
+		{"[01/Mar/2024:14:30:00 +0230]", timedAt("nginx", mar1)}, // offsets that are not whole hours
+		{"[01/Mar/2024:07:00:00 -0500]", timedAt("nginx", mar1)},
+		{"[01/Mar/2024:12:00:59 +0000]", timedAt("nginx", mar1+59)},
+		{"[]", badTime("nginx")},
+		{"[-]", badTime("nginx")},
+		{"[01/Mar/2024:12:00:00]", badTime("nginx")},
+		{"[01/Mar/2024:12:00:00]", badTime("nginx")}, // a cached failure stays a failure
+		{"2024-03-01T12:00:00.250Z iso", timedAt("iso", mar1)},
+		{"2024-03-01T13:00:00+01:00 iso", timedAt("iso", mar1)},
 		{"2024-03-01 12:00:01 nozone", zoned(mar1+1, mar1+1+5*3600)}, // read as UTC; in New York, EST
 		{"2024-07-01 12:00:00 nozone", zoned(jul1, jul1+4*3600)},     // EDT in summer
 		{"2024-07-01 12:00:00 nozone", zoned(jul1, jul1+4*3600)},     // from the cache
@@ -431,37 +437,33 @@ rules:
     timestamp: {capture: t, layout: '2006-01-02 15:4:5', location: America/New_York}
 `)
 	const leap = 1483228799 // 2016-12-31T23:59:59Z; 23:59:60 came after it
-	at := func(rule string, unix int64) []record {
-		return []record{{Rule: rule, Value: 1, Time: unix, HasTime: true}}
-	}
-	bad := func(rule string) []record { return []record{{Rule: rule, Drop: "bad_timestamp"}} }
 	tests := []struct {
 		line string
 		want []record
 	}{
-		{"2016-12-31T23:59:60Z utc", at("utc", leap)},
-		{"2016-12-31T23:59:60Z utc", at("utc", leap)}, // from the cache
-		{"2016-12-31T23:59:59Z utc", at("utc", leap)},
-		{"2017-01-01T00:00:00Z utc", at("utc", leap+1)},
-		{"2016-12-31T23:59:60.999Z rfc", at("rfc3339", leap)},
-		{"2017-01-01T05:29:60+05:30 rfc", at("rfc3339", leap)},
-		{"[31/Dec/2016:23:59:60 +0000]", at("nginx", leap)},
-		{"20161231235960 compact", at("compact", leap)},
-		{"2016-12-31 18:59:60 unpadded", at("unpadded", leap)}, // EST
-		{"2016-12-31T12:34:60Z utc", bad("utc")},
-		{"2016-12-31T23:58:60Z utc", bad("utc")},
-		{"2016-12-31T22:59:60Z utc", bad("utc")},
-		{"2016-12-31T23:59:60+01:00 rfc", bad("rfc3339")},
-		{"2016-12-31 23:59:60 unpadded", bad("unpadded")}, // 04:59:60 UTC
-		{"[01/Jan/2017:05:29:60 +0530]", at("nginx", leap)},
-		{"2016-06-30T23:59:60Z utc", at("utc", 1467331199)}, // none was inserted then, but any UTC day may end with one
-		{"2016-12-31T23:59:61Z utc", bad("utc")},
-		{"2016-12-31T23:59:99Z utc", bad("utc")},
-		{"2016-12-31T23:60:00Z utc", bad("utc")},
-		{"2016-12-31T23:59:60 utc", bad("utc")}, // its Z missing: bad whatever the second
-		{"2016-12-31T23:59:60.5Z rfc", at("rfc3339", leap)},
-		{"2016-12-31T23:59:60.5+0100 rfc", bad("rfc3339")},
-		{"[31/Dec/2016:23:59:60]", bad("nginx")},
+		{"2016-12-31T23:59:60Z utc", timedAt("utc", leap)},
+		{"2016-12-31T23:59:60Z utc", timedAt("utc", leap)}, // from the cache
+		{"2016-12-31T23:59:59Z utc", timedAt("utc", leap)},
+		{"2017-01-01T00:00:00Z utc", timedAt("utc", leap+1)},
+		{"2016-12-31T23:59:60.999Z rfc", timedAt("rfc3339", leap)},
+		{"2017-01-01T05:29:60+05:30 rfc", timedAt("rfc3339", leap)},
+		{"[31/Dec/2016:23:59:60 +0000]", timedAt("nginx", leap)},
+		{"20161231235960 compact", timedAt("compact", leap)},
+		{"2016-12-31 18:59:60 unpadded", timedAt("unpadded", leap)}, // EST
+		{"2016-12-31T12:34:60Z utc", badTime("utc")},
+		{"2016-12-31T23:58:60Z utc", badTime("utc")},
+		{"2016-12-31T22:59:60Z utc", badTime("utc")},
+		{"2016-12-31T23:59:60+01:00 rfc", badTime("rfc3339")},
+		{"2016-12-31 23:59:60 unpadded", badTime("unpadded")}, // 04:59:60 UTC
+		{"[01/Jan/2017:05:29:60 +0530]", timedAt("nginx", leap)},
+		{"2016-06-30T23:59:60Z utc", timedAt("utc", 1467331199)}, // none was inserted then, but any UTC day may end with one
+		{"2016-12-31T23:59:61Z utc", badTime("utc")},
+		{"2016-12-31T23:59:99Z utc", badTime("utc")},
+		{"2016-12-31T23:60:00Z utc", badTime("utc")},
+		{"2016-12-31T23:59:60 utc", badTime("utc")}, // its Z missing: bad whatever the second
+		{"2016-12-31T23:59:60.5Z rfc", timedAt("rfc3339", leap)},
+		{"2016-12-31T23:59:60.5+0100 rfc", badTime("rfc3339")},
+		{"[31/Dec/2016:23:59:60]", badTime("nginx")},
 	}
 	line := func(i int) string { return tests[i].line }
 	parseOnEachMatcher(t, c.Rules, "", len(tests), line, line, func(t *testing.T, i int, got []record) {
