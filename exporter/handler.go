@@ -89,9 +89,8 @@ func Handler(src Source, reg prometheus.Gatherer, errorLog *log.Logger) http.Han
 			gz.Reset(w)
 			out = gz
 		}
-		x := NewWriter(out, format, mfs)
+		x := newWriter(out, format, mfs, gathered)
 		x.hold, _ = req.Context().Value(holdKey{}).(func(int64) error)
-		x.gatheredBytes = gathered
 		err = rules.Write(x)
 		if cerr := x.Close(); err == nil {
 			err = cerr

@@ -49,10 +49,16 @@ type Writer struct {
 // among expfmt.DefaultOpenMetricsAcceptedFormats) to w; gathered (sorted by name, as a
 // Gatherer returns them) are written as expfmt.NewEncoder writes them. Close ends it.
 func NewWriter(w io.Writer, format expfmt.Format, gathered []*dto.MetricFamily) *Writer {
+	return newWriter(w, format, gathered, gatheredBytes(gathered))
+}
+
+// newWriter is NewWriter, the gathered families taking about held bytes of the heap (see
+// GatheredBytes).
+func newWriter(w io.Writer, format expfmt.Format, gathered []*dto.MetricFamily, held int64) *Writer {
 	if format.FormatType() == expfmt.TypeOpenMetrics {
 		gathered = withoutOpenMetricsTwins(gathered)
 	}
-	x := &Writer{gathered: gathered, gatheredBytes: gatheredBytes(gathered), buf: bufs.get(newBuf)}
+	x := &Writer{gathered: gathered, gatheredBytes: held, buf: bufs.get(newBuf)}
 	switch {
 	case BuffersFamilies(format):
 		// The protobuf text formats, for people reading a scrape: the delimited protobuf,
