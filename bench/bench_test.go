@@ -369,13 +369,16 @@ func TestHarness(t *testing.T) {
 // TestQuiet checks the end of a run's wall time: a process that sleeps is quiet at once,
 // one that keeps a thread busy never is.
 func TestQuiet(t *testing.T) {
+	// A sleeper is given long: on a loaded machine its start (sh, then exec of sleep) may
+	// wait for a CPU well past a busy loop's bound, and quiet returns once it sleeps.
 	cases := []struct {
-		name  string
-		shell string
-		quiet bool
+		name     string
+		shell    string
+		quiet    bool
+		deadline time.Duration
 	}{
-		{"sleeping", "exec sleep 30", true},
-		{"busy", "while :; do :; done", false},
+		{"sleeping", "exec sleep 30", true, 20 * time.Second},
+		{"busy", "while :; do :; done", false, 200 * time.Millisecond},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -384,8 +387,8 @@ func TestQuiet(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
-			// The busy loop never stops: the deadline only bounds the test.
-			ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+			// The busy loop never stops: its deadline only bounds the test.
+			ctx, cancel := context.WithTimeout(context.Background(), tc.deadline)
 			defer cancel()
 			start := time.Now()
 			end, err := quiet(ctx, cmd.Process.Pid, time.Millisecond)
