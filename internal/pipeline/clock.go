@@ -49,9 +49,9 @@ type clock struct {
 const (
 	wallStepHold = time.Minute
 	// wallSlack is how far the wall clock may move from the monotonic one between two
-	// readings and not be a step: NTP slews it by at most 0.5 ms a second, and the idle
-	// expiry reads the clock every expireEvery at least.
-	wallSlack = time.Second
+	// readings and not be a step: NTP slews both alike, and the kernel's step back of
+	// a leap second, one second, changes no window enough to be held.
+	wallSlack = 2 * time.Second
 )
 
 func newClock(now, wall func() time.Time, log *slog.Logger) *clock {

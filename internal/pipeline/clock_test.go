@@ -106,6 +106,7 @@ func TestClockWallStepHeld(t *testing.T) {
 		readings []reading
 	}{
 		{"slew followed", []reading{{10 * time.Second, 400 * time.Millisecond, 10400 * time.Millisecond}, {10 * time.Second, 400 * time.Millisecond, 20800 * time.Millisecond}}},
+		{"a leap second's step back followed", []reading{{10 * time.Second, -time.Second, 9 * time.Second}, {time.Second, 0, 10 * time.Second}}},
 		{"ahead and set right", []reading{{time.Second, day, time.Second}, {30 * time.Second, 0, 31 * time.Second}, {time.Second, -day, 32 * time.Second}, {time.Second, 0, 33 * time.Second}}},
 		{"ahead and kept", []reading{{time.Second, day, time.Second}, {30 * time.Second, 0, 31 * time.Second}, {30 * time.Second, 0, day + 61*time.Second}, {time.Second, 0, day + 62*time.Second}}},
 		{"back and kept", []reading{{time.Second, -day, time.Second}, {wallStepHold, 0, -day + time.Second + wallStepHold}}},
