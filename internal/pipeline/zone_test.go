@@ -46,6 +46,12 @@ func TestZoneOffsetWarned(t *testing.T) {
 		}, `behind=5h0m0s as_local_times_of=UTC-05:00`},
 		{"west, lines parsed by workers", "", 2, func(now time.Time) time.Time { return now.In(newYork) },
 			`input=app rules=lines,errors behind=5h0m0s as_local_times_of=UTC-05:00`},
+		{"senders in two zones", "", 0, func(now time.Time) time.Time {
+			if now.Minute()%2 == 0 {
+				return now.In(newYork)
+			}
+			return now
+		}, `level=WARN msg="timestamp: some of the lines' own times stay a whole UTC offset from the host's clock and others at another, as the local times of writers in several zones (syslog senders) read by a layout without a zone are; the lines behind the clock are in no window shorter than their offset, those ahead are counted as future: have the writers write their UTC offset and read it with the layout (-0700), or UTC, or give each zone's lines an input of its own with its location:" input=app rules=lines,errors behind=5h0m0s as_local_times_of=UTC-05:00 others_as_local_times_of=UTC+00:00`},
 		{"on time", "", 0, func(now time.Time) time.Time { return now }, ""},
 		{"read in its zone", "America/New_York", 0, func(now time.Time) time.Time { return now.In(newYork) }, ""},
 		{"a writer's clock minutes behind", "", 0, func(now time.Time) time.Time { return now.Add(-7 * time.Minute) }, ""},
@@ -111,8 +117,24 @@ rules:
 	}
 }
 
+// interleave takes a sample of a and one of b in turn, as the lines of senders in two
+// zones come over one socket: the samples of each at the same wall seconds.
+func interleave[S any](a, b []S) []S {
+	var out []S
+	for i := range max(len(a), len(b)) {
+		if i < len(a) {
+			out = append(out, a[i])
+		}
+		if i < len(b) {
+			out = append(out, b[i])
+		}
+	}
+	return out
+}
+
 // A run of offsets from the clock is judged once it lasted zoneSpan with zoneSamples
-// samples within zoneSpread; one that moves starts over.
+// samples within zoneSpread, also while samples of other offsets come between its own
+// (lines of senders in several zones); one that moves starts over.
 func TestZoneRun(t *testing.T) {
 	type sample struct{ wall, offset int64 }
 	steady := func(offset int64, n int, every int64) []sample {
@@ -136,13 +158,16 @@ func TestZoneRun(t *testing.T) {
 		{"lagging within the spread", []sample{{0, -3600}, {60, -3660}, {120, -3610}, {180, -3600}, {240, -3650}, {300, -3600}}, -3600},
 		{"a log's old lines, standing still", []sample{{0, -3600}, {60, -3660}, {120, -3720}, {180, -3780}, {240, -3840}, {300, -3900}}, 0},
 		{"a catch-up, then live", append([]sample{{0, -86400}, {1, -40000}, {2, -9000}}, steady(5400, 6, 60)...), 5400},
+		{"senders in two zones", interleave(steady(0, 12, 60), steady(-5*3600, 12, 60)), -5 * 3600},
+		{"senders in three zones", interleave(steady(3600, 12, 60), interleave(steady(0, 12, 60), steady(-5*3600, 12, 60))), 3600},
+		{"a sender a quarter hour behind among others", interleave(steady(0, 8, 60), interleave(steady(-2, 8, 60), steady(-900, 8, 60))), -900},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			var r zoneRun
 			var got int64
 			for _, s := range c.samples {
-				if o := r.observe(s.wall, s.offset); o != 0 {
+				if o, _, _ := r.observe(s.wall, s.offset); o != 0 {
 					if got != 0 {
 						t.Fatalf("judged twice: %d then %d", got, o)
 					}
