@@ -585,6 +585,74 @@ func TestRepeatedHour(t *testing.T) {
 	}
 }
 
+// TestRepeatedHourLive: lines read as they are written (Session.SetWall) are read in the
+// repeated hour at the offset that puts them nearer the clock, not ahead of it, when the
+// line before is not minutes from them: a quiet log's line of the second time through
+// half an hour or more after the first's last goes on at the clock rather than an hour
+// back, and so do the lines after it; a start in the first time through reads it at the
+// clock rather than an hour ahead. Lines minutes apart still go on from the line before,
+// as a backlog of the first time read during the second does.
+func TestRepeatedHourLive(t *testing.T) {
+	c := mustParse(t, `
+rules:
+  - name: ny
+    match: '^(?P<t>.+) ny$'
+    timestamp: {capture: t, layout: '2006-01-02 15:04:05', location: America/New_York}
+  - name: sydney
+    match: '^(?P<t>.+) sydney$'
+    timestamp: {capture: t, layout: '2006-01-02 15:04:05', location: Australia/Sydney}
+`)
+	utc := func(s string) int64 {
+		u, err := time.Parse(time.RFC3339, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return u.Unix()
+	}
+	type read struct{ line, wall, want string } // the wall clock's second and the line's time, UTC
+	for _, run := range []struct {
+		name  string
+		reads []read
+	}{
+		{"a quiet log", []read{
+			{"2026-11-01 00:50:00 ny", "2026-11-01T04:50:00Z", "2026-11-01T04:50:00Z"},
+			{"2026-11-01 01:40:00 ny", "2026-11-01T05:40:00Z", "2026-11-01T05:40:00Z"},
+			{"2026-11-01 01:15:00 ny", "2026-11-01T06:15:00Z", "2026-11-01T06:15:00Z"},
+			{"2026-11-01 01:16:00 ny", "2026-11-01T06:16:00Z", "2026-11-01T06:16:00Z"},
+		}},
+		{"starting in the first time", []read{
+			{"2026-04-05 02:30:00 sydney", "2026-04-04T15:30:00Z", "2026-04-04T15:30:00Z"},
+			{"2026-04-05 02:45:00 sydney", "2026-04-04T15:45:00Z", "2026-04-04T15:45:00Z"},
+		}},
+		{"starting in the second time", []read{
+			{"2026-11-01 01:30:00 ny", "2026-11-01T06:30:00Z", "2026-11-01T06:30:00Z"},
+		}},
+		{"a backlog of the first time read in the second", []read{
+			{"2026-11-01 01:50:00 ny", "2026-11-01T06:10:00Z", "2026-11-01T05:50:00Z"},
+			{"2026-11-01 01:59:00 ny", "2026-11-01T06:10:00Z", "2026-11-01T05:59:00Z"},
+			{"2026-11-01 01:01:00 ny", "2026-11-01T06:10:00Z", "2026-11-01T06:01:00Z"},
+		}},
+	} {
+		for _, m := range matchers {
+			t.Run(run.name+"/"+m.name, func(t *testing.T) {
+				p, err := build(c.Rules, m.engine)
+				if err != nil {
+					t.Fatal(err)
+				}
+				s := p.NewSession()
+				for i, r := range run.reads {
+					s.SetWall(utc(r.wall))
+					rec := &recorder{t: t, rules: c.Rules}
+					s.ParseWrapped("", []byte(r.line), nil, rec)
+					if len(rec.got) != 1 || !rec.got[0].HasTime || rec.got[0].Time != utc(r.want) {
+						t.Errorf("line %d %q read at %s: %v, want a time of %s (%d)", i, r.line, r.wall, rec.got, r.want, utc(r.want))
+					}
+				}
+			})
+		}
+	}
+}
+
 func TestLabelValues(t *testing.T) {
 	c := mustParse(t, `
 rules:
