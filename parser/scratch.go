@@ -47,6 +47,9 @@ type scratch struct {
 	detect []int
 	// wrapperTime is the time text of the line's wrapper, during one ParseWrapped call.
 	wrapperTime []byte
+	// wall is the wall-clock second the lines are read at, when live (Session.SetWall).
+	wall int64
+	live bool
 	// pathText holds the values of the path captures (Session.SetPath), pathCaps their
 	// offsets in it in pairs (-1: not set); pathMore is a match's decoded values followed by them.
 	pathText []byte
