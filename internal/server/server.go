@@ -68,6 +68,13 @@ const (
 	scrapeWait     = 5 * time.Second
 	// shutdownGrace is how long requests in flight may take to end after SIGTERM.
 	shutdownGrace = 5 * time.Second
+	// maxStreams is how many requests an HTTP/2 connection runs at once: a scraper runs
+	// one, a browser the page and its icon. Each holds a handler's goroutine, its request
+	// and buffers until its reply is written, which a client that opens no flow-control
+	// window holds back until the write timeout: at net/http's 250 a connection held
+	// about 5 MB so, and --web.max-connections of them gigabytes, where an HTTP/1.1
+	// connection runs one request. Clients open another connection, or wait, past it.
+	maxStreams = 4
 )
 
 // Options are what the HTTP side is told by the command line.
@@ -628,6 +635,7 @@ func newHTTPServer(h http.Handler, o Options) *http.Server {
 		WriteTimeout:      o.WriteTimeout,
 		IdleTimeout:       o.IdleTimeout,
 		MaxHeaderBytes:    maxHeaderBytes,
+		HTTP2:             &http.HTTP2Config{MaxConcurrentStreams: maxStreams},
 	}
 	// web.Serve puts exporter-toolkit's handler in front of Handler, which checks passwords
 	// and answers some requests itself (401 without the right password, 429 past its rate

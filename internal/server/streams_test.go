@@ -1,0 +1,105 @@
+package server
+
+import (
+	"crypto/tls"
+	"encoding/binary"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// h2Frame writes an HTTP/2 frame of type typ, with flags, on stream id, to w.
+func h2Frame(w io.Writer, typ, flags byte, id uint32, payload []byte) error {
+	head := make([]byte, 9, 9+len(payload))
+	head[0], head[1], head[2] = byte(len(payload)>>16), byte(len(payload)>>8), byte(len(payload))
+	head[3], head[4] = typ, flags
+	binary.BigEndian.PutUint32(head[5:], id)
+	_, err := w.Write(append(head, payload...))
+	return err
+}
+
+// TestHTTP2StreamsPerConnection: over TLS, a client that negotiated HTTP/2 had 250
+// requests run at once on each connection (net/http's default), each a handler's goroutine
+// with its request and buffers. A request's handler holds them until its reply is
+// written, which a client that opens no flow-control window (SETTINGS_INITIAL_WINDOW_SIZE
+// 0) never lets happen before --web.write-timeout: 200 such connections asking for
+// /-/healthy, with no password, grew the exporter's RSS by 780 MB, and the 512 of
+// --web.max-connections would take 2 GB. Over HTTP/1.1 a connection runs one request at a
+// time. A connection now runs maxStreams at once: the streams past them are refused
+// (RST_STREAM), and that many handlers run.
+func TestHTTP2StreamsPerConnection(t *testing.T) {
+	var running atomic.Int64
+	release := make(chan struct{})
+	defer close(release)
+	ts := httptest.NewUnstartedServer(nil)
+	ts.EnableHTTP2 = true
+	ts.Config = newHTTPServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		running.Add(1)
+		<-release
+	}), Options{Logger: slog.New(slog.DiscardHandler)})
+	ts.StartTLS()
+	defer ts.Close()
+
+	c, err := tls.Dial("tcp", ts.Listener.Addr().String(), &tls.Config{InsecureSkipVerify: true, NextProtos: []string{"h2"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if p := c.ConnectionState().NegotiatedProtocol; p != "h2" {
+		t.Fatalf("negotiated %q, want h2", p)
+	}
+	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+	const sent = 250
+	// The preface, SETTINGS with no flow-control window, then GETs of / (HPACK's static
+	// table: :method GET, :scheme https, :path /), each ending its stream, then a PING:
+	// the server reads frames in order, so its answer comes after every GET was taken
+	// or refused.
+	if _, err := io.WriteString(c, "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	if err := h2Frame(c, 0x4, 0, 0, []byte{0, 4, 0, 0, 0, 0}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range sent {
+		if err := h2Frame(c, 0x1, 0x5, uint32(2*i+1), []byte{0x82, 0x87, 0x84}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := h2Frame(c, 0x6, 0, 0, make([]byte, 8)); err != nil {
+		t.Fatal(err)
+	}
+	refused := 0
+	for {
+		head := make([]byte, 9)
+		if _, err := io.ReadFull(c, head); err != nil {
+			t.Fatalf("before the PING's answer: %v", err)
+		}
+		payload := make([]byte, int(head[0])<<16|int(head[1])<<8|int(head[2]))
+		if _, err := io.ReadFull(c, payload); err != nil {
+			t.Fatal(err)
+		}
+		typ, flags := head[3], head[4]
+		if typ == 0x4 && flags&1 == 0 {
+			_ = h2Frame(c, 0x4, 1, 0, nil) // the server's SETTINGS, acknowledged
+		}
+		if typ == 0x3 {
+			refused++
+		}
+		if typ == 0x6 && flags&1 == 1 {
+			break
+		}
+	}
+	if got := sent - refused; got > maxStreams {
+		t.Errorf("%d requests sent at once on one HTTP/2 connection: %d taken, want %d at most", sent, got, maxStreams)
+	}
+	for deadline := time.Now().Add(5 * time.Second); running.Load() < int64(sent-refused) && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
+	}
+	if n := running.Load(); n != int64(sent-refused) {
+		t.Errorf("%d requests taken, %d handlers running", sent-refused, n)
+	}
+}
