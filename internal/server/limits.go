@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -21,14 +22,15 @@ import (
 // past max, a new connection takes the place of the one that has been idle longest
 // between requests, or else of the one that has waited longest for its first request,
 // if that has waited for grace at least; or else of the one that has waited longest of
-// the client address holding the most that wait for their first request, when it holds
-// more than one more than the new connection's address; else the new connection is
-// closed. So held sockets use at most max file descriptors, a client that opens many
-// and sends nothing cannot keep a scraper out for long, nor at all from another address
-// (by opening max connections a second), and a burst of new connections cannot close a
-// scraper's before it had the time to send its request. (An idle connection may be
-// closed at any time: a client sends its request again on a new one.) A connection
-// running a request is left alone: the read and write timeouts end it.
+// the client (an address, an IPv6 /64: see client) holding the most that wait for their
+// first request, when it holds more than one more than the new connection's client; else
+// the new connection is closed. So held sockets use at most max file descriptors, a
+// client that opens many and sends nothing cannot keep a scraper out for long, nor at
+// all from another address (by opening max connections a second), and a burst of new
+// connections cannot close a scraper's before it had the time to send its request. (An
+// idle connection may be closed at any time: a client sends its request again on a new
+// one.) A connection running a request is left alone: the read and write timeouts end
+// it.
 type connLimiter struct {
 	max    int
 	grace  time.Duration
@@ -56,17 +58,34 @@ func newConnLimiter(max int, grace time.Duration, logger *slog.Logger) *connLimi
 		hosts: map[net.Conn]string{}, freshBy: map[string]int{}}
 }
 
-// connHost is the client address of c, without its port.
+// connHost is the client c counts as (see client).
 func connHost(c net.Conn) string {
 	addr := c.RemoteAddr()
 	if addr == nil {
 		return ""
 	}
-	host, _, err := net.SplitHostPort(addr.String())
+	return client(addr.String())
+}
+
+// client is the client a connection or request from addr counts as, where one is held
+// to its share: its address without the port, or, for an IPv6 address, its /64. A host
+// on IPv6 is given a /64 at least, and may take any address of it for each connection,
+// so the addresses of a /64 are one client's, as rate limiters count them. An IPv4
+// address mapped into IPv6 is the IPv4 address. What is no IP address (a unix socket's
+// peer, a vsock context ID) is itself.
+func client(addr string) string {
+	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
-		return addr.String() // a unix socket's peer, a vsock context ID
+		host = addr
 	}
-	return host
+	ip, err := netip.ParseAddr(host)
+	if err != nil {
+		return host
+	}
+	if ip = ip.Unmap().WithZone(""); ip.Is4() {
+		return ip.String()
+	}
+	return netip.PrefixFrom(ip, 64).Masked().String()
 }
 
 // crowding is the fresh connection that has waited longest of the client address

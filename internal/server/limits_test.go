@@ -139,6 +139,35 @@ func TestConnLimiterFloodFromOneAddress(t *testing.T) {
 	})
 }
 
+// TestConnLimiterFloodFromOneIPv6Subnet: an IPv6 client holds a /64 at least, and picks
+// any address of it for each connection: one connection from each of 4 addresses let no
+// address hold more than one more than a scraper's, and the scraper's new connection
+// was closed, as beside a flood from 4 clients. The addresses of a /64 are one client's.
+func TestConnLimiterFloodFromOneIPv6Subnet(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := newConnLimiter(4, time.Second, slog.New(slog.DiscardHandler))
+		conn := func(name, addr string) *testConn {
+			c := &testConn{name: name, remote: addr}
+			l.track(c, http.StateNew)
+			synctest.Wait() // a victim is closed on a goroutine
+			return c
+		}
+		var flood []*testConn
+		for i := range 4 {
+			flood = append(flood, conn(fmt.Sprint("flood", i), fmt.Sprintf("[2001:db8::%x]:40000", i+1)))
+			time.Sleep(time.Millisecond)
+		}
+		scraper := conn("scraper", "[2001:db8:0:1::1]:50000")
+		if scraper.closed.Load() || !flood[0].closed.Load() || flood[1].closed.Load() {
+			t.Errorf("a scraper's connection beside a flood from one /64: scraper closed %v, the flood's oldest %v, its next %v; want the flood's oldest alone closed",
+				scraper.closed.Load(), flood[0].closed.Load(), flood[1].closed.Load())
+		}
+		if more := conn("flood4", "[2001:db8::99]:40000"); !more.closed.Load() {
+			t.Error("a new connection from the /64 holding the most was let in, within a second of the others")
+		}
+	})
+}
+
 // At shutdown the connections that sent no request are closed, and so is one the server's
 // accept loop tracks only after that: Shutdown would wait 5 s for each.
 func TestConnLimiterCloseFresh(t *testing.T) {
