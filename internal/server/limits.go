@@ -21,16 +21,18 @@ import (
 // connLimiter bounds the connections the server holds, as its http.Server's ConnState:
 // past max, a new connection takes the place of the one that has been idle longest
 // between requests, or else of the one that has waited longest for its first request,
-// if that has waited for grace at least; or else of the one that has waited longest of
-// the client (an address, an IPv6 /64: see client) holding the most that wait for their
+// if that has waited for grace at least; or else of the one whose replies have waited
+// longest for their client, the handlers of its requests all returned, if they have
+// waited grace at least (see busy); or else of the one that has waited longest of the
+// client (an address, an IPv6 /64: see client) holding the most that wait for their
 // first request, when it holds more than one more than the new connection's client; else
 // the new connection is closed. So held sockets use at most max file descriptors, a
-// client that opens many and sends nothing cannot keep a scraper out for long, nor at
-// all from another address (by opening max connections a second), and a burst of new
-// connections cannot close a scraper's before it had the time to send its request. (An
-// idle connection may be closed at any time: a client sends its request again on a new
-// one.) A connection running a request is left alone: the read and write timeouts end
-// it.
+// client that opens many and sends nothing, or reads no reply, cannot keep a scraper out
+// for long, nor at all from another address (by opening max connections a second), and a
+// burst of new connections cannot close a scraper's before it had the time to send its
+// request. (An idle connection may be closed at any time: a client sends its request
+// again on a new one.) A connection whose handler runs is left alone: the read and write
+// timeouts end it, and the scrape limiter a scrape whose client does not read.
 type connLimiter struct {
 	max    int
 	grace  time.Duration
@@ -40,7 +42,7 @@ type connLimiter struct {
 	// idle and fresh are the connections waiting for a request, between two or before
 	// the first, since when; running are those running a request.
 	idle, fresh map[net.Conn]time.Time
-	running     map[net.Conn]struct{}
+	running     map[net.Conn]*busy
 	// hosts are the client addresses of the fresh connections, freshBy how many each
 	// holds.
 	hosts   map[net.Conn]string
@@ -54,8 +56,67 @@ type connLimiter struct {
 
 func newConnLimiter(max int, grace time.Duration, logger *slog.Logger) *connLimiter {
 	return &connLimiter{max: max, grace: grace, logger: logger,
-		idle: map[net.Conn]time.Time{}, fresh: map[net.Conn]time.Time{}, running: map[net.Conn]struct{}{},
+		idle: map[net.Conn]time.Time{}, fresh: map[net.Conn]time.Time{}, running: map[net.Conn]*busy{},
 		hosts: map[net.Conn]string{}, freshBy: map[string]int{}}
+}
+
+// busy is a connection running requests: handlers of them run on it (see handling), or
+// none has since when. A connection that runs requests with no handler running writes
+// replies its client has not read yet: the streams of an HTTP/2 client that opens no
+// flow-control window, which net/http holds until the write timeout, or the end of an
+// HTTP/1.1 reply.
+type busy struct {
+	handlers int
+	since    time.Time
+}
+
+// connKey is the context key of a request's connection, for handling.
+type connKey struct{}
+
+// connContext is the http.Server's ConnContext: it puts the connection in the context of
+// its requests.
+func (l *connLimiter) connContext(ctx context.Context, c net.Conn) context.Context {
+	return context.WithValue(ctx, connKey{}, c)
+}
+
+// handler serves h, telling l when a request's handler runs on its connection.
+func (l *connLimiter) handler(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if c, ok := r.Context().Value(connKey{}).(net.Conn); ok {
+			defer l.handling(c)()
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// handling tells l that a handler runs on c, until the function it returns is called.
+func (l *connLimiter) handling(c net.Conn) (done func()) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	b := l.running[c]
+	if b == nil {
+		return func() {}
+	}
+	b.handlers++
+	return func() {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		if b.handlers--; b.handlers == 0 {
+			b.since = time.Now()
+		}
+	}
+}
+
+// stalled is the connection running requests whose handlers all returned before limit,
+// the earliest; nil if none. Under l.mu.
+func (l *connLimiter) stalled(limit time.Time) net.Conn {
+	var c net.Conn
+	for x, b := range l.running {
+		if b.handlers == 0 && !b.since.After(limit) {
+			c, limit = x, b.since
+		}
+	}
+	return c
 }
 
 // connHost is the client c counts as (see client).
@@ -171,6 +232,9 @@ func (l *connLimiter) track(c net.Conn, state http.ConnState) {
 				victim = oldest(l.fresh, now.Add(-l.grace))
 			}
 			if victim == nil {
+				victim = l.stalled(now.Add(-l.grace))
+			}
+			if victim == nil {
 				victim = l.crowding(host)
 			}
 			if victim == nil {
@@ -179,6 +243,7 @@ func (l *connLimiter) track(c net.Conn, state http.ConnState) {
 			}
 			delete(l.idle, victim)
 			l.unfresh(victim)
+			delete(l.running, victim)
 			go victim.Close()
 		}
 		l.fresh[c] = now
@@ -187,7 +252,9 @@ func (l *connLimiter) track(c net.Conn, state http.ConnState) {
 	case http.StateActive:
 		delete(l.idle, c)
 		l.unfresh(c)
-		l.running[c] = struct{}{}
+		if l.running[c] == nil {
+			l.running[c] = &busy{since: time.Now()}
+		}
 	case http.StateIdle:
 		delete(l.running, c)
 		l.idle[c] = time.Now()

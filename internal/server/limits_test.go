@@ -69,13 +69,17 @@ func TestConnLimiter(t *testing.T) {
 		time.Sleep(time.Second)
 		d := conn("d")
 		check("a second later", map[*testConn]bool{a: true, b: false, d: false})
+		// A request runs from its handler's start (see handling) to the end of its reply.
 		l.track(b, http.StateActive)
+		defer l.handling(b)()
 		time.Sleep(time.Second)
 		e := conn("e")
 		check("b running a request", map[*testConn]bool{b: false, d: true, e: false})
 		l.track(e, http.StateActive)
+		eDone := l.handling(e)
 		f := conn("f")
 		check("both running", map[*testConn]bool{b: false, e: false, f: true})
+		eDone()
 		l.track(e, http.StateIdle)
 		g := conn("g")
 		check("e idle, at once", map[*testConn]bool{b: false, e: true, g: false})
@@ -164,6 +168,51 @@ func TestConnLimiterFloodFromOneIPv6Subnet(t *testing.T) {
 		}
 		if more := conn("flood4", "[2001:db8::99]:40000"); !more.closed.Load() {
 			t.Error("a new connection from the /64 holding the most was let in, within a second of the others")
+		}
+	})
+}
+
+// TestConnLimiterStalledReplies: a connection whose requests' handlers all returned, but
+// whose replies are not written yet (HTTP/2 streams of a client that opens no
+// flow-control window, an HTTP/1.1 reply its client does not read), runs a request for
+// net/http until the write timeout: the limit's worth of such connections, each asking
+// for /-/healthy without a password, had every scraper's new connection closed for as
+// long as they were renewed. Past the limit, a new connection takes the place of the one
+// whose replies waited longest for their client, once they waited grace; a connection
+// whose handler runs (a scrape being read, a password being checked) is left alone, and
+// so is one whose replies are younger than grace.
+func TestConnLimiterStalledReplies(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := newConnLimiter(2, time.Second, slog.New(slog.DiscardHandler))
+		conn := func(name, addr string) *testConn {
+			c := &testConn{name: name, remote: addr}
+			l.track(c, http.StateNew)
+			synctest.Wait() // a victim is closed on a goroutine
+			return c
+		}
+		// a runs a request whose reply is stalled, b one whose handler runs.
+		a := conn("a", "10.0.0.9:40000")
+		l.track(a, http.StateActive)
+		l.handling(a)()
+		b := conn("b", "10.0.0.9:40001")
+		l.track(b, http.StateActive)
+		defer l.handling(b)()
+		time.Sleep(time.Second / 2)
+		if c := conn("early", "10.0.0.1:50000"); !c.closed.Load() || a.closed.Load() {
+			t.Errorf("half a second after a's handler returned: the new connection closed %v, a %v; want the new one closed", c.closed.Load(), a.closed.Load())
+		}
+		time.Sleep(time.Second / 2)
+		scraper := conn("scraper", "10.0.0.1:50001")
+		if scraper.closed.Load() || !a.closed.Load() || b.closed.Load() {
+			t.Errorf("a second after a's handler returned: the scraper's connection closed %v, a %v, b %v; want a alone closed",
+				scraper.closed.Load(), a.closed.Load(), b.closed.Load())
+		}
+		l.track(a, http.StateClosed)
+		l.track(scraper, http.StateActive)
+		defer l.handling(scraper)()
+		time.Sleep(time.Minute)
+		if c := conn("late", "10.0.0.1:50002"); !c.closed.Load() || b.closed.Load() {
+			t.Errorf("b's handler running for a minute: the new connection closed %v, b %v; want the new one closed", c.closed.Load(), b.closed.Load())
 		}
 	})
 }

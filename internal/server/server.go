@@ -101,6 +101,10 @@ type Options struct {
 	// scrapeLimiter); 0 is none.
 	MaxScrapeBytes int64
 
+	// conns, when not nil, bounds the connections of the servers newHTTPServer makes:
+	// Serve sets it.
+	conns *connLimiter
+
 	// reloads runs POST /-/reload's reloads, and those of SIGHUP and the rule file's
 	// watch, which share them (see reloader): Serve sets it; without it NewMux makes one
 	// of its own.
@@ -184,7 +188,6 @@ func Serve(cfg *config.Config, popts pipeline.Options, webFlags *web.FlagConfig,
 		reg.MustRegister(configErrors)
 	}
 	mux := NewMux(p, coll, reg, o)
-	var conns *connLimiter
 	if o.MaxConnections > 0 {
 		nofile := openFileLimit()
 		limit, lowered := connectionLimit(o.MaxConnections, nofile)
@@ -192,7 +195,7 @@ func Serve(cfg *config.Config, popts pipeline.Options, webFlags *web.FlagConfig,
 			logger.Warn("--web.max-connections lowered to half the open-file limit, which leaves the other half to the inputs",
 				"max_connections", limit, "open_file_limit", nofile)
 		}
-		conns = newConnLimiter(limit, connGrace, logger)
+		o.conns = newConnLimiter(limit, connGrace, logger)
 	}
 	listeners, err := listen(webFlags, logger)
 	if err != nil {
@@ -205,9 +208,6 @@ func Serve(cfg *config.Config, popts pipeline.Options, webFlags *web.FlagConfig,
 	logs := make(handshakeErrors, len(listeners))
 	for i := range listeners {
 		servers[i] = newHTTPServer(mux, o)
-		if conns != nil {
-			servers[i].ConnState = conns.track
-		}
 		logs[i] = servers[i].ErrorLog.Writer().(*serverLog)
 	}
 	reg.MustRegister(logs)
@@ -225,7 +225,7 @@ func Serve(cfg *config.Config, popts pipeline.Options, webFlags *web.FlagConfig,
 		return err
 	case <-ctx.Done():
 		logger.Info("shutting down")
-		return shutdown(servers, conns, logger)
+		return shutdown(servers, o.conns, logger)
 	}
 }
 
@@ -644,7 +644,13 @@ func newHTTPServer(h http.Handler, o Options) *http.Server {
 	// first connection.
 	srv.BaseContext = func(net.Listener) context.Context {
 		srv.Handler = newFront(srv.Handler, o.Logger)
+		if o.conns != nil {
+			srv.Handler = o.conns.handler(srv.Handler)
+		}
 		return context.Background()
+	}
+	if o.conns != nil {
+		srv.ConnState, srv.ConnContext = o.conns.track, o.conns.connContext
 	}
 	if o.IdleTimeout == 0 {
 		srv.IdleTimeout = -1 // net/http would take the read timeout

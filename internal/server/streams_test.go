@@ -103,3 +103,67 @@ func TestHTTP2StreamsPerConnection(t *testing.T) {
 		t.Errorf("%d requests taken, %d handlers running", sent-refused, n)
 	}
 }
+
+// TestStalledHTTP2StreamsHoldNoConnection: a client that opens HTTP/2 connections with no
+// flow-control window and asks for a small reply on each (/-/healthy, or a 401 without a
+// password) has each connection run its request until the write timeout, the handler
+// returned: --web.max-connections of them had every new connection closed, a scraper's
+// among them, for as long as they were renewed (a minute each). Over HTTP/1.1 the same
+// reply is written to the socket's buffer, and the connection waits for its next request,
+// to be closed past the limit. A connection whose replies have waited for their client a
+// grace now gives its place to a new one.
+func TestStalledHTTP2StreamsHoldNoConnection(t *testing.T) {
+	const grace = 200 * time.Millisecond
+	ts := httptest.NewUnstartedServer(nil)
+	ts.EnableHTTP2 = true
+	logger := slog.New(slog.DiscardHandler)
+	ts.Config = newHTTPServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.WriteString(w, "Healthy.\n")
+	}), Options{Logger: logger, conns: newConnLimiter(2, grace, logger)})
+	ts.StartTLS()
+	defer ts.Close()
+
+	for range 2 {
+		c, err := tls.Dial("tcp", ts.Listener.Addr().String(), &tls.Config{InsecureSkipVerify: true, NextProtos: []string{"h2"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+		if _, err := io.WriteString(c, "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"); err != nil {
+			t.Fatal(err)
+		}
+		if err := h2Frame(c, 0x4, 0, 0, []byte{0, 4, 0, 0, 0, 0}); err != nil {
+			t.Fatal(err)
+		}
+		if err := h2Frame(c, 0x1, 0x5, 1, []byte{0x82, 0x87, 0x84}); err != nil {
+			t.Fatal(err)
+		}
+		// The reply's HEADERS come once the handler returned; its DATA waits for a window.
+		for {
+			head := make([]byte, 9)
+			if _, err := io.ReadFull(c, head); err != nil {
+				t.Fatalf("before the reply's headers: %v", err)
+			}
+			if _, err := io.CopyN(io.Discard, c, int64(head[0])<<16|int64(head[1])<<8|int64(head[2])); err != nil {
+				t.Fatal(err)
+			}
+			if head[3] == 0x4 && head[4]&1 == 0 {
+				_ = h2Frame(c, 0x4, 1, 0, nil)
+			}
+			if head[3] == 0x1 {
+				break
+			}
+		}
+	}
+	time.Sleep(2 * grace)
+	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+	resp, err := client.Get(ts.URL)
+	if err != nil {
+		t.Fatalf("a scrape beside connections whose replies their client does not read: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("a scrape beside connections whose replies their client does not read: HTTP %d", resp.StatusCode)
+	}
+}
