@@ -75,6 +75,11 @@ const (
 	// about 5 MB so, and --web.max-connections of them gigabytes, where an HTTP/1.1
 	// connection runs one request. Clients open another connection, or wait, past it.
 	maxStreams = 4
+	// maxFrameBytes is the largest HTTP/2 frame read, the least HTTP/2 allows (its
+	// default): a connection keeps for its life a buffer of the largest frame it read,
+	// and net/http's 1 MiB had a client without a password hold a megabyte per
+	// connection, by one frame of a type HTTP/2 ignores. Clients send frames within it.
+	maxFrameBytes = 16 << 10
 )
 
 // Options are what the HTTP side is told by the command line.
@@ -635,7 +640,7 @@ func newHTTPServer(h http.Handler, o Options) *http.Server {
 		WriteTimeout:      o.WriteTimeout,
 		IdleTimeout:       o.IdleTimeout,
 		MaxHeaderBytes:    maxHeaderBytes,
-		HTTP2:             &http.HTTP2Config{MaxConcurrentStreams: maxStreams},
+		HTTP2:             &http.HTTP2Config{MaxConcurrentStreams: maxStreams, MaxReadFrameSize: maxFrameBytes},
 	}
 	// web.Serve puts exporter-toolkit's handler in front of Handler, which checks passwords
 	// and answers some requests itself (401 without the right password, 429 past its rate
@@ -780,7 +785,7 @@ func (l *serverLog) Write(p []byte) (int, error) {
 		l.warnSome(&l.handshakes[i], "TLS handshakes failed: "+handshakeCauses[i].cause+"; the first and every 1000th of this cause are logged",
 			"failed", "last", msg)
 	case slices.ContainsFunc(http2ClientErrors, func(prefix string) bool { return strings.HasPrefix(msg, prefix) }):
-		l.warnSome(&l.http2, "HTTP/2 connections ended for their client's error (not HTTP/2, a frame out of place, no SETTINGS in time); the first and every 1000th are logged",
+		l.warnSome(&l.http2, "HTTP/2 connections ended for their client's error (not HTTP/2, a frame out of place or past 16 KiB, no SETTINGS in time); the first and every 1000th are logged",
 			"ended", "last", msg)
 	default:
 		l.logger.Error(msg)
