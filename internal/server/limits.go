@@ -268,10 +268,13 @@ func (l *connLimiter) track(c net.Conn, state http.ConnState) {
 // scrapeLimiter bounds the scrapes in flight: each holds the rules it reads until they are
 // written. A scrape past max waits, up to wait, for a place: one that frees, or that of a
 // scrape whose write has been blocked for stall (a client that does not read), which is
-// ended. The scrape that came last is given the next place, and when max scrapes wait
-// already, the one that has waited longest gets 503 at once: so clients that came before
-// and do not read cannot keep out a scraper that comes after them. A scrape that waited
-// in vain gets 503 too. The status page has a limiter of its own, so that pages asked for
+// ended. The scrape that came last is given the next place, of the client (an address,
+// an IPv6 /64: see client) running the fewest, and when max scrapes wait already, the
+// one that has waited longest of the client with the most waiting gets 503 at once: so
+// clients that came before and do not read cannot keep out a scraper that comes after
+// them, nor can a client sending scrapes faster than places free (each 503 sent again at
+// once) put out or go before another client's. A scrape that waited in vain gets 503
+// too. The status page has a limiter of its own, so that pages asked for
 // cannot keep out a scraper, nor scrapes the page.
 //
 // With a budget, the limiter also bounds the heap the scrapes in flight hold: each is
@@ -345,6 +348,8 @@ func (l *scrapeLimiter) withBudget(budget int64, cost func(*http.Request) func()
 
 // scrape is one scrape in flight, or waiting.
 type scrape struct {
+	// client is its request's client (see client), which the limiter shares places by.
+	client string
 	// blocked is when its current write to the client began, in Unix nanoseconds; 0
 	// outside writes.
 	blocked atomic.Int64
@@ -384,7 +389,7 @@ func (w scrapeWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 func (l *scrapeLimiter) handler(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rc := http.NewResponseController(w)
-		s := &scrape{end: func() { _ = rc.SetWriteDeadline(time.Now()) }, given: make(chan bool, 1)}
+		s := &scrape{client: client(r.RemoteAddr), end: func() { _ = rc.SetWriteDeadline(time.Now()) }, given: make(chan bool, 1)}
 		if l.budget > 0 {
 			s.cost = l.cost(r)
 		}
@@ -426,12 +431,13 @@ func (l *scrapeLimiter) logRefusal(r *http.Request, why refusal) {
 // it says why.
 func (l *scrapeLimiter) acquire(r *http.Request, s *scrape) (bool, refusal) {
 	l.mu.Lock()
-	if len(l.waiting) == l.max {
-		l.waiting[0].given <- false
-		l.waiting = slices.Delete(l.waiting, 0, 1)
+	l.waiting = append(l.waiting, s)
+	if len(l.waiting) > l.max {
+		i := l.crowding()
+		l.waiting[i].given <- false
+		l.waiting = slices.Delete(l.waiting, i, i+1)
 		l.refusals[refusedDisplaced]++
 	}
-	l.waiting = append(l.waiting, s)
 	next := l.fill()
 	l.mu.Unlock()
 	give := time.NewTimer(l.wait)
@@ -467,6 +473,36 @@ func (l *scrapeLimiter) acquire(r *http.Request, s *scrape) (bool, refusal) {
 	}
 }
 
+// crowding is the index in l.waiting of the scrape to put out of it: the one that has
+// waited longest of the client with the most waiting, so that a client sending scrapes
+// faster than places free puts out its own, not another's. Under l.mu.
+func (l *scrapeLimiter) crowding() int {
+	waiting := map[string]int{}
+	most := 0
+	for _, w := range l.waiting {
+		waiting[w.client]++
+		most = max(most, waiting[w.client])
+	}
+	return slices.IndexFunc(l.waiting, func(w *scrape) bool { return waiting[w.client] == most })
+}
+
+// next is the index in l.waiting of the scrape to give the next place: the last come of
+// the client running the fewest scrapes, so that a client sending scrapes faster than
+// places free does not take every place that frees. Under l.mu.
+func (l *scrapeLimiter) next() int {
+	running := map[string]int{}
+	for r := range l.running {
+		running[r.client]++
+	}
+	next := len(l.waiting) - 1
+	for i := next - 1; i >= 0; i-- {
+		if running[l.waiting[i].client] < running[l.waiting[next].client] {
+			next = i
+		}
+	}
+	return next
+}
+
 // fits reports whether s may run beside the running scrapes. Under l.mu.
 func (l *scrapeLimiter) fits(s *scrape) bool {
 	return len(l.running) < l.max && (l.budget == 0 || l.held+l.wanting+s.charge <= l.budget)
@@ -477,12 +513,13 @@ func (l *scrapeLimiter) fits(s *scrape) bool {
 // blocked longest will have stalled, or after stall when none is blocked. Under l.mu.
 func (l *scrapeLimiter) fill() time.Duration {
 	for len(l.waiting) > 0 {
-		w := l.waiting[len(l.waiting)-1]
+		i := l.next()
+		w := l.waiting[i]
 		l.price(w)
 		if wait := l.makeRoom(nil, func() bool { return l.fits(w) }); wait > 0 {
 			return wait
 		}
-		l.waiting = l.waiting[:len(l.waiting)-1]
+		l.waiting = slices.Delete(l.waiting, i, i+1)
 		l.running[w] = struct{}{}
 		l.held += w.charge
 		if w.alone {

@@ -268,6 +268,11 @@ type scrapeResult struct {
 // serveAt runs a scrape of target that writes once, after its gate opens (a nil gate is
 // open), and reports how it ended.
 func serveAt(l *scrapeLimiter, start time.Time, w http.ResponseWriter, g *gate, target string) chan scrapeResult {
+	return serveFrom(l, start, w, g, target, "")
+}
+
+// serveFrom is serveAt for a client at remote (httptest's when empty).
+func serveFrom(l *scrapeLimiter, start time.Time, w http.ResponseWriter, g *gate, target, remote string) chan scrapeResult {
 	done := make(chan scrapeResult, 1)
 	var err error
 	h := l.handler(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
@@ -277,8 +282,12 @@ func serveAt(l *scrapeLimiter, start time.Time, w http.ResponseWriter, g *gate, 
 		}
 		_, err = w.Write([]byte("metrics\n"))
 	}))
+	r := httptest.NewRequest(http.MethodGet, target, nil)
+	if remote != "" {
+		r.RemoteAddr = remote
+	}
 	go func() {
-		h.ServeHTTP(w, httptest.NewRequest(http.MethodGet, target, nil))
+		h.ServeHTTP(w, r)
 		code := http.StatusOK
 		if rec, ok := w.(interface{ Result() *http.Response }); ok {
 			code = rec.Result().StatusCode
@@ -370,6 +379,57 @@ func TestScrapeLimiter(t *testing.T) {
 				}
 			}
 		})
+	})
+}
+
+// TestScrapeLimiterSharedByClients: a client sending scrapes faster than places free (a
+// loop of requests, or requests pipelined on many connections, answered 503 at once and
+// sent again) put out every other client's waiting scrape, the oldest, as its own came,
+// and took each place that freed, its scrape being the last come: 30 connections of
+// pipelined scrapes had a Prometheus answered 503 within 20 ms, every time. A scrape
+// past max waiting now puts out the oldest of the client (an address, an IPv6 /64) with
+// the most waiting, and a place goes to the scrape of the client running the fewest,
+// the last come of them.
+func TestScrapeLimiterSharedByClients(t *testing.T) {
+	const stall, wait = time.Second, 5 * time.Second
+	synctest.Test(t, func(t *testing.T) {
+		l := newScrapeLimiter(2, stall, wait, slog.New(slog.DiscardHandler))
+		start := time.Now()
+		const flood, scraper = "10.0.0.9:40000", "10.0.0.1:50000"
+		// The flood's first two run and read nothing; then it sends more, before and
+		// after the scraper's.
+		var floods []chan scrapeResult
+		var stuck []*blockedWriter
+		for i := range 4 {
+			var w http.ResponseWriter = httptest.NewRecorder()
+			if i < 2 {
+				stuck = append(stuck, newBlockedWriter())
+				w = stuck[i]
+			}
+			floods = append(floods, serveFrom(l, start, w, nil, "/metrics", flood))
+			time.Sleep(10 * time.Millisecond)
+		}
+		scraped := serveFrom(l, start, httptest.NewRecorder(), nil, "/metrics", scraper)
+		for range 5 {
+			time.Sleep(10 * time.Millisecond)
+			floods = append(floods, serveFrom(l, start, httptest.NewRecorder(), nil, "/metrics", flood))
+		}
+		got := <-scraped
+		if got.code != http.StatusOK || got.ended > stall+100*time.Millisecond {
+			t.Errorf("a scraper's scrape beside a flood from another address: HTTP %d after %v, want 200 once a flood's scrape stalled (%v)", got.code, got.ended, stall)
+		}
+		for _, w := range stuck {
+			_ = w.SetWriteDeadline(time.Now()) // the flood goes away
+		}
+		refused := 0
+		for _, f := range floods {
+			if r := <-f; r.code == http.StatusServiceUnavailable {
+				refused++
+			}
+		}
+		if refused == 0 {
+			t.Error("the flood's scrapes past the places and the waiting were not answered 503")
+		}
 	})
 }
 
