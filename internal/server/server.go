@@ -80,6 +80,13 @@ const (
 	// and net/http's 1 MiB had a client without a password hold a megabyte per
 	// connection, by one frame of a type HTTP/2 ignores. Clients send frames within it.
 	maxFrameBytes = 16 << 10
+	// maxBodyAhead is how much of request bodies an HTTP/2 connection lets its client
+	// send before handlers read it, the least net/http takes: what a handler leaves
+	// unread (every handler but the line tester's reads none) is kept until its stream
+	// ends, which a client that opens no window for the reply puts off until the write
+	// timeout, and net/http's 1 MiB per connection had a client without a password hold
+	// a megabyte per connection so. The line tester's 256 KiB flow as it reads them.
+	maxBodyAhead = 64 << 10
 )
 
 // Options are what the HTTP side is told by the command line.
@@ -640,7 +647,8 @@ func newHTTPServer(h http.Handler, o Options) *http.Server {
 		WriteTimeout:      o.WriteTimeout,
 		IdleTimeout:       o.IdleTimeout,
 		MaxHeaderBytes:    maxHeaderBytes,
-		HTTP2:             &http.HTTP2Config{MaxConcurrentStreams: maxStreams, MaxReadFrameSize: maxFrameBytes},
+		HTTP2: &http.HTTP2Config{MaxConcurrentStreams: maxStreams, MaxReadFrameSize: maxFrameBytes,
+			MaxReceiveBufferPerConnection: maxBodyAhead, MaxReceiveBufferPerStream: maxBodyAhead},
 	}
 	// web.Serve puts exporter-toolkit's handler in front of Handler, which checks passwords
 	// and answers some requests itself (401 without the right password, 429 past its rate
