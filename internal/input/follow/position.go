@@ -359,6 +359,10 @@ func (f *Follower) resumeRotated() {
 	// lastWrite is, by path, the last write to the files of its positions found rotated;
 	// lost holds the paths of positions whose file is gone or was rewritten.
 	lastWrite := map[string]time.Time{}
+	// oldDirs holds, by path, the directories within its rotation directories where the
+	// files of its positions were found (logrotate's olddir): the files rotated away
+	// after them went there too.
+	oldDirs := map[string][]string{}
 	lost := r.rewritten // the first scan's, to which those gone since are added
 	dirs := newListings(f.o.readDir)
 	var buf [headLen]byte
@@ -379,7 +383,9 @@ func (f *Follower) resumeRotated() {
 			}
 		}
 		if file == nil {
-			file = f.inOldDir(dirs, p.Path, id)
+			if file = f.inOldDir(dirs, p.Path, id); file != nil && !slices.Contains(oldDirs[p.Path], filepath.Dir(file.Name())) {
+				oldDirs[p.Path] = append(oldDirs[p.Path], filepath.Dir(file.Name()))
+			}
 		}
 		if file == nil {
 			f.o.Logger.Info(say.gone, "path", p.Path, "offset", p.Offset)
@@ -439,6 +445,9 @@ func (f *Follower) resumeRotated() {
 		var away []rotatedAway
 		for _, at := range f.rotationPaths(path) {
 			away = append(away, rotatedAfter(at, since, known, dirs.list)...)
+			for _, old := range oldDirs[path] {
+				away = append(away, rotatedAfter(filepath.Join(old, filepath.Base(at)), since, known, dirs.list)...)
+			}
 		}
 		slices.SortStableFunc(away, func(a, b rotatedAway) int { return a.mtime.Compare(b.mtime) })
 		for _, a := range away {
@@ -492,9 +501,11 @@ func (f *Follower) rotationPaths(path string) []string {
 
 // inOldDir opens the file id in a directory within one of path's rotation directories
 // (rotationPaths), where logrotate's olddir, given relative to the log's directory, moves
-// its rotated files, or returns nil. By its device and inode alone: such a directory may
-// hold another log's archives of the name, which are not taken for the files rotated away
-// after it (rotatedAfter).
+// its rotated files, or returns nil. By its device and inode alone: any directory within
+// may hold another log's archives of the name (the log's directory /var/log, whose
+// programs' directories log as they do). Once the file is found in one, that one is the
+// log's olddir: the files rotated away after it are looked for there too (rotatedAfter),
+// where another log's archives of the name would be overwritten by its.
 func (f *Follower) inOldDir(dirs *listings, path string, id fileID) *os.File {
 	for _, at := range f.rotationPaths(path) {
 		dir := filepath.Dir(at)

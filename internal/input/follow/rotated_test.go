@@ -744,29 +744,44 @@ func copyTruncatedBehind(t *testing.T, w *os.File, log string) {
 // TestResumeRotatedIntoOldDir: logrotate's olddir (relative, as `olddir old`) moves the
 // rotated log into a directory within the log's: the file of the position, rotated there
 // while the exporter was down, is found there by its device and inode and read on from
-// its position, the new log from its start. Not a file of such a directory that is
-// another's, which only its identity could make the log's.
+// its position, the new log from its start. Rotated twice while down, the file that came
+// to the log's path between the two is in that directory too, read whole between them.
+// Not a file of another directory within the log's, named as one of its rotated files and
+// written after the snapshot: another log's archive, which only its identity could make
+// the log's.
 func TestResumeRotatedIntoOldDir(t *testing.T) {
-	for _, glob := range []bool{false, true} {
-		t.Run(fmt.Sprintf("glob %v", glob), func(t *testing.T) {
-			dir, log, w := accessLog(t)
-			old := filepath.Join(dir, "old")
-			if err := os.Mkdir(old, 0o755); err != nil {
-				t.Fatal(err)
-			}
-			// Another log's archive of the same name, written after the snapshot.
-			path := log
-			if glob {
-				path = filepath.Join(dir, "*.log")
-			}
-			positions, o := readFirst(t, modes[1].options(path))
-			taken := time.Now().Add(-time.Second) // see TestResume
-			writeLines(t, w, 101, 120)
-			rename(t, log, filepath.Join(old, "access.log.1"))
-			writeLines(t, create(t, filepath.Join(old, "access.log.2")), 5001, 5010)
-			writeLines(t, create(t, log), 121, 150)
-			expectResumed(t, o, positions, taken)
-		})
+	for _, twice := range []bool{false, true} {
+		for _, glob := range []bool{false, true} {
+			t.Run(fmt.Sprintf("twice %v glob %v", twice, glob), func(t *testing.T) {
+				dir, log, w := accessLog(t)
+				old, other := filepath.Join(dir, "old"), filepath.Join(dir, "other")
+				for _, d := range []string{old, other} {
+					if err := os.Mkdir(d, 0o755); err != nil {
+						t.Fatal(err)
+					}
+				}
+				path := log
+				if glob {
+					path = filepath.Join(dir, "*.log")
+				}
+				positions, o := readFirst(t, modes[1].options(path))
+				taken := time.Now().Add(-time.Second) // see TestResume
+				writeLines(t, w, 101, 120)
+				rename(t, log, filepath.Join(old, "access.log.1"))
+				touch(t, filepath.Join(old, "access.log.1"), -time.Second/2)
+				writeLines(t, create(t, filepath.Join(other, "access.log.1")), 5001, 5010)
+				if twice {
+					next := create(t, log)
+					writeLines(t, next, 121, 130)
+					rename(t, filepath.Join(old, "access.log.1"), filepath.Join(old, "access.log.2"))
+					rename(t, log, filepath.Join(old, "access.log.1"))
+					writeLines(t, create(t, log), 131, 150)
+				} else {
+					writeLines(t, create(t, log), 121, 150)
+				}
+				expectResumed(t, o, positions, taken)
+			})
+		}
 	}
 }
 
