@@ -442,6 +442,11 @@ func (f *Follower) resumeRotated() {
 		if since.Before(f.o.Taken) {
 			since = f.o.Taken
 		}
+		if len(oldDirs[path]) == 0 && lost[path] {
+			if old := f.copyDir(dirs, path, since, known, r); old != "" {
+				oldDirs[path] = []string{old}
+			}
+		}
 		var away []rotatedAway
 		for _, at := range f.rotationPaths(path) {
 			away = append(away, rotatedAfter(at, since, known, dirs.list)...)
@@ -520,6 +525,33 @@ func (f *Follower) inOldDir(dirs *listings, path string, id fileID) *os.File {
 		}
 	}
 	return nil
+}
+
+// copyDir returns the directory within one of path's rotation directories (rotationPaths)
+// that holds a file rotated away from path after since which is the copy of the file of
+// one of its positions (copiedAt), or "": logrotate's copytruncate with an olddir given
+// relative to the log's directory puts its copy there. By the copy's first bytes alone,
+// as inOldDir goes by identity alone: any directory within may hold another log's
+// archives of the name.
+func (f *Follower) copyDir(dirs *listings, path string, since time.Time, known map[fileID]bool, r *resume) string {
+	for _, at := range f.rotationPaths(path) {
+		dir := filepath.Dir(at)
+		entries, _ := dirs.list(dir)
+		for _, e := range entries {
+			if !e.IsDir() {
+				continue
+			}
+			old, copied := filepath.Join(dir, e.Name()), false
+			for _, a := range rotatedAfter(filepath.Join(dir, e.Name(), filepath.Base(at)), since, known, dirs.list) {
+				copied = copied || copiedAt(a.file, r.byPath[path], r.resumed) > 0
+				_ = a.file.Close()
+			}
+			if copied {
+				return old
+			}
+		}
+	}
+	return ""
 }
 
 // readCopiesAtEnd has the files the first scan took for copies of a position's file

@@ -785,6 +785,48 @@ func TestResumeRotatedIntoOldDir(t *testing.T) {
 	}
 }
 
+// TestResumeCopyTruncatedIntoOldDir: logrotate's copytruncate with a relative olddir
+// puts the copy of the log in a directory within the log's. A restart that finds the log
+// truncated while the exporter was down finds the copy there by the bytes the log had at
+// its position, and reads it from there, then the log from its start; the files rotated
+// into that directory after the copy too (copytruncate twice while down). Not a file of
+// another directory within the log's, named as one of its rotated files and written
+// after the snapshot, that does not begin with those bytes: another log's archive.
+func TestResumeCopyTruncatedIntoOldDir(t *testing.T) {
+	for _, twice := range []bool{false, true} {
+		t.Run(fmt.Sprintf("twice %v", twice), func(t *testing.T) {
+			dir, log, w := accessLog(t)
+			old, other := filepath.Join(dir, "old"), filepath.Join(dir, "other")
+			for _, d := range []string{old, other} {
+				if err := os.Mkdir(d, 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+			positions, o := readFirst(t, modes[1].options(log))
+			taken := time.Now().Add(-time.Second) // see TestResume
+			writeLines(t, w, 101, 120)
+			copyFile(t, log, filepath.Join(old, "access.log.1"))
+			touch(t, filepath.Join(old, "access.log.1"), -time.Second/2)
+			if err := os.Truncate(log, 0); err != nil {
+				t.Fatal(err)
+			}
+			writeLines(t, create(t, filepath.Join(other, "access.log.1")), 5001, 5010)
+			if twice {
+				writeLines(t, w, 121, 130)
+				rename(t, filepath.Join(old, "access.log.1"), filepath.Join(old, "access.log.2"))
+				copyFile(t, log, filepath.Join(old, "access.log.1"))
+				if err := os.Truncate(log, 0); err != nil {
+					t.Fatal(err)
+				}
+				writeLines(t, w, 131, 150)
+			} else {
+				writeLines(t, w, 121, 150)
+			}
+			expectResumed(t, o, positions, taken)
+		})
+	}
+}
+
 // TestResumeCopyOnReusedInode: the copy that copytruncate made of the log while the
 // exporter was down, found by a glob that matches rotated names, was given the inode of
 // a file of a position deleted since (logrotate removed its oldest archive, or, with
