@@ -2,8 +2,10 @@ package follow
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -155,8 +157,10 @@ type resume struct {
 	byIno  map[uint64][]Position
 	byPath map[string][]Position
 	byName map[string]map[string][]Position
-	// truncated holds Options.Truncated as byName does the positions.
+	// truncated holds Options.Truncated as byName does the positions, and drained the
+	// positions of Options.Drained.
 	truncated map[string]map[string][]Position
+	drained   map[Position]bool
 	// intact holds the paths of positions whose files the first scan found with the
 	// first bytes they had: at a path of the input still, they are read on. rewritten
 	// holds those of positions whose file's device and inode the first scan found with
@@ -174,12 +178,15 @@ type resume struct {
 	copies  map[fileID]string
 }
 
-func newResume(ps, truncated []Position) *resume {
+func newResume(ps, truncated, drained []Position) *resume {
 	if ps == nil {
 		return nil
 	}
 	r := &resume{byID: make(map[fileID]Position, len(ps)), intact: map[string]bool{}, rewritten: map[string]bool{}, unread: map[string]fileID{}, resumed: map[fileID]bool{}, copies: map[fileID]string{},
-		byIno: map[uint64][]Position{}, byPath: map[string][]Position{}, byName: map[string]map[string][]Position{}, truncated: map[string]map[string][]Position{}}
+		byIno: map[uint64][]Position{}, byPath: map[string][]Position{}, byName: map[string]map[string][]Position{}, truncated: map[string]map[string][]Position{}, drained: make(map[Position]bool, len(drained))}
+	for _, p := range drained {
+		r.drained[p] = true
+	}
 	for _, p := range ps {
 		id := fileID{dev: p.Dev, ino: p.Ino}
 		if _, dup := r.byID[id]; !dup {
@@ -309,19 +316,21 @@ func changedAfter(file *os.File, taken time.Time) bool {
 // process started, so the file went while the exporter was down; a hand-over's are those
 // of followers stopped at a reload a moment ago, which may have been finishing a rotated
 // file still.
-type resumeLog struct{ rotated, after, gone, rewritten string }
+type resumeLog struct{ rotated, after, gone, drained, rewritten string }
 
 var (
 	snapshotLog = resumeLog{
 		rotated:   "file rotated away while the exporter was down, reading it to its end from the saved position",
 		after:     "file rotated away while the exporter was down after the file of a saved position, reading it from its start",
 		gone:      "the file of a saved position is gone: the lines written to it after the position are lost",
+		drained:   "the file of a saved position is gone, read to its end after it left its path before the snapshot (compressed or removed since)",
 		rewritten: "the file of a saved position was rewritten: the lines written to it after the position are lost",
 	}
 	handOverLog = resumeLog{
 		rotated:   "file rotated away, handed over at a reload: reading it to its end from where the stopped follower left off",
 		after:     "file rotated away at a reload after the file of a position handed over, reading it from its start",
 		gone:      "the file of a position handed over at a reload is gone: the lines written to it after the position are lost",
+		drained:   "the file of a position handed over at a reload is gone, read to its end after it left its path before the reload (compressed or removed since)",
 		rewritten: "the file of a position handed over at a reload was rewritten: the lines written to it after the position are lost",
 	}
 )
@@ -388,7 +397,14 @@ func (f *Follower) resumeRotated() {
 			}
 		}
 		if file == nil {
-			f.o.Logger.Info(say.gone, "path", p.Path, "offset", p.Offset)
+			// One read to its end after it left its path lost a line only if a writer that
+			// had not reopened the log wrote to it after the position: nothing to act on.
+			level := slog.LevelInfo
+			msg := say.gone
+			if r.drained[p] {
+				level, msg = slog.LevelDebug, say.drained
+			}
+			f.o.Logger.Log(context.Background(), level, msg, "path", p.Path, "offset", p.Offset)
 			lost[p.Path] = true
 			continue
 		}
