@@ -176,13 +176,16 @@ type resume struct {
 	// positions the files the first scan found without one were taken for copies of.
 	resumed map[fileID]bool
 	copies  map[fileID]string
+	// copied holds the paths of positions that a file the first scan found was taken for
+	// a copy of, from a position of offset past 0 (copyOf) or of a truncated file's.
+	copied map[string]bool
 }
 
 func newResume(ps, truncated, drained []Position) *resume {
 	if ps == nil {
 		return nil
 	}
-	r := &resume{byID: make(map[fileID]Position, len(ps)), intact: map[string]bool{}, rewritten: map[string]bool{}, unread: map[string]fileID{}, resumed: map[fileID]bool{}, copies: map[fileID]string{},
+	r := &resume{byID: make(map[fileID]Position, len(ps)), intact: map[string]bool{}, rewritten: map[string]bool{}, unread: map[string]fileID{}, resumed: map[fileID]bool{}, copies: map[fileID]string{}, copied: map[string]bool{},
 		byIno: map[uint64][]Position{}, byPath: map[string][]Position{}, byName: map[string]map[string][]Position{}, truncated: map[string]map[string][]Position{}, drained: make(map[Position]bool, len(drained))}
 	for _, p := range drained {
 		r.drained[p] = true
@@ -257,11 +260,12 @@ func (f *Follower) resumeAt(id fileID, file *os.File) (off int64, ok bool) {
 	}
 	dir := filepath.Dir(file.Name())
 	off, of := copyOf(file, id, r.byName[dir])
-	if cut, _ := copyOf(file, id, r.truncated[dir]); cut >= off && cut > 0 {
+	if cut, cutOf := copyOf(file, id, r.truncated[dir]); cut >= off && cut > 0 {
+		r.copied[cutOf] = true
 		return cut, true // of a file truncated since the position: not of one as it was
 	}
 	if off > 0 {
-		r.copies[id] = of
+		r.copies[id], r.copied[of] = of, true
 	}
 	return off, true
 }
@@ -458,15 +462,22 @@ func (f *Follower) resumeRotated() {
 		if since.Before(f.o.Taken) {
 			since = f.o.Taken
 		}
-		if len(oldDirs[path]) == 0 && lost[path] {
+		var away []rotatedAway
+		for _, at := range f.rotationPaths(path) {
+			away = append(away, rotatedAfter(at, since, known, dirs.list)...)
+		}
+		// A copy beside the log (or found by the first scan, of a glob of its rotated
+		// names) is copytruncate's without an olddir: one within (a backup of the log
+		// copied there) would have its lines counted twice.
+		if len(oldDirs[path]) == 0 && lost[path] && !r.copied[path] && !slices.ContainsFunc(away, func(a rotatedAway) bool {
+			return copiedAt(a.file, r.byPath[path], r.resumed) > 0
+		}) {
 			if old := f.copyDir(dirs, path, since, known, r); old != "" {
 				oldDirs[path] = []string{old}
 			}
 		}
-		var away []rotatedAway
-		for _, at := range f.rotationPaths(path) {
-			away = append(away, rotatedAfter(at, since, known, dirs.list)...)
-			for _, old := range oldDirs[path] {
+		for _, old := range oldDirs[path] {
+			for _, at := range f.rotationPaths(path) {
 				away = append(away, rotatedAfter(filepath.Join(old, filepath.Base(at)), since, known, dirs.list)...)
 			}
 		}

@@ -791,10 +791,23 @@ func TestResumeRotatedIntoOldDir(t *testing.T) {
 // its position, and reads it from there, then the log from its start; the files rotated
 // into that directory after the copy too (copytruncate twice while down). Not a file of
 // another directory within the log's, named as one of its rotated files and written
-// after the snapshot, that does not begin with those bytes: another log's archive.
+// after the snapshot, that does not begin with those bytes: another log's archive; nor,
+// the copy beside the log, one that does: a backup of the log copied there, whose lines
+// the copy has.
 func TestResumeCopyTruncatedIntoOldDir(t *testing.T) {
-	for _, twice := range []bool{false, true} {
-		t.Run(fmt.Sprintf("twice %v", twice), func(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		olddir bool
+		twice  bool
+		glob   string // the input's path, relative to the log's directory, when a glob
+	}{
+		{"into old", true, false, ""},
+		{"into old twice", true, true, ""},
+		{"beside the log, a backup within", false, false, ""},
+		// The copy is the glob's, read by the first scan from the log's position.
+		{"beside the log, a backup within, a glob of the rotated names", false, false, "access.log*"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
 			dir, log, w := accessLog(t)
 			old, other := filepath.Join(dir, "old"), filepath.Join(dir, "other")
 			for _, d := range []string{old, other} {
@@ -802,19 +815,29 @@ func TestResumeCopyTruncatedIntoOldDir(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			positions, o := readFirst(t, modes[1].options(log))
+			path := log
+			if tc.glob != "" {
+				path = filepath.Join(dir, tc.glob)
+			}
+			positions, o := readFirst(t, modes[1].options(path))
 			taken := time.Now().Add(-time.Second) // see TestResume
 			writeLines(t, w, 101, 120)
-			copyFile(t, log, filepath.Join(old, "access.log.1"))
-			touch(t, filepath.Join(old, "access.log.1"), -time.Second/2)
+			copied := filepath.Join(old, "access.log.1")
+			if !tc.olddir {
+				copied = log + ".1"
+				copyFile(t, log, filepath.Join(other, "access.log.1"))
+			} else {
+				writeLines(t, create(t, filepath.Join(other, "access.log.1")), 5001, 5010)
+			}
+			copyFile(t, log, copied)
+			touch(t, copied, -time.Second/2)
 			if err := os.Truncate(log, 0); err != nil {
 				t.Fatal(err)
 			}
-			writeLines(t, create(t, filepath.Join(other, "access.log.1")), 5001, 5010)
-			if twice {
+			if tc.twice {
 				writeLines(t, w, 121, 130)
-				rename(t, filepath.Join(old, "access.log.1"), filepath.Join(old, "access.log.2"))
-				copyFile(t, log, filepath.Join(old, "access.log.1"))
+				rename(t, copied, filepath.Join(old, "access.log.2"))
+				copyFile(t, log, copied)
 				if err := os.Truncate(log, 0); err != nil {
 					t.Fatal(err)
 				}
