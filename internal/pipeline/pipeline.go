@@ -159,11 +159,14 @@ type Pipeline struct {
 	resumeParts map[string][]pathParts
 	// resumeTaken is when the snapshot restored was written (follow.Options.Taken),
 	// resumeLeft where its followers' files closed after they left their path were read
-	// up to, by input source (follow.Options.Left), and resumeTruncated what the files
-	// they found truncated lately held (follow.Options.Truncated).
+	// up to, by input source (follow.Options.Left), resumeTruncated what the files
+	// they found truncated lately held (follow.Options.Truncated), and resumeDrained the
+	// positions of files read to their end after they left their path
+	// (follow.Options.Drained).
 	resumeTaken     time.Time
 	resumeLeft      map[string][]follow.Position
 	resumeTruncated map[string][]follow.Position
+	resumeDrained   map[string][]follow.Position
 	// handedOver holds, during syncInputs, the positions of the followers it stopped to
 	// replace them, by input source (handOver), and handedParts the CRI messages in parts
 	// their joiners were in the middle of, handedLeft the files they closed after the
@@ -209,7 +212,7 @@ func Start(cfg *config.Config, opts Options) (*Pipeline, error) {
 	defer p.mu.Unlock()
 	p.starting = true
 	err = p.syncInputs(cfg)
-	p.starting, p.resume, p.resumeParts, p.resumeTaken, p.resumeLeft, p.resumeTruncated = false, nil, nil, time.Time{}, nil, nil
+	p.starting, p.resume, p.resumeParts, p.resumeTaken, p.resumeLeft, p.resumeTruncated, p.resumeDrained = false, nil, nil, time.Time{}, nil, nil, nil
 	if err != nil {
 		p.stopInputs(nil)
 		if p.storage != nil {
