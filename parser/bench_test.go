@@ -202,6 +202,60 @@ func BenchmarkRuleCosts(b *testing.B) {
 	versus.Ratio(b, "ratio", lines, engines...)
 }
 
+// BenchmarkParseFloor is the parse alone (a sink that keeps nothing) of the example's rules
+// and of the harness's -like-mtail rules over 20,000 lines in blocks of 200: each op is a
+// round over every block, and each block's fastest round is kept, so that the sum of the
+// fastest is what a line costs when nothing else takes the core (min-ns/line).
+func BenchmarkParseFloor(b *testing.B) {
+	lines := nginxlog.Lines(b, 20000, 1)
+	example := loadExample(b)
+	var mtail []*config.Rule
+	for _, r := range example.Rules {
+		if r.Aggregations.Distinct {
+			continue
+		}
+		c := *r
+		if c.Top != nil {
+			c.Top, c.Labels, c.Items = nil, nil, nil
+		}
+		mtail = append(mtail, &c)
+	}
+	for _, set := range []struct {
+		name  string
+		rules []*config.Rule
+	}{{"example", example.Rules}, {"like-mtail", mtail}} {
+		p, err := New(set.rules)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run(set.name, func(b *testing.B) {
+			sink := &nopSink{}
+			const block = 200
+			best := make([]time.Duration, len(lines)/block)
+			for k := range best {
+				best[k] = time.Hour
+			}
+			for b.Loop() {
+				for k := range best {
+					t0 := time.Now()
+					for _, l := range lines[k*block : (k+1)*block] {
+						p.Parse("nginx", l, sink)
+					}
+					best[k] = min(best[k], time.Since(t0))
+				}
+			}
+			var sum time.Duration
+			for _, d := range best {
+				sum += d
+			}
+			b.ReportMetric(float64(sum.Nanoseconds())/float64(len(best)*block), "min-ns/line")
+			if sink.drops != 0 || slices.Contains(best, time.Hour) {
+				b.Fatalf("%d drops", sink.drops)
+			}
+		})
+	}
+}
+
 // BenchmarkParseFormats parses the same records as text through the example's regex form and as
 // JSON and logfmt (written from the text lines' own captures, under the field names of
 // example-rules-json.yaml's log_format) through example-rules-json.yaml, in one run.
