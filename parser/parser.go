@@ -163,6 +163,10 @@ type rule struct {
 	// then given as the capture's bytes where they are, not copied.
 	oneLabel     int
 	itemCaptures []int
+	// labelCaptures are the captures that are the rule's labels, when it has more than
+	// one label, each one capture, and nothing rewrites them, else nil: renderCaptures
+	// renders such a set.
+	labelCaptures []int
 	// oneItem is itemCaptures[0] when the rule has exactly one item, else -1.
 	oneItem int
 	// names are the rule's named captures and where they are in its group's caps: what
@@ -339,6 +343,16 @@ func build(rules []*config.Rule, eng engine) (*Parser, error) {
 			r.oneLabel = -1
 			if len(r.labels) == 1 && r.labelRewriters == nil {
 				r.oneLabel = oneCapture(r.labels[0])
+			}
+			r.labelCaptures = nil
+			if len(r.labels) > 1 && r.labelRewriters == nil {
+				r.labelCaptures = make([]int, len(r.labels))
+				for j, t := range r.labels {
+					if r.labelCaptures[j] = oneCapture(t); r.labelCaptures[j] < 0 {
+						r.labelCaptures = nil
+						break
+					}
+				}
 			}
 			r.itemCaptures = make([]int, len(r.items))
 			for j, it := range r.items {
@@ -758,7 +772,9 @@ func (s *scratch) apply(r *rule, input string, m *match, sink Sink) (Outcome, in
 			s.labels[0] = v[:len(v):len(v)]
 			e.Key, e.Labels = s.labels[0], s.labels[:1]
 		} else {
-			s.render(r.labels, r.labelRewriters, m, valid)
+			if r.labelCaptures == nil || !s.renderCaptures(r.labelCaptures, m, valid) {
+				s.render(r.labels, r.labelRewriters, m, valid)
+			}
 			e.Key, e.Labels = s.key, s.labels[:len(r.labels)]
 		}
 	}
@@ -801,6 +817,8 @@ func asItem(v []byte, label, valid bool) ([]byte, bool) {
 
 // text is what a match's captures index: the line, and after it (from offset len(line) on)
 // the values decoded or derived from it, kept apart so that the line is never copied.
+// more is always a buffer of the scratch parsing the line, whose capacity renderCaptures
+// reads past its length: never a buffer of the caller's.
 type text struct {
 	line, more []byte
 }
