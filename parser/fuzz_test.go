@@ -29,7 +29,8 @@ rules:
 
 // FuzzParse feeds random lines to the parser: it must never panic, every event must pass
 // the recorder's checks (valid UTF-8 capped labels, key = labels joined by 0xff), and the
-// parser of scanners and fastmatch must agree exactly with the plain regexp one.
+// parser of scanners and fastmatch must agree exactly with the plain regexp one, and with
+// one of its own rules that renders every label set by render alone (renderAlone).
 func FuzzParse(f *testing.F) {
 	example := loadExample(f)
 	extra := mustParse(f, fuzzRules)
@@ -41,6 +42,13 @@ func FuzzParse(f *testing.F) {
 	slow, err := build(rules, viaRegexp)
 	if err != nil {
 		f.Fatal(err)
+	}
+	plain, err := build(rules, viaScanner)
+	if err != nil {
+		f.Fatal(err)
+	}
+	if renderAlone(plain) == 0 {
+		f.Fatal("no rule renders its labels a word a value")
 	}
 	for _, seed := range []string{
 		`23.124.205.19 - - [01/Mar/2024:12:00:00 +0000] "GET /api/v1/cart HTTP/1.1" 200 460 "-" "Mozilla/5.0" 0.022 0.019`,
@@ -60,6 +68,11 @@ func FuzzParse(f *testing.F) {
 		if !reflect.DeepEqual(a.got, b.got) {
 			t.Fatalf("line %q:\nscanner %v\nregexp  %v", line, a.got, b.got)
 		}
+		c := &recorder{t: t, rules: rules}
+		plain.Parse("nginx", line, c)
+		if !reflect.DeepEqual(a.got, c.got) {
+			t.Fatalf("line %q:\nlabels a word a value %v\nby render alone      %v", line, a.got, c.got)
+		}
 		if !bytes.Equal(line, orig) {
 			t.Fatalf("Parse changed the line")
 		}
@@ -67,6 +80,22 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("appendValidUTF8(%q) = %q, want %q", line, got, want)
 		}
 	})
+}
+
+// renderAlone makes every rule of p render its labels by render, none by renderCaptures,
+// and returns how many did: the reference that writing a label set a word a value is held
+// to. Every program of p shares its groups' rules.
+func renderAlone(p *Parser) int {
+	n := 0
+	for i := range p.groups {
+		for j := range p.groups[i].rules {
+			if r := &p.groups[i].rules[j]; r.labelCaptures != nil {
+				r.labelCaptures = nil
+				n++
+			}
+		}
+	}
+	return n
 }
 
 // FuzzRequiredLiteral checks the prefilter is sound: a line the regex matches always
