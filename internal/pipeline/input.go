@@ -39,9 +39,6 @@ type stream struct {
 	reading reading
 	// running is the follower of a path or the listener on a socket.
 	running input.Input
-	// perLine is the reader's handler (handle), which parseBlock hands the lines of a
-	// read to after a reload.
-	perLine input.Handler
 	// log is the logger of the input's lines (Pipeline.inputLogger).
 	log *slog.Logger
 	// bound is what the input's reading goroutine writes to: the generation it picked up
@@ -598,7 +595,7 @@ func (p *Pipeline) inputLogger(ci config.Input, sourceAttr string) *slog.Logger 
 // clock reading per chunk read from a file, or per batch of datagrams) as now for
 // processing-time and event-time rules.
 func (in *stream) handle(p *Pipeline) input.Handler {
-	in.perLine = func(path string, line []byte) {
+	return func(path string, line []byte) {
 		if w := in.pool.Load(); w != nil && w.batching() {
 			in.batch(p, w, path, line)
 			return
@@ -629,7 +626,6 @@ func (in *stream) handle(p *Pipeline) input.Handler {
 		in.handed++ // after the parse: a flush by setNow is of the lines before
 		in.unbindIfStale(p, &in.bound, b)
 	}
-	return in.perLine
 }
 
 // parseBlock parses the complete lines of a read (follow.Options.Block) in the reading
@@ -638,8 +634,8 @@ func (in *stream) handle(p *Pipeline) input.Handler {
 // It does what handle does for each line, without each line handed on by a call, counted
 // by an atomic add and checked for a pool and a wrapper (some 3% of a line's CPU with the
 // example's rules); it reports false, the lines then handed on one by one, for another
-// input. A reload between two lines has the lines after it go through handle, as they
-// would have.
+// input. Like a worker's batch, the read is parsed with the binding of its start: a
+// reload during it applies from the next read, as it would had it come a read later.
 func (in *stream) parseBlock(p *Pipeline, path string, lines []byte) bool {
 	if in.cri != nil || in.files != nil {
 		return false
@@ -651,19 +647,11 @@ func (in *stream) parseBlock(p *Pipeline, path string, lines []byte) bool {
 	in.setNow(b)
 	for len(lines) > 0 {
 		n := bytes.IndexByte(lines, '\n')
-		line := follow.TrimCR(lines[:n])
+		b.parse.ParseFile(path, b.name, follow.TrimCR(lines[:n]), nil, b.sink, b.done)
+		in.handed++
 		lines = lines[n+1:]
-		if b == nil {
-			in.perLine(path, line)
-			continue
-		}
-		b.parse.ParseFile(path, b.name, line, nil, b.sink, b.done)
-		in.handed++ // after the parse, as in handle
-		if p.gen.Load() != b.gen {
-			in.unbindIfStale(p, &in.bound, b)
-			b = nil
-		}
 	}
+	in.unbindIfStale(p, &in.bound, b)
 	return true
 }
 
