@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"runtime"
 	"slices"
 	"strings"
 	"syscall"
@@ -200,6 +201,94 @@ func BenchmarkRuleCosts(b *testing.B) {
 		engines[k] = versus.Engine{Name: s.name, Read: func(l []byte) { p.Parse("nginx", l, sink) }}
 	}
 	versus.Ratio(b, "ratio", lines, engines...)
+}
+
+// BenchmarkParseFloor is the parse alone (a sink that keeps nothing) of the example's rules
+// and of the harness's -like-mtail rules over 20,000 lines in blocks of 200: each op is a
+// round over every block, and each block's fastest round is kept, so that the sum of the
+// fastest is what a line costs when nothing else takes the core. The parse's time moves
+// by several percent with where its scratch's buffers fall (bench/RESULTS.md, the per-rule
+// parse), so each round runs parsers of the same rules in eight layouts, made after 0 to 7
+// objects more of the scratch's sizes: min-ns/line is the mean of their times, and the
+// fastest and the slowest layout's are given beside it.
+func BenchmarkParseFloor(b *testing.B) {
+	lines := nginxlog.Lines(b, 20000, 1)
+	example := loadExample(b)
+	var mtail []*config.Rule
+	for _, r := range example.Rules {
+		if r.Aggregations.Distinct {
+			continue
+		}
+		c := *r
+		if c.Top != nil {
+			c.Top, c.Labels, c.Items = nil, nil, nil
+		}
+		mtail = append(mtail, &c)
+	}
+	const layouts, block = 8, 200
+	var pads [][]byte
+	for _, set := range []struct {
+		name  string
+		rules []*config.Rule
+	}{{"example", example.Rules}, {"like-mtail", mtail}} {
+		sink := &nopSink{}
+		parsers := make([]*Parser, layouts)
+		for k := range parsers {
+			for range k {
+				for _, size := range []int{64, 192, 256, 384} {
+					pads = append(pads, make([]byte, size))
+				}
+			}
+			p, err := New(set.rules)
+			if err != nil {
+				b.Fatal(err)
+			}
+			p.Parse("nginx", lines[0], sink) // its scratch, made now
+			parsers[k] = p
+		}
+		b.Run(set.name, func(b *testing.B) {
+			best := make([][]time.Duration, layouts)
+			for k := range best {
+				best[k] = make([]time.Duration, len(lines)/block)
+				for i := range best[k] {
+					best[k][i] = time.Hour
+				}
+			}
+			for b.Loop() {
+				for k, p := range parsers {
+					for i := range best[k] {
+						t0 := time.Now()
+						for _, l := range lines[i*block : (i+1)*block] {
+							p.Parse("nginx", l, sink)
+						}
+						best[k][i] = min(best[k][i], time.Since(t0))
+					}
+				}
+			}
+			per := make([]float64, layouts)
+			for k := range best {
+				var sum time.Duration
+				for _, d := range best[k] {
+					sum += d
+				}
+				per[k] = float64(sum.Nanoseconds()) / float64(len(lines))
+				if slices.Contains(best[k], time.Hour) {
+					b.Fatal("a block was not timed")
+				}
+			}
+			var mean float64
+			for _, x := range per {
+				mean += x / layouts
+			}
+			b.ReportMetric(mean, "min-ns/line")
+			b.ReportMetric(slices.Min(per), "fastest-layout-ns/line")
+			b.ReportMetric(slices.Max(per), "slowest-layout-ns/line")
+			if sink.drops != 0 {
+				b.Fatalf("%d drops", sink.drops)
+			}
+		})
+	}
+	runtime.KeepAlive(pads)
 }
 
 // BenchmarkParseFormats parses the same records as text through the example's regex form and as

@@ -144,12 +144,24 @@ func (p *formatPost) apply(m *match, s *scratch) {
 	for _, d := range p.classes {
 		caps[2*d.to], caps[2*d.to+1] = -1, -1
 		if v := capture(&text{line, more}, caps, d.from); len(v) > 0 && v[0] >= '0' && v[0] <= '9' {
-			more = append(more, v[0], 'x', 'x')
+			more = appendClass(more, v[0])
 			caps[2*d.to], caps[2*d.to+1] = n+len(more)-3, n+len(more)
 		}
 	}
 	s.vals = more
 	m.src.more = more
+}
+
+// appendClass appends the class of a status whose first digit is d ("2xx"). With room for
+// a word it is written as one word, the bytes past it left to what follows: renderCaptures
+// reads a short value as the word at its start, which a word stored there hands over at
+// once, where a read of three byte stores waits for them to reach the cache.
+func appendClass(more []byte, d byte) []byte {
+	if n := len(more); cap(more)-n >= 8 {
+		binary.LittleEndian.PutUint64(more[n:n+8], uint64(d)|'x'<<8|'x'<<16)
+		return more[:n+3]
+	}
+	return append(more, d, 'x', 'x')
 }
 
 // splitRequest splits a request line r, "GET /a?b HTTP/1.1", which starts at offset at of

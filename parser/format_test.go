@@ -322,3 +322,20 @@ func TestPathEnd(t *testing.T) {
 		}
 	}
 }
+
+// TestAppendClass checks a status class written as a word against the same bytes appended
+// one by one, with every room from none to more than a word after the text: the bytes before
+// it are left as they were and the class ends the text.
+func TestAppendClass(t *testing.T) {
+	for room := range 10 {
+		for _, d := range []byte("0259") {
+			buf := make([]byte, 5, 5+room)
+			copy(buf, "ab\xffcd")
+			got := appendClass(buf, d)
+			want := append([]byte("ab\xffcd"), d, 'x', 'x')
+			if string(got) != string(want) {
+				t.Errorf("room %d, digit %c: %q, want %q", room, d, got, want)
+			}
+		}
+	}
+}

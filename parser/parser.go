@@ -163,6 +163,10 @@ type rule struct {
 	// then given as the capture's bytes where they are, not copied.
 	oneLabel     int
 	itemCaptures []int
+	// labelCaptures are the captures that are the rule's labels, when it has more than
+	// one label, each one capture, and nothing rewrites them, else nil: renderCaptures
+	// renders such a set.
+	labelCaptures []int
 	// oneItem is itemCaptures[0] when the rule has exactly one item, else -1.
 	oneItem int
 	// names are the rule's named captures and where they are in its group's caps: what
@@ -279,7 +283,7 @@ func build(rules []*config.Rule, eng engine) (*Parser, error) {
 		r.where = filters(cr.Where, eng, &sz)
 		r.whereNot = filters(cr.WhereNot, eng, &sz)
 		if ts := cr.Timestamp; ts != nil {
-			r.ts = &timestampSpec{capture: ts.Capture, layout: ts.Layout, loc: ts.In(), unix: ts.Unix}
+			r.ts = &timestampSpec{capture: ts.Capture, layout: anyFraction(ts.Layout), loc: ts.In(), unix: ts.Unix}
 			// A location is given only beside a layout that reads no offset (config); a
 			// zone name (MST) the line carries says which of the two offsets it is.
 			r.ts.folds = ts.In() != time.UTC && !strings.Contains(ts.Layout, "MST")
@@ -339,6 +343,16 @@ func build(rules []*config.Rule, eng engine) (*Parser, error) {
 			r.oneLabel = -1
 			if len(r.labels) == 1 && r.labelRewriters == nil {
 				r.oneLabel = oneCapture(r.labels[0])
+			}
+			r.labelCaptures = nil
+			if len(r.labels) > 1 && r.labelRewriters == nil {
+				r.labelCaptures = make([]int, len(r.labels))
+				for j, t := range r.labels {
+					if r.labelCaptures[j] = oneCapture(t); r.labelCaptures[j] < 0 {
+						r.labelCaptures = nil
+						break
+					}
+				}
 			}
 			r.itemCaptures = make([]int, len(r.items))
 			for j, it := range r.items {
@@ -758,7 +772,9 @@ func (s *scratch) apply(r *rule, input string, m *match, sink Sink) (Outcome, in
 			s.labels[0] = v[:len(v):len(v)]
 			e.Key, e.Labels = s.labels[0], s.labels[:1]
 		} else {
-			s.render(r.labels, r.labelRewriters, m, valid)
+			if r.labelCaptures == nil || !s.renderCaptures(r.labelCaptures, m, valid) {
+				s.render(r.labels, r.labelRewriters, m, valid)
+			}
 			e.Key, e.Labels = s.key, s.labels[:len(r.labels)]
 		}
 	}
@@ -801,6 +817,8 @@ func asItem(v []byte, label, valid bool) ([]byte, bool) {
 
 // text is what a match's captures index: the line, and after it (from offset len(line) on)
 // the values decoded or derived from it, kept apart so that the line is never copied.
+// more is always a buffer of the scratch parsing the line, whose capacity renderCaptures
+// reads past its length: never a buffer of the caller's.
 type text struct {
 	line, more []byte
 }
@@ -860,9 +878,37 @@ func (s *scratch) time(c *timeCache, ts *timestampSpec, m *match) {
 		return // c.unix stays the time of the line before, for nearerReading
 	}
 	if ts.folds {
-		t = nearerReading(t, c.unix, c.parsed)
+		t = nearerReading(t, c.unix, c.parsed, s.wall, s.live)
 	}
 	c.unix, c.parsed = t.Unix(), true
+}
+
+// anyFraction returns layout with each fraction of a second of a fixed number of digits
+// (.000, ,000000: Go's element of a run of zeros after a point or comma, ending at a
+// non-digit) written as one of any number (.999, ,999999), which also reads none. A line
+// counts at its second, which no fraction changes, and a writer that trims a fraction's
+// zeros (Go's RFC3339Nano) or leaves a whole second's out (Python's isoformat) would
+// otherwise have those lines dropped as bad timestamps: a tenth of them at nine digits.
+func anyFraction(layout string) string {
+	b := []byte(layout)
+	for i := 0; i+1 < len(b); i++ {
+		if b[i] != '.' && b[i] != ',' || b[i+1] != '0' {
+			continue
+		}
+		j := i + 1
+		for j < len(b) && b[j] == '0' {
+			j++
+		}
+		if j < len(b) && '0' <= b[j] && b[j] <= '9' {
+			i = j - 1 // not a fraction: a literal, or part of another element
+			continue
+		}
+		for k := i + 1; k < j; k++ {
+			b[k] = '9'
+		}
+		i = j - 1
+	}
+	return string(b)
 }
 
 // foldReach is how far from a time a zone's offset is looked up to find the other offset
@@ -870,18 +916,52 @@ func (s *scratch) time(c *timeCache, ts *timestampSpec, m *match) {
 // a few).
 const foldReach = 3 * time.Hour
 
+// foldNear is how near the line before a time of the repeated hour must be for the log
+// to be taken as going on from it (see nearerReading): lines minutes apart are in order.
+const foldNear = 5 * 60
+
 // nearerReading returns, of the instants at which the zone of t reads the wall-clock time
 // t reads (two in the hour its clocks repeat when they go back, which Go reads at one of
-// them), the one nearer second prev, the time of the line read before (the later when
-// both are as near): a log's lines come in time order, so the second time through the
-// hour is read on from the first's end, not an hour back (in no window shorter than an
-// hour), as long as its lines are less than half an hour apart. With no line before
-// (known false: a start, a reload), the later: Go's own pick is the earlier west of
-// Greenwich and the later east of it, and the earlier, wrong, puts the lines of the
-// second time through an hour back, out of every window shorter than an hour, until the
-// hour ends, where the later, wrong, puts those of the first ahead of the clock, which
-// places them at the second they are read. It is t elsewhere.
-func nearerReading(t time.Time, prev int64, known bool) time.Time {
+// them), the one a log's lines in order put it at. It is t elsewhere.
+//
+// When one of them is within foldNear of second prev, the time of the line before (known),
+// that one: the second time through the hour goes on from the first's end, not an hour
+// back (in no window shorter than an hour). Otherwise, for a line read as it is written
+// (live, at wall-clock second wall), the one nearer the clock of those not ahead of it
+// by more than foldNear: the first time through, the later is an hour ahead of the clock;
+// the second, the earlier an hour behind it; so a quiet log's line after half an hour
+// without one, or the first line after a start, is read at the clock. Else (a replay, a
+// warm start's old lines) the one nearer prev, the later when both are as near; with no
+// line before, the later: Go's own pick is the earlier west of Greenwich and the later
+// east of it, and the earlier, wrong, puts the lines of the second time through an hour
+// back until the hour ends, where the later, wrong, puts those of the first ahead of the
+// clock, which places them at the second they are read.
+func nearerReading(t time.Time, prev int64, known bool, wall int64, live bool) time.Time {
+	alt, ok := otherReading(t)
+	if !ok {
+		return t
+	}
+	early, late := t, alt
+	if late.Before(early) {
+		early, late = late, early
+	}
+	e, l := early.Unix(), late.Unix()
+	switch {
+	case known && min(dist(e, prev), dist(l, prev)) < foldNear, !live && known:
+		if dist(e, prev) < dist(l, prev) {
+			return early
+		}
+	case live:
+		if l > wall+foldNear || dist(e, wall) < dist(l, wall) {
+			return early
+		}
+	}
+	return late
+}
+
+// otherReading returns the other instant at which the zone of t reads the wall-clock
+// time t reads, if the zone has one: in the hour its clocks repeat.
+func otherReading(t time.Time) (time.Time, bool) {
 	_, off := t.Zone()
 	for _, d := range [...]time.Duration{-foldReach, foldReach} {
 		_, other := t.Add(d).Zone()
@@ -891,21 +971,11 @@ func nearerReading(t time.Time, prev int64, known bool) time.Time {
 		// The same wall-clock reading at the other offset, if the zone is at that offset
 		// then: a time in the hour skipped when the clocks go forward has none.
 		alt := t.Add(time.Duration(off-other) * time.Second)
-		if _, at := alt.Zone(); at != other {
-			continue
-		}
-		if !known {
-			if alt.After(t) {
-				return alt
-			}
-			continue
-		}
-		// Equally near, the later: lines go forward.
-		if da, dt := dist(alt.Unix(), prev), dist(t.Unix(), prev); da < dt || da == dt && alt.After(t) {
-			return alt
+		if _, at := alt.Zone(); at == other {
+			return alt, true
 		}
 	}
-	return t
+	return t, false
 }
 
 // dist is the distance between seconds a and b.

@@ -410,6 +410,75 @@ rules:
 	})
 }
 
+// TestFractionLayouts: a layout that writes a fraction of a second with a fixed number of
+// digits (.000, ,000000) reads a time with any number of them, or none, as .999 does: the
+// line counts at its second, which the fraction does not change. A log whose writer trims
+// a fraction's zeros (Go's RFC3339Nano) or leaves a whole second's out (Python's
+// isoformat) lost those lines as bad_timestamp, a tenth of them at nine digits.
+func TestFractionLayouts(t *testing.T) {
+	c := mustParse(t, `
+rules:
+  - name: milli
+    match: '^(?P<t>[^ ]+) milli$'
+    timestamp: {capture: t, layout: '2006-01-02T15:04:05.000Z07:00'}
+  - name: nano
+    match: '^(?P<t>[^ ]+) nano$'
+    timestamp: {capture: t, layout: '2006-01-02T15:04:05.000000000Z'}
+  - name: comma
+    match: '^(?P<t>.+) comma$'
+    timestamp: {capture: t, layout: '2006-01-02 15:04:05,000000', location: Europe/Berlin}
+`)
+	const at = 1709294400 // 2024-03-01T12:00:00Z
+	tests := []struct {
+		line string
+		want []record
+	}{
+		{"2024-03-01T12:00:00.123Z milli", timedAt("milli", at)},
+		{"2024-03-01T12:00:00.5Z milli", timedAt("milli", at)},
+		{"2024-03-01T12:00:00.123456Z milli", timedAt("milli", at)},
+		{"2024-03-01T12:00:00Z milli", timedAt("milli", at)},
+		{"2024-03-01T13:00:00.999+01:00 milli", timedAt("milli", at)},
+		{"2024-03-01T12:00:00.12 nano", badTime("nano")}, // its Z missing
+		{"2024-03-01T12:00:00.12345678Z nano", timedAt("nano", at)},
+		{"2024-03-01T12:00:00Z nano", timedAt("nano", at)},
+		{"2024-03-01 13:00:00,123456 comma", timedAt("comma", at)},
+		{"2024-03-01 13:00:00 comma", timedAt("comma", at)},
+		{"2024-03-01 13:00:00.1 comma", timedAt("comma", at)},
+		{"2024-03-01T12:00:00.Z milli", badTime("milli")}, // a point without digits
+		{"2024-03-01T12:00:00.12aZ milli", badTime("milli")},
+	}
+	line := func(i int) string { return tests[i].line }
+	parseOnEachMatcher(t, c.Rules, "", len(tests), line, line, func(t *testing.T, i int, got []record) {
+		if !reflect.DeepEqual(got, tests[i].want) {
+			t.Errorf("%q: got %v, want %v", tests[i].line, got, tests[i].want)
+		}
+	})
+}
+
+// TestAnyFraction: only what Go's layouts read as a fraction of fixed digits is rewritten.
+func TestAnyFraction(t *testing.T) {
+	for layout, want := range map[string]string{
+		"2006-01-02T15:04:05.000Z07:00":   "2006-01-02T15:04:05.999Z07:00",
+		"2006-01-02 15:04:05,000000":      "2006-01-02 15:04:05,999999",
+		"2006-01-02T15:04:05.999Z07:00":   "2006-01-02T15:04:05.999Z07:00",
+		"2006.01.02 15:04:05":             "2006.01.02 15:04:05", // .01 is a month
+		"02.01.2006 15:04:05.0 -0700":     "02.01.2006 15:04:05.9 -0700",
+		"2006-01-02 15:04:05.000 2006.00": "2006-01-02 15:04:05.999 2006.99",
+		"15:04:05.":                       "15:04:05.",
+	} {
+		if got := anyFraction(layout); got != want {
+			t.Errorf("anyFraction(%q) = %q, want %q", layout, got, want)
+		}
+		// What Go reads of a time so written is the same to the second.
+		at := time.Date(2024, 3, 1, 12, 34, 56, 789_000_000, time.UTC)
+		a, errA := time.Parse(layout, at.Format(layout))
+		b, errB := time.Parse(anyFraction(layout), at.Format(layout))
+		if (errA == nil) != (errB == nil) || a.Unix() != b.Unix() {
+			t.Errorf("%q: %v %v, rewritten %v %v", layout, a, errA, b, errB)
+		}
+	}
+}
+
 // TestLeapSecond: a time at a leap second (23:59:60 UTC, as a clock that follows UTC
 // writes it) is read as second 59 of its minute, which Go's time.Parse alone refuses as
 // out of range: the line counts, at the last second before the next minute, rather than
@@ -578,6 +647,74 @@ func TestRepeatedHour(t *testing.T) {
 					}
 					if len(rec.got) != 1 || !rec.got[0].HasTime || rec.got[0].Time != utc(run.want[i]) {
 						t.Errorf("line %d %q: %v, want a time of %s (%d)", i, line, rec.got, run.want[i], utc(run.want[i]))
+					}
+				}
+			})
+		}
+	}
+}
+
+// TestRepeatedHourLive: lines read as they are written (Session.SetWall) are read in the
+// repeated hour at the offset that puts them nearer the clock, not ahead of it, when the
+// line before is not minutes from them: a quiet log's line of the second time through
+// half an hour or more after the first's last goes on at the clock rather than an hour
+// back, and so do the lines after it; a start in the first time through reads it at the
+// clock rather than an hour ahead. Lines minutes apart still go on from the line before,
+// as a backlog of the first time read during the second does.
+func TestRepeatedHourLive(t *testing.T) {
+	c := mustParse(t, `
+rules:
+  - name: ny
+    match: '^(?P<t>.+) ny$'
+    timestamp: {capture: t, layout: '2006-01-02 15:04:05', location: America/New_York}
+  - name: sydney
+    match: '^(?P<t>.+) sydney$'
+    timestamp: {capture: t, layout: '2006-01-02 15:04:05', location: Australia/Sydney}
+`)
+	utc := func(s string) int64 {
+		u, err := time.Parse(time.RFC3339, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return u.Unix()
+	}
+	type read struct{ line, wall, want string } // the wall clock's second and the line's time, UTC
+	for _, run := range []struct {
+		name  string
+		reads []read
+	}{
+		{"a quiet log", []read{
+			{"2026-11-01 00:50:00 ny", "2026-11-01T04:50:00Z", "2026-11-01T04:50:00Z"},
+			{"2026-11-01 01:40:00 ny", "2026-11-01T05:40:00Z", "2026-11-01T05:40:00Z"},
+			{"2026-11-01 01:15:00 ny", "2026-11-01T06:15:00Z", "2026-11-01T06:15:00Z"},
+			{"2026-11-01 01:16:00 ny", "2026-11-01T06:16:00Z", "2026-11-01T06:16:00Z"},
+		}},
+		{"starting in the first time", []read{
+			{"2026-04-05 02:30:00 sydney", "2026-04-04T15:30:00Z", "2026-04-04T15:30:00Z"},
+			{"2026-04-05 02:45:00 sydney", "2026-04-04T15:45:00Z", "2026-04-04T15:45:00Z"},
+		}},
+		{"starting in the second time", []read{
+			{"2026-11-01 01:30:00 ny", "2026-11-01T06:30:00Z", "2026-11-01T06:30:00Z"},
+		}},
+		{"a backlog of the first time read in the second", []read{
+			{"2026-11-01 01:50:00 ny", "2026-11-01T06:10:00Z", "2026-11-01T05:50:00Z"},
+			{"2026-11-01 01:59:00 ny", "2026-11-01T06:10:00Z", "2026-11-01T05:59:00Z"},
+			{"2026-11-01 01:01:00 ny", "2026-11-01T06:10:00Z", "2026-11-01T06:01:00Z"},
+		}},
+	} {
+		for _, m := range matchers {
+			t.Run(run.name+"/"+m.name, func(t *testing.T) {
+				p, err := build(c.Rules, m.engine)
+				if err != nil {
+					t.Fatal(err)
+				}
+				s := p.NewSession()
+				for i, r := range run.reads {
+					s.SetWall(utc(r.wall))
+					rec := &recorder{t: t, rules: c.Rules}
+					s.ParseWrapped("", []byte(r.line), nil, rec)
+					if len(rec.got) != 1 || !rec.got[0].HasTime || rec.got[0].Time != utc(r.want) {
+						t.Errorf("line %d %q read at %s: %v, want a time of %s (%d)", i, r.line, r.wall, rec.got, r.want, utc(r.want))
 					}
 				}
 			})

@@ -47,6 +47,9 @@ type scratch struct {
 	detect []int
 	// wrapperTime is the time text of the line's wrapper, during one ParseWrapped call.
 	wrapperTime []byte
+	// wall is the wall-clock second the lines are read at, when live (Session.SetWall).
+	wall int64
+	live bool
 	// pathText holds the values of the path captures (Session.SetPath), pathCaps their
 	// offsets in it in pairs (-1: not set); pathMore is a match's decoded values followed by them.
 	pathText []byte
@@ -267,6 +270,61 @@ func (s *scratch) render(labels []config.Template, rewriters []int, m *match, va
 		start = end + len(KeySep)
 	}
 }
+
+// renderCaptures is render for labels that are captures alone, none rewritten (as
+// nginx_http_requests' method, status and class), when every value is known valid and
+// has at most 8 bytes: it writes each value as one word, without a call, and reports
+// whether it did; when it did not, render does it all. A call copying each value, with the
+// appends around it, took longer than the copy, and its spills of the loop's registers as
+// long again. A value's word is the 8 bytes of the text from its start, read when the text
+// holds them: within the line, or within the capacity of more, which is always a buffer of
+// the parse's own scratch (what a structured line decoded, what a log format unescaped or
+// derived, the path captures), never the caller's.
+func (s *scratch) renderCaptures(caps []int, m *match, valid bool) bool {
+	// Every value takes at most a word and the separator before it, so the key's array
+	// never moves and each label is cut as it is written.
+	key := s.key[:cap(s.key)]
+	if !valid || len(key) < len(caps)*(8+len(KeySep)) || len(s.labels) < len(caps) {
+		return false
+	}
+	line, more := m.src.line, m.src.more[:cap(m.src.more)]
+	n := 0
+	for i, c := range caps {
+		lo, hi := m.caps[2*c], m.caps[2*c+1]
+		var w uint64
+		switch {
+		case hi-lo > 8:
+			return false
+		case lo >= len(line):
+			lo, hi = lo-len(line), hi-len(line)
+			if lo+8 > len(more) {
+				return false
+			}
+			w = binary.LittleEndian.Uint64(more[lo : lo+8])
+		case lo < 0:
+			lo, hi = 0, 0 // did not participate: empty
+		case lo+8 > len(line):
+			return false
+		default:
+			w = binary.LittleEndian.Uint64(line[lo : lo+8])
+		}
+		if i > 0 {
+			key[n] = KeySep[0]
+			n++
+		}
+		// The word's bytes past the value are overwritten by the next value's, or lie
+		// past the key's end.
+		binary.LittleEndian.PutUint64(key[n:n+8], w)
+		end := n + hi - lo
+		s.labels[i] = key[n:end:end]
+		n = end
+	}
+	s.key = key[:n]
+	return true
+}
+
+// The key's separator is written as its one byte.
+var _ = [1]struct{}{}[len(KeySep)-1]
 
 // renderItems writes the items of a rule into s.itemText and points s.items at them:
 // those shown as labels made valid UTF-8 (unless known to be valid), capped and rewritten

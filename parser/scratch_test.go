@@ -185,6 +185,72 @@ func TestRenderLabels(t *testing.T) {
 	}
 }
 
+// TestRenderCaptures checks renderCaptures, which writes a label set of captures a word a
+// value, against render on sets of two and three captures whose values are 0 to 9 bytes
+// long (ASCII, multi-byte and invalid UTF-8), unset, or placed where the 8 bytes from
+// their start may not be the text's to read (at the line's end, at the end of more's
+// capacity): it must render what render does whenever it renders, cut each label to its
+// length, render no set with a value not known valid or longer than a word, and render
+// every set of valid values of at most 8 bytes whose words the text holds.
+func TestRenderCaptures(t *testing.T) {
+	values := []string{"", "a", "GET", "200", "2xx", "OPTIONS", "abcdefgh", "abcdefghi", "é", "\xff", "a\xc3"}
+	values = append(values, randomValues(rand.New(rand.NewPCG(7, 8)), 40)...)
+	r := rand.New(rand.NewPCG(9, 10))
+	for i := range 4000 {
+		// Captures 1 and 2 are in the line, 1 followed by at least 8 bytes and 2 by
+		// none or a few; 3 and 4 are past it, 3 with room after it in more's capacity and
+		// 4 at its end; 5 did not take part.
+		v := make([]string, 5)
+		for k := range 4 {
+			v[k] = values[r.IntN(len(values))]
+		}
+		tail := strings.Repeat("-", r.IntN(4))
+		line := "<" + v[0] + "|abcdefgh|" + v[1] + tail
+		more := make([]byte, 0, len(v[2])+8+len(v[3]))
+		more = append(append(append(more, v[2]...), "12345678"...), v[3]...)
+		n := len(line)
+		a := 1 + len(v[0])
+		b := n - len(tail) - len(v[1])
+		caps := []int{0, n, 1, a, b, b + len(v[1]), n, n + len(v[2]), n + len(v[2]) + 8, n + len(more), -1, -1}
+		m := &match{text{line: []byte(line), more: more}, caps}
+		set := make([]int, 2+r.IntN(2))
+		for k := range set {
+			set[k] = 1 + r.IntN(5)
+		}
+		labels := make([]config.Template, len(set))
+		// Short values of captures 1, 3 and 5 are always rendered, long ones never;
+		// those of 2 and 4 when the text holds their word.
+		short, readable, want := true, true, make([]string, len(set))
+		for k, c := range set {
+			labels[k] = config.Template{{Capture: c}}
+			want[k] = string(m.capture(c))
+			short = short && len(want[k]) <= 8
+			readable = readable && (c == 1 || c == 3 || c == 5)
+		}
+		for _, known := range []bool{false, true} {
+			valid := known && isASCII([]byte(strings.Join(want, "")))
+			ref := newScratch(sizes{labels: len(set)})
+			ref.render(labels, nil, m, valid)
+			s := newScratch(sizes{labels: len(set)})
+			done := s.renderCaptures(set, m, valid)
+			if done && (!valid || !short) || !done && valid && short && readable {
+				t.Fatalf("%d: captures %v of %q, valid %t: rendered %t", i, set, want, valid, done)
+			}
+			if !done {
+				continue
+			}
+			if string(s.key) != string(ref.key) {
+				t.Fatalf("%d: captures %v: key %q, render's %q", i, set, s.key, ref.key)
+			}
+			for k := range set {
+				if l := s.labels[k]; string(l) != string(ref.labels[k]) || cap(l) != len(l) {
+					t.Fatalf("%d: captures %v: label %d %q (capacity %d), render's %q", i, set, k, l, cap(l), ref.labels[k])
+				}
+			}
+		}
+	}
+}
+
 // eventFunc is a Sink calling itself with each event; drops are not expected.
 type eventFunc func(e *Event)
 

@@ -60,6 +60,15 @@ func (s *Session) SetFormat(input string, f *logformat.Format) {
 	}
 }
 
+// SetWall tells the Session that the lines it parses next are read as they are written,
+// at wall-clock second wall (Unix), until the next call: a time of the hour a zone
+// repeats when its clocks go back is read at the offset that puts it nearer the clock
+// when the line before does not tell (see nearerReading). A Session never told reads
+// such a time by the line before alone, as a replay or a warm start's old lines are.
+func (s *Session) SetWall(wall int64) {
+	s.s.wall, s.s.live = wall, true
+}
+
 // SetPath gives the values of the path captures of the lines parsed next, those of the
 // file they come from, in Parser.PathCaptures order, until the next call: nil for one
 // that did not take part in the path's match (it reads as empty, as a regex group that

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/logwindow/logwindow_exporter/internal/store"
+	"github.com/logwindow/logwindow_exporter/internal/testutil/testclock"
 )
 
 // script is a time source that returns t0 plus the given offsets in turn.
@@ -37,7 +38,7 @@ func TestClockMovesOnlyForward(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			clk := newClock(script(t0, c.readings))
+			clk := newClock(script(t0, c.readings), nil, nil)
 			for i, want := range c.want {
 				if got := clk.second() - t0.Unix(); got != want {
 					t.Errorf("reading %d (source %v): processing second t0%+d, want t0%+d", i+1, c.readings[i], got, want)
@@ -52,7 +53,7 @@ func TestClockMovesOnlyForward(t *testing.T) {
 func TestClockConcurrentReaders(t *testing.T) {
 	t0 := time.Unix(1_700_000_000, 0)
 	var ticks atomic.Int64
-	clk := newClock(func() time.Time { return t0.Add(time.Duration(ticks.Add(1)-1) * time.Second) })
+	clk := newClock(func() time.Time { return t0.Add(time.Duration(ticks.Add(1)-1) * time.Second) }, nil, nil)
 	const readers, reads = 4, 500
 	var wg sync.WaitGroup
 	for range readers {
@@ -75,7 +76,7 @@ func TestClockNotBeforeFarAhead(t *testing.T) {
 	t0 := time.Unix(1_700_000_000, 0)
 	for _, held := range []int64{store.LatestSecond, store.LatestSecond + 1, math.MaxInt64 - 1, math.MaxInt64} {
 		t.Run(fmt.Sprint(held), func(t *testing.T) {
-			clk := newClock(script(t0, []time.Duration{0, 5 * time.Second}))
+			clk := newClock(script(t0, []time.Duration{0, 5 * time.Second}), nil, nil)
 			clk.notBefore(held)
 			at, later := clk.second(), clk.second()
 			if later <= at || later-at != 5 {
@@ -86,4 +87,50 @@ func TestClockNotBeforeFarAhead(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestClockWallStepHeld: the wall clock event-time rules are given goes on by the
+// monotonic clock through a step of the host's wall clock until the step has lasted
+// wallStepHold, follows the wall clock's slew, and starts each hold over when the step
+// changes.
+func TestClockWallStepHeld(t *testing.T) {
+	t0 := time.Unix(1_700_000_000, 0)
+	type reading struct {
+		after time.Duration // on both clocks, since the previous reading
+		step  time.Duration // of the wall clock alone, before the reading
+		want  time.Duration // the wall clock given, from t0
+	}
+	const day = 24 * time.Hour
+	cases := []struct {
+		name     string
+		readings []reading
+	}{
+		{"slew followed", []reading{{10 * time.Second, 400 * time.Millisecond, 10400 * time.Millisecond}, {10 * time.Second, 400 * time.Millisecond, 20800 * time.Millisecond}}},
+		{"a leap second's step back followed", []reading{{10 * time.Second, -time.Second, 9 * time.Second}, {time.Second, 0, 10 * time.Second}}},
+		{"ahead and set right", []reading{{time.Second, day, time.Second}, {30 * time.Second, 0, 31 * time.Second}, {time.Second, -day, 32 * time.Second}, {time.Second, 0, 33 * time.Second}}},
+		{"ahead and kept", []reading{{time.Second, day, time.Second}, {30 * time.Second, 0, 31 * time.Second}, {30 * time.Second, 0, day + 61*time.Second}, {time.Second, 0, day + 62*time.Second}}},
+		{"back and kept", []reading{{time.Second, -day, time.Second}, {wallStepHold, 0, -day + time.Second + wallStepHold}}},
+		{"a second step starts the hold over", []reading{{time.Second, day, time.Second}, {50 * time.Second, day, 51 * time.Second}, {50 * time.Second, 0, 101 * time.Second}, {10 * time.Second, 0, 2*day + 111*time.Second}}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			mono, wall := testclock.New(t0), testclock.New(t0)
+			clk := newClock(mono.Now, wall.Now, nil)
+			for i, r := range c.readings {
+				mono.Add(r.after)
+				wall.Add(r.after + r.step)
+				if _, got := clk.read(); got != t0.Add(r.want).Unix() {
+					t.Errorf("reading %d: wall t0%+ds, want t0%+ds", i+1, got-t0.Unix(), int64(r.want/time.Second))
+				}
+			}
+		})
+	}
+	t.Run("without a monotonic clock", func(t *testing.T) {
+		clk := newClock(script(t0, []time.Duration{day, day + time.Second}), nil, nil)
+		for i, want := range []time.Duration{day, day + time.Second} {
+			if _, got := clk.read(); got != t0.Add(want).Unix() {
+				t.Errorf("reading %d: wall t0%+ds, want t0%+ds", i+1, got-t0.Unix(), int64(want/time.Second))
+			}
+		}
+	})
 }

@@ -72,3 +72,97 @@ rules:
 		}
 	}
 }
+
+// TestEventTimeWallStep: the host's wall clock steps two days ahead while the monotonic
+// clock goes on (an NTP step on a VM resumed from suspend, a mistyped date -s). A step
+// set right within wallStepHold reaches no window: the windows the lines before it filled
+// keep them, and the lines a writer on the host stamped by the stepped clock meanwhile are
+// future, counted at the second the clock held. One that lasts wallStepHold is the clock
+// from then on: the lines before it are two days old, in no window.
+func TestEventTimeWallStep(t *testing.T) {
+	const rules = `
+global: {windows: [1m, 24h]}
+inputs: [{name: web, path: 'LOG', start_at: end}]
+rules:
+  - name: timed
+    match: 'ts=(?P<ts>\S+) n='
+    timestamp: {capture: ts, layout: '2006-01-02T15:04:05Z07:00'}
+`
+	const step = 48 * time.Hour
+	cases := []struct {
+		name     string
+		lasts    time.Duration // how long the step lasts on the monotonic clock
+		back     bool          // whether it is set right then
+		want1m   float64
+		want24h  float64
+		future   float64
+		logWants string
+	}{
+		{"set right within the hold", 20 * time.Second, true, 15, 15, 5, "came back"},
+		{"kept past the hold", wallStepHold + time.Second, false, 5, 5, 5, "stayed"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t0 := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
+			log := filepath.Join(t.TempDir(), "access.log")
+			if err := os.WriteFile(log, nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			var out syncbuf.Buffer
+			cfg, o := storedOn(t, strings.ReplaceAll(rules, "LOG", log), t.TempDir(), &out, Options{})
+			mono, wall := testclock.New(t0), testclock.New(t0)
+			o.Now, o.wall = mono.Now, wall.Now
+			both := func(d time.Duration) { mono.Add(d); wall.Add(d) }
+			p, err := Start(cfg, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(p.Stop)
+			lines := func(at time.Time, total float64) {
+				t.Helper()
+				f, err := os.OpenFile(log, os.O_APPEND|os.O_WRONLY, 0o644)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for n := range 5 {
+					fmt.Fprintf(f, "ts=%s n=%d\n", at.Format(time.RFC3339), n)
+				}
+				if err := f.Close(); err != nil {
+					t.Fatal(err)
+				}
+				deadline := time.Now().Add(20 * time.Second)
+				for gatherPipeline(t, p)[`timed_total{}`] != total {
+					if time.Now().After(deadline) {
+						t.Fatalf("timed_total not %v", total)
+					}
+					time.Sleep(10 * time.Millisecond)
+				}
+			}
+			lines(t0, 5)
+			both(10 * time.Second)
+			wall.Add(step)
+			p.Expire() // as its ticker would, while the clock is ahead
+			// A writer on the host stamps its lines by the clock it reads.
+			lines(wall.Now(), 10)
+			both(c.lasts)
+			if c.back {
+				wall.Add(-step)
+			}
+			p.Expire()
+			lines(wall.Now(), 15)
+			got := gatherPipeline(t, p)
+			for key, want := range map[string]float64{
+				`timed_window{window="1m"}`:                                        c.want1m,
+				`timed_window{window="24h"}`:                                       c.want24h,
+				`logwindow_rule_dropped_lines_total{reason="future",rule="timed"}`: c.future,
+			} {
+				if got[key] != want {
+					t.Errorf("%s: %v, want %v", key, got[key], want)
+				}
+			}
+			if !strings.Contains(out.String(), c.logWants) {
+				t.Errorf("no log of the step (%q):\n%s", c.logWants, out.String())
+			}
+		})
+	}
+}

@@ -118,7 +118,7 @@ func Explain(cfg *config.Config, file string, maxLines int, opts Options) ([]exp
 		}
 		closeLast()
 	}
-	now := newClock(opts.Now).second()
+	now := newClock(opts.Now, nil, nil).second()
 	if hasEventTime(cfg) {
 		newest := &newestTime{until: now}
 		parse(gen.parser.NewSession(), newest, func(message) {})

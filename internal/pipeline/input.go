@@ -670,15 +670,17 @@ func (in *stream) batch(p *Pipeline, w *pool, path string, line []byte) {
 	}
 }
 
-// setNow gives b's sink the clocks of the line being parsed; the reading goroutine's sink
-// of another binding (the generation changed) is flushed first, so that it holds nothing
-// once it is let go.
+// setNow gives b's sink the clocks of the line being parsed, and its session the wall
+// clock the line is read at as it is written; the reading goroutine's sink of another
+// binding (the generation changed) is flushed first, so that it holds nothing once it is
+// let go.
 func (in *stream) setNow(b *binding) {
 	if in.unflushed != b {
 		in.flush()
 		in.unflushed = b
 	}
 	b.sink.SetNow(in.processing, in.wall)
+	b.parse.SetWall(in.wall)
 }
 
 // flush writes what the reading goroutine's sink holds: when a read's lines were handed

@@ -66,7 +66,7 @@ func startFollower(p *Pipeline, ci config.Input, in *stream, shard int) (input.I
 	opts.Resume, opts.HandOver = p.resumeOf(ci.Source())
 	opts.Left, opts.Truncated = p.leftOf(ci.Source())
 	if !opts.HandOver {
-		opts.Taken = p.resumeTaken
+		opts.Taken, opts.Drained = p.resumeTaken, p.resumeDrained[ci.Source()]
 	}
 	if opts.Backfill != nil {
 		// The storage lock's wait and the fill's are one startupProbe's.

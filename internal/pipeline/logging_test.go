@@ -116,6 +116,49 @@ func TestHandOverOfRotatedFileLogged(t *testing.T) {
 	}
 }
 
+// A file rotated away and read to its end before a snapshot, gone at the restart (the
+// kubelet compresses a container log's rotated file at its next rotation) lost no line
+// known of: the log says it is gone at debug, not that lines written to it were lost.
+func TestDrainedFileGoneLogged(t *testing.T) {
+	dir, store := t.TempDir(), t.TempDir()
+	log := filepath.Join(dir, "access.log")
+	if err := os.WriteFile(log, []byte("x\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Parse(fmt.Appendf(nil, "inputs: [{path: '%s', start_at: beginning}]\nrules: [{name: lines, match: x}]\n", log), "rules.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := func(out *syncbuf.Buffer) *Pipeline {
+		// The rotated file stays open (its grace) until the stop's snapshot.
+		p, err := Start(cfg, Options{Now: time.Now, PollInterval: 10 * time.Millisecond, RotationGrace: time.Hour, StoragePath: store, Logger: slog.New(slog.NewTextHandler(out, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(p.Stop)
+		return p
+	}
+	var first syncbuf.Buffer
+	p := start(&first)
+	waitTotal(t, p, "the line", "lines_total{", 1)
+	if err := os.Rename(log, log+".1"); err != nil {
+		t.Fatal(err)
+	}
+	waitTotal(t, p, "the rotation", "logwindow_input_rotations_total", 1)
+	p.Stop()
+	if err := os.Remove(log + ".1"); err != nil {
+		t.Fatal(err)
+	}
+	var out syncbuf.Buffer
+	start(&out)
+	if lost := "the lines written to it after the position are lost"; strings.Contains(out.String(), lost) {
+		t.Errorf("log says %q of a file read to its end:\n%s", lost, out.String())
+	}
+	if want := fmt.Sprintf(`level=DEBUG msg="the file of a saved position is gone, read to its end after it left its path before the snapshot (compressed or removed since)" input=%s path=%s offset=2`, log, log); !strings.Contains(out.String(), want) {
+		t.Errorf("log lacks %s:\n%s", want, out.String())
+	}
+}
+
 // An input none of whose lines could be read as it says (here not CRI lines on a cri
 // input) is logged: when it starts, again at most once an hour while it goes on, and anew
 // after lines it could read ended it; a few lines are too few to tell, and lines partly

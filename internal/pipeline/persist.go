@@ -34,14 +34,16 @@ const DefaultStorageLockWait = 30 * time.Second
 // positions of the followed files, the CRI messages in parts being joined then, where
 // the files the followers closed after they left their path were read up to
 // (follow.Follower.Left), and what the files they found truncated lately held
-// (follow.Follower.Truncated). A snapshot without the last three (written before they
-// were) restores without those messages and files.
+// (follow.Follower.Truncated), and which of the positions' files had left their path and
+// were read to their end (follow.Follower.Drained). A snapshot without the last four
+// (written before they were) restores without those messages and files.
 const (
 	sectionPipeline  = "pipeline"
 	sectionFiles     = "files"
 	sectionParts     = "cri-parts"
 	sectionLeft      = "left-files"
 	sectionTruncated = "truncated-files"
+	sectionDrained   = "drained-files"
 )
 
 // persister is the pipeline's side of --storage.path.
@@ -151,12 +153,13 @@ func (p *Pipeline) restore(gen *generation) (map[string][]follow.Position, map[s
 	}
 	// The optional sections only help rare cases: a record of them that does not decode
 	// costs that record (skipped), not the snapshot's series and positions.
-	var left, truncated map[string][]follow.Position
+	var left, truncated, drained map[string][]follow.Position
 	var skipped []skippedRecord
 	if err == nil {
 		parts, skipped = decodeParts(snap, skipped)
 		left, skipped = decodeFiles(snap, sectionLeft, skipped)
 		truncated, skipped = decodeFiles(snap, sectionTruncated, skipped)
+		drained, skipped = decodeFiles(snap, sectionDrained, skipped)
 	}
 	var res store.Restored
 	if err == nil {
@@ -210,7 +213,7 @@ func (p *Pipeline) restore(gen *generation) (map[string][]follow.Position, map[s
 			messages += len(pp.parts)
 		}
 	}
-	p.resumeTaken, p.resumeLeft, p.resumeTruncated = snap.Written, left, truncated
+	p.resumeTaken, p.resumeLeft, p.resumeTruncated, p.resumeDrained = snap.Written, left, truncated, drained
 	// The followers judge by it which files rotated away while the exporter was down are
 	// to be read, against those files' own times. One ahead of the system's clock now was
 	// written while the clock ran ahead: the files written since it was set right are
@@ -378,7 +381,7 @@ type skippedRecord struct {
 }
 
 // decodeFiles reads a section of files other than those of the positions (sectionLeft,
-// sectionTruncated), by input source; a snapshot without it (written before it was) has
+// sectionTruncated), or of some of them (sectionDrained), by input source; a snapshot without it (written before it was) has
 // none. The records that do not decode are left out, appended to skipped.
 func decodeFiles(snap *storage.Snapshot, section string, skipped []skippedRecord) (map[string][]follow.Position, []skippedRecord) {
 	sec, ok := snap.Section(section)
@@ -540,20 +543,21 @@ func (p *Pipeline) snapshot(ahead *store.Encoded, begin time.Time, cutDone func(
 	defer s.write.Unlock()
 	cutAt := time.Now()
 	p.cut.Lock()
-	files, left, truncated := make(map[string][]follow.Position), make(map[string][]follow.Position), make(map[string][]follow.Position)
+	files, left, truncated, drained := make(map[string][]follow.Position), make(map[string][]follow.Position), make(map[string][]follow.Position), make(map[string][]follow.Position)
 	var parts [][]byte
 	for _, in := range p.inputs {
 		in.drain()
 	}
 	for _, in := range p.inputs {
 		if f, ok := in.running.(*follow.Follower); ok {
-			ps := f.Positions()
-			for _, pp := range in.partsAt(ps, f.Drained) { // before keptAt moves any back
+			ps, done := f.Positions(), f.Drained()
+			for _, pp := range in.partsAt(ps, func() []follow.Position { return done }) { // before keptAt moves any back
 				parts = append(parts, appendPathParts(nil, in.source, pp))
 			}
 			files[in.source] = append(files[in.source], in.keptAt(ps)...)
 			left[in.source] = append(left[in.source], f.Left()...)
 			truncated[in.source] = append(truncated[in.source], f.Truncated()...)
+			drained[in.source] = append(drained[in.source], done...)
 		}
 	}
 	enc, err := p.gen.Load().set.Encode(ahead)
@@ -601,7 +605,7 @@ func (p *Pipeline) snapshot(ahead *store.Encoded, begin time.Time, cutDone func(
 			for _, sec := range []struct {
 				name  string
 				files map[string][]follow.Position
-			}{{sectionLeft, left}, {sectionTruncated, truncated}} {
+			}{{sectionLeft, left}, {sectionTruncated, truncated}, {sectionDrained, drained}} {
 				if err := w.Section(sec.name); err != nil {
 					return err
 				}

@@ -446,7 +446,7 @@ func TestStorageBadSnapshot(t *testing.T) {
 
 // TestStorageBadOptionalRecord: a bad record (its checksums right: a snapshot of another
 // build, or one edited) in a section that only helps a rare case (messages in parts,
-// files left, files found truncated) costs that record, warned of by its section and
+// files left, files found truncated, files read to their end) costs that record, warned of by its section and
 // counted, not the snapshot: its series and positions are restored, and the lines
 // appended while the exporter was down are counted once. It set the snapshot aside whole.
 func TestStorageBadOptionalRecord(t *testing.T) {
@@ -484,6 +484,8 @@ func TestStorageBadOptionalRecord(t *testing.T) {
 		"files left the input does not name":   files(sectionLeft)[1:],
 		"truncated files cut short":            files(sectionTruncated)[:1],
 		"truncated files not named":            files(sectionTruncated)[1:],
+		"drained files cut short":              files(sectionDrained)[:1],
+		"drained files not named":              files(sectionDrained)[1:],
 		"one in each":                          {cutShortParts, forgedStream, files(sectionLeft)[1], files(sectionTruncated)[0]},
 	}
 	for name, bads := range cases {

@@ -32,7 +32,11 @@ type Options struct {
 	// Now is the processing-time clock. Only forward differences between its readings are
 	// used (plus the first reading as the origin), so a time.Now with its monotonic reading
 	// makes processing time immune to wall-clock steps; tests inject a fake.
-	Now    func() time.Time
+	Now func() time.Time
+	// wall, when set, is the wall clock apart from Now, whose readings' differences are
+	// then taken for the monotonic clock's: a test steps the wall clock alone with it, as
+	// NTP steps the host's.
+	wall   func() time.Time
 	Logger *slog.Logger
 	// MaxLineBytes, RotationGrace and PollInterval are passed to every follower; zero means
 	// the follower's default.
@@ -155,11 +159,14 @@ type Pipeline struct {
 	resumeParts map[string][]pathParts
 	// resumeTaken is when the snapshot restored was written (follow.Options.Taken),
 	// resumeLeft where its followers' files closed after they left their path were read
-	// up to, by input source (follow.Options.Left), and resumeTruncated what the files
-	// they found truncated lately held (follow.Options.Truncated).
+	// up to, by input source (follow.Options.Left), resumeTruncated what the files
+	// they found truncated lately held (follow.Options.Truncated), and resumeDrained the
+	// positions of files read to their end after they left their path
+	// (follow.Options.Drained).
 	resumeTaken     time.Time
 	resumeLeft      map[string][]follow.Position
 	resumeTruncated map[string][]follow.Position
+	resumeDrained   map[string][]follow.Position
 	// handedOver holds, during syncInputs, the positions of the followers it stopped to
 	// replace them, by input source (handOver), and handedParts the CRI messages in parts
 	// their joiners were in the middle of, handedLeft the files they closed after the
@@ -190,7 +197,7 @@ func Start(cfg *config.Config, opts Options) (*Pipeline, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Pipeline{opts: opts, clock: newClock(opts.Now), loadAgain: config.LoadAgain, inputs: map[string]*stream{}, restored: math.MaxInt64, begun: begun}
+	p := &Pipeline{opts: opts, clock: newClock(opts.Now, opts.wall, opts.Logger), loadAgain: config.LoadAgain, inputs: map[string]*stream{}, restored: math.MaxInt64, begun: begun}
 	if opts.StoragePath != "" {
 		p.storage = &persister{dir: opts.StoragePath, interval: cmp.Or(opts.SnapshotInterval, DefaultSnapshotInterval), writeFile: storage.Write, encodeAhead: (*store.Set).EncodeAhead}
 		p.storage.stats.Enabled = true
@@ -205,7 +212,7 @@ func Start(cfg *config.Config, opts Options) (*Pipeline, error) {
 	defer p.mu.Unlock()
 	p.starting = true
 	err = p.syncInputs(cfg)
-	p.starting, p.resume, p.resumeParts, p.resumeTaken, p.resumeLeft, p.resumeTruncated = false, nil, nil, time.Time{}, nil, nil
+	p.starting, p.resume, p.resumeParts, p.resumeTaken, p.resumeLeft, p.resumeTruncated, p.resumeDrained = false, nil, nil, time.Time{}, nil, nil, nil
 	if err != nil {
 		p.stopInputs(nil)
 		if p.storage != nil {
@@ -499,61 +506,4 @@ func (p *Pipeline) inputStats() []selfmetric.InputStats {
 		out = append(out, in.stats())
 	}
 	return out
-}
-
-// clock turns a time source into processing-time seconds. It starts at the first reading
-// and moves by the difference between consecutive readings when that is positive. With
-// time.Now the difference is monotonic, so a wall-clock step does not move it; a source
-// that steps back (an injected clock) makes it stand still until the source moves on, and
-// from there it moves with the source again. Processing time therefore never goes back,
-// which the windows need: a series keeps its newest second, so an event placed an hour
-// behind it would be dropped as late and reads would stay at that second for the hour.
-type clock struct {
-	now  func() time.Time
-	mu   sync.Mutex // readings are taken under it, so each difference is counted once
-	last time.Time  // the previous reading
-	at   time.Time  // the processing time of the previous reading
-}
-
-func newClock(now func() time.Time) *clock {
-	t := now()
-	return &clock{now: now, last: t, at: t}
-}
-
-// read returns the processing second and, from the same reading, the wall-clock second:
-// event-time rules compare a line's own (wall-clock) time with the latter.
-func (c *clock) read() (processing, wall int64) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	t := c.now()
-	if d := t.Sub(c.last); d > 0 {
-		c.at = c.at.Add(d)
-	}
-	c.last = t
-	return c.at.Unix(), t.Unix()
-}
-
-// notBefore moves the processing time forward to second t if it is behind it: a restart
-// goes on from the processing second of the snapshot it restored (store.Restored), not
-// from a wall clock behind it, so that processing time does not go back across a restart
-// either. It then runs that far ahead of the wall clock, which no sample shows: windows
-// and the activity of label sets go by it, neither of which is exported as a time. It
-// is held at most at store.LatestSecond, which a restore checks its seconds against:
-// near the end of int64 the time moved on from t would wrap to negative seconds.
-func (c *clock) notBefore(t int64) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	t = min(t, store.LatestSecond)
-	if c.at.Unix() < t {
-		c.at = time.Unix(t, 0)
-	}
-}
-
-func (c *clock) second() int64 {
-	processing, _ := c.read()
-	return processing
-}
-
-func (c *clock) wall() int64 {
-	return c.now().Unix()
 }

@@ -41,7 +41,7 @@ func Replay(cfg *config.Config, files []string, opts Options, w io.Writer) error
 		return err
 	}
 	read := inputsOf(cfg, files, opts.Logger)
-	now := newClock(opts.Now).second()
+	now := newClock(opts.Now, nil, nil).second()
 	if hasEventTime(cfg) {
 		newest := &newestTime{until: now}
 		if _, err := replayFiles("replay", gen.parser, read, opts.quiet(), newest, nil); err != nil {

@@ -167,6 +167,7 @@ func (wk *worker) run(p *Pipeline, in *stream, w *pool) {
 func (w *pool) parse(p *Pipeline, in *stream, slot *atomic.Pointer[binding], bt *batch) {
 	b := in.bindTo(p, slot)
 	b.sink.SetNow(bt.processing, bt.wall)
+	b.parse.SetWall(bt.wall)
 	handed := bt.handed
 	for i := range bt.lines {
 		l := &bt.lines[i]

@@ -46,6 +46,12 @@ func TestZoneOffsetWarned(t *testing.T) {
 		}, `behind=5h0m0s as_local_times_of=UTC-05:00`},
 		{"west, lines parsed by workers", "", 2, func(now time.Time) time.Time { return now.In(newYork) },
 			`input=app rules=lines,errors behind=5h0m0s as_local_times_of=UTC-05:00`},
+		{"senders in two zones", "", 0, func(now time.Time) time.Time {
+			if now.Minute()%2 == 0 {
+				return now.In(newYork)
+			}
+			return now
+		}, `level=WARN msg="timestamp: some of the lines' own times stay a whole UTC offset from the host's clock and others at another, as the local times of writers in several zones (syslog senders) read by a layout without a zone are; the lines behind the clock are in no window shorter than their offset, those ahead are counted as future: have the writers write their UTC offset and read it with the layout (-0700), or UTC, or give each zone's lines an input of its own with its location:" input=app rules=lines,errors behind=5h0m0s as_local_times_of=UTC-05:00 others_as_local_times_of=UTC+00:00`},
 		{"on time", "", 0, func(now time.Time) time.Time { return now }, ""},
 		{"read in its zone", "America/New_York", 0, func(now time.Time) time.Time { return now.In(newYork) }, ""},
 		{"a writer's clock minutes behind", "", 0, func(now time.Time) time.Time { return now.Add(-7 * time.Minute) }, ""},
@@ -111,8 +117,24 @@ rules:
 	}
 }
 
+// interleave takes a sample of a and one of b in turn, as the lines of senders in two
+// zones come over one socket: the samples of each at the same wall seconds.
+func interleave[S any](a, b []S) []S {
+	var out []S
+	for i := range max(len(a), len(b)) {
+		if i < len(a) {
+			out = append(out, a[i])
+		}
+		if i < len(b) {
+			out = append(out, b[i])
+		}
+	}
+	return out
+}
+
 // A run of offsets from the clock is judged once it lasted zoneSpan with zoneSamples
-// samples within zoneSpread; one that moves starts over.
+// samples within zoneSpread, also while samples of other offsets come between its own
+// (lines of senders in several zones); one that moves starts over.
 func TestZoneRun(t *testing.T) {
 	type sample struct{ wall, offset int64 }
 	steady := func(offset int64, n int, every int64) []sample {
@@ -136,13 +158,16 @@ func TestZoneRun(t *testing.T) {
 		{"lagging within the spread", []sample{{0, -3600}, {60, -3660}, {120, -3610}, {180, -3600}, {240, -3650}, {300, -3600}}, -3600},
 		{"a log's old lines, standing still", []sample{{0, -3600}, {60, -3660}, {120, -3720}, {180, -3780}, {240, -3840}, {300, -3900}}, 0},
 		{"a catch-up, then live", append([]sample{{0, -86400}, {1, -40000}, {2, -9000}}, steady(5400, 6, 60)...), 5400},
+		{"senders in two zones", interleave(steady(0, 12, 60), steady(-5*3600, 12, 60)), -5 * 3600},
+		{"senders in three zones", interleave(steady(3600, 12, 60), interleave(steady(0, 12, 60), steady(-5*3600, 12, 60))), 3600},
+		{"a sender a quarter hour behind among others", interleave(steady(0, 8, 60), interleave(steady(-2, 8, 60), steady(-900, 8, 60))), -900},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			var r zoneRun
 			var got int64
 			for _, s := range c.samples {
-				if o := r.observe(s.wall, s.offset); o != 0 {
+				if o, _, _ := r.observe(s.wall, s.offset); o != 0 {
 					if got != 0 {
 						t.Fatalf("judged twice: %d then %d", got, o)
 					}
@@ -154,5 +179,53 @@ func TestZoneRun(t *testing.T) {
 				t.Errorf("observe gave %d, want %d", got, c.want)
 			}
 		})
+	}
+}
+
+// TestRepeatedHourReadLive: an input reading a quiet log as it is written reads a line
+// of the hour New York repeats at the offset that puts it nearer the host's clock: the
+// line of the second time through half an hour after the first's last is in the 1m
+// window, not an hour back.
+func TestRepeatedHourReadLive(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "app.log")
+	if err := os.WriteFile(path, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Parse(fmt.Appendf(nil, `
+global: {windows: [1m, 24h]}
+inputs: [{name: app, path: '%s'}]
+rules:
+  - name: lines
+    match: '^(?P<t>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d) '
+    timestamp: {capture: t, layout: '2006-01-02 15:04:05', location: America/New_York}
+`, path), "rules.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	clock := testclock.New(time.Date(2026, 11, 1, 4, 50, 0, 0, time.UTC)) // 00:50 EDT
+	p, err := Start(cfg, Options{Now: clock.Now, PollInterval: 5 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Stop)
+	waitReady(t, p)
+	for i, at := range []struct {
+		line  string
+		after time.Duration // on the clock, since the line before
+	}{
+		{"2026-11-01 00:50:00 a", 0},
+		{"2026-11-01 01:40:00 b", 50 * time.Minute}, // 05:40 UTC, EDT
+		{"2026-11-01 01:15:00 c", 35 * time.Minute}, // 06:15 UTC, EST
+	} {
+		clock.Add(at.after)
+		appendTo(t, path, at.line+"\n")
+		waitRead(t, p, uint64(i+1))
+	}
+	got := gatherPipeline(t, p)
+	if w := got[`lines_window{window="1m"}`]; w != 1 {
+		t.Errorf("1m window: %v, want 1 (the line read at the clock's second)", w)
+	}
+	if w := got[`lines_window{window="24h"}`]; w != 3 {
+		t.Errorf("24h window: %v, want 3", w)
 	}
 }

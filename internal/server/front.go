@@ -3,7 +3,6 @@ package server
 import (
 	"crypto/sha256"
 	"log/slog"
-	"net"
 	"net/http"
 	"slices"
 	"sync"
@@ -64,8 +63,9 @@ type front struct {
 	checks map[[sha256.Size]byte]*check
 }
 
-// check is a request in the toolkit's check with credentials not known, from client's
-// address (which net/http leaves empty for a connection without one), and the requests
+// check is a request in the toolkit's check with credentials not known, from client (see
+// client: an address, an IPv6 /64; net/http leaves it empty for a connection without
+// one), and the requests
 // with the same credentials waiting for it. over is closed as it ends, passed or with
 // the status and header of the toolkit's reply.
 type check struct {
@@ -112,8 +112,9 @@ func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // admit reports whether p may go on: to the toolkit's check, as its credentials are
 // known, or fewer than unverifiedAtOnce requests with unknown ones are being checked,
-// none from its client's address (every peer of a unix socket has one, "@", as every
-// client behind a proxy has the proxy's; a vsock peer has its context ID's), p then being
+// none from its client (its address, or its IPv6 /64, see client: every peer of a unix
+// socket has one, "@", as every client behind a proxy has the proxy's; a vsock peer has
+// its context ID's), p then being
 // in the check until it leaves it; or to wait for the check of its credentials, c, with
 // fewer than waitersPerCheck others.
 func (f *front) admit(p *passage) (c *check, ok bool) {
@@ -129,19 +130,16 @@ func (f *front) admit(p *passage) (c *check, ok bool) {
 		c.waiters++
 		return c, true
 	}
-	client := p.r.RemoteAddr
-	if host, _, err := net.SplitHostPort(client); err == nil {
-		client = host
-	}
+	from := client(p.r.RemoteAddr)
 	if len(f.checks) >= unverifiedAtOnce {
 		return nil, false
 	}
 	for _, c := range f.checks {
-		if c.client == client {
+		if c.client == from {
 			return nil, false
 		}
 	}
-	p.check = &check{client: client, over: make(chan struct{})}
+	p.check = &check{client: from, over: make(chan struct{})}
 	f.checks[p.key] = p.check
 	return nil, true
 }

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -20,15 +21,18 @@ import (
 // connLimiter bounds the connections the server holds, as its http.Server's ConnState:
 // past max, a new connection takes the place of the one that has been idle longest
 // between requests, or else of the one that has waited longest for its first request,
-// if that has waited for grace at least; or else of the one that has waited longest of
-// the client address holding the most that wait for their first request, when it holds
-// more than one more than the new connection's address; else the new connection is
-// closed. So held sockets use at most max file descriptors, a client that opens many
-// and sends nothing cannot keep a scraper out for long, nor at all from another address
-// (by opening max connections a second), and a burst of new connections cannot close a
-// scraper's before it had the time to send its request. (An idle connection may be
-// closed at any time: a client sends its request again on a new one.) A connection
-// running a request is left alone: the read and write timeouts end it.
+// if that has waited for grace at least; or else of the one whose replies have waited
+// longest for their client, the handlers of its requests all returned, if they have
+// waited grace at least (see busy); or else of the one that has waited longest of the
+// client (an address, an IPv6 /64: see client) holding the most that wait for their
+// first request, when it holds more than one more than the new connection's client; else
+// the new connection is closed. So held sockets use at most max file descriptors, a
+// client that opens many and sends nothing, or reads no reply, cannot keep a scraper out
+// for long, nor at all from another address (by opening max connections a second), and a
+// burst of new connections cannot close a scraper's before it had the time to send its
+// request. (An idle connection may be closed at any time: a client sends its request
+// again on a new one.) A connection whose handler runs is left alone: the read and write
+// timeouts end it, and the scrape limiter a scrape whose client does not read.
 type connLimiter struct {
 	max    int
 	grace  time.Duration
@@ -38,7 +42,7 @@ type connLimiter struct {
 	// idle and fresh are the connections waiting for a request, between two or before
 	// the first, since when; running are those running a request.
 	idle, fresh map[net.Conn]time.Time
-	running     map[net.Conn]struct{}
+	running     map[net.Conn]*busy
 	// hosts are the client addresses of the fresh connections, freshBy how many each
 	// holds.
 	hosts   map[net.Conn]string
@@ -52,21 +56,97 @@ type connLimiter struct {
 
 func newConnLimiter(max int, grace time.Duration, logger *slog.Logger) *connLimiter {
 	return &connLimiter{max: max, grace: grace, logger: logger,
-		idle: map[net.Conn]time.Time{}, fresh: map[net.Conn]time.Time{}, running: map[net.Conn]struct{}{},
+		idle: map[net.Conn]time.Time{}, fresh: map[net.Conn]time.Time{}, running: map[net.Conn]*busy{},
 		hosts: map[net.Conn]string{}, freshBy: map[string]int{}}
 }
 
-// connHost is the client address of c, without its port.
+// busy is a connection running requests: handlers of them run on it (see handling), or
+// none has since when. A connection that runs requests with no handler running writes
+// replies its client has not read yet: the streams of an HTTP/2 client that opens no
+// flow-control window, which net/http holds until the write timeout, or the end of an
+// HTTP/1.1 reply.
+type busy struct {
+	handlers int
+	since    time.Time
+}
+
+// connKey is the context key of a request's connection, for handling.
+type connKey struct{}
+
+// connContext is the http.Server's ConnContext: it puts the connection in the context of
+// its requests.
+func (l *connLimiter) connContext(ctx context.Context, c net.Conn) context.Context {
+	return context.WithValue(ctx, connKey{}, c)
+}
+
+// handler serves h, telling l when a request's handler runs on its connection.
+func (l *connLimiter) handler(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if c, ok := r.Context().Value(connKey{}).(net.Conn); ok {
+			defer l.handling(c)()
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// handling tells l that a handler runs on c, until the function it returns is called.
+func (l *connLimiter) handling(c net.Conn) (done func()) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	b := l.running[c]
+	if b == nil {
+		return func() {}
+	}
+	b.handlers++
+	return func() {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		if b.handlers--; b.handlers == 0 {
+			b.since = time.Now()
+		}
+	}
+}
+
+// stalled is the connection running requests whose handlers all returned before limit,
+// the earliest; nil if none. Under l.mu.
+func (l *connLimiter) stalled(limit time.Time) net.Conn {
+	var c net.Conn
+	for x, b := range l.running {
+		if b.handlers == 0 && !b.since.After(limit) {
+			c, limit = x, b.since
+		}
+	}
+	return c
+}
+
+// connHost is the client c counts as (see client).
 func connHost(c net.Conn) string {
 	addr := c.RemoteAddr()
 	if addr == nil {
 		return ""
 	}
-	host, _, err := net.SplitHostPort(addr.String())
+	return client(addr.String())
+}
+
+// client is the client a connection or request from addr counts as, where one is held
+// to its share: its address without the port, or, for an IPv6 address, its /64. A host
+// on IPv6 is given a /64 at least, and may take any address of it for each connection,
+// so the addresses of a /64 are one client's, as rate limiters count them. An IPv4
+// address mapped into IPv6 is the IPv4 address. What is no IP address (a unix socket's
+// peer, a vsock context ID) is itself.
+func client(addr string) string {
+	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
-		return addr.String() // a unix socket's peer, a vsock context ID
+		host = addr
 	}
-	return host
+	ip, err := netip.ParseAddr(host)
+	if err != nil {
+		return host
+	}
+	if ip = ip.Unmap().WithZone(""); ip.Is4() {
+		return ip.String()
+	}
+	return netip.PrefixFrom(ip, 64).Masked().String()
 }
 
 // crowding is the fresh connection that has waited longest of the client address
@@ -152,6 +232,9 @@ func (l *connLimiter) track(c net.Conn, state http.ConnState) {
 				victim = oldest(l.fresh, now.Add(-l.grace))
 			}
 			if victim == nil {
+				victim = l.stalled(now.Add(-l.grace))
+			}
+			if victim == nil {
 				victim = l.crowding(host)
 			}
 			if victim == nil {
@@ -160,6 +243,7 @@ func (l *connLimiter) track(c net.Conn, state http.ConnState) {
 			}
 			delete(l.idle, victim)
 			l.unfresh(victim)
+			delete(l.running, victim)
 			go victim.Close()
 		}
 		l.fresh[c] = now
@@ -168,7 +252,9 @@ func (l *connLimiter) track(c net.Conn, state http.ConnState) {
 	case http.StateActive:
 		delete(l.idle, c)
 		l.unfresh(c)
-		l.running[c] = struct{}{}
+		if l.running[c] == nil {
+			l.running[c] = &busy{since: time.Now()}
+		}
 	case http.StateIdle:
 		delete(l.running, c)
 		l.idle[c] = time.Now()
@@ -182,10 +268,13 @@ func (l *connLimiter) track(c net.Conn, state http.ConnState) {
 // scrapeLimiter bounds the scrapes in flight: each holds the rules it reads until they are
 // written. A scrape past max waits, up to wait, for a place: one that frees, or that of a
 // scrape whose write has been blocked for stall (a client that does not read), which is
-// ended. The scrape that came last is given the next place, and when max scrapes wait
-// already, the one that has waited longest gets 503 at once: so clients that came before
-// and do not read cannot keep out a scraper that comes after them. A scrape that waited
-// in vain gets 503 too. The status page has a limiter of its own, so that pages asked for
+// ended. The scrape that came last is given the next place, of the client (an address,
+// an IPv6 /64: see client) running the fewest, and when max scrapes wait already, the
+// one that has waited longest of the client with the most waiting gets 503 at once: so
+// clients that came before and do not read cannot keep out a scraper that comes after
+// them, nor can a client sending scrapes faster than places free (each 503 sent again at
+// once) put out or go before another client's. A scrape that waited in vain gets 503
+// too. The status page has a limiter of its own, so that pages asked for
 // cannot keep out a scraper, nor scrapes the page.
 //
 // With a budget, the limiter also bounds the heap the scrapes in flight hold: each is
@@ -259,6 +348,8 @@ func (l *scrapeLimiter) withBudget(budget int64, cost func(*http.Request) func()
 
 // scrape is one scrape in flight, or waiting.
 type scrape struct {
+	// client is its request's client (see client), which the limiter shares places by.
+	client string
 	// blocked is when its current write to the client began, in Unix nanoseconds; 0
 	// outside writes.
 	blocked atomic.Int64
@@ -298,7 +389,7 @@ func (w scrapeWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 func (l *scrapeLimiter) handler(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rc := http.NewResponseController(w)
-		s := &scrape{end: func() { _ = rc.SetWriteDeadline(time.Now()) }, given: make(chan bool, 1)}
+		s := &scrape{client: client(r.RemoteAddr), end: func() { _ = rc.SetWriteDeadline(time.Now()) }, given: make(chan bool, 1)}
 		if l.budget > 0 {
 			s.cost = l.cost(r)
 		}
@@ -340,12 +431,13 @@ func (l *scrapeLimiter) logRefusal(r *http.Request, why refusal) {
 // it says why.
 func (l *scrapeLimiter) acquire(r *http.Request, s *scrape) (bool, refusal) {
 	l.mu.Lock()
-	if len(l.waiting) == l.max {
-		l.waiting[0].given <- false
-		l.waiting = slices.Delete(l.waiting, 0, 1)
+	l.waiting = append(l.waiting, s)
+	if len(l.waiting) > l.max {
+		i := l.crowding()
+		l.waiting[i].given <- false
+		l.waiting = slices.Delete(l.waiting, i, i+1)
 		l.refusals[refusedDisplaced]++
 	}
-	l.waiting = append(l.waiting, s)
 	next := l.fill()
 	l.mu.Unlock()
 	give := time.NewTimer(l.wait)
@@ -381,6 +473,36 @@ func (l *scrapeLimiter) acquire(r *http.Request, s *scrape) (bool, refusal) {
 	}
 }
 
+// crowding is the index in l.waiting of the scrape to put out of it: the one that has
+// waited longest of the client with the most waiting, so that a client sending scrapes
+// faster than places free puts out its own, not another's. Under l.mu.
+func (l *scrapeLimiter) crowding() int {
+	waiting := map[string]int{}
+	most := 0
+	for _, w := range l.waiting {
+		waiting[w.client]++
+		most = max(most, waiting[w.client])
+	}
+	return slices.IndexFunc(l.waiting, func(w *scrape) bool { return waiting[w.client] == most })
+}
+
+// next is the index in l.waiting of the scrape to give the next place: the last come of
+// the client running the fewest scrapes, so that a client sending scrapes faster than
+// places free does not take every place that frees. Under l.mu.
+func (l *scrapeLimiter) next() int {
+	running := map[string]int{}
+	for r := range l.running {
+		running[r.client]++
+	}
+	next := len(l.waiting) - 1
+	for i := next - 1; i >= 0; i-- {
+		if running[l.waiting[i].client] < running[l.waiting[next].client] {
+			next = i
+		}
+	}
+	return next
+}
+
 // fits reports whether s may run beside the running scrapes. Under l.mu.
 func (l *scrapeLimiter) fits(s *scrape) bool {
 	return len(l.running) < l.max && (l.budget == 0 || l.held+l.wanting+s.charge <= l.budget)
@@ -391,12 +513,13 @@ func (l *scrapeLimiter) fits(s *scrape) bool {
 // blocked longest will have stalled, or after stall when none is blocked. Under l.mu.
 func (l *scrapeLimiter) fill() time.Duration {
 	for len(l.waiting) > 0 {
-		w := l.waiting[len(l.waiting)-1]
+		i := l.next()
+		w := l.waiting[i]
 		l.price(w)
 		if wait := l.makeRoom(nil, func() bool { return l.fits(w) }); wait > 0 {
 			return wait
 		}
-		l.waiting = l.waiting[:len(l.waiting)-1]
+		l.waiting = slices.Delete(l.waiting, i, i+1)
 		l.running[w] = struct{}{}
 		l.held += w.charge
 		if w.alone {

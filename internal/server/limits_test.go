@@ -69,13 +69,17 @@ func TestConnLimiter(t *testing.T) {
 		time.Sleep(time.Second)
 		d := conn("d")
 		check("a second later", map[*testConn]bool{a: true, b: false, d: false})
+		// A request runs from its handler's start (see handling) to the end of its reply.
 		l.track(b, http.StateActive)
+		defer l.handling(b)()
 		time.Sleep(time.Second)
 		e := conn("e")
 		check("b running a request", map[*testConn]bool{b: false, d: true, e: false})
 		l.track(e, http.StateActive)
+		eDone := l.handling(e)
 		f := conn("f")
 		check("both running", map[*testConn]bool{b: false, e: false, f: true})
+		eDone()
 		l.track(e, http.StateIdle)
 		g := conn("g")
 		check("e idle, at once", map[*testConn]bool{b: false, e: true, g: false})
@@ -139,6 +143,80 @@ func TestConnLimiterFloodFromOneAddress(t *testing.T) {
 	})
 }
 
+// TestConnLimiterFloodFromOneIPv6Subnet: an IPv6 client holds a /64 at least, and picks
+// any address of it for each connection: one connection from each of 4 addresses let no
+// address hold more than one more than a scraper's, and the scraper's new connection
+// was closed, as beside a flood from 4 clients. The addresses of a /64 are one client's.
+func TestConnLimiterFloodFromOneIPv6Subnet(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := newConnLimiter(4, time.Second, slog.New(slog.DiscardHandler))
+		conn := func(name, addr string) *testConn {
+			c := &testConn{name: name, remote: addr}
+			l.track(c, http.StateNew)
+			synctest.Wait() // a victim is closed on a goroutine
+			return c
+		}
+		var flood []*testConn
+		for i := range 4 {
+			flood = append(flood, conn(fmt.Sprint("flood", i), fmt.Sprintf("[2001:db8::%x]:40000", i+1)))
+			time.Sleep(time.Millisecond)
+		}
+		scraper := conn("scraper", "[2001:db8:0:1::1]:50000")
+		if scraper.closed.Load() || !flood[0].closed.Load() || flood[1].closed.Load() {
+			t.Errorf("a scraper's connection beside a flood from one /64: scraper closed %v, the flood's oldest %v, its next %v; want the flood's oldest alone closed",
+				scraper.closed.Load(), flood[0].closed.Load(), flood[1].closed.Load())
+		}
+		if more := conn("flood4", "[2001:db8::99]:40000"); !more.closed.Load() {
+			t.Error("a new connection from the /64 holding the most was let in, within a second of the others")
+		}
+	})
+}
+
+// TestConnLimiterStalledReplies: a connection whose requests' handlers all returned, but
+// whose replies are not written yet (HTTP/2 streams of a client that opens no
+// flow-control window, an HTTP/1.1 reply its client does not read), runs a request for
+// net/http until the write timeout: the limit's worth of such connections, each asking
+// for /-/healthy without a password, had every scraper's new connection closed for as
+// long as they were renewed. Past the limit, a new connection takes the place of the one
+// whose replies waited longest for their client, once they waited grace; a connection
+// whose handler runs (a scrape being read, a password being checked) is left alone, and
+// so is one whose replies are younger than grace.
+func TestConnLimiterStalledReplies(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := newConnLimiter(2, time.Second, slog.New(slog.DiscardHandler))
+		conn := func(name, addr string) *testConn {
+			c := &testConn{name: name, remote: addr}
+			l.track(c, http.StateNew)
+			synctest.Wait() // a victim is closed on a goroutine
+			return c
+		}
+		// a runs a request whose reply is stalled, b one whose handler runs.
+		a := conn("a", "10.0.0.9:40000")
+		l.track(a, http.StateActive)
+		l.handling(a)()
+		b := conn("b", "10.0.0.9:40001")
+		l.track(b, http.StateActive)
+		defer l.handling(b)()
+		time.Sleep(time.Second / 2)
+		if c := conn("early", "10.0.0.1:50000"); !c.closed.Load() || a.closed.Load() {
+			t.Errorf("half a second after a's handler returned: the new connection closed %v, a %v; want the new one closed", c.closed.Load(), a.closed.Load())
+		}
+		time.Sleep(time.Second / 2)
+		scraper := conn("scraper", "10.0.0.1:50001")
+		if scraper.closed.Load() || !a.closed.Load() || b.closed.Load() {
+			t.Errorf("a second after a's handler returned: the scraper's connection closed %v, a %v, b %v; want a alone closed",
+				scraper.closed.Load(), a.closed.Load(), b.closed.Load())
+		}
+		l.track(a, http.StateClosed)
+		l.track(scraper, http.StateActive)
+		defer l.handling(scraper)()
+		time.Sleep(time.Minute)
+		if c := conn("late", "10.0.0.1:50002"); !c.closed.Load() || b.closed.Load() {
+			t.Errorf("b's handler running for a minute: the new connection closed %v, b %v; want the new one closed", c.closed.Load(), b.closed.Load())
+		}
+	})
+}
+
 // At shutdown the connections that sent no request are closed, and so is one the server's
 // accept loop tracks only after that: Shutdown would wait 5 s for each.
 func TestConnLimiterCloseFresh(t *testing.T) {
@@ -190,6 +268,11 @@ type scrapeResult struct {
 // serveAt runs a scrape of target that writes once, after its gate opens (a nil gate is
 // open), and reports how it ended.
 func serveAt(l *scrapeLimiter, start time.Time, w http.ResponseWriter, g *gate, target string) chan scrapeResult {
+	return serveFrom(l, start, w, g, target, "")
+}
+
+// serveFrom is serveAt for a client at remote (httptest's when empty).
+func serveFrom(l *scrapeLimiter, start time.Time, w http.ResponseWriter, g *gate, target, remote string) chan scrapeResult {
 	done := make(chan scrapeResult, 1)
 	var err error
 	h := l.handler(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
@@ -199,8 +282,12 @@ func serveAt(l *scrapeLimiter, start time.Time, w http.ResponseWriter, g *gate, 
 		}
 		_, err = w.Write([]byte("metrics\n"))
 	}))
+	r := httptest.NewRequest(http.MethodGet, target, nil)
+	if remote != "" {
+		r.RemoteAddr = remote
+	}
 	go func() {
-		h.ServeHTTP(w, httptest.NewRequest(http.MethodGet, target, nil))
+		h.ServeHTTP(w, r)
 		code := http.StatusOK
 		if rec, ok := w.(interface{ Result() *http.Response }); ok {
 			code = rec.Result().StatusCode
@@ -292,6 +379,57 @@ func TestScrapeLimiter(t *testing.T) {
 				}
 			}
 		})
+	})
+}
+
+// TestScrapeLimiterSharedByClients: a client sending scrapes faster than places free (a
+// loop of requests, or requests pipelined on many connections, answered 503 at once and
+// sent again) put out every other client's waiting scrape, the oldest, as its own came,
+// and took each place that freed, its scrape being the last come: 30 connections of
+// pipelined scrapes had a Prometheus answered 503 within 20 ms, every time. A scrape
+// past max waiting now puts out the oldest of the client (an address, an IPv6 /64) with
+// the most waiting, and a place goes to the scrape of the client running the fewest,
+// the last come of them.
+func TestScrapeLimiterSharedByClients(t *testing.T) {
+	const stall, wait = time.Second, 5 * time.Second
+	synctest.Test(t, func(t *testing.T) {
+		l := newScrapeLimiter(2, stall, wait, slog.New(slog.DiscardHandler))
+		start := time.Now()
+		const flood, scraper = "10.0.0.9:40000", "10.0.0.1:50000"
+		// The flood's first two run and read nothing; then it sends more, before and
+		// after the scraper's.
+		var floods []chan scrapeResult
+		var stuck []*blockedWriter
+		for i := range 4 {
+			var w http.ResponseWriter = httptest.NewRecorder()
+			if i < 2 {
+				stuck = append(stuck, newBlockedWriter())
+				w = stuck[i]
+			}
+			floods = append(floods, serveFrom(l, start, w, nil, "/metrics", flood))
+			time.Sleep(10 * time.Millisecond)
+		}
+		scraped := serveFrom(l, start, httptest.NewRecorder(), nil, "/metrics", scraper)
+		for range 5 {
+			time.Sleep(10 * time.Millisecond)
+			floods = append(floods, serveFrom(l, start, httptest.NewRecorder(), nil, "/metrics", flood))
+		}
+		got := <-scraped
+		if got.code != http.StatusOK || got.ended > stall+100*time.Millisecond {
+			t.Errorf("a scraper's scrape beside a flood from another address: HTTP %d after %v, want 200 once a flood's scrape stalled (%v)", got.code, got.ended, stall)
+		}
+		for _, w := range stuck {
+			_ = w.SetWriteDeadline(time.Now()) // the flood goes away
+		}
+		refused := 0
+		for _, f := range floods {
+			if r := <-f; r.code == http.StatusServiceUnavailable {
+				refused++
+			}
+		}
+		if refused == 0 {
+			t.Error("the flood's scrapes past the places and the waiting were not answered 503")
+		}
 	})
 }
 

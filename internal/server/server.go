@@ -68,6 +68,25 @@ const (
 	scrapeWait     = 5 * time.Second
 	// shutdownGrace is how long requests in flight may take to end after SIGTERM.
 	shutdownGrace = 5 * time.Second
+	// maxStreams is how many requests an HTTP/2 connection runs at once: a scraper runs
+	// one, a browser the page and its icon. Each holds a handler's goroutine, its request
+	// and buffers until its reply is written, which a client that opens no flow-control
+	// window holds back until the write timeout: at net/http's 250 a connection held
+	// about 5 MB so, and --web.max-connections of them gigabytes, where an HTTP/1.1
+	// connection runs one request. Clients open another connection, or wait, past it.
+	maxStreams = 4
+	// maxFrameBytes is the largest HTTP/2 frame read, the least HTTP/2 allows (its
+	// default): a connection keeps for its life a buffer of the largest frame it read,
+	// and net/http's 1 MiB had a client without a password hold a megabyte per
+	// connection, by one frame of a type HTTP/2 ignores. Clients send frames within it.
+	maxFrameBytes = 16 << 10
+	// maxBodyAhead is how much of request bodies an HTTP/2 connection lets its client
+	// send before handlers read it, the least net/http takes: what a handler leaves
+	// unread (every handler but the line tester's reads none) is kept until its stream
+	// ends, which a client that opens no window for the reply puts off until the write
+	// timeout, and net/http's 1 MiB per connection had a client without a password hold
+	// a megabyte per connection so. The line tester's 256 KiB flow as it reads them.
+	maxBodyAhead = 64 << 10
 )
 
 // Options are what the HTTP side is told by the command line.
@@ -93,6 +112,10 @@ type Options struct {
 	// MaxScrapeBytes bounds the heap the scrapes in flight hold, within MaxRequests (see
 	// scrapeLimiter); 0 is none.
 	MaxScrapeBytes int64
+
+	// conns, when not nil, bounds the connections of the servers newHTTPServer makes:
+	// Serve sets it.
+	conns *connLimiter
 
 	// reloads runs POST /-/reload's reloads, and those of SIGHUP and the rule file's
 	// watch, which share them (see reloader): Serve sets it; without it NewMux makes one
@@ -177,7 +200,6 @@ func Serve(cfg *config.Config, popts pipeline.Options, webFlags *web.FlagConfig,
 		reg.MustRegister(configErrors)
 	}
 	mux := NewMux(p, coll, reg, o)
-	var conns *connLimiter
 	if o.MaxConnections > 0 {
 		nofile := openFileLimit()
 		limit, lowered := connectionLimit(o.MaxConnections, nofile)
@@ -185,7 +207,7 @@ func Serve(cfg *config.Config, popts pipeline.Options, webFlags *web.FlagConfig,
 			logger.Warn("--web.max-connections lowered to half the open-file limit, which leaves the other half to the inputs",
 				"max_connections", limit, "open_file_limit", nofile)
 		}
-		conns = newConnLimiter(limit, connGrace, logger)
+		o.conns = newConnLimiter(limit, connGrace, logger)
 	}
 	listeners, err := listen(webFlags, logger)
 	if err != nil {
@@ -198,9 +220,6 @@ func Serve(cfg *config.Config, popts pipeline.Options, webFlags *web.FlagConfig,
 	logs := make(handshakeErrors, len(listeners))
 	for i := range listeners {
 		servers[i] = newHTTPServer(mux, o)
-		if conns != nil {
-			servers[i].ConnState = conns.track
-		}
 		logs[i] = servers[i].ErrorLog.Writer().(*serverLog)
 	}
 	reg.MustRegister(logs)
@@ -218,7 +237,7 @@ func Serve(cfg *config.Config, popts pipeline.Options, webFlags *web.FlagConfig,
 		return err
 	case <-ctx.Done():
 		logger.Info("shutting down")
-		return shutdown(servers, conns, logger)
+		return shutdown(servers, o.conns, logger)
 	}
 }
 
@@ -628,6 +647,8 @@ func newHTTPServer(h http.Handler, o Options) *http.Server {
 		WriteTimeout:      o.WriteTimeout,
 		IdleTimeout:       o.IdleTimeout,
 		MaxHeaderBytes:    maxHeaderBytes,
+		HTTP2: &http.HTTP2Config{MaxConcurrentStreams: maxStreams, MaxReadFrameSize: maxFrameBytes,
+			MaxReceiveBufferPerConnection: maxBodyAhead, MaxReceiveBufferPerStream: maxBodyAhead},
 	}
 	// web.Serve puts exporter-toolkit's handler in front of Handler, which checks passwords
 	// and answers some requests itself (401 without the right password, 429 past its rate
@@ -636,7 +657,13 @@ func newHTTPServer(h http.Handler, o Options) *http.Server {
 	// first connection.
 	srv.BaseContext = func(net.Listener) context.Context {
 		srv.Handler = newFront(srv.Handler, o.Logger)
+		if o.conns != nil {
+			srv.Handler = o.conns.handler(srv.Handler)
+		}
 		return context.Background()
+	}
+	if o.conns != nil {
+		srv.ConnState, srv.ConnContext = o.conns.track, o.conns.connContext
 	}
 	if o.IdleTimeout == 0 {
 		srv.IdleTimeout = -1 // net/http would take the read timeout
@@ -766,7 +793,7 @@ func (l *serverLog) Write(p []byte) (int, error) {
 		l.warnSome(&l.handshakes[i], "TLS handshakes failed: "+handshakeCauses[i].cause+"; the first and every 1000th of this cause are logged",
 			"failed", "last", msg)
 	case slices.ContainsFunc(http2ClientErrors, func(prefix string) bool { return strings.HasPrefix(msg, prefix) }):
-		l.warnSome(&l.http2, "HTTP/2 connections ended for their client's error (not HTTP/2, a frame out of place, no SETTINGS in time); the first and every 1000th are logged",
+		l.warnSome(&l.http2, "HTTP/2 connections ended for their client's error (not HTTP/2, a frame out of place or past 16 KiB, no SETTINGS in time); the first and every 1000th are logged",
 			"ended", "last", msg)
 	default:
 		l.logger.Error(msg)

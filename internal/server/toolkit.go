@@ -144,7 +144,13 @@ func (t *toolkit) serve(l net.Listener, srv *http.Server) error {
 		srv.TLSNextProto = map[string]func(*http.Server, *tls.Conn, http.Handler){}
 	}
 	srv.TLSConfig = t.tls
-	srv.ConnContext = t.configs.connContext
+	if conns := srv.ConnContext; conns != nil {
+		srv.ConnContext = func(ctx context.Context, c net.Conn) context.Context {
+			return t.configs.connContext(conns(ctx, c), c)
+		}
+	} else {
+		srv.ConnContext = t.configs.connContext
+	}
 	srv.Handler = t.configs.recheck(srv.Handler)
 	return srv.ServeTLS(l, "", "")
 }

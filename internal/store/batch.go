@@ -1,6 +1,7 @@
 package store
 
 import (
+	"encoding/binary"
 	"hash/maphash"
 	"math"
 	"slices"
@@ -48,26 +49,34 @@ type pending struct {
 
 // pendingState is what pending holds.
 type pendingState struct {
+	// lastKey and lastNow, lastAt and lastActive are the key and clocks of entries[last],
+	// the entry of the rule's previous event, which most events repeat. Kept here, in the
+	// table's first cache line, they spare such an event the entries: read through them,
+	// the entry's fields waited on the load of the entries' slice, and its key on both.
+	lastKey                     []byte
+	lastNow, lastAt, lastActive int64
 	// entries[:used] hold events, in the order of their first; last is the entry of the
-	// rule's previous event, which most events repeat, so that an event looks no further
-	// than its clocks and key, and prev (below) the entry before it, to which most of the
-	// others return (as a line of the most common label set follows another).
-	entries    []entry
-	last, used int
+	// rule's previous event (valid while used > 0), and prev (below) the entry before it,
+	// to which most of the others return (as a line of the most common label set follows
+	// another).
+	used     int
+	itemsPer int
 	// values are the events' values in the order they came and items, itemsPer of them an
 	// event, their items (in the arena); runs are where the entry of the events changes.
 	// They are held per rule rather than per entry, so that what a sink keeps between
 	// flushes is bounded by the rule's events, not by every entry's most, and an event
 	// that repeats its entry only appends its value and items.
-	values   []float64
-	items    [][]byte
-	itemsPer int
+	values []float64
 	// arena holds the keys, label values and items of the entries' events, which the
 	// event's own are valid only during Event. A slice of it stays valid when append
 	// moves it: the bytes copied are not written again until reset.
-	arena []byte
-	prev  int
-	runs  []run
+	arena      []byte
+	items      [][]byte
+	entries    []entry
+	last, prev int
+	runs       []run
+	// seed hashes the label sets in hashes.
+	seed maphash.Seed
 	// hashes[i] is entries[i]'s key and second hashed, which a look-up compares before
 	// the key; index finds an entry by its hash: slot h%len(index) and those after it hold
 	// one more than the index of each entry of such a hash, up to a slot of 0.
@@ -99,14 +108,15 @@ type run struct{ entry, from int32 }
 // they take is reached, or e has another number of items than those held). A label set
 // with a value that is not valid UTF-8 is held as any other: its series is under the
 // value made valid, so that the flush does not find it and writes the entry's events one
-// at a time (observe).
-func (p *pending) add(e *event.Event, now, at, active int64, seed maphash.Seed) bool {
+// at a time (observe). Whether e repeats the previous event's entry is told by the copy
+// of that entry's clocks and key at the head of the table, the key compared by sameKey.
+func (p *pending) add(e *event.Event, now, at, active int64) bool {
 	n := len(p.values)
 	if !(math.Abs(e.Value) <= smallValue) || n >= maxPendingEvents || len(p.arena) >= maxArenaBytes || n > 0 && len(e.Items) != p.itemsPer {
 		return false
 	}
-	if i := p.last; i >= p.used || !p.entries[i].holds(e.Key, now, at, active) {
-		if !p.enter(e, now, at, active, seed) {
+	if p.used == 0 || p.lastAt != at || p.lastNow != now || p.lastActive != active || !sameKey(p.lastKey, e.Key) {
+		if !p.enter(e, now, at, active) {
 			return false
 		}
 	}
@@ -120,10 +130,10 @@ func (p *pending) add(e *event.Event, now, at, active int64, seed maphash.Seed) 
 
 // enter makes the entry of e at clocks now, at and active the last, opening it if it is
 // new, and starts a run of it; false when the table has no room for another entry.
-func (p *pending) enter(e *event.Event, now, at, active int64, seed maphash.Seed) bool {
+func (p *pending) enter(e *event.Event, now, at, active int64) bool {
 	i := p.prev
 	if i >= p.used || !p.entries[i].holds(e.Key, now, at, active) {
-		h := maphash.Bytes(seed, e.Key) ^ uint64(at)*0x9e3779b97f4a7c15
+		h := maphash.Bytes(p.seed, e.Key) ^ uint64(at)*0x9e3779b97f4a7c15
 		var slot int
 		if i, slot = p.find(h, e.Key, now, at, active); i < 0 {
 			if p.used == maxEntries {
@@ -134,6 +144,8 @@ func (p *pending) enter(e *event.Event, now, at, active int64, seed maphash.Seed
 		}
 	}
 	p.prev, p.last = p.last, i
+	ent := &p.entries[i]
+	p.lastKey, p.lastNow, p.lastAt, p.lastActive = ent.key, ent.now, ent.at, ent.active
 	p.runs = append(p.runs, run{int32(i), int32(len(p.values))})
 	return true
 }
@@ -310,4 +322,25 @@ func addFloats(u *atomic.Uint64, vs []float64) {
 			return
 		}
 	}
+}
+
+// sameKey is string(a) == string(b) without runtime.memequal's call for keys of up to 16
+// bytes, as label sets mostly are: the call made every event store the registers it held
+// and load them back. Inlined: it is within the compiler's budget.
+func sameKey(a, b []byte) bool {
+	n := len(a)
+	switch {
+	case n != len(b):
+		return false
+	case n > 16:
+		return string(a) == string(b)
+	case n >= 8:
+		return binary.LittleEndian.Uint64(a) == binary.LittleEndian.Uint64(b) && binary.LittleEndian.Uint64(a[n-8:]) == binary.LittleEndian.Uint64(b[n-8:])
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
 }

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"fmt"
 	"hash/maphash"
 	"math/rand/v2"
@@ -35,8 +36,8 @@ func TestPendingLayoutMatchesModel(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(uint64(tc.seed), 9))
-			seed := maphash.MakeSeed()
 			var p pending
+			p.seed = maphash.MakeSeed()
 			var sc flushScratch
 			for cycle := range 30 {
 				type ekey struct {
@@ -63,7 +64,7 @@ func TestPendingLayoutMatchesModel(t *testing.T) {
 						items = append(items, string(it))
 						e.Items = append(e.Items, it)
 					}
-					if !p.add(&e, 100+c, 50+c, 100+c, seed) {
+					if !p.add(&e, 100+c, 50+c, 100+c) {
 						break
 					}
 					// What the table copied must not depend on the event's buffers.
@@ -110,5 +111,33 @@ func TestPendingLayoutMatchesModel(t *testing.T) {
 				p.reset()
 			}
 		})
+	}
+}
+
+// TestSameKey holds sameKey to bytes.Equal for keys of every length up to past its word
+// compares, equal and differing in any one byte, in a byte of a word's overlap, or in
+// their length alone.
+func TestSameKey(t *testing.T) {
+	for n := range 41 {
+		a := make([]byte, n)
+		for i := range a {
+			a[i] = byte('a' + i)
+		}
+		check := func(what string, b []byte) {
+			t.Helper()
+			if got, want := sameKey(a, b), bytes.Equal(a, b); got != want {
+				t.Errorf("%d bytes, %s: sameKey %v, bytes.Equal %v", n, what, got, want)
+			}
+		}
+		check("the same", slices.Clone(a))
+		check("a byte more", append(slices.Clone(a), 'x'))
+		if n > 0 {
+			check("a byte less", a[:n-1])
+		}
+		for i := range n {
+			b := slices.Clone(a)
+			b[i] ^= 0x80
+			check(fmt.Sprintf("byte %d differs", i), b)
+		}
 	}
 }

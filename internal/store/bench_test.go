@@ -1,12 +1,17 @@
 package store
 
 import (
+	"bytes"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/logwindow/logwindow_exporter/config"
+	"github.com/logwindow/logwindow_exporter/internal/testutil/nginxlog"
 	"github.com/logwindow/logwindow_exporter/internal/testutil/storetest"
+	"github.com/logwindow/logwindow_exporter/parser"
 	"github.com/logwindow/logwindow_exporter/parser/event"
 )
 
@@ -149,4 +154,64 @@ func mixedEvents(items bool) []*event.Event {
 		events = append(events, storetest.Event(0, 0, 0, m, s), clients, paths)
 	}
 	return events
+}
+
+// BenchmarkExampleLines is the parse and the store's side of a line together, in process:
+// 60,000 generated lines parsed with example-rules.yaml into a batching sink flushed every
+// 300 lines (a read), into a store of its own each op, so that its lines come in time
+// order as a live read's do. best-ns/line sums each block's fastest time over the ops: on
+// a machine shared with other work the fastest of many short blocks moves far less with
+// their load than a total does (med-ns/line, the median op's). Compare builds by their
+// test binaries, alternated, with -benchtime 30x or so.
+func BenchmarkExampleLines(b *testing.B) {
+	lines := nginxlog.Lines(b, 60000, 1)
+	cfg, err := config.Load("../../example-rules.yaml")
+	if err != nil {
+		b.Fatal(err)
+	}
+	p, err := parser.New(cfg.Rules)
+	if err != nil {
+		b.Fatal(err)
+	}
+	// The clocks stand a second after the last line, as a read's at its end.
+	last := lines[len(lines)-1]
+	stamp := last[bytes.IndexByte(last, '[')+1 : bytes.IndexByte(last, ']')]
+	t, err := time.Parse("02/Jan/2006:15:04:05 -0700", string(stamp))
+	if err != nil {
+		b.Fatal(err)
+	}
+	wall := t.Unix() + 1
+	const block = 300
+	best := make([]time.Duration, len(lines)/block)
+	var ops []time.Duration
+	for b.Loop() {
+		set := storetest.Must(NewSetWith(cfg, nil, SetOptions{}))
+		k := set.NewBatchSink()
+		k.SetNow(wall, wall)
+		var op time.Duration
+		for x := range best {
+			t0 := time.Now()
+			for _, l := range lines[x*block : (x+1)*block] {
+				p.Parse("nginx", l, k)
+			}
+			k.Flush()
+			d := time.Since(t0)
+			op += d
+			if best[x] == 0 || d < best[x] {
+				best[x] = d
+			}
+		}
+		if k.Received() < uint64(len(lines)) {
+			b.Fatalf("%d events of %d lines: the example's rules did not read them", k.Received(), len(lines))
+		}
+		ops = append(ops, op)
+	}
+	var sum time.Duration
+	for _, d := range best {
+		sum += d
+	}
+	slices.Sort(ops)
+	n := float64(len(best) * block)
+	b.ReportMetric(float64(sum.Nanoseconds())/n, "best-ns/line")
+	b.ReportMetric(float64(ops[len(ops)/2].Nanoseconds())/n, "med-ns/line")
 }

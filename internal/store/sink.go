@@ -21,35 +21,31 @@ type Sink struct {
 	// The padding makes a Sink a whole number of cache lines, which the allocator places at
 	// a multiple of its size: the sinks of inputs on different cores, often made one after
 	// the other, then share no line, though each writes its own on every event.
-	_ [cacheLine - unsafe.Sizeof(sinkState{})%cacheLine]byte
+	_ [(cacheLine - unsafe.Sizeof(sinkState{})%cacheLine) % cacheLine]byte
 }
 
 // sinkState is what a Sink holds.
 type sinkState struct {
 	// What a batching sink's event reads comes first, in the Sink's first cache line.
 	//
-	// held is what a batching sink (NewBatchSink) holds; nil for a sink that writes each
-	// event at once.
-	held             *held
+	// pending is the events a batching sink (NewBatchSink) holds, per rule; nil for a sink
+	// that writes each event at once. Its tables are read from here, not through a
+	// pointer of their own: every event's look at its rule's table waited on one load less.
+	pending          []pending
 	processing, wall int64
 	// received counts the events and drops passed in (Received).
 	received uint64
 	shard    uint8
 	// backfill: a warm start's sink (NewBackfillSink).
 	backfill bool
-	rules    []Rule
+	// scratch is what a batching sink's flushes lay the events out in.
+	scratch *flushScratch
+	rules   []Rule
 	// last holds, per rule, the series of the rule's last event (see store.observe).
 	last []*Series
 	// ahead counts the events a backfill sink left out as ahead of its wall clock
 	// (LeftAhead).
 	ahead uint64
-}
-
-// held is the events a batching sink holds, per rule, and what its flushes build in.
-type held struct {
-	rules   []pending
-	seed    maphash.Seed
-	scratch flushScratch
 }
 
 // NewSink returns a Sink writing to s.
@@ -63,7 +59,11 @@ func (s *Set) NewSink() *Sink {
 // drops the sink. Received counts the events held.
 func (s *Set) NewBatchSink() *Sink {
 	k := s.newSink(false)
-	k.held = &held{rules: make([]pending, len(s.rules)), seed: maphash.MakeSeed()}
+	k.pending, k.scratch = make([]pending, len(s.rules)), new(flushScratch)
+	seed := maphash.MakeSeed()
+	for i := range k.pending {
+		k.pending[i].seed = seed
+	}
 	return k
 }
 
@@ -102,7 +102,6 @@ func (k *Sink) Received() uint64 { return k.received }
 // processing second.
 func (k *Sink) Event(e *event.Event) {
 	k.received++
-	r := &k.rules[e.Rule]
 	if k.backfill && (!e.HasTime || e.Time > k.wall) {
 		// A line the file held before the start that is stamped after it has no second
 		// of its own to go to: placed at the current second as a live line ahead of the
@@ -113,20 +112,22 @@ func (k *Sink) Event(e *event.Event) {
 		}
 		return
 	}
-	// A batching sink's table takes the clocks as they are, without a write (see writeOf).
+	// A batching sink's table takes the clocks as they are, without a write (see writeOf),
+	// and all it reads of the sink is in the sink's first line (the rules are not).
 	now, at := k.clocks(e)
-	if h := k.held; h != nil {
-		p := &h.rules[e.Rule]
-		if p.add(e, now, at, k.processing, h.seed) {
+	if k.pending != nil {
+		p := &k.pending[e.Rule]
+		if p.add(e, now, at, k.processing) {
 			return
 		}
 		// The rule's table is full, or the event is to be written at once: after the
 		// events before it, so that they keep their order.
 		k.flushRule(e.Rule)
-		if p.add(e, now, at, k.processing, h.seed) {
+		if p.add(e, now, at, k.processing) {
 			return
 		}
 	}
+	r := &k.rules[e.Rule]
 	w := k.writeOf(r)
 	w.now, w.at = now, at
 	r.store.observe(e, &w, &k.last[e.Rule])
@@ -138,11 +139,8 @@ func (k *Sink) LeftAhead() uint64 { return k.ahead }
 
 // Flush writes the events a batching sink holds (see NewBatchSink); nothing for another.
 func (k *Sink) Flush() {
-	if k.held == nil {
-		return
-	}
-	for i := range k.held.rules {
-		if k.held.rules[i].used > 0 {
+	for i := range k.pending {
+		if k.pending[i].used > 0 {
 			k.flushRule(i)
 		}
 	}
@@ -151,7 +149,7 @@ func (k *Sink) Flush() {
 // flushRule writes the events held of rule i.
 func (k *Sink) flushRule(i int) {
 	r := &k.rules[i]
-	r.store.flush(&k.held.rules[i], k.writeOf(r), &k.last[i], &k.held.scratch)
+	r.store.flush(&k.pending[i], k.writeOf(r), &k.last[i], k.scratch)
 }
 
 // writeOf is what the store needs of k to write an event of rule r, but for the clocks

@@ -73,14 +73,30 @@ func BenchmarkSketchAdd(b *testing.B) {
 }
 
 // BenchmarkBucketsAdd is the cost of one value (log-uniform 1 ms–10 s) counted into the
-// example rules' eleven buckets.
+// example rules' eleven buckets: by Add, which searches the bounds, and by the kind's
+// AddGrown, which the wheels add by, through the bounds' cells.
 func BenchmarkBucketsAdd(b *testing.B) {
-	vs := benchValues()
-	s := BucketsKind([]float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10}).New()
-	b.ReportAllocs()
-	for i := range b.N {
-		s.Add(vs[i&4095], nil)
+	// More values than benchValues' 4,096, which a branch predictor learns in turn.
+	r := rand.New(rand.NewPCG(2, 2))
+	vs := make([]float64, 1<<16)
+	for i := range vs {
+		vs[i] = logUniform(r, 1e-3, 10)
 	}
+	kind := BucketsKind([]float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10})
+	b.Run("search", func(b *testing.B) {
+		s := kind.New()
+		b.ReportAllocs()
+		for i := range b.N {
+			s.Add(vs[i&(1<<16-1)], nil)
+		}
+	})
+	b.Run("cells", func(b *testing.B) {
+		s := kind.New()
+		b.ReportAllocs()
+		for i := range b.N {
+			kind.AddGrown(s, vs[i&(1<<16-1)], nil)
+		}
+	})
 }
 
 // BenchmarkQuantileSeriesBytes is the live heap of one series of the default windows keeping

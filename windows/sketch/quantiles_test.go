@@ -1,6 +1,7 @@
 package sketch
 
 import (
+	"encoding/binary"
 	"maps"
 	"math"
 	"math/big"
@@ -8,6 +9,8 @@ import (
 	"slices"
 	"strconv"
 	"testing"
+
+	"github.com/logwindow/logwindow_exporter/windows"
 )
 
 // probes are the quantiles every check asks for, the edges included.
@@ -281,6 +284,122 @@ func TestBucketsAbove(t *testing.T) {
 			}
 		})
 	}
+}
+
+// checkBucket checks that Add, and its kind's AddGrown and AddRun, which find the bucket by
+// its cells (bucketCells), each count v in the bucket slices.BinarySearch finds among the
+// bounds: the one count raised, none when v is above every bound.
+func checkBucket(t testing.TB, kind windows.SummaryKind, bounds []float64, v float64) {
+	t.Helper()
+	want, _ := slices.BinarySearch(bounds, v)
+	b := kind.New().(*Buckets)
+	for _, how := range []struct {
+		name string
+		add  func()
+	}{
+		{"Add", func() { b.Add(v, nil) }},
+		{"AddGrown", func() { kind.AddGrown(b, v, nil) }},
+		{"AddRun", func() { kind.AddRun(b, []float64{v}, nil) }},
+	} {
+		b.Reset()
+		how.add()
+		got := len(b.counts)
+		for i, c := range b.counts {
+			if c != 0 {
+				got = i
+			}
+		}
+		if got != want || b.Count() != 1 {
+			t.Fatalf("bounds %v: %s counted %v in bucket %d (count %d), want %d", bounds, how.name, v, got, b.Count(), want)
+		}
+	}
+}
+
+// TestBucketsCells holds the bucket a value is counted in to slices.BinarySearch over the
+// bounds (checkBucket): on every bound, its neighbours and the edges of its
+// cell, zeros and infinities, values of random bits and random values among the bounds,
+// for bounds of one cell each, many in a cell (dense, and any that span so many octaves
+// that the cells are coarser), on both sides of zero, a bound of −0, and infinite bounds.
+func TestBucketsCells(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 5))
+	dense := make([]float64, 40)
+	for i := range dense {
+		dense[i] = 1 + float64(i)/1000
+	}
+	for _, tc := range []struct {
+		name   string
+		bounds []float64
+	}{
+		{"none", nil},
+		{"one", []float64{1}},
+		{"example", []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10}},
+		{"dense", dense},
+		{"negative", []float64{-1e10, -5, -1e-3}},
+		{"both sides", []float64{-10, -0.5, 0, 0.005, 1, 1e300}},
+		{"minus zero", []float64{-1, math.Copysign(0, -1), 1}},
+		{"wide", []float64{1e-300, 1e-100, 1, 1e100, 1e300}},
+		{"subnormal", []float64{5e-324, 1e-310, 1e-300}},
+		{"infinite", []float64{math.Inf(-1), 0, math.Inf(1)}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			kind := BucketsKind(tc.bounds)
+			vs := []float64{math.Inf(-1), math.Inf(1), math.Copysign(0, -1), 0, -math.MaxFloat64, math.MaxFloat64, 5e-324, -5e-324}
+			for _, x := range tc.bounds {
+				vs = append(vs, x, math.Nextafter(x, math.Inf(-1)), math.Nextafter(x, math.Inf(1)))
+				// The edges of the cells about it: a cell is order(v)>>shift.
+				o, sh := order(x), newBucketCells(tc.bounds).shift
+				for _, e := range []uint64{o>>sh<<sh - 1, o >> sh << sh, (o>>sh+1)<<sh - 1, (o>>sh + 1) << sh} {
+					// order back to a float: inverted for a negative one.
+					bits := e &^ (1 << 63)
+					if e>>63 == 0 {
+						bits = ^e
+					}
+					if y := math.Float64frombits(bits); !math.IsNaN(y) {
+						vs = append(vs, y)
+					}
+				}
+			}
+			for range 3000 {
+				if y := math.Float64frombits(r.Uint64()); !math.IsNaN(y) {
+					vs = append(vs, y)
+				}
+				if n := len(tc.bounds); n > 1 {
+					i := r.IntN(n - 1)
+					lo, hi := tc.bounds[i], tc.bounds[i+1]
+					if !math.IsInf(lo, 0) && !math.IsInf(hi, 0) {
+						vs = append(vs, lo+(hi-lo)*r.Float64())
+					}
+				}
+			}
+			for _, v := range vs {
+				checkBucket(t, kind, tc.bounds, v)
+			}
+		})
+	}
+}
+
+// FuzzBucketsAdd holds the bucket a value is counted in to slices.BinarySearch
+// (checkBucket), for any bounds and value: the bounds are the data's floats, 8 bytes each, without NaN, sorted and without
+// duplicates.
+func FuzzBucketsAdd(f *testing.F) {
+	f.Add([]byte{}, 1.0)
+	f.Add(binary.LittleEndian.AppendUint64(nil, math.Float64bits(0.1)), 0.1)
+	f.Add(binary.LittleEndian.AppendUint64(binary.LittleEndian.AppendUint64(nil, math.Float64bits(-1)), math.Float64bits(1e300)), 0.0)
+	f.Fuzz(func(t *testing.T, data []byte, v float64) {
+		if math.IsNaN(v) {
+			return
+		}
+		var bounds []float64
+		for ; len(data) >= 8; data = data[8:] {
+			if x := math.Float64frombits(binary.LittleEndian.Uint64(data)); !math.IsNaN(x) {
+				bounds = append(bounds, x)
+			}
+		}
+		slices.Sort(bounds)
+		// −0 and +0 are one bound: keep the first.
+		bounds = slices.CompactFunc(bounds, func(a, b float64) bool { return a == b })
+		checkBucket(t, BucketsKind(bounds), bounds, v)
+	})
 }
 
 // TestIndex compares the bin of a value with ⌈log_γ v⌉ from the logarithm: equal, or one

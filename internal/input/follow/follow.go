@@ -146,6 +146,11 @@ type Options struct {
 	// read up to, as it is of a position's file (see position.go), and so is one a glob
 	// finds within the rotation grace after Start (see copies.go).
 	Truncated []Position
+	// Drained, when not nil, holds those of Resume's positions that were of files read to
+	// their end after they had left their path (Follower.Drained, taken with Resume): one
+	// not found is said gone at debug, as no line of it is known to be lost (the kubelet
+	// compresses a container log's rotated file at its next rotation), not at info.
+	Drained []Position
 	// Left, when not nil, is where an earlier follower of the input read the files it
 	// closed after they left their path (Follower.Left): one that comes back to a path
 	// (a symlink retargeted back to it) is read on from there, as that follower would
@@ -424,7 +429,7 @@ func newFollower(opts Options, h input.Handler) (*Follower, error) {
 		watchFailed: make(map[string]string),
 		unlisted:    make(map[string]string),
 		atStart:     make(map[fileID]int64),
-		resume:      newResume(o.Resume, o.Truncated),
+		resume:      newResume(o.Resume, o.Truncated, o.Drained),
 		readPaths:   make(map[string]bool),
 		stop:        make(chan struct{}),
 		wake:        make(chan struct{}, 1),

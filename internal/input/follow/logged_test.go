@@ -58,32 +58,37 @@ func TestPickedUpFilesLogged(t *testing.T) {
 // timelessLogger logs at info to w as the program does, under the input "web", without
 // the time, so that a line is the same at every run.
 func timelessLogger(w io.Writer) *slog.Logger {
-	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{
-		Level: slog.LevelInfo,
-		ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
-			if a.Key == slog.TimeKey {
-				return slog.Attr{}
-			}
-			return a
-		},
-	})).With("input", "web")
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelInfo, ReplaceAttr: timeless})).With("input", "web")
+}
+
+// timeless leaves the time out of a log line.
+func timeless(_ []string, a slog.Attr) slog.Attr {
+	if a.Key == slog.TimeKey {
+		return slog.Attr{}
+	}
+	return a
 }
 
 // A file of a position to resume from that left its path is looked for in its directory,
 // and the log says what happened to it in the terms of where the position came from: a
 // snapshot saved before the exporter was down, or a follower stopped at a reload that
-// handed its positions over. The test makes the first scan itself.
+// handed its positions over. One that had left its path and was read to its end when
+// the position was taken (Options.Drained: the kubelet compresses such a file at its next
+// rotation) is said gone at debug, without a loss no line of it is known to have had.
+// The test makes the first scan itself.
 func TestResumeRotatedLogged(t *testing.T) {
 	cases := []struct {
 		name     string
 		handOver bool
 		gone     bool // the rotated file was deleted too
+		drained  bool // the position was of a file read to its end after it left its path
 		want     string
 	}{
-		{"snapshot, rotated", false, false, "file rotated away while the exporter was down, reading it to its end from the saved position"},
-		{"snapshot, gone", false, true, "the file of a saved position is gone: the lines written to it after the position are lost"},
-		{"hand-over, rotated", true, false, "file rotated away, handed over at a reload: reading it to its end from where the stopped follower left off"},
-		{"hand-over, gone", true, true, "the file of a position handed over at a reload is gone: the lines written to it after the position are lost"},
+		{"snapshot, rotated", false, false, false, "file rotated away while the exporter was down, reading it to its end from the saved position"},
+		{"snapshot, gone", false, true, false, "the file of a saved position is gone: the lines written to it after the position are lost"},
+		{"snapshot, drained and gone", false, true, true, "the file of a saved position is gone, read to its end after it left its path before the snapshot (compressed or removed since)"},
+		{"hand-over, rotated", true, false, false, "file rotated away, handed over at a reload: reading it to its end from where the stopped follower left off"},
+		{"hand-over, gone", true, true, false, "the file of a position handed over at a reload is gone: the lines written to it after the position are lost"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -102,14 +107,20 @@ func TestResumeRotatedLogged(t *testing.T) {
 				attrs = fmt.Sprintf("path=%s file=%s offset=%d", path, rotated, p.Offset)
 			}
 			var log bytes.Buffer
-			f, err := newFollower(Options{Path: path, Logger: timelessLogger(&log), noNotify: true, Resume: []Position{p}, HandOver: c.handOver}, func(string, []byte) {})
+			o := Options{Path: path, Logger: timelessLogger(&log), noNotify: true, Resume: []Position{p}, HandOver: c.handOver}
+			level := "INFO"
+			if c.drained {
+				o.Drained, level = []Position{p}, "DEBUG"
+				o.Logger = slog.New(slog.NewTextHandler(&log, &slog.HandlerOptions{Level: slog.LevelDebug, ReplaceAttr: timeless})).With("input", "web")
+			}
+			f, err := newFollower(o, func(string, []byte) {})
 			if err != nil {
 				t.Fatal(err)
 			}
 			t.Cleanup(f.Stop)
 			f.discover(true)
 			f.resumeRotated()
-			want := fmt.Sprintf("level=INFO msg=%q input=web %s", c.want, attrs)
+			want := fmt.Sprintf("level=%s msg=%q input=web %s", level, c.want, attrs)
 			if got := strings.TrimSuffix(log.String(), "\n"); got != want {
 				t.Errorf("log:\n%s\nwant:\n%s", got, want)
 			}

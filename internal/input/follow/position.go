@@ -2,8 +2,10 @@ package follow
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -155,8 +157,10 @@ type resume struct {
 	byIno  map[uint64][]Position
 	byPath map[string][]Position
 	byName map[string]map[string][]Position
-	// truncated holds Options.Truncated as byName does the positions.
+	// truncated holds Options.Truncated as byName does the positions, and drained the
+	// positions of Options.Drained.
 	truncated map[string]map[string][]Position
+	drained   map[Position]bool
 	// intact holds the paths of positions whose files the first scan found with the
 	// first bytes they had: at a path of the input still, they are read on. rewritten
 	// holds those of positions whose file's device and inode the first scan found with
@@ -172,14 +176,20 @@ type resume struct {
 	// positions the files the first scan found without one were taken for copies of.
 	resumed map[fileID]bool
 	copies  map[fileID]string
+	// copied holds the paths of positions that a file the first scan found was taken for
+	// a copy of, from a position of offset past 0 (copyOf) or of a truncated file's.
+	copied map[string]bool
 }
 
-func newResume(ps, truncated []Position) *resume {
+func newResume(ps, truncated, drained []Position) *resume {
 	if ps == nil {
 		return nil
 	}
-	r := &resume{byID: make(map[fileID]Position, len(ps)), intact: map[string]bool{}, rewritten: map[string]bool{}, unread: map[string]fileID{}, resumed: map[fileID]bool{}, copies: map[fileID]string{},
-		byIno: map[uint64][]Position{}, byPath: map[string][]Position{}, byName: map[string]map[string][]Position{}, truncated: map[string]map[string][]Position{}}
+	r := &resume{byID: make(map[fileID]Position, len(ps)), intact: map[string]bool{}, rewritten: map[string]bool{}, unread: map[string]fileID{}, resumed: map[fileID]bool{}, copies: map[fileID]string{}, copied: map[string]bool{},
+		byIno: map[uint64][]Position{}, byPath: map[string][]Position{}, byName: map[string]map[string][]Position{}, truncated: map[string]map[string][]Position{}, drained: make(map[Position]bool, len(drained))}
+	for _, p := range drained {
+		r.drained[p] = true
+	}
 	for _, p := range ps {
 		id := fileID{dev: p.Dev, ino: p.Ino}
 		if _, dup := r.byID[id]; !dup {
@@ -250,11 +260,12 @@ func (f *Follower) resumeAt(id fileID, file *os.File) (off int64, ok bool) {
 	}
 	dir := filepath.Dir(file.Name())
 	off, of := copyOf(file, id, r.byName[dir])
-	if cut, _ := copyOf(file, id, r.truncated[dir]); cut >= off && cut > 0 {
+	if cut, cutOf := copyOf(file, id, r.truncated[dir]); cut >= off && cut > 0 {
+		r.copied[cutOf] = true
 		return cut, true // of a file truncated since the position: not of one as it was
 	}
 	if off > 0 {
-		r.copies[id] = of
+		r.copies[id], r.copied[of] = of, true
 	}
 	return off, true
 }
@@ -309,19 +320,21 @@ func changedAfter(file *os.File, taken time.Time) bool {
 // process started, so the file went while the exporter was down; a hand-over's are those
 // of followers stopped at a reload a moment ago, which may have been finishing a rotated
 // file still.
-type resumeLog struct{ rotated, after, gone, rewritten string }
+type resumeLog struct{ rotated, after, gone, drained, rewritten string }
 
 var (
 	snapshotLog = resumeLog{
 		rotated:   "file rotated away while the exporter was down, reading it to its end from the saved position",
 		after:     "file rotated away while the exporter was down after the file of a saved position, reading it from its start",
 		gone:      "the file of a saved position is gone: the lines written to it after the position are lost",
+		drained:   "the file of a saved position is gone, read to its end after it left its path before the snapshot (compressed or removed since)",
 		rewritten: "the file of a saved position was rewritten: the lines written to it after the position are lost",
 	}
 	handOverLog = resumeLog{
 		rotated:   "file rotated away, handed over at a reload: reading it to its end from where the stopped follower left off",
 		after:     "file rotated away at a reload after the file of a position handed over, reading it from its start",
 		gone:      "the file of a position handed over at a reload is gone: the lines written to it after the position are lost",
+		drained:   "the file of a position handed over at a reload is gone, read to its end after it left its path before the reload (compressed or removed since)",
 		rewritten: "the file of a position handed over at a reload was rewritten: the lines written to it after the position are lost",
 	}
 )
@@ -359,6 +372,10 @@ func (f *Follower) resumeRotated() {
 	// lastWrite is, by path, the last write to the files of its positions found rotated;
 	// lost holds the paths of positions whose file is gone or was rewritten.
 	lastWrite := map[string]time.Time{}
+	// oldDirs holds, by path, the directories within its rotation directories where the
+	// files of its positions were found (logrotate's olddir): the files rotated away
+	// after them went there too.
+	oldDirs := map[string][]string{}
 	lost := r.rewritten // the first scan's, to which those gone since are added
 	dirs := newListings(f.o.readDir)
 	var buf [headLen]byte
@@ -379,10 +396,19 @@ func (f *Follower) resumeRotated() {
 			}
 		}
 		if file == nil {
-			file = f.inOldDir(dirs, p.Path, id)
+			if file = f.inOldDir(dirs, p.Path, id); file != nil && !slices.Contains(oldDirs[p.Path], filepath.Dir(file.Name())) {
+				oldDirs[p.Path] = append(oldDirs[p.Path], filepath.Dir(file.Name()))
+			}
 		}
 		if file == nil {
-			f.o.Logger.Info(say.gone, "path", p.Path, "offset", p.Offset)
+			// One read to its end after it left its path lost a line only if a writer that
+			// had not reopened the log wrote to it after the position: nothing to act on.
+			level := slog.LevelInfo
+			msg := say.gone
+			if r.drained[p] {
+				level, msg = slog.LevelDebug, say.drained
+			}
+			f.o.Logger.Log(context.Background(), level, msg, "path", p.Path, "offset", p.Offset)
 			lost[p.Path] = true
 			continue
 		}
@@ -440,6 +466,21 @@ func (f *Follower) resumeRotated() {
 		for _, at := range f.rotationPaths(path) {
 			away = append(away, rotatedAfter(at, since, known, dirs.list)...)
 		}
+		// A copy beside the log (or found by the first scan, of a glob of its rotated
+		// names) is copytruncate's without an olddir: one within (a backup of the log
+		// copied there) would have its lines counted twice.
+		if len(oldDirs[path]) == 0 && lost[path] && !r.copied[path] && !slices.ContainsFunc(away, func(a rotatedAway) bool {
+			return copiedAt(a.file, r.byPath[path], r.resumed) > 0
+		}) {
+			if old := f.copyDir(dirs, path, since, known, r); old != "" {
+				oldDirs[path] = []string{old}
+			}
+		}
+		for _, old := range oldDirs[path] {
+			for _, at := range f.rotationPaths(path) {
+				away = append(away, rotatedAfter(filepath.Join(old, filepath.Base(at)), since, known, dirs.list)...)
+			}
+		}
 		slices.SortStableFunc(away, func(a, b rotatedAway) int { return a.mtime.Compare(b.mtime) })
 		for _, a := range away {
 			if r.ofPosition(a.file, a.id) {
@@ -492,9 +533,11 @@ func (f *Follower) rotationPaths(path string) []string {
 
 // inOldDir opens the file id in a directory within one of path's rotation directories
 // (rotationPaths), where logrotate's olddir, given relative to the log's directory, moves
-// its rotated files, or returns nil. By its device and inode alone: such a directory may
-// hold another log's archives of the name, which are not taken for the files rotated away
-// after it (rotatedAfter).
+// its rotated files, or returns nil. By its device and inode alone: any directory within
+// may hold another log's archives of the name (the log's directory /var/log, whose
+// programs' directories log as they do). Once the file is found in one, that one is the
+// log's olddir: the files rotated away after it are looked for there too (rotatedAfter),
+// where another log's archives of the name would be overwritten by its.
 func (f *Follower) inOldDir(dirs *listings, path string, id fileID) *os.File {
 	for _, at := range f.rotationPaths(path) {
 		dir := filepath.Dir(at)
@@ -509,6 +552,33 @@ func (f *Follower) inOldDir(dirs *listings, path string, id fileID) *os.File {
 		}
 	}
 	return nil
+}
+
+// copyDir returns the directory within one of path's rotation directories (rotationPaths)
+// that holds a file rotated away from path after since which is the copy of the file of
+// one of its positions (copiedAt), or "": logrotate's copytruncate with an olddir given
+// relative to the log's directory puts its copy there. By the copy's first bytes alone,
+// as inOldDir goes by identity alone: any directory within may hold another log's
+// archives of the name.
+func (f *Follower) copyDir(dirs *listings, path string, since time.Time, known map[fileID]bool, r *resume) string {
+	for _, at := range f.rotationPaths(path) {
+		dir := filepath.Dir(at)
+		entries, _ := dirs.list(dir)
+		for _, e := range entries {
+			if !e.IsDir() {
+				continue
+			}
+			old, copied := filepath.Join(dir, e.Name()), false
+			for _, a := range rotatedAfter(filepath.Join(dir, e.Name(), filepath.Base(at)), since, known, dirs.list) {
+				copied = copied || copiedAt(a.file, r.byPath[path], r.resumed) > 0
+				_ = a.file.Close()
+			}
+			if copied {
+				return old
+			}
+		}
+	}
+	return ""
 }
 
 // readCopiesAtEnd has the files the first scan took for copies of a position's file

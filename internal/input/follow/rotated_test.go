@@ -744,27 +744,107 @@ func copyTruncatedBehind(t *testing.T, w *os.File, log string) {
 // TestResumeRotatedIntoOldDir: logrotate's olddir (relative, as `olddir old`) moves the
 // rotated log into a directory within the log's: the file of the position, rotated there
 // while the exporter was down, is found there by its device and inode and read on from
-// its position, the new log from its start. Not a file of such a directory that is
-// another's, which only its identity could make the log's.
+// its position, the new log from its start. Rotated twice while down, the file that came
+// to the log's path between the two is in that directory too, read whole between them.
+// Not a file of another directory within the log's, named as one of its rotated files and
+// written after the snapshot: another log's archive, which only its identity could make
+// the log's.
 func TestResumeRotatedIntoOldDir(t *testing.T) {
-	for _, glob := range []bool{false, true} {
-		t.Run(fmt.Sprintf("glob %v", glob), func(t *testing.T) {
+	for _, twice := range []bool{false, true} {
+		for _, glob := range []bool{false, true} {
+			t.Run(fmt.Sprintf("twice %v glob %v", twice, glob), func(t *testing.T) {
+				dir, log, w := accessLog(t)
+				old, other := filepath.Join(dir, "old"), filepath.Join(dir, "other")
+				for _, d := range []string{old, other} {
+					if err := os.Mkdir(d, 0o755); err != nil {
+						t.Fatal(err)
+					}
+				}
+				path := log
+				if glob {
+					path = filepath.Join(dir, "*.log")
+				}
+				positions, o := readFirst(t, modes[1].options(path))
+				taken := time.Now().Add(-time.Second) // see TestResume
+				writeLines(t, w, 101, 120)
+				rename(t, log, filepath.Join(old, "access.log.1"))
+				touch(t, filepath.Join(old, "access.log.1"), -time.Second/2)
+				writeLines(t, create(t, filepath.Join(other, "access.log.1")), 5001, 5010)
+				if twice {
+					next := create(t, log)
+					writeLines(t, next, 121, 130)
+					rename(t, filepath.Join(old, "access.log.1"), filepath.Join(old, "access.log.2"))
+					rename(t, log, filepath.Join(old, "access.log.1"))
+					writeLines(t, create(t, log), 131, 150)
+				} else {
+					writeLines(t, create(t, log), 121, 150)
+				}
+				expectResumed(t, o, positions, taken)
+			})
+		}
+	}
+}
+
+// TestResumeCopyTruncatedIntoOldDir: logrotate's copytruncate with a relative olddir
+// puts the copy of the log in a directory within the log's. A restart that finds the log
+// truncated while the exporter was down finds the copy there by the bytes the log had at
+// its position, and reads it from there, then the log from its start; the files rotated
+// into that directory after the copy too (copytruncate twice while down). Not a file of
+// another directory within the log's, named as one of its rotated files and written
+// after the snapshot, that does not begin with those bytes: another log's archive; nor,
+// the copy beside the log, one that does: a backup of the log copied there, whose lines
+// the copy has.
+func TestResumeCopyTruncatedIntoOldDir(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		olddir bool
+		twice  bool
+		glob   string // the input's path, relative to the log's directory, when a glob
+	}{
+		{"into old", true, false, ""},
+		{"into old twice", true, true, ""},
+		{"beside the log, a backup within", false, false, ""},
+		// The copy is the glob's, read by the first scan from the log's position.
+		{"beside the log, a backup within, a glob of the rotated names", false, false, "access.log*"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
 			dir, log, w := accessLog(t)
-			old := filepath.Join(dir, "old")
-			if err := os.Mkdir(old, 0o755); err != nil {
-				t.Fatal(err)
+			old, other := filepath.Join(dir, "old"), filepath.Join(dir, "other")
+			for _, d := range []string{old, other} {
+				if err := os.Mkdir(d, 0o755); err != nil {
+					t.Fatal(err)
+				}
 			}
-			// Another log's archive of the same name, written after the snapshot.
 			path := log
-			if glob {
-				path = filepath.Join(dir, "*.log")
+			if tc.glob != "" {
+				path = filepath.Join(dir, tc.glob)
 			}
 			positions, o := readFirst(t, modes[1].options(path))
 			taken := time.Now().Add(-time.Second) // see TestResume
 			writeLines(t, w, 101, 120)
-			rename(t, log, filepath.Join(old, "access.log.1"))
-			writeLines(t, create(t, filepath.Join(old, "access.log.2")), 5001, 5010)
-			writeLines(t, create(t, log), 121, 150)
+			copied := filepath.Join(old, "access.log.1")
+			if !tc.olddir {
+				copied = log + ".1"
+				copyFile(t, log, filepath.Join(other, "access.log.1"))
+			} else {
+				writeLines(t, create(t, filepath.Join(other, "access.log.1")), 5001, 5010)
+			}
+			copyFile(t, log, copied)
+			touch(t, copied, -time.Second/2)
+			if err := os.Truncate(log, 0); err != nil {
+				t.Fatal(err)
+			}
+			if tc.twice {
+				writeLines(t, w, 121, 130)
+				rename(t, copied, filepath.Join(old, "access.log.2"))
+				copyFile(t, log, copied)
+				if err := os.Truncate(log, 0); err != nil {
+					t.Fatal(err)
+				}
+				writeLines(t, w, 131, 150)
+			} else {
+				writeLines(t, w, 121, 150)
+			}
 			expectResumed(t, o, positions, taken)
 		})
 	}

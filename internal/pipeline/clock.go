@@ -1,0 +1,140 @@
+package pipeline
+
+import (
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/logwindow/logwindow_exporter/internal/store"
+)
+
+// clock turns a time source into processing-time seconds. It starts at the first reading
+// and moves by the difference between consecutive readings when that is positive. With
+// time.Now the difference is monotonic, so a wall-clock step does not move it; a source
+// that steps back (an injected clock) makes it stand still until the source moves on, and
+// from there it moves with the source again. Processing time therefore never goes back,
+// which the windows need: a series keeps its newest second, so an event placed an hour
+// behind it would be dropped as late and reads would stay at that second for the hour.
+//
+// The wall clock it gives event-time rules is vetted against the monotonic one: a step of
+// it is held (vet).
+type clock struct {
+	now func() time.Time
+	// wallNow, when set, is the wall clock apart from now: a test steps it alone.
+	wallNow func() time.Time
+	log     *slog.Logger // nil: a one-shot's clock, which tells nothing
+	mu      sync.Mutex   // readings are taken under it, so each difference is counted once
+	last    time.Time    // the previous reading
+	at      time.Time    // the processing time of the previous reading
+	// wallAt is the wall clock the previous reading gave event-time rules.
+	wallAt time.Time
+	// While a step of the wall clock is held, step is how far the wall clock stands from
+	// where wallAt moved on to with the monotonic clock, and held how long it has stood
+	// so.
+	holding    bool
+	step, held time.Duration
+	// elapsed is the monotonic time since the first reading; no step set right is told
+	// of before quietUntil, so that a clock that flaps logs once a wallStepHold.
+	elapsed, quietUntil time.Duration
+}
+
+// A step of the host's wall clock (NTP's, a hypervisor's on resume, date -s) moves the
+// windows of every event-time rule: one ahead by more than a window empties it, as the
+// idle expiry and the next line find the window's slots older than it, and a step back
+// as far starts them over. A step undone soon after (a wrong time set right) would lose
+// them all the same. As ntpd holds a large offset for its stepout before it steps, a step
+// is taken only once it has lasted wallStepHold on the monotonic clock; until then the
+// wall clock given goes on from before it by the monotonic clock, and a line a writer on
+// the host stamped by the stepped clock is judged against that (a step ahead's future).
+const (
+	wallStepHold = time.Minute
+	// wallSlack is how far the wall clock may move from the monotonic one between two
+	// readings and not be a step: NTP slews both alike, and the kernel's step back of
+	// a leap second, one second, changes no window enough to be held.
+	wallSlack = 2 * time.Second
+)
+
+func newClock(now, wall func() time.Time, log *slog.Logger) *clock {
+	t := now()
+	w := t
+	if wall != nil {
+		w = wall()
+	}
+	return &clock{now: now, wallNow: wall, log: log, last: t, at: t, wallAt: w}
+}
+
+// read returns the processing second and, from the same reading, the wall-clock second:
+// event-time rules compare a line's own (wall-clock) time with the latter.
+func (c *clock) read() (processing, wall int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t := c.now()
+	d := t.Sub(c.last)
+	if d > 0 {
+		c.at = c.at.Add(d)
+		c.elapsed += d
+	}
+	c.last = t
+	if c.wallNow != nil {
+		t = c.wallNow()
+	}
+	return c.at.Unix(), c.vet(t, d).Unix()
+}
+
+// notBefore moves the processing time forward to second t if it is behind it: a restart
+// goes on from the processing second of the snapshot it restored (store.Restored), not
+// from a wall clock behind it, so that processing time does not go back across a restart
+// either. It then runs that far ahead of the wall clock, which no sample shows: windows
+// and the activity of label sets go by it, neither of which is exported as a time. It
+// is held at most at store.LatestSecond, which a restore checks its seconds against:
+// near the end of int64 the time moved on from t would wrap to negative seconds.
+func (c *clock) notBefore(t int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t = min(t, store.LatestSecond)
+	if c.at.Unix() < t {
+		c.at = time.Unix(t, 0)
+	}
+}
+
+// vet returns the wall clock to give event-time rules at a reading of it, wall, taken d
+// after the previous reading on the monotonic clock. Without a monotonic reading (an
+// injected clock) d is the wall clock's own difference, and nothing is ever a step.
+func (c *clock) vet(wall time.Time, d time.Duration) time.Time {
+	course := c.wallAt.Add(d)
+	off := wall.Sub(course)
+	switch {
+	case off.Abs() <= wallSlack:
+		if c.holding && c.log != nil && c.elapsed >= c.quietUntil {
+			c.quietUntil = c.elapsed + wallStepHold
+			c.log.Warn("the host's wall clock stepped and came back within a minute: event-time rules went on by the monotonic clock meanwhile, counting lines stamped by the stepped clock as future or late", "step", c.step, "lasted", c.held)
+		}
+		c.holding = false
+		c.wallAt = wall
+	case c.holding && (off-c.step).Abs() <= wallSlack:
+		c.step, c.held = off, c.held+max(d, 0)
+		c.wallAt = course
+		if c.held >= wallStepHold {
+			if c.log != nil {
+				c.log.Warn("the host's wall clock stepped and stayed: event-time rules go by it from now on, and their windows move by the step", "step", c.step, "lasted", c.held)
+			}
+			c.holding = false
+			c.wallAt = wall
+		}
+	default:
+		// A step, or another one while one is held: held from this reading on.
+		c.holding, c.step, c.held = true, off, 0
+		c.wallAt = course
+	}
+	return c.wallAt
+}
+
+func (c *clock) second() int64 {
+	processing, _ := c.read()
+	return processing
+}
+
+func (c *clock) wall() int64 {
+	_, wall := c.read()
+	return wall
+}
