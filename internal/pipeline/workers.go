@@ -343,10 +343,14 @@ func (h batchHold) Lock() {
 // goroutine then does not go through line by line; the worker that parses the batch finds
 // the lines in it, strips the "\r" before a line's "\n" as the follower does, and counts
 // them. The lines of an input that joins CRI messages, which the reading goroutine does
-// itself, are handed on one by one.
+// itself, are handed on one by one. Without a pool, the reading goroutine parses the
+// read's lines as one span too, when it can (parseBlock).
 func (h batchHold) Block(path string, lines []byte) bool {
 	w := h.in.pool.Load()
-	if w == nil || h.in.cri != nil {
+	if w == nil {
+		return h.in.parseBlock(h.p, path, lines)
+	}
+	if h.in.cri != nil {
 		return false
 	}
 	at, inRead := within(lines[:len(lines)-1], w.read)

@@ -55,9 +55,15 @@ type piece struct {
 	stop     byte
 	group    int
 	optional bool
-	// number: the server writes the value as a number (logformat.Format.Numeric), most
-	// often of fewer than 8 bytes.
-	number bool
+	// byteStop: the piece is a value up to an ASCII stop, not optional, the piece
+	// nearly every value of a usual format is, which scan reads apart from the rest with
+	// capture its first slot in caps: 2*group, or 0 for a value not captured, whose slots
+	// a match sets last.
+	byteStop bool
+	capture  int
+	// words is how many words of the line from the value's start are looked at for its
+	// stop before bytes.IndexByte is called past them: the value is mostly that short.
+	words int
 	// then is the literal text that follows a value, read in the same step; nil when the
 	// value is followed by an optional part, another value or nothing.
 	then []byte
@@ -80,12 +86,17 @@ func Compile(f *logformat.Format, regex Matcher) (*Scanner, error) {
 		if err := check(f.Pieces, i); err != nil {
 			return nil, fmt.Errorf("%w: %s: %s", ErrUnsupported, f.Describe(), err)
 		}
-		sp := piece{kind: p.Kind, lit: []byte(p.Lit), group: p.Group, optional: p.Optional}
-		sp.number = p.Group > 0 && f.Numeric(f.Captures[p.Group-1].Name)
+		sp := piece{kind: p.Kind, lit: []byte(p.Lit), group: p.Group, optional: p.Optional, capture: 2 * p.Group}
 		if p.Kind == logformat.PieceUntil || p.Kind == logformat.PieceUntilEscaped {
 			sp.lit = utf8.AppendRune(nil, p.Stop)
 			if p.Stop < utf8.RuneSelf {
 				sp.stop = byte(p.Stop)
+			}
+		}
+		if p.Kind == logformat.PieceUntil && sp.stop != 0 && !p.Optional {
+			sp.byteStop = true
+			if p.Group > 0 {
+				sp.words = wordsOf(f, f.Captures[p.Group-1].Name)
 			}
 		}
 		if n := len(s.pieces); n > 0 && p.Kind == logformat.PieceLiteral && !p.Optional && s.pieces[n-1].kind != logformat.PieceLiteral {
@@ -95,6 +106,28 @@ func Compile(f *logformat.Format, regex Matcher) (*Scanner, error) {
 		s.pieces = append(s.pieces, sp)
 	}
 	return s, nil
+}
+
+// wordsOf is how many words of a line the value of variable name mostly ends within,
+// its stop included: one for a number (logformat.Format.Numeric: a status, a byte
+// count, a time), and for nginx's $remote_user, which is "-" but for requests with basic
+// authentication; two for a client address, an IPv4 address of at most 15 bytes; four
+// for the local times of nginx, 25 and 26 bytes. 0 for the others, mostly longer: a word
+// looked at before the call costs more than it spares there.
+func wordsOf(f *logformat.Format, name string) int {
+	switch {
+	case f.Numeric(name):
+		return 1
+	case f.Server == logformat.Apache:
+		return 0
+	case name == "remote_user":
+		return 1
+	case name == "remote_addr" || name == "realip_remote_addr":
+		return 2
+	case name == "time_local" || name == "time_iso8601":
+		return 4
+	}
+	return 0
 }
 
 // setThen makes then the literal text the value of sp is followed by.
@@ -194,6 +227,50 @@ func (s *Scanner) scan(line []byte, caps []int) result {
 	p := 0
 	for i := range s.pieces {
 		sp := &s.pieces[i]
+		if sp.byteStop {
+			// The value runs to its stop, found in the words looked at first, else by a
+			// call (every value held in a register is stored before a call and loaded
+			// after it, which costs more than a short value's search).
+			start, j := p, -1
+			w := 0
+			for ; w < sp.words && p+8*w+8 <= len(line); w++ {
+				x := binary.LittleEndian.Uint64(line[p+8*w:p+8*w+8:p+8*w+8]) ^ lows*uint64(sp.stop)
+				// The lowest byte flagged is the first zero byte of x, where the line
+				// holds the stop (a flag above a zero byte may be false, one below
+				// never is).
+				if found := (x - lows) &^ x & highs; found != 0 {
+					j = 8*w + bits.TrailingZeros64(found)/8
+					break
+				}
+			}
+			if j < 0 {
+				if k := bytes.IndexByte(line[p+8*w:], sp.stop); k >= 0 {
+					j = 8*w + k
+				}
+			}
+			if j < 0 {
+				if sp.then != nil {
+					return fail // the text after the value starts with its stop (check)
+				}
+				p = len(line)
+			} else {
+				p += j
+			}
+			caps[sp.capture], caps[sp.capture+1] = start, p
+			if sp.then != nil {
+				// The text after the value starts with its stop (check), found at p.
+				// A short one is compared as a word.
+				if sp.thenShort && p+8 <= len(line) {
+					if binary.LittleEndian.Uint64(line[p:p+8:p+8])&sp.thenMask != sp.thenWord {
+						return fail
+					}
+				} else if !hasPrefix(line[p:], sp.then) {
+					return fail
+				}
+				p += len(sp.then)
+			}
+			continue
+		}
 		if sp.optional && p == len(line) {
 			// The line ends before this part, which the regex then leaves out.
 			for _, q := range s.pieces[i:] {
@@ -211,51 +288,8 @@ func (s *Scanner) scan(line []byte, caps []int) result {
 			}
 			p += len(sp.lit)
 		case logformat.PieceUntil:
-			// The one-byte stop of nearly every value is searched for here, without a
-			// call to until.
-			if sp.stop == 0 {
-				p = until(line, p, sp.lit)
-				break
-			}
-			// A number is mostly shorter than 8 bytes (a status, a byte count, a time):
-			// its stop is found in a word of the line, not by a call (every value held
-			// in a register is stored before a call and loaded after it), which costs
-			// more than such a value. Other values are mostly longer: no word for them.
-			j := -1
-			if sp.number && p+8 <= len(line) {
-				x := binary.LittleEndian.Uint64(line[p:p+8:p+8]) ^ lows*uint64(sp.stop)
-				// The lowest byte flagged is the first zero byte of x, where the line
-				// holds the stop (a flag above a zero byte may be false, one below
-				// never is).
-				if found := (x - lows) &^ x & highs; found != 0 {
-					j = bits.TrailingZeros64(found) / 8
-				} else if k := bytes.IndexByte(line[p+8:], sp.stop); k >= 0 {
-					j = 8 + k
-				}
-			} else {
-				j = bytes.IndexByte(line[p:], sp.stop)
-			}
-			if j < 0 {
-				p = len(line)
-				break
-			}
-			p += j
-			if sp.then != nil {
-				// The text after the value starts with its stop (check), found at p.
-				// A short one is compared as a word.
-				if sp.thenShort && p+8 <= len(line) {
-					if binary.LittleEndian.Uint64(line[p:p+8:p+8])&sp.thenMask != sp.thenWord {
-						return fail
-					}
-				} else if !hasPrefix(line[p+1:], sp.then[1:]) {
-					return fail
-				}
-				if sp.group > 0 {
-					caps[2*sp.group], caps[2*sp.group+1] = start, p
-				}
-				p += len(sp.then)
-				continue
-			}
+			// A stop of more than a byte (not ASCII), or an optional value's.
+			p = until(line, p, sp.lit)
 		case logformat.PieceUntilEscaped:
 			if p = s.untilEscaped(line, p, sp.stop); p < 0 {
 				return fail
