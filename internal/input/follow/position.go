@@ -559,8 +559,11 @@ func (f *Follower) inOldDir(dirs *listings, path string, id fileID) *os.File {
 // one of its positions (copiedAt), or "": logrotate's copytruncate with an olddir given
 // relative to the log's directory puts its copy there. By the copy's first bytes alone,
 // as inOldDir goes by identity alone: any directory within may hold another log's
-// archives of the name.
+// archives of the name. Of several such directories, the one whose copy is the largest:
+// a backup of the log copied into another before the copytruncate holds less of it, and
+// read instead lost the lines written after it (two, the lines they share counted twice).
 func (f *Follower) copyDir(dirs *listings, path string, since time.Time, known map[fileID]bool, r *resume) string {
+	best, most := "", int64(-1)
 	for _, at := range f.rotationPaths(path) {
 		dir := filepath.Dir(at)
 		entries, _ := dirs.list(dir)
@@ -568,17 +571,17 @@ func (f *Follower) copyDir(dirs *listings, path string, since time.Time, known m
 			if !e.IsDir() {
 				continue
 			}
-			old, copied := filepath.Join(dir, e.Name()), false
 			for _, a := range rotatedAfter(filepath.Join(dir, e.Name(), filepath.Base(at)), since, known, dirs.list) {
-				copied = copied || copiedAt(a.file, r.byPath[path], r.resumed) > 0
+				if copiedAt(a.file, r.byPath[path], r.resumed) > 0 {
+					if fi, err := a.file.Stat(); err == nil && fi.Size() > most {
+						best, most = filepath.Join(dir, e.Name()), fi.Size()
+					}
+				}
 				_ = a.file.Close()
-			}
-			if copied {
-				return old
 			}
 		}
 	}
-	return ""
+	return best
 }
 
 // readCopiesAtEnd has the files the first scan took for copies of a position's file

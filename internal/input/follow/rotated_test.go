@@ -850,6 +850,43 @@ func TestResumeCopyTruncatedIntoOldDir(t *testing.T) {
 	}
 }
 
+// TestResumeCopyTruncatedIntoOldDirBesideBackups: copytruncate's copy in a relative
+// olddir is told from backups of the log that a directory within the log's holds (named
+// as rotated from it and written after the snapshot, as `cp access.log
+// backup/access.log-$(date +%F)` makes them), made before the copy: they begin with the
+// bytes the log had at its position too, but hold less of it than the copy does, which
+// was made last. Read instead of the copy, a backup lost the lines written after it, and
+// two of them counted the lines they share twice.
+func TestResumeCopyTruncatedIntoOldDirBesideBackups(t *testing.T) {
+	for _, backups := range []int{1, 2} {
+		t.Run(fmt.Sprintf("%d backups", backups), func(t *testing.T) {
+			dir, log, w := accessLog(t)
+			old, backup := filepath.Join(dir, "old"), filepath.Join(dir, "backup")
+			for _, d := range []string{old, backup} {
+				if err := os.Mkdir(d, 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+			positions, o := readFirst(t, modes[1].options(log))
+			taken := time.Now().Add(-time.Second) // see TestResume
+			next := 101
+			for i := range backups {
+				writeLines(t, w, next, next+4)
+				next += 5
+				copyFile(t, log, filepath.Join(backup, fmt.Sprintf("access.log-2026-11-%02d", 20+i)))
+			}
+			writeLines(t, w, next, 120)
+			copied := filepath.Join(old, "access.log.1")
+			copyFile(t, log, copied)
+			if err := os.Truncate(log, 0); err != nil {
+				t.Fatal(err)
+			}
+			writeLines(t, w, 121, 150)
+			expectResumed(t, o, positions, taken)
+		})
+	}
+}
+
 // TestResumeCopyOnReusedInode: the copy that copytruncate made of the log while the
 // exporter was down, found by a glob that matches rotated names, was given the inode of
 // a file of a position deleted since (logrotate removed its oldest archive, or, with
