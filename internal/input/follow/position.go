@@ -562,16 +562,23 @@ func (f *Follower) inOldDir(dirs *listings, path string, id fileID) *os.File {
 // archives of the name. Of several such directories, the one whose copy is the largest:
 // a backup of the log copied into another before the copytruncate holds less of it, and
 // read instead lost the lines written after it (two, the lines they share counted twice).
+// Not one that holds a file of the log's name: another log's directory (a vhost's below
+// the default one's), whose archives the log's would overwrite, and which may begin as
+// the log did (replicas of one program).
 func (f *Follower) copyDir(dirs *listings, path string, since time.Time, known map[fileID]bool, r *resume) string {
 	best, most := "", int64(-1)
 	for _, at := range f.rotationPaths(path) {
-		dir := filepath.Dir(at)
-		entries, _ := dirs.list(dir)
+		dir, base := filepath.Split(at)
+		entries, _ := dirs.list(filepath.Clean(dir))
 		for _, e := range entries {
 			if !e.IsDir() {
 				continue
 			}
-			for _, a := range rotatedAfter(filepath.Join(dir, e.Name(), filepath.Base(at)), since, known, dirs.list) {
+			within, _ := dirs.list(filepath.Join(dir, e.Name()))
+			if _, another := slices.BinarySearchFunc(within, base, func(e os.DirEntry, s string) int { return strings.Compare(e.Name(), s) }); another {
+				continue
+			}
+			for _, a := range rotatedAfter(filepath.Join(dir, e.Name(), base), since, known, dirs.list) {
 				if copiedAt(a.file, r.byPath[path], r.resumed) > 0 {
 					if fi, err := a.file.Stat(); err == nil && fi.Size() > most {
 						best, most = filepath.Join(dir, e.Name()), fi.Size()

@@ -887,6 +887,51 @@ func TestResumeCopyTruncatedIntoOldDirBesideBackups(t *testing.T) {
 	}
 }
 
+// TestResumeTruncatedBesideAnotherLogOfItsName: a directory within the log's that holds
+// a log of the same name (a vhost's access.log below the default one's), rotated beside
+// it, is not the log's olddir, even when that log's archive begins with the bytes the log
+// had at its position (replicas of one program, which write the same first KiB): the
+// log's rotated files would overwrite that log's there. Truncated while the exporter was
+// down, the log's copy is looked for in its olddir only (old), or, with none made, its
+// lines written before the truncation are lost, not taken from the other log's archive.
+func TestResumeTruncatedBesideAnotherLogOfItsName(t *testing.T) {
+	for _, copied := range []bool{true, false} {
+		t.Run(fmt.Sprintf("copied %v", copied), func(t *testing.T) {
+			dir, log, w := accessLog(t)
+			old, vhost := filepath.Join(dir, "old"), filepath.Join(dir, "vhost")
+			for _, d := range []string{old, vhost} {
+				if err := os.Mkdir(d, 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+			positions, o := readFirst(t, modes[1].options(log))
+			taken := time.Now().Add(-time.Second) // see TestResume
+			// The other log began as this one did, was rotated beside itself, and was
+			// written to more than this one was before its truncation.
+			copyFile(t, log, filepath.Join(vhost, "access.log.1"))
+			writeLines(t, openToWrite(t, filepath.Join(vhost, "access.log.1"), os.O_APPEND), 5001, 5030)
+			writeLines(t, create(t, filepath.Join(vhost, "access.log")), 6001, 6010)
+			writeLines(t, w, 101, 120)
+			if copied {
+				copyFile(t, log, filepath.Join(old, "access.log.1"))
+			}
+			if err := os.Truncate(log, 0); err != nil {
+				t.Fatal(err)
+			}
+			writeLines(t, w, 121, 150)
+			if copied {
+				expectResumed(t, o, positions, taken)
+				return
+			}
+			o.Resume, o.Taken = positions, taken
+			next := newCollector()
+			start(t, o, next.handle)
+			waitFor(t, "the lines written after the truncation", func() bool { return next.has(121, 150) })
+			next.expectExactly(t, span{121, 150})
+		})
+	}
+}
+
 // TestResumeCopyOnReusedInode: the copy that copytruncate made of the log while the
 // exporter was down, found by a glob that matches rotated names, was given the inode of
 // a file of a position deleted since (logrotate removed its oldest archive, or, with
