@@ -385,6 +385,7 @@ func (f *Follower) resumeRotated() {
 			continue
 		}
 		var file *os.File
+		inOld := false
 		for _, at := range f.rotationPaths(p.Path) {
 			// By its inode alone when its device was renumbered since (renumbered): its
 			// first bytes are checked below.
@@ -396,9 +397,8 @@ func (f *Follower) resumeRotated() {
 			}
 		}
 		if file == nil {
-			if file = f.inOldDir(dirs, p.Path, id); file != nil && !slices.Contains(oldDirs[p.Path], filepath.Dir(file.Name())) {
-				oldDirs[p.Path] = append(oldDirs[p.Path], filepath.Dir(file.Name()))
-			}
+			file = f.inOldDir(dirs, p.Path, id)
+			inOld = file != nil
 		}
 		if file == nil {
 			// One read to its end after it left its path lost a line only if a writer that
@@ -418,6 +418,12 @@ func (f *Follower) resumeRotated() {
 			f.o.Logger.Info(say.rewritten, "path", p.Path, "offset", p.Offset)
 			lost[p.Path] = true
 			continue
+		}
+		// Its directory is the log's olddir once the file is known to be the position's:
+		// another file given its inode since (a log's new file, made anew in another
+		// log's directory within) says nothing of where the log's rotated files went.
+		if inOld && !slices.Contains(oldDirs[p.Path], filepath.Dir(file.Name())) {
+			oldDirs[p.Path] = append(oldDirs[p.Path], filepath.Dir(file.Name()))
 		}
 		t := f.rotatedFile(idOf(fi), file, p.Path, p.Offset)
 		found = append(found, t)

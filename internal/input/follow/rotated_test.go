@@ -932,6 +932,44 @@ func TestResumeTruncatedBesideAnotherLogOfItsName(t *testing.T) {
 	}
 }
 
+// TestResumeInodeReusedWithin: the file of a position deleted while the exporter was down
+// (rotated and compressed) gave its inode to a file that a directory within the log's got
+// since (another log's, as logrotate made it anew there). Found there by its identity but
+// without the position's first bytes, it is not the position's file, and that directory
+// is not the log's olddir: the other log's archives in it, named as the log's rotated
+// files and written after the snapshot, are not read as the log's.
+func TestResumeInodeReusedWithin(t *testing.T) {
+	dir, log, _ := accessLog(t)
+	vhost := filepath.Join(dir, "vhost")
+	if err := os.Mkdir(vhost, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	positions, o := readFirst(t, modes[1].options(log))
+	taken := time.Now().Add(-time.Second) // see TestResume
+	if err := os.Remove(log); err != nil {
+		t.Fatal(err)
+	}
+	writeLines(t, create(t, filepath.Join(vhost, "access.log.1")), 5001, 5010)
+	other := filepath.Join(vhost, "access.log")
+	writeLines(t, create(t, other), 6001, 6010)
+	writeLines(t, create(t, log), 121, 150)
+	// The file system gave the position's inode to the other log's new file: its
+	// identity stands in the position for the one freed, which a test cannot have reused.
+	fi, err := os.Stat(other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := idOf(fi)
+	for i := range positions {
+		positions[i].Dev, positions[i].Ino = id.dev, id.ino
+	}
+	o.Resume, o.Taken = positions, taken
+	next := newCollector()
+	start(t, o, next.handle)
+	waitFor(t, "the lines of the new log", func() bool { return next.has(121, 150) })
+	next.expectExactly(t, span{121, 150})
+}
+
 // TestResumeCopyOnReusedInode: the copy that copytruncate made of the log while the
 // exporter was down, found by a glob that matches rotated names, was given the inode of
 // a file of a position deleted since (logrotate removed its oldest archive, or, with
