@@ -385,6 +385,7 @@ func (f *Follower) resumeRotated() {
 			continue
 		}
 		var file *os.File
+		inOld := false
 		for _, at := range f.rotationPaths(p.Path) {
 			// By its inode alone when its device was renumbered since (renumbered): its
 			// first bytes are checked below.
@@ -396,9 +397,8 @@ func (f *Follower) resumeRotated() {
 			}
 		}
 		if file == nil {
-			if file = f.inOldDir(dirs, p.Path, id); file != nil && !slices.Contains(oldDirs[p.Path], filepath.Dir(file.Name())) {
-				oldDirs[p.Path] = append(oldDirs[p.Path], filepath.Dir(file.Name()))
-			}
+			file = f.inOldDir(dirs, p.Path, id)
+			inOld = file != nil
 		}
 		if file == nil {
 			// One read to its end after it left its path lost a line only if a writer that
@@ -418,6 +418,12 @@ func (f *Follower) resumeRotated() {
 			f.o.Logger.Info(say.rewritten, "path", p.Path, "offset", p.Offset)
 			lost[p.Path] = true
 			continue
+		}
+		// Its directory is the log's olddir once the file is known to be the position's:
+		// another file given its inode since (a log's new file, made anew in another
+		// log's directory within) says nothing of where the log's rotated files went.
+		if inOld && !slices.Contains(oldDirs[p.Path], filepath.Dir(file.Name())) {
+			oldDirs[p.Path] = append(oldDirs[p.Path], filepath.Dir(file.Name()))
 		}
 		t := f.rotatedFile(idOf(fi), file, p.Path, p.Offset)
 		found = append(found, t)
@@ -559,26 +565,36 @@ func (f *Follower) inOldDir(dirs *listings, path string, id fileID) *os.File {
 // one of its positions (copiedAt), or "": logrotate's copytruncate with an olddir given
 // relative to the log's directory puts its copy there. By the copy's first bytes alone,
 // as inOldDir goes by identity alone: any directory within may hold another log's
-// archives of the name.
+// archives of the name. Of several such directories, the one whose copy is the largest:
+// a backup of the log copied into another before the copytruncate holds less of it, and
+// read instead lost the lines written after it (two, the lines they share counted twice).
+// Not one that holds a file of the log's name: another log's directory (a vhost's below
+// the default one's), whose archives the log's would overwrite, and which may begin as
+// the log did (replicas of one program).
 func (f *Follower) copyDir(dirs *listings, path string, since time.Time, known map[fileID]bool, r *resume) string {
+	best, most := "", int64(-1)
 	for _, at := range f.rotationPaths(path) {
-		dir := filepath.Dir(at)
-		entries, _ := dirs.list(dir)
+		dir, base := filepath.Split(at)
+		entries, _ := dirs.list(filepath.Clean(dir))
 		for _, e := range entries {
 			if !e.IsDir() {
 				continue
 			}
-			old, copied := filepath.Join(dir, e.Name()), false
-			for _, a := range rotatedAfter(filepath.Join(dir, e.Name(), filepath.Base(at)), since, known, dirs.list) {
-				copied = copied || copiedAt(a.file, r.byPath[path], r.resumed) > 0
-				_ = a.file.Close()
+			within, _ := dirs.list(filepath.Join(dir, e.Name()))
+			if _, another := slices.BinarySearchFunc(within, base, func(e os.DirEntry, s string) int { return strings.Compare(e.Name(), s) }); another {
+				continue
 			}
-			if copied {
-				return old
+			for _, a := range rotatedAfter(filepath.Join(dir, e.Name(), base), since, known, dirs.list) {
+				if copiedAt(a.file, r.byPath[path], r.resumed) > 0 {
+					if fi, err := a.file.Stat(); err == nil && fi.Size() > most {
+						best, most = filepath.Join(dir, e.Name()), fi.Size()
+					}
+				}
+				_ = a.file.Close()
 			}
 		}
 	}
-	return ""
+	return best
 }
 
 // readCopiesAtEnd has the files the first scan took for copies of a position's file

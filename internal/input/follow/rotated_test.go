@@ -850,6 +850,126 @@ func TestResumeCopyTruncatedIntoOldDir(t *testing.T) {
 	}
 }
 
+// TestResumeCopyTruncatedIntoOldDirBesideBackups: copytruncate's copy in a relative
+// olddir is told from backups of the log that a directory within the log's holds (named
+// as rotated from it and written after the snapshot, as `cp access.log
+// backup/access.log-$(date +%F)` makes them), made before the copy: they begin with the
+// bytes the log had at its position too, but hold less of it than the copy does, which
+// was made last. Read instead of the copy, a backup lost the lines written after it, and
+// two of them counted the lines they share twice.
+func TestResumeCopyTruncatedIntoOldDirBesideBackups(t *testing.T) {
+	for _, backups := range []int{1, 2} {
+		t.Run(fmt.Sprintf("%d backups", backups), func(t *testing.T) {
+			dir, log, w := accessLog(t)
+			old, backup := filepath.Join(dir, "old"), filepath.Join(dir, "backup")
+			for _, d := range []string{old, backup} {
+				if err := os.Mkdir(d, 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+			positions, o := readFirst(t, modes[1].options(log))
+			taken := time.Now().Add(-time.Second) // see TestResume
+			next := 101
+			for i := range backups {
+				writeLines(t, w, next, next+4)
+				next += 5
+				copyFile(t, log, filepath.Join(backup, fmt.Sprintf("access.log-2026-11-%02d", 20+i)))
+			}
+			writeLines(t, w, next, 120)
+			copied := filepath.Join(old, "access.log.1")
+			copyFile(t, log, copied)
+			if err := os.Truncate(log, 0); err != nil {
+				t.Fatal(err)
+			}
+			writeLines(t, w, 121, 150)
+			expectResumed(t, o, positions, taken)
+		})
+	}
+}
+
+// TestResumeTruncatedBesideAnotherLogOfItsName: a directory within the log's that holds
+// a log of the same name (a vhost's access.log below the default one's), rotated beside
+// it, is not the log's olddir, even when that log's archive begins with the bytes the log
+// had at its position (replicas of one program, which write the same first KiB): the
+// log's rotated files would overwrite that log's there. Truncated while the exporter was
+// down, the log's copy is looked for in its olddir only (old), or, with none made, its
+// lines written before the truncation are lost, not taken from the other log's archive.
+func TestResumeTruncatedBesideAnotherLogOfItsName(t *testing.T) {
+	for _, copied := range []bool{true, false} {
+		t.Run(fmt.Sprintf("copied %v", copied), func(t *testing.T) {
+			dir, log, w := accessLog(t)
+			old, vhost := filepath.Join(dir, "old"), filepath.Join(dir, "vhost")
+			for _, d := range []string{old, vhost} {
+				if err := os.Mkdir(d, 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+			positions, o := readFirst(t, modes[1].options(log))
+			taken := time.Now().Add(-time.Second) // see TestResume
+			// The other log began as this one did, was rotated beside itself, and was
+			// written to more than this one was before its truncation.
+			copyFile(t, log, filepath.Join(vhost, "access.log.1"))
+			writeLines(t, openToWrite(t, filepath.Join(vhost, "access.log.1"), os.O_APPEND), 5001, 5030)
+			writeLines(t, create(t, filepath.Join(vhost, "access.log")), 6001, 6010)
+			writeLines(t, w, 101, 120)
+			if copied {
+				copyFile(t, log, filepath.Join(old, "access.log.1"))
+			}
+			if err := os.Truncate(log, 0); err != nil {
+				t.Fatal(err)
+			}
+			writeLines(t, w, 121, 150)
+			if copied {
+				expectResumed(t, o, positions, taken)
+				return
+			}
+			o.Resume, o.Taken = positions, taken
+			next := newCollector()
+			start(t, o, next.handle)
+			waitFor(t, "the lines written after the truncation", func() bool { return next.has(121, 150) })
+			next.expectExactly(t, span{121, 150})
+		})
+	}
+}
+
+// TestResumeInodeReusedWithin: the file of a position deleted while the exporter was down
+// (rotated and compressed) gave its inode to a file that a directory within the log's got
+// since (another log's, as logrotate made it anew there). Found there by its identity but
+// without the position's first bytes, it is not the position's file, and that directory
+// is not the log's olddir: the other log's archives in it, named as the log's rotated
+// files and written after the snapshot, are not read as the log's.
+func TestResumeInodeReusedWithin(t *testing.T) {
+	dir, log, _ := accessLog(t)
+	vhost := filepath.Join(dir, "vhost")
+	if err := os.Mkdir(vhost, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	positions, o := readFirst(t, modes[1].options(log))
+	taken := time.Now().Add(-time.Second) // see TestResume
+	if err := os.Remove(log); err != nil {
+		t.Fatal(err)
+	}
+	writeLines(t, create(t, filepath.Join(vhost, "access.log.1")), 5001, 5010)
+	other := filepath.Join(vhost, "access.log")
+	writeLines(t, create(t, other), 6001, 6010)
+	writeLines(t, create(t, log), 121, 150)
+	// The file system gave the position's inode to the other log's new file: its
+	// identity stands in the position for the one freed, which a test cannot have reused.
+	fi, err := os.Stat(other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := idOf(fi)
+	for i := range positions {
+		positions[i].Dev, positions[i].Ino = id.dev, id.ino
+	}
+	o.Resume, o.Taken = positions, taken
+	next := newCollector()
+	start(t, o, next.handle)
+	waitFor(t, "the lines of the new log", func() bool { return next.has(121, 150) })
+	next.expectExactly(t, span{121, 150})
+}
+
 // TestResumeCopyOnReusedInode: the copy that copytruncate made of the log while the
 // exporter was down, found by a glob that matches rotated names, was given the inode of
 // a file of a position deleted since (logrotate removed its oldest archive, or, with
