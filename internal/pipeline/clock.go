@@ -60,7 +60,7 @@ func newClock(now, wall func() time.Time, log *slog.Logger) *clock {
 	if wall != nil {
 		w = wall()
 	}
-	return &clock{now: now, wallNow: wall, log: log, last: t, at: t, wallAt: w}
+	return &clock{now: now, wallNow: wall, log: log, last: t, at: t, wallAt: w.Round(0)}
 }
 
 // read returns the processing second and, from the same reading, the wall-clock second:
@@ -78,7 +78,9 @@ func (c *clock) read() (processing, wall int64) {
 	if c.wallNow != nil {
 		t = c.wallNow()
 	}
-	return c.at.Unix(), c.vet(t, d).Unix()
+	// Without its monotonic reading: vet compares wall readings, where Sub of two
+	// readings of time.Now compares their monotonic ones and would find no step.
+	return c.at.Unix(), c.vet(t.Round(0), d).Unix()
 }
 
 // notBefore moves the processing time forward to second t if it is behind it: a restart

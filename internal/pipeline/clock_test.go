@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/logwindow/logwindow_exporter/internal/store"
 	"github.com/logwindow/logwindow_exporter/internal/testutil/testclock"
@@ -124,6 +125,19 @@ func TestClockWallStepHeld(t *testing.T) {
 				}
 			}
 		})
+		// The host's clock, as time.Now reads it: one reading carries both clocks.
+		t.Run(c.name+" on the host's clock", func(t *testing.T) {
+			base := time.Now()
+			var after, step time.Duration
+			clk := newClock(func() time.Time { return wallStepped(t, base.Add(after), step) }, nil, nil)
+			for i, r := range c.readings {
+				after += r.after
+				step += r.step
+				if _, got := clk.read(); got != base.Add(r.want).Unix() {
+					t.Errorf("reading %d: wall base%+ds, want base%+ds", i+1, got-base.Unix(), int64(r.want/time.Second))
+				}
+			}
+		})
 	}
 	t.Run("without a monotonic clock", func(t *testing.T) {
 		clk := newClock(script(t0, []time.Duration{day, day + time.Second}), nil, nil)
@@ -133,4 +147,25 @@ func TestClockWallStepHeld(t *testing.T) {
 			}
 		}
 	})
+}
+
+// wallStepped returns r, a reading of time.Now, as the host's clock reads after its wall
+// clock alone has stepped by step: the wall reading moved, the monotonic reading kept.
+// Go makes such a reading only when the host's clock steps, so the step is written into
+// the wall reading, whose seconds since 1885 are bits 30 to 62 of time.Time's first word
+// and nanoseconds bits 0 to 29 when bit 63 says it has a monotonic reading (its layout
+// since Go 1.9); the test fails if that no longer gives the reading wanted.
+func wallStepped(t *testing.T, r time.Time, step time.Duration) time.Time {
+	t.Helper()
+	got, to := r, r.Round(0).Add(step)
+	word := (*uint64)(unsafe.Pointer(&got))
+	if *word>>63 != 1 {
+		t.Fatal("time.Now's reading has no monotonic reading")
+	}
+	const nsec = 1<<30 - 1
+	*word = *word&^nsec + uint64((to.Unix()-r.Unix())<<30) + uint64(to.Nanosecond())
+	if got.Sub(r) != 0 || got.Round(0).Sub(r.Round(0)) != step {
+		t.Fatalf("time.Time's layout changed: a wall step of %v reads %v on the wall, %v on the monotonic clock", step, got.Round(0).Sub(r.Round(0)), got.Sub(r))
+	}
+	return got
 }
