@@ -696,6 +696,14 @@ rules:
 		{"starting in the second time", []read{
 			{"2026-11-01 01:30:00 ny", "2026-11-01T06:30:00Z", "2026-11-01T06:30:00Z"},
 		}},
+		// The later reading is nearer the clock, but more than foldNear ahead of it.
+		{"a line of the first time read 40 minutes late", []read{
+			{"2026-11-01 01:10:00 ny", "2026-11-01T05:50:00Z", "2026-11-01T05:10:00Z"},
+		}},
+		// Ahead, but by less than foldNear: the earlier reading is an hour behind.
+		{"a writer's clock two minutes ahead in the second time", []read{
+			{"2026-11-01 01:32:00 ny", "2026-11-01T06:30:00Z", "2026-11-01T06:32:00Z"},
+		}},
 		{"a backlog of the first time read in the second", []read{
 			{"2026-11-01 01:50:00 ny", "2026-11-01T06:10:00Z", "2026-11-01T05:50:00Z"},
 			{"2026-11-01 01:59:00 ny", "2026-11-01T06:10:00Z", "2026-11-01T05:59:00Z"},

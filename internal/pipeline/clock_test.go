@@ -110,6 +110,8 @@ func TestClockWallStepHeld(t *testing.T) {
 		{"a leap second's step back followed", []reading{{10 * time.Second, -time.Second, 9 * time.Second}, {time.Second, 0, 10 * time.Second}}},
 		{"ahead and set right", []reading{{time.Second, day, time.Second}, {30 * time.Second, 0, 31 * time.Second}, {time.Second, -day, 32 * time.Second}, {time.Second, 0, 33 * time.Second}}},
 		{"ahead and kept", []reading{{time.Second, day, time.Second}, {30 * time.Second, 0, 31 * time.Second}, {30 * time.Second, 0, day + 61*time.Second}, {time.Second, 0, day + 62*time.Second}}},
+		{"a step of wallSlack followed", []reading{{10 * time.Second, wallSlack, 12 * time.Second}}},
+		{"a step just past wallSlack held", []reading{{10 * time.Second, wallSlack + time.Second, 10 * time.Second}}},
 		{"back and kept", []reading{{time.Second, -day, time.Second}, {wallStepHold, 0, -day + time.Second + wallStepHold}}},
 		{"a second step starts the hold over", []reading{{time.Second, day, time.Second}, {50 * time.Second, day, 51 * time.Second}, {50 * time.Second, 0, 101 * time.Second}, {10 * time.Second, 0, 2*day + 111*time.Second}}},
 	}
