@@ -91,9 +91,9 @@ func TestClockNotBeforeFarAhead(t *testing.T) {
 }
 
 // TestClockWallStepHeld: the wall clock event-time rules are given goes on by the
-// monotonic clock through a step of the host's wall clock until the step has lasted
-// wallStepHold, follows the wall clock's slew, and starts each hold over when the step
-// changes.
+// monotonic clock through a step of the host's wall clock until the clock has stood off
+// its course for wallStepHold, whatever further steps it made meanwhile, and follows the
+// wall clock's slew.
 func TestClockWallStepHeld(t *testing.T) {
 	t0 := time.Unix(1_700_000_000, 0)
 	type reading struct {
@@ -113,7 +113,12 @@ func TestClockWallStepHeld(t *testing.T) {
 		{"a step of wallSlack followed", []reading{{10 * time.Second, wallSlack, 12 * time.Second}}},
 		{"a step just past wallSlack held", []reading{{10 * time.Second, wallSlack + time.Second, 10 * time.Second}}},
 		{"back and kept", []reading{{time.Second, -day, time.Second}, {wallStepHold, 0, -day + time.Second + wallStepHold}}},
-		{"a second step starts the hold over", []reading{{time.Second, day, time.Second}, {50 * time.Second, day, 51 * time.Second}, {50 * time.Second, 0, 101 * time.Second}, {10 * time.Second, 0, 2*day + 111*time.Second}}},
+		{"a second step held from the first", []reading{{time.Second, day, time.Second}, {50 * time.Second, day, 51 * time.Second}, {50 * time.Second, 0, 2*day + 101*time.Second}, {10 * time.Second, 0, 2*day + 111*time.Second}}},
+		{"two steps ahead set right", []reading{{time.Second, day, time.Second}, {20 * time.Second, day, 21 * time.Second}, {20 * time.Second, -2 * day, 41 * time.Second}, {30 * time.Second, 0, 71 * time.Second}}},
+		{"ahead, then back past it, kept", []reading{{time.Second, day, time.Second}, {30 * time.Second, -2 * day, 31 * time.Second}, {30 * time.Second, 0, -day + 61*time.Second}}},
+		// A drifting guest stepped by its hypervisor every half minute: taken a minute
+		// after the clock left its course, not held further behind at every step.
+		{"stepped every half minute", []reading{{15 * time.Second, 3 * time.Second, 15 * time.Second}, {15 * time.Second, 0, 30 * time.Second}, {15 * time.Second, 3 * time.Second, 45 * time.Second}, {15 * time.Second, 0, 60 * time.Second}, {15 * time.Second, 3 * time.Second, 84 * time.Second}}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
