@@ -364,6 +364,41 @@ type Timestamp struct {
 	Location *time.Location
 }
 
+// ReadLayout is the layout the times are read with: Layout with each fraction of a
+// second of a fixed number of digits (.000, ,000000) written as one of any number (.999,
+// ,999999), which also reads none. A line counts at its second, which no fraction
+// changes, and a writer that trims a fraction's zeros (Go's RFC3339Nano, containerd) or
+// leaves a whole second's out (Python's isoformat) would otherwise have those lines
+// dropped as bad timestamps: a tenth of them at nine digits.
+func (ts *Timestamp) ReadLayout() string {
+	return anyFraction(ts.Layout)
+}
+
+// anyFraction returns layout with each of Go's elements of a fraction of fixed digits (a
+// run of zeros after a point or comma, ending at a non-digit) written as one of any
+// number.
+func anyFraction(layout string) string {
+	b := []byte(layout)
+	for i := 0; i+1 < len(b); i++ {
+		if b[i] != '.' && b[i] != ',' || b[i+1] != '0' {
+			continue
+		}
+		j := i + 1
+		for j < len(b) && b[j] == '0' {
+			j++
+		}
+		if j < len(b) && '0' <= b[j] && b[j] <= '9' {
+			i = j - 1 // not a fraction: a literal, or part of another element
+			continue
+		}
+		for k := i + 1; k < j; k++ {
+			b[k] = '9'
+		}
+		i = j - 1
+	}
+	return string(b)
+}
+
 // In is the time zone the layout's times are read in when they carry none.
 func (ts *Timestamp) In() *time.Location {
 	if ts.Location == nil {

@@ -688,12 +688,13 @@ var runtimeTimes = [][2]string{
 	{"2024-03-17T13:04:05.120000000+00:00", "CRI-O"},
 }
 
-// checkRuntimeTimes refuses a layout of cri_time that does not read a time some runtime
-// writes: it would drop that runtime's lines, or a share of them (a tenth of containerd's
-// have a nanosecond count ending in zero), as bad_timestamp.
+// checkRuntimeTimes refuses a layout of cri_time that, as the parser reads it
+// (Timestamp.ReadLayout), does not read a time some runtime writes: it would drop that
+// runtime's lines, or a share of them (a tenth of containerd's have a nanosecond count
+// ending in zero), as bad_timestamp.
 func (rd *ruleDecoder) checkRuntimeTimes(line int, layout string) {
 	for _, rt := range runtimeTimes {
-		if got, err := time.ParseInLocation(layout, rt[0], time.UTC); err != nil || got.Unix() != layoutProbe.Unix() {
+		if got, err := time.ParseInLocation(anyFraction(layout), rt[0], time.UTC); err != nil || got.Unix() != layoutProbe.Unix() {
 			rd.add(line, rd.subject, "timestamp: layout: %q does not read %q, a time %s writes; cri_time is the runtime's RFC 3339 time: "+
 				"leave layout out, or give '2006-01-02T15:04:05Z07:00'", layout, rt[0], rt[1])
 			return

@@ -283,7 +283,7 @@ func build(rules []*config.Rule, eng engine) (*Parser, error) {
 		r.where = filters(cr.Where, eng, &sz)
 		r.whereNot = filters(cr.WhereNot, eng, &sz)
 		if ts := cr.Timestamp; ts != nil {
-			r.ts = &timestampSpec{capture: ts.Capture, layout: anyFraction(ts.Layout), loc: ts.In(), unix: ts.Unix}
+			r.ts = &timestampSpec{capture: ts.Capture, layout: ts.ReadLayout(), loc: ts.In(), unix: ts.Unix}
 			// A location is given only beside a layout that reads no offset (config); a
 			// zone name (MST) the line carries says which of the two offsets it is.
 			r.ts.folds = ts.In() != time.UTC && !strings.Contains(ts.Layout, "MST")
@@ -881,34 +881,6 @@ func (s *scratch) time(c *timeCache, ts *timestampSpec, m *match) {
 		t = nearerReading(t, c.unix, c.parsed, s.wall, s.live)
 	}
 	c.unix, c.parsed = t.Unix(), true
-}
-
-// anyFraction returns layout with each fraction of a second of a fixed number of digits
-// (.000, ,000000: Go's element of a run of zeros after a point or comma, ending at a
-// non-digit) written as one of any number (.999, ,999999), which also reads none. A line
-// counts at its second, which no fraction changes, and a writer that trims a fraction's
-// zeros (Go's RFC3339Nano) or leaves a whole second's out (Python's isoformat) would
-// otherwise have those lines dropped as bad timestamps: a tenth of them at nine digits.
-func anyFraction(layout string) string {
-	b := []byte(layout)
-	for i := 0; i+1 < len(b); i++ {
-		if b[i] != '.' && b[i] != ',' || b[i+1] != '0' {
-			continue
-		}
-		j := i + 1
-		for j < len(b) && b[j] == '0' {
-			j++
-		}
-		if j < len(b) && '0' <= b[j] && b[j] <= '9' {
-			i = j - 1 // not a fraction: a literal, or part of another element
-			continue
-		}
-		for k := i + 1; k < j; k++ {
-			b[k] = '9'
-		}
-		i = j - 1
-	}
-	return string(b)
 }
 
 // foldReach is how far from a time a zone's offset is looked up to find the other offset

@@ -455,30 +455,6 @@ rules:
 	})
 }
 
-// TestAnyFraction: only what Go's layouts read as a fraction of fixed digits is rewritten.
-func TestAnyFraction(t *testing.T) {
-	for layout, want := range map[string]string{
-		"2006-01-02T15:04:05.000Z07:00":   "2006-01-02T15:04:05.999Z07:00",
-		"2006-01-02 15:04:05,000000":      "2006-01-02 15:04:05,999999",
-		"2006-01-02T15:04:05.999Z07:00":   "2006-01-02T15:04:05.999Z07:00",
-		"2006.01.02 15:04:05":             "2006.01.02 15:04:05", // .01 is a month
-		"02.01.2006 15:04:05.0 -0700":     "02.01.2006 15:04:05.9 -0700",
-		"2006-01-02 15:04:05.000 2006.00": "2006-01-02 15:04:05.999 2006.99",
-		"15:04:05.":                       "15:04:05.",
-	} {
-		if got := anyFraction(layout); got != want {
-			t.Errorf("anyFraction(%q) = %q, want %q", layout, got, want)
-		}
-		// What Go reads of a time so written is the same to the second.
-		at := time.Date(2024, 3, 1, 12, 34, 56, 789_000_000, time.UTC)
-		a, errA := time.Parse(layout, at.Format(layout))
-		b, errB := time.Parse(anyFraction(layout), at.Format(layout))
-		if (errA == nil) != (errB == nil) || a.Unix() != b.Unix() {
-			t.Errorf("%q: %v %v, rewritten %v %v", layout, a, errA, b, errB)
-		}
-	}
-}
-
 // TestLeapSecond: a time at a leap second (23:59:60 UTC, as a clock that follows UTC
 // writes it) is read as second 59 of its minute, which Go's time.Parse alone refuses as
 // out of range: the line counts, at the last second before the next minute, rather than
@@ -695,6 +671,14 @@ rules:
 		}},
 		{"starting in the second time", []read{
 			{"2026-11-01 01:30:00 ny", "2026-11-01T06:30:00Z", "2026-11-01T06:30:00Z"},
+		}},
+		// The later reading is nearer the clock, but more than foldNear ahead of it.
+		{"a line of the first time read 40 minutes late", []read{
+			{"2026-11-01 01:10:00 ny", "2026-11-01T05:50:00Z", "2026-11-01T05:10:00Z"},
+		}},
+		// Ahead, but by less than foldNear: the earlier reading is an hour behind.
+		{"a writer's clock two minutes ahead in the second time", []read{
+			{"2026-11-01 01:32:00 ny", "2026-11-01T06:30:00Z", "2026-11-01T06:32:00Z"},
 		}},
 		{"a backlog of the first time read in the second", []read{
 			{"2026-11-01 01:50:00 ny", "2026-11-01T06:10:00Z", "2026-11-01T05:50:00Z"},

@@ -30,7 +30,7 @@ type clock struct {
 	wallAt time.Time
 	// While a step of the wall clock is held, step is how far the wall clock stands from
 	// where wallAt moved on to with the monotonic clock, and held how long it has stood
-	// so.
+	// off it (by any step).
 	holding    bool
 	step, held time.Duration
 	// elapsed is the monotonic time since the first reading; no step set right is told
@@ -43,9 +43,10 @@ type clock struct {
 // idle expiry and the next line find the window's slots older than it, and a step back
 // as far starts them over. A step undone soon after (a wrong time set right) would lose
 // them all the same. As ntpd holds a large offset for its stepout before it steps, a step
-// is taken only once it has lasted wallStepHold on the monotonic clock; until then the
-// wall clock given goes on from before it by the monotonic clock, and a line a writer on
-// the host stamped by the stepped clock is judged against that (a step ahead's future).
+// is taken only once the clock has stood off its course (by it and any steps after it)
+// for wallStepHold on the monotonic clock; until then the wall clock given goes on from
+// before it by the monotonic clock, and a line a writer on the host stamped by the
+// stepped clock is judged against that (a step ahead's future).
 const (
 	wallStepHold = time.Minute
 	// wallSlack is how far the wall clock may move from the monotonic one between two
@@ -60,7 +61,7 @@ func newClock(now, wall func() time.Time, log *slog.Logger) *clock {
 	if wall != nil {
 		w = wall()
 	}
-	return &clock{now: now, wallNow: wall, log: log, last: t, at: t, wallAt: w}
+	return &clock{now: now, wallNow: wall, log: log, last: t, at: t, wallAt: w.Round(0)}
 }
 
 // read returns the processing second and, from the same reading, the wall-clock second:
@@ -78,7 +79,9 @@ func (c *clock) read() (processing, wall int64) {
 	if c.wallNow != nil {
 		t = c.wallNow()
 	}
-	return c.at.Unix(), c.vet(t, d).Unix()
+	// Without its monotonic reading: vet compares wall readings, where Sub of two
+	// readings of time.Now compares their monotonic ones and would find no step.
+	return c.at.Unix(), c.vet(t.Round(0), d).Unix()
 }
 
 // notBefore moves the processing time forward to second t if it is behind it: a restart
@@ -111,7 +114,13 @@ func (c *clock) vet(wall time.Time, d time.Duration) time.Time {
 		}
 		c.holding = false
 		c.wallAt = wall
-	case c.holding && (off-c.step).Abs() <= wallSlack:
+	case !c.holding:
+		c.holding, c.step, c.held = true, off, 0
+		c.wallAt = course
+	default:
+		// Held since the clock left its course, whatever steps it made since: one that
+		// started the hold over would hold a clock stepped every half minute (a drifting
+		// guest's, set by its hypervisor) ever further behind it.
 		c.step, c.held = off, c.held+max(d, 0)
 		c.wallAt = course
 		if c.held >= wallStepHold {
@@ -121,10 +130,6 @@ func (c *clock) vet(wall time.Time, d time.Duration) time.Time {
 			c.holding = false
 			c.wallAt = wall
 		}
-	default:
-		// A step, or another one while one is held: held from this reading on.
-		c.holding, c.step, c.held = true, off, 0
-		c.wallAt = course
 	}
 	return c.wallAt
 }

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/logwindow/logwindow_exporter/internal/store"
 	"github.com/logwindow/logwindow_exporter/internal/testutil/testclock"
@@ -90,9 +91,9 @@ func TestClockNotBeforeFarAhead(t *testing.T) {
 }
 
 // TestClockWallStepHeld: the wall clock event-time rules are given goes on by the
-// monotonic clock through a step of the host's wall clock until the step has lasted
-// wallStepHold, follows the wall clock's slew, and starts each hold over when the step
-// changes.
+// monotonic clock through a step of the host's wall clock until the clock has stood off
+// its course for wallStepHold, whatever further steps it made meanwhile, and follows the
+// wall clock's slew.
 func TestClockWallStepHeld(t *testing.T) {
 	t0 := time.Unix(1_700_000_000, 0)
 	type reading struct {
@@ -109,8 +110,15 @@ func TestClockWallStepHeld(t *testing.T) {
 		{"a leap second's step back followed", []reading{{10 * time.Second, -time.Second, 9 * time.Second}, {time.Second, 0, 10 * time.Second}}},
 		{"ahead and set right", []reading{{time.Second, day, time.Second}, {30 * time.Second, 0, 31 * time.Second}, {time.Second, -day, 32 * time.Second}, {time.Second, 0, 33 * time.Second}}},
 		{"ahead and kept", []reading{{time.Second, day, time.Second}, {30 * time.Second, 0, 31 * time.Second}, {30 * time.Second, 0, day + 61*time.Second}, {time.Second, 0, day + 62*time.Second}}},
+		{"a step of wallSlack followed", []reading{{10 * time.Second, wallSlack, 12 * time.Second}}},
+		{"a step just past wallSlack held", []reading{{10 * time.Second, wallSlack + time.Second, 10 * time.Second}}},
 		{"back and kept", []reading{{time.Second, -day, time.Second}, {wallStepHold, 0, -day + time.Second + wallStepHold}}},
-		{"a second step starts the hold over", []reading{{time.Second, day, time.Second}, {50 * time.Second, day, 51 * time.Second}, {50 * time.Second, 0, 101 * time.Second}, {10 * time.Second, 0, 2*day + 111*time.Second}}},
+		{"a second step held from the first", []reading{{time.Second, day, time.Second}, {50 * time.Second, day, 51 * time.Second}, {50 * time.Second, 0, 2*day + 101*time.Second}, {10 * time.Second, 0, 2*day + 111*time.Second}}},
+		{"two steps ahead set right", []reading{{time.Second, day, time.Second}, {20 * time.Second, day, 21 * time.Second}, {20 * time.Second, -2 * day, 41 * time.Second}, {30 * time.Second, 0, 71 * time.Second}}},
+		{"ahead, then back past it, kept", []reading{{time.Second, day, time.Second}, {30 * time.Second, -2 * day, 31 * time.Second}, {30 * time.Second, 0, -day + 61*time.Second}}},
+		// A drifting guest stepped by its hypervisor every half minute: taken a minute
+		// after the clock left its course, not held further behind at every step.
+		{"stepped every half minute", []reading{{15 * time.Second, 3 * time.Second, 15 * time.Second}, {15 * time.Second, 0, 30 * time.Second}, {15 * time.Second, 3 * time.Second, 45 * time.Second}, {15 * time.Second, 0, 60 * time.Second}, {15 * time.Second, 3 * time.Second, 84 * time.Second}}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -124,6 +132,19 @@ func TestClockWallStepHeld(t *testing.T) {
 				}
 			}
 		})
+		// The host's clock, as time.Now reads it: one reading carries both clocks.
+		t.Run(c.name+" on the host's clock", func(t *testing.T) {
+			base := time.Now()
+			var after, step time.Duration
+			clk := newClock(func() time.Time { return wallStepped(t, base.Add(after), step) }, nil, nil)
+			for i, r := range c.readings {
+				after += r.after
+				step += r.step
+				if _, got := clk.read(); got != base.Add(r.want).Unix() {
+					t.Errorf("reading %d: wall base%+ds, want base%+ds", i+1, got-base.Unix(), int64(r.want/time.Second))
+				}
+			}
+		})
 	}
 	t.Run("without a monotonic clock", func(t *testing.T) {
 		clk := newClock(script(t0, []time.Duration{day, day + time.Second}), nil, nil)
@@ -133,4 +154,25 @@ func TestClockWallStepHeld(t *testing.T) {
 			}
 		}
 	})
+}
+
+// wallStepped returns r, a reading of time.Now, as the host's clock reads after its wall
+// clock alone has stepped by step: the wall reading moved, the monotonic reading kept.
+// Go makes such a reading only when the host's clock steps, so the step is written into
+// the wall reading, whose seconds since 1885 are bits 30 to 62 of time.Time's first word
+// and nanoseconds bits 0 to 29 when bit 63 says it has a monotonic reading (its layout
+// since Go 1.9); the test fails if that no longer gives the reading wanted.
+func wallStepped(t *testing.T, r time.Time, step time.Duration) time.Time {
+	t.Helper()
+	got, to := r, r.Round(0).Add(step)
+	word := (*uint64)(unsafe.Pointer(&got))
+	if *word>>63 != 1 {
+		t.Fatal("time.Now's reading has no monotonic reading")
+	}
+	const nsec = 1<<30 - 1
+	*word = *word&^nsec + uint64((to.Unix()-r.Unix())<<30) + uint64(to.Nanosecond())
+	if got.Sub(r) != 0 || got.Round(0).Sub(r.Round(0)) != step {
+		t.Fatalf("time.Time's layout changed: a wall step of %v reads %v on the wall, %v on the monotonic clock", step, got.Round(0).Sub(r.Round(0)), got.Sub(r))
+	}
+	return got
 }

@@ -184,48 +184,56 @@ func TestZoneRun(t *testing.T) {
 
 // TestRepeatedHourReadLive: an input reading a quiet log as it is written reads a line
 // of the hour New York repeats at the offset that puts it nearer the host's clock: the
-// line of the second time through half an hour after the first's last is in the 1m
-// window, not an hour back.
+// first line, read in the first time through, is not an hour ahead (future), and the line
+// of the second time through half an hour after the first's last is in the 1m window,
+// not an hour back. So do the workers of shards:, each told the clock of its batch.
 func TestRepeatedHourReadLive(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "app.log")
-	if err := os.WriteFile(path, nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := config.Parse(fmt.Appendf(nil, `
+	for _, shards := range []int{1, 2} {
+		t.Run(fmt.Sprintf("shards %d", shards), func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "app.log")
+			if err := os.WriteFile(path, nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			cfg, err := config.Parse(fmt.Appendf(nil, `
 global: {windows: [1m, 24h]}
-inputs: [{name: app, path: '%s'}]
+inputs: [{name: app, path: '%s', shards: %d}]
 rules:
   - name: lines
     match: '^(?P<t>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d) '
     timestamp: {capture: t, layout: '2006-01-02 15:04:05', location: America/New_York}
-`, path), "rules.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	clock := testclock.New(time.Date(2026, 11, 1, 4, 50, 0, 0, time.UTC)) // 00:50 EDT
-	p, err := Start(cfg, Options{Now: clock.Now, PollInterval: 5 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(p.Stop)
-	waitReady(t, p)
-	for i, at := range []struct {
-		line  string
-		after time.Duration // on the clock, since the line before
-	}{
-		{"2026-11-01 00:50:00 a", 0},
-		{"2026-11-01 01:40:00 b", 50 * time.Minute}, // 05:40 UTC, EDT
-		{"2026-11-01 01:15:00 c", 35 * time.Minute}, // 06:15 UTC, EST
-	} {
-		clock.Add(at.after)
-		appendTo(t, path, at.line+"\n")
-		waitRead(t, p, uint64(i+1))
-	}
-	got := gatherPipeline(t, p)
-	if w := got[`lines_window{window="1m"}`]; w != 1 {
-		t.Errorf("1m window: %v, want 1 (the line read at the clock's second)", w)
-	}
-	if w := got[`lines_window{window="24h"}`]; w != 3 {
-		t.Errorf("24h window: %v, want 3", w)
+`, path, shards), "rules.yaml")
+			if err != nil {
+				t.Fatal(err)
+			}
+			clock := testclock.New(time.Date(2026, 11, 1, 5, 10, 0, 0, time.UTC)) // 01:10 EDT
+			p, err := Start(cfg, Options{Now: clock.Now, PollInterval: 5 * time.Millisecond})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(p.Stop)
+			waitReady(t, p)
+			for i, at := range []struct {
+				line  string
+				after time.Duration // on the clock, since the line before
+			}{
+				{"2026-11-01 01:10:00 a", 0},                // 05:10 UTC, EDT
+				{"2026-11-01 01:40:00 b", 30 * time.Minute}, // 05:40 UTC, EDT
+				{"2026-11-01 01:15:00 c", 35 * time.Minute}, // 06:15 UTC, EST
+			} {
+				clock.Add(at.after)
+				appendTo(t, path, at.line+"\n")
+				waitRead(t, p, uint64(i+1))
+			}
+			got := gatherPipeline(t, p)
+			if w := got[`lines_window{window="1m"}`]; w != 1 {
+				t.Errorf("1m window: %v, want 1 (the line read at the clock's second)", w)
+			}
+			if w := got[`lines_window{window="24h"}`]; w != 3 {
+				t.Errorf("24h window: %v, want 3", w)
+			}
+			if n := got[`logwindow_rule_dropped_lines_total{reason="future",rule="lines"}`]; n != 0 {
+				t.Errorf("%v lines read as future, want none", n)
+			}
+		})
 	}
 }
