@@ -657,3 +657,31 @@ func TestScrapeBudgetSlowRequest(t *testing.T) {
 		t.Errorf("the slow request: HTTP %d, want 200", got.code)
 	}
 }
+
+// TestClient: the client a connection or request counts as, where each is held to its
+// share. An IPv6 address counts by its /64, which a host is given at least, but a
+// link-local one (fe80::/10) by itself: every host on a link has an address of
+// fe80::/64, and as one client, a LAN's hosts reaching the exporter by their link-local
+// addresses would share one check of credentials, and the hosts of a flood's link
+// would crowd out a scraper's connections as one client's.
+func TestClient(t *testing.T) {
+	for _, tc := range []struct{ addr, want string }{
+		{"10.0.0.1:40000", "10.0.0.1"},
+		{"[::ffff:10.0.0.1]:40000", "10.0.0.1"},
+		{"[2001:db8::1]:40000", "2001:db8::/64"},
+		{"[2001:db8::ffff:2]:40001", "2001:db8::/64"},
+		{"[2001:db8:0:1::1]:40000", "2001:db8:0:1::/64"},
+		{"[2001:db8::1%eth0]:40000", "2001:db8::/64"},
+		{"[fe80::1%eth0]:40000", "fe80::1%eth0"},
+		{"[fe80::2%eth0]:40000", "fe80::2%eth0"},
+		{"[fe80::1%eth1]:40000", "fe80::1%eth1"},
+		{"[fe80::1]:40000", "fe80::1"},
+		{"@", "@"},
+		{"host(2):1024", "host(2)"},
+		{"", ""},
+	} {
+		if got := client(tc.addr); got != tc.want {
+			t.Errorf("client(%q) = %q, want %q", tc.addr, got, tc.want)
+		}
+	}
+}
