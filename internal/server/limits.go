@@ -270,7 +270,8 @@ func (l *connLimiter) track(c net.Conn, state http.ConnState) {
 // written. A scrape past max waits, up to wait, for a place: one that frees, or that of a
 // scrape whose write has been blocked for stall (a client that does not read), which is
 // ended. The scrape that came last is given the next place, of the client (an address,
-// an IPv6 /64: see client) running the fewest, and when max scrapes wait already, the
+// an IPv6 /64: see client) running the fewest, and of those the one given a place
+// longest ago (see next), and when max scrapes wait already, the
 // one that has waited longest of the client with the most waiting gets 503 at once: so
 // clients that came before and do not read cannot keep out a scraper that comes after
 // them, nor can a client sending scrapes faster than places free (each 503 sent again at
@@ -304,6 +305,10 @@ type scrapeLimiter struct {
 	mu      sync.Mutex
 	running map[*scrape]struct{}
 	waiting []*scrape // a stack
+	// places counts the places given; placed is the count when each client running or
+	// waiting was last given one (see next).
+	places uint64
+	placed map[string]uint64
 	// held is the sum of the running scrapes' charges; refusals count the 503s by
 	// refusal, ended the scrapes ended for a client that did not read, alone the scrapes
 	// charged the whole budget.
@@ -337,7 +342,7 @@ const (
 var refusalNames = [numRefusals]string{"max_requests", "max_scrape_bytes", "displaced"}
 
 func newScrapeLimiter(max int, stall, wait time.Duration, logger *slog.Logger) *scrapeLimiter {
-	return &scrapeLimiter{max: max, stall: stall, wait: wait, logger: logger, running: map[*scrape]struct{}{}}
+	return &scrapeLimiter{max: max, stall: stall, wait: wait, logger: logger, running: map[*scrape]struct{}{}, placed: map[string]uint64{}}
 }
 
 // withBudget bounds the heap of the scrapes in flight to budget bytes (0: none), a
@@ -435,8 +440,10 @@ func (l *scrapeLimiter) acquire(r *http.Request, s *scrape) (bool, refusal) {
 	l.waiting = append(l.waiting, s)
 	if len(l.waiting) > l.max {
 		i := l.crowding()
-		l.waiting[i].given <- false
+		out := l.waiting[i]
+		out.given <- false
 		l.waiting = slices.Delete(l.waiting, i, i+1)
+		l.forget(out)
 		l.refusals[refusedDisplaced]++
 	}
 	next := l.fill()
@@ -465,6 +472,7 @@ func (l *scrapeLimiter) acquire(r *http.Request, s *scrape) (bool, refusal) {
 		default:
 		}
 		l.waiting = slices.DeleteFunc(l.waiting, func(x *scrape) bool { return x == s })
+		l.forget(s)
 		why := refusedRequests
 		if len(l.running) < l.max {
 			why = refusedBytes
@@ -488,20 +496,43 @@ func (l *scrapeLimiter) crowding() int {
 }
 
 // next is the index in l.waiting of the scrape to give the next place: the last come of
-// the client running the fewest scrapes, so that a client sending scrapes faster than
-// places free does not take every place that frees. Under l.mu.
+// the client running the fewest scrapes, of those the one given a place longest ago (or
+// never), so that a client sending scrapes faster than places free does not take every
+// place that frees: its short scrapes, each ended as a place frees, leave it running as
+// few as a scraper that waits. Under l.mu.
 func (l *scrapeLimiter) next() int {
 	running := map[string]int{}
 	for r := range l.running {
 		running[r.client]++
 	}
+	before := func(a, b string) bool {
+		if running[a] != running[b] {
+			return running[a] < running[b]
+		}
+		return l.placed[a] < l.placed[b]
+	}
 	next := len(l.waiting) - 1
 	for i := next - 1; i >= 0; i-- {
-		if running[l.waiting[i].client] < running[l.waiting[next].client] {
+		if before(l.waiting[i].client, l.waiting[next].client) {
 			next = i
 		}
 	}
 	return next
+}
+
+// forget drops when the client of s was last given a place, once it runs and waits for
+// none: s left the limiter. Under l.mu.
+func (l *scrapeLimiter) forget(s *scrape) {
+	of := func(x *scrape) bool { return x.client == s.client }
+	if slices.ContainsFunc(l.waiting, of) {
+		return
+	}
+	for x := range l.running {
+		if of(x) {
+			return
+		}
+	}
+	delete(l.placed, s.client)
 }
 
 // fits reports whether s may run beside the running scrapes. Under l.mu.
@@ -522,6 +553,8 @@ func (l *scrapeLimiter) fill() time.Duration {
 		}
 		l.waiting = slices.Delete(l.waiting, i, i+1)
 		l.running[w] = struct{}{}
+		l.places++
+		l.placed[w.client] = l.places
 		l.held += w.charge
 		if w.alone {
 			l.alone++
@@ -632,6 +665,7 @@ func (l *scrapeLimiter) hold(ctx context.Context, s *scrape, bytes int64) error 
 // room in hold. Under l.mu.
 func (l *scrapeLimiter) drop(s *scrape) {
 	delete(l.running, s)
+	l.forget(s)
 	l.held -= s.charge
 	l.unwant(s)
 	if l.freed != nil {

@@ -433,6 +433,60 @@ func TestScrapeLimiterSharedByClients(t *testing.T) {
 	})
 }
 
+// TestScrapeLimiterFloodOfShortScrapes: a place that freed went to the last come of the
+// clients running the fewest scrapes, so a client that kept a scrape waiting, each
+// quickly served (a loop of requests pipelined on a few connections), ran none as a place
+// freed as often as a scraper, and its last come went first every time: with the other
+// places held by a long scrape, the scraper waited in vain and got 503. Of the clients
+// running the fewest, a place now goes to the one given a place longest ago, or never.
+func TestScrapeLimiterFloodOfShortScrapes(t *testing.T) {
+	const stall, wait = time.Second, 5 * time.Second
+	synctest.Test(t, func(t *testing.T) {
+		l := newScrapeLimiter(2, stall, wait, slog.New(slog.DiscardHandler))
+		start := time.Now()
+		long := newGate()
+		held := serveFrom(l, start, httptest.NewRecorder(), long, "/metrics", "10.0.0.3:30000")
+		synctest.Wait()
+		// The flood sends a scrape every 5 ms, each running 10 ms once given its place.
+		short := l.handler(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			time.Sleep(10 * time.Millisecond)
+			_, _ = w.Write([]byte("metrics\n"))
+		}))
+		stop := make(chan struct{})
+		var flood sync.WaitGroup
+		flood.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				case <-time.After(5 * time.Millisecond):
+				}
+				r := httptest.NewRequest(http.MethodGet, "/metrics", nil)
+				r.RemoteAddr = "10.0.0.9:40000"
+				flood.Go(func() { short.ServeHTTP(httptest.NewRecorder(), r) })
+			}
+		})
+		// Places free every 10 ms from 5 ms on, as the flood's scrapes end; the scraper
+		// comes 3 ms after one, so that another of the flood's comes after it, before the
+		// next (come last, it went first).
+		time.Sleep(58 * time.Millisecond)
+		scraped := serveFrom(l, start, httptest.NewRecorder(), nil, "/metrics", "10.0.0.1:50000")
+		got := <-scraped
+		close(stop)
+		close(long.open)
+		flood.Wait()
+		<-held
+		if got.code != http.StatusOK || got.ended > 100*time.Millisecond {
+			t.Errorf("a scraper's scrape beside a flood of short scrapes from another address: HTTP %d after %v, want 200 within a flood's scrape (10 ms)", got.code, got.ended)
+		}
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		if len(l.placed) != 0 {
+			t.Errorf("every scrape ended, and the limiter still keeps when %d clients were last given a place", len(l.placed))
+		}
+	})
+}
+
 // gate holds a scrape in its handler: in is set once it is there, and it goes on when open
 // is closed.
 type gate struct {
