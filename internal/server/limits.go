@@ -65,9 +65,15 @@ func newConnLimiter(max int, grace time.Duration, logger *slog.Logger) *connLimi
 // replies its client has not read yet: the streams of an HTTP/2 client that opens no
 // flow-control window, which net/http holds until the write timeout, or the end of an
 // HTTP/1.1 reply.
+//
+// fresh is when the connection came, if it had sent no request before: net/http has an
+// HTTP/2 connection active once it read its client's preface, and then idle until its
+// first request, with no handler run (see track).
 type busy struct {
 	handlers int
 	since    time.Time
+	fresh    time.Time
+	served   bool
 }
 
 // connKey is the context key of a request's connection, for handling.
@@ -98,6 +104,7 @@ func (l *connLimiter) handling(c net.Conn) (done func()) {
 		return func() {}
 	}
 	b.handlers++
+	b.served = true
 	return func() {
 		l.mu.Lock()
 		defer l.mu.Unlock()
@@ -171,6 +178,13 @@ func (l *connLimiter) crowding(host string) net.Conn {
 		}
 	}
 	return c
+}
+
+// addFresh counts c, of host, among the fresh connections, since when. Under l.mu.
+func (l *connLimiter) addFresh(c net.Conn, host string, since time.Time) {
+	l.fresh[c] = since
+	l.hosts[c] = host
+	l.freshBy[host]++
 }
 
 // unfresh takes c out of the fresh connections. Under l.mu.
@@ -247,16 +261,23 @@ func (l *connLimiter) track(c net.Conn, state http.ConnState) {
 			delete(l.running, victim)
 			go victim.Close()
 		}
-		l.fresh[c] = now
-		l.hosts[c] = host
-		l.freshBy[host]++
+		l.addFresh(c, host, now)
 	case http.StateActive:
 		delete(l.idle, c)
+		fresh := l.fresh[c]
 		l.unfresh(c)
 		if l.running[c] == nil {
-			l.running[c] = &busy{since: time.Now()}
+			l.running[c] = &busy{since: time.Now(), fresh: fresh}
 		}
 	case http.StateIdle:
+		// An HTTP/2 connection that read its preface, and no request: still waiting for
+		// its first, and kept for the grace as one, not closed at once as one idle
+		// between two requests would be (its request may be on its way).
+		if b := l.running[c]; b != nil && !b.served && !b.fresh.IsZero() {
+			delete(l.running, c)
+			l.addFresh(c, connHost(c), b.fresh)
+			return
+		}
 		delete(l.running, c)
 		l.idle[c] = time.Now()
 	case http.StateHijacked, http.StateClosed:

@@ -3,8 +3,10 @@ package server
 import (
 	"crypto/tls"
 	"encoding/binary"
+	"errors"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"sync/atomic"
@@ -293,5 +295,82 @@ func TestHTTP2ReceiveWindow(t *testing.T) {
 	}
 	if ahead := min(connection, maxStreams*stream); ahead > 64<<10 {
 		t.Errorf("an HTTP/2 client may send %d bytes of bodies ahead of the handlers (connection window %d, a stream's %d), want 64 KiB at most", ahead, connection, stream)
+	}
+}
+
+// TestHTTP2ConnectionBeforeItsFirstRequest: net/http has an HTTP/2 connection idle once
+// it read the client's preface, before its first request: the connection limiter took
+// it for one idle between two requests, to be closed past the limit at once, where a
+// connection that has sent no request is kept for a grace. A scraper's new connection
+// over HTTP/2 was so closed by the next connection past the limit, as its request came
+// (a flood's, sending nothing), and its scrape failed. It waits for its first request
+// as any new connection now.
+func TestHTTP2ConnectionBeforeItsFirstRequest(t *testing.T) {
+	logger := slog.New(slog.DiscardHandler)
+	ts := httptest.NewUnstartedServer(nil)
+	ts.EnableHTTP2 = true
+	ts.Config = newHTTPServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.WriteString(w, "Healthy.\n")
+	}), Options{Logger: logger, conns: newConnLimiter(2, time.Minute, logger)})
+	ts.StartTLS()
+	defer ts.Close()
+	addr := ts.Listener.Addr().String()
+
+	// frame reads c's frames until one of type typ, answering SETTINGS.
+	frame := func(c net.Conn, typ byte) error {
+		for {
+			head := make([]byte, 9)
+			if _, err := io.ReadFull(c, head); err != nil {
+				return err
+			}
+			if _, err := io.CopyN(io.Discard, c, int64(head[0])<<16|int64(head[1])<<8|int64(head[2])); err != nil {
+				return err
+			}
+			if head[3] == 0x4 && head[4]&1 == 0 {
+				_ = h2Frame(c, 0x4, 1, 0, nil)
+			}
+			if head[3] == typ {
+				return nil
+			}
+		}
+	}
+	scraper, err := tls.Dial("tcp", addr, &tls.Config{InsecureSkipVerify: true, NextProtos: []string{"h2"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer scraper.Close()
+	_ = scraper.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := io.WriteString(scraper, "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	// Its preface read, as the PING's answer tells; its request is on its way.
+	if err := h2Frame(scraper, 0x4, 0, 0, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := h2Frame(scraper, 0x6, 0, 0, make([]byte, 8)); err != nil {
+		t.Fatal(err)
+	}
+	if err := frame(scraper, 0x6); err != nil {
+		t.Fatalf("the scraper's PING: %v", err)
+	}
+	// The flood's connections send nothing: the second is past the limit.
+	var flood []net.Conn
+	for range 2 {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		flood = append(flood, c)
+	}
+	_ = flood[1].SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := flood[1].Read(make([]byte, 1)); !errors.Is(err, io.EOF) {
+		t.Errorf("the connection past the limit, with the others younger than the grace: %v, want closed", err)
+	}
+	if err := h2Frame(scraper, 0x1, 0x5, 1, []byte{0x82, 0x87, 0x84}); err != nil {
+		t.Fatalf("the scraper's request: %v", err)
+	}
+	if err := frame(scraper, 0x1); err != nil {
+		t.Errorf("the scraper's reply, its connection younger than the grace: %v", err)
 	}
 }
