@@ -4,6 +4,7 @@ import (
 	"crypto/tls"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -12,6 +13,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/prometheus/exporter-toolkit/web"
 )
 
 // h2Frame writes an HTTP/2 frame of type typ, with flags, on stream id, to w.
@@ -372,5 +375,86 @@ func TestHTTP2ConnectionBeforeItsFirstRequest(t *testing.T) {
 	}
 	if err := frame(scraper, 0x1); err != nil {
 		t.Errorf("the scraper's reply, its connection younger than the grace: %v", err)
+	}
+}
+
+// TestConnLimiterLeavesRunningHandlers: past the limit, a connection whose replies have
+// waited for their client a grace gives its place, but not one whose handler runs (a
+// scrape computing, a password being checked): the server tells the limiter, through
+// the connection it puts in the context of each request (see connLimiter.handler, and
+// toolkit.serve, which chains its own), over HTTP/1.1 and HTTP/2, with the web config's
+// TLS too. Nothing served tested that handling, only the limiter told it by hand:
+// without it, a scrape computing for a second was cut off as the next connection past
+// the limit came.
+func TestConnLimiterLeavesRunningHandlers(t *testing.T) {
+	const grace = 100 * time.Millisecond
+	for _, tc := range []struct {
+		name           string
+		http2, toolkit bool
+	}{{"HTTP/1.1", false, false}, {"HTTP/2", true, false}, {"web config's TLS", true, true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			logger := slog.New(slog.DiscardHandler)
+			in, release := make(chan struct{}), make(chan struct{})
+			srv := newHTTPServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				close(in)
+				<-release
+				_, _ = io.WriteString(w, r.Proto)
+			}), Options{Logger: logger, conns: newConnLimiter(2, grace, logger)})
+			client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
+				TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, ForceAttemptHTTP2: tc.http2}}
+			var addr string
+			if tc.toolkit {
+				l, err := net.Listen("tcp", "127.0.0.1:0")
+				if err != nil {
+					t.Fatal(err)
+				}
+				path := newTLSFiles(t, "", "").webConfig
+				served := make(chan error, 1)
+				go func() {
+					served <- serveOn(l, srv, &web.FlagConfig{WebConfigFile: &path}, newWebConfigErrors(path, logger, time.Now), logger)
+				}()
+				defer func() { _ = srv.Close(); <-served }()
+				addr = l.Addr().String()
+			} else {
+				ts := httptest.NewUnstartedServer(nil)
+				ts.EnableHTTP2 = tc.http2
+				ts.Config = srv
+				ts.StartTLS()
+				defer ts.Close()
+				addr = ts.Listener.Addr().String()
+			}
+			got := make(chan error, 1)
+			go func() {
+				resp, err := client.Get("https://" + addr)
+				if err == nil {
+					var b []byte
+					b, err = io.ReadAll(resp.Body)
+					resp.Body.Close()
+					if err == nil && (resp.StatusCode != http.StatusOK || (string(b) == "HTTP/2.0") != tc.http2) {
+						err = fmt.Errorf("HTTP %d, %q", resp.StatusCode, b)
+					}
+				}
+				got <- err
+			}()
+			<-in
+			time.Sleep(2 * grace)
+			var flood []net.Conn
+			for range 2 {
+				c, err := net.Dial("tcp", addr)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer c.Close()
+				flood = append(flood, c)
+			}
+			_ = flood[1].SetReadDeadline(time.Now().Add(5 * time.Second))
+			if _, err := flood[1].Read(make([]byte, 1)); !errors.Is(err, io.EOF) {
+				t.Errorf("the connection past the limit, beside a running handler and a young connection: %v, want closed", err)
+			}
+			close(release)
+			if err := <-got; err != nil {
+				t.Errorf("the request whose handler ran a grace as a connection came past the limit: %v", err)
+			}
+		})
 	}
 }
