@@ -487,6 +487,52 @@ func TestScrapeLimiterFloodOfShortScrapes(t *testing.T) {
 	})
 }
 
+// TestScrapeLimiterFewestRunningFirst: a place that frees goes to the client running the
+// fewest scrapes before the one given a place longest ago: a flood whose scrapes hold
+// places and read nothing, given them before the scraper's running scrape, does not go
+// before the scraper's next as that one ends. (No test told the clients by what they
+// run: the last come first, or the one given a place longest ago alone, passed them.)
+func TestScrapeLimiterFewestRunningFirst(t *testing.T) {
+	const stall, wait = time.Second, 5 * time.Second
+	synctest.Test(t, func(t *testing.T) {
+		l := newScrapeLimiter(3, stall, wait, slog.New(slog.DiscardHandler))
+		start := time.Now()
+		const flood, scraper = "10.0.0.9:40000", "10.0.0.1:50000"
+		var stuck []*blockedWriter
+		var floods []chan scrapeResult
+		stuckScrape := func() {
+			stuck = append(stuck, newBlockedWriter())
+			floods = append(floods, serveFrom(l, start, stuck[len(stuck)-1], nil, "/metrics", flood))
+			time.Sleep(time.Millisecond)
+		}
+		stuckScrape()
+		stuckScrape()
+		g := newGate()
+		first := serveFrom(l, start, httptest.NewRecorder(), g, "/metrics", scraper)
+		time.Sleep(time.Millisecond)
+		// The flood runs two, given their places before the scraper's first; the
+		// scraper's next waits, and then one of the flood's, which would hold the
+		// place it is given as the first two.
+		next := serveFrom(l, start, httptest.NewRecorder(), nil, "/metrics", scraper)
+		time.Sleep(time.Millisecond)
+		stuckScrape()
+		time.Sleep(100*time.Millisecond - time.Since(start))
+		close(g.open)
+		if got := <-first; got.code != http.StatusOK {
+			t.Errorf("the scraper's first scrape: HTTP %d", got.code)
+		}
+		if got := <-next; got.code != http.StatusOK || got.ended != 100*time.Millisecond {
+			t.Errorf("the scraper's next scrape, the flood running two: HTTP %d after %v, want 200 as its first ended (100ms)", got.code, got.ended)
+		}
+		for _, w := range stuck {
+			_ = w.SetWriteDeadline(time.Now())
+		}
+		for _, f := range floods {
+			<-f
+		}
+	})
+}
+
 // gate holds a scrape in its handler: in is set once it is there, and it goes on when open
 // is closed.
 type gate struct {
