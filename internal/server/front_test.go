@@ -81,6 +81,8 @@ func TestFrontOneCheckPerAddress(t *testing.T) {
 		{"one IPv6 /64", "[2001:db8::1]:40000", "[2001:db8::ffff:2]:40000", true},
 		{"two IPv6 /64s", "[2001:db8::1]:40000", "[2001:db8:0:1::1]:40000", false},
 		{"IPv4 and IPv4-mapped IPv6", "10.0.0.1:40000", "[::ffff:10.0.0.1]:40001", true},
+		// Every host on a link has an address of fe80::/64: no host's allocation.
+		{"two hosts' IPv6 link-local addresses", "[fe80::1%eth0]:40000", "[fe80::2%eth0]:40000", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			hold, held := make(chan struct{}), make(chan struct{}, 1)

@@ -65,9 +65,15 @@ func newConnLimiter(max int, grace time.Duration, logger *slog.Logger) *connLimi
 // replies its client has not read yet: the streams of an HTTP/2 client that opens no
 // flow-control window, which net/http holds until the write timeout, or the end of an
 // HTTP/1.1 reply.
+//
+// fresh is when the connection came, if it had sent no request before: net/http has an
+// HTTP/2 connection active once it read its client's preface, and then idle until its
+// first request, with no handler run (see track).
 type busy struct {
 	handlers int
 	since    time.Time
+	fresh    time.Time
+	served   bool
 }
 
 // connKey is the context key of a request's connection, for handling.
@@ -98,6 +104,7 @@ func (l *connLimiter) handling(c net.Conn) (done func()) {
 		return func() {}
 	}
 	b.handlers++
+	b.served = true
 	return func() {
 		l.mu.Lock()
 		defer l.mu.Unlock()
@@ -131,9 +138,10 @@ func connHost(c net.Conn) string {
 // client is the client a connection or request from addr counts as, where one is held
 // to its share: its address without the port, or, for an IPv6 address, its /64. A host
 // on IPv6 is given a /64 at least, and may take any address of it for each connection,
-// so the addresses of a /64 are one client's, as rate limiters count them. An IPv4
-// address mapped into IPv6 is the IPv4 address. What is no IP address (a unix socket's
-// peer, a vsock context ID) is itself.
+// so the addresses of a /64 are one client's, as rate limiters count them. A link-local
+// address (fe80::/10) is itself, with its zone: every host on a link has one of
+// fe80::/64, which is no host's allocation. An IPv4 address mapped into IPv6 is the IPv4
+// address. What is no IP address (a unix socket's peer, a vsock context ID) is itself.
 func client(addr string) string {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
@@ -143,10 +151,10 @@ func client(addr string) string {
 	if err != nil {
 		return host
 	}
-	if ip = ip.Unmap().WithZone(""); ip.Is4() {
+	if ip = ip.Unmap(); ip.Is4() || ip.IsLinkLocalUnicast() {
 		return ip.String()
 	}
-	return netip.PrefixFrom(ip, 64).Masked().String()
+	return netip.PrefixFrom(ip.WithZone(""), 64).Masked().String()
 }
 
 // crowding is the fresh connection that has waited longest of the client address
@@ -170,6 +178,13 @@ func (l *connLimiter) crowding(host string) net.Conn {
 		}
 	}
 	return c
+}
+
+// addFresh counts c, of host, among the fresh connections, since when. Under l.mu.
+func (l *connLimiter) addFresh(c net.Conn, host string, since time.Time) {
+	l.fresh[c] = since
+	l.hosts[c] = host
+	l.freshBy[host]++
 }
 
 // unfresh takes c out of the fresh connections. Under l.mu.
@@ -246,16 +261,23 @@ func (l *connLimiter) track(c net.Conn, state http.ConnState) {
 			delete(l.running, victim)
 			go victim.Close()
 		}
-		l.fresh[c] = now
-		l.hosts[c] = host
-		l.freshBy[host]++
+		l.addFresh(c, host, now)
 	case http.StateActive:
 		delete(l.idle, c)
+		fresh := l.fresh[c]
 		l.unfresh(c)
 		if l.running[c] == nil {
-			l.running[c] = &busy{since: time.Now()}
+			l.running[c] = &busy{since: time.Now(), fresh: fresh}
 		}
 	case http.StateIdle:
+		// An HTTP/2 connection that read its preface, and no request: still waiting for
+		// its first, and kept for the grace as one, not closed at once as one idle
+		// between two requests would be (its request may be on its way).
+		if b := l.running[c]; b != nil && !b.served && !b.fresh.IsZero() {
+			delete(l.running, c)
+			l.addFresh(c, connHost(c), b.fresh)
+			return
+		}
 		delete(l.running, c)
 		l.idle[c] = time.Now()
 	case http.StateHijacked, http.StateClosed:
@@ -269,7 +291,8 @@ func (l *connLimiter) track(c net.Conn, state http.ConnState) {
 // written. A scrape past max waits, up to wait, for a place: one that frees, or that of a
 // scrape whose write has been blocked for stall (a client that does not read), which is
 // ended. The scrape that came last is given the next place, of the client (an address,
-// an IPv6 /64: see client) running the fewest, and when max scrapes wait already, the
+// an IPv6 /64: see client) running the fewest, and of those the one given a place
+// longest ago (see next), and when max scrapes wait already, the
 // one that has waited longest of the client with the most waiting gets 503 at once: so
 // clients that came before and do not read cannot keep out a scraper that comes after
 // them, nor can a client sending scrapes faster than places free (each 503 sent again at
@@ -303,6 +326,10 @@ type scrapeLimiter struct {
 	mu      sync.Mutex
 	running map[*scrape]struct{}
 	waiting []*scrape // a stack
+	// places counts the places given; placed is the count when each client running or
+	// waiting was last given one (see next).
+	places uint64
+	placed map[string]uint64
 	// held is the sum of the running scrapes' charges; refusals count the 503s by
 	// refusal, ended the scrapes ended for a client that did not read, alone the scrapes
 	// charged the whole budget.
@@ -336,7 +363,7 @@ const (
 var refusalNames = [numRefusals]string{"max_requests", "max_scrape_bytes", "displaced"}
 
 func newScrapeLimiter(max int, stall, wait time.Duration, logger *slog.Logger) *scrapeLimiter {
-	return &scrapeLimiter{max: max, stall: stall, wait: wait, logger: logger, running: map[*scrape]struct{}{}}
+	return &scrapeLimiter{max: max, stall: stall, wait: wait, logger: logger, running: map[*scrape]struct{}{}, placed: map[string]uint64{}}
 }
 
 // withBudget bounds the heap of the scrapes in flight to budget bytes (0: none), a
@@ -434,8 +461,10 @@ func (l *scrapeLimiter) acquire(r *http.Request, s *scrape) (bool, refusal) {
 	l.waiting = append(l.waiting, s)
 	if len(l.waiting) > l.max {
 		i := l.crowding()
-		l.waiting[i].given <- false
+		out := l.waiting[i]
+		out.given <- false
 		l.waiting = slices.Delete(l.waiting, i, i+1)
+		l.forget(out)
 		l.refusals[refusedDisplaced]++
 	}
 	next := l.fill()
@@ -464,6 +493,7 @@ func (l *scrapeLimiter) acquire(r *http.Request, s *scrape) (bool, refusal) {
 		default:
 		}
 		l.waiting = slices.DeleteFunc(l.waiting, func(x *scrape) bool { return x == s })
+		l.forget(s)
 		why := refusedRequests
 		if len(l.running) < l.max {
 			why = refusedBytes
@@ -487,20 +517,43 @@ func (l *scrapeLimiter) crowding() int {
 }
 
 // next is the index in l.waiting of the scrape to give the next place: the last come of
-// the client running the fewest scrapes, so that a client sending scrapes faster than
-// places free does not take every place that frees. Under l.mu.
+// the client running the fewest scrapes, of those the one given a place longest ago (or
+// never), so that a client sending scrapes faster than places free does not take every
+// place that frees: its short scrapes, each ended as a place frees, leave it running as
+// few as a scraper that waits. Under l.mu.
 func (l *scrapeLimiter) next() int {
 	running := map[string]int{}
 	for r := range l.running {
 		running[r.client]++
 	}
+	before := func(a, b string) bool {
+		if running[a] != running[b] {
+			return running[a] < running[b]
+		}
+		return l.placed[a] < l.placed[b]
+	}
 	next := len(l.waiting) - 1
 	for i := next - 1; i >= 0; i-- {
-		if running[l.waiting[i].client] < running[l.waiting[next].client] {
+		if before(l.waiting[i].client, l.waiting[next].client) {
 			next = i
 		}
 	}
 	return next
+}
+
+// forget drops when the client of s was last given a place, once it runs and waits for
+// none: s left the limiter. Under l.mu.
+func (l *scrapeLimiter) forget(s *scrape) {
+	of := func(x *scrape) bool { return x.client == s.client }
+	if slices.ContainsFunc(l.waiting, of) {
+		return
+	}
+	for x := range l.running {
+		if of(x) {
+			return
+		}
+	}
+	delete(l.placed, s.client)
 }
 
 // fits reports whether s may run beside the running scrapes. Under l.mu.
@@ -521,6 +574,8 @@ func (l *scrapeLimiter) fill() time.Duration {
 		}
 		l.waiting = slices.Delete(l.waiting, i, i+1)
 		l.running[w] = struct{}{}
+		l.places++
+		l.placed[w.client] = l.places
 		l.held += w.charge
 		if w.alone {
 			l.alone++
@@ -631,6 +686,7 @@ func (l *scrapeLimiter) hold(ctx context.Context, s *scrape, bytes int64) error 
 // room in hold. Under l.mu.
 func (l *scrapeLimiter) drop(s *scrape) {
 	delete(l.running, s)
+	l.forget(s)
 	l.held -= s.charge
 	l.unwant(s)
 	if l.freed != nil {

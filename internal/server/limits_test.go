@@ -433,6 +433,106 @@ func TestScrapeLimiterSharedByClients(t *testing.T) {
 	})
 }
 
+// TestScrapeLimiterFloodOfShortScrapes: a place that freed went to the last come of the
+// clients running the fewest scrapes, so a client that kept a scrape waiting, each
+// quickly served (a loop of requests pipelined on a few connections), ran none as a place
+// freed as often as a scraper, and its last come went first every time: with the other
+// places held by a long scrape, the scraper waited in vain and got 503. Of the clients
+// running the fewest, a place now goes to the one given a place longest ago, or never.
+func TestScrapeLimiterFloodOfShortScrapes(t *testing.T) {
+	const stall, wait = time.Second, 5 * time.Second
+	synctest.Test(t, func(t *testing.T) {
+		l := newScrapeLimiter(2, stall, wait, slog.New(slog.DiscardHandler))
+		start := time.Now()
+		long := newGate()
+		held := serveFrom(l, start, httptest.NewRecorder(), long, "/metrics", "10.0.0.3:30000")
+		synctest.Wait()
+		// The flood sends a scrape every 5 ms, each running 10 ms once given its place.
+		short := l.handler(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			time.Sleep(10 * time.Millisecond)
+			_, _ = w.Write([]byte("metrics\n"))
+		}))
+		stop := make(chan struct{})
+		var flood sync.WaitGroup
+		flood.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				case <-time.After(5 * time.Millisecond):
+				}
+				r := httptest.NewRequest(http.MethodGet, "/metrics", nil)
+				r.RemoteAddr = "10.0.0.9:40000"
+				flood.Go(func() { short.ServeHTTP(httptest.NewRecorder(), r) })
+			}
+		})
+		// Places free every 10 ms from 5 ms on, as the flood's scrapes end; the scraper
+		// comes 3 ms after one, so that another of the flood's comes after it, before the
+		// next (come last, it went first).
+		time.Sleep(58 * time.Millisecond)
+		scraped := serveFrom(l, start, httptest.NewRecorder(), nil, "/metrics", "10.0.0.1:50000")
+		got := <-scraped
+		close(stop)
+		close(long.open)
+		flood.Wait()
+		<-held
+		if got.code != http.StatusOK || got.ended > 100*time.Millisecond {
+			t.Errorf("a scraper's scrape beside a flood of short scrapes from another address: HTTP %d after %v, want 200 within a flood's scrape (10 ms)", got.code, got.ended)
+		}
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		if len(l.placed) != 0 {
+			t.Errorf("every scrape ended, and the limiter still keeps when %d clients were last given a place", len(l.placed))
+		}
+	})
+}
+
+// TestScrapeLimiterFewestRunningFirst: a place that frees goes to the client running the
+// fewest scrapes before the one given a place longest ago: a flood whose scrapes hold
+// places and read nothing, given them before the scraper's running scrape, does not go
+// before the scraper's next as that one ends. (No test told the clients by what they
+// run: the last come first, or the one given a place longest ago alone, passed them.)
+func TestScrapeLimiterFewestRunningFirst(t *testing.T) {
+	const stall, wait = time.Second, 5 * time.Second
+	synctest.Test(t, func(t *testing.T) {
+		l := newScrapeLimiter(3, stall, wait, slog.New(slog.DiscardHandler))
+		start := time.Now()
+		const flood, scraper = "10.0.0.9:40000", "10.0.0.1:50000"
+		var stuck []*blockedWriter
+		var floods []chan scrapeResult
+		stuckScrape := func() {
+			stuck = append(stuck, newBlockedWriter())
+			floods = append(floods, serveFrom(l, start, stuck[len(stuck)-1], nil, "/metrics", flood))
+			time.Sleep(time.Millisecond)
+		}
+		stuckScrape()
+		stuckScrape()
+		g := newGate()
+		first := serveFrom(l, start, httptest.NewRecorder(), g, "/metrics", scraper)
+		time.Sleep(time.Millisecond)
+		// The flood runs two, given their places before the scraper's first; the
+		// scraper's next waits, and then one of the flood's, which would hold the
+		// place it is given as the first two.
+		next := serveFrom(l, start, httptest.NewRecorder(), nil, "/metrics", scraper)
+		time.Sleep(time.Millisecond)
+		stuckScrape()
+		time.Sleep(100*time.Millisecond - time.Since(start))
+		close(g.open)
+		if got := <-first; got.code != http.StatusOK {
+			t.Errorf("the scraper's first scrape: HTTP %d", got.code)
+		}
+		if got := <-next; got.code != http.StatusOK || got.ended != 100*time.Millisecond {
+			t.Errorf("the scraper's next scrape, the flood running two: HTTP %d after %v, want 200 as its first ended (100ms)", got.code, got.ended)
+		}
+		for _, w := range stuck {
+			_ = w.SetWriteDeadline(time.Now())
+		}
+		for _, f := range floods {
+			<-f
+		}
+	})
+}
+
 // gate holds a scrape in its handler: in is set once it is there, and it goes on when open
 // is closed.
 type gate struct {
@@ -655,5 +755,33 @@ func TestScrapeBudgetSlowRequest(t *testing.T) {
 	close(read)
 	if got := <-slow; got.code != http.StatusOK {
 		t.Errorf("the slow request: HTTP %d, want 200", got.code)
+	}
+}
+
+// TestClient: the client a connection or request counts as, where each is held to its
+// share. An IPv6 address counts by its /64, which a host is given at least, but a
+// link-local one (fe80::/10) by itself: every host on a link has an address of
+// fe80::/64, and as one client, a LAN's hosts reaching the exporter by their link-local
+// addresses would share one check of credentials, and the hosts of a flood's link
+// would crowd out a scraper's connections as one client's.
+func TestClient(t *testing.T) {
+	for _, tc := range []struct{ addr, want string }{
+		{"10.0.0.1:40000", "10.0.0.1"},
+		{"[::ffff:10.0.0.1]:40000", "10.0.0.1"},
+		{"[2001:db8::1]:40000", "2001:db8::/64"},
+		{"[2001:db8::ffff:2]:40001", "2001:db8::/64"},
+		{"[2001:db8:0:1::1]:40000", "2001:db8:0:1::/64"},
+		{"[2001:db8::1%eth0]:40000", "2001:db8::/64"},
+		{"[fe80::1%eth0]:40000", "fe80::1%eth0"},
+		{"[fe80::2%eth0]:40000", "fe80::2%eth0"},
+		{"[fe80::1%eth1]:40000", "fe80::1%eth1"},
+		{"[fe80::1]:40000", "fe80::1"},
+		{"@", "@"},
+		{"host(2):1024", "host(2)"},
+		{"", ""},
+	} {
+		if got := client(tc.addr); got != tc.want {
+			t.Errorf("client(%q) = %q, want %q", tc.addr, got, tc.want)
+		}
 	}
 }

@@ -3,13 +3,18 @@ package server
 import (
 	"crypto/tls"
 	"encoding/binary"
+	"errors"
+	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/prometheus/exporter-toolkit/web"
 )
 
 // h2Frame writes an HTTP/2 frame of type typ, with flags, on stream id, to w.
@@ -293,5 +298,163 @@ func TestHTTP2ReceiveWindow(t *testing.T) {
 	}
 	if ahead := min(connection, maxStreams*stream); ahead > 64<<10 {
 		t.Errorf("an HTTP/2 client may send %d bytes of bodies ahead of the handlers (connection window %d, a stream's %d), want 64 KiB at most", ahead, connection, stream)
+	}
+}
+
+// TestHTTP2ConnectionBeforeItsFirstRequest: net/http has an HTTP/2 connection idle once
+// it read the client's preface, before its first request: the connection limiter took
+// it for one idle between two requests, to be closed past the limit at once, where a
+// connection that has sent no request is kept for a grace. A scraper's new connection
+// over HTTP/2 was so closed by the next connection past the limit, as its request came
+// (a flood's, sending nothing), and its scrape failed. It waits for its first request
+// as any new connection now.
+func TestHTTP2ConnectionBeforeItsFirstRequest(t *testing.T) {
+	logger := slog.New(slog.DiscardHandler)
+	ts := httptest.NewUnstartedServer(nil)
+	ts.EnableHTTP2 = true
+	ts.Config = newHTTPServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.WriteString(w, "Healthy.\n")
+	}), Options{Logger: logger, conns: newConnLimiter(2, time.Minute, logger)})
+	ts.StartTLS()
+	defer ts.Close()
+	addr := ts.Listener.Addr().String()
+
+	// frame reads c's frames until one of type typ, answering SETTINGS.
+	frame := func(c net.Conn, typ byte) error {
+		for {
+			head := make([]byte, 9)
+			if _, err := io.ReadFull(c, head); err != nil {
+				return err
+			}
+			if _, err := io.CopyN(io.Discard, c, int64(head[0])<<16|int64(head[1])<<8|int64(head[2])); err != nil {
+				return err
+			}
+			if head[3] == 0x4 && head[4]&1 == 0 {
+				_ = h2Frame(c, 0x4, 1, 0, nil)
+			}
+			if head[3] == typ {
+				return nil
+			}
+		}
+	}
+	scraper, err := tls.Dial("tcp", addr, &tls.Config{InsecureSkipVerify: true, NextProtos: []string{"h2"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer scraper.Close()
+	_ = scraper.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := io.WriteString(scraper, "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	// Its preface read, as the PING's answer tells; its request is on its way.
+	if err := h2Frame(scraper, 0x4, 0, 0, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := h2Frame(scraper, 0x6, 0, 0, make([]byte, 8)); err != nil {
+		t.Fatal(err)
+	}
+	if err := frame(scraper, 0x6); err != nil {
+		t.Fatalf("the scraper's PING: %v", err)
+	}
+	// The flood's connections send nothing: the second is past the limit.
+	var flood []net.Conn
+	for range 2 {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		flood = append(flood, c)
+	}
+	_ = flood[1].SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := flood[1].Read(make([]byte, 1)); !errors.Is(err, io.EOF) {
+		t.Errorf("the connection past the limit, with the others younger than the grace: %v, want closed", err)
+	}
+	if err := h2Frame(scraper, 0x1, 0x5, 1, []byte{0x82, 0x87, 0x84}); err != nil {
+		t.Fatalf("the scraper's request: %v", err)
+	}
+	if err := frame(scraper, 0x1); err != nil {
+		t.Errorf("the scraper's reply, its connection younger than the grace: %v", err)
+	}
+}
+
+// TestConnLimiterLeavesRunningHandlers: past the limit, a connection whose replies have
+// waited for their client a grace gives its place, but not one whose handler runs (a
+// scrape computing, a password being checked): the server tells the limiter, through
+// the connection it puts in the context of each request (see connLimiter.handler, and
+// toolkit.serve, which chains its own), over HTTP/1.1 and HTTP/2, with the web config's
+// TLS too. Nothing served tested that handling, only the limiter told it by hand:
+// without it, a scrape computing for a second was cut off as the next connection past
+// the limit came.
+func TestConnLimiterLeavesRunningHandlers(t *testing.T) {
+	const grace = 100 * time.Millisecond
+	for _, tc := range []struct {
+		name           string
+		http2, toolkit bool
+	}{{"HTTP/1.1", false, false}, {"HTTP/2", true, false}, {"web config's TLS", true, true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			logger := slog.New(slog.DiscardHandler)
+			in, release := make(chan struct{}), make(chan struct{})
+			srv := newHTTPServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				close(in)
+				<-release
+				_, _ = io.WriteString(w, r.Proto)
+			}), Options{Logger: logger, conns: newConnLimiter(2, grace, logger)})
+			client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
+				TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, ForceAttemptHTTP2: tc.http2}}
+			var addr string
+			if tc.toolkit {
+				l, err := net.Listen("tcp", "127.0.0.1:0")
+				if err != nil {
+					t.Fatal(err)
+				}
+				path := newTLSFiles(t, "", "").webConfig
+				served := make(chan error, 1)
+				go func() {
+					served <- serveOn(l, srv, &web.FlagConfig{WebConfigFile: &path}, newWebConfigErrors(path, logger, time.Now), logger)
+				}()
+				defer func() { _ = srv.Close(); <-served }()
+				addr = l.Addr().String()
+			} else {
+				ts := httptest.NewUnstartedServer(nil)
+				ts.EnableHTTP2 = tc.http2
+				ts.Config = srv
+				ts.StartTLS()
+				defer ts.Close()
+				addr = ts.Listener.Addr().String()
+			}
+			got := make(chan error, 1)
+			go func() {
+				resp, err := client.Get("https://" + addr)
+				if err == nil {
+					var b []byte
+					b, err = io.ReadAll(resp.Body)
+					resp.Body.Close()
+					if err == nil && (resp.StatusCode != http.StatusOK || (string(b) == "HTTP/2.0") != tc.http2) {
+						err = fmt.Errorf("HTTP %d, %q", resp.StatusCode, b)
+					}
+				}
+				got <- err
+			}()
+			<-in
+			time.Sleep(2 * grace)
+			var flood []net.Conn
+			for range 2 {
+				c, err := net.Dial("tcp", addr)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer c.Close()
+				flood = append(flood, c)
+			}
+			_ = flood[1].SetReadDeadline(time.Now().Add(5 * time.Second))
+			if _, err := flood[1].Read(make([]byte, 1)); !errors.Is(err, io.EOF) {
+				t.Errorf("the connection past the limit, beside a running handler and a young connection: %v, want closed", err)
+			}
+			close(release)
+			if err := <-got; err != nil {
+				t.Errorf("the request whose handler ran a grace as a connection came past the limit: %v", err)
+			}
+		})
 	}
 }
