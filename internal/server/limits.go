@@ -136,12 +136,12 @@ func connHost(c net.Conn) string {
 }
 
 // client is the client a connection or request from addr counts as, where one is held
-// to its share: its address without the port, or, for an IPv6 address, its /64. A host
-// on IPv6 is given a /64 at least, and may take any address of it for each connection,
-// so the addresses of a /64 are one client's, as rate limiters count them. A link-local
-// address (fe80::/10) is itself, with its zone: every host on a link has one of
-// fe80::/64, which is no host's allocation. An IPv4 address mapped into IPv6 is the IPv4
-// address. What is no IP address (a unix socket's peer, a vsock context ID) is itself.
+// to its share: its address without the port; an IPv4 address mapped into IPv6 is the
+// IPv4 address. An IPv6 address is not widened to its /64, as internet rate limiters
+// count: inside a cluster a /64 is a node's pods (Kubernetes gives each node one), so
+// Prometheus would share its share with every pod beside it, and one of them flooding
+// would crowd out its scrapes. What is no IP address (a unix socket's peer, a vsock
+// context ID) is itself.
 func client(addr string) string {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
@@ -151,10 +151,7 @@ func client(addr string) string {
 	if err != nil {
 		return host
 	}
-	if ip = ip.Unmap(); ip.Is4() || ip.IsLinkLocalUnicast() {
-		return ip.String()
-	}
-	return netip.PrefixFrom(ip.WithZone(""), 64).Masked().String()
+	return ip.Unmap().String()
 }
 
 // crowding is the fresh connection that has waited longest of the client address
