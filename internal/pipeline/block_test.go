@@ -42,8 +42,8 @@ not a line of the format
 		}
 		in.processing, in.wall = tc.p.clock.read()
 		if tc.block {
-			if !in.parseBlock(tc.p, "", block) {
-				t.Fatal("the lines were not taken as one span")
+			if n := in.parseBlock(tc.p, "", block); n != 7 {
+				t.Fatalf("%d lines taken as one span, want the block's 7", n)
 			}
 		} else {
 			handle := in.handle(tc.p)

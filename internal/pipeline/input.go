@@ -633,26 +633,29 @@ func (in *stream) handle(p *Pipeline) input.Handler {
 // nothing more with: not CRI, without path captures, candidate formats or a judged glob.
 // It does what handle does for each line, without each line handed on by a call, counted
 // by an atomic add and checked for a pool and a wrapper (some 3% of a line's CPU with the
-// example's rules); it reports false, the lines then handed on one by one, for another
-// input. Like a worker's batch, the read is parsed with the binding of its start: a
-// reload during it applies from the next read, as it would had it come a read later.
-func (in *stream) parseBlock(p *Pipeline, path string, lines []byte) bool {
+// example's rules); it returns how many lines it parsed, the follower's count of them
+// (follow.Options.Block), or 0 for another input, whose lines are then handed on one by
+// one. Like a worker's batch, the read is parsed with the binding of its start: a reload
+// during it applies from the next read, as it would had it come a read later.
+func (in *stream) parseBlock(p *Pipeline, path string, lines []byte) int {
 	if in.cri != nil || in.files != nil {
-		return false
+		return 0
 	}
 	b := in.bind(p)
 	if b.paths != nil || b.judge {
-		return false
+		return 0
 	}
 	in.setNow(b)
+	taken := 0
 	for len(lines) > 0 {
 		n := bytes.IndexByte(lines, '\n')
 		b.parse.ParseFile(path, b.name, follow.TrimCR(lines[:n]), nil, b.sink, b.done)
-		in.handed++
+		taken++
 		lines = lines[n+1:]
 	}
+	in.handed += uint64(taken)
 	in.unbindIfStale(p, &in.bound, b)
-	return true
+	return taken
 }
 
 // batch is handle with a pool: the line's message goes into the batch being filled, for

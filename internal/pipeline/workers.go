@@ -344,22 +344,23 @@ func (h batchHold) Lock() {
 // the lines in it, strips the "\r" before a line's "\n" as the follower does, and counts
 // them. The lines of an input that joins CRI messages, which the reading goroutine does
 // itself, are handed on one by one. Without a pool, the reading goroutine parses the
-// read's lines as one span too, when it can (parseBlock).
-func (h batchHold) Block(path string, lines []byte) bool {
+// read's lines as one span too, when it can (parseBlock). It returns how many lines it
+// took (follow.Options.Block): a batch's are counted here, as the worker finds them later.
+func (h batchHold) Block(path string, lines []byte) int {
 	w := h.in.pool.Load()
 	if w == nil {
 		return h.in.parseBlock(h.p, path, lines)
 	}
 	if h.in.cri != nil {
-		return false
+		return 0
 	}
 	at, inRead := within(lines[:len(lines)-1], w.read)
 	if !inRead || !w.batching() {
-		return false
+		return 0
 	}
 	w.cur.lines = append(w.cur.lines, batchLine{path: path, msg: at, inRead: true, block: true})
 	w.lent = true
-	return true
+	return bytes.Count(lines, []byte{'\n'})
 }
 
 // Lend is the follower's Lend (follow.Options.Lend), called while the cut is held.

@@ -43,19 +43,20 @@ func TestBlock(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var got []string
 			offered, taken := 0, 0
-			block := func(_ string, b []byte) bool {
+			block := func(_ string, b []byte) int {
 				offered++
 				if len(b) == 0 || b[len(b)-1] != '\n' {
 					t.Fatalf("block %d does not end in a newline: %.40q", offered, b)
 				}
 				if !tc.take(offered) {
-					return false
+					return 0
 				}
 				taken++
-				for _, l := range strings.Split(string(b[:len(b)-1]), "\n") {
+				ls := strings.Split(string(b[:len(b)-1]), "\n")
+				for _, l := range ls {
 					got = append(got, strings.TrimSuffix(l, "\r"))
 				}
-				return true
+				return len(ls)
 			}
 			st, err := ReadToEnd(Options{Path: path, MaxLineBytes: tc.maxLine, Block: block}, func(_ string, line []byte) {
 				got = append(got, string(bytes.Clone(line)))
@@ -135,12 +136,13 @@ func TestBlockPositions(t *testing.T) {
 						t.Fatalf("position %d after %d lines, want %d; %d counted as read", got, lines, want, c.lines.Load())
 					}
 				}),
-				Block: func(_ string, b []byte) bool {
+				Block: func(_ string, b []byte) int {
 					if rng.IntN(3) == 0 {
-						return false
+						return 0
 					}
-					lines += bytes.Count(b, []byte("\n"))
-					return true
+					n := bytes.Count(b, []byte("\n"))
+					lines += n
+					return n
 				},
 				Lend: func(buf []byte) []byte {
 					if rng.IntN(2) == 0 {

@@ -31,11 +31,13 @@ func TestByteOrderMark(t *testing.T) {
 	}{{"lines", false}, {"blocks", true}} {
 		t.Run(tc.name, func(t *testing.T) {
 			var got []string
-			block := func(_ string, b []byte) bool {
-				if tc.take {
-					got = append(got, strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")...)
+			block := func(_ string, b []byte) int {
+				if !tc.take {
+					return 0
 				}
-				return tc.take
+				ls := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+				got = append(got, ls...)
+				return len(ls)
 			}
 			st, err := ReadToEnd(Options{Path: path, Block: block}, func(_ string, line []byte) {
 				got = append(got, string(bytes.Clone(line)))

@@ -536,11 +536,13 @@ func TestStartAtMidLine(t *testing.T) {
 			o := modes[1].options(p)
 			o.FromBeginning = tc.fromBeginning
 			if tc.block {
-				o.Block = func(_ string, b []byte) bool {
+				o.Block = func(_ string, b []byte) int {
+					n := 0
 					for l := range bytes.Lines(b) {
 						c.handle(p, TrimCR(l[:len(l)-1]))
+						n++
 					}
-					return true
+					return n
 				}
 			}
 			if tc.resume {

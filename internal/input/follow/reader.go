@@ -234,7 +234,7 @@ type lineReader struct {
 	chunk   func()
 	tooLong func(path string, head []byte) bool
 	lend    func(buf []byte) []byte
-	block   func(path string, lines []byte) bool
+	block   func(path string, lines []byte) int
 	// hold is Options.Hold, or a lock no one else takes.
 	hold sync.Locker
 	// at is Options.At.
@@ -332,9 +332,11 @@ func (r *lineReader) scan(t *tracked, path string, start, end int) (int, int) {
 		start += len(byteOrderMark)
 	}
 	if r.block != nil && !t.skipping {
-		if i := bytes.LastIndexByte(buf[start:end], '\n'); i >= 0 && r.block(path, buf[start:start+i+1]) {
-			r.c.lines.Add(uint64(bytes.Count(buf[start:start+i+1], newline)))
-			start += i + 1
+		if i := bytes.LastIndexByte(buf[start:end], '\n'); i >= 0 {
+			if n := r.block(path, buf[start:start+i+1]); n > 0 {
+				r.c.lines.Add(uint64(n))
+				start += i + 1
+			}
 		}
 	}
 	// The position after the lines handed on (a block's too) is stored once the read's
@@ -377,9 +379,6 @@ func (r *lineReader) next(buf []byte, start, end int) ([]byte, int, int) {
 	r.buf = to
 	return to, 0, copy(to, buf[start:end])
 }
-
-// newline is what ends a line.
-var newline = []byte{'\n'}
 
 // byteOrderMark is U+FEFF in UTF-8, dropped where it opens a file.
 var byteOrderMark = []byte("\xef\xbb\xbf")
