@@ -377,6 +377,15 @@ rules:
   - name: newyork
     match: '^(?P<t>.+) nozone$'
     timestamp: {capture: t, layout: '2006-01-02 15:04:05', location: America/New_York}
+  - name: milli
+    match: '^(?P<t>[^ ]+) milli$'
+    timestamp: {capture: t, layout: '2006-01-02T15:04:05.000Z07:00'}
+  - name: nano
+    match: '^(?P<t>[^ ]+) nano$'
+    timestamp: {capture: t, layout: '2006-01-02T15:04:05.000000000Z'}
+  - name: comma
+    match: '^(?P<t>.+) comma$'
+    timestamp: {capture: t, layout: '2006-01-02 15:04:05,000000', location: Europe/Berlin}
 `)
 	// Two rules of one match read one capture with one layout in two zones: each its own.
 	zoned := func(utc, newYork int64) []record {
@@ -401,49 +410,22 @@ rules:
 		{"2024-03-01 12:00:01 nozone", zoned(mar1+1, mar1+1+5*3600)}, // read as UTC; in New York, EST
 		{"2024-07-01 12:00:00 nozone", zoned(jul1, jul1+4*3600)},     // EDT in summer
 		{"2024-07-01 12:00:00 nozone", zoned(jul1, jul1+4*3600)},     // from the cache
-	}
-	line := func(i int) string { return tests[i].line }
-	parseOnEachMatcher(t, c.Rules, "", len(tests), line, line, func(t *testing.T, i int, got []record) {
-		if !reflect.DeepEqual(got, tests[i].want) {
-			t.Errorf("got %v, want %v", got, tests[i].want)
-		}
-	})
-}
-
-// TestFractionLayouts: a layout that writes a fraction of a second with a fixed number of
-// digits (.000, ,000000) reads a time with any number of them, or none, as .999 does: the
-// line counts at its second, which the fraction does not change. A log whose writer trims
-// a fraction's zeros (Go's RFC3339Nano) or leaves a whole second's out (Python's
-// isoformat) lost those lines as bad_timestamp, a tenth of them at nine digits.
-func TestFractionLayouts(t *testing.T) {
-	c := mustParse(t, `
-rules:
-  - name: milli
-    match: '^(?P<t>[^ ]+) milli$'
-    timestamp: {capture: t, layout: '2006-01-02T15:04:05.000Z07:00'}
-  - name: nano
-    match: '^(?P<t>[^ ]+) nano$'
-    timestamp: {capture: t, layout: '2006-01-02T15:04:05.000000000Z'}
-  - name: comma
-    match: '^(?P<t>.+) comma$'
-    timestamp: {capture: t, layout: '2006-01-02 15:04:05,000000', location: Europe/Berlin}
-`)
-	const at = 1709294400 // 2024-03-01T12:00:00Z
-	tests := []struct {
-		line string
-		want []record
-	}{
-		{"2024-03-01T12:00:00.123Z milli", timedAt("milli", at)},
-		{"2024-03-01T12:00:00.5Z milli", timedAt("milli", at)},
-		{"2024-03-01T12:00:00.123456Z milli", timedAt("milli", at)},
-		{"2024-03-01T12:00:00Z milli", timedAt("milli", at)},
-		{"2024-03-01T13:00:00.999+01:00 milli", timedAt("milli", at)},
+		// A layout that writes a fraction of a second with a fixed number of digits (.000,
+		// ,000000) reads a time with any number of them, or none, as .999 does: the line
+		// counts at its second, which the fraction does not change. A log whose writer trims
+		// a fraction's zeros (Go's RFC3339Nano) or leaves a whole second's out (Python's
+		// isoformat) lost those lines as bad_timestamp, a tenth of them at nine digits.
+		{"2024-03-01T12:00:00.123Z milli", timedAt("milli", mar1)},
+		{"2024-03-01T12:00:00.5Z milli", timedAt("milli", mar1)},
+		{"2024-03-01T12:00:00.123456Z milli", timedAt("milli", mar1)},
+		{"2024-03-01T12:00:00Z milli", timedAt("milli", mar1)},
+		{"2024-03-01T13:00:00.999+01:00 milli", timedAt("milli", mar1)},
 		{"2024-03-01T12:00:00.12 nano", badTime("nano")}, // its Z missing
-		{"2024-03-01T12:00:00.12345678Z nano", timedAt("nano", at)},
-		{"2024-03-01T12:00:00Z nano", timedAt("nano", at)},
-		{"2024-03-01 13:00:00,123456 comma", timedAt("comma", at)},
-		{"2024-03-01 13:00:00 comma", timedAt("comma", at)},
-		{"2024-03-01 13:00:00.1 comma", timedAt("comma", at)},
+		{"2024-03-01T12:00:00.12345678Z nano", timedAt("nano", mar1)},
+		{"2024-03-01T12:00:00Z nano", timedAt("nano", mar1)},
+		{"2024-03-01 13:00:00,123456 comma", timedAt("comma", mar1)},
+		{"2024-03-01 13:00:00 comma", timedAt("comma", mar1)},
+		{"2024-03-01 13:00:00.1 comma", timedAt("comma", mar1)},
 		{"2024-03-01T12:00:00.Z milli", badTime("milli")}, // a point without digits
 		{"2024-03-01T12:00:00.12aZ milli", badTime("milli")},
 	}
@@ -524,6 +506,14 @@ rules:
 // nearer the line before it: the second time through the hour the lines go on from the
 // first's end rather than being placed an hour back, where no window shorter than an
 // hour holds them. A layout with a zone name reads the line's own, whatever came before.
+//
+// Lines read as they are written (Session.SetWall) are read in the repeated hour at the
+// offset that puts them nearer the clock, not ahead of it, when the line before is not
+// minutes from them: a quiet log's line of the second time through half an hour or more
+// after the first's last goes on at the clock rather than an hour back, and so do the
+// lines after it; a start in the first time through reads it at the clock rather than an
+// hour ahead. Lines minutes apart still go on from the line before, as a backlog of the
+// first time read during the second does.
 func TestRepeatedHour(t *testing.T) {
 	// A rule a zone: its name ends its lines, its layout and zone read the time before.
 	var rules strings.Builder
@@ -548,6 +538,7 @@ func TestRepeatedHour(t *testing.T) {
 		name  string
 		lines []string
 		want  []string // each line's time, UTC; "" for a bad timestamp
+		walls []string // the wall clock's second as each line is read, UTC; none when not live
 	}{
 		{"new york", []string{
 			"2026-11-01 00:59:59 ny", "2026-11-01 01:00:00 ny", "2026-11-01 01:59:59 ny",
@@ -555,7 +546,7 @@ func TestRepeatedHour(t *testing.T) {
 		}, []string{
 			"2026-11-01T04:59:59Z", "2026-11-01T05:00:00Z", "2026-11-01T05:59:59Z",
 			"2026-11-01T06:00:00Z", "2026-11-01T06:00:00Z", "2026-11-01T06:30:00Z", "2026-11-01T07:00:00Z",
-		}},
+		}, nil},
 		// Go reads this hour at the winter offset where New York's reads at the summer one.
 		{"sydney", []string{
 			"2026-04-05 01:59:59 sydney", "2026-04-05 02:30:00 sydney", "2026-04-05 02:59:59 sydney",
@@ -563,25 +554,25 @@ func TestRepeatedHour(t *testing.T) {
 		}, []string{
 			"2026-04-04T14:59:59Z", "2026-04-04T15:30:00Z", "2026-04-04T15:59:59Z",
 			"2026-04-04T16:00:00Z", "2026-04-04T17:00:00Z",
-		}},
+		}, nil},
 		{"the offset named", []string{
 			"2026-11-01 01:59:00 EST named", "2026-11-01 01:05:00 EDT named", "2026-11-01 01:06:00 EST named",
 		}, []string{
 			"2026-11-01T06:59:00Z", "2026-11-01T05:05:00Z", "2026-11-01T06:06:00Z",
-		}},
+		}, nil},
 		// Away from the repeated hour the line before does not count.
 		{"an hour apart", []string{
 			"2026-11-01 00:59:59 ny", "2026-11-01 01:59:59 ny", "2026-11-01 00:30:00 ny", "2026-11-01 03:00:00 ny",
 		}, []string{
 			"2026-11-01T04:59:59Z", "2026-11-01T05:59:59Z", "2026-11-01T04:30:00Z", "2026-11-01T08:00:00Z",
-		}},
+		}, nil},
 		// A line whose time does not parse is no line before: the one before it still is.
 		// Read at Go's reading, the summer offset, the rest of the hour went an hour back.
 		{"a bad time between", []string{
 			"2026-11-01 00:59:59 ny", "2026-11-01 01:59:59 ny", "2026-11-01 01:00:00 ny", "2026-11-01 01:00:61 ny", "2026-11-01 01:10:00 ny",
 		}, []string{
 			"2026-11-01T04:59:59Z", "2026-11-01T05:59:59Z", "2026-11-01T06:00:00Z", "", "2026-11-01T06:10:00Z",
-		}},
+		}, nil},
 		// With no line before (a start, a reload), the later reading, whichever Go gives:
 		// right the second time through; the first time through, ahead of the clock, a
 		// line is placed at the second it is read rather than left out of the windows
@@ -590,12 +581,12 @@ func TestRepeatedHour(t *testing.T) {
 			"2026-11-01 01:30:00 ny", "2026-11-01 01:45:00 ny", "2026-11-01 02:00:00 ny",
 		}, []string{
 			"2026-11-01T06:30:00Z", "2026-11-01T06:45:00Z", "2026-11-01T07:00:00Z",
-		}},
+		}, nil},
 		{"starting in the first time", []string{
 			"2026-04-05 02:30:00 sydney", "2026-04-05 02:59:59 sydney", "2026-04-05 02:00:00 sydney",
 		}, []string{
 			"2026-04-04T16:30:00Z", "2026-04-04T16:59:59Z", "2026-04-04T16:00:00Z",
-		}},
+		}, nil},
 		// Lord Howe's clocks go back by half an hour.
 		{"lord howe", []string{
 			"2026-04-05 01:20:00 lordhowe", "2026-04-05 01:40:00 lordhowe", "2026-04-05 01:55:00 lordhowe",
@@ -603,6 +594,50 @@ func TestRepeatedHour(t *testing.T) {
 		}, []string{
 			"2026-04-04T14:20:00Z", "2026-04-04T14:40:00Z", "2026-04-04T14:55:00Z",
 			"2026-04-04T15:05:00Z", "2026-04-04T15:20:00Z", "2026-04-04T15:35:00Z",
+		}, nil},
+		{"read live, a quiet log", []string{
+			"2026-11-01 00:50:00 ny", "2026-11-01 01:40:00 ny", "2026-11-01 01:15:00 ny", "2026-11-01 01:16:00 ny",
+		}, []string{
+			"2026-11-01T04:50:00Z", "2026-11-01T05:40:00Z", "2026-11-01T06:15:00Z", "2026-11-01T06:16:00Z",
+		}, []string{
+			"2026-11-01T04:50:00Z", "2026-11-01T05:40:00Z", "2026-11-01T06:15:00Z", "2026-11-01T06:16:00Z",
+		}},
+		{"read live, starting in the first time", []string{
+			"2026-04-05 02:30:00 sydney", "2026-04-05 02:45:00 sydney",
+		}, []string{
+			"2026-04-04T15:30:00Z", "2026-04-04T15:45:00Z",
+		}, []string{
+			"2026-04-04T15:30:00Z", "2026-04-04T15:45:00Z",
+		}},
+		{"read live, starting in the second time", []string{
+			"2026-11-01 01:30:00 ny",
+		}, []string{
+			"2026-11-01T06:30:00Z",
+		}, []string{
+			"2026-11-01T06:30:00Z",
+		}},
+		// The later reading is nearer the clock, but more than foldNear ahead of it.
+		{"read live, a line of the first time read 40 minutes late", []string{
+			"2026-11-01 01:10:00 ny",
+		}, []string{
+			"2026-11-01T05:10:00Z",
+		}, []string{
+			"2026-11-01T05:50:00Z",
+		}},
+		// Ahead, but by less than foldNear: the earlier reading is an hour behind.
+		{"read live, a writer's clock two minutes ahead in the second time", []string{
+			"2026-11-01 01:32:00 ny",
+		}, []string{
+			"2026-11-01T06:32:00Z",
+		}, []string{
+			"2026-11-01T06:30:00Z",
+		}},
+		{"read live, a backlog of the first time read in the second", []string{
+			"2026-11-01 01:50:00 ny", "2026-11-01 01:59:00 ny", "2026-11-01 01:01:00 ny",
+		}, []string{
+			"2026-11-01T05:50:00Z", "2026-11-01T05:59:00Z", "2026-11-01T06:01:00Z",
+		}, []string{
+			"2026-11-01T06:10:00Z", "2026-11-01T06:10:00Z", "2026-11-01T06:10:00Z",
 		}},
 	} {
 		for _, m := range matchers {
@@ -613,92 +648,21 @@ func TestRepeatedHour(t *testing.T) {
 				}
 				s := p.NewSession()
 				for i, line := range run.lines {
+					read := ""
+					if run.walls != nil {
+						s.SetWall(utc(run.walls[i]))
+						read = " read at " + run.walls[i]
+					}
 					rec := &recorder{t: t, rules: c.Rules}
 					s.ParseWrapped("", []byte(line), nil, rec)
 					if run.want[i] == "" {
 						if len(rec.got) != 1 || rec.got[0].Drop != BadTimestamp.String() {
-							t.Errorf("line %d %q: %v; want a bad timestamp", i, line, rec.got)
+							t.Errorf("line %d %q%s: %v; want a bad timestamp", i, line, read, rec.got)
 						}
 						continue
 					}
 					if len(rec.got) != 1 || !rec.got[0].HasTime || rec.got[0].Time != utc(run.want[i]) {
-						t.Errorf("line %d %q: %v, want a time of %s (%d)", i, line, rec.got, run.want[i], utc(run.want[i]))
-					}
-				}
-			})
-		}
-	}
-}
-
-// TestRepeatedHourLive: lines read as they are written (Session.SetWall) are read in the
-// repeated hour at the offset that puts them nearer the clock, not ahead of it, when the
-// line before is not minutes from them: a quiet log's line of the second time through
-// half an hour or more after the first's last goes on at the clock rather than an hour
-// back, and so do the lines after it; a start in the first time through reads it at the
-// clock rather than an hour ahead. Lines minutes apart still go on from the line before,
-// as a backlog of the first time read during the second does.
-func TestRepeatedHourLive(t *testing.T) {
-	c := mustParse(t, `
-rules:
-  - name: ny
-    match: '^(?P<t>.+) ny$'
-    timestamp: {capture: t, layout: '2006-01-02 15:04:05', location: America/New_York}
-  - name: sydney
-    match: '^(?P<t>.+) sydney$'
-    timestamp: {capture: t, layout: '2006-01-02 15:04:05', location: Australia/Sydney}
-`)
-	utc := func(s string) int64 {
-		u, err := time.Parse(time.RFC3339, s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return u.Unix()
-	}
-	type read struct{ line, wall, want string } // the wall clock's second and the line's time, UTC
-	for _, run := range []struct {
-		name  string
-		reads []read
-	}{
-		{"a quiet log", []read{
-			{"2026-11-01 00:50:00 ny", "2026-11-01T04:50:00Z", "2026-11-01T04:50:00Z"},
-			{"2026-11-01 01:40:00 ny", "2026-11-01T05:40:00Z", "2026-11-01T05:40:00Z"},
-			{"2026-11-01 01:15:00 ny", "2026-11-01T06:15:00Z", "2026-11-01T06:15:00Z"},
-			{"2026-11-01 01:16:00 ny", "2026-11-01T06:16:00Z", "2026-11-01T06:16:00Z"},
-		}},
-		{"starting in the first time", []read{
-			{"2026-04-05 02:30:00 sydney", "2026-04-04T15:30:00Z", "2026-04-04T15:30:00Z"},
-			{"2026-04-05 02:45:00 sydney", "2026-04-04T15:45:00Z", "2026-04-04T15:45:00Z"},
-		}},
-		{"starting in the second time", []read{
-			{"2026-11-01 01:30:00 ny", "2026-11-01T06:30:00Z", "2026-11-01T06:30:00Z"},
-		}},
-		// The later reading is nearer the clock, but more than foldNear ahead of it.
-		{"a line of the first time read 40 minutes late", []read{
-			{"2026-11-01 01:10:00 ny", "2026-11-01T05:50:00Z", "2026-11-01T05:10:00Z"},
-		}},
-		// Ahead, but by less than foldNear: the earlier reading is an hour behind.
-		{"a writer's clock two minutes ahead in the second time", []read{
-			{"2026-11-01 01:32:00 ny", "2026-11-01T06:30:00Z", "2026-11-01T06:32:00Z"},
-		}},
-		{"a backlog of the first time read in the second", []read{
-			{"2026-11-01 01:50:00 ny", "2026-11-01T06:10:00Z", "2026-11-01T05:50:00Z"},
-			{"2026-11-01 01:59:00 ny", "2026-11-01T06:10:00Z", "2026-11-01T05:59:00Z"},
-			{"2026-11-01 01:01:00 ny", "2026-11-01T06:10:00Z", "2026-11-01T06:01:00Z"},
-		}},
-	} {
-		for _, m := range matchers {
-			t.Run(run.name+"/"+m.name, func(t *testing.T) {
-				p, err := build(c.Rules, m.engine)
-				if err != nil {
-					t.Fatal(err)
-				}
-				s := p.NewSession()
-				for i, r := range run.reads {
-					s.SetWall(utc(r.wall))
-					rec := &recorder{t: t, rules: c.Rules}
-					s.ParseWrapped("", []byte(r.line), nil, rec)
-					if len(rec.got) != 1 || !rec.got[0].HasTime || rec.got[0].Time != utc(r.want) {
-						t.Errorf("line %d %q read at %s: %v, want a time of %s (%d)", i, r.line, r.wall, rec.got, r.want, utc(r.want))
+						t.Errorf("line %d %q%s: %v, want a time of %s (%d)", i, line, read, rec.got, run.want[i], utc(run.want[i]))
 					}
 				}
 			})

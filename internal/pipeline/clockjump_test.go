@@ -12,34 +12,24 @@ import (
 	"github.com/logwindow/logwindow_exporter/internal/testutil/testclock"
 )
 
-// TestEventTimeClockAheadAndBack: the host's wall clock is set half an hour ahead and
-// back while the log's lines keep their right times (a log written on another host). The
-// lines read once it is back are in an event-time rule's 1m and 5m windows at once, not
-// after the half hour it takes the clock to reach the second it had been set to; the
-// lines read while it was ahead are in the 1h window.
-func TestEventTimeClockAheadAndBack(t *testing.T) {
-	const rules = `
-global: {windows: [1m, 5m, 1h]}
+// startTimed starts a pipeline, on o's clocks, with one event-time rule, timed, and the
+// given windows (YAML's list), on a log of its own. Its lines appends five lines stamped
+// at to the log and returns once timed_total is total.
+func startTimed(t *testing.T, windows string, out *syncbuf.Buffer, o Options) (*Pipeline, func(at time.Time, total float64)) {
+	t.Helper()
+	rules := `
+global: {windows: WINDOWS}
 inputs: [{name: web, path: 'LOG', start_at: end}]
 rules:
   - name: timed
     match: 'ts=(?P<ts>\S+) n='
     timestamp: {capture: ts, layout: '2006-01-02T15:04:05Z07:00'}
 `
-	t0 := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
 	log := filepath.Join(t.TempDir(), "access.log")
 	if err := os.WriteFile(log, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	var out syncbuf.Buffer
-	cfg, o := storedOn(t, strings.ReplaceAll(rules, "LOG", log), t.TempDir(), &out, Options{})
-	clock := testclock.New(t0)
-	o.Now = clock.Now
-	p, err := Start(cfg, o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(p.Stop)
+	p := startStoredOn(t, strings.NewReplacer("WINDOWS", windows, "LOG", log).Replace(rules), t.TempDir(), out, o)
 	lines := func(at time.Time, total float64) {
 		t.Helper()
 		f, err := os.OpenFile(log, os.O_APPEND|os.O_WRONLY, 0o644)
@@ -60,6 +50,19 @@ rules:
 			time.Sleep(10 * time.Millisecond)
 		}
 	}
+	return p, lines
+}
+
+// TestEventTimeClockAheadAndBack: the host's wall clock is set half an hour ahead and
+// back while the log's lines keep their right times (a log written on another host). The
+// lines read once it is back are in an event-time rule's 1m and 5m windows at once, not
+// after the half hour it takes the clock to reach the second it had been set to; the
+// lines read while it was ahead are in the 1h window.
+func TestEventTimeClockAheadAndBack(t *testing.T) {
+	t0 := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
+	clock := testclock.New(t0)
+	var out syncbuf.Buffer
+	p, lines := startTimed(t, "[1m, 5m, 1h]", &out, Options{Now: clock.Now})
 	lines(t0, 5)
 	clock.Add(30 * time.Minute)
 	lines(t0.Add(10*time.Second), 10)
@@ -80,14 +83,6 @@ rules:
 // future, counted at the second the clock held. One that lasts wallStepHold is the clock
 // from then on: the lines before it are two days old, in no window.
 func TestEventTimeWallStep(t *testing.T) {
-	const rules = `
-global: {windows: [1m, 24h]}
-inputs: [{name: web, path: 'LOG', start_at: end}]
-rules:
-  - name: timed
-    match: 'ts=(?P<ts>\S+) n='
-    timestamp: {capture: ts, layout: '2006-01-02T15:04:05Z07:00'}
-`
 	const step = 48 * time.Hour
 	cases := []struct {
 		name     string
@@ -104,40 +99,10 @@ rules:
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			t0 := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
-			log := filepath.Join(t.TempDir(), "access.log")
-			if err := os.WriteFile(log, nil, 0o644); err != nil {
-				t.Fatal(err)
-			}
-			var out syncbuf.Buffer
-			cfg, o := storedOn(t, strings.ReplaceAll(rules, "LOG", log), t.TempDir(), &out, Options{})
 			mono, wall := testclock.New(t0), testclock.New(t0)
-			o.Now, o.wall = mono.Now, wall.Now
 			both := func(d time.Duration) { mono.Add(d); wall.Add(d) }
-			p, err := Start(cfg, o)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(p.Stop)
-			lines := func(at time.Time, total float64) {
-				t.Helper()
-				f, err := os.OpenFile(log, os.O_APPEND|os.O_WRONLY, 0o644)
-				if err != nil {
-					t.Fatal(err)
-				}
-				for n := range 5 {
-					fmt.Fprintf(f, "ts=%s n=%d\n", at.Format(time.RFC3339), n)
-				}
-				if err := f.Close(); err != nil {
-					t.Fatal(err)
-				}
-				deadline := time.Now().Add(20 * time.Second)
-				for gatherPipeline(t, p)[`timed_total{}`] != total {
-					if time.Now().After(deadline) {
-						t.Fatalf("timed_total not %v", total)
-					}
-					time.Sleep(10 * time.Millisecond)
-				}
-			}
+			var out syncbuf.Buffer
+			p, lines := startTimed(t, "[1m, 24h]", &out, Options{Now: mono.Now, wall: wall.Now})
 			lines(t0, 5)
 			both(10 * time.Second)
 			wall.Add(step)

@@ -41,18 +41,37 @@ func (c *testConn) Close() error {
 	return nil
 }
 
+// connsOf returns a function that has l track a new connection, name, from addr, as the
+// server's accept loop would, once l closed the connection it put out for it, if any.
+// It runs in a synctest bubble.
+func connsOf(l *connLimiter) func(name, addr string) *testConn {
+	return func(name, addr string) *testConn {
+		c := &testConn{name: name, remote: addr}
+		l.track(c, http.StateNew)
+		synctest.Wait() // a victim is closed on a goroutine
+		return c
+	}
+}
+
+// connsFrom has conn open n connections, named prefix0 on, from addr(i), a millisecond
+// apart.
+func connsFrom(conn func(name, addr string) *testConn, prefix string, n int, addr func(i int) string) []*testConn {
+	var cs []*testConn
+	for i := range n {
+		cs = append(cs, conn(fmt.Sprint(prefix, i), addr(i)))
+		time.Sleep(time.Millisecond)
+	}
+	return cs
+}
+
 // TestConnLimiter: past the limit, a new connection replaces the connection idle longest,
 // or one that has waited a second for its first request; one running a request, or that
 // has just connected, is left alone, and the new connection is closed instead.
 func TestConnLimiter(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		l := newConnLimiter(2, time.Second, slog.New(slog.DiscardHandler))
-		conn := func(name string) *testConn {
-			c := &testConn{name: name}
-			l.track(c, http.StateNew)
-			synctest.Wait() // a victim is closed on a goroutine
-			return c
-		}
+		newConn := connsOf(l)
+		conn := func(name string) *testConn { return newConn(name, "") }
 		check := func(when string, want map[*testConn]bool) {
 			t.Helper()
 			for c, closed := range want {
@@ -101,17 +120,8 @@ func TestConnLimiter(t *testing.T) {
 func TestConnLimiterFloodFromOneAddress(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		l := newConnLimiter(4, time.Second, slog.New(slog.DiscardHandler))
-		conn := func(name, addr string) *testConn {
-			c := &testConn{name: name, remote: addr}
-			l.track(c, http.StateNew)
-			synctest.Wait() // a victim is closed on a goroutine
-			return c
-		}
-		var flood []*testConn
-		for i := range 3 {
-			flood = append(flood, conn(fmt.Sprint("flood", i), "10.0.0.9:"+strconv.Itoa(40000+i)))
-			time.Sleep(time.Millisecond)
-		}
+		conn := connsOf(l)
+		flood := connsFrom(conn, "flood", 3, func(i int) string { return "10.0.0.9:" + strconv.Itoa(40000+i) })
 		other := conn("other", "10.0.0.8:40000")
 		more := conn("flood3", "10.0.0.9:40003")
 		if !more.closed.Load() {
@@ -132,11 +142,7 @@ func TestConnLimiterFloodFromOneAddress(t *testing.T) {
 		}
 		// The peers of a unix socket have an address of none, which can crowd too.
 		time.Sleep(time.Second)
-		var peers []*testConn
-		for i := range 4 {
-			peers = append(peers, conn(fmt.Sprint("peer", i), ""))
-			time.Sleep(time.Millisecond)
-		}
+		peers := connsFrom(conn, "peer", 4, func(int) string { return "" })
 		if tcp := conn("tcp", "10.0.0.1:50001"); tcp.closed.Load() || !peers[0].closed.Load() {
 			t.Errorf("beside the peers of a unix socket: the new connection closed %v, the oldest peer's %v; want the peer's alone", tcp.closed.Load(), peers[0].closed.Load())
 		}
@@ -150,17 +156,8 @@ func TestConnLimiterFloodFromOneAddress(t *testing.T) {
 func TestConnLimiterFloodBesideOnIPv6Node(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		l := newConnLimiter(4, time.Second, slog.New(slog.DiscardHandler))
-		conn := func(name, addr string) *testConn {
-			c := &testConn{name: name, remote: addr}
-			l.track(c, http.StateNew)
-			synctest.Wait() // a victim is closed on a goroutine
-			return c
-		}
-		var flood []*testConn
-		for i := range 4 {
-			flood = append(flood, conn(fmt.Sprint("flood", i), "[2001:db8::99]:40000"))
-			time.Sleep(time.Millisecond)
-		}
+		conn := connsOf(l)
+		flood := connsFrom(conn, "flood", 4, func(int) string { return "[2001:db8::99]:40000" })
 		scraper := conn("scraper", "[2001:db8::1]:50000")
 		if scraper.closed.Load() || !flood[0].closed.Load() || flood[1].closed.Load() {
 			t.Errorf("a scraper's connection beside a pod's flood on its node's /64: scraper closed %v, the flood's oldest %v, its next %v; want the flood's oldest alone closed",
@@ -181,12 +178,7 @@ func TestConnLimiterFloodBesideOnIPv6Node(t *testing.T) {
 func TestConnLimiterStalledReplies(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		l := newConnLimiter(2, time.Second, slog.New(slog.DiscardHandler))
-		conn := func(name, addr string) *testConn {
-			c := &testConn{name: name, remote: addr}
-			l.track(c, http.StateNew)
-			synctest.Wait() // a victim is closed on a goroutine
-			return c
-		}
+		conn := connsOf(l)
 		// a runs a request whose reply is stalled, b one whose handler runs.
 		a := conn("a", "10.0.0.9:40000")
 		l.track(a, http.StateActive)
@@ -242,6 +234,41 @@ type blockedWriter struct {
 
 func newBlockedWriter() *blockedWriter {
 	return &blockedWriter{ResponseRecorder: *httptest.NewRecorder(), deadline: make(chan struct{})}
+}
+
+// The addresses of a client flooding a limiter and of a scraper beside it.
+const floodAddr, scraperAddr = "10.0.0.9:40000", "10.0.0.1:50000"
+
+// scrapesOf are the scrapes of one client that a test serves through l, as they came
+// since start, some of them to a client that reads nothing.
+type scrapesOf struct {
+	l      *scrapeLimiter
+	start  time.Time
+	remote string
+	stuck  []*blockedWriter
+	served []chan scrapeResult
+}
+
+// serve serves a scrape, to a client that reads nothing (until end) when stuck.
+func (s *scrapesOf) serve(stuck bool) {
+	var w http.ResponseWriter = httptest.NewRecorder()
+	if stuck {
+		s.stuck = append(s.stuck, newBlockedWriter())
+		w = s.stuck[len(s.stuck)-1]
+	}
+	s.served = append(s.served, serveFrom(s.l, s.start, w, nil, "/metrics", s.remote))
+}
+
+// end has the client that read nothing go away and returns how each scrape ended.
+func (s *scrapesOf) end() []scrapeResult {
+	for _, w := range s.stuck {
+		_ = w.SetWriteDeadline(time.Now())
+	}
+	var ended []scrapeResult
+	for _, r := range s.served {
+		ended = append(ended, <-r)
+	}
+	return ended
 }
 
 func (w *blockedWriter) Write([]byte) (int, error) {
@@ -392,35 +419,25 @@ func TestScrapeLimiterSharedByClients(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		l := newScrapeLimiter(2, stall, wait, slog.New(slog.DiscardHandler))
 		start := time.Now()
-		const flood, scraper = "10.0.0.9:40000", "10.0.0.1:50000"
+		flood := &scrapesOf{l: l, start: start, remote: floodAddr}
 		// The flood's first two run and read nothing; then it sends more, before and
 		// after the scraper's.
-		var floods []chan scrapeResult
-		var stuck []*blockedWriter
 		for i := range 4 {
-			var w http.ResponseWriter = httptest.NewRecorder()
-			if i < 2 {
-				stuck = append(stuck, newBlockedWriter())
-				w = stuck[i]
-			}
-			floods = append(floods, serveFrom(l, start, w, nil, "/metrics", flood))
+			flood.serve(i < 2)
 			time.Sleep(10 * time.Millisecond)
 		}
-		scraped := serveFrom(l, start, httptest.NewRecorder(), nil, "/metrics", scraper)
+		scraped := serveFrom(l, start, httptest.NewRecorder(), nil, "/metrics", scraperAddr)
 		for range 5 {
 			time.Sleep(10 * time.Millisecond)
-			floods = append(floods, serveFrom(l, start, httptest.NewRecorder(), nil, "/metrics", flood))
+			flood.serve(false)
 		}
 		got := <-scraped
 		if got.code != http.StatusOK || got.ended > stall+100*time.Millisecond {
 			t.Errorf("a scraper's scrape beside a flood from another address: HTTP %d after %v, want 200 once a flood's scrape stalled (%v)", got.code, got.ended, stall)
 		}
-		for _, w := range stuck {
-			_ = w.SetWriteDeadline(time.Now()) // the flood goes away
-		}
 		refused := 0
-		for _, f := range floods {
-			if r := <-f; r.code == http.StatusServiceUnavailable {
+		for _, r := range flood.end() { // the flood goes away
+			if r.code == http.StatusServiceUnavailable {
 				refused++
 			}
 		}
@@ -459,7 +476,7 @@ func TestScrapeLimiterFloodOfShortScrapes(t *testing.T) {
 				case <-time.After(5 * time.Millisecond):
 				}
 				r := httptest.NewRequest(http.MethodGet, "/metrics", nil)
-				r.RemoteAddr = "10.0.0.9:40000"
+				r.RemoteAddr = floodAddr
 				flood.Go(func() { short.ServeHTTP(httptest.NewRecorder(), r) })
 			}
 		})
@@ -467,7 +484,7 @@ func TestScrapeLimiterFloodOfShortScrapes(t *testing.T) {
 		// comes 3 ms after one, so that another of the flood's comes after it, before the
 		// next (come last, it went first).
 		time.Sleep(58 * time.Millisecond)
-		scraped := serveFrom(l, start, httptest.NewRecorder(), nil, "/metrics", "10.0.0.1:50000")
+		scraped := serveFrom(l, start, httptest.NewRecorder(), nil, "/metrics", scraperAddr)
 		got := <-scraped
 		close(stop)
 		close(long.open)
@@ -490,27 +507,23 @@ func TestScrapeLimiterFloodOfShortScrapes(t *testing.T) {
 // before the scraper's next as that one ends. (No test told the clients by what they
 // run: the last come first, or the one given a place longest ago alone, passed them.)
 func TestScrapeLimiterFewestRunningFirst(t *testing.T) {
-	const stall, wait = time.Second, 5 * time.Second
 	synctest.Test(t, func(t *testing.T) {
-		l := newScrapeLimiter(3, stall, wait, slog.New(slog.DiscardHandler))
+		l := newScrapeLimiter(3, time.Second, 5*time.Second, slog.New(slog.DiscardHandler))
 		start := time.Now()
-		const flood, scraper = "10.0.0.9:40000", "10.0.0.1:50000"
-		var stuck []*blockedWriter
-		var floods []chan scrapeResult
+		flood := &scrapesOf{l: l, start: start, remote: floodAddr}
 		stuckScrape := func() {
-			stuck = append(stuck, newBlockedWriter())
-			floods = append(floods, serveFrom(l, start, stuck[len(stuck)-1], nil, "/metrics", flood))
+			flood.serve(true)
 			time.Sleep(time.Millisecond)
 		}
 		stuckScrape()
 		stuckScrape()
 		g := newGate()
-		first := serveFrom(l, start, httptest.NewRecorder(), g, "/metrics", scraper)
+		first := serveFrom(l, start, httptest.NewRecorder(), g, "/metrics", scraperAddr)
 		time.Sleep(time.Millisecond)
 		// The flood runs two, given their places before the scraper's first; the
 		// scraper's next waits, and then one of the flood's, which would hold the
 		// place it is given as the first two.
-		next := serveFrom(l, start, httptest.NewRecorder(), nil, "/metrics", scraper)
+		next := serveFrom(l, start, httptest.NewRecorder(), nil, "/metrics", scraperAddr)
 		time.Sleep(time.Millisecond)
 		stuckScrape()
 		time.Sleep(100*time.Millisecond - time.Since(start))
@@ -521,12 +534,7 @@ func TestScrapeLimiterFewestRunningFirst(t *testing.T) {
 		if got := <-next; got.code != http.StatusOK || got.ended != 100*time.Millisecond {
 			t.Errorf("the scraper's next scrape, the flood running two: HTTP %d after %v, want 200 as its first ended (100ms)", got.code, got.ended)
 		}
-		for _, w := range stuck {
-			_ = w.SetWriteDeadline(time.Now())
-		}
-		for _, f := range floods {
-			<-f
-		}
+		flood.end()
 	})
 }
 

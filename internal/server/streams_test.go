@@ -27,6 +27,81 @@ func h2Frame(w io.Writer, typ, flags byte, id uint32, payload []byte) error {
 	return err
 }
 
+// newH2Server serves h, with o, over TLS with HTTP/2, until t ends.
+func newH2Server(t *testing.T, h http.Handler, o Options) *httptest.Server {
+	ts := httptest.NewUnstartedServer(nil)
+	ts.EnableHTTP2 = true
+	ts.Config = newHTTPServer(h, o)
+	ts.StartTLS()
+	t.Cleanup(ts.Close)
+	return ts
+}
+
+// dialH2 opens an HTTP/2 connection to addr by hand, for frames no Go client sends: it
+// writes the preface and SETTINGS with the given parameters (6 bytes each), and gives
+// the connection 10 s.
+func dialH2(t *testing.T, addr string, settings []byte) *tls.Conn {
+	t.Helper()
+	c, err := tls.Dial("tcp", addr, &tls.Config{InsecureSkipVerify: true, NextProtos: []string{"h2"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := io.WriteString(c, "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	if err := h2Frame(c, 0x4, 0, 0, settings); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// h2ReadFrames reads c's frames, acknowledging the server's SETTINGS (which it waits
+// for before it takes a request), and hands each to seen until seen returns true.
+func h2ReadFrames(c net.Conn, seen func(typ, flags byte, id uint32, payload []byte) bool) error {
+	for {
+		head := make([]byte, 9)
+		if _, err := io.ReadFull(c, head); err != nil {
+			return err
+		}
+		payload := make([]byte, int(head[0])<<16|int(head[1])<<8|int(head[2]))
+		if _, err := io.ReadFull(c, payload); err != nil {
+			return err
+		}
+		if head[3] == 0x4 && head[4]&1 == 0 {
+			_ = h2Frame(c, 0x4, 1, 0, nil)
+		}
+		if seen(head[3], head[4], binary.BigEndian.Uint32(head[5:])&(1<<31-1), payload) {
+			return nil
+		}
+	}
+}
+
+// h2Await reads c's frames until one of type typ.
+func h2Await(c net.Conn, typ byte) error {
+	return h2ReadFrames(c, func(t, _ byte, _ uint32, _ []byte) bool { return t == typ })
+}
+
+// floodPastLimit opens two connections to addr that send nothing, the second past a
+// limit of two with the one already open, and returns what reading the second gives
+// within 5 s: io.EOF where the limiter closed it.
+func floodPastLimit(t *testing.T, addr string) error {
+	t.Helper()
+	var flood []net.Conn
+	for range 2 {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = c.Close() })
+		flood = append(flood, c)
+	}
+	_ = flood[1].SetReadDeadline(time.Now().Add(5 * time.Second))
+	_, err := flood[1].Read(make([]byte, 1))
+	return err
+}
+
 // TestHTTP2StreamsPerConnection: over TLS, a client that negotiated HTTP/2 had 250
 // requests run at once on each connection (net/http's default), each a handler's goroutine
 // with its request and buffers. A request's handler holds them until its reply is
@@ -40,35 +115,20 @@ func TestHTTP2StreamsPerConnection(t *testing.T) {
 	var running atomic.Int64
 	release := make(chan struct{})
 	defer close(release)
-	ts := httptest.NewUnstartedServer(nil)
-	ts.EnableHTTP2 = true
-	ts.Config = newHTTPServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	ts := newH2Server(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		running.Add(1)
 		<-release
 	}), Options{Logger: slog.New(slog.DiscardHandler)})
-	ts.StartTLS()
-	defer ts.Close()
 
-	c, err := tls.Dial("tcp", ts.Listener.Addr().String(), &tls.Config{InsecureSkipVerify: true, NextProtos: []string{"h2"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	if p := c.ConnectionState().NegotiatedProtocol; p != "h2" {
-		t.Fatalf("negotiated %q, want h2", p)
-	}
-	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
-	const sent = 250
 	// The preface, SETTINGS with no flow-control window, then GETs of / (HPACK's static
 	// table: :method GET, :scheme https, :path /), each ending its stream, then a PING:
 	// the server reads frames in order, so its answer comes after every GET was taken
 	// or refused.
-	if _, err := io.WriteString(c, "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"); err != nil {
-		t.Fatal(err)
+	c := dialH2(t, ts.Listener.Addr().String(), []byte{0, 4, 0, 0, 0, 0})
+	if p := c.ConnectionState().NegotiatedProtocol; p != "h2" {
+		t.Fatalf("negotiated %q, want h2", p)
 	}
-	if err := h2Frame(c, 0x4, 0, 0, []byte{0, 4, 0, 0, 0, 0}); err != nil {
-		t.Fatal(err)
-	}
+	const sent = 250
 	for i := range sent {
 		if err := h2Frame(c, 0x1, 0x5, uint32(2*i+1), []byte{0x82, 0x87, 0x84}); err != nil {
 			t.Fatal(err)
@@ -78,25 +138,13 @@ func TestHTTP2StreamsPerConnection(t *testing.T) {
 		t.Fatal(err)
 	}
 	refused := 0
-	for {
-		head := make([]byte, 9)
-		if _, err := io.ReadFull(c, head); err != nil {
-			t.Fatalf("before the PING's answer: %v", err)
-		}
-		payload := make([]byte, int(head[0])<<16|int(head[1])<<8|int(head[2]))
-		if _, err := io.ReadFull(c, payload); err != nil {
-			t.Fatal(err)
-		}
-		typ, flags := head[3], head[4]
-		if typ == 0x4 && flags&1 == 0 {
-			_ = h2Frame(c, 0x4, 1, 0, nil) // the server's SETTINGS, acknowledged
-		}
+	if err := h2ReadFrames(c, func(typ, flags byte, _ uint32, _ []byte) bool {
 		if typ == 0x3 {
 			refused++
 		}
-		if typ == 0x6 && flags&1 == 1 {
-			break
-		}
+		return typ == 0x6 && flags&1 == 1
+	}); err != nil {
+		t.Fatalf("before the PING's answer: %v", err)
 	}
 	if got := sent - refused; got > maxStreams {
 		t.Errorf("%d requests sent at once on one HTTP/2 connection: %d taken, want %d at most", sent, got, maxStreams)
@@ -119,46 +167,19 @@ func TestHTTP2StreamsPerConnection(t *testing.T) {
 // grace now gives its place to a new one.
 func TestStalledHTTP2StreamsHoldNoConnection(t *testing.T) {
 	const grace = 200 * time.Millisecond
-	ts := httptest.NewUnstartedServer(nil)
-	ts.EnableHTTP2 = true
 	logger := slog.New(slog.DiscardHandler)
-	ts.Config = newHTTPServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	ts := newH2Server(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.WriteString(w, "Healthy.\n")
 	}), Options{Logger: logger, conns: newConnLimiter(2, grace, logger)})
-	ts.StartTLS()
-	defer ts.Close()
 
 	for range 2 {
-		c, err := tls.Dial("tcp", ts.Listener.Addr().String(), &tls.Config{InsecureSkipVerify: true, NextProtos: []string{"h2"}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		_ = c.SetDeadline(time.Now().Add(10 * time.Second))
-		if _, err := io.WriteString(c, "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"); err != nil {
-			t.Fatal(err)
-		}
-		if err := h2Frame(c, 0x4, 0, 0, []byte{0, 4, 0, 0, 0, 0}); err != nil {
-			t.Fatal(err)
-		}
+		c := dialH2(t, ts.Listener.Addr().String(), []byte{0, 4, 0, 0, 0, 0})
 		if err := h2Frame(c, 0x1, 0x5, 1, []byte{0x82, 0x87, 0x84}); err != nil {
 			t.Fatal(err)
 		}
 		// The reply's HEADERS come once the handler returned; its DATA waits for a window.
-		for {
-			head := make([]byte, 9)
-			if _, err := io.ReadFull(c, head); err != nil {
-				t.Fatalf("before the reply's headers: %v", err)
-			}
-			if _, err := io.CopyN(io.Discard, c, int64(head[0])<<16|int64(head[1])<<8|int64(head[2])); err != nil {
-				t.Fatal(err)
-			}
-			if head[3] == 0x4 && head[4]&1 == 0 {
-				_ = h2Frame(c, 0x4, 1, 0, nil)
-			}
-			if head[3] == 0x1 {
-				break
-			}
+		if err := h2Await(c, 0x1); err != nil {
+			t.Fatalf("before the reply's headers: %v", err)
 		}
 	}
 	time.Sleep(2 * grace)
@@ -189,23 +210,8 @@ func TestHTTP2FrameSize(t *testing.T) {
 		{"1 MiB", 1 << 20, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ts := httptest.NewUnstartedServer(nil)
-			ts.EnableHTTP2 = true
-			ts.Config = newHTTPServer(http.NotFoundHandler(), Options{Logger: slog.New(slog.DiscardHandler)})
-			ts.StartTLS()
-			defer ts.Close()
-			c, err := tls.Dial("tcp", ts.Listener.Addr().String(), &tls.Config{InsecureSkipVerify: true, NextProtos: []string{"h2"}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer c.Close()
-			_ = c.SetDeadline(time.Now().Add(10 * time.Second))
-			if _, err := io.WriteString(c, "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"); err != nil {
-				t.Fatal(err)
-			}
-			if err := h2Frame(c, 0x4, 0, 0, nil); err != nil {
-				t.Fatal(err)
-			}
+			ts := newH2Server(t, http.NotFoundHandler(), Options{Logger: slog.New(slog.DiscardHandler)})
+			c := dialH2(t, ts.Listener.Addr().String(), nil)
 			// A frame of an unknown type, which HTTP/2 ignores, then a PING.
 			if err := h2Frame(c, 0xfa, 0, 0, make([]byte, tc.size)); err != nil {
 				t.Fatal(err)
@@ -214,25 +220,11 @@ func TestHTTP2FrameSize(t *testing.T) {
 				t.Fatal(err)
 			}
 			taken := false
-			for {
-				head := make([]byte, 9)
-				if _, err := io.ReadFull(c, head); err != nil {
-					break // closed
-				}
-				if _, err := io.CopyN(io.Discard, c, int64(head[0])<<16|int64(head[1])<<8|int64(head[2])); err != nil {
-					break
-				}
-				if head[3] == 0x4 && head[4]&1 == 0 {
-					_ = h2Frame(c, 0x4, 1, 0, nil)
-				}
-				if head[3] == 0x7 { // GOAWAY
-					break
-				}
-				if head[3] == 0x6 && head[4]&1 == 1 {
-					taken = true
-					break
-				}
-			}
+			// An error is the connection closed: the frame was not taken.
+			_ = h2ReadFrames(c, func(typ, flags byte, _ uint32, _ []byte) bool {
+				taken = typ == 0x6 && flags&1 == 1
+				return taken || typ == 0x7 // GOAWAY
+			})
 			if taken != tc.taken {
 				t.Errorf("a frame of %d bytes: taken %v, want %v", tc.size, taken, tc.taken)
 			}
@@ -248,39 +240,15 @@ func TestHTTP2FrameSize(t *testing.T) {
 // 256 KiB at most, which flows within a window of 64 KiB as it reads it. A connection
 // now lets its client send 64 KiB ahead of the handlers, on all its streams together.
 func TestHTTP2ReceiveWindow(t *testing.T) {
-	ts := httptest.NewUnstartedServer(nil)
-	ts.EnableHTTP2 = true
-	ts.Config = newHTTPServer(http.NotFoundHandler(), Options{Logger: slog.New(slog.DiscardHandler)})
-	ts.StartTLS()
-	defer ts.Close()
-	c, err := tls.Dial("tcp", ts.Listener.Addr().String(), &tls.Config{InsecureSkipVerify: true, NextProtos: []string{"h2"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
-	if _, err := io.WriteString(c, "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"); err != nil {
-		t.Fatal(err)
-	}
-	if err := h2Frame(c, 0x4, 0, 0, nil); err != nil {
-		t.Fatal(err)
-	}
+	ts := newH2Server(t, http.NotFoundHandler(), Options{Logger: slog.New(slog.DiscardHandler)})
+	c := dialH2(t, ts.Listener.Addr().String(), nil)
 	if err := h2Frame(c, 0x6, 0, 0, make([]byte, 8)); err != nil {
 		t.Fatal(err)
 	}
 	// HTTP/2's windows start at 65,535 bytes; the server's SETTINGS set a stream's, its
 	// WINDOW_UPDATEs on stream 0 raise the connection's.
 	connection, stream := int64(65535), int64(65535)
-	for {
-		head := make([]byte, 9)
-		if _, err := io.ReadFull(c, head); err != nil {
-			t.Fatalf("before the PING's answer: %v", err)
-		}
-		payload := make([]byte, int(head[0])<<16|int(head[1])<<8|int(head[2]))
-		if _, err := io.ReadFull(c, payload); err != nil {
-			t.Fatal(err)
-		}
-		typ, flags, id := head[3], head[4], binary.BigEndian.Uint32(head[5:])&(1<<31-1)
+	if err := h2ReadFrames(c, func(typ, flags byte, id uint32, payload []byte) bool {
 		switch {
 		case typ == 0x4 && flags&1 == 0:
 			for p := payload; len(p) >= 6; p = p[6:] {
@@ -288,13 +256,12 @@ func TestHTTP2ReceiveWindow(t *testing.T) {
 					stream = int64(binary.BigEndian.Uint32(p[2:]))
 				}
 			}
-			_ = h2Frame(c, 0x4, 1, 0, nil)
 		case typ == 0x8 && id == 0:
 			connection += int64(binary.BigEndian.Uint32(payload) & (1<<31 - 1))
 		}
-		if typ == 0x6 && flags&1 == 1 {
-			break
-		}
+		return typ == 0x6 && flags&1 == 1
+	}); err != nil {
+		t.Fatalf("before the PING's answer: %v", err)
 	}
 	if ahead := min(connection, maxStreams*stream); ahead > 64<<10 {
 		t.Errorf("an HTTP/2 client may send %d bytes of bodies ahead of the handlers (connection window %d, a stream's %d), want 64 KiB at most", ahead, connection, stream)
@@ -310,70 +277,27 @@ func TestHTTP2ReceiveWindow(t *testing.T) {
 // as any new connection now.
 func TestHTTP2ConnectionBeforeItsFirstRequest(t *testing.T) {
 	logger := slog.New(slog.DiscardHandler)
-	ts := httptest.NewUnstartedServer(nil)
-	ts.EnableHTTP2 = true
-	ts.Config = newHTTPServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	ts := newH2Server(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.WriteString(w, "Healthy.\n")
 	}), Options{Logger: logger, conns: newConnLimiter(2, time.Minute, logger)})
-	ts.StartTLS()
-	defer ts.Close()
 	addr := ts.Listener.Addr().String()
 
-	// frame reads c's frames until one of type typ, answering SETTINGS.
-	frame := func(c net.Conn, typ byte) error {
-		for {
-			head := make([]byte, 9)
-			if _, err := io.ReadFull(c, head); err != nil {
-				return err
-			}
-			if _, err := io.CopyN(io.Discard, c, int64(head[0])<<16|int64(head[1])<<8|int64(head[2])); err != nil {
-				return err
-			}
-			if head[3] == 0x4 && head[4]&1 == 0 {
-				_ = h2Frame(c, 0x4, 1, 0, nil)
-			}
-			if head[3] == typ {
-				return nil
-			}
-		}
-	}
-	scraper, err := tls.Dial("tcp", addr, &tls.Config{InsecureSkipVerify: true, NextProtos: []string{"h2"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer scraper.Close()
-	_ = scraper.SetDeadline(time.Now().Add(10 * time.Second))
-	if _, err := io.WriteString(scraper, "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"); err != nil {
-		t.Fatal(err)
-	}
 	// Its preface read, as the PING's answer tells; its request is on its way.
-	if err := h2Frame(scraper, 0x4, 0, 0, nil); err != nil {
-		t.Fatal(err)
-	}
+	scraper := dialH2(t, addr, nil)
 	if err := h2Frame(scraper, 0x6, 0, 0, make([]byte, 8)); err != nil {
 		t.Fatal(err)
 	}
-	if err := frame(scraper, 0x6); err != nil {
+	if err := h2Await(scraper, 0x6); err != nil {
 		t.Fatalf("the scraper's PING: %v", err)
 	}
 	// The flood's connections send nothing: the second is past the limit.
-	var flood []net.Conn
-	for range 2 {
-		c, err := net.Dial("tcp", addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		flood = append(flood, c)
-	}
-	_ = flood[1].SetReadDeadline(time.Now().Add(5 * time.Second))
-	if _, err := flood[1].Read(make([]byte, 1)); !errors.Is(err, io.EOF) {
+	if err := floodPastLimit(t, addr); !errors.Is(err, io.EOF) {
 		t.Errorf("the connection past the limit, with the others younger than the grace: %v, want closed", err)
 	}
 	if err := h2Frame(scraper, 0x1, 0x5, 1, []byte{0x82, 0x87, 0x84}); err != nil {
 		t.Fatalf("the scraper's request: %v", err)
 	}
-	if err := frame(scraper, 0x1); err != nil {
+	if err := h2Await(scraper, 0x1); err != nil {
 		t.Errorf("the scraper's reply, its connection younger than the grace: %v", err)
 	}
 }
@@ -438,17 +362,7 @@ func TestConnLimiterLeavesRunningHandlers(t *testing.T) {
 			}()
 			<-in
 			time.Sleep(2 * grace)
-			var flood []net.Conn
-			for range 2 {
-				c, err := net.Dial("tcp", addr)
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer c.Close()
-				flood = append(flood, c)
-			}
-			_ = flood[1].SetReadDeadline(time.Now().Add(5 * time.Second))
-			if _, err := flood[1].Read(make([]byte, 1)); !errors.Is(err, io.EOF) {
+			if err := floodPastLimit(t, addr); !errors.Is(err, io.EOF) {
 				t.Errorf("the connection past the limit, beside a running handler and a young connection: %v, want closed", err)
 			}
 			close(release)

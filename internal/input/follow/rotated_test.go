@@ -324,11 +324,27 @@ func readFirst(t *testing.T, o Options) ([]Position, Options) {
 // exactly lines 101 to 150: those written while it was down.
 func expectResumed(t *testing.T, o Options, positions []Position, taken time.Time) {
 	t.Helper()
+	expectResumedLines(t, o, positions, taken, "the lines written while down", span{101, 150})
+}
+
+// expectResumedLines is expectResumed expecting exactly the lines of want, what they are.
+func expectResumedLines(t *testing.T, o Options, positions []Position, taken time.Time, what string, want span) {
+	t.Helper()
 	o.Resume, o.Taken = positions, taken
 	next := newCollector()
 	start(t, o, next.handle)
-	waitFor(t, "the lines written while down", func() bool { return next.has(101, 150) })
-	next.expectExactly(t, span{101, 150})
+	waitFor(t, what, func() bool { return next.has(want.from, want.to) })
+	next.expectExactly(t, want)
+}
+
+// subdir makes a directory, name, within dir, and returns its path.
+func subdir(t *testing.T, dir, name string) string {
+	t.Helper()
+	d := filepath.Join(dir, name)
+	if err := os.Mkdir(d, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return d
 }
 
 // TestResumeGlobCopy: a glob that matches the log's rotated names (access.log*) finds the
@@ -754,12 +770,7 @@ func TestResumeRotatedIntoOldDir(t *testing.T) {
 		for _, glob := range []bool{false, true} {
 			t.Run(fmt.Sprintf("twice %v glob %v", twice, glob), func(t *testing.T) {
 				dir, log, w := accessLog(t)
-				old, other := filepath.Join(dir, "old"), filepath.Join(dir, "other")
-				for _, d := range []string{old, other} {
-					if err := os.Mkdir(d, 0o755); err != nil {
-						t.Fatal(err)
-					}
-				}
+				old, other := subdir(t, dir, "old"), subdir(t, dir, "other")
 				path := log
 				if glob {
 					path = filepath.Join(dir, "*.log")
@@ -809,12 +820,7 @@ func TestResumeCopyTruncatedIntoOldDir(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir, log, w := accessLog(t)
-			old, other := filepath.Join(dir, "old"), filepath.Join(dir, "other")
-			for _, d := range []string{old, other} {
-				if err := os.Mkdir(d, 0o755); err != nil {
-					t.Fatal(err)
-				}
-			}
+			old, other := subdir(t, dir, "old"), subdir(t, dir, "other")
 			path := log
 			if tc.glob != "" {
 				path = filepath.Join(dir, tc.glob)
@@ -861,12 +867,7 @@ func TestResumeCopyTruncatedIntoOldDirBesideBackups(t *testing.T) {
 	for _, backups := range []int{1, 2} {
 		t.Run(fmt.Sprintf("%d backups", backups), func(t *testing.T) {
 			dir, log, w := accessLog(t)
-			old, backup := filepath.Join(dir, "old"), filepath.Join(dir, "backup")
-			for _, d := range []string{old, backup} {
-				if err := os.Mkdir(d, 0o755); err != nil {
-					t.Fatal(err)
-				}
-			}
+			old, backup := subdir(t, dir, "old"), subdir(t, dir, "backup")
 			positions, o := readFirst(t, modes[1].options(log))
 			taken := time.Now().Add(-time.Second) // see TestResume
 			next := 101
@@ -898,12 +899,7 @@ func TestResumeTruncatedBesideAnotherLogOfItsName(t *testing.T) {
 	for _, copied := range []bool{true, false} {
 		t.Run(fmt.Sprintf("copied %v", copied), func(t *testing.T) {
 			dir, log, w := accessLog(t)
-			old, vhost := filepath.Join(dir, "old"), filepath.Join(dir, "vhost")
-			for _, d := range []string{old, vhost} {
-				if err := os.Mkdir(d, 0o755); err != nil {
-					t.Fatal(err)
-				}
-			}
+			old, vhost := subdir(t, dir, "old"), subdir(t, dir, "vhost")
 			positions, o := readFirst(t, modes[1].options(log))
 			taken := time.Now().Add(-time.Second) // see TestResume
 			// The other log began as this one did, was rotated beside itself, and was
@@ -923,11 +919,7 @@ func TestResumeTruncatedBesideAnotherLogOfItsName(t *testing.T) {
 				expectResumed(t, o, positions, taken)
 				return
 			}
-			o.Resume, o.Taken = positions, taken
-			next := newCollector()
-			start(t, o, next.handle)
-			waitFor(t, "the lines written after the truncation", func() bool { return next.has(121, 150) })
-			next.expectExactly(t, span{121, 150})
+			expectResumedLines(t, o, positions, taken, "the lines written after the truncation", span{121, 150})
 		})
 	}
 }
@@ -940,10 +932,7 @@ func TestResumeTruncatedBesideAnotherLogOfItsName(t *testing.T) {
 // files and written after the snapshot, are not read as the log's.
 func TestResumeInodeReusedWithin(t *testing.T) {
 	dir, log, _ := accessLog(t)
-	vhost := filepath.Join(dir, "vhost")
-	if err := os.Mkdir(vhost, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	vhost := subdir(t, dir, "vhost")
 	positions, o := readFirst(t, modes[1].options(log))
 	taken := time.Now().Add(-time.Second) // see TestResume
 	if err := os.Remove(log); err != nil {
@@ -963,11 +952,7 @@ func TestResumeInodeReusedWithin(t *testing.T) {
 	for i := range positions {
 		positions[i].Dev, positions[i].Ino = id.dev, id.ino
 	}
-	o.Resume, o.Taken = positions, taken
-	next := newCollector()
-	start(t, o, next.handle)
-	waitFor(t, "the lines of the new log", func() bool { return next.has(121, 150) })
-	next.expectExactly(t, span{121, 150})
+	expectResumedLines(t, o, positions, taken, "the lines of the new log", span{121, 150})
 }
 
 // TestResumeCopyOnReusedInode: the copy that copytruncate made of the log while the
