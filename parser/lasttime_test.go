@@ -1,6 +1,7 @@
 package parser
 
 import (
+	"bytes"
 	"reflect"
 	"testing"
 )
@@ -60,6 +61,31 @@ rules:
 			if ok != st.ok[i] || ok && unix != st.unix[i] {
 				t.Errorf("%s: time %d = %d, %v; want %d, %v", st.comment, i, unix, ok, st.unix[i], st.ok[i])
 			}
+		}
+	}
+}
+
+// TestSameTime holds sameTime to string equality for texts of every length up to 40, equal
+// and with any one byte changed, and for texts of two lengths.
+func TestSameTime(t *testing.T) {
+	for n := range 41 {
+		a := make([]byte, n)
+		for i := range a {
+			a[i] = byte('0' + i%10)
+		}
+		b := bytes.Clone(a)
+		if !sameTime(a, b) {
+			t.Fatalf("%q: not the same as itself", a)
+		}
+		if n > 0 && sameTime(a, b[:n-1]) {
+			t.Fatalf("%q: the same as %q", a, b[:n-1])
+		}
+		for i := range b {
+			b[i] ^= 0x40
+			if sameTime(a, b) {
+				t.Fatalf("%q: the same as %q", a, b)
+			}
+			b[i] ^= 0x40
 		}
 	}
 }

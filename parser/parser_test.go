@@ -1053,11 +1053,11 @@ rules:
 }
 
 // TestIsASCII puts one byte from 0x80 up at every position of lines of every length up to
-// past three blocks of the word-at-a-time check, whose last block (or word) overlaps the
+// past three steps of two blocks of the word-at-a-time check, whose last block (or word) overlaps the
 // ones before it. A byte from 0x80 up follows each line in its array: nothing past the
 // end may be read as the line's.
 func TestIsASCII(t *testing.T) {
-	for n := range 104 {
+	for n := range 200 {
 		line := append(bytes.Repeat([]byte{0x7f}, n), 0xff)[:n]
 		if !isASCII(line) {
 			t.Fatalf("%d ASCII bytes: not ASCII", n)
