@@ -22,6 +22,10 @@ type clock struct {
 	now func() time.Time
 	// wallNow, when set, is the wall clock apart from now: a test steps it alone.
 	wallNow func() time.Time
+	// slept is how long the host has been suspended (see suspended; a test's own), and
+	// sleptAt its value at the last reading of it.
+	slept   func() (time.Duration, bool)
+	sleptAt time.Duration
 	log     *slog.Logger // nil: a one-shot's clock, which tells nothing
 	mu      sync.Mutex   // readings are taken under it, so each difference is counted once
 	last    time.Time    // the previous reading
@@ -53,6 +57,8 @@ const (
 	// readings and not be a step: NTP slews both alike, and the kernel's step back of
 	// a leap second, one second, changes no window enough to be held.
 	wallSlack = 2 * time.Second
+	// suspendedMin is the least suspension of the host counted in the wall clock's course.
+	suspendedMin = wallSlack / 2
 )
 
 func newClock(now, wall func() time.Time, log *slog.Logger) *clock {
@@ -61,7 +67,8 @@ func newClock(now, wall func() time.Time, log *slog.Logger) *clock {
 	if wall != nil {
 		w = wall()
 	}
-	return &clock{now: now, wallNow: wall, log: log, last: t, at: t, wallAt: w.Round(0)}
+	slept, _ := suspended()
+	return &clock{now: now, wallNow: wall, slept: suspended, sleptAt: slept, log: log, last: t, at: t, wallAt: w.Round(0)}
 }
 
 // read returns the processing second and, from the same reading, the wall-clock second:
@@ -79,9 +86,20 @@ func (c *clock) read() (processing, wall int64) {
 	if c.wallNow != nil {
 		t = c.wallNow()
 	}
+	// The wall clock runs on while the host is suspended, and Go's monotonic clock (Linux's
+	// CLOCK_MONOTONIC) stands still: the wall clock's course counts the suspension too,
+	// so that a laptop or VM resumed is no step held, its lines future for a minute. One
+	// under suspendedMin is left to wallSlack, as the readings of the two clocks apart are.
+	since := d
+	if slept, ok := c.slept(); ok {
+		if slept-c.sleptAt >= suspendedMin {
+			since += slept - c.sleptAt
+		}
+		c.sleptAt = slept
+	}
 	// Without its monotonic reading: vet compares wall readings, where Sub of two
 	// readings of time.Now compares their monotonic ones and would find no step.
-	return c.at.Unix(), c.vet(t.Round(0), d).Unix()
+	return c.at.Unix(), c.vet(t.Round(0), since).Unix()
 }
 
 // notBefore moves the processing time forward to second t if it is behind it: a restart
@@ -101,8 +119,9 @@ func (c *clock) notBefore(t int64) {
 }
 
 // vet returns the wall clock to give event-time rules at a reading of it, wall, taken d
-// after the previous reading on the monotonic clock. Without a monotonic reading (an
-// injected clock) d is the wall clock's own difference, and nothing is ever a step.
+// after the previous reading on the monotonic clock, the host's suspension counted.
+// Without a monotonic reading (an injected clock) d is the wall clock's own difference,
+// and nothing is ever a step.
 func (c *clock) vet(wall time.Time, d time.Duration) time.Time {
 	course := c.wallAt.Add(d)
 	off := wall.Sub(course)

@@ -176,3 +176,34 @@ func wallStepped(t *testing.T, r time.Time, step time.Duration) time.Time {
 	}
 	return got
 }
+
+// TestClockWallAcrossSuspend: while the host is suspended its wall clock runs on and Go's
+// monotonic clock stands still; on resume the wall clock is on its course, no step, and
+// lines stamped by it are not future for the hold's minute.
+func TestClockWallAcrossSuspend(t *testing.T) {
+	t0 := time.Unix(1_700_000_000, 0)
+	cases := []struct {
+		name   string
+		asleep time.Duration
+	}{
+		{"a minute", time.Minute},
+		{"an hour", time.Hour},
+		{"a weekend", 60 * time.Hour},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			mono, wall := testclock.New(t0), testclock.New(t0)
+			var slept time.Duration
+			clk := newClock(mono.Now, wall.Now, nil)
+			clk.slept, clk.sleptAt = func() (time.Duration, bool) { return slept, true }, 0
+			for i, r := range []struct{ awake, asleep time.Duration }{{10 * time.Second, 0}, {time.Second, c.asleep}, {time.Second, 0}} {
+				mono.Add(r.awake)
+				wall.Add(r.awake + r.asleep)
+				slept += r.asleep
+				if _, got := clk.read(); got != wall.Now().Unix() {
+					t.Errorf("reading %d: wall t0%+ds, want t0%+ds (the host's)", i+1, got-t0.Unix(), wall.Now().Unix()-t0.Unix())
+				}
+			}
+		})
+	}
+}

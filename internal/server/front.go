@@ -64,7 +64,7 @@ type front struct {
 }
 
 // check is a request in the toolkit's check with credentials not known, from client (see
-// client: an address, an IPv6 /64; net/http leaves it empty for a connection without
+// client: an address; net/http leaves it empty for a connection without
 // one), and the requests
 // with the same credentials waiting for it. over is closed as it ends, passed or with
 // the status and header of the toolkit's reply.
@@ -112,7 +112,7 @@ func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // admit reports whether p may go on: to the toolkit's check, as its credentials are
 // known, or fewer than unverifiedAtOnce requests with unknown ones are being checked,
-// none from its client (its address, or its IPv6 /64, see client: every peer of a unix
+// none from its client (its address, see client: every peer of a unix
 // socket has one, "@", as every client behind a proxy has the proxy's; a vsock peer has
 // its context ID's), p then being
 // in the check until it leaves it; or to wait for the check of its credentials, c, with

@@ -24,7 +24,7 @@ import (
 // if that has waited for grace at least; or else of the one whose replies have waited
 // longest for their client, the handlers of its requests all returned, if they have
 // waited grace at least (see busy); or else of the one that has waited longest of the
-// client (an address, an IPv6 /64: see client) holding the most that wait for their
+// client (its address: see client) holding the most that wait for their
 // first request, when it holds more than one more than the new connection's client; else
 // the new connection is closed. So held sockets use at most max file descriptors, a
 // client that opens many and sends nothing, or reads no reply, cannot keep a scraper out
@@ -287,8 +287,8 @@ func (l *connLimiter) track(c net.Conn, state http.ConnState) {
 // scrapeLimiter bounds the scrapes in flight: each holds the rules it reads until they are
 // written. A scrape past max waits, up to wait, for a place: one that frees, or that of a
 // scrape whose write has been blocked for stall (a client that does not read), which is
-// ended. The scrape that came last is given the next place, of the client (an address,
-// an IPv6 /64: see client) running the fewest, and of those the one given a place
+// ended. The scrape that came last is given the next place, of the client (its address:
+// see client) running the fewest, and of those the one given a place
 // longest ago (see next), and when max scrapes wait already, the
 // one that has waited longest of the client with the most waiting gets 503 at once: so
 // clients that came before and do not read cannot keep out a scraper that comes after
