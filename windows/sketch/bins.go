@@ -475,18 +475,50 @@ func (s *bins) layout(lo int32, n int, w uint8) {
 			clear(s.b[:by])
 		}
 	default:
-		// From the top down: a count moves only up in the buffer (the run starts no later
-		// and counts are no narrower), so in place no count is overwritten before it is
-		// read, and what is written only overwrites counts read already.
-		for j := oldN; j > 0; j-- {
-			setCount(s.b, uint(w), j-1+shift, getCount(old, oldW, j-1))
+		// The counts are read from a copy with a word of 0 after it: in place, written
+		// from the bottom up they would overwrite counts not yet read, and each is read by
+		// one load of the 8 bytes from the byte that holds its first bit.
+		var buf [512 + 8]byte
+		var src []byte
+		if len(old)+8 <= len(buf) {
+			src = buf[:len(old)+8]
+		} else {
+			src = make([]byte, len(old)+8)
 		}
-		if &old[0] == &s.b[0] {
-			// The first bins, new to the run, still hold the old run's first counts.
-			for j := range shift {
-				setCount(s.b, uint(w), j, 0)
-			}
+		copy(src, old)
+		repack(s.b, src, oldW, uint(w), oldN, shift)
+	}
+}
+
+// repack writes the n counts of width oldW < 64 in src, which has 8 bytes more after them,
+// into dst as counts of width w ≥ oldW, count j at j+shift, the counts before it 0; src
+// and dst must not overlap, and the bytes of dst past the counts must be 0 already
+// (layout's are). The counts are gathered in a word and written 8 bytes at a time: written
+// one by one (setCount), each load of a word waited on the store of the word before,
+// which overlaps it, and widening a run of some 400 bins took microseconds.
+func repack(dst, src []byte, oldW, w, n, shift uint) {
+	start := shift * w
+	clear(dst[:start/8])
+	pos, acc, bits := start/8, uint64(0), start%8
+	mask := uint64(1)<<oldW - 1
+	for j := range n {
+		p := j * oldW
+		c := binary.LittleEndian.Uint64(src[p>>3:]) >> (p & 7) & mask
+		acc |= c << bits
+		if bits+w < 64 {
+			bits += w
+			continue
 		}
+		binary.LittleEndian.PutUint64(dst[pos:pos+8], acc)
+		pos += 8
+		// The bits of c that did not fit (none when it ended the word: c>>64 is 0).
+		acc = c >> (64 - bits)
+		bits = bits + w - 64
+	}
+	for ; bits > 0; bits -= min(bits, 8) {
+		dst[pos] = byte(acc)
+		acc >>= 8
+		pos++
 	}
 }
 

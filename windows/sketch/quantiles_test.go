@@ -465,6 +465,9 @@ func TestBinsModel(t *testing.T) {
 				if s.len() > 0 && len(s.b) != (s.len()*int(s.width())+7)/8 {
 					t.Fatalf("%s: %d bins of %d bits in %d bytes", what, s.len(), s.width(), len(s.b))
 				}
+				if used := s.len() * int(s.width()); used%8 != 0 && s.b[len(s.b)-1]>>(used%8) != 0 {
+					t.Fatalf("%s: the bits past the last count are %#x, not 0", what, s.b[len(s.b)-1]>>(used%8))
+				}
 				for i, c := range m {
 					if j := int(i - s.lo); c != 0 && (j < 0 || j >= s.len() || s.get(j) != c) {
 						t.Fatalf("%s: bin %d holds %d, want %d (run %d+%d, %d bits)", what, i, s.getAt(i), c, s.lo, s.len(), s.width())
