@@ -951,16 +951,17 @@ func TestFilesOfAFormatNoRuleReads(t *testing.T) {
 // A JSON file whose objects have some of the members the rules read, but not all that
 // any rule reads (an nginx JSON template whose other keys are not the variables' names),
 // is an access log the rules miss: its lines stay unmatched, as a text format's do, and
-// the unmatched-lines alert fires on them. Only objects with none of them are another
-// application's.
+// the unmatched-lines alert fires on them. Only objects with none of them, among other
+// candidates, are another application's: with json the only one, the input is meant to
+// be JSON.
 func TestJSONAccessLogNoRuleReadsStaysUnmatched(t *testing.T) {
 	for _, tc := range []struct {
-		name              string
-		line              string
-		unmatched, unread float64
+		name, line, formats string
+		unmatched, unread   float64
 	}{
-		{"keys of its own", `{"level":"info","logger":"controller","message":"reconciled"}`, 0, 30},
-		{"an access log with other keys", `{"status":"200","method":"GET","path":"/"}`, 30, 0},
+		{"keys of its own", `{"level":"info","logger":"controller","message":"reconciled"}`, "auto", 0, 30},
+		{"an access log with other keys", `{"status":"200","method":"GET","path":"/"}`, "auto", 30, 0},
+		{"json the only candidate", `{"level":"info","logger":"controller","message":"reconciled"}`, "[json]", 30, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
@@ -968,7 +969,7 @@ func TestJSONAccessLogNoRuleReadsStaysUnmatched(t *testing.T) {
 			if err := os.WriteFile(log, nil, 0o644); err != nil {
 				t.Fatal(err)
 			}
-			cfg, err := config.Parse(fmt.Appendf(nil, "inputs: [{name: pods, path: '%s', log_format: auto}]\nrules: [{name: requests, labels: {status: '${status}', method: '${request_method}'}}]\n", log), "rules.yaml")
+			cfg, err := config.Parse(fmt.Appendf(nil, "inputs: [{name: pods, path: '%s', log_format: %s}]\nrules: [{name: requests, labels: {status: '${status}', method: '${request_method}'}}]\n", log, tc.formats), "rules.yaml")
 			if err != nil {
 				t.Fatal(err)
 			}
