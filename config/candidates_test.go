@@ -215,6 +215,13 @@ func TestFormatWarnings(t *testing.T) {
 			[]string{`c.yaml:1: warning: input "web": log_format: the JSON template has $time_iso8601, $host without quotes`}},
 		{"a template read as text", `[combined, '{"s":$status,"t":$time_iso8601}']`, "status", nil},
 		{"numbers only", `{log_format: '{"s":$status,"t":$request_time,"n":$bytes_sent}', log_format_escape: json}`, "status", nil},
+		// Files are counted by their format's name (logwindow_input_file_format), which
+		// would not tell such candidates' files apart.
+		{"a directive named as a preset", `[main, "log_format main '$remote_addr $status $request_time';"]`, "status",
+			[]string{`c.yaml:1: warning: input "web": log_format: candidate #2 is named "main", as candidate #1 is`}},
+		{"two directives of one name", `["log_format main '$remote_addr $status';", "log_format main '$remote_addr $status $request_time';"]`, "status",
+			[]string{`c.yaml:1: warning: input "web": log_format: candidate #2 is named "main", as candidate #1 is`}},
+		{"directives of their own names", `["log_format main '$remote_addr $status';", "log_format timed '$remote_addr $status $request_time';"]`, "status", nil},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			input := fmt.Sprintf("{name: web, path: /a, log_format: %s}", c.formats)

@@ -35,6 +35,9 @@ type Files struct {
 	// those counted under NoFormat.
 	counts   map[string]int
 	noFormat map[string]struct{}
+	// unread are the paths of the files of another application's JSON log
+	// (Session.Unread): lines of them fit, and no rule reads them.
+	unread map[string]struct{}
 }
 
 // fileFormat is what Files knows of one file.
@@ -68,11 +71,16 @@ type fileFormat struct {
 	// fitted counts the lines that fitted the chosen format, those it was chosen from
 	// and those after, up to MaxHeld: Settle weighs them against the lines held.
 	fitted int
+	// unread counts the lines of the file that Session.Unread told of since its format
+	// was last chosen, up to MaxHeld: at MaxHeld the file is among Files.unread. A stray
+	// first line (a JSON start-up message before the access lines) is not that, and
+	// counting here takes no lock.
+	unread int
 }
 
 // NewFiles returns the state of an input none of whose files was seen yet.
 func NewFiles() *Files {
-	return &Files{files: map[string]*fileFormat{}, counts: map[string]int{}, noFormat: map[string]struct{}{}}
+	return &Files{files: map[string]*fileFormat{}, counts: map[string]int{}, noFormat: map[string]struct{}{}, unread: map[string]struct{}{}}
 }
 
 // Formats counts the files whose format is chosen by the format's name
@@ -88,6 +96,14 @@ func (f *Files) NoFormatFiles() []string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return slices.Sorted(maps.Keys(f.noFormat))
+}
+
+// UnreadFiles are the paths of the files of another application's JSON log
+// (Session.Unread), sorted; a snapshot.
+func (f *Files) UnreadFiles() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Sorted(maps.Keys(f.unread))
 }
 
 // choose records name as the format of file, and that its lines fit it.
@@ -110,8 +126,9 @@ func (f *Files) count(file *fileFormat, id, name string, none bool) {
 			delete(f.counts, was)
 		}
 	}
-	file.chosen, file.name, file.none = id, name, none
+	file.chosen, file.name, file.none, file.unread = id, name, none, 0
 	delete(f.noFormat, file.path)
+	delete(f.unread, file.path)
 	if none {
 		f.noFormat[file.path] = struct{}{}
 	}
@@ -147,6 +164,13 @@ func (s *Session) SetFormats(formats []*logformat.Format, files *Files) {
 	if formats == nil {
 		s.files = nil
 		return
+	}
+	// A reload's rules may read the formats no rule read: the lines that none reads are
+	// counted anew.
+	for _, file := range files.files {
+		if file.unread > 0 {
+			files.count(file, file.chosen, file.name, file.none)
+		}
 	}
 	for _, f := range formats {
 		if k, ok := s.p.byID[f.ID()]; ok {
@@ -324,6 +348,10 @@ func (s *Session) grow(file *fileFormat) bool {
 	}
 	file.members = present
 	s.prog = s.p.objectProgram(full, present)
+	if file.unread > 0 {
+		// Rules may read the file now: the lines that none reads are counted anew.
+		s.files.count(file, file.chosen, file.name, file.none)
+	}
 	return true
 }
 

@@ -15,6 +15,32 @@ func (s *Session) Fitted(input string, line []byte) bool {
 	return s.p.reads(s.s, input, line, s.program().groups)
 }
 
+// Unread reports whether the line a LineDone is told of (of ParseFile, Settle or
+// CloseFile) is of another application's JSON log (a Karpenter controller's messages,
+// under a glob over ingress-nginx's controllers): the file's chosen format is json, one
+// of several candidates, and its objects had none of the members the rules reading input
+// read, so that no rule counts its lines. A file of an access log that no rule reads is
+// not: a text format's (every candidate's is a server's access log), objects with some
+// of the members (an nginx JSON template whose other keys are not the variables' names),
+// or json as the only candidate (the input is meant to be JSON) are what the rules were
+// meant to read, and their lines stay unmatched, loud. The
+// MaxHeld-th such line since the file's format was chosen records the file among
+// Files.UnreadFiles, until its format is chosen again or it is closed. Lines of no chosen
+// format, and of an input of one format, are not unread either.
+func (s *Session) Unread(input string) bool {
+	if s.files == nil || len(s.progs) < 2 || s.prog == nil || !s.prog.format.AnyObject() || len(s.last.members) > 0 || s.prog.reads(input) {
+		return false
+	}
+	if file := s.last; file.unread < MaxHeld {
+		if file.unread++; file.unread == MaxHeld {
+			s.files.mu.Lock()
+			s.files.unread[file.path] = struct{}{}
+			s.files.mu.Unlock()
+		}
+	}
+	return true
+}
+
 // program is the program the Session's parse reads a line with (see ParseFile).
 func (s *Session) program() *formatProgram {
 	switch {

@@ -54,9 +54,12 @@ type Stats struct {
 	// described by the kind (a socket's datagrams).
 	Counters []Counter
 	// MalformedLines counts lines the input's fields rules could not read, or that are not
-	// of its wrapper's format; Unmatched the lines of its format that no rule matched.
+	// of its wrapper's format; Unmatched the lines of its format that no rule matched;
+	// Unread the lines of files whose chosen candidate format no rule reads
+	// (parser.Session.Unread), which are not Unmatched.
 	MalformedLines uint64
 	Unmatched      uint64
+	Unread         uint64
 	// Formats counts, for an input with candidate log formats, the files being read by
 	// the name of the format chosen for them; for a glob of one log format, under
 	// parser.NoFormat only, those whose first lines fit it not (nil when there are none).

@@ -48,6 +48,9 @@ type stream struct {
 	// malformed counts lines its fields rules could not read (not JSON, not logfmt), or
 	// not CRI lines on a cri input; unmatched the lines no rule matched.
 	malformed, unmatched atomic.Uint64
+	// unread counts the lines of files whose chosen candidate format no rule reads
+	// (parser.Session.Unread), which are not unmatched: no rule was meant to read them.
+	unread atomic.Uint64
 	// unfit counts the unmatched lines that fitted no group of rules (parser.LineDone):
 	// of an input with a log format, lines not of it; fit the well-formed lines that
 	// fitted one (warnUnreadable). Both are added from the bindings' counts when the
@@ -212,7 +215,11 @@ func (in *stream) bindTo(p *Pipeline, slot *atomic.Pointer[binding]) *binding {
 			b.fits++
 		case fitted:
 			b.fits++
-			in.unmatched.Add(1)
+			if in.files != nil && b.parse.Unread(b.name) {
+				in.unread.Add(1)
+			} else {
+				in.unmatched.Add(1)
+			}
 		default:
 			in.unmatched.Add(1)
 			b.unfits++
@@ -385,6 +392,7 @@ func (in *stream) stats() selfmetric.InputStats {
 	st.TooLong += in.tooLong.Load()
 	st.MalformedLines = in.malformed.Load()
 	st.Unmatched = in.unmatched.Load()
+	st.Unread = in.unread.Load()
 	if in.files != nil {
 		st.Formats = in.files.Formats()
 	} else if in.judged != nil {

@@ -688,8 +688,9 @@ func TestQuietFileOfAStrayFirstLineChoosesAgain(t *testing.T) {
 	waitTotal(t, p, "read", "logwindow_input_lines_total", 6)
 	clock.Add(heldQuiet)
 	waitTotal(t, p, "settled", `requests_total{status="200"}`, 5)
-	if st := p.inputStats(); len(st) != 1 || st[0].Unmatched != 1 || st[0].Formats["combined"] != 1 {
-		t.Errorf("settled: input stats %+v, want the JSON line unmatched and the file combined", st)
+	// The JSON line was parsed by json, chosen from it, which no rule reads.
+	if st := p.inputStats(); len(st) != 1 || st[0].Unread != 1 || st[0].Unmatched != 0 || st[0].Formats["combined"] != 1 {
+		t.Errorf("settled: input stats %+v, want the JSON line unread and the file combined", st)
 	}
 	var out, summary bytes.Buffer
 	if err := Replay(p.gen.Load().cfg, []string{file("web")}, Options{Now: clock.Now, Summary: &summary}, &out); err != nil {
@@ -893,6 +894,91 @@ rules:
 			for warning, n := range tc.want {
 				if got := strings.Count(log.String(), warning); got != n {
 					t.Errorf("%q logged %d times, want %d:\n%s", warning, got, n, log.String())
+				}
+			}
+		})
+	}
+}
+
+// A file whose format, chosen among the candidates, no rule reads (a Karpenter or
+// Knative controller's JSON messages under a glob of ingress-nginx's controller
+// containers) has its lines counted apart from the unmatched ones, which would have the
+// unmatched-lines alert fire on a default install, and is logged by its path and format
+// once MaxHeld of its lines were (a stray first line is no sign of it): a user's own
+// nginx writing JSON keys the rules do not name stays loud. A JSON file whose
+// objects come to have what a rule reads is read from then on.
+func TestFilesOfAFormatNoRuleReads(t *testing.T) {
+	const (
+		combined  = `10.0.0.1 - - [01/Mar/2024:12:00:00 +0000] "GET / HTTP/1.1" 200 5 "-" "curl/8.5.0"`
+		karpenter = `{"level":"INFO","time":"2024-03-01T12:00:00.000Z","logger":"controller","message":"found provisionable pod(s)","commit":"5bdf9c3"}`
+		withKey   = `{"level":"INFO","message":"served","status":"200"}`
+		warning   = "files of the input of JSON objects with none of the members its rules read"
+	)
+	clock := testclock.New(time.Date(2024, 3, 1, 12, 0, 0, 0, time.UTC))
+	p, out, _, file := startPods(t, "log_format: auto", clock, "ingress", "karpenter")
+	read := 0
+	for _, step := range []struct {
+		name              string
+		pod, line         string
+		n                 int
+		unmatched, unread float64
+		logged            int
+	}{
+		{"nginx", "ingress", combined, 20, 0, 0, 0},
+		{"karpenter, too few to tell", "karpenter", karpenter, parser.MaxHeld - 1, 0, parser.MaxHeld - 1, 0},
+		{"karpenter", "karpenter", karpenter, 201 - parser.MaxHeld, 0, 200, 1},
+		{"karpenter goes on", "karpenter", karpenter, 50, 0, 250, 1},
+		{"a rule reads it now", "karpenter", withKey, 1, 0, 250, 1},
+	} {
+		appendTo(t, file(step.pod), strings.Repeat(step.line+"\n", step.n))
+		read += step.n
+		samples := waitTotal(t, p, step.name, "logwindow_input_lines_total", float64(read))
+		p.warnUnreadable()
+		for metric, want := range map[string]float64{"logwindow_input_unmatched_lines_total": step.unmatched, "logwindow_input_unread_lines_total": step.unread} {
+			if got := sumOf(samples, metric); got != want {
+				t.Errorf("%s: %s %v, want %v", step.name, metric, got, want)
+			}
+		}
+		if got := strings.Count(out.String(), warning); got != step.logged {
+			t.Fatalf("%s: %d warnings, want %d:\n%s", step.name, got, step.logged, out.String())
+		}
+	}
+	if want := fmt.Sprintf("files=1 example=%s\n", file("karpenter")); !strings.Contains(out.String(), want) {
+		t.Errorf("the warning lacks %s:\n%s", want, out.String())
+	}
+}
+
+// A JSON file whose objects have some of the members the rules read, but not all that
+// any rule reads (an nginx JSON template whose other keys are not the variables' names),
+// is an access log the rules miss: its lines stay unmatched, as a text format's do, and
+// the unmatched-lines alert fires on them. Only objects with none of them, among other
+// candidates, are another application's: with json the only one, the input is meant to
+// be JSON.
+func TestJSONAccessLogNoRuleReadsStaysUnmatched(t *testing.T) {
+	for _, tc := range []struct {
+		name, line, formats string
+		unmatched, unread   float64
+	}{
+		{"keys of its own", `{"level":"info","logger":"controller","message":"reconciled"}`, "auto", 0, 30},
+		{"an access log with other keys", `{"status":"200","method":"GET","path":"/"}`, "auto", 30, 0},
+		{"json the only candidate", `{"level":"info","logger":"controller","message":"reconciled"}`, "[json]", 30, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			log := filepath.Join(dir, "access.log")
+			if err := os.WriteFile(log, nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			cfg, err := config.Parse(fmt.Appendf(nil, "inputs: [{name: pods, path: '%s', log_format: %s}]\nrules: [{name: requests, labels: {status: '${status}', method: '${request_method}'}}]\n", log, tc.formats), "rules.yaml")
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, out := startLogged(t, cfg, time.Now)
+			appendTo(t, log, strings.Repeat(tc.line+"\n", 30))
+			samples := waitTotal(t, p, "read", "logwindow_input_lines_total", 30)
+			for metric, want := range map[string]float64{"logwindow_input_unmatched_lines_total": tc.unmatched, "logwindow_input_unread_lines_total": tc.unread} {
+				if got := sumOf(samples, metric); got != want {
+					t.Errorf("%s %v, want %v:\n%s", metric, got, want, out.String())
 				}
 			}
 		})

@@ -37,6 +37,10 @@ type unreadable struct {
 	// that still are; noFormatLogged when some were last.
 	noFormat       map[string]bool
 	noFormatLogged time.Time
+	// unread are the files of another application's JSON log told of
+	// (parser.Files.UnreadFiles), of those that still are; unreadLogged when some were last.
+	unread       map[string]bool
+	unreadLogged time.Time
 }
 
 // lineCounts are the counts of an input's lines that warnUnreadable looks at.
@@ -95,6 +99,8 @@ func (p *Pipeline) lookUnreadable() {
 		source   string
 		format   bool
 		noFormat []string
+		// unread are the files of another application's JSON log.
+		unread []string
 		// reads says that a rule reads the input: of one no rule reads (followed for its
 		// own counters), no line fits a rule, and no rule or regex is wrong for it.
 		reads bool
@@ -120,6 +126,7 @@ func (p *Pipeline) lookUnreadable() {
 		looked[in] = cur
 		if in.files != nil {
 			c.noFormat = append(c.noFormat, in.files.NoFormatFiles()...)
+			c.unread = append(c.unread, in.files.UnreadFiles()...)
 		} else if in.judged != nil {
 			c.noFormat = append(c.noFormat, in.judged.noFormatFiles()...)
 		}
@@ -166,37 +173,46 @@ func (p *Pipeline) lookUnreadable() {
 			p.opts.Logger.Warn("no rule's match regex matched any of the lines the input read since the rules were loaded: its rules count nothing; if they are of rare lines, this is expected, otherwise --explain=FILE says where a line stops matching (logged once per load)",
 				"input", label, "source", c.source, "lines", m.sinceUnfit)
 		}
-		m.warnNoFormat(p, label, c.source, c.noFormat, at)
+		if fresh := newFiles(&m.noFormat, &m.noFormatLogged, c.noFormat, at); len(fresh) > 0 {
+			p.opts.Logger.Warn("files of the input whose lines fit none of its log formats: their lines count as unmatched, and its rules count nothing of them; logwindow_input_file_format{format=\""+parser.NoFormat+"\"} counts them, --explain=FILE says where a line stops fitting (files that come to it later are logged at most once an hour)",
+				"input", label, "source", c.source, "files", len(fresh), "example", fresh[0])
+		}
+		if fresh := newFiles(&m.unread, &m.unreadLogged, c.unread, at); len(fresh) > 0 {
+			p.opts.Logger.Warn("files of the input of JSON objects with none of the members its rules read (another application's log): its rules count nothing of them, and logwindow_input_unread_lines_total counts their lines, not as unmatched; narrow the input's glob (by namespace or pod) to leave them out (files that come to it later are logged at most once an hour)",
+				"input", label, "source", c.source, "files", len(fresh), "example", fresh[0])
+		}
 	}
 }
 
-// warnNoFormat logs the files of noFormat, an input's of no candidate format, not told of
-// yet, unless some were within unreadableLogEvery; it forgets those no longer of it.
-func (m *unreadable) warnNoFormat(p *Pipeline, label, source string, noFormat []string, at time.Time) {
+// newFiles returns, sorted, the files of paths (an input's files of no candidate format, or
+// of one no rule reads) not in *told, unless some were within unreadLogEvery of at, and
+// adds them to *told, with *logged at; it forgets from *told the files no longer of paths.
+// A file is thus logged once while it is of them, and files that come to them after the
+// first at most every unreadLogEvery.
+func newFiles(told *map[string]bool, logged *time.Time, paths []string, at time.Time) []string {
 	var fresh []string
-	still := make(map[string]bool, len(noFormat))
-	for _, path := range noFormat {
+	still := make(map[string]bool, len(paths))
+	for _, path := range paths {
 		still[path] = true
-		if !m.noFormat[path] {
+		if !(*told)[path] {
 			fresh = append(fresh, path)
 		}
 	}
-	for path := range m.noFormat {
+	for path := range *told {
 		if !still[path] {
-			delete(m.noFormat, path)
+			delete(*told, path)
 		}
 	}
-	if len(fresh) == 0 || !m.noFormatLogged.IsZero() && at.Sub(m.noFormatLogged) < unreadableLogEvery {
-		return
+	if len(fresh) == 0 || !logged.IsZero() && at.Sub(*logged) < unreadableLogEvery {
+		return nil
 	}
-	if m.noFormat == nil {
-		m.noFormat = map[string]bool{}
+	if *told == nil {
+		*told = map[string]bool{}
 	}
 	for _, path := range fresh {
-		m.noFormat[path] = true
+		(*told)[path] = true
 	}
-	m.noFormatLogged = at
+	*logged = at
 	slices.Sort(fresh)
-	p.opts.Logger.Warn("files of the input whose lines fit none of its log formats: their lines count as unmatched, and its rules count nothing of them; logwindow_input_file_format{format=\""+parser.NoFormat+"\"} counts them, --explain=FILE says where a line stops fitting (files that come to it later are logged at most once an hour)",
-		"input", label, "source", source, "files", len(fresh), "example", fresh[0])
+	return fresh
 }

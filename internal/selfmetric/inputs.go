@@ -21,7 +21,8 @@ type Inputs struct {
 	read                                                  func() []InputStats
 	failed                                                *atomic.Uint64
 	lines, tooLong, rotations, truncations, errs, polling *prometheus.Desc
-	behind, files, unmatched, malformed, formats, warm    *prometheus.Desc
+	behind, files, unmatched, unread, malformed, formats  *prometheus.Desc
+	warm                                                  *prometheus.Desc
 }
 
 // NewInputs returns the collector of what read returns.
@@ -30,7 +31,7 @@ func NewInputs(read func() []InputStats, failed *atomic.Uint64) *Inputs {
 		lines: InputLines.Desc(), tooLong: InputTooLongLines.Desc(), rotations: InputRotations.Desc(),
 		truncations: InputTruncations.Desc(), errs: InputErrors.Desc(), polling: InputPolling.Desc(),
 		behind: InputBehindBytes.Desc(), files: InputFiles.Desc(), unmatched: InputUnmatchedLines.Desc(),
-		malformed: InputMalformedLines.Desc(), formats: InputFileFormats.Desc(), warm: InputWarmStartFiles.Desc()}
+		unread: InputUnreadLines.Desc(), malformed: InputMalformedLines.Desc(), formats: InputFileFormats.Desc(), warm: InputWarmStartFiles.Desc()}
 }
 
 // Describe sends nothing (see Rules.Describe).
@@ -74,6 +75,7 @@ func (c *Inputs) Collect(ch chan<- prometheus.Metric) {
 		sum.Polling = sum.Polling || in.Polling
 		sum.Backfilling += in.Backfilling
 		sum.Unmatched += in.Unmatched
+		sum.Unread += in.Unread
 		sum.MalformedLines += in.MalformedLines
 		for _, f := range in.Files {
 			behind[fileKey{name, validUTF8(f.Path)}] += f.BytesBehind
@@ -103,6 +105,7 @@ func (c *Inputs) Collect(ch chan<- prometheus.Metric) {
 		e.emit(c.files, prometheus.GaugeValue, float64(files[name]), name)
 		e.emit(c.warm, prometheus.GaugeValue, float64(in.Backfilling), name)
 		e.emit(c.unmatched, prometheus.CounterValue, float64(in.Unmatched), name)
+		e.emit(c.unread, prometheus.CounterValue, float64(in.Unread), name)
 		e.emit(c.malformed, prometheus.CounterValue, float64(in.MalformedLines), name)
 	}
 	for k, n := range errs {

@@ -115,6 +115,9 @@ var (
 	InputUnmatchedLines = Metric{"logwindow_input_unmatched_lines_total",
 		"Lines of the input that no rule matched (a line not of the input's format is counted as malformed instead).",
 		[]string{"input"}}
+	InputUnreadLines = Metric{"logwindow_input_unread_lines_total",
+		"Lines of the input's files read by the json candidate format (log_format: auto or a list) whose objects have none of the members the rules read (another application's log under a glob of nginx containers): not counted as unmatched; the files are logged at warning.",
+		[]string{"input"}}
 	ConfigLastReloadSuccessful = Metric{"logwindow_config_last_reload_successful",
 		"Whether the last configuration load succeeded (1), or was refused or put in force but for inputs that could not start (0).",
 		nil}
