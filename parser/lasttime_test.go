@@ -89,3 +89,41 @@ func TestSameTime(t *testing.T) {
 		}
 	}
 }
+
+// TestTimeCacheOwnsItsText reads lines into one buffer, as a tailer does, each over the
+// last: the cached time's text must be a copy, not the buffer the next line overwrites,
+// or a time of the same length would seem the same and keep the last one's. The times are
+// of 20, 22 and 30 bytes, below and within the lengths compared by words.
+func TestTimeCacheOwnsItsText(t *testing.T) {
+	c := mustParse(t, `
+rules:
+  - name: a
+    match: '^(?P<t>[^ ]+) (?P<s>[0-9]+)'
+    timestamp: {capture: t, layout: '2006-01-02T15:04:05Z07:00'}
+`)
+	p, err := New(c.Rules)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		first, next string
+		want        int64 // the next line's time (the first is at mar1)
+	}{
+		{"2024-03-01T12:00:00Z 200", "2024-03-01T12:00:07Z 200", mar1 + 7},
+		{"2024-03-01T12:00:00.5Z 200", "2024-03-01T12:00:09.5Z 200", mar1 + 9},
+		{"2024-03-01T12:00:00.123456789Z 200", "2024-03-01T12:00:01.123456789Z 200", mar1 + 1},
+	} {
+		s := p.NewSession()
+		var sink nopSink
+		buf := []byte(tc.first)
+		s.ParseWrapped("", buf, nil, &sink)
+		if unix, _, ok := s.LastTime(0); !ok || unix != mar1 {
+			t.Fatalf("%q: time %d, %v", tc.first, unix, ok)
+		}
+		copy(buf, tc.next)
+		s.ParseWrapped("", buf, nil, &sink)
+		if unix, _, ok := s.LastTime(0); !ok || unix != tc.want {
+			t.Errorf("%q read over %q in its buffer: time %d, %v; want %d", tc.next, tc.first, unix, ok, tc.want)
+		}
+	}
+}
