@@ -228,7 +228,7 @@ func TestClockSuspendReadOffCourse(t *testing.T) {
 	}{
 		{"on course, never read", []reading{{10 * time.Second, 0, 0, 10 * time.Second, 0}, {time.Second, 0, 0, 11 * time.Second, 0}, {time.Hour, 0, 0, time.Hour + 11*time.Second, 0}}},
 		{"a suspension counted", []reading{{10 * time.Second, 0, 0, 10 * time.Second, 0}, {time.Second, 30 * time.Second, 0, 41 * time.Second, 1}, {time.Second, 0, 0, 42 * time.Second, 1}}},
-		{"a suspension of suspendedMin counted", []reading{{time.Second, suspendedMin + wallSlack, 0, time.Second + suspendedMin + wallSlack, 1}}},
+		{"a suspension past wallSlack counted", []reading{{time.Second, suspendedMin + wallSlack, 0, time.Second + suspendedMin + wallSlack, 1}}},
 		// Each under suspendedMin, so not counted but left to wallSlack; read as they
 		// come, so that the last ones' five seconds do not pass the step off as one.
 		{"short suspensions, then a step held", []reading{
