@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"testing"
+	"time"
 
 	"github.com/logwindow/logwindow_exporter/config"
 )
@@ -43,5 +44,14 @@ func BenchmarkUnmatchedCounting(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// BenchmarkClockRead is a reading of the pipeline's clock on the host's clock, as each read
+// of a file takes one.
+func BenchmarkClockRead(b *testing.B) {
+	clk := newClock(time.Now, nil, nil)
+	for b.Loop() {
+		clk.read()
 	}
 }

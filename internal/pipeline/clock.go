@@ -23,13 +23,20 @@ type clock struct {
 	// wallNow, when set, is the wall clock apart from now: a test steps it alone.
 	wallNow func() time.Time
 	// slept is how long the host has been suspended (see suspended; a test's own), and
-	// sleptAt its value at the last reading of it.
+	// sleptAt its value at the last reading of it. It is read only once the wall clock
+	// has moved off the monotonic one by suspendedUnread since (drift), as a suspension
+	// moves it: each reading costs three system calls, and the clock is read every read
+	// of a file.
 	slept   func() (time.Duration, bool)
 	sleptAt time.Duration
-	log     *slog.Logger // nil: a one-shot's clock, which tells nothing
-	mu      sync.Mutex   // readings are taken under it, so each difference is counted once
-	last    time.Time    // the previous reading
-	at      time.Time    // the processing time of the previous reading
+	// drift is how far the wall clock moved off the monotonic one since slept was last
+	// read, and lastWall the wall clock of the previous reading, from which it moved.
+	drift    time.Duration
+	lastWall time.Time
+	log      *slog.Logger // nil: a one-shot's clock, which tells nothing
+	mu       sync.Mutex   // readings are taken under it, so each difference is counted once
+	last     time.Time    // the previous reading
+	at       time.Time    // the processing time of the previous reading
 	// wallAt is the wall clock the previous reading gave event-time rules.
 	wallAt time.Time
 	// While a step of the wall clock is held, step is how far the wall clock stands from
@@ -59,6 +66,14 @@ const (
 	wallSlack = 2 * time.Second
 	// suspendedMin is the least suspension of the host counted in the wall clock's course.
 	suspendedMin = wallSlack / 2
+	// suspendedUnread is how far the wall clock may move off the monotonic one before the
+	// time the host was suspended is read again. Only a suspension, a step and a leap
+	// second move it off (NTP slews both alike), and a suspension by exactly the time
+	// suspended: one of suspendedMin is read at the reading that follows it, and shorter
+	// ones left unread add up to less than suspendedUnread before they are, so that a
+	// suspension counted once read is at most that longer than the one seen at that
+	// reading, against wallSlack's two seconds.
+	suspendedUnread = 10 * time.Millisecond
 )
 
 func newClock(now, wall func() time.Time, log *slog.Logger) *clock {
@@ -68,7 +83,7 @@ func newClock(now, wall func() time.Time, log *slog.Logger) *clock {
 		w = wall()
 	}
 	slept, _ := suspended()
-	return &clock{now: now, wallNow: wall, slept: suspended, sleptAt: slept, log: log, last: t, at: t, wallAt: w.Round(0)}
+	return &clock{now: now, wallNow: wall, slept: suspended, sleptAt: slept, lastWall: w.Round(0), log: log, last: t, at: t, wallAt: w.Round(0)}
 }
 
 // read returns the processing second and, from the same reading, the wall-clock second:
@@ -86,20 +101,25 @@ func (c *clock) read() (processing, wall int64) {
 	if c.wallNow != nil {
 		t = c.wallNow()
 	}
+	// Without its monotonic reading: vet compares wall readings, where Sub of two
+	// readings of time.Now compares their monotonic ones and would find no step.
+	w := t.Round(0)
+	c.drift += w.Sub(c.lastWall) - d
+	c.lastWall = w
 	// The wall clock runs on while the host is suspended, and Go's monotonic clock (Linux's
 	// CLOCK_MONOTONIC) stands still: the wall clock's course counts the suspension too,
 	// so that a laptop or VM resumed is no step held, its lines future for a minute. One
 	// under suspendedMin is left to wallSlack, as the readings of the two clocks apart are.
 	since := d
-	if slept, ok := c.slept(); ok {
-		if slept-c.sleptAt >= suspendedMin {
-			since += slept - c.sleptAt
+	if c.drift.Abs() >= suspendedUnread {
+		if slept, ok := c.slept(); ok {
+			if slept-c.sleptAt >= suspendedMin {
+				since += slept - c.sleptAt
+			}
+			c.sleptAt, c.drift = slept, 0
 		}
-		c.sleptAt = slept
 	}
-	// Without its monotonic reading: vet compares wall readings, where Sub of two
-	// readings of time.Now compares their monotonic ones and would find no step.
-	return c.at.Unix(), c.vet(t.Round(0), since).Unix()
+	return c.at.Unix(), c.vet(w, since).Unix()
 }
 
 // notBefore moves the processing time forward to second t if it is behind it: a restart

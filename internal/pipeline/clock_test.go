@@ -207,3 +207,60 @@ func TestClockWallAcrossSuspend(t *testing.T) {
 		})
 	}
 }
+
+// TestClockSuspendReadOffCourse: the time the host was suspended, three system calls, is
+// read only once the wall clock has moved off the monotonic one by suspendedUnread since
+// its last reading, and a suspension is counted all the same: one long enough to move
+// the wall clock past wallSlack is no step, short ones read as they come do not add up
+// into the next, and a step after them is still held.
+func TestClockSuspendReadOffCourse(t *testing.T) {
+	t0 := time.Unix(1_700_000_000, 0)
+	type reading struct {
+		awake, asleep time.Duration // on the monotonic clock, then suspended, since the previous reading
+		step          time.Duration // of the wall clock alone, before the reading
+		want          time.Duration // the wall clock given, from t0
+		reads         int           // readings of the time suspended so far
+	}
+	const ms = time.Millisecond
+	cases := []struct {
+		name     string
+		readings []reading
+	}{
+		{"on course, never read", []reading{{10 * time.Second, 0, 0, 10 * time.Second, 0}, {time.Second, 0, 0, 11 * time.Second, 0}, {time.Hour, 0, 0, time.Hour + 11*time.Second, 0}}},
+		{"a suspension counted", []reading{{10 * time.Second, 0, 0, 10 * time.Second, 0}, {time.Second, 30 * time.Second, 0, 41 * time.Second, 1}, {time.Second, 0, 0, 42 * time.Second, 1}}},
+		{"a suspension past wallSlack counted", []reading{{time.Second, suspendedMin + wallSlack, 0, time.Second + suspendedMin + wallSlack, 1}}},
+		// Each under suspendedMin, so not counted but left to wallSlack; read as they
+		// come, so that the last ones' five seconds do not pass the step off as one.
+		{"short suspensions, then a step held", []reading{
+			{time.Second, 900 * ms, 0, 1900 * ms, 1}, {time.Second, 900 * ms, 0, 3800 * ms, 2}, {time.Second, 900 * ms, 0, 5700 * ms, 3},
+			{time.Second, 900 * ms, 0, 7600 * ms, 4}, {time.Second, 900 * ms, 0, 9500 * ms, 5}, {time.Second, 900 * ms, 0, 11400 * ms, 6},
+			{time.Second, 0, wallSlack + time.Second, 12400 * ms, 7},
+		}},
+		// Read once they add up to suspendedUnread; a suspension counted then is at most
+		// that longer than its own.
+		{"tiny suspensions read once they add up", []reading{
+			{time.Second, 4 * ms, 0, 1004 * ms, 0}, {time.Second, 4 * ms, 0, 2008 * ms, 0}, {time.Second, 4 * ms, 0, 3012 * ms, 1},
+			{time.Second, 4 * ms, 0, 4016 * ms, 1}, {time.Second, time.Hour, 0, time.Hour + 5020*ms, 2}, {time.Second, 0, 0, time.Hour + 6020*ms, 2},
+		}},
+		// Read at the step, not again while it is held: the wall clock keeps its new course.
+		{"a step ahead held, then taken", []reading{{time.Second, 0, time.Hour, time.Second, 1}, {time.Second, 0, 0, 2 * time.Second, 1}, {wallStepHold, 0, 0, time.Hour + 2*time.Second + wallStepHold, 1}, {time.Second, 0, 0, time.Hour + 3*time.Second + wallStepHold, 1}}},
+		{"a step back set right", []reading{{time.Second, 0, -time.Hour, time.Second, 1}, {time.Second, 0, time.Hour, 2 * time.Second, 2}, {time.Second, 0, 0, 3 * time.Second, 2}}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			mono, wall := testclock.New(t0), testclock.New(t0)
+			var slept time.Duration
+			reads := 0
+			clk := newClock(mono.Now, wall.Now, nil)
+			clk.slept, clk.sleptAt = func() (time.Duration, bool) { reads++; return slept, true }, 0
+			for i, r := range c.readings {
+				mono.Add(r.awake)
+				wall.Add(r.awake + r.asleep + r.step)
+				slept += r.asleep
+				if _, got := clk.read(); got != t0.Add(r.want).Unix() || reads != r.reads {
+					t.Errorf("reading %d: wall t0%+ds after %d readings of the time suspended, want t0%+ds after %d", i+1, got-t0.Unix(), reads, int64(r.want/time.Second), r.reads)
+				}
+			}
+		})
+	}
+}
