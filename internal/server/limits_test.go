@@ -547,6 +547,27 @@ type gate struct {
 
 func newGate() *gate { return &gate{open: make(chan struct{})} }
 
+// TestWarnConnectionRoom: a connection limit no more than --web.max-requests is warned
+// of, naming whether the open-file limit lowered it to that.
+func TestWarnConnectionRoom(t *testing.T) {
+	for _, c := range []struct {
+		limit, requests int
+		lowered         bool
+		want            string
+	}{
+		{10, 10, false, "--web.max-connections is not above --web.max-requests"},
+		{5, 10, true, "--web.max-connections, lowered to half the open-file limit, is not above --web.max-requests"},
+		{11, 10, true, ""},
+		{1, 0, false, ""},
+	} {
+		var log bytes.Buffer
+		WarnConnectionRoom(slog.New(slog.NewTextHandler(&log, nil)), c.limit, c.requests, c.lowered)
+		if got := log.String(); c.want == "" && got != "" || !strings.Contains(got, c.want) {
+			t.Errorf("limit %d, requests %d, lowered %v: logged %q, want %q", c.limit, c.requests, c.lowered, got, c.want)
+		}
+	}
+}
+
 func TestConnectionLimit(t *testing.T) {
 	for _, c := range []struct {
 		want    int
