@@ -564,6 +564,9 @@ func (l *scrapeLimiter) next() int {
 // a Prometheus comes back as given none lately, or as given a place before them.
 const recentClient = time.Second
 
+// maxRecentClients bounds the clients kept after they left (see recentClient).
+const maxRecentClients = 4096
+
 // refuse notes that s, out of the waiting scrapes, was refused a place. Under l.mu.
 func (l *scrapeLimiter) refuse(s *scrape) {
 	l.places++
@@ -584,6 +587,20 @@ func (l *scrapeLimiter) forget(s *scrape) {
 		}
 	}
 	l.left[s.client] = time.Now()
+	if len(l.left) > maxRecentClients {
+		// More clients left within two seconds than are kept: those that left a second
+		// ago or more are dropped, then others, in a map's order, down to half (so that
+		// this runs once per as many new ones); they come back as given none lately.
+		l.pruned = time.Time{}
+		l.prune(time.Now())
+		for c := range l.left {
+			if len(l.left) <= maxRecentClients/2 {
+				break
+			}
+			delete(l.left, c)
+			delete(l.placed, c)
+		}
+	}
 }
 
 // prune drops when the clients that left recentClient ago or more were last given or

@@ -563,6 +563,26 @@ func TestScrapeLimiterCrowdOfAddresses(t *testing.T) {
 	})
 }
 
+// TestScrapeLimiterRecentClientsBounded: the clients the limiter remembers after they
+// left are bounded in number, not only by the second each is kept: a host taking a new
+// address of its IPv6 /64 for each scrape, tens of thousands a second, would have it
+// keep as many.
+func TestScrapeLimiterRecentClientsBounded(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := newScrapeLimiter(2, time.Second, 5*time.Second, slog.New(slog.DiscardHandler))
+		start := time.Now()
+		for i := range 3 * maxRecentClients {
+			<-serveFrom(l, start, httptest.NewRecorder(), nil, "/metrics", fmt.Sprintf("[2001:db8::%x]:40000", i+1))
+		}
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		if len(l.left) > maxRecentClients || len(l.placed) > maxRecentClients {
+			t.Errorf("%d scrapes from as many addresses within a second: the limiter keeps %d that left, %d placed, want %d at most",
+				3*maxRecentClients, len(l.left), len(l.placed), maxRecentClients)
+		}
+	})
+}
+
 // TestScrapeLimiterCrowdOverSockets is TestScrapeLimiterCrowdOfAddresses over real
 // sockets: twenty loopback addresses each send one scrape at a time, again as each is
 // answered, beside a scrape that holds a place, and a scraper of another address
