@@ -94,6 +94,33 @@ func TestScrapeBytesWithoutLimiterWarns(t *testing.T) {
 	}
 }
 
+// TestConnectionsWithinRequestsWarns: --web.max-connections at or below
+// --web.max-requests lets the scrapes in flight hold every connection, none of which the
+// connection limit takes from a running scrape: a scraper's connection was closed at once,
+// the scrapes of clients that read nothing held until --web.write-timeout, and nothing
+// said so. It is said in a warning naming both flags, by --config.check as by the start.
+func TestConnectionsWithinRequestsWarns(t *testing.T) {
+	for _, c := range []struct {
+		args  []string
+		warns bool
+	}{
+		{[]string{"--web.max-connections=10"}, true},
+		{[]string{"--web.max-connections=4", "--web.max-requests=8"}, true},
+		{[]string{"--web.max-connections=11"}, false},
+		{[]string{"--web.max-connections=4", "--web.max-requests=0"}, false},
+		{nil, false},
+	} {
+		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			code := run(append([]string{"--config.file=example-rules.yaml", "--config.check"}, c.args...), &stdout, &stderr)
+			warned := strings.Contains(stderr.String(), "--web.max-connections") && strings.Contains(stderr.String(), "--web.max-requests")
+			if code != 0 || warned != c.warns {
+				t.Errorf("exit %d, warned %v, stderr %q; want exit 0 and a warning %v", code, warned, stderr.String(), c.warns)
+			}
+		})
+	}
+}
+
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/ from the current output")
 
 // TestReplayGolden replays bundled logs through the command line's one-shot mode and

@@ -288,14 +288,16 @@ func (l *connLimiter) track(c net.Conn, state http.ConnState) {
 // written. A scrape past max waits, up to wait, for a place: one that frees, or that of a
 // scrape whose write has been blocked for stall (a client that does not read), which is
 // ended. The scrape that came last is given the next place, of the client (its address:
-// see client) running the fewest, and of those the one given a place
-// longest ago (see next), and when max scrapes wait already, the
-// one that has waited longest of the client with the most waiting gets 503 at once: so
-// clients that came before and do not read cannot keep out a scraper that comes after
-// them, nor can a client sending scrapes faster than places free (each 503 sent again at
-// once) put out or go before another client's. A scrape that waited in vain gets 503
-// too. The status page has a limiter of its own, so that pages asked for
-// cannot keep out a scraper, nor scrapes the page.
+// see client) running the fewest, and of those the one given or refused a place longest
+// ago (see next), and when max scrapes wait already, of the clients with the most
+// waiting, the one given or refused a place last, its scrape that has waited longest,
+// gets 503 at once: so clients that came before and do not read cannot keep out a
+// scraper that comes after them, nor can a client sending scrapes faster than places
+// free (each 503 sent again at once) put out or go before another client's, nor can
+// clients of many addresses each sending its next scrape as soon as one is answered
+// (see recentClient). A scrape that waited in vain gets 503 too. The status page has a
+// limiter of its own, so that pages asked for cannot keep out a scraper, nor scrapes the
+// page.
 //
 // With a budget, the limiter also bounds the heap the scrapes in flight hold: each is
 // charged its cost before it runs (what the last reads of its rules held, see
@@ -323,10 +325,14 @@ type scrapeLimiter struct {
 	mu      sync.Mutex
 	running map[*scrape]struct{}
 	waiting []*scrape // a stack
-	// places counts the places given; placed is the count when each client running or
-	// waiting was last given one (see next).
+	// places counts the places given and refused; placed is the count when each client
+	// running or waiting, or that left less than recentClient ago, was last given or
+	// refused one (see next), left when each of the latter left, pruned when those that
+	// left before were last dropped.
 	places uint64
 	placed map[string]uint64
+	left   map[string]time.Time
+	pruned time.Time
 	// held is the sum of the running scrapes' charges; refusals count the 503s by
 	// refusal, ended the scrapes ended for a client that did not read, alone the scrapes
 	// charged the whole budget.
@@ -360,7 +366,7 @@ const (
 var refusalNames = [numRefusals]string{"max_requests", "max_scrape_bytes", "displaced"}
 
 func newScrapeLimiter(max int, stall, wait time.Duration, logger *slog.Logger) *scrapeLimiter {
-	return &scrapeLimiter{max: max, stall: stall, wait: wait, logger: logger, running: map[*scrape]struct{}{}, placed: map[string]uint64{}}
+	return &scrapeLimiter{max: max, stall: stall, wait: wait, logger: logger, running: map[*scrape]struct{}{}, placed: map[string]uint64{}, left: map[string]time.Time{}}
 }
 
 // withBudget bounds the heap of the scrapes in flight to budget bytes (0: none), a
@@ -455,13 +461,15 @@ func (l *scrapeLimiter) logRefusal(r *http.Request, why refusal) {
 // it says why.
 func (l *scrapeLimiter) acquire(r *http.Request, s *scrape) (bool, refusal) {
 	l.mu.Lock()
+	l.prune(time.Now())
+	delete(l.left, s.client)
 	l.waiting = append(l.waiting, s)
 	if len(l.waiting) > l.max {
 		i := l.crowding()
 		out := l.waiting[i]
 		out.given <- false
 		l.waiting = slices.Delete(l.waiting, i, i+1)
-		l.forget(out)
+		l.refuse(out)
 		l.refusals[refusedDisplaced]++
 	}
 	next := l.fill()
@@ -490,7 +498,7 @@ func (l *scrapeLimiter) acquire(r *http.Request, s *scrape) (bool, refusal) {
 		default:
 		}
 		l.waiting = slices.DeleteFunc(l.waiting, func(x *scrape) bool { return x == s })
-		l.forget(s)
+		l.refuse(s)
 		why := refusedRequests
 		if len(l.running) < l.max {
 			why = refusedBytes
@@ -500,9 +508,12 @@ func (l *scrapeLimiter) acquire(r *http.Request, s *scrape) (bool, refusal) {
 	}
 }
 
-// crowding is the index in l.waiting of the scrape to put out of it: the one that has
-// waited longest of the client with the most waiting, so that a client sending scrapes
-// faster than places free puts out its own, not another's. Under l.mu.
+// crowding is the index in l.waiting of the scrape to put out of it: of the clients with
+// the most waiting, the one given or refused a place last (or, of those given or
+// refused none lately, the first come), the scrape of it that has waited longest; so
+// that a client sending scrapes faster than places free puts out its own, not
+// another's, and clients sending their next scrape as soon as one is answered put out
+// theirs, not a scraper's. Under l.mu.
 func (l *scrapeLimiter) crowding() int {
 	waiting := map[string]int{}
 	most := 0
@@ -510,14 +521,20 @@ func (l *scrapeLimiter) crowding() int {
 		waiting[w.client]++
 		most = max(most, waiting[w.client])
 	}
-	return slices.IndexFunc(l.waiting, func(w *scrape) bool { return waiting[w.client] == most })
+	out := -1
+	for i, w := range l.waiting {
+		if waiting[w.client] == most && (out < 0 || l.placed[w.client] > l.placed[l.waiting[out].client]) {
+			out = i
+		}
+	}
+	return out
 }
 
 // next is the index in l.waiting of the scrape to give the next place: the last come of
-// the client running the fewest scrapes, of those the one given a place longest ago (or
-// never), so that a client sending scrapes faster than places free does not take every
-// place that frees: its short scrapes, each ended as a place frees, leave it running as
-// few as a scraper that waits. Under l.mu.
+// the client running the fewest scrapes, of those the one given or refused a place
+// longest ago (or not lately), so that a client sending scrapes faster than places free
+// does not take every place that frees: its short scrapes, each ended as a place frees,
+// leave it running as few as a scraper that waits. Under l.mu.
 func (l *scrapeLimiter) next() int {
 	running := map[string]int{}
 	for r := range l.running {
@@ -538,8 +555,27 @@ func (l *scrapeLimiter) next() int {
 	return next
 }
 
-// forget drops when the client of s was last given a place, once it runs and waits for
-// none: s left the limiter. Under l.mu.
+// recentClient is how long the limiter keeps when a client that left it (runs and waits
+// for no scrape) was last given or refused a place. Forgotten at once, clients of many
+// addresses (a node's pods), each sending its next scrape as soon as one was answered,
+// came back as given none, as a scraper that waits, and of those the last come went
+// first and the one waiting longest, the scraper, was put out: every scrape of a
+// Prometheus beside 20 such addresses got 503. A second is less than a scrape interval:
+// a Prometheus comes back as given none lately, or as given a place before them.
+const recentClient = time.Second
+
+// maxRecentClients bounds the clients kept after they left (see recentClient).
+const maxRecentClients = 4096
+
+// refuse notes that s, out of the waiting scrapes, was refused a place. Under l.mu.
+func (l *scrapeLimiter) refuse(s *scrape) {
+	l.places++
+	l.placed[s.client] = l.places
+	l.forget(s)
+}
+
+// forget notes when the client of s left the limiter, once it runs and waits for none:
+// s left it. Under l.mu.
 func (l *scrapeLimiter) forget(s *scrape) {
 	of := func(x *scrape) bool { return x.client == s.client }
 	if slices.ContainsFunc(l.waiting, of) {
@@ -550,7 +586,37 @@ func (l *scrapeLimiter) forget(s *scrape) {
 			return
 		}
 	}
-	delete(l.placed, s.client)
+	l.left[s.client] = time.Now()
+	if len(l.left) > maxRecentClients {
+		// More clients left within two seconds than are kept: those that left a second
+		// ago or more are dropped, then others, in a map's order, down to half (so that
+		// this runs once per as many new ones); they come back as given none lately.
+		l.pruned = time.Time{}
+		l.prune(time.Now())
+		for c := range l.left {
+			if len(l.left) <= maxRecentClients/2 {
+				break
+			}
+			delete(l.left, c)
+			delete(l.placed, c)
+		}
+	}
+}
+
+// prune drops when the clients that left recentClient ago or more were last given or
+// refused a place, once per recentClient at most: the limiter keeps the clients of the
+// scrapes of the last two. Under l.mu.
+func (l *scrapeLimiter) prune(now time.Time) {
+	if now.Sub(l.pruned) < recentClient {
+		return
+	}
+	l.pruned = now
+	for c, at := range l.left {
+		if now.Sub(at) >= recentClient {
+			delete(l.left, c)
+			delete(l.placed, c)
+		}
+	}
 }
 
 // fits reports whether s may run beside the running scrapes. Under l.mu.
@@ -745,6 +811,23 @@ func connectionLimit(want int, nofile uint64) (limit int, lowered bool) {
 		return int(max(half, 1)), true
 	}
 	return want, false
+}
+
+// WarnConnectionRoom warns when the connections held, limit (lowered to half the
+// open-file limit, if lowered), are no more than requests, --web.max-requests: the
+// connection limit takes no connection from a scrape in flight, so those scrapes could
+// hold every connection, and a scraper's new connection would be closed at once while
+// scrapes of clients that read nothing held theirs until the write timeout (the scrape
+// limiter ends them only for a scrape waiting for a place, which has no connection).
+func WarnConnectionRoom(logger *slog.Logger, limit, requests int, lowered bool) {
+	if requests == 0 || limit > requests {
+		return
+	}
+	msg := "--web.max-connections is not above --web.max-requests: the scrapes in flight can hold every connection, and a scraper's new connection is then closed at once"
+	if lowered {
+		msg = "--web.max-connections, lowered to half the open-file limit, is not above --web.max-requests: the scrapes in flight can hold every connection, and a scraper's new connection is then closed at once"
+	}
+	logger.Warn(msg, "max_connections", limit, "max_requests", requests)
 }
 
 // headerTimeout is how long a request's headers may take: 10 s, or the read timeout when

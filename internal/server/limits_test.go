@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"math/rand/v2"
 	"net"
@@ -493,12 +494,158 @@ func TestScrapeLimiterFloodOfShortScrapes(t *testing.T) {
 		if got.code != http.StatusOK || got.ended > 100*time.Millisecond {
 			t.Errorf("a scraper's scrape beside a flood of short scrapes from another address: HTTP %d after %v, want 200 within a flood's scrape (10 ms)", got.code, got.ended)
 		}
+		// The limiter keeps the clients that left for recentClient, not for ever: a
+		// scrape after that finds them dropped.
+		time.Sleep(recentClient)
+		<-serveFrom(l, start, httptest.NewRecorder(), nil, "/metrics", "10.0.0.4:30000")
 		l.mu.Lock()
 		defer l.mu.Unlock()
-		if len(l.placed) != 0 {
-			t.Errorf("every scrape ended, and the limiter still keeps when %d clients were last given a place", len(l.placed))
+		if len(l.placed) != 1 || len(l.left) != 1 {
+			t.Errorf("every scrape ended a second before the last, and the limiter still keeps when %d clients were last given a place, %d left", len(l.placed), len(l.left))
 		}
 	})
+}
+
+// TestScrapeLimiterCrowdOfAddresses: clients of many addresses (a node's pods, each
+// with an address of its own), each sending its next scrape as soon as one is answered,
+// 200 or 503, tied with a scraper that waits: they ran none, and the limiter forgot each
+// as its scrape ended, so none was given a place after the scraper. The place that freed
+// went to the last come of them, and past max waiting the one waiting longest was put
+// out: the scraper, which got 503 nearly every time. A client that was given a place or
+// refused one is now known so for a second after it left the limiter, and of the clients
+// with the most waiting the one given or refused a place last is put out.
+func TestScrapeLimiterCrowdOfAddresses(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := newScrapeLimiter(2, time.Second, 5*time.Second, slog.New(slog.DiscardHandler))
+		start := time.Now()
+		long := newGate()
+		held := serveFrom(l, start, httptest.NewRecorder(), long, "/metrics", "10.0.0.3:30000")
+		synctest.Wait()
+		// Each of 20 addresses scrapes again at once when answered (after a millisecond
+		// when answered 503), its scrapes running 10 ms once given a place.
+		short := l.handler(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			time.Sleep(10 * time.Millisecond)
+			_, _ = w.Write([]byte("metrics\n"))
+		}))
+		stop := make(chan struct{})
+		var crowd sync.WaitGroup
+		for i := range 20 {
+			crowd.Go(func() {
+				for {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					r := httptest.NewRequest(http.MethodGet, "/metrics", nil)
+					r.RemoteAddr = fmt.Sprintf("10.1.0.%d:40000", i+1)
+					w := httptest.NewRecorder()
+					short.ServeHTTP(w, r)
+					if w.Code != http.StatusOK {
+						time.Sleep(time.Millisecond)
+					}
+				}
+			})
+		}
+		time.Sleep(100 * time.Millisecond)
+		// The scraper scrapes three times, two seconds apart, as a Prometheus would.
+		for i := range 3 {
+			scraped := serveFrom(l, start, httptest.NewRecorder(), nil, "/metrics", scraperAddr)
+			if got := <-scraped; got.code != http.StatusOK {
+				t.Errorf("the scraper's scrape %d beside a crowd of 20 addresses: HTTP %d, want 200", i, got.code)
+			}
+			time.Sleep(2 * time.Second)
+		}
+		close(stop)
+		close(long.open)
+		crowd.Wait()
+		<-held
+	})
+}
+
+// TestScrapeLimiterRecentClientsBounded: the clients the limiter remembers after they
+// left are bounded in number, not only by the second each is kept: a host taking a new
+// address of its IPv6 /64 for each scrape, tens of thousands a second, would have it
+// keep as many.
+func TestScrapeLimiterRecentClientsBounded(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := newScrapeLimiter(2, time.Second, 5*time.Second, slog.New(slog.DiscardHandler))
+		start := time.Now()
+		for i := range 3 * maxRecentClients {
+			<-serveFrom(l, start, httptest.NewRecorder(), nil, "/metrics", fmt.Sprintf("[2001:db8::%x]:40000", i+1))
+		}
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		if len(l.left) > maxRecentClients || len(l.placed) > maxRecentClients {
+			t.Errorf("%d scrapes from as many addresses within a second: the limiter keeps %d that left, %d placed, want %d at most",
+				3*maxRecentClients, len(l.left), len(l.placed), maxRecentClients)
+		}
+	})
+}
+
+// TestScrapeLimiterCrowdOverSockets is TestScrapeLimiterCrowdOfAddresses over real
+// sockets: twenty loopback addresses each send one scrape at a time, again as each is
+// answered, beside a scrape that holds a place, and a scraper of another address
+// scrapes three times, 1.5 s apart: each of its scrapes must be served.
+func TestScrapeLimiterCrowdOverSockets(t *testing.T) {
+	l := newScrapeLimiter(2, time.Second, 2*time.Second, slog.New(slog.DiscardHandler))
+	hold := make(chan struct{})
+	ts := httptest.NewServer(l.handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Query().Has("hold") {
+			<-hold
+		} else {
+			time.Sleep(5 * time.Millisecond)
+		}
+		_, _ = w.Write([]byte("metrics\n"))
+	})))
+	defer ts.Close()
+	from := func(ip byte) *http.Client {
+		dialer := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 1, ip)}}
+		return &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DialContext: dialer.DialContext}}
+	}
+	scrape := func(c *http.Client, query string) (int, error) {
+		resp, err := c.Get(ts.URL + "/metrics" + query)
+		if err != nil {
+			return 0, err
+		}
+		defer resp.Body.Close()
+		_, err = io.Copy(io.Discard, resp.Body)
+		return resp.StatusCode, err
+	}
+	held := make(chan struct{})
+	go func() {
+		defer close(held)
+		_, _ = scrape(from(250), "?hold")
+	}()
+	stop := make(chan struct{})
+	var crowd sync.WaitGroup
+	for ip := range byte(20) {
+		c := from(ip + 1)
+		crowd.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if code, _ := scrape(c, ""); code != http.StatusOK {
+					time.Sleep(time.Millisecond) // a 503, at once: not a busy loop
+				}
+			}
+		})
+	}
+	time.Sleep(100 * time.Millisecond)
+	scraper := from(200)
+	for i := range 3 {
+		if code, err := scrape(scraper, ""); code != http.StatusOK {
+			t.Errorf("the scraper's scrape %d beside a crowd of 20 addresses: HTTP %d, %v, want 200", i, code, err)
+		}
+		time.Sleep(1500 * time.Millisecond)
+	}
+	close(stop)
+	crowd.Wait()
+	close(hold)
+	<-held
 }
 
 // TestScrapeLimiterFewestRunningFirst: a place that frees goes to the client running the
@@ -546,6 +693,27 @@ type gate struct {
 }
 
 func newGate() *gate { return &gate{open: make(chan struct{})} }
+
+// TestWarnConnectionRoom: a connection limit no more than --web.max-requests is warned
+// of, naming whether the open-file limit lowered it to that.
+func TestWarnConnectionRoom(t *testing.T) {
+	for _, c := range []struct {
+		limit, requests int
+		lowered         bool
+		want            string
+	}{
+		{10, 10, false, "--web.max-connections is not above --web.max-requests"},
+		{5, 10, true, "--web.max-connections, lowered to half the open-file limit, is not above --web.max-requests"},
+		{11, 10, true, ""},
+		{1, 0, false, ""},
+	} {
+		var log bytes.Buffer
+		WarnConnectionRoom(slog.New(slog.NewTextHandler(&log, nil)), c.limit, c.requests, c.lowered)
+		if got := log.String(); c.want == "" && got != "" || !strings.Contains(got, c.want) {
+			t.Errorf("limit %d, requests %d, lowered %v: logged %q, want %q", c.limit, c.requests, c.lowered, got, c.want)
+		}
+	}
+}
 
 func TestConnectionLimit(t *testing.T) {
 	for _, c := range []struct {

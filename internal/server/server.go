@@ -206,6 +206,9 @@ func Serve(cfg *config.Config, popts pipeline.Options, webFlags *web.FlagConfig,
 		if lowered {
 			logger.Warn("--web.max-connections lowered to half the open-file limit, which leaves the other half to the inputs",
 				"max_connections", limit, "open_file_limit", nofile)
+			if o.MaxConnections > o.MaxRequests { // else the flags were warned of already
+				WarnConnectionRoom(logger, limit, o.MaxRequests, true)
+			}
 		}
 		o.conns = newConnLimiter(limit, connGrace, logger)
 	}
