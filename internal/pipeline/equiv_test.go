@@ -226,6 +226,15 @@ func (r *equivRun) newest() int64 {
 // time first, as a clock runs ahead of what is written.
 func (r *equivRun) write(n int, partial bool) {
 	r.t.Helper()
+	if r.clock != nil {
+		r.setClock(r.next + min(n, len(r.lines)-r.next))
+	}
+	r.writeTo(r.log, n, partial)
+}
+
+// writeTo is write's, to the file at path, without moving the clock.
+func (r *equivRun) writeTo(path string, n int, partial bool) {
+	r.t.Helper()
 	n = min(n, len(r.lines)-r.next)
 	var b bytes.Buffer
 	for i := range n {
@@ -245,11 +254,8 @@ func (r *equivRun) write(n int, partial bool) {
 		b.Write(r.lines[r.next][r.partial:cut])
 		r.partial = cut
 	}
-	if r.clock != nil {
-		r.setClock()
-	}
-	r.t.Logf("write: lines to %d, %d bytes of the next", r.next, r.partial)
-	f, err := os.OpenFile(r.log, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	r.t.Logf("write to %s: lines to %d, %d bytes of the next", filepath.Base(path), r.next, r.partial)
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 	if err != nil {
 		r.t.Fatal(err)
 	}
@@ -257,7 +263,7 @@ func (r *equivRun) write(n int, partial bool) {
 	if _, err := f.Write(b.Bytes()); err != nil {
 		r.t.Fatal(err)
 	}
-	r.touch(r.log)
+	r.touch(path)
 }
 
 // touch sets the modification time of path to now, to the nanosecond: the kernel's
@@ -271,9 +277,14 @@ func (r *equivRun) touch(path string) {
 	}
 }
 
-// setClock moves the running exporter's clock on to the newest line written.
-func (r *equivRun) setClock() {
-	if d := time.Unix(r.newest(), 0).Sub(r.clock.Now()); d > 0 {
+// setClock moves the running exporter's clock on to the newest of the lines before the
+// next-th, written or about to be.
+func (r *equivRun) setClock(next int) {
+	newest := r.times[0]
+	if next > 0 {
+		newest = slices.Max(r.times[:next])
+	}
+	if d := time.Unix(newest, 0).Sub(r.clock.Now()); d > 0 {
 		r.clock.Add(d)
 	}
 }
@@ -417,6 +428,39 @@ func (r *equivRun) rename() {
 		r.t.Fatal(err)
 	}
 	r.t.Logf("rename to %s", filepath.Base(to))
+}
+
+// renameLate rotates the log by rename, then writes n lines to the file renamed, as a
+// writer that has not reopened the log yet does (nginx between logrotate's rename and the
+// USR1 of its postrotate, a container runtime before the kubelet has it reopen the log).
+// The running exporter (if any) has seen the log leave its path (or, a glob's rotated
+// names, come to the new one) first, at the clock of those lines: a file that left its
+// path is read for the rotation grace after its last write, and not after.
+func (r *equivRun) renameLate(n int) {
+	r.t.Helper()
+	if r.p == nil {
+		r.rename()
+		r.writeTo(r.older(1), n, false)
+		return
+	}
+	r.setClock(r.next + min(n, len(r.lines)-r.next))
+	rotations := func() (n uint64) {
+		for _, in := range r.p.inputStats() {
+			n += in.Rotations
+		}
+		return n
+	}
+	before := rotations()
+	r.rename()
+	deadline := time.Now().Add(10 * time.Second)
+	for rotations() == before && !r.reads(r.older(1)) {
+		if time.Now().After(deadline) {
+			r.t.Fatalf("the rename not seen: input stats %+v\n%s", r.p.inputStats(), r.out.String())
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	r.writeTo(r.older(1), n, false)
+	r.caughtUp()
 }
 
 // newRotated is the name the log's next rotated file takes: logrotate's .1, the others
@@ -658,7 +702,8 @@ func replayed(t *testing.T, lines [][]byte) map[string]float64 {
 // --replay, at the newest line's time, whichever way it was read: followed from its
 // beginning once written, followed as it is written (lines in several writes), and
 // across restarts (a shutdown's snapshot, a kill after a periodic one, a line or a CRI
-// message written in part at the time), rotations by rename and copytruncate, and
+// message written in part at the time), rotations by rename (a writer that had not
+// reopened the log writing on to the file renamed too) and copytruncate, and
 // rotations while the exporter was down (twice, the file of the snapshot compressed or
 // not), with a glob that matches the rotated names too, into logrotate's olddir, and a
 // node's container log as the kubelet rotates it. The scenarios are drawn at random; a failure names its seed.
@@ -766,6 +811,29 @@ func TestReadingsAgree(t *testing.T) {
 			r.write(len(r.lines)/4, false)
 			r.copyTruncate()
 			r.write(len(r.lines)/4, false)
+			check(t, r)
+		})
+		// A writer that has not reopened the log writes to the file renamed: while the
+		// exporter runs, while it is down, and both across a kill after a snapshot.
+		t.Run(wrap.name+", a writer that had not reopened the log", func(t *testing.T) {
+			r := newRun(t, 0)
+			chunk := len(r.lines) / 16
+			r.write(chunk, false)
+			r.start()
+			r.renameLate(chunk)
+			r.write(chunk, false)
+			r.stop()
+			r.renameLate(chunk)
+			r.write(chunk, false)
+			r.start()
+			r.write(chunk, false)
+			r.snapshot()
+			r.write(chunk, false)
+			r.renameLate(chunk)
+			r.kill()
+			r.writeTo(r.older(1), chunk, false)
+			r.write(chunk, false)
+			r.start()
 			check(t, r)
 		})
 		for seed := range wrap.seeds {
