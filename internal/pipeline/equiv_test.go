@@ -567,6 +567,14 @@ func (r *equivRun) copyTruncate() {
 	if r.p != nil {
 		r.caughtUp()
 	}
+	r.copyTruncateUnread()
+}
+
+// copyTruncateUnread is copyTruncate's without waiting for the running exporter: the
+// lines it has not read yet are in the copy, or in the log still when the exporter read
+// the log after the copy but before its truncation.
+func (r *equivRun) copyTruncateUnread() {
+	r.t.Helper()
 	data, err := os.ReadFile(r.log)
 	if err != nil {
 		r.t.Fatal(err)
@@ -712,7 +720,8 @@ func replayed(t *testing.T, lines [][]byte) map[string]float64 {
 // beginning once written, followed as it is written (lines in several writes), and
 // across restarts (a shutdown's snapshot, a kill after a periodic one, a line or a CRI
 // message written in part at the time), rotations by rename (a writer that had not
-// reopened the log writing on to the file renamed too) and copytruncate, and
+// reopened the log writing on to the file renamed too) and copytruncate (before the
+// exporter read the log's last lines too), and
 // rotations while the exporter was down (twice, the file of the snapshot compressed or
 // not), with a glob that matches the rotated names too, into logrotate's olddir, and a
 // node's container log as the kubelet rotates it. The scenarios are drawn at random; a failure names its seed.
@@ -845,6 +854,21 @@ func TestReadingsAgree(t *testing.T) {
 			r.start()
 			check(t, r)
 		})
+		// copytruncate under a writer that keeps writing, the exporter behind it: a glob
+		// of the rotated names reads the lines it had not read from the copy.
+		if wrap.pattern != "" {
+			t.Run(wrap.name+", copytruncate unread", func(t *testing.T) {
+				r := newRun(t, 0)
+				r.start()
+				for range 12 {
+					r.write(1+r.rng.IntN(300), false)
+					r.copyTruncateUnread()
+					r.write(1+r.rng.IntN(10), false)
+					r.caughtUp() // rotations hours apart: each copy read before the next
+				}
+				check(t, r)
+			})
+		}
 		for seed := range wrap.seeds {
 			t.Run(fmt.Sprintf("%s, seed %d", wrap.name, seed), func(t *testing.T) {
 				r := newRun(t, seed)
