@@ -3,6 +3,7 @@ package pipeline
 import (
 	"bytes"
 	"cmp"
+	"compress/gzip"
 	"fmt"
 	"log/slog"
 	"math"
@@ -226,6 +227,15 @@ func (r *equivRun) newest() int64 {
 // time first, as a clock runs ahead of what is written.
 func (r *equivRun) write(n int, partial bool) {
 	r.t.Helper()
+	if r.clock != nil {
+		r.setClock(r.next + min(n, len(r.lines)-r.next))
+	}
+	r.writeTo(r.log, n, partial)
+}
+
+// writeTo is write's, to the file at path, without moving the clock.
+func (r *equivRun) writeTo(path string, n int, partial bool) {
+	r.t.Helper()
 	n = min(n, len(r.lines)-r.next)
 	var b bytes.Buffer
 	for i := range n {
@@ -245,11 +255,8 @@ func (r *equivRun) write(n int, partial bool) {
 		b.Write(r.lines[r.next][r.partial:cut])
 		r.partial = cut
 	}
-	if r.clock != nil {
-		r.setClock()
-	}
-	r.t.Logf("write: lines to %d, %d bytes of the next", r.next, r.partial)
-	f, err := os.OpenFile(r.log, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	r.t.Logf("write to %s: lines to %d, %d bytes of the next", filepath.Base(path), r.next, r.partial)
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 	if err != nil {
 		r.t.Fatal(err)
 	}
@@ -257,7 +264,7 @@ func (r *equivRun) write(n int, partial bool) {
 	if _, err := f.Write(b.Bytes()); err != nil {
 		r.t.Fatal(err)
 	}
-	r.touch(r.log)
+	r.touch(path)
 }
 
 // touch sets the modification time of path to now, to the nanosecond: the kernel's
@@ -271,9 +278,14 @@ func (r *equivRun) touch(path string) {
 	}
 }
 
-// setClock moves the running exporter's clock on to the newest line written.
-func (r *equivRun) setClock() {
-	if d := time.Unix(r.newest(), 0).Sub(r.clock.Now()); d > 0 {
+// setClock moves the running exporter's clock on to the newest of the lines before the
+// next-th, written or about to be.
+func (r *equivRun) setClock(next int) {
+	newest := r.times[0]
+	if next > 0 {
+		newest = slices.Max(r.times[:next])
+	}
+	if d := time.Unix(newest, 0).Sub(r.clock.Now()); d > 0 {
 		r.clock.Add(d)
 	}
 }
@@ -419,6 +431,39 @@ func (r *equivRun) rename() {
 	r.t.Logf("rename to %s", filepath.Base(to))
 }
 
+// renameLate rotates the log by rename, then writes n lines to the file renamed, as a
+// writer that has not reopened the log yet does (nginx between logrotate's rename and the
+// USR1 of its postrotate, a container runtime before the kubelet has it reopen the log).
+// The running exporter (if any) has seen the log leave its path (or, a glob's rotated
+// names, come to the new one) first, at the clock of those lines: a file that left its
+// path is read for the rotation grace after its last write, and not after.
+func (r *equivRun) renameLate(n int) {
+	r.t.Helper()
+	if r.p == nil {
+		r.rename()
+		r.writeTo(r.older(1), n, false)
+		return
+	}
+	r.setClock(r.next + min(n, len(r.lines)-r.next))
+	rotations := func() (n uint64) {
+		for _, in := range r.p.inputStats() {
+			n += in.Rotations
+		}
+		return n
+	}
+	before := rotations()
+	r.rename()
+	deadline := time.Now().Add(10 * time.Second)
+	for rotations() == before && !r.reads(r.older(1)) {
+		if time.Now().After(deadline) {
+			r.t.Fatalf("the rename not seen: input stats %+v\n%s", r.p.inputStats(), r.out.String())
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	r.writeTo(r.older(1), n, false)
+	r.caughtUp()
+}
+
 // newRotated is the name the log's next rotated file takes: logrotate's .1, the others
 // moved up a number (shift), or the kubelet's name of the time.
 func (r *equivRun) newRotated() string {
@@ -486,15 +531,23 @@ func (r *equivRun) shift() {
 	}
 }
 
-// compress replaces a rotated file by its compressed archive, as logrotate and the
-// kubelet do (the archive's name is what matters: nothing reads it).
+// compress replaces a rotated file by its gzip archive, as logrotate and the kubelet do:
+// no line is read from it, but a restart tells logrotate's olddir by it.
 func (r *equivRun) compress(path string) {
 	r.t.Helper()
 	data, err := os.ReadFile(path)
 	if err != nil {
 		r.t.Fatal(err)
 	}
-	if err := os.WriteFile(path+".tmp", data, 0o644); err != nil {
+	var b bytes.Buffer
+	z := gzip.NewWriter(&b)
+	if _, err := z.Write(data); err != nil {
+		r.t.Fatal(err)
+	}
+	if err := z.Close(); err != nil {
+		r.t.Fatal(err)
+	}
+	if err := os.WriteFile(path+".tmp", b.Bytes(), 0o644); err != nil {
 		r.t.Fatal(err)
 	}
 	if err := os.Rename(path+".tmp", path+".gz"); err != nil {
@@ -514,6 +567,14 @@ func (r *equivRun) copyTruncate() {
 	if r.p != nil {
 		r.caughtUp()
 	}
+	r.copyTruncateUnread()
+}
+
+// copyTruncateUnread is copyTruncate's without waiting for the running exporter: the
+// lines it has not read yet are in the copy, or in the log still when the exporter read
+// the log after the copy but before its truncation.
+func (r *equivRun) copyTruncateUnread() {
+	r.t.Helper()
 	data, err := os.ReadFile(r.log)
 	if err != nil {
 		r.t.Fatal(err)
@@ -658,7 +719,9 @@ func replayed(t *testing.T, lines [][]byte) map[string]float64 {
 // --replay, at the newest line's time, whichever way it was read: followed from its
 // beginning once written, followed as it is written (lines in several writes), and
 // across restarts (a shutdown's snapshot, a kill after a periodic one, a line or a CRI
-// message written in part at the time), rotations by rename and copytruncate, and
+// message written in part at the time), rotations by rename (a writer that had not
+// reopened the log writing on to the file renamed too) and copytruncate (before the
+// exporter read the log's last lines too), and
 // rotations while the exporter was down (twice, the file of the snapshot compressed or
 // not), with a glob that matches the rotated names too, into logrotate's olddir, and a
 // node's container log as the kubelet rotates it. The scenarios are drawn at random; a failure names its seed.
@@ -698,7 +761,7 @@ func TestReadingsAgree(t *testing.T) {
 		{name: "glob of the rotated names", glob: true, pattern: "access.lo*[^z]", lines: lines, times: times, seeds: 3},
 		{name: "2 parse workers", input: "\n    shards: 2", lines: lines, times: times, seeds: 1},
 		// logrotate's `olddir old`: the rotated files go to a directory within the log's.
-		{name: "olddir", olddir: true, lines: lines, times: times, seeds: 3},
+		{name: "olddir", olddir: true, lines: lines, times: times, seeds: 5},
 	} {
 		newRun := func(t *testing.T, seed uint64) *equivRun {
 			dir := t.TempDir()
@@ -768,6 +831,44 @@ func TestReadingsAgree(t *testing.T) {
 			r.write(len(r.lines)/4, false)
 			check(t, r)
 		})
+		// A writer that has not reopened the log writes to the file renamed: while the
+		// exporter runs, while it is down, and both across a kill after a snapshot.
+		t.Run(wrap.name+", a writer that had not reopened the log", func(t *testing.T) {
+			r := newRun(t, 0)
+			chunk := len(r.lines) / 16
+			r.write(chunk, false)
+			r.start()
+			r.renameLate(chunk)
+			r.write(chunk, false)
+			r.stop()
+			r.renameLate(chunk)
+			r.write(chunk, false)
+			r.start()
+			r.write(chunk, false)
+			r.snapshot()
+			r.write(chunk, false)
+			r.renameLate(chunk)
+			r.kill()
+			r.writeTo(r.older(1), chunk, false)
+			r.write(chunk, false)
+			r.start()
+			check(t, r)
+		})
+		// copytruncate under a writer that keeps writing, the exporter behind it: a glob
+		// of the rotated names reads the lines it had not read from the copy.
+		if wrap.pattern != "" {
+			t.Run(wrap.name+", copytruncate unread", func(t *testing.T) {
+				r := newRun(t, 0)
+				r.start()
+				for range 12 {
+					r.write(1+r.rng.IntN(300), false)
+					r.copyTruncateUnread()
+					r.write(1+r.rng.IntN(10), false)
+					r.caughtUp() // rotations hours apart: each copy read before the next
+				}
+				check(t, r)
+			})
+		}
 		for seed := range wrap.seeds {
 			t.Run(fmt.Sprintf("%s, seed %d", wrap.name, seed), func(t *testing.T) {
 				r := newRun(t, seed)
@@ -822,9 +923,9 @@ func (r *equivRun) episode() {
 			// the one read may have been compressed by: its lines are read, none written
 			// since. The kubelet compresses the one read at the second rename. A CRI
 			// message's first parts are lost when it is, by design, as the restart cannot
-			// tell that no line of the file gone followed them: not drawn. Nor in an
-			// olddir, where the files rotated after one gone are not looked for.
-			compress := r.node || r.olddir == "" && !r.inParts() && r.rng.IntN(2) == 0
+			// tell that no line of the file gone followed them: not drawn. In an olddir,
+			// the file between is found there by the archive of the one read.
+			compress := r.node || !r.inParts() && r.rng.IntN(2) == 0
 			if !compress {
 				r.write(chunk(), false)
 			}

@@ -2,6 +2,7 @@ package follow
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
 	"errors"
 	"io"
@@ -482,6 +483,13 @@ func (f *Follower) resumeRotated() {
 				oldDirs[path] = []string{old}
 			}
 		}
+		// Nothing rotated after it beside the log, the file of the position gone: compressed
+		// in an olddir, whose archive of it tells that directory.
+		if len(oldDirs[path]) == 0 && lost[path] && len(away) == 0 {
+			if old := f.archiveDir(dirs, path, r); old != "" {
+				oldDirs[path] = []string{old}
+			}
+		}
 		for _, old := range oldDirs[path] {
 			for _, at := range f.rotationPaths(path) {
 				away = append(away, rotatedAfter(filepath.Join(old, filepath.Base(at)), since, known, dirs.list)...)
@@ -595,6 +603,84 @@ func (f *Follower) copyDir(dirs *listings, path string, since time.Time, known m
 		}
 	}
 	return best
+}
+
+// archiveDir returns the directory within one of path's rotation directories
+// (rotationPaths) that holds the gzip archive of the file of one of its positions not
+// read on, or "": logrotate's olddir, given relative to the log's directory, with
+// compress, where the file went and was compressed while the exporter was down (at its
+// second rotation, with delaycompress), and where the files rotated after it went too. The
+// archive is named as rotated from path (rotatedName, then ".gz") and its first bytes,
+// decompressed, are those the file had at the position. Not a directory that holds a
+// file of the log's name (another log's, whose archive may begin as the log did: see
+// copyDir), nor any when two tell, or the archive is beside the log (a backup of the
+// archive), which one is the log's not being known.
+func (f *Follower) archiveDir(dirs *listings, path string, r *resume) string {
+	var ps []Position
+	for _, p := range r.byPath[path] {
+		if p.Offset > 0 && !r.resumed[fileID{dev: p.Dev, ino: p.Ino}] {
+			ps = append(ps, p)
+		}
+	}
+	if len(ps) == 0 {
+		return ""
+	}
+	holds := func(dir, base string, names []os.DirEntry) bool {
+		return slices.ContainsFunc(names, func(a os.DirEntry) bool {
+			name, gz := strings.CutSuffix(a.Name(), ".gz")
+			if !gz || !a.Type().IsRegular() || !rotatedName(base, name) {
+				return false
+			}
+			fi, err := a.Info()
+			return err == nil && archiveOf(openListed(dir, a.Name(), idOf(fi)), ps)
+		})
+	}
+	found := ""
+	for _, at := range f.rotationPaths(path) {
+		dir, base := filepath.Split(at)
+		entries, _ := dirs.list(filepath.Clean(dir))
+		if holds(dir, base, entries) {
+			return "" // compressed beside the log: no olddir
+		}
+		for _, e := range entries {
+			if !e.IsDir() {
+				continue
+			}
+			within := filepath.Join(dir, e.Name())
+			names, _ := dirs.list(within)
+			if _, another := slices.BinarySearchFunc(names, base, func(e os.DirEntry, s string) int { return strings.Compare(e.Name(), s) }); another {
+				continue
+			}
+			if within == found || !holds(within, base, names) {
+				continue
+			}
+			if found != "" {
+				return ""
+			}
+			found = within
+		}
+	}
+	return found
+}
+
+// archiveOf reports whether file, a gzip archive, begins, decompressed, with the bytes
+// that the file of one of ps had at its position (Position.Head), and closes it. Only
+// those are decompressed. A nil file is none.
+func archiveOf(file *os.File, ps []Position) bool {
+	if file == nil {
+		return false
+	}
+	defer file.Close()
+	z, err := gzip.NewReader(file)
+	if err != nil {
+		return false
+	}
+	var head [headLen]byte
+	n, _ := io.ReadFull(z, head[:])
+	return slices.ContainsFunc(ps, func(p Position) bool {
+		k := min(headLen, p.Offset)
+		return int64(n) >= k && xxhash.Sum64(head[:k]) == p.Head
+	})
 }
 
 // readCopiesAtEnd has the files the first scan took for copies of a position's file

@@ -2,6 +2,7 @@ package follow
 
 import (
 	"bytes"
+	"compress/gzip"
 	"fmt"
 	"log/slog"
 	"os"
@@ -793,6 +794,106 @@ func TestResumeRotatedIntoOldDir(t *testing.T) {
 				expectResumed(t, o, positions, taken)
 			})
 		}
+	}
+}
+
+// TestResumeRotatedIntoOldDirPastArchive: rotated twice into logrotate's relative olddir
+// while the exporter was down, with compress and delaycompress, the file of the position
+// is gone, compressed at the second rotation: the file that came to the log's path
+// between the two is read whole from the olddir, which the archive tells by the bytes
+// the position's file began with (its lines written after the position are lost with
+// it). Not from a directory within the log's whose archive of the log's name begins
+// otherwise (another log's), nor from one that holds a log of its name, whatever its
+// archive begins with (a vhost's, replicas of one program); nor when nothing tells: the
+// archive named otherwise than as rotated from the log, or its first bytes not a gzip's;
+// nor when two directories tell (a copy of the archive in another), or the archive is
+// beside the log and a copy of it within, which one is the olddir not being known.
+func TestResumeRotatedIntoOldDirPastArchive(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		glob    bool
+		archive string // the name of the position's file's archive in old
+		gz      bool   // compressed with gzip, else its bytes kept as they were
+		backup  bool   // the archive copied to another directory within the log's
+		beside  bool   // the archive beside the log, and it and the file after copied within
+	}{
+		{name: "gzip", archive: "access.log.2.gz", gz: true},
+		{name: "gzip, a glob", glob: true, archive: "access.log.2.gz", gz: true},
+		{name: "gzip, dateext", archive: "access.log-20261130.gz", gz: true},
+		{name: "named otherwise", archive: "backup.gz", gz: true},
+		{name: "not a gzip", archive: "access.log.2.gz"},
+		{name: "gzip, a copy in another directory", archive: "access.log.2.gz", gz: true, backup: true},
+		{name: "gzip beside the log, a copy within", archive: "access.log.2.gz", gz: true, beside: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir, log, w := accessLog(t)
+			old, other, vhost := subdir(t, dir, "old"), subdir(t, dir, "other"), subdir(t, dir, "vhost")
+			path := log
+			if tc.glob {
+				path = filepath.Join(dir, "*.log")
+			}
+			positions, o := readFirst(t, modes[1].options(path))
+			taken := time.Now().Add(-time.Second) // see TestResume
+			data, err := os.ReadFile(log)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Another log's archive, and a vhost's log with an archive that begins as this
+			// log did, each beside files named as rotated from the log, written since.
+			writeArchive(t, filepath.Join(other, "access.log.2.gz"), numbered(7001), true)
+			writeLines(t, create(t, filepath.Join(other, "access.log.1")), 5001, 5010)
+			writeArchive(t, filepath.Join(vhost, "access.log.2.gz"), data, true)
+			writeLines(t, create(t, filepath.Join(vhost, "access.log.1")), 6001, 6010)
+			writeLines(t, create(t, filepath.Join(vhost, "access.log")), 6011, 6020)
+
+			writeLines(t, w, 101, 110) // lost with the file, compressed
+			rename(t, log, filepath.Join(old, "access.log.1"))
+			writeLines(t, create(t, log), 121, 130)
+			data, err = os.ReadFile(filepath.Join(old, "access.log.1"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			writeArchive(t, filepath.Join(old, tc.archive), data, tc.gz)
+			if tc.backup || tc.beside {
+				writeArchive(t, filepath.Join(subdir(t, dir, "backup"), tc.archive), data, tc.gz)
+			}
+			if tc.beside {
+				rename(t, filepath.Join(old, tc.archive), filepath.Join(dir, tc.archive))
+			}
+			if err := os.Remove(filepath.Join(old, "access.log.1")); err != nil {
+				t.Fatal(err)
+			}
+			rename(t, log, filepath.Join(old, "access.log.1"))
+			if tc.beside {
+				copyFile(t, filepath.Join(old, "access.log.1"), filepath.Join(dir, "backup", "access.log.1"))
+			}
+			writeLines(t, create(t, log), 131, 150)
+			if tc.gz && tc.archive != "backup.gz" && !tc.backup && !tc.beside {
+				expectResumedLines(t, o, positions, taken, "the lines written while down", span{121, 150})
+				return
+			}
+			expectResumedLines(t, o, positions, taken, "the lines of the log's path", span{131, 150})
+		})
+	}
+}
+
+// writeArchive writes data to path, compressed with gzip when gz.
+func writeArchive(t *testing.T, path string, data []byte, gz bool) {
+	t.Helper()
+	var b bytes.Buffer
+	if gz {
+		z := gzip.NewWriter(&b)
+		if _, err := z.Write(data); err != nil {
+			t.Fatal(err)
+		}
+		if err := z.Close(); err != nil {
+			t.Fatal(err)
+		}
+	} else {
+		b.Write(data)
+	}
+	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
 	}
 }
 
