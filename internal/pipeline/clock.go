@@ -72,7 +72,11 @@ const (
 	// suspended: one of suspendedMin is read at the reading that follows it, and shorter
 	// ones left unread add up to less than suspendedUnread before they are, so that a
 	// suspension counted once read is at most that longer than the one seen at that
-	// reading, against wallSlack's two seconds.
+	// reading, against wallSlack's two seconds. A step back between the same two
+	// readings that cancels a suspension to within suspendedUnread leaves it unread:
+	// neither is seen then, and the suspension is counted at the next reading of it,
+	// however much later, as a step back of its length, held. Only a step back by the
+	// time suspended does that, which nothing on Linux makes as part of a resume.
 	suspendedUnread = 10 * time.Millisecond
 )
 

@@ -247,20 +247,37 @@ func TestClockSuspendReadOffCourse(t *testing.T) {
 		{"a step back set right", []reading{{time.Second, 0, -time.Hour, time.Second, 1}, {time.Second, 0, time.Hour, 2 * time.Second, 2}, {time.Second, 0, 0, 3 * time.Second, 2}}},
 	}
 	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			mono, wall := testclock.New(t0), testclock.New(t0)
-			var slept time.Duration
-			reads := 0
-			clk := newClock(mono.Now, wall.Now, nil)
-			clk.slept, clk.sleptAt = func() (time.Duration, bool) { reads++; return slept, true }, 0
-			for i, r := range c.readings {
-				mono.Add(r.awake)
-				wall.Add(r.awake + r.asleep + r.step)
-				slept += r.asleep
-				if _, got := clk.read(); got != t0.Add(r.want).Unix() || reads != r.reads {
-					t.Errorf("reading %d: wall t0%+ds after %d readings of the time suspended, want t0%+ds after %d", i+1, got-t0.Unix(), reads, int64(r.want/time.Second), r.reads)
-				}
+		// On the host's clock the suspension is seen only in the wall readings of
+		// time.Now, whose Sub compares monotonic readings: the drift summed from them
+		// would never reach suspendedUnread.
+		for _, host := range []bool{false, true} {
+			name := c.name
+			if host {
+				name += " on the host's clock"
 			}
-		})
+			t.Run(name, func(t *testing.T) {
+				base := t0
+				if host {
+					base = time.Now()
+				}
+				var awake, ahead, slept time.Duration // the monotonic clock since base, and the wall clock's lead on it
+				var clk *clock
+				if host {
+					clk = newClock(func() time.Time { return wallStepped(t, base.Add(awake), ahead) }, nil, nil)
+				} else {
+					clk = newClock(func() time.Time { return base.Add(awake) }, func() time.Time { return base.Add(awake + ahead) }, nil)
+				}
+				reads := 0
+				clk.slept, clk.sleptAt = func() (time.Duration, bool) { reads++; return slept, true }, 0
+				for i, r := range c.readings {
+					awake += r.awake
+					ahead += r.asleep + r.step
+					slept += r.asleep
+					if _, got := clk.read(); got != base.Add(r.want).Unix() || reads != r.reads {
+						t.Errorf("reading %d: wall base%+ds after %d readings of the time suspended, want base%+ds after %d", i+1, got-base.Unix(), reads, int64(r.want/time.Second), r.reads)
+					}
+				}
+			})
+		}
 	}
 }
