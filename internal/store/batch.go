@@ -122,19 +122,10 @@ func (p *pending) add(e *event.Event, now, at, active int64) bool {
 	}
 	p.values = append(p.values, e.Value)
 	p.itemsPer = len(e.Items)
-	p.keepItems(e.Items)
-	return true
-}
-
-// keepItems copies an event's items into the arena and appends them to items. A call of
-// its own: inlined into Event, its loop's calls (append's growth and copy) made Event keep
-// its registers across them, stored on every event, items or not (see Event).
-//
-//go:noinline
-func (p *pending) keepItems(items [][]byte) {
-	for _, it := range items {
+	for _, it := range e.Items {
 		p.items = append(p.items, p.keep(it))
 	}
+	return true
 }
 
 // enter makes the entry of e at clocks now, at and active the last, opening it if it is

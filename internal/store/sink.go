@@ -2,7 +2,6 @@ package store
 
 import (
 	"hash/maphash"
-	"math"
 	"unsafe"
 
 	"github.com/logwindow/logwindow_exporter/parser/event"
@@ -103,35 +102,6 @@ func (k *Sink) Received() uint64 { return k.received }
 // processing second.
 func (k *Sink) Event(e *event.Event) {
 	k.received++
-	// Most events of a batching sink (never a backfill one) repeat their rule's previous
-	// entry and find room in the values' array: such an event is add's without its calls,
-	// the value appended here (and the items, if any, copied by a call that ends Event).
-	// Anything else is writeEvent's, a call of its own. With add's calls (enter, growing
-	// the buffers, copying items) and the other paths inlined here, every event kept a
-	// frame of 300 bytes and stored the registers it held to it before its table was
-	// read, for those paths to load them back.
-	if k.pending != nil {
-		now, at := k.clocks(e)
-		p := &k.pending[e.Rule]
-		if n := len(p.values); n > 0 && n < min(cap(p.values), maxPendingEvents) && len(e.Items) == p.itemsPer &&
-			math.Abs(e.Value) <= smallValue && len(p.arena) < maxArenaBytes &&
-			p.lastAt == at && p.lastNow == now && p.lastActive == k.processing && sameKey(p.lastKey, e.Key) {
-			p.values = p.values[:n+1]
-			p.values[n] = e.Value
-			if len(e.Items) > 0 {
-				p.keepItems(e.Items)
-			}
-			return
-		}
-	}
-	k.writeEvent(e)
-}
-
-// writeEvent is Event for an event that does not repeat its rule's last entry as Event's
-// own check needs, and for every event of a sink that does not batch.
-//
-//go:noinline
-func (k *Sink) writeEvent(e *event.Event) {
 	if k.backfill && (!e.HasTime || e.Time > k.wall) {
 		// A line the file held before the start that is stamped after it has no second
 		// of its own to go to: placed at the current second as a live line ahead of the
@@ -142,6 +112,8 @@ func (k *Sink) writeEvent(e *event.Event) {
 		}
 		return
 	}
+	// A batching sink's table takes the clocks as they are, without a write (see writeOf),
+	// and all it reads of the sink is in the sink's first line (the rules are not).
 	now, at := k.clocks(e)
 	if k.pending != nil {
 		p := &k.pending[e.Rule]
