@@ -1,11 +1,16 @@
 package store
 
 import (
+	"bytes"
+	"fmt"
 	"maps"
+	"math/rand/v2"
 	"testing"
 	"time"
 
 	"github.com/logwindow/logwindow_exporter/internal/testutil/storetest"
+	"github.com/logwindow/logwindow_exporter/parser/event"
+	"github.com/logwindow/logwindow_exporter/windows"
 )
 
 // TestSinkLastSeriesRemoved: a sink keeps the series of its rule's last event to spare the
@@ -39,5 +44,99 @@ func TestSinkLastSeriesRemoved(t *testing.T) {
 	want := map[string]float64{"404": 1, OverflowValue: 1}
 	if !maps.Equal(got, want) {
 		t.Errorf("totals %v, want %v", got, want)
+	}
+}
+
+// TestBatchSinkIsSink: a batching sink leaves every series as a sink that writes each event
+// at once does (totals, lines, windows and distinct counts alike), for events that mostly
+// repeat their rule's last entry (taken by Event's own check) and otherwise change it, with
+// items short and long (which reach the arena's bound), keys short and past 16 bytes, the
+// clocks moving, events of their own time among them, and flushes at random, sometimes
+// none for long enough that the tables reach their bound of events. The values are whole
+// numbers, whose sums no order of adding rounds.
+func TestBatchSinkIsSink(t *testing.T) {
+	const rules = `
+global: {windows: [1m, 5m, 1h], max_series_per_rule: 1000}
+rules:
+  - {name: requests, match: '^(?P<m>\S+) (?P<s>\S+) (?P<c>\S+) (?P<p>\S+)$', labels: {method: '${m}', status: '${s}'}}
+  - {name: bytes, match: '^(?P<m>\S+) (?P<s>\S+) (?P<c>\S+) (?P<p>\S+)$', value: s, labels: {path: '${p}'}}
+  - {name: clients, match: '^(?P<m>\S+) (?P<s>\S+) (?P<c>\S+) (?P<p>\S+)$', labels: {status: '${s}'}, distinct: '${c}', aggregations: [window]}
+`
+	cfg, _ := storetest.ParseRules(t, rules)
+	batched, plain := storetest.Must(NewSetWith(cfg, nil, SetOptions{})), storetest.Must(NewSetWith(cfg, nil, SetOptions{}))
+	kb, kp := batched.NewBatchSink(), plain.NewSink()
+	rng := rand.New(rand.NewPCG(3, 5))
+	methods := []string{"GET", "POST", "PROPFIND-LONGER-THAN-16"}
+	statuses := []string{"200", "404", "503"}
+	paths := []string{"/", "/api/v1/users/12345/orders", "/index.html", "/a"}
+	now := int64(start)
+	var m, s, p string
+	for i := range 40_000 {
+		if i%1000 == 0 || rng.IntN(300) == 0 {
+			now += int64(1 + rng.IntN(3))
+			kb.SetNow(now, now)
+			kp.SetNow(now, now)
+		}
+		if m == "" || rng.IntN(4) == 0 {
+			m, s, p = methods[rng.IntN(len(methods))], statuses[rng.IntN(len(statuses))], paths[rng.IntN(len(paths))]
+		}
+		at := int64(0)
+		if rng.IntN(5) == 0 {
+			at = now - int64(rng.IntN(3))
+		}
+		client := fmt.Appendf(nil, "10.0.0.%d", rng.IntN(300))
+		if i/5000%2 == 1 {
+			client = append(client, bytes.Repeat([]byte("x"), 200)...) // the arena's bound
+		}
+		events := []*event.Event{
+			storetest.Event(0, at, 0, m, s),
+			storetest.Event(1, at, float64(rng.IntN(1000)), p),
+			storetest.Event(2, at, 0, s),
+		}
+		events[2].Items = [][]byte{client}
+		for _, e := range events {
+			kb.Event(e)
+			kp.Event(e)
+		}
+		// Half the time no flush for 6,000 lines: past the tables' bound of events.
+		if i/6000%2 == 0 && rng.IntN(50) == 0 {
+			kb.Flush()
+		}
+	}
+	kb.Flush()
+	for i := range batched.NumRules() {
+		rb, rp := batched.Rule(i), plain.Rule(i)
+		want := map[string]*Series{}
+		all, _ := rp.Snapshot(nil)
+		for _, s := range all {
+			want[s.key] = s
+		}
+		got, _ := rb.Snapshot(nil)
+		if len(got) != len(want) {
+			t.Fatalf("rule %d: %d series batched, %d written at once", i, len(got), len(want))
+		}
+		for _, sb := range got {
+			sp := want[sb.key]
+			if sp == nil {
+				t.Fatalf("rule %d: series %q batched only", i, sb.key)
+			}
+			if rb.Total(sb) != rp.Total(sp) || sb.lines() != sp.lines() {
+				t.Errorf("rule %d, %q: total %v of %d lines batched, %v of %d at once", i, sb.key, rb.Total(sb), sb.lines(), rp.Total(sp), sp.lines())
+			}
+			var mb, mp []windows.Stats
+			if b, p := rb.Read(sb, now, start, nil, &mb), rp.Read(sp, now, start, nil, &mp); fmt.Sprint(b, mb) != fmt.Sprint(p, mp) {
+				t.Errorf("rule %d, %q: windows %v batched, %v at once", i, sb.key, b, p)
+			}
+			sumB, sumP := rb.Layout().NewSummaries(), rp.Layout().NewSummaries()
+			var moreB, moreP []windows.Summary
+			rb.ReadSummaries(sb, now, sumB, &moreB)
+			rp.ReadSummaries(sp, now, sumP, &moreP)
+			for j := range sumB {
+				type counter interface{ Count() uint64 }
+				if b, p := sumB[j].(counter).Count(), sumP[j].(counter).Count(); b != p {
+					t.Errorf("rule %d, %q: summary %d counts %d batched, %d at once", i, sb.key, j, b, p)
+				}
+			}
+		}
 	}
 }
