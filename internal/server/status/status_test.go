@@ -40,6 +40,8 @@ var otherLines = map[string]explain.Rule{
 	"other_format": {Name: "r", Outcome: "other_format", Format: "combined", Lacks: []string{"upstream_addr"}},
 	"no_format": {Name: "r", Outcome: "no_match", Miss: &explain.NoMatch{Candidates: []string{"combined", "upstreaminfo"}, LogFormat: "combined",
 		End: 3, After: "$remote_addr", Expected: []string{"' '"}}},
+	"repeated_hour": {Name: "r", Outcome: "counted", Time: "2026-11-01T06:30:00Z", Repeated: "2026-11-01T05:30:00Z", Zone: "America/New_York",
+		Fate: &explain.Fate{Placement: "placed"}},
 }
 
 func (f *fakeSource) Explain(input string, line []byte) explain.Line {
