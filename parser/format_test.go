@@ -89,6 +89,17 @@ var formatCases = []formatCase{
 	{"apache directives", `apache_log_format: '%a %>s %D %{X-Request-Id}i %U%q'`,
 		`10.0.0.1 200 1234 abc /x?y=1`,
 		map[string]string{"a": "10.0.0.1", "s": "200", "D": "1234", "i_x_request_id": "abc", "U": "/x", "q": "?y=1"}},
+	// A time of a strftime format (%{...}t) holds the spaces the format writes: followed
+	// by a space, it reads as many, as $time_local reads its one.
+	{"apache strftime time, a space", `apache_log_format: '%h %{%Y-%m-%d %H:%M:%S}t \"%r\" %>s'`,
+		`10.0.0.1 2024-03-01 12:00:00 "GET / HTTP/1.1" 200`,
+		map[string]string{"h": "10.0.0.1", "t__y__m__d__h__m__s": "2024-03-01 12:00:00", "s": "200"}},
+	{"apache strftime time, spaces", `apache_log_format: '%{%a %b %d %H:%M:%S %Y}t %h %>s'`,
+		`Fri Mar 01 12:00:00 2024 10.0.0.1 200`,
+		map[string]string{"t__a__b__d__h__m__s__y": "Fri Mar 01 12:00:00 2024", "h": "10.0.0.1", "s": "200"}},
+	{"apache strftime time, Apache's example", `apache_log_format: '%h [%{%d/%b/%Y %T}t.%{msec_frac}t %{%z}t] \"%r\" %>s'`,
+		`10.0.0.1 [01/Mar/2024 12:00:00.123 +0000] "GET / HTTP/1.1" 200`,
+		map[string]string{"t__d__b__y__t": "01/Mar/2024 12:00:00", "t_msec_frac": "123", "t__z": "+0000", "s": "200"}},
 	{"json template", `{log_format: '{"time":"$time_iso8601","req":{"line":"$request","status":$status},"ua":"$http_user_agent","mixed":"$host:$server_port"}', log_format_escape: json}`,
 		`{"time":"2024-03-01T12:00:00+00:00","req":{"line":"GET /p?q HTTP/1.1","status":503},"ua":"a \"b\" é","mixed":"h:80"}`,
 		map[string]string{"time_iso8601": "2024-03-01T12:00:00+00:00", "request": "GET /p?q HTTP/1.1", "request_method": "GET",

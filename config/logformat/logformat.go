@@ -127,6 +127,8 @@ type Piece struct {
 	// Optional: the piece (a space before a variable the format ends with) starts a part
 	// the line may leave out, with everything after it.
 	Optional bool
+	// Spaces are the spaces a Spaced value holds.
+	Spaces int
 }
 
 // PieceKind is what a piece of a text format reads.
@@ -144,7 +146,8 @@ const (
 	PieceUntilEscaped
 	// PieceList is an upstream list: items without ' ' or ',', each after ", " or " : ".
 	PieceList
-	// PieceSpaced is two words and the space between them ($time_local).
+	// PieceSpaced is Spaces+1 words and the spaces between them ($time_local's two, an
+	// Apache strftime time's).
 	PieceSpaced
 	// PieceBracketed is '[', text without ']', and ']' (Apache's %t), whatever follows.
 	PieceBracketed
@@ -333,8 +336,9 @@ type variable struct {
 	// list: nginx writes one value per upstream tried, joined by ", " (or " : " after an
 	// internal redirect).
 	list bool
-	// spaced: the value holds one space ($time_local).
-	spaced bool
+	// spaces are how many spaces the value holds: one for $time_local, those a strftime
+	// format writes for Apache's %{...}t.
+	spaces int
 	// lead is the character the value starts with when it is not empty (Apache's %q
 	// starts with '?'), so a variable right before it stops there; 0 when unknown.
 	lead rune
@@ -535,8 +539,8 @@ func valuePiece(v *variable, next string, esc Escape) Piece {
 	switch {
 	case v.list && stop == ' ':
 		return Piece{Kind: PieceList}
-	case v.spaced && stop == ' ':
-		return Piece{Kind: PieceSpaced}
+	case v.spaces > 0 && stop == ' ':
+		return Piece{Kind: PieceSpaced, Spaces: v.spaces}
 	}
 	if _, ok := escapeRegex[esc]; ok && v.escaped && strings.ContainsRune(escapeChars[esc], stop) {
 		return Piece{Kind: PieceUntilEscaped, Stop: stop}
@@ -554,7 +558,7 @@ func (p Piece) valueRegex(esc Escape) string {
 	case PieceList:
 		return `[^ ,]*(?:(?:, | : )[^ ,]*)*`
 	case PieceSpaced:
-		return `[^ ]* [^ ]*`
+		return `[^ ]*` + strings.Repeat(` [^ ]*`, p.Spaces)
 	case PieceUntilEscaped:
 		return fmt.Sprintf(`[^%s\\]*(?:%s[^%[1]s\\]*)*`, classRune(p.Stop), escapeRegex[esc])
 	}

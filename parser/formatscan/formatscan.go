@@ -64,6 +64,8 @@ type piece struct {
 	// words is how many words of the line from the value's start are looked at for its
 	// stop before bytes.IndexByte is called past them: the value is mostly that short.
 	words int
+	// spaces are the spaces a Spaced value holds.
+	spaces int
 	// then is the literal text that follows a value, read in the same step; nil when the
 	// value is followed by an optional part, another value or nothing.
 	then []byte
@@ -86,7 +88,7 @@ func Compile(f *logformat.Format, regex Matcher) (*Scanner, error) {
 		if err := check(f.Pieces, i); err != nil {
 			return nil, fmt.Errorf("%w: %s: %s", ErrUnsupported, f.Describe(), err)
 		}
-		sp := piece{kind: p.Kind, lit: []byte(p.Lit), group: p.Group, optional: p.Optional, capture: 2 * p.Group}
+		sp := piece{kind: p.Kind, lit: []byte(p.Lit), group: p.Group, optional: p.Optional, capture: 2 * p.Group, spaces: p.Spaces}
 		if p.Kind == logformat.PieceUntil || p.Kind == logformat.PieceUntilEscaped {
 			sp.lit = utf8.AppendRune(nil, p.Stop)
 			if p.Stop < utf8.RuneSelf {
@@ -311,6 +313,12 @@ func (s *Scanner) scan(line []byte, caps []int) result {
 				return fail
 			}
 			p += j + 1
+			for range sp.spaces - 1 {
+				if j = bytes.IndexByte(line[p:], ' '); j < 0 {
+					return fail
+				}
+				p += j + 1
+			}
 			if j = bytes.IndexByte(line[p:], ' '); j < 0 {
 				p = len(line)
 			} else {
