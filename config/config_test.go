@@ -379,6 +379,8 @@ func TestBadConfigs(t *testing.T) {
 			`:13: rule "a": inputs: no input is named "wbe" (did you mean "web"?) (named inputs: other, web)`,
 			`:13: rule "a": inputs: "web" is listed twice`,
 			`:16: rule "b": inputs: the list is empty; leave it out to read every input`,
+			// Not also that match: is missing: a log format the input named would read it.
+			`:18: rule "c": inputs: no input is named "wbe" (did you mean "web"?) (named inputs: other, web)`,
 		},
 		"structured.yaml": {
 			`:5: input "odd": format: "jsno" is not one of text, json, logfmt (did you mean "json"?)`,
