@@ -89,6 +89,23 @@ var formatCases = []formatCase{
 	{"apache directives", `apache_log_format: '%a %>s %D %{X-Request-Id}i %U%q'`,
 		`10.0.0.1 200 1234 abc /x?y=1`,
 		map[string]string{"a": "10.0.0.1", "s": "200", "D": "1234", "i_x_request_id": "abc", "U": "/x", "q": "?y=1"}},
+	// X-Forwarded-For, out of quotes, lists the addresses of each proxy joined by ", ", as a
+	// client behind two of them has it: a space after a comma is in the value.
+	{"X-Forwarded-For of two proxies", `log_format: '$http_x_forwarded_for - $remote_user [$time_local] "$request" $status'`,
+		`203.0.113.7, 10.0.0.1 - - [01/Mar/2024:12:00:00 +0000] "GET / HTTP/1.1" 200`,
+		map[string]string{"http_x_forwarded_for": "203.0.113.7, 10.0.0.1", "status": "200"}},
+	{"X-Forwarded-For of one", `log_format: '$http_x_forwarded_for - $remote_user [$time_local] "$request" $status'`,
+		`203.0.113.7 - - [01/Mar/2024:12:00:00 +0000] "GET / HTTP/1.1" 200`,
+		map[string]string{"http_x_forwarded_for": "203.0.113.7", "status": "200"}},
+	{"X-Forwarded-For without spaces", `log_format: '$http_x_forwarded_for - $remote_user [$time_local] "$request" $status'`,
+		`203.0.113.7,10.0.0.1 - - [01/Mar/2024:12:00:00 +0000] "GET / HTTP/1.1" 200`,
+		map[string]string{"http_x_forwarded_for": "203.0.113.7,10.0.0.1", "status": "200"}},
+	{"X-Forwarded-For as the proxy adds it", `log_format: '$proxy_add_x_forwarded_for $status'`,
+		`203.0.113.7, 10.0.0.1, 10.0.0.2 200`,
+		map[string]string{"proxy_add_x_forwarded_for": "203.0.113.7, 10.0.0.1, 10.0.0.2", "status": "200"}},
+	{"apache X-Forwarded-For", `apache_log_format: '%{X-Forwarded-For}i %l %u %t \"%r\" %>s %b'`,
+		`203.0.113.7, 10.0.0.1 - - [01/Mar/2024:12:00:00 +0000] "GET / HTTP/1.1" 200 5`,
+		map[string]string{"i_x_forwarded_for": "203.0.113.7, 10.0.0.1", "s": "200"}},
 	// A time of a strftime format (%{...}t) holds the spaces the format writes: followed
 	// by a space, it reads as many, as $time_local reads its one.
 	{"apache strftime time, a space", `apache_log_format: '%h %{%Y-%m-%d %H:%M:%S}t \"%r\" %>s'`,

@@ -195,8 +195,11 @@ func apacheDirective(s string) (*variable, int, *Error) {
 	if arg != "" {
 		v.name += "_" + argName(arg)
 	}
-	if letter == "t" && arg != "" {
+	switch {
+	case letter == "t" && arg != "":
 		v.spaces = strftimeSpaces(arg)
+	case letter == "i" && strings.EqualFold(arg, "X-Forwarded-For"):
+		v.joined = true
 	}
 	switch v.text {
 	case "%t":

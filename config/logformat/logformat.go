@@ -151,6 +151,8 @@ const (
 	PieceSpaced
 	// PieceBracketed is '[', text without ']', and ']' (Apache's %t), whatever follows.
 	PieceBracketed
+	// PieceJoined is items without ' ' joined by ", " (X-Forwarded-For's addresses).
+	PieceJoined
 )
 
 // Field is one variable of a JSON object template.
@@ -336,6 +338,9 @@ type variable struct {
 	// list: nginx writes one value per upstream tried, joined by ", " (or " : " after an
 	// internal redirect).
 	list bool
+	// joined: the value is items joined by ", " (X-Forwarded-For, one address per proxy),
+	// which it holds out of quotes too.
+	joined bool
 	// spaces are how many spaces the value holds: one for $time_local, those a strftime
 	// format writes for Apache's %{...}t.
 	spaces int
@@ -541,6 +546,8 @@ func valuePiece(v *variable, next string, esc Escape) Piece {
 		return Piece{Kind: PieceList}
 	case v.spaces > 0 && stop == ' ':
 		return Piece{Kind: PieceSpaced, Spaces: v.spaces}
+	case v.joined && stop == ' ':
+		return Piece{Kind: PieceJoined}
 	}
 	if _, ok := escapeRegex[esc]; ok && v.escaped && strings.ContainsRune(escapeChars[esc], stop) {
 		return Piece{Kind: PieceUntilEscaped, Stop: stop}
@@ -559,6 +566,8 @@ func (p Piece) valueRegex(esc Escape) string {
 		return `[^ ,]*(?:(?:, | : )[^ ,]*)*`
 	case PieceSpaced:
 		return `[^ ]*` + strings.Repeat(` [^ ]*`, p.Spaces)
+	case PieceJoined:
+		return `(?:[^ ]*, )*[^ ]*`
 	case PieceUntilEscaped:
 		return fmt.Sprintf(`[^%s\\]*(?:%s[^%[1]s\\]*)*`, classRune(p.Stop), escapeRegex[esc])
 	}

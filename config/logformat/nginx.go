@@ -125,8 +125,11 @@ func nginxVariable(s string) (*variable, int, *Error) {
 	// through the variables as any other, escaped.
 	v := &variable{name: name, text: s[:n], escaped: !slices.Contains(nginxBuiltins, written),
 		list: slices.Contains(nginxLists, name)}
-	if name == "time_local" {
+	switch name {
+	case "time_local":
 		v.spaces = 1 // 01/Mar/2024:12:00:00 +0000
+	case "http_x_forwarded_for", "proxy_add_x_forwarded_for":
+		v.joined = true
 	}
 	return v, n, nil
 }

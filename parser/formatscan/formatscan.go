@@ -191,8 +191,8 @@ type result uint8
 const (
 	noMatch result = iota
 	matched
-	// undecided: the line did not fit the upstream lists read whole, and one of them
-	// could have ended earlier.
+	// undecided: the line did not fit the upstream lists (or values joined by ", ") read
+	// whole, and one of them could have ended earlier.
 	undecided
 )
 
@@ -324,6 +324,12 @@ func (s *Scanner) scan(line []byte, caps []int) result {
 			} else {
 				p += j
 			}
+		case logformat.PieceJoined:
+			var joined bool
+			p, joined = joinedEnd(line, p)
+			if joined {
+				fail = undecided
+			}
 		case logformat.PieceBracketed:
 			if p == len(line) || line[p] != '[' {
 				return fail
@@ -424,6 +430,22 @@ func list(line []byte, p int) (end int, colon bool) {
 		default:
 			return p, colon
 		}
+	}
+}
+
+// joinedEnd is where items joined by ", " that start at p end: at the first space not
+// after a comma, or the end of line; joined says that one was, where the value could also
+// have ended, as the regex may end it when the line does not fit otherwise.
+func joinedEnd(line []byte, p int) (end int, joined bool) {
+	for {
+		j := bytes.IndexByte(line[p:], ' ')
+		if j < 0 {
+			return len(line), joined
+		}
+		if j == 0 || line[p+j-1] != ',' {
+			return p + j, joined
+		}
+		p, joined = p+j+1, true
 	}
 }
 
