@@ -354,15 +354,22 @@ func (d *decoder) viaAliases(item *yaml.Node, from, warnedFrom int) {
 	if len(aliases) == 0 {
 		return
 	}
+	// The lines each alias repeats, found once for all the problems.
+	spans := make([][][2]int, len(aliases))
+	for i, a := range aliases {
+		spans[i] = aliasSpans(a, nil, map[*yaml.Node]bool{})
+	}
 	move := func(p *Problem) {
 		if p.Line == 0 || p.Line >= lo && p.Line <= hi {
 			return
 		}
-		for _, a := range aliases {
-			if aliasReaches(a, p.Line, map[*yaml.Node]bool{}) {
-				p.Msg += fmt.Sprintf(" (line %d, which *%s repeats here)", p.Line, a.Value)
-				p.Line = a.Line
-				return
+		for i, a := range aliases {
+			for _, span := range spans[i] {
+				if p.Line >= span[0] && p.Line <= span[1] {
+					p.Msg += fmt.Sprintf(" (line %d, which *%s repeats here)", p.Line, a.Value)
+					p.Line = a.Line
+					return
+				}
 			}
 		}
 	}
@@ -403,22 +410,18 @@ func ownLines(n *yaml.Node, aliases []*yaml.Node) (lo, hi int, _ []*yaml.Node) {
 	return lo, hi, aliases
 }
 
-// aliasReaches reports whether line is one of the anchored value alias a repeats, or of
-// one an alias within it repeats; seen holds the anchors already looked in (an alias may
-// stand inside its own anchor).
-func aliasReaches(a *yaml.Node, line int, seen map[*yaml.Node]bool) bool {
+// aliasSpans appends to spans the first and last lines of the anchored value alias a
+// repeats, and of those the aliases within it repeat; seen holds the anchors already
+// looked in (an alias may stand inside its own anchor).
+func aliasSpans(a *yaml.Node, spans [][2]int, seen map[*yaml.Node]bool) [][2]int {
 	if seen[a.Alias] {
-		return false
+		return spans
 	}
 	seen[a.Alias] = true
 	lo, hi, inner := ownLines(a.Alias, nil)
-	if line >= lo && line <= hi {
-		return true
-	}
+	spans = append(spans, [2]int{lo, hi})
 	for _, b := range inner {
-		if aliasReaches(b, line, seen) {
-			return true
-		}
+		spans = aliasSpans(b, spans, seen)
 	}
-	return false
+	return spans
 }
