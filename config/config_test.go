@@ -416,6 +416,14 @@ func TestBadConfigs(t *testing.T) {
 			`:26: rule "initial_top": initial #2: path is the top label, whose values are ranked rather than kept as label sets; leave it out`,
 			`:30: rule "not_a_mapping": top: must be a mapping, not a single value`,
 		},
+		// An input's log format refused is the one error: the rules reading the input are
+		// not also told that it has none.
+		"logformat_refused.yaml": {
+			`:2: input "empty": log_format: is empty; give a preset (combined, combined_request_time, combined_upstream_time, main, main_request_time, main_upstream_time, upstreaminfo) or the format string as the server's configuration has it`,
+			`:3: input "mapping": log_format: must be a single value, not a mapping; a JSON template is text: put it in quotes ('{...}')`,
+			`:4: input "none": log_format: the list of candidates is empty; give one format, a list of them, or auto`,
+			`:5: input "nested": log_format: each item must be a single value, not a list`,
+		},
 		"logformat.yaml": {
 			`:5: input "both": log_format and apache_log_format: an input's lines have one format; keep the one its server writes`,
 			`:6: input "esc": log_format_escape: "jsno" is not one of default, json, none (nginx's escape= values) (did you mean "json"?)`,
