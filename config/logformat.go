@@ -174,13 +174,17 @@ func (d *decoder) formatError(e entry, subject, key, text string, presets []stri
 
 // presetHint says where text, taken for a preset of key where it is none, is one: the
 // names a list of candidates has (auto itself, json, Apache's presets with their prefix)
-// are not those of one format; "" when it is none anywhere.
+// are not those of one format, and auto is written in lower case; "" when it is none
+// anywhere.
 func presetHint(key, text string) string {
 	apache, prefixed := strings.CutPrefix(text, "apache_")
 	_, isApache := logformat.ApachePresets[apache]
 	switch {
 	case key == "log_format" && text == LogFormatAuto:
 		return "; auto is a list of candidates itself: give log_format: auto, not in a list"
+	case key == "log_format" && strings.EqualFold(text, LogFormatAuto):
+		// Not among the presets a suggestion is made from: auto is none.
+		return "; write auto in lower case, as log_format: auto alone (the candidates told apart by their lines)"
 	case key == "log_format" && text == logformat.JSONObject:
 		return "; json is a candidate: give it in a list (log_format: [json]), or read the JSON lines by fields: (format: json)"
 	case key == "log_format" && prefixed && isApache:
