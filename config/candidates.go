@@ -30,6 +30,7 @@ func (d *decoder) logFormatCandidates(e entry, subject string, in *Input) bool {
 	case v.Kind == yaml.ScalarNode && v.Value == LogFormatAuto:
 		// auto is read here, not by scalar: its tag is checked as scalar would.
 		if d.foreignTag(v, e.key.Line, subject, "log_format") {
+			d.refuse()
 			return true
 		}
 		texts = logformat.Auto
@@ -38,10 +39,12 @@ func (d *decoder) logFormatCandidates(e entry, subject string, in *Input) bool {
 		}
 	case v.Kind == yaml.SequenceNode:
 		if d.tooMany(e, subject, len(v.Content), maxCandidates, "candidates", "an input") {
+			d.refuse()
 			return true
 		}
 		var ok bool
 		if texts, ok = d.list(e, subject, "log_format"); !ok {
+			d.refuse()
 			return true
 		}
 		for _, item := range v.Content {
@@ -49,6 +52,7 @@ func (d *decoder) logFormatCandidates(e entry, subject string, in *Input) bool {
 		}
 		if len(texts) == 0 {
 			d.add(e.key.Line, subject, "log_format: the list of candidates is empty; give one format, a list of them, or auto")
+			d.refuse()
 			return true
 		}
 	default:

@@ -379,6 +379,8 @@ func TestBadConfigs(t *testing.T) {
 			`:13: rule "a": inputs: no input is named "wbe" (did you mean "web"?) (named inputs: other, web)`,
 			`:13: rule "a": inputs: "web" is listed twice`,
 			`:16: rule "b": inputs: the list is empty; leave it out to read every input`,
+			// Not also that match: is missing: a log format the input named would read it.
+			`:18: rule "c": inputs: no input is named "wbe" (did you mean "web"?) (named inputs: other, web)`,
 		},
 		"structured.yaml": {
 			`:5: input "odd": format: "jsno" is not one of text, json, logfmt (did you mean "json"?)`,
@@ -413,6 +415,14 @@ func TestBadConfigs(t *testing.T) {
 			`:21: rule "no_k": top: min: "NaN" is not a number of at least 0 (the smallest window sum exported)`,
 			`:26: rule "initial_top": initial #2: path is the top label, whose values are ranked rather than kept as label sets; leave it out`,
 			`:30: rule "not_a_mapping": top: must be a mapping, not a single value`,
+		},
+		// An input's log format refused is the one error: the rules reading the input are
+		// not also told that it has none.
+		"logformat_refused.yaml": {
+			`:2: input "empty": log_format: is empty; give a preset (combined, combined_request_time, combined_upstream_time, main, main_request_time, main_upstream_time, upstreaminfo) or the format string as the server's configuration has it`,
+			`:3: input "mapping": log_format: must be a single value, not a mapping; a JSON template is text: put it in quotes ('{...}')`,
+			`:4: input "none": log_format: the list of candidates is empty; give one format, a list of them, or auto`,
+			`:5: input "nested": log_format: each item must be a single value, not a list`,
 		},
 		"logformat.yaml": {
 			`:5: input "both": log_format and apache_log_format: an input's lines have one format; keep the one its server writes`,

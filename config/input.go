@@ -78,61 +78,71 @@ func (d *decoder) inputs(e entry) []Input {
 	sources := map[string]int{}
 	keys := allInputKeys()
 	for i, item := range v.Content {
-		subject := fmt.Sprintf("input #%d", i+1)
-		if item.Kind == yaml.AliasNode && resolve(item).Kind == yaml.MappingNode {
-			// The whole input again: its keys' lines are the anchored input's, where the
-			// errors of the duplicate would be reported, naming that line as the first.
-			if name := scalarKey(resolve(item), "name"); name != "" {
-				subject = fmt.Sprintf("input %q", name)
-			}
-			d.add(item.Line, subject, "is the input on line %d again (*%s): its lines would count twice; repeat its keys with <<: *%[2]s and give a name and a path of its own",
-				resolve(item).Line, item.Value)
-			continue
+		from, warnedFrom := len(d.problems.list), len(d.warned)
+		if in, ok := d.input(item, i, names, sources, keys); ok {
+			out = append(out, in)
+			lines = append(lines, resolve(item).Line)
 		}
-		entries, ok := d.mapping(item, subject, "")
-		if !ok {
-			continue
-		}
-		in := Input{}
-		if n, ok := find(entries, "name"); ok {
-			in.Name, _ = d.scalar(n, subject, "name")
-			if in.Name != "" {
-				subject = fmt.Sprintf("input %q", in.Name)
-				if first, dup := names[in.Name]; dup {
-					d.add(n.key.Line, subject, "name: another input already has this name (line %d)", first)
-				}
-				names[in.Name] = n.key.Line
-			}
-		}
-		d.known(entries, subject, "", keys...)
-		if f, ok := find(entries, "format"); ok {
-			in.Format = d.format(f, subject)
-		}
-		d.logFormat(entries, subject, &in)
-		if f, ok := find(entries, "format"); ok && (in.LogFormat != nil || in.LogFormats != nil) {
-			d.add(f.key.Line, subject, "format: and a log format: the log format says how the lines are read (a JSON template with log_format_escape: json reads JSON); leave format: out")
-		}
-		if w, ok := find(entries, "wrapper"); ok {
-			in.Wrapper = d.wrapper(w, subject)
-		}
-		if s, ok := find(entries, "streams"); ok {
-			in.Streams = d.streams(s, subject, in.Wrapper)
-		}
-		if k := d.kindOf(entries, subject, resolve(item).Line); k != nil {
-			k.decode(d, entries, subject, &in, sources)
-		}
-		if d.refusing {
-			if d.formatRefused == nil {
-				d.formatRefused = map[string]bool{}
-			}
-			d.formatRefused[in.Label()], d.refusing = true, false
-		}
-		out = append(out, in)
-		lines = append(lines, resolve(item).Line)
+		d.viaAliases(item, from, warnedFrom)
 	}
 	d.inputLabels(out, lines, names)
 	d.inputLines = lines
 	return out
+}
+
+// input decodes the input item, the ith of the list; names and sources are those of the
+// inputs before it, each at its line.
+func (d *decoder) input(item *yaml.Node, i int, names, sources map[string]int, keys []string) (Input, bool) {
+	subject := fmt.Sprintf("input #%d", i+1)
+	if item.Kind == yaml.AliasNode && resolve(item).Kind == yaml.MappingNode {
+		// The whole input again: its keys' lines are the anchored input's, where the
+		// errors of the duplicate would be reported, naming that line as the first.
+		if name := scalarKey(resolve(item), "name"); name != "" {
+			subject = fmt.Sprintf("input %q", name)
+		}
+		d.add(item.Line, subject, "is the input on line %d again (*%s): its lines would count twice; repeat its keys with <<: *%[2]s and give a name and a path of its own",
+			resolve(item).Line, item.Value)
+		return Input{}, false
+	}
+	entries, ok := d.mapping(item, subject, "")
+	if !ok {
+		return Input{}, false
+	}
+	in := Input{}
+	if n, ok := find(entries, "name"); ok {
+		in.Name, _ = d.scalar(n, subject, "name")
+		if in.Name != "" {
+			subject = fmt.Sprintf("input %q", in.Name)
+			if first, dup := names[in.Name]; dup {
+				d.add(n.key.Line, subject, "name: another input already has this name (line %d)", first)
+			}
+			names[in.Name] = n.key.Line
+		}
+	}
+	d.known(entries, subject, "", keys...)
+	if f, ok := find(entries, "format"); ok {
+		in.Format = d.format(f, subject)
+	}
+	d.logFormat(entries, subject, &in)
+	if f, ok := find(entries, "format"); ok && (in.LogFormat != nil || in.LogFormats != nil) {
+		d.add(f.key.Line, subject, "format: and a log format: the log format says how the lines are read (a JSON template with log_format_escape: json reads JSON); leave format: out")
+	}
+	if w, ok := find(entries, "wrapper"); ok {
+		in.Wrapper = d.wrapper(w, subject)
+	}
+	if s, ok := find(entries, "streams"); ok {
+		in.Streams = d.streams(s, subject, in.Wrapper)
+	}
+	if k := d.kindOf(entries, subject, resolve(item).Line); k != nil {
+		k.decode(d, entries, subject, &in, sources)
+	}
+	if d.refusing {
+		if d.formatRefused == nil {
+			d.formatRefused = map[string]bool{}
+		}
+		d.formatRefused[in.Label()], d.refusing = true, false
+	}
+	return in, true
 }
 
 // globbedTwice warns of a file input's path that another input's glob matches, when a

@@ -511,9 +511,11 @@ func (d *decoder) rules(e entry, c *Config) []*Rule {
 	}
 	var out []*Rule
 	for i, item := range v.Content {
+		from, warnedFrom := len(d.problems.list), len(d.warned)
 		if r := d.rule(item, i, c.Global, inputNames); r != nil {
 			out = append(out, r)
 		}
+		d.viaAliases(item, from, warnedFrom)
 	}
 	d.collisions(out)
 	return out

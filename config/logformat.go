@@ -132,19 +132,25 @@ func (d *decoder) apachePasted(e entry, subject, text string) {
 		"apache_log_format: the format is %s, as LogFormat's format: pasted from there, it fits no line Apache writes; give only the text between its quotes", signs)})
 }
 
-// formatText reads the text of a log format key.
+// formatText reads the text of a log format key. A key that gives none is refused (refuse),
+// as a format that does not compile is.
 func (d *decoder) formatText(e entry, subject, key string, presets []string) (string, bool) {
 	if v := resolve(e.val); v.Kind == yaml.MappingNode && v.Style&yaml.FlowStyle != 0 {
 		// A JSON template written as it is, which YAML reads as a mapping of its own.
 		d.add(e.key.Line, subject, "%s: must be a single value, not a mapping; a JSON template is text: put it in quotes ('{...}')", key)
+		d.refuse()
 		return "", false
 	}
 	text, ok := d.scalar(e, subject, key)
 	if ok && strings.TrimSpace(text) == "" {
 		d.add(e.key.Line, subject, "%s: is empty; give a preset (%s) or the format string as the server's configuration has it", key, strings.Join(presets, ", "))
+		ok = false
+	}
+	if !ok {
+		d.refuse()
 		return "", false
 	}
-	return text, ok
+	return text, true
 }
 
 // formatError reports a format that does not compile, showing where.
@@ -168,13 +174,17 @@ func (d *decoder) formatError(e entry, subject, key, text string, presets []stri
 
 // presetHint says where text, taken for a preset of key where it is none, is one: the
 // names a list of candidates has (auto itself, json, Apache's presets with their prefix)
-// are not those of one format; "" when it is none anywhere.
+// are not those of one format, and auto is written in lower case; "" when it is none
+// anywhere.
 func presetHint(key, text string) string {
 	apache, prefixed := strings.CutPrefix(text, "apache_")
 	_, isApache := logformat.ApachePresets[apache]
 	switch {
 	case key == "log_format" && text == LogFormatAuto:
 		return "; auto is a list of candidates itself: give log_format: auto, not in a list"
+	case key == "log_format" && strings.EqualFold(text, LogFormatAuto):
+		// Not among the presets a suggestion is made from: auto is none.
+		return "; write auto in lower case, as log_format: auto alone (the candidates told apart by their lines)"
 	case key == "log_format" && text == logformat.JSONObject:
 		return "; json is a candidate: give it in a list (log_format: [json]), or read the JSON lines by fields: (format: json)"
 	case key == "log_format" && prefixed && isApache:

@@ -283,6 +283,9 @@ func TestPresetMistakes(t *testing.T) {
 		{"auto in a list", "log_format: [combined, auto]",
 			`c.yaml:1: input "web": log_format: "auto" is not a preset (upstreaminfo, main_upstream_time, main_request_time, main, combined_upstream_time, combined_request_time, combined, json, apache_combined, apache_common), nor a format string (which has variables); ` +
 				`auto is a list of candidates itself: give log_format: auto, not in a list`},
+		{"auto in capitals", "log_format: Auto",
+			`c.yaml:1: input "web": log_format: "Auto" is not a preset (combined, combined_request_time, combined_upstream_time, main, main_request_time, main_upstream_time, upstreaminfo), nor a format string (which has variables); ` +
+				`write auto in lower case, as log_format: auto alone (the candidates told apart by their lines)`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := Parse([]byte("inputs: [{name: web, path: /a, "+c.input+"}]\nrules:\n  - {name: r, inputs: [web]}\n"), "c.yaml")

@@ -211,6 +211,10 @@ type ruleDecoder struct {
 	// paths are the path captures the rule names, in the order of their indexes after
 	// those of caps (Rule.PathCaptures).
 	paths []string
+	// inputsUnknown: the rule names an input the file has not. Its error is the one to
+	// fix: a rule without match: would also be told that its inputs have no log format,
+	// where the input meant (a typo of its name) may have one.
+	inputsUnknown bool
 }
 
 // capture returns the index of the named capture, reporting a name the regex lacks.
@@ -297,7 +301,7 @@ func (d *decoder) rule(n *yaml.Node, index int, g Global, inputNames map[string]
 	case hasMatch:
 		rd.match(m, r)
 	default:
-		if !rd.inputsRefused {
+		if !rd.inputsRefused && !rd.inputsUnknown {
 			rd.fromFormat(r.Line, r, d.allInputs)
 		}
 	}
@@ -718,6 +722,7 @@ func (rd *ruleDecoder) inputs(e entry, r *Rule, inputNames map[string]bool) {
 		case listed[name]:
 			rd.add(e.key.Line, rd.subject, "inputs: %q is listed twice", name)
 		case !inputNames[name] && !rd.inputsRefused:
+			rd.inputsUnknown = true
 			list := listing(known)
 			if len(known) == 0 {
 				list = "none; add name: to an input"

@@ -340,3 +340,88 @@ func (m *aliasMeter) size(n *yaml.Node) int {
 	}
 	return s
 }
+
+// viaAliases moves the problems and warnings found from from and warnedFrom on, while item
+// (a rule or an input) was decoded, that stand at a line of a value item only aliases
+// (timestamp: *time_local, <<: *defaults) to the alias's line, naming the anchored line
+// too: at the anchor's line alone, an error of the rule using it would point at the rule
+// that wrote the anchor, which may be fine.
+func (d *decoder) viaAliases(item *yaml.Node, from, warnedFrom int) {
+	if len(d.problems.list) == from && len(d.warned) == warnedFrom {
+		return
+	}
+	lo, hi, aliases := ownLines(item, nil)
+	if len(aliases) == 0 {
+		return
+	}
+	// The lines each alias repeats, found once for all the problems.
+	spans := make([][][2]int, len(aliases))
+	for i, a := range aliases {
+		spans[i] = aliasSpans(a, nil, map[*yaml.Node]bool{})
+	}
+	move := func(p *Problem) {
+		if p.Line == 0 || p.Line >= lo && p.Line <= hi {
+			return
+		}
+		for i, a := range aliases {
+			for _, span := range spans[i] {
+				if p.Line >= span[0] && p.Line <= span[1] {
+					p.Msg += fmt.Sprintf(" (line %d, which *%s repeats here)", p.Line, a.Value)
+					p.Line = a.Line
+					return
+				}
+			}
+		}
+	}
+	kept := d.problems.list[:from]
+	for _, p := range d.problems.list[from:] {
+		delete(d.listed, p)
+		move(&p)
+		if !d.listed[p] {
+			d.listed[p] = true
+			kept = append(kept, p)
+		}
+	}
+	d.problems.list = kept
+	for i := warnedFrom; i < len(d.warned); i++ {
+		move(&d.warned[i])
+	}
+}
+
+// ownLines is the first and last line of n as written, aliases not followed, and the
+// aliases in it, appended to aliases. A scalar over lines (a | block) ends at its last
+// (about: a folded one's blank lines are not counted).
+func ownLines(n *yaml.Node, aliases []*yaml.Node) (lo, hi int, _ []*yaml.Node) {
+	lo, hi = n.Line, n.Line
+	switch n.Kind {
+	case yaml.AliasNode:
+		aliases = append(aliases, n)
+	case yaml.ScalarNode:
+		hi += strings.Count(strings.TrimRight(n.Value, "\n"), "\n")
+		if n.Style&(yaml.LiteralStyle|yaml.FoldedStyle) != 0 {
+			hi++ // the text starts on the line after its | or >
+		}
+	}
+	for _, c := range n.Content {
+		var clo, chi int
+		clo, chi, aliases = ownLines(c, aliases)
+		lo, hi = min(lo, clo), max(hi, chi)
+	}
+	return lo, hi, aliases
+}
+
+// aliasSpans appends to spans the first and last lines of the anchored value alias a
+// repeats, and of those the aliases within it repeat; seen holds the anchors already
+// looked in (an alias may stand inside its own anchor).
+func aliasSpans(a *yaml.Node, spans [][2]int, seen map[*yaml.Node]bool) [][2]int {
+	if seen[a.Alias] {
+		return spans
+	}
+	seen[a.Alias] = true
+	lo, hi, inner := ownLines(a.Alias, nil)
+	spans = append(spans, [2]int{lo, hi})
+	for _, b := range inner {
+		spans = aliasSpans(b, spans, seen)
+	}
+	return spans
+}

@@ -1,6 +1,9 @@
 package config
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 // TestMergeKeys: `<<:` merges as YAML says: the mapping's own keys override merged ones,
 // a merged mapping's own keys override those it merges itself (they took the deepest
@@ -40,5 +43,98 @@ rules:
 		if r.Help != w.help || len(r.WindowNames) != 1 || r.WindowNames[0] != w.window {
 			t.Errorf("rule %s: help %q, windows %v; want %q, [%s]", r.Name, r.Help, r.WindowNames, w.help, w.window)
 		}
+	}
+}
+
+// TestAliasedProblemLines: a mistake a rule or an input makes with a value it aliases is
+// reported at the alias, the line of the rule or input that made it, naming the anchored
+// line too; at the anchor's line alone it would point at the rule that wrote the anchor,
+// which reads it well.
+func TestAliasedProblemLines(t *testing.T) {
+	cases := []struct {
+		name, text string
+		want       []string // each problem, rendered
+	}{
+		{"alias", `
+rules:
+  - name: first
+    match: '(?P<t>.+)'
+    timestamp: &when {capture: t, layout: '2006-01-02 15:04:05'}
+  - name: second
+    match: '(?P<code>\d+)'
+    timestamp: *when
+`, []string{`r.yaml:8: rule "second": timestamp: capture "t" is not in the match regex (have: code) (line 5, which *when repeats here)`}},
+		{"block anchor", `
+rules:
+  - name: first
+    match: '(?P<t>.+)'
+    timestamp: &when
+      capture: t
+      layout: '2006-01-02 15:04:05'
+  - name: second
+    match: '(?P<code>\d+)'
+    timestamp: *when
+`, []string{`r.yaml:10: rule "second": timestamp: capture "t" is not in the match regex (have: code) (line 6, which *when repeats here)`}},
+		{"merge key", `
+rules:
+  - &defaults
+    name: first
+    match: '(?P<st>\d+)'
+    labels: {st: '${st}'}
+  - <<: *defaults
+    name: second
+    match: '(?P<code>\d+)'
+`, []string{`r.yaml:7: rule "second": labels: st: capture "st" is not in the match regex (have: code) (line 6, which *defaults repeats here)`}},
+		{"nested", `
+rules:
+  - name: first
+    match: '(?P<t>.+)'
+    timestamp: &when {capture: t, layout: '2006-01-02 15:04:05'}
+    labels: &labels {x: '${t}'}
+  - &both
+    name: second
+    match: '(?P<t>.+)'
+    timestamp: *when
+  - <<: *both
+    name: third
+    match: '(?P<code>\d+)'
+`, []string{`r.yaml:11: rule "third": timestamp: capture "t" is not in the match regex (have: code) (line 5, which *both repeats here)`}},
+		{"input's directive", `
+inputs:
+  - name: a
+    path: /var/log/a.log
+    log_format: &fmt |
+      log_format main '$remote_addr'
+                      '$status';
+  - name: b
+    path: /var/log/b.log
+    log_format: *fmt
+rules:
+  - name: r
+    inputs: [a]
+`, []string{
+			`r.yaml:7: input "a": log_format: $status follows $remote_addr with no text between them, so where one ends cannot be told from the line, in "…at main '$remote_addr'\n                '⟨here⟩$status';\n"`,
+			`r.yaml:10: input "b": log_format: $status follows $remote_addr with no text between them, so where one ends cannot be told from the line, in "…at main '$remote_addr'\n                '⟨here⟩$status';\n" (line 7, which *fmt repeats here)`,
+		}},
+		{"the anchor's own rule", `
+rules:
+  - name: first
+    match: '(?P<code>\d+)'
+    timestamp: &when {capture: t, layout: '2006-01-02 15:04:05'}
+  - name: second
+    match: '(?P<t>.+)'
+    timestamp: *when
+`, []string{`r.yaml:5: rule "first": timestamp: capture "t" is not in the match regex (have: code)`}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := Parse([]byte(c.text), "r.yaml")
+			if err == nil {
+				t.Fatal("loads")
+			}
+			if got, want := err.Error(), strings.Join(c.want, "\n"); got != want {
+				t.Errorf("errors\n%s\nwant\n%s", got, want)
+			}
+		})
 	}
 }

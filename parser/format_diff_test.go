@@ -26,6 +26,7 @@ type genVar struct {
 	builtin bool // written as it is, never "-" (nginx's own log variables)
 	list    bool // one value per upstream, ", " or " : " between them
 	spaced  bool // the value holds a space ($time_local)
+	joined  bool // a space after a comma is in the value (X-Forwarded-For)
 	value   func(r *rand.Rand) (string, bool)
 }
 
@@ -106,7 +107,7 @@ var genVars = []genVar{
 	{name: "request_time", builtin: true, value: pick("0.000", "0.004", "12.345")},
 	{name: "http_referer", value: textValue},
 	{name: "http_user_agent", value: textValue},
-	{name: "http_x_forwarded_for", value: textValue},
+	{name: "http_x_forwarded_for", joined: true, value: textValue},
 	{name: "host", value: pick("example.com", "a.b")},
 	{name: "args", value: textValue},
 	{name: "upstream_addr", list: true, value: upstreamValue(func(r *rand.Rand) string { v, _ := pick("10.1.0.5:8080", "unix:/s.sock", "backend")(r); return v })},
@@ -306,6 +307,10 @@ func ambiguous(written, next, esc string, v *genVar, last bool) bool {
 		// those to the table tests.
 		return true
 	case last && v.builtin && strings.ContainsRune(written, ' '):
+		return true
+	case v.joined && stop == ' ' && strings.HasSuffix(plain, ","):
+		// A comma before a space is read as the end of an item, and the value read on
+		// past the space where the line then fits, where the lazy regex ends it there.
 		return true
 	case esc != "none" && !v.builtin && strings.ContainsRune(written, '\\') && plain == written:
 		return true

@@ -946,6 +946,11 @@ func nearerReading(t time.Time, prev int64, known bool, wall int64, live bool) t
 	return late
 }
 
+// OtherReading returns the other instant at which the zone of t reads the wall-clock
+// time t reads, if the zone has one: in the hour its clocks repeat, which a line of it
+// is read at by the line before it, or by the clock (see Session.SetWall).
+func OtherReading(t time.Time) (time.Time, bool) { return otherReading(t) }
+
 // otherReading returns the other instant at which the zone of t reads the wall-clock
 // time t reads, if the zone has one: in the hour its clocks repeat.
 func otherReading(t time.Time) (time.Time, bool) {

@@ -195,6 +195,12 @@ func apacheDirective(s string) (*variable, int, *Error) {
 	if arg != "" {
 		v.name += "_" + argName(arg)
 	}
+	switch {
+	case letter == "t" && arg != "":
+		v.spaces = strftimeSpaces(arg)
+	case letter == "i" && strings.EqualFold(arg, "X-Forwarded-For"):
+		v.joined = true
+	}
 	switch v.text {
 	case "%t":
 		v.bracketed = true
@@ -202,6 +208,31 @@ func apacheDirective(s string) (*variable, int, *Error) {
 		v.lead = '?'
 	}
 	return v, n, nil
+}
+
+// strftimeSpaces is how many spaces the time of %{format}t holds: those of its strftime
+// format and of the conversions that write some in the C locale (%c, %r). A day or an hour
+// padded with a space (%e, %k, %l, and the day of %c) is one more on the days or hours of
+// one digit, which the line's value then does not fit where a space follows it. The
+// formats of Apache's own (sec, msec, ..., begin: and end: before one) write none more.
+func strftimeSpaces(format string) int {
+	format = strings.TrimPrefix(strings.TrimPrefix(format, "begin:"), "end:")
+	n := 0
+	for i := 0; i < len(format); i++ {
+		switch {
+		case format[i] == ' ':
+			n++
+		case format[i] == '%' && i+1 < len(format):
+			i++
+			switch format[i] {
+			case 'c':
+				n += 4 // Thu Mar  1 12:00:00 2024
+			case 'r':
+				n++ // 12:00:00 PM
+			}
+		}
+	}
+	return n
 }
 
 // argName is a directive's argument as part of a capture name.

@@ -127,6 +127,8 @@ type Piece struct {
 	// Optional: the piece (a space before a variable the format ends with) starts a part
 	// the line may leave out, with everything after it.
 	Optional bool
+	// Spaces are the spaces a Spaced value holds.
+	Spaces int
 }
 
 // PieceKind is what a piece of a text format reads.
@@ -144,10 +146,13 @@ const (
 	PieceUntilEscaped
 	// PieceList is an upstream list: items without ' ' or ',', each after ", " or " : ".
 	PieceList
-	// PieceSpaced is two words and the space between them ($time_local).
+	// PieceSpaced is Spaces+1 words and the spaces between them ($time_local's two, an
+	// Apache strftime time's).
 	PieceSpaced
 	// PieceBracketed is '[', text without ']', and ']' (Apache's %t), whatever follows.
 	PieceBracketed
+	// PieceJoined is items without ' ' joined by ", " (X-Forwarded-For's addresses).
+	PieceJoined
 )
 
 // Field is one variable of a JSON object template.
@@ -333,8 +338,12 @@ type variable struct {
 	// list: nginx writes one value per upstream tried, joined by ", " (or " : " after an
 	// internal redirect).
 	list bool
-	// spaced: the value holds one space ($time_local).
-	spaced bool
+	// joined: the value is items joined by ", " (X-Forwarded-For, one address per proxy),
+	// which it holds out of quotes too.
+	joined bool
+	// spaces are how many spaces the value holds: one for $time_local, those a strftime
+	// format writes for Apache's %{...}t.
+	spaces int
 	// lead is the character the value starts with when it is not empty (Apache's %q
 	// starts with '?'), so a variable right before it stops there; 0 when unknown.
 	lead rune
@@ -535,8 +544,10 @@ func valuePiece(v *variable, next string, esc Escape) Piece {
 	switch {
 	case v.list && stop == ' ':
 		return Piece{Kind: PieceList}
-	case v.spaced && stop == ' ':
-		return Piece{Kind: PieceSpaced}
+	case v.spaces > 0 && stop == ' ':
+		return Piece{Kind: PieceSpaced, Spaces: v.spaces}
+	case v.joined && stop == ' ':
+		return Piece{Kind: PieceJoined}
 	}
 	if _, ok := escapeRegex[esc]; ok && v.escaped && strings.ContainsRune(escapeChars[esc], stop) {
 		return Piece{Kind: PieceUntilEscaped, Stop: stop}
@@ -554,7 +565,9 @@ func (p Piece) valueRegex(esc Escape) string {
 	case PieceList:
 		return `[^ ,]*(?:(?:, | : )[^ ,]*)*`
 	case PieceSpaced:
-		return `[^ ]* [^ ]*`
+		return `[^ ]*` + strings.Repeat(` [^ ]*`, p.Spaces)
+	case PieceJoined:
+		return `(?:[^ ]*, )*[^ ]*`
 	case PieceUntilEscaped:
 		return fmt.Sprintf(`[^%s\\]*(?:%s[^%[1]s\\]*)*`, classRune(p.Stop), escapeRegex[esc])
 	}

@@ -124,7 +124,13 @@ func nginxVariable(s string) (*variable, int, *Error) {
 	// The log module finds its own variables by their exact name; another case is read
 	// through the variables as any other, escaped.
 	v := &variable{name: name, text: s[:n], escaped: !slices.Contains(nginxBuiltins, written),
-		list: slices.Contains(nginxLists, name), spaced: name == "time_local"}
+		list: slices.Contains(nginxLists, name)}
+	switch name {
+	case "time_local":
+		v.spaces = 1 // 01/Mar/2024:12:00:00 +0000
+	case "http_x_forwarded_for", "proxy_add_x_forwarded_for":
+		v.joined = true
+	}
 	return v, n, nil
 }
 

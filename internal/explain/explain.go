@@ -60,9 +60,15 @@ type Rule struct {
 	Top *Label `json:"top,omitempty"`
 	// Distinct is the text a distinct: rule counts once per window, all its bytes (the
 	// text output quotes it; JSON shows invalid UTF-8 as U+FFFD).
-	Distinct *string   `json:"distinct,omitempty"`
-	Value    *float64  `json:"value,omitempty"`
-	Time     string    `json:"time,omitempty"` // the line's own time (event-time rules), RFC 3339
+	Distinct *string  `json:"distinct,omitempty"`
+	Value    *float64 `json:"value,omitempty"`
+	Time     string   `json:"time,omitempty"` // the line's own time (event-time rules), RFC 3339
+	// Repeated is the other instant Time's wall-clock reading is, in the hour the rule's
+	// zone (Zone) repeats when its clocks go back (RFC 3339; empty elsewhere): the line is
+	// explained as a replay reads it, by the line before it, and the running exporter
+	// may read it at the other, by its clock.
+	Repeated string    `json:"repeated_hour_other,omitempty"`
+	Zone     string    `json:"repeated_hour_zone,omitempty"`
 	Fate     *Fate     `json:"placement,omitempty"`
 	Miss     *NoMatch  `json:"no_match,omitempty"`
 	Filter   *Filter   `json:"where,omitempty"`
@@ -252,6 +258,11 @@ func (x *Explainer) counted(r *Rule, cr *config.Rule, res *parser.RuleResult) {
 	}
 	if e.HasTime {
 		r.Time = rfc3339(e.Time)
+		if ts := cr.Timestamp; ts != nil && ts.Location != nil {
+			if other, ok := parser.OtherReading(time.Unix(e.Time, 0).In(ts.Location)); ok {
+				r.Repeated, r.Zone = rfc3339(other.Unix()), ts.Location.String()
+			}
+		}
 	}
 	f := x.sink.Judge(e)
 	at := f.Now

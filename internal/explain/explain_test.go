@@ -387,3 +387,45 @@ rules:
 		t.Errorf("drop %+v, want cri_time %q", d, at)
 	}
 }
+
+// TestRepeatedHour: a line's time in the hour its zone repeats when clocks go back reads
+// two instants; the explanation, which reads it as a replay does, names the other, at
+// which the running exporter reads it when its clock is nearer that one. A time the zone
+// reads once, and a zone of a fixed offset, say nothing of it.
+func TestRepeatedHour(t *testing.T) {
+	x := newExplainer(t, `
+rules:
+  - {name: ny, match: '^ny (?P<t>.+)', timestamp: {capture: t, layout: '2006-01-02 15:04:05', location: America/New_York}}
+  - {name: utc, match: '^utc (?P<t>.+)', timestamp: {capture: t, layout: '2006-01-02 15:04:05'}}
+`)
+	for _, c := range []struct {
+		line, other, text string
+	}{
+		{"ny 2026-11-01 01:30:00", "2026-11-01T05:30:00Z", " (of the hour America/New_York repeats; also 2026-11-01T05:30:00Z"},
+		{"ny 2026-11-01 02:30:00", "", ""},
+		{"ny 2026-03-08 01:30:00", "", ""},
+		{"utc 2026-11-01 01:30:00", "", ""},
+	} {
+		l := x.Explain("", []byte(c.line), false)
+		if len(l.Rules) != 2 {
+			t.Fatalf("%s: %+v", c.line, l)
+		}
+		r := l.Rules[0]
+		if strings.HasPrefix(c.line, "utc") {
+			r = l.Rules[1]
+		}
+		if r.Outcome != "counted" {
+			t.Fatalf("%s: %+v", c.line, r)
+		}
+		if r.Repeated != c.other {
+			t.Errorf("%s: the other reading %q, want %q", c.line, r.Repeated, c.other)
+		}
+		var text bytes.Buffer
+		if err := Write(&text, "text", []Line{l}); err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Contains(text.String(), "repeats"); c.text == "" && got || c.text != "" && !strings.Contains(text.String(), c.text) {
+			t.Errorf("%s: text\n%s\nwant %q", c.line, text.String(), c.text)
+		}
+	}
+}

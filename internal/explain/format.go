@@ -80,6 +80,9 @@ func writeRule(b *strings.Builder, r *Rule, shown map[string]bool) {
 		if r.Time != "" {
 			fmt.Fprintf(b, " time %s", r.Time)
 		}
+		if note := r.RepeatedNote(); note != "" {
+			fmt.Fprintf(b, " (%s)", note)
+		}
 		f := r.Fate
 		switch f.Placement {
 		case "late":
@@ -165,6 +168,15 @@ func writeRule(b *strings.Builder, r *Rule, shown map[string]bool) {
 		b.WriteByte('\n')
 		writeCaptures(b, "captures", r.Captures, shown)
 	}
+}
+
+// RepeatedNote words Repeated, "" when the line's time is not in an hour its zone
+// repeats.
+func (r Rule) RepeatedNote() string {
+	if r.Repeated == "" {
+		return ""
+	}
+	return fmt.Sprintf("of the hour %s repeats; also %s: read here as a replay reads it, nearer the line before, else the later; the running exporter reads a line with none within 5 minutes before it nearer its clock", r.Zone, r.Repeated)
 }
 
 func labelText(ls []Label) string {

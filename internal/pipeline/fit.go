@@ -42,6 +42,11 @@ type Fit struct {
 	// fit any. The first misfit names one file: a file wholly of another format after a
 	// stray line of another would go unnamed.
 	NoFormat []string
+	// Unread are the lines (of Lines) of another application's JSON log, which the
+	// running exporter counts apart from unmatched ones (parser.Session.Unread), and
+	// UnreadFiles their files, in the order first read: neither misfits nor of the format.
+	Unread      int
+	UnreadFiles []string
 	// startup are the lines of each file that did not fit (parser.StartupLines). When
 	// every file's are an nginx image's start-up lines alone, and no more of them than
 	// the running exporter bounds a file's by (parser.MaxStartupLines), the input's pods
@@ -77,17 +82,15 @@ func (f Fit) String() string {
 		notes = append(notes, fmt.Sprintf("first misfit at %s: %s", at, f.Stopped))
 	}
 	if n := len(f.NoFormat); n > 0 && f.files > 1 {
-		// Of one file read, the input's count of the lines that fit says as much. A name
-		// holding the list's separator, or the notes', is quoted: as it is, it would read
-		// as two names, or as a name and a note.
-		names := make([]string, 0, maxNoFormatNamed+1)
-		for _, path := range slices.Sorted(slices.Values(f.NoFormat))[:min(n, maxNoFormatNamed)] {
-			names = append(names, explain.Display(path, namesSep, notesSep))
+		// Of one file read, the input's count of the lines that fit says as much.
+		notes = append(notes, fmt.Sprintf("%d %s of no format: %s", n, plural(n, "file", "files"), f.named(f.NoFormat)))
+	}
+	if f.Unread > 0 {
+		note := fmt.Sprintf("%d %s unread: JSON objects with none of the members its rules read, another application's log", f.Unread, plural(f.Unread, "line", "lines"))
+		if f.files > 1 {
+			note += ": " + f.named(f.UnreadFiles)
 		}
-		if n > maxNoFormatNamed {
-			names = append(names, "...")
-		}
-		notes = append(notes, fmt.Sprintf("%d %s of no format: %s", n, plural(n, "file", "files"), strings.Join(names, namesSep)))
+		notes = append(notes, note)
 	}
 	if f.Skipped > 0 {
 		notes = append(notes, fmt.Sprintf("%d lines of other streams skipped", f.Skipped))
@@ -108,6 +111,20 @@ func (f Fit) String() string {
 		fmt.Fprintf(&b, " (%s)", strings.Join(notes, notesSep))
 	}
 	return b.String()
+}
+
+// named lists the first maxNoFormatNamed of paths in order, and "..." for more. A name
+// holding the list's separator, or the notes', is quoted: as it is, it would read as two
+// names, or as a name and a note.
+func (f Fit) named(paths []string) string {
+	names := make([]string, 0, maxNoFormatNamed+1)
+	for _, path := range slices.Sorted(slices.Values(paths))[:min(len(paths), maxNoFormatNamed)] {
+		names = append(names, explain.Display(path, namesSep, notesSep))
+	}
+	if len(paths) > maxNoFormatNamed {
+		names = append(names, "...")
+	}
+	return strings.Join(names, namesSep)
 }
 
 // idle reports whether the input read lines, none of which fit, those of each file an
@@ -245,9 +262,19 @@ func (l *lineFits) done(_, fitted bool) {
 	line := p[0]
 	p[0] = pendingLine{}
 	l.pending[l.path] = p[1:]
-	fit := own || fitted && l.ps.Fitted(l.input, line.msg)
+	// As the running exporter counts a line (binding.done): one of the file's format
+	// that gave the sink nothing may be unread.
+	unread := !own && fitted && l.ps.Unread(l.input)
+	fit := own || fitted && !unread && l.ps.Fitted(l.input, line.msg)
 	if l.judged != nil {
 		l.judged.line(l.path, line.msg, fit)
+	}
+	if unread {
+		l.f.Lines++
+		if l.f.Unread++; !slices.Contains(l.f.UnreadFiles, l.path) {
+			l.f.UnreadFiles = append(l.f.UnreadFiles, l.path)
+		}
+		return
 	}
 	l.fs.line(l.f, l.x, l.input, l.path, line.n, line.msg, fit)
 }
@@ -311,7 +338,8 @@ func (fs *fits) write(w io.Writer) error {
 	return nil
 }
 
-// misfits fails a one-shot in which an input read lines and none fit: whatever the rules
+// misfits fails a one-shot in which an input read lines and none fit, but those unread
+// (another application's JSON log, as the running exporter counts them): whatever the rules
 // count of it is zero because the format is not the file's, or because no line could be
 // read at all (each too long, or not a CRI line of a wrapper: cri input); but not when its
 // lines are an nginx image's start-up lines alone (pods that served no request yet, as
@@ -321,7 +349,7 @@ func (fs *fits) misfits(mode string) error {
 	for _, f := range fs.all {
 		switch {
 		case f.Input == "" || f.Fitting > 0 || f.idle():
-		case f.Lines > 0:
+		case f.Lines > f.Unread:
 			errs = append(errs, fmt.Errorf("%s: input %s read %d lines and none is of its format (first: %s)", mode, f.Input, f.Lines, f.Stopped))
 		case f.TooLong+f.Malformed > 0:
 			errs = append(errs, fmt.Errorf("%s: input %s read %d lines and could read none: %d longer than --input.max-line-bytes, %d not CRI lines", mode, f.Input, f.TooLong+f.Malformed, f.TooLong, f.Malformed))

@@ -532,3 +532,50 @@ rules:
 		}
 	}
 }
+
+// TestOneShotUnreadJSON: a file of another application's JSON log under candidate formats
+// (a Karpenter controller's, under a glob over every controller) is counted by the running
+// exporter as unread, not unmatched, and logged at warning: a one-shot says the same of
+// its lines and does not fail over them, alone or beside an access log's, which still
+// fits; nor are they its first misfit. JSON as the only candidate is meant to be read: its
+// lines no rule reads still fail the one-shot.
+func TestOneShotUnreadJSON(t *testing.T) {
+	const combined = `10.0.0.1 - - [01/Mar/2024:12:00:00 +0000] "GET / HTTP/1.1" 200 5 "-" "curl/8.5.0"` + "\n"
+	const karpenter = `{"level":"INFO","time":"2024-03-01T12:00:00.000Z","logger":"controller","message":"discovered instance types","count":700}` + "\n"
+	dir := t.TempDir()
+	alone := writeGlobTree(t, filepath.Join(dir, "alone"), map[string]string{"karpenter/0.log": strings.Repeat(karpenter, 3)})
+	beside := writeGlobTree(t, filepath.Join(dir, "beside"), map[string]string{
+		"karpenter/0.log": strings.Repeat(karpenter, 3),
+		"nginx/0.log":     strings.Repeat(combined, 4),
+	})
+	for _, tc := range []struct {
+		name, glob, formats string
+		fails               bool
+		want                string
+	}{
+		{"alone", alone, "auto", false, "input pods: 0 of 3 lines fit (3 lines unread: JSON objects with none of the members its rules read, another application's log)\n"},
+		{"beside an access log", beside, "auto", false, fmt.Sprintf("input pods: 4 of 7 lines fit (3 lines unread: JSON objects with none of the members its rules read, another application's log: %s)\n", filepath.Join(dir, "beside", "karpenter", "0.log"))},
+		{"json alone", alone, "[json]", true, "input pods: 0 of 3 lines fit (first misfit at line 1: "},
+	} {
+		cfg, err := config.Parse(fmt.Appendf(nil, "inputs: [{name: pods, path: '%s', log_format: %s}]\nrules: [{name: requests, labels: {status: '${status}'}}]\n", tc.glob, tc.formats), "rules.yaml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for mode, run := range map[string]func(Options) error{
+			"replay":  func(opts Options) error { return Replay(cfg, []string{tc.glob}, opts, io.Discard) },
+			"sample":  func(opts Options) error { return Sample(cfg, []string{tc.glob}, opts) },
+			"explain": func(opts Options) error { _, err := Explain(cfg, tc.glob, 100, opts); return err },
+		} {
+			t.Run(tc.name+"/"+mode, func(t *testing.T) {
+				var summary bytes.Buffer
+				err := run(Options{Now: time.Now, Summary: &summary})
+				if mode != "explain" && (err != nil) != tc.fails {
+					t.Errorf("error %v, want one: %v", err, tc.fails)
+				}
+				if !strings.HasPrefix(summary.String(), tc.want) {
+					t.Errorf("summary %q, want %q", summary.String(), tc.want)
+				}
+			})
+		}
+	}
+}

@@ -48,8 +48,8 @@ type zoneRun struct {
 }
 
 // zoneRuns is how many runs of offsets a zoneRun keeps: the zones of the senders one
-// input mixes, one of them on time; a sample that fits none takes the place of the run
-// sampled least recently.
+// input mixes, one of them on time; a sample that fits none takes the place of another
+// (runOf).
 const zoneRuns = 4
 
 // offsetRun is a run of offsets: since is the wall second of its first sample and last
@@ -71,17 +71,7 @@ func (r *zoneRun) observe(wall, offset int64) (whole, other int64, mixed bool) {
 	if r.told {
 		return 0, 0, false
 	}
-	run := &r.runs[0]
-	for i := range r.runs {
-		o := &r.runs[i]
-		if o.n > 0 && max(o.hi, offset)-min(o.lo, offset) <= zoneSpread {
-			run = o
-			break
-		}
-		if o.n == 0 || run.n > 0 && o.last < run.last {
-			run = o
-		}
-	}
+	run := r.runOf(wall, offset)
 	if run.n == 0 || max(run.hi, offset)-min(run.lo, offset) > zoneSpread {
 		*run = offsetRun{since: wall, last: wall, lo: offset, hi: offset, n: 1}
 		return 0, 0, false
@@ -99,6 +89,41 @@ func (r *zoneRun) observe(wall, offset int64) (whole, other int64, mixed bool) {
 		}
 	}
 	return whole, 0, false
+}
+
+// runOf is the run a sample of offset at second wall fits, else the one it takes the
+// place of: an empty one, else the one sampled least recently if that was zoneSpan ago
+// (its sender stopped, or changed its zone), else the one of fewest samples, started
+// last of those. Taking the one sampled least recently, the lines of more zones than
+// zoneRuns in turn had each take the place of the run the next was in, and no run ever
+// lasted: those that came first now do.
+func (r *zoneRun) runOf(wall, offset int64) *offsetRun {
+	var empty, oldest, fewest *offsetRun
+	for i := range r.runs {
+		o := &r.runs[i]
+		switch {
+		case o.n == 0:
+			if empty == nil {
+				empty = o
+			}
+			continue
+		case max(o.hi, offset)-min(o.lo, offset) <= zoneSpread:
+			return o
+		}
+		if oldest == nil || o.last < oldest.last {
+			oldest = o
+		}
+		if fewest == nil || o.n < fewest.n || o.n == fewest.n && o.since >= fewest.since {
+			fewest = o
+		}
+	}
+	switch {
+	case empty != nil:
+		return empty
+	case wall-oldest.last >= zoneSpan:
+		return oldest
+	}
+	return fewest
 }
 
 // whole is the whole number of quarter hours the run's offsets are, give or take

@@ -132,11 +132,26 @@ func interleave[S any](a, b []S) []S {
 	return out
 }
 
+// roundRobin takes n samples of each offset in turn, every seconds apart, as the lines of
+// senders in as many zones come over one socket, each at its own second.
+func roundRobin(n int, every int64, offsets ...int64) []zoneSample {
+	var out []zoneSample
+	for i := range int64(n) {
+		for j, o := range offsets {
+			out = append(out, zoneSample{i*every + int64(j)*every/int64(len(offsets)), o})
+		}
+	}
+	return out
+}
+
+// zoneSample is a line's own time less the wall clock's second it was read at.
+type zoneSample struct{ wall, offset int64 }
+
 // A run of offsets from the clock is judged once it lasted zoneSpan with zoneSamples
 // samples within zoneSpread, also while samples of other offsets come between its own
 // (lines of senders in several zones); one that moves starts over.
 func TestZoneRun(t *testing.T) {
-	type sample struct{ wall, offset int64 }
+	type sample = zoneSample
 	steady := func(offset int64, n int, every int64) []sample {
 		var s []sample
 		for i := range n {
@@ -161,6 +176,11 @@ func TestZoneRun(t *testing.T) {
 		{"senders in two zones", interleave(steady(0, 12, 60), steady(-5*3600, 12, 60)), -5 * 3600},
 		{"senders in three zones", interleave(steady(3600, 12, 60), interleave(steady(0, 12, 60), steady(-5*3600, 12, 60))), 3600},
 		{"a sender a quarter hour behind among others", interleave(steady(0, 8, 60), interleave(steady(-2, 8, 60), steady(-900, 8, 60))), -900},
+		// More zones than runs kept: each sample of one evicting the run sampled least
+		// recently had every run start over at the sample before its next.
+		{"senders in five zones", roundRobin(12, 60, 0, -5*3600, 3600, -8*3600, 5*3600+1800), -5 * 3600},
+		{"senders in eight zones", roundRobin(12, 60, 0, 3600, 7200, -3600, -7200, -10800, 10800, 19800), 3600},
+		{"senders in five zones, one on time after", append(roundRobin(3, 60, -5*3600, 3600, -8*3600, 5*3600+1800, 7200), steady(0, 20, 60)...), 0},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -64,6 +64,8 @@ type piece struct {
 	// words is how many words of the line from the value's start are looked at for its
 	// stop before bytes.IndexByte is called past them: the value is mostly that short.
 	words int
+	// spaces are the spaces a Spaced value holds.
+	spaces int
 	// then is the literal text that follows a value, read in the same step; nil when the
 	// value is followed by an optional part, another value or nothing.
 	then []byte
@@ -86,7 +88,7 @@ func Compile(f *logformat.Format, regex Matcher) (*Scanner, error) {
 		if err := check(f.Pieces, i); err != nil {
 			return nil, fmt.Errorf("%w: %s: %s", ErrUnsupported, f.Describe(), err)
 		}
-		sp := piece{kind: p.Kind, lit: []byte(p.Lit), group: p.Group, optional: p.Optional, capture: 2 * p.Group}
+		sp := piece{kind: p.Kind, lit: []byte(p.Lit), group: p.Group, optional: p.Optional, capture: 2 * p.Group, spaces: p.Spaces}
 		if p.Kind == logformat.PieceUntil || p.Kind == logformat.PieceUntilEscaped {
 			sp.lit = utf8.AppendRune(nil, p.Stop)
 			if p.Stop < utf8.RuneSelf {
@@ -189,8 +191,8 @@ type result uint8
 const (
 	noMatch result = iota
 	matched
-	// undecided: the line did not fit the upstream lists read whole, and one of them
-	// could have ended earlier.
+	// undecided: the line did not fit the upstream lists (or values joined by ", ") read
+	// whole, and one of them could have ended earlier.
 	undecided
 )
 
@@ -311,10 +313,22 @@ func (s *Scanner) scan(line []byte, caps []int) result {
 				return fail
 			}
 			p += j + 1
+			for range sp.spaces - 1 {
+				if j = bytes.IndexByte(line[p:], ' '); j < 0 {
+					return fail
+				}
+				p += j + 1
+			}
 			if j = bytes.IndexByte(line[p:], ' '); j < 0 {
 				p = len(line)
 			} else {
 				p += j
+			}
+		case logformat.PieceJoined:
+			var joined bool
+			p, joined = joinedEnd(line, p)
+			if joined {
+				fail = undecided
 			}
 		case logformat.PieceBracketed:
 			if p == len(line) || line[p] != '[' {
@@ -416,6 +430,22 @@ func list(line []byte, p int) (end int, colon bool) {
 		default:
 			return p, colon
 		}
+	}
+}
+
+// joinedEnd is where items joined by ", " that start at p end: at the first space not
+// after a comma, or the end of line; joined says that one was, where the value could also
+// have ended, as the regex may end it when the line does not fit otherwise.
+func joinedEnd(line []byte, p int) (end int, joined bool) {
+	for {
+		j := bytes.IndexByte(line[p:], ' ')
+		if j < 0 {
+			return len(line), joined
+		}
+		if j == 0 || line[p+j-1] != ',' {
+			return p + j, joined
+		}
+		p, joined = p+j+1, true
 	}
 }
 

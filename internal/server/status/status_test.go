@@ -40,6 +40,8 @@ var otherLines = map[string]explain.Rule{
 	"other_format": {Name: "r", Outcome: "other_format", Format: "combined", Lacks: []string{"upstream_addr"}},
 	"no_format": {Name: "r", Outcome: "no_match", Miss: &explain.NoMatch{Candidates: []string{"combined", "upstreaminfo"}, LogFormat: "combined",
 		End: 3, After: "$remote_addr", Expected: []string{"' '"}}},
+	"repeated_hour": {Name: "r", Outcome: "counted", Time: "2026-11-01T06:30:00Z", Repeated: "2026-11-01T05:30:00Z", Zone: "America/New_York",
+		Fate: &explain.Fate{Placement: "placed"}},
 }
 
 func (f *fakeSource) Explain(input string, line []byte) explain.Line {
@@ -212,14 +214,58 @@ func TestMalformedDatagramsShown(t *testing.T) {
 	lines.WithLabelValues("sys").Add(2)
 	datagrams.WithLabelValues("sys").Add(3)
 	_, raw := getPage(t, Options{Name: "test", Source: &fakeSource{cfg: cfg}, Gatherer: reg, MetricsPath: "/metrics"})
-	table := raw[strings.Index(raw, `<h2 id="inputs">`):]
-	table = table[:strings.Index(table, "</table>")]
-	cells := strings.Split(strings.Split(table, "<tr>")[2], "<td")
-	if len(cells) < 8 {
-		t.Fatalf("the input's row has %d cells:\n%s", len(cells)-1, table)
-	}
-	malformed := html.UnescapeString(regexp.MustCompile(`<[^>]*>`).ReplaceAllString(cells[7][strings.Index(cells[7], ">")+1:], ""))
+	malformed := inputCell(t, raw, "malformed")
 	if !strings.Contains(malformed, "2") || !strings.Contains(malformed, "3 datagrams") {
 		t.Errorf("the malformed cell says %q, want the 2 lines and the 3 datagrams", malformed)
 	}
+}
+
+// TestUnreadLinesShown: the lines of another application's JSON log under candidate
+// formats, which are not unmatched (logwindow_input_unread_lines_total), have a column of
+// their own beside the unmatched ones: they were on no page, and a glob reading a
+// controller's log took lines for nothing there.
+func TestUnreadLinesShown(t *testing.T) {
+	cfg, err := config.Parse([]byte("inputs: [{name: pods, path: /var/log/pods/*/*/*.log, log_format: auto}]\nrules: [{name: r, labels: {status: '${status}'}}]\n"), "rules.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewRegistry()
+	unread := prometheus.NewCounterVec(prometheus.CounterOpts{Name: selfmetric.InputUnreadLines.Name, Help: "h"}, selfmetric.InputUnreadLines.Labels)
+	unmatched := prometheus.NewCounterVec(prometheus.CounterOpts{Name: selfmetric.InputUnmatchedLines.Name, Help: "h"}, selfmetric.InputUnmatchedLines.Labels)
+	reg.MustRegister(unread, unmatched)
+	unread.WithLabelValues("pods").Add(7)
+	unmatched.WithLabelValues("pods").Add(2)
+	_, raw := getPage(t, Options{Name: "test", Source: &fakeSource{cfg: cfg}, Gatherer: reg, MetricsPath: "/metrics"})
+	if got := inputCell(t, raw, "unread"); got != "7" {
+		t.Errorf("the unread cell says %q, want 7", got)
+	}
+	if got := inputCell(t, raw, "unmatched"); got != "2" {
+		t.Errorf("the unmatched cell says %q, want 2", got)
+	}
+}
+
+// inputCell is the text of the first input's cell under header in the page's table of
+// inputs.
+func inputCell(t *testing.T, raw, header string) string {
+	t.Helper()
+	table := raw[strings.Index(raw, `<h2 id="inputs">`):]
+	table = table[:strings.Index(table, "</table>")]
+	rows := strings.Split(table, "<tr>")
+	if len(rows) < 3 {
+		t.Fatalf("the table of inputs has no input:\n%s", table)
+	}
+	text := func(cell string) string {
+		return html.UnescapeString(regexp.MustCompile(`<[^>]*>`).ReplaceAllString(cell[strings.Index(cell, ">")+1:], ""))
+	}
+	headers, cells := strings.Split(rows[1], "<th"), strings.Split(rows[2], "<td")
+	for i, h := range headers[1:] {
+		if strings.TrimSpace(text(h)) == header {
+			if i+1 >= len(cells) {
+				t.Fatalf("the input's row has %d cells:\n%s", len(cells)-1, table)
+			}
+			return strings.TrimSpace(text(cells[i+1]))
+		}
+	}
+	t.Fatalf("the table of inputs has no column %q:\n%s", header, table)
+	return ""
 }

@@ -70,7 +70,10 @@ type inputRow struct {
 	Files                                        []pair // path and bytes behind
 	FilesFollowed                                string
 	Lines, Unmatched, Malformed, TooLong, Errors string
-	Behind                                       string
+	// Unread are the lines of another application's JSON log under candidate formats,
+	// which no rule was meant to read: apart from Unmatched.
+	Unread string
+	Behind string
 	// MalformedDatagrams are a socket input's datagrams that are not syslog; empty for
 	// the other inputs.
 	MalformedDatagrams string
@@ -322,6 +325,7 @@ func newInputRow(m metrics, in config.Input) inputRow {
 	row := inputRow{Name: in.Name, Source: in.Source(),
 		Lines:     m.text(selfmetric.InputLines.Name, "input", l),
 		Unmatched: m.text(selfmetric.InputUnmatchedLines.Name, "input", l),
+		Unread:    m.text(selfmetric.InputUnreadLines.Name, "input", l),
 		Malformed: m.text(selfmetric.InputMalformedLines.Name, "input", l),
 		TooLong:   m.text(selfmetric.InputTooLongLines.Name, "input", l),
 		Errors:    m.text(selfmetric.InputErrors.Name, "input", l),
