@@ -1,6 +1,7 @@
 package parser
 
 import (
+	"bytes"
 	"maps"
 	"slices"
 	"sync"
@@ -229,6 +230,68 @@ func (s *Session) ParseFile(source, input string, line, wrapperTime []byte, sink
 	case s.prog == nil || len(file.held) >= MaxHeld:
 		s.decide(file, input, sink, done, len(file.held) >= MaxHeld)
 	}
+}
+
+// SpanSink is the Sink of ParseSpan: one that counts what it is given, by which a line no
+// rule matched is told from one some rule did without a wrapper around every Event.
+type SpanSink interface {
+	Sink
+	// Received is how many events and drops the sink was given so far.
+	Received() uint64
+}
+
+// Span is what ParseSpan parsed: how many lines, and of them how many a LineDone would have
+// been told were malformed, and how many well-formed ones were given to some rule (an
+// event or a drop), fitted some group of rules that none of its rules matched, and fitted
+// none.
+type Span struct {
+	Lines, Malformed, Matched, Fitted, Unfitted uint64
+}
+
+// ParseSpan parses the complete lines of span, each ended by "\n" (a "\r" before it is
+// not the line's), as ParseFile parses them one by one without a wrapper's time, and
+// returns what their LineDone would have been told, summed: the caller counts a read's
+// lines once rather than in a call per line. A Session of candidate formats (SetFormats)
+// parses nothing and returns a zero Span: its lines may be held, and go to ParseFile.
+func (s *Session) ParseSpan(input string, span []byte, sink SpanSink) Span {
+	var sp Span
+	if s.files != nil {
+		return sp
+	}
+	groups := s.p.base.groups
+	if s.one != nil {
+		groups = s.one.groups
+	}
+	received := sink.Received()
+	// Converted once: a SpanSink passed as a Sink would look up its method table per line.
+	to := Sink(sink)
+	for len(span) > 0 {
+		n := bytes.IndexByte(span, '\n')
+		line := span[:n]
+		if n > 0 && line[n-1] == '\r' {
+			line = line[:n-1]
+		}
+		span = span[n+1:]
+		fits, ok := s.p.parse(s.s, groups, false, input, line, nil, to)
+		sp.Lines++
+		// A line that fitted no group reached no rule: the sink's count is as it was.
+		matched := false
+		if fits {
+			r := sink.Received()
+			matched, received = r != received, r
+		}
+		switch {
+		case !ok:
+			sp.Malformed++
+		case matched:
+			sp.Matched++
+		case fits:
+			sp.Fitted++
+		default:
+			sp.Unfitted++
+		}
+	}
+	return sp
 }
 
 // decide chooses the format of file, the Session's last, as the candidate most of its

@@ -3,7 +3,9 @@ package parser
 import (
 	"bytes"
 	"os"
+	"reflect"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/logwindow/logwindow_exporter/config"
@@ -94,4 +96,123 @@ func TestSessionDoesNotAllocate(t *testing.T) {
 	if events, _ := sink.reset(); events == 0 {
 		t.Error("no event: the test measures nothing")
 	}
+}
+
+// spanSink is a recorder that counts what it is given, as the store's sink does.
+type spanSink struct {
+	recorder
+	received uint64
+}
+
+func (k *spanSink) Event(e *Event)                { k.received++; k.recorder.Event(e) }
+func (k *spanSink) Drop(rule int, why DropReason) { k.received++; k.recorder.Drop(rule, why) }
+func (k *spanSink) Received() uint64              { return k.received }
+
+// ParseSpan gives the sink what ParseFile gives it line by line, and counts what the lines'
+// LineDone would have been told, each line told apart by the sink's count as the pipeline
+// tells it: malformed, given to some rule, fitted but matched by no rule, fitting none.
+// Every outcome occurs, of lines of regex rules, of a JSON input and of an input of one
+// log format read by a rule reading candidates; a "\r" before a newline is not the line's.
+func TestParseSpanIsParseFile(t *testing.T) {
+	cfg := mustParse(t, `
+inputs:
+  - {name: web, path: /a}
+  - {name: app, path: /b, format: json}
+  - {name: nginx, path: /c, log_format: combined}
+  - {name: pods, path: /d, log_format: [combined, json]}
+rules:
+  - {name: errors, match: 'status=(?P<s>\d+)', where: {s: '^5'}, inputs: [web]}
+  - {name: slow, match: 'took=(?P<t>\S+)', value: t, inputs: [web]}
+  - {name: levels, fields: {level: level}, where: {level: '^error$'}, inputs: [app]}
+  - {name: statuses, labels: {status: '${status}'}, where: {status: '^[45]'}, inputs: [nginx, pods]}
+`)
+	p := newOfInputs(t, cfg)
+	const combined = `10.0.0.1 - - [01/Mar/2024:12:00:00 +0000] "GET / HTTP/1.1" %s 5 "-" "curl"`
+	for _, tc := range []struct {
+		input string
+		span  string
+		want  Span
+	}{
+		{"web", "status=503\nstatus=200\r\ntook=bad\ntook=0.5\n\nnothing here\r\n", Span{Lines: 6, Matched: 3, Fitted: 1, Unfitted: 2}},
+		{"app", "{\"level\":\"error\"}\r\n{\"level\":\"info\"}\nnot json\n{\"level\":\"error\"}\n", Span{Lines: 4, Malformed: 1, Matched: 2, Fitted: 1}},
+		{"nginx", strings.ReplaceAll(combined, "%s", "404") + "\n" + strings.ReplaceAll(combined, "%s", "200") + "\r\nstatus=503\n", Span{Lines: 3, Matched: 1, Fitted: 1, Unfitted: 1}},
+	} {
+		t.Run(tc.input, func(t *testing.T) {
+			var in config.Input
+			for _, i := range cfg.Inputs {
+				if i.Name == tc.input {
+					in = i
+				}
+			}
+			spanned, oneByOne := p.NewSession(), p.NewSession()
+			spanned.SetFormat(in.Name, in.LogFormat)
+			oneByOne.SetFormat(in.Name, in.LogFormat)
+			if in.LogFormat != nil && spanned.one == nil {
+				t.Fatalf("input %s: no rule reading candidates reads it", in.Name)
+			}
+			a, b := &spanSink{recorder: recorder{t: t, rules: cfg.Rules}}, &spanSink{recorder: recorder{t: t, rules: cfg.Rules}}
+			got := spanned.ParseSpan(in.Name, []byte(tc.span), a)
+			if got != tc.want {
+				t.Errorf("ParseSpan = %+v, want %+v", got, tc.want)
+			}
+			if want := parseOneByOne(oneByOne, in.Name, []byte(tc.span), b); got != want {
+				t.Errorf("ParseSpan = %+v, ParseFile line by line told %+v", got, want)
+			}
+			if ga, gb := a.take(), b.take(); !slices.Equal(ga, gb) {
+				t.Errorf("ParseSpan gave the sink\n%v\nParseFile line by line\n%v", ga, gb)
+			}
+		})
+	}
+}
+
+// parseOneByOne parses span's lines with ParseFile, one by one, and counts what their
+// LineDone is told as the pipeline counts it: a line that changed the sink's count was
+// given to some rule.
+func parseOneByOne(s *Session, input string, span []byte, sink *spanSink) Span {
+	var sp Span
+	for line := range bytes.Lines(span) {
+		line = bytes.TrimSuffix(bytes.TrimSuffix(line, []byte("\n")), []byte("\r"))
+		before := sink.Received()
+		s.ParseFile("f", input, line, nil, sink, func(wellFormed, fitted bool) {
+			sp.Lines++
+			switch {
+			case !wellFormed:
+				sp.Malformed++
+			case sink.Received() != before:
+				sp.Matched++
+			case fitted:
+				sp.Fitted++
+			default:
+				sp.Unfitted++
+			}
+		})
+	}
+	return sp
+}
+
+// FuzzParseSpan: a span of any lines (ended by a newline) gives the sink and the counts
+// what its lines parsed one by one give, with the example's rules and the fuzz rules.
+func FuzzParseSpan(f *testing.F) {
+	example := loadExample(f)
+	extra := mustParse(f, fuzzRules)
+	rules := append(append([]*config.Rule{}, example.Rules...), extra.Rules...)
+	p, err := New(rules)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add([]byte("23.124.205.19 - - [01/Mar/2024:12:00:00 +0000] \"GET /api/v1/cart HTTP/1.1\" 200 460 \"-\" \"Mozilla/5.0\" 0.022 0.019\r\n\nstatus=503 path=/a took=12.5ms\n"))
+	f.Add([]byte("status=404 path= took=-ms\r\r\n\r\nx"))
+	f.Fuzz(func(t *testing.T, span []byte) {
+		if len(span) > 0 && span[len(span)-1] != '\n' {
+			span = append(span, '\n')
+		}
+		a, b := &spanSink{recorder: recorder{t: t, rules: rules}}, &spanSink{recorder: recorder{t: t, rules: rules}}
+		got := p.NewSession().ParseSpan("nginx", span, a)
+		if want := parseOneByOne(p.NewSession(), "nginx", span, b); got != want {
+			t.Fatalf("span %q: ParseSpan = %+v, one by one %+v", span, got, want)
+		}
+		if !reflect.DeepEqual(a.got, b.got) {
+			t.Fatalf("span %q: ParseSpan gave the sink\n%v\none by one\n%v", span, a.got, b.got)
+		}
+	})
 }

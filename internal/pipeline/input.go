@@ -641,11 +641,14 @@ func (in *stream) handle(p *Pipeline) input.Handler {
 // nothing more with: not CRI, without path captures, candidate formats or a judged glob.
 // It does what handle does for each line, without each line handed on by a call, counted
 // by an atomic add and checked for a pool and a wrapper (some 3% of a line's CPU with the
-// example's rules); it returns how many lines it parsed, the follower's count of them
-// (follow.Options.Block), or 0 for another input, whose lines are then handed on one by
-// one. Like a worker's batch, the read is parsed with the binding of its start: a reload
-// during it applies from the next read, as it would had it come a read later.
-func (in *stream) parseBlock(p *Pipeline, path string, lines []byte) int {
+// example's rules); the parser goes through the lines itself (Session.ParseSpan) and
+// what b.done would count of each is added once for the read. It returns how many lines
+// it parsed, the follower's count of them (follow.Options.Block), or 0 for another input,
+// whose lines are then handed on one by one. Like a worker's batch, the read is parsed
+// with the binding of its start: a reload during it applies from the next read, as it
+// would had it come a read later. The lines' path is the Block's, which an input of one
+// format does not read.
+func (in *stream) parseBlock(p *Pipeline, _ string, lines []byte) int {
 	if in.cri != nil || in.files != nil {
 		return 0
 	}
@@ -654,16 +657,21 @@ func (in *stream) parseBlock(p *Pipeline, path string, lines []byte) int {
 		return 0
 	}
 	in.setNow(b)
-	taken := 0
-	for len(lines) > 0 {
-		n := bytes.IndexByte(lines, '\n')
-		b.parse.ParseFile(path, b.name, follow.TrimCR(lines[:n]), nil, b.sink, b.done)
-		taken++
-		lines = lines[n+1:]
+	sp := b.parse.ParseSpan(b.name, lines, b.sink)
+	// What b.done counts of a line, for the read at once: with no candidate formats no
+	// fitted line is unread.
+	if sp.Malformed > 0 {
+		in.malformed.Add(sp.Malformed)
 	}
-	in.handed += uint64(taken)
+	if u := sp.Fitted + sp.Unfitted; u > 0 {
+		in.unmatched.Add(u)
+	}
+	b.fits += sp.Matched + sp.Fitted
+	b.unfits += sp.Unfitted
+	b.received = b.sink.Received()
+	in.handed += sp.Lines
 	in.unbindIfStale(p, &in.bound, b)
-	return taken
+	return int(sp.Lines)
 }
 
 // batch is handle with a pool: the line's message goes into the batch being filled, for
