@@ -685,15 +685,22 @@ func (f *Follower) archiveDir(dirs *listings, path string, r *resume) string {
 	return found
 }
 
+// archiveHeadIn is the most of an archive's compressed bytes that archiveOf reads: a
+// gzip header with its longest extra field, name and comment, then a KiB however it was
+// compressed, take far less. Empty gzip members or deflate blocks before those bytes (a
+// broken or hostile writer's) would otherwise have a restart read the whole file, of
+// each such archive of each log whose file is gone.
+const archiveHeadIn = 1 << 20
+
 // archiveOf reports whether file, a gzip archive, begins, decompressed, with the bytes
 // that the file of one of ps had at its position (Position.Head), and closes it. Only
-// those are decompressed. A nil file is none.
+// those are decompressed, from at most archiveHeadIn bytes of it. A nil file is none.
 func archiveOf(file *os.File, ps []Position) bool {
 	if file == nil {
 		return false
 	}
 	defer file.Close()
-	z, err := gzip.NewReader(file)
+	z, err := gzip.NewReader(io.LimitReader(file, archiveHeadIn))
 	if err != nil {
 		return false
 	}
