@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // Each file is logged at info as it is picked up, under the input its caller names: those
@@ -75,20 +76,30 @@ func timeless(_ []string, a slog.Attr) slog.Attr {
 // handed its positions over. One that had left its path and was read to its end when
 // the position was taken (Options.Drained: the kubelet compresses such a file at its next
 // rotation) is said gone at debug, without a loss no line of it is known to have had.
-// The test makes the first scan itself.
+// One whose inode the new file at its path took (a file system gives a freed inode at
+// once), found by the first scan with other first bytes, is said rewritten, its lines
+// after the position lost as when it is truncated and no copy of it is found: the two
+// are not told apart; unless its copy is read from the position (copytruncate's), which
+// lost nothing. The test makes the first scan itself.
 func TestResumeRotatedLogged(t *testing.T) {
 	cases := []struct {
 		name     string
 		handOver bool
 		gone     bool // the rotated file was deleted too
 		drained  bool // the position was of a file read to its end after it left its path
+		reused   bool // the new file at the path took the position's file's inode
+		copied   bool // the file truncated, its copy beside it (copytruncate)
 		want     string
 	}{
-		{"snapshot, rotated", false, false, false, "file rotated away while the exporter was down, reading it to its end from the saved position"},
-		{"snapshot, gone", false, true, false, "the file of a saved position is gone: the lines written to it after the position are lost"},
-		{"snapshot, drained and gone", false, true, true, "the file of a saved position is gone, read to its end after it left its path before the snapshot (compressed or removed since)"},
-		{"hand-over, rotated", true, false, false, "file rotated away, handed over at a reload: reading it to its end from where the stopped follower left off"},
-		{"hand-over, gone", true, true, false, "the file of a position handed over at a reload is gone: the lines written to it after the position are lost"},
+		{"snapshot, rotated", false, false, false, false, false, "file rotated away while the exporter was down, reading it to its end from the saved position"},
+		{"snapshot, gone", false, true, false, false, false, "the file of a saved position is gone: the lines written to it after the position are lost"},
+		{"snapshot, drained and gone", false, true, true, false, false, "the file of a saved position is gone, read to its end after it left its path before the snapshot (compressed or removed since)"},
+		{"hand-over, rotated", true, false, false, false, false, "file rotated away, handed over at a reload: reading it to its end from where the stopped follower left off"},
+		{"hand-over, gone", true, true, false, false, false, "the file of a position handed over at a reload is gone: the lines written to it after the position are lost"},
+		{"snapshot, its inode reused", false, true, false, true, false, "the file of a saved position was rewritten: the lines written to it after the position are lost"},
+		{"snapshot, drained, its inode reused", false, true, true, true, false, "the file of a saved position is gone, read to its end after it left its path before the snapshot (compressed or removed since)"},
+		{"hand-over, its inode reused", true, true, false, true, false, "the file of a position handed over at a reload was rewritten: the lines written to it after the position are lost"},
+		{"snapshot, truncated, its copy beside", false, false, false, true, true, "file rotated away while the exporter was down after the file of a saved position, reading it from its start"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -96,18 +107,36 @@ func TestResumeRotatedLogged(t *testing.T) {
 			path, rotated := filepath.Join(dir, "access.log"), filepath.Join(dir, "access.log.1")
 			writeLines(t, create(t, path), 1, 10)
 			p := positionAtEnd(t, path)
-			rename(t, path, rotated)
-			var attrs string
-			if c.gone {
+			taken := time.Now().Add(-time.Second) // see TestResume
+			attrs := fmt.Sprintf("path=%s offset=%d", path, p.Offset)
+			// The new file at the path, read from its start, is logged first.
+			var picked string
+			switch {
+			case c.copied:
+				copyFile(t, path, rotated)
+				if err := os.WriteFile(path, numbered(11), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				picked = fmt.Sprintf("level=INFO msg=\"following file\" input=web path=%s offset=0\n", path)
+				attrs = fmt.Sprintf("path=%s file=%s offset=%d", path, rotated, p.Offset)
+			case c.reused:
+				// Rewritten in place, the first scan finds at the path what it finds when
+				// the new log took the inode of the position's file, removed.
+				if err := os.WriteFile(path, numbered(11), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				picked = fmt.Sprintf("level=INFO msg=\"following file\" input=web path=%s offset=0\n", path)
+			case c.gone:
+				rename(t, path, rotated)
 				if err := os.Remove(rotated); err != nil {
 					t.Fatal(err)
 				}
-				attrs = fmt.Sprintf("path=%s offset=%d", path, p.Offset)
-			} else {
+			default:
+				rename(t, path, rotated)
 				attrs = fmt.Sprintf("path=%s file=%s offset=%d", path, rotated, p.Offset)
 			}
 			var log bytes.Buffer
-			o := Options{Path: path, Logger: timelessLogger(&log), noNotify: true, Resume: []Position{p}, HandOver: c.handOver}
+			o := Options{Path: path, Logger: timelessLogger(&log), noNotify: true, Resume: []Position{p}, HandOver: c.handOver, Taken: taken}
 			level := "INFO"
 			if c.drained {
 				o.Drained, level = []Position{p}, "DEBUG"
@@ -120,7 +149,7 @@ func TestResumeRotatedLogged(t *testing.T) {
 			t.Cleanup(f.Stop)
 			f.discover(true)
 			f.resumeRotated()
-			want := fmt.Sprintf("level=%s msg=%q input=web %s", level, c.want, attrs)
+			want := picked + fmt.Sprintf("level=%s msg=%q input=web %s", level, c.want, attrs)
 			if got := strings.TrimSuffix(log.String(), "\n"); got != want {
 				t.Errorf("log:\n%s\nwant:\n%s", got, want)
 			}
@@ -142,4 +171,30 @@ func positionAtEnd(t *testing.T, path string) Position {
 		t.Fatalf("positions %+v, want one of %s", ps, path)
 	}
 	return ps[0]
+}
+
+// A file found truncated whose copy a glob of the rotated names finds at the first scan,
+// read from the position (copyOf), lost no line: the restart says nothing is lost.
+func TestResumeCopyFoundByGlobNotLost(t *testing.T) {
+	dir := t.TempDir()
+	path, rotated := filepath.Join(dir, "access.log"), filepath.Join(dir, "access.log.1")
+	writeLines(t, create(t, path), 1, 10)
+	p := positionAtEnd(t, path)
+	taken := time.Now().Add(-time.Second) // see TestResume
+	copyFile(t, path, rotated)
+	if err := os.WriteFile(path, numbered(11), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var log bytes.Buffer
+	f, err := newFollower(Options{Path: filepath.Join(dir, "access.log*"), Logger: timelessLogger(&log), noNotify: true, Resume: []Position{p}, Taken: taken}, func(string, []byte) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(f.Stop)
+	f.discover(true)
+	f.resumeRotated()
+	want := fmt.Sprintf("level=INFO msg=\"following file\" input=web path=%s offset=0\nlevel=INFO msg=\"following file\" input=web path=%s offset=%d", path, rotated, p.Offset)
+	if got := strings.TrimSuffix(log.String(), "\n"); got != want {
+		t.Errorf("log:\n%s\nwant:\n%s", got, want)
+	}
 }

@@ -168,6 +168,9 @@ type resume struct {
 	// other first bytes: truncated, or another file that took the inode of one deleted
 	// (a file compressed, then its successor made); or with a longer hole (holeGrown).
 	intact, rewritten map[string]bool
+	// scanRewritten holds the positions whose files the first scan found rewritten: their
+	// lines after the position are lost unless a copy is read from it (resumeRotated).
+	scanRewritten []Position
 	// unread holds, by path, the files the first scan found at a position of offset 0,
 	// changed since the positions were taken: nothing of them was read, so their first
 	// bytes, none, are intact whatever was done to them since, a copytruncate too, whose
@@ -255,6 +258,7 @@ func (f *Follower) resumeAt(id fileID, file *os.File) (off int64, ok bool) {
 		// that the file system gave its inode once it was deleted (the copy copytruncate
 		// made after logrotate removed the oldest archive). It is judged as a new file.
 		r.rewritten[p.Path] = true
+		r.scanRewritten = append(r.scanRewritten, p)
 	}
 	if off, back := f.cameBack(id, file); back {
 		return off, true // closed by the follower of the positions after it left its path
@@ -377,6 +381,9 @@ func (f *Follower) resumeRotated() {
 	// files of its positions were found (logrotate's olddir): the files rotated away
 	// after them went there too.
 	oldDirs := map[string][]string{}
+	// fromCopy holds the paths of which a copy of a position's file is read from the
+	// position: no line of it was lost.
+	fromCopy := map[string]bool{}
 	lost := r.rewritten // the first scan's, to which those gone since are added
 	dirs := newListings(f.o.readDir)
 	var buf [headLen]byte
@@ -402,14 +409,7 @@ func (f *Follower) resumeRotated() {
 			inOld = file != nil
 		}
 		if file == nil {
-			// One read to its end after it left its path lost a line only if a writer that
-			// had not reopened the log wrote to it after the position: nothing to act on.
-			level := slog.LevelInfo
-			msg := say.gone
-			if r.drained[p] {
-				level, msg = slog.LevelDebug, say.drained
-			}
-			f.o.Logger.Log(context.Background(), level, msg, "path", p.Path, "offset", p.Offset)
+			f.logLost(r, p, say, say.gone)
 			lost[p.Path] = true
 			continue
 		}
@@ -509,9 +509,19 @@ func (f *Follower) resumeRotated() {
 				continue
 			}
 			off := copiedAt(a.file, r.byPath[path], r.resumed)
+			fromCopy[path] = fromCopy[path] || off > 0
 			t := f.rotatedFile(a.id, a.file, path, off)
 			found = append(found, t)
 			said[t] = saying{say.after, []any{"path", path, "file", a.file.Name(), "offset", off}}
+		}
+	}
+	// A file the first scan found rewritten at its path, truncated or another given its
+	// inode (the new log, made once the file was deleted: a file system gives a freed
+	// inode at once), which the restart cannot tell apart, lost its lines after the
+	// position unless its copy is read from there.
+	for _, p := range r.scanRewritten {
+		if !r.copied[p.Path] && !fromCopy[p.Path] && (f.o.Select == nil || f.o.Select(p.Path)) {
+			f.logLost(r, p, say, say.rewritten)
 		}
 	}
 	f.mu.Lock()
@@ -531,6 +541,18 @@ func (f *Follower) resumeRotated() {
 		f.c.rotations.Add(1)
 		f.o.Logger.Info(said[t].msg, said[t].attrs...)
 	}
+}
+
+// logLost logs msg of p, whose file was not read on from it: at debug, instead, that p's
+// file was read to its end after it left its path (Options.Drained), which lost a line
+// only if a writer that had not reopened the log wrote to it after the position: nothing
+// to act on.
+func (f *Follower) logLost(r *resume, p Position, say resumeLog, msg string) {
+	level := slog.LevelInfo
+	if r.drained[p] {
+		level, msg = slog.LevelDebug, say.drained
+	}
+	f.o.Logger.Log(context.Background(), level, msg, "path", p.Path, "offset", p.Offset)
 }
 
 // rotationPaths is where the files rotated away from path are looked for after a restart:
@@ -663,15 +685,22 @@ func (f *Follower) archiveDir(dirs *listings, path string, r *resume) string {
 	return found
 }
 
+// archiveHeadIn is the most of an archive's compressed bytes that archiveOf reads: a
+// gzip header with its longest extra field, name and comment, then a KiB however it was
+// compressed, take far less. Empty gzip members or deflate blocks before those bytes (a
+// broken or hostile writer's) would otherwise have a restart read the whole file, of
+// each such archive of each log whose file is gone.
+const archiveHeadIn = 1 << 20
+
 // archiveOf reports whether file, a gzip archive, begins, decompressed, with the bytes
 // that the file of one of ps had at its position (Position.Head), and closes it. Only
-// those are decompressed. A nil file is none.
+// those are decompressed, from at most archiveHeadIn bytes of it. A nil file is none.
 func archiveOf(file *os.File, ps []Position) bool {
 	if file == nil {
 		return false
 	}
 	defer file.Close()
-	z, err := gzip.NewReader(file)
+	z, err := gzip.NewReader(io.LimitReader(file, archiveHeadIn))
 	if err != nil {
 		return false
 	}

@@ -877,6 +877,68 @@ func TestResumeRotatedIntoOldDirPastArchive(t *testing.T) {
 	}
 }
 
+// TestArchiveOf: the archive of a position's file is told by its first bytes
+// decompressed, as many as the position hashed: of a file shorter than a head's KiB too.
+// Not an archive that begins otherwise, cut off before those bytes (a compression
+// interrupted), or not a gzip; nor one whose first bytes come past more compressed bytes
+// than a gzip header and a KiB take (empty gzip members before them, a broken or hostile
+// writer's), which a restart would otherwise read whole for each such archive of each
+// log whose file is gone: the bytes read, and the time, are bounded.
+func TestArchiveOf(t *testing.T) {
+	data := bytes.Repeat(numbered(1), 3)
+	short := numbered(2)[:100]
+	var empty bytes.Buffer
+	if err := gzip.NewWriter(&empty).Close(); err != nil {
+		t.Fatal(err)
+	}
+	gz := func(pad int, data []byte) []byte {
+		var b bytes.Buffer
+		b.Write(bytes.Repeat(empty.Bytes(), pad/empty.Len()))
+		z := gzip.NewWriter(&b)
+		if _, err := z.Write(data); err != nil {
+			t.Fatal(err)
+		}
+		if err := z.Close(); err != nil {
+			t.Fatal(err)
+		}
+		return b.Bytes()
+	}
+	at := func(data []byte, off int64) Position {
+		return Position{Offset: off, Head: xxhash.Sum64(data[:min(headLen, off)])}
+	}
+	whole := gz(0, data)
+	for _, tc := range []struct {
+		name    string
+		archive []byte
+		p       Position
+		want    bool
+	}{
+		{"its file's", whole, at(data, int64(len(data))), true},
+		{"read up to a line of the first KiB", whole, at(data, 200), true},
+		{"of a file shorter than a KiB", gz(0, short), at(short, int64(len(short))), true},
+		{"another file's", gz(0, numbered(3)), at(data, int64(len(data))), false},
+		{"shorter than the bytes read", gz(0, short[:99]), at(short, int64(len(short))), false},
+		{"cut off", whole[:len(whole)/4], at(data, int64(len(data))), false},
+		{"not a gzip", data, at(data, int64(len(data))), false},
+		{"after a few empty members", gz(64<<10, data), at(data, int64(len(data))), true},
+		{"after megabytes of empty members", gz(4<<20, data), at(data, int64(len(data))), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "access.log.2.gz")
+			if err := os.WriteFile(path, tc.archive, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			file, err := os.Open(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := archiveOf(file, []Position{tc.p}); got != tc.want {
+				t.Errorf("archiveOf = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
 // writeArchive writes data to path, compressed with gzip when gz.
 func writeArchive(t *testing.T, path string, data []byte, gz bool) {
 	t.Helper()
