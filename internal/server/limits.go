@@ -814,21 +814,27 @@ func connectionLimit(want int, nofile uint64) (limit int, lowered bool) {
 }
 
 // WarnConnectionRoom warns when the connections held, limit (lowered to half the
-// open-file limit, if lowered), are no more than requests, --web.max-requests: the
-// connection limit takes no connection from a scrape in flight, so those scrapes could
-// hold every connection, and a scraper's new connection would be closed at once while
-// scrapes of clients that read nothing held theirs until the write timeout (the scrape
-// limiter ends them only for a scrape waiting for a place, which has no connection).
+// open-file limit, if lowered), are no more than the handlers of limited requests can
+// hold (see heldByRequests): the connection limit takes no connection whose handler
+// runs, so those requests could hold every connection, and a scraper's new connection
+// would be closed at once while scrapes of clients that read nothing held theirs until
+// the write timeout (the scrape limiter ends them only for a scrape waiting for a place,
+// which holds a connection too).
 func WarnConnectionRoom(logger *slog.Logger, limit, requests int, lowered bool) {
-	if requests == 0 || limit > requests {
+	if requests == 0 || limit > heldByRequests(requests) {
 		return
 	}
-	msg := "--web.max-connections is not above --web.max-requests: the scrapes in flight can hold every connection, and a scraper's new connection is then closed at once"
+	msg := "--web.max-connections is not above four times --web.max-requests: the scrapes and status pages in flight and waiting can hold every connection, and a scraper's new connection is then closed at once"
 	if lowered {
-		msg = "--web.max-connections, lowered to half the open-file limit, is not above --web.max-requests: the scrapes in flight can hold every connection, and a scraper's new connection is then closed at once"
+		msg = "--web.max-connections, lowered to half the open-file limit, is not above four times --web.max-requests: the scrapes and status pages in flight and waiting can hold every connection, and a scraper's new connection is then closed at once"
 	}
 	logger.Warn(msg, "max_connections", limit, "max_requests", requests)
 }
+
+// heldByRequests is how many connections the limited requests' handlers can hold with
+// --web.max-requests requests: the scrapes of /metrics running and as many waiting for
+// a place, and the status pages alike (each has a limiter of its own).
+func heldByRequests(requests int) int { return 4 * requests }
 
 // headerTimeout is how long a request's headers may take: 10 s, or the read timeout when
 // that is shorter, since net/http holds the headers to their own timeout alone.
