@@ -560,11 +560,15 @@ func (l *scrapeLimiter) next() int {
 // addresses (a node's pods), each sending its next scrape as soon as one was answered,
 // came back as given none, as a scraper that waits, and of those the last come went
 // first and the one waiting longest, the scraper, was put out: every scrape of a
-// Prometheus beside 20 such addresses got 503. A second is less than a scrape interval:
-// a Prometheus comes back as given none lately, or as given a place before them.
+// Prometheus beside 20 such addresses got 503. A client is kept a second to two (see
+// prune), less than a scrape interval: a Prometheus comes back as given none lately, or
+// as given a place before them.
 const recentClient = time.Second
 
-// maxRecentClients bounds the clients kept after they left (see recentClient).
+// maxRecentClients bounds the clients kept after they left (see recentClient). Those
+// dropped past it come back as given none lately, as a Prometheus does: a crowd of more
+// addresses than this, sending scrapes faster than they are served, puts out a
+// Prometheus's scrapes as a crowd taking a new address for each does.
 const maxRecentClients = 4096
 
 // refuse notes that s, out of the waiting scrapes, was refused a place. Under l.mu.
