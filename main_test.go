@@ -94,19 +94,23 @@ func TestScrapeBytesWithoutLimiterWarns(t *testing.T) {
 	}
 }
 
-// TestConnectionsWithinRequestsWarns: --web.max-connections at or below
-// --web.max-requests lets the scrapes in flight hold every connection, none of which the
-// connection limit takes from a running scrape: a scraper's connection was closed at once,
-// the scrapes of clients that read nothing held until --web.write-timeout, and nothing
-// said so. It is said in a warning naming both flags, by --config.check as by the start.
+// TestConnectionsWithinRequestsWarns: --web.max-connections at or below four times
+// --web.max-requests lets the scrapes and status pages in flight and waiting for a place
+// hold every connection, none of which the connection limit takes from a running
+// handler: a scraper's connection was closed at once, the scrapes of clients that read
+// nothing held until --web.write-timeout, and nothing said so. It is said in a warning
+// naming both flags, by --config.check as by the start.
 func TestConnectionsWithinRequestsWarns(t *testing.T) {
 	for _, c := range []struct {
 		args  []string
 		warns bool
 	}{
 		{[]string{"--web.max-connections=10"}, true},
+		{[]string{"--web.max-connections=20"}, true},
+		{[]string{"--web.max-connections=40"}, true},
 		{[]string{"--web.max-connections=4", "--web.max-requests=8"}, true},
-		{[]string{"--web.max-connections=11"}, false},
+		{[]string{"--web.max-connections=41"}, false},
+		{[]string{"--web.max-connections=512", "--web.max-requests=200"}, true},
 		{[]string{"--web.max-connections=4", "--web.max-requests=0"}, false},
 		{nil, false},
 	} {

@@ -560,11 +560,15 @@ func (l *scrapeLimiter) next() int {
 // addresses (a node's pods), each sending its next scrape as soon as one was answered,
 // came back as given none, as a scraper that waits, and of those the last come went
 // first and the one waiting longest, the scraper, was put out: every scrape of a
-// Prometheus beside 20 such addresses got 503. A second is less than a scrape interval:
-// a Prometheus comes back as given none lately, or as given a place before them.
+// Prometheus beside 20 such addresses got 503. A client is kept a second to two (see
+// prune), less than a scrape interval: a Prometheus comes back as given none lately, or
+// as given a place before them.
 const recentClient = time.Second
 
-// maxRecentClients bounds the clients kept after they left (see recentClient).
+// maxRecentClients bounds the clients kept after they left (see recentClient). Those
+// dropped past it come back as given none lately, as a Prometheus does: a crowd of more
+// addresses than this, sending scrapes faster than they are served, puts out a
+// Prometheus's scrapes as a crowd taking a new address for each does.
 const maxRecentClients = 4096
 
 // refuse notes that s, out of the waiting scrapes, was refused a place. Under l.mu.
@@ -814,21 +818,27 @@ func connectionLimit(want int, nofile uint64) (limit int, lowered bool) {
 }
 
 // WarnConnectionRoom warns when the connections held, limit (lowered to half the
-// open-file limit, if lowered), are no more than requests, --web.max-requests: the
-// connection limit takes no connection from a scrape in flight, so those scrapes could
-// hold every connection, and a scraper's new connection would be closed at once while
-// scrapes of clients that read nothing held theirs until the write timeout (the scrape
-// limiter ends them only for a scrape waiting for a place, which has no connection).
+// open-file limit, if lowered), are no more than the handlers of limited requests can
+// hold (see heldByRequests): the connection limit takes no connection whose handler
+// runs, so those requests could hold every connection, and a scraper's new connection
+// would be closed at once while scrapes of clients that read nothing held theirs until
+// the write timeout (the scrape limiter ends them only for a scrape waiting for a place,
+// which holds a connection too).
 func WarnConnectionRoom(logger *slog.Logger, limit, requests int, lowered bool) {
-	if requests == 0 || limit > requests {
+	if requests == 0 || limit > heldByRequests(requests) {
 		return
 	}
-	msg := "--web.max-connections is not above --web.max-requests: the scrapes in flight can hold every connection, and a scraper's new connection is then closed at once"
+	msg := "--web.max-connections is not above four times --web.max-requests: the scrapes and status pages in flight and waiting can hold every connection, and a scraper's new connection is then closed at once"
 	if lowered {
-		msg = "--web.max-connections, lowered to half the open-file limit, is not above --web.max-requests: the scrapes in flight can hold every connection, and a scraper's new connection is then closed at once"
+		msg = "--web.max-connections, lowered to half the open-file limit, is not above four times --web.max-requests: the scrapes and status pages in flight and waiting can hold every connection, and a scraper's new connection is then closed at once"
 	}
 	logger.Warn(msg, "max_connections", limit, "max_requests", requests)
 }
+
+// heldByRequests is how many connections the limited requests' handlers can hold with
+// --web.max-requests requests: the scrapes of /metrics running and as many waiting for
+// a place, and the status pages alike (each has a limiter of its own).
+func heldByRequests(requests int) int { return 4 * requests }
 
 // headerTimeout is how long a request's headers may take: 10 s, or the read timeout when
 // that is shorter, since net/http holds the headers to their own timeout alone.

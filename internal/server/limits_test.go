@@ -694,17 +694,25 @@ type gate struct {
 
 func newGate() *gate { return &gate{open: make(chan struct{})} }
 
-// TestWarnConnectionRoom: a connection limit no more than --web.max-requests is warned
-// of, naming whether the open-file limit lowered it to that.
+// TestWarnConnectionRoom: a connection limit no more than the handlers of limited
+// requests can hold, four times --web.max-requests (scrapes and status pages, each
+// running and as many waiting for a place), is warned of, naming whether the open-file
+// limit lowered it to that. Warned of only at --web.max-requests or below, 20
+// connections beside 10 scrapes running and 10 waiting, none of which the connection
+// limit takes, had a scraper's new connection closed at once and nothing said so.
 func TestWarnConnectionRoom(t *testing.T) {
 	for _, c := range []struct {
 		limit, requests int
 		lowered         bool
 		want            string
 	}{
-		{10, 10, false, "--web.max-connections is not above --web.max-requests"},
-		{5, 10, true, "--web.max-connections, lowered to half the open-file limit, is not above --web.max-requests"},
-		{11, 10, true, ""},
+		{10, 10, false, "--web.max-connections is not above four times --web.max-requests"},
+		{20, 10, false, "--web.max-connections is not above four times --web.max-requests"},
+		{40, 10, false, "--web.max-connections is not above four times --web.max-requests"},
+		{5, 10, true, "--web.max-connections, lowered to half the open-file limit, is not above four times --web.max-requests"},
+		{30, 10, true, "--web.max-connections, lowered to half the open-file limit, is not above four times --web.max-requests"},
+		{41, 10, true, ""},
+		{512, 10, false, ""},
 		{1, 0, false, ""},
 	} {
 		var log bytes.Buffer

@@ -206,7 +206,7 @@ func Serve(cfg *config.Config, popts pipeline.Options, webFlags *web.FlagConfig,
 		if lowered {
 			logger.Warn("--web.max-connections lowered to half the open-file limit, which leaves the other half to the inputs",
 				"max_connections", limit, "open_file_limit", nofile)
-			if o.MaxConnections > o.MaxRequests { // else the flags were warned of already
+			if o.MaxConnections > heldByRequests(o.MaxRequests) { // else the flags were warned of already
 				WarnConnectionRoom(logger, limit, o.MaxRequests, true)
 			}
 		}
