@@ -399,6 +399,14 @@ func anyFraction(layout string) string {
 	return string(b)
 }
 
+// Folds reports whether a time the layout reads may fall in an hour its zone (In) repeats
+// when clocks go back, which of the two instants it is left to the reader: the zone is not
+// UTC, and the layout reads no zone name (MST), which would say which. A location is
+// given only beside a layout that reads no offset (see rule.go).
+func (ts *Timestamp) Folds() bool {
+	return ts.In() != time.UTC && !strings.Contains(ts.Layout, "MST")
+}
+
 // In is the time zone the layout's times are read in when they carry none.
 func (ts *Timestamp) In() *time.Location {
 	if ts.Location == nil {

@@ -354,10 +354,15 @@ func (d *decoder) viaAliases(item *yaml.Node, from, warnedFrom int) {
 	if len(aliases) == 0 {
 		return
 	}
-	// The lines each alias repeats, found once for all the problems.
+	// The lines each alias repeats, found once for all the problems. An anchor reached by
+	// an earlier alias is left out of a later one's: a problem's line in it is the earlier
+	// one's all the same (the first alias whose lines hold it), and a rule repeating an
+	// anchor of many aliases many times (within what the alias meter allows) would
+	// otherwise hold its lines once for each.
 	spans := make([][][2]int, len(aliases))
+	seen := map[*yaml.Node]bool{}
 	for i, a := range aliases {
-		spans[i] = aliasSpans(a, nil, map[*yaml.Node]bool{})
+		spans[i] = aliasSpans(a, nil, seen)
 	}
 	move := func(p *Problem) {
 		if p.Line == 0 || p.Line >= lo && p.Line <= hi {
@@ -412,7 +417,7 @@ func ownLines(n *yaml.Node, aliases []*yaml.Node) (lo, hi int, _ []*yaml.Node) {
 
 // aliasSpans appends to spans the first and last lines of the anchored value alias a
 // repeats, and of those the aliases within it repeat; seen holds the anchors already
-// looked in (an alias may stand inside its own anchor).
+// looked in, by it or by the aliases before it (an alias may stand inside its own anchor).
 func aliasSpans(a *yaml.Node, spans [][2]int, seen map[*yaml.Node]bool) [][2]int {
 	if seen[a.Alias] {
 		return spans

@@ -1,6 +1,8 @@
 package config
 
 import (
+	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -136,5 +138,38 @@ rules:
 				t.Errorf("errors\n%s\nwant\n%s", got, want)
 			}
 		})
+	}
+}
+
+// TestAliasedProblemLinesBounded: a rule with a mistake that repeats, many times over, an
+// anchor holding many aliases (as much as the alias meter lets a large file add) has the
+// lines its aliases repeat found once, not once for each time: its load allocates about
+// what the file's decoding does, not tens of times the file's size.
+func TestAliasedProblemLinesBounded(t *testing.T) {
+	const anchors, repeats = 10000, 120
+	var b strings.Builder
+	b.WriteString("rules:\n  - name: first\n    match: '(?P<x>.)'\n    help: [")
+	for i := range anchors {
+		fmt.Fprintf(&b, "&s%d x, ", i)
+	}
+	b.WriteString("]\n    labels: {l: &many [")
+	for i := range anchors {
+		fmt.Fprintf(&b, "*s%d, ", i)
+	}
+	b.WriteString("]}\n  - name: second\n    match: '(?P<x>.)'\n    tags: [")
+	b.WriteString(strings.Repeat("*many, ", repeats))
+	// A file of 4 MiB may have its aliases add as much.
+	b.WriteString("]\n# " + strings.Repeat("p", 4<<20) + "\n")
+	text := []byte(b.String())
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	_, err := Parse(text, "r.yaml")
+	runtime.ReadMemStats(&after)
+	if err == nil || !strings.Contains(err.Error(), `r.yaml:8: rule "second": unknown key "tags"`) {
+		t.Fatalf("error %v, want the unknown key", err)
+	}
+	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 20*uint64(len(text)) {
+		t.Errorf("the load of %d bytes allocated %d MB", len(text), alloc>>20)
 	}
 }

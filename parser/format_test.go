@@ -114,6 +114,17 @@ var formatCases = []formatCase{
 	{"apache strftime time, spaces", `apache_log_format: '%{%a %b %d %H:%M:%S %Y}t %h %>s'`,
 		`Fri Mar 01 12:00:00 2024 10.0.0.1 200`,
 		map[string]string{"t__a__b__d__h__m__s__y": "Fri Mar 01 12:00:00 2024", "h": "10.0.0.1", "s": "200"}},
+	// The conversions that write spaces themselves, in the C locale: %c (its day of two
+	// digits) and %r, also after an E or O modifier.
+	{"apache strftime time, %c", `apache_log_format: '%{%c}t %h %>s'`,
+		`Fri Mar 15 12:00:00 2024 10.0.0.1 200`,
+		map[string]string{"t__c": "Fri Mar 15 12:00:00 2024", "h": "10.0.0.1", "s": "200"}},
+	{"apache strftime time, %Ec", `apache_log_format: '%{%Ec}t %h %>s'`,
+		`Fri Mar 15 12:00:00 2024 10.0.0.1 200`,
+		map[string]string{"t__ec": "Fri Mar 15 12:00:00 2024", "h": "10.0.0.1", "s": "200"}},
+	{"apache strftime time, %r", `apache_log_format: '%{%r}t %h %>s'`,
+		`12:00:00 PM 10.0.0.1 200`,
+		map[string]string{"t__r": "12:00:00 PM", "h": "10.0.0.1", "s": "200"}},
 	{"apache strftime time, Apache's example", `apache_log_format: '%h [%{%d/%b/%Y %T}t.%{msec_frac}t %{%z}t] \"%r\" %>s'`,
 		`10.0.0.1 [01/Mar/2024 12:00:00.123 +0000] "GET / HTTP/1.1" 200`,
 		map[string]string{"t__d__b__y__t": "01/Mar/2024 12:00:00", "t_msec_frac": "123", "t__z": "+0000", "s": "200"}},

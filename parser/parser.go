@@ -14,7 +14,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -285,9 +284,7 @@ func build(rules []*config.Rule, eng engine) (*Parser, error) {
 		r.whereNot = filters(cr.WhereNot, eng, &sz)
 		if ts := cr.Timestamp; ts != nil {
 			r.ts = &timestampSpec{capture: ts.Capture, layout: ts.ReadLayout(), loc: ts.In(), unix: ts.Unix}
-			// A location is given only beside a layout that reads no offset (config); a
-			// zone name (MST) the line carries says which of the two offsets it is.
-			r.ts.folds = ts.In() != time.UTC && !strings.Contains(ts.Layout, "MST")
+			r.ts.folds = ts.Folds()
 		}
 		if g.fields != nil {
 			// The group learns the rule's fields now; their slots do not move as

@@ -211,9 +211,10 @@ func apacheDirective(s string) (*variable, int, *Error) {
 }
 
 // strftimeSpaces is how many spaces the time of %{format}t holds: those of its strftime
-// format and of the conversions that write some in the C locale (%c, %r). A day or an hour
-// padded with a space (%e, %k, %l, and the day of %c) is one more on the days or hours of
-// one digit, which the line's value then does not fit where a space follows it. The
+// format and of the conversions that write some in the C locale (%c, %r, also as %Ec or
+// %Or). A day or an hour padded with a space (%e, %k, %l, and the day of %c) is one more
+// on the days or hours of one digit, which the line's value then does not fit where a
+// space follows it. The
 // formats of Apache's own (sec, msec, ..., begin: and end: before one) write none more.
 func strftimeSpaces(format string) int {
 	format = strings.TrimPrefix(strings.TrimPrefix(format, "begin:"), "end:")
@@ -224,6 +225,9 @@ func strftimeSpaces(format string) int {
 			n++
 		case format[i] == '%' && i+1 < len(format):
 			i++
+			if (format[i] == 'E' || format[i] == 'O') && i+1 < len(format) {
+				i++ // a modifier: the alternative form, the same in the C locale
+			}
 			switch format[i] {
 			case 'c':
 				n += 4 // Thu Mar  1 12:00:00 2024

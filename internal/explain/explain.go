@@ -258,9 +258,9 @@ func (x *Explainer) counted(r *Rule, cr *config.Rule, res *parser.RuleResult) {
 	}
 	if e.HasTime {
 		r.Time = rfc3339(e.Time)
-		if ts := cr.Timestamp; ts != nil && ts.Location != nil {
-			if other, ok := parser.OtherReading(time.Unix(e.Time, 0).In(ts.Location)); ok {
-				r.Repeated, r.Zone = rfc3339(other.Unix()), ts.Location.String()
+		if ts := cr.Timestamp; ts != nil && ts.Folds() {
+			if other, ok := parser.OtherReading(time.Unix(e.Time, 0).In(ts.In())); ok {
+				r.Repeated, r.Zone = rfc3339(other.Unix()), ts.In().String()
 			}
 		}
 	}

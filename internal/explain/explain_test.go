@@ -391,12 +391,14 @@ rules:
 // TestRepeatedHour: a line's time in the hour its zone repeats when clocks go back reads
 // two instants; the explanation, which reads it as a replay does, names the other, at
 // which the running exporter reads it when its clock is nearer that one. A time the zone
-// reads once, and a zone of a fixed offset, say nothing of it.
+// reads once, a zone of a fixed offset, and a time carrying its zone's name (which says
+// which of the two it is, and is read so), say nothing of it.
 func TestRepeatedHour(t *testing.T) {
 	x := newExplainer(t, `
 rules:
   - {name: ny, match: '^ny (?P<t>.+)', timestamp: {capture: t, layout: '2006-01-02 15:04:05', location: America/New_York}}
   - {name: utc, match: '^utc (?P<t>.+)', timestamp: {capture: t, layout: '2006-01-02 15:04:05'}}
+  - {name: named, match: '^named (?P<t>.+)', timestamp: {capture: t, layout: '2006-01-02 15:04:05 MST', location: America/New_York}}
 `)
 	for _, c := range []struct {
 		line, other, text string
@@ -405,15 +407,15 @@ rules:
 		{"ny 2026-11-01 02:30:00", "", ""},
 		{"ny 2026-03-08 01:30:00", "", ""},
 		{"utc 2026-11-01 01:30:00", "", ""},
+		// The zone's name the line carries says which of the two it is: read as it is.
+		{"named 2026-11-01 01:30:00 EST", "", ""},
+		{"named 2026-11-01 01:30:00 EDT", "", ""},
 	} {
 		l := x.Explain("", []byte(c.line), false)
-		if len(l.Rules) != 2 {
+		if len(l.Rules) != 3 {
 			t.Fatalf("%s: %+v", c.line, l)
 		}
-		r := l.Rules[0]
-		if strings.HasPrefix(c.line, "utc") {
-			r = l.Rules[1]
-		}
+		r := l.Rules[map[string]int{"ny": 0, "utc": 1, "named": 2}[strings.Fields(c.line)[0]]]
 		if r.Outcome != "counted" {
 			t.Fatalf("%s: %+v", c.line, r)
 		}

@@ -338,10 +338,11 @@ func (fs *fits) write(w io.Writer) error {
 	return nil
 }
 
-// misfits fails a one-shot in which an input read lines and none fit, but those unread
-// (another application's JSON log, as the running exporter counts them): whatever the rules
+// misfits fails a one-shot in which an input read lines and none fit: whatever the rules
 // count of it is zero because the format is not the file's, or because no line could be
-// read at all (each too long, or not a CRI line of a wrapper: cri input); but not when its
+// read at all (each too long, or not a CRI line of a wrapper: cri input), or because all
+// it read are unread (another application's JSON log, as the running exporter counts
+// them), as a JSON access log whose keys the rules do not name is too; but not when its
 // lines are an nginx image's start-up lines alone (pods that served no request yet, as
 // the running exporter takes them). A file no input reads is fileInput.unread's to judge.
 func (fs *fits) misfits(mode string) error {
@@ -351,6 +352,8 @@ func (fs *fits) misfits(mode string) error {
 		case f.Input == "" || f.Fitting > 0 || f.idle():
 		case f.Lines > f.Unread:
 			errs = append(errs, fmt.Errorf("%s: input %s read %d lines and none is of its format (first: %s)", mode, f.Input, f.Lines, f.Stopped))
+		case f.Unread > 0:
+			errs = append(errs, fmt.Errorf("%s: input %s read %d lines and none fit: JSON objects with none of the members its rules read (%s): another application's log, or an access log whose keys the rules do not name", mode, f.Input, f.Unread, f.named(f.UnreadFiles)))
 		case f.TooLong+f.Malformed > 0:
 			errs = append(errs, fmt.Errorf("%s: input %s read %d lines and could read none: %d longer than --input.max-line-bytes, %d not CRI lines", mode, f.Input, f.TooLong+f.Malformed, f.TooLong, f.Malformed))
 		}

@@ -536,9 +536,11 @@ rules:
 // TestOneShotUnreadJSON: a file of another application's JSON log under candidate formats
 // (a Karpenter controller's, under a glob over every controller) is counted by the running
 // exporter as unread, not unmatched, and logged at warning: a one-shot says the same of
-// its lines and does not fail over them, alone or beside an access log's, which still
-// fits; nor are they its first misfit. JSON as the only candidate is meant to be read: its
-// lines no rule reads still fail the one-shot.
+// its lines and does not fail over them beside an access log's, which still fits; nor are
+// they its first misfit. Alone, with no line of the input fitting, they fail it: a JSON
+// access log whose keys the rules do not name looks the same, and a user's mistake is
+// loud. JSON as the only candidate is meant to be read: its lines no rule reads fail the
+// one-shot too.
 func TestOneShotUnreadJSON(t *testing.T) {
 	const combined = `10.0.0.1 - - [01/Mar/2024:12:00:00 +0000] "GET / HTTP/1.1" 200 5 "-" "curl/8.5.0"` + "\n"
 	const karpenter = `{"level":"INFO","time":"2024-03-01T12:00:00.000Z","logger":"controller","message":"discovered instance types","count":700}` + "\n"
@@ -552,10 +554,12 @@ func TestOneShotUnreadJSON(t *testing.T) {
 		name, glob, formats string
 		fails               bool
 		want                string
+		// errWant is in the error of a one-shot that fails over them.
+		errWant string
 	}{
-		{"alone", alone, "auto", false, "input pods: 0 of 3 lines fit (3 lines unread: JSON objects with none of the members its rules read, another application's log)\n"},
-		{"beside an access log", beside, "auto", false, fmt.Sprintf("input pods: 4 of 7 lines fit (3 lines unread: JSON objects with none of the members its rules read, another application's log: %s)\n", filepath.Join(dir, "beside", "karpenter", "0.log"))},
-		{"json alone", alone, "[json]", true, "input pods: 0 of 3 lines fit (first misfit at line 1: "},
+		{"alone", alone, "auto", true, "input pods: 0 of 3 lines fit (3 lines unread: JSON objects with none of the members its rules read, another application's log)\n", "keys the rules do not name"},
+		{"beside an access log", beside, "auto", false, fmt.Sprintf("input pods: 4 of 7 lines fit (3 lines unread: JSON objects with none of the members its rules read, another application's log: %s)\n", filepath.Join(dir, "beside", "karpenter", "0.log")), ""},
+		{"json alone", alone, "[json]", true, "input pods: 0 of 3 lines fit (first misfit at line 1: ", "none is of its format"},
 	} {
 		cfg, err := config.Parse(fmt.Appendf(nil, "inputs: [{name: pods, path: '%s', log_format: %s}]\nrules: [{name: requests, labels: {status: '${status}'}}]\n", tc.glob, tc.formats), "rules.yaml")
 		if err != nil {
@@ -571,6 +575,9 @@ func TestOneShotUnreadJSON(t *testing.T) {
 				err := run(Options{Now: time.Now, Summary: &summary})
 				if mode != "explain" && (err != nil) != tc.fails {
 					t.Errorf("error %v, want one: %v", err, tc.fails)
+				}
+				if err != nil && !strings.Contains(err.Error(), tc.errWant) {
+					t.Errorf("error %v, want it to say %q", err, tc.errWant)
 				}
 				if !strings.HasPrefix(summary.String(), tc.want) {
 					t.Errorf("summary %q, want %q", summary.String(), tc.want)

@@ -147,6 +147,23 @@ func roundRobin(n int, every int64, offsets ...int64) []zoneSample {
 // zoneSample is a line's own time less the wall clock's second it was read at.
 type zoneSample struct{ wall, offset int64 }
 
+// stoppedThenNew are samples of senders minutes off the clock (never warned of) in four
+// zones, one of which (600) stops while the one of fewest samples (-300) goes on, and then
+// of a sender five hours behind.
+func stoppedThenNew() []zoneSample {
+	out := []zoneSample{{0, -300}}
+	for i := range int64(10) {
+		out = append(out, zoneSample{i * 10, 0}, zoneSample{i*10 + 1, 300}, zoneSample{i*10 + 2, 600})
+	}
+	for wall := int64(100); wall < 1000; wall += 60 {
+		out = append(out, zoneSample{wall, 0}, zoneSample{wall + 1, 300}, zoneSample{wall + 2, -300})
+		if wall >= 400 {
+			out = append(out, zoneSample{wall + 3, -5 * 3600})
+		}
+	}
+	return out
+}
+
 // A run of offsets from the clock is judged once it lasted zoneSpan with zoneSamples
 // samples within zoneSpread, also while samples of other offsets come between its own
 // (lines of senders in several zones); one that moves starts over.
@@ -181,6 +198,10 @@ func TestZoneRun(t *testing.T) {
 		{"senders in five zones", roundRobin(12, 60, 0, -5*3600, 3600, -8*3600, 5*3600+1800), -5 * 3600},
 		{"senders in eight zones", roundRobin(12, 60, 0, 3600, 7200, -3600, -7200, -10800, 10800, 19800), 3600},
 		{"senders in five zones, one on time after", append(roundRobin(3, 60, -5*3600, 3600, -8*3600, 5*3600+1800, 7200), steady(0, 20, 60)...), 0},
+		// Four runs kept, one of a sender that stopped (more samples than another's, which
+		// goes on): a new zone takes the stopped sender's place, not the live one's, where
+		// the two would take each other's in turn and neither last.
+		{"a sender stopped, another zone after", stoppedThenNew(), -5 * 3600},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -90,6 +90,17 @@ var customFormats = []struct {
 	{`%t%q %{X-Forwarded-For}i`, 0, true},
 	{`%v:%p %h \"%r\" %>s %{Cookie}n`, 0, true},
 	{`%h x%{X}ix%>s`, 0, true},
+	// X-Forwarded-For out of quotes, whose value holds ", ": before text that starts like
+	// the value goes on (a word, a dash) or not, and at the end of the line.
+	{`$http_x_forwarded_for - $remote_user [$time_local] "$request" $status`, logformat.EscapeDefault, false},
+	{`$http_x_forwarded_for - $status`, logformat.EscapeDefault, false},
+	{`$http_x_forwarded_for $status $proxy_add_x_forwarded_for`, logformat.EscapeNone, false},
+	{`%{X-Forwarded-For}i %l %u %t "%r" %>s %b`, 0, true},
+	// Times of a strftime format holding spaces, before text that starts with a space and
+	// looks like the next part of the time.
+	{`%h %{%Y-%m-%d %H:%M:%S}t %>s`, 0, true},
+	{`%{%a %b %d %H:%M:%S %Y}t %h %{%Y %m}t`, 0, true},
+	{`%{%c}t - %{%r}t %>s`, 0, true},
 	// The text after a number of 7, 8 and 9 bytes, its stop's included: the scanner compares
 	// one of at most 8 bytes as a word where 8 bytes of the line are left, the one at the
 	// end of the line among them.
@@ -143,7 +154,20 @@ func value(r *rand.Rand, p logformat.Piece, esc logformat.Escape) string {
 		}
 		return b.String()
 	case clean && p.Kind == logformat.PieceSpaced:
-		return "01/Mar/2024:12:00:00 +0000"
+		return "01/Mar/2024:12:00:00" + strings.Repeat(" +0000", p.Spaces)
+	case clean && p.Kind == logformat.PieceJoined:
+		// Addresses joined by ", " or ",", with a comma at the end now and then (a client's
+		// own header), whose space the text after the value then starts with.
+		for i := range 1 + r.IntN(4) {
+			if i > 0 {
+				b.WriteString([]string{", ", ","}[r.IntN(2)])
+			}
+			b.WriteString([]string{"203.0.113.7", "10.0.0.1", "-", "unknown", "2001:db8::1", ""}[r.IntN(6)])
+		}
+		if r.IntN(3) == 0 {
+			b.WriteString(",")
+		}
+		return b.String()
 	case clean && p.Kind == logformat.PieceBracketed:
 		return "[01/Mar/2024:12:00:00 +0000]"
 	}
@@ -199,15 +223,16 @@ func mutate(r *rand.Rand, l []byte) []byte {
 }
 
 // sameAsRegexp checks the scanner of f against regexp and fastmatch on line: the same fit,
-// the same captures; and that the scanner leaves undecided only lines with " : " in them.
+// the same captures; and that the scanner leaves undecided only lines with " : " (an
+// upstream list's) or ", " (values joined by it, X-Forwarded-For's) in them.
 func sameAsRegexp(t *testing.T, f *logformat.Format, s *Scanner, re *regexp.Regexp, fm *fastmatch.Matcher, line []byte) {
 	t.Helper()
 	want := re.FindSubmatchIndex(line)
 	caps := make([]int, 2*(len(f.Captures)+1))
 	switch res := s.scan(line, caps); {
 	case res == undecided:
-		if !bytes.Contains(line, listColon) {
-			t.Fatalf("%s: %q: undecided without a list's \" : \"", f.Regex, line)
+		if !bytes.Contains(line, listColon) && !bytes.Contains(line, listComma) {
+			t.Fatalf("%s: %q: undecided without a list's \" : \" or a joined value's \", \"", f.Regex, line)
 		}
 	case (res == matched) != (want != nil) || res == matched && !slices.Equal(caps, want):
 		t.Fatalf("%s: %q: scan %v %v, regexp %v", f.Regex, line, res == matched, caps, want)
