@@ -90,6 +90,10 @@ func TestHandlers(t *testing.T) {
 			"does not apply to the line's log format, <code>combined</code>, which has no <code>upstream_addr</code>"},
 		{"tester says the line fits none of the formats", http.MethodPost, ExplainPath, "input=web&lines=no_format", http.StatusOK,
 			"the line fits none of the log formats <code>combined, upstreaminfo</code>; it fits <code>combined</code> the farthest"},
+		// A time in the hour its zone repeats is said to be so, with the other instant it
+		// reads, as --explain says it.
+		{"tester says the line's time is in an hour its zone repeats", http.MethodPost, ExplainPath, "input=web&lines=repeated_hour", http.StatusOK,
+			"of the hour America/New_York repeats; also 2026-11-01T05:30:00Z"},
 		{"over the bound", http.MethodPost, ExplainPath, big, http.StatusRequestEntityTooLarge, "at most 256 KiB"},
 		{"bad form", http.MethodPost, ExplainPath, "lines=%zz", http.StatusBadRequest, "Bad form"},
 		{"too many lines", http.MethodPost, ExplainPath, "lines=" + strings.Repeat("x%0A", MaxExplainLines+1), http.StatusOK, "Only the first 100 lines"},
