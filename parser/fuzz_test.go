@@ -27,14 +27,17 @@ rules:
     timestamp: {capture: ts, layout: '2006-01-02T15:04:05Z07:00'}
 `
 
+// exampleAndFuzzRules is the example's rules followed by the fuzz rules.
+func exampleAndFuzzRules(tb testing.TB) []*config.Rule {
+	return append(append([]*config.Rule{}, loadExample(tb).Rules...), mustParse(tb, fuzzRules).Rules...)
+}
+
 // FuzzParse feeds random lines to the parser: it must never panic, every event must pass
 // the recorder's checks (valid UTF-8 capped labels, key = labels joined by 0xff), and the
 // parser of scanners and fastmatch must agree exactly with the plain regexp one, and with
 // one of its own rules that renders every label set by render alone (renderAlone).
 func FuzzParse(f *testing.F) {
-	example := loadExample(f)
-	extra := mustParse(f, fuzzRules)
-	rules := append(append([]*config.Rule{}, example.Rules...), extra.Rules...)
+	rules := exampleAndFuzzRules(f)
 	fast, err := build(rules, viaScanner)
 	if err != nil {
 		f.Fatal(err)
@@ -122,9 +125,7 @@ func FuzzRequiredLiteral(f *testing.F) {
 // decisions as Parse (the same events and drops), and every stretch it reports for a regex
 // that does not match must lie within the line, and within the part it follows.
 func FuzzExplain(f *testing.F) {
-	example := loadExample(f)
-	extra := mustParse(f, fuzzRules)
-	rules := append(append([]*config.Rule{}, example.Rules...), extra.Rules...)
+	rules := exampleAndFuzzRules(f)
 	p, err := New(rules)
 	if err != nil {
 		f.Fatal(err)

@@ -193,9 +193,7 @@ func parseOneByOne(s *Session, input string, span []byte, sink *spanSink) Span {
 // FuzzParseSpan: a span of any lines (ended by a newline) gives the sink and the counts
 // what its lines parsed one by one give, with the example's rules and the fuzz rules.
 func FuzzParseSpan(f *testing.F) {
-	example := loadExample(f)
-	extra := mustParse(f, fuzzRules)
-	rules := append(append([]*config.Rule{}, example.Rules...), extra.Rules...)
+	rules := exampleAndFuzzRules(f)
 	p, err := New(rules)
 	if err != nil {
 		f.Fatal(err)

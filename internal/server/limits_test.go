@@ -455,18 +455,9 @@ func TestScrapeLimiterSharedByClients(t *testing.T) {
 // places held by a long scrape, the scraper waited in vain and got 503. Of the clients
 // running the fewest, a place now goes to the one given a place longest ago, or never.
 func TestScrapeLimiterFloodOfShortScrapes(t *testing.T) {
-	const stall, wait = time.Second, 5 * time.Second
 	synctest.Test(t, func(t *testing.T) {
-		l := newScrapeLimiter(2, stall, wait, slog.New(slog.DiscardHandler))
-		start := time.Now()
-		long := newGate()
-		held := serveFrom(l, start, httptest.NewRecorder(), long, "/metrics", "10.0.0.3:30000")
-		synctest.Wait()
 		// The flood sends a scrape every 5 ms, each running 10 ms once given its place.
-		short := l.handler(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-			time.Sleep(10 * time.Millisecond)
-			_, _ = w.Write([]byte("metrics\n"))
-		}))
+		l, start, short, release := placeHeld()
 		stop := make(chan struct{})
 		var flood sync.WaitGroup
 		flood.Go(func() {
@@ -488,9 +479,8 @@ func TestScrapeLimiterFloodOfShortScrapes(t *testing.T) {
 		scraped := serveFrom(l, start, httptest.NewRecorder(), nil, "/metrics", scraperAddr)
 		got := <-scraped
 		close(stop)
-		close(long.open)
+		release()
 		flood.Wait()
-		<-held
 		if got.code != http.StatusOK || got.ended > 100*time.Millisecond {
 			t.Errorf("a scraper's scrape beside a flood of short scrapes from another address: HTTP %d after %v, want 200 within a flood's scrape (10 ms)", got.code, got.ended)
 		}
@@ -516,37 +506,16 @@ func TestScrapeLimiterFloodOfShortScrapes(t *testing.T) {
 // with the most waiting the one given or refused a place last is put out.
 func TestScrapeLimiterCrowdOfAddresses(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		l := newScrapeLimiter(2, time.Second, 5*time.Second, slog.New(slog.DiscardHandler))
-		start := time.Now()
-		long := newGate()
-		held := serveFrom(l, start, httptest.NewRecorder(), long, "/metrics", "10.0.0.3:30000")
-		synctest.Wait()
 		// Each of 20 addresses scrapes again at once when answered (after a millisecond
 		// when answered 503), its scrapes running 10 ms once given a place.
-		short := l.handler(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-			time.Sleep(10 * time.Millisecond)
-			_, _ = w.Write([]byte("metrics\n"))
-		}))
-		stop := make(chan struct{})
-		var crowd sync.WaitGroup
-		for i := range 20 {
-			crowd.Go(func() {
-				for {
-					select {
-					case <-stop:
-						return
-					default:
-					}
-					r := httptest.NewRequest(http.MethodGet, "/metrics", nil)
-					r.RemoteAddr = fmt.Sprintf("10.1.0.%d:40000", i+1)
-					w := httptest.NewRecorder()
-					short.ServeHTTP(w, r)
-					if w.Code != http.StatusOK {
-						time.Sleep(time.Millisecond)
-					}
-				}
-			})
-		}
+		l, start, short, release := placeHeld()
+		stopCrowd := crowdOf(20, func(i int) int {
+			r := httptest.NewRequest(http.MethodGet, "/metrics", nil)
+			r.RemoteAddr = fmt.Sprintf("10.1.0.%d:40000", i+1)
+			w := httptest.NewRecorder()
+			short.ServeHTTP(w, r)
+			return w.Code
+		})
 		time.Sleep(100 * time.Millisecond)
 		// The scraper scrapes three times, two seconds apart, as a Prometheus would.
 		for i := range 3 {
@@ -556,11 +525,55 @@ func TestScrapeLimiterCrowdOfAddresses(t *testing.T) {
 			}
 			time.Sleep(2 * time.Second)
 		}
-		close(stop)
-		close(long.open)
-		crowd.Wait()
-		<-held
+		stopCrowd()
+		release()
 	})
+}
+
+// crowdOf has n clients each scrape again as soon as answered (a millisecond later when
+// not answered 200: not a busy loop), client i's scrape answered scrape(i)'s HTTP status,
+// until stop, which waits for their last scrapes to end.
+func crowdOf(n int, scrape func(i int) int) (stop func()) {
+	done := make(chan struct{})
+	var crowd sync.WaitGroup
+	for i := range n {
+		crowd.Go(func() {
+			for {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				if scrape(i) != http.StatusOK {
+					time.Sleep(time.Millisecond)
+				}
+			}
+		})
+	}
+	return func() {
+		close(done)
+		crowd.Wait()
+	}
+}
+
+// placeHeld is a limiter of two places (a scrape stalled for a second, waiting five at
+// most), one of them held by a long scrape from another address until release, which
+// waits for that scrape to end; short scrapes through it, each running 10 ms once given
+// a place. It is called in a synctest bubble.
+func placeHeld() (l *scrapeLimiter, start time.Time, short http.Handler, release func()) {
+	l = newScrapeLimiter(2, time.Second, 5*time.Second, slog.New(slog.DiscardHandler))
+	start = time.Now()
+	long := newGate()
+	held := serveFrom(l, start, httptest.NewRecorder(), long, "/metrics", "10.0.0.3:30000")
+	synctest.Wait()
+	short = l.handler(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		time.Sleep(10 * time.Millisecond)
+		_, _ = w.Write([]byte("metrics\n"))
+	}))
+	return l, start, short, func() {
+		close(long.open)
+		<-held
+	}
 }
 
 // TestScrapeLimiterRecentClientsBounded: the clients the limiter remembers after they
@@ -617,23 +630,14 @@ func TestScrapeLimiterCrowdOverSockets(t *testing.T) {
 		defer close(held)
 		_, _ = scrape(from(250), "?hold")
 	}()
-	stop := make(chan struct{})
-	var crowd sync.WaitGroup
-	for ip := range byte(20) {
-		c := from(ip + 1)
-		crowd.Go(func() {
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				if code, _ := scrape(c, ""); code != http.StatusOK {
-					time.Sleep(time.Millisecond) // a 503, at once: not a busy loop
-				}
-			}
-		})
+	crowd := make([]*http.Client, 20)
+	for i := range crowd {
+		crowd[i] = from(byte(i + 1))
 	}
+	stopCrowd := crowdOf(len(crowd), func(i int) int {
+		code, _ := scrape(crowd[i], "")
+		return code
+	})
 	time.Sleep(100 * time.Millisecond)
 	scraper := from(200)
 	for i := range 3 {
@@ -642,8 +646,7 @@ func TestScrapeLimiterCrowdOverSockets(t *testing.T) {
 		}
 		time.Sleep(1500 * time.Millisecond)
 	}
-	close(stop)
-	crowd.Wait()
+	stopCrowd()
 	close(hold)
 	<-held
 }

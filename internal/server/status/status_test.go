@@ -90,6 +90,10 @@ func TestHandlers(t *testing.T) {
 			"does not apply to the line's log format, <code>combined</code>, which has no <code>upstream_addr</code>"},
 		{"tester says the line fits none of the formats", http.MethodPost, ExplainPath, "input=web&lines=no_format", http.StatusOK,
 			"the line fits none of the log formats <code>combined, upstreaminfo</code>; it fits <code>combined</code> the farthest"},
+		// A time in the hour its zone repeats is said to be so, with the other instant it
+		// reads, as --explain says it.
+		{"tester says the line's time is in an hour its zone repeats", http.MethodPost, ExplainPath, "input=web&lines=repeated_hour", http.StatusOK,
+			"of the hour America/New_York repeats; also 2026-11-01T05:30:00Z"},
 		{"over the bound", http.MethodPost, ExplainPath, big, http.StatusRequestEntityTooLarge, "at most 256 KiB"},
 		{"bad form", http.MethodPost, ExplainPath, "lines=%zz", http.StatusBadRequest, "Bad form"},
 		{"too many lines", http.MethodPost, ExplainPath, "lines=" + strings.Repeat("x%0A", MaxExplainLines+1), http.StatusOK, "Only the first 100 lines"},
@@ -203,17 +207,8 @@ func TestFileNamesShown(t *testing.T) {
 // cell beside the lines its fields rules could not read, which every input has: they
 // were left out whenever that count was there, 0 or not.
 func TestMalformedDatagramsShown(t *testing.T) {
-	cfg, err := config.Parse([]byte("inputs: [{name: sys, syslog: 'udp://127.0.0.1:5140'}]\nrules: [{name: r, match: 'x'}]\n"), "rules.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg := prometheus.NewRegistry()
-	lines := prometheus.NewCounterVec(prometheus.CounterOpts{Name: selfmetric.InputMalformedLines.Name, Help: "h"}, selfmetric.InputMalformedLines.Labels)
-	datagrams := prometheus.NewCounterVec(prometheus.CounterOpts{Name: selfmetric.InputMalformedDatagrams.Name, Help: "h"}, selfmetric.InputMalformedDatagrams.Labels)
-	reg.MustRegister(lines, datagrams)
-	lines.WithLabelValues("sys").Add(2)
-	datagrams.WithLabelValues("sys").Add(3)
-	_, raw := getPage(t, Options{Name: "test", Source: &fakeSource{cfg: cfg}, Gatherer: reg, MetricsPath: "/metrics"})
+	raw := inputCountsPage(t, "inputs: [{name: sys, syslog: 'udp://127.0.0.1:5140'}]\nrules: [{name: r, match: 'x'}]\n", "sys",
+		inputCount{selfmetric.InputMalformedLines, 2}, inputCount{selfmetric.InputMalformedDatagrams, 3})
 	malformed := inputCell(t, raw, "malformed")
 	if !strings.Contains(malformed, "2") || !strings.Contains(malformed, "3 datagrams") {
 		t.Errorf("the malformed cell says %q, want the 2 lines and the 3 datagrams", malformed)
@@ -225,23 +220,38 @@ func TestMalformedDatagramsShown(t *testing.T) {
 // their own beside the unmatched ones: they were on no page, and a glob reading a
 // controller's log took lines for nothing there.
 func TestUnreadLinesShown(t *testing.T) {
-	cfg, err := config.Parse([]byte("inputs: [{name: pods, path: /var/log/pods/*/*/*.log, log_format: auto}]\nrules: [{name: r, labels: {status: '${status}'}}]\n"), "rules.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg := prometheus.NewRegistry()
-	unread := prometheus.NewCounterVec(prometheus.CounterOpts{Name: selfmetric.InputUnreadLines.Name, Help: "h"}, selfmetric.InputUnreadLines.Labels)
-	unmatched := prometheus.NewCounterVec(prometheus.CounterOpts{Name: selfmetric.InputUnmatchedLines.Name, Help: "h"}, selfmetric.InputUnmatchedLines.Labels)
-	reg.MustRegister(unread, unmatched)
-	unread.WithLabelValues("pods").Add(7)
-	unmatched.WithLabelValues("pods").Add(2)
-	_, raw := getPage(t, Options{Name: "test", Source: &fakeSource{cfg: cfg}, Gatherer: reg, MetricsPath: "/metrics"})
+	raw := inputCountsPage(t, "inputs: [{name: pods, path: /var/log/pods/*/*/*.log, log_format: auto}]\nrules: [{name: r, labels: {status: '${status}'}}]\n", "pods",
+		inputCount{selfmetric.InputUnreadLines, 7}, inputCount{selfmetric.InputUnmatchedLines, 2})
 	if got := inputCell(t, raw, "unread"); got != "7" {
 		t.Errorf("the unread cell says %q, want 7", got)
 	}
 	if got := inputCell(t, raw, "unmatched"); got != "2" {
 		t.Errorf("the unmatched cell says %q, want 2", got)
 	}
+}
+
+// inputCount is a counter of an input's (labelled by the input alone) and its value.
+type inputCount struct {
+	metric selfmetric.Metric
+	value  float64
+}
+
+// inputCountsPage is the raw status page of the config in yaml, its gatherer holding
+// each of counts for input.
+func inputCountsPage(t *testing.T, yaml, input string, counts ...inputCount) string {
+	t.Helper()
+	cfg, err := config.Parse([]byte(yaml), "rules.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewRegistry()
+	for _, c := range counts {
+		counter := prometheus.NewCounterVec(prometheus.CounterOpts{Name: c.metric.Name, Help: "h"}, c.metric.Labels)
+		reg.MustRegister(counter)
+		counter.WithLabelValues(input).Add(c.value)
+	}
+	_, raw := getPage(t, Options{Name: "test", Source: &fakeSource{cfg: cfg}, Gatherer: reg, MetricsPath: "/metrics"})
+	return raw
 }
 
 // inputCell is the text of the first input's cell under header in the page's table of

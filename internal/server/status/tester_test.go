@@ -124,23 +124,3 @@ func TestLineTesterNamesUnnamedInputs(t *testing.T) {
 		})
 	}
 }
-
-// TestLineTesterRepeatedHour: a line whose time is in the hour its zone repeats is said to
-// be so, with the other instant it reads, as --explain says it.
-func TestLineTesterRepeatedHour(t *testing.T) {
-	srv := httptest.NewServer(testMux(t, &fakeSource{cfg: testConfig(t)}, true))
-	defer srv.Close()
-	resp, err := srv.Client().PostForm(srv.URL+ExplainPath, url.Values{"input": {"web"}, "lines": {"repeated_hour"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, err := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	const want = "of the hour America/New_York repeats; also 2026-11-01T05:30:00Z"
-	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), want) {
-		t.Errorf("HTTP %d, body lacks %q:\n%s", resp.StatusCode, want, body)
-	}
-}
