@@ -193,13 +193,7 @@ func (s *Session) SetFormats(formats []*logformat.Format, files *Files) {
 // that fits it costs what ParseWrapped does.
 func (s *Session) ParseFile(source, input string, line, wrapperTime []byte, sink Sink, done LineDone) {
 	if s.files == nil {
-		groups := s.p.base.groups
-		if s.one != nil {
-			// An input of one format read by rules reading candidates: their variant
-			// for its format reads it.
-			groups = s.one.groups
-		}
-		fits, ok := s.p.parse(s.s, groups, false, input, line, wrapperTime, sink)
+		fits, ok := s.p.parse(s.s, s.groups(), false, input, line, wrapperTime, sink)
 		done(ok, fits)
 		return
 	}
@@ -258,10 +252,7 @@ func (s *Session) ParseSpan(input string, span []byte, sink SpanSink) Span {
 	if s.files != nil {
 		return sp
 	}
-	groups := s.p.base.groups
-	if s.one != nil {
-		groups = s.one.groups
-	}
+	groups := s.groups()
 	received := sink.Received()
 	// Converted once: a SpanSink passed as a Sink would look up its method table per line.
 	to := Sink(sink)
@@ -292,6 +283,17 @@ func (s *Session) ParseSpan(input string, span []byte, sink SpanSink) Span {
 		}
 	}
 	return sp
+}
+
+// groups are the rules a Session without candidate formats parses its lines by
+// (ParseFile, ParseSpan).
+func (s *Session) groups() []group {
+	if s.one != nil {
+		// An input of one format read by rules reading candidates: their variant for its
+		// format reads it.
+		return s.one.groups
+	}
+	return s.p.base.groups
 }
 
 // decide chooses the format of file, the Session's last, as the candidate most of its

@@ -111,8 +111,10 @@ func (k *spanSink) Received() uint64              { return k.received }
 // ParseSpan gives the sink what ParseFile gives it line by line, and counts what the lines'
 // LineDone would have been told, each line told apart by the sink's count as the pipeline
 // tells it: malformed, given to some rule, fitted but matched by no rule, fitting none.
-// Every outcome occurs, of lines of regex rules, of a JSON input and of an input of one
-// log format read by a rule reading candidates; a "\r" before a newline is not the line's.
+// Every outcome occurs, of lines of regex rules, of a JSON input (with a regex rule too:
+// a line its fields rules cannot read is malformed whatever the regex made of it) and of
+// an input of one log format read by a rule reading candidates; a "\r" before a newline
+// is not the line's. A Session of candidate formats parses nothing of a span.
 func TestParseSpanIsParseFile(t *testing.T) {
 	cfg := mustParse(t, `
 inputs:
@@ -120,11 +122,14 @@ inputs:
   - {name: app, path: /b, format: json}
   - {name: nginx, path: /c, log_format: combined}
   - {name: pods, path: /d, log_format: [combined, json]}
+  - {name: mixed, path: /e, format: json}
 rules:
   - {name: errors, match: 'status=(?P<s>\d+)', where: {s: '^5'}, inputs: [web]}
   - {name: slow, match: 'took=(?P<t>\S+)', value: t, inputs: [web]}
   - {name: levels, fields: {level: level}, where: {level: '^error$'}, inputs: [app]}
   - {name: statuses, labels: {status: '${status}'}, where: {status: '^[45]'}, inputs: [nginx, pods]}
+  - {name: mixedlevels, fields: {level: level}, where: {level: '^error$'}, inputs: [mixed]}
+  - {name: ids, match: 'id=(?P<id>\d+)', inputs: [mixed]}
 `)
 	p := newOfInputs(t, cfg)
 	const combined = `10.0.0.1 - - [01/Mar/2024:12:00:00 +0000] "GET / HTTP/1.1" %s 5 "-" "curl"`
@@ -135,6 +140,8 @@ rules:
 	}{
 		{"web", "status=503\nstatus=200\r\ntook=bad\ntook=0.5\n\nnothing here\r\n", Span{Lines: 6, Matched: 3, Fitted: 1, Unfitted: 2}},
 		{"app", "{\"level\":\"error\"}\r\n{\"level\":\"info\"}\nnot json\n{\"level\":\"error\"}\n", Span{Lines: 4, Malformed: 1, Matched: 2, Fitted: 1}},
+		// A line its fields rules cannot read is malformed, though a regex rule matched it.
+		{"mixed", "id=7\n{\"level\":\"error\"}\n{\"level\":\"info\"}\nnothing\n{\"level\":\"info\",\"m\":\"id=8\"}\n", Span{Lines: 5, Malformed: 2, Matched: 2, Fitted: 1}},
 		{"nginx", strings.ReplaceAll(combined, "%s", "404") + "\n" + strings.ReplaceAll(combined, "%s", "200") + "\r\nstatus=503\n", Span{Lines: 3, Matched: 1, Fitted: 1, Unfitted: 1}},
 	} {
 		t.Run(tc.input, func(t *testing.T) {
@@ -163,6 +170,19 @@ rules:
 			}
 		})
 	}
+	// A Session of candidate formats may hold lines while a file's format is chosen: it
+	// parses none of the span, which then goes to ParseFile line by line.
+	t.Run("candidates", func(t *testing.T) {
+		s := p.NewSession()
+		s.SetFormats(cfg.Inputs[3].LogFormats, NewFiles())
+		sink := &spanSink{recorder: recorder{t: t, rules: cfg.Rules}}
+		if got := s.ParseSpan("pods", []byte(strings.ReplaceAll(combined, "%s", "404")+"\n"), sink); got != (Span{}) {
+			t.Errorf("ParseSpan = %+v of a Session of candidate formats, want none", got)
+		}
+		if got := sink.take(); len(got) > 0 {
+			t.Errorf("ParseSpan of a Session of candidate formats gave the sink %v", got)
+		}
+	})
 }
 
 // parseOneByOne parses span's lines with ParseFile, one by one, and counts what their
