@@ -80,7 +80,9 @@ func timeless(_ []string, a slog.Attr) slog.Attr {
 // once), found by the first scan with other first bytes, is said rewritten, its lines
 // after the position lost as when it is truncated and no copy of it is found: the two
 // are not told apart; unless its copy is read from the position (copytruncate's), which
-// lost nothing. The test makes the first scan itself.
+// lost nothing. So is one whose inode a file beside it took (the archive of a later
+// rotated file), found by the restart's search by inode: gone at debug too, when drained.
+// The test makes the first scan itself.
 func TestResumeRotatedLogged(t *testing.T) {
 	cases := []struct {
 		name     string
@@ -89,17 +91,20 @@ func TestResumeRotatedLogged(t *testing.T) {
 		drained  bool // the position was of a file read to its end after it left its path
 		reused   bool // the new file at the path took the position's file's inode
 		copied   bool // the file truncated, its copy beside it (copytruncate)
+		archived bool // the rotated file's inode taken by an archive compressed beside it
 		want     string
 	}{
-		{"snapshot, rotated", false, false, false, false, false, "file rotated away while the exporter was down, reading it to its end from the saved position"},
-		{"snapshot, gone", false, true, false, false, false, "the file of a saved position is gone: the lines written to it after the position are lost"},
-		{"snapshot, drained and gone", false, true, true, false, false, "the file of a saved position is gone, read to its end after it left its path before the snapshot (compressed or removed since)"},
-		{"hand-over, rotated", true, false, false, false, false, "file rotated away, handed over at a reload: reading it to its end from where the stopped follower left off"},
-		{"hand-over, gone", true, true, false, false, false, "the file of a position handed over at a reload is gone: the lines written to it after the position are lost"},
-		{"snapshot, its inode reused", false, true, false, true, false, "the file of a saved position was rewritten: the lines written to it after the position are lost"},
-		{"snapshot, drained, its inode reused", false, true, true, true, false, "the file of a saved position is gone, read to its end after it left its path before the snapshot (compressed or removed since)"},
-		{"hand-over, its inode reused", true, true, false, true, false, "the file of a position handed over at a reload was rewritten: the lines written to it after the position are lost"},
-		{"snapshot, truncated, its copy beside", false, false, false, true, true, "file rotated away while the exporter was down after the file of a saved position, reading it from its start"},
+		{"snapshot, rotated", false, false, false, false, false, false, "file rotated away while the exporter was down, reading it to its end from the saved position"},
+		{"snapshot, gone", false, true, false, false, false, false, "the file of a saved position is gone: the lines written to it after the position are lost"},
+		{"snapshot, drained and gone", false, true, true, false, false, false, "the file of a saved position is gone, read to its end after it left its path before the snapshot (compressed or removed since)"},
+		{"hand-over, rotated", true, false, false, false, false, false, "file rotated away, handed over at a reload: reading it to its end from where the stopped follower left off"},
+		{"hand-over, gone", true, true, false, false, false, false, "the file of a position handed over at a reload is gone: the lines written to it after the position are lost"},
+		{"snapshot, its inode reused", false, true, false, true, false, false, "the file of a saved position was rewritten: the lines written to it after the position are lost"},
+		{"snapshot, drained, its inode reused", false, true, true, true, false, false, "the file of a saved position is gone, read to its end after it left its path before the snapshot (compressed or removed since)"},
+		{"hand-over, its inode reused", true, true, false, true, false, false, "the file of a position handed over at a reload was rewritten: the lines written to it after the position are lost"},
+		{"snapshot, truncated, its copy beside", false, false, false, true, true, false, "file rotated away while the exporter was down after the file of a saved position, reading it from its start"},
+		{"snapshot, its inode taken by an archive", false, true, false, false, false, true, "the file of a saved position was rewritten: the lines written to it after the position are lost"},
+		{"snapshot, drained, its inode taken by an archive", false, true, true, false, false, true, "the file of a saved position is gone, read to its end after it left its path before the snapshot (compressed or removed since)"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -126,6 +131,14 @@ func TestResumeRotatedLogged(t *testing.T) {
 					t.Fatal(err)
 				}
 				picked = fmt.Sprintf("level=INFO msg=\"following file\" input=web path=%s offset=0\n", path)
+			case c.archived:
+				// Renamed, then compressed and removed, its inode taken by the archive of
+				// a later rotated file (the kubelet compresses one at each rotation),
+				// which a restart finds by the inode in the log's directory: written in
+				// place, the file is what the file system makes of that.
+				rename(t, path, rotated)
+				writeArchive(t, rotated, numbered(12), true)
+				rename(t, rotated, filepath.Join(dir, "access.log.2.gz"))
 			case c.gone:
 				rename(t, path, rotated)
 				if err := os.Remove(rotated); err != nil {

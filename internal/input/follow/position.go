@@ -415,8 +415,10 @@ func (f *Follower) resumeRotated() {
 		}
 		fi, err := file.Stat()
 		if h, herr := headHash(file, p.Offset, &buf); err != nil || herr != nil || h != p.Head {
+			// Another file given its inode (an archive compressed beside it since) is told
+			// of as the first scan tells of one at the path: a drained file is gone.
 			_ = file.Close()
-			f.o.Logger.Info(say.rewritten, "path", p.Path, "offset", p.Offset)
+			f.logLost(r, p, say, say.rewritten)
 			lost[p.Path] = true
 			continue
 		}
