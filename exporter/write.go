@@ -163,7 +163,7 @@ func (x *Writer) decodeDelim() error {
 	}
 	for x.delim.Len() > 0 {
 		mf := &dto.MetricFamily{}
-		if err := protodelim.UnmarshalFrom(x.delim, mf); err != nil {
+		if err := wholeFamily.UnmarshalFrom(x.delim, mf); err != nil {
 			return x.fail(err)
 		}
 		if err := x.outEnc.Encode(mf); err != nil {
@@ -172,6 +172,11 @@ func (x *Writer) decodeDelim() error {
 	}
 	return x.err
 }
+
+// wholeFamily decodes a family of any size: the delimited protobuf decoded is the
+// Writer's own, held whole already, and a rule's family passes the decoder's default
+// cap, 4 MiB, with some thousands of series of long label values.
+var wholeFamily = protodelim.UnmarshalOptions{MaxSize: -1}
 
 // gatheredBefore writes the gathered families whose names before passes.
 func (x *Writer) gatheredBefore(before func(name string) bool) error {

@@ -276,3 +276,37 @@ func TestProtoTextWrittenAsItGoes(t *testing.T) {
 		})
 	}
 }
+
+// TestProtoTextLargeFamily: a family of more than 4 MiB of protobuf (ten thousand series
+// of long paths) is written whole in the protobuf text formats, as in the others. The
+// delimited protobuf it is decoded from is the exporter's own, already held whole: the
+// decoder's default cap on a message, 4 MiB, failed the scrape amid the rules.
+func TestProtoTextLargeFamily(t *testing.T) {
+	shape, err := NewShape(RuleSpec{
+		LabelNames: []string{"path"},
+		Windows:    []string{"5m"},
+		Families:   []Family{{Name: "req_window", Help: "Requests in the window.", Kind: Gauge}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const series = 10_000
+	var r RuleSnapshot
+	r.Reset(shape, series, false)
+	long := strings.Repeat("p", 500)
+	for i := range series {
+		r.SetSeries(i, []string{long + strconv.Itoa(100_000+i)}, 1, true)
+		r.Gauges(i, 0)[0] = 1
+	}
+	if n := len(writeAll(t, &r, expfmt.FmtProtoDelim, nil)); n <= 4<<20 {
+		t.Fatalf("the family takes %d bytes of protobuf, not past 4 MiB", n)
+	}
+	for _, format := range []expfmt.Format{expfmt.NewFormat(expfmt.TypeProtoText), expfmt.NewFormat(expfmt.TypeProtoCompact)} {
+		t.Run(string(format), func(t *testing.T) {
+			out := string(writeAll(t, &r, format, nil))
+			if n := strings.Count(out, long); n != series {
+				t.Errorf("%d series written, want %d", n, series)
+			}
+		})
+	}
+}

@@ -178,8 +178,12 @@ func Listen(opts Options, h input.Handler) (*Listener, error) {
 
 // startReading starts draining c into the queue.
 func (l *Listener) startReading(c net.PacketConn) {
-	if err := enableDropCount(c); err != nil {
-		l.opts.Logger.Warn("the kernel will not report dropped datagrams", "err", err)
+	// A unix datagram socket drops nothing (its sender fails instead), and its reads take
+	// no control messages (readMsgOf): only UDP's drops are counted.
+	if _, udp := c.(*net.UDPConn); udp {
+		if err := enableDropCount(c); err != nil {
+			l.opts.Logger.Warn("the kernel will not report dropped datagrams", "err", err)
+		}
 	}
 	l.readers.Add(1)
 	go l.read(c)
@@ -318,7 +322,11 @@ func (l *Listener) read(c net.PacketConn) {
 }
 
 // readMsgOf is c's ReadMsgUDP or ReadMsgUnix, which reports the flags (MSG_TRUNC) and
-// control messages (drop counts) ReadFrom hides.
+// control messages (drop counts) ReadFrom hides. A unix socket is read without a control
+// buffer, so that the kernel discards the open files a sender may attach to a datagram
+// (SCM_RIGHTS) rather than install them as descriptors of the exporter: anyone who may
+// write the socket would otherwise use up the exporter's descriptors, a dozen a datagram,
+// or keep deleted files' space in use.
 func readMsgOf(c net.PacketConn) func(b, oob []byte) (n, oobn, flags int, err error) {
 	switch c := c.(type) {
 	case *net.UDPConn:
@@ -327,9 +335,9 @@ func readMsgOf(c net.PacketConn) func(b, oob []byte) (n, oobn, flags int, err er
 			return n, oobn, flags, err
 		}
 	case *net.UnixConn:
-		return func(b, oob []byte) (int, int, int, error) {
-			n, oobn, flags, _, err := c.ReadMsgUnix(b, oob)
-			return n, oobn, flags, err
+		return func(b, _ []byte) (int, int, int, error) {
+			n, _, flags, _, err := c.ReadMsgUnix(b, nil)
+			return n, 0, flags, err
 		}
 	}
 	panic(fmt.Sprintf("syslog: a %T is neither a UDP nor a unix socket", c))

@@ -397,3 +397,59 @@ func dirTree(t *testing.T, dir string) []string {
 	}
 	return out
 }
+
+// A sender may attach open files to a datagram (SCM_RIGHTS): a receiver that reads its
+// control messages gets them installed as descriptors of its own, which it must close.
+// Anyone who may write the socket could otherwise send datagrams of a dozen files each
+// until the exporter runs out of descriptors (no log file opened, no scrape accepted),
+// or keep deleted files' space in use. The lines still arrive.
+func TestSocketPassedFilesNotKept(t *testing.T) {
+	c := newCollector()
+	path := filepath.Join(t.TempDir(), "s.sock")
+	listen(t, Options{Network: "unixgram", Addr: path}, c.handle)
+	passed, err := os.CreateTemp(t.TempDir(), "passed")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer passed.Close()
+	// Unconnected: net refuses WriteMsgUnix on a connected datagram socket.
+	sender, err := syscall.Socket(syscall.AF_UNIX, syscall.SOCK_DGRAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Close(sender)
+	fds := make([]int, 8)
+	for i := range fds {
+		fds[i] = int(passed.Fd())
+	}
+	const datagrams = 20
+	for range datagrams {
+		err := syscall.Sendmsg(sender, []byte("<13>Nov 24 01:02:03 h t: with files"), syscall.UnixRights(fds...), &syscall.SockaddrUnix{Name: path}, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := c.wait(t, datagrams); got[0] != "with files" {
+		t.Errorf("lines = %q", got)
+	}
+	// The handler saw every datagram, so each was read: what it brought is open by now.
+	if n := openFilesOf(t, passed.Name()); n != 1 {
+		t.Errorf("%s is open %d times after %d datagrams passed it, want once (the test's own)", passed.Name(), n, datagrams)
+	}
+}
+
+// openFilesOf counts this process's descriptors of the file at path.
+func openFilesOf(t *testing.T, path string) int {
+	t.Helper()
+	fds, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, fd := range fds {
+		if target, err := os.Readlink(filepath.Join("/proc/self/fd", fd.Name())); err == nil && target == path {
+			n++
+		}
+	}
+	return n
+}
