@@ -321,6 +321,15 @@ log_format_escape: {{ . }}
 {{- end -}}
 
 {{/*
+The node's pod log directory (daemonset.podLogs) as one path: cleaned, since the exporter
+reads files under the cleaned path, which path_captures must match as the glob gives it
+(/var/log//pods would leave every series without namespace, pod and container).
+*/}}
+{{- define "logwindow.podLogs" -}}
+{{- .Values.daemonset.podLogs | clean -}}
+{{- end }}
+
+{{/*
 The rule file of the mode: the mode's inputs, then the chart's nginx rules (files/), or the
 user's whole file (rules.content).
 */}}
@@ -333,7 +342,7 @@ user's whole file (rules.content).
 # request_method, request_uri, uri and server_protocol, $status gives status_class.
 inputs:
 {{- if eq .Values.mode "daemonset" }}
-{{- $logs := .Values.daemonset.podLogs | trimSuffix "/" }}
+{{- $logs := include "logwindow.podLogs" . | trimSuffix "/" }}
 {{- range .Values.daemonset.containers }}
   # The logs of every pod's {{ . }} container on the node, labelled by the pod from the path.
   - name: {{ . | quote }}
@@ -342,7 +351,7 @@ inputs:
 {{- with $.Values.daemonset.streams }}
     streams: {{ toJson . }}
 {{- end }}
-    path_captures: {{ printf "^%s/(?P<namespace>[^_/]+)_(?P<pod>[^_/]+)_[^/]+/(?P<container>[^/]+)/" (regexQuoteMeta $logs) | squote }}
+    path_captures: {{ printf "^%s/(?P<namespace>[^_/]+)_(?P<pod>[^_/]+)_[^/]+/(?P<container>[^/]+)/" (regexQuoteMeta $logs) | quote }}
     {{- include "logwindow.logFormat" $ | trim | nindent 4 }}
 {{- if gt (int $.Values.daemonset.shards) 1 }}
     shards: {{ $.Values.daemonset.shards }}
@@ -426,7 +435,7 @@ volumeMounts:
     readOnly: true
 {{- if eq .Values.mode "daemonset" }}
   - name: pod-logs
-    mountPath: {{ .Values.daemonset.podLogs }}
+    mountPath: {{ include "logwindow.podLogs" . | quote }}
     readOnly: true
 {{- end }}
 {{- if .Values.storage.enabled }}
@@ -504,7 +513,7 @@ volumes:
 {{- if eq .Values.mode "daemonset" }}
   - name: pod-logs
     hostPath:
-      path: {{ .Values.daemonset.podLogs }}
+      path: {{ include "logwindow.podLogs" . | quote }}
       type: Directory
 {{- end }}
 {{- if include "logwindow.web" . }}
