@@ -33,6 +33,12 @@ func TestChartValueMistakes(t *testing.T) {
 		// The user's rule file says its inputs' formats: the chart's would be ignored.
 		{"log format with rules.content", "mode: syslog\nlogFormat: main\n" + readmeRules, "logFormat"},
 		{"escape with an existing ConfigMap", "logFormat: combined\nlogFormatEscape: json\nrules: {existingConfigMap: mine}\n", "logFormat"},
+		// A format without a variable every rule of the chart's reads: the exporter
+		// refuses the rule file, and its pods would never start.
+		{"log format of $time_iso8601", "logFormat: '$remote_addr [$time_iso8601] \"$request\" $status $body_bytes_sent'\n", "has no $time_local, which"},
+		{"JSON directive of $msec", "logFormat: |\n  log_format j escape=json '{\"ts\":$msec,\"ip\":\"$remote_addr\",\"req\":\"$request\",\"st\":$status,\"b\":$body_bytes_sent}';\n", "has no $time_local, which"},
+		{"log format without the body's bytes", "mode: syslog\nlogFormat: '$remote_addr [$time_local] \"$request\" $status $bytes_sent'\n", "has no $body_bytes_sent, which"},
+		{"log format without the client", "logFormat: '$realip_remote_addr [$time_local] \"$request\" $status $body_bytes_sent'\n", "has no $remote_addr, which"},
 		// A flag the chart passes: the exporter refuses it twice, and would not start.
 		{"extraArgs repeating the chart's storage", "extraArgs: [--storage.path=/data]\n", "extraArgs"},
 		{"extraArgs repeating the chart's rule file", "mode: syslog\nextraArgs: [--config.file, /etc/rules.yaml]\n", "extraArgs"},

@@ -104,6 +104,17 @@ or a rule file the exporter refuses, fail the install naming them.
 {{- fail (printf "logFormatEscape: %s with a pasted log_format directive, which says its own escape=: drop logFormatEscape" .Values.logFormatEscape) -}}
 {{- end -}}
 {{- end -}}
+{{- /* A format string or directive (presets and auto have every variable) without one of
+  the variables every rule of the chart's reads: the exporter refuses the rule file. */ -}}
+{{- if and (not (or .Values.rules.content .Values.rules.existingConfigMap)) (contains "$" $f) -}}
+{{- $missing := list -}}
+{{- range list "remote_addr" "time_local" "status" "body_bytes_sent" -}}
+{{- if not (regexMatch (printf "\\$\\{?%s\\b" .) $f) }}{{ $missing = append $missing (printf "$%s" .) }}{{ end -}}
+{{- end -}}
+{{- with $missing -}}
+{{- fail (printf "logFormat: has no %s, which the chart's rules read (they need the variables of combined: $remote_addr, $time_local, $request, $status, $body_bytes_sent), so the exporter would refuse its rule file and never start: add them to nginx's log_format, or give rules of your own in rules.content" (join ", " .)) -}}
+{{- end -}}
+{{- end -}}
 {{- $flags := list "config.file" -}}
 {{- if .Values.configWatch }}{{ $flags = append $flags "config.watch" }}{{ end -}}
 {{- if .Values.storage.enabled }}{{ $flags = concat $flags (list "storage.path" "storage.snapshot-interval") }}{{ end -}}
