@@ -33,6 +33,12 @@ func TestChartValueMistakes(t *testing.T) {
 		// The user's rule file says its inputs' formats: the chart's would be ignored.
 		{"log format with rules.content", "mode: syslog\nlogFormat: main\n" + readmeRules, "logFormat"},
 		{"escape with an existing ConfigMap", "logFormat: combined\nlogFormatEscape: json\nrules: {existingConfigMap: mine}\n", "logFormat"},
+		// A format without a variable every rule of the chart's reads: the exporter
+		// refuses the rule file, and its pods would never start.
+		{"log format of $time_iso8601", "logFormat: '$remote_addr [$time_iso8601] \"$request\" $status $body_bytes_sent'\n", "has no $time_local, which"},
+		{"JSON directive of $msec", "logFormat: |\n  log_format j escape=json '{\"ts\":$msec,\"ip\":\"$remote_addr\",\"req\":\"$request\",\"st\":$status,\"b\":$body_bytes_sent}';\n", "has no $time_local, which"},
+		{"log format without the body's bytes", "mode: syslog\nlogFormat: '$remote_addr [$time_local] \"$request\" $status $bytes_sent'\n", "has no $body_bytes_sent, which"},
+		{"log format without the client", "logFormat: '$realip_remote_addr [$time_local] \"$request\" $status $body_bytes_sent'\n", "has no $remote_addr, which"},
 		// A flag the chart passes: the exporter refuses it twice, and would not start.
 		{"extraArgs repeating the chart's storage", "extraArgs: [--storage.path=/data]\n", "extraArgs"},
 		{"extraArgs repeating the chart's rule file", "mode: syslog\nextraArgs: [--config.file, /etc/rules.yaml]\n", "extraArgs"},
@@ -272,8 +278,8 @@ var chartValueCases = []chartValueCase{
 		}
 		i := slices.IndexFunc(spec.Volumes, func(v corev1.Volume) bool { return v.Name == "pod-logs" })
 		j := slices.IndexFunc(chartExporter(t, spec).VolumeMounts, func(vm corev1.VolumeMount) bool { return vm.Name == "pod-logs" })
-		if i < 0 || j < 0 || spec.Volumes[i].HostPath.Path != "/data/pods/" || spec.Containers[0].VolumeMounts[j].MountPath != "/data/pods/" {
-			t.Errorf("the node's /data/pods/ is not mounted where it is")
+		if i < 0 || j < 0 || spec.Volumes[i].HostPath.Path != "/data/pods" || spec.Containers[0].VolumeMounts[j].MountPath != "/data/pods" {
+			t.Errorf("the node's /data/pods/ is not mounted at /data/pods, where the rules read")
 		}
 		cfg := renderedRules(t, m, spec)
 		if len(cfg.Inputs) != 1 {
@@ -494,6 +500,54 @@ func TestChartValues(t *testing.T) {
 			spec := chartPodSpec(m)
 			c.check(t, m, spec)
 			lintChart(t, cc.vals(t))
+			exporterConfigCheck(t, m, spec)
+		})
+	}
+}
+
+// TestChartPodLogsPath: daemonset.podLogs as a user may write it (a doubled slash, a dot,
+// a trailing slash, characters YAML or a regex quote) is mounted, globbed and matched by
+// path_captures as one path, the cleaned one the exporter reads files under: a
+// path_captures regex of another spelling matches none of them, and every series would
+// lose its namespace, pod and container.
+func TestChartPodLogsPath(t *testing.T) {
+	for _, c := range []struct{ name, podLogs, want string }{
+		{"doubled slash", "/var/log//pods", "/var/log/pods"},
+		{"dot and trailing slash", "/var/log/./pods/", "/var/log/pods"},
+		{"apostrophe", "/var/log/node's pods", "/var/log/node's pods"},
+		{"colon and hash", "/logs: k8s #1/pods", "/logs: k8s #1/pods"},
+		{"regex characters", "/mnt/k8s+logs.d/(pods)", "/mnt/k8s+logs.d/(pods)"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			values, err := json.Marshal(map[string]any{"daemonset": map[string]any{"podLogs": c.podLogs, "containers": []string{"nginx"}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			m := renderChart(t, chartCase{name: c.name, values: string(values)})
+			spec := chartPodSpec(m)
+			i := slices.IndexFunc(spec.Volumes, func(v corev1.Volume) bool { return v.Name == "pod-logs" })
+			j := slices.IndexFunc(chartExporter(t, spec).VolumeMounts, func(vm corev1.VolumeMount) bool { return vm.Name == "pod-logs" })
+			if i < 0 || j < 0 || spec.Volumes[i].HostPath.Path != c.want || chartExporter(t, spec).VolumeMounts[j].MountPath != c.want {
+				t.Errorf("the node's %s is not mounted at %[1]s", c.want)
+			}
+			cfg := renderedRules(t, m, spec)
+			if len(cfg.Inputs) != 1 || cfg.Inputs[0].File == nil {
+				t.Fatalf("inputs %+v: want one of the container nginx", cfg.Inputs)
+			}
+			in := cfg.Inputs[0]
+			if want := c.want + "/*_*_*/nginx/*.log"; in.File.Path != want {
+				t.Errorf("input path %q, want %q", in.File.Path, want)
+			}
+			file := c.want + "/web_front-1_0d2f3c4e-1111-4222-8333-000000000001/nginx/0.log"
+			got := in.File.PathCaptures.FindStringSubmatch(file)
+			if got == nil {
+				t.Fatalf("path_captures %s does not match %s", in.File.PathCaptures, file)
+			}
+			for name, want := range map[string]string{"namespace": "web", "pod": "front-1", "container": "nginx"} {
+				if v := got[in.File.PathCaptures.SubexpIndex(name)]; v != want {
+					t.Errorf("path capture %s = %q, want %q", name, v, want)
+				}
+			}
 			exporterConfigCheck(t, m, spec)
 		})
 	}

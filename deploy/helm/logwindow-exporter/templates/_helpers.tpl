@@ -104,6 +104,17 @@ or a rule file the exporter refuses, fail the install naming them.
 {{- fail (printf "logFormatEscape: %s with a pasted log_format directive, which says its own escape=: drop logFormatEscape" .Values.logFormatEscape) -}}
 {{- end -}}
 {{- end -}}
+{{- /* A format string or directive (presets and auto have every variable) without one of
+  the variables every rule of the chart's reads: the exporter refuses the rule file. */ -}}
+{{- if and (not (or .Values.rules.content .Values.rules.existingConfigMap)) (contains "$" $f) -}}
+{{- $missing := list -}}
+{{- range list "remote_addr" "time_local" "status" "body_bytes_sent" -}}
+{{- if not (regexMatch (printf "\\$\\{?%s\\b" .) $f) }}{{ $missing = append $missing (printf "$%s" .) }}{{ end -}}
+{{- end -}}
+{{- with $missing -}}
+{{- fail (printf "logFormat: has no %s, which the chart's rules read (they need the variables of combined: $remote_addr, $time_local, $request, $status, $body_bytes_sent), so the exporter would refuse its rule file and never start: add them to nginx's log_format, or give rules of your own in rules.content" (join ", " .)) -}}
+{{- end -}}
+{{- end -}}
 {{- $flags := list "config.file" -}}
 {{- if .Values.configWatch }}{{ $flags = append $flags "config.watch" }}{{ end -}}
 {{- if .Values.storage.enabled }}{{ $flags = concat $flags (list "storage.path" "storage.snapshot-interval") }}{{ end -}}
@@ -321,6 +332,15 @@ log_format_escape: {{ . }}
 {{- end -}}
 
 {{/*
+The node's pod log directory (daemonset.podLogs) as one path: cleaned, since the exporter
+reads files under the cleaned path, which path_captures must match as the glob gives it
+(/var/log//pods would leave every series without namespace, pod and container).
+*/}}
+{{- define "logwindow.podLogs" -}}
+{{- .Values.daemonset.podLogs | clean -}}
+{{- end }}
+
+{{/*
 The rule file of the mode: the mode's inputs, then the chart's nginx rules (files/), or the
 user's whole file (rules.content).
 */}}
@@ -333,7 +353,7 @@ user's whole file (rules.content).
 # request_method, request_uri, uri and server_protocol, $status gives status_class.
 inputs:
 {{- if eq .Values.mode "daemonset" }}
-{{- $logs := .Values.daemonset.podLogs | trimSuffix "/" }}
+{{- $logs := include "logwindow.podLogs" . | trimSuffix "/" }}
 {{- range .Values.daemonset.containers }}
   # The logs of every pod's {{ . }} container on the node, labelled by the pod from the path.
   - name: {{ . | quote }}
@@ -342,7 +362,7 @@ inputs:
 {{- with $.Values.daemonset.streams }}
     streams: {{ toJson . }}
 {{- end }}
-    path_captures: {{ printf "^%s/(?P<namespace>[^_/]+)_(?P<pod>[^_/]+)_[^/]+/(?P<container>[^/]+)/" (regexQuoteMeta $logs) | squote }}
+    path_captures: {{ printf "^%s/(?P<namespace>[^_/]+)_(?P<pod>[^_/]+)_[^/]+/(?P<container>[^/]+)/" (regexQuoteMeta $logs) | quote }}
     {{- include "logwindow.logFormat" $ | trim | nindent 4 }}
 {{- if gt (int $.Values.daemonset.shards) 1 }}
     shards: {{ $.Values.daemonset.shards }}
@@ -426,7 +446,7 @@ volumeMounts:
     readOnly: true
 {{- if eq .Values.mode "daemonset" }}
   - name: pod-logs
-    mountPath: {{ .Values.daemonset.podLogs }}
+    mountPath: {{ include "logwindow.podLogs" . | quote }}
     readOnly: true
 {{- end }}
 {{- if .Values.storage.enabled }}
@@ -504,7 +524,7 @@ volumes:
 {{- if eq .Values.mode "daemonset" }}
   - name: pod-logs
     hostPath:
-      path: {{ .Values.daemonset.podLogs }}
+      path: {{ include "logwindow.podLogs" . | quote }}
       type: Directory
 {{- end }}
 {{- if include "logwindow.web" . }}
