@@ -42,7 +42,7 @@ rules:
 		{"some fit", []string{"--sample=logs/mixed.log"}, 0, []string{"input web: 1 of 2 lines fit (first misfit at line 2: at byte 62, in $status or the text after it, the log format expects [^ ] or ' ', but the line has the end of the line)"}},
 		{"none fit", []string{"--sample=logs/json.log"}, 1, []string{
 			`input web: 0 of 1 lines fit (first misfit at line 1: at byte 14, in $remote_addr or the text after it, the log format expects [^ ] or ' ', but the line has the end of the line)`,
-			`sample: input web read 1 lines and none is of its format (first: at byte 14`}},
+			`sample: input web read 1 line and none is of its format (first: at byte 14`}},
 		{"a candidate format without what the rules read", []string{"--sample=mixed/combined.log"}, 1, []string{
 			"input mixed: 0 of 2 lines fit (first misfit at line 1: the line is of the log format combined, to which no rule applies: it has no upstream_addr (rule upstreams))",
 			"sample: input mixed read 2 lines and none is of its format (first: the line is of the log format combined, to which no rule applies"}},

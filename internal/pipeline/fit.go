@@ -351,11 +351,11 @@ func (fs *fits) misfits(mode string) error {
 		switch {
 		case f.Input == "" || f.Fitting > 0 || f.idle():
 		case f.Lines > f.Unread:
-			errs = append(errs, fmt.Errorf("%s: input %s read %d lines and none is of its format (first: %s)", mode, f.Input, f.Lines, f.Stopped))
+			errs = append(errs, fmt.Errorf("%s: input %s read %d %s and none is of its format (first: %s)", mode, f.Input, f.Lines, plural(f.Lines, "line", "lines"), f.Stopped))
 		case f.Unread > 0:
-			errs = append(errs, fmt.Errorf("%s: input %s read %d lines and none fit: JSON objects with none of the members its rules read (%s): another application's log, or an access log whose keys the rules do not name", mode, f.Input, f.Unread, f.named(f.UnreadFiles)))
+			errs = append(errs, fmt.Errorf("%s: input %s read %d %s and none fit: JSON objects with none of the members its rules read (%s): another application's log, or an access log whose keys the rules do not name", mode, f.Input, f.Unread, plural(f.Unread, "line", "lines"), f.named(f.UnreadFiles)))
 		case f.TooLong+f.Malformed > 0:
-			errs = append(errs, fmt.Errorf("%s: input %s read %d lines and could read none: %d longer than --input.max-line-bytes, %d not CRI lines", mode, f.Input, f.TooLong+f.Malformed, f.TooLong, f.Malformed))
+			errs = append(errs, fmt.Errorf("%s: input %s read %d %s and could read none: %d longer than --input.max-line-bytes, %d not CRI lines", mode, f.Input, f.TooLong+f.Malformed, plural(f.TooLong+f.Malformed, "line", "lines"), f.TooLong, f.Malformed))
 		}
 	}
 	return errors.Join(errs...)
