@@ -2,10 +2,15 @@ package server
 
 import (
 	"errors"
+	"net/http"
+	"net/http/httptest"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
+	"time"
+
+	"github.com/prometheus/common/promslog"
 )
 
 // TestReloadsShared: a reload reads and compiles the whole rule file, a second or more of
@@ -55,4 +60,64 @@ func TestReloadsShared(t *testing.T) {
 			t.Errorf("a reload asked for alone: %v, %d reloads in all; want none, 3", err, runs.Load())
 		}
 	})
+}
+
+// TestReloadRequestsWaitingBounded: POST /-/reload requests asked for while a reload runs
+// wait for the next one, each holding its connection, which the connection limit cannot
+// take back while its handler runs: hundreds of them against a slow reload (thousands of
+// rules, a rule file on a hung file system) filled --web.max-connections, and a scraper's
+// new connection was closed at once. Past maxReloadWaiting at once, a request is answered
+// 503 at once with Retry-After; those waiting are each told the reload's outcome.
+func TestReloadRequestsWaitingBounded(t *testing.T) {
+	e := startExporter(t, true)
+	coll := e.p.Collector()
+	release := make(chan error)
+	o := Options{Logger: promslog.NewNopLogger(), MetricsPath: "/metrics", Lifecycle: true,
+		reloads: newReloader(func() error { return <-release })}
+	mux := NewMux(e.p, coll, NewRegistry(coll), o)
+
+	const asked = maxReloadWaiting + 24
+	answers := make(chan *httptest.ResponseRecorder, asked)
+	for range asked {
+		go func() {
+			rec := httptest.NewRecorder()
+			mux.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/-/reload", nil))
+			answers <- rec
+		}()
+	}
+	// Those past the bound are answered while the reload still runs.
+	deadline := time.After(10 * time.Second)
+	for range asked - maxReloadWaiting {
+		select {
+		case rec := <-answers:
+			if rec.Code != http.StatusServiceUnavailable || rec.Header().Get("Retry-After") == "" {
+				t.Fatalf("a request answered while the reload runs: %d %q (Retry-After %q); want 503 with Retry-After", rec.Code, rec.Body, rec.Header().Get("Retry-After"))
+			}
+		case <-deadline:
+			t.Fatalf("requests past %d waiting for a reload were not answered while it ran", maxReloadWaiting)
+		}
+	}
+	select {
+	case rec := <-answers:
+		t.Fatalf("a request answered (%d %q) while %d waited for the reload; want them all waiting", rec.Code, rec.Body, maxReloadWaiting)
+	default:
+	}
+	// The first request's reload, then the one those asked for meanwhile share (if any
+	// came after the first began).
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		for {
+			select {
+			case release <- nil:
+			case <-done:
+				return
+			}
+		}
+	}()
+	for range maxReloadWaiting {
+		if rec := <-answers; rec.Code != http.StatusOK {
+			t.Errorf("a request that waited: %d %q; want 200, the reload's outcome", rec.Code, rec.Body)
+		}
+	}
 }

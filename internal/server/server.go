@@ -983,6 +983,7 @@ func NewMux(p *pipeline.Pipeline, coll *rulescrape.Collector, reg *prometheus.Re
 	if reloads == nil {
 		reloads = newReloader(func() error { return Reload(p, logger) })
 	}
+	waiting := make(chan struct{}, maxReloadWaiting)
 	mux.Handle("/-/reload", sameOrigin(func(w http.ResponseWriter, r *http.Request) {
 		switch {
 		case !o.Lifecycle:
@@ -991,6 +992,14 @@ func NewMux(p *pipeline.Pipeline, coll *rulescrape.Collector, reg *prometheus.Re
 			w.Header().Set("Allow", "POST, PUT")
 			http.Error(w, "Use POST to reload.", http.StatusMethodNotAllowed)
 		default:
+			select {
+			case waiting <- struct{}{}:
+				defer func() { <-waiting }()
+			default:
+				w.Header().Set("Retry-After", "1")
+				http.Error(w, "Too many reloads asked for at once: the one asked for next will read the file; retry once it has run.", http.StatusServiceUnavailable)
+				return
+			}
 			if err := reloads.Reload(); err != nil {
 				http.Error(w, err.Error(), http.StatusBadRequest)
 				return
@@ -1010,6 +1019,14 @@ func NewMux(p *pipeline.Pipeline, coll *rulescrape.Collector, reg *prometheus.Re
 	})
 	return mux
 }
+
+// maxReloadWaiting bounds the POST /-/reload requests in a reload at once, the one
+// running it and those waiting to share the next: each holds its connection, which
+// --web.max-connections cannot take back while its handler runs, and a slow reload
+// (thousands of rules, a rule file on a hung file system) under hundreds of requests
+// filled the connections and kept scrapers out. Those waiting already share one reload,
+// so a request more is told to retry rather than made to wait.
+const maxReloadWaiting = 16
 
 // sameOrigin serves h but for a POST a browser sends from another site's page (a form
 // posted to the exporter, with the basic auth credentials the browser holds for it),
