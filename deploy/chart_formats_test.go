@@ -39,6 +39,8 @@ var chartLogFormats = []chartLogFormat{
 	{"main_upstream_time", "logFormat: main_upstream_time\n", bothTimings},
 	{"format string with the times", `logFormat: '$remote_addr - $remote_user [$time_local] "$request" $status $body_bytes_sent "$http_referer" "$http_user_agent" $request_time $upstream_response_time'` + "\n", bothTimings},
 	{"format string without times", `logFormat: '$remote_addr - $remote_user [$time_local] "$request" $status $body_bytes_sent'` + "\n", nil},
+	// nginx reads a variable whatever its case (and so does the exporter).
+	{"format string of another case", `logFormat: '$Remote_Addr - $remote_user [$TIME_LOCAL] "$request" $Status $body_bytes_sent'` + "\n", nil},
 	{"format string with the upstream time alone", `logFormat: '$remote_addr [$time_local] "$request" $status $body_bytes_sent $upstream_response_time'` + "\n", []string{"upstream_response_time"}},
 	{"directive over lines", "logFormat: |\n" +
 		"  log_format  main  '$remote_addr - $remote_user [$time_local] \"$request\" '\n" +

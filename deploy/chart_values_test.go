@@ -39,6 +39,8 @@ func TestChartValueMistakes(t *testing.T) {
 		{"JSON directive of $msec", "logFormat: |\n  log_format j escape=json '{\"ts\":$msec,\"ip\":\"$remote_addr\",\"req\":\"$request\",\"st\":$status,\"b\":$body_bytes_sent}';\n", "has no $time_local, which"},
 		{"log format without the body's bytes", "mode: syslog\nlogFormat: '$remote_addr [$time_local] \"$request\" $status $bytes_sent'\n", "has no $body_bytes_sent, which"},
 		{"log format without the client", "logFormat: '$realip_remote_addr [$time_local] \"$request\" $status $body_bytes_sent'\n", "has no $remote_addr, which"},
+		// A commented-out line names what the directive nginx reads lacks.
+		{"directive under a comment of the old one", "logFormat: |\n  # log_format old '$remote_addr [$time_local] \"$request\" $status $body_bytes_sent';\n  log_format new '$remote_addr [$time_iso8601] \"$request\" $status $body_bytes_sent';\n", "has no $time_local, which"},
 		// A flag the chart passes: the exporter refuses it twice, and would not start.
 		{"extraArgs repeating the chart's storage", "extraArgs: [--storage.path=/data]\n", "extraArgs"},
 		{"extraArgs repeating the chart's rule file", "mode: syslog\nextraArgs: [--config.file, /etc/rules.yaml]\n", "extraArgs"},

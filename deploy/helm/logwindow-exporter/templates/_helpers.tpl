@@ -105,11 +105,15 @@ or a rule file the exporter refuses, fail the install naming them.
 {{- end -}}
 {{- end -}}
 {{- /* A format string or directive (presets and auto have every variable) without one of
-  the variables every rule of the chart's reads: the exporter refuses the rule file. */ -}}
+  the variables every rule of the chart's reads: the exporter refuses the rule file. A
+  directive's whole-line # comments are not nginx's format; nginx, and the exporter, read a
+  variable whatever its case. */ -}}
 {{- if and (not (or .Values.rules.content .Values.rules.existingConfigMap)) (contains "$" $f) -}}
+{{- $read := $f -}}
+{{- if regexMatch "^(\\s*#[^\\n]*\\n)*\\s*log_format\\s" $f }}{{ $read = regexReplaceAll "(?m)^[ \\t]*#.*$" $f "" }}{{ end -}}
 {{- $missing := list -}}
 {{- range list "remote_addr" "time_local" "status" "body_bytes_sent" -}}
-{{- if not (regexMatch (printf "\\$\\{?%s\\b" .) $f) }}{{ $missing = append $missing (printf "$%s" .) }}{{ end -}}
+{{- if not (regexMatch (printf "(?i)\\$\\{?%s\\b" .) $read) }}{{ $missing = append $missing (printf "$%s" .) }}{{ end -}}
 {{- end -}}
 {{- with $missing -}}
 {{- fail (printf "logFormat: has no %s, which the chart's rules read (they need the variables of combined: $remote_addr, $time_local, $request, $status, $body_bytes_sent), so the exporter would refuse its rule file and never start: add them to nginx's log_format, or give rules of your own in rules.content" (join ", " .)) -}}
