@@ -41,6 +41,8 @@ var chartLogFormats = []chartLogFormat{
 	{"format string without times", `logFormat: '$remote_addr - $remote_user [$time_local] "$request" $status $body_bytes_sent'` + "\n", nil},
 	// nginx reads a variable whatever its case (and so does the exporter).
 	{"format string of another case", `logFormat: '$Remote_Addr - $remote_user [$TIME_LOCAL] "$request" $Status $body_bytes_sent'` + "\n", nil},
+	// $request_method and $uri are what the chart's rules read of $request.
+	{"format string of the method and the path", `logFormat: '$remote_addr [$time_local] $request_method $uri $status $body_bytes_sent'` + "\n", nil},
 	{"format string with the upstream time alone", `logFormat: '$remote_addr [$time_local] "$request" $status $body_bytes_sent $upstream_response_time'` + "\n", []string{"upstream_response_time"}},
 	{"directive over lines", "logFormat: |\n" +
 		"  log_format  main  '$remote_addr - $remote_user [$time_local] \"$request\" '\n" +

@@ -115,6 +115,10 @@ or a rule file the exporter refuses, fail the install naming them.
 {{- range list "remote_addr" "time_local" "status" "body_bytes_sent" -}}
 {{- if not (regexMatch (printf "(?i)\\$\\{?%s\\b" .) $read) }}{{ $missing = append $missing (printf "$%s" .) }}{{ end -}}
 {{- end -}}
+{{- /* The rules' method and path are $request's, or nginx's own $request_method and $uri. */ -}}
+{{- if not (or (regexMatch "(?i)\\$\\{?request\\b" $read) (and (regexMatch "(?i)\\$\\{?request_method\\b" $read) (regexMatch "(?i)\\$\\{?uri\\b" $read))) -}}
+{{- $missing = append $missing "$request (or $request_method and $uri)" -}}
+{{- end -}}
 {{- with $missing -}}
 {{- fail (printf "logFormat: has no %s, which the chart's rules read (they need the variables of combined: $remote_addr, $time_local, $request, $status, $body_bytes_sent), so the exporter would refuse its rule file and never start: add them to nginx's log_format, or give rules of your own in rules.content" (join ", " .)) -}}
 {{- end -}}
