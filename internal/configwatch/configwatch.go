@@ -132,8 +132,12 @@ func (w *Watcher) loop(ctx context.Context, opts Options, events <-chan fsnotify
 		case err := <-errs:
 			opts.Logger.Warn("watching the rule file", "path", w.path, "err", err)
 		case <-settle:
+			// While a change a poll found waits for its second read, a read that finds it
+			// the same after the events' quiet period is that read.
+			r := w.read()
+			second := confirm != nil && r.same(pending)
 			settle, confirm = nil, nil
-			w.apply(opts, w.read(), false)
+			w.apply(opts, r, second)
 			poll = opts.After(opts.Poll)
 		case <-poll:
 			switch r := w.read(); {

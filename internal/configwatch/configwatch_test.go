@@ -53,6 +53,16 @@ func (c *fakeClock) fire(d time.Duration) {
 	c.pending[d] = nil
 }
 
+// fireOldest fires the first timer of duration d handed out and not fired yet alone.
+func (c *fakeClock) fireOldest(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.pending[d]) > 0 {
+		c.pending[d][0] <- time.Time{}
+		c.pending[d] = c.pending[d][1:]
+	}
+}
+
 // guard bounds every wait, so that a broken watcher fails the test instead of hanging it.
 const guard = 10 * time.Second
 
@@ -428,6 +438,41 @@ func TestPollMidWrite(t *testing.T) {
 		case s.reload != "" && !strings.HasPrefix(got, s.reload):
 			t.Fatalf("%s: reload read %q, want %q", s.name, got, s.reload)
 		}
+	}
+}
+
+// TestLateEventBesideTheSecondRead: a late event of a truncation (inotify delivers the
+// close after the write the check read) restarts the quiet period after the check that
+// held the empty file; the next poll finds it still empty and waits for its second read.
+// The late event's quiet period ending first is that second read: it reads what the poll
+// read, after a quiet period. It cleared the second read's timer and held the file
+// again, so the reload waited another poll, or not, as the two timers fell.
+func TestLateEventBesideTheSecondRead(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "rules.yaml")
+	write(t, path, "v1")
+	events := make(chan fsnotify.Event)
+	h := startRun(t, path, func(w *Watcher, ctx context.Context, o Options) error {
+		return w.loop(ctx, o, events, nil)
+	})
+	write(t, path, "")
+	events <- fsnotify.Event{Name: path, Op: fsnotify.Write}
+	if got, ok := h.settle(t); ok {
+		t.Fatalf("the file truncated: reloaded %q", got)
+	}
+	events <- fsnotify.Event{Name: path, Op: fsnotify.Write} // late
+	h.clock.waitAsked(t, settle)
+	if got, ok := h.fire(t, poll); ok {
+		t.Fatalf("a poll of the file still empty reloaded %q before a second read", got)
+	}
+	h.clock.fireOldest(settle) // the late event's, not the second read's own
+	h.clock.waitAsked(t, poll)
+	select {
+	case got := <-h.reloads:
+		if got != "" {
+			t.Fatalf("the reload read %q, want the empty file", got)
+		}
+	default:
+		t.Fatal("the file empty at the poll and read so again after a quiet period was not reloaded")
 	}
 }
 
