@@ -53,7 +53,7 @@ rules:
 		{"a missing sample next to one read", []string{"--sample=logs/good.log", "--sample=logs/missing.log"}, 1, []string{
 			"input web: 2 of 2 lines fit",
 			"sample logs/missing.log: open logs/missing.log: no such file or directory"}},
-		{"two inputs", []string{"--sample=logs/good.log", "--sample=pods/0.log"}, 0, []string{"input web: 2 of 2 lines fit", "input pods: 1 of 1 lines fit (1 lines of other streams skipped)"}},
+		{"two inputs", []string{"--sample=logs/good.log", "--sample=pods/0.log"}, 0, []string{"input web: 2 of 2 lines fit", "input pods: 1 of 1 lines fit (1 line of other streams skipped)"}},
 	}
 	t.Chdir(t.TempDir())
 	for _, d := range []string{"logs", "pods", "mixed"} {

@@ -43,6 +43,7 @@ var chartLogFormats = []chartLogFormat{
 	{"format string of another case", `logFormat: '$Remote_Addr - $remote_user [$TIME_LOCAL] "$request" $Status $body_bytes_sent'` + "\n", nil},
 	// $request_method and $uri are what the chart's rules read of $request.
 	{"format string of the method and the path", `logFormat: '$remote_addr [$time_local] $request_method $uri $status $body_bytes_sent'` + "\n", nil},
+	{"format string of braced variables", `logFormat: '${remote_addr} [${time_local}] "${request}" ${status} ${body_bytes_sent}'` + "\n", nil},
 	{"format string with the upstream time alone", `logFormat: '$remote_addr [$time_local] "$request" $status $body_bytes_sent $upstream_response_time'` + "\n", []string{"upstream_response_time"}},
 	{"directive over lines", "logFormat: |\n" +
 		"  log_format  main  '$remote_addr - $remote_user [$time_local] \"$request\" '\n" +

@@ -41,6 +41,7 @@ func TestChartValueMistakes(t *testing.T) {
 		{"log format without the client", "logFormat: '$realip_remote_addr [$time_local] \"$request\" $status $body_bytes_sent'\n", "has no $remote_addr, which"},
 		// A commented-out line names what the directive nginx reads lacks.
 		{"log format without the request", "logFormat: '$remote_addr [$time_local] $status $body_bytes_sent'\n", "has no $request (or $request_method and $uri), which"},
+		{"JSON template whose request key holds the target", `logFormat: '{"remote_addr":"$remote_addr","time_local":"$time_local","request":"$request_uri","status":$status,"body_bytes_sent":$body_bytes_sent}'` + "\nlogFormatEscape: json\n", "has no $request (or $request_method and $uri), which"},
 		{"log format of the method without the path", "logFormat: '$remote_addr [$time_local] $request_method $request_uri $status $body_bytes_sent'\n", "has no $request (or $request_method and $uri), which"},
 		{"directive under a comment of the old one", "logFormat: |\n  # log_format old '$remote_addr [$time_local] \"$request\" $status $body_bytes_sent';\n  log_format new '$remote_addr [$time_iso8601] \"$request\" $status $body_bytes_sent';\n", "has no $time_local, which"},
 		// A flag the chart passes: the exporter refuses it twice, and would not start.

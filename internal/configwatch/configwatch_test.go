@@ -476,6 +476,46 @@ func TestLateEventBesideTheSecondRead(t *testing.T) {
 	}
 }
 
+// TestLateEventMissingThenEmpty: a save that removes the file and creates it again (tar,
+// kubectl cp) leaves it missing at a poll and then empty, created but not yet written, at
+// the end of a quiet period: a missing file and an empty one are not the same reading, so
+// that quiet period is no second read of what the poll found and reloads nothing. The
+// file still empty at the next poll and at the second read after it is reloaded.
+func TestLateEventMissingThenEmpty(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "rules.yaml")
+	write(t, path, "v1")
+	events := make(chan fsnotify.Event)
+	h := startRun(t, path, func(w *Watcher, ctx context.Context, o Options) error {
+		return w.loop(ctx, o, events, nil)
+	})
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	events <- fsnotify.Event{Name: path, Op: fsnotify.Remove}
+	if got, ok := h.settle(t); ok {
+		t.Fatalf("the file removed: reloaded %q", got)
+	}
+	events <- fsnotify.Event{Name: path, Op: fsnotify.Remove} // late
+	h.clock.waitAsked(t, settle)
+	if got, ok := h.fire(t, poll); ok {
+		t.Fatalf("a poll of the file still missing reloaded %q before a second read", got)
+	}
+	write(t, path, "")
+	h.clock.fireOldest(settle) // the late event's
+	h.clock.waitAsked(t, poll)
+	select {
+	case got := <-h.reloads:
+		t.Fatalf("missing at the poll, empty after the quiet period: reloaded %q", got)
+	default:
+	}
+	if got, ok := h.fire(t, poll); ok {
+		t.Fatalf("a poll of the file still empty reloaded %q before a second read", got)
+	}
+	if got, ok := h.fire(t, settle); !ok || got != "" {
+		t.Fatalf("the file empty at a poll and at the second read after it: reload %q, %v; want the empty file reloaded", got, ok)
+	}
+}
+
 // TestPollNeverSettling: a file whose content changes at every read (a generator that
 // rewrites it more often than the quiet period) is not left unloaded for good: a change a
 // poll found that still has not read the same twice by the next poll is reloaded as that

@@ -287,21 +287,23 @@ func TestOneShotUnreadLines(t *testing.T) {
 		lines         []string
 		summary, err  string
 	}{
-		{"one too long", "", []string{good, long, good}, "input web: 2 of 2 lines fit (1 lines longer than --input.max-line-bytes skipped)", ""},
+		{"one too long", "", []string{good, long, good}, "input web: 2 of 2 lines fit (1 line longer than --input.max-line-bytes skipped)", ""},
 		{"all too long", "", []string{long, long}, "input web: 0 of 0 lines fit (2 lines longer than --input.max-line-bytes skipped)",
 			"input web read 2 lines and could read none: 2 longer than --input.max-line-bytes, 0 not CRI lines"},
 		{"not CRI lines", "cri", []string{good, good}, "input web: 0 of 0 lines fit (2 lines not CRI lines skipped)",
 			"input web read 2 lines and could read none: 0 longer than --input.max-line-bytes, 2 not CRI lines"},
+		{"one line, not a CRI line", "cri", []string{good}, "input web: 0 of 0 lines fit (1 line not a CRI line skipped)",
+			"input web read 1 line and could read none: 0 longer than --input.max-line-bytes, 1 not a CRI line"},
 		{"a CRI message too long", "cri", []string{"2024-03-01T12:00:00Z stdout F " + good, "2024-03-01T12:00:00Z stdout P " + long[:150], "2024-03-01T12:00:00Z stdout F " + long[150:]},
-			"input web: 1 of 1 lines fit (1 lines longer than --input.max-line-bytes skipped)", ""},
+			"input web: 1 of 1 lines fit (1 line longer than --input.max-line-bytes skipped)", ""},
 		// A message whose last part the file does not have yet (copied while the
 		// container wrote it) is one the rules never saw.
 		{"a CRI message unfinished", "cri", []string{"2024-03-01T12:00:00Z stdout F " + good, "2024-03-01T12:00:00Z stdout P " + good[:40]},
-			"input web: 1 of 1 lines fit (1 messages unfinished at the end of their file skipped)", ""},
+			"input web: 1 of 1 lines fit (1 message unfinished at the end of their file skipped)", ""},
 		{"a CRI message too long and unfinished", "cri", []string{"2024-03-01T12:00:00Z stdout F " + good, "2024-03-01T12:00:00Z stdout P " + long[:150], "2024-03-01T12:00:00Z stdout P " + long[150:300]},
-			"input web: 1 of 1 lines fit (1 messages unfinished at the end of their file skipped)", ""},
+			"input web: 1 of 1 lines fit (1 message unfinished at the end of their file skipped)", ""},
 		{"a CRI message of a part too long, unfinished", "cri", []string{"2024-03-01T12:00:00Z stdout F " + good, "2024-03-01T12:00:00Z stdout P " + long},
-			"input web: 1 of 1 lines fit (1 lines longer than --input.max-line-bytes skipped)", ""},
+			"input web: 1 of 1 lines fit (1 line longer than --input.max-line-bytes skipped)", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			log := write(strings.ReplaceAll(tc.name, " ", "_")+".log", tc.lines...)

@@ -93,16 +93,16 @@ func (f Fit) String() string {
 		notes = append(notes, note)
 	}
 	if f.Skipped > 0 {
-		notes = append(notes, fmt.Sprintf("%d lines of other streams skipped", f.Skipped))
+		notes = append(notes, fmt.Sprintf("%d %s of other streams skipped", f.Skipped, plural(f.Skipped, "line", "lines")))
 	}
 	if f.TooLong > 0 {
-		notes = append(notes, fmt.Sprintf("%d lines longer than --input.max-line-bytes skipped", f.TooLong))
+		notes = append(notes, fmt.Sprintf("%d %s longer than --input.max-line-bytes skipped", f.TooLong, plural(f.TooLong, "line", "lines")))
 	}
 	if f.Malformed > 0 {
-		notes = append(notes, fmt.Sprintf("%d lines not CRI lines skipped", f.Malformed))
+		notes = append(notes, fmt.Sprintf("%d %s skipped", f.Malformed, plural(f.Malformed, "line not a CRI line", "lines not CRI lines")))
 	}
 	if f.Unfinished > 0 {
-		notes = append(notes, fmt.Sprintf("%d messages unfinished at the end of their file skipped", f.Unfinished))
+		notes = append(notes, fmt.Sprintf("%d %s at the end of their file skipped", f.Unfinished, plural(f.Unfinished, "message unfinished", "messages unfinished")))
 	}
 	if f.idle() {
 		notes = append(notes, "its lines are an nginx image's start-up lines alone: no request yet")
@@ -355,7 +355,7 @@ func (fs *fits) misfits(mode string) error {
 		case f.Unread > 0:
 			errs = append(errs, fmt.Errorf("%s: input %s read %d %s and none fit: JSON objects with none of the members its rules read (%s): another application's log, or an access log whose keys the rules do not name", mode, f.Input, f.Unread, plural(f.Unread, "line", "lines"), f.named(f.UnreadFiles)))
 		case f.TooLong+f.Malformed > 0:
-			errs = append(errs, fmt.Errorf("%s: input %s read %d %s and could read none: %d longer than --input.max-line-bytes, %d not CRI lines", mode, f.Input, f.TooLong+f.Malformed, plural(f.TooLong+f.Malformed, "line", "lines"), f.TooLong, f.Malformed))
+			errs = append(errs, fmt.Errorf("%s: input %s read %d %s and could read none: %d longer than --input.max-line-bytes, %d %s", mode, f.Input, f.TooLong+f.Malformed, plural(f.TooLong+f.Malformed, "line", "lines"), f.TooLong, f.Malformed, plural(f.Malformed, "not a CRI line", "not CRI lines")))
 		}
 	}
 	return errors.Join(errs...)

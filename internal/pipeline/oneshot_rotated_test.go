@@ -88,9 +88,9 @@ func TestOneShotRotatedFilesOfALog(t *testing.T) {
 			[]string{`requests_total{container="nginx",status="200",workload="web"} 2`, `requests_total{container="nginx",status="404",workload="web"} 1`}},
 		{"a relative glob of the log's files", []string{filepath.Join(rel(t, filepath.Join(pod, "nginx")), "0.log*")}, "input pods: 3 of 3 lines fit",
 			[]string{`requests_total{container="nginx",status="200",workload="web"} 2`, `requests_total{container="nginx",status="404",workload="web"} 1`}},
-		{"a glob of the pod's files", []string{filepath.Join(pod, "*", "0.log*")}, "input pods: 4 of 4 lines fit (1 messages unfinished at the end of their file skipped)",
+		{"a glob of the pod's files", []string{filepath.Join(pod, "*", "0.log*")}, "input pods: 4 of 4 lines fit (1 message unfinished at the end of their file skipped)",
 			[]string{`requests_total{container="nginx",status="200",workload="web"} 2`, `requests_total{container="nginx",status="404",workload="web"} 1`, `requests_total{container="sidecar",status="200",workload="web"} 1`}},
-		{"another log between", []string{rotated, other, live}, "input pods: 4 of 4 lines fit (1 messages unfinished at the end of their file skipped)",
+		{"another log between", []string{rotated, other, live}, "input pods: 4 of 4 lines fit (1 message unfinished at the end of their file skipped)",
 			[]string{`requests_total{container="nginx",status="200",workload="web"} 2`, `requests_total{container="nginx",status="404",workload="web"} 1`, `requests_total{container="sidecar",status="200",workload="web"} 1`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
