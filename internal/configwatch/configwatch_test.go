@@ -441,29 +441,42 @@ func TestPollMidWrite(t *testing.T) {
 	}
 }
 
-// TestLateEventBesideTheSecondRead: a late event of a truncation (inotify delivers the
-// close after the write the check read) restarts the quiet period after the check that
-// held the empty file; the next poll finds it still empty and waits for its second read.
-// The late event's quiet period ending first is that second read: it reads what the poll
-// read, after a quiet period. It cleared the second read's timer and held the file
-// again, so the reload waited another poll, or not, as the two timers fell.
-func TestLateEventBesideTheSecondRead(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "rules.yaml")
+// lateEventAtThePoll starts a watcher on a file of "v1" that the test hands the events,
+// makes the file vacant with clear (an event of op), lets the quiet period end, hands the
+// event again late (inotify delivers a close after the write the check read), and fires
+// the next poll, which finds the file still what clear left (what) and waits for its
+// second read: the late event's quiet period is then pending beside the second read's.
+func lateEventAtThePoll(t *testing.T, what string, clear func(path string) error, op fsnotify.Op) (h *harness, path string) {
+	t.Helper()
+	path = filepath.Join(t.TempDir(), "rules.yaml")
 	write(t, path, "v1")
 	events := make(chan fsnotify.Event)
-	h := startRun(t, path, func(w *Watcher, ctx context.Context, o Options) error {
+	h = startRun(t, path, func(w *Watcher, ctx context.Context, o Options) error {
 		return w.loop(ctx, o, events, nil)
 	})
-	write(t, path, "")
-	events <- fsnotify.Event{Name: path, Op: fsnotify.Write}
-	if got, ok := h.settle(t); ok {
-		t.Fatalf("the file truncated: reloaded %q", got)
+	if err := clear(path); err != nil {
+		t.Fatal(err)
 	}
-	events <- fsnotify.Event{Name: path, Op: fsnotify.Write} // late
+	events <- fsnotify.Event{Name: path, Op: op}
+	if got, ok := h.settle(t); ok {
+		t.Fatalf("the file %s: reloaded %q", what, got)
+	}
+	events <- fsnotify.Event{Name: path, Op: op} // late
 	h.clock.waitAsked(t, settle)
 	if got, ok := h.fire(t, poll); ok {
-		t.Fatalf("a poll of the file still empty reloaded %q before a second read", got)
+		t.Fatalf("a poll of the file still %s reloaded %q before a second read", what, got)
 	}
+	return h, path
+}
+
+// TestLateEventBesideTheSecondRead: a late event of a truncation restarts the quiet
+// period after the check that held the empty file; the next poll finds it still empty and
+// waits for its second read. The late event's quiet period ending first is that second
+// read: it reads what the poll read, after a quiet period. It cleared the second read's
+// timer and held the file again, so the reload waited another poll, or not, as the two
+// timers fell.
+func TestLateEventBesideTheSecondRead(t *testing.T) {
+	h, _ := lateEventAtThePoll(t, "empty", func(path string) error { return os.WriteFile(path, nil, 0o644) }, fsnotify.Write)
 	h.clock.fireOldest(settle) // the late event's, not the second read's own
 	h.clock.waitAsked(t, poll)
 	select {
@@ -482,24 +495,7 @@ func TestLateEventBesideTheSecondRead(t *testing.T) {
 // that quiet period is no second read of what the poll found and reloads nothing. The
 // file still empty at the next poll and at the second read after it is reloaded.
 func TestLateEventMissingThenEmpty(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "rules.yaml")
-	write(t, path, "v1")
-	events := make(chan fsnotify.Event)
-	h := startRun(t, path, func(w *Watcher, ctx context.Context, o Options) error {
-		return w.loop(ctx, o, events, nil)
-	})
-	if err := os.Remove(path); err != nil {
-		t.Fatal(err)
-	}
-	events <- fsnotify.Event{Name: path, Op: fsnotify.Remove}
-	if got, ok := h.settle(t); ok {
-		t.Fatalf("the file removed: reloaded %q", got)
-	}
-	events <- fsnotify.Event{Name: path, Op: fsnotify.Remove} // late
-	h.clock.waitAsked(t, settle)
-	if got, ok := h.fire(t, poll); ok {
-		t.Fatalf("a poll of the file still missing reloaded %q before a second read", got)
-	}
+	h, path := lateEventAtThePoll(t, "missing", os.Remove, fsnotify.Remove)
 	write(t, path, "")
 	h.clock.fireOldest(settle) // the late event's
 	h.clock.waitAsked(t, poll)
