@@ -712,6 +712,17 @@ func TestSuggest(t *testing.T) {
 	}
 }
 
+// BenchmarkSuggestLongWord: an unknown key of a megabyte, against a rule's keys: each
+// comparison letter by letter cost the key's length times the known key's, a second or
+// more for one such key, where the difference in their lengths already rules it out.
+func BenchmarkSuggestLongWord(b *testing.B) {
+	word := strings.Repeat("a", 1<<20)
+	keys := []string{"name", "help", "match", "fields", "labels", "where", "where_not", "value", "timestamp", "windows", "aggregations"}
+	for b.Loop() {
+		suggest(word, keys)
+	}
+}
+
 // TestWindowNames: the window label is the duration as written, sorted with its window,
 // whether the rule has its own windows or inherits global's.
 func TestWindowNames(t *testing.T) {
@@ -904,5 +915,38 @@ func TestAnchorHolderKey(t *testing.T) {
 	_, err := Parse([]byte(text), "c.yaml")
 	if err == nil || err.Error() != want {
 		t.Errorf("error:\n%v\nwant:\n%s", err, want)
+	}
+}
+
+// TestLongValuesShown: a message repeats at most maxShownBytes of a value, a key, a regex or
+// a name it quotes, then how long the whole is: a value of megabytes made each message
+// naming it as large, and a reload's reply, the log and --config.check print them all.
+func TestLongValuesShown(t *testing.T) {
+	long := strings.Repeat("é", 1<<20) // cut on a letter, not within one
+	shown := `"` + strings.Repeat("é", maxShownBytes/2) + `"… (2097152 bytes)`
+	for _, c := range []struct{ name, text, want string }{
+		{"value", "rules:\n  - name: r\n    match: x\n    windows: ['" + long + "']\n",
+			`c.yaml:4: rule "r": windows: ` + shown + ` is not a duration`},
+		{"key", "rules:\n  - name: r\n    match: x\n    ? " + long + "\n    : 1\n",
+			`c.yaml:4: rule "r": unknown key ` + shown + ` (known keys: name, `},
+		{"regex", "rules:\n  - name: r\n    match: '(" + long[:1<<19] + "'\n", // within the file's regexes
+			"c.yaml:3: rule \"r\": match: invalid regex: missing closing ) in `(" + strings.Repeat("é", maxShownBytes/2-1) + "… (524289 bytes)`"},
+		{"pattern name", "patterns:\n  ? " + strings.Repeat("P", 2*maxShownBytes) + "\n  : ''\nrules:\n  - name: r\n    match: x\n",
+			`c.yaml:2: pattern "` + strings.Repeat("P", maxShownBytes-len(`pattern "`)) + `… (2058 bytes): the pattern is empty`},
+		{"warning", "inputs:\n  - path: ~/" + long + "\nrules:\n  - name: r\n    match: x\n",
+			`c.yaml:2: warning: input #1: path: "~/` + strings.Repeat("é", maxShownBytes/2-1) + `"… (2097154 bytes) starts with ~`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cfg, err := Parse([]byte(c.text), "c.yaml")
+			var msgs []string
+			if err != nil {
+				msgs = strings.Split(err.Error(), "\n")
+			} else {
+				msgs = Warnings(cfg)
+			}
+			if len(msgs) != 1 || !strings.HasPrefix(msgs[0], c.want) || len(msgs[0]) > maxShownBytes+1024 {
+				t.Errorf("got %d messages, the first %.3000s (%d bytes)\nwant one starting %s", len(msgs), msgs[0], len(msgs[0]), c.want)
+			}
+		})
 	}
 }
