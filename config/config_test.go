@@ -844,7 +844,7 @@ rules:
 // wrong, in a file of thousands of lines too (found by parsing the file cut after each
 // line, it took seconds on such a file and was given up past 5,000 lines), and past a
 // {...} spanning lines, whose first line alone fails too; in a file of megabytes it is
-// not looked for.
+// not looked for, but on the first line, which yaml.v3 does not name.
 func TestSyntaxErrorLine(t *testing.T) {
 	var long strings.Builder
 	long.WriteString("rules:\n")
@@ -861,6 +861,10 @@ func TestSyntaxErrorLine(t *testing.T) {
 		// Each parse of a file of megabytes takes a tenth of a second: one past
 		// maxLocateBytes gets the line yaml.v3 names, the one before the list's first item.
 		{"file past the bound", huge, fmt.Sprintf(":%d: not valid YAML: did not find expected '-' indicator", 1+maxLocateBytes/100)},
+		// yaml.v3 names no line for a mistake on the first: one parse of that line finds
+		// it, in a file past the bound too.
+		{"first line of a file past the bound", "rules: " + strings.Repeat("[", 10001) + "\n" + strings.Repeat("# "+strings.Repeat("c", 98)+"\n", maxLocateBytes/100+1),
+			":1: not valid YAML: exceeded max depth of 10000"},
 		{"after a mapping spanning lines", `inputs:
   - {name: a, path: /a.log,
      start_at: end}
@@ -915,6 +919,35 @@ func TestAnchorHolderKey(t *testing.T) {
 	_, err := Parse([]byte(text), "c.yaml")
 	if err == nil || err.Error() != want {
 		t.Errorf("error:\n%v\nwant:\n%s", err, want)
+	}
+}
+
+// TestNotUTF8: a file that is not UTF-8 (an é saved as Latin-1) is refused at the line and
+// column of its first byte that is not, which yaml.v3 names as the line its reading stood
+// at, the next one for a byte at the end of a line; a file in UTF-16 with its byte order
+// mark, or UTF-8 with one, loads.
+func TestNotUTF8(t *testing.T) {
+	const rule = "rules:\n  - name: r\n    match: x\n"
+	utf16 := []byte{0xff, 0xfe}
+	for _, c := range "# café\n" + rule {
+		utf16 = append(utf16, byte(c), byte(c>>8))
+	}
+	for _, c := range []struct{ name, text, want string }{
+		{"at the end of a comment", "# caf\xe9\n" + rule,
+			"c.yaml:1: not valid YAML: invalid trailing UTF-8 octet: byte 0xe9 at column 6 is not UTF-8 (text saved as Latin-1 or Windows-1252?); a rule file is UTF-8"},
+		{"in a value", rule + "    help: caf\xe9 cr\xe8me\n",
+			"c.yaml:4: not valid YAML: invalid trailing UTF-8 octet: byte 0xe9 at column 14 is not UTF-8 (text saved as Latin-1 or Windows-1252?); a rule file is UTF-8"},
+		{"after other letters", "# é\n" + rule + "    help: '\xff'\n",
+			"c.yaml:5: not valid YAML: invalid leading UTF-8 octet: byte 0xff at column 12 is not UTF-8 (text saved as Latin-1 or Windows-1252?); a rule file is UTF-8"},
+		{"UTF-8 with a byte order mark", "\ufeff# café\n" + rule, ""},
+		{"UTF-16", string(utf16), ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := Parse([]byte(c.text), "c.yaml")
+			if got := fmt.Sprint(err); c.want == "" && err != nil || c.want != "" && got != c.want {
+				t.Errorf("got %v\nwant %s", err, c.want)
+			}
+		})
 	}
 }
 
