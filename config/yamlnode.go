@@ -34,6 +34,10 @@ func kindName(n *yaml.Node) string {
 	case yaml.SequenceNode:
 		return "a list"
 	case yaml.ScalarNode:
+		if foreignTagged(n) {
+			// rules: !include rules.yaml, which a file of another tool's may have.
+			return fmt.Sprintf("a value tagged %s: a rule file's values are plain YAML, and no tag includes a file, reads the environment or decodes (!!binary); write the value itself", n.ShortTag())
+		}
 		if n.ShortTag() == "!!null" {
 			return "empty"
 		}
@@ -219,13 +223,18 @@ var coreTags = []string{"!!str", "!!int", "!!float", "!!bool", "!!null", "!!seq"
 // !include or !ENV, or !!binary, which a dump of bytes writes, would be taken for the
 // text written after it (a regex of base64, a path of "${LOG_PATH}"), with no word said.
 func (d *decoder) foreignTag(v *yaml.Node, line int, subject, what string) bool {
-	if v.Style&yaml.TaggedStyle == 0 || slices.Contains(coreTags, v.ShortTag()) {
+	if !foreignTagged(v) {
 		return false
 	}
 	d.add(line, subject, "%stag %s: a rule file's values are plain YAML, whose tags are %s and %s; "+
 		"no tag includes a file, reads the environment or decodes (!!binary): write the value itself",
 		at(what), v.ShortTag(), strings.Join(coreTags[:len(coreTags)-1], ", "), coreTags[len(coreTags)-1])
 	return true
+}
+
+// foreignTagged reports whether n is given a tag other than the core ones.
+func foreignTagged(n *yaml.Node) bool {
+	return n.Style&yaml.TaggedStyle != 0 && !slices.Contains(coreTags, n.ShortTag())
 }
 
 // collectionTags reports, as foreignTag, the tags of what scalar and list do not read as
