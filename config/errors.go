@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // Problem is one thing wrong with a config file.
@@ -70,7 +72,7 @@ func (ps *problems) add(line int, subject, format string, args ...any) {
 		ps.dropped++
 		return
 	}
-	p := Problem{Line: line, Subject: subject, Msg: fmt.Sprintf(format, args...)}
+	p := newProblem(line, subject, format, args)
 	if ps.listed[p] {
 		return
 	}
@@ -79,6 +81,66 @@ func (ps *problems) add(line int, subject, format string, args ...any) {
 	}
 	ps.listed[p] = true
 	ps.list = append(ps.list, p)
+}
+
+// maxShownBytes bounds the text a message repeats of one thing (a value, a key, a regex,
+// a name): a file may hold values of megabytes, a message naming one would be as large,
+// and a file's problems are all listed together (--config.check, the log, the status
+// page), up to maxProblems of them.
+const maxShownBytes = 1024
+
+// newProblem is the Problem of format and args at line, about subject: a text among args (a
+// string, an error's) or a subject past maxShownBytes is shown as its start and how long
+// it is.
+func newProblem(line int, subject, format string, args []any) Problem {
+	shown := args
+	for i, a := range args {
+		var text string
+		switch a := a.(type) {
+		case string:
+			text = a
+		case error:
+			text = a.Error()
+		default:
+			continue
+		}
+		if len(text) > maxShownBytes {
+			if &shown[0] == &args[0] {
+				shown = slices.Clone(args) // the caller's
+			}
+			shown[i] = clipped(text)
+		}
+	}
+	if len(subject) > maxShownBytes {
+		subject = fmt.Sprint(clipped(subject))
+	}
+	return Problem{Line: line, Subject: subject, Msg: fmt.Sprintf(format, shown...)}
+}
+
+// clipped is a text past maxShownBytes as a message shows it: its start (in quotes for
+// %q), then how long the whole is, `"GET /aaaa"… (15728640 bytes)`.
+type clipped string
+
+// Format writes c as its start; a precision (%.40q) bounds it already, and is kept.
+func (c clipped) Format(f fmt.State, verb rune) {
+	if p, ok := f.Precision(); ok {
+		fmt.Fprintf(f, "%.*"+string(verb), p, string(c))
+		return
+	}
+	n := maxShownBytes
+	for n > 0 && !utf8.RuneStart(c[n]) {
+		n--
+	}
+	start := string(c[:n])
+	if verb == 'q' {
+		start = strconv.Quote(start)
+	}
+	fmt.Fprintf(f, "%s… (%d bytes)", start, len(c))
+}
+
+// warn adds a warning, what Warnings says of a config that loads.
+func (d *decoder) warn(line int, subject, format string, args ...any) {
+	d.warned = append(d.warned, newProblem(line, subject, format, args))
 }
 
 // full reports whether maxProblems are found: a check may skip wording another.
@@ -140,6 +202,11 @@ func suggest(word string, candidates []string) string {
 	}
 	limit := len(word) / 3
 	for _, c := range candidates {
+		if diff := len(word) - len(c); diff >= bestDist || -diff >= bestDist {
+			// The distance is at least the difference in length: a key of megabytes is
+			// not compared letter by letter with every known one.
+			continue
+		}
 		d := editDistance(word, c)
 		if d < bestDist && d <= limit && d > 0 {
 			best, bestDist = c, d

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
 	"github.com/prometheus/common/model"
 	"go.yaml.in/yaml/v3"
@@ -202,6 +203,12 @@ func (d *decoder) yamlError(data []byte, err error) {
 	if at := firstFailingLine(data, msg); at > 0 {
 		line = at
 	}
+	if at, col, b, ok := notUTF8(data, msg); ok {
+		// yaml.v3 reads ahead: the line it names is where its reading stood, often the
+		// next one (an é saved as Latin-1 at the end of a line).
+		line = at
+		msg += fmt.Sprintf(": byte 0x%02x at column %d is not UTF-8 (text saved as Latin-1 or Windows-1252?); a rule file is UTF-8", b, col)
+	}
 	switch text := lineOf(data, line); {
 	case !strings.Contains(msg, "tab") && tabIndented(text):
 		// yaml.v3 words a tab where the indentation is as a character it cannot read.
@@ -211,6 +218,24 @@ func (d *decoder) yamlError(data []byte, err error) {
 		msg += fmt.Sprintf("; the value starts with %c, which YAML keeps for itself: put the value in quotes ('...')", reservedStart(text))
 	}
 	d.add(line, "", "not valid YAML: %s", msg)
+}
+
+// notUTF8 finds, for a message of yaml.v3 saying the file is not UTF-8, its first byte that
+// is not, by line and column (from 1); ok is false for another message, or a file in
+// UTF-16 (with its byte order mark), which yaml.v3 reads too.
+func notUTF8(data []byte, msg string) (line, col int, b byte, ok bool) {
+	if !strings.Contains(msg, "UTF-8") || bytes.HasPrefix(data, []byte{0xff, 0xfe}) || bytes.HasPrefix(data, []byte{0xfe, 0xff}) {
+		return 0, 0, 0, false
+	}
+	for i := 0; i < len(data); {
+		r, n := utf8.DecodeRune(data[i:])
+		if r == utf8.RuneError && n <= 1 {
+			start := bytes.LastIndexByte(data[:i], '\n') + 1
+			return bytes.Count(data[:start], []byte("\n")) + 1, utf8.RuneCount(data[start:i]) + 1, data[i], true
+		}
+		i += n
+	}
+	return 0, 0, 0, false
 }
 
 // lineOf is line n (from 1) of data, nil when there is none.
@@ -270,6 +295,14 @@ const maxLocateBytes = 1 << 20
 // few parses find the line, where a parse per line took seconds on a file of thousands.
 func firstFailingLine(data []byte, msg string) int {
 	if len(data) > maxLocateBytes {
+		// yaml.v3 names no line for a mistake on the first (its lines count from 0 and
+		// it leaves out line 0): the first line is one parse, however large the file.
+		first, _, _ := bytes.Cut(data, []byte("\n"))
+		if err := firstYAMLError(first); err != nil {
+			if _, m := splitYAMLError(err); m == msg {
+				return 1
+			}
+		}
 		return 0
 	}
 	// ends[i] is the end of line i+1: the file cut after it is data[:ends[i]].

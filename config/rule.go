@@ -136,19 +136,16 @@ func (d *decoder) compile(line int, subject, what, text string) (*regexp.Regexp,
 		return nil, false
 	}
 	re, err := regexp.Compile(text)
-	if err != nil {
-		d.add(line, subject, "%sinvalid regex: %s", at(what), regexError(err))
+	if se, ok := err.(*syntax.Error); ok {
+		// Without Go's "error parsing regexp:" prefix; the expression apart, which a
+		// message shows clipped (it may be the whole regex).
+		d.add(line, subject, "%sinvalid regex: %s in `%s`", at(what), se.Code, se.Expr)
+		return nil, false
+	} else if err != nil {
+		d.add(line, subject, "%sinvalid regex: %s", at(what), err)
 		return nil, false
 	}
 	return re, true
-}
-
-// regexError words a regexp compile error without Go's "error parsing regexp:" prefix.
-func regexError(err error) string {
-	if se, ok := err.(*syntax.Error); ok {
-		return fmt.Sprintf("%s in `%s`", se.Code, se.Expr)
-	}
-	return err.Error()
 }
 
 // captures are the named groups of a rule's match regex.
@@ -465,9 +462,9 @@ func (rd *ruleDecoder) labels(e entry, r *Rule) []string {
 			continue
 		}
 		if slices.Contains(targetLabels, l.key.Value) {
-			rd.warned = append(rd.warned, Problem{Line: l.key.Line, Subject: rd.subject, Msg: fmt.Sprintf(
+			rd.warn(l.key.Line, rd.subject,
 				"%s: Prometheus puts the scrape target's %s label on every series and renames this one exported_%[2]s (unless its scrape has honor_labels: true, and then this one replaces the target's); name it otherwise, e.g. upstream_%[2]s",
-				what, l.key.Value)})
+				what, l.key.Value)
 		}
 		text, ok := rd.scalar(l, rd.subject, what)
 		if !ok {
