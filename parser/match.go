@@ -68,11 +68,15 @@ const (
 // then fastmatch, and falls back to regexp for what neither accepts.
 func compile(re *regexp.Regexp, eng engine, f *logformat.Format) compiled {
 	ncap := 2 * (re.NumSubexp() + 1)
-	c := compiled{matcher: &regexpMatcher{re: re, required: requiredLiteral(re)}, ncap: ncap, viaRegexp: true}
+	var c compiled
 	if eng >= viaFastmatch {
-		if m, err := fastmatch.Compile(re.String()); err == nil {
+		if m, err := fastmatch.FromRegexp(re); err == nil {
 			c = compiled{matcher: m, ncap: ncap}
 		}
+	}
+	if c.matcher == nil {
+		// The fallback's prefilter is worked out only for a regex that takes it.
+		c = compiled{matcher: &regexpMatcher{re: re, required: requiredLiteral(re)}, ncap: ncap, viaRegexp: true}
 	}
 	if eng >= viaScanner && f != nil && f.Regex == re.String() {
 		if s, err := formatscan.Compile(f, c.matcher); err == nil {
