@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -365,8 +366,16 @@ func UnlistedElement(path string) error {
 	return nil
 }
 
-// shellVariable is a shell's $NAME or ${NAME}.
-var shellVariable = regexp.MustCompile(`\$\{?[A-Za-z_][A-Za-z0-9_]*\}?`)
+// shellVariable is a shell's $NAME or ${NAME}, compiled for the first path that holds a $.
+var shellVariable = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\$\{?[A-Za-z_][A-Za-z0-9_]*\}?`) })
+
+// shellVar returns the first shell variable in path, "" for none.
+func shellVar(path string) string {
+	if !strings.Contains(path, "$") {
+		return ""
+	}
+	return shellVariable().FindString(path)
+}
 
 // shellPath warns of a path written as a shell, or a tool with recursive globs, reads it:
 // the glob matches another file or none, which only the warning that it matches no file
@@ -378,7 +387,7 @@ func (d *decoder) shellPath(path string, line int, subject string) {
 	if strings.HasPrefix(path, "~") {
 		warn("path: %q starts with ~, which a shell expands and a glob does not: give the home directory's path", path)
 	}
-	if v := shellVariable.FindString(path); v != "" {
+	if v := shellVar(path); v != "" {
 		warn("path: %q holds %s, which a shell expands and a glob does not: the rule file reads no environment variable; give the path itself", path, v)
 	}
 	if strings.Contains(path, "**") {

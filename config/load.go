@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 	"unicode/utf8"
@@ -154,8 +155,9 @@ type decoder struct {
 	regexSpent bool
 }
 
-// yamlLine splits yaml.v3's "yaml: line N: msg" errors.
-var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
+// yamlLine splits yaml.v3's "yaml: line N: msg" errors. It is compiled on the first
+// error: a valid file never needs it.
+var yamlLine = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^yaml: line (\d+): (.*)$`) })
 
 // document parses the YAML text; it returns nil (after adding a problem) when the text is
 // not YAML, and an empty mapping node for an empty file.
@@ -276,7 +278,7 @@ func reservedStart(text []byte) byte {
 }
 
 func splitYAMLError(err error) (int, string) {
-	if m := yamlLine.FindStringSubmatch(err.Error()); m != nil {
+	if m := yamlLine().FindStringSubmatch(err.Error()); m != nil {
 		line, _ := strconv.Atoi(m[1])
 		return line, m[2]
 	}

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"go.yaml.in/yaml/v3"
@@ -18,8 +19,9 @@ import (
 
 var ruleKeys = []string{"name", "help", "match", "fields", "labels", "where", "where_not", "value", "timestamp", "windows", "aggregations", "quantiles", "buckets", "distinct", "distinct_registers", "inputs", "initial", "top", "rewrite", "native_histogram", "window_end"}
 
-// patternRef is a %{NAME} reference inside a regex.
-var patternRef = regexp.MustCompile(`%\{([A-Za-z_][A-Za-z0-9_]*)\}`)
+// patternRef is a %{NAME} reference inside a regex, compiled for the first regex that
+// holds a %{.
+var patternRef = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`%\{([A-Za-z_][A-Za-z0-9_]*)\}`) })
 
 // expandPatterns resolves every pattern, nested references included, and compiles each on
 // its own so a mistake is reported once, at the pattern, rather than at each rule using it.
@@ -83,7 +85,10 @@ type expansion struct {
 // expandRefs replaces every %{NAME} in s with get's expansion.
 func expandRefs(s string, get func(name string) (exp string, known, valid bool)) expansion {
 	var e expansion
-	refs := patternRef.FindAllStringSubmatchIndex(s, -1)
+	var refs [][]int
+	if strings.Contains(s, "%{") {
+		refs = patternRef().FindAllStringSubmatchIndex(s, -1)
+	}
 	parts := make([]string, len(refs))
 	size := len(s)
 	for i, ref := range refs {
