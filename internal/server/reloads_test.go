@@ -2,8 +2,10 @@ package server
 
 import (
 	"errors"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -11,6 +13,9 @@ import (
 	"time"
 
 	"github.com/prometheus/common/promslog"
+
+	"github.com/logwindow/logwindow_exporter/internal/pipeline"
+	"github.com/logwindow/logwindow_exporter/internal/testutil/syncbuf"
 )
 
 // TestReloadsShared: a reload reads and compiles the whole rule file, a second or more of
@@ -26,7 +31,7 @@ func TestReloadsShared(t *testing.T) {
 		r := newReloader(func() error {
 			runs.Add(1)
 			return <-release
-		})
+		}, promslog.NewNopLogger())
 		var wg sync.WaitGroup
 		errs := make([]error, 6)
 		wg.Go(func() { errs[0] = r.Reload() })
@@ -73,7 +78,7 @@ func TestReloadRequestsWaitingBounded(t *testing.T) {
 	coll := e.p.Collector()
 	release := make(chan error)
 	o := Options{Logger: promslog.NewNopLogger(), MetricsPath: "/metrics", Lifecycle: true,
-		reloads: newReloader(func() error { return <-release })}
+		reloads: newReloader(func() error { return <-release }, promslog.NewNopLogger())}
 	mux := NewMux(e.p, coll, NewRegistry(coll), o)
 
 	const asked = maxReloadWaiting + 24
@@ -119,5 +124,62 @@ func TestReloadRequestsWaitingBounded(t *testing.T) {
 		if rec := <-answers; rec.Code != http.StatusOK {
 			t.Errorf("a request that waited: %d %q; want 200, the reload's outcome", rec.Code, rec.Body)
 		}
+	}
+}
+
+// TestReloadPanicTold: a reload that panics (a bug) is a failed reload for everyone who
+// asked for it: the one that ran it and those joined to it are told its panic, which is
+// logged with its stack, and the next reload runs. Those joined were told it succeeded
+// (POST /-/reload answered "Reloaded."), and the panic went on up, ending the process
+// when SIGHUP or the rule file's watch ran the reload.
+func TestReloadPanicTold(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var logged syncbuf.Buffer
+		release := make(chan struct{})
+		var runs atomic.Int64
+		r := newReloader(func() error {
+			switch runs.Add(1) {
+			case 1:
+				<-release
+			case 2:
+				panic("a bug in the reload")
+			}
+			return nil
+		}, slog.New(slog.NewTextHandler(&logged, nil)))
+		var wg sync.WaitGroup
+		wg.Go(func() { _ = r.Reload() })
+		synctest.Wait() // the first runs
+		errs := make([]error, 4)
+		for i := range errs {
+			wg.Go(func() { errs[i] = r.Reload() })
+		}
+		synctest.Wait() // the others wait for the next, which panics
+		close(release)
+		wg.Wait()
+		for i, err := range errs {
+			if !errors.As(err, new(*pipeline.ReloadPanic)) || !strings.Contains(err.Error(), "a bug in the reload") {
+				t.Errorf("reload %d of those sharing the one that panicked: %v; want its panic", i, err)
+			}
+		}
+		if log := logged.String(); strings.Count(log, "reload failed") != 1 || !strings.Contains(log, "a bug in the reload") || !strings.Contains(log, "stack=") {
+			t.Errorf("logged: %s; want the failed reload once, with its panic and stack", log)
+		}
+		if err := r.Reload(); err != nil || runs.Load() != 3 {
+			t.Errorf("the reload after: %v, %d run in all; want none, 3", err, runs.Load())
+		}
+	})
+}
+
+// TestReloadPanicAnswered: POST /-/reload whose reload panicked is answered 500 with the
+// panic, not 400 as a refused rule file, nor a connection ended without a reply.
+func TestReloadPanicAnswered(t *testing.T) {
+	e := startExporter(t, true)
+	coll := e.p.Collector()
+	o := Options{Logger: promslog.NewNopLogger(), MetricsPath: "/metrics", Lifecycle: true,
+		reloads: newReloader(func() error { panic("a bug in the reload") }, promslog.NewNopLogger())}
+	rec := httptest.NewRecorder()
+	NewMux(e.p, coll, NewRegistry(coll), o).ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/-/reload", nil))
+	if rec.Code != http.StatusInternalServerError || !strings.Contains(rec.Body.String(), "a bug in the reload") {
+		t.Errorf("POST /-/reload whose reload panicked: %d %q; want 500 with the panic", rec.Code, rec.Body)
 	}
 }

@@ -166,7 +166,7 @@ func Serve(cfg *config.Config, popts pipeline.Options, webFlags *web.FlagConfig,
 	// that set-up goes on there meanwhile.
 	runtime.Gosched()
 
-	o.reloads = newReloader(func() error { return Reload(p, logger) })
+	o.reloads = newReloader(func() error { return Reload(p, logger) }, logger)
 	go func() {
 		for {
 			select {
@@ -981,7 +981,7 @@ func NewMux(p *pipeline.Pipeline, coll *rulescrape.Collector, reg *prometheus.Re
 	})
 	reloads := o.reloads
 	if reloads == nil {
-		reloads = newReloader(func() error { return Reload(p, logger) })
+		reloads = newReloader(func() error { return Reload(p, logger) }, logger)
 	}
 	waiting := make(chan struct{}, maxReloadWaiting)
 	mux.Handle("/-/reload", sameOrigin(func(w http.ResponseWriter, r *http.Request) {
@@ -1001,7 +1001,12 @@ func NewMux(p *pipeline.Pipeline, coll *rulescrape.Collector, reg *prometheus.Re
 				return
 			}
 			if err := reloads.Reload(); err != nil {
-				http.Error(w, err.Error(), http.StatusBadRequest)
+				// A refused rule file is the client's to fix; a panic is the exporter's.
+				code := http.StatusBadRequest
+				if errors.As(err, new(*pipeline.ReloadPanic)) {
+					code = http.StatusInternalServerError
+				}
+				http.Error(w, err.Error(), code)
 				return
 			}
 			fmt.Fprintln(w, "Reloaded.")
@@ -1090,6 +1095,10 @@ func Reload(p *pipeline.Pipeline, logger *slog.Logger) error {
 	if err := p.ReloadFile(); err != nil {
 		if ins := (*pipeline.InputsNotStarted)(nil); errors.As(err, &ins) {
 			logger.Error("reload failed: the new configuration is in force, but inputs did not start; they are tried again, then less and less often", "retry_in", pipeline.FirstInputRetry, "err", ins.Err)
+			return err
+		}
+		if panicked := (*pipeline.ReloadPanic)(nil); errors.As(err, &panicked) {
+			logger.Error("reload failed; the previous configuration keeps running", "err", err, "stack", string(panicked.Stack))
 			return err
 		}
 		logger.Error("reload failed; the previous configuration keeps running", "err", err)
