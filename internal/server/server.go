@@ -206,8 +206,8 @@ func Serve(cfg *config.Config, popts pipeline.Options, webFlags *web.FlagConfig,
 		if lowered {
 			logger.Warn("--web.max-connections lowered to half the open-file limit, which leaves the other half to the inputs",
 				"max_connections", limit, "open_file_limit", nofile)
-			if o.MaxConnections > heldByRequests(o.MaxRequests) { // else the flags were warned of already
-				WarnConnectionRoom(logger, limit, o.MaxRequests, true)
+			if held, _ := heldByHandlers(o); o.MaxConnections > held { // else the flags were warned of already
+				WarnConnectionRoom(o, limit, true)
 			}
 		}
 		o.conns = newConnLimiter(limit, connGrace, logger)
