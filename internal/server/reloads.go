@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"log/slog"
 	"runtime/debug"
 	"sync"
@@ -38,13 +39,21 @@ func newReloader(reload func() error, logger *slog.Logger) *reloader {
 	return &reloader{reload: reload, logger: logger, running: make(chan struct{}, 1)}
 }
 
-// Reload reloads, or waits for the reload that runs next, and returns its error.
-func (r *reloader) Reload() error {
+// Reload reloads, or waits for the reload that runs next, and returns its error. One that
+// waits stops when ctx ends, with ctx's error, and the reload runs all the same: a POST
+// /-/reload whose client went away held its connection, and its place among the
+// requests in a reload, until a reload that may hang (a rule file on a hung file system)
+// ended. The one that runs the reload goes on.
+func (r *reloader) Reload(ctx context.Context) error {
 	r.mu.Lock()
 	if run := r.next; run != nil {
 		r.mu.Unlock()
-		<-run.done
-		return run.err
+		select {
+		case <-run.done:
+			return run.err
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
 	}
 	run := &reloadRun{done: make(chan struct{})}
 	r.next = run

@@ -2,7 +2,9 @@ package server
 
 import (
 	"errors"
+	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -34,10 +36,10 @@ func TestReloadsShared(t *testing.T) {
 		}, promslog.NewNopLogger())
 		var wg sync.WaitGroup
 		errs := make([]error, 6)
-		wg.Go(func() { errs[0] = r.Reload() })
+		wg.Go(func() { errs[0] = r.Reload(t.Context()) })
 		synctest.Wait() // the first runs
 		for i := 1; i < len(errs); i++ {
-			wg.Go(func() { errs[i] = r.Reload() })
+			wg.Go(func() { errs[i] = r.Reload(t.Context()) })
 		}
 		synctest.Wait()
 		if n := runs.Load(); n != 1 {
@@ -61,7 +63,7 @@ func TestReloadsShared(t *testing.T) {
 		}
 		// Asked for once none runs: a reload of its own.
 		go func() { release <- nil }()
-		if err := r.Reload(); err != nil || runs.Load() != 3 {
+		if err := r.Reload(t.Context()); err != nil || runs.Load() != 3 {
 			t.Errorf("a reload asked for alone: %v, %d reloads in all; want none, 3", err, runs.Load())
 		}
 	})
@@ -147,11 +149,11 @@ func TestReloadPanicTold(t *testing.T) {
 			return nil
 		}, slog.New(slog.NewTextHandler(&logged, nil)))
 		var wg sync.WaitGroup
-		wg.Go(func() { _ = r.Reload() })
+		wg.Go(func() { _ = r.Reload(t.Context()) })
 		synctest.Wait() // the first runs
 		errs := make([]error, 4)
 		for i := range errs {
-			wg.Go(func() { errs[i] = r.Reload() })
+			wg.Go(func() { errs[i] = r.Reload(t.Context()) })
 		}
 		synctest.Wait() // the others wait for the next, which panics
 		close(release)
@@ -164,7 +166,7 @@ func TestReloadPanicTold(t *testing.T) {
 		if log := logged.String(); strings.Count(log, "reload failed") != 1 || !strings.Contains(log, "a bug in the reload") || !strings.Contains(log, "stack=") {
 			t.Errorf("logged: %s; want the failed reload once, with its panic and stack", log)
 		}
-		if err := r.Reload(); err != nil || runs.Load() != 3 {
+		if err := r.Reload(t.Context()); err != nil || runs.Load() != 3 {
 			t.Errorf("the reload after: %v, %d run in all; want none, 3", err, runs.Load())
 		}
 	})
@@ -181,5 +183,55 @@ func TestReloadPanicAnswered(t *testing.T) {
 	NewMux(e.p, coll, NewRegistry(coll), o).ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/-/reload", nil))
 	if rec.Code != http.StatusInternalServerError || !strings.Contains(rec.Body.String(), "a bug in the reload") {
 		t.Errorf("POST /-/reload whose reload panicked: %d %q; want 500 with the panic", rec.Code, rec.Body)
+	}
+}
+
+// TestReloadWaiterLeaves: a POST /-/reload waiting for a reload that another request
+// runs lets go of its connection once its client goes away, where it held it (and its
+// place among the 16 requests in a reload) until the reload ended, which a rule file on
+// a hung file system puts off for good. Over real sockets: the reload is held, a request
+// runs it, a second waits to share the next, and the third's client closes its
+// connection.
+func TestReloadWaiterLeaves(t *testing.T) {
+	e := startExporter(t, true)
+	coll := e.p.Collector()
+	release := make(chan struct{})
+	var runs atomic.Int64
+	o := Options{Logger: promslog.NewNopLogger(), MetricsPath: "/metrics", Lifecycle: true,
+		ReadTimeout: time.Minute, WriteTimeout: time.Minute,
+		reloads: newReloader(func() error {
+			runs.Add(1)
+			<-release
+			return nil
+		}, promslog.NewNopLogger())}
+	ts := httptest.NewUnstartedServer(nil)
+	ts.Config = newHTTPServer(NewMux(e.p, coll, NewRegistry(coll), o), o)
+	gone := holdAtMost(ts.Config, 10)
+	ts.Start()
+	t.Cleanup(ts.Close)
+	t.Cleanup(func() { close(release) }) // before the server closes, which waits for the reload's handlers
+
+	post := func() net.Conn {
+		t.Helper()
+		c, err := net.Dial("tcp", ts.Listener.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		if _, err := io.WriteString(c, "POST /-/reload HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	post() // runs the reload, held
+	for runs.Load() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	post() // runs the next, once the first ends
+	post().Close()
+	select {
+	case <-gone:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the connection of a POST /-/reload whose client went away is held while the reload it waits for runs")
 	}
 }

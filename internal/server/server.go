@@ -173,14 +173,14 @@ func Serve(cfg *config.Config, popts pipeline.Options, webFlags *web.FlagConfig,
 			case <-ctx.Done():
 				return
 			case <-hup:
-				_ = o.reloads.Reload()
+				_ = o.reloads.Reload(ctx)
 			}
 		}
 	}()
 	if o.Watch != nil {
 		go func() {
 			err := o.Watch.Run(ctx, configwatch.Options{
-				Reload: func() { _ = o.reloads.Reload() },
+				Reload: func() { _ = o.reloads.Reload(ctx) },
 				Settle: configWatchSettle,
 				Poll:   configWatchPoll,
 				After:  time.After,
@@ -1000,7 +1000,7 @@ func NewMux(p *pipeline.Pipeline, coll *rulescrape.Collector, reg *prometheus.Re
 				http.Error(w, "Too many reloads asked for at once: the one asked for next will read the file; retry once it has run.", http.StatusServiceUnavailable)
 				return
 			}
-			if err := reloads.Reload(); err != nil {
+			if err := reloads.Reload(r.Context()); err != nil {
 				// A refused rule file is the client's to fix; a panic is the exporter's.
 				code := http.StatusBadRequest
 				if errors.As(err, new(*pipeline.ReloadPanic)) {
