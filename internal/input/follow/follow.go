@@ -744,6 +744,18 @@ func (f *Follower) step(t *tracked, path string) bool {
 	} else if size == t.off {
 		return false
 	}
+	if t.zeros > t.off {
+		at := t.pastZeros(size, &f.stopping)
+		if at < 0 {
+			return false
+		}
+		if t.zeros = 0; at > t.off {
+			// The line they cut is final, as a writer's that died mid-line is; the text
+			// after them opens a line.
+			f.r.finish(t, path)
+			t.positionAt(at)
+		}
+	}
 	if t.atHole() {
 		t.skipHole(size, &f.stopping)
 	}
@@ -764,7 +776,7 @@ func (f *Follower) step(t *tracked, path string) bool {
 		f.readFailed(t, path, err)
 		return false
 	}
-	return fi.Size() > t.off
+	return fi.Size() > max(t.off, t.zeros)
 }
 
 // readFailed counts and logs an error of t once until a read succeeds.

@@ -69,6 +69,14 @@ type tracked struct {
 	// encodingKnown says that the file's first bytes told whether it is UTF-8
 	// (lineReader.checkEncoding), and the file was warned of when it is not.
 	encodingKnown bool
+	// zeroed: NUL bytes were found where the file was positioned (start_at: end, a
+	// restart's position): space its writer preallocated and fills in, or the bytes a
+	// writer lost in a crash. NULs that end what a read finds are held back then, not
+	// read (zeros says where they were seen to end), until text is written over them
+	// (pastZeros): read as text, they would be what a fill-in rewrites, which would
+	// have the file taken as truncated and read again from its start.
+	zeroed bool
+	zeros  int64
 
 	done atomic.Int64 // offset up to which lines were handed on or skipped
 
@@ -134,6 +142,7 @@ func (t *tracked) restart() {
 	t.skipping, t.lead = false, false
 	t.tailN, t.headN = 0, 0
 	t.encodingKnown = false
+	t.zeroed, t.zeros = false, 0
 	t.done.Store(0)
 }
 
@@ -156,6 +165,56 @@ func (t *tracked) positionAt(off int64) {
 		got = 0
 	}
 	t.headN = got
+	t.zeros = 0
+	if off > 0 && isNUL(t.f, off) {
+		t.zeroed, t.zeros = true, off+1
+	}
+}
+
+// isNUL reports whether file's byte at off is a NUL.
+func isNUL(file io.ReaderAt, off int64) bool {
+	var b [1]byte
+	n, _ := file.ReadAt(b[:], off)
+	return n == 1 && b[0] == 0
+}
+
+// textEnd is where the NUL bytes that end file, size bytes long, begin: size when its
+// last byte is no NUL. A file followed from its end is read from there, so that what its
+// writer writes over them is read (zeroed).
+func textEnd(file io.ReaderAt, size int64) int64 {
+	var buf [4096]byte
+	for size > 0 {
+		n := min(int64(len(buf)), size)
+		if got, _ := file.ReadAt(buf[:n], size-n); int64(got) < n {
+			return size
+		}
+		for i := n - 1; i >= 0; i-- {
+			if buf[i] != 0 {
+				return size - n + i + 1
+			}
+		}
+		size -= n
+	}
+	return 0
+}
+
+// pastZeros looks again at the NUL bytes held back at t's offset (zeroed), the file
+// size long now. It returns where to read on from: t.off when text was written over
+// them (a writer filling in the space it preallocated), where text begins after them
+// when it was written there instead (they are a hole: a crashed writer's lost bytes,
+// then its successor's lines), or -1 while they are all there is.
+func (t *tracked) pastZeros(size int64, stop *atomic.Bool) int64 {
+	if !isNUL(t.f, t.off) {
+		return t.off
+	}
+	if size <= t.zeros {
+		return -1
+	}
+	if at := textAfter(t.f, t.zeros, size, stop); at < size {
+		return at
+	}
+	t.zeros = size
+	return -1
 }
 
 // atHole reports whether t is read from its start or from after NUL bytes, at a line's
@@ -173,21 +232,27 @@ func (t *tracked) atHole() bool {
 // where data begins (SEEK_DATA), so that a hole of gigabytes is not read; where it cannot
 // tell, the NULs are read. stop says to give up.
 func (t *tracked) skipHole(size int64, stop *atomic.Bool) {
-	off := t.off
-	switch data, err := t.f.Seek(off, unix.SEEK_DATA); {
+	if off := textAfter(t.f, t.off, size, stop); off != t.off {
+		t.positionAt(off)
+	}
+}
+
+// textAfter is where the NUL bytes at off in file end, up to size (skipHole).
+func textAfter(file *os.File, off, size int64, stop *atomic.Bool) int64 {
+	switch data, err := file.Seek(off, unix.SEEK_DATA); {
 	case err == nil && data > off:
 		off = data
 	case errors.Is(err, syscall.ENXIO):
 		// Nothing but the hole so far, as far as the file goes now: truncated since size
 		// was looked at (copytruncate), it holds less, and what is written to it next is
 		// read from its start.
-		if end, err := t.f.Seek(0, io.SeekEnd); err == nil {
+		if end, err := file.Seek(0, io.SeekEnd); err == nil {
 			off = max(off, min(size, end))
 		}
 	}
 	var buf, zeros [4096]byte
 	for off < size && !stop.Load() {
-		n, err := t.f.ReadAt(buf[:min(int64(len(buf)), size-off)], off)
+		n, err := file.ReadAt(buf[:min(int64(len(buf)), size-off)], off)
 		i := 0
 		if bytes.Equal(buf[:n], zeros[:n]) {
 			i = n
@@ -201,9 +266,7 @@ func (t *tracked) skipHole(size int64, stop *atomic.Bool) {
 			break
 		}
 	}
-	if off != t.off {
-		t.positionAt(off)
-	}
+	return off
 }
 
 // noteRead keeps the first headLen bytes of the file and the last tailLen
@@ -280,6 +343,12 @@ func (r *lineReader) pass(t *tracked, path string, budget int64) (read int64, at
 	defer func() { t.partial = append(t.partial[:0], buf[start:end]...) }()
 	for read < budget {
 		n, err := t.f.ReadAt(buf[end:], t.off)
+		if t.zeroed && n > 0 && buf[end+n-1] == 0 {
+			k := n - len(bytes.TrimRight(buf[end:end+n], "\x00"))
+			n -= k
+			t.zeros = t.off + int64(n+k)
+			err = io.EOF // what follows them is for pastZeros to tell
+		}
 		if n > 0 {
 			t.noteRead(buf[end : end+n])
 			t.off += int64(n)
