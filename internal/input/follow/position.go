@@ -102,8 +102,11 @@ func (f *Follower) positions() []Position {
 // theirs but one written by a writer that did not reopen the log, so what a caller keeps
 // of the path's lines (a CRI message in parts) does not wait for them. A restart that no
 // longer finds one (the kubelet compresses and removes a container log's rotated file at
-// its next rotation) loses none of its lines. So that it is one cut with Positions, the
-// caller calls it while no line is being handed on (Options.Hold), or after Stop.
+// its next rotation) loses none of its lines. So are the archives read to their end under
+// a path of their own, a rotated name of a log the follower reads (access.log.1 of a glob
+// `access.log*`): logrotate removes the oldest at each rotation. So that it is one cut
+// with Positions, the caller calls it while no line is being handed on (Options.Hold),
+// or after Stop.
 func (f *Follower) Drained() []Position {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -117,9 +120,21 @@ func (f *Follower) Drained() []Position {
 func (f *Follower) drained() []Position {
 	var out []Position
 	var buf [headLen]byte
+	var read map[string]bool // the paths read, once a file not rotated away asks
 	for _, t := range f.files {
-		if !t.rotated || t.judging.Load() {
+		if t.judging.Load() {
 			continue
+		}
+		if !t.rotated {
+			if read == nil {
+				read = make(map[string]bool, len(f.files))
+				for _, u := range f.files {
+					read[u.path] = true
+				}
+			}
+			if !archived(t.path, read) {
+				continue
+			}
 		}
 		off := t.done.Load()
 		if fi, err := f.o.stat(t.f); err != nil || fi.Size() != off {
@@ -130,6 +145,16 @@ func (f *Follower) drained() []Position {
 		}
 	}
 	return out
+}
+
+// archived reports whether path is the rotated name of a path of read in its directory:
+// an archive of that log (RotatedFrom), read under a path of its own.
+func archived[V any](path string, read map[string]V) bool {
+	dir, name := filepath.Split(path)
+	return slices.ContainsFunc(RotatedFrom(name), func(base string) bool {
+		_, ok := read[filepath.Join(dir, base)]
+		return ok
+	})
 }
 
 // headHash is the hash of the first min(headLen, off) bytes of file.
@@ -325,7 +350,7 @@ func changedAfter(file *os.File, taken time.Time) bool {
 // process started, so the file went while the exporter was down; a hand-over's are those
 // of followers stopped at a reload a moment ago, which may have been finishing a rotated
 // file still.
-type resumeLog struct{ rotated, after, gone, drained, rewritten string }
+type resumeLog struct{ rotated, after, gone, drained, archive, rewritten string }
 
 var (
 	snapshotLog = resumeLog{
@@ -333,6 +358,7 @@ var (
 		after:     "file rotated away while the exporter was down after the file of a saved position, reading it from its start",
 		gone:      "the file of a saved position is gone: the lines written to it after the position are lost",
 		drained:   "the file of a saved position is gone, read to its end after it left its path before the snapshot (compressed or removed since)",
+		archive:   "the file of a saved position is gone, an archive read to its end before the snapshot (removed or compressed since)",
 		rewritten: "the file of a saved position was rewritten: the lines written to it after the position are lost",
 	}
 	handOverLog = resumeLog{
@@ -340,6 +366,7 @@ var (
 		after:     "file rotated away at a reload after the file of a position handed over, reading it from its start",
 		gone:      "the file of a position handed over at a reload is gone: the lines written to it after the position are lost",
 		drained:   "the file of a position handed over at a reload is gone, read to its end after it left its path before the reload (compressed or removed since)",
+		archive:   "the file of a position handed over at a reload is gone, an archive read to its end before the reload (removed or compressed since)",
 		rewritten: "the file of a position handed over at a reload was rewritten: the lines written to it after the position are lost",
 	}
 )
@@ -546,13 +573,16 @@ func (f *Follower) resumeRotated() {
 }
 
 // logLost logs msg of p, whose file was not read on from it: at debug, instead, that p's
-// file was read to its end after it left its path (Options.Drained), which lost a line
-// only if a writer that had not reopened the log wrote to it after the position: nothing
-// to act on.
+// file was read to its end after it left its path, or as an archive under its own
+// (Options.Drained), which lost a line only if a writer that had not reopened the log
+// wrote to it after the position: nothing to act on.
 func (f *Follower) logLost(r *resume, p Position, say resumeLog, msg string) {
 	level := slog.LevelInfo
 	if r.drained[p] {
 		level, msg = slog.LevelDebug, say.drained
+		if archived(p.Path, r.byPath) {
+			msg = say.archive
+		}
 	}
 	f.o.Logger.Log(context.Background(), level, msg, "path", p.Path, "offset", p.Offset)
 }
