@@ -151,6 +151,11 @@ type Options struct {
 	// not found is said gone at debug, as no line of it is known to be lost (the kubelet
 	// compresses a container log's rotated file at its next rotation), not at info.
 	Drained []Position
+	// DrainedUnknown says that which of Resume's positions were drained is not known (a
+	// snapshot written before Drained was kept): any file of a position not found, or
+	// found rewritten, may have been read to its end, so it is said gone or rewritten at
+	// debug, as not known to have lost lines, not at info as lost.
+	DrainedUnknown bool
 	// Left, when not nil, is where an earlier follower of the input read the files it
 	// closed after they left their path (Follower.Left): one that comes back to a path
 	// (a symlink retargeted back to it) is read on from there, as that follower would

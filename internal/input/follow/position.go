@@ -350,7 +350,12 @@ func changedAfter(file *os.File, taken time.Time) bool {
 // process started, so the file went while the exporter was down; a hand-over's are those
 // of followers stopped at a reload a moment ago, which may have been finishing a rotated
 // file still.
-type resumeLog struct{ rotated, after, gone, drained, archive, rewritten string }
+type resumeLog struct {
+	rotated, after, gone, drained, archive, rewritten string
+	// unknownGone and unknownRewritten are gone and rewritten said of a snapshot that does
+	// not tell whether the file was drained (Options.DrainedUnknown).
+	unknownGone, unknownRewritten string
+}
 
 var (
 	snapshotLog = resumeLog{
@@ -360,6 +365,9 @@ var (
 		drained:   "the file of a saved position is gone, read to its end after it left its path before the snapshot (compressed or removed since)",
 		archive:   "the file of a saved position is gone, an archive read to its end before the snapshot (removed or compressed since)",
 		rewritten: "the file of a saved position was rewritten: the lines written to it after the position are lost",
+
+		unknownGone:      "the file of a saved position is gone; the snapshot, of an earlier version, does not say whether it was read to its end: lines written to it after the position may be lost",
+		unknownRewritten: "the file of a saved position was rewritten; the snapshot, of an earlier version, does not say whether it was read to its end: lines written to it after the position may be lost",
 	}
 	handOverLog = resumeLog{
 		rotated:   "file rotated away, handed over at a reload: reading it to its end from where the stopped follower left off",
@@ -572,17 +580,23 @@ func (f *Follower) resumeRotated() {
 	}
 }
 
-// logLost logs msg of p, whose file was not read on from it: at debug, instead, that p's
-// file was read to its end after it left its path, or as an archive under its own
-// (Options.Drained), which lost a line only if a writer that had not reopened the log
-// wrote to it after the position: nothing to act on.
+// logLost logs msg (say.gone or say.rewritten) of p, whose file was not read on from it:
+// at debug, instead, that p's file was read to its end after it left its path, or as an
+// archive under its own (Options.Drained), which lost a line only if a writer that had
+// not reopened the log wrote to it after the position: nothing to act on; and that it may
+// have been, when that is not known (Options.DrainedUnknown).
 func (f *Follower) logLost(r *resume, p Position, say resumeLog, msg string) {
 	level := slog.LevelInfo
-	if r.drained[p] {
+	switch {
+	case r.drained[p]:
 		level, msg = slog.LevelDebug, say.drained
 		if archived(p.Path, r.byPath) {
 			msg = say.archive
 		}
+	case f.o.DrainedUnknown && msg == say.gone:
+		level, msg = slog.LevelDebug, say.unknownGone
+	case f.o.DrainedUnknown:
+		level, msg = slog.LevelDebug, say.unknownRewritten
 	}
 	f.o.Logger.Log(context.Background(), level, msg, "path", p.Path, "offset", p.Offset)
 }
