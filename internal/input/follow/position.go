@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sort"
 	"strings"
 	"syscall"
 	"time"
@@ -694,7 +695,7 @@ func (f *Follower) archiveDir(dirs *listings, path string, r *resume) string {
 		return ""
 	}
 	holds := func(dir, base string, names []os.DirEntry) bool {
-		return slices.ContainsFunc(names, func(a os.DirEntry) bool {
+		return slices.ContainsFunc(withStem(names, base), func(a os.DirEntry) bool {
 			name, gz := strings.CutSuffix(a.Name(), ".gz")
 			if !gz || !a.Type().IsRegular() || !rotatedName(base, name) {
 				return false
@@ -938,15 +939,8 @@ func rotatedAfter(path string, since time.Time, known map[fileID]bool, readDir f
 	if err != nil {
 		return nil
 	}
-	// Every rotated name begins with the stem: rotatedName puts a suffix after base, or
-	// between the stem and the extension.
-	stem := strings.TrimSuffix(base, filepath.Ext(base))
-	from, _ := slices.BinarySearchFunc(entries, stem, func(e os.DirEntry, s string) int { return strings.Compare(e.Name(), s) })
 	var out []rotatedAway
-	for _, e := range entries[from:] {
-		if !strings.HasPrefix(e.Name(), stem) {
-			break
-		}
+	for _, e := range withStem(entries, base) {
 		if !e.Type().IsRegular() || !rotatedName(base, e.Name()) {
 			continue
 		}
@@ -962,6 +956,16 @@ func rotatedAfter(path string, since time.Time, known map[fileID]bool, readDir f
 	}
 	slices.SortStableFunc(out, func(a, b rotatedAway) int { return a.mtime.Compare(b.mtime) })
 	return out
+}
+
+// withStem is those of entries, sorted by name, whose names begin with base's stem (base
+// without its extension): every rotated name of base (rotatedName) and its archive, which
+// a directory of thousands of other logs' archives is not searched through for.
+func withStem(entries []os.DirEntry, base string) []os.DirEntry {
+	stem := strings.TrimSuffix(base, filepath.Ext(base))
+	from, _ := slices.BinarySearchFunc(entries, stem, func(e os.DirEntry, s string) int { return strings.Compare(e.Name(), s) })
+	to := from + sort.Search(len(entries)-from, func(i int) bool { return !strings.HasPrefix(entries[from+i].Name(), stem) })
+	return entries[from:to]
 }
 
 // rotatedName reports whether name is base with a suffix a rotator gives it: logrotate's
