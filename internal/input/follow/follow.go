@@ -735,17 +735,7 @@ func (f *Follower) step(t *tracked, path string) bool {
 		return false
 	}
 	if rewritten {
-		f.c.truncations.Add(1)
-		f.o.Logger.Info("file truncated, reading it again from the start", "path", path, "offset", t.off, "size", size)
-		// The bytes that could have completed a last line without a newline are gone: it
-		// is final, as when its file is retired; unless a copy of the file waits for this
-		// truncation (judged), which holds them, and is read from the line's start.
-		whole := !t.skipping && !t.lead && f.copyWaits(t)
-		f.keepTruncated(t, path, whole)
-		if !whole {
-			f.r.finish(t, path)
-		}
-		t.restart()
+		f.readAgain(t, path, size)
 	} else if size == t.off {
 		return false
 	}
@@ -768,6 +758,12 @@ func (f *Follower) step(t *tracked, path string) bool {
 	if read > 0 {
 		t.lastData = f.o.now()
 	}
+	if errors.Is(err, errRewritten) {
+		if fi, err = f.o.stat(t.f); err == nil {
+			f.readAgain(t, path, fi.Size())
+			return true
+		}
+	}
 	if err != nil {
 		f.readFailed(t, path, err)
 		return false
@@ -782,6 +778,22 @@ func (f *Follower) step(t *tracked, path string) bool {
 		return false
 	}
 	return fi.Size() > max(t.off, t.zeros)
+}
+
+// readAgain makes t read again from its start, found truncated or rewritten under the
+// read offset, size bytes long now.
+func (f *Follower) readAgain(t *tracked, path string, size int64) {
+	f.c.truncations.Add(1)
+	f.o.Logger.Info("file truncated, reading it again from the start", "path", path, "offset", t.off, "size", size)
+	// The bytes that could have completed a last line without a newline are gone: it
+	// is final, as when its file is retired; unless a copy of the file waits for this
+	// truncation (judged), which holds them, and is read from the line's start.
+	whole := !t.skipping && !t.lead && f.copyWaits(t)
+	f.keepTruncated(t, path, whole)
+	if !whole {
+		f.r.finish(t, path)
+	}
+	t.restart()
 }
 
 // readFailed counts and logs an error of t once until a read succeeds.

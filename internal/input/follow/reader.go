@@ -343,6 +343,14 @@ func (r *lineReader) pass(t *tracked, path string, budget int64) (read int64, at
 	defer func() { t.partial = append(t.partial[:0], buf[start:end]...) }()
 	for read < budget {
 		n, err := t.f.ReadAt(buf[end:], t.off)
+		if read > 0 && n > 0 {
+			// The lines handed on since the check before the pass may have taken long (a
+			// slow handler): a file truncated and refilled past the offset meanwhile
+			// would be read on from the middle of what was written anew.
+			if changed, cerr := t.differs(t.tail[:t.tailN], t.off-int64(t.tailN)); changed || cerr != nil {
+				return read, false, cmp.Or(cerr, errRewritten)
+			}
+		}
 		if t.zeroed && n > 0 && buf[end+n-1] == 0 {
 			k := n - len(bytes.TrimRight(buf[end:end+n], "\x00"))
 			n -= k
@@ -376,6 +384,10 @@ func (r *lineReader) pass(t *tracked, path string, budget int64) (read int64, at
 	}
 	return read, false, nil
 }
+
+// errRewritten is pass's when what it read before is no longer in the file: it was
+// truncated, or rewritten, under the read offset since.
+var errRewritten = errors.New("rewritten under the read offset")
 
 // scan hands on the complete lines of buf[start:end] and returns what is
 // left: the start of a line no longer than the cap, or nothing while a too
