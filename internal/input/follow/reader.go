@@ -166,7 +166,7 @@ func (t *tracked) positionAt(off int64) {
 	}
 	t.headN = got
 	t.zeros = 0
-	if off > 0 && isNUL(t.f, off) {
+	if isNUL(t.f, off) {
 		t.zeroed, t.zeros = true, off+1
 	}
 }
@@ -179,14 +179,18 @@ func isNUL(file io.ReaderAt, off int64) bool {
 }
 
 // textEnd is where the NUL bytes that end file, size bytes long, begin: size when its
-// last byte is no NUL. A file followed from its end is read from there, so that what its
-// writer writes over them is read (zeroed).
+// last byte is no NUL, or when they are more than maxZeros (read at the start, a hostile
+// file's gigabytes would delay it). A file followed from its end is read from there, so
+// that what its writer writes over them is read (zeroed).
 func textEnd(file io.ReaderAt, size int64) int64 {
 	var buf [4096]byte
-	for size > 0 {
+	for end := size; size > 0; {
+		if end-size >= maxZeros {
+			return end
+		}
 		n := min(int64(len(buf)), size)
 		if got, _ := file.ReadAt(buf[:n], size-n); int64(got) < n {
-			return size
+			return end
 		}
 		for i := n - 1; i >= 0; i-- {
 			if buf[i] != 0 {
@@ -197,6 +201,9 @@ func textEnd(file io.ReaderAt, size int64) int64 {
 	}
 	return 0
 }
+
+// maxZeros bounds the NUL bytes textEnd reads back over.
+const maxZeros = 64 << 20
 
 // pastZeros looks again at the NUL bytes held back at t's offset (zeroed), the file
 // size long now. It returns where to read on from: t.off when text was written over

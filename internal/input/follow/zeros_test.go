@@ -25,7 +25,10 @@ func TestStartAtEndOnNULs(t *testing.T) {
 		// fill: the writer writes over the NULs from where its text ends; otherwise a
 		// successor appends after them.
 		fill, resume bool
+		// only: the file holds nothing but the NULs, its writer's space preallocated whole.
+		only bool
 	}{
+		{name: "preallocated whole, filled in", nuls: 8 << 10, fill: true, only: true},
 		{name: "preallocated, filled in", nuls: 8 << 10, fill: true},
 		{name: "preallocated past the read buffer, filled in", nuls: 200 << 10, fill: true},
 		{name: "preallocated, filled in, resumed", nuls: 8 << 10, fill: true, resume: true},
@@ -35,10 +38,12 @@ func TestStartAtEndOnNULs(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			log := filepath.Join(t.TempDir(), "access.log")
 			w := openToWrite(t, log, 0)
-			writeLines(t, w, 1, 100)
 			line := numbered(101)
-			if _, err := w.Write(line[:20]); err != nil {
-				t.Fatal(err)
+			if !c.only {
+				writeLines(t, w, 1, 100)
+				if _, err := w.Write(line[:20]); err != nil {
+					t.Fatal(err)
+				}
 			}
 			if _, err := w.Write(make([]byte, c.nuls)); err != nil {
 				t.Fatal(err)
@@ -58,7 +63,7 @@ func TestStartAtEndOnNULs(t *testing.T) {
 			if f.readAll() {
 				t.Error("more to read where only NULs are")
 			}
-			if c.fill {
+			if c.fill && !c.only {
 				if _, err := w.Write(line[20:]); err != nil {
 					t.Fatal(err)
 				}
@@ -74,7 +79,11 @@ func TestStartAtEndOnNULs(t *testing.T) {
 				f.readAll()
 			}
 			if c.fill {
-				if fi, err := os.Stat(log); err != nil || fi.Size() != int64(100*lineLen+20+int64(c.nuls)) {
+				before := 100*lineLen + 20
+				if c.only {
+					before = 0
+				}
+				if fi, err := os.Stat(log); err != nil || fi.Size() != before+int64(c.nuls) {
 					t.Fatalf("the fill-in changed the file's size: %v %v", fi, err)
 				}
 				if f.readAll() {
