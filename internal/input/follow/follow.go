@@ -454,6 +454,7 @@ func newFollower(opts Options, h input.Handler) (*Follower, error) {
 		}
 	}
 	f.r = newLineReader(o, h, &f.c, &f.stopping)
+	f.r.recheck = true
 	if !o.noNotify {
 		// fsnotify returns an error where nxadm/tail would exit: with the
 		// per-user inotify instance limit reached, polling is all we have.

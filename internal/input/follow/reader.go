@@ -307,6 +307,9 @@ type lineReader struct {
 	block   func(path string, lines []byte) int
 	// hold is Options.Hold, or a lock no one else takes.
 	hold sync.Locker
+	// recheck: a follower's files may be rewritten while read, which pass checks for at
+	// each read but its first (a replay's are read once, as they are).
+	recheck bool
 	// at is Options.At.
 	at *Line
 	// log is Options.Logger, for a file that is not UTF-8 (checkEncoding), and text
@@ -350,7 +353,7 @@ func (r *lineReader) pass(t *tracked, path string, budget int64) (read int64, at
 	defer func() { t.partial = append(t.partial[:0], buf[start:end]...) }()
 	for read < budget {
 		n, err := t.f.ReadAt(buf[end:], t.off)
-		if read > 0 && n > 0 {
+		if r.recheck && read > 0 && n > 0 {
 			// The lines handed on since the check before the pass may have taken long (a
 			// slow handler): a file truncated and refilled past the offset meanwhile
 			// would be read on from the middle of what was written anew.
