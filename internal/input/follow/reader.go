@@ -166,16 +166,21 @@ func (t *tracked) positionAt(off int64) {
 	}
 	t.headN = got
 	t.zeros = 0
-	if isNUL(t.f, off) {
-		t.zeroed, t.zeros = true, off+1
+	if zerosAt(t.f, off) {
+		t.zeroed, t.zeros = true, off+minZeros
 	}
 }
 
-// isNUL reports whether file's byte at off is a NUL.
-func isNUL(file io.ReaderAt, off int64) bool {
-	var b [1]byte
+// minZeros is the fewest NUL bytes taken for space preallocated or lost (zeroed): fewer
+// are text, the NULs of a character of UTF-16 or UTF-32 ("\n\x00" ends a line of
+// UTF-16LE), where a preallocation or a crash leaves blocks of them.
+const minZeros = 4
+
+// zerosAt reports whether file holds minZeros NUL bytes at off.
+func zerosAt(file io.ReaderAt, off int64) bool {
+	var b [minZeros]byte
 	n, _ := file.ReadAt(b[:], off)
-	return n == 1 && b[0] == 0
+	return n == minZeros && b == [minZeros]byte{}
 }
 
 // textEnd is where the NUL bytes that end file, size bytes long, begin: size when its
@@ -184,22 +189,24 @@ func isNUL(file io.ReaderAt, off int64) bool {
 // that what its writer writes over them is read (zeroed).
 func textEnd(file io.ReaderAt, size int64) int64 {
 	var buf [4096]byte
-	for end := size; size > 0; {
-		if end-size >= maxZeros {
-			return end
+	at := size // where the NULs read back over begin
+	for at > 0 && size-at < maxZeros {
+		n := min(int64(len(buf)), at)
+		if got, _ := file.ReadAt(buf[:n], at-n); int64(got) < n {
+			return size
 		}
-		n := min(int64(len(buf)), size)
-		if got, _ := file.ReadAt(buf[:n], size-n); int64(got) < n {
-			return end
+		i := n
+		for i > 0 && buf[i-1] == 0 {
+			i--
 		}
-		for i := n - 1; i >= 0; i-- {
-			if buf[i] != 0 {
-				return size - n + i + 1
-			}
+		if at -= n - i; i > 0 {
+			break
 		}
-		size -= n
 	}
-	return 0
+	if size-at < minZeros || size-at >= maxZeros {
+		return size
+	}
+	return at
 }
 
 // maxZeros bounds the NUL bytes textEnd reads back over.
@@ -211,7 +218,7 @@ const maxZeros = 64 << 20
 // when it was written there instead (they are a hole: a crashed writer's lost bytes,
 // then its successor's lines), or -1 while they are all there is.
 func (t *tracked) pastZeros(size int64, stop *atomic.Bool) int64 {
-	if !isNUL(t.f, t.off) {
+	if !zerosAt(t.f, t.off) {
 		return t.off
 	}
 	if size <= t.zeros {
@@ -362,10 +369,11 @@ func (r *lineReader) pass(t *tracked, path string, budget int64) (read int64, at
 			}
 		}
 		if t.zeroed && n > 0 && buf[end+n-1] == 0 {
-			k := n - len(bytes.TrimRight(buf[end:end+n], "\x00"))
-			n -= k
-			t.zeros = t.off + int64(n+k)
-			err = io.EOF // what follows them is for pastZeros to tell
+			if k := n - len(bytes.TrimRight(buf[end:end+n], "\x00")); k >= minZeros {
+				n -= k
+				t.zeros = t.off + int64(n+k)
+				err = io.EOF // what follows them is for pastZeros to tell
+			}
 		}
 		if n > 0 {
 			t.noteRead(buf[end : end+n])

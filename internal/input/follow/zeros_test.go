@@ -106,8 +106,12 @@ func TestTextEnd(t *testing.T) {
 	}{
 		{"", 0},
 		{"ab\n", 3},
-		{"ab\x00\x00", 2},
-		{"\x00\x00", 0},
+		{"ab\x00\x00\x00\x00", 2},
+		{"ab\x00\x00", 4}, // a character of UTF-16 or UTF-32, not space preallocated
+		{"a\n\x00", 3},
+		{"\x00\x00\x00\x00", 0},
+		{"\x00\x00", 2},
+		{"\xe2\x82\xac\x00\x00\x00\x00", 3},
 		{"a\x00b", 3},
 		{"a" + string(make([]byte, 10000)), 1},
 		{"\n" + string(make([]byte, 4096)), 1},
@@ -115,5 +119,10 @@ func TestTextEnd(t *testing.T) {
 		if got := textEnd(bytes.NewReader([]byte(c.data)), int64(len(c.data))); got != c.want {
 			t.Errorf("textEnd(%.20q, %d bytes) = %d, want %d", c.data, len(c.data), got, c.want)
 		}
+	}
+	// More NULs than are read back over: from the end.
+	big := append([]byte("a"), make([]byte, maxZeros)...)
+	if got := textEnd(bytes.NewReader(big), int64(len(big))); got != int64(len(big)) {
+		t.Errorf("textEnd of a line and %d NULs = %d, want the end", maxZeros, got)
 	}
 }
