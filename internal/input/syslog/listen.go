@@ -301,6 +301,9 @@ func (l *Listener) read(c net.PacketConn) {
 			l.tooLong.Add(1)
 			continue
 		}
+		if blank(buf[:n]) {
+			continue
+		}
 		if l.queued.Load()+int64(n) > queueBytes {
 			l.droppedQueue.Add(1)
 			continue
