@@ -936,8 +936,9 @@ func TestAnchorHolderKey(t *testing.T) {
 
 // TestNotUTF8: a file that is not UTF-8 (an é saved as Latin-1) is refused at the line and
 // column of its first byte that is not, which yaml.v3 names as the line its reading stood
-// at, the next one for a byte at the end of a line; a file in UTF-16 with its byte order
-// mark, or UTF-8 with one, loads.
+// at, the next one for a byte at the end of a line (the column counts letters, not bytes);
+// a tag's %-escape that is no UTF-8 is not blamed on such a byte further down; a file in
+// UTF-16 with its byte order mark, or UTF-8 with one, loads.
 func TestNotUTF8(t *testing.T) {
 	const rule = "rules:\n  - name: r\n    match: x\n"
 	utf16 := []byte{0xff, 0xfe}
@@ -951,6 +952,11 @@ func TestNotUTF8(t *testing.T) {
 			"c.yaml:4: not valid YAML: invalid trailing UTF-8 octet: byte 0xe9 at column 14 is not UTF-8 (text saved as Latin-1 or Windows-1252?); a rule file is UTF-8"},
 		{"after other letters", "# é\n" + rule + "    help: '\xff'\n",
 			"c.yaml:5: not valid YAML: invalid leading UTF-8 octet: byte 0xff at column 12 is not UTF-8 (text saved as Latin-1 or Windows-1252?); a rule file is UTF-8"},
+		{"after an é on its line", rule + "    help: é caf\xe9\n",
+			"c.yaml:4: not valid YAML: incomplete UTF-8 octet sequence: byte 0xe9 at column 16 is not UTF-8 (text saved as Latin-1 or Windows-1252?); a rule file is UTF-8"},
+		// A tag's escape that is no UTF-8 is the scanner's mistake, at its own line.
+		{"a tag's escape before", "x: !a%ff y\n" + rule + "# caf\xe9\n",
+			"c.yaml:1: not valid YAML: found an incorrect leading UTF-8 octet"},
 		{"UTF-8 with a byte order mark", "\ufeff# café\n" + rule, ""},
 		{"UTF-16", string(utf16), ""},
 	} {
