@@ -982,6 +982,8 @@ func TestLongValuesShown(t *testing.T) {
 			`c.yaml:4: rule "r": unknown key ` + shown + ` (known keys: name, `},
 		{"regex", "rules:\n  - name: r\n    match: '(" + long[:1<<19] + "'\n", // within the file's regexes
 			"c.yaml:3: rule \"r\": match: invalid regex: missing closing ) in `(" + strings.Repeat("é", maxShownBytes/2-1) + "… (524289 bytes)`"},
+		{"name", "rules:\n  - name: " + strings.Repeat("r", 2*maxShownBytes) + "\n    match: x\n", // a precision given is kept
+			`c.yaml:2: rule #1: name: "` + strings.Repeat("r", 40) + `"... is 2048 bytes, more than the 256 a name may have`},
 		{"pattern name", "patterns:\n  ? " + strings.Repeat("P", 2*maxShownBytes) + "\n  : ''\nrules:\n  - name: r\n    match: x\n",
 			`c.yaml:2: pattern "` + strings.Repeat("P", maxShownBytes-len(`pattern "`)) + `… (2058 bytes): the pattern is empty`},
 		{"warning", "inputs:\n  - path: ~/" + long + "\nrules:\n  - name: r\n    match: x\n",
