@@ -277,15 +277,15 @@ func TestBadConfigs(t *testing.T) {
 		},
 		"included.yaml": {
 			`:3: global: must be a mapping, not a value tagged !include` +
-				`: a rule file's values are plain YAML, and no tag includes a file, reads the environment or decodes (!!binary); write the value itself`,
+				`: a rule file's values are plain YAML, whose tags are !!str, !!int, !!float, !!bool, !!null, !!seq and !!map; no tag includes a file, reads the environment or decodes (!!binary): write the value itself`,
 			`:4: inputs: must be a list of inputs (- path: ...), not a value tagged !include` +
-				`: a rule file's values are plain YAML, and no tag includes a file, reads the environment or decodes (!!binary); write the value itself`,
+				`: a rule file's values are plain YAML, whose tags are !!str, !!int, !!float, !!bool, !!null, !!seq and !!map; no tag includes a file, reads the environment or decodes (!!binary): write the value itself`,
 			`:8: rule "a": timestamp: must be a mapping, not a value tagged !include` +
-				`: a rule file's values are plain YAML, and no tag includes a file, reads the environment or decodes (!!binary); write the value itself`,
+				`: a rule file's values are plain YAML, whose tags are !!str, !!int, !!float, !!bool, !!null, !!seq and !!map; no tag includes a file, reads the environment or decodes (!!binary): write the value itself`,
 			`:9: rule "a": windows: must be a list (e.g. [a, b]), not a value tagged !ENV` +
-				`: a rule file's values are plain YAML, and no tag includes a file, reads the environment or decodes (!!binary); write the value itself`,
+				`: a rule file's values are plain YAML, whose tags are !!str, !!int, !!float, !!bool, !!null, !!seq and !!map; no tag includes a file, reads the environment or decodes (!!binary): write the value itself`,
 			`:10: rule #2: must be a mapping, not a value tagged !include` +
-				`: a rule file's values are plain YAML, and no tag includes a file, reads the environment or decodes (!!binary); write the value itself`,
+				`: a rule file's values are plain YAML, whose tags are !!str, !!int, !!float, !!bool, !!null, !!seq and !!map; no tag includes a file, reads the environment or decodes (!!binary): write the value itself`,
 		},
 		"collection_tags.yaml": {
 			`:4: tag !include: a rule file's values are plain YAML, whose tags are !!str, !!int, !!float, !!bool, !!null, !!seq and !!map; ` +
