@@ -277,15 +277,15 @@ func TestBadConfigs(t *testing.T) {
 		},
 		"included.yaml": {
 			`:3: global: must be a mapping, not a value tagged !include` +
-				`: a rule file's values are plain YAML, and no tag includes a file, reads the environment or decodes (!!binary); write the value itself`,
+				`: a rule file's values are plain YAML, whose tags are !!str, !!int, !!float, !!bool, !!null, !!seq and !!map; no tag includes a file, reads the environment or decodes (!!binary): write the value itself`,
 			`:4: inputs: must be a list of inputs (- path: ...), not a value tagged !include` +
-				`: a rule file's values are plain YAML, and no tag includes a file, reads the environment or decodes (!!binary); write the value itself`,
+				`: a rule file's values are plain YAML, whose tags are !!str, !!int, !!float, !!bool, !!null, !!seq and !!map; no tag includes a file, reads the environment or decodes (!!binary): write the value itself`,
 			`:8: rule "a": timestamp: must be a mapping, not a value tagged !include` +
-				`: a rule file's values are plain YAML, and no tag includes a file, reads the environment or decodes (!!binary); write the value itself`,
+				`: a rule file's values are plain YAML, whose tags are !!str, !!int, !!float, !!bool, !!null, !!seq and !!map; no tag includes a file, reads the environment or decodes (!!binary): write the value itself`,
 			`:9: rule "a": windows: must be a list (e.g. [a, b]), not a value tagged !ENV` +
-				`: a rule file's values are plain YAML, and no tag includes a file, reads the environment or decodes (!!binary); write the value itself`,
+				`: a rule file's values are plain YAML, whose tags are !!str, !!int, !!float, !!bool, !!null, !!seq and !!map; no tag includes a file, reads the environment or decodes (!!binary): write the value itself`,
 			`:10: rule #2: must be a mapping, not a value tagged !include` +
-				`: a rule file's values are plain YAML, and no tag includes a file, reads the environment or decodes (!!binary); write the value itself`,
+				`: a rule file's values are plain YAML, whose tags are !!str, !!int, !!float, !!bool, !!null, !!seq and !!map; no tag includes a file, reads the environment or decodes (!!binary): write the value itself`,
 		},
 		"collection_tags.yaml": {
 			`:4: tag !include: a rule file's values are plain YAML, whose tags are !!str, !!int, !!float, !!bool, !!null, !!seq and !!map; ` +
@@ -936,8 +936,9 @@ func TestAnchorHolderKey(t *testing.T) {
 
 // TestNotUTF8: a file that is not UTF-8 (an é saved as Latin-1) is refused at the line and
 // column of its first byte that is not, which yaml.v3 names as the line its reading stood
-// at, the next one for a byte at the end of a line; a file in UTF-16 with its byte order
-// mark, or UTF-8 with one, loads.
+// at, the next one for a byte at the end of a line (the column counts letters, not bytes);
+// a tag's %-escape that is no UTF-8 is not blamed on such a byte further down; a file in
+// UTF-16 with its byte order mark, or UTF-8 with one, loads.
 func TestNotUTF8(t *testing.T) {
 	const rule = "rules:\n  - name: r\n    match: x\n"
 	utf16 := []byte{0xff, 0xfe}
@@ -951,6 +952,11 @@ func TestNotUTF8(t *testing.T) {
 			"c.yaml:4: not valid YAML: invalid trailing UTF-8 octet: byte 0xe9 at column 14 is not UTF-8 (text saved as Latin-1 or Windows-1252?); a rule file is UTF-8"},
 		{"after other letters", "# é\n" + rule + "    help: '\xff'\n",
 			"c.yaml:5: not valid YAML: invalid leading UTF-8 octet: byte 0xff at column 12 is not UTF-8 (text saved as Latin-1 or Windows-1252?); a rule file is UTF-8"},
+		{"after an é on its line", rule + "    help: é caf\xe9\n",
+			"c.yaml:4: not valid YAML: incomplete UTF-8 octet sequence: byte 0xe9 at column 16 is not UTF-8 (text saved as Latin-1 or Windows-1252?); a rule file is UTF-8"},
+		// A tag's escape that is no UTF-8 is the scanner's mistake, at its own line.
+		{"a tag's escape before", "x: !a%ff y\n" + rule + "# caf\xe9\n",
+			"c.yaml:1: not valid YAML: found an incorrect leading UTF-8 octet"},
 		{"UTF-8 with a byte order mark", "\ufeff# café\n" + rule, ""},
 		{"UTF-16", string(utf16), ""},
 	} {
@@ -976,8 +982,15 @@ func TestLongValuesShown(t *testing.T) {
 			`c.yaml:4: rule "r": unknown key ` + shown + ` (known keys: name, `},
 		{"regex", "rules:\n  - name: r\n    match: '(" + long[:1<<19] + "'\n", // within the file's regexes
 			"c.yaml:3: rule \"r\": match: invalid regex: missing closing ) in `(" + strings.Repeat("é", maxShownBytes/2-1) + "… (524289 bytes)`"},
+		{"name", "rules:\n  - name: " + strings.Repeat("r", 2*maxShownBytes) + "\n    match: x\n", // a precision given is kept
+			`c.yaml:2: rule #1: name: "` + strings.Repeat("r", 40) + `"... is 2048 bytes, more than the 256 a name may have`},
 		{"pattern name", "patterns:\n  ? " + strings.Repeat("P", 2*maxShownBytes) + "\n  : ''\nrules:\n  - name: r\n    match: x\n",
 			`c.yaml:2: pattern "` + strings.Repeat("P", maxShownBytes-len(`pattern "`)) + `… (2058 bytes): the pattern is empty`},
+		// An error's reason comes after the value it quotes: its end is shown too.
+		{"error", "inputs:\n  - syslog: unixgram:///" + strings.Repeat("s", 2*maxShownBytes) + "\nrules:\n  - name: r\n    match: x\n",
+			`c.yaml:2: input #1: syslog: "unixgram:///` + strings.Repeat("s", maxShownBytes/2-len(`"unixgram:///`)) + `…(1110 bytes left out)…` +
+				strings.Repeat("s", maxShownBytes/2-len(`": a unix socket's path is at most 107 bytes (nginx refuses a longer one)`)) +
+				`": a unix socket's path is at most 107 bytes (nginx refuses a longer one)`},
 		{"warning", "inputs:\n  - path: ~/" + long + "\nrules:\n  - name: r\n    match: x\n",
 			`c.yaml:2: warning: input #1: path: "~/` + strings.Repeat("é", maxShownBytes/2-1) + `"… (2097154 bytes) starts with ~`},
 	} {

@@ -91,25 +91,29 @@ const maxShownBytes = 1024
 
 // newProblem is the Problem of format and args at line, about subject: a text among args (a
 // string, an error's) or a subject past maxShownBytes is shown as its start and how long
-// it is.
+// it is; an error's as its start and its end, which says what is wrong with the value it
+// quotes (`"unixgram:///…": a unix socket's path is at most 107 bytes`).
 func newProblem(line int, subject, format string, args []any) Problem {
 	shown := args
 	for i, a := range args {
-		var text string
+		var s any
 		switch a := a.(type) {
 		case string:
-			text = a
+			if len(a) > maxShownBytes {
+				s = clipped(a)
+			}
 		case error:
-			text = a.Error()
-		default:
+			if text := a.Error(); len(text) > maxShownBytes {
+				s = elided(text)
+			}
+		}
+		if s == nil {
 			continue
 		}
-		if len(text) > maxShownBytes {
-			if &shown[0] == &args[0] {
-				shown = slices.Clone(args) // the caller's
-			}
-			shown[i] = clipped(text)
+		if &shown[0] == &args[0] {
+			shown = slices.Clone(args) // the caller's
 		}
+		shown[i] = s
 	}
 	if len(subject) > maxShownBytes {
 		subject = fmt.Sprint(clipped(subject))
@@ -127,15 +131,27 @@ func (c clipped) Format(f fmt.State, verb rune) {
 		fmt.Fprintf(f, "%.*"+string(verb), p, string(c))
 		return
 	}
-	n := maxShownBytes
-	for n > 0 && !utf8.RuneStart(c[n]) {
-		n--
-	}
-	start := string(c[:n])
+	start := string(c[:runeStartAt(string(c), maxShownBytes)])
 	if verb == 'q' {
 		start = strconv.Quote(start)
 	}
 	fmt.Fprintf(f, "%s… (%d bytes)", start, len(c))
+}
+
+// elided is text past maxShownBytes as its first and last maxShownBytes/2 bytes or so, and
+// how many are left out between them.
+func elided(text string) string {
+	head, tail := runeStartAt(text, maxShownBytes/2), runeStartAt(text, len(text)-maxShownBytes/2)
+	return fmt.Sprintf("%s…(%d bytes left out)…%s", text[:head], tail-head, text[tail:])
+}
+
+// runeStartAt is the start of the letter of s at byte i (0 < i < len(s)): a text cut there
+// is not cut within a letter.
+func runeStartAt(s string, i int) int {
+	for i > 0 && !utf8.RuneStart(s[i]) {
+		i--
+	}
+	return i
 }
 
 // warn adds a warning, what Warnings says of a config that loads.

@@ -222,11 +222,17 @@ func (d *decoder) yamlError(data []byte, err error) {
 	d.add(line, "", "not valid YAML: %s", msg)
 }
 
-// notUTF8 finds, for a message of yaml.v3 saying the file is not UTF-8, its first byte that
-// is not, by line and column (from 1); ok is false for another message, or a file in
-// UTF-16 (with its byte order mark), which yaml.v3 reads too.
+// utf8Errors are the messages of yaml.v3's reader for a file that is not UTF-8. Its scanner
+// says "found an incorrect leading UTF-8 octet" too, of a tag's %-escape (!a%ff), which
+// is no byte of the file's: a file that is also not UTF-8 further down would have the
+// mistake moved there.
+var utf8Errors = []string{"invalid leading UTF-8 octet", "incomplete UTF-8 octet sequence", "invalid trailing UTF-8 octet", "invalid length of a UTF-8 sequence"}
+
+// notUTF8 finds, for a message of yaml.v3's reader saying the file is not UTF-8, its first
+// byte that is not, by line and column (from 1); ok is false for another message. (A file
+// in UTF-16, with its byte order mark, is read as such, with messages of its own.)
 func notUTF8(data []byte, msg string) (line, col int, b byte, ok bool) {
-	if !strings.Contains(msg, "UTF-8") || bytes.HasPrefix(data, []byte{0xff, 0xfe}) || bytes.HasPrefix(data, []byte{0xfe, 0xff}) {
+	if !slices.Contains(utf8Errors, msg) {
 		return 0, 0, 0, false
 	}
 	for i := 0; i < len(data); {

@@ -36,7 +36,7 @@ func kindName(n *yaml.Node) string {
 	case yaml.ScalarNode:
 		if foreignTagged(n) {
 			// rules: !include rules.yaml, which a file of another tool's may have.
-			return fmt.Sprintf("a value tagged %s: a rule file's values are plain YAML, and no tag includes a file, reads the environment or decodes (!!binary); write the value itself", n.ShortTag())
+			return fmt.Sprintf("a value tagged %s: %s", n.ShortTag(), plainYAML())
 		}
 		if n.ShortTag() == "!!null" {
 			return "empty"
@@ -226,10 +226,15 @@ func (d *decoder) foreignTag(v *yaml.Node, line int, subject, what string) bool 
 	if !foreignTagged(v) {
 		return false
 	}
-	d.add(line, subject, "%stag %s: a rule file's values are plain YAML, whose tags are %s and %s; "+
-		"no tag includes a file, reads the environment or decodes (!!binary): write the value itself",
-		at(what), v.ShortTag(), strings.Join(coreTags[:len(coreTags)-1], ", "), coreTags[len(coreTags)-1])
+	d.add(line, subject, "%stag %s: %s", at(what), v.ShortTag(), plainYAML())
 	return true
+}
+
+// plainYAML says why a foreign tag is refused, wherever it stands.
+func plainYAML() string {
+	return fmt.Sprintf("a rule file's values are plain YAML, whose tags are %s and %s; "+
+		"no tag includes a file, reads the environment or decodes (!!binary): write the value itself",
+		strings.Join(coreTags[:len(coreTags)-1], ", "), coreTags[len(coreTags)-1])
 }
 
 // foreignTagged reports whether n is given a tag other than the core ones.

@@ -101,6 +101,18 @@ rules:
     name: third
     match: '(?P<code>\d+)'
 `, []string{`r.yaml:11: rule "third": timestamp: capture "t" is not in the match regex (have: code) (line 5, which *when repeats on line 10, which *both repeats here)`}},
+		{"a chain of as many aliases as are named", `
+rules:
+  - name: first
+    match: '(?P<t>.+)'
+    timestamp: &a {capture: t, layout: '2006-01-02 15:04:05'}
+  - &b {name: b, match: '(?P<t>.+)', timestamp: *a}
+  - &c {<<: *b, name: c}
+  - &d {<<: *c, name: d}
+  - <<: *d
+    name: f
+    match: '(?P<code>\d+)'
+`, []string{`r.yaml:9: rule "f": timestamp: capture "t" is not in the match regex (have: code) (line 5, which *a repeats on line 6, which *b repeats on line 7, which *c repeats on line 8, which *d repeats here)`}},
 		{"a chain of aliases", `
 rules:
   - name: first
