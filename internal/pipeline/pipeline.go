@@ -303,7 +303,9 @@ func (p *Pipeline) build(cfg *config.Config) (gen *generation, err error) {
 // ReloadPanic is the error of a reload that panicked (a bug), with what it panicked with
 // and where. A reload panicked in its load or its build (see Pipeline.ReloadFile) changed
 // nothing, as a refused one: the previous configuration keeps running. Before, the panic
-// ended the process when a SIGHUP or the rule file's watch asked for the reload.
+// ended the process when a SIGHUP or the rule file's watch asked for the reload. One that
+// panicked once its rules were in force is recorded as the *InputsNotStarted of one (see
+// panicInForce), and its panic goes on.
 type ReloadPanic struct {
 	Value any
 	Stack []byte
@@ -331,6 +333,7 @@ func (p *Pipeline) reload(cfg *config.Config) error {
 	}
 	p.reloadUnreadable()
 	p.gen.Store(gen)
+	defer p.panicInForce()
 	for _, in := range p.inputs {
 		in.release()
 	}
@@ -348,6 +351,20 @@ func (p *Pipeline) reload(cfg *config.Config) error {
 	}
 	p.reloadErr, p.lastSuccess = nil, p.opts.Now()
 	return nil
+}
+
+// panicInForce records a panic of a reload that put its rules in force (a bug, in the
+// start of the inputs most likely) as a failed reload that left inputs not started, and
+// lets it go on to the server's reloader, which tells it to those who asked: else the
+// reload outcome self-metric and the status page said the reload succeeded. The inputs
+// it left are not tried again (retryInputs would start them alike, and panic outside any
+// reload, ending the process): the next reload starts them.
+func (p *Pipeline) panicInForce() {
+	if v := recover(); v != nil {
+		p.reloadErr = &InputsNotStarted{Err: &ReloadPanic{Value: v, Stack: debug.Stack()}}
+		p.notRunning = nil
+		panic(v)
+	}
 }
 
 // FirstInputRetry is how long after a reload left inputs not started they are started

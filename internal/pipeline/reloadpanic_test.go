@@ -8,6 +8,7 @@ import (
 
 	"github.com/logwindow/logwindow_exporter/config"
 	"github.com/logwindow/logwindow_exporter/config/logformat"
+	"github.com/logwindow/logwindow_exporter/internal/input"
 )
 
 // TestReloadPanicRefused: a reload whose load or build of the rule file panics (a bug
@@ -62,5 +63,56 @@ func TestReloadPanicRefused(t *testing.T) {
 				t.Errorf("after the next reload: %d rules, successful %v; want 2, true", len(rules), p.reloadStats().Successful)
 			}
 		})
+	}
+}
+
+// TestReloadPanicInForce: a reload that panics once its rules are in force (in the start
+// of an input) is recorded as a failed one that put them in force with inputs not
+// started, and its panic goes on to the server's reloader; it was recorded as succeeded,
+// the status page and the reload outcome self-metric saying so. Its inputs are not tried
+// again, which would panic outside any reload: the next reload starts them.
+func TestReloadPanicInForce(t *testing.T) {
+	start := inputKinds[config.KindFile]
+	t.Cleanup(func() { inputKinds[config.KindFile] = start }) // after the pipeline stops
+	path := filepath.Join(t.TempDir(), "rules.yaml")
+	writeRules(t, path, "rules:\n  - {name: r, match: x}\n")
+	p := startRuleFile(t, path)
+	logPath := filepath.Join(t.TempDir(), "app.log")
+	writeRules(t, logPath, "")
+	writeRules(t, path, "inputs: [{name: refused, path: '"+logPath+".2'}, {name: app, path: '"+logPath+"'}]\nrules:\n  - {name: r, match: x}\n  - {name: other, match: y}\n")
+	panicking := start
+	panicking.start = func(_ *Pipeline, ci config.Input, _ *stream, _ int) (input.Input, error) {
+		if ci.Name == "refused" {
+			return nil, errors.New("refused") // left to be tried again, before the panic
+		}
+		panic("a bug in an input's start")
+	}
+	inputKinds[config.KindFile] = panicking
+
+	func() {
+		defer func() {
+			if v := recover(); v != "a bug in an input's start" {
+				t.Errorf("ReloadFile panicked with %v; want the input's panic", v)
+			}
+		}()
+		_ = p.ReloadFile()
+	}()
+	var notStarted *InputsNotStarted
+	if err := p.ReloadError(); !errors.As(err, &notStarted) || !errors.As(err, new(*ReloadPanic)) {
+		t.Errorf("ReloadError: %v; want the panic, as inputs not started", err)
+	}
+	if p.reloadStats().Successful {
+		t.Error("the reload outcome self-metric says the reload succeeded")
+	}
+	if rules := p.Config().Rules; len(rules) != 2 {
+		t.Errorf("%d rules in force; want the reload's 2", len(rules))
+	}
+	if len(p.InputsNotRunning()) != 0 {
+		t.Errorf("inputs to be tried again: %v; want none", p.InputsNotRunning())
+	}
+
+	inputKinds[config.KindFile] = start
+	if err := p.ReloadFile(); err != nil || !p.reloadStats().Successful || len(p.inputStats()) != 2 {
+		t.Errorf("the next reload: %v, successful %v, %d inputs; want none, true, 2", err, p.reloadStats().Successful, len(p.inputStats()))
 	}
 }

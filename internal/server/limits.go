@@ -820,6 +820,21 @@ func connectionLimit(want int, nofile uint64) (limit int, lowered bool) {
 	return want, false
 }
 
+// lowerConnections is the connection limit of o.MaxConnections with the open-file limit
+// nofile (see connectionLimit), warning when it is lowered, and of the room it leaves
+// when the flags alone left enough (else main warned of them already).
+func lowerConnections(o Options, nofile uint64) int {
+	limit, lowered := connectionLimit(o.MaxConnections, nofile)
+	if lowered {
+		o.Logger.Warn("--web.max-connections lowered to half the open-file limit, which leaves the other half to the inputs",
+			"max_connections", limit, "open_file_limit", nofile)
+		if held, _ := heldByHandlers(o); o.MaxConnections > held {
+			WarnConnectionRoom(o, limit, true)
+		}
+	}
+	return limit
+}
+
 // WarnConnectionRoom warns, to o.Logger, when the connections held, limit (lowered to
 // half the open-file limit, if lowered), are no more than the handlers of bounded
 // requests can hold by o (see heldByHandlers): the connection limit takes no connection

@@ -780,6 +780,38 @@ func TestConnectionLimit(t *testing.T) {
 	}
 }
 
+// TestLowerConnections: a connection limit the open-file limit lowered is warned of, and
+// so is the room it leaves the handlers' connections, once: not when the flags alone left
+// no more, which main warned of already.
+func TestLowerConnections(t *testing.T) {
+	const room = "is not above the "
+	for _, c := range []struct {
+		name      string
+		o         Options
+		nofile    uint64
+		limit     int
+		warnings  int
+		roomWarns bool
+	}{
+		{"not lowered", Options{MaxConnections: 512, MaxRequests: 10, Lifecycle: true}, 1 << 20, 512, 0, false},
+		{"lowered below the room", Options{MaxConnections: 512, MaxRequests: 10, Lifecycle: true}, 100, 50, 2, true},
+		{"lowered, room enough", Options{MaxConnections: 512, MaxRequests: 10, Lifecycle: true}, 200, 100, 1, false},
+		{"lowered, the flags warned of already", Options{MaxConnections: 56, MaxRequests: 10, Lifecycle: true}, 100, 50, 1, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var log bytes.Buffer
+			c.o.Logger = slog.New(slog.NewTextHandler(&log, nil))
+			if limit := lowerConnections(c.o, c.nofile); limit != c.limit {
+				t.Errorf("limit %d; want %d", limit, c.limit)
+			}
+			got := log.String()
+			if n := strings.Count(got, "level=WARN"); n != c.warnings || strings.Contains(got, room) != c.roomWarns {
+				t.Errorf("logged %q; want %d warnings, of the room %v", got, c.warnings, c.roomWarns)
+			}
+		})
+	}
+}
+
 func TestHeaderTimeout(t *testing.T) {
 	for read, want := range map[time.Duration]time.Duration{0: 10 * time.Second, 2 * time.Second: 2 * time.Second, time.Minute: 10 * time.Second} {
 		if got := headerTimeout(read); got != want {

@@ -201,16 +201,7 @@ func Serve(cfg *config.Config, popts pipeline.Options, webFlags *web.FlagConfig,
 	}
 	mux := NewMux(p, coll, reg, o)
 	if o.MaxConnections > 0 {
-		nofile := openFileLimit()
-		limit, lowered := connectionLimit(o.MaxConnections, nofile)
-		if lowered {
-			logger.Warn("--web.max-connections lowered to half the open-file limit, which leaves the other half to the inputs",
-				"max_connections", limit, "open_file_limit", nofile)
-			if held, _ := heldByHandlers(o); o.MaxConnections > held { // else the flags were warned of already
-				WarnConnectionRoom(o, limit, true)
-			}
-		}
-		o.conns = newConnLimiter(limit, connGrace, logger)
+		o.conns = newConnLimiter(lowerConnections(o, openFileLimit()), connGrace, logger)
 	}
 	listeners, err := listen(webFlags, logger)
 	if err != nil {

@@ -89,6 +89,10 @@ func NewSetWith(cfg *config.Config, prev *Set, opts SetOptions) (*Set, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	s := &Set{rules: make([]Rule, 0, len(cfg.Rules)), oldest: oldest, mem: mem, shards: shards, sinks: sinks}
+	// The stores built here charge built until s is whole, then mem, which prev's writers
+	// share: a Set that fails, or panics (a bug, which the pipeline makes a failed reload),
+	// has charged nothing of it.
+	built := new(memory)
 	var errs []error
 	for _, r := range cfg.Rules {
 		st := inherit[r.Fingerprint]
@@ -97,7 +101,7 @@ func NewSetWith(cfg *config.Config, prev *Set, opts SetOptions) (*Set, error) {
 			delete(inherit, r.Fingerprint)
 		} else {
 			var err error
-			if st, err = newStore(r, oldest, mem, shards, log); err != nil {
+			if st, err = newStore(r, oldest, built, shards, log); err != nil {
 				errs = append(errs, fmt.Errorf("rule %q: %w", r.Name, err))
 				continue
 			}
@@ -106,13 +110,14 @@ func NewSetWith(cfg *config.Config, prev *Set, opts SetOptions) (*Set, error) {
 		s.rules = append(s.rules, Rule{rule: r, budget: b, store: st})
 	}
 	if err := errors.Join(errs...); err != nil {
-		for _, r := range s.rules {
-			if !prevHas(prev, r.store) {
-				mem.used.Add(-r.store.used.Load()) // built for nothing (and written by nothing)
-			}
-		}
 		return nil, err
 	}
+	for _, r := range s.rules {
+		if r.store.mem == built {
+			r.store.mem = mem
+		}
+	}
+	mem.used.Add(built.used.Load())
 	// The stores of prev that s does not take over are gone once s is in use (a Set that
 	// fails or is never used is the caller's to drop; the pipeline uses every Set it builds).
 	for _, st := range inherit {
@@ -120,16 +125,4 @@ func NewSetWith(cfg *config.Config, prev *Set, opts SetOptions) (*Set, error) {
 	}
 	mem.max.Store(opts.MaxBytes)
 	return s, nil
-}
-
-func prevHas(prev *Set, st *store) bool {
-	if prev == nil {
-		return false
-	}
-	for _, r := range prev.rules {
-		if r.store == st {
-			return true
-		}
-	}
-	return false
 }

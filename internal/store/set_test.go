@@ -1,6 +1,7 @@
 package store_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -158,23 +159,43 @@ func TestReloadOldSink(t *testing.T) {
 }
 
 // TestReloadFails: a config the store cannot build returns an error and leaves the Set it
-// was to replace as it was, charges included; a reload's memory bound is every Set's.
+// was to replace as it was, charges included; a reload's memory bound is every Set's. So
+// does one whose build panics (a bug, which the pipeline makes a failed reload): the
+// stores built before the panic charged the bound every Set shares, for good.
 func TestReloadFails(t *testing.T) {
 	prev := newSet(t, storetest.Config(10, reloadRules()...), nil)
 	write(prev.NewSink(), reloadLines...)
 	used := prev.MemoryUsed()
 	withInitial := storetest.CountRule("new", storetest.OneMin, "status")
 	withInitial.Initial = [][]string{{"500"}} // charged when built, given back on failure
-	noWindows := storetest.CountRule("broken", nil)
-	_, err := store.NewSetWith(storetest.Config(10, withInitial, noWindows), prev, store.SetOptions{})
-	if err == nil || !strings.Contains(err.Error(), `rule "broken": no windows`) {
-		t.Fatalf("error %v, want one naming the rule without windows", err)
-	}
-	if prev.MemoryUsed() != used {
-		t.Errorf("a failed reload left %d bytes charged, before %d", prev.MemoryUsed(), used)
-	}
-	if got := read(prev, 0, 1001).series["200"].total; got != 2 {
-		t.Errorf("after a failed reload the kept rule's 200 is %v, want 2", got)
+	for _, tc := range []struct {
+		name   string
+		broken *config.Rule
+		want   string
+	}{
+		{"refused", storetest.CountRule("broken", nil), `rule "broken": no windows`},
+		{"panicked", nil, "nil pointer"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var err error
+			func() {
+				defer func() {
+					if v := recover(); v != nil {
+						err = fmt.Errorf("panic: %v", v)
+					}
+				}()
+				_, err = store.NewSetWith(storetest.Config(10, withInitial, tc.broken), prev, store.SetOptions{})
+			}()
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %v, want one saying %q", err, tc.want)
+			}
+			if prev.MemoryUsed() != used {
+				t.Errorf("a failed reload left %d bytes charged, before %d", prev.MemoryUsed(), used)
+			}
+			if got := read(prev, 0, 1001).series["200"].total; got != 2 {
+				t.Errorf("after a failed reload the kept rule's 200 is %v, want 2", got)
+			}
+		})
 	}
 	next, err := store.NewSetWith(storetest.Config(10, reloadRules()...), prev, store.SetOptions{MaxBytes: 1 << 20})
 	if err != nil {
