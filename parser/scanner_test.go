@@ -1,6 +1,7 @@
 package parser
 
 import (
+	"reflect"
 	"regexp"
 	"slices"
 	"sync"
@@ -119,5 +120,96 @@ func TestLazily(t *testing.T) {
 	wg.Wait()
 	if n := built.Load(); n != 1 {
 		t.Fatalf("built %d times, want 1", n)
+	}
+}
+
+// TestScannerRegexFirstUseConcurrent checks that goroutines meeting the first undecided
+// line of a format all at once (inputs read by goroutines of their own, --explain beside
+// them) each read it as a parser that made the regex before them does: Parse through the
+// matcher recording only the groups the rules read, Explain through the one recording
+// all. Run under -race it also checks that the regex is made without a data race.
+func TestScannerRegexFirstUseConcurrent(t *testing.T) {
+	cfg := mustParse(t, "inputs:\n  - {name: a, path: /x, log_format: '$upstream_addr $http_x;$http_y'}\n"+
+		"rules:\n  - name: r\n    labels: {u: '${upstream_addr}', x: '${http_x}'}\n")
+	lines := []string{"p : q;r", "10.0.0.1:80, 10.0.0.2:80 a;b", "p : q", "p : q;r;s"}
+	warm, err := New(cfg.Rules)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type result struct {
+		parsed []record
+		rules  []RuleResult
+	}
+	read := func(p *Parser, line string) result {
+		rec := &recorder{t: t, rules: cfg.Rules}
+		p.Parse("a", []byte(line), rec)
+		return result{rec.got, p.Explain("a", []byte(line)).Rules}
+	}
+	want := make([]result, len(lines))
+	for i, l := range lines {
+		want[i] = read(warm, l)
+	}
+	// The first line is one the scanner leaves undecided (TestScannerRegexMadeOnUse).
+	re := cfg.Rules[0].Regexp
+	m := re.FindStringSubmatch(lines[0])
+	if m == nil || len(want[0].parsed) != 1 || want[0].parsed[0].Labels != "u="+m[re.SubexpIndex("upstream_addr")]+",x="+m[re.SubexpIndex("http_x")] {
+		t.Fatalf("%q parsed as %v, regexp reads %q", lines[0], want[0].parsed, m)
+	}
+	for round := range 20 {
+		p, err := New(cfg.Rules)
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := make(chan struct{})
+		var wg sync.WaitGroup
+		for g := range 4 {
+			wg.Go(func() {
+				<-start
+				for i := range lines {
+					k := (i + g) % len(lines)
+					if got := read(p, lines[k]); !reflect.DeepEqual(got, want[k]) {
+						t.Errorf("round %d, goroutine %d, %q: %+v, want %+v", round, g, lines[k], got, want[k])
+					}
+				}
+			})
+		}
+		close(start)
+		wg.Wait()
+	}
+}
+
+// TestScannerRegexRecordsOnlyRead checks that the regex made on use behind the scanner
+// Parse runs records only the groups the rules read, as the fastmatch matcher made at
+// build did, while the one behind Explain's scanner records them all.
+func TestScannerRegexRecordsOnlyRead(t *testing.T) {
+	cfg := mustParse(t, "inputs:\n  - {name: a, path: /x, log_format: '$upstream_addr $http_x;$http_y'}\n"+
+		"rules:\n  - name: r\n    labels: {u: '${upstream_addr}', x: '${http_x}'}\n")
+	p, err := New(cfg.Rules)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := p.groups[0]
+	re := cfg.Rules[0].Regexp
+	unread := re.SubexpIndex("http_y")
+	line := "p : q;r" // undecided: TestScannerRegexMadeOnUse
+	want := re.FindStringSubmatchIndex(line)
+	for _, c := range []struct {
+		name string
+		m    compiled
+		read bool
+	}{
+		{"parse", g.parse, false},
+		{"explain", g.m, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			caps := make([]int, g.m.ncap)
+			if !c.m.Match([]byte(line), caps) {
+				t.Fatal("no match")
+			}
+			got := caps[2*unread : 2*unread+2]
+			if wantY := want[2*unread : 2*unread+2]; c.read && !slices.Equal(got, wantY) || !c.read && !slices.Equal(got, []int{-1, -1}) {
+				t.Errorf("http_y at %v (regexp's %v), recorded: want %v", got, wantY, c.read)
+			}
+		})
 	}
 }
