@@ -231,6 +231,15 @@ func (t *tracked) pastZeros(size int64, stop *atomic.Bool) int64 {
 	return -1
 }
 
+// zerosToEnd reports whether nothing but NUL bytes follows off in t's file, up to its
+// end: the NULs that end a read that filled the buffer are held back (zeroed) only then.
+// Text after them, already written, makes them a line's own, read with it: not the end of
+// a line its writer cut, nor space it has yet to fill in.
+func (t *tracked) zerosToEnd(off int64, stop *atomic.Bool) bool {
+	fi, err := t.f.Stat()
+	return err != nil || textAfter(t.f, off, fi.Size(), stop) >= fi.Size()
+}
+
 // atHole reports whether t is read from its start or from after NUL bytes, at a line's
 // start: where a hole may open (skipHole). A line read up to its newline leaves none
 // before it.
@@ -372,7 +381,7 @@ func (r *lineReader) pass(t *tracked, path string, budget int64) (read int64, at
 			n, err = t.f.ReadAt(buf[end:], t.off)
 		}
 		if t.zeroed && n > 0 && buf[end+n-1] == 0 {
-			if k := n - len(bytes.TrimRight(buf[end:end+n], "\x00")); k >= minZeros {
+			if k := n - len(bytes.TrimRight(buf[end:end+n], "\x00")); k >= minZeros && (err != nil || t.zerosToEnd(t.off+int64(n), r.stop)) {
 				n -= k
 				t.zeros = t.off + int64(n+k)
 				err = io.EOF // what follows them is for pastZeros to tell
