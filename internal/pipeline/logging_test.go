@@ -122,15 +122,19 @@ func TestHandOverOfRotatedFileLogged(t *testing.T) {
 // kubelet compresses a container log's rotated file at its next rotation) lost no line
 // known of: the log says it is gone at debug, not that lines written to it were lost. A
 // snapshot of an earlier version, without the section of the drained files, does not
-// tell: the file is said gone at debug, as maybe read to its end, not as lines lost.
+// tell: the file is said gone at debug, as maybe read to its end, not as lines lost. A
+// snapshot that tells the file was not drained (it was at its path) says lines lost.
 func TestDrainedFileGoneLogged(t *testing.T) {
 	for _, c := range []struct {
-		name     string
-		earlier  bool // the snapshot lacks the section of the drained files
-		wantSaid string
+		name      string
+		earlier   bool // the snapshot lacks the section of the drained files
+		atPath    bool // the file is removed from its path, not rotated away first
+		wantLevel string
+		wantSaid  string
 	}{
-		{"drained", false, "the file of a saved position is gone, read to its end after it left its path before the snapshot (compressed or removed since)"},
-		{"snapshot of an earlier version", true, "the file of a saved position is gone; the snapshot, of an earlier version, does not say whether it was read to its end: lines written to it after the position may be lost"},
+		{"drained", false, false, "DEBUG", "the file of a saved position is gone, read to its end after it left its path before the snapshot (compressed or removed since)"},
+		{"snapshot of an earlier version", true, false, "DEBUG", "the file of a saved position is gone; the snapshot, of an earlier version, does not say whether it was read to its end: lines written to it after the position may be lost"},
+		{"not drained", false, true, "INFO", "the file of a saved position is gone: the lines written to it after the position are lost"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			dir, store := t.TempDir(), t.TempDir()
@@ -154,12 +158,16 @@ func TestDrainedFileGoneLogged(t *testing.T) {
 			var first syncbuf.Buffer
 			p := start(&first)
 			waitTotal(t, p, "the line", "lines_total{", 1)
-			if err := os.Rename(log, log+".1"); err != nil {
-				t.Fatal(err)
+			gone := log
+			if !c.atPath {
+				gone = log + ".1"
+				if err := os.Rename(log, gone); err != nil {
+					t.Fatal(err)
+				}
+				waitTotal(t, p, "the rotation", "logwindow_input_rotations_total", 1)
 			}
-			waitTotal(t, p, "the rotation", "logwindow_input_rotations_total", 1)
 			p.Stop()
-			if err := os.Remove(log + ".1"); err != nil {
+			if err := os.Remove(gone); err != nil {
 				t.Fatal(err)
 			}
 			if c.earlier {
@@ -172,10 +180,10 @@ func TestDrainedFileGoneLogged(t *testing.T) {
 			}
 			var out syncbuf.Buffer
 			start(&out)
-			if lost := "the lines written to it after the position are lost"; strings.Contains(out.String(), lost) {
+			if lost := "the lines written to it after the position are lost"; !c.atPath && strings.Contains(out.String(), lost) {
 				t.Errorf("log says %q of a file maybe read to its end:\n%s", lost, out.String())
 			}
-			if want := fmt.Sprintf(`level=DEBUG msg=%q input=%s path=%s offset=2`, c.wantSaid, log, log); !strings.Contains(out.String(), want) {
+			if want := fmt.Sprintf(`level=%s msg=%q input=%s path=%s offset=2`, c.wantLevel, c.wantSaid, log, log); !strings.Contains(out.String(), want) {
 				t.Errorf("log lacks %s:\n%s", want, out.String())
 			}
 		})

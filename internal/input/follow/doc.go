@@ -20,6 +20,8 @@
 //     that reads on past a buffer (a reader behind by more than one) checks the last KiB
 //     before each further read's offset too: lines handed on meanwhile to a slow handler
 //     leave time for a rewrite, whose new bytes would otherwise be read from the middle.
+//     That KiB is read in the same syscall as the read it checks (preadv), so the check
+//     costs a catch-up no syscall.
 //     Timestamps cannot tell a rewrite from an append: Linux sets the mtime
 //     at the start of a write(), before its bytes and the new size are
 //     visible, so a look during a busy writer's write sees a newer mtime at

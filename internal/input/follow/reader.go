@@ -231,6 +231,15 @@ func (t *tracked) pastZeros(size int64, stop *atomic.Bool) int64 {
 	return -1
 }
 
+// zerosToEnd reports whether nothing but NUL bytes follows off in t's file, up to its
+// end: the NULs that end a read that filled the buffer are held back (zeroed) only then.
+// Text after them, already written, makes them a line's own, read with it: not the end of
+// a line its writer cut, nor space it has yet to fill in.
+func (t *tracked) zerosToEnd(off int64, stop *atomic.Bool) bool {
+	fi, err := t.f.Stat()
+	return err != nil || textAfter(t.f, off, fi.Size(), stop) >= fi.Size()
+}
+
 // atHole reports whether t is read from its start or from after NUL bytes, at a line's
 // start: where a hole may open (skipHole). A line read up to its newline leaves none
 // before it.
@@ -359,17 +368,20 @@ func (r *lineReader) pass(t *tracked, path string, budget int64) (read int64, at
 	start, end := 0, copy(buf, t.partial)
 	defer func() { t.partial = append(t.partial[:0], buf[start:end]...) }()
 	for read < budget {
-		n, err := t.f.ReadAt(buf[end:], t.off)
-		if r.recheck && read > 0 && n > 0 {
+		var n int
+		var err error
+		if r.recheck && read > 0 {
 			// The lines handed on since the check before the pass may have taken long (a
 			// slow handler): a file truncated and refilled past the offset meanwhile
 			// would be read on from the middle of what was written anew.
-			if changed, cerr := t.differs(t.tail[:t.tailN], t.off-int64(t.tailN)); changed || cerr != nil {
-				return read, false, cmp.Or(cerr, errRewritten)
+			if n, err = t.readChecked(buf[end:]); errors.Is(err, errRewritten) {
+				return read, false, err
 			}
+		} else {
+			n, err = t.f.ReadAt(buf[end:], t.off)
 		}
 		if t.zeroed && n > 0 && buf[end+n-1] == 0 {
-			if k := n - len(bytes.TrimRight(buf[end:end+n], "\x00")); k >= minZeros {
+			if k := n - len(bytes.TrimRight(buf[end:end+n], "\x00")); k >= minZeros && (err != nil || t.zerosToEnd(t.off+int64(n), r.stop)) {
 				n -= k
 				t.zeros = t.off + int64(n+k)
 				err = io.EOF // what follows them is for pastZeros to tell
@@ -401,6 +413,45 @@ func (r *lineReader) pass(t *tracked, path string, budget int64) (read int64, at
 		}
 	}
 	return read, false, nil
+}
+
+// readChecked is t.f.ReadAt(p, t.off), but it reads the bytes before the offset that
+// t.tail holds too, in the same syscall (preadv), and returns errRewritten, having read
+// nothing, when they are no longer those: a check at each read of a pass that costs no
+// syscall of its own (a pread each was 0.2-0.8% of a catch-up's CPU). A rewrite is
+// seen as by rewritten, unless it falls within that one syscall, after its read of the
+// tail: as one between rewritten's check and a pass's first read is not.
+func (t *tracked) readChecked(p []byte) (int, error) {
+	var before [tailLen]byte
+	k := t.tailN
+	rc, err := t.f.SyscallConn()
+	if err != nil {
+		return 0, err
+	}
+	var n int
+	if rerr := rc.Read(func(fd uintptr) bool {
+		for {
+			n, err = unix.Preadv(int(fd), [][]byte{before[:k], p}, t.off-int64(k))
+			if err != unix.EINTR {
+				return true
+			}
+		}
+	}); rerr != nil {
+		return 0, rerr
+	}
+	switch {
+	case err != nil:
+		return 0, &os.PathError{Op: "preadv", Path: t.f.Name(), Err: err}
+	case n < k || !bytes.Equal(before[:k], t.tail[:k]):
+		return 0, errRewritten
+	}
+	n -= k
+	if n == len(p) {
+		return n, nil
+	}
+	// Short: at the file's end, which ReadAt says, as it would have (io.EOF).
+	m, err := t.f.ReadAt(p[n:], t.off+int64(n))
+	return n + m, err
 }
 
 // errRewritten is pass's when what it read before is no longer in the file: it was

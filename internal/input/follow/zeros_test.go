@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -124,5 +126,78 @@ func TestTextEnd(t *testing.T) {
 	big := append([]byte("a"), make([]byte, maxZeros)...)
 	if got := textEnd(bytes.NewReader(big), int64(len(big))); got != int64(len(big)) {
 		t.Errorf("textEnd of a line and %d NULs = %d, want the end", maxZeros, got)
+	}
+}
+
+// TestNULsWithinLines: a file positioned at NUL bytes (its writer's space preallocated,
+// which it fills in) holds back only the NULs that end the file, never a run of them
+// within a line: the reader more than a buffer behind, a line's run of NULs that ends a
+// read (the buffer full there), that crosses its end or begins it, is read with the line,
+// each line once and whole.
+func TestNULsWithinLines(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		at   int // where the run of NULs begins, from the first read's end
+		nuls int
+	}{
+		{name: "run ends the first read", at: -16, nuls: 16},
+		{name: "run crosses the first read's end", at: -8, nuls: 16},
+		{name: "run begins the second read", at: 0, nuls: 16},
+		{name: "run ends the first read, a newline after it", at: -16, nuls: 16},
+		{name: "run of a KiB ends the first read", at: -1024, nuls: 1024},
+		{name: "run of 3 across the first read's end", at: -2, nuls: 3},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			log := filepath.Join(t.TempDir(), "app.log")
+			w := openToWrite(t, log, 0)
+			// The writer's space, preallocated whole, to be filled in while the reader is
+			// behind.
+			if _, err := w.Write(make([]byte, 8*minBuffer)); err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			clock := testclock.New(time.Unix(1_700_000_000, 0))
+			o := Options{Path: log, noNotify: true, now: clock.Now, RotationGrace: time.Minute, Logger: testLogger(t)}
+			f := discovered(t, o, func(_ string, line []byte) { got = append(got, string(line)) })
+			f.readAll()
+			read := len(f.r.buf) // the first read's end
+			var text []byte
+			var want []string
+			add := func(line string) {
+				text = append(text, line+"\n"...)
+				want = append(want, line)
+			}
+			for i := 0; len(text) < read+c.at-200; i++ {
+				add(string(numbered(i)[:lineLen-1]))
+			}
+			head := read + c.at - len(text)
+			nuls := string(make([]byte, c.nuls))
+			if strings.Contains(c.name, "newline after") {
+				add(strings.Repeat("a", head) + nuls)
+			} else {
+				add(strings.Repeat("a", head) + nuls + "tail of the line")
+			}
+			for i := range 10 {
+				add("after " + string(numbered(i)[:20]) + "\x00\x00\x00\x00\x00 and more")
+			}
+			if _, err := w.WriteAt(text, 0); err != nil {
+				t.Fatal(err)
+			}
+			for range 4 {
+				f.readAll()
+			}
+			if !slices.Equal(got, want) {
+				t.Errorf("%d lines, want %d", len(got), len(want))
+				for i := range min(len(got), len(want)) {
+					if got[i] != want[i] {
+						t.Errorf("line %d: %.80q…, want %.80q…", i, got[i], want[i])
+						break
+					}
+				}
+			}
+			if n := f.c.truncations.Load(); n != 0 {
+				t.Errorf("%d truncations", n)
+			}
+		})
 	}
 }
