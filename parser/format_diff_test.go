@@ -61,16 +61,21 @@ func requestValue(r *rand.Rand) (string, bool) {
 	case 1:
 		return "", false
 	}
-	m, _ := pick("GET", "POST", "HEAD", "PROPFIND", "M-SEARCH")(r)
+	// Methods nginx takes and, in other cases, refuses (400), spaces around the target
+	// as a client may send them (nginx takes more than one), and after the protocol.
+	m, _ := pick("GET", "POST", "HEAD", "PROPFIND", "M-SEARCH", "GET_X", "get", "Get")(r)
 	path, _ := pick("/", "/a/b", "/café", `/q"x`, "/a b", "/%7E", "/x\\y")(r)
 	if r.IntN(2) == 0 {
 		q, _ := pick("", "x=1", "a=1&b=2", "q=a b", `s="`)(r)
 		path += "?" + q
 	}
-	req := m + " " + path
+	spaces := pick(" ", " ", " ", "  ")
+	sp, _ := spaces(r)
+	req := m + sp + path
 	if r.IntN(6) > 0 {
-		p, _ := pick("HTTP/1.0", "HTTP/1.1", "HTTP/2.0")(r)
-		req += " " + p
+		p, _ := pick("HTTP/1.0", "HTTP/1.1", "HTTP/2.0", "HTTP/1.1 ")(r)
+		sp, _ := spaces(r)
+		req += sp + p
 	}
 	return req, true
 }
@@ -278,19 +283,19 @@ func newGenLine(r *rand.Rand, g genFormat) (genLine, bool) {
 	return l, true
 }
 
-// splitByParts reads what requestValue wrote: method, target and protocol, or nothing for
-// a line whose first word is not a method.
+// splitByParts reads what requestValue wrote as nginx's parser reads a request line:
+// a method of capitals, '_' and '-' (nginx refuses any other), one or more spaces, the
+// target, and the protocol after one or more spaces with the spaces after it; nothing for
+// a line whose first word is no such method.
 func splitByParts(req string) (method, target, proto string, ok bool) {
-	words := strings.Split(req, " ")
-	if len(words) < 2 || !regexp.MustCompile("^[A-Z-]+$").MatchString(words[0]) {
+	m := requestParts.FindStringSubmatch(req)
+	if m == nil {
 		return "", "", "", false
 	}
-	method, words = words[0], words[1:]
-	if last := words[len(words)-1]; len(words) > 1 && strings.HasPrefix(last, "HTTP/") {
-		proto, words = last, words[:len(words)-1]
-	}
-	return method, strings.Join(words, " "), proto, true
+	return m[1], m[2], m[3], true
 }
+
+var requestParts = regexp.MustCompile(`^([A-Z_-]+) +([^ ].*?)(?: +(HTTP/[^ ]* *))? *$`)
 
 // ambiguous reports whether a written value holds, outside its escapes, the character the
 // text after it starts with (for a list or $time_local before a space: only in an item), or
