@@ -129,6 +129,8 @@ type Piece struct {
 	Optional bool
 	// Spaces are the spaces a Spaced value holds.
 	Spaces int
+	// Pattern is a Strftime value's regex.
+	Pattern string
 }
 
 // PieceKind is what a piece of a text format reads.
@@ -153,6 +155,10 @@ const (
 	PieceBracketed
 	// PieceJoined is items without ' ' joined by ", " (X-Forwarded-For's addresses).
 	PieceJoined
+	// PieceStrftime is an Apache time of a strftime format some of whose conversions pad
+	// a number of one digit with a space (%e, %k, %l, %_d, ...), before a space: the
+	// times the format writes (Pattern), whose spaces are not always as many.
+	PieceStrftime
 )
 
 // Field is one variable of a JSON object template.
@@ -344,6 +350,10 @@ type variable struct {
 	// spaces are how many spaces the value holds: one for $time_local, those a strftime
 	// format writes for Apache's %{...}t.
 	spaces int
+	// strftime is the regex of the times of Apache's %{...}t whose strftime format pads
+	// a number with a space, which makes their spaces more on some times than on others;
+	// empty for any other.
+	strftime string
 	// lead is the character the value starts with when it is not empty (Apache's %q
 	// starts with '?'), so a variable right before it stops there; 0 when unknown.
 	lead rune
@@ -544,6 +554,8 @@ func valuePiece(v *variable, next string, esc Escape) Piece {
 	switch {
 	case v.list && stop == ' ':
 		return Piece{Kind: PieceList}
+	case v.strftime != "" && stop == ' ':
+		return Piece{Kind: PieceStrftime, Pattern: v.strftime}
 	case v.spaces > 0 && stop == ' ':
 		return Piece{Kind: PieceSpaced, Spaces: v.spaces}
 	case v.joined && stop == ' ':
@@ -568,6 +580,8 @@ func (p Piece) valueRegex(esc Escape) string {
 		return `[^ ]*` + strings.Repeat(` [^ ]*`, p.Spaces)
 	case PieceJoined:
 		return `(?:[^ ]*, )*[^ ]*`
+	case PieceStrftime:
+		return p.Pattern
 	case PieceUntilEscaped:
 		return fmt.Sprintf(`[^%s\\]*(?:%s[^%[1]s\\]*)*`, classRune(p.Stop), escapeRegex[esc])
 	}

@@ -100,7 +100,7 @@ var customFormats = []struct {
 	// looks like the next part of the time.
 	{`%h %{%Y-%m-%d %H:%M:%S}t %>s`, 0, true},
 	{`%{%a %b %d %H:%M:%S %Y}t %h %{%Y %m}t`, 0, true},
-	{`%{%c}t - %{%r}t %>s`, 0, true},
+	{`%{%a %b %d %T %Y}t - %{%r}t %>s`, 0, true},
 	// The text after a number of 7, 8 and 9 bytes, its stop's included: the scanner compares
 	// one of at most 8 bytes as a word where 8 bytes of the line are left, the one at the
 	// end of the line among them.
@@ -327,6 +327,7 @@ func TestCompile(t *testing.T) {
 		{"stop U+FFFD", "$uri\ufffd$status", logformat.EscapeNone, false},
 		{"text holds U+FFFD", "\ufffd$uri", logformat.EscapeNone, false},
 		{"JSON template", `{"s":"$status"}`, logformat.EscapeJSON, false},
+		{"time padded with a space", `%h %{%e/%b/%Y %H:%M}t %>s`, 0, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := Compile(format(t, c.text, c.esc, c.apache), nil)

@@ -159,6 +159,10 @@ func check(pieces []logformat.Piece, i int) error {
 		return nil
 	case p.Kind == logformat.PieceBracketed:
 		return nil // it ends at its own ']', whatever follows
+	case p.Kind == logformat.PieceStrftime:
+		// A space in it may be the padding of a number or the format's own: which,
+		// only the characters after it tell.
+		return errors.New("a time of a strftime format pads a number with a space")
 	case p.Kind == logformat.PieceRest && next != nil:
 		return errors.New("text follows a value read to the end of the line")
 	case next != nil && next.Kind != logformat.PieceLiteral:
