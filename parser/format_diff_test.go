@@ -202,6 +202,13 @@ func (g genFormat) text() string {
 	return b.String()
 }
 
+// endsWithRest reports whether the format ends with a variable whose value is read to the
+// end of the line: a header (one nginx escapes), no upstream list.
+func (g genFormat) endsWithRest() bool {
+	v := g.vars[len(g.vars)-1]
+	return v != nil && !v.builtin && !v.list
+}
+
 func newGenFormat(r *rand.Rand) genFormat {
 	g := genFormat{esc: []string{"default", "default", "json", "none"}[r.IntN(4)]}
 	n := 1 + r.IntN(7)
@@ -255,7 +262,7 @@ func newGenLine(r *rand.Rand, g genFormat) (genLine, bool) {
 		if i+1 < len(g.tokens) {
 			next = g.tokens[i+1]
 		}
-		if ambiguous(written, next, g.esc, v, i+1 == len(g.tokens)) {
+		if ambiguous(written, next, g.esc, v, i+1 == len(g.tokens), g.endsWithRest()) {
 			return l, false
 		}
 		b.WriteString(written)
@@ -300,7 +307,7 @@ var requestParts = regexp.MustCompile(`^([A-Z_-]+) +([^ ].*?)(?: +(HTTP/[^ ]* *)
 // ambiguous reports whether a written value holds, outside its escapes, the character the
 // text after it starts with (for a list or $time_local before a space: only in an item), or
 // is one whose reading the test's own lazy regex cannot follow.
-func ambiguous(written, next, esc string, v *genVar, last bool) bool {
+func ambiguous(written, next, esc string, v *genVar, last, restAfter bool) bool {
 	stop, _ := firstRune(next)
 	plain := written
 	if e, ok := testEscapeSeq[esc]; ok && !v.builtin {
@@ -313,9 +320,10 @@ func ambiguous(written, next, esc string, v *genVar, last bool) bool {
 		return true
 	case last && v.builtin && strings.ContainsRune(written, ' '):
 		return true
-	case v.joined && stop == ' ' && strings.HasSuffix(plain, ","):
+	case v.joined && stop == ' ' && strings.HasSuffix(plain, ",") && restAfter:
 		// A comma before a space is read as the end of an item, and the value read on
-		// past the space where the line then fits, where the lazy regex ends it there.
+		// past the space where a header read to the end of the line follows, where the
+		// lazy regex ends it there.
 		return true
 	case esc != "none" && !v.builtin && strings.ContainsRune(written, '\\') && plain == written:
 		return true

@@ -129,6 +129,22 @@ var formatCases = []formatCase{
 	{"X-Forwarded-For as the proxy adds it", `log_format: '$proxy_add_x_forwarded_for $status'`,
 		`203.0.113.7, 10.0.0.1, 10.0.0.2 200`,
 		map[string]string{"proxy_add_x_forwarded_for": "203.0.113.7, 10.0.0.1, 10.0.0.2", "status": "200"}},
+	// Out of quotes before variables a line may leave out, it takes the fewest of its
+	// items the line fits with: an item ending with a comma (a client's header
+	// "203.0.113.7,") is its last, as nginx 1.22 wrote these lines.
+	{"X-Forwarded-For ending with a comma", `log_format: '$remote_addr - $remote_user [$time_local] "$request" $status $body_bytes_sent "$http_referer" "$http_user_agent" $http_x_forwarded_for $request_time $upstream_response_time'`,
+		`127.0.0.1 - - [30/Nov/2026:05:31:44 +0000] "GET /e HTTP/1.1" 200 3 "-" "-" 203.0.113.7, 0.000 -`,
+		map[string]string{"http_x_forwarded_for": "203.0.113.7,", "request_time": "0.000", "upstream_response_time": unsetValue}},
+	{"X-Forwarded-For of two headers, the last empty", `log_format: '$remote_addr - $remote_user [$time_local] "$request" $status $body_bytes_sent "$http_referer" "$http_user_agent" $http_x_forwarded_for $request_time $upstream_response_time'`,
+		`127.0.0.1 - - [30/Nov/2026:05:31:44 +0000] "GET /f HTTP/1.1" 200 3 "-" "-" 203.0.113.7,  0.000 -`,
+		map[string]string{"http_x_forwarded_for": "203.0.113.7, ", "request_time": "0.000", "upstream_response_time": unsetValue}},
+	{"X-Forwarded-For of two proxies before optional variables", `log_format: '$remote_addr - $remote_user [$time_local] "$request" $status $body_bytes_sent "$http_referer" "$http_user_agent" $http_x_forwarded_for $request_time $upstream_response_time'`,
+		`127.0.0.1 - - [30/Nov/2026:05:31:44 +0000] "GET /g HTTP/1.1" 200 3 "-" "-" 203.0.113.7, 10.0.0.1 0.000 0.001`,
+		map[string]string{"http_x_forwarded_for": "203.0.113.7, 10.0.0.1", "request_time": "0.000", "upstream_response_time": "0.001"}},
+	// Before a header read to the end of the line, it takes the most.
+	{"X-Forwarded-For before a header at the end", `log_format: '$remote_addr $http_x_forwarded_for $status $host'`,
+		`127.0.0.1 203.0.113.7, 10.0.0.1 200 example.com`,
+		map[string]string{"http_x_forwarded_for": "203.0.113.7, 10.0.0.1", "status": "200", "host": "example.com"}},
 	{"apache X-Forwarded-For", `apache_log_format: '%{X-Forwarded-For}i %l %u %t \"%r\" %>s %b'`,
 		`203.0.113.7, 10.0.0.1 - - [01/Mar/2024:12:00:00 +0000] "GET / HTTP/1.1" 200 5`,
 		map[string]string{"i_x_forwarded_for": "203.0.113.7, 10.0.0.1", "s": "200"}},

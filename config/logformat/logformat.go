@@ -131,6 +131,9 @@ type Piece struct {
 	Spaces int
 	// Pattern is a Strftime value's regex.
 	Pattern string
+	// Fewest: a Joined value takes the fewest of its items the rest of the line fits
+	// with, not the most (see fewestItems).
+	Fewest bool
 }
 
 // PieceKind is what a piece of a text format reads.
@@ -428,8 +431,32 @@ func compileText(f *Format, toks []token) error {
 	if len(f.Captures) == 0 {
 		return &Error{0, "the format has no variable, so there is nothing to capture"}
 	}
+	fewestItems(f.Pieces)
 	f.Regex = piecesRegex(f)
 	return checkRegex(f.Regex, toks, tail)
+}
+
+// fewestItems makes each value of items joined by ", " (X-Forwarded-For out of quotes)
+// take the fewest of them the rest of the line fits with, where no value read to the end
+// of the line follows it. An item nginx writes may end with a comma (a client's header
+// "203.0.113.7,", or an empty one of several: "203.0.113.7, "), and then the ", " after
+// it is the space before the next variable: "203.0.113.7, 0.005 0.004" is that value
+// followed by $request_time and $upstream_response_time, where the most items would make
+// 0.005 an address and move 0.004 into $request_time. A line of the format has all of
+// its variables, which the fewest items leave to them; only a line of a shorter format
+// (one that ends before the variables the format ends with) has an address taken for
+// them. A value read to the end of the line (a header out of quotes) would take every
+// item but the first: there the value takes the most.
+func fewestItems(pieces []Piece) {
+	rest := false
+	for i := len(pieces) - 1; i >= 0; i-- {
+		switch pieces[i].Kind {
+		case PieceRest:
+			rest = true
+		case PieceJoined:
+			pieces[i].Fewest = !rest
+		}
+	}
 }
 
 // piecesRegex writes the regex of a text format from its pieces: each optional piece
@@ -579,6 +606,9 @@ func (p Piece) valueRegex(esc Escape) string {
 	case PieceSpaced:
 		return `[^ ]*` + strings.Repeat(` [^ ]*`, p.Spaces)
 	case PieceJoined:
+		if p.Fewest {
+			return `(?:[^ ]*, )*?[^ ]*`
+		}
 		return `(?:[^ ]*, )*[^ ]*`
 	case PieceStrftime:
 		return p.Pattern

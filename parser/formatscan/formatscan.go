@@ -74,6 +74,8 @@ type piece struct {
 	// at most 8 bytes (thenShort) is compared in one step.
 	thenWord, thenMask uint64
 	thenShort          bool
+	// fewest: a Joined value takes the fewest items the rest of the line fits with.
+	fewest bool
 }
 
 // Compile builds the scanner of text format f, which hands the lines it cannot decide to
@@ -88,7 +90,7 @@ func Compile(f *logformat.Format, regex Matcher) (*Scanner, error) {
 		if err := check(f.Pieces, i); err != nil {
 			return nil, fmt.Errorf("%w: %s: %s", ErrUnsupported, f.Describe(), err)
 		}
-		sp := piece{kind: p.Kind, lit: []byte(p.Lit), group: p.Group, optional: p.Optional, capture: 2 * p.Group, spaces: p.Spaces}
+		sp := piece{kind: p.Kind, lit: []byte(p.Lit), group: p.Group, optional: p.Optional, capture: 2 * p.Group, spaces: p.Spaces, fewest: p.Fewest}
 		if p.Kind == logformat.PieceUntil || p.Kind == logformat.PieceUntilEscaped {
 			sp.lit = utf8.AppendRune(nil, p.Stop)
 			if p.Stop < utf8.RuneSelf {
@@ -228,11 +230,14 @@ func (s *Scanner) WithRegex(regex Matcher) *Scanner {
 }
 
 // scan reads line along the pieces, taking at each choice the way the regex prefers.
-func (s *Scanner) scan(line []byte, caps []int) result {
+func (s *Scanner) scan(line []byte, caps []int) result { return s.scanFrom(line, caps, 0, 0) }
+
+// scanFrom reads line from byte p along the pieces from piece from on.
+func (s *Scanner) scanFrom(line []byte, caps []int, from, p int) result {
 	fail := noMatch
-	p := 0
-	for i := range s.pieces {
-		sp := &s.pieces[i]
+	pieces := s.pieces[from:]
+	for i := range pieces {
+		sp := &pieces[i]
 		if sp.byteStop {
 			// The value runs to its stop, found in the words looked at first, else by a
 			// call (every value held in a register is stored before a call and loaded
@@ -279,7 +284,7 @@ func (s *Scanner) scan(line []byte, caps []int) result {
 		}
 		if sp.optional && p == len(line) {
 			// The line ends before this part, which the regex then leaves out.
-			for _, q := range s.pieces[i:] {
+			for _, q := range pieces[i:] {
 				if q.group > 0 {
 					caps[2*q.group], caps[2*q.group+1] = -1, -1
 				}
@@ -329,6 +334,12 @@ func (s *Scanner) scan(line []byte, caps []int) result {
 				p += j
 			}
 		case logformat.PieceJoined:
+			if sp.fewest {
+				if res := s.fewestItems(line, caps, from+i, p); res != noMatch {
+					return res
+				}
+				return fail
+			}
 			var joined bool
 			p, joined = joinedEnd(line, p)
 			if joined {
@@ -359,6 +370,39 @@ func (s *Scanner) scan(line []byte, caps []int) result {
 	}
 	caps[0], caps[1] = 0, len(line)
 	return matched
+}
+
+// maxItems is how many items of a value joined by ", " fewestItems tries before it
+// leaves the line to the regex: X-Forwarded-For lists a few proxies, and each try reads
+// the rest of the line again.
+const maxItems = 16
+
+// fewestItems reads the rest of the line from piece i, a value of items joined by ", "
+// starting at p, with the fewest items the rest fits with, as the regex's lazy
+// repetition does: one more each time it does not fit and the value's last item ends
+// with a comma before a space. Past maxItems, undecided.
+func (s *Scanner) fewestItems(line []byte, caps []int, i, p int) result {
+	sp := &s.pieces[i]
+	start := p
+	for range maxItems {
+		end := len(line)
+		if j := bytes.IndexByte(line[p:], ' '); j >= 0 {
+			end = p + j
+		}
+		if sp.group > 0 {
+			caps[2*sp.group], caps[2*sp.group+1] = start, end
+		}
+		if sp.then == nil || hasPrefix(line[end:], sp.then) {
+			if res := s.scanFrom(line, caps, i+1, end+len(sp.then)); res != noMatch {
+				return res
+			}
+		}
+		if end == len(line) || end == p || line[end-1] != ',' {
+			return noMatch
+		}
+		p = end + 1
+	}
+	return undecided
 }
 
 // Word-at-a-time constants: a byte of ones, and the top bit of every byte.
