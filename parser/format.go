@@ -204,6 +204,7 @@ func splitRequest(r []byte, at int, caps []int, to *[4]int, method *[256]bool) {
 		}
 	}
 	set(logformat.RequestMethod, 0, sp)
+	start = originForm(r, start)
 	if to[logformat.URI] > 0 {
 		set(logformat.URI, start, pathEnd(r, start))
 	}
@@ -221,6 +222,29 @@ func splitRequest(r []byte, at int, caps []int, to *[4]int, method *[256]bool) {
 		}
 		set(logformat.RequestURI, start, end)
 	}
+}
+
+// originForm is where the path of a target in absolute form starting at r[start]
+// ("http://host:port/p?q", RFC 9112's, which a client may send to any server) starts, as
+// nginx's $uri and $request_uri have it ("/p", "/p?q"): at the '/' after the host. A
+// target of any other form, or without a path after its host, is left as it is (start).
+func originForm(r []byte, start int) int {
+	i := start
+	for i < len(r) && (r[i]|0x20 >= 'a' && r[i]|0x20 <= 'z' || i > start && (r[i] >= '0' && r[i] <= '9' || r[i] == '+' || r[i] == '-' || r[i] == '.')) {
+		i++
+	}
+	if i == start || !bytes.HasPrefix(r[i:], []byte("://")) {
+		return start
+	}
+	for i += 3; i < len(r); i++ {
+		switch r[i] {
+		case '/':
+			return i
+		case '?', ' ':
+			return start
+		}
+	}
+	return start
 }
 
 // pathEnd is where the path of a request target starting at r[from] ends: at the first
