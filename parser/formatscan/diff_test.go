@@ -398,3 +398,28 @@ func TestFewestItems(t *testing.T) {
 		}
 	}
 }
+
+// TestFewestItemsBound: the tries of two X-Forwarded-For values out of quotes, the second's
+// made for each of the first's, count together against maxItems, past which the line is
+// the regex's: a line crafted to fail them reads its rest maxItems times, not maxItems².
+func TestFewestItemsBound(t *testing.T) {
+	f := format(t, `$http_x_forwarded_for $http_x_forwarded_for $status $request_time`, logformat.EscapeDefault, false)
+	re, s := compiled(t, f)
+	for _, c := range []struct {
+		name, line string
+		res        result
+	}{
+		// 2 tries of the first value, 1 and 2 of the second's.
+		{"within", "a, a a, a 1 2", matched},
+		// 5 tries of the first value, 4+3+2+1+5 of the second's.
+		{"past", "a, a, a, a, a a, a, a, a, a 1 2", undecided},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			caps := make([]int, 2*(len(f.Captures)+1))
+			if res := s.scan([]byte(c.line), caps); res != c.res {
+				t.Errorf("scan %v, want %v", res, c.res)
+			}
+			sameAsRegexp(t, f, s, re, nil, []byte(c.line))
+		})
+	}
+}

@@ -230,10 +230,11 @@ func (s *Scanner) WithRegex(regex Matcher) *Scanner {
 }
 
 // scan reads line along the pieces, taking at each choice the way the regex prefers.
-func (s *Scanner) scan(line []byte, caps []int) result { return s.scanFrom(line, caps, 0, 0) }
+func (s *Scanner) scan(line []byte, caps []int) result { return s.scanFrom(line, caps, 0, 0, nil) }
 
-// scanFrom reads line from byte p along the pieces from piece from on.
-func (s *Scanner) scanFrom(line []byte, caps []int, from, p int) result {
+// scanFrom reads line from byte p along the pieces from piece from on; tries is what is
+// left of the reads of the rest of the line fewestItems may make (nil: none made yet).
+func (s *Scanner) scanFrom(line []byte, caps []int, from, p int, tries *int) result {
 	fail := noMatch
 	pieces := s.pieces[from:]
 	for i := range pieces {
@@ -335,7 +336,7 @@ func (s *Scanner) scanFrom(line []byte, caps []int, from, p int) result {
 			}
 		case logformat.PieceJoined:
 			if sp.fewest {
-				if res := s.fewestItems(line, caps, from+i, p); res != noMatch {
+				if res := s.fewestItems(line, caps, from+i, p, tries); res != noMatch {
 					return res
 				}
 				return fail
@@ -372,19 +373,29 @@ func (s *Scanner) scanFrom(line []byte, caps []int, from, p int) result {
 	return matched
 }
 
-// maxItems is how many items of a value joined by ", " fewestItems tries before it
-// leaves the line to the regex: X-Forwarded-For lists a few proxies, and each try reads
-// the rest of the line again.
+// maxItems is how many reads of the rest of the line fewestItems makes on a line before
+// it leaves the line to the regex: X-Forwarded-For lists a few proxies, and each try reads
+// the rest of the line again. The bound is on the line's tries, not each value's: those
+// of a value out of quotes after another are made for each of the other's, and two
+// such values would otherwise make maxItems² reads of a line crafted to fail them.
 const maxItems = 16
 
 // fewestItems reads the rest of the line from piece i, a value of items joined by ", "
 // starting at p, with the fewest items the rest fits with, as the regex's lazy
 // repetition does: one more each time it does not fit and the value's last item ends
-// with a comma before a space. Past maxItems, undecided.
-func (s *Scanner) fewestItems(line []byte, caps []int, i, p int) result {
+// with a comma before a space. Past maxItems tries on the line, undecided.
+func (s *Scanner) fewestItems(line []byte, caps []int, i, p int, tries *int) result {
+	if tries == nil {
+		left := maxItems
+		tries = &left
+	}
 	sp := &s.pieces[i]
 	start := p
-	for range maxItems {
+	for {
+		if *tries == 0 {
+			return undecided
+		}
+		*tries--
 		end := len(line)
 		if j := bytes.IndexByte(line[p:], ' '); j >= 0 {
 			end = p + j
@@ -393,7 +404,7 @@ func (s *Scanner) fewestItems(line []byte, caps []int, i, p int) result {
 			caps[2*sp.group], caps[2*sp.group+1] = start, end
 		}
 		if sp.then == nil || hasPrefix(line[end:], sp.then) {
-			if res := s.scanFrom(line, caps, i+1, end+len(sp.then)); res != noMatch {
+			if res := s.scanFrom(line, caps, i+1, end+len(sp.then), tries); res != noMatch {
 				return res
 			}
 		}
@@ -402,7 +413,6 @@ func (s *Scanner) fewestItems(line []byte, caps []int, i, p int) result {
 		}
 		p = end + 1
 	}
-	return undecided
 }
 
 // Word-at-a-time constants: a byte of ones, and the top bit of every byte.
