@@ -204,9 +204,13 @@ func splitRequest(r []byte, at int, caps []int, to *[4]int, method *[256]bool) {
 		}
 	}
 	set(logformat.RequestMethod, 0, sp)
-	start = originForm(r, start)
+	start, slash := originForm(r, start)
 	if to[logformat.URI] > 0 {
-		set(logformat.URI, start, pathEnd(r, start))
+		if slash >= 0 {
+			set(logformat.URI, slash, slash+1)
+		} else {
+			set(logformat.URI, start, pathEnd(r, start))
+		}
 	}
 	if to[logformat.RequestURI] > 0 || to[logformat.ServerProtocol] > 0 {
 		end := len(r)
@@ -220,31 +224,38 @@ func splitRequest(r []byte, at int, caps []int, to *[4]int, method *[256]bool) {
 				end--
 			}
 		}
+		if end == start && slash >= 0 {
+			start, end = slash, slash+1
+		}
 		set(logformat.RequestURI, start, end)
 	}
 }
 
-// originForm is where the path of a target in absolute form starting at r[start]
-// ("http://host:port/p?q", RFC 9112's, which a client may send to any server) starts, as
-// nginx's $uri and $request_uri have it ("/p", "/p?q"): at the '/' after the host. A
-// target of any other form, or without a path after its host, is left as it is (start).
-func originForm(r []byte, start int) int {
+// originForm is where the part of a target in absolute form starting at r[start]
+// ("http://host:port/p?q", RFC 9112's, which a client may send to any server) that nginx's
+// $request_uri has starts ("/p?q"): at the '/' or '?' after the host, or the end of the
+// host when neither follows it. For a target without a path ("http://host?q",
+// "http://host") slash is where a '/' of "://" is, which nginx takes as its $uri, and as
+// its $request_uri when no query follows either; else -1. A target of any other form is
+// left as it is (start).
+func originForm(r []byte, start int) (from, slash int) {
 	i := start
 	for i < len(r) && (r[i]|0x20 >= 'a' && r[i]|0x20 <= 'z' || i > start && (r[i] >= '0' && r[i] <= '9' || r[i] == '+' || r[i] == '-' || r[i] == '.')) {
 		i++
 	}
 	if i == start || !bytes.HasPrefix(r[i:], []byte("://")) {
-		return start
+		return start, -1
 	}
+	slash = i + 1
 	for i += 3; i < len(r); i++ {
 		switch r[i] {
 		case '/':
-			return i
+			return i, -1
 		case '?', ' ':
-			return start
+			return i, slash
 		}
 	}
-	return start
+	return i, slash
 }
 
 // pathEnd is where the path of a request target starting at r[from] ends: at the first

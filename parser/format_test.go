@@ -67,6 +67,13 @@ var formatCases = []formatCase{
 	{"a target in absolute form", `log_format: combined`,
 		`127.0.0.1 - - [30/Nov/2026:05:31:44 +0000] "GET http://evil.example/p?q=1 HTTP/1.1" 200 3 "-" "-"`,
 		map[string]string{"request_method": "GET", "uri": "/p", "request_uri": "/p?q=1", "server_protocol": "HTTP/1.1"}},
+	// Without a path nginx takes a '/' of "://" as the path, and the query from its '?'.
+	{"a target in absolute form without a path", `log_format: combined`,
+		`127.0.0.1 - - [30/Nov/2026:05:31:44 +0000] "GET http://evil.example:80 HTTP/1.1" 200 3 "-" "-"`,
+		map[string]string{"request_method": "GET", "uri": "/", "request_uri": "/", "server_protocol": "HTTP/1.1"}},
+	{"a target in absolute form with a query and no path", `log_format: combined`,
+		`127.0.0.1 - - [30/Nov/2026:05:31:44 +0000] "GET http://evil.example?q/r HTTP/1.1" 200 3 "-" "-"`,
+		map[string]string{"request_method": "GET", "uri": "/", "request_uri": "?q/r", "server_protocol": "HTTP/1.1"}},
 	{"a method and spaces alone", `log_format: combined`,
 		`127.0.0.1 - - [30/Nov/2026:05:31:44 +0000] "GET  " 400 157 "-" "-"`,
 		map[string]string{"request_method": unsetValue, "uri": unsetValue, "request_uri": unsetValue}},
