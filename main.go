@@ -148,7 +148,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		// The budget is kept by the scrape limiter, which --web.max-requests=0 turns off.
 		logger.Warn("--web.max-scrape-bytes does nothing with --web.max-requests=0: no scrape is limited")
 	}
-	server.WarnConnectionRoom(logger, *maxConns, *maxRequests, false)
+	server.WarnConnectionRoom(server.Options{Logger: logger, MaxRequests: *maxRequests, Lifecycle: *lifecycle, LineTester: *lineTester}, *maxConns, false)
 	if *configFile == "" {
 		file, err := defaultConfigFile(logger)
 		if err != nil {

@@ -94,12 +94,15 @@ func TestScrapeBytesWithoutLimiterWarns(t *testing.T) {
 	}
 }
 
-// TestConnectionsWithinRequestsWarns: --web.max-connections at or below four times
-// --web.max-requests lets the scrapes and status pages in flight and waiting for a place
-// hold every connection, none of which the connection limit takes from a running
-// handler: a scraper's connection was closed at once, the scrapes of clients that read
-// nothing held until --web.write-timeout, and nothing said so. It is said in a warning
-// naming both flags, by --config.check as by the start.
+// TestConnectionsWithinRequestsWarns: --web.max-connections at or below what the
+// handlers of bounded requests can hold (four times --web.max-requests: the scrapes and
+// status pages in flight and waiting for a place; the line tester's 2, on by default; 16
+// POST /-/reload with --web.enable-lifecycle) lets them hold every connection, none of
+// which the connection limit takes from a running handler: a scraper's connection was
+// closed at once, the scrapes of clients that read nothing held until
+// --web.write-timeout, and nothing said so. It is said in a warning naming both flags,
+// by --config.check as by the start. The reloads and the line tester were left out:
+// --web.max-connections=41 --web.enable-lifecycle warned of nothing.
 func TestConnectionsWithinRequestsWarns(t *testing.T) {
 	for _, c := range []struct {
 		args  []string
@@ -109,7 +112,12 @@ func TestConnectionsWithinRequestsWarns(t *testing.T) {
 		{[]string{"--web.max-connections=20"}, true},
 		{[]string{"--web.max-connections=40"}, true},
 		{[]string{"--web.max-connections=4", "--web.max-requests=8"}, true},
-		{[]string{"--web.max-connections=41"}, false},
+		{[]string{"--web.max-connections=42"}, true},
+		{[]string{"--web.max-connections=43"}, false},
+		{[]string{"--web.max-connections=41", "--no-web.enable-line-tester"}, false},
+		{[]string{"--web.max-connections=41", "--web.max-requests=10", "--web.enable-lifecycle"}, true},
+		{[]string{"--web.max-connections=58", "--web.enable-lifecycle"}, true},
+		{[]string{"--web.max-connections=59", "--web.enable-lifecycle"}, false},
 		{[]string{"--web.max-connections=512", "--web.max-requests=200"}, true},
 		{[]string{"--web.max-connections=4", "--web.max-requests=0"}, false},
 		{nil, false},

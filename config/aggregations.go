@@ -1,7 +1,6 @@
 package config
 
 import (
-	"fmt"
 	"math"
 	"slices"
 	"strconv"
@@ -51,9 +50,9 @@ func (rd *ruleDecoder) belowZero(e entry, bs []float64) {
 		n++
 	}
 	if n > 0 {
-		rd.warned = append(rd.warned, Problem{Line: e.key.Line, Subject: rd.subject, Msg: fmt.Sprintf(
+		rd.warn(e.key.Line, rd.subject,
 			"buckets: %v is below 0, and a value rule counts no negative value (a line of one is dropped as negative): the buckets up to %v stay empty; start the bounds at 0 or above",
-			bs[0], bs[n-1])})
+			bs[0], bs[n-1])
 	}
 }
 

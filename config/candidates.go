@@ -81,9 +81,9 @@ func (d *decoder) logFormatCandidates(e entry, subject string, in *Input) bool {
 			// nginx.conf's of several servers often all name their format main: the files
 			// are counted by the name (logwindow_input_file_format), as --explain and the
 			// status page name the format chosen, which would not tell them apart.
-			d.warned = append(d.warned, Problem{Line: items[i].key.Line, Subject: subject, Msg: fmt.Sprintf(
+			d.warn(items[i].key.Line, subject,
 				"log_format: candidate #%d is named %q, as candidate #%d is: logwindow_input_file_format, --explain and the status page would not tell their files apart; name one otherwise in its log_format directive",
-				len(in.LogFormats)+1, f.Describe(), j+1)})
+				len(in.LogFormats)+1, f.Describe(), j+1)
 		}
 		in.LogFormats = append(in.LogFormats, f)
 	}

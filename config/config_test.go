@@ -275,6 +275,18 @@ func TestBadConfigs(t *testing.T) {
 			`:9: rule "a": windows: tag !ENV: a rule file's values are plain YAML, whose tags are !!str, !!int, !!float, !!bool, !!null, !!seq and !!map; ` +
 				`no tag includes a file, reads the environment or decodes (!!binary): write the value itself`,
 		},
+		"included.yaml": {
+			`:3: global: must be a mapping, not a value tagged !include` +
+				`: a rule file's values are plain YAML, whose tags are !!str, !!int, !!float, !!bool, !!null, !!seq and !!map; no tag includes a file, reads the environment or decodes (!!binary): write the value itself`,
+			`:4: inputs: must be a list of inputs (- path: ...), not a value tagged !include` +
+				`: a rule file's values are plain YAML, whose tags are !!str, !!int, !!float, !!bool, !!null, !!seq and !!map; no tag includes a file, reads the environment or decodes (!!binary): write the value itself`,
+			`:8: rule "a": timestamp: must be a mapping, not a value tagged !include` +
+				`: a rule file's values are plain YAML, whose tags are !!str, !!int, !!float, !!bool, !!null, !!seq and !!map; no tag includes a file, reads the environment or decodes (!!binary): write the value itself`,
+			`:9: rule "a": windows: must be a list (e.g. [a, b]), not a value tagged !ENV` +
+				`: a rule file's values are plain YAML, whose tags are !!str, !!int, !!float, !!bool, !!null, !!seq and !!map; no tag includes a file, reads the environment or decodes (!!binary): write the value itself`,
+			`:10: rule #2: must be a mapping, not a value tagged !include` +
+				`: a rule file's values are plain YAML, whose tags are !!str, !!int, !!float, !!bool, !!null, !!seq and !!map; no tag includes a file, reads the environment or decodes (!!binary): write the value itself`,
+		},
 		"collection_tags.yaml": {
 			`:4: tag !include: a rule file's values are plain YAML, whose tags are !!str, !!int, !!float, !!bool, !!null, !!seq and !!map; ` +
 				`no tag includes a file, reads the environment or decodes (!!binary): write the value itself`,
@@ -712,6 +724,17 @@ func TestSuggest(t *testing.T) {
 	}
 }
 
+// BenchmarkSuggestLongWord: an unknown key of a megabyte, against a rule's keys: each
+// comparison letter by letter cost the key's length times the known key's, a second or
+// more for one such key, where the difference in their lengths already rules it out.
+func BenchmarkSuggestLongWord(b *testing.B) {
+	word := strings.Repeat("a", 1<<20)
+	keys := []string{"name", "help", "match", "fields", "labels", "where", "where_not", "value", "timestamp", "windows", "aggregations"}
+	for b.Loop() {
+		suggest(word, keys)
+	}
+}
+
 // TestWindowNames: the window label is the duration as written, sorted with its window,
 // whether the rule has its own windows or inherits global's.
 func TestWindowNames(t *testing.T) {
@@ -833,7 +856,7 @@ rules:
 // wrong, in a file of thousands of lines too (found by parsing the file cut after each
 // line, it took seconds on such a file and was given up past 5,000 lines), and past a
 // {...} spanning lines, whose first line alone fails too; in a file of megabytes it is
-// not looked for.
+// not looked for, but on the first line, which yaml.v3 does not name.
 func TestSyntaxErrorLine(t *testing.T) {
 	var long strings.Builder
 	long.WriteString("rules:\n")
@@ -850,6 +873,10 @@ func TestSyntaxErrorLine(t *testing.T) {
 		// Each parse of a file of megabytes takes a tenth of a second: one past
 		// maxLocateBytes gets the line yaml.v3 names, the one before the list's first item.
 		{"file past the bound", huge, fmt.Sprintf(":%d: not valid YAML: did not find expected '-' indicator", 1+maxLocateBytes/100)},
+		// yaml.v3 names no line for a mistake on the first: one parse of that line finds
+		// it, in a file past the bound too.
+		{"first line of a file past the bound", "rules: " + strings.Repeat("[", 10001) + "\n" + strings.Repeat("# "+strings.Repeat("c", 98)+"\n", maxLocateBytes/100+1),
+			":1: not valid YAML: exceeded max depth of 10000"},
 		{"after a mapping spanning lines", `inputs:
   - {name: a, path: /a.log,
      start_at: end}
@@ -904,5 +931,80 @@ func TestAnchorHolderKey(t *testing.T) {
 	_, err := Parse([]byte(text), "c.yaml")
 	if err == nil || err.Error() != want {
 		t.Errorf("error:\n%v\nwant:\n%s", err, want)
+	}
+}
+
+// TestNotUTF8: a file that is not UTF-8 (an é saved as Latin-1) is refused at the line and
+// column of its first byte that is not, which yaml.v3 names as the line its reading stood
+// at, the next one for a byte at the end of a line (the column counts letters, not bytes);
+// a tag's %-escape that is no UTF-8 is not blamed on such a byte further down; a file in
+// UTF-16 with its byte order mark, or UTF-8 with one, loads.
+func TestNotUTF8(t *testing.T) {
+	const rule = "rules:\n  - name: r\n    match: x\n"
+	utf16 := []byte{0xff, 0xfe}
+	for _, c := range "# café\n" + rule {
+		utf16 = append(utf16, byte(c), byte(c>>8))
+	}
+	for _, c := range []struct{ name, text, want string }{
+		{"at the end of a comment", "# caf\xe9\n" + rule,
+			"c.yaml:1: not valid YAML: invalid trailing UTF-8 octet: byte 0xe9 at column 6 is not UTF-8 (text saved as Latin-1 or Windows-1252?); a rule file is UTF-8"},
+		{"in a value", rule + "    help: caf\xe9 cr\xe8me\n",
+			"c.yaml:4: not valid YAML: invalid trailing UTF-8 octet: byte 0xe9 at column 14 is not UTF-8 (text saved as Latin-1 or Windows-1252?); a rule file is UTF-8"},
+		{"after other letters", "# é\n" + rule + "    help: '\xff'\n",
+			"c.yaml:5: not valid YAML: invalid leading UTF-8 octet: byte 0xff at column 12 is not UTF-8 (text saved as Latin-1 or Windows-1252?); a rule file is UTF-8"},
+		{"after an é on its line", rule + "    help: é caf\xe9\n",
+			"c.yaml:4: not valid YAML: incomplete UTF-8 octet sequence: byte 0xe9 at column 16 is not UTF-8 (text saved as Latin-1 or Windows-1252?); a rule file is UTF-8"},
+		// A tag's escape that is no UTF-8 is the scanner's mistake, at its own line.
+		{"a tag's escape before", "x: !a%ff y\n" + rule + "# caf\xe9\n",
+			"c.yaml:1: not valid YAML: found an incorrect leading UTF-8 octet"},
+		{"UTF-8 with a byte order mark", "\ufeff# café\n" + rule, ""},
+		{"UTF-16", string(utf16), ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := Parse([]byte(c.text), "c.yaml")
+			if got := fmt.Sprint(err); c.want == "" && err != nil || c.want != "" && got != c.want {
+				t.Errorf("got %v\nwant %s", err, c.want)
+			}
+		})
+	}
+}
+
+// TestLongValuesShown: a message repeats at most maxShownBytes of a value, a key, a regex or
+// a name it quotes, then how long the whole is: a value of megabytes made each message
+// naming it as large, and a reload's reply, the log and --config.check print them all.
+func TestLongValuesShown(t *testing.T) {
+	long := strings.Repeat("é", 1<<20) // cut on a letter, not within one
+	shown := `"` + strings.Repeat("é", maxShownBytes/2) + `"… (2097152 bytes)`
+	for _, c := range []struct{ name, text, want string }{
+		{"value", "rules:\n  - name: r\n    match: x\n    windows: ['" + long + "']\n",
+			`c.yaml:4: rule "r": windows: ` + shown + ` is not a duration`},
+		{"key", "rules:\n  - name: r\n    match: x\n    ? " + long + "\n    : 1\n",
+			`c.yaml:4: rule "r": unknown key ` + shown + ` (known keys: name, `},
+		{"regex", "rules:\n  - name: r\n    match: '(" + long[:1<<19] + "'\n", // within the file's regexes
+			"c.yaml:3: rule \"r\": match: invalid regex: missing closing ) in `(" + strings.Repeat("é", maxShownBytes/2-1) + "… (524289 bytes)`"},
+		{"name", "rules:\n  - name: " + strings.Repeat("r", 2*maxShownBytes) + "\n    match: x\n", // a precision given is kept
+			`c.yaml:2: rule #1: name: "` + strings.Repeat("r", 40) + `"... is 2048 bytes, more than the 256 a name may have`},
+		{"pattern name", "patterns:\n  ? " + strings.Repeat("P", 2*maxShownBytes) + "\n  : ''\nrules:\n  - name: r\n    match: x\n",
+			`c.yaml:2: pattern "` + strings.Repeat("P", maxShownBytes-len(`pattern "`)) + `… (2058 bytes): the pattern is empty`},
+		// An error's reason comes after the value it quotes: its end is shown too.
+		{"error", "inputs:\n  - syslog: unixgram:///" + strings.Repeat("s", 2*maxShownBytes) + "\nrules:\n  - name: r\n    match: x\n",
+			`c.yaml:2: input #1: syslog: "unixgram:///` + strings.Repeat("s", maxShownBytes/2-len(`"unixgram:///`)) + `…(1110 bytes left out)…` +
+				strings.Repeat("s", maxShownBytes/2-len(`": a unix socket's path is at most 107 bytes (nginx refuses a longer one)`)) +
+				`": a unix socket's path is at most 107 bytes (nginx refuses a longer one)`},
+		{"warning", "inputs:\n  - path: ~/" + long + "\nrules:\n  - name: r\n    match: x\n",
+			`c.yaml:2: warning: input #1: path: "~/` + strings.Repeat("é", maxShownBytes/2-1) + `"… (2097154 bytes) starts with ~`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cfg, err := Parse([]byte(c.text), "c.yaml")
+			var msgs []string
+			if err != nil {
+				msgs = strings.Split(err.Error(), "\n")
+			} else {
+				msgs = Warnings(cfg)
+			}
+			if len(msgs) != 1 || !strings.HasPrefix(msgs[0], c.want) || len(msgs[0]) > maxShownBytes+1024 {
+				t.Errorf("got %d messages, the first %.3000s (%d bytes)\nwant one starting %s", len(msgs), msgs[0], len(msgs[0]), c.want)
+			}
+		})
 	}
 }

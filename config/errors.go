@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // Problem is one thing wrong with a config file.
@@ -70,7 +72,7 @@ func (ps *problems) add(line int, subject, format string, args ...any) {
 		ps.dropped++
 		return
 	}
-	p := Problem{Line: line, Subject: subject, Msg: fmt.Sprintf(format, args...)}
+	p := newProblem(line, subject, format, args)
 	if ps.listed[p] {
 		return
 	}
@@ -79,6 +81,82 @@ func (ps *problems) add(line int, subject, format string, args ...any) {
 	}
 	ps.listed[p] = true
 	ps.list = append(ps.list, p)
+}
+
+// maxShownBytes bounds the text a message repeats of one thing (a value, a key, a regex,
+// a name): a file may hold values of megabytes, a message naming one would be as large,
+// and a file's problems are all listed together (--config.check, the log, the status
+// page), up to maxProblems of them.
+const maxShownBytes = 1024
+
+// newProblem is the Problem of format and args at line, about subject: a text among args (a
+// string, an error's) or a subject past maxShownBytes is shown as its start and how long
+// it is; an error's as its start and its end, which says what is wrong with the value it
+// quotes (`"unixgram:///…": a unix socket's path is at most 107 bytes`).
+func newProblem(line int, subject, format string, args []any) Problem {
+	shown := args
+	for i, a := range args {
+		var s any
+		switch a := a.(type) {
+		case string:
+			if len(a) > maxShownBytes {
+				s = clipped(a)
+			}
+		case error:
+			if text := a.Error(); len(text) > maxShownBytes {
+				s = elided(text)
+			}
+		}
+		if s == nil {
+			continue
+		}
+		if &shown[0] == &args[0] {
+			shown = slices.Clone(args) // the caller's
+		}
+		shown[i] = s
+	}
+	if len(subject) > maxShownBytes {
+		subject = fmt.Sprint(clipped(subject))
+	}
+	return Problem{Line: line, Subject: subject, Msg: fmt.Sprintf(format, shown...)}
+}
+
+// clipped is a text past maxShownBytes as a message shows it: its start (in quotes for
+// %q), then how long the whole is, `"GET /aaaa"… (15728640 bytes)`.
+type clipped string
+
+// Format writes c as its start; a precision (%.40q) bounds it already, and is kept.
+func (c clipped) Format(f fmt.State, verb rune) {
+	if p, ok := f.Precision(); ok {
+		fmt.Fprintf(f, "%.*"+string(verb), p, string(c))
+		return
+	}
+	start := string(c[:runeStartAt(string(c), maxShownBytes)])
+	if verb == 'q' {
+		start = strconv.Quote(start)
+	}
+	fmt.Fprintf(f, "%s… (%d bytes)", start, len(c))
+}
+
+// elided is text past maxShownBytes as its first and last maxShownBytes/2 bytes or so, and
+// how many are left out between them.
+func elided(text string) string {
+	head, tail := runeStartAt(text, maxShownBytes/2), runeStartAt(text, len(text)-maxShownBytes/2)
+	return fmt.Sprintf("%s…(%d bytes left out)…%s", text[:head], tail-head, text[tail:])
+}
+
+// runeStartAt is the start of the letter of s at byte i (0 < i < len(s)): a text cut there
+// is not cut within a letter.
+func runeStartAt(s string, i int) int {
+	for i > 0 && !utf8.RuneStart(s[i]) {
+		i--
+	}
+	return i
+}
+
+// warn adds a warning, what Warnings says of a config that loads.
+func (d *decoder) warn(line int, subject, format string, args ...any) {
+	d.warned = append(d.warned, newProblem(line, subject, format, args))
 }
 
 // full reports whether maxProblems are found: a check may skip wording another.
@@ -140,6 +218,11 @@ func suggest(word string, candidates []string) string {
 	}
 	limit := len(word) / 3
 	for _, c := range candidates {
+		if diff := len(word) - len(c); diff >= bestDist || -diff >= bestDist {
+			// The distance is at least the difference in length: a key of megabytes is
+			// not compared letter by letter with every known one.
+			continue
+		}
 		d := editDistance(word, c)
 		if d < bestDist && d <= limit && d > 0 {
 			best, bestDist = c, d

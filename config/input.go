@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -111,6 +112,11 @@ func (d *decoder) input(item *yaml.Node, i int, names, sources map[string]int, k
 	in := Input{}
 	if n, ok := find(entries, "name"); ok {
 		in.Name, _ = d.scalar(n, subject, "name")
+		if len(in.Name) > maxNameBytes {
+			// The metrics' input label, on every sample of the input's.
+			d.add(n.key.Line, subject, "name: %.40q... is %d bytes, more than the %d a name may have", in.Name, len(in.Name), maxNameBytes)
+			in.Name = ""
+		}
 		if in.Name != "" {
 			subject = fmt.Sprintf("input %q", in.Name)
 			if first, dup := names[in.Name]; dup {
@@ -173,9 +179,9 @@ func (d *decoder) globbedTwice(ins []Input, lines []int, rules []*Rule) {
 			if both < 0 {
 				continue
 			}
-			d.warned = append(d.warned, Problem{Line: lines[i], Subject: fmt.Sprintf("input %q", in.Label()), Msg: fmt.Sprintf(
+			d.warn(lines[i], fmt.Sprintf("input %q", in.Label()),
 				"path: %q is also matched by the glob %q of the input on line %d: both read its lines, and rule %q, which reads both inputs, counts them twice",
-				in.File.Path, glob, lines[g], rules[both].Name)})
+				in.File.Path, glob, lines[g], rules[both].Name)
 			break
 		}
 	}
@@ -360,20 +366,28 @@ func UnlistedElement(path string) error {
 	return nil
 }
 
-// shellVariable is a shell's $NAME or ${NAME}.
-var shellVariable = regexp.MustCompile(`\$\{?[A-Za-z_][A-Za-z0-9_]*\}?`)
+// shellVariable is a shell's $NAME or ${NAME}, compiled for the first path that holds a $.
+var shellVariable = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\$\{?[A-Za-z_][A-Za-z0-9_]*\}?`) })
+
+// shellVar returns the first shell variable in path, "" for none.
+func shellVar(path string) string {
+	if !strings.Contains(path, "$") {
+		return ""
+	}
+	return shellVariable().FindString(path)
+}
 
 // shellPath warns of a path written as a shell, or a tool with recursive globs, reads it:
 // the glob matches another file or none, which only the warning that it matches no file
 // yet would tell. They are names a file may have, so it is no error.
 func (d *decoder) shellPath(path string, line int, subject string) {
 	warn := func(format string, args ...any) {
-		d.warned = append(d.warned, Problem{Line: line, Subject: subject, Msg: fmt.Sprintf(format, args...)})
+		d.warn(line, subject, format, args...)
 	}
 	if strings.HasPrefix(path, "~") {
 		warn("path: %q starts with ~, which a shell expands and a glob does not: give the home directory's path", path)
 	}
-	if v := shellVariable.FindString(path); v != "" {
+	if v := shellVar(path); v != "" {
 		warn("path: %q holds %s, which a shell expands and a glob does not: the rule file reads no environment variable; give the path itself", path, v)
 	}
 	if strings.Contains(path, "**") {

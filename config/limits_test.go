@@ -76,6 +76,9 @@ func TestLimits(t *testing.T) {
 		{"rule name", maxNameBytes, func(n int) string {
 			return head + "rules:\n  - name: " + strings.Repeat("r", n) + "\n    match: x\n"
 		}, `:4: rule #1: name: "rrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrr"... is %d bytes, more than the 256 a name may have`},
+		{"input name", maxNameBytes, func(n int) string {
+			return "inputs:\n  - name: " + strings.Repeat("i", n) + "\n    path: /var/log/x.log\nrules:\n  - {name: r, match: x}\n"
+		}, `:2: input #1: name: "iiiiiiiiiiiiiiiiiiiiiiiiiiiiiiiiiiiiiiii"... is %d bytes, more than the 256 a name may have`},
 		{"label name", maxNameBytes, func(n int) string {
 			return head + rule + "    labels: {" + strings.Repeat("l", n) + ": '${p}'}\n"
 		}, `:6: rule "r": labels: "llllllllllllllllllllllllllllllllllllllll"... is %d bytes, more than the 256 a name may have`},

@@ -11,8 +11,10 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
 	"github.com/prometheus/common/model"
 	"go.yaml.in/yaml/v3"
@@ -153,8 +155,9 @@ type decoder struct {
 	regexSpent bool
 }
 
-// yamlLine splits yaml.v3's "yaml: line N: msg" errors.
-var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
+// yamlLine splits yaml.v3's "yaml: line N: msg" errors. It is compiled on the first
+// error: a valid file never needs it.
+var yamlLine = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^yaml: line (\d+): (.*)$`) })
 
 // document parses the YAML text; it returns nil (after adding a problem) when the text is
 // not YAML, and an empty mapping node for an empty file.
@@ -202,6 +205,12 @@ func (d *decoder) yamlError(data []byte, err error) {
 	if at := firstFailingLine(data, msg); at > 0 {
 		line = at
 	}
+	if at, col, b, ok := notUTF8(data, msg); ok {
+		// yaml.v3 reads ahead: the line it names is where its reading stood, often the
+		// next one (an é saved as Latin-1 at the end of a line).
+		line = at
+		msg += fmt.Sprintf(": byte 0x%02x at column %d is not UTF-8 (text saved as Latin-1 or Windows-1252?); a rule file is UTF-8", b, col)
+	}
 	switch text := lineOf(data, line); {
 	case !strings.Contains(msg, "tab") && tabIndented(text):
 		// yaml.v3 words a tab where the indentation is as a character it cannot read.
@@ -211,6 +220,30 @@ func (d *decoder) yamlError(data []byte, err error) {
 		msg += fmt.Sprintf("; the value starts with %c, which YAML keeps for itself: put the value in quotes ('...')", reservedStart(text))
 	}
 	d.add(line, "", "not valid YAML: %s", msg)
+}
+
+// utf8Errors are the messages of yaml.v3's reader for a file that is not UTF-8. Its scanner
+// says "found an incorrect leading UTF-8 octet" too, of a tag's %-escape (!a%ff), which
+// is no byte of the file's: a file that is also not UTF-8 further down would have the
+// mistake moved there.
+var utf8Errors = []string{"invalid leading UTF-8 octet", "incomplete UTF-8 octet sequence", "invalid trailing UTF-8 octet", "invalid length of a UTF-8 sequence"}
+
+// notUTF8 finds, for a message of yaml.v3's reader saying the file is not UTF-8, its first
+// byte that is not, by line and column (from 1); ok is false for another message. (A file
+// in UTF-16, with its byte order mark, is read as such, with messages of its own.)
+func notUTF8(data []byte, msg string) (line, col int, b byte, ok bool) {
+	if !slices.Contains(utf8Errors, msg) {
+		return 0, 0, 0, false
+	}
+	for i := 0; i < len(data); {
+		r, n := utf8.DecodeRune(data[i:])
+		if r == utf8.RuneError && n <= 1 {
+			start := bytes.LastIndexByte(data[:i], '\n') + 1
+			return bytes.Count(data[:start], []byte("\n")) + 1, utf8.RuneCount(data[start:i]) + 1, data[i], true
+		}
+		i += n
+	}
+	return 0, 0, 0, false
 }
 
 // lineOf is line n (from 1) of data, nil when there is none.
@@ -251,7 +284,7 @@ func reservedStart(text []byte) byte {
 }
 
 func splitYAMLError(err error) (int, string) {
-	if m := yamlLine.FindStringSubmatch(err.Error()); m != nil {
+	if m := yamlLine().FindStringSubmatch(err.Error()); m != nil {
 		line, _ := strconv.Atoi(m[1])
 		return line, m[2]
 	}
@@ -270,6 +303,14 @@ const maxLocateBytes = 1 << 20
 // few parses find the line, where a parse per line took seconds on a file of thousands.
 func firstFailingLine(data []byte, msg string) int {
 	if len(data) > maxLocateBytes {
+		// yaml.v3 names no line for a mistake on the first (its lines count from 0 and
+		// it leaves out line 0): the first line is one parse, however large the file.
+		first, _, _ := bytes.Cut(data, []byte("\n"))
+		if err := firstYAMLError(first); err != nil {
+			if _, m := splitYAMLError(err); m == msg {
+				return 1
+			}
+		}
 		return 0
 	}
 	// ends[i] is the end of line i+1: the file cut after it is data[:ends[i]].

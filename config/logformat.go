@@ -77,10 +77,10 @@ func (d *decoder) unquoted(e entry, subject string, f *logformat.Format) {
 	if f == nil || len(f.Unquoted) == 0 {
 		return
 	}
-	d.warned = append(d.warned, Problem{Line: e.key.Line, Subject: subject, Msg: fmt.Sprintf(
+	d.warn(e.key.Line, subject,
 		"log_format: the JSON template has %s without quotes, which nginx writes as it is: nothing, \"-\", a list or text where it has no number, "+
 			"and a line with one is no JSON, read by no rule (counted as malformed); put it in quotes (\"%[2]s\")",
-		strings.Join(f.Unquoted, ", "), f.Unquoted[0])})
+		strings.Join(f.Unquoted, ", "), f.Unquoted[0])
 }
 
 // pasted warns of a format string f, given as text, that is a log_format directive's
@@ -111,9 +111,9 @@ func (d *decoder) pasted(e entry, subject, text string, f *logformat.Format) {
 	if p.Escaped {
 		unescape = `, each \" made "`
 	}
-	d.warned = append(d.warned, Problem{Line: e.key.Line, Subject: subject, Msg: fmt.Sprintf(
+	d.warn(e.key.Line, subject,
 		"log_format: the format is %s, as a log_format directive's arguments: pasted from there, it fits no line nginx writes; "+
-			"give the directive whole (log_format NAME %c...%[2]c;), or only the text between its quotes%s", signs, p.Quote, unescape)})
+			"give the directive whole (log_format NAME %c...%[2]c;), or only the text between its quotes%s", signs, p.Quote, unescape)
 }
 
 // apachePasted warns of an Apache format string given as LogFormat's argument, in
@@ -128,8 +128,8 @@ func (d *decoder) apachePasted(e entry, subject, text string) {
 	if nick != "" {
 		signs += fmt.Sprintf(" with the format's nickname after them (%s)", nick)
 	}
-	d.warned = append(d.warned, Problem{Line: e.key.Line, Subject: subject, Msg: fmt.Sprintf(
-		"apache_log_format: the format is %s, as LogFormat's format: pasted from there, it fits no line Apache writes; give only the text between its quotes", signs)})
+	d.warn(e.key.Line, subject,
+		"apache_log_format: the format is %s, as LogFormat's format: pasted from there, it fits no line Apache writes; give only the text between its quotes", signs)
 }
 
 // formatText reads the text of a log format key. A key that gives none is refused (refuse),

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"go.yaml.in/yaml/v3"
@@ -18,8 +19,9 @@ import (
 
 var ruleKeys = []string{"name", "help", "match", "fields", "labels", "where", "where_not", "value", "timestamp", "windows", "aggregations", "quantiles", "buckets", "distinct", "distinct_registers", "inputs", "initial", "top", "rewrite", "native_histogram", "window_end"}
 
-// patternRef is a %{NAME} reference inside a regex.
-var patternRef = regexp.MustCompile(`%\{([A-Za-z_][A-Za-z0-9_]*)\}`)
+// patternRef is a %{NAME} reference inside a regex, compiled for the first regex that
+// holds a %{.
+var patternRef = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`%\{([A-Za-z_][A-Za-z0-9_]*)\}`) })
 
 // expandPatterns resolves every pattern, nested references included, and compiles each on
 // its own so a mistake is reported once, at the pattern, rather than at each rule using it.
@@ -83,7 +85,10 @@ type expansion struct {
 // expandRefs replaces every %{NAME} in s with get's expansion.
 func expandRefs(s string, get func(name string) (exp string, known, valid bool)) expansion {
 	var e expansion
-	refs := patternRef.FindAllStringSubmatchIndex(s, -1)
+	var refs [][]int
+	if strings.Contains(s, "%{") {
+		refs = patternRef().FindAllStringSubmatchIndex(s, -1)
+	}
 	parts := make([]string, len(refs))
 	size := len(s)
 	for i, ref := range refs {
@@ -136,19 +141,16 @@ func (d *decoder) compile(line int, subject, what, text string) (*regexp.Regexp,
 		return nil, false
 	}
 	re, err := regexp.Compile(text)
-	if err != nil {
-		d.add(line, subject, "%sinvalid regex: %s", at(what), regexError(err))
+	if se, ok := err.(*syntax.Error); ok {
+		// Without Go's "error parsing regexp:" prefix; the expression apart, which a
+		// message shows clipped (it may be the whole regex).
+		d.add(line, subject, "%sinvalid regex: %s in `%s`", at(what), se.Code, se.Expr)
+		return nil, false
+	} else if err != nil {
+		d.add(line, subject, "%sinvalid regex: %s", at(what), err)
 		return nil, false
 	}
 	return re, true
-}
-
-// regexError words a regexp compile error without Go's "error parsing regexp:" prefix.
-func regexError(err error) string {
-	if se, ok := err.(*syntax.Error); ok {
-		return fmt.Sprintf("%s in `%s`", se.Code, se.Expr)
-	}
-	return err.Error()
 }
 
 // captures are the named groups of a rule's match regex.
@@ -465,9 +467,9 @@ func (rd *ruleDecoder) labels(e entry, r *Rule) []string {
 			continue
 		}
 		if slices.Contains(targetLabels, l.key.Value) {
-			rd.warned = append(rd.warned, Problem{Line: l.key.Line, Subject: rd.subject, Msg: fmt.Sprintf(
+			rd.warn(l.key.Line, rd.subject,
 				"%s: Prometheus puts the scrape target's %s label on every series and renames this one exported_%[2]s (unless its scrape has honor_labels: true, and then this one replaces the target's); name it otherwise, e.g. upstream_%[2]s",
-				what, l.key.Value)})
+				what, l.key.Value)
 		}
 		text, ok := rd.scalar(l, rd.subject, what)
 		if !ok {

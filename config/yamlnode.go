@@ -34,6 +34,10 @@ func kindName(n *yaml.Node) string {
 	case yaml.SequenceNode:
 		return "a list"
 	case yaml.ScalarNode:
+		if foreignTagged(n) {
+			// rules: !include rules.yaml, which a file of another tool's may have.
+			return fmt.Sprintf("a value tagged %s: %s", n.ShortTag(), plainYAML())
+		}
 		if n.ShortTag() == "!!null" {
 			return "empty"
 		}
@@ -219,13 +223,23 @@ var coreTags = []string{"!!str", "!!int", "!!float", "!!bool", "!!null", "!!seq"
 // !include or !ENV, or !!binary, which a dump of bytes writes, would be taken for the
 // text written after it (a regex of base64, a path of "${LOG_PATH}"), with no word said.
 func (d *decoder) foreignTag(v *yaml.Node, line int, subject, what string) bool {
-	if v.Style&yaml.TaggedStyle == 0 || slices.Contains(coreTags, v.ShortTag()) {
+	if !foreignTagged(v) {
 		return false
 	}
-	d.add(line, subject, "%stag %s: a rule file's values are plain YAML, whose tags are %s and %s; "+
-		"no tag includes a file, reads the environment or decodes (!!binary): write the value itself",
-		at(what), v.ShortTag(), strings.Join(coreTags[:len(coreTags)-1], ", "), coreTags[len(coreTags)-1])
+	d.add(line, subject, "%stag %s: %s", at(what), v.ShortTag(), plainYAML())
 	return true
+}
+
+// plainYAML says why a foreign tag is refused, wherever it stands.
+func plainYAML() string {
+	return fmt.Sprintf("a rule file's values are plain YAML, whose tags are %s and %s; "+
+		"no tag includes a file, reads the environment or decodes (!!binary): write the value itself",
+		strings.Join(coreTags[:len(coreTags)-1], ", "), coreTags[len(coreTags)-1])
+}
+
+// foreignTagged reports whether n is given a tag other than the core ones.
+func foreignTagged(n *yaml.Node) bool {
+	return n.Style&yaml.TaggedStyle != 0 && !slices.Contains(coreTags, n.ShortTag())
 }
 
 // collectionTags reports, as foreignTag, the tags of what scalar and list do not read as
@@ -354,28 +368,14 @@ func (d *decoder) viaAliases(item *yaml.Node, from, warnedFrom int) {
 	if len(aliases) == 0 {
 		return
 	}
-	// The lines each alias repeats, found once for all the problems. An anchor reached by
-	// an earlier alias is left out of a later one's: a problem's line in it is the earlier
-	// one's all the same (the first alias whose lines hold it), and a rule repeating an
-	// anchor of many aliases many times (within what the alias meter allows) would
-	// otherwise hold its lines once for each.
-	spans := make([][][2]int, len(aliases))
-	seen := map[*yaml.Node]bool{}
-	for i, a := range aliases {
-		spans[i] = aliasSpans(a, nil, seen)
-	}
+	anchors := reachedAnchors(aliases)
 	move := func(p *Problem) {
 		if p.Line == 0 || p.Line >= lo && p.Line <= hi {
 			return
 		}
-		for i, a := range aliases {
-			for _, span := range spans[i] {
-				if p.Line >= span[0] && p.Line <= span[1] {
-					p.Msg += fmt.Sprintf(" (line %d, which *%s repeats here)", p.Line, a.Value)
-					p.Line = a.Line
-					return
-				}
-			}
+		if r := innermost(anchors, p.Line); r != nil {
+			p.Msg += r.repeats(p.Line)
+			p.Line = r.own().by.Line
 		}
 	}
 	kept := d.problems.list[:from]
@@ -391,6 +391,96 @@ func (d *decoder) viaAliases(item *yaml.Node, from, warnedFrom int) {
 	for i := warnedFrom; i < len(d.warned); i++ {
 		move(&d.warned[i])
 	}
+}
+
+// reached is an anchored value that the aliases of a rule or an input lead to: its lines as
+// written, and the alias that leads there, itself in the value of reached from, or in the
+// item's own lines when from is nil.
+type reached struct {
+	lo, hi int
+	by     *yaml.Node
+	from   *reached
+}
+
+// reachedAnchors are the anchored values the aliases of an item lead to, each once, in
+// the order a search from the item's aliases, nearest first, finds them: an anchor that an
+// alias of the item names is reached by it, not by another alias whose value aliases it
+// again. Each anchor is looked in once, however many aliases repeat it, so an item
+// repeating an anchor of many aliases many times (within what the alias meter allows)
+// costs the anchor's size, not that times the repeats.
+func reachedAnchors(aliases []*yaml.Node) []*reached {
+	seen := map[*yaml.Node]bool{}
+	var out []*reached
+	add := func(a *yaml.Node, from *reached) {
+		if !seen[a.Alias] {
+			seen[a.Alias] = true
+			out = append(out, &reached{by: a, from: from})
+		}
+	}
+	for _, a := range aliases {
+		add(a, nil)
+	}
+	for i := 0; i < len(out); i++ {
+		r := out[i]
+		var inner []*yaml.Node
+		r.lo, r.hi, inner = ownLines(r.by.Alias, nil)
+		for _, b := range inner {
+			add(b, r)
+		}
+	}
+	return out
+}
+
+// innermost is the anchored value of anchors, in their order, that holds line on the
+// fewest lines, nil when none holds it: where one anchor stands in the value of another
+// (&outer holding &inner), a line of the inner one is the inner one's, which the item
+// aliases by its name, even when it merges the outer one too. Of values on as many lines
+// (an anchor on the line of another), the nearest alias's wins.
+func innermost(anchors []*reached, line int) *reached {
+	var best *reached
+	for _, r := range anchors {
+		if r.lo <= line && line <= r.hi && (best == nil || r.hi-r.lo < best.hi-best.lo) {
+			best = r
+		}
+	}
+	return best
+}
+
+// own is the alias in the item's own lines that leads to r.
+func (r *reached) own() *reached {
+	for r.from != nil {
+		r = r.from
+	}
+	return r
+}
+
+// maxRepeatsNamed bounds the aliases a message names on the way from a line to the item's
+// alias: a chain of anchors each aliasing the one before may be thousands long.
+const maxRepeatsNamed = 3
+
+// repeats words how the item repeats line of r's value: "(line 5, which *when repeats
+// here)", or through the aliases between, "(line 5, which *when repeats on line 10, which
+// *mid repeats here)"; past maxRepeatsNamed of them, the first and how many more.
+func (r *reached) repeats(line int) string {
+	var chain []*yaml.Node
+	for h := r; h != nil; h = h.from {
+		chain = append(chain, h.by)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, " (line %d", line)
+	between, skipped := chain[:len(chain)-1], 0
+	if len(between) > maxRepeatsNamed {
+		between, skipped = between[:1], len(between)-1
+	}
+	for _, a := range between {
+		fmt.Fprintf(&b, ", which *%s repeats on line %d", a.Value, a.Line)
+	}
+	fmt.Fprintf(&b, ", which *%s repeats here", chain[len(chain)-1].Value)
+	if skipped > 0 {
+		fmt.Fprintf(&b, " through %d more aliases", skipped)
+	}
+	b.WriteByte(')')
+	return b.String()
 }
 
 // ownLines is the first and last line of n as written, aliases not followed, and the
@@ -413,20 +503,4 @@ func ownLines(n *yaml.Node, aliases []*yaml.Node) (lo, hi int, _ []*yaml.Node) {
 		lo, hi = min(lo, clo), max(hi, chi)
 	}
 	return lo, hi, aliases
-}
-
-// aliasSpans appends to spans the first and last lines of the anchored value alias a
-// repeats, and of those the aliases within it repeat; seen holds the anchors already
-// looked in, by it or by the aliases before it (an alias may stand inside its own anchor).
-func aliasSpans(a *yaml.Node, spans [][2]int, seen map[*yaml.Node]bool) [][2]int {
-	if seen[a.Alias] {
-		return spans
-	}
-	seen[a.Alias] = true
-	lo, hi, inner := ownLines(a.Alias, nil)
-	spans = append(spans, [2]int{lo, hi})
-	for _, b := range inner {
-		spans = aliasSpans(b, spans, seen)
-	}
-	return spans
 }

@@ -100,7 +100,32 @@ rules:
   - <<: *both
     name: third
     match: '(?P<code>\d+)'
-`, []string{`r.yaml:11: rule "third": timestamp: capture "t" is not in the match regex (have: code) (line 5, which *both repeats here)`}},
+`, []string{`r.yaml:11: rule "third": timestamp: capture "t" is not in the match regex (have: code) (line 5, which *when repeats on line 10, which *both repeats here)`}},
+		{"a chain of as many aliases as are named", `
+rules:
+  - name: first
+    match: '(?P<t>.+)'
+    timestamp: &a {capture: t, layout: '2006-01-02 15:04:05'}
+  - &b {name: b, match: '(?P<t>.+)', timestamp: *a}
+  - &c {<<: *b, name: c}
+  - &d {<<: *c, name: d}
+  - <<: *d
+    name: f
+    match: '(?P<code>\d+)'
+`, []string{`r.yaml:9: rule "f": timestamp: capture "t" is not in the match regex (have: code) (line 5, which *a repeats on line 6, which *b repeats on line 7, which *c repeats on line 8, which *d repeats here)`}},
+		{"a chain of aliases", `
+rules:
+  - name: first
+    match: '(?P<t>.+)'
+    timestamp: &a {capture: t, layout: '2006-01-02 15:04:05'}
+  - &b {name: b, match: '(?P<t>.+)', timestamp: *a}
+  - &c {<<: *b, name: c}
+  - &d {<<: *c, name: d}
+  - &e {<<: *d, name: e}
+  - <<: *e
+    name: f
+    match: '(?P<code>\d+)'
+`, []string{`r.yaml:10: rule "f": timestamp: capture "t" is not in the match regex (have: code) (line 5, which *a repeats on line 6, which *e repeats here through 3 more aliases)`}},
 		{"input's directive", `
 inputs:
   - name: a
@@ -118,6 +143,59 @@ rules:
 			`r.yaml:7: input "a": log_format: $status follows $remote_addr with no text between them, so where one ends cannot be told from the line, in "…at main '$remote_addr'\n                '⟨here⟩$status';\n"`,
 			`r.yaml:10: input "b": log_format: $status follows $remote_addr with no text between them, so where one ends cannot be told from the line, in "…at main '$remote_addr'\n                '⟨here⟩$status';\n" (line 7, which *fmt repeats here)`,
 		}},
+		{"an anchor in a merged one, merged", `
+rules:
+  - &outer
+    name: first
+    match: '(?P<t>.+)'
+    labels: {at: '${t}'}
+    timestamp: &inner
+      capture: t
+      layout: '2006-01-02 15:04:05'
+  - <<: *outer
+    name: second
+    match: '(?P<code>\d+)'
+    timestamp: {<<: *inner, layout: '02/Jan/2006:15:04:05 -0700'}
+`, []string{
+			`r.yaml:10: rule "second": labels: at: capture "t" is not in the match regex (have: code) (line 6, which *outer repeats here)`,
+			`r.yaml:13: rule "second": timestamp: capture "t" is not in the match regex (have: code) (line 8, which *inner repeats here)`,
+		}},
+		{"an anchor in a merged one, aliased after", `
+rules:
+  - &outer
+    name: first
+    match: '(?P<t>.+)'
+    timestamp: &inner {capture: t, layout: '2006-01-02 15:04:05'}
+  - <<: *outer
+    name: second
+    match: '(?P<code>\d+)'
+    timestamp: *inner
+`, []string{`r.yaml:10: rule "second": timestamp: capture "t" is not in the match regex (have: code) (line 6, which *inner repeats here)`}},
+		{"an alias in a merged anchor, aliased after", `
+rules:
+  - name: first
+    match: '(?P<t>.+)'
+    timestamp: &when {capture: t, layout: '2006-01-02 15:04:05'}
+  - &mid
+    name: second
+    match: '(?P<t>.+)'
+    timestamp: *when
+  - <<: *mid
+    name: third
+    match: '(?P<code>\d+)'
+    help: via mid
+    timestamp: *when
+`, []string{`r.yaml:14: rule "third": timestamp: capture "t" is not in the match regex (have: code) (line 5, which *when repeats here)`}},
+		{"an anchor in an aliased one, listed first", `
+rules:
+  - name: first
+    match: '(?P<t>.+)'
+    timestamp: &outer {capture: &inner t, layout: '2006-01-02 15:04:05'}
+  - name: second
+    match: '(?P<code>\d+)'
+    timestamp: *outer
+    labels: {code: '${code}', x: *inner}
+`, []string{`r.yaml:8: rule "second": timestamp: capture "t" is not in the match regex (have: code) (line 5, which *outer repeats here)`}},
 		{"the anchor's own rule", `
 rules:
   - name: first

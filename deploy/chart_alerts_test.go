@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"text/template"
 
 	"sigs.k8s.io/yaml"
 
@@ -109,4 +110,64 @@ func TestChartDaemonSetNoFileAlert(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Prometheus runs an alert's annotations as Go templates, so a daemonset.podLogs with
+// "{{" in it, which the chart writes into LogwindowInputNoFile's description, must come
+// out of them as written, not be taken for an action (which breaks the rule, or runs what
+// the value says). The description is parsed and run here as Prometheus does (its
+// variables defined before it, text/template), for values with delimiters in them.
+func TestChartNoFileAlertPodLogsLiteral(t *testing.T) {
+	for _, podLogs := range []string{
+		"/var/log/pods",
+		"/var/log/{{pods}}",
+		"/logs/a}}b{{c",
+		`/logs/{{ .Labels }}/{{ printf "%d" 1 }}`,
+		`/logs/{{"q\"`,
+		"/logs/{{",
+	} {
+		t.Run(podLogs, func(t *testing.T) {
+			values, err := yaml.Marshal(map[string]any{"daemonset": map[string]any{"podLogs": podLogs}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			m := renderChart(t, chartCase{values: string(values), mode: "daemonset", operator: true})
+			var description string
+			for _, g := range m.prometheusRules["lw-logwindow-exporter"].Spec.Groups {
+				for _, r := range g.Rules {
+					if r.Alert == "LogwindowInputNoFile" {
+						description = r.Annotations["description"]
+					}
+				}
+			}
+			got, err := expandAlertTemplate(description, map[string]string{"job": "monitoring/lw"})
+			if err != nil {
+				t.Fatalf("the description is no template Prometheus can run: %v\n%s", err, description)
+			}
+			if want := "No instance of monitoring/lw has a readable file of any of its inputs (the logs of the containers nginx, controller under " + podLogs + ")"; !strings.HasPrefix(got, want) {
+				t.Errorf("description as Prometheus shows it:\n%s\nwant it to start with\n%s", got, want)
+			}
+		})
+	}
+}
+
+// expandAlertTemplate runs an alert annotation as Prometheus does (template.Expander):
+// text/template, with $labels, $externalLabels, $externalURL and $value defined before
+// it; the functions it adds (humanize, ...) are not needed by the chart's annotations.
+func expandAlertTemplate(text string, labels map[string]string) (string, error) {
+	const defs = "{{$labels := .Labels}}{{$externalLabels := .ExternalLabels}}{{$externalURL := .ExternalURL}}{{$value := .Value}}"
+	tmpl, err := template.New("description").Option("missingkey=zero").Parse(defs + text)
+	if err != nil {
+		return "", err
+	}
+	var out strings.Builder
+	data := struct {
+		Labels, ExternalLabels map[string]string
+		ExternalURL            string
+		Value                  float64
+	}{Labels: labels}
+	if err := tmpl.Execute(&out, data); err != nil {
+		return "", err
+	}
+	return out.String(), nil
 }

@@ -53,6 +53,11 @@ var chartLogFormats = []chartLogFormat{
 	{"JSON directive", "logFormat: |\n" +
 		"  log_format json escape=json '{\"remote_addr\":\"$remote_addr\",\"time_local\":\"$time_local\",'\n" +
 		"    '\"request\":\"$request\",\"status\":$status,\"body_bytes_sent\":$body_bytes_sent,\"request_time\":$request_time}';\n", requestTime},
+	// The times whose layout the exporter knows besides $time_local: the rules are placed
+	// by the one the format has.
+	{"format string of $time_iso8601", "logFormat: '$remote_addr [$time_iso8601] \"$request\" $status $body_bytes_sent $request_time'\n", requestTime},
+	{"JSON directive of $msec", "logFormat: |\n  log_format j escape=json '{\"ts\":$msec,\"ip\":\"$remote_addr\",\"req\":\"$request\",\"st\":$status,\"b\":$body_bytes_sent}';\n", nil},
+	{"directive of $time_iso8601 under a comment of $time_local", "logFormat: |\n  # log_format old '$remote_addr [$time_local] \"$request\" $status $body_bytes_sent';\n  log_format new '$remote_addr [$TIME_ISO8601] \"$request\" $status $body_bytes_sent';\n", nil},
 	{"JSON template with its escape", `logFormat: '{"remote_addr":"$remote_addr","time_local":"$time_local","request":"$request","status":$status,"body_bytes_sent":$body_bytes_sent,"upstream_response_time":"$upstream_response_time"}'` + "\nlogFormatEscape: json\n", []string{"upstream_response_time"}},
 }
 

@@ -35,15 +35,14 @@ func TestChartValueMistakes(t *testing.T) {
 		{"escape with an existing ConfigMap", "logFormat: combined\nlogFormatEscape: json\nrules: {existingConfigMap: mine}\n", "logFormat"},
 		// A format without a variable every rule of the chart's reads: the exporter
 		// refuses the rule file, and its pods would never start.
-		{"log format of $time_iso8601", "logFormat: '$remote_addr [$time_iso8601] \"$request\" $status $body_bytes_sent'\n", "has no $time_local, which"},
-		{"JSON directive of $msec", "logFormat: |\n  log_format j escape=json '{\"ts\":$msec,\"ip\":\"$remote_addr\",\"req\":\"$request\",\"st\":$status,\"b\":$body_bytes_sent}';\n", "has no $time_local, which"},
+		{"log format without a time", "logFormat: '$remote_addr [$time_local_x] \"$request\" $status $body_bytes_sent'\n", "has no $time_local (or $time_iso8601 or $msec), which"},
+		{"directive of a time only under a comment", "logFormat: |\n  # log_format old '$remote_addr [$time_local] \"$request\" $status $body_bytes_sent';\n  log_format new '$remote_addr \"$request\" $status $body_bytes_sent';\n", "has no $time_local (or $time_iso8601 or $msec), which"},
 		{"log format without the body's bytes", "mode: syslog\nlogFormat: '$remote_addr [$time_local] \"$request\" $status $bytes_sent'\n", "has no $body_bytes_sent, which"},
 		{"log format without the client", "logFormat: '$realip_remote_addr [$time_local] \"$request\" $status $body_bytes_sent'\n", "has no $remote_addr, which"},
 		// A commented-out line names what the directive nginx reads lacks.
 		{"log format without the request", "logFormat: '$remote_addr [$time_local] $status $body_bytes_sent'\n", "has no $request (or $request_method and $uri), which"},
 		{"JSON template whose request key holds the target", `logFormat: '{"remote_addr":"$remote_addr","time_local":"$time_local","request":"$request_uri","status":$status,"body_bytes_sent":$body_bytes_sent}'` + "\nlogFormatEscape: json\n", "has no $request (or $request_method and $uri), which"},
 		{"log format of the method without the path", "logFormat: '$remote_addr [$time_local] $request_method $request_uri $status $body_bytes_sent'\n", "has no $request (or $request_method and $uri), which"},
-		{"directive under a comment of the old one", "logFormat: |\n  # log_format old '$remote_addr [$time_local] \"$request\" $status $body_bytes_sent';\n  log_format new '$remote_addr [$time_iso8601] \"$request\" $status $body_bytes_sent';\n", "has no $time_local, which"},
 		// A flag the chart passes: the exporter refuses it twice, and would not start.
 		{"extraArgs repeating the chart's storage", "extraArgs: [--storage.path=/data]\n", "extraArgs"},
 		{"extraArgs repeating the chart's rule file", "mode: syslog\nextraArgs: [--config.file, /etc/rules.yaml]\n", "extraArgs"},

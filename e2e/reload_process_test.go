@@ -9,6 +9,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/logwindow/logwindow_exporter/internal/testutil/metrictest"
 	"github.com/logwindow/logwindow_exporter/internal/testutil/testexec"
@@ -63,5 +64,76 @@ func TestReloadRefusesDeepLogFormat(t *testing.T) {
 	}
 	if m := p.Scrape(t); metrictest.Value(m, "logwindow_config_last_reload_successful", nil) != 0 || limit(m) < 0 {
 		t.Error("after the refused POST: want the reload reported failed and old_rule kept")
+	}
+}
+
+// TestReloadRefusesWhatIsNoRuleFile puts, where a running binary's rule file was, what is
+// no rule file: a FIFO no one writes to (a read of it would wait for a writer), a
+// directory, a symlink loop, text saved as Latin-1, a value of megabytes. POST /-/reload
+// must refuse each at once, naming the file (and the line where there is one) in a
+// message of bounded size, and the process must keep serving the old rules; the rule file
+// put back then reloads.
+func TestReloadRefusesWhatIsNoRuleFile(t *testing.T) {
+	bin := testexec.BuildExporter(t, false)
+	dir := t.TempDir()
+	cfgPath := filepath.Join(dir, "rules.yaml")
+	good := []byte("rules:\n  - name: old_rule\n    help: h\n    match: x\n")
+	if err := os.WriteFile(cfgPath, good, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p := testexec.StartExporter(t, bin, "--config.file="+cfgPath, "--web.enable-lifecycle")
+	client := &http.Client{Timeout: 30 * time.Second}
+	reload := func() (int, string) {
+		t.Helper()
+		resp, err := client.Post(p.URL()+"/-/reload", "text/plain", nil)
+		if err != nil {
+			t.Fatalf("POST /-/reload: %v", err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(body)
+	}
+	write := func(text string) func() error {
+		return func() error { return os.WriteFile(cfgPath, []byte(text), 0o644) }
+	}
+	cases := []struct {
+		name string
+		put  func() error
+		want string
+	}{
+		{"fifo", func() error { return syscall.Mkfifo(cfgPath, 0o644) }, cfgPath + ": not a regular file (mode p"},
+		{"directory", func() error { return os.Mkdir(cfgPath, 0o755) }, cfgPath + ": not a regular file (mode d"},
+		{"symlink loop", func() error { return os.Symlink(filepath.Base(cfgPath), cfgPath) }, cfgPath + ": too many levels of symbolic links"},
+		{"latin-1", write("# caf\xe9\n" + string(good)), cfgPath + ":1: not valid YAML: invalid trailing UTF-8 octet: byte 0xe9 at column 6 is not UTF-8"},
+		{"long value", write(string(good) + "    windows: ['" + strings.Repeat("9", 4<<20) + "']\n"),
+			cfgPath + `:5: rule "old_rule": windows: "9999`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if err := os.Remove(cfgPath); err != nil {
+				t.Fatal(err)
+			}
+			if err := c.put(); err != nil {
+				t.Fatal(err)
+			}
+			code, body := reload()
+			if code != http.StatusBadRequest || !strings.Contains(body, c.want) || len(body) > 4096 {
+				t.Errorf("reload: HTTP %d %.300q (%d bytes); want 400 with %q, in at most 4 KiB", code, body, len(body), c.want)
+			}
+			m := p.Scrape(t)
+			if metrictest.Value(m, "logwindow_config_last_reload_successful", nil) != 0 ||
+				metrictest.Value(m, "logwindow_rule_series_limit", map[string]string{"rule": "old_rule"}) < 0 {
+				t.Error("want the reload reported failed and old_rule kept")
+			}
+		})
+	}
+	if err := os.Remove(cfgPath); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(cfgPath, good, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, body := reload(); code != http.StatusOK {
+		t.Errorf("the rule file put back: reload HTTP %d %q", code, body)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"regexp/syntax"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/logwindow/logwindow_exporter/config/logformat"
@@ -46,9 +47,20 @@ func (c compiled) only(keep func(group int) bool) compiled {
 		c.matcher = m.Only(keep)
 	case *formatscan.Scanner:
 		c.matcher = m.WithRegex(compiled{matcher: m.Regex()}.only(keep).matcher)
+	case lazyMatcher:
+		c.matcher = lazily(func() matcher { return compiled{matcher: m.get()}.only(keep).matcher })
 	}
 	return c
 }
+
+// lazyMatcher is a matcher made at its first Match: the regex behind a log format's
+// scanner, which reads nearly every line of its format itself: most runs never compile it.
+type lazyMatcher struct{ get func() matcher }
+
+func lazily(build func() matcher) lazyMatcher { return lazyMatcher{get: sync.OnceValue(build)} }
+
+// Match makes the matcher on the first call, from any goroutine, and runs it.
+func (l lazyMatcher) Match(line []byte, caps []int) bool { return l.get().Match(line, caps) }
 
 // engine is what runs a group's regex: the fastest that reads it, or a slower one that
 // tests and benchmarks compare it with.
@@ -68,16 +80,21 @@ const (
 // then fastmatch, and falls back to regexp for what neither accepts.
 func compile(re *regexp.Regexp, eng engine, f *logformat.Format) compiled {
 	ncap := 2 * (re.NumSubexp() + 1)
-	c := compiled{matcher: &regexpMatcher{re: re, required: requiredLiteral(re)}, ncap: ncap, viaRegexp: true}
+	if eng >= viaScanner && f != nil && f.Regex == re.String() {
+		regex := lazily(func() matcher { return compile(re, viaFastmatch, nil).matcher })
+		if s, err := formatscan.Compile(f, regex); err == nil {
+			return compiled{matcher: s, ncap: ncap}
+		}
+	}
+	var c compiled
 	if eng >= viaFastmatch {
-		if m, err := fastmatch.Compile(re.String()); err == nil {
+		if m, err := fastmatch.FromRegexp(re); err == nil {
 			c = compiled{matcher: m, ncap: ncap}
 		}
 	}
-	if eng >= viaScanner && f != nil && f.Regex == re.String() {
-		if s, err := formatscan.Compile(f, c.matcher); err == nil {
-			c = compiled{matcher: s, ncap: ncap}
-		}
+	if c.matcher == nil {
+		// The fallback's prefilter is worked out only for a regex that takes it.
+		c = compiled{matcher: &regexpMatcher{re: re, required: requiredLiteral(re)}, ncap: ncap, viaRegexp: true}
 	}
 	return c
 }

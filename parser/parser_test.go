@@ -904,6 +904,40 @@ func TestRequiredLiteral(t *testing.T) {
 	}
 }
 
+// TestCompileEngines checks which matcher compile gives a regex: fastmatch's when it
+// takes the regex, else regexp's behind the prefilter of its required literal, which
+// is worked out only then.
+func TestCompileEngines(t *testing.T) {
+	tests := []struct {
+		name, expr string
+		eng        engine
+		viaRegexp  bool
+		required   string
+	}{
+		{"fastmatch takes it", `^GET (\S+) status=200`, viaFastmatch, false, ""},
+		{"fastmatch refuses it", `(a*)*done`, viaFastmatch, true, "done"},
+		{"regexp asked for", `^GET (\S+) status=200`, viaRegexp, true, " status=200"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := compile(regexp.MustCompile(tt.expr), tt.eng, nil)
+			if c.viaRegexp != tt.viaRegexp {
+				t.Fatalf("viaRegexp = %v, want %v (matcher %T)", c.viaRegexp, tt.viaRegexp, c.matcher)
+			}
+			m, ok := c.matcher.(*regexpMatcher)
+			if ok != tt.viaRegexp {
+				t.Fatalf("matcher %T", c.matcher)
+			}
+			if ok && string(m.required) != tt.required {
+				t.Errorf("prefilter %q, want %q", m.required, tt.required)
+			}
+			if !c.Match([]byte("GET /x status=200 done"), make([]int, c.capsNeeded(true))) {
+				t.Error("no match")
+			}
+		})
+	}
+}
+
 func TestNewRejectsBrokenRules(t *testing.T) {
 	ok := mustParse(t, "rules: [{name: a, match: '(?P<x>.)', value: x, labels: {l: '${x}'}}]").Rules[0]
 	with := func(edit func(r *config.Rule)) *config.Rule {

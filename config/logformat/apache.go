@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // ApachePresets are the formats apache_log_format: may name instead of giving the string:
@@ -77,11 +78,12 @@ func ApachePasted(s string) (nickname string, ok bool) {
 		return "", false
 	}
 	rest = strings.TrimSpace(rest)
-	return rest, nicknameWord.MatchString(rest)
+	return rest, nicknameWord().MatchString(rest)
 }
 
-// nicknameWord is a LogFormat nickname as httpd.conf's default and its users write them.
-var nicknameWord = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_-]*$`)
+// nicknameWord is a LogFormat nickname as httpd.conf's default and its users write them,
+// compiled for the first LogFormat line with one.
+var nicknameWord = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_-]*$`) })
 
 // firstWord is text's first word when another follows it: the name of the httpd.conf
 // directive text would be.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // directiveKeyword starts a log_format: value that is the directive as nginx.conf has it
@@ -312,8 +313,9 @@ type Pasted struct {
 	Escaped bool
 }
 
-// pastedName is a format's name as nginx.conf's log_format has it before the strings.
-var pastedName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+// pastedName is a format's name as nginx.conf's log_format has it before the strings,
+// compiled for the first directive pasted whole.
+var pastedName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`) })
 
 // PastedArguments reports whether a trimmed format string s is a log_format directive's
 // arguments after its keyword, as nginx's configuration reader splits them: the format's
@@ -353,7 +355,7 @@ func PastedArguments(s string) (Pasted, bool) {
 			i = next
 		}
 	}
-	if len(words) > 0 && words[0].quote == 0 && pastedName.MatchString(words[0].text) {
+	if len(words) > 0 && words[0].quote == 0 && pastedName().MatchString(words[0].text) {
 		p.Name, words = words[0].text, words[1:]
 		if len(words) > 0 && words[0].quote == 0 && strings.HasPrefix(words[0].text, "escape=") {
 			words = words[1:]

@@ -16,6 +16,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/prometheus/common/model"
@@ -36,8 +37,9 @@ type Options struct {
 	UID   string
 }
 
-// uidUnsafe matches what Grafana does not accept in a dashboard UID.
-var uidUnsafe = regexp.MustCompile(`[^a-zA-Z0-9_-]+`)
+// uidUnsafe matches what Grafana does not accept in a dashboard UID; only --dashboard
+// needs it, so it is compiled then.
+var uidUnsafe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`[^a-zA-Z0-9_-]+`) })
 
 // defaults fills the title and UID from the rule file's name: rules.yaml gives
 // "logwindow_exporter: rules" and "logwindow-rules".
@@ -48,7 +50,7 @@ func (o Options) defaults(file string) Options {
 	}
 	if o.UID == "" {
 		// Grafana UIDs are at most 40 characters.
-		o.UID = strings.Trim(uidUnsafe.ReplaceAllString("logwindow-"+base, "-"), "-")
+		o.UID = strings.Trim(uidUnsafe().ReplaceAllString("logwindow-"+base, "-"), "-")
 		o.UID = o.UID[:min(len(o.UID), 40)]
 	}
 	return o

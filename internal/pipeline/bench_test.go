@@ -55,3 +55,40 @@ func BenchmarkClockRead(b *testing.B) {
 		clk.read()
 	}
 }
+
+// BenchmarkHandleLine is a line handed on one by one (stream.handle, as a cri input's
+// are) through its parse and its counts, a read's worth of lines written at a time (one op
+// is one line): half the lines match the rule, half no rule, which counts them unmatched.
+func BenchmarkHandleLine(b *testing.B) {
+	path := b.TempDir() + "/0.log"
+	if err := os.WriteFile(path, nil, 0o644); err != nil {
+		b.Fatal(err)
+	}
+	cfg, err := config.Parse([]byte("inputs: [{path: '"+path+"', wrapper: cri}]\nrules: [{name: lines, match: '^x'}]\n"), "rules.yaml")
+	if err != nil {
+		b.Fatal(err)
+	}
+	p, err := Start(cfg, Options{Now: time.Now})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer p.Stop()
+	var in *stream
+	for _, s := range p.inputs {
+		in = s
+	}
+	h := in.handle(p)
+	lines := [][]byte{
+		[]byte("2024-03-01T12:00:00Z stdout F x matched"),
+		[]byte("2024-03-01T12:00:00Z stdout F y unmatched"),
+	}
+	p.cut.RLock() // as the follower holds it around a read
+	defer p.cut.RUnlock()
+	for i := 0; b.Loop(); i++ {
+		h(path, lines[i&1])
+		if i%256 == 255 {
+			in.flush()
+		}
+	}
+	in.flush()
+}

@@ -46,7 +46,10 @@ type stream struct {
 	// no line does not keep the previous generation (its parser and stores) alive.
 	bound atomic.Pointer[binding]
 	// malformed counts lines its fields rules could not read (not JSON, not logfmt), or
-	// not CRI lines on a cri input; unmatched the lines no rule matched.
+	// not CRI lines on a cri input; unmatched the lines no rule matched. They, and unread,
+	// are added from the bindings' counts (publish) after the lines are counted as read
+	// (landed), and stats loads them before it: a look never finds more lines by what
+	// became of them than lines read.
 	malformed, unmatched atomic.Uint64
 	// unread counts the lines of files whose chosen candidate format no rule reads
 	// (parser.Session.Unread), which are not unmatched: no rule was meant to read them.
@@ -54,7 +57,7 @@ type stream struct {
 	// unfit counts the unmatched lines that fitted no group of rules (parser.LineDone):
 	// of an input with a log format, lines not of it; fit the well-formed lines that
 	// fitted one (warnUnreadable). Both are added from the bindings' counts when the
-	// lines' events are written (publishFits), fit first: a look at them never finds a
+	// lines' events are written (publish), fit first: a look at them never finds a
 	// line that did not fit without those that did before it.
 	unfit, fit atomic.Uint64
 	// cri joins the partial lines of a wrapper: cri input (nil otherwise); used by the
@@ -120,6 +123,9 @@ type stream struct {
 	// read's events until the read's last line.
 	handed uint64
 	landed atomic.Uint64
+	// notCRI counts the lines the reading goroutine found not CRI lines since it last
+	// flushed, added to malformed then, after the lines are counted as read.
+	notCRI uint64
 }
 
 // binding is an input's view of one generation.
@@ -140,9 +146,11 @@ type binding struct {
 	done     parser.LineDone
 	received uint64
 	// fits and unfits count the well-formed lines done told of that fitted and that did
-	// not, since they were last added to the stream's fit and unfit (publishFits): plain
-	// counts of the binding's goroutine, so that a line pays no atomic operation for them.
-	fits, unfits uint64
+	// not, since they were last added to the stream's fit and unfit (publish), and
+	// malformed, unmatched and unread those it told of so: plain counts of the binding's
+	// goroutine, so that a line pays no atomic operation for them.
+	fits, unfits                 uint64
+	malformed, unmatched, unread uint64
 	// judge says that the stream's files are judged by the input's one log format, which a
 	// rule reads (stream.judged).
 	judge bool
@@ -151,16 +159,21 @@ type binding struct {
 	zones []zoneRun
 }
 
-// publishFits adds the lines b counted as fitted and not to the stream's counts; called
-// by b's goroutine as it writes their events.
-func (in *stream) publishFits(b *binding) {
-	if b.fits > 0 {
-		in.fit.Add(b.fits)
-		b.fits = 0
-	}
-	if b.unfits > 0 {
-		in.unfit.Add(b.unfits)
-		b.unfits = 0
+// publish adds what b counted of its lines to the stream's counts; called by b's
+// goroutine once their events are written and the lines counted as read (landed).
+func (in *stream) publish(b *binding) {
+	add(&in.fit, &b.fits)
+	add(&in.unfit, &b.unfits)
+	add(&in.malformed, &b.malformed)
+	add(&in.unmatched, &b.unmatched)
+	add(&in.unread, &b.unread)
+}
+
+// add adds *n to c and zeroes it: one atomic operation, and none for nothing.
+func add(c *atomic.Uint64, n *uint64) {
+	if *n > 0 {
+		c.Add(*n)
+		*n = 0
 	}
 }
 
@@ -210,18 +223,18 @@ func (in *stream) bindTo(p *Pipeline, slot *atomic.Pointer[binding]) *binding {
 		received := b.sink.Received()
 		switch {
 		case !wellFormed:
-			in.malformed.Add(1)
+			b.malformed++
 		case received != b.received:
 			b.fits++
 		case fitted:
 			b.fits++
 			if in.files != nil && b.parse.Unread(b.name) {
-				in.unread.Add(1)
+				b.unread++
 			} else {
-				in.unmatched.Add(1)
+				b.unmatched++
 			}
 		default:
-			in.unmatched.Add(1)
+			b.unmatched++
 			b.unfits++
 		}
 		b.received = received
@@ -245,9 +258,11 @@ type unwrapped uint8
 const (
 	// message: the line gave a message for the rules.
 	message unwrapped = iota
-	// pending: the line was a part of a message still being joined, or could not be read
-	// (counted).
+	// pending: the line was a part of a message still being joined, or a message past
+	// the line cap (counted).
 	pending
+	// notCRILine: the line is not a CRI line, malformed for the caller to count.
+	notCRILine
 	// otherStream: the line is of a CRI stream the input does not read (streams:); it is
 	// skipped before it is joined. The follower counted it as a line read, as it counts
 	// every line it hands on; it is neither malformed, unmatched nor too long (a one-shot
@@ -272,7 +287,7 @@ func (in *stream) unwrap(path string, line []byte, streams config.Streams, lv *l
 		lv[lineStream] = name
 		return msg, wrapperTime, message
 	case cri.Malformed:
-		in.malformed.Add(1)
+		return nil, nil, notCRILine
 	case cri.TooLong:
 		in.tooLong.Add(1)
 	}
@@ -384,15 +399,18 @@ func (g *generation) input(source string) config.Input {
 
 // stats is the input's snapshot with what the pipeline counts of it.
 func (in *stream) stats() selfmetric.InputStats {
+	// What became of the lines is loaded before the lines read, which are counted first
+	// (flush): a scrape never shows more lines unmatched, malformed or unread (or, of a
+	// socket, malformed datagrams: its Stats) than read.
 	st := in.running.Stats()
+	st.MalformedLines = in.malformed.Load()
+	st.Unmatched = in.unmatched.Load()
+	st.Unread = in.unread.Load()
 	// The input counts a line as read when it hands it on; its events are written when
 	// the read or batch it came in is done. Lines count as read once they are written, so
 	// that a scrape never shows a line read whose events it lacks.
 	st.LinesRead = in.landed.Load()
 	st.TooLong += in.tooLong.Load()
-	st.MalformedLines = in.malformed.Load()
-	st.Unmatched = in.unmatched.Load()
-	st.Unread = in.unread.Load()
 	if in.files != nil {
 		st.Formats = in.files.Formats()
 	} else if in.judged != nil {
@@ -625,11 +643,17 @@ func (in *stream) handle(p *Pipeline) input.Handler {
 			if in.files != nil {
 				in.keepHeld(path, b.parse.Holds())
 			}
-		} else if in.at != nil && len(in.kept) > 0 && len(in.kept[path]) > 0 {
-			// A line of no message (a CRI part, a line of another stream) of a path that
-			// holds lines: in a file that took the path since (a rotation) it is where the
-			// file is read again from, with the parts of a message begun before it.
-			in.keepHeld(path, true)
+		} else {
+			if u == notCRILine {
+				in.notCRI++
+			}
+			if in.at != nil && len(in.kept) > 0 && len(in.kept[path]) > 0 {
+				// A line of no message (a CRI part, a line of another stream) of a path
+				// that holds lines: in a file that took the path since (a rotation) it is
+				// where the file is read again from, with the parts of a message begun
+				// before it.
+				in.keepHeld(path, true)
+			}
 		}
 		in.handed++ // after the parse: a flush by setNow is of the lines before
 		in.unbindIfStale(p, &in.bound, b)
@@ -660,12 +684,8 @@ func (in *stream) parseBlock(p *Pipeline, _ string, lines []byte) int {
 	sp := b.parse.ParseSpan(b.name, lines, b.sink)
 	// What b.done counts of a line, for the read at once: with no candidate formats no
 	// fitted line is unread.
-	if sp.Malformed > 0 {
-		in.malformed.Add(sp.Malformed)
-	}
-	if u := sp.Fitted + sp.Unfitted; u > 0 {
-		in.unmatched.Add(u)
-	}
+	b.malformed += sp.Malformed
+	b.unmatched += sp.Fitted + sp.Unfitted
 	b.fits += sp.Matched + sp.Fitted
 	b.unfits += sp.Unfitted
 	b.received = b.sink.Received()
@@ -684,8 +704,11 @@ func (in *stream) batch(p *Pipeline, w *pool, path string, line []byte) {
 			in.streamsOf, in.streams = g.cfg, g.input(in.source).Streams
 		}
 	}
-	if msg, wrapperTime, u := in.unwrap(path, line, in.streams, &lv); u == message {
+	switch msg, wrapperTime, u := in.unwrap(path, line, in.streams, &lv); u {
+	case message:
 		w.add(path, msg, wrapperTime, lv[lineStream])
+	case notCRILine:
+		w.cur.notCRI++
 	}
 }
 
@@ -705,15 +728,23 @@ func (in *stream) setNow(b *binding) {
 // flush writes what the reading goroutine's sink holds: when a read's lines were handed
 // on (the follower's hold is let go), after a batch of datagrams, after a file's held
 // lines were parsed.
+//
+// The lines count as read once their events are written, and what became of them
+// (publish) once they count as read: a scrape that shows a line read shows its events,
+// and never more lines unmatched or malformed than read.
 func (in *stream) flush() {
-	if in.unflushed != nil {
-		in.unflushed.sink.Flush()
-		in.publishFits(in.unflushed)
-		in.watchZones(in.unflushed, in.wall)
-		in.unflushed = nil
+	b := in.unflushed
+	if b != nil {
+		b.sink.Flush()
 	}
 	in.landed.Add(in.handed)
 	in.handed = 0
+	add(&in.malformed, &in.notCRI)
+	if b != nil {
+		in.publish(b)
+		in.watchZones(b, in.wall)
+		in.unflushed = nil
+	}
 }
 
 // keepHeld notes, after a message of path was parsed, when its file (a syslog input's

@@ -67,6 +67,8 @@ func startFollower(p *Pipeline, ci config.Input, in *stream, shard int) (input.I
 	opts.Left, opts.Truncated = p.leftOf(ci.Source())
 	if !opts.HandOver {
 		opts.Taken, opts.Drained = p.resumeTaken, p.resumeDrained[ci.Source()]
+		// A snapshot of an earlier version has no section of them (a nil map).
+		opts.DrainedUnknown = opts.Resume != nil && p.resumeDrained == nil
 	}
 	if opts.Backfill != nil {
 		// The storage lock's wait and the fill's are one startupProbe's.

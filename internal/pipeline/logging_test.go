@@ -14,6 +14,8 @@ import (
 	"unicode/utf16"
 
 	"github.com/logwindow/logwindow_exporter/config"
+	"github.com/logwindow/logwindow_exporter/internal/storage"
+	"github.com/logwindow/logwindow_exporter/internal/testutil/storetest"
 	"github.com/logwindow/logwindow_exporter/internal/testutil/syncbuf"
 	"github.com/logwindow/logwindow_exporter/internal/testutil/testclock"
 	"github.com/logwindow/logwindow_exporter/parser"
@@ -118,44 +120,65 @@ func TestHandOverOfRotatedFileLogged(t *testing.T) {
 
 // A file rotated away and read to its end before a snapshot, gone at the restart (the
 // kubelet compresses a container log's rotated file at its next rotation) lost no line
-// known of: the log says it is gone at debug, not that lines written to it were lost.
+// known of: the log says it is gone at debug, not that lines written to it were lost. A
+// snapshot of an earlier version, without the section of the drained files, does not
+// tell: the file is said gone at debug, as maybe read to its end, not as lines lost.
 func TestDrainedFileGoneLogged(t *testing.T) {
-	dir, store := t.TempDir(), t.TempDir()
-	log := filepath.Join(dir, "access.log")
-	if err := os.WriteFile(log, []byte("x\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := config.Parse(fmt.Appendf(nil, "inputs: [{path: '%s', start_at: beginning}]\nrules: [{name: lines, match: x}]\n", log), "rules.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	start := func(out *syncbuf.Buffer) *Pipeline {
-		// The rotated file stays open (its grace) until the stop's snapshot.
-		p, err := Start(cfg, Options{Now: time.Now, PollInterval: 10 * time.Millisecond, RotationGrace: time.Hour, StoragePath: store, Logger: slog.New(slog.NewTextHandler(out, &slog.HandlerOptions{Level: slog.LevelDebug}))})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(p.Stop)
-		return p
-	}
-	var first syncbuf.Buffer
-	p := start(&first)
-	waitTotal(t, p, "the line", "lines_total{", 1)
-	if err := os.Rename(log, log+".1"); err != nil {
-		t.Fatal(err)
-	}
-	waitTotal(t, p, "the rotation", "logwindow_input_rotations_total", 1)
-	p.Stop()
-	if err := os.Remove(log + ".1"); err != nil {
-		t.Fatal(err)
-	}
-	var out syncbuf.Buffer
-	start(&out)
-	if lost := "the lines written to it after the position are lost"; strings.Contains(out.String(), lost) {
-		t.Errorf("log says %q of a file read to its end:\n%s", lost, out.String())
-	}
-	if want := fmt.Sprintf(`level=DEBUG msg="the file of a saved position is gone, read to its end after it left its path before the snapshot (compressed or removed since)" input=%s path=%s offset=2`, log, log); !strings.Contains(out.String(), want) {
-		t.Errorf("log lacks %s:\n%s", want, out.String())
+	for _, c := range []struct {
+		name     string
+		earlier  bool // the snapshot lacks the section of the drained files
+		wantSaid string
+	}{
+		{"drained", false, "the file of a saved position is gone, read to its end after it left its path before the snapshot (compressed or removed since)"},
+		{"snapshot of an earlier version", true, "the file of a saved position is gone; the snapshot, of an earlier version, does not say whether it was read to its end: lines written to it after the position may be lost"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir, store := t.TempDir(), t.TempDir()
+			log := filepath.Join(dir, "access.log")
+			if err := os.WriteFile(log, []byte("x\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			cfg, err := config.Parse(fmt.Appendf(nil, "inputs: [{path: '%s', start_at: beginning}]\nrules: [{name: lines, match: x}]\n", log), "rules.yaml")
+			if err != nil {
+				t.Fatal(err)
+			}
+			start := func(out *syncbuf.Buffer) *Pipeline {
+				// The rotated file stays open (its grace) until the stop's snapshot.
+				p, err := Start(cfg, Options{Now: time.Now, PollInterval: 10 * time.Millisecond, RotationGrace: time.Hour, StoragePath: store, Logger: slog.New(slog.NewTextHandler(out, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(p.Stop)
+				return p
+			}
+			var first syncbuf.Buffer
+			p := start(&first)
+			waitTotal(t, p, "the line", "lines_total{", 1)
+			if err := os.Rename(log, log+".1"); err != nil {
+				t.Fatal(err)
+			}
+			waitTotal(t, p, "the rotation", "logwindow_input_rotations_total", 1)
+			p.Stop()
+			if err := os.Remove(log + ".1"); err != nil {
+				t.Fatal(err)
+			}
+			if c.earlier {
+				rewriteSnapshot(t, store, func(w *storage.Writer, sec storage.Section) error {
+					if sec.Name == sectionDrained {
+						return nil
+					}
+					return storetest.CopySection(w, sec)
+				})
+			}
+			var out syncbuf.Buffer
+			start(&out)
+			if lost := "the lines written to it after the position are lost"; strings.Contains(out.String(), lost) {
+				t.Errorf("log says %q of a file maybe read to its end:\n%s", lost, out.String())
+			}
+			if want := fmt.Sprintf(`level=DEBUG msg=%q input=%s path=%s offset=2`, c.wantSaid, log, log); !strings.Contains(out.String(), want) {
+				t.Errorf("log lacks %s:\n%s", want, out.String())
+			}
+		})
 	}
 }
 

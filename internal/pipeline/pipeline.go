@@ -13,6 +13,7 @@ import (
 	"io"
 	"log/slog"
 	"math"
+	"runtime/debug"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -254,13 +255,13 @@ func (p *Pipeline) Expire() {
 }
 
 // ReloadFile loads the config file in use again and applies it; a file that fails to load
-// or build changes nothing. The file is read under reloading, so of two reloads at once
+// or build changes nothing, nor does one whose load or build panics (*ReloadPanic). The file is read under reloading, so of two reloads at once
 // the later one applies the newer file, but not under mu, which every scrape, /-/ready and
 // the status page wait on: a file of thousands of rules takes seconds to load.
 func (p *Pipeline) ReloadFile() error {
 	p.reloading.Lock()
 	defer p.reloading.Unlock()
-	cfg, err := p.loadAgain(p.gen.Load().cfg.File)
+	cfg, err := p.load()
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.stopped {
@@ -286,9 +287,44 @@ func (p *Pipeline) Reload(cfg *config.Config) error {
 	return p.reload(cfg)
 }
 
+// load reads and checks the rule file in use again, a panic doing so (a bug) made a
+// *ReloadPanic error.
+func (p *Pipeline) load() (cfg *config.Config, err error) {
+	defer recoverReload(&err)
+	return p.loadAgain(p.gen.Load().cfg.File)
+}
+
+// build builds the generation of cfg, a panic doing so (a bug) made a *ReloadPanic error.
+func (p *Pipeline) build(cfg *config.Config) (gen *generation, err error) {
+	defer recoverReload(&err)
+	return newGeneration(cfg, p.gen.Load(), p.opts)
+}
+
+// ReloadPanic is the error of a reload that panicked (a bug), with what it panicked with
+// and where. A reload panicked in its load or its build (see Pipeline.ReloadFile) changed
+// nothing, as a refused one: the previous configuration keeps running. Before, the panic
+// ended the process when a SIGHUP or the rule file's watch asked for the reload.
+type ReloadPanic struct {
+	Value any
+	Stack []byte
+}
+
+// Error says that the reload panicked, and with what.
+func (e *ReloadPanic) Error() string {
+	return fmt.Sprintf("the reload panicked (a bug of the exporter's; please report it, with the rule file): %v", e.Value)
+}
+
+// recoverReload makes a panic of the function it is deferred in that function's error, a
+// *ReloadPanic.
+func recoverReload(err *error) {
+	if v := recover(); v != nil {
+		*err = &ReloadPanic{Value: v, Stack: debug.Stack()}
+	}
+}
+
 // reload is Reload with p.mu held.
 func (p *Pipeline) reload(cfg *config.Config) error {
-	gen, err := newGeneration(cfg, p.gen.Load(), p.opts)
+	gen, err := p.build(cfg)
 	if err != nil {
 		p.reloadErr = err
 		return err

@@ -327,6 +327,8 @@ func readMessages(file fileInput, opts Options, claim func(dev, ino uint64) bool
 			fn(path, n, msg, wrapperTime, lv)
 		case otherStream:
 			c.skipped++
+		case notCRILine:
+			c.malformed++
 		}
 	})
 	// A line of another stream too long to read never reached the handler: joinOptions
@@ -336,7 +338,6 @@ func readMessages(file fileInput, opts Options, claim func(dev, ino uint64) bool
 	c.lines += other
 	c.skipped += other
 	c.tooLong = int(st.TooLong + in.tooLong.Load())
-	c.malformed = int(in.malformed.Load())
 	if u, ok := errors.AsType[*follow.Unread](err); ok {
 		c.unread, err = u.Errs, nil
 	}

@@ -51,6 +51,9 @@ type batch struct {
 	// messages or not: they count as read once the batch's events are written
 	// (stream.landed).
 	handed uint64
+	// notCRI counts the lines of handed that are not CRI lines (malformed), added once
+	// the batch's lines count as read.
+	notCRI uint64
 }
 
 // batchLine is one line of a batch: its file and the spans of data it gave, the message's
@@ -193,9 +196,10 @@ func (w *pool) parse(p *Pipeline, in *stream, slot *atomic.Pointer[binding], bt 
 		}
 	}
 	b.sink.Flush() // before the batch counts as parsed (drain)
-	in.publishFits(b)
-	in.watchZones(b, bt.wall)
 	in.landed.Add(handed)
+	add(&in.malformed, &bt.notCRI) // after the lines count as read, as flush does
+	in.publish(b)
+	in.watchZones(b, bt.wall)
 	in.unbindIfStale(p, slot, b)
 	bt.data, bt.lines, bt.handed = bt.data[:0], bt.lines[:0], 0
 	w.free <- bt

@@ -128,6 +128,12 @@ func TestUnreadBodiesHoldNoConnection(t *testing.T) {
 		{"status page", "GET / HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\nab", 200},
 		{"not found", "POST /nothing HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\nab", 404},
 		{"reload", "POST /-/reload HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\nab", 200},
+		{"reload, 10 GB announced", "POST /-/reload HTTP/1.1\r\nHost: x\r\nContent-Length: 10000000000\r\n\r\nab", 200},
+		{"reload, chunked", "PUT /-/reload HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nab\r\n", 200},
+		{"reload, a query", "POST /-/reload?config.file=/etc/passwd&" + strings.Repeat("x", 4000) + " HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\nab", 200},
+		{"reload, GET", "GET /-/reload HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\nab", 405},
+		{"reload, DELETE", "DELETE /-/reload HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\nab", 405},
+		{"reload, from another site", "POST /-/reload HTTP/1.1\r\nHost: x\r\nSec-Fetch-Site: cross-site\r\nContent-Length: 1000\r\n\r\nab", 403},
 		// The line tester reads its body, bounded; one it refuses unread is answered at once.
 		{"line tester, not a form", "POST /-/explain HTTP/1.1\r\nHost: x\r\nContent-Type: text/plain\r\nContent-Length: 1000\r\n\r\nab", 415},
 		{"line tester, not POST", "PUT /-/explain HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\nab", 405},

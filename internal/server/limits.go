@@ -3,11 +3,13 @@ package server
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
 	"net/netip"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -16,6 +18,7 @@ import (
 
 	"github.com/logwindow/logwindow_exporter/exporter"
 	"github.com/logwindow/logwindow_exporter/internal/selfmetric"
+	"github.com/logwindow/logwindow_exporter/internal/server/status"
 )
 
 // connLimiter bounds the connections the server holds, as its http.Server's ConnState:
@@ -817,28 +820,45 @@ func connectionLimit(want int, nofile uint64) (limit int, lowered bool) {
 	return want, false
 }
 
-// WarnConnectionRoom warns when the connections held, limit (lowered to half the
-// open-file limit, if lowered), are no more than the handlers of limited requests can
-// hold (see heldByRequests): the connection limit takes no connection whose handler
-// runs, so those requests could hold every connection, and a scraper's new connection
-// would be closed at once while scrapes of clients that read nothing held theirs until
-// the write timeout (the scrape limiter ends them only for a scrape waiting for a place,
-// which holds a connection too).
-func WarnConnectionRoom(logger *slog.Logger, limit, requests int, lowered bool) {
-	if requests == 0 || limit > heldByRequests(requests) {
+// WarnConnectionRoom warns, to o.Logger, when the connections held, limit (lowered to
+// half the open-file limit, if lowered), are no more than the handlers of bounded
+// requests can hold by o (see heldByHandlers): the connection limit takes no connection
+// whose handler runs, so those requests could hold every connection, and a scraper's new
+// connection would be closed at once while scrapes of clients that read nothing held
+// theirs until the write timeout (the scrape limiter ends them only for a scrape waiting
+// for a place, which holds a connection too). With no --web.max-requests the scrapes are
+// not bounded, and nothing is warned of.
+func WarnConnectionRoom(o Options, limit int, lowered bool) {
+	held, holders := heldByHandlers(o)
+	if o.MaxRequests == 0 || limit > held {
 		return
 	}
-	msg := "--web.max-connections is not above four times --web.max-requests: the scrapes and status pages in flight and waiting can hold every connection, and a scraper's new connection is then closed at once"
+	flag := "--web.max-connections"
 	if lowered {
-		msg = "--web.max-connections, lowered to half the open-file limit, is not above four times --web.max-requests: the scrapes and status pages in flight and waiting can hold every connection, and a scraper's new connection is then closed at once"
+		flag += ", lowered to half the open-file limit,"
 	}
-	logger.Warn(msg, "max_connections", limit, "max_requests", requests)
+	o.Logger.Warn(fmt.Sprintf("%s is not above the %d connections that requests in the exporter's handlers can hold, of which the connection limit takes none: %s; they can hold every connection, and a scraper's new connection is then closed at once",
+		flag, held, strings.Join(holders, "; ")), "max_connections", limit, "held_by_handlers", held)
 }
 
-// heldByRequests is how many connections the limited requests' handlers can hold with
-// --web.max-requests requests: the scrapes of /metrics running and as many waiting for
-// a place, and the status pages alike (each has a limiter of its own).
-func heldByRequests(requests int) int { return 4 * requests }
+// heldByHandlers is how many connections the handlers of bounded requests can hold with
+// the flags of o, and what holds them: the scrapes of /metrics running and as many
+// waiting for a place, and the status pages alike (each has a limiter of its own); with
+// --web.enable-lifecycle, the POST /-/reload requests in a reload (maxReloadWaiting);
+// with the line tester, its requests (status.MaxExplainRequests).
+func heldByHandlers(o Options) (int, []string) {
+	held := 4 * o.MaxRequests
+	holders := []string{fmt.Sprintf("%d scrapes and status pages (4 × --web.max-requests: in flight, and as many waiting for a place)", held)}
+	if o.Lifecycle {
+		held += maxReloadWaiting
+		holders = append(holders, fmt.Sprintf("%d POST /-/reload requests in a reload (--web.enable-lifecycle)", maxReloadWaiting))
+	}
+	if o.LineTester {
+		held += status.MaxExplainRequests
+		holders = append(holders, fmt.Sprintf("%d line tester requests (POST %s; --no-web.enable-line-tester turns it off)", status.MaxExplainRequests, status.ExplainPath))
+	}
+	return held, holders
+}
 
 // headerTimeout is how long a request's headers may take: 10 s, or the read timeout when
 // that is shorter, since net/http holds the headers to their own timeout alone.

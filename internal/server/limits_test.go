@@ -697,32 +697,67 @@ type gate struct {
 
 func newGate() *gate { return &gate{open: make(chan struct{})} }
 
-// TestWarnConnectionRoom: a connection limit no more than the handlers of limited
-// requests can hold, four times --web.max-requests (scrapes and status pages, each
-// running and as many waiting for a place), is warned of, naming whether the open-file
-// limit lowered it to that. Warned of only at --web.max-requests or below, 20
-// connections beside 10 scrapes running and 10 waiting, none of which the connection
-// limit takes, had a scraper's new connection closed at once and nothing said so.
+// TestWarnConnectionRoom: a connection limit no more than the handlers of bounded
+// requests can hold is warned of, naming what holds them and whether the open-file limit
+// lowered it to that: four times --web.max-requests (scrapes and status pages, each
+// running and as many waiting for a place), the 16 POST /-/reload requests that may wait
+// for a reload with --web.enable-lifecycle, and the line tester's 2. Warned of only at
+// --web.max-requests or below, 20 connections beside 10 scrapes running and 10 waiting,
+// none of which the connection limit takes, had a scraper's new connection closed at
+// once and nothing said so; and the reloads and the line tester were left out:
+// --web.max-connections=41 --web.max-requests=10 --web.enable-lifecycle warned of
+// nothing, where the handlers could hold 58.
 func TestWarnConnectionRoom(t *testing.T) {
+	const (
+		scrapes = "40 scrapes and status pages (4 × --web.max-requests"
+		reloads = "16 POST /-/reload requests in a reload (--web.enable-lifecycle)"
+		tester  = "2 line tester requests (POST /-/explain"
+		plain   = "--web.max-connections is not above the "
+		halved  = "--web.max-connections, lowered to half the open-file limit, is not above the "
+	)
 	for _, c := range []struct {
-		limit, requests int
-		lowered         bool
-		want            string
+		name                 string
+		limit                int
+		o                    Options
+		lowered              bool
+		want, notWant, attrs []string
 	}{
-		{10, 10, false, "--web.max-connections is not above four times --web.max-requests"},
-		{20, 10, false, "--web.max-connections is not above four times --web.max-requests"},
-		{40, 10, false, "--web.max-connections is not above four times --web.max-requests"},
-		{5, 10, true, "--web.max-connections, lowered to half the open-file limit, is not above four times --web.max-requests"},
-		{30, 10, true, "--web.max-connections, lowered to half the open-file limit, is not above four times --web.max-requests"},
-		{41, 10, true, ""},
-		{512, 10, false, ""},
-		{1, 0, false, ""},
+		{"10 for 10 requests", 10, Options{MaxRequests: 10}, false, []string{plain + "40 connections", scrapes}, []string{reloads, tester}, []string{"max_connections=10", "held_by_handlers=40"}},
+		{"40 for 10 requests", 40, Options{MaxRequests: 10}, false, []string{plain + "40 connections"}, nil, nil},
+		{"41 for 10 requests", 41, Options{MaxRequests: 10}, false, nil, nil, nil},
+		{"41 for 10 requests, lifecycle", 41, Options{MaxRequests: 10, Lifecycle: true}, false, []string{plain + "56 connections", scrapes, reloads}, []string{tester}, []string{"held_by_handlers=56"}},
+		{"56 for 10 requests, lifecycle", 56, Options{MaxRequests: 10, Lifecycle: true}, false, []string{plain + "56 connections"}, nil, nil},
+		{"57 for 10 requests, lifecycle", 57, Options{MaxRequests: 10, Lifecycle: true}, false, nil, nil, nil},
+		{"41 for 10 requests, line tester", 41, Options{MaxRequests: 10, LineTester: true}, false, []string{plain + "42 connections", scrapes, tester}, []string{reloads}, nil},
+		{"43 for 10 requests, line tester", 43, Options{MaxRequests: 10, LineTester: true}, false, nil, nil, nil},
+		{"58 for 10 requests, both", 58, Options{MaxRequests: 10, Lifecycle: true, LineTester: true}, false, []string{plain + "58 connections", scrapes, reloads, tester}, nil, nil},
+		{"59 for 10 requests, both", 59, Options{MaxRequests: 10, Lifecycle: true, LineTester: true}, false, nil, nil, nil},
+		{"lowered to 5", 5, Options{MaxRequests: 10}, true, []string{halved + "40 connections"}, nil, nil},
+		{"lowered to 41, lifecycle", 41, Options{MaxRequests: 10, Lifecycle: true}, true, []string{halved + "56 connections"}, nil, nil},
+		{"lowered to 41", 41, Options{MaxRequests: 10}, true, nil, nil, nil},
+		{"512", 512, Options{MaxRequests: 10, Lifecycle: true, LineTester: true}, false, nil, nil, nil},
+		// No scrape is bounded: nothing to warn of.
+		{"no --web.max-requests", 1, Options{Lifecycle: true, LineTester: true}, false, nil, nil, nil},
 	} {
-		var log bytes.Buffer
-		WarnConnectionRoom(slog.New(slog.NewTextHandler(&log, nil)), c.limit, c.requests, c.lowered)
-		if got := log.String(); c.want == "" && got != "" || !strings.Contains(got, c.want) {
-			t.Errorf("limit %d, requests %d, lowered %v: logged %q, want %q", c.limit, c.requests, c.lowered, got, c.want)
-		}
+		t.Run(c.name, func(t *testing.T) {
+			var log bytes.Buffer
+			c.o.Logger = slog.New(slog.NewTextHandler(&log, nil))
+			WarnConnectionRoom(c.o, c.limit, c.lowered)
+			got := log.String()
+			if c.want == nil && got != "" {
+				t.Errorf("logged %q; want nothing", got)
+			}
+			for _, w := range append(c.want, c.attrs...) {
+				if !strings.Contains(got, w) {
+					t.Errorf("logged %q; want %q in it", got, w)
+				}
+			}
+			for _, w := range c.notWant {
+				if strings.Contains(got, w) {
+					t.Errorf("logged %q; want no %q in it", got, w)
+				}
+			}
+		})
 	}
 }
 

@@ -2,8 +2,12 @@ package server
 
 import (
 	"errors"
+	"io"
+	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -11,6 +15,9 @@ import (
 	"time"
 
 	"github.com/prometheus/common/promslog"
+
+	"github.com/logwindow/logwindow_exporter/internal/pipeline"
+	"github.com/logwindow/logwindow_exporter/internal/testutil/syncbuf"
 )
 
 // TestReloadsShared: a reload reads and compiles the whole rule file, a second or more of
@@ -26,13 +33,13 @@ func TestReloadsShared(t *testing.T) {
 		r := newReloader(func() error {
 			runs.Add(1)
 			return <-release
-		})
+		}, promslog.NewNopLogger())
 		var wg sync.WaitGroup
 		errs := make([]error, 6)
-		wg.Go(func() { errs[0] = r.Reload() })
+		wg.Go(func() { errs[0] = r.Reload(t.Context()) })
 		synctest.Wait() // the first runs
 		for i := 1; i < len(errs); i++ {
-			wg.Go(func() { errs[i] = r.Reload() })
+			wg.Go(func() { errs[i] = r.Reload(t.Context()) })
 		}
 		synctest.Wait()
 		if n := runs.Load(); n != 1 {
@@ -56,7 +63,7 @@ func TestReloadsShared(t *testing.T) {
 		}
 		// Asked for once none runs: a reload of its own.
 		go func() { release <- nil }()
-		if err := r.Reload(); err != nil || runs.Load() != 3 {
+		if err := r.Reload(t.Context()); err != nil || runs.Load() != 3 {
 			t.Errorf("a reload asked for alone: %v, %d reloads in all; want none, 3", err, runs.Load())
 		}
 	})
@@ -73,7 +80,7 @@ func TestReloadRequestsWaitingBounded(t *testing.T) {
 	coll := e.p.Collector()
 	release := make(chan error)
 	o := Options{Logger: promslog.NewNopLogger(), MetricsPath: "/metrics", Lifecycle: true,
-		reloads: newReloader(func() error { return <-release })}
+		reloads: newReloader(func() error { return <-release }, promslog.NewNopLogger())}
 	mux := NewMux(e.p, coll, NewRegistry(coll), o)
 
 	const asked = maxReloadWaiting + 24
@@ -119,5 +126,112 @@ func TestReloadRequestsWaitingBounded(t *testing.T) {
 		if rec := <-answers; rec.Code != http.StatusOK {
 			t.Errorf("a request that waited: %d %q; want 200, the reload's outcome", rec.Code, rec.Body)
 		}
+	}
+}
+
+// TestReloadPanicTold: a reload that panics (a bug) is a failed reload for everyone who
+// asked for it: the one that ran it and those joined to it are told its panic, which is
+// logged with its stack, and the next reload runs. Those joined were told it succeeded
+// (POST /-/reload answered "Reloaded."), and the panic went on up, ending the process
+// when SIGHUP or the rule file's watch ran the reload.
+func TestReloadPanicTold(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var logged syncbuf.Buffer
+		release := make(chan struct{})
+		var runs atomic.Int64
+		r := newReloader(func() error {
+			switch runs.Add(1) {
+			case 1:
+				<-release
+			case 2:
+				panic("a bug in the reload")
+			}
+			return nil
+		}, slog.New(slog.NewTextHandler(&logged, nil)))
+		var wg sync.WaitGroup
+		wg.Go(func() { _ = r.Reload(t.Context()) })
+		synctest.Wait() // the first runs
+		errs := make([]error, 4)
+		for i := range errs {
+			wg.Go(func() { errs[i] = r.Reload(t.Context()) })
+		}
+		synctest.Wait() // the others wait for the next, which panics
+		close(release)
+		wg.Wait()
+		for i, err := range errs {
+			if !errors.As(err, new(*pipeline.ReloadPanic)) || !strings.Contains(err.Error(), "a bug in the reload") {
+				t.Errorf("reload %d of those sharing the one that panicked: %v; want its panic", i, err)
+			}
+		}
+		if log := logged.String(); strings.Count(log, "reload failed") != 1 || !strings.Contains(log, "a bug in the reload") || !strings.Contains(log, "stack=") {
+			t.Errorf("logged: %s; want the failed reload once, with its panic and stack", log)
+		}
+		if err := r.Reload(t.Context()); err != nil || runs.Load() != 3 {
+			t.Errorf("the reload after: %v, %d run in all; want none, 3", err, runs.Load())
+		}
+	})
+}
+
+// TestReloadPanicAnswered: POST /-/reload whose reload panicked is answered 500 with the
+// panic, not 400 as a refused rule file, nor a connection ended without a reply.
+func TestReloadPanicAnswered(t *testing.T) {
+	e := startExporter(t, true)
+	coll := e.p.Collector()
+	o := Options{Logger: promslog.NewNopLogger(), MetricsPath: "/metrics", Lifecycle: true,
+		reloads: newReloader(func() error { panic("a bug in the reload") }, promslog.NewNopLogger())}
+	rec := httptest.NewRecorder()
+	NewMux(e.p, coll, NewRegistry(coll), o).ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/-/reload", nil))
+	if rec.Code != http.StatusInternalServerError || !strings.Contains(rec.Body.String(), "a bug in the reload") {
+		t.Errorf("POST /-/reload whose reload panicked: %d %q; want 500 with the panic", rec.Code, rec.Body)
+	}
+}
+
+// TestReloadWaiterLeaves: a POST /-/reload waiting for a reload that another request
+// runs lets go of its connection once its client goes away, where it held it (and its
+// place among the 16 requests in a reload) until the reload ended, which a rule file on
+// a hung file system puts off for good. Over real sockets: the reload is held, a request
+// runs it, a second waits to share the next, and the third's client closes its
+// connection.
+func TestReloadWaiterLeaves(t *testing.T) {
+	e := startExporter(t, true)
+	coll := e.p.Collector()
+	release := make(chan struct{})
+	var runs atomic.Int64
+	o := Options{Logger: promslog.NewNopLogger(), MetricsPath: "/metrics", Lifecycle: true,
+		ReadTimeout: time.Minute, WriteTimeout: time.Minute,
+		reloads: newReloader(func() error {
+			runs.Add(1)
+			<-release
+			return nil
+		}, promslog.NewNopLogger())}
+	ts := httptest.NewUnstartedServer(nil)
+	ts.Config = newHTTPServer(NewMux(e.p, coll, NewRegistry(coll), o), o)
+	gone := holdAtMost(ts.Config, 10)
+	ts.Start()
+	t.Cleanup(ts.Close)
+	t.Cleanup(func() { close(release) }) // before the server closes, which waits for the reload's handlers
+
+	post := func() net.Conn {
+		t.Helper()
+		c, err := net.Dial("tcp", ts.Listener.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		if _, err := io.WriteString(c, "POST /-/reload HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	post() // runs the reload, held
+	for runs.Load() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	post() // runs the next, once the first ends
+	post().Close()
+	select {
+	case <-gone:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the connection of a POST /-/reload whose client went away is held while the reload it waits for runs")
 	}
 }

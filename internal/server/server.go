@@ -166,21 +166,21 @@ func Serve(cfg *config.Config, popts pipeline.Options, webFlags *web.FlagConfig,
 	// that set-up goes on there meanwhile.
 	runtime.Gosched()
 
-	o.reloads = newReloader(func() error { return Reload(p, logger) })
+	o.reloads = newReloader(func() error { return Reload(p, logger) }, logger)
 	go func() {
 		for {
 			select {
 			case <-ctx.Done():
 				return
 			case <-hup:
-				_ = o.reloads.Reload()
+				_ = o.reloads.Reload(ctx)
 			}
 		}
 	}()
 	if o.Watch != nil {
 		go func() {
 			err := o.Watch.Run(ctx, configwatch.Options{
-				Reload: func() { _ = o.reloads.Reload() },
+				Reload: func() { _ = o.reloads.Reload(ctx) },
 				Settle: configWatchSettle,
 				Poll:   configWatchPoll,
 				After:  time.After,
@@ -206,8 +206,8 @@ func Serve(cfg *config.Config, popts pipeline.Options, webFlags *web.FlagConfig,
 		if lowered {
 			logger.Warn("--web.max-connections lowered to half the open-file limit, which leaves the other half to the inputs",
 				"max_connections", limit, "open_file_limit", nofile)
-			if o.MaxConnections > heldByRequests(o.MaxRequests) { // else the flags were warned of already
-				WarnConnectionRoom(logger, limit, o.MaxRequests, true)
+			if held, _ := heldByHandlers(o); o.MaxConnections > held { // else the flags were warned of already
+				WarnConnectionRoom(o, limit, true)
 			}
 		}
 		o.conns = newConnLimiter(limit, connGrace, logger)
@@ -981,7 +981,7 @@ func NewMux(p *pipeline.Pipeline, coll *rulescrape.Collector, reg *prometheus.Re
 	})
 	reloads := o.reloads
 	if reloads == nil {
-		reloads = newReloader(func() error { return Reload(p, logger) })
+		reloads = newReloader(func() error { return Reload(p, logger) }, logger)
 	}
 	waiting := make(chan struct{}, maxReloadWaiting)
 	mux.Handle("/-/reload", sameOrigin(func(w http.ResponseWriter, r *http.Request) {
@@ -1000,8 +1000,13 @@ func NewMux(p *pipeline.Pipeline, coll *rulescrape.Collector, reg *prometheus.Re
 				http.Error(w, "Too many reloads asked for at once: the one asked for next will read the file; retry once it has run.", http.StatusServiceUnavailable)
 				return
 			}
-			if err := reloads.Reload(); err != nil {
-				http.Error(w, err.Error(), http.StatusBadRequest)
+			if err := reloads.Reload(r.Context()); err != nil {
+				// A refused rule file is the client's to fix; a panic is the exporter's.
+				code := http.StatusBadRequest
+				if errors.As(err, new(*pipeline.ReloadPanic)) {
+					code = http.StatusInternalServerError
+				}
+				http.Error(w, err.Error(), code)
 				return
 			}
 			fmt.Fprintln(w, "Reloaded.")
@@ -1090,6 +1095,10 @@ func Reload(p *pipeline.Pipeline, logger *slog.Logger) error {
 	if err := p.ReloadFile(); err != nil {
 		if ins := (*pipeline.InputsNotStarted)(nil); errors.As(err, &ins) {
 			logger.Error("reload failed: the new configuration is in force, but inputs did not start; they are tried again, then less and less often", "retry_in", pipeline.FirstInputRetry, "err", ins.Err)
+			return err
+		}
+		if panicked := (*pipeline.ReloadPanic)(nil); errors.As(err, &panicked) {
+			logger.Error("reload failed; the previous configuration keeps running", "err", err, "stack", string(panicked.Stack))
 			return err
 		}
 		logger.Error("reload failed; the previous configuration keeps running", "err", err)

@@ -67,7 +67,15 @@ func Compile(expr string) (*Matcher, error) {
 	if err != nil {
 		return nil, err
 	}
-	tree, err := syntax.Parse(expr, syntax.Perl)
+	return FromRegexp(re)
+}
+
+// FromRegexp is Compile of re's expression for a caller that holds it compiled already
+// (the rule file's regexes are compiled once, by config), so that it is not compiled a
+// second time. re must be compiled with regexp's default (Perl) syntax, as
+// regexp.Compile does.
+func FromRegexp(re *regexp.Regexp) (*Matcher, error) {
+	tree, err := syntax.Parse(re.String(), syntax.Perl)
 	if err != nil {
 		return nil, err
 	}

@@ -212,3 +212,53 @@ func TestConcurrentMatch(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// TestFromRegexp checks that a matcher made from a compiled regexp is Compile's of its
+// expression, and keeps that regexp rather than compiling it again.
+func TestFromRegexp(t *testing.T) {
+	lines := []string{
+		`203.0.113.9 - - [01/Mar/2024:10:00:00 +0000] "GET /a?b=1 HTTP/1.1" 200 512 "-" "curl/8" 0.004 0.003`,
+		`203.0.113.9 - bob [01/Mar/2024:10:00:00 +0000] "POST /x HTTP/2.0" 503 0 "r" "ua" 1.5 0.1, 0.2`,
+		`not a log line`,
+		`aaaa`,
+	}
+	for _, c := range []struct {
+		expr        string
+		unsupported bool
+	}{
+		{nginxMain, false},
+		{combined, false},
+		{`(\d+)(?:\.(\d+))?s`, false},
+		{`(a*)*`, true},
+	} {
+		t.Run(c.expr, func(t *testing.T) {
+			re := regexp.MustCompile(c.expr)
+			m, err := FromRegexp(re)
+			if c.unsupported {
+				if !errors.Is(err, ErrUnsupported) {
+					t.Fatalf("FromRegexp: error %v, want one wrapping ErrUnsupported as Compile gives", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if m.re != re {
+				t.Error("the matcher holds a regexp of its own, not the one it was given")
+			}
+			want, err := Compile(c.expr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(m.prog) != len(want.prog) {
+				t.Errorf("program of %d instructions, Compile's has %d", len(m.prog), len(want.prog))
+			}
+			for _, line := range lines {
+				got, exp := make([]int, m.ncap), make([]int, want.ncap)
+				if gm, wm := m.Match([]byte(line), got), want.Match([]byte(line), exp); gm != wm || !slices.Equal(got, exp) {
+					t.Errorf("%q: FromRegexp's matcher gives %v %v, Compile's %v %v", line, gm, got, wm, exp)
+				}
+			}
+		})
+	}
+}

@@ -381,7 +381,7 @@ func (f *Follower) track(path string, initial bool) (m match, exists, isOpen boo
 	t := &tracked{id: m.id, f: file, path: path, lastData: f.o.now()}
 	if size, ok := f.atStart[m.id]; ok {
 		if !f.o.FromBeginning {
-			t.positionAt(min(size, fi.Size()))
+			t.positionAt(textEnd(file, min(size, fi.Size())))
 			t.backfill = f.o.Backfill != nil
 			t.holdsReady = t.backfill && initial
 		}

@@ -16,7 +16,10 @@
 //   - Truncation is detected before every read, by content and never by
 //     timestamps: a file shorter than the read offset, or one whose last KiB
 //     before the offset or whose first KiB differs from what was read there
-//     (truncated and refilled, to any length), is read again from offset 0.
+//     (truncated and refilled, to any length), is read again from offset 0. A pass
+//     that reads on past a buffer (a reader behind by more than one) checks the last KiB
+//     before each further read's offset too: lines handed on meanwhile to a slow handler
+//     leave time for a rewrite, whose new bytes would otherwise be read from the middle.
 //     Timestamps cannot tell a rewrite from an append: Linux sets the mtime
 //     at the start of a write(), before its bytes and the new size are
 //     visible, so a look during a busy writer's write sees a newer mtime at

@@ -151,6 +151,11 @@ type Options struct {
 	// not found is said gone at debug, as no line of it is known to be lost (the kubelet
 	// compresses a container log's rotated file at its next rotation), not at info.
 	Drained []Position
+	// DrainedUnknown says that which of Resume's positions were drained is not known (a
+	// snapshot written before Drained was kept): any file of a position not found, or
+	// found rewritten, may have been read to its end, so it is said gone or rewritten at
+	// debug, as not known to have lost lines, not at info as lost.
+	DrainedUnknown bool
 	// Left, when not nil, is where an earlier follower of the input read the files it
 	// closed after they left their path (Follower.Left): one that comes back to a path
 	// (a symlink retargeted back to it) is read on from there, as that follower would
@@ -449,6 +454,7 @@ func newFollower(opts Options, h input.Handler) (*Follower, error) {
 		}
 	}
 	f.r = newLineReader(o, h, &f.c, &f.stopping)
+	f.r.recheck = true
 	if !o.noNotify {
 		// fsnotify returns an error where nxadm/tail would exit: with the
 		// per-user inotify instance limit reached, polling is all we have.
@@ -730,19 +736,21 @@ func (f *Follower) step(t *tracked, path string) bool {
 		return false
 	}
 	if rewritten {
-		f.c.truncations.Add(1)
-		f.o.Logger.Info("file truncated, reading it again from the start", "path", path, "offset", t.off, "size", size)
-		// The bytes that could have completed a last line without a newline are gone: it
-		// is final, as when its file is retired; unless a copy of the file waits for this
-		// truncation (judged), which holds them, and is read from the line's start.
-		whole := !t.skipping && !t.lead && f.copyWaits(t)
-		f.keepTruncated(t, path, whole)
-		if !whole {
-			f.r.finish(t, path)
-		}
-		t.restart()
+		f.readAgain(t, path, size)
 	} else if size == t.off {
 		return false
+	}
+	if t.zeros > t.off {
+		at := t.pastZeros(size, &f.stopping)
+		if at < 0 {
+			return false
+		}
+		if t.zeros = 0; at > t.off {
+			// The line they cut is final, as a writer's that died mid-line is; the text
+			// after them opens a line.
+			f.r.finish(t, path)
+			t.positionAt(at)
+		}
 	}
 	if t.atHole() {
 		t.skipHole(size, &f.stopping)
@@ -750,6 +758,12 @@ func (f *Follower) step(t *tracked, path string) bool {
 	read, atEOF, err := f.r.pass(t, path, passBudget)
 	if read > 0 {
 		t.lastData = f.o.now()
+	}
+	if errors.Is(err, errRewritten) {
+		if fi, err = f.o.stat(t.f); err == nil {
+			f.readAgain(t, path, fi.Size())
+			return true
+		}
 	}
 	if err != nil {
 		f.readFailed(t, path, err)
@@ -764,7 +778,23 @@ func (f *Follower) step(t *tracked, path string) bool {
 		f.readFailed(t, path, err)
 		return false
 	}
-	return fi.Size() > t.off
+	return fi.Size() > max(t.off, t.zeros)
+}
+
+// readAgain makes t read again from its start, found truncated or rewritten under the
+// read offset, size bytes long now.
+func (f *Follower) readAgain(t *tracked, path string, size int64) {
+	f.c.truncations.Add(1)
+	f.o.Logger.Info("file truncated, reading it again from the start", "path", path, "offset", t.off, "size", size)
+	// The bytes that could have completed a last line without a newline are gone: it
+	// is final, as when its file is retired; unless a copy of the file waits for this
+	// truncation (judged), which holds them, and is read from the line's start.
+	whole := !t.skipping && !t.lead && f.copyWaits(t)
+	f.keepTruncated(t, path, whole)
+	if !whole {
+		f.r.finish(t, path)
+	}
+	t.restart()
 }
 
 // readFailed counts and logs an error of t once until a read succeeds.

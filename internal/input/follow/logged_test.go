@@ -211,3 +211,51 @@ func TestResumeCopyFoundByGlobNotLost(t *testing.T) {
 		t.Errorf("log:\n%s\nwant:\n%s", got, want)
 	}
 }
+
+// The archives a glob matches as files of their own (access.log.1 of `access.log*`), read
+// to their end and removed while the exporter was down (logrotate's rotate count), lost no
+// line: the restart says so at debug, not that lines are lost. One written to after it
+// was read (a writer that had not reopened the log yet) may have lost lines: said at info.
+func TestRemovedArchiveOfGlobLogged(t *testing.T) {
+	for _, c := range []struct {
+		name      string
+		lateWrite bool
+		want      string
+	}{
+		{"read to its end", false, `level=DEBUG msg="the file of a saved position is gone, an archive read to its end before the snapshot (removed or compressed since)"`},
+		{"written after it was read", true, `level=INFO msg="the file of a saved position is gone: the lines written to it after the position are lost"`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			log, archive := filepath.Join(dir, "access.log"), filepath.Join(dir, "access.log.1")
+			writeLines(t, create(t, archive), 1, 10)
+			writeLines(t, create(t, log), 11, 20)
+			col := newCollector()
+			f, _, o := handDriven(t, filepath.Join(dir, "access.log*"), col.handle)
+			col.expectExactly(t, span{1, 20})
+			if c.lateWrite {
+				writeLines(t, create(t, archive), 21, 21)
+			}
+			f.Stop()
+			taken := time.Now().Add(-time.Second) // see TestResume
+			if err := os.Remove(archive); err != nil {
+				t.Fatal(err)
+			}
+			var out bytes.Buffer
+			o.Logger = slog.New(slog.NewTextHandler(&out, &slog.HandlerOptions{Level: slog.LevelDebug, ReplaceAttr: timeless})).With("input", "web")
+			o.FromBeginning, o.Resume, o.Drained, o.Taken = false, f.Positions(), f.Drained(), taken
+			g := discovered(t, o, col.handle)
+			g.resumeRotated()
+			var said []string
+			for l := range strings.Lines(out.String()) {
+				if strings.Contains(l, "gone") {
+					said = append(said, l)
+				}
+			}
+			want := fmt.Sprintf("%s input=web path=%s offset=%d\n", c.want, archive, 10*lineLen)
+			if len(said) != 1 || said[0] != want {
+				t.Errorf("log of the archive gone:\n%s\nwant:\n%s", strings.Join(said, ""), want)
+			}
+		})
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sort"
 	"strings"
 	"syscall"
 	"time"
@@ -102,8 +103,11 @@ func (f *Follower) positions() []Position {
 // theirs but one written by a writer that did not reopen the log, so what a caller keeps
 // of the path's lines (a CRI message in parts) does not wait for them. A restart that no
 // longer finds one (the kubelet compresses and removes a container log's rotated file at
-// its next rotation) loses none of its lines. So that it is one cut with Positions, the
-// caller calls it while no line is being handed on (Options.Hold), or after Stop.
+// its next rotation) loses none of its lines. So are the archives read to their end under
+// a path of their own, a rotated name of a log the follower reads (access.log.1 of a glob
+// `access.log*`): logrotate removes the oldest at each rotation. So that it is one cut
+// with Positions, the caller calls it while no line is being handed on (Options.Hold),
+// or after Stop.
 func (f *Follower) Drained() []Position {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -117,9 +121,21 @@ func (f *Follower) Drained() []Position {
 func (f *Follower) drained() []Position {
 	var out []Position
 	var buf [headLen]byte
+	var read map[string]bool // the paths read, once a file not rotated away asks
 	for _, t := range f.files {
-		if !t.rotated || t.judging.Load() {
+		if t.judging.Load() {
 			continue
+		}
+		if !t.rotated {
+			if read == nil {
+				read = make(map[string]bool, len(f.files))
+				for _, u := range f.files {
+					read[u.path] = true
+				}
+			}
+			if !archived(t.path, read) {
+				continue
+			}
 		}
 		off := t.done.Load()
 		if fi, err := f.o.stat(t.f); err != nil || fi.Size() != off {
@@ -130,6 +146,16 @@ func (f *Follower) drained() []Position {
 		}
 	}
 	return out
+}
+
+// archived reports whether path is the rotated name of a path of read in its directory:
+// an archive of that log (RotatedFrom), read under a path of its own.
+func archived[V any](path string, read map[string]V) bool {
+	dir, name := filepath.Split(path)
+	return slices.ContainsFunc(RotatedFrom(name), func(base string) bool {
+		_, ok := read[filepath.Join(dir, base)]
+		return ok
+	})
 }
 
 // headHash is the hash of the first min(headLen, off) bytes of file.
@@ -325,7 +351,12 @@ func changedAfter(file *os.File, taken time.Time) bool {
 // process started, so the file went while the exporter was down; a hand-over's are those
 // of followers stopped at a reload a moment ago, which may have been finishing a rotated
 // file still.
-type resumeLog struct{ rotated, after, gone, drained, rewritten string }
+type resumeLog struct {
+	rotated, after, gone, drained, archive, rewritten string
+	// unknownGone and unknownRewritten are gone and rewritten said of a snapshot that does
+	// not tell whether the file was drained (Options.DrainedUnknown).
+	unknownGone, unknownRewritten string
+}
 
 var (
 	snapshotLog = resumeLog{
@@ -333,13 +364,18 @@ var (
 		after:     "file rotated away while the exporter was down after the file of a saved position, reading it from its start",
 		gone:      "the file of a saved position is gone: the lines written to it after the position are lost",
 		drained:   "the file of a saved position is gone, read to its end after it left its path before the snapshot (compressed or removed since)",
+		archive:   "the file of a saved position is gone, an archive read to its end before the snapshot (removed or compressed since)",
 		rewritten: "the file of a saved position was rewritten: the lines written to it after the position are lost",
+
+		unknownGone:      "the file of a saved position is gone; the snapshot, of an earlier version, does not say whether it was read to its end: lines written to it after the position may be lost",
+		unknownRewritten: "the file of a saved position was rewritten; the snapshot, of an earlier version, does not say whether it was read to its end: lines written to it after the position may be lost",
 	}
 	handOverLog = resumeLog{
 		rotated:   "file rotated away, handed over at a reload: reading it to its end from where the stopped follower left off",
 		after:     "file rotated away at a reload after the file of a position handed over, reading it from its start",
 		gone:      "the file of a position handed over at a reload is gone: the lines written to it after the position are lost",
 		drained:   "the file of a position handed over at a reload is gone, read to its end after it left its path before the reload (compressed or removed since)",
+		archive:   "the file of a position handed over at a reload is gone, an archive read to its end before the reload (removed or compressed since)",
 		rewritten: "the file of a position handed over at a reload was rewritten: the lines written to it after the position are lost",
 	}
 )
@@ -545,14 +581,23 @@ func (f *Follower) resumeRotated() {
 	}
 }
 
-// logLost logs msg of p, whose file was not read on from it: at debug, instead, that p's
-// file was read to its end after it left its path (Options.Drained), which lost a line
-// only if a writer that had not reopened the log wrote to it after the position: nothing
-// to act on.
+// logLost logs msg (say.gone or say.rewritten) of p, whose file was not read on from it:
+// at debug, instead, that p's file was read to its end after it left its path, or as an
+// archive under its own (Options.Drained), which lost a line only if a writer that had
+// not reopened the log wrote to it after the position: nothing to act on; and that it may
+// have been, when that is not known (Options.DrainedUnknown).
 func (f *Follower) logLost(r *resume, p Position, say resumeLog, msg string) {
 	level := slog.LevelInfo
-	if r.drained[p] {
+	switch {
+	case r.drained[p]:
 		level, msg = slog.LevelDebug, say.drained
+		if archived(p.Path, r.byPath) {
+			msg = say.archive
+		}
+	case f.o.DrainedUnknown && msg == say.gone:
+		level, msg = slog.LevelDebug, say.unknownGone
+	case f.o.DrainedUnknown:
+		level, msg = slog.LevelDebug, say.unknownRewritten
 	}
 	f.o.Logger.Log(context.Background(), level, msg, "path", p.Path, "offset", p.Offset)
 }
@@ -650,7 +695,7 @@ func (f *Follower) archiveDir(dirs *listings, path string, r *resume) string {
 		return ""
 	}
 	holds := func(dir, base string, names []os.DirEntry) bool {
-		return slices.ContainsFunc(names, func(a os.DirEntry) bool {
+		return slices.ContainsFunc(withStem(names, base), func(a os.DirEntry) bool {
 			name, gz := strings.CutSuffix(a.Name(), ".gz")
 			if !gz || !a.Type().IsRegular() || !rotatedName(base, name) {
 				return false
@@ -894,15 +939,8 @@ func rotatedAfter(path string, since time.Time, known map[fileID]bool, readDir f
 	if err != nil {
 		return nil
 	}
-	// Every rotated name begins with the stem: rotatedName puts a suffix after base, or
-	// between the stem and the extension.
-	stem := strings.TrimSuffix(base, filepath.Ext(base))
-	from, _ := slices.BinarySearchFunc(entries, stem, func(e os.DirEntry, s string) int { return strings.Compare(e.Name(), s) })
 	var out []rotatedAway
-	for _, e := range entries[from:] {
-		if !strings.HasPrefix(e.Name(), stem) {
-			break
-		}
+	for _, e := range withStem(entries, base) {
 		if !e.Type().IsRegular() || !rotatedName(base, e.Name()) {
 			continue
 		}
@@ -918,6 +956,16 @@ func rotatedAfter(path string, since time.Time, known map[fileID]bool, readDir f
 	}
 	slices.SortStableFunc(out, func(a, b rotatedAway) int { return a.mtime.Compare(b.mtime) })
 	return out
+}
+
+// withStem is those of entries, sorted by name, whose names begin with base's stem (base
+// without its extension): every rotated name of base (rotatedName) and its archive, which
+// a directory of thousands of other logs' archives is not searched through for.
+func withStem(entries []os.DirEntry, base string) []os.DirEntry {
+	stem := strings.TrimSuffix(base, filepath.Ext(base))
+	from, _ := slices.BinarySearchFunc(entries, stem, func(e os.DirEntry, s string) int { return strings.Compare(e.Name(), s) })
+	to := from + sort.Search(len(entries)-from, func(i int) bool { return !strings.HasPrefix(entries[from+i].Name(), stem) })
+	return entries[from:to]
 }
 
 // rotatedName reports whether name is base with a suffix a rotator gives it: logrotate's

@@ -69,6 +69,14 @@ type tracked struct {
 	// encodingKnown says that the file's first bytes told whether it is UTF-8
 	// (lineReader.checkEncoding), and the file was warned of when it is not.
 	encodingKnown bool
+	// zeroed: NUL bytes were found where the file was positioned (start_at: end, a
+	// restart's position): space its writer preallocated and fills in, or the bytes a
+	// writer lost in a crash. NULs that end what a read finds are held back then, not
+	// read (zeros says where they were seen to end), until text is written over them
+	// (pastZeros): read as text, they would be what a fill-in rewrites, which would
+	// have the file taken as truncated and read again from its start.
+	zeroed bool
+	zeros  int64
 
 	done atomic.Int64 // offset up to which lines were handed on or skipped
 
@@ -134,6 +142,7 @@ func (t *tracked) restart() {
 	t.skipping, t.lead = false, false
 	t.tailN, t.headN = 0, 0
 	t.encodingKnown = false
+	t.zeroed, t.zeros = false, 0
 	t.done.Store(0)
 }
 
@@ -156,6 +165,70 @@ func (t *tracked) positionAt(off int64) {
 		got = 0
 	}
 	t.headN = got
+	t.zeros = 0
+	if zerosAt(t.f, off) {
+		t.zeroed, t.zeros = true, off+minZeros
+	}
+}
+
+// minZeros is the fewest NUL bytes taken for space preallocated or lost (zeroed): fewer
+// are text, the NULs of a character of UTF-16 or UTF-32 ("\n\x00" ends a line of
+// UTF-16LE), where a preallocation or a crash leaves blocks of them.
+const minZeros = 4
+
+// zerosAt reports whether file holds minZeros NUL bytes at off.
+func zerosAt(file io.ReaderAt, off int64) bool {
+	var b [minZeros]byte
+	n, _ := file.ReadAt(b[:], off)
+	return n == minZeros && b == [minZeros]byte{}
+}
+
+// textEnd is where the NUL bytes that end file, size bytes long, begin: size when its
+// last byte is no NUL, or when they are more than maxZeros (read at the start, a hostile
+// file's gigabytes would delay it). A file followed from its end is read from there, so
+// that what its writer writes over them is read (zeroed).
+func textEnd(file io.ReaderAt, size int64) int64 {
+	var buf [4096]byte
+	at := size // where the NULs read back over begin
+	for at > 0 && size-at < maxZeros {
+		n := min(int64(len(buf)), at)
+		if got, _ := file.ReadAt(buf[:n], at-n); int64(got) < n {
+			return size
+		}
+		i := n
+		for i > 0 && buf[i-1] == 0 {
+			i--
+		}
+		if at -= n - i; i > 0 {
+			break
+		}
+	}
+	if size-at < minZeros || size-at >= maxZeros {
+		return size
+	}
+	return at
+}
+
+// maxZeros bounds the NUL bytes textEnd reads back over.
+const maxZeros = 64 << 20
+
+// pastZeros looks again at the NUL bytes held back at t's offset (zeroed), the file
+// size long now. It returns where to read on from: t.off when text was written over
+// them (a writer filling in the space it preallocated), where text begins after them
+// when it was written there instead (they are a hole: a crashed writer's lost bytes,
+// then its successor's lines), or -1 while they are all there is.
+func (t *tracked) pastZeros(size int64, stop *atomic.Bool) int64 {
+	if !zerosAt(t.f, t.off) {
+		return t.off
+	}
+	if size <= t.zeros {
+		return -1
+	}
+	if at := textAfter(t.f, t.zeros, size, stop); at < size {
+		return at
+	}
+	t.zeros = size
+	return -1
 }
 
 // atHole reports whether t is read from its start or from after NUL bytes, at a line's
@@ -173,21 +246,27 @@ func (t *tracked) atHole() bool {
 // where data begins (SEEK_DATA), so that a hole of gigabytes is not read; where it cannot
 // tell, the NULs are read. stop says to give up.
 func (t *tracked) skipHole(size int64, stop *atomic.Bool) {
-	off := t.off
-	switch data, err := t.f.Seek(off, unix.SEEK_DATA); {
+	if off := textAfter(t.f, t.off, size, stop); off != t.off {
+		t.positionAt(off)
+	}
+}
+
+// textAfter is where the NUL bytes at off in file end, up to size (skipHole).
+func textAfter(file *os.File, off, size int64, stop *atomic.Bool) int64 {
+	switch data, err := file.Seek(off, unix.SEEK_DATA); {
 	case err == nil && data > off:
 		off = data
 	case errors.Is(err, syscall.ENXIO):
 		// Nothing but the hole so far, as far as the file goes now: truncated since size
 		// was looked at (copytruncate), it holds less, and what is written to it next is
 		// read from its start.
-		if end, err := t.f.Seek(0, io.SeekEnd); err == nil {
+		if end, err := file.Seek(0, io.SeekEnd); err == nil {
 			off = max(off, min(size, end))
 		}
 	}
 	var buf, zeros [4096]byte
 	for off < size && !stop.Load() {
-		n, err := t.f.ReadAt(buf[:min(int64(len(buf)), size-off)], off)
+		n, err := file.ReadAt(buf[:min(int64(len(buf)), size-off)], off)
 		i := 0
 		if bytes.Equal(buf[:n], zeros[:n]) {
 			i = n
@@ -201,9 +280,7 @@ func (t *tracked) skipHole(size int64, stop *atomic.Bool) {
 			break
 		}
 	}
-	if off != t.off {
-		t.positionAt(off)
-	}
+	return off
 }
 
 // noteRead keeps the first headLen bytes of the file and the last tailLen
@@ -237,6 +314,9 @@ type lineReader struct {
 	block   func(path string, lines []byte) int
 	// hold is Options.Hold, or a lock no one else takes.
 	hold sync.Locker
+	// recheck: a follower's files may be rewritten while read, which pass checks for at
+	// each read but its first (a replay's are read once, as they are).
+	recheck bool
 	// at is Options.At.
 	at *Line
 	// log is Options.Logger, for a file that is not UTF-8 (checkEncoding), and text
@@ -280,6 +360,21 @@ func (r *lineReader) pass(t *tracked, path string, budget int64) (read int64, at
 	defer func() { t.partial = append(t.partial[:0], buf[start:end]...) }()
 	for read < budget {
 		n, err := t.f.ReadAt(buf[end:], t.off)
+		if r.recheck && read > 0 && n > 0 {
+			// The lines handed on since the check before the pass may have taken long (a
+			// slow handler): a file truncated and refilled past the offset meanwhile
+			// would be read on from the middle of what was written anew.
+			if changed, cerr := t.differs(t.tail[:t.tailN], t.off-int64(t.tailN)); changed || cerr != nil {
+				return read, false, cmp.Or(cerr, errRewritten)
+			}
+		}
+		if t.zeroed && n > 0 && buf[end+n-1] == 0 {
+			if k := n - len(bytes.TrimRight(buf[end:end+n], "\x00")); k >= minZeros {
+				n -= k
+				t.zeros = t.off + int64(n+k)
+				err = io.EOF // what follows them is for pastZeros to tell
+			}
+		}
 		if n > 0 {
 			t.noteRead(buf[end : end+n])
 			t.off += int64(n)
@@ -307,6 +402,10 @@ func (r *lineReader) pass(t *tracked, path string, budget int64) (read int64, at
 	}
 	return read, false, nil
 }
+
+// errRewritten is pass's when what it read before is no longer in the file: it was
+// truncated, or rewritten, under the read offset since.
+var errRewritten = errors.New("rewritten under the read offset")
 
 // scan hands on the complete lines of buf[start:end] and returns what is
 // left: the start of a line no longer than the cap, or nothing while a too

@@ -61,6 +61,21 @@ func trimNewline(b []byte) []byte {
 	return bytes.TrimSuffix(b, []byte("\r"))
 }
 
+// blank reports whether a datagram carries no line: it has no bytes, or only spaces, tabs,
+// line ends and NULs. rsyslog passes over an empty datagram, and senders send such ones
+// to keep a connection or a NAT mapping alive; taken whole as a line, each would be a
+// malformed datagram and an unmatched line.
+func blank(datagram []byte) bool {
+	for _, c := range datagram {
+		switch c {
+		case ' ', '\t', '\r', '\n', 0:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
 // priority reads `<PRI>`: one to three digits, at most 191 (facility 23, severity 7),
 // without leading zeros except "0" itself.
 func priority(b []byte) ([]byte, bool) {

@@ -301,6 +301,9 @@ func (l *Listener) read(c net.PacketConn) {
 			l.tooLong.Add(1)
 			continue
 		}
+		if blank(buf[:n]) {
+			continue
+		}
 		if l.queued.Load()+int64(n) > queueBytes {
 			l.droppedQueue.Add(1)
 			continue
@@ -357,6 +360,10 @@ func (l *Listener) deliver(h input.Handler) {
 		quiet = t.C
 	}
 	batch := 0 // datagrams of the current batch so far; 0 starts one
+	// malformed counts the batch's malformed datagrams, added once the handler wrote what
+	// the batch made (BatchEnd): a handler that counts lines as read only then (the
+	// pipeline) never has a scrape find more malformed datagrams than lines.
+	var malformed uint64
 	for {
 		b, ok := l.next(quiet)
 		if !ok {
@@ -375,15 +382,21 @@ func (l *Listener) deliver(h input.Handler) {
 		l.queued.Add(-int64(len(b)))
 		msg, header, ok := Parse(b)
 		if !ok {
-			l.malformed.Add(1)
+			malformed++
 		}
 		l.lines.Add(1)
 		if l.opts.Header != nil {
 			l.opts.Header(header)
 		}
 		h("", msg)
-		if last && l.opts.BatchEnd != nil {
-			l.opts.BatchEnd()
+		if last {
+			if l.opts.BatchEnd != nil {
+				l.opts.BatchEnd()
+			}
+			if malformed > 0 {
+				l.malformed.Add(malformed)
+				malformed = 0
+			}
 		}
 		if cap(b) <= maxKeptBuffer {
 			select {
@@ -418,6 +431,8 @@ func (l *Listener) Ready() bool { return true }
 // Stats returns the counters.
 func (l *Listener) Stats() input.Stats {
 	errs, lost := l.errs.Load(), l.socketLost.Load()
+	// Malformed datagrams are loaded before the lines, which are counted first.
+	malformed := l.malformed.Load()
 	return input.Stats{
 		LinesRead: l.lines.Load(),
 		TooLong:   l.tooLong.Load(),
@@ -427,7 +442,7 @@ func (l *Listener) Stats() input.Stats {
 		ErrorsByReason: map[string]uint64{"receive": errs, "socket": lost},
 		Counters: []input.Counter{
 			selfmetric.InputDatagrams.Count(l.received.Load()),
-			selfmetric.InputMalformedDatagrams.Count(l.malformed.Load()),
+			selfmetric.InputMalformedDatagrams.Count(malformed),
 			selfmetric.InputDroppedDatagrams.Count(l.droppedKernel.Load(), "receive_buffer"),
 			selfmetric.InputDroppedDatagrams.Count(l.droppedQueue.Load(), "queue"),
 		},

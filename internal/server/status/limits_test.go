@@ -90,8 +90,8 @@ func TestLineTesterBusy(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		src := &blockingSource{fakeSource: fakeSource{cfg: testConfig(t)}, entered: make(chan string, 10), release: make(chan struct{})}
 		mux := testMux(t, src, true)
-		replies := make(chan *httptest.ResponseRecorder, explainRequests+1)
-		for i := range explainRequests {
+		replies := make(chan *httptest.ResponseRecorder, MaxExplainRequests+1)
+		for i := range MaxExplainRequests {
 			go func() { replies <- post(mux, fmt.Sprintf("input=web&lines=line%d", i)) }()
 		}
 		synctest.Wait()
@@ -109,7 +109,7 @@ func TestLineTesterBusy(t *testing.T) {
 			t.Errorf("a third request at once waits instead of being refused")
 		}
 		close(src.release)
-		for range explainRequests {
+		for range MaxExplainRequests {
 			if rec := <-replies; rec.Code != http.StatusOK {
 				t.Errorf("an admitted request: HTTP %d", rec.Code)
 			}

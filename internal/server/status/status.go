@@ -46,10 +46,11 @@ const MaxExplainLines = 100
 // the example's 9 rules take 1.3 MB.
 const MaxExplainReply = 2 << 20
 
-// explainRequests is how many POSTs to /-/explain are served at once, reading their
-// lines or writing their replies; one more is answered 429. Two, so that one slow
-// client does not shut out everyone else; of the two, one explains at a time.
-const explainRequests = 2
+// MaxExplainRequests is how many POSTs to /-/explain are served at once, reading their
+// lines or writing their replies, each holding its connection; one more is answered 429.
+// Two, so that one slow client does not shut out everyone else; of the two, one explains
+// at a time.
+const MaxExplainRequests = 2
 
 // ExplainPath is where the line tester posts.
 const ExplainPath = "/-/explain"
@@ -148,7 +149,7 @@ func Register(mux *http.ServeMux, o Options) {
 		}
 		landing.ServeHTTP(w, r)
 	}))
-	mux.Handle(ExplainPath, &lineTester{o: &o, admit: make(chan struct{}, explainRequests), explain: make(chan struct{}, 1)})
+	mux.Handle(ExplainPath, &lineTester{o: &o, admit: make(chan struct{}, MaxExplainRequests), explain: make(chan struct{}, 1)})
 }
 
 // lineTester serves ExplainPath. What it holds is bounded: admit bounds the requests

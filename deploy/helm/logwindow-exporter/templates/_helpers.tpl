@@ -109,18 +109,20 @@ or a rule file the exporter refuses, fail the install naming them.
   directive's whole-line # comments are not nginx's format; nginx, and the exporter, read a
   variable whatever its case. */ -}}
 {{- if and (not (or .Values.rules.content .Values.rules.existingConfigMap)) (contains "$" $f) -}}
-{{- $read := $f -}}
-{{- if regexMatch "^(\\s*#[^\\n]*\\n)*\\s*log_format\\s" $f }}{{ $read = regexReplaceAll "(?m)^[ \\t]*#.*$" $f "" }}{{ end -}}
+{{- $read := include "logwindow.formatRead" . -}}
 {{- $missing := list -}}
-{{- range list "remote_addr" "time_local" "status" "body_bytes_sent" -}}
+{{- range list "remote_addr" "status" "body_bytes_sent" -}}
 {{- if not (regexMatch (printf "(?i)\\$\\{?%s\\b" .) $read) }}{{ $missing = append $missing (printf "$%s" .) }}{{ end -}}
+{{- end -}}
+{{- if not (include "logwindow.formatTime" .) -}}
+{{- $missing = append $missing "$time_local (or $time_iso8601 or $msec)" -}}
 {{- end -}}
 {{- /* The rules' method and path are $request's, or nginx's own $request_method and $uri. */ -}}
 {{- if not (or (regexMatch "(?i)\\$\\{?request\\b" $read) (and (regexMatch "(?i)\\$\\{?request_method\\b" $read) (regexMatch "(?i)\\$\\{?uri\\b" $read))) -}}
 {{- $missing = append $missing "$request (or $request_method and $uri)" -}}
 {{- end -}}
 {{- with $missing -}}
-{{- fail (printf "logFormat: has no %s, which the chart's rules read (they need the variables of combined: $remote_addr, $time_local, $request, $status, $body_bytes_sent), so the exporter would refuse its rule file and never start: add them to nginx's log_format, or give rules of your own in rules.content" (join ", " .)) -}}
+{{- fail (printf "logFormat: has no %s, which the chart's rules read (they need the variables of combined: $remote_addr, $time_local or another time the exporter reads, $request, $status, $body_bytes_sent), so the exporter would refuse its rule file and never start: add them to nginx's log_format, or give rules of your own in rules.content" (join ", " .)) -}}
 {{- end -}}
 {{- end -}}
 {{- $flags := list "config.file" -}}
@@ -322,6 +324,35 @@ to the others.
 {{- end -}}
 
 {{/*
+The variables of a format string or directive as nginx reads them: a directive's whole-line
+# comments are not its format.
+*/}}
+{{- define "logwindow.formatRead" -}}
+{{- $f := .Values.logFormat | trim -}}
+{{- if regexMatch "^(\\s*#[^\\n]*\\n)*\\s*log_format\\s" $f }}{{ regexReplaceAll "(?m)^[ \\t]*#.*$" $f "" }}{{ else }}{{ $f }}{{ end -}}
+{{- end -}}
+
+{{/*
+The time the chart's rules place a line by (their timestamp: capture): $time_local, else
+the other times whose layout the exporter knows, $time_iso8601 or $msec, the first the
+format has (nginx, and the exporter, read a variable whatever its case); nothing when it has
+none. Presets and auto have $time_local.
+*/}}
+{{- define "logwindow.formatTime" -}}
+{{- $f := .Values.logFormat | trim -}}
+{{- if not (contains "$" $f) -}}
+time_local
+{{- else -}}
+{{- $read := include "logwindow.formatRead" . -}}
+{{- $found := "" -}}
+{{- range list "time_local" "time_iso8601" "msec" -}}
+{{- if and (not $found) (regexMatch (printf "(?i)\\$\\{?%s\\b" .) $read) }}{{ $found = . }}{{ end -}}
+{{- end -}}
+{{- $found -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
 The input's log_format (and log_format_escape) lines: a directive pasted over several lines
 as a | block, so that it reads as in nginx.conf; else a JSON string, which is also a YAML
 one and needs no escaping of its quotes.
@@ -389,8 +420,10 @@ inputs:
 {{- end }}
 
 {{ $dir := ternary "files/rules-pods" "files/rules" (eq .Values.mode "daemonset") -}}
-{{- /* Each file without its first line, which says it is generated. */ -}}
-{{ .Files.Get (printf "%s/base.yaml" $dir) | splitList "\n" | rest | join "\n" }}
+{{- /* Each file without its first line, which says it is generated; its rules placed by the
+  format's time (its anchor's capture, which the rules after it alias). */ -}}
+{{- $time := printf "capture: %s\n" (include "logwindow.formatTime" . | default "time_local") }}
+{{ .Files.Get (printf "%s/base.yaml" $dir) | splitList "\n" | rest | join "\n" | replace "capture: time_local\n" $time }}
 {{- range splitList " " (include "logwindow.formatTimings" . | trim) }}
 {{- if . }}
 {{- $.Files.Get (printf "%s/%s.yaml" $dir .) | splitList "\n" | rest | join "\n" }}

@@ -1,0 +1,125 @@
+package pipeline
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/logwindow/logwindow_exporter/config"
+	"github.com/logwindow/logwindow_exporter/internal/selfmetric"
+)
+
+// A scrape that lands while lines are being read never shows more lines counted by what
+// became of them (unmatched, malformed, unread; a socket's malformed datagrams) than the
+// input's lines read: those are counted once the read's or batch's events are written,
+// and the outcomes no earlier. The lines are written or sent while the test scrapes over
+// and over, for each way an input's lines are parsed: a read's lines at once (one shard),
+// by a worker (two), one by one (a CRI wrapper, whose lines that are not CRI lines are
+// malformed), and a socket's datagrams (those without a priority malformed).
+func TestOutcomesNeverAheadOfLinesRead(t *testing.T) {
+	const perWrite = 50
+	const cri = "2026-11-24T05:28:09.000000000Z stdout F "
+	for _, tc := range []struct {
+		name, input string
+		// chunk is what one write appends, or the datagrams one send sends.
+		chunk []string
+		// writes is how many: a datagram is one write, a few microseconds.
+		writes int
+	}{
+		{"shards=1", "{path: LOG}", []string{"x matched\n", "y unmatched\n"}, 1000},
+		{"shards=2", "{path: LOG, shards: 2}", []string{"x matched\n", "y unmatched\n"}, 1000},
+		{"cri", "{path: LOG, wrapper: cri}", []string{cri + "x matched\n", cri + "y unmatched\n", "not a CRI line\n"}, 1000},
+		{"syslog", "{syslog: 'unixgram://SOCK'}", []string{"<13>Nov 24 05:28:09 h t: x matched", "<13>Nov 24 05:28:09 h t: y unmatched", "no priority"}, 300},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			log, sock := filepath.Join(dir, "a.log"), filepath.Join(dir, "s.sock")
+			if err := os.WriteFile(log, nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			rules := strings.NewReplacer("LOG", log, "SOCK", sock).Replace(fmt.Sprintf("inputs: [%s]\nrules: [{name: lines, match: '^x'}]\n", tc.input))
+			cfg, err := config.Parse([]byte(rules), "rules.yaml")
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, err := Start(cfg, Options{Now: time.Now, PollInterval: 10 * time.Millisecond})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(p.Stop)
+			var chunk strings.Builder
+			for i := range perWrite {
+				chunk.WriteString(tc.chunk[i%len(tc.chunk)])
+			}
+			failed := make(chan error, 1)
+			writes := tc.writes
+			go func() {
+				failed <- write(log, sock, tc.input, tc.chunk, chunk.String(), writes, perWrite)
+			}()
+			deadline := time.Now().Add(time.Minute)
+			for checks := 0; ; checks++ {
+				select {
+				case err := <-failed:
+					if err != nil {
+						t.Fatal(err)
+					}
+				default:
+				}
+				// The counters as a scrape reads them (Collector: inputStats), without the
+				// rest of a scrape's work, so that many looks land within reads.
+				s := p.inputStats()[0]
+				read := s.LinesRead
+				if outcomes := s.Unmatched + s.MalformedLines + s.Unread; outcomes > read {
+					t.Fatalf("look %d: %d lines read, but %d unmatched, malformed or unread (%+v)", checks, read, outcomes, s)
+				}
+				// A datagram the listener's queue had no room for is no line (counted).
+				var dropped uint64
+				for _, c := range s.Counters {
+					if c.Name == selfmetric.InputMalformedDatagrams.Name && c.Value > read {
+						t.Fatalf("look %d: %d lines read, but %d malformed datagrams", checks, read, c.Value)
+					}
+					if c.Name == selfmetric.InputDroppedDatagrams.Name {
+						dropped += c.Value
+					}
+				}
+				if read+dropped == uint64(writes*perWrite) {
+					t.Logf("%d looks, %d datagrams dropped", checks, dropped)
+					return
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("%d of %d lines read (%d datagrams dropped)", read, writes*perWrite, dropped)
+				}
+			}
+		})
+	}
+}
+
+// write appends chunk to log writes times, or, for a syslog input, sends the datagrams of
+// one chunk (perWrite of them, taken from datagrams in turn) to sock writes times.
+func write(log, sock, input string, datagrams []string, chunk string, writes, perWrite int) error {
+	if !strings.Contains(input, "syslog") {
+		for range writes {
+			if err := appendText(log, chunk); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	c, err := net.Dial("unixgram", sock)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	for range writes {
+		for i := range perWrite {
+			if _, err := c.Write([]byte(datagrams[i%len(datagrams)])); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
